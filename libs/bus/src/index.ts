@@ -1,0 +1,2 @@
+export { connectBus, ensureStreams } from './bus.js';
+export type { Bus } from './bus.js';

@@ -1,0 +1,107 @@
+/**
+ * Configuration, read once from the environment by each service's main.ts and passed down.
+ * Nothing else in the code reads `process.env`.
+ */
+
+export interface KeyringEntry {
+  id: string;
+  key: Buffer;
+}
+
+export interface OutboundPolicy {
+  /** `local` allows plain http and loopback/private addresses; `production` allows neither. */
+  profile: 'local' | 'production';
+  /** Hosts (name or address, optional `:port`) that may be reached over plain http. */
+  allowHttpHosts: string[];
+  /** Hosts or CIDR ranges that may be reached although private, loopback or link-local. */
+  allowPrivate: string[];
+}
+
+export interface Config {
+  databaseUrl: string;
+  natsUrl: string;
+  redisUrl: string;
+  /** Namespace of every NATS subject and stream (`NATS_PREFIX`, e.g. `t1.`); empty by default. */
+  natsPrefix: string;
+  /** Prefix of every Redis key. */
+  redisPrefix: string;
+  /** Postgres schema names are fixed; this is the port each service's HTTP server listens on. */
+  httpPort: number;
+  httpHost: string;
+  otlpEndpoint: string | undefined;
+  toolNameStyle: 'double_underscore' | 'prefixed';
+  /** AES-256-GCM keys, oldest first; the last one encrypts. */
+  keyring: KeyringEntry[];
+  outbound: OutboundPolicy;
+  /** A stable id of this process among its service's instances. */
+  instanceId: string;
+  logLevel: 'debug' | 'info' | 'warn' | 'error';
+}
+
+const DEFAULT_PORTS = { registry: 8080, projector: 8081, proxy: 8082 } as const;
+
+function list(value: string | undefined): string[] {
+  return (value ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
+}
+
+/**
+ * Parses `SECRETS_KEYRING`: `id:base64key[,id:base64key…]`, oldest first, each key 32 bytes.
+ * Throws a message that names the entry, never the key material.
+ */
+export function parseKeyring(value: string | undefined): KeyringEntry[] {
+  const entries = list(value).map((item, i) => {
+    const sep = item.indexOf(':');
+    if (sep <= 0) throw new Error(`SECRETS_KEYRING entry ${i + 1} must be id:base64key`);
+    const id = item.slice(0, sep);
+    const key = Buffer.from(item.slice(sep + 1), 'base64');
+    if (!/^[A-Za-z0-9_-]{1,32}$/.test(id)) throw new Error(`SECRETS_KEYRING entry ${i + 1} has an invalid id`);
+    if (key.length !== 32) throw new Error(`SECRETS_KEYRING key ${id} must be 32 bytes (base64)`);
+    return { id, key };
+  });
+  const ids = new Set(entries.map((e) => e.id));
+  if (ids.size !== entries.length) throw new Error('SECRETS_KEYRING has a duplicate key id');
+  return entries;
+}
+
+/** A development keyring, used only by the `local` profile when none is configured. */
+const LOCAL_DEV_KEYRING = 'dev:' + Buffer.alloc(32, 7).toString('base64');
+
+export function loadConfig(service: keyof typeof DEFAULT_PORTS, env: NodeJS.ProcessEnv): Config {
+  const profile = env.OUTBOUND_PROFILE === 'local' ? 'local' : 'production';
+  const keyringText = env.SECRETS_KEYRING ?? (profile === 'local' ? LOCAL_DEV_KEYRING : undefined);
+  if (keyringText === undefined && service !== 'projector') {
+    throw new Error('SECRETS_KEYRING is required in the production profile (id:base64key of 32 bytes)');
+  }
+  const style = env.TOOL_NAME_STYLE ?? 'double_underscore';
+  if (style !== 'double_underscore' && style !== 'prefixed') {
+    throw new Error('TOOL_NAME_STYLE must be double_underscore or prefixed');
+  }
+  const level = env.LOG_LEVEL ?? 'info';
+  if (level !== 'debug' && level !== 'info' && level !== 'warn' && level !== 'error') {
+    throw new Error('LOG_LEVEL must be debug, info, warn or error');
+  }
+  const port = env.HTTP_PORT === undefined ? DEFAULT_PORTS[service] : Number(env.HTTP_PORT);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error('HTTP_PORT must be a port number');
+  return {
+    databaseUrl: env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/mcpx',
+    natsUrl: env.NATS_URL ?? 'nats://127.0.0.1:4222',
+    redisUrl: env.REDIS_URL ?? 'redis://127.0.0.1:6379',
+    natsPrefix: env.NATS_PREFIX ?? '',
+    redisPrefix: env.REDIS_PREFIX ?? 'mcpx:',
+    httpPort: port,
+    httpHost: env.HTTP_HOST ?? '127.0.0.1',
+    otlpEndpoint: env.OTEL_EXPORTER_OTLP_ENDPOINT || undefined,
+    toolNameStyle: style,
+    keyring: parseKeyring(keyringText),
+    outbound: {
+      profile,
+      allowHttpHosts: list(env.OUTBOUND_ALLOW_HTTP_HOSTS),
+      allowPrivate: list(env.OUTBOUND_ALLOW_PRIVATE),
+    },
+    instanceId: env.INSTANCE_ID ?? `${service}-${process.pid}-${Math.random().toString(36).slice(2, 8)}`,
+    logLevel: level,
+  };
+}

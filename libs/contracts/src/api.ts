@@ -1,0 +1,71 @@
+import type { ServerStatus, Transport } from './payloads.js';
+
+/** `config` of SetMcpServer. Header values in `secretHeaders` are stored encrypted. */
+export interface McpServerConfigInput {
+  url: string;
+  transport?: Transport;
+  headers?: Record<string, string>;
+  secretHeaders?: Record<string, string>;
+  /** Header name → name of an existing account secret. */
+  secretRefs?: Record<string, string>;
+}
+
+/** One entry of RedactedMcpServer.tools. */
+export interface RedactedTool {
+  name: string;
+  toolName: string;
+  description?: string;
+  inputSchema?: unknown;
+}
+
+/** An mcp_servers record as any response shows it: never a secret value. */
+export interface RedactedMcpServer {
+  id: string;
+  name: string;
+  url: string;
+  transport: Transport | null;
+  headerNames: string[];
+  secretHeaderNames: string[];
+  hasSecrets: boolean;
+  tools: RedactedTool[];
+  status: ServerStatus;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface AgentDefinition {
+  mcpServers: string[];
+}
+
+export interface AgentView {
+  id: string;
+  name: string;
+  definition: AgentDefinition;
+  grants: { mcpServers: string[] };
+  createdAt: string;
+  updatedAt: string;
+}
+
+/** The signed envelope of `POST /v1/actions`. */
+export interface ActionEnvelope {
+  signer: string;
+  account: string;
+  ts: number;
+  nonce: string;
+  action: { type: string; [key: string]: unknown };
+  sig: string;
+}
+
+export const ActionTypes = {
+  ListMcpServers: 'ListMcpServers',
+  SetMcpServer: 'SetMcpServer',
+  RefreshMcpServer: 'RefreshMcpServer',
+  DeleteMcpServer: 'DeleteMcpServer',
+  CreateAgent: 'CreateAgent',
+  UpdateAgent: 'UpdateAgent',
+  GetAgent: 'GetAgent',
+  ListAgents: 'ListAgents',
+  ListAgentTools: 'ListAgentTools',
+  InvokeTool: 'InvokeTool',
+} as const;
+export type ActionType = (typeof ActionTypes)[keyof typeof ActionTypes];

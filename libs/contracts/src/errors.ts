@@ -1,0 +1,119 @@
+/**
+ * Errors that cross the wire (NATS replies, HTTP bodies). Each has a stable string `code`;
+ * `WireError.from` rebuilds the typed error on the receiving side. Messages never carry secrets.
+ */
+export const ErrorCodes = {
+  /** A field of the input is malformed or out of bounds; `details.field` names it. */
+  invalidInput: 'invalid_input',
+  /** The envelope's signature, signer, timestamp or nonce was refused. */
+  unauthenticated: 'unauthenticated',
+  /** The signer may not do this. */
+  forbidden: 'forbidden',
+  notFound: 'not_found',
+  conflict: 'conflict',
+  /** The agent's definition does not grant the tool's server. */
+  notGranted: 'not_granted',
+  /** The arguments do not match the tool's contract; `details.contract` carries it. */
+  invalidArguments: 'invalid_arguments',
+  /** The remote server answered the call with `isError: true`. */
+  serverError: 'server_error',
+  /** Connecting to or talking with the remote server failed. */
+  transportError: 'transport_error',
+  /** The remote server wants authorization we do not have. */
+  authRequired: 'auth_required',
+  timeout: 'timeout',
+  cancelled: 'cancelled',
+  approvalRequired: 'approval_required',
+  rateLimited: 'rate_limited',
+  /** Outbound safety refused the address. */
+  outboundRefused: 'outbound_refused',
+  /** A fault of ours: never the client's. */
+  internal: 'internal',
+} as const;
+export type ErrorCode = (typeof ErrorCodes)[keyof typeof ErrorCodes];
+
+const KNOWN = new Set<string>(Object.values(ErrorCodes));
+
+/** Codes worth retrying later without changing the request. */
+const RETRYABLE = new Set<ErrorCode>([ErrorCodes.transportError, ErrorCodes.timeout, ErrorCodes.rateLimited, ErrorCodes.internal]);
+
+export interface WireErrorShape {
+  code: ErrorCode;
+  message: string;
+  details?: Record<string, unknown>;
+}
+
+export class WireError extends Error {
+  override readonly name = 'WireError';
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly details: Record<string, unknown> = {},
+  ) {
+    super(message);
+  }
+
+  get retryable(): boolean {
+    return RETRYABLE.has(this.code);
+  }
+
+  /** HTTP status for the action API. */
+  get httpStatus(): number {
+    switch (this.code) {
+      case 'invalid_input':
+      case 'invalid_arguments':
+        return 400;
+      case 'unauthenticated':
+        return 401;
+      case 'forbidden':
+      case 'not_granted':
+      case 'outbound_refused':
+        return 403;
+      case 'not_found':
+        return 404;
+      case 'conflict':
+      case 'approval_required':
+        return 409;
+      case 'rate_limited':
+        return 429;
+      case 'timeout':
+        return 504;
+      case 'server_error':
+      case 'transport_error':
+      case 'auth_required':
+      case 'cancelled':
+        return 502;
+      case 'internal':
+        return 500;
+    }
+  }
+
+  toJSON(): WireErrorShape {
+    return Object.keys(this.details).length > 0
+      ? { code: this.code, message: this.message, details: this.details }
+      : { code: this.code, message: this.message };
+  }
+
+  /** Rebuilds a typed error from a wire shape; an unknown code becomes `internal`. */
+  static from(shape: unknown): WireError {
+    if (shape !== null && typeof shape === 'object') {
+      const s = shape as Partial<WireErrorShape>;
+      const code = typeof s.code === 'string' && KNOWN.has(s.code) ? s.code : ErrorCodes.internal;
+      const message = typeof s.message === 'string' ? s.message : 'unknown error';
+      const details = s.details !== null && typeof s.details === 'object' ? s.details : {};
+      return new WireError(code, message, details);
+    }
+    return new WireError(ErrorCodes.internal, 'malformed error');
+  }
+}
+
+/** An invalid-input error naming the offending field. */
+export function invalidInput(field: string, message: string, extra: Record<string, unknown> = {}): WireError {
+  return new WireError(ErrorCodes.invalidInput, `${field}: ${message}`, { field, ...extra });
+}
+
+/** Turns anything thrown into a wire error without leaking internals of a non-wire error. */
+export function toWireError(err: unknown): WireError {
+  if (err instanceof WireError) return err;
+  return new WireError(ErrorCodes.internal, 'internal error');
+}

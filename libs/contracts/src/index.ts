@@ -1,0 +1,32 @@
+export { makeSubjects, subjectToken, QueueGroups } from './subjects.js';
+export type { Subjects } from './subjects.js';
+export { encodePayload, decodePayload } from './codec.js';
+export { ErrorCodes, WireError, invalidInput, toWireError } from './errors.js';
+export type { ErrorCode, WireErrorShape } from './errors.js';
+export { Transports, ServerStates } from './payloads.js';
+export type {
+  Transport,
+  ServerState,
+  ServerStatus,
+  ServerDiscoveredEvent,
+  ServerDeletedEvent,
+  AgentChangedEvent,
+  AgentToolsChangedEvent,
+  ProxyCallRequest,
+  ProxyCallReply,
+  ProxyCancel,
+  RunEnded,
+  ToolsObserved,
+  AgentToolsRequest,
+  AgentToolsReply,
+} from './payloads.js';
+export { ActionTypes } from './api.js';
+export type {
+  McpServerConfigInput,
+  RedactedTool,
+  RedactedMcpServer,
+  AgentDefinition,
+  AgentView,
+  ActionEnvelope,
+  ActionType,
+} from './api.js';

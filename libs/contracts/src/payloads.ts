@@ -1,0 +1,113 @@
+import type { McpToolDocument, ProxyResult, RemoteTool } from '@mcpx/domain';
+import type { WireErrorShape } from './errors.js';
+
+/** The transport a server is reached over: pinned by its config or found by discovery. */
+export const Transports = { http: 'http', sse: 'sse' } as const;
+export type Transport = (typeof Transports)[keyof typeof Transports];
+
+export const ServerStates = {
+  ok: 'ok',
+  error: 'error',
+  authRequired: 'auth_required',
+  unknown: 'unknown',
+} as const;
+export type ServerState = (typeof ServerStates)[keyof typeof ServerStates];
+
+/** `status_cbor` of an mcp_servers record. Times are ISO-8601 strings. */
+export interface ServerStatus {
+  state: ServerState;
+  error?: string;
+  checkedAt?: string;
+  lastOkAt?: string;
+  /** The transport the last successful discovery used (recorded when it was found by fallback). */
+  transport?: Transport;
+  /** Failed discoveries in a row; drives the background re-probe backoff. */
+  failures?: number;
+}
+
+/** Payload of `mcp.events.server.discovered.<acct>.<server>`. */
+export interface ServerDiscoveredEvent {
+  account: string;
+  server: string;
+  serverId: string;
+  /** Increases with every change of the tool list; the projector ignores older generations. */
+  generation: number;
+  tools: RemoteTool[];
+  status: ServerStatus;
+  toolsChanged: boolean;
+}
+
+/** Payload of `mcp.events.server.deleted.<acct>.<server>`. */
+export interface ServerDeletedEvent {
+  account: string;
+  server: string;
+  serverId: string;
+}
+
+/** Payload of `mcp.events.agent.changed.<acct>.<agent>`. */
+export interface AgentChangedEvent {
+  account: string;
+  agent: string;
+  /** Increases with every change of the definition; older revisions are ignored. */
+  revision: number;
+  mcpServers: string[];
+  deleted?: boolean;
+}
+
+/** Payload of `agents.tools.changed.<acct>.<agent>`. */
+export interface AgentToolsChangedEvent {
+  account: string;
+  agent: string;
+  version: number;
+  added: Record<string, string>;
+  changed: Record<string, string>;
+  removed: string[];
+}
+
+/** Request of `mcp.proxy.call` and `mcp.proxy.<instance>.call`. */
+export interface ProxyCallRequest {
+  account: string;
+  agent: string;
+  run: string;
+  tool: string;
+  arguments: Record<string, unknown>;
+  callId: string;
+  timeoutMs?: number;
+}
+
+export type ProxyCallReply =
+  | { ok: true; instance: string; result: ProxyResult }
+  | { ok: false; instance: string; error: WireErrorShape };
+
+/** Payload of `mcp.proxy.cancel`. */
+export interface ProxyCancel {
+  account: string;
+  run: string;
+  callId: string;
+}
+
+/** Payload of `mcp.runs.ended.<acct>.<run>`. */
+export interface RunEnded {
+  account: string;
+  run: string;
+}
+
+/** Payload of `mcp.proxy.tools.observed` (a quiet discovery). */
+export interface ToolsObserved {
+  account: string;
+  server: string;
+  tools: RemoteTool[];
+  transport: Transport;
+}
+
+/** Request of `projector.agent-tools.get`. */
+export interface AgentToolsRequest {
+  account: string;
+  agent: string;
+}
+
+export interface AgentToolsReply {
+  version: number;
+  documents: Array<McpToolDocument & { cid: string }>;
+  conflicts: Array<{ name: string; server: string; heldBy: string }>;
+}

@@ -1,0 +1,88 @@
+/**
+ * NATS subjects and JetStream names. Every name takes an optional namespace prefix (`NATS_PREFIX`)
+ * so that several deployments, or parallel test runs, can share one NATS server without
+ * overlapping streams. With an empty prefix the names are exactly those of DESIGN §3.
+ */
+
+/** Grammar of tokens that go into a subject: account ids, agent ids, server names, run ids. */
+const TOKEN_RE = /^[A-Za-z0-9_-]{1,128}$/;
+
+/** Throws when a value cannot be a single subject token (no dots, wildcards or spaces). */
+export function subjectToken(value: string): string {
+  if (!TOKEN_RE.test(value)) throw new Error(`not a valid subject token: ${JSON.stringify(value.slice(0, 40))}`);
+  return value;
+}
+
+export interface Subjects {
+  readonly prefix: string;
+  /** JetStream stream `MCP_EVENTS`, subjects `mcp.events.>`. */
+  readonly mcpEventsStream: string;
+  /** JetStream stream `AGENT_TOOLS`, subjects `agents.tools.changed.>`. */
+  readonly agentToolsStream: string;
+  /** `mcp.events.>` */
+  readonly mcpEventsAll: string;
+  /** `mcp.events.server.discovered.<acct>.<server>` */
+  serverDiscovered(account: string, server: string): string;
+  /** `mcp.events.server.deleted.<acct>.<server>` */
+  serverDeleted(account: string, server: string): string;
+  /** `mcp.events.agent.changed.<acct>.<agent>` */
+  agentChanged(account: string, agent: string): string;
+  /** `mcp.events.agent.changed.>` */
+  readonly agentChangedAll: string;
+  /** `mcp.events.server.>` */
+  readonly serverEventsAll: string;
+  /** `agents.tools.changed.<acct>.<agent>` */
+  agentToolsChanged(account: string, agent: string): string;
+  /** `agents.tools.changed.>` (or one account's: `agents.tools.changed.<acct>.>`) */
+  agentToolsChangedAll(account?: string): string;
+  /** `mcp.proxy.call` — queue group `proxy` */
+  readonly proxyCall: string;
+  /** `mcp.proxy.<instance>.call` — the sticky route of a run */
+  proxyInstanceCall(instance: string): string;
+  /** `mcp.proxy.cancel` */
+  readonly proxyCancel: string;
+  /** `mcp.runs.ended.<acct>.<run>` */
+  runEnded(account: string, run: string): string;
+  /** `mcp.runs.ended.>` */
+  readonly runEndedAll: string;
+  /** `mcp.proxy.tools.observed` — quiet discovery from a proxy's connection */
+  readonly toolsObserved: string;
+  /** `projector.agent-tools.get` — request/reply read of an agent's tool set */
+  readonly projectorAgentTools: string;
+}
+
+/** Queue group names: one member of each group answers a request. */
+export const QueueGroups = {
+  proxy: 'proxy',
+  projector: 'projector',
+  registry: 'registry',
+} as const;
+
+export function makeSubjects(prefix = ''): Subjects {
+  if (prefix !== '' && !/^[A-Za-z0-9_-]+\.$/.test(prefix)) {
+    throw new Error('NATS_PREFIX must be letters, digits, _ or - followed by a dot, e.g. "t1."');
+  }
+  const p = prefix;
+  const streamPrefix = p === '' ? '' : p.slice(0, -1).toUpperCase().replace(/-/g, '_') + '_';
+  const t = subjectToken;
+  return {
+    prefix: p,
+    mcpEventsStream: `${streamPrefix}MCP_EVENTS`,
+    agentToolsStream: `${streamPrefix}AGENT_TOOLS`,
+    mcpEventsAll: `${p}mcp.events.>`,
+    serverDiscovered: (a, s) => `${p}mcp.events.server.discovered.${t(a)}.${t(s)}`,
+    serverDeleted: (a, s) => `${p}mcp.events.server.deleted.${t(a)}.${t(s)}`,
+    agentChanged: (a, g) => `${p}mcp.events.agent.changed.${t(a)}.${t(g)}`,
+    agentChangedAll: `${p}mcp.events.agent.changed.>`,
+    serverEventsAll: `${p}mcp.events.server.>`,
+    agentToolsChanged: (a, g) => `${p}agents.tools.changed.${t(a)}.${t(g)}`,
+    agentToolsChangedAll: (a) => (a === undefined ? `${p}agents.tools.changed.>` : `${p}agents.tools.changed.${t(a)}.>`),
+    proxyCall: `${p}mcp.proxy.call`,
+    proxyInstanceCall: (i) => `${p}mcp.proxy.${t(i)}.call`,
+    proxyCancel: `${p}mcp.proxy.cancel`,
+    runEnded: (a, r) => `${p}mcp.runs.ended.${t(a)}.${t(r)}`,
+    runEndedAll: `${p}mcp.runs.ended.>`,
+    toolsObserved: `${p}mcp.proxy.tools.observed`,
+    projectorAgentTools: `${p}projector.agent-tools.get`,
+  };
+}

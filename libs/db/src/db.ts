@@ -1,0 +1,55 @@
+import { Kysely, PostgresDialect } from 'kysely';
+import { Migrator, type Migration } from 'kysely/migration';
+import pg from 'pg';
+import type { Database } from './schema.js';
+import * as registryInit from './migrations/registry-20261130T0800-init.js';
+import * as projectorInit from './migrations/projector-20261130T0800-init.js';
+
+// bigint counts come back as strings by default; ours fit in a double.
+pg.types.setTypeParser(20, (v) => Number(v));
+
+export type Db = Kysely<Database>;
+
+export interface DbOptions {
+  /** Hosts that may be reached over plain http, enforced by the mcp_servers CHECK constraint. */
+  allowHttpHosts?: string[];
+  max?: number;
+  applicationName?: string;
+}
+
+/** Opens a pool. The allow-list travels as a connection setting so the CHECK constraint sees it. */
+export function createDb(url: string, opts: DbOptions = {}): Db {
+  const hosts = (opts.allowHttpHosts ?? []).join(',').replace(/[^A-Za-z0-9.:,\-[\]]/g, '');
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: opts.max ?? 10,
+    application_name: opts.applicationName ?? 'mcpx',
+    options: hosts === '' ? undefined : `-c mcpx.allow_http_hosts=${hosts}`,
+  });
+  return new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+}
+
+/** Migration sets, one per service schema, each with its own history table in that schema. */
+const MIGRATIONS = {
+  registry: { '20261130T0800-init': registryInit },
+  projector: { '20261130T0800-init': projectorInit },
+} satisfies Record<string, Record<string, Migration>>;
+
+export type SchemaName = keyof typeof MIGRATIONS;
+
+/** Brings one service's schema up to date. Safe to run from several instances at once. */
+export async function migrate(db: Kysely<any>, schema: SchemaName): Promise<void> {
+  const migrator = new Migrator({
+    db,
+    provider: { getMigrations: async () => MIGRATIONS[schema] },
+    migrationTableSchema: schema,
+    migrationTableName: 'kysely_migration',
+    migrationLockTableName: 'kysely_migration_lock',
+  });
+  await db.schema.createSchema(schema).ifNotExists().execute();
+  const { error, results } = await migrator.migrateToLatest();
+  const failed = results?.find((r) => r.status === 'Error');
+  if (error !== undefined || failed !== undefined) {
+    throw new Error(`migration of ${schema} failed${failed ? ` at ${failed.migrationName}` : ''}: ${String(error)}`);
+  }
+}

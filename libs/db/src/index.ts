@@ -1,0 +1,15 @@
+export { createDb, migrate } from './db.js';
+export type { Db, DbOptions, SchemaName } from './db.js';
+export type {
+  Database,
+  AccountsTable,
+  SignersTable,
+  AgentsTable,
+  McpServersTable,
+  SecretsTable,
+  ToolDocumentsTable,
+  ProjectedServersTable,
+  AgentToolsTable,
+  LambdaToolsTable,
+  ToolsDiff,
+} from './schema.js';

@@ -1,0 +1,116 @@
+import type { ColumnType, Generated } from 'kysely';
+
+type Timestamp = ColumnType<Date, Date | string | undefined, Date | string>;
+
+/** registry schema: owned by the registry service. */
+export interface AccountsTable {
+  id: string;
+  principal: string;
+  created_at: Timestamp;
+}
+
+export interface SignersTable {
+  account_id: string;
+  principal: string;
+  role: 'OWNER' | 'AGENT' | 'WRITER';
+  created_at: Timestamp;
+}
+
+export interface AgentsTable {
+  id: string;
+  account_id: string;
+  name: string;
+  definition_cbor: Uint8Array;
+  revision: number;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface McpServersTable {
+  id: string;
+  account_id: string;
+  name: string;
+  /** Kept beside config_cbor so the https-only CHECK constraint can see it. */
+  url: string;
+  config_cbor: Uint8Array;
+  tools_cbor: Uint8Array;
+  /** sha-256 of the canonical encoding of the tool list: "changed" is a comparison of these. */
+  tools_hash: string;
+  generation: number;
+  status_cbor: Uint8Array;
+  next_probe_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface SecretsTable {
+  account_id: string;
+  name: string;
+  key_id: string;
+  /** 12-byte IV ‖ ciphertext ‖ 16-byte tag. */
+  ciphertext: Uint8Array;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+/** projector schema: owned by the projector service. */
+export interface ToolDocumentsTable {
+  account_id: string;
+  server: string;
+  server_id: string;
+  name: string;
+  kind: string;
+  cid: string;
+  doc_cbor: Uint8Array;
+}
+
+export interface ProjectedServersTable {
+  account_id: string;
+  server: string;
+  server_id: string;
+  generation: number;
+  /** name → cid of the server's documents, the unit a sync applies to every granting agent. */
+  tools: ColumnType<Record<string, string>, string, string>;
+  pending: ColumnType<ToolsDiff | null, string | null, string | null>;
+}
+
+/** A change of a tool set: the body of agent-tools-changed without its addressing. */
+export interface ToolsDiff {
+  added: Record<string, string>;
+  changed: Record<string, string>;
+  removed: string[];
+}
+
+export interface AgentToolsTable {
+  account_id: string;
+  agent_id: string;
+  servers: string[];
+  revision: number;
+  /** name → cid of the agent's effective set. */
+  tools: ColumnType<Record<string, string>, string, string>;
+  /** [{name, server, heldBy}] names an mcp tool could not take. */
+  conflicts: ColumnType<Array<{ name: string; server: string; heldBy: string }>, string, string>;
+  version: Generated<number>;
+  pending: ColumnType<(ToolsDiff & { version: number }) | null, string | null, string | null>;
+  updated_at: Timestamp;
+}
+
+export interface LambdaToolsTable {
+  account_id: string;
+  agent_id: string;
+  name: string;
+  cid: string;
+  doc_cbor: Uint8Array;
+}
+
+export interface Database {
+  'registry.accounts': AccountsTable;
+  'registry.signers': SignersTable;
+  'registry.agents': AgentsTable;
+  'registry.mcp_servers': McpServersTable;
+  'registry.secrets': SecretsTable;
+  'projector.tool_documents': ToolDocumentsTable;
+  'projector.projected_servers': ProjectedServersTable;
+  'projector.agent_tools': AgentToolsTable;
+  'projector.lambda_tools': LambdaToolsTable;
+}

@@ -1,0 +1,52 @@
+// The public surface of @mcpx/domain: pure rules for remote MCP tools, no I/O.
+export { Permission, ToolNameStyle, isPermission, isToolNameStyle, isPlainObject } from './types.js';
+export type { JsonObject, JsonValue, McpToolDocument, RemoteTool, ToolAnnotations } from './types.js';
+
+export {
+  PREFIXED_SLUG_RE,
+  SERVER_NAME_RE,
+  TOOL_NAME_MAX_LENGTH,
+  projectToolNames,
+  sanitizeRemoteName,
+  serverToolPrefix,
+  validateServerName,
+} from './names.js';
+
+export { SCHEMA_MAX_BYTES, SCHEMA_MAX_DEPTH, normalizeInputSchema, normalizeOutputSchema } from './schema.js';
+
+export { READ_VERBS, WRITE_VERBS, inheritPermission } from './permission.js';
+
+export { DESCRIPTION_MAX_BYTES, TITLE_MAX_BYTES, buildToolDocuments, normalizeAnnotations } from './document.js';
+export type { BuildToolDocumentsOptions } from './document.js';
+
+export { documentCid, encodeCanonical } from './cid.js';
+export { sha256, sha256Hex } from './sha256.js';
+
+export { DEFAULT_VALIDATION_LIMITS, compileValidator, validateArguments } from './validator.js';
+export type { ArgumentValidator, ValidationIssue, ValidationLimits, ValidationResult } from './validator.js';
+
+export {
+  ARGUMENT_MAX_CHARS,
+  ERROR_TEXT_MAX_BYTES,
+  IMAGES_MAX_COUNT,
+  IMAGES_MAX_TOTAL_BYTES,
+  IMAGE_MAX_BYTES,
+  TEXT_LIMIT_BYTES,
+  firstStringArgument,
+  flattenCallResult,
+  isErrorResult,
+} from './result.js';
+export type { CallResultLike, FlattenCallInput, FlattenLimits, ProxyImage, ProxyResult } from './result.js';
+
+export {
+  INDEX_BUDGET_BYTES,
+  INDEX_COLLAPSE_ABOVE,
+  INDEX_DESCRIPTION_MAX_CHARS,
+  renderToolIndex,
+  renderToolListing,
+  summarizeDescription,
+} from './index-render.js';
+export type { IndexedTool, RenderToolIndexOptions } from './index-render.js';
+
+export { promotableTools, providerDescription, toAnthropicTool, toOpenAiTool } from './provider.js';
+export type { AnthropicTool, OpenAiTool, OwnToolDocument } from './provider.js';

@@ -1,0 +1,141 @@
+import type { JsonObject, JsonValue } from './types.js';
+import { utf8ByteLength } from './utf8.js';
+
+/** A schema whose canonical JSON is larger than this is replaced (remote schemas are untrusted). */
+export const SCHEMA_MAX_BYTES = 256 * 1024;
+/** A schema nested deeper than this is replaced; the root object is depth 1. */
+export const SCHEMA_MAX_DEPTH = 64;
+
+/**
+ * The input schema a tool document carries: the remote schema whole, minus the root's `$schema`
+ * and `$id`, as plain JSON (undefined dropped, non-finite numbers as null, like JSON.stringify).
+ *
+ * The root must be a plain object whose `type` is `'object'` or absent (then `type: 'object'` is
+ * added). Anything else, and any schema whose canonical JSON (JSON.stringify, no whitespace) is
+ * over 256 KiB of UTF-8 or nested deeper than 64, becomes `{type: 'object'}`: the remote server
+ * still validates, and the local validator ignores what it does not model anyway.
+ */
+export function normalizeInputSchema(schema: unknown): JsonObject {
+  return normalizeObjectSchema(schema) ?? { type: 'object' };
+}
+
+/** Like {@link normalizeInputSchema}, but undefined when the schema is absent or unusable. */
+export function normalizeOutputSchema(schema: unknown): JsonObject | undefined {
+  return normalizeObjectSchema(schema);
+}
+
+function normalizeObjectSchema(schema: unknown): JsonObject | undefined {
+  if (!isObjectLike(schema)) return undefined;
+  const type = schema.type;
+  if (type !== undefined && type !== 'object') return undefined;
+  const root: Record<string, unknown> = {};
+  for (const key of Object.keys(schema)) {
+    if (key === '$schema' || key === '$id') continue;
+    defineKey(root, key, schema[key]);
+  }
+  if (type === undefined) root.type = 'object';
+  const budget = { bytes: SCHEMA_MAX_BYTES };
+  const json = toJson(root, 1, budget);
+  if (json === TOO_BIG || json === undefined || !isObjectLike(json)) return undefined;
+  return json;
+}
+
+const TOO_BIG = Symbol('too big');
+
+/**
+ * `value` as JSON with JSON.stringify's rules, while charging its canonical JSON size to `budget`
+ * so a huge or deep input stops early instead of being copied whole.
+ * Returns undefined where JSON.stringify would omit the value.
+ */
+function toJson(value: unknown, depth: number, budget: { bytes: number }): JsonValue | undefined | typeof TOO_BIG {
+  switch (typeof value) {
+    case 'string':
+      budget.bytes -= jsonStringBytes(value);
+      return budget.bytes < 0 ? TOO_BIG : value;
+    case 'number': {
+      // JSON has no NaN/Infinity (dag-cbor refuses them too) and no -0.
+      const n = Number.isFinite(value) ? (value === 0 ? 0 : value) : null;
+      budget.bytes -= n === null ? 4 : String(n).length;
+      return budget.bytes < 0 ? TOO_BIG : n;
+    }
+    case 'boolean':
+      budget.bytes -= value ? 4 : 5;
+      return budget.bytes < 0 ? TOO_BIG : value;
+    case 'object':
+      break;
+    case 'undefined':
+    case 'function':
+    case 'symbol':
+    case 'bigint':
+      // No JSON form in a schema (JSON.stringify drops or refuses them).
+      return undefined;
+  }
+  if (value === null) {
+    budget.bytes -= 4;
+    return budget.bytes < 0 ? TOO_BIG : null;
+  }
+  if (depth > SCHEMA_MAX_DEPTH) return TOO_BIG;
+  if (Array.isArray(value)) {
+    budget.bytes -= 2 + Math.max(0, value.length - 1);
+    if (budget.bytes < 0) return TOO_BIG;
+    const out: JsonValue[] = [];
+    for (const item of value) {
+      const json = toJson(item, depth + 1, budget);
+      if (json === TOO_BIG) return TOO_BIG;
+      if (json === undefined) {
+        budget.bytes -= 4;
+        out.push(null);
+      } else out.push(json);
+    }
+    return budget.bytes < 0 ? TOO_BIG : out;
+  }
+  const out: Record<string, JsonValue> = {};
+  budget.bytes -= 2;
+  let first = true;
+  for (const key of Object.keys(value)) {
+    const json = toJson((value as Record<string, unknown>)[key], depth + 1, budget);
+    if (json === TOO_BIG) return TOO_BIG;
+    if (json === undefined) continue;
+    budget.bytes -= jsonStringBytes(key) + 1 + (first ? 0 : 1);
+    first = false;
+    if (budget.bytes < 0) return TOO_BIG;
+    defineKey(out, key, json);
+  }
+  return out;
+}
+
+/** Bytes of `JSON.stringify(s)` in UTF-8, quotes and escapes included. */
+export function jsonStringBytes(s: string): number {
+  let bytes = 2;
+  let escapes = 0;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c === 0x22 || c === 0x5c || c === 0x08 || c === 0x0c || c === 0x0a || c === 0x0d || c === 0x09) escapes += 1;
+    else if (c < 0x20) escapes += 5;
+    else if (c >= 0xd800 && c <= 0xdfff) {
+      const paired =
+        c <= 0xdbff
+          ? i + 1 < s.length && isLow(s.charCodeAt(i + 1))
+          : i > 0 && s.charCodeAt(i - 1) >= 0xd800 && s.charCodeAt(i - 1) <= 0xdbff;
+      // A lone surrogate is written as a 6-character \uXXXX escape.
+      if (!paired) escapes += 3;
+    }
+  }
+  bytes += utf8ByteLength(s) + escapes;
+  return bytes;
+}
+
+function isLow(c: number): boolean {
+  return c >= 0xdc00 && c <= 0xdfff;
+}
+
+function isObjectLike(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** Assign that treats `__proto__` as an ordinary key (a JSON-parsed schema may have one). */
+function defineKey(target: Record<string, unknown>, key: string, value: unknown): void {
+  if (key === '__proto__') {
+    Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
+  } else target[key] = value;
+}

@@ -1,0 +1,9 @@
+export {
+  ENVELOPE_MAX_SKEW_MS,
+  generateKeyPair,
+  publicKeyFromPrincipal,
+  signingBytes,
+  signAction,
+  verifySignature,
+} from './envelope.js';
+export type { KeyPair } from './envelope.js';

@@ -1,0 +1,55 @@
+import { randomBytes } from 'node:crypto';
+import type { Redis } from 'ioredis';
+
+/** Deletes the lock only when it still holds our token (a lock that expired is someone else's). */
+const RELEASE = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end`;
+
+export interface SingleFlightOptions {
+  /** How long a holder may keep the lock before it expires (a crashed holder frees it). */
+  ttlMs: number;
+  /** How long a follower waits for the holder before giving up and running itself. */
+  waitMs?: number;
+  pollMs?: number;
+}
+
+/**
+ * Collapses concurrent runs of the same work: within a process through a shared promise, and
+ * across processes through a Redis lock. A follower that finds the lock held waits for the holder
+ * to finish and then runs `follow` (which reads the holder's result) instead of `lead`.
+ */
+export class SingleFlight {
+  private readonly inflight = new Map<string, Promise<unknown>>();
+
+  constructor(
+    private readonly redis: Redis,
+    private readonly prefix: string,
+  ) {}
+
+  async run<T>(key: string, opts: SingleFlightOptions, lead: () => Promise<T>, follow: () => Promise<T>): Promise<T> {
+    const existing = this.inflight.get(key) as Promise<T> | undefined;
+    if (existing) return existing;
+    const p = this.acquireAndRun(key, opts, lead, follow).finally(() => this.inflight.delete(key));
+    this.inflight.set(key, p);
+    return p;
+  }
+
+  private async acquireAndRun<T>(key: string, opts: SingleFlightOptions, lead: () => Promise<T>, follow: () => Promise<T>): Promise<T> {
+    const lockKey = `${this.prefix}lock:${key}`;
+    const token = randomBytes(12).toString('base64url');
+    const got = await this.redis.set(lockKey, token, 'PX', opts.ttlMs, 'NX');
+    if (got === 'OK') {
+      try {
+        return await lead();
+      } finally {
+        await this.redis.eval(RELEASE, 1, lockKey, token).catch(() => undefined);
+      }
+    }
+    const deadline = Date.now() + (opts.waitMs ?? opts.ttlMs);
+    const poll = opts.pollMs ?? 50;
+    while (Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, poll));
+      if ((await this.redis.exists(lockKey)) === 0) return follow();
+    }
+    return follow();
+  }
+}

@@ -1,0 +1,63 @@
+import { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { describe, expect, it } from 'vitest';
+import { classifyMcpError, McpClientError, redactUrl } from './errors.js';
+
+function fetchFailed(message: string, code: string): TypeError {
+  const cause = Object.assign(new Error(message), { code });
+  return new TypeError('fetch failed', { cause });
+}
+
+describe('classifyMcpError', () => {
+  it('tells a cancel from a timeout by the signal', () => {
+    const timeout = new McpError(ErrorCode.RequestTimeout, 'Request timed out');
+    expect(classifyMcpError(timeout).code).toBe('timeout');
+    expect(classifyMcpError(timeout, AbortSignal.abort()).code).toBe('cancelled');
+  });
+
+  it('keeps the JSON-RPC code of a protocol error', () => {
+    const error = classifyMcpError(new McpError(ErrorCode.InvalidParams, 'bad cursor'));
+    expect(error).toMatchObject({ code: 'protocol_error', mcpCode: -32602, retryable: false });
+    expect(error.message).toContain('bad cursor');
+  });
+
+  it('maps a closed connection to transport_error', () => {
+    expect(classifyMcpError(new McpError(ErrorCode.ConnectionClosed, 'Connection closed')).code).toBe('transport_error');
+  });
+
+  it('maps a 404 on a session to a retryable session_expired', () => {
+    const error = classifyMcpError(new StreamableHTTPError(404, 'Error POSTing to endpoint: {}'));
+    expect(error).toMatchObject({ code: 'session_expired', retryable: true, status: 404 });
+  });
+
+  it('maps a 401 to unauthorized with the challenge', () => {
+    const error = classifyMcpError(new StreamableHTTPError(401, 'nope'), undefined, { wwwAuthenticate: 'Bearer' });
+    expect(error).toMatchObject({ code: 'unauthorized', status: 401, wwwAuthenticate: 'Bearer' });
+  });
+
+  it('keeps the socket error of a fetch failure', () => {
+    const error = classifyMcpError(fetchFailed('connect ECONNREFUSED 127.0.0.1:45678', 'ECONNREFUSED'));
+    expect(error.code).toBe('transport_error');
+    expect(error.message).toContain('connect ECONNREFUSED 127.0.0.1:45678');
+  });
+
+  it('scrubs secrets out of server-provided text', () => {
+    const error = classifyMcpError(new StreamableHTTPError(500, 'Error POSTing to endpoint: bad token abcd-secret'), undefined, {
+      secrets: ['abcd-secret'],
+    });
+    expect(error.message).not.toContain('abcd-secret');
+    expect(error.message).toContain('[redacted]');
+  });
+
+  it('returns an McpClientError unchanged', () => {
+    const error = new McpClientError('timeout', 'x');
+    expect(classifyMcpError(error)).toBe(error);
+  });
+});
+
+describe('redactUrl', () => {
+  it('drops userinfo, query and fragment', () => {
+    expect(redactUrl('https://user:pw@example.com:8443/mcp?key=secret#x')).toBe('https://example.com:8443/mcp');
+    expect(redactUrl('not a url')).toBe('<invalid url>');
+  });
+});

@@ -1,0 +1,206 @@
+import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
+import { SseError } from '@modelcontextprotocol/sdk/client/sse.js';
+import { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
+
+/**
+ * Stable codes of {@link McpClientError}.
+ * - `connect_failed`: the handshake did not complete (HTTP status or network cause in the message).
+ * - `unauthorized`: the server answered 401 (`details.wwwAuthenticate` when it sent one).
+ * - `session_expired`: the server no longer knows the session (404); the request was not executed,
+ *   so one retry on a fresh connection is safe.
+ * - `timeout`: the request (or the connect) ran out of time.
+ * - `cancelled`: the caller's signal aborted.
+ * - `protocol_error`: the server answered with a JSON-RPC error (`mcpCode` keeps its code).
+ * - `transport_error`: anything else (network failure mid-call, connection closed, bad response).
+ */
+export const McpClientErrorCode = {
+  ConnectFailed: 'connect_failed',
+  Unauthorized: 'unauthorized',
+  SessionExpired: 'session_expired',
+  Timeout: 'timeout',
+  Cancelled: 'cancelled',
+  ProtocolError: 'protocol_error',
+  TransportError: 'transport_error',
+} as const;
+export type McpClientErrorCode = (typeof McpClientErrorCode)[keyof typeof McpClientErrorCode];
+
+export interface McpClientErrorDetails {
+  /** HTTP status of the failing response, when there was one. */
+  status?: number;
+  /** JSON-RPC error code, for `protocol_error` (and timeouts). */
+  mcpCode?: number;
+  /** Value of the `WWW-Authenticate` response header (a server's header, not ours). */
+  wwwAuthenticate?: string;
+  /** The transport attempted when the error happened. */
+  transport?: 'http' | 'sse';
+  /** Message of the SSE fallback's failure when both transports failed (the first error is thrown). */
+  fallbackError?: string;
+}
+
+/**
+ * A local error of the MCP client. The message never contains request header values or the
+ * URL's userinfo/query: it is safe to log and to show to the account owner.
+ */
+export class McpClientError extends Error {
+  override readonly name = 'McpClientError';
+  readonly code: McpClientErrorCode;
+  /** True only for `session_expired`: the request was not executed and may be retried once. */
+  readonly retryable: boolean;
+  readonly status: number | undefined;
+  readonly mcpCode: number | undefined;
+  readonly wwwAuthenticate: string | undefined;
+  readonly details: McpClientErrorDetails;
+
+  constructor(code: McpClientErrorCode, message: string, details: McpClientErrorDetails = {}, options?: { cause?: unknown }) {
+    super(message, options);
+    this.code = code;
+    this.retryable = code === McpClientErrorCode.SessionExpired;
+    this.details = details;
+    this.status = details.status;
+    this.mcpCode = details.mcpCode;
+    this.wwwAuthenticate = details.wwwAuthenticate;
+  }
+}
+
+/** `url` without userinfo, query and fragment: safe to put in a message. */
+export function redactUrl(url: string | URL): string {
+  try {
+    const copy = new URL(url);
+    copy.username = '';
+    copy.password = '';
+    copy.search = '';
+    copy.hash = '';
+    return copy.href;
+  } catch {
+    return '<invalid url>';
+  }
+}
+
+const MAX_DETAIL_CHARS = 300;
+
+/** Replaces every occurrence of a secret with `[redacted]` and bounds the text. */
+export function scrub(text: string, secrets: readonly string[] = []): string {
+  let out = text;
+  for (const secret of secrets) {
+    if (secret.length >= 4) out = out.split(secret).join('[redacted]');
+  }
+  return out.length > MAX_DETAIL_CHARS ? `${out.slice(0, MAX_DETAIL_CHARS)}…` : out;
+}
+
+/**
+ * The text of a network failure, preserving the socket error: `fetch failed` becomes
+ * `connect ECONNREFUSED 127.0.0.1:45678` when that is its cause.
+ */
+export function networkCause(err: unknown): string | undefined {
+  let current: unknown = err;
+  for (let depth = 0; depth < 5 && current instanceof Error; depth += 1) {
+    const cause: unknown = current.cause;
+    if (!(cause instanceof Error)) break;
+    current = cause;
+  }
+  if (!(current instanceof Error) || current === err) {
+    return err instanceof Error && isFetchFailure(err) ? err.message : undefined;
+  }
+  if (current.message) return current.message;
+  // Happy-eyeballs failures are an AggregateError with an empty message.
+  if (current instanceof AggregateError) {
+    const first: unknown = current.errors[0];
+    if (first instanceof Error && first.message) return first.message;
+  }
+  const code = (current as { code?: unknown }).code;
+  return typeof code === 'string' ? code : current.name;
+}
+
+function isFetchFailure(err: Error): boolean {
+  return err instanceof TypeError && /fetch failed|terminated|network/i.test(err.message);
+}
+
+/** HTTP status carried by an SDK transport error, if any. */
+export function httpStatusOf(err: unknown): number | undefined {
+  if (err instanceof StreamableHTTPError || err instanceof SseError) {
+    return typeof err.code === 'number' && err.code >= 100 ? err.code : undefined;
+  }
+  // The legacy SSE transport reports a failed POST as a plain Error.
+  if (err instanceof Error) {
+    const match = /\(HTTP (\d{3})\)/.exec(err.message);
+    if (match?.[1] !== undefined) return Number(match[1]);
+  }
+  return undefined;
+}
+
+function isMcpError(err: unknown): err is McpError {
+  return err instanceof McpError;
+}
+
+/** Text of an SDK error without the SDK's prefixes, scrubbed and bounded. */
+function detailOf(err: unknown, secrets: readonly string[]): string {
+  const raw = err instanceof Error ? err.message : String(err);
+  const text = raw.replace(/^(Streamable HTTP error|SSE error|MCP error -?\d+): /, '');
+  return scrub(text, secrets);
+}
+
+export interface ClassifyContext {
+  /** Header values to scrub from any text taken from the error. */
+  secrets?: readonly string[];
+  /** `WWW-Authenticate` value of the last 401 seen on this connection. */
+  wwwAuthenticate?: string;
+  transport?: 'http' | 'sse';
+}
+
+/**
+ * Maps any error thrown by the MCP SDK during a request (after the connect) to an
+ * {@link McpClientError}. `signal` is the caller's signal: the SDK reports a cancel as a
+ * RequestTimeout, so only `signal.aborted` tells a cancel from a timeout.
+ */
+export function classifyMcpError(err: unknown, signal?: AbortSignal, ctx: ClassifyContext = {}): McpClientError {
+  if (err instanceof McpClientError) return err;
+  const secrets = ctx.secrets ?? [];
+  const base: McpClientErrorDetails = ctx.transport === undefined ? {} : { transport: ctx.transport };
+  const cause = { cause: err };
+  if (signal?.aborted) {
+    return new McpClientError(McpClientErrorCode.Cancelled, 'MCP request cancelled', base, cause);
+  }
+  if (isMcpError(err)) {
+    const details = { ...base, mcpCode: err.code };
+    if (err.code === (ErrorCode.RequestTimeout as number)) {
+      return new McpClientError(McpClientErrorCode.Timeout, `MCP request timed out: ${detailOf(err, secrets)}`, details, cause);
+    }
+    if (err.code === (ErrorCode.ConnectionClosed as number)) {
+      return new McpClientError(McpClientErrorCode.TransportError, `MCP connection closed: ${detailOf(err, secrets)}`, details, cause);
+    }
+    return new McpClientError(McpClientErrorCode.ProtocolError, `MCP server error ${err.code}: ${detailOf(err, secrets)}`, details, cause);
+  }
+  if (err instanceof UnauthorizedError) {
+    return unauthorizedError(undefined, ctx, base, cause);
+  }
+  const status = httpStatusOf(err);
+  if (status === 401) return unauthorizedError(status, ctx, base, cause);
+  if (status === 404) {
+    return new McpClientError(
+      McpClientErrorCode.SessionExpired,
+      'MCP session expired (HTTP 404): the request was not executed; reconnect and retry once',
+      { ...base, status },
+      cause,
+    );
+  }
+  if (status !== undefined) {
+    return new McpClientError(McpClientErrorCode.TransportError, `MCP server answered HTTP ${status}: ${detailOf(err, secrets)}`, { ...base, status }, cause);
+  }
+  const network = networkCause(err);
+  if (network !== undefined) {
+    return new McpClientError(McpClientErrorCode.TransportError, `MCP transport failed: ${scrub(network, secrets)}`, base, cause);
+  }
+  return new McpClientError(McpClientErrorCode.TransportError, `MCP transport error: ${detailOf(err, secrets)}`, base, cause);
+}
+
+function unauthorizedError(
+  status: number | undefined,
+  ctx: ClassifyContext,
+  base: McpClientErrorDetails,
+  cause: { cause: unknown },
+): McpClientError {
+  const details: McpClientErrorDetails = { ...base, status: status ?? 401 };
+  if (ctx.wwwAuthenticate !== undefined) details.wwwAuthenticate = ctx.wwwAuthenticate;
+  return new McpClientError(McpClientErrorCode.Unauthorized, 'MCP server answered 401 Unauthorized: check the configured credentials', details, cause);
+}

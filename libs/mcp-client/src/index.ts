@@ -1,0 +1,16 @@
+export {
+  connectMcp,
+  type CallToolOptions,
+  type ConnectMcpOptions,
+  type ListToolsOptions,
+  type McpConnection,
+  type McpTransportKind,
+} from './connect.js';
+export {
+  classifyMcpError,
+  McpClientError,
+  McpClientErrorCode,
+  redactUrl,
+  type ClassifyContext,
+  type McpClientErrorDetails,
+} from './errors.js';

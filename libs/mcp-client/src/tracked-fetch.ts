@@ -1,0 +1,110 @@
+/** What the connection's fetch saw last: lets errors name a 401 challenge or a socket error. */
+export interface FetchObservations {
+  /** `WWW-Authenticate` of the last 401 response. */
+  wwwAuthenticate?: string;
+  /** Status of the last non-2xx response. */
+  lastErrorStatus?: number;
+  /** The last error thrown by the underlying fetch (network failure). */
+  lastNetworkError?: unknown;
+}
+
+// Responses that cannot be re-wrapped with a body, and redirects (whose `url` the SDK reads).
+const PASS_THROUGH_STATUSES = new Set([101, 204, 205, 301, 302, 303, 304, 307, 308]);
+
+/**
+ * Wraps `baseFetch` for one MCP connection.
+ *
+ * The SDK transports pass one long-lived AbortSignal to every request. undici adds an abort
+ * listener to that signal per request and removes it only when the request is garbage collected,
+ * so under load it floods `MaxListenersExceededWarning` (raising the limit does not help: undici
+ * resets it). Here each request gets its own AbortController, registered with the shared signal
+ * (one listener per shared signal) and released as soon as its response body is finished,
+ * cancelled or failed.
+ */
+export function trackedFetch(baseFetch: typeof fetch, observations: FetchObservations): typeof fetch {
+  return async (input, init) => {
+    const shared = init?.signal ?? undefined;
+    const controller = new AbortController();
+    const unlink = shared ? link(shared, controller) : () => {};
+    let response: Response;
+    try {
+      response = await baseFetch(input, { ...init, signal: controller.signal });
+    } catch (error) {
+      unlink();
+      observations.lastNetworkError = error;
+      throw error;
+    }
+    if (!response.ok) {
+      observations.lastErrorStatus = response.status;
+      if (response.status === 401) {
+        const challenge = response.headers.get('www-authenticate');
+        if (challenge !== null) observations.wwwAuthenticate = challenge;
+      }
+    }
+    if (!shared || !response.body || PASS_THROUGH_STATUSES.has(response.status)) {
+      unlink();
+      return response;
+    }
+    return withReleasingBody(response, () => unlink());
+  };
+}
+
+/** `response` with a body stream that calls `release` once it is done, cancelled or failed. */
+function withReleasingBody(response: Response, release: () => void): Response {
+  const source = response.body;
+  if (!source) {
+    release();
+    return response;
+  }
+  const reader = source.getReader();
+  const body = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      try {
+        const { done, value } = await reader.read();
+        if (done) {
+          release();
+          controller.close();
+        } else {
+          controller.enqueue(value);
+        }
+      } catch (error) {
+        release();
+        controller.error(error);
+      }
+    },
+    async cancel(reason) {
+      release();
+      await reader.cancel(reason);
+    },
+  });
+  return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
+}
+
+const linked = new WeakMap<AbortSignal, Set<AbortController>>();
+
+/** Aborts `controller` with `shared`; returns the release function (idempotent). */
+function link(shared: AbortSignal, controller: AbortController): () => void {
+  if (shared.aborted) {
+    controller.abort(shared.reason);
+    return () => {};
+  }
+  let controllers = linked.get(shared);
+  if (!controllers) {
+    const set = new Set<AbortController>();
+    controllers = set;
+    linked.set(shared, set);
+    shared.addEventListener(
+      'abort',
+      () => {
+        for (const c of set) c.abort(shared.reason);
+        set.clear();
+      },
+      { once: true },
+    );
+  }
+  const set = controllers;
+  set.add(controller);
+  return () => {
+    set.delete(controller);
+  };
+}

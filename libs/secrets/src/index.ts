@@ -1,0 +1,2 @@
+export { SecretBox, secretAad } from './secret-box.js';
+export type { Sealed } from './secret-box.js';

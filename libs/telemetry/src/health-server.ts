@@ -1,0 +1,48 @@
+import { createServer, type Server } from 'node:http';
+import type { MetricsHandler } from './setup.js';
+
+/**
+ * The small HTTP server of a service that has no other: `GET /healthz` (200 once ready, 503
+ * before and while stopping) and `GET /metrics`.
+ */
+export async function startHealthServer(opts: {
+  port: number;
+  host: string;
+  service: string;
+  isReady: () => boolean;
+  metricsHandler: MetricsHandler;
+  /** Extra read-only JSON endpoints, e.g. `/stats`. */
+  extra?: Record<string, () => unknown>;
+}): Promise<{ server: Server; url: string; close(): Promise<void> }> {
+  const server = createServer((req, res) => {
+    const path = (req.url ?? '/').split('?')[0] ?? '/';
+    if (req.method === 'GET' && path === '/healthz') {
+      const ready = opts.isReady();
+      res.writeHead(ready ? 200 : 503, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ ok: ready, service: opts.service }));
+    } else if (req.method === 'GET' && path === '/metrics') {
+      opts.metricsHandler(req, res);
+    } else if (req.method === 'GET' && opts.extra && Object.hasOwn(opts.extra, path)) {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(opts.extra[path]?.()));
+    } else {
+      res.writeHead(404, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ error: { code: 'not_found', message: 'no such route' } }));
+    }
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(opts.port, opts.host, resolve);
+  });
+  const addr = server.address();
+  const port = typeof addr === 'object' && addr !== null ? addr.port : opts.port;
+  return {
+    server,
+    url: `http://${opts.host}:${port}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}

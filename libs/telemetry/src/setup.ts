@@ -1,0 +1,177 @@
+import { createServer } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { hostname } from 'node:os';
+import { context, metrics, propagation, trace } from '@opentelemetry/api';
+import type { Meter, Tracer } from '@opentelemetry/api';
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
+import { W3CTraceContextPropagator } from '@opentelemetry/core';
+import { PrometheusExporter } from '@opentelemetry/exporter-prometheus';
+import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import { resourceFromAttributes } from '@opentelemetry/resources';
+import { MeterProvider } from '@opentelemetry/sdk-metrics';
+import { BatchSpanProcessor, SimpleSpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace';
+import type { SpanExporter, SpanProcessor } from '@opentelemetry/sdk-trace';
+import { ATTR_SERVICE_INSTANCE_ID, ATTR_SERVICE_NAME, ATTR_SERVICE_VERSION } from '@opentelemetry/semantic-conventions';
+import { safeUrlForTelemetry } from './safe-url.js';
+
+export interface TelemetryOptions {
+  /** `service.name` resource attribute and the tracer/meter name. */
+  serviceName: string;
+  /** `service.instance.id`; defaults to `<hostname>-<pid>`. */
+  serviceInstanceId?: string;
+  serviceVersion?: string;
+  /**
+   * OTLP/HTTP collector base URL (the `OTEL_EXPORTER_OTLP_ENDPOINT` convention, e.g.
+   * `http://otel-collector:4318`); traces go to `<endpoint>/v1/traces`. Unset: no OTLP export.
+   */
+  otlpEndpoint?: string;
+  /**
+   * Port of a separate Prometheus `/metrics` HTTP server. `0` picks a free port (see
+   * `metricsUrl`); `null` or unset starts no server (use `metricsHandler` on your own server).
+   */
+  metricsPort?: number | null;
+  /** Interface the metrics server binds; default `0.0.0.0`. */
+  metricsHost?: string;
+  /** Extra exporter, wrapped in a SimpleSpanProcessor (tests pass an InMemorySpanExporter). */
+  spanExporter?: SpanExporter;
+}
+
+/** `(req, res)` handler writing the Prometheus text exposition of this process's metrics. */
+export type MetricsHandler = (req: IncomingMessage, res: ServerResponse) => void;
+
+export interface Telemetry {
+  tracer: Tracer;
+  meter: Meter;
+  /** `http://host:port/metrics` when a metrics server was started. */
+  metricsUrl?: string;
+  /** Serves `/metrics` from a service's own HTTP server (mount it on GET /metrics). */
+  metricsHandler: MetricsHandler;
+  /** Exports every ended span now (batch processors otherwise wait up to 5 s). */
+  forceFlush(): Promise<void>;
+  /** Flushes and stops exporters and the metrics server. Safe to call more than once. */
+  shutdown(): Promise<void>;
+}
+
+let contextInstalled = false;
+
+/**
+ * The context manager and the propagator are process-wide and stateless, so they are installed
+ * once; a second install would be refused by the API anyway (and log an error).
+ */
+function installContextOnce(): void {
+  if (contextInstalled) return;
+  context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+  propagation.setGlobalPropagator(new W3CTraceContextPropagator());
+  contextInstalled = true;
+}
+
+/**
+ * The global providers are replaced by the latest setup (tests call setup more than once per
+ * process); the API refuses a second registration, so the previous one is disabled first.
+ * Services should use the returned tracer/meter; the globals exist for third-party code.
+ */
+function registerGlobalProviders(tracerProvider: TracerProvider, meterProvider: MeterProvider): void {
+  trace.disable();
+  trace.setGlobalTracerProvider(tracerProvider);
+  metrics.disable();
+  metrics.setGlobalMeterProvider(meterProvider);
+}
+
+function otlpTracesUrl(endpoint: string): string {
+  const base = endpoint.replace(/\/+$/, '');
+  return base.endsWith('/v1/traces') ? base : `${base}/v1/traces`;
+}
+
+async function listen(server: Server, port: number, host: string): Promise<AddressInfo> {
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen({ port, host }, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  return server.address() as AddressInfo;
+}
+
+async function close(server: Server): Promise<void> {
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+}
+
+/**
+ * Sets up tracing and metrics for one service process: a TracerProvider (OTLP/HTTP export when
+ * `otlpEndpoint` is set, plus `spanExporter`), a MeterProvider read by a Prometheus exporter, the
+ * AsyncLocalStorage context manager and the W3C trace-context propagator.
+ */
+export async function setupTelemetry(opts: TelemetryOptions): Promise<Telemetry> {
+  installContextOnce();
+
+  const resource = resourceFromAttributes({
+    [ATTR_SERVICE_NAME]: opts.serviceName,
+    [ATTR_SERVICE_INSTANCE_ID]: opts.serviceInstanceId ?? `${hostname()}-${process.pid}`,
+    ...(opts.serviceVersion === undefined ? {} : { [ATTR_SERVICE_VERSION]: opts.serviceVersion }),
+  });
+
+  const spanProcessors: SpanProcessor[] = [];
+  if (opts.spanExporter) spanProcessors.push(new SimpleSpanProcessor({ exporter: opts.spanExporter }));
+  if (opts.otlpEndpoint) {
+    const exporter = new OTLPTraceExporter({ url: otlpTracesUrl(opts.otlpEndpoint) });
+    spanProcessors.push(new BatchSpanProcessor({ exporter }));
+  }
+  const tracerProvider = new TracerProvider({ resource, spanProcessors });
+
+  // The exporter's own server treats port 0 as "default 9464" and cannot report the port it
+  // bound, so it never starts one; we serve its handler from our own server instead.
+  const prometheus = new PrometheusExporter({ preventServerStart: true });
+  const meterProvider = new MeterProvider({ resource, readers: [prometheus] });
+  const metricsHandler: MetricsHandler = (req, res) => prometheus.getMetricsRequestHandler(req, res);
+
+  registerGlobalProviders(tracerProvider, meterProvider);
+
+  let server: Server | undefined;
+  let metricsUrl: string | undefined;
+  if (opts.metricsPort !== undefined && opts.metricsPort !== null) {
+    const candidate = createServer((req, res) => {
+      const path = new URL(req.url ?? '/', 'http://localhost').pathname;
+      if (req.method === 'GET' && path === '/metrics') {
+        metricsHandler(req, res);
+      } else {
+        res.statusCode = 404;
+        res.end();
+      }
+    });
+    const host = opts.metricsHost ?? '0.0.0.0';
+    try {
+      const address = await listen(candidate, opts.metricsPort, host);
+      server = candidate;
+      const shownHost = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host;
+      metricsUrl = safeUrlForTelemetry(`http://${shownHost.includes(':') ? `[${shownHost}]` : shownHost}:${address.port}/metrics`);
+    } catch (err) {
+      await Promise.allSettled([tracerProvider.shutdown(), meterProvider.shutdown()]);
+      throw new Error(`telemetry: cannot serve /metrics on ${host}:${opts.metricsPort}: ${(err as Error).message}`, { cause: err });
+    }
+  }
+
+  let shutdownPromise: Promise<void> | undefined;
+  const shutdown = (): Promise<void> => {
+    shutdownPromise ??= (async () => {
+      const results = await Promise.allSettled([
+        tracerProvider.shutdown(),
+        meterProvider.shutdown(),
+        server ? close(server) : Promise.resolve(),
+      ]);
+      const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+      if (failed) throw failed.reason;
+    })();
+    return shutdownPromise;
+  };
+
+  return {
+    tracer: tracerProvider.getTracer(opts.serviceName),
+    meter: meterProvider.getMeter(opts.serviceName),
+    ...(metricsUrl === undefined ? {} : { metricsUrl }),
+    metricsHandler,
+    forceFlush: () => tracerProvider.forceFlush(),
+    shutdown,
+  };
+}

@@ -1,0 +1,117 @@
+import { AckPolicy, DeliverPolicy, type ConsumerMessages, type JsMsg } from '@nats-io/jetstream';
+import { context } from '@opentelemetry/api';
+import type { Bus } from '@mcpx/bus';
+import { decodePayload, type AgentChangedEvent, type ServerDeletedEvent, type ServerDiscoveredEvent } from '@mcpx/contracts';
+import type { Logger } from '@mcpx/log';
+import { extractTraceContext } from '@mcpx/telemetry';
+import type { Projection } from './projection.js';
+
+/** The durable consumer every projector instance shares (work is split, not duplicated). */
+export const PROJECTOR_DURABLE = 'projector';
+const ACK_WAIT_NS = 60 * 1e9;
+const RETRY_DELAY_MS = 2_000;
+
+class PoisonMessage extends Error {}
+
+function expectString(v: unknown, field: string): string {
+  if (typeof v !== 'string' || v === '') throw new PoisonMessage(`${field} missing`);
+  return v;
+}
+
+/** Routes one event by its subject: `mcp.events.<server|agent>.<kind>.<acct>.<name>`. */
+async function route(projection: Projection, prefix: string, msg: JsMsg): Promise<number> {
+  const parts = msg.subject.slice(prefix.length).split('.');
+  const [, , entity, kind] = parts;
+  let data: Record<string, unknown>;
+  try {
+    data = decodePayload<Record<string, unknown>>(msg.data);
+  } catch {
+    throw new PoisonMessage('not CBOR');
+  }
+  if (entity === 'server' && kind === 'discovered') {
+    const e = data as unknown as ServerDiscoveredEvent;
+    expectString(e.account, 'account');
+    expectString(e.server, 'server');
+    if (!e.toolsChanged && typeof e.generation === 'number') {
+      // Nothing changed in the tool list: only a status. The projector has no work.
+      return 0;
+    }
+    if (!Array.isArray(e.tools) || typeof e.generation !== 'number') throw new PoisonMessage('tools/generation missing');
+    return projection.serverDiscovered(e);
+  }
+  if (entity === 'server' && kind === 'deleted') {
+    const e = data as unknown as ServerDeletedEvent;
+    expectString(e.serverId, 'serverId');
+    return projection.serverDeleted(e);
+  }
+  if (entity === 'agent' && kind === 'changed') {
+    const e = data as unknown as AgentChangedEvent;
+    expectString(e.agent, 'agent');
+    if (!Array.isArray(e.mcpServers) || typeof e.revision !== 'number') throw new PoisonMessage('mcpServers/revision missing');
+    return projection.agentChanged(e);
+  }
+  throw new PoisonMessage(`unknown subject ${msg.subject}`);
+}
+
+/**
+ * Consumes MCP_EVENTS with a durable pull consumer, up to `concurrency` events at once. A failed
+ * event is `nak`ed with a delay (retryable: the database may be away); a malformed one is
+ * `term`ed so it cannot loop forever.
+ */
+export async function startEventConsumer(opts: { bus: Bus; projection: Projection; log: Logger; concurrency: number }): Promise<{ stop(): Promise<void> }> {
+  const { bus, projection, log } = opts;
+  const stream = bus.subjects.mcpEventsStream;
+  try {
+    await bus.jsm.consumers.info(stream, PROJECTOR_DURABLE);
+  } catch {
+    await bus.jsm.consumers
+      .add(stream, {
+        durable_name: PROJECTOR_DURABLE,
+        ack_policy: AckPolicy.Explicit,
+        deliver_policy: DeliverPolicy.All,
+        ack_wait: ACK_WAIT_NS,
+        max_ack_pending: 10_000,
+        filter_subject: bus.subjects.mcpEventsAll,
+      })
+      .catch(async (err: unknown) => {
+        // Another instance created it first.
+        await bus.jsm.consumers.info(stream, PROJECTOR_DURABLE).catch(() => {
+          throw err;
+        });
+      });
+  }
+  const consumer = await bus.js.consumers.get(stream, PROJECTOR_DURABLE);
+  const messages: ConsumerMessages = await consumer.consume({ max_messages: Math.max(opts.concurrency * 2, 16) });
+  const inflight = new Set<Promise<void>>();
+  const handle = async (msg: JsMsg): Promise<void> => {
+    const ctx = extractTraceContext(msg.headers);
+    await context.with(ctx, async () => {
+      try {
+        await route(projection, bus.subjects.prefix, msg);
+        msg.ack();
+      } catch (err) {
+        if (err instanceof PoisonMessage) {
+          log.error('dropped a malformed event', { subject: msg.subject, reason: err.message });
+          msg.term();
+        } else {
+          log.warn('event failed, will retry', { subject: msg.subject, err: err as Error, redelivered: msg.info.deliveryCount });
+          msg.nak(RETRY_DELAY_MS);
+        }
+      }
+    });
+  };
+  const loop = (async () => {
+    for await (const msg of messages) {
+      const p = handle(msg).finally(() => inflight.delete(p));
+      inflight.add(p);
+      if (inflight.size >= opts.concurrency) await Promise.race(inflight);
+    }
+  })();
+  return {
+    stop: async () => {
+      await messages.close();
+      await loop.catch(() => undefined);
+      await Promise.allSettled([...inflight]);
+    },
+  };
+}

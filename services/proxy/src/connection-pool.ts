@@ -1,0 +1,133 @@
+import type { Counter, Meter, UpDownCounter } from '@opentelemetry/api';
+import { connectMcp, type McpConnection } from '@mcpx/mcp-client';
+import type { ServerEntry } from './catalog.js';
+
+export interface PoolHooks {
+  /** Called once per connection opened, with it (quiet discovery lists its tools). */
+  onOpen(account: string, server: string, conn: McpConnection): void;
+  /** Called when a server says its tool list changed. */
+  onToolsChanged(account: string, server: string, conn: McpConnection): void;
+}
+
+interface RunPool {
+  account: string;
+  run: string;
+  connections: Map<string, Promise<McpConnection>>;
+  lastUsed: number;
+  active: number;
+}
+
+export interface ConnectionPoolOptions {
+  connectTimeoutMs: number;
+  idleMs: number;
+  fetch?: typeof fetch;
+}
+
+/**
+ * Connections per run: lazy (nothing opens until a run's first call of a server), shared by the
+ * run's concurrent calls (they await one handshake), and closed together when the run ends, goes
+ * idle, or the proxy stops.
+ */
+export class ConnectionPool {
+  private readonly runs = new Map<string, RunPool>();
+  private readonly sweeper: NodeJS.Timeout;
+  private readonly handshakes: Counter;
+  private readonly open: UpDownCounter;
+  private openCount = 0;
+
+  constructor(
+    private readonly opts: ConnectionPoolOptions,
+    private readonly hooks: PoolHooks,
+    meter: Meter,
+  ) {
+    this.handshakes = meter.createCounter('mcpx_proxy_handshakes_total', { description: 'MCP connections opened' });
+    this.open = meter.createUpDownCounter('mcpx_proxy_open_connections', { description: 'Open MCP connections' });
+    this.sweeper = setInterval(() => void this.sweepIdle(), Math.max(1_000, Math.min(opts.idleMs / 2, 30_000)));
+    this.sweeper.unref();
+  }
+
+  get stats(): { runs: number; connections: number } {
+    return { runs: this.runs.size, connections: this.openCount };
+  }
+
+  /**
+   * Runs `fn` with the run's connection to a server, opening it on first use. `fresh` drops the
+   * current connection first (after a lost session).
+   */
+  async use<T>(account: string, run: string, server: string, entry: ServerEntry, fn: (conn: McpConnection) => Promise<T>, fresh = false): Promise<T> {
+    const key = `${account}:${run}`;
+    let pool = this.runs.get(key);
+    if (pool === undefined) {
+      pool = { account, run, connections: new Map(), lastUsed: Date.now(), active: 0 };
+      this.runs.set(key, pool);
+    }
+    pool.active++;
+    pool.lastUsed = Date.now();
+    try {
+      if (fresh) await this.drop(pool, server);
+      let conn = pool.connections.get(server);
+      if (conn === undefined) {
+        conn = this.connect(account, server, entry);
+        pool.connections.set(server, conn);
+        conn.catch(() => pool.connections.get(server) === conn && pool.connections.delete(server));
+      }
+      return await fn(await conn);
+    } finally {
+      pool.active--;
+      pool.lastUsed = Date.now();
+    }
+  }
+
+  private async connect(account: string, server: string, entry: ServerEntry): Promise<McpConnection> {
+    let conn: McpConnection | undefined;
+    conn = await connectMcp({
+      url: entry.url,
+      ...(entry.transport ? { transport: entry.transport } : {}),
+      headers: entry.headers,
+      connectTimeoutMs: this.opts.connectTimeoutMs,
+      ...(this.opts.fetch ? { fetch: this.opts.fetch } : {}),
+      onToolsListChanged: () => conn && this.hooks.onToolsChanged(account, server, conn),
+    });
+    this.handshakes.add(1);
+    this.open.add(1);
+    this.openCount++;
+    this.hooks.onOpen(account, server, conn);
+    return conn;
+  }
+
+  private async drop(pool: RunPool, server: string): Promise<void> {
+    const conn = pool.connections.get(server);
+    pool.connections.delete(server);
+    if (conn) await this.closeConn(conn);
+  }
+
+  private async closeConn(p: Promise<McpConnection>): Promise<void> {
+    const conn = await p.catch(() => undefined);
+    if (conn === undefined || conn.closed) return;
+    await conn.close().catch(() => undefined);
+    this.open.add(-1);
+    this.openCount--;
+  }
+
+  /** Closes a run's connections (on `mcp.runs.ended`). */
+  async endRun(account: string, run: string): Promise<boolean> {
+    const key = `${account}:${run}`;
+    const pool = this.runs.get(key);
+    if (pool === undefined) return false;
+    this.runs.delete(key);
+    await Promise.all([...pool.connections.values()].map((c) => this.closeConn(c)));
+    return true;
+  }
+
+  private async sweepIdle(): Promise<void> {
+    const cutoff = Date.now() - this.opts.idleMs;
+    for (const pool of [...this.runs.values()]) {
+      if (pool.active === 0 && pool.lastUsed < cutoff) await this.endRun(pool.account, pool.run);
+    }
+  }
+
+  async closeAll(): Promise<void> {
+    clearInterval(this.sweeper);
+    await Promise.all([...this.runs.values()].map((p) => this.endRun(p.account, p.run)));
+  }
+}

@@ -1,0 +1,94 @@
+import { randomUUID } from 'node:crypto';
+import { ErrorCodes, WireError, invalidInput, type AgentChangedEvent, type AgentToolsReply, type AgentToolsRequest, type AgentView } from '@mcpx/contracts';
+import { renderToolIndex, renderToolListing } from '@mcpx/domain';
+import type { AgentRecord } from '../repositories/agents.repository.js';
+import { validateAgentName, validateGrantList } from '../validation.js';
+import type { ActionDeps, ActionHandler } from './context.js';
+
+export function agentView(agent: AgentRecord): AgentView {
+  return {
+    id: agent.id,
+    name: agent.name,
+    definition: agent.definition,
+    grants: { mcpServers: agent.definition.mcpServers },
+    createdAt: agent.createdAt.toISOString(),
+    updatedAt: agent.updatedAt.toISOString(),
+  };
+}
+
+export async function publishAgentChanged(deps: ActionDeps, agent: AgentRecord): Promise<void> {
+  const event: AgentChangedEvent = { account: agent.accountId, agent: agent.id, revision: agent.revision, mcpServers: agent.definition.mcpServers };
+  await deps.bus.publishEvent(deps.bus.subjects.agentChanged(agent.accountId, agent.id), event, `agent-${agent.id}-${agent.revision}`);
+}
+
+/** Each granted name must be a server of the caller's account. */
+async function checkGrants(deps: ActionDeps, account: string, grants: string[]): Promise<void> {
+  const existing = await deps.servers.existingNames(account, grants);
+  const missing = grants.findIndex((g) => !existing.has(g));
+  if (missing >= 0) throw invalidInput(`definition.mcpServers[${missing}]`, `no MCP server named ${grants[missing]}`);
+}
+
+async function findAgent(deps: ActionDeps, account: string, ref: unknown): Promise<AgentRecord> {
+  if (typeof ref !== 'string' || ref === '' || ref.length > 128) throw invalidInput('agent', 'must name an agent (id or name)');
+  const agent = await deps.agents.find(account, ref);
+  if (agent === null) throw new WireError(ErrorCodes.notFound, `no agent ${ref}`, { field: 'agent' });
+  return agent;
+}
+
+export const createAgent: ActionHandler = async (deps, caller, action) => {
+  const name = validateAgentName(action.name);
+  const grants = validateGrantList(action.definition);
+  await checkGrants(deps, caller.account, grants);
+  let agent: AgentRecord;
+  try {
+    agent = await deps.agents.create(caller.account, name, { mcpServers: grants });
+  } catch (err) {
+    if ((err as { code?: string }).code === '23505') throw new WireError(ErrorCodes.conflict, `an agent named ${name} exists`, { field: 'name' });
+    throw err;
+  }
+  await publishAgentChanged(deps, agent);
+  return { agent: agentView(agent) };
+};
+
+export const updateAgent: ActionHandler = async (deps, caller, action) => {
+  const current = await findAgent(deps, caller.account, action.agent);
+  const grants = validateGrantList(action.definition);
+  await checkGrants(deps, caller.account, grants);
+  const agent = await deps.agents.update(caller.account, current.id, { mcpServers: grants });
+  await publishAgentChanged(deps, agent);
+  return { agent: agentView(agent) };
+};
+
+export const getAgent: ActionHandler = async (deps, caller, action) => ({ agent: agentView(await findAgent(deps, caller.account, action.agent)) });
+
+export const listAgents: ActionHandler = async (deps, caller) => ({ agents: (await deps.agents.list(caller.account)).map(agentView) });
+
+/** The agent's enabled tool documents with their contracts, its index and its ~/tools/ listing. */
+export const listAgentTools: ActionHandler = async (deps, caller, action) => {
+  const agent = await findAgent(deps, caller.account, action.agent);
+  const req: AgentToolsRequest = { account: caller.account, agent: agent.id };
+  const reply = await deps.bus.request<AgentToolsReply>(deps.bus.subjects.projectorAgentTools, req, 10_000);
+  return {
+    agent: agent.id,
+    version: reply.version,
+    tools: reply.documents,
+    conflicts: reply.conflicts,
+    index: renderToolIndex(reply.documents, { style: deps.style }),
+    listing: renderToolListing(reply.documents),
+  };
+};
+
+/** The palette verb: one call through the proxy, in a run of its own that ends with it. */
+export const invokeTool: ActionHandler = async (deps, caller, action) => {
+  const agent = await findAgent(deps, caller.account, action.agent);
+  if (typeof action.tool !== 'string' || action.tool === '') throw invalidInput('tool', 'must name a tool');
+  const args = action.arguments ?? {};
+  if (args === null || typeof args !== 'object' || Array.isArray(args)) throw invalidInput('arguments', 'must be an object');
+  const run = `palette-${randomUUID()}`;
+  try {
+    const { result } = await deps.proxy.call({ account: caller.account, agent: agent.id, run, tool: action.tool, arguments: args as Record<string, unknown> });
+    return { result };
+  } finally {
+    await deps.proxy.endRun(caller.account, run);
+  }
+};

@@ -1,0 +1,38 @@
+import type { Tracer } from '@opentelemetry/api';
+import type { Bus } from '@mcpx/bus';
+import type { OutboundPolicy } from '@mcpx/config';
+import type { Db } from '@mcpx/db';
+import type { ToolNameStyle } from '@mcpx/domain';
+import type { Logger } from '@mcpx/log';
+import type { ProxyClient } from '@mcpx/proxy-client';
+import type { Discovery } from '../discovery.js';
+import type { AccountsRepository, SignerRole } from '../repositories/accounts.repository.js';
+import type { AgentsRepository } from '../repositories/agents.repository.js';
+import type { McpServersRepository } from '../repositories/mcp-servers.repository.js';
+import type { SecretsRepository } from '../repositories/secrets.repository.js';
+
+/** Who is acting: the account, and the signer with its role in it. */
+export interface Caller {
+  account: string;
+  signer: string;
+  role: SignerRole;
+}
+
+/** Everything an action handler may use; built once in main.ts. */
+export interface ActionDeps {
+  db: Db;
+  accounts: AccountsRepository;
+  agents: AgentsRepository;
+  servers: McpServersRepository;
+  secrets: SecretsRepository;
+  discovery: Discovery;
+  bus: Bus;
+  proxy: ProxyClient;
+  log: Logger;
+  tracer: Tracer;
+  style: ToolNameStyle;
+  outbound: OutboundPolicy;
+}
+
+export type Action = { type: string } & Record<string, unknown>;
+export type ActionHandler = (deps: ActionDeps, caller: Caller, action: Action) => Promise<unknown>;

@@ -1,0 +1,32 @@
+import { ErrorCodes, WireError } from '@mcpx/contracts';
+import type { SignerRole } from '../repositories/accounts.repository.js';
+import { createAgent, getAgent, invokeTool, listAgentTools, listAgents, updateAgent } from './agents.actions.js';
+import type { Action, ActionDeps, ActionHandler, Caller } from './context.js';
+import { deleteMcpServer, listMcpServers, refreshMcpServer, setMcpServer } from './mcp-servers.actions.js';
+
+export type { Action, ActionDeps, Caller } from './context.js';
+
+/** Each action and the roles that may perform it (the account's own key is an OWNER). */
+const ACTIONS: Record<string, { handler: ActionHandler; roles: SignerRole[] }> = {
+  ListMcpServers: { handler: listMcpServers, roles: ['OWNER', 'WRITER', 'AGENT'] },
+  SetMcpServer: { handler: setMcpServer, roles: ['OWNER', 'WRITER'] },
+  RefreshMcpServer: { handler: refreshMcpServer, roles: ['OWNER', 'WRITER'] },
+  DeleteMcpServer: { handler: deleteMcpServer, roles: ['OWNER', 'WRITER'] },
+  CreateAgent: { handler: createAgent, roles: ['OWNER', 'WRITER'] },
+  UpdateAgent: { handler: updateAgent, roles: ['OWNER', 'WRITER'] },
+  GetAgent: { handler: getAgent, roles: ['OWNER', 'WRITER', 'AGENT'] },
+  ListAgents: { handler: listAgents, roles: ['OWNER', 'WRITER', 'AGENT'] },
+  ListAgentTools: { handler: listAgentTools, roles: ['OWNER', 'WRITER', 'AGENT'] },
+  InvokeTool: { handler: invokeTool, roles: ['OWNER', 'WRITER', 'AGENT'] },
+};
+
+export function isKnownAction(type: string): boolean {
+  return Object.hasOwn(ACTIONS, type);
+}
+
+export async function dispatchAction(deps: ActionDeps, caller: Caller, action: Action): Promise<unknown> {
+  const entry = Object.hasOwn(ACTIONS, action.type) ? ACTIONS[action.type] : undefined;
+  if (entry === undefined) throw new WireError(ErrorCodes.invalidInput, `action.type: unknown action ${String(action.type).slice(0, 64)}`, { field: 'action.type' });
+  if (!entry.roles.includes(caller.role)) throw new WireError(ErrorCodes.forbidden, `a ${caller.role} signer may not ${action.type}`);
+  return entry.handler(deps, caller, action);
+}

@@ -1,0 +1,83 @@
+import { ErrorCodes, WireError, type ServerDeletedEvent } from '@mcpx/contracts';
+import type { StoredServerConfig } from '../repositories/mcp-servers.repository.js';
+import { redactServer } from '../redaction.js';
+import { headerSecretName } from '../server-headers.js';
+import { validateServerConfig, validateServerNameInput } from '../validation.js';
+import { publishAgentChanged } from './agents.actions.js';
+import type { ActionHandler } from './context.js';
+
+export const listMcpServers: ActionHandler = async (deps, caller) => {
+  const servers = await deps.servers.list(caller.account);
+  return { servers: servers.map((s) => redactServer(s, deps.style)) };
+};
+
+/** Creates or updates a server by name, then discovers. A failed discovery still saves. */
+export const setMcpServer: ActionHandler = async (deps, caller, action) => {
+  const name = validateServerNameInput(action.name, deps.style);
+  const config = validateServerConfig(action.config, deps.outbound);
+  const refs = Object.values(config.secretRefs);
+  const saved = await deps.db.transaction().execute(async (trx) => {
+    const existing = await deps.secrets.existingNames(caller.account, refs, trx);
+    for (const [header, ref] of Object.entries(config.secretRefs)) {
+      if (!existing.has(ref)) throw new WireError(ErrorCodes.invalidInput, `config.secretRefs.${header}: no secret named ${ref}`, { field: `config.secretRefs.${header}` });
+    }
+    const previous = await deps.servers.find(caller.account, name, trx);
+    const secretRefs: Record<string, string> = { ...config.secretRefs };
+    // Secret headers given again are re-sealed; ones not given again keep their stored value.
+    for (const [header, ref] of Object.entries(previous?.config.secretRefs ?? {})) {
+      if (!(header in secretRefs) && !(header in config.headers) && ref === headerSecretName(name, header)) secretRefs[header] = ref;
+    }
+    for (const [header, value] of Object.entries(config.secretHeaders)) {
+      const secretName = headerSecretName(name, header);
+      await deps.secrets.put(caller.account, secretName, value, trx);
+      secretRefs[header] = secretName;
+    }
+    const stored: StoredServerConfig = {
+      url: config.url,
+      ...(config.transport ? { transport: config.transport } : {}),
+      ...(Object.keys(config.headers).length > 0 ? { headers: config.headers } : {}),
+      ...(Object.keys(secretRefs).length > 0 ? { secretRefs } : {}),
+    };
+    try {
+      return await deps.servers.upsertConfig(caller.account, name, stored, trx);
+    } catch (err) {
+      if ((err as { code?: string }).code === '23514') {
+        throw new WireError(ErrorCodes.invalidInput, 'config.url: plain http is not allowed for this host', { field: 'config.url' });
+      }
+      throw err;
+    }
+  });
+  const discovered = await deps.discovery.discover(saved, 'set');
+  return { server: redactServer(discovered, deps.style) };
+};
+
+export const refreshMcpServer: ActionHandler = async (deps, caller, action) => {
+  const name = validateServerNameInput(action.name, deps.style);
+  const server = await deps.servers.find(caller.account, name);
+  if (server === null) throw new WireError(ErrorCodes.notFound, `no MCP server named ${name}`, { field: 'name' });
+  const discovered = await deps.discovery.discover(server, 'refresh');
+  return { server: redactServer(discovered, deps.style) };
+};
+
+/**
+ * Deletes the record and the header secrets it owns, removes the name from every agent's grant
+ * (each agent's change is an event), then tells the projector to drop the documents.
+ */
+export const deleteMcpServer: ActionHandler = async (deps, caller, action) => {
+  const name = validateServerNameInput(action.name, deps.style);
+  const { deleted, agents } = await deps.db.transaction().execute(async (trx) => {
+    const deleted = await deps.servers.delete(caller.account, name, trx);
+    if (deleted === null) throw new WireError(ErrorCodes.notFound, `no MCP server named ${name}`, { field: 'name' });
+    await deps.secrets.deleteOwnedBy(caller.account, name, trx);
+    const granting = await deps.agents.grantingServer(caller.account, name, trx);
+    const agents = [];
+    for (const agent of granting) {
+      agents.push(await deps.agents.update(caller.account, agent.id, { mcpServers: agent.definition.mcpServers.filter((s) => s !== name) }, trx));
+    }
+    return { deleted, agents };
+  });
+  for (const agent of agents) await publishAgentChanged(deps, agent);
+  const event: ServerDeletedEvent = { account: caller.account, server: name, serverId: deleted.id };
+  await deps.bus.publishEvent(deps.bus.subjects.serverDeleted(caller.account, name), event, `deleted-${deleted.id}`);
+  return { name };
+};

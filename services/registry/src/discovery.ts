@@ -1,0 +1,187 @@
+import { createHash } from 'node:crypto';
+import { SpanKind, type Counter, type Histogram, type Meter, type Tracer } from '@opentelemetry/api';
+import type { Bus } from '@mcpx/bus';
+import type { ServerDiscoveredEvent, ServerStatus, Transport } from '@mcpx/contracts';
+import { encodeCanonical, type RemoteTool } from '@mcpx/domain';
+import type { SingleFlight } from '@mcpx/locks';
+import type { Logger } from '@mcpx/log';
+import { connectMcp } from '@mcpx/mcp-client';
+import { safeUrlForTelemetry, withSpan } from '@mcpx/telemetry';
+import type { McpServerRecord, McpServersRepository } from './repositories/mcp-servers.repository.js';
+import type { SecretsRepository } from './repositories/secrets.repository.js';
+import { resolveHeaders } from './server-headers.js';
+
+/** Bounds on what a remote server may hand us (its data is untrusted). */
+export const DISCOVERY_LIMITS = {
+  connectTimeoutMs: 30_000,
+  maxPages: 50,
+  maxTools: 1000,
+  maxToolNameLength: 512,
+} as const;
+
+const BACKOFF = { baseMs: 5_000, maxMs: 15 * 60_000, jitter: 0.2 } as const;
+
+/** When to probe a failing server again: exponential in its failures in a row, with jitter. */
+export function nextProbeDelayMs(failures: number, random: () => number = Math.random): number {
+  const exp = Math.min(BACKOFF.maxMs, BACKOFF.baseMs * 2 ** Math.max(0, failures - 1));
+  return Math.round(exp * (1 - BACKOFF.jitter + 2 * BACKOFF.jitter * random()));
+}
+
+/** A tool list as we keep it: JSON values only, bounded, in the server's order. */
+export function sanitizeTools(tools: unknown[]): RemoteTool[] {
+  const out: RemoteTool[] = [];
+  for (const t of tools.slice(0, DISCOVERY_LIMITS.maxTools)) {
+    if (t === null || typeof t !== 'object') continue;
+    const tool = JSON.parse(JSON.stringify(t)) as Record<string, unknown>;
+    if (typeof tool.name !== 'string' || tool.name === '' || tool.name.length > DISCOVERY_LIMITS.maxToolNameLength) continue;
+    const clean: RemoteTool = { name: tool.name };
+    if (typeof tool.title === 'string') clean.title = tool.title;
+    if (typeof tool.description === 'string') clean.description = tool.description;
+    if (tool.inputSchema !== undefined) clean.inputSchema = tool.inputSchema;
+    if (tool.outputSchema !== undefined) clean.outputSchema = tool.outputSchema;
+    if (tool.annotations !== null && typeof tool.annotations === 'object') clean.annotations = tool.annotations as RemoteTool['annotations'];
+    out.push(clean);
+  }
+  return out;
+}
+
+/** The canonical hash of a tool list: equal lists hash equal whatever their key order. */
+export function toolsHash(tools: RemoteTool[]): string {
+  return createHash('sha256').update(encodeCanonical(tools)).digest('hex');
+}
+
+export interface DiscoveryDeps {
+  servers: McpServersRepository;
+  secrets: SecretsRepository;
+  bus: Bus;
+  singleFlight: SingleFlight;
+  log: Logger;
+  tracer: Tracer;
+  meter: Meter;
+  /** Builds the fetch used to reach remote servers (outbound safety lives there). */
+  fetch?: typeof fetch;
+}
+
+interface Outcome {
+  tools?: RemoteTool[];
+  transport?: Transport;
+  error?: string;
+  authRequired?: boolean;
+}
+
+/**
+ * Discovery: connect, list every tool, record the result. A failure records the error and keeps
+ * the last good list. Concurrent discoveries of one server collapse into one run.
+ */
+export class Discovery {
+  private readonly runs: Counter;
+  private readonly duration: Histogram;
+
+  constructor(private readonly deps: DiscoveryDeps) {
+    this.runs = deps.meter.createCounter('mcpx_discovery_total', { description: 'Discoveries by result and trigger' });
+    this.duration = deps.meter.createHistogram('mcpx_discovery_duration_ms', { description: 'Discovery time', unit: 'ms' });
+  }
+
+  /** Connects to the server and lists its tools (SetMcpServer, RefreshMcpServer, re-probe). */
+  async discover(server: McpServerRecord, trigger: 'set' | 'refresh' | 'probe'): Promise<McpServerRecord> {
+    return this.deps.singleFlight.run(
+      `discovery:${server.accountId}:${server.name}`,
+      { ttlMs: DISCOVERY_LIMITS.connectTimeoutMs + 30_000 },
+      () => this.lead(server, trigger, () => this.probe(server)),
+      async () => (await this.deps.servers.find(server.accountId, server.name)) ?? server,
+    );
+  }
+
+  /** Records tools a proxy saw when it opened a connection (a quiet discovery). */
+  async observed(account: string, name: string, tools: unknown[], transport: Transport): Promise<McpServerRecord | null> {
+    const server = await this.deps.servers.find(account, name);
+    if (server === null) return null;
+    return this.deps.singleFlight.run(
+      `discovery:${account}:${name}`,
+      { ttlMs: 10_000 },
+      () => this.lead(server, 'observed', async () => ({ tools: sanitizeTools(tools), transport })),
+      async () => (await this.deps.servers.find(account, name)) ?? server,
+    );
+  }
+
+  private async probe(server: McpServerRecord): Promise<Outcome> {
+    const headers = await resolveHeaders(this.deps.secrets, server.accountId, server.config);
+    let conn;
+    try {
+      conn = await connectMcp({
+        url: server.config.url,
+        ...(server.config.transport ? { transport: server.config.transport } : {}),
+        headers,
+        connectTimeoutMs: DISCOVERY_LIMITS.connectTimeoutMs,
+        ...(this.deps.fetch ? { fetch: this.deps.fetch } : {}),
+      });
+    } catch (err) {
+      const e = err as { code?: string; message?: string };
+      return { error: e.message ?? 'connect failed', authRequired: e.code === 'unauthorized' };
+    }
+    try {
+      const tools = await conn.listTools({ maxPages: DISCOVERY_LIMITS.maxPages });
+      return { tools: sanitizeTools(tools), transport: conn.transport };
+    } catch (err) {
+      return { error: (err as Error).message ?? 'tools/list failed' };
+    } finally {
+      await conn.close().catch(() => undefined);
+    }
+  }
+
+  private async lead(server: McpServerRecord, trigger: string, run: () => Promise<Outcome>): Promise<McpServerRecord> {
+    const started = performance.now();
+    return withSpan(
+      this.deps.tracer,
+      'registry.discover',
+      { 'mcp.server': server.name, 'mcp.account': server.accountId, 'url.full': safeUrlForTelemetry(server.config.url), 'mcpx.trigger': trigger },
+      async (span) => {
+        const outcome = await run();
+        const now = new Date();
+        const previous = server.status;
+        let status: ServerStatus;
+        let tools: { list: RemoteTool[]; hash: string; generation: number } | undefined;
+        let changed = false;
+        if (outcome.tools !== undefined) {
+          const hash = toolsHash(outcome.tools);
+          changed = hash !== server.toolsHash;
+          tools = { list: outcome.tools, hash, generation: changed ? server.generation + 1 : server.generation };
+          status = { state: 'ok', checkedAt: now.toISOString(), lastOkAt: now.toISOString(), ...(outcome.transport ? { transport: outcome.transport } : {}) };
+        } else {
+          const failures = (previous.failures ?? 0) + 1;
+          status = {
+            state: outcome.authRequired ? 'auth_required' : 'error',
+            error: outcome.error ?? 'discovery failed',
+            checkedAt: now.toISOString(),
+            failures,
+            ...(previous.lastOkAt ? { lastOkAt: previous.lastOkAt } : {}),
+            ...(previous.transport ? { transport: previous.transport } : {}),
+          };
+        }
+        // A proxy reports the tools of every connection it opens: when nothing changed, that is
+        // not worth a write or an event.
+        if (trigger === 'observed' && !changed && previous.state === 'ok') return server;
+        const nextProbe = status.state === 'error' ? new Date(now.getTime() + nextProbeDelayMs(status.failures ?? 1)) : null;
+        const saved = await this.deps.servers.recordDiscovery(server.accountId, server.id, status, tools, nextProbe);
+        if (saved === null) return server; // deleted meanwhile
+        const event: ServerDiscoveredEvent = {
+          account: saved.accountId,
+          server: saved.name,
+          serverId: saved.id,
+          generation: saved.generation,
+          tools: saved.tools,
+          status: saved.status,
+          toolsChanged: changed,
+        };
+        await this.deps.bus.publishEvent(this.deps.bus.subjects.serverDiscovered(saved.accountId, saved.name), event);
+        const result = status.state;
+        span.setAttributes({ 'mcpx.result': result, 'mcpx.tools': saved.tools.length, 'mcpx.tools_changed': changed });
+        this.runs.add(1, { result, trigger });
+        this.duration.record(performance.now() - started, { result, trigger });
+        this.deps.log.info('discovery', { account: saved.accountId, server: saved.name, trigger, result, tools: saved.tools.length, changed });
+        return saved;
+      },
+      { kind: SpanKind.CLIENT },
+    );
+  }
+}

@@ -1,0 +1,98 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { SpanKind, type Counter, type Histogram, type Meter, type Tracer } from '@opentelemetry/api';
+import { ErrorCodes, WireError, decodePayload, encodePayload, invalidInput, toWireError } from '@mcpx/contracts';
+import type { Logger } from '@mcpx/log';
+import type { MetricsHandler } from '@mcpx/telemetry';
+import { withSpan } from '@mcpx/telemetry';
+import { dispatchAction, type ActionDeps } from './actions/index.js';
+import { authenticate, parseEnvelope } from './envelope-auth.js';
+import type { EventStream } from './event-stream.js';
+
+export const MAX_BODY_BYTES = 1024 * 1024;
+
+export interface HttpDeps {
+  actions: ActionDeps;
+  redis: import('ioredis').Redis;
+  redisPrefix: string;
+  log: Logger;
+  tracer: Tracer;
+  meter: Meter;
+  metricsHandler: MetricsHandler;
+  events: EventStream;
+  isReady: () => boolean;
+}
+
+async function readBody(req: IncomingMessage): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req) {
+    size += (chunk as Buffer).length;
+    if (size > MAX_BODY_BYTES) throw invalidInput('body', `must be at most ${MAX_BODY_BYTES} bytes`);
+    chunks.push(chunk as Buffer);
+  }
+  return Buffer.concat(chunks);
+}
+
+function isCbor(req: IncomingMessage): boolean {
+  return (req.headers['content-type'] ?? '').startsWith('application/cbor');
+}
+
+function send(res: ServerResponse, status: number, body: unknown, cbor: boolean): void {
+  const bytes = cbor ? Buffer.from(encodePayload(body)) : Buffer.from(JSON.stringify(body));
+  res.writeHead(status, { 'content-type': cbor ? 'application/cbor' : 'application/json', 'content-length': bytes.length });
+  res.end(bytes);
+}
+
+/** The registry's HTTP surface: the signed action API, the event stream, health and metrics. */
+export function createHttpServer(deps: HttpDeps): Server {
+  const requests: Counter = deps.meter.createCounter('mcpx_actions_total', { description: 'Actions by type and result code' });
+  const duration: Histogram = deps.meter.createHistogram('mcpx_action_duration_ms', { unit: 'ms', description: 'Action time' });
+
+  async function handleAction(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const cbor = isCbor(req);
+    const started = performance.now();
+    let type = 'unknown';
+    try {
+      const raw = await readBody(req);
+      let body: unknown;
+      try {
+        body = cbor ? decodePayload(raw) : JSON.parse(raw.toString('utf8'));
+      } catch {
+        throw invalidInput('body', cbor ? 'is not CBOR' : 'is not JSON');
+      }
+      const envelope = parseEnvelope(body);
+      type = String(envelope.action.type).slice(0, 40);
+      const result = await withSpan(deps.tracer, `action ${type}`, { 'mcpx.action': type, 'mcp.account': envelope.account }, async () => {
+        const caller = await authenticate(envelope, { redis: deps.redis, redisPrefix: deps.redisPrefix, accounts: deps.actions.accounts });
+        return dispatchAction(deps.actions, caller, envelope.action);
+      }, { kind: SpanKind.SERVER });
+      requests.add(1, { action: type, code: 'ok' });
+      send(res, 200, result, cbor);
+    } catch (err) {
+      const wire = toWireError(err);
+      if (!(err instanceof WireError)) deps.log.error('action failed', { action: type, err: err as Error });
+      requests.add(1, { action: type, code: wire.code });
+      send(res, wire.httpStatus, { error: wire.toJSON() }, cbor);
+    } finally {
+      duration.record(performance.now() - started, { action: type });
+    }
+  }
+
+  return createServer((req, res) => {
+    const url = new URL(req.url ?? '/', 'http://registry');
+    if (req.method === 'POST' && url.pathname === '/v1/actions') {
+      void handleAction(req, res);
+    } else if (req.method === 'GET' && url.pathname === '/v1/events') {
+      void deps.events.handle(req, res, url, (envelopeBody) =>
+        authenticate(parseEnvelope(envelopeBody), { redis: deps.redis, redisPrefix: deps.redisPrefix, accounts: deps.actions.accounts }),
+      );
+    } else if (req.method === 'GET' && url.pathname === '/healthz') {
+      const ready = deps.isReady();
+      send(res, ready ? 200 : 503, { ok: ready, service: 'registry' }, false);
+    } else if (req.method === 'GET' && url.pathname === '/metrics') {
+      deps.metricsHandler(req, res);
+    } else {
+      send(res, 404, { error: new WireError(ErrorCodes.notFound, `no route ${req.method} ${url.pathname}`).toJSON() }, false);
+    }
+  });
+}

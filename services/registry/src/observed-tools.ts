@@ -1,0 +1,30 @@
+import type { Subscription } from '@nats-io/transport-node';
+import type { Bus } from '@mcpx/bus';
+import { QueueGroups, decodePayload, type ToolsObserved } from '@mcpx/contracts';
+import type { Logger } from '@mcpx/log';
+import type { Discovery } from './discovery.js';
+
+/**
+ * Quiet discovery: a proxy lists tools whenever it opens a connection and publishes them; one
+ * registry instance (queue group) records them like any discovery, so a server that added tools
+ * yesterday is current the next time any agent calls it.
+ */
+export function consumeObservedTools(bus: Bus, discovery: Discovery, log: Logger): Subscription {
+  return bus.nc.subscribe(bus.subjects.toolsObserved, {
+    queue: QueueGroups.registry,
+    callback: (err, msg) => {
+      if (err) return;
+      let event: ToolsObserved;
+      try {
+        event = decodePayload<ToolsObserved>(msg.data);
+        if (typeof event.account !== 'string' || typeof event.server !== 'string' || !Array.isArray(event.tools)) throw new Error('bad shape');
+      } catch {
+        log.warn('dropped a malformed tools-observed message');
+        return;
+      }
+      discovery.observed(event.account, event.server, event.tools, event.transport === 'sse' ? 'sse' : 'http').catch((e: unknown) => {
+        log.error('quiet discovery failed', { account: event.account, server: event.server, err: e as Error });
+      });
+    },
+  });
+}

@@ -1,0 +1,145 @@
+import { randomUUID } from 'node:crypto';
+import type { Kysely, Selectable } from 'kysely';
+import { decodePayload, encodePayload, type ServerStatus, type Transport } from '@mcpx/contracts';
+import type { Database, Db, McpServersTable } from '@mcpx/db';
+import type { RemoteTool } from '@mcpx/domain';
+
+/** `config_cbor`: static headers in the clear, secret headers as references to account secrets. */
+export interface StoredServerConfig {
+  url: string;
+  transport?: Transport;
+  headers?: Record<string, string>;
+  /** header name → secret name */
+  secretRefs?: Record<string, string>;
+}
+
+export interface McpServerRecord {
+  id: string;
+  accountId: string;
+  name: string;
+  config: StoredServerConfig;
+  tools: RemoteTool[];
+  toolsHash: string;
+  generation: number;
+  status: ServerStatus;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+function toRecord(row: Selectable<McpServersTable>): McpServerRecord {
+  return {
+    id: row.id,
+    accountId: row.account_id,
+    name: row.name,
+    config: decodePayload<StoredServerConfig>(row.config_cbor),
+    tools: decodePayload<RemoteTool[]>(row.tools_cbor),
+    toolsHash: row.tools_hash,
+    generation: row.generation,
+    status: decodePayload<ServerStatus>(row.status_cbor),
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  };
+}
+
+export class McpServersRepository {
+  constructor(private readonly db: Db) {}
+
+  async find(account: string, name: string, trx: Kysely<Database> = this.db): Promise<McpServerRecord | null> {
+    const row = await trx
+      .selectFrom('registry.mcp_servers')
+      .selectAll()
+      .where('account_id', '=', account)
+      .where('name', '=', name)
+      .executeTakeFirst();
+    return row ? toRecord(row) : null;
+  }
+
+  async list(account: string): Promise<McpServerRecord[]> {
+    const rows = await this.db.selectFrom('registry.mcp_servers').selectAll().where('account_id', '=', account).orderBy('name').execute();
+    return rows.map(toRecord);
+  }
+
+  /** Names of an account's servers among `names`. */
+  async existingNames(account: string, names: string[], trx: Kysely<Database> = this.db): Promise<Set<string>> {
+    if (names.length === 0) return new Set();
+    const rows = await trx
+      .selectFrom('registry.mcp_servers')
+      .select('name')
+      .where('account_id', '=', account)
+      .where('name', 'in', names)
+      .execute();
+    return new Set(rows.map((r) => r.name));
+  }
+
+  /** Creates or updates a server's config by name; tools and status are left as they are. */
+  async upsertConfig(account: string, name: string, config: StoredServerConfig, trx: Kysely<Database>): Promise<McpServerRecord> {
+    const initialStatus: ServerStatus = { state: 'unknown' };
+    const row = await trx
+      .insertInto('registry.mcp_servers')
+      .values({
+        id: randomUUID(),
+        account_id: account,
+        name,
+        url: config.url,
+        config_cbor: encodePayload(config),
+        tools_cbor: encodePayload([]),
+        tools_hash: '',
+        generation: 0,
+        status_cbor: encodePayload(initialStatus),
+      })
+      .onConflict((oc) =>
+        oc.columns(['account_id', 'name']).doUpdateSet({ url: config.url, config_cbor: encodePayload(config), updated_at: new Date() }),
+      )
+      .returningAll()
+      .executeTakeFirstOrThrow();
+    return toRecord(row);
+  }
+
+  /**
+   * Records a discovery. With `tools` (a success) the list, its hash and the generation change;
+   * without (a failure) only the status does, so the last good list stays.
+   */
+  async recordDiscovery(
+    account: string,
+    id: string,
+    status: ServerStatus,
+    tools: { list: RemoteTool[]; hash: string; generation: number } | undefined,
+    nextProbeAt: Date | null,
+  ): Promise<McpServerRecord | null> {
+    const row = await this.db
+      .updateTable('registry.mcp_servers')
+      .set({
+        status_cbor: encodePayload(status),
+        next_probe_at: nextProbeAt,
+        updated_at: new Date(),
+        ...(tools ? { tools_cbor: encodePayload(tools.list), tools_hash: tools.hash, generation: tools.generation } : {}),
+      })
+      .where('account_id', '=', account)
+      .where('id', '=', id)
+      .returningAll()
+      .executeTakeFirst();
+    return row ? toRecord(row) : null;
+  }
+
+  async delete(account: string, name: string, trx: Kysely<Database>): Promise<McpServerRecord | null> {
+    const row = await trx
+      .deleteFrom('registry.mcp_servers')
+      .where('account_id', '=', account)
+      .where('name', '=', name)
+      .returningAll()
+      .executeTakeFirst();
+    return row ? toRecord(row) : null;
+  }
+
+  /** Servers due for a background re-probe, oldest due first. */
+  async dueForProbe(now: Date, limit: number): Promise<Array<{ accountId: string; name: string }>> {
+    const rows = await this.db
+      .selectFrom('registry.mcp_servers')
+      .select(['account_id', 'name'])
+      .where('next_probe_at', '<=', now)
+      .orderBy('next_probe_at')
+      .limit(limit)
+      .execute();
+    return rows.map((r) => ({ accountId: r.account_id, name: r.name }));
+  }
+}

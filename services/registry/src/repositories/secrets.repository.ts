@@ -1,0 +1,81 @@
+import type { Kysely } from 'kysely';
+import type { Database, Db } from '@mcpx/db';
+import { secretAad, type SecretBox } from '@mcpx/secrets';
+
+/** Account secrets, sealed with the key ring; plaintext exists only in memory, on the way out. */
+export class SecretsRepository {
+  constructor(
+    private readonly db: Db,
+    private readonly box: SecretBox,
+  ) {}
+
+  async put(account: string, name: string, value: string, trx: Kysely<Database> = this.db): Promise<void> {
+    const sealed = this.box.seal(value, secretAad(account, name));
+    await trx
+      .insertInto('registry.secrets')
+      .values({ account_id: account, name, key_id: sealed.keyId, ciphertext: sealed.ciphertext })
+      .onConflict((oc) =>
+        oc.columns(['account_id', 'name']).doUpdateSet({ key_id: sealed.keyId, ciphertext: sealed.ciphertext, updated_at: new Date() }),
+      )
+      .execute();
+  }
+
+  async existingNames(account: string, names: string[], trx: Kysely<Database> = this.db): Promise<Set<string>> {
+    if (names.length === 0) return new Set();
+    const rows = await trx
+      .selectFrom('registry.secrets')
+      .select('name')
+      .where('account_id', '=', account)
+      .where('name', 'in', names)
+      .execute();
+    return new Set(rows.map((r) => r.name));
+  }
+
+  /** Opens the named secrets of an account; a missing one is absent from the map. */
+  async open(account: string, names: string[]): Promise<Map<string, string>> {
+    if (names.length === 0) return new Map();
+    const rows = await this.db
+      .selectFrom('registry.secrets')
+      .select(['name', 'key_id', 'ciphertext'])
+      .where('account_id', '=', account)
+      .where('name', 'in', names)
+      .execute();
+    return new Map(rows.map((r) => [r.name, this.box.open({ keyId: r.key_id, ciphertext: r.ciphertext }, secretAad(account, r.name))]));
+  }
+
+  /** Deletes the header secrets a server owns (`mcp-<server>-…`). */
+  async deleteOwnedBy(account: string, server: string, trx: Kysely<Database>): Promise<number> {
+    const res = await trx
+      .deleteFrom('registry.secrets')
+      .where('account_id', '=', account)
+      .where('name', 'like', `mcp-${server}-%`)
+      .executeTakeFirst();
+    return Number(res.numDeletedRows);
+  }
+
+  /** Re-seals every secret sealed with an older key under the newest one. Returns the count. */
+  async rotate(batch = 500): Promise<number> {
+    let total = 0;
+    for (;;) {
+      const rows = await this.db
+        .selectFrom('registry.secrets')
+        .select(['account_id', 'name', 'key_id', 'ciphertext'])
+        .where('key_id', '!=', this.box.currentKeyId)
+        .limit(batch)
+        .execute();
+      if (rows.length === 0) return total;
+      for (const r of rows) {
+        const aad = secretAad(r.account_id, r.name);
+        const sealed = this.box.seal(this.box.open({ keyId: r.key_id, ciphertext: r.ciphertext }, aad), aad);
+        await this.db
+          .updateTable('registry.secrets')
+          .set({ key_id: sealed.keyId, ciphertext: sealed.ciphertext, updated_at: new Date() })
+          .where('account_id', '=', r.account_id)
+          .where('name', '=', r.name)
+          .where('key_id', '=', r.key_id)
+          .execute();
+        total++;
+      }
+    }
+  }
+}

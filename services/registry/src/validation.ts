@@ -1,0 +1,120 @@
+import { invalidInput, type McpServerConfigInput, type Transport } from '@mcpx/contracts';
+import { validateServerName, type ToolNameStyle } from '@mcpx/domain';
+import type { OutboundPolicy } from '@mcpx/config';
+
+/** Seed 000: an agent may be granted at most 16 servers. */
+export const MAX_GRANTS = 16;
+export const MAX_URL_BYTES = 2048;
+export const MAX_HEADERS = 16;
+export const MAX_HEADER_VALUE_BYTES = 4096;
+const HEADER_NAME_RE = /^[A-Za-z0-9-]{1,128}$/;
+const AGENT_NAME_RE = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
+const SECRET_NAME_RE = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
+/** Headers the transport owns; a configured value would break or spoof the protocol. */
+const RESERVED_HEADERS = new Set(['host', 'content-length', 'content-type', 'accept', 'mcp-session-id', 'mcp-protocol-version', 'transfer-encoding', 'connection']);
+
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return v !== null && typeof v === 'object' && !Array.isArray(v);
+}
+
+function onlyKeys(obj: Record<string, unknown>, allowed: string[], field: string): void {
+  for (const k of Object.keys(obj)) if (!allowed.includes(k)) throw invalidInput(`${field}.${k}`, 'is not a known field');
+}
+
+export function validateServerNameInput(name: unknown, style: ToolNameStyle): string {
+  if (typeof name !== 'string') throw invalidInput('name', 'must be a string');
+  const problem = validateServerName(name, style);
+  if (problem !== null) throw invalidInput('name', problem);
+  return name;
+}
+
+/** Whether plain http may be used for this URL's host under the outbound policy. */
+export function httpAllowed(url: URL, policy: OutboundPolicy): boolean {
+  if (policy.profile === 'local') return true;
+  return policy.allowHttpHosts.includes(url.host) || policy.allowHttpHosts.includes(url.hostname);
+}
+
+function validateHeaderMap(value: unknown, field: string): Record<string, string> {
+  if (value === undefined) return {};
+  if (!isPlainObject(value)) throw invalidInput(field, 'must be an object of header name → value');
+  const out: Record<string, string> = {};
+  for (const [name, v] of Object.entries(value)) {
+    if (!HEADER_NAME_RE.test(name)) throw invalidInput(`${field}.${name.slice(0, 64)}`, 'header names are letters, digits and -');
+    if (RESERVED_HEADERS.has(name.toLowerCase())) throw invalidInput(`${field}.${name}`, 'is set by the transport and cannot be configured');
+    if (typeof v !== 'string') throw invalidInput(`${field}.${name}`, 'must be a string');
+    // The value is never echoed: it may be a secret.
+    if (/[\r\n\0]/.test(v)) throw invalidInput(`${field}.${name}`, 'must not contain CR, LF or NUL');
+    if (Buffer.byteLength(v, 'utf8') > MAX_HEADER_VALUE_BYTES) throw invalidInput(`${field}.${name}`, `must be at most ${MAX_HEADER_VALUE_BYTES} bytes`);
+    out[name] = v;
+  }
+  return out;
+}
+
+export interface ValidServerConfig {
+  url: string;
+  transport?: Transport;
+  headers: Record<string, string>;
+  secretHeaders: Record<string, string>;
+  secretRefs: Record<string, string>;
+}
+
+/** Validates SetMcpServer's config; every error names its field and never echoes a value. */
+export function validateServerConfig(config: unknown, policy: OutboundPolicy): ValidServerConfig {
+  if (!isPlainObject(config)) throw invalidInput('config', 'must be an object');
+  onlyKeys(config, ['url', 'transport', 'headers', 'secretHeaders', 'secretRefs'], 'config');
+  const input = config as Partial<McpServerConfigInput> & Record<string, unknown>;
+  if (typeof input.url !== 'string' || input.url === '') throw invalidInput('config.url', 'is required');
+  if (Buffer.byteLength(input.url, 'utf8') > MAX_URL_BYTES) throw invalidInput('config.url', `must be at most ${MAX_URL_BYTES} bytes`);
+  let url: URL;
+  try {
+    url = new URL(input.url);
+  } catch {
+    throw invalidInput('config.url', 'is not a valid URL');
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw invalidInput('config.url', 'must be an http(s) URL');
+  if (url.username !== '' || url.password !== '') throw invalidInput('config.url', 'must not carry credentials; use a secret header');
+  if (url.protocol === 'http:' && !httpAllowed(url, policy)) {
+    throw invalidInput('config.url', 'must use https (plain http is allowed only for hosts the operator lists)');
+  }
+  if (input.transport !== undefined && input.transport !== 'http' && input.transport !== 'sse') {
+    throw invalidInput('config.transport', 'must be http or sse');
+  }
+  const headers = validateHeaderMap(input.headers, 'config.headers');
+  const secretHeaders = validateHeaderMap(input.secretHeaders, 'config.secretHeaders');
+  const secretRefs: Record<string, string> = {};
+  if (input.secretRefs !== undefined) {
+    if (!isPlainObject(input.secretRefs)) throw invalidInput('config.secretRefs', 'must be an object of header name → secret name');
+    for (const [name, ref] of Object.entries(input.secretRefs)) {
+      if (!HEADER_NAME_RE.test(name)) throw invalidInput(`config.secretRefs.${name.slice(0, 64)}`, 'header names are letters, digits and -');
+      if (typeof ref !== 'string' || !SECRET_NAME_RE.test(ref)) throw invalidInput(`config.secretRefs.${name}`, 'must name a secret');
+      secretRefs[name] = ref;
+    }
+  }
+  const distinct = new Set([...Object.keys(headers), ...Object.keys(secretHeaders), ...Object.keys(secretRefs)].map((h) => h.toLowerCase()));
+  if (distinct.size > MAX_HEADERS) throw invalidInput('config.headers', `at most ${MAX_HEADERS} headers`);
+  return { url: url.toString(), ...(input.transport ? { transport: input.transport } : {}), headers, secretHeaders, secretRefs };
+}
+
+export function validateAgentName(name: unknown): string {
+  if (typeof name !== 'string' || !AGENT_NAME_RE.test(name)) {
+    throw invalidInput('name', 'must be 1-64 letters, digits, _ . or -, starting with a letter or digit');
+  }
+  return name;
+}
+
+/** Validates `definition.mcpServers`: de-duplicated, at most 16. Existence is checked by the caller. */
+export function validateGrantList(definition: unknown): string[] {
+  if (definition === undefined) return [];
+  if (!isPlainObject(definition)) throw invalidInput('definition', 'must be an object');
+  onlyKeys(definition, ['mcpServers'], 'definition');
+  const list = definition.mcpServers;
+  if (list === undefined) return [];
+  if (!Array.isArray(list)) throw invalidInput('definition.mcpServers', 'must be an array of server names');
+  const out: string[] = [];
+  for (const [i, item] of list.entries()) {
+    if (typeof item !== 'string' || item === '' || item.length > 64) throw invalidInput(`definition.mcpServers[${i}]`, 'must be a server name');
+    if (!out.includes(item)) out.push(item);
+  }
+  if (out.length > MAX_GRANTS) throw invalidInput('definition.mcpServers', `at most ${MAX_GRANTS} servers may be granted`);
+  return out;
+}

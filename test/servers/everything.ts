@@ -1,0 +1,81 @@
+import { spawn } from 'node:child_process';
+import { createRequire } from 'node:module';
+import { connect } from 'node:net';
+import { dirname, join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { freePort } from './free-port.js';
+
+export interface EverythingServer {
+  /** `http://127.0.0.1:PORT/mcp` (streamableHttp) or `http://127.0.0.1:PORT/sse` (sse). */
+  url: string;
+  port: number;
+  /** Kill the child and wait for it to exit. */
+  close(): Promise<void>;
+}
+
+const READY_TIMEOUT_MS = 15_000;
+const EXIT_TIMEOUT_MS = 5_000;
+
+/** Path of `@modelcontextprotocol/server-everything`'s entry point. */
+export function everythingServerEntry(): string {
+  const require = createRequire(import.meta.url);
+  return join(dirname(require.resolve('@modelcontextprotocol/server-everything/package.json')), 'dist', 'index.js');
+}
+
+/**
+ * Spawns the reference "everything" MCP server on a free port and waits (bounded) until it
+ * accepts TCP connections.
+ */
+export async function startEverythingServer(transport: 'streamableHttp' | 'sse'): Promise<EverythingServer> {
+  const port = await freePort();
+  const child = spawn(process.execPath, [everythingServerEntry(), transport], {
+    env: { ...process.env, PORT: String(port) },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr.setEncoding('utf8');
+  child.stderr.on('data', (chunk: string) => {
+    stderr = (stderr + chunk).slice(-4_000);
+  });
+  const exited = new Promise<void>((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) resolve();
+    else child.once('exit', () => resolve());
+  });
+
+  async function close(): Promise<void> {
+    if (child.exitCode === null && child.signalCode === null) {
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), EXIT_TIMEOUT_MS);
+      await exited;
+      clearTimeout(timer);
+    }
+  }
+
+  const deadline = Date.now() + READY_TIMEOUT_MS;
+  while (!(await accepts(port))) {
+    if (child.exitCode !== null || child.signalCode !== null) {
+      throw new Error(`server-everything exited (${child.exitCode ?? child.signalCode}) before listening: ${stderr}`);
+    }
+    if (Date.now() > deadline) {
+      await close();
+      throw new Error(`server-everything did not listen on port ${port} within ${READY_TIMEOUT_MS} ms: ${stderr}`);
+    }
+    await sleep(100);
+  }
+  const path = transport === 'sse' ? '/sse' : '/mcp';
+  return { url: `http://127.0.0.1:${port}${path}`, port, close };
+}
+
+async function accepts(port: number): Promise<boolean> {
+  return await new Promise<boolean>((resolve) => {
+    const socket = connect({ host: '127.0.0.1', port });
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => {
+      socket.destroy();
+      resolve(false);
+    });
+  });
+}

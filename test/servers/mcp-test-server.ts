@@ -1,0 +1,316 @@
+import { randomUUID } from 'node:crypto';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { SSEServerTransport } from '@modelcontextprotocol/sdk/server/sse.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import {
+  CallToolRequestSchema,
+  ErrorCode,
+  isInitializeRequest,
+  ListToolsRequestSchema,
+  McpError,
+  type Tool,
+} from '@modelcontextprotocol/sdk/types.js';
+import { defaultTools, type TestTool } from './test-tools.js';
+
+export interface TestMcpServerOptions {
+  /** `http`: Streamable HTTP on `/mcp`; `sse`: legacy `GET /sse` + `POST /messages`; `both`. Default `http`. */
+  transport?: 'http' | 'sse' | 'both';
+  /** Default: `echo` and `add`. */
+  tools?: TestTool[];
+  /** Paginate `tools/list` with this many tools per page. */
+  pageSize?: number;
+  /** With `pageSize`: every `nextCursor` points back to the first page (a misbehaving server). */
+  cursorLoop?: boolean;
+  /** Answer 401 with a JSON error unless this header carries this value. */
+  requireHeader?: { name: string; value: string };
+  /**
+   * Answer 401 with `WWW-Authenticate: Bearer resource_metadata="<url>"` (an OAuth-protected
+   * server) and serve that metadata document. A request that satisfies `requireHeader` passes.
+   */
+  requireBearerWithOAuthMetadata?: boolean;
+  /** Default 0 (a free port); pass a previous server's port to restart "the same" server. */
+  port?: number;
+  host?: '127.0.0.1';
+}
+
+export interface TestMcpServerStats {
+  /** `initialize` requests seen. */
+  handshakes: number;
+  /** `tools/call` requests handled. */
+  calls: number;
+  /** `tools/list` requests handled. */
+  listCalls: number;
+  /** TCP connections currently open. */
+  openSockets(): number;
+}
+
+export interface TestMcpServer {
+  /** `http://127.0.0.1:PORT/mcp`, or the SSE endpoint `http://127.0.0.1:PORT/sse` for `transport: 'sse'`. */
+  url: string;
+  port: number;
+  stats: TestMcpServerStats;
+  /** Replace the tool list and send `notifications/tools/list_changed` to every connected session. */
+  setTools(tools: TestTool[]): void;
+  /** Close every session and socket, then the listener. */
+  close(): Promise<void>;
+  [Symbol.asyncDispose](): Promise<void>;
+}
+
+interface Session {
+  server: Server;
+  transport: Transport;
+}
+
+const SERVER_INFO = { name: 'mcpx-test-server', version: '0.1.0' };
+const CLOSE_WAIT_MS = 5_000;
+
+/** Starts a real MCP server (SDK low-level `Server`, one per session) on loopback. */
+export async function startTestMcpServer(opts: TestMcpServerOptions = {}): Promise<TestMcpServer> {
+  const mode = opts.transport ?? 'http';
+  const host = opts.host ?? '127.0.0.1';
+  let tools = opts.tools ?? defaultTools();
+  const sessions = new Map<string, Session>();
+  const sockets = new Set<Socket>();
+  const stats: TestMcpServerStats = {
+    handshakes: 0,
+    calls: 0,
+    listCalls: 0,
+    openSockets: () => sockets.size,
+  };
+  let origin = '';
+
+  function createSessionServer(): Server {
+    const server = new Server(SERVER_INFO, { capabilities: { tools: { listChanged: true } } });
+    server.setRequestHandler(ListToolsRequestSchema, (request) => {
+      stats.listCalls += 1;
+      const all = tools.map(toWireTool);
+      const pageSize = opts.pageSize;
+      if (pageSize === undefined) return { tools: all };
+      const cursor = request.params?.cursor;
+      const offset = cursor === undefined ? 0 : Number(cursor);
+      if (!Number.isInteger(offset) || offset < 0 || offset > all.length) {
+        throw new McpError(ErrorCode.InvalidParams, `Invalid cursor: ${cursor}`);
+      }
+      const next = offset + pageSize;
+      const nextCursor = opts.cursorLoop ? '0' : next < all.length ? String(next) : undefined;
+      return { tools: all.slice(offset, next), ...(nextCursor === undefined ? {} : { nextCursor }) };
+    });
+    server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
+      stats.calls += 1;
+      const tool = tools.find((t) => t.name === request.params.name);
+      if (!tool) {
+        return { content: [{ type: 'text', text: `Unknown tool: ${request.params.name}` }], isError: true };
+      }
+      return await tool.handler(request.params.arguments ?? {}, { signal: extra.signal });
+    });
+    return server;
+  }
+
+  function countHandshakes(body: unknown): void {
+    const messages = Array.isArray(body) ? body : [body];
+    stats.handshakes += messages.filter((m) => isInitializeRequest(m)).length;
+  }
+
+  function authorized(req: IncomingMessage, res: ServerResponse): boolean {
+    const required = opts.requireHeader;
+    const headerOk = required !== undefined && req.headers[required.name.toLowerCase()] === required.value;
+    if (opts.requireBearerWithOAuthMetadata && !headerOk) {
+      const metadata = `${origin}/.well-known/oauth-protected-resource/mcp`;
+      res.setHeader('WWW-Authenticate', `Bearer resource_metadata="${metadata}"`);
+      sendJson(res, 401, { error: 'invalid_token', error_description: 'Bearer token required' });
+      return false;
+    }
+    if (required !== undefined && !headerOk) {
+      sendJson(res, 401, { error: 'unauthorized', message: `missing or wrong ${required.name} header` });
+      return false;
+    }
+    return true;
+  }
+
+  async function handleStreamable(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const sessionId = req.headers['mcp-session-id'];
+    const body = req.method === 'POST' ? await readJson(req) : undefined;
+    if (body instanceof SyntaxError) {
+      sendRpcError(res, 400, ErrorCode.ParseError, 'Parse error');
+      return;
+    }
+    if (typeof sessionId === 'string') {
+      const session = sessions.get(sessionId);
+      if (!session || !(session.transport instanceof StreamableHTTPServerTransport)) {
+        sendRpcError(res, 404, -32001, 'Session not found');
+        return;
+      }
+      countHandshakes(body);
+      await session.transport.handleRequest(req, res, body);
+      return;
+    }
+    if (req.method !== 'POST' || !isInitializeRequest(body)) {
+      sendRpcError(res, 400, ErrorCode.InvalidRequest, 'Bad Request: no valid session id');
+      return;
+    }
+    countHandshakes(body);
+    const server = createSessionServer();
+    const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
+      sessionIdGenerator: randomUUID,
+      onsessioninitialized: (id) => {
+        sessions.set(id, { server, transport });
+      },
+    });
+    transport.onclose = () => {
+      if (transport.sessionId !== undefined) sessions.delete(transport.sessionId);
+    };
+    await server.connect(transport);
+    await transport.handleRequest(req, res, body);
+  }
+
+  async function handleSseOpen(res: ServerResponse): Promise<void> {
+    const server = createSessionServer();
+    const transport = new SSEServerTransport('/messages', res);
+    transport.onclose = () => {
+      sessions.delete(transport.sessionId);
+    };
+    sessions.set(transport.sessionId, { server, transport });
+    await server.connect(transport);
+  }
+
+  async function handleSsePost(req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
+    const session = sessions.get(url.searchParams.get('sessionId') ?? '');
+    if (!session || !(session.transport instanceof SSEServerTransport)) {
+      sendJson(res, 404, { error: 'session not found' });
+      return;
+    }
+    const body = await readJson(req);
+    if (body instanceof SyntaxError) {
+      sendRpcError(res, 400, ErrorCode.ParseError, 'Parse error');
+      return;
+    }
+    countHandshakes(body);
+    await session.transport.handlePostMessage(req, res, body);
+  }
+
+  async function route(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? '/', 'http://localhost');
+    if (url.pathname.startsWith('/.well-known/oauth-protected-resource') && opts.requireBearerWithOAuthMetadata) {
+      sendJson(res, 200, { resource: `${origin}/mcp`, authorization_servers: [origin], bearer_methods_supported: ['header'] });
+      return;
+    }
+    const http = mode === 'http' || mode === 'both';
+    const sse = mode === 'sse' || mode === 'both';
+    if (url.pathname === '/mcp' && http) {
+      if (authorized(req, res)) await handleStreamable(req, res);
+      return;
+    }
+    if (url.pathname === '/sse' && sse) {
+      if (!authorized(req, res)) return;
+      if (req.method === 'GET') await handleSseOpen(res);
+      else sendJson(res, 405, { error: 'method not allowed' }, { Allow: 'GET' });
+      return;
+    }
+    if (url.pathname === '/messages' && sse && req.method === 'POST') {
+      if (authorized(req, res)) await handleSsePost(req, res, url);
+      return;
+    }
+    sendJson(res, 404, { error: 'not found' });
+  }
+
+  const httpServer = createServer((req, res) => {
+    route(req, res).catch((error: unknown) => {
+      if (!res.headersSent) sendJson(res, 500, { error: error instanceof Error ? error.message : String(error) });
+      else res.end();
+    });
+  });
+  httpServer.on('connection', (socket: Socket) => {
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+  });
+  await new Promise<void>((resolve, reject) => {
+    httpServer.once('error', reject);
+    httpServer.listen(opts.port ?? 0, host, () => {
+      httpServer.off('error', reject);
+      resolve();
+    });
+  });
+  const address = httpServer.address();
+  if (address === null || typeof address === 'string') throw new Error('test MCP server has no port');
+  const port = address.port;
+  origin = `http://${host}:${port}`;
+
+  let closing: Promise<void> | undefined;
+  async function close(): Promise<void> {
+    closing ??= (async () => {
+      const open = [...sessions.values()];
+      sessions.clear();
+      await withTimeout(
+        Promise.allSettled(open.map(async (s) => await s.server.close())),
+        CLOSE_WAIT_MS,
+      );
+      const closed = new Promise<void>((resolve) => httpServer.close(() => resolve()));
+      httpServer.closeAllConnections();
+      for (const socket of sockets) socket.destroy();
+      await withTimeout(closed, CLOSE_WAIT_MS);
+    })();
+    await closing;
+  }
+
+  return {
+    url: mode === 'sse' ? `${origin}/sse` : `${origin}/mcp`,
+    port,
+    stats,
+    setTools(next: TestTool[]): void {
+      tools = next;
+      for (const session of sessions.values()) {
+        session.server.sendToolListChanged().catch(() => {
+          // A session whose stream is gone just misses the notification.
+        });
+      }
+    },
+    close,
+    [Symbol.asyncDispose]: close,
+  };
+}
+
+function toWireTool(tool: TestTool): Tool {
+  return {
+    name: tool.name,
+    ...(tool.description === undefined ? {} : { description: tool.description }),
+    inputSchema: (tool.inputSchema ?? { type: 'object' }) as Tool['inputSchema'],
+    ...(tool.outputSchema === undefined ? {} : { outputSchema: tool.outputSchema as Tool['outputSchema'] }),
+    ...(tool.annotations === undefined ? {} : { annotations: tool.annotations }),
+  };
+}
+
+/** The parsed body, `undefined` for an empty one, or the SyntaxError of a malformed one. */
+async function readJson(req: IncomingMessage): Promise<unknown> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of req) chunks.push(chunk as Buffer);
+  const text = Buffer.concat(chunks).toString('utf8');
+  if (text.length === 0) return undefined;
+  try {
+    return JSON.parse(text) as unknown;
+  } catch (error) {
+    return error instanceof SyntaxError ? error : new SyntaxError(String(error));
+  }
+}
+
+function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  res.writeHead(status, { 'content-type': 'application/json', ...headers }).end(JSON.stringify(body));
+}
+
+function sendRpcError(res: ServerResponse, status: number, code: number, message: string): void {
+  sendJson(res, status, { jsonrpc: '2.0', error: { code, message }, id: null });
+}
+
+async function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<undefined>((resolve) => {
+    timer = setTimeout(() => resolve(undefined), ms);
+  });
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
