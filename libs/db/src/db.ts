@@ -19,7 +19,7 @@ export interface DbOptions {
 
 /** Opens a pool. The allow-list travels as a connection setting so the CHECK constraint sees it. */
 export function createDb(url: string, opts: DbOptions = {}): Db {
-  const hosts = (opts.allowHttpHosts ?? []).join(',').replace(/[^A-Za-z0-9.:,\-[\]]/g, '');
+  const hosts = (opts.allowHttpHosts ?? []).join(',').replace(/[^A-Za-z0-9.:,*\-[\]]/g, '');
   const pool = new pg.Pool({
     connectionString: url,
     max: opts.max ?? 10,

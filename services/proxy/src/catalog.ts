@@ -2,7 +2,7 @@ import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import { decodePayload, type AgentDefinition, type Subjects } from '@mcpx/contracts';
 import type { Db } from '@mcpx/db';
 import { compileValidator, type ArgumentValidator, type McpToolDocument } from '@mcpx/domain';
-import { SecretBox, secretAad } from '@mcpx/secrets';
+import { secretAad, type SecretBox } from '@mcpx/secrets';
 
 export interface AgentEntry {
   /** The grant: `definition.mcpServers` as the registry holds it (the authority). */

@@ -79,15 +79,17 @@ export class ConnectionPool {
   }
 
   private async connect(account: string, server: string, entry: ServerEntry): Promise<McpConnection> {
-    let conn: McpConnection | undefined;
-    conn = await connectMcp({
+    // The notification handler is registered before the connection exists; it reads it from here.
+    const opened: { conn?: McpConnection } = {};
+    const conn = await connectMcp({
       url: entry.url,
       ...(entry.transport ? { transport: entry.transport } : {}),
       headers: entry.headers,
       connectTimeoutMs: this.opts.connectTimeoutMs,
       ...(this.opts.fetch ? { fetch: this.opts.fetch } : {}),
-      onToolsListChanged: () => conn && this.hooks.onToolsChanged(account, server, conn),
+      onToolsListChanged: () => opened.conn && this.hooks.onToolsChanged(account, server, opened.conn),
     });
+    opened.conn = conn;
     this.handshakes.add(1);
     this.open.add(1);
     this.openCount++;

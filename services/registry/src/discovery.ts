@@ -39,7 +39,7 @@ export function sanitizeTools(tools: unknown[]): RemoteTool[] {
     if (typeof tool.description === 'string') clean.description = tool.description;
     if (tool.inputSchema !== undefined) clean.inputSchema = tool.inputSchema;
     if (tool.outputSchema !== undefined) clean.outputSchema = tool.outputSchema;
-    if (tool.annotations !== null && typeof tool.annotations === 'object') clean.annotations = tool.annotations as RemoteTool['annotations'];
+    if (tool.annotations !== null && typeof tool.annotations === 'object') clean.annotations = tool.annotations;
     out.push(clean);
   }
   return out;

@@ -1,3 +1,4 @@
+import type { Redis } from 'ioredis';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { SpanKind, type Counter, type Histogram, type Meter, type Tracer } from '@opentelemetry/api';
 import { ErrorCodes, WireError, decodePayload, encodePayload, invalidInput, toWireError } from '@mcpx/contracts';
@@ -12,7 +13,7 @@ export const MAX_BODY_BYTES = 1024 * 1024;
 
 export interface HttpDeps {
   actions: ActionDeps;
-  redis: import('ioredis').Redis;
+  redis: Redis;
   redisPrefix: string;
   log: Logger;
   tracer: Tracer;

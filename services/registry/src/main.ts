@@ -22,9 +22,9 @@ async function main(): Promise<void> {
   const config = loadConfig('registry', process.env);
   const log = createLogger('registry', { level: config.logLevel, fields: { instance: config.instanceId } });
   const telemetry = await setupTelemetry({ serviceName: 'registry', serviceInstanceId: config.instanceId, ...(config.otlpEndpoint ? { otlpEndpoint: config.otlpEndpoint } : {}) });
-  const allowHttpHosts = config.outbound.profile === 'local' ? [] : config.outbound.allowHttpHosts;
+  // The https-only CHECK constraint reads this: the local profile allows http to any host.
+  const allowHttpHosts = config.outbound.profile === 'local' ? ['*'] : config.outbound.allowHttpHosts;
   const db = createDb(config.databaseUrl, { allowHttpHosts, applicationName: 'registry' });
-  if (config.outbound.profile === 'local') await db.executeQuery({ sql: 'select 1', parameters: [], query: undefined as never, queryId: undefined as never }).catch(() => undefined);
   await migrate(db, 'registry');
   const redis = new Redis(config.redisUrl, { lazyConnect: false, maxRetriesPerRequest: 3 });
   const bus = await connectBus({ url: config.natsUrl, name: `registry ${config.instanceId}`, prefix: config.natsPrefix });

@@ -3,11 +3,14 @@ import { sql, type Kysely } from 'kysely';
 export async function up(db: Kysely<any>): Promise<void> {
   await sql`CREATE SCHEMA IF NOT EXISTS registry`.execute(db);
   // The https-only rule lives in the database: a connection may allow plain http for listed hosts
-  // through the `mcpx.allow_http_hosts` setting (comma-separated host[:port]), set by the operator.
+  // through the `mcpx.allow_http_hosts` setting (comma-separated host[:port], or `*` in the
+  // local development profile), set by the operator.
   await sql`
     CREATE OR REPLACE FUNCTION registry.url_allowed(url text) RETURNS boolean
     LANGUAGE sql STABLE AS $$
       SELECT url ~ '^https://'
+        OR (url ~ '^http://' AND '*' = ANY (
+              string_to_array(replace(coalesce(current_setting('mcpx.allow_http_hosts', true), ''), ' ', ''), ',')))
         OR (url ~ '^http://' AND substring(url from '^http://([^/?#]+)') = ANY (
               string_to_array(replace(coalesce(current_setting('mcpx.allow_http_hosts', true), ''), ' ', ''), ',')))
         OR (url ~ '^http://' AND substring(url from '^http://([^/?#:]+)') = ANY (

@@ -1,0 +1,258 @@
+import { randomUUID } from 'node:crypto';
+import type { AgentView, RedactedMcpServer } from '@mcpx/contracts';
+import { generateKeyPair } from '@mcpx/envelope';
+import type { McpToolDocument, ProxyResult } from '@mcpx/domain';
+import { UsageError, flag, flags, keyValues, type ParsedArgs } from './args.js';
+import { loadRuns, readKey, saveRuns, sendAction, withProxy, writeKey, type CliEnv } from './client.js';
+
+export interface Io {
+  out(text: string): void;
+}
+
+type Command = (env: CliEnv, args: ParsedArgs, io: Io, json: boolean) => Promise<void>;
+
+function need(args: ParsedArgs, index: number, what: string): string {
+  const v = args.positionals[index];
+  if (v === undefined) throw new UsageError(`missing ${what}`);
+  return v;
+}
+
+function print(io: Io, json: boolean, value: unknown, human: () => string): void {
+  io.out(json ? JSON.stringify(value, null, 2) : human());
+}
+
+function serverLine(s: RedactedMcpServer): string {
+  const host = (() => {
+    try {
+      return new URL(s.url).host;
+    } catch {
+      return s.url;
+    }
+  })();
+  const auth = s.hasSecrets ? ' [auth]' : '';
+  switch (s.status.state) {
+    case 'ok':
+      return `${s.name}  connected, ${s.tools.length} tools  ${host}${auth}${s.status.transport ? ` (${s.status.transport})` : ''}`;
+    case 'error':
+      return `${s.name}  unreachable: ${s.status.error ?? 'unknown error'}  ${host}${auth}${s.tools.length > 0 ? ` (keeps ${s.tools.length} tools)` : ''}`;
+    case 'auth_required':
+      return `${s.name}  waiting for authorization: ${s.status.error ?? ''}  ${host}${auth}`;
+    case 'unknown':
+      return `${s.name}  not checked yet  ${host}${auth}`;
+  }
+}
+
+function serverDetail(s: RedactedMcpServer): string {
+  const lines = [serverLine(s), `  id: ${s.id}`, `  url: ${s.url}`, `  transport: ${s.transport ?? 'auto'}`];
+  if (s.headerNames.length > 0) lines.push(`  headers: ${s.headerNames.join(', ')}`);
+  if (s.secretHeaderNames.length > 0) lines.push(`  secret headers: ${s.secretHeaderNames.join(', ')}`);
+  if (s.status.checkedAt) lines.push(`  checked: ${s.status.checkedAt}${s.status.lastOkAt ? `, last ok: ${s.status.lastOkAt}` : ''}`);
+  for (const t of s.tools) lines.push(`  - ${t.toolName}${t.description ? ` — ${t.description.split('\n')[0]}` : ''}`);
+  return lines.join('\n');
+}
+
+function agentLine(a: AgentView): string {
+  return `${a.name}  (${a.id})  grants: ${a.grants.mcpServers.length > 0 ? a.grants.mcpServers.join(', ') : 'none'}`;
+}
+
+const keysNew: Command = async (env, args, io, json) => {
+  const existing = await readKey(env.keyFile).catch(() => null);
+  if (existing !== null && flag(args, 'force') !== 'true') {
+    throw new UsageError(`a key exists at ${env.keyFile} (account ${existing.principal}); pass --force to replace it`);
+  }
+  const key = generateKeyPair();
+  await writeKey(env.keyFile, key);
+  print(io, json, { principal: key.principal, keyFile: env.keyFile }, () => `account ${key.principal}\nkey written to ${env.keyFile}`);
+};
+
+const serversSet: Command = async (env, args, io, json) => {
+  const name = need(args, 2, 'NAME');
+  const url = need(args, 3, 'URL');
+  const transport = flag(args, 'transport');
+  if (transport !== undefined && transport !== 'http' && transport !== 'sse') throw new UsageError('--transport is http or sse');
+  const headers = keyValues(flags(args, 'header'), 'header');
+  const secretHeaders = keyValues(flags(args, 'secret-header'), 'secret-header');
+  const config = {
+    url,
+    ...(transport ? { transport } : {}),
+    ...(Object.keys(headers).length > 0 ? { headers } : {}),
+    ...(Object.keys(secretHeaders).length > 0 ? { secretHeaders } : {}),
+  };
+  const key = await readKey(env.keyFile);
+  const { server } = await sendAction<{ server: RedactedMcpServer }>(env, key, { type: 'SetMcpServer', name, config });
+  print(io, json, server, () => serverLine(server));
+};
+
+const serversList: Command = async (env, _args, io, json) => {
+  const key = await readKey(env.keyFile);
+  const res = await sendAction<{ servers: RedactedMcpServer[] }>(env, key, { type: 'ListMcpServers' });
+  print(io, json, res, () => (res.servers.length === 0 ? 'no servers yet: mcpx servers set NAME URL' : res.servers.map(serverLine).join('\n')));
+};
+
+const serversShow: Command = async (env, args, io, json) => {
+  const name = need(args, 2, 'NAME');
+  const key = await readKey(env.keyFile);
+  const res = await sendAction<{ servers: RedactedMcpServer[] }>(env, key, { type: 'ListMcpServers' });
+  const server = res.servers.find((s) => s.name === name);
+  if (server === undefined) throw new Error(`not_found: no MCP server named ${name}`);
+  print(io, json, server, () => serverDetail(server));
+};
+
+const serversRefresh: Command = async (env, args, io, json) => {
+  const key = await readKey(env.keyFile);
+  const { server } = await sendAction<{ server: RedactedMcpServer }>(env, key, { type: 'RefreshMcpServer', name: need(args, 2, 'NAME') });
+  print(io, json, server, () => serverLine(server));
+};
+
+const serversDelete: Command = async (env, args, io, json) => {
+  const key = await readKey(env.keyFile);
+  const res = await sendAction<{ name: string }>(env, key, { type: 'DeleteMcpServer', name: need(args, 2, 'NAME') });
+  print(io, json, res, () => `deleted ${res.name}`);
+};
+
+const agentsCreate: Command = async (env, args, io, json) => {
+  const key = await readKey(env.keyFile);
+  const { agent } = await sendAction<{ agent: AgentView }>(env, key, { type: 'CreateAgent', name: need(args, 2, 'NAME'), definition: { mcpServers: flags(args, 'grant') } });
+  print(io, json, agent, () => agentLine(agent));
+};
+
+function changeGrants(add: boolean): Command {
+  return async (env, args, io, json) => {
+    const ref = need(args, 2, 'AGENT');
+    const servers = args.positionals.slice(3);
+    if (servers.length === 0) throw new UsageError('name at least one SERVER');
+    const key = await readKey(env.keyFile);
+    const { agent: current } = await sendAction<{ agent: AgentView }>(env, key, { type: 'GetAgent', agent: ref });
+    const grants = add ? [...current.definition.mcpServers, ...servers.filter((s) => !current.definition.mcpServers.includes(s))] : current.definition.mcpServers.filter((s) => !servers.includes(s));
+    const { agent } = await sendAction<{ agent: AgentView }>(env, key, { type: 'UpdateAgent', agent: current.id, definition: { mcpServers: grants } });
+    print(io, json, agent, () => agentLine(agent));
+  };
+}
+
+const agentsShow: Command = async (env, args, io, json) => {
+  const key = await readKey(env.keyFile);
+  const { agent } = await sendAction<{ agent: AgentView }>(env, key, { type: 'GetAgent', agent: need(args, 2, 'AGENT') });
+  print(io, json, agent, () => agentLine(agent));
+};
+
+const agentsList: Command = async (env, _args, io, json) => {
+  const key = await readKey(env.keyFile);
+  const res = await sendAction<{ agents: AgentView[] }>(env, key, { type: 'ListAgents' });
+  print(io, json, res, () => (res.agents.length === 0 ? 'no agents yet: mcpx agents create NAME' : res.agents.map(agentLine).join('\n')));
+};
+
+interface AgentTools {
+  agent: string;
+  version: number;
+  tools: Array<McpToolDocument & { cid: string }>;
+  conflicts: Array<{ name: string; server: string; heldBy: string }>;
+  index: string;
+  listing: string;
+}
+
+async function agentTools(env: CliEnv, args: ParsedArgs): Promise<AgentTools> {
+  const agent = flag(args, 'agent');
+  if (agent === undefined) throw new UsageError('--agent AGENT is required');
+  return sendAction<AgentTools>(env, await readKey(env.keyFile), { type: 'ListAgentTools', agent });
+}
+
+const toolsLs: Command = async (env, args, io, json) => {
+  const res = await agentTools(env, args);
+  print(io, json, res, () => (res.tools.length === 0 ? 'no tools: grant a server with `mcpx agents grant AGENT SERVER`' : res.listing));
+};
+
+const toolsIndex: Command = async (env, args, io, json) => {
+  const res = await agentTools(env, args);
+  print(io, json, { index: res.index }, () => res.index);
+};
+
+const toolsShow: Command = async (env, args, io, json) => {
+  const name = need(args, 2, 'TOOL');
+  const res = await agentTools(env, args);
+  const doc = res.tools.find((t) => t.name === name);
+  if (doc === undefined) throw new Error(`not_found: no tool ${name} for this agent`);
+  print(io, json, doc, () => JSON.stringify(doc, null, 2));
+};
+
+function renderResult(r: ProxyResult): string {
+  const lines = [r.summary];
+  if (r.text !== undefined) lines.push(r.text);
+  if (r.result !== undefined) lines.push(JSON.stringify(r.result, null, 2));
+  if (r.images !== undefined && r.images.length > 0) lines.push(`[${r.images.length} image(s)]`);
+  lines.push(`(${r.durationMs} ms)`);
+  return lines.join('\n');
+}
+
+const call: Command = async (env, args, io, json) => {
+  const agentRef = flag(args, 'agent');
+  if (agentRef === undefined) throw new UsageError('--agent AGENT is required');
+  const tool = need(args, 1, 'TOOL');
+  const rawArgs = args.positionals[2] ?? '{}';
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(rawArgs);
+  } catch {
+    throw new UsageError('the arguments must be a JSON object, e.g. \'{"text":"hi"}\'');
+  }
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw new UsageError('the arguments must be a JSON object');
+  const key = await readKey(env.keyFile);
+  const { agent } = await sendAction<{ agent: AgentView }>(env, key, { type: 'GetAgent', agent: agentRef });
+  const givenRun = flag(args, 'run');
+  const run = givenRun ?? `cli-${randomUUID()}`;
+  const timeout = flag(args, 'timeout-ms');
+  const outcome = await withProxy(env, async (proxy) => {
+    const runs = givenRun ? await loadRuns(env) : {};
+    const sticky = runs[run];
+    if (sticky) proxy.stick(run, sticky);
+    try {
+      return await proxy.call({ account: key.principal, agent: agent.id, run, tool, arguments: parsed as Record<string, unknown>, ...(timeout ? { timeoutMs: Number(timeout) } : {}) });
+    } finally {
+      const instance = proxy.instanceOf(run);
+      if (givenRun === undefined) await proxy.endRun(key.principal, run);
+      else if (instance !== undefined && instance !== sticky) await saveRuns(env, { ...runs, [run]: instance });
+    }
+  });
+  print(io, json, { ...outcome.result, run, instance: outcome.instance }, () => renderResult(outcome.result));
+};
+
+const runsEnd: Command = async (env, args, io, json) => {
+  const run = need(args, 2, 'RUN');
+  const key = await readKey(env.keyFile);
+  await withProxy(env, (proxy) => proxy.endRun(key.principal, run));
+  const runs = await loadRuns(env);
+  if (run in runs) {
+    delete runs[run];
+    await saveRuns(env, runs);
+  }
+  print(io, json, { run, ended: true }, () => `ended run ${run}`);
+};
+
+export const COMMANDS: Record<string, Command> = {
+  'keys new': keysNew,
+  'servers set': serversSet,
+  'servers list': serversList,
+  'servers show': serversShow,
+  'servers refresh': serversRefresh,
+  'servers delete': serversDelete,
+  'agents create': agentsCreate,
+  'agents grant': changeGrants(true),
+  'agents revoke': changeGrants(false),
+  'agents show': agentsShow,
+  'agents list': agentsList,
+  'tools ls': toolsLs,
+  'tools index': toolsIndex,
+  'tools show': toolsShow,
+  'runs end': runsEnd,
+  call,
+};
+
+export const USAGE = `usage: mcpx <command> [--json]
+  keys new [--force]
+  servers set NAME URL [--transport http|sse] [--header K=V]... [--secret-header K=V]...
+  servers list | show NAME | refresh NAME | delete NAME
+  agents create NAME [--grant SERVER]...
+  agents grant AGENT SERVER... | agents revoke AGENT SERVER... | agents show AGENT | agents list
+  tools ls --agent AGENT | tools index --agent AGENT | tools show --agent AGENT TOOL
+  call --agent AGENT [--run RUN] [--timeout-ms MS] TOOL ['{json arguments}']
+  runs end RUN
+environment: MCPX_API_URL (http://127.0.0.1:8080), MCPX_NATS_URL (nats://127.0.0.1:4222), MCPX_KEY_FILE (~/.mcpx/key.json)`;

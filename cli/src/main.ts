@@ -1,0 +1,58 @@
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+import { WireError } from '@mcpx/contracts';
+import { UsageError, flag, parseArgs } from './args.js';
+import { COMMANDS, USAGE } from './commands.js';
+
+/** mcpx: a thin client of the action API and of the proxy. Exit 0 ok, 1 failed, 2 usage. */
+async function main(argv: string[]): Promise<number> {
+  let args;
+  try {
+    args = parseArgs(argv);
+  } catch (err) {
+    process.stderr.write(`${(err as Error).message}\n${USAGE}\n`);
+    return 2;
+  }
+  const json = flag(args, 'json') === 'true';
+  const [a, b] = args.positionals;
+  const command = (a !== undefined && b !== undefined ? COMMANDS[`${a} ${b}`] : undefined) ?? (a !== undefined ? COMMANDS[a] : undefined);
+  if (command === undefined || flag(args, 'help') === 'true') {
+    process.stderr.write(`${USAGE}\n`);
+    return a === undefined || flag(args, 'help') === 'true' ? 0 : 2;
+  }
+  const env = {
+    apiUrl: flag(args, 'api') ?? process.env.MCPX_API_URL ?? 'http://127.0.0.1:8080',
+    natsUrl: flag(args, 'nats') ?? process.env.MCPX_NATS_URL ?? 'nats://127.0.0.1:4222',
+    natsPrefix: process.env.MCPX_NATS_PREFIX ?? '',
+    keyFile: flag(args, 'key-file') ?? process.env.MCPX_KEY_FILE ?? join(homedir(), '.mcpx', 'key.json'),
+  };
+  try {
+    await command(env, args, { out: (t) => process.stdout.write(t + '\n') }, json);
+    return 0;
+  } catch (err) {
+    if (err instanceof UsageError) {
+      process.stderr.write(`${err.message}\n${USAGE}\n`);
+      return 2;
+    }
+    if (err instanceof WireError) {
+      const field = typeof err.details.field === 'string' ? ` (field ${err.details.field})` : '';
+      process.stderr.write(json ? JSON.stringify({ error: err.toJSON() }) + '\n' : `error: ${err.code}: ${err.message}${field}\n`);
+      if (!json && err.code === 'invalid_arguments' && err.details.contract) {
+        process.stderr.write(`contract:\n${JSON.stringify(err.details.contract, null, 2)}\n`);
+      }
+      return 1;
+    }
+    process.stderr.write(`error: ${(err as Error).message}\n`);
+    return 1;
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (err: unknown) => {
+    process.stderr.write(`error: ${(err as Error).message}\n`);
+    process.exitCode = 1;
+  },
+);

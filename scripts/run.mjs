@@ -1,0 +1,55 @@
+#!/usr/bin/env node
+// The entry of the README's commands. It needs only Node.js 20+ and npm: it brings the pinned pnpm
+// (through npx when it is not installed), installs the workspace when the lockfile is newer than
+// node_modules, then runs `start`, `test`, `mcpx …` or `bench …`.
+import { spawnSync, spawn } from 'node:child_process';
+import { existsSync, statSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const PNPM_VERSION = '12.4.2';
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const [command, ...rest] = process.argv.slice(2);
+
+function pnpmCommand() {
+  const probe = spawnSync('pnpm', ['--version'], { encoding: 'utf8' });
+  if (probe.status === 0 && probe.stdout.trim() === PNPM_VERSION) return ['pnpm', []];
+  return ['npx', ['--yes', `pnpm@${PNPM_VERSION}`]];
+}
+
+// Written after a successful install; an install is due when the manifests are newer.
+const stamp = join(root, 'node_modules', '.mcpx-installed');
+
+function needsInstall() {
+  if (!existsSync(stamp)) return true;
+  const inputs = ['pnpm-lock.yaml', 'package.json', 'pnpm-workspace.yaml'].map((f) => statSync(join(root, f)).mtimeMs);
+  return Math.max(...inputs) > statSync(stamp).mtimeMs;
+}
+
+if (needsInstall()) {
+  const [bin, pre] = pnpmCommand();
+  process.stderr.write(`installing dependencies with pnpm ${PNPM_VERSION}…\n`);
+  // Install output goes to stderr so that `npm run mcpx -- … --json` keeps a clean stdout.
+  const res = spawnSync(bin, [...pre, 'install', '--frozen-lockfile'], { cwd: root, stdio: ['ignore', 2, 2], env: { ...process.env, npm_config_yes: 'true' } });
+  if (res.status !== 0) {
+    process.stderr.write('dependency install failed\n');
+    process.exit(res.status ?? 1);
+  }
+  writeFileSync(stamp, `${new Date().toISOString()}\n`);
+}
+
+const bin = (name) => join(root, 'node_modules', '.bin', name);
+const targets = {
+  start: [bin('tsx'), ['scripts/start.ts', ...rest]],
+  test: [bin('vitest'), ['run', ...rest]],
+  mcpx: [bin('tsx'), ['cli/src/main.ts', ...rest]],
+  bench: [bin('tsx'), [`bench/${rest[0] ?? 'proxy'}.ts`, ...rest.slice(1)]],
+};
+const target = targets[command];
+if (target === undefined) {
+  process.stderr.write(`usage: node scripts/run.mjs ${Object.keys(targets).join('|')} [args]\n`);
+  process.exit(2);
+}
+const child = spawn(target[0], target[1], { cwd: root, stdio: 'inherit' });
+for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => child.kill(sig));
+child.on('exit', (code, signal) => process.exit(code ?? (signal ? 1 : 0)));
