@@ -45,6 +45,10 @@ export interface TestMcpServerStats {
   listCalls: number;
   /** TCP connections currently open. */
   openSockets(): number;
+  /** Every `traceparent` header received (the trace context the client propagated). */
+  traceparents: string[];
+  /** Header values received, by lowercased name (to prove what the client sent). */
+  headersSeen: Map<string, string[]>;
 }
 
 export interface TestMcpServer {
@@ -79,6 +83,8 @@ export async function startTestMcpServer(opts: TestMcpServerOptions = {}): Promi
     calls: 0,
     listCalls: 0,
     openSockets: () => sockets.size,
+    traceparents: [],
+    headersSeen: new Map(),
   };
   let origin = '';
 
@@ -217,6 +223,11 @@ export async function startTestMcpServer(opts: TestMcpServerOptions = {}): Promi
   }
 
   const httpServer = createServer((req, res) => {
+    const tp = req.headers.traceparent;
+    if (typeof tp === 'string') stats.traceparents.push(tp);
+    for (const [k, v] of Object.entries(req.headers)) {
+      if (typeof v === 'string') stats.headersSeen.set(k, [...(stats.headersSeen.get(k) ?? []), v].slice(-20));
+    }
     route(req, res).catch((error: unknown) => {
       if (!res.headersSent) sendJson(res, 500, { error: error instanceof Error ? error.message : String(error) });
       else res.end();

@@ -1,3 +1,4 @@
+export { tracingFetch } from './tracing-fetch.js';
 export { startHealthServer } from './health-server.js';
 export { setupTelemetry } from './setup.js';
 export type { MetricsHandler, Telemetry, TelemetryOptions } from './setup.js';

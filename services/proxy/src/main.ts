@@ -1,114 +1,13 @@
-import { createHash } from 'node:crypto';
-import { connectBus } from '@mcpx/bus';
 import { loadConfig } from '@mcpx/config';
-import { QueueGroups, decodePayload, encodePayload, toWireError, type ProxyCallReply, type ProxyCancel, type RunEnded, type ToolsObserved } from '@mcpx/contracts';
-import { createDb } from '@mcpx/db';
-import { createLogger } from '@mcpx/log';
-import type { McpConnection } from '@mcpx/mcp-client';
-import { SecretBox } from '@mcpx/secrets';
-import { extractTraceContext, setupTelemetry, startHealthServer } from '@mcpx/telemetry';
-import { context } from '@opentelemetry/api';
-import type { Msg } from '@nats-io/transport-node';
-import { CallHandler } from './call-handler.js';
-import { Catalog } from './catalog.js';
-import { ConnectionPool } from './connection-pool.js';
+import { startProxy } from './proxy.js';
 
+/** The proxy process: configuration from the environment, then the service. */
 async function main(): Promise<void> {
-  const config = loadConfig('proxy', process.env);
-  const instance = config.instanceId.replace(/[^A-Za-z0-9_-]/g, '_');
-  const log = createLogger('proxy', { level: config.logLevel, fields: { instance } });
-  const telemetry = await setupTelemetry({ serviceName: 'proxy', serviceInstanceId: instance, ...(config.otlpEndpoint ? { otlpEndpoint: config.otlpEndpoint } : {}) });
-  const db = createDb(config.databaseUrl, { applicationName: 'proxy', max: 10 });
-  const bus = await connectBus({ url: config.natsUrl, name: `proxy ${instance}`, prefix: config.natsPrefix });
-  const catalog = new Catalog(db, new SecretBox(config.keyring));
-  catalog.listen(bus.nc, bus.subjects);
-
-  // Quiet discovery: every connection's opening lists tools for the registry. The same list seen
-  // again within a short while is not sent again.
-  const lastObserved = new Map<string, { hash: string; at: number }>();
-  const observe = (account: string, server: string, conn: McpConnection): void => {
-    conn
-      .listTools()
-      .then((tools) => {
-        const key = `${account}:${server}`;
-        const hash = createHash('sha256').update(JSON.stringify(tools)).digest('hex');
-        const last = lastObserved.get(key);
-        if (last && last.hash === hash && Date.now() - last.at < 30_000) return;
-        lastObserved.set(key, { hash, at: Date.now() });
-        const msg: ToolsObserved = { account, server, tools, transport: conn.transport };
-        bus.nc.publish(bus.subjects.toolsObserved, encodePayload(msg));
-      })
-      .catch((err: unknown) => log.warn('quiet discovery list failed', { account, server, err: err as Error }));
-  };
-  const pool = new ConnectionPool(
-    { connectTimeoutMs: 30_000, idleMs: Number(process.env.PROXY_IDLE_MS ?? 300_000) },
-    { onOpen: observe, onToolsChanged: (a, s, c) => { lastObserved.delete(`${a}:${s}`); observe(a, s, c); } },
-    telemetry.meter,
-  );
-  const handler = new CallHandler({ catalog, pool, tracer: telemetry.tracer, meter: telemetry.meter });
-
-  const onCall = (err: Error | null, msg: Msg): void => {
-    if (err) return;
-    void context.with(extractTraceContext(msg.headers), async () => {
-      let reply: ProxyCallReply;
-      try {
-        reply = { ok: true, instance, result: await handler.handle(decodePayload(msg.data)) };
-      } catch (e) {
-        reply = { ok: false, instance, error: toWireError(e).toJSON() };
-      }
-      msg.respond(encodePayload(reply));
-    });
-  };
-  const subs = [
-    bus.nc.subscribe(bus.subjects.proxyCall, { queue: QueueGroups.proxy, callback: onCall }),
-    bus.nc.subscribe(bus.subjects.proxyInstanceCall(instance), { callback: onCall }),
-    bus.nc.subscribe(bus.subjects.proxyCancel, {
-      callback: (err, msg) => {
-        if (err) return;
-        try {
-          const c = decodePayload<ProxyCancel>(msg.data);
-          if (typeof c.account === 'string' && typeof c.run === 'string' && typeof c.callId === 'string') handler.cancel(c.account, c.run, c.callId);
-        } catch {
-          log.warn('dropped a malformed cancel');
-        }
-      },
-    }),
-    bus.nc.subscribe(bus.subjects.runEndedAll, {
-      callback: (err, msg) => {
-        if (err) return;
-        try {
-          const e = decodePayload<RunEnded>(msg.data);
-          if (typeof e.account === 'string' && typeof e.run === 'string') void pool.endRun(e.account, e.run);
-        } catch {
-          log.warn('dropped a malformed run-ended');
-        }
-      },
-    }),
-  ];
-  await bus.nc.flush();
-  let ready = true;
-  const health = await startHealthServer({
-    port: config.httpPort,
-    host: config.httpHost,
-    service: 'proxy',
-    isReady: () => ready,
-    metricsHandler: telemetry.metricsHandler,
-    extra: { '/stats': () => ({ instance, ...pool.stats, inflight: handler.inflightCount }) },
-  });
-  log.info('proxy ready', { instance, health: health.url });
-  const shutdown = async (): Promise<void> => {
-    ready = false;
-    for (const s of subs) s.unsubscribe();
-    catalog.close();
-    await pool.closeAll();
-    await health.close();
-    await bus.close();
-    await db.destroy();
-    await telemetry.shutdown();
-    process.exit(0);
-  };
-  process.once('SIGTERM', () => void shutdown());
-  process.once('SIGINT', () => void shutdown());
+  const idle = process.env.PROXY_IDLE_MS;
+  const proxy = await startProxy(loadConfig('proxy', process.env), idle ? { idleMs: Number(idle) } : {});
+  const stop = (): void => void proxy.stop().then(() => process.exit(0));
+  process.once('SIGTERM', stop);
+  process.once('SIGINT', stop);
 }
 
 main().catch((err: unknown) => {

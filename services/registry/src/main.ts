@@ -1,94 +1,12 @@
-import { Redis } from 'ioredis';
-import { connectBus } from '@mcpx/bus';
 import { loadConfig } from '@mcpx/config';
-import { createDb, migrate } from '@mcpx/db';
-import { SingleFlight } from '@mcpx/locks';
-import { createLogger } from '@mcpx/log';
-import { ProxyClient } from '@mcpx/proxy-client';
-import { SecretBox } from '@mcpx/secrets';
-import { setupTelemetry } from '@mcpx/telemetry';
-import { Discovery } from './discovery.js';
-import { EventStream } from './event-stream.js';
-import { createHttpServer } from './http-server.js';
-import { consumeObservedTools } from './observed-tools.js';
-import { AccountsRepository } from './repositories/accounts.repository.js';
-import { AgentsRepository } from './repositories/agents.repository.js';
-import { McpServersRepository } from './repositories/mcp-servers.repository.js';
-import { SecretsRepository } from './repositories/secrets.repository.js';
-import { Reprober } from './reprober.js';
+import { startRegistry } from './registry.js';
 
-/** Wires the registry from its configuration; the only place that reads env. */
+/** The registry process: configuration from the environment, then the service. */
 async function main(): Promise<void> {
-  const config = loadConfig('registry', process.env);
-  const log = createLogger('registry', { level: config.logLevel, fields: { instance: config.instanceId } });
-  const telemetry = await setupTelemetry({ serviceName: 'registry', serviceInstanceId: config.instanceId, ...(config.otlpEndpoint ? { otlpEndpoint: config.otlpEndpoint } : {}) });
-  // The https-only CHECK constraint reads this: the local profile allows http to any host.
-  const allowHttpHosts = config.outbound.profile === 'local' ? ['*'] : config.outbound.allowHttpHosts;
-  const db = createDb(config.databaseUrl, { allowHttpHosts, applicationName: 'registry' });
-  await migrate(db, 'registry');
-  const redis = new Redis(config.redisUrl, { lazyConnect: false, maxRetriesPerRequest: 3 });
-  const bus = await connectBus({ url: config.natsUrl, name: `registry ${config.instanceId}`, prefix: config.natsPrefix });
-  const secrets = new SecretsRepository(db, new SecretBox(config.keyring));
-  const servers = new McpServersRepository(db);
-  const accounts = new AccountsRepository(db);
-  const discovery = new Discovery({
-    servers,
-    secrets,
-    bus,
-    singleFlight: new SingleFlight(redis, config.redisPrefix),
-    log,
-    tracer: telemetry.tracer,
-    meter: telemetry.meter,
-  });
-  const events = new EventStream(bus.nc, bus.subjects);
-  let ready = false;
-  const server = createHttpServer({
-    actions: {
-      db,
-      accounts,
-      agents: new AgentsRepository(db),
-      servers,
-      secrets,
-      discovery,
-      bus,
-      proxy: new ProxyClient(bus.nc, bus.subjects),
-      log,
-      tracer: telemetry.tracer,
-      style: config.toolNameStyle,
-      outbound: config.outbound,
-    },
-    redis,
-    redisPrefix: config.redisPrefix,
-    log,
-    tracer: telemetry.tracer,
-    meter: telemetry.meter,
-    metricsHandler: telemetry.metricsHandler,
-    events,
-    isReady: () => ready,
-  });
-  const observed = consumeObservedTools(bus, discovery, log);
-  const reprober = new Reprober(servers, discovery, log, { intervalMs: 2_000, batch: 50, concurrency: 8 });
-  reprober.start();
-  await new Promise<void>((resolve) => server.listen(config.httpPort, config.httpHost, resolve));
-  ready = true;
-  const addr = server.address();
-  const port = typeof addr === 'object' && addr !== null ? addr.port : config.httpPort;
-  log.info('registry ready', { url: `http://${config.httpHost}:${port}`, profile: config.outbound.profile });
-
-  const shutdown = async (): Promise<void> => {
-    ready = false;
-    reprober.stop();
-    observed.unsubscribe();
-    server.closeAllConnections();
-    await new Promise<void>((resolve) => server.close(() => resolve()));
-    await bus.close();
-    redis.disconnect();
-    await db.destroy();
-    await telemetry.shutdown();
-    process.exit(0);
-  };
-  process.once('SIGTERM', () => void shutdown());
-  process.once('SIGINT', () => void shutdown());
+  const registry = await startRegistry(loadConfig('registry', process.env));
+  const stop = (): void => void registry.stop().then(() => process.exit(0));
+  process.once('SIGTERM', stop);
+  process.once('SIGINT', stop);
 }
 
 main().catch((err: unknown) => {

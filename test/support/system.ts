@@ -1,0 +1,182 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { loadConfig, type Config } from '@mcpx/config';
+import type { LogSink } from '@mcpx/log';
+import { startProjector } from '@mcpx/projector';
+import { startProxy } from '@mcpx/proxy';
+import { startRegistry } from '@mcpx/registry';
+import type { Telemetry } from '@mcpx/telemetry';
+import { freePort } from '../servers/free-port.js';
+import { createTestDatabase, serviceUrls, uniqueNamespace, type TestDatabase } from './env.js';
+
+export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const TSX = join(ROOT, 'node_modules', '.bin', 'tsx');
+
+export type ServiceName = 'registry' | 'projector' | 'proxy';
+
+export interface SystemOptions {
+  /** Extra environment for every service (e.g. OUTBOUND_PROFILE, TOOL_NAME_STYLE). */
+  env?: Record<string, string>;
+  /** How many proxy instances (default 1). */
+  proxies?: number;
+  /** How many projector instances (default 1). */
+  projectors?: number;
+}
+
+/** The environment a system of this test's own runs with: its database, subjects and keys. */
+export async function systemEnv(extra: Record<string, string> = {}): Promise<{ env: Record<string, string>; db: TestDatabase }> {
+  const db = await createTestDatabase();
+  const ns = uniqueNamespace();
+  const urls = serviceUrls();
+  return {
+    db,
+    env: {
+      DATABASE_URL: db.url,
+      NATS_URL: urls.nats,
+      REDIS_URL: urls.redis,
+      NATS_PREFIX: ns.natsPrefix,
+      REDIS_PREFIX: ns.redisPrefix,
+      OUTBOUND_PROFILE: 'local',
+      SECRETS_KEYRING: 'k1:' + Buffer.alloc(32, 1).toString('base64'),
+      LOG_LEVEL: 'info',
+      ...extra,
+    },
+  };
+}
+
+async function waitHealthy(url: string, child: ChildProcess | undefined, logs: string[], timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (child && child.exitCode !== null) throw new Error(`service exited (${child.exitCode}):\n${logs.join('')}`);
+    try {
+      if ((await fetch(`${url}/healthz`)).ok) return;
+    } catch {
+      // not yet
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`service at ${url} not healthy in time:\n${logs.join('')}`);
+}
+
+export interface ServiceProcess {
+  name: ServiceName;
+  instance: string;
+  url: string;
+  child: ChildProcess;
+  /** Everything it wrote to stdout and stderr. */
+  logs: string[];
+}
+
+/** The three services as separate processes, the way they run in production. */
+export class ProcessSystem {
+  readonly services: ServiceProcess[] = [];
+  apiUrl = '';
+
+  private constructor(
+    readonly env: Record<string, string>,
+    readonly db: TestDatabase,
+  ) {}
+
+  static async start(opts: SystemOptions = {}): Promise<ProcessSystem> {
+    const { env, db } = await systemEnv(opts.env);
+    const system = new ProcessSystem(env, db);
+    try {
+      const registry = await system.spawn('registry');
+      system.apiUrl = registry.url;
+      for (let i = 0; i < (opts.projectors ?? 1); i++) await system.spawn('projector');
+      for (let i = 0; i < (opts.proxies ?? 1); i++) await system.spawn('proxy');
+    } catch (err) {
+      await system.stop();
+      throw err;
+    }
+    return system;
+  }
+
+  /** Starts one more instance of a service and waits until it is healthy. */
+  async spawn(name: ServiceName): Promise<ServiceProcess> {
+    const port = await freePort();
+    const instance = `${name}-${this.services.filter((s) => s.name === name).length + 1}-${port}`;
+    const logs: string[] = [];
+    const child = spawn(TSX, [join(ROOT, 'services', name, 'src', 'main.ts')], {
+      cwd: ROOT,
+      env: { ...process.env, ...this.env, HTTP_PORT: String(port), HTTP_HOST: '127.0.0.1', INSTANCE_ID: instance },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    child.stdout?.on('data', (d: Buffer) => logs.push(d.toString('utf8')));
+    child.stderr?.on('data', (d: Buffer) => logs.push(d.toString('utf8')));
+    const svc: ServiceProcess = { name, instance, url: `http://127.0.0.1:${port}`, child, logs };
+    this.services.push(svc);
+    await waitHealthy(svc.url, child, logs);
+    return svc;
+  }
+
+  /** Kills an instance without letting it clean up (SIGKILL). */
+  async kill(svc: ServiceProcess): Promise<void> {
+    if (svc.child.exitCode === null && svc.child.signalCode === null) {
+      const exited = new Promise((r) => svc.child.once('exit', r));
+      svc.child.kill('SIGKILL');
+      await exited;
+    }
+  }
+
+  allLogs(): string {
+    return this.services.map((s) => s.logs.join('')).join('');
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all(
+      this.services.map(async (s) => {
+        if (s.child.exitCode !== null || s.child.signalCode !== null) return;
+        const exited = new Promise((r) => s.child.once('exit', r));
+        s.child.kill('SIGTERM');
+        const timer = setTimeout(() => s.child.kill('SIGKILL'), 10_000);
+        await exited;
+        clearTimeout(timer);
+      }),
+    );
+    await this.db.drop().catch(() => undefined);
+  }
+}
+
+/** The three services in this process (for tests that read their spans or logs directly). */
+export class InProcessSystem {
+  private constructor(
+    readonly env: Record<string, string>,
+    readonly db: TestDatabase,
+    readonly apiUrl: string,
+    private readonly stops: Array<() => Promise<void>>,
+    readonly config: (service: ServiceName) => Config,
+  ) {}
+
+  static async start(opts: { telemetry: Telemetry; logSink?: LogSink; env?: Record<string, string> }): Promise<InProcessSystem> {
+    const { env, db } = await systemEnv(opts.env);
+    const config = (service: ServiceName): Config => loadConfig(service, { ...env, HTTP_PORT: '0', INSTANCE_ID: `${service}-inproc` });
+    const common = { telemetry: opts.telemetry, ...(opts.logSink ? { logSink: opts.logSink } : {}) };
+    const registry = await startRegistry(config('registry'), common);
+    const projector = await startProjector(config('projector'), common);
+    const proxy = await startProxy(config('proxy'), common);
+    return new InProcessSystem(env, db, registry.url, [() => proxy.stop(), () => projector.stop(), () => registry.stop()], config);
+  }
+
+  async stop(): Promise<void> {
+    for (const s of this.stops) await s().catch(() => undefined);
+    await this.db.drop().catch(() => undefined);
+  }
+}
+
+/** Polls until `fn` returns a value that is not undefined, or fails after `timeoutMs`. */
+export async function eventually<T>(fn: () => Promise<T | undefined>, timeoutMs = 15_000, what = 'condition'): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let lastErr: unknown;
+  while (Date.now() < deadline) {
+    try {
+      const v = await fn();
+      if (v !== undefined) return v;
+    } catch (err) {
+      lastErr = err;
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`timed out waiting for ${what}${lastErr ? `: ${(lastErr as Error).message}` : ''}`);
+}
