@@ -198,7 +198,9 @@ async function connectWith(
   const secrets = Object.values(opts.headers ?? {});
   try {
     if (deadline.signal.aborted) throw deadline.signal.reason;
-    await raceAbort(client.connect(transport, { timeout: deadline.remainingMs(), signal: deadline.signal }), deadline.signal);
+    // The deadline's own timer decides: the SDK's request timeout is set a little later, so a
+    // connect that runs out of time is always reported as our timeout.
+    await raceAbort(client.connect(transport, { timeout: deadline.remainingMs() + 1_000, signal: deadline.signal }), deadline.signal);
   } catch (error) {
     await client.close().catch(() => {});
     await transport.close().catch(() => {});
