@@ -31,8 +31,16 @@ describe('one trace from action or call to the remote server; secrets never leak
     system = await InProcessSystem.start({ telemetry, logSink: (line) => logLines.push(line), env: { LOG_LEVEL: 'debug' } });
     nc = await connect({ servers: serviceUrls().nats });
     // Every message of this system's namespace, raw: a secret would show up in its bytes.
-    nc.subscribe(`${system.env.NATS_PREFIX}>`, { callback: (_e, msg) => natsPayloads.push(Buffer.from(msg.data).toString('latin1') + JSON.stringify(msg.headers?.toRecord() ?? {})) });
-    nc.subscribe('_INBOX.>', { callback: (_e, msg) => natsPayloads.push(Buffer.from(msg.data).toString('latin1')) });
+    nc.subscribe(`${system.env.NATS_PREFIX}>`, {
+      callback: (_e, msg) => {
+        natsPayloads.push(Buffer.from(msg.data).toString('latin1') + JSON.stringify([...(msg.headers?.keys() ?? [])].map((k) => [k, msg.headers?.values(k)])));
+      },
+    });
+    nc.subscribe('_INBOX.>', {
+      callback: (_e, msg) => {
+        natsPayloads.push(Buffer.from(msg.data).toString('latin1'));
+      },
+    });
   });
 
   afterAll(async () => {

@@ -59,7 +59,9 @@ describe('walking skeleton: registry → projector → proxy', () => {
     const subjects = makeSubjects(system.env.NATS_PREFIX);
     const changed: AgentToolsChangedEvent[] = [];
     const sub = nc.subscribe(subjects.agentToolsChanged(account, agent.id), {
-      callback: (_err, msg) => changed.push(decodePayload<AgentToolsChangedEvent>(msg.data)),
+      callback: (_err, msg) => {
+        changed.push(decodePayload<AgentToolsChangedEvent>(msg.data));
+      },
     });
     await nc.flush();
 

@@ -141,8 +141,8 @@ export function createOutboundFetch(policy: OutboundPolicy, opts: OutboundFetchO
 
   async function send(url: URL, init: RequestInit): Promise<Response> {
     try {
-      const response = await undiciFetch(url, { ...(init as UndiciRequestInit), dispatcher: agent });
-      return response as unknown as Response;
+      // undici's own fetch, as its Agent needs; its types differ from the global ones in name only.
+      return await undiciFetch(url, { ...(init as UndiciRequestInit), dispatcher: agent });
     } catch (err) {
       throw findRefusal(err) ?? err;
     }

@@ -1,0 +1,29 @@
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ROOT } from '../support/system.js';
+
+function run(bin: string, args: string[]): Promise<{ code: number; output: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(join(ROOT, 'node_modules', '.bin', bin), args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout.on('data', (d: Buffer) => (output += d.toString('utf8')));
+    child.stderr.on('data', (d: Buffer) => (output += d.toString('utf8')));
+    child.on('exit', (code) => resolve({ code: code ?? 1, output }));
+  });
+}
+
+/** The type checker and the linter are part of every test run: a change that breaks either fails. */
+describe('static checks', () => {
+  it('type-checks every project (tsc -b)', async () => {
+    const { code, output } = await run('tsc', ['-b']);
+    expect(output).toBe('');
+    expect(code).toBe(0);
+  }, 300_000);
+
+  it('lints clean (eslint, with no-floating-promises)', async () => {
+    const { code, output } = await run('eslint', ['.']);
+    expect(output).toBe('');
+    expect(code).toBe(0);
+  }, 300_000);
+});
