@@ -6,6 +6,7 @@ import { createDb } from '@mcpx/db';
 import { createLogger, type LogSink } from '@mcpx/log';
 import type { McpConnection } from '@mcpx/mcp-client';
 import { SecretBox } from '@mcpx/secrets';
+import { createOutboundFetch } from '@mcpx/outbound';
 import { extractTraceContext, setupTelemetry, startHealthServer, tracingFetch, type Telemetry } from '@mcpx/telemetry';
 import { context } from '@opentelemetry/api';
 import type { Msg } from '@nats-io/transport-node';
@@ -34,6 +35,7 @@ export async function startProxy(config: Config, opts: ProxyOptions = {}): Promi
   const telemetry = opts.telemetry ?? await setupTelemetry({ serviceName: 'proxy', serviceInstanceId: instance, ...(config.otlpEndpoint ? { otlpEndpoint: config.otlpEndpoint } : {}) });
   const db = createDb(config.databaseUrl, { applicationName: 'proxy', max: 10 });
   const bus = await connectBus({ url: config.natsUrl, name: `proxy ${instance}`, prefix: config.natsPrefix });
+  const outboundFetch = createOutboundFetch(config.outbound);
   const catalog = new Catalog(db, new SecretBox(config.keyring));
   catalog.listen(bus.nc, bus.subjects);
 
@@ -55,7 +57,7 @@ export async function startProxy(config: Config, opts: ProxyOptions = {}): Promi
       .catch((err: unknown) => log.warn('quiet discovery list failed', { account, server, err: err as Error }));
   };
   const pool = new ConnectionPool(
-    { connectTimeoutMs: 30_000, idleMs: opts.idleMs ?? 300_000, fetch: tracingFetch() },
+    { connectTimeoutMs: 30_000, idleMs: opts.idleMs ?? 300_000, fetch: tracingFetch(outboundFetch) },
     { onOpen: observe, onToolsChanged: (a, s, c) => { lastObserved.delete(`${a}:${s}`); observe(a, s, c); } },
     telemetry.meter,
   );
@@ -122,6 +124,7 @@ export async function startProxy(config: Config, opts: ProxyOptions = {}): Promi
       await health.close();
       await bus.close();
       await db.destroy();
+      await outboundFetch.close();
       if (opts.telemetry === undefined) await telemetry.shutdown();
     },
   };

@@ -6,6 +6,7 @@ import { SingleFlight } from '@mcpx/locks';
 import { createLogger, type LogSink } from '@mcpx/log';
 import { ProxyClient } from '@mcpx/proxy-client';
 import { SecretBox } from '@mcpx/secrets';
+import { createOutboundFetch } from '@mcpx/outbound';
 import { setupTelemetry, tracingFetch, type Telemetry } from '@mcpx/telemetry';
 import { Discovery } from './discovery.js';
 import { EventStream } from './event-stream.js';
@@ -39,6 +40,7 @@ export async function startRegistry(config: Config, opts: RegistryOptions = {}):
   await migrate(db, 'registry');
   const redis = new Redis(config.redisUrl, { lazyConnect: false, maxRetriesPerRequest: 3 });
   const bus = await connectBus({ url: config.natsUrl, name: `registry ${config.instanceId}`, prefix: config.natsPrefix });
+  const outboundFetch = createOutboundFetch(config.outbound);
   const secrets = new SecretsRepository(db, new SecretBox(config.keyring));
   const servers = new McpServersRepository(db);
   const accounts = new AccountsRepository(db);
@@ -50,7 +52,9 @@ export async function startRegistry(config: Config, opts: RegistryOptions = {}):
     log,
     tracer: telemetry.tracer,
     meter: telemetry.meter,
-    fetch: tracingFetch(),
+    // Outbound safety: https only, no private addresses (unless the operator allows), the
+    // address checked is the address connected to, no cross-origin redirects.
+    fetch: tracingFetch(outboundFetch),
   });
   const events = new EventStream(bus.nc, bus.subjects);
   let ready = false;
@@ -100,6 +104,7 @@ export async function startRegistry(config: Config, opts: RegistryOptions = {}):
     await bus.close();
     redis.disconnect();
     await db.destroy();
+    await outboundFetch.close();
     if (opts.telemetry === undefined) await telemetry.shutdown();
     },
   };
