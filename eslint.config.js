@@ -2,7 +2,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['**/node_modules/**', '**/dist-types/**', '.data/**', 'vitest.config.ts', 'eslint.config.js'] },
+  { ignores: ['**/node_modules/**', '**/dist-types/**', '.data/**', 'vitest.config.ts', 'eslint.config.js', 'console/public/*.d.ts'] },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {
@@ -31,6 +31,14 @@ export default tseslint.config(
     languageOptions: {
       ...tseslint.configs.disableTypeChecked.languageOptions,
       globals: { process: 'readonly', console: 'readonly', URL: 'readonly', setTimeout: 'readonly' },
+    },
+  },
+  {
+    files: ['console/public/**/*.js'],
+    languageOptions: {
+      globals: Object.fromEntries(
+        ['document', 'window', 'localStorage', 'location', 'crypto', 'fetch', 'btoa', 'atob', 'confirm', 'EventSource', 'TextEncoder', 'DataView', 'ArrayBuffer', 'Uint8Array', 'URL', 'setTimeout'].map((g) => [g, 'readonly']),
+      ),
     },
   },
 );

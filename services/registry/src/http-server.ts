@@ -2,6 +2,7 @@ import type { Redis } from 'ioredis';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { SpanKind, type Counter, type Histogram, type Meter, type Tracer } from '@opentelemetry/api';
 import { ErrorCodes, WireError, decodePayload, encodePayload, invalidInput, toWireError } from '@mcpx/contracts';
+import { serveConsole } from '@mcpx/console';
 import type { Logger } from '@mcpx/log';
 import type { MetricsHandler } from '@mcpx/telemetry';
 import { withSpan } from '@mcpx/telemetry';
@@ -23,15 +24,41 @@ export interface HttpDeps {
   isReady: () => boolean;
 }
 
-async function readBody(req: IncomingMessage): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req) {
-    size += (chunk as Buffer).length;
-    if (size > MAX_BODY_BYTES) throw invalidInput('body', `must be at most ${MAX_BODY_BYTES} bytes`);
-    chunks.push(chunk as Buffer);
+function bodyTooLarge(): WireError {
+  return invalidInput('body', `must be at most ${MAX_BODY_BYTES} bytes`, { limit: MAX_BODY_BYTES, status: 413 });
+}
+
+/**
+ * Reads the body up to {@link MAX_BODY_BYTES}. A larger one is refused (413) from its
+ * Content-Length before anything is read, or once the limit is passed; the rest is drained, not
+ * buffered, so the client reads the answer instead of a reset connection.
+ */
+function readBody(req: IncomingMessage): Promise<Buffer> {
+  const declared = Number(req.headers['content-length'] ?? 0);
+  if (Number.isFinite(declared) && declared > MAX_BODY_BYTES) {
+    req.resume();
+    return Promise.reject(bodyTooLarge());
   }
-  return Buffer.concat(chunks);
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let over = false;
+    req.on('data', (chunk: Buffer) => {
+      if (over) return;
+      size += chunk.length;
+      if (size > MAX_BODY_BYTES) {
+        over = true;
+        chunks.length = 0;
+        reject(bodyTooLarge());
+        return;
+      }
+      chunks.push(chunk);
+    });
+    req.on('end', () => {
+      if (!over) resolve(Buffer.concat(chunks));
+    });
+    req.on('error', reject);
+  });
 }
 
 function isCbor(req: IncomingMessage): boolean {
@@ -73,7 +100,10 @@ export function createHttpServer(deps: HttpDeps): Server {
       const wire = toWireError(err);
       if (!(err instanceof WireError)) deps.log.error('action failed', { action: type, err: err as Error });
       requests.add(1, { action: type, code: wire.code });
-      send(res, wire.httpStatus, { error: wire.toJSON() }, cbor);
+      // A body over the limit is 413 (Payload Too Large), still an invalid_input naming `body`.
+      const status = wire.code === ErrorCodes.invalidInput && wire.details.status === 413 ? 413 : wire.httpStatus;
+      if (status === 413) res.setHeader('connection', 'close');
+      send(res, status, { error: wire.toJSON() }, cbor);
     } finally {
       duration.record(performance.now() - started, { action: type });
     }
@@ -92,6 +122,10 @@ export function createHttpServer(deps: HttpDeps): Server {
       send(res, ready ? 200 : 503, { ok: ready, service: 'registry' }, false);
     } else if (req.method === 'GET' && url.pathname === '/metrics') {
       deps.metricsHandler(req, res);
+    } else if (req.method === 'GET') {
+      void serveConsole(url.pathname, res).then((served) => {
+        if (!served) send(res, 404, { error: new WireError(ErrorCodes.notFound, `no route GET ${url.pathname}`).toJSON() }, false);
+      });
     } else {
       send(res, 404, { error: new WireError(ErrorCodes.notFound, `no route ${req.method} ${url.pathname}`).toJSON() }, false);
     }

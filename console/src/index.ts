@@ -1,0 +1,43 @@
+import { readFile } from 'node:fs/promises';
+import type { ServerResponse } from 'node:http';
+import { dirname, join, normalize } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const PUBLIC = join(dirname(fileURLToPath(import.meta.url)), '..', 'public');
+const TYPES: Record<string, string> = {
+  '.html': 'text/html; charset=utf-8',
+  '.js': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+};
+
+/**
+ * Serves the web console (static files, no build step) under `/console/`. The console is a client
+ * of the same signed action API as the CLI: it signs in the browser with the account key, so the
+ * server holds nothing more for it. Returns false when the path is not the console's.
+ */
+export async function serveConsole(pathname: string, res: ServerResponse): Promise<boolean> {
+  if (pathname === '/' || pathname === '/console') {
+    res.writeHead(302, { location: '/console/' });
+    res.end();
+    return true;
+  }
+  if (!pathname.startsWith('/console/')) return false;
+  const rel = normalize(pathname.slice('/console/'.length) || 'index.html');
+  if (rel.startsWith('..') || rel.includes('\0')) return false;
+  const ext = rel.slice(rel.lastIndexOf('.'));
+  const type = TYPES[ext];
+  if (type === undefined) return false;
+  try {
+    const body = await readFile(join(PUBLIC, rel));
+    res.writeHead(200, {
+      'content-type': type,
+      'cache-control': 'no-cache',
+      'content-security-policy': "default-src 'self'; style-src 'self'; script-src 'self'; connect-src 'self'; frame-ancestors 'none'",
+      'x-content-type-options': 'nosniff',
+    });
+    res.end(body);
+    return true;
+  } catch {
+    return false;
+  }
+}
