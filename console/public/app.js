@@ -228,13 +228,16 @@ async function useKey(stored) {
   localStorage.setItem(KEY_STORAGE, JSON.stringify({ principal: stored.principal, seed: stored.seed }));
   $('principal').textContent = `account ${key.principal.slice(0, 12)}…`;
   $('principal').title = key.principal;
+  say('');
   await load();
   await subscribe();
 }
 
 function suggestName(url) {
   try {
-    const host = new URL(url).hostname.replace(/^(www|mcp|api)\./, '');
+    const hostname = new URL(url).hostname;
+    if (/^[\d.]+$|^\[/.test(hostname)) return 'local';
+    const host = hostname.replace(/^(www|mcp|api)\./, '');
     return (host.split('.')[0] ?? '').toLowerCase().replace(/[^a-z0-9_-]/g, '-').replace(/^[^a-z0-9]+/, '').slice(0, 32);
   } catch {
     return '';
