@@ -1,8 +1,14 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 
-/** The migrated database every test database is cloned from. */
-export const TEMPLATE_DB = 'mcpx_test_template';
+/** Names of the migrated template databases; the global setup makes one per test run. */
+export const TEMPLATE_PREFIX = 'mcpx_tpl_';
+
+export function templateDb(): string {
+  const name = process.env.MCPX_TEMPLATE_DB;
+  if (name === undefined) throw new Error('MCPX_TEMPLATE_DB is not set: run tests through vitest (its global setup makes the template)');
+  return name;
+}
 
 export function serviceUrls(): { postgres: string; nats: string; redis: string } {
   return {
@@ -20,11 +26,21 @@ export interface TestDatabase {
 
 /** A fresh, migrated database of this test's own, cloned from the template. */
 export async function createTestDatabase(): Promise<TestDatabase> {
-  const name = `mcpx_t_${randomBytes(6).toString('hex')}`;
+  const name = `mcpx_t_${process.env.MCPX_TEST_RUN ?? 'norun000'}_${randomBytes(6).toString('hex')}`;
   const admin = new pg.Client({ connectionString: serviceUrls().postgres });
   await admin.connect();
   try {
-    await admin.query(`CREATE DATABASE "${name}" TEMPLATE "${TEMPLATE_DB}"`);
+    // Clones of one template may not run at the same instant ("source database is being
+    // accessed by other users"): retry briefly.
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await admin.query(`CREATE DATABASE "${name}" TEMPLATE "${templateDb()}"`);
+        break;
+      } catch (err) {
+        if (attempt >= 20 || !/being accessed by other users/.test((err as Error).message)) throw err;
+        await new Promise((r) => setTimeout(r, 50 + Math.random() * 150));
+      }
+    }
   } finally {
     await admin.end();
   }

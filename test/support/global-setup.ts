@@ -2,7 +2,8 @@ import { execFileSync } from 'node:child_process';
 import { connect as tcpConnect } from 'node:net';
 import pg from 'pg';
 import { createDb, migrate } from '@mcpx/db';
-import { TEMPLATE_DB, serviceUrls } from './env.js';
+import { randomBytes } from 'node:crypto';
+import { TEMPLATE_PREFIX, serviceUrls } from './env.js';
 
 function answers(url: string, defaultPort: number): Promise<boolean> {
   const u = new URL(url);
@@ -66,23 +67,43 @@ async function ensureServices(): Promise<void> {
   }
 }
 
+/** The advisory-lock key that marks a test run as alive while its global setup holds it. */
+const runLockKey = (run: string): string => `mcpx-test-run-${run}`;
+
+/**
+ * Drops the databases of runs that are gone: a run holds its lock for as long as it lives, so a
+ * lock we can take belongs to a run that was killed.
+ */
+async function dropStaleRuns(admin: pg.Client): Promise<void> {
+  const rows = await admin.query<{ datname: string }>(`SELECT datname FROM pg_database WHERE datname ~ '^mcpx_(tpl|t)_[0-9a-f]{8}'`);
+  const byRun = new Map<string, string[]>();
+  for (const { datname } of rows.rows) {
+    const run = /^mcpx_(?:tpl|t)_([0-9a-f]{8})/.exec(datname)?.[1];
+    if (run !== undefined) byRun.set(run, [...(byRun.get(run) ?? []), datname]);
+  }
+  for (const [run, names] of byRun) {
+    const { rows: got } = await admin.query<{ ok: boolean }>('SELECT pg_try_advisory_lock(hashtext($1)) AS ok', [runLockKey(run)]);
+    if (!got[0]?.ok) continue;
+    for (const name of names) await admin.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`).catch(() => undefined);
+    await admin.query('SELECT pg_advisory_unlock(hashtext($1))', [runLockKey(run)]);
+  }
+}
+
 export default async function setup(): Promise<() => Promise<void>> {
   await ensureServices();
+  // A template of this run's own, and a lock held while the run lives: parallel runs on one
+  // machine (several developers, or CI beside a session) never drop each other's databases.
+  const run = randomBytes(4).toString('hex');
+  const template = `${TEMPLATE_PREFIX}${run}`;
+  process.env.MCPX_TEST_RUN = run;
+  process.env.MCPX_TEMPLATE_DB = template;
   const admin = new pg.Client({ connectionString: serviceUrls().postgres });
   await admin.connect();
-  try {
-    // Clones of the template are per test file; drop leftovers of runs that were killed.
-    const stale = await admin.query<{ datname: string }>(
-      `SELECT datname FROM pg_database WHERE datname LIKE 'mcpx_t_%' OR datname = $1`,
-      [TEMPLATE_DB],
-    );
-    for (const row of stale.rows) await admin.query(`DROP DATABASE IF EXISTS "${row.datname}" WITH (FORCE)`);
-    await admin.query(`CREATE DATABASE "${TEMPLATE_DB}"`);
-  } finally {
-    await admin.end();
-  }
+  await admin.query('SELECT pg_advisory_lock(hashtext($1))', [runLockKey(run)]);
+  await dropStaleRuns(admin);
+  await admin.query(`CREATE DATABASE "${template}"`);
   const url = new URL(serviceUrls().postgres);
-  url.pathname = `/${TEMPLATE_DB}`;
+  url.pathname = `/${template}`;
   const db = createDb(url.toString());
   try {
     await migrate(db, 'registry');
@@ -91,6 +112,9 @@ export default async function setup(): Promise<() => Promise<void>> {
     await db.destroy();
   }
   return async () => {
+    const mine = await admin.query<{ datname: string }>(`SELECT datname FROM pg_database WHERE datname LIKE $1 OR datname = $2`, [`mcpx\\_t\\_${run}%`, template]);
+    for (const row of mine.rows) await admin.query(`DROP DATABASE IF EXISTS "${row.datname}" WITH (FORCE)`).catch(() => undefined);
+    await admin.end();
     for (const stop of stops) await stop();
   };
 }

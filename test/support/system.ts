@@ -11,7 +11,6 @@ import { freePort } from '../servers/free-port.js';
 import { createTestDatabase, serviceUrls, uniqueNamespace, type TestDatabase } from './env.js';
 
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
-const TSX = join(ROOT, 'node_modules', '.bin', 'tsx');
 
 export type ServiceName = 'registry' | 'projector' | 'proxy';
 
@@ -98,7 +97,8 @@ export class ProcessSystem {
     const port = await freePort();
     const instance = `${name}-${this.services.filter((s) => s.name === name).length + 1}-${port}`;
     const logs: string[] = [];
-    const child = spawn(TSX, [join(ROOT, 'services', name, 'src', 'main.ts')], {
+    // node itself (not the tsx wrapper), so that a kill reaches the service's own process.
+    const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'services', name, 'src', 'main.ts')], {
       cwd: ROOT,
       env: { ...process.env, ...this.env, HTTP_PORT: String(port), HTTP_HOST: '127.0.0.1', INSTANCE_ID: instance },
       stdio: ['ignore', 'pipe', 'pipe'],

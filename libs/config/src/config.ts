@@ -36,6 +36,32 @@ export interface Config {
   /** A stable id of this process among its service's instances. */
   instanceId: string;
   logLevel: 'debug' | 'info' | 'warn' | 'error';
+  /** The proxy's per-server protection and pool settings (read by the proxy only). */
+  proxy: ProxySettings;
+}
+
+export interface ProxySettings {
+  /** Calls in flight at once per (account, server), across every instance; 0 = no cap (`PROXY_MAX_CONCURRENCY_PER_SERVER`). */
+  maxConcurrencyPerServer: number;
+  /** Calls per second per (account, server), across every instance; 0 = no limit (`PROXY_RATE_PER_SERVER`). */
+  ratePerServer: number;
+  /** Idle time after which a run's pool closes (`PROXY_IDLE_MS`). */
+  idleMs: number;
+}
+
+/** Defaults of {@link ProxySettings}: generous enough for one busy run, small enough to protect a server. */
+export const DEFAULT_PROXY_SETTINGS: Readonly<ProxySettings> = {
+  maxConcurrencyPerServer: 64,
+  ratePerServer: 200,
+  idleMs: 300_000,
+};
+
+function nonNegative(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isFinite(n) || n < 0) throw new Error(`${name} must be a non-negative number`);
+  return n;
 }
 
 const DEFAULT_PORTS = { registry: 8080, projector: 8081, proxy: 8082 } as const;
@@ -103,5 +129,10 @@ export function loadConfig(service: keyof typeof DEFAULT_PORTS, env: NodeJS.Proc
     },
     instanceId: env.INSTANCE_ID ?? `${service}-${process.pid}-${Math.random().toString(36).slice(2, 8)}`,
     logLevel: level,
+    proxy: {
+      maxConcurrencyPerServer: Math.floor(nonNegative(env, 'PROXY_MAX_CONCURRENCY_PER_SERVER', DEFAULT_PROXY_SETTINGS.maxConcurrencyPerServer)),
+      ratePerServer: nonNegative(env, 'PROXY_RATE_PER_SERVER', DEFAULT_PROXY_SETTINGS.ratePerServer),
+      idleMs: nonNegative(env, 'PROXY_IDLE_MS', DEFAULT_PROXY_SETTINGS.idleMs) || DEFAULT_PROXY_SETTINGS.idleMs,
+    },
   };
 }

@@ -1,2 +1,2 @@
-export { loadConfig, parseKeyring } from './config.js';
-export type { Config, OutboundPolicy, KeyringEntry } from './config.js';
+export { loadConfig, parseKeyring, DEFAULT_PROXY_SETTINGS } from './config.js';
+export type { Config, OutboundPolicy, KeyringEntry, ProxySettings } from './config.js';

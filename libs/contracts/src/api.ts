@@ -67,5 +67,13 @@ export const ActionTypes = {
   ListAgents: 'ListAgents',
   ListAgentTools: 'ListAgentTools',
   InvokeTool: 'InvokeTool',
+  /** `{principal, role}` → `{signer: {principal, role}}`; OWNER only. */
+  AuthorizeSigner: 'AuthorizeSigner',
+  /** `{agent, name, document}` → `{name, cid, version}`; refused (`conflict`) over an mcp tool's name. */
+  SetLambdaTool: 'SetLambdaTool',
+  /** `{agent, name}` → `{name, version}`; refused (`conflict`) for an mcp document. */
+  DeleteLambdaTool: 'DeleteLambdaTool',
+  /** `{agent, names}` → the admitted names and their provider tool formats (the promotion rule). */
+  PromoteTools: 'PromoteTools',
 } as const;
 export type ActionType = (typeof ActionTypes)[keyof typeof ActionTypes];

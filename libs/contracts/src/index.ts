@@ -19,6 +19,10 @@ export type {
   ToolsObserved,
   AgentToolsRequest,
   AgentToolsReply,
+  ProviderToolSet,
+  SetLambdaToolRequest,
+  DeleteLambdaToolRequest,
+  LambdaToolReply,
 } from './payloads.js';
 export { ActionTypes } from './api.js';
 export type {

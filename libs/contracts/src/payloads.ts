@@ -1,4 +1,4 @@
-import type { McpToolDocument, ProxyResult, RemoteTool } from '@mcpx/domain';
+import type { AnthropicTool, LambdaToolDocument, McpToolDocument, OpenAiTool, ProxyResult, RemoteTool } from '@mcpx/domain';
 import type { WireErrorShape } from './errors.js';
 
 /** The transport a server is reached over: pinned by its config or found by discovery. */
@@ -104,10 +104,55 @@ export interface ToolsObserved {
 export interface AgentToolsRequest {
   account: string;
   agent: string;
+  /**
+   * Names a turn asks to promote (read or called in the transcript). When present, the reply's
+   * `promoted` holds those the promotion rule admits, with their provider tool formats.
+   */
+  requested?: string[];
+}
+
+/** Tools in the provider formats a turn hands the model. */
+export interface ProviderToolSet {
+  openai: OpenAiTool[];
+  anthropic: AnthropicTool[];
 }
 
 export interface AgentToolsReply {
   version: number;
   documents: Array<McpToolDocument & { cid: string }>;
   conflicts: Array<{ name: string; server: string; heldBy: string }>;
+  /** The agent's authored tools (enabled or not). */
+  lambdas?: Array<LambdaToolDocument & { cid: string }>;
+  /** The Space index lines of the agent's remote tools (collapsed per server, within the budget). */
+  index?: string;
+  /** What `read ~/tools/` lists of remote tools: every one. */
+  listing?: string;
+  /** The provider formats of every enabled document (mcp documents, then enabled lambdas). */
+  providerTools?: ProviderToolSet;
+  /** Present when `requested` was: the admitted names, in request order, and their provider formats. */
+  promoted?: { names: string[] } & ProviderToolSet;
+}
+
+/** Request of `projector.lambda.set` (SetLambdaTool). */
+export interface SetLambdaToolRequest {
+  account: string;
+  agent: string;
+  name: string;
+  /** `{description?, inputSchema?, enabled?}`; kind, when given, must be `lambda`. */
+  document: unknown;
+}
+
+/** Request of `projector.lambda.delete` (DeleteLambdaTool). */
+export interface DeleteLambdaToolRequest {
+  account: string;
+  agent: string;
+  name: string;
+}
+
+/** Reply of both lambda requests: the agent's set version after the change. */
+export interface LambdaToolReply {
+  name: string;
+  /** The saved document's CID; absent after a delete. */
+  cid?: string;
+  version: number;
 }

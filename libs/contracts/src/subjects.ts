@@ -49,6 +49,10 @@ export interface Subjects {
   readonly toolsObserved: string;
   /** `projector.agent-tools.get` — request/reply read of an agent's tool set */
   readonly projectorAgentTools: string;
+  /** `projector.lambda.set` — request/reply: save an agent's lambda (SetLambdaTool) */
+  readonly projectorLambdaSet: string;
+  /** `projector.lambda.delete` — request/reply: delete an agent's lambda (DeleteLambdaTool) */
+  readonly projectorLambdaDelete: string;
 }
 
 /** Queue group names: one member of each group answers a request. */
@@ -84,5 +88,7 @@ export function makeSubjects(prefix = ''): Subjects {
     runEndedAll: `${p}mcp.runs.ended.>`,
     toolsObserved: `${p}mcp.proxy.tools.observed`,
     projectorAgentTools: `${p}projector.agent-tools.get`,
+    projectorLambdaSet: `${p}projector.lambda.set`,
+    projectorLambdaDelete: `${p}projector.lambda.delete`,
   };
 }

@@ -15,6 +15,8 @@ export interface DbOptions {
   allowHttpHosts?: string[];
   max?: number;
   applicationName?: string;
+  /** Told about errors of idle connections (logged by services; the pool recovers by itself). */
+  onIdleError?: (err: Error) => void;
 }
 
 /** Opens a pool. The allow-list travels as a connection setting so the CHECK constraint sees it. */
@@ -26,6 +28,9 @@ export function createDb(url: string, opts: DbOptions = {}): Db {
     application_name: opts.applicationName ?? 'mcpx',
     options: hosts === '' ? undefined : `-c mcpx.allow_http_hosts=${hosts}`,
   });
+  // An idle connection that the server drops (a restart, a failover, an admin's terminate) emits
+  // an error on the pool; unheard, it would end the process. The pool replaces the connection.
+  pool.on('error', (err) => opts.onIdleError?.(err));
   return new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
 }
 

@@ -9,7 +9,10 @@ export type {
   SecretsTable,
   ToolDocumentsTable,
   ProjectedServersTable,
+  AgentSetsTable,
   AgentToolsTable,
   LambdaToolsTable,
+  OpenChangesTable,
   ToolsDiff,
+  PendingToolsEvent,
 } from './schema.js';

@@ -71,7 +71,8 @@ export interface ProjectedServersTable {
   generation: number;
   /** name → cid of the server's documents, the unit a sync applies to every granting agent. */
   tools: ColumnType<Record<string, string>, string, string>;
-  pending: ColumnType<ToolsDiff | null, string | null, string | null>;
+  /** The server was deleted; the row stays (without tools) so late events of it are ignored. */
+  deleted: ColumnType<boolean, boolean | undefined, boolean>;
 }
 
 /** A change of a tool set: the body of agent-tools-changed without its addressing. */
@@ -81,6 +82,31 @@ export interface ToolsDiff {
   removed: string[];
 }
 
+/**
+ * An agent-tools-changed event kept with the agent while its change is open (crash recovery). The
+ * diff is the change's own (open_changes.diff) unless the entry carries one.
+ */
+export interface PendingToolsEvent extends Partial<ToolsDiff> {
+  version: number;
+  /** The change (a projection run) that recorded it; see open_changes. */
+  change: string;
+}
+
+/** Each agent's grant and the version of its tool set (the set is derived: see agent_tools). */
+export interface AgentSetsTable {
+  account_id: string;
+  agent_id: string;
+  servers: string[];
+  revision: number;
+  version: Generated<number>;
+  pending: ColumnType<PendingToolsEvent[] | null, string | null | undefined, string | null>;
+  updated_at: Timestamp;
+}
+
+/**
+ * A read-only view: each agent's effective mcp tool set (name → cid) derived from its granted
+ * servers' maps, minus names its lambdas hold (listed in `conflicts`). Write agent_sets instead.
+ */
 export interface AgentToolsTable {
   account_id: string;
   agent_id: string;
@@ -91,8 +117,17 @@ export interface AgentToolsTable {
   /** [{name, server, heldBy}] names an mcp tool could not take. */
   conflicts: ColumnType<Array<{ name: string; server: string; heldBy: string }>, string, string>;
   version: Generated<number>;
-  pending: ColumnType<(ToolsDiff & { version: number }) | null, string | null, string | null>;
+  pending: ColumnType<PendingToolsEvent[] | null, string | null, string | null>;
   updated_at: Timestamp;
+}
+
+/** A change whose agent-tools-changed events are not all confirmed published. */
+export interface OpenChangesTable {
+  id: string;
+  account_id: string;
+  /** The change's diff, for agents whose pending entry does not carry its own. */
+  diff: ColumnType<ToolsDiff | null, string | null | undefined, string | null>;
+  created_at: Timestamp;
 }
 
 export interface LambdaToolsTable {
@@ -111,6 +146,8 @@ export interface Database {
   'registry.secrets': SecretsTable;
   'projector.tool_documents': ToolDocumentsTable;
   'projector.projected_servers': ProjectedServersTable;
+  'projector.agent_sets': AgentSetsTable;
   'projector.agent_tools': AgentToolsTable;
   'projector.lambda_tools': LambdaToolsTable;
+  'projector.open_changes': OpenChangesTable;
 }

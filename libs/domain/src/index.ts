@@ -20,6 +20,7 @@ export { DESCRIPTION_MAX_BYTES, TITLE_MAX_BYTES, buildToolDocuments, normalizeAn
 export type { BuildToolDocumentsOptions } from './document.js';
 
 export { documentCid, encodeCanonical } from './cid.js';
+export { jsonSizeExceeds } from './json-measure.js';
 export { sha256, sha256Hex } from './sha256.js';
 
 export { DEFAULT_VALIDATION_LIMITS, compileValidator, validateArguments } from './validator.js';
@@ -50,3 +51,6 @@ export type { IndexedTool, RenderToolIndexOptions } from './index-render.js';
 
 export { promotableTools, providerDescription, toAnthropicTool, toOpenAiTool } from './provider.js';
 export type { AnthropicTool, OpenAiTool, OwnToolDocument } from './provider.js';
+
+export { LAMBDA_NAME_RE, LambdaDocumentError, buildLambdaDocument, providerTools } from './lambda.js';
+export type { AgentToolDocument, LambdaToolDocument } from './lambda.js';

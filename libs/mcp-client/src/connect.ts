@@ -27,6 +27,7 @@ import {
   type McpClientErrorDetails,
 } from './errors.js';
 import { trackedFetch, type FetchObservations } from './tracked-fetch.js';
+import { directCall, type DirectCallTarget } from './direct-call.js';
 
 export type McpTransportKind = 'http' | 'sse';
 
@@ -206,7 +207,7 @@ async function connectWith(
     await transport.close().catch(() => {});
     throw connectError(error, { kind, url, opts, deadline, timeoutMs, observations, secrets });
   }
-  return new Connection(client, kind, transport, { secrets, observations });
+  return new Connection(client, kind, transport, { secrets, observations, url, fetch: opts.fetch ?? globalThis.fetch, headers: { ...opts.headers } });
 }
 
 async function raceAbort<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
@@ -288,6 +289,10 @@ function responseText(err: unknown, secrets: readonly string[]): string {
 interface ConnectionContext {
   secrets: readonly string[];
   observations: FetchObservations;
+  url: URL;
+  /** The caller's fetch, unwrapped: the direct call path owns its request's signal. */
+  fetch: typeof fetch;
+  headers: Record<string, string>;
 }
 
 class Connection implements McpConnection {
@@ -318,6 +323,14 @@ class Connection implements McpConnection {
 
   async callTool(params: CallToolRequest['params'], opts: CallToolOptions = {}): Promise<CallToolResult> {
     this.#assertOpen();
+    const direct = opts.onProgress || opts.resetTimeoutOnProgress ? undefined : this.#directTarget();
+    if (direct !== undefined) {
+      try {
+        return await directCall(direct, params, { timeoutMs: opts.timeoutMs ?? DEFAULT_CALL_TIMEOUT_MS, ...(opts.signal ? { signal: opts.signal } : {}) });
+      } catch (error) {
+        throw classifyMcpError(error, undefined, this.#classifyContext());
+      }
+    }
     const options: RequestOptions = { timeout: opts.timeoutMs ?? DEFAULT_CALL_TIMEOUT_MS };
     if (opts.signal) options.signal = opts.signal;
     if (opts.onProgress || opts.resetTimeoutOnProgress) {
@@ -373,6 +386,29 @@ class Connection implements McpConnection {
     }
     this.#closed = true;
     await this.client.close().catch(() => {});
+  }
+
+  #direct: DirectCallTarget | undefined;
+
+  /** The session a `tools/call` can be sent on directly (Streamable HTTP with a session id). */
+  #directTarget(): DirectCallTarget | undefined {
+    const t = this.#sdkTransport;
+    if (!(t instanceof StreamableHTTPClientTransport) || t.sessionId === undefined) return undefined;
+    const sessionId = t.sessionId;
+    if (this.#direct?.sessionId !== sessionId) {
+      const client = this.client;
+      this.#direct = {
+        url: this.#ctx.url,
+        fetch: this.#ctx.fetch,
+        headers: this.#ctx.headers,
+        sessionId,
+        protocolVersion: t.protocolVersion,
+        cancelled: (requestId, reason) => {
+          client.notification({ method: 'notifications/cancelled', params: { requestId, reason } }).catch(() => {});
+        },
+      };
+    }
+    return this.#direct;
   }
 
   #assertOpen(): void {

@@ -2,31 +2,80 @@ import type { Subscription } from '@nats-io/transport-node';
 import type { Bus } from '@mcpx/bus';
 import { ErrorCodes, QueueGroups, WireError, decodePayload, invalidInput, type AgentToolsReply, type AgentToolsRequest } from '@mcpx/contracts';
 import type { Db } from '@mcpx/db';
-import type { McpToolDocument } from '@mcpx/domain';
+import {
+  promotableTools,
+  providerTools,
+  renderToolIndex,
+  renderToolListing,
+  type AgentToolDocument,
+  type LambdaToolDocument,
+  type McpToolDocument,
+  type ToolNameStyle,
+} from '@mcpx/domain';
+import { effectiveSet, mcpEntries } from './agent-sets.js';
 
-/** An agent's effective tool set with every document's contract (ListAgentTools asks for it). */
-export async function readAgentTools(db: Db, account: string, agent: string): Promise<AgentToolsReply> {
-  const row = await db.selectFrom('projector.agent_tools').selectAll().where('account_id', '=', account).where('agent_id', '=', agent).executeTakeFirst();
-  if (row === undefined) return { version: 0, documents: [], conflicts: [] };
-  const cids = Object.values(row.tools);
+/** At most this many names may be asked to be promoted at once. */
+const MAX_REQUESTED = 256;
+
+/**
+ * An agent's effective tool set with every document's contract, its index and listing, the
+ * provider formats of its enabled documents and, when `requested` is given, the promotion rule
+ * applied to those names (ListAgentTools and PromoteTools ask for it).
+ */
+export async function readAgentTools(db: Db, style: ToolNameStyle, account: string, agent: string, requested?: readonly string[]): Promise<AgentToolsReply> {
+  const row = await db.selectFrom('projector.agent_sets').select(['servers', 'version']).where('account_id', '=', account).where('agent_id', '=', agent).executeTakeFirst();
+  const [entries, lambdaRows] = await Promise.all([
+    mcpEntries(db, account, row?.servers ?? []),
+    db.selectFrom('projector.lambda_tools').select(['name', 'cid', 'doc_cbor']).where('account_id', '=', account).where('agent_id', '=', agent).orderBy('name').execute(),
+  ]);
+  const lambdas = lambdaRows.map((l) => ({ ...decodePayload<LambdaToolDocument>(l.doc_cbor), cid: l.cid }));
+  const set = effectiveSet(entries, new Map(lambdas.map((l) => [l.name, l.cid])));
+  const held = new Set(lambdas.map((l) => l.name));
+  const mcp = entries.filter((e) => !held.has(e.name)).sort((a, b) => (a.name < b.name ? -1 : 1));
   const docs =
-    cids.length === 0
+    mcp.length === 0
       ? []
-      : await db.selectFrom('projector.tool_documents').select(['cid', 'doc_cbor']).where('account_id', '=', account).where('cid', 'in', cids).execute();
+      : await db.selectFrom('projector.tool_documents').select(['cid', 'doc_cbor']).where('account_id', '=', account).where('cid', 'in', mcp.map((e) => e.cid)).execute();
   const byCid = new Map(docs.map((d) => [d.cid, d.doc_cbor]));
-  const documents: AgentToolsReply['documents'] = [];
-  for (const [name, cid] of Object.entries(row.tools).sort(([a], [b]) => (a < b ? -1 : 1))) {
-    const bytes = byCid.get(cid);
-    if (bytes === undefined) throw new WireError(ErrorCodes.internal, `document ${name} is missing`);
-    documents.push({ ...decodePayload<McpToolDocument>(bytes), cid });
+  const documents: AgentToolsReply['documents'] = mcp.map((e) => {
+    const bytes = byCid.get(e.cid);
+    if (bytes === undefined) throw new WireError(ErrorCodes.internal, `document ${e.name} is missing`);
+    return { ...decodePayload<McpToolDocument>(bytes), cid: e.cid };
+  });
+  const enabled: AgentToolDocument[] = [...documents.map(stripCid), ...lambdas.filter((l) => l.enabled).map(stripCid)];
+  const reply: AgentToolsReply = {
+    version: row?.version ?? 0,
+    documents,
+    conflicts: set.conflicts,
+    lambdas,
+    index: renderToolIndex(documents, { style }),
+    listing: renderToolListing(documents),
+    providerTools: providerTools(enabled),
+  };
+  if (requested !== undefined) {
+    const callable = new Set(documents.map((d) => d.name));
+    const own = lambdas.map((l) => ({ name: l.name, kind: l.kind, enabled: l.enabled }));
+    const names = promotableTools(callable, own, requested);
+    const byName = new Map(enabled.map((d) => [d.name, d]));
+    reply.promoted = { names, ...providerTools(names.map((n) => byName.get(n)).filter((d) => d !== undefined)) };
   }
-  return { version: row.version, documents, conflicts: row.conflicts };
+  return reply;
 }
 
-export function serveAgentTools(bus: Bus, db: Db): Subscription {
+function stripCid<T extends { cid: string }>(doc: T): Omit<T, 'cid'> {
+  const { cid: _cid, ...rest } = doc;
+  return rest;
+}
+
+export function serveAgentTools(bus: Bus, db: Db, style: ToolNameStyle): Subscription {
   return bus.serve<AgentToolsRequest, AgentToolsReply>(bus.subjects.projectorAgentTools, QueueGroups.projector, async (req) => {
     if (typeof req?.account !== 'string' || req.account === '') throw invalidInput('account', 'is required');
     if (typeof req.agent !== 'string' || req.agent === '') throw invalidInput('agent', 'is required');
-    return readAgentTools(db, req.account, req.agent);
+    let requested: string[] | undefined;
+    if (req.requested !== undefined) {
+      if (!Array.isArray(req.requested) || req.requested.length > MAX_REQUESTED) throw invalidInput('requested', `must be a list of at most ${MAX_REQUESTED} names`);
+      requested = req.requested.filter((n): n is string => typeof n === 'string');
+    }
+    return readAgentTools(db, style, req.account, req.agent, requested);
   });
 }

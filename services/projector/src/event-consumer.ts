@@ -8,7 +8,8 @@ import type { Projection } from './projection.js';
 
 /** The durable consumer every projector instance shares (work is split, not duplicated). */
 export const PROJECTOR_DURABLE = 'projector';
-const ACK_WAIT_NS = 60 * 1e9;
+/** Default time JetStream waits for an ack before it redelivers an event to another instance. */
+export const DEFAULT_ACK_WAIT_MS = 30_000;
 const RETRY_DELAY_MS = 2_000;
 
 class PoisonMessage extends Error {}
@@ -58,11 +59,14 @@ async function route(projection: Projection, prefix: string, msg: JsMsg): Promis
  * event is `nak`ed with a delay (retryable: the database may be away); a malformed one is
  * `term`ed so it cannot loop forever.
  */
-export async function startEventConsumer(opts: { bus: Bus; projection: Projection; log: Logger; concurrency: number }): Promise<{ stop(): Promise<void> }> {
+export async function startEventConsumer(opts: { bus: Bus; projection: Projection; log: Logger; concurrency: number; ackWaitMs?: number }): Promise<{ stop(): Promise<void> }> {
   const { bus, projection, log } = opts;
   const stream = bus.subjects.mcpEventsStream;
+  const ackWaitMs = opts.ackWaitMs ?? DEFAULT_ACK_WAIT_MS;
+  const ACK_WAIT_NS = ackWaitMs * 1e6;
   try {
-    await bus.jsm.consumers.info(stream, PROJECTOR_DURABLE);
+    const info = await bus.jsm.consumers.info(stream, PROJECTOR_DURABLE);
+    if (info.config.ack_wait !== ACK_WAIT_NS) await bus.jsm.consumers.update(stream, PROJECTOR_DURABLE, { ack_wait: ACK_WAIT_NS });
   } catch {
     await bus.jsm.consumers
       .add(stream, {
@@ -86,10 +90,15 @@ export async function startEventConsumer(opts: { bus: Bus; projection: Projectio
   const handle = async (msg: JsMsg): Promise<void> => {
     const ctx = extractTraceContext(msg.headers);
     await context.with(ctx, async () => {
+      // A large change can outlast ack_wait: tell JetStream the event is still being worked on,
+      // so a short ack_wait (fast redelivery after a crash) does not hand it to another instance.
+      const heartbeat = setInterval(() => msg.working(), Math.max(250, ackWaitMs / 3));
       try {
         await route(projection, bus.subjects.prefix, msg);
+        clearInterval(heartbeat);
         msg.ack();
       } catch (err) {
+        clearInterval(heartbeat);
         if (err instanceof PoisonMessage) {
           log.error('dropped a malformed event', { subject: msg.subject, reason: err.message });
           msg.term();

@@ -1,37 +1,33 @@
 import { sql, type Kysely } from 'kysely';
 import type { Counter, Histogram, Meter, Tracer } from '@opentelemetry/api';
-import type { Bus } from '@mcpx/bus';
-import type { AgentChangedEvent, AgentToolsChangedEvent, ServerDeletedEvent, ServerDiscoveredEvent } from '@mcpx/contracts';
-import { encodePayload, decodePayload } from '@mcpx/contracts';
-import type { Database, Db, ToolsDiff } from '@mcpx/db';
+import type { AgentChangedEvent, ServerDeletedEvent, ServerDiscoveredEvent } from '@mcpx/contracts';
+import { encodePayload } from '@mcpx/contracts';
+import type { Database, Db, PendingToolsEvent, ToolsDiff } from '@mcpx/db';
 import { buildToolDocuments, documentCid, type ToolNameStyle } from '@mcpx/domain';
 import type { Logger } from '@mcpx/log';
 import { withSpan } from '@mcpx/telemetry';
+import { agentSet, appendPending, lockAgent, lockKey, openChanges, pendingEntry, serverLockKey } from './agent-sets.js';
+import type { AgentChange, ChangeLog } from './change-log.js';
 import { diffToolMaps, isEmptyDiff, withoutNames } from './tools-diff.js';
-
-/** How many agent-tools-changed publishes are in flight at once. */
-const PUBLISH_WINDOW = 2000;
 
 export interface ProjectionDeps {
   db: Db;
-  bus: Bus;
   log: Logger;
   tracer: Tracer;
   meter: Meter;
   style: ToolNameStyle;
+  changes: ChangeLog;
 }
 
-interface AgentChange {
-  agent: string;
-  version: number;
-  diff: ToolsDiff;
-}
+type Outcome = { kind: 'stale' } | { kind: 'unchanged' } | { kind: 'changed'; changes: AgentChange[] };
 
 /**
  * The projection: remote tools → tool documents (stored once per server), and each agent's tool
- * set (name → cid) brought in line with its grant. Every handler is idempotent: a replayed event
- * changes nothing and publishes nothing, and a crash between the commit and the publishes is
- * repaired on redelivery through the `pending` diff kept with the change.
+ * set brought in line with its grant. An agent's set is derived (its granted servers' name → cid
+ * maps minus names its lambdas hold), so a contract change writes the server's documents and map
+ * once and bumps each granting agent's version in one UPDATE. Every handler is idempotent: a
+ * replayed event changes nothing and publishes nothing, and a crash between the commit and the
+ * publishes is repaired when the event comes again (see ChangeLog).
  */
 export class Projection {
   private readonly events: Counter;
@@ -45,11 +41,13 @@ export class Projection {
   }
 
   async serverDiscovered(e: ServerDiscoveredEvent): Promise<number> {
-    return this.timed('discovered', { 'mcp.account': e.account, 'mcp.server': e.server }, () => this.applyServer(e.account, e.server, e.serverId, e.generation, e.tools));
+    const change = `s:${e.account}:${e.server}:${e.serverId}:${e.generation}`;
+    return this.timed('discovered', { 'mcp.account': e.account, 'mcp.server': e.server }, () => this.applyServer(e.account, e.server, e.serverId, e.generation, e.tools, change));
   }
 
   async serverDeleted(e: ServerDeletedEvent): Promise<number> {
-    return this.timed('deleted', { 'mcp.account': e.account, 'mcp.server': e.server }, () => this.applyServer(e.account, e.server, e.serverId, null, []));
+    const change = `d:${e.account}:${e.server}:${e.serverId}`;
+    return this.timed('deleted', { 'mcp.account': e.account, 'mcp.server': e.server }, () => this.applyServer(e.account, e.server, e.serverId, null, [], change));
   }
 
   async agentChanged(e: AgentChangedEvent): Promise<number> {
@@ -68,24 +66,28 @@ export class Projection {
     });
   }
 
+  /** Publishes a committed outcome, or recovers the change when the event was already applied. */
+  private async finish(account: string, change: string, outcome: Outcome): Promise<number> {
+    if (outcome.kind === 'stale') return this.deps.changes.recover(account, change);
+    if (outcome.kind === 'unchanged') return 0;
+    await this.deps.changes.publish(account, change, outcome.changes);
+    return outcome.changes.length;
+  }
+
   /**
    * Brings a server's documents to `tools` (generation null: the server was deleted) and applies
-   * the change to every agent that grants it with one set-based UPDATE.
+   * the change to every agent that grants it.
    */
-  private async applyServer(account: string, server: string, serverId: string, generation: number | null, tools: ServerDiscoveredEvent['tools']): Promise<number> {
-    const outcome = await this.deps.db.transaction().execute(async (trx) => {
-      await sql`SELECT pg_advisory_xact_lock(hashtextextended(${`server:${account}:${server}`}, 0))`.execute(trx);
-      const current = await trx
-        .selectFrom('projector.projected_servers')
-        .selectAll()
-        .where('account_id', '=', account)
-        .where('server', '=', server)
-        .executeTakeFirst();
+  private async applyServer(account: string, server: string, serverId: string, generation: number | null, tools: ServerDiscoveredEvent['tools'], change: string): Promise<number> {
+    const outcome = await this.deps.db.transaction().execute(async (trx): Promise<Outcome> => {
+      await lockKey(trx, serverLockKey(account, server));
+      const current = await trx.selectFrom('projector.projected_servers').selectAll().where('account_id', '=', account).where('server', '=', server).executeTakeFirst();
+      const sameIncarnation = current !== undefined && current.server_id === serverId;
       if (generation === null) {
-        // A delete of an older incarnation (the name was re-created since) is stale.
-        if (current === undefined || current.server_id !== serverId) return { kind: 'stale' as const, pending: null };
-      } else if (current !== undefined && current.server_id === serverId && current.generation >= generation) {
-        return { kind: 'stale' as const, pending: current.pending };
+        // A delete of another incarnation (the name was re-created since), or a repeated one, is stale.
+        if (!sameIncarnation || current.deleted) return { kind: 'stale' };
+      } else if (sameIncarnation && (current.deleted || current.generation >= generation)) {
+        return { kind: 'stale' };
       }
       const docs = generation === null ? [] : buildToolDocuments(server, tools, { style: this.deps.style });
       const next: Record<string, string> = {};
@@ -94,159 +96,113 @@ export class Projection {
         next[doc.name] = cid;
         return { account_id: account, server, server_id: serverId, name: doc.name, kind: doc.kind, cid, doc_cbor: encodePayload(doc) };
       });
-      const before = current?.tools ?? {};
-      const diff = diffToolMaps(before, next);
+      const diff = diffToolMaps(current === undefined || current.deleted ? {} : current.tools, next);
       // One write per changed tool, whatever the number of agents.
       if (diff.removed.length > 0) {
         await trx.deleteFrom('projector.tool_documents').where('account_id', '=', account).where('server', '=', server).where('name', 'in', diff.removed).execute();
       }
-      const upserts = rows.filter((r) => r.name in diff.added || r.name in diff.changed || current?.server_id !== serverId);
+      const upserts = sameIncarnation ? rows.filter((r) => r.name in diff.added || r.name in diff.changed) : rows;
       if (upserts.length > 0) {
         await trx
           .insertInto('projector.tool_documents')
           .values(upserts)
-          .onConflict((oc) => oc.columns(['account_id', 'server', 'name']).doUpdateSet((eb) => ({ cid: eb.ref('excluded.cid'), doc_cbor: eb.ref('excluded.doc_cbor'), server_id: eb.ref('excluded.server_id'), kind: eb.ref('excluded.kind') })))
+          .onConflict((oc) =>
+            oc.columns(['account_id', 'server', 'name']).doUpdateSet((eb) => ({ cid: eb.ref('excluded.cid'), doc_cbor: eb.ref('excluded.doc_cbor'), server_id: eb.ref('excluded.server_id'), kind: eb.ref('excluded.kind') })),
+          )
           .execute();
       }
-      const pending = isEmptyDiff(diff) ? null : diff;
-      if (generation === null) {
-        await trx.deleteFrom('projector.projected_servers').where('account_id', '=', account).where('server', '=', server).execute();
-      } else {
-        await trx
-          .insertInto('projector.projected_servers')
-          .values({ account_id: account, server, server_id: serverId, generation, tools: JSON.stringify(next), pending: pending ? JSON.stringify(pending) : null })
-          .onConflict((oc) => oc.columns(['account_id', 'server']).doUpdateSet({ server_id: serverId, generation, tools: JSON.stringify(next), pending: pending ? JSON.stringify(pending) : null }))
-          .execute();
-      }
-      if (pending === null) return { kind: 'unchanged' as const, pending: null };
-      const changes = await this.applyToGrantingAgents(trx, account, server, pending);
-      return { kind: 'changed' as const, pending, changes };
-    });
-    if (outcome.kind === 'stale') {
-      // A redelivery after a crash between commit and publish: publish again (ids de-duplicate).
-      if (outcome.pending !== null && generation !== null) return this.republishServer(account, server, outcome.pending);
-      return 0;
-    }
-    if (outcome.kind === 'unchanged') return 0;
-    await this.publish(account, outcome.changes);
-    if (generation !== null) {
-      await this.deps.db.updateTable('projector.projected_servers').set({ pending: null }).where('account_id', '=', account).where('server', '=', server).where('generation', '=', generation).execute();
-    }
-    return outcome.changes.length;
-  }
-
-  /** One UPDATE for every agent granting the server; lambda-held names are left out per agent. */
-  private async applyToGrantingAgents(trx: Kysely<Database>, account: string, server: string, diff: ToolsDiff): Promise<AgentChange[]> {
-    const upserts = { ...diff.added, ...diff.changed };
-    const drop = [...diff.removed, ...Object.keys(diff.changed)];
-    const heldByLambda = await trx
-      .selectFrom('projector.lambda_tools as l')
-      .innerJoin('projector.agent_tools as a', (j) => j.onRef('a.account_id', '=', 'l.account_id').onRef('a.agent_id', '=', 'l.agent_id'))
-      .select(['l.agent_id', 'l.name'])
-      .where('l.account_id', '=', account)
-      .where('l.name', 'in', Object.keys(upserts).length > 0 ? Object.keys(upserts) : [''])
-      .where(sql<boolean>`a.servers @> ARRAY[${server}]::text[]`)
-      .execute();
-    const held = new Map<string, Set<string>>();
-    for (const r of heldByLambda) held.set(r.agent_id, (held.get(r.agent_id) ?? new Set()).add(r.name));
-    const updated = await sql<{ agent_id: string; version: number }>`
-      UPDATE projector.agent_tools a
-      SET tools = (a.tools - ${drop}::text[]) || (${JSON.stringify(upserts)}::jsonb - COALESCE(
-            (SELECT array_agg(l.name) FROM projector.lambda_tools l WHERE l.account_id = a.account_id AND l.agent_id = a.agent_id),
-            '{}'::text[])),
-          version = a.version + 1,
-          updated_at = now()
-      WHERE a.account_id = ${account} AND a.servers @> ARRAY[${server}]::text[]
-      RETURNING a.agent_id, a.version`.execute(trx);
-    if (held.size > 0) await this.recordConflicts(trx, account, server, held);
-    return updated.rows.map((r) => ({ agent: r.agent_id, version: r.version, diff: withoutNames(diff, held.get(r.agent_id) ?? new Set()) }));
-  }
-
-  private async recordConflicts(trx: Kysely<Database>, account: string, server: string, held: Map<string, Set<string>>): Promise<void> {
-    for (const [agent, names] of held) {
-      const row = await trx.selectFrom('projector.agent_tools').select('conflicts').where('account_id', '=', account).where('agent_id', '=', agent).executeTakeFirst();
-      const others = (row?.conflicts ?? []).filter((c) => c.server !== server);
-      const conflicts = [...others, ...[...names].sort().map((name) => ({ name, server, heldBy: 'lambda' }))];
-      await trx.updateTable('projector.agent_tools').set({ conflicts: JSON.stringify(conflicts) }).where('account_id', '=', account).where('agent_id', '=', agent).execute();
-      this.deps.log.warn('tool name held by a lambda', { account, agent, server, names: [...names] });
-    }
-  }
-
-  private async republishServer(account: string, server: string, pending: ToolsDiff): Promise<number> {
-    const agents = await this.deps.db
-      .selectFrom('projector.agent_tools')
-      .select(['agent_id', 'version'])
-      .where('account_id', '=', account)
-      .where(sql<boolean>`servers @> ARRAY[${server}]::text[]`)
-      .execute();
-    await this.publish(account, agents.map((a) => ({ agent: a.agent_id, version: a.version, diff: pending })));
-    await this.deps.db.updateTable('projector.projected_servers').set({ pending: null }).where('account_id', '=', account).where('server', '=', server).execute();
-    return agents.length;
-  }
-
-  /** An agent's grant changed: its set becomes the union of its granted servers' documents. */
-  private async applyAgent(e: AgentChangedEvent): Promise<number> {
-    const outcome = await this.deps.db.transaction().execute(async (trx) => {
-      await sql`SELECT pg_advisory_xact_lock(hashtextextended(${`agent:${e.account}:${e.agent}`}, 0))`.execute(trx);
-      // Serialise with projections of the granted servers (they take these locks exclusively), so
-      // a server projected while this runs is seen either here or by its own UPDATE, never by neither.
-      for (const server of [...new Set(e.mcpServers)].sort()) {
-        await sql`SELECT pg_advisory_xact_lock_shared(hashtextextended(${`server:${e.account}:${server}`}, 0))`.execute(trx);
-      }
-      const current = await trx.selectFrom('projector.agent_tools').selectAll().where('account_id', '=', e.account).where('agent_id', '=', e.agent).executeTakeFirst();
-      if (current !== undefined && current.revision >= e.revision) return { stale: true as const, current };
-      const servers = e.deleted ? [] : [...new Set(e.mcpServers)];
-      const projected = servers.length === 0 ? [] : await trx.selectFrom('projector.projected_servers').select(['server', 'tools']).where('account_id', '=', e.account).where('server', 'in', servers).execute();
-      const lambdas = await trx.selectFrom('projector.lambda_tools').select('name').where('account_id', '=', e.account).where('agent_id', '=', e.agent).execute();
-      const lambdaNames = new Set(lambdas.map((l) => l.name));
-      const next: Record<string, string> = {};
-      const conflicts: Array<{ name: string; server: string; heldBy: string }> = [];
-      for (const p of projected) {
-        for (const [name, cid] of Object.entries(p.tools)) {
-          if (lambdaNames.has(name)) conflicts.push({ name, server: p.server, heldBy: 'lambda' });
-          else next[name] = cid;
-        }
-      }
-      const diff = diffToolMaps(current?.tools ?? {}, next);
-      const changed = !isEmptyDiff(diff);
-      const version = (current?.version ?? 0) + (changed ? 1 : 0);
-      const pending = changed ? JSON.stringify({ ...diff, version }) : null;
+      const row = { server_id: serverId, generation: generation ?? current?.generation ?? 0, tools: JSON.stringify(next), deleted: generation === null };
       await trx
-        .insertInto('projector.agent_tools')
-        .values({ account_id: e.account, agent_id: e.agent, servers, revision: e.revision, tools: JSON.stringify(next), conflicts: JSON.stringify(conflicts), version: Math.max(version, 1), pending })
-        .onConflict((oc) => oc.columns(['account_id', 'agent_id']).doUpdateSet({ servers, revision: e.revision, tools: JSON.stringify(next), conflicts: JSON.stringify(conflicts), version: Math.max(version, 1), pending, updated_at: new Date() }))
+        .insertInto('projector.projected_servers')
+        .values({ account_id: account, server, ...row })
+        .onConflict((oc) => oc.columns(['account_id', 'server']).doUpdateSet(row))
         .execute();
-      for (const c of conflicts) this.deps.log.warn('tool name held by a lambda', { account: e.account, agent: e.agent, server: c.server, name: c.name });
-      return { stale: false as const, change: changed ? { agent: e.agent, version: Math.max(version, 1), diff } : null };
+      if (isEmptyDiff(diff)) return { kind: 'unchanged' };
+      const changes = await this.bumpGrantingAgents(trx, account, server, diff, change);
+      if (changes.length === 0) return { kind: 'unchanged' };
+      await this.deps.changes.open(trx, account, change, diff);
+      return { kind: 'changed', changes };
     });
-    let change: AgentChange | null;
-    if (outcome.stale) {
-      const p = outcome.current.pending;
-      change = p === null ? null : { agent: e.agent, version: p.version, diff: { added: p.added, changed: p.changed, removed: p.removed } };
-    } else {
-      change = outcome.change;
-    }
-    if (change === null) return 0;
-    await this.publish(e.account, [change]);
-    await this.deps.db.updateTable('projector.agent_tools').set({ pending: null }).where('account_id', '=', e.account).where('agent_id', '=', e.agent).where('version', '=', change.version).execute();
-    return 1;
+    return this.finish(account, change, outcome);
   }
 
-  /** Publishes agent-tools-changed for each change, many in flight; ids make a retry a no-op. */
-  private async publish(account: string, changes: AgentChange[]): Promise<void> {
-    const { bus } = this.deps;
-    for (let i = 0; i < changes.length; i += PUBLISH_WINDOW) {
-      await Promise.all(
-        changes.slice(i, i + PUBLISH_WINDOW).map((c) => {
-          const event: AgentToolsChangedEvent = { account, agent: c.agent, version: c.version, ...c.diff };
-          return bus.publishEvent(bus.subjects.agentToolsChanged(account, c.agent), event, `tools-${c.agent}-${c.version}`);
-        }),
-      );
+  /**
+   * One UPDATE for every agent granting the server: its version goes up and its event is kept
+   * with it. Names a lambda of the agent holds are left out of that agent's change (an agent whose
+   * whole change is held keeps its version), and the conflict is logged.
+   */
+  private async bumpGrantingAgents(trx: Kysely<Database>, account: string, server: string, diff: ToolsDiff, change: string): Promise<AgentChange[]> {
+    const names = [...Object.keys(diff.added), ...Object.keys(diff.changed), ...diff.removed];
+    const heldRows = await sql<{ agent_id: string; name: string }>`
+      SELECT l.agent_id, l.name FROM projector.lambda_tools l
+      JOIN projector.agent_sets a ON a.account_id = l.account_id AND a.agent_id = l.agent_id
+      WHERE l.account_id = ${account} AND l.name = ANY(${names}::text[]) AND a.servers @> ARRAY[${server}]::text[]`.execute(trx);
+    const held = new Map<string, Set<string>>();
+    for (const r of heldRows.rows) held.set(r.agent_id, (held.get(r.agent_id) ?? new Set()).add(r.name));
+    const open = await openChanges(trx, account);
+    const updated = await sql<{ agent_id: string; version: number }>`
+      UPDATE projector.agent_sets
+      SET version = version + 1, pending = ${appendPending(pendingEntry(change), open)}, updated_at = now()
+      WHERE account_id = ${account} AND servers @> ARRAY[${server}]::text[] AND agent_id <> ALL(${[...held.keys()]}::text[])
+      RETURNING agent_id, version`.execute(trx);
+    const changes: AgentChange[] = updated.rows.map((r) => ({ agent: r.agent_id, version: r.version, diff }));
+    for (const [agent, heldNames] of held) {
+      const own = withoutNames(diff, heldNames);
+      const newlyHeld = [...heldNames].filter((n) => n in diff.added || n in diff.changed);
+      if (newlyHeld.length > 0) this.deps.log.warn('tool name held by a lambda: the mcp tool is left out', { account, agent, server, names: newlyHeld.sort() });
+      if (isEmptyDiff(own)) continue;
+      const r = await sql<{ version: number }>`
+        UPDATE projector.agent_sets SET version = version + 1, pending = ${appendPending(pendingEntry(change, own), open)}, updated_at = now()
+        WHERE account_id = ${account} AND agent_id = ${agent} RETURNING version`.execute(trx);
+      if (r.rows[0]) changes.push({ agent, version: r.rows[0].version, diff: own });
     }
+    return changes;
+  }
+
+  /** An agent's grant changed: its set becomes its granted servers' tools, lambda-held names left out. */
+  private async applyAgent(e: AgentChangedEvent): Promise<number> {
+    const change = `a:${e.account}:${e.agent}:${e.revision}`;
+    const servers = e.deleted ? [] : [...new Set(e.mcpServers)];
+    const outcome = await this.deps.db.transaction().execute(async (trx): Promise<Outcome> => {
+      const current = await lockAgent(trx, e.account, e.agent, servers);
+      if (current !== undefined && current.revision >= e.revision) return { kind: 'stale' };
+      const before = await agentSet(trx, e.account, e.agent, current?.servers ?? []);
+      const after = await agentSet(trx, e.account, e.agent, servers);
+      const diff = diffToolMaps(before.tools, after.tools);
+      const fresh = after.conflicts.filter((c) => !before.conflicts.some((b) => b.name === c.name && b.server === c.server));
+      for (const c of fresh) this.deps.log.warn('tool name held by a lambda: the mcp tool is left out', { account: e.account, agent: e.agent, server: c.server, names: [c.name] });
+      if (isEmptyDiff(diff)) {
+        await upsertAgentRow(trx, e.account, e.agent, { servers, revision: e.revision });
+        return { kind: 'unchanged' };
+      }
+      const version = (current?.version ?? 0) + 1;
+      const pending = await nextPending(trx, e.account, current?.pending ?? null, { change, version, ...diff });
+      await upsertAgentRow(trx, e.account, e.agent, { servers, revision: e.revision, version, pending });
+      await this.deps.changes.open(trx, e.account, change);
+      return { kind: 'changed', changes: [{ agent: e.agent, version, diff }] };
+    });
+    return this.finish(e.account, change, outcome);
   }
 }
 
-/** Decodes a stored document (the proxy and the read endpoint use it). */
-export function decodeDocument<T>(bytes: Uint8Array): T {
-  return decodePayload<T>(bytes);
+/** The agent's pending events after a change: those of still-open changes, then this one. */
+export async function nextPending(trx: Kysely<Database>, account: string, pending: PendingToolsEvent[] | null, entry: PendingToolsEvent): Promise<string> {
+  const last = pending?.at(-1);
+  const keep = last !== undefined && (await openChanges(trx, account)).includes(last.change) ? (pending ?? []) : [];
+  return JSON.stringify([...keep, entry]);
+}
+
+/** Creates or updates an agent's row; `version`/`pending` only when its set changed. */
+export async function upsertAgentRow(
+  trx: Kysely<Database>,
+  account: string,
+  agent: string,
+  row: { servers: string[]; revision: number; version?: number; pending?: string },
+): Promise<void> {
+  const changed = row.version !== undefined ? { version: row.version, pending: row.pending ?? null } : {};
+  await trx
+    .insertInto('projector.agent_sets')
+    .values({ account_id: account, agent_id: agent, servers: row.servers, revision: row.revision, ...changed })
+    .onConflict((oc) => oc.columns(['account_id', 'agent_id']).doUpdateSet({ servers: row.servers, revision: row.revision, ...changed, updated_at: new Date() }))
+    .execute();
 }

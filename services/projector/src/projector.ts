@@ -4,12 +4,21 @@ import { createDb, migrate } from '@mcpx/db';
 import { createLogger, type LogSink } from '@mcpx/log';
 import { setupTelemetry, startHealthServer, type Telemetry } from '@mcpx/telemetry';
 import { serveAgentTools } from './agent-tools.read.js';
-import { startEventConsumer } from './event-consumer.js';
+import { ChangeLog } from './change-log.js';
+import { DEFAULT_ACK_WAIT_MS, startEventConsumer } from './event-consumer.js';
+import { EventPublisher } from './event-publisher.js';
+import { LambdaTools, serveLambdaTools } from './lambda-tools.js';
 import { Projection } from './projection.js';
 
 export interface ProjectorOptions {
   telemetry?: Telemetry;
   logSink?: LogSink;
+  /** How long JetStream waits for an event's ack before redelivering it (default 30 s). */
+  ackWaitMs?: number;
+  /** Events handled at once by this instance (default 8). */
+  concurrency?: number;
+  /** agent-tools-changed messages awaiting their PubAck at once (default 5,000). */
+  publishWindow?: number;
 }
 
 export interface RunningProjector {
@@ -22,12 +31,20 @@ export interface RunningProjector {
 export async function startProjector(config: Config, opts: ProjectorOptions = {}): Promise<RunningProjector> {
   const log = createLogger('projector', { level: config.logLevel, fields: { instance: config.instanceId }, ...(opts.logSink ? { sink: opts.logSink } : {}) });
   const telemetry = opts.telemetry ?? await setupTelemetry({ serviceName: 'projector', serviceInstanceId: config.instanceId, ...(config.otlpEndpoint ? { otlpEndpoint: config.otlpEndpoint } : {}) });
-  const db = createDb(config.databaseUrl, { applicationName: 'projector', max: 10 });
+  const db = createDb(config.databaseUrl, { applicationName: 'projector', max: 10, onIdleError: (err) => log.warn('database connection dropped', { err }) });
   await migrate(db, 'projector');
   const bus = await connectBus({ url: config.natsUrl, name: `projector ${config.instanceId}`, prefix: config.natsPrefix });
-  const projection = new Projection({ db, bus, log, tracer: telemetry.tracer, meter: telemetry.meter, style: config.toolNameStyle });
-  const reads = serveAgentTools(bus, db);
-  const consumer = await startEventConsumer({ bus, projection, log, concurrency: 8 });
+  const publisher = new EventPublisher(bus.nc, () => bus.traceHeaders(), opts.publishWindow ? { window: opts.publishWindow } : {});
+  const changes = new ChangeLog({ db, bus, log, publisher });
+  const projection = new Projection({ db, log, tracer: telemetry.tracer, meter: telemetry.meter, style: config.toolNameStyle, changes });
+  const subs = [serveAgentTools(bus, db, config.toolNameStyle), ...serveLambdaTools(bus, new LambdaTools({ db, log, changes }))];
+  const ackWaitMs = opts.ackWaitMs ?? DEFAULT_ACK_WAIT_MS;
+  const consumer = await startEventConsumer({ bus, projection, log, concurrency: opts.concurrency ?? 8, ackWaitMs });
+  // Changes left open by an instance that died are published again (their events keep their ids).
+  let sweeping: Promise<unknown> = Promise.resolve();
+  const sweep = setInterval(() => {
+    sweeping = changes.sweep(4 * ackWaitMs).catch((err: unknown) => log.warn('sweep of open changes failed', { err: err as Error }));
+  }, 2 * ackWaitMs);
   let ready = true;
   const health = await startHealthServer({ port: config.httpPort, host: config.httpHost, service: 'projector', isReady: () => ready, metricsHandler: telemetry.metricsHandler });
   log.info('projector ready', { health: health.url });
@@ -36,8 +53,11 @@ export async function startProjector(config: Config, opts: ProjectorOptions = {}
     instance: config.instanceId,
     stop: async () => {
       ready = false;
-      reads.unsubscribe();
+      clearInterval(sweep);
+      for (const sub of subs) sub.unsubscribe();
       await consumer.stop();
+      await sweeping;
+      publisher.close();
       await health.close();
       await bus.close();
       await db.destroy();

@@ -1,43 +1,16 @@
-import { SpanKind, type Counter, type Histogram, type Meter, type Tracer } from '@opentelemetry/api';
-import { ErrorCodes, WireError, invalidInput, type ProxyCallRequest } from '@mcpx/contracts';
-import { flattenCallResult, isErrorResult, type ProxyResult } from '@mcpx/domain';
+import { SpanKind, SpanStatusCode, context, trace, type Context, type Counter, type Histogram, type Meter, type Span, type Tracer } from '@opentelemetry/api';
+import { ErrorCodes, WireError, type ProxyCallRequest } from '@mcpx/contracts';
+import { TEXT_LIMIT_BYTES, flattenCallResult, isErrorResult, jsonSizeExceeds, type FlattenLimits, type ProxyResult } from '@mcpx/domain';
+import type { CallLimiter, CallLimits } from '@mcpx/locks';
 import { McpClientError, type McpConnection } from '@mcpx/mcp-client';
-import { withSpan } from '@mcpx/telemetry';
+import { MAX_CALL_TIMEOUT_MS } from './call-request.js';
 import type { Catalog } from './catalog.js';
 import type { ConnectionPool } from './connection-pool.js';
 
-/** Seed 000: a call may take at most 120 s. */
-export const MAX_CALL_TIMEOUT_MS = 120_000;
-const ID_RE = /^[A-Za-z0-9_-]{1,128}$/;
-
-function requireId(v: unknown, field: string): string {
-  if (typeof v !== 'string' || !ID_RE.test(v)) throw invalidInput(field, 'must be 1-128 letters, digits, _ or -');
-  return v;
-}
-
-/** Checks the shape of a call request, naming the first bad field. */
-export function parseCallRequest(raw: unknown): ProxyCallRequest {
-  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) throw invalidInput('request', 'must be a map');
-  const r = raw as Record<string, unknown>;
-  const args = r.arguments ?? {};
-  if (args === null || typeof args !== 'object' || Array.isArray(args)) throw invalidInput('arguments', 'must be an object');
-  if (r.timeoutMs !== undefined && (typeof r.timeoutMs !== 'number' || !Number.isFinite(r.timeoutMs) || r.timeoutMs <= 0)) {
-    throw invalidInput('timeoutMs', 'must be a positive number of milliseconds');
-  }
-  if (typeof r.tool !== 'string' || r.tool === '' || r.tool.length > 128) throw invalidInput('tool', 'must name a tool');
-  return {
-    account: requireId(r.account, 'account'),
-    agent: requireId(r.agent, 'agent'),
-    run: requireId(r.run, 'run'),
-    callId: requireId(r.callId, 'callId'),
-    tool: r.tool,
-    arguments: args as Record<string, unknown>,
-    ...(typeof r.timeoutMs === 'number' ? { timeoutMs: r.timeoutMs } : {}),
-  };
-}
+export { MAX_CALL_TIMEOUT_MS, parseCallRequest, decodeCallRequest } from './call-request.js';
 
 /** Maps the MCP client's local errors onto the wire codes the runtime shows the model. */
-function toWire(err: unknown): WireError {
+export function toWire(err: unknown): WireError {
   if (err instanceof WireError) return err;
   if (err instanceof McpClientError) {
     switch (err.code) {
@@ -58,21 +31,48 @@ function toWire(err: unknown): WireError {
   return new WireError(ErrorCodes.internal, 'internal error');
 }
 
+export interface ReplyLimits {
+  flatten: Partial<FlattenLimits>;
+  /** JSON bytes of `result` (structuredContent) passed on; a bigger one is replaced by a marker in `text`. */
+  resultBytes: number;
+}
+
+/**
+ * Bounds that keep a reply within NATS' max payload: text at the seed's 256 KiB, structured
+ * content at 256 KiB of JSON, images within what is left (base64 is 4/3 of the bytes).
+ */
+export function replyLimits(maxPayload: number): ReplyLimits {
+  const resultBytes = 256 * 1024;
+  const left = Math.max(0, maxPayload - TEXT_LIMIT_BYTES - resultBytes - 64 * 1024);
+  const images = Math.floor((left * 3) / 4);
+  return { flatten: { imageBytes: images, imagesTotalBytes: images }, resultBytes };
+}
+
 export interface CallHandlerDeps {
   catalog: Catalog;
   pool: ConnectionPool;
   tracer: Tracer;
   meter: Meter;
+  /** From the NATS connection's max payload: see {@link replyLimits}. */
+  replyLimits?: ReplyLimits;
+  /** Per-(account, server) protection shared across instances; absent = none. */
+  limiter?: CallLimiter;
+  limits?: CallLimits;
+  /** Names this instance in concurrency leases. */
+  instance?: string;
 }
 
 /**
  * Executes `call` for an mcp tool document: validate the arguments against the contract, check
- * the grant itself, call over the run's pool, flatten the result.
+ * the grant itself, admit the call under the server's limits, call over the run's pool, flatten
+ * the result.
  */
 export class CallHandler {
   private readonly inflight = new Map<string, AbortController>();
   private readonly calls: Counter;
   private readonly duration: Histogram;
+  private readonly byCode = new Map<string, number>();
+  private total = 0;
 
   constructor(private readonly deps: CallHandlerDeps) {
     this.calls = deps.meter.createCounter('mcpx_proxy_calls_total', { description: 'Calls by result code' });
@@ -83,6 +83,11 @@ export class CallHandler {
     return this.inflight.size;
   }
 
+  /** Calls handled, and their results by code (`ok` or an error code), for the service's stats. */
+  get counts(): { calls: number; results: Record<string, number> } {
+    return { calls: this.total, results: Object.fromEntries(this.byCode) };
+  }
+
   /** Aborts an in-flight call of a run (`mcp.proxy.cancel`); false when there is none. */
   cancel(account: string, run: string, callId: string): boolean {
     const ctl = this.inflight.get(`${account}:${run}:${callId}`);
@@ -90,34 +95,44 @@ export class CallHandler {
     return ctl !== undefined;
   }
 
-  async handle(raw: unknown): Promise<ProxyResult> {
+  /** Runs one call in the trace context `parent` (from the request's headers). */
+  async handle(req: ProxyCallRequest, parent: Context): Promise<ProxyResult> {
     const started = performance.now();
+    const span = this.deps.tracer.startSpan(
+      'proxy.call',
+      { kind: SpanKind.SERVER, attributes: { 'mcp.account': req.account, 'mcpx.agent': req.agent, 'mcpx.run': req.run, 'mcp.tool': req.tool } },
+      parent,
+    );
     let code = 'ok';
     try {
-      const req = parseCallRequest(raw);
-      return await withSpan(
-        this.deps.tracer,
-        'proxy.call',
-        { 'mcp.account': req.account, 'mcpx.agent': req.agent, 'mcpx.run': req.run, 'mcp.tool': req.tool },
-        () => this.execute(req, started),
-        { kind: SpanKind.SERVER },
-      );
+      return await context.with(trace.setSpan(parent, span), () => this.execute(req, started, span));
     } catch (err) {
       const wire = toWire(err);
       code = wire.code;
+      span.setStatus({ code: SpanStatusCode.ERROR, message: wire.message });
+      span.setAttribute('mcpx.error_code', wire.code);
       throw wire;
     } finally {
-      this.calls.add(1, { code });
-      this.duration.record(performance.now() - started, { code });
+      span.end();
+      this.count(code, performance.now() - started);
     }
   }
 
-  private async execute(req: ProxyCallRequest, started: number): Promise<ProxyResult> {
+  /** Counts a call refused before it reached {@link handle} (a malformed request). */
+  count(code: string, ms = 0): void {
+    this.total++;
+    this.byCode.set(code, (this.byCode.get(code) ?? 0) + 1);
+    const attrs = { code };
+    this.calls.add(1, attrs);
+    this.duration.record(ms, attrs);
+  }
+
+  private async execute(req: ProxyCallRequest, started: number, span: Span): Promise<ProxyResult> {
     const { catalog } = this.deps;
-    const agent = await catalog.agent(req.account, req.agent);
+    const agent = catalog.agentNow(req.account, req.agent) ?? (await catalog.agent(req.account, req.agent));
     const cid = agent.tools.get(req.tool);
     if (cid === undefined) throw new WireError(ErrorCodes.notFound, `no tool ${req.tool} is enabled for this agent`, { field: 'tool' });
-    const entry = await catalog.document(req.account, cid);
+    const entry = catalog.documentNow(req.account, cid) ?? (await catalog.document(req.account, cid));
     if (entry === null) throw new WireError(ErrorCodes.notFound, `no tool ${req.tool} is enabled for this agent`, { field: 'tool' });
     const { doc } = entry;
     const check = entry.validate(req.arguments);
@@ -128,37 +143,81 @@ export class CallHandler {
         contract: { name: doc.name, description: doc.description, inputSchema: doc.inputSchema },
       });
     }
+    // The projection is a cache of the grant, never the authority.
     if (!agent.grants.has(doc.server)) throw new WireError(ErrorCodes.notGranted, `the agent is not granted the ${doc.server} MCP server`, { server: doc.server });
-    const server = await catalog.server(req.account, doc.server);
+    const server = catalog.serverNow(req.account, doc.server) ?? (await catalog.server(req.account, doc.server));
     if (server === null) throw new WireError(ErrorCodes.notFound, `no MCP server named ${doc.server}`, { server: doc.server });
+    span.setAttribute('mcp.server', doc.server);
     const timeoutMs = Math.min(req.timeoutMs ?? MAX_CALL_TIMEOUT_MS, MAX_CALL_TIMEOUT_MS);
     const key = `${req.account}:${req.run}:${req.callId}`;
+
+    const { limiter, limits } = this.deps;
+    let release: (() => void) | undefined;
+    if (limiter !== undefined && limits !== undefined) {
+      const admission = await limiter.admit(`${req.account}:${doc.server}`, limits, `${this.deps.instance ?? 'proxy'}:${key}`, timeoutMs + 30_000);
+      if (!admission.ok) {
+        throw new WireError(
+          ErrorCodes.rateLimited,
+          admission.reason === 'rate'
+            ? `calls to the ${doc.server} MCP server exceed ${limits.ratePerSecond} per second; retry in ${admission.retryAfterMs} ms`
+            : `the ${doc.server} MCP server already has ${limits.maxConcurrency} calls in flight for this account; retry in ${admission.retryAfterMs} ms`,
+          { server: doc.server, reason: admission.reason, retryAfterMs: admission.retryAfterMs },
+        );
+      }
+      release = admission.release;
+    }
+
     const ctl = new AbortController();
     this.inflight.set(key, ctl);
     try {
-      const call = (conn: McpConnection) =>
-        withSpan(this.deps.tracer, 'mcp tools/call', { 'mcp.server': doc.server, 'mcp.remote_tool': doc.remoteName }, () =>
-          conn.callTool({ name: doc.remoteName, arguments: req.arguments }, { timeoutMs, signal: ctl.signal }), { kind: SpanKind.CLIENT });
+      const tracer = this.deps.tracer;
+      const call = async (conn: McpConnection) => {
+        const parent = context.active();
+        const client = tracer.startSpan('mcp tools/call', { kind: SpanKind.CLIENT, attributes: { 'mcp.server': doc.server, 'mcp.remote_tool': doc.remoteName } }, parent);
+        try {
+          return await context.with(trace.setSpan(parent, client), () =>
+            conn.callTool({ name: doc.remoteName, arguments: req.arguments }, { timeoutMs, signal: ctl.signal }),
+          );
+        } catch (err) {
+          client.setStatus({ code: SpanStatusCode.ERROR, message: err instanceof Error ? err.message : String(err) });
+          throw err;
+        } finally {
+          client.end();
+        }
+      };
       let result;
       try {
         result = await this.deps.pool.use(req.account, req.run, doc.server, server, call);
       } catch (err) {
         // A lost session means the request was not executed: one fresh handshake, one retry.
-        if (!(err instanceof McpClientError) || err.code !== 'session_expired') throw err;
+        // Anything else may have run on the server, and is never retried.
+        if (!(err instanceof McpClientError) || err.code !== 'session_expired' || ctl.signal.aborted) throw err;
+        span.addEvent('session expired: reconnecting once');
         result = await this.deps.pool.use(req.account, req.run, doc.server, server, call, true);
       }
       const errorText = isErrorResult(result);
       if (errorText !== undefined) throw new WireError(ErrorCodes.serverError, errorText || `${doc.name} reported an error`, { server: doc.server });
-      return flattenCallResult({
-        tool: doc.name,
-        server: doc.server,
-        remoteName: doc.remoteName,
-        arguments: req.arguments,
-        result,
-        durationMs: Math.round(performance.now() - started),
-      });
+      const bounds = this.deps.replyLimits;
+      const flat = flattenCallResult(
+        {
+          tool: doc.name,
+          server: doc.server,
+          remoteName: doc.remoteName,
+          arguments: req.arguments,
+          result,
+          durationMs: Math.round(performance.now() - started),
+        },
+        bounds?.flatten,
+      );
+      if (bounds !== undefined && flat.result !== undefined && jsonSizeExceeds(flat.result, bounds.resultBytes)) {
+        delete flat.result;
+        const marker = `[structured result omitted: more than ${bounds.resultBytes} bytes of JSON]`;
+        flat.text = flat.text === undefined ? marker : `${flat.text}\n${marker}`;
+      }
+      return flat;
     } finally {
       this.inflight.delete(key);
+      release?.();
     }
   }
 }

@@ -39,7 +39,13 @@ export class Catalog {
   private readonly agents = new Map<string, Promise<AgentEntry>>();
   private readonly documents = new Map<string, Promise<DocumentEntry | null>>();
   private readonly servers = new Map<string, Promise<ServerEntry | null>>();
+  // Settled values, read synchronously on the hot path (no await when warm).
+  private readonly agentValues = new Map<string, AgentEntry>();
+  private readonly documentValues = new Map<string, DocumentEntry>();
+  private readonly serverValues = new Map<string, ServerEntry>();
   private readonly subs: Subscription[] = [];
+  /** Invalidations seen (tests and stats read it to know an event has been applied). */
+  invalidations = 0;
 
   constructor(
     private readonly db: Db,
@@ -50,7 +56,10 @@ export class Catalog {
   listen(nc: NatsConnection, subjects: Subjects): void {
     const dropAgent = (subject: string): void => {
       const parts = subject.split('.');
-      this.agents.delete(`${parts.at(-2)}:${parts.at(-1)}`);
+      const key = `${parts.at(-2)}:${parts.at(-1)}`;
+      this.agents.delete(key);
+      this.agentValues.delete(key);
+      this.invalidations++;
     };
     this.subs.push(
       nc.subscribe(subjects.agentToolsChangedAll(), { callback: (err, msg) => void (err ?? dropAgent(msg.subject)) }),
@@ -59,7 +68,10 @@ export class Catalog {
         callback: (err, msg) => {
           if (err) return;
           const parts = msg.subject.split('.');
-          this.servers.delete(`${parts.at(-2)}:${parts.at(-1)}`);
+          const key = `${parts.at(-2)}:${parts.at(-1)}`;
+          this.servers.delete(key);
+          this.serverValues.delete(key);
+          this.invalidations++;
         },
       }),
     );
@@ -69,29 +81,51 @@ export class Catalog {
     for (const s of this.subs) s.unsubscribe();
   }
 
+  /** The cached entry of an agent, if it is warm (no I/O). */
+  agentNow(account: string, agent: string): AgentEntry | undefined {
+    return this.agentValues.get(`${account}:${agent}`);
+  }
+
+  documentNow(account: string, cid: string): DocumentEntry | undefined {
+    return this.documentValues.get(`${account}:${cid}`);
+  }
+
+  serverNow(account: string, name: string): ServerEntry | undefined {
+    return this.serverValues.get(`${account}:${name}`);
+  }
+
   agent(account: string, agent: string): Promise<AgentEntry> {
-    return this.memo(this.agents, `${account}:${agent}`, () => this.loadAgent(account, agent));
+    return this.memo(this.agents, this.agentValues, `${account}:${agent}`, () => this.loadAgent(account, agent));
   }
 
   document(account: string, cid: string): Promise<DocumentEntry | null> {
-    return this.memo(this.documents, `${account}:${cid}`, () => this.loadDocument(account, cid), true);
+    return this.memo(this.documents, this.documentValues, `${account}:${cid}`, () => this.loadDocument(account, cid));
   }
 
   server(account: string, name: string): Promise<ServerEntry | null> {
-    return this.memo(this.servers, `${account}:${name}`, () => this.loadServer(account, name), true);
+    return this.memo(this.servers, this.serverValues, `${account}:${name}`, () => this.loadServer(account, name));
   }
 
-  /** Caches the promise so concurrent misses share one read; a failed read is not cached. */
-  private memo<T>(map: Map<string, Promise<T>>, key: string, load: () => Promise<T>, dropNull = false): Promise<T> {
+  /**
+   * Caches the promise so concurrent misses share one read, and the settled value for synchronous
+   * reads. A failed read and a null (missing) one are not cached. A load that an invalidation
+   * overtook does not store its (possibly stale) value.
+   */
+  private memo<T>(map: Map<string, Promise<T>>, values: Map<string, NonNullable<T>>, key: string, load: () => Promise<T>): Promise<T> {
     const hit = map.get(key);
     if (hit) return hit;
-    const p = load().then(
+    const p: Promise<T> = load().then(
       (v) => {
-        if (dropNull && v === null) map.delete(key);
+        if (map.get(key) !== p) return v;
+        if (v === null || v === undefined) map.delete(key);
+        else {
+          values.set(key, v);
+          if (values.size > 100_000) values.delete(values.keys().next().value as string);
+        }
         return v;
       },
       (err: unknown) => {
-        map.delete(key);
+        if (map.get(key) === p) map.delete(key);
         throw err;
       },
     );

@@ -1,5 +1,5 @@
 import type { Counter, Meter, UpDownCounter } from '@opentelemetry/api';
-import { connectMcp, type McpConnection } from '@mcpx/mcp-client';
+import { McpClientError, connectMcp, type McpConnection } from '@mcpx/mcp-client';
 import type { ServerEntry } from './catalog.js';
 
 export interface PoolHooks {
@@ -9,10 +9,16 @@ export interface PoolHooks {
   onToolsChanged(account: string, server: string, conn: McpConnection): void;
 }
 
+interface Slot {
+  promise: Promise<McpConnection>;
+  /** Set once the handshake completed: the hot path then needs no await. */
+  conn?: McpConnection;
+}
+
 interface RunPool {
   account: string;
   run: string;
-  connections: Map<string, Promise<McpConnection>>;
+  connections: Map<string, Slot>;
   lastUsed: number;
   active: number;
 }
@@ -34,6 +40,8 @@ export class ConnectionPool {
   private readonly handshakes: Counter;
   private readonly open: UpDownCounter;
   private openCount = 0;
+  /** Connections opened and not yet closed by us (closing twice must not count twice). */
+  private readonly counted = new WeakSet<McpConnection>();
 
   constructor(
     private readonly opts: ConnectionPoolOptions,
@@ -65,13 +73,27 @@ export class ConnectionPool {
     pool.lastUsed = Date.now();
     try {
       if (fresh) await this.drop(pool, server);
-      let conn = pool.connections.get(server);
-      if (conn === undefined) {
-        conn = this.connect(account, server, entry);
-        pool.connections.set(server, conn);
-        conn.catch(() => pool.connections.get(server) === conn && pool.connections.delete(server));
+      let slot = pool.connections.get(server);
+      if (slot?.conn?.closed) {
+        // Closed under us (the server ended the session): open a new one.
+        await this.drop(pool, server);
+        slot = undefined;
       }
-      return await fn(await conn);
+      if (slot === undefined) {
+        if (this.runs.get(key) !== pool) throw new McpClientError('transport_error', 'the run ended while the call was starting');
+        const created: Slot = { promise: this.connect(account, server, entry) };
+        slot = created;
+        pool.connections.set(server, created);
+        created.promise.then(
+          (c) => {
+            created.conn = c;
+          },
+          () => {
+            if (pool.connections.get(server) === created) pool.connections.delete(server);
+          },
+        );
+      }
+      return await fn(slot.conn ?? (await slot.promise));
     } finally {
       pool.active--;
       pool.lastUsed = Date.now();
@@ -90,6 +112,7 @@ export class ConnectionPool {
       onToolsListChanged: () => opened.conn && this.hooks.onToolsChanged(account, server, opened.conn),
     });
     opened.conn = conn;
+    this.counted.add(conn);
     this.handshakes.add(1);
     this.open.add(1);
     this.openCount++;
@@ -98,17 +121,18 @@ export class ConnectionPool {
   }
 
   private async drop(pool: RunPool, server: string): Promise<void> {
-    const conn = pool.connections.get(server);
+    const slot = pool.connections.get(server);
     pool.connections.delete(server);
-    if (conn) await this.closeConn(conn);
+    if (slot) await this.closeConn(slot);
   }
 
-  private async closeConn(p: Promise<McpConnection>): Promise<void> {
-    const conn = await p.catch(() => undefined);
-    if (conn === undefined || conn.closed) return;
-    await conn.close().catch(() => undefined);
+  private async closeConn(slot: Slot): Promise<void> {
+    const conn = await slot.promise.catch(() => undefined);
+    if (conn === undefined || !this.counted.has(conn)) return;
+    this.counted.delete(conn);
     this.open.add(-1);
     this.openCount--;
+    await conn.close().catch(() => undefined);
   }
 
   /** Closes a run's connections (on `mcp.runs.ended`). */

@@ -1,11 +1,13 @@
 import { loadConfig } from '@mcpx/config';
 import { startProxy } from './proxy.js';
 
-/** The proxy process: configuration from the environment, then the service. */
+/**
+ * The proxy process: configuration from the environment (including PROXY_IDLE_MS,
+ * PROXY_MAX_CONCURRENCY_PER_SERVER and PROXY_RATE_PER_SERVER, see libs/config), then the service.
+ */
 async function main(): Promise<void> {
-  const idle = process.env.PROXY_IDLE_MS;
-  const proxy = await startProxy(loadConfig('proxy', process.env), idle ? { idleMs: Number(idle) } : {});
-  const stop = (): void => void proxy.stop().then(() => process.exit(0));
+  const proxy = await startProxy(loadConfig('proxy', process.env));
+  const stop = (): void => void proxy.stop().then(() => process.exit(0), () => process.exit(1));
   process.once('SIGTERM', stop);
   process.once('SIGINT', stop);
 }

@@ -1,30 +1,35 @@
 import { createHash } from 'node:crypto';
+import { Redis } from 'ioredis';
 import { connectBus } from '@mcpx/bus';
 import type { Config } from '@mcpx/config';
-import { QueueGroups, decodePayload, encodePayload, toWireError, type ProxyCallReply, type ProxyCancel, type RunEnded, type ToolsObserved } from '@mcpx/contracts';
+import { decodePayload, encodePayload, type ProxyCancel, type RunEnded, type ToolsObserved } from '@mcpx/contracts';
 import { createDb } from '@mcpx/db';
+import { CallLimiter } from '@mcpx/locks';
 import { createLogger, type LogSink } from '@mcpx/log';
 import type { McpConnection } from '@mcpx/mcp-client';
 import { SecretBox } from '@mcpx/secrets';
 import { createOutboundFetch } from '@mcpx/outbound';
-import { extractTraceContext, setupTelemetry, startHealthServer, tracingFetch, type Telemetry } from '@mcpx/telemetry';
-import { context } from '@opentelemetry/api';
-import type { Msg } from '@nats-io/transport-node';
-import { CallHandler } from './call-handler.js';
+import { setupTelemetry, startHealthServer, tracingFetch, type Telemetry } from '@mcpx/telemetry';
+import { CallHandler, replyLimits } from './call-handler.js';
 import { Catalog } from './catalog.js';
 import { ConnectionPool } from './connection-pool.js';
+import { startCallService, type ProxyStats } from './call-service.js';
+
+export { PROXY_SERVICE_NAME, proxyServiceName } from './call-service.js';
+export { MAX_CALL_TIMEOUT_MS, MAX_REQUEST_BYTES, cborNestingExceeds, decodeCallRequest, parseCallRequest } from './call-request.js';
+export type { ProxyStats } from './call-service.js';
 
 export interface ProxyOptions {
   telemetry?: Telemetry;
   logSink?: LogSink;
-  /** Idle time after which a run's pool closes (default 5 minutes). */
+  /** Idle time after which a run's pool closes (default: `config.proxy.idleMs`). */
   idleMs?: number;
 }
 
 export interface RunningProxy {
   healthUrl: string;
   instance: string;
-  stats(): { runs: number; connections: number; inflight: number };
+  stats(): ProxyStats;
   stop(): Promise<void>;
 }
 
@@ -33,8 +38,20 @@ export async function startProxy(config: Config, opts: ProxyOptions = {}): Promi
   const instance = config.instanceId.replace(/[^A-Za-z0-9_-]/g, '_');
   const log = createLogger('proxy', { level: config.logLevel, fields: { instance }, ...(opts.logSink ? { sink: opts.logSink } : {}) });
   const telemetry = opts.telemetry ?? await setupTelemetry({ serviceName: 'proxy', serviceInstanceId: instance, ...(config.otlpEndpoint ? { otlpEndpoint: config.otlpEndpoint } : {}) });
-  const db = createDb(config.databaseUrl, { applicationName: 'proxy', max: 10 });
+  const db = createDb(config.databaseUrl, { applicationName: 'proxy', max: 10, onIdleError: (err) => log.warn('database connection dropped', { err }) });
   const bus = await connectBus({ url: config.natsUrl, name: `proxy ${instance}`, prefix: config.natsPrefix });
+  // Admission must not queue behind a Redis outage: fail fast (and open) instead.
+  const redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 1, enableOfflineQueue: false, commandTimeout: 1_000, lazyConnect: true });
+  redis.on('error', () => {});
+  await redis.connect().catch((err: unknown) => log.warn('redis unavailable: per-server limits fail open until it answers', { err: err as Error }));
+  let lastLimiterWarning = 0;
+  const limiter = new CallLimiter(redis, config.redisPrefix, {
+    onError: (err) => {
+      if (Date.now() - lastLimiterWarning < 10_000) return;
+      lastLimiterWarning = Date.now();
+      log.warn('per-server limits unavailable, admitting calls', { err });
+    },
+  });
   const outboundFetch = createOutboundFetch(config.outbound);
   const catalog = new Catalog(db, new SecretBox(config.keyring));
   catalog.listen(bus.nc, bus.subjects);
@@ -51,33 +68,24 @@ export async function startProxy(config: Config, opts: ProxyOptions = {}): Promi
         const last = lastObserved.get(key);
         if (last && last.hash === hash && Date.now() - last.at < 30_000) return;
         lastObserved.set(key, { hash, at: Date.now() });
+        if (lastObserved.size > 10_000) lastObserved.delete(lastObserved.keys().next().value as string);
         const msg: ToolsObserved = { account, server, tools, transport: conn.transport };
         bus.nc.publish(bus.subjects.toolsObserved, encodePayload(msg));
       })
       .catch((err: unknown) => log.warn('quiet discovery list failed', { account, server, err: err as Error }));
   };
   const pool = new ConnectionPool(
-    { connectTimeoutMs: 30_000, idleMs: opts.idleMs ?? 300_000, fetch: tracingFetch(outboundFetch) },
+    { connectTimeoutMs: 30_000, idleMs: opts.idleMs ?? config.proxy.idleMs, fetch: tracingFetch(outboundFetch) },
     { onOpen: observe, onToolsChanged: (a, s, c) => { lastObserved.delete(`${a}:${s}`); observe(a, s, c); } },
     telemetry.meter,
   );
-  const handler = new CallHandler({ catalog, pool, tracer: telemetry.tracer, meter: telemetry.meter });
+  const limits = { maxConcurrency: config.proxy.maxConcurrencyPerServer, ratePerSecond: config.proxy.ratePerServer };
+  const maxPayload = bus.nc.info?.max_payload ?? 1024 * 1024;
+  const handler = new CallHandler({ catalog, pool, tracer: telemetry.tracer, meter: telemetry.meter, limiter, limits, instance, replyLimits: replyLimits(maxPayload) });
+  const stats = (): ProxyStats => ({ instance, ...pool.stats, inflight: handler.inflightCount, ...handler.counts, invalidations: catalog.invalidations });
 
-  const onCall = (err: Error | null, msg: Msg): void => {
-    if (err) return;
-    void context.with(extractTraceContext(msg.headers), async () => {
-      let reply: ProxyCallReply;
-      try {
-        reply = { ok: true, instance, result: await handler.handle(decodePayload(msg.data)) };
-      } catch (e) {
-        reply = { ok: false, instance, error: toWireError(e).toJSON() };
-      }
-      msg.respond(encodePayload(reply));
-    });
-  };
+  const service = await startCallService({ nc: bus.nc, subjects: bus.subjects, instance, handler, stats, log });
   const subs = [
-    bus.nc.subscribe(bus.subjects.proxyCall, { queue: QueueGroups.proxy, callback: onCall }),
-    bus.nc.subscribe(bus.subjects.proxyInstanceCall(instance), { callback: onCall }),
     bus.nc.subscribe(bus.subjects.proxyCancel, {
       callback: (err, msg) => {
         if (err) return;
@@ -109,23 +117,27 @@ export async function startProxy(config: Config, opts: ProxyOptions = {}): Promi
     service: 'proxy',
     isReady: () => ready,
     metricsHandler: telemetry.metricsHandler,
-    extra: { '/stats': () => ({ instance, ...pool.stats, inflight: handler.inflightCount }) },
+    extra: { '/stats': () => ({ ...stats(), cpu: process.cpuUsage(), rss: process.memoryUsage.rss() }) },
   });
-  log.info('proxy ready', { instance, health: health.url });
+  log.info('proxy ready', { instance, health: health.url, service: service.name, limits });
+  let stopping: Promise<void> | undefined;
   return {
     healthUrl: health.url,
     instance,
-    stats: () => ({ ...pool.stats, inflight: handler.inflightCount }),
-    stop: async () => {
-      ready = false;
-      for (const s of subs) s.unsubscribe();
-      catalog.close();
-      await pool.closeAll();
-      await health.close();
-      await bus.close();
-      await db.destroy();
-      await outboundFetch.close();
-      if (opts.telemetry === undefined) await telemetry.shutdown();
-    },
+    stats,
+    stop: () =>
+      (stopping ??= (async () => {
+        ready = false;
+        await service.stop().catch((err: unknown) => log.warn('service stop failed', { err: err as Error }));
+        for (const s of subs) s.unsubscribe();
+        catalog.close();
+        await pool.closeAll();
+        await health.close();
+        await bus.close();
+        redis.disconnect();
+        await db.destroy();
+        await outboundFetch.close();
+        if (opts.telemetry === undefined) await telemetry.shutdown();
+      })()),
   };
 }

@@ -17,14 +17,49 @@ export const DISCOVERY_LIMITS = {
   maxPages: 50,
   maxTools: 1000,
   maxToolNameLength: 512,
+  /** Discoveries that may talk to remote servers at once, per registry instance (the rest queue). */
+  concurrency: 16,
 } as const;
 
-const BACKOFF = { baseMs: 5_000, maxMs: 15 * 60_000, jitter: 0.2 } as const;
+/** Re-probe backoff: `baseMs · 2^(failures-1)`, capped at `maxMs`, ±20 % jitter. */
+export const REPROBE_BACKOFF = { baseMs: 5_000, maxMs: 15 * 60_000, jitter: 0.2 } as const;
 
 /** When to probe a failing server again: exponential in its failures in a row, with jitter. */
-export function nextProbeDelayMs(failures: number, random: () => number = Math.random): number {
-  const exp = Math.min(BACKOFF.maxMs, BACKOFF.baseMs * 2 ** Math.max(0, failures - 1));
-  return Math.round(exp * (1 - BACKOFF.jitter + 2 * BACKOFF.jitter * random()));
+export function nextProbeDelayMs(
+  failures: number,
+  random: () => number = Math.random,
+  baseMs: number = REPROBE_BACKOFF.baseMs,
+): number {
+  const exp = Math.min(REPROBE_BACKOFF.maxMs, baseMs * 2 ** Math.max(0, failures - 1));
+  return Math.round(exp * (1 - REPROBE_BACKOFF.jitter + 2 * REPROBE_BACKOFF.jitter * random()));
+}
+
+/**
+ * Whether a 401 asks for OAuth (RFC 9728 protected-resource metadata in `WWW-Authenticate`, the
+ * MCP authorization spec's signal). Only then is the server `auth_required`: a plain 401 means
+ * the configured header is wrong or missing, which the owner fixes, so it is an `error`.
+ */
+export function wantsOAuth(wwwAuthenticate: string | undefined): boolean {
+  return wwwAuthenticate !== undefined && /resource_metadata\s*=/i.test(wwwAuthenticate);
+}
+
+/** A counting semaphore: at most `limit` holders at once, the rest wait in order. */
+class Semaphore {
+  private active = 0;
+  private readonly waiting: Array<() => void> = [];
+  constructor(private readonly limit: number) {}
+
+  async run<T>(fn: () => Promise<T>): Promise<T> {
+    if (this.active >= this.limit) await new Promise<void>((resolve) => this.waiting.push(resolve));
+    else this.active++;
+    try {
+      return await fn();
+    } finally {
+      const next = this.waiting.shift();
+      if (next) next();
+      else this.active--;
+    }
+  }
 }
 
 /** A tool list as we keep it: JSON values only, bounded, in the server's order. */
@@ -60,6 +95,10 @@ export interface DiscoveryDeps {
   meter: Meter;
   /** Builds the fetch used to reach remote servers (outbound safety lives there). */
   fetch?: typeof fetch;
+  /** Base of the re-probe backoff (default {@link REPROBE_BACKOFF}.baseMs). */
+  reprobeBaseMs?: number;
+  /** Bound on concurrent remote discoveries of this instance (default {@link DISCOVERY_LIMITS}.concurrency). */
+  concurrency?: number;
 }
 
 interface Outcome {
@@ -76,8 +115,10 @@ interface Outcome {
 export class Discovery {
   private readonly runs: Counter;
   private readonly duration: Histogram;
+  private readonly slots: Semaphore;
 
   constructor(private readonly deps: DiscoveryDeps) {
+    this.slots = new Semaphore(deps.concurrency ?? DISCOVERY_LIMITS.concurrency);
     this.runs = deps.meter.createCounter('mcpx_discovery_total', { description: 'Discoveries by result and trigger' });
     this.duration = deps.meter.createHistogram('mcpx_discovery_duration_ms', { description: 'Discovery time', unit: 'ms' });
   }
@@ -87,7 +128,7 @@ export class Discovery {
     return this.deps.singleFlight.run(
       `discovery:${server.accountId}:${server.name}`,
       { ttlMs: DISCOVERY_LIMITS.connectTimeoutMs + 30_000 },
-      () => this.lead(server, trigger, () => this.probe(server)),
+      () => this.lead(server, trigger, () => this.slots.run(() => this.probe(server))),
       async () => (await this.deps.servers.find(server.accountId, server.name)) ?? server,
     );
   }
@@ -105,7 +146,14 @@ export class Discovery {
   }
 
   private async probe(server: McpServerRecord): Promise<Outcome> {
-    const headers = await resolveHeaders(this.deps.secrets, server.accountId, server.config);
+    let headers: Record<string, string>;
+    try {
+      headers = await resolveHeaders(this.deps.secrets, server.accountId, server.config);
+    } catch (err) {
+      // A secret sealed with a key that left the ring: the owner sees it, the operator logs it.
+      this.deps.log.error('secret header did not open', { account: server.accountId, server: server.name, err: err as Error });
+      return { error: 'a secret header could not be decrypted (its key is not in the key ring); set the header again' };
+    }
     let conn;
     try {
       conn = await connectMcp({
@@ -116,8 +164,8 @@ export class Discovery {
         ...(this.deps.fetch ? { fetch: this.deps.fetch } : {}),
       });
     } catch (err) {
-      const e = err as { code?: string; message?: string };
-      return { error: e.message ?? 'connect failed', authRequired: e.code === 'unauthorized' };
+      const e = err as { code?: string; message?: string; wwwAuthenticate?: string };
+      return { error: e.message ?? 'connect failed', authRequired: e.code === 'unauthorized' && wantsOAuth(e.wwwAuthenticate) };
     }
     try {
       const tools = await conn.listTools({ maxPages: DISCOVERY_LIMITS.maxPages });
@@ -161,7 +209,7 @@ export class Discovery {
         // A proxy reports the tools of every connection it opens: when nothing changed, that is
         // not worth a write or an event.
         if (trigger === 'observed' && !changed && previous.state === 'ok') return server;
-        const nextProbe = status.state === 'error' ? new Date(now.getTime() + nextProbeDelayMs(status.failures ?? 1)) : null;
+        const nextProbe = status.state === 'error' ? new Date(now.getTime() + nextProbeDelayMs(status.failures ?? 1, Math.random, this.deps.reprobeBaseMs)) : null;
         const saved = await this.deps.servers.recordDiscovery(server.accountId, server.id, status, tools, nextProbe);
         if (saved === null) return server; // deleted meanwhile
         const event: ServerDiscoveredEvent = {

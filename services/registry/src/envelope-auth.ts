@@ -43,10 +43,9 @@ export async function authenticate(
   if (!verifySignature(envelope)) throw new WireError(ErrorCodes.unauthenticated, 'sig: signature does not verify', { field: 'sig' });
   const fresh = await deps.redis.set(`${deps.redisPrefix}nonce:${envelope.signer}:${envelope.nonce}`, '1', 'PX', ENVELOPE_MAX_SKEW_MS * 4, 'NX');
   if (fresh !== 'OK') throw new WireError(ErrorCodes.unauthenticated, 'nonce: already used', { field: 'nonce' });
-  if (envelope.signer === envelope.account) {
-    await deps.accounts.ensure(envelope.account);
-    return { account: envelope.account, signer: envelope.signer, role: 'OWNER' };
-  }
+  // The account's own key is its OWNER. Its row is created by the first action that writes
+  // (after that action's validation), so a refused action writes nothing, not even an account.
+  if (envelope.signer === envelope.account) return { account: envelope.account, signer: envelope.signer, role: 'OWNER' };
   const role = await deps.accounts.signerRole(envelope.account, envelope.signer);
   if (role === null) throw new WireError(ErrorCodes.forbidden, 'signer: not a signer of this account', { field: 'signer' });
   return { account: envelope.account, signer: envelope.signer, role };

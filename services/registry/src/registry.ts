@@ -22,6 +22,14 @@ export interface RegistryOptions {
   /** Telemetry set up by the caller (tests pass one with an in-memory exporter). */
   telemetry?: Telemetry;
   logSink?: LogSink;
+  /**
+   * Background re-probe of servers in `error`: the backoff base (default 5 s, doubling per
+   * failure up to 15 min, ±20 % jitter) and how often due servers are looked for (default
+   * min(2 s, baseMs)). `REGISTRY_REPROBE_BASE_MS` sets the base in main.ts.
+   */
+  reprobe?: { baseMs?: number; intervalMs?: number };
+  /** Remote discoveries this instance runs at once (default 16; `REGISTRY_DISCOVERY_CONCURRENCY`). */
+  discoveryConcurrency?: number;
 }
 
 export interface RunningRegistry {
@@ -36,7 +44,7 @@ export async function startRegistry(config: Config, opts: RegistryOptions = {}):
   const telemetry = opts.telemetry ?? (await setupTelemetry({ serviceName: 'registry', serviceInstanceId: config.instanceId, ...(config.otlpEndpoint ? { otlpEndpoint: config.otlpEndpoint } : {}) }));
   // The https-only CHECK constraint reads this: the local profile allows http to any host.
   const allowHttpHosts = config.outbound.profile === 'local' ? ['*'] : config.outbound.allowHttpHosts;
-  const db = createDb(config.databaseUrl, { allowHttpHosts, applicationName: 'registry' });
+  const db = createDb(config.databaseUrl, { allowHttpHosts, applicationName: 'registry', onIdleError: (err) => log.warn('database connection dropped', { err }) });
   await migrate(db, 'registry');
   const redis = new Redis(config.redisUrl, { lazyConnect: false, maxRetriesPerRequest: 3 });
   const bus = await connectBus({ url: config.natsUrl, name: `registry ${config.instanceId}`, prefix: config.natsPrefix });
@@ -55,6 +63,8 @@ export async function startRegistry(config: Config, opts: RegistryOptions = {}):
     // Outbound safety: https only, no private addresses (unless the operator allows), the
     // address checked is the address connected to, no cross-origin redirects.
     fetch: tracingFetch(outboundFetch),
+    ...(opts.reprobe?.baseMs !== undefined ? { reprobeBaseMs: opts.reprobe.baseMs } : {}),
+    ...(opts.discoveryConcurrency !== undefined ? { concurrency: opts.discoveryConcurrency } : {}),
   });
   const events = new EventStream(bus.nc, bus.subjects);
   let ready = false;
@@ -83,7 +93,8 @@ export async function startRegistry(config: Config, opts: RegistryOptions = {}):
     isReady: () => ready,
   });
   const observed = consumeObservedTools(bus, discovery, log);
-  const reprober = new Reprober(servers, discovery, log, { intervalMs: 2_000, batch: 50, concurrency: 8 });
+  const reprobeIntervalMs = opts.reprobe?.intervalMs ?? Math.min(2_000, opts.reprobe?.baseMs ?? 2_000);
+  const reprober = new Reprober(servers, discovery, log, { intervalMs: reprobeIntervalMs, batch: 50, concurrency: 8 });
   reprober.start();
   await new Promise<void>((resolve) => server.listen(config.httpPort, config.httpHost, resolve));
   ready = true;
@@ -96,16 +107,17 @@ export async function startRegistry(config: Config, opts: RegistryOptions = {}):
     url,
     instance: config.instanceId,
     stop: async () => {
-    ready = false;
-    reprober.stop();
-    observed.unsubscribe();
-    server.closeAllConnections();
-    await new Promise<void>((resolve) => server.close(() => resolve()));
-    await bus.close();
-    redis.disconnect();
-    await db.destroy();
-    await outboundFetch.close();
-    if (opts.telemetry === undefined) await telemetry.shutdown();
+      ready = false;
+      reprober.stop();
+      observed.unsubscribe();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await reprober.idle();
+      await bus.close();
+      redis.disconnect();
+      await db.destroy();
+      await outboundFetch.close();
+      if (opts.telemetry === undefined) await telemetry.shutdown();
     },
   };
 }

@@ -10,6 +10,7 @@ import type { McpServersRepository } from './repositories/mcp-servers.repository
 export class Reprober {
   private timer: NodeJS.Timeout | undefined;
   private running = false;
+  private current: Promise<number> = Promise.resolve(0);
 
   constructor(
     private readonly servers: McpServersRepository,
@@ -19,12 +20,19 @@ export class Reprober {
   ) {}
 
   start(): void {
-    this.timer = setInterval(() => void this.tick(), this.opts.intervalMs);
+    this.timer = setInterval(() => {
+      this.current = this.tick();
+    }, this.opts.intervalMs);
     this.timer.unref();
   }
 
   stop(): void {
     clearInterval(this.timer);
+  }
+
+  /** Resolves when the tick in progress (if any) has finished; for a clean shutdown. */
+  async idle(): Promise<void> {
+    await this.current.catch(() => 0);
   }
 
   async tick(): Promise<number> {

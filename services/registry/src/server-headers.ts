@@ -7,6 +7,16 @@ export function headerSecretName(server: string, header: string): string {
 }
 
 /**
+ * The header secrets a server owns: its secret references that carry its own generated name
+ * (a reference to some other secret of the account is not the server's to delete).
+ */
+export function ownedSecretNames(server: string, config: StoredServerConfig): string[] {
+  return Object.entries(config.secretRefs ?? {})
+    .filter(([header, ref]) => ref === headerSecretName(server, header))
+    .map(([, ref]) => ref);
+}
+
+/**
  * The headers to send to a server: static headers, then secret headers over them (a secret wins
  * over a static header of the same name, compared case-insensitively).
  */

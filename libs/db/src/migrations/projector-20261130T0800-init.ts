@@ -21,25 +21,37 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('server_id', 'text', (c) => c.notNull())
     .addColumn('generation', 'integer', (c) => c.notNull())
     .addColumn('tools', 'jsonb', (c) => c.notNull())
-    // The diff whose agent-tools-changed events are not all published yet (crash recovery).
-    .addColumn('pending', 'jsonb')
+    // A deleted server keeps its row (no tools) so a late event of the same incarnation cannot revive it.
+    .addColumn('deleted', 'boolean', (c) => c.notNull().defaultTo(false))
     .addPrimaryKeyConstraint('projected_servers_pk', ['account_id', 'server'])
     .execute();
+  // Each agent's grant and the version of its tool set. The set itself (name → cid) is derived
+  // from the granted servers' maps (projected_servers.tools) minus names its lambdas hold, so a
+  // contract change writes the server's map once and only bumps each agent's version; rows stay
+  // small (no TOAST), and fillfactor leaves room for HOT updates of version and pending.
+  await sql`
+    CREATE TABLE projector.agent_sets (
+      account_id text NOT NULL,
+      agent_id text NOT NULL,
+      servers text[] NOT NULL,
+      revision integer NOT NULL,
+      version integer NOT NULL DEFAULT 1,
+      -- this agent's latest agent-tools-changed events, kept while their change is open (crash recovery)
+      pending jsonb,
+      updated_at timestamptz NOT NULL DEFAULT now(),
+      CONSTRAINT agent_sets_pk PRIMARY KEY (account_id, agent_id)
+    ) WITH (fillfactor = 70)`.execute(db);
+  await sql`CREATE INDEX agent_sets_servers ON projector.agent_sets USING gin (servers)`.execute(db);
+  // Changes whose agent-tools-changed events are not all confirmed published yet: a change's row
+  // is written with it and deleted once JetStream acknowledged every event (crash recovery).
   await db.schema
-    .createTable('projector.agent_tools')
+    .createTable('projector.open_changes')
+    .addColumn('id', 'text', (c) => c.primaryKey())
     .addColumn('account_id', 'text', (c) => c.notNull())
-    .addColumn('agent_id', 'text', (c) => c.notNull())
-    .addColumn('servers', sql`text[]`, (c) => c.notNull())
-    .addColumn('revision', 'integer', (c) => c.notNull())
-    .addColumn('tools', 'jsonb', (c) => c.notNull())
-    .addColumn('conflicts', 'jsonb', (c) => c.notNull().defaultTo(sql`'[]'::jsonb`))
-    .addColumn('version', 'integer', (c) => c.notNull().defaultTo(1))
-    // The event of this agent's last change while it is not yet published (crash recovery).
-    .addColumn('pending', 'jsonb')
-    .addColumn('updated_at', 'timestamptz', (c) => c.notNull().defaultTo(sql`now()`))
-    .addPrimaryKeyConstraint('agent_tools_pk', ['account_id', 'agent_id'])
+    // The change's diff, shared by every agent whose pending entry does not carry its own.
+    .addColumn('diff', 'jsonb')
+    .addColumn('created_at', 'timestamptz', (c) => c.notNull().defaultTo(sql`now()`))
     .execute();
-  await sql`CREATE INDEX agent_tools_servers ON projector.agent_tools USING gin (servers)`.execute(db);
   await db.schema
     .createTable('projector.lambda_tools')
     .addColumn('account_id', 'text', (c) => c.notNull())
@@ -49,6 +61,24 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('doc_cbor', 'bytea', (c) => c.notNull())
     .addPrimaryKeyConstraint('lambda_tools_pk', ['account_id', 'agent_id', 'name'])
     .execute();
+  // The agent's effective mcp tool set as readers (the proxy, ListAgentTools) see it: every tool
+  // of every granted, projected server, minus names a lambda of the agent holds (the conflicts).
+  await sql`
+    CREATE VIEW projector.agent_tools AS
+    SELECT a.account_id, a.agent_id, a.servers, a.revision, a.version, a.pending, a.updated_at,
+      COALESCE((
+        SELECT jsonb_object_agg(t.key, t.value)
+        FROM projector.projected_servers p CROSS JOIN LATERAL jsonb_each(p.tools) t
+        WHERE p.account_id = a.account_id AND p.server = ANY (a.servers)
+          AND NOT EXISTS (SELECT 1 FROM projector.lambda_tools l WHERE l.account_id = a.account_id AND l.agent_id = a.agent_id AND l.name = t.key)
+      ), '{}'::jsonb) AS tools,
+      COALESCE((
+        SELECT jsonb_agg(jsonb_build_object('name', t.key, 'server', p.server, 'heldBy', 'lambda') ORDER BY t.key)
+        FROM projector.projected_servers p CROSS JOIN LATERAL jsonb_each(p.tools) t
+        WHERE p.account_id = a.account_id AND p.server = ANY (a.servers)
+          AND EXISTS (SELECT 1 FROM projector.lambda_tools l WHERE l.account_id = a.account_id AND l.agent_id = a.agent_id AND l.name = t.key)
+      ), '[]'::jsonb) AS conflicts
+    FROM projector.agent_sets a`.execute(db);
 }
 
 export async function down(db: Kysely<any>): Promise<void> {

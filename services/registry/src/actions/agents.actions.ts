@@ -31,7 +31,7 @@ async function checkGrants(deps: ActionDeps, account: string, grants: string[]):
 async function findAgent(deps: ActionDeps, account: string, ref: unknown): Promise<AgentRecord> {
   if (typeof ref !== 'string' || ref === '' || ref.length > 128) throw invalidInput('agent', 'must name an agent (id or name)');
   const agent = await deps.agents.find(account, ref);
-  if (agent === null) throw new WireError(ErrorCodes.notFound, `no agent ${ref}`, { field: 'agent' });
+  if (agent === null) throw new WireError(ErrorCodes.notFound, `agent: no agent ${ref}`, { field: 'agent' });
   return agent;
 }
 
@@ -41,9 +41,12 @@ export const createAgent: ActionHandler = async (deps, caller, action) => {
   await checkGrants(deps, caller.account, grants);
   let agent: AgentRecord;
   try {
-    agent = await deps.agents.create(caller.account, name, { mcpServers: grants });
+    agent = await deps.db.transaction().execute(async (trx) => {
+      await deps.accounts.ensure(caller.account, trx);
+      return deps.agents.create(caller.account, name, { mcpServers: grants }, trx);
+    });
   } catch (err) {
-    if ((err as { code?: string }).code === '23505') throw new WireError(ErrorCodes.conflict, `an agent named ${name} exists`, { field: 'name' });
+    if ((err as { code?: string }).code === '23505') throw new WireError(ErrorCodes.conflict, `name: an agent named ${name} exists`, { field: 'name' });
     throw err;
   }
   await publishAgentChanged(deps, agent);

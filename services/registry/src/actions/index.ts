@@ -3,6 +3,8 @@ import type { SignerRole } from '../repositories/accounts.repository.js';
 import { createAgent, getAgent, invokeTool, listAgentTools, listAgents, updateAgent } from './agents.actions.js';
 import type { Action, ActionDeps, ActionHandler, Caller } from './context.js';
 import { deleteMcpServer, listMcpServers, refreshMcpServer, setMcpServer } from './mcp-servers.actions.js';
+import { LAMBDA_ACTIONS } from './lambda.actions.js';
+import { authorizeSigner } from './signers.actions.js';
 
 export type { Action, ActionDeps, Caller } from './context.js';
 
@@ -18,6 +20,8 @@ const ACTIONS: Record<string, { handler: ActionHandler; roles: SignerRole[] }> =
   ListAgents: { handler: listAgents, roles: ['OWNER', 'WRITER', 'AGENT'] },
   ListAgentTools: { handler: listAgentTools, roles: ['OWNER', 'WRITER', 'AGENT'] },
   InvokeTool: { handler: invokeTool, roles: ['OWNER', 'WRITER', 'AGENT'] },
+  ...LAMBDA_ACTIONS,
+  AuthorizeSigner: { handler: authorizeSigner, roles: ['OWNER'] },
 };
 
 export function isKnownAction(type: string): boolean {
@@ -27,6 +31,6 @@ export function isKnownAction(type: string): boolean {
 export async function dispatchAction(deps: ActionDeps, caller: Caller, action: Action): Promise<unknown> {
   const entry = Object.hasOwn(ACTIONS, action.type) ? ACTIONS[action.type] : undefined;
   if (entry === undefined) throw new WireError(ErrorCodes.invalidInput, `action.type: unknown action ${String(action.type).slice(0, 64)}`, { field: 'action.type' });
-  if (!entry.roles.includes(caller.role)) throw new WireError(ErrorCodes.forbidden, `a ${caller.role} signer may not ${action.type}`);
+  if (!entry.roles.includes(caller.role)) throw new WireError(ErrorCodes.forbidden, `signer: a ${caller.role} signer may not ${action.type}`, { field: 'signer' });
   return entry.handler(deps, caller, action);
 }

@@ -1,7 +1,7 @@
 import { ErrorCodes, WireError, type ServerDeletedEvent } from '@mcpx/contracts';
 import type { StoredServerConfig } from '../repositories/mcp-servers.repository.js';
 import { redactServer } from '../redaction.js';
-import { headerSecretName } from '../server-headers.js';
+import { headerSecretName, ownedSecretNames } from '../server-headers.js';
 import { validateServerConfig, validateServerNameInput } from '../validation.js';
 import { publishAgentChanged } from './agents.actions.js';
 import type { ActionHandler } from './context.js';
@@ -21,7 +21,21 @@ export const setMcpServer: ActionHandler = async (deps, caller, action) => {
     for (const [header, ref] of Object.entries(config.secretRefs)) {
       if (!existing.has(ref)) throw new WireError(ErrorCodes.invalidInput, `config.secretRefs.${header}: no secret named ${ref}`, { field: `config.secretRefs.${header}` });
     }
+    await deps.accounts.ensure(caller.account, trx);
     const previous = await deps.servers.find(caller.account, name, trx);
+    if (Object.keys(config.secretHeaders).length > 0) {
+      // `gh` + `X-Token` and `gh-x` + `Token` both make `mcp-gh-x-token`: never share one.
+      const others = (await deps.servers.list(caller.account, trx)).filter((s) => s.name !== name);
+      for (const header of Object.keys(config.secretHeaders)) {
+        const secretName = headerSecretName(name, header);
+        const owner = others.find((o) => Object.values(o.config.secretRefs ?? {}).includes(secretName));
+        if (owner !== undefined) {
+          throw new WireError(ErrorCodes.conflict, `config.secretHeaders.${header}: its secret name ${secretName} is used by server ${owner.name}`, {
+            field: `config.secretHeaders.${header}`,
+          });
+        }
+      }
+    }
     const secretRefs: Record<string, string> = { ...config.secretRefs };
     // Secret headers given again are re-sealed; ones not given again keep their stored value.
     for (const [header, ref] of Object.entries(previous?.config.secretRefs ?? {})) {
@@ -32,6 +46,10 @@ export const setMcpServer: ActionHandler = async (deps, caller, action) => {
       await deps.secrets.put(caller.account, secretName, value, trx);
       secretRefs[header] = secretName;
     }
+    // Secrets this server owned that its new config no longer uses go with the old config.
+    const kept = new Set(Object.values(secretRefs));
+    const dropped = previous ? ownedSecretNames(name, previous.config).filter((n) => !kept.has(n)) : [];
+    await deps.secrets.deleteNamed(caller.account, dropped, trx);
     const stored: StoredServerConfig = {
       url: config.url,
       ...(config.transport ? { transport: config.transport } : {}),
@@ -54,7 +72,7 @@ export const setMcpServer: ActionHandler = async (deps, caller, action) => {
 export const refreshMcpServer: ActionHandler = async (deps, caller, action) => {
   const name = validateServerNameInput(action.name, deps.style);
   const server = await deps.servers.find(caller.account, name);
-  if (server === null) throw new WireError(ErrorCodes.notFound, `no MCP server named ${name}`, { field: 'name' });
+  if (server === null) throw new WireError(ErrorCodes.notFound, `name: no MCP server named ${name}`, { field: 'name' });
   const discovered = await deps.discovery.discover(server, 'refresh');
   return { server: redactServer(discovered, deps.style) };
 };
@@ -67,8 +85,8 @@ export const deleteMcpServer: ActionHandler = async (deps, caller, action) => {
   const name = validateServerNameInput(action.name, deps.style);
   const { deleted, agents } = await deps.db.transaction().execute(async (trx) => {
     const deleted = await deps.servers.delete(caller.account, name, trx);
-    if (deleted === null) throw new WireError(ErrorCodes.notFound, `no MCP server named ${name}`, { field: 'name' });
-    await deps.secrets.deleteOwnedBy(caller.account, name, trx);
+    if (deleted === null) throw new WireError(ErrorCodes.notFound, `name: no MCP server named ${name}`, { field: 'name' });
+    await deps.secrets.deleteNamed(caller.account, ownedSecretNames(name, deleted.config), trx);
     const granting = await deps.agents.grantingServer(caller.account, name, trx);
     const agents = [];
     for (const agent of granting) {

@@ -1,13 +1,14 @@
-import type { Db } from '@mcpx/db';
+import type { Kysely } from 'kysely';
+import type { Database, Db } from '@mcpx/db';
 
 export type SignerRole = 'OWNER' | 'AGENT' | 'WRITER';
 
 export class AccountsRepository {
   constructor(private readonly db: Db) {}
 
-  /** Creates the account of a principal on its first signed action; idempotent. */
-  async ensure(principal: string): Promise<void> {
-    await this.db
+  /** Creates the account of a principal on its first action that writes; idempotent. */
+  async ensure(principal: string, trx: Kysely<Database> = this.db): Promise<void> {
+    await trx
       .insertInto('registry.accounts')
       .values({ id: principal, principal })
       .onConflict((oc) => oc.column('id').doNothing())
@@ -30,8 +31,8 @@ export class AccountsRepository {
     return row?.role ?? null;
   }
 
-  async authorizeSigner(account: string, principal: string, role: SignerRole): Promise<void> {
-    await this.db
+  async authorizeSigner(account: string, principal: string, role: SignerRole, trx: Kysely<Database> = this.db): Promise<void> {
+    await trx
       .insertInto('registry.signers')
       .values({ account_id: account, principal, role })
       .onConflict((oc) => oc.columns(['account_id', 'principal']).doUpdateSet({ role }))

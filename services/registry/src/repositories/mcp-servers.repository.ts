@@ -54,8 +54,8 @@ export class McpServersRepository {
     return row ? toRecord(row) : null;
   }
 
-  async list(account: string): Promise<McpServerRecord[]> {
-    const rows = await this.db.selectFrom('registry.mcp_servers').selectAll().where('account_id', '=', account).orderBy('name').execute();
+  async list(account: string, trx: Kysely<Database> = this.db): Promise<McpServerRecord[]> {
+    const rows = await trx.selectFrom('registry.mcp_servers').selectAll().where('account_id', '=', account).orderBy('name').execute();
     return rows.map(toRecord);
   }
 

@@ -43,13 +43,10 @@ export class SecretsRepository {
     return new Map(rows.map((r) => [r.name, this.box.open({ keyId: r.key_id, ciphertext: r.ciphertext }, secretAad(account, r.name))]));
   }
 
-  /** Deletes the header secrets a server owns (`mcp-<server>-…`). */
-  async deleteOwnedBy(account: string, server: string, trx: Kysely<Database>): Promise<number> {
-    const res = await trx
-      .deleteFrom('registry.secrets')
-      .where('account_id', '=', account)
-      .where('name', 'like', `mcp-${server}-%`)
-      .executeTakeFirst();
+  /** Deletes named secrets of an account (the header secrets a server owns). */
+  async deleteNamed(account: string, names: string[], trx: Kysely<Database>): Promise<number> {
+    if (names.length === 0) return 0;
+    const res = await trx.deleteFrom('registry.secrets').where('account_id', '=', account).where('name', 'in', names).executeTakeFirst();
     return Number(res.numDeletedRows);
   }
 

@@ -1,0 +1,104 @@
+import { sql, type Kysely } from 'kysely';
+import type { Database, ToolsDiff } from '@mcpx/db';
+
+type Q = Kysely<Database>;
+
+/** One mcp tool of a granted server: its projected name, CID and server. */
+export interface McpEntry {
+  name: string;
+  cid: string;
+  server: string;
+}
+
+export interface Conflict {
+  name: string;
+  server: string;
+  heldBy: string;
+}
+
+/** An agent's whole tool set as its events describe it: mcp tools not held by a lambda, and its lambdas. */
+export interface EffectiveSet {
+  /** name → cid of every tool (mcp and lambda). */
+  tools: Record<string, string>;
+  /** mcp tools a lambda holds the name of: left out of `tools`. */
+  conflicts: Conflict[];
+}
+
+/** The mcp tools of `servers` (those projected and not deleted). */
+export async function mcpEntries(db: Q, account: string, servers: readonly string[]): Promise<McpEntry[]> {
+  if (servers.length === 0) return [];
+  const rows = await db
+    .selectFrom('projector.projected_servers')
+    .select(['server', 'tools'])
+    .where('account_id', '=', account)
+    .where('server', 'in', [...servers])
+    .where('deleted', '=', false)
+    .execute();
+  const out: McpEntry[] = [];
+  for (const row of rows) for (const [name, cid] of Object.entries(row.tools)) out.push({ name, cid, server: row.server });
+  return out;
+}
+
+/** The agent's lambdas, name → cid. */
+export async function lambdaCids(db: Q, account: string, agent: string): Promise<Map<string, string>> {
+  const rows = await db.selectFrom('projector.lambda_tools').select(['name', 'cid']).where('account_id', '=', account).where('agent_id', '=', agent).execute();
+  return new Map(rows.map((r) => [r.name, r.cid]));
+}
+
+/** The set rule: a lambda keeps a name it holds; the colliding mcp tool is left out and reported. */
+export function effectiveSet(entries: readonly McpEntry[], lambdas: ReadonlyMap<string, string>): EffectiveSet {
+  const tools: Record<string, string> = {};
+  const conflicts: Conflict[] = [];
+  for (const e of entries) {
+    if (lambdas.has(e.name)) conflicts.push({ name: e.name, server: e.server, heldBy: 'lambda' });
+    else tools[e.name] = e.cid;
+  }
+  for (const [name, cid] of lambdas) tools[name] = cid;
+  conflicts.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  return { tools, conflicts };
+}
+
+/** The agent's current set under `servers`. */
+export async function agentSet(db: Q, account: string, agent: string, servers: readonly string[]): Promise<EffectiveSet> {
+  const [entries, lambdas] = await Promise.all([mcpEntries(db, account, servers), lambdaCids(db, account, agent)]);
+  return effectiveSet(entries, lambdas);
+}
+
+/** Transaction-scoped advisory lock on one key (exclusive or shared). */
+export async function lockKey(db: Q, key: string, shared = false): Promise<void> {
+  if (shared) await sql`SELECT pg_advisory_xact_lock_shared(hashtextextended(${key}, 0))`.execute(db);
+  else await sql`SELECT pg_advisory_xact_lock(hashtextextended(${key}, 0))`.execute(db);
+}
+
+export const serverLockKey = (account: string, server: string): string => `server:${account}:${server}`;
+export const agentLockKey = (account: string, agent: string): string => `agent:${account}:${agent}`;
+
+/**
+ * Locks one agent for a change of its set: the agent itself, then (shared) every server it grants
+ * before and after, in order, so a server projected meanwhile is seen either by this change or by
+ * its own UPDATE, never by neither. Returns the agent's row (locked FOR UPDATE), if it has one.
+ */
+export async function lockAgent(trx: Q, account: string, agent: string, servers: readonly string[]) {
+  await lockKey(trx, agentLockKey(account, agent));
+  const before = await trx.selectFrom('projector.agent_sets').select('servers').where('account_id', '=', account).where('agent_id', '=', agent).executeTakeFirst();
+  for (const server of [...new Set([...(before?.servers ?? []), ...servers])].sort()) await lockKey(trx, serverLockKey(account, server), true);
+  return trx.selectFrom('projector.agent_sets').selectAll().where('account_id', '=', account).where('agent_id', '=', agent).forUpdate().executeTakeFirst();
+}
+
+/** SQL of the new `pending` of a row: its events of still-open changes, then `entry`. */
+export function appendPending(entry: string, open: readonly string[]) {
+  return sql<string>`CASE WHEN pending IS NOT NULL AND (pending -> -1 ->> 'change') = ANY(${[...open]}::text[])
+    THEN pending || jsonb_build_array(${entry}::jsonb || jsonb_build_object('version', version + 1))
+    ELSE jsonb_build_array(${entry}::jsonb || jsonb_build_object('version', version + 1)) END`;
+}
+
+/** The open changes of an account (their events are not all confirmed published). */
+export async function openChanges(db: Q, account: string): Promise<string[]> {
+  const rows = await db.selectFrom('projector.open_changes').select('id').where('account_id', '=', account).execute();
+  return rows.map((r) => r.id);
+}
+
+/** A pending entry: the change, and the agent's own diff when it differs from the change's. */
+export function pendingEntry(change: string, own?: ToolsDiff): string {
+  return JSON.stringify(own === undefined ? { change } : { change, added: own.added, changed: own.changed, removed: own.removed });
+}

@@ -1,0 +1,107 @@
+import { Svcm, type Service, type ServiceMsg } from '@nats-io/services';
+import type { MsgHdrs, NatsConnection } from '@nats-io/transport-node';
+import { QueueGroups, encodePayload, toWireError, type ProxyCallReply, type Subjects } from '@mcpx/contracts';
+import type { Logger } from '@mcpx/log';
+import { extractTraceContext } from '@mcpx/telemetry';
+import { decodeCallRequest, toWire, type CallHandler } from './call-handler.js';
+
+/** The micro-service name of the proxy when NATS_PREFIX is empty. */
+export const PROXY_SERVICE_NAME = 'mcpx-proxy';
+
+/**
+ * The proxy's NATS service name in a namespace: `mcpx-proxy`, or `<ns>-mcpx-proxy` under the
+ * prefix `<ns>.` (`$SRV.*` subjects are not prefixed, so the name keeps deployments that share a
+ * NATS server apart). Discover instances with `$SRV.PING|INFO|STATS.<name>`; each instance's INFO
+ * carries `metadata.instance`, the token of its sticky subject `mcp.proxy.<instance>.call`.
+ */
+export function proxyServiceName(prefix: string): string {
+  return prefix === '' ? PROXY_SERVICE_NAME : `${prefix.slice(0, -1)}-${PROXY_SERVICE_NAME}`;
+}
+
+/**
+ * `@nats-io/services` 3.0.0-25 is typed against nats-core 3.0.0-50 while the connection comes from
+ * transport-node 3.4.0 (nats-core 3.4.0). The two differ only in types the services library does
+ * not rely on (a `Match` union member); at runtime it just subscribes and responds on the
+ * connection it is given, which the proxy's tests exercise (PING/INFO/STATS and the calls).
+ */
+function asServicesConnection(nc: NatsConnection): ConstructorParameters<typeof Svcm>[0] {
+  return nc as unknown as ConstructorParameters<typeof Svcm>[0];
+}
+
+export interface ProxyStats {
+  instance: string;
+  runs: number;
+  connections: number;
+  inflight: number;
+  calls: number;
+  results: Record<string, number>;
+  invalidations: number;
+}
+
+export interface CallServiceDeps {
+  nc: NatsConnection;
+  subjects: Subjects;
+  instance: string;
+  handler: CallHandler;
+  stats: () => ProxyStats;
+  log: Logger;
+}
+
+export interface CallService {
+  name: string;
+  stop(): Promise<void>;
+}
+
+/**
+ * `mcp.proxy.call` (queue group `proxy`) and `mcp.proxy.<instance>.call` as endpoints of a NATS
+ * micro-service, so `$SRV.PING/INFO/STATS` find every instance with its stats. Every request gets
+ * a reply, `{ok, instance, result | error}`; a malformed one a typed `invalid_input`.
+ */
+export async function startCallService(deps: CallServiceDeps): Promise<CallService> {
+  const { handler, instance, log } = deps;
+  const name = proxyServiceName(deps.subjects.prefix);
+  const service: Service = await new Svcm(asServicesConnection(deps.nc)).add({
+    name,
+    version: '0.1.0',
+    description: 'Executes MCP tool calls over per-run pooled connections',
+    metadata: { instance },
+    queue: QueueGroups.proxy,
+    // Endpoint stats count synchronous handling only; the proxy's own figures ride along.
+    statsHandler: () => Promise.resolve(deps.stats()),
+  });
+
+  const reply = (msg: ServiceMsg, body: ProxyCallReply): void => {
+    try {
+      msg.respond(encodePayload(body));
+    } catch (err) {
+      // A reply too big for NATS' max payload: say so instead of leaving the caller to time out.
+      log.warn('reply failed', { err: err as Error });
+      const error = toWireError(err).toJSON();
+      msg.respond(encodePayload({ ok: false, instance, error: { ...error, message: 'the result could not be sent' } } satisfies ProxyCallReply));
+    }
+  };
+
+  const onCall = (err: Error | null, msg: ServiceMsg): void => {
+    if (err) return;
+    let req;
+    try {
+      req = decodeCallRequest(msg.data);
+    } catch (e) {
+      const wire = toWire(e);
+      handler.count(wire.code);
+      reply(msg, { ok: false, instance, error: wire.toJSON() });
+      return;
+    }
+    handler.handle(req, extractTraceContext(msg.headers as MsgHdrs | undefined)).then(
+      (result) => reply(msg, { ok: true, instance, result }),
+      (e: unknown) => reply(msg, { ok: false, instance, error: toWire(e).toJSON() }),
+    );
+  };
+
+  service.addEndpoint('call', { subject: deps.subjects.proxyCall, handler: onCall, metadata: { sticky: 'false' } });
+  service.addEndpoint('instance-call', { subject: deps.subjects.proxyInstanceCall(instance), handler: onCall, metadata: { sticky: 'true' } });
+  void service.stopped.then((e) => {
+    if (e instanceof Error) log.error('the call service stopped', { err: e });
+  });
+  return { name, stop: async () => void (await service.stop()) };
+}

@@ -1,0 +1,48 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestMcpServer, type TestMcpServer } from '../servers/index.js';
+import { ProxySystem } from '../support/proxy-system.js';
+import { eventually } from '../support/system.js';
+
+describe('grants on the hot path: the cache that agent events invalidate', () => {
+  let system: ProxySystem;
+  let upstream: TestMcpServer;
+
+  beforeAll(async () => {
+    [system, upstream] = await Promise.all([ProxySystem.start(), startTestMcpServer()]);
+    await system.setServer('demo', upstream.url);
+    await system.setServer('other', upstream.url);
+    await system.createAgent('agent', ['demo', 'other'], 4);
+  });
+
+  afterAll(async () => {
+    await system?.stop();
+    await upstream?.close();
+  });
+
+  it('stops calls of a revoked server within one event, mid-run', async () => {
+    const proxy = system.proxies[0]!;
+    for (let i = 0; i < 3; i++) {
+      expect((await system.call('agent', 'run', 'demo__echo', { text: `before ${i}` })).result.text).toBe(`echo: before ${i}`);
+    }
+    const seen = proxy.stats().invalidations;
+    await system.api.act('UpdateAgent', { agent: system.agentId('agent'), definition: { mcpServers: ['other'] } });
+    // The first invalidating event (agent-changed) is enough: the grant is re-read from its owner.
+    await eventually(async () => (proxy.stats().invalidations > seen ? true : undefined), 10_000, 'the revoke event');
+    const err = await system.callError('agent', 'run', 'demo__echo', { text: 'after' });
+    expect(['not_granted', 'not_found']).toContain(err.code);
+    // The server still granted keeps working in the same run.
+    expect((await system.call('agent', 'run', 'other__echo', { text: 'still' })).result.text).toBe('echo: still');
+    // Once the projection caught up too, the tool is simply gone.
+    await eventually(async () => {
+      const e = await system.callError('agent', 'run', 'demo__echo', { text: 'later' });
+      return e.code === 'not_found' ? true : undefined;
+    }, 15_000, 'the projection to drop the tool');
+  });
+
+  it("refuses a call naming another account's agent: nothing crosses accounts", async () => {
+    const err = await system.client
+      .call({ account: 'someone-else', agent: system.agentId('agent'), run: 'x', tool: 'other__echo', arguments: { text: 'hi' } })
+      .then(() => undefined, (e: { code: string }) => e);
+    expect(err?.code).toBe('not_found');
+  });
+});

@@ -1,0 +1,81 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { echoTool, slowTool, startTestMcpServer, type TestMcpServer } from '../servers/index.js';
+import { ProxySystem } from '../support/proxy-system.js';
+import { eventually } from '../support/system.js';
+
+describe('per-server protection shared across instances (Redis)', () => {
+  let system: ProxySystem;
+  let slow: TestMcpServer;
+  let fast: TestMcpServer;
+
+  beforeAll(async () => {
+    [system, slow, fast] = await Promise.all([
+      ProxySystem.start({ proxies: 2, env: { PROXY_MAX_CONCURRENCY_PER_SERVER: '2', PROXY_RATE_PER_SERVER: '5' } }),
+      startTestMcpServer({ tools: [slowTool(20_000)] }),
+      startTestMcpServer({ tools: [echoTool()] }),
+    ]);
+    await system.setServer('slowsrv', slow.url);
+    await system.setServer('fast', fast.url);
+    await system.createAgent('agent', ['slowsrv', 'fast'], 2);
+  });
+
+  afterAll(async () => {
+    await system?.stop();
+    await Promise.all([slow?.close(), fast?.close()]);
+  });
+
+  const [p0, p1] = [0, 1];
+  const stick = (run: string, i: number): void => system.client.stick(run, system.proxies[i]!.instance);
+
+  it('caps calls in flight per (account, server) across two instances with a typed rate_limited', async () => {
+    stick('a', p0);
+    stick('b', p1);
+    stick('c', p1);
+    const calls = slow.stats.calls;
+    const first = system.callError('agent', 'a', 'slowsrv__slow', {}, { callId: 'a1' });
+    const second = system.callError('agent', 'b', 'slowsrv__slow', {}, { callId: 'b1' });
+    await eventually(async () => (slow.stats.calls - calls === 2 ? true : undefined), 10_000, 'two calls in flight');
+    const third = await system.callError('agent', 'c', 'slowsrv__slow');
+    expect(third.code).toBe('rate_limited');
+    expect(third.details).toMatchObject({ server: 'slowsrv', reason: 'concurrency' });
+    expect(third.details.retryAfterMs).toBeGreaterThan(0);
+    expect(third.retryable).toBe(true);
+    await system.client.cancel(system.account, 'a', 'a1');
+    await system.client.cancel(system.account, 'b', 'b1');
+    expect((await first).code).toBe('cancelled');
+    expect((await second).code).toBe('cancelled');
+    // The leases are released: the server takes calls again.
+    const again = system.callError('agent', 'c', 'slowsrv__slow', {}, { callId: 'c1' });
+    await eventually(async () => (slow.stats.calls - calls === 3 ? true : undefined), 10_000, 'the next call admitted');
+    await system.client.cancel(system.account, 'c', 'c1');
+    expect((await again).code).toBe('cancelled');
+  });
+
+  it('limits the call rate per (account, server) across two instances, with a retry hint', async () => {
+    stick('x', p0);
+    stick('y', p1);
+    const outcomes: Array<{ ok: boolean; instance?: string; retryAfterMs?: number }> = [];
+    for (let i = 0; i < 12; i++) {
+      const run = i % 2 === 0 ? 'x' : 'y';
+      try {
+        const r = await system.call('agent', run, 'fast__echo', { text: String(i) });
+        outcomes.push({ ok: true, instance: r.instance });
+      } catch (err) {
+        const e = err as { code: string; details: { retryAfterMs: number; reason: string } };
+        expect(e.code).toBe('rate_limited');
+        expect(e.details.reason).toBe('rate');
+        outcomes.push({ ok: false, retryAfterMs: e.details.retryAfterMs });
+      }
+    }
+    const ok = outcomes.filter((o) => o.ok);
+    // A bucket of 5 shared by both instances (a call or two may be refilled meanwhile).
+    expect(ok.length).toBeGreaterThanOrEqual(5);
+    expect(ok.length).toBeLessThanOrEqual(7);
+    expect(new Set(ok.map((o) => o.instance)).size).toBe(2);
+    const hint = outcomes.find((o) => !o.ok)!.retryAfterMs!;
+    expect(hint).toBeGreaterThan(0);
+    expect(hint).toBeLessThanOrEqual(200);
+    await new Promise((r) => setTimeout(r, hint + 50));
+    expect((await system.call('agent', 'x', 'fast__echo', { text: 'later' })).result.text).toBe('echo: later');
+  });
+});

@@ -1,0 +1,13 @@
+/**
+ * A standalone upstream for benchmarks: the test MCP server with the default `echo` tool on
+ * loopback, in a process of its own so that it does not share a CPU budget with what is measured.
+ * Prints `{"url": …, "port": …}` on stdout once listening; exits on SIGTERM.
+ */
+import { startTestMcpServer } from './mcp-test-server.js';
+import { echoTool } from './test-tools.js';
+
+const server = await startTestMcpServer({ tools: [echoTool()] });
+process.stdout.write(`${JSON.stringify({ url: server.url, port: server.port })}\n`);
+const stop = (): void => void server.close().then(() => process.exit(0));
+process.once('SIGTERM', stop);
+process.once('SIGINT', stop);

@@ -1,0 +1,109 @@
+import { createServer, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+
+/**
+ * A plain HTTP server on loopback that stands in front of (or instead of) an MCP server, for the
+ * cases a real MCP server does not produce on its own:
+ * - `redirect`: answers every request with a 307 to the same path on `target` (another origin);
+ * - `forward`: passes every request to `target` (streams, SSE included), optionally after a delay,
+ *   and records the JSON-RPC bodies it forwarded (to see what the client sent, e.g. `clientInfo`);
+ * - `echo`: answers every request with `status` and a body that echoes the request headers back
+ *   (a misbehaving server that would reflect a secret into an error message).
+ */
+export type FrontServerOptions =
+  | { mode: 'redirect'; target: string }
+  | { mode: 'forward'; target: string; delayMs?: number }
+  | { mode: 'echo'; status: number };
+
+export interface FrontServer {
+  /** `http://127.0.0.1:PORT` (no path: append the path the target serves). */
+  origin: string;
+  port: number;
+  /** Parsed JSON bodies of the POSTs it saw (forward mode). */
+  bodies: unknown[];
+  /** Requests seen. */
+  requests: number;
+  close(): Promise<void>;
+  [Symbol.asyncDispose](): Promise<void>;
+}
+
+export async function startFrontServer(opts: FrontServerOptions, port = 0): Promise<FrontServer> {
+  const sockets = new Set<Socket>();
+  const state = { bodies: [] as unknown[], requests: 0 };
+
+  async function readAll(req: IncomingMessage): Promise<Buffer> {
+    const chunks: Buffer[] = [];
+    for await (const c of req) chunks.push(c as Buffer);
+    return Buffer.concat(chunks);
+  }
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    state.requests++;
+    if (opts.mode === 'redirect') {
+      res.writeHead(307, { location: new URL(req.url ?? '/', opts.target).toString() }).end();
+      return;
+    }
+    if (opts.mode === 'echo') {
+      await readAll(req);
+      res.writeHead(opts.status, { 'content-type': 'application/json' }).end(JSON.stringify({ error: 'denied', youSent: req.headers }));
+      return;
+    }
+    const body = await readAll(req);
+    if (body.length > 0) {
+      try {
+        state.bodies.push(JSON.parse(body.toString('utf8')));
+      } catch {
+        // not JSON: not recorded
+      }
+    }
+    if (opts.delayMs) await new Promise((r) => setTimeout(r, opts.delayMs));
+    const target = new URL(req.url ?? '/', opts.target);
+    const upstream = httpRequest(target, { method: req.method, headers: { ...req.headers, host: target.host } }, (up) => {
+      res.writeHead(up.statusCode ?? 502, up.headers);
+      up.pipe(res);
+    });
+    upstream.on('error', () => {
+      if (!res.headersSent) res.writeHead(502).end();
+      else res.destroy();
+    });
+    res.on('close', () => upstream.destroy());
+    upstream.end(body);
+  }
+
+  const server = createServer((req, res) => {
+    handle(req, res).catch(() => {
+      if (!res.headersSent) res.writeHead(500).end();
+    });
+  });
+  server.on('connection', (s: Socket) => {
+    sockets.add(s);
+    s.once('close', () => sockets.delete(s));
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, '127.0.0.1', () => resolve());
+  });
+  const address = server.address();
+  if (address === null || typeof address === 'string') throw new Error('front server has no port');
+  let closing: Promise<void> | undefined;
+  const close = async (): Promise<void> => {
+    closing ??= new Promise<void>((resolve) => {
+      server.close(() => resolve());
+      server.closeAllConnections();
+      for (const s of sockets) s.destroy();
+    });
+    await closing;
+  };
+  return {
+    origin: `http://127.0.0.1:${address.port}`,
+    port: address.port,
+    get bodies() {
+      return state.bodies;
+    },
+    get requests() {
+      return state.requests;
+    },
+    close,
+    [Symbol.asyncDispose]: close,
+  };
+}

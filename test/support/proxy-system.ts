@@ -1,0 +1,234 @@
+import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { loadConfig } from '@mcpx/config';
+import { createDb, migrate } from '@mcpx/db';
+import { WireError, makeSubjects, type Subjects } from '@mcpx/contracts';
+import { startProjector } from '@mcpx/projector';
+import { startProxy, type RunningProxy } from '@mcpx/proxy';
+import { ProxyClient, type CallInput, type CallOutcome } from '@mcpx/proxy-client';
+import { startRegistry } from '@mcpx/registry';
+import { setupTelemetry, type Telemetry } from '@mcpx/telemetry';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
+import pg from 'pg';
+import { freePort } from '../servers/free-port.js';
+import { ApiClient } from './api-client.js';
+import { createTestDatabase, serviceUrls, uniqueNamespace, type TestDatabase } from './env.js';
+import { ROOT, eventually } from './system.js';
+
+/**
+ * A database of this test's own: under vitest, a clone of the run's template (createTestDatabase);
+ * outside it (the benchmark), a fresh database migrated here.
+ */
+async function createProxyTestDatabase(): Promise<TestDatabase> {
+  if (process.env.MCPX_TEMPLATE_DB !== undefined) return createTestDatabase();
+  const name = `mcpx_bench_${randomBytes(6).toString('hex')}`;
+  const admin = (): pg.Client => new pg.Client({ connectionString: serviceUrls().postgres });
+  const c = admin();
+  await c.connect();
+  try {
+    await c.query(`CREATE DATABASE "${name}"`);
+  } finally {
+    await c.end();
+  }
+  const url = new URL(serviceUrls().postgres);
+  url.pathname = `/${name}`;
+  const db = createDb(url.toString());
+  try {
+    await migrate(db, 'registry');
+    await migrate(db, 'projector');
+  } finally {
+    await db.destroy();
+  }
+  return {
+    url: url.toString(),
+    name,
+    drop: async () => {
+      const d = admin();
+      await d.connect();
+      try {
+        await d.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+      } finally {
+        await d.end();
+      }
+    },
+  };
+}
+
+/** Like systemEnv, with a database that other vitest runs leave alone. */
+export async function proxySystemEnv(extra: Record<string, string> = {}): Promise<{ env: Record<string, string>; db: TestDatabase }> {
+  const db = await createProxyTestDatabase();
+  const ns = uniqueNamespace();
+  const urls = serviceUrls();
+  return {
+    db,
+    env: {
+      DATABASE_URL: db.url,
+      NATS_URL: urls.nats,
+      REDIS_URL: urls.redis,
+      NATS_PREFIX: ns.natsPrefix,
+      REDIS_PREFIX: ns.redisPrefix,
+      OUTBOUND_PROFILE: 'local',
+      SECRETS_KEYRING: 'k1:' + Buffer.alloc(32, 1).toString('base64'),
+      LOG_LEVEL: 'warn',
+      ...extra,
+    },
+  };
+}
+
+export interface ProxySystemOptions {
+  /** Extra environment (e.g. PROXY_IDLE_MS, PROXY_RATE_PER_SERVER). */
+  env?: Record<string, string>;
+  /** Proxy instances in this process (default 1). */
+  proxies?: number;
+}
+
+/**
+ * Registry, projector and N proxies in this process on real NATS, Postgres and Redis, with a
+ * namespace and database of the test's own; plus an account, a NATS connection and a proxy client
+ * as the agent runtime would hold them.
+ */
+export class ProxySystem {
+  readonly proxies: RunningProxy[] = [];
+  readonly subjects: Subjects;
+  readonly client: ProxyClient;
+  private agentIds = new Map<string, string>();
+
+  private constructor(
+    readonly env: Record<string, string>,
+    readonly db: TestDatabase,
+    readonly api: ApiClient,
+    readonly nc: NatsConnection,
+    readonly telemetry: Telemetry,
+    private readonly stops: Array<() => Promise<void>>,
+  ) {
+    this.subjects = makeSubjects(env.NATS_PREFIX ?? '');
+    this.client = new ProxyClient(nc, this.subjects);
+  }
+
+  static async start(opts: ProxySystemOptions = {}): Promise<ProxySystem> {
+    const { env, db } = await proxySystemEnv(opts.env);
+    const telemetry = await setupTelemetry({ serviceName: 'mcpx-proxy-test' });
+    const stops: Array<() => Promise<void>> = [];
+    const config = (service: 'registry' | 'projector' | 'proxy', i = 0) =>
+      loadConfig(service, { ...env, HTTP_PORT: '0', INSTANCE_ID: `${service}-${i}-${Math.random().toString(36).slice(2, 8)}` });
+    const quiet = { telemetry, logSink: () => {} };
+    try {
+      const registry = await startRegistry(config('registry'), quiet);
+      stops.push(() => registry.stop());
+      const projector = await startProjector(config('projector'), quiet);
+      stops.push(() => projector.stop());
+      const nc = await connect({ servers: serviceUrls().nats });
+      stops.push(() => nc.drain());
+      const system = new ProxySystem(env, db, new ApiClient(registry.url), nc, telemetry, stops);
+      for (let i = 0; i < (opts.proxies ?? 1); i++) await system.addProxy();
+      return system;
+    } catch (err) {
+      for (const s of stops.reverse()) await s().catch(() => undefined);
+      await db.drop().catch(() => undefined);
+      throw err;
+    }
+  }
+
+  /** Starts one more proxy instance in this process. */
+  async addProxy(extraEnv: Record<string, string> = {}): Promise<RunningProxy> {
+    const i = this.proxies.length;
+    const proxy = await startProxy(
+      loadConfig('proxy', { ...this.env, ...extraEnv, HTTP_PORT: '0', INSTANCE_ID: `proxy-${i}-${Math.random().toString(36).slice(2, 8)}` }),
+      { telemetry: this.telemetry, logSink: () => {} },
+    );
+    this.proxies.push(proxy);
+    return proxy;
+  }
+
+  get account(): string {
+    return this.api.principal;
+  }
+
+  /** `SetMcpServer` and waits for a successful discovery. */
+  async setServer(name: string, url: string): Promise<void> {
+    const { server } = await this.api.act<{ server: { status: { state: string; error?: string } } }>('SetMcpServer', { name, config: { url } });
+    if (server.status.state !== 'ok') throw new Error(`server ${name} did not connect: ${server.status.error ?? server.status.state}`);
+  }
+
+  /** Creates an agent granted `servers` and waits until it has `minTools` tools projected. */
+  async createAgent(name: string, servers: string[], minTools = 1): Promise<string> {
+    const { agent } = await this.api.act<{ agent: { id: string } }>('CreateAgent', { name, definition: { mcpServers: servers } });
+    this.agentIds.set(name, agent.id);
+    await eventually(async () => {
+      const t = await this.api.act<{ tools: unknown[] }>('ListAgentTools', { agent: agent.id });
+      return t.tools.length >= minTools ? true : undefined;
+    }, 15_000, `tools projected onto ${name}`);
+    return agent.id;
+  }
+
+  /** A call as the runtime makes it; the agent is an id or a name given to createAgent. */
+  call(agent: string, run: string, tool: string, args: Record<string, unknown> = {}, extra: Partial<CallInput> = {}): Promise<CallOutcome> {
+    return this.client.call({ account: this.account, agent: this.agentIds.get(agent) ?? agent, run, tool, arguments: args, ...extra });
+  }
+
+  /** The typed error a call fails with (fails the test if it succeeds). */
+  async callError(agent: string, run: string, tool: string, args: Record<string, unknown> = {}, extra: Partial<CallInput> = {}): Promise<WireError> {
+    try {
+      await this.call(agent, run, tool, args, extra);
+    } catch (err) {
+      if (err instanceof WireError) return err;
+      throw err;
+    }
+    throw new Error(`${tool} succeeded, an error was expected`);
+  }
+
+  agentId(name: string): string {
+    const id = this.agentIds.get(name);
+    if (id === undefined) throw new Error(`no agent ${name}`);
+    return id;
+  }
+
+  async stop(): Promise<void> {
+    for (const p of this.proxies) await p.stop().catch(() => undefined);
+    for (const s of [...this.stops].reverse()) await s().catch(() => undefined);
+    await this.telemetry.shutdown().catch(() => undefined);
+    await this.db.drop().catch(() => undefined);
+  }
+}
+
+/** A proxy running as its own process (SIGKILL-able), against a ProxySystem's namespace. */
+export interface ProxyProcess {
+  instance: string;
+  url: string;
+  child: ChildProcess;
+  logs: string[];
+  kill(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/** Spawns `services/proxy/src/main.ts` with the system's environment and waits until healthy. */
+export async function spawnProxyProcess(system: ProxySystem, extraEnv: Record<string, string> = {}, nodeArgs: string[] = []): Promise<ProxyProcess> {
+  const port = await freePort();
+  const instance = `proxyp-${port}`;
+  const logs: string[] = [];
+  // Node itself with tsx as a loader (not the tsx wrapper): a SIGKILL must kill the very process
+  // that holds the connections, not a relay in front of it.
+  const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', join(ROOT, 'services', 'proxy', 'src', 'main.ts')], {
+    cwd: ROOT,
+    env: { ...process.env, ...system.env, ...extraEnv, HTTP_PORT: String(port), HTTP_HOST: '127.0.0.1', INSTANCE_ID: instance },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  child.stdout?.on('data', (d: Buffer) => logs.push(d.toString('utf8')));
+  child.stderr?.on('data', (d: Buffer) => logs.push(d.toString('utf8')));
+  const url = `http://127.0.0.1:${port}`;
+  const exited = new Promise<void>((r) => child.once('exit', () => r()));
+  const alive = (): boolean => child.exitCode === null && child.signalCode === null;
+  const signal = async (sig: NodeJS.Signals): Promise<void> => {
+    if (!alive()) return;
+    child.kill(sig);
+    const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+    await exited;
+    clearTimeout(timer);
+  };
+  await eventually(async () => {
+    if (!alive()) throw new Error(`proxy exited:\n${logs.join('')}`);
+    return (await fetch(`${url}/healthz`).catch(() => undefined))?.ok ? true : undefined;
+  }, 60_000, `proxy ${instance} healthy`);
+  return { instance, url, child, logs, kill: () => signal('SIGKILL'), stop: () => signal('SIGTERM') };
+}

@@ -1,0 +1,223 @@
+import { randomBytes } from 'node:crypto';
+import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { sql } from 'kysely';
+import pg from 'pg';
+import { loadConfig, type Config } from '@mcpx/config';
+import { makeSubjects, type Subjects } from '@mcpx/contracts';
+import { createDb, migrate, type Db } from '@mcpx/db';
+import type { LogSink } from '@mcpx/log';
+import { startProjector } from '@mcpx/projector';
+import { startRegistry, type RegistryOptions, type RunningRegistry } from '@mcpx/registry';
+import { setupTelemetry, type Telemetry } from '@mcpx/telemetry';
+import { ApiClient } from './api-client.js';
+import { serviceUrls } from './env.js';
+import { systemEnv } from './system.js';
+import type { TestDatabase } from './env.js';
+
+export interface HarnessOptions {
+  /** Extra environment (OUTBOUND_PROFILE, SECRETS_KEYRING, …) over systemEnv's defaults. */
+  env?: Record<string, string>;
+  /** Start a projector (default true): ListAgentTools and tool documents need it. */
+  projector?: boolean;
+  /** Start a proxy (default false): InvokeTool needs it. */
+  proxy?: boolean;
+  registry?: Omit<RegistryOptions, 'telemetry' | 'logSink'>;
+  telemetry?: Telemetry;
+  logSink?: LogSink;
+  /**
+   * A database migrated from scratch and named outside the test runner's `mcpx_t_` space (which a
+   * starting test run clears): for benchmarks that run while tests may start.
+   */
+  ownDatabase?: boolean;
+}
+
+async function ownDatabaseEnv(extra: Record<string, string> = {}): Promise<{ env: Record<string, string>; db: TestDatabase }> {
+  const name = `mcpx_bench_${randomBytes(6).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: serviceUrls().postgres });
+  await admin.connect();
+  try {
+    await admin.query(`CREATE DATABASE "${name}"`);
+  } finally {
+    await admin.end();
+  }
+  const url = new URL(serviceUrls().postgres);
+  url.pathname = `/${name}`;
+  const migrating = createDb(url.toString(), { max: 1 });
+  try {
+    await migrate(migrating, 'registry');
+    await migrate(migrating, 'projector');
+  } finally {
+    await migrating.destroy();
+  }
+  const db: TestDatabase = {
+    url: url.toString(),
+    name,
+    drop: async () => {
+      const c = new pg.Client({ connectionString: serviceUrls().postgres });
+      await c.connect();
+      try {
+        await c.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+      } finally {
+        await c.end();
+      }
+    },
+  };
+  const { env, db: unused } = await systemEnv({ ...extra });
+  await unused.drop();
+  return { db, env: { ...env, DATABASE_URL: db.url } };
+}
+
+/**
+ * Waits (bounded) until the test database has no backends left: a pool that was just ended may
+ * still be closing its sockets, and DROP … WITH (FORCE) would hand those clients an error nobody
+ * listens to.
+ */
+async function settleConnections(database: string): Promise<void> {
+  const admin = new pg.Client({ connectionString: serviceUrls().postgres });
+  await admin.connect();
+  try {
+    const deadline = Date.now() + 3_000;
+    while (Date.now() < deadline) {
+      const r = await admin.query<{ n: number }>('SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1', [database]);
+      if ((r.rows[0]?.n ?? 0) === 0) return;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  } finally {
+    await admin.end();
+  }
+}
+
+let sharedTelemetry: Promise<Telemetry> | undefined;
+
+/** One in-memory telemetry per test process (global providers are registered once). */
+export function testTelemetry(): Promise<Telemetry> {
+  sharedTelemetry ??= setupTelemetry({ serviceName: 'mcpx-test' });
+  return sharedTelemetry;
+}
+
+export interface CapturedMessage {
+  subject: string;
+  data: Uint8Array;
+}
+
+/**
+ * The registry (and the projector, and optionally the proxy) in this process, against a database,
+ * NATS namespace and Redis prefix of the test's own; plus what a registry test needs to look
+ * behind the API: direct SQL, a NATS connection, more registry instances, table digests.
+ */
+export class RegistryHarness {
+  private readonly stops: Array<() => Promise<void>> = [];
+  private registry!: RunningRegistry;
+  readonly subjects: Subjects;
+
+  private constructor(
+    readonly env: Record<string, string>,
+    readonly db: TestDatabase,
+    /** A connection without the http allow-list: the CHECK constraint applies in full. */
+    readonly sql: Db,
+    readonly nc: NatsConnection,
+    private readonly opts: HarnessOptions,
+    private readonly telemetry: Telemetry,
+  ) {
+    this.subjects = makeSubjects(env.NATS_PREFIX ?? '');
+  }
+
+  static async start(opts: HarnessOptions = {}): Promise<RegistryHarness> {
+    const { env, db } = opts.ownDatabase ? await ownDatabaseEnv(opts.env) : await systemEnv(opts.env);
+    const telemetry = opts.telemetry ?? (await testTelemetry());
+    const h = new RegistryHarness(env, db, createDb(db.url, { max: 2 }), await connect({ servers: serviceUrls().nats }), opts, telemetry);
+    try {
+      h.registry = await h.addRegistry();
+      if (opts.projector !== false) {
+        const projector = await startProjector(h.config('projector'), h.common());
+        h.stops.push(() => projector.stop());
+      }
+      if (opts.proxy === true) {
+        // Imported only when asked for, so a registry test does not depend on the proxy's code.
+        const { startProxy } = await import('@mcpx/proxy');
+        const proxy = await startProxy(h.config('proxy'), h.common());
+        h.stops.push(() => proxy.stop());
+      }
+    } catch (err) {
+      await h.stop();
+      throw err;
+    }
+    return h;
+  }
+
+  get apiUrl(): string {
+    return this.registry.url;
+  }
+
+  config(service: 'registry' | 'projector' | 'proxy', extraEnv: Record<string, string> = {}): Config {
+    return loadConfig(service, { ...this.env, ...extraEnv, HTTP_PORT: '0', INSTANCE_ID: `${service}-${this.stops.length + 1}` });
+  }
+
+  /** Every log line of the services, unless the options route them elsewhere. */
+  readonly logs: string[] = [];
+
+  private common(): { telemetry: Telemetry; logSink: LogSink } {
+    return { telemetry: this.telemetry, logSink: this.opts.logSink ?? ((line) => void this.logs.push(line)) };
+  }
+
+  /** Starts one more registry instance on the same database, NATS namespace and Redis prefix. */
+  async addRegistry(extraEnv: Record<string, string> = {}, registryOpts = this.opts.registry): Promise<RunningRegistry> {
+    const registry = await startRegistry(this.config('registry', extraEnv), { ...registryOpts, ...this.common() });
+    let stopped = false;
+    const stop = async (): Promise<void> => {
+      if (stopped) return;
+      stopped = true;
+      await registry.stop();
+    };
+    this.stops.unshift(stop);
+    return { ...registry, stop };
+  }
+
+  /** Stops the API's registry and starts another in its place (e.g. with another key ring). */
+  async replaceRegistry(extraEnv: Record<string, string>): Promise<void> {
+    await this.registry.stop();
+    this.registry = await this.addRegistry(extraEnv);
+  }
+
+  /** A new account (a fresh key) on the API. */
+  api(url = this.apiUrl): ApiClient {
+    return new ApiClient(url);
+  }
+
+  /** Records every message on a subject pattern of this test's namespace (`>` for all). */
+  async capture(pattern = '>'): Promise<{ messages: CapturedMessage[]; stop(): void }> {
+    const messages: CapturedMessage[] = [];
+    const sub = this.nc.subscribe(`${this.subjects.prefix}${pattern}`, {
+      callback: (_err, msg) => {
+        messages.push({ subject: msg.subject, data: msg.data });
+      },
+    });
+    await this.nc.flush();
+    return { messages, stop: () => sub.unsubscribe() };
+  }
+
+  /** A digest of every row of every registry and projector table: equal digests, nothing written. */
+  async tableDigest(): Promise<Record<string, string>> {
+    const tables = await sql<{ t: string }>`
+      SELECT table_schema || '.' || table_name AS t FROM information_schema.tables
+      WHERE table_schema IN ('registry', 'projector') AND table_type = 'BASE TABLE' AND table_name NOT LIKE 'kysely_%'
+      ORDER BY 1`.execute(this.sql);
+    const out: Record<string, string> = {};
+    for (const { t } of tables.rows) {
+      const [schema, table] = t.split('.') as [string, string];
+      const r = await sql<{ n: number; d: string }>`
+        SELECT count(*)::int AS n, md5(coalesce(string_agg(x::text, '|' ORDER BY x::text), '')) AS d
+        FROM ${sql.table(`${schema}.${table}`)} x`.execute(this.sql);
+      out[t] = `${r.rows[0]?.n}:${r.rows[0]?.d}`;
+    }
+    return out;
+  }
+
+  async stop(): Promise<void> {
+    for (const s of this.stops) await s().catch(() => undefined);
+    await this.nc.drain().catch(() => undefined);
+    await this.sql.destroy().catch(() => undefined);
+    await settleConnections(this.db.name);
+    await this.db.drop().catch(() => undefined);
+  }
+}
