@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { ErrorCodes, WireError, invalidInput, type AgentChangedEvent, type AgentToolsReply, type AgentToolsRequest, type AgentView } from '@mcpx/contracts';
-import { renderToolIndex, renderToolListing } from '@mcpx/domain';
+import { ErrorCodes, WireError, invalidInput, type AgentChangedEvent, type AgentView } from '@mcpx/contracts';
 import type { AgentRecord } from '../repositories/agents.repository.js';
 import { validateAgentName, validateGrantList } from '../validation.js';
 import type { ActionDeps, ActionHandler } from './context.js';
@@ -28,7 +27,7 @@ async function checkGrants(deps: ActionDeps, account: string, grants: string[]):
   if (missing >= 0) throw invalidInput(`definition.mcpServers[${missing}]`, `no MCP server named ${grants[missing]}`);
 }
 
-async function findAgent(deps: ActionDeps, account: string, ref: unknown): Promise<AgentRecord> {
+export async function findAgent(deps: ActionDeps, account: string, ref: unknown): Promise<AgentRecord> {
   if (typeof ref !== 'string' || ref === '' || ref.length > 128) throw invalidInput('agent', 'must name an agent (id or name)');
   const agent = await deps.agents.find(account, ref);
   if (agent === null) throw new WireError(ErrorCodes.notFound, `agent: no agent ${ref}`, { field: 'agent' });
@@ -65,21 +64,6 @@ export const updateAgent: ActionHandler = async (deps, caller, action) => {
 export const getAgent: ActionHandler = async (deps, caller, action) => ({ agent: agentView(await findAgent(deps, caller.account, action.agent)) });
 
 export const listAgents: ActionHandler = async (deps, caller) => ({ agents: (await deps.agents.list(caller.account)).map(agentView) });
-
-/** The agent's enabled tool documents with their contracts, its index and its ~/tools/ listing. */
-export const listAgentTools: ActionHandler = async (deps, caller, action) => {
-  const agent = await findAgent(deps, caller.account, action.agent);
-  const req: AgentToolsRequest = { account: caller.account, agent: agent.id };
-  const reply = await deps.bus.request<AgentToolsReply>(deps.bus.subjects.projectorAgentTools, req, 10_000);
-  return {
-    agent: agent.id,
-    version: reply.version,
-    tools: reply.documents,
-    conflicts: reply.conflicts,
-    index: renderToolIndex(reply.documents, { style: deps.style }),
-    listing: renderToolListing(reply.documents),
-  };
-};
 
 /** The palette verb: one call through the proxy, in a run of its own that ends with it. */
 export const invokeTool: ActionHandler = async (deps, caller, action) => {

@@ -1,9 +1,10 @@
 import { ErrorCodes, WireError } from '@mcpx/contracts';
 import type { SignerRole } from '../repositories/accounts.repository.js';
-import { createAgent, getAgent, invokeTool, listAgentTools, listAgents, updateAgent } from './agents.actions.js';
+import { listAgentTools, promoteTools } from './agent-tools.actions.js';
+import { createAgent, getAgent, invokeTool, listAgents, updateAgent } from './agents.actions.js';
 import type { Action, ActionDeps, ActionHandler, Caller } from './context.js';
 import { deleteMcpServer, listMcpServers, refreshMcpServer, setMcpServer } from './mcp-servers.actions.js';
-import { LAMBDA_ACTIONS } from './lambda.actions.js';
+import { deleteLambdaTool, setLambdaTool } from './lambda.actions.js';
 import { authorizeSigner } from './signers.actions.js';
 
 export type { Action, ActionDeps, Caller } from './context.js';
@@ -20,7 +21,9 @@ const ACTIONS: Record<string, { handler: ActionHandler; roles: SignerRole[] }> =
   ListAgents: { handler: listAgents, roles: ['OWNER', 'WRITER', 'AGENT'] },
   ListAgentTools: { handler: listAgentTools, roles: ['OWNER', 'WRITER', 'AGENT'] },
   InvokeTool: { handler: invokeTool, roles: ['OWNER', 'WRITER', 'AGENT'] },
-  ...LAMBDA_ACTIONS,
+  PromoteTools: { handler: promoteTools, roles: ['OWNER', 'WRITER', 'AGENT'] },
+  SetLambdaTool: { handler: setLambdaTool, roles: ['OWNER', 'WRITER', 'AGENT'] },
+  DeleteLambdaTool: { handler: deleteLambdaTool, roles: ['OWNER', 'WRITER', 'AGENT'] },
   AuthorizeSigner: { handler: authorizeSigner, roles: ['OWNER'] },
 };
 
