@@ -80,7 +80,7 @@ async function main(): Promise<void> {
   const upstream = await startUpstream();
   const system = await ProxySystem.start({
     proxies: 0,
-    // Limits on (one Redis round trip per call), set high enough not to refuse the benchmark.
+    // Limits on (Redis-shared, admitted from leased slots and tokens), set high enough not to refuse the benchmark.
     env: { PROXY_MAX_CONCURRENCY_PER_SERVER: '100000', PROXY_RATE_PER_SERVER: '1000000', LOG_LEVEL: 'warn' },
   });
   // BENCH_PROFILE=<dir>: the proxy writes a V8 CPU profile there when it stops (node --cpu-prof).

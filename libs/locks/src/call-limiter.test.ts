@@ -38,4 +38,47 @@ describe('CallLimiter (real Redis)', () => {
       redis.disconnect();
     }
   });
+
+  it('holds the cap and the rate across two processes while admitting from leases', async () => {
+    const [ra, rb] = [new Redis(redisUrl), new Redis(redisUrl)];
+    const prefix = `mcpx-t${randomBytes(4).toString('hex')}:`;
+    const a = new CallLimiter(ra, prefix, { slotHoldMs: 100 });
+    const b = new CallLimiter(rb, prefix, { slotHoldMs: 100 });
+    try {
+      // Concurrency 3 shared: two calls on a, one on b, then both refused.
+      const cap = { maxConcurrency: 3, ratePerSecond: 0 };
+      const held = [await a.admit('s:c', cap, 'a1', 60_000), await a.admit('s:c', cap, 'a2', 60_000), await b.admit('s:c', cap, 'b1', 60_000)];
+      expect(held.every((h) => h.ok)).toBe(true);
+      expect(await a.admit('s:c', cap, 'a3', 60_000)).toMatchObject({ ok: false, reason: 'concurrency' });
+      expect(await b.admit('s:c', cap, 'b2', 60_000)).toMatchObject({ ok: false, reason: 'concurrency' });
+      // A slot freed on a is reused by a at once (no round trip: the answer is not a promise)…
+      if (held[0]!.ok) held[0]!.release();
+      const reused = a.admit('s:c', cap, 'a4', 60_000);
+      expect(reused).not.toBeInstanceOf(Promise);
+      expect((reused as { ok: boolean }).ok).toBe(true);
+      expect(await b.admit('s:c', cap, 'b3', 60_000)).toMatchObject({ ok: false, reason: 'concurrency' });
+      // …and goes back to Redis after the hold, so b gets it.
+      if (held[1]!.ok) held[1]!.release();
+      await eventually(async () => (await b.admit('s:c', cap, 'b4', 60_000)).ok, 2_000);
+      expect(await a.admit('s:c', cap, 'a5', 60_000)).toMatchObject({ ok: false, reason: 'concurrency' });
+
+      // A rate of 200/s (a bucket of 200, leased 10 at a time): two processes admitting as fast as
+      // they can get the bucket plus what refills meanwhile, never more.
+      const rate = { maxConcurrency: 0, ratePerSecond: 200 };
+      const started = Date.now();
+      let ok = 0;
+      for (let i = 0; i < 600; i++) {
+        const r = await (i % 2 === 0 ? a : b).admit('s:r', rate, `r${i}`, 1_000);
+        if (r.ok) ok++;
+      }
+      const elapsed = Date.now() - started;
+      expect(ok).toBeGreaterThanOrEqual(200);
+      // Leased tokens are taken from the bucket: burst + refill, plus at most one batch per process in flight.
+      expect(ok).toBeLessThanOrEqual(200 + Math.ceil((elapsed * 200) / 1000) + 2 * 10);
+    } finally {
+      await Promise.all([a.close(), b.close()]);
+      ra.disconnect();
+      rb.disconnect();
+    }
+  });
 });

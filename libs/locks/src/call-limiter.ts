@@ -1,48 +1,82 @@
+import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 
 /**
- * Admission in one round trip: drop expired concurrency leases, check the cap, refill the token
- * bucket and take a token, then record the lease. Nothing is written unless the call is admitted.
- * Time comes from Redis (`TIME`), so instances with skewed clocks share one bucket fairly.
+ * Leases in one round trip: drop expired slots, lease up to `wantSlots` concurrency slots (at
+ * least one, when any is wanted) under the cap, refill the token bucket and take up to
+ * `wantTokens` tokens (at least one, when any is wanted). Nothing is taken unless every wanted
+ * kind gets at least one. Time comes from Redis (`TIME`), so instances with skewed clocks share
+ * one bucket fairly.
  *
- * KEYS[1] concurrency zset (member = lease id, score = lease expiry, ms)
+ * KEYS[1] concurrency zset (member = slot id, score = slot expiry, ms)
  * KEYS[2] token bucket hash {t = tokens, ts = last refill, ms}
- * ARGV: maxConcurrency (0 = none), rate per second (0 = none), lease id, lease ttl ms, concurrency retry hint ms
- * Returns {1} or {0, reason, retryAfterMs}.
+ * ARGV: maxConcurrency (0 = none), rate per second (0 = none), slot id prefix, slot ttl ms,
+ *       concurrency retry hint ms, slots wanted, tokens wanted, first slot number
+ * Returns {slots, tokens} or {-1, reason, retryAfterMs}.
  */
-const ADMIT = `
+const LEASE = `
 local tm = redis.call('TIME')
 local now = tonumber(tm[1]) * 1000 + math.floor(tonumber(tm[2]) / 1000)
 local maxc = tonumber(ARGV[1])
 local rate = tonumber(ARGV[2])
 local ttl = tonumber(ARGV[4])
-if maxc > 0 then
+local wantS = tonumber(ARGV[6])
+local wantT = tonumber(ARGV[7])
+local slots = 0
+if maxc > 0 and wantS > 0 then
   redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-  if redis.call('ZCARD', KEYS[1]) >= maxc then
-    return {0, 'concurrency', tonumber(ARGV[5])}
+  slots = math.min(wantS, maxc - redis.call('ZCARD', KEYS[1]))
+  if slots < 1 then
+    return {-1, 'concurrency', tonumber(ARGV[5])}
   end
 end
-if rate > 0 then
+local tokens = 0
+if rate > 0 and wantT > 0 then
   local burst = math.max(1, rate)
   local h = redis.call('HMGET', KEYS[2], 't', 'ts')
-  local tokens = tonumber(h[1])
+  local t = tonumber(h[1])
   local ts = tonumber(h[2])
-  if tokens == nil or ts == nil then
-    tokens = burst
+  if t == nil or ts == nil then
+    t = burst
     ts = now
   end
-  tokens = math.min(burst, tokens + math.max(0, now - ts) * rate / 1000)
-  if tokens < 1 then
-    return {0, 'rate', math.ceil((1 - tokens) * 1000 / rate)}
+  t = math.min(burst, t + math.max(0, now - ts) * rate / 1000)
+  if t < 1 then
+    return {-1, 'rate', math.ceil((1 - t) * 1000 / rate)}
   end
-  redis.call('HSET', KEYS[2], 't', tostring(tokens - 1), 'ts', tostring(now))
+  tokens = math.min(wantT, math.floor(t))
+  redis.call('HSET', KEYS[2], 't', tostring(t - tokens), 'ts', tostring(now))
   redis.call('PEXPIRE', KEYS[2], math.ceil(burst * 1000 / rate) + 1000)
 end
-if maxc > 0 then
-  redis.call('ZADD', KEYS[1], now + ttl, ARGV[3])
+if slots > 0 then
+  local first = tonumber(ARGV[8])
+  for i = 0, slots - 1 do
+    redis.call('ZADD', KEYS[1], now + ttl, ARGV[3] .. (first + i))
+  end
   redis.call('PEXPIRE', KEYS[1], ttl)
 end
-return {1}
+return {slots, tokens}
+`;
+
+/** Extends held slots (those still present) to now + ttl. ARGV: ttl ms, slot ids… */
+const RENEW = `
+local tm = redis.call('TIME')
+local now = tonumber(tm[1]) * 1000 + math.floor(tonumber(tm[2]) / 1000)
+local ttl = tonumber(ARGV[1])
+for i = 2, #ARGV do
+  redis.call('ZADD', KEYS[1], 'XX', now + ttl, ARGV[i])
+end
+redis.call('PEXPIRE', KEYS[1], ttl)
+return 1
+`;
+
+/** Gives unspent tokens back to the bucket (never above its burst). ARGV: tokens, rate. */
+const GIVE_BACK = `
+local t = tonumber(redis.call('HGET', KEYS[1], 't'))
+if t == nil then return 0 end
+local burst = math.max(1, tonumber(ARGV[2]))
+redis.call('HSET', KEYS[1], 't', tostring(math.min(burst, t + tonumber(ARGV[1]))))
+return 1
 `;
 
 export interface CallLimits {
@@ -53,7 +87,7 @@ export interface CallLimits {
 }
 
 export type Admission =
-  | { ok: true; /** Frees the concurrency lease (fire and forget; idempotent). */ release: () => void; degraded?: true }
+  | { ok: true; /** Frees the call's concurrency slot (idempotent). */ release: () => void; degraded?: true }
   | { ok: false; reason: 'concurrency' | 'rate'; retryAfterMs: number };
 
 export interface CallLimiterOptions {
@@ -61,60 +95,249 @@ export interface CallLimiterOptions {
   concurrencyRetryMs?: number;
   /** Called when Redis fails: admission then fails open (the limit protects, it must not take calls down). */
   onError?: (err: Error) => void;
+  /** How long a slot freed by a call stays with this process for its next call before it goes back to Redis. Default 200 ms. */
+  slotHoldMs?: number;
+  /** A held slot's expiry in Redis, renewed while held: a process that dies frees its slots within this. Default 15 s. */
+  slotTtlMs?: number;
+  /** How long leased rate tokens may wait for a call before they are given back. Default 1 s. */
+  tokenTtlMs?: number;
 }
 
-type AdmitReply = [1] | [0, 'concurrency' | 'rate', number];
+type Refusal = [-1, 'concurrency' | 'rate', number];
+type LeaseReply = [number, number] | Refusal;
+const refused = (r: LeaseReply): r is Refusal => r[0] === -1;
 type LimiterRedis = Redis & {
-  mcpxAdmit(conc: string, rate: string, maxc: number, ratePerSecond: number, lease: string, ttlMs: number, retryMs: number): Promise<AdmitReply>;
+  mcpxLease(conc: string, rate: string, maxc: number, ratePerSecond: number, slotPrefix: string, ttlMs: number, retryMs: number, wantSlots: number, wantTokens: number, first: number): Promise<LeaseReply>;
+  mcpxRenew(conc: string, ttlMs: number, ...slots: string[]): Promise<number>;
+  mcpxGiveBack(rate: string, tokens: number, ratePerSecond: number): Promise<number>;
 };
+
+interface Call {
+  slot: string;
+  deadline: number;
+  released: boolean;
+}
+
+/** What this process holds of one scope. */
+interface Scope {
+  conc: string;
+  rate: string;
+  maxc: number;
+  ratePerSecond: number;
+  /** Leased slots no call is using, and when each was freed. */
+  free: Array<{ slot: string; since: number }>;
+  /** Calls admitted with a slot and not yet released. */
+  calls: Set<Call>;
+  tokens: number;
+  tokensExpire: number;
+  /** A background token lease in flight. */
+  prefetching: boolean;
+}
 
 const NOOP = (): void => {};
 const ADMITTED: Admission = { ok: true, release: NOOP };
+const MAX_TOKEN_BATCH = 64;
+/** A batch small enough to be exact is leased on demand only; bigger ones are refilled ahead. */
+const MIN_PREFETCH_BATCH = 4;
 
 /**
  * A concurrency cap and a rate limit per scope (e.g. account and server) shared by every process
- * through Redis. A concurrency lease carries an expiry, so the lease of a process that died
- * mid-call frees itself; `release` ends it early. One round trip per admitted call (`EVALSHA`),
- * plus a fire-and-forget `ZREM` off the latency path when the call ends.
+ * through Redis, with the round trip off the common path:
+ * - concurrency: a process leases slots from Redis one at a time, when it has no free one, and
+ *   keeps a slot its call freed for `slotHoldMs` so the next call reuses it without a round trip.
+ *   The cap holds exactly across processes (a slot is in Redis while any process holds it); a
+ *   freed slot can stay with its process up to `slotHoldMs` before another process can get it
+ *   (the refusal's retry hint covers that). Held slots are renewed in Redis; a process that dies
+ *   frees them within `slotTtlMs`. A call not released within its lease ttl frees its slot.
+ * - rate: a process leases tokens in batches of about 50 ms of the rate (at most 64; one at a
+ *   time below 80/s, which is exact) and spends them locally, refilling ahead in the background.
+ *   Tokens are taken from the shared bucket when leased, so the count over time is exact; a call
+ *   may run up to `tokenTtlMs` after its token was taken, so a one-second window can see at most
+ *   one batch per process more than the bucket allows. Unspent tokens go back after `tokenTtlMs`.
  */
 export class CallLimiter {
   private readonly redis: LimiterRedis;
   private readonly retryMs: number;
+  private readonly holdMs: number;
+  private readonly slotTtlMs: number;
+  private readonly tokenTtlMs: number;
+  private readonly scopes = new Map<string, Scope>();
+  private readonly owner = `${randomBytes(6).toString('hex')}:`;
+  private slotSeq = 0;
+  private timer: NodeJS.Timeout | undefined;
+  private lastRenew = 0;
 
   constructor(
     redis: Redis,
     private readonly prefix: string,
     private readonly opts: CallLimiterOptions = {},
   ) {
-    if (typeof (redis as unknown as Partial<LimiterRedis>).mcpxAdmit !== 'function') redis.defineCommand('mcpxAdmit', { numberOfKeys: 2, lua: ADMIT });
+    const r = redis as unknown as Partial<LimiterRedis>;
+    if (typeof r.mcpxLease !== 'function') redis.defineCommand('mcpxLease', { numberOfKeys: 2, lua: LEASE });
+    if (typeof r.mcpxRenew !== 'function') redis.defineCommand('mcpxRenew', { numberOfKeys: 1, lua: RENEW });
+    if (typeof r.mcpxGiveBack !== 'function') redis.defineCommand('mcpxGiveBack', { numberOfKeys: 1, lua: GIVE_BACK });
     this.redis = redis as unknown as LimiterRedis;
     this.retryMs = opts.concurrencyRetryMs ?? 200;
+    this.holdMs = opts.slotHoldMs ?? 200;
+    this.slotTtlMs = opts.slotTtlMs ?? 15_000;
+    this.tokenTtlMs = opts.tokenTtlMs ?? 1_000;
   }
 
-  /** Admits one call of `scope` (a Redis hash tag keeps its keys on one cluster slot). */
-  async admit(scope: string, limits: CallLimits, leaseId: string, leaseTtlMs: number): Promise<Admission> {
+  /**
+   * Admits one call of `scope` (a Redis hash tag keeps its keys on one cluster slot). `leaseId`
+   * names the call (kept for callers; slots are named by the process); a call not released
+   * within `leaseTtlMs` frees its slot.
+   */
+  admit(scope: string, limits: CallLimits, _leaseId: string, leaseTtlMs: number): Promise<Admission> | Admission {
     const maxc = limits.maxConcurrency > 0 ? Math.floor(limits.maxConcurrency) : 0;
     const rate = limits.ratePerSecond > 0 ? limits.ratePerSecond : 0;
     if (maxc === 0 && rate === 0) return ADMITTED;
-    const base = `${this.prefix}limit:{${scope}}`;
-    const conc = `${base}:c`;
-    let reply: AdmitReply;
+    const s = this.scope(scope, maxc, rate);
+    const now = Date.now();
+    if (rate > 0 && s.tokens > 0 && s.tokensExpire <= now) this.giveBack(s);
+    const needToken = rate > 0 && s.tokens < 1;
+    if (maxc > 0 && s.free.length === 0) this.sweepCalls(s, now);
+    const needSlot = maxc > 0 && s.free.length === 0;
+    if (!needToken && !needSlot) return this.take(s, now, leaseTtlMs);
+    return this.lease(s, needSlot, needToken, leaseTtlMs);
+  }
+
+  /** Gives back what this process holds (slots and tokens); admission keeps working afterwards. */
+  async close(): Promise<void> {
+    if (this.timer !== undefined) clearInterval(this.timer);
+    this.timer = undefined;
+    const jobs: Array<Promise<unknown>> = [];
+    for (const s of this.scopes.values()) {
+      if (s.free.length > 0) jobs.push(this.redis.zrem(s.conc, ...s.free.map((f) => f.slot)));
+      s.free = [];
+      if (s.tokens > 0) jobs.push(this.redis.mcpxGiveBack(s.rate, s.tokens, s.ratePerSecond));
+      s.tokens = 0;
+    }
+    await Promise.all(jobs.map((j) => j.catch(() => undefined)));
+  }
+
+  private scope(key: string, maxc: number, rate: number): Scope {
+    let s = this.scopes.get(key);
+    if (s === undefined) {
+      const base = `${this.prefix}limit:{${key}}`;
+      s = { conc: `${base}:c`, rate: `${base}:r`, maxc, ratePerSecond: rate, free: [], calls: new Set(), tokens: 0, tokensExpire: 0, prefetching: false };
+      this.scopes.set(key, s);
+      this.timer ??= setInterval(() => this.maintain(), Math.min(100, this.holdMs)).unref();
+    } else if (s.maxc !== maxc || s.ratePerSecond !== rate) {
+      // New limits: held slots stay (they are in Redis either way); tokens follow the new rate.
+      if (s.tokens > 0) this.giveBack(s);
+      s.maxc = maxc;
+      s.ratePerSecond = rate;
+    }
+    return s;
+  }
+
+  private batch(s: Scope): number {
+    return Math.max(1, Math.min(MAX_TOKEN_BATCH, Math.floor(s.ratePerSecond / 20), Math.floor(s.ratePerSecond)));
+  }
+
+  /** Admits from what the process holds (a free slot and a token, as the limits need). */
+  private take(s: Scope, now: number, leaseTtlMs: number): Admission {
+    if (s.ratePerSecond > 0) {
+      s.tokens--;
+      const batch = this.batch(s);
+      if (batch >= MIN_PREFETCH_BATCH && s.tokens < batch / 2 && !s.prefetching) this.prefetch(s, batch);
+    }
+    if (s.maxc === 0) return ADMITTED;
+    const slot = s.free.pop()!.slot;
+    const call: Call = { slot, deadline: now + leaseTtlMs, released: false };
+    s.calls.add(call);
+    return {
+      ok: true,
+      release: () => {
+        if (call.released) return;
+        call.released = true;
+        s.calls.delete(call);
+        s.free.push({ slot, since: Date.now() });
+      },
+    };
+  }
+
+  private async lease(s: Scope, needSlot: boolean, needToken: boolean, leaseTtlMs: number): Promise<Admission> {
+    const wantTokens = needToken ? this.batch(s) : 0;
+    const first = this.slotSeq;
+    if (needSlot) this.slotSeq++;
+    let reply: LeaseReply;
     try {
-      reply = await this.redis.mcpxAdmit(conc, `${base}:r`, maxc, rate, leaseId, Math.max(1, Math.ceil(leaseTtlMs)), this.retryMs);
+      reply = await this.redis.mcpxLease(s.conc, s.rate, s.maxc, s.ratePerSecond, this.owner, this.slotTtlMs, this.retryMs, needSlot ? 1 : 0, wantTokens, first);
     } catch (err) {
       this.opts.onError?.(err as Error);
       return { ok: true, release: NOOP, degraded: true };
     }
-    if (reply[0] === 0) return { ok: false, reason: reply[1], retryAfterMs: Number(reply[2]) };
-    if (maxc === 0) return ADMITTED;
-    let released = false;
-    return {
-      ok: true,
-      release: () => {
-        if (released) return;
-        released = true;
-        this.redis.zrem(conc, leaseId).catch((err: unknown) => this.opts.onError?.(err as Error));
-      },
-    };
+    if (refused(reply)) return { ok: false, reason: reply[1], retryAfterMs: Number(reply[2]) };
+    const now = Date.now();
+    if (reply[0] > 0) s.free.push({ slot: `${this.owner}${first}`, since: now });
+    if (reply[1] > 0) {
+      s.tokens += reply[1];
+      s.tokensExpire = now + this.tokenTtlMs;
+    }
+    // Another call may have taken what arrived meanwhile: admit only from what is there.
+    if ((s.ratePerSecond > 0 && s.tokens < 1) || (s.maxc > 0 && s.free.length === 0)) return this.lease(s, s.maxc > 0 && s.free.length === 0, s.ratePerSecond > 0 && s.tokens < 1, leaseTtlMs);
+    return this.take(s, now, leaseTtlMs);
+  }
+
+  private prefetch(s: Scope, batch: number): void {
+    s.prefetching = true;
+    this.redis
+      .mcpxLease(s.conc, s.rate, 0, s.ratePerSecond, this.owner, this.slotTtlMs, this.retryMs, 0, batch, 0)
+      .then(
+        (reply) => {
+          if (!refused(reply) && reply[1] > 0) {
+            s.tokens += reply[1];
+            s.tokensExpire = Date.now() + this.tokenTtlMs;
+          }
+        },
+        (err: unknown) => this.opts.onError?.(err as Error),
+      )
+      .finally(() => {
+        s.prefetching = false;
+      });
+  }
+
+  /** Frees the slots of calls past their lease ttl (their holder never released them). */
+  private sweepCalls(s: Scope, now: number): void {
+    for (const c of s.calls) {
+      if (c.deadline <= now) {
+        c.released = true;
+        s.calls.delete(c);
+        s.free.push({ slot: c.slot, since: now });
+      }
+    }
+  }
+
+  private giveBack(s: Scope): void {
+    const n = s.tokens;
+    s.tokens = 0;
+    this.redis.mcpxGiveBack(s.rate, n, s.ratePerSecond).catch((err: unknown) => this.opts.onError?.(err as Error));
+  }
+
+  /** Returns idle slots and stale tokens, renews held slots, forgets idle scopes. */
+  private maintain(): void {
+    const now = Date.now();
+    const renew = now - this.lastRenew >= this.slotTtlMs / 3;
+    if (renew) this.lastRenew = now;
+    for (const [key, s] of this.scopes) {
+      if (s.calls.size > 0) this.sweepCalls(s, now);
+      const idle = s.free.filter((f) => now - f.since >= this.holdMs);
+      if (idle.length > 0) {
+        s.free = s.free.filter((f) => now - f.since < this.holdMs);
+        this.redis.zrem(s.conc, ...idle.map((f) => f.slot)).catch((err: unknown) => this.opts.onError?.(err as Error));
+      }
+      if (s.tokens > 0 && s.tokensExpire <= now) this.giveBack(s);
+      if (renew && (s.calls.size > 0 || s.free.length > 0)) {
+        const held = [...s.free.map((f) => f.slot), ...[...s.calls].map((c) => c.slot)];
+        this.redis.mcpxRenew(s.conc, this.slotTtlMs, ...held).catch((err: unknown) => this.opts.onError?.(err as Error));
+      }
+      if (s.calls.size === 0 && s.free.length === 0 && s.tokens === 0 && !s.prefetching) this.scopes.delete(key);
+    }
+    if (this.scopes.size === 0) {
+      clearInterval(this.timer);
+      this.timer = undefined;
+    }
   }
 }

@@ -23,6 +23,26 @@ export interface DirectCallTarget {
   cancelled(requestId: string, reason: string): void;
 }
 
+/**
+ * A lower-level request beside the fetch (`@mcpx/outbound`'s `request`, kept by the telemetry's
+ * `tracingFetch`): when the target's fetch carries one, the call goes over it — same connection
+ * pool and outbound checks, no WHATWG Request/Response or web streams. It never follows
+ * redirects (a 3xx fails the call); a failure before the response is a `TypeError('fetch failed')`
+ * like fetch's.
+ */
+export type DirectRequest = (
+  url: URL,
+  opts: { method: string; headers: Record<string, string>; body?: string; signal?: AbortSignal },
+) => Promise<RawResponse>;
+
+interface RawResponse {
+  statusCode: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: RawBody;
+}
+
+type RawBody = NodeJS.ReadableStream & { destroy(error?: Error): unknown };
+
 export interface DirectCallOptions {
   timeoutMs: number;
   signal?: AbortSignal;
@@ -56,42 +76,30 @@ export async function directCall(target: DirectCallTarget, params: CallToolReque
   };
   if (target.protocolVersion !== undefined) headers['mcp-protocol-version'] = target.protocolVersion;
   let sent = false;
+  const body = JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params });
+  const request = (target.fetch as { request?: DirectRequest }).request;
   try {
-    const response = await target.fetch(target.url, {
-      method: 'POST',
-      headers,
-      body: JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params }),
-      signal: controller.signal,
-    });
-    sent = true;
-    if (!response.ok) {
-      const text = await response.text().catch(() => '');
-      throw new StreamableHTTPError(response.status, `Error POSTing to endpoint: ${text}`);
-    }
-    const type = (response.headers.get('content-type') ?? '').split(';', 1)[0]!.trim().toLowerCase();
     let message: JsonRpcResponse | undefined;
-    if (type === 'text/event-stream') message = await readSseResponse(response, id);
-    else if (type === 'application/json') message = findResponse(parseBounded(await readBounded(response)), id);
-    else {
-      await response.body?.cancel().catch(() => {});
-      throw new StreamableHTTPError(-1, `Unexpected content type: ${type || '(none)'}`);
+    if (typeof request === 'function') {
+      const res = await request(target.url, { method: 'POST', headers, body, signal: controller.signal });
+      sent = true;
+      message = await readRawResponse(res, id);
+    } else {
+      const response = await target.fetch(target.url, { method: 'POST', headers, body, signal: controller.signal });
+      sent = true;
+      if (!response.ok) {
+        const text = await response.text().catch(() => '');
+        throw new StreamableHTTPError(response.status, `Error POSTing to endpoint: ${text}`);
+      }
+      const type = (response.headers.get('content-type') ?? '').split(';', 1)[0]!.trim().toLowerCase();
+      if (type === 'text/event-stream') message = await readSseResponse(response, id);
+      else if (type === 'application/json') message = findResponse(parseBounded(await readBounded(response)), id);
+      else {
+        await response.body?.cancel().catch(() => {});
+        throw new StreamableHTTPError(-1, `Unexpected content type: ${type || '(none)'}`);
+      }
     }
-    if (message === undefined) {
-      throw new McpClientError(
-        McpClientErrorCode.TransportError,
-        'MCP response stream ended before the result: the server may have executed the call',
-        { transport: 'http' },
-      );
-    }
-    if (message.error !== undefined) {
-      const e = message.error;
-      throw new McpError(typeof e.code === 'number' ? e.code : -32603, typeof e.message === 'string' ? e.message : 'error', e.data);
-    }
-    const result = message.result;
-    if (result === null || typeof result !== 'object' || Array.isArray(result)) {
-      throw new McpClientError(McpClientErrorCode.TransportError, 'MCP server answered tools/call with a result that is not an object', { transport: 'http' });
-    }
-    return result as CallToolResult;
+    return resultOf(message);
   } catch (err) {
     if (why === 'timeout') {
       if (sent || controller.signal.aborted) target.cancelled(id, 'timeout');
@@ -115,6 +123,175 @@ export async function directCall(target: DirectCallTarget, params: CallToolReque
     clearTimeout(timer);
     outer?.removeEventListener('abort', onAbort);
   }
+}
+
+function resultOf(message: JsonRpcResponse | undefined): CallToolResult {
+  if (message === undefined) {
+    throw new McpClientError(
+      McpClientErrorCode.TransportError,
+      'MCP response stream ended before the result: the server may have executed the call',
+      { transport: 'http' },
+    );
+  }
+  if (message.error !== undefined) {
+    const e = message.error;
+    throw new McpError(typeof e.code === 'number' ? e.code : -32603, typeof e.message === 'string' ? e.message : 'error', e.data);
+  }
+  const result = message.result;
+  if (result === null || typeof result !== 'object' || Array.isArray(result)) {
+    throw new McpClientError(McpClientErrorCode.TransportError, 'MCP server answered tools/call with a result that is not an object', { transport: 'http' });
+  }
+  return result as CallToolResult;
+}
+
+/** Keeps a late error of a stream we are done with from becoming an uncaught 'error' event. */
+const ignore = (): void => {};
+
+/** Ends a body we do not read; undici's `destroy()` emits an AbortError, which must not go uncaught. */
+function discard(body: RawBody): void {
+  body.on('error', ignore);
+  body.destroy();
+}
+
+function header(headers: RawResponse['headers'], name: string): string | undefined {
+  const v = headers[name];
+  return Array.isArray(v) ? v[0] : v;
+}
+
+/**
+ * The request path's answer: status, then the JSON body or the SSE stream up to our response,
+ * read from the Node stream (no web streams). Bounded like the fetch path.
+ */
+async function readRawResponse(res: RawResponse, id: string): Promise<JsonRpcResponse | undefined> {
+  const { statusCode, body } = res;
+  if (statusCode < 200 || statusCode > 299) {
+    // A 3xx lands here too: redirects are not followed on the call path.
+    const text = await readRawText(body, 64 * 1024).catch(() => '');
+    throw new StreamableHTTPError(statusCode, `Error POSTing to endpoint: ${text}`);
+  }
+  const type = (header(res.headers, 'content-type') ?? '').split(';', 1)[0]!.trim().toLowerCase();
+  if (type === 'application/json') {
+    if (Number(header(res.headers, 'content-length')) > MAX_RESPONSE_BYTES) {
+      discard(body);
+      throw tooLarge();
+    }
+    return findResponse(parseBounded(await readRawText(body, MAX_RESPONSE_BYTES)), id);
+  }
+  if (type === 'text/event-stream') return readRawSse(body, id);
+  discard(body);
+  throw new StreamableHTTPError(-1, `Unexpected content type: ${type || '(none)'}`);
+}
+
+/** The whole body as text; more than `limit` bytes destroys the stream and fails (or, for an error body, truncates). */
+function readRawText(body: RawBody, limit: number): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let bytes = 0;
+    const onData = (chunk: Buffer): void => {
+      bytes += chunk.length;
+      if (bytes > limit) {
+        cleanup();
+        discard(body);
+        reject(tooLarge());
+        return;
+      }
+      chunks.push(chunk);
+    };
+    const onEnd = (): void => {
+      cleanup();
+      resolve(chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks).toString('utf8'));
+    };
+    const onError = (err: Error): void => {
+      cleanup();
+      reject(err);
+    };
+    const cleanup = (): void => {
+      body.removeListener('data', onData);
+      body.removeListener('end', onEnd);
+      body.removeListener('error', onError);
+      body.on('error', ignore);
+    };
+    body.on('data', onData);
+    body.on('end', onEnd);
+    body.on('error', onError);
+  });
+}
+
+/**
+ * Reads an SSE body until the event carrying our response, then drains the rest in the background
+ * (so the keep-alive socket is reused). Other messages (progress, logging) are skipped.
+ */
+function readRawSse(body: RawBody, id: string): Promise<JsonRpcResponse | undefined> {
+  return new Promise((resolve, reject) => {
+    const decoder = new TextDecoder();
+    let buffer = '';
+    let tail = '';
+    let bytes = 0;
+    let found: JsonRpcResponse | undefined;
+    let drainTimer: NodeJS.Timeout | undefined;
+    const finish = (): void => {
+      body.removeListener('data', onData);
+      body.removeListener('end', onEnd);
+      body.removeListener('error', onError);
+      body.on('error', ignore);
+      if (drainTimer !== undefined) clearTimeout(drainTimer);
+    };
+    const onData = (chunk: Buffer): void => {
+      bytes += chunk.length;
+      if (bytes > MAX_RESPONSE_BYTES) {
+        finish();
+        discard(body);
+        if (found === undefined) reject(tooLarge());
+        return;
+      }
+      if (found !== undefined) return; // draining
+      const text = decoder.decode(chunk, { stream: true });
+      // Only new text can complete an event: look there (and at the 3 characters before it)
+      // before touching the whole buffer, so a large event arriving in many chunks stays linear.
+      const ends = eventEnd(tail + text) >= 0;
+      tail = text.length >= 3 ? text.slice(-3) : (tail + text).slice(-3);
+      buffer += text;
+      if (!ends) return;
+      let end: number;
+      while ((end = eventEnd(buffer)) >= 0) {
+        const block = buffer.slice(0, end);
+        buffer = buffer.slice(end).replace(/^(\r?\n)+/, '');
+        const data = eventData(block);
+        if (data === undefined) continue;
+        let parsed: unknown;
+        try {
+          parsed = JSON.parse(data);
+        } catch {
+          continue;
+        }
+        const hit = findResponse(parsed, id);
+        if (hit !== undefined) {
+          found = hit;
+          buffer = '';
+          // A server that keeps the stream open after the response does not get to hold the socket long.
+          drainTimer = setTimeout(() => {
+            finish();
+            discard(body);
+          }, 5_000);
+          drainTimer.unref();
+          resolve(hit);
+          return;
+        }
+      }
+    };
+    const onEnd = (): void => {
+      finish();
+      if (found === undefined) resolve(undefined);
+    };
+    const onError = (err: Error): void => {
+      finish();
+      // After our response, a broken stream loses nothing.
+      if (found === undefined) reject(err);
+    };
+    body.on('data', onData);
+    body.on('end', onEnd);
+    body.on('error', onError);
+  });
 }
 
 interface JsonRpcResponse {
@@ -176,6 +353,7 @@ async function readSseResponse(response: Response, id: string): Promise<JsonRpcR
   const reader = response.body.getReader();
   const decoder = new TextDecoder();
   let buffer = '';
+  let tail = '';
   let bytes = 0;
   let finished = false;
   try {
@@ -191,7 +369,13 @@ async function readSseResponse(response: Response, id: string): Promise<JsonRpcR
         await reader.cancel().catch(() => {});
         throw tooLarge();
       }
-      buffer += decoder.decode(value, { stream: true });
+      const text = decoder.decode(value, { stream: true });
+      // Only new text can complete an event: look there (and at the 3 characters before it)
+      // before touching the whole buffer, so a large event arriving in many chunks stays linear.
+      const ends = eventEnd(tail + text) >= 0;
+      tail = text.length >= 3 ? text.slice(-3) : (tail + text).slice(-3);
+      buffer += text;
+      if (!ends) continue;
       let end: number;
       while ((end = eventEnd(buffer)) >= 0) {
         const block = buffer.slice(0, end);

@@ -313,3 +313,48 @@ describe('createOutboundFetch: streaming', () => {
     expect(await viaInit.text()).toBe('POST application/json {"b":2}');
   });
 });
+
+describe('createOutboundFetch: request (the call path, no fetch layer)', () => {
+  const text = async (body: NodeJS.ReadableStream): Promise<string> => {
+    let s = '';
+    for await (const chunk of body) s += String(chunk);
+    return s;
+  };
+
+  it('sends on the same checked pool: refused addresses, rebinding checked per connection', async () => {
+    const server = await startServer((req, res) => {
+      res.setHeader('connection', 'close');
+      res.end(`${req.method} ${req.url} ${req.headers['x-t'] ?? ''}`);
+    });
+    const lookup = scriptedLookup([v4('127.0.0.1')], [v4('10.0.0.1')]);
+    const f = outbound({ ...loopbackAllowed, allowHttpHosts: ['rebind.test'] }, lookup);
+    const res = await f.request(new URL(`http://rebind.test:${server.port}/mcp?x=1`), { method: 'POST', headers: { 'x-t': 'v' }, body: '{}' });
+    expect(res.statusCode).toBe(200);
+    expect(await text(res.body)).toBe('POST /mcp?x=1 v');
+    expect(server.seen[0]).toMatchObject({ host: `rebind.test:${server.port}`, localAddress: '127.0.0.1' });
+    const err = await refusal(f.request(new URL(`http://rebind.test:${server.port}/mcp`), { method: 'POST', headers: {}, body: '{}' }));
+    expect(err.address?.ip).toBe('10.0.0.1');
+    expect(server.seen).toHaveLength(1);
+    // Policy checks before any connection: a literal address, a scheme.
+    expect((await refusal(outbound(production).request(new URL('https://10.0.0.5/'), { method: 'POST', headers: {} }))).reason).toBe('address');
+    expect((await refusal(outbound(production).request(new URL(`${server.origin}/`), { method: 'POST', headers: {} }))).reason).toBe('plain_http');
+  });
+
+  it('never follows a redirect, and fails like fetch when nothing answers', async () => {
+    const other = await startServer(ok);
+    const server = await startServer((_req, res) => res.writeHead(307, { location: `${other.origin}/stolen` }).end());
+    const f = outbound(loopbackAllowed);
+    const res = await f.request(new URL(`${server.origin}/mcp`), { method: 'POST', headers: {}, body: '{}' });
+    expect(res.statusCode).toBe(307);
+    // undici's destroy() reports an AbortError on the stream: listen for it.
+    res.body.on('error', () => {});
+    res.body.destroy();
+    expect(other.seen).toHaveLength(0);
+    const port = server.port;
+    await server.close();
+    const err = await failure(f.request(new URL(`http://127.0.0.1:${port}/mcp`), { method: 'POST', headers: {}, body: '{}' }));
+    expect(err).toBeInstanceOf(TypeError);
+    expect(err.message).toBe('fetch failed');
+    expect((err.cause as { code?: string }).code).toBe('ECONNREFUSED');
+  });
+});

@@ -22,8 +22,33 @@ export interface OutboundFetchOptions {
   lookup?: OutboundLookup;
 }
 
+/** What {@link OutboundRequest} sends: one request, its body a string (or none). */
+export interface OutboundRequestOptions {
+  method: string;
+  headers: Record<string, string>;
+  body?: string;
+  signal?: AbortSignal;
+}
+
+/** The answer of {@link OutboundRequest}: status, lower-cased headers, and the body as a Node stream. */
+export interface OutboundResponse {
+  statusCode: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: NodeJS.ReadableStream & { destroy(error?: Error): unknown };
+}
+
+/**
+ * One request on the same checked connection pool as the fetch, without fetch's WHATWG layer
+ * (no Request/Response objects, no web streams): undici's `Dispatcher.request`. Redirects are
+ * never followed (a 3xx is returned as is: the caller treats it as a failure). undici's
+ * `body.destroy()` emits an AbortError: listen for 'error' before destroying. A failure before
+ * the response surfaces like fetch's: a `TypeError('fetch failed')` with the socket error as its
+ * cause, or an {@link OutboundRefusedError}.
+ */
+export type OutboundRequest = (url: URL, opts: OutboundRequestOptions) => Promise<OutboundResponse>;
+
 /** A `fetch` bound to an outbound policy; `close()` ends its pooled connections. */
-export type OutboundFetch = typeof fetch & { close(): Promise<void> };
+export type OutboundFetch = typeof fetch & { close(): Promise<void>; request: OutboundRequest };
 
 /** Redirects followed, within the origin, when the caller leaves `redirect` at `follow`. */
 export const MAX_REDIRECTS = 5;
@@ -174,5 +199,28 @@ export function createOutboundFetch(policy: OutboundPolicy, opts: OutboundFetchO
     }
   }
 
-  return Object.assign(outboundFetch, { close: () => agent.close() });
+  // The policy check of a URL is pure: the call path sends to one session URL over and over.
+  let allowedHref: string | undefined;
+  const request: OutboundRequest = async (url, opts) => {
+    if (url.href !== allowedHref) {
+      assertRequestAllowed(url, policy);
+      allowedHref = url.href;
+    }
+    try {
+      const res = await agent.request({
+        origin: url.origin,
+        path: `${url.pathname}${url.search}`,
+        method: opts.method,
+        headers: opts.headers,
+        body: opts.body ?? null,
+        signal: opts.signal ?? null,
+      });
+      return { statusCode: res.statusCode, headers: res.headers, body: res.body };
+    } catch (err) {
+      if (opts.signal?.aborted) throw err;
+      throw findRefusal(err) ?? new TypeError('fetch failed', { cause: err });
+    }
+  };
+
+  return Object.assign(outboundFetch, { close: () => agent.close(), request });
 }

@@ -1,11 +1,29 @@
 import { context, propagation } from '@opentelemetry/api';
 
+/** A lower-level request function beside a fetch (e.g. `@mcpx/outbound`'s `request`): its headers are a plain record. */
+export type HeaderRecordRequest<O extends { headers: Record<string, string> }, R> = (url: URL, opts: O) => Promise<R>;
+
+/**
+ * Wraps a request function so every request carries the active trace context (`traceparent`),
+ * like {@link tracingFetch} does for fetch.
+ */
+export function tracingRequest<O extends { headers: Record<string, string> }, R>(base: HeaderRecordRequest<O, R>): HeaderRecordRequest<O, R> {
+  return (url, opts) => {
+    const carrier: Record<string, string> = {};
+    propagation.inject(context.active(), carrier);
+    if (Object.keys(carrier).length === 0) return base(url, opts);
+    return base(url, { ...opts, headers: { ...opts.headers, ...carrier } });
+  };
+}
+
 /**
  * Wraps a fetch so every request carries the active trace context (`traceparent`), so one trace
- * runs from an action or a call through the services to the remote MCP server.
+ * runs from an action or a call through the services to the remote MCP server. A `request`
+ * function on the fetch (see {@link tracingRequest}) is wrapped and kept on the result, so a
+ * caller that prefers it gets the same propagation.
  */
 export function tracingFetch(base: typeof fetch = fetch): typeof fetch {
-  return (input, init) => {
+  const traced: typeof fetch = (input, init) => {
     const carrier: Record<string, string> = {};
     propagation.inject(context.active(), carrier);
     if (Object.keys(carrier).length === 0) return base(input, init);
@@ -13,4 +31,9 @@ export function tracingFetch(base: typeof fetch = fetch): typeof fetch {
     for (const [k, v] of Object.entries(carrier)) headers.set(k, v);
     return base(input, { ...init, headers });
   };
+  const request = (base as { request?: unknown }).request;
+  if (typeof request === 'function') {
+    return Object.assign(traced, { request: tracingRequest(request as HeaderRecordRequest<{ headers: Record<string, string> }, unknown>) });
+  }
+  return traced;
 }

@@ -154,7 +154,9 @@ export class CallHandler {
     const { limiter, limits } = this.deps;
     let release: (() => void) | undefined;
     if (limiter !== undefined && limits !== undefined) {
-      const admission = await limiter.admit(`${req.account}:${doc.server}`, limits, `${this.deps.instance ?? 'proxy'}:${key}`, timeoutMs + 30_000);
+      const admitted = limiter.admit(`${req.account}:${doc.server}`, limits, `${this.deps.instance ?? 'proxy'}:${key}`, timeoutMs + 30_000);
+      // Usually answered from what this instance holds, without a round trip (or an await).
+      const admission = admitted instanceof Promise ? await admitted : admitted;
       if (!admission.ok) {
         throw new WireError(
           ErrorCodes.rateLimited,

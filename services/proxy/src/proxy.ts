@@ -134,6 +134,7 @@ export async function startProxy(config: Config, opts: ProxyOptions = {}): Promi
         await pool.closeAll();
         await health.close();
         await bus.close();
+        await limiter.close();
         redis.disconnect();
         await db.destroy();
         await outboundFetch.close();
