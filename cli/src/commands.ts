@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { AgentView, RedactedMcpServer } from '@mcpx/contracts';
+import { ErrorCodes, WireError, type AgentView, type ApprovalView, type RedactedMcpServer } from '@mcpx/contracts';
 import { generateKeyPair } from '@mcpx/envelope';
 import type { McpToolDocument, ProxyResult } from '@mcpx/domain';
 import { UsageError, flag, flags, keyValues, type ParsedArgs } from './args.js';
@@ -174,6 +174,31 @@ const toolsShow: Command = async (env, args, io, json) => {
   print(io, json, doc, () => JSON.stringify(doc, null, 2));
 };
 
+interface SearchResult {
+  families: Array<{ family: string; server: string; tools: Array<{ name: string; description: string; score: number; cid: string }> }>;
+}
+
+/** `tools search QUERY [--family mcp:SLUG] [--agent AGENT] [--limit N]`: words after `search` form the query. */
+const toolsSearch: Command = async (env, args, io, json) => {
+  const query = args.positionals.slice(2).join(' ');
+  if (query.trim() === '') throw new UsageError('missing QUERY');
+  const family = flag(args, 'family');
+  const agent = flag(args, 'agent');
+  const limit = flag(args, 'limit');
+  const res = await sendAction<SearchResult>(env, await readKey(env.keyFile), {
+    type: 'SearchTools',
+    query,
+    ...(family !== undefined ? { family } : {}),
+    ...(agent !== undefined ? { agent } : {}),
+    ...(limit !== undefined ? { limit: Number(limit) } : {}),
+  });
+  print(io, json, res, () =>
+    res.families.length === 0
+      ? `no tools match "${query}"`
+      : res.families.map((f) => [f.family, ...f.tools.map((t) => `  ${t.name}  ${t.score.toFixed(2)}${t.description ? `  ${t.description.split('\n')[0]}` : ''}`)].join('\n')).join('\n'),
+  );
+};
+
 function renderResult(r: ProxyResult): string {
   const lines = [r.summary];
   if (r.text !== undefined) lines.push(r.text);
@@ -200,12 +225,25 @@ const call: Command = async (env, args, io, json) => {
   const givenRun = flag(args, 'run');
   const run = givenRun ?? `cli-${randomUUID()}`;
   const timeout = flag(args, 'timeout-ms');
+  const approval = flag(args, 'approval');
   const outcome = await withProxy(env, async (proxy) => {
     const runs = givenRun ? await loadRuns(env) : {};
     const sticky = runs[run];
     if (sticky) proxy.stick(run, sticky);
     try {
-      return await proxy.call({ account: key.principal, agent: agent.id, run, tool, arguments: parsed as Record<string, unknown>, ...(timeout ? { timeoutMs: Number(timeout) } : {}) });
+      return await proxy.call({
+        account: key.principal,
+        agent: agent.id,
+        run,
+        tool,
+        arguments: parsed as Record<string, unknown>,
+        ...(timeout ? { timeoutMs: Number(timeout) } : {}),
+        ...(approval !== undefined ? { approvalId: approval } : {}),
+      });
+    } catch (err) {
+      // An approval is bound to the run: the re-sent call must name the same one.
+      if (err instanceof WireError && err.code === ErrorCodes.approvalRequired) throw new WireError(err.code, err.message, { ...err.details, run });
+      throw err;
     } finally {
       const instance = proxy.instanceOf(run);
       if (givenRun === undefined) await proxy.endRun(key.principal, run);
@@ -214,6 +252,28 @@ const call: Command = async (env, args, io, json) => {
   });
   print(io, json, { ...outcome.result, run, instance: outcome.instance }, () => renderResult(outcome.result));
 };
+
+function approvalLine(a: ApprovalView): string {
+  const args = a.arguments === undefined ? '(arguments too big to show)' : JSON.stringify(a.arguments);
+  return `${a.id}  ${a.tool}  run ${a.run}  agent ${a.agent}  expires ${a.expiresAt}\n  arguments: ${args.length > 200 ? `${args.slice(0, 200)}…` : args}`;
+}
+
+const approvalsList: Command = async (env, _args, io, json) => {
+  const res = await sendAction<{ approvals: ApprovalView[] }>(env, await readKey(env.keyFile), { type: 'ListApprovals' });
+  print(io, json, res, () => (res.approvals.length === 0 ? 'no calls are waiting for approval' : res.approvals.map(approvalLine).join('\n')));
+};
+
+function decideApproval(type: 'ApproveToolCall' | 'DenyToolCall'): Command {
+  return async (env, args, io, json) => {
+    const approvalId = need(args, 2, 'ID');
+    const { approval } = await sendAction<{ approval: ApprovalView }>(env, await readKey(env.keyFile), { type, approvalId });
+    print(io, json, approval, () =>
+      approval.status === 'approved'
+        ? `approved ${approval.id}: re-send the call with --run ${approval.run} --approval ${approval.id}`
+        : `denied ${approval.id}`,
+    );
+  };
+}
 
 const runsEnd: Command = async (env, args, io, json) => {
   const run = need(args, 2, 'RUN');
@@ -242,7 +302,11 @@ export const COMMANDS: Record<string, Command> = {
   'tools ls': toolsLs,
   'tools index': toolsIndex,
   'tools show': toolsShow,
+  'tools search': toolsSearch,
   'runs end': runsEnd,
+  'approvals list': approvalsList,
+  'approvals approve': decideApproval('ApproveToolCall'),
+  'approvals deny': decideApproval('DenyToolCall'),
   call,
 };
 
@@ -253,6 +317,8 @@ export const USAGE = `usage: mcpx <command> [--json]
   agents create NAME [--grant SERVER]...
   agents grant AGENT SERVER... | agents revoke AGENT SERVER... | agents show AGENT | agents list
   tools ls --agent AGENT | tools index --agent AGENT | tools show --agent AGENT TOOL
-  call --agent AGENT [--run RUN] [--timeout-ms MS] TOOL ['{json arguments}']
+  tools search QUERY [--family mcp:SLUG] [--agent AGENT] [--limit N]
+  call --agent AGENT [--run RUN] [--timeout-ms MS] [--approval ID] TOOL ['{json arguments}']
+  approvals list | approvals approve ID | approvals deny ID
   runs end RUN
 environment: MCPX_API_URL (http://127.0.0.1:8080), MCPX_NATS_URL (nats://127.0.0.1:4222), MCPX_KEY_FILE (~/.mcpx/key.json)`;

@@ -37,6 +37,10 @@ async function main(argv: string[]): Promise<number> {
     if (err instanceof WireError) {
       const field = typeof err.details.field === 'string' ? ` (field ${err.details.field})` : '';
       process.stderr.write(json ? JSON.stringify({ error: err.toJSON() }) + '\n' : `error: ${err.code}: ${err.message}${field}\n`);
+      if (!json && err.code === 'approval_required' && typeof err.details.approvalId === 'string') {
+        const run = typeof err.details.run === 'string' ? ` --run ${err.details.run}` : '';
+        process.stderr.write(`approval: ${err.details.approvalId}\n  mcpx approvals approve ${err.details.approvalId}, then repeat the call with${run} --approval ${err.details.approvalId}\n`);
+      }
       if (!json && err.code === 'invalid_arguments' && err.details.contract) {
         process.stderr.write(`contract:\n${JSON.stringify(err.details.contract, null, 2)}\n`);
       }

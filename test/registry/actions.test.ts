@@ -42,7 +42,9 @@ describe('registry actions', () => {
     expect(server.id).toMatch(/^[0-9a-f-]{36}$/);
     expect(new Date(server.createdAt).toISOString()).toBe(server.createdAt);
     for (const tool of server.tools) {
-      expect(Object.keys(tool).every((k) => ['name', 'toolName', 'description', 'inputSchema'].includes(k))).toBe(true);
+      // Seed 001 adds each tool's effective permission (and whether the owner overrode it).
+      expect(Object.keys(tool).every((k) => ['name', 'toolName', 'description', 'inputSchema', 'permission', 'permissionOverridden'].includes(k))).toBe(true);
+      expect(tool.permission).toBe('act');
       expect(tool.toolName).toBe(`demo__${tool.name}`);
     }
     expect(server.tools.map((t: { toolName: string }) => t.toolName).sort()).toEqual(['demo__add', 'demo__echo']);

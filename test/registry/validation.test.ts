@@ -75,7 +75,8 @@ describe('invalid actions: a typed error naming the field, nothing written', () 
     { what: 'URL that is not a URL', send: () => set('s', { url: 'not a url' }), status: 400, code: 'invalid_input', field: 'config.url' },
     { what: 'missing URL', send: () => set('s', {}), status: 400, code: 'invalid_input', field: 'config.url' },
     { what: 'config not an object', send: () => set('s', 'https://example.com'), status: 400, code: 'invalid_input', field: 'config' },
-    { what: 'unknown config field', send: () => set('s', { url: url(), auth: 'oauth' }), status: 400, code: 'invalid_input', field: 'config.auth' },
+    { what: 'unknown config field', send: () => set('s', { url: url(), oauth: true }), status: 400, code: 'invalid_input', field: 'config.oauth' },
+    { what: 'unknown auth method', send: () => set('s', { url: url(), auth: 'magic' }), status: 400, code: 'invalid_input', field: 'config.auth' },
     { what: 'unknown transport', send: () => set('s', { url: url(), transport: 'websocket' }), status: 400, code: 'invalid_input', field: 'config.transport' },
     // headers
     { what: 'header name with a space', send: () => set('s', { url: url(), headers: { 'Bad Name': 'v' } }), status: 400, code: 'invalid_input', field: 'config.headers.Bad Name' },

@@ -1,4 +1,13 @@
 export { freePort } from './free-port.js';
+export {
+  InMemoryOAuthProvider,
+  startOAuthServer,
+  startProtectedMcpServer,
+  TEST_OAUTH_USER,
+  type TestOAuthServer,
+  type TestOAuthServerOptions,
+  type TestOAuthServerStats,
+} from './oauth-server.js';
 export { everythingServerEntry, startEverythingServer, type EverythingServer } from './everything.js';
 export {
   startTestMcpServer,

@@ -31,6 +31,12 @@ export interface TestMcpServerOptions {
    * server) and serve that metadata document. A request that satisfies `requireHeader` passes.
    */
   requireBearerWithOAuthMetadata?: boolean;
+  /**
+   * A real OAuth-protected resource: metadata names `authorizationServer`, and a request passes
+   * only with `Authorization: Bearer <token>` that `verify` accepts (else 401 with
+   * `WWW-Authenticate: Bearer resource_metadata=...`). See `oauth-server.ts`.
+   */
+  oauth?: { authorizationServer: string; verify(token: string): Promise<boolean> };
   /** Default 0 (a free port); pass a previous server's port to restart "the same" server. */
   port?: number;
   host?: '127.0.0.1';
@@ -120,7 +126,15 @@ export async function startTestMcpServer(opts: TestMcpServerOptions = {}): Promi
     stats.handshakes += messages.filter((m) => isInitializeRequest(m)).length;
   }
 
-  function authorized(req: IncomingMessage, res: ServerResponse): boolean {
+  async function authorized(req: IncomingMessage, res: ServerResponse): Promise<boolean> {
+    if (opts.oauth) {
+      const header = req.headers.authorization;
+      const token = typeof header === 'string' && /^Bearer /i.test(header) ? header.slice(7).trim() : '';
+      if (token !== '' && (await opts.oauth.verify(token))) return true;
+      res.setHeader('WWW-Authenticate', `Bearer error="invalid_token", resource_metadata="${origin}/.well-known/oauth-protected-resource/mcp"`);
+      sendJson(res, 401, { error: 'invalid_token', error_description: 'a valid bearer token is required' });
+      return false;
+    }
     const required = opts.requireHeader;
     const headerOk = required !== undefined && req.headers[required.name.toLowerCase()] === required.value;
     if (opts.requireBearerWithOAuthMetadata && !headerOk) {
@@ -199,24 +213,24 @@ export async function startTestMcpServer(opts: TestMcpServerOptions = {}): Promi
 
   async function route(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://localhost');
-    if (url.pathname.startsWith('/.well-known/oauth-protected-resource') && opts.requireBearerWithOAuthMetadata) {
-      sendJson(res, 200, { resource: `${origin}/mcp`, authorization_servers: [origin], bearer_methods_supported: ['header'] });
+    if (url.pathname.startsWith('/.well-known/oauth-protected-resource') && (opts.requireBearerWithOAuthMetadata || opts.oauth)) {
+      sendJson(res, 200, { resource: `${origin}/mcp`, authorization_servers: [opts.oauth?.authorizationServer ?? origin], bearer_methods_supported: ['header'] });
       return;
     }
     const http = mode === 'http' || mode === 'both';
     const sse = mode === 'sse' || mode === 'both';
     if (url.pathname === '/mcp' && http) {
-      if (authorized(req, res)) await handleStreamable(req, res);
+      if (await authorized(req, res)) await handleStreamable(req, res);
       return;
     }
     if (url.pathname === '/sse' && sse) {
-      if (!authorized(req, res)) return;
+      if (!(await authorized(req, res))) return;
       if (req.method === 'GET') await handleSseOpen(res);
       else sendJson(res, 405, { error: 'method not allowed' }, { Allow: 'GET' });
       return;
     }
     if (url.pathname === '/messages' && sse && req.method === 'POST') {
-      if (authorized(req, res)) await handleSsePost(req, res, url);
+      if (await authorized(req, res)) await handleSsePost(req, res, url);
       return;
     }
     sendJson(res, 404, { error: 'not found' });

@@ -38,6 +38,8 @@ export interface Config {
   logLevel: 'debug' | 'info' | 'warn' | 'error';
   /** The proxy's per-server protection and pool settings (read by the proxy only). */
   proxy: ProxySettings;
+  /** How long an approval of an `always_ask` call stays usable (`APPROVAL_TTL_MS`, default 10 min). */
+  approvalTtlMs: number;
 }
 
 export interface ProxySettings {
@@ -63,6 +65,9 @@ function nonNegative(env: NodeJS.ProcessEnv, name: string, fallback: number): nu
   if (!Number.isFinite(n) || n < 0) throw new Error(`${name} must be a non-negative number`);
   return n;
 }
+
+/** Seed 001: an approval of an `always_ask` call expires after 10 minutes by default. */
+export const DEFAULT_APPROVAL_TTL_MS = 10 * 60_000;
 
 const DEFAULT_PORTS = { registry: 8080, projector: 8081, proxy: 8082 } as const;
 
@@ -134,5 +139,6 @@ export function loadConfig(service: keyof typeof DEFAULT_PORTS, env: NodeJS.Proc
       ratePerServer: nonNegative(env, 'PROXY_RATE_PER_SERVER', DEFAULT_PROXY_SETTINGS.ratePerServer),
       idleMs: nonNegative(env, 'PROXY_IDLE_MS', DEFAULT_PROXY_SETTINGS.idleMs) || DEFAULT_PROXY_SETTINGS.idleMs,
     },
+    approvalTtlMs: nonNegative(env, 'APPROVAL_TTL_MS', DEFAULT_APPROVAL_TTL_MS) || DEFAULT_APPROVAL_TTL_MS,
   };
 }

@@ -8,6 +8,8 @@ export interface McpServerConfigInput {
   secretHeaders?: Record<string, string>;
   /** Header name → name of an existing account secret. */
   secretRefs?: Record<string, string>;
+  /** `oauth`: run OAuth 2.1 against the server (a 401 with OAuth metadata yields an authorization URL). */
+  auth?: 'oauth';
 }
 
 /** One entry of RedactedMcpServer.tools. */
@@ -16,6 +18,10 @@ export interface RedactedTool {
   toolName: string;
   description?: string;
   inputSchema?: unknown;
+  /** The effective permission: the owner's override, else the one inherited from annotations. */
+  permission?: 'act' | 'always_ask';
+  /** True when `permission` is the owner's override rather than the inherited level. */
+  permissionOverridden?: boolean;
 }
 
 /** An mcp_servers record as any response shows it: never a secret value. */
@@ -61,6 +67,8 @@ export const ActionTypes = {
   SetMcpServer: 'SetMcpServer',
   RefreshMcpServer: 'RefreshMcpServer',
   DeleteMcpServer: 'DeleteMcpServer',
+  /** `{name}` → `{server, authorizationUrl}`: a fresh OAuth authorization for a server with `config.auth: 'oauth'`. */
+  AuthorizeMcpServer: 'AuthorizeMcpServer',
   CreateAgent: 'CreateAgent',
   UpdateAgent: 'UpdateAgent',
   GetAgent: 'GetAgent',
@@ -75,5 +83,15 @@ export const ActionTypes = {
   DeleteLambdaTool: 'DeleteLambdaTool',
   /** `{agent, names}` → the admitted names and their provider tool formats (the promotion rule). */
   PromoteTools: 'PromoteTools',
+  /** `{query, family?, agent?, limit?}` → `{families: [{family, server, tools: [{name, description, score, cid}]}]}`. */
+  SearchTools: 'SearchTools',
+  /** `{server, tool, permission: 'act'|'always_ask'|null}` → `{server, tool, permission}`; OWNER only; null = inherited. */
+  SetToolPermission: 'SetToolPermission',
+  /** `{}` → `{approvals: ApprovalView[]}`: the account's pending approvals, oldest first. */
+  ListApprovals: 'ListApprovals',
+  /** `{approvalId}` → `{approval}`; OWNER only. The runtime then re-sends the call with it. */
+  ApproveToolCall: 'ApproveToolCall',
+  /** `{approvalId}` → `{approval}`; OWNER only. */
+  DenyToolCall: 'DenyToolCall',
 } as const;
 export type ActionType = (typeof ActionTypes)[keyof typeof ActionTypes];

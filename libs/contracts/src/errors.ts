@@ -23,7 +23,13 @@ export const ErrorCodes = {
   authRequired: 'auth_required',
   timeout: 'timeout',
   cancelled: 'cancelled',
+  /** An `always_ask` tool stopped for a human; `details.approvalId` names the request to decide. */
   approvalRequired: 'approval_required',
+  /**
+   * The approval a call carried cannot be used; `details.reason`: `unknown`, `expired`, `denied`,
+   * `used` (a replay), `mismatch` (another run, tool or arguments) or `pending` (not decided yet).
+   */
+  approvalRefused: 'approval_refused',
   rateLimited: 'rate_limited',
   /** Outbound safety refused the address. */
   outboundRefused: 'outbound_refused',
@@ -67,6 +73,7 @@ export class WireError extends Error {
         return 401;
       case 'forbidden':
       case 'not_granted':
+      case 'approval_refused':
       case 'outbound_refused':
         return 403;
       case 'not_found':

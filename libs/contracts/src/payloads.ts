@@ -1,4 +1,4 @@
-import type { AnthropicTool, LambdaToolDocument, McpToolDocument, OpenAiTool, ProxyResult, RemoteTool } from '@mcpx/domain';
+import type { AnthropicTool, LambdaToolDocument, McpToolDocument, OpenAiTool, Permission, ProxyResult, RemoteTool } from '@mcpx/domain';
 import type { WireErrorShape } from './errors.js';
 
 /** The transport a server is reached over: pinned by its config or found by discovery. */
@@ -35,6 +35,12 @@ export interface ServerDiscoveredEvent {
   tools: RemoteTool[];
   status: ServerStatus;
   toolsChanged: boolean;
+  /**
+   * The owner's per-tool permission overrides (remote name → level), carried whole on every
+   * event; absent = none. A change of them is published like a tool change (a new generation,
+   * `toolsChanged: true`): the documents' permission, hence their CIDs, change.
+   */
+  overrides?: Record<string, Permission>;
 }
 
 /** Payload of `mcp.events.server.deleted.<acct>.<server>`. */
@@ -73,6 +79,11 @@ export interface ProxyCallRequest {
   arguments: Record<string, unknown>;
   callId: string;
   timeoutMs?: number;
+  /**
+   * The approval of an earlier `approval_required` answer, when the runtime re-sends the same
+   * call after a human approved it. Consumed once; it must match the run, tool and arguments.
+   */
+  approvalId?: string;
 }
 
 export type ProxyCallReply =
@@ -155,4 +166,37 @@ export interface LambdaToolReply {
   /** The saved document's CID; absent after a delete. */
   cid?: string;
   version: number;
+}
+
+/** Payload of `mcp.approvals.requested.<acct>`: an `always_ask` call waits for a human. */
+export interface ApprovalRequestedEvent {
+  account: string;
+  approvalId: string;
+  agent: string;
+  run: string;
+  tool: string;
+  server: string;
+  remoteName: string;
+  /** Hex sha-256 of the canonical (dag-cbor) encoding of the call's arguments. */
+  argsHash: string;
+  /** ISO-8601. */
+  expiresAt: string;
+}
+
+/** An approval as `ListApprovals`, `ApproveToolCall` and `DenyToolCall` show it. */
+export interface ApprovalView {
+  id: string;
+  agent: string;
+  run: string;
+  tool: string;
+  server: string;
+  remoteName: string;
+  argsHash: string;
+  /** The call's arguments, when small enough to show (absent when they were too big). */
+  arguments?: unknown;
+  status: 'pending' | 'approved' | 'denied' | 'used';
+  createdAt: string;
+  expiresAt: string;
+  decidedAt?: string;
+  decidedBy?: string;
 }

@@ -53,6 +53,16 @@ export interface Subjects {
   readonly projectorLambdaSet: string;
   /** `projector.lambda.delete` — request/reply: delete an agent's lambda (DeleteLambdaTool) */
   readonly projectorLambdaDelete: string;
+  /** `projector.tools.search` — request/reply: rank the account's tools (SearchTools) */
+  readonly projectorToolsSearch: string;
+  /**
+   * `mcp.approvals.requested.<acct>` — core NATS publish (at most once) by the proxy when an
+   * `always_ask` call stops for a human. A notification only: the approvals themselves live in
+   * Redis and `ListApprovals` is the source of truth, so a missed event loses nothing.
+   */
+  approvalRequested(account: string): string;
+  /** `mcp.approvals.requested.>` (or one account's: `mcp.approvals.requested.<acct>`) */
+  approvalRequestedAll(account?: string): string;
 }
 
 /** Queue group names: one member of each group answers a request. */
@@ -90,5 +100,8 @@ export function makeSubjects(prefix = ''): Subjects {
     projectorAgentTools: `${p}projector.agent-tools.get`,
     projectorLambdaSet: `${p}projector.lambda.set`,
     projectorLambdaDelete: `${p}projector.lambda.delete`,
+    projectorToolsSearch: `${p}projector.tools.search`,
+    approvalRequested: (a) => `${p}mcp.approvals.requested.${t(a)}`,
+    approvalRequestedAll: (a) => (a === undefined ? `${p}mcp.approvals.requested.>` : `${p}mcp.approvals.requested.${t(a)}`),
   };
 }

@@ -3,7 +3,10 @@ import { Migrator, type Migration } from 'kysely/migration';
 import pg from 'pg';
 import type { Database } from './schema.js';
 import * as registryInit from './migrations/registry-20261130T0800-init.js';
+import * as registryPermissions from './migrations/registry-20261130T0900-permissions.js';
+import * as registryOAuth from './migrations/registry-20261130T0910-oauth.js';
 import * as projectorInit from './migrations/projector-20261130T0800-init.js';
+import * as projectorSearch from './migrations/projector-20261130T0900-search.js';
 
 // bigint counts come back as strings by default; ours fit in a double.
 pg.types.setTypeParser(20, (v) => Number(v));
@@ -36,8 +39,8 @@ export function createDb(url: string, opts: DbOptions = {}): Db {
 
 /** Migration sets, one per service schema, each with its own history table in that schema. */
 const MIGRATIONS = {
-  registry: { '20261130T0800-init': registryInit },
-  projector: { '20261130T0800-init': projectorInit },
+  registry: { '20261130T0800-init': registryInit, '20261130T0900-permissions': registryPermissions, '20261130T0910-oauth': registryOAuth },
+  projector: { '20261130T0800-init': projectorInit, '20261130T0900-search': projectorSearch },
 } satisfies Record<string, Record<string, Migration>>;
 
 export type SchemaName = keyof typeof MIGRATIONS;

@@ -7,6 +7,7 @@ export type {
   AgentsTable,
   McpServersTable,
   SecretsTable,
+  ToolPermissionsTable,
   ToolDocumentsTable,
   ProjectedServersTable,
   AgentSetsTable,

@@ -53,6 +53,35 @@ export interface SecretsTable {
   updated_at: Timestamp;
 }
 
+/** OAuth state of one MCP server (seed 001): client and pending authorization, tokens; sealed. */
+export interface OAuthConnectionsTable {
+  server_id: string;
+  account_id: string;
+  client_key_id: string | null;
+  /** Sealed JSON: client information as received, PKCE verifier, discovery state. */
+  client_sealed: Uint8Array | null;
+  tokens_key_id: string | null;
+  /** Sealed JSON: the tokens exactly as the authorization server returned them. */
+  tokens_sealed: Uint8Array | null;
+  tokens_expire_at: Date | null;
+  /** The server URL the tokens were issued for (sent only while the server keeps that URL). */
+  tokens_server_url: string | null;
+  /** SHA-256 (hex) of the pending authorization's `state`. */
+  state_hash: string | null;
+  state_expires_at: Date | null;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+/** The owner's permission of one tool (remote name), overriding the inherited level. */
+export interface ToolPermissionsTable {
+  account_id: string;
+  server_id: string;
+  tool: string;
+  permission: 'act' | 'always_ask';
+  updated_at: Timestamp;
+}
+
 /** projector schema: owned by the projector service. */
 export interface ToolDocumentsTable {
   account_id: string;
@@ -62,6 +91,12 @@ export interface ToolDocumentsTable {
   kind: string;
   cid: string;
   doc_cbor: Uint8Array;
+  /** The tool's name on its server, as text for search (NULL on rows written before search existed). */
+  remote_name: ColumnType<string | null, string | null | undefined, string | null>;
+  /** The document's description, as text for search (NULL on rows written before search existed). */
+  description: ColumnType<string | null, string | null | undefined, string | null>;
+  /** Generated from remote_name, description and server (never written); see the search migration. */
+  search: ColumnType<string, never, never>;
 }
 
 export interface ProjectedServersTable {
@@ -144,6 +179,8 @@ export interface Database {
   'registry.agents': AgentsTable;
   'registry.mcp_servers': McpServersTable;
   'registry.secrets': SecretsTable;
+  'registry.tool_permissions': ToolPermissionsTable;
+  'registry.oauth_connections': OAuthConnectionsTable;
   'projector.tool_documents': ToolDocumentsTable;
   'projector.projected_servers': ProjectedServersTable;
   'projector.agent_sets': AgentSetsTable;

@@ -14,3 +14,14 @@ export {
   type ClassifyContext,
   type McpClientErrorDetails,
 } from './errors.js';
+export {
+  resourceMetadataUrl,
+  runOAuth,
+  UnauthorizedError,
+  type OAuthClientInformationMixed,
+  type OAuthClientMetadata,
+  type OAuthClientProvider,
+  type OAuthDiscoveryState,
+  type OAuthResult,
+  type OAuthTokens,
+} from './oauth.js';

@@ -25,6 +25,8 @@ export interface CallInput {
   arguments?: Record<string, unknown>;
   callId?: string;
   timeoutMs?: number;
+  /** The approval of an earlier `approval_required` answer: re-send the same call with it. */
+  approvalId?: string;
 }
 
 export interface CallOutcome {
@@ -72,6 +74,7 @@ export class ProxyClient {
       arguments: input.arguments ?? {},
       callId,
       ...(input.timeoutMs !== undefined ? { timeoutMs: input.timeoutMs } : {}),
+      ...(input.approvalId !== undefined ? { approvalId: input.approvalId } : {}),
     };
     const timeout = (input.timeoutMs ?? DEFAULT_CALL_TIMEOUT_MS) + REPLY_MARGIN_MS;
     const payload = encodePayload(req);

@@ -59,3 +59,12 @@ export class SecretBox {
 export function secretAad(account: string, name: string): string {
   return `${account}\u0000${name}`;
 }
+
+/**
+ * The additional authenticated data of a server's sealed OAuth state (`registry.oauth_connections`):
+ * `client` (client information, PKCE verifier, discovery) or `tokens`. Shared by the registry,
+ * which writes it, and the proxy, which reads the tokens.
+ */
+export function oauthSecretAad(account: string, serverId: string, part: 'client' | 'tokens'): string {
+  return secretAad(account, `oauth:${serverId}:${part}`);
+}

@@ -3,7 +3,7 @@ import type { Counter, Histogram, Meter, Tracer } from '@opentelemetry/api';
 import type { AgentChangedEvent, ServerDeletedEvent, ServerDiscoveredEvent } from '@mcpx/contracts';
 import { encodePayload } from '@mcpx/contracts';
 import type { Database, Db, PendingToolsEvent, ToolsDiff } from '@mcpx/db';
-import { buildToolDocuments, documentCid, type ToolNameStyle } from '@mcpx/domain';
+import { buildToolDocuments, documentCid, isPlainObject, type ToolNameStyle } from '@mcpx/domain';
 import type { Logger } from '@mcpx/log';
 import { withSpan } from '@mcpx/telemetry';
 import { agentSet, appendPending, lockAgent, lockKey, openChanges, pendingEntry, serverLockKey } from './agent-sets.js';
@@ -42,7 +42,7 @@ export class Projection {
 
   async serverDiscovered(e: ServerDiscoveredEvent): Promise<number> {
     const change = `s:${e.account}:${e.server}:${e.serverId}:${e.generation}`;
-    return this.timed('discovered', { 'mcp.account': e.account, 'mcp.server': e.server }, () => this.applyServer(e.account, e.server, e.serverId, e.generation, e.tools, change));
+    return this.timed('discovered', { 'mcp.account': e.account, 'mcp.server': e.server }, () => this.applyServer(e.account, e.server, e.serverId, e.generation, e.tools, change, e.overrides));
   }
 
   async serverDeleted(e: ServerDeletedEvent): Promise<number> {
@@ -78,7 +78,16 @@ export class Projection {
    * Brings a server's documents to `tools` (generation null: the server was deleted) and applies
    * the change to every agent that grants it.
    */
-  private async applyServer(account: string, server: string, serverId: string, generation: number | null, tools: ServerDiscoveredEvent['tools'], change: string): Promise<number> {
+  private async applyServer(
+    account: string,
+    server: string,
+    serverId: string,
+    generation: number | null,
+    tools: ServerDiscoveredEvent['tools'],
+    change: string,
+    // The owner's per-tool permissions win over the inherited ones (a change of them is a new CID).
+    overrides?: ServerDiscoveredEvent['overrides'],
+  ): Promise<number> {
     const outcome = await this.deps.db.transaction().execute(async (trx): Promise<Outcome> => {
       await lockKey(trx, serverLockKey(account, server));
       const current = await trx.selectFrom('projector.projected_servers').selectAll().where('account_id', '=', account).where('server', '=', server).executeTakeFirst();
@@ -89,12 +98,12 @@ export class Projection {
       } else if (sameIncarnation && (current.deleted || current.generation >= generation)) {
         return { kind: 'stale' };
       }
-      const docs = generation === null ? [] : buildToolDocuments(server, tools, { style: this.deps.style });
+      const docs = generation === null ? [] : buildToolDocuments(server, tools, { style: this.deps.style, ...(isPlainObject(overrides) ? { overrides } : {}) });
       const next: Record<string, string> = {};
       const rows = docs.map((doc) => {
         const cid = documentCid(doc);
         next[doc.name] = cid;
-        return { account_id: account, server, server_id: serverId, name: doc.name, kind: doc.kind, cid, doc_cbor: encodePayload(doc) };
+        return { account_id: account, server, server_id: serverId, name: doc.name, kind: doc.kind, cid, doc_cbor: encodePayload(doc), remote_name: doc.remoteName, description: doc.description };
       });
       const diff = diffToolMaps(current === undefined || current.deleted ? {} : current.tools, next);
       // One write per changed tool, whatever the number of agents.
@@ -107,7 +116,7 @@ export class Projection {
           .insertInto('projector.tool_documents')
           .values(upserts)
           .onConflict((oc) =>
-            oc.columns(['account_id', 'server', 'name']).doUpdateSet((eb) => ({ cid: eb.ref('excluded.cid'), doc_cbor: eb.ref('excluded.doc_cbor'), server_id: eb.ref('excluded.server_id'), kind: eb.ref('excluded.kind') })),
+            oc.columns(['account_id', 'server', 'name']).doUpdateSet((eb) => ({ cid: eb.ref('excluded.cid'), doc_cbor: eb.ref('excluded.doc_cbor'), server_id: eb.ref('excluded.server_id'), kind: eb.ref('excluded.kind'), remote_name: eb.ref('excluded.remote_name'), description: eb.ref('excluded.description') })),
           )
           .execute();
       }

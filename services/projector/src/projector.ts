@@ -9,6 +9,7 @@ import { DEFAULT_ACK_WAIT_MS, startEventConsumer } from './event-consumer.js';
 import { EventPublisher } from './event-publisher.js';
 import { LambdaTools, serveLambdaTools } from './lambda-tools.js';
 import { Projection } from './projection.js';
+import { backfillSearchText, serveToolSearch } from './tool-search.js';
 
 export interface ProjectorOptions {
   telemetry?: Telemetry;
@@ -33,11 +34,12 @@ export async function startProjector(config: Config, opts: ProjectorOptions = {}
   const telemetry = opts.telemetry ?? await setupTelemetry({ serviceName: 'projector', serviceInstanceId: config.instanceId, ...(config.otlpEndpoint ? { otlpEndpoint: config.otlpEndpoint } : {}) });
   const db = createDb(config.databaseUrl, { applicationName: 'projector', max: 10, onIdleError: (err) => log.warn('database connection dropped', { err }) });
   await migrate(db, 'projector');
+  await backfillSearchText(db, log);
   const bus = await connectBus({ url: config.natsUrl, name: `projector ${config.instanceId}`, prefix: config.natsPrefix });
   const publisher = new EventPublisher(bus.nc, () => bus.traceHeaders(), opts.publishWindow ? { window: opts.publishWindow } : {});
   const changes = new ChangeLog({ db, bus, log, publisher });
   const projection = new Projection({ db, log, tracer: telemetry.tracer, meter: telemetry.meter, style: config.toolNameStyle, changes });
-  const subs = [serveAgentTools(bus, db, config.toolNameStyle), ...serveLambdaTools(bus, new LambdaTools({ db, log, changes }))];
+  const subs = [serveAgentTools(bus, db, config.toolNameStyle), serveToolSearch(bus, db), ...serveLambdaTools(bus, new LambdaTools({ db, log, changes }))];
   const ackWaitMs = opts.ackWaitMs ?? DEFAULT_ACK_WAIT_MS;
   const consumer = await startEventConsumer({ bus, projection, log, concurrency: opts.concurrency ?? 8, ackWaitMs });
   // Changes left open by an instance that died are published again (their events keep their ids).

@@ -1,8 +1,9 @@
 import { SpanKind, SpanStatusCode, context, trace, type Context, type Counter, type Histogram, type Meter, type Span, type Tracer } from '@opentelemetry/api';
 import { ErrorCodes, WireError, type ProxyCallRequest } from '@mcpx/contracts';
-import { TEXT_LIMIT_BYTES, flattenCallResult, isErrorResult, jsonSizeExceeds, type FlattenLimits, type ProxyResult } from '@mcpx/domain';
+import { Permission, TEXT_LIMIT_BYTES, flattenCallResult, isErrorResult, jsonSizeExceeds, type FlattenLimits, type ProxyResult } from '@mcpx/domain';
 import type { CallLimiter, CallLimits } from '@mcpx/locks';
 import { McpClientError, type McpConnection } from '@mcpx/mcp-client';
+import type { ApprovalGate } from './approval-gate.js';
 import { MAX_CALL_TIMEOUT_MS } from './call-request.js';
 import type { Catalog } from './catalog.js';
 import type { ConnectionPool } from './connection-pool.js';
@@ -60,6 +61,8 @@ export interface CallHandlerDeps {
   limits?: CallLimits;
   /** Names this instance in concurrency leases. */
   instance?: string;
+  /** Stops `always_ask` calls for a human; absent, such calls are refused (never run unasked). */
+  approvals?: ApprovalGate;
 }
 
 /**
@@ -145,6 +148,11 @@ export class CallHandler {
     }
     // The projection is a cache of the grant, never the authority.
     if (!agent.grants.has(doc.server)) throw new WireError(ErrorCodes.notGranted, `the agent is not granted the ${doc.server} MCP server`, { server: doc.server });
+    if (doc.permission === Permission.always_ask) {
+      if (this.deps.approvals === undefined) throw new WireError(ErrorCodes.approvalRequired, `${doc.name} needs a human's approval, and approvals are not available here`, { tool: doc.name });
+      await this.deps.approvals.admit(req, doc);
+      span.setAttribute('mcpx.approved', true);
+    }
     const server = catalog.serverNow(req.account, doc.server) ?? (await catalog.server(req.account, doc.server));
     if (server === null) throw new WireError(ErrorCodes.notFound, `no MCP server named ${doc.server}`, { server: doc.server });
     span.setAttribute('mcp.server', doc.server);

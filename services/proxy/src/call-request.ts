@@ -55,6 +55,7 @@ export function parseCallRequest(raw: unknown): ProxyCallRequest {
     arguments: args as Record<string, unknown>,
   };
   if (typeof r.timeoutMs === 'number') req.timeoutMs = Math.min(r.timeoutMs, MAX_CALL_TIMEOUT_MS);
+  if (r.approvalId !== undefined && r.approvalId !== null) req.approvalId = requireId(r.approvalId, 'approvalId');
   return req;
 }
 

@@ -2,7 +2,7 @@ import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import { decodePayload, type AgentDefinition, type Subjects } from '@mcpx/contracts';
 import type { Db } from '@mcpx/db';
 import { compileValidator, type ArgumentValidator, type McpToolDocument } from '@mcpx/domain';
-import { secretAad, type SecretBox } from '@mcpx/secrets';
+import { oauthSecretAad, secretAad, type SecretBox } from '@mcpx/secrets';
 
 export interface AgentEntry {
   /** The grant: `definition.mcpServers` as the registry holds it (the authority). */
@@ -27,6 +27,7 @@ interface StoredServerConfig {
   transport?: 'http' | 'sse';
   headers?: Record<string, string>;
   secretRefs?: Record<string, string>;
+  auth?: 'oauth';
 }
 
 /**
@@ -151,7 +152,7 @@ export class Catalog {
   }
 
   private async loadServer(account: string, name: string): Promise<ServerEntry | null> {
-    const row = await this.db.selectFrom('registry.mcp_servers').select('config_cbor').where('account_id', '=', account).where('name', '=', name).executeTakeFirst();
+    const row = await this.db.selectFrom('registry.mcp_servers').select(['id', 'config_cbor']).where('account_id', '=', account).where('name', '=', name).executeTakeFirst();
     if (row === undefined) return null;
     const config = decodePayload<StoredServerConfig>(row.config_cbor);
     const headers: Record<string, string> = {};
@@ -170,6 +171,21 @@ export class Catalog {
         if (s) headers[header.toLowerCase()] = this.box.open({ keyId: s.key_id, ciphertext: s.ciphertext }, secretAad(account, ref));
       }
     }
+    if (config.auth === 'oauth') await this.addOAuthToken(account, row.id, config.url, headers);
     return { url: config.url, ...(config.transport ? { transport: config.transport } : {}), headers };
+  }
+
+  /** An oauth server's access token as the registry stored it (sealed); none yet: no header. */
+  private async addOAuthToken(account: string, serverId: string, url: string, headers: Record<string, string>): Promise<void> {
+    const t = await this.db
+      .selectFrom('registry.oauth_connections')
+      .select(['tokens_key_id', 'tokens_sealed', 'tokens_server_url'])
+      .where('account_id', '=', account)
+      .where('server_id', '=', serverId)
+      .executeTakeFirst();
+    // Tokens follow the URL they were issued for: a server moved elsewhere does not get them.
+    if (!t?.tokens_key_id || !t.tokens_sealed || t.tokens_server_url !== url) return;
+    const tokens = JSON.parse(this.box.open({ keyId: t.tokens_key_id, ciphertext: t.tokens_sealed }, oauthSecretAad(account, serverId, 'tokens'))) as { access_token?: unknown };
+    if (typeof tokens.access_token === 'string') headers.authorization = `Bearer ${tokens.access_token}`;
   }
 }

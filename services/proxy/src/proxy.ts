@@ -4,12 +4,13 @@ import { connectBus } from '@mcpx/bus';
 import type { Config } from '@mcpx/config';
 import { decodePayload, encodePayload, type ProxyCancel, type RunEnded, type ToolsObserved } from '@mcpx/contracts';
 import { createDb } from '@mcpx/db';
-import { CallLimiter } from '@mcpx/locks';
+import { ApprovalStore, CallLimiter } from '@mcpx/locks';
 import { createLogger, type LogSink } from '@mcpx/log';
 import type { McpConnection } from '@mcpx/mcp-client';
 import { SecretBox } from '@mcpx/secrets';
 import { createOutboundFetch } from '@mcpx/outbound';
 import { setupTelemetry, startHealthServer, tracingFetch, type Telemetry } from '@mcpx/telemetry';
+import { ApprovalGate } from './approval-gate.js';
 import { CallHandler, replyLimits } from './call-handler.js';
 import { Catalog } from './catalog.js';
 import { ConnectionPool } from './connection-pool.js';
@@ -81,7 +82,14 @@ export async function startProxy(config: Config, opts: ProxyOptions = {}): Promi
   );
   const limits = { maxConcurrency: config.proxy.maxConcurrencyPerServer, ratePerSecond: config.proxy.ratePerServer };
   const maxPayload = bus.nc.info?.max_payload ?? 1024 * 1024;
-  const handler = new CallHandler({ catalog, pool, tracer: telemetry.tracer, meter: telemetry.meter, limiter, limits, instance, replyLimits: replyLimits(maxPayload) });
+  // always_ask calls stop for a human; approvals live in Redis, shared with the registry. Unlike
+  // the limiter, a Redis outage fails closed here: such a call is refused, never run unasked.
+  const approvals = new ApprovalGate({
+    store: new ApprovalStore(redis, config.redisPrefix, { ttlMs: config.approvalTtlMs }),
+    publish: (subject, payload) => bus.nc.publish(subject, payload),
+    subject: (account) => bus.subjects.approvalRequested(account),
+  });
+  const handler = new CallHandler({ catalog, pool, tracer: telemetry.tracer, meter: telemetry.meter, limiter, limits, instance, replyLimits: replyLimits(maxPayload), approvals });
   const stats = (): ProxyStats => ({ instance, ...pool.stats, inflight: handler.inflightCount, ...handler.counts, invalidations: catalog.invalidations });
 
   const service = await startCallService({ nc: bus.nc, subjects: bus.subjects, instance, handler, stats, log });

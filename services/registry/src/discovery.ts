@@ -9,6 +9,7 @@ import { connectMcp } from '@mcpx/mcp-client';
 import { safeUrlForTelemetry, withSpan } from '@mcpx/telemetry';
 import type { McpServerRecord, McpServersRepository } from './repositories/mcp-servers.repository.js';
 import type { SecretsRepository } from './repositories/secrets.repository.js';
+import type { ToolPermissionsRepository } from './repositories/tool-permissions.repository.js';
 import { resolveHeaders } from './server-headers.js';
 
 /** Bounds on what a remote server may hand us (its data is untrusted). */
@@ -99,6 +100,10 @@ export interface DiscoveryDeps {
   reprobeBaseMs?: number;
   /** Bound on concurrent remote discoveries of this instance (default {@link DISCOVERY_LIMITS}.concurrency). */
   concurrency?: number;
+  /** The `Authorization` header of an oauth server (its stored access token, refreshed when due). */
+  oauthHeaders?: (server: McpServerRecord) => Promise<Record<string, string>>;
+  /** The owner's per-tool permission overrides, carried on every discovery event. */
+  permissions?: ToolPermissionsRepository;
 }
 
 interface Outcome {
@@ -149,6 +154,7 @@ export class Discovery {
     let headers: Record<string, string>;
     try {
       headers = await resolveHeaders(this.deps.secrets, server.accountId, server.config);
+      if (this.deps.oauthHeaders) Object.assign(headers, await this.deps.oauthHeaders(server));
     } catch (err) {
       // A secret sealed with a key that left the ring: the owner sees it, the operator logs it.
       this.deps.log.error('secret header did not open', { account: server.accountId, server: server.name, err: err as Error });
@@ -221,6 +227,9 @@ export class Discovery {
           status: saved.status,
           toolsChanged: changed,
         };
+        // Read after the record: never older than its generation (see SetToolPermission).
+        const overrides = await this.deps.permissions?.forServer(saved.accountId, saved.id);
+        if (overrides !== undefined && Object.keys(overrides).length > 0) event.overrides = overrides;
         await this.deps.bus.publishEvent(this.deps.bus.subjects.serverDiscovered(saved.accountId, saved.name), event);
         const result = status.state;
         span.setAttributes({ 'mcpx.result': result, 'mcpx.tools': saved.tools.length, 'mcpx.tools_changed': changed });

@@ -22,6 +22,8 @@ export interface HttpDeps {
   metricsHandler: MetricsHandler;
   events: EventStream;
   isReady: () => boolean;
+  /** `GET /v1/oauth/callback` (absent: no OAuth). */
+  oauthCallback?: (req: IncomingMessage, res: ServerResponse, url: URL) => Promise<void>;
 }
 
 function bodyTooLarge(): WireError {
@@ -117,6 +119,8 @@ export function createHttpServer(deps: HttpDeps): Server {
       void deps.events.handle(req, res, url, (envelopeBody) =>
         authenticate(parseEnvelope(envelopeBody), { redis: deps.redis, redisPrefix: deps.redisPrefix, accounts: deps.actions.accounts }),
       );
+    } else if (req.method === 'GET' && url.pathname === '/v1/oauth/callback' && deps.oauthCallback) {
+      void deps.oauthCallback(req, res, url);
     } else if (req.method === 'GET' && url.pathname === '/healthz') {
       const ready = deps.isReady();
       send(res, ready ? 200 : 503, { ok: ready, service: 'registry' }, false);

@@ -15,6 +15,8 @@ async function main(): Promise<void> {
   const opts: RegistryOptions = {
     ...(reprobeBaseMs !== undefined ? { reprobe: { baseMs: reprobeBaseMs } } : {}),
     ...(concurrency !== undefined ? { discoveryConcurrency: concurrency } : {}),
+    // Where owners' browsers reach the registry (the OAuth callback); default: its listen address.
+    ...(process.env.REGISTRY_PUBLIC_URL ? { publicUrl: process.env.REGISTRY_PUBLIC_URL.replace(/\/+$/, '') } : {}),
   };
   const registry = await startRegistry(loadConfig('registry', process.env), opts);
   const stop = (): void => void registry.stop().then(() => process.exit(0));

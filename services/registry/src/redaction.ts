@@ -1,9 +1,13 @@
 import type { RedactedMcpServer } from '@mcpx/contracts';
-import { projectToolNames, type ToolNameStyle } from '@mcpx/domain';
+import { inheritPermission, isPermission, normalizeAnnotations, projectToolNames, type ToolNameStyle } from '@mcpx/domain';
 import type { McpServerRecord } from './repositories/mcp-servers.repository.js';
+import type { ToolOverrides } from './repositories/tool-permissions.repository.js';
 
-/** The only shape in which a server leaves the registry: header names, never header values. */
-export function redactServer(server: McpServerRecord, style: ToolNameStyle): RedactedMcpServer {
+/**
+ * The only shape in which a server leaves the registry: header names, never header values. Each
+ * tool shows its effective permission: the owner's override, else the inherited level.
+ */
+export function redactServer(server: McpServerRecord, style: ToolNameStyle, overrides: ToolOverrides = {}): RedactedMcpServer {
   const names = projectToolNames(
     server.name,
     server.tools.map((t) => t.name),
@@ -23,9 +27,16 @@ export function redactServer(server: McpServerRecord, style: ToolNameStyle): Red
       toolName: names.get(t.name) ?? t.name,
       ...(t.description !== undefined ? { description: t.description } : {}),
       ...(t.inputSchema !== undefined ? { inputSchema: t.inputSchema } : {}),
+      ...toolPermission(t.name, t.annotations, overrides),
     })),
     status: server.status,
     createdAt: server.createdAt.toISOString(),
     updatedAt: server.updatedAt.toISOString(),
   };
+}
+
+function toolPermission(name: string, annotations: unknown, overrides: ToolOverrides): { permission: 'act' | 'always_ask'; permissionOverridden?: true } {
+  const override = Object.hasOwn(overrides, name) ? overrides[name] : undefined;
+  if (isPermission(override)) return { permission: override, permissionOverridden: true };
+  return { permission: inheritPermission(normalizeAnnotations(annotations), { builtin: false, toolName: name }) };
 }

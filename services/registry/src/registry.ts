@@ -2,7 +2,7 @@ import { Redis } from 'ioredis';
 import { connectBus } from '@mcpx/bus';
 import type { Config } from '@mcpx/config';
 import { createDb, migrate } from '@mcpx/db';
-import { SingleFlight } from '@mcpx/locks';
+import { ApprovalStore, SingleFlight } from '@mcpx/locks';
 import { createLogger, type LogSink } from '@mcpx/log';
 import { ProxyClient } from '@mcpx/proxy-client';
 import { SecretBox } from '@mcpx/secrets';
@@ -16,7 +16,11 @@ import { AccountsRepository } from './repositories/accounts.repository.js';
 import { AgentsRepository } from './repositories/agents.repository.js';
 import { McpServersRepository } from './repositories/mcp-servers.repository.js';
 import { SecretsRepository } from './repositories/secrets.repository.js';
+import { ToolPermissionsRepository } from './repositories/tool-permissions.repository.js';
 import { Reprober } from './reprober.js';
+import { oauthCallbackHandler } from './oauth/oauth-callback.js';
+import { OAuthConnectionsRepository } from './oauth/oauth-connections.repository.js';
+import { OAuthService } from './oauth/oauth-service.js';
 
 export interface RegistryOptions {
   /** Telemetry set up by the caller (tests pass one with an in-memory exporter). */
@@ -30,6 +34,8 @@ export interface RegistryOptions {
   reprobe?: { baseMs?: number; intervalMs?: number };
   /** Remote discoveries this instance runs at once (default 16; `REGISTRY_DISCOVERY_CONCURRENCY`). */
   discoveryConcurrency?: number;
+  /** The registry's public base URL, for the OAuth callback (default: the address it listens on). */
+  publicUrl?: string;
 }
 
 export interface RunningRegistry {
@@ -52,11 +58,25 @@ export async function startRegistry(config: Config, opts: RegistryOptions = {}):
   const secrets = new SecretsRepository(db, new SecretBox(config.keyring));
   const servers = new McpServersRepository(db);
   const accounts = new AccountsRepository(db);
+  const permissions = new ToolPermissionsRepository(db);
+  const singleFlight = new SingleFlight(redis, config.redisPrefix);
+  // Known once the server listens (a test's port 0); the operator's public URL wins.
+  let publicUrl = opts.publicUrl ?? '';
+  const oauth = new OAuthService({
+    store: new OAuthConnectionsRepository(db, new SecretBox(config.keyring)),
+    servers,
+    singleFlight,
+    log,
+    fetch: tracingFetch(outboundFetch),
+    redirectUrl: () => `${publicUrl}/v1/oauth/callback`,
+  });
   const discovery = new Discovery({
+    oauthHeaders: (s) => oauth.headers(s),
+    permissions,
     servers,
     secrets,
     bus,
-    singleFlight: new SingleFlight(redis, config.redisPrefix),
+    singleFlight,
     log,
     tracer: telemetry.tracer,
     meter: telemetry.meter,
@@ -82,6 +102,9 @@ export async function startRegistry(config: Config, opts: RegistryOptions = {}):
       tracer: telemetry.tracer,
       style: config.toolNameStyle,
       outbound: config.outbound,
+      permissions,
+      approvals: new ApprovalStore(redis, config.redisPrefix, { ttlMs: config.approvalTtlMs }),
+      oauth,
     },
     redis,
     redisPrefix: config.redisPrefix,
@@ -91,6 +114,7 @@ export async function startRegistry(config: Config, opts: RegistryOptions = {}):
     metricsHandler: telemetry.metricsHandler,
     events,
     isReady: () => ready,
+    oauthCallback: oauthCallbackHandler({ oauth, discovery, log }),
   });
   const observed = consumeObservedTools(bus, discovery, log);
   const reprobeIntervalMs = opts.reprobe?.intervalMs ?? Math.min(2_000, opts.reprobe?.baseMs ?? 2_000);
@@ -103,6 +127,7 @@ export async function startRegistry(config: Config, opts: RegistryOptions = {}):
   log.info('registry ready', { url: `http://${config.httpHost}:${port}`, profile: config.outbound.profile });
 
   const url = `http://${config.httpHost}:${port}`;
+  if (publicUrl === '') publicUrl = url;
   return {
     url,
     instance: config.instanceId,

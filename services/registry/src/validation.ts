@@ -56,12 +56,13 @@ export interface ValidServerConfig {
   headers: Record<string, string>;
   secretHeaders: Record<string, string>;
   secretRefs: Record<string, string>;
+  auth?: 'oauth';
 }
 
 /** Validates SetMcpServer's config; every error names its field and never echoes a value. */
 export function validateServerConfig(config: unknown, policy: OutboundPolicy): ValidServerConfig {
   if (!isPlainObject(config)) throw invalidInput('config', 'must be an object');
-  onlyKeys(config, ['url', 'transport', 'headers', 'secretHeaders', 'secretRefs'], 'config');
+  onlyKeys(config, ['url', 'transport', 'headers', 'secretHeaders', 'secretRefs', 'auth'], 'config');
   const input = config as Partial<McpServerConfigInput> & Record<string, unknown>;
   if (typeof input.url !== 'string' || input.url === '') throw invalidInput('config.url', 'is required');
   if (Buffer.byteLength(input.url, 'utf8') > MAX_URL_BYTES) throw invalidInput('config.url', `must be at most ${MAX_URL_BYTES} bytes`);
@@ -79,6 +80,7 @@ export function validateServerConfig(config: unknown, policy: OutboundPolicy): V
   if (input.transport !== undefined && input.transport !== 'http' && input.transport !== 'sse') {
     throw invalidInput('config.transport', 'must be http or sse');
   }
+  if (input.auth !== undefined && input.auth !== 'oauth') throw invalidInput('config.auth', 'must be oauth (or absent)');
   const headers = validateHeaderMap(input.headers, 'config.headers');
   const secretHeaders = validateHeaderMap(input.secretHeaders, 'config.secretHeaders');
   const secretRefs: Record<string, string> = {};
@@ -92,7 +94,7 @@ export function validateServerConfig(config: unknown, policy: OutboundPolicy): V
   }
   const distinct = new Set([...Object.keys(headers), ...Object.keys(secretHeaders), ...Object.keys(secretRefs)].map((h) => h.toLowerCase()));
   if (distinct.size > MAX_HEADERS) throw invalidInput('config.headers', `at most ${MAX_HEADERS} headers`);
-  return { url: url.toString(), ...(input.transport ? { transport: input.transport } : {}), headers, secretHeaders, secretRefs };
+  return { url: url.toString(), ...(input.transport ? { transport: input.transport } : {}), headers, secretHeaders, secretRefs, ...(input.auth ? { auth: input.auth } : {}) };
 }
 
 export function validateAgentName(name: unknown): string {

@@ -3,13 +3,16 @@ import type { Bus } from '@mcpx/bus';
 import type { OutboundPolicy } from '@mcpx/config';
 import type { Db } from '@mcpx/db';
 import type { ToolNameStyle } from '@mcpx/domain';
+import type { ApprovalStore } from '@mcpx/locks';
 import type { Logger } from '@mcpx/log';
 import type { ProxyClient } from '@mcpx/proxy-client';
 import type { Discovery } from '../discovery.js';
+import type { OAuthService } from '../oauth/oauth-service.js';
 import type { AccountsRepository, SignerRole } from '../repositories/accounts.repository.js';
 import type { AgentsRepository } from '../repositories/agents.repository.js';
 import type { McpServersRepository } from '../repositories/mcp-servers.repository.js';
 import type { SecretsRepository } from '../repositories/secrets.repository.js';
+import type { ToolPermissionsRepository } from '../repositories/tool-permissions.repository.js';
 
 /** Who is acting: the account, and the signer with its role in it. */
 export interface Caller {
@@ -32,6 +35,12 @@ export interface ActionDeps {
   tracer: Tracer;
   style: ToolNameStyle;
   outbound: OutboundPolicy;
+  /** The owner's per-tool permission overrides. */
+  permissions: ToolPermissionsRepository;
+  /** Approvals of always_ask calls (Redis, shared with the proxy). */
+  approvals: ApprovalStore;
+  /** OAuth 2.1 for servers with `config.auth: 'oauth'` (absent: such servers stay `auth_required`). */
+  oauth?: OAuthService;
 }
 
 export type Action = { type: string } & Record<string, unknown>;

@@ -5,7 +5,11 @@ import { createAgent, getAgent, invokeTool, listAgents, updateAgent } from './ag
 import type { Action, ActionDeps, ActionHandler, Caller } from './context.js';
 import { deleteMcpServer, listMcpServers, refreshMcpServer, setMcpServer } from './mcp-servers.actions.js';
 import { deleteLambdaTool, setLambdaTool } from './lambda.actions.js';
+import { authorizeMcpServer } from './oauth.actions.js';
+import { searchTools } from './search.actions.js';
 import { authorizeSigner } from './signers.actions.js';
+import { approveToolCall, denyToolCall, listApprovals } from './approvals.actions.js';
+import { setToolPermission } from './permissions.actions.js';
 
 export type { Action, ActionDeps, Caller } from './context.js';
 
@@ -15,6 +19,7 @@ const ACTIONS: Record<string, { handler: ActionHandler; roles: SignerRole[] }> =
   SetMcpServer: { handler: setMcpServer, roles: ['OWNER', 'WRITER'] },
   RefreshMcpServer: { handler: refreshMcpServer, roles: ['OWNER', 'WRITER'] },
   DeleteMcpServer: { handler: deleteMcpServer, roles: ['OWNER', 'WRITER'] },
+  AuthorizeMcpServer: { handler: authorizeMcpServer, roles: ['OWNER', 'WRITER'] },
   CreateAgent: { handler: createAgent, roles: ['OWNER', 'WRITER'] },
   UpdateAgent: { handler: updateAgent, roles: ['OWNER', 'WRITER'] },
   GetAgent: { handler: getAgent, roles: ['OWNER', 'WRITER', 'AGENT'] },
@@ -22,9 +27,15 @@ const ACTIONS: Record<string, { handler: ActionHandler; roles: SignerRole[] }> =
   ListAgentTools: { handler: listAgentTools, roles: ['OWNER', 'WRITER', 'AGENT'] },
   InvokeTool: { handler: invokeTool, roles: ['OWNER', 'WRITER', 'AGENT'] },
   PromoteTools: { handler: promoteTools, roles: ['OWNER', 'WRITER', 'AGENT'] },
+  SearchTools: { handler: searchTools, roles: ['OWNER', 'WRITER', 'AGENT'] },
   SetLambdaTool: { handler: setLambdaTool, roles: ['OWNER', 'WRITER', 'AGENT'] },
   DeleteLambdaTool: { handler: deleteLambdaTool, roles: ['OWNER', 'WRITER', 'AGENT'] },
   AuthorizeSigner: { handler: authorizeSigner, roles: ['OWNER'] },
+  // Permission levels (seed 001): only an OWNER decides whether and when a human stops a call.
+  SetToolPermission: { handler: setToolPermission, roles: ['OWNER'] },
+  ListApprovals: { handler: listApprovals, roles: ['OWNER', 'WRITER'] },
+  ApproveToolCall: { handler: approveToolCall, roles: ['OWNER'] },
+  DenyToolCall: { handler: denyToolCall, roles: ['OWNER'] },
 };
 
 export function isKnownAction(type: string): boolean {

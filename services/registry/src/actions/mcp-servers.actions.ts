@@ -4,11 +4,13 @@ import { redactServer } from '../redaction.js';
 import { headerSecretName, ownedSecretNames } from '../server-headers.js';
 import { validateServerConfig, validateServerNameInput } from '../validation.js';
 import { publishAgentChanged } from './agents.actions.js';
+import { withAuthorization } from './oauth.actions.js';
 import type { ActionHandler } from './context.js';
 
 export const listMcpServers: ActionHandler = async (deps, caller) => {
   const servers = await deps.servers.list(caller.account);
-  return { servers: servers.map((s) => redactServer(s, deps.style)) };
+  const overrides = await deps.permissions.forServers(caller.account, servers.map((s) => s.id));
+  return { servers: servers.map((s) => redactServer(s, deps.style, overrides.get(s.id))) };
 };
 
 /** Creates or updates a server by name, then discovers. A failed discovery still saves. */
@@ -55,6 +57,7 @@ export const setMcpServer: ActionHandler = async (deps, caller, action) => {
       ...(config.transport ? { transport: config.transport } : {}),
       ...(Object.keys(config.headers).length > 0 ? { headers: config.headers } : {}),
       ...(Object.keys(secretRefs).length > 0 ? { secretRefs } : {}),
+      ...(config.auth ? { auth: config.auth } : {}),
     };
     try {
       return await deps.servers.upsertConfig(caller.account, name, stored, trx);
@@ -66,7 +69,7 @@ export const setMcpServer: ActionHandler = async (deps, caller, action) => {
     }
   });
   const discovered = await deps.discovery.discover(saved, 'set');
-  return { server: redactServer(discovered, deps.style) };
+  return withAuthorization(deps, discovered, async (s) => redactServer(s, deps.style, await deps.permissions.forServer(caller.account, s.id)));
 };
 
 export const refreshMcpServer: ActionHandler = async (deps, caller, action) => {
@@ -74,7 +77,7 @@ export const refreshMcpServer: ActionHandler = async (deps, caller, action) => {
   const server = await deps.servers.find(caller.account, name);
   if (server === null) throw new WireError(ErrorCodes.notFound, `name: no MCP server named ${name}`, { field: 'name' });
   const discovered = await deps.discovery.discover(server, 'refresh');
-  return { server: redactServer(discovered, deps.style) };
+  return withAuthorization(deps, discovered, async (s) => redactServer(s, deps.style, await deps.permissions.forServer(caller.account, s.id)));
 };
 
 /**

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Kysely, Selectable } from 'kysely';
+import { sql, type Kysely, type Selectable } from 'kysely';
 import { decodePayload, encodePayload, type ServerStatus, type Transport } from '@mcpx/contracts';
 import type { Database, Db, McpServersTable } from '@mcpx/db';
 import type { RemoteTool } from '@mcpx/domain';
@@ -11,6 +11,8 @@ export interface StoredServerConfig {
   headers?: Record<string, string>;
   /** header name → secret name */
   secretRefs?: Record<string, string>;
+  /** `oauth`: the registry runs OAuth 2.1 against the server and sends the token it holds. */
+  auth?: 'oauth';
 }
 
 export interface McpServerRecord {
@@ -51,6 +53,11 @@ export class McpServersRepository {
       .where('account_id', '=', account)
       .where('name', '=', name)
       .executeTakeFirst();
+    return row ? toRecord(row) : null;
+  }
+
+  async findById(account: string, id: string): Promise<McpServerRecord | null> {
+    const row = await this.db.selectFrom('registry.mcp_servers').selectAll().where('account_id', '=', account).where('id', '=', id).executeTakeFirst();
     return row ? toRecord(row) : null;
   }
 
@@ -112,7 +119,11 @@ export class McpServersRepository {
         status_cbor: encodePayload(status),
         next_probe_at: nextProbeAt,
         updated_at: new Date(),
-        ...(tools ? { tools_cbor: encodePayload(tools.list), tools_hash: tools.hash, generation: tools.generation } : {}),
+        // The generation moves on from the row's own, not the caller's snapshot: another writer
+        // (SetToolPermission) may have moved it meanwhile, and an equal generation would be stale.
+        ...(tools
+          ? { tools_cbor: encodePayload(tools.list), tools_hash: tools.hash, generation: sql<number>`CASE WHEN tools_hash = ${tools.hash} THEN GREATEST(generation, ${tools.generation}) ELSE GREATEST(generation + 1, ${tools.generation}) END` }
+          : {}),
       })
       .where('account_id', '=', account)
       .where('id', '=', id)

@@ -1,0 +1,190 @@
+import { randomBytes } from 'node:crypto';
+import type { Redis } from 'ioredis';
+
+/** Seed 001: an approval waits for a human this long (ms) unless the operator says otherwise. */
+export const DEFAULT_APPROVAL_TTL_MS = 10 * 60_000;
+/** A decided, used or expired approval is kept this much longer, so a late use says why it fails. */
+const TOMBSTONE_MS = 60 * 60_000;
+/** The arguments shown to the human are kept up to this many bytes of JSON. */
+const ARGUMENTS_SHOWN_MAX_BYTES = 16 * 1024;
+/** At most this many pending approvals are listed at once. */
+const LIST_MAX = 200;
+
+export const ApprovalStatuses = { pending: 'pending', approved: 'approved', denied: 'denied', used: 'used' } as const;
+export type ApprovalStatus = (typeof ApprovalStatuses)[keyof typeof ApprovalStatuses];
+
+/** What an approval is bound to: the call a human looks at, and nothing else. */
+export interface ApprovalBinding {
+  agent: string;
+  run: string;
+  /** The tool's projected name, as the agent called it. */
+  tool: string;
+  /** Hex sha-256 of the canonical encoding of the arguments. */
+  argsHash: string;
+}
+
+export interface ApprovalRecord extends ApprovalBinding {
+  id: string;
+  account: string;
+  server: string;
+  remoteName: string;
+  /** The arguments as JSON, when within {@link ARGUMENTS_SHOWN_MAX_BYTES}. */
+  argumentsJson?: string;
+  status: ApprovalStatus;
+  /** Epoch ms. */
+  createdAt: number;
+  expiresAt: number;
+  decidedAt?: number;
+  decidedBy?: string;
+  usedAt?: number;
+}
+
+export type DecideOutcome = { ok: true; record: ApprovalRecord } | { ok: false; reason: 'unknown' | 'expired' | 'decided'; record?: ApprovalRecord };
+export type ConsumeReason = 'unknown' | 'expired' | 'denied' | 'used' | 'pending' | 'mismatch';
+export type ConsumeOutcome = { ok: true; record: ApprovalRecord } | { ok: false; reason: ConsumeReason; record?: ApprovalRecord };
+
+// KEYS[1] the record, KEYS[2] the account's pending index; ARGV: now, decision, decided by.
+const DECIDE = `
+local raw = redis.call('GET', KEYS[1])
+if not raw then return {'unknown'} end
+local r = cjson.decode(raw)
+if r.status ~= 'pending' then return {'decided', raw} end
+local now = tonumber(ARGV[1])
+if now >= r.expiresAt then
+  redis.call('ZREM', KEYS[2], r.id)
+  return {'expired', raw}
+end
+r.status = ARGV[2]
+r.decidedAt = now
+r.decidedBy = ARGV[3]
+local enc = cjson.encode(r)
+redis.call('SET', KEYS[1], enc, 'KEEPTTL')
+redis.call('ZREM', KEYS[2], r.id)
+return {'ok', enc}
+`;
+
+// KEYS[1] the record; ARGV: now, agent, run, tool, argsHash. Used before expired: a replay says so.
+const CONSUME = `
+local raw = redis.call('GET', KEYS[1])
+if not raw then return {'unknown'} end
+local r = cjson.decode(raw)
+if r.status == 'used' then return {'used', raw} end
+if r.status == 'denied' then return {'denied', raw} end
+local now = tonumber(ARGV[1])
+if now >= r.expiresAt then return {'expired', raw} end
+if r.status ~= 'approved' then return {'pending', raw} end
+if r.agent ~= ARGV[2] or r.run ~= ARGV[3] or r.tool ~= ARGV[4] or r.argsHash ~= ARGV[5] then return {'mismatch', raw} end
+r.status = 'used'
+r.usedAt = now
+local enc = cjson.encode(r)
+redis.call('SET', KEYS[1], enc, 'KEEPTTL')
+return {'ok', enc}
+`;
+
+/** Approval ids: `apr_` and 128 random bits (a valid subject token and request field). */
+function newApprovalId(): string {
+  return `apr_${randomBytes(16).toString('base64url')}`;
+}
+
+/**
+ * Approvals of `always_ask` calls, shared by every proxy and registry instance through Redis.
+ * The proxy creates one when such a call stops and consumes it when the call comes back with it;
+ * the registry lists and decides them for the owner. Every transition is one Lua script, so an
+ * approval is used at most once however many proxies race, and a decision cannot cross a use.
+ * Keys name the account, so no lookup of one account can reach another's approvals.
+ */
+export class ApprovalStore {
+  constructor(
+    private readonly redis: Redis,
+    private readonly prefix: string,
+    private readonly opts: { ttlMs?: number; now?: () => number } = {},
+  ) {}
+
+  get ttlMs(): number {
+    return this.opts.ttlMs ?? DEFAULT_APPROVAL_TTL_MS;
+  }
+
+  private now(): number {
+    return this.opts.now?.() ?? Date.now();
+  }
+
+  private recordKey(account: string, id: string): string {
+    return `${this.prefix}approval:${account}:${id}`;
+  }
+
+  private indexKey(account: string): string {
+    return `${this.prefix}approvals:${account}`;
+  }
+
+  /** Records a pending approval of one call. */
+  async create(input: ApprovalBinding & { account: string; server: string; remoteName: string; arguments: unknown }): Promise<ApprovalRecord> {
+    const now = this.now();
+    const json = JSON.stringify(input.arguments ?? {});
+    const record: ApprovalRecord = {
+      id: newApprovalId(),
+      account: input.account,
+      agent: input.agent,
+      run: input.run,
+      tool: input.tool,
+      argsHash: input.argsHash,
+      server: input.server,
+      remoteName: input.remoteName,
+      status: ApprovalStatuses.pending,
+      createdAt: now,
+      expiresAt: now + this.ttlMs,
+    };
+    if (Buffer.byteLength(json) <= ARGUMENTS_SHOWN_MAX_BYTES) record.argumentsJson = json;
+    const keep = this.ttlMs + TOMBSTONE_MS;
+    const index = this.indexKey(input.account);
+    await this.redis
+      .multi()
+      .set(this.recordKey(input.account, record.id), JSON.stringify(record), 'PX', keep)
+      .zadd(index, record.expiresAt, record.id)
+      .zremrangebyscore(index, '-inf', now)
+      .pexpire(index, keep)
+      .exec()
+      .then(failedExec);
+    return record;
+  }
+
+  /** A human's decision on a pending, unexpired approval of the account. */
+  async decide(account: string, id: string, decision: 'approved' | 'denied', by: string): Promise<DecideOutcome> {
+    const out = (await this.redis.eval(DECIDE, 2, this.recordKey(account, id), this.indexKey(account), this.now(), decision, by)) as [string, string?];
+    return out[0] === 'ok' ? { ok: true, record: parse(out[1]) } : { ok: false, reason: out[0] as 'unknown' | 'expired' | 'decided', ...(out[1] ? { record: parse(out[1]) } : {}) };
+  }
+
+  /**
+   * Uses an approved approval for the call it was given for, once. Anything else (unknown,
+   * expired, denied, already used, not decided yet, or another run, tool or arguments) is
+   * refused with the reason, and leaves the approval as it was.
+   */
+  async consume(account: string, id: string, binding: ApprovalBinding): Promise<ConsumeOutcome> {
+    const out = (await this.redis.eval(CONSUME, 1, this.recordKey(account, id), this.now(), binding.agent, binding.run, binding.tool, binding.argsHash)) as [string, string?];
+    return out[0] === 'ok' ? { ok: true, record: parse(out[1]) } : { ok: false, reason: out[0] as ConsumeReason, ...(out[1] ? { record: parse(out[1]) } : {}) };
+  }
+
+  /** The account's pending, unexpired approvals, oldest first. */
+  async listPending(account: string): Promise<ApprovalRecord[]> {
+    const now = this.now();
+    const index = this.indexKey(account);
+    await this.redis.zremrangebyscore(index, '-inf', now);
+    const ids = await this.redis.zrangebyscore(index, `(${now}`, '+inf', 'LIMIT', 0, LIST_MAX);
+    if (ids.length === 0) return [];
+    const raws = await this.redis.mget(ids.map((id) => this.recordKey(account, id)));
+    return raws
+      .filter((r): r is string => r !== null)
+      .map(parse)
+      .filter((r) => r.status === ApprovalStatuses.pending && r.expiresAt > now)
+      .sort((a, b) => a.createdAt - b.createdAt);
+  }
+}
+
+function parse(raw: string | undefined): ApprovalRecord {
+  return JSON.parse(raw ?? 'null') as ApprovalRecord;
+}
+
+function failedExec(results: Array<[Error | null, unknown]> | null): void {
+  const err = results?.find(([e]) => e !== null)?.[0];
+  if (err) throw err;
+  if (results === null) throw new Error('approval store: transaction aborted');
+}

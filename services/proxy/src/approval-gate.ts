@@ -1,0 +1,71 @@
+import { ErrorCodes, WireError, encodePayload, type ApprovalRequestedEvent, type ProxyCallRequest } from '@mcpx/contracts';
+import { encodeCanonical, sha256Hex, type McpToolDocument } from '@mcpx/domain';
+import type { ApprovalStore, ConsumeReason } from '@mcpx/locks';
+
+/** Hex sha-256 of the canonical (dag-cbor) encoding of a call's arguments: key order does not count. */
+export function argumentsHash(args: Record<string, unknown>): string {
+  let bytes: Uint8Array;
+  try {
+    bytes = encodeCanonical(args);
+  } catch {
+    // dag-cbor refuses undefined and non-finite numbers: such arguments cannot be bound.
+    throw new WireError(ErrorCodes.invalidArguments, 'arguments: an always_ask call needs arguments with a canonical encoding (no undefined, NaN or Infinity)', { field: 'arguments' });
+  }
+  return sha256Hex(bytes);
+}
+
+const REFUSALS: Record<ConsumeReason, string> = {
+  unknown: 'there is no such approval',
+  expired: 'the approval expired',
+  denied: 'the approval was denied',
+  used: 'the approval was already used: every call of this tool needs its own',
+  pending: 'the approval has not been decided yet',
+  mismatch: 'the approval was given for another run, tool or arguments',
+};
+
+export interface ApprovalGateDeps {
+  store: ApprovalStore;
+  /** Publishes the approval-requested event (core NATS). */
+  publish: (subject: string, payload: Uint8Array) => void;
+  subject: (account: string) => string;
+}
+
+/**
+ * The human in the loop of `always_ask` tools (seed 001): such a call never reaches the server
+ * on its own. Without an approval it records one and answers `approval_required` with its id;
+ * with one it consumes it — once, and only for the run, tool and arguments it was given for.
+ * An approval is per call, never per run: every call stops for a human, even in an approved run.
+ */
+export class ApprovalGate {
+  constructor(private readonly deps: ApprovalGateDeps) {}
+
+  /** Returns when the call may go ahead; throws `approval_required` or `approval_refused`. */
+  async admit(req: ProxyCallRequest, doc: McpToolDocument): Promise<void> {
+    const argsHash = argumentsHash(req.arguments);
+    const binding = { agent: req.agent, run: req.run, tool: req.tool, argsHash };
+    if (req.approvalId === undefined) {
+      const record = await this.deps.store.create({ ...binding, account: req.account, server: doc.server, remoteName: doc.remoteName, arguments: req.arguments });
+      const event: ApprovalRequestedEvent = {
+        account: req.account,
+        approvalId: record.id,
+        ...binding,
+        server: doc.server,
+        remoteName: doc.remoteName,
+        expiresAt: new Date(record.expiresAt).toISOString(),
+      };
+      this.deps.publish(this.deps.subject(req.account), encodePayload(event));
+      throw new WireError(ErrorCodes.approvalRequired, `${doc.name} needs a human's approval before it runs; re-send the same call with approvalId once it is approved`, {
+        approvalId: record.id,
+        tool: doc.name,
+        server: doc.server,
+        expiresAt: event.expiresAt,
+      });
+    }
+    const out = await this.deps.store.consume(req.account, req.approvalId, binding);
+    if (out.ok) return;
+    if (out.reason === 'pending') {
+      throw new WireError(ErrorCodes.approvalRequired, `${doc.name} is still waiting for a human's approval`, { approvalId: req.approvalId, tool: doc.name, server: doc.server });
+    }
+    throw new WireError(ErrorCodes.approvalRefused, `${doc.name}: ${REFUSALS[out.reason]}`, { approvalId: req.approvalId, reason: out.reason, tool: doc.name });
+  }
+}

@@ -1,0 +1,63 @@
+import { ErrorCodes, WireError, invalidInput, type ApprovalView } from '@mcpx/contracts';
+import type { ApprovalRecord } from '@mcpx/locks';
+import type { ActionHandler } from './context.js';
+
+const APPROVAL_ID_RE = /^apr_[A-Za-z0-9_-]{1,64}$/;
+
+/** An approval as responses show it (times as ISO-8601, the arguments when they were kept). */
+export function approvalView(r: ApprovalRecord): ApprovalView {
+  const view: ApprovalView = {
+    id: r.id,
+    agent: r.agent,
+    run: r.run,
+    tool: r.tool,
+    server: r.server,
+    remoteName: r.remoteName,
+    argsHash: r.argsHash,
+    status: r.status,
+    createdAt: new Date(r.createdAt).toISOString(),
+    expiresAt: new Date(r.expiresAt).toISOString(),
+  };
+  if (r.argumentsJson !== undefined) view.arguments = JSON.parse(r.argumentsJson) as unknown;
+  if (r.decidedAt !== undefined) view.decidedAt = new Date(r.decidedAt).toISOString();
+  if (r.decidedBy !== undefined) view.decidedBy = r.decidedBy;
+  return view;
+}
+
+/** `ListApprovals {}` → `{approvals}`: the account's approvals still waiting for a human, oldest first. */
+export const listApprovals: ActionHandler = async (deps, caller) => {
+  const pending = await deps.approvals.listPending(caller.account);
+  return { approvals: pending.map(approvalView) };
+};
+
+function approvalId(value: unknown): string {
+  if (typeof value !== 'string' || !APPROVAL_ID_RE.test(value)) throw invalidInput('approvalId', 'must be an approval id (apr_…)');
+  return value;
+}
+
+async function decide(deps: Parameters<ActionHandler>[0], caller: Parameters<ActionHandler>[1], action: Parameters<ActionHandler>[2], decision: 'approved' | 'denied'): Promise<{ approval: ApprovalView }> {
+  const id = approvalId(action.approvalId);
+  const out = await deps.approvals.decide(caller.account, id, decision, caller.signer);
+  if (out.ok) {
+    deps.log.info('tool call approval decided', { account: caller.account, approval: id, decision, tool: out.record.tool, run: out.record.run });
+    return { approval: approvalView(out.record) };
+  }
+  switch (out.reason) {
+    case 'unknown':
+      throw new WireError(ErrorCodes.notFound, `approvalId: no approval ${id}`, { field: 'approvalId' });
+    case 'expired':
+      throw new WireError(ErrorCodes.conflict, `approvalId: approval ${id} expired`, { field: 'approvalId', reason: 'expired' });
+    case 'decided':
+      throw new WireError(ErrorCodes.conflict, `approvalId: approval ${id} was already decided (${out.record?.status ?? 'decided'})`, {
+        field: 'approvalId',
+        reason: 'decided',
+        ...(out.record ? { status: out.record.status } : {}),
+      });
+  }
+}
+
+/** `ApproveToolCall {approvalId}` → `{approval}`: the runtime may now re-send that call, once. OWNER only. */
+export const approveToolCall: ActionHandler = (deps, caller, action) => decide(deps, caller, action, 'approved');
+
+/** `DenyToolCall {approvalId}` → `{approval}`: the call it was for is refused. OWNER only. */
+export const denyToolCall: ActionHandler = (deps, caller, action) => decide(deps, caller, action, 'denied');

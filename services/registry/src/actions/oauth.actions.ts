@@ -1,0 +1,46 @@
+import { ErrorCodes, WireError, type RedactedMcpServer } from '@mcpx/contracts';
+import { redactServer } from '../redaction.js';
+import type { McpServerRecord } from '../repositories/mcp-servers.repository.js';
+import { validateServerNameInput } from '../validation.js';
+import type { ActionDeps, ActionHandler } from './context.js';
+
+/**
+ * The answer for a server just discovered. An oauth server that answered 401 with OAuth metadata
+ * gets its stored tokens refreshed (then it is discovered again) or, without usable tokens, an
+ * authorization URL for the owner to open. Abandoning that URL costs nothing.
+ */
+export async function withAuthorization(
+  deps: ActionDeps,
+  server: McpServerRecord,
+  redact: (server: McpServerRecord) => Promise<RedactedMcpServer>,
+  opts: { fresh?: boolean } = {},
+): Promise<{ server: RedactedMcpServer; authorizationUrl?: string; authorizationError?: string }> {
+  const oauth = deps.oauth;
+  const wanted = opts.fresh === true || server.status.state === 'auth_required';
+  if (oauth === undefined || server.config.auth !== 'oauth' || !wanted) return { server: await redact(server) };
+  try {
+    let outcome = await oauth.ensure(server, opts);
+    if (outcome.state === 'authorized') {
+      const rediscovered = await deps.discovery.discover(server, 'refresh');
+      if (rediscovered.status.state !== 'auth_required') return { server: await redact(rediscovered) };
+      // The refreshed token is refused too: only a new authorization helps.
+      server = rediscovered;
+      outcome = await oauth.ensure(server, { fresh: true });
+    }
+    if (outcome.state === 'authorized') return { server: await redact(server) };
+    return { server: await redact(server), authorizationUrl: outcome.authorizationUrl };
+  } catch (err) {
+    deps.log.warn('oauth authorization could not start', { account: server.accountId, server: server.name, err: err as Error });
+    const message = err instanceof Error ? err.message.slice(0, 300) : 'authorization failed';
+    return { server: await redact(server), authorizationError: `OAuth: ${message}` };
+  }
+}
+
+/** `AuthorizeMcpServer {name}`: a fresh authorization URL for an oauth server. */
+export const authorizeMcpServer: ActionHandler = async (deps, caller, action) => {
+  const name = validateServerNameInput(action.name, deps.style);
+  const server = await deps.servers.find(caller.account, name);
+  if (server === null) throw new WireError(ErrorCodes.notFound, `name: no MCP server named ${name}`, { field: 'name' });
+  if (server.config.auth !== 'oauth') throw new WireError(ErrorCodes.invalidInput, `name: ${name} does not use OAuth (config.auth is not oauth)`, { field: 'name' });
+  return withAuthorization(deps, server, async (s) => redactServer(s, deps.style, await deps.permissions.forServer(caller.account, s.id)), { fresh: true });
+};

@@ -1,0 +1,63 @@
+import { sql } from 'kysely';
+import { ErrorCodes, WireError, invalidInput, type ServerDiscoveredEvent } from '@mcpx/contracts';
+import { inheritPermission, isPermission, normalizeAnnotations, type Permission } from '@mcpx/domain';
+import type { ActionHandler } from './context.js';
+
+/**
+ * `SetToolPermission {server, tool, permission}` → `{server, tool, permission, inherited,
+ * overridden}`: the owner's level of one tool (its remote name), `act` or `always_ask`, or null
+ * to go back to the level inherited from its annotations. OWNER only: it decides whether a human
+ * stops the tool's calls.
+ *
+ * A permission is part of the tool's contract, so the change is published like a tool change:
+ * the server's generation moves on (under the row's lock) and a discovery event carries the tools
+ * and every override of the server; the projector rebuilds the documents (new CIDs). Setting the
+ * same level again publishes again, which repairs a publish lost after the commit.
+ */
+export const setToolPermission: ActionHandler = async (deps, caller, action) => {
+  const { server: name, tool, permission } = action;
+  if (typeof name !== 'string' || name === '' || name.length > 64) throw invalidInput('server', 'must name an MCP server');
+  if (typeof tool !== 'string' || tool === '' || tool.length > 512) throw invalidInput('tool', "must be a tool's remote name");
+  if (permission !== null && !isPermission(permission)) throw invalidInput('permission', "must be 'act', 'always_ask' or null (inherited)");
+  const { saved, overrides } = await deps.db.transaction().execute(async (trx) => {
+    const locked = await trx
+      .selectFrom('registry.mcp_servers')
+      .select('id')
+      .where('account_id', '=', caller.account)
+      .where('name', '=', name)
+      .forUpdate()
+      .executeTakeFirst();
+    if (locked === undefined) throw new WireError(ErrorCodes.notFound, `server: no MCP server named ${name}`, { field: 'server' });
+    const before = await deps.servers.find(caller.account, name, trx);
+    if (before === null) throw new WireError(ErrorCodes.notFound, `server: no MCP server named ${name}`, { field: 'server' });
+    if (permission !== null && !before.tools.some((t) => t.name === tool)) {
+      throw new WireError(ErrorCodes.notFound, `tool: the ${name} MCP server lists no tool ${tool}`, { field: 'tool' });
+    }
+    await deps.permissions.set(caller.account, before.id, tool, permission, trx);
+    await trx
+      .updateTable('registry.mcp_servers')
+      .set({ generation: sql<number>`generation + 1`, updated_at: new Date() })
+      .where('account_id', '=', caller.account)
+      .where('id', '=', before.id)
+      .execute();
+    const saved = await deps.servers.find(caller.account, name, trx);
+    if (saved === null) throw new WireError(ErrorCodes.internal, 'internal error');
+    return { saved, overrides: await deps.permissions.forServer(caller.account, before.id, trx) };
+  });
+  const event: ServerDiscoveredEvent = {
+    account: saved.accountId,
+    server: saved.name,
+    serverId: saved.id,
+    generation: saved.generation,
+    tools: saved.tools,
+    status: saved.status,
+    toolsChanged: true,
+    ...(Object.keys(overrides).length > 0 ? { overrides } : {}),
+  };
+  await deps.bus.publishEvent(deps.bus.subjects.serverDiscovered(saved.accountId, saved.name), event);
+  const remote = saved.tools.find((t) => t.name === tool);
+  const inherited: Permission = inheritPermission(normalizeAnnotations(remote?.annotations), { builtin: false, toolName: tool });
+  const effective = overrides[tool] ?? inherited;
+  deps.log.info('tool permission set', { account: caller.account, server: name, tool, permission: permission ?? 'inherited' });
+  return { server: name, tool, permission: effective, inherited, overridden: Object.hasOwn(overrides, tool) };
+};

@@ -1,0 +1,112 @@
+import { createHash } from 'node:crypto';
+import type { Db } from '@mcpx/db';
+import type { OAuthClientInformationMixed, OAuthDiscoveryState, OAuthTokens } from '@mcpx/mcp-client';
+import { oauthSecretAad, type SecretBox } from '@mcpx/secrets';
+
+/** What we keep about a server's OAuth client, sealed: every value exactly as received. */
+export interface OAuthClientState {
+  clientInformation?: OAuthClientInformationMixed;
+  codeVerifier?: string;
+  discoveryState?: OAuthDiscoveryState;
+  /** The server URL the discovery state was found for (a moved server discovers again). */
+  discoveredFor?: string;
+}
+
+/** How long a pending authorization (its `state`) may be completed. */
+export const PENDING_AUTHORIZATION_TTL_MS = 30 * 60_000;
+
+/** The SHA-256 of a `state` value: what the callback looks up (the value itself is never stored). */
+export function stateHash(state: string): string {
+  return createHash('sha256').update(state, 'utf8').digest('hex');
+}
+
+/** The additional data a sealed OAuth value is bound to (a row copied elsewhere does not open). */
+const aad = oauthSecretAad;
+
+/** OAuth state per (account, server): client and pending authorization, tokens, all sealed. */
+export class OAuthConnectionsRepository {
+  constructor(
+    private readonly db: Db,
+    private readonly box: SecretBox,
+  ) {}
+
+  async client(account: string, serverId: string): Promise<OAuthClientState> {
+    const row = await this.db
+      .selectFrom('registry.oauth_connections')
+      .select(['client_key_id', 'client_sealed'])
+      .where('account_id', '=', account)
+      .where('server_id', '=', serverId)
+      .executeTakeFirst();
+    if (!row?.client_key_id || !row.client_sealed) return {};
+    return JSON.parse(this.box.open({ keyId: row.client_key_id, ciphertext: row.client_sealed }, aad(account, serverId, 'client'))) as OAuthClientState;
+  }
+
+  /** Merges `patch` into the client state (read, merge, seal, write). */
+  async updateClient(account: string, serverId: string, patch: Partial<OAuthClientState>): Promise<void> {
+    const next = { ...(await this.client(account, serverId)), ...patch };
+    for (const key of Object.keys(patch) as Array<keyof OAuthClientState>) if (patch[key] === undefined) delete next[key];
+    const sealed = this.box.seal(JSON.stringify(next), aad(account, serverId, 'client'));
+    await this.db
+      .insertInto('registry.oauth_connections')
+      .values({ server_id: serverId, account_id: account, client_key_id: sealed.keyId, client_sealed: sealed.ciphertext })
+      .onConflict((oc) => oc.column('server_id').doUpdateSet({ client_key_id: sealed.keyId, client_sealed: sealed.ciphertext, updated_at: new Date() }))
+      .execute();
+  }
+
+  /** The tokens held for a server, only while it keeps the URL they were issued for. */
+  async tokens(account: string, serverId: string, serverUrl: string): Promise<{ tokens: OAuthTokens; expiresAt: Date | null } | undefined> {
+    const row = await this.db
+      .selectFrom('registry.oauth_connections')
+      .select(['tokens_key_id', 'tokens_sealed', 'tokens_expire_at', 'tokens_server_url'])
+      .where('account_id', '=', account)
+      .where('server_id', '=', serverId)
+      .executeTakeFirst();
+    if (!row?.tokens_key_id || !row.tokens_sealed || row.tokens_server_url !== serverUrl) return undefined;
+    const tokens = JSON.parse(this.box.open({ keyId: row.tokens_key_id, ciphertext: row.tokens_sealed }, aad(account, serverId, 'tokens'))) as OAuthTokens;
+    return { tokens, expiresAt: row.tokens_expire_at };
+  }
+
+  /** Stores tokens exactly as received; `undefined` forgets them. */
+  async saveTokens(account: string, serverId: string, tokens: OAuthTokens | undefined, serverUrl: string | null): Promise<void> {
+    const sealed = tokens === undefined ? undefined : this.box.seal(JSON.stringify(tokens), aad(account, serverId, 'tokens'));
+    const expiresAt = tokens?.expires_in === undefined ? null : new Date(Date.now() + tokens.expires_in * 1000);
+    const values = { tokens_key_id: sealed?.keyId ?? null, tokens_sealed: sealed?.ciphertext ?? null, tokens_expire_at: expiresAt, tokens_server_url: tokens === undefined ? null : serverUrl };
+    await this.db
+      .insertInto('registry.oauth_connections')
+      .values({ server_id: serverId, account_id: account, ...values })
+      .onConflict((oc) => oc.column('server_id').doUpdateSet({ ...values, updated_at: new Date() }))
+      .execute();
+  }
+
+  /** Records the pending authorization's state (replacing any earlier one: only the newest URL completes). */
+  async setPendingState(account: string, serverId: string, state: string): Promise<void> {
+    const values = { state_hash: stateHash(state), state_expires_at: new Date(Date.now() + PENDING_AUTHORIZATION_TTL_MS) };
+    await this.db
+      .insertInto('registry.oauth_connections')
+      .values({ server_id: serverId, account_id: account, ...values })
+      .onConflict((oc) => oc.column('server_id').doUpdateSet({ ...values, updated_at: new Date() }))
+      .execute();
+  }
+
+  /** The server a live pending `state` belongs to, or undefined (unknown, forged or expired). */
+  async findPending(state: string): Promise<{ accountId: string; serverId: string } | undefined> {
+    const row = await this.db
+      .selectFrom('registry.oauth_connections')
+      .select(['account_id', 'server_id'])
+      .where('state_hash', '=', stateHash(state))
+      .where('state_expires_at', '>', new Date())
+      .executeTakeFirst();
+    return row === undefined ? undefined : { accountId: row.account_id, serverId: row.server_id };
+  }
+
+  /** Consumes a pending state: true only for the one caller that removed it (a replay gets false). */
+  async consumePending(serverId: string, state: string): Promise<boolean> {
+    const res = await this.db
+      .updateTable('registry.oauth_connections')
+      .set({ state_hash: null, state_expires_at: null, updated_at: new Date() })
+      .where('server_id', '=', serverId)
+      .where('state_hash', '=', stateHash(state))
+      .executeTakeFirst();
+    return Number(res.numUpdatedRows) === 1;
+  }
+}

@@ -1,0 +1,67 @@
+import type { Kysely } from 'kysely';
+import type { Database, Db } from '@mcpx/db';
+import type { Permission } from '@mcpx/domain';
+
+/** The owner's per-tool permission overrides of one server, keyed by the tool's remote name. */
+export type ToolOverrides = Record<string, Permission>;
+
+/** `registry.tool_permissions`: what the owner decided per tool, over the inherited level. */
+export class ToolPermissionsRepository {
+  constructor(private readonly db: Db) {}
+
+  /** A server's overrides (empty when the owner set none). */
+  async forServer(account: string, serverId: string, trx: Kysely<Database> = this.db): Promise<ToolOverrides> {
+    const rows = await trx
+      .selectFrom('registry.tool_permissions')
+      .select(['tool', 'permission'])
+      .where('account_id', '=', account)
+      .where('server_id', '=', serverId)
+      .orderBy('tool')
+      .execute();
+    const out: ToolOverrides = {};
+    for (const r of rows) out[r.tool] = r.permission;
+    return out;
+  }
+
+  /** The overrides of several servers of an account, by server id. */
+  async forServers(account: string, serverIds: string[], trx: Kysely<Database> = this.db): Promise<Map<string, ToolOverrides>> {
+    const out = new Map<string, ToolOverrides>();
+    if (serverIds.length === 0) return out;
+    const rows = await trx
+      .selectFrom('registry.tool_permissions')
+      .select(['server_id', 'tool', 'permission'])
+      .where('account_id', '=', account)
+      .where('server_id', 'in', serverIds)
+      .execute();
+    for (const r of rows) {
+      const map = out.get(r.server_id) ?? {};
+      map[r.tool] = r.permission;
+      out.set(r.server_id, map);
+    }
+    return out;
+  }
+
+  /** Sets (or, with null, removes) one tool's override; true when something changed. */
+  async set(account: string, serverId: string, tool: string, permission: Permission | null, trx: Kysely<Database>): Promise<boolean> {
+    if (permission === null) {
+      const r = await trx
+        .deleteFrom('registry.tool_permissions')
+        .where('account_id', '=', account)
+        .where('server_id', '=', serverId)
+        .where('tool', '=', tool)
+        .executeTakeFirst();
+      return r.numDeletedRows > 0n;
+    }
+    const r = await trx
+      .insertInto('registry.tool_permissions')
+      .values({ account_id: account, server_id: serverId, tool, permission })
+      .onConflict((oc) =>
+        oc
+          .columns(['account_id', 'server_id', 'tool'])
+          .doUpdateSet({ permission, updated_at: new Date() })
+          .where('registry.tool_permissions.permission', '<>', permission),
+      )
+      .executeTakeFirst();
+    return (r.numInsertedOrUpdatedRows ?? 0n) > 0n;
+  }
+}

@@ -1,0 +1,242 @@
+import { randomBytes } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import type { Socket } from 'node:net';
+import type { OAuthRegisteredClientsStore } from '@modelcontextprotocol/sdk/server/auth/clients.js';
+import { InvalidGrantError, InvalidTargetError, InvalidTokenError } from '@modelcontextprotocol/sdk/server/auth/errors.js';
+import type { AuthorizationParams, OAuthServerProvider } from '@modelcontextprotocol/sdk/server/auth/provider.js';
+import { mcpAuthRouter } from '@modelcontextprotocol/sdk/server/auth/router.js';
+import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
+import { createMcpExpressApp } from '@modelcontextprotocol/sdk/server/express.js';
+import type { OAuthClientInformationFull, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
+import { startTestMcpServer, type TestMcpServer, type TestMcpServerOptions } from './mcp-test-server.js';
+
+/** The user every authorization is granted to (the test server auto-approves). */
+export const TEST_OAUTH_USER = 'test-user';
+
+export interface TestOAuthServerStats {
+  registrations: number;
+  authorizations: number;
+  /** `resource` indicators received at /authorize (RFC 8707). */
+  authorizeResources: string[];
+  codeExchanges: number;
+  refreshes: number;
+  /** Refresh tokens presented after they were used or revoked (a rotation violated). */
+  refreshReplays: number;
+  /** Access tokens the protected server accepted or refused. */
+  verified: number;
+  refused: number;
+}
+
+export interface TestOAuthServerOptions {
+  /** Lifetime of access tokens in seconds (default 3600). */
+  accessTokenTtlSec?: number;
+}
+
+export interface TestOAuthServer {
+  /** The issuer, `http://127.0.0.1:PORT/`. */
+  issuer: string;
+  stats: TestOAuthServerStats;
+  provider: InMemoryOAuthProvider;
+  /** Every registered client, as stored (secrets included: for assertions that they never leak). */
+  clients(): OAuthClientInformationFull[];
+  /** Every access and refresh token ever issued (for leak assertions). */
+  issuedTokens(): string[];
+  close(): Promise<void>;
+  [Symbol.asyncDispose](): Promise<void>;
+}
+
+interface PendingCode {
+  clientId: string;
+  params: AuthorizationParams;
+}
+
+interface IssuedToken {
+  clientId: string;
+  expiresAt: number;
+  resource?: string;
+}
+
+/**
+ * An in-memory authorization server behind the SDK's `mcpAuthRouter` (RFC 8414 metadata, dynamic
+ * registration, /authorize, /token with PKCE S256 verified by the SDK, /revoke). Authorization is
+ * auto-approved for {@link TEST_OAUTH_USER}; codes are single-use; refresh tokens rotate (a used
+ * one is revoked, and presenting it again is `invalid_grant`).
+ */
+export class InMemoryOAuthProvider implements OAuthServerProvider {
+  readonly registered = new Map<string, OAuthClientInformationFull>();
+  readonly codes = new Map<string, PendingCode>();
+  readonly accessTokens = new Map<string, IssuedToken>();
+  readonly refreshTokens = new Map<string, IssuedToken>();
+  readonly usedRefreshTokens = new Set<string>();
+  readonly all: string[] = [];
+
+  constructor(
+    readonly stats: TestOAuthServerStats,
+    private readonly accessTokenTtlSec: number,
+  ) {}
+
+  get clientsStore(): OAuthRegisteredClientsStore {
+    return {
+      getClient: (id) => this.registered.get(id),
+      registerClient: (client) => {
+        const full = client as OAuthClientInformationFull;
+        this.registered.set(full.client_id, full);
+        this.stats.registrations += 1;
+        return full;
+      },
+    };
+  }
+
+  async authorize(client: OAuthClientInformationFull, params: AuthorizationParams, res: { redirect(status: number, url: string): void }): Promise<void> {
+    this.stats.authorizations += 1;
+    if (params.resource) this.stats.authorizeResources.push(params.resource.href);
+    const code = randomBytes(16).toString('base64url');
+    this.codes.set(code, { clientId: client.client_id, params });
+    const target = new URL(params.redirectUri);
+    target.searchParams.set('code', code);
+    if (params.state !== undefined) target.searchParams.set('state', params.state);
+    res.redirect(302, target.href);
+  }
+
+  async challengeForAuthorizationCode(client: OAuthClientInformationFull, code: string): Promise<string> {
+    const pending = this.codes.get(code);
+    if (pending === undefined || pending.clientId !== client.client_id) throw new InvalidGrantError('unknown authorization code');
+    return pending.params.codeChallenge;
+  }
+
+  async exchangeAuthorizationCode(client: OAuthClientInformationFull, code: string, _verifier?: string, redirectUri?: string, resource?: URL): Promise<OAuthTokens> {
+    const pending = this.codes.get(code);
+    if (pending === undefined || pending.clientId !== client.client_id) throw new InvalidGrantError('unknown authorization code');
+    this.codes.delete(code);
+    if (redirectUri !== undefined && redirectUri !== pending.params.redirectUri) throw new InvalidGrantError('redirect_uri does not match');
+    if (pending.params.resource && resource && pending.params.resource.href !== resource.href) throw new InvalidTargetError('resource does not match');
+    this.stats.codeExchanges += 1;
+    return this.issue(client.client_id, (resource ?? pending.params.resource)?.href);
+  }
+
+  async exchangeRefreshToken(client: OAuthClientInformationFull, refreshToken: string, _scopes?: string[], resource?: URL): Promise<OAuthTokens> {
+    if (this.usedRefreshTokens.has(refreshToken)) {
+      this.stats.refreshReplays += 1;
+      throw new InvalidGrantError('refresh token already used');
+    }
+    const issued = this.refreshTokens.get(refreshToken);
+    if (issued === undefined || issued.clientId !== client.client_id) throw new InvalidGrantError('unknown refresh token');
+    this.refreshTokens.delete(refreshToken);
+    this.usedRefreshTokens.add(refreshToken);
+    this.stats.refreshes += 1;
+    return this.issue(client.client_id, resource?.href ?? issued.resource);
+  }
+
+  async verifyAccessToken(token: string): Promise<AuthInfo> {
+    const issued = this.accessTokens.get(token);
+    if (issued === undefined || issued.expiresAt <= Date.now()) throw new InvalidTokenError('unknown or expired access token');
+    return { token, clientId: issued.clientId, scopes: [], expiresAt: Math.floor(issued.expiresAt / 1000), ...(issued.resource ? { resource: new URL(issued.resource) } : {}) };
+  }
+
+  async revokeToken(_client: OAuthClientInformationFull, request: { token: string }): Promise<void> {
+    this.accessTokens.delete(request.token);
+    if (this.refreshTokens.delete(request.token)) this.usedRefreshTokens.add(request.token);
+  }
+
+  /** Makes every access token issued so far expire now (the next call with one is a 401). */
+  expireAccessTokens(): void {
+    for (const t of this.accessTokens.values()) t.expiresAt = 0;
+  }
+
+  /** Revokes every refresh token (a refresh then fails with `invalid_grant`). */
+  revokeRefreshTokens(): void {
+    for (const t of this.refreshTokens.keys()) this.usedRefreshTokens.add(t);
+    this.refreshTokens.clear();
+  }
+
+  private issue(clientId: string, resource: string | undefined): OAuthTokens {
+    const access = `at_${randomBytes(24).toString('base64url')}`;
+    const refresh = `rt_${randomBytes(24).toString('base64url')}`;
+    const base = { clientId, ...(resource ? { resource } : {}) };
+    this.accessTokens.set(access, { ...base, expiresAt: Date.now() + this.accessTokenTtlSec * 1000 });
+    this.refreshTokens.set(refresh, { ...base, expiresAt: Number.MAX_SAFE_INTEGER });
+    this.all.push(access, refresh);
+    return { access_token: access, token_type: 'Bearer', expires_in: this.accessTokenTtlSec, refresh_token: refresh };
+  }
+}
+
+/** Starts the authorization server on loopback (the SDK's express app, no rate limits). */
+export async function startOAuthServer(opts: TestOAuthServerOptions = {}): Promise<TestOAuthServer> {
+  const stats: TestOAuthServerStats = {
+    registrations: 0,
+    authorizations: 0,
+    authorizeResources: [],
+    codeExchanges: 0,
+    refreshes: 0,
+    refreshReplays: 0,
+    verified: 0,
+    refused: 0,
+  };
+  const provider = new InMemoryOAuthProvider(stats, opts.accessTokenTtlSec ?? 3600);
+  const app = createMcpExpressApp();
+  const server: Server = createServer(app);
+  const sockets = new Set<Socket>();
+  server.on('connection', (socket: Socket) => {
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => resolve());
+  });
+  const address = server.address();
+  if (address === null || typeof address === 'string') throw new Error('oauth server has no port');
+  const issuer = `http://127.0.0.1:${address.port}/`;
+  app.use(
+    mcpAuthRouter({
+      provider,
+      issuerUrl: new URL(issuer),
+      authorizationOptions: { rateLimit: false },
+      clientRegistrationOptions: { rateLimit: false },
+      tokenOptions: { rateLimit: false },
+      revocationOptions: { rateLimit: false },
+    }),
+  );
+  let closing: Promise<void> | undefined;
+  const close = async (): Promise<void> => {
+    closing ??= new Promise<void>((resolve) => {
+      server.close(() => resolve());
+      server.closeAllConnections();
+      for (const s of sockets) s.destroy();
+    });
+    await closing;
+  };
+  return {
+    issuer,
+    stats,
+    provider,
+    clients: () => [...provider.registered.values()],
+    issuedTokens: () => [...provider.all],
+    close,
+    [Symbol.asyncDispose]: close,
+  };
+}
+
+/**
+ * An MCP server protected by `as`: it advertises `resource_metadata` naming `as`, and accepts only
+ * `Authorization: Bearer <token>` with a live access token `as` issued.
+ */
+export async function startProtectedMcpServer(as: TestOAuthServer, opts: Omit<TestMcpServerOptions, 'oauth'> = {}): Promise<TestMcpServer> {
+  return startTestMcpServer({
+    ...opts,
+    oauth: {
+      authorizationServer: as.issuer,
+      verify: async (token) => {
+        try {
+          await as.provider.verifyAccessToken(token);
+          as.stats.verified += 1;
+          return true;
+        } catch {
+          as.stats.refused += 1;
+          return false;
+        }
+      },
+    },
+  });
+}
+
