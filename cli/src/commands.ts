@@ -4,6 +4,7 @@ import { generateKeyPair } from '@mcpx/envelope';
 import type { McpToolDocument, ProxyResult } from '@mcpx/domain';
 import { UsageError, flag, flags, keyValues, type ParsedArgs } from './args.js';
 import { loadRuns, readKey, saveRuns, sendAction, withProxy, writeKey, type CliEnv } from './client.js';
+import { authorizationLines, preRegisteredClient, serversAuthorize, type AuthorizationAnswer } from './oauth-commands.js';
 
 export interface Io {
   out(text: string): void;
@@ -72,15 +73,24 @@ const serversSet: Command = async (env, args, io, json) => {
   if (transport !== undefined && transport !== 'http' && transport !== 'sse') throw new UsageError('--transport is http or sse');
   const headers = keyValues(flags(args, 'header'), 'header');
   const secretHeaders = keyValues(flags(args, 'secret-header'), 'secret-header');
+  const auth = flag(args, 'auth');
+  if (auth !== undefined && !['oauth', 'bearer', 'headers', 'none'].includes(auth)) throw new UsageError('--auth is oauth, bearer, headers or none');
+  const token = flag(args, 'token');
   const config = {
     url,
     ...(transport ? { transport } : {}),
     ...(Object.keys(headers).length > 0 ? { headers } : {}),
     ...(Object.keys(secretHeaders).length > 0 ? { secretHeaders } : {}),
+    ...(auth !== undefined ? { auth } : {}),
+    ...(token !== undefined ? { token } : {}),
+    ...preRegisteredClient(args),
   };
   const key = await readKey(env.keyFile);
-  const { server } = await sendAction<{ server: RedactedMcpServer }>(env, key, { type: 'SetMcpServer', name, config });
-  print(io, json, server, () => serverLine(server));
+  const res = await sendAction<AuthorizationAnswer>(env, key, { type: 'SetMcpServer', name, config });
+  const { server } = res;
+  // JSON keeps the server as before; an oauth server adds where to authorize.
+  const shown = { ...server, ...(res.authorizationUrl !== undefined ? { authorizationUrl: res.authorizationUrl } : {}), ...(res.authorizationError !== undefined ? { authorizationError: res.authorizationError } : {}) };
+  print(io, json, shown, () => serverLine(server) + authorizationLines(res));
 };
 
 const serversList: Command = async (env, _args, io, json) => {
@@ -294,6 +304,7 @@ export const COMMANDS: Record<string, Command> = {
   'servers show': serversShow,
   'servers refresh': serversRefresh,
   'servers delete': serversDelete,
+  'servers authorize': (env, args, io, json) => serversAuthorize(env, args, (value, human) => print(io, json, value, human)),
   'agents create': agentsCreate,
   'agents grant': changeGrants(true),
   'agents revoke': changeGrants(false),
@@ -313,6 +324,9 @@ export const COMMANDS: Record<string, Command> = {
 export const USAGE = `usage: mcpx <command> [--json]
   keys new [--force]
   servers set NAME URL [--transport http|sse] [--header K=V]... [--secret-header K=V]...
+  servers set NAME URL --auth oauth|bearer|headers|none [--token T]
+  servers set NAME URL --auth oauth [--client-id ID [--client-secret S]]   (prints the authorization URL)
+  servers authorize NAME   (a fresh authorization URL for an oauth server)
   servers list | show NAME | refresh NAME | delete NAME
   agents create NAME [--grant SERVER]...
   agents grant AGENT SERVER... | agents revoke AGENT SERVER... | agents show AGENT | agents list

@@ -6,7 +6,8 @@ import { RegistryHarness } from '../support/registry-harness.js';
 import { eventually } from '../support/system.js';
 
 /** Seed 000: RedactedMcpServer, exactly. */
-const REDACTED_KEYS = ['createdAt', 'hasSecrets', 'headerNames', 'id', 'name', 'secretHeaderNames', 'status', 'tools', 'transport', 'updatedAt', 'url'];
+// Seed 001 adds `auth` (the server's auth method); `builtin` appears on built-ins only.
+const REDACTED_KEYS = ['auth', 'createdAt', 'hasSecrets', 'headerNames', 'id', 'name', 'secretHeaderNames', 'status', 'tools', 'transport', 'updatedAt', 'url'];
 
 describe('registry actions', () => {
   let h: RegistryHarness;

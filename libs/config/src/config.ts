@@ -40,6 +40,8 @@ export interface Config {
   proxy: ProxySettings;
   /** How long an approval of an `always_ask` call stays usable (`APPROVAL_TTL_MS`, default 10 min). */
   approvalTtlMs: number;
+  /** Built-in server endpoints the operator overrides, slug → URL (`BUILTIN_ENDPOINTS=slug=url,…`; tests). */
+  builtinEndpoints: Record<string, string>;
 }
 
 export interface ProxySettings {
@@ -97,6 +99,18 @@ export function parseKeyring(value: string | undefined): KeyringEntry[] {
   return entries;
 }
 
+/** Parses `BUILTIN_ENDPOINTS`: `slug=url[,slug=url…]`; throws naming the entry. */
+export function parseBuiltinEndpoints(value: string | undefined): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [i, item] of list(value).entries()) {
+    const sep = item.indexOf('=');
+    const slug = item.slice(0, sep);
+    if (sep <= 0 || !/^[a-z][a-z0-9_]{1,30}$/.test(slug) || !URL.canParse(item.slice(sep + 1))) throw new Error(`BUILTIN_ENDPOINTS entry ${i + 1} must be slug=url`);
+    out[slug] = item.slice(sep + 1);
+  }
+  return out;
+}
+
 /** A development keyring, used only by the `local` profile when none is configured. */
 const LOCAL_DEV_KEYRING = 'dev:' + Buffer.alloc(32, 7).toString('base64');
 
@@ -140,5 +154,6 @@ export function loadConfig(service: keyof typeof DEFAULT_PORTS, env: NodeJS.Proc
       idleMs: nonNegative(env, 'PROXY_IDLE_MS', DEFAULT_PROXY_SETTINGS.idleMs) || DEFAULT_PROXY_SETTINGS.idleMs,
     },
     approvalTtlMs: nonNegative(env, 'APPROVAL_TTL_MS', DEFAULT_APPROVAL_TTL_MS) || DEFAULT_APPROVAL_TTL_MS,
+    builtinEndpoints: parseBuiltinEndpoints(env.BUILTIN_ENDPOINTS),
   };
 }

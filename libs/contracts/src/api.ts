@@ -8,8 +8,19 @@ export interface McpServerConfigInput {
   secretHeaders?: Record<string, string>;
   /** Header name → name of an existing account secret. */
   secretRefs?: Record<string, string>;
-  /** `oauth`: run OAuth 2.1 against the server (a 401 with OAuth metadata yields an authorization URL). */
-  auth?: 'oauth';
+  /**
+   * `oauth`: run OAuth 2.1 against the server (a 401 with OAuth metadata yields an authorization URL);
+   * `bearer`: send `token` as `Authorization: Bearer <token>`; `headers`: every header given is
+   * stored encrypted; `none`: no header at all. Absent: `headers` if any header is given, else `none`.
+   */
+  auth?: 'oauth' | 'bearer' | 'headers' | 'none';
+  /** With `auth: 'bearer'` only: stored encrypted, never shown again (absent on an update keeps it). */
+  token?: string;
+  /**
+   * With `auth: 'oauth'` only: a client registered with the authorization server beforehand
+   * (no dynamic registration). `clientSecret` is stored encrypted and never shown again.
+   */
+  oauth?: { clientId: string; clientSecret?: string };
 }
 
 /** One entry of RedactedMcpServer.tools. */
@@ -33,6 +44,10 @@ export interface RedactedMcpServer {
   headerNames: string[];
   secretHeaderNames: string[];
   hasSecrets: boolean;
+  /** How the server authenticates (the stored method, else derived from its headers). */
+  auth?: 'oauth' | 'bearer' | 'headers' | 'none';
+  /** A built-in server (seed 001): no row of its own, its credential lent by a vendor connection. */
+  builtin?: boolean;
   tools: RedactedTool[];
   status: ServerStatus;
   createdAt: string;
@@ -93,5 +108,9 @@ export const ActionTypes = {
   ApproveToolCall: 'ApproveToolCall',
   /** `{approvalId}` → `{approval}`; OWNER only. */
   DenyToolCall: 'DenyToolCall',
+  /** `{vendor, accessToken, refreshToken?, expiresAt?}` → `{vendor, servers: RedactedMcpServer[]}`: lights up the vendor's built-in servers. */
+  SetVendorConnection: 'SetVendorConnection',
+  /** `{vendor}` → `{vendor, servers: string[]}`: the vendor's built-ins go dark and leave every grant. */
+  DeleteVendorConnection: 'DeleteVendorConnection',
 } as const;
 export type ActionType = (typeof ActionTypes)[keyof typeof ActionTypes];

@@ -23,6 +23,8 @@ export interface ServerStatus {
   transport?: Transport;
   /** Failed discoveries in a row; drives the background re-probe backoff. */
   failures?: number;
+  /** `auth_required` after a failed token refresh: where the owner authorizes again. */
+  authorizationUrl?: string;
 }
 
 /** Payload of `mcp.events.server.discovered.<acct>.<server>`. */

@@ -63,6 +63,8 @@ export interface Subjects {
   approvalRequested(account: string): string;
   /** `mcp.approvals.requested.>` (or one account's: `mcp.approvals.requested.<acct>`) */
   approvalRequestedAll(account?: string): string;
+  /** `registry.oauth.refresh` — request/reply: a proxy asks the registry to refresh an oauth server's token */
+  readonly registryOAuthRefresh: string;
 }
 
 /** Queue group names: one member of each group answers a request. */
@@ -103,5 +105,6 @@ export function makeSubjects(prefix = ''): Subjects {
     projectorToolsSearch: `${p}projector.tools.search`,
     approvalRequested: (a) => `${p}mcp.approvals.requested.${t(a)}`,
     approvalRequestedAll: (a) => (a === undefined ? `${p}mcp.approvals.requested.>` : `${p}mcp.approvals.requested.${t(a)}`),
+    registryOAuthRefresh: `${p}registry.oauth.refresh`,
   };
 }

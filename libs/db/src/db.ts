@@ -5,6 +5,7 @@ import type { Database } from './schema.js';
 import * as registryInit from './migrations/registry-20261130T0800-init.js';
 import * as registryPermissions from './migrations/registry-20261130T0900-permissions.js';
 import * as registryOAuth from './migrations/registry-20261130T0910-oauth.js';
+import * as registryBuiltins from './migrations/registry-20261130T1000-builtins.js';
 import * as projectorInit from './migrations/projector-20261130T0800-init.js';
 import * as projectorSearch from './migrations/projector-20261130T0900-search.js';
 
@@ -39,7 +40,7 @@ export function createDb(url: string, opts: DbOptions = {}): Db {
 
 /** Migration sets, one per service schema, each with its own history table in that schema. */
 const MIGRATIONS = {
-  registry: { '20261130T0800-init': registryInit, '20261130T0900-permissions': registryPermissions, '20261130T0910-oauth': registryOAuth },
+  registry: { '20261130T0800-init': registryInit, '20261130T0900-permissions': registryPermissions, '20261130T0910-oauth': registryOAuth, '20261130T1000-builtins': registryBuiltins },
   projector: { '20261130T0800-init': projectorInit, '20261130T0900-search': projectorSearch },
 } satisfies Record<string, Record<string, Migration>>;
 

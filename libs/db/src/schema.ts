@@ -173,6 +173,29 @@ export interface LambdaToolsTable {
   doc_cbor: Uint8Array;
 }
 
+/** An account's connection to a vendor (seed 001): its OAuth tokens, sealed; lends built-ins their credential. */
+export interface VendorConnectionsTable {
+  id: string;
+  account_id: string;
+  vendor: string;
+  tokens_key_id: string;
+  tokens_sealed: Uint8Array;
+  expires_at: Date | null;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+/** The last discovery of a built-in server for an account (absent: its fallback list serves). */
+export interface BuiltinDiscoveriesTable {
+  account_id: string;
+  slug: string;
+  tools_cbor: Uint8Array;
+  tools_hash: string;
+  generation: number;
+  status_cbor: Uint8Array;
+  updated_at: Timestamp;
+}
+
 export interface Database {
   'registry.accounts': AccountsTable;
   'registry.signers': SignersTable;
@@ -181,6 +204,8 @@ export interface Database {
   'registry.secrets': SecretsTable;
   'registry.tool_permissions': ToolPermissionsTable;
   'registry.oauth_connections': OAuthConnectionsTable;
+  'registry.vendor_connections': VendorConnectionsTable;
+  'registry.builtin_discoveries': BuiltinDiscoveriesTable;
   'projector.tool_documents': ToolDocumentsTable;
   'projector.projected_servers': ProjectedServersTable;
   'projector.agent_sets': AgentSetsTable;

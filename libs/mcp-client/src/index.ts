@@ -17,6 +17,10 @@ export {
 export {
   resourceMetadataUrl,
   runOAuth,
+  boundedOAuthFetch,
+  describeOAuthError,
+  OAUTH_DOCUMENT_MAX_BYTES,
+  OAuthDocumentError,
   UnauthorizedError,
   type OAuthClientInformationMixed,
   type OAuthClientMetadata,

@@ -1,2 +1,2 @@
-export { SecretBox, oauthSecretAad, secretAad } from './secret-box.js';
+export { SecretBox, oauthSecretAad, secretAad, vendorTokensAad } from './secret-box.js';
 export type { Sealed } from './secret-box.js';

@@ -68,3 +68,12 @@ export function secretAad(account: string, name: string): string {
 export function oauthSecretAad(account: string, serverId: string, part: 'client' | 'tokens'): string {
   return secretAad(account, `oauth:${serverId}:${part}`);
 }
+
+/**
+ * The additional authenticated data of an account's sealed vendor-connection tokens
+ * (`registry.vendor_connections`, seed 001 built-in servers). Shared by the registry, which
+ * writes them, and the proxy, which reads the access token. `:` never occurs in a secret name.
+ */
+export function vendorTokensAad(account: string, vendor: string): string {
+  return secretAad(account, `vendor-connection:${vendor}`);
+}

@@ -3,7 +3,7 @@ import type { Counter, Histogram, Meter, Tracer } from '@opentelemetry/api';
 import type { AgentChangedEvent, ServerDeletedEvent, ServerDiscoveredEvent } from '@mcpx/contracts';
 import { encodePayload } from '@mcpx/contracts';
 import type { Database, Db, PendingToolsEvent, ToolsDiff } from '@mcpx/db';
-import { buildToolDocuments, documentCid, isPlainObject, type ToolNameStyle } from '@mcpx/domain';
+import { buildToolDocuments, documentCid, isBuiltinServerId, isPlainObject, type ToolNameStyle } from '@mcpx/domain';
 import type { Logger } from '@mcpx/log';
 import { withSpan } from '@mcpx/telemetry';
 import { agentSet, appendPending, lockAgent, lockKey, openChanges, pendingEntry, serverLockKey } from './agent-sets.js';
@@ -98,7 +98,7 @@ export class Projection {
       } else if (sameIncarnation && (current.deleted || current.generation >= generation)) {
         return { kind: 'stale' };
       }
-      const docs = generation === null ? [] : buildToolDocuments(server, tools, { style: this.deps.style, ...(isPlainObject(overrides) ? { overrides } : {}) });
+      const docs = generation === null ? [] : buildToolDocuments(server, tools, { style: this.deps.style, builtin: isBuiltinServerId(serverId), ...(isPlainObject(overrides) ? { overrides } : {}) });
       const next: Record<string, string> = {};
       const rows = docs.map((doc) => {
         const cid = documentCid(doc);

@@ -7,6 +7,7 @@ import type { ApprovalGate } from './approval-gate.js';
 import { MAX_CALL_TIMEOUT_MS } from './call-request.js';
 import type { Catalog } from './catalog.js';
 import type { ConnectionPool } from './connection-pool.js';
+import type { OAuthTokens } from './oauth-tokens.js';
 
 export { MAX_CALL_TIMEOUT_MS, parseCallRequest, decodeCallRequest } from './call-request.js';
 
@@ -63,6 +64,8 @@ export interface CallHandlerDeps {
   instance?: string;
   /** Stops `always_ask` calls for a human; absent, such calls are refused (never run unasked). */
   approvals?: ApprovalGate;
+  /** Refreshes oauth servers' tokens through the registry; absent, a refused token is `auth_required`. */
+  oauth?: OAuthTokens;
 }
 
 /**
@@ -153,8 +156,9 @@ export class CallHandler {
       await this.deps.approvals.admit(req, doc);
       span.setAttribute('mcpx.approved', true);
     }
-    const server = catalog.serverNow(req.account, doc.server) ?? (await catalog.server(req.account, doc.server));
+    let server = catalog.serverNow(req.account, doc.server) ?? (await catalog.server(req.account, doc.server));
     if (server === null) throw new WireError(ErrorCodes.notFound, `no MCP server named ${doc.server}`, { server: doc.server });
+    if (server.oauth !== undefined && this.deps.oauth?.expiring(server)) server = await this.deps.oauth.refreshed(req.account, doc.server, server);
     span.setAttribute('mcp.server', doc.server);
     const timeoutMs = Math.min(req.timeoutMs ?? MAX_CALL_TIMEOUT_MS, MAX_CALL_TIMEOUT_MS);
     const key = `${req.account}:${req.run}:${req.callId}`;
@@ -199,10 +203,15 @@ export class CallHandler {
       try {
         result = await this.deps.pool.use(req.account, req.run, doc.server, server, call);
       } catch (err) {
-        // A lost session means the request was not executed: one fresh handshake, one retry.
-        // Anything else may have run on the server, and is never retried.
-        if (!(err instanceof McpClientError) || err.code !== 'session_expired' || ctl.signal.aborted) throw err;
-        span.addEvent('session expired: reconnecting once');
+        // A lost session, or a refused token (a 401), means the request was not executed: one
+        // fresh handshake (with a refreshed token), one retry. Anything else may have run on the
+        // server, and is never retried.
+        if (!(err instanceof McpClientError) || ctl.signal.aborted) throw err;
+        if (err.code === 'unauthorized' && server.oauth !== undefined && this.deps.oauth !== undefined) {
+          span.addEvent('oauth token refused: refreshing once');
+          server = await this.deps.oauth.refreshed(req.account, doc.server, server);
+        } else if (err.code === 'session_expired') span.addEvent('session expired: reconnecting once');
+        else throw err;
         result = await this.deps.pool.use(req.account, req.run, doc.server, server, call, true);
       }
       const errorText = isErrorResult(result);

@@ -1,8 +1,10 @@
+import { createHash } from 'node:crypto';
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import { decodePayload, type AgentDefinition, type Subjects } from '@mcpx/contracts';
 import type { Db } from '@mcpx/db';
 import { compileValidator, type ArgumentValidator, type McpToolDocument } from '@mcpx/domain';
 import { oauthSecretAad, secretAad, type SecretBox } from '@mcpx/secrets';
+import { loadBuiltinEntry } from './builtin-entry.js';
 
 export interface AgentEntry {
   /** The grant: `definition.mcpServers` as the registry holds it (the authority). */
@@ -20,6 +22,8 @@ export interface ServerEntry {
   url: string;
   transport?: 'http' | 'sse';
   headers: Record<string, string>;
+  /** An oauth server: the token it holds (its hash only) and when it expires (epoch ms). */
+  oauth?: { tokenHash?: string; expiresAt?: number };
 }
 
 interface StoredServerConfig {
@@ -51,6 +55,8 @@ export class Catalog {
   constructor(
     private readonly db: Db,
     private readonly box: SecretBox,
+    /** The operator's built-in endpoint overrides (`BUILTIN_ENDPOINTS`). */
+    private readonly builtinEndpoints: Readonly<Record<string, string>> = {},
   ) {}
 
   /** Subscribes to the invalidating events (core NATS: every instance sees every event). */
@@ -153,7 +159,8 @@ export class Catalog {
 
   private async loadServer(account: string, name: string): Promise<ServerEntry | null> {
     const row = await this.db.selectFrom('registry.mcp_servers').select(['id', 'config_cbor']).where('account_id', '=', account).where('name', '=', name).executeTakeFirst();
-    if (row === undefined) return null;
+    // No row: a built-in server lit by a vendor connection, or nothing.
+    if (row === undefined) return loadBuiltinEntry(this.db, this.box, this.builtinEndpoints, account, name);
     const config = decodePayload<StoredServerConfig>(row.config_cbor);
     const headers: Record<string, string> = {};
     for (const [h, v] of Object.entries(config.headers ?? {})) headers[h.toLowerCase()] = v;
@@ -171,21 +178,29 @@ export class Catalog {
         if (s) headers[header.toLowerCase()] = this.box.open({ keyId: s.key_id, ciphertext: s.ciphertext }, secretAad(account, ref));
       }
     }
-    if (config.auth === 'oauth') await this.addOAuthToken(account, row.id, config.url, headers);
-    return { url: config.url, ...(config.transport ? { transport: config.transport } : {}), headers };
+    const oauth = config.auth === 'oauth' ? await this.addOAuthToken(account, row.id, config.url, headers) : undefined;
+    return { url: config.url, ...(config.transport ? { transport: config.transport } : {}), headers, ...(oauth ? { oauth } : {}) };
   }
 
   /** An oauth server's access token as the registry stored it (sealed); none yet: no header. */
-  private async addOAuthToken(account: string, serverId: string, url: string, headers: Record<string, string>): Promise<void> {
+  private async addOAuthToken(account: string, serverId: string, url: string, headers: Record<string, string>): Promise<NonNullable<ServerEntry['oauth']>> {
     const t = await this.db
       .selectFrom('registry.oauth_connections')
-      .select(['tokens_key_id', 'tokens_sealed', 'tokens_server_url'])
+      .select(['tokens_key_id', 'tokens_sealed', 'tokens_server_url', 'tokens_expire_at'])
       .where('account_id', '=', account)
       .where('server_id', '=', serverId)
       .executeTakeFirst();
     // Tokens follow the URL they were issued for: a server moved elsewhere does not get them.
-    if (!t?.tokens_key_id || !t.tokens_sealed || t.tokens_server_url !== url) return;
+    if (!t?.tokens_key_id || !t.tokens_sealed || t.tokens_server_url !== url) return {};
     const tokens = JSON.parse(this.box.open({ keyId: t.tokens_key_id, ciphertext: t.tokens_sealed }, oauthSecretAad(account, serverId, 'tokens'))) as { access_token?: unknown };
-    if (typeof tokens.access_token === 'string') headers.authorization = `Bearer ${tokens.access_token}`;
+    if (typeof tokens.access_token !== 'string') return {};
+    headers.authorization = `Bearer ${tokens.access_token}`;
+    return { tokenHash: createHash('sha256').update(tokens.access_token, 'utf8').digest('hex'), ...(t.tokens_expire_at ? { expiresAt: t.tokens_expire_at.getTime() } : {}) };
+  }
+
+  /** Forgets a server's cached entry (its OAuth token was just refreshed). */
+  dropServer(account: string, name: string): void {
+    this.servers.delete(`${account}:${name}`);
+    this.serverValues.delete(`${account}:${name}`);
   }
 }

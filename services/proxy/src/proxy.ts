@@ -14,6 +14,7 @@ import { ApprovalGate } from './approval-gate.js';
 import { CallHandler, replyLimits } from './call-handler.js';
 import { Catalog } from './catalog.js';
 import { ConnectionPool } from './connection-pool.js';
+import { OAuthTokens } from './oauth-tokens.js';
 import { startCallService, type ProxyStats } from './call-service.js';
 
 export { PROXY_SERVICE_NAME, proxyServiceName } from './call-service.js';
@@ -54,7 +55,7 @@ export async function startProxy(config: Config, opts: ProxyOptions = {}): Promi
     },
   });
   const outboundFetch = createOutboundFetch(config.outbound);
-  const catalog = new Catalog(db, new SecretBox(config.keyring));
+  const catalog = new Catalog(db, new SecretBox(config.keyring), config.builtinEndpoints);
   catalog.listen(bus.nc, bus.subjects);
 
   // Quiet discovery: every connection's opening lists tools for the registry. The same list seen
@@ -89,7 +90,7 @@ export async function startProxy(config: Config, opts: ProxyOptions = {}): Promi
     publish: (subject, payload) => bus.nc.publish(subject, payload),
     subject: (account) => bus.subjects.approvalRequested(account),
   });
-  const handler = new CallHandler({ catalog, pool, tracer: telemetry.tracer, meter: telemetry.meter, limiter, limits, instance, replyLimits: replyLimits(maxPayload), approvals });
+  const handler = new CallHandler({ catalog, pool, tracer: telemetry.tracer, meter: telemetry.meter, limiter, limits, instance, replyLimits: replyLimits(maxPayload), approvals, oauth: new OAuthTokens({ nc: bus.nc, subjects: bus.subjects, catalog }) });
   const stats = (): ProxyStats => ({ instance, ...pool.stats, inflight: handler.inflightCount, ...handler.counts, invalidations: catalog.invalidations });
 
   const service = await startCallService({ nc: bus.nc, subjects: bus.subjects, instance, handler, stats, log });

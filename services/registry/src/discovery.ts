@@ -5,7 +5,7 @@ import type { ServerDiscoveredEvent, ServerStatus, Transport } from '@mcpx/contr
 import { encodeCanonical, type RemoteTool } from '@mcpx/domain';
 import type { SingleFlight } from '@mcpx/locks';
 import type { Logger } from '@mcpx/log';
-import { connectMcp } from '@mcpx/mcp-client';
+import { connectMcp, resourceMetadataUrl } from '@mcpx/mcp-client';
 import { safeUrlForTelemetry, withSpan } from '@mcpx/telemetry';
 import type { McpServerRecord, McpServersRepository } from './repositories/mcp-servers.repository.js';
 import type { SecretsRepository } from './repositories/secrets.repository.js';
@@ -121,6 +121,8 @@ export class Discovery {
   private readonly runs: Counter;
   private readonly duration: Histogram;
   private readonly slots: Semaphore;
+  /** The `resource_metadata` URL of each server's last OAuth challenge (server id → URL), for the OAuth step. */
+  private readonly challenges = new Map<string, URL>();
 
   constructor(private readonly deps: DiscoveryDeps) {
     this.slots = new Semaphore(deps.concurrency ?? DISCOVERY_LIMITS.concurrency);
@@ -136,6 +138,15 @@ export class Discovery {
       () => this.lead(server, trigger, () => this.slots.run(() => this.probe(server))),
       async () => (await this.deps.servers.find(server.accountId, server.name)) ?? server,
     );
+  }
+
+  /**
+   * The `resource_metadata` URL (RFC 9728) from the `WWW-Authenticate` of the server's last 401
+   * seen by this instance, if any: the OAuth step starts from it instead of guessing well-known
+   * paths.
+   */
+  resourceMetadataUrl(serverId: string): URL | undefined {
+    return this.challenges.get(serverId);
   }
 
   /** Records tools a proxy saw when it opened a connection (a quiet discovery). */
@@ -171,6 +182,11 @@ export class Discovery {
       });
     } catch (err) {
       const e = err as { code?: string; message?: string; wwwAuthenticate?: string };
+      const challenge = e.code === 'unauthorized' ? resourceMetadataUrl(e.wwwAuthenticate) : undefined;
+      if (challenge !== undefined) {
+        this.challenges.set(server.id, challenge);
+        if (this.challenges.size > 10_000) this.challenges.delete(this.challenges.keys().next().value as string);
+      }
       return { error: e.message ?? 'connect failed', authRequired: e.code === 'unauthorized' && wantsOAuth(e.wwwAuthenticate) };
     }
     try {

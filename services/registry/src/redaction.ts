@@ -1,5 +1,6 @@
 import type { RedactedMcpServer } from '@mcpx/contracts';
 import { inheritPermission, isPermission, normalizeAnnotations, projectToolNames, type ToolNameStyle } from '@mcpx/domain';
+import { effectiveAuth } from './auth-method.js';
 import type { McpServerRecord } from './repositories/mcp-servers.repository.js';
 import type { ToolOverrides } from './repositories/tool-permissions.repository.js';
 
@@ -7,7 +8,8 @@ import type { ToolOverrides } from './repositories/tool-permissions.repository.j
  * The only shape in which a server leaves the registry: header names, never header values. Each
  * tool shows its effective permission: the owner's override, else the inherited level.
  */
-export function redactServer(server: McpServerRecord, style: ToolNameStyle, overrides: ToolOverrides = {}): RedactedMcpServer {
+export function redactServer(server: McpServerRecord, style: ToolNameStyle, overrides: ToolOverrides = {}, opts: { builtin?: boolean } = {}): RedactedMcpServer {
+  const builtin = opts.builtin === true;
   const names = projectToolNames(
     server.name,
     server.tools.map((t) => t.name),
@@ -22,12 +24,14 @@ export function redactServer(server: McpServerRecord, style: ToolNameStyle, over
     headerNames: Object.keys(server.config.headers ?? {}),
     secretHeaderNames,
     hasSecrets: secretHeaderNames.length > 0,
+    auth: effectiveAuth(server.config),
+    ...(builtin ? { builtin: true } : {}),
     tools: server.tools.map((t) => ({
       name: t.name,
       toolName: names.get(t.name) ?? t.name,
       ...(t.description !== undefined ? { description: t.description } : {}),
       ...(t.inputSchema !== undefined ? { inputSchema: t.inputSchema } : {}),
-      ...toolPermission(t.name, t.annotations, overrides),
+      ...toolPermission(t.name, t.annotations, overrides, builtin),
     })),
     status: server.status,
     createdAt: server.createdAt.toISOString(),
@@ -35,8 +39,8 @@ export function redactServer(server: McpServerRecord, style: ToolNameStyle, over
   };
 }
 
-function toolPermission(name: string, annotations: unknown, overrides: ToolOverrides): { permission: 'act' | 'always_ask'; permissionOverridden?: true } {
+function toolPermission(name: string, annotations: unknown, overrides: ToolOverrides, builtin: boolean): { permission: 'act' | 'always_ask'; permissionOverridden?: true } {
   const override = Object.hasOwn(overrides, name) ? overrides[name] : undefined;
   if (isPermission(override)) return { permission: override, permissionOverridden: true };
-  return { permission: inheritPermission(normalizeAnnotations(annotations), { builtin: false, toolName: name }) };
+  return { permission: inheritPermission(normalizeAnnotations(annotations), { builtin, toolName: name }) };
 }

@@ -18,8 +18,12 @@ import { McpServersRepository } from './repositories/mcp-servers.repository.js';
 import { SecretsRepository } from './repositories/secrets.repository.js';
 import { ToolPermissionsRepository } from './repositories/tool-permissions.repository.js';
 import { Reprober } from './reprober.js';
+import { BuiltinDiscoveriesRepository } from './builtins/builtin-discoveries.repository.js';
+import { BuiltinServers } from './builtins/builtin-servers.js';
+import { VendorConnectionsRepository } from './builtins/vendor-connections.repository.js';
 import { oauthCallbackHandler } from './oauth/oauth-callback.js';
 import { OAuthConnectionsRepository } from './oauth/oauth-connections.repository.js';
+import { answerOAuthRefresh } from './oauth/oauth-refresh-responder.js';
 import { OAuthService } from './oauth/oauth-service.js';
 
 export interface RegistryOptions {
@@ -86,6 +90,15 @@ export async function startRegistry(config: Config, opts: RegistryOptions = {}):
     ...(opts.reprobe?.baseMs !== undefined ? { reprobeBaseMs: opts.reprobe.baseMs } : {}),
     ...(opts.discoveryConcurrency !== undefined ? { concurrency: opts.discoveryConcurrency } : {}),
   });
+  // Built-in servers: static descriptors lit by vendor connections (no mcp_servers row).
+  const builtins = new BuiltinServers({
+    connections: new VendorConnectionsRepository(db, new SecretBox(config.keyring)),
+    discoveries: new BuiltinDiscoveriesRepository(db),
+    bus,
+    log,
+    endpoints: config.builtinEndpoints,
+    fetch: tracingFetch(outboundFetch),
+  });
   const events = new EventStream(bus.nc, bus.subjects);
   let ready = false;
   const server = createHttpServer({
@@ -105,6 +118,7 @@ export async function startRegistry(config: Config, opts: RegistryOptions = {}):
       permissions,
       approvals: new ApprovalStore(redis, config.redisPrefix, { ttlMs: config.approvalTtlMs }),
       oauth,
+      builtins,
     },
     redis,
     redisPrefix: config.redisPrefix,
@@ -117,6 +131,7 @@ export async function startRegistry(config: Config, opts: RegistryOptions = {}):
     oauthCallback: oauthCallbackHandler({ oauth, discovery, log }),
   });
   const observed = consumeObservedTools(bus, discovery, log);
+  const oauthRefresh = answerOAuthRefresh({ bus, servers, oauth, discovery, log });
   const reprobeIntervalMs = opts.reprobe?.intervalMs ?? Math.min(2_000, opts.reprobe?.baseMs ?? 2_000);
   const reprober = new Reprober(servers, discovery, log, { intervalMs: reprobeIntervalMs, batch: 50, concurrency: 8 });
   reprober.start();
@@ -135,6 +150,7 @@ export async function startRegistry(config: Config, opts: RegistryOptions = {}):
       ready = false;
       reprober.stop();
       observed.unsubscribe();
+      oauthRefresh.unsubscribe();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await reprober.idle();

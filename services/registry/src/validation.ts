@@ -1,6 +1,7 @@
 import { invalidInput, type McpServerConfigInput, type Transport } from '@mcpx/contracts';
 import { validateServerName, type ToolNameStyle } from '@mcpx/domain';
 import type { OutboundPolicy } from '@mcpx/config';
+import { applyAuthMethod, isAuthMethod, type AuthMethod } from './auth-method.js';
 
 /** Seed 000: an agent may be granted at most 16 servers. */
 export const MAX_GRANTS = 16;
@@ -56,13 +57,16 @@ export interface ValidServerConfig {
   headers: Record<string, string>;
   secretHeaders: Record<string, string>;
   secretRefs: Record<string, string>;
-  auth?: 'oauth';
+  /** As given (absent stays absent: the effective method is then derived, see `effectiveAuth`). */
+  auth?: AuthMethod;
+  /** `auth: 'bearer'` only; absent on an update keeps the stored token. */
+  token?: string;
 }
 
 /** Validates SetMcpServer's config; every error names its field and never echoes a value. */
 export function validateServerConfig(config: unknown, policy: OutboundPolicy): ValidServerConfig {
   if (!isPlainObject(config)) throw invalidInput('config', 'must be an object');
-  onlyKeys(config, ['url', 'transport', 'headers', 'secretHeaders', 'secretRefs', 'auth'], 'config');
+  onlyKeys(config, ['url', 'transport', 'headers', 'secretHeaders', 'secretRefs', 'auth', 'token', 'oauth'], 'config');
   const input = config as Partial<McpServerConfigInput> & Record<string, unknown>;
   if (typeof input.url !== 'string' || input.url === '') throw invalidInput('config.url', 'is required');
   if (Buffer.byteLength(input.url, 'utf8') > MAX_URL_BYTES) throw invalidInput('config.url', `must be at most ${MAX_URL_BYTES} bytes`);
@@ -80,7 +84,7 @@ export function validateServerConfig(config: unknown, policy: OutboundPolicy): V
   if (input.transport !== undefined && input.transport !== 'http' && input.transport !== 'sse') {
     throw invalidInput('config.transport', 'must be http or sse');
   }
-  if (input.auth !== undefined && input.auth !== 'oauth') throw invalidInput('config.auth', 'must be oauth (or absent)');
+  if (input.auth !== undefined && !isAuthMethod(input.auth)) throw invalidInput('config.auth', 'must be oauth, bearer, headers or none (or absent)');
   const headers = validateHeaderMap(input.headers, 'config.headers');
   const secretHeaders = validateHeaderMap(input.secretHeaders, 'config.secretHeaders');
   const secretRefs: Record<string, string> = {};
@@ -94,7 +98,8 @@ export function validateServerConfig(config: unknown, policy: OutboundPolicy): V
   }
   const distinct = new Set([...Object.keys(headers), ...Object.keys(secretHeaders), ...Object.keys(secretRefs)].map((h) => h.toLowerCase()));
   if (distinct.size > MAX_HEADERS) throw invalidInput('config.headers', `at most ${MAX_HEADERS} headers`);
-  return { url: url.toString(), ...(input.transport ? { transport: input.transport } : {}), headers, secretHeaders, secretRefs, ...(input.auth ? { auth: input.auth } : {}) };
+  const valid: ValidServerConfig = { url: url.toString(), ...(input.transport ? { transport: input.transport } : {}), headers, secretHeaders, secretRefs, ...(input.auth ? { auth: input.auth } : {}) };
+  return applyAuthMethod(valid, input.token);
 }
 
 export function validateAgentName(name: unknown): string {

@@ -23,6 +23,8 @@ export async function publishAgentChanged(deps: ActionDeps, agent: AgentRecord):
 /** Each granted name must be a server of the caller's account. */
 async function checkGrants(deps: ActionDeps, account: string, grants: string[]): Promise<void> {
   const existing = await deps.servers.existingNames(account, grants);
+  // A built-in lit by a vendor connection may be granted like a server of the account's own.
+  for (const b of (await deps.builtins?.lit(account)) ?? []) existing.add(b.name);
   const missing = grants.findIndex((g) => !existing.has(g));
   if (missing >= 0) throw invalidInput(`definition.mcpServers[${missing}]`, `no MCP server named ${grants[missing]}`);
 }

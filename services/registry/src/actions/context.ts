@@ -7,6 +7,7 @@ import type { ApprovalStore } from '@mcpx/locks';
 import type { Logger } from '@mcpx/log';
 import type { ProxyClient } from '@mcpx/proxy-client';
 import type { Discovery } from '../discovery.js';
+import type { BuiltinServers } from '../builtins/builtin-servers.js';
 import type { OAuthService } from '../oauth/oauth-service.js';
 import type { AccountsRepository, SignerRole } from '../repositories/accounts.repository.js';
 import type { AgentsRepository } from '../repositories/agents.repository.js';
@@ -41,6 +42,8 @@ export interface ActionDeps {
   approvals: ApprovalStore;
   /** OAuth 2.1 for servers with `config.auth: 'oauth'` (absent: such servers stay `auth_required`). */
   oauth?: OAuthService;
+  /** Built-in servers lit by vendor connections (absent: none are). */
+  builtins?: BuiltinServers;
 }
 
 export type Action = { type: string } & Record<string, unknown>;

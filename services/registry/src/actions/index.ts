@@ -10,6 +10,7 @@ import { searchTools } from './search.actions.js';
 import { authorizeSigner } from './signers.actions.js';
 import { approveToolCall, denyToolCall, listApprovals } from './approvals.actions.js';
 import { setToolPermission } from './permissions.actions.js';
+import { deleteVendorConnection, setVendorConnection } from './builtins.actions.js';
 
 export type { Action, ActionDeps, Caller } from './context.js';
 
@@ -36,6 +37,9 @@ const ACTIONS: Record<string, { handler: ActionHandler; roles: SignerRole[] }> =
   ListApprovals: { handler: listApprovals, roles: ['OWNER', 'WRITER'] },
   ApproveToolCall: { handler: approveToolCall, roles: ['OWNER'] },
   DenyToolCall: { handler: denyToolCall, roles: ['OWNER'] },
+  // Built-in servers (seed 001): a vendor connection lends its token to the vendor's built-ins.
+  SetVendorConnection: { handler: setVendorConnection, roles: ['OWNER', 'WRITER'] },
+  DeleteVendorConnection: { handler: deleteVendorConnection, roles: ['OWNER', 'WRITER'] },
 };
 
 export function isKnownAction(type: string): boolean {

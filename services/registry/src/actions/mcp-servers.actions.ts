@@ -2,21 +2,27 @@ import { ErrorCodes, WireError, type ServerDeletedEvent } from '@mcpx/contracts'
 import type { StoredServerConfig } from '../repositories/mcp-servers.repository.js';
 import { redactServer } from '../redaction.js';
 import { headerSecretName, ownedSecretNames } from '../server-headers.js';
+import { keepsStoredHeader, withBearerToken } from '../auth-config.js';
+import { refuseBuiltinSlug } from '../builtin-names.js';
 import { validateServerConfig, validateServerNameInput } from '../validation.js';
 import { publishAgentChanged } from './agents.actions.js';
+import { validatePreRegisteredClient } from '../oauth/oauth-client-config.js';
 import { withAuthorization } from './oauth.actions.js';
 import type { ActionHandler } from './context.js';
 
 export const listMcpServers: ActionHandler = async (deps, caller) => {
   const servers = await deps.servers.list(caller.account);
   const overrides = await deps.permissions.forServers(caller.account, servers.map((s) => s.id));
-  return { servers: servers.map((s) => redactServer(s, deps.style, overrides.get(s.id))) };
+  const builtins = (await deps.builtins?.lit(caller.account)) ?? [];
+  return { servers: [...servers.map((s) => redactServer(s, deps.style, overrides.get(s.id))), ...builtins.map((s) => redactServer(s, deps.style, {}, { builtin: true }))] };
 };
 
 /** Creates or updates a server by name, then discovers. A failed discovery still saves. */
 export const setMcpServer: ActionHandler = async (deps, caller, action) => {
   const name = validateServerNameInput(action.name, deps.style);
   const config = validateServerConfig(action.config, deps.outbound);
+  const oauthClient = validatePreRegisteredClient((action.config as { oauth?: unknown }).oauth, config.auth);
+  refuseBuiltinSlug(name);
   const refs = Object.values(config.secretRefs);
   const saved = await deps.db.transaction().execute(async (trx) => {
     const existing = await deps.secrets.existingNames(caller.account, refs, trx);
@@ -25,10 +31,12 @@ export const setMcpServer: ActionHandler = async (deps, caller, action) => {
     }
     await deps.accounts.ensure(caller.account, trx);
     const previous = await deps.servers.find(caller.account, name, trx);
-    if (Object.keys(config.secretHeaders).length > 0) {
+    // The bearer token is the server's `Authorization` secret header: sealed, never shown again.
+    const sealed = withBearerToken(config, previous?.config);
+    if (Object.keys(sealed).length > 0) {
       // `gh` + `X-Token` and `gh-x` + `Token` both make `mcp-gh-x-token`: never share one.
       const others = (await deps.servers.list(caller.account, trx)).filter((s) => s.name !== name);
-      for (const header of Object.keys(config.secretHeaders)) {
+      for (const header of Object.keys(sealed)) {
         const secretName = headerSecretName(name, header);
         const owner = others.find((o) => Object.values(o.config.secretRefs ?? {}).includes(secretName));
         if (owner !== undefined) {
@@ -41,9 +49,9 @@ export const setMcpServer: ActionHandler = async (deps, caller, action) => {
     const secretRefs: Record<string, string> = { ...config.secretRefs };
     // Secret headers given again are re-sealed; ones not given again keep their stored value.
     for (const [header, ref] of Object.entries(previous?.config.secretRefs ?? {})) {
-      if (!(header in secretRefs) && !(header in config.headers) && ref === headerSecretName(name, header)) secretRefs[header] = ref;
+      if (!(header in secretRefs) && !(header in config.headers) && ref === headerSecretName(name, header) && keepsStoredHeader(header, config, previous?.config)) secretRefs[header] = ref;
     }
-    for (const [header, value] of Object.entries(config.secretHeaders)) {
+    for (const [header, value] of Object.entries(sealed)) {
       const secretName = headerSecretName(name, header);
       await deps.secrets.put(caller.account, secretName, value, trx);
       secretRefs[header] = secretName;
@@ -68,12 +76,16 @@ export const setMcpServer: ActionHandler = async (deps, caller, action) => {
       throw err;
     }
   });
+  if (oauthClient !== undefined) await deps.oauth?.preRegister(saved, oauthClient);
   const discovered = await deps.discovery.discover(saved, 'set');
   return withAuthorization(deps, discovered, async (s) => redactServer(s, deps.style, await deps.permissions.forServer(caller.account, s.id)));
 };
 
 export const refreshMcpServer: ActionHandler = async (deps, caller, action) => {
   const name = validateServerNameInput(action.name, deps.style);
+  const builtins = deps.builtins;
+  const builtin = await builtins?.find(caller.account, name);
+  if (builtins && builtin) return { server: redactServer(await builtins.refresh(builtin), deps.style, {}, { builtin: true }) };
   const server = await deps.servers.find(caller.account, name);
   if (server === null) throw new WireError(ErrorCodes.notFound, `name: no MCP server named ${name}`, { field: 'name' });
   const discovered = await deps.discovery.discover(server, 'refresh');

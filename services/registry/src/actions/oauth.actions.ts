@@ -1,4 +1,5 @@
 import { ErrorCodes, WireError, type RedactedMcpServer } from '@mcpx/contracts';
+import { describeOAuthError } from '@mcpx/mcp-client';
 import { redactServer } from '../redaction.js';
 import type { McpServerRecord } from '../repositories/mcp-servers.repository.js';
 import { validateServerNameInput } from '../validation.js';
@@ -19,20 +20,20 @@ export async function withAuthorization(
   const wanted = opts.fresh === true || server.status.state === 'auth_required';
   if (oauth === undefined || server.config.auth !== 'oauth' || !wanted) return { server: await redact(server) };
   try {
-    let outcome = await oauth.ensure(server, opts);
+    const challenge = deps.discovery.resourceMetadataUrl(server.id);
+    let outcome = await oauth.ensure(server, { ...opts, ...(challenge ? { resourceMetadataUrl: challenge } : {}) });
     if (outcome.state === 'authorized') {
       const rediscovered = await deps.discovery.discover(server, 'refresh');
       if (rediscovered.status.state !== 'auth_required') return { server: await redact(rediscovered) };
       // The refreshed token is refused too: only a new authorization helps.
       server = rediscovered;
-      outcome = await oauth.ensure(server, { fresh: true });
+      outcome = await oauth.ensure(server, { fresh: true, ...(challenge ? { resourceMetadataUrl: challenge } : {}) });
     }
     if (outcome.state === 'authorized') return { server: await redact(server) };
     return { server: await redact(server), authorizationUrl: outcome.authorizationUrl };
   } catch (err) {
     deps.log.warn('oauth authorization could not start', { account: server.accountId, server: server.name, err: err as Error });
-    const message = err instanceof Error ? err.message.slice(0, 300) : 'authorization failed';
-    return { server: await redact(server), authorizationError: `OAuth: ${message}` };
+    return { server: await redact(server), authorizationError: `OAuth: ${describeOAuthError(err)}` };
   }
 }
 

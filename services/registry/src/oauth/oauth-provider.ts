@@ -8,6 +8,9 @@ import type {
 } from '@mcpx/mcp-client';
 import type { OAuthConnectionsRepository } from './oauth-connections.repository.js';
 
+/** What the provider needs of the sealed store (an in-memory one serves the conformance harness). */
+export type OAuthStateStore = Pick<OAuthConnectionsRepository, 'client' | 'updateClient' | 'tokens' | 'saveTokens' | 'setPendingState'>;
+
 export interface RegistryOAuthProviderOptions {
   account: string;
   serverId: string;
@@ -18,6 +21,11 @@ export interface RegistryOAuthProviderOptions {
   ignoreTokens?: boolean;
   /** The `state` to use: the callback passes the one it received, a new flow gets a random one. */
   state?: string;
+  /**
+   * An https URL serving this client's metadata document: used as the client id where the
+   * authorization server advertises `client_id_metadata_document_supported` (else registration).
+   */
+  clientMetadataUrl?: string;
 }
 
 /**
@@ -28,9 +36,11 @@ export class RegistryOAuthProvider implements OAuthClientProvider {
   /** Set when `auth()` decided the owner must authorize. */
   authorizationUrl: URL | undefined;
   private readonly stateValue: string;
+  /** Discovery found during this flow, stored only once the flow succeeds ({@link persistDiscovery}). */
+  private pendingDiscovery: OAuthDiscoveryState | undefined;
 
   constructor(
-    private readonly store: OAuthConnectionsRepository,
+    private readonly store: OAuthStateStore,
     private readonly opts: RegistryOAuthProviderOptions,
   ) {
     this.stateValue = opts.state ?? randomBytes(32).toString('base64url');
@@ -38,6 +48,10 @@ export class RegistryOAuthProvider implements OAuthClientProvider {
 
   get redirectUrl(): string {
     return this.opts.redirectUrl;
+  }
+
+  get clientMetadataUrl(): string | undefined {
+    return this.opts.clientMetadataUrl;
   }
 
   get clientMetadata(): OAuthClientMetadata {
@@ -86,11 +100,24 @@ export class RegistryOAuthProvider implements OAuthClientProvider {
     return verifier;
   }
 
-  async saveDiscoveryState(discoveryState: OAuthDiscoveryState): Promise<void> {
-    await this.store.updateClient(this.opts.account, this.opts.serverId, { discoveryState, discoveredFor: this.opts.serverUrl });
+  /**
+   * Kept in memory: the SDK saves discovery before it checks the `resource` and before it uses the
+   * authorization server, so a flow that then fails (a mismatched resource, a bad authorization
+   * server) must leave nothing behind.
+   */
+  saveDiscoveryState(discoveryState: OAuthDiscoveryState): void {
+    this.pendingDiscovery = discoveryState;
+  }
+
+  /** Stores the discovery of a flow that got as far as an authorization URL or tokens. */
+  async persistDiscovery(): Promise<void> {
+    if (this.pendingDiscovery === undefined) return;
+    await this.store.updateClient(this.opts.account, this.opts.serverId, { discoveryState: this.pendingDiscovery, discoveredFor: this.opts.serverUrl });
+    this.pendingDiscovery = undefined;
   }
 
   async discoveryState(): Promise<OAuthDiscoveryState | undefined> {
+    if (this.pendingDiscovery !== undefined) return this.pendingDiscovery;
     const stored = await this.store.client(this.opts.account, this.opts.serverId);
     return stored.discoveredFor === this.opts.serverUrl ? stored.discoveryState : undefined;
   }

@@ -1,8 +1,10 @@
+import { createHash } from 'node:crypto';
 import { ErrorCodes, WireError } from '@mcpx/contracts';
 import type { SingleFlight } from '@mcpx/locks';
 import type { Logger } from '@mcpx/log';
-import { runOAuth } from '@mcpx/mcp-client';
+import { boundedOAuthFetch, runOAuth } from '@mcpx/mcp-client';
 import type { McpServerRecord, McpServersRepository } from '../repositories/mcp-servers.repository.js';
+import type { PreRegisteredClient } from './oauth-client-config.js';
 import type { OAuthConnectionsRepository } from './oauth-connections.repository.js';
 import { RegistryOAuthProvider } from './oauth-provider.js';
 
@@ -10,6 +12,11 @@ import { RegistryOAuthProvider } from './oauth-provider.js';
 export const REFRESH_BEFORE_EXPIRY_MS = 60_000;
 /** Longest an OAuth exchange (discovery, registration, token) may hold the per-server lock. */
 const OAUTH_LOCK_TTL_MS = 30_000;
+
+/** Hex SHA-256 of an access token: how a caller names the token it holds without sending it. */
+export function accessTokenHash(token: string): string {
+  return createHash('sha256').update(token, 'utf8').digest('hex');
+}
 
 export type OAuthOutcome = { state: 'authorized' } | { state: 'redirect'; authorizationUrl: string };
 
@@ -30,7 +37,12 @@ export interface OAuthServiceDeps {
  * refresh token is presented once, whoever needs a fresh token at the same moment.
  */
 export class OAuthService {
-  constructor(private readonly deps: OAuthServiceDeps) {}
+  /** Every OAuth exchange reads at most 64 KiB per document (remote metadata is untrusted). */
+  private readonly oauthFetch: typeof fetch;
+
+  constructor(private readonly deps: OAuthServiceDeps) {
+    this.oauthFetch = boundedOAuthFetch(deps.fetch);
+  }
 
   /**
    * Makes sure the server can be called: refreshes stored tokens when there are any, else (or when
@@ -43,8 +55,9 @@ export class OAuthService {
       const result = await runOAuth(provider, {
         serverUrl: server.config.url,
         ...(opts.resourceMetadataUrl ? { resourceMetadataUrl: opts.resourceMetadataUrl } : {}),
-        ...(this.deps.fetch ? { fetchFn: this.deps.fetch } : {}),
+        fetchFn: this.oauthFetch,
       });
+      await provider.persistDiscovery();
       if (result === 'AUTHORIZED') return { state: 'authorized' };
       if (provider.authorizationUrl === undefined) throw new Error('authorization started without a URL');
       return { state: 'redirect', authorizationUrl: provider.authorizationUrl.toString() };
@@ -61,6 +74,47 @@ export class OAuthService {
   }
 
   /**
+   * Compare-and-refresh under the per-server lock (the key {@link ensure} uses): the stored token
+   * is refreshed only while it is still the one whose hash the caller holds (`staleTokenHash`;
+   * absent: whatever is stored). A caller that lost the race finds a different token stored and
+   * gets `authorized` without presenting the (already rotated) refresh token again. A refused
+   * refresh forgets the tokens and starts a new authorization (`redirect`); no stored token at all
+   * is `no_tokens` (the caller decides whether a new URL is worth replacing a pending one).
+   */
+  async refreshStale(server: McpServerRecord, staleTokenHash: string | undefined): Promise<OAuthOutcome | { state: 'no_tokens' }> {
+    const key = `oauth:${server.accountId}:${server.id}`;
+    const current = async (): Promise<boolean> => {
+      const stored = await this.deps.store.tokens(server.accountId, server.id, server.config.url);
+      return stored !== undefined && staleTokenHash !== undefined && accessTokenHash(stored.tokens.access_token) !== staleTokenHash;
+    };
+    const lead = async (): Promise<OAuthOutcome | { state: 'no_tokens' }> => {
+      if (await current()) return { state: 'authorized' };
+      const stored = await this.deps.store.tokens(server.accountId, server.id, server.config.url);
+      if (stored === undefined) return { state: 'no_tokens' };
+      if (stored.tokens.refresh_token === undefined) {
+        await this.deps.store.saveTokens(server.accountId, server.id, undefined, null);
+        return this.ensure(server, { fresh: true });
+      }
+      const provider = this.provider(server, {});
+      const result = await runOAuth(provider, { serverUrl: server.config.url, fetchFn: this.oauthFetch });
+      await provider.persistDiscovery();
+      if (result === 'AUTHORIZED') return { state: 'authorized' };
+      // The refresh was refused: the stored tokens are dead, and must never be presented again.
+      await this.deps.store.saveTokens(server.accountId, server.id, undefined, null);
+      if (provider.authorizationUrl === undefined) throw new Error('authorization started without a URL');
+      return { state: 'redirect', authorizationUrl: provider.authorizationUrl.toString() };
+    };
+    // The holder is done: its token is ours. A refused refresh left none (authorize again, no
+    // refresh token involved); a holder that failed otherwise left the stale one: say so, retryable.
+    const follow = async (): Promise<OAuthOutcome | { state: 'no_tokens' }> => {
+      if (await current()) return { state: 'authorized' };
+      if ((await this.deps.store.tokens(server.accountId, server.id, server.config.url)) === undefined) return { state: 'no_tokens' };
+      throw new Error('another instance could not refresh the token; try again');
+    };
+    return this.deps.singleFlight.run(key, { ttlMs: OAUTH_LOCK_TTL_MS }, lead, follow);
+  }
+
+  /**
    * The `Authorization` header for an oauth server (empty when it has no token yet). A token about
    * to expire is refreshed first; a failed refresh leaves the old one, whose 401 then says
    * `auth_required`.
@@ -72,13 +126,26 @@ export class OAuthService {
     const expiring = stored.expiresAt !== null && stored.expiresAt.getTime() - Date.now() < REFRESH_BEFORE_EXPIRY_MS;
     if (expiring && stored.tokens.refresh_token !== undefined) {
       try {
-        await this.ensure(server);
+        await this.refreshStale(server, accessTokenHash(stored.tokens.access_token));
         stored = (await this.deps.store.tokens(server.accountId, server.id, server.config.url)) ?? stored;
       } catch (err) {
         this.deps.log.warn('oauth refresh failed', { account: server.accountId, server: server.name, err: err as Error });
       }
     }
     return { authorization: `Bearer ${stored.tokens.access_token}` };
+  }
+
+  /**
+   * Uses a client the owner registered with the authorization server instead of registering one.
+   * Stored sealed, like a registered client; a different client id forgets the tokens and any
+   * pending authorization of the previous one.
+   */
+  async preRegister(server: McpServerRecord, client: PreRegisteredClient): Promise<void> {
+    const stored = (await this.deps.store.client(server.accountId, server.id)).clientInformation;
+    const clientInformation = { client_id: client.clientId, ...(client.clientSecret !== undefined ? { client_secret: client.clientSecret } : {}) };
+    if (stored?.client_id === clientInformation.client_id && stored.client_secret === clientInformation.client_secret) return;
+    await this.deps.store.updateClient(server.accountId, server.id, { clientInformation, codeVerifier: undefined });
+    if (stored !== undefined) await this.deps.store.saveTokens(server.accountId, server.id, undefined, null);
   }
 
   /**
@@ -96,7 +163,8 @@ export class OAuthService {
     }
     // A code exchange presents no refresh token, so it needs no lock.
     const provider = this.provider(server, { state });
-    await runOAuth(provider, { serverUrl: server.config.url, authorizationCode: code, ...(this.deps.fetch ? { fetchFn: this.deps.fetch } : {}) });
+    await runOAuth(provider, { serverUrl: server.config.url, authorizationCode: code, fetchFn: this.oauthFetch });
+    await provider.persistDiscovery();
     await this.deps.store.updateClient(server.accountId, server.id, { codeVerifier: undefined });
     return server;
   }

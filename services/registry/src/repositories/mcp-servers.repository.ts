@@ -3,6 +3,7 @@ import { sql, type Kysely, type Selectable } from 'kysely';
 import { decodePayload, encodePayload, type ServerStatus, type Transport } from '@mcpx/contracts';
 import type { Database, Db, McpServersTable } from '@mcpx/db';
 import type { RemoteTool } from '@mcpx/domain';
+import type { AuthMethod } from '../auth-method.js';
 
 /** `config_cbor`: static headers in the clear, secret headers as references to account secrets. */
 export interface StoredServerConfig {
@@ -11,8 +12,11 @@ export interface StoredServerConfig {
   headers?: Record<string, string>;
   /** header name → secret name */
   secretRefs?: Record<string, string>;
-  /** `oauth`: the registry runs OAuth 2.1 against the server and sends the token it holds. */
-  auth?: 'oauth';
+  /**
+   * `oauth`: the registry runs OAuth 2.1 against the server and sends the token it holds;
+   * `bearer`/`headers`/`none`: see ../auth-method.ts (a bearer token is the `Authorization` secret ref).
+   */
+  auth?: AuthMethod;
 }
 
 export interface McpServerRecord {

@@ -1,0 +1,29 @@
+import type { WireErrorShape } from './errors.js';
+
+/**
+ * Request of `registry.oauth.refresh` (request/reply, queue group `registry`): a proxy holds an
+ * oauth server's access token that is about to expire or was just refused (401). Every exchange
+ * with the authorization server stays in the registry, under the same per-server Redis lock
+ * (`oauth:<acct>:<serverId>`) as its own refreshes, so a rotating refresh token is presented once
+ * whoever (proxies, registries) needs a fresh token at the same moment.
+ */
+export interface OAuthRefreshRequest {
+  account: string;
+  /** The server's name. */
+  server: string;
+  /**
+   * Hex SHA-256 of the access token the caller holds (never the token itself). The registry
+   * refreshes only while it still stores that token: a caller that lost a race gets `authorized`
+   * and reads the token the winner stored.
+   */
+  staleTokenHash?: string;
+}
+
+/**
+ * Reply: `authorized` (a current token is stored: read it again), or `auth_required` (refresh
+ * failed or there is no token; the server is recorded `auth_required` with `authorizationUrl`).
+ */
+export type OAuthRefreshReply =
+  | { ok: true; state: 'authorized' }
+  | { ok: true; state: 'auth_required'; authorizationUrl?: string; error?: string }
+  | { ok: false; error: WireErrorShape };

@@ -1,0 +1,70 @@
+import type { NatsConnection } from '@nats-io/transport-node';
+import { ErrorCodes, WireError, decodePayload, encodePayload, type OAuthRefreshReply, type OAuthRefreshRequest, type Subjects } from '@mcpx/contracts';
+import type { Catalog, ServerEntry } from './catalog.js';
+
+/** Refresh an access token this long before it expires (the registry uses the same margin). */
+export const REFRESH_BEFORE_EXPIRY_MS = 60_000;
+/** How long a proxy waits for the registry's refresh (it holds a 30 s lock at most). */
+const REFRESH_TIMEOUT_MS = 35_000;
+
+export interface OAuthTokensDeps {
+  nc: NatsConnection;
+  subjects: Subjects;
+  catalog: Catalog;
+}
+
+/**
+ * Keeps oauth servers' access tokens fresh for the call path. The proxy never presents a refresh
+ * token: it asks the registry (`registry.oauth.refresh`), which refreshes under the per-server
+ * Redis lock shared by every instance, only while the stored token is still the one this proxy
+ * holds (compare-and-refresh), so two racing proxies cause one refresh. Then the proxy re-reads
+ * the stored token. A refused refresh is `auth_required`, with the owner's authorization URL.
+ */
+export class OAuthTokens {
+  private readonly inflight = new Map<string, Promise<ServerEntry>>();
+
+  constructor(private readonly deps: OAuthTokensDeps) {}
+
+  /** Whether `entry`'s token expires within {@link REFRESH_BEFORE_EXPIRY_MS}. */
+  expiring(entry: ServerEntry, now = Date.now()): boolean {
+    const at = entry.oauth?.expiresAt;
+    return at !== undefined && at - now < REFRESH_BEFORE_EXPIRY_MS;
+  }
+
+  /**
+   * A fresh entry for `server` after its token (held in `entry`) expired or was refused. Calls of
+   * this proxy that need the same refresh share one request.
+   */
+  refreshed(account: string, server: string, entry: ServerEntry): Promise<ServerEntry> {
+    const key = `${account}:${server}:${entry.oauth?.tokenHash ?? ''}`;
+    let p = this.inflight.get(key);
+    if (p === undefined) {
+      p = this.refresh(account, server, entry).finally(() => this.inflight.delete(key));
+      this.inflight.set(key, p);
+    }
+    return p;
+  }
+
+  private async refresh(account: string, server: string, entry: ServerEntry): Promise<ServerEntry> {
+    const req: OAuthRefreshRequest = { account, server, ...(entry.oauth?.tokenHash ? { staleTokenHash: entry.oauth.tokenHash } : {}) };
+    let reply: OAuthRefreshReply;
+    try {
+      const msg = await this.deps.nc.request(this.deps.subjects.registryOAuthRefresh, encodePayload(req), { timeout: REFRESH_TIMEOUT_MS });
+      reply = decodePayload<OAuthRefreshReply>(msg.data);
+    } catch (err) {
+      throw new WireError(ErrorCodes.transportError, `the ${server} MCP server's OAuth token could not be refreshed (registry unavailable: ${(err as Error).message})`, { server });
+    }
+    if (!reply.ok) throw WireError.from(reply.error);
+    if (reply.state === 'auth_required') {
+      throw new WireError(
+        ErrorCodes.authRequired,
+        `the ${server} MCP server needs its owner to authorize again (the OAuth refresh was refused)`,
+        { server, ...(reply.authorizationUrl ? { authorizationUrl: reply.authorizationUrl } : {}) },
+      );
+    }
+    this.deps.catalog.dropServer(account, server);
+    const fresh = await this.deps.catalog.server(account, server);
+    if (fresh === null) throw new WireError(ErrorCodes.notFound, `no MCP server named ${server}`, { server });
+    return fresh;
+  }
+}

@@ -1,0 +1,78 @@
+import { ErrorCodes, WireError, invalidInput } from '@mcpx/contracts';
+import { builtinsOfVendor } from '@mcpx/domain';
+import type { BuiltinServers } from '../builtins/builtin-servers.js';
+import type { VendorTokens } from '../builtins/vendor-connections.repository.js';
+import { redactServer } from '../redaction.js';
+import { publishAgentChanged } from './agents.actions.js';
+import type { ActionDeps, ActionHandler } from './context.js';
+
+const MAX_TOKEN_BYTES = 8192;
+
+function builtinsOf(deps: ActionDeps): BuiltinServers {
+  if (deps.builtins === undefined) throw new WireError(ErrorCodes.invalidInput, 'action.type: built-in servers are not enabled here', { field: 'action.type' });
+  return deps.builtins;
+}
+
+/** A vendor some built-in server borrows its credential from. */
+function validateVendor(vendor: unknown): string {
+  if (typeof vendor !== 'string' || vendor === '' || vendor.length > 64) throw invalidInput('vendor', 'must name a vendor');
+  if (builtinsOfVendor(vendor).length === 0) throw invalidInput('vendor', `no built-in server uses the vendor ${vendor.replace(/[^a-z0-9_-]/gi, '').slice(0, 64)}`);
+  return vendor;
+}
+
+function token(value: unknown, field: string): string {
+  if (typeof value !== 'string' || value === '') throw invalidInput(field, 'must be a non-empty string');
+  if (/[\s\0]/.test(value)) throw invalidInput(field, 'must not contain whitespace or NUL');
+  if (Buffer.byteLength(value, 'utf8') > MAX_TOKEN_BYTES) throw invalidInput(field, `must be at most ${MAX_TOKEN_BYTES} bytes`);
+  return value;
+}
+
+/** Validates SetVendorConnection; every error names its field and never echoes a token. */
+function validateTokens(action: Record<string, unknown>): VendorTokens {
+  for (const k of Object.keys(action)) if (!['type', 'vendor', 'accessToken', 'refreshToken', 'expiresAt'].includes(k)) throw invalidInput(k, 'is not a known field');
+  const tokens: VendorTokens = { accessToken: token(action.accessToken, 'accessToken') };
+  if (action.refreshToken !== undefined) tokens.refreshToken = token(action.refreshToken, 'refreshToken');
+  if (action.expiresAt !== undefined) {
+    if (typeof action.expiresAt !== 'string' || Number.isNaN(Date.parse(action.expiresAt))) throw invalidInput('expiresAt', 'must be an ISO 8601 date');
+    tokens.expiresAt = new Date(action.expiresAt).toISOString();
+  }
+  return tokens;
+}
+
+/**
+ * `{vendor, accessToken, refreshToken?, expiresAt?}` → `{vendor, servers}`: stores the account's
+ * connection to the vendor (tokens sealed, never shown again) and lights up its built-in servers,
+ * whose tools reach the projector at once (their fallback list until they are discovered).
+ */
+export const setVendorConnection: ActionHandler = async (deps, caller, action) => {
+  const builtins = builtinsOf(deps);
+  const vendor = validateVendor(action.vendor);
+  const tokens = validateTokens(action);
+  await deps.accounts.ensure(caller.account);
+  const servers = await builtins.connect(caller.account, vendor, tokens);
+  return { vendor, servers: servers.map((s) => redactServer(s, deps.style, {}, { builtin: true })) };
+};
+
+/**
+ * `{vendor}` → `{vendor, servers}` (the slugs that went dark): deletes the connection, takes its
+ * built-ins out of every agent's grant (each agent's change is an event) and drops their documents.
+ */
+export const deleteVendorConnection: ActionHandler = async (deps, caller, action) => {
+  const builtins = builtinsOf(deps);
+  const vendor = validateVendor(action.vendor);
+  const slugs = builtinsOfVendor(vendor).map((b) => b.slug);
+  const { connection, agents } = await deps.db.transaction().execute(async (trx) => {
+    const connection = await builtins.removeConnection(caller.account, vendor, trx);
+    if (connection === null) throw new WireError(ErrorCodes.notFound, `vendor: no connection to ${vendor}`, { field: 'vendor' });
+    const agents = [];
+    for (const slug of slugs) {
+      for (const agent of await deps.agents.grantingServer(caller.account, slug, trx)) {
+        agents.push(await deps.agents.update(caller.account, agent.id, { mcpServers: agent.definition.mcpServers.filter((s) => !slugs.includes(s)) }, trx));
+      }
+    }
+    return { connection, agents };
+  });
+  for (const agent of agents) await publishAgentChanged(deps, agent);
+  await builtins.disconnected(caller.account, connection);
+  return { vendor, servers: slugs };
+};

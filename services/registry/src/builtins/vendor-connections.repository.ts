@@ -1,0 +1,77 @@
+import { randomUUID } from 'node:crypto';
+import type { Kysely } from 'kysely';
+import type { Database, Db } from '@mcpx/db';
+import { vendorTokensAad, type SecretBox } from '@mcpx/secrets';
+
+/** The tokens of a vendor connection, as SetVendorConnection takes them. */
+export interface VendorTokens {
+  accessToken: string;
+  refreshToken?: string;
+  expiresAt?: string;
+}
+
+export interface VendorConnection {
+  /** Changes when the vendor is connected anew (after a disconnect): a new incarnation of its built-ins. */
+  id: string;
+  vendor: string;
+  expiresAt: Date | null;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+/** An account's vendor connections; tokens sealed with the key ring, plaintext only on the way out. */
+export class VendorConnectionsRepository {
+  constructor(
+    private readonly db: Db,
+    private readonly box: SecretBox,
+  ) {}
+
+  async put(account: string, vendor: string, tokens: VendorTokens, trx: Kysely<Database> = this.db): Promise<VendorConnection> {
+    const sealed = this.box.seal(JSON.stringify(tokens), vendorTokensAad(account, vendor));
+    const expiresAt = tokens.expiresAt !== undefined ? new Date(tokens.expiresAt) : null;
+    const row = await trx
+      .insertInto('registry.vendor_connections')
+      .values({ id: randomUUID(), account_id: account, vendor, tokens_key_id: sealed.keyId, tokens_sealed: sealed.ciphertext, expires_at: expiresAt })
+      .onConflict((oc) => oc.columns(['account_id', 'vendor']).doUpdateSet({ tokens_key_id: sealed.keyId, tokens_sealed: sealed.ciphertext, expires_at: expiresAt, updated_at: new Date() }))
+      .returning(['id', 'vendor', 'expires_at', 'created_at', 'updated_at'])
+      .executeTakeFirstOrThrow();
+    return toConnection(row);
+  }
+
+  async delete(account: string, vendor: string, trx: Kysely<Database> = this.db): Promise<VendorConnection | null> {
+    const row = await trx
+      .deleteFrom('registry.vendor_connections')
+      .where('account_id', '=', account)
+      .where('vendor', '=', vendor)
+      .returning(['id', 'vendor', 'expires_at', 'created_at', 'updated_at'])
+      .executeTakeFirst();
+    return row ? toConnection(row) : null;
+  }
+
+  async list(account: string, trx: Kysely<Database> = this.db): Promise<VendorConnection[]> {
+    const rows = await trx
+      .selectFrom('registry.vendor_connections')
+      .select(['id', 'vendor', 'expires_at', 'created_at', 'updated_at'])
+      .where('account_id', '=', account)
+      .orderBy('vendor')
+      .execute();
+    return rows.map(toConnection);
+  }
+
+  /** The vendor's access token, opened; null when the account has no connection to it. */
+  async accessToken(account: string, vendor: string): Promise<string | null> {
+    const row = await this.db
+      .selectFrom('registry.vendor_connections')
+      .select(['tokens_key_id', 'tokens_sealed'])
+      .where('account_id', '=', account)
+      .where('vendor', '=', vendor)
+      .executeTakeFirst();
+    if (row === undefined) return null;
+    const tokens = JSON.parse(this.box.open({ keyId: row.tokens_key_id, ciphertext: row.tokens_sealed }, vendorTokensAad(account, vendor))) as VendorTokens;
+    return tokens.accessToken;
+  }
+}
+
+function toConnection(row: { id: string; vendor: string; expires_at: Date | null; created_at: Date; updated_at: Date }): VendorConnection {
+  return { id: row.id, vendor: row.vendor, expiresAt: row.expires_at, createdAt: row.created_at, updatedAt: row.updated_at };
+}

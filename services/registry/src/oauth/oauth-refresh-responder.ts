@@ -1,0 +1,68 @@
+import type { Subscription } from '@nats-io/transport-node';
+import type { Bus } from '@mcpx/bus';
+import { ErrorCodes, QueueGroups, WireError, decodePayload, encodePayload, type OAuthRefreshReply, type OAuthRefreshRequest } from '@mcpx/contracts';
+import type { Logger } from '@mcpx/log';
+import type { Discovery } from '../discovery.js';
+import type { McpServersRepository } from '../repositories/mcp-servers.repository.js';
+import type { OAuthService } from './oauth-service.js';
+
+export interface OAuthRefreshResponderDeps {
+  bus: Bus;
+  servers: McpServersRepository;
+  oauth: OAuthService;
+  discovery: Discovery;
+  log: Logger;
+}
+
+/**
+ * Answers `registry.oauth.refresh` for the proxies (queue group `registry`). The proxy never
+ * talks to an authorization server itself: it asks here, so every refresh of a server's token,
+ * whoever needs it, runs under the one per-server lock of {@link OAuthService}. A refresh that
+ * fails records the server `auth_required` (a discovery, so the event reaches every proxy) with a
+ * new authorization URL on its status, and the reply carries that URL.
+ */
+export function answerOAuthRefresh(deps: OAuthRefreshResponderDeps): Subscription {
+  const { bus, log } = deps;
+  return bus.nc.subscribe(bus.subjects.registryOAuthRefresh, {
+    queue: QueueGroups.registry,
+    callback: (err, msg) => {
+      if (err) return;
+      const reply = (r: OAuthRefreshReply): void => void msg.respond(encodePayload(r));
+      let req: OAuthRefreshRequest;
+      try {
+        req = decodePayload<OAuthRefreshRequest>(msg.data);
+        if (typeof req.account !== 'string' || typeof req.server !== 'string' || (req.staleTokenHash !== undefined && typeof req.staleTokenHash !== 'string')) throw new Error('bad shape');
+      } catch {
+        reply({ ok: false, error: new WireError(ErrorCodes.invalidInput, 'malformed oauth refresh request').toJSON() });
+        return;
+      }
+      refresh(deps, req).then(reply, (e: unknown) => {
+        log.warn('oauth refresh for a proxy failed', { account: req.account, server: req.server, err: e as Error });
+        const wire = e instanceof WireError ? e : new WireError(ErrorCodes.transportError, `OAuth refresh failed: ${(e as Error).message?.slice(0, 200) ?? 'unknown error'}`);
+        reply({ ok: false, error: wire.toJSON() });
+      });
+    },
+  });
+}
+
+async function refresh(deps: OAuthRefreshResponderDeps, req: OAuthRefreshRequest): Promise<OAuthRefreshReply> {
+  const server = await deps.servers.find(req.account, req.server);
+  if (server === null) throw new WireError(ErrorCodes.notFound, `no MCP server named ${req.server}`);
+  if (server.config.auth !== 'oauth') throw new WireError(ErrorCodes.invalidInput, `${req.server} does not use OAuth`);
+  let outcome = await deps.oauth.refreshStale(server, req.staleTokenHash);
+  if (outcome.state === 'authorized') return { ok: true, state: 'authorized' };
+  if (outcome.state === 'no_tokens') {
+    // Already waiting for the owner: the recorded URL stays the one that completes.
+    if (server.status.state === 'auth_required' && server.status.authorizationUrl !== undefined) {
+      return { ok: true, state: 'auth_required', authorizationUrl: server.status.authorizationUrl, ...(server.status.error ? { error: server.status.error } : {}) };
+    }
+    outcome = await deps.oauth.ensure(server, { fresh: true });
+    if (outcome.state === 'authorized') return { ok: true, state: 'authorized' };
+  }
+  // Record it the way a discovery does (the event tells every proxy), then add the URL.
+  const seen = await deps.discovery.discover(server, 'refresh');
+  if (seen.status.state !== 'auth_required') return { ok: true, state: 'authorized' };
+  await deps.servers.recordDiscovery(server.accountId, server.id, { ...seen.status, authorizationUrl: outcome.authorizationUrl }, undefined, null);
+  deps.log.info('oauth refresh refused: the owner must authorize again', { account: server.accountId, server: server.name });
+  return { ok: true, state: 'auth_required', authorizationUrl: outcome.authorizationUrl, ...(seen.status.error ? { error: seen.status.error } : {}) };
+}

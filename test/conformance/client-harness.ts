@@ -1,0 +1,164 @@
+/**
+ * The client side of the official MCP conformance scenarios, driven through the project's own
+ * client code: `connectMcp` from @mcpx/mcp-client and the registry's OAuth provider
+ * (`RegistryOAuthProvider`) over an in-memory store instead of Postgres. The conformance runner
+ * starts it as `tsx test/conformance/client-harness.ts <server url>` with the scenario's name in
+ * `MCP_CONFORMANCE_SCENARIO` (and, for some, a JSON context in `MCP_CONFORMANCE_CONTEXT`).
+ *
+ * The "browser" of an authorization is a fetch of the authorization URL without following its
+ * redirect: the scenarios' authorization servers approve at once and redirect with the code.
+ */
+import {
+  McpClientError,
+  boundedOAuthFetch,
+  connectMcp,
+  resourceMetadataUrl,
+  runOAuth,
+  type McpConnection,
+  type OAuthTokens,
+} from '@mcpx/mcp-client';
+import { RegistryOAuthProvider, type OAuthClientState, type OAuthStateStore } from '@mcpx/registry/oauth';
+
+const REDIRECT_URL = 'http://localhost:3000/callback';
+/** Used as the client id where the authorization server supports client ID metadata documents. */
+const CLIENT_METADATA_URL = 'https://conformance-test.local/client-metadata.json';
+/** Authorizations per run: a server that keeps refusing (scope-retry-limit) is not chased forever. */
+const MAX_AUTHORIZATIONS = 3;
+
+/** The sealed store's shape, in memory (one process, one server). */
+class MemoryStore implements OAuthStateStore {
+  private state: OAuthClientState = {};
+  private held: { tokens: OAuthTokens; expiresAt: Date | null; url: string } | undefined;
+
+  async client(): Promise<OAuthClientState> {
+    return { ...this.state };
+  }
+
+  async updateClient(_account: string, _serverId: string, patch: Partial<OAuthClientState>): Promise<void> {
+    const next = { ...this.state, ...patch };
+    for (const key of Object.keys(patch) as Array<keyof OAuthClientState>) if (patch[key] === undefined) delete next[key];
+    this.state = next;
+  }
+
+  async tokens(_account: string, _serverId: string, serverUrl: string): Promise<{ tokens: OAuthTokens; expiresAt: Date | null } | undefined> {
+    return this.held?.url === serverUrl ? { tokens: this.held.tokens, expiresAt: this.held.expiresAt } : undefined;
+  }
+
+  async saveTokens(_account: string, _serverId: string, tokens: OAuthTokens | undefined, serverUrl: string | null): Promise<void> {
+    this.held = tokens === undefined || serverUrl === null ? undefined : { tokens, expiresAt: tokens.expires_in === undefined ? null : new Date(Date.now() + tokens.expires_in * 1000), url: serverUrl };
+  }
+
+  async setPendingState(): Promise<void> {}
+}
+
+interface Context {
+  name?: string;
+  client_id?: string;
+  client_secret?: string;
+}
+
+function log(msg: string): void {
+  process.stderr.write(`[harness] ${msg}\n`);
+}
+
+/** The `scope` parameter of a `WWW-Authenticate: Bearer …` challenge. */
+function challengeScope(header: string | undefined): string | undefined {
+  return header?.match(/scope\s*=\s*"([^"]*)"/i)?.[1] ?? header?.match(/scope\s*=\s*([^\s,]+)/i)?.[1];
+}
+
+async function main(): Promise<void> {
+  const serverUrl = process.argv.at(-1);
+  if (serverUrl === undefined || !/^https?:\/\//.test(serverUrl)) throw new Error('usage: client-harness.ts <server url>');
+  const scenario = process.env.MCP_CONFORMANCE_SCENARIO ?? '';
+  const context = JSON.parse(process.env.MCP_CONFORMANCE_CONTEXT ?? '{}') as Context;
+  const store = new MemoryStore();
+  if (context.client_id !== undefined) {
+    // A pre-registered client, as `config.oauth` gives one to the registry.
+    await store.updateClient('', '', { clientInformation: { client_id: context.client_id, ...(context.client_secret ? { client_secret: context.client_secret } : {}) } });
+  }
+  const provider = new RegistryOAuthProvider(store, {
+    account: 'conformance',
+    serverId: 'conformance',
+    serverUrl,
+    redirectUrl: REDIRECT_URL,
+    ...(context.client_id === undefined ? { clientMetadataUrl: CLIENT_METADATA_URL } : {}),
+  });
+  const oauthFetch = boundedOAuthFetch();
+  let authorizations = 0;
+  // The last challenge of a 401 or 403 (a 403 `insufficient_scope` asks for more scope: step-up).
+  let lastChallenge: string | undefined;
+  const mcpFetch: typeof fetch = async (input, init) => {
+    const res = await fetch(input, init);
+    if (res.status === 401 || res.status === 403) lastChallenge = res.headers.get('www-authenticate') ?? lastChallenge;
+    return res;
+  };
+
+  const authorize = async (challenge: string | undefined): Promise<void> => {
+    if (++authorizations > MAX_AUTHORIZATIONS) throw new Error('the server keeps refusing our authorization');
+    const options = {
+      serverUrl,
+      ...(resourceMetadataUrl(challenge) ? { resourceMetadataUrl: resourceMetadataUrl(challenge)! } : {}),
+      ...(challengeScope(challenge) ? { scope: challengeScope(challenge)! } : {}),
+      fetchFn: oauthFetch,
+    };
+    let result = await runOAuth(provider, options);
+    await provider.persistDiscovery();
+    if (result === 'REDIRECT') {
+      const url = provider.authorizationUrl;
+      if (url === undefined) throw new Error('authorization started without a URL');
+      const res = await fetch(url, { redirect: 'manual' });
+      const location = res.headers.get('location');
+      const code = location ? new URL(location).searchParams.get('code') : null;
+      if (code === null) throw new Error(`the authorization server answered ${res.status} without a code`);
+      result = await runOAuth(provider, { ...options, authorizationCode: code });
+    }
+    if (result !== 'AUTHORIZED') throw new Error(`authorization ended ${result}`);
+    log(`authorized (${authorizations})`);
+  };
+
+  /** Runs `fn` on a connection carrying the current token; a 401/403 with a challenge authorizes and retries. */
+  const withConnection = async <T>(fn: (conn: McpConnection) => Promise<T>): Promise<T> => {
+    for (;;) {
+      const token = (await provider.tokens())?.access_token;
+      let conn: McpConnection | undefined;
+      try {
+        lastChallenge = undefined;
+        conn = await connectMcp({ url: serverUrl, headers: token ? { authorization: `Bearer ${token}` } : {}, clientInfo: { name: 'mcpx-conformance', version: '0.1.0' }, fetch: mcpFetch });
+        return await fn(conn);
+      } catch (err) {
+        const e = err as McpClientError & { status?: number; wwwAuthenticate?: string; details?: { status?: number; wwwAuthenticate?: string } };
+        const status = e.status ?? e.details?.status;
+        const challenge = e.wwwAuthenticate ?? e.details?.wwwAuthenticate ?? lastChallenge;
+        const refused = err instanceof McpClientError && (e.code === 'unauthorized' || status === 403) && challenge !== undefined;
+        if (!refused) throw err;
+        log(`refused (${status ?? e.code}): ${challenge}`);
+        await authorize(challenge);
+      } finally {
+        await conn?.close().catch(() => undefined);
+      }
+    }
+  };
+
+  await withConnection(async (conn) => {
+    const tools = await conn.listTools();
+    log(`${tools.length} tools: ${tools.map((t) => t.name).join(', ')}`);
+    if (tools.some((t) => t.name === 'add_numbers')) {
+      const r = await conn.callTool({ name: 'add_numbers', arguments: { a: 5, b: 3 } });
+      log(`add_numbers → ${JSON.stringify(r.content)}`);
+    } else if (scenario.startsWith('auth/') && tools[0] !== undefined) {
+      await conn.callTool({ name: tools[0].name, arguments: {} });
+    } else if (scenario === 'sse-retry' && tools[0] !== undefined) {
+      await conn.callTool({ name: tools[0].name, arguments: {} }, { timeoutMs: 10_000 });
+    }
+    // Stay connected a moment: scenarios watch the GET stream's reconnection.
+    if (scenario === 'sse-retry') await new Promise((r) => setTimeout(r, 2_000));
+  });
+}
+
+main().then(
+  () => process.exit(0),
+  (err: unknown) => {
+    process.stderr.write(`[harness] failed: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.exit(1);
+  },
+);

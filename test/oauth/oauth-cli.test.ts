@@ -1,0 +1,67 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { InMemorySpanExporter } from '@opentelemetry/sdk-trace';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { setupTelemetry, type Telemetry } from '@mcpx/telemetry';
+import { startOAuthServer, startProtectedMcpServer, type TestMcpServer, type TestOAuthServer } from '../servers/index.js';
+import { ApiClient } from '../support/api-client.js';
+import { runCli } from '../support/cli.js';
+import { InProcessSystem } from '../support/system.js';
+
+/** The owner's OAuth flow from the CLI: set prints where to authorize, authorize prints a fresh URL. */
+describe('mcpx and OAuth', () => {
+  let telemetry: Telemetry;
+  let system: InProcessSystem;
+  let as: TestOAuthServer;
+  let upstream: TestMcpServer;
+
+  beforeAll(async () => {
+    telemetry = await setupTelemetry({ serviceName: 'mcpx-oauth-cli', spanExporter: new InMemorySpanExporter() });
+    as = await startOAuthServer();
+    upstream = await startProtectedMcpServer(as);
+    system = await InProcessSystem.start({ telemetry });
+  });
+
+  afterAll(async () => {
+    await system?.stop();
+    await upstream?.close();
+    await as?.close();
+    await telemetry?.shutdown();
+  });
+
+  it('servers set NAME URL --auth oauth prints the authorization URL; servers authorize NAME prints a fresh one that completes', async () => {
+    const api = new ApiClient(system.apiUrl);
+    const keyFile = join(mkdtempSync(join(tmpdir(), 'mcpx-oauth-')), 'key.json');
+    writeFileSync(keyFile, JSON.stringify(api.key), { mode: 0o600 });
+    const env = { MCPX_API_URL: system.apiUrl, MCPX_KEY_FILE: keyFile };
+
+    const set = await runCli(['servers', 'set', 'clioauth', upstream.url, '--auth', 'oauth'], env);
+    expect(set.code, set.stderr).toBe(0);
+    expect(set.stdout).toMatch(/^clioauth {2}waiting for authorization/);
+    const first = /authorize in a browser: (\S+)/.exec(set.stdout)?.[1];
+    expect(first).toBeDefined();
+    expect(new URL(first!).origin + '/').toBe(as.issuer);
+
+    const json = await runCli(['servers', 'set', 'clioauth', upstream.url, '--auth', 'oauth', '--json'], env);
+    expect(json.code, json.stderr).toBe(0);
+    const parsed = JSON.parse(json.stdout) as { name: string; status: { state: string }; authorizationUrl?: string };
+    expect(parsed.name).toBe('clioauth');
+    expect(parsed.status.state).toBe('auth_required');
+    expect(parsed.authorizationUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/authorize\?/);
+
+    const authorize = await runCli(['servers', 'authorize', 'clioauth'], env);
+    expect(authorize.code, authorize.stderr).toBe(0);
+    const fresh = authorize.stdout.trim().split('\n').at(-1)!;
+    expect(fresh).not.toBe(first);
+    expect(await (await fetch(fresh, { redirect: 'follow' })).text()).toContain('Connected to clioauth');
+    const list = await runCli(['servers', 'list'], env);
+    expect(list.stdout).toMatch(/clioauth {2}connected, 2 tools/);
+
+    const plain = await runCli(['servers', 'set', 'cliplain', upstream.url, '--auth', 'none'], env);
+    expect(plain.code).toBe(0);
+    const refused = await runCli(['servers', 'authorize', 'cliplain'], env);
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toMatch(/does not use OAuth/);
+  });
+});

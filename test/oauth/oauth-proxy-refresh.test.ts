@@ -1,0 +1,141 @@
+import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { InMemorySpanExporter } from '@opentelemetry/sdk-trace';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '@mcpx/config';
+import { WireError, makeSubjects } from '@mcpx/contracts';
+import { startProxy, type RunningProxy } from '@mcpx/proxy';
+import { ProxyClient } from '@mcpx/proxy-client';
+import { setupTelemetry, type Telemetry } from '@mcpx/telemetry';
+import { startOAuthServer, startProtectedMcpServer, type TestMcpServer, type TestOAuthServer } from '../servers/index.js';
+import { ApiClient } from '../support/api-client.js';
+import { serviceUrls } from '../support/env.js';
+import { InProcessSystem, eventually } from '../support/system.js';
+
+/**
+ * The proxy keeps oauth tokens fresh: on a 401 and before expiry it asks the registry
+ * (`registry.oauth.refresh`), which refreshes under the per-server lock only while the stored
+ * token is the one the proxy holds. Two proxies (separate caches, separate pools) race on one
+ * expired token: the authorization server sees one refresh and no replayed refresh token.
+ */
+describe('OAuth refresh from the proxy', () => {
+  let telemetry: Telemetry;
+  let system: InProcessSystem;
+  let as: TestOAuthServer;
+  let upstream: TestMcpServer;
+  let second: RunningProxy;
+  let nc: NatsConnection;
+
+  beforeAll(async () => {
+    telemetry = await setupTelemetry({ serviceName: 'mcpx-oauth-proxy', spanExporter: new InMemorySpanExporter() });
+    as = await startOAuthServer();
+    upstream = await startProtectedMcpServer(as);
+    system = await InProcessSystem.start({ telemetry });
+    second = await startProxy(loadConfig('proxy', { ...system.env, HTTP_PORT: '0', INSTANCE_ID: 'proxy-second' }), { telemetry });
+    nc = await connect({ servers: serviceUrls().nats });
+  });
+
+  afterAll(async () => {
+    await nc?.drain();
+    await second?.stop();
+    await system?.stop();
+    await upstream?.close();
+    await as?.close();
+    await telemetry?.shutdown();
+  });
+
+  async function connected(api: ApiClient, name: string): Promise<string> {
+    const set = await api.act('SetMcpServer', { name, config: { url: upstream.url, auth: 'oauth' } });
+    const page = await fetch(set.authorizationUrl, { redirect: 'follow' });
+    expect(await page.text()).toContain(`Connected to ${name}`);
+    const { agent } = await api.act('CreateAgent', { name: `${name}-agent`, definition: { mcpServers: [name] } });
+    await eventually(async () => ((await api.act('ListAgentTools', { agent: agent.id })).tools.length === 2 ? true : undefined), 15_000, 'tools');
+    return agent.id as string;
+  }
+
+  it('an expired access token is refreshed exactly once by two racing proxies; a revoked refresh token is auth_required with a new URL', async () => {
+    const api = new ApiClient(system.apiUrl);
+    const agent = await connected(api, 'raced');
+    const proxy = new ProxyClient(nc, makeSubjects(system.env.NATS_PREFIX));
+    const instances = ['proxy-inproc', second.instance];
+    const call = (run: string, instance: string, text: string) => {
+      proxy.stick(run, instance);
+      return proxy.call({ account: api.principal, agent, run, tool: 'raced__echo', arguments: { text } });
+    };
+    // Warm both proxies (each caches the token and holds a session).
+    for (const [i, inst] of instances.entries()) expect((await call(`warm-${i}`, inst, 'warm')).instance).toBe(inst);
+
+    const refreshes = as.stats.refreshes;
+    as.provider.expireAccessTokens();
+    const raced = await Promise.all(instances.flatMap((inst, i) => [call(`warm-${i}`, inst, `a${i}`), call(`new-${i}`, inst, `b${i}`)]));
+    expect(raced.map((r) => r.result.text).sort()).toEqual(['echo: a0', 'echo: a1', 'echo: b0', 'echo: b1']);
+    expect(as.stats.refreshes).toBe(refreshes + 1);
+    expect(as.stats.refreshReplays).toBe(0);
+    const { servers } = await api.act('ListMcpServers');
+    expect(servers.find((s: { name: string }) => s.name === 'raced').status.state).toBe('ok');
+
+    // The refresh token is revoked: the next refused token cannot be refreshed.
+    as.provider.expireAccessTokens();
+    as.provider.revokeRefreshTokens();
+    // The AS counts a revoked refresh token presented as a replay: exactly one presentation.
+    const replays = as.stats.refreshReplays;
+    const err = await call('warm-0', instances[0]!, 'lost').then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(WireError);
+    expect((err as WireError).code).toBe('auth_required');
+    const url = new URL(String((err as WireError).details.authorizationUrl));
+    expect(url.origin + '/').toBe(as.issuer);
+    expect(as.stats.refreshReplays).toBe(replays + 1);
+    const after = (await api.act('ListMcpServers')).servers.find((s: { name: string }) => s.name === 'raced');
+    expect(after.status.state).toBe('auth_required');
+    expect(after.status.authorizationUrl).toBe(url.href);
+    // The other proxy, still holding the dead token, says the same without another refresh.
+    const other = await call('warm-1', instances[1]!, 'lost too').catch((e: unknown) => e);
+    expect((other as WireError).code).toBe('auth_required');
+    expect(as.stats.refreshReplays).toBe(replays + 1);
+    // The owner opens the recorded URL: calls work again.
+    expect(await (await fetch(url, { redirect: 'follow' })).text()).toContain('Connected to raced');
+    expect((await call('after', instances[1]!, 'back')).result.text).toBe('echo: back');
+  });
+});
+
+describe('OAuth refresh before expiry, from the proxy', () => {
+  let telemetry: Telemetry;
+  let system: InProcessSystem;
+  let as: TestOAuthServer;
+  let upstream: TestMcpServer;
+  let nc: NatsConnection;
+
+  beforeAll(async () => {
+    telemetry = await setupTelemetry({ serviceName: 'mcpx-oauth-proxy-expiry', spanExporter: new InMemorySpanExporter() });
+    // Tokens live 30 s, inside the 60 s refresh window: the proxy refreshes before using one.
+    as = await startOAuthServer({ accessTokenTtlSec: 30 });
+    upstream = await startProtectedMcpServer(as);
+    system = await InProcessSystem.start({ telemetry });
+    nc = await connect({ servers: serviceUrls().nats });
+  });
+
+  afterAll(async () => {
+    await nc?.drain();
+    await system?.stop();
+    await upstream?.close();
+    await as?.close();
+    await telemetry?.shutdown();
+  });
+
+  it('refreshes a token about to expire before the call, so the server never refuses one', async () => {
+    const api = new ApiClient(system.apiUrl);
+    const set = await api.act('SetMcpServer', { name: 'soon', config: { url: upstream.url, auth: 'oauth' } });
+    expect(await (await fetch(set.authorizationUrl, { redirect: 'follow' })).text()).toContain('Connected to soon');
+    const { agent } = await api.act('CreateAgent', { name: 'soon-agent', definition: { mcpServers: ['soon'] } });
+    await eventually(async () => ((await api.act('ListAgentTools', { agent: agent.id })).tools.length === 2 ? true : undefined), 15_000, 'tools');
+    const proxy = new ProxyClient(nc, makeSubjects(system.env.NATS_PREFIX));
+    const before = as.stats.refreshes;
+    const out = await proxy.call({ account: api.principal, agent: agent.id, run: 'soon-run', tool: 'soon__echo', arguments: { text: 'fresh' } });
+    expect(out.result.text).toBe('echo: fresh');
+    expect(as.stats.refreshes).toBeGreaterThan(before);
+    expect(as.stats.refused).toBe(0);
+    expect(as.stats.refreshReplays).toBe(0);
+  });
+});
