@@ -44,6 +44,7 @@ const targets = {
   test: [bin('vitest'), ['run', ...rest]],
   mcpx: [bin('tsx'), ['cli/src/main.ts', ...rest]],
   bench: [bin('tsx'), [`bench/${rest[0] ?? 'proxy'}.ts`, ...rest.slice(1)]],
+  'rotate-secrets': [bin('tsx'), ['services/registry/src/rotate-secrets.ts', ...rest]],
 };
 const target = targets[command];
 if (target === undefined) {

@@ -9,10 +9,10 @@ const K1 = `k1:${Buffer.alloc(32, 11).toString('base64')}`;
 const K2 = `k2:${Buffer.alloc(32, 22).toString('base64')}`;
 const TOKEN = 'Bearer tok-rotate-5e1f';
 
-/** `pnpm --filter @mcpx/registry rotate-secrets`, as the operator runs it (README, Operations). */
+/** `npm run rotate-secrets`, as the operator runs it (README, Operations). */
 function rotateSecrets(env: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn('pnpm', ['--silent', '--filter', '@mcpx/registry', 'rotate-secrets'], {
+    const child = spawn('npm', ['run', '--silent', 'rotate-secrets'], {
       cwd: ROOT,
       env: { ...process.env, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -224,8 +224,7 @@ function readRawText(body: RawBody, limit: number): Promise<string> {
 function readRawSse(body: RawBody, id: string): Promise<JsonRpcResponse | undefined> {
   return new Promise((resolve, reject) => {
     const decoder = new TextDecoder();
-    let buffer = '';
-    let tail = '';
+    const scanner = new SseResponseScanner(id);
     let bytes = 0;
     let found: JsonRpcResponse | undefined;
     let drainTimer: NodeJS.Timeout | undefined;
@@ -245,39 +244,16 @@ function readRawSse(body: RawBody, id: string): Promise<JsonRpcResponse | undefi
         return;
       }
       if (found !== undefined) return; // draining
-      const text = decoder.decode(chunk, { stream: true });
-      // Only new text can complete an event: look there (and at the 3 characters before it)
-      // before touching the whole buffer, so a large event arriving in many chunks stays linear.
-      const ends = eventEnd(tail + text) >= 0;
-      tail = text.length >= 3 ? text.slice(-3) : (tail + text).slice(-3);
-      buffer += text;
-      if (!ends) return;
-      let end: number;
-      while ((end = eventEnd(buffer)) >= 0) {
-        const block = buffer.slice(0, end);
-        buffer = buffer.slice(end).replace(/^(\r?\n)+/, '');
-        const data = eventData(block);
-        if (data === undefined) continue;
-        let parsed: unknown;
-        try {
-          parsed = JSON.parse(data);
-        } catch {
-          continue;
-        }
-        const hit = findResponse(parsed, id);
-        if (hit !== undefined) {
-          found = hit;
-          buffer = '';
-          // A server that keeps the stream open after the response does not get to hold the socket long.
-          drainTimer = setTimeout(() => {
-            finish();
-            discard(body);
-          }, 5_000);
-          drainTimer.unref();
-          resolve(hit);
-          return;
-        }
-      }
+      const hit = scanner.push(decoder.decode(chunk, { stream: true }));
+      if (hit === undefined) return;
+      found = hit;
+      // A server that keeps the stream open after the response does not get to hold the socket long.
+      drainTimer = setTimeout(() => {
+        finish();
+        discard(body);
+      }, 5_000);
+      drainTimer.unref();
+      resolve(hit);
     };
     const onEnd = (): void => {
       finish();
@@ -292,6 +268,45 @@ function readRawSse(body: RawBody, id: string): Promise<JsonRpcResponse | undefi
     body.on('end', onEnd);
     body.on('error', onError);
   });
+}
+
+/**
+ * Finds the JSON-RPC response with our id in an SSE stream fed text as it arrives. Other events
+ * (progress, logging) are skipped. Only new text can complete an event, so it looks there (and at
+ * the 3 characters before it) before touching the whole buffer: a large event arriving in many
+ * chunks stays linear.
+ */
+class SseResponseScanner {
+  private buffer = '';
+  private tail = '';
+
+  constructor(private readonly id: string) {}
+
+  push(text: string): JsonRpcResponse | undefined {
+    const ends = eventEnd(this.tail + text) >= 0;
+    this.tail = text.length >= 3 ? text.slice(-3) : (this.tail + text).slice(-3);
+    this.buffer += text;
+    if (!ends) return undefined;
+    let end: number;
+    while ((end = eventEnd(this.buffer)) >= 0) {
+      const block = this.buffer.slice(0, end);
+      this.buffer = this.buffer.slice(end).replace(/^(\r?\n)+/, '');
+      const data = eventData(block);
+      if (data === undefined) continue;
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(data);
+      } catch {
+        continue;
+      }
+      const found = findResponse(parsed, this.id);
+      if (found !== undefined) {
+        this.buffer = '';
+        return found;
+      }
+    }
+    return undefined;
+  }
 }
 
 interface JsonRpcResponse {
@@ -352,8 +367,7 @@ async function readSseResponse(response: Response, id: string): Promise<JsonRpcR
   if (response.body === null) return undefined;
   const reader = response.body.getReader();
   const decoder = new TextDecoder();
-  let buffer = '';
-  let tail = '';
+  const scanner = new SseResponseScanner(id);
   let bytes = 0;
   let finished = false;
   try {
@@ -369,28 +383,8 @@ async function readSseResponse(response: Response, id: string): Promise<JsonRpcR
         await reader.cancel().catch(() => {});
         throw tooLarge();
       }
-      const text = decoder.decode(value, { stream: true });
-      // Only new text can complete an event: look there (and at the 3 characters before it)
-      // before touching the whole buffer, so a large event arriving in many chunks stays linear.
-      const ends = eventEnd(tail + text) >= 0;
-      tail = text.length >= 3 ? text.slice(-3) : (tail + text).slice(-3);
-      buffer += text;
-      if (!ends) continue;
-      let end: number;
-      while ((end = eventEnd(buffer)) >= 0) {
-        const block = buffer.slice(0, end);
-        buffer = buffer.slice(end).replace(/^(\r?\n)+/, '');
-        const data = eventData(block);
-        if (data === undefined) continue;
-        let parsed: unknown;
-        try {
-          parsed = JSON.parse(data);
-        } catch {
-          continue;
-        }
-        const found = findResponse(parsed, id);
-        if (found !== undefined) return found;
-      }
+      const found = scanner.push(decoder.decode(value, { stream: true }));
+      if (found !== undefined) return found;
     }
   } finally {
     // The server ends the stream right after the response: read it to its end in the background
