@@ -1,34 +1,15 @@
-import { spawn } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestMcpServer, type TestMcpServer } from '../servers/index.js';
 import { ApiClient } from '../support/api-client.js';
 import { RegistryHarness } from '../support/registry-harness.js';
-import { ROOT } from '../support/system.js';
+import { runCommand } from '../support/cli.js';
 
 const K1 = `k1:${Buffer.alloc(32, 11).toString('base64')}`;
 const K2 = `k2:${Buffer.alloc(32, 22).toString('base64')}`;
 const TOKEN = 'Bearer tok-rotate-5e1f';
 
 /** `npm run rotate-secrets`, as the operator runs it (README, Operations). */
-function rotateSecrets(env: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn('npm', ['run', '--silent', 'rotate-secrets'], {
-      cwd: ROOT,
-      env: { ...process.env, ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString('utf8')));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString('utf8')));
-    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
-    child.on('error', reject);
-    child.on('exit', (code) => {
-      clearTimeout(timer);
-      resolve({ code: code ?? 1, stdout, stderr });
-    });
-  });
-}
+const rotateSecrets = (env: Record<string, string>) => runCommand('npm', ['run', '--silent', 'rotate-secrets'], env);
 
 describe('secrets: key-ring rotation', () => {
   let h: RegistryHarness;

@@ -8,14 +8,10 @@ export interface CliResult {
   stderr: string;
 }
 
-/** Runs `mcpx` as a user does, in its own process. */
-export function runCli(args: string[], env: Record<string, string>): Promise<CliResult> {
+/** Runs a command from the repository root as an operator would, bounded at 60 s. */
+export function runCommand(command: string, args: string[], env: Record<string, string>): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(join(ROOT, 'node_modules', '.bin', 'tsx'), [join(ROOT, 'cli', 'src', 'main.ts'), ...args], {
-      cwd: ROOT,
-      env: { ...process.env, ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn(command, args, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString('utf8')));
@@ -27,4 +23,9 @@ export function runCli(args: string[], env: Record<string, string>): Promise<Cli
       resolve({ code: code ?? 1, stdout, stderr });
     });
   });
+}
+
+/** Runs `mcpx` as a user does, in its own process. */
+export function runCli(args: string[], env: Record<string, string>): Promise<CliResult> {
+  return runCommand(join(ROOT, 'node_modules', '.bin', 'tsx'), [join(ROOT, 'cli', 'src', 'main.ts'), ...args], env);
 }

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
+import { createDb, migrate } from '@mcpx/db';
 
 /** Names of the migrated template databases; the global setup makes one per test run. */
 export const TEMPLATE_PREFIX = 'mcpx_tpl_';
@@ -24,40 +25,57 @@ export interface TestDatabase {
   drop(): Promise<void>;
 }
 
-/** A fresh, migrated database of this test's own, cloned from the template. */
-export async function createTestDatabase(): Promise<TestDatabase> {
-  const name = `mcpx_t_${process.env.MCPX_TEST_RUN ?? 'norun000'}_${randomBytes(6).toString('hex')}`;
+async function withAdmin<T>(fn: (admin: pg.Client) => Promise<T>): Promise<T> {
   const admin = new pg.Client({ connectionString: serviceUrls().postgres });
   await admin.connect();
   try {
+    return await fn(admin);
+  } finally {
+    await admin.end();
+  }
+}
+
+/**
+ * A fresh, migrated database of this test's own. Under vitest it is a clone of the run's template;
+ * outside it (a benchmark) it is created and migrated here, named `mcpx_bench_*`.
+ */
+export async function createTestDatabase(): Promise<TestDatabase> {
+  const underVitest = process.env.MCPX_TEMPLATE_DB !== undefined;
+  const name = underVitest
+    ? `mcpx_t_${process.env.MCPX_TEST_RUN ?? 'norun000'}_${randomBytes(6).toString('hex')}`
+    : `mcpx_bench_${randomBytes(6).toString('hex')}`;
+  await withAdmin(async (admin) => {
+    if (!underVitest) {
+      await admin.query(`CREATE DATABASE "${name}"`);
+      return;
+    }
     // Clones of one template may not run at the same instant ("source database is being
     // accessed by other users"): retry briefly.
     for (let attempt = 0; ; attempt++) {
       try {
         await admin.query(`CREATE DATABASE "${name}" TEMPLATE "${templateDb()}"`);
-        break;
+        return;
       } catch (err) {
         if (attempt >= 20 || !/being accessed by other users/.test((err as Error).message)) throw err;
         await new Promise((r) => setTimeout(r, 50 + Math.random() * 150));
       }
     }
-  } finally {
-    await admin.end();
-  }
+  });
   const url = new URL(serviceUrls().postgres);
   url.pathname = `/${name}`;
+  if (!underVitest) {
+    const db = createDb(url.toString(), { max: 1 });
+    try {
+      await migrate(db, 'registry');
+      await migrate(db, 'projector');
+    } finally {
+      await db.destroy();
+    }
+  }
   return {
     url: url.toString(),
     name,
-    drop: async () => {
-      const c = new pg.Client({ connectionString: serviceUrls().postgres });
-      await c.connect();
-      try {
-        await c.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
-      } finally {
-        await c.end();
-      }
-    },
+    drop: () => withAdmin(async (admin) => void (await admin.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`))),
   };
 }
 

@@ -1,6 +1,5 @@
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { loadConfig } from '@mcpx/config';
-import { createDb, migrate } from '@mcpx/db';
 import { WireError, makeSubjects, type Subjects } from '@mcpx/contracts';
 import { startProjector } from '@mcpx/projector';
 import { startProxy, type RunningProxy } from '@mcpx/proxy';
@@ -8,73 +7,11 @@ import { ProxyClient, type CallInput, type CallOutcome } from '@mcpx/proxy-clien
 import { startRegistry } from '@mcpx/registry';
 import { setupTelemetry, type Telemetry } from '@mcpx/telemetry';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
-import pg from 'pg';
 import { freePort } from '../servers/free-port.js';
 import { ApiClient } from './api-client.js';
-import { createTestDatabase, serviceUrls, uniqueNamespace, type TestDatabase } from './env.js';
-import { ROOT, eventually } from './system.js';
-
-/**
- * A database of this test's own: under vitest, a clone of the run's template (createTestDatabase);
- * outside it (the benchmark), a fresh database migrated here.
- */
-async function createProxyTestDatabase(): Promise<TestDatabase> {
-  if (process.env.MCPX_TEMPLATE_DB !== undefined) return createTestDatabase();
-  const name = `mcpx_bench_${randomBytes(6).toString('hex')}`;
-  const admin = (): pg.Client => new pg.Client({ connectionString: serviceUrls().postgres });
-  const c = admin();
-  await c.connect();
-  try {
-    await c.query(`CREATE DATABASE "${name}"`);
-  } finally {
-    await c.end();
-  }
-  const url = new URL(serviceUrls().postgres);
-  url.pathname = `/${name}`;
-  const db = createDb(url.toString());
-  try {
-    await migrate(db, 'registry');
-    await migrate(db, 'projector');
-  } finally {
-    await db.destroy();
-  }
-  return {
-    url: url.toString(),
-    name,
-    drop: async () => {
-      const d = admin();
-      await d.connect();
-      try {
-        await d.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
-      } finally {
-        await d.end();
-      }
-    },
-  };
-}
-
-/** Like systemEnv, with a database that other vitest runs leave alone. */
-export async function proxySystemEnv(extra: Record<string, string> = {}): Promise<{ env: Record<string, string>; db: TestDatabase }> {
-  const db = await createProxyTestDatabase();
-  const ns = uniqueNamespace();
-  const urls = serviceUrls();
-  return {
-    db,
-    env: {
-      DATABASE_URL: db.url,
-      NATS_URL: urls.nats,
-      REDIS_URL: urls.redis,
-      NATS_PREFIX: ns.natsPrefix,
-      REDIS_PREFIX: ns.redisPrefix,
-      OUTBOUND_PROFILE: 'local',
-      SECRETS_KEYRING: 'k1:' + Buffer.alloc(32, 1).toString('base64'),
-      LOG_LEVEL: 'warn',
-      ...extra,
-    },
-  };
-}
+import { serviceUrls, type TestDatabase } from './env.js';
+import { ROOT, eventually, systemEnv } from './system.js';
 
 export interface ProxySystemOptions {
   /** Extra environment (e.g. PROXY_IDLE_MS, PROXY_RATE_PER_SERVER). */
@@ -107,7 +44,7 @@ export class ProxySystem {
   }
 
   static async start(opts: ProxySystemOptions = {}): Promise<ProxySystem> {
-    const { env, db } = await proxySystemEnv(opts.env);
+    const { env, db } = await systemEnv({ LOG_LEVEL: 'warn', ...opts.env });
     const telemetry = await setupTelemetry({ serviceName: 'mcpx-proxy-test' });
     const stops: Array<() => Promise<void>> = [];
     const config = (service: 'registry' | 'projector' | 'proxy', i = 0) =>

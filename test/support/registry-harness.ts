@@ -1,10 +1,9 @@
-import { randomBytes } from 'node:crypto';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { sql } from 'kysely';
 import pg from 'pg';
 import { loadConfig, type Config } from '@mcpx/config';
 import { makeSubjects, type Subjects } from '@mcpx/contracts';
-import { createDb, migrate, type Db } from '@mcpx/db';
+import { createDb, type Db } from '@mcpx/db';
 import type { LogSink } from '@mcpx/log';
 import { startProjector } from '@mcpx/projector';
 import { startRegistry, type RegistryOptions, type RunningRegistry } from '@mcpx/registry';
@@ -24,47 +23,6 @@ export interface HarnessOptions {
   registry?: Omit<RegistryOptions, 'telemetry' | 'logSink'>;
   telemetry?: Telemetry;
   logSink?: LogSink;
-  /**
-   * A database migrated from scratch and named outside the test runner's `mcpx_t_` space (which a
-   * starting test run clears): for benchmarks that run while tests may start.
-   */
-  ownDatabase?: boolean;
-}
-
-async function ownDatabaseEnv(extra: Record<string, string> = {}): Promise<{ env: Record<string, string>; db: TestDatabase }> {
-  const name = `mcpx_bench_${randomBytes(6).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: serviceUrls().postgres });
-  await admin.connect();
-  try {
-    await admin.query(`CREATE DATABASE "${name}"`);
-  } finally {
-    await admin.end();
-  }
-  const url = new URL(serviceUrls().postgres);
-  url.pathname = `/${name}`;
-  const migrating = createDb(url.toString(), { max: 1 });
-  try {
-    await migrate(migrating, 'registry');
-    await migrate(migrating, 'projector');
-  } finally {
-    await migrating.destroy();
-  }
-  const db: TestDatabase = {
-    url: url.toString(),
-    name,
-    drop: async () => {
-      const c = new pg.Client({ connectionString: serviceUrls().postgres });
-      await c.connect();
-      try {
-        await c.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
-      } finally {
-        await c.end();
-      }
-    },
-  };
-  const { env, db: unused } = await systemEnv({ ...extra });
-  await unused.drop();
-  return { db, env: { ...env, DATABASE_URL: db.url } };
 }
 
 /**
@@ -123,7 +81,7 @@ export class RegistryHarness {
   }
 
   static async start(opts: HarnessOptions = {}): Promise<RegistryHarness> {
-    const { env, db } = opts.ownDatabase ? await ownDatabaseEnv(opts.env) : await systemEnv(opts.env);
+    const { env, db } = await systemEnv(opts.env);
     const telemetry = opts.telemetry ?? (await testTelemetry());
     const h = new RegistryHarness(env, db, createDb(db.url, { max: 2 }), await connect({ servers: serviceUrls().nats }), opts, telemetry);
     try {

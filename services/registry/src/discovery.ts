@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { SpanKind, type Counter, type Histogram, type Meter, type Tracer } from '@opentelemetry/api';
 import type { Bus } from '@mcpx/bus';
 import type { ServerDiscoveredEvent, ServerStatus, Transport } from '@mcpx/contracts';
-import { encodeCanonical, type RemoteTool } from '@mcpx/domain';
+import { encodeCanonical, type Permission, type RemoteTool } from '@mcpx/domain';
 import type { SingleFlight } from '@mcpx/locks';
 import type { Logger } from '@mcpx/log';
 import { connectMcp, resourceMetadataUrl } from '@mcpx/mcp-client';
@@ -61,6 +61,20 @@ class Semaphore {
       else this.active--;
     }
   }
+}
+
+/** The discovery event of a saved record; per-tool permission overrides ride along when set. */
+export function serverDiscoveredEvent(saved: McpServerRecord, toolsChanged: boolean, overrides?: Record<string, Permission>): ServerDiscoveredEvent {
+  return {
+    account: saved.accountId,
+    server: saved.name,
+    serverId: saved.id,
+    generation: saved.generation,
+    tools: saved.tools,
+    status: saved.status,
+    toolsChanged,
+    ...(overrides !== undefined && Object.keys(overrides).length > 0 ? { overrides } : {}),
+  };
 }
 
 /** A tool list as we keep it: JSON values only, bounded, in the server's order. */
@@ -234,18 +248,8 @@ export class Discovery {
         const nextProbe = status.state === 'error' ? new Date(now.getTime() + nextProbeDelayMs(status.failures ?? 1, Math.random, this.deps.reprobeBaseMs)) : null;
         const saved = await this.deps.servers.recordDiscovery(server.accountId, server.id, status, tools, nextProbe);
         if (saved === null) return server; // deleted meanwhile
-        const event: ServerDiscoveredEvent = {
-          account: saved.accountId,
-          server: saved.name,
-          serverId: saved.id,
-          generation: saved.generation,
-          tools: saved.tools,
-          status: saved.status,
-          toolsChanged: changed,
-        };
         // Read after the record: never older than its generation (see SetToolPermission).
-        const overrides = await this.deps.permissions?.forServer(saved.accountId, saved.id);
-        if (overrides !== undefined && Object.keys(overrides).length > 0) event.overrides = overrides;
+        const event = serverDiscoveredEvent(saved, changed, await this.deps.permissions?.forServer(saved.accountId, saved.id));
         await this.deps.bus.publishEvent(this.deps.bus.subjects.serverDiscovered(saved.accountId, saved.name), event);
         const result = status.state;
         span.setAttributes({ 'mcpx.result': result, 'mcpx.tools': saved.tools.length, 'mcpx.tools_changed': changed });

@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
-import { ErrorCodes, WireError, invalidInput, type ServerDiscoveredEvent } from '@mcpx/contracts';
+import { ErrorCodes, WireError, invalidInput } from '@mcpx/contracts';
 import { inheritPermission, isPermission, normalizeAnnotations, type Permission } from '@mcpx/domain';
+import { serverDiscoveredEvent } from '../discovery.js';
 import type { ActionHandler } from './context.js';
 
 /**
@@ -44,16 +45,7 @@ export const setToolPermission: ActionHandler = async (deps, caller, action) => 
     if (saved === null) throw new WireError(ErrorCodes.internal, 'internal error');
     return { saved, overrides: await deps.permissions.forServer(caller.account, before.id, trx) };
   });
-  const event: ServerDiscoveredEvent = {
-    account: saved.accountId,
-    server: saved.name,
-    serverId: saved.id,
-    generation: saved.generation,
-    tools: saved.tools,
-    status: saved.status,
-    toolsChanged: true,
-    ...(Object.keys(overrides).length > 0 ? { overrides } : {}),
-  };
+  const event = serverDiscoveredEvent(saved, true, overrides);
   await deps.bus.publishEvent(deps.bus.subjects.serverDiscovered(saved.accountId, saved.name), event);
   const remote = saved.tools.find((t) => t.name === tool);
   const inherited: Permission = inheritPermission(normalizeAnnotations(remote?.annotations), { builtin: false, toolName: tool });
