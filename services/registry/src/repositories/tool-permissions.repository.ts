@@ -23,16 +23,10 @@ export class ToolPermissionsRepository {
     return out;
   }
 
-  /** The overrides of several servers of an account, by server id. */
-  async forServers(account: string, serverIds: string[], trx: Kysely<Database> = this.db): Promise<Map<string, ToolOverrides>> {
+  /** Every override of an account, by server id: one query, whatever the number of servers. */
+  async forAccount(account: string, trx: Kysely<Database> = this.db): Promise<Map<string, ToolOverrides>> {
+    const rows = await trx.selectFrom('registry.tool_permissions').select(['server_id', 'tool', 'permission']).where('account_id', '=', account).execute();
     const out = new Map<string, ToolOverrides>();
-    if (serverIds.length === 0) return out;
-    const rows = await trx
-      .selectFrom('registry.tool_permissions')
-      .select(['server_id', 'tool', 'permission'])
-      .where('account_id', '=', account)
-      .where('server_id', 'in', serverIds)
-      .execute();
     for (const r of rows) {
       const map = out.get(r.server_id) ?? {};
       map[r.tool] = r.permission;
