@@ -22,6 +22,11 @@ export const ErrorCodes = {
   /** The remote server wants authorization we do not have. */
   authRequired: 'auth_required',
   timeout: 'timeout',
+  /**
+   * The proxy instance running the call went away before it answered: the call may or may not have
+   * reached the server, so nothing retries it on its own (the caller decides).
+   */
+  callLost: 'call_lost',
   cancelled: 'cancelled',
   /** An `always_ask` tool stopped for a human; `details.approvalId` names the request to decide. */
   approvalRequired: 'approval_required',
@@ -87,6 +92,7 @@ export class WireError extends Error {
         return 504;
       case 'server_error':
       case 'transport_error':
+      case 'call_lost':
       case 'auth_required':
       case 'cancelled':
         return 502;

@@ -41,6 +41,12 @@ export interface Subjects {
   proxyInstanceCall(instance: string): string;
   /** `mcp.proxy.cancel` */
   readonly proxyCancel: string;
+  /**
+   * `mcp.proxy.calls.held` — request to every instance (no queue group), payload {@link ProxyCancel}'s
+   * shape: the instance working on the call answers `{instance}`, the others stay silent. A caller
+   * asks during a long call, so that a proxy that died mid-call costs seconds, not the call timeout.
+   */
+  readonly proxyCallHeld: string;
   /** `mcp.runs.ended.<acct>.<run>` */
   runEnded(account: string, run: string): string;
   /** `mcp.runs.ended.>` */
@@ -96,6 +102,7 @@ export function makeSubjects(prefix = ''): Subjects {
     proxyCall: `${p}mcp.proxy.call`,
     proxyInstanceCall: (i) => `${p}mcp.proxy.${t(i)}.call`,
     proxyCancel: `${p}mcp.proxy.cancel`,
+    proxyCallHeld: `${p}mcp.proxy.calls.held`,
     runEnded: (a, r) => `${p}mcp.runs.ended.${t(a)}.${t(r)}`,
     runEndedAll: `${p}mcp.runs.ended.>`,
     toolsObserved: `${p}mcp.proxy.tools.observed`,

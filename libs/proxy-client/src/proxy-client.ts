@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { headers as natsHeaders, type NatsConnection } from '@nats-io/transport-node';
 import {
+  ErrorCodes,
   WireError,
   decodePayload,
   encodePayload,
@@ -11,7 +12,7 @@ import {
   type Subjects,
 } from '@mcpx/contracts';
 import type { ProxyResult } from '@mcpx/domain';
-import { injectTraceHeaders } from '@mcpx/telemetry';
+import { injectTraceHeaders, type Counter, type Meter } from '@mcpx/telemetry';
 
 /** The proxy's own call timeout (seed 000: 120 s); the request waits a little longer. */
 export const DEFAULT_CALL_TIMEOUT_MS = 120_000;
@@ -36,6 +37,21 @@ export interface CallOutcome {
   callId: string;
 }
 
+/**
+ * How a caller notices that the proxy instance running its call died: after `afterMs` it asks
+ * every `everyMs` whether an instance still holds the call (`mcp.proxy.calls.held`, `answerMs` to
+ * answer); `misses` silences in a row end the wait with `call_lost`. Calls shorter than `afterMs`
+ * cost nothing.
+ */
+export interface LivenessOptions {
+  afterMs: number;
+  everyMs: number;
+  answerMs: number;
+  misses: number;
+}
+
+export const DEFAULT_LIVENESS: LivenessOptions = { afterMs: 5_000, everyMs: 5_000, answerMs: 2_000, misses: 3 };
+
 function isNoResponders(err: unknown): boolean {
   const e = err as { code?: string; name?: string; message?: string };
   return e?.name === 'NoRespondersError' || e?.code === '503' || /no responders/i.test(e?.message ?? '');
@@ -49,10 +65,17 @@ function isNoResponders(err: unknown): boolean {
 export class ProxyClient {
   private readonly sticky = new Map<string, string>();
 
+  private readonly liveness: LivenessOptions;
+  private readonly checks: Counter | undefined;
+
   constructor(
     private readonly nc: NatsConnection,
     private readonly subjects: Subjects,
-  ) {}
+    opts: { liveness?: LivenessOptions; meter?: Meter } = {},
+  ) {
+    this.liveness = opts.liveness ?? DEFAULT_LIVENESS;
+    this.checks = opts.meter?.createCounter('mcpx_proxy_client_held_checks_total', { description: 'Checks that a long call is still held by a proxy instance, by answer (here, silent, lost)' });
+  }
 
   /** The instance a run is stuck to, if any (e.g. to persist it between CLI invocations). */
   instanceOf(run: string): string | undefined {
@@ -78,19 +101,8 @@ export class ProxyClient {
     };
     const timeout = (input.timeoutMs ?? DEFAULT_CALL_TIMEOUT_MS) + REPLY_MARGIN_MS;
     const payload = encodePayload(req);
-    const instance = this.sticky.get(input.run);
-    let reply: ProxyCallReply;
-    if (instance !== undefined) {
-      try {
-        reply = await this.send(this.subjects.proxyInstanceCall(instance), payload, timeout);
-      } catch (err) {
-        if (!isNoResponders(err)) throw err;
-        this.sticky.delete(input.run);
-        reply = await this.send(this.subjects.proxyCall, payload, timeout);
-      }
-    } else {
-      reply = await this.send(this.subjects.proxyCall, payload, timeout);
-    }
+    const held: ProxyCancel = { account: input.account, run: input.run, callId };
+    const reply = await this.watch(this.exchange(input.run, payload, timeout), held);
     this.sticky.set(input.run, reply.instance);
     if (!reply.ok) throw WireError.from(reply.error);
     return { result: reply.result, instance: reply.instance, callId };
@@ -108,6 +120,54 @@ export class ProxyClient {
     this.nc.publish(this.subjects.runEnded(account, run), encodePayload(msg));
     this.sticky.delete(run);
     await this.nc.flush();
+  }
+
+  /** The request, on the run's instance when it has one, else (or when that one is gone) the queue group. */
+  private async exchange(run: string, payload: Uint8Array, timeout: number): Promise<ProxyCallReply> {
+    const instance = this.sticky.get(run);
+    if (instance === undefined) return this.send(this.subjects.proxyCall, payload, timeout);
+    try {
+      return await this.send(this.subjects.proxyInstanceCall(instance), payload, timeout);
+    } catch (err) {
+      if (!isNoResponders(err)) throw err;
+      this.sticky.delete(run);
+      return this.send(this.subjects.proxyCall, payload, timeout);
+    }
+  }
+
+  /** Waits for `pending`, unless no proxy instance holds the call any more ({@link LivenessOptions}). */
+  private async watch(pending: Promise<ProxyCallReply>, held: ProxyCancel): Promise<ProxyCallReply> {
+    const { afterMs, everyMs, answerMs, misses } = this.liveness;
+    if (afterMs <= 0) return pending;
+    let settled = false;
+    let timer: NodeJS.Timeout | undefined;
+    const lost = new Promise<never>((_, reject) => {
+      let missed = 0;
+      const check = async (): Promise<void> => {
+        const here = await this.nc.request(this.subjects.proxyCallHeld, encodePayload(held), { timeout: answerMs }).then(
+          () => true,
+          () => false,
+        );
+        if (settled) return;
+        missed = here ? 0 : missed + 1;
+        this.checks?.add(1, { answer: here ? 'here' : missed < misses ? 'silent' : 'lost' });
+        if (missed < misses) {
+          timer = setTimeout(() => void check(), everyMs);
+          return;
+        }
+        this.sticky.delete(held.run);
+        reject(new WireError(ErrorCodes.callLost, 'the proxy instance running the call went away before answering; the call may or may not have reached the server', { callId: held.callId }));
+      };
+      timer = setTimeout(() => void check(), afterMs);
+    });
+    try {
+      return await Promise.race([pending, lost]);
+    } finally {
+      settled = true;
+      clearTimeout(timer);
+      // The abandoned request still ends (its own timeout): its outcome is nobody's now.
+      pending.catch(() => undefined);
+    }
   }
 
   private async send(subject: string, payload: Uint8Array, timeout: number): Promise<ProxyCallReply> {

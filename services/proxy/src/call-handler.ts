@@ -75,6 +75,8 @@ export interface CallHandlerDeps {
  */
 export class CallHandler {
   private readonly inflight = new Map<string, AbortController>();
+  /** Every call between its arrival and its reply (`inflight` holds only those past admission). */
+  private readonly held = new Set<string>();
   private readonly calls: Counter;
   private readonly duration: Histogram;
   private readonly byCode = new Map<string, number>();
@@ -101,9 +103,16 @@ export class CallHandler {
     return ctl !== undefined;
   }
 
+  /** Whether this instance is working on the call (`mcp.proxy.calls.held`: a caller checking its proxy is alive). */
+  holds(account: string, run: string, callId: string): boolean {
+    return this.held.has(`${account}:${run}:${callId}`);
+  }
+
   /** Runs one call in the trace context `parent` (from the request's headers). */
   async handle(req: ProxyCallRequest, parent: Context): Promise<ProxyResult> {
     const started = performance.now();
+    const heldKey = `${req.account}:${req.run}:${req.callId}`;
+    this.held.add(heldKey);
     const span = this.deps.tracer.startSpan(
       'proxy.call',
       { kind: SpanKind.SERVER, attributes: { 'mcp.account': req.account, 'mcpx.agent': req.agent, 'mcpx.run': req.run, 'mcp.tool': req.tool } },
@@ -119,6 +128,7 @@ export class CallHandler {
       span.setAttribute('mcpx.error_code', wire.code);
       throw wire;
     } finally {
+      this.held.delete(heldKey);
       span.end();
       this.count(code, performance.now() - started);
     }

@@ -106,6 +106,18 @@ export async function startProxy(config: Config, opts: ProxyOptions = {}): Promi
         }
       },
     }),
+    // Only the instance working on the call answers: silence means "not here".
+    bus.nc.subscribe(bus.subjects.proxyCallHeld, {
+      callback: (err, msg) => {
+        if (err) return;
+        try {
+          const c = decodePayload<ProxyCancel>(msg.data);
+          if (typeof c.account === 'string' && typeof c.run === 'string' && typeof c.callId === 'string' && handler.holds(c.account, c.run, c.callId)) msg.respond(encodePayload({ instance }));
+        } catch {
+          log.warn('dropped a malformed held check');
+        }
+      },
+    }),
     bus.nc.subscribe(bus.subjects.runEndedAll, {
       callback: (err, msg) => {
         if (err) return;

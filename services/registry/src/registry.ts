@@ -110,7 +110,7 @@ export async function startRegistry(config: Config, opts: RegistryOptions = {}):
       secrets,
       discovery,
       bus,
-      proxy: new ProxyClient(bus.nc, bus.subjects),
+      proxy: new ProxyClient(bus.nc, bus.subjects, { meter: telemetry.meter }),
       log,
       tracer: telemetry.tracer,
       style: config.toolNameStyle,
