@@ -1,13 +1,14 @@
 import { randomBytes } from 'node:crypto';
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { OAuthRegisteredClientsStore } from '@modelcontextprotocol/sdk/server/auth/clients.js';
 import { InvalidGrantError, InvalidTargetError, InvalidTokenError } from '@modelcontextprotocol/sdk/server/auth/errors.js';
 import type { AuthorizationParams, OAuthServerProvider } from '@modelcontextprotocol/sdk/server/auth/provider.js';
-import { mcpAuthRouter } from '@modelcontextprotocol/sdk/server/auth/router.js';
+import { createOAuthMetadata, mcpAuthRouter } from '@modelcontextprotocol/sdk/server/auth/router.js';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import { createMcpExpressApp } from '@modelcontextprotocol/sdk/server/express.js';
 import type { OAuthClientInformationFull, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
+import { fetchClientMetadataDocument, isUrlClientId } from './client-metadata-documents.js';
 import { startTestMcpServer, type TestMcpServer, type TestMcpServerOptions } from './mcp-test-server.js';
 
 /** The user every authorization is granted to (the test server auto-approves). */
@@ -25,11 +26,21 @@ export interface TestOAuthServerStats {
   /** Access tokens the protected server accepted or refused. */
   verified: number;
   refused: number;
+  /** Client ID metadata documents fetched (a URL client id, at /authorize, /token and /revoke). */
+  metadataDocumentFetches: number;
+  /** Why a metadata document was refused, each time one was. */
+  metadataDocumentRefusals: string[];
 }
 
 export interface TestOAuthServerOptions {
   /** Lifetime of access tokens in seconds (default 3600). */
   accessTokenTtlSec?: number;
+  /**
+   * Advertise `client_id_metadata_document_supported` and take a URL `client_id` by fetching its
+   * document ({@link fetchClientMetadataDocument}), trusting `ca` for https (a test's TLS front).
+   * Dynamic registration stays available.
+   */
+  clientIdMetadataDocuments?: { ca?: string };
 }
 
 export interface TestOAuthServer {
@@ -60,7 +71,8 @@ interface IssuedToken {
  * An in-memory authorization server behind the SDK's `mcpAuthRouter` (RFC 8414 metadata, dynamic
  * registration, /authorize, /token with PKCE S256 verified by the SDK, /revoke). Authorization is
  * auto-approved for {@link TEST_OAUTH_USER}; codes are single-use; refresh tokens rotate (a used
- * one is revoked, and presenting it again is `invalid_grant`).
+ * one is revoked, and presenting it again is `invalid_grant`). With `clientIdMetadataDocuments`
+ * a URL `client_id` is a client ID metadata document, fetched and checked on every use.
  */
 export class InMemoryOAuthProvider implements OAuthServerProvider {
   readonly registered = new Map<string, OAuthClientInformationFull>();
@@ -73,11 +85,21 @@ export class InMemoryOAuthProvider implements OAuthServerProvider {
   constructor(
     readonly stats: TestOAuthServerStats,
     private readonly accessTokenTtlSec: number,
+    private readonly metadataDocuments?: { ca?: string },
   ) {}
 
   get clientsStore(): OAuthRegisteredClientsStore {
     return {
-      getClient: (id) => this.registered.get(id),
+      getClient: async (id) => {
+        if (this.metadataDocuments === undefined || !isUrlClientId(id)) return this.registered.get(id);
+        this.stats.metadataDocumentFetches += 1;
+        try {
+          return await fetchClientMetadataDocument(id, this.metadataDocuments);
+        } catch (err) {
+          this.stats.metadataDocumentRefusals.push((err as Error).message);
+          throw err;
+        }
+      },
       registerClient: (client) => {
         const full = client as OAuthClientInformationFull;
         this.registered.set(full.client_id, full);
@@ -171,8 +193,10 @@ export async function startOAuthServer(opts: TestOAuthServerOptions = {}): Promi
     refreshReplays: 0,
     verified: 0,
     refused: 0,
+    metadataDocumentFetches: 0,
+    metadataDocumentRefusals: [],
   };
-  const provider = new InMemoryOAuthProvider(stats, opts.accessTokenTtlSec ?? 3600);
+  const provider = new InMemoryOAuthProvider(stats, opts.accessTokenTtlSec ?? 3600, opts.clientIdMetadataDocuments);
   const app = createMcpExpressApp();
   const server: Server = createServer(app);
   const sockets = new Set<Socket>();
@@ -187,6 +211,12 @@ export async function startOAuthServer(opts: TestOAuthServerOptions = {}): Promi
   const address = server.address();
   if (address === null || typeof address === 'string') throw new Error('oauth server has no port');
   const issuer = `http://127.0.0.1:${address.port}/`;
+  if (opts.clientIdMetadataDocuments !== undefined) {
+    // The SDK's router has no option for this field: its metadata, served first with the flag added.
+    const metadata = { ...createOAuthMetadata({ provider, issuerUrl: new URL(issuer) }), client_id_metadata_document_supported: true };
+    const body = JSON.stringify(metadata);
+    app.get('/.well-known/oauth-authorization-server', (_req: IncomingMessage, res: ServerResponse) => void res.writeHead(200, { 'content-type': 'application/json' }).end(body));
+  }
   app.use(
     mcpAuthRouter({
       provider,

@@ -24,6 +24,8 @@ export interface HttpDeps {
   isReady: () => boolean;
   /** `GET /v1/oauth/callback` (absent: no OAuth). */
   oauthCallback?: (req: IncomingMessage, res: ServerResponse, url: URL) => Promise<void>;
+  /** `GET /v1/oauth/client-metadata.json`: the OAuth client ID metadata document (absent: none). */
+  oauthClientMetadata?: (req: IncomingMessage, res: ServerResponse) => void;
 }
 
 function bodyTooLarge(): WireError {
@@ -121,6 +123,8 @@ export function createHttpServer(deps: HttpDeps): Server {
       );
     } else if (req.method === 'GET' && url.pathname === '/v1/oauth/callback' && deps.oauthCallback) {
       void deps.oauthCallback(req, res, url);
+    } else if (req.method === 'GET' && url.pathname === '/v1/oauth/client-metadata.json' && deps.oauthClientMetadata) {
+      deps.oauthClientMetadata(req, res);
     } else if (req.method === 'GET' && url.pathname === '/healthz') {
       const ready = deps.isReady();
       send(res, ready ? 200 : 503, { ok: ready, service: 'registry' }, false);

@@ -17,6 +17,8 @@ async function main(): Promise<void> {
     ...(concurrency !== undefined ? { discoveryConcurrency: concurrency } : {}),
     // Where owners' browsers reach the registry (the OAuth callback); default: its listen address.
     ...(process.env.REGISTRY_PUBLIC_URL ? { publicUrl: process.env.REGISTRY_PUBLIC_URL.replace(/\/+$/, '') } : {}),
+    // An https public URL offers OAuth client ID metadata documents; `off` keeps to registration.
+    ...(process.env.REGISTRY_OAUTH_CLIENT_METADATA === 'off' ? { clientMetadataDocument: false } : {}),
   };
   const registry = await startRegistry(loadConfig('registry', process.env), opts);
   const stop = (): void => void registry.stop().then(() => process.exit(0));

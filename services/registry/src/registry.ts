@@ -21,6 +21,7 @@ import { Reprober } from './reprober.js';
 import { BuiltinDiscoveriesRepository } from './builtins/builtin-discoveries.repository.js';
 import { BuiltinServers } from './builtins/builtin-servers.js';
 import { VendorConnectionsRepository } from './builtins/vendor-connections.repository.js';
+import { clientMetadataDocumentHandler, clientMetadataDocumentUrl } from './oauth/client-metadata-document.js';
 import { oauthCallbackHandler } from './oauth/oauth-callback.js';
 import { OAuthConnectionsRepository } from './oauth/oauth-connections.repository.js';
 import { answerOAuthRefresh } from './oauth/oauth-refresh-responder.js';
@@ -40,6 +41,12 @@ export interface RegistryOptions {
   discoveryConcurrency?: number;
   /** The registry's public base URL, for the OAuth callback (default: the address it listens on). */
   publicUrl?: string;
+  /**
+   * Serve the OAuth client ID metadata document and offer its URL as the client id where an
+   * authorization server supports those (default true; only ever with an https `publicUrl`).
+   * Off for a registry whose public URL authorization servers cannot reach.
+   */
+  clientMetadataDocument?: boolean;
 }
 
 export interface RunningRegistry {
@@ -73,6 +80,7 @@ export async function startRegistry(config: Config, opts: RegistryOptions = {}):
     log,
     fetch: tracingFetch(outboundFetch),
     redirectUrl: () => `${publicUrl}/v1/oauth/callback`,
+    clientMetadataUrl: () => (opts.clientMetadataDocument === false ? undefined : clientMetadataDocumentUrl(publicUrl)),
   });
   const discovery = new Discovery({
     oauthHeaders: (s) => oauth.headers(s),
@@ -129,6 +137,7 @@ export async function startRegistry(config: Config, opts: RegistryOptions = {}):
     events,
     isReady: () => ready,
     oauthCallback: oauthCallbackHandler({ oauth, discovery, log }),
+    ...(opts.clientMetadataDocument === false ? {} : { oauthClientMetadata: clientMetadataDocumentHandler(() => publicUrl) }),
   });
   const observed = consumeObservedTools(bus, discovery, log);
   const oauthRefresh = answerOAuthRefresh({ bus, servers, oauth, discovery, log });

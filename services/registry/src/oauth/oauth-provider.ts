@@ -6,6 +6,7 @@ import type {
   OAuthDiscoveryState,
   OAuthTokens,
 } from '@mcpx/mcp-client';
+import { OAUTH_CLIENT_NAME, isClientMetadataUrl } from './client-metadata-document.js';
 import type { OAuthConnectionsRepository } from './oauth-connections.repository.js';
 
 /** What the provider needs of the sealed store (an in-memory one serves the conformance harness). */
@@ -28,6 +29,13 @@ export interface RegistryOAuthProviderOptions {
   clientMetadataUrl?: string;
 }
 
+/** How a flow came by a client it did not have: its metadata document URL, or a registration. */
+export interface ClientRegistration {
+  method: 'metadata_document' | 'dynamic';
+  /** Whether the authorization server advertised `client_id_metadata_document_supported`. */
+  metadataDocumentSupported: boolean;
+}
+
 /**
  * The SDK's OAuth client provider for one (account, server), backed by the sealed store. The
  * authorization URL is captured (the registry hands it to the owner), never followed here.
@@ -35,6 +43,8 @@ export interface RegistryOAuthProviderOptions {
 export class RegistryOAuthProvider implements OAuthClientProvider {
   /** Set when `auth()` decided the owner must authorize. */
   authorizationUrl: URL | undefined;
+  /** Set when this flow saved a new client (not when a stored one was only bound to its issuer). */
+  clientRegistration: ClientRegistration | undefined;
   private readonly stateValue: string;
   /** Discovery found during this flow, stored only once the flow succeeds ({@link persistDiscovery}). */
   private pendingDiscovery: OAuthDiscoveryState | undefined;
@@ -50,13 +60,15 @@ export class RegistryOAuthProvider implements OAuthClientProvider {
     return this.opts.redirectUrl;
   }
 
+  /** Only an https URL with a path: the SDK fails the whole flow on any other, even without CIMD. */
   get clientMetadataUrl(): string | undefined {
-    return this.opts.clientMetadataUrl;
+    const url = this.opts.clientMetadataUrl;
+    return url !== undefined && isClientMetadataUrl(url) ? url : undefined;
   }
 
   get clientMetadata(): OAuthClientMetadata {
     return {
-      client_name: 'mcp-connector',
+      client_name: OAUTH_CLIENT_NAME,
       redirect_uris: [this.opts.redirectUrl],
       grant_types: ['authorization_code', 'refresh_token'],
       response_types: ['code'],
@@ -74,6 +86,13 @@ export class RegistryOAuthProvider implements OAuthClientProvider {
   }
 
   async saveClientInformation(clientInformation: OAuthClientInformationMixed): Promise<void> {
+    if ((await this.clientInformation())?.client_id !== clientInformation.client_id) {
+      const metadata = (await this.discoveryState())?.authorizationServerMetadata;
+      this.clientRegistration = {
+        method: clientInformation.client_id === this.clientMetadataUrl ? 'metadata_document' : 'dynamic',
+        metadataDocumentSupported: metadata?.client_id_metadata_document_supported === true,
+      };
+    }
     await this.store.updateClient(this.opts.account, this.opts.serverId, { clientInformation });
   }
 

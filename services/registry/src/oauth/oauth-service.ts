@@ -29,6 +29,12 @@ export interface OAuthServiceDeps {
   fetch?: typeof fetch;
   /** The registry's callback URL, `<public url>/v1/oauth/callback` (known once it listens). */
   redirectUrl: () => string;
+  /**
+   * The registry's client ID metadata document URL, offered as the client id where an
+   * authorization server supports those (undefined: dynamic registration only; see
+   * `clientMetadataDocumentUrl` for when the registry has one).
+   */
+  clientMetadataUrl?: () => string | undefined;
 }
 
 /**
@@ -58,6 +64,7 @@ export class OAuthService {
         fetchFn: this.oauthFetch,
       });
       await provider.persistDiscovery();
+      this.reportRegistration(server, provider);
       if (result === 'AUTHORIZED') return { state: 'authorized' };
       if (provider.authorizationUrl === undefined) throw new Error('authorization started without a URL');
       return { state: 'redirect', authorizationUrl: provider.authorizationUrl.toString() };
@@ -98,6 +105,7 @@ export class OAuthService {
       const provider = this.provider(server, {});
       const result = await runOAuth(provider, { serverUrl: server.config.url, fetchFn: this.oauthFetch });
       await provider.persistDiscovery();
+      this.reportRegistration(server, provider);
       if (result === 'AUTHORIZED') return { state: 'authorized' };
       // The refresh was refused: the stored tokens are dead, and must never be presented again.
       await this.deps.store.saveTokens(server.accountId, server.id, undefined, null);
@@ -170,12 +178,30 @@ export class OAuthService {
   }
 
   private provider(server: McpServerRecord, opts: { ignoreTokens?: boolean; state?: string }): RegistryOAuthProvider {
+    const clientMetadataUrl = this.deps.clientMetadataUrl?.();
     return new RegistryOAuthProvider(this.deps.store, {
       account: server.accountId,
       serverId: server.id,
       serverUrl: server.config.url,
       redirectUrl: this.deps.redirectUrl(),
+      ...(clientMetadataUrl !== undefined ? { clientMetadataUrl } : {}),
       ...opts,
     });
+  }
+
+  /**
+   * Says how a new client came about: its metadata document URL, or a registration, and why a
+   * registration where the authorization server would have taken the document (the registry has
+   * no https public URL, or the operator turned documents off).
+   */
+  private reportRegistration(server: McpServerRecord, provider: RegistryOAuthProvider): void {
+    const registration = provider.clientRegistration;
+    if (registration === undefined) return;
+    const fields = { account: server.accountId, server: server.name, method: registration.method };
+    if (registration.method === 'dynamic' && registration.metadataDocumentSupported) {
+      this.deps.log.info('oauth client registered dynamically although the authorization server accepts client ID metadata documents: the registry offers none (its public URL is not https, or documents are turned off)', fields);
+    } else {
+      this.deps.log.info('oauth client ready', fields);
+    }
   }
 }
