@@ -37,7 +37,7 @@ export default tseslint.config(
     files: ['console/public/**/*.js'],
     languageOptions: {
       globals: Object.fromEntries(
-        ['document', 'window', 'localStorage', 'location', 'crypto', 'fetch', 'btoa', 'atob', 'confirm', 'EventSource', 'TextEncoder', 'DataView', 'ArrayBuffer', 'Uint8Array', 'URL', 'setTimeout'].map((g) => [g, 'readonly']),
+        ['document', 'window', 'localStorage', 'location', 'crypto', 'fetch', 'btoa', 'atob', 'confirm', 'EventSource', 'TextEncoder', 'DataView', 'ArrayBuffer', 'Uint8Array', 'URL', 'setTimeout', 'clearTimeout', 'setInterval', 'clearInterval'].map((g) => [g, 'readonly']),
       ),
     },
   },

@@ -32,7 +32,9 @@ export async function serveConsole(pathname: string, res: ServerResponse): Promi
     res.writeHead(200, {
       'content-type': type,
       'cache-control': 'no-cache',
-      'content-security-policy': "default-src 'self'; style-src 'self'; script-src 'self'; connect-src 'self'; frame-ancestors 'none'",
+      // The OAuth popup needs nothing here: window.open is not a fetch, and the callback page
+      // that closes it carries its own policy.
+      'content-security-policy': "default-src 'self'; style-src 'self'; script-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
       'x-content-type-options': 'nosniff',
     });
     res.end(body);

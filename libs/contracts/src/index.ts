@@ -24,6 +24,7 @@ export type {
   DeleteLambdaToolRequest,
   LambdaToolReply,
   ApprovalRequestedEvent,
+  ApprovalDecidedEvent,
   ApprovalView,
 } from './payloads.js';
 export { FAMILY_RE, SEARCH_LIMIT_DEFAULT, SEARCH_LIMIT_MAX, SEARCH_QUERY_MAX_LENGTH, checkSearchInput, familyOf, familyServer } from './search.js';

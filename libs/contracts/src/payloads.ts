@@ -185,6 +185,23 @@ export interface ApprovalRequestedEvent {
   expiresAt: string;
 }
 
+/** Payload of `mcp.approvals.decided.<acct>`: an owner approved or denied a waiting call. */
+export interface ApprovalDecidedEvent {
+  account: string;
+  approvalId: string;
+  agent: string;
+  run: string;
+  tool: string;
+  server: string;
+  decision: 'approved' | 'denied';
+  /** The signer who decided. */
+  decidedBy: string;
+  /** ISO-8601. */
+  decidedAt: string;
+  /** ISO-8601: until when an approved call may be re-sent. */
+  expiresAt: string;
+}
+
 /** An approval as `ListApprovals`, `ApproveToolCall` and `DenyToolCall` show it. */
 export interface ApprovalView {
   id: string;

@@ -69,6 +69,13 @@ export interface Subjects {
   approvalRequested(account: string): string;
   /** `mcp.approvals.requested.>` (or one account's: `mcp.approvals.requested.<acct>`) */
   approvalRequestedAll(account?: string): string;
+  /**
+   * `mcp.approvals.decided.<acct>` — core NATS publish (at most once) by the registry when an
+   * owner approves or denies a call. A notification only, like `approvalRequested`.
+   */
+  approvalDecided(account: string): string;
+  /** `mcp.approvals.*.<acct>` — both approval notifications of one account. */
+  approvalEvents(account: string): string;
   /** `registry.oauth.refresh` — request/reply: a proxy asks the registry to refresh an oauth server's token */
   readonly registryOAuthRefresh: string;
 }
@@ -112,6 +119,8 @@ export function makeSubjects(prefix = ''): Subjects {
     projectorToolsSearch: `${p}projector.tools.search`,
     approvalRequested: (a) => `${p}mcp.approvals.requested.${t(a)}`,
     approvalRequestedAll: (a) => (a === undefined ? `${p}mcp.approvals.requested.>` : `${p}mcp.approvals.requested.${t(a)}`),
+    approvalDecided: (a) => `${p}mcp.approvals.decided.${t(a)}`,
+    approvalEvents: (a) => `${p}mcp.approvals.*.${t(a)}`,
     registryOAuthRefresh: `${p}registry.oauth.refresh`,
   };
 }

@@ -1,13 +1,41 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
-import { decodePayload, invalidInput, toWireError, type ServerDeletedEvent, type ServerDiscoveredEvent, type Subjects } from '@mcpx/contracts';
+import {
+  decodePayload,
+  invalidInput,
+  toWireError,
+  type ApprovalDecidedEvent,
+  type ApprovalRequestedEvent,
+  type ServerDeletedEvent,
+  type ServerDiscoveredEvent,
+  type Subjects,
+} from '@mcpx/contracts';
 import type { Caller } from './actions/index.js';
 
 const HEARTBEAT_MS = 15_000;
 
+/** SSE event names of approvals (an `always_ask` call stopped; an owner decided it). */
+const ApprovalEventNames = { requested: 'approval-requested', decided: 'approval-decided' } as const;
+
+/**
+ * What an approval event shows a subscriber: which call, never its arguments (nor their hash,
+ * which would confirm a guess of small arguments).
+ */
+function approvalEventData(kind: string, e: Partial<ApprovalRequestedEvent & ApprovalDecidedEvent>): { event: string; data: Record<string, string> } | null {
+  const common = { approvalId: e.approvalId, agent: e.agent, run: e.run, tool: e.tool, server: e.server, expiresAt: e.expiresAt };
+  if (kind === 'requested') return { event: ApprovalEventNames.requested, data: strings(common) };
+  if (kind === 'decided') return { event: ApprovalEventNames.decided, data: strings({ ...common, decision: e.decision, decidedAt: e.decidedAt }) };
+  return null;
+}
+
+function strings(fields: Record<string, unknown>): Record<string, string> {
+  return Object.fromEntries(Object.entries(fields).filter((f): f is [string, string] => typeof f[1] === 'string'));
+}
+
 /**
  * `GET /v1/events?envelope=<base64url JSON of a signed {type: 'SubscribeEvents'} envelope>`:
- * Server-Sent Events of the signer's account — `agent-tools-changed` and `mcp-servers-changed`.
+ * Server-Sent Events of the signer's account — `agent-tools-changed`, `mcp-servers-changed`,
+ * `approval-requested` and `approval-decided`.
  * (EventSource cannot sign a request body, so the envelope travels in the query.)
  */
 export class EventStream {
@@ -42,7 +70,6 @@ export class EventStream {
       return;
     }
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
-    res.write(': connected\n\n');
     this.open++;
     const write = (event: string, data: unknown): void => {
       res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
@@ -65,6 +92,18 @@ export class EventStream {
           });
         },
       }),
+      this.nc.subscribe(this.subjects.approvalEvents(caller.account), {
+        callback: (err, msg) => {
+          if (err) return;
+          let out: ReturnType<typeof approvalEventData>;
+          try {
+            out = approvalEventData(msg.subject.split('.').at(-2) ?? '', decodePayload(msg.data));
+          } catch {
+            return; // a malformed notification is dropped: ListApprovals is the source of truth
+          }
+          if (out) write(out.event, out.data);
+        },
+      }),
     ];
     const beat = setInterval(() => res.write(': keep-alive\n\n'), HEARTBEAT_MS);
     req.on('close', () => {
@@ -72,5 +111,8 @@ export class EventStream {
       for (const s of subs) s.unsubscribe();
       this.open--;
     });
+    // `connected` is said once NATS has the subscriptions: nothing published after it is missed.
+    await this.nc.flush().catch(() => undefined);
+    res.write(': connected\n\n');
   }
 }

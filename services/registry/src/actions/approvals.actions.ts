@@ -1,4 +1,4 @@
-import { ErrorCodes, WireError, invalidInput, type ApprovalView } from '@mcpx/contracts';
+import { ErrorCodes, WireError, encodePayload, invalidInput, type ApprovalDecidedEvent, type ApprovalView } from '@mcpx/contracts';
 import type { ApprovalRecord } from '@mcpx/locks';
 import type { ActionHandler } from './context.js';
 
@@ -35,11 +35,32 @@ function approvalId(value: unknown): string {
   return value;
 }
 
+/**
+ * Tells the account's subscribers (the console, a waiting runtime) that a call was decided. Core
+ * NATS, at most once: `ListApprovals` stays the source of truth. No argument value goes out.
+ */
+function publishDecided(deps: Parameters<ActionHandler>[0], r: ApprovalRecord, decision: 'approved' | 'denied'): void {
+  const event: ApprovalDecidedEvent = {
+    account: r.account,
+    approvalId: r.id,
+    agent: r.agent,
+    run: r.run,
+    tool: r.tool,
+    server: r.server,
+    decision,
+    decidedBy: r.decidedBy ?? '',
+    decidedAt: new Date(r.decidedAt ?? Date.now()).toISOString(),
+    expiresAt: new Date(r.expiresAt).toISOString(),
+  };
+  deps.bus.nc.publish(deps.bus.subjects.approvalDecided(r.account), encodePayload(event));
+}
+
 async function decide(deps: Parameters<ActionHandler>[0], caller: Parameters<ActionHandler>[1], action: Parameters<ActionHandler>[2], decision: 'approved' | 'denied'): Promise<{ approval: ApprovalView }> {
   const id = approvalId(action.approvalId);
   const out = await deps.approvals.decide(caller.account, id, decision, caller.signer);
   if (out.ok) {
     deps.log.info('tool call approval decided', { account: caller.account, approval: id, decision, tool: out.record.tool, run: out.record.run });
+    publishDecided(deps, out.record, decision);
     return { approval: approvalView(out.record) };
   }
   switch (out.reason) {

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { WireError } from '@mcpx/contracts';
 import type { Logger } from '@mcpx/log';
@@ -41,6 +42,7 @@ export function oauthCallbackHandler(deps: OAuthCallbackDeps): (req: IncomingMes
         200,
         ok ? `Connected to ${discovered.name}` : `Authorized ${discovered.name}`,
         ok ? `${tools} tool${tools === 1 ? '' : 's'} found. You can close this window.` : `The server still answers: ${discovered.status.error ?? discovered.status.state}.`,
+        ok,
       );
     } catch (err) {
       if (err instanceof WireError) {
@@ -53,9 +55,26 @@ export function oauthCallbackHandler(deps: OAuthCallbackDeps): (req: IncomingMes
   };
 }
 
-function page(res: ServerResponse, status: number, title: string, text: string): void {
-  const body = `<!doctype html><meta charset="utf-8"><title>${escapeHtml(title)}</title><h1>${escapeHtml(title)}</h1><p>${escapeHtml(text)}</p>`;
-  res.writeHead(status, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store', 'content-length': Buffer.byteLength(body) });
+/**
+ * A page that connected closes its window: the console's popup (the console learns the outcome
+ * from its event stream). Browsers refuse to close a tab the owner opened, which then keeps the
+ * page. The one inline script is allowed by its hash; nothing else runs or loads.
+ */
+const CLOSE_SCRIPT = 'window.close()';
+const CSP = `default-src 'none'; script-src 'sha256-${createHash('sha256').update(CLOSE_SCRIPT).digest('base64')}'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'`;
+
+function page(res: ServerResponse, status: number, title: string, text: string, close = false): void {
+  const script = close ? `<script>${CLOSE_SCRIPT}</script>` : '';
+  const body = `<!doctype html><meta charset="utf-8"><title>${escapeHtml(title)}</title><h1>${escapeHtml(title)}</h1><p>${escapeHtml(text)}</p>${script}`;
+  res.writeHead(status, {
+    'content-type': 'text/html; charset=utf-8',
+    'cache-control': 'no-store',
+    'content-security-policy': CSP,
+    // The callback URL carries the code and state: never pass it on as a referrer.
+    'referrer-policy': 'no-referrer',
+    'x-content-type-options': 'nosniff',
+    'content-length': Buffer.byteLength(body),
+  });
   res.end(body);
 }
 

@@ -1,0 +1,112 @@
+// The add-server dialog: a name, a URL and one of the four auth methods (seed 001). Saving
+// connects at once; an oauth server opens its authorization in a popup. Secret inputs are
+// emptied once saved: no token or header value stays in the page.
+import { act } from './api.js';
+import { openAuthorizationWindow } from './oauth-popup.js';
+import { followAuthorization } from './servers.js';
+import { serverConfig } from './server-form.js';
+import { $, el, run, say } from './ui.js';
+
+const SECRET_FIELDS = ['token', 'headers', 'clientSecret'];
+const LABELS = { name: 'Name', url: 'URL', auth: 'Auth', token: 'Token', headers: 'Headers', clientId: 'Client ID', clientSecret: 'Client secret', server: 'Not saved' };
+let ctx = null; // {load, currentAgent}
+
+function form() {
+  return $('add-form').elements;
+}
+
+function suggestName(url) {
+  try {
+    const hostname = new URL(url).hostname;
+    if (/^[\d.]+$|^\[/.test(hostname)) return 'local';
+    const host = hostname.replace(/^(www|mcp|api)\./, '');
+    return (host.split('.')[0] ?? '').toLowerCase().replace(/[^a-z0-9_-]/g, '-').replace(/^[^a-z0-9]+/, '').slice(0, 32);
+  } catch {
+    return '';
+  }
+}
+
+/** Shows the section of the chosen auth method, hides the others. */
+function showAuthSection() {
+  const auth = form().auth.value;
+  for (const section of document.querySelectorAll('#add-form [data-auth]')) section.hidden = section.dataset.auth !== auth;
+}
+
+function showErrors(errors) {
+  const list = $('add-errors');
+  list.replaceChildren(
+    ...errors.map((e) => {
+      const where = e.field === 'headers' && e.line > 0 ? `Headers, line ${e.line}` : LABELS[e.field] ?? e.field;
+      const item = el('li', { className: 'error-text', textContent: `${where}: ${e.message}` });
+      item.dataset.field = e.field;
+      if (e.line !== undefined) item.dataset.line = String(e.line);
+      return item;
+    }),
+  );
+}
+
+function clearSecrets() {
+  for (const name of SECRET_FIELDS) form()[name].value = '';
+}
+
+async function save() {
+  const f = form();
+  const name = f.name.value.trim();
+  const { config, errors } = serverConfig({
+    url: f.url.value,
+    transport: f.transport.value,
+    auth: f.auth.value,
+    token: f.token.value,
+    headers: f.headers.value,
+    clientId: f.clientId.value,
+    clientSecret: f.clientSecret.value,
+  });
+  if (name === '') errors.unshift({ field: 'name', message: 'the name is required' });
+  showErrors(errors);
+  if (errors.length > 0) return;
+  // An oauth server's authorization opens in a popup, and a popup must be opened by the click.
+  const popup = config.auth === 'oauth' ? openAuthorizationWindow() : null;
+  $('add-result').textContent = 'Connecting…';
+  let res;
+  try {
+    res = await act('SetMcpServer', { name, config });
+  } catch (err) {
+    popup?.close();
+    $('add-result').textContent = '';
+    // The registry's error names its field (config.…) and never repeats a value.
+    showErrors([{ field: 'server', message: err.message }]);
+    return;
+  }
+  clearSecrets();
+  $('add-dialog').close();
+  const { server } = res;
+  if (server.status.state === 'ok') say(`${server.name}: connected, ${server.tools.length} tools`);
+  else if (!res.authorizationUrl) say(`${server.name}: saved, but ${server.status.error ?? server.status.state}`, true);
+  followAuthorization(server.name, res, popup);
+  const agent = ctx.currentAgent();
+  if (agent && !agent.grants.mcpServers.includes(server.name)) {
+    await act('UpdateAgent', { agent: agent.id, definition: { mcpServers: [...agent.grants.mcpServers, server.name] } });
+  }
+  await ctx.load();
+}
+
+export function initAddServer(context) {
+  ctx = context;
+  $('server-add').addEventListener('click', () => {
+    $('add-form').reset();
+    delete form().name.dataset.touched;
+    $('add-result').textContent = '';
+    showErrors([]);
+    showAuthSection();
+    $('add-dialog').showModal();
+  });
+  // Closing the dialog by any way empties what was typed into the secret fields.
+  $('add-dialog').addEventListener('close', clearSecrets);
+  form().url.addEventListener('input', (e) => {
+    if (!form().name.dataset.touched) form().name.value = suggestName(e.target.value);
+  });
+  form().name.addEventListener('input', (e) => (e.target.dataset.touched = '1'));
+  for (const radio of document.querySelectorAll('#add-form input[name="auth"]')) radio.addEventListener('change', showAuthSection);
+  // Mistakes before saving are listed in the dialog; a failure after it (the grant) goes to the status line.
+  $('add-save').addEventListener('click', () => void run(save));
+}

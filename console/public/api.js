@@ -1,0 +1,95 @@
+// The console is a client of the signed action API, like the CLI. The account key lives in this
+// browser (localStorage) and signs every action with WebCrypto Ed25519 over the canonical
+// DAG-CBOR encoding (cbor.js), exactly the bytes the CLI signs.
+import { encodeCanonical } from './cbor.js';
+
+const KEY_STORAGE = 'mcpx.key';
+const PKCS8_PREFIX = new Uint8Array([0x30, 0x2e, 0x02, 0x01, 0x00, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x04, 0x22, 0x04, 0x20]);
+/** How long to wait before opening a dropped event stream again. */
+const RECONNECT_MS = 2000;
+
+const b64url = (bytes) => btoa(String.fromCharCode(...bytes)).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
+const fromB64url = (s) => Uint8Array.from(atob(s.replace(/-/g, '+').replace(/_/g, '/')), (c) => c.charCodeAt(0));
+
+let key = null; // {principal, privateKey}
+let events = null;
+
+/** The account principal of the key in use, or null. */
+export function principal() {
+  return key?.principal ?? null;
+}
+
+/** The key file this browser remembers (`{principal, seed}`), or null. */
+export function savedKey() {
+  const saved = localStorage.getItem(KEY_STORAGE);
+  return saved ? JSON.parse(saved) : null;
+}
+
+/** A new account key, as `mcpx keys new` writes it: `{principal, seed}`. */
+export async function newKey() {
+  const pair = await crypto.subtle.generateKey({ name: 'Ed25519' }, true, ['sign', 'verify']);
+  const raw = new Uint8Array(await crypto.subtle.exportKey('raw', pair.publicKey));
+  const pkcs8 = new Uint8Array(await crypto.subtle.exportKey('pkcs8', pair.privateKey));
+  return { principal: b64url(raw), seed: b64url(pkcs8.slice(PKCS8_PREFIX.length)) };
+}
+
+/** Signs with this key file from now on, and remembers it in this browser. */
+export async function useKey(stored) {
+  if (typeof stored?.principal !== 'string' || typeof stored?.seed !== 'string') throw new Error('not an mcpx key file (needs principal and seed)');
+  const pkcs8 = new Uint8Array([...PKCS8_PREFIX, ...fromB64url(stored.seed)]);
+  const privateKey = await crypto.subtle.importKey('pkcs8', pkcs8, { name: 'Ed25519' }, false, ['sign']);
+  key = { principal: stored.principal, privateKey };
+  localStorage.setItem(KEY_STORAGE, JSON.stringify({ principal: stored.principal, seed: stored.seed }));
+}
+
+export function forgetKey() {
+  localStorage.removeItem(KEY_STORAGE);
+  key = null;
+}
+
+async function envelope(action) {
+  const nonce = b64url(crypto.getRandomValues(new Uint8Array(16)));
+  const unsigned = { signer: key.principal, account: key.principal, ts: Date.now(), nonce, action, sig: '' };
+  const sig = new Uint8Array(await crypto.subtle.sign({ name: 'Ed25519' }, key.privateKey, encodeCanonical(unsigned)));
+  return { ...unsigned, sig: b64url(sig) };
+}
+
+/** An action's typed error: `code`, `message` (naming the field) and `details`. */
+export class ActionError extends Error {
+  constructor(e) {
+    super(`${e.code}: ${e.message}`);
+    this.code = e.code;
+    this.details = e.details ?? {};
+  }
+}
+
+/** Signs and sends one action; returns its result or throws an {@link ActionError}. */
+export async function act(type, fields = {}) {
+  if (!key) throw new Error('create or load a key first');
+  const res = await fetch('/v1/actions', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(await envelope({ type, ...fields })) });
+  const body = await res.json().catch(() => ({}));
+  if (!res.ok || body.error) throw new ActionError(body.error ?? { code: 'internal', message: `HTTP ${res.status}` });
+  return body;
+}
+
+/**
+ * Follows the account's event stream (`GET /v1/events`), calling `handlers[eventName](data)`;
+ * `handlers.open` runs each time the stream is (re)connected, so a view can catch up on what it
+ * missed while it was down. The signed envelope's nonce is single-use: a dropped stream is opened
+ * again with a fresh one.
+ */
+export async function followEvents(handlers) {
+  events?.close();
+  if (!key) return;
+  const env = await envelope({ type: 'SubscribeEvents' });
+  const source = new EventSource(`/v1/events?envelope=${b64url(new TextEncoder().encode(JSON.stringify(env)))}`);
+  events = source;
+  for (const [name, handler] of Object.entries(handlers)) {
+    if (name === 'open') source.addEventListener('open', () => handler());
+    else source.addEventListener(name, (e) => handler(JSON.parse(e.data)));
+  }
+  source.onerror = () => {
+    source.close();
+    if (events === source) setTimeout(() => void followEvents(handlers), RECONNECT_MS);
+  };
+}

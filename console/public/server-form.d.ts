@@ -1,0 +1,9 @@
+/** See server-form.js. */
+export const AUTH_METHODS: readonly ['oauth', 'bearer', 'headers', 'none'];
+export const MAX_HEADERS: number;
+export const MAX_HEADER_VALUE_BYTES: number;
+export function parseHeaderLines(text: string): { headers: Record<string, string>; errors: Array<{ line: number; message: string }> };
+export function serverConfig(values: Record<string, string | undefined>): {
+  config: Record<string, unknown>;
+  errors: Array<{ field: string; line?: number; message: string }>;
+};

@@ -1,0 +1,145 @@
+// The account's MCP servers: status, tools, the grant of the current agent, and for an oauth
+// server waiting for authorization an Authorize button (a fresh URL each time, in a popup).
+import { act } from './api.js';
+import { authorizeIn, discard, openAuthorizationWindow } from './oauth-popup.js';
+import { $, el, run, say } from './ui.js';
+
+const expanded = new Set();
+let ctx = null; // {state, load, currentAgent, toggleGrant}
+
+export function initServers(context) {
+  ctx = context;
+}
+
+function statusChip(s) {
+  const chip = el('span', { className: 'chip' });
+  chip.dataset.state = s.status.state;
+  if (s.status.state === 'ok') {
+    chip.classList.add('ok');
+    chip.textContent = `${s.tools.length} tools`;
+  } else if (s.status.state === 'error') {
+    chip.classList.add('error');
+    chip.textContent = 'Unreachable';
+  } else if (s.status.state === 'auth_required') {
+    chip.classList.add('auth');
+    chip.textContent = 'Waiting for authorization';
+  } else chip.textContent = 'Not checked';
+  return chip;
+}
+
+/**
+ * Asks for a fresh authorization URL and opens it in the popup opened by the click. Abandoning
+ * the popup costs nothing: the server stays `auth_required` and Authorize starts again.
+ */
+export async function authorize(name, popup = openAuthorizationWindow()) {
+  try {
+    const res = await act('AuthorizeMcpServer', { name });
+    followAuthorization(name, res, popup);
+  } catch (err) {
+    discard(popup);
+    throw err;
+  }
+}
+
+/** After SetMcpServer or AuthorizeMcpServer: sends the popup to the authorization URL, if any. */
+export function followAuthorization(name, res, popup) {
+  if (res.authorizationUrl) {
+    say(`${name}: authorize in the popup window`);
+    authorizeIn(popup, name, res.authorizationUrl, () =>
+      void run(async () => {
+        await ctx.load();
+        const s = ctx.state.servers.find((x) => x.name === name);
+        if (s?.status.state === 'ok') say(`${name}: connected, ${s.tools.length} tools`);
+        else say(`${name}: not authorized yet — Authorize picks it up again`);
+      }),
+    );
+    return;
+  }
+  discard(popup);
+  if (res.authorizationError) say(`${name}: ${res.authorizationError}`, true);
+}
+
+function button(text, onClick) {
+  const b = el('button', { type: 'button', textContent: text });
+  b.addEventListener('click', (e) => {
+    e.stopPropagation();
+    onClick();
+  });
+  return b;
+}
+
+function serverActions(s) {
+  const actions = el('span', { className: 'actions' });
+  if (s.status.state === 'auth_required' && s.auth === 'oauth') {
+    // Opened inside the click: the popup must not wait for the round trip.
+    const authorizeButton = button('Authorize', () => void run(() => authorize(s.name, openAuthorizationWindow())));
+    authorizeButton.classList.add('primary');
+    actions.append(authorizeButton);
+  }
+  const refresh = button('Refresh', () =>
+    void run(async () => {
+      const res = await act('RefreshMcpServer', { name: s.name });
+      const server = res.server;
+      say(server.status.state === 'ok' ? `${s.name}: connected, ${server.tools.length} tools` : `${s.name}: ${server.status.error ?? server.status.state}`, server.status.state !== 'ok');
+      await ctx.load();
+    }),
+  );
+  const remove = button('Remove', () => {
+    if (!window.confirm(`Remove ${s.name}? Agents lose its tools.`)) return;
+    void run(async () => {
+      await act('DeleteMcpServer', { name: s.name });
+      await ctx.load();
+    });
+  });
+  actions.append(refresh, remove);
+  return actions;
+}
+
+function toolList(s) {
+  const tools = el('ul', { className: 'tools' });
+  for (const t of s.tools) {
+    const item = el('li', { textContent: `${t.toolName}${t.description ? ` — ${t.description.split('\n')[0]}` : ''}` });
+    if (t.permission === 'always_ask') item.append(' ', el('span', { className: 'chip auth', textContent: 'asks' }));
+    item.addEventListener('click', () => {
+      $('contract-title').textContent = t.toolName;
+      $('contract-body').textContent = JSON.stringify({ description: t.description, inputSchema: t.inputSchema, permission: t.permission }, null, 2);
+      $('contract-dialog').showModal();
+    });
+    tools.append(item);
+  }
+  if (s.tools.length === 0) tools.append(el('li', { textContent: 'no tools', className: 'muted' }));
+  return tools;
+}
+
+function serverItem(s, agent) {
+  const box = el('input', { type: 'checkbox', title: agent ? `enable for ${agent.name}` : 'pick an agent first', disabled: !agent });
+  box.checked = !!agent && agent.grants.mcpServers.includes(s.name);
+  box.addEventListener('click', (e) => e.stopPropagation());
+  box.addEventListener('change', () => void ctx.toggleGrant(s.name, box.checked));
+  const info = el('span', {}, statusChip(s));
+  if (s.hasSecrets || s.auth === 'oauth') info.append(' ', el('span', { className: 'chip auth', textContent: s.auth === 'oauth' ? 'OAuth' : 'Auth' }));
+  let host = s.url;
+  try {
+    host = new URL(s.url).host;
+  } catch {
+    // keep the URL as it is
+  }
+  const row = el('div', { className: 'server-row' }, box, el('strong', { textContent: s.name }), info, el('span', { className: 'muted', textContent: host }), serverActions(s));
+  row.addEventListener('click', () => {
+    if (expanded.has(s.name)) expanded.delete(s.name);
+    else expanded.add(s.name);
+    renderServers();
+  });
+  const li = el('li', { className: 'server' }, row);
+  li.dataset.server = s.name;
+  if (s.status.state !== 'ok' && s.status.error) li.append(el('div', { className: 'error-text', textContent: s.status.error }));
+  if (expanded.has(s.name)) li.append(toolList(s));
+  return li;
+}
+
+export function renderServers() {
+  const { servers } = ctx.state;
+  $('servers-empty').hidden = servers.length > 0;
+  const agent = ctx.currentAgent();
+  $('server-list').replaceChildren(...servers.map((s) => serverItem(s, agent)));
+}
