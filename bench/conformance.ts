@@ -10,6 +10,7 @@
  */
 import { spawn } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -25,10 +26,7 @@ const NOT_SUPPORTED: Record<string, string> = {
 };
 
 /** Scenarios the connector should pass and does not yet (shown next to their result). */
-const KNOWN_GAPS: Record<string, string> = {
-  'sse-retry':
-    'gap: a tools/call response stream that breaks fails the call at once (libs/mcp-client direct-call) instead of resuming with Last-Event-ID after `retry`',
-};
+const KNOWN_GAPS: Record<string, string> = {};
 
 interface ScenarioResult {
   name: string;
@@ -103,7 +101,7 @@ async function run(): Promise<void> {
     'documents, a pre-registered client from the scenario\'s context, a client ID metadata document',
     'URL where the authorization server supports one.',
     '',
-    `Run ${new Date().toISOString().slice(0, 10)}, ${seconds.toFixed(0)} s: **${summary}**.`,
+    `Run ${new Date().toISOString().slice(0, 10)}, ${availableParallelism()} cores, ${seconds.toFixed(0)} s: **${summary}**.`,
     '',
     '| scenario | result | checks passed | checks failed | not supported / known gap |',
     '|---|---|---:|---:|---|',
