@@ -236,4 +236,58 @@ describe('TOOL_NAME_STYLE=prefixed', () => {
     expect(Object.keys((await h.toolsOf('a1'))!.tools).sort()).toEqual(['mcp_acme_get', 'mcp_acme_search_docs']);
     expect(h.eventsFor('a1')).toEqual([expect.objectContaining({ added: { mcp_acme_get: expect.any(String), mcp_acme_search_docs: expect.any(String) } })]);
   });
+
+  it('gives a name two granted servers project to neither (slug a + b_c against slug a_b + c), and back when one goes', async () => {
+    h = await ProjectorHarness.start({ env: { TOOL_NAME_STYLE: 'prefixed' } });
+    await h.agent('both', ['a', 'a_b']);
+    await h.agent('only_a', ['a']);
+    await h.idle();
+    await h.discovered('a', [{ name: 'b_c' }, { name: 'x' }]);
+    await h.idle();
+    const fromA = (await h.toolsOf('both'))!.tools['mcp_a_b_c'];
+    expect(fromA).toMatch(/^bafyrei/);
+    h.published.length = 0;
+
+    // The second server brings the same name: the agent granting both loses it (an event says so).
+    await h.discovered('a_b', [{ name: 'c' }, { name: 'y' }]);
+    await h.idle();
+    const both = await h.toolsOf('both');
+    expect(Object.keys(both!.tools).sort()).toEqual(['mcp_a_b_y', 'mcp_a_x']);
+    expect(both!.conflicts).toEqual([
+      { name: 'mcp_a_b_c', server: 'a', heldBy: 'mcp' },
+      { name: 'mcp_a_b_c', server: 'a_b', heldBy: 'mcp' },
+    ]);
+    expect(h.eventsFor('both')).toEqual([expect.objectContaining({ added: { mcp_a_b_y: expect.any(String) }, changed: {}, removed: ['mcp_a_b_c'] })]);
+    expect(h.logs.join('')).toContain('tool name projected by two granted servers');
+    // An agent granting one of them keeps the name.
+    expect((await h.toolsOf('only_a'))!.tools['mcp_a_b_c']).toBe(fromA);
+    expect((await h.toolsOf('only_a'))!.conflicts).toEqual([]);
+
+    // ListAgentTools agrees: neither document is offered.
+    const reply = await h.bus.request<{ documents: Array<{ name: string }>; conflicts: unknown[] }>(h.bus.subjects.projectorAgentTools, { account: h.account, agent: 'both' });
+    expect(reply.documents.map((d) => d.name).sort()).toEqual(['mcp_a_b_y', 'mcp_a_x']);
+    expect(reply.conflicts).toHaveLength(2);
+
+    // One server drops its tool: the other's takes the name back.
+    h.published.length = 0;
+    await h.discovered('a_b', [{ name: 'y' }], { generation: 2 });
+    await h.idle();
+    expect((await h.toolsOf('both'))!.tools['mcp_a_b_c']).toBe(fromA);
+    expect((await h.toolsOf('both'))!.conflicts).toEqual([]);
+    expect(h.eventsFor('both')).toEqual([expect.objectContaining({ added: { mcp_a_b_c: fromA }, removed: [] })]);
+  });
+
+  it('applies the same rule when a grant brings the second server', async () => {
+    h = await ProjectorHarness.start({ env: { TOOL_NAME_STYLE: 'prefixed' } });
+    await h.discovered('a', [{ name: 'b_c' }]);
+    await h.discovered('a_b', [{ name: 'c' }, { name: 'y' }]);
+    await h.agent('late', ['a']);
+    await h.idle();
+    expect(Object.keys((await h.toolsOf('late'))!.tools)).toEqual(['mcp_a_b_c']);
+    h.published.length = 0;
+    await h.agent('late', ['a', 'a_b']);
+    await h.idle();
+    expect(Object.keys((await h.toolsOf('late'))!.tools)).toEqual(['mcp_a_b_y']);
+    expect(h.eventsFor('late')).toEqual([expect.objectContaining({ added: { mcp_a_b_y: expect.any(String) }, removed: ['mcp_a_b_c'] })]);
+  });
 });

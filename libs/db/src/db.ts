@@ -8,6 +8,7 @@ import * as registryOAuth from './migrations/registry-20261130T0910-oauth.js';
 import * as registryBuiltins from './migrations/registry-20261130T1000-builtins.js';
 import * as projectorInit from './migrations/projector-20261130T0800-init.js';
 import * as projectorSearch from './migrations/projector-20261130T0900-search.js';
+import * as projectorNameConflicts from './migrations/projector-20261201T0900-mcp-name-conflicts.js';
 
 // bigint counts come back as strings by default; ours fit in a double.
 pg.types.setTypeParser(20, (v) => Number(v));
@@ -41,7 +42,7 @@ export function createDb(url: string, opts: DbOptions = {}): Db {
 /** Migration sets, one per service schema, each with its own history table in that schema. */
 const MIGRATIONS = {
   registry: { '20261130T0800-init': registryInit, '20261130T0900-permissions': registryPermissions, '20261130T0910-oauth': registryOAuth, '20261130T1000-builtins': registryBuiltins },
-  projector: { '20261130T0800-init': projectorInit, '20261130T0900-search': projectorSearch },
+  projector: { '20261130T0800-init': projectorInit, '20261130T0900-search': projectorSearch, '20261201T0900-mcp-name-conflicts': projectorNameConflicts },
 } satisfies Record<string, Record<string, Migration>>;
 
 export type SchemaName = keyof typeof MIGRATIONS;

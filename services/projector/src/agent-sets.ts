@@ -45,16 +45,23 @@ export async function lambdaCids(db: Q, account: string, agent: string): Promise
   return new Map(rows.map((r) => [r.name, r.cid]));
 }
 
-/** The set rule: a lambda keeps a name it holds; the colliding mcp tool is left out and reported. */
+/**
+ * The set rule: a lambda keeps a name it holds, and the colliding mcp tool is left out and
+ * reported; a name two granted servers both project goes to neither (both reported, `heldBy:
+ * 'mcp'`), so no server can shadow another's tool. The `projector.agent_tools` view is the same rule.
+ */
 export function effectiveSet(entries: readonly McpEntry[], lambdas: ReadonlyMap<string, string>): EffectiveSet {
   const tools: Record<string, string> = {};
   const conflicts: Conflict[] = [];
+  const projecting = new Map<string, number>();
+  for (const e of entries) projecting.set(e.name, (projecting.get(e.name) ?? 0) + 1);
   for (const e of entries) {
     if (lambdas.has(e.name)) conflicts.push({ name: e.name, server: e.server, heldBy: 'lambda' });
+    else if ((projecting.get(e.name) ?? 0) > 1) conflicts.push({ name: e.name, server: e.server, heldBy: 'mcp' });
     else tools[e.name] = e.cid;
   }
   for (const [name, cid] of lambdas) tools[name] = cid;
-  conflicts.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  conflicts.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : a.server < b.server ? -1 : a.server > b.server ? 1 : 0));
   return { tools, conflicts };
 }
 

@@ -8,7 +8,7 @@ import type { Logger } from '@mcpx/log';
 import { withSpan } from '@mcpx/telemetry';
 import { agentSet, appendPending, lockAgent, lockKey, openChanges, pendingEntry, serverLockKey } from './agent-sets.js';
 import type { AgentChange, ChangeLog } from './change-log.js';
-import { diffToolMaps, isEmptyDiff, withoutNames } from './tools-diff.js';
+import { diffToolMaps, isEmptyDiff, sharedNamesDiff, withoutNames } from './tools-diff.js';
 
 export interface ProjectionDeps {
   db: Db;
@@ -127,7 +127,7 @@ export class Projection {
         .onConflict((oc) => oc.columns(['account_id', 'server']).doUpdateSet(row))
         .execute();
       if (isEmptyDiff(diff)) return { kind: 'unchanged' };
-      const changes = await this.bumpGrantingAgents(trx, account, server, diff, change);
+      const changes = await this.bumpGrantingAgents(trx, account, server, diff, change, { before: current === undefined || current.deleted ? {} : current.tools, after: next });
       if (changes.length === 0) return { kind: 'unchanged' };
       await this.deps.changes.open(trx, account, change, diff);
       return { kind: 'changed', changes };
@@ -140,7 +140,14 @@ export class Projection {
    * with it. Names a lambda of the agent holds are left out of that agent's change (an agent whose
    * whole change is held keeps its version), and the conflict is logged.
    */
-  private async bumpGrantingAgents(trx: Kysely<Database>, account: string, server: string, diff: ToolsDiff, change: string): Promise<AgentChange[]> {
+  private async bumpGrantingAgents(
+    trx: Kysely<Database>,
+    account: string,
+    server: string,
+    diff: ToolsDiff,
+    change: string,
+    maps: { before: Record<string, string>; after: Record<string, string> },
+  ): Promise<AgentChange[]> {
     const names = [...Object.keys(diff.added), ...Object.keys(diff.changed), ...diff.removed];
     const heldRows = await sql<{ agent_id: string; name: string }>`
       SELECT l.agent_id, l.name FROM projector.lambda_tools l
@@ -148,6 +155,8 @@ export class Projection {
       WHERE l.account_id = ${account} AND l.name = ANY(${names}::text[]) AND a.servers @> ARRAY[${server}]::text[]`.execute(trx);
     const held = new Map<string, Set<string>>();
     for (const r of heldRows.rows) held.set(r.agent_id, (held.get(r.agent_id) ?? new Set()).add(r.name));
+    const shared = await this.sharedNames(trx, account, server, names, maps);
+    for (const agent of shared.keys()) if (!held.has(agent)) held.set(agent, new Set());
     const open = await openChanges(trx, account);
     const updated = await sql<{ agent_id: string; version: number }>`
       UPDATE projector.agent_sets
@@ -156,7 +165,7 @@ export class Projection {
       RETURNING agent_id, version`.execute(trx);
     const changes: AgentChange[] = updated.rows.map((r) => ({ agent: r.agent_id, version: r.version, diff }));
     for (const [agent, heldNames] of held) {
-      const own = withoutNames(diff, heldNames);
+      const own = withoutNames(shared.get(agent) ?? diff, heldNames);
       const newlyHeld = [...heldNames].filter((n) => n in diff.added || n in diff.changed);
       if (newlyHeld.length > 0) this.deps.log.warn('tool name held by a lambda: the mcp tool is left out', { account, agent, server, names: newlyHeld.sort() });
       if (isEmptyDiff(own)) continue;
@@ -166,6 +175,44 @@ export class Projection {
       if (r.rows[0]) changes.push({ agent, version: r.rows[0].version, diff: own });
     }
     return changes;
+  }
+
+  /**
+   * Agents that grant both `server` and another server projecting one of `names`: their own diff
+   * of the change (a name two servers project goes to neither). Usually no such server exists, and
+   * this is one indexed read of the account's projected servers.
+   */
+  private async sharedNames(
+    trx: Kysely<Database>,
+    account: string,
+    server: string,
+    names: string[],
+    maps: { before: Record<string, string>; after: Record<string, string> },
+  ): Promise<Map<string, ToolsDiff>> {
+    const out = new Map<string, ToolsDiff>();
+    if (names.length === 0) return out;
+    const rivals = await sql<{ server: string; tools: Record<string, string> }>`
+      SELECT server, tools FROM projector.projected_servers
+      WHERE account_id = ${account} AND server <> ${server} AND deleted = false AND tools ?| ${names}::text[]`.execute(trx);
+    if (rivals.rows.length === 0) return out;
+    const agents = await sql<{ agent_id: string; servers: string[] }>`
+      SELECT agent_id, servers FROM projector.agent_sets
+      WHERE account_id = ${account} AND servers @> ARRAY[${server}]::text[] AND servers && ${rivals.rows.map((r) => r.server)}::text[]`.execute(trx);
+    for (const a of agents.rows) {
+      const granted = new Set(a.servers);
+      const others = new Map<string, string[]>();
+      for (const r of rivals.rows) {
+        if (!granted.has(r.server)) continue;
+        for (const name of names) {
+          const cid = r.tools[name];
+          if (cid !== undefined) others.set(name, [...(others.get(name) ?? []), cid]);
+        }
+      }
+      const own = sharedNamesDiff(names, maps.before, maps.after, others);
+      for (const name of names) if (others.has(name) && name in maps.after && !(name in maps.before)) this.deps.log.warn('tool name projected by two granted servers: neither takes it', { account, agent: a.agent_id, server, names: [name] });
+      out.set(a.agent_id, own);
+    }
+    return out;
   }
 
   /** An agent's grant changed: its set becomes its granted servers' tools, lambda-held names left out. */
@@ -179,7 +226,10 @@ export class Projection {
       const after = await agentSet(trx, e.account, e.agent, servers);
       const diff = diffToolMaps(before.tools, after.tools);
       const fresh = after.conflicts.filter((c) => !before.conflicts.some((b) => b.name === c.name && b.server === c.server));
-      for (const c of fresh) this.deps.log.warn('tool name held by a lambda: the mcp tool is left out', { account: e.account, agent: e.agent, server: c.server, names: [c.name] });
+      for (const c of fresh) {
+        const why = c.heldBy === 'lambda' ? 'tool name held by a lambda: the mcp tool is left out' : 'tool name projected by two granted servers: neither takes it';
+        this.deps.log.warn(why, { account: e.account, agent: e.agent, server: c.server, names: [c.name] });
+      }
       if (isEmptyDiff(diff)) {
         await upsertAgentRow(trx, e.account, e.agent, { servers, revision: e.revision });
         return { kind: 'unchanged' };

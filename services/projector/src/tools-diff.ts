@@ -25,3 +25,24 @@ export function withoutNames(d: ToolsDiff, held: Set<string>): ToolsDiff {
   const keep = (m: Record<string, string>) => Object.fromEntries(Object.entries(m).filter(([n]) => !held.has(n)));
   return { added: keep(d.added), changed: keep(d.changed), removed: d.removed.filter((n) => !held.has(n)) };
 }
+
+/**
+ * The diff of `names` as an agent sees it when other servers it grants (`rivals`: name → their
+ * cids) project some of the same names: a name two servers project goes to neither.
+ */
+export function sharedNamesDiff(names: readonly string[], before: Record<string, string>, after: Record<string, string>, rivals: ReadonlyMap<string, string[]>): ToolsDiff {
+  const effective = (own: string | undefined, others: string[]): string | undefined => {
+    const all = own === undefined ? others : [own, ...others];
+    return all.length === 1 ? all[0] : undefined;
+  };
+  const b: Record<string, string> = {};
+  const a: Record<string, string> = {};
+  for (const name of names) {
+    const others = rivals.get(name) ?? [];
+    const was = effective(before[name], others);
+    const is = effective(after[name], others);
+    if (was !== undefined) b[name] = was;
+    if (is !== undefined) a[name] = is;
+  }
+  return diffToolMaps(b, a);
+}
