@@ -40,9 +40,14 @@ async function toggleGrant(server, on) {
   });
 }
 
+let loads = 0;
+
 async function load() {
   if (!principal()) return;
+  // Loads overlap (events, the owner's own actions): an answer older than the latest is dropped.
+  const mine = ++loads;
   const [s, a] = await Promise.all([act('ListMcpServers'), act('ListAgents')]);
+  if (mine !== loads) return;
   state.servers = s.servers;
   state.agents = a.agents;
   renderAgents();

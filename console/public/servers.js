@@ -2,6 +2,7 @@
 // server waiting for authorization an Authorize button (a fresh URL each time, in a popup).
 import { act } from './api.js';
 import { authorizeIn, discard, openAuthorizationWindow } from './oauth-popup.js';
+import { initToolList, toolList } from './tool-list.js';
 import { $, el, run, say } from './ui.js';
 
 const expanded = new Set();
@@ -9,6 +10,7 @@ let ctx = null; // {state, load, currentAgent, toggleGrant}
 
 export function initServers(context) {
   ctx = context;
+  initToolList({ state: context.state, render: renderServers });
 }
 
 function statusChip(s) {
@@ -95,22 +97,6 @@ function serverActions(s) {
   return actions;
 }
 
-function toolList(s) {
-  const tools = el('ul', { className: 'tools' });
-  for (const t of s.tools) {
-    const item = el('li', { textContent: `${t.toolName}${t.description ? ` — ${t.description.split('\n')[0]}` : ''}` });
-    if (t.permission === 'always_ask') item.append(' ', el('span', { className: 'chip auth', textContent: 'asks' }));
-    item.addEventListener('click', () => {
-      $('contract-title').textContent = t.toolName;
-      $('contract-body').textContent = JSON.stringify({ description: t.description, inputSchema: t.inputSchema, permission: t.permission }, null, 2);
-      $('contract-dialog').showModal();
-    });
-    tools.append(item);
-  }
-  if (s.tools.length === 0) tools.append(el('li', { textContent: 'no tools', className: 'muted' }));
-  return tools;
-}
-
 function serverItem(s, agent) {
   const box = el('input', { type: 'checkbox', title: agent ? `enable for ${agent.name}` : 'pick an agent first', disabled: !agent });
   box.checked = !!agent && agent.grants.mcpServers.includes(s.name);
@@ -141,5 +127,9 @@ export function renderServers() {
   const { servers } = ctx.state;
   $('servers-empty').hidden = servers.length > 0;
   const agent = ctx.currentAgent();
-  $('server-list').replaceChildren(...servers.map((s) => serverItem(s, agent)));
+  const list = $('server-list');
+  // Drawing the list again must not drop the keyboard focus of the control in use.
+  const focused = list.contains(document.activeElement) ? document.activeElement.dataset.focusKey : undefined;
+  list.replaceChildren(...servers.map((s) => serverItem(s, agent)));
+  if (focused !== undefined) [...list.querySelectorAll('[data-focus-key]')].find((n) => n.dataset.focusKey === focused)?.focus();
 }

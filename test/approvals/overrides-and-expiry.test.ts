@@ -41,7 +41,7 @@ describe('owner overrides and approval expiry', () => {
     }, 15_000, 'the override projected');
     expect(asked.cid).not.toBe(inherited.cid);
     const { servers } = await system.api.act<{ servers: RedactedMcpServer[] }>('ListMcpServers');
-    expect(servers[0]!.tools.find((t) => t.name === 'add')).toMatchObject({ permission: 'always_ask', permissionOverridden: true });
+    expect(servers[0]!.tools.find((t) => t.name === 'add')).toMatchObject({ permission: 'always_ask', permissionOverridden: true, inheritedPermission: 'act' });
     expect(servers[0]!.tools.find((t) => t.name === 'drop_table')).toMatchObject({ permission: 'always_ask' });
     // The proxy follows the new document: the read-only tool now stops for a human.
     const before = upstream.stats.calls;

@@ -1,12 +1,14 @@
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { chromium, type BrowserContext, type Page, type Route } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RedactedMcpServer } from '@mcpx/contracts';
 import { approvalTools, stoppedCall } from '../approvals/approval-tools.js';
 import { startOAuthServer, startProtectedMcpServer, startTestMcpServer, type TestMcpServer, type TestOAuthServer } from '../servers/index.js';
 import { ProxySystem } from '../support/proxy-system.js';
+import { eventually } from '../support/system.js';
+import { vendorTools } from './vendor-tools.js';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const HAS_CHROMIUM = existsSync(CHROMIUM);
@@ -24,25 +26,30 @@ const CHROMIUM_ARGS = [
 if (!HAS_CHROMIUM) console.warn(`console-browser: skipped, no Chromium at ${CHROMIUM} (install chromium or set CHROMIUM_PATH)`);
 /** A header value the page must never hold once it is saved. */
 const SECRET = 'acme-5d20c7e1-never-in-the-page';
+/** The vendor token a built-in server borrows. */
+const VENDOR_TOKEN = 'gho_consolePermissions';
 
 /**
  * The console driven in a real Chromium against the real system (registry, projector and proxy on
  * real NATS, Postgres and Redis), real MCP servers on loopback and a real OAuth authorization
  * server: a key, an agent, a server with custom headers, an oauth server authorized in a popup
- * (abandoned once, then resumed), and a destructive call approved from the approvals view.
+ * (abandoned once, then resumed), a destructive call approved from the approvals view, and tool
+ * permission levels overridden from the tool list (custom and built-in servers alike).
  */
 describe.skipIf(!HAS_CHROMIUM)(`the console in a real browser${HAS_CHROMIUM ? '' : ` (skipped: no Chromium at ${CHROMIUM}; install it or set CHROMIUM_PATH)`}`, () => {
   let system: ProxySystem;
   let acme: TestMcpServer;
   let as: TestOAuthServer;
   let guarded: TestMcpServer;
+  let vendor: TestMcpServer;
   let userDataDir: string;
   let context: BrowserContext;
   let page: Page;
 
   beforeAll(async () => {
+    vendor = await startTestMcpServer({ tools: vendorTools(), requireHeader: { name: 'Authorization', value: `Bearer ${VENDOR_TOKEN}` } });
     [system, acme, as] = await Promise.all([
-      ProxySystem.start(),
+      ProxySystem.start({ env: { BUILTIN_ENDPOINTS: `github=${vendor.url}` } }),
       startTestMcpServer({ tools: approvalTools(), requireHeader: { name: 'X-Acme-Token', value: SECRET } }),
       startOAuthServer(),
     ]);
@@ -58,7 +65,7 @@ describe.skipIf(!HAS_CHROMIUM)(`the console in a real browser${HAS_CHROMIUM ? ''
     await context?.close();
     if (userDataDir) rmSync(userDataDir, { recursive: true, force: true });
     await system?.stop();
-    await Promise.all([acme?.close(), guarded?.close()]);
+    await Promise.all([acme?.close(), guarded?.close(), vendor?.close()]);
     await as?.close();
   });
 
@@ -67,6 +74,38 @@ describe.skipIf(!HAS_CHROMIUM)(`the console in a real browser${HAS_CHROMIUM ? ''
     page.evaluate<string>("document.documentElement.outerHTML + [...document.querySelectorAll('input, textarea')].map((e) => e.value).join('\\n')");
 
   const server = (name: string) => page.locator(`#server-list li[data-server="${name}"]`);
+  /** The permission control of a tool, found by its label as assistive technology finds it. */
+  const permissionOf = (toolName: string) => page.getByLabel(`permission of ${toolName}`, { exact: true });
+  const chosen = (toolName: string) => permissionOf(toolName).locator('option:checked');
+
+  /**
+   * Through the page: `tool` (read-only, of server `slug`) goes to always ask and its row follows;
+   * a real call through the proxy then stops for a human (denied from the approvals view); back to
+   * inherited, the next call runs. The proxy follows the projection, so the calls are retried until
+   * it has (a bounded wait, never a timing assertion).
+   */
+  async function overrideAndCall(slug: string, tool: string, args: Record<string, unknown>, expected: string): Promise<void> {
+    const agent = await page.locator('#agent-select').inputValue();
+    const toolName = `${slug}__${tool}`;
+    const row = (state: string) => server(slug).locator(`.tools li[data-tool="${tool}"]${state}`);
+    await permissionOf(toolName).focus();
+    await permissionOf(toolName).selectOption('always_ask');
+    await row('[data-permission="always_ask"][data-overridden="true"]').waitFor();
+    expect(await chosen(toolName).textContent()).toBe('always ask');
+    // The list was drawn again on the reply: the keyboard focus came back to the control.
+    await page.waitForFunction(`document.activeElement?.getAttribute('aria-label') === 'permission of ${toolName}'`);
+    const run = `permissions-${slug}`;
+    const id = await eventually(() => stoppedCall(system, agent, run, toolName, args).catch(() => undefined), 15_000, `${toolName} to ask`);
+    const approval = page.locator(`#approval-list li[data-approval="${id}"]`);
+    await approval.getByRole('button', { name: 'Deny' }).click();
+    await approval.waitFor({ state: 'detached' });
+
+    await permissionOf(toolName).selectOption('');
+    await row('[data-permission="act"]:not([data-overridden])').waitFor();
+    expect(await chosen(toolName).textContent()).toBe('inherited (act)');
+    const out = await eventually(() => system.call(agent, run, toolName, args).catch(() => undefined), 15_000, `${toolName} to act again`);
+    expect(out.result.text).toBe(expected);
+  }
 
   async function openAddDialog(url: string, name: string, auth: 'oauth' | 'bearer' | 'headers' | 'none'): Promise<void> {
     await page.click('#server-add');
@@ -170,5 +209,60 @@ describe.skipIf(!HAS_CHROMIUM)(`the console in a real browser${HAS_CHROMIUM ? ''
     expect(err.code).toBe('approval_refused');
     await page.locator('#approvals-empty').waitFor();
     expect(await pageText()).not.toContain(SECRET);
+  });
+
+  it('shows the permission level of each tool and lets the owner override it; a failed change stays next to its tool', async () => {
+    const dialogs: string[] = [];
+    page.on('dialog', (d) => {
+      dialogs.push(d.message());
+      void d.dismiss();
+    });
+    // acme was expanded above; each tool carries a labelled control.
+    await server('acme').locator('.tools li[data-tool="drop_table"][data-permission="always_ask"]:not([data-overridden])').waitFor();
+    expect(await permissionOf('acme__drop_table').inputValue()).toBe('');
+    expect(await chosen('acme__drop_table').textContent()).toBe('inherited (always ask)');
+    expect(await chosen('acme__add').textContent()).toBe('inherited (act)');
+    expect(await chosen('acme__echo').textContent()).toBe('inherited (act)');
+
+    await overrideAndCall('acme', 'add', { a: 1, b: 2 }, '3');
+
+    // The network fails under the change: the error is shown inline, the control shows what the
+    // registry holds, and the next change clears the error.
+    const setPermission = (route: Route) => ((route.request().postDataJSON() as { action?: { type?: string } } | null)?.action?.type === 'SetToolPermission' ? route.abort() : route.continue());
+    await page.route('**/v1/actions', setPermission);
+    await permissionOf('acme__echo').selectOption('always_ask');
+    const echo = server('acme').locator('.tools li[data-tool="echo"]');
+    await echo.locator('.permission-error', { hasText: 'not changed' }).waitFor();
+    expect(await permissionOf('acme__echo').inputValue()).toBe('');
+    expect(await permissionOf('acme__echo').getAttribute('aria-invalid')).toBe('true');
+    expect(await page.locator('#message').getAttribute('class')).not.toContain('error');
+    await page.unroute('**/v1/actions', setPermission);
+    await permissionOf('acme__echo').selectOption('act');
+    await server('acme').locator('.tools li[data-tool="echo"][data-overridden="true"]').waitFor();
+    expect(await echo.locator('.permission-error').count()).toBe(0);
+    await permissionOf('acme__echo').selectOption('');
+    await server('acme').locator('.tools li[data-tool="echo"]:not([data-overridden])').waitFor();
+    expect(dialogs).toEqual([]);
+  });
+
+  it('overrides the tools of a built-in server the same way', async () => {
+    // The vendor connection lights the built-in up; the page learns of it from the event stream.
+    await system.api.act('SetVendorConnection', { vendor: 'github', accessToken: VENDOR_TOKEN });
+    await server('github').locator('input[type="checkbox"]').click();
+    await page.locator('#tool-index', { hasText: 'github__get_issue' }).waitFor();
+    await server('github').locator('strong').click();
+    await server('github').locator('.tools li[data-tool="create_issue"][data-permission="always_ask"]').waitFor();
+    expect(await chosen('github__create_issue').textContent()).toBe('inherited (always ask)');
+    expect(await chosen('github__get_issue').textContent()).toBe('inherited (act)');
+    await overrideAndCall('github', 'get_issue', { owner: 'o', repo: 'r', issue_number: 7 }, 'issue 7');
+
+    // A change made elsewhere (here the API) reaches the row live, through mcp-servers-changed.
+    const createIssue = (state: string) => server('github').locator(`.tools li[data-tool="create_issue"]${state}`);
+    await system.api.act('SetToolPermission', { server: 'github', tool: 'create_issue', permission: 'act' });
+    await createIssue('[data-permission="act"][data-overridden="true"]').waitFor();
+    expect(await chosen('github__create_issue').textContent()).toBe('act');
+    expect(await permissionOf('github__create_issue').locator('option[value=""]').textContent()).toBe('inherited (always ask)');
+    await system.api.act('SetToolPermission', { server: 'github', tool: 'create_issue', permission: null });
+    await createIssue('[data-permission="always_ask"]:not([data-overridden])').waitFor();
   });
 });

@@ -44,8 +44,9 @@ describe('registry actions', () => {
     expect(new Date(server.createdAt).toISOString()).toBe(server.createdAt);
     for (const tool of server.tools) {
       // Seed 001 adds each tool's effective permission (and whether the owner overrode it).
-      expect(Object.keys(tool).every((k) => ['name', 'toolName', 'description', 'inputSchema', 'permission', 'permissionOverridden'].includes(k))).toBe(true);
+      expect(Object.keys(tool).every((k) => ['name', 'toolName', 'description', 'inputSchema', 'permission', 'permissionOverridden', 'inheritedPermission'].includes(k))).toBe(true);
       expect(tool.permission).toBe('act');
+      expect(tool.inheritedPermission).toBe('act');
       expect(tool.toolName).toBe(`demo__${tool.name}`);
     }
     expect(server.tools.map((t: { toolName: string }) => t.toolName).sort()).toEqual(['demo__add', 'demo__echo']);

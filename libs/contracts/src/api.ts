@@ -33,6 +33,8 @@ export interface RedactedTool {
   permission?: 'act' | 'always_ask';
   /** True when `permission` is the owner's override rather than the inherited level. */
   permissionOverridden?: boolean;
+  /** The level the tool inherits (from its annotations, or for a built-in its name): what `null` goes back to. */
+  inheritedPermission: 'act' | 'always_ask';
 }
 
 /** An mcp_servers record as any response shows it: never a secret value. */

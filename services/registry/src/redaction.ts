@@ -39,8 +39,14 @@ export function redactServer(server: McpServerRecord, style: ToolNameStyle, over
   };
 }
 
-function toolPermission(name: string, annotations: unknown, overrides: ToolOverrides, builtin: boolean): { permission: 'act' | 'always_ask'; permissionOverridden?: true } {
+function toolPermission(
+  name: string,
+  annotations: unknown,
+  overrides: ToolOverrides,
+  builtin: boolean,
+): { permission: 'act' | 'always_ask'; permissionOverridden?: true; inheritedPermission: 'act' | 'always_ask' } {
+  const inheritedPermission = inheritPermission(normalizeAnnotations(annotations), { builtin, toolName: name });
   const override = Object.hasOwn(overrides, name) ? overrides[name] : undefined;
-  if (isPermission(override)) return { permission: override, permissionOverridden: true };
-  return { permission: inheritPermission(normalizeAnnotations(annotations), { builtin, toolName: name }) };
+  if (isPermission(override)) return { permission: override, permissionOverridden: true, inheritedPermission };
+  return { permission: inheritedPermission, inheritedPermission };
 }
