@@ -3,7 +3,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ensureDependencies } from './deps.js';
+import { ensureDependencies } from './deps/index.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const env = {

@@ -21,6 +21,12 @@ describe('static checks', () => {
     expect(code).toBe(0);
   }, 300_000);
 
+  it('type-checks the set-up scripts (outside the build graph: they run under tsx)', async () => {
+    const { code, output } = await run('tsc', ['-p', 'scripts/tsconfig.json']);
+    expect(output).toBe('');
+    expect(code).toBe(0);
+  }, 300_000);
+
   it('lints clean (eslint, with no-floating-promises)', async () => {
     const { code, output } = await run('eslint', ['.']);
     expect(output).toBe('');
