@@ -1,14 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { OAUTH_CALLBACK_PATH } from './oauth-callback.js';
-
-/**
- * `GET /v1/oauth/client-metadata.json`: the registry's OAuth client ID metadata document (MCP
- * authorization 2025-11-25, "client ID metadata documents"). Its URL is the registry's client id
- * at every authorization server that advertises `client_id_metadata_document_supported`, so the
- * path is part of a public contract: it never changes.
- */
-export const OAUTH_CLIENT_METADATA_PATH = '/v1/oauth/client-metadata.json';
+import { OAUTH_CALLBACK_PATH, OAUTH_CLIENT_METADATA_PATH } from './paths.js';
 
 /** The name authorization servers show the owner on their consent screen. */
 export const OAUTH_CLIENT_NAME = 'mcp-connector';

@@ -5,9 +5,6 @@ import type { Logger } from '@mcpx/log';
 import type { Discovery } from '../discovery.js';
 import type { OAuthService } from './oauth-service.js';
 
-/** `GET /v1/oauth/callback`: where the authorization server sends the owner's browser back. */
-export const OAUTH_CALLBACK_PATH = '/v1/oauth/callback';
-
 export interface OAuthCallbackDeps {
   oauth: OAuthService;
   discovery: Discovery;
