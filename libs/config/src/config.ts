@@ -42,6 +42,19 @@ export interface Config {
   approvalTtlMs: number;
   /** Built-in server endpoints the operator overrides, slug → URL (`BUILTIN_ENDPOINTS=slug=url,…`; tests). */
   builtinEndpoints: Record<string, string>;
+  /** Vendor token endpoints the operator overrides, vendor → URL (`BUILTIN_TOKEN_ENDPOINTS=vendor=url,…`; tests). */
+  builtinTokenEndpoints: Record<string, string>;
+  /**
+   * The OAuth client the operator registered with each vendor, used to refresh vendor connections'
+   * tokens (`BUILTIN_VENDOR_CLIENTS=vendor=clientId[:clientSecret],…`; read by the registry only).
+   */
+  builtinVendorClients: Record<string, VendorClient>;
+}
+
+/** An OAuth client registered with a vendor (its secret, if any, is confidential). */
+export interface VendorClient {
+  clientId: string;
+  clientSecret?: string;
 }
 
 export interface ProxySettings {
@@ -111,6 +124,39 @@ export function parseBuiltinEndpoints(value: string | undefined): Record<string,
   return out;
 }
 
+/** Parses `BUILTIN_TOKEN_ENDPOINTS`: `vendor=url[,vendor=url…]`; throws naming the entry. */
+export function parseBuiltinTokenEndpoints(value: string | undefined): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [i, item] of list(value).entries()) {
+    const sep = item.indexOf('=');
+    const vendor = item.slice(0, sep);
+    if (sep <= 0 || !/^[a-z][a-z0-9_-]{0,63}$/.test(vendor) || !URL.canParse(item.slice(sep + 1))) throw new Error(`BUILTIN_TOKEN_ENDPOINTS entry ${i + 1} must be vendor=url`);
+    out[vendor] = item.slice(sep + 1);
+  }
+  return out;
+}
+
+/**
+ * Parses `BUILTIN_VENDOR_CLIENTS`: `vendor=clientId[:clientSecret][,…]` (a client id holds no `:`).
+ * Throws naming the entry, never its secret.
+ */
+export function parseBuiltinVendorClients(value: string | undefined): Record<string, VendorClient> {
+  const out: Record<string, VendorClient> = {};
+  for (const [i, item] of list(value).entries()) {
+    const sep = item.indexOf('=');
+    const vendor = item.slice(0, sep);
+    const rest = item.slice(sep + 1);
+    const colon = rest.indexOf(':');
+    const clientId = colon < 0 ? rest : rest.slice(0, colon);
+    const clientSecret = colon < 0 ? undefined : rest.slice(colon + 1);
+    if (sep <= 0 || !/^[a-z][a-z0-9_-]{0,63}$/.test(vendor) || clientId === '' || clientSecret === '') {
+      throw new Error(`BUILTIN_VENDOR_CLIENTS entry ${i + 1} must be vendor=clientId[:clientSecret]`);
+    }
+    out[vendor] = { clientId, ...(clientSecret !== undefined ? { clientSecret } : {}) };
+  }
+  return out;
+}
+
 /** A development keyring, used only by the `local` profile when none is configured. */
 const LOCAL_DEV_KEYRING = 'dev:' + Buffer.alloc(32, 7).toString('base64');
 
@@ -155,5 +201,7 @@ export function loadConfig(service: keyof typeof DEFAULT_PORTS, env: NodeJS.Proc
     },
     approvalTtlMs: nonNegative(env, 'APPROVAL_TTL_MS', DEFAULT_APPROVAL_TTL_MS) || DEFAULT_APPROVAL_TTL_MS,
     builtinEndpoints: parseBuiltinEndpoints(env.BUILTIN_ENDPOINTS),
+    builtinTokenEndpoints: parseBuiltinTokenEndpoints(env.BUILTIN_TOKEN_ENDPOINTS),
+    builtinVendorClients: parseBuiltinVendorClients(env.BUILTIN_VENDOR_CLIENTS),
   };
 }

@@ -2,7 +2,9 @@ import type { WireErrorShape } from './errors.js';
 
 /**
  * Request of `registry.oauth.refresh` (request/reply, queue group `registry`): a proxy holds an
- * oauth server's access token that is about to expire or was just refused (401). Every exchange
+ * oauth server's access token that is about to expire or was just refused (401). A built-in
+ * server's token is its vendor connection's: the registry refreshes that one, under a per-vendor
+ * lock (`vendor-oauth:<acct>:<vendor>`), with the same compare-and-refresh. Every exchange
  * with the authorization server stays in the registry, under the same per-server Redis lock
  * (`oauth:<acct>:<serverId>`) as its own refreshes, so a rotating refresh token is presented once
  * whoever (proxies, registries) needs a fresh token at the same moment.
@@ -25,5 +27,12 @@ export interface OAuthRefreshRequest {
  */
 export type OAuthRefreshReply =
   | { ok: true; state: 'authorized' }
-  | { ok: true; state: 'auth_required'; authorizationUrl?: string; error?: string }
+  | {
+      ok: true;
+      state: 'auth_required';
+      authorizationUrl?: string;
+      error?: string;
+      /** A built-in's: the vendor whose connection the owner must make again (there is no URL to open). */
+      vendor?: string;
+    }
   | { ok: false; error: WireErrorShape };

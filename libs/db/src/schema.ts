@@ -193,6 +193,19 @@ export interface BuiltinDiscoveriesTable {
   tools_hash: string;
   generation: number;
   status_cbor: Uint8Array;
+  /** When a built-in in `unknown` or `error` is probed again; null when it is fine. */
+  next_probe_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
+  updated_at: Timestamp;
+}
+
+/** The owner's per-tool permission overrides of a built-in, per vendor connection (incarnation). */
+export interface BuiltinToolPermissionsTable {
+  account_id: string;
+  connection_id: string;
+  /** `builtin:<slug>:<connection id>`. */
+  server_id: string;
+  tool: string;
+  permission: 'act' | 'always_ask';
   updated_at: Timestamp;
 }
 
@@ -206,6 +219,7 @@ export interface Database {
   'registry.oauth_connections': OAuthConnectionsTable;
   'registry.vendor_connections': VendorConnectionsTable;
   'registry.builtin_discoveries': BuiltinDiscoveriesTable;
+  'registry.builtin_tool_permissions': BuiltinToolPermissionsTable;
   'projector.tool_documents': ToolDocumentsTable;
   'projector.projected_servers': ProjectedServersTable;
   'projector.agent_sets': AgentSetsTable;

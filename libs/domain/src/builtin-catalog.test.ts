@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { BUILTIN_SERVERS, builtinEndpoint, builtinServerId, builtinsOfVendor, findBuiltin, isBuiltinServerId } from './builtin-catalog.js';
+import { BUILTIN_SERVERS, builtinEndpoint, builtinServerId, builtinsOfVendor, findBuiltin, findVendor, isBuiltinServerId, parseBuiltinServerId, vendorTokenEndpoint } from './builtin-catalog.js';
 import { buildToolDocuments } from './document.js';
 import { validateServerName } from './names.js';
 import { ToolNameStyle } from './types.js';
@@ -27,5 +27,18 @@ describe('built-in catalog', () => {
     expect(builtinServerId('github', 'c1')).toBe('builtin:github:c1');
     expect(isBuiltinServerId('builtin:github:c1')).toBe(true);
     expect(isBuiltinServerId('0b6c8f1e-0000-4000-8000-000000000000')).toBe(false);
+    expect(parseBuiltinServerId('builtin:github:c1')).toEqual({ slug: 'github', connectionId: 'c1' });
+    expect(parseBuiltinServerId('0b6c8f1e-0000-4000-8000-000000000000')).toBeUndefined();
+    expect(parseBuiltinServerId('builtin:github:')).toBeUndefined();
+  });
+
+  it('describes every vendor a built-in borrows from, with an https token endpoint the operator may override', () => {
+    for (const b of BUILTIN_SERVERS.values()) {
+      const vendor = findVendor(b.vendor)!;
+      expect(new URL(vendor.tokenEndpoint).protocol).toBe('https:');
+      expect(vendorTokenEndpoint(vendor, {})).toBe(vendor.tokenEndpoint);
+      expect(vendorTokenEndpoint(vendor, { [b.vendor]: 'http://127.0.0.1:1/token' })).toBe('http://127.0.0.1:1/token');
+    }
+    expect(findVendor('acme')).toBeUndefined();
   });
 });

@@ -73,6 +73,34 @@ const LINEAR: BuiltinServer = {
   ],
 };
 
+/**
+ * A vendor whose OAuth connection lends built-ins their credential. Its token endpoint is where the
+ * registry (never a proxy) exchanges a connection's refresh token (RFC 6749 §6) with the client id
+ * and secret the operator registered with the vendor; the operator may point it elsewhere (tests).
+ */
+export interface BuiltinVendor {
+  name: string;
+  displayName: string;
+  tokenEndpoint: string;
+}
+
+const VENDORS: ReadonlyMap<string, BuiltinVendor> = new Map(
+  [
+    { name: 'github', displayName: 'GitHub', tokenEndpoint: 'https://github.com/login/oauth/access_token' },
+    { name: 'linear', displayName: 'Linear', tokenEndpoint: 'https://api.linear.app/oauth/token' },
+  ].map((v) => [v.name, v]),
+);
+
+/** The vendor named `name`, if some built-in borrows its credential. */
+export function findVendor(name: string): BuiltinVendor | undefined {
+  return VENDORS.get(name);
+}
+
+/** A vendor's token endpoint: the operator's override (`BUILTIN_TOKEN_ENDPOINTS`, tests) else its own. */
+export function vendorTokenEndpoint(vendor: BuiltinVendor, overrides: Readonly<Record<string, string>>): string {
+  return Object.hasOwn(overrides, vendor.name) ? (overrides[vendor.name] as string) : vendor.tokenEndpoint;
+}
+
 /** Every built-in server, by slug. */
 export const BUILTIN_SERVERS: ReadonlyMap<string, BuiltinServer> = new Map([GITHUB, LINEAR].map((b) => [b.slug, b]));
 
@@ -99,6 +127,12 @@ export function builtinServerId(slug: string, connectionId: string): string {
 /** Whether a server id is a built-in's (see {@link builtinServerId}). */
 export function isBuiltinServerId(id: string): boolean {
   return id.startsWith('builtin:');
+}
+
+/** The slug and vendor connection id of a built-in's server id; undefined for any other id. */
+export function parseBuiltinServerId(id: string): { slug: string; connectionId: string } | undefined {
+  const m = /^builtin:([a-z][a-z0-9_]*):(.+)$/.exec(id);
+  return m ? { slug: m[1] as string, connectionId: m[2] as string } : undefined;
 }
 
 /** A built-in's endpoint: the operator's override (`BUILTIN_ENDPOINTS`, tests) else its own. */

@@ -55,5 +55,15 @@ export type { AnthropicTool, OpenAiTool, OwnToolDocument } from './provider.js';
 export { LAMBDA_NAME_RE, LambdaDocumentError, buildLambdaDocument, providerTools } from './lambda.js';
 export type { AgentToolDocument, LambdaToolDocument } from './lambda.js';
 
-export { BUILTIN_SERVERS, builtinEndpoint, builtinServerId, builtinsOfVendor, findBuiltin, isBuiltinServerId } from './builtin-catalog.js';
-export type { BuiltinServer } from './builtin-catalog.js';
+export {
+  BUILTIN_SERVERS,
+  builtinEndpoint,
+  builtinServerId,
+  builtinsOfVendor,
+  findBuiltin,
+  findVendor,
+  isBuiltinServerId,
+  parseBuiltinServerId,
+  vendorTokenEndpoint,
+} from './builtin-catalog.js';
+export type { BuiltinServer, BuiltinVendor } from './builtin-catalog.js';

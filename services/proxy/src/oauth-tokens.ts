@@ -1,5 +1,7 @@
 import type { NatsConnection } from '@nats-io/transport-node';
+import type { Counter, Meter, Tracer } from '@opentelemetry/api';
 import { ErrorCodes, WireError, decodePayload, encodePayload, type OAuthRefreshReply, type OAuthRefreshRequest, type Subjects } from '@mcpx/contracts';
+import { withSpan } from '@mcpx/telemetry';
 import type { Catalog, ServerEntry } from './catalog.js';
 
 /** Refresh an access token this long before it expires (the registry uses the same margin). */
@@ -11,6 +13,9 @@ export interface OAuthTokensDeps {
   nc: NatsConnection;
   subjects: Subjects;
   catalog: Catalog;
+  /** A span per refresh asked of the registry, and a count by outcome (absent: neither). */
+  tracer?: Tracer;
+  meter?: Meter;
 }
 
 /**
@@ -18,12 +23,16 @@ export interface OAuthTokensDeps {
  * token: it asks the registry (`registry.oauth.refresh`), which refreshes under the per-server
  * Redis lock shared by every instance, only while the stored token is still the one this proxy
  * holds (compare-and-refresh), so two racing proxies cause one refresh. Then the proxy re-reads
- * the stored token. A refused refresh is `auth_required`, with the owner's authorization URL.
+ * the stored token. A refused refresh is `auth_required`, with the owner's authorization URL (or,
+ * for a built-in server, the vendor whose connection the owner must make again).
  */
 export class OAuthTokens {
   private readonly inflight = new Map<string, Promise<ServerEntry>>();
+  private readonly refreshes: Counter | undefined;
 
-  constructor(private readonly deps: OAuthTokensDeps) {}
+  constructor(private readonly deps: OAuthTokensDeps) {
+    this.refreshes = deps.meter?.createCounter('mcpx_proxy_token_refresh_total', { description: 'Token refreshes asked of the registry, by outcome' });
+  }
 
   /** Whether `entry`'s token expires within {@link REFRESH_BEFORE_EXPIRY_MS}. */
   expiring(entry: ServerEntry, now = Date.now()): boolean {
@@ -39,10 +48,25 @@ export class OAuthTokens {
     const key = `${account}:${server}:${entry.oauth?.tokenHash ?? ''}`;
     let p = this.inflight.get(key);
     if (p === undefined) {
-      p = this.refresh(account, server, entry).finally(() => this.inflight.delete(key));
+      p = this.observed(account, server, () => this.refresh(account, server, entry)).finally(() => this.inflight.delete(key));
       this.inflight.set(key, p);
     }
     return p;
+  }
+
+  private async observed(account: string, server: string, run: () => Promise<ServerEntry>): Promise<ServerEntry> {
+    const counted = async (): Promise<ServerEntry> => {
+      let result = 'ok';
+      try {
+        return await run();
+      } catch (err) {
+        result = err instanceof WireError ? err.code : 'internal';
+        throw err;
+      } finally {
+        this.refreshes?.add(1, { result });
+      }
+    };
+    return this.deps.tracer ? withSpan(this.deps.tracer, 'proxy.token_refresh', { 'mcp.account': account, 'mcp.server': server }, counted) : counted();
   }
 
   private async refresh(account: string, server: string, entry: ServerEntry): Promise<ServerEntry> {
@@ -55,6 +79,10 @@ export class OAuthTokens {
       throw new WireError(ErrorCodes.transportError, `the ${server} MCP server's OAuth token could not be refreshed (registry unavailable: ${(err as Error).message})`, { server });
     }
     if (!reply.ok) throw WireError.from(reply.error);
+    if (reply.state === 'auth_required' && reply.vendor !== undefined) {
+      // A built-in: its token is the vendor connection's, which the owner makes again.
+      throw new WireError(ErrorCodes.authRequired, `the ${server} MCP server needs its owner to connect ${reply.vendor} again (the vendor's token could not be refreshed)`, { server, vendor: reply.vendor });
+    }
     if (reply.state === 'auth_required') {
       throw new WireError(
         ErrorCodes.authRequired,

@@ -90,7 +90,7 @@ export async function startProxy(config: Config, opts: ProxyOptions = {}): Promi
     publish: (subject, payload) => bus.nc.publish(subject, payload),
     subject: (account) => bus.subjects.approvalRequested(account),
   });
-  const handler = new CallHandler({ catalog, pool, tracer: telemetry.tracer, meter: telemetry.meter, limiter, limits, instance, replyLimits: replyLimits(maxPayload), approvals, oauth: new OAuthTokens({ nc: bus.nc, subjects: bus.subjects, catalog }) });
+  const handler = new CallHandler({ catalog, pool, tracer: telemetry.tracer, meter: telemetry.meter, limiter, limits, instance, replyLimits: replyLimits(maxPayload), approvals, oauth: new OAuthTokens({ nc: bus.nc, subjects: bus.subjects, catalog, tracer: telemetry.tracer, meter: telemetry.meter }) });
   const stats = (): ProxyStats => ({ instance, ...pool.stats, inflight: handler.inflightCount, ...handler.counts, invalidations: catalog.invalidations });
 
   const service = await startCallService({ nc: bus.nc, subjects: bus.subjects, instance, handler, stats, log });

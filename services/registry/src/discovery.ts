@@ -9,7 +9,7 @@ import { connectMcp, resourceMetadataUrl } from '@mcpx/mcp-client';
 import { safeUrlForTelemetry, withSpan } from '@mcpx/telemetry';
 import type { McpServerRecord, McpServersRepository } from './repositories/mcp-servers.repository.js';
 import type { SecretsRepository } from './repositories/secrets.repository.js';
-import type { ToolPermissionsRepository } from './repositories/tool-permissions.repository.js';
+import type { ToolOverrides, ToolPermissionsRepository } from './repositories/tool-permissions.repository.js';
 import { resolveHeaders } from './server-headers.js';
 
 /** Bounds on what a remote server may hand us (its data is untrusted). */
@@ -120,6 +120,43 @@ export interface DiscoveryDeps {
   permissions?: ToolPermissionsRepository;
 }
 
+/**
+ * A credential that could not be prepared for a probe: `message` is for the owner (never a
+ * secret) and becomes the recorded error; `authRequired` when only the owner can fix it.
+ */
+export class CredentialError extends Error {
+  override readonly name = 'CredentialError';
+  constructor(
+    message: string,
+    readonly authRequired = false,
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * What a discovery reads and records, and how it authenticates. The default is the account's
+ * mcp_servers rows; built-in servers bring their own, and so share the single flight, the
+ * concurrency bound, the re-probe backoff, the span and the metrics of custom servers.
+ */
+export interface DiscoveryTarget {
+  /** `custom` or `builtin`, on spans and metrics. */
+  readonly kind: string;
+  find(account: string, name: string): Promise<McpServerRecord | null>;
+  /** Headers to connect with; a {@link CredentialError} is recorded as the discovery's error. */
+  headers(server: McpServerRecord): Promise<Record<string, string>>;
+  /**
+   * After a 401: headers with a renewed credential to try once more, or null when it cannot be
+   * renewed (a {@link CredentialError} when renewing failed otherwise). A target with `renew` has
+   * every 401 mean `auth_required`; without, only one that asks for OAuth does.
+   */
+  renew?(server: McpServerRecord, used: Record<string, string>): Promise<Record<string, string> | null>;
+  /** Records the outcome (see {@link McpServersRepository.recordDiscovery}); null when the server went meanwhile. */
+  record(server: McpServerRecord, status: ServerStatus, tools: { list: RemoteTool[]; hash: string; generation: number } | undefined, nextProbeAt: Date | null): Promise<McpServerRecord | null>;
+  /** The owner's per-tool overrides, carried on the discovery event. */
+  overrides(account: string, serverId: string): Promise<ToolOverrides | undefined>;
+}
+
 interface Outcome {
   tools?: RemoteTool[];
   transport?: Transport;
@@ -137,20 +174,43 @@ export class Discovery {
   private readonly slots: Semaphore;
   /** The `resource_metadata` URL of each server's last OAuth challenge (server id → URL), for the OAuth step. */
   private readonly challenges = new Map<string, URL>();
+  /** The account's mcp_servers rows: what {@link discover} works on unless told otherwise. */
+  private readonly rows: DiscoveryTarget;
 
   constructor(private readonly deps: DiscoveryDeps) {
+    this.rows = {
+      kind: 'custom',
+      find: (account, name) => deps.servers.find(account, name),
+      headers: async (server) => {
+        try {
+          const headers = await resolveHeaders(deps.secrets, server.accountId, server.config);
+          if (deps.oauthHeaders) Object.assign(headers, await deps.oauthHeaders(server));
+          return headers;
+        } catch (err) {
+          // A secret sealed with a key that left the ring: the owner sees it, the operator logs it.
+          deps.log.error('secret header did not open', { account: server.accountId, server: server.name, err: err as Error });
+          throw new CredentialError('a secret header could not be decrypted (its key is not in the key ring); set the header again');
+        }
+      },
+      record: (server, status, tools, nextProbeAt) => deps.servers.recordDiscovery(server.accountId, server.id, status, tools, nextProbeAt),
+      overrides: async (account, serverId) => deps.permissions?.forServer(account, serverId),
+    };
     this.slots = new Semaphore(deps.concurrency ?? DISCOVERY_LIMITS.concurrency);
     this.runs = deps.meter.createCounter('mcpx_discovery_total', { description: 'Discoveries by result and trigger' });
     this.duration = deps.meter.createHistogram('mcpx_discovery_duration_ms', { description: 'Discovery time', unit: 'ms' });
   }
 
-  /** Connects to the server and lists its tools (SetMcpServer, RefreshMcpServer, re-probe). */
-  async discover(server: McpServerRecord, trigger: 'set' | 'refresh' | 'probe'): Promise<McpServerRecord> {
+  /**
+   * Connects to the server and lists its tools (SetMcpServer, RefreshMcpServer, re-probe), and
+   * records the outcome in `target` (default: the mcp_servers rows). Keyed by (account, name):
+   * built-in slugs and custom names never meet.
+   */
+  async discover(server: McpServerRecord, trigger: 'set' | 'refresh' | 'probe', target: DiscoveryTarget = this.rows): Promise<McpServerRecord> {
     return this.deps.singleFlight.run(
       `discovery:${server.accountId}:${server.name}`,
       { ttlMs: DISCOVERY_LIMITS.connectTimeoutMs + 30_000 },
-      () => this.lead(server, trigger, () => this.slots.run(() => this.probe(server))),
-      async () => (await this.deps.servers.find(server.accountId, server.name)) ?? server,
+      () => this.lead(server, trigger, () => this.slots.run(() => this.probe(server, target)), target),
+      async () => (await target.find(server.accountId, server.name)) ?? server,
     );
   }
 
@@ -170,38 +230,50 @@ export class Discovery {
     return this.deps.singleFlight.run(
       `discovery:${account}:${name}`,
       { ttlMs: 10_000 },
-      () => this.lead(server, 'observed', async () => ({ tools: sanitizeTools(tools), transport })),
+      () => this.lead(server, 'observed', async () => ({ tools: sanitizeTools(tools), transport }), this.rows),
       async () => (await this.deps.servers.find(account, name)) ?? server,
     );
   }
 
-  private async probe(server: McpServerRecord): Promise<Outcome> {
+  private async probe(server: McpServerRecord, target: DiscoveryTarget): Promise<Outcome> {
     let headers: Record<string, string>;
     try {
-      headers = await resolveHeaders(this.deps.secrets, server.accountId, server.config);
-      if (this.deps.oauthHeaders) Object.assign(headers, await this.deps.oauthHeaders(server));
+      headers = await target.headers(server);
     } catch (err) {
-      // A secret sealed with a key that left the ring: the owner sees it, the operator logs it.
-      this.deps.log.error('secret header did not open', { account: server.accountId, server: server.name, err: err as Error });
-      return { error: 'a secret header could not be decrypted (its key is not in the key ring); set the header again' };
+      if (err instanceof CredentialError) return { error: err.message, authRequired: err.authRequired };
+      throw err;
     }
     let conn;
-    try {
-      conn = await connectMcp({
-        url: server.config.url,
-        ...(server.config.transport ? { transport: server.config.transport } : {}),
-        headers,
-        connectTimeoutMs: DISCOVERY_LIMITS.connectTimeoutMs,
-        ...(this.deps.fetch ? { fetch: this.deps.fetch } : {}),
-      });
-    } catch (err) {
-      const e = err as { code?: string; message?: string; wwwAuthenticate?: string };
-      const challenge = e.code === 'unauthorized' ? resourceMetadataUrl(e.wwwAuthenticate) : undefined;
-      if (challenge !== undefined) {
-        this.challenges.set(server.id, challenge);
-        if (this.challenges.size > 10_000) this.challenges.delete(this.challenges.keys().next().value as string);
+    for (let renewed = false; conn === undefined; renewed = true) {
+      try {
+        conn = await connectMcp({
+          url: server.config.url,
+          ...(server.config.transport ? { transport: server.config.transport } : {}),
+          headers,
+          connectTimeoutMs: DISCOVERY_LIMITS.connectTimeoutMs,
+          ...(this.deps.fetch ? { fetch: this.deps.fetch } : {}),
+        });
+      } catch (err) {
+        const e = err as { code?: string; message?: string; wwwAuthenticate?: string };
+        // A refused credential that can be renewed (a vendor token): renew it, try once more.
+        let next: Record<string, string> | null = null;
+        try {
+          if (e.code === 'unauthorized' && !renewed && target.renew) next = await target.renew(server, headers);
+        } catch (renewErr) {
+          if (renewErr instanceof CredentialError) return { error: renewErr.message, authRequired: renewErr.authRequired };
+          throw renewErr;
+        }
+        if (next !== null) {
+          headers = next;
+          continue;
+        }
+        const challenge = e.code === 'unauthorized' ? resourceMetadataUrl(e.wwwAuthenticate) : undefined;
+        if (challenge !== undefined) {
+          this.challenges.set(server.id, challenge);
+          if (this.challenges.size > 10_000) this.challenges.delete(this.challenges.keys().next().value as string);
+        }
+        return { error: e.message ?? 'connect failed', authRequired: e.code === 'unauthorized' && (target.renew !== undefined || wantsOAuth(e.wwwAuthenticate)) };
       }
-      return { error: e.message ?? 'connect failed', authRequired: e.code === 'unauthorized' && wantsOAuth(e.wwwAuthenticate) };
     }
     try {
       const tools = await conn.listTools({ maxPages: DISCOVERY_LIMITS.maxPages });
@@ -213,12 +285,12 @@ export class Discovery {
     }
   }
 
-  private async lead(server: McpServerRecord, trigger: string, run: () => Promise<Outcome>): Promise<McpServerRecord> {
+  private async lead(server: McpServerRecord, trigger: string, run: () => Promise<Outcome>, target: DiscoveryTarget): Promise<McpServerRecord> {
     const started = performance.now();
     return withSpan(
       this.deps.tracer,
       'registry.discover',
-      { 'mcp.server': server.name, 'mcp.account': server.accountId, 'url.full': safeUrlForTelemetry(server.config.url), 'mcpx.trigger': trigger },
+      { 'mcp.server': server.name, 'mcp.account': server.accountId, 'url.full': safeUrlForTelemetry(server.config.url), 'mcpx.trigger': trigger, 'mcpx.server_kind': target.kind },
       async (span) => {
         const outcome = await run();
         const now = new Date();
@@ -246,16 +318,16 @@ export class Discovery {
         // not worth a write or an event.
         if (trigger === 'observed' && !changed && previous.state === 'ok') return server;
         const nextProbe = status.state === 'error' ? new Date(now.getTime() + nextProbeDelayMs(status.failures ?? 1, Math.random, this.deps.reprobeBaseMs)) : null;
-        const saved = await this.deps.servers.recordDiscovery(server.accountId, server.id, status, tools, nextProbe);
+        const saved = await target.record(server, status, tools, nextProbe);
         if (saved === null) return server; // deleted meanwhile
         // Read after the record: never older than its generation (see SetToolPermission).
-        const event = serverDiscoveredEvent(saved, changed, await this.deps.permissions?.forServer(saved.accountId, saved.id));
+        const event = serverDiscoveredEvent(saved, changed, await target.overrides(saved.accountId, saved.id));
         await this.deps.bus.publishEvent(this.deps.bus.subjects.serverDiscovered(saved.accountId, saved.name), event);
         const result = status.state;
         span.setAttributes({ 'mcpx.result': result, 'mcpx.tools': saved.tools.length, 'mcpx.tools_changed': changed });
-        this.runs.add(1, { result, trigger });
-        this.duration.record(performance.now() - started, { result, trigger });
-        this.deps.log.info('discovery', { account: saved.accountId, server: saved.name, trigger, result, tools: saved.tools.length, changed });
+        this.runs.add(1, { result, trigger, kind: target.kind });
+        this.duration.record(performance.now() - started, { result, trigger, kind: target.kind });
+        this.deps.log.info('discovery', { account: saved.accountId, server: saved.name, trigger, result, tools: saved.tools.length, changed, kind: target.kind });
         return saved;
       },
       { kind: SpanKind.CLIENT },

@@ -21,6 +21,7 @@ import { Reprober } from './reprober.js';
 import { BuiltinDiscoveriesRepository } from './builtins/builtin-discoveries.repository.js';
 import { BuiltinServers } from './builtins/builtin-servers.js';
 import { VendorConnectionsRepository } from './builtins/vendor-connections.repository.js';
+import { VendorCredentials } from './builtins/vendor-credentials.js';
 import { clientMetadataDocumentHandler, clientMetadataDocumentUrl } from './oauth/client-metadata-document.js';
 import { oauthCallbackHandler } from './oauth/oauth-callback.js';
 import { OAuthConnectionsRepository } from './oauth/oauth-connections.repository.js';
@@ -99,13 +100,28 @@ export async function startRegistry(config: Config, opts: RegistryOptions = {}):
     ...(opts.discoveryConcurrency !== undefined ? { concurrency: opts.discoveryConcurrency } : {}),
   });
   // Built-in servers: static descriptors lit by vendor connections (no mcp_servers row).
+  const vendorConnections = new VendorConnectionsRepository(db, new SecretBox(config.keyring));
   const builtins = new BuiltinServers({
-    connections: new VendorConnectionsRepository(db, new SecretBox(config.keyring)),
+    db,
+    connections: vendorConnections,
     discoveries: new BuiltinDiscoveriesRepository(db),
+    // Vendor tokens refresh under the same Redis single flight as remote-server OAuth.
+    credentials: new VendorCredentials({
+      connections: vendorConnections,
+      singleFlight,
+      log,
+      tracer: telemetry.tracer,
+      meter: telemetry.meter,
+      clients: config.builtinVendorClients,
+      tokenEndpoints: config.builtinTokenEndpoints,
+      fetch: tracingFetch(outboundFetch),
+    }),
+    permissions,
+    discovery,
     bus,
     log,
     endpoints: config.builtinEndpoints,
-    fetch: tracingFetch(outboundFetch),
+    ...(opts.reprobe?.baseMs !== undefined ? { reprobeBaseMs: opts.reprobe.baseMs } : {}),
   });
   const events = new EventStream(bus.nc, bus.subjects);
   let ready = false;
@@ -140,9 +156,9 @@ export async function startRegistry(config: Config, opts: RegistryOptions = {}):
     ...(opts.clientMetadataDocument === false ? {} : { oauthClientMetadata: clientMetadataDocumentHandler(() => publicUrl) }),
   });
   const observed = consumeObservedTools(bus, discovery, log);
-  const oauthRefresh = answerOAuthRefresh({ bus, servers, oauth, discovery, log });
+  const oauthRefresh = answerOAuthRefresh({ bus, servers, oauth, discovery, log, builtins });
   const reprobeIntervalMs = opts.reprobe?.intervalMs ?? Math.min(2_000, opts.reprobe?.baseMs ?? 2_000);
-  const reprober = new Reprober(servers, discovery, log, { intervalMs: reprobeIntervalMs, batch: 50, concurrency: 8 });
+  const reprober = new Reprober([servers, builtins], discovery, log, { intervalMs: reprobeIntervalMs, batch: 50, concurrency: 8 });
   reprober.start();
   await new Promise<void>((resolve) => server.listen(config.httpPort, config.httpHost, resolve));
   ready = true;

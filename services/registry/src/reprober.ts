@@ -1,11 +1,20 @@
 import type { Logger } from '@mcpx/log';
-import type { Discovery } from './discovery.js';
-import type { McpServersRepository } from './repositories/mcp-servers.repository.js';
+import type { Discovery, DiscoveryTarget } from './discovery.js';
+import type { McpServerRecord } from './repositories/mcp-servers.repository.js';
+
+/** Servers of one kind that may be due for a re-probe: the mcp_servers rows, or built-ins. */
+export interface ReprobeSource {
+  /** Servers whose next probe is due, oldest due first. */
+  dueForProbe(now: Date, limit: number): Promise<Array<{ accountId: string; name: string }>>;
+  find(account: string, name: string): Promise<McpServerRecord | null>;
+  /** Where their discoveries record (absent: the mcp_servers rows). */
+  readonly target?: DiscoveryTarget;
+}
 
 /**
- * Probes servers in `error` again when their backoff is due, so recovery is noticed without
- * anyone pressing refresh. Every instance runs one; the discovery lock keeps a server from being
- * probed twice at once.
+ * Probes servers in `error` (and built-ins still `unknown`) again when their backoff is due, so
+ * recovery is noticed without anyone pressing refresh. Every instance runs one; the discovery
+ * lock keeps a server from being probed twice at once.
  */
 export class Reprober {
   private timer: NodeJS.Timeout | undefined;
@@ -13,7 +22,7 @@ export class Reprober {
   private current: Promise<number> = Promise.resolve(0);
 
   constructor(
-    private readonly servers: McpServersRepository,
+    private readonly sources: ReprobeSource[],
     private readonly discovery: Discovery,
     private readonly log: Logger,
     private readonly opts: { intervalMs: number; batch: number; concurrency: number },
@@ -39,14 +48,16 @@ export class Reprober {
     if (this.running) return 0;
     this.running = true;
     try {
-      const due = await this.servers.dueForProbe(new Date(), this.opts.batch);
+      const now = new Date();
+      const due = (await Promise.all(this.sources.map(async (source) => (await source.dueForProbe(now, this.opts.batch)).map((item) => ({ ...item, source }))))).flat();
       let next = 0;
       const worker = async (): Promise<void> => {
         while (next < due.length) {
           const item = due[next++];
           if (item === undefined) return;
-          const server = await this.servers.find(item.accountId, item.name);
-          if (server !== null && server.status.state === 'error') await this.discovery.discover(server, 'probe');
+          const server = await item.source.find(item.accountId, item.name);
+          const state = server?.status.state;
+          if (server !== null && (state === 'error' || state === 'unknown')) await this.discovery.discover(server, 'probe', item.source.target);
         }
       };
       await Promise.all(Array.from({ length: this.opts.concurrency }, worker));

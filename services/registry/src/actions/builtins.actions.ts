@@ -50,7 +50,8 @@ export const setVendorConnection: ActionHandler = async (deps, caller, action) =
   const tokens = validateTokens(action);
   await deps.accounts.ensure(caller.account);
   const servers = await builtins.connect(caller.account, vendor, tokens);
-  return { vendor, servers: servers.map((s) => redactServer(s, deps.style, {}, { builtin: true })) };
+  const overrides = await deps.permissions.forAccount(caller.account);
+  return { vendor, servers: servers.map((s) => redactServer(s, deps.style, overrides.get(s.id), { builtin: true })) };
 };
 
 /**

@@ -13,7 +13,7 @@ import type { ActionHandler } from './context.js';
 export const listMcpServers: ActionHandler = async (deps, caller) => {
   // Three independent reads in one round trip's time (the list is the console's most frequent read).
   const [servers, overrides, builtins] = await Promise.all([deps.servers.list(caller.account), deps.permissions.forAccount(caller.account), deps.builtins?.lit(caller.account) ?? []]);
-  return { servers: [...servers.map((s) => redactServer(s, deps.style, overrides.get(s.id))), ...builtins.map((s) => redactServer(s, deps.style, {}, { builtin: true }))] };
+  return { servers: [...servers.map((s) => redactServer(s, deps.style, overrides.get(s.id))), ...builtins.map((s) => redactServer(s, deps.style, overrides.get(s.id), { builtin: true }))] };
 };
 
 /** Creates or updates a server by name, then discovers. A failed discovery still saves. */
@@ -84,7 +84,10 @@ export const refreshMcpServer: ActionHandler = async (deps, caller, action) => {
   const name = validateServerNameInput(action.name, deps.style);
   const builtins = deps.builtins;
   const builtin = await builtins?.find(caller.account, name);
-  if (builtins && builtin) return { server: redactServer(await builtins.refresh(builtin), deps.style, {}, { builtin: true }) };
+  if (builtins && builtin) {
+    const refreshed = await builtins.refresh(builtin);
+    return { server: redactServer(refreshed, deps.style, await deps.permissions.forServer(caller.account, refreshed.id), { builtin: true }) };
+  }
   const server = await deps.servers.find(caller.account, name);
   if (server === null) throw new WireError(ErrorCodes.notFound, `name: no MCP server named ${name}`, { field: 'name' });
   const discovered = await deps.discovery.discover(server, 'refresh');

@@ -2,6 +2,8 @@ import { sql } from 'kysely';
 import { ErrorCodes, WireError, invalidInput } from '@mcpx/contracts';
 import { inheritPermission, isPermission, normalizeAnnotations, type Permission } from '@mcpx/domain';
 import { serverDiscoveredEvent } from '../discovery.js';
+import type { McpServerRecord } from '../repositories/mcp-servers.repository.js';
+import type { ToolOverrides } from '../repositories/tool-permissions.repository.js';
 import type { ActionHandler } from './context.js';
 
 /**
@@ -13,13 +15,22 @@ import type { ActionHandler } from './context.js';
  * A permission is part of the tool's contract, so the change is published like a tool change:
  * the server's generation moves on (under the row's lock) and a discovery event carries the tools
  * and every override of the server; the projector rebuilds the documents (new CIDs). Setting the
- * same level again publishes again, which repairs a publish lost after the commit.
+ * same level again publishes again, which repairs a publish lost after the commit. A lit built-in
+ * works the same way (its override is keyed by its server id, so it lasts as long as the vendor
+ * connection; its inherited level is the name heuristic's where annotations say nothing).
  */
 export const setToolPermission: ActionHandler = async (deps, caller, action) => {
   const { server: name, tool, permission } = action;
   if (typeof name !== 'string' || name === '' || name.length > 64) throw invalidInput('server', 'must name an MCP server');
   if (typeof tool !== 'string' || tool === '' || tool.length > 512) throw invalidInput('tool', "must be a tool's remote name");
   if (permission !== null && !isPermission(permission)) throw invalidInput('permission', "must be 'act', 'always_ask' or null (inherited)");
+  const builtin = await deps.builtins?.find(caller.account, name);
+  if (deps.builtins && builtin) {
+    if (permission !== null && !builtin.tools.some((t) => t.name === tool)) throw new WireError(ErrorCodes.notFound, `tool: the ${name} MCP server lists no tool ${tool}`, { field: 'tool' });
+    const { saved, overrides } = await deps.builtins.setToolPermission(caller.account, builtin, tool, permission);
+    deps.log.info('tool permission set', { account: caller.account, server: name, tool, permission: permission ?? 'inherited', builtin: true });
+    return describe(saved, tool, overrides, true);
+  }
   const { saved, overrides } = await deps.db.transaction().execute(async (trx) => {
     const locked = await trx
       .selectFrom('registry.mcp_servers')
@@ -47,9 +58,14 @@ export const setToolPermission: ActionHandler = async (deps, caller, action) => 
   });
   const event = serverDiscoveredEvent(saved, true, overrides);
   await deps.bus.publishEvent(deps.bus.subjects.serverDiscovered(saved.accountId, saved.name), event);
-  const remote = saved.tools.find((t) => t.name === tool);
-  const inherited: Permission = inheritPermission(normalizeAnnotations(remote?.annotations), { builtin: false, toolName: tool });
-  const effective = overrides[tool] ?? inherited;
   deps.log.info('tool permission set', { account: caller.account, server: name, tool, permission: permission ?? 'inherited' });
-  return { server: name, tool, permission: effective, inherited, overridden: Object.hasOwn(overrides, tool) };
+  return describe(saved, tool, overrides, false);
 };
+
+/** The answer: the tool's effective level, the level it inherits, and whether the owner overrode it. */
+function describe(saved: McpServerRecord, tool: string, overrides: ToolOverrides, builtin: boolean): Record<string, unknown> {
+  const remote = saved.tools.find((t) => t.name === tool);
+  const inherited: Permission = inheritPermission(normalizeAnnotations(remote?.annotations), { builtin, toolName: tool });
+  const effective = overrides[tool] ?? inherited;
+  return { server: saved.name, tool, permission: effective, inherited, overridden: Object.hasOwn(overrides, tool) };
+}

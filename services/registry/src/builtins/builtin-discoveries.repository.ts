@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import { decodePayload, encodePayload, type ServerStatus } from '@mcpx/contracts';
 import type { Database, Db } from '@mcpx/db';
 import type { RemoteTool } from '@mcpx/domain';
@@ -6,18 +6,21 @@ import type { RemoteTool } from '@mcpx/domain';
 export interface BuiltinDiscovery {
   slug: string;
   tools: RemoteTool[];
+  /** Empty while no discovery has succeeded (the fallback list serves). */
   toolsHash: string;
   generation: number;
   status: ServerStatus;
   updatedAt: Date;
 }
 
+const UNKNOWN: ServerStatus = { state: 'unknown' };
+
 /** Per account, the last discovery of each built-in (absent: never discovered, the fallback serves). */
 export class BuiltinDiscoveriesRepository {
   constructor(private readonly db: Db) {}
 
-  async list(account: string): Promise<Map<string, BuiltinDiscovery>> {
-    const rows = await this.db.selectFrom('registry.builtin_discoveries').selectAll().where('account_id', '=', account).execute();
+  async list(account: string, trx: Kysely<Database> = this.db): Promise<Map<string, BuiltinDiscovery>> {
+    const rows = await trx.selectFrom('registry.builtin_discoveries').selectAll().where('account_id', '=', account).execute();
     return new Map(
       rows.map((r) => [
         r.slug,
@@ -26,14 +29,70 @@ export class BuiltinDiscoveriesRepository {
     );
   }
 
-  /** Records a discovery: with `tools` (a success) the list changes, without only the status does. */
-  async record(account: string, slug: string, status: ServerStatus, tools: { list: RemoteTool[]; hash: string; generation: number } | undefined): Promise<void> {
-    const values = { status_cbor: encodePayload(status), updated_at: new Date(), ...(tools ? { tools_cbor: encodePayload(tools.list), tools_hash: tools.hash, generation: tools.generation } : {}) };
+  /**
+   * Records a discovery: with `tools` (a success) the list changes, without only the status does.
+   * The generation moves on from the row's own, as mcp_servers' does: SetToolPermission may have
+   * moved it meanwhile, and an equal generation would be stale at the projector.
+   */
+  async record(
+    account: string,
+    slug: string,
+    status: ServerStatus,
+    tools: { list: RemoteTool[]; hash: string; generation: number } | undefined,
+    nextProbeAt: Date | null,
+  ): Promise<void> {
+    const values = {
+      status_cbor: encodePayload(status),
+      next_probe_at: nextProbeAt,
+      updated_at: new Date(),
+      ...(tools ? { tools_cbor: encodePayload(tools.list), tools_hash: tools.hash } : {}),
+    };
     await this.db
       .insertInto('registry.builtin_discoveries')
       .values({ account_id: account, slug, tools_cbor: encodePayload(tools?.list ?? []), tools_hash: tools?.hash ?? '', generation: tools?.generation ?? 0, ...values })
+      .onConflict((oc) =>
+        oc.columns(['account_id', 'slug']).doUpdateSet({
+          ...values,
+          ...(tools
+            ? { generation: sql<number>`CASE WHEN registry.builtin_discoveries.tools_hash = ${tools.hash} THEN GREATEST(registry.builtin_discoveries.generation, ${tools.generation}) ELSE GREATEST(registry.builtin_discoveries.generation + 1, ${tools.generation}) END` }
+            : {}),
+        }),
+      )
+      .execute();
+  }
+
+  /**
+   * Marks a built-in `unknown` with its next probe at `nextProbeAt` (just lit, or its vendor
+   * connected again): its last good list, if any, stays.
+   */
+  async schedule(account: string, slug: string, nextProbeAt: Date): Promise<void> {
+    const values = { status_cbor: encodePayload(UNKNOWN), next_probe_at: nextProbeAt, updated_at: new Date() };
+    await this.db
+      .insertInto('registry.builtin_discoveries')
+      .values({ account_id: account, slug, tools_cbor: encodePayload([]), tools_hash: '', generation: 0, ...values })
       .onConflict((oc) => oc.columns(['account_id', 'slug']).doUpdateSet(values))
       .execute();
+  }
+
+  /** Moves a built-in's generation on (SetToolPermission: its documents change); creates the row if it has none. */
+  async bumpGeneration(account: string, slug: string, trx: Kysely<Database>): Promise<void> {
+    await trx
+      .insertInto('registry.builtin_discoveries')
+      .values({ account_id: account, slug, tools_cbor: encodePayload([]), tools_hash: '', generation: 1, status_cbor: encodePayload(UNKNOWN), next_probe_at: new Date() })
+      .onConflict((oc) => oc.columns(['account_id', 'slug']).doUpdateSet({ generation: sql<number>`registry.builtin_discoveries.generation + 1`, updated_at: new Date() }))
+      .execute();
+  }
+
+  /** Built-ins due for a background probe, oldest due first. */
+  async dueForProbe(now: Date, limit: number): Promise<Array<{ accountId: string; name: string }>> {
+    const rows = await this.db
+      .selectFrom('registry.builtin_discoveries')
+      .select(['account_id', 'slug'])
+      .where('next_probe_at', '<=', now)
+      .orderBy('next_probe_at')
+      .limit(limit)
+      .execute();
+    return rows.map((r) => ({ accountId: r.account_id, name: r.slug }));
   }
 
   async deleteSlugs(account: string, slugs: string[], trx: Kysely<Database> = this.db): Promise<void> {

@@ -1,24 +1,32 @@
 import type { Kysely } from 'kysely';
 import type { Bus } from '@mcpx/bus';
-import type { Database } from '@mcpx/db';
-import type { ServerDeletedEvent, ServerDiscoveredEvent, ServerStatus } from '@mcpx/contracts';
-import { builtinEndpoint, builtinServerId, builtinsOfVendor, findBuiltin, type BuiltinServer, type RemoteTool } from '@mcpx/domain';
+import { ErrorCodes, WireError, type ServerDeletedEvent, type ServerStatus } from '@mcpx/contracts';
+import type { Database, Db } from '@mcpx/db';
+import { builtinEndpoint, builtinServerId, builtinsOfVendor, findBuiltin, findVendor, type BuiltinServer, type Permission, type RemoteTool } from '@mcpx/domain';
 import type { Logger } from '@mcpx/log';
-import { connectMcp } from '@mcpx/mcp-client';
-import { DISCOVERY_LIMITS, sanitizeTools, toolsHash } from '../discovery.js';
+import { CredentialError, nextProbeDelayMs, serverDiscoveredEvent, toolsHash, type Discovery, type DiscoveryTarget } from '../discovery.js';
+import { accessTokenHash } from '../oauth/oauth-service.js';
 import type { McpServerRecord } from '../repositories/mcp-servers.repository.js';
+import type { ToolOverrides, ToolPermissionsRepository } from '../repositories/tool-permissions.repository.js';
+import type { ReprobeSource } from '../reprober.js';
 import type { BuiltinDiscoveriesRepository, BuiltinDiscovery } from './builtin-discoveries.repository.js';
 import type { VendorConnection, VendorConnectionsRepository, VendorTokens } from './vendor-connections.repository.js';
+import { vendorTokensExpiring, type VendorCredentials, type VendorRefreshOutcome } from './vendor-credentials.js';
 
 export interface BuiltinServersDeps {
+  db: Db;
   connections: VendorConnectionsRepository;
   discoveries: BuiltinDiscoveriesRepository;
+  credentials: VendorCredentials;
+  permissions: ToolPermissionsRepository;
+  /** The discovery custom servers use: its single flight, concurrency bound, backoff, span and metrics. */
+  discovery: Discovery;
   bus: Bus;
   log: Logger;
   /** The operator's endpoint overrides (`BUILTIN_ENDPOINTS`). */
   endpoints: Record<string, string>;
-  /** The outbound-safe fetch discovery uses. */
-  fetch?: typeof fetch;
+  /** Base of the re-probe backoff (default that of custom servers). */
+  reprobeBaseMs?: number;
 }
 
 /**
@@ -26,30 +34,51 @@ export interface BuiltinServersDeps {
  * built-ins with no mcp_servers row. Each shows as a server record (`id` = builtin:<slug>:<connection>)
  * whose tools are its last discovery for the account, else the descriptor's fallback list, and
  * reaches the projector through the ordinary discovery events.
+ *
+ * It is the {@link DiscoveryTarget} of its discoveries (records go to builtin_discoveries, the
+ * credential is the vendor's token, renewed on a 401) and a {@link ReprobeSource}: a lit built-in
+ * is probed in the background once its backoff is due, while `unknown` or in `error`.
  */
-export class BuiltinServers {
+export class BuiltinServers implements DiscoveryTarget, ReprobeSource {
+  readonly kind = 'builtin';
+
   constructor(private readonly deps: BuiltinServersDeps) {}
+
+  get target(): DiscoveryTarget {
+    return this;
+  }
 
   /** Every built-in the account's vendor connections light up, by slug. */
   async lit(account: string): Promise<McpServerRecord[]> {
     const [connections, discoveries] = await Promise.all([this.deps.connections.list(account), this.deps.discoveries.list(account)]);
-    return connections.flatMap((c) => builtinsOfVendor(c.vendor).map((b) => this.record(account, b, c, discoveries.get(b.slug)))).sort((a, b) => a.name.localeCompare(b.name));
+    return connections.flatMap((c) => builtinsOfVendor(c.vendor).map((b) => this.toRecord(account, b, c, discoveries.get(b.slug)))).sort((a, b) => a.name.localeCompare(b.name));
   }
 
   /** The built-in `slug` if the account's vendor connection lights it up. */
   async find(account: string, slug: string): Promise<McpServerRecord | null> {
+    if (findBuiltin(slug) === undefined) return null;
     return (await this.lit(account)).find((s) => s.name === slug) ?? null;
   }
 
-  /** Stores the vendor's tokens (sealed) and publishes its built-ins' tools (a new token invalidates proxies' caches too). */
+  /**
+   * Stores the vendor's tokens (sealed) and publishes its built-ins' tools (a new token invalidates
+   * proxies' caches too). A built-in just lit, or waiting for this connection (`auth_required`),
+   * becomes `unknown` with a background probe after the first backoff step.
+   */
   async connect(account: string, vendor: string, tokens: VendorTokens): Promise<McpServerRecord[]> {
     await this.deps.connections.put(account, vendor, tokens);
+    const discoveries = await this.deps.discoveries.list(account);
+    const due = new Date(Date.now() + nextProbeDelayMs(1, Math.random, this.deps.reprobeBaseMs));
+    for (const b of builtinsOfVendor(vendor)) {
+      const state = discoveries.get(b.slug)?.status.state;
+      if (state === undefined || state === 'auth_required') await this.deps.discoveries.schedule(account, b.slug, due);
+    }
     const lit = (await this.lit(account)).filter((s) => findBuiltin(s.name)?.vendor === vendor);
     for (const server of lit) await this.publish(server, true);
     return lit;
   }
 
-  /** Deletes the vendor connection (in the caller's transaction); null when there was none. */
+  /** Deletes the vendor connection (in the caller's transaction; its overrides go with it); null when there was none. */
   removeConnection(account: string, vendor: string, trx: Kysely<Database>): Promise<VendorConnection | null> {
     return this.deps.connections.delete(account, vendor, trx);
   }
@@ -65,49 +94,128 @@ export class BuiltinServers {
     }
   }
 
-  /** RefreshMcpServer on a built-in: discovers from its endpoint with the vendor's token. */
-  async refresh(server: McpServerRecord): Promise<McpServerRecord> {
-    const builtin = findBuiltin(server.name);
-    const token = builtin ? await this.deps.connections.accessToken(server.accountId, builtin.vendor) : null;
-    if (builtin === undefined || token === null) return server;
-    const now = new Date().toISOString();
-    let status: ServerStatus;
-    let tools: RemoteTool[] | undefined;
-    try {
-      const conn = await connectMcp({
-        url: server.config.url,
-        headers: { authorization: `Bearer ${token}` },
-        connectTimeoutMs: DISCOVERY_LIMITS.connectTimeoutMs,
-        ...(this.deps.fetch ? { fetch: this.deps.fetch } : {}),
-      });
-      try {
-        tools = sanitizeTools(await conn.listTools({ maxPages: DISCOVERY_LIMITS.maxPages }));
-        status = { state: 'ok', checkedAt: now, lastOkAt: now, transport: conn.transport };
-      } finally {
-        await conn.close().catch(() => undefined);
-      }
-    } catch (err) {
-      const e = err as { code?: string; message?: string };
-      // A refused vendor token is the vendor connection's to renew, not a broken server.
-      status = { state: e.code === 'unauthorized' ? 'auth_required' : 'error', error: e.message ?? 'discovery failed', checkedAt: now, ...(server.status.lastOkAt ? { lastOkAt: server.status.lastOkAt } : {}) };
-    }
-    const hash = tools ? toolsHash(tools) : server.toolsHash;
-    const changed = hash !== server.toolsHash;
-    const generation = changed ? server.generation + 1 : server.generation;
-    await this.deps.discoveries.record(server.accountId, server.name, status, tools ? { list: tools, hash, generation } : undefined);
-    const saved: McpServerRecord = { ...server, ...(tools ? { tools, toolsHash: hash, generation } : {}), status, updatedAt: new Date() };
-    await this.publish(saved, changed);
-    this.deps.log.info('discovery', { account: server.accountId, server: server.name, trigger: 'refresh', result: status.state, tools: saved.tools.length, changed, builtin: true });
-    return saved;
+  /** RefreshMcpServer on a built-in: a discovery from its endpoint with the vendor's token. */
+  refresh(server: McpServerRecord): Promise<McpServerRecord> {
+    return this.deps.discovery.discover(server, 'refresh', this);
   }
 
-  private async publish(server: McpServerRecord, toolsChanged: boolean): Promise<void> {
-    const event: ServerDiscoveredEvent = { account: server.accountId, server: server.name, serverId: server.id, generation: server.generation, tools: server.tools, status: server.status, toolsChanged };
+  /**
+   * SetToolPermission on a built-in: the override is keyed by its server id (this incarnation of
+   * the vendor connection), its generation moves on under the connection's row lock, and the
+   * discovery event carries the tools and every override, as for a custom server.
+   */
+  async setToolPermission(account: string, server: McpServerRecord, tool: string, permission: Permission | null): Promise<{ saved: McpServerRecord; overrides: ToolOverrides }> {
+    const builtin = findBuiltin(server.name);
+    if (builtin === undefined) throw new WireError(ErrorCodes.notFound, `server: no MCP server named ${server.name}`, { field: 'server' });
+    const overrides = await this.deps.db.transaction().execute(async (trx) => {
+      const connection = await this.deps.connections.lock(account, builtin.vendor, trx);
+      if (connection === null || builtinServerId(builtin.slug, connection.id) !== server.id) throw new WireError(ErrorCodes.notFound, `server: no MCP server named ${server.name}`, { field: 'server' });
+      await this.deps.permissions.set(account, server.id, tool, permission, trx);
+      await this.deps.discoveries.bumpGeneration(account, builtin.slug, trx);
+      return this.deps.permissions.forServer(account, server.id, trx);
+    });
+    const saved = await this.find(account, server.name);
+    if (saved === null) throw new WireError(ErrorCodes.notFound, `server: no MCP server named ${server.name}`, { field: 'server' });
+    await this.publish(saved, true, overrides);
+    return { saved, overrides };
+  }
+
+  /**
+   * Refreshes the token of the vendor behind built-in `slug` (a proxy's `registry.oauth.refresh`,
+   * or a discovery's 401 or expiry). When it cannot be refreshed, every built-in of the vendor
+   * is recorded `auth_required` (an event, so proxies drop their cached token).
+   */
+  async refreshVendor(account: string, slug: string, staleTokenHash: string | undefined): Promise<VendorRefreshOutcome> {
+    const builtin = findBuiltin(slug);
+    if (builtin === undefined) return 'gone';
+    const outcome = await this.deps.credentials.refreshStale(account, builtin.vendor, staleTokenHash);
+    if (outcome === 'refused') await this.markAuthRequired(account, builtin.vendor);
+    return outcome;
+  }
+
+  // --- DiscoveryTarget -------------------------------------------------------------------------
+
+  async headers(server: McpServerRecord): Promise<Record<string, string>> {
+    const vendor = this.vendorOf(server);
+    let stored = await this.deps.credentials.tokens(server.accountId, vendor);
+    if (stored === null) throw new CredentialError(`there is no connection to ${vendor}; connect it again`, true);
+    if (vendorTokensExpiring(stored.tokens) && stored.tokens.refreshToken !== undefined) {
+      try {
+        await this.refreshVendor(server.accountId, server.name, accessTokenHash(stored.tokens.accessToken));
+        stored = (await this.deps.credentials.tokens(server.accountId, vendor)) ?? stored;
+      } catch (err) {
+        // The old token may still be good; if not, its 401 renews once more.
+        this.deps.log.warn('vendor token refresh before expiry failed', { account: server.accountId, vendor, err: err as Error });
+      }
+    }
+    return { authorization: `Bearer ${stored.tokens.accessToken}` };
+  }
+
+  async renew(server: McpServerRecord, used: Record<string, string>): Promise<Record<string, string> | null> {
+    const token = /^Bearer (.+)$/.exec(used.authorization ?? '')?.[1];
+    let outcome: VendorRefreshOutcome;
+    try {
+      outcome = await this.refreshVendor(server.accountId, server.name, token !== undefined ? accessTokenHash(token) : undefined);
+    } catch (err) {
+      throw new CredentialError(err instanceof WireError ? err.message : `the ${this.vendorOf(server)} token could not be refreshed`);
+    }
+    if (outcome === 'refused' || outcome === 'gone') return null;
+    const stored = await this.deps.credentials.tokens(server.accountId, this.vendorOf(server));
+    return stored === null ? null : { authorization: `Bearer ${stored.tokens.accessToken}` };
+  }
+
+  /** Records a discovery of this incarnation; null when the vendor was disconnected (or connected anew) meanwhile. */
+  async record(server: McpServerRecord, status: ServerStatus, tools: { list: RemoteTool[]; hash: string; generation: number } | undefined, nextProbeAt: Date | null): Promise<McpServerRecord | null> {
+    const current = await this.find(server.accountId, server.name);
+    if (current === null || current.id !== server.id) return null;
+    await this.deps.discoveries.record(server.accountId, server.name, status, tools, nextProbeAt);
+    return this.find(server.accountId, server.name);
+  }
+
+  overrides(account: string, serverId: string): Promise<ToolOverrides> {
+    return this.deps.permissions.forServer(account, serverId);
+  }
+
+  // --- ReprobeSource ---------------------------------------------------------------------------
+
+  dueForProbe(now: Date, limit: number): Promise<Array<{ accountId: string; name: string }>> {
+    return this.deps.discoveries.dueForProbe(now, limit);
+  }
+
+  // --- internals -------------------------------------------------------------------------------
+
+  private vendorOf(server: McpServerRecord): string {
+    const builtin = findBuiltin(server.name);
+    if (builtin === undefined) throw new Error(`${server.name} is no built-in server`);
+    return builtin.vendor;
+  }
+
+  /** The vendor's token cannot be renewed: its built-ins wait for the owner to connect it again. */
+  private async markAuthRequired(account: string, vendor: string): Promise<void> {
+    const name = findVendor(vendor)?.displayName ?? vendor;
+    const now = new Date().toISOString();
+    for (const server of (await this.lit(account)).filter((s) => findBuiltin(s.name)?.vendor === vendor)) {
+      if (server.status.state === 'auth_required') continue;
+      const status: ServerStatus = {
+        state: 'auth_required',
+        error: `the ${name} connection's token was refused and could not be refreshed; connect ${name} again`,
+        checkedAt: now,
+        ...(server.status.lastOkAt ? { lastOkAt: server.status.lastOkAt } : {}),
+        ...(server.status.transport ? { transport: server.status.transport } : {}),
+      };
+      const saved = await this.record(server, status, undefined, null);
+      if (saved !== null) await this.publish(saved, false, await this.overrides(account, saved.id));
+      this.deps.log.info('vendor token refused: the owner must connect again', { account, vendor, server: server.name });
+    }
+  }
+
+  private async publish(server: McpServerRecord, toolsChanged: boolean, overrides?: ToolOverrides): Promise<void> {
+    const event = serverDiscoveredEvent(server, toolsChanged, overrides ?? (await this.overrides(server.accountId, server.id)));
     await this.deps.bus.publishEvent(this.deps.bus.subjects.serverDiscovered(server.accountId, server.name), event);
   }
 
-  private record(account: string, builtin: BuiltinServer, connection: VendorConnection, discovery: BuiltinDiscovery | undefined): McpServerRecord {
-    // Never discovered (or only failures so far): the checked-in fallback list serves, generation 0.
+  private toRecord(account: string, builtin: BuiltinServer, connection: VendorConnection, discovery: BuiltinDiscovery | undefined): McpServerRecord {
+    // Never discovered (or only failures so far): the checked-in fallback list serves.
     const discovered = discovery !== undefined && discovery.toolsHash !== '';
     const tools = discovered ? discovery.tools : builtin.fallbackTools.map((t) => ({ ...t }));
     return {
@@ -117,7 +225,8 @@ export class BuiltinServers {
       config: { url: builtinEndpoint(builtin, this.deps.endpoints), auth: 'oauth' },
       tools,
       toolsHash: discovered ? discovery.toolsHash : toolsHash(tools),
-      generation: discovered ? discovery.generation : 0,
+      // Moves on with permission changes too, before any discovery succeeded.
+      generation: discovery?.generation ?? 0,
       status: discovery?.status ?? { state: 'unknown' },
       createdAt: connection.createdAt,
       updatedAt: discovery?.updatedAt ?? connection.updatedAt,

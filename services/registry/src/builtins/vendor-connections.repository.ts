@@ -58,17 +58,45 @@ export class VendorConnectionsRepository {
     return rows.map(toConnection);
   }
 
-  /** The vendor's access token, opened; null when the account has no connection to it. */
-  async accessToken(account: string, vendor: string): Promise<string | null> {
+  /** The connection to `vendor`, locked until the caller's transaction ends (serialises changes of its built-ins). */
+  async lock(account: string, vendor: string, trx: Kysely<Database>): Promise<VendorConnection | null> {
+    const row = await trx
+      .selectFrom('registry.vendor_connections')
+      .select(['id', 'vendor', 'expires_at', 'created_at', 'updated_at'])
+      .where('account_id', '=', account)
+      .where('vendor', '=', vendor)
+      .forUpdate()
+      .executeTakeFirst();
+    return row ? toConnection(row) : null;
+  }
+
+  /** The vendor's tokens, opened, with the connection they belong to; null when there is no connection. */
+  async tokens(account: string, vendor: string): Promise<{ connectionId: string; tokens: VendorTokens } | null> {
     const row = await this.db
       .selectFrom('registry.vendor_connections')
-      .select(['tokens_key_id', 'tokens_sealed'])
+      .select(['id', 'tokens_key_id', 'tokens_sealed'])
       .where('account_id', '=', account)
       .where('vendor', '=', vendor)
       .executeTakeFirst();
     if (row === undefined) return null;
     const tokens = JSON.parse(this.box.open({ keyId: row.tokens_key_id, ciphertext: row.tokens_sealed }, vendorTokensAad(account, vendor))) as VendorTokens;
-    return tokens.accessToken;
+    return { connectionId: row.id, tokens };
+  }
+
+  /**
+   * Replaces the tokens of one incarnation (the connection `connectionId`) after a refresh; false
+   * when that connection is gone (disconnected, or connected anew meanwhile: its tokens win).
+   */
+  async replaceTokens(account: string, vendor: string, connectionId: string, tokens: VendorTokens): Promise<boolean> {
+    const sealed = this.box.seal(JSON.stringify(tokens), vendorTokensAad(account, vendor));
+    const r = await this.db
+      .updateTable('registry.vendor_connections')
+      .set({ tokens_key_id: sealed.keyId, tokens_sealed: sealed.ciphertext, expires_at: tokens.expiresAt !== undefined ? new Date(tokens.expiresAt) : null, updated_at: new Date() })
+      .where('account_id', '=', account)
+      .where('vendor', '=', vendor)
+      .where('id', '=', connectionId)
+      .executeTakeFirst();
+    return Number(r.numUpdatedRows) === 1;
   }
 }
 

@@ -1,7 +1,9 @@
 import type { Subscription } from '@nats-io/transport-node';
 import type { Bus } from '@mcpx/bus';
 import { ErrorCodes, QueueGroups, WireError, decodePayload, encodePayload, type OAuthRefreshReply, type OAuthRefreshRequest } from '@mcpx/contracts';
+import { findBuiltin } from '@mcpx/domain';
 import type { Logger } from '@mcpx/log';
+import type { BuiltinServers } from '../builtins/builtin-servers.js';
 import type { Discovery } from '../discovery.js';
 import type { McpServersRepository } from '../repositories/mcp-servers.repository.js';
 import type { OAuthService } from './oauth-service.js';
@@ -12,6 +14,8 @@ export interface OAuthRefreshResponderDeps {
   oauth: OAuthService;
   discovery: Discovery;
   log: Logger;
+  /** Built-in servers: their token is the vendor connection's (absent: none are lit). */
+  builtins?: BuiltinServers;
 }
 
 /**
@@ -47,6 +51,7 @@ export function answerOAuthRefresh(deps: OAuthRefreshResponderDeps): Subscriptio
 
 async function refresh(deps: OAuthRefreshResponderDeps, req: OAuthRefreshRequest): Promise<OAuthRefreshReply> {
   const server = await deps.servers.find(req.account, req.server);
+  if (server === null && deps.builtins !== undefined && (await deps.builtins.find(req.account, req.server)) !== null) return refreshVendor(deps.builtins, req);
   if (server === null) throw new WireError(ErrorCodes.notFound, `no MCP server named ${req.server}`);
   if (server.config.auth !== 'oauth') throw new WireError(ErrorCodes.invalidInput, `${req.server} does not use OAuth`);
   let outcome = await deps.oauth.refreshStale(server, req.staleTokenHash);
@@ -65,4 +70,15 @@ async function refresh(deps: OAuthRefreshResponderDeps, req: OAuthRefreshRequest
   await deps.servers.recordDiscovery(server.accountId, server.id, { ...seen.status, authorizationUrl: outcome.authorizationUrl }, undefined, null);
   deps.log.info('oauth refresh refused: the owner must authorize again', { account: server.accountId, server: server.name });
   return { ok: true, state: 'auth_required', authorizationUrl: outcome.authorizationUrl, ...(seen.status.error ? { error: seen.status.error } : {}) };
+}
+
+/**
+ * A built-in's token is its vendor connection's: refreshed under the per-vendor lock, compared
+ * with the token the proxy holds. Refused: the owner must connect the vendor again (no URL).
+ */
+async function refreshVendor(builtins: BuiltinServers, req: OAuthRefreshRequest): Promise<OAuthRefreshReply> {
+  const outcome = await builtins.refreshVendor(req.account, req.server, req.staleTokenHash);
+  if (outcome === 'gone') throw new WireError(ErrorCodes.notFound, `no MCP server named ${req.server}`);
+  if (outcome === 'refused') return { ok: true, state: 'auth_required', vendor: findBuiltin(req.server)?.vendor ?? req.server };
+  return { ok: true, state: 'authorized' };
 }

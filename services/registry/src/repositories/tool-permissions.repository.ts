@@ -1,18 +1,23 @@
 import type { Kysely } from 'kysely';
 import type { Database, Db } from '@mcpx/db';
-import type { Permission } from '@mcpx/domain';
+import { parseBuiltinServerId, type Permission } from '@mcpx/domain';
 
 /** The owner's per-tool permission overrides of one server, keyed by the tool's remote name. */
 export type ToolOverrides = Record<string, Permission>;
 
-/** `registry.tool_permissions`: what the owner decided per tool, over the inherited level. */
+/**
+ * `registry.tool_permissions`: what the owner decided per tool, over the inherited level. A
+ * built-in's overrides (its id `builtin:<slug>:<connection>`) live in
+ * `registry.builtin_tool_permissions` and go with its vendor connection; every method takes
+ * either kind of id.
+ */
 export class ToolPermissionsRepository {
   constructor(private readonly db: Db) {}
 
   /** A server's overrides (empty when the owner set none). */
   async forServer(account: string, serverId: string, trx: Kysely<Database> = this.db): Promise<ToolOverrides> {
     const rows = await trx
-      .selectFrom('registry.tool_permissions')
+      .selectFrom(parseBuiltinServerId(serverId) ? 'registry.builtin_tool_permissions' : 'registry.tool_permissions')
       .select(['tool', 'permission'])
       .where('account_id', '=', account)
       .where('server_id', '=', serverId)
@@ -25,7 +30,12 @@ export class ToolPermissionsRepository {
 
   /** Every override of an account, by server id: one query, whatever the number of servers. */
   async forAccount(account: string, trx: Kysely<Database> = this.db): Promise<Map<string, ToolOverrides>> {
-    const rows = await trx.selectFrom('registry.tool_permissions').select(['server_id', 'tool', 'permission']).where('account_id', '=', account).execute();
+    const rows = await trx
+      .selectFrom('registry.tool_permissions')
+      .select(['server_id', 'tool', 'permission'])
+      .where('account_id', '=', account)
+      .unionAll(trx.selectFrom('registry.builtin_tool_permissions').select(['server_id', 'tool', 'permission']).where('account_id', '=', account))
+      .execute();
     const out = new Map<string, ToolOverrides>();
     for (const r of rows) {
       const map = out.get(r.server_id) ?? {};
@@ -37,6 +47,8 @@ export class ToolPermissionsRepository {
 
   /** Sets (or, with null, removes) one tool's override; true when something changed. */
   async set(account: string, serverId: string, tool: string, permission: Permission | null, trx: Kysely<Database>): Promise<boolean> {
+    const builtin = parseBuiltinServerId(serverId);
+    if (builtin !== undefined) return this.setBuiltin(account, serverId, builtin.connectionId, tool, permission, trx);
     if (permission === null) {
       const r = await trx
         .deleteFrom('registry.tool_permissions')
@@ -54,6 +66,29 @@ export class ToolPermissionsRepository {
           .columns(['account_id', 'server_id', 'tool'])
           .doUpdateSet({ permission, updated_at: new Date() })
           .where('registry.tool_permissions.permission', '<>', permission),
+      )
+      .executeTakeFirst();
+    return (r.numInsertedOrUpdatedRows ?? 0n) > 0n;
+  }
+
+  private async setBuiltin(account: string, serverId: string, connectionId: string, tool: string, permission: Permission | null, trx: Kysely<Database>): Promise<boolean> {
+    if (permission === null) {
+      const r = await trx
+        .deleteFrom('registry.builtin_tool_permissions')
+        .where('account_id', '=', account)
+        .where('server_id', '=', serverId)
+        .where('tool', '=', tool)
+        .executeTakeFirst();
+      return r.numDeletedRows > 0n;
+    }
+    const r = await trx
+      .insertInto('registry.builtin_tool_permissions')
+      .values({ account_id: account, connection_id: connectionId, server_id: serverId, tool, permission })
+      .onConflict((oc) =>
+        oc
+          .columns(['account_id', 'server_id', 'tool'])
+          .doUpdateSet({ permission, updated_at: new Date() })
+          .where('registry.builtin_tool_permissions.permission', '<>', permission),
       )
       .executeTakeFirst();
     return (r.numInsertedOrUpdatedRows ?? 0n) > 0n;
