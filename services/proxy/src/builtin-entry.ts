@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Db } from '@mcpx/db';
 import { builtinEndpoint, findBuiltin } from '@mcpx/domain';
 import { vendorTokensAad, type SecretBox } from '@mcpx/secrets';
-import type { ServerEntry } from './catalog.js';
+import type { ServerEntry } from './server-entry.js';
 
 /**
  * A built-in server's entry (seed 001): its endpoint (the operator's override, else the

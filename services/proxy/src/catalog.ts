@@ -5,6 +5,7 @@ import type { Db } from '@mcpx/db';
 import { compileValidator, type ArgumentValidator, type McpToolDocument } from '@mcpx/domain';
 import { oauthSecretAad, secretAad, type SecretBox } from '@mcpx/secrets';
 import { loadBuiltinEntry } from './builtin-entry.js';
+import type { ServerEntry } from './server-entry.js';
 
 export interface AgentEntry {
   /** The grant: `definition.mcpServers` as the registry holds it (the authority). */
@@ -16,14 +17,6 @@ export interface AgentEntry {
 export interface DocumentEntry {
   doc: McpToolDocument;
   validate: ArgumentValidator;
-}
-
-export interface ServerEntry {
-  url: string;
-  transport?: 'http' | 'sse';
-  headers: Record<string, string>;
-  /** An oauth server: the token it holds (its hash only) and when it expires (epoch ms). */
-  oauth?: { tokenHash?: string; expiresAt?: number };
 }
 
 interface StoredServerConfig {

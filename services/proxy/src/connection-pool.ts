@@ -1,6 +1,6 @@
 import type { Counter, Meter, UpDownCounter } from '@opentelemetry/api';
 import { McpClientError, connectMcp, type McpConnection } from '@mcpx/mcp-client';
-import type { ServerEntry } from './catalog.js';
+import type { ServerEntry } from './server-entry.js';
 
 export interface PoolHooks {
   /** Called once per connection opened, with it (quiet discovery lists its tools). */

@@ -2,7 +2,8 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import type { Counter, Meter, Tracer } from '@opentelemetry/api';
 import { ErrorCodes, WireError, decodePayload, encodePayload, type OAuthRefreshReply, type OAuthRefreshRequest, type Subjects } from '@mcpx/contracts';
 import { withSpan } from '@mcpx/telemetry';
-import type { Catalog, ServerEntry } from './catalog.js';
+import type { Catalog } from './catalog.js';
+import type { ServerEntry } from './server-entry.js';
 
 /** Refresh an access token this long before it expires (the registry uses the same margin). */
 export const REFRESH_BEFORE_EXPIRY_MS = 60_000;
