@@ -4,7 +4,7 @@ import { generateKeyPair } from '@mcpx/envelope';
 import type { McpToolDocument, ProxyResult } from '@mcpx/domain';
 import { UsageError, flag, flags, keyValues, type ParsedArgs } from './args.js';
 import { loadRuns, readKey, saveRuns, sendAction, withProxy, writeKey, type CliEnv } from './client.js';
-import { authorizationLines, preRegisteredClient, serversAuthorize, type AuthorizationAnswer } from './oauth-commands.js';
+import { authorizationLines, oauthClientLine, preRegisteredClient, serversAuthorize, type AuthorizationAnswer } from './oauth-commands.js';
 
 export interface Io {
   out(text: string): void;
@@ -47,6 +47,7 @@ function serverDetail(s: RedactedMcpServer): string {
   const lines = [serverLine(s), `  id: ${s.id}`, `  url: ${s.url}`, `  transport: ${s.transport ?? 'auto'}`];
   if (s.headerNames.length > 0) lines.push(`  headers: ${s.headerNames.join(', ')}`);
   if (s.secretHeaderNames.length > 0) lines.push(`  secret headers: ${s.secretHeaderNames.join(', ')}`);
+  if (s.oauthClient !== undefined) lines.push(`  oauth client: ${oauthClientLine(s.oauthClient)}`);
   if (s.status.checkedAt) lines.push(`  checked: ${s.status.checkedAt}${s.status.lastOkAt ? `, last ok: ${s.status.lastOkAt}` : ''}`);
   for (const t of s.tools) lines.push(`  - ${t.toolName}${t.description ? ` — ${t.description.split('\n')[0]}` : ''}`);
   return lines.join('\n');
@@ -326,6 +327,8 @@ export const USAGE = `usage: mcpx <command> [--json]
   servers set NAME URL [--transport http|sse] [--header K=V]... [--secret-header K=V]...
   servers set NAME URL --auth oauth|bearer|headers|none [--token T]
   servers set NAME URL --auth oauth [--client-id ID [--client-secret S]]   (prints the authorization URL)
+  servers set NAME URL --auth oauth --client-id ID --grant client_credentials
+      (--client-secret S | --private-key-file PATH --key-alg ES256) [--scope S]   (machine to machine: nobody signs in)
   servers authorize NAME   (a fresh authorization URL for an oauth server)
   servers list | show NAME | refresh NAME | delete NAME
   agents create NAME [--grant SERVER]...

@@ -7,6 +7,10 @@
  *
  * The "browser" of an authorization is a fetch of the authorization URL without following its
  * redirect: the scenarios' authorization servers approve at once and redirect with the code.
+ * The `auth/client-credentials-*` scenarios give a machine client (a secret, or a PKCS#8 key and
+ * its algorithm): it becomes `config.oauth` with `grant: 'client_credentials'`, validated and
+ * turned into sealed state as the registry does, and the registry's client credentials provider
+ * asks the token endpoint directly (nobody authorizes).
  */
 import {
   McpClientError,
@@ -17,7 +21,14 @@ import {
   type McpConnection,
   type OAuthTokens,
 } from '@mcpx/mcp-client';
-import { RegistryOAuthProvider, type OAuthClientState, type OAuthStateStore } from '@mcpx/registry/oauth';
+import {
+  RegistryOAuthProvider,
+  preRegisteredState,
+  requestClientCredentialsToken,
+  validatePreRegisteredClient,
+  type OAuthClientState,
+  type OAuthStateStore,
+} from '@mcpx/registry/oauth';
 
 const REDIRECT_URL = 'http://localhost:3000/callback';
 /** Used as the client id where the authorization server supports client ID metadata documents. */
@@ -55,6 +66,9 @@ interface Context {
   name?: string;
   client_id?: string;
   client_secret?: string;
+  /** `auth/client-credentials-jwt`: the client's PEM PKCS#8 key and the algorithm it signs with. */
+  private_key_pem?: string;
+  signing_algorithm?: string;
 }
 
 function log(msg: string): void {
@@ -72,9 +86,19 @@ async function main(): Promise<void> {
   const scenario = process.env.MCP_CONFORMANCE_SCENARIO ?? '';
   const context = JSON.parse(process.env.MCP_CONFORMANCE_CONTEXT ?? '{}') as Context;
   const store = new MemoryStore();
+  const machine = scenario.startsWith('auth/client-credentials-');
   if (context.client_id !== undefined) {
     // A pre-registered client, as `config.oauth` gives one to the registry.
-    await store.updateClient('', '', { clientInformation: { client_id: context.client_id, ...(context.client_secret ? { client_secret: context.client_secret } : {}) } });
+    const client = validatePreRegisteredClient(
+      {
+        clientId: context.client_id,
+        ...(context.client_secret ? { clientSecret: context.client_secret } : {}),
+        ...(machine ? { grant: 'client_credentials' } : {}),
+        ...(machine && context.private_key_pem ? { privateKey: context.private_key_pem, keyAlg: context.signing_algorithm } : {}),
+      },
+      'oauth',
+    );
+    if (client !== undefined) await store.updateClient('', '', preRegisteredState(client));
   }
   const provider = new RegistryOAuthProvider(store, {
     account: 'conformance',
@@ -101,6 +125,12 @@ async function main(): Promise<void> {
       ...(challengeScope(challenge) ? { scope: challengeScope(challenge)! } : {}),
       fetchFn: oauthFetch,
     };
+    if (machine) {
+      const { fetchFn, resourceMetadataUrl: metadataUrl } = options;
+      await requestClientCredentialsToken(store, { account: 'conformance', serverId: 'conformance', serverUrl }, { fetchFn, ...(metadataUrl ? { resourceMetadataUrl: metadataUrl } : {}) });
+      log(`client credentials token (${authorizations})`);
+      return;
+    }
     let result = await runOAuth(provider, options);
     await provider.persistDiscovery();
     if (result === 'REDIRECT') {

@@ -8,6 +8,7 @@ export {
   type TestOAuthServerOptions,
   type TestOAuthServerStats,
 } from './oauth-server.js';
+export { ClientCredentialsGrant, type ClientAuthMethod, type MachineClient } from './client-credentials-grant.js';
 export { everythingServerEntry, startEverythingServer, type EverythingServer } from './everything.js';
 export {
   startTestMcpServer,

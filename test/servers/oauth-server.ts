@@ -8,13 +8,14 @@ import { createOAuthMetadata, mcpAuthRouter } from '@modelcontextprotocol/sdk/se
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import { createMcpExpressApp } from '@modelcontextprotocol/sdk/server/express.js';
 import type { OAuthClientInformationFull, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
+import { ASSERTION_ALGS, ClientCredentialsGrant, type ClientAuthMethod, type ClientCredentialsStats, type MachineClient } from './client-credentials-grant.js';
 import { fetchClientMetadataDocument, isUrlClientId } from './client-metadata-documents.js';
 import { startTestMcpServer, type TestMcpServer, type TestMcpServerOptions } from './mcp-test-server.js';
 
 /** The user every authorization is granted to (the test server auto-approves). */
 export const TEST_OAUTH_USER = 'test-user';
 
-export interface TestOAuthServerStats {
+export interface TestOAuthServerStats extends ClientCredentialsStats {
   registrations: number;
   authorizations: number;
   /** `resource` indicators received at /authorize (RFC 8707). */
@@ -41,6 +42,12 @@ export interface TestOAuthServerOptions {
    * Dynamic registration stays available.
    */
   clientIdMetadataDocuments?: { ca?: string };
+  /**
+   * Take the client credentials grant with these client authentication methods (advertised in the
+   * metadata with `client_credentials` and, for `private_key_jwt`, the assertion algorithms).
+   * Clients are registered with {@link TestOAuthServer.registerMachineClient}.
+   */
+  clientCredentials?: { authMethods: ClientAuthMethod[] };
 }
 
 export interface TestOAuthServer {
@@ -52,6 +59,10 @@ export interface TestOAuthServer {
   clients(): OAuthClientInformationFull[];
   /** Every access and refresh token ever issued (for leak assertions). */
   issuedTokens(): string[];
+  /** With `clientCredentials`: registers a machine client (its secret, or its public key and algorithm). */
+  registerMachineClient(clientId: string, client: MachineClient): void;
+  /** The token endpoint URL (an assertion's audience). */
+  tokenEndpoint: string;
   close(): Promise<void>;
   [Symbol.asyncDispose](): Promise<void>;
 }
@@ -171,18 +182,25 @@ export class InMemoryOAuthProvider implements OAuthServerProvider {
     this.refreshTokens.clear();
   }
 
-  private issue(clientId: string, resource: string | undefined): OAuthTokens {
+  /** Issues an access token and, unless told otherwise (the client credentials grant), a refresh token. */
+  issue(clientId: string, resource: string | undefined, withRefreshToken = true): OAuthTokens {
     const access = `at_${randomBytes(24).toString('base64url')}`;
-    const refresh = `rt_${randomBytes(24).toString('base64url')}`;
     const base = { clientId, ...(resource ? { resource } : {}) };
     this.accessTokens.set(access, { ...base, expiresAt: Date.now() + this.accessTokenTtlSec * 1000 });
+    this.all.push(access);
+    const tokens = { access_token: access, token_type: 'Bearer', expires_in: this.accessTokenTtlSec };
+    if (!withRefreshToken) return tokens;
+    const refresh = `rt_${randomBytes(24).toString('base64url')}`;
     this.refreshTokens.set(refresh, { ...base, expiresAt: Number.MAX_SAFE_INTEGER });
-    this.all.push(access, refresh);
-    return { access_token: access, token_type: 'Bearer', expires_in: this.accessTokenTtlSec, refresh_token: refresh };
+    this.all.push(refresh);
+    return { ...tokens, refresh_token: refresh };
   }
 }
 
-/** Starts the authorization server on loopback (the SDK's express app, no rate limits). */
+/**
+ * Starts the authorization server on loopback (the SDK's express app, no rate limits). With
+ * `clientCredentials` it also takes the client credentials grant ({@link ClientCredentialsGrant}).
+ */
 export async function startOAuthServer(opts: TestOAuthServerOptions = {}): Promise<TestOAuthServer> {
   const stats: TestOAuthServerStats = {
     registrations: 0,
@@ -195,6 +213,9 @@ export async function startOAuthServer(opts: TestOAuthServerOptions = {}): Promi
     refused: 0,
     metadataDocumentFetches: 0,
     metadataDocumentRefusals: [],
+    clientCredentialsGrants: 0,
+    clientAuthMethods: [],
+    clientCredentialsRefusals: [],
   };
   const provider = new InMemoryOAuthProvider(stats, opts.accessTokenTtlSec ?? 3600, opts.clientIdMetadataDocuments);
   const app = createMcpExpressApp();
@@ -211,12 +232,27 @@ export async function startOAuthServer(opts: TestOAuthServerOptions = {}): Promi
   const address = server.address();
   if (address === null || typeof address === 'string') throw new Error('oauth server has no port');
   const issuer = `http://127.0.0.1:${address.port}/`;
-  if (opts.clientIdMetadataDocuments !== undefined) {
-    // The SDK's router has no option for this field: its metadata, served first with the flag added.
-    const metadata = { ...createOAuthMetadata({ provider, issuerUrl: new URL(issuer) }), client_id_metadata_document_supported: true };
+  const cc = opts.clientCredentials;
+  const grant = cc && new ClientCredentialsGrant({ issuer, authMethods: cc.authMethods, stats, issue: (clientId, resource) => provider.issue(clientId, resource, false) });
+  if (opts.clientIdMetadataDocuments !== undefined || cc !== undefined) {
+    // The SDK's router has no option for these fields: its metadata, served first with them added.
+    const base = createOAuthMetadata({ provider, issuerUrl: new URL(issuer) });
+    const metadata = {
+      ...base,
+      ...(opts.clientIdMetadataDocuments !== undefined ? { client_id_metadata_document_supported: true } : {}),
+      ...(cc !== undefined
+        ? {
+            grant_types_supported: [...base.grant_types_supported!, 'client_credentials'],
+            token_endpoint_auth_methods_supported: [...new Set([...base.token_endpoint_auth_methods_supported!, ...cc.authMethods])],
+            ...(cc.authMethods.includes('private_key_jwt') ? { token_endpoint_auth_signing_alg_values_supported: ASSERTION_ALGS } : {}),
+          }
+        : {}),
+    };
     const body = JSON.stringify(metadata);
     app.get('/.well-known/oauth-authorization-server', (_req: IncomingMessage, res: ServerResponse) => void res.writeHead(200, { 'content-type': 'application/json' }).end(body));
   }
+  // The SDK's token handler refuses the client credentials grant: that one is answered first.
+  if (grant !== undefined) app.post('/token', grant.middleware());
   app.use(
     mcpAuthRouter({
       provider,
@@ -242,6 +278,11 @@ export async function startOAuthServer(opts: TestOAuthServerOptions = {}): Promi
     provider,
     clients: () => [...provider.registered.values()],
     issuedTokens: () => [...provider.all],
+    registerMachineClient: (clientId, client) => {
+      if (grant === undefined) throw new Error('start the authorization server with clientCredentials to register machine clients');
+      grant.clients.set(clientId, client);
+    },
+    tokenEndpoint: new URL('/token', issuer).href,
     close,
     [Symbol.asyncDispose]: close,
   };

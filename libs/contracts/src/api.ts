@@ -19,8 +19,28 @@ export interface McpServerConfigInput {
   /**
    * With `auth: 'oauth'` only: a client registered with the authorization server beforehand
    * (no dynamic registration). `clientSecret` is stored encrypted and never shown again.
+   * `grant: 'client_credentials'` (machine to machine, nobody signs in) takes `clientSecret` or
+   * `privateKey` (an unencrypted PEM PKCS#8 key signing RFC 7523 assertions with `keyAlg`, stored
+   * encrypted) and an optional `scope`.
    */
-  oauth?: { clientId: string; clientSecret?: string };
+  oauth?: {
+    clientId: string;
+    clientSecret?: string;
+    grant?: 'authorization_code' | 'client_credentials';
+    privateKey?: string;
+    keyAlg?: 'ES256' | 'ES384' | 'ES512' | 'RS256' | 'RS384' | 'RS512' | 'PS256' | 'PS384' | 'PS512';
+    scope?: string;
+  };
+}
+
+/** A pre-registered OAuth client as responses show it: whether a secret or key is set, never either. */
+export interface RedactedOAuthClient {
+  clientId: string;
+  grant: 'authorization_code' | 'client_credentials';
+  hasClientSecret: boolean;
+  hasPrivateKey: boolean;
+  keyAlg?: string;
+  scope?: string;
 }
 
 /** One entry of RedactedMcpServer.tools. */
@@ -48,6 +68,8 @@ export interface RedactedMcpServer {
   hasSecrets: boolean;
   /** How the server authenticates (the stored method, else derived from its headers). */
   auth?: 'oauth' | 'bearer' | 'headers' | 'none';
+  /** `auth: 'oauth'` with a pre-registered client (`config.oauth`). */
+  oauthClient?: RedactedOAuthClient;
   /** A built-in server (seed 001): no row of its own, its credential lent by a vendor connection. */
   builtin?: boolean;
   tools: RedactedTool[];

@@ -35,6 +35,7 @@ export type {
   McpServerConfigInput,
   RedactedTool,
   RedactedMcpServer,
+  RedactedOAuthClient,
   AgentDefinition,
   AgentView,
   ActionEnvelope,

@@ -6,7 +6,13 @@
  * client information and tokens exactly as received.
  */
 export { auth as runOAuth, UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
-export type { AuthResult as OAuthResult, OAuthClientProvider, OAuthDiscoveryState } from '@modelcontextprotocol/sdk/client/auth.js';
+export type { AddClientAuthentication, AuthResult as OAuthResult, OAuthClientProvider, OAuthDiscoveryState } from '@modelcontextprotocol/sdk/client/auth.js';
+/**
+ * RFC 7523 `private_key_jwt` client authentication for the client credentials grant: signs a
+ * short-lived assertion (iss = sub = client id, aud = the authorization server's issuer, a fresh
+ * jti) with a PKCS#8 key for each token request.
+ */
+export { createPrivateKeyJwtAuth } from '@modelcontextprotocol/sdk/client/auth-extensions.js';
 export type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
 
 /** The `resource_metadata` URL of a `WWW-Authenticate: Bearer resource_metadata="…"` challenge. */

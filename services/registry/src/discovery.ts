@@ -116,6 +116,12 @@ export interface DiscoveryDeps {
   concurrency?: number;
   /** The `Authorization` header of an oauth server (its stored access token, refreshed when due). */
   oauthHeaders?: (server: McpServerRecord) => Promise<Record<string, string>>;
+  /**
+   * After a 401 on a custom server: headers with a new OAuth client credentials token to try once
+   * more, or null when the server does not use that grant (`challenge`: the 401's
+   * `resource_metadata`). A refused new token is an `error`: nobody signs in for such a server.
+   */
+  oauthRenew?: (server: McpServerRecord, used: Record<string, string>, challenge: URL | undefined) => Promise<Record<string, string> | null>;
   /** The owner's per-tool permission overrides, carried on every discovery event. */
   permissions?: ToolPermissionsRepository;
 }
@@ -187,6 +193,7 @@ export class Discovery {
           if (deps.oauthHeaders) Object.assign(headers, await deps.oauthHeaders(server));
           return headers;
         } catch (err) {
+          if (err instanceof CredentialError) throw err;
           // A secret sealed with a key that left the ring: the owner sees it, the operator logs it.
           deps.log.error('secret header did not open', { account: server.accountId, server: server.name, err: err as Error });
           throw new CredentialError('a secret header could not be decrypted (its key is not in the key ring); set the header again');
@@ -244,6 +251,8 @@ export class Discovery {
       throw err;
     }
     let conn;
+    // Set once an OAuth client credentials token was renewed for this probe.
+    let renewedClientToken = false;
     for (let renewed = false; conn === undefined; renewed = true) {
       try {
         conn = await connectMcp({
@@ -255,19 +264,21 @@ export class Discovery {
         });
       } catch (err) {
         const e = err as { code?: string; message?: string; wwwAuthenticate?: string };
-        // A refused credential that can be renewed (a vendor token): renew it, try once more.
+        const challenge = e.code === 'unauthorized' ? resourceMetadataUrl(e.wwwAuthenticate) : undefined;
+        // A refused credential that can be renewed (a vendor token, a client credentials token): renew it, try once more.
         let next: Record<string, string> | null = null;
         try {
-          if (e.code === 'unauthorized' && !renewed && target.renew) next = await target.renew(server, headers);
+          if (e.code === 'unauthorized' && !renewed) next = target.renew ? await target.renew(server, headers) : ((await this.deps.oauthRenew?.(server, headers, challenge)) ?? null);
         } catch (renewErr) {
           if (renewErr instanceof CredentialError) return { error: renewErr.message, authRequired: renewErr.authRequired };
           throw renewErr;
         }
         if (next !== null) {
           headers = next;
+          renewedClientToken = target.renew === undefined;
           continue;
         }
-        const challenge = e.code === 'unauthorized' ? resourceMetadataUrl(e.wwwAuthenticate) : undefined;
+        if (renewedClientToken && e.code === 'unauthorized') return { error: `the server refuses the access token obtained with its OAuth client credentials (${e.message ?? 'unauthorized'})` };
         if (challenge !== undefined) {
           this.challenges.set(server.id, challenge);
           if (this.challenges.size > 10_000) this.challenges.delete(this.challenges.keys().next().value as string);

@@ -1,6 +1,7 @@
 import type { RedactedMcpServer } from '@mcpx/contracts';
 import { inheritPermission, isPermission, normalizeAnnotations, projectToolNames, type ToolNameStyle } from '@mcpx/domain';
 import { effectiveAuth } from './auth-method.js';
+import type { StoredOAuthClient } from './oauth/oauth-client-config.js';
 import type { McpServerRecord } from './repositories/mcp-servers.repository.js';
 import type { ToolOverrides } from './repositories/tool-permissions.repository.js';
 
@@ -25,6 +26,7 @@ export function redactServer(server: McpServerRecord, style: ToolNameStyle, over
     secretHeaderNames,
     hasSecrets: secretHeaderNames.length > 0,
     auth: effectiveAuth(server.config),
+    ...redactOAuthClient(server.config.oauthClient),
     ...(builtin ? { builtin: true } : {}),
     tools: server.tools.map((t) => ({
       name: t.name,
@@ -36,6 +38,21 @@ export function redactServer(server: McpServerRecord, style: ToolNameStyle, over
     status: server.status,
     createdAt: server.createdAt.toISOString(),
     updatedAt: server.updatedAt.toISOString(),
+  };
+}
+
+/** A pre-registered OAuth client: its id and grant, and only whether a secret or key is set. */
+function redactOAuthClient(client: StoredOAuthClient | undefined): Pick<RedactedMcpServer, 'oauthClient'> {
+  if (client === undefined) return {};
+  return {
+    oauthClient: {
+      clientId: client.clientId,
+      grant: client.grant,
+      hasClientSecret: client.credential === 'client_secret',
+      hasPrivateKey: client.credential === 'private_key',
+      ...(client.keyAlg !== undefined ? { keyAlg: client.keyAlg } : {}),
+      ...(client.scope !== undefined ? { scope: client.scope } : {}),
+    },
   };
 }
 

@@ -85,6 +85,7 @@ export async function startRegistry(config: Config, opts: RegistryOptions = {}):
   });
   const discovery = new Discovery({
     oauthHeaders: (s) => oauth.headers(s),
+    oauthRenew: (s, used, challenge) => oauth.renew(s, used, challenge),
     permissions,
     servers,
     secrets,

@@ -6,7 +6,7 @@ import { keepsStoredHeader, withBearerToken } from '../auth-config.js';
 import { refuseBuiltinSlug } from '../builtin-names.js';
 import { validateServerConfig, validateServerNameInput } from '../validation.js';
 import { publishAgentChanged } from './agents.actions.js';
-import { validatePreRegisteredClient } from '../oauth/oauth-client-config.js';
+import { storedOAuthClient, validatePreRegisteredClient, type PreRegisteredClient } from '../oauth/oauth-client-config.js';
 import { withAuthorization } from './oauth.actions.js';
 import type { ActionHandler } from './context.js';
 
@@ -65,6 +65,7 @@ export const setMcpServer: ActionHandler = async (deps, caller, action) => {
       ...(Object.keys(config.headers).length > 0 ? { headers: config.headers } : {}),
       ...(Object.keys(secretRefs).length > 0 ? { secretRefs } : {}),
       ...(config.auth ? { auth: config.auth } : {}),
+      ...oauthClientConfig(config.auth, oauthClient, previous?.config),
     };
     try {
       return await deps.servers.upsertConfig(caller.account, name, stored, trx);
@@ -79,6 +80,16 @@ export const setMcpServer: ActionHandler = async (deps, caller, action) => {
   const discovered = await deps.discovery.discover(saved, 'set');
   return withAuthorization(deps, discovered, async (s) => redactServer(s, deps.style, await deps.permissions.forServer(caller.account, s.id)));
 };
+
+/**
+ * The pre-registered OAuth client as the config keeps it: its id and grant, which credential is
+ * sealed with the OAuth state (never its value). Not given again on an update, the stored one stays.
+ */
+function oauthClientConfig(auth: string | undefined, given: PreRegisteredClient | undefined, previous: StoredServerConfig | undefined): Pick<StoredServerConfig, 'oauthClient'> {
+  if (auth !== 'oauth') return {};
+  if (given !== undefined) return { oauthClient: storedOAuthClient(given) };
+  return previous?.oauthClient !== undefined ? { oauthClient: previous.oauthClient } : {};
+}
 
 export const refreshMcpServer: ActionHandler = async (deps, caller, action) => {
   const name = validateServerNameInput(action.name, deps.style);

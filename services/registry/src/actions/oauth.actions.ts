@@ -1,5 +1,6 @@
 import { ErrorCodes, WireError, type RedactedMcpServer } from '@mcpx/contracts';
 import { describeOAuthError } from '@mcpx/mcp-client';
+import { usesClientCredentials } from '../oauth/client-credentials-tokens.js';
 import { redactServer } from '../redaction.js';
 import type { McpServerRecord } from '../repositories/mcp-servers.repository.js';
 import { validateServerNameInput } from '../validation.js';
@@ -18,7 +19,8 @@ export async function withAuthorization(
 ): Promise<{ server: RedactedMcpServer; authorizationUrl?: string; authorizationError?: string }> {
   const oauth = deps.oauth;
   const wanted = opts.fresh === true || server.status.state === 'auth_required';
-  if (oauth === undefined || server.config.auth !== 'oauth' || !wanted) return { server: await redact(server) };
+  // A client credentials server never waits for an owner: its discovery gets tokens itself.
+  if (oauth === undefined || server.config.auth !== 'oauth' || !wanted || usesClientCredentials(server)) return { server: await redact(server) };
   try {
     const challenge = deps.discovery.resourceMetadataUrl(server.id);
     let outcome = await oauth.ensure(server, { ...opts, ...(challenge ? { resourceMetadataUrl: challenge } : {}) });
@@ -43,5 +45,8 @@ export const authorizeMcpServer: ActionHandler = async (deps, caller, action) =>
   const server = await deps.servers.find(caller.account, name);
   if (server === null) throw new WireError(ErrorCodes.notFound, `name: no MCP server named ${name}`, { field: 'name' });
   if (server.config.auth !== 'oauth') throw new WireError(ErrorCodes.invalidInput, `name: ${name} does not use OAuth (config.auth is not oauth)`, { field: 'name' });
+  if (usesClientCredentials(server)) {
+    throw new WireError(ErrorCodes.invalidInput, `name: ${name} uses the OAuth client credentials grant: nobody signs in for it (RefreshMcpServer discovers it again)`, { field: 'name' });
+  }
   return withAuthorization(deps, server, async (s) => redactServer(s, deps.style, await deps.permissions.forServer(caller.account, s.id)), { fresh: true });
 };

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Db } from '@mcpx/db';
 import type { OAuthClientInformationMixed, OAuthDiscoveryState, OAuthTokens } from '@mcpx/mcp-client';
 import { oauthSecretAad, type SecretBox } from '@mcpx/secrets';
+import type { ClientCredentialsState } from './oauth-client-config.js';
 
 /** What we keep about a server's OAuth client, sealed: every value exactly as received. */
 export interface OAuthClientState {
@@ -10,6 +11,8 @@ export interface OAuthClientState {
   discoveryState?: OAuthDiscoveryState;
   /** The server URL the discovery state was found for (a moved server discovers again). */
   discoveredFor?: string;
+  /** Present when the pre-registered client uses the client credentials grant: its key and scope. */
+  clientCredentials?: ClientCredentialsState;
 }
 
 /** How long a pending authorization (its `state`) may be completed. */

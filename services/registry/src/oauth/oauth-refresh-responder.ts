@@ -6,6 +6,7 @@ import type { Logger } from '@mcpx/log';
 import type { BuiltinServers } from '../builtins/builtin-servers.js';
 import type { Discovery } from '../discovery.js';
 import type { McpServersRepository } from '../repositories/mcp-servers.repository.js';
+import { isClientCredentialsRefusal } from './client-credentials-tokens.js';
 import type { OAuthService } from './oauth-service.js';
 
 export interface OAuthRefreshResponderDeps {
@@ -54,7 +55,11 @@ async function refresh(deps: OAuthRefreshResponderDeps, req: OAuthRefreshRequest
   if (server === null && deps.builtins !== undefined && (await deps.builtins.find(req.account, req.server)) !== null) return refreshVendor(deps.builtins, req);
   if (server === null) throw new WireError(ErrorCodes.notFound, `no MCP server named ${req.server}`);
   if (server.config.auth !== 'oauth') throw new WireError(ErrorCodes.invalidInput, `${req.server} does not use OAuth`);
-  let outcome = await deps.oauth.refreshStale(server, req.staleTokenHash);
+  let outcome = await deps.oauth.refreshStale(server, req.staleTokenHash).catch(async (e: unknown) => {
+    // Refused client credentials: a discovery records the server's error for its owner (and every proxy).
+    if (isClientCredentialsRefusal(e)) await deps.discovery.discover(server, 'refresh').catch(() => undefined);
+    throw e;
+  });
   if (outcome.state === 'authorized') return { ok: true, state: 'authorized' };
   if (outcome.state === 'no_tokens') {
     // Already waiting for the owner: the recorded URL stays the one that completes.

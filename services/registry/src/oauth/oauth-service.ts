@@ -1,22 +1,18 @@
-import { createHash } from 'node:crypto';
 import { ErrorCodes, WireError } from '@mcpx/contracts';
 import type { SingleFlight } from '@mcpx/locks';
 import type { Logger } from '@mcpx/log';
 import { boundedOAuthFetch, runOAuth } from '@mcpx/mcp-client';
 import type { McpServerRecord, McpServersRepository } from '../repositories/mcp-servers.repository.js';
-import type { PreRegisteredClient } from './oauth-client-config.js';
+import { ClientCredentialsTokens, usesClientCredentials } from './client-credentials-tokens.js';
+import { preRegisteredState, type PreRegisteredClient } from './oauth-client-config.js';
 import type { OAuthConnectionsRepository } from './oauth-connections.repository.js';
 import { RegistryOAuthProvider } from './oauth-provider.js';
+import { REFRESH_BEFORE_EXPIRY_MS, accessTokenHash } from './access-tokens.js';
 
-/** Refresh an access token this long before it expires. */
-export const REFRESH_BEFORE_EXPIRY_MS = 60_000;
 /** Longest an OAuth exchange (discovery, registration, token) may hold the per-server lock. */
 const OAUTH_LOCK_TTL_MS = 30_000;
 
-/** Hex SHA-256 of an access token: how a caller names the token it holds without sending it. */
-export function accessTokenHash(token: string): string {
-  return createHash('sha256').update(token, 'utf8').digest('hex');
-}
+export { REFRESH_BEFORE_EXPIRY_MS, accessTokenHash };
 
 export type OAuthOutcome = { state: 'authorized' } | { state: 'redirect'; authorizationUrl: string };
 
@@ -45,9 +41,17 @@ export interface OAuthServiceDeps {
 export class OAuthService {
   /** Every OAuth exchange reads at most 64 KiB per document (remote metadata is untrusted). */
   private readonly oauthFetch: typeof fetch;
+  /** Servers whose pre-registered client uses the client credentials grant (machine to machine). */
+  private readonly clientCredentials: ClientCredentialsTokens;
 
   constructor(private readonly deps: OAuthServiceDeps) {
     this.oauthFetch = boundedOAuthFetch(deps.fetch);
+    this.clientCredentials = new ClientCredentialsTokens({
+      store: deps.store,
+      log: deps.log,
+      oauthFetch: this.oauthFetch,
+      lock: (server, lead, follow) => deps.singleFlight.run(`oauth:${server.accountId}:${server.id}`, { ttlMs: OAUTH_LOCK_TTL_MS }, lead, follow),
+    });
   }
 
   /**
@@ -55,6 +59,8 @@ export class OAuthService {
    * refresh fails, or `fresh` asks for it) starts an authorization and returns its URL.
    */
   async ensure(server: McpServerRecord, opts: { fresh?: boolean; resourceMetadataUrl?: URL } = {}): Promise<OAuthOutcome> {
+    // Nobody authorizes a client credentials client: a stored token, else a new one, or an error.
+    if (usesClientCredentials(server)) return this.clientCredentials.refreshStale(server, undefined);
     const key = `oauth:${server.accountId}:${server.id}`;
     const lead = async (): Promise<OAuthOutcome> => {
       const provider = this.provider(server, { ignoreTokens: opts.fresh === true });
@@ -89,6 +95,7 @@ export class OAuthService {
    * is `no_tokens` (the caller decides whether a new URL is worth replacing a pending one).
    */
   async refreshStale(server: McpServerRecord, staleTokenHash: string | undefined): Promise<OAuthOutcome | { state: 'no_tokens' }> {
+    if (usesClientCredentials(server)) return this.clientCredentials.refreshStale(server, staleTokenHash);
     const key = `oauth:${server.accountId}:${server.id}`;
     const current = async (): Promise<boolean> => {
       const stored = await this.deps.store.tokens(server.accountId, server.id, server.config.url);
@@ -129,6 +136,7 @@ export class OAuthService {
    */
   async headers(server: McpServerRecord): Promise<Record<string, string>> {
     if (server.config.auth !== 'oauth') return {};
+    if (usesClientCredentials(server)) return this.clientCredentials.headers(server);
     let stored = await this.deps.store.tokens(server.accountId, server.id, server.config.url);
     if (stored === undefined) return {};
     const expiring = stored.expiresAt !== null && stored.expiresAt.getTime() - Date.now() < REFRESH_BEFORE_EXPIRY_MS;
@@ -144,16 +152,32 @@ export class OAuthService {
   }
 
   /**
+   * After a discovery's 401 on a client credentials server: headers with a new token to try once
+   * more (null for any other server). See {@link ClientCredentialsTokens.renew}.
+   */
+  renew(server: McpServerRecord, used: Record<string, string>, challenge: URL | undefined): Promise<Record<string, string> | null> {
+    return this.clientCredentials.renew(server, used, challenge);
+  }
+
+  /**
    * Uses a client the owner registered with the authorization server instead of registering one.
-   * Stored sealed, like a registered client; a different client id forgets the tokens and any
-   * pending authorization of the previous one.
+   * Stored sealed, like a registered client (with the key and scope of a client credentials one);
+   * different credentials forget the tokens and any pending authorization of the previous ones.
+   * The same credentials given again for a server that moved are bound afresh to whichever
+   * authorization server it names now (the SDK never presents them to another than the first).
    */
   async preRegister(server: McpServerRecord, client: PreRegisteredClient): Promise<void> {
-    const stored = (await this.deps.store.client(server.accountId, server.id)).clientInformation;
-    const clientInformation = { client_id: client.clientId, ...(client.clientSecret !== undefined ? { client_secret: client.clientSecret } : {}) };
-    if (stored?.client_id === clientInformation.client_id && stored.client_secret === clientInformation.client_secret) return;
-    await this.deps.store.updateClient(server.accountId, server.id, { clientInformation, codeVerifier: undefined });
-    if (stored !== undefined) await this.deps.store.saveTokens(server.accountId, server.id, undefined, null);
+    const state = await this.deps.store.client(server.accountId, server.id);
+    const stored = state.clientInformation;
+    const next = preRegisteredState(client);
+    const same =
+      stored?.client_id === next.clientInformation.client_id &&
+      stored.client_secret === next.clientInformation.client_secret &&
+      JSON.stringify(state.clientCredentials) === JSON.stringify(next.clientCredentials);
+    const moved = state.discoveredFor !== undefined && state.discoveredFor !== server.config.url;
+    if (same && !moved) return;
+    await this.deps.store.updateClient(server.accountId, server.id, { ...next, codeVerifier: undefined });
+    if (stored !== undefined && !same) await this.deps.store.saveTokens(server.accountId, server.id, undefined, null);
   }
 
   /**

@@ -4,6 +4,7 @@ import { decodePayload, encodePayload, type ServerStatus, type Transport } from 
 import type { Database, Db, McpServersTable } from '@mcpx/db';
 import type { RemoteTool } from '@mcpx/domain';
 import type { AuthMethod } from '../auth-method.js';
+import type { StoredOAuthClient } from '../oauth/oauth-client-config.js';
 
 /** `config_cbor`: static headers in the clear, secret headers as references to account secrets. */
 export interface StoredServerConfig {
@@ -17,6 +18,8 @@ export interface StoredServerConfig {
    * `bearer`/`headers`/`none`: see ../auth-method.ts (a bearer token is the `Authorization` secret ref).
    */
   auth?: AuthMethod;
+  /** `auth: 'oauth'` with a pre-registered client: its id and grant; its secret or key is sealed elsewhere. */
+  oauthClient?: StoredOAuthClient;
 }
 
 export interface McpServerRecord {
