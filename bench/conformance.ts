@@ -20,8 +20,6 @@ const MODULES = join(ROOT, 'test', 'node_modules');
 /** Scenarios the harness does not aim at, and why (shown next to their result). */
 const NOT_SUPPORTED: Record<string, string> = {
   'elicitation-sep1034-client-defaults': 'the connector declares no elicitation capability (a proxy has no user to ask)',
-  'auth/client-credentials-jwt': 'extension: machine-to-machine grants are not an auth method of the connector',
-  'auth/client-credentials-basic': 'extension: machine-to-machine grants are not an auth method of the connector',
   'auth/cross-app-access-complete-flow': 'extension: enterprise-managed authorization is out of scope',
 };
 
@@ -99,7 +97,8 @@ async function run(): Promise<void> {
     'code: `connectMcp` and the registry\'s `RegistryOAuthProvider` (over an in-memory store) with',
     'the SDK\'s `auth()`, the `resource_metadata` and `scope` of the challenge, 64 KiB-bounded OAuth',
     'documents, a pre-registered client from the scenario\'s context, a client ID metadata document',
-    'URL where the authorization server supports one.',
+    'URL where the authorization server supports one, and for the client credentials scenarios the',
+    'registry\'s own validation, sealed state and token request (secret or `private_key_jwt`).',
     '',
     `Run ${new Date().toISOString().slice(0, 10)}, ${availableParallelism()} cores, ${seconds.toFixed(0)} s: **${summary}**.`,
     '',
