@@ -1,6 +1,5 @@
 import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { Socket } from 'node:net';
 import type { OAuthRegisteredClientsStore } from '@modelcontextprotocol/sdk/server/auth/clients.js';
 import { InvalidGrantError, InvalidTargetError, InvalidTokenError } from '@modelcontextprotocol/sdk/server/auth/errors.js';
 import type { AuthorizationParams, OAuthServerProvider } from '@modelcontextprotocol/sdk/server/auth/provider.js';
@@ -10,6 +9,7 @@ import { createMcpExpressApp } from '@modelcontextprotocol/sdk/server/express.js
 import type { OAuthClientInformationFull, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
 import { ASSERTION_ALGS, ClientCredentialsGrant, type ClientAuthMethod, type ClientCredentialsStats, type MachineClient } from './client-credentials-grant.js';
 import { fetchClientMetadataDocument, isUrlClientId } from './client-metadata-documents.js';
+import { listenOnLoopback } from './loopback.js';
 import { startTestMcpServer, type TestMcpServer, type TestMcpServerOptions } from './mcp-test-server.js';
 
 /** The user every authorization is granted to (the test server auto-approves). */
@@ -220,18 +220,8 @@ export async function startOAuthServer(opts: TestOAuthServerOptions = {}): Promi
   const provider = new InMemoryOAuthProvider(stats, opts.accessTokenTtlSec ?? 3600, opts.clientIdMetadataDocuments);
   const app = createMcpExpressApp();
   const server: Server = createServer(app);
-  const sockets = new Set<Socket>();
-  server.on('connection', (socket: Socket) => {
-    sockets.add(socket);
-    socket.once('close', () => sockets.delete(socket));
-  });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => resolve());
-  });
-  const address = server.address();
-  if (address === null || typeof address === 'string') throw new Error('oauth server has no port');
-  const issuer = `http://127.0.0.1:${address.port}/`;
+  const { port, close } = await listenOnLoopback(server);
+  const issuer = `http://127.0.0.1:${port}/`;
   const cc = opts.clientCredentials;
   const grant = cc && new ClientCredentialsGrant({ issuer, authMethods: cc.authMethods, stats, issue: (clientId, resource) => provider.issue(clientId, resource, false) });
   if (opts.clientIdMetadataDocuments !== undefined || cc !== undefined) {
@@ -263,15 +253,6 @@ export async function startOAuthServer(opts: TestOAuthServerOptions = {}): Promi
       revocationOptions: { rateLimit: false },
     }),
   );
-  let closing: Promise<void> | undefined;
-  const close = async (): Promise<void> => {
-    closing ??= new Promise<void>((resolve) => {
-      server.close(() => resolve());
-      server.closeAllConnections();
-      for (const s of sockets) s.destroy();
-    });
-    await closing;
-  };
   return {
     issuer,
     stats,

@@ -2,10 +2,10 @@ import { execFile } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { request as httpRequest } from 'node:http';
 import { createServer, request as httpsRequest } from 'node:https';
-import type { Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { listenOnLoopback } from './loopback.js';
 
 /**
  * An https server on loopback that terminates TLS in front of a plain-http service, the way an
@@ -41,7 +41,6 @@ async function selfSignedCertificate(): Promise<{ key: string; cert: string }> {
 
 export async function startTlsFront(): Promise<TlsFront> {
   const { key, cert } = await selfSignedCertificate();
-  const sockets = new Set<Socket>();
   const front = {} as TlsFront;
   const server = createServer({ key, cert }, (req, res) => {
     if (front.target === undefined) {
@@ -58,25 +57,8 @@ export async function startTlsFront(): Promise<TlsFront> {
     });
     req.pipe(upstream);
   });
-  server.on('secureConnection', (socket: Socket) => {
-    sockets.add(socket);
-    socket.once('close', () => sockets.delete(socket));
-  });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => resolve());
-  });
-  const address = server.address();
-  if (address === null || typeof address === 'string') throw new Error('tls front has no port');
-  let closing: Promise<void> | undefined;
-  const close = async (): Promise<void> => {
-    closing ??= new Promise<void>((resolve) => {
-      server.close(() => resolve());
-      for (const s of sockets) s.destroy();
-    });
-    await closing;
-  };
-  return Object.assign(front, { origin: `https://127.0.0.1:${address.port}`, ca: cert, target: undefined, close, [Symbol.asyncDispose]: close });
+  const { port, close } = await listenOnLoopback(server, { tls: true });
+  return Object.assign(front, { origin: `https://127.0.0.1:${port}`, ca: cert, target: undefined, close, [Symbol.asyncDispose]: close });
 }
 
 export interface HttpsResponse {
