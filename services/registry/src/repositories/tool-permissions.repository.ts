@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import type { Database, Db } from '@mcpx/db';
 import { parseBuiltinServerId, type Permission } from '@mcpx/domain';
 
@@ -48,47 +48,22 @@ export class ToolPermissionsRepository {
   /** Sets (or, with null, removes) one tool's override; true when something changed. */
   async set(account: string, serverId: string, tool: string, permission: Permission | null, trx: Kysely<Database>): Promise<boolean> {
     const builtin = parseBuiltinServerId(serverId);
-    if (builtin !== undefined) return this.setBuiltin(account, serverId, builtin.connectionId, tool, permission, trx);
+    // A built-in's overrides go with its vendor connection (their own table, keyed by the connection).
+    const table = builtin === undefined ? 'registry.tool_permissions' : 'registry.builtin_tool_permissions';
     if (permission === null) {
-      const r = await trx
-        .deleteFrom('registry.tool_permissions')
-        .where('account_id', '=', account)
-        .where('server_id', '=', serverId)
-        .where('tool', '=', tool)
-        .executeTakeFirst();
+      const r = await trx.deleteFrom(table).where('account_id', '=', account).where('server_id', '=', serverId).where('tool', '=', tool).executeTakeFirst();
       return r.numDeletedRows > 0n;
     }
-    const r = await trx
-      .insertInto('registry.tool_permissions')
-      .values({ account_id: account, server_id: serverId, tool, permission })
+    const row = { account_id: account, server_id: serverId, tool, permission };
+    const r = await (builtin === undefined
+      ? trx.insertInto('registry.tool_permissions').values(row)
+      : trx.insertInto('registry.builtin_tool_permissions').values({ ...row, connection_id: builtin.connectionId })
+    )
       .onConflict((oc) =>
         oc
           .columns(['account_id', 'server_id', 'tool'])
           .doUpdateSet({ permission, updated_at: new Date() })
-          .where('registry.tool_permissions.permission', '<>', permission),
-      )
-      .executeTakeFirst();
-    return (r.numInsertedOrUpdatedRows ?? 0n) > 0n;
-  }
-
-  private async setBuiltin(account: string, serverId: string, connectionId: string, tool: string, permission: Permission | null, trx: Kysely<Database>): Promise<boolean> {
-    if (permission === null) {
-      const r = await trx
-        .deleteFrom('registry.builtin_tool_permissions')
-        .where('account_id', '=', account)
-        .where('server_id', '=', serverId)
-        .where('tool', '=', tool)
-        .executeTakeFirst();
-      return r.numDeletedRows > 0n;
-    }
-    const r = await trx
-      .insertInto('registry.builtin_tool_permissions')
-      .values({ account_id: account, connection_id: connectionId, server_id: serverId, tool, permission })
-      .onConflict((oc) =>
-        oc
-          .columns(['account_id', 'server_id', 'tool'])
-          .doUpdateSet({ permission, updated_at: new Date() })
-          .where('registry.builtin_tool_permissions.permission', '<>', permission),
+          .where(sql.ref(`${table}.permission`), '<>', permission),
       )
       .executeTakeFirst();
     return (r.numInsertedOrUpdatedRows ?? 0n) > 0n;
