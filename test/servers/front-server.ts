@@ -1,5 +1,5 @@
 import { createServer, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { Socket } from 'node:net';
+import { listenOnLoopback } from './loopback.js';
 
 /**
  * A plain HTTP server on loopback that stands in front of (or instead of) an MCP server, for the
@@ -28,7 +28,6 @@ export interface FrontServer {
 }
 
 export async function startFrontServer(opts: FrontServerOptions, port = 0): Promise<FrontServer> {
-  const sockets = new Set<Socket>();
   const state = { bodies: [] as unknown[], requests: 0 };
 
   async function readAll(req: IncomingMessage): Promise<Buffer> {
@@ -75,28 +74,10 @@ export async function startFrontServer(opts: FrontServerOptions, port = 0): Prom
       if (!res.headersSent) res.writeHead(500).end();
     });
   });
-  server.on('connection', (s: Socket) => {
-    sockets.add(s);
-    s.once('close', () => sockets.delete(s));
-  });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, '127.0.0.1', () => resolve());
-  });
-  const address = server.address();
-  if (address === null || typeof address === 'string') throw new Error('front server has no port');
-  let closing: Promise<void> | undefined;
-  const close = async (): Promise<void> => {
-    closing ??= new Promise<void>((resolve) => {
-      server.close(() => resolve());
-      server.closeAllConnections();
-      for (const s of sockets) s.destroy();
-    });
-    await closing;
-  };
+  const { port: listening, close } = await listenOnLoopback(server, { port });
   return {
-    origin: `http://127.0.0.1:${address.port}`,
-    port: address.port,
+    origin: `http://127.0.0.1:${listening}`,
+    port: listening,
     get bodies() {
       return state.bodies;
     },
