@@ -1,14 +1,31 @@
 // The add-server dialog: a name, a URL and one of the four auth methods (seed 001). Saving
-// connects at once; an oauth server opens its authorization in a popup. Secret inputs are
-// emptied once saved: no token or header value stays in the page.
+// connects at once; an oauth server that signs in opens its authorization in a popup, a machine
+// to machine one (client credentials) never does. Secret inputs are emptied once saved: no
+// token, header value, client secret or private key stays in the page.
 import { act } from './api.js';
 import { openAuthorizationWindow } from './oauth-popup.js';
 import { followAuthorization } from './servers.js';
-import { serverConfig } from './server-form.js';
+import { KEY_ALGS, serverConfig } from './server-form.js';
 import { $, el, run, say } from './ui.js';
 
-const SECRET_FIELDS = ['token', 'headers', 'clientSecret'];
-const LABELS = { name: 'Name', url: 'URL', auth: 'Auth', token: 'Token', headers: 'Headers', clientId: 'Client ID', clientSecret: 'Client secret', server: 'Not saved' };
+const SECRET_FIELDS = ['token', 'headers', 'clientSecret', 'machineClientSecret', 'privateKey'];
+const LABELS = {
+  name: 'Name',
+  url: 'URL',
+  auth: 'Auth',
+  token: 'Token',
+  headers: 'Headers',
+  grant: 'Grant',
+  clientId: 'Client ID',
+  clientSecret: 'Client secret',
+  credential: 'Client authentication',
+  privateKey: 'Private key',
+  keyAlg: 'Algorithm',
+  scope: 'Scope',
+  server: 'Not saved',
+};
+/** Radio groups whose choice shows the sections marked `data-<name>="<value>"` and hides the others. */
+const CHOICES = ['auth', 'grant', 'credential'];
 let ctx = null; // {load, currentAgent}
 
 function form() {
@@ -26,10 +43,29 @@ function suggestName(url) {
   }
 }
 
-/** Shows the section of the chosen auth method, hides the others. */
-function showAuthSection() {
-  const auth = form().auth.value;
-  for (const section of document.querySelectorAll('#add-form [data-auth]')) section.hidden = section.dataset.auth !== auth;
+/** Shows the sections of the chosen auth method, grant and client authentication, hides the others. */
+function showChosenSections() {
+  for (const name of CHOICES) {
+    const chosen = form()[name].value;
+    for (const section of document.querySelectorAll(`#add-form [data-${name}]`)) section.hidden = section.dataset[name] !== chosen;
+  }
+}
+
+/** The form's values as serverConfig takes them: the client fields of the chosen grant. */
+function formValues() {
+  const f = form();
+  const machine = f.auth.value === 'oauth' && f.grant.value === 'client_credentials';
+  return {
+    url: f.url.value,
+    transport: f.transport.value,
+    auth: f.auth.value,
+    token: f.token.value,
+    headers: f.headers.value,
+    grant: f.grant.value,
+    clientId: machine ? f.machineClientId.value : f.clientId.value,
+    clientSecret: machine ? (f.credential.value === 'secret' ? f.machineClientSecret.value : '') : f.clientSecret.value,
+    ...(machine ? { credential: f.credential.value, privateKey: f.credential.value === 'key' ? f.privateKey.value : '', keyAlg: f.keyAlg.value, scope: f.scope.value } : {}),
+  };
 }
 
 function showErrors(errors) {
@@ -50,22 +86,13 @@ function clearSecrets() {
 }
 
 async function save() {
-  const f = form();
-  const name = f.name.value.trim();
-  const { config, errors } = serverConfig({
-    url: f.url.value,
-    transport: f.transport.value,
-    auth: f.auth.value,
-    token: f.token.value,
-    headers: f.headers.value,
-    clientId: f.clientId.value,
-    clientSecret: f.clientSecret.value,
-  });
+  const name = form().name.value.trim();
+  const { config, errors } = serverConfig(formValues());
   if (name === '') errors.unshift({ field: 'name', message: 'the name is required' });
   showErrors(errors);
   if (errors.length > 0) return;
-  // An oauth server's authorization opens in a popup, and a popup must be opened by the click.
-  const popup = config.auth === 'oauth' ? openAuthorizationWindow() : null;
+  // Signing in opens a popup, and a popup must be opened by the click; a machine client never signs in.
+  const popup = config.auth === 'oauth' && config.oauth?.grant !== 'client_credentials' ? openAuthorizationWindow() : null;
   $('add-result').textContent = 'Connecting…';
   let res;
   try {
@@ -97,7 +124,7 @@ export function initAddServer(context) {
     delete form().name.dataset.touched;
     $('add-result').textContent = '';
     showErrors([]);
-    showAuthSection();
+    showChosenSections();
     $('add-dialog').showModal();
   });
   // Closing the dialog by any way empties what was typed into the secret fields.
@@ -106,7 +133,10 @@ export function initAddServer(context) {
     if (!form().name.dataset.touched) form().name.value = suggestName(e.target.value);
   });
   form().name.addEventListener('input', (e) => (e.target.dataset.touched = '1'));
-  for (const radio of document.querySelectorAll('#add-form input[name="auth"]')) radio.addEventListener('change', showAuthSection);
+  for (const name of CHOICES) {
+    for (const radio of document.querySelectorAll(`#add-form input[name="${name}"]`)) radio.addEventListener('change', showChosenSections);
+  }
+  form().keyAlg.replaceChildren(...KEY_ALGS.map((alg) => el('option', { value: alg, textContent: alg })));
   // Mistakes before saving are listed in the dialog; a failure after it (the grant) goes to the status line.
   $('add-save').addEventListener('click', () => void run(save));
 }

@@ -1,5 +1,6 @@
-// The account's MCP servers: status, tools, the grant of the current agent, and for an oauth
-// server waiting for authorization an Authorize button (a fresh URL each time, in a popup).
+// The account's MCP servers: status, tools, the grant of the current agent, an oauth server's
+// pre-registered client (never a secret or key, which the registry does not show), and for an
+// oauth server waiting for sign-in an Authorize button (a fresh URL each time, in a popup).
 import { act } from './api.js';
 import { authorizeIn, discard, openAuthorizationWindow } from './oauth-popup.js';
 import { initToolList, toolList } from './tool-list.js';
@@ -7,6 +8,10 @@ import { $, el, run, say } from './ui.js';
 
 const expanded = new Set();
 let ctx = null; // {state, load, currentAgent, toggleGrant}
+const GRANT_LABELS = { authorization_code: 'sign in', client_credentials: 'machine to machine' };
+
+/** A machine to machine server: nobody signs in, so it is never offered Authorize. */
+const isMachine = (s) => s.oauthClient?.grant === 'client_credentials';
 
 export function initServers(context) {
   ctx = context;
@@ -21,7 +26,8 @@ function statusChip(s) {
     chip.textContent = `${s.tools.length} tools`;
   } else if (s.status.state === 'error') {
     chip.classList.add('error');
-    chip.textContent = 'Unreachable';
+    // A machine client's failure is as often its credentials as the network: the error text says which.
+    chip.textContent = isMachine(s) ? 'Not connected' : 'Unreachable';
   } else if (s.status.state === 'auth_required') {
     chip.classList.add('auth');
     chip.textContent = 'Waiting for authorization';
@@ -72,7 +78,7 @@ function button(text, onClick) {
 
 function serverActions(s) {
   const actions = el('span', { className: 'actions' });
-  if (s.status.state === 'auth_required' && s.auth === 'oauth') {
+  if (s.status.state === 'auth_required' && s.auth === 'oauth' && !isMachine(s)) {
     // Opened inside the click: the popup must not wait for the round trip.
     const authorizeButton = button('Authorize', () => void run(() => authorize(s.name, openAuthorizationWindow())));
     authorizeButton.classList.add('primary');
@@ -97,6 +103,16 @@ function serverActions(s) {
   return actions;
 }
 
+/** `oauthClient` in words: "client ID ci · machine to machine · key set (ES256) · scope mcp:tools". */
+function clientLine(client) {
+  const credential = client.hasPrivateKey ? `key set${client.keyAlg ? ` (${client.keyAlg})` : ''}` : client.hasClientSecret ? 'secret set' : 'no secret';
+  const parts = [`client ID ${client.clientId}`, GRANT_LABELS[client.grant] ?? client.grant, credential];
+  if (client.scope) parts.push(`scope ${client.scope}`);
+  const line = el('div', { className: 'oauth-client muted', textContent: `OAuth ${parts.join(' · ')}` });
+  line.dataset.grant = client.grant;
+  return line;
+}
+
 function serverItem(s, agent) {
   const box = el('input', { type: 'checkbox', title: agent ? `enable for ${agent.name}` : 'pick an agent first', disabled: !agent });
   box.checked = !!agent && agent.grants.mcpServers.includes(s.name);
@@ -118,6 +134,7 @@ function serverItem(s, agent) {
   });
   const li = el('li', { className: 'server' }, row);
   li.dataset.server = s.name;
+  if (s.oauthClient) li.append(clientLine(s.oauthClient));
   if (s.status.state !== 'ok' && s.status.error) li.append(el('div', { className: 'error-text', textContent: s.status.error }));
   if (expanded.has(s.name)) li.append(toolList(s));
   return li;

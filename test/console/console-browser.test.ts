@@ -1,3 +1,4 @@
+import { generateKeyPairSync } from 'node:crypto';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -26,6 +27,8 @@ const CHROMIUM_ARGS = [
 if (!HAS_CHROMIUM) console.warn(`console-browser: skipped, no Chromium at ${CHROMIUM} (install chromium or set CHROMIUM_PATH)`);
 /** A header value the page must never hold once it is saved. */
 const SECRET = 'acme-5d20c7e1-never-in-the-page';
+/** The client secret of a machine (client credentials) server: never in the page once saved. */
+const MACHINE_SECRET = 'm2m-8f3a61d2-never-in-the-page';
 /** The vendor token a built-in server borrows. */
 const VENDOR_TOKEN = 'gho_consolePermissions';
 
@@ -33,14 +36,17 @@ const VENDOR_TOKEN = 'gho_consolePermissions';
  * The console driven in a real Chromium against the real system (registry, projector and proxy on
  * real NATS, Postgres and Redis), real MCP servers on loopback and a real OAuth authorization
  * server: a key, an agent, a server with custom headers, an oauth server authorized in a popup
- * (abandoned once, then resumed), a destructive call approved from the approvals view, and tool
- * permission levels overridden from the tool list (custom and built-in servers alike).
+ * (abandoned once, then resumed), machine to machine oauth servers (client credentials: no popup),
+ * a destructive call approved from the approvals view, and tool permission levels overridden from
+ * the tool list (custom and built-in servers alike).
  */
 describe.skipIf(!HAS_CHROMIUM)(`the console in a real browser${HAS_CHROMIUM ? '' : ` (skipped: no Chromium at ${CHROMIUM}; install it or set CHROMIUM_PATH)`}`, () => {
   let system: ProxySystem;
   let acme: TestMcpServer;
   let as: TestOAuthServer;
   let guarded: TestMcpServer;
+  let machineAs: TestOAuthServer;
+  let machine: TestMcpServer;
   let vendor: TestMcpServer;
   let userDataDir: string;
   let context: BrowserContext;
@@ -48,12 +54,13 @@ describe.skipIf(!HAS_CHROMIUM)(`the console in a real browser${HAS_CHROMIUM ? ''
 
   beforeAll(async () => {
     vendor = await startTestMcpServer({ tools: vendorTools(), requireHeader: { name: 'Authorization', value: `Bearer ${VENDOR_TOKEN}` } });
-    [system, acme, as] = await Promise.all([
+    [system, acme, as, machineAs] = await Promise.all([
       ProxySystem.start({ env: { BUILTIN_ENDPOINTS: `github=${vendor.url}` } }),
       startTestMcpServer({ tools: approvalTools(), requireHeader: { name: 'X-Acme-Token', value: SECRET } }),
       startOAuthServer(),
+      startOAuthServer({ clientCredentials: { authMethods: ['client_secret_basic', 'private_key_jwt'] } }),
     ]);
-    guarded = await startProtectedMcpServer(as);
+    [guarded, machine] = await Promise.all([startProtectedMcpServer(as), startProtectedMcpServer(machineAs)]);
     userDataDir = mkdtempSync(join(tmpdir(), 'mcpx-console-'));
     context = await chromium.launchPersistentContext(userDataDir, { executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
     context.setDefaultTimeout(20_000);
@@ -65,8 +72,8 @@ describe.skipIf(!HAS_CHROMIUM)(`the console in a real browser${HAS_CHROMIUM ? ''
     await context?.close();
     if (userDataDir) rmSync(userDataDir, { recursive: true, force: true });
     await system?.stop();
-    await Promise.all([acme?.close(), guarded?.close(), vendor?.close()]);
-    await as?.close();
+    await Promise.all([acme?.close(), guarded?.close(), machine?.close(), vendor?.close()]);
+    await Promise.all([as?.close(), machineAs?.close()]);
   });
 
   /** Everything the page holds: its markup and every field's current value. */
@@ -187,6 +194,91 @@ describe.skipIf(!HAS_CHROMIUM)(`the console in a real browser${HAS_CHROMIUM ? ''
     await page.locator('#message', { hasText: 'guarded: connected, 2 tools' }).waitFor();
     expect(as.stats.codeExchanges).toBe(1);
     expect(await server('guarded').getByRole('button', { name: 'Authorize' }).count()).toBe(0);
+  });
+
+  /** Opens the add-server dialog on OAuth, machine to machine, for `clientId`. */
+  async function openMachineDialog(url: string, name: string, clientId: string): Promise<void> {
+    await openAddDialog(url, name, 'oauth');
+    await page.check('#add-form input[name="grant"][value="client_credentials"]');
+    await page.fill('#add-form input[name="machineClientId"]', clientId);
+  }
+
+  /** Every page the browser opens from here on (a popup is one). */
+  function pagesOpened(): { pages: Page[]; stop(): void } {
+    const pages: Page[] = [];
+    const onPage = (p: Page) => void pages.push(p);
+    context.on('page', onPage);
+    return { pages, stop: () => void context.off('page', onPage) };
+  }
+
+  it('adds a machine to machine oauth server with a client secret: no popup, connected with its tools, the secret gone from the page', async () => {
+    machineAs.registerMachineClient('console-m2m', { secret: MACHINE_SECRET });
+    const opened = pagesOpened();
+    await openMachineDialog(machine.url, 'machine', '');
+    await page.click('#add-save');
+    await page.locator('#add-errors li[data-field="clientId"]', { hasText: 'Client ID: the client ID is required for machine to machine' }).waitFor();
+    await page.locator('#add-errors li[data-field="clientSecret"]', { hasText: 'Client secret: paste the client secret' }).waitFor();
+    expect((await system.api.act<{ servers: RedactedMcpServer[] }>('ListMcpServers')).servers.map((s) => s.name)).not.toContain('machine');
+
+    await page.fill('#add-form input[name="machineClientId"]', 'console-m2m');
+    await page.fill('#add-form input[name="machineClientSecret"]', MACHINE_SECRET);
+    await page.fill('#add-form input[name="scope"]', 'mcp:tools');
+    await page.click('#add-save');
+    await page.locator('#add-dialog').waitFor({ state: 'hidden' });
+    await server('machine').locator('.chip[data-state="ok"]', { hasText: '2 tools' }).waitFor();
+    await page.locator('#message', { hasText: 'machine: connected, 2 tools' }).waitFor();
+    expect(await server('machine').locator('.oauth-client[data-grant="client_credentials"]').textContent()).toBe('OAuth client ID console-m2m · machine to machine · secret set · scope mcp:tools');
+    expect(await server('machine').getByRole('button', { name: 'Authorize' }).count()).toBe(0);
+    await server('machine').locator('strong').click();
+    await server('machine').locator('.tools li', { hasText: 'machine__echo' }).waitFor();
+    await page.locator('#tool-index', { hasText: 'machine__echo' }).waitFor();
+    // The token came from the token endpoint: nobody signed in and no window opened.
+    expect(machineAs.stats.clientCredentialsGrants).toBe(1);
+    expect(machineAs.stats.authorizations).toBe(0);
+    expect(opened.pages).toEqual([]);
+    opened.stop();
+
+    const { servers } = await system.api.act<{ servers: RedactedMcpServer[] }>('ListMcpServers');
+    expect(servers.find((s) => s.name === 'machine')?.oauthClient).toEqual({ clientId: 'console-m2m', grant: 'client_credentials', hasClientSecret: true, hasPrivateKey: false, scope: 'mcp:tools' });
+    expect(await page.locator('#add-form input[name="machineClientSecret"]').inputValue()).toBe('');
+    expect(await pageText()).not.toContain(MACHINE_SECRET);
+  });
+
+  it('adds machine clients with a private key (shown as "key set (ES256)") and with a refused secret (its error, no Authorize)', async () => {
+    const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+    const pem = privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+    const pemBody = pem.split('\n').filter((l) => l !== '' && !l.startsWith('-----')).join('').slice(0, 48);
+    machineAs.registerMachineClient('console-jwt', { publicKey, alg: 'ES256' });
+    const opened = pagesOpened();
+    await openMachineDialog(machine.url, 'signed', 'console-jwt');
+    await page.check('#add-form input[name="credential"][value="key"]');
+    await page.fill('#add-form textarea[name="privateKey"]', pem);
+    // A key the algorithm cannot sign with is named before anything is sent.
+    await page.selectOption('#add-form select[name="keyAlg"]', 'RS256');
+    await page.click('#add-save');
+    await page.locator('#add-errors li[data-field="keyAlg"]', { hasText: 'pick ES256' }).waitFor();
+    await page.selectOption('#add-form select[name="keyAlg"]', 'ES256');
+    await page.click('#add-save');
+    await page.locator('#add-dialog').waitFor({ state: 'hidden' });
+    await server('signed').locator('.chip[data-state="ok"]', { hasText: '2 tools' }).waitFor();
+    expect(await server('signed').locator('.oauth-client').textContent()).toBe('OAuth client ID console-jwt · machine to machine · key set (ES256)');
+    expect(machineAs.stats.clientAuthMethods.at(-1)).toBe('private_key_jwt');
+    expect(await page.locator('#add-form textarea[name="privateKey"]').inputValue()).toBe('');
+
+    const wrong = 'm2m-wrong-2b7c9e40-never-in-the-page';
+    await openMachineDialog(machine.url, 'refused', 'console-m2m');
+    await page.fill('#add-form input[name="machineClientSecret"]', wrong);
+    await page.click('#add-save');
+    await page.locator('#add-dialog').waitFor({ state: 'hidden' });
+    await server('refused').locator('.chip[data-state="error"]', { hasText: 'Not connected' }).waitFor();
+    await server('refused').locator('.error-text', { hasText: 'refused the OAuth client credentials (invalid_client: wrong client secret)' }).waitFor();
+    await page.locator('#message.error', { hasText: 'refused: saved, but' }).waitFor();
+    expect(await server('refused').getByRole('button', { name: 'Authorize' }).count()).toBe(0);
+    expect(await server('refused').locator('.oauth-client').textContent()).toBe('OAuth client ID console-m2m · machine to machine · secret set');
+    expect(opened.pages).toEqual([]);
+    opened.stop();
+    const text = await pageText();
+    for (const s of [wrong, MACHINE_SECRET, pemBody]) expect(text).not.toContain(s);
   });
 
   it('shows a call that asks in the approvals view, live; Approve lets the re-sent call run, Deny refuses it', async () => {

@@ -1,3 +1,4 @@
+import { generateKeyPairSync, type KeyObject } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 // The console's own form module, loaded as the browser loads it.
 import { MAX_HEADERS, parseHeaderLines, serverConfig } from '../../console/public/server-form.js';
@@ -54,5 +55,88 @@ describe('the add-server form as a SetMcpServer config', () => {
     expect(serverConfig({ url, auth: 'headers', headers: 'X-A: 1\nbroken' }).errors).toEqual([{ field: 'headers', line: 2, message: 'expected "Name: value" (no colon)' }]);
     expect(fields({ url, auth: 'oauth', clientSecret: 's' })).toEqual(['clientSecret']);
     expect(JSON.stringify(serverConfig({ url, auth: 'bearer', token: `a ${SECRET}` }).errors)).not.toContain(SECRET);
+  });
+});
+
+describe('an OAuth client as config.oauth', () => {
+  const url = 'https://mcp.example.com/mcp';
+  const machine = { url, auth: 'oauth', grant: 'client_credentials', clientId: 'svc' };
+  const pem = (key: KeyObject) => key.export({ type: 'pkcs8', format: 'pem' }).toString();
+  const ec = (namedCurve: string) => pem(generateKeyPairSync('ec', { namedCurve }).privateKey);
+  const p256 = ec('P-256');
+  const p384 = ec('P-384');
+  const rsa2048 = pem(generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey);
+  /** The base64 of a key: what would show if it leaked into a message. */
+  const body = (key: string) => key.split('\n').filter((l) => l !== '' && !l.startsWith('-----')).join('').slice(0, 40);
+  const errorsOf = (values: Record<string, string>) => serverConfig(values).errors;
+  const fields = (values: Record<string, string>) => errorsOf(values).map((e) => e.field);
+
+  it('signs in by default; a machine client carries its grant with a secret or a key and a scope', () => {
+    expect(serverConfig({ url, auth: 'oauth', grant: 'authorization_code', clientId: ' cid ' })).toEqual({ config: { url, auth: 'oauth', oauth: { clientId: 'cid' } }, errors: [] });
+    expect(serverConfig({ ...machine, clientSecret: SECRET })).toEqual({ config: { url, auth: 'oauth', oauth: { clientId: 'svc', grant: 'client_credentials', clientSecret: SECRET } }, errors: [] });
+    expect(serverConfig({ ...machine, credential: 'key', privateKey: `\n${p256}\n`, keyAlg: 'ES256', scope: '  mcp:tools \n files:read ' }).config.oauth).toEqual({
+      clientId: 'svc',
+      grant: 'client_credentials',
+      privateKey: p256.trim(),
+      keyAlg: 'ES256',
+      scope: 'mcp:tools files:read',
+    });
+    // Without a choice, whichever credential is filled; the chosen one wins over a leftover other.
+    expect(serverConfig({ ...machine, privateKey: rsa2048, keyAlg: 'PS256' }).config.oauth).toMatchObject({ keyAlg: 'PS256', privateKey: rsa2048.trim() });
+    expect(serverConfig({ ...machine, credential: 'secret', clientSecret: SECRET, privateKey: p256, keyAlg: 'ES256' }).config.oauth).toEqual({ clientId: 'svc', grant: 'client_credentials', clientSecret: SECRET });
+  });
+
+  it('names the field of every mistake of a machine client', () => {
+    expect(fields({ url, auth: 'oauth', grant: 'device_code' })).toEqual(['grant']);
+    expect(fields({ ...machine, clientId: '', clientSecret: SECRET })).toEqual(['clientId']);
+    expect(fields({ ...machine, clientId: 'a\tb', clientSecret: SECRET })).toEqual(['clientId']);
+    expect(fields({ ...machine, clientId: 'x'.repeat(513), clientSecret: SECRET })).toEqual(['clientId']);
+    expect(errorsOf(machine)).toEqual([{ field: 'clientSecret', message: 'paste the client secret (or use a private key)' }]);
+    expect(fields({ ...machine, clientSecret: SECRET, privateKey: p256, keyAlg: 'ES256' })).toEqual(['privateKey']);
+    expect(fields({ ...machine, clientSecret: 's'.repeat(4097) })).toEqual(['clientSecret']);
+    expect(fields({ ...machine, credential: 'key', keyAlg: 'ES256' })).toEqual(['privateKey']);
+    expect(fields({ ...machine, credential: 'key', privateKey: p256, keyAlg: 'HS256' })).toEqual(['keyAlg']);
+    expect(fields({ ...machine, credential: 'key', privateKey: p256, keyAlg: 'ES256', scope: 'a "b"' })).toEqual(['scope']);
+    expect(fields({ ...machine, credential: 'key', privateKey: p256, keyAlg: 'ES256', scope: 'x'.repeat(1025) })).toEqual(['scope']);
+    expect(fields({ ...machine, credential: 'both', clientSecret: SECRET })).toEqual(['credential']);
+    // A sign-in client takes the same limits.
+    expect(fields({ url, auth: 'oauth', clientId: 'cid', clientSecret: 's'.repeat(4097) })).toEqual(['clientSecret']);
+  });
+
+  it('checks the key against its algorithm before anything is sent, never quoting the key or the secret', () => {
+    const withKey = (privateKey: string, keyAlg = 'ES256') => errorsOf({ ...machine, credential: 'key', privateKey, keyAlg });
+    const sec1 = generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ type: 'sec1', format: 'pem' }).toString();
+    const encrypted = generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ type: 'pkcs8', format: 'pem', cipher: 'aes-256-cbc', passphrase: 'pw' }).toString();
+    const rsa1024 = pem(generateKeyPairSync('rsa', { modulusLength: 1024 }).privateKey);
+    const ed25519 = pem(generateKeyPairSync('ed25519').privateKey);
+    const pss = pem(generateKeyPairSync('rsa-pss', { modulusLength: 2048 }).privateKey);
+    const p521 = ec('P-521');
+    const secp256k1 = ec('secp256k1');
+
+    expect(withKey(p256)).toEqual([]);
+    expect(withKey(p384, 'ES384')).toEqual([]);
+    expect(withKey(p521, 'ES512')).toEqual([]);
+    for (const alg of ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512']) expect(withKey(rsa2048, alg)).toEqual([]);
+    expect(withKey(p384)).toEqual([{ field: 'keyAlg', message: 'ES256 signs with an EC P-256 key, and the key is an EC P-384 key: pick ES384' }]);
+    expect(withKey(rsa2048)).toEqual([{ field: 'keyAlg', message: 'ES256 signs with an EC P-256 key, and the key is a 2048-bit RSA key: pick RS256 or RS384 or RS512 or PS256 or PS384 or PS512' }]);
+    expect(withKey(p256, 'RS256')[0]).toMatchObject({ field: 'keyAlg', message: expect.stringContaining('pick ES256') });
+    expect(withKey(rsa1024, 'RS256')).toEqual([{ field: 'privateKey', message: 'the private key is a 1024-bit RSA key: RS256 signs with an RSA (not RSASSA-PSS) key of at least 2048 bits' }]);
+    expect(withKey(pss, 'PS256')[0]).toMatchObject({ field: 'privateKey', message: expect.stringContaining('an RSASSA-PSS-only key') });
+    expect(withKey(ed25519)[0]).toMatchObject({ field: 'privateKey', message: expect.stringContaining('an Ed25519 key') });
+    expect(withKey(secp256k1)[0]).toMatchObject({ field: 'privateKey', message: expect.stringContaining('an EC key on another curve: ES256 signs with an EC P-256 key') });
+    expect(withKey(sec1)[0]).toMatchObject({ field: 'privateKey', message: expect.stringContaining('traditional EC key, not PKCS#8') });
+    expect(withKey(encrypted)[0]).toMatchObject({ field: 'privateKey', message: expect.stringContaining('is encrypted') });
+    const mangled = p256.replace(/\n(.{10})/, '\n!!$1');
+    const truncated = p256.split('\n').filter((_, i) => i !== 2).join('\n');
+    for (const bad of [SECRET, mangled, truncated, `${p256}${p256}`, '-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----']) {
+      expect(withKey(bad)).toEqual([{ field: 'privateKey', message: expect.stringContaining('must be an unencrypted PEM PKCS#8 private key') }]);
+    }
+    expect(withKey(`${p256}${'x'.repeat(16 * 1024)}`)).toEqual([{ field: 'privateKey', message: 'the private key is longer than 16384 bytes' }]);
+
+    const all = [rsa2048, rsa1024, pss, ed25519, p384, sec1, encrypted, mangled, SECRET].flatMap((k) => [...withKey(k), ...withKey(k, 'RS256')]);
+    all.push(...errorsOf({ ...machine, clientSecret: SECRET, privateKey: p256 }), ...errorsOf({ ...machine, clientId: '', clientSecret: SECRET }));
+    const text = JSON.stringify(all);
+    for (const k of [rsa2048, rsa1024, pss, ed25519, p384, p256, sec1, encrypted]) expect(text).not.toContain(body(k));
+    expect(text).not.toContain(SECRET);
   });
 });
