@@ -70,6 +70,7 @@ describe('a tools/call whose response stream breaks, through NATS and the proxy'
     expect(result.text).toBe('echo: hello');
     expect(upstream.resumptions).toHaveLength(1);
     expect(upstream.resumptions[0]).toMatchObject({ 'last-event-id': 'ev-1', 'mcp-session-id': 'session-breaking', accept: 'text/event-stream' });
+    expect(system.proxies[0]!.stats().resumptions).toEqual({ resumed: 1, failed: 0 });
   });
 
   it('answers transport_error when the upstream refuses the resumption', async () => {
@@ -77,5 +78,6 @@ describe('a tools/call whose response stream breaks, through NATS and the proxy'
     expect(err.code).toBe('transport_error');
     expect(err.message).toMatch(/could not be resumed.*HTTP 405/);
     expect(upstream.resumptions.at(-1)?.['last-event-id']).toBe('ev-2');
+    expect(system.proxies[0]!.stats().resumptions).toEqual({ resumed: 1, failed: 1 });
   });
 });

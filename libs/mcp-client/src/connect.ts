@@ -56,6 +56,8 @@ export interface CallToolOptions {
   onProgress?: (progress: Progress) => void;
   /** Restart the timeout on each progress notification (requests progress). */
   resetTimeoutOnProgress?: boolean;
+  /** Told when a broken response stream was resumed (`Last-Event-ID`), or could not be. */
+  onResume?: (outcome: 'resumed' | 'failed') => void;
 }
 
 export interface ListToolsOptions {
@@ -326,7 +328,7 @@ class Connection implements McpConnection {
     const direct = opts.onProgress || opts.resetTimeoutOnProgress ? undefined : this.#directTarget();
     if (direct !== undefined) {
       try {
-        return await directCall(direct, params, { timeoutMs: opts.timeoutMs ?? DEFAULT_CALL_TIMEOUT_MS, ...(opts.signal ? { signal: opts.signal } : {}) });
+        return await directCall(direct, params, { timeoutMs: opts.timeoutMs ?? DEFAULT_CALL_TIMEOUT_MS, ...(opts.signal ? { signal: opts.signal } : {}), ...(opts.onResume ? { onResume: opts.onResume } : {}) });
       } catch (error) {
         throw classifyMcpError(error, undefined, this.#classifyContext());
       }

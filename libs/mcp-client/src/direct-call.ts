@@ -46,6 +46,8 @@ export type { DirectRequest } from './response-stream.js';
 export interface DirectCallOptions {
   timeoutMs: number;
   signal?: AbortSignal;
+  /** Told when a broken response stream was resumed, or could not be (for spans and metrics). */
+  onResume?: (outcome: 'resumed' | 'failed') => void;
 }
 
 export { MAX_RESPONSE_BYTES };
@@ -98,7 +100,13 @@ export async function directCall(target: DirectCallTarget, params: CallToolReque
       broke = err;
     }
     if (message === undefined && scanner.lastEventId !== undefined) {
-      message = await resumeResponse(target, request, scanner, controller.signal, broke);
+      try {
+        message = await resumeResponse(target, request, scanner, controller.signal, broke);
+      } catch (err) {
+        opts.onResume?.('failed');
+        throw err;
+      }
+      opts.onResume?.('resumed');
     }
     return resultOf(message);
   } catch (err) {

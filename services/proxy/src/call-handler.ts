@@ -80,10 +80,13 @@ export class CallHandler {
   private readonly calls: Counter;
   private readonly duration: Histogram;
   private readonly byCode = new Map<string, number>();
+  private readonly resumptions: Counter;
+  private readonly resumed = { resumed: 0, failed: 0 };
   private total = 0;
 
   constructor(private readonly deps: CallHandlerDeps) {
     this.calls = deps.meter.createCounter('mcpx_proxy_calls_total', { description: 'Calls by result code' });
+    this.resumptions = deps.meter.createCounter('mcpx_proxy_stream_resumptions_total', { description: 'Broken tools/call response streams resumed with Last-Event-ID, by outcome' });
     this.duration = deps.meter.createHistogram('mcpx_proxy_call_duration_ms', { unit: 'ms', description: 'Call time, end to end in the proxy' });
   }
 
@@ -92,8 +95,8 @@ export class CallHandler {
   }
 
   /** Calls handled, and their results by code (`ok` or an error code), for the service's stats. */
-  get counts(): { calls: number; results: Record<string, number> } {
-    return { calls: this.total, results: Object.fromEntries(this.byCode) };
+  get counts(): { calls: number; results: Record<string, number>; resumptions: { resumed: number; failed: number } } {
+    return { calls: this.total, results: Object.fromEntries(this.byCode), resumptions: { ...this.resumed } };
   }
 
   /** Aborts an in-flight call of a run (`mcp.proxy.cancel`); false when there is none. */
@@ -132,6 +135,12 @@ export class CallHandler {
       span.end();
       this.count(code, performance.now() - started);
     }
+  }
+
+  private resumedStream(span: Span, server: string, outcome: 'resumed' | 'failed'): void {
+    span.addEvent('response stream broke: resumed with Last-Event-ID', { 'mcpx.outcome': outcome });
+    this.resumptions.add(1, { outcome, 'mcp.server': server });
+    this.resumed[outcome]++;
   }
 
   /** Counts a call refused before it reached {@link handle} (a malformed request). */
@@ -200,7 +209,7 @@ export class CallHandler {
         const client = tracer.startSpan('mcp tools/call', { kind: SpanKind.CLIENT, attributes: { 'mcp.server': doc.server, 'mcp.remote_tool': doc.remoteName } }, parent);
         try {
           return await context.with(trace.setSpan(parent, client), () =>
-            conn.callTool({ name: doc.remoteName, arguments: req.arguments }, { timeoutMs, signal: ctl.signal }),
+            conn.callTool({ name: doc.remoteName, arguments: req.arguments }, { timeoutMs, signal: ctl.signal, onResume: (outcome) => this.resumedStream(client, doc.server, outcome) }),
           );
         } catch (err) {
           client.setStatus({ code: SpanStatusCode.ERROR, message: err instanceof Error ? err.message : String(err) });

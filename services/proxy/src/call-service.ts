@@ -35,6 +35,8 @@ export interface ProxyStats {
   inflight: number;
   calls: number;
   results: Record<string, number>;
+  /** Broken response streams resumed with `Last-Event-ID`, and those that could not be. */
+  resumptions: { resumed: number; failed: number };
   invalidations: number;
 }
 
