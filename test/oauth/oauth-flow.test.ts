@@ -185,6 +185,9 @@ describe('OAuth for remote servers', () => {
     const secrets = [...as.clients().map((c) => c.client_secret ?? ''), ...as.issuedTokens()].filter((s) => s.length > 0);
     expect(secrets.length).toBeGreaterThan(2);
     const spanText = JSON.stringify(exporter.getFinishedSpans().map((s) => ({ n: s.name, a: s.attributes, e: s.events, st: s.status })));
+    // The registry's OAuth exchanges are spans of their own (and these are among the ones searched).
+    const names = new Set(exporter.getFinishedSpans().map((s) => s.name));
+    for (const op of ['ensure', 'code_exchange']) expect(names.has(`registry.oauth ${op}`), op).toBe(true);
     for (const [where, text] of [
       ['responses', responses.join('\n')],
       ['logs', logLines.join('\n')],

@@ -81,6 +81,8 @@ export async function startRegistry(config: Config, opts: RegistryOptions = {}):
     log,
     fetch: tracingFetch(outboundFetch),
     redirectUrl: () => `${publicUrl}/v1/oauth/callback`,
+    tracer: telemetry.tracer,
+    meter: telemetry.meter,
     clientMetadataUrl: () => (opts.clientMetadataDocument === false ? undefined : clientMetadataDocumentUrl(publicUrl)),
   });
   const discovery = new Discovery({

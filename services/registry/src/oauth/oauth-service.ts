@@ -2,6 +2,7 @@ import { ErrorCodes, WireError } from '@mcpx/contracts';
 import type { SingleFlight } from '@mcpx/locks';
 import type { Logger } from '@mcpx/log';
 import { boundedOAuthFetch, runOAuth } from '@mcpx/mcp-client';
+import { withSpan, type Counter, type Meter, type Tracer } from '@mcpx/telemetry';
 import type { McpServerRecord, McpServersRepository } from '../repositories/mcp-servers.repository.js';
 import { ClientCredentialsTokens, usesClientCredentials } from './client-credentials-tokens.js';
 import { preRegisteredState, type PreRegisteredClient } from './oauth-client-config.js';
@@ -31,6 +32,9 @@ export interface OAuthServiceDeps {
    * `clientMetadataDocumentUrl` for when the registry has one).
    */
   clientMetadataUrl?: () => string | undefined;
+  /** Spans (`registry.oauth <op>`) and the `mcpx_oauth_exchanges_total` counter, when given. */
+  tracer?: Tracer;
+  meter?: Meter;
 }
 
 /**
@@ -43,9 +47,11 @@ export class OAuthService {
   private readonly oauthFetch: typeof fetch;
   /** Servers whose pre-registered client uses the client credentials grant (machine to machine). */
   private readonly clientCredentials: ClientCredentialsTokens;
+  private readonly exchanges: Counter | undefined;
 
   constructor(private readonly deps: OAuthServiceDeps) {
     this.oauthFetch = boundedOAuthFetch(deps.fetch);
+    this.exchanges = deps.meter?.createCounter('mcpx_oauth_exchanges_total', { description: 'OAuth exchanges of the registry (ensure, refresh, code exchange) by grant and outcome' });
     this.clientCredentials = new ClientCredentialsTokens({
       store: deps.store,
       log: deps.log,
@@ -58,7 +64,11 @@ export class OAuthService {
    * Makes sure the server can be called: refreshes stored tokens when there are any, else (or when
    * refresh fails, or `fresh` asks for it) starts an authorization and returns its URL.
    */
-  async ensure(server: McpServerRecord, opts: { fresh?: boolean; resourceMetadataUrl?: URL } = {}): Promise<OAuthOutcome> {
+  ensure(server: McpServerRecord, opts: { fresh?: boolean; resourceMetadataUrl?: URL } = {}): Promise<OAuthOutcome> {
+    return this.observed('ensure', server, () => this.ensureUnobserved(server, opts));
+  }
+
+  private async ensureUnobserved(server: McpServerRecord, opts: { fresh?: boolean; resourceMetadataUrl?: URL }): Promise<OAuthOutcome> {
     // Nobody authorizes a client credentials client: a stored token, else a new one, or an error.
     if (usesClientCredentials(server)) return this.clientCredentials.refreshStale(server, undefined);
     const key = `oauth:${server.accountId}:${server.id}`;
@@ -94,7 +104,11 @@ export class OAuthService {
    * refresh forgets the tokens and starts a new authorization (`redirect`); no stored token at all
    * is `no_tokens` (the caller decides whether a new URL is worth replacing a pending one).
    */
-  async refreshStale(server: McpServerRecord, staleTokenHash: string | undefined): Promise<OAuthOutcome | { state: 'no_tokens' }> {
+  refreshStale(server: McpServerRecord, staleTokenHash: string | undefined): Promise<OAuthOutcome | { state: 'no_tokens' }> {
+    return this.observed('refresh', server, () => this.refreshStaleUnobserved(server, staleTokenHash));
+  }
+
+  private async refreshStaleUnobserved(server: McpServerRecord, staleTokenHash: string | undefined): Promise<OAuthOutcome | { state: 'no_tokens' }> {
     if (usesClientCredentials(server)) return this.clientCredentials.refreshStale(server, staleTokenHash);
     const key = `oauth:${server.accountId}:${server.id}`;
     const current = async (): Promise<boolean> => {
@@ -195,10 +209,38 @@ export class OAuthService {
     }
     // A code exchange presents no refresh token, so it needs no lock.
     const provider = this.provider(server, { state });
-    await runOAuth(provider, { serverUrl: server.config.url, authorizationCode: code, fetchFn: this.oauthFetch });
+    await this.observed('code_exchange', server, async () => {
+      await runOAuth(provider, { serverUrl: server.config.url, authorizationCode: code, fetchFn: this.oauthFetch });
+      return { state: 'authorized' as const };
+    });
     await provider.persistDiscovery();
     await this.deps.store.updateClient(server.accountId, server.id, { codeVerifier: undefined });
     return server;
+  }
+
+  /**
+   * Runs one exchange in a span `registry.oauth <op>` and counts it by grant and outcome (the
+   * outcome's state, or `error`). Nothing secret goes into either: ids, the grant and the state.
+   */
+  private async observed<T extends { state: string }>(op: 'ensure' | 'refresh' | 'code_exchange', server: McpServerRecord, fn: () => Promise<T>): Promise<T> {
+    const grant = usesClientCredentials(server) ? 'client_credentials' : 'authorization_code';
+    const attrs = { 'mcp.account': server.accountId, 'mcp.server': server.name, 'mcpx.oauth.grant': grant };
+    const run = async (): Promise<T> => {
+      try {
+        const out = await fn();
+        this.exchanges?.add(1, { op, grant, outcome: out.state });
+        return out;
+      } catch (err) {
+        this.exchanges?.add(1, { op, grant, outcome: 'error' });
+        throw err;
+      }
+    };
+    if (this.deps.tracer === undefined) return run();
+    return withSpan(this.deps.tracer, `registry.oauth ${op}`, attrs, async (span) => {
+      const out = await run();
+      span.setAttribute('mcpx.oauth.outcome', out.state);
+      return out;
+    });
   }
 
   private provider(server: McpServerRecord, opts: { ignoreTokens?: boolean; state?: string }): RegistryOAuthProvider {
