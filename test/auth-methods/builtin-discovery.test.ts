@@ -62,6 +62,23 @@ describe('built-in discovery: single flight and background re-probe', () => {
     await second.stop();
   });
 
+  it('a built-in lit with no discovery row (lit before background probing) is probed once a registry starts', async () => {
+    const api = h.api();
+    await api.act('SetVendorConnection', { vendor: 'github', accessToken: TOKEN });
+    // As a registry of the previous release left it: the connection, and no discovery row.
+    await h.sql.deleteFrom('registry.builtin_discoveries').where('account_id', '=', api.principal).execute();
+    expect((await status(api, 'github'))?.status.state).toBe('unknown');
+    const lists = upstream.stats.listCalls;
+    const restarted = await h.addRegistry();
+    const ok = await eventually(async () => {
+      const s = await status(api, 'github');
+      return s?.status.state === 'ok' ? s : undefined;
+    }, 15_000, 'the first probe after a start');
+    expect(ok.tools.map((t) => t.name)).toEqual(['echo']);
+    expect(upstream.stats.listCalls).toBeGreaterThan(lists);
+    await restarted.stop();
+  });
+
   it('a built-in whose endpoint is down is re-probed with backoff, and is ok once the endpoint is up', async () => {
     const api = h.api();
     await api.act('SetVendorConnection', { vendor: 'linear', accessToken: TOKEN });

@@ -162,6 +162,8 @@ export async function startRegistry(config: Config, opts: RegistryOptions = {}):
   const oauthRefresh = answerOAuthRefresh({ bus, servers, oauth, discovery, log, builtins });
   const reprobeIntervalMs = opts.reprobe?.intervalMs ?? Math.min(2_000, opts.reprobe?.baseMs ?? 2_000);
   const reprober = new Reprober([servers, builtins], discovery, log, { intervalMs: reprobeIntervalMs, batch: 50, concurrency: 8 });
+  const unprobed = await builtins.scheduleUnprobed();
+  if (unprobed > 0) log.info('built-ins scheduled for a first probe', { count: unprobed });
   reprober.start();
   await new Promise<void>((resolve) => server.listen(config.httpPort, config.httpHost, resolve));
   ready = true;

@@ -24,6 +24,9 @@ export async function up(db: Kysely<any>): Promise<void> {
     .execute();
   // When a built-in in `unknown` or `error` is to be probed again (backoff); null when it is fine.
   await db.schema.alterTable('registry.builtin_discoveries').addColumn('next_probe_at', 'timestamptz').execute();
+  // Rows written before: one probe each (a built-in left in `error` is not stuck there); lit
+  // built-ins with no row at all are scheduled by the registry when it starts.
+  await sql`UPDATE registry.builtin_discoveries SET next_probe_at = now()`.execute(db);
   await sql`CREATE INDEX builtin_discoveries_next_probe ON registry.builtin_discoveries (next_probe_at) WHERE next_probe_at IS NOT NULL`.execute(db);
 }
 

@@ -74,6 +74,22 @@ export class BuiltinDiscoveriesRepository {
       .execute();
   }
 
+  /**
+   * Schedules a first probe, at `nextProbeAt`, of every built-in a vendor connection lights that
+   * has no discovery row (`lit`: vendor → its built-ins' slugs): built-ins lit before background
+   * probing existed, or by a row written by hand. Idempotent across instances: existing rows win.
+   */
+  async scheduleUnprobed(lit: Array<{ vendor: string; slug: string }>, nextProbeAt: Date): Promise<number> {
+    if (lit.length === 0) return 0;
+    const catalog = sql.join(lit.map((l) => sql`(${l.vendor}, ${l.slug})`));
+    const r = await sql`
+      INSERT INTO registry.builtin_discoveries (account_id, slug, tools_cbor, tools_hash, generation, status_cbor, next_probe_at, updated_at)
+      SELECT vc.account_id, c.slug, ${encodePayload([])}, '', 0, ${encodePayload(UNKNOWN)}, ${nextProbeAt}, now()
+      FROM registry.vendor_connections vc JOIN (VALUES ${catalog}) AS c(vendor, slug) ON c.vendor = vc.vendor
+      ON CONFLICT (account_id, slug) DO NOTHING`.execute(this.db);
+    return Number(r.numAffectedRows ?? 0n);
+  }
+
   /** Moves a built-in's generation on (SetToolPermission: its documents change); creates the row if it has none. */
   async bumpGeneration(account: string, slug: string, trx: Kysely<Database>): Promise<void> {
     await trx

@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely';
 import type { Bus } from '@mcpx/bus';
 import { ErrorCodes, WireError, type ServerDeletedEvent, type ServerStatus } from '@mcpx/contracts';
 import type { Database, Db } from '@mcpx/db';
-import { builtinEndpoint, builtinServerId, builtinsOfVendor, findBuiltin, findVendor, type BuiltinServer, type Permission, type RemoteTool } from '@mcpx/domain';
+import { BUILTIN_SERVERS, builtinEndpoint, builtinServerId, builtinsOfVendor, findBuiltin, findVendor, type BuiltinServer, type Permission, type RemoteTool } from '@mcpx/domain';
 import type { Logger } from '@mcpx/log';
 import { CredentialError, nextProbeDelayMs, serverDiscoveredEvent, toolsHash, type Discovery, type DiscoveryTarget } from '../discovery.js';
 import { accessTokenHash } from '../oauth/oauth-service.js';
@@ -177,6 +177,15 @@ export class BuiltinServers implements DiscoveryTarget, ReprobeSource {
   }
 
   // --- ReprobeSource ---------------------------------------------------------------------------
+
+  /**
+   * At start: every lit built-in without a discovery row (lit before background probing, or
+   * written by hand) gets a first probe now, so none waits for an owner's refresh.
+   */
+  async scheduleUnprobed(): Promise<number> {
+    const lit = [...BUILTIN_SERVERS.values()].map((b) => ({ vendor: b.vendor, slug: b.slug }));
+    return this.deps.discoveries.scheduleUnprobed(lit, new Date());
+  }
 
   dueForProbe(now: Date, limit: number): Promise<Array<{ accountId: string; name: string }>> {
     return this.deps.discoveries.dueForProbe(now, limit);
