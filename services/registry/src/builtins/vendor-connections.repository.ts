@@ -70,8 +70,12 @@ export class VendorConnectionsRepository {
     return row ? toConnection(row) : null;
   }
 
-  /** The vendor's tokens, opened, with the connection they belong to; null when there is no connection. */
-  async tokens(account: string, vendor: string): Promise<{ connectionId: string; tokens: VendorTokens } | null> {
+  /**
+   * The vendor's tokens, opened, with the connection they belong to and their `version` (the
+   * sealed bytes: a new seal is new bytes, so any write in between changes it); null when there is
+   * no connection.
+   */
+  async tokens(account: string, vendor: string): Promise<{ connectionId: string; version: Uint8Array; tokens: VendorTokens } | null> {
     const row = await this.db
       .selectFrom('registry.vendor_connections')
       .select(['id', 'tokens_key_id', 'tokens_sealed'])
@@ -80,21 +84,22 @@ export class VendorConnectionsRepository {
       .executeTakeFirst();
     if (row === undefined) return null;
     const tokens = JSON.parse(this.box.open({ keyId: row.tokens_key_id, ciphertext: row.tokens_sealed }, vendorTokensAad(account, vendor))) as VendorTokens;
-    return { connectionId: row.id, tokens };
+    return { connectionId: row.id, version: row.tokens_sealed, tokens };
   }
 
   /**
-   * Replaces the tokens of one incarnation (the connection `connectionId`) after a refresh; false
-   * when that connection is gone (disconnected, or connected anew meanwhile: its tokens win).
+   * Replaces the tokens read as `read` after a refresh; false when they changed meanwhile (the
+   * vendor disconnected, connected anew, or the owner gave new tokens: theirs win) — compare and set.
    */
-  async replaceTokens(account: string, vendor: string, connectionId: string, tokens: VendorTokens): Promise<boolean> {
+  async replaceTokens(account: string, vendor: string, read: { connectionId: string; version: Uint8Array }, tokens: VendorTokens): Promise<boolean> {
     const sealed = this.box.seal(JSON.stringify(tokens), vendorTokensAad(account, vendor));
     const r = await this.db
       .updateTable('registry.vendor_connections')
       .set({ tokens_key_id: sealed.keyId, tokens_sealed: sealed.ciphertext, expires_at: tokens.expiresAt !== undefined ? new Date(tokens.expiresAt) : null, updated_at: new Date() })
       .where('account_id', '=', account)
       .where('vendor', '=', vendor)
-      .where('id', '=', connectionId)
+      .where('id', '=', read.connectionId)
+      .where('tokens_sealed', '=', Buffer.from(read.version))
       .executeTakeFirst();
     return Number(r.numUpdatedRows) === 1;
   }

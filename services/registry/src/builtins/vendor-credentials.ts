@@ -93,7 +93,7 @@ export class VendorCredentials {
       // Refused: forget the refresh token (never presented again), keep the access token's hash stable.
       const next: VendorTokens = fresh ?? { accessToken: stored.tokens.accessToken, ...(stored.tokens.expiresAt !== undefined ? { expiresAt: stored.tokens.expiresAt } : {}) };
       if (fresh !== undefined && fresh.refreshToken === undefined) next.refreshToken = refreshToken;
-      if (!(await this.deps.connections.replaceTokens(account, vendor.name, stored.connectionId, next))) return 'current';
+      if (!(await this.deps.connections.replaceTokens(account, vendor.name, stored, next))) return 'current';
       return fresh === undefined ? 'refused' : 'refreshed';
     };
     // The holder is done: its token is ours; a refused refresh left no refresh token; a holder
