@@ -5,6 +5,7 @@ import type { McpToolDocument, ProxyResult } from '@mcpx/domain';
 import { UsageError, flag, flags, keyValues, type ParsedArgs } from './args.js';
 import { loadRuns, readKey, saveRuns, sendAction, withProxy, writeKey, type CliEnv } from './client.js';
 import { authorizationLines, oauthClientLine, preRegisteredClient, serversAuthorize, type AuthorizationAnswer } from './oauth-commands.js';
+import { toolsPermission, vendorsConnect, vendorsDisconnect } from './trust-commands.js';
 
 export interface Io {
   out(text: string): void;
@@ -49,7 +50,10 @@ function serverDetail(s: RedactedMcpServer): string {
   if (s.secretHeaderNames.length > 0) lines.push(`  secret headers: ${s.secretHeaderNames.join(', ')}`);
   if (s.oauthClient !== undefined) lines.push(`  oauth client: ${oauthClientLine(s.oauthClient)}`);
   if (s.status.checkedAt) lines.push(`  checked: ${s.status.checkedAt}${s.status.lastOkAt ? `, last ok: ${s.status.lastOkAt}` : ''}`);
-  for (const t of s.tools) lines.push(`  - ${t.toolName}${t.description ? ` — ${t.description.split('\n')[0]}` : ''}`);
+  for (const t of s.tools) {
+    const level = t.permission === undefined ? '' : `  [${t.permission}${t.permissionOverridden ? ', set by the owner' : ''}]`;
+    lines.push(`  - ${t.toolName}${level}${t.description ? ` — ${t.description.split('\n')[0]}` : ''}`);
+  }
   return lines.join('\n');
 }
 
@@ -315,6 +319,9 @@ export const COMMANDS: Record<string, Command> = {
   'tools index': toolsIndex,
   'tools show': toolsShow,
   'tools search': toolsSearch,
+  'tools permission': (env, args, io, json) => toolsPermission(env, args, (value, human) => print(io, json, value, human)),
+  'vendors connect': (env, args, io, json) => vendorsConnect(env, args, (value, human) => print(io, json, value, human)),
+  'vendors disconnect': (env, args, io, json) => vendorsDisconnect(env, args, (value, human) => print(io, json, value, human)),
   'runs end': runsEnd,
   'approvals list': approvalsList,
   'approvals approve': decideApproval('ApproveToolCall'),
@@ -335,6 +342,9 @@ export const USAGE = `usage: mcpx <command> [--json]
   agents grant AGENT SERVER... | agents revoke AGENT SERVER... | agents show AGENT | agents list
   tools ls --agent AGENT | tools index --agent AGENT | tools show --agent AGENT TOOL
   tools search QUERY [--family mcp:SLUG] [--agent AGENT] [--limit N]
+  tools permission SERVER TOOL act|always_ask|inherited   (TOOL: the name its server lists)
+  vendors connect VENDOR (--access-token T [--refresh-token R] [--expires-at ISO] | --tokens-file PATH)
+  vendors disconnect VENDOR   (built-in servers: github, linear)
   call --agent AGENT [--run RUN] [--timeout-ms MS] [--approval ID] TOOL ['{json arguments}']
   approvals list | approvals approve ID | approvals deny ID
   runs end RUN

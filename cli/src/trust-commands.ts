@@ -1,0 +1,57 @@
+import { readFileSync } from 'node:fs';
+import type { RedactedMcpServer } from '@mcpx/contracts';
+import { UsageError, flag, type ParsedArgs } from './args.js';
+import { readKey, sendAction, type CliEnv } from './client.js';
+
+type Print = (value: unknown, human: () => string) => void;
+
+const LEVELS: Record<string, 'act' | 'always_ask' | null> = { act: 'act', always_ask: 'always_ask', 'always-ask': 'always_ask', inherited: null };
+
+/** `tools permission SERVER TOOL act|always_ask|inherited`: the owner's level of one tool (its remote name). */
+export async function toolsPermission(env: CliEnv, args: ParsedArgs, print: Print): Promise<void> {
+  const [server, tool, level] = args.positionals.slice(2);
+  if (server === undefined || tool === undefined || level === undefined) throw new UsageError('usage: tools permission SERVER TOOL act|always_ask|inherited');
+  if (!(level in LEVELS)) throw new UsageError('the level is act, always_ask or inherited');
+  const res = await sendAction<{ server: string; tool: string; permission: string; inherited: string; overridden: boolean }>(env, await readKey(env.keyFile), {
+    type: 'SetToolPermission',
+    server,
+    tool,
+    permission: LEVELS[level] ?? null,
+  });
+  print(res, () => `${res.server} ${res.tool}: ${res.permission}${res.overridden ? ` (the owner's; inherited: ${res.inherited})` : ' (inherited)'}`);
+}
+
+/**
+ * `vendors connect VENDOR (--access-token T | --tokens-file PATH) [--refresh-token R] [--expires-at ISO]`:
+ * the account's connection to a vendor, which lights up its built-in servers. A tokens file (JSON
+ * `{accessToken, refreshToken?, expiresAt?}`) keeps tokens out of the shell's history.
+ */
+export async function vendorsConnect(env: CliEnv, args: ParsedArgs, print: Print): Promise<void> {
+  const vendor = args.positionals[2];
+  if (vendor === undefined) throw new UsageError('missing VENDOR');
+  const file = flag(args, 'tokens-file');
+  let tokens: Record<string, unknown>;
+  if (file !== undefined) {
+    try {
+      tokens = JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
+    } catch {
+      throw new UsageError('--tokens-file must be a readable JSON file {accessToken, refreshToken?, expiresAt?}');
+    }
+  } else {
+    const accessToken = flag(args, 'access-token');
+    if (accessToken === undefined) throw new UsageError('--access-token T or --tokens-file PATH is required');
+    const refreshToken = flag(args, 'refresh-token');
+    const expiresAt = flag(args, 'expires-at');
+    tokens = { accessToken, ...(refreshToken !== undefined ? { refreshToken } : {}), ...(expiresAt !== undefined ? { expiresAt } : {}) };
+  }
+  const res = await sendAction<{ vendor: string; servers: RedactedMcpServer[] }>(env, await readKey(env.keyFile), { ...tokens, type: 'SetVendorConnection', vendor });
+  print(res, () => `connected ${res.vendor}: ${res.servers.map((s) => `${s.name} (${s.tools.length} tools)`).join(', ')}`);
+}
+
+/** `vendors disconnect VENDOR`: its built-ins go dark, out of every agent's grant. */
+export async function vendorsDisconnect(env: CliEnv, args: ParsedArgs, print: Print): Promise<void> {
+  const vendor = args.positionals[2];
+  if (vendor === undefined) throw new UsageError('missing VENDOR');
+  const res = await sendAction<{ vendor: string; servers: string[] }>(env, await readKey(env.keyFile), { type: 'DeleteVendorConnection', vendor });
+  print(res, () => `disconnected ${res.vendor}: ${res.servers.join(', ')} went dark`);
+}
