@@ -4,6 +4,14 @@ import type { Redis } from 'ioredis';
 /** Deletes the lock only when it still holds our token (a lock that expired is someone else's). */
 const RELEASE = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end`;
 
+/** The lock of an {@link SingleFlight.exclusive} run stayed held longer than its wait. */
+export class LockBusyError extends Error {
+  override readonly name = 'LockBusyError';
+  constructor(readonly key: string) {
+    super('another exchange holds the lock; try again');
+  }
+}
+
 export interface SingleFlightOptions {
   /** How long a holder may keep the lock before it expires (a crashed holder frees it). */
   ttlMs: number;
@@ -31,6 +39,28 @@ export class SingleFlight {
     const p = this.acquireAndRun(key, opts, lead, follow).finally(() => this.inflight.delete(key));
     this.inflight.set(key, p);
     return p;
+  }
+
+  /**
+   * Runs `fn` holding the same lock {@link run} takes for `key`, after waiting for any holder
+   * (within `waitMs`, default `ttlMs`): work that must not interleave with the collapsed runs but
+   * is never collapsed itself (it has inputs of its own). Throws {@link LockBusyError} when the
+   * lock stays held past the wait.
+   */
+  async exclusive<T>(key: string, opts: SingleFlightOptions, fn: () => Promise<T>): Promise<T> {
+    const lockKey = `${this.prefix}lock:${key}`;
+    const token = randomBytes(12).toString('base64url');
+    const deadline = Date.now() + (opts.waitMs ?? opts.ttlMs);
+    const poll = opts.pollMs ?? 50;
+    while ((await this.redis.set(lockKey, token, 'PX', opts.ttlMs, 'NX')) !== 'OK') {
+      if (Date.now() >= deadline) throw new LockBusyError(key);
+      await new Promise((r) => setTimeout(r, poll));
+    }
+    try {
+      return await fn();
+    } finally {
+      await this.redis.eval(RELEASE, 1, lockKey, token).catch(() => undefined);
+    }
   }
 
   private async acquireAndRun<T>(key: string, opts: SingleFlightOptions, lead: () => Promise<T>, follow: () => Promise<T>): Promise<T> {

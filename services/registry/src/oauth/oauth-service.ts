@@ -1,5 +1,5 @@
 import { ErrorCodes, WireError } from '@mcpx/contracts';
-import type { SingleFlight } from '@mcpx/locks';
+import { LockBusyError, type SingleFlight } from '@mcpx/locks';
 import type { Logger } from '@mcpx/log';
 import { boundedOAuthFetch, runOAuth } from '@mcpx/mcp-client';
 import { withSpan, type Counter, type Meter, type Tracer } from '@mcpx/telemetry';
@@ -207,14 +207,22 @@ export class OAuthService {
     if (!(await this.deps.store.consumePending(server.id, state))) {
       throw new WireError(ErrorCodes.invalidInput, 'state: this authorization was already completed', { field: 'state' });
     }
-    // A code exchange presents no refresh token, so it needs no lock.
+    // The exchange waits for a refresh in flight (same per-server lock) and never interleaves with
+    // one: a refresh that finished before it cannot write over the tokens it brings.
     const provider = this.provider(server, { state });
-    await this.observed('code_exchange', server, async () => {
-      await runOAuth(provider, { serverUrl: server.config.url, authorizationCode: code, fetchFn: this.oauthFetch });
-      return { state: 'authorized' as const };
-    });
-    await provider.persistDiscovery();
-    await this.deps.store.updateClient(server.accountId, server.id, { codeVerifier: undefined });
+    try {
+      await this.deps.singleFlight.exclusive(`oauth:${server.accountId}:${server.id}`, { ttlMs: OAUTH_LOCK_TTL_MS }, async () => {
+        await this.observed('code_exchange', server, async () => {
+          await runOAuth(provider, { serverUrl: server.config.url, authorizationCode: code, fetchFn: this.oauthFetch });
+          return { state: 'authorized' as const };
+        });
+        await provider.persistDiscovery();
+        await this.deps.store.updateClient(server.accountId, server.id, { codeVerifier: undefined });
+      });
+    } catch (err) {
+      if (err instanceof LockBusyError) throw new WireError(ErrorCodes.transportError, `the ${server.name} tokens are being refreshed; authorize again in a moment`);
+      throw err;
+    }
     return server;
   }
 

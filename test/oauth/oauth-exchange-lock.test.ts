@@ -1,0 +1,66 @@
+import { InMemorySpanExporter } from '@opentelemetry/sdk-trace';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { RedactedMcpServer } from '@mcpx/contracts';
+import { setupTelemetry, type Telemetry } from '@mcpx/telemetry';
+import { startOAuthServer, startProtectedMcpServer, type TestMcpServer, type TestOAuthServer } from '../servers/index.js';
+import { ApiClient } from '../support/api-client.js';
+import { serviceUrls } from '../support/env.js';
+import { InProcessSystem, eventually } from '../support/system.js';
+
+/**
+ * The callback's code exchange takes the server's OAuth lock, the one refreshes run under: while a
+ * refresh holds it (here: another instance, as the lock in Redis says), the exchange waits, so a
+ * refresh can never write its tokens over the ones the owner just authorized.
+ */
+describe('the code exchange waits for a refresh in flight', () => {
+  let telemetry: Telemetry;
+  let system: InProcessSystem;
+  let as: TestOAuthServer;
+  let upstream: TestMcpServer;
+  let redis: Redis;
+
+  beforeAll(async () => {
+    telemetry = await setupTelemetry({ serviceName: 'mcpx-oauth-lock', spanExporter: new InMemorySpanExporter() });
+    as = await startOAuthServer();
+    upstream = await startProtectedMcpServer(as);
+    system = await InProcessSystem.start({ telemetry });
+    redis = new Redis(serviceUrls().redis);
+  });
+
+  afterAll(async () => {
+    redis?.disconnect();
+    await system?.stop();
+    await upstream?.close();
+    await as?.close();
+    await telemetry?.shutdown();
+  });
+
+  it('completes only once the lock is free', async () => {
+    const api = new ApiClient(system.apiUrl);
+    const set = await api.act<{ server: RedactedMcpServer; authorizationUrl: string }>('SetMcpServer', { name: 'locked', config: { url: upstream.url, auth: 'oauth' } });
+    expect(set.server.status.state).toBe('auth_required');
+    const lockKey = `${system.env.REDIS_PREFIX}lock:oauth:${api.principal}:${set.server.id}`;
+    expect(await redis.set(lockKey, 'a-refresh-elsewhere', 'PX', 60_000, 'NX')).toBe('OK');
+
+    const exchanges = as.stats.codeExchanges;
+    let settled = false;
+    const page = fetch(set.authorizationUrl, { redirect: 'follow' }).then(async (res) => {
+      settled = true;
+      return { status: res.status, text: await res.text() };
+    });
+    // The owner approved (the authorization server issued the code), and the exchange waits.
+    await eventually(async () => (as.stats.authorizations > 0 ? true : undefined), 15_000, 'the authorization');
+    await new Promise((r) => setTimeout(r, 800));
+    expect(settled).toBe(false);
+    expect(as.stats.codeExchanges).toBe(exchanges);
+
+    await redis.del(lockKey);
+    const done = await page;
+    expect(done.status).toBe(200);
+    expect(done.text).toContain('Connected to locked');
+    expect(as.stats.codeExchanges).toBe(exchanges + 1);
+    const listed = (await api.act<{ servers: RedactedMcpServer[] }>('ListMcpServers')).servers.find((s) => s.name === 'locked');
+    expect(listed?.status.state).toBe('ok');
+  });
+});
