@@ -241,19 +241,28 @@ const call: Command = async (env, args, io, json) => {
   const run = givenRun ?? `cli-${randomUUID()}`;
   const timeout = flag(args, 'timeout-ms');
   const approval = flag(args, 'approval');
+  const waitFlag = flag(args, 'wait-approval');
+  const waitSeconds = waitFlag === undefined ? undefined : Number(waitFlag);
+  if (waitSeconds !== undefined && !(Number.isFinite(waitSeconds) && waitSeconds > 0 && waitSeconds <= 3600)) throw new UsageError('--wait-approval takes seconds, 1 to 3600');
   const outcome = await withProxy(env, async (proxy) => {
     const runs = givenRun ? await loadRuns(env) : {};
     const sticky = runs[run];
     if (sticky) proxy.stick(run, sticky);
+    const input = {
+      account: key.principal,
+      agent: agent.id,
+      run,
+      tool,
+      arguments: parsed as Record<string, unknown>,
+      ...(timeout ? { timeoutMs: Number(timeout) } : {}),
+      ...(approval !== undefined ? { approvalId: approval } : {}),
+    };
     try {
-      return await proxy.call({
-        account: key.principal,
-        agent: agent.id,
-        run,
-        tool,
-        arguments: parsed as Record<string, unknown>,
-        ...(timeout ? { timeoutMs: Number(timeout) } : {}),
-        ...(approval !== undefined ? { approvalId: approval } : {}),
+      if (waitSeconds === undefined) return await proxy.call(input);
+      // The owner decides elsewhere (console, `mcpx approvals approve`); the hint goes to stderr.
+      return await proxy.callAwaitingApproval(input, {
+        waitMs: waitSeconds * 1000,
+        onApprovalRequired: (id) => process.stderr.write(`waiting up to ${waitSeconds} s for a human to approve ${id} (mcpx approvals approve ${id})\n`),
       });
     } catch (err) {
       // An approval is bound to the run: the re-sent call must name the same one.
@@ -345,7 +354,7 @@ export const USAGE = `usage: mcpx <command> [--json]
   tools permission SERVER TOOL act|always_ask|inherited   (TOOL: the name its server lists)
   vendors connect VENDOR (--access-token T [--refresh-token R] [--expires-at ISO] | --tokens-file PATH)
   vendors disconnect VENDOR   (built-in servers: github, linear)
-  call --agent AGENT [--run RUN] [--timeout-ms MS] [--approval ID] TOOL ['{json arguments}']
+  call --agent AGENT [--run RUN] [--timeout-ms MS] [--approval ID | --wait-approval SECONDS] TOOL ['{json arguments}']
   approvals list | approvals approve ID | approvals deny ID
   runs end RUN
 environment: MCPX_API_URL (http://127.0.0.1:8080), MCPX_NATS_URL (nats://127.0.0.1:4222), MCPX_KEY_FILE (~/.mcpx/key.json)`;

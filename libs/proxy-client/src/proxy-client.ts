@@ -13,6 +13,7 @@ import {
 } from '@mcpx/contracts';
 import type { ProxyResult } from '@mcpx/domain';
 import { injectTraceHeaders, type Counter, type Meter } from '@mcpx/telemetry';
+import { watchDecisions } from './decisions.js';
 
 /** The proxy's own call timeout (seed 000: 120 s); the request waits a little longer. */
 export const DEFAULT_CALL_TIMEOUT_MS = 120_000;
@@ -28,6 +29,15 @@ export interface CallInput {
   timeoutMs?: number;
   /** The approval of an earlier `approval_required` answer: re-send the same call with it. */
   approvalId?: string;
+}
+
+/** How {@link ProxyClient.callAwaitingApproval} waits for a human. */
+export interface ApprovalWait {
+  waitMs: number;
+  /** Re-send at least this often (the decision event is at most once). Default 5 s. */
+  pollMs?: number;
+  /** Told once the call stopped, with the approval to decide. */
+  onApprovalRequired?: (approvalId: string) => void;
 }
 
 export interface CallOutcome {
@@ -106,6 +116,41 @@ export class ProxyClient {
     this.sticky.set(input.run, reply.instance);
     if (!reply.ok) throw WireError.from(reply.error);
     return { result: reply.result, instance: reply.instance, callId };
+  }
+
+  /**
+   * A call that may stop for a human: on `approval_required` it waits, up to `waitMs`, for the
+   * owner's decision (the approval-decided event, and a re-send every `pollMs` since the event may
+   * be lost; a re-send of an undecided approval runs nothing), and re-sends the call with the
+   * approval once it is given. A denial or an expiry is `approval_refused`; no decision in time is
+   * the original `approval_required` (its approval can still be decided and used).
+   */
+  async callAwaitingApproval(input: CallInput, opts: ApprovalWait): Promise<CallOutcome> {
+    const callId = input.callId ?? randomUUID();
+    try {
+      return await this.call({ ...input, callId });
+    } catch (err) {
+      const approvalId = err instanceof WireError && err.code === ErrorCodes.approvalRequired ? err.details.approvalId : undefined;
+      if (typeof approvalId !== 'string' || input.approvalId !== undefined) throw err;
+      const watch = watchDecisions(this.nc, this.subjects.approvalDecided(input.account), approvalId);
+      await this.nc.flush();
+      opts.onApprovalRequired?.(approvalId);
+      try {
+        const deadline = Date.now() + opts.waitMs;
+        for (;;) {
+          const left = deadline - Date.now();
+          if (left <= 0) throw err;
+          await watch.next(Math.min(opts.pollMs ?? 5_000, left));
+          try {
+            return await this.call({ ...input, approvalId });
+          } catch (again) {
+            if (!(again instanceof WireError && again.code === ErrorCodes.approvalRequired)) throw again;
+          }
+        }
+      } finally {
+        watch.close();
+      }
+    }
   }
 
   async cancel(account: string, run: string, callId: string): Promise<void> {
