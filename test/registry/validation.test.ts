@@ -225,6 +225,14 @@ describe('invalid actions: a typed error naming the field, nothing written', () 
     expect(JSON.stringify(body)).not.toContain('s3cr3t-value');
   });
 
+  it('labels metrics with known action types only: made-up types do not mint new series', async () => {
+    for (let i = 0; i < 5; i++) expect((await act(`MadeUp${i}Zq`)).status).toBe(400);
+    const metrics = await (await fetch(new URL('/metrics', h.apiUrl))).text();
+    expect(metrics).toContain('action="unknown"');
+    expect(metrics).not.toContain('MadeUp');
+    expect(metrics).toContain('action="SetMcpServer"');
+  });
+
   it('a first action that fails writes no account either', async () => {
     const fresh = h.api();
     const before = await h.tableDigest();

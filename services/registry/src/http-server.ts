@@ -6,7 +6,7 @@ import { serveConsole } from '@mcpx/console';
 import type { Logger } from '@mcpx/log';
 import type { MetricsHandler } from '@mcpx/telemetry';
 import { withSpan } from '@mcpx/telemetry';
-import { dispatchAction, type ActionDeps } from './actions/index.js';
+import { dispatchAction, isKnownAction, type ActionDeps } from './actions/index.js';
 import { authenticate, parseEnvelope } from './envelope-auth.js';
 import type { EventStream } from './event-stream.js';
 
@@ -93,7 +93,9 @@ export function createHttpServer(deps: HttpDeps): Server {
         throw invalidInput('body', cbor ? 'is not CBOR' : 'is not JSON');
       }
       const envelope = parseEnvelope(body);
-      type = String(envelope.action.type).slice(0, 40);
+      // Metric labels and span names take known action types only: unauthenticated input must
+      // not mint new series.
+      type = isKnownAction(String(envelope.action.type)) ? String(envelope.action.type) : 'unknown';
       const result = await withSpan(deps.tracer, `action ${type}`, { 'mcpx.action': type, 'mcp.account': envelope.account }, async () => {
         const caller = await authenticate(envelope, { redis: deps.redis, redisPrefix: deps.redisPrefix, accounts: deps.actions.accounts });
         return dispatchAction(deps.actions, caller, envelope.action);
