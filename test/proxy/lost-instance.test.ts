@@ -93,3 +93,26 @@ describe('a proxy instance dying mid-call', () => {
     expect(echoed.instance).toBe(proxy.instance);
   }, 60_000);
 });
+
+describe('no proxy instance at all', () => {
+  let system: ProxySystem;
+
+  beforeAll(async () => {
+    system = await ProxySystem.start({ proxies: 0 });
+  });
+
+  afterAll(async () => {
+    await system?.stop();
+  });
+
+  it('answers a typed, retryable transport_error at once (nothing ran)', async () => {
+    const err = await system.client.call({ account: system.account, agent: 'nobody', run: 'r', tool: 'x__y', arguments: {} }).then(
+      () => new Error('a call succeeded with no proxy'),
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(WireError);
+    expect((err as WireError).code).toBe('transport_error');
+    expect((err as WireError).retryable).toBe(true);
+    expect((err as WireError).message).toBe('no proxy instance is running to take the call');
+  });
+});

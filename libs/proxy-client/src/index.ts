@@ -1,2 +1,2 @@
-export { ProxyClient, DEFAULT_CALL_TIMEOUT_MS } from './proxy-client.js';
-export type { ApprovalWait, CallInput, CallOutcome } from './proxy-client.js';
+export { ProxyClient, DEFAULT_CALL_TIMEOUT_MS, DEFAULT_LIVENESS } from './proxy-client.js';
+export type { ApprovalWait, CallInput, CallOutcome, LivenessOptions } from './proxy-client.js';

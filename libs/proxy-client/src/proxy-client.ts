@@ -170,13 +170,19 @@ export class ProxyClient {
   /** The request, on the run's instance when it has one, else (or when that one is gone) the queue group. */
   private async exchange(run: string, payload: Uint8Array, timeout: number): Promise<ProxyCallReply> {
     const instance = this.sticky.get(run);
-    if (instance === undefined) return this.send(this.subjects.proxyCall, payload, timeout);
     try {
-      return await this.send(this.subjects.proxyInstanceCall(instance), payload, timeout);
+      if (instance === undefined) return await this.send(this.subjects.proxyCall, payload, timeout);
+      try {
+        return await this.send(this.subjects.proxyInstanceCall(instance), payload, timeout);
+      } catch (err) {
+        if (!isNoResponders(err)) throw err;
+        this.sticky.delete(run);
+        return await this.send(this.subjects.proxyCall, payload, timeout);
+      }
     } catch (err) {
-      if (!isNoResponders(err)) throw err;
-      this.sticky.delete(run);
-      return this.send(this.subjects.proxyCall, payload, timeout);
+      // Nothing ran: no instance received the call. Retryable once a proxy is up.
+      if (isNoResponders(err)) throw new WireError(ErrorCodes.transportError, 'no proxy instance is running to take the call');
+      throw err;
     }
   }
 
