@@ -38,7 +38,10 @@ export interface Config {
   logLevel: 'debug' | 'info' | 'warn' | 'error';
   /** The proxy's per-server protection and pool settings (read by the proxy only). */
   proxy: ProxySettings;
-  /** How long an approval of an `always_ask` call stays usable (`APPROVAL_TTL_MS`, default 10 min). */
+  /**
+   * An approval of an `always_ask` call waits this long for a decision, and once approved the call
+   * may be re-sent (once) for this long from the decision (`APPROVAL_TTL_MS`, default 10 min).
+   */
   approvalTtlMs: number;
   /** Built-in server endpoints the operator overrides, slug → URL (`BUILTIN_ENDPOINTS=slug=url,…`; tests). */
   builtinEndpoints: Record<string, string>;
@@ -81,7 +84,7 @@ function nonNegative(env: NodeJS.ProcessEnv, name: string, fallback: number): nu
   return n;
 }
 
-/** Seed 001: an approval of an `always_ask` call expires after 10 minutes by default. */
+/** Seed 001: an approval waits 10 minutes for a decision by default, and an approved call 10 minutes more to be re-sent. */
 export const DEFAULT_APPROVAL_TTL_MS = 10 * 60_000;
 
 const DEFAULT_PORTS = { registry: 8080, projector: 8081, proxy: 8082 } as const;
@@ -161,7 +164,10 @@ export function parseBuiltinVendorClients(value: string | undefined): Record<str
 const LOCAL_DEV_KEYRING = 'dev:' + Buffer.alloc(32, 7).toString('base64');
 
 export function loadConfig(service: keyof typeof DEFAULT_PORTS, env: NodeJS.ProcessEnv): Config {
-  const profile = env.OUTBOUND_PROFILE === 'local' ? 'local' : 'production';
+  const given = env.OUTBOUND_PROFILE;
+  // A mistyped profile is an error, not silently one or the other.
+  if (given !== undefined && given !== '' && given !== 'local' && given !== 'production') throw new Error('OUTBOUND_PROFILE must be local or production');
+  const profile = given === 'local' ? 'local' : 'production';
   const keyringText = env.SECRETS_KEYRING ?? (profile === 'local' ? LOCAL_DEV_KEYRING : undefined);
   if (keyringText === undefined && service !== 'projector') {
     throw new Error('SECRETS_KEYRING is required in the production profile (id:base64key of 32 bytes)');
