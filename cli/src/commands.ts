@@ -357,4 +357,6 @@ export const USAGE = `usage: mcpx <command> [--json]
   call --agent AGENT [--run RUN] [--timeout-ms MS] [--approval ID | --wait-approval SECONDS] TOOL ['{json arguments}']
   approvals list | approvals approve ID | approvals deny ID
   runs end RUN
-environment: MCPX_API_URL (http://127.0.0.1:8080), MCPX_NATS_URL (nats://127.0.0.1:4222), MCPX_KEY_FILE (~/.mcpx/key.json)`;
+every command: --json (machine-readable output), --api URL, --nats URL, --key-file PATH
+environment: MCPX_API_URL (http://127.0.0.1:8080), MCPX_NATS_URL (nats://127.0.0.1:4222), MCPX_NATS_PREFIX (none),
+  MCPX_KEY_FILE (~/.mcpx/key.json)`;

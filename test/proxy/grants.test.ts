@@ -42,7 +42,10 @@ describe('grants on the hot path: the cache that agent events invalidate', () =>
   it("refuses a call naming another account's agent: nothing crosses accounts", async () => {
     const err = await system.client
       .call({ account: 'someone-else', agent: system.agentId('agent'), run: 'x', tool: 'other__echo', arguments: { text: 'hi' } })
-      .then(() => undefined, (e: { code: string }) => e);
+      .then(() => undefined, (e: { code: string; message: string; details: Record<string, unknown> }) => e);
     expect(err?.code).toBe('not_found');
+    // Said as it is: the account has no such agent (not "no tool enabled"), and which field.
+    expect(err?.message).toBe('this account has no such agent');
+    expect(err?.details.field).toBe('agent');
   });
 });

@@ -155,6 +155,7 @@ export class CallHandler {
   private async execute(req: ProxyCallRequest, started: number, span: Span): Promise<ProxyResult> {
     const { catalog } = this.deps;
     const agent = catalog.agentNow(req.account, req.agent) ?? (await catalog.agent(req.account, req.agent));
+    if (agent === null) throw new WireError(ErrorCodes.notFound, 'this account has no such agent', { field: 'agent' });
     const cid = agent.tools.get(req.tool);
     if (cid === undefined) throw new WireError(ErrorCodes.notFound, `no tool ${req.tool} is enabled for this agent`, { field: 'tool' });
     const entry = catalog.documentNow(req.account, cid) ?? (await catalog.document(req.account, cid));

@@ -94,7 +94,8 @@ export class Catalog {
     return this.serverValues.get(`${account}:${name}`);
   }
 
-  agent(account: string, agent: string): Promise<AgentEntry> {
+  /** The agent's grant and projection; null when the account has no such agent (not cached). */
+  agent(account: string, agent: string): Promise<AgentEntry | null> {
     return this.memo(this.agents, this.agentValues, `${account}:${agent}`, () => this.loadAgent(account, agent));
   }
 
@@ -134,12 +135,13 @@ export class Catalog {
     return p;
   }
 
-  private async loadAgent(account: string, agent: string): Promise<AgentEntry> {
+  private async loadAgent(account: string, agent: string): Promise<AgentEntry | null> {
     const [def, tools] = await Promise.all([
       this.db.selectFrom('registry.agents').select('definition_cbor').where('account_id', '=', account).where('id', '=', agent).executeTakeFirst(),
       this.db.selectFrom('projector.agent_tools').select('tools').where('account_id', '=', account).where('agent_id', '=', agent).executeTakeFirst(),
     ]);
-    const definition = def ? decodePayload<AgentDefinition>(def.definition_cbor) : { mcpServers: [] };
+    if (def === undefined) return null;
+    const definition = decodePayload<AgentDefinition>(def.definition_cbor);
     return { grants: new Set(definition.mcpServers ?? []), tools: new Map(Object.entries(tools?.tools ?? {})) };
   }
 
