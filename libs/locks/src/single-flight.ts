@@ -15,7 +15,10 @@ export class LockBusyError extends Error {
 export interface SingleFlightOptions {
   /** How long a holder may keep the lock before it expires (a crashed holder frees it). */
   ttlMs: number;
-  /** How long a follower waits for the holder before giving up and running itself. */
+  /**
+   * How long a follower waits for the holder (default `ttlMs`); then it runs `follow` anyway,
+   * never `lead`. The lock is not renewed: work longer than `ttlMs` loses it.
+   */
   waitMs?: number;
   pollMs?: number;
 }
