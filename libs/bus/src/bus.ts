@@ -1,11 +1,38 @@
 import { connect, headers, type Msg, type MsgHdrs, type NatsConnection, type Subscription } from '@nats-io/transport-node';
-import { jetstream, jetstreamManager, RetentionPolicy, StorageType, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
+import {
+  jetstream,
+  jetstreamManager,
+  JetStreamApiCodes,
+  JetStreamApiError,
+  RetentionPolicy,
+  StorageType,
+  type JetStreamClient,
+  type JetStreamManager,
+} from '@nats-io/jetstream';
 import { WireError, decodePayload, encodePayload, makeSubjects, toWireError, type Subjects, type WireErrorShape } from '@mcpx/contracts';
 import { extractTraceContext, injectTraceHeaders } from '@mcpx/telemetry';
 import { context, type Context } from '@opentelemetry/api';
 
 /** The reply of every request/reply endpoint but the proxy's call (which adds its instance). */
 export type Reply<T> = { ok: true; value: T } | { ok: false; error: WireErrorShape };
+
+/**
+ * Where the bus reports the faults no caller sees: a handler's unexpected error (the caller only
+ * gets `internal`) and a failed subscription. A service passes its `@mcpx/log` logger.
+ */
+export interface BusLog {
+  error(msg: string, fields?: Record<string, unknown>): void;
+}
+
+export interface BusOptions {
+  url: string;
+  /** The connection's name, shown by the server (`<service> <instance>`). */
+  name: string;
+  /** The namespace prefix of every subject and stream (`NATS_PREFIX`; default none). */
+  prefix?: string;
+  /** Default: one JSON line on stderr per fault, so a fault is never silent. */
+  log?: BusLog;
+}
 
 export interface Bus {
   nc: NatsConnection;
@@ -29,7 +56,16 @@ export interface Bus {
 /** How long JetStream remembers message ids for de-duplication of retried publishes. */
 const DUPLICATE_WINDOW_NS = 2 * 60 * 1_000_000_000;
 
-/** Creates the streams if they are missing; safe to call from every instance on start. */
+/** Whether `err` is JetStream's "stream not found" (and not a timeout, a lost connection, …). */
+export function isStreamNotFound(err: unknown): boolean {
+  return err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound;
+}
+
+/**
+ * Creates the streams if they are missing; safe to call from every instance on start. Only
+ * "stream not found" means missing: any other failure to read a stream is thrown, so a slow or
+ * broken JetStream is not answered by trying to create streams that exist.
+ */
 export async function ensureStreams(jsm: JetStreamManager, subjects: Subjects): Promise<void> {
   const specs = [
     { name: subjects.mcpEventsStream, subjects: [subjects.mcpEventsAll], max_age: 7 * 24 * 3600 * 1e9 },
@@ -38,27 +74,80 @@ export async function ensureStreams(jsm: JetStreamManager, subjects: Subjects): 
   for (const spec of specs) {
     try {
       await jsm.streams.info(spec.name);
-    } catch {
-      try {
-        await jsm.streams.add({
-          name: spec.name,
-          subjects: spec.subjects,
-          retention: RetentionPolicy.Limits,
-          storage: StorageType.File,
-          max_age: spec.max_age,
-          duplicate_window: DUPLICATE_WINDOW_NS,
-        });
-      } catch (err) {
-        // Another instance may have created it between our info and add.
-        await jsm.streams.info(spec.name).catch(() => {
-          throw err;
-        });
-      }
+      continue;
+    } catch (err) {
+      if (!isStreamNotFound(err)) throw err;
+    }
+    try {
+      await jsm.streams.add({
+        name: spec.name,
+        subjects: spec.subjects,
+        retention: RetentionPolicy.Limits,
+        storage: StorageType.File,
+        max_age: spec.max_age,
+        duplicate_window: DUPLICATE_WINDOW_NS,
+      });
+    } catch (err) {
+      // Another instance may have created it between our info and add.
+      await jsm.streams.info(spec.name).catch(() => {
+        throw err;
+      });
     }
   }
 }
 
-export async function connectBus(opts: { url: string; name: string; prefix?: string }): Promise<Bus> {
+/** The fallback `BusLog`: one JSON line on stderr, with only the name and message of an error. */
+function stderrLog(connection: string): BusLog {
+  return {
+    error: (msg, fields = {}) => {
+      const { err, ...rest } = fields;
+      const e = err instanceof Error ? { name: err.name, message: err.message } : undefined;
+      process.stderr.write(`${JSON.stringify({ ts: new Date().toISOString(), level: 'error', service: 'bus', connection, msg, ...rest, ...(e ? { err: e } : {}) })}\n`);
+    },
+  };
+}
+
+/**
+ * Answers one request. A handler's `WireError` is its answer; anything else it throws is a fault
+ * of this service: the caller gets `internal` and `log` gets the error with the subject (never
+ * the payload, which may carry a caller's secrets).
+ */
+async function answer<Req, Res>(
+  msg: Msg,
+  queue: string,
+  handler: (req: Req, msg: Msg, ctx: Context) => Promise<Res>,
+  ctx: Context,
+  log: BusLog,
+): Promise<void> {
+  let reply: Reply<Res>;
+  try {
+    let req: Req;
+    try {
+      req = decodePayload<Req>(msg.data);
+    } catch {
+      throw new WireError('invalid_input', 'payload: not a CBOR message', { field: 'payload' });
+    }
+    reply = { ok: true, value: await handler(req, msg, ctx) };
+  } catch (e) {
+    if (!(e instanceof WireError)) log.error('request handler failed', { subject: msg.subject, queue, err: e });
+    reply = { ok: false, error: toWireError(e).toJSON() };
+  }
+  let data: Uint8Array;
+  try {
+    data = encodePayload(reply);
+  } catch (e) {
+    log.error('reply could not be encoded', { subject: msg.subject, queue, err: e });
+    data = encodePayload({ ok: false, error: toWireError(e).toJSON() } satisfies Reply<Res>);
+  }
+  msg.respond(data);
+}
+
+/**
+ * Connects (reconnecting forever), builds the subjects for `opts.prefix` and ensures the streams.
+ * Faults of `serve` that no caller sees go to `opts.log`.
+ */
+export async function connectBus(opts: BusOptions): Promise<Bus> {
+  const log = opts.log ?? stderrLog(opts.name);
   const nc = await connect({ servers: opts.url, name: opts.name, maxReconnectAttempts: -1 });
   const subjects = makeSubjects(opts.prefix ?? '');
   const jsm = await jetstreamManager(nc);
@@ -84,22 +173,15 @@ export async function connectBus(opts: { url: string; name: string; prefix?: str
       nc.subscribe(subject, {
         queue,
         callback: (err, msg) => {
-          if (err) return;
+          if (err) {
+            // The client closes the subscription after this (a permissions violation, say).
+            log.error('subscription failed', { subject, queue, err });
+            return;
+          }
           const ctx = extractTraceContext(msg.headers);
-          void context.with(ctx, async () => {
-            let reply: Reply<Res>;
-            try {
-              let req: Req;
-              try {
-                req = decodePayload<Req>(msg.data);
-              } catch {
-                throw new WireError('invalid_input', 'payload: not a CBOR message', { field: 'payload' });
-              }
-              reply = { ok: true, value: await handler(req, msg, ctx) };
-            } catch (e) {
-              reply = { ok: false, error: toWireError(e).toJSON() };
-            }
-            msg.respond(encodePayload(reply));
+          context.with(ctx, () => answer(msg, queue, handler, ctx, log)).catch((e: unknown) => {
+            // Responding failed (the connection closed, say): the caller times out; say why here.
+            log.error('request could not be answered', { subject: msg.subject, queue, err: e });
           });
         },
       }),

@@ -1,4 +1,5 @@
 import { trace } from '@opentelemetry/api';
+import { redact } from './redact.js';
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 const ORDER: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40 };
@@ -14,22 +15,24 @@ export interface Logger {
   child(fields: Record<string, unknown>): Logger;
 }
 
-/** Field names whose values are never written, whatever they hold. */
-const REDACTED_KEYS = /^(authorization|cookie|set-cookie|headers|secretHeaders|secret|secrets|token|password|ciphertext|key)$/i;
+/**
+ * Names the logger writes itself. A caller's field of the same name is kept as `field_<name>`:
+ * the line's own always win, so `level` or `traceId` mean the same on every line.
+ */
+const LINE_FIELDS = new Set(['ts', 'level', 'service', 'msg', 'traceId', 'spanId']);
 
-function redact(value: unknown, depth = 0): unknown {
-  if (depth > 6 || value === null || typeof value !== 'object') return value;
-  if (value instanceof Error) return { name: value.name, message: value.message, code: (value as { code?: unknown }).code };
-  if (Array.isArray(value)) return value.slice(0, 50).map((v) => redact(v, depth + 1));
+/** The caller's fields, redacted, with names the line owns moved to `field_<name>`. */
+function callerFields(fields: Record<string, unknown>): Record<string, unknown> {
   const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(value)) out[k] = REDACTED_KEYS.test(k) ? '[redacted]' : redact(v, depth + 1);
+  for (const [k, v] of Object.entries(redact(fields) as Record<string, unknown>)) out[LINE_FIELDS.has(k) ? `field_${k}` : k] = v;
   return out;
 }
 
 /**
  * A JSON-lines logger. Every line carries the active trace and span ids so a log line can be
- * found from its trace. Values under secret-looking keys are replaced by `[redacted]`; callers
- * still must not put secret values in messages.
+ * found from its trace. Fields are redacted and bounded first (see `redact`); callers still must
+ * not put secret values in messages. Writing a line never throws: fields that cannot be read
+ * are written as `fields: "[unwritable]"`.
  */
 export function createLogger(
   service: string,
@@ -41,15 +44,16 @@ export function createLogger(
   const write = (level: LogLevel, msg: string, fields?: Record<string, unknown>): void => {
     if (ORDER[level] < min) return;
     const span = trace.getActiveSpan()?.spanContext();
-    const record = {
-      ts: new Date().toISOString(),
-      level,
-      service,
-      msg,
-      ...(redact({ ...base, ...fields }) as Record<string, unknown>),
-      ...(span ? { traceId: span.traceId, spanId: span.spanId } : {}),
-    };
-    sink(JSON.stringify(record));
+    const head = { ts: new Date().toISOString(), level, service, msg };
+    const ids = span ? { traceId: span.traceId, spanId: span.spanId } : {};
+    let line: string;
+    try {
+      line = JSON.stringify({ ...head, ...callerFields({ ...base, ...fields }), ...ids });
+    } catch {
+      // A getter that throws, say: the line still says what happened.
+      line = JSON.stringify({ ...head, fields: '[unwritable]', ...ids });
+    }
+    sink(line);
   };
   return {
     debug: (m, f) => write('debug', m, f),

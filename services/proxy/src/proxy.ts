@@ -41,7 +41,7 @@ export async function startProxy(config: Config, opts: ProxyOptions = {}): Promi
   const log = createLogger('proxy', { level: config.logLevel, fields: { instance }, ...(opts.logSink ? { sink: opts.logSink } : {}) });
   const telemetry = opts.telemetry ?? await setupTelemetry({ serviceName: 'proxy', serviceInstanceId: instance, ...(config.otlpEndpoint ? { otlpEndpoint: config.otlpEndpoint } : {}) });
   const db = createDb(config.databaseUrl, { applicationName: 'proxy', max: 10, onIdleError: (err) => log.warn('database connection dropped', { err }) });
-  const bus = await connectBus({ url: config.natsUrl, name: `proxy ${instance}`, prefix: config.natsPrefix });
+  const bus = await connectBus({ url: config.natsUrl, name: `proxy ${instance}`, prefix: config.natsPrefix, log });
   // Admission must not queue behind a Redis outage: fail fast (and open) instead.
   const redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 1, enableOfflineQueue: false, commandTimeout: 1_000, lazyConnect: true });
   redis.on('error', () => {});
@@ -140,7 +140,7 @@ export async function startProxy(config: Config, opts: ProxyOptions = {}): Promi
     metricsHandler: telemetry.metricsHandler,
     extra: { '/stats': () => ({ ...stats(), cpu: process.cpuUsage(), rss: process.memoryUsage.rss() }) },
   });
-  log.info('proxy ready', { instance, health: health.url, service: service.name, limits });
+  log.info('proxy ready', { instance, health: health.url, natsService: service.name, limits });
   let stopping: Promise<void> | undefined;
   return {
     healthUrl: health.url,
