@@ -84,7 +84,8 @@ describe('owner overrides and approval expiry', () => {
     await eventually(async () => ((await tool('db__drop_table')).permission === 'always_ask' ? true : undefined), 15_000, 'always_ask');
     const approved = await eventually(async () => stoppedCall(system, 'agent', 'e1', 'db__drop_table', { table: 'late' }).catch(() => undefined), 15_000, 'a stop');
     const { approval } = await system.api.act<{ approval: ApprovalView }>('ApproveToolCall', { approvalId: approved });
-    expect(Date.parse(approval.expiresAt) - Date.parse(approval.createdAt)).toBe(TTL_MS);
+    // Approved: usable for the TTL from the decision.
+    expect(Date.parse(approval.expiresAt) - Date.parse(approval.decidedAt!)).toBe(TTL_MS);
     const undecided = await stoppedCall(system, 'agent', 'e1', 'db__drop_table', { table: 'late' });
     await new Promise((r) => setTimeout(r, TTL_MS + 200));
     const before = upstream.stats.calls;

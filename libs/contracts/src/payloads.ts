@@ -215,6 +215,7 @@ export interface ApprovalView {
   arguments?: unknown;
   status: 'pending' | 'approved' | 'denied' | 'used';
   createdAt: string;
+  /** While pending, the deadline for a decision (creation + TTL); once approved, for re-sending the call (decision + TTL). */
   expiresAt: string;
   decidedAt?: string;
   decidedBy?: string;

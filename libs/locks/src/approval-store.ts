@@ -1,7 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 
-/** Seed 001: an approval waits for a human this long (ms) unless the operator says otherwise. */
+/**
+ * Seed 001: an approval waits for a human this long (ms) unless the operator says otherwise, and
+ * once approved, the call may be re-sent for as long again from the decision.
+ */
 export const DEFAULT_APPROVAL_TTL_MS = 10 * 60_000;
 /** A decided, used or expired approval is kept this much longer, so a late use says why it fails. */
 const TOMBSTONE_MS = 60 * 60_000;
@@ -33,6 +36,11 @@ export interface ApprovalRecord extends ApprovalBinding {
   status: ApprovalStatus;
   /** Epoch ms. */
   createdAt: number;
+  /**
+   * The deadline of the step the approval is at: while pending, the decision's (creation + TTL);
+   * once approved, the use's (decision + TTL), so a late decision still leaves a full window to
+   * re-send. A denial keeps the pending deadline (there is nothing left to use).
+   */
   expiresAt: number;
   decidedAt?: number;
   decidedBy?: string;
@@ -43,7 +51,8 @@ export type DecideOutcome = { ok: true; record: ApprovalRecord } | { ok: false; 
 export type ConsumeReason = 'unknown' | 'expired' | 'denied' | 'used' | 'pending' | 'mismatch';
 export type ConsumeOutcome = { ok: true; record: ApprovalRecord } | { ok: false; reason: ConsumeReason; record?: ApprovalRecord };
 
-// KEYS[1] the record, KEYS[2] the account's pending index; ARGV: now, decision, decided by.
+// KEYS[1] the record, KEYS[2] the account's pending index; ARGV: now, decision, decided by, the
+// approved call's use deadline, how long an approved record is kept (ms).
 const DECIDE = `
 local raw = redis.call('GET', KEYS[1])
 if not raw then return {'unknown'} end
@@ -57,8 +66,15 @@ end
 r.status = ARGV[2]
 r.decidedAt = now
 r.decidedBy = ARGV[3]
-local enc = cjson.encode(r)
-redis.call('SET', KEYS[1], enc, 'KEEPTTL')
+local enc
+if r.status == 'approved' then
+  r.expiresAt = tonumber(ARGV[4])
+  enc = cjson.encode(r)
+  redis.call('SET', KEYS[1], enc, 'PX', ARGV[5])
+else
+  enc = cjson.encode(r)
+  redis.call('SET', KEYS[1], enc, 'KEEPTTL')
+end
 redis.call('ZREM', KEYS[2], r.id)
 return {'ok', enc}
 `;
@@ -147,9 +163,13 @@ export class ApprovalStore {
     return record;
   }
 
-  /** A human's decision on a pending, unexpired approval of the account. */
+  /**
+   * A human's decision on a pending, unexpired approval of the account. An approval starts the
+   * window to use it: it expires `ttlMs` after the decision, however late the decision came.
+   */
   async decide(account: string, id: string, decision: 'approved' | 'denied', by: string): Promise<DecideOutcome> {
-    const out = (await this.redis.eval(DECIDE, 2, this.recordKey(account, id), this.indexKey(account), this.now(), decision, by)) as [string, string?];
+    const now = this.now();
+    const out = (await this.redis.eval(DECIDE, 2, this.recordKey(account, id), this.indexKey(account), now, decision, by, now + this.ttlMs, this.ttlMs + TOMBSTONE_MS)) as [string, string?];
     return out[0] === 'ok' ? { ok: true, record: parse(out[1]) } : { ok: false, reason: out[0] as 'unknown' | 'expired' | 'decided', ...(out[1] ? { record: parse(out[1]) } : {}) };
   }
 

@@ -230,15 +230,27 @@ export class Discovery {
     return this.challenges.get(serverId);
   }
 
-  /** Records tools a proxy saw when it opened a connection (a quiet discovery). */
-  async observed(account: string, name: string, tools: unknown[], transport: Transport): Promise<McpServerRecord | null> {
-    const server = await this.deps.servers.find(account, name);
-    if (server === null) return null;
+  /**
+   * Records tools a proxy saw when it opened a connection (a quiet discovery), in whichever target
+   * holds the server: the mcp_servers rows first, then each of `others` in order (built-ins), as
+   * the proxy's catalog resolves a name. Under the same single flight key as {@link discover}.
+   */
+  async observed(account: string, name: string, tools: unknown[], transport: Transport, others: readonly DiscoveryTarget[] = []): Promise<McpServerRecord | null> {
+    let found: { server: McpServerRecord; target: DiscoveryTarget } | undefined;
+    for (const target of [this.rows, ...others]) {
+      const server = await target.find(account, name);
+      if (server !== null) {
+        found = { server, target };
+        break;
+      }
+    }
+    if (found === undefined) return null;
+    const { server, target } = found;
     return this.deps.singleFlight.run(
       `discovery:${account}:${name}`,
       { ttlMs: 10_000 },
-      () => this.lead(server, 'observed', async () => ({ tools: sanitizeTools(tools), transport }), this.rows),
-      async () => (await this.deps.servers.find(account, name)) ?? server,
+      () => this.lead(server, 'observed', async () => ({ tools: sanitizeTools(tools), transport }), target),
+      async () => (await target.find(account, name)) ?? server,
     );
   }
 

@@ -2,14 +2,15 @@ import type { Subscription } from '@nats-io/transport-node';
 import type { Bus } from '@mcpx/bus';
 import { QueueGroups, decodePayload, type ToolsObserved } from '@mcpx/contracts';
 import type { Logger } from '@mcpx/log';
-import type { Discovery } from './discovery.js';
+import type { Discovery, DiscoveryTarget } from './discovery.js';
 
 /**
  * Quiet discovery: a proxy lists tools whenever it opens a connection and publishes them; one
  * registry instance (queue group) records them like any discovery, so a server that added tools
- * yesterday is current the next time any agent calls it.
+ * yesterday is current the next time any agent calls it. A server without an mcp_servers row is
+ * looked up in `others` (the built-ins), so theirs are recorded too.
  */
-export function consumeObservedTools(bus: Bus, discovery: Discovery, log: Logger): Subscription {
+export function consumeObservedTools(bus: Bus, discovery: Discovery, log: Logger, others: readonly DiscoveryTarget[] = []): Subscription {
   return bus.nc.subscribe(bus.subjects.toolsObserved, {
     queue: QueueGroups.registry,
     callback: (err, msg) => {
@@ -22,7 +23,7 @@ export function consumeObservedTools(bus: Bus, discovery: Discovery, log: Logger
         log.warn('dropped a malformed tools-observed message');
         return;
       }
-      discovery.observed(event.account, event.server, event.tools, event.transport === 'sse' ? 'sse' : 'http').catch((e: unknown) => {
+      discovery.observed(event.account, event.server, event.tools, event.transport === 'sse' ? 'sse' : 'http', others).catch((e: unknown) => {
         log.error('quiet discovery failed', { account: event.account, server: event.server, err: e as Error });
       });
     },
