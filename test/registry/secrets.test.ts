@@ -49,10 +49,15 @@ describe('secrets: key-ring rotation', () => {
     const env = { DATABASE_URL: h.env.DATABASE_URL ?? '', SECRETS_KEYRING: `${K1},${K2}`, OUTBOUND_PROFILE: 'production' };
     const first = await rotateSecrets(env);
     expect(first.code, first.stderr).toBe(0);
-    expect(JSON.parse(first.stdout.trim().split('\n').at(-1) ?? '')).toEqual({ rotated: 1, keyId: 'k2', left: 0 });
+    const tables = (secrets: number) => ({
+      'registry.secrets': { rotated: secrets, left: 0 },
+      'registry.oauth_connections': { rotated: 0, left: 0 },
+      'registry.vendor_connections': { rotated: 0, left: 0 },
+    });
+    expect(JSON.parse(first.stdout.trim().split('\n').at(-1) ?? '')).toEqual({ rotated: 1, keyId: 'k2', left: 0, tables: tables(1) });
     expect(await keyIds()).toEqual({ 'mcp-one-authorization': 'k2', 'mcp-two-authorization': 'k2' });
     const again = await rotateSecrets(env);
-    expect(JSON.parse(again.stdout.trim().split('\n').at(-1) ?? '')).toEqual({ rotated: 0, keyId: 'k2', left: 0 });
+    expect(JSON.parse(again.stdout.trim().split('\n').at(-1) ?? '')).toEqual({ rotated: 0, keyId: 'k2', left: 0, tables: tables(0) });
     // Its output and errors never carry key material.
     expect(first.stdout + first.stderr + again.stdout + again.stderr).not.toContain(Buffer.alloc(32, 11).toString('base64'));
 

@@ -70,12 +70,8 @@ export class VendorConnectionsRepository {
     return row ? toConnection(row) : null;
   }
 
-  /**
-   * The vendor's tokens, opened, with the connection they belong to and their `version` (the
-   * sealed bytes: a new seal is new bytes, so any write in between changes it); null when there is
-   * no connection.
-   */
-  async tokens(account: string, vendor: string): Promise<{ connectionId: string; version: Uint8Array; tokens: VendorTokens } | null> {
+  /** The vendor's tokens, opened, with the connection they belong to; null when there is no connection. */
+  async tokens(account: string, vendor: string): Promise<{ connectionId: string; tokens: VendorTokens } | null> {
     const row = await this.db
       .selectFrom('registry.vendor_connections')
       .select(['id', 'tokens_key_id', 'tokens_sealed'])
@@ -84,24 +80,37 @@ export class VendorConnectionsRepository {
       .executeTakeFirst();
     if (row === undefined) return null;
     const tokens = JSON.parse(this.box.open({ keyId: row.tokens_key_id, ciphertext: row.tokens_sealed }, vendorTokensAad(account, vendor))) as VendorTokens;
-    return { connectionId: row.id, version: row.tokens_sealed, tokens };
+    return { connectionId: row.id, tokens };
   }
 
   /**
    * Replaces the tokens read as `read` after a refresh; false when they changed meanwhile (the
-   * vendor disconnected, connected anew, or the owner gave new tokens: theirs win) — compare and set.
+   * vendor disconnected, connected anew, or the owner gave new tokens: theirs win) — compare and
+   * set on the tokens themselves, under the row's lock: not on their sealed bytes, which a key
+   * rotation re-seals (the refresh's new tokens would be lost, and a rotated refresh token with them).
    */
-  async replaceTokens(account: string, vendor: string, read: { connectionId: string; version: Uint8Array }, tokens: VendorTokens): Promise<boolean> {
-    const sealed = this.box.seal(JSON.stringify(tokens), vendorTokensAad(account, vendor));
-    const r = await this.db
-      .updateTable('registry.vendor_connections')
-      .set({ tokens_key_id: sealed.keyId, tokens_sealed: sealed.ciphertext, expires_at: tokens.expiresAt !== undefined ? new Date(tokens.expiresAt) : null, updated_at: new Date() })
-      .where('account_id', '=', account)
-      .where('vendor', '=', vendor)
-      .where('id', '=', read.connectionId)
-      .where('tokens_sealed', '=', Buffer.from(read.version))
-      .executeTakeFirst();
-    return Number(r.numUpdatedRows) === 1;
+  async replaceTokens(account: string, vendor: string, read: { connectionId: string; tokens: VendorTokens }, tokens: VendorTokens): Promise<boolean> {
+    const aad = vendorTokensAad(account, vendor);
+    const sealed = this.box.seal(JSON.stringify(tokens), aad);
+    return this.db.transaction().execute(async (trx) => {
+      const row = await trx
+        .selectFrom('registry.vendor_connections')
+        .select(['id', 'tokens_key_id', 'tokens_sealed'])
+        .where('account_id', '=', account)
+        .where('vendor', '=', vendor)
+        .forUpdate()
+        .executeTakeFirst();
+      if (row?.id !== read.connectionId) return false;
+      const stored = JSON.parse(this.box.open({ keyId: row.tokens_key_id, ciphertext: row.tokens_sealed }, aad)) as VendorTokens;
+      if (JSON.stringify(stored) !== JSON.stringify(read.tokens)) return false;
+      await trx
+        .updateTable('registry.vendor_connections')
+        .set({ tokens_key_id: sealed.keyId, tokens_sealed: sealed.ciphertext, expires_at: tokens.expiresAt !== undefined ? new Date(tokens.expiresAt) : null, updated_at: new Date() })
+        .where('account_id', '=', account)
+        .where('vendor', '=', vendor)
+        .execute();
+      return true;
+    });
   }
 }
 

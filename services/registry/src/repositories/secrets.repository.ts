@@ -49,30 +49,4 @@ export class SecretsRepository {
     const res = await trx.deleteFrom('registry.secrets').where('account_id', '=', account).where('name', 'in', names).executeTakeFirst();
     return Number(res.numDeletedRows);
   }
-
-  /** Re-seals every secret sealed with an older key under the newest one. Returns the count. */
-  async rotate(batch = 500): Promise<number> {
-    let total = 0;
-    for (;;) {
-      const rows = await this.db
-        .selectFrom('registry.secrets')
-        .select(['account_id', 'name', 'key_id', 'ciphertext'])
-        .where('key_id', '!=', this.box.currentKeyId)
-        .limit(batch)
-        .execute();
-      if (rows.length === 0) return total;
-      for (const r of rows) {
-        const aad = secretAad(r.account_id, r.name);
-        const sealed = this.box.seal(this.box.open({ keyId: r.key_id, ciphertext: r.ciphertext }, aad), aad);
-        await this.db
-          .updateTable('registry.secrets')
-          .set({ key_id: sealed.keyId, ciphertext: sealed.ciphertext, updated_at: new Date() })
-          .where('account_id', '=', r.account_id)
-          .where('name', '=', r.name)
-          .where('key_id', '=', r.key_id)
-          .execute();
-        total++;
-      }
-    }
-  }
 }
