@@ -180,7 +180,8 @@ export function loadConfig(service: keyof typeof DEFAULT_PORTS, env: NodeJS.Proc
   if (level !== 'debug' && level !== 'info' && level !== 'warn' && level !== 'error') {
     throw new Error('LOG_LEVEL must be debug, info, warn or error');
   }
-  const port = env.HTTP_PORT === undefined ? DEFAULT_PORTS[service] : Number(env.HTTP_PORT);
+  // Unset or empty: the service's default port (0, given explicitly, picks a free one).
+  const port = env.HTTP_PORT === undefined || env.HTTP_PORT === '' ? DEFAULT_PORTS[service] : Number(env.HTTP_PORT);
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error('HTTP_PORT must be a port number');
   return {
     databaseUrl: env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/mcpx',

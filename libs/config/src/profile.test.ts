@@ -15,3 +15,14 @@ describe('OUTBOUND_PROFILE', () => {
     expect(() => loadConfig('registry', { OUTBOUND_PROFILE: 'lcoal', SECRETS_KEYRING: keyring })).toThrow('OUTBOUND_PROFILE must be local or production');
   });
 });
+
+describe('HTTP_PORT', () => {
+  it('unset or empty is the service default; 0 picks a free port', () => {
+    const base = { OUTBOUND_PROFILE: 'local' };
+    expect(loadConfig('registry', base).httpPort).toBe(8080);
+    expect(loadConfig('registry', { ...base, HTTP_PORT: '' }).httpPort).toBe(8080);
+    expect(loadConfig('registry', { ...base, HTTP_PORT: '0' }).httpPort).toBe(0);
+    expect(() => loadConfig('registry', { ...base, HTTP_PORT: 'eighty' })).toThrow('HTTP_PORT must be a port number');
+  });
+});
+
