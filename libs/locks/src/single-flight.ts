@@ -4,6 +4,24 @@ import type { Redis } from 'ioredis';
 /** Deletes the lock only when it still holds our token (a lock that expired is someone else's). */
 const RELEASE = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end`;
 
+/** Extends the lock only while it still holds our token. */
+const RENEW = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) else return 0 end`;
+
+/**
+ * Runs `fn` while holding `lockKey` (already taken with `token`): the lock is renewed every third of
+ * its TTL while `fn` runs, so slow work keeps it (a crashed holder still frees it within the TTL),
+ * and released at the end.
+ */
+async function holding<T>(redis: Redis, lockKey: string, token: string, ttlMs: number, fn: () => Promise<T>): Promise<T> {
+  const renew = setInterval(() => void redis.eval(RENEW, 1, lockKey, token, String(ttlMs)).catch(() => undefined), Math.max(1, Math.floor(ttlMs / 3)));
+  try {
+    return await fn();
+  } finally {
+    clearInterval(renew);
+    await redis.eval(RELEASE, 1, lockKey, token).catch(() => undefined);
+  }
+}
+
 /** The lock of an {@link SingleFlight.exclusive} run stayed held longer than its wait. */
 export class LockBusyError extends Error {
   override readonly name = 'LockBusyError';
@@ -17,7 +35,8 @@ export interface SingleFlightOptions {
   ttlMs: number;
   /**
    * How long a follower waits for the holder (default `ttlMs`); then it runs `follow` anyway,
-   * never `lead`. The lock is not renewed: work longer than `ttlMs` loses it.
+   * never `lead`. The holder renews the lock while it works, so `ttlMs` bounds only how long a
+   * crashed holder blocks others.
    */
   waitMs?: number;
   pollMs?: number;
@@ -59,24 +78,14 @@ export class SingleFlight {
       if (Date.now() >= deadline) throw new LockBusyError(key);
       await new Promise((r) => setTimeout(r, poll));
     }
-    try {
-      return await fn();
-    } finally {
-      await this.redis.eval(RELEASE, 1, lockKey, token).catch(() => undefined);
-    }
+    return holding(this.redis, lockKey, token, opts.ttlMs, fn);
   }
 
   private async acquireAndRun<T>(key: string, opts: SingleFlightOptions, lead: () => Promise<T>, follow: () => Promise<T>): Promise<T> {
     const lockKey = `${this.prefix}lock:${key}`;
     const token = randomBytes(12).toString('base64url');
     const got = await this.redis.set(lockKey, token, 'PX', opts.ttlMs, 'NX');
-    if (got === 'OK') {
-      try {
-        return await lead();
-      } finally {
-        await this.redis.eval(RELEASE, 1, lockKey, token).catch(() => undefined);
-      }
-    }
+    if (got === 'OK') return holding(this.redis, lockKey, token, opts.ttlMs, lead);
     const deadline = Date.now() + (opts.waitMs ?? opts.ttlMs);
     const poll = opts.pollMs ?? 50;
     while (Date.now() < deadline) {
