@@ -5,6 +5,7 @@
 import { spawnSync, spawn } from 'node:child_process';
 import { existsSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
+import { setInterval } from 'node:timers';
 import { fileURLToPath } from 'node:url';
 
 const PNPM_VERSION = '12.4.2';
@@ -53,4 +54,10 @@ if (target === undefined) {
 }
 const child = spawn(target[0], target[1], { cwd: root, stdio: 'inherit' });
 for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => child.kill(sig));
+// npm passes Ctrl-C on (the whole process group gets it) but not a SIGTERM sent to npm alone, as a
+// process manager sends: when our parent is gone, stop the child as if we had been told to.
+const parent = process.ppid;
+setInterval(() => {
+  if (process.ppid !== parent) child.kill('SIGTERM');
+}, 1_000).unref();
 child.on('exit', (code, signal) => process.exit(code ?? (signal ? 1 : 0)));

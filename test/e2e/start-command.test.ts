@@ -1,0 +1,70 @@
+import { spawn } from 'node:child_process';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort } from '../servers/index.js';
+import { createTestDatabase, uniqueNamespace, type TestDatabase } from '../support/env.js';
+import { ROOT, eventually } from '../support/system.js';
+
+const alive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+const answers = async (url: string): Promise<boolean> => (await fetch(url).catch(() => undefined))?.ok === true;
+
+/**
+ * The README's start command (`npm start` → `node scripts/run.mjs start`): everything comes up (the
+ * API, the console, the projector and the proxy), and when whatever started it dies without passing
+ * a signal on (npm does not forward a SIGTERM sent to it alone), everything stops.
+ */
+describe('the start command', () => {
+  let db: TestDatabase;
+  let ports: { registry: number; projector: number; proxy: number };
+  const pids: number[] = [];
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    ports = { registry: await freePort(), projector: await freePort(), proxy: await freePort() };
+  });
+
+  afterAll(async () => {
+    // A failed run leaves the command up: ask it to stop its services before anything is killed.
+    for (const pid of pids.slice().reverse()) if (alive(pid)) process.kill(pid, 'SIGTERM');
+    await eventually(async () => (pids.every((pid) => !alive(pid)) ? true : undefined), 20_000, 'the start command to stop').catch(() => undefined);
+    for (const pid of pids) if (alive(pid)) process.kill(pid, 'SIGKILL');
+    await db?.drop();
+  });
+
+  it('serves the API and the console, and stops everything once its parent is gone', async () => {
+    const ns = uniqueNamespace();
+    const env = {
+      ...process.env,
+      DATABASE_URL: db.url,
+      NATS_PREFIX: ns.natsPrefix,
+      REDIS_PREFIX: ns.redisPrefix,
+      REGISTRY_PORT: String(ports.registry),
+      PROJECTOR_PORT: String(ports.projector),
+      PROXY_PORT: String(ports.proxy),
+      LOG_LEVEL: 'warn',
+    };
+    // Stands in for npm: starts the command, prints its pid, and is then killed without a word.
+    const parent = spawn(
+      process.execPath,
+      ['-e', "const c = require('node:child_process').spawn(process.execPath, ['scripts/run.mjs', 'start'], { stdio: 'ignore' }); console.log(c.pid); setInterval(() => {}, 1000);"],
+      { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    const runPid = await new Promise<number>((resolve) => parent.stdout.once('data', (d: Buffer) => resolve(Number(d.toString().trim()))));
+    pids.push(parent.pid!, runPid);
+
+    const base = `http://127.0.0.1:${ports.registry}`;
+    await eventually(async () => ((await answers(`${base}/healthz`)) && (await answers(`http://127.0.0.1:${ports.proxy}/healthz`)) ? true : undefined), 90_000, 'everything up');
+    expect(await answers(`http://127.0.0.1:${ports.projector}/healthz`)).toBe(true);
+    expect(await (await fetch(`${base}/console/`)).text()).toContain('<!doctype html>');
+
+    parent.kill('SIGKILL');
+    await eventually(async () => (!alive(runPid) && !(await answers(`${base}/healthz`)) && !(await answers(`http://127.0.0.1:${ports.proxy}/healthz`)) ? true : undefined), 30_000, 'everything stopped');
+  }, 150_000);
+});
