@@ -8,6 +8,9 @@ const BOOLEAN_FLAGS = new Set(['json', 'force', 'help']);
 
 export class UsageError extends Error {}
 
+/** How a command shows its answer: `value` as JSON under `--json`, else `human()`. */
+export type Print = (value: unknown, human: () => string) => void;
+
 export function parseArgs(argv: string[]): ParsedArgs {
   const positionals: string[] = [];
   const flags = new Map<string, string[]>();
@@ -35,6 +38,13 @@ export function parseArgs(argv: string[]): ParsedArgs {
     }
   }
   return { positionals, flags };
+}
+
+/** The positional at `index`, or a usage error naming `what` is missing. */
+export function need(args: ParsedArgs, index: number, what: string): string {
+  const v = args.positionals[index];
+  if (v === undefined) throw new UsageError(`missing ${what}`);
+  return v;
 }
 
 export function flag(args: ParsedArgs, name: string): string | undefined {

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { ErrorCodes, WireError, type AgentView, type ApprovalView, type RedactedMcpServer } from '@mcpx/contracts';
+import { ErrorCodes, WireError, type AgentView, type ApprovalView, type RedactedMcpServer, type ToolSearchReply } from '@mcpx/contracts';
 import { generateKeyPair } from '@mcpx/envelope';
 import type { McpToolDocument, ProxyResult } from '@mcpx/domain';
-import { UsageError, flag, flags, keyValues, type ParsedArgs } from './args.js';
+import { UsageError, flag, flags, keyValues, need, type ParsedArgs, type Print } from './args.js';
 import { loadRuns, readKey, saveRuns, sendAction, withProxy, writeKey, type CliEnv } from './client.js';
 import { authorizationLines, oauthClientLine, preRegisteredClient, serversAuthorize, type AuthorizationAnswer } from './oauth-commands.js';
 import { toolsPermission, vendorsConnect, vendorsDisconnect } from './trust-commands.js';
@@ -13,14 +13,13 @@ export interface Io {
 
 type Command = (env: CliEnv, args: ParsedArgs, io: Io, json: boolean) => Promise<void>;
 
-function need(args: ParsedArgs, index: number, what: string): string {
-  const v = args.positionals[index];
-  if (v === undefined) throw new UsageError(`missing ${what}`);
-  return v;
-}
-
 function print(io: Io, json: boolean, value: unknown, human: () => string): void {
   io.out(json ? JSON.stringify(value, null, 2) : human());
+}
+
+/** A command of its own file, which prints through the `Print` it is given. */
+function printing(run: (env: CliEnv, args: ParsedArgs, print: Print) => Promise<void>): Command {
+  return (env, args, io, json) => run(env, args, (value, human) => print(io, json, value, human));
 }
 
 function serverLine(s: RedactedMcpServer): string {
@@ -189,10 +188,6 @@ const toolsShow: Command = async (env, args, io, json) => {
   print(io, json, doc, () => JSON.stringify(doc, null, 2));
 };
 
-interface SearchResult {
-  families: Array<{ family: string; server: string; tools: Array<{ name: string; description: string; score: number; cid: string }> }>;
-}
-
 /** `tools search QUERY [--family mcp:SLUG] [--agent AGENT] [--limit N]`: words after `search` form the query. */
 const toolsSearch: Command = async (env, args, io, json) => {
   const query = args.positionals.slice(2).join(' ');
@@ -200,7 +195,7 @@ const toolsSearch: Command = async (env, args, io, json) => {
   const family = flag(args, 'family');
   const agent = flag(args, 'agent');
   const limit = flag(args, 'limit');
-  const res = await sendAction<SearchResult>(env, await readKey(env.keyFile), {
+  const res = await sendAction<ToolSearchReply>(env, await readKey(env.keyFile), {
     type: 'SearchTools',
     query,
     ...(family !== undefined ? { family } : {}),
@@ -318,7 +313,7 @@ export const COMMANDS: Record<string, Command> = {
   'servers show': serversShow,
   'servers refresh': serversRefresh,
   'servers delete': serversDelete,
-  'servers authorize': (env, args, io, json) => serversAuthorize(env, args, (value, human) => print(io, json, value, human)),
+  'servers authorize': printing(serversAuthorize),
   'agents create': agentsCreate,
   'agents grant': changeGrants(true),
   'agents revoke': changeGrants(false),
@@ -328,9 +323,9 @@ export const COMMANDS: Record<string, Command> = {
   'tools index': toolsIndex,
   'tools show': toolsShow,
   'tools search': toolsSearch,
-  'tools permission': (env, args, io, json) => toolsPermission(env, args, (value, human) => print(io, json, value, human)),
-  'vendors connect': (env, args, io, json) => vendorsConnect(env, args, (value, human) => print(io, json, value, human)),
-  'vendors disconnect': (env, args, io, json) => vendorsDisconnect(env, args, (value, human) => print(io, json, value, human)),
+  'tools permission': printing(toolsPermission),
+  'vendors connect': printing(vendorsConnect),
+  'vendors disconnect': printing(vendorsDisconnect),
   'runs end': runsEnd,
   'approvals list': approvalsList,
   'approvals approve': decideApproval('ApproveToolCall'),

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import type { McpServerConfigInput, RedactedMcpServer, RedactedOAuthClient } from '@mcpx/contracts';
-import { UsageError, flag, type ParsedArgs } from './args.js';
+import { UsageError, flag, need, type ParsedArgs, type Print } from './args.js';
 import { readKey, sendAction, type CliEnv } from './client.js';
 
 /** What SetMcpServer, RefreshMcpServer and AuthorizeMcpServer answer for an oauth server. */
@@ -63,13 +63,8 @@ export function oauthClientLine(c: RedactedOAuthClient): string {
 }
 
 /** `mcpx servers authorize NAME`: a fresh authorization URL for an oauth server. */
-export async function serversAuthorize(
-  env: CliEnv,
-  args: ParsedArgs,
-  out: (value: unknown, human: () => string) => void,
-): Promise<void> {
-  const name = args.positionals[2];
-  if (name === undefined) throw new UsageError('missing NAME');
+export async function serversAuthorize(env: CliEnv, args: ParsedArgs, out: Print): Promise<void> {
+  const name = need(args, 2, 'NAME');
   const key = await readKey(env.keyFile);
   const res = await sendAction<AuthorizationAnswer>(env, key, { type: 'AuthorizeMcpServer', name });
   out(res, () => (res.authorizationUrl !== undefined ? `open in a browser to authorize ${res.server.name}:\n${res.authorizationUrl}` : `${res.server.name}: ${res.authorizationError ?? 'no authorization needed'}`));

@@ -1,9 +1,7 @@
 import { readFileSync } from 'node:fs';
 import type { RedactedMcpServer } from '@mcpx/contracts';
-import { UsageError, flag, type ParsedArgs } from './args.js';
+import { UsageError, flag, need, type ParsedArgs, type Print } from './args.js';
 import { readKey, sendAction, type CliEnv } from './client.js';
-
-type Print = (value: unknown, human: () => string) => void;
 
 const LEVELS: Record<string, 'act' | 'always_ask' | null> = { act: 'act', always_ask: 'always_ask', 'always-ask': 'always_ask', inherited: null };
 
@@ -27,8 +25,7 @@ export async function toolsPermission(env: CliEnv, args: ParsedArgs, print: Prin
  * `{accessToken, refreshToken?, expiresAt?}`) keeps tokens out of the shell's history.
  */
 export async function vendorsConnect(env: CliEnv, args: ParsedArgs, print: Print): Promise<void> {
-  const vendor = args.positionals[2];
-  if (vendor === undefined) throw new UsageError('missing VENDOR');
+  const vendor = need(args, 2, 'VENDOR');
   const file = flag(args, 'tokens-file');
   let tokens: Record<string, unknown>;
   if (file !== undefined) {
@@ -50,8 +47,7 @@ export async function vendorsConnect(env: CliEnv, args: ParsedArgs, print: Print
 
 /** `vendors disconnect VENDOR`: its built-ins go dark, out of every agent's grant. */
 export async function vendorsDisconnect(env: CliEnv, args: ParsedArgs, print: Print): Promise<void> {
-  const vendor = args.positionals[2];
-  if (vendor === undefined) throw new UsageError('missing VENDOR');
+  const vendor = need(args, 2, 'VENDOR');
   const res = await sendAction<{ vendor: string; servers: string[] }>(env, await readKey(env.keyFile), { type: 'DeleteVendorConnection', vendor });
   print(res, () => `disconnected ${res.vendor}: ${res.servers.join(', ')} went dark`);
 }

@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ApprovalView } from '@mcpx/contracts';
-import { startTestMcpServer, type TestMcpServer } from '../servers/index.js';
+import type { TestMcpServer } from '../servers/index.js';
 import { ApiClient } from '../support/api-client.js';
-import { ProxySystem } from '../support/proxy-system.js';
+import type { ProxySystem } from '../support/proxy-system.js';
 import { SseSubscriber } from '../support/sse-client.js';
-import { approvalTools, stoppedCall } from './approval-tools.js';
+import { startApprovalSystem, stoppedCall } from './approval-tools.js';
 
 /** An argument value that must never reach the event stream. */
 const TABLE = 'payroll_7f3e91';
@@ -22,9 +22,7 @@ describe('approval events on the account event stream', () => {
   let strangerApi: ApiClient;
 
   beforeAll(async () => {
-    [system, upstream] = await Promise.all([ProxySystem.start(), startTestMcpServer({ tools: approvalTools() })]);
-    await system.setServer('db', upstream.url);
-    await system.createAgent('agent', ['db'], 3);
+    ({ system, upstream } = await startApprovalSystem());
     stream = await SseSubscriber.open(system.api);
     strangerApi = new ApiClient(system.api.apiUrl);
     stranger = await SseSubscriber.open(strangerApi);

@@ -1,6 +1,6 @@
 import { WireError } from '@mcpx/contracts';
-import { addTool, echoTool, type TestTool } from '../servers/index.js';
-import type { ProxySystem } from '../support/proxy-system.js';
+import { addTool, echoTool, startTestMcpServer, type TestMcpServer, type TestTool } from '../servers/index.js';
+import { ProxySystem, type ProxySystemOptions } from '../support/proxy-system.js';
 
 /** `drop_table {table}`: a tool its server marks destructive (inherits always_ask). */
 export function dropTool(): TestTool {
@@ -16,6 +16,25 @@ export function dropTool(): TestTool {
 /** drop_table (destructive), add (read-only), echo (no hints). */
 export function approvalTools(): TestTool[] {
   return [dropTool(), addTool(), echoTool()];
+}
+
+/**
+ * A ProxySystem (`opts` as ProxySystem.start takes them) and a test server of approvalTools(), set
+ * as server `db` and granted to `agent` (default `agent`) once its three tools are projected. If
+ * the server or the agent cannot be set, both are stopped before the error is thrown.
+ */
+export async function startApprovalSystem(opts: ProxySystemOptions & { agent?: string } = {}): Promise<{ system: ProxySystem; upstream: TestMcpServer }> {
+  const { agent = 'agent', ...systemOpts } = opts;
+  const [system, upstream] = await Promise.all([ProxySystem.start(systemOpts), startTestMcpServer({ tools: approvalTools() })]);
+  try {
+    await system.setServer('db', upstream.url);
+    await system.createAgent(agent, ['db'], 3);
+  } catch (err) {
+    await system.stop();
+    await upstream.close();
+    throw err;
+  }
+  return { system, upstream };
 }
 
 /** The approval id of a call that stopped for a human (fails the test otherwise). */

@@ -1,13 +1,10 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestMcpServer, type TestMcpServer } from '../servers/index.js';
-import { runCli } from '../support/cli.js';
+import type { TestMcpServer } from '../servers/index.js';
+import { cliEnvFor, runCli } from '../support/cli.js';
 import { serviceUrls } from '../support/env.js';
-import { ProxySystem } from '../support/proxy-system.js';
+import type { ProxySystem } from '../support/proxy-system.js';
 import { eventually } from '../support/system.js';
-import { approvalTools } from './approval-tools.js';
+import { startApprovalSystem } from './approval-tools.js';
 
 /** A human in the loop from the terminal: a call that stops, approvals list / approve / deny, and --wait-approval. */
 describe('mcpx approvals and call --wait-approval', () => {
@@ -16,12 +13,8 @@ describe('mcpx approvals and call --wait-approval', () => {
   let env: Record<string, string>;
 
   beforeAll(async () => {
-    [system, upstream] = await Promise.all([ProxySystem.start(), startTestMcpServer({ tools: approvalTools() })]);
-    await system.setServer('db', upstream.url);
-    await system.createAgent('ops', ['db'], 3);
-    const keyFile = join(mkdtempSync(join(tmpdir(), 'mcpx-approvals-')), 'key.json');
-    writeFileSync(keyFile, JSON.stringify(system.api.key), { mode: 0o600 });
-    env = { MCPX_API_URL: system.api.apiUrl, MCPX_NATS_URL: serviceUrls().nats, MCPX_NATS_PREFIX: system.env.NATS_PREFIX ?? '', MCPX_KEY_FILE: keyFile };
+    ({ system, upstream } = await startApprovalSystem({ agent: 'ops' }));
+    ({ env } = cliEnvFor(system.api, { MCPX_NATS_URL: serviceUrls().nats, MCPX_NATS_PREFIX: system.env.NATS_PREFIX ?? '' }));
   });
 
   afterAll(async () => {

@@ -1,19 +1,17 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decodePayload, type ApprovalRequestedEvent, type ApprovalView } from '@mcpx/contracts';
 import { generateKeyPair } from '@mcpx/envelope';
-import { startTestMcpServer, type TestMcpServer } from '../servers/index.js';
+import type { TestMcpServer } from '../servers/index.js';
 import { ApiClient } from '../support/api-client.js';
-import { ProxySystem } from '../support/proxy-system.js';
-import { actionError, approvalTools, stoppedCall } from './approval-tools.js';
+import type { ProxySystem } from '../support/proxy-system.js';
+import { actionError, startApprovalSystem, stoppedCall } from './approval-tools.js';
 
 describe('always_ask: a destructive tool stops for a human, every call', () => {
   let system: ProxySystem;
   let upstream: TestMcpServer;
 
   beforeAll(async () => {
-    [system, upstream] = await Promise.all([ProxySystem.start(), startTestMcpServer({ tools: approvalTools() })]);
-    await system.setServer('db', upstream.url);
-    await system.createAgent('agent', ['db'], 3);
+    ({ system, upstream } = await startApprovalSystem());
   });
 
   afterAll(async () => {

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WireError, type ApprovalView } from '@mcpx/contracts';
-import { startTestMcpServer, type TestMcpServer } from '../servers/index.js';
-import { ProxySystem } from '../support/proxy-system.js';
+import type { TestMcpServer } from '../servers/index.js';
+import type { ProxySystem } from '../support/proxy-system.js';
 import { eventually } from '../support/system.js';
-import { approvalTools } from './approval-tools.js';
+import { startApprovalSystem } from './approval-tools.js';
 
 /**
  * The runtime's side of a human in the loop: `callAwaitingApproval` stops, waits for the owner's
@@ -14,9 +14,7 @@ describe('a call that waits for its approval', () => {
   let upstream: TestMcpServer;
 
   beforeAll(async () => {
-    [system, upstream] = await Promise.all([ProxySystem.start(), startTestMcpServer({ tools: approvalTools() })]);
-    await system.setServer('db', upstream.url);
-    await system.createAgent('agent', ['db'], 3);
+    ({ system, upstream } = await startApprovalSystem());
   });
 
   afterAll(async () => {

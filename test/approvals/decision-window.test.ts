@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ApprovalView } from '@mcpx/contracts';
-import { startTestMcpServer, type TestMcpServer } from '../servers/index.js';
-import { ProxySystem } from '../support/proxy-system.js';
+import type { TestMcpServer } from '../servers/index.js';
+import type { ProxySystem } from '../support/proxy-system.js';
 import { SseSubscriber } from '../support/sse-client.js';
-import { approvalTools, stoppedCall } from './approval-tools.js';
+import { startApprovalSystem, stoppedCall } from './approval-tools.js';
 
 /** Sleeps until the clock reads `at` (epoch ms): the approval windows are measured on it. */
 async function until(at: number): Promise<void> {
@@ -23,9 +23,7 @@ describe('the window to re-send an approved call starts at the decision', () => 
   const TTL_MS = 3_000;
 
   beforeAll(async () => {
-    [system, upstream] = await Promise.all([ProxySystem.start({ env: { APPROVAL_TTL_MS: String(TTL_MS) } }), startTestMcpServer({ tools: approvalTools() })]);
-    await system.setServer('db', upstream.url);
-    await system.createAgent('agent', ['db'], 3);
+    ({ system, upstream } = await startApprovalSystem({ env: { APPROVAL_TTL_MS: String(TTL_MS) } }));
     stream = await SseSubscriber.open(system.api);
   });
 

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ApprovalView, RedactedMcpServer } from '@mcpx/contracts';
-import { startTestMcpServer, type TestMcpServer } from '../servers/index.js';
-import { ProxySystem } from '../support/proxy-system.js';
+import type { TestMcpServer } from '../servers/index.js';
+import type { ProxySystem } from '../support/proxy-system.js';
 import { eventually } from '../support/system.js';
-import { actionError, approvalTools, stoppedCall } from './approval-tools.js';
+import { actionError, startApprovalSystem, stoppedCall } from './approval-tools.js';
 
 type ToolRow = { name: string; permission: string; cid: string };
 
@@ -13,9 +13,7 @@ describe('owner overrides and approval expiry', () => {
   const TTL_MS = 1_500;
 
   beforeAll(async () => {
-    [system, upstream] = await Promise.all([ProxySystem.start({ env: { APPROVAL_TTL_MS: String(TTL_MS) } }), startTestMcpServer({ tools: approvalTools() })]);
-    await system.setServer('db', upstream.url);
-    await system.createAgent('agent', ['db'], 3);
+    ({ system, upstream } = await startApprovalSystem({ env: { APPROVAL_TTL_MS: String(TTL_MS) } }));
   });
 
   afterAll(async () => {

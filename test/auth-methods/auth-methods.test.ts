@@ -1,11 +1,8 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RedactedMcpServer } from '@mcpx/contracts';
 import { startTestMcpServer, type TestMcpServer } from '../servers/index.js';
 import type { ApiClient } from '../support/api-client.js';
-import { runCli } from '../support/cli.js';
+import { cliEnvFor, runCli } from '../support/cli.js';
 import { RegistryHarness } from '../support/registry-harness.js';
 import { eventually } from '../support/system.js';
 
@@ -128,9 +125,7 @@ describe('auth methods (seed 001): oauth, bearer, headers, none', () => {
 
   it('CLI: mcpx servers set NAME URL --auth bearer --token T, and --auth none', async () => {
     const api = h.api();
-    const keyFile = join(mkdtempSync(join(tmpdir(), 'mcpx-auth-')), 'key.json');
-    writeFileSync(keyFile, JSON.stringify(api.key), { mode: 0o600 });
-    const env = { MCPX_API_URL: h.apiUrl, MCPX_KEY_FILE: keyFile };
+    const { env } = cliEnvFor(api);
     const bearer = await runCli(['servers', 'set', 'clibear', bearerUp.url, '--auth', 'bearer', '--token', 'tok-AbC123', '--json'], env);
     expect(bearer.code, bearer.stderr).toBe(0);
     expect(JSON.parse(bearer.stdout)).toMatchObject({ name: 'clibear', auth: 'bearer', hasSecrets: true, status: { state: 'ok' } });

@@ -1,12 +1,11 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { InMemorySpanExporter } from '@opentelemetry/sdk-trace';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { setupTelemetry, type Telemetry } from '@mcpx/telemetry';
 import { addTool, echoTool, startTestMcpServer, type TestMcpServer } from '../servers/index.js';
 import { ApiClient } from '../support/api-client.js';
-import { runCli } from '../support/cli.js';
+import { cliEnvFor, runCli } from '../support/cli.js';
 import { InProcessSystem } from '../support/system.js';
 
 const VENDOR_TOKEN = 'gho_cliVendorToken123';
@@ -25,11 +24,7 @@ describe('mcpx tools permission and vendors', () => {
     vendorUpstream = await startTestMcpServer({ requireHeader: { name: 'Authorization', value: `Bearer ${VENDOR_TOKEN}` }, tools: [echoTool()] });
     telemetry = await setupTelemetry({ serviceName: 'mcpx-cli-trust', spanExporter: new InMemorySpanExporter() });
     system = await InProcessSystem.start({ telemetry, env: { BUILTIN_ENDPOINTS: `github=${vendorUpstream.url}`, REGISTRY_REPROBE_BASE_MS: '600000' } });
-    const api = new ApiClient(system.apiUrl);
-    dir = mkdtempSync(join(tmpdir(), 'mcpx-trust-'));
-    const keyFile = join(dir, 'key.json');
-    writeFileSync(keyFile, JSON.stringify(api.key), { mode: 0o600 });
-    env = { MCPX_API_URL: system.apiUrl, MCPX_KEY_FILE: keyFile };
+    ({ env, dir } = cliEnvFor(new ApiClient(system.apiUrl)));
   });
 
   afterAll(async () => {

@@ -11,6 +11,7 @@ import { startOAuthServer, startProtectedMcpServer, type TestMcpServer, type Tes
 import { httpsGet, startTlsFront, type TlsFront } from '../servers/tls-front.js';
 import { ApiClient } from '../support/api-client.js';
 import { serviceUrls } from '../support/env.js';
+import { recordingAct } from '../support/leak-recorders.js';
 import { InProcessSystem, eventually } from '../support/system.js';
 
 const DOCUMENT_PATH = '/v1/oauth/client-metadata.json';
@@ -57,11 +58,7 @@ describe('OAuth with a client ID metadata document', () => {
     await telemetry?.shutdown();
   });
 
-  async function act(api: ApiClient, type: string, fields: Record<string, unknown> = {}): Promise<any> {
-    const res = await api.act(type, fields);
-    responses.push(JSON.stringify(res));
-    return res;
-  }
+  const act = recordingAct(responses);
 
   /** The browser: the AS approves and redirects to the registry's https callback, which is then opened. */
   async function authorizeInBrowser(authorizationUrl: string): Promise<{ status: number; text: string }> {

@@ -1,40 +1,29 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { InMemorySpanExporter } from '@opentelemetry/sdk-trace';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { setupTelemetry, type Telemetry } from '@mcpx/telemetry';
-import { startOAuthServer, startProtectedMcpServer, type TestMcpServer, type TestOAuthServer } from '../servers/index.js';
+import type { TestMcpServer, TestOAuthServer } from '../servers/index.js';
 import { ApiClient } from '../support/api-client.js';
-import { runCli } from '../support/cli.js';
-import { InProcessSystem } from '../support/system.js';
+import { cliEnvFor, runCli } from '../support/cli.js';
+import { OAuthSystem } from '../support/oauth-system.js';
+import type { InProcessSystem } from '../support/system.js';
 
 /** The owner's OAuth flow from the CLI: set prints where to authorize, authorize prints a fresh URL. */
 describe('mcpx and OAuth', () => {
-  let telemetry: Telemetry;
+  let oauth: OAuthSystem;
   let system: InProcessSystem;
   let as: TestOAuthServer;
   let upstream: TestMcpServer;
 
   beforeAll(async () => {
-    telemetry = await setupTelemetry({ serviceName: 'mcpx-oauth-cli', spanExporter: new InMemorySpanExporter() });
-    as = await startOAuthServer();
-    upstream = await startProtectedMcpServer(as);
-    system = await InProcessSystem.start({ telemetry });
+    oauth = await OAuthSystem.start({ serviceName: 'mcpx-oauth-cli' });
+    ({ system, as, upstream } = oauth);
   });
 
   afterAll(async () => {
-    await system?.stop();
-    await upstream?.close();
-    await as?.close();
-    await telemetry?.shutdown();
+    await oauth?.stop();
   });
 
   it('servers set NAME URL --auth oauth prints the authorization URL; servers authorize NAME prints a fresh one that completes', async () => {
     const api = new ApiClient(system.apiUrl);
-    const keyFile = join(mkdtempSync(join(tmpdir(), 'mcpx-oauth-')), 'key.json');
-    writeFileSync(keyFile, JSON.stringify(api.key), { mode: 0o600 });
-    const env = { MCPX_API_URL: system.apiUrl, MCPX_KEY_FILE: keyFile };
+    const { env } = cliEnvFor(api);
 
     const set = await runCli(['servers', 'set', 'clioauth', upstream.url, '--auth', 'oauth'], env);
     expect(set.code, set.stderr).toBe(0);

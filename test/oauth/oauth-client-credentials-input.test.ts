@@ -1,39 +1,36 @@
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { InMemorySpanExporter } from '@opentelemetry/sdk-trace';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WireError } from '@mcpx/contracts';
 import { createDb } from '@mcpx/db';
-import { setupTelemetry, type Telemetry } from '@mcpx/telemetry';
-import { startOAuthServer, startProtectedMcpServer, type TestMcpServer, type TestOAuthServer } from '../servers/index.js';
+import type { TestMcpServer, TestOAuthServer } from '../servers/index.js';
 import { ApiClient } from '../support/api-client.js';
-import { runCli } from '../support/cli.js';
-import { InProcessSystem } from '../support/system.js';
+import { cliEnvFor, runCli } from '../support/cli.js';
+import { OAuthSystem } from '../support/oauth-system.js';
+import type { InProcessSystem } from '../support/system.js';
 
 const pkcs8 = (key: { export(o: { type: 'pkcs8'; format: 'pem' }): string | Buffer }): string => key.export({ type: 'pkcs8', format: 'pem' }).toString();
 
 /** `config.oauth` of a client credentials server, refused field by field; and `mcpx servers set` for one. */
 describe('OAuth client credentials: input and CLI', () => {
   const logLines: string[] = [];
-  let telemetry: Telemetry;
+  let oauth: OAuthSystem;
   let system: InProcessSystem;
   let as: TestOAuthServer;
   let upstream: TestMcpServer;
 
   beforeAll(async () => {
-    telemetry = await setupTelemetry({ serviceName: 'mcpx-oauth-cc-input', spanExporter: new InMemorySpanExporter() });
-    as = await startOAuthServer({ clientCredentials: { authMethods: ['client_secret_basic', 'private_key_jwt'] } });
-    upstream = await startProtectedMcpServer(as);
-    system = await InProcessSystem.start({ telemetry, logSink: (line) => logLines.push(line) });
+    oauth = await OAuthSystem.start({
+      serviceName: 'mcpx-oauth-cc-input',
+      authorizationServer: { clientCredentials: { authMethods: ['client_secret_basic', 'private_key_jwt'] } },
+      logSink: (line) => logLines.push(line),
+    });
+    ({ system, as, upstream } = oauth);
   });
 
   afterAll(async () => {
-    await system?.stop();
-    await upstream?.close();
-    await as?.close();
-    await telemetry?.shutdown();
+    await oauth?.stop();
   });
 
   it('bad config.oauth is invalid_input naming the field, echoes no secret and stores nothing', async () => {
@@ -100,10 +97,7 @@ describe('OAuth client credentials: input and CLI', () => {
 
   it('mcpx servers set … --grant client_credentials with --client-secret or --private-key-file --key-alg connects, shows only that a credential is set', async () => {
     const api = new ApiClient(system.apiUrl);
-    const dir = mkdtempSync(join(tmpdir(), 'mcpx-cc-'));
-    const keyFile = join(dir, 'key.json');
-    writeFileSync(keyFile, JSON.stringify(api.key), { mode: 0o600 });
-    const env = { MCPX_API_URL: system.apiUrl, MCPX_KEY_FILE: keyFile };
+    const { env, dir } = cliEnvFor(api);
 
     const secret = `cc-cli-${randomBytes(16).toString('hex')}`;
     as.registerMachineClient('cc-cli', { secret });

@@ -11,6 +11,7 @@ import { setupTelemetry, type Telemetry } from '@mcpx/telemetry';
 import { startOAuthServer, startProtectedMcpServer, type TestMcpServer, type TestOAuthServer } from '../servers/index.js';
 import { ApiClient } from '../support/api-client.js';
 import { serviceUrls } from '../support/env.js';
+import { recordWire, recordingAct } from '../support/leak-recorders.js';
 import { InProcessSystem, eventually } from '../support/system.js';
 
 /** An EC P-256 key pair; the private half as the PEM PKCS#8 text an owner pastes. */
@@ -62,8 +63,7 @@ describe('OAuth client credentials', () => {
     system = await InProcessSystem.start({ telemetry, logSink: (line) => logLines.push(line), env: { LOG_LEVEL: 'debug' } });
     second = await startProxy(loadConfig('proxy', { ...system.env, HTTP_PORT: '0', INSTANCE_ID: 'proxy-cc-second' }), { telemetry, logSink: (line) => logLines.push(line) });
     nc = await connect({ servers: serviceUrls().nats });
-    nc.subscribe(`${system.env.NATS_PREFIX}>`, { callback: (_e, msg) => void natsPayloads.push(Buffer.from(msg.data).toString('latin1')) });
-    nc.subscribe('_INBOX.>', { callback: (_e, msg) => void natsPayloads.push(Buffer.from(msg.data).toString('latin1')) });
+    recordWire(nc, system.env.NATS_PREFIX ?? '', natsPayloads);
     proxy = new ProxyClient(nc, makeSubjects(system.env.NATS_PREFIX));
   });
 
@@ -78,11 +78,7 @@ describe('OAuth client credentials', () => {
     await telemetry?.shutdown();
   });
 
-  async function act(api: ApiClient, type: string, fields: Record<string, unknown> = {}): Promise<any> {
-    const res = await api.act(type, fields);
-    responses.push(JSON.stringify(res));
-    return res;
-  }
+  const act = recordingAct(responses);
 
   /** An agent granted `server`, once the projector has its tools. */
   async function agentFor(api: ApiClient, server: string): Promise<string> {

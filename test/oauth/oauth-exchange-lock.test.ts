@@ -1,12 +1,11 @@
-import { InMemorySpanExporter } from '@opentelemetry/sdk-trace';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RedactedMcpServer } from '@mcpx/contracts';
-import { setupTelemetry, type Telemetry } from '@mcpx/telemetry';
-import { startOAuthServer, startProtectedMcpServer, type TestMcpServer, type TestOAuthServer } from '../servers/index.js';
+import type { TestMcpServer, TestOAuthServer } from '../servers/index.js';
 import { ApiClient } from '../support/api-client.js';
 import { serviceUrls } from '../support/env.js';
-import { InProcessSystem, eventually } from '../support/system.js';
+import { OAuthSystem } from '../support/oauth-system.js';
+import { eventually, type InProcessSystem } from '../support/system.js';
 
 /**
  * The callback's code exchange takes the server's OAuth lock, the one refreshes run under: while a
@@ -14,26 +13,21 @@ import { InProcessSystem, eventually } from '../support/system.js';
  * refresh can never write its tokens over the ones the owner just authorized.
  */
 describe('the code exchange waits for a refresh in flight', () => {
-  let telemetry: Telemetry;
+  let oauth: OAuthSystem;
   let system: InProcessSystem;
   let as: TestOAuthServer;
   let upstream: TestMcpServer;
   let redis: Redis;
 
   beforeAll(async () => {
-    telemetry = await setupTelemetry({ serviceName: 'mcpx-oauth-lock', spanExporter: new InMemorySpanExporter() });
-    as = await startOAuthServer();
-    upstream = await startProtectedMcpServer(as);
-    system = await InProcessSystem.start({ telemetry });
+    oauth = await OAuthSystem.start({ serviceName: 'mcpx-oauth-lock' });
+    ({ system, as, upstream } = oauth);
     redis = new Redis(serviceUrls().redis);
   });
 
   afterAll(async () => {
     redis?.disconnect();
-    await system?.stop();
-    await upstream?.close();
-    await as?.close();
-    await telemetry?.shutdown();
+    await oauth?.stop();
   });
 
   it('completes only once the lock is free', async () => {

@@ -3,11 +3,12 @@ import { InMemorySpanExporter } from '@opentelemetry/sdk-trace';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeSubjects } from '@mcpx/contracts';
 import { ProxyClient } from '@mcpx/proxy-client';
-import { setupTelemetry, type Telemetry } from '@mcpx/telemetry';
-import { startOAuthServer, startProtectedMcpServer, type TestMcpServer, type TestOAuthServer } from '../servers/index.js';
+import { startProtectedMcpServer, type TestMcpServer, type TestOAuthServer } from '../servers/index.js';
 import { ApiClient } from '../support/api-client.js';
 import { serviceUrls } from '../support/env.js';
-import { InProcessSystem, eventually } from '../support/system.js';
+import { recordWire, recordingAct } from '../support/leak-recorders.js';
+import { OAuthSystem } from '../support/oauth-system.js';
+import { eventually, type InProcessSystem } from '../support/system.js';
 
 /**
  * OAuth 2.1 against a real authorization server (the SDK's server-side auth pieces) and a
@@ -20,35 +21,25 @@ describe('OAuth for remote servers', () => {
   const logLines: string[] = [];
   const natsPayloads: string[] = [];
   const responses: string[] = [];
-  let telemetry: Telemetry;
+  let oauth: OAuthSystem;
   let system: InProcessSystem;
   let as: TestOAuthServer;
   let upstream: TestMcpServer;
   let nc: NatsConnection;
 
   beforeAll(async () => {
-    telemetry = await setupTelemetry({ serviceName: 'mcpx-oauth-test', spanExporter: exporter });
-    as = await startOAuthServer();
-    upstream = await startProtectedMcpServer(as);
-    system = await InProcessSystem.start({ telemetry, logSink: (line) => logLines.push(line), env: { LOG_LEVEL: 'debug' } });
+    oauth = await OAuthSystem.start({ serviceName: 'mcpx-oauth-test', spanExporter: exporter, logSink: (line) => logLines.push(line), env: { LOG_LEVEL: 'debug' } });
+    ({ system, as, upstream } = oauth);
     nc = await connect({ servers: serviceUrls().nats });
-    nc.subscribe(`${system.env.NATS_PREFIX}>`, { callback: (_e, msg) => void natsPayloads.push(Buffer.from(msg.data).toString('latin1')) });
-    nc.subscribe('_INBOX.>', { callback: (_e, msg) => void natsPayloads.push(Buffer.from(msg.data).toString('latin1')) });
+    recordWire(nc, system.env.NATS_PREFIX ?? '', natsPayloads);
   });
 
   afterAll(async () => {
     await nc?.drain();
-    await system?.stop();
-    await upstream?.close();
-    await as?.close();
-    await telemetry?.shutdown();
+    await oauth?.stop();
   });
 
-  async function act(api: ApiClient, type: string, fields: Record<string, unknown> = {}): Promise<any> {
-    const res = await api.act(type, fields);
-    responses.push(JSON.stringify(res));
-    return res;
-  }
+  const act = recordingAct(responses);
 
   /** Opens the authorization URL as a browser would: the AS approves and redirects to the callback. */
   async function openInBrowser(url: string): Promise<{ status: number; text: string }> {
@@ -207,29 +198,24 @@ describe('OAuth for remote servers', () => {
  * token for callers outside discovery.)
  */
 describe('OAuth refresh across instances', () => {
-  let telemetry: Telemetry;
+  let oauth: OAuthSystem;
   let system: InProcessSystem;
   let as: TestOAuthServer;
   let upstream: TestMcpServer;
   let second: { url: string; stop(): Promise<void> };
 
   beforeAll(async () => {
-    telemetry = await setupTelemetry({ serviceName: 'mcpx-oauth-race', spanExporter: new InMemorySpanExporter() });
     // Tokens live 30 s, inside the 60 s refresh window: every use refreshes first.
-    as = await startOAuthServer({ accessTokenTtlSec: 30 });
-    upstream = await startProtectedMcpServer(as);
-    system = await InProcessSystem.start({ telemetry });
+    oauth = await OAuthSystem.start({ serviceName: 'mcpx-oauth-race', authorizationServer: { accessTokenTtlSec: 30 } });
+    ({ system, as, upstream } = oauth);
     const { loadConfig } = await import('@mcpx/config');
     const { startRegistry } = await import('@mcpx/registry');
-    second = await startRegistry(loadConfig('registry', { ...system.env, HTTP_PORT: '0', INSTANCE_ID: 'registry-second' }), { telemetry });
+    second = await startRegistry(loadConfig('registry', { ...system.env, HTTP_PORT: '0', INSTANCE_ID: 'registry-second' }), { telemetry: oauth.telemetry });
   });
 
   afterAll(async () => {
     await second?.stop();
-    await system?.stop();
-    await upstream?.close();
-    await as?.close();
-    await telemetry?.shutdown();
+    await oauth?.stop();
   });
 
   it('refreshes a token about to expire before using it, and never twice with one refresh token when two instances race', async () => {

@@ -1,30 +1,24 @@
-import { InMemorySpanExporter } from '@opentelemetry/sdk-trace';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDb } from '@mcpx/db';
-import { setupTelemetry, type Telemetry } from '@mcpx/telemetry';
-import { startOAuthServer, startProtectedMcpServer, type TestMcpServer, type TestOAuthServer } from '../servers/index.js';
+import type { TestMcpServer, TestOAuthServer } from '../servers/index.js';
 import { ApiClient } from '../support/api-client.js';
-import { InProcessSystem } from '../support/system.js';
+import { OAuthSystem } from '../support/oauth-system.js';
+import type { InProcessSystem } from '../support/system.js';
 
 /** A client the owner registered with the authorization server: used as is, its secret sealed. */
 describe('OAuth with a pre-registered client', () => {
-  let telemetry: Telemetry;
+  let oauth: OAuthSystem;
   let system: InProcessSystem;
   let as: TestOAuthServer;
   let upstream: TestMcpServer;
 
   beforeAll(async () => {
-    telemetry = await setupTelemetry({ serviceName: 'mcpx-oauth-prereg', spanExporter: new InMemorySpanExporter() });
-    as = await startOAuthServer();
-    upstream = await startProtectedMcpServer(as);
-    system = await InProcessSystem.start({ telemetry });
+    oauth = await OAuthSystem.start({ serviceName: 'mcpx-oauth-prereg' });
+    ({ system, as, upstream } = oauth);
   });
 
   afterAll(async () => {
-    await system?.stop();
-    await upstream?.close();
-    await as?.close();
-    await telemetry?.shutdown();
+    await oauth?.stop();
   });
 
   it('uses config.oauth {clientId, clientSecret} without registering; the secret is never stored in the clear or shown', async () => {

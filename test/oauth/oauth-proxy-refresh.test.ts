@@ -1,15 +1,14 @@
 import { connect, type NatsConnection } from '@nats-io/transport-node';
-import { InMemorySpanExporter } from '@opentelemetry/sdk-trace';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '@mcpx/config';
 import { WireError, makeSubjects } from '@mcpx/contracts';
 import { startProxy, type RunningProxy } from '@mcpx/proxy';
 import { ProxyClient } from '@mcpx/proxy-client';
-import { setupTelemetry, type Telemetry } from '@mcpx/telemetry';
-import { startOAuthServer, startProtectedMcpServer, type TestMcpServer, type TestOAuthServer } from '../servers/index.js';
+import type { TestMcpServer, TestOAuthServer } from '../servers/index.js';
 import { ApiClient } from '../support/api-client.js';
 import { serviceUrls } from '../support/env.js';
-import { InProcessSystem, eventually } from '../support/system.js';
+import { OAuthSystem } from '../support/oauth-system.js';
+import { eventually, type InProcessSystem } from '../support/system.js';
 
 /**
  * The proxy keeps oauth tokens fresh: on a 401 and before expiry it asks the registry
@@ -18,7 +17,7 @@ import { InProcessSystem, eventually } from '../support/system.js';
  * expired token: the authorization server sees one refresh and no replayed refresh token.
  */
 describe('OAuth refresh from the proxy', () => {
-  let telemetry: Telemetry;
+  let oauth: OAuthSystem;
   let system: InProcessSystem;
   let as: TestOAuthServer;
   let upstream: TestMcpServer;
@@ -26,21 +25,16 @@ describe('OAuth refresh from the proxy', () => {
   let nc: NatsConnection;
 
   beforeAll(async () => {
-    telemetry = await setupTelemetry({ serviceName: 'mcpx-oauth-proxy', spanExporter: new InMemorySpanExporter() });
-    as = await startOAuthServer();
-    upstream = await startProtectedMcpServer(as);
-    system = await InProcessSystem.start({ telemetry });
-    second = await startProxy(loadConfig('proxy', { ...system.env, HTTP_PORT: '0', INSTANCE_ID: 'proxy-second' }), { telemetry });
+    oauth = await OAuthSystem.start({ serviceName: 'mcpx-oauth-proxy' });
+    ({ system, as, upstream } = oauth);
+    second = await startProxy(loadConfig('proxy', { ...system.env, HTTP_PORT: '0', INSTANCE_ID: 'proxy-second' }), { telemetry: oauth.telemetry });
     nc = await connect({ servers: serviceUrls().nats });
   });
 
   afterAll(async () => {
     await nc?.drain();
     await second?.stop();
-    await system?.stop();
-    await upstream?.close();
-    await as?.close();
-    await telemetry?.shutdown();
+    await oauth?.stop();
   });
 
   async function connected(api: ApiClient, name: string): Promise<string> {
@@ -101,27 +95,22 @@ describe('OAuth refresh from the proxy', () => {
 });
 
 describe('OAuth refresh before expiry, from the proxy', () => {
-  let telemetry: Telemetry;
+  let oauth: OAuthSystem;
   let system: InProcessSystem;
   let as: TestOAuthServer;
   let upstream: TestMcpServer;
   let nc: NatsConnection;
 
   beforeAll(async () => {
-    telemetry = await setupTelemetry({ serviceName: 'mcpx-oauth-proxy-expiry', spanExporter: new InMemorySpanExporter() });
     // Tokens live 30 s, inside the 60 s refresh window: the proxy refreshes before using one.
-    as = await startOAuthServer({ accessTokenTtlSec: 30 });
-    upstream = await startProtectedMcpServer(as);
-    system = await InProcessSystem.start({ telemetry });
+    oauth = await OAuthSystem.start({ serviceName: 'mcpx-oauth-proxy-expiry', authorizationServer: { accessTokenTtlSec: 30 } });
+    ({ system, as, upstream } = oauth);
     nc = await connect({ servers: serviceUrls().nats });
   });
 
   afterAll(async () => {
     await nc?.drain();
-    await system?.stop();
-    await upstream?.close();
-    await as?.close();
-    await telemetry?.shutdown();
+    await oauth?.stop();
   });
 
   it('refreshes a token about to expire before the call, so the server never refuses one', async () => {

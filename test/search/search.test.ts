@@ -1,6 +1,3 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '@mcpx/config';
 import { WireError, type ToolSearchReply } from '@mcpx/contracts';
@@ -8,7 +5,7 @@ import { startProjector, type RunningProjector } from '@mcpx/projector';
 import { startRegistry, type RunningRegistry } from '@mcpx/registry';
 import { startTestMcpServer, type TestMcpServer, type TestTool } from '../servers/index.js';
 import { ApiClient } from '../support/api-client.js';
-import { runCli } from '../support/cli.js';
+import { cliEnvFor, runCli } from '../support/cli.js';
 import type { TestDatabase } from '../support/env.js';
 import { eventually, systemEnv } from '../support/system.js';
 
@@ -182,9 +179,7 @@ describe('tool search (families)', () => {
   });
 
   it('answers `mcpx tools search` on the command line', async () => {
-    const keyFile = join(mkdtempSync(join(tmpdir(), 'mcpx-search-')), 'key.json');
-    writeFileSync(keyFile, JSON.stringify(api.key), { mode: 0o600 });
-    const env = { MCPX_API_URL: registry.url, MCPX_KEY_FILE: keyFile };
+    const { env } = cliEnvFor(api);
     const json = await runCli(['tools', 'search', 'page', '--family', 'mcp:docs', '--json'], env);
     expect(json.code, json.stderr).toBe(0);
     const res = JSON.parse(json.stdout) as ToolSearchReply;

@@ -1,5 +1,8 @@
 import { spawn } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { ApiClient } from './api-client.js';
 import { ROOT } from './system.js';
 
 export interface CliResult {
@@ -28,4 +31,16 @@ export function runCommand(command: string, args: string[], env: Record<string, 
 /** Runs `mcpx` as a user does, in its own process. */
 export function runCli(args: string[], env: Record<string, string>): Promise<CliResult> {
   return runCommand(join(ROOT, 'node_modules', '.bin', 'tsx'), [join(ROOT, 'cli', 'src', 'main.ts'), ...args], env);
+}
+
+/**
+ * The environment `mcpx` runs with as `api`'s account: its key in a key file (mode 0600) of a
+ * fresh temporary directory, `MCPX_API_URL` the API it signs for, `extra` on top (e.g. NATS for
+ * `mcpx call`). `dir` is that directory, for other files a test hands the CLI.
+ */
+export function cliEnvFor(api: ApiClient, extra: Record<string, string> = {}): { env: Record<string, string>; dir: string } {
+  const dir = mkdtempSync(join(tmpdir(), 'mcpx-cli-'));
+  const keyFile = join(dir, 'key.json');
+  writeFileSync(keyFile, JSON.stringify(api.key), { mode: 0o600 });
+  return { env: { MCPX_API_URL: api.apiUrl, MCPX_KEY_FILE: keyFile, ...extra }, dir };
 }

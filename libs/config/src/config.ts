@@ -115,28 +115,35 @@ export function parseKeyring(value: string | undefined): KeyringEntry[] {
   return entries;
 }
 
-/** Parses `BUILTIN_ENDPOINTS`: `slug=url[,slug=url…]`; throws naming the entry. */
-export function parseBuiltinEndpoints(value: string | undefined): Record<string, string> {
-  const out: Record<string, string> = {};
+/**
+ * Parses `name=value[,name=value…]` lists: each entry split at its first `=`, the name checked
+ * against `nameRe`, the value handed to `parse` (undefined: refused). Throws naming the variable
+ * and the entry's position, never its value (it may be a secret).
+ */
+function parseNamedList<T>(value: string | undefined, variable: string, nameRe: RegExp, form: string, parse: (raw: string) => T | undefined): Record<string, T> {
+  const out: Record<string, T> = {};
   for (const [i, item] of list(value).entries()) {
     const sep = item.indexOf('=');
-    const slug = item.slice(0, sep);
-    if (sep <= 0 || !/^[a-z][a-z0-9_]{1,30}$/.test(slug) || !URL.canParse(item.slice(sep + 1))) throw new Error(`BUILTIN_ENDPOINTS entry ${i + 1} must be slug=url`);
-    out[slug] = item.slice(sep + 1);
+    const name = item.slice(0, sep);
+    const parsed = sep > 0 && nameRe.test(name) ? parse(item.slice(sep + 1)) : undefined;
+    if (parsed === undefined) throw new Error(`${variable} entry ${i + 1} must be ${form}`);
+    out[name] = parsed;
   }
   return out;
 }
 
+const SLUG_RE = /^[a-z][a-z0-9_]{1,30}$/;
+const VENDOR_RE = /^[a-z][a-z0-9_-]{0,63}$/;
+const url = (raw: string): string | undefined => (URL.canParse(raw) ? raw : undefined);
+
+/** Parses `BUILTIN_ENDPOINTS`: `slug=url[,slug=url…]`; throws naming the entry. */
+export function parseBuiltinEndpoints(value: string | undefined): Record<string, string> {
+  return parseNamedList(value, 'BUILTIN_ENDPOINTS', SLUG_RE, 'slug=url', url);
+}
+
 /** Parses `BUILTIN_TOKEN_ENDPOINTS`: `vendor=url[,vendor=url…]`; throws naming the entry. */
 export function parseBuiltinTokenEndpoints(value: string | undefined): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [i, item] of list(value).entries()) {
-    const sep = item.indexOf('=');
-    const vendor = item.slice(0, sep);
-    if (sep <= 0 || !/^[a-z][a-z0-9_-]{0,63}$/.test(vendor) || !URL.canParse(item.slice(sep + 1))) throw new Error(`BUILTIN_TOKEN_ENDPOINTS entry ${i + 1} must be vendor=url`);
-    out[vendor] = item.slice(sep + 1);
-  }
-  return out;
+  return parseNamedList(value, 'BUILTIN_TOKEN_ENDPOINTS', VENDOR_RE, 'vendor=url', url);
 }
 
 /**
@@ -144,20 +151,13 @@ export function parseBuiltinTokenEndpoints(value: string | undefined): Record<st
  * Throws naming the entry, never its secret.
  */
 export function parseBuiltinVendorClients(value: string | undefined): Record<string, VendorClient> {
-  const out: Record<string, VendorClient> = {};
-  for (const [i, item] of list(value).entries()) {
-    const sep = item.indexOf('=');
-    const vendor = item.slice(0, sep);
-    const rest = item.slice(sep + 1);
+  return parseNamedList(value, 'BUILTIN_VENDOR_CLIENTS', VENDOR_RE, 'vendor=clientId[:clientSecret]', (rest) => {
     const colon = rest.indexOf(':');
     const clientId = colon < 0 ? rest : rest.slice(0, colon);
     const clientSecret = colon < 0 ? undefined : rest.slice(colon + 1);
-    if (sep <= 0 || !/^[a-z][a-z0-9_-]{0,63}$/.test(vendor) || clientId === '' || clientSecret === '') {
-      throw new Error(`BUILTIN_VENDOR_CLIENTS entry ${i + 1} must be vendor=clientId[:clientSecret]`);
-    }
-    out[vendor] = { clientId, ...(clientSecret !== undefined ? { clientSecret } : {}) };
-  }
-  return out;
+    if (clientId === '' || clientSecret === '') return undefined;
+    return { clientId, ...(clientSecret !== undefined ? { clientSecret } : {}) };
+  });
 }
 
 /** A development keyring, used only by the `local` profile when none is configured. */

@@ -1,3 +1,4 @@
+import { sha256Hex } from '@mcpx/domain';
 import type { WireErrorShape } from './errors.js';
 
 /**
@@ -19,6 +20,11 @@ export interface OAuthRefreshRequest {
    * and reads the token the winner stored.
    */
   staleTokenHash?: string;
+}
+
+/** {@link OAuthRefreshRequest.staleTokenHash} of an access token: hex SHA-256 of its UTF-8 bytes. */
+export function accessTokenHash(token: string): string {
+  return sha256Hex(token);
 }
 
 /**

@@ -67,8 +67,6 @@ export interface Subjects {
    * Redis and `ListApprovals` is the source of truth, so a missed event loses nothing.
    */
   approvalRequested(account: string): string;
-  /** `mcp.approvals.requested.>` (or one account's: `mcp.approvals.requested.<acct>`) */
-  approvalRequestedAll(account?: string): string;
   /**
    * `mcp.approvals.decided.<acct>` — core NATS publish (at most once) by the registry when an
    * owner approves or denies a call. A notification only, like `approvalRequested`.
@@ -118,7 +116,6 @@ export function makeSubjects(prefix = ''): Subjects {
     projectorLambdaDelete: `${p}projector.lambda.delete`,
     projectorToolsSearch: `${p}projector.tools.search`,
     approvalRequested: (a) => `${p}mcp.approvals.requested.${t(a)}`,
-    approvalRequestedAll: (a) => (a === undefined ? `${p}mcp.approvals.requested.>` : `${p}mcp.approvals.requested.${t(a)}`),
     approvalDecided: (a) => `${p}mcp.approvals.decided.${t(a)}`,
     approvalEvents: (a) => `${p}mcp.approvals.*.${t(a)}`,
     registryOAuthRefresh: `${p}registry.oauth.refresh`,

@@ -17,7 +17,7 @@ import {
   type RawBody,
   type RawResponse,
 } from './response-stream.js';
-import { resumeResponse } from './sse-resume.js';
+import { resumeResponse, type ResumeTarget } from './sse-resume.js';
 
 /**
  * A `tools/call` sent straight over a Streamable HTTP session, beside the SDK client that owns it
@@ -30,18 +30,10 @@ import { resumeResponse } from './sse-resume.js';
  *   needs neither (results are untrusted and bounded downstream), and the hot path is shorter.
  * Request ids are strings (`mcpx-N`), so they never collide with the SDK's numeric ids.
  */
-export interface DirectCallTarget {
-  url: URL;
-  fetch: typeof fetch;
-  /** The configured static headers. */
-  headers: Record<string, string>;
-  sessionId: string;
-  protocolVersion: string | undefined;
+export interface DirectCallTarget extends ResumeTarget {
   /** Sends `notifications/cancelled` for a request id on the session (best effort). */
   cancelled(requestId: string, reason: string): void;
 }
-
-export type { DirectRequest } from './response-stream.js';
 
 export interface DirectCallOptions {
   timeoutMs: number;
@@ -49,8 +41,6 @@ export interface DirectCallOptions {
   /** Told when a broken response stream was resumed, or could not be (for spans and metrics). */
   onResume?: (outcome: 'resumed' | 'failed') => void;
 }
-
-export { MAX_RESPONSE_BYTES };
 
 let nextId = 0;
 

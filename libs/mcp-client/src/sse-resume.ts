@@ -22,7 +22,7 @@ export const RESUME_MAX_ATTEMPTS = 30;
 /** An event id longer than this is not sent back as a header. */
 const MAX_EVENT_ID_CHARS = 1_024;
 
-/** The session to resume on: the direct call's target (structurally). */
+/** The session a direct call runs on, and a resumption with it. */
 export interface ResumeTarget {
   url: URL;
   fetch: typeof fetch;

@@ -30,9 +30,8 @@ export async function readAgentTools(db: Db, style: ToolNameStyle, account: stri
   ]);
   const lambdas = lambdaRows.map((l) => ({ ...decodePayload<LambdaToolDocument>(l.doc_cbor), cid: l.cid }));
   const set = effectiveSet(entries, new Map(lambdas.map((l) => [l.name, l.cid])));
-  // The mcp tools the set kept: neither a lambda-held name nor one two servers project.
-  const held = new Set(lambdas.map((l) => l.name));
-  const mcp = entries.filter((e) => !held.has(e.name) && set.tools[e.name] === e.cid).sort((a, b) => (a.name < b.name ? -1 : 1));
+  // The mcp tools the set kept (a lambda document never has an mcp document's CID).
+  const mcp = entries.filter((e) => set.tools[e.name] === e.cid).sort((a, b) => (a.name < b.name ? -1 : 1));
   const docs =
     mcp.length === 0
       ? []

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { accessTokenHash } from '@mcpx/contracts';
 import type { Db } from '@mcpx/db';
 import { builtinEndpoint, findBuiltin } from '@mcpx/domain';
 import { vendorTokensAad, type SecretBox } from '@mcpx/secrets';
@@ -29,6 +29,6 @@ export async function loadBuiltinEntry(db: Db, box: SecretBox, endpoints: Readon
   return {
     url,
     headers: { authorization: `Bearer ${tokens.accessToken}` },
-    oauth: { tokenHash: createHash('sha256').update(tokens.accessToken, 'utf8').digest('hex'), ...(row.expires_at && tokens.refreshToken !== undefined ? { expiresAt: row.expires_at.getTime() } : {}) },
+    oauth: { tokenHash: accessTokenHash(tokens.accessToken), ...(row.expires_at && tokens.refreshToken !== undefined ? { expiresAt: row.expires_at.getTime() } : {}) },
   };
 }

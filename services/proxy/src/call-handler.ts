@@ -3,13 +3,12 @@ import { ErrorCodes, WireError, type ProxyCallRequest } from '@mcpx/contracts';
 import { Permission, TEXT_LIMIT_BYTES, flattenCallResult, isErrorResult, jsonSizeExceeds, type FlattenLimits, type ProxyResult } from '@mcpx/domain';
 import type { CallLimiter, CallLimits } from '@mcpx/locks';
 import { McpClientError, type McpConnection } from '@mcpx/mcp-client';
+import { withSpan } from '@mcpx/telemetry';
 import type { ApprovalGate } from './approval-gate.js';
 import { MAX_CALL_TIMEOUT_MS } from './call-request.js';
 import type { Catalog } from './catalog.js';
 import type { ConnectionPool } from './connection-pool.js';
 import type { OAuthTokens } from './oauth-tokens.js';
-
-export { MAX_CALL_TIMEOUT_MS, parseCallRequest, decodeCallRequest } from './call-request.js';
 
 /** Maps the MCP client's local errors onto the wire codes the runtime shows the model. */
 export function toWire(err: unknown): WireError {
@@ -114,8 +113,8 @@ export class CallHandler {
   /** Runs one call in the trace context `parent` (from the request's headers). */
   async handle(req: ProxyCallRequest, parent: Context): Promise<ProxyResult> {
     const started = performance.now();
-    const heldKey = `${req.account}:${req.run}:${req.callId}`;
-    this.held.add(heldKey);
+    const key = `${req.account}:${req.run}:${req.callId}`;
+    this.held.add(key);
     const span = this.deps.tracer.startSpan(
       'proxy.call',
       { kind: SpanKind.SERVER, attributes: { 'mcp.account': req.account, 'mcpx.agent': req.agent, 'mcpx.run': req.run, 'mcp.tool': req.tool } },
@@ -123,7 +122,7 @@ export class CallHandler {
     );
     let code = 'ok';
     try {
-      return await context.with(trace.setSpan(parent, span), () => this.execute(req, started, span));
+      return await context.with(trace.setSpan(parent, span), () => this.execute(req, key, started, span));
     } catch (err) {
       const wire = toWire(err);
       code = wire.code;
@@ -131,7 +130,7 @@ export class CallHandler {
       span.setAttribute('mcpx.error_code', wire.code);
       throw wire;
     } finally {
-      this.held.delete(heldKey);
+      this.held.delete(key);
       span.end();
       this.count(code, performance.now() - started);
     }
@@ -152,7 +151,8 @@ export class CallHandler {
     this.duration.record(ms, attrs);
   }
 
-  private async execute(req: ProxyCallRequest, started: number, span: Span): Promise<ProxyResult> {
+  /** `key` names the call (`<account>:<run>:<callId>`) in `inflight` and in its concurrency lease. */
+  private async execute(req: ProxyCallRequest, key: string, started: number, span: Span): Promise<ProxyResult> {
     const { catalog } = this.deps;
     const agent = catalog.agentNow(req.account, req.agent) ?? (await catalog.agent(req.account, req.agent));
     if (agent === null) throw new WireError(ErrorCodes.notFound, 'this account has no such agent', { field: 'agent' });
@@ -181,7 +181,6 @@ export class CallHandler {
     if (server.oauth !== undefined && this.deps.oauth?.expiring(server)) server = await this.deps.oauth.refreshed(req.account, doc.server, server);
     span.setAttribute('mcp.server', doc.server);
     const timeoutMs = Math.min(req.timeoutMs ?? MAX_CALL_TIMEOUT_MS, MAX_CALL_TIMEOUT_MS);
-    const key = `${req.account}:${req.run}:${req.callId}`;
 
     const { limiter, limits } = this.deps;
     let release: (() => void) | undefined;
@@ -204,21 +203,15 @@ export class CallHandler {
     const ctl = new AbortController();
     this.inflight.set(key, ctl);
     try {
-      const tracer = this.deps.tracer;
-      const call = async (conn: McpConnection) => {
-        const parent = context.active();
-        const client = tracer.startSpan('mcp tools/call', { kind: SpanKind.CLIENT, attributes: { 'mcp.server': doc.server, 'mcp.remote_tool': doc.remoteName } }, parent);
-        try {
-          return await context.with(trace.setSpan(parent, client), () =>
-            conn.callTool({ name: doc.remoteName, arguments: req.arguments }, { timeoutMs, signal: ctl.signal, onResume: (outcome) => this.resumedStream(client, doc.server, outcome) }),
-          );
-        } catch (err) {
-          client.setStatus({ code: SpanStatusCode.ERROR, message: err instanceof Error ? err.message : String(err) });
-          throw err;
-        } finally {
-          client.end();
-        }
-      };
+      const attrs = { 'mcp.server': doc.server, 'mcp.remote_tool': doc.remoteName };
+      const call = (conn: McpConnection) =>
+        withSpan(
+          this.deps.tracer,
+          'mcp tools/call',
+          attrs,
+          (client) => conn.callTool({ name: doc.remoteName, arguments: req.arguments }, { timeoutMs, signal: ctl.signal, onResume: (outcome) => this.resumedStream(client, doc.server, outcome) }),
+          { kind: SpanKind.CLIENT },
+        );
       let result;
       try {
         result = await this.deps.pool.use(req.account, req.run, doc.server, server, call);

@@ -3,7 +3,8 @@ import type { MsgHdrs, NatsConnection } from '@nats-io/transport-node';
 import { QueueGroups, encodePayload, toWireError, type ProxyCallReply, type Subjects } from '@mcpx/contracts';
 import type { Logger } from '@mcpx/log';
 import { extractTraceContext } from '@mcpx/telemetry';
-import { decodeCallRequest, toWire, type CallHandler } from './call-handler.js';
+import { toWire, type CallHandler } from './call-handler.js';
+import { decodeCallRequest } from './call-request.js';
 
 /** The micro-service name of the proxy when NATS_PREFIX is empty. */
 export const PROXY_SERVICE_NAME = 'mcpx-proxy';

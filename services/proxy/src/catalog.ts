@@ -1,6 +1,5 @@
-import { createHash } from 'node:crypto';
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
-import { decodePayload, type AgentDefinition, type Subjects } from '@mcpx/contracts';
+import { accessTokenHash, decodePayload, type AgentDefinition, type Subjects } from '@mcpx/contracts';
 import type { Db } from '@mcpx/db';
 import { compileValidator, type ArgumentValidator, type McpToolDocument } from '@mcpx/domain';
 import { oauthSecretAad, secretAad, type SecretBox } from '@mcpx/secrets';
@@ -34,13 +33,9 @@ interface StoredServerConfig {
  * Documents are keyed by CID, which is their version, so they never go stale.
  */
 export class Catalog {
-  private readonly agents = new Map<string, Promise<AgentEntry>>();
-  private readonly documents = new Map<string, Promise<DocumentEntry | null>>();
-  private readonly servers = new Map<string, Promise<ServerEntry | null>>();
-  // Settled values, read synchronously on the hot path (no await when warm).
-  private readonly agentValues = new Map<string, AgentEntry>();
-  private readonly documentValues = new Map<string, DocumentEntry>();
-  private readonly serverValues = new Map<string, ServerEntry>();
+  private readonly agents = new Memo<AgentEntry>();
+  private readonly documents = new Memo<DocumentEntry>();
+  private readonly servers = new Memo<ServerEntry>();
   private readonly subs: Subscription[] = [];
   /** Invalidations seen (tests and stats read it to know an event has been applied). */
   invalidations = 0;
@@ -56,9 +51,7 @@ export class Catalog {
   listen(nc: NatsConnection, subjects: Subjects): void {
     const dropAgent = (subject: string): void => {
       const parts = subject.split('.');
-      const key = `${parts.at(-2)}:${parts.at(-1)}`;
-      this.agents.delete(key);
-      this.agentValues.delete(key);
+      this.agents.delete(`${parts.at(-2)}:${parts.at(-1)}`);
       this.invalidations++;
     };
     this.subs.push(
@@ -68,9 +61,7 @@ export class Catalog {
         callback: (err, msg) => {
           if (err) return;
           const parts = msg.subject.split('.');
-          const key = `${parts.at(-2)}:${parts.at(-1)}`;
-          this.servers.delete(key);
-          this.serverValues.delete(key);
+          this.servers.delete(`${parts.at(-2)}:${parts.at(-1)}`);
           this.invalidations++;
         },
       }),
@@ -83,56 +74,28 @@ export class Catalog {
 
   /** The cached entry of an agent, if it is warm (no I/O). */
   agentNow(account: string, agent: string): AgentEntry | undefined {
-    return this.agentValues.get(`${account}:${agent}`);
+    return this.agents.now(`${account}:${agent}`);
   }
 
   documentNow(account: string, cid: string): DocumentEntry | undefined {
-    return this.documentValues.get(`${account}:${cid}`);
+    return this.documents.now(`${account}:${cid}`);
   }
 
   serverNow(account: string, name: string): ServerEntry | undefined {
-    return this.serverValues.get(`${account}:${name}`);
+    return this.servers.now(`${account}:${name}`);
   }
 
   /** The agent's grant and projection; null when the account has no such agent (not cached). */
   agent(account: string, agent: string): Promise<AgentEntry | null> {
-    return this.memo(this.agents, this.agentValues, `${account}:${agent}`, () => this.loadAgent(account, agent));
+    return this.agents.get(`${account}:${agent}`, () => this.loadAgent(account, agent));
   }
 
   document(account: string, cid: string): Promise<DocumentEntry | null> {
-    return this.memo(this.documents, this.documentValues, `${account}:${cid}`, () => this.loadDocument(account, cid));
+    return this.documents.get(`${account}:${cid}`, () => this.loadDocument(account, cid));
   }
 
   server(account: string, name: string): Promise<ServerEntry | null> {
-    return this.memo(this.servers, this.serverValues, `${account}:${name}`, () => this.loadServer(account, name));
-  }
-
-  /**
-   * Caches the promise so concurrent misses share one read, and the settled value for synchronous
-   * reads. A failed read and a null (missing) one are not cached. A load that an invalidation
-   * overtook does not store its (possibly stale) value.
-   */
-  private memo<T>(map: Map<string, Promise<T>>, values: Map<string, NonNullable<T>>, key: string, load: () => Promise<T>): Promise<T> {
-    const hit = map.get(key);
-    if (hit) return hit;
-    const p: Promise<T> = load().then(
-      (v) => {
-        if (map.get(key) !== p) return v;
-        if (v === null || v === undefined) map.delete(key);
-        else {
-          values.set(key, v);
-          if (values.size > 100_000) values.delete(values.keys().next().value as string);
-        }
-        return v;
-      },
-      (err: unknown) => {
-        if (map.get(key) === p) map.delete(key);
-        throw err;
-      },
-    );
-    map.set(key, p);
-    if (map.size > 100_000) map.delete(map.keys().next().value as string);
-    return p;
+    return this.servers.get(`${account}:${name}`, () => this.loadServer(account, name));
   }
 
   private async loadAgent(account: string, agent: string): Promise<AgentEntry | null> {
@@ -190,12 +153,53 @@ export class Catalog {
     const tokens = JSON.parse(this.box.open({ keyId: t.tokens_key_id, ciphertext: t.tokens_sealed }, oauthSecretAad(account, serverId, 'tokens'))) as { access_token?: unknown };
     if (typeof tokens.access_token !== 'string') return {};
     headers.authorization = `Bearer ${tokens.access_token}`;
-    return { tokenHash: createHash('sha256').update(tokens.access_token, 'utf8').digest('hex'), ...(t.tokens_expire_at ? { expiresAt: t.tokens_expire_at.getTime() } : {}) };
+    return { tokenHash: accessTokenHash(tokens.access_token), ...(t.tokens_expire_at ? { expiresAt: t.tokens_expire_at.getTime() } : {}) };
   }
 
   /** Forgets a server's cached entry (its OAuth token was just refreshed). */
   dropServer(account: string, name: string): void {
     this.servers.delete(`${account}:${name}`);
-    this.serverValues.delete(`${account}:${name}`);
+  }
+}
+
+/** Entries kept at most (the oldest goes first). */
+const MEMO_MAX = 100_000;
+
+/**
+ * Loads by key: concurrent misses share one read, and the settled value is kept beside its
+ * promise for synchronous reads (no await when warm). A failed read and a null (missing) one are
+ * not kept. A load that an invalidation overtook does not store its (possibly stale) value.
+ */
+class Memo<T> {
+  private readonly slots = new Map<string, { promise: Promise<T | null>; value?: T }>();
+
+  now(key: string): T | undefined {
+    return this.slots.get(key)?.value;
+  }
+
+  get(key: string, load: () => Promise<T | null>): Promise<T | null> {
+    const hit = this.slots.get(key);
+    if (hit) return hit.promise;
+    const slot: { promise: Promise<T | null>; value?: T } = {
+      promise: load().then(
+        (v) => {
+          if (this.slots.get(key) !== slot) return v;
+          if (v === null) this.slots.delete(key);
+          else slot.value = v;
+          return v;
+        },
+        (err: unknown) => {
+          if (this.slots.get(key) === slot) this.slots.delete(key);
+          throw err;
+        },
+      ),
+    };
+    this.slots.set(key, slot);
+    if (this.slots.size > MEMO_MAX) this.slots.delete(this.slots.keys().next().value as string);
+    return slot.promise;
+  }
+
+  delete(key: string): void {
+    this.slots.delete(key);
   }
 }

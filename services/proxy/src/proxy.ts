@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import type { Msg, Subscription } from '@nats-io/transport-node';
 import { Redis } from 'ioredis';
 import { connectBus } from '@mcpx/bus';
 import type { Config } from '@mcpx/config';
@@ -94,40 +95,29 @@ export async function startProxy(config: Config, opts: ProxyOptions = {}): Promi
   const stats = (): ProxyStats => ({ instance, ...pool.stats, inflight: handler.inflightCount, ...handler.counts, invalidations: catalog.invalidations });
 
   const service = await startCallService({ nc: bus.nc, subjects: bus.subjects, instance, handler, stats, log });
-  const subs = [
-    bus.nc.subscribe(bus.subjects.proxyCancel, {
+  /** Subscribes to core-NATS notifications; one that does not decode or that `handle` rejects is logged and dropped. */
+  const listen = <T>(subject: string, what: string, handle: (payload: T, msg: Msg) => void): Subscription =>
+    bus.nc.subscribe(subject, {
       callback: (err, msg) => {
         if (err) return;
         try {
-          const c = decodePayload<ProxyCancel>(msg.data);
-          if (typeof c.account === 'string' && typeof c.run === 'string' && typeof c.callId === 'string') handler.cancel(c.account, c.run, c.callId);
+          handle(decodePayload<T>(msg.data), msg);
         } catch {
-          log.warn('dropped a malformed cancel');
+          log.warn(`dropped a malformed ${what}`);
         }
       },
+    });
+  const isCallRef = (c: ProxyCancel): boolean => typeof c.account === 'string' && typeof c.run === 'string' && typeof c.callId === 'string';
+  const subs = [
+    listen<ProxyCancel>(bus.subjects.proxyCancel, 'cancel', (c) => {
+      if (isCallRef(c)) handler.cancel(c.account, c.run, c.callId);
     }),
     // Only the instance working on the call answers: silence means "not here".
-    bus.nc.subscribe(bus.subjects.proxyCallHeld, {
-      callback: (err, msg) => {
-        if (err) return;
-        try {
-          const c = decodePayload<ProxyCancel>(msg.data);
-          if (typeof c.account === 'string' && typeof c.run === 'string' && typeof c.callId === 'string' && handler.holds(c.account, c.run, c.callId)) msg.respond(encodePayload({ instance }));
-        } catch {
-          log.warn('dropped a malformed held check');
-        }
-      },
+    listen<ProxyCancel>(bus.subjects.proxyCallHeld, 'held check', (c, msg) => {
+      if (isCallRef(c) && handler.holds(c.account, c.run, c.callId)) msg.respond(encodePayload({ instance }));
     }),
-    bus.nc.subscribe(bus.subjects.runEndedAll, {
-      callback: (err, msg) => {
-        if (err) return;
-        try {
-          const e = decodePayload<RunEnded>(msg.data);
-          if (typeof e.account === 'string' && typeof e.run === 'string') void pool.endRun(e.account, e.run);
-        } catch {
-          log.warn('dropped a malformed run-ended');
-        }
-      },
+    listen<RunEnded>(bus.subjects.runEndedAll, 'run-ended', (e) => {
+      if (typeof e.account === 'string' && typeof e.run === 'string') void pool.endRun(e.account, e.run);
     }),
   ];
   await bus.nc.flush();

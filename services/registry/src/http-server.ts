@@ -9,6 +9,7 @@ import { withSpan } from '@mcpx/telemetry';
 import { dispatchAction, isKnownAction, type ActionDeps } from './actions/index.js';
 import { authenticate, parseEnvelope } from './envelope-auth.js';
 import type { EventStream } from './event-stream.js';
+import { OAUTH_CALLBACK_PATH, OAUTH_CLIENT_METADATA_PATH } from './oauth/paths.js';
 
 export const MAX_BODY_BYTES = 1024 * 1024;
 
@@ -123,9 +124,9 @@ export function createHttpServer(deps: HttpDeps): Server {
       void deps.events.handle(req, res, url, (envelopeBody) =>
         authenticate(parseEnvelope(envelopeBody), { redis: deps.redis, redisPrefix: deps.redisPrefix, accounts: deps.actions.accounts }),
       );
-    } else if (req.method === 'GET' && url.pathname === '/v1/oauth/callback' && deps.oauthCallback) {
+    } else if (req.method === 'GET' && url.pathname === OAUTH_CALLBACK_PATH && deps.oauthCallback) {
       void deps.oauthCallback(req, res, url);
-    } else if (req.method === 'GET' && url.pathname === '/v1/oauth/client-metadata.json' && deps.oauthClientMetadata) {
+    } else if (req.method === 'GET' && url.pathname === OAUTH_CLIENT_METADATA_PATH && deps.oauthClientMetadata) {
       deps.oauthClientMetadata(req, res);
     } else if (req.method === 'GET' && url.pathname === '/healthz') {
       const ready = deps.isReady();

@@ -27,6 +27,7 @@ import { oauthCallbackHandler } from './oauth/oauth-callback.js';
 import { OAuthConnectionsRepository } from './oauth/oauth-connections.repository.js';
 import { answerOAuthRefresh } from './oauth/oauth-refresh-responder.js';
 import { OAuthService } from './oauth/oauth-service.js';
+import { OAUTH_CALLBACK_PATH } from './oauth/paths.js';
 
 export interface RegistryOptions {
   /** Telemetry set up by the caller (tests pass one with an in-memory exporter). */
@@ -80,7 +81,7 @@ export async function startRegistry(config: Config, opts: RegistryOptions = {}):
     singleFlight,
     log,
     fetch: tracingFetch(outboundFetch),
-    redirectUrl: () => `${publicUrl}/v1/oauth/callback`,
+    redirectUrl: () => `${publicUrl}${OAUTH_CALLBACK_PATH}`,
     tracer: telemetry.tracer,
     meter: telemetry.meter,
     clientMetadataUrl: () => (opts.clientMetadataDocument === false ? undefined : clientMetadataDocumentUrl(publicUrl)),

@@ -1,6 +1,6 @@
 import { createServer, request as httpRequest, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { DirectRequest } from '../direct-call.js';
+import type { DirectRequest } from '../response-stream.js';
 
 /**
  * A hand-written Streamable HTTP server on loopback (stateful, one session) whose answer to one

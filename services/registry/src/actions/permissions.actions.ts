@@ -1,4 +1,3 @@
-import { sql } from 'kysely';
 import { ErrorCodes, WireError, invalidInput } from '@mcpx/contracts';
 import { inheritPermission, isPermission, normalizeAnnotations, type Permission } from '@mcpx/domain';
 import { serverDiscoveredEvent } from '../discovery.js';
@@ -32,28 +31,13 @@ export const setToolPermission: ActionHandler = async (deps, caller, action) => 
     return describe(saved, tool, overrides, true);
   }
   const { saved, overrides } = await deps.db.transaction().execute(async (trx) => {
-    const locked = await trx
-      .selectFrom('registry.mcp_servers')
-      .select('id')
-      .where('account_id', '=', caller.account)
-      .where('name', '=', name)
-      .forUpdate()
-      .executeTakeFirst();
-    if (locked === undefined) throw new WireError(ErrorCodes.notFound, `server: no MCP server named ${name}`, { field: 'server' });
-    const before = await deps.servers.find(caller.account, name, trx);
+    const before = await deps.servers.lock(caller.account, name, trx);
     if (before === null) throw new WireError(ErrorCodes.notFound, `server: no MCP server named ${name}`, { field: 'server' });
     if (permission !== null && !before.tools.some((t) => t.name === tool)) {
       throw new WireError(ErrorCodes.notFound, `tool: the ${name} MCP server lists no tool ${tool}`, { field: 'tool' });
     }
     await deps.permissions.set(caller.account, before.id, tool, permission, trx);
-    await trx
-      .updateTable('registry.mcp_servers')
-      .set({ generation: sql<number>`generation + 1`, updated_at: new Date() })
-      .where('account_id', '=', caller.account)
-      .where('id', '=', before.id)
-      .execute();
-    const saved = await deps.servers.find(caller.account, name, trx);
-    if (saved === null) throw new WireError(ErrorCodes.internal, 'internal error');
+    const saved = await deps.servers.bumpGeneration(caller.account, before.id, trx);
     return { saved, overrides: await deps.permissions.forServer(caller.account, before.id, trx) };
   });
   const event = serverDiscoveredEvent(saved, true, overrides);

@@ -1,6 +1,6 @@
-import { sql, type Kysely } from 'kysely';
+import { sql, type Kysely, type Selectable } from 'kysely';
 import { decodePayload, encodePayload, type ServerStatus } from '@mcpx/contracts';
-import type { Database, Db } from '@mcpx/db';
+import type { BuiltinDiscoveriesTable, Database, Db } from '@mcpx/db';
 import type { RemoteTool } from '@mcpx/domain';
 
 export interface BuiltinDiscovery {
@@ -15,24 +15,24 @@ export interface BuiltinDiscovery {
 
 const UNKNOWN: ServerStatus = { state: 'unknown' };
 
+function toDiscovery(r: Selectable<BuiltinDiscoveriesTable>): BuiltinDiscovery {
+  return { slug: r.slug, tools: decodePayload<RemoteTool[]>(r.tools_cbor), toolsHash: r.tools_hash, generation: r.generation, status: decodePayload<ServerStatus>(r.status_cbor), updatedAt: r.updated_at };
+}
+
 /** Per account, the last discovery of each built-in (absent: never discovered, the fallback serves). */
 export class BuiltinDiscoveriesRepository {
   constructor(private readonly db: Db) {}
 
   async list(account: string, trx: Kysely<Database> = this.db): Promise<Map<string, BuiltinDiscovery>> {
     const rows = await trx.selectFrom('registry.builtin_discoveries').selectAll().where('account_id', '=', account).execute();
-    return new Map(
-      rows.map((r) => [
-        r.slug,
-        { slug: r.slug, tools: decodePayload<RemoteTool[]>(r.tools_cbor), toolsHash: r.tools_hash, generation: r.generation, status: decodePayload<ServerStatus>(r.status_cbor), updatedAt: r.updated_at },
-      ]),
-    );
+    return new Map(rows.map((r) => [r.slug, toDiscovery(r)]));
   }
 
   /**
    * Records a discovery: with `tools` (a success) the list changes, without only the status does.
    * The generation moves on from the row's own, as mcp_servers' does: SetToolPermission may have
-   * moved it meanwhile, and an equal generation would be stale at the projector.
+   * moved it meanwhile, and an equal generation would be stale at the projector. Returns the row as
+   * recorded.
    */
   async record(
     account: string,
@@ -40,14 +40,14 @@ export class BuiltinDiscoveriesRepository {
     status: ServerStatus,
     tools: { list: RemoteTool[]; hash: string; generation: number } | undefined,
     nextProbeAt: Date | null,
-  ): Promise<void> {
+  ): Promise<BuiltinDiscovery> {
     const values = {
       status_cbor: encodePayload(status),
       next_probe_at: nextProbeAt,
       updated_at: new Date(),
       ...(tools ? { tools_cbor: encodePayload(tools.list), tools_hash: tools.hash } : {}),
     };
-    await this.db
+    const row = await this.db
       .insertInto('registry.builtin_discoveries')
       .values({ account_id: account, slug, tools_cbor: encodePayload(tools?.list ?? []), tools_hash: tools?.hash ?? '', generation: tools?.generation ?? 0, ...values })
       .onConflict((oc) =>
@@ -58,7 +58,9 @@ export class BuiltinDiscoveriesRepository {
             : {}),
         }),
       )
-      .execute();
+      .returningAll()
+      .executeTakeFirstOrThrow();
+    return toDiscovery(row);
   }
 
   /**

@@ -5,7 +5,7 @@ import type { Database, Db } from '@mcpx/db';
 import { BUILTIN_SERVERS, builtinEndpoint, builtinServerId, builtinsOfVendor, findBuiltin, findVendor, type BuiltinServer, type Permission, type RemoteTool } from '@mcpx/domain';
 import type { Logger } from '@mcpx/log';
 import { CredentialError, nextProbeDelayMs, serverDiscoveredEvent, toolsHash, type Discovery, type DiscoveryTarget } from '../discovery.js';
-import { accessTokenHash } from '../oauth/oauth-service.js';
+import { accessTokenHash } from '../oauth/access-tokens.js';
 import type { McpServerRecord } from '../repositories/mcp-servers.repository.js';
 import type { ToolOverrides, ToolPermissionsRepository } from '../repositories/tool-permissions.repository.js';
 import type { ReprobeSource } from '../reprober.js';
@@ -166,10 +166,12 @@ export class BuiltinServers implements DiscoveryTarget, ReprobeSource {
 
   /** Records a discovery of this incarnation; null when the vendor was disconnected (or connected anew) meanwhile. */
   async record(server: McpServerRecord, status: ServerStatus, tools: { list: RemoteTool[]; hash: string; generation: number } | undefined, nextProbeAt: Date | null): Promise<McpServerRecord | null> {
-    const current = await this.find(server.accountId, server.name);
-    if (current === null || current.id !== server.id) return null;
-    await this.deps.discoveries.record(server.accountId, server.name, status, tools, nextProbeAt);
-    return this.find(server.accountId, server.name);
+    const builtin = findBuiltin(server.name);
+    if (builtin === undefined) return null;
+    const connection = (await this.deps.connections.list(server.accountId)).find((c) => c.vendor === builtin.vendor);
+    if (connection === undefined || builtinServerId(builtin.slug, connection.id) !== server.id) return null;
+    const recorded = await this.deps.discoveries.record(server.accountId, server.name, status, tools, nextProbeAt);
+    return this.toRecord(server.accountId, builtin, connection, recorded);
   }
 
   overrides(account: string, serverId: string): Promise<ToolOverrides> {

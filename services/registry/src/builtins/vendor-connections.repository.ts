@@ -71,16 +71,8 @@ export class VendorConnectionsRepository {
   }
 
   /** The vendor's tokens, opened, with the connection they belong to; null when there is no connection. */
-  async tokens(account: string, vendor: string): Promise<{ connectionId: string; tokens: VendorTokens } | null> {
-    const row = await this.db
-      .selectFrom('registry.vendor_connections')
-      .select(['id', 'tokens_key_id', 'tokens_sealed'])
-      .where('account_id', '=', account)
-      .where('vendor', '=', vendor)
-      .executeTakeFirst();
-    if (row === undefined) return null;
-    const tokens = JSON.parse(this.box.open({ keyId: row.tokens_key_id, ciphertext: row.tokens_sealed }, vendorTokensAad(account, vendor))) as VendorTokens;
-    return { connectionId: row.id, tokens };
+  tokens(account: string, vendor: string): Promise<{ connectionId: string; tokens: VendorTokens } | null> {
+    return this.openTokens(this.db, account, vendor, false);
   }
 
   /**
@@ -90,19 +82,11 @@ export class VendorConnectionsRepository {
    * rotation re-seals (the refresh's new tokens would be lost, and a rotated refresh token with them).
    */
   async replaceTokens(account: string, vendor: string, read: { connectionId: string; tokens: VendorTokens }, tokens: VendorTokens): Promise<boolean> {
-    const aad = vendorTokensAad(account, vendor);
-    const sealed = this.box.seal(JSON.stringify(tokens), aad);
+    const sealed = this.box.seal(JSON.stringify(tokens), vendorTokensAad(account, vendor));
     return this.db.transaction().execute(async (trx) => {
-      const row = await trx
-        .selectFrom('registry.vendor_connections')
-        .select(['id', 'tokens_key_id', 'tokens_sealed'])
-        .where('account_id', '=', account)
-        .where('vendor', '=', vendor)
-        .forUpdate()
-        .executeTakeFirst();
-      if (row?.id !== read.connectionId) return false;
-      const stored = JSON.parse(this.box.open({ keyId: row.tokens_key_id, ciphertext: row.tokens_sealed }, aad)) as VendorTokens;
-      if (JSON.stringify(stored) !== JSON.stringify(read.tokens)) return false;
+      const stored = await this.openTokens(trx, account, vendor, true);
+      if (stored?.connectionId !== read.connectionId) return false;
+      if (JSON.stringify(stored.tokens) !== JSON.stringify(read.tokens)) return false;
       await trx
         .updateTable('registry.vendor_connections')
         .set({ tokens_key_id: sealed.keyId, tokens_sealed: sealed.ciphertext, expires_at: tokens.expiresAt !== undefined ? new Date(tokens.expiresAt) : null, updated_at: new Date() })
@@ -111,6 +95,20 @@ export class VendorConnectionsRepository {
         .execute();
       return true;
     });
+  }
+
+  /** Reads and opens the vendor's tokens (`forUpdate`: row-locked until `trx` ends); null when there is no connection. */
+  private async openTokens(trx: Kysely<Database>, account: string, vendor: string, forUpdate: boolean): Promise<{ connectionId: string; tokens: VendorTokens } | null> {
+    const row = await trx
+      .selectFrom('registry.vendor_connections')
+      .select(['id', 'tokens_key_id', 'tokens_sealed'])
+      .where('account_id', '=', account)
+      .where('vendor', '=', vendor)
+      .$if(forUpdate, (qb) => qb.forUpdate())
+      .executeTakeFirst();
+    if (row === undefined) return null;
+    const tokens = JSON.parse(this.box.open({ keyId: row.tokens_key_id, ciphertext: row.tokens_sealed }, vendorTokensAad(account, vendor))) as VendorTokens;
+    return { connectionId: row.id, tokens };
   }
 }
 

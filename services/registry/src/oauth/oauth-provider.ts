@@ -7,7 +7,7 @@ import type {
   OAuthTokens,
 } from '@mcpx/mcp-client';
 import { OAUTH_CLIENT_NAME, isClientMetadataUrl } from './client-metadata-document.js';
-import type { OAuthConnectionsRepository } from './oauth-connections.repository.js';
+import type { OAuthClientState, OAuthConnectionsRepository } from './oauth-connections.repository.js';
 
 /** What the provider needs of the sealed store (an in-memory one serves the conformance harness). */
 export type OAuthStateStore = Pick<OAuthConnectionsRepository, 'client' | 'updateClient' | 'tokens' | 'saveTokens' | 'setPendingState'>;
@@ -144,8 +144,11 @@ export class RegistryOAuthProvider implements OAuthClientProvider {
   async invalidateCredentials(scope: 'all' | 'client' | 'tokens' | 'verifier' | 'discovery'): Promise<void> {
     const { account, serverId } = this.opts;
     if (scope === 'all' || scope === 'tokens') await this.store.saveTokens(account, serverId, undefined, null);
-    if (scope === 'all' || scope === 'client') await this.store.updateClient(account, serverId, { clientInformation: undefined });
-    if (scope === 'all' || scope === 'verifier') await this.store.updateClient(account, serverId, { codeVerifier: undefined });
-    if (scope === 'all' || scope === 'discovery') await this.store.updateClient(account, serverId, { discoveryState: undefined });
+    // One read-merge-write of the sealed client state for whatever of it goes.
+    const forget: Partial<OAuthClientState> = {};
+    if (scope === 'all' || scope === 'client') forget.clientInformation = undefined;
+    if (scope === 'all' || scope === 'verifier') forget.codeVerifier = undefined;
+    if (scope === 'all' || scope === 'discovery') forget.discoveryState = undefined;
+    if (Object.keys(forget).length > 0) await this.store.updateClient(account, serverId, forget);
   }
 }

@@ -13,9 +13,14 @@ import { REFRESH_BEFORE_EXPIRY_MS, accessTokenHash } from './access-tokens.js';
 /** Longest an OAuth exchange (discovery, registration, token) may hold the per-server lock. */
 const OAUTH_LOCK_TTL_MS = 30_000;
 
-export { REFRESH_BEFORE_EXPIRY_MS, accessTokenHash };
+/** The per-server lock every exchange of a server's tokens takes (ensure, refresh, code exchange, client credentials). */
+function oauthLockKey(server: McpServerRecord): string {
+  return `oauth:${server.accountId}:${server.id}`;
+}
 
 export type OAuthOutcome = { state: 'authorized' } | { state: 'redirect'; authorizationUrl: string };
+
+type StoredTokens = Awaited<ReturnType<OAuthConnectionsRepository['tokens']>>;
 
 export interface OAuthServiceDeps {
   store: OAuthConnectionsRepository;
@@ -56,7 +61,7 @@ export class OAuthService {
       store: deps.store,
       log: deps.log,
       oauthFetch: this.oauthFetch,
-      lock: (server, lead, follow) => deps.singleFlight.run(`oauth:${server.accountId}:${server.id}`, { ttlMs: OAUTH_LOCK_TTL_MS }, lead, follow),
+      lock: (server, lead, follow) => deps.singleFlight.run(oauthLockKey(server), { ttlMs: OAUTH_LOCK_TTL_MS }, lead, follow),
     });
   }
 
@@ -71,7 +76,6 @@ export class OAuthService {
   private async ensureUnobserved(server: McpServerRecord, opts: { fresh?: boolean; resourceMetadataUrl?: URL }): Promise<OAuthOutcome> {
     // Nobody authorizes a client credentials client: a stored token, else a new one, or an error.
     if (usesClientCredentials(server)) return this.clientCredentials.refreshStale(server, undefined);
-    const key = `oauth:${server.accountId}:${server.id}`;
     const lead = async (): Promise<OAuthOutcome> => {
       const provider = this.provider(server, { ignoreTokens: opts.fresh === true });
       const result = await runOAuth(provider, {
@@ -93,7 +97,7 @@ export class OAuthService {
     };
     // A fresh authorization presents no refresh token: it needs no lock (and must not join a refresh).
     if (opts.fresh) return lead();
-    return this.deps.singleFlight.run(key, { ttlMs: OAUTH_LOCK_TTL_MS }, lead, follow);
+    return this.deps.singleFlight.run(oauthLockKey(server), { ttlMs: OAUTH_LOCK_TTL_MS }, lead, follow);
   }
 
   /**
@@ -110,14 +114,12 @@ export class OAuthService {
 
   private async refreshStaleUnobserved(server: McpServerRecord, staleTokenHash: string | undefined): Promise<OAuthOutcome | { state: 'no_tokens' }> {
     if (usesClientCredentials(server)) return this.clientCredentials.refreshStale(server, staleTokenHash);
-    const key = `oauth:${server.accountId}:${server.id}`;
-    const current = async (): Promise<boolean> => {
-      const stored = await this.deps.store.tokens(server.accountId, server.id, server.config.url);
-      return stored !== undefined && staleTokenHash !== undefined && accessTokenHash(stored.tokens.access_token) !== staleTokenHash;
-    };
+    const read = (): Promise<StoredTokens> => this.deps.store.tokens(server.accountId, server.id, server.config.url);
+    // Another token than the stale one is stored: someone refreshed it meanwhile.
+    const moved = (stored: StoredTokens): boolean => stored !== undefined && staleTokenHash !== undefined && accessTokenHash(stored.tokens.access_token) !== staleTokenHash;
     const lead = async (): Promise<OAuthOutcome | { state: 'no_tokens' }> => {
-      if (await current()) return { state: 'authorized' };
-      const stored = await this.deps.store.tokens(server.accountId, server.id, server.config.url);
+      const stored = await read();
+      if (moved(stored)) return { state: 'authorized' };
       if (stored === undefined) return { state: 'no_tokens' };
       if (stored.tokens.refresh_token === undefined) {
         await this.deps.store.saveTokens(server.accountId, server.id, undefined, null);
@@ -136,11 +138,12 @@ export class OAuthService {
     // The holder is done: its token is ours. A refused refresh left none (authorize again, no
     // refresh token involved); a holder that failed otherwise left the stale one: say so, retryable.
     const follow = async (): Promise<OAuthOutcome | { state: 'no_tokens' }> => {
-      if (await current()) return { state: 'authorized' };
-      if ((await this.deps.store.tokens(server.accountId, server.id, server.config.url)) === undefined) return { state: 'no_tokens' };
+      const stored = await read();
+      if (moved(stored)) return { state: 'authorized' };
+      if (stored === undefined) return { state: 'no_tokens' };
       throw new Error('another instance could not refresh the token; try again');
     };
-    return this.deps.singleFlight.run(key, { ttlMs: OAUTH_LOCK_TTL_MS }, lead, follow);
+    return this.deps.singleFlight.run(oauthLockKey(server), { ttlMs: OAUTH_LOCK_TTL_MS }, lead, follow);
   }
 
   /**
@@ -211,7 +214,7 @@ export class OAuthService {
     // one: a refresh that finished before it cannot write over the tokens it brings.
     const provider = this.provider(server, { state });
     try {
-      await this.deps.singleFlight.exclusive(`oauth:${server.accountId}:${server.id}`, { ttlMs: OAUTH_LOCK_TTL_MS }, async () => {
+      await this.deps.singleFlight.exclusive(oauthLockKey(server), { ttlMs: OAUTH_LOCK_TTL_MS }, async () => {
         await this.observed('code_exchange', server, async () => {
           await runOAuth(provider, { serverUrl: server.config.url, authorizationCode: code, fetchFn: this.oauthFetch });
           return { state: 'authorized' as const };

@@ -63,6 +63,18 @@ export class McpServersRepository {
     return row ? toRecord(row) : null;
   }
 
+  /** The server named `name`, row-locked until the caller's transaction ends (serialises moves of its generation). */
+  async lock(account: string, name: string, trx: Kysely<Database>): Promise<McpServerRecord | null> {
+    const row = await trx
+      .selectFrom('registry.mcp_servers')
+      .selectAll()
+      .where('account_id', '=', account)
+      .where('name', '=', name)
+      .forUpdate()
+      .executeTakeFirst();
+    return row ? toRecord(row) : null;
+  }
+
   async findById(account: string, id: string): Promise<McpServerRecord | null> {
     const row = await this.db.selectFrom('registry.mcp_servers').selectAll().where('account_id', '=', account).where('id', '=', id).executeTakeFirst();
     return row ? toRecord(row) : null;
@@ -137,6 +149,18 @@ export class McpServersRepository {
       .returningAll()
       .executeTakeFirst();
     return row ? toRecord(row) : null;
+  }
+
+  /** Moves a server's generation on (SetToolPermission: its documents change); the record as updated. */
+  async bumpGeneration(account: string, id: string, trx: Kysely<Database>): Promise<McpServerRecord> {
+    const row = await trx
+      .updateTable('registry.mcp_servers')
+      .set({ generation: sql<number>`generation + 1`, updated_at: new Date() })
+      .where('account_id', '=', account)
+      .where('id', '=', id)
+      .returningAll()
+      .executeTakeFirstOrThrow();
+    return toRecord(row);
   }
 
   async delete(account: string, name: string, trx: Kysely<Database>): Promise<McpServerRecord | null> {
