@@ -32,6 +32,14 @@ export interface BusOptions {
   prefix?: string;
   /** Default: one JSON line on stderr per fault, so a fault is never silent. */
   log?: BusLog;
+  /** The service's own NATS credentials (user and password); unset: an anonymous connection. */
+  credentials?: BusCredentials;
+}
+
+/** A NATS user of the server's `authorization.users` (DESIGN.md §3: one per service and the runtime). */
+export interface BusCredentials {
+  user: string;
+  pass: string;
 }
 
 export interface Bus {
@@ -148,7 +156,7 @@ async function answer<Req, Res>(
  */
 export async function connectBus(opts: BusOptions): Promise<Bus> {
   const log = opts.log ?? stderrLog(opts.name);
-  const nc = await connect({ servers: opts.url, name: opts.name, maxReconnectAttempts: -1 });
+  const nc = await connect({ servers: opts.url, name: opts.name, maxReconnectAttempts: -1, ...(opts.credentials ?? {}) });
   const subjects = makeSubjects(opts.prefix ?? '');
   const jsm = await jetstreamManager(nc);
   await ensureStreams(jsm, subjects);

@@ -1,2 +1,2 @@
 export { connectBus, ensureStreams } from './bus.js';
-export type { Bus, BusLog, BusOptions, Reply } from './bus.js';
+export type { Bus, BusCredentials, BusLog, BusOptions, Reply } from './bus.js';
