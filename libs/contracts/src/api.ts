@@ -72,6 +72,10 @@ export interface RedactedMcpServer {
   oauthClient?: RedactedOAuthClient;
   /** A built-in server (seed 001): no row of its own, its credential lent by a vendor connection. */
   builtin?: boolean;
+  /** The protocol era the server speaks, from its recorded era verdict (absent until one is recorded). */
+  era?: 'modern' | 'legacy';
+  /** The protocol version negotiated with the server (e.g. `2026-07-28`), from the same verdict. */
+  protocolVersion?: string;
   tools: RedactedTool[];
   status: ServerStatus;
   createdAt: string;
