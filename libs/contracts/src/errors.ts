@@ -27,6 +27,12 @@ export const ErrorCodes = {
    * reached the server, so nothing retries it on its own (the caller decides).
    */
   callLost: 'call_lost',
+  /**
+   * The request reached the remote server and the answer was lost on the way back (a modern
+   * server's response stream broke: the 2026-07-28 revision has no resumption): the call may have
+   * run, so nothing retries it on its own (the caller decides).
+   */
+  maybeExecuted: 'maybe_executed',
   cancelled: 'cancelled',
   /** An `always_ask` tool stopped for a human; `details.approvalId` names the request to decide. */
   approvalRequired: 'approval_required',
@@ -93,6 +99,7 @@ export class WireError extends Error {
       case 'server_error':
       case 'transport_error':
       case 'call_lost':
+      case 'maybe_executed':
       case 'auth_required':
       case 'cancelled':
         return 502;

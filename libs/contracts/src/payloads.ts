@@ -25,6 +25,15 @@ export interface ServerStatus {
   failures?: number;
   /** `auth_required` after a failed token refresh: where the owner authorizes again. */
   authorizationUrl?: string;
+  /** The protocol era of the last successful discovery (from its era verdict). */
+  era?: 'modern' | 'legacy';
+  /** The protocol version negotiated by the last successful discovery (e.g. `2026-07-28`). */
+  protocolVersion?: string;
+  /**
+   * Tools the server listed that are not projected, each with why (e.g. an invalid
+   * `x-mcp-header` annotation): nothing the server offers is silently lost.
+   */
+  skippedTools?: Array<{ name: string; reason: string }>;
 }
 
 /** Payload of `mcp.events.server.discovered.<acct>.<server>`. */
@@ -111,6 +120,14 @@ export interface ToolsObserved {
   server: string;
   tools: RemoteTool[];
   transport: Transport;
+  /**
+   * The era verdict the proxy's connection ran on, sent when the proxy probed for it (it had none,
+   * or the one it had stopped working and was re-probed): the registry stores it for every
+   * instance. Plain JSON (`EraVerdict` of the MCP client); the proxy never writes the registry's tables.
+   */
+  verdict?: unknown;
+  /** SHA-256 (hex) of the URL and headers the verdict was probed with: its auth context, never a secret. */
+  authContext?: string;
 }
 
 /** Request of `projector.agent-tools.get`. */

@@ -209,6 +209,17 @@ export interface BuiltinToolPermissionsTable {
   updated_at: Timestamp;
 }
 
+/** The era verdict of a server for one auth context (see the era-verdicts migration). */
+export interface EraVerdictsTable {
+  account_id: string;
+  /** The server's name (a custom server's or a built-in's slug). */
+  server: string;
+  /** SHA-256 (hex) of the URL and the headers the verdict was probed with. */
+  auth_context: string;
+  verdict_cbor: Uint8Array;
+  updated_at: Timestamp;
+}
+
 export interface Database {
   'registry.accounts': AccountsTable;
   'registry.signers': SignersTable;
@@ -220,6 +231,7 @@ export interface Database {
   'registry.vendor_connections': VendorConnectionsTable;
   'registry.builtin_discoveries': BuiltinDiscoveriesTable;
   'registry.builtin_tool_permissions': BuiltinToolPermissionsTable;
+  'registry.era_verdicts': EraVerdictsTable;
   'projector.tool_documents': ToolDocumentsTable;
   'projector.projected_servers': ProjectedServersTable;
   'projector.agent_sets': AgentSetsTable;
