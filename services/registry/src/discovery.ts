@@ -1,12 +1,13 @@
 import { createHash } from 'node:crypto';
-import { SpanKind, type Counter, type Histogram, type Meter, type Tracer } from '@opentelemetry/api';
+import { SpanKind, trace, type Counter, type Histogram, type Meter, type Tracer } from '@opentelemetry/api';
 import type { Bus } from '@mcpx/bus';
 import type { ServerDiscoveredEvent, ServerStatus, Transport } from '@mcpx/contracts';
 import { encodeCanonical, type Permission, type RemoteTool } from '@mcpx/domain';
 import type { SingleFlight } from '@mcpx/locks';
 import type { Logger } from '@mcpx/log';
-import { connectMcp, resourceMetadataUrl } from '@mcpx/mcp-client';
+import { connectMcp, invalidMcpHeaderTools, resourceMetadataUrl, type EraVerdict, type McpConnection } from '@mcpx/mcp-client';
 import { safeUrlForTelemetry, withSpan } from '@mcpx/telemetry';
+import { authContextOf, isAuthContext, parseEraVerdict } from './era-verdicts.js';
 import type { McpServerRecord, McpServersRepository } from './repositories/mcp-servers.repository.js';
 import type { SecretsRepository } from './repositories/secrets.repository.js';
 import type { ToolOverrides, ToolPermissionsRepository } from './repositories/tool-permissions.repository.js';
@@ -95,6 +96,18 @@ export function sanitizeTools(tools: unknown[]): RemoteTool[] {
   return out;
 }
 
+/**
+ * The tools to keep of a listed set, and those refused with why: a tool whose `x-mcp-header`
+ * annotation is invalid (MCP 2026-07-28) cannot be called as the server expects, so it is not
+ * projected, and the server's status names it (nothing silently lost).
+ */
+export function screenTools(tools: RemoteTool[]): { kept: RemoteTool[]; skipped: Array<{ name: string; reason: string }> } {
+  const skipped = invalidMcpHeaderTools(tools as Parameters<typeof invalidMcpHeaderTools>[0]).map((t) => ({ name: t.name, reason: t.reason }));
+  if (skipped.length === 0) return { kept: tools, skipped };
+  const refused = new Set(skipped.map((t) => t.name));
+  return { kept: tools.filter((t) => !refused.has(t.name)), skipped };
+}
+
 /** The canonical hash of a tool list: equal lists hash equal whatever their key order. */
 export function toolsHash(tools: RemoteTool[]): string {
   return createHash('sha256').update(encodeCanonical(tools)).digest('hex');
@@ -166,9 +179,16 @@ export interface DiscoveryTarget {
 interface Outcome {
   tools?: RemoteTool[];
   transport?: Transport;
+  /** Listed tools not kept (see {@link screenTools}). */
+  skipped?: Array<{ name: string; reason: string }>;
+  /** The verdict the connection ran on, when known. */
+  verdict?: EraVerdict;
   error?: string;
   authRequired?: boolean;
 }
+
+/** How a discovery came by its era verdict: a stored one reused, a fresh probe, or a stored one that failed and was probed again. */
+type VerdictOutcome = 'reused' | 'probed' | 'reprobed';
 
 /**
  * Discovery: connect, list every tool, record the result. A failure records the error and keeps
@@ -176,6 +196,7 @@ interface Outcome {
  */
 export class Discovery {
   private readonly runs: Counter;
+  private readonly verdicts: Counter;
   private readonly duration: Histogram;
   private readonly slots: Semaphore;
   /** The `resource_metadata` URL of each server's last OAuth challenge (server id → URL), for the OAuth step. */
@@ -205,6 +226,7 @@ export class Discovery {
     this.slots = new Semaphore(deps.concurrency ?? DISCOVERY_LIMITS.concurrency);
     this.runs = deps.meter.createCounter('mcpx_discovery_total', { description: 'Discoveries by result and trigger' });
     this.duration = deps.meter.createHistogram('mcpx_discovery_duration_ms', { description: 'Discovery time', unit: 'ms' });
+    this.verdicts = deps.meter.createCounter('mcpx_discovery_era_verdicts_total', { description: 'Era verdicts of discoveries by outcome (reused, probed, reprobed, observed) and era' });
   }
 
   /**
@@ -235,7 +257,14 @@ export class Discovery {
    * holds the server: the mcp_servers rows first, then each of `others` in order (built-ins), as
    * the proxy's catalog resolves a name. Under the same single flight key as {@link discover}.
    */
-  async observed(account: string, name: string, tools: unknown[], transport: Transport, others: readonly DiscoveryTarget[] = []): Promise<McpServerRecord | null> {
+  async observed(
+    account: string,
+    name: string,
+    tools: unknown[],
+    transport: Transport,
+    others: readonly DiscoveryTarget[] = [],
+    reported: { verdict?: unknown; authContext?: unknown } = {},
+  ): Promise<McpServerRecord | null> {
     let found: { server: McpServerRecord; target: DiscoveryTarget } | undefined;
     for (const target of [this.rows, ...others]) {
       const server = await target.find(account, name);
@@ -249,9 +278,47 @@ export class Discovery {
     return this.deps.singleFlight.run(
       `discovery:${account}:${name}`,
       { ttlMs: 10_000 },
-      () => this.lead(server, 'observed', async () => ({ tools: sanitizeTools(tools), transport }), target),
+      () => this.lead(server, 'observed', () => this.observedOutcome(server, tools, transport, reported), target),
       async () => (await target.find(account, name)) ?? server,
     );
+  }
+
+  /**
+   * A proxy's report as an outcome. A verdict it probed for is stored under the auth context it
+   * was probed with (the proxy never writes the registry's tables); a malformed one is dropped.
+   */
+  private async observedOutcome(server: McpServerRecord, tools: unknown[], transport: Transport, reported: { verdict?: unknown; authContext?: unknown }): Promise<Outcome> {
+    const { kept, skipped } = screenTools(sanitizeTools(tools));
+    const verdict = parseEraVerdict(reported.verdict);
+    if (verdict !== undefined && isAuthContext(reported.authContext)) {
+      await this.deps.servers.saveEraVerdict(server.accountId, server.name, reported.authContext, verdict);
+      this.verdicts.add(1, { outcome: 'observed', era: verdict.era, kind: 'proxy' });
+      return { tools: kept, transport, skipped, verdict };
+    }
+    return { tools: kept, transport, skipped };
+  }
+
+  /** The stored verdict for this auth context, if any (a failed read only costs a probe). */
+  private async priorVerdict(server: McpServerRecord, authContext: string): Promise<EraVerdict | undefined> {
+    try {
+      return parseEraVerdict(await this.deps.servers.eraVerdict(server.accountId, server.name, authContext));
+    } catch (err) {
+      this.deps.log.warn('era verdict read failed: probing', { account: server.accountId, server: server.name, err: err as Error });
+      return undefined;
+    }
+  }
+
+  /** Stores the verdict a connection probed for (none stored, or the stored one re-probed). */
+  private async storeVerdict(server: McpServerRecord, authContext: string, conn: McpConnection, prior: EraVerdict | undefined, kind: string): Promise<VerdictOutcome> {
+    const outcome: VerdictOutcome = prior === undefined ? 'probed' : conn.reprobed ? 'reprobed' : 'reused';
+    this.verdicts.add(1, { outcome, era: conn.era, kind });
+    if (outcome === 'reused') return outcome;
+    const verdict = parseEraVerdict(conn.verdict);
+    if (verdict === undefined) return outcome;
+    await this.deps.servers.saveEraVerdict(server.accountId, server.name, authContext, verdict).catch((err: unknown) => {
+      this.deps.log.warn('era verdict not stored', { account: server.accountId, server: server.name, err: err as Error });
+    });
+    return outcome;
   }
 
   private async probe(server: McpServerRecord, target: DiscoveryTarget): Promise<Outcome> {
@@ -262,10 +329,15 @@ export class Discovery {
       if (err instanceof CredentialError) return { error: err.message, authRequired: err.authRequired };
       throw err;
     }
-    let conn;
+    let conn: McpConnection | undefined;
+    // The verdict is looked up under the headers actually sent: a renewed credential is another auth context.
+    let authContext = authContextOf(server.config.url, headers);
+    let prior: EraVerdict | undefined;
     // Set once an OAuth client credentials token was renewed for this probe.
     let renewedClientToken = false;
     for (let renewed = false; conn === undefined; renewed = true) {
+      authContext = authContextOf(server.config.url, headers);
+      prior = await this.priorVerdict(server, authContext);
       try {
         conn = await connectMcp({
           url: server.config.url,
@@ -273,6 +345,7 @@ export class Discovery {
           headers,
           connectTimeoutMs: DISCOVERY_LIMITS.connectTimeoutMs,
           ...(this.deps.fetch ? { fetch: this.deps.fetch } : {}),
+          ...(prior !== undefined ? { prior } : {}),
         });
       } catch (err) {
         const e = err as { code?: string; message?: string; wwwAuthenticate?: string };
@@ -299,8 +372,11 @@ export class Discovery {
       }
     }
     try {
-      const tools = await conn.listTools({ maxPages: DISCOVERY_LIMITS.maxPages });
-      return { tools: sanitizeTools(tools), transport: conn.transport };
+      const how = await this.storeVerdict(server, authContext, conn, prior, target.kind);
+      trace.getActiveSpan()?.setAttributes({ 'mcpx.era': conn.era, 'mcp.protocol.version': conn.protocolVersion, 'mcpx.verdict': how });
+      const listed = await conn.listToolsWithHints({ maxPages: DISCOVERY_LIMITS.maxPages });
+      const { kept, skipped } = screenTools(sanitizeTools(listed.tools));
+      return { tools: kept, transport: conn.transport, skipped, verdict: conn.verdict };
     } catch (err) {
       return { error: (err as Error).message ?? 'tools/list failed' };
     } finally {
@@ -325,7 +401,15 @@ export class Discovery {
           const hash = toolsHash(outcome.tools);
           changed = hash !== server.toolsHash;
           tools = { list: outcome.tools, hash, generation: changed ? server.generation + 1 : server.generation };
-          status = { state: 'ok', checkedAt: now.toISOString(), lastOkAt: now.toISOString(), ...(outcome.transport ? { transport: outcome.transport } : {}) };
+          const era = outcome.verdict ?? (previous.era !== undefined && previous.protocolVersion !== undefined ? { era: previous.era, protocolVersion: previous.protocolVersion } : undefined);
+          status = {
+            state: 'ok',
+            checkedAt: now.toISOString(),
+            lastOkAt: now.toISOString(),
+            ...(outcome.transport ? { transport: outcome.transport } : {}),
+            ...(era !== undefined ? { era: era.era, protocolVersion: era.protocolVersion } : {}),
+            ...(outcome.skipped !== undefined && outcome.skipped.length > 0 ? { skippedTools: outcome.skipped } : {}),
+          };
         } else {
           const failures = (previous.failures ?? 0) + 1;
           status = {
@@ -335,11 +419,15 @@ export class Discovery {
             failures,
             ...(previous.lastOkAt ? { lastOkAt: previous.lastOkAt } : {}),
             ...(previous.transport ? { transport: previous.transport } : {}),
+            // The last good list stands, and with it what was learnt with it.
+            ...(previous.era !== undefined ? { era: previous.era } : {}),
+            ...(previous.protocolVersion !== undefined ? { protocolVersion: previous.protocolVersion } : {}),
+            ...(previous.skippedTools !== undefined ? { skippedTools: previous.skippedTools } : {}),
           };
         }
         // A proxy reports the tools of every connection it opens: when nothing changed, that is
         // not worth a write or an event.
-        if (trigger === 'observed' && !changed && previous.state === 'ok') return server;
+        if (trigger === 'observed' && !changed && previous.state === 'ok' && sameStatusFacts(previous, status)) return server;
         const nextProbe = status.state === 'error' ? new Date(now.getTime() + nextProbeDelayMs(status.failures ?? 1, Math.random, this.deps.reprobeBaseMs)) : null;
         const saved = await target.record(server, status, tools, nextProbe);
         if (saved === null) return server; // deleted meanwhile
@@ -356,4 +444,9 @@ export class Discovery {
       { kind: SpanKind.CLIENT },
     );
   }
+}
+
+/** Whether two statuses agree on what a quiet discovery can change besides the list (era, version, skipped tools). */
+function sameStatusFacts(a: ServerStatus, b: ServerStatus): boolean {
+  return a.era === b.era && a.protocolVersion === b.protocolVersion && JSON.stringify(a.skippedTools ?? []) === JSON.stringify(b.skippedTools ?? []);
 }

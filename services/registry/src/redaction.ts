@@ -28,6 +28,8 @@ export function redactServer(server: McpServerRecord, style: ToolNameStyle, over
     auth: effectiveAuth(server.config),
     ...redactOAuthClient(server.config.oauthClient),
     ...(builtin ? { builtin: true } : {}),
+    ...(server.status.era !== undefined ? { era: server.status.era } : {}),
+    ...(server.status.protocolVersion !== undefined ? { protocolVersion: server.status.protocolVersion } : {}),
     tools: server.tools.map((t) => ({
       name: t.name,
       toolName: names.get(t.name) ?? t.name,

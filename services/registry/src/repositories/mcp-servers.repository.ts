@@ -173,6 +173,31 @@ export class McpServersRepository {
     return row ? toRecord(row) : null;
   }
 
+  /**
+   * The server's era verdict for `authContext` (see ../era-verdicts.ts), or undefined: none
+   * recorded, or one recorded under another auth context (never reused across contexts).
+   */
+  async eraVerdict(account: string, server: string, authContext: string): Promise<unknown> {
+    const row = await this.db
+      .selectFrom('registry.era_verdicts')
+      .select('verdict_cbor')
+      .where('account_id', '=', account)
+      .where('server', '=', server)
+      .where('auth_context', '=', authContext)
+      .executeTakeFirst();
+    return row === undefined ? undefined : decodePayload<unknown>(row.verdict_cbor);
+  }
+
+  /** Records the server's era verdict for `authContext`, replacing the one of any other context. */
+  async saveEraVerdict(account: string, server: string, authContext: string, verdict: unknown): Promise<void> {
+    const verdictCbor = encodePayload(verdict);
+    await this.db
+      .insertInto('registry.era_verdicts')
+      .values({ account_id: account, server, auth_context: authContext, verdict_cbor: verdictCbor })
+      .onConflict((oc) => oc.columns(['account_id', 'server']).doUpdateSet({ auth_context: authContext, verdict_cbor: verdictCbor, updated_at: new Date() }))
+      .execute();
+  }
+
   /** Servers due for a background re-probe, oldest due first. */
   async dueForProbe(now: Date, limit: number): Promise<Array<{ accountId: string; name: string }>> {
     const rows = await this.db
