@@ -21,6 +21,11 @@ export interface SystemOptions {
   proxies?: number;
   /** How many projector instances (default 1). */
   projectors?: number;
+  /**
+   * Each service's own NATS settings (`NATS_URL`, `NATS_USER`, `NATS_PASSWORD`), e.g.
+   * `(s) => natsAuth.env(s)` of a `NatsAuthServer`; unset: the machine's NATS without auth.
+   */
+  natsEnv?: (service: ServiceName) => Record<string, string>;
 }
 
 /** The environment a system of this test's own runs with: its database, subjects and keys. */
@@ -75,11 +80,12 @@ export class ProcessSystem {
   private constructor(
     readonly env: Record<string, string>,
     readonly db: TestDatabase,
+    private readonly natsEnv: (service: ServiceName) => Record<string, string> = () => ({}),
   ) {}
 
   static async start(opts: SystemOptions = {}): Promise<ProcessSystem> {
     const { env, db } = await systemEnv(opts.env);
-    const system = new ProcessSystem(env, db);
+    const system = new ProcessSystem(env, db, opts.natsEnv);
     try {
       const registry = await system.spawn('registry');
       system.apiUrl = registry.url;
@@ -100,7 +106,7 @@ export class ProcessSystem {
     // node itself (not the tsx wrapper), so that a kill reaches the service's own process.
     const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'services', name, 'src', 'main.ts')], {
       cwd: ROOT,
-      env: { ...process.env, ...this.env, HTTP_PORT: String(port), HTTP_HOST: '127.0.0.1', INSTANCE_ID: instance },
+      env: { ...process.env, ...this.env, ...this.natsEnv(name), HTTP_PORT: String(port), HTTP_HOST: '127.0.0.1', INSTANCE_ID: instance },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     child.stdout?.on('data', (d: Buffer) => logs.push(d.toString('utf8')));
@@ -149,9 +155,9 @@ export class InProcessSystem {
     readonly config: (service: ServiceName) => Config,
   ) {}
 
-  static async start(opts: { telemetry: Telemetry; logSink?: LogSink; env?: Record<string, string> }): Promise<InProcessSystem> {
+  static async start(opts: { telemetry: Telemetry; logSink?: LogSink; env?: Record<string, string>; natsEnv?: SystemOptions['natsEnv'] }): Promise<InProcessSystem> {
     const { env, db } = await systemEnv(opts.env);
-    const config = (service: ServiceName): Config => loadConfig(service, { ...env, HTTP_PORT: '0', INSTANCE_ID: `${service}-inproc` });
+    const config = (service: ServiceName): Config => loadConfig(service, { ...env, ...opts.natsEnv?.(service), HTTP_PORT: '0', INSTANCE_ID: `${service}-inproc` });
     const common = { telemetry: opts.telemetry, ...(opts.logSink ? { logSink: opts.logSink } : {}) };
     const registry = await startRegistry(config('registry'), common);
     const projector = await startProjector(config('projector'), common);

@@ -1,3 +1,5 @@
+import { inboxPrefixOf } from './nats-permissions.js';
+
 /**
  * Configuration, read once from the environment by each service's main.ts and passed down.
  * Nothing else in the code reads `process.env`.
@@ -20,6 +22,11 @@ export interface OutboundPolicy {
 export interface Config {
   databaseUrl: string;
   natsUrl: string;
+  /**
+   * This service's NATS user (`NATS_USER` and `NATS_PASSWORD`, both or neither); unset: an
+   * anonymous connection (a NATS without auth, as in tests). See `nats-permissions.ts`.
+   */
+  natsCredentials?: NatsCredentials;
   redisUrl: string;
   /** Namespace of every NATS subject and stream (`NATS_PREFIX`, e.g. `t1.`); empty by default. */
   natsPrefix: string;
@@ -53,6 +60,33 @@ export interface Config {
    */
   builtinVendorClients: Record<string, VendorClient>;
 }
+
+/**
+ * A NATS user's connection settings: the `user`/`pass` pair and the `inboxPrefix` its permissions
+ * allow it to receive replies on (`_INBOX_<user>`). Shaped as nats.js connection options, so it
+ * can be spread into `connect()`.
+ */
+export interface NatsCredentials {
+  user: string;
+  pass: string;
+  inboxPrefix: string;
+}
+
+/**
+ * Reads `NATS_USER` / `NATS_PASSWORD` (or the names given, e.g. the CLI's `MCPX_NATS_USER`): both
+ * or neither. Throws naming the variable, never the password.
+ */
+export function parseNatsCredentials(env: NodeJS.ProcessEnv, userVar = 'NATS_USER', passVar = 'NATS_PASSWORD'): NatsCredentials | undefined {
+  const user = env[userVar] ?? '';
+  const pass = env[passVar] ?? '';
+  if (user === '' && pass === '') return undefined;
+  if (user === '') throw new Error(`${userVar} is required when ${passVar} is set`);
+  if (pass === '') throw new Error(`${passVar} is required when ${userVar} is set`);
+  if (!/^[A-Za-z0-9_-]{1,64}$/.test(user)) throw new Error(`${userVar} must be 1-64 letters, digits, _ or -`);
+  return { user, pass, inboxPrefix: inboxPrefixOf(user) };
+}
+
+const natsCredentialsField = (c: NatsCredentials | undefined): { natsCredentials?: NatsCredentials } => (c === undefined ? {} : { natsCredentials: c });
 
 /** An OAuth client registered with a vendor (its secret, if any, is confidential). */
 export interface VendorClient {
@@ -186,6 +220,7 @@ export function loadConfig(service: keyof typeof DEFAULT_PORTS, env: NodeJS.Proc
   return {
     databaseUrl: env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/mcpx',
     natsUrl: env.NATS_URL ?? 'nats://127.0.0.1:4222',
+    ...natsCredentialsField(parseNatsCredentials(env)),
     redisUrl: env.REDIS_URL ?? 'redis://127.0.0.1:6379',
     natsPrefix: env.NATS_PREFIX ?? '',
     redisPrefix: env.REDIS_PREFIX ?? 'mcpx:',

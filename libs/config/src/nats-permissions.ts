@@ -1,0 +1,215 @@
+/**
+ * NATS least privilege (DESIGN.md §3): what each user of the bus may publish and subscribe, and the
+ * nats-server configuration that enforces it. Pure: no I/O, so `npm start`, the compose file,
+ * `deploy/` and the tests render the same rules.
+ *
+ * Users (one per service, the agent runtime, and an operator):
+ * - `registry` — publishes `mcp.events.>` (the only one), `mcp.approvals.decided.*`, requests the
+ *   projector's endpoints and the proxy (InvokeTool, EndRun); answers `registry.oauth.refresh`;
+ *   reads `mcp.proxy.tools.observed` and the events it streams to browsers.
+ * - `projector` — publishes `agents.tools.changed.>` (the only one); answers `projector.*`;
+ *   consumes `MCP_EVENTS` through its durable `projector`.
+ * - `proxy` — the only one that subscribes to `mcp.proxy.call`, `mcp.proxy.<instance>.call`,
+ *   `mcp.proxy.cancel`, `mcp.proxy.calls.held`, `mcp.runs.ended.>` and its `$SRV` subjects.
+ * - `runtime` — the set a platform hands its agent runtime: requests `mcp.proxy.call`,
+ *   `mcp.proxy.<instance>.call` and `mcp.proxy.calls.held`, publishes `mcp.proxy.cancel` and
+ *   `mcp.runs.ended.>`, reads `mcp.approvals.decided.*` (`callAwaitingApproval`) and
+ *   `agents.tools.changed.>` (core NATS: no JetStream API).
+ * - `operator` — everything (`>`), for people with the operator's credentials only.
+ *
+ * Replies: every user but the operator receives replies only on its own inbox prefix
+ * `_INBOX_<user>` (the `inboxPrefix` connection option), so nobody can subscribe to another's
+ * replies; repliers answer through `allow_responses` (one reply per request), never a publish
+ * right on someone's inbox.
+ */
+
+export const NatsRoles = ['registry', 'projector', 'proxy', 'runtime', 'operator'] as const;
+export type NatsRole = (typeof NatsRoles)[number];
+
+export interface NatsPermissions {
+  publish: string[];
+  subscribe: string[];
+  /** Whether the user may answer requests it received (one reply each, within `expiresMs`). */
+  allowResponses: { maxMsgs: number; expiresMs: number } | false;
+}
+
+export interface NatsUser {
+  /** The user name (a subject token: letters, digits, `_`, `-`); its inbox prefix is `_INBOX_<user>`. */
+  user: string;
+  password: string;
+  role: NatsRole;
+}
+
+/**
+ * How long a replier may take to answer: the proxy's longest call (its 10-minute cap) with a
+ * margin. Past it the server drops the reply, and the caller has long timed out anyway.
+ */
+export const RESPONSE_WINDOW_MS = 11 * 60_000;
+
+/**
+ * Interim: the projector's `EventPublisher` makes its PubAck inbox with `createInbox()` (the default
+ * `_INBOX.<nuid>`), not with the connection's prefix. Every other user receives replies under its
+ * own prefix only, so the default space carries nothing but this publisher's PubAcks (and an
+ * operator's replies). Drop this once the publisher takes the connection's inbox prefix.
+ */
+const PROJECTOR_PUBACK_INBOX = '_INBOX.*.*';
+
+/** The projector's durable consumer on `MCP_EVENTS` (services/projector's `PROJECTOR_DURABLE`). */
+const PROJECTOR_DURABLE = 'projector';
+/** The proxy's micro-service name (services/proxy's `proxyServiceName`): `$SRV` subjects are not prefixed. */
+const PROXY_SERVICE = 'mcpx-proxy';
+
+const USER_RE = /^[A-Za-z0-9_-]{1,64}$/;
+
+/** The inbox prefix a user's connection must set (`inboxPrefix`), the only one it may subscribe to. */
+export function inboxPrefixOf(user: string): string {
+  if (!USER_RE.test(user)) throw new Error('NATS user must be 1-64 letters, digits, _ or -');
+  return `_INBOX_${user}`;
+}
+
+/** Stream names under a namespace prefix, as `makeSubjects` builds them (`t1.` → `T1_MCP_EVENTS`). */
+function streamNames(prefix: string): { events: string; tools: string } {
+  const s = prefix === '' ? '' : prefix.slice(0, -1).toUpperCase().replace(/-/g, '_') + '_';
+  return { events: `${s}MCP_EVENTS`, tools: `${s}AGENT_TOOLS` };
+}
+
+/**
+ * The JetStream API a service needs to run `ensureStreams` on start (`@mcpx/bus`): the account
+ * check the manager makes, and reading or creating the two streams by name. Not `STREAM.DELETE`,
+ * `STREAM.UPDATE`, `STREAM.PURGE` nor any other stream.
+ */
+function ensureStreamsApi(prefix: string): string[] {
+  const { events, tools } = streamNames(prefix);
+  return ['$JS.API.INFO', ...[events, tools].flatMap((n) => [`$JS.API.STREAM.INFO.${n}`, `$JS.API.STREAM.CREATE.${n}`])];
+}
+
+/**
+ * The permissions of one role under a namespace prefix (`NATS_PREFIX`, e.g. `t1.` or empty), for
+ * the user `user` (whose inbox prefix is `_INBOX_<user>`).
+ */
+export function natsPermissions(role: NatsRole, user: string, prefix = ''): NatsPermissions {
+  if (prefix !== '' && !/^[A-Za-z0-9_-]+\.$/.test(prefix)) throw new Error('NATS_PREFIX must be letters, digits, _ or - followed by a dot');
+  const p = prefix;
+  const inbox = `${inboxPrefixOf(user)}.>`;
+  const replies = { maxMsgs: 1, expiresMs: RESPONSE_WINDOW_MS };
+  const { events } = streamNames(prefix);
+  const callProxy = [`${p}mcp.proxy.call`, `${p}mcp.proxy.*.call`, `${p}mcp.proxy.calls.held`, `${p}mcp.proxy.cancel`, `${p}mcp.runs.ended.>`];
+  switch (role) {
+    case 'registry':
+      return {
+        publish: [
+          `${p}mcp.events.>`,
+          `${p}mcp.approvals.decided.*`,
+          `${p}projector.agent-tools.get`,
+          `${p}projector.lambda.set`,
+          `${p}projector.lambda.delete`,
+          `${p}projector.tools.search`,
+          // InvokeTool and EndRun act as the signer's runtime.
+          ...callProxy,
+          ...ensureStreamsApi(prefix),
+        ],
+        subscribe: [
+          inbox,
+          `${p}registry.oauth.refresh`,
+          `${p}mcp.proxy.tools.observed`,
+          // The browser event stream (GET /v1/events) and InvokeTool's wait for a decision.
+          `${p}agents.tools.changed.>`,
+          `${p}mcp.events.server.>`,
+          `${p}mcp.approvals.>`,
+        ],
+        allowResponses: replies,
+      };
+    case 'projector':
+      return {
+        publish: [
+          `${p}agents.tools.changed.>`,
+          ...ensureStreamsApi(prefix),
+          // The durable consumer: read or create it (with its filter), pull, acknowledge.
+          `$JS.API.CONSUMER.INFO.${events}.${PROJECTOR_DURABLE}`,
+          `$JS.API.CONSUMER.CREATE.${events}.${PROJECTOR_DURABLE}`,
+          `$JS.API.CONSUMER.CREATE.${events}.${PROJECTOR_DURABLE}.>`,
+          `$JS.API.CONSUMER.DURABLE.CREATE.${events}.${PROJECTOR_DURABLE}`,
+          `$JS.API.CONSUMER.MSG.NEXT.${events}.${PROJECTOR_DURABLE}`,
+          `$JS.ACK.${events}.${PROJECTOR_DURABLE}.>`,
+        ],
+        subscribe: [inbox, PROJECTOR_PUBACK_INBOX, `${p}projector.agent-tools.get`, `${p}projector.lambda.set`, `${p}projector.lambda.delete`, `${p}projector.tools.search`],
+        allowResponses: replies,
+      };
+    case 'proxy': {
+      const svc = p === '' ? PROXY_SERVICE : `${p.slice(0, -1)}-${PROXY_SERVICE}`;
+      return {
+        publish: [`${p}mcp.proxy.tools.observed`, `${p}mcp.approvals.requested.*`, `${p}registry.oauth.refresh`, ...ensureStreamsApi(prefix)],
+        subscribe: [
+          inbox,
+          ...callProxy,
+          // Cache invalidation of grants and documents.
+          `${p}agents.tools.changed.>`,
+          `${p}mcp.events.agent.changed.>`,
+          `${p}mcp.events.server.>`,
+          // The micro-service's discovery: $SRV.<verb>, $SRV.<verb>.<name>, $SRV.<verb>.<name>.<id>.
+          '$SRV.PING',
+          '$SRV.INFO',
+          '$SRV.STATS',
+          `$SRV.*.${svc}`,
+          `$SRV.*.${svc}.*`,
+        ],
+        allowResponses: replies,
+      };
+    }
+    case 'runtime':
+      return {
+        publish: callProxy,
+        subscribe: [inbox, `${p}mcp.approvals.decided.*`, `${p}agents.tools.changed.>`],
+        allowResponses: false,
+      };
+    case 'operator':
+      return { publish: ['>'], subscribe: ['>'], allowResponses: false };
+  }
+}
+
+export interface NatsServerConfigInput {
+  users: readonly NatsUser[];
+  /** The namespace prefix of the stack's subjects (`NATS_PREFIX`). */
+  prefix?: string;
+  host: string;
+  port: number;
+  /** JetStream's store directory. */
+  storeDir: string;
+  /** The HTTP monitoring port (`/healthz`), if any. */
+  monitorPort?: number;
+}
+
+/** A quoted string of nats-server's config language (JSON escaping is a subset it accepts). */
+const q = (s: string): string => JSON.stringify(s);
+const list = (items: readonly string[]): string => `[${items.map(q).join(', ')}]`;
+
+/**
+ * The nats-server (2.9+) configuration of a stack: JetStream, and an `authorization` block with one
+ * entry per user and its {@link natsPermissions}. No `no_auth_user`: an anonymous connection is
+ * refused. The text holds the passwords: write it with mode 0600.
+ */
+export function renderNatsServerConfig(input: NatsServerConfigInput): string {
+  const names = new Set<string>();
+  const users = input.users.map((u) => {
+    inboxPrefixOf(u.user);
+    if (names.has(u.user)) throw new Error(`NATS user ${u.user} is listed twice`);
+    names.add(u.user);
+    if (u.password.length < 16) throw new Error(`NATS user ${u.user} needs a password of at least 16 characters`);
+    const perm = natsPermissions(u.role, u.user, input.prefix ?? '');
+    const responses = perm.allowResponses === false ? '' : `, allow_responses: { max: ${perm.allowResponses.maxMsgs}, expires: "${Math.round(perm.allowResponses.expiresMs / 1000)}s" }`;
+    return `    { user: ${q(u.user)}, password: ${q(u.password)}, permissions: { publish: { allow: ${list(perm.publish)} }, subscribe: { allow: ${list(perm.subscribe)} }${responses} } }`;
+  });
+  return [
+    '# Generated: the NATS users of the stack and what each may do (libs/config nats-permissions).',
+    `host: ${q(input.host)}`,
+    `port: ${input.port}`,
+    ...(input.monitorPort !== undefined ? [`http_port: ${input.monitorPort}`] : []),
+    `jetstream { store_dir: ${q(input.storeDir)} }`,
+    'authorization {',
+    '  users = [',
+    users.join(',\n'),
+    '  ]',
+    '}',
+    '',
+  ].join('\n');
+}
