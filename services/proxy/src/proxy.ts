@@ -42,7 +42,7 @@ export async function startProxy(config: Config, opts: ProxyOptions = {}): Promi
   const log = createLogger('proxy', { level: config.logLevel, fields: { instance }, ...(opts.logSink ? { sink: opts.logSink } : {}) });
   const telemetry = opts.telemetry ?? await setupTelemetry({ serviceName: 'proxy', serviceInstanceId: instance, ...(config.otlpEndpoint ? { otlpEndpoint: config.otlpEndpoint } : {}) });
   const db = createDb(config.databaseUrl, { applicationName: 'proxy', max: 10, onIdleError: (err) => log.warn('database connection dropped', { err }) });
-  const bus = await connectBus({ url: config.natsUrl, name: `proxy ${instance}`, prefix: config.natsPrefix, log });
+  const bus = await connectBus({ url: config.natsUrl, name: `proxy ${instance}`, prefix: config.natsPrefix, log, credentials: config.natsCredentials });
   // Admission must not queue behind a Redis outage: fail fast (and open) instead.
   const redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 1, enableOfflineQueue: false, commandTimeout: 1_000, lazyConnect: true });
   redis.on('error', () => {});

@@ -66,7 +66,7 @@ export async function startRegistry(config: Config, opts: RegistryOptions = {}):
   const db = createDb(config.databaseUrl, { allowHttpHosts, applicationName: 'registry', onIdleError: (err) => log.warn('database connection dropped', { err }) });
   await migrate(db, 'registry');
   const redis = new Redis(config.redisUrl, { lazyConnect: false, maxRetriesPerRequest: 3 });
-  const bus = await connectBus({ url: config.natsUrl, name: `registry ${config.instanceId}`, prefix: config.natsPrefix, log });
+  const bus = await connectBus({ url: config.natsUrl, name: `registry ${config.instanceId}`, prefix: config.natsPrefix, log, credentials: config.natsCredentials });
   const outboundFetch = createOutboundFetch(config.outbound);
   const secrets = new SecretsRepository(db, new SecretBox(config.keyring));
   const servers = new McpServersRepository(db);
