@@ -8,7 +8,9 @@ const isBearerHeader = (header: string): boolean => header.toLowerCase() === BEA
 /**
  * The headers SetMcpServer seals: the secret headers given, plus `Authorization: Bearer <token>`
  * under `bearer`. A bearer update without a token keeps the stored one; a bearer server without
- * either is refused (before anything is written).
+ * either is refused (before anything is written). A server that moves to another origin without a
+ * token is not refused: SetMcpServer drops the stored token (see `keepsStoredHeader`'s caller), and
+ * the owner gives it again.
  */
 export function withBearerToken(config: ValidServerConfig, previous: StoredServerConfig | undefined): Record<string, string> {
   if (config.auth !== AuthMethods.bearer) return config.secretHeaders;

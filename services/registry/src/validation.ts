@@ -2,6 +2,7 @@ import { invalidInput, type McpServerConfigInput, type Transport } from '@mcpx/c
 import { validateServerName, type ToolNameStyle } from '@mcpx/domain';
 import type { OutboundPolicy } from '@mcpx/config';
 import { applyAuthMethod, isAuthMethod, type AuthMethod } from './auth-method.js';
+import { headerSecretName, isOwnSecretRef } from './server-headers.js';
 
 /** Seed 000: an agent may be granted at most 16 servers. */
 export const MAX_GRANTS = 16;
@@ -63,8 +64,12 @@ export interface ValidServerConfig {
   token?: string;
 }
 
-/** Validates SetMcpServer's config; every error names its field and never echoes a value. */
-export function validateServerConfig(config: unknown, policy: OutboundPolicy): ValidServerConfig {
+/**
+ * Validates SetMcpServer's config; every error names its field and never echoes a value. Given
+ * the server's `name`, `secretRefs` may name only the server's own secrets
+ * (`mcp-<server>-<header>`): another server's secret would follow this server's URL.
+ */
+export function validateServerConfig(config: unknown, policy: OutboundPolicy, name?: string): ValidServerConfig {
   if (!isPlainObject(config)) throw invalidInput('config', 'must be an object');
   onlyKeys(config, ['url', 'transport', 'headers', 'secretHeaders', 'secretRefs', 'auth', 'token', 'oauth'], 'config');
   const input = config as Partial<McpServerConfigInput> & Record<string, unknown>;
@@ -90,10 +95,13 @@ export function validateServerConfig(config: unknown, policy: OutboundPolicy): V
   const secretRefs: Record<string, string> = {};
   if (input.secretRefs !== undefined) {
     if (!isPlainObject(input.secretRefs)) throw invalidInput('config.secretRefs', 'must be an object of header name → secret name');
-    for (const [name, ref] of Object.entries(input.secretRefs)) {
-      if (!HEADER_NAME_RE.test(name)) throw invalidInput(`config.secretRefs.${name.slice(0, 64)}`, 'header names are letters, digits and -');
-      if (typeof ref !== 'string' || !SECRET_NAME_RE.test(ref)) throw invalidInput(`config.secretRefs.${name}`, 'must name a secret');
-      secretRefs[name] = ref;
+    for (const [header, ref] of Object.entries(input.secretRefs)) {
+      if (!HEADER_NAME_RE.test(header)) throw invalidInput(`config.secretRefs.${header.slice(0, 64)}`, 'header names are letters, digits and -');
+      if (typeof ref !== 'string' || !SECRET_NAME_RE.test(ref)) throw invalidInput(`config.secretRefs.${header}`, 'must name a secret');
+      if (name !== undefined && !isOwnSecretRef(name, header, ref)) {
+        throw invalidInput(`config.secretRefs.${header}`, `may name only this server's own secret for the header (${headerSecretName(name, header)}); give another value in secretHeaders`);
+      }
+      secretRefs[header] = ref;
     }
   }
   const distinct = new Set([...Object.keys(headers), ...Object.keys(secretHeaders), ...Object.keys(secretRefs)].map((h) => h.toLowerCase()));

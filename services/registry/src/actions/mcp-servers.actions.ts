@@ -1,7 +1,10 @@
 import { ErrorCodes, WireError, type ServerDeletedEvent } from '@mcpx/contracts';
 import type { StoredServerConfig } from '../repositories/mcp-servers.repository.js';
 import { redactServer } from '../redaction.js';
-import { headerSecretName, ownedSecretNames } from '../server-headers.js';
+import { headerSecretName, isOwnSecretRef, ownedSecretNames } from '../server-headers.js';
+import { urlOrigin } from '../secret-origin.js';
+import { forgetOAuthState } from '../repositories/oauth-reset.repository.js';
+import { guardDelete, guardSet } from './override-guard.js';
 import { keepsStoredHeader, withBearerToken } from '../auth-config.js';
 import { refuseBuiltinSlug } from '../builtin-names.js';
 import { validateServerConfig, validateServerNameInput } from '../validation.js';
@@ -16,20 +19,48 @@ export const listMcpServers: ActionHandler = async (deps, caller) => {
   return { servers: [...servers.map((s) => redactServer(s, deps.style, overrides.get(s.id))), ...builtins.map((s) => redactServer(s, deps.style, overrides.get(s.id), { builtin: true }))] };
 };
 
-/** Creates or updates a server by name, then discovers. A failed discovery still saves. */
+/** What SetMcpServer dropped because the server moved to another origin (names only, never values). */
+export interface DroppedSecrets {
+  /** Secret headers (a bearer token is `Authorization`) the owner must give again. */
+  headers: string[];
+  /** The OAuth client and tokens were forgotten: the server authorizes again. */
+  oauth: boolean;
+}
+
+/**
+ * Creates or updates a server by name, then discovers. A failed discovery still saves.
+ *
+ * Secrets stay with their origin (`scheme://host[:port]`): each is sealed for the origin it was
+ * given for, and an update that moves the server to another origin drops every stored secret
+ * header, bearer token and OAuth state not given again (`droppedSecrets` in the answer says which;
+ * a `secretRefs` entry that tries to keep one across the move is refused). `secretRefs` may name
+ * only secrets the server already holds under its own names.
+ */
 export const setMcpServer: ActionHandler = async (deps, caller, action) => {
   const name = validateServerNameInput(action.name, deps.style);
-  const config = validateServerConfig(action.config, deps.outbound);
+  const config = validateServerConfig(action.config, deps.outbound, name);
   const oauthClient = validatePreRegisteredClient((action.config as { oauth?: unknown }).oauth, config.auth);
   refuseBuiltinSlug(name);
+  const origin = urlOrigin(config.url);
   const refs = Object.values(config.secretRefs);
-  const saved = await deps.db.transaction().execute(async (trx) => {
+  const { saved, dropped } = await deps.db.transaction().execute(async (trx) => {
     const existing = await deps.secrets.existingNames(caller.account, refs, trx);
     for (const [header, ref] of Object.entries(config.secretRefs)) {
       if (!existing.has(ref)) throw new WireError(ErrorCodes.invalidInput, `config.secretRefs.${header}: no secret named ${ref}`, { field: `config.secretRefs.${header}` });
     }
     await deps.accounts.ensure(caller.account, trx);
     const previous = await deps.servers.find(caller.account, name, trx);
+    await guardSet(deps, caller, trx, name, previous, config.url);
+    const moved = previous !== null && urlOrigin(previous.config.url) !== origin;
+    for (const [header, ref] of Object.entries(config.secretRefs)) {
+      const held = Object.entries(previous?.config.secretRefs ?? {}).some(([h, r]) => h.toLowerCase() === header.toLowerCase() && r === ref);
+      if (!held) throw new WireError(ErrorCodes.invalidInput, `config.secretRefs.${header}: this server holds no secret ${ref}; give the value in secretHeaders`, { field: `config.secretRefs.${header}` });
+      if (moved) {
+        throw new WireError(ErrorCodes.invalidInput, `config.secretRefs.${header}: a secret stays with the origin it was given for; give the value again in secretHeaders for the new URL`, {
+          field: `config.secretRefs.${header}`,
+        });
+      }
+    }
     // The bearer token is the server's `Authorization` secret header: sealed, never shown again.
     const sealed = withBearerToken(config, previous?.config);
     if (Object.keys(sealed).length > 0) {
@@ -46,29 +77,37 @@ export const setMcpServer: ActionHandler = async (deps, caller, action) => {
       }
     }
     const secretRefs: Record<string, string> = { ...config.secretRefs };
-    // Secret headers given again are re-sealed; ones not given again keep their stored value.
+    const droppedHeaders: string[] = [];
+    // Secret headers given again are re-sealed; ones not given again keep their stored value,
+    // unless the server moves to another origin: a secret never follows it there.
     for (const [header, ref] of Object.entries(previous?.config.secretRefs ?? {})) {
-      if (!(header in secretRefs) && !(header in config.headers) && ref === headerSecretName(name, header) && keepsStoredHeader(header, config, previous?.config)) secretRefs[header] = ref;
+      if (!(header in secretRefs) && !(header in config.headers) && !(header in sealed) && isOwnSecretRef(name, header, ref) && keepsStoredHeader(header, config, previous?.config)) {
+        if (moved) droppedHeaders.push(header);
+        else secretRefs[header] = ref;
+      }
     }
     for (const [header, value] of Object.entries(sealed)) {
       const secretName = headerSecretName(name, header);
-      await deps.secrets.put(caller.account, secretName, value, trx);
+      await deps.secrets.put(caller.account, secretName, value, origin, trx);
       secretRefs[header] = secretName;
     }
     // Secrets this server owned that its new config no longer uses go with the old config.
     const kept = new Set(Object.values(secretRefs));
-    const dropped = previous ? ownedSecretNames(name, previous.config).filter((n) => !kept.has(n)) : [];
-    await deps.secrets.deleteNamed(caller.account, dropped, trx);
+    const unused = previous ? ownedSecretNames(name, previous.config).filter((n) => !kept.has(n)) : [];
+    await deps.secrets.deleteNamed(caller.account, unused, trx);
+    const oauthDropped = moved && previous !== null ? await forgetOAuthState(trx, caller.account, previous.id) : false;
     const stored: StoredServerConfig = {
       url: config.url,
       ...(config.transport ? { transport: config.transport } : {}),
       ...(Object.keys(config.headers).length > 0 ? { headers: config.headers } : {}),
       ...(Object.keys(secretRefs).length > 0 ? { secretRefs } : {}),
       ...(config.auth ? { auth: config.auth } : {}),
-      ...oauthClientConfig(config.auth, oauthClient, previous?.config),
+      ...oauthClientConfig(config.auth, oauthClient, moved ? undefined : previous?.config),
     };
     try {
-      return await deps.servers.upsertConfig(caller.account, name, stored, trx);
+      const saved = await deps.servers.upsertConfig(caller.account, name, stored, trx);
+      const dropped: DroppedSecrets | undefined = droppedHeaders.length > 0 || oauthDropped ? { headers: droppedHeaders, oauth: oauthDropped } : undefined;
+      return { saved, dropped };
     } catch (err) {
       if ((err as { code?: string }).code === '23514') {
         throw new WireError(ErrorCodes.invalidInput, 'config.url: plain http is not allowed for this host', { field: 'config.url' });
@@ -76,9 +115,11 @@ export const setMcpServer: ActionHandler = async (deps, caller, action) => {
       throw err;
     }
   });
+  if (dropped !== undefined) deps.log.info('server moved to another origin: its stored secrets were dropped', { account: caller.account, server: name, headers: dropped.headers, oauth: dropped.oauth });
   if (oauthClient !== undefined) await deps.oauth?.preRegister(saved, oauthClient);
   const discovered = await deps.discovery.discover(saved, 'set');
-  return withAuthorization(deps, discovered, async (s) => redactServer(s, deps.style, await deps.permissions.forServer(caller.account, s.id)));
+  const answer = await withAuthorization(deps, discovered, async (s) => redactServer(s, deps.style, await deps.permissions.forServer(caller.account, s.id)));
+  return dropped === undefined ? answer : { ...answer, droppedSecrets: dropped };
 };
 
 /**
@@ -112,6 +153,8 @@ export const refreshMcpServer: ActionHandler = async (deps, caller, action) => {
 export const deleteMcpServer: ActionHandler = async (deps, caller, action) => {
   const name = validateServerNameInput(action.name, deps.style);
   const { deleted, agents } = await deps.db.transaction().execute(async (trx) => {
+    const found = await deps.servers.lock(caller.account, name, trx);
+    if (found !== null) await guardDelete(deps, caller, trx, found);
     const deleted = await deps.servers.delete(caller.account, name, trx);
     if (deleted === null) throw new WireError(ErrorCodes.notFound, `name: no MCP server named ${name}`, { field: 'name' });
     await deps.secrets.deleteNamed(caller.account, ownedSecretNames(name, deleted.config), trx);

@@ -1,5 +1,5 @@
 import { ErrorCodes, WireError, invalidInput } from '@mcpx/contracts';
-import { inheritPermission, isPermission, normalizeAnnotations, type Permission } from '@mcpx/domain';
+import { Permission, inheritPermission, isPermission, normalizeAnnotations } from '@mcpx/domain';
 import { serverDiscoveredEvent } from '../discovery.js';
 import type { McpServerRecord } from '../repositories/mcp-servers.repository.js';
 import type { ToolOverrides } from '../repositories/tool-permissions.repository.js';
@@ -23,6 +23,11 @@ export const setToolPermission: ActionHandler = async (deps, caller, action) => 
   if (typeof name !== 'string' || name === '' || name.length > 64) throw invalidInput('server', 'must name an MCP server');
   if (typeof tool !== 'string' || tool === '' || tool.length > 512) throw invalidInput('tool', "must be a tool's remote name");
   if (permission !== null && !isPermission(permission)) throw invalidInput('permission', "must be 'act', 'always_ask' or null (inherited)");
+  // The dispatch table already keeps this action to OWNERs; the handler holds the rule itself
+  // too, so widening the table could only ever let others add a human, never take one away.
+  if (caller.role !== 'OWNER' && permission !== Permission.always_ask) {
+    throw new WireError(ErrorCodes.forbidden, `signer: only an OWNER may make a tool callable without a human (permission ${permission ?? 'inherited'})`, { field: 'signer' });
+  }
   const builtin = await deps.builtins?.find(caller.account, name);
   if (deps.builtins && builtin) {
     if (permission !== null && !builtin.tools.some((t) => t.name === tool)) throw new WireError(ErrorCodes.notFound, `tool: the ${name} MCP server lists no tool ${tool}`, { field: 'tool' });

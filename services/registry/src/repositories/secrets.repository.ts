@@ -1,16 +1,22 @@
 import type { Kysely } from 'kysely';
 import type { Database, Db } from '@mcpx/db';
 import { secretAad, type SecretBox } from '@mcpx/secrets';
+import { bindToOrigin, unbind } from '../secret-origin.js';
 
-/** Account secrets, sealed with the key ring; plaintext exists only in memory, on the way out. */
+/**
+ * Account secrets, sealed with the key ring; plaintext exists only in memory, on the way out.
+ * Each value is sealed together with the origin it was stored for (see ../secret-origin.ts) and
+ * opens only for that origin.
+ */
 export class SecretsRepository {
   constructor(
     private readonly db: Db,
     private readonly box: SecretBox,
   ) {}
 
-  async put(account: string, name: string, value: string, trx: Kysely<Database> = this.db): Promise<void> {
-    const sealed = this.box.seal(value, secretAad(account, name));
+  /** Seals `value` for `origin` (the `scheme://host[:port]` of the server it is sent to). */
+  async put(account: string, name: string, value: string, origin: string, trx: Kysely<Database> = this.db): Promise<void> {
+    const sealed = this.box.seal(bindToOrigin(value, origin), secretAad(account, name));
     await trx
       .insertInto('registry.secrets')
       .values({ account_id: account, name, key_id: sealed.keyId, ciphertext: sealed.ciphertext })
@@ -31,8 +37,12 @@ export class SecretsRepository {
     return new Set(rows.map((r) => r.name));
   }
 
-  /** Opens the named secrets of an account; a missing one is absent from the map. */
-  async open(account: string, names: string[]): Promise<Map<string, string>> {
+  /**
+   * Opens the named secrets of an account that may be sent to `origin`: a missing one, and one
+   * stored for another origin, are absent from the map. A value sealed before origins were
+   * recorded carries none and opens for any (the action layer drops secrets when a server moves).
+   */
+  async open(account: string, names: string[], origin: string): Promise<Map<string, string>> {
     if (names.length === 0) return new Map();
     const rows = await this.db
       .selectFrom('registry.secrets')
@@ -40,7 +50,12 @@ export class SecretsRepository {
       .where('account_id', '=', account)
       .where('name', 'in', names)
       .execute();
-    return new Map(rows.map((r) => [r.name, this.box.open({ keyId: r.key_id, ciphertext: r.ciphertext }, secretAad(account, r.name))]));
+    const out = new Map<string, string>();
+    for (const r of rows) {
+      const opened = unbind(this.box.open({ keyId: r.key_id, ciphertext: r.ciphertext }, secretAad(account, r.name)));
+      if (opened.origin === undefined || opened.origin === origin) out.set(r.name, opened.value);
+    }
+    return out;
   }
 
   /** Deletes named secrets of an account (the header secrets a server owns). */

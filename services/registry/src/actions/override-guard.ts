@@ -1,0 +1,54 @@
+import type { Kysely } from 'kysely';
+import { ErrorCodes, WireError } from '@mcpx/contracts';
+import type { Database } from '@mcpx/db';
+import { Permission } from '@mcpx/domain';
+import type { McpServerRecord } from '../repositories/mcp-servers.repository.js';
+import type { ToolOverrides } from '../repositories/tool-permissions.repository.js';
+import { urlOrigin } from '../secret-origin.js';
+import type { ActionDeps, Caller } from './context.js';
+
+/** The tools an owner made `always_ask` (a human stops every call of them). */
+export function alwaysAskTools(overrides: ToolOverrides | undefined): string[] {
+  return Object.entries(overrides ?? {})
+    .filter(([, p]) => p === Permission.always_ask)
+    .map(([tool]) => tool);
+}
+
+function ownerOnly(what: string, server: string, tools: string[]): WireError {
+  return new WireError(ErrorCodes.forbidden, `signer: only an OWNER may ${what}: the owner made ${tools.length === 1 ? 'a tool' : 'tools'} of ${server} always_ask`, {
+    field: 'signer',
+    server,
+    tools,
+  });
+}
+
+/**
+ * An owner's `always_ask` override is keyed by the server's id, so a new server record starts
+ * from the inherited levels. Whatever could shed one is the owner's to do: for any other signer,
+ * SetMcpServer may not move a server with such overrides to another origin, nor create a server
+ * (or move one) onto the origin of a server with such overrides (a re-add under a new name);
+ * DeleteMcpServer is guarded by {@link guardDelete}.
+ */
+export async function guardSet(deps: ActionDeps, caller: Caller, trx: Kysely<Database>, name: string, previous: McpServerRecord | null, url: string): Promise<void> {
+  if (caller.role === 'OWNER') return;
+  const target = urlOrigin(url);
+  const moved = previous === null || urlOrigin(previous.config.url) !== target;
+  if (!moved) return;
+  const overrides = await deps.permissions.forAccount(caller.account, trx);
+  if (previous !== null) {
+    const held = alwaysAskTools(overrides.get(previous.id));
+    if (held.length > 0) throw ownerOnly('move this server to another origin', name, held);
+  }
+  for (const other of await deps.servers.list(caller.account, trx)) {
+    if (other.name === name || urlOrigin(other.config.url) !== target) continue;
+    const held = alwaysAskTools(overrides.get(other.id));
+    if (held.length > 0) throw ownerOnly(`add another server at the origin of ${other.name}`, other.name, held);
+  }
+}
+
+/** DeleteMcpServer of a server with `always_ask` overrides is the owner's (the overrides go with it). */
+export async function guardDelete(deps: ActionDeps, caller: Caller, trx: Kysely<Database>, server: McpServerRecord): Promise<void> {
+  if (caller.role === 'OWNER') return;
+  const held = alwaysAskTools(await deps.permissions.forServer(caller.account, server.id, trx));
+  if (held.length > 0) throw ownerOnly('delete this server', server.name, held);
+}
