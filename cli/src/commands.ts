@@ -33,7 +33,7 @@ function serverLine(s: RedactedMcpServer): string {
   const auth = s.hasSecrets ? ' [auth]' : '';
   switch (s.status.state) {
     case 'ok':
-      return `${s.name}  connected, ${s.tools.length} tools  ${host}${auth}${s.status.transport ? ` (${s.status.transport})` : ''}`;
+      return `${s.name}  connected, ${s.tools.length} tools  ${host}${auth}${s.status.transport ? ` (${s.status.transport})` : ''}${s.era !== undefined ? `  ${eraText(s)}` : ''}`;
     case 'error':
       return `${s.name}  unreachable: ${s.status.error ?? 'unknown error'}  ${host}${auth}${s.tools.length > 0 ? ` (keeps ${s.tools.length} tools)` : ''}`;
     case 'auth_required':
@@ -43,8 +43,15 @@ function serverLine(s: RedactedMcpServer): string {
   }
 }
 
+/** `modern 2026-07-28` or `legacy 2025-11-25`: the era verdict of the server's last discovery. */
+function eraText(s: RedactedMcpServer): string {
+  return `${s.era ?? 'unknown era'}${s.protocolVersion !== undefined ? ` ${s.protocolVersion}` : ''}`;
+}
+
 function serverDetail(s: RedactedMcpServer): string {
   const lines = [serverLine(s), `  id: ${s.id}`, `  url: ${s.url}`, `  transport: ${s.transport ?? 'auto'}`];
+  if (s.era !== undefined) lines.push(`  protocol: ${eraText(s)}`);
+  for (const t of s.status.skippedTools ?? []) lines.push(`  skipped tool: ${t.name} — ${t.reason}`);
   if (s.headerNames.length > 0) lines.push(`  headers: ${s.headerNames.join(', ')}`);
   if (s.secretHeaderNames.length > 0) lines.push(`  secret headers: ${s.secretHeaderNames.join(', ')}`);
   if (s.oauthClient !== undefined) lines.push(`  oauth client: ${oauthClientLine(s.oauthClient)}`);

@@ -35,6 +35,13 @@ function statusChip(s) {
   return chip;
 }
 
+/** The protocol era and version the server was last discovered with (`modern 2026-07-28`). */
+function eraChip(s) {
+  const chip = el('span', { className: 'chip era', textContent: s.protocolVersion ? `${s.era} ${s.protocolVersion}` : s.era });
+  chip.dataset.era = s.era;
+  return chip;
+}
+
 /**
  * Asks for a fresh authorization URL and opens it in the popup opened by the click. Abandoning
  * the popup costs nothing: the server stays `auth_required` and Authorize starts again.
@@ -120,6 +127,7 @@ function serverItem(s, agent) {
   box.addEventListener('change', () => void ctx.toggleGrant(s.name, box.checked));
   const info = el('span', {}, statusChip(s));
   if (s.hasSecrets || s.auth === 'oauth') info.append(' ', el('span', { className: 'chip auth', textContent: s.auth === 'oauth' ? 'OAuth' : 'Auth' }));
+  if (s.era) info.append(' ', eraChip(s));
   let host = s.url;
   try {
     host = new URL(s.url).host;
@@ -136,6 +144,8 @@ function serverItem(s, agent) {
   li.dataset.server = s.name;
   if (s.oauthClient) li.append(clientLine(s.oauthClient));
   if (s.status.state !== 'ok' && s.status.error) li.append(el('div', { className: 'error-text', textContent: s.status.error }));
+  // Tools the server lists that agents do not get, and why: nothing is lost without a word.
+  for (const t of s.status.skippedTools ?? []) li.append(el('div', { className: 'skipped-tool muted', textContent: `Not offered: ${t.name} — ${t.reason}` }));
   if (expanded.has(s.name)) li.append(toolList(s));
   return li;
 }

@@ -23,6 +23,10 @@ export function toWire(err: unknown): WireError {
         return new WireError(ErrorCodes.cancelled, 'the call was cancelled');
       case 'protocol_error':
         return new WireError(ErrorCodes.serverError, err.message, err.mcpCode !== undefined ? { mcpCode: err.mcpCode } : {});
+      case 'maybe_executed':
+        // The request went out and its answer was lost: never retried, the caller decides.
+        return new WireError(ErrorCodes.maybeExecuted, `the call may have run on the server, but its answer was lost (${err.message}); it was not retried`);
+      case 'era_negotiation_failed':
       case 'connect_failed':
       case 'session_expired':
       case 'transport_error':

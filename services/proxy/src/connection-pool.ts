@@ -1,10 +1,21 @@
-import type { Counter, Meter, UpDownCounter } from '@opentelemetry/api';
-import { McpClientError, connectMcp, type McpConnection } from '@mcpx/mcp-client';
+import { trace, type Counter, type Meter, type UpDownCounter } from '@opentelemetry/api';
+import { McpClientError, connectMcp, type EraVerdict, type McpConnection } from '@mcpx/mcp-client';
+import { MemoryEraVerdicts, authContextOf, type EraVerdictSource } from './era-verdicts.js';
 import type { ServerEntry } from './server-entry.js';
 
+/** A verdict a connection had to probe for, to pass on to the registry with the quiet discovery. */
+export interface VerdictReport {
+  verdict: EraVerdict;
+  /** SHA-256 of the URL and headers it was probed with (see ./era-verdicts.ts). */
+  authContext: string;
+}
+
 export interface PoolHooks {
-  /** Called once per connection opened, with it (quiet discovery lists its tools). */
-  onOpen(account: string, server: string, conn: McpConnection): void;
+  /**
+   * Called once per connection opened, with it (quiet discovery lists its tools). `report` is set
+   * when the connection probed for its era verdict: send it to the registry, which stores it.
+   */
+  onOpen(account: string, server: string, conn: McpConnection, report?: VerdictReport): void;
   /** Called when a server says its tool list changed. */
   onToolsChanged(account: string, server: string, conn: McpConnection): void;
 }
@@ -27,18 +38,29 @@ export interface ConnectionPoolOptions {
   connectTimeoutMs: number;
   idleMs: number;
   fetch?: typeof fetch;
+  /**
+   * Era verdicts to connect with (a modern server then costs no round trip to connect, a legacy
+   * one goes straight to `initialize`). Default: what this instance learnt, in memory.
+   */
+  verdicts?: EraVerdictSource;
 }
 
 /**
  * Connections per run: lazy (nothing opens until a run's first call of a server), shared by the
  * run's concurrent calls (they await one handshake), and closed together when the run ends, goes
  * idle, or the proxy stops.
+ *
+ * Each connect uses the server's era verdict for its auth context. To a modern (2026-07-28)
+ * server a connection is no session: it costs no round trip and holds nothing on the server, so
+ * any instance can serve any call of a run. A legacy connection is a session, kept per run.
  */
 export class ConnectionPool {
   private readonly runs = new Map<string, RunPool>();
   private readonly sweeper: NodeJS.Timeout;
   private readonly handshakes: Counter;
+  private readonly verdictOutcomes: Counter;
   private readonly open: UpDownCounter;
+  private readonly verdicts: EraVerdictSource;
   private openCount = 0;
   /** Connections opened and not yet closed by us (closing twice must not count twice). */
   private readonly counted = new WeakSet<McpConnection>();
@@ -48,7 +70,9 @@ export class ConnectionPool {
     private readonly hooks: PoolHooks,
     meter: Meter,
   ) {
-    this.handshakes = meter.createCounter('mcpx_proxy_handshakes_total', { description: 'MCP connections opened' });
+    this.handshakes = meter.createCounter('mcpx_proxy_handshakes_total', { description: 'MCP connections opened, by era' });
+    this.verdictOutcomes = meter.createCounter('mcpx_proxy_era_verdicts_total', { description: 'Era verdicts of opened connections by outcome (reused, probed, reprobed) and era' });
+    this.verdicts = opts.verdicts ?? new MemoryEraVerdicts();
     this.open = meter.createUpDownCounter('mcpx_proxy_open_connections', { description: 'Open MCP connections' });
     this.sweeper = setInterval(() => void this.sweepIdle(), Math.max(1_000, Math.min(opts.idleMs / 2, 30_000)));
     this.sweeper.unref();
@@ -103,20 +127,32 @@ export class ConnectionPool {
   private async connect(account: string, server: string, entry: ServerEntry): Promise<McpConnection> {
     // The notification handler is registered before the connection exists; it reads it from here.
     const opened: { conn?: McpConnection } = {};
+    const authContext = authContextOf(entry.url, entry.headers);
+    const prior = await this.verdicts.get(account, server, authContext);
     const conn = await connectMcp({
       url: entry.url,
       ...(entry.transport ? { transport: entry.transport } : {}),
       headers: entry.headers,
       connectTimeoutMs: this.opts.connectTimeoutMs,
       ...(this.opts.fetch ? { fetch: this.opts.fetch } : {}),
+      ...(prior !== undefined ? { prior } : {}),
       onToolsListChanged: () => opened.conn && this.hooks.onToolsChanged(account, server, opened.conn),
     });
     opened.conn = conn;
     this.counted.add(conn);
-    this.handshakes.add(1);
+    this.handshakes.add(1, { era: conn.era });
     this.open.add(1);
     this.openCount++;
-    this.hooks.onOpen(account, server, conn);
+    const outcome = prior === undefined ? 'probed' : conn.reprobed ? 'reprobed' : 'reused';
+    this.verdictOutcomes.add(1, { outcome, era: conn.era });
+    // On the call's span: which era the call went out on, and whether finding out cost a probe.
+    trace.getActiveSpan()?.setAttributes({ 'mcpx.era': conn.era, 'mcp.protocol.version': conn.protocolVersion, 'mcpx.verdict': outcome });
+    if (outcome === 'reused') {
+      this.hooks.onOpen(account, server, conn);
+    } else {
+      this.verdicts.learned(account, server, authContext, conn.verdict);
+      this.hooks.onOpen(account, server, conn, { verdict: conn.verdict, authContext });
+    }
     return conn;
   }
 

@@ -1,0 +1,98 @@
+import { createHash } from 'node:crypto';
+import { decodePayload } from '@mcpx/contracts';
+import type { Db } from '@mcpx/db';
+import type { EraVerdict } from '@mcpx/mcp-client';
+
+/**
+ * The auth context of a connect: SHA-256 (hex) of the URL and every header sent (names folded to
+ * lower case, sorted). The registry computes the same function (services/registry/src/era-verdicts.ts):
+ * a verdict is stored and found under it, and never serves another context.
+ */
+export function authContextOf(url: string, headers: Readonly<Record<string, string>>): string {
+  const entries = Object.entries(headers)
+    .map(([k, v]) => [k.toLowerCase(), v] as const)
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  return createHash('sha256').update(JSON.stringify([url, entries])).digest('hex');
+}
+
+/** Where a pool finds the era verdict of a server for an auth context, and tells what it learnt. */
+export interface EraVerdictSource {
+  /** The verdict to connect with, or undefined (the connect probes). */
+  get(account: string, server: string, authContext: string): Promise<EraVerdict | undefined>;
+  /** A verdict a connect probed for (none known, or the known one failed and was re-probed). */
+  learned(account: string, server: string, authContext: string, verdict: EraVerdict): void;
+}
+
+/** Verdicts kept per instance at most (the oldest goes first). */
+const MAX_VERDICTS = 10_000;
+
+/**
+ * Verdicts this instance has seen, in memory. Without a store behind it, each instance probes a
+ * server once per auth context and reuses the verdict for every later run.
+ */
+export class MemoryEraVerdicts implements EraVerdictSource {
+  private readonly known = new Map<string, EraVerdict>();
+
+  async get(account: string, server: string, authContext: string): Promise<EraVerdict | undefined> {
+    return this.now(account, server, authContext);
+  }
+
+  /** The known verdict, with no I/O. */
+  now(account: string, server: string, authContext: string): EraVerdict | undefined {
+    return this.known.get(key(account, server, authContext));
+  }
+
+  learned(account: string, server: string, authContext: string, verdict: EraVerdict): void {
+    const k = key(account, server, authContext);
+    this.known.delete(k);
+    this.known.set(k, verdict);
+    if (this.known.size > MAX_VERDICTS) this.known.delete(this.known.keys().next().value as string);
+  }
+}
+
+/**
+ * The registry's stored verdicts (`registry.era_verdicts`, read, never written: what a proxy
+ * learns goes to the registry on `mcp.proxy.tools.observed`), in front of them what this instance
+ * learnt. So every instance connects to a server the registry has discovered with no probe.
+ */
+export class StoredEraVerdicts implements EraVerdictSource {
+  private readonly memory = new MemoryEraVerdicts();
+
+  constructor(private readonly db: Db) {}
+
+  async get(account: string, server: string, authContext: string): Promise<EraVerdict | undefined> {
+    const hit = this.memory.now(account, server, authContext);
+    if (hit !== undefined) return hit;
+    const row = await this.db
+      .selectFrom('registry.era_verdicts')
+      .select('verdict_cbor')
+      .where('account_id', '=', account)
+      .where('server', '=', server)
+      .where('auth_context', '=', authContext)
+      .executeTakeFirst()
+      // A failed read costs a probe, never the call.
+      .catch(() => undefined);
+    if (row === undefined) return undefined;
+    const verdict = asVerdict(decodePayload<unknown>(row.verdict_cbor));
+    if (verdict !== undefined) this.memory.learned(account, server, authContext, verdict);
+    return verdict;
+  }
+
+  learned(account: string, server: string, authContext: string, verdict: EraVerdict): void {
+    this.memory.learned(account, server, authContext, verdict);
+  }
+}
+
+function key(account: string, server: string, authContext: string): string {
+  return `${account}\u0000${server}\u0000${authContext}`;
+}
+
+/** A stored verdict of a known shape (the registry checked it before storing; a bad row is ignored). */
+function asVerdict(value: unknown): EraVerdict | undefined {
+  if (value === null || typeof value !== 'object') return undefined;
+  const v = value as { era?: unknown; protocolVersion?: unknown; transport?: unknown; discover?: unknown };
+  if (typeof v.protocolVersion !== 'string') return undefined;
+  if (v.era === 'legacy' && (v.transport === 'http' || v.transport === 'sse')) return value as EraVerdict;
+  if (v.era === 'modern' && v.discover !== null && typeof v.discover === 'object') return value as EraVerdict;
+  return undefined;
+}
