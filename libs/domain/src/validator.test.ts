@@ -124,12 +124,26 @@ describe('validateArguments', () => {
     );
   });
 
-  it('ignores keywords it does not model', () => {
+  it('ignores keywords it does not model, and $refs it cannot resolve in the schema', () => {
     const schema = {
-      type: 'object', properties: { s: { type: 'string', pattern: '^a$', format: 'email' }, r: { $ref: '#/x' }, o: { oneOf: [{ type: 'string' }] } },
-      anyOf: [{ required: ['zzz'] }], not: {}, multipleOf: 7,
+      type: 'object',
+      properties: {
+        s: { type: 'string', pattern: '^a$', format: 'email' },
+        r: { $ref: '#/x' },
+        remote: { $ref: 'https://example.com/schemas/thing.json' },
+        relative: { $ref: 'other.json#/$defs/a' },
+        anchor: { $ref: '#nowhere' },
+        broken: { $ref: '#/%E0%A4%A' },
+        proto: { $ref: '#/__proto__' },
+        dynamic: { $dynamicRef: '#meta' },
+        cond: { if: { type: 'string' }, then: { minLength: 100 } },
+      },
+      multipleOf: 7,
     } as JsonObject;
-    expect(validateArguments(schema, { s: 'nope', r: 1, o: 1 })).toEqual({ ok: true });
+    expect(
+      validateArguments(schema, { s: 'nope', r: 1, remote: 1, relative: 1, anchor: 1, broken: 1, proto: 1, dynamic: 1, cond: 'x' }),
+    ).toEqual({ ok: true });
+    // The tuple form of drafts before 2020-12 is left to the server.
     expect(validateArguments({ type: 'array', items: [{ type: 'string' }] }, [1]).ok).toBe(true);
     expect(validateArguments({ type: 'nonsense' }, 1).ok).toBe(true);
   });
