@@ -1,17 +1,46 @@
-import { Encoder } from 'cbor-x';
+import { Decoder, Encoder } from 'cbor-x';
+import { dropUndefined } from './drop-undefined.js';
+import { ErrorCodes, WireError } from './errors.js';
+import { PAYLOAD_LIMITS, StrictRules, scanStrictCbor, type StrictLimits } from './strict-cbor.js';
 
 /**
  * The wire codec of every NATS payload: CBOR through cbor-x, plain maps as objects, no record
  * extension (so any CBOR decoder reads what we write).
  */
 const encoder = new Encoder({ useRecords: false, mapsAsObjects: true, tagUint8Array: false });
+const decoder = new Decoder({ useRecords: false, mapsAsObjects: true });
 
+/**
+ * Encodes a payload. A property set to `undefined` is left out and an `undefined` array element
+ * is written as null (as JSON does), so what we write passes {@link decodeStrict}.
+ */
 export function encodePayload(value: unknown): Uint8Array {
-  return encoder.encode(value);
+  return dropUndefined(encoder.encode(value));
 }
 
-/** Decodes a payload; throws a plain Error on bytes that are not CBOR. */
+/**
+ * Decodes bytes this system wrote itself and kept (database columns); throws a plain Error on
+ * bytes that are not CBOR. Anything that arrives from outside (a NATS message, an HTTP body)
+ * goes through {@link decodeStrict} instead.
+ */
 export function decodePayload<T>(bytes: Uint8Array): T {
   if (bytes.length === 0) throw new Error('empty payload');
   return encoder.decode(bytes) as T;
+}
+
+/**
+ * Decodes untrusted bytes: first the O(n) strict scan (DAG-CBOR rules and `limits`, see
+ * `scanStrictCbor`), then cbor-x, so no input can make decoding crash, recurse past `maxDepth`,
+ * allocate past the bytes or expand. Throws only `invalid_input` naming `field` (the payload's
+ * name, or `body`), `details.rule` saying which rule was broken. The value is unchecked: the
+ * caller checks its shape.
+ */
+export function decodeStrict<T = unknown>(bytes: Uint8Array, field: string, limits: StrictLimits = PAYLOAD_LIMITS): T {
+  scanStrictCbor(bytes, field, limits);
+  try {
+    return decoder.decode(bytes) as T;
+  } catch {
+    // The scan admits only what cbor-x reads; this is a guard, not an expected path.
+    throw new WireError(ErrorCodes.invalidInput, `${field}: not a CBOR message`, { field, rule: StrictRules.notCbor });
+  }
 }

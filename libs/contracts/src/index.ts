@@ -1,6 +1,10 @@
 export { makeSubjects, subjectToken, QueueGroups } from './subjects.js';
 export type { Subjects } from './subjects.js';
 export { encodePayload, decodePayload } from './codec.js';
+export { decodeStrict } from './codec.js';
+export { BODY_LIMITS, PAYLOAD_LIMITS, StrictRules, scanStrictCbor } from './strict-cbor.js';
+export type { StrictLimits, StrictRule } from './strict-cbor.js';
+export { checkValueBounds } from './value-bounds.js';
 export { ErrorCodes, WireError, invalidInput, toWireError } from './errors.js';
 export type { ErrorCode, WireErrorShape } from './errors.js';
 export { Transports, ServerStates } from './payloads.js';

@@ -1,0 +1,29 @@
+import { invalidInput } from './errors.js';
+import { StrictRules, type StrictLimits } from './strict-cbor.js';
+
+/**
+ * Holds a parsed JSON value to the depth and item bounds of the strict CBOR decoder, so a JSON
+ * body is bounded exactly as a CBOR one is before anything walks it recursively (the signature's
+ * canonical encoding, the validators). Iterative; stops at the first item past a bound, so its
+ * work is at most `maxItems` steps whatever the value (a value with shared or cyclic references,
+ * which JSON cannot make but a caller in-process could, counts each visit).
+ */
+export function checkValueBounds(value: unknown, field: string, limits: Pick<StrictLimits, 'maxDepth' | 'maxItems'>): void {
+  const stack: Array<{ v: unknown; depth: number }> = [{ v: value, depth: 0 }];
+  let items = 0;
+  while (stack.length > 0) {
+    const { v, depth } = stack.pop()!;
+    if (++items > limits.maxItems) throw invalidInput(field, `more than ${limits.maxItems} items`, { rule: StrictRules.items });
+    if (v === null || typeof v !== 'object') continue;
+    if (depth + 1 > limits.maxDepth) throw invalidInput(field, `nested deeper than ${limits.maxDepth} levels`, { rule: StrictRules.depth });
+    if (Array.isArray(v)) {
+      for (const e of v as unknown[]) stack.push({ v: e, depth: depth + 1 });
+    } else {
+      for (const k of Object.keys(v)) {
+        // A key is an item too (as in CBOR), so a map of many empty keys is bounded the same.
+        if (++items > limits.maxItems) throw invalidInput(field, `more than ${limits.maxItems} items`, { rule: StrictRules.items });
+        stack.push({ v: (v as Record<string, unknown>)[k], depth: depth + 1 });
+      }
+    }
+  }
+}
