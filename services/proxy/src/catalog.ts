@@ -4,7 +4,9 @@ import type { Db } from '@mcpx/db';
 import { compileValidator, type ArgumentValidator, type McpToolDocument } from '@mcpx/domain';
 import { oauthSecretAad, secretAad, type SecretBox } from '@mcpx/secrets';
 import { loadBuiltinEntry } from './builtin-entry.js';
+import { urlOrigin, valueForOrigin } from './secret-origin.js';
 import type { ServerEntry } from './server-entry.js';
+import { loadServerLevels, type ServerLevels } from './tool-levels.js';
 
 export interface AgentEntry {
   /** The grant: `definition.mcpServers` as the registry holds it (the authority). */
@@ -16,6 +18,11 @@ export interface AgentEntry {
 export interface DocumentEntry {
   doc: McpToolDocument;
   validate: ArgumentValidator;
+}
+
+/** A projected document as read, with the last entry composed from it (keyed by the levels it used). */
+interface ProjectedDocument extends DocumentEntry {
+  composed?: { levels: ServerLevels; entry: DocumentEntry | null };
 }
 
 interface StoredServerConfig {
@@ -31,11 +38,17 @@ interface StoredServerConfig {
  * go through the owner") and cached in memory. The cache is invalidated by the events that
  * change it: agent-tools-changed and agent-changed for an agent, server events for a server.
  * Documents are keyed by CID, which is their version, so they never go stale.
+ *
+ * Authority stays with the owner's data: the grant is the agent's definition, and a document's
+ * permission level is the registry's (the server's listed tools and the owner's overrides, see
+ * ./tool-levels.ts), never the level the projection wrote. An event — even a forged one — can
+ * only make the catalog read those rows again.
  */
 export class Catalog {
   private readonly agents = new Memo<AgentEntry>();
-  private readonly documents = new Memo<DocumentEntry>();
+  private readonly documents = new Memo<ProjectedDocument>();
   private readonly servers = new Memo<ServerEntry>();
+  private readonly levels = new Memo<ServerLevels>();
   private readonly subs: Subscription[] = [];
   /** Invalidations seen (tests and stats read it to know an event has been applied). */
   invalidations = 0;
@@ -61,7 +74,9 @@ export class Catalog {
         callback: (err, msg) => {
           if (err) return;
           const parts = msg.subject.split('.');
-          this.servers.delete(`${parts.at(-2)}:${parts.at(-1)}`);
+          const key = `${parts.at(-2)}:${parts.at(-1)}`;
+          this.servers.delete(key);
+          this.levels.delete(key);
           this.invalidations++;
         },
       }),
@@ -77,8 +92,12 @@ export class Catalog {
     return this.agents.now(`${account}:${agent}`);
   }
 
+  /** The document as a call sees it, if both it and its server's levels are warm (no I/O). */
   documentNow(account: string, cid: string): DocumentEntry | undefined {
-    return this.documents.now(`${account}:${cid}`);
+    const projected = this.documents.now(`${account}:${cid}`);
+    if (projected === undefined) return undefined;
+    const levels = this.levels.now(`${account}:${projected.doc.server}`);
+    return levels === undefined ? undefined : (withLevel(projected, levels) ?? undefined);
   }
 
   serverNow(account: string, name: string): ServerEntry | undefined {
@@ -90,8 +109,17 @@ export class Catalog {
     return this.agents.get(`${account}:${agent}`, () => this.loadAgent(account, agent));
   }
 
-  document(account: string, cid: string): Promise<DocumentEntry | null> {
-    return this.documents.get(`${account}:${cid}`, () => this.loadDocument(account, cid));
+  /**
+   * The projected document (its contract) with the permission level the registry's records give
+   * its tool. Null when there is no such document, or the registry lists no such tool of the
+   * server (a stale or forged projection is not callable).
+   */
+  async document(account: string, cid: string): Promise<DocumentEntry | null> {
+    const projected = await this.documents.get(`${account}:${cid}`, () => this.loadDocument(account, cid));
+    if (projected === null) return null;
+    const key = `${account}:${projected.doc.server}`;
+    const levels = await this.levels.get(key, () => loadServerLevels(this.db, account, projected.doc.server));
+    return levels === null ? null : withLevel(projected, levels);
   }
 
   server(account: string, name: string): Promise<ServerEntry | null> {
@@ -108,7 +136,7 @@ export class Catalog {
     return { grants: new Set(definition.mcpServers ?? []), tools: new Map(Object.entries(tools?.tools ?? {})) };
   }
 
-  private async loadDocument(account: string, cid: string): Promise<DocumentEntry | null> {
+  private async loadDocument(account: string, cid: string): Promise<ProjectedDocument | null> {
     const row = await this.db.selectFrom('projector.tool_documents').select('doc_cbor').where('account_id', '=', account).where('cid', '=', cid).executeTakeFirst();
     if (row === undefined) return null;
     const doc = decodePayload<McpToolDocument>(row.doc_cbor);
@@ -122,8 +150,11 @@ export class Catalog {
     const config = decodePayload<StoredServerConfig>(row.config_cbor);
     const headers: Record<string, string> = {};
     for (const [h, v] of Object.entries(config.headers ?? {})) headers[h.toLowerCase()] = v;
-    const refs = Object.entries(config.secretRefs ?? {});
-    if (refs.length > 0) {
+    // Only the server's own secrets (`mcp-<server>-<header>`), and each only to the origin it was
+    // stored for: a config that names another server's secret, or that moved, sends nothing.
+    const refs = Object.entries(config.secretRefs ?? {}).filter(([header, ref]) => ref === `mcp-${name}-${header.toLowerCase()}`);
+    const origin = urlOrigin(config.url);
+    if (refs.length > 0 && origin !== '') {
       const secrets = await this.db
         .selectFrom('registry.secrets')
         .select(['name', 'key_id', 'ciphertext'])
@@ -133,7 +164,8 @@ export class Catalog {
       const byName = new Map(secrets.map((s) => [s.name, s]));
       for (const [header, ref] of refs) {
         const s = byName.get(ref);
-        if (s) headers[header.toLowerCase()] = this.box.open({ keyId: s.key_id, ciphertext: s.ciphertext }, secretAad(account, ref));
+        const value = s === undefined ? undefined : valueForOrigin(this.box.open({ keyId: s.key_id, ciphertext: s.ciphertext }, secretAad(account, ref)), origin);
+        if (value !== undefined) headers[header.toLowerCase()] = value;
       }
     }
     const oauth = config.auth === 'oauth' ? await this.addOAuthToken(account, row.id, config.url, headers) : undefined;
@@ -160,6 +192,18 @@ export class Catalog {
   dropServer(account: string, name: string): void {
     this.servers.delete(`${account}:${name}`);
   }
+}
+
+/**
+ * `projected` with the level `levels` give its remote tool (the same entry when they agree); null
+ * when the registry lists no such tool. Composed once per (document, levels) pair.
+ */
+function withLevel(projected: ProjectedDocument, levels: ServerLevels): DocumentEntry | null {
+  if (projected.composed?.levels === levels) return projected.composed.entry;
+  const permission = levels.byTool.get(projected.doc.remoteName);
+  const entry = permission === undefined ? null : permission === projected.doc.permission ? projected : { doc: { ...projected.doc, permission }, validate: projected.validate };
+  projected.composed = { levels, entry };
+  return entry;
 }
 
 /** Entries kept at most (the oldest goes first). */
