@@ -118,8 +118,10 @@ export const ActionTypes = {
   ListAgents: 'ListAgents',
   ListAgentTools: 'ListAgentTools',
   InvokeTool: 'InvokeTool',
-  /** `{principal, role}` → `{signer: {principal, role}}`; OWNER only. */
+  /** `{principal, role, agents?}` → `{signer: {principal, role, agents?}}`; OWNER only. An AGENT signer names the agents it acts for. */
   AuthorizeSigner: 'AuthorizeSigner',
+  /** `{principal}` → `{revoked}`; OWNER only: the key may no longer act for the account. */
+  RevokeSigner: 'RevokeSigner',
   /** `{agent, name, document}` → `{name, cid, version}`; refused (`conflict`) over an mcp tool's name. */
   SetLambdaTool: 'SetLambdaTool',
   /** `{agent, name}` → `{name, version}`; refused (`conflict`) for an mcp document. */
