@@ -99,3 +99,104 @@ export function findRefusal(err: unknown): OutboundRefusedError | undefined {
   }
   return undefined;
 }
+
+/**
+ * Stable codes of {@link OutboundError}: what went wrong with an answer the policy let through.
+ * - `response_too_large`: a body passed one of the bounds of {@link ResponseBound} (decompressed
+ *   bytes), or declared a Content-Length above it.
+ * - `deadline_exceeded`: the total deadline of a budgeted fetch (a discovery) ran out.
+ */
+export const OutboundErrorCode = {
+  responseTooLarge: 'response_too_large',
+  deadlineExceeded: 'deadline_exceeded',
+} as const;
+export type OutboundErrorCode = (typeof OutboundErrorCode)[keyof typeof OutboundErrorCode];
+
+/**
+ * The bound a response passed, named as the option that sets it:
+ * - `maxBodyBytes`: one body that is not an event stream (JSON, an error page);
+ * - `maxSseStreamBytes`: everything one event-stream response carries;
+ * - `maxSseEventBytes`: one event of an event stream (its lines together, an unterminated line included);
+ * - `maxTotalBytes`: every body read through one budgeted fetch (one discovery);
+ * - `deadlineMs`: the total time of one budgeted fetch.
+ */
+export const ResponseBound = {
+  body: 'maxBodyBytes',
+  sseStream: 'maxSseStreamBytes',
+  sseEvent: 'maxSseEventBytes',
+  total: 'maxTotalBytes',
+  deadline: 'deadlineMs',
+} as const;
+export type ResponseBound = (typeof ResponseBound)[keyof typeof ResponseBound];
+
+export interface OutboundErrorDetails {
+  /** The bound that was hit and its size (bytes, or milliseconds for `deadlineMs`). */
+  bound: { name: ResponseBound; limit: number };
+  /** Scheme, host and port of the server that answered: never a path, query or userinfo. */
+  origin: string;
+  /** The Content-Length the server declared, when that alone was refused. */
+  declaredBytes?: number;
+}
+
+const BOUND_WHAT: Record<ResponseBound, string> = {
+  maxBodyBytes: 'in one response body',
+  maxSseStreamBytes: 'on one event stream',
+  maxSseEventBytes: 'in one event of an event stream',
+  maxTotalBytes: 'over all the responses of this exchange',
+  deadlineMs: '',
+};
+
+/** `8 MiB`, `512 KiB`, `1000 bytes`: the bound as an operator would write it. */
+function sizeText(bytes: number): string {
+  if (bytes >= 1024 * 1024 && bytes % (1024 * 1024) === 0) return `${bytes / (1024 * 1024)} MiB`;
+  if (bytes >= 1024 && bytes % 1024 === 0) return `${bytes / 1024} KiB`;
+  return `${bytes} bytes`;
+}
+
+/**
+ * A remote server's answer broke a bound of the connector (its data is untrusted): the body was
+ * cut there and the upstream cancelled. A local error, never retryable (the same server answers
+ * the same way). The message names the bound and the server's origin only.
+ */
+export class OutboundError extends Error {
+  override readonly name = 'OutboundError';
+  readonly retryable = false;
+
+  constructor(
+    readonly code: OutboundErrorCode,
+    message: string,
+    readonly details: OutboundErrorDetails,
+  ) {
+    super(message);
+  }
+
+  /** A body passed `bound` (counted in decompressed bytes), or declared more than it. */
+  static tooLarge(bound: Exclude<ResponseBound, 'deadlineMs'>, limit: number, url: URL, declaredBytes?: number): OutboundError {
+    const origin = originOf(url);
+    const how = declaredBytes === undefined ? `more than ${sizeText(limit)} ${BOUND_WHAT[bound]}` : `a declared Content-Length of ${declaredBytes} bytes, more than ${sizeText(limit)} ${BOUND_WHAT[bound]}`;
+    return new OutboundError(OutboundErrorCode.responseTooLarge, `response from ${origin} too large: ${how} (bound ${bound} = ${limit} bytes)`, {
+      bound: { name: bound, limit },
+      origin,
+      ...(declaredBytes === undefined ? {} : { declaredBytes }),
+    });
+  }
+
+  /** The total deadline of a budgeted fetch ran out while a request or its body was under way. */
+  static deadline(limitMs: number, url: URL): OutboundError {
+    const origin = originOf(url);
+    return new OutboundError(OutboundErrorCode.deadlineExceeded, `exchange with ${origin} passed its total deadline of ${limitMs} ms (bound deadlineMs)`, {
+      bound: { name: ResponseBound.deadline, limit: limitMs },
+      origin,
+    });
+  }
+}
+
+/** The {@link OutboundError} in `err` or its `cause` chain (the MCP client wraps transport errors). */
+export function findOutboundError(err: unknown): OutboundError | undefined {
+  let current = err;
+  for (let depth = 0; depth < 5 && current instanceof Error; depth++) {
+    if (current instanceof OutboundError) return current;
+    current = current.cause;
+  }
+  return undefined;
+}

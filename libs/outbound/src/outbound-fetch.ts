@@ -4,9 +4,11 @@ import type { LookupFunction } from 'node:net';
 import { Agent, fetch as undiciFetch } from 'undici';
 import type { RequestInit as UndiciRequestInit } from 'undici';
 import { parseAddress } from './address.js';
-import { OutboundRefusedError, findRefusal } from './errors.js';
+import { boundRawResponse, boundResponse, type Bounding } from './bounded-response.js';
+import { OutboundRefusedError, findRefusal, type OutboundError } from './errors.js';
 import { assertAllowedAddress, isAllowedHttpHost, validatePolicy } from './policy.js';
 import type { OutboundPolicy } from './policy.js';
+import { resolveResponseBounds, type ResponseBounds } from './response-bounds.js';
 
 /** One resolved address of a hostname. */
 export interface ResolvedAddress {
@@ -20,6 +22,10 @@ export type OutboundLookup = (hostname: string) => Promise<ResolvedAddress[]>;
 export interface OutboundFetchOptions {
   /** Replaces DNS resolution (tests). Called once per new connection, never twice for one. */
   lookup?: OutboundLookup;
+  /** Bounds on every response body, over the defaults of `DEFAULT_RESPONSE_BOUNDS` (decompressed bytes). */
+  bounds?: Partial<ResponseBounds>;
+  /** Told of every body cut at a bound (for a metric, a span event or a log line): never throws back. */
+  onResponseCut?: (err: OutboundError) => void;
 }
 
 /** What {@link OutboundRequest} sends: one request, its body a string (or none). */
@@ -158,10 +164,31 @@ function normalizeInput(input: string | URL | Request, init: RequestInit | undef
  * `manual` and `error` are passed through, so the MCP SDK transports can follow within the origin
  * themselves. Bodies stream (SSE works). Refusals throw {@link OutboundRefusedError}.
  *
+ * Every response body, on both the fetch and the request path, is held to `opts.bounds` (see
+ * `boundResponse`): a body that passes one errors with an `OutboundError` (`response_too_large`)
+ * naming it, after the upstream was cancelled. A bound that is not a positive integer throws here.
+ *
  * One connection pool per call: create it once per policy at wiring time and `close()` it on shutdown.
  */
 export function createOutboundFetch(policy: OutboundPolicy, opts: OutboundFetchOptions = {}): OutboundFetch {
   validatePolicy(policy);
+  const onResponseCut = opts.onResponseCut;
+  const bounding: Bounding = {
+    bounds: resolveResponseBounds(opts.bounds),
+    ...(onResponseCut === undefined
+      ? {}
+      : {
+          onCut: (err: OutboundError) => {
+            try {
+              onResponseCut(err);
+            } catch {
+              // An observer's failure must not change what the caller sees.
+            }
+          },
+        }),
+  };
+  const bounded = (response: Response, url: URL, init: RequestInit): Response =>
+    boundResponse(response, { url, method: init.method ?? 'GET', body: init.body }, bounding);
   const agent = new Agent({ connect: { lookup: checkedLookup(policy, opts.lookup ?? systemLookup) } });
 
   async function send(url: URL, init: RequestInit): Promise<Response> {
@@ -176,14 +203,14 @@ export function createOutboundFetch(policy: OutboundPolicy, opts: OutboundFetchO
   async function outboundFetch(input: string | URL | Request, given?: RequestInit): Promise<Response> {
     const { url, init } = normalizeInput(input, given);
     assertRequestAllowed(url, policy);
-    if (init.redirect === 'manual' || init.redirect === 'error') return send(url, init);
+    if (init.redirect === 'manual' || init.redirect === 'error') return bounded(await send(url, init), url, init);
 
     let current = url;
     let hopInit: RequestInit = { ...init, redirect: 'manual' };
     for (let hop = 0; ; hop++) {
       const response = await send(current, hopInit);
       const location = REDIRECT_STATUSES.has(response.status) ? response.headers.get('location') : null;
-      if (location === null) return response;
+      if (location === null) return bounded(response, current, hopInit);
       await response.body?.cancel();
       let target: URL;
       try {
@@ -215,7 +242,7 @@ export function createOutboundFetch(policy: OutboundPolicy, opts: OutboundFetchO
         body: opts.body ?? null,
         signal: opts.signal ?? null,
       });
-      return { statusCode: res.statusCode, headers: res.headers, body: res.body };
+      return boundRawResponse({ statusCode: res.statusCode, headers: res.headers, body: res.body }, { url, method: opts.method }, bounding);
     } catch (err) {
       if (opts.signal?.aborted) throw err;
       throw findRefusal(err) ?? new TypeError('fetch failed', { cause: err });

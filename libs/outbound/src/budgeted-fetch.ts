@@ -1,0 +1,107 @@
+import type { BodyStop } from './bounded-body.js';
+import { boundRawResponse, boundResponse, type Bounding } from './bounded-response.js';
+import { ByteBudget } from './byte-meter.js';
+import { OutboundError } from './errors.js';
+import type { OutboundRequest } from './outbound-fetch.js';
+import { assertPositiveBytes } from './response-bounds.js';
+
+export interface BudgetedFetchOptions {
+  /** Decompressed bytes of all the response bodies read through this fetch together. */
+  maxTotalBytes: number;
+  /** Total time from creation: then requests under way fail and open bodies are cut. */
+  deadlineMs?: number;
+  /** Told of every body cut at the budget or the deadline. */
+  onCut?: (err: OutboundError) => void;
+}
+
+/** A fetch with a total budget (and its `request`, when the base had one); `end()` stops its deadline timer. */
+export type BudgetedFetch = typeof fetch & { request?: OutboundRequest; budget: ByteBudget; end(): void };
+
+function urlOf(input: string | URL | Request): URL | undefined {
+  try {
+    return new URL(typeof input === 'string' || input instanceof URL ? String(input) : input.url);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Wraps `base` (an outbound fetch, possibly wrapped again, e.g. for tracing) for one exchange
+ * with a remote server — one discovery: every body read through it counts against one total of
+ * `maxTotalBytes`, and after `deadlineMs` every request fails and every open body is cut, with an
+ * `OutboundError` naming `maxTotalBytes` or `deadlineMs`. The per-response bounds stay the base's.
+ * A body that answers a POST with an event stream ends, when cut, with stand-in JSON-RPC errors
+ * (as in `boundResponse`), so a pending MCP request fails at once with the bound's message.
+ */
+export function budgetedFetch(base: typeof fetch, opts: BudgetedFetchOptions): BudgetedFetch {
+  assertPositiveBytes('maxTotalBytes', opts.maxTotalBytes);
+  if (opts.deadlineMs !== undefined && (!Number.isSafeInteger(opts.deadlineMs) || opts.deadlineMs <= 0)) {
+    throw new TypeError('outbound bound deadlineMs must be a positive integer number of milliseconds');
+  }
+  const budget = new ByteBudget(opts.maxTotalBytes);
+  const deadline = new AbortController();
+  // The origin named by a deadline error: this fetch talks to one server.
+  let lastUrl: URL | undefined;
+  const deadlineError = (): OutboundError => OutboundError.deadline(opts.deadlineMs ?? 0, lastUrl ?? new URL('about:blank'));
+  const timer =
+    opts.deadlineMs === undefined
+      ? undefined
+      : setTimeout(() => {
+          deadline.abort(deadlineError());
+        }, opts.deadlineMs);
+  timer?.unref();
+  const stop: BodyStop | undefined = timer === undefined ? undefined : { signal: deadline.signal, error: deadlineError };
+  const onCut = opts.onCut;
+  const bounding: Bounding = {
+    budget,
+    ...(stop ? { stop } : {}),
+    ...(onCut === undefined
+      ? {}
+      : {
+          onCut: (err: OutboundError) => {
+            try {
+              onCut(err);
+            } catch {
+              // An observer's failure must not change what the caller sees.
+            }
+          },
+        }),
+  };
+  const signalFor = (given: AbortSignal | null | undefined): AbortSignal | undefined =>
+    stop === undefined ? (given ?? undefined) : given ? AbortSignal.any([given, deadline.signal]) : deadline.signal;
+
+  const budgeted = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
+    const url = urlOf(input);
+    if (url !== undefined) lastUrl = url;
+    if (deadline.signal.aborted) throw deadlineError();
+    const signal = signalFor(init?.signal ?? (input instanceof Request ? input.signal : undefined));
+    let response: Response;
+    try {
+      response = await base(input, { ...init, ...(signal ? { signal } : {}) });
+    } catch (err) {
+      // fetch rejects with the signal's reason: the deadline's own error, or the caller's.
+      if (deadline.signal.aborted && err === deadline.signal.reason) throw deadlineError();
+      throw err;
+    }
+    const method = init?.method ?? (input instanceof Request ? input.method : 'GET');
+    return boundResponse(response, { url: url ?? new URL('about:blank'), method, body: init?.body }, bounding);
+  };
+
+  const out = Object.assign(budgeted, {
+    budget,
+    end: () => {
+      if (timer !== undefined) clearTimeout(timer);
+    },
+  }) as BudgetedFetch;
+  const request = (base as { request?: OutboundRequest }).request;
+  if (typeof request === 'function') {
+    out.request = async (url, reqOpts) => {
+      lastUrl = url;
+      if (deadline.signal.aborted) throw deadlineError();
+      const signal = signalFor(reqOpts.signal);
+      const res = await request(url, { ...reqOpts, ...(signal ? { signal } : {}) });
+      return boundRawResponse(res, { url, method: reqOpts.method }, bounding);
+    };
+  }
+  return out;
+}
