@@ -1,0 +1,162 @@
+import { connect, type NatsConnection, type Subscription } from '@nats-io/transport-node';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { encodePayload, makeSubjects, type ServerDiscoveredEvent, type Subjects } from '@mcpx/contracts';
+import { connectRuntime, type RuntimeConnection } from '@mcpx/proxy-client';
+import { startTestMcpServer, type TestMcpServer } from '../servers/index.js';
+import { ApiClient } from '../support/api-client.js';
+import { uniqueNamespace } from '../support/env.js';
+import { NatsAuthServer } from '../support/nats-auth-server.js';
+import { ProcessSystem } from '../support/system.js';
+
+/**
+ * The stack's NATS with the project's authorization (DESIGN.md §3), the three services connected
+ * with their own users, and an attacker holding the runtime's credentials (or none): each attack
+ * of issue 11 is refused with the permission violation the client sees, and a call through the
+ * proxy still works after every one of them.
+ */
+describe('NATS least privilege against the real services', () => {
+  let nats: NatsAuthServer;
+  let system: ProcessSystem;
+  let upstream: TestMcpServer;
+  let api: ApiClient;
+  let runtime: RuntimeConnection;
+  let subjects: Subjects;
+  let agent: string;
+  const prefix = uniqueNamespace().natsPrefix;
+
+  beforeAll(async () => {
+    nats = await NatsAuthServer.start({ prefix });
+    [system, upstream] = await Promise.all([ProcessSystem.start({ env: { NATS_PREFIX: prefix }, natsEnv: (s) => nats.env(s) }), startTestMcpServer()]);
+    subjects = makeSubjects(prefix);
+    api = new ApiClient(system.apiUrl);
+    await api.act('SetMcpServer', { name: 'demo', config: { url: upstream.url } });
+    agent = (await api.act<{ agent: { id: string } }>('CreateAgent', { name: 'helper', definition: { mcpServers: ['demo'] } })).agent.id;
+    const { user, pass } = nats.credentials('runtime');
+    runtime = await connectRuntime({ url: nats.url, prefix, credentials: { user, pass }, maxReconnectAttempts: 0 });
+  }, 120_000);
+
+  afterAll(async () => {
+    await runtime?.close();
+    await upstream?.close();
+    await system?.stop();
+    await nats?.stop();
+  });
+
+  /** A call through the proxy with the runtime's credentials: the end-to-end path still works. */
+  const callEcho = async (message: string): Promise<string | undefined> => {
+    const out = await runtime.client.call({ account: api.principal, agent, run: `run-${message}`, tool: 'demo__echo', arguments: { message } });
+    return out.result.text;
+  };
+
+  /** The error a subscription is closed with (nats.js resolves `closed` with it). */
+  const subscriptionError = async (sub: Subscription): Promise<Error | void> => await sub.closed;
+
+  /** A request the server refuses to let out: the client rejects it with the violation. */
+  const publishRefused = async (nc: NatsConnection, subject: string, data: Uint8Array = new Uint8Array()): Promise<string> => {
+    const err = await nc.request(subject, data, { timeout: 5_000 }).then(
+      () => undefined,
+      (e: Error) => e,
+    );
+    expect(err).toBeInstanceOf(Error);
+    return err!.message;
+  };
+
+  it('a call through the proxy works end to end with every party on its own credentials', async () => {
+    expect(await callEcho('hello')).toContain('hello');
+  });
+
+  it('refuses an anonymous connection and a wrong password', async () => {
+    await expect(connect({ servers: nats.url, maxReconnectAttempts: 0 })).rejects.toMatchObject({ name: 'AuthorizationError', message: 'Authorization Violation' });
+    await expect(connect({ servers: nats.url, maxReconnectAttempts: 0, user: 'runtime', pass: 'not-the-password-at-all' })).rejects.toMatchObject({ name: 'AuthorizationError' });
+    expect(await callEcho('after-anonymous')).toContain('after-anonymous');
+  });
+
+  it('a runtime cannot forge a discovery event (only the registry publishes mcp.events.>)', async () => {
+    const forged: ServerDiscoveredEvent = { account: api.principal, server: 'demo', serverId: 'x', tools: [], status: { state: 'ok' }, toolsChanged: true } as unknown as ServerDiscoveredEvent;
+    const subject = subjects.serverDiscovered(api.principal, 'demo');
+    expect(await publishRefused(runtime.nc, subject, encodePayload(forged))).toBe(`Permissions Violation for Publish to "${subject}"`);
+    // Through JetStream's publish too (a request to the same subject).
+    const js = await import('@nats-io/jetstream');
+    await expect(js.jetstream(runtime.nc).publish(subject, encodePayload(forged))).rejects.toThrow(`Permissions Violation for Publish to "${subject}"`);
+    expect(await callEcho('after-forgery')).toContain('after-forgery');
+  });
+
+  it('a runtime cannot answer calls: no subscription to mcp.proxy.call, the sticky route or cancels', async () => {
+    for (const subject of [subjects.proxyCall, subjects.proxyInstanceCall('proxy-1'), `${prefix}mcp.proxy.*.call`]) {
+      const err = await subscriptionError(runtime.nc.subscribe(subject, { queue: 'proxy' }));
+      expect(err).toMatchObject({ name: 'PermissionViolationError', message: `Permissions Violation for Subscription to "${subject}"` });
+    }
+    expect(await callEcho('after-queue-group')).toContain('after-queue-group');
+  });
+
+  it('nobody but its owner reads a reply: _INBOX.> and other users’ inboxes are refused', async () => {
+    for (const subject of ['_INBOX.>', '_INBOX_registry.>', '_INBOX_proxy.>', '_INBOX_projector.>', '>', '_INBOX_*.>']) {
+      const err = await subscriptionError(runtime.nc.subscribe(subject));
+      expect(err).toMatchObject({ name: 'PermissionViolationError', message: `Permissions Violation for Subscription to "${subject}"` });
+    }
+    // A runtime that does not use its own inbox prefix gets no reply at all.
+    const { user, pass } = nats.credentials('runtime');
+    const bare = await connect({ servers: nats.url, user, pass, maxReconnectAttempts: 0 });
+    try {
+      expect(await publishRefused(bare, subjects.proxyCall, encodePayload({}))).toMatch(/^Permissions Violation for Subscription to "_INBOX\./);
+    } finally {
+      await bare.close();
+    }
+    expect(await callEcho('after-sniffing')).toContain('after-sniffing');
+  });
+
+  it('a runtime cannot touch the JetStream API: no stream delete, no consumer, no account info', async () => {
+    for (const subject of [`$JS.API.STREAM.DELETE.${subjects.mcpEventsStream}`, `$JS.API.STREAM.PURGE.${subjects.agentToolsStream}`, '$JS.API.STREAM.LIST', `$JS.API.CONSUMER.CREATE.${subjects.mcpEventsStream}`, '$JS.API.INFO']) {
+      expect(await publishRefused(runtime.nc, subject)).toBe(`Permissions Violation for Publish to "${subject}"`);
+    }
+    // The streams are still there (the operator may read them).
+    const operator = await nats.connectAs('operator');
+    try {
+      const info = JSON.parse(new TextDecoder().decode((await operator.request(`$JS.API.STREAM.INFO.${subjects.mcpEventsStream}`, undefined, { timeout: 5_000 })).data)) as { config?: { name: string } };
+      expect(info.config?.name).toBe(subjects.mcpEventsStream);
+    } finally {
+      await operator.close();
+    }
+    expect(await callEcho('after-jetstream')).toContain('after-jetstream');
+  });
+
+  it('a runtime cannot ask the registry for OAuth URLs or reach the projector', async () => {
+    for (const subject of [subjects.registryOAuthRefresh, subjects.projectorAgentTools, subjects.projectorLambdaSet, subjects.toolsObserved]) {
+      expect(await publishRefused(runtime.nc, subject, encodePayload({ account: api.principal }))).toBe(`Permissions Violation for Publish to "${subject}"`);
+    }
+  });
+
+  it('the registry cannot publish agents.tools.changed (only the projector does), nor answer calls', async () => {
+    const registry = await nats.connectAs('registry');
+    try {
+      const subject = subjects.agentToolsChanged(api.principal, agent);
+      expect(await publishRefused(registry, subject, encodePayload({}))).toBe(`Permissions Violation for Publish to "${subject}"`);
+      const err = await subscriptionError(registry.subscribe(subjects.proxyCall, { queue: 'proxy' }));
+      expect(err).toMatchObject({ name: 'PermissionViolationError' });
+    } finally {
+      await registry.close();
+    }
+    expect(await callEcho('after-registry')).toContain('after-registry');
+  });
+
+  it('the projector cannot publish discovery events, and the proxy cannot publish either stream', async () => {
+    const projector = await nats.connectAs('projector');
+    const proxy = await nats.connectAs('proxy');
+    try {
+      const discovered = subjects.serverDiscovered(api.principal, 'demo');
+      expect(await publishRefused(projector, discovered, encodePayload({}))).toBe(`Permissions Violation for Publish to "${discovered}"`);
+      expect(await publishRefused(proxy, discovered, encodePayload({}))).toBe(`Permissions Violation for Publish to "${discovered}"`);
+      const changed = subjects.agentToolsChanged(api.principal, agent);
+      expect(await publishRefused(proxy, changed, encodePayload({}))).toBe(`Permissions Violation for Publish to "${changed}"`);
+      expect(await publishRefused(proxy, `$JS.API.STREAM.DELETE.${subjects.agentToolsStream}`)).toMatch(/^Permissions Violation for Publish/);
+    } finally {
+      await projector.close();
+      await proxy.close();
+    }
+    expect(await callEcho('at-the-end')).toContain('at-the-end');
+    // The services never tripped a permission of their own: the denials above are all the attackers'.
+    const log = await nats.log();
+    const services = log.split('\n').filter((l) => /Violation/.test(l) && /nats\.js:(registry|projector|proxy) /.test(l));
+    expect(services).toEqual([]);
+  });
+});
