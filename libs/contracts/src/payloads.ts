@@ -34,6 +34,12 @@ export interface ServerStatus {
    * `x-mcp-header` annotation): nothing the server offers is silently lost.
    */
   skippedTools?: Array<{ name: string; reason: string }>;
+  /**
+   * The freshness hints the server gave with its tool list (2026-07-28 `ttlMs`/`cacheScope`):
+   * how long the list may be kept, and whether it may serve another auth context (`private`: never).
+   */
+  listTtlMs?: number;
+  listCacheScope?: 'public' | 'private';
 }
 
 /** Payload of `mcp.events.server.discovered.<acct>.<server>`. */

@@ -183,6 +183,8 @@ interface Outcome {
   skipped?: Array<{ name: string; reason: string }>;
   /** The verdict the connection ran on, when known. */
   verdict?: EraVerdict;
+  /** The list's freshness hints, when the server gave them (bounded). */
+  hints?: { ttlMs?: number; cacheScope?: 'public' | 'private' };
   error?: string;
   authRequired?: boolean;
 }
@@ -376,7 +378,7 @@ export class Discovery {
       trace.getActiveSpan()?.setAttributes({ 'mcpx.era': conn.era, 'mcp.protocol.version': conn.protocolVersion, 'mcpx.verdict': how });
       const listed = await conn.listToolsWithHints({ maxPages: DISCOVERY_LIMITS.maxPages });
       const { kept, skipped } = screenTools(sanitizeTools(listed.tools));
-      return { tools: kept, transport: conn.transport, skipped, verdict: conn.verdict };
+      return { tools: kept, transport: conn.transport, skipped, verdict: conn.verdict, hints: listHints(listed) };
     } catch (err) {
       return { error: (err as Error).message ?? 'tools/list failed' };
     } finally {
@@ -409,6 +411,8 @@ export class Discovery {
             ...(outcome.transport ? { transport: outcome.transport } : {}),
             ...(era !== undefined ? { era: era.era, protocolVersion: era.protocolVersion } : {}),
             ...(outcome.skipped !== undefined && outcome.skipped.length > 0 ? { skippedTools: outcome.skipped } : {}),
+            ...(outcome.hints?.ttlMs !== undefined ? { listTtlMs: outcome.hints.ttlMs } : {}),
+            ...(outcome.hints?.cacheScope !== undefined ? { listCacheScope: outcome.hints.cacheScope } : {}),
           };
         } else {
           const failures = (previous.failures ?? 0) + 1;
@@ -444,6 +448,18 @@ export class Discovery {
       { kind: SpanKind.CLIENT },
     );
   }
+}
+
+/** A day: longer list lifetimes are held to it (the server's hint is untrusted). */
+const MAX_LIST_TTL_MS = 86_400_000;
+
+/** The freshness hints of a listing, checked and bounded (a bad one is dropped, not trusted). */
+function listHints(listed: { ttlMs?: unknown; cacheScope?: unknown }): { ttlMs?: number; cacheScope?: 'public' | 'private' } {
+  const ttl = listed.ttlMs;
+  return {
+    ...(typeof ttl === 'number' && Number.isFinite(ttl) && ttl >= 0 ? { ttlMs: Math.min(Math.round(ttl), MAX_LIST_TTL_MS) } : {}),
+    ...(listed.cacheScope === 'public' || listed.cacheScope === 'private' ? { cacheScope: listed.cacheScope } : {}),
+  };
 }
 
 /** Whether two statuses agree on what a quiet discovery can change besides the list (era, version, skipped tools). */
