@@ -117,7 +117,14 @@ export const ActionTypes = {
   GetAgent: 'GetAgent',
   ListAgents: 'ListAgents',
   ListAgentTools: 'ListAgentTools',
+  /**
+   * `{agent, tool, arguments?, run?, approvalId?, timeoutMs?}` → `{result, run}`: one call through
+   * the proxy (the CLI's `mcpx call`, no NATS). Without `run` the call's run is ended at once; a
+   * named run stays open until `EndRun`.
+   */
   InvokeTool: 'InvokeTool',
+  /** `{run}` → `{run, ended: true}`: the signer's account's run ends (`mcp.runs.ended.<acct>.<run>`); every proxy closes its connections. */
+  EndRun: 'EndRun',
   /** `{principal, role, agents?}` → `{signer: {principal, role, agents?}}`; OWNER only. An AGENT signer names the agents it acts for. */
   AuthorizeSigner: 'AuthorizeSigner',
   /** `{principal}` → `{revoked}`; OWNER only: the key may no longer act for the account. */
