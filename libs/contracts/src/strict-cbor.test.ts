@@ -138,6 +138,8 @@ describe('checkValueBounds', () => {
     expect(() => checkValueBounds(deep, 'body', BODY_LIMITS)).toThrow(expect.objectContaining({ code: 'invalid_input', details: expect.objectContaining({ field: 'body', rule: 'depth' }) }));
     expect(() => checkValueBounds({ a: Array(20).fill(0) }, 'body', { maxDepth: 8, maxItems: 10 })).toThrow(/more than 10 items/);
     expect(() => checkValueBounds({ a: [1, { b: 'c' }] }, 'body', BODY_LIMITS)).not.toThrow();
+    // A byte string is one item, whatever its length.
+    expect(() => checkValueBounds({ b: new Uint8Array(1_000_000) }, 'body', BODY_LIMITS)).not.toThrow();
   });
 
   it('stops early on a value with shared references (bounded work, not the expansion)', () => {

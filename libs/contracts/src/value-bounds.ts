@@ -14,7 +14,8 @@ export function checkValueBounds(value: unknown, field: string, limits: Pick<Str
   while (stack.length > 0) {
     const { v, depth } = stack.pop()!;
     if (++items > limits.maxItems) throw invalidInput(field, `more than ${limits.maxItems} items`, { rule: StrictRules.items });
-    if (v === null || typeof v !== 'object') continue;
+    // Scalars and byte strings are one item each.
+    if (v === null || typeof v !== 'object' || ArrayBuffer.isView(v)) continue;
     if (depth + 1 > limits.maxDepth) throw invalidInput(field, `nested deeper than ${limits.maxDepth} levels`, { rule: StrictRules.depth });
     if (Array.isArray(v)) {
       for (const e of v as unknown[]) stack.push({ v: e, depth: depth + 1 });

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { generateKeyPair, signAction, verifySignature } from './envelope.js';
+import { generateKeyPair, signAction, signingBytes, verifySignature } from './envelope.js';
+import { parseEnvelope } from './envelope-parse.js';
 
 describe('signed envelopes', () => {
   it('verifies what it signs, whatever the key order', () => {
@@ -19,5 +20,55 @@ describe('signed envelopes', () => {
     expect(verifySignature({ ...env, signer: other.principal })).toBe(false);
     expect(verifySignature({ ...env, sig: 'AAAA' })).toBe(false);
     expect(verifySignature({ ...env, signer: 'not a key' })).toBe(false);
+  });
+});
+
+describe('bounded signing bytes', () => {
+  it('refuses an envelope whose shared objects unfold past the bounds, without unfolding it', () => {
+    const key = generateKeyPair();
+    const env = signAction(key, key.principal, { type: 'SetMcpServer', name: 'a' });
+    // 2^60 leaves unfolded, 60 arrays in memory: what a shared-value CBOR body decodes to.
+    let bomb: unknown = 0;
+    for (let i = 0; i < 60; i++) bomb = [bomb, bomb];
+    const forged = { ...env, action: { type: 'SetMcpServer', name: 'a', config: bomb } };
+    expect(() => signingBytes(forged)).toThrow(expect.objectContaining({ code: 'invalid_input', details: expect.objectContaining({ field: 'envelope', rule: 'items' }) }));
+    expect(verifySignature(forged)).toBe(false);
+    // A cycle is bounded the same way.
+    const cyclic: Record<string, unknown> = { type: 'X' };
+    cyclic.self = cyclic;
+    expect(verifySignature({ ...env, action: cyclic as { type: string } })).toBe(false);
+  });
+
+  it('still signs and verifies envelopes within the bounds, nested ones included', () => {
+    const key = generateKeyPair();
+    let nested: unknown = 'leaf';
+    for (let i = 0; i < 100; i++) nested = { n: nested };
+    const env = signAction(key, key.principal, { type: 'SetLambdaTool', document: nested });
+    expect(verifySignature(env)).toBe(true);
+  });
+});
+
+describe('parseEnvelope', () => {
+  it('names the first malformed field', () => {
+    const key = generateKeyPair();
+    const env = signAction(key, key.principal, { type: 'ListMcpServers' });
+    expect(parseEnvelope(env)).toBe(env);
+    const field = (body: unknown): unknown => {
+      try {
+        parseEnvelope(body);
+      } catch (e) {
+        return (e as { details: { field: unknown } }).details.field;
+      }
+      return null;
+    };
+    expect(field(null)).toBe('envelope');
+    expect(field([env])).toBe('envelope');
+    expect(field({ ...env, signer: 'x' })).toBe('signer');
+    expect(field({ ...env, ts: 1.5 })).toBe('ts');
+    expect(field({ ...env, nonce: 'short' })).toBe('nonce');
+    expect(field({ ...env, action: { type: 1 } })).toBe('action.type');
+    expect(field({ ...env, sig: 1 })).toBe('sig');
+    expect(field({ ...env, extra: 1 })).toBe('extra');
+    expect(field({ ...env, '\u001b[31mred': 1 })).toBe('envelope');
   });
 });

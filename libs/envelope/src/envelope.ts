@@ -1,6 +1,6 @@
 import { createPrivateKey, createPublicKey, generateKeyPairSync, randomBytes, sign, verify, type KeyObject } from 'node:crypto';
 import * as dagCbor from '@ipld/dag-cbor';
-import type { ActionEnvelope } from '@mcpx/contracts';
+import { BODY_LIMITS, checkValueBounds, type ActionEnvelope } from '@mcpx/contracts';
 
 /** Allowed clock skew between a signer and the registry. */
 export const ENVELOPE_MAX_SKEW_MS = 30_000;
@@ -47,10 +47,15 @@ export function publicKeyFromPrincipal(principal: string): KeyObject | null {
 
 /**
  * The bytes that are signed: the DAG-CBOR (canonical: sorted keys, minimal integers) encoding of
- * the envelope with `sig` set to the empty string. Throws on values DAG-CBOR cannot hold.
+ * the envelope with `sig` set to the empty string. Throws on values DAG-CBOR cannot hold, and
+ * (an `invalid_input` naming `envelope`) on an envelope past the action API's depth and item
+ * bounds: the walk that checks them stops at the bound, so an envelope whose objects are shared
+ * many times over (a graph far bigger unfolded than in memory) cannot make the encoding run away.
  */
 export function signingBytes(envelope: Omit<ActionEnvelope, 'sig'> & { sig?: string }): Uint8Array {
-  return dagCbor.encode({ ...envelope, sig: '' });
+  const unsigned = { ...envelope, sig: '' };
+  checkValueBounds(unsigned, 'envelope', BODY_LIMITS);
+  return dagCbor.encode(unsigned);
 }
 
 /** Builds a signed envelope for an action, with a fresh nonce and the current time. */
@@ -65,7 +70,10 @@ export function signAction(
   return { ...unsigned, sig };
 }
 
-/** Checks the signature only (time, nonce and signer authority are the registry's job). */
+/**
+ * Checks the signature only (time, nonce and signer authority are the registry's job), over the
+ * bounded canonical re-encoding of {@link signingBytes}: its work is linear in the bounds.
+ */
 export function verifySignature(envelope: ActionEnvelope): boolean {
   const pub = publicKeyFromPrincipal(envelope.signer);
   if (pub === null || typeof envelope.sig !== 'string') return false;

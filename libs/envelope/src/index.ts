@@ -7,3 +7,4 @@ export {
   verifySignature,
 } from './envelope.js';
 export type { KeyPair } from './envelope.js';
+export { parseEnvelope } from './envelope-parse.js';

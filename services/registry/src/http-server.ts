@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { SpanKind, type Counter, type Histogram, type Meter, type Tracer } from '@opentelemetry/api';
-import { ErrorCodes, WireError, decodePayload, encodePayload, invalidInput, toWireError } from '@mcpx/contracts';
+import { BODY_LIMITS, ErrorCodes, WireError, checkValueBounds, decodeStrict, encodePayload, invalidInput, toWireError } from '@mcpx/contracts';
 import { serveConsole } from '@mcpx/console';
 import type { Logger } from '@mcpx/log';
 import type { MetricsHandler } from '@mcpx/telemetry';
@@ -66,6 +66,23 @@ function readBody(req: IncomingMessage): Promise<Buffer> {
   });
 }
 
+/**
+ * Decodes an action body, bounded the same way whatever its format: CBOR through the strict
+ * decoder (no shared-value or other tags, no indefinite lengths, depth, items), JSON parsed and
+ * then held to the same depth and item bounds. Both refusals are `invalid_input` naming `body`.
+ */
+function decodeBody(raw: Buffer, cbor: boolean): unknown {
+  if (cbor) return decodeStrict(raw, 'body', BODY_LIMITS);
+  let body: unknown;
+  try {
+    body = JSON.parse(raw.toString('utf8'));
+  } catch {
+    throw invalidInput('body', 'is not JSON');
+  }
+  checkValueBounds(body, 'body', BODY_LIMITS);
+  return body;
+}
+
 function isCbor(req: IncomingMessage): boolean {
   return (req.headers['content-type'] ?? '').startsWith('application/cbor');
 }
@@ -80,6 +97,7 @@ function send(res: ServerResponse, status: number, body: unknown, cbor: boolean)
 export function createHttpServer(deps: HttpDeps): Server {
   const requests: Counter = deps.meter.createCounter('mcpx_actions_total', { description: 'Actions by type and result code' });
   const duration: Histogram = deps.meter.createHistogram('mcpx_action_duration_ms', { unit: 'ms', description: 'Action time' });
+  const refused: Counter = deps.meter.createCounter('mcpx_action_bodies_refused_total', { description: 'Action bodies the decoder refused, by format and rule' });
 
   async function handleAction(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const cbor = isCbor(req);
@@ -89,9 +107,12 @@ export function createHttpServer(deps: HttpDeps): Server {
       const raw = await readBody(req);
       let body: unknown;
       try {
-        body = cbor ? decodePayload(raw) : JSON.parse(raw.toString('utf8'));
-      } catch {
-        throw invalidInput('body', cbor ? 'is not CBOR' : 'is not JSON');
+        body = decodeBody(raw, cbor);
+      } catch (err) {
+        // Which rule refused a body, by a fixed set of labels (the rules), never the bytes.
+        const rule = err instanceof WireError && typeof err.details.rule === 'string' ? err.details.rule : 'not_json';
+        refused.add(1, { format: cbor ? 'cbor' : 'json', rule });
+        throw err;
       }
       const envelope = parseEnvelope(body);
       // Metric labels and span names take known action types only: unauthenticated input must
@@ -121,9 +142,10 @@ export function createHttpServer(deps: HttpDeps): Server {
     if (req.method === 'POST' && url.pathname === '/v1/actions') {
       void handleAction(req, res);
     } else if (req.method === 'GET' && url.pathname === '/v1/events') {
-      void deps.events.handle(req, res, url, (envelopeBody) =>
-        authenticate(parseEnvelope(envelopeBody), { redis: deps.redis, redisPrefix: deps.redisPrefix, accounts: deps.actions.accounts }),
-      );
+      void deps.events.handle(req, res, url, (envelopeBody) => {
+        checkValueBounds(envelopeBody, 'envelope', BODY_LIMITS);
+        return authenticate(parseEnvelope(envelopeBody), { redis: deps.redis, redisPrefix: deps.redisPrefix, accounts: deps.actions.accounts });
+      });
     } else if (req.method === 'GET' && url.pathname === OAUTH_CALLBACK_PATH && deps.oauthCallback) {
       void deps.oauthCallback(req, res, url);
     } else if (req.method === 'GET' && url.pathname === OAUTH_CLIENT_METADATA_PATH && deps.oauthClientMetadata) {
