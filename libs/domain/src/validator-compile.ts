@@ -22,10 +22,15 @@ interface Pending {
  * or the work; the schema itself is only read, never changed.
  */
 export function compileSchema(schema: unknown): Node {
+  return compileSchemaCounted(schema).root;
+}
+
+/** {@link compileSchema}, also saying how many nodes were compiled (at most {@link MAX_COMPILED_NODES}). */
+export function compileSchemaCounted(schema: unknown): { root: Node; nodes: number } {
   const compiler = new Compiler(schema);
   const root = compiler.run();
   markChecks(compiler.nodes, inPlaceCycles(compiler.nodes));
-  return root.checks ? root : TRIVIAL;
+  return { root: root.checks ? root : TRIVIAL, nodes: compiler.nodes.length };
 }
 
 class Compiler {

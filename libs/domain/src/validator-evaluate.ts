@@ -32,13 +32,20 @@ interface Ctx {
   limits: ValidationLimits;
 }
 
-/** Issues of `value` against `root` (empty when it matches). */
-export function evaluate(root: Node, value: unknown, limits: ValidationLimits): ValidationIssue[] {
+/** What one evaluation spent: how tests prove a hostile schema was stopped by the counters. */
+export interface EvaluationStats {
+  work: number;
+  refs: number;
+}
+
+/** Issues of `value` against `root` (empty when it matches); `stats`, when given, receives the work spent. */
+export function evaluate(root: Node, value: unknown, limits: ValidationLimits, stats?: EvaluationStats): ValidationIssue[] {
   const out: ValidationIssue[] = [];
   const ctx: Ctx = {
     out, sink: out, cap: limits.maxIssues, trials: 0, aborted: false, work: 0, refs: 0, refDepth: 0, chain: [], base: 0, path: [], limits,
   };
   visit(root, value, ctx);
+  if (stats !== undefined) [stats.work, stats.refs] = [ctx.work, ctx.refs];
   return out;
 }
 

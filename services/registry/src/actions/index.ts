@@ -1,7 +1,8 @@
 import { ErrorCodes, WireError } from '@mcpx/contracts';
 import type { SignerRole } from '../repositories/accounts.repository.js';
 import { listAgentTools, promoteTools } from './agent-tools.actions.js';
-import { createAgent, getAgent, invokeTool, listAgents, updateAgent } from './agents.actions.js';
+import { createAgent, getAgent, listAgents, updateAgent } from './agents.actions.js';
+import { endRun, invokeTool } from './runs.actions.js';
 import type { Action, ActionDeps, ActionHandler, Caller } from './context.js';
 import { deleteMcpServer, listMcpServers, refreshMcpServer, setMcpServer } from './mcp-servers.actions.js';
 import { deleteLambdaTool, setLambdaTool } from './lambda.actions.js';
@@ -27,6 +28,7 @@ const ACTIONS: Record<string, { handler: ActionHandler; roles: SignerRole[] }> =
   ListAgents: { handler: listAgents, roles: ['OWNER', 'WRITER', 'AGENT'] },
   ListAgentTools: { handler: listAgentTools, roles: ['OWNER', 'WRITER', 'AGENT'] },
   InvokeTool: { handler: invokeTool, roles: ['OWNER', 'WRITER', 'AGENT'] },
+  EndRun: { handler: endRun, roles: ['OWNER', 'WRITER', 'AGENT'] },
   PromoteTools: { handler: promoteTools, roles: ['OWNER', 'WRITER', 'AGENT'] },
   SearchTools: { handler: searchTools, roles: ['OWNER', 'WRITER', 'AGENT'] },
   SetLambdaTool: { handler: setLambdaTool, roles: ['OWNER', 'WRITER', 'AGENT'] },

@@ -1,0 +1,61 @@
+import { randomUUID } from 'node:crypto';
+import { invalidInput } from '@mcpx/contracts';
+import { findAgent } from './agents.actions.js';
+import type { ActionHandler } from './context.js';
+
+/** A run id is one subject token (`mcp.runs.ended.<acct>.<run>`). */
+const RUN_RE = /^[A-Za-z0-9_-]{1,128}$/;
+/** The proxy's own cap on a call's timeout. */
+const MAX_TIMEOUT_MS = 600_000;
+
+function runField(value: unknown): string {
+  if (typeof value !== 'string' || !RUN_RE.test(value)) throw invalidInput('run', 'must be 1-128 letters, digits, _ or -');
+  return value;
+}
+
+/**
+ * `InvokeTool {agent, tool, arguments?, run?, approvalId?, timeoutMs?}` → `{result, run}`: one call
+ * through the proxy as the signer's account, so a user's CLI needs no NATS. Without `run` the call
+ * gets a run of its own, ended at once; with `run` the run stays open (its connections pooled for
+ * the next call) until `EndRun`. `approvalId` re-sends a call a human approved (the run must be
+ * the one the approval names).
+ */
+export const invokeTool: ActionHandler = async (deps, caller, action) => {
+  const agent = await findAgent(deps, caller.account, action.agent);
+  if (typeof action.tool !== 'string' || action.tool === '' || action.tool.length > 256) throw invalidInput('tool', 'must name a tool');
+  const args = action.arguments ?? {};
+  if (args === null || typeof args !== 'object' || Array.isArray(args)) throw invalidInput('arguments', 'must be an object');
+  const named = action.run !== undefined && action.run !== null;
+  const run = named ? runField(action.run) : `palette-${randomUUID()}`;
+  const approvalId = action.approvalId ?? undefined;
+  if (approvalId !== undefined && (typeof approvalId !== 'string' || approvalId === '' || approvalId.length > 128)) throw invalidInput('approvalId', 'must be the id of an approval');
+  const timeoutMs = action.timeoutMs ?? undefined;
+  if (timeoutMs !== undefined && (typeof timeoutMs !== 'number' || !Number.isFinite(timeoutMs) || timeoutMs <= 0 || timeoutMs > MAX_TIMEOUT_MS)) {
+    throw invalidInput('timeoutMs', `must be a number of milliseconds, at most ${MAX_TIMEOUT_MS}`);
+  }
+  try {
+    const { result } = await deps.proxy.call({
+      account: caller.account,
+      agent: agent.id,
+      run,
+      tool: action.tool,
+      arguments: args as Record<string, unknown>,
+      ...(approvalId !== undefined ? { approvalId } : {}),
+      ...(timeoutMs !== undefined ? { timeoutMs } : {}),
+    });
+    return { result, run };
+  } finally {
+    if (!named) await deps.proxy.endRun(caller.account, run);
+  }
+};
+
+/**
+ * `EndRun {run}` → `{run, ended: true}`: every proxy instance closes the run's connections. The
+ * registry publishes `mcp.runs.ended.<acct>.<run>` for the signer's own account only, so a user
+ * ends their runs without NATS credentials and cannot end another account's.
+ */
+export const endRun: ActionHandler = async (deps, caller, action) => {
+  const run = runField(action.run);
+  await deps.proxy.endRun(caller.account, run);
+  return { run, ended: true };
+};
