@@ -36,6 +36,17 @@ export function nextProbeDelayMs(
   return Math.round(exp * (1 - REPROBE_BACKOFF.jitter + 2 * REPROBE_BACKOFF.jitter * random()));
 }
 
+/** Re-listing on expiry: never sooner than `floorMs` after a use, and later by up to `jitter` (spreads instances and servers). */
+export const RELIST = { floorMs: 30_000, jitter: 0.1 } as const;
+
+/**
+ * When a list in use is listed again: at its `ttlMs` (the server's hint), not before the floor,
+ * jittered upwards only (a list is never re-listed before it expires).
+ */
+export function relistDelayMs(ttlMs: number, random: () => number = Math.random, floorMs: number = RELIST.floorMs): number {
+  return Math.round(Math.max(floorMs, ttlMs) * (1 + RELIST.jitter * random()));
+}
+
 /**
  * Whether a 401 asks for OAuth (RFC 9728 protected-resource metadata in `WWW-Authenticate`, the
  * MCP authorization spec's signal). Only then is the server `auth_required`: a plain 401 means
@@ -125,6 +136,8 @@ export interface DiscoveryDeps {
   fetch?: typeof fetch;
   /** Base of the re-probe backoff (default {@link REPROBE_BACKOFF}.baseMs). */
   reprobeBaseMs?: number;
+  /** Floor of the re-list of a list in use when it expires (default {@link RELIST}.floorMs). */
+  relistFloorMs?: number;
   /** Bound on concurrent remote discoveries of this instance (default {@link DISCOVERY_LIMITS}.concurrency). */
   concurrency?: number;
   /** The `Authorization` header of an oauth server (its stored access token, refreshed when due). */
@@ -199,6 +212,7 @@ type VerdictOutcome = 'reused' | 'probed' | 'reprobed';
 export class Discovery {
   private readonly runs: Counter;
   private readonly verdicts: Counter;
+  private readonly relists: Counter;
   private readonly duration: Histogram;
   private readonly slots: Semaphore;
   /** The `resource_metadata` URL of each server's last OAuth challenge (server id → URL), for the OAuth step. */
@@ -228,6 +242,7 @@ export class Discovery {
     this.slots = new Semaphore(deps.concurrency ?? DISCOVERY_LIMITS.concurrency);
     this.runs = deps.meter.createCounter('mcpx_discovery_total', { description: 'Discoveries by result and trigger' });
     this.duration = deps.meter.createHistogram('mcpx_discovery_duration_ms', { description: 'Discovery time', unit: 'ms' });
+    this.relists = deps.meter.createCounter('mcpx_discovery_relists_total', { description: 'Re-lists of tool lists in use on expiry, armed' });
     this.verdicts = deps.meter.createCounter('mcpx_discovery_era_verdicts_total', { description: 'Era verdicts of discoveries by outcome (reused, probed, reprobed, observed) and era' });
   }
 
@@ -236,7 +251,7 @@ export class Discovery {
    * records the outcome in `target` (default: the mcp_servers rows). Keyed by (account, name):
    * built-in slugs and custom names never meet.
    */
-  async discover(server: McpServerRecord, trigger: 'set' | 'refresh' | 'probe', target: DiscoveryTarget = this.rows): Promise<McpServerRecord> {
+  async discover(server: McpServerRecord, trigger: 'set' | 'refresh' | 'probe' | 'expired', target: DiscoveryTarget = this.rows): Promise<McpServerRecord> {
     return this.deps.singleFlight.run(
       `discovery:${server.accountId}:${server.name}`,
       { ttlMs: DISCOVERY_LIMITS.connectTimeoutMs + 30_000 },
@@ -321,6 +336,22 @@ export class Discovery {
       this.deps.log.warn('era verdict not stored', { account: server.accountId, server: server.name, err: err as Error });
     });
     return outcome;
+  }
+
+  /**
+   * A proxy opened a connection (the server is in use): its list is listed again when it expires
+   * (the server's `ttlMs`, floored, jittered), by whichever registry instance's re-prober sees it
+   * due first; the discovery lock lets one at a time. Armed once per expiry (a later use does not
+   * postpone it); lists without a `ttlMs` keep quiet discovery only. Custom servers only.
+   */
+  private async armRelist(server: McpServerRecord, status: ServerStatus, target: DiscoveryTarget, now: Date): Promise<void> {
+    if (target !== this.rows || status.state !== 'ok' || status.listTtlMs === undefined) return;
+    const at = new Date(now.getTime() + relistDelayMs(status.listTtlMs, Math.random, this.deps.relistFloorMs));
+    const armed = await this.deps.servers.armRelist(server.accountId, server.id, at).catch((err: unknown) => {
+      this.deps.log.warn('re-list not scheduled', { account: server.accountId, server: server.name, err: err as Error });
+      return false;
+    });
+    if (armed) this.relists.add(1, { event: 'armed' });
   }
 
   private async probe(server: McpServerRecord, target: DiscoveryTarget): Promise<Outcome> {
@@ -431,10 +462,14 @@ export class Discovery {
         }
         // A proxy reports the tools of every connection it opens: when nothing changed, that is
         // not worth a write or an event.
-        if (trigger === 'observed' && !changed && previous.state === 'ok' && sameStatusFacts(previous, status)) return server;
+        if (trigger === 'observed' && !changed && previous.state === 'ok' && sameStatusFacts(previous, status)) {
+          await this.armRelist(server, status, target, now);
+          return server;
+        }
         const nextProbe = status.state === 'error' ? new Date(now.getTime() + nextProbeDelayMs(status.failures ?? 1, Math.random, this.deps.reprobeBaseMs)) : null;
         const saved = await target.record(server, status, tools, nextProbe);
         if (saved === null) return server; // deleted meanwhile
+        if (trigger === 'observed') await this.armRelist(saved, status, target, now);
         // Read after the record: never older than its generation (see SetToolPermission).
         const event = serverDiscoveredEvent(saved, changed, await target.overrides(saved.accountId, saved.id));
         await this.deps.bus.publishEvent(this.deps.bus.subjects.serverDiscovered(saved.accountId, saved.name), event);

@@ -13,7 +13,8 @@ export interface ReprobeSource {
 
 /**
  * Probes servers in `error` (and built-ins still `unknown`) again when their backoff is due, so
- * recovery is noticed without anyone pressing refresh. Every instance runs one; the discovery
+ * recovery is noticed without anyone pressing refresh; lists in use are listed again when they
+ * expire (see Discovery's re-list). Every instance runs one; the discovery
  * lock keeps a server from being probed twice at once.
  */
 export class Reprober {
@@ -56,8 +57,11 @@ export class Reprober {
           const item = due[next++];
           if (item === undefined) return;
           const server = await item.source.find(item.accountId, item.name);
-          const state = server?.status.state;
-          if (server !== null && (state === 'error' || state === 'unknown')) await this.discovery.discover(server, 'probe', item.source.target);
+          if (server === null) continue;
+          const state = server.status.state;
+          if (state === 'error' || state === 'unknown') await this.discovery.discover(server, 'probe', item.source.target);
+          // A list in use that expired (the server's ttlMs): listed again, then disarmed until the next use.
+          else if (state === 'ok' && server.status.listTtlMs !== undefined) await this.discovery.discover(server, 'expired', item.source.target);
         }
       };
       await Promise.all(Array.from({ length: this.opts.concurrency }, worker));

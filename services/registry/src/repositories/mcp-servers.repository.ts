@@ -198,6 +198,21 @@ export class McpServersRepository {
       .execute();
   }
 
+  /**
+   * Schedules the re-list of a server's list in use for `at`, unless one (or a re-probe) is
+   * already scheduled: true when this call armed it.
+   */
+  async armRelist(account: string, id: string, at: Date): Promise<boolean> {
+    const res = await this.db
+      .updateTable('registry.mcp_servers')
+      .set({ next_probe_at: at })
+      .where('account_id', '=', account)
+      .where('id', '=', id)
+      .where('next_probe_at', 'is', null)
+      .executeTakeFirst();
+    return Number(res.numUpdatedRows) > 0;
+  }
+
   /** Servers due for a background re-probe, oldest due first. */
   async dueForProbe(now: Date, limit: number): Promise<Array<{ accountId: string; name: string }>> {
     const rows = await this.db
