@@ -8,6 +8,7 @@ import {
   startEverythingServer,
   startTestMcpServer,
   type EverythingServer,
+  type TestMcpServerStats,
   type TestTool,
 } from '../servers/index.js';
 import { startFrontServer } from '../servers/front-server.js';
@@ -16,6 +17,20 @@ import { RegistryHarness } from '../support/registry-harness.js';
 import { eventually } from '../support/system.js';
 
 const numbered = (n: number): TestTool[] => Array.from({ length: n }, (_, i) => ({ ...echoTool(), name: `t${i}` }));
+
+/** Round trips spent finding out how to talk to a server: `server/discover` probes and `initialize` handshakes. */
+const probes = (s: TestMcpServerStats): number => s.discovers + s.handshakes;
+
+/** The client's identity as a request carried it: in `initialize` (legacy) or in every request's `_meta` (modern). */
+function clientInfoOf(bodies: unknown[]): { name: string; version: string } | undefined {
+  for (const b of bodies) {
+    const body = b as { method?: string; params?: { clientInfo?: { name: string; version: string }; _meta?: Record<string, unknown> } };
+    if (body.method === 'initialize' && body.params?.clientInfo) return body.params.clientInfo;
+    const meta = body.params?._meta?.['io.modelcontextprotocol/clientInfo'] as { name: string; version: string } | undefined;
+    if (meta !== undefined) return meta;
+  }
+  return undefined;
+}
 
 /** Discovery against real servers on loopback (local profile: http and loopback allowed). */
 describe('discovery', () => {
@@ -94,30 +109,6 @@ describe('discovery', () => {
     expect(broken.requests).toBe(1);
   });
 
-  it('follows pages up to the bound, and identifies itself', async () => {
-    const paged = track(await startTestMcpServer({ tools: [echoTool(), addTool(), errorTool()], pageSize: 1 }));
-    const front = track(await startFrontServer({ mode: 'forward', target: paged.url }));
-    const api = h.api();
-    const { server } = await api.act('SetMcpServer', { name: 'paged', config: { url: `${front.origin}/mcp` } });
-    expect(server.tools.map((t: { name: string }) => t.name)).toEqual(['echo', 'add', 'fail']);
-    expect(paged.stats.listCalls).toBe(3);
-    const init = front.bodies.find((b) => (b as { method?: string }).method === 'initialize') as { params: { clientInfo: { name: string; version: string } } };
-    expect(init.params.clientInfo.name).toBe('mcp-connector');
-    expect(init.params.clientInfo.version).toMatch(/^\d+\.\d+\.\d+/);
-
-    // 60 tools one per page: discovery stops at its bound of 50 pages.
-    const endless = track(await startTestMcpServer({ tools: numbered(60), pageSize: 1 }));
-    const bounded = (await api.act('SetMcpServer', { name: 'endless', config: { url: endless.url } })).server;
-    expect(bounded.status.state).toBe('ok');
-    expect(endless.stats.listCalls).toBe(50);
-    expect(bounded.tools).toHaveLength(50);
-    // A server whose cursor loops back is listed once.
-    const loop = track(await startTestMcpServer({ tools: numbered(3), pageSize: 1, cursorLoop: true }));
-    const looped = (await api.act('SetMcpServer', { name: 'loop', config: { url: loop.url } })).server;
-    expect(looped.status.state).toBe('ok');
-    expect(loop.stats.listCalls).toBeLessThanOrEqual(3);
-  });
-
   it('saves a server that is down, with the exact connect error', async () => {
     const port = await freePort();
     const { server } = await h.api().act('SetMcpServer', { name: 'down', config: { url: `http://127.0.0.1:${port}/mcp` } });
@@ -127,147 +118,176 @@ describe('discovery', () => {
     expect(server.tools).toEqual([]);
   });
 
-  it('keeps the last good list when a server goes down, agents keep their tools, and the re-probe notices recovery', async () => {
-    const first = await startTestMcpServer();
-    const port = first.port;
-    const api = h.api();
-    const good = (await api.act('SetMcpServer', { name: 'flaky', config: { url: first.url } })).server;
-    expect(good.status.state).toBe('ok');
-    const { agent } = await api.act('CreateAgent', { name: 'worker', definition: { mcpServers: ['flaky'] } });
-    await eventually(async () => ((await toolNames(api, agent.id)).length === 2 ? true : undefined), 15_000, 'projection');
-    await first.close();
+  /** The suites whose servers speak either era: each runs against a modern (2026-07-28) and a legacy (2025) server. */
+  describe.each(['modern', 'legacy'] as const)('against a %s server', (era) => {
+    it('follows pages up to the bound, and identifies itself', async () => {
+      const paged = track(await startTestMcpServer({ era, tools: [echoTool(), addTool(), errorTool()], pageSize: 1 }));
+      const front = track(await startFrontServer({ mode: 'forward', target: paged.url }));
+      const api = h.api();
+      const { server } = await api.act('SetMcpServer', { name: 'paged', config: { url: `${front.origin}/mcp` } });
+      expect(server.tools.map((t: { name: string }) => t.name)).toEqual(['echo', 'add', 'fail']);
+      expect(paged.stats.listCalls).toBe(3);
+      const info = clientInfoOf(front.bodies);
+      expect(info?.name).toBe('mcp-connector');
+      expect(info?.version).toMatch(/^\d+\.\d+\.\d+/);
 
-    const down = (await api.act('RefreshMcpServer', { name: 'flaky' })).server;
-    expect(down.status.state).toBe('error');
-    expect(down.status.error).toContain('ECONNREFUSED');
-    expect(down.status.lastOkAt).toBe(good.status.lastOkAt);
-    expect(down.tools).toEqual(good.tools);
-    expect(await toolNames(api, agent.id)).toEqual(['flaky__add', 'flaky__echo']);
-    // The background re-probe keeps failing (backoff grows) while it is down…
-    await eventually(
-      async () => {
-        const s = (await api.act('ListMcpServers')).servers[0];
-        return s.status.failures >= 2 ? s : undefined;
-      },
-      15_000,
-      'a background re-probe',
-    );
-    expect(await toolNames(api, agent.id)).toEqual(['flaky__add', 'flaky__echo']);
+      // 60 tools one per page: discovery stops at its bound of 50 pages.
+      const endless = track(await startTestMcpServer({ era, tools: numbered(60), pageSize: 1 }));
+      const bounded = (await api.act('SetMcpServer', { name: 'endless', config: { url: endless.url } })).server;
+      expect(bounded.status.state).toBe('ok');
+      expect(endless.stats.listCalls).toBe(50);
+      expect(bounded.tools).toHaveLength(50);
+      // A server whose cursor loops back is listed once.
+      const loop = track(await startTestMcpServer({ era, tools: numbered(3), pageSize: 1, cursorLoop: true }));
+      const looped = (await api.act('SetMcpServer', { name: 'loop', config: { url: loop.url } })).server;
+      expect(looped.status.state).toBe('ok');
+      expect(loop.stats.listCalls).toBeLessThanOrEqual(3);
+    });
 
-    // …and sees it back, on the same port, without anyone pressing refresh.
-    const again = track(await startTestMcpServer({ port }));
-    const recovered = await eventually(
-      async () => {
-        const s = (await api.act('ListMcpServers')).servers[0];
-        return s.status.state === 'ok' ? s : undefined;
-      },
-      20_000,
-      'recovery',
-    );
-    expect(recovered.status.failures).toBeUndefined();
-    expect(again.stats.handshakes).toBeGreaterThanOrEqual(1);
-    expect(await toolNames(api, agent.id)).toEqual(['flaky__add', 'flaky__echo']);
-  });
+    it('keeps the last good list when a server goes down, agents keep their tools, and the re-probe notices recovery', async () => {
+      const first = await startTestMcpServer({ era });
+      const port = first.port;
+      const api = h.api();
+      const good = (await api.act('SetMcpServer', { name: 'flaky', config: { url: first.url } })).server;
+      expect(good.status.state).toBe('ok');
+      const { agent } = await api.act('CreateAgent', { name: 'worker', definition: { mcpServers: ['flaky'] } });
+      await eventually(async () => ((await toolNames(api, agent.id)).length === 2 ? true : undefined), 15_000, 'projection');
+      await first.close();
 
-  it('a 401 is an error naming it; a 401 with OAuth metadata is auth_required (seed 000 has no OAuth)', async () => {
-    const locked = track(await startTestMcpServer({ requireHeader: { name: 'Authorization', value: 'Bearer right-token' } }));
-    const oauth = track(await startTestMcpServer({ requireBearerWithOAuthMetadata: true }));
-    const api = h.api();
-    const plain = (await api.act('SetMcpServer', { name: 'locked', config: { url: locked.url } })).server;
-    expect(plain.status.state).toBe('error');
-    expect(plain.status.error).toContain('HTTP 401');
-    const wrong = (await api.act('SetMcpServer', { name: 'locked', config: { url: locked.url, secretHeaders: { Authorization: 'Bearer wrong-token' } } })).server;
-    expect(wrong.status.state).toBe('error');
-    expect(wrong.status.error).not.toContain('wrong-token');
-    const right = (await api.act('SetMcpServer', { name: 'locked', config: { url: locked.url, secretHeaders: { Authorization: 'Bearer right-token' } } })).server;
-    expect(right.status.state).toBe('ok');
-    const needsOAuth = (await api.act('SetMcpServer', { name: 'oauth', config: { url: oauth.url } })).server;
-    expect(needsOAuth.status.state).toBe('auth_required');
-    expect(needsOAuth.status.error).toContain('401');
-  });
+      const down = (await api.act('RefreshMcpServer', { name: 'flaky' })).server;
+      expect(down.status.state).toBe('error');
+      expect(down.status.error).toContain('ECONNREFUSED');
+      expect(down.status.lastOkAt).toBe(good.status.lastOkAt);
+      expect(down.tools).toEqual(good.tools);
+      expect(await toolNames(api, agent.id)).toEqual(['flaky__add', 'flaky__echo']);
+      // The background re-probe keeps failing (backoff grows) while it is down…
+      await eventually(
+        async () => {
+          const s = (await api.act('ListMcpServers')).servers[0];
+          return s.status.failures >= 2 ? s : undefined;
+        },
+        15_000,
+        'a background re-probe',
+      );
+      expect(await toolNames(api, agent.id)).toEqual(['flaky__add', 'flaky__echo']);
 
-  it('does not follow a redirect to another origin, and says so on the record', async () => {
-    const target = track(await startTestMcpServer());
-    const redirector = track(await startFrontServer({ mode: 'redirect', target: target.url }));
-    const { server } = await h.api().act('SetMcpServer', { name: 'moved', config: { url: `${redirector.origin}/mcp` } });
-    expect(server.status.state).toBe('error');
-    expect(server.status.error).toMatch(/redirect/i);
-    expect(target.stats.handshakes).toBe(0);
-  });
+      // …and sees it back, on the same port, without anyone pressing refresh.
+      const again = track(await startTestMcpServer({ era, port }));
+      const recovered = await eventually(
+        async () => {
+          const s = (await api.act('ListMcpServers')).servers[0];
+          return s.status.state === 'ok' ? s : undefined;
+        },
+        20_000,
+        'recovery',
+      );
+      expect(recovered.status.failures).toBeUndefined();
+      expect(again.stats.listCalls).toBeGreaterThanOrEqual(1);
+      expect(await toolNames(api, agent.id)).toEqual(['flaky__add', 'flaky__echo']);
+    });
 
-  it('reaches a server behind a required header; the secret wins over a static header of the same name', async () => {
-    const guarded = track(await startTestMcpServer({ requireHeader: { name: 'X-Api-Key', value: 'from-secret' } }));
-    const api = h.api();
-    const without = (await api.act('SetMcpServer', { name: 'guarded', config: { url: guarded.url } })).server;
-    expect(without.status.state).toBe('error');
-    const staticOnly = (await api.act('SetMcpServer', { name: 'guarded', config: { url: guarded.url, headers: { 'X-Api-Key': 'from-static' } } })).server;
-    expect(staticOnly.status.state).toBe('error');
-    const both = (
-      await api.act('SetMcpServer', { name: 'guarded', config: { url: guarded.url, headers: { 'X-Api-Key': 'from-static' }, secretHeaders: { 'x-api-key': 'from-secret' } } })
-    ).server;
-    expect(both.status.state).toBe('ok');
-    expect(both.headerNames).toEqual(['X-Api-Key']);
-    expect(both.secretHeaderNames).toEqual(['x-api-key']);
-    // The last requests carried the secret value only.
-    expect(guarded.stats.headersSeen.get('x-api-key')?.at(-1)).toBe('from-secret');
-  });
+    it('a 401 is an error naming it; a 401 with OAuth metadata is auth_required (seed 000 has no OAuth)', async () => {
+      const locked = track(await startTestMcpServer({ era, requireHeader: { name: 'Authorization', value: 'Bearer right-token' } }));
+      const oauth = track(await startTestMcpServer({ era, requireBearerWithOAuthMetadata: true }));
+      const api = h.api();
+      const plain = (await api.act('SetMcpServer', { name: 'locked', config: { url: locked.url } })).server;
+      expect(plain.status.state).toBe('error');
+      expect(plain.status.error).toContain('HTTP 401');
+      const wrong = (await api.act('SetMcpServer', { name: 'locked', config: { url: locked.url, secretHeaders: { Authorization: 'Bearer wrong-token' } } })).server;
+      expect(wrong.status.state).toBe('error');
+      expect(wrong.status.error).not.toContain('wrong-token');
+      const right = (await api.act('SetMcpServer', { name: 'locked', config: { url: locked.url, secretHeaders: { Authorization: 'Bearer right-token' } } })).server;
+      expect(right.status.state).toBe('ok');
+      const needsOAuth = (await api.act('SetMcpServer', { name: 'oauth', config: { url: oauth.url } })).server;
+      expect(needsOAuth.status.state).toBe('auth_required');
+      expect(needsOAuth.status.error).toContain('401');
+    });
 
-  it('publishes toolsChanged only for a changed list; an unchanged one does not make the projector work', async () => {
-    const upstream = track(await startTestMcpServer());
-    const api = h.api();
-    await api.act('SetMcpServer', { name: 'live', config: { url: upstream.url } });
-    const { agent } = await api.act('CreateAgent', { name: 'watcher', definition: { mcpServers: ['live'] } });
-    await eventually(async () => ((await toolNames(api, agent.id)).length === 2 ? true : undefined), 15_000, 'projection');
-    const v1 = (await api.act('ListAgentTools', { agent: agent.id })).version;
+    it('does not follow a redirect to another origin, and says so on the record', async () => {
+      const target = track(await startTestMcpServer({ era }));
+      const redirector = track(await startFrontServer({ mode: 'redirect', target: target.url }));
+      const { server } = await h.api().act('SetMcpServer', { name: 'moved', config: { url: `${redirector.origin}/mcp` } });
+      expect(server.status.state).toBe('error');
+      expect(server.status.error).toMatch(/redirect/i);
+      expect(probes(target.stats) + target.stats.listCalls).toBe(0);
+    });
 
-    const discovered = await h.capture(`mcp.events.server.discovered.${api.principal}.live`);
-    const agentTools = await h.capture(`agents.tools.changed.${api.principal}.>`);
-    await api.act('RefreshMcpServer', { name: 'live' });
-    await eventually(async () => (discovered.messages.length === 1 ? true : undefined), 5_000, 'the discovered event');
-    expect(decodePayload<ServerDiscoveredEvent>(discovered.messages[0]!.data).toolsChanged).toBe(false);
+    it('reaches a server behind a required header; the secret wins over a static header of the same name', async () => {
+      const guarded = track(await startTestMcpServer({ era, requireHeader: { name: 'X-Api-Key', value: 'from-secret' } }));
+      const api = h.api();
+      const without = (await api.act('SetMcpServer', { name: 'guarded', config: { url: guarded.url } })).server;
+      expect(without.status.state).toBe('error');
+      const staticOnly = (await api.act('SetMcpServer', { name: 'guarded', config: { url: guarded.url, headers: { 'X-Api-Key': 'from-static' } } })).server;
+      expect(staticOnly.status.state).toBe('error');
+      const both = (
+        await api.act('SetMcpServer', { name: 'guarded', config: { url: guarded.url, headers: { 'X-Api-Key': 'from-static' }, secretHeaders: { 'x-api-key': 'from-secret' } } })
+      ).server;
+      expect(both.status.state).toBe('ok');
+      expect(both.headerNames).toEqual(['X-Api-Key']);
+      expect(both.secretHeaderNames).toEqual(['x-api-key']);
+      // The last requests carried the secret value only.
+      expect(guarded.stats.headersSeen.get('x-api-key')?.at(-1)).toBe('from-secret');
+    });
 
-    upstream.setTools([echoTool(), addTool(), errorTool()]);
-    await api.act('RefreshMcpServer', { name: 'live' });
-    await eventually(async () => (discovered.messages.length === 2 ? true : undefined), 5_000, 'the second discovered event');
-    const changed = decodePayload<ServerDiscoveredEvent>(discovered.messages[1]!.data);
-    expect(changed.toolsChanged).toBe(true);
-    expect(changed.tools.map((t) => t.name)).toEqual(['echo', 'add', 'fail']);
-    const event = await eventually(async () => agentTools.messages[0], 15_000, 'agents.tools.changed');
-    // Only the changed list made the projector publish: one event, adding the new tool.
-    expect(Object.keys(decodePayload<AgentToolsChangedEvent>(event.data).added)).toEqual(['live__fail']);
-    expect(agentTools.messages).toHaveLength(1);
-    expect((await api.act('ListAgentTools', { agent: agent.id })).version).toBeGreaterThan(v1);
-    discovered.stop();
-    agentTools.stop();
-  });
+    it('publishes toolsChanged only for a changed list; an unchanged one does not make the projector work', async () => {
+      const upstream = track(await startTestMcpServer({ era }));
+      const api = h.api();
+      await api.act('SetMcpServer', { name: 'live', config: { url: upstream.url } });
+      const { agent } = await api.act('CreateAgent', { name: 'watcher', definition: { mcpServers: ['live'] } });
+      await eventually(async () => ((await toolNames(api, agent.id)).length === 2 ? true : undefined), 15_000, 'projection');
+      const v1 = (await api.act('ListAgentTools', { agent: agent.id })).version;
 
-  it('collapses concurrent discoveries of one server: two registry instances and a quiet discovery, one tools/list sequence', async () => {
-    const upstream = track(await startTestMcpServer({ tools: [echoTool(), addTool(), errorTool()], pageSize: 1 }));
-    // Every request to the upstream takes 150 ms, so the racers overlap for sure.
-    const slow = track(await startFrontServer({ mode: 'forward', target: upstream.url, delayMs: 150 }));
-    const second = await h.addRegistry();
-    const api = h.api();
-    await api.act('SetMcpServer', { name: 'shared', config: { url: `${slow.origin}/mcp` } });
-    const base = { handshakes: upstream.stats.handshakes, lists: upstream.stats.listCalls };
-    expect(base).toEqual({ handshakes: 1, lists: 3 });
-    const events = await h.capture(`mcp.events.server.discovered.${api.principal}.shared`);
+      const discovered = await h.capture(`mcp.events.server.discovered.${api.principal}.live`);
+      const agentTools = await h.capture(`agents.tools.changed.${api.principal}.>`);
+      await api.act('RefreshMcpServer', { name: 'live' });
+      await eventually(async () => (discovered.messages.length === 1 ? true : undefined), 5_000, 'the discovered event');
+      expect(decodePayload<ServerDiscoveredEvent>(discovered.messages[0]!.data).toolsChanged).toBe(false);
 
-    const viaFirst = api.act('RefreshMcpServer', { name: 'shared' });
-    const secondRefresh = new ApiClient(second.url, api.key).act('RefreshMcpServer', { name: 'shared' });
-    await new Promise((r) => setTimeout(r, 100));
-    // A proxy reports a (stale, one-tool) list while the refresh is under way: it joins the refresh.
-    h.nc.publish(h.subjects.toolsObserved, encodePayload({ account: api.principal, server: 'shared', tools: [{ name: 'echo' }], transport: 'http' }));
-    const [a, b] = await Promise.all([viaFirst, secondRefresh]);
+      upstream.setTools([echoTool(), addTool(), errorTool()]);
+      await api.act('RefreshMcpServer', { name: 'live' });
+      await eventually(async () => (discovered.messages.length === 2 ? true : undefined), 5_000, 'the second discovered event');
+      const changed = decodePayload<ServerDiscoveredEvent>(discovered.messages[1]!.data);
+      expect(changed.toolsChanged).toBe(true);
+      expect(changed.tools.map((t) => t.name)).toEqual(['echo', 'add', 'fail']);
+      const event = await eventually(async () => agentTools.messages[0], 15_000, 'agents.tools.changed');
+      // Only the changed list made the projector publish: one event, adding the new tool.
+      expect(Object.keys(decodePayload<AgentToolsChangedEvent>(event.data).added)).toEqual(['live__fail']);
+      expect(agentTools.messages).toHaveLength(1);
+      expect((await api.act('ListAgentTools', { agent: agent.id })).version).toBeGreaterThan(v1);
+      discovered.stop();
+      agentTools.stop();
+    });
 
-    expect(upstream.stats.handshakes - base.handshakes).toBe(1);
-    expect(upstream.stats.listCalls - base.lists).toBe(3);
-    expect(a.server.tools.map((t: { name: string }) => t.name)).toEqual(['echo', 'add', 'fail']);
-    expect(b.server).toEqual(a.server);
-    await new Promise((r) => setTimeout(r, 300));
-    await h.nc.flush();
-    expect(events.messages).toHaveLength(1);
-    expect((await api.act('ListMcpServers')).servers[0].tools).toHaveLength(3);
-    events.stop();
-    await second.stop();
+    it('collapses concurrent discoveries of one server: two registry instances and a quiet discovery, one tools/list sequence', async () => {
+      const upstream = track(await startTestMcpServer({ era, tools: [echoTool(), addTool(), errorTool()], pageSize: 1 }));
+      // Every request to the upstream takes 150 ms, so the racers overlap for sure.
+      const slow = track(await startFrontServer({ mode: 'forward', target: upstream.url, delayMs: 150 }));
+      const second = await h.addRegistry();
+      const api = h.api();
+      await api.act('SetMcpServer', { name: 'shared', config: { url: `${slow.origin}/mcp` } });
+      const base = { probes: probes(upstream.stats), lists: upstream.stats.listCalls };
+      // The first discovery probed the era once (a legacy server also took its handshake).
+      expect(base).toEqual({ probes: era === 'modern' ? 1 : 2, lists: 3 });
+      const events = await h.capture(`mcp.events.server.discovered.${api.principal}.shared`);
+
+      const viaFirst = api.act('RefreshMcpServer', { name: 'shared' });
+      const secondRefresh = new ApiClient(second.url, api.key).act('RefreshMcpServer', { name: 'shared' });
+      await new Promise((r) => setTimeout(r, 100));
+      // A proxy reports a (stale, one-tool) list while the refresh is under way: it joins the refresh.
+      h.nc.publish(h.subjects.toolsObserved, encodePayload({ account: api.principal, server: 'shared', tools: [{ name: 'echo' }], transport: 'http' }));
+      const [a, b] = await Promise.all([viaFirst, secondRefresh]);
+
+      // One connect between them: with the stored verdict, a modern server needs no round trip for it, a legacy one its handshake.
+      expect(probes(upstream.stats) - base.probes).toBe(era === 'modern' ? 0 : 1);
+      expect(upstream.stats.listCalls - base.lists).toBe(3);
+      expect(a.server.tools.map((t: { name: string }) => t.name)).toEqual(['echo', 'add', 'fail']);
+      expect(b.server).toEqual(a.server);
+      await new Promise((r) => setTimeout(r, 300));
+      await h.nc.flush();
+      expect(events.messages).toHaveLength(1);
+      expect((await api.act('ListMcpServers')).servers[0].tools).toHaveLength(3);
+      events.stop();
+      await second.stop();
+    });
   });
 });
