@@ -1,15 +1,45 @@
 import { mkdir, readFile, writeFile, chmod } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import { connect, type NatsConnection } from '@nats-io/transport-node';
-import { WireError, makeSubjects } from '@mcpx/contracts';
+import type { NatsConnection } from '@nats-io/transport-node';
+import { WireError } from '@mcpx/contracts';
 import { signAction, type KeyPair } from '@mcpx/envelope';
-import { ProxyClient } from '@mcpx/proxy-client';
+import { connectRuntime, type ProxyClient, type RuntimeConnection, type RuntimeCredentials } from '@mcpx/proxy-client';
 
 export interface CliEnv {
   apiUrl: string;
   natsUrl: string;
   natsPrefix: string;
   keyFile: string;
+  /**
+   * Calls and run ends go over NATS instead of the API (`--nats URL` or MCPX_NATS_URL): for
+   * operators holding the runtime's NATS credentials. A user never needs it.
+   */
+  viaNats: boolean;
+  /** The NATS user of that mode (`--nats-user`/`--nats-password`, MCPX_NATS_USER/MCPX_NATS_PASSWORD, or a credentials file). */
+  natsCredentials?: RuntimeCredentials;
+}
+
+/**
+ * The NATS credentials of the operators' mode: flags win over the environment; a credentials file
+ * (`--nats-credentials PATH` or MCPX_NATS_CREDENTIALS, the JSON `{user, password}` that `npm start`
+ * writes) fills in when neither is given. Both a user and a password, or neither.
+ */
+export async function natsCredentialsFrom(given: { user?: string | undefined; pass?: string | undefined; file?: string | undefined }): Promise<RuntimeCredentials | undefined> {
+  let { user, pass } = given;
+  if (user === undefined && pass === undefined && given.file !== undefined) {
+    let parsed: { user?: unknown; password?: unknown };
+    try {
+      parsed = JSON.parse(await readFile(given.file, 'utf8')) as { user?: unknown; password?: unknown };
+    } catch {
+      throw new Error(`cannot read NATS credentials from ${given.file} (a JSON file {"user", "password"})`);
+    }
+    if (typeof parsed.user !== 'string' || typeof parsed.password !== 'string') throw new Error(`${given.file} must hold {"user", "password"}`);
+    ({ user, password: pass } = { user: parsed.user, password: parsed.password });
+  }
+  if ((user ?? '') === '' && (pass ?? '') === '') return undefined;
+  if ((user ?? '') === '') throw new Error('a NATS password needs a NATS user (--nats-user or MCPX_NATS_USER)');
+  if ((pass ?? '') === '') throw new Error('a NATS user needs a password (--nats-password or MCPX_NATS_PASSWORD)');
+  return { user: user!, pass: pass! };
 }
 
 export async function readKey(keyFile: string): Promise<KeyPair> {
@@ -49,18 +79,22 @@ export async function sendAction<T>(env: CliEnv, key: KeyPair, action: { type: s
   return body as T;
 }
 
-/** Runs `fn` with a NATS connection and a proxy client; sticky instances persist per key file. */
+/** Runs `fn` with a NATS connection and a proxy client (the operators' mode); sticky instances persist per key file. */
 export async function withProxy<T>(env: CliEnv, fn: (proxy: ProxyClient, nc: NatsConnection) => Promise<T>): Promise<T> {
-  let nc: NatsConnection;
+  let conn: RuntimeConnection;
   try {
-    nc = await connect({ servers: env.natsUrl, name: 'mcpx cli', maxReconnectAttempts: 0 });
+    conn = await connectRuntime({ url: env.natsUrl, prefix: env.natsPrefix, name: 'mcpx cli', maxReconnectAttempts: 0, ...(env.natsCredentials ? { credentials: env.natsCredentials } : {}) });
   } catch (err) {
+    const e = err as { name?: string };
+    if (e.name === 'AuthorizationError') {
+      throw new Error(`NATS at ${env.natsUrl} refused ${env.natsCredentials ? `the user ${env.natsCredentials.user}` : 'an anonymous connection'}: the NATS mode is for operators with the runtime's credentials (--nats-user/--nats-password); without --nats, calls go through the API`, { cause: err });
+    }
     throw new Error(`cannot reach NATS at ${env.natsUrl}: is it running? (npm start)`, { cause: err });
   }
   try {
-    return await fn(new ProxyClient(nc, makeSubjects(env.natsPrefix)), nc);
+    return await fn(conn.client, conn.nc);
   } finally {
-    await nc.drain().catch(() => undefined);
+    await conn.close();
   }
 }
 

@@ -1,9 +1,9 @@
-import { randomUUID } from 'node:crypto';
-import { ErrorCodes, WireError, type AgentView, type ApprovalView, type RedactedMcpServer, type ToolSearchReply } from '@mcpx/contracts';
+import { type AgentView, type ApprovalView, type RedactedMcpServer, type ToolSearchReply } from '@mcpx/contracts';
 import { generateKeyPair } from '@mcpx/envelope';
-import type { McpToolDocument, ProxyResult } from '@mcpx/domain';
+import type { McpToolDocument } from '@mcpx/domain';
 import { UsageError, flag, flags, keyValues, need, type ParsedArgs, type Print } from './args.js';
-import { loadRuns, readKey, saveRuns, sendAction, withProxy, writeKey, type CliEnv } from './client.js';
+import { call, runsEnd } from './call-commands.js';
+import { readKey, sendAction, writeKey, type CliEnv } from './client.js';
 import { authorizationLines, oauthClientLine, preRegisteredClient, serversAuthorize, type AuthorizationAnswer } from './oauth-commands.js';
 import { toolsPermission, vendorsConnect, vendorsDisconnect } from './trust-commands.js';
 
@@ -216,69 +216,6 @@ const toolsSearch: Command = async (env, args, io, json) => {
   );
 };
 
-function renderResult(r: ProxyResult): string {
-  const lines = [r.summary];
-  if (r.text !== undefined) lines.push(r.text);
-  if (r.result !== undefined) lines.push(JSON.stringify(r.result, null, 2));
-  if (r.images !== undefined && r.images.length > 0) lines.push(`[${r.images.length} image(s)]`);
-  lines.push(`(${r.durationMs} ms)`);
-  return lines.join('\n');
-}
-
-const call: Command = async (env, args, io, json) => {
-  const agentRef = flag(args, 'agent');
-  if (agentRef === undefined) throw new UsageError('--agent AGENT is required');
-  const tool = need(args, 1, 'TOOL');
-  const rawArgs = args.positionals[2] ?? '{}';
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(rawArgs);
-  } catch {
-    throw new UsageError('the arguments must be a JSON object, e.g. \'{"text":"hi"}\'');
-  }
-  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw new UsageError('the arguments must be a JSON object');
-  const key = await readKey(env.keyFile);
-  const { agent } = await sendAction<{ agent: AgentView }>(env, key, { type: 'GetAgent', agent: agentRef });
-  const givenRun = flag(args, 'run');
-  const run = givenRun ?? `cli-${randomUUID()}`;
-  const timeout = flag(args, 'timeout-ms');
-  const approval = flag(args, 'approval');
-  const waitFlag = flag(args, 'wait-approval');
-  const waitSeconds = waitFlag === undefined ? undefined : Number(waitFlag);
-  if (waitSeconds !== undefined && !(Number.isFinite(waitSeconds) && waitSeconds > 0 && waitSeconds <= 3600)) throw new UsageError('--wait-approval takes seconds, 1 to 3600');
-  const outcome = await withProxy(env, async (proxy) => {
-    const runs = givenRun ? await loadRuns(env) : {};
-    const sticky = runs[run];
-    if (sticky) proxy.stick(run, sticky);
-    const input = {
-      account: key.principal,
-      agent: agent.id,
-      run,
-      tool,
-      arguments: parsed as Record<string, unknown>,
-      ...(timeout ? { timeoutMs: Number(timeout) } : {}),
-      ...(approval !== undefined ? { approvalId: approval } : {}),
-    };
-    try {
-      if (waitSeconds === undefined) return await proxy.call(input);
-      // The owner decides elsewhere (console, `mcpx approvals approve`); the hint goes to stderr.
-      return await proxy.callAwaitingApproval(input, {
-        waitMs: waitSeconds * 1000,
-        onApprovalRequired: (id) => process.stderr.write(`waiting up to ${waitSeconds} s for a human to approve ${id} (mcpx approvals approve ${id})\n`),
-      });
-    } catch (err) {
-      // An approval is bound to the run: the re-sent call must name the same one.
-      if (err instanceof WireError && err.code === ErrorCodes.approvalRequired) throw new WireError(err.code, err.message, { ...err.details, run });
-      throw err;
-    } finally {
-      const instance = proxy.instanceOf(run);
-      if (givenRun === undefined) await proxy.endRun(key.principal, run);
-      else if (instance !== undefined && instance !== sticky) await saveRuns(env, { ...runs, [run]: instance });
-    }
-  });
-  print(io, json, { ...outcome.result, run, instance: outcome.instance }, () => renderResult(outcome.result));
-};
-
 function approvalLine(a: ApprovalView): string {
   const args = a.arguments === undefined ? '(arguments too big to show)' : JSON.stringify(a.arguments);
   return `${a.id}  ${a.tool}  run ${a.run}  agent ${a.agent}  expires ${a.expiresAt}\n  arguments: ${args.length > 200 ? `${args.slice(0, 200)}…` : args}`;
@@ -301,18 +238,6 @@ function decideApproval(type: 'ApproveToolCall' | 'DenyToolCall'): Command {
   };
 }
 
-const runsEnd: Command = async (env, args, io, json) => {
-  const run = need(args, 2, 'RUN');
-  const key = await readKey(env.keyFile);
-  await withProxy(env, (proxy) => proxy.endRun(key.principal, run));
-  const runs = await loadRuns(env);
-  if (run in runs) {
-    delete runs[run];
-    await saveRuns(env, runs);
-  }
-  print(io, json, { run, ended: true }, () => `ended run ${run}`);
-};
-
 export const COMMANDS: Record<string, Command> = {
   'keys new': keysNew,
   'servers set': serversSet,
@@ -333,11 +258,11 @@ export const COMMANDS: Record<string, Command> = {
   'tools permission': printing(toolsPermission),
   'vendors connect': printing(vendorsConnect),
   'vendors disconnect': printing(vendorsDisconnect),
-  'runs end': runsEnd,
+  'runs end': printing(runsEnd),
   'approvals list': approvalsList,
   'approvals approve': decideApproval('ApproveToolCall'),
   'approvals deny': decideApproval('DenyToolCall'),
-  call,
+  call: printing(call),
 };
 
 export const USAGE = `usage: mcpx <command> [--json]
@@ -359,6 +284,8 @@ export const USAGE = `usage: mcpx <command> [--json]
   call --agent AGENT [--run RUN] [--timeout-ms MS] [--approval ID | --wait-approval SECONDS] TOOL ['{json arguments}']
   approvals list | approvals approve ID | approvals deny ID
   runs end RUN
-every command: --json (machine-readable output), --api URL, --nats URL, --key-file PATH
-environment: MCPX_API_URL (http://127.0.0.1:8080), MCPX_NATS_URL (nats://127.0.0.1:4222), MCPX_NATS_PREFIX (none),
-  MCPX_KEY_FILE (~/.mcpx/key.json)`;
+every command: --json (machine-readable output), --api URL, --key-file PATH
+environment: MCPX_API_URL (http://127.0.0.1:8080), MCPX_KEY_FILE (~/.mcpx/key.json)
+operators only: call and runs end over NATS instead of the API with --nats URL (or MCPX_NATS_URL) and the
+  runtime's NATS user: --nats-user U --nats-password P (MCPX_NATS_USER, MCPX_NATS_PASSWORD) or
+  --nats-credentials FILE (MCPX_NATS_CREDENTIALS; npm start writes one); MCPX_NATS_PREFIX (none)`;

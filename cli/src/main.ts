@@ -2,6 +2,7 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { WireError } from '@mcpx/contracts';
 import { UsageError, flag, parseArgs } from './args.js';
+import { natsCredentialsFrom, type CliEnv } from './client.js';
 import { COMMANDS, USAGE } from './commands.js';
 
 /** mcpx: a thin client of the action API and of the proxy. Exit 0 ok, 1 failed, 2 usage. */
@@ -20,13 +21,22 @@ async function main(argv: string[]): Promise<number> {
     process.stderr.write(`${USAGE}\n`);
     return a === undefined || flag(args, 'help') === 'true' ? 0 : 2;
   }
-  const env = {
-    apiUrl: flag(args, 'api') ?? process.env.MCPX_API_URL ?? 'http://127.0.0.1:8080',
-    natsUrl: flag(args, 'nats') ?? process.env.MCPX_NATS_URL ?? 'nats://127.0.0.1:4222',
-    natsPrefix: process.env.MCPX_NATS_PREFIX ?? '',
-    keyFile: flag(args, 'key-file') ?? process.env.MCPX_KEY_FILE ?? join(homedir(), '.mcpx', 'key.json'),
-  };
+  const natsUrl = flag(args, 'nats') ?? (process.env.MCPX_NATS_URL || undefined);
   try {
+    const natsCredentials = await natsCredentialsFrom({
+      user: flag(args, 'nats-user') ?? (process.env.MCPX_NATS_USER || undefined),
+      pass: flag(args, 'nats-password') ?? (process.env.MCPX_NATS_PASSWORD || undefined),
+      file: flag(args, 'nats-credentials') ?? (process.env.MCPX_NATS_CREDENTIALS || undefined),
+    });
+    const env: CliEnv = {
+      apiUrl: flag(args, 'api') ?? process.env.MCPX_API_URL ?? 'http://127.0.0.1:8080',
+      // Calls go through the API unless an operator asks for NATS.
+      viaNats: natsUrl !== undefined,
+      natsUrl: natsUrl ?? 'nats://127.0.0.1:4222',
+      natsPrefix: process.env.MCPX_NATS_PREFIX ?? '',
+      keyFile: flag(args, 'key-file') ?? process.env.MCPX_KEY_FILE ?? join(homedir(), '.mcpx', 'key.json'),
+      ...(natsCredentials ? { natsCredentials } : {}),
+    };
     await command(env, args, { out: (t) => process.stdout.write(t + '\n') }, json);
     return 0;
   } catch (err) {

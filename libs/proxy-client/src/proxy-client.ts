@@ -18,6 +18,8 @@ import { watchDecisions } from './decisions.js';
 /** The proxy's own call timeout (seed 000: 120 s); the request waits a little longer. */
 export const DEFAULT_CALL_TIMEOUT_MS = 120_000;
 const REPLY_MARGIN_MS = 5_000;
+/** How many runs' instances a client remembers at most. */
+export const MAX_STICKY_RUNS = 10_000;
 
 export interface CallInput {
   account: string;
@@ -93,7 +95,21 @@ export class ProxyClient {
   }
 
   stick(run: string, instance: string): void {
+    this.remember(run, instance);
+  }
+
+  /**
+   * Keeps a run's instance; the oldest is forgotten past {@link MAX_STICKY_RUNS} (runs that are
+   * never ended, e.g. a registry's InvokeTool for many users), which costs that run one call
+   * through the queue group, never a failure.
+   */
+  private remember(run: string, instance: string): void {
+    this.sticky.delete(run);
     this.sticky.set(run, instance);
+    if (this.sticky.size > MAX_STICKY_RUNS) {
+      const oldest = this.sticky.keys().next();
+      if (oldest.done !== true) this.sticky.delete(oldest.value);
+    }
   }
 
   /** Runs one call; throws a WireError with the proxy's typed code when it fails. */
@@ -113,7 +129,7 @@ export class ProxyClient {
     const payload = encodePayload(req);
     const held: ProxyCancel = { account: input.account, run: input.run, callId };
     const reply = await this.watch(this.exchange(input.run, payload, timeout), held);
-    this.sticky.set(input.run, reply.instance);
+    this.remember(input.run, reply.instance);
     if (!reply.ok) throw WireError.from(reply.error);
     return { result: reply.result, instance: reply.instance, callId };
   }

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { invalidInput } from '@mcpx/contracts';
+import { ErrorCodes, WireError, invalidInput } from '@mcpx/contracts';
 import { findAgent } from './agents.actions.js';
 import type { ActionHandler } from './context.js';
 
@@ -44,6 +44,10 @@ export const invokeTool: ActionHandler = async (deps, caller, action) => {
       ...(timeoutMs !== undefined ? { timeoutMs } : {}),
     });
     return { result, run };
+  } catch (err) {
+    // The approval is bound to this run: the re-sent call must name it.
+    if (err instanceof WireError && err.code === ErrorCodes.approvalRequired) throw new WireError(err.code, err.message, { ...err.details, run });
+    throw err;
   } finally {
     if (!named) await deps.proxy.endRun(caller.account, run);
   }

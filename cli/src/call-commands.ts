@@ -1,0 +1,156 @@
+// `mcpx call` and `mcpx runs end`: through the signed HTTP API (InvokeTool, EndRun), so a user
+// needs no NATS credentials; operators holding the runtime's NATS credentials may go over NATS
+// instead (`--nats URL`, or MCPX_NATS_URL).
+import { randomUUID } from 'node:crypto';
+import { ErrorCodes, WireError, type AgentView } from '@mcpx/contracts';
+import type { ProxyResult } from '@mcpx/domain';
+import { UsageError, flag, need, type ParsedArgs, type Print } from './args.js';
+import { loadRuns, readKey, saveRuns, sendAction, withProxy, type CliEnv } from './client.js';
+import type { KeyPair } from '@mcpx/envelope';
+
+function renderResult(r: ProxyResult): string {
+  const lines = [r.summary];
+  if (r.text !== undefined) lines.push(r.text);
+  if (r.result !== undefined) lines.push(JSON.stringify(r.result, null, 2));
+  if (r.images !== undefined && r.images.length > 0) lines.push(`[${r.images.length} image(s)]`);
+  lines.push(`(${r.durationMs} ms)`);
+  return lines.join('\n');
+}
+
+interface CallRequest {
+  agentRef: string;
+  tool: string;
+  arguments: Record<string, unknown>;
+  /** The run the user named, if any. */
+  givenRun: string | undefined;
+  timeoutMs: number | undefined;
+  approvalId: string | undefined;
+  waitSeconds: number | undefined;
+}
+
+function parseCall(args: ParsedArgs): CallRequest {
+  const agentRef = flag(args, 'agent');
+  if (agentRef === undefined) throw new UsageError('--agent AGENT is required');
+  const tool = need(args, 1, 'TOOL');
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(args.positionals[2] ?? '{}');
+  } catch {
+    throw new UsageError('the arguments must be a JSON object, e.g. \'{"text":"hi"}\'');
+  }
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw new UsageError('the arguments must be a JSON object');
+  const timeout = flag(args, 'timeout-ms');
+  const timeoutMs = timeout === undefined ? undefined : Number(timeout);
+  if (timeoutMs !== undefined && !(Number.isFinite(timeoutMs) && timeoutMs > 0)) throw new UsageError('--timeout-ms takes a positive number of milliseconds');
+  const waitFlag = flag(args, 'wait-approval');
+  const waitSeconds = waitFlag === undefined ? undefined : Number(waitFlag);
+  if (waitSeconds !== undefined && !(Number.isFinite(waitSeconds) && waitSeconds > 0 && waitSeconds <= 3600)) throw new UsageError('--wait-approval takes seconds, 1 to 3600');
+  return { agentRef, tool, arguments: parsed as Record<string, unknown>, givenRun: flag(args, 'run'), timeoutMs, approvalId: flag(args, 'approval'), waitSeconds };
+}
+
+const approvalOf = (err: unknown): { approvalId: string; run: string | undefined } | undefined => {
+  if (!(err instanceof WireError) || err.code !== ErrorCodes.approvalRequired || typeof err.details.approvalId !== 'string') return undefined;
+  return { approvalId: err.details.approvalId, run: typeof err.details.run === 'string' ? err.details.run : undefined };
+};
+
+const hint = (seconds: number, id: string): void => void process.stderr.write(`waiting up to ${seconds} s for a human to approve ${id} (mcpx approvals approve ${id})\n`);
+
+/** How often the HTTP path re-sends a call waiting for a human (a re-send of an undecided approval runs nothing). */
+const APPROVAL_POLL_MS = 2_000;
+
+/** One call through InvokeTool; with `--wait-approval`, re-sent with the approval until a human decides. */
+async function callOverHttp(env: CliEnv, key: KeyPair, req: CallRequest): Promise<{ result: ProxyResult; run: string }> {
+  const invoke = (run: string | undefined, approvalId: string | undefined): Promise<{ result: ProxyResult; run: string }> =>
+    sendAction(env, key, {
+      type: 'InvokeTool',
+      agent: req.agentRef,
+      tool: req.tool,
+      arguments: req.arguments,
+      ...(run !== undefined ? { run } : {}),
+      ...(approvalId !== undefined ? { approvalId } : {}),
+      ...(req.timeoutMs !== undefined ? { timeoutMs: req.timeoutMs } : {}),
+    });
+  try {
+    return await invoke(req.givenRun, req.approvalId);
+  } catch (err) {
+    const pending = approvalOf(err);
+    if (pending === undefined || req.waitSeconds === undefined || req.approvalId !== undefined) throw err;
+    hint(req.waitSeconds, pending.approvalId);
+    // The approval is bound to the run it stopped in: re-send in that run, then end it if it was not the user's.
+    const run = pending.run ?? req.givenRun;
+    const deadline = Date.now() + req.waitSeconds * 1000;
+    try {
+      for (;;) {
+        const left = deadline - Date.now();
+        if (left <= 0) throw err;
+        await new Promise((r) => setTimeout(r, Math.min(APPROVAL_POLL_MS, left)));
+        try {
+          return await invoke(run, pending.approvalId);
+        } catch (again) {
+          if (approvalOf(again) === undefined) throw again;
+        }
+      }
+    } finally {
+      if (req.givenRun === undefined && run !== undefined) await sendAction(env, key, { type: 'EndRun', run }).catch(() => undefined);
+    }
+  }
+}
+
+/** The operators' path: the call over NATS with the runtime's credentials; sticky instances persist per key file. */
+async function callOverNats(env: CliEnv, key: KeyPair, req: CallRequest): Promise<{ result: ProxyResult; run: string; instance: string }> {
+  const { agent } = await sendAction<{ agent: AgentView }>(env, key, { type: 'GetAgent', agent: req.agentRef });
+  const run = req.givenRun ?? `cli-${randomUUID()}`;
+  return await withProxy(env, async (proxy) => {
+    const runs = req.givenRun ? await loadRuns(env) : {};
+    const sticky = runs[run];
+    if (sticky) proxy.stick(run, sticky);
+    const input = {
+      account: key.principal,
+      agent: agent.id,
+      run,
+      tool: req.tool,
+      arguments: req.arguments,
+      ...(req.timeoutMs !== undefined ? { timeoutMs: req.timeoutMs } : {}),
+      ...(req.approvalId !== undefined ? { approvalId: req.approvalId } : {}),
+    };
+    try {
+      const waitSeconds = req.waitSeconds;
+      const outcome =
+        waitSeconds === undefined
+          ? await proxy.call(input)
+          : await proxy.callAwaitingApproval(input, { waitMs: waitSeconds * 1000, onApprovalRequired: (id) => hint(waitSeconds, id) });
+      return { result: outcome.result, run, instance: outcome.instance };
+    } catch (err) {
+      // An approval is bound to the run: the re-sent call must name the same one.
+      if (err instanceof WireError && err.code === ErrorCodes.approvalRequired) throw new WireError(err.code, err.message, { ...err.details, run });
+      throw err;
+    } finally {
+      const instance = proxy.instanceOf(run);
+      if (req.givenRun === undefined) await proxy.endRun(key.principal, run);
+      else if (instance !== undefined && instance !== sticky) await saveRuns(env, { ...runs, [run]: instance });
+    }
+  });
+}
+
+export async function call(env: CliEnv, args: ParsedArgs, print: Print): Promise<void> {
+  const req = parseCall(args);
+  const key = await readKey(env.keyFile);
+  const outcome = env.viaNats ? await callOverNats(env, key, req) : await callOverHttp(env, key, req);
+  print({ ...outcome.result, run: outcome.run, ...('instance' in outcome ? { instance: outcome.instance } : {}) }, () => renderResult(outcome.result));
+}
+
+export async function runsEnd(env: CliEnv, args: ParsedArgs, print: Print): Promise<void> {
+  const run = need(args, 2, 'RUN');
+  const key = await readKey(env.keyFile);
+  if (env.viaNats) {
+    await withProxy(env, (proxy) => proxy.endRun(key.principal, run));
+    const runs = await loadRuns(env);
+    if (run in runs) {
+      delete runs[run];
+      await saveRuns(env, runs);
+    }
+  } else {
+    await sendAction(env, key, { type: 'EndRun', run });
+  }
+  print({ run, ended: true }, () => `ended run ${run}`);
+}
