@@ -114,7 +114,7 @@ describe('always_ask: a destructive tool stops for a human, every call', () => {
     const id = await stoppedCall(system, 'agent', 'r6', 'db__drop_table', { table: 'a' });
     for (const role of ['WRITER', 'AGENT'] as const) {
       const key = generateKeyPair();
-      await system.api.act('AuthorizeSigner', { principal: key.principal, role });
+      await system.api.act('AuthorizeSigner', { principal: key.principal, role, ...(role === 'AGENT' ? { agents: ['agent'] } : {}) });
       const signer = new ApiClient(system.api.apiUrl, key, system.account);
       expect((await actionError(signer.act('ApproveToolCall', { approvalId: id }))).code).toBe('forbidden');
       expect((await actionError(signer.act('DenyToolCall', { approvalId: id }))).code).toBe('forbidden');

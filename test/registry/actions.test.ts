@@ -6,8 +6,9 @@ import { RegistryHarness } from '../support/registry-harness.js';
 import { eventually } from '../support/system.js';
 
 /** Seed 000: RedactedMcpServer, exactly. */
-// Seed 001 adds `auth` (the server's auth method); `builtin` appears on built-ins only.
-const REDACTED_KEYS = ['auth', 'createdAt', 'hasSecrets', 'headerNames', 'id', 'name', 'secretHeaderNames', 'status', 'tools', 'transport', 'updatedAt', 'url'];
+// Seed 001 adds `auth` (the server's auth method); `builtin` appears on built-ins only; MCP
+// 2026-07-28 adds the era and protocol version the server was last reached on.
+const REDACTED_KEYS = ['auth', 'createdAt', 'era', 'hasSecrets', 'headerNames', 'id', 'name', 'protocolVersion', 'secretHeaderNames', 'status', 'tools', 'transport', 'updatedAt', 'url'];
 
 describe('registry actions', () => {
   let h: RegistryHarness;
@@ -72,11 +73,10 @@ describe('registry actions', () => {
     expect(await owner.act('AuthorizeSigner', { principal: writerKey.principal, role: 'WRITER' })).toEqual({
       signer: { principal: writerKey.principal, role: 'WRITER' },
     });
-    await owner.act('AuthorizeSigner', { principal: agentKey.principal, role: 'AGENT' });
-
     // A WRITER changes servers and agents, but cannot authorize signers.
     await writer.act('SetMcpServer', { name: 'second', config: { url: upstream.url } });
     await writer.act('CreateAgent', { name: 'w-agent', definition: { mcpServers: ['second'] } });
+    await owner.act('AuthorizeSigner', { principal: agentKey.principal, role: 'AGENT', agents: ['w-agent'] });
     await expect(writer.act('AuthorizeSigner', { principal: generateKeyPair().principal, role: 'OWNER' })).rejects.toMatchObject({ code: 'forbidden' });
     // An AGENT reads.
     expect((await agentSigner.act('ListMcpServers')).servers.map((s: { name: string }) => s.name)).toEqual(['demo', 'second']);
@@ -90,6 +90,7 @@ describe('registry actions', () => {
 
     // Promoting the WRITER to OWNER lets it authorize; demoting takes that away again.
     await owner.act('AuthorizeSigner', { principal: writerKey.principal, role: 'OWNER' });
+    await expect(writer.act('AuthorizeSigner', { principal: agentKey.principal, role: 'WRITER', agents: ['w-agent'] })).rejects.toMatchObject({ code: 'invalid_input', details: { field: 'agents' } });
     await writer.act('AuthorizeSigner', { principal: agentKey.principal, role: 'WRITER' });
     await agentSigner.act('SetMcpServer', { name: 'third', config: { url: upstream.url } });
   });

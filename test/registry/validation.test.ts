@@ -38,7 +38,7 @@ describe('invalid actions: a typed error naming the field, nothing written', () 
     await api.act('SetMcpServer', { name: 'demo', config: { url: upstream.url, secretHeaders: { 'X-Key': 'v-1234' } } });
     await api.act('CreateAgent', { name: 'helper', definition: { mcpServers: ['demo'] } });
     const agentKey = generateKeyPair();
-    await api.act('AuthorizeSigner', { principal: agentKey.principal, role: 'AGENT' });
+    await api.act('AuthorizeSigner', { principal: agentKey.principal, role: 'AGENT', agents: ['helper'] });
     agentSigner = new ApiClient(h.apiUrl, agentKey, api.principal);
     // The projection of the agent settles before any row is measured.
     await eventually(async () => ((await api.act('ListAgentTools', { agent: 'helper' })).tools.length === 2 ? true : undefined), 15_000, 'projection');

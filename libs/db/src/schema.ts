@@ -13,6 +13,8 @@ export interface SignersTable {
   account_id: string;
   principal: string;
   role: 'OWNER' | 'AGENT' | 'WRITER';
+  /** AGENT signers: the ids of the agents they may act for (JSON array); null for other roles. */
+  agents: ColumnType<string[] | null, string | null | undefined, string | null>;
   created_at: Timestamp;
 }
 

@@ -8,7 +8,8 @@ import { deleteMcpServer, listMcpServers, refreshMcpServer, setMcpServer } from 
 import { deleteLambdaTool, setLambdaTool } from './lambda.actions.js';
 import { authorizeMcpServer } from './oauth.actions.js';
 import { searchTools } from './search.actions.js';
-import { authorizeSigner } from './signers.actions.js';
+import { authorizeSigner, revokeSigner } from './signers.actions.js';
+import { checkAgentScope, filterAgents } from './agent-scope.js';
 import { approveToolCall, denyToolCall, listApprovals } from './approvals.actions.js';
 import { setToolPermission } from './permissions.actions.js';
 import { deleteVendorConnection, setVendorConnection } from './builtins.actions.js';
@@ -34,6 +35,7 @@ const ACTIONS: Record<string, { handler: ActionHandler; roles: SignerRole[] }> =
   SetLambdaTool: { handler: setLambdaTool, roles: ['OWNER', 'WRITER', 'AGENT'] },
   DeleteLambdaTool: { handler: deleteLambdaTool, roles: ['OWNER', 'WRITER', 'AGENT'] },
   AuthorizeSigner: { handler: authorizeSigner, roles: ['OWNER'] },
+  RevokeSigner: { handler: revokeSigner, roles: ['OWNER'] },
   // Permission levels (seed 001): only an OWNER decides whether and when a human stops a call.
   SetToolPermission: { handler: setToolPermission, roles: ['OWNER'] },
   ListApprovals: { handler: listApprovals, roles: ['OWNER', 'WRITER'] },
@@ -52,5 +54,7 @@ export async function dispatchAction(deps: ActionDeps, caller: Caller, action: A
   const entry = Object.hasOwn(ACTIONS, action.type) ? ACTIONS[action.type] : undefined;
   if (entry === undefined) throw new WireError(ErrorCodes.invalidInput, `action.type: unknown action ${String(action.type).slice(0, 64)}`, { field: 'action.type' });
   if (!entry.roles.includes(caller.role)) throw new WireError(ErrorCodes.forbidden, `signer: a ${caller.role} signer may not ${action.type}`, { field: 'signer' });
-  return entry.handler(deps, caller, action);
+  const bound = await checkAgentScope(deps, caller, action);
+  const result = await entry.handler(deps, caller, action);
+  return bound !== undefined && action.type === 'ListAgents' ? filterAgents(result, bound) : result;
 }

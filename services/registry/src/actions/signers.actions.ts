@@ -1,26 +1,69 @@
 import { ErrorCodes, WireError, invalidInput } from '@mcpx/contracts';
 import { publicKeyFromPrincipal } from '@mcpx/envelope';
 import type { SignerRole } from '../repositories/accounts.repository.js';
+import { findAgent } from './agents.actions.js';
 import type { ActionHandler } from './context.js';
 
 const ROLES: readonly SignerRole[] = ['OWNER', 'AGENT', 'WRITER'];
+/** The agents one AGENT signer may be bound to (a runtime serves a few agents, not a fleet). */
+export const MAX_SIGNER_AGENTS = 64;
 
-/**
- * `AuthorizeSigner {principal, role}` → `{signer: {principal, role}}`: lets another key act for
- * the account (OWNER, WRITER or AGENT). Setting it again changes the role. Only an OWNER may.
- */
-export const authorizeSigner: ActionHandler = async (deps, caller, action) => {
-  const { principal, role } = action;
-  if (typeof principal !== 'string' || publicKeyFromPrincipal(principal) === null) {
+function principalOf(value: unknown): string {
+  if (typeof value !== 'string' || publicKeyFromPrincipal(value) === null) {
     throw invalidInput('principal', 'must be an ed25519 public key (base64url, 43 chars)');
   }
+  return value;
+}
+
+/**
+ * `AuthorizeSigner {principal, role, agents?}` → `{signer: {principal, role, agents?}}`: lets
+ * another key act for the account (OWNER, WRITER or AGENT). An AGENT signer is bound to the
+ * agents it serves (`agents`: names or ids, 1 to 64, required for AGENT and refused for the other
+ * roles), and may act for no other. Setting it again replaces role and agents. Only an OWNER may.
+ */
+export const authorizeSigner: ActionHandler = async (deps, caller, action) => {
+  const principal = principalOf(action.principal);
+  const { role } = action;
   if (typeof role !== 'string' || !ROLES.includes(role as SignerRole)) throw invalidInput('role', 'must be OWNER, WRITER or AGENT');
   if (principal === caller.account) {
     throw new WireError(ErrorCodes.conflict, 'principal: the account key is always its own OWNER', { field: 'principal' });
   }
+  let agents: { id: string; name: string }[] | null = null;
+  if (role === 'AGENT') {
+    const refs = action.agents;
+    if (!Array.isArray(refs) || refs.length === 0) throw invalidInput('agents', 'an AGENT signer must be bound to the agents it acts for (1 or more names or ids)');
+    if (refs.length > MAX_SIGNER_AGENTS) throw invalidInput('agents', `at most ${MAX_SIGNER_AGENTS} agents`);
+    agents = [];
+    for (const [i, ref] of refs.entries()) {
+      try {
+        const agent = await findAgent(deps, caller.account, ref);
+        if (!agents.some((a) => a.id === agent.id)) agents.push({ id: agent.id, name: agent.name });
+      } catch (error) {
+        if (error instanceof WireError) throw new WireError(error.code, error.message.replace(/^agent:/, `agents[${i}]:`), { field: `agents[${i}]` });
+        throw error;
+      }
+    }
+  } else if (action.agents !== undefined) {
+    throw invalidInput('agents', 'only an AGENT signer is bound to agents');
+  }
   await deps.db.transaction().execute(async (trx) => {
     await deps.accounts.ensure(caller.account, trx);
-    await deps.accounts.authorizeSigner(caller.account, principal, role as SignerRole, trx);
+    await deps.accounts.authorizeSigner(caller.account, principal, role as SignerRole, agents?.map((a) => a.id) ?? null, trx);
   });
-  return { signer: { principal, role } };
+  return { signer: { principal, role, ...(agents ? { agents: agents.map((a) => a.name) } : {}) } };
+};
+
+/**
+ * `RevokeSigner {principal}` → `{revoked: boolean}`: the key may no longer act for the account;
+ * the next envelope it signs is refused with `forbidden`. Only an OWNER may; the account key
+ * itself cannot be revoked.
+ */
+export const revokeSigner: ActionHandler = async (deps, caller, action) => {
+  const principal = principalOf(action.principal);
+  if (principal === caller.account) {
+    throw new WireError(ErrorCodes.conflict, 'principal: the account key is always its own OWNER', { field: 'principal' });
+  }
+  const revoked = await deps.accounts.revokeSigner(caller.account, principal);
+  deps.log.info('signer revoked', { account: caller.account, signer: principal, revoked });
+  return { revoked };
 };

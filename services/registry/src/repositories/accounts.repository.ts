@@ -31,11 +31,34 @@ export class AccountsRepository {
     return row?.role ?? null;
   }
 
-  async authorizeSigner(account: string, principal: string, role: SignerRole, trx: Kysely<Database> = this.db): Promise<void> {
+  /**
+   * Adds a signer or changes its role. `agents` binds an AGENT signer to the agents (ids) it may
+   * act for; any other role is bound to none.
+   */
+  async authorizeSigner(account: string, principal: string, role: SignerRole, agents: readonly string[] | null = null, trx: Kysely<Database> = this.db): Promise<void> {
+    const bound = role === 'AGENT' ? JSON.stringify(agents ?? []) : null;
     await trx
       .insertInto('registry.signers')
-      .values({ account_id: account, principal, role })
-      .onConflict((oc) => oc.columns(['account_id', 'principal']).doUpdateSet({ role }))
+      .values({ account_id: account, principal, role, agents: bound })
+      .onConflict((oc) => oc.columns(['account_id', 'principal']).doUpdateSet({ role, agents: bound }))
       .execute();
+  }
+
+  /** The agent ids an AGENT signer is bound to (none when it is not an AGENT signer of the account). */
+  async boundAgents(account: string, principal: string): Promise<string[]> {
+    const row = await this.db
+      .selectFrom('registry.signers')
+      .select('agents')
+      .where('account_id', '=', account)
+      .where('principal', '=', principal)
+      .where('role', '=', 'AGENT')
+      .executeTakeFirst();
+    return Array.isArray(row?.agents) ? row.agents.filter((a): a is string => typeof a === 'string') : [];
+  }
+
+  /** Removes a signer; the next envelope it signs is refused. Whether there was one to remove. */
+  async revokeSigner(account: string, principal: string): Promise<boolean> {
+    const res = await this.db.deleteFrom('registry.signers').where('account_id', '=', account).where('principal', '=', principal).executeTakeFirst();
+    return Number(res.numDeletedRows) > 0;
   }
 }
