@@ -6,6 +6,9 @@ import { serviceUrls } from '../support/env.js';
 import { ProxySystem } from '../support/proxy-system.js';
 import { eventually } from '../support/system.js';
 
+/** Round trips a server spent on connects: `server/discover` probes and `initialize` handshakes. */
+const connects = (s: TestMcpServer): number => s.stats.discovers + s.stats.handshakes;
+
 /** Counts its executions and answers only when the test releases it. */
 function onceTool(state: { count: number; release?: () => void }): TestTool {
   return {
@@ -21,7 +24,12 @@ function onceTool(state: { count: number; release?: () => void }): TestTool {
   };
 }
 
-describe('proxy pool: lazy, per run, shared handshakes, closed on end, idle and shutdown', () => {
+/**
+ * Against a modern (2026-07-28) server a connection is no session: it costs at most one probe per
+ * proxy instance (none once the registry's verdict is read) and keeps only keep-alive sockets; a
+ * legacy server's is a session per run, with a handshake.
+ */
+describe.each(['modern', 'legacy'] as const)('proxy pool against a %s server: lazy, per run, shared connects, closed on end, idle and shutdown', (era) => {
   let system: ProxySystem;
   let up: TestMcpServer;
   const closers: TestMcpServer[] = [];
@@ -32,10 +40,10 @@ describe('proxy pool: lazy, per run, shared handshakes, closed on end, idle and 
   beforeAll(async () => {
     [system, up, disc] = await Promise.all([
       ProxySystem.start({ env: { PROXY_IDLE_MS: '700', PROXY_MAX_CONCURRENCY_PER_SERVER: '0', PROXY_RATE_PER_SERVER: '0' } }),
-      startTestMcpServer({ tools: upTools() }),
-      startTestMcpServer({ tools: [echoTool()] }),
+      startTestMcpServer({ era, tools: upTools() }),
+      startTestMcpServer({ era, tools: [echoTool()] }),
     ]);
-    closers.push(...(await Promise.all([1, 2, 3].map(() => startTestMcpServer({ tools: [echoTool()] })))));
+    closers.push(...(await Promise.all([1, 2, 3].map(() => startTestMcpServer({ era, tools: [echoTool()] })))));
     await system.setServer('up', up.url);
     await system.setServer('disc', disc.url);
     for (const [i, s] of closers.entries()) await system.setServer(`c${i + 1}`, s.url);
@@ -48,18 +56,23 @@ describe('proxy pool: lazy, per run, shared handshakes, closed on end, idle and 
     await Promise.all([up, disc, ...closers].map((s) => s?.close()));
   });
 
-  it('opens nothing until the first call, and 200 concurrent calls of a run share one handshake', async () => {
-    const before = up.stats.handshakes;
+  it('opens nothing until the first call, and 200 concurrent calls of a run share one connect', async () => {
+    const before = connects(up);
     expect(system.proxies[0]!.stats().runs).toBe(0);
     const results = await Promise.all(
       Array.from({ length: 200 }, (_, i) => system.call('agent', 'burst', 'up__echo', { text: `n${i}` })),
     );
     expect(results.map((r) => r.result.text)).toEqual(Array.from({ length: 200 }, (_, i) => `echo: n${i}`));
-    expect(up.stats.handshakes - before).toBe(1);
+    // Legacy: one handshake. Modern: no handshake, and at most the one probe of this instance.
+    if (era === 'legacy') expect(connects(up) - before).toBe(1);
+    else {
+      expect(up.stats.handshakes).toBe(0);
+      expect(connects(up) - before).toBeLessThanOrEqual(1);
+    }
     await system.client.endRun(system.account, 'burst');
   });
 
-  it('closes a run on runs.ended, on the idle timeout, and everything on shutdown: no sockets left upstream', async () => {
+  it.runIf(era === 'legacy')('closes a run on runs.ended, on the idle timeout, and everything on shutdown: no sockets left upstream', async () => {
     const [c1, c2, c3] = closers as [TestMcpServer, TestMcpServer, TestMcpServer];
     await system.call('agent', 'ends', 'c1__echo', { text: 'a' });
     await system.call('agent', 'idles', 'c2__echo', { text: 'b' });
@@ -82,16 +95,31 @@ describe('proxy pool: lazy, per run, shared handshakes, closed on end, idle and 
     await eventually(async () => (c3.stats.openSockets() === 0 ? true : undefined), 10_000, 'c3 sockets to close on shutdown');
   });
 
+  it('closes a run on runs.ended and on the idle timeout, and a run goes on after its end with no handshake', async () => {
+    await system.call('agent', 'ends', 'c1__echo', { text: 'a' });
+    await system.call('agent', 'idles', 'c2__echo', { text: 'b' });
+    const runs = system.proxies[0]!.stats().runs;
+    expect(runs).toBeGreaterThanOrEqual(2);
+    await system.client.endRun(system.account, 'ends');
+    await eventually(async () => (system.proxies[0]!.stats().runs <= runs - 2 ? true : undefined), 20_000, 'both runs to close (end and idle)');
+    const c1 = closers[0]!;
+    const handshakes = c1.stats.handshakes;
+    expect((await system.call('agent', 'ends', 'c1__echo', { text: 'again' })).result.text).toBe('echo: again');
+    expect(c1.stats.handshakes - handshakes).toBe(era === 'legacy' ? 1 : 0);
+    await system.client.endRun(system.account, 'ends');
+  });
+
   it('recovers a server restarted mid-run with one fresh handshake and one retry', async () => {
     const first = await system.call('agent', 'restart', 'up__echo', { text: 'before' });
     expect(first.result.text).toBe('echo: before');
     const port = up.port;
     await up.close();
-    up = await startTestMcpServer({ tools: upTools(), port });
+    up = await startTestMcpServer({ era, tools: upTools(), port });
     const again = await system.call('agent', 'restart', 'up__echo', { text: 'after' });
     expect(again.result.text).toBe('echo: after');
-    // The old session's 404 was answered by a new handshake and exactly one executed retry.
-    expect(up.stats.handshakes).toBe(1);
+    // Legacy: the old session's 404 was answered by a new handshake and exactly one executed retry.
+    // Modern: there was no session to lose; the call simply went to the new process.
+    expect(up.stats.handshakes).toBe(era === 'legacy' ? 1 : 0);
     expect(up.stats.calls).toBe(1);
   });
 
@@ -101,10 +129,16 @@ describe('proxy pool: lazy, per run, shared handshakes, closed on end, idle and 
     await eventually(async () => (once.count === 1 ? true : undefined), 10_000, 'the call to reach the server');
     const port = up.port;
     await up.close();
-    up = await startTestMcpServer({ tools: upTools(), port });
+    up = await startTestMcpServer({ era, tools: upTools(), port });
     const err = await pending;
-    expect(err.code).toBe('transport_error');
-    expect(err.message).toMatch(/may have executed/);
+    // Legacy: a transport error that says so. Modern: the revision has no resumption, and the code itself says the call may have run.
+    if (era === 'legacy') {
+      expect(err.code).toBe('transport_error');
+      expect(err.message).toMatch(/may have executed/);
+    } else {
+      expect(err.code).toBe('maybe_executed');
+      expect(err.message).toMatch(/may have run/);
+    }
     expect(once.count).toBe(1);
     expect(up.stats.calls).toBe(0);
     // The run goes on: its next call reconnects.
@@ -136,6 +170,8 @@ describe('proxy pool: lazy, per run, shared handshakes, closed on end, idle and 
       expect(opened).toMatchObject({ account: system.account, server: 'disc', transport: 'http' });
       expect(opened.tools.map((t) => t.name)).toEqual(['echo']);
 
+      // A modern server's change stream is the registry's (subscriptions/listen), not the pool's.
+      if (era === 'modern') return;
       disc.setTools([echoTool(), { ...echoTool(), name: 'shout' }]);
       const changed = await eventually(
         async () => seen.find((o) => o.server === 'disc' && o.tools.some((t) => t.name === 'shout')),
