@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { connect, type Msg, type NatsConnection } from '@nats-io/transport-node';
 import { jetstreamManager } from '@nats-io/jetstream';
-import { ErrorCodes, WireError, makeSubjects } from '@mcpx/contracts';
+import { ErrorCodes, WireError, decodeStrict, encodePayload, makeSubjects } from '@mcpx/contracts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectBus, ensureStreams, isStreamNotFound, type Bus, type BusLog } from './bus.js';
 
@@ -74,6 +74,58 @@ describe('bus (real NATS)', () => {
     expect(entries).toHaveLength(1);
     expect(entries[0]?.fields).toMatchObject({ subject, queue: 'bus-test' });
     expect((entries[0]?.fields?.err as Error).message).toMatch(/Permissions Violation/);
+  });
+});
+
+describe('bus: malformed requests and replies (real NATS)', () => {
+  const entries: Entry[] = [];
+  const log: BusLog = { error: (msg, fields) => void entries.push({ msg, fields }), warn: (msg, fields) => void entries.push({ msg, fields }) };
+  let bus: Bus;
+  let raw: NatsConnection;
+
+  beforeAll(async () => {
+    bus = await connectBus({ url: natsUrl, name: 'bus-test-malformed', prefix, log });
+    raw = await connect({ servers: natsUrl, name: 'bus-test-raw' });
+  });
+
+  afterAll(async () => {
+    await raw.close();
+    await bus.close();
+  });
+
+  it('answers an empty, a non-CBOR, a tagged and a non-map request with invalid_input, logs none of their bytes, and keeps serving', async () => {
+    entries.length = 0;
+    const subject = `${prefix}test.malformed`;
+    const sub = bus.serve<{ n: number }, number>(subject, 'bus-test', (req) => Promise.resolve(req.n * 2));
+    try {
+      const marker = new TextEncoder().encode('PAYLOAD-MARKER');
+      const bad = [new Uint8Array(0), Uint8Array.from([0xff, ...marker]), Uint8Array.from([0xd8, 28, 0x81, 0xd8, 29, 0x00]), Uint8Array.from([0x63, 0x61, 0x62, 0x63]), Uint8Array.from([0x9f, 0x01, 0xff])];
+      for (const bytes of bad) {
+        const reply = await raw.request(subject, bytes, { timeout: 5_000 });
+        expect(decodeStrict(reply.data, 'reply')).toMatchObject({ ok: false, error: { code: ErrorCodes.invalidInput, details: { field: 'payload' } } });
+      }
+      // The same connection still answers a good request.
+      await expect(bus.request<number>(subject, { n: 21 }, 5_000)).resolves.toBe(42);
+      expect(entries.map((e) => e.msg)).toEqual(Array(bad.length).fill('refused a malformed request'));
+      expect(JSON.stringify(entries)).not.toContain('PAYLOAD-MARKER');
+    } finally {
+      sub.unsubscribe();
+    }
+  });
+
+  it("turns a malformed reply into a typed internal error (the responder's fault), not a crash", async () => {
+    const subject = `${prefix}test.badreply`;
+    const replies = [new Uint8Array(0), Uint8Array.from([0xd8, 28, 0x00]), encodePayload({ value: 1 })];
+    let i = 0;
+    const sub = raw.subscribe(subject, { callback: (_e, m) => void m.respond(replies[i++ % replies.length]) });
+    try {
+      await raw.flush();
+      for (let k = 0; k < replies.length; k++) {
+        await expect(bus.request(subject, {}, 5_000)).rejects.toMatchObject({ code: ErrorCodes.internal, details: { field: 'reply' } });
+      }
+    } finally {
+      sub.unsubscribe();
+    }
   });
 });
 

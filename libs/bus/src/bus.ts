@@ -9,7 +9,7 @@ import {
   type JetStreamClient,
   type JetStreamManager,
 } from '@nats-io/jetstream';
-import { WireError, decodePayload, encodePayload, makeSubjects, toWireError, type Subjects, type WireErrorShape } from '@mcpx/contracts';
+import { ErrorCodes, WireError, decodeReply, decodeRequest, encodePayload, malformedMessageFields, makeSubjects, toWireError, type Subjects, type WireErrorShape } from '@mcpx/contracts';
 import { extractTraceContext, injectTraceHeaders } from '@mcpx/telemetry';
 import { context, type Context } from '@opentelemetry/api';
 
@@ -22,6 +22,8 @@ export type Reply<T> = { ok: true; value: T } | { ok: false; error: WireErrorSha
  */
 export interface BusLog {
   error(msg: string, fields?: Record<string, unknown>): void;
+  /** A malformed message from outside (absent: `error`). */
+  warn?(msg: string, fields?: Record<string, unknown>): void;
 }
 
 export interface BusOptions {
@@ -131,9 +133,10 @@ async function answer<Req, Res>(
   try {
     let req: Req;
     try {
-      req = decodePayload<Req>(msg.data);
-    } catch {
-      throw new WireError('invalid_input', 'payload: not a CBOR message', { field: 'payload' });
+      req = decodeRequest(msg.data) as Req;
+    } catch (e) {
+      (log.warn ?? log.error).call(log, 'refused a malformed request', { ...malformedMessageFields(msg, e), queue });
+      throw e;
     }
     reply = { ok: true, value: await handler(req, msg, ctx) };
   } catch (e) {
@@ -173,8 +176,15 @@ export async function connectBus(opts: BusOptions): Promise<Bus> {
     },
     request: async <T>(subject: string, payload: unknown, timeoutMs = 10_000): Promise<T> => {
       const msg = await nc.request(subject, encodePayload(payload), { timeout: timeoutMs, headers: traceHeaders() });
-      const reply = decodePayload<Reply<T>>(msg.data);
-      if (reply.ok) return reply.value;
+      let reply: ReturnType<typeof decodeReply>;
+      try {
+        reply = decodeReply(msg.data);
+      } catch (e) {
+        // The responder's fault, not the caller's: internal, with the rule that was broken.
+        const w = e instanceof WireError ? e : undefined;
+        throw new WireError(ErrorCodes.internal, `malformed reply on ${subject}`, { field: 'reply', ...(w?.details.rule !== undefined ? { rule: w.details.rule } : {}) });
+      }
+      if (reply.ok) return reply.value as T;
       throw WireError.from(reply.error);
     },
     serve: <Req, Res>(subject: string, queue: string, handler: (req: Req, msg: Msg, ctx: Context) => Promise<Res>) =>
@@ -186,11 +196,17 @@ export async function connectBus(opts: BusOptions): Promise<Bus> {
             log.error('subscription failed', { subject, queue, err });
             return;
           }
-          const ctx = extractTraceContext(msg.headers);
-          context.with(ctx, () => answer(msg, queue, handler, ctx, log)).catch((e: unknown) => {
-            // Responding failed (the connection closed, say): the caller times out; say why here.
+          // Nothing may throw out of a callback (it would close the connection): not even
+          // reading a request's trace headers.
+          try {
+            const ctx = extractTraceContext(msg.headers);
+            context.with(ctx, () => answer(msg, queue, handler, ctx, log)).catch((e: unknown) => {
+              // Responding failed (the connection closed, say): the caller times out; say why here.
+              log.error('request could not be answered', { subject: msg.subject, queue, err: e });
+            });
+          } catch (e) {
             log.error('request could not be answered', { subject: msg.subject, queue, err: e });
-          });
+          }
         },
       }),
     close: async () => {

@@ -5,6 +5,22 @@ export { decodeStrict } from './codec.js';
 export { BODY_LIMITS, PAYLOAD_LIMITS, StrictRules, scanStrictCbor } from './strict-cbor.js';
 export type { StrictLimits, StrictRule } from './strict-cbor.js';
 export { checkValueBounds } from './value-bounds.js';
+export { guardCallback, malformedMessageFields } from './guard-callback.js';
+export type { CallbackLog } from './guard-callback.js';
+export {
+  decodeAgentChangedEvent,
+  decodeAgentToolsChangedEvent,
+  decodeApprovalDecidedEvent,
+  decodeApprovalRequestedEvent,
+  decodeOAuthRefreshRequest,
+  decodeProxyCancel,
+  decodeReply,
+  decodeRequest,
+  decodeRunEnded,
+  decodeServerDeletedEvent,
+  decodeServerDiscoveredEvent,
+  decodeToolsObserved,
+} from './payload-decoders.js';
 export { ErrorCodes, WireError, invalidInput, toWireError } from './errors.js';
 export type { ErrorCode, WireErrorShape } from './errors.js';
 export { Transports, ServerStates } from './payloads.js';
