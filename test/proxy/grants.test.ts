@@ -3,12 +3,12 @@ import { startTestMcpServer, type TestMcpServer } from '../servers/index.js';
 import { ProxySystem } from '../support/proxy-system.js';
 import { eventually } from '../support/system.js';
 
-describe('grants on the hot path: the cache that agent events invalidate', () => {
+describe.each(['modern', 'legacy'] as const)('grants on the hot path against a %s server: the cache that agent events invalidate', (era) => {
   let system: ProxySystem;
   let upstream: TestMcpServer;
 
   beforeAll(async () => {
-    [system, upstream] = await Promise.all([ProxySystem.start(), startTestMcpServer()]);
+    [system, upstream] = await Promise.all([ProxySystem.start(), startTestMcpServer({ era })]);
     await system.setServer('demo', upstream.url);
     await system.setServer('other', upstream.url);
     await system.createAgent('agent', ['demo', 'other'], 4);

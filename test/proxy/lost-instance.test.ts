@@ -28,7 +28,7 @@ function gatedTool(): { tool: TestTool; started: () => number; releaseAll: () =>
  * checks (`call_lost`), instead of waiting out the call's timeout; a live instance that is slow
  * to answer keeps its call.
  */
-describe('a proxy instance dying mid-call', () => {
+describe.each(['modern', 'legacy'] as const)('a proxy instance dying mid-call (a %s server)', (era) => {
   let system: ProxySystem;
   let upstream: TestMcpServer;
   let proxy: ProxyProcess;
@@ -36,7 +36,7 @@ describe('a proxy instance dying mid-call', () => {
   let client: ProxyClient;
 
   beforeAll(async () => {
-    [system, upstream] = await Promise.all([ProxySystem.start({ proxies: 0 }), startTestMcpServer({ tools: [echoTool(), gate.tool] })]);
+    [system, upstream] = await Promise.all([ProxySystem.start({ proxies: 0 }), startTestMcpServer({ era, tools: [echoTool(), gate.tool] })]);
     proxy = await spawnProxyProcess(system);
     await system.setServer('slow', upstream.url);
     await system.createAgent('agent', ['slow'], 2);

@@ -14,13 +14,13 @@ const strictTool: TestTool = {
   handler: (args) => ({ content: [{ type: 'text', text: `hi ${String(args.name)}` }] }),
 };
 
-describe('malformed requests on the NATS subjects: typed errors, and the proxy keeps serving', () => {
+describe.each(['modern', 'legacy'] as const)('malformed requests on the NATS subjects (a %s server): typed errors, and the proxy keeps serving', (era) => {
   let system: ProxySystem;
   let upstream: TestMcpServer;
   let agent: string;
 
   beforeAll(async () => {
-    [system, upstream] = await Promise.all([ProxySystem.start(), startTestMcpServer({ tools: [strictTool] })]);
+    [system, upstream] = await Promise.all([ProxySystem.start(), startTestMcpServer({ era, tools: [strictTool] })]);
     await system.setServer('demo', upstream.url);
     agent = await system.createAgent('agent', ['demo'], 1);
   });

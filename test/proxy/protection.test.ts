@@ -3,7 +3,7 @@ import { echoTool, slowTool, startTestMcpServer, type TestMcpServer } from '../s
 import { ProxySystem } from '../support/proxy-system.js';
 import { eventually } from '../support/system.js';
 
-describe('per-server protection shared across instances (Redis)', () => {
+describe.each(['modern', 'legacy'] as const)('per-server protection shared across instances (Redis), a %s server', (era) => {
   let system: ProxySystem;
   let slow: TestMcpServer;
   let fast: TestMcpServer;
@@ -11,8 +11,8 @@ describe('per-server protection shared across instances (Redis)', () => {
   beforeAll(async () => {
     [system, slow, fast] = await Promise.all([
       ProxySystem.start({ proxies: 2, env: { PROXY_MAX_CONCURRENCY_PER_SERVER: '2', PROXY_RATE_PER_SERVER: '5' } }),
-      startTestMcpServer({ tools: [slowTool(20_000)] }),
-      startTestMcpServer({ tools: [echoTool()] }),
+      startTestMcpServer({ era, tools: [slowTool(20_000)] }),
+      startTestMcpServer({ era, tools: [echoTool()] }),
     ]);
     await system.setServer('slowsrv', slow.url);
     await system.setServer('fast', fast.url);

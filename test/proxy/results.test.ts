@@ -40,7 +40,7 @@ const hugeImageTool: TestTool = {
   }),
 };
 
-describe('proxy results: flattened exactly per seed 000, through NATS, against real servers', () => {
+describe.each(['modern', 'legacy'] as const)('proxy results against a %s test server (and server-everything): flattened exactly per seed 000, through NATS, against real servers', (era) => {
   let system: ProxySystem;
   let upstream: TestMcpServer;
   let everything: EverythingServer;
@@ -49,6 +49,7 @@ describe('proxy results: flattened exactly per seed 000, through NATS, against r
     [system, upstream, everything] = await Promise.all([
       ProxySystem.start(),
       startTestMcpServer({
+        era,
         tools: [...defaultTools(), imageTool(), errorTool('the disk is full'), structuredTool(), bigTextTool(1024 * 1024, 'big'), resourceTool, hugeImageTool],
       }),
       startEverythingServer('streamableHttp'),

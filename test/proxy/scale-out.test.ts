@@ -17,7 +17,10 @@ async function srv(nc: NatsConnection, verb: 'PING' | 'INFO' | 'STATS', name: st
 }
 
 /** Three proxy processes behind one queue group: sticky runs, one handshake per (run, server), survival of a SIGKILL. */
-describe('proxy scale-out across three instances', () => {
+/** Round trips a server spent on connects: `server/discover` probes and `initialize` handshakes. */
+const connects = (s: TestMcpServer): number => s.stats.discovers + s.stats.handshakes;
+
+describe.each(['modern', 'legacy'] as const)('proxy scale-out across three instances, a %s server', (era) => {
   let system: ProxySystem;
   let upstream: TestMcpServer;
   let proxies: ProxyProcess[] = [];
@@ -25,7 +28,7 @@ describe('proxy scale-out across three instances', () => {
   beforeAll(async () => {
     [system, upstream] = await Promise.all([
       ProxySystem.start({ proxies: 0, env: { PROXY_MAX_CONCURRENCY_PER_SERVER: '0', PROXY_RATE_PER_SERVER: '0' } }),
-      startTestMcpServer(),
+      startTestMcpServer({ era }),
     ]);
     proxies = await Promise.all([0, 1, 2].map(() => spawnProxyProcess(system)));
     await system.setServer('demo', upstream.url);
@@ -51,8 +54,8 @@ describe('proxy scale-out across three instances', () => {
     expect(calls.reduce((a, b) => a + b, 0)).toBe(1);
   });
 
-  it('keeps each run on one instance: one handshake per (run, server) across many calls', async () => {
-    const before = upstream.stats.handshakes;
+  it('keeps each run on one instance: one handshake per (run, server) across many calls (none on a modern server)', async () => {
+    const before = connects(upstream);
     const runs = ['r1', 'r2', 'r3', 'r4', 'r5', 'r6'];
     const instances = new Map<string, Set<string>>();
     for (let i = 0; i < 8; i++) {
@@ -65,7 +68,12 @@ describe('proxy scale-out across three instances', () => {
       );
     }
     for (const run of runs) expect(instances.get(run)?.size).toBe(1);
-    expect(upstream.stats.handshakes - before).toBe(runs.length);
+    // Modern: no handshake at all, and at most one probe per instance (none once the registry's verdict is read).
+    if (era === 'legacy') expect(connects(upstream) - before).toBe(runs.length);
+    else {
+      expect(upstream.stats.handshakes).toBe(0);
+      expect(connects(upstream) - before).toBeLessThanOrEqual(proxies.length);
+    }
   });
 
   it("survives the death of its instance: the run's next call falls back to the queue group", async () => {
@@ -81,9 +89,10 @@ describe('proxy scale-out across three instances', () => {
     const next = await system.call('agent', 'survivor', 'demo__echo', { text: 'two' });
     expect(next.result.text).toBe('echo: two');
     expect(next.instance).not.toBe(first.instance);
-    expect(upstream.stats.handshakes - before).toBe(1);
+    const handshake = era === 'legacy' ? 1 : 0;
+    expect(upstream.stats.handshakes - before).toBe(handshake);
     const third = await system.call('agent', 'survivor', 'demo__echo', { text: 'three' });
     expect(third.instance).toBe(next.instance);
-    expect(upstream.stats.handshakes - before).toBe(1);
+    expect(upstream.stats.handshakes - before).toBe(handshake);
   });
 });
