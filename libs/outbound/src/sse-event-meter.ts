@@ -26,6 +26,7 @@ export class SseEventMeter {
       if (length > 0 && chunk[0] === LF) {
         pos = 1;
         if (this.eventBytes > 0) this.eventBytes += 1;
+        if (this.eventBytes > this.maxEventBytes) return false;
       }
     }
     let nextLf = -2;

@@ -1,0 +1,82 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { budgetedFetch } from './budgeted-fetch.js';
+import { OutboundError } from './errors.js';
+import { startLoopback, rejection, sendGenerated, type Handler, type LoopbackServer } from './loopback-server.test-support.js';
+import { createOutboundFetch, type OutboundFetch } from './outbound-fetch.js';
+
+const cleanups: Array<() => Promise<void> | void> = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+async function serve(handle: Handler): Promise<LoopbackServer> {
+  const s = await startLoopback(handle);
+  cleanups.push(() => s.close());
+  return s;
+}
+
+function outbound(): OutboundFetch {
+  const f = createOutboundFetch({ profile: 'production', allowHttpHosts: ['127.0.0.1'], allowPrivate: ['127.0.0.1/32'] });
+  cleanups.push(() => f.close());
+  return f;
+}
+
+async function outboundError(promise: Promise<unknown>): Promise<OutboundError> {
+  const err = await rejection(promise);
+  expect(err).toBeInstanceOf(OutboundError);
+  return err as OutboundError;
+}
+
+describe('budgetedFetch', () => {
+  it('counts every body against one total: gzip bodies by their decompressed bytes', async () => {
+    const server = await serve((_req, res, sent) => sendGenerated(res, sent, { encoding: 'gzip', total: 600_000 }));
+    const cuts: string[] = [];
+    const f = budgetedFetch(outbound(), { maxTotalBytes: 1_000_000, onCut: (e) => cuts.push(e.details.bound.name) });
+    cleanups.push(() => f.end());
+    expect((await (await f(`${server.origin}/a`)).text()).length).toBe(600_000);
+    const err = await outboundError((await f(`${server.origin}/b`)).text());
+    expect(err.code).toBe('response_too_large');
+    expect(err.details).toEqual({ bound: { name: 'maxTotalBytes', limit: 1_000_000 }, origin: server.origin });
+    expect(err.message).toContain('over all the responses of this exchange');
+    expect(cuts).toEqual(['maxTotalBytes']);
+    expect(f.budget.spent).toBeGreaterThan(1_000_000);
+  });
+
+  it('keeps the base fetch’s request path, on the same budget', async () => {
+    const server = await serve((_req, res, sent) => sendGenerated(res, sent, { encoding: 'identity', total: 700 }));
+    const f = budgetedFetch(outbound(), { maxTotalBytes: 1_000 });
+    cleanups.push(() => f.end());
+    await (await f(`${server.origin}/a`)).text();
+    const res = await f.request!(new URL(`${server.origin}/b`), { method: 'POST', headers: {}, body: '{}' });
+    const read = async (): Promise<void> => {
+      for await (const _ of res.body) void _;
+    };
+    expect((await outboundError(read())).details.bound.name).toBe('maxTotalBytes');
+  });
+
+  it('at the deadline cuts open streams (a POST stream ends with stand-in answers) and refuses new requests', async () => {
+    // A server that drips: one event, then nothing (a slowloris within every byte bound).
+    const server = await serve((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write(': still here\n\n');
+    });
+    const f = budgetedFetch(outbound(), { maxTotalBytes: 1_000_000, deadlineMs: 300 });
+    cleanups.push(() => f.end());
+    const get = await f(`${server.origin}/mcp`, { headers: { accept: 'text/event-stream' } });
+    const post = await f(`${server.origin}/mcp`, { method: 'POST', body: JSON.stringify({ jsonrpc: '2.0', id: 3, method: 'tools/list' }) });
+    const getErr = await outboundError(get.text());
+    expect(getErr.code).toBe('deadline_exceeded');
+    expect(getErr.details).toEqual({ bound: { name: 'deadlineMs', limit: 300 }, origin: server.origin });
+    const postText = await post.text();
+    expect(postText).toContain('"id":3,"error":{"code":-32000,"message":"exchange with');
+    expect(postText).toContain('"data":{"code":"deadline_exceeded","bound":{"name":"deadlineMs","limit":300}}');
+    expect((await outboundError(f(`${server.origin}/mcp`))).code).toBe('deadline_exceeded');
+    await Promise.all(server.sent.map((s) => s.closed));
+    expect(server.sent.every((s) => s.aborted)).toBe(true);
+  });
+
+  it('refuses a budget or deadline that is not a positive integer', () => {
+    expect(() => budgetedFetch(fetch, { maxTotalBytes: -1 })).toThrow(/maxTotalBytes/);
+    expect(() => budgetedFetch(fetch, { maxTotalBytes: 10, deadlineMs: 0 })).toThrow(/deadlineMs/);
+  });
+});
