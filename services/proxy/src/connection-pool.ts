@@ -18,12 +18,20 @@ export interface PoolHooks {
   onOpen(account: string, server: string, conn: McpConnection, report?: VerdictReport): void;
   /** Called when a server says its tool list changed. */
   onToolsChanged(account: string, server: string, conn: McpConnection): void;
+  /**
+   * Called when a connection's verdict went stale after it opened and was re-probed (a modern
+   * prior is adopted with no round trip, so its first request finds out): send it to the registry.
+   */
+  onVerdict?(account: string, server: string, conn: McpConnection, report: VerdictReport): void;
 }
 
 interface Slot {
   promise: Promise<McpConnection>;
   /** Set once the handshake completed: the hot path then needs no await. */
   conn?: McpConnection;
+  /** Its auth context, and whether its verdict was known to be fresh (probed at the connect, or re-probe reported). */
+  authContext?: string;
+  verdictReported?: boolean;
 }
 
 interface RunPool {
@@ -105,19 +113,25 @@ export class ConnectionPool {
       }
       if (slot === undefined) {
         if (this.runs.get(key) !== pool) throw new McpClientError('transport_error', 'the run ended while the call was starting');
-        const created: Slot = { promise: this.connect(account, server, entry) };
+        const created: Slot = { promise: this.connect(account, server, entry), authContext: authContextOf(entry.url, entry.headers) };
         slot = created;
         pool.connections.set(server, created);
         created.promise.then(
           (c) => {
             created.conn = c;
+            created.verdictReported = c.reprobed;
           },
           () => {
             if (pool.connections.get(server) === created) pool.connections.delete(server);
           },
         );
       }
-      return await fn(slot.conn ?? (await slot.promise));
+      const conn = slot.conn ?? (await slot.promise);
+      try {
+        return await fn(conn);
+      } finally {
+        if (conn.reprobed && slot.verdictReported === false) this.reprobedLater(account, server, conn, slot);
+      }
     } finally {
       pool.active--;
       pool.lastUsed = Date.now();
@@ -154,6 +168,15 @@ export class ConnectionPool {
       this.hooks.onOpen(account, server, conn, { verdict: conn.verdict, authContext });
     }
     return conn;
+  }
+
+  /** A verdict found stale by a request after the connect: learnt, and reported once. */
+  private reprobedLater(account: string, server: string, conn: McpConnection, slot: Slot): void {
+    slot.verdictReported = true;
+    if (slot.authContext === undefined) return;
+    this.verdictOutcomes.add(1, { outcome: 'reprobed', era: conn.era });
+    this.verdicts.learned(account, server, slot.authContext, conn.verdict);
+    this.hooks.onVerdict?.(account, server, conn, { verdict: conn.verdict, authContext: slot.authContext });
   }
 
   private async drop(pool: RunPool, server: string): Promise<void> {

@@ -364,7 +364,7 @@ export class Discovery {
     }
     let conn: McpConnection | undefined;
     // The verdict is looked up under the headers actually sent: a renewed credential is another auth context.
-    let authContext = authContextOf(server.config.url, headers);
+    let authContext = '';
     let prior: EraVerdict | undefined;
     // Set once an OAuth client credentials token was renewed for this probe.
     let renewedClientToken = false;
@@ -405,14 +405,16 @@ export class Discovery {
       }
     }
     try {
-      const how = await this.storeVerdict(server, authContext, conn, prior, target.kind);
-      trace.getActiveSpan()?.setAttributes({ 'mcpx.era': conn.era, 'mcp.protocol.version': conn.protocolVersion, 'mcpx.verdict': how });
       const listed = await conn.listToolsWithHints({ maxPages: DISCOVERY_LIMITS.maxPages });
       const { kept, skipped } = screenTools(sanitizeTools(listed.tools));
       return { tools: kept, transport: conn.transport, skipped, verdict: conn.verdict, hints: listHints(listed) };
     } catch (err) {
       return { error: (err as Error).message ?? 'tools/list failed' };
     } finally {
+      // After the listing: a modern prior is adopted with no round trip, so a stale one is found
+      // out (and re-probed) by the first request, not by the connect.
+      const how = await this.storeVerdict(server, authContext, conn, prior, target.kind);
+      trace.getActiveSpan()?.setAttributes({ 'mcpx.era': conn.era, 'mcp.protocol.version': conn.protocolVersion, 'mcpx.verdict': how });
       await conn.close().catch(() => undefined);
     }
   }
