@@ -1,81 +1,196 @@
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import { McpError, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
-import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
+import {
+  Client,
+  ProtocolError,
+  SSEClientTransport,
+  SdkError,
+  SdkErrorCode,
+  SdkHttpError,
+  UnauthorizedError,
+  type PriorDiscovery,
+  type Transport,
+} from '@modelcontextprotocol/client';
+import { fetchAsRequest, type DirectRequest } from './direct-request.js';
+import { assertDiscover, discoverFault, isEraVerdict, type EraVerdict } from './era-verdict.js';
 import {
   httpStatusOf,
+  isEraFailure,
   McpClientError,
   McpClientErrorCode,
   networkCause,
   redactUrl,
   scrub,
+  UNSUPPORTED_PROTOCOL_VERSION,
   type McpClientErrorDetails,
 } from './errors.js';
 import { trackedFetch, type FetchObservations } from './tracked-fetch.js';
-import { Connection, type McpConnection, type McpTransportKind } from './connection.js';
+export { isInputRequired } from './connection.js';
+import { Connection, type ConnectionCore, type McpConnection, type McpTransportKind } from './connection.js';
+import { StreamEndAwareTransport } from './stream-end-transport.js';
 
-export type { CallToolOptions, ListToolsOptions, McpConnection, McpTransportKind } from './connection.js';
-
+export type {
+  CallToolOptions,
+  InputRequiredCallResult,
+  ListToolsOptions,
+  McpCallResult,
+  McpConnection,
+  McpListenOptions,
+  McpTransportKind,
+  ToolsWithHints,
+} from './connection.js';
 
 export interface ConnectMcpOptions {
   url: string;
-  /** Pin a transport. Unset: Streamable HTTP, then legacy SSE only if that failed with an HTTP 4xx (not 401). */
+  /**
+   * Pin a transport. Unset: Streamable HTTP (either era), then legacy SSE only if that failed
+   * with an HTTP 4xx (not 401/403).
+   */
   transport?: McpTransportKind;
   /** Static request headers (e.g. `Authorization`); their values never appear in errors. */
   headers?: Record<string, string>;
   /** Default `{name: 'mcp-connector', version: '0.1.0'}`. */
   clientInfo?: { name: string; version: string };
-  /** Bound on the whole connect, fallback included. Default 30 s. */
+  /** Bound on the whole connect, fallback and re-probe included. Default 30 s. */
   connectTimeoutMs?: number;
   fetch?: typeof fetch;
+  /**
+   * The lower-level request the legacy direct call path uses (e.g. `@mcpx/outbound`'s). Unset:
+   * the connection's `fetch`, adapted.
+   */
+  request?: DirectRequest;
   /** Aborts the connect (not the connection once established). */
   signal?: AbortSignal;
-  /** Called on `notifications/tools/list_changed`; re-list with `listTools()`. */
+  /** Called on a legacy server's `notifications/tools/list_changed`; re-list with `listTools()`. Modern: see `listen`. */
   onToolsListChanged?: () => void;
+  /**
+   * The server's cached era verdict (from an earlier connection's `verdict`, of the same auth
+   * context only): modern connects with zero round trips, legacy goes straight to `initialize`
+   * on the recorded transport. One that no longer holds is probed again once (`reprobed`).
+   */
+  prior?: EraVerdict;
+  /**
+   * The active trace context as W3C carrier fields (`traceparent`, `tracestate`), read per
+   * request: a modern request carries them in `_meta`.
+   */
+  traceCarrier?: () => Record<string, string>;
 }
 
 const DEFAULT_CLIENT_INFO = { name: 'mcp-connector', version: '0.1.0' };
 const DEFAULT_CONNECT_TIMEOUT_MS = 30_000;
 
 /**
- * Connects to a remote MCP server and completes the handshake. Throws {@link McpClientError}:
- * `connect_failed`, `unauthorized`, `timeout` (connect deadline) or `cancelled` (`signal`).
- * When both transports fail, the Streamable HTTP error is thrown (`details.fallbackError` has the other).
+ * Connects to a remote MCP server of either era. Without a prior: `server/discover` then, for a
+ * legacy server, `initialize` (SDK v2, mode auto), and legacy SSE on a 4xx when no transport is
+ * pinned. Throws {@link McpClientError}: `connect_failed`, `unauthorized`, `timeout` (connect
+ * deadline), `cancelled` (`signal`) or `era_negotiation_failed` (the server's era cannot be
+ * trusted). When both transports fail, the Streamable HTTP error is thrown (`details.fallbackError`
+ * has the other).
  */
 export async function connectMcp(opts: ConnectMcpOptions): Promise<McpConnection> {
   const url = parseServerUrl(opts.url);
   const timeoutMs = opts.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
   const deadline = connectDeadline(timeoutMs, opts.signal);
-  const attempt = (kind: McpTransportKind): Promise<McpConnection> =>
-    connectWith(kind, url, opts, deadline, timeoutMs);
+  const run = { url, opts, deadline, timeoutMs };
+  const fetchFn = opts.fetch ?? globalThis.fetch;
+  const context = {
+    secrets: Object.values(opts.headers ?? {}),
+    url,
+    request: opts.request ?? fetchAsRequest(fetchFn),
+    headers: { ...opts.headers },
+    traceCarrier: opts.traceCarrier,
+  };
   try {
-    if (opts.transport !== undefined) return await attempt(opts.transport);
-    try {
-      return await attempt('http');
-    } catch (first) {
-      if (!shouldFallBack(first)) throw first;
+    const prior = opts.prior !== undefined && usablePrior(opts.prior, opts.transport) ? opts.prior : undefined;
+    if (prior !== undefined) {
       try {
-        return await attempt('sse');
-      } catch (second) {
-        first.details.fallbackError = second instanceof Error ? second.message : String(second);
-        throw first;
+        const core = await connectWith(prior.era === 'modern' ? 'http' : prior.transport, run, priorOf(prior));
+        // A modern prior is adopted without a round trip: a stale one shows on the first request.
+        return new Connection(core, { ...context, fromPrior: true, reprobe: () => probeFresh(run) }, false);
+      } catch (error) {
+        if (!isStalePrior(error)) throw error;
       }
+      return new Connection(await probe(run), { ...context, fromPrior: false, reprobe: () => probeFresh(run) }, true);
     }
+    // A prior that is not a verdict at all (a corrupt store) is probed again, and says so.
+    const reprobed = opts.prior !== undefined;
+    return new Connection(await probe(run), { ...context, fromPrior: false, reprobe: () => probeFresh(run) }, reprobed);
   } finally {
     deadline.dispose();
   }
 }
 
-/** The spec's backwards-compatibility rule: fall back on a 4xx, never on 401, 5xx or the network. */
+interface ConnectRun {
+  url: URL;
+  opts: ConnectMcpOptions;
+  deadline: Deadline;
+  timeoutMs: number;
+}
+
+/** A prior this connect can use: a verdict whose transport agrees with a pinned one, and a sound discover result. */
+function usablePrior(prior: EraVerdict, pinned: McpTransportKind | undefined): boolean {
+  if (!isEraVerdict(prior)) return false;
+  if (prior.era === 'modern') return (pinned === undefined || pinned === 'http') && discoverFault(prior.discover) === undefined;
+  return pinned === undefined || pinned === prior.transport;
+}
+
+function priorOf(verdict: EraVerdict): PriorDiscovery {
+  return verdict.era === 'modern' ? { kind: 'modern', discover: verdict.discover } : { kind: 'legacy' };
+}
+
+/**
+ * Whether a connect from a prior failed because the prior no longer holds: the SDK refused it
+ * (`EraNegotiationFailed`), the server refused the version (-32022), or a legacy verdict met a
+ * server that refuses `initialize` now (it moved to the modern era: HTTP 400 naming -32022 or an
+ * unsupported version).
+ */
+function isStalePrior(err: unknown): boolean {
+  if (!(err instanceof McpClientError)) return false;
+  if (err.code === McpClientErrorCode.EraNegotiationFailed) return true;
+  const cause = err.cause;
+  if (isEraFailure(cause)) return true;
+  if (cause instanceof SdkHttpError && cause.status === 400) {
+    const text = typeof cause.data.text === 'string' ? cause.data.text : cause.message;
+    return text.includes(String(UNSUPPORTED_PROTOCOL_VERSION)) || /unsupported protocol version/i.test(text);
+  }
+  return false;
+}
+
+/** A connect with no prior, within the caller's deadline: Streamable HTTP (mode auto), then SSE. */
+async function probe(run: ConnectRun): Promise<ConnectionCore> {
+  const attempt = (kind: McpTransportKind): Promise<ConnectionCore> => connectWith(kind, run, undefined);
+  if (run.opts.transport !== undefined) return await attempt(run.opts.transport);
+  try {
+    return await attempt('http');
+  } catch (first) {
+    if (!shouldFallBack(first)) throw first;
+    try {
+      return await attempt('sse');
+    } catch (second) {
+      first.details.fallbackError = second instanceof Error ? second.message : String(second);
+      throw first;
+    }
+  }
+}
+
+/** The re-probe of an established connection whose prior went stale: a fresh deadline of the same length. */
+async function probeFresh(run: ConnectRun): Promise<ConnectionCore> {
+  const deadline = connectDeadline(run.timeoutMs, undefined);
+  const { signal: _connectSignal, ...opts } = run.opts;
+  try {
+    return await probe({ ...run, opts, deadline });
+  } finally {
+    deadline.dispose();
+  }
+}
+
+/** The spec's backwards-compatibility rule: fall back on a 4xx, never on 401/403, 5xx or the network. */
 function shouldFallBack(err: unknown): err is McpClientError {
   return (
     err instanceof McpClientError &&
     err.code === McpClientErrorCode.ConnectFailed &&
     err.status !== undefined &&
     err.status >= 400 &&
-    err.status < 500
+    err.status < 500 &&
+    err.status !== 403
   );
 }
 
@@ -115,26 +230,28 @@ function connectDeadline(timeoutMs: number, outer: AbortSignal | undefined): Dea
   };
 }
 
-async function connectWith(
-  kind: McpTransportKind,
-  url: URL,
-  opts: ConnectMcpOptions,
-  deadline: Deadline,
-  timeoutMs: number,
-): Promise<McpConnection> {
+/**
+ * One SDK client on one transport: mode auto on Streamable HTTP (the SDK probes, or adopts
+ * `prior`), the plain legacy handshake on SSE (a 2025-era transport).
+ */
+async function connectWith(kind: McpTransportKind, run: ConnectRun, prior: PriorDiscovery | undefined): Promise<ConnectionCore> {
+  const { url, opts, deadline, timeoutMs } = run;
   const observations: FetchObservations = {};
   const fetchFn = trackedFetch(opts.fetch ?? globalThis.fetch, observations);
   const requestInit: RequestInit = { headers: { ...opts.headers } };
-  const transport: Transport =
-    kind === 'http'
-      ? new StreamableHTTPClientTransport(url, { requestInit, fetch: fetchFn })
-      : new SSEClientTransport(url, { requestInit, fetch: fetchFn });
-  const client = new Client(opts.clientInfo ?? DEFAULT_CLIENT_INFO, { capabilities: {} });
+  const http = kind === 'http' ? new StreamEndAwareTransport(url, { requestInit, fetch: fetchFn }) : undefined;
+  const transport: Transport = http ?? new SSEClientTransport(url, { requestInit, fetch: fetchFn });
+  const client = new Client(opts.clientInfo ?? DEFAULT_CLIENT_INFO, {
+    capabilities: {},
+    versionNegotiation: { mode: kind === 'http' ? 'auto' : 'legacy' },
+    // input_required results go back to the caller: nothing here answers for the user.
+    inputRequired: { autoFulfill: false },
+  });
   // Transport hiccups (a dropped GET stream the SDK reconnects) surface on the failing request.
   client.onerror = () => {};
   const onToolsListChanged = opts.onToolsListChanged;
   if (onToolsListChanged) {
-    client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
+    client.setNotificationHandler('notifications/tools/list_changed', () => {
       try {
         onToolsListChanged();
       } catch {
@@ -143,17 +260,41 @@ async function connectWith(
     });
   }
   const secrets = Object.values(opts.headers ?? {});
+  const where = `MCP connect to ${redactUrl(url)} (${kind === 'http' ? 'Streamable HTTP' : 'SSE'})`;
+  let verdict: EraVerdict;
   try {
     if (deadline.signal.aborted) throw deadline.signal.reason;
     // The deadline's own timer decides: the SDK's request timeout is set a little later, so a
     // connect that runs out of time is always reported as our timeout.
-    await raceAbort(client.connect(transport, { timeout: deadline.remainingMs() + 1_000, signal: deadline.signal }), deadline.signal);
+    const options = { timeout: deadline.remainingMs() + 1_000, signal: deadline.signal, ...(prior ? { prior } : {}) };
+    await raceAbort(client.connect(transport, options), deadline.signal);
+    verdict = verdictOf(client, kind, where);
+    if (verdict.era === 'modern') http?.markModern();
   } catch (error) {
     await client.close().catch(() => {});
     await transport.close().catch(() => {});
-    throw connectError(error, { kind, url, opts, deadline, timeoutMs, observations, secrets });
+    throw await connectError(error, { kind, url, opts, deadline, timeoutMs, observations, secrets });
   }
-  return new Connection(client, kind, transport, { secrets, observations, url, fetch: opts.fetch ?? globalThis.fetch, headers: { ...opts.headers } });
+  return { client, kind, sdkTransport: transport, verdict, observations };
+}
+
+/** The era the SDK landed on, checked: a modern one needs a discover result that holds together. */
+function verdictOf(client: Client, kind: McpTransportKind, where: string): EraVerdict {
+  const protocolVersion = client.getNegotiatedProtocolVersion();
+  const era = client.getProtocolEra();
+  if (protocolVersion === undefined || era === undefined) {
+    throw new McpClientError(McpClientErrorCode.EraNegotiationFailed, `${where}: the connect ended with no protocol version`, { transport: kind });
+  }
+  if (era === 'legacy') {
+    if (protocolVersion >= '2026-07-28') {
+      throw new McpClientError(McpClientErrorCode.EraNegotiationFailed, `${where}: initialize negotiated ${protocolVersion}, a modern version, on the legacy era`, { transport: kind });
+    }
+    return { era: 'legacy', protocolVersion, transport: kind };
+  }
+  const discover = client.getDiscoverResult();
+  assertDiscover(discover, protocolVersion, where);
+  // Stored as plain JSON: what the server sent, nothing of the SDK's objects.
+  return { era: 'modern', protocolVersion, discover: JSON.parse(JSON.stringify(discover)) as typeof discover };
 }
 
 async function raceAbort<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
@@ -179,7 +320,7 @@ interface ConnectErrorContext {
   secrets: readonly string[];
 }
 
-function connectError(err: unknown, ctx: ConnectErrorContext): McpClientError {
+async function connectError(err: unknown, ctx: ConnectErrorContext): Promise<McpClientError> {
   const where = `MCP connect to ${redactUrl(ctx.url)} (${ctx.kind === 'http' ? 'Streamable HTTP' : 'SSE'})`;
   const base: McpClientErrorDetails = { transport: ctx.kind };
   const cause = { cause: err };
@@ -189,6 +330,11 @@ function connectError(err: unknown, ctx: ConnectErrorContext): McpClientError {
   if (ctx.deadline.signal.aborted) {
     return new McpClientError(McpClientErrorCode.Timeout, `${where} timed out after ${ctx.timeoutMs} ms`, base, cause);
   }
+  if (err instanceof McpClientError) return err;
+  const network = networkCause(err) ?? networkCause(ctx.observations.lastNetworkError);
+  if (err instanceof SdkError && isEraFailure(err) && network === undefined) {
+    return new McpClientError(McpClientErrorCode.EraNegotiationFailed, `${where} failed: ${responseText(err, ctx.secrets)}`, base, cause);
+  }
   const status = httpStatusOf(err);
   if (err instanceof UnauthorizedError || status === 401) {
     const details: McpClientErrorDetails = { ...base, status: 401 };
@@ -196,7 +342,9 @@ function connectError(err: unknown, ctx: ConnectErrorContext): McpClientError {
     return new McpClientError(McpClientErrorCode.Unauthorized, `${where} failed: HTTP 401 Unauthorized`, details, cause);
   }
   if (status !== undefined) {
-    const body = responseText(err, ctx.secrets);
+    // The probe reports a failed server/discover by status alone: the server's body says more.
+    const probeBody = err instanceof SdkError && err.code === SdkErrorCode.EraNegotiationFailed ? await ctx.observations.lastErrorBody : undefined;
+    const body = probeBody !== undefined ? scrub(probeBody.trim(), ctx.secrets) : responseText(err, ctx.secrets);
     return new McpClientError(
       McpClientErrorCode.ConnectFailed,
       `${where} failed: HTTP ${status}${body ? ` (${body})` : ''}`,
@@ -204,17 +352,12 @@ function connectError(err: unknown, ctx: ConnectErrorContext): McpClientError {
       cause,
     );
   }
-  const network = networkCause(err) ?? networkCause(ctx.observations.lastNetworkError);
   if (network !== undefined) {
     return new McpClientError(McpClientErrorCode.ConnectFailed, `${where} failed: ${scrub(network, ctx.secrets)}`, base, cause);
   }
-  if (err instanceof McpError) {
-    return new McpClientError(
-      McpClientErrorCode.ConnectFailed,
-      `${where} failed: server error ${err.code}: ${responseText(err, ctx.secrets)}`,
-      { ...base, mcpCode: err.code },
-      cause,
-    );
+  if (err instanceof ProtocolError) {
+    const code = err.code === UNSUPPORTED_PROTOCOL_VERSION ? McpClientErrorCode.EraNegotiationFailed : McpClientErrorCode.ConnectFailed;
+    return new McpClientError(code, `${where} failed: server error ${err.code}: ${responseText(err, ctx.secrets)}`, { ...base, mcpCode: err.code }, cause);
   }
   return new McpClientError(McpClientErrorCode.ConnectFailed, `${where} failed: ${responseText(err, ctx.secrets)}`, base, cause);
 }
@@ -226,6 +369,7 @@ function responseText(err: unknown, secrets: readonly string[]): string {
     raw
       .replace(/^(Streamable HTTP error|SSE error|MCP error -?\d+): /, '')
       .replace(/^Error POSTing to endpoint( \(HTTP \d+\))?: ?/, '')
+      .replace(/^Version negotiation failed: ?/, '')
       .replace(/^Non-200 status code \(\d+\)$/, '')
       .trim(),
     secrets,

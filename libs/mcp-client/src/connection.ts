@@ -1,22 +1,39 @@
-import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type { RequestOptions } from '@modelcontextprotocol/sdk/shared/protocol.js';
-import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
-  CallToolResultSchema,
-  ListToolsResultSchema,
+  StreamableHTTPClientTransport,
   type CallToolRequest,
   type CallToolResult,
+  type Client,
   type Implementation,
+  type InputRequiredResult,
+  type ListToolsResult,
   type Progress,
+  type RequestOptions,
   type Tool,
-} from '@modelcontextprotocol/sdk/types.js';
+  type Transport,
+} from '@modelcontextprotocol/client';
+import type { DirectRequest } from './direct-request.js';
+import type { EraVerdict } from './era-verdict.js';
 import { classifyMcpError, McpClientError, McpClientErrorCode, type ClassifyContext } from './errors.js';
 import type { FetchObservations } from './tracked-fetch.js';
 import { directCall, type DirectCallTarget } from './direct-call.js';
+import { isStaleModernPrior, modernCall, traceMeta } from './modern-call.js';
 
 /** The transport a connection ended up on. */
 export type McpTransportKind = 'http' | 'sse';
+
+/**
+ * What `tools/call` hands back: a complete result (possibly `isError`), or, on a modern server,
+ * an `input_required` result returned as-is (the caller answers it; nothing here auto-fulfils).
+ */
+export type McpCallResult = CallToolResult | InputRequiredCallResult;
+
+/** An `input_required` result: it has no `content` (so code reading `content` sees none, not garbage). */
+export type InputRequiredCallResult = InputRequiredResult & { content?: undefined; isError?: undefined; structuredContent?: undefined };
+
+/** Whether a call's result is an `input_required` one (2026-07-28 MRTR), not a complete result. */
+export function isInputRequired(result: McpCallResult): result is InputRequiredCallResult {
+  return (result as { resultType?: unknown }).resultType === 'input_required';
+}
 
 export interface CallToolOptions {
   /** Default 120 s. */
@@ -26,8 +43,14 @@ export interface CallToolOptions {
   onProgress?: (progress: Progress) => void;
   /** Restart the timeout on each progress notification (requests progress). */
   resetTimeoutOnProgress?: boolean;
-  /** Told when a broken response stream was resumed (`Last-Event-ID`), or could not be. */
+  /** Told when a broken legacy response stream was resumed (`Last-Event-ID`), or could not be. */
   onResume?: (outcome: 'resumed' | 'failed') => void;
+  /**
+   * The tool's definition as listed: on a modern server its `x-mcp-header` parameters are
+   * mirrored as `Mcp-Param-<Name>` headers (the SDK reads them from here). Its `outputSchema` is
+   * never used to validate the result.
+   */
+  tool?: Tool;
 }
 
 export interface ListToolsOptions {
@@ -38,21 +61,48 @@ export interface ListToolsOptions {
   signal?: AbortSignal;
 }
 
+/** A tool list with the first page's 2026-07-28 cache hints (absent on legacy servers). */
+export interface ToolsWithHints {
+  tools: Tool[];
+  ttlMs?: number;
+  cacheScope?: 'public' | 'private';
+}
+
+export interface McpListenOptions {
+  signal?: AbortSignal;
+}
+
 export interface McpConnection {
   readonly client: Client;
   /** The transport in use. */
   readonly transport: McpTransportKind;
   readonly serverInfo: Implementation | undefined;
+  /** What this connection runs on: the given prior, or a fresh probe's result (store it when `reprobed`). */
+  readonly verdict: EraVerdict;
+  readonly era: 'modern' | 'legacy';
+  readonly protocolVersion: string;
+  /** True when the given prior failed and the server was probed again: the caller re-stores `verdict`. */
+  readonly reprobed: boolean;
   /**
    * `tools/call` as a pass-through: `structuredContent` is not validated against the tool's
-   * `outputSchema`, and an `isError` result is returned, not thrown. Throws {@link McpClientError}.
+   * `outputSchema`, an `isError` result is returned, not thrown, and an `input_required` result
+   * is returned as it came. Throws {@link McpClientError}.
    */
-  callTool(params: CallToolRequest['params'], opts?: CallToolOptions): Promise<CallToolResult>;
+  callTool(params: CallToolRequest['params'], opts?: CallToolOptions): Promise<McpCallResult>;
   /**
    * Every tool, following `nextCursor`. Stops at `maxPages` or at a cursor seen before, and keeps
    * the first tool of each name. Throws {@link McpClientError}.
    */
   listTools(opts?: ListToolsOptions): Promise<Tool[]>;
+  /** {@link listTools} with the first page's `ttlMs`/`cacheScope`. */
+  listToolsWithHints(opts?: ListToolsOptions): Promise<ToolsWithHints>;
+  /**
+   * On a modern connection whose server advertises `tools.listChanged`: opens
+   * `subscriptions/listen` with `{toolsListChanged: true}`; `onToolsListChanged` runs on each
+   * `notifications/tools/list_changed`. Absent on legacy connections (they get unsolicited
+   * notifications through `ConnectMcpOptions.onToolsListChanged`).
+   */
+  listen?(onToolsListChanged: () => void, opts?: McpListenOptions): Promise<{ close(): Promise<void> }>;
   /** Ends the session (best effort) and closes the transport. Idempotent. */
   close(): Promise<void>;
   readonly closed: boolean;
@@ -63,92 +113,83 @@ const DEFAULT_LIST_TIMEOUT_MS = 60_000;
 const DEFAULT_MAX_PAGES = 50;
 const TERMINATE_SESSION_WAIT_MS = 2_000;
 
-export interface ConnectionContext {
-  secrets: readonly string[];
+/** One established SDK client on one transport, and the verdict it ran on. */
+export interface ConnectionCore {
+  client: Client;
+  kind: McpTransportKind;
+  sdkTransport: Transport;
+  verdict: EraVerdict;
   observations: FetchObservations;
-  url: URL;
-  /** The caller's fetch, unwrapped: the direct call path owns its request's signal. */
-  fetch: typeof fetch;
-  headers: Record<string, string>;
 }
 
-/** An established session: the pass-through call path, paged listing, and an idempotent close. */
+export interface ConnectionContext {
+  secrets: readonly string[];
+  url: URL;
+  /** The legacy direct call path's request (explicit, or the connection's fetch adapted). */
+  request: DirectRequest;
+  headers: Record<string, string>;
+  /** The active trace context as `traceparent`/`tracestate`, for a modern request's `_meta`. */
+  traceCarrier: (() => Record<string, string>) | undefined;
+  /** True when the core was connected from a caller's prior: a stale one is re-probed once. */
+  fromPrior: boolean;
+  /** Connects afresh with no prior (mode auto): the re-probe of a stale modern prior. */
+  reprobe: () => Promise<ConnectionCore>;
+}
+
+/** An established connection: the pass-through call path, paged listing, and an idempotent close. */
 export class Connection implements McpConnection {
   #closed = false;
   #closing: Promise<void> | undefined;
-  readonly client: Client;
-  readonly transport: McpTransportKind;
-  readonly #sdkTransport: Transport;
+  #core: ConnectionCore;
+  #reprobed: boolean;
+  #reprobing: Promise<ConnectionCore> | undefined;
   readonly #ctx: ConnectionContext;
 
-  constructor(client: Client, kind: McpTransportKind, sdkTransport: Transport, ctx: ConnectionContext) {
-    this.client = client;
-    this.transport = kind;
-    this.#sdkTransport = sdkTransport;
+  constructor(core: ConnectionCore, ctx: ConnectionContext, reprobed: boolean) {
+    this.#core = core;
     this.#ctx = ctx;
-    client.onclose = () => {
-      this.#closed = true;
-    };
+    this.#reprobed = reprobed;
+    this.#watch(core);
+    if (core.verdict.era === 'modern') this.listen = this.#listen.bind(this);
   }
 
+  listen?: McpConnection['listen'];
+
+  get client(): Client {
+    return this.#core.client;
+  }
+  get transport(): McpTransportKind {
+    return this.#core.kind;
+  }
+  get verdict(): EraVerdict {
+    return this.#core.verdict;
+  }
+  get era(): 'modern' | 'legacy' {
+    return this.#core.verdict.era;
+  }
+  get protocolVersion(): string {
+    return this.#core.verdict.protocolVersion;
+  }
+  get reprobed(): boolean {
+    return this.#reprobed;
+  }
   get closed(): boolean {
     return this.#closed;
   }
-
   get serverInfo(): Implementation | undefined {
-    return this.client.getServerVersion();
+    return this.#core.client.getServerVersion();
   }
 
-  async callTool(params: CallToolRequest['params'], opts: CallToolOptions = {}): Promise<CallToolResult> {
-    this.#assertOpen();
-    const direct = opts.onProgress || opts.resetTimeoutOnProgress ? undefined : this.#directTarget();
-    if (direct !== undefined) {
-      try {
-        return await directCall(direct, params, { timeoutMs: opts.timeoutMs ?? DEFAULT_CALL_TIMEOUT_MS, ...(opts.signal ? { signal: opts.signal } : {}), ...(opts.onResume ? { onResume: opts.onResume } : {}) });
-      } catch (error) {
-        throw classifyMcpError(error, undefined, this.#classifyContext());
-      }
-    }
-    const options: RequestOptions = { timeout: opts.timeoutMs ?? DEFAULT_CALL_TIMEOUT_MS };
-    if (opts.signal) options.signal = opts.signal;
-    if (opts.onProgress || opts.resetTimeoutOnProgress) {
-      options.onprogress = opts.onProgress ?? (() => {});
-      options.resetTimeoutOnProgress = opts.resetTimeoutOnProgress ?? false;
-    }
-    try {
-      return await this.client.request({ method: 'tools/call', params }, CallToolResultSchema, options);
-    } catch (error) {
-      throw classifyMcpError(error, opts.signal, this.#classifyContext());
-    }
+  async callTool(params: CallToolRequest['params'], opts: CallToolOptions = {}): Promise<McpCallResult> {
+    return await this.#withReprobe(async (core) => await this.#callOn(core, params, opts), opts.signal);
   }
 
   async listTools(opts: ListToolsOptions = {}): Promise<Tool[]> {
-    this.#assertOpen();
-    const maxPages = opts.maxPages ?? DEFAULT_MAX_PAGES;
-    const options: RequestOptions = { timeout: opts.timeoutMs ?? DEFAULT_LIST_TIMEOUT_MS };
-    if (opts.signal) options.signal = opts.signal;
-    const byName = new Map<string, Tool>();
-    const seenCursors = new Set<string>();
-    let cursor: string | undefined;
-    for (let page = 0; page < maxPages; page += 1) {
-      let result;
-      try {
-        // Not client.listTools(): that also rebuilds the SDK's output validators, which we never use.
-        result = await this.client.request(
-          { method: 'tools/list', params: cursor === undefined ? {} : { cursor } },
-          ListToolsResultSchema,
-          options,
-        );
-      } catch (error) {
-        throw classifyMcpError(error, opts.signal, this.#classifyContext());
-      }
-      for (const tool of result.tools) if (!byName.has(tool.name)) byName.set(tool.name, tool);
-      const next = result.nextCursor;
-      if (next === undefined || seenCursors.has(next)) break;
-      seenCursors.add(next);
-      cursor = next;
-    }
-    return [...byName.values()];
+    return (await this.listToolsWithHints(opts)).tools;
+  }
+
+  async listToolsWithHints(opts: ListToolsOptions = {}): Promise<ToolsWithHints> {
+    return await this.#withReprobe(async (core) => await this.#listOn(core, opts), opts.signal);
   }
 
   async close(): Promise<void> {
@@ -156,28 +197,151 @@ export class Connection implements McpConnection {
     await this.#closing;
   }
 
+  async #callOn(core: ConnectionCore, params: CallToolRequest['params'], opts: CallToolOptions): Promise<McpCallResult> {
+    const timeoutMs = opts.timeoutMs ?? DEFAULT_CALL_TIMEOUT_MS;
+    if (core.verdict.era === 'modern') {
+      return await modernCall(core.client, params, { ...opts, timeoutMs, meta: traceMeta(this.#ctx.traceCarrier) }, this.#classifyContext(core));
+    }
+    const direct = opts.onProgress || opts.resetTimeoutOnProgress ? undefined : this.#directTarget(core);
+    if (direct !== undefined) {
+      try {
+        return await directCall(direct, params, { timeoutMs, ...(opts.signal ? { signal: opts.signal } : {}), ...(opts.onResume ? { onResume: opts.onResume } : {}) });
+      } catch (error) {
+        throw classifyMcpError(error, undefined, this.#classifyContext(core));
+      }
+    }
+    const options: RequestOptions = { timeout: timeoutMs };
+    if (opts.signal) options.signal = opts.signal;
+    if (opts.onProgress || opts.resetTimeoutOnProgress) {
+      options.onprogress = opts.onProgress ?? (() => {});
+      options.resetTimeoutOnProgress = opts.resetTimeoutOnProgress ?? false;
+    }
+    try {
+      return await core.client.request({ method: 'tools/call', params }, options);
+    } catch (error) {
+      throw classifyMcpError(error, opts.signal, this.#classifyContext(core));
+    }
+  }
+
+  async #listOn(core: ConnectionCore, opts: ListToolsOptions): Promise<ToolsWithHints> {
+    const maxPages = opts.maxPages ?? DEFAULT_MAX_PAGES;
+    const options: RequestOptions = { timeout: opts.timeoutMs ?? DEFAULT_LIST_TIMEOUT_MS };
+    if (opts.signal) options.signal = opts.signal;
+    const meta = core.verdict.era === 'modern' ? traceMeta(this.#ctx.traceCarrier) : undefined;
+    const byName = new Map<string, Tool>();
+    const seenCursors = new Set<string>();
+    const out: ToolsWithHints = { tools: [] };
+    let cursor: string | undefined;
+    for (let page = 0; page < maxPages; page += 1) {
+      let result: ListToolsResult;
+      const params: Record<string, unknown> = cursor === undefined ? {} : { cursor };
+      if (meta !== undefined) params._meta = meta;
+      try {
+        // Not client.listTools(): that caches, drops tools it finds invalid (we report them) and
+        // feeds the output validators we never use.
+        result = await core.client.request({ method: 'tools/list', params }, options);
+      } catch (error) {
+        throw classifyMcpError(error, opts.signal, this.#classifyContext(core));
+      }
+      if (page === 0) copyHints(result, out);
+      for (const tool of result.tools) if (!byName.has(tool.name)) byName.set(tool.name, tool);
+      const next = result.nextCursor;
+      if (next === undefined || seenCursors.has(next)) break;
+      seenCursors.add(next);
+      cursor = next;
+    }
+    out.tools = [...byName.values()];
+    return out;
+  }
+
+  async #listen(onToolsListChanged: () => void, opts: McpListenOptions = {}): Promise<{ close(): Promise<void> }> {
+    this.#assertOpen();
+    const core = this.#core;
+    if (core.verdict.era !== 'modern') {
+      throw new McpClientError(McpClientErrorCode.ProtocolError, 'subscriptions/listen needs a modern (2026-07-28) connection', { transport: core.kind });
+    }
+    if (core.client.getServerCapabilities()?.tools?.listChanged !== true) {
+      throw new McpClientError(McpClientErrorCode.ProtocolError, 'the server does not advertise tools.listChanged', { transport: core.kind });
+    }
+    core.client.setNotificationHandler('notifications/tools/list_changed', () => {
+      try {
+        onToolsListChanged();
+      } catch {
+        // A listener's failure must not break the stream.
+      }
+    });
+    try {
+      const options: RequestOptions = {};
+      if (opts.signal) options.signal = opts.signal;
+      const subscription = await core.client.listen({ toolsListChanged: true }, options);
+      return { close: async () => await subscription.close() };
+    } catch (error) {
+      throw classifyMcpError(error, opts.signal, this.#classifyContext(core));
+    }
+  }
+
+  /**
+   * Runs `fn` on the current core; a connection made from a caller's modern prior that the
+   * server no longer honours (it refused the version, or it is a legacy server now) is probed
+   * again once, and `fn` is re-run on the fresh core: the refusal proves the request did not run.
+   */
+  async #withReprobe<T>(fn: (core: ConnectionCore) => Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+    this.#assertOpen();
+    const core = this.#core;
+    try {
+      return await fn(core);
+    } catch (error) {
+      if (!this.#ctx.fromPrior || this.#reprobed || signal?.aborted || core.verdict.era !== 'modern' || !isStaleModernPrior(error)) throw error;
+      const fresh = await this.#reprobe(core);
+      return await fn(fresh);
+    }
+  }
+
+  async #reprobe(stale: ConnectionCore): Promise<ConnectionCore> {
+    this.#reprobing ??= (async () => {
+      const fresh = await this.#ctx.reprobe();
+      if (this.#closed) {
+        await fresh.client.close().catch(() => {});
+        throw new McpClientError(McpClientErrorCode.TransportError, 'MCP connection is closed', { transport: fresh.kind });
+      }
+      this.#core = fresh;
+      this.#reprobed = true;
+      this.#watch(fresh);
+      this.listen = fresh.verdict.era === 'modern' ? this.#listen.bind(this) : undefined;
+      await stale.client.close().catch(() => {});
+      return fresh;
+    })();
+    return await this.#reprobing;
+  }
+
+  #watch(core: ConnectionCore): void {
+    core.client.onclose = () => {
+      if (this.#core === core) this.#closed = true;
+    };
+  }
+
   async #close(): Promise<void> {
-    const transport = this.#sdkTransport;
-    if (!this.#closed && transport instanceof StreamableHTTPClientTransport) {
+    const transport = this.#core.sdkTransport;
+    if (!this.#closed && transport instanceof StreamableHTTPClientTransport && transport.sessionId !== undefined) {
       // Let the server free the session now rather than at its idle timeout.
       await withTimeout(transport.terminateSession().catch(() => {}), TERMINATE_SESSION_WAIT_MS);
     }
     this.#closed = true;
-    await this.client.close().catch(() => {});
+    await this.#core.client.close().catch(() => {});
   }
 
   #direct: DirectCallTarget | undefined;
 
-  /** The session a `tools/call` can be sent on directly (Streamable HTTP with a session id). */
-  #directTarget(): DirectCallTarget | undefined {
-    const t = this.#sdkTransport;
+  /** The legacy session a `tools/call` can be sent on directly (Streamable HTTP with a session id). */
+  #directTarget(core: ConnectionCore): DirectCallTarget | undefined {
+    const t = core.sdkTransport;
     if (!(t instanceof StreamableHTTPClientTransport) || t.sessionId === undefined) return undefined;
     const sessionId = t.sessionId;
     if (this.#direct?.sessionId !== sessionId) {
-      const client = this.client;
+      const client = core.client;
       this.#direct = {
         url: this.#ctx.url,
-        fetch: this.#ctx.fetch,
+        request: this.#ctx.request,
         headers: this.#ctx.headers,
         sessionId,
         protocolVersion: t.protocolVersion,
@@ -195,11 +359,18 @@ export class Connection implements McpConnection {
     }
   }
 
-  #classifyContext(): ClassifyContext {
-    const ctx: ClassifyContext = { secrets: this.#ctx.secrets, transport: this.transport };
-    if (this.#ctx.observations.wwwAuthenticate !== undefined) ctx.wwwAuthenticate = this.#ctx.observations.wwwAuthenticate;
+  #classifyContext(core: ConnectionCore): ClassifyContext {
+    const ctx: ClassifyContext = { secrets: this.#ctx.secrets, transport: core.kind, era: core.verdict.era };
+    if (core.observations.wwwAuthenticate !== undefined) ctx.wwwAuthenticate = core.observations.wwwAuthenticate;
     return ctx;
   }
+}
+
+/** The first page's 2026-07-28 cache hints, when they are well-formed. */
+function copyHints(result: ListToolsResult, out: ToolsWithHints): void {
+  const hints = result as { ttlMs?: unknown; cacheScope?: unknown };
+  if (typeof hints.ttlMs === 'number' && Number.isFinite(hints.ttlMs) && hints.ttlMs >= 0) out.ttlMs = hints.ttlMs;
+  if (hints.cacheScope === 'public' || hints.cacheScope === 'private') out.cacheScope = hints.cacheScope;
 }
 
 async function withTimeout(promise: Promise<void>, ms: number): Promise<void> {

@@ -1,6 +1,6 @@
-import { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { McpError, type CallToolRequest, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { McpClientError, McpClientErrorCode } from './errors.js';
+import { ProtocolError, type CallToolRequest, type CallToolResult } from '@modelcontextprotocol/client';
+import type { RawBody, RawResponse } from './direct-request.js';
+import { HttpStatusError, McpClientError, McpClientErrorCode } from './errors.js';
 import {
   discard,
   findResponse,
@@ -9,19 +9,17 @@ import {
   MAX_RESPONSE_BYTES,
   mediaType,
   readRawSse,
-  readSseResponse,
   SseResponseScanner,
   tooLarge,
-  type DirectRequest,
   type JsonRpcResponse,
-  type RawBody,
-  type RawResponse,
 } from './response-stream.js';
 import { resumeResponse, type ResumeTarget } from './sse-resume.js';
 
 /**
- * A `tools/call` sent straight over a Streamable HTTP session, beside the SDK client that owns it
- * (the handshake, the GET stream, notifications). Why not `client.request`:
+ * A legacy-era `tools/call` sent straight over a Streamable HTTP session, beside the SDK client
+ * that owns it (the handshake, the GET stream, notifications). Modern-era calls never come here:
+ * they hold no session and 2026-07-28 removed resumption, so the SDK path serves them. Why not
+ * `client.request` for a legacy session:
  * - a POST response stream that breaks before the response: after an event with an id, it is
  *   resumed with a GET carrying `Last-Event-ID` (`sse-resume.ts`, as the SDK does); without one
  *   it fails at once with `transport_error` instead of waiting for the timeout — the server may
@@ -68,22 +66,15 @@ export async function directCall(target: DirectCallTarget, params: CallToolReque
   if (target.protocolVersion !== undefined) headers['mcp-protocol-version'] = target.protocolVersion;
   let sent = false;
   const body = JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params });
-  const request = (target.fetch as { request?: DirectRequest }).request;
   // Holds what a resumption needs (last event id, retry) and the bytes read, over all the call's streams.
   const scanner = new SseResponseScanner(id);
   try {
     let message: JsonRpcResponse | undefined;
     let broke: unknown;
     try {
-      if (typeof request === 'function') {
-        const res = await request(target.url, { method: 'POST', headers, body, signal: controller.signal });
-        sent = true;
-        message = await readRawResponse(res, scanner);
-      } else {
-        const response = await target.fetch(target.url, { method: 'POST', headers, body, signal: controller.signal });
-        sent = true;
-        message = await readFetchResponse(response, scanner);
-      }
+      const res = await target.request(target.url, { method: 'POST', headers, body, signal: controller.signal });
+      sent = true;
+      message = await readRawResponse(res, scanner);
     } catch (err) {
       // Only an event stream that got as far as an event id can be resumed.
       if (scanner.lastEventId === undefined || controller.signal.aborted || err instanceof McpClientError) throw err;
@@ -91,7 +82,7 @@ export async function directCall(target: DirectCallTarget, params: CallToolReque
     }
     if (message === undefined && scanner.lastEventId !== undefined) {
       try {
-        message = await resumeResponse(target, request, scanner, controller.signal, broke);
+        message = await resumeResponse(target, scanner, controller.signal, broke);
       } catch (err) {
         opts.onResume?.('failed');
         throw err;
@@ -108,7 +99,7 @@ export async function directCall(target: DirectCallTarget, params: CallToolReque
       target.cancelled(id, 'cancelled by the caller');
       throw new McpClientError(McpClientErrorCode.Cancelled, 'MCP request cancelled', { transport: 'http' }, { cause: err });
     }
-    if (sent && !(err instanceof McpClientError) && !(err instanceof McpError) && !(err instanceof StreamableHTTPError)) {
+    if (sent && !(err instanceof McpClientError) && !(err instanceof ProtocolError) && !(err instanceof HttpStatusError)) {
       // The request reached the server and the answer broke off: it may have run.
       throw new McpClientError(
         McpClientErrorCode.TransportError,
@@ -134,7 +125,7 @@ function resultOf(message: JsonRpcResponse | undefined): CallToolResult {
   }
   if (message.error !== undefined) {
     const e = message.error;
-    throw new McpError(typeof e.code === 'number' ? e.code : -32603, typeof e.message === 'string' ? e.message : 'error', e.data);
+    throw new ProtocolError(typeof e.code === 'number' ? e.code : -32603, typeof e.message === 'string' ? e.message : 'error', e.data);
   }
   const result = message.result;
   if (result === null || typeof result !== 'object' || Array.isArray(result)) {
@@ -143,29 +134,16 @@ function resultOf(message: JsonRpcResponse | undefined): CallToolResult {
   return result as CallToolResult;
 }
 
-/** The fetch path's answer: status, then the JSON body or the SSE stream up to our response. */
-async function readFetchResponse(response: Response, scanner: SseResponseScanner): Promise<JsonRpcResponse | undefined> {
-  if (!response.ok) {
-    const text = await response.text().catch(() => '');
-    throw new StreamableHTTPError(response.status, `Error POSTing to endpoint: ${text}`);
-  }
-  const type = mediaType(response.headers.get('content-type'));
-  if (type === 'text/event-stream') return readSseResponse(response, scanner);
-  if (type === 'application/json') return findResponse(parseBounded(await readBounded(response)), scanner.id);
-  await response.body?.cancel().catch(() => {});
-  throw new StreamableHTTPError(-1, `Unexpected content type: ${type || '(none)'}`);
-}
-
 /**
- * The request path's answer: status, then the JSON body or the SSE stream up to our response,
- * read from the Node stream (no web streams). Bounded like the fetch path.
+ * The answer: status, then the JSON body or the SSE stream up to our response, read from the
+ * Node stream (no web streams), bounded.
  */
 async function readRawResponse(res: RawResponse, scanner: SseResponseScanner): Promise<JsonRpcResponse | undefined> {
   const { statusCode, body } = res;
   if (statusCode < 200 || statusCode > 299) {
     // A 3xx lands here too: redirects are not followed on the call path.
     const text = await readRawText(body, 64 * 1024).catch(() => '');
-    throw new StreamableHTTPError(statusCode, `Error POSTing to endpoint: ${text}`);
+    throw new HttpStatusError(statusCode, `Error POSTing to endpoint: ${text}`);
   }
   const type = mediaType(header(res.headers, 'content-type'));
   if (type === 'application/json') {
@@ -177,7 +155,7 @@ async function readRawResponse(res: RawResponse, scanner: SseResponseScanner): P
   }
   if (type === 'text/event-stream') return readRawSse(body, scanner);
   discard(body);
-  throw new StreamableHTTPError(-1, `Unexpected content type: ${type || '(none)'}`);
+  throw new McpClientError(McpClientErrorCode.TransportError, `MCP server answered tools/call with an unexpected content type: ${type || '(none)'}`, { transport: 'http' });
 }
 
 /** The whole body as text; more than `limit` bytes destroys the stream and fails (or, for an error body, truncates). */
@@ -221,28 +199,4 @@ function parseBounded(text: string): unknown {
   } catch {
     throw new McpClientError(McpClientErrorCode.TransportError, 'MCP server answered with malformed JSON', { transport: 'http' });
   }
-}
-
-async function readBounded(response: Response): Promise<string> {
-  const declared = Number(response.headers.get('content-length'));
-  if (declared > MAX_RESPONSE_BYTES) {
-    await response.body?.cancel().catch(() => {});
-    throw tooLarge();
-  }
-  if (response.body === null) return '';
-  const reader = response.body.getReader();
-  const decoder = new TextDecoder();
-  let text = '';
-  let bytes = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    bytes += value.byteLength;
-    if (bytes > MAX_RESPONSE_BYTES) {
-      await reader.cancel().catch(() => {});
-      throw tooLarge();
-    }
-    text += decoder.decode(value, { stream: true });
-  }
-  return text + decoder.decode();
 }

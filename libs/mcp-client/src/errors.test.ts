@@ -1,7 +1,10 @@
-import { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { ProtocolError, ProtocolErrorCode, SdkError, SdkErrorCode, SdkHttpError } from '@modelcontextprotocol/client';
 import { describe, expect, it } from 'vitest';
 import { classifyMcpError, McpClientError, redactUrl } from './errors.js';
+
+function httpError(status: number, text: string): SdkHttpError {
+  return new SdkHttpError(SdkErrorCode.ClientHttpNotImplemented, `Error POSTing to endpoint: ${text}`, { status, text });
+}
 
 function fetchFailed(message: string, code: string): TypeError {
   const cause = Object.assign(new Error(message), { code });
@@ -10,28 +13,43 @@ function fetchFailed(message: string, code: string): TypeError {
 
 describe('classifyMcpError', () => {
   it('tells a cancel from a timeout by the signal', () => {
-    const timeout = new McpError(ErrorCode.RequestTimeout, 'Request timed out');
+    const timeout = new SdkError(SdkErrorCode.RequestTimeout, 'Request timed out');
     expect(classifyMcpError(timeout).code).toBe('timeout');
     expect(classifyMcpError(timeout, AbortSignal.abort()).code).toBe('cancelled');
   });
 
   it('keeps the JSON-RPC code of a protocol error', () => {
-    const error = classifyMcpError(new McpError(ErrorCode.InvalidParams, 'bad cursor'));
+    const error = classifyMcpError(new ProtocolError(ProtocolErrorCode.InvalidParams, 'bad cursor'));
     expect(error).toMatchObject({ code: 'protocol_error', mcpCode: -32602, retryable: false });
     expect(error.message).toContain('bad cursor');
   });
 
   it('maps a closed connection to transport_error', () => {
-    expect(classifyMcpError(new McpError(ErrorCode.ConnectionClosed, 'Connection closed')).code).toBe('transport_error');
+    expect(classifyMcpError(new SdkError(SdkErrorCode.ConnectionClosed, 'Connection closed')).code).toBe('transport_error');
   });
 
   it('maps a 404 on a session to a retryable session_expired', () => {
-    const error = classifyMcpError(new StreamableHTTPError(404, 'Error POSTing to endpoint: {}'));
+    const error = classifyMcpError(httpError(404, '{}'));
     expect(error).toMatchObject({ code: 'session_expired', retryable: true, status: 404 });
   });
 
+  it('maps a 400 "No valid session ID" of an SDK v1 server to session_expired too', () => {
+    const body = '{"jsonrpc":"2.0","error":{"code":-32000,"message":"Bad Request: No valid session ID provided"},"id":null}';
+    expect(classifyMcpError(httpError(400, body))).toMatchObject({ code: 'session_expired', retryable: true, status: 400 });
+    expect(classifyMcpError(httpError(400, '{"error":"bad arguments"}')).code).toBe('transport_error');
+  });
+
+  it('does not take a 404 on a modern connection for a lost session', () => {
+    expect(classifyMcpError(httpError(404, '{}'), undefined, { era: 'modern' })).toMatchObject({ code: 'transport_error', retryable: false });
+  });
+
+  it('maps an unsupported protocol version and a failed era negotiation to era_negotiation_failed', () => {
+    expect(classifyMcpError(new ProtocolError(-32022, 'Unsupported protocol version')).code).toBe('era_negotiation_failed');
+    expect(classifyMcpError(new SdkError(SdkErrorCode.EraNegotiationFailed, 'no overlap')).code).toBe('era_negotiation_failed');
+  });
+
   it('maps a 401 to unauthorized with the challenge', () => {
-    const error = classifyMcpError(new StreamableHTTPError(401, 'nope'), undefined, { wwwAuthenticate: 'Bearer' });
+    const error = classifyMcpError(httpError(401, 'nope'), undefined, { wwwAuthenticate: 'Bearer' });
     expect(error).toMatchObject({ code: 'unauthorized', status: 401, wwwAuthenticate: 'Bearer' });
   });
 
@@ -42,7 +60,7 @@ describe('classifyMcpError', () => {
   });
 
   it('scrubs secrets out of server-provided text', () => {
-    const error = classifyMcpError(new StreamableHTTPError(500, 'Error POSTing to endpoint: bad token abcd-secret'), undefined, {
+    const error = classifyMcpError(httpError(500, 'bad token abcd-secret'), undefined, {
       secrets: ['abcd-secret'],
     });
     expect(error.message).not.toContain('abcd-secret');

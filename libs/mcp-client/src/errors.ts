@@ -1,18 +1,21 @@
-import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
-import { SseError } from '@modelcontextprotocol/sdk/client/sse.js';
-import { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { ProtocolError, SdkError, SdkErrorCode, SdkHttpError, SseError, UnauthorizedError } from '@modelcontextprotocol/client';
 
 /**
  * Stable codes of {@link McpClientError}.
  * - `connect_failed`: the handshake did not complete (HTTP status or network cause in the message).
  * - `unauthorized`: the server answered 401 (`details.wwwAuthenticate` when it sent one).
- * - `session_expired`: the server no longer knows the session (404); the request was not executed,
- *   so one retry on a fresh connection is safe.
+ * - `session_expired`: a legacy server no longer knows the session (404 as the 2025 spec says, or
+ *   400 "No valid session ID" as SDK v1 servers answer); the request was not executed, so one
+ *   retry on a fresh connection is safe.
  * - `timeout`: the request (or the connect) ran out of time.
  * - `cancelled`: the caller's signal aborted.
  * - `protocol_error`: the server answered with a JSON-RPC error (`mcpCode` keeps its code).
  * - `transport_error`: anything else (network failure mid-call, connection closed, bad response).
+ * - `era_negotiation_failed`: no protocol era could be agreed: the server's `server/discover`
+ *   answer is garbage, mixes eras or lies about its versions, or a cached verdict no longer holds
+ *   (the message says which).
+ * - `maybe_executed`: a modern-era call whose response stream broke after the request was sent:
+ *   the server may have run it. Never retryable (2026-07-28 removed stream resumption).
  */
 export const McpClientErrorCode = {
   ConnectFailed: 'connect_failed',
@@ -22,6 +25,8 @@ export const McpClientErrorCode = {
   Cancelled: 'cancelled',
   ProtocolError: 'protocol_error',
   TransportError: 'transport_error',
+  EraNegotiationFailed: 'era_negotiation_failed',
+  MaybeExecuted: 'maybe_executed',
 } as const;
 export type McpClientErrorCode = (typeof McpClientErrorCode)[keyof typeof McpClientErrorCode];
 
@@ -118,9 +123,11 @@ function isFetchFailure(err: Error): boolean {
 
 /** HTTP status carried by an SDK transport error, if any. */
 export function httpStatusOf(err: unknown): number | undefined {
-  if (err instanceof StreamableHTTPError || err instanceof SseError) {
+  if (err instanceof SdkHttpError) return err.status;
+  if (err instanceof SseError) {
     return typeof err.code === 'number' && err.code >= 100 ? err.code : undefined;
   }
+  if (err instanceof HttpStatusError) return err.status;
   // The legacy SSE transport reports a failed POST as a plain Error.
   if (err instanceof Error) {
     const match = /\(HTTP (\d{3})\)/.exec(err.message);
@@ -129,14 +136,47 @@ export function httpStatusOf(err: unknown): number | undefined {
   return undefined;
 }
 
-function isMcpError(err: unknown): err is McpError {
-  return err instanceof McpError;
+/**
+ * A non-2xx answer seen by this library's own direct call path (not the SDK's): the status and
+ * the server's body text (already bounded).
+ */
+export class HttpStatusError extends Error {
+  override readonly name = 'HttpStatusError';
+  constructor(readonly status: number, message: string) {
+    super(message);
+  }
 }
+
+/** The body text of an HTTP error, when the SDK or the direct path kept it. */
+function httpErrorText(err: unknown): string {
+  if (err instanceof SdkHttpError && typeof err.data.text === 'string') return err.data.text;
+  return err instanceof Error ? err.message : String(err);
+}
+
+/**
+ * Whether an HTTP error says a legacy session is gone: 404 (the 2025 spec), or 400 with
+ * "No valid session ID" (SDK v1 servers, server-everything among them). Either way the request
+ * was refused before it ran.
+ */
+export function isSessionLost(err: unknown): boolean {
+  const status = httpStatusOf(err);
+  if (status === 404) return true;
+  return status === 400 && /no valid session id|session not found|invalid session/i.test(httpErrorText(err));
+}
+
+/** SDK codes that mean the era is not agreed (a stale prior, a lying server): never a transport hiccup. */
+export function isEraFailure(err: unknown): boolean {
+  if (err instanceof SdkError && err.code === SdkErrorCode.EraNegotiationFailed && !(err instanceof SdkHttpError)) return true;
+  return err instanceof ProtocolError && err.code === UNSUPPORTED_PROTOCOL_VERSION;
+}
+
+/** JSON-RPC code of `UnsupportedProtocolVersion` (2026-07-28). */
+export const UNSUPPORTED_PROTOCOL_VERSION = -32022;
 
 /** Text of an SDK error without the SDK's prefixes, scrubbed and bounded. */
 function detailOf(err: unknown, secrets: readonly string[]): string {
   const raw = err instanceof Error ? err.message : String(err);
-  const text = raw.replace(/^(Streamable HTTP error|SSE error|MCP error -?\d+): /, '');
+  const text = raw.replace(/^(Streamable HTTP error|SSE error|MCP error -?\d+): /, '').replace(/^Error POSTing to endpoint: ?/, '');
   return scrub(text, secrets);
 }
 
@@ -146,6 +186,8 @@ export interface ClassifyContext {
   /** `WWW-Authenticate` value of the last 401 seen on this connection. */
   wwwAuthenticate?: string;
   transport?: 'http' | 'sse';
+  /** The connection's era: a lost session is a legacy-only notion. */
+  era?: 'modern' | 'legacy';
 }
 
 /**
@@ -161,13 +203,21 @@ export function classifyMcpError(err: unknown, signal?: AbortSignal, ctx: Classi
   if (signal?.aborted) {
     return new McpClientError(McpClientErrorCode.Cancelled, 'MCP request cancelled', base, cause);
   }
-  if (isMcpError(err)) {
-    const details = { ...base, mcpCode: err.code };
-    if (err.code === (ErrorCode.RequestTimeout as number)) {
-      return new McpClientError(McpClientErrorCode.Timeout, `MCP request timed out: ${detailOf(err, secrets)}`, details, cause);
+  if (err instanceof SdkError && !(err instanceof SdkHttpError)) {
+    if (err.code === SdkErrorCode.RequestTimeout) {
+      return new McpClientError(McpClientErrorCode.Timeout, `MCP request timed out: ${detailOf(err, secrets)}`, base, cause);
     }
-    if (err.code === (ErrorCode.ConnectionClosed as number)) {
-      return new McpClientError(McpClientErrorCode.TransportError, `MCP connection closed: ${detailOf(err, secrets)}`, details, cause);
+    if (err.code === SdkErrorCode.ConnectionClosed || err.code === SdkErrorCode.NotConnected) {
+      return new McpClientError(McpClientErrorCode.TransportError, `MCP connection closed: ${detailOf(err, secrets)}`, base, cause);
+    }
+    if (err.code === SdkErrorCode.EraNegotiationFailed) {
+      return new McpClientError(McpClientErrorCode.EraNegotiationFailed, `MCP era negotiation failed: ${detailOf(err, secrets)}`, base, cause);
+    }
+  }
+  if (err instanceof ProtocolError) {
+    const details = { ...base, mcpCode: err.code };
+    if (err.code === UNSUPPORTED_PROTOCOL_VERSION) {
+      return new McpClientError(McpClientErrorCode.EraNegotiationFailed, `MCP server refused the protocol version: ${detailOf(err, secrets)}`, details, cause);
     }
     return new McpClientError(McpClientErrorCode.ProtocolError, `MCP server error ${err.code}: ${detailOf(err, secrets)}`, details, cause);
   }
@@ -176,11 +226,11 @@ export function classifyMcpError(err: unknown, signal?: AbortSignal, ctx: Classi
   }
   const status = httpStatusOf(err);
   if (status === 401) return unauthorizedError(status, ctx, base, cause);
-  if (status === 404) {
+  if (ctx.era !== 'modern' && isSessionLost(err)) {
     return new McpClientError(
       McpClientErrorCode.SessionExpired,
-      'MCP session expired (HTTP 404): the request was not executed; reconnect and retry once',
-      { ...base, status },
+      `MCP session expired (HTTP ${status}): the request was not executed; reconnect and retry once`,
+      { ...base, status: status ?? 404 },
       cause,
     );
   }

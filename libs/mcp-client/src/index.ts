@@ -1,11 +1,19 @@
 export {
   connectMcp,
+  isInputRequired,
   type CallToolOptions,
   type ConnectMcpOptions,
+  type InputRequiredCallResult,
   type ListToolsOptions,
+  type McpCallResult,
   type McpConnection,
+  type McpListenOptions,
   type McpTransportKind,
+  type ToolsWithHints,
 } from './connect.js';
+export type { DirectRequest, RawBody, RawResponse } from './direct-request.js';
+export { discoverFault, isEraVerdict, type EraVerdict } from './era-verdict.js';
+export { invalidMcpHeaderTools, type InvalidMcpHeaderTool } from './mcp-param-headers.js';
 export {
   classifyMcpError,
   McpClientError,
@@ -31,3 +39,4 @@ export {
   type OAuthResult,
   type OAuthTokens,
 } from './oauth.js';
+export type { CallToolResult, InputRequiredResult, Tool } from '@modelcontextprotocol/client';

@@ -1,19 +1,19 @@
 /**
- * The OAuth 2.1 client pieces of the MCP SDK (`client/auth.js`) that services use to connect to
+ * The OAuth 2.1 client pieces of the MCP SDK v2 (`@modelcontextprotocol/client`) that services use to connect to
  * protected remote servers: `auth()` runs RFC 9728 protected-resource discovery, RFC 8414
  * authorization-server discovery, dynamic client registration, PKCE S256, resource indicators,
  * the code exchange and refresh; the caller supplies an {@link OAuthClientProvider} that stores
  * client information and tokens exactly as received.
  */
-export { auth as runOAuth, UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
-export type { AddClientAuthentication, AuthResult as OAuthResult, OAuthClientProvider, OAuthDiscoveryState } from '@modelcontextprotocol/sdk/client/auth.js';
+export { auth as runOAuth, UnauthorizedError } from '@modelcontextprotocol/client';
+export type { AddClientAuthentication, AuthResult as OAuthResult, OAuthClientProvider, OAuthDiscoveryState } from '@modelcontextprotocol/client';
 /**
  * RFC 7523 `private_key_jwt` client authentication for the client credentials grant: signs a
  * short-lived assertion (iss = sub = client id, aud = the authorization server's issuer, a fresh
  * jti) with a PKCS#8 key for each token request.
  */
-export { createPrivateKeyJwtAuth } from '@modelcontextprotocol/sdk/client/auth-extensions.js';
-export type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
+export { createPrivateKeyJwtAuth } from '@modelcontextprotocol/client';
+export type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/client';
 
 /** The `resource_metadata` URL of a `WWW-Authenticate: Bearer resource_metadata="…"` challenge. */
 export function resourceMetadataUrl(wwwAuthenticate: string | undefined): URL | undefined {

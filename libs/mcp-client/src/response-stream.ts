@@ -1,30 +1,11 @@
+import type { RawBody, RawResponse } from './direct-request.js';
 import { McpClientError, McpClientErrorCode } from './errors.js';
 
 /**
- * Reading the answer to a `tools/call` off the wire, for the direct call path and its resumption:
- * the SSE scanner and the two body readers (a Node stream from a {@link DirectRequest}, or a fetch
- * Response), bounded, never parsing more than the events that could be our response.
+ * Reading the answer to a legacy `tools/call` off the wire, for the direct call path and its
+ * resumption: the SSE scanner and the one event-stream reader (a Node stream from a
+ * `DirectRequest`), bounded, never parsing more than the events that could be our response.
  */
-
-/**
- * A lower-level request beside the fetch (`@mcpx/outbound`'s `request`, kept by the telemetry's
- * `tracingFetch`): when the target's fetch carries one, the call goes over it — same connection
- * pool and outbound checks, no WHATWG Request/Response or web streams. It never follows
- * redirects (a 3xx fails the call); a failure before the response is a `TypeError('fetch failed')`
- * like fetch's.
- */
-export type DirectRequest = (
-  url: URL,
-  opts: { method: string; headers: Record<string, string>; body?: string; signal?: AbortSignal },
-) => Promise<RawResponse>;
-
-export interface RawResponse {
-  statusCode: number;
-  headers: Record<string, string | string[] | undefined>;
-  body: RawBody;
-}
-
-export type RawBody = NodeJS.ReadableStream & { destroy(error?: Error): unknown };
 
 /** A response bigger than this is refused: a remote server's answer is untrusted. A resumed call counts all its streams. */
 export const MAX_RESPONSE_BYTES = 32 * 1024 * 1024;
@@ -209,60 +190,4 @@ export function readRawSse(body: RawBody, scanner: SseResponseScanner): Promise<
     body.on('end', onEnd);
     body.on('error', onError);
   });
-}
-
-/**
- * Reads an SSE response (fetch) until the event carrying our response, then releases the stream.
- * Resolves `undefined` when the stream ends first; rejects when it breaks first.
- */
-export async function readSseResponse(response: Response, scanner: SseResponseScanner): Promise<JsonRpcResponse | undefined> {
-  if (response.body === null) return undefined;
-  const reader = response.body.getReader();
-  const decoder = new TextDecoder();
-  let finished = false;
-  try {
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) {
-        finished = true;
-        return undefined;
-      }
-      scanner.bytes += value.byteLength;
-      if (scanner.bytes > MAX_RESPONSE_BYTES) {
-        finished = true;
-        await reader.cancel().catch(() => {});
-        throw tooLarge();
-      }
-      const found = scanner.push(decoder.decode(value, { stream: true }));
-      if (found !== undefined) return found;
-    }
-  } catch (err) {
-    finished = true;
-    throw err;
-  } finally {
-    // The server ends the stream right after the response: read it to its end in the background
-    // rather than cancel it, so the keep-alive socket is reused instead of torn down per call.
-    if (!finished) void drain(reader, scanner.bytes);
-  }
-}
-
-async function drain(reader: ReadableStreamDefaultReader<Uint8Array>, bytes: number): Promise<void> {
-  // A server that keeps the stream open after the response does not get to hold the socket long.
-  const timer = setTimeout(() => void reader.cancel().catch(() => {}), 5_000);
-  timer.unref();
-  try {
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) return;
-      bytes += value.byteLength;
-      if (bytes > MAX_RESPONSE_BYTES) {
-        await reader.cancel();
-        return;
-      }
-    }
-  } catch {
-    // The stream broke after our response: nothing is lost.
-  } finally {
-    clearTimeout(timer);
-  }
 }

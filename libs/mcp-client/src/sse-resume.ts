@@ -1,15 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { McpClientError, McpClientErrorCode } from './errors.js';
-import {
-  discard,
-  header,
-  mediaType,
-  readRawSse,
-  readSseResponse,
-  type DirectRequest,
-  type JsonRpcResponse,
-  type SseResponseScanner,
-} from './response-stream.js';
+import type { DirectRequest } from './direct-request.js';
+import { discard, header, mediaType, readRawSse, type JsonRpcResponse, type SseResponseScanner } from './response-stream.js';
 
 /** Wait before a resumption when the server sent no `retry:` (the SDK's first reconnection delay). */
 export const RESUME_DEFAULT_WAIT_MS = 1_000;
@@ -25,7 +17,8 @@ const MAX_EVENT_ID_CHARS = 1_024;
 /** The session a direct call runs on, and a resumption with it. */
 export interface ResumeTarget {
   url: URL;
-  fetch: typeof fetch;
+  /** Sends the POST and the resumption GETs. */
+  request: DirectRequest;
   /** The configured static headers. */
   headers: Record<string, string>;
   sessionId: string;
@@ -34,7 +27,8 @@ export interface ResumeTarget {
 
 /**
  * Resumes a `tools/call` response stream that ended or broke before our response, after an event
- * with an id (MCP 2025-11-25, Streamable HTTP, "Resumability and Redelivery"): waits the server's
+ * with an id (MCP 2025-11-25, Streamable HTTP, "Resumability and Redelivery"; legacy sessions only: 2026-07-28
+ * removed resumption): waits the server's
  * `retry:` (capped at {@link RESUME_MAX_WAIT_MS}), sends a GET to the endpoint with `Last-Event-ID`
  * and the session headers, and reads the events it redelivers until the response for our id. A
  * resumed stream that breaks again is resumed from its own last event id, within
@@ -48,7 +42,6 @@ export interface ResumeTarget {
  */
 export async function resumeResponse(
   target: ResumeTarget,
-  request: DirectRequest | undefined,
   scanner: SseResponseScanner,
   signal: AbortSignal,
   cause: unknown,
@@ -68,7 +61,7 @@ export async function resumeResponse(
     headers['last-event-id'] = from;
     scanner.restart();
     try {
-      const found = request === undefined ? await resumeWithFetch(target, headers, scanner, signal) : await resumeWithRequest(target.url, request, headers, scanner, signal);
+      const found = await resumeWithRequest(target.url, target.request, headers, scanner, signal);
       if (found !== undefined) return found;
       lastFailure = undefined;
     } catch (err) {
@@ -99,25 +92,6 @@ async function resumeWithRequest(
     throw resumeError(`the server answered the resumption GET with ${type || 'no content type'}`, status);
   }
   return readRawSse(res.body, scanner);
-}
-
-async function resumeWithFetch(
-  target: ResumeTarget,
-  headers: Record<string, string>,
-  scanner: SseResponseScanner,
-  signal: AbortSignal,
-): Promise<JsonRpcResponse | undefined> {
-  const response = await target.fetch(target.url, { method: 'GET', headers, signal });
-  if (!response.ok) {
-    await response.body?.cancel().catch(() => {});
-    throw refusedOrRetry(response.status);
-  }
-  const type = mediaType(response.headers.get('content-type'));
-  if (type !== 'text/event-stream') {
-    await response.body?.cancel().catch(() => {});
-    throw resumeError(`the server answered the resumption GET with ${type || 'no content type'}`, response.status);
-  }
-  return readSseResponse(response, scanner);
 }
 
 /** A 4xx (or an unfollowed 3xx) is the server's final word; a 5xx may pass. */

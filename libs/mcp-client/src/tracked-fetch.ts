@@ -6,7 +6,15 @@ export interface FetchObservations {
   lastErrorStatus?: number;
   /** The last error thrown by the underlying fetch (network failure). */
   lastNetworkError?: unknown;
+  /**
+   * The start of the last 4xx/5xx body: the SDK's probe reports a failed `server/discover` by
+   * status only, and the server's own words are what an owner needs. Scrubbed before use.
+   */
+  lastErrorBody?: Promise<string>;
 }
+
+/** Characters of an error body kept for a message. */
+const ERROR_BODY_CHARS = 300;
 
 // Responses that cannot be re-wrapped with a body, and redirects (whose `url` the SDK reads).
 const PASS_THROUGH_STATUSES = new Set([101, 204, 205, 301, 302, 303, 304, 307, 308]);
@@ -36,6 +44,7 @@ export function trackedFetch(baseFetch: typeof fetch, observations: FetchObserva
     }
     if (!response.ok) {
       observations.lastErrorStatus = response.status;
+      if (response.status >= 400 && response.body !== null) observations.lastErrorBody = errorBodyStart(response.clone());
       if (response.status === 401) {
         const challenge = response.headers.get('www-authenticate');
         if (challenge !== null) observations.wwwAuthenticate = challenge;
@@ -47,6 +56,26 @@ export function trackedFetch(baseFetch: typeof fetch, observations: FetchObserva
     }
     return withReleasingBody(response, () => unlink());
   };
+}
+
+/** The first characters of an error body (the clone is cancelled after them). */
+async function errorBodyStart(copy: Response): Promise<string> {
+  const reader = copy.body?.getReader();
+  if (reader === undefined) return '';
+  const decoder = new TextDecoder();
+  let text = '';
+  try {
+    while (text.length < ERROR_BODY_CHARS) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      text += decoder.decode(value, { stream: true });
+    }
+  } catch {
+    // A body that breaks off says what it said so far.
+  } finally {
+    void reader.cancel().catch(() => {});
+  }
+  return text.slice(0, ERROR_BODY_CHARS);
 }
 
 /** `response` with a body stream that calls `release` once it is done, cancelled or failed. */

@@ -14,7 +14,7 @@ import {
   type TestMcpServer,
   type TestTool,
 } from '../../../../test/servers/index.js';
-import { connectMcp, McpClientError, type McpConnection } from '../index.js';
+import { connectMcp, isInputRequired, McpClientError, type CallToolResult, type McpCallResult, type McpConnection } from '../index.js';
 
 const opened: McpConnection[] = [];
 const servers: TestMcpServer[] = [];
@@ -56,8 +56,14 @@ function recordingFetch(): { fetch: typeof fetch; requests: string[] } {
   };
 }
 
-function text(result: { content: unknown[] }): string {
-  return result.content.map((c) => ((c as { type: string }).type === 'text' ? (c as { text: string }).text : '')).join('');
+/** The result as a complete one (an `input_required` one fails the test). */
+function complete(result: McpCallResult): CallToolResult {
+  if (isInputRequired(result)) throw new Error(`expected a complete result, got ${JSON.stringify(result)}`);
+  return result;
+}
+
+function text(result: McpCallResult): string {
+  return complete(result).content.map((c) => ((c as { type: string }).type === 'text' ? (c as { text: string }).text : '')).join('');
 }
 
 async function waitFor(condition: () => boolean, ms = 5_000, tick?: () => void): Promise<void> {
@@ -121,7 +127,7 @@ describe('connectMcp over Streamable HTTP', () => {
     expect(failed.isError).toBe(true);
     expect(text(failed)).toBe('the tool failed');
     const image = await c.callTool({ name: 'image', arguments: {} });
-    expect(image.content.map((part) => part.type)).toEqual(['text', 'image']);
+    expect(complete(image).content.map((part) => part.type)).toEqual(['text', 'image']);
   });
 
   it('tells a timeout from a cancel', async () => {

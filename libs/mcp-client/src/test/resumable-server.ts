@@ -1,6 +1,6 @@
 import { createServer, request as httpRequest, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { DirectRequest } from '../response-stream.js';
+import type { DirectRequest } from '../direct-request.js';
 
 /**
  * A hand-written Streamable HTTP server on loopback (stateful, one session) whose answer to one
@@ -114,11 +114,11 @@ export async function startResumableServer(opts: ResumableServerOptions = {}): P
 }
 
 /**
- * A fetch carrying a `request` over node:http (a real HTTP client, its own keep-alive agent):
- * the shape of the proxy's outbound fetch, so calls take the direct call's Node-stream path.
+ * A {@link DirectRequest} over node:http (a real HTTP client, its own keep-alive agent): the
+ * shape of the proxy's outbound request, given to `connectMcp` as `request`.
  */
-export function fetchWithRequest(): typeof fetch & { request: DirectRequest } {
-  const request: DirectRequest = (url, opts) =>
+export function nodeRequest(): DirectRequest {
+  return (url, opts) =>
     new Promise((resolve, reject) => {
       const req = httpRequest(url, { method: opts.method, headers: opts.headers, ...(opts.signal ? { signal: opts.signal } : {}) }, (res) =>
         resolve({ statusCode: res.statusCode ?? 0, headers: res.headers, body: res }),
@@ -126,6 +126,4 @@ export function fetchWithRequest(): typeof fetch & { request: DirectRequest } {
       req.on('error', (err) => reject(opts.signal?.aborted ? err : new TypeError('fetch failed', { cause: err })));
       req.end(opts.body);
     });
-  const base: typeof fetch = (input, init) => fetch(input, init);
-  return Object.assign(base, { request });
 }

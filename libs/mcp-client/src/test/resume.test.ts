@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { connectMcp, McpClientError, type McpConnection } from '../index.js';
+import { connectMcp, isInputRequired, McpClientError, type McpCallResult, type McpConnection } from '../index.js';
 import { RESUME_MAX_STALLED } from '../sse-resume.js';
-import { fetchWithRequest, primed, startResumableServer, type ResumableServer, type ResumableServerOptions } from './resumable-server.js';
+import { nodeRequest, primed, startResumableServer, type ResumableServer, type ResumableServerOptions } from './resumable-server.js';
 
 const opened: McpConnection[] = [];
 const servers: ResumableServer[] = [];
@@ -11,19 +11,20 @@ afterEach(async () => {
   await Promise.all(servers.splice(0).map(async (s) => await s.close()));
 });
 
-/** The direct call path has two ways to the wire: fetch, or a `request` beside it (the proxy's). */
+/** The legacy direct call path has two ways to the wire: the fetch (adapted), or an explicit `request` (the proxy's). */
 const PATHS = ['fetch', 'request'] as const;
 type Path = (typeof PATHS)[number];
 
 async function setup(path: Path, opts: ResumableServerOptions): Promise<{ s: ResumableServer; c: McpConnection }> {
   const s = await startResumableServer(opts);
   servers.push(s);
-  const c = await connectMcp({ url: s.url, transport: 'http', connectTimeoutMs: 10_000, ...(path === 'request' ? { fetch: fetchWithRequest() } : {}) });
+  const c = await connectMcp({ url: s.url, transport: 'http', connectTimeoutMs: 10_000, ...(path === 'request' ? { request: nodeRequest() } : {}) });
   opened.push(c);
   return { s, c };
 }
 
-function text(result: { content: unknown[] }): string {
+function text(result: McpCallResult): string {
+  if (isInputRequired(result)) throw new Error('expected a complete result');
   return result.content.map((c) => ((c as { type: string }).type === 'text' ? (c as { text: string }).text : '')).join('');
 }
 
