@@ -2,7 +2,7 @@ import { SpanKind, SpanStatusCode, context, trace, type Context, type Counter, t
 import { ErrorCodes, WireError, type ProxyCallRequest } from '@mcpx/contracts';
 import { Permission, TEXT_LIMIT_BYTES, flattenCallResult, isErrorResult, jsonSizeExceeds, type FlattenLimits, type ProxyResult } from '@mcpx/domain';
 import type { CallLimiter, CallLimits } from '@mcpx/locks';
-import { McpClientError, type McpConnection } from '@mcpx/mcp-client';
+import { McpClientError, isInputRequired, type McpConnection } from '@mcpx/mcp-client';
 import { withSpan } from '@mcpx/telemetry';
 import type { ApprovalGate } from './approval-gate.js';
 import { MAX_CALL_TIMEOUT_MS } from './call-request.js';
@@ -230,6 +230,11 @@ export class CallHandler {
         } else if (err.code === 'session_expired') span.addEvent('session expired: reconnecting once');
         else throw err;
         result = await this.deps.pool.use(req.account, req.run, doc.server, server, call, true);
+      }
+      // An input request (2026-07-28 `input_required`) is no result: until input requests reach
+      // a person or the runtime, the call stops here with a typed error saying so.
+      if (isInputRequired(result)) {
+        throw new WireError(ErrorCodes.serverError, `${doc.name} asks for input before it can finish (input_required), which this connector cannot answer yet`, { server: doc.server, resultType: 'input_required' });
       }
       const errorText = isErrorResult(result);
       if (errorText !== undefined) throw new WireError(ErrorCodes.serverError, errorText || `${doc.name} reported an error`, { server: doc.server });
