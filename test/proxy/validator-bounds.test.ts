@@ -1,7 +1,9 @@
-import { describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compileValidator, type JsonObject } from '@mcpx/domain';
 import { cborNestingExceeds, decodeCallRequest, parseCallRequest, MAX_CALL_TIMEOUT_MS } from '@mcpx/proxy';
 import { encodePayload } from '@mcpx/contracts';
+import { startTestMcpServer, type TestMcpServer, type TestTool } from '../servers/index.js';
+import { ProxySystem } from '../support/proxy-system.js';
 
 /** Hostile schemas and arguments: every case ends with an answer, bounded in work, never a hang or a crash. */
 describe('the bounded validator on the proxy hot path', () => {
@@ -43,6 +45,94 @@ describe('the bounded validator on the proxy hot path', () => {
   it('ignores keywords it does not model, unresolvable $refs and a non-object root', () => {
     expect(compileValidator({ type: 'object', anyOf: [{ required: ['a'] }, {}], $ref: '#/nope', pattern: '(a+)+$' })({}).ok).toBe(true);
     expect(compileValidator(true)({ anything: 1 }).ok).toBe(true);
+  });
+});
+
+/** An order form built from `$defs`, as 2026-07-28 servers write them. */
+const orderTool: TestTool = {
+  name: 'order',
+  inputSchema: {
+    type: 'object',
+    properties: {
+      lines: { type: 'array', minItems: 1, items: { $ref: '#/$defs/line' } },
+      delivery: { oneOf: [{ $ref: '#/$defs/pickup' }, { $ref: '#/$defs/address' }] },
+    },
+    required: ['lines'],
+    $defs: {
+      line: { type: 'object', properties: { sku: { type: 'string', minLength: 1 }, qty: { type: 'integer', minimum: 1 } }, required: ['sku', 'qty'] },
+      pickup: { type: 'object', properties: { store: { const: 'main' } }, required: ['store'], additionalProperties: false },
+      address: { type: 'object', properties: { street: { type: 'string' } }, required: ['street'], additionalProperties: false },
+    },
+  },
+  handler: (args) => ({ content: [{ type: 'text', text: `ordered ${(args.lines as unknown[]).length} lines` }] }),
+};
+
+/**
+ * A hostile schema: an `n`-deep `$ref` chain under property `a`. `$defs` is an array so even a
+ * 10,000-deep chain fits in the 256 KiB a tool document keeps (`#/$defs/9999` indexes it).
+ */
+function chainTool(name: string, n: number): TestTool {
+  return {
+    name,
+    inputSchema: {
+      type: 'object',
+      properties: { a: { $ref: '#/$defs/0' } },
+      $defs: [...Array.from({ length: n }, (_, i) => ({ $ref: `#/$defs/${i + 1}` })), { type: 'string' }],
+    },
+    handler: () => ({ content: [{ type: 'text', text: `${name} ran` }] }),
+  };
+}
+
+describe('$ref schemas through the real proxy', () => {
+  let system: ProxySystem;
+  let upstream: TestMcpServer;
+
+  beforeAll(async () => {
+    [system, upstream] = await Promise.all([ProxySystem.start(), startTestMcpServer({ tools: [orderTool, chainTool('chain', 200), chainTool('deep_chain', 10_000)] })]);
+    await system.setServer('shop', upstream.url);
+    await system.createAgent('agent', ['shop'], 2);
+  });
+
+  afterAll(async () => {
+    await system?.stop();
+    await upstream?.close();
+  });
+
+  it('validates arguments through $defs and answers a miss with the schema whole (touch-expand), calling nothing', async () => {
+    const ok = await system.call('agent', 'r1', 'shop__order', { lines: [{ sku: 'a1', qty: 2 }], delivery: { store: 'main' } });
+    expect(ok.result.text).toBe('ordered 1 lines');
+    const before = upstream.stats.calls;
+    const err = await system.callError('agent', 'r1', 'shop__order', { lines: [{ sku: 'a1', qty: 0 }, { qty: 1 }], delivery: { store: 'main', street: 'x' } });
+    expect(err.code).toBe('invalid_arguments');
+    expect(err.details.errors).toEqual([
+      expect.objectContaining({ path: '/lines/0/qty', keyword: 'minimum' }),
+      expect.objectContaining({ path: '/lines/1/sku', keyword: 'required' }),
+      expect.objectContaining({ path: '/delivery', keyword: 'oneOf' }),
+    ]);
+    expect(err.details.contract).toEqual({ name: 'shop__order', description: '', inputSchema: orderTool.inputSchema });
+    expect(upstream.stats.calls).toBe(before);
+  });
+
+  it('refuses a call through a 200-deep $ref chain with a typed error, calling nothing; other arguments and tools keep working', async () => {
+    const before = upstream.stats.calls;
+    const err = await system.callError('agent', 'r2', 'shop__chain', { a: 'x' });
+    expect(err.code).toBe('invalid_arguments');
+    expect(err.details.errors).toEqual([expect.objectContaining({ path: '/a', keyword: '$ref' })]);
+    expect(err.message).toMatch(/more than 64 \$refs in a row/);
+    expect(upstream.stats.calls).toBe(before);
+    // An argument the chain does not reach is checked as usual.
+    expect((await system.call('agent', 'r2', 'shop__chain', {})).result.text).toBe('chain ran');
+    expect((await system.call('agent', 'r2', 'shop__order', { lines: [{ sku: 'b', qty: 1 }] })).result.text).toBe('ordered 1 lines');
+  });
+
+  it('a 10,000-deep $ref chain is named in the server status and nothing else breaks', async () => {
+    const { servers } = await system.api.act<{ servers: { name: string; status: { state: string; skippedTools?: { name: string; reason: string }[] } }[] }>('ListMcpServers', {});
+    const shop = servers.find((s) => s.name === 'shop');
+    expect(shop?.status.state).toBe('ok');
+    expect(shop?.status.skippedTools).toEqual([{ name: 'deep_chain', reason: expect.any(String) }]);
+    const missing = await system.callError('agent', 'r3', 'shop__deep_chain', { a: 'x' });
+    expect(missing.code).toBe('not_found');
+    expect((await system.call('agent', 'r3', 'shop__order', { lines: [{ sku: 'c', qty: 3 }] })).result.text).toBe('ordered 1 lines');
   });
 });
 
