@@ -1,19 +1,31 @@
-// `npm start`: brings up NATS, Postgres and Redis (using what answers, else Docker, else local
-// binaries), then every service in the local profile, and prints where the API is.
+// `npm start`: brings up Postgres and Redis (using what answers, else Docker, else local
+// binaries) and a NATS of its own with the project's authorization (one user per service and the
+// agent runtime, passwords generated once under the data folder), then every service in the local
+// profile with its NATS credentials, and prints where the API, NATS and the runtime's credentials are.
+// A NATS_URL set by the operator is used instead, as it is (with NATS_USER/NATS_PASSWORD if set).
 import { spawn, type ChildProcess } from 'node:child_process';
-import { dirname, join } from 'node:path';
+import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ensureDependencies } from './deps/index.js';
+import { ensureDependencies, startAuthNats, type AuthNats } from './deps/index.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const dataDir = process.env.MCPX_DATA_DIR || join(root, '.data');
+const givenNatsUrl = process.env.NATS_URL || undefined;
+const natsPort = Number(process.env.MCPX_NATS_PORT || 4223);
 const env = {
   ...process.env,
   DATABASE_URL: process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/mcpx',
-  NATS_URL: process.env.NATS_URL ?? 'nats://127.0.0.1:4222',
   REDIS_URL: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379',
   // The local profile lets a developer connect servers on their own machine over plain http.
   OUTBOUND_PROFILE: process.env.OUTBOUND_PROFILE ?? 'local',
 };
+let nats: AuthNats | undefined;
+
+/** A service's NATS settings: its own user on the stack's NATS, or the operator's NATS_URL as given. */
+function natsEnv(name: keyof typeof PORTS): Record<string, string> {
+  if (nats === undefined) return givenNatsUrl !== undefined ? { NATS_URL: givenNatsUrl } : {};
+  return { NATS_URL: nats.url, NATS_USER: nats.users[name].user, NATS_PASSWORD: nats.users[name].password };
+}
 const PORTS = { registry: Number(process.env.REGISTRY_PORT ?? 8080), projector: Number(process.env.PROJECTOR_PORT ?? 8081), proxy: Number(process.env.PROXY_PORT ?? 8082) };
 
 const log = (line: string): void => void process.stdout.write(`[start] ${line}\n`);
@@ -22,7 +34,7 @@ const children: ChildProcess[] = [];
 function startService(name: keyof typeof PORTS): ChildProcess {
   const child = spawn(join(root, 'node_modules', '.bin', 'tsx'), [`services/${name}/src/main.ts`], {
     cwd: root,
-    env: { ...env, HTTP_PORT: String(PORTS[name]), INSTANCE_ID: `${name}-local` },
+    env: { ...env, ...natsEnv(name), HTTP_PORT: String(PORTS[name]), INSTANCE_ID: `${name}-local` },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const prefix = (chunk: Buffer): void => {
@@ -67,15 +79,36 @@ process.on('SIGINT', () => void stop(0));
 process.on('SIGTERM', () => void stop(0));
 
 try {
-  const deps = await ensureDependencies({ databaseUrl: env.DATABASE_URL, natsUrl: env.NATS_URL, redisUrl: env.REDIS_URL, dataDir: join(root, '.data'), log });
+  if (!Number.isInteger(natsPort) || natsPort <= 0 || natsPort > 65535) throw new Error('MCPX_NATS_PORT must be a port number');
+  const deps = await ensureDependencies({ databaseUrl: env.DATABASE_URL, ...(givenNatsUrl !== undefined ? { natsUrl: givenNatsUrl } : {}), redisUrl: env.REDIS_URL, dataDir, log });
   stopDeps = () => deps.stop();
+  if (givenNatsUrl === undefined) {
+    try {
+      nats = await startAuthNats({ databaseUrl: env.DATABASE_URL, redisUrl: env.REDIS_URL, dataDir, log, host: '127.0.0.1', port: natsPort, prefix: process.env.NATS_PREFIX ?? '' });
+    } catch (err) {
+      await deps.stop();
+      throw err;
+    }
+    const started = nats.stopper;
+    stopDeps = async () => {
+      await started?.stop();
+      await deps.stop();
+    };
+    process.on('exit', () => started?.kill());
+  }
   // The registry and the projector migrate their own schemas; the proxy reads both, so it starts last.
   startService('registry');
   startService('projector');
   await Promise.all([waitHealthy('registry'), waitHealthy('projector')]);
   startService('proxy');
   await waitHealthy('proxy');
-  log(`API ready at http://127.0.0.1:${PORTS.registry}  (NATS ${env.NATS_URL})`);
+  if (nats !== undefined) {
+    log(`NATS at ${nats.url} (its own users and permissions; no anonymous access)`);
+    log(`the agent runtime's NATS credentials: ${relative(process.cwd(), nats.runtimeCredentialsFile) || nats.runtimeCredentialsFile} (user ${nats.users.runtime.user}; mode 0600)`);
+  } else {
+    log(`NATS at ${givenNatsUrl} (as configured)`);
+  }
+  log(`API ready at http://127.0.0.1:${PORTS.registry}`);
   log('try: npm run mcpx -- keys new   (the README has a five-minute tour); Ctrl-C stops everything');
 } catch (err) {
   log(`failed: ${(err as Error).message}`);

@@ -31,13 +31,16 @@ export function composeArgs(opts: EnsureDependenciesOptions): string[] {
   return ['-f', file];
 }
 
-/** Starts the compose services of the missing endpoints and waits until they are healthy. */
-export async function startWithCompose(compose: string[], missing: Endpoint[], opts: EnsureDependenciesOptions): Promise<Stopper> {
+/**
+ * Starts the compose services of the missing endpoints and waits until they are healthy;
+ * `extraEnv` reaches the compose file's variables (the NATS users' passwords, say).
+ */
+export async function startWithCompose(compose: string[], missing: Endpoint[], opts: EnsureDependenciesOptions, extraEnv: Record<string, string> = {}): Promise<Stopper> {
   const [file, ...prefix] = compose as [string, ...string[]];
   const services = missing.map((e) => e.name);
   // The compose file publishes each port from POSTGRES_PORT/NATS_PORT/REDIS_PORT, so the
   // configured URLs are honoured even when they do not use the standard ports.
-  const env = { ...process.env };
+  const env = { ...process.env, ...extraEnv };
   for (const e of missing) env[COMPOSE_PORT_VARS[e.name]] = String(e.port);
   opts.log(`starting ${services.join(', ')} with docker compose`);
   // --wait uses the healthchecks: a published port accepts connections (docker-proxy) before

@@ -13,6 +13,7 @@ import { errorMessage, tcpReachable } from './process.js';
 import type { DependencyName, EnsureDependenciesOptions, RunningDependencies, Stopper } from './types.js';
 
 export type { EnsureDependenciesOptions, RunningDependencies } from './types.js';
+export { startAuthNats, type AuthNats } from './nats-auth.js';
 
 const INSTALL_HINTS: Record<DependencyName, string> = {
   postgres: 'install PostgreSQL server binaries (initdb, pg_ctl; e.g. apt-get install postgresql) or Docker',
@@ -33,7 +34,7 @@ const BINARY_NAMES: Record<DependencyName, string> = {
 export async function ensureDependencies(opts: EnsureDependenciesOptions): Promise<RunningDependencies> {
   const endpoints = [
     parseEndpoint('postgres', 'Postgres', opts.databaseUrl, 5432),
-    parseEndpoint('nats', 'NATS', opts.natsUrl.split(',')[0] ?? '', 4222),
+    ...(opts.natsUrl !== undefined ? [parseEndpoint('nats', 'NATS', opts.natsUrl.split(',')[0] ?? '', 4222)] : []),
     parseEndpoint('redis', 'Redis', opts.redisUrl, 6379),
   ];
   const reachable = await Promise.all(endpoints.map((e) => tcpReachable(e.host, e.port, 1_000)));

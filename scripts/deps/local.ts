@@ -43,7 +43,8 @@ export async function startLocal(e: Endpoint, binary: LocalBinary, opts: EnsureD
   return startChild(e, binary, args, join(opts.dataDir, 'redis.log'), opts);
 }
 
-async function startChild(e: Endpoint, binary: string, args: string[], logFile: string, opts: EnsureDependenciesOptions): Promise<Stopper> {
+/** Runs a server binary with its output in `logFile` until it answers on the endpoint's port. */
+export async function startChild(e: Endpoint, binary: string, args: string[], logFile: string, opts: EnsureDependenciesOptions): Promise<Stopper> {
   const log = await open(logFile, 'a');
   let child: ChildProcess;
   try {

@@ -2,7 +2,8 @@
 
 export interface EnsureDependenciesOptions {
   databaseUrl: string;
-  natsUrl: string;
+  /** Unset: NATS is not this function's (`npm start` runs its own authenticated one, `nats-auth.ts`). */
+  natsUrl?: string;
   redisUrl: string;
   /** Folder for data and logs of locally started servers, e.g. `<repo>/.data`. */
   dataDir: string;

@@ -36,8 +36,49 @@ export interface NatsPermissions {
 export interface NatsUser {
   /** The user name (a subject token: letters, digits, `_`, `-`); its inbox prefix is `_INBOX_<user>`. */
   user: string;
-  password: string;
+  /**
+   * The password, or `{env}`: the name of an environment variable nats-server reads it from when it
+   * loads the config (`$VAR`), so a committed config holds no secret.
+   */
+  password: string | { env: string };
   role: NatsRole;
+}
+
+/** One entry of nats-server's `authorization.users`, as plain data (for nats.conf or Helm values). */
+export interface NatsUserEntry {
+  user: string;
+  /** A literal password, or `{env}` (rendered as a variable reference). */
+  password: string | { env: string };
+  permissions: {
+    publish: { allow: string[] };
+    subscribe: { allow: string[] };
+    allow_responses?: { max: number; expires: string };
+  };
+}
+
+/**
+ * The `authorization.users` entries for `users` under `prefix`; checks names (tokens, unique),
+ * literal passwords (16 characters at least) and variable names.
+ */
+export function natsUserEntries(users: readonly NatsUser[], prefix = ''): NatsUserEntry[] {
+  const names = new Set<string>();
+  return users.map((u) => {
+    inboxPrefixOf(u.user);
+    if (names.has(u.user)) throw new Error(`NATS user ${u.user} is listed twice`);
+    names.add(u.user);
+    if (typeof u.password === 'string' && u.password.length < 16) throw new Error(`NATS user ${u.user} needs a password of at least 16 characters`);
+    if (typeof u.password !== 'string' && !/^[A-Z_][A-Z0-9_]*$/.test(u.password.env)) throw new Error(`NATS user ${u.user}: ${u.password.env} is not an environment variable name`);
+    const perm = natsPermissions(u.role, u.user, prefix);
+    return {
+      user: u.user,
+      password: u.password,
+      permissions: {
+        publish: { allow: perm.publish },
+        subscribe: { allow: perm.subscribe },
+        ...(perm.allowResponses === false ? {} : { allow_responses: { max: perm.allowResponses.maxMsgs, expires: `${Math.round(perm.allowResponses.expiresMs / 1000)}s` } }),
+      },
+    };
+  });
 }
 
 /**
@@ -186,21 +227,17 @@ const list = (items: readonly string[]): string => `[${items.map(q).join(', ')}]
 /**
  * The nats-server (2.9+) configuration of a stack: JetStream, and an `authorization` block with one
  * entry per user and its {@link natsPermissions}. No `no_auth_user`: an anonymous connection is
- * refused. The text holds the passwords: write it with mode 0600.
+ * refused. With literal passwords the text holds secrets: write it with mode 0600.
  */
 export function renderNatsServerConfig(input: NatsServerConfigInput): string {
-  const names = new Set<string>();
-  const users = input.users.map((u) => {
-    inboxPrefixOf(u.user);
-    if (names.has(u.user)) throw new Error(`NATS user ${u.user} is listed twice`);
-    names.add(u.user);
-    if (u.password.length < 16) throw new Error(`NATS user ${u.user} needs a password of at least 16 characters`);
-    const perm = natsPermissions(u.role, u.user, input.prefix ?? '');
-    const responses = perm.allowResponses === false ? '' : `, allow_responses: { max: ${perm.allowResponses.maxMsgs}, expires: "${Math.round(perm.allowResponses.expiresMs / 1000)}s" }`;
-    return `    { user: ${q(u.user)}, password: ${q(u.password)}, permissions: { publish: { allow: ${list(perm.publish)} }, subscribe: { allow: ${list(perm.subscribe)} }${responses} } }`;
+  const users = natsUserEntries(input.users, input.prefix ?? '').map((e) => {
+    const pass = typeof e.password === 'string' ? q(e.password) : `$${e.password.env}`;
+    const r = e.permissions.allow_responses;
+    const responses = r === undefined ? '' : `, allow_responses: { max: ${r.max}, expires: "${r.expires}" }`;
+    return `    { user: ${q(e.user)}, password: ${pass}, permissions: { publish: { allow: ${list(e.permissions.publish.allow)} }, subscribe: { allow: ${list(e.permissions.subscribe.allow)} }${responses} } }`;
   });
   return [
-    '# Generated: the NATS users of the stack and what each may do (libs/config nats-permissions).',
+    '# Generated from libs/config/src/nats-permissions.ts: the NATS users of the stack and what each may do.',
     `host: ${q(input.host)}`,
     `port: ${input.port}`,
     ...(input.monitorPort !== undefined ? [`http_port: ${input.monitorPort}`] : []),
