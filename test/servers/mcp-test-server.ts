@@ -13,9 +13,19 @@ import {
   McpError,
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
+import { modernMcpHandler } from './modern-mcp-handler.js';
 import { defaultTools, type TestTool } from './test-tools.js';
 
 export interface TestMcpServerOptions {
+  /**
+   * The server's protocol posture on `/mcp`: `legacy` (default for now) is an SDK v1 server
+   * (2025-11-25, sessions, SSE too); `modern` is SDK v2's `createMcpHandler` with
+   * `legacy: 'reject'` (2026-07-28 only, no sessions); `dual` serves both eras
+   * (`legacy: 'stateless'`). `modern` and `dual` are Streamable HTTP only.
+   */
+  era?: 'modern' | 'dual' | 'legacy';
+  /** Modern and dual: `ttlMs`/`cacheScope` on every `tools/list` page. */
+  listHints?: { ttlMs: number; cacheScope: 'public' | 'private' };
   /** `http`: Streamable HTTP on `/mcp`; `sse`: legacy `GET /sse` + `POST /messages`; `both`. Default `http`. */
   transport?: 'http' | 'sse' | 'both';
   /** Default: `echo` and `add`. */
@@ -43,8 +53,10 @@ export interface TestMcpServerOptions {
 }
 
 export interface TestMcpServerStats {
-  /** `initialize` requests seen. */
+  /** `initialize` requests seen (0 for a modern client: it has no handshake). */
   handshakes: number;
+  /** `server/discover` requests seen (the probe of a client in mode auto). */
+  discovers: number;
   /** `tools/call` requests handled. */
   calls: number;
   /** `tools/list` requests handled. */
@@ -79,13 +91,15 @@ const CLOSE_WAIT_MS = 5_000;
 
 /** Starts a real MCP server (SDK low-level `Server`, one per session) on loopback. */
 export async function startTestMcpServer(opts: TestMcpServerOptions = {}): Promise<TestMcpServer> {
-  const mode = opts.transport ?? 'http';
+  const era = opts.era ?? 'legacy';
+  const mode = era === 'legacy' ? (opts.transport ?? 'http') : 'http';
   const host = opts.host ?? '127.0.0.1';
   let tools = opts.tools ?? defaultTools();
   const sessions = new Map<string, Session>();
   const sockets = new Set<Socket>();
   const stats: TestMcpServerStats = {
     handshakes: 0,
+    discovers: 0,
     calls: 0,
     listCalls: 0,
     openSockets: () => sockets.size,
@@ -124,6 +138,34 @@ export async function startTestMcpServer(opts: TestMcpServerOptions = {}): Promi
   function countHandshakes(body: unknown): void {
     const messages = Array.isArray(body) ? body : [body];
     stats.handshakes += messages.filter((m) => isInitializeRequest(m)).length;
+    stats.discovers += messages.filter((m) => (m as { method?: unknown } | null)?.method === 'server/discover').length;
+  }
+
+  const modern =
+    era === 'legacy'
+      ? undefined
+      : modernMcpHandler({
+          legacy: era === 'modern' ? 'reject' : 'stateless',
+          tools: () => tools,
+          ...(opts.pageSize === undefined ? {} : { pageSize: opts.pageSize }),
+          ...(opts.cursorLoop === undefined ? {} : { cursorLoop: opts.cursorLoop }),
+          ...(opts.listHints === undefined ? {} : { listHints: opts.listHints }),
+          onList: () => {
+            stats.listCalls += 1;
+          },
+          onCall: () => {
+            stats.calls += 1;
+          },
+        });
+
+  async function handleModern(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const body = req.method === 'POST' ? await readJson(req) : undefined;
+    if (body instanceof SyntaxError) {
+      sendRpcError(res, 400, ErrorCode.ParseError, 'Parse error');
+      return;
+    }
+    countHandshakes(body);
+    await modern?.handle(req, res, body);
   }
 
   async function authorized(req: IncomingMessage, res: ServerResponse): Promise<boolean> {
@@ -220,7 +262,7 @@ export async function startTestMcpServer(opts: TestMcpServerOptions = {}): Promi
     const http = mode === 'http' || mode === 'both';
     const sse = mode === 'sse' || mode === 'both';
     if (url.pathname === '/mcp' && http) {
-      if (await authorized(req, res)) await handleStreamable(req, res);
+      if (await authorized(req, res)) await (modern === undefined ? handleStreamable(req, res) : handleModern(req, res));
       return;
     }
     if (url.pathname === '/sse' && sse) {
@@ -268,6 +310,7 @@ export async function startTestMcpServer(opts: TestMcpServerOptions = {}): Promi
     closing ??= (async () => {
       const open = [...sessions.values()];
       sessions.clear();
+      await modern?.close().catch(() => {});
       await withTimeout(
         Promise.allSettled(open.map(async (s) => await s.server.close())),
         CLOSE_WAIT_MS,
