@@ -11,7 +11,7 @@ export interface CallbackLog {
  * What a malformed message is logged with: its subject, size and the rule or field it broke,
  * never its bytes (a payload may carry a caller's arguments or secrets).
  */
-export function malformedMessageFields(msg: Msg, err: unknown): Record<string, unknown> {
+export function malformedMessageFields(msg: Pick<Msg, 'subject' | 'data'>, err: unknown): Record<string, unknown> {
   const w = err instanceof WireError ? err : undefined;
   return { subject: msg.subject, bytes: msg.data.byteLength, ...(w ? { field: w.details.field, rule: w.details.rule, reason: w.message } : {}) };
 }

@@ -1,5 +1,5 @@
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
-import { decodePayload, type ApprovalDecidedEvent } from '@mcpx/contracts';
+import { decodeApprovalDecidedEvent } from '@mcpx/contracts';
 
 /** Decisions on one approval, as `mcp.approvals.decided.<acct>` announces them (at most once each). */
 export interface DecisionWatch {
@@ -14,13 +14,15 @@ export function watchDecisions(nc: NatsConnection, subject: string, approvalId: 
   const sub: Subscription = nc.subscribe(subject, {
     callback: (err, msg) => {
       if (err) return;
+      // Strictly decoded; a malformed notification is dropped (the waiter re-asks after `ms`
+      // anyway), and nothing is thrown into the connection's reader, which would close it.
       try {
-        if (decodePayload<ApprovalDecidedEvent>(msg.data).approvalId !== approvalId) return;
+        if (decodeApprovalDecidedEvent(msg.data).approvalId !== approvalId) return;
+        decided = true;
+        wake?.();
       } catch {
         return;
       }
-      decided = true;
-      wake?.();
     },
   });
   return {

@@ -1,7 +1,7 @@
 import { AckPolicy, DeliverPolicy, type ConsumerMessages, type JsMsg } from '@nats-io/jetstream';
 import { context } from '@opentelemetry/api';
 import type { Bus } from '@mcpx/bus';
-import { decodePayload, type AgentChangedEvent, type ServerDeletedEvent, type ServerDiscoveredEvent } from '@mcpx/contracts';
+import { WireError, decodeAgentChangedEvent, decodeServerDeletedEvent, decodeServerDiscoveredEvent } from '@mcpx/contracts';
 import type { Logger } from '@mcpx/log';
 import { extractTraceContext } from '@mcpx/telemetry';
 import type { Projection } from './projection.js';
@@ -14,43 +14,30 @@ const RETRY_DELAY_MS = 2_000;
 
 class PoisonMessage extends Error {}
 
-function expectString(v: unknown, field: string): string {
-  if (typeof v !== 'string' || v === '') throw new PoisonMessage(`${field} missing`);
-  return v;
+/**
+ * Decodes an event strictly (the payload decoders of `@mcpx/contracts`): a refusal is a poison
+ * message, whose reason names the rule or field, never the bytes.
+ */
+function decoded<T>(decode: (bytes: Uint8Array) => T, bytes: Uint8Array): T {
+  try {
+    return decode(bytes);
+  } catch (e) {
+    throw new PoisonMessage(e instanceof WireError ? e.message : 'not a valid event');
+  }
 }
 
 /** Routes one event by its subject: `mcp.events.<server|agent>.<kind>.<acct>.<name>`. */
 async function route(projection: Projection, prefix: string, msg: JsMsg): Promise<number> {
   const parts = msg.subject.slice(prefix.length).split('.');
   const [, , entity, kind] = parts;
-  let data: Record<string, unknown>;
-  try {
-    data = decodePayload<Record<string, unknown>>(msg.data);
-  } catch {
-    throw new PoisonMessage('not CBOR');
-  }
   if (entity === 'server' && kind === 'discovered') {
-    const e = data as unknown as ServerDiscoveredEvent;
-    expectString(e.account, 'account');
-    expectString(e.server, 'server');
-    if (!e.toolsChanged && typeof e.generation === 'number') {
-      // Nothing changed in the tool list: only a status. The projector has no work.
-      return 0;
-    }
-    if (!Array.isArray(e.tools) || typeof e.generation !== 'number') throw new PoisonMessage('tools/generation missing');
+    const e = decoded(decodeServerDiscoveredEvent, msg.data);
+    // Nothing changed in the tool list: only a status. The projector has no work.
+    if (!e.toolsChanged) return 0;
     return projection.serverDiscovered(e);
   }
-  if (entity === 'server' && kind === 'deleted') {
-    const e = data as unknown as ServerDeletedEvent;
-    expectString(e.serverId, 'serverId');
-    return projection.serverDeleted(e);
-  }
-  if (entity === 'agent' && kind === 'changed') {
-    const e = data as unknown as AgentChangedEvent;
-    expectString(e.agent, 'agent');
-    if (!Array.isArray(e.mcpServers) || typeof e.revision !== 'number') throw new PoisonMessage('mcpServers/revision missing');
-    return projection.agentChanged(e);
-  }
+  if (entity === 'server' && kind === 'deleted') return projection.serverDeleted(decoded(decodeServerDeletedEvent, msg.data));
+  if (entity === 'agent' && kind === 'changed') return projection.agentChanged(decoded(decodeAgentChangedEvent, msg.data));
   throw new PoisonMessage(`unknown subject ${msg.subject}`);
 }
 

@@ -106,8 +106,17 @@ export class EventPublisher {
     let error: string | null = null;
     if (msg.headers?.hasError === true || msg.data.length === 0) error = `no stream answered (${msg.headers?.code ?? 'empty reply'})`;
     else {
-      const ack = JSON.parse(new TextDecoder().decode(msg.data)) as { error?: { description?: string } };
-      if (ack.error !== undefined) error = ack.error.description ?? 'JetStream refused the message';
+      // Parsed defensively: this runs in a subscription callback, where a throw would close the
+      // projector's NATS connection. Anything but a PubAck object counts as a failed publish.
+      let ack: { error?: { description?: unknown } } | null = null;
+      try {
+        const parsed: unknown = JSON.parse(new TextDecoder().decode(msg.data));
+        if (parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed)) ack = parsed;
+      } catch {
+        ack = null;
+      }
+      if (ack === null) error = 'malformed PubAck';
+      else if (ack.error !== undefined) error = typeof ack.error?.description === 'string' ? ack.error.description : 'JetStream refused the message';
     }
     if (error !== null) return this.retry(id, error);
     clearTimeout(w.timer);

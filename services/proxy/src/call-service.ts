@@ -1,10 +1,10 @@
 import { Svcm, type Service, type ServiceMsg } from '@nats-io/services';
 import type { MsgHdrs, NatsConnection } from '@nats-io/transport-node';
-import { QueueGroups, encodePayload, toWireError, type ProxyCallReply, type Subjects } from '@mcpx/contracts';
+import { PAYLOAD_LIMITS, QueueGroups, decodeStrict, encodePayload, malformedMessageFields, toWireError, type ProxyCallReply, type Subjects } from '@mcpx/contracts';
 import type { Logger } from '@mcpx/log';
 import { extractTraceContext } from '@mcpx/telemetry';
 import { toWire, type CallHandler } from './call-handler.js';
-import { decodeCallRequest } from './call-request.js';
+import { MAX_REQUEST_BYTES, parseCallRequest } from './call-request.js';
 
 /** The micro-service name of the proxy when NATS_PREFIX is empty. */
 export const PROXY_SERVICE_NAME = 'mcpx-proxy';
@@ -40,6 +40,9 @@ export interface ProxyStats {
   resumptions: { resumed: number; failed: number };
   invalidations: number;
 }
+
+/** A call request is held to the proxy's own byte limit, below what NATS may be configured to carry. */
+const requestLimits = { ...PAYLOAD_LIMITS, maxBytes: MAX_REQUEST_BYTES };
 
 export interface CallServiceDeps {
   nc: NatsConnection;
@@ -86,19 +89,26 @@ export async function startCallService(deps: CallServiceDeps): Promise<CallServi
 
   const onCall = (err: Error | null, msg: ServiceMsg): void => {
     if (err) return;
-    let req;
+    // Nothing may throw out of here: the services library calls this from the connection's
+    // reader, and a throw would close the proxy's connection.
     try {
-      req = decodeCallRequest(msg.data);
+      let req;
+      try {
+        req = parseCallRequest(decodeStrict(msg.data, 'request', requestLimits));
+      } catch (e) {
+        const wire = toWire(e);
+        handler.count(wire.code);
+        log.warn('refused a malformed call request', malformedMessageFields(msg, e));
+        reply(msg, { ok: false, instance, error: wire.toJSON() });
+        return;
+      }
+      handler.handle(req, extractTraceContext(msg.headers as MsgHdrs | undefined)).then(
+        (result) => reply(msg, { ok: true, instance, result }),
+        (e: unknown) => reply(msg, { ok: false, instance, error: toWire(e).toJSON() }),
+      );
     } catch (e) {
-      const wire = toWire(e);
-      handler.count(wire.code);
-      reply(msg, { ok: false, instance, error: wire.toJSON() });
-      return;
+      log.error('a call request could not be handled', { subject: msg.subject, err: e as Error });
     }
-    handler.handle(req, extractTraceContext(msg.headers as MsgHdrs | undefined)).then(
-      (result) => reply(msg, { ok: true, instance, result }),
-      (e: unknown) => reply(msg, { ok: false, instance, error: toWire(e).toJSON() }),
-    );
   };
 
   service.addEndpoint('call', { subject: deps.subjects.proxyCall, handler: onCall, metadata: { sticky: 'false' } });

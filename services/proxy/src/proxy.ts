@@ -3,7 +3,7 @@ import type { Msg, Subscription } from '@nats-io/transport-node';
 import { Redis } from 'ioredis';
 import { connectBus } from '@mcpx/bus';
 import type { Config } from '@mcpx/config';
-import { decodePayload, encodePayload, type ProxyCancel, type RunEnded, type ToolsObserved } from '@mcpx/contracts';
+import { decodeProxyCancel, decodeRunEnded, encodePayload, guardCallback, type ToolsObserved } from '@mcpx/contracts';
 import { createDb } from '@mcpx/db';
 import { ApprovalStore, CallLimiter } from '@mcpx/locks';
 import { createLogger, type LogSink } from '@mcpx/log';
@@ -95,30 +95,19 @@ export async function startProxy(config: Config, opts: ProxyOptions = {}): Promi
   const stats = (): ProxyStats => ({ instance, ...pool.stats, inflight: handler.inflightCount, ...handler.counts, invalidations: catalog.invalidations });
 
   const service = await startCallService({ nc: bus.nc, subjects: bus.subjects, instance, handler, stats, log });
-  /** Subscribes to core-NATS notifications; one that does not decode or that `handle` rejects is logged and dropped. */
-  const listen = <T>(subject: string, what: string, handle: (payload: T, msg: Msg) => void): Subscription =>
-    bus.nc.subscribe(subject, {
-      callback: (err, msg) => {
-        if (err) return;
-        try {
-          handle(decodePayload<T>(msg.data), msg);
-        } catch {
-          log.warn(`dropped a malformed ${what}`);
-        }
-      },
-    });
-  const isCallRef = (c: ProxyCancel): boolean => typeof c.account === 'string' && typeof c.run === 'string' && typeof c.callId === 'string';
+  /**
+   * Subscribes to core-NATS notifications, decoded strictly by `decode`: one that does not decode
+   * is logged (without its bytes) and dropped, and nothing `handle` throws reaches the connection.
+   */
+  const listen = <T>(subject: string, what: string, decode: (bytes: Uint8Array) => T, handle: (payload: T, msg: Msg) => void): Subscription =>
+    bus.nc.subscribe(subject, { callback: guardCallback(log, what, (msg) => handle(decode(msg.data), msg)) });
   const subs = [
-    listen<ProxyCancel>(bus.subjects.proxyCancel, 'cancel', (c) => {
-      if (isCallRef(c)) handler.cancel(c.account, c.run, c.callId);
-    }),
+    listen(bus.subjects.proxyCancel, 'cancel', decodeProxyCancel, (c) => handler.cancel(c.account, c.run, c.callId)),
     // Only the instance working on the call answers: silence means "not here".
-    listen<ProxyCancel>(bus.subjects.proxyCallHeld, 'held check', (c, msg) => {
-      if (isCallRef(c) && handler.holds(c.account, c.run, c.callId)) msg.respond(encodePayload({ instance }));
+    listen(bus.subjects.proxyCallHeld, 'held check', decodeProxyCancel, (c, msg) => {
+      if (handler.holds(c.account, c.run, c.callId)) msg.respond(encodePayload({ instance }));
     }),
-    listen<RunEnded>(bus.subjects.runEndedAll, 'run-ended', (e) => {
-      if (typeof e.account === 'string' && typeof e.run === 'string') void pool.endRun(e.account, e.run);
-    }),
+    listen(bus.subjects.runEndedAll, 'run-ended', decodeRunEnded, (e) => void pool.endRun(e.account, e.run)),
   ];
   await bus.nc.flush();
   let ready = true;

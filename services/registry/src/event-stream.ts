@@ -1,15 +1,20 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import {
-  decodePayload,
+  decodeAgentToolsChangedEvent,
+  decodeApprovalDecidedEvent,
+  decodeApprovalRequestedEvent,
+  decodeServerDeletedEvent,
+  decodeServerDiscoveredEvent,
+  guardCallback,
   invalidInput,
   toWireError,
   type ApprovalDecidedEvent,
   type ApprovalRequestedEvent,
-  type ServerDeletedEvent,
-  type ServerDiscoveredEvent,
+  type CallbackLog,
   type Subjects,
 } from '@mcpx/contracts';
+import { createLogger } from '@mcpx/log';
 import type { Caller } from './actions/index.js';
 
 const HEARTBEAT_MS = 15_000;
@@ -44,6 +49,8 @@ export class EventStream {
   constructor(
     private readonly nc: NatsConnection,
     private readonly subjects: Subjects,
+    /** Where a dropped malformed notification is logged (default: a registry logger of its own). */
+    private readonly log: CallbackLog = createLogger('registry', { fields: { part: 'event-stream' } }),
   ) {}
 
   get connections(): number {
@@ -74,35 +81,33 @@ export class EventStream {
     const write = (event: string, data: unknown): void => {
       res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
     };
+    // Every callback is guarded (a throw would close the registry's NATS connection) and decodes
+    // strictly: a malformed notification is logged without its bytes and dropped, the stream goes on.
     const subs: Subscription[] = [
       this.nc.subscribe(this.subjects.agentToolsChangedAll(caller.account), {
-        callback: (err, msg) => {
-          if (!err) write('agent-tools-changed', decodePayload(msg.data));
-        },
+        callback: guardCallback(this.log, 'agent-tools-changed event', (msg) => {
+          write('agent-tools-changed', decodeAgentToolsChangedEvent(msg.data));
+        }),
       }),
       this.nc.subscribe(`${this.subjects.prefix}mcp.events.server.*.${caller.account}.*`, {
-        callback: (err, msg) => {
-          if (err) return;
+        callback: guardCallback(this.log, 'server event', (msg) => {
           const kind = msg.subject.split('.').at(-3);
-          const e = decodePayload<ServerDiscoveredEvent & ServerDeletedEvent>(msg.data);
-          write('mcp-servers-changed', {
-            kind,
-            server: e.server,
-            ...(e.status ? { status: e.status, toolCount: e.tools?.length ?? 0, toolsChanged: e.toolsChanged } : {}),
-          });
-        },
+          if (kind === 'discovered') {
+            const e = decodeServerDiscoveredEvent(msg.data);
+            write('mcp-servers-changed', { kind, server: e.server, status: e.status, toolCount: e.tools.length, toolsChanged: e.toolsChanged });
+          } else {
+            write('mcp-servers-changed', { kind, server: decodeServerDeletedEvent(msg.data).server });
+          }
+        }),
       }),
       this.nc.subscribe(this.subjects.approvalEvents(caller.account), {
-        callback: (err, msg) => {
-          if (err) return;
-          let out: ReturnType<typeof approvalEventData>;
-          try {
-            out = approvalEventData(msg.subject.split('.').at(-2) ?? '', decodePayload(msg.data));
-          } catch {
-            return; // a malformed notification is dropped: ListApprovals is the source of truth
-          }
+        // A malformed notification is dropped: ListApprovals is the source of truth.
+        callback: guardCallback(this.log, 'approval event', (msg) => {
+          const kind = msg.subject.split('.').at(-2) ?? '';
+          const e = kind === 'requested' ? decodeApprovalRequestedEvent(msg.data) : kind === 'decided' ? decodeApprovalDecidedEvent(msg.data) : null;
+          const out = e === null ? null : approvalEventData(kind, e);
           if (out) write(out.event, out.data);
-        },
+        }),
       }),
     ];
     const beat = setInterval(() => res.write(': keep-alive\n\n'), HEARTBEAT_MS);

@@ -1,6 +1,17 @@
 import type { Subscription } from '@nats-io/transport-node';
 import type { Bus } from '@mcpx/bus';
-import { ErrorCodes, QueueGroups, WireError, decodePayload, encodePayload, type OAuthRefreshReply, type OAuthRefreshRequest } from '@mcpx/contracts';
+import {
+  ErrorCodes,
+  QueueGroups,
+  WireError,
+  decodeOAuthRefreshRequest,
+  encodePayload,
+  guardCallback,
+  malformedMessageFields,
+  toWireError,
+  type OAuthRefreshReply,
+  type OAuthRefreshRequest,
+} from '@mcpx/contracts';
 import { findBuiltin } from '@mcpx/domain';
 import type { Logger } from '@mcpx/log';
 import type { BuiltinServers } from '../builtins/builtin-servers.js';
@@ -30,15 +41,15 @@ export function answerOAuthRefresh(deps: OAuthRefreshResponderDeps): Subscriptio
   const { bus, log } = deps;
   return bus.nc.subscribe(bus.subjects.registryOAuthRefresh, {
     queue: QueueGroups.registry,
-    callback: (err, msg) => {
-      if (err) return;
+    // Guarded: nothing thrown here may reach nats.js, which would close the registry's connection.
+    callback: guardCallback(log, 'oauth refresh request', (msg) => {
       const reply = (r: OAuthRefreshReply): void => void msg.respond(encodePayload(r));
       let req: OAuthRefreshRequest;
       try {
-        req = decodePayload<OAuthRefreshRequest>(msg.data);
-        if (typeof req.account !== 'string' || typeof req.server !== 'string' || (req.staleTokenHash !== undefined && typeof req.staleTokenHash !== 'string')) throw new Error('bad shape');
-      } catch {
-        reply({ ok: false, error: new WireError(ErrorCodes.invalidInput, 'malformed oauth refresh request').toJSON() });
+        req = decodeOAuthRefreshRequest(msg.data);
+      } catch (e) {
+        log.warn('refused a malformed oauth refresh request', malformedMessageFields(msg, e));
+        reply({ ok: false, error: toWireError(e).toJSON() });
         return;
       }
       refresh(deps, req).then(reply, (e: unknown) => {
@@ -46,7 +57,7 @@ export function answerOAuthRefresh(deps: OAuthRefreshResponderDeps): Subscriptio
         const wire = e instanceof WireError ? e : new WireError(ErrorCodes.transportError, `OAuth refresh failed: ${(e as Error).message?.slice(0, 200) ?? 'unknown error'}`);
         reply({ ok: false, error: wire.toJSON() });
       });
-    },
+    }),
   });
 }
 
