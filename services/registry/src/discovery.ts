@@ -8,6 +8,7 @@ import type { Logger } from '@mcpx/log';
 import { connectMcp, invalidMcpHeaderTools, resourceMetadataUrl, type EraVerdict, type McpConnection } from '@mcpx/mcp-client';
 import { safeUrlForTelemetry, withSpan } from '@mcpx/telemetry';
 import { authContextOf, isAuthContext, parseEraVerdict } from './era-verdicts.js';
+import { ListenStreams, type ListenTarget } from './listen-streams.js';
 import type { McpServerRecord, McpServersRepository } from './repositories/mcp-servers.repository.js';
 import type { SecretsRepository } from './repositories/secrets.repository.js';
 import type { ToolOverrides, ToolPermissionsRepository } from './repositories/tool-permissions.repository.js';
@@ -219,6 +220,8 @@ export class Discovery {
   private readonly challenges = new Map<string, URL>();
   /** The account's mcp_servers rows: what {@link discover} works on unless told otherwise. */
   private readonly rows: DiscoveryTarget;
+  /** Change streams of the modern servers that advertise tools.listChanged (stopped with the re-prober). */
+  readonly streams: ListenStreams;
 
   constructor(private readonly deps: DiscoveryDeps) {
     this.rows = {
@@ -240,6 +243,7 @@ export class Discovery {
       overrides: async (account, serverId) => deps.permissions?.forServer(account, serverId),
     };
     this.slots = new Semaphore(deps.concurrency ?? DISCOVERY_LIMITS.concurrency);
+    this.streams = new ListenStreams({ singleFlight: deps.singleFlight, log: deps.log, meter: deps.meter });
     this.runs = deps.meter.createCounter('mcpx_discovery_total', { description: 'Discoveries by result and trigger' });
     this.duration = deps.meter.createHistogram('mcpx_discovery_duration_ms', { description: 'Discovery time', unit: 'ms' });
     this.relists = deps.meter.createCounter('mcpx_discovery_relists_total', { description: 'Re-lists of tool lists in use on expiry, armed' });
@@ -251,7 +255,7 @@ export class Discovery {
    * records the outcome in `target` (default: the mcp_servers rows). Keyed by (account, name):
    * built-in slugs and custom names never meet.
    */
-  async discover(server: McpServerRecord, trigger: 'set' | 'refresh' | 'probe' | 'expired', target: DiscoveryTarget = this.rows): Promise<McpServerRecord> {
+  async discover(server: McpServerRecord, trigger: 'set' | 'refresh' | 'probe' | 'expired' | 'changed', target: DiscoveryTarget = this.rows): Promise<McpServerRecord> {
     return this.deps.singleFlight.run(
       `discovery:${server.accountId}:${server.name}`,
       { ttlMs: DISCOVERY_LIMITS.connectTimeoutMs + 30_000 },
@@ -352,6 +356,42 @@ export class Discovery {
       return false;
     });
     if (armed) this.relists.add(1, { event: 'armed' });
+  }
+
+  /**
+   * After a discovery of its own: a modern server that advertises tools.listChanged gets its
+   * change stream (held by one registry instance); one that no longer does loses it.
+   */
+  private followChanges(server: McpServerRecord, verdict: EraVerdict, target: DiscoveryTarget): void {
+    const key = `${server.accountId}:${server.name}`;
+    const capabilities = verdict.era === 'modern' ? (verdict.discover as { capabilities?: { tools?: { listChanged?: unknown } } }).capabilities : undefined;
+    if (capabilities?.tools?.listChanged !== true) {
+      void this.streams.drop(key);
+      return;
+    }
+    const listen: ListenTarget = {
+      key,
+      open: async (signal) => {
+        const current = await target.find(server.accountId, server.name);
+        if (current === null || current.config.url !== server.config.url) return null;
+        const headers = await target.headers(current);
+        const prior = await this.priorVerdict(current, authContextOf(current.config.url, headers));
+        return connectMcp({
+          url: current.config.url,
+          ...(current.config.transport ? { transport: current.config.transport } : {}),
+          headers,
+          connectTimeoutMs: DISCOVERY_LIMITS.connectTimeoutMs,
+          ...(this.deps.fetch ? { fetch: this.deps.fetch } : {}),
+          ...(prior !== undefined ? { prior } : {}),
+          signal,
+        });
+      },
+      changed: async () => {
+        const current = await target.find(server.accountId, server.name);
+        if (current !== null) await this.discover(current, 'changed', target);
+      },
+    };
+    this.streams.want(listen);
   }
 
   private async probe(server: McpServerRecord, target: DiscoveryTarget): Promise<Outcome> {
@@ -472,6 +512,7 @@ export class Discovery {
         const saved = await target.record(server, status, tools, nextProbe);
         if (saved === null) return server; // deleted meanwhile
         if (trigger === 'observed') await this.armRelist(saved, status, target, now);
+        else if (outcome.verdict !== undefined) this.followChanges(saved, outcome.verdict, target);
         // Read after the record: never older than its generation (see SetToolPermission).
         const event = serverDiscoveredEvent(saved, changed, await target.overrides(saved.accountId, saved.id));
         await this.deps.bus.publishEvent(this.deps.bus.subjects.serverDiscovered(saved.accountId, saved.name), event);

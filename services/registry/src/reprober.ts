@@ -21,6 +21,7 @@ export class Reprober {
   private timer: NodeJS.Timeout | undefined;
   private running = false;
   private current: Promise<number> = Promise.resolve(0);
+  private closingStreams: Promise<void> = Promise.resolve();
 
   constructor(
     private readonly sources: ReprobeSource[],
@@ -36,13 +37,16 @@ export class Reprober {
     this.timer.unref();
   }
 
+  /** Stops the ticks, and with them the background change streams of discovery. */
   stop(): void {
     clearInterval(this.timer);
+    this.closingStreams = this.discovery.streams.stop();
   }
 
-  /** Resolves when the tick in progress (if any) has finished; for a clean shutdown. */
+  /** Resolves when the tick in progress (if any) has finished and the change streams are closed; for a clean shutdown. */
   async idle(): Promise<void> {
     await this.current.catch(() => 0);
+    await this.closingStreams.catch(() => undefined);
   }
 
   async tick(): Promise<number> {
