@@ -6,7 +6,7 @@ import { startTestMcpServer, type TestMcpServer } from '../servers/index.js';
 import { ApiClient } from '../support/api-client.js';
 import { uniqueNamespace } from '../support/env.js';
 import { NatsAuthServer } from '../support/nats-auth-server.js';
-import { ProcessSystem } from '../support/system.js';
+import { ProcessSystem, eventually } from '../support/system.js';
 
 /**
  * The stack's NATS with the project's authorization (DESIGN.md §3), the three services connected
@@ -31,6 +31,8 @@ describe('NATS least privilege against the real services', () => {
     api = new ApiClient(system.apiUrl);
     await api.act('SetMcpServer', { name: 'demo', config: { url: upstream.url } });
     agent = (await api.act<{ agent: { id: string } }>('CreateAgent', { name: 'helper', definition: { mcpServers: ['demo'] } })).agent.id;
+    // The projector (on its own NATS user) has projected the tool.
+    await eventually(async () => (JSON.stringify(await api.act('ListAgentTools', { agent })).includes('demo__echo') ? true : undefined), 30_000, 'demo__echo projected');
     const { user, pass } = nats.credentials('runtime');
     runtime = await connectRuntime({ url: nats.url, prefix, credentials: { user, pass }, maxReconnectAttempts: 0 });
   }, 120_000);
@@ -44,7 +46,7 @@ describe('NATS least privilege against the real services', () => {
 
   /** A call through the proxy with the runtime's credentials: the end-to-end path still works. */
   const callEcho = async (message: string): Promise<string | undefined> => {
-    const out = await runtime.client.call({ account: api.principal, agent, run: `run-${message}`, tool: 'demo__echo', arguments: { message } });
+    const out = await runtime.client.call({ account: api.principal, agent, run: `run-${message}`, tool: 'demo__echo', arguments: { text: message } });
     return out.result.text;
   };
 
@@ -84,7 +86,7 @@ describe('NATS least privilege against the real services', () => {
   it('a runtime cannot answer calls: no subscription to mcp.proxy.call, the sticky route or cancels', async () => {
     for (const subject of [subjects.proxyCall, subjects.proxyInstanceCall('proxy-1'), `${prefix}mcp.proxy.*.call`]) {
       const err = await subscriptionError(runtime.nc.subscribe(subject, { queue: 'proxy' }));
-      expect(err).toMatchObject({ name: 'PermissionViolationError', message: `Permissions Violation for Subscription to "${subject}"` });
+      expect(err).toMatchObject({ name: 'PermissionViolationError', message: `Permissions Violation for Subscription to "${subject}" using queue "proxy"` });
     }
     expect(await callEcho('after-queue-group')).toContain('after-queue-group');
   });
