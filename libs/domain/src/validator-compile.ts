@@ -55,7 +55,8 @@ class Compiler {
   private nodeFor(schema: unknown, scoped: boolean, isRoot = false): Node {
     if (schema === false) {
       if (--this.budget.nodes < 0) return TRIVIAL;
-      const never = { ...blankNode(), never: true };
+      const never = blankNode();
+      never.never = true;
       this.nodes.push(never);
       return never;
     }

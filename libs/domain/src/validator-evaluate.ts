@@ -5,8 +5,8 @@ import { ARRAY, BOOLEAN, INTEGER, NULL, NUMBER, OBJECT, STRING, type Node } from
 import type { ValidationIssue, ValidationLimits } from './validator-types.js';
 
 /**
- * Schema levels evaluated on one path (value levels and in-place keywords together) at most.
- * It keeps the evaluator's recursion far from the stack's end whatever the schema's shape.
+ * Nodes with in-place keywords (`$ref`, `allOf`, …) open on one path at most. With the value's
+ * depth bound it keeps the evaluator's recursion far from the stack's end whatever the schema.
  */
 export const MAX_EVALUATION_DEPTH = 256;
 
@@ -74,8 +74,11 @@ function charge(ctx: Ctx, units: number): boolean {
 }
 
 function visit(node: Node, value: unknown, ctx: Ctx): void {
-  if (!node.checks || halted(ctx) || !charge(ctx, 1)) return;
+  if (!node.checks || halted(ctx)) return;
+  if (++ctx.work > ctx.limits.maxNodes) return refuse(ctx, 'limit', `arguments are too complex to validate (more than ${ctx.limits.maxNodes} nodes)`, true);
   if (ctx.path.length > ctx.limits.maxDepth) return refuse(ctx, 'depth', `arguments nest deeper than ${ctx.limits.maxDepth} levels`);
+  if (!node.inPlace) return check(node, value, ctx);
+  // Only nodes with in-place keywords can close a cycle, so only they are tracked.
   if (ctx.chain.indexOf(node, ctx.base) !== -1) {
     return refuse(ctx, '$ref', 'the schema refers back to itself here without consuming input (a $ref cycle)');
   }
@@ -98,19 +101,21 @@ function check(node: Node, value: unknown, ctx: Ctx): void {
   else if (bits & NUMBER) checkNumber(node, Number(value), ctx);
   else if (bits & ARRAY) checkArray(node, value as unknown[], ctx);
   else if (bits & OBJECT) checkObject(node, value as Record<string, unknown>, ctx);
-  applicators(node, value, ctx);
+  if (node.inPlace) applicators(node, value, ctx);
 }
 
 /** Evaluates `node` at a member or item of the current value. */
 function descend(node: Node, value: unknown, key: string | number, ctx: Ctx): void {
   if (!node.checks) return;
-  const [base, refDepth] = [ctx.base, ctx.refDepth];
+  const base = ctx.base;
+  const refDepth = ctx.refDepth;
   ctx.base = ctx.chain.length;
   ctx.refDepth = 0;
   ctx.path.push(key);
   visit(node, value, ctx);
   ctx.path.pop();
-  [ctx.base, ctx.refDepth] = [base, refDepth];
+  ctx.base = base;
+  ctx.refDepth = refDepth;
 }
 
 function applicators(node: Node, value: unknown, ctx: Ctx): void {

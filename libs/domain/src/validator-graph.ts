@@ -117,19 +117,17 @@ function hasOwnChecks(n: Node): boolean {
 }
 
 function prune(n: Node, anyLeft: number): void {
-  if (n.anyOf !== undefined && anyLeft > 0) delete n.anyOf;
-  if (n.items !== undefined && !n.items.checks) delete n.items;
-  if (n.additional !== undefined && !n.additional.checks) delete n.additional;
-  if (n.ref !== undefined && !n.ref.checks) {
-    delete n.ref;
-    delete n.refText;
-  }
+  if (n.anyOf !== undefined && anyLeft > 0) n.anyOf = undefined;
+  if (n.items !== undefined && !n.items.checks) n.items = undefined;
+  if (n.additional !== undefined && !n.additional.checks) n.additional = undefined;
+  if (n.ref !== undefined && !n.ref.checks) n.ref = n.refText = undefined;
   if (n.allOf !== undefined) {
     const allOf = n.allOf.filter((c) => c.checks);
     if (allOf.length > 0) n.allOf = allOf;
-    else delete n.allOf;
+    else n.allOf = undefined;
   }
   // Positions and names stay while `items` / `additionalProperties` need them to know what is extra.
-  if (n.items === undefined && n.prefixItems?.every((c) => !c.checks)) delete n.prefixItems;
-  if (n.additional === undefined && n.properties !== undefined && [...n.properties.values()].every((c) => !c.checks)) delete n.properties;
+  if (n.items === undefined && n.prefixItems?.every((c) => !c.checks)) n.prefixItems = undefined;
+  if (n.additional === undefined && n.properties !== undefined && [...n.properties.values()].every((c) => !c.checks)) n.properties = undefined;
+  n.inPlace = n.ref !== undefined || n.allOf !== undefined || n.anyOf !== undefined || n.oneOf !== undefined || n.not !== undefined;
 }

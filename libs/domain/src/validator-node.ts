@@ -16,6 +16,8 @@ export interface Node {
   checks: boolean;
   /** The `false` schema: nothing matches. */
   never: boolean;
+  /** Has `$ref`, `allOf`, `anyOf`, `oneOf` or `not` (after pruning): it can lead back to itself. */
+  inPlace: boolean;
   types: number;
   typeText: string;
   enumPrimitives?: Set<unknown>;
@@ -50,12 +52,18 @@ export interface Node {
 }
 
 /** Admits everything: an absent, `true`, `{}` or unusable schema. Shared, never mutated. */
-export const TRIVIAL: Readonly<Node> = Object.freeze({
-  checks: false, never: false, types: 0, typeText: '', enumText: '', enumKeyword: 'enum',
-});
+// Not frozen: a frozen object has another shape, and every visit reads this one.
+export const TRIVIAL: Readonly<Node> = blankNode();
 
+/** A node with every field present, so all nodes share one shape (monomorphic property access on the hot path). */
 export function blankNode(): Node {
-  return { checks: false, never: false, types: 0, typeText: '', enumText: '', enumKeyword: 'enum' };
+  return {
+    checks: false, never: false, inPlace: false, types: 0, typeText: '', enumPrimitives: undefined, enumKeys: undefined, enumText: '',
+    enumKeyword: 'enum', minLength: undefined, maxLength: undefined, minimum: undefined, maximum: undefined,
+    exclusiveMinimum: undefined, exclusiveMaximum: undefined, minItems: undefined, maxItems: undefined, prefixItems: undefined,
+    items: undefined, properties: undefined, required: undefined, additional: undefined, dependentRequired: undefined,
+    ref: undefined, refText: undefined, allOf: undefined, anyOf: undefined, oneOf: undefined, not: undefined,
+  };
 }
 
 /** The nodes evaluated at the same value as `node` (no input consumed on the way). */
