@@ -1,7 +1,9 @@
 // The docker compose path: the infrastructure services of the repository's compose file.
 import { spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { NATS_PASSWORD_ENV } from '../../libs/config/src/nats-deploy-config.js';
 import { findOnPath, run, runOrThrow, waitForPort } from './process.js';
 import type { DependencyName, Endpoint, EnsureDependenciesOptions, Stopper } from './types.js';
 
@@ -10,6 +12,8 @@ const COMPOSE_PORT_VARS: Record<DependencyName, string> = {
   nats: 'NATS_PORT',
   redis: 'REDIS_PORT',
 };
+
+const NATS_PASSWORD_VARS = Object.values(NATS_PASSWORD_ENV);
 
 let composeCommand: Promise<string[] | undefined> | undefined;
 
@@ -40,7 +44,10 @@ export async function startWithCompose(compose: string[], missing: Endpoint[], o
   const services = missing.map((e) => e.name);
   // The compose file publishes each port from POSTGRES_PORT/NATS_PORT/REDIS_PORT, so the
   // configured URLs are honoured even when they do not use the standard ports.
-  const env = { ...process.env, ...extraEnv };
+  const env: NodeJS.ProcessEnv = { ...process.env, ...extraEnv };
+  // The compose file requires the NATS users' passwords even when its NATS is not the one started
+  // (Postgres or Redis only): values nobody uses fill them in for that case.
+  for (const name of NATS_PASSWORD_VARS) env[name] ??= randomBytes(24).toString('base64url');
   for (const e of missing) env[COMPOSE_PORT_VARS[e.name]] = String(e.port);
   opts.log(`starting ${services.join(', ')} with docker compose`);
   // --wait uses the healthchecks: a published port accepts connections (docker-proxy) before
