@@ -296,27 +296,18 @@ export class Discovery {
     }
     if (found === undefined) return null;
     const { server, target } = found;
-    return this.deps.singleFlight.run(
-      `discovery:${account}:${name}`,
-      { ttlMs: 10_000 },
-      () => this.lead(server, 'observed', () => this.observedOutcome(server, tools, transport, reported), target),
-      async () => (await target.find(account, name)) ?? server,
-    );
-  }
-
-  /**
-   * A proxy's report as an outcome. A verdict it probed for is stored under the auth context it
-   * was probed with (the proxy never writes the registry's tables); a malformed one is dropped.
-   */
-  private async observedOutcome(server: McpServerRecord, tools: unknown[], transport: Transport, reported: { verdict?: unknown; authContext?: unknown }): Promise<Outcome> {
-    const { kept, skipped } = screenTools(sanitizeTools(tools));
+    // Stored before the single flight: a report that joins a discovery in flight is not lost.
     const verdict = parseEraVerdict(reported.verdict);
     if (verdict !== undefined && isAuthContext(reported.authContext)) {
       await this.deps.servers.saveEraVerdict(server.accountId, server.name, reported.authContext, verdict);
-      this.verdicts.add(1, { outcome: 'observed', era: verdict.era, kind: 'proxy' });
-      return { tools: kept, transport, skipped, verdict };
+      this.verdicts.add(1, { outcome: 'observed', era: verdict.era, kind: target.kind });
     }
-    return { tools: kept, transport, skipped };
+    return this.deps.singleFlight.run(
+      `discovery:${account}:${name}`,
+      { ttlMs: 10_000 },
+      () => this.lead(server, 'observed', async () => observedOutcome(tools, transport, verdict), target),
+      async () => (await target.find(account, name)) ?? server,
+    );
   }
 
   /** The stored verdict for this auth context, if any (a failed read only costs a probe). */
@@ -538,6 +529,12 @@ function listHints(listed: { ttlMs?: unknown; cacheScope?: unknown }): { ttlMs?:
     ...(typeof ttl === 'number' && Number.isFinite(ttl) && ttl >= 0 ? { ttlMs: Math.min(Math.round(ttl), MAX_LIST_TTL_MS) } : {}),
     ...(listed.cacheScope === 'public' || listed.cacheScope === 'private' ? { cacheScope: listed.cacheScope } : {}),
   };
+}
+
+/** A proxy's report as an outcome; a verdict it probed for (already stored) sets the status' era. */
+function observedOutcome(tools: unknown[], transport: Transport, verdict: EraVerdict | undefined): Outcome {
+  const { kept, skipped } = screenTools(sanitizeTools(tools));
+  return { tools: kept, transport, skipped, ...(verdict !== undefined ? { verdict } : {}) };
 }
 
 /** Whether two statuses agree on what a quiet discovery can change besides the list (era, version, skipped tools). */

@@ -108,6 +108,7 @@ export class ListenStreams {
   /** Keeps the stream open until `signal` aborts or the server no longer offers one; re-opens a broken one with backoff. */
   private async hold(target: ListenTarget, signal: AbortSignal): Promise<void> {
     let failures = 0;
+    let reopened = false;
     const rediscover = coalesce(() => target.changed(), LISTEN_LIMITS.minRediscoverGapMs, (err) => this.deps.log.warn('re-discovery after list_changed failed', { server: target.key, err: err as Error }));
     while (!signal.aborted) {
       let conn: McpConnection | undefined;
@@ -124,9 +125,11 @@ export class ListenStreams {
         const subscription = await conn.client.listen({ toolsListChanged: true }, { signal });
         this.events.add(1, { event: 'opened' });
         this.open.add(1);
+        // A change made while the stream was down is not lost: list once on re-opening (the
+        // first opening follows a discovery that just listed).
+        if (reopened) rediscover();
+        reopened = true;
         failures = 0;
-        // A change made while the stream was down is not lost: list once on (re-)opening.
-        rediscover();
         const how = await subscription.closed;
         this.open.add(-1);
         if (how === 'local' || signal.aborted) return;
