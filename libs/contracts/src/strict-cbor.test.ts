@@ -22,7 +22,7 @@ function refusal(bytes: Uint8Array, limits?: StrictLimits): { field: unknown; ru
 /** `levels` nested tag-28/29 pairs: each level's array holds the shared value twice (2^levels on expansion). */
 function sharedValueBomb(levels: number): Uint8Array {
   const parts: number[] = [];
-  for (let i = 0; i < levels; i++) parts.push(0xd8, 28, 0x82);
+  for (let i = 0; i < levels; i++) parts.push(0x82, 0xd8, 28);
   parts.push(0x00);
   for (let i = levels - 1; i >= 0; i--) parts.push(0xd8, 29, 0x18, i);
   return Uint8Array.from(parts);
