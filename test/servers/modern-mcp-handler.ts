@@ -44,7 +44,7 @@ export function modernMcpHandler(opts: ModernHandlerOptions): { handle: NodeMcpR
       const tool = opts.tools().find((t) => t.name === request.params.name);
       if (!tool) return { content: [{ type: 'text', text: `Unknown tool: ${request.params.name}` }], isError: true };
       // Test tools are written against the 2025 result type; the shapes agree on the wire.
-      return (await tool.handler(request.params.arguments ?? {}, { signal: ctx.mcpReq.signal })) as never;
+      return (await tool.handler(request.params.arguments ?? {}, { signal: ctx.mcpReq.signal }));
     });
     return server;
   };
@@ -57,7 +57,7 @@ function toWireTool(tool: TestTool): Tool {
     name: tool.name,
     ...(tool.description === undefined ? {} : { description: tool.description }),
     inputSchema: (tool.inputSchema ?? { type: 'object' }) as Tool['inputSchema'],
-    ...(tool.outputSchema === undefined ? {} : { outputSchema: tool.outputSchema as Tool['outputSchema'] }),
+    ...(tool.outputSchema === undefined ? {} : { outputSchema: tool.outputSchema }),
     ...(tool.annotations === undefined ? {} : { annotations: tool.annotations }),
   };
 }

@@ -6,6 +6,7 @@ import {
   SdkErrorCode,
   SdkHttpError,
   UnauthorizedError,
+  type ClientCapabilities,
   type PriorDiscovery,
   type Transport,
 } from '@modelcontextprotocol/client';
@@ -67,6 +68,11 @@ export interface ConnectMcpOptions {
    * on the recorded transport. One that no longer holds is probed again once (`reprobed`).
    */
   prior?: EraVerdict;
+  /**
+   * Capabilities declared in every request's `_meta` (default none). A server asks for input
+   * (`input_required`) only within what is declared; such results are returned, never answered here.
+   */
+  capabilities?: ClientCapabilities;
   /**
    * The active trace context as W3C carrier fields (`traceparent`, `tracestate`), read per
    * request: a modern request carries them in `_meta`.
@@ -242,7 +248,7 @@ async function connectWith(kind: McpTransportKind, run: ConnectRun, prior: Prior
   const http = kind === 'http' ? new StreamEndAwareTransport(url, { requestInit, fetch: fetchFn }) : undefined;
   const transport: Transport = http ?? new SSEClientTransport(url, { requestInit, fetch: fetchFn });
   const client = new Client(opts.clientInfo ?? DEFAULT_CLIENT_INFO, {
-    capabilities: {},
+    capabilities: opts.capabilities ?? {},
     versionNegotiation: { mode: kind === 'http' ? 'auto' : 'legacy' },
     // input_required results go back to the caller: nothing here answers for the user.
     inputRequired: { autoFulfill: false },
@@ -269,13 +275,29 @@ async function connectWith(kind: McpTransportKind, run: ConnectRun, prior: Prior
     const options = { timeout: deadline.remainingMs() + 1_000, signal: deadline.signal, ...(prior ? { prior } : {}) };
     await raceAbort(client.connect(transport, options), deadline.signal);
     verdict = verdictOf(client, kind, where);
+    if (verdict.era === 'legacy') await assertNoModernClaim(observations, where);
     if (verdict.era === 'modern') http?.markModern();
   } catch (error) {
     await client.close().catch(() => {});
     await transport.close().catch(() => {});
+    // A probe answered with an unreadable result is the reason, whatever the fallback then met.
+    if (!(error instanceof McpClientError)) await assertNoModernClaim(observations, where);
     throw await connectError(error, { kind, url, opts, deadline, timeoutMs, observations, secrets });
   }
   return { client, kind, sdkTransport: transport, verdict, observations };
+}
+
+/**
+ * A server that answered `server/discover` with a result and still ended on the legacy era sent
+ * a result the SDK could not read (garbage, legacy versions, lies): refused with a typed error
+ * naming why, rather than taken for a legacy server. An error answer (method not found) is the
+ * ordinary legacy signal.
+ */
+async function assertNoModernClaim(observations: FetchObservations, where: string): Promise<void> {
+  const answer = await observations.discoverAnswer;
+  if (answer === null || typeof answer !== 'object' || !('result' in answer)) return;
+  const fault = discoverFault((answer as { result: unknown }).result) ?? 'the SDK could not use its server/discover result';
+  throw new McpClientError(McpClientErrorCode.EraNegotiationFailed, `${where}: the server answered server/discover but its era cannot be trusted: ${fault}`, { transport: 'http' });
 }
 
 /** The era the SDK landed on, checked: a modern one needs a discover result that holds together. */

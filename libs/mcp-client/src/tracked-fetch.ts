@@ -11,7 +11,16 @@ export interface FetchObservations {
    * status only, and the server's own words are what an owner needs. Scrubbed before use.
    */
   lastErrorBody?: Promise<string>;
+  /**
+   * The JSON-RPC answer to a `server/discover` probe sent as a JSON body: the SDK falls back to
+   * `initialize` on a discover result it cannot read, and a server that answers the probe with
+   * garbage must get a typed error, not be taken for a legacy server.
+   */
+  discoverAnswer?: Promise<unknown>;
 }
+
+/** A probe answer larger than this is not read for the check (the SDK bounds its own reading). */
+const DISCOVER_ANSWER_MAX_CHARS = 64 * 1024;
 
 /** Characters of an error body kept for a message. */
 const ERROR_BODY_CHARS = 300;
@@ -42,6 +51,9 @@ export function trackedFetch(baseFetch: typeof fetch, observations: FetchObserva
       observations.lastNetworkError = error;
       throw error;
     }
+    if (response.ok && typeof init?.body === 'string' && init.body.includes('"server/discover"') && (response.headers.get('content-type') ?? '').includes('application/json')) {
+      observations.discoverAnswer = jsonStart(response.clone());
+    }
     if (!response.ok) {
       observations.lastErrorStatus = response.status;
       if (response.status >= 400 && response.body !== null) observations.lastErrorBody = errorBodyStart(response.clone());
@@ -58,14 +70,30 @@ export function trackedFetch(baseFetch: typeof fetch, observations: FetchObserva
   };
 }
 
+/** A small JSON body, parsed; `undefined` when it is too large or not JSON. */
+async function jsonStart(copy: Response): Promise<unknown> {
+  const text = await bodyStart(copy, DISCOVER_ANSWER_MAX_CHARS + 1);
+  if (text.length > DISCOVER_ANSWER_MAX_CHARS) return undefined;
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return undefined;
+  }
+}
+
 /** The first characters of an error body (the clone is cancelled after them). */
 async function errorBodyStart(copy: Response): Promise<string> {
+  return (await bodyStart(copy, ERROR_BODY_CHARS)).slice(0, ERROR_BODY_CHARS);
+}
+
+/** Up to about `chars` characters of a body copy (the copy is cancelled after them). */
+async function bodyStart(copy: Response, chars: number): Promise<string> {
   const reader = copy.body?.getReader();
   if (reader === undefined) return '';
   const decoder = new TextDecoder();
   let text = '';
   try {
-    while (text.length < ERROR_BODY_CHARS) {
+    while (text.length < chars) {
       const { done, value } = await reader.read();
       if (done) break;
       text += decoder.decode(value, { stream: true });
@@ -75,7 +103,7 @@ async function errorBodyStart(copy: Response): Promise<string> {
   } finally {
     void reader.cancel().catch(() => {});
   }
-  return text.slice(0, ERROR_BODY_CHARS);
+  return text;
 }
 
 /** `response` with a body stream that calls `release` once it is done, cancelled or failed. */

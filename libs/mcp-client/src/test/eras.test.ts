@@ -92,7 +92,7 @@ describe('a legacy server (SDK v1)', () => {
     const c = await connect({ url: s.url });
     expect(c.verdict).toEqual({ era: 'legacy', protocolVersion: '2025-11-25', transport: 'http' });
     expect(s.stats.handshakes).toBe(1);
-    expect(c.listen).toBeUndefined();
+    expect('listen' in c && c.listen !== undefined).toBe(false);
     expect(text(await c.callTool({ name: 'echo', arguments: { text: 'v1' } }))).toBe('echo: v1');
   });
 
@@ -175,7 +175,7 @@ describe('a modern call on the wire', () => {
         }) as never,
     };
     const s = await server({ era: 'modern', tools: [confirm] });
-    const c = await connect({ url: s.url });
+    const c = await connect({ url: s.url, capabilities: { elicitation: { form: {} } } });
     const result = await c.callTool({ name: 'confirm', arguments: {} });
     expect(isInputRequired(result)).toBe(true);
     expect(result).toMatchObject({ resultType: 'input_required', inputRequests: { ok: { method: 'elicitation/create' } } });
@@ -220,7 +220,7 @@ async function brokenStreamServer(): Promise<{ url: string; calls: number; close
 describe('a broken modern response stream', () => {
   it('is not resumed: the call fails at once with maybe_executed (not retryable)', async () => {
     const s = await brokenStreamServer();
-    const prior: EraVerdict = { era: 'modern', protocolVersion: '2026-07-28', discover: { supportedVersions: ['2026-07-28'], capabilities: { tools: {} } } as never };
+    const prior: EraVerdict = { era: 'modern', protocolVersion: '2026-07-28', discover: { supportedVersions: ['2026-07-28'], capabilities: { tools: {} } } };
     const c = await connect({ url: s.url, prior });
     const error = await c.callTool({ name: 'echo', arguments: {} }, { timeoutMs: 20_000 }).then(
       () => undefined,
@@ -268,7 +268,7 @@ describe('a server that lies in server/discover', () => {
 });
 
 describe('invalidMcpHeaderTools', () => {
-  const tool = (name: string, inputSchema: Record<string, unknown>): Tool => ({ name, inputSchema: { type: 'object', ...inputSchema } }) as Tool;
+  const tool = (name: string, inputSchema: Record<string, unknown>): Tool => ({ name, inputSchema: { type: 'object', ...inputSchema } });
   it('names each tool whose x-mcp-header is invalid, and why', () => {
     const tools = [
       tool('ok', { properties: { region: { type: 'string', 'x-mcp-header': 'Region' } } }),
