@@ -24,6 +24,7 @@ import {
 import {
   RegistryOAuthProvider,
   preRegisteredState,
+  readAuthorizationResponse,
   requestClientCredentialsToken,
   validatePreRegisteredClient,
   type OAuthClientState,
@@ -80,6 +81,12 @@ function challengeScope(header: string | undefined): string | undefined {
   return header?.match(/scope\s*=\s*"([^"]*)"/i)?.[1] ?? header?.match(/scope\s*=\s*([^\s,]+)/i)?.[1];
 }
 
+/** The scopes of `a` and then those of `b` not in it (SEP-2350: a step-up keeps what was granted). */
+function scopeUnion(a: string | undefined, b: string | undefined): string | undefined {
+  const all = [...new Set([...(a ?? '').split(' '), ...(b ?? '').split(' ')].filter((t) => t !== ''))];
+  return all.length === 0 ? undefined : all.join(' ');
+}
+
 async function main(): Promise<void> {
   const serverUrl = process.argv.at(-1);
   if (serverUrl === undefined || !/^https?:\/\//.test(serverUrl)) throw new Error('usage: client-harness.ts <server url>');
@@ -100,47 +107,73 @@ async function main(): Promise<void> {
     );
     if (client !== undefined) await store.updateClient('', '', preRegisteredState(client));
   }
-  const provider = new RegistryOAuthProvider(store, {
-    account: 'conformance',
-    serverId: 'conformance',
-    serverUrl,
-    redirectUrl: REDIRECT_URL,
-    ...(context.client_id === undefined ? { clientMetadataUrl: CLIENT_METADATA_URL } : {}),
-  });
+  // One provider per leg, as the registry builds them: a flow that may start an authorization
+  // discovers the authorization server afresh (the server may have moved to another one), the
+  // callback leg redeems the code where the authorization was started.
+  const providerFor = (leg: 'start' | 'callback'): RegistryOAuthProvider =>
+    new RegistryOAuthProvider(store, {
+      account: 'conformance',
+      serverId: 'conformance',
+      serverUrl,
+      redirectUrl: REDIRECT_URL,
+      ...(context.client_id === undefined ? { clientMetadataUrl: CLIENT_METADATA_URL } : {}),
+      ...(leg === 'start' ? { rediscover: true } : {}),
+    });
+  /** Whatever reads the current token: the stored one, exactly as the registry's provider hands it out. */
+  const provider = providerFor('callback');
   const oauthFetch = boundedOAuthFetch();
   let authorizations = 0;
   // The last challenge of a 401 or 403 (a 403 `insufficient_scope` asks for more scope: step-up).
   let lastChallenge: string | undefined;
+  // Its status: a call refused with 403 comes back from the client without one.
+  let lastRefusalStatus: number | undefined;
   const mcpFetch: typeof fetch = async (input, init) => {
     const res = await fetch(input, init);
-    if (res.status === 401 || res.status === 403) lastChallenge = res.headers.get('www-authenticate') ?? lastChallenge;
+    if (res.status === 401 || res.status === 403) {
+      lastChallenge = res.headers.get('www-authenticate') ?? lastChallenge;
+      lastRefusalStatus = res.status;
+    }
     return res;
   };
 
-  const authorize = async (challenge: string | undefined): Promise<void> => {
+  // The scope asked for so far: a step-up (403 insufficient_scope) asks for it and the new one (SEP-2350).
+  let requestedScope: string | undefined;
+
+  const authorize = async (challenge: string | undefined, status: number | undefined): Promise<void> => {
     if (++authorizations > MAX_AUTHORIZATIONS) throw new Error('the server keeps refusing our authorization');
+    const challenged = challengeScope(challenge);
+    const stepUp = status === 403 && /insufficient_scope/i.test(challenge ?? '');
+    const scope = stepUp ? scopeUnion(requestedScope, challenged) : challenged;
+    if (scope !== undefined) requestedScope = scope;
+    const metadataUrl = resourceMetadataUrl(challenge);
     const options = {
       serverUrl,
-      ...(resourceMetadataUrl(challenge) ? { resourceMetadataUrl: resourceMetadataUrl(challenge)! } : {}),
-      ...(challengeScope(challenge) ? { scope: challengeScope(challenge)! } : {}),
+      ...(metadataUrl ? { resourceMetadataUrl: metadataUrl } : {}),
+      ...(scope ? { scope } : {}),
+      // A step-up needs a new grant: refreshing would only bring back the scope the token has.
+      ...(stepUp ? { forceReauthorization: true } : {}),
       fetchFn: oauthFetch,
     };
     if (machine) {
-      const { fetchFn, resourceMetadataUrl: metadataUrl } = options;
-      await requestClientCredentialsToken(store, { account: 'conformance', serverId: 'conformance', serverUrl }, { fetchFn, ...(metadataUrl ? { resourceMetadataUrl: metadataUrl } : {}) });
+      await requestClientCredentialsToken(store, { account: 'conformance', serverId: 'conformance', serverUrl }, { fetchFn: oauthFetch, ...(metadataUrl ? { resourceMetadataUrl: metadataUrl } : {}) });
       log(`client credentials token (${authorizations})`);
       return;
     }
-    let result = await runOAuth(provider, options);
-    await provider.persistDiscovery();
+    const start = providerFor('start');
+    let result = await runOAuth(start, options);
+    await start.persistDiscovery();
     if (result === 'REDIRECT') {
-      const url = provider.authorizationUrl;
+      const url = start.authorizationUrl;
       if (url === undefined) throw new Error('authorization started without a URL');
+      // The browser: the scenarios' authorization servers approve at once and redirect back.
       const res = await fetch(url, { redirect: 'manual' });
       const location = res.headers.get('location');
-      const code = location ? new URL(location).searchParams.get('code') : null;
-      if (code === null) throw new Error(`the authorization server answered ${res.status} without a code`);
-      result = await runOAuth(provider, { ...options, authorizationCode: code });
+      const response = location ? readAuthorizationResponse(new URL(location).searchParams) : undefined;
+      if (response?.code === undefined) throw new Error(`the authorization server answered ${res.status} without a code`);
+      const callback = providerFor('callback');
+      // RFC 9207: the response's `iss` goes with the code; the SDK checks it before redeeming.
+      result = await runOAuth(callback, { ...options, authorizationCode: response.code, ...(response.iss !== undefined ? { iss: response.iss } : {}) });
+      await callback.persistDiscovery();
     }
     if (result !== 'AUTHORIZED') throw new Error(`authorization ended ${result}`);
     log(`authorized (${authorizations})`);
@@ -153,16 +186,20 @@ async function main(): Promise<void> {
       let conn: McpConnection | undefined;
       try {
         lastChallenge = undefined;
+        lastRefusalStatus = undefined;
         conn = await connectMcp({ url: serverUrl, headers: token ? { authorization: `Bearer ${token}` } : {}, clientInfo: { name: 'mcpx-conformance', version: '0.1.0' }, fetch: mcpFetch });
         return await fn(conn);
       } catch (err) {
         const e = err as McpClientError & { status?: number; wwwAuthenticate?: string; details?: { status?: number; wwwAuthenticate?: string } };
-        const status = e.status ?? e.details?.status;
+        const status = e.status ?? e.details?.status ?? lastRefusalStatus;
         const challenge = e.wwwAuthenticate ?? e.details?.wwwAuthenticate ?? lastChallenge;
         const refused = err instanceof McpClientError && (e.code === 'unauthorized' || status === 403) && challenge !== undefined;
-        if (!refused) throw err;
+        if (!refused) {
+          log(`not an auth refusal: ${JSON.stringify({ code: e.code, status, details: e.details, challenge, last: lastChallenge })}`);
+          throw err;
+        }
         log(`refused (${status ?? e.code}): ${challenge}`);
-        await authorize(challenge);
+        await authorize(challenge, status);
       } finally {
         await conn?.close().catch(() => undefined);
       }

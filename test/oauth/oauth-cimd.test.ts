@@ -219,7 +219,8 @@ describe('OAuth with a client ID metadata document', () => {
     // The real state with a code the AS never issued: the exchange fails, nothing is stored.
     const again = await act(api, 'SetMcpServer', { name: 'badcode', config: { url: upstream.url, auth: 'oauth' } });
     const state = new URL(again.authorizationUrl).searchParams.get('state') ?? '';
-    const page = await httpsGet(`${front.origin}/v1/oauth/callback?code=never-issued&state=${encodeURIComponent(state)}`, { ca: front.ca });
+    // With the right `iss` (RFC 9207), so that the code is presented and refused by the AS.
+    const page = await httpsGet(`${front.origin}/v1/oauth/callback?code=never-issued&state=${encodeURIComponent(state)}&iss=${encodeURIComponent(as.issuer)}`, { ca: front.ca });
     responses.push(page.text);
     expect(page.status).toBe(502);
     expect(page.text).toContain('could not complete the exchange');

@@ -31,6 +31,8 @@ export interface TestOAuthServerStats extends ClientCredentialsStats {
   metadataDocumentFetches: number;
   /** Why a metadata document was refused, each time one was. */
   metadataDocumentRefusals: string[];
+  /** The `application_type` of each dynamic registration (SEP-837), `(omitted)` when absent. */
+  registrationApplicationTypes: string[];
 }
 
 export interface TestOAuthServerOptions {
@@ -48,6 +50,14 @@ export interface TestOAuthServerOptions {
    * Clients are registered with {@link TestOAuthServer.registerMachineClient}.
    */
   clientCredentials?: { authMethods: ClientAuthMethod[] };
+  /**
+   * RFC 9207: `advertised` (default) puts `iss` on every authorization response and says so in
+   * the metadata (`authorization_response_iss_parameter_supported`); `none` does neither, as an
+   * authorization server older than RFC 9207.
+   */
+  issParameter?: 'advertised' | 'none';
+  /** Refuse a dynamic registration whose `application_type` is not this one (`invalid_client_metadata`). */
+  requireApplicationType?: 'web' | 'native';
 }
 
 export interface TestOAuthServer {
@@ -93,6 +103,9 @@ export class InMemoryOAuthProvider implements OAuthServerProvider {
   readonly usedRefreshTokens = new Set<string>();
   readonly all: string[] = [];
 
+  /** Set once the server listens: the `iss` put on authorization responses (undefined: none). */
+  responseIssuer: string | undefined;
+
   constructor(
     readonly stats: TestOAuthServerStats,
     private readonly accessTokenTtlSec: number,
@@ -128,6 +141,7 @@ export class InMemoryOAuthProvider implements OAuthServerProvider {
     const target = new URL(params.redirectUri);
     target.searchParams.set('code', code);
     if (params.state !== undefined) target.searchParams.set('state', params.state);
+    if (this.responseIssuer !== undefined) target.searchParams.set('iss', this.responseIssuer);
     res.redirect(302, target.href);
   }
 
@@ -213,6 +227,7 @@ export async function startOAuthServer(opts: TestOAuthServerOptions = {}): Promi
     refused: 0,
     metadataDocumentFetches: 0,
     metadataDocumentRefusals: [],
+    registrationApplicationTypes: [],
     clientCredentialsGrants: 0,
     clientAuthMethods: [],
     clientCredentialsRefusals: [],
@@ -224,23 +239,36 @@ export async function startOAuthServer(opts: TestOAuthServerOptions = {}): Promi
   const issuer = `http://127.0.0.1:${port}/`;
   const cc = opts.clientCredentials;
   const grant = cc && new ClientCredentialsGrant({ issuer, authMethods: cc.authMethods, stats, issue: (clientId, resource) => provider.issue(clientId, resource, false) });
-  if (opts.clientIdMetadataDocuments !== undefined || cc !== undefined) {
-    // The SDK's router has no option for these fields: its metadata, served first with them added.
-    const base = createOAuthMetadata({ provider, issuerUrl: new URL(issuer) });
-    const metadata = {
-      ...base,
-      ...(opts.clientIdMetadataDocuments !== undefined ? { client_id_metadata_document_supported: true } : {}),
-      ...(cc !== undefined
-        ? {
-            grant_types_supported: [...base.grant_types_supported!, 'client_credentials'],
-            token_endpoint_auth_methods_supported: [...new Set([...base.token_endpoint_auth_methods_supported!, ...cc.authMethods])],
-            ...(cc.authMethods.includes('private_key_jwt') ? { token_endpoint_auth_signing_alg_values_supported: ASSERTION_ALGS } : {}),
-          }
-        : {}),
-    };
-    const body = JSON.stringify(metadata);
-    app.get('/.well-known/oauth-authorization-server', (_req: IncomingMessage, res: ServerResponse) => void res.writeHead(200, { 'content-type': 'application/json' }).end(body));
-  }
+  const issAdvertised = (opts.issParameter ?? 'advertised') === 'advertised';
+  if (issAdvertised) provider.responseIssuer = issuer;
+  // The SDK's router has no option for these fields: its metadata, served first with them added.
+  const base = createOAuthMetadata({ provider, issuerUrl: new URL(issuer) });
+  const metadata = {
+    ...base,
+    ...(issAdvertised ? { authorization_response_iss_parameter_supported: true } : {}),
+    ...(opts.clientIdMetadataDocuments !== undefined ? { client_id_metadata_document_supported: true } : {}),
+    ...(cc !== undefined
+      ? {
+          grant_types_supported: [...base.grant_types_supported!, 'client_credentials'],
+          token_endpoint_auth_methods_supported: [...new Set([...base.token_endpoint_auth_methods_supported!, ...cc.authMethods])],
+          ...(cc.authMethods.includes('private_key_jwt') ? { token_endpoint_auth_signing_alg_values_supported: ASSERTION_ALGS } : {}),
+        }
+      : {}),
+  };
+  const body = JSON.stringify(metadata);
+  app.get('/.well-known/oauth-authorization-server', (_req: IncomingMessage, res: ServerResponse) => void res.writeHead(200, { 'content-type': 'application/json' }).end(body));
+  // The SDK's registration handler drops `application_type`: it is read (and checked) first.
+  app.post('/register', (req: IncomingMessage & { body?: unknown }, res: ServerResponse, next: () => void) => {
+    const raw = (req.body as { application_type?: unknown } | undefined)?.application_type;
+    const applicationType = typeof raw === 'string' ? raw : '(omitted)';
+    stats.registrationApplicationTypes.push(applicationType);
+    if (opts.requireApplicationType !== undefined && applicationType !== opts.requireApplicationType) {
+      const refusal = JSON.stringify({ error: 'invalid_client_metadata', error_description: `application_type must be ${opts.requireApplicationType}` });
+      res.writeHead(400, { 'content-type': 'application/json' }).end(refusal);
+      return;
+    }
+    next();
+  });
   // The SDK's token handler refuses the client credentials grant: that one is answered first.
   if (grant !== undefined) app.post('/token', grant.middleware());
   app.use(
@@ -292,3 +320,41 @@ export async function startProtectedMcpServer(as: TestOAuthServer, opts: Omit<Te
   });
 }
 
+
+/** A protected MCP server whose authorization server can be changed while it runs. */
+export interface MovableProtectedMcpServer {
+  server: TestMcpServer;
+  /** From now on the metadata names `as`, and only tokens `as` issued are accepted. */
+  moveTo(as: TestOAuthServer): void;
+}
+
+/**
+ * Like {@link startProtectedMcpServer}, for an authorization-server migration (SEP-2352): after
+ * {@link MovableProtectedMcpServer.moveTo} the server's protected-resource metadata names the
+ * other authorization server and tokens of the first are refused (401), as when a resource
+ * changes its authorization server.
+ */
+export async function startMovableProtectedMcpServer(first: TestOAuthServer, opts: Omit<TestMcpServerOptions, 'oauth'> = {}): Promise<MovableProtectedMcpServer> {
+  let current = first;
+  const server = await startTestMcpServer({
+    ...opts,
+    oauth: {
+      // Read on every request: the metadata follows the move.
+      get authorizationServer() {
+        return current.issuer;
+      },
+      verify: async (token) => {
+        const as = current;
+        try {
+          await as.provider.verifyAccessToken(token);
+          as.stats.verified += 1;
+          return true;
+        } catch {
+          as.stats.refused += 1;
+          return false;
+        }
+      },
+    },
+  });
+  return { server, moveTo: (as) => void (current = as) };
+}

@@ -13,6 +13,7 @@ import { OAUTH_CLIENT_NAME } from './client-metadata-document.js';
 import type { ClientCredentialsState } from './oauth-client-config.js';
 import type { OAuthClientState } from './oauth-connections.repository.js';
 import type { OAuthStateStore } from './oauth-provider.js';
+import { mixUpError } from './mix-up-errors.js';
 
 /** Where a server's OAuth state lives: the tokens are bound to its URL. */
 export interface ClientCredentialsTarget {
@@ -94,14 +95,20 @@ export class ClientCredentialsOAuthProvider implements OAuthClientProvider {
     return [...(secret ? [secret, Buffer.from(`${id}:${secret}`).toString('base64')] : []), ...(key ? [key.trim()] : [])];
   }
 
-  clientInformation(): OAuthClientInformationMixed {
+  /**
+   * The stored client, bound to the first authorization server it is used with (SEP-2352): the
+   * SDK passes the issuer it resolved, and an unbound client is stamped with it and stored so.
+   * There is deliberately no `saveClientInformation`: a client bound to another issuer is then
+   * refused by the SDK (`AuthorizationServerMismatchError`) instead of being replaced by a
+   * dynamic registration, which a pre-registered machine client must never get.
+   */
+  async clientInformation(ctx?: { issuer: string }): Promise<OAuthClientInformationMixed> {
+    const stamped = this.client as OAuthClientInformationMixed & { issuer?: string };
+    if (stamped.issuer === undefined && ctx?.issuer !== undefined) {
+      this.client = { ...this.client, issuer: ctx.issuer } as OAuthClientInformationMixed;
+      await this.store.updateClient(this.target.account, this.target.serverId, { clientInformation: this.client });
+    }
     return this.client;
-  }
-
-  /** Only ever the stored client stamped with the authorization server that accepted it. */
-  async saveClientInformation(clientInformation: OAuthClientInformationMixed): Promise<void> {
-    this.client = clientInformation;
-    await this.store.updateClient(this.target.account, this.target.serverId, { clientInformation });
   }
 
   async tokens(): Promise<OAuthTokens | undefined> {
@@ -202,7 +209,8 @@ export async function requestClientCredentialsToken(
 function clientCredentialsError(err: unknown, secrets: string[]): ClientCredentialsError {
   const scrub = (message: string): string => secrets.reduce((m, s) => m.split(s).join('[redacted]'), message).slice(0, 300);
   if (err instanceof ClientCredentialsError) return new ClientCredentialsError(scrub(err.message), err.refused);
-  const code = (err as { errorCode?: unknown }).errorCode;
+  // The SDK's OAuthError: the authorization server's own error code.
+  const code = err instanceof Error && err.name === 'OAuthError' ? (err as { code?: unknown }).code : undefined;
   const message = err instanceof Error ? err.message : String(err);
   if (typeof code === 'string') {
     const why = `${code}${message && message !== code ? `: ${message}` : ''}`;
@@ -210,7 +218,7 @@ function clientCredentialsError(err: unknown, secrets: string[]): ClientCredenti
     return new ClientCredentialsError(scrub(`the authorization server refused the OAuth client credentials (${why})`), true);
   }
   // The SDK will not present credentials stamped for one authorization server to another.
-  if (/^OAuth client information is bound to authorization server/.test(message)) {
+  if (mixUpError(err) === 'authorization_server') {
     return new ClientCredentialsError('the server now names another authorization server than the one its client credentials were used with; set config.oauth again to use them there', true);
   }
   return new ClientCredentialsError(scrub(`could not get an access token: ${describeOAuthError(err)}`), false);

@@ -10,3 +10,5 @@ export { ClientCredentialsError, ClientCredentialsOAuthProvider, requestClientCr
 export type { ClientCredentialsTarget } from './client-credentials-provider.js';
 export { preRegisteredState, validatePreRegisteredClient } from './oauth-client-config.js';
 export type { PreRegisteredClient } from './oauth-client-config.js';
+export { readAuthorizationResponse } from './authorization-response.js';
+export type { AuthorizationResponse } from './authorization-response.js';

@@ -3,6 +3,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { WireError } from '@mcpx/contracts';
 import type { Logger } from '@mcpx/log';
 import type { Discovery } from '../discovery.js';
+import { describeAuthorizationError, readAuthorizationResponse } from './authorization-response.js';
 import type { OAuthService } from './oauth-service.js';
 
 export interface OAuthCallbackDeps {
@@ -12,25 +13,26 @@ export interface OAuthCallbackDeps {
 }
 
 /**
- * Completes an authorization: exchanges the code (its `state` must be a live pending one), then
- * discovers the server with the new token and shows a small page. Neither the code, the state nor
- * any token is logged or echoed.
+ * Completes an authorization: the response's `state` must be a live pending one and its `iss`
+ * the authorization server's the authorization was started at (RFC 9207) before the code is
+ * exchanged; then discovers the server with the new token and shows a small page. An error
+ * response is shown only once its issuer checks out, and then only as a registered error code
+ * (in a mix-up its values are the attacker's). Neither the code, the state nor any token is
+ * logged or echoed.
  */
 export function oauthCallbackHandler(deps: OAuthCallbackDeps): (req: IncomingMessage, res: ServerResponse, url: URL) => Promise<void> {
   return async (_req, res, url) => {
-    const error = url.searchParams.get('error');
-    const code = url.searchParams.get('code');
-    const state = url.searchParams.get('state');
-    if (error !== null) {
-      page(res, 400, 'Authorization was not granted', `The authorization server answered: ${error.slice(0, 100)}. You can close this window and try again.`);
-      return;
-    }
-    if (code === null || code === '' || state === null || state === '') {
-      page(res, 400, 'Authorization failed', 'The callback needs a code and a state.');
-      return;
-    }
+    const resp = readAuthorizationResponse(url.searchParams);
     try {
-      const server = await deps.oauth.complete(code, state);
+      if (resp.error !== undefined) {
+        await refused(deps, res, resp.error, resp.state, resp.iss);
+        return;
+      }
+      if (resp.code === undefined || resp.state === undefined) {
+        page(res, 400, 'Authorization failed', 'The callback needs a code and a state.');
+        return;
+      }
+      const server = await deps.oauth.complete({ code: resp.code, state: resp.state, iss: resp.iss });
       const discovered = await deps.discovery.discover(server, 'refresh');
       const tools = discovered.tools.length;
       const ok = discovered.status.state === 'ok';
@@ -50,6 +52,21 @@ export function oauthCallbackHandler(deps: OAuthCallbackDeps): (req: IncomingMes
       page(res, 502, 'Authorization failed', 'The authorization server could not complete the exchange. Start the authorization again.');
     }
   };
+}
+
+/** An error response: ends its pending authorization; says what the server answered only if the response is from it. */
+async function refused(deps: OAuthCallbackDeps, res: ServerResponse, error: string, state: string | undefined, iss: string | undefined): Promise<void> {
+  const retry = 'You can close this window and try again.';
+  if (state === undefined) {
+    page(res, 400, 'Authorization was not granted', `The authorization was refused. ${retry}`);
+    return;
+  }
+  const { issuerOk } = await deps.oauth.refuse({ state, iss });
+  if (!issuerOk) {
+    page(res, 400, 'Authorization failed', 'This answer does not come from the authorization server the authorization was started at. Start the authorization again.');
+    return;
+  }
+  page(res, 400, 'Authorization was not granted', `The authorization server answered: ${describeAuthorizationError(error)}. ${retry}`);
 }
 
 /**

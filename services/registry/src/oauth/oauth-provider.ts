@@ -27,6 +27,13 @@ export interface RegistryOAuthProviderOptions {
    * authorization server advertises `client_id_metadata_document_supported` (else registration).
    */
   clientMetadataUrl?: string;
+  /**
+   * Discover the authorization server afresh instead of reading the recorded discovery: for a flow
+   * that may start a new authorization, as the server may have moved to another authorization
+   * server (SEP-2352: credentials of the old one are then not used, a client is registered with
+   * the new one). The callback leg never sets it: it must redeem the code where it was issued.
+   */
+  rediscover?: boolean;
 }
 
 /** How a flow came by a client it did not have: its metadata document URL, or a registration. */
@@ -73,6 +80,10 @@ export class RegistryOAuthProvider implements OAuthClientProvider {
       grant_types: ['authorization_code', 'refresh_token'],
       response_types: ['code'],
       token_endpoint_auth_method: 'client_secret_post',
+      // SEP-837: the registry is a confidential client running on a web server (its secret never
+      // leaves it), whatever host its callback is on: not the 'native' the SDK would guess from a
+      // loopback redirect (that type is for apps on the owner's own device).
+      application_type: 'web',
     };
   }
 
@@ -137,6 +148,7 @@ export class RegistryOAuthProvider implements OAuthClientProvider {
 
   async discoveryState(): Promise<OAuthDiscoveryState | undefined> {
     if (this.pendingDiscovery !== undefined) return this.pendingDiscovery;
+    if (this.opts.rediscover) return undefined;
     const stored = await this.store.client(this.opts.account, this.opts.serverId);
     return stored.discoveredFor === this.opts.serverUrl ? stored.discoveryState : undefined;
   }

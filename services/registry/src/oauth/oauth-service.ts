@@ -9,6 +9,8 @@ import { preRegisteredState, type PreRegisteredClient } from './oauth-client-con
 import type { OAuthConnectionsRepository } from './oauth-connections.repository.js';
 import { RegistryOAuthProvider } from './oauth-provider.js';
 import { REFRESH_BEFORE_EXPIRY_MS, accessTokenHash } from './access-tokens.js';
+import { issuerMatches } from './authorization-response.js';
+import { mixUpError } from './mix-up-errors.js';
 
 /** Longest an OAuth exchange (discovery, registration, token) may hold the per-server lock. */
 const OAUTH_LOCK_TTL_MS = 30_000;
@@ -77,7 +79,9 @@ export class OAuthService {
     // Nobody authorizes a client credentials client: a stored token, else a new one, or an error.
     if (usesClientCredentials(server)) return this.clientCredentials.refreshStale(server, undefined);
     const lead = async (): Promise<OAuthOutcome> => {
-      const provider = this.provider(server, { ignoreTokens: opts.fresh === true });
+      // Discovered afresh each time: a server that moved to another authorization server gets a
+      // client registered there, and nothing of the old one (client, tokens) is presented to it.
+      const provider = this.provider(server, { ignoreTokens: opts.fresh === true, rediscover: true });
       const result = await runOAuth(provider, {
         serverUrl: server.config.url,
         ...(opts.resourceMetadataUrl ? { resourceMetadataUrl: opts.resourceMetadataUrl } : {}),
@@ -199,24 +203,22 @@ export class OAuthService {
 
   /**
    * Completes an authorization from the callback: the `state` must be a live pending one (it is
-   * consumed, so a replay fails), then the code is exchanged with the stored PKCE verifier.
-   * Unknown, forged, expired or replayed state: `invalid_input`, nothing stored.
+   * consumed, so a replay fails), the response's `iss` must name the authorization server the
+   * authorization was started at (RFC 9207, checked by the SDK before the code is redeemed), then
+   * the code is exchanged with the stored PKCE verifier. Unknown, forged, expired or replayed
+   * state, or a response from another issuer: `invalid_input` naming the field, no code
+   * exchanged, nothing stored.
    */
-  async complete(code: string, state: string): Promise<McpServerRecord> {
-    const pending = await this.deps.store.findPending(state);
-    if (pending === undefined) throw new WireError(ErrorCodes.invalidInput, 'state: unknown or expired authorization; start it again', { field: 'state' });
-    const server = await this.deps.servers.findById(pending.accountId, pending.serverId);
-    if (server === null) throw new WireError(ErrorCodes.invalidInput, 'state: the server of this authorization is gone', { field: 'state' });
-    if (!(await this.deps.store.consumePending(server.id, state))) {
-      throw new WireError(ErrorCodes.invalidInput, 'state: this authorization was already completed', { field: 'state' });
-    }
+  async complete(resp: { code: string; state: string; iss?: string | undefined }): Promise<McpServerRecord> {
+    const { code, state, iss } = resp;
+    const server = await this.consumePending(state);
     // The exchange waits for a refresh in flight (same per-server lock) and never interleaves with
     // one: a refresh that finished before it cannot write over the tokens it brings.
     const provider = this.provider(server, { state });
     try {
       await this.deps.singleFlight.exclusive(oauthLockKey(server), { ttlMs: OAUTH_LOCK_TTL_MS }, async () => {
         await this.observed('code_exchange', server, async () => {
-          await runOAuth(provider, { serverUrl: server.config.url, authorizationCode: code, fetchFn: this.oauthFetch });
+          await runOAuth(provider, { serverUrl: server.config.url, authorizationCode: code, ...(iss !== undefined ? { iss } : {}), fetchFn: this.oauthFetch });
           return { state: 'authorized' as const };
         });
         await provider.persistDiscovery();
@@ -224,7 +226,39 @@ export class OAuthService {
       });
     } catch (err) {
       if (err instanceof LockBusyError) throw new WireError(ErrorCodes.transportError, `the ${server.name} tokens are being refreshed; authorize again in a moment`);
+      const mixUp = mixUpError(err);
+      if (mixUp !== undefined) {
+        this.deps.log.warn('oauth callback refused: the response is not from the authorization server the authorization was started at', { account: server.accountId, server: server.name, check: mixUp });
+        throw new WireError(ErrorCodes.invalidInput, 'iss: this authorization response does not come from the authorization server it was started at; start the authorization again', { field: 'iss' });
+      }
       throw err;
+    }
+    return server;
+  }
+
+  /**
+   * Ends an authorization the authorization server answered with an error: the pending state is
+   * consumed (it cannot complete later), and the answer is whether the response's `iss` names
+   * the authorization server it was started at. Only then may its `error` be shown: in a mix-up
+   * the error values are the attacker's (RFC 9207 §2.4).
+   */
+  async refuse(resp: { state: string; iss?: string | undefined }): Promise<{ server: McpServerRecord; issuerOk: boolean }> {
+    const server = await this.consumePending(resp.state);
+    const { discoveryState, discoveredFor } = await this.deps.store.client(server.accountId, server.id);
+    const metadata = discoveredFor === server.config.url ? discoveryState?.authorizationServerMetadata : undefined;
+    const issuerOk = issuerMatches({ iss: resp.iss }, metadata?.issuer, metadata?.authorization_response_iss_parameter_supported === true);
+    await this.deps.store.updateClient(server.accountId, server.id, { codeVerifier: undefined });
+    return { server, issuerOk };
+  }
+
+  /** The server of a live pending `state`, which is consumed (one caller only): else `invalid_input` on `state`. */
+  private async consumePending(state: string): Promise<McpServerRecord> {
+    const pending = await this.deps.store.findPending(state);
+    if (pending === undefined) throw new WireError(ErrorCodes.invalidInput, 'state: unknown or expired authorization; start it again', { field: 'state' });
+    const server = await this.deps.servers.findById(pending.accountId, pending.serverId);
+    if (server === null) throw new WireError(ErrorCodes.invalidInput, 'state: the server of this authorization is gone', { field: 'state' });
+    if (!(await this.deps.store.consumePending(server.id, state))) {
+      throw new WireError(ErrorCodes.invalidInput, 'state: this authorization was already completed', { field: 'state' });
     }
     return server;
   }
@@ -254,7 +288,7 @@ export class OAuthService {
     });
   }
 
-  private provider(server: McpServerRecord, opts: { ignoreTokens?: boolean; state?: string }): RegistryOAuthProvider {
+  private provider(server: McpServerRecord, opts: { ignoreTokens?: boolean; state?: string; rediscover?: boolean }): RegistryOAuthProvider {
     const clientMetadataUrl = this.deps.clientMetadataUrl?.();
     return new RegistryOAuthProvider(this.deps.store, {
       account: server.accountId,
