@@ -119,6 +119,13 @@ describe('bounded event streams', () => {
     expect(err.details.bound).toEqual({ name: 'maxSseStreamBytes', limit: 1024 * 1024 });
   });
 
+  it('an endless stream of tiny events is cut at the event count, 2000 by default', async () => {
+    const server = await serve((_req, res, sent) => sendRepeated(res, sent, 'data: {}\n\n', sse));
+    const err = await tooLarge((await outbound()(`${server.origin}/mcp`)).text());
+    expect(err.details.bound).toEqual({ name: 'maxSseEvents', limit: 2000 });
+    expect(err.message).toBe(`response from ${server.origin} too large: more than 2000 events on one event stream (bound maxSseEvents = 2000)`);
+  });
+
   it("a cut stream answering a POST ends with a JSON-RPC error for each of the POST's requests, naming the bound", async () => {
     const server = await serve((_req, res, sent) => {
       res.writeHead(200, sse);

@@ -39,7 +39,10 @@ function limitsFor(stream: boolean, b: Bounding): MeterLimits {
   if (b.budget !== undefined) limits.budget = b.budget;
   if (b.bounds !== undefined) {
     limits.body = stream ? { name: ResponseBound.sseStream, limit: b.bounds.maxSseStreamBytes } : { name: ResponseBound.body, limit: b.bounds.maxBodyBytes };
-    if (stream) limits.sseEvent = b.bounds.maxSseEventBytes;
+    if (stream) {
+      limits.sseEvent = b.bounds.maxSseEventBytes;
+      limits.sseEvents = b.bounds.maxSseEvents;
+    }
   }
   return limits;
 }

@@ -30,6 +30,8 @@ export interface MeterLimits {
   body?: { name: typeof ResponseBound.body | typeof ResponseBound.sseStream; limit: number };
   /** For an event stream: the bound of one event. */
   sseEvent?: number;
+  /** For an event stream: how many events it may carry. */
+  sseEvents?: number;
   /** A budget shared with other responses. */
   budget?: ByteBudget;
 }
@@ -47,7 +49,7 @@ export class ByteMeter {
     /** The request's URL, for the error (only its origin is kept). */
     private readonly url: URL,
   ) {
-    this.events = limits.sseEvent === undefined ? undefined : new SseEventMeter(limits.sseEvent);
+    this.events = limits.sseEvent === undefined ? undefined : new SseEventMeter(limits.sseEvent, limits.sseEvents);
   }
 
   /** Counts `chunk`; the error of the bound it passes, or undefined while all hold. */
@@ -55,7 +57,11 @@ export class ByteMeter {
     const { body, budget } = this.limits;
     this.bytes += chunk.length;
     if (body !== undefined && this.bytes > body.limit) return OutboundError.tooLarge(body.name, body.limit, this.url);
-    if (this.events !== undefined && !this.events.take(chunk)) return OutboundError.tooLarge(ResponseBound.sseEvent, this.limits.sseEvent ?? 0, this.url);
+    if (this.events !== undefined && !this.events.take(chunk)) {
+      return this.events.passed === 'count'
+        ? OutboundError.tooLarge(ResponseBound.sseEvents, this.limits.sseEvents ?? 0, this.url)
+        : OutboundError.tooLarge(ResponseBound.sseEvent, this.limits.sseEvent ?? 0, this.url);
+    }
     if (budget !== undefined && !budget.charge(chunk.length)) return OutboundError.tooLarge(ResponseBound.total, budget.limit, this.url);
     return undefined;
   }

@@ -117,6 +117,7 @@ export type OutboundErrorCode = (typeof OutboundErrorCode)[keyof typeof Outbound
  * - `maxBodyBytes`: one body that is not an event stream (JSON, an error page);
  * - `maxSseStreamBytes`: everything one event-stream response carries;
  * - `maxSseEventBytes`: one event of an event stream (its lines together, an unterminated line included);
+ * - `maxSseEvents`: the number of events one event-stream response carries (a count, not bytes);
  * - `maxTotalBytes`: every body read through one budgeted fetch (one discovery);
  * - `deadlineMs`: the total time of one budgeted fetch.
  */
@@ -124,13 +125,14 @@ export const ResponseBound = {
   body: 'maxBodyBytes',
   sseStream: 'maxSseStreamBytes',
   sseEvent: 'maxSseEventBytes',
+  sseEvents: 'maxSseEvents',
   total: 'maxTotalBytes',
   deadline: 'deadlineMs',
 } as const;
 export type ResponseBound = (typeof ResponseBound)[keyof typeof ResponseBound];
 
 export interface OutboundErrorDetails {
-  /** The bound that was hit and its size (bytes, or milliseconds for `deadlineMs`). */
+  /** The bound that was hit and its size (bytes; events for `maxSseEvents`; milliseconds for `deadlineMs`). */
   bound: { name: ResponseBound; limit: number };
   /** Scheme, host and port of the server that answered: never a path, query or userinfo. */
   origin: string;
@@ -142,6 +144,7 @@ const BOUND_WHAT: Record<ResponseBound, string> = {
   maxBodyBytes: 'in one response body',
   maxSseStreamBytes: 'on one event stream',
   maxSseEventBytes: 'in one event of an event stream',
+  maxSseEvents: 'events on one event stream',
   maxTotalBytes: 'over all the responses of this exchange',
   deadlineMs: '',
 };
@@ -170,11 +173,13 @@ export class OutboundError extends Error {
     super(message);
   }
 
-  /** A body passed `bound` (counted in decompressed bytes), or declared more than it. */
+  /** A body passed `bound` (counted in decompressed bytes, or events), or declared more than it. */
   static tooLarge(bound: Exclude<ResponseBound, 'deadlineMs'>, limit: number, url: URL, declaredBytes?: number): OutboundError {
     const origin = originOf(url);
-    const how = declaredBytes === undefined ? `more than ${sizeText(limit)} ${BOUND_WHAT[bound]}` : `a declared Content-Length of ${declaredBytes} bytes, more than ${sizeText(limit)} ${BOUND_WHAT[bound]}`;
-    return new OutboundError(OutboundErrorCode.responseTooLarge, `response from ${origin} too large: ${how} (bound ${bound} = ${limit} bytes)`, {
+    const events = bound === ResponseBound.sseEvents;
+    const size = events ? String(limit) : sizeText(limit);
+    const how = declaredBytes === undefined ? `more than ${size} ${BOUND_WHAT[bound]}` : `a declared Content-Length of ${declaredBytes} bytes, more than ${size} ${BOUND_WHAT[bound]}`;
+    return new OutboundError(OutboundErrorCode.responseTooLarge, `response from ${origin} too large: ${how} (bound ${bound} = ${limit}${events ? '' : ' bytes'})`, {
       bound: { name: bound, limit },
       origin,
       ...(declaredBytes === undefined ? {} : { declaredBytes }),

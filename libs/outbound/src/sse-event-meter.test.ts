@@ -75,6 +75,16 @@ describe('SseEventMeter', () => {
     expect(split.take(bytes('y'))).toBe(false);
   });
 
+  it('counts events ended by a blank line: exactly the bound passes, one more fails', () => {
+    const meter = new SseEventMeter(100, 3);
+    // Blank lines between events are not events.
+    expect(meter.take(bytes('data: 1\n\n\n\ndata: 2\n\n: ping\n\n'))).toBe(true);
+    expect(meter.take(bytes('\n\ndata: 4'))).toBe(true);
+    expect(meter.take(bytes('\n'))).toBe(true);
+    expect(meter.take(bytes('\n'))).toBe(false);
+    expect(meter.passed).toBe('count');
+  });
+
   it('agrees with a byte-by-byte reference on random streams and random chunkings', () => {
     const random = prng(11);
     const alphabet = ['a', 'b', ':', ' ', '\n', '\r', '\r\n', '\n\n', 'data: ', 'é'];

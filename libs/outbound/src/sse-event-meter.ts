@@ -14,11 +14,29 @@ export class SseEventMeter {
   private lineBytes = 0;
   /** The last chunk ended with CR: an LF that starts the next one completes that line end. */
   private pendingCr = false;
+  /** Events ended so far (blank lines that closed a non-empty event). */
+  private ended = 0;
 
-  constructor(private readonly maxEventBytes: number) {}
+  constructor(
+    private readonly maxEventBytes: number,
+    private readonly maxEvents = Infinity,
+  ) {}
 
-  /** Counts `chunk`; false as soon as an event (ended or not) holds more than the bound. */
+  /** Which bound was passed last: the size of one event, or their number. */
+  passed: 'size' | 'count' | undefined;
+
+  /** Counts `chunk`; false as soon as an event (ended or not) holds more than the size bound, or too many events ended. */
   take(chunk: Uint8Array): boolean {
+    const ok = this.scan(chunk);
+    if (!ok) this.passed = 'size';
+    else if (this.ended > this.maxEvents) {
+      this.passed = 'count';
+      return false;
+    }
+    return ok;
+  }
+
+  private scan(chunk: Uint8Array): boolean {
     const length = chunk.length;
     let pos = 0;
     if (this.pendingCr) {
@@ -48,6 +66,7 @@ export class SseEventMeter {
       }
       if (blank) {
         // A blank line dispatches the event: the next one starts from nothing.
+        if (this.eventBytes > 0) this.ended += 1;
         this.eventBytes = 0;
       } else {
         this.eventBytes += after - pos;
