@@ -103,9 +103,8 @@ export class ClientCredentialsOAuthProvider implements OAuthClientProvider {
    * dynamic registration, which a pre-registered machine client must never get.
    */
   async clientInformation(ctx?: { issuer: string }): Promise<OAuthClientInformationMixed> {
-    const stamped = this.client as OAuthClientInformationMixed & { issuer?: string };
-    if (stamped.issuer === undefined && ctx?.issuer !== undefined) {
-      this.client = { ...this.client, issuer: ctx.issuer } as OAuthClientInformationMixed;
+    if (this.client.issuer === undefined && ctx?.issuer !== undefined) {
+      this.client = { ...this.client, issuer: ctx.issuer };
       await this.store.updateClient(this.target.account, this.target.serverId, { clientInformation: this.client });
     }
     return this.client;
