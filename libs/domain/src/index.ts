@@ -24,6 +24,7 @@ export { jsonSizeExceeds } from './json-measure.js';
 export { sha256, sha256Hex } from './sha256.js';
 
 export { DEFAULT_VALIDATION_LIMITS, compileValidator, validateArguments } from './validator.js';
+export { inputSchemaFault } from './validator-faults.js';
 export type { ArgumentValidator, ValidationIssue, ValidationLimits, ValidationResult } from './validator.js';
 
 export {

@@ -27,10 +27,22 @@ export function compileSchema(schema: unknown): Node {
 
 /** {@link compileSchema}, also saying how many nodes were compiled (at most {@link MAX_COMPILED_NODES}). */
 export function compileSchemaCounted(schema: unknown): { root: Node; nodes: number } {
+  const graph = compileGraph(schema);
+  return { root: graph.root, nodes: graph.nodes.length };
+}
+
+/** The compiled graph with what analysis needs: every node, and the node of a schema object. */
+export interface CompiledGraph {
+  root: Node;
+  nodes: readonly Node[];
+  nodeOf(schema: object): Node | undefined;
+}
+
+export function compileGraph(schema: unknown): CompiledGraph {
   const compiler = new Compiler(schema);
   const root = compiler.run();
   markChecks(compiler.nodes, inPlaceCycles(compiler.nodes));
-  return { root: root.checks ? root : TRIVIAL, nodes: compiler.nodes.length };
+  return { root: root.checks ? root : TRIVIAL, nodes: compiler.nodes, nodeOf: (o) => compiler.nodeOf(o) };
 }
 
 class Compiler {
@@ -43,6 +55,10 @@ class Compiler {
 
   constructor(private readonly root: unknown) {
     this.resolver = new RefResolver(root, { nodes: MAX_REF_WORK });
+  }
+
+  nodeOf(schema: object): Node | undefined {
+    return this.memo.get(schema);
   }
 
   run(): Node {

@@ -5,6 +5,7 @@ import { DEFAULT_VALIDATION_LIMITS, compileValidator } from './validator.js';
 import type { ValidationLimits, ValidationResult } from './validator.js';
 import { compileSchemaCounted } from './validator-compile.js';
 import { evaluate, type EvaluationStats } from './validator-evaluate.js';
+import { inputSchemaFault } from './validator-faults.js';
 
 const KEYS = ['a', 'b', 'a/b', '~', ''];
 const key = fc.constantFrom(...KEYS);
@@ -104,6 +105,18 @@ describe('random schemas and values', () => {
         expect(stats.work).toBeLessThanOrEqual(full.maxNodes + 1);
         expect(stats.refs).toBeLessThanOrEqual(full.maxRefs + 1);
         expect(JSON.stringify(schema)).toBe(before);
+      }),
+      { numRuns: 400 },
+    );
+  });
+
+  it('a schema with no fault found ahead never has a call refused for its $refs', () => {
+    fc.assert(
+      fc.property(schemas(true), values, (schema, value) => {
+        const fault = inputSchemaFault(schema);
+        const r = compileValidator(schema as JsonObject)(value);
+        if (fault === undefined) expect(r.ok || r.errors.every((e) => e.keyword !== '$ref')).toBe(true);
+        else expect(fault).toMatch(/^the input schema (has a \$ref cycle|chains more than)/);
       }),
       { numRuns: 400 },
     );
