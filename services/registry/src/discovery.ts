@@ -467,6 +467,7 @@ export class Discovery {
           const hash = toolsHash(outcome.tools);
           changed = hash !== server.toolsHash;
           tools = { list: outcome.tools, hash, generation: changed ? server.generation + 1 : server.generation };
+          const hints = outcome.hints ?? { ...(previous.listTtlMs !== undefined ? { ttlMs: previous.listTtlMs } : {}), ...(previous.listCacheScope !== undefined ? { cacheScope: previous.listCacheScope } : {}) };
           const era = outcome.verdict ?? (previous.era !== undefined && previous.protocolVersion !== undefined ? { era: previous.era, protocolVersion: previous.protocolVersion } : undefined);
           status = {
             state: 'ok',
@@ -475,8 +476,9 @@ export class Discovery {
             ...(outcome.transport ? { transport: outcome.transport } : {}),
             ...(era !== undefined ? { era: era.era, protocolVersion: era.protocolVersion } : {}),
             ...(outcome.skipped !== undefined && outcome.skipped.length > 0 ? { skippedTools: outcome.skipped } : {}),
-            ...(outcome.hints?.ttlMs !== undefined ? { listTtlMs: outcome.hints.ttlMs } : {}),
-            ...(outcome.hints?.cacheScope !== undefined ? { listCacheScope: outcome.hints.cacheScope } : {}),
+            // A proxy's listing carries no hints: the ones of the last discovery stand.
+            ...(hints.ttlMs !== undefined ? { listTtlMs: hints.ttlMs } : {}),
+            ...(hints.cacheScope !== undefined ? { listCacheScope: hints.cacheScope } : {}),
           };
         } else {
           const failures = (previous.failures ?? 0) + 1;
