@@ -296,7 +296,7 @@ async function connectWith(kind: McpTransportKind, run: ConnectRun, prior: Prior
 async function assertNoModernClaim(observations: FetchObservations, where: string): Promise<void> {
   const answer = await observations.discoverAnswer;
   if (answer === null || typeof answer !== 'object' || !('result' in answer)) return;
-  const fault = discoverFault((answer as { result: unknown }).result) ?? 'the SDK could not use its server/discover result';
+  const fault = discoverFault((answer).result) ?? 'the SDK could not use its server/discover result';
   throw new McpClientError(McpClientErrorCode.EraNegotiationFailed, `${where}: the server answered server/discover but its era cannot be trusted: ${fault}`, { transport: 'http' });
 }
 
