@@ -1,5 +1,5 @@
 import { Decoder, Encoder } from 'cbor-x';
-import { dropUndefined } from './drop-undefined.js';
+import { toDagCborCompatible } from './dag-cbor-compat.js';
 import { ErrorCodes, WireError } from './errors.js';
 import { PAYLOAD_LIMITS, StrictRules, scanStrictCbor, type StrictLimits } from './strict-cbor.js';
 
@@ -11,11 +11,12 @@ const encoder = new Encoder({ useRecords: false, mapsAsObjects: true, tagUint8Ar
 const decoder = new Decoder({ useRecords: false, mapsAsObjects: true });
 
 /**
- * Encodes a payload. A property set to `undefined` is left out and an `undefined` array element
- * is written as null (as JSON does), so what we write passes {@link decodeStrict}.
+ * Encodes a payload. A property set to `undefined` is left out, an `undefined` array element is
+ * written as null (as JSON does) and a lone surrogate as U+FFFD, so what we write passes
+ * {@link decodeStrict}.
  */
 export function encodePayload(value: unknown): Uint8Array {
-  return dropUndefined(encoder.encode(value));
+  return toDagCborCompatible(encoder.encode(value));
 }
 
 /**

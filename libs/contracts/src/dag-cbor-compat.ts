@@ -1,14 +1,19 @@
 /**
- * cbor-x writes a property whose value is `undefined` as the simple value 23, which DAG-CBOR (and
- * so the strict decoder) refuses. Our payloads use `undefined` the way JSON does, for "absent":
- * `{ok: true, value: undefined}`, optional fields spread in. So after encoding, map entries whose
- * value is `undefined` are dropped and an `undefined` array element becomes null — what
- * `JSON.stringify` does. One pass over the bytes, run only when the byte 0xf7 occurs at all.
+ * What cbor-x writes that DAG-CBOR (and so the strict decoder) refuses, made right after encoding:
+ * - a property whose value is `undefined` (simple value 23): our payloads use `undefined` the way
+ *   JSON does, for "absent" (`{ok: true, value: undefined}`, optional fields spread in), so such a
+ *   map entry is dropped and an `undefined` array element becomes null — what `JSON.stringify` does;
+ * - a lone surrogate in a short string (cbor-x writes its 3 bytes as they are, which is not UTF-8;
+ *   a remote server's JSON can hold one): it becomes U+FFFD, as cbor-x already writes it in long
+ *   strings and as `TextEncoder` does — same length, patched in place.
+ * One pass over the bytes, run only when a byte 0xf7 or 0xed occurs at all.
  */
 
 const UNDEFINED = 0xf7;
 const NULL = 0xf6;
 const BREAK = 0xff;
+/** The first byte of the 3-byte UTF-8 form of U+D000–U+DFFF (second byte A0–BF: a surrogate). */
+const SURROGATE_LEAD = 0xed;
 
 interface Head {
   major: number;
@@ -68,7 +73,9 @@ class Rewriter {
       case 2:
       case 3:
         if (h.arg >= 0) {
+          const start = this.w + (h.next - pos);
           this.copy(pos, h.next + h.arg);
+          if (h.major === 3) this.replaceSurrogates(start, this.w);
           return h.next + h.arg;
         }
         return this.untilBreak(pos, h.next, (p) => this.item(p));
@@ -83,6 +90,19 @@ class Rewriter {
         // Integers, simple values and floats: the head's extent covers their bytes.
         this.copy(pos, h.next);
         return h.next;
+    }
+  }
+
+  /** Replaces each surrogate (ED A0–BF xx) in `out[start, end)` with U+FFFD (EF BF BD). */
+  private replaceSurrogates(start: number, end: number): void {
+    const o = this.out;
+    for (let i = start; i + 2 < end; i++) {
+      if (o[i] === SURROGATE_LEAD && o[i + 1]! >= 0xa0 && o[i + 1]! <= 0xbf) {
+        o[i] = 0xef;
+        o[i + 1] = 0xbf;
+        o[i + 2] = 0xbd;
+        i += 2;
+      }
     }
   }
 
@@ -158,9 +178,12 @@ class Rewriter {
   }
 }
 
-/** Drops `undefined` map values and turns `undefined` array elements into null (see above). */
-export function dropUndefined(bytes: Uint8Array): Uint8Array {
-  if (bytes.indexOf(UNDEFINED) === -1) return bytes;
+/**
+ * Drops `undefined` map values, turns `undefined` array elements into null and lone surrogates
+ * into U+FFFD (see above); returns `bytes` itself when there is nothing to do.
+ */
+export function toDagCborCompatible(bytes: Uint8Array): Uint8Array {
+  if (bytes.indexOf(UNDEFINED) === -1 && bytes.indexOf(SURROGATE_LEAD) === -1) return bytes;
   const r = new Rewriter(bytes, new Uint8Array(bytes.byteLength));
   r.item(0);
   return r.out.subarray(0, r.written);

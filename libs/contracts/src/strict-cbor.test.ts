@@ -54,6 +54,16 @@ describe('decodeStrict', () => {
     expect(decodeStrict(encodePayload(wide), 'payload')).toEqual(JSON.parse(JSON.stringify(wide)));
   });
 
+  it('writes a lone surrogate as U+FFFD, in short and long strings alike, so it decodes', () => {
+    const cases: Array<[string, string]> = [
+      ['\ud800', '\ufffd'],
+      ['a\udc00b', 'a\ufffdb'],
+      [`${'x'.repeat(5000)}\ud800`, `${'x'.repeat(5000)}\ufffd`],
+      ['pair 😀 kept', 'pair 😀 kept'],
+    ];
+    for (const [s, expected] of cases) expect(decodeStrict<{ s: string }>(encodePayload({ s, n: undefined }), 'payload').s).toBe(expected);
+  });
+
   it('refuses the shared-value bomb at its first tag, whatever its depth', () => {
     for (const levels of [1, 40, 5_000]) {
       expect(refusal(sharedValueBomb(levels))).toMatchObject({ field: 'payload', rule: StrictRules.tag });
