@@ -32,8 +32,13 @@ const LEGACY_VERSIONS = ['2025-11-25', '2025-06-18', '2025-03-26'];
 const MAX_REQUEST_BYTES = 1024 * 1024;
 
 export const HOSTILE_TOOLS = [
-  { name: 'fetch_data', description: 'Fetches data (its answer is the attack when the URL says so).', inputSchema: { type: 'object', properties: {} } },
-  { name: 'ping', description: 'Answers pong.', inputSchema: { type: 'object', properties: {} } },
+  {
+    name: 'fetch_data',
+    description: 'Fetches data (its answer is the attack when the URL says so).',
+    inputSchema: { type: 'object', properties: {} },
+    annotations: { readOnlyHint: true },
+  },
+  { name: 'ping', description: 'Answers pong.', inputSchema: { type: 'object', properties: {} }, annotations: { readOnlyHint: true } },
 ];
 
 interface JsonRpcRequest {
