@@ -22,7 +22,7 @@ export class NatsAuthServer {
   private constructor(
     readonly url: string,
     readonly prefix: string,
-    readonly users: Record<NatsRole, NatsUser>,
+    readonly users: Record<NatsRole, NatsUser & { password: string }>,
     private readonly child: ChildProcess,
     private readonly dir: string,
     private readonly logFile: string,
@@ -32,7 +32,7 @@ export class NatsAuthServer {
     const dir = await mkdtemp(join(tmpdir(), 'mcpx-nats-auth-'));
     const port = await freePort();
     const prefix = opts.prefix ?? '';
-    const users = Object.fromEntries(NatsRoles.map((role) => [role, { user: role, password: randomBytes(24).toString('base64url'), role }])) as Record<NatsRole, NatsUser>;
+    const users = Object.fromEntries(NatsRoles.map((role) => [role, { user: role, password: randomBytes(24).toString('base64url'), role }])) as Record<NatsRole, NatsUser & { password: string }>;
     const configFile = join(dir, 'nats.conf');
     await writeFile(configFile, renderNatsServerConfig({ users: Object.values(users), prefix, host: '127.0.0.1', port, storeDir: join(dir, 'js') }), { mode: 0o600 });
     const logFile = join(dir, 'nats.log');
