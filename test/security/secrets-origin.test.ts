@@ -2,10 +2,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decodePayload, encodePayload, type RedactedMcpServer } from '@mcpx/contracts';
 import { createDb, type Db } from '@mcpx/db';
 import { generateKeyPair } from '@mcpx/envelope';
-import { startTestMcpServer, type TestMcpServer } from '../servers/index.js';
+import { setupTelemetry, type Telemetry } from '@mcpx/telemetry';
+import { startOAuthServer, startProtectedMcpServer, startTestMcpServer, type TestMcpServer, type TestOAuthServer } from '../servers/index.js';
 import { ApiClient } from '../support/api-client.js';
 import { ProxySystem } from '../support/proxy-system.js';
-import { eventually } from '../support/system.js';
+import { InProcessSystem, eventually } from '../support/system.js';
 import { actionError } from '../approvals/approval-tools.js';
 
 const TOKEN = 'tok-owner-7f3a91-MUST-STAY';
@@ -139,5 +140,60 @@ describe('secrets stay with the origin they were given for', () => {
     } finally {
       await deepUp.close();
     }
+  });
+});
+
+/**
+ * OAuth state stays with its origin too: a pre-registered client credentials client (its secret)
+ * and its tokens. A WRITER re-points such a server at a host whose metadata names the WRITER's own
+ * authorization server; that server must never be asked for a token with the owner's client.
+ */
+describe('OAuth clients and tokens stay with the origin they were set up for', () => {
+  const CLIENT_SECRET = 'cs-owner-5d1e77-MUST-STAY';
+  let telemetry: Telemetry;
+  let system: InProcessSystem;
+  let as: TestOAuthServer;
+  let upstream: TestMcpServer;
+  let evilAs: TestOAuthServer;
+  let evilUp: TestMcpServer;
+
+  beforeAll(async () => {
+    telemetry = await setupTelemetry({ serviceName: 'mcpx-secrets-origin-oauth' });
+    [as, evilAs] = await Promise.all([
+      startOAuthServer({ clientCredentials: { authMethods: ['client_secret_post', 'client_secret_basic'] } }),
+      startOAuthServer({ clientCredentials: { authMethods: ['client_secret_post', 'client_secret_basic'] } }),
+    ]);
+    [upstream, evilUp] = await Promise.all([startProtectedMcpServer(as), startProtectedMcpServer(evilAs)]);
+    system = await InProcessSystem.start({ telemetry, logSink: () => {} });
+  });
+  afterAll(async () => {
+    await system?.stop();
+    await Promise.all([upstream?.close(), evilUp?.close()]);
+    await Promise.all([as?.close(), evilAs?.close()]);
+    await telemetry?.shutdown();
+  });
+
+  it("a WRITER re-points a client credentials server: the new host's authorization server never gets the owner's client", async () => {
+    const owner = new ApiClient(system.apiUrl);
+    const key = generateKeyPair();
+    await owner.act('AuthorizeSigner', { principal: key.principal, role: 'WRITER' });
+    const writer = new ApiClient(system.apiUrl, key, owner.principal);
+    as.registerMachineClient('owner-client', { secret: CLIENT_SECRET });
+    const set = await owner.act<SetAnswer>('SetMcpServer', { name: 'm2m', config: { url: upstream.url, auth: 'oauth', oauth: { clientId: 'owner-client', clientSecret: CLIENT_SECRET, grant: 'client_credentials' } } });
+    expect(set.server.status.state).toBe('ok');
+    expect(as.stats.clientCredentialsGrants).toBe(1);
+
+    const moved = await writer.act<SetAnswer>('SetMcpServer', { name: 'm2m', config: { url: evilUp.url, auth: 'oauth' } });
+    expect(moved.droppedSecrets).toEqual({ headers: [], oauth: true });
+    expect(moved.server.oauthClient).toBeUndefined();
+    await writer.act('RefreshMcpServer', { name: 'm2m' });
+    // No token request at all reached the other authorization server (each would carry the secret).
+    expect(evilAs.stats.clientCredentialsGrants).toBe(0);
+    expect(evilAs.stats.clientCredentialsRefusals).toEqual([]);
+    const tokens = as.issuedTokens();
+    expect(tokens.length).toBeGreaterThan(0);
+    const sent = JSON.stringify([...evilUp.stats.headersSeen.entries()]);
+    for (const t of tokens) expect(sent).not.toContain(t);
+    expect(sent).not.toContain(CLIENT_SECRET);
   });
 });
