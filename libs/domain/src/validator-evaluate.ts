@@ -59,10 +59,17 @@ function mismatch(ctx: Ctx, keyword: string, message: string): void {
 }
 
 /** The value cannot be judged (a bound was hit): not a mismatch, so a trial cannot turn it into a pass. */
-function refuse(ctx: Ctx, keyword: string, message: string, stop = false): void {
+function refuse(ctx: Ctx, keyword: string, message: string, stop = false, fault?: 'schema'): void {
   if (ctx.aborted) return;
-  if (ctx.out.length < ctx.limits.maxIssues) ctx.out.push({ path: pointer(ctx.path), keyword, message });
+  if (ctx.out.length < ctx.limits.maxIssues) {
+    ctx.out.push(fault === undefined ? { path: pointer(ctx.path), keyword, message } : { path: pointer(ctx.path), keyword, message, fault });
+  }
   if (stop || ctx.trials > 0 || ctx.out.length >= ctx.limits.maxIssues) ctx.aborted = true;
+}
+
+/** The schema cannot be evaluated here (see `ValidationIssue.fault`). */
+function schemaFault(ctx: Ctx, keyword: string, message: string): void {
+  refuse(ctx, keyword, message, false, 'schema');
 }
 
 /** Spends `units` of work; false (and the validation refused) once the budget is gone. */
@@ -80,9 +87,9 @@ function visit(node: Node, value: unknown, ctx: Ctx): void {
   if (!node.inPlace) return check(node, value, ctx);
   // Only nodes with in-place keywords can close a cycle, so only they are tracked.
   if (ctx.chain.indexOf(node, ctx.base) !== -1) {
-    return refuse(ctx, '$ref', 'the schema refers back to itself here without consuming input (a $ref cycle)');
+    return schemaFault(ctx, '$ref', 'the schema refers back to itself here without consuming input (a $ref cycle)');
   }
-  if (ctx.chain.length >= MAX_EVALUATION_DEPTH) return refuse(ctx, 'depth', `the schema nests deeper than ${MAX_EVALUATION_DEPTH} levels here`);
+  if (ctx.chain.length >= MAX_EVALUATION_DEPTH) return schemaFault(ctx, 'depth', `the schema nests deeper than ${MAX_EVALUATION_DEPTH} levels here`);
   ctx.chain.push(node);
   check(node, value, ctx);
   ctx.chain.pop();
@@ -124,7 +131,7 @@ function applicators(node: Node, value: unknown, ctx: Ctx): void {
       return refuse(ctx, 'limit', `the schema's $refs were followed more than ${ctx.limits.maxRefs} times`, true);
     }
     if (ctx.refDepth >= ctx.limits.maxRefDepth) {
-      return refuse(ctx, '$ref', `more than ${ctx.limits.maxRefDepth} $refs in a row here (${shorten(node.refText ?? '')})`);
+      return schemaFault(ctx, '$ref', `more than ${ctx.limits.maxRefDepth} $refs in a row here (${shorten(node.refText ?? '')})`);
     }
     ctx.refDepth++;
     visit(node.ref, value, ctx);

@@ -5,6 +5,12 @@ export interface ValidationIssue {
   path: string;
   message: string;
   keyword: string;
+  /**
+   * `schema` when the schema, not the value, is at fault: a `$ref` cycle that consumes no input, or
+   * more `$ref`s or in-place keywords in a row than are followed. The tool's server sent a schema
+   * that cannot be evaluated here, so a caller should not blame the arguments.
+   */
+  fault?: 'schema';
 }
 export type ValidationResult = { ok: true } | { ok: false; errors: ValidationIssue[] };
 export type ArgumentValidator = (value: unknown) => ValidationResult;
