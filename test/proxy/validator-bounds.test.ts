@@ -117,7 +117,7 @@ describe('$ref schemas through the real proxy', () => {
     const before = upstream.stats.calls;
     const err = await system.callError('agent', 'r2', 'shop__chain', { a: 'x' });
     expect(err.code).toBe('invalid_arguments');
-    expect(err.details.errors).toEqual([expect.objectContaining({ path: '/a', keyword: '$ref' })]);
+    expect(err.details.errors).toEqual([expect.objectContaining({ path: '/a', keyword: '$ref', fault: 'schema' })]);
     expect(err.message).toMatch(/more than 64 \$refs in a row/);
     expect(upstream.stats.calls).toBe(before);
     // An argument the chain does not reach is checked as usual.
