@@ -5,7 +5,7 @@ import { listenOnLoopback } from '../servers/loopback.js';
 
 export interface ListeningServer {
   url: string;
-  stats: { discovers: number; lists: number; listens: number };
+  stats: { discovers: number; lists: number; listens: number; calls: number };
   /** Replaces the tool list and publishes `notifications/tools/list_changed` on every open `subscriptions/listen` stream. */
   changeTools(names: string[]): void;
   close(): Promise<void>;
@@ -14,11 +14,13 @@ export interface ListeningServer {
 /**
  * A modern-only (2026-07-28) server on the official SDK v2 that advertises `tools.listChanged`
  * and publishes list changes to its open `subscriptions/listen` streams (the handler's notifier),
- * counting the requests that matter to change streams.
+ * counting the requests that matter to change streams. A call of the tool named `cut` is received
+ * (counted) and its response stream opened, then the connection is cut before any result: the
+ * call may have run, and the client cannot know.
  */
-export async function startListeningServer(names: string[]): Promise<ListeningServer> {
+export async function startListeningServer(names: string[], opts: { cut?: string } = {}): Promise<ListeningServer> {
   let tools: Tool[] = names.map((name) => ({ name, inputSchema: { type: 'object' } }));
-  const stats = { discovers: 0, lists: 0, listens: 0 };
+  const stats = { discovers: 0, lists: 0, listens: 0, calls: 0 };
   const handler = createMcpHandler(
     () => {
       const server = new Server({ name: 'listening', version: '1.0.0' }, { capabilities: { tools: { listChanged: true } } });
@@ -43,6 +45,13 @@ export async function startListeningServer(names: string[]): Promise<ListeningSe
       const method = (body as { method?: unknown } | undefined)?.method;
       if (method === 'server/discover') stats.discovers++;
       if (method === 'subscriptions/listen') stats.listens++;
+      if (method === 'tools/call') stats.calls++;
+      if (method === 'tools/call' && opts.cut !== undefined && (body as { params?: { name?: unknown } }).params?.name === opts.cut) {
+        res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+        res.write(': working\n\n');
+        setTimeout(() => res.socket?.destroy(), 20);
+        return;
+      }
       await handle(req, res, body);
     })().catch(() => {
       if (!res.headersSent) res.writeHead(500).end();
