@@ -52,3 +52,15 @@ export async function guardDelete(deps: ActionDeps, caller: Caller, trx: Kysely<
   const held = alwaysAskTools(await deps.permissions.forServer(caller.account, server.id, trx));
   if (held.length > 0) throw ownerOnly('delete this server', server.name, held);
 }
+
+/**
+ * DeleteVendorConnection sheds the overrides of the vendor's built-ins (they are keyed by the
+ * connection): the owner's to do when any is `always_ask`. For the action to call inside its
+ * transaction, before the connection is removed.
+ */
+export async function guardVendorDisconnect(deps: ActionDeps, caller: Caller, trx: Kysely<Database>, slugs: readonly string[]): Promise<void> {
+  if (caller.role === 'OWNER') return;
+  const held = await deps.permissions.alwaysAskOfBuiltins(caller.account, slugs, trx);
+  const first = held[0];
+  if (first !== undefined) throw ownerOnly('disconnect this vendor', first.slug, held.map((h) => `${h.slug}: ${h.tool}`));
+}

@@ -45,6 +45,26 @@ export class ToolPermissionsRepository {
     return out;
   }
 
+  /**
+   * The `always_ask` overrides of the account's built-ins among `slugs` (any vendor connection),
+   * as `<slug>: <tool>` pairs: what deleting the vendor connection would shed.
+   */
+  async alwaysAskOfBuiltins(account: string, slugs: readonly string[], trx: Kysely<Database> = this.db): Promise<Array<{ slug: string; tool: string }>> {
+    if (slugs.length === 0) return [];
+    const rows = await trx
+      .selectFrom('registry.builtin_tool_permissions')
+      .select(['server_id', 'tool'])
+      .where('account_id', '=', account)
+      .where('permission', '=', 'always_ask')
+      .execute();
+    const out: Array<{ slug: string; tool: string }> = [];
+    for (const r of rows) {
+      const slug = parseBuiltinServerId(r.server_id)?.slug;
+      if (slug !== undefined && slugs.includes(slug)) out.push({ slug, tool: r.tool });
+    }
+    return out;
+  }
+
   /** Sets (or, with null, removes) one tool's override; true when something changed. */
   async set(account: string, serverId: string, tool: string, permission: Permission | null, trx: Kysely<Database>): Promise<boolean> {
     const builtin = parseBuiltinServerId(serverId);
