@@ -1,5 +1,5 @@
 // Whole-graph passes over compiled nodes: in-place cycles, and which nodes check anything.
-import { inPlaceChildren, valueChildren, type Node } from './validator-node.js';
+import { TRIVIAL, inPlaceChildren, valueChildren, type Node } from './validator-node.js';
 
 /**
  * The nodes on a cycle of in-place edges (`$ref`, `allOf`, `anyOf`, `oneOf`, `not`): evaluating
@@ -116,6 +116,10 @@ function hasOwnChecks(n: Node): boolean {
   );
 }
 
+function shared(n: Node): Node {
+  return n.checks ? n : TRIVIAL;
+}
+
 function prune(n: Node, anyLeft: number): void {
   if (n.anyOf !== undefined && anyLeft > 0) n.anyOf = undefined;
   if (n.items !== undefined && !n.items.checks) n.items = undefined;
@@ -129,5 +133,10 @@ function prune(n: Node, anyLeft: number): void {
   // Positions and names stay while `items` / `additionalProperties` need them to know what is extra.
   if (n.items === undefined && n.prefixItems?.every((c) => !c.checks)) n.prefixItems = undefined;
   if (n.additional === undefined && n.properties !== undefined && [...n.properties.values()].every((c) => !c.checks)) n.properties = undefined;
+  // What stays but checks nothing becomes the shared trivial node, so its own node can be collected.
+  if (n.prefixItems !== undefined) n.prefixItems = n.prefixItems.map(shared);
+  if (n.oneOf !== undefined) n.oneOf = n.oneOf.map(shared);
+  if (n.not !== undefined) n.not = shared(n.not);
+  if (n.properties !== undefined) for (const [key, c] of n.properties) if (!c.checks) n.properties.set(key, TRIVIAL);
   n.inPlace = n.ref !== undefined || n.allOf !== undefined || n.anyOf !== undefined || n.oneOf !== undefined || n.not !== undefined;
 }
