@@ -291,12 +291,15 @@ async function connectWith(kind: McpTransportKind, run: ConnectRun, prior: Prior
  * A server that answered `server/discover` with a result and still ended on the legacy era sent
  * a result the SDK could not read (garbage, legacy versions, lies): refused with a typed error
  * naming why, rather than taken for a legacy server. An error answer (method not found) is the
- * ordinary legacy signal.
+ * ordinary legacy signal, and so is an object that claims nothing (no `supportedVersions`).
  */
 async function assertNoModernClaim(observations: FetchObservations, where: string): Promise<void> {
   const answer = await observations.discoverAnswer;
   if (answer === null || typeof answer !== 'object' || !('result' in answer)) return;
-  const fault = discoverFault((answer).result) ?? 'the SDK could not use its server/discover result';
+  const result: unknown = answer.result;
+  // A lenient legacy server may answer any method with an empty object: no claim, no lie.
+  if (result !== null && typeof result === 'object' && !Array.isArray(result) && !('supportedVersions' in result)) return;
+  const fault = discoverFault(result) ?? 'the SDK could not use its server/discover result';
   throw new McpClientError(McpClientErrorCode.EraNegotiationFailed, `${where}: the server answered server/discover but its era cannot be trusted: ${fault}`, { transport: 'http' });
 }
 
