@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RedactedMcpServer } from '@mcpx/contracts';
 import { createDb } from '@mcpx/db';
 import { startTestMcpServer, type TestMcpServer } from '../servers/index.js';
+import { generateKeyPair } from '@mcpx/envelope';
 import { ApiClient } from '../support/api-client.js';
 import { ProxySystem } from '../support/proxy-system.js';
 import { eventually } from '../support/system.js';
@@ -108,5 +109,19 @@ describe('per-tool permission overrides on built-in servers', () => {
     const err = await actionError(other.act('SetToolPermission', { server: 'github', tool: 'get_issue', permission: 'act' }));
     expect(err.code).toBe('not_found');
     expect(err.details).toMatchObject({ field: 'server' });
+  });
+
+  it('a WRITER cannot shed an always_ask override of a built-in by disconnecting the vendor; the OWNER can', async () => {
+    const api = system.api;
+    await api.act('SetToolPermission', { server: 'github', tool: 'get_issue', permission: 'always_ask' });
+    const key = generateKeyPair();
+    await api.act('AuthorizeSigner', { principal: key.principal, role: 'WRITER' });
+    const writer = new ApiClient(api.apiUrl, key, api.principal);
+    const refused = await actionError(writer.act('DeleteVendorConnection', { vendor: 'github' }));
+    expect(refused.code).toBe('forbidden');
+    expect(refused.details).toMatchObject({ field: 'signer' });
+    // Nothing was shed: the connection and the override are still there.
+    expect((await listed()).tools.find((t) => t.name === 'get_issue')?.permissionOverridden).toBe(true);
+    await api.act('DeleteVendorConnection', { vendor: 'github' });
   });
 });

@@ -26,7 +26,7 @@ describe('account isolation', () => {
     const a = h.api();
     const b = h.api();
     await a.act('SetMcpServer', { name: 'gh', config: { url: upA.url, secretHeaders: { Authorization: 'Bearer a-secret-1' } } });
-    await a.act('SetMcpServer', { name: 'only-a', config: { url: upA.url, secretRefs: { Authorization: 'mcp-gh-authorization' } } });
+    await a.act('SetMcpServer', { name: 'only-a', config: { url: upA.url, secretHeaders: { Authorization: 'Bearer a-secret-1' } } });
     const alpha = (await a.act('CreateAgent', { name: 'alpha', definition: { mcpServers: ['gh', 'only-a'] } })).agent;
     await eventually(async () => ((await a.act('ListAgentTools', { agent: alpha.id })).tools.length === 4 ? true : undefined), 15_000, 'projection of A');
     await b.act('SetMcpServer', { name: 'gh', config: { url: upB.url } });

@@ -5,6 +5,7 @@ import type { VendorTokens } from '../builtins/vendor-connections.repository.js'
 import { redactServer } from '../redaction.js';
 import { publishAgentChanged } from './agents.actions.js';
 import type { ActionDeps, ActionHandler } from './context.js';
+import { guardVendorDisconnect } from './override-guard.js';
 
 const MAX_TOKEN_BYTES = 8192;
 
@@ -63,6 +64,8 @@ export const deleteVendorConnection: ActionHandler = async (deps, caller, action
   const vendor = validateVendor(action.vendor);
   const slugs = builtinsOfVendor(vendor).map((b) => b.slug);
   const { connection, agents } = await deps.db.transaction().execute(async (trx) => {
+    // A disconnect sheds the built-ins' overrides: only an OWNER may shed an always_ask one.
+    await guardVendorDisconnect(deps, caller, trx, slugs);
     const connection = await builtins.removeConnection(caller.account, vendor, trx);
     if (connection === null) throw new WireError(ErrorCodes.notFound, `vendor: no connection to ${vendor}`, { field: 'vendor' });
     const agents = [];
