@@ -53,6 +53,20 @@ const TWO_POW_32 = 0x1_0000_0000;
 
 const keyDecoder = new TextDecoder();
 
+/** A map key as a string for the duplicate check: ASCII keys (nearly all) without a TextDecoder call. */
+function keyString(bytes: Uint8Array, start: number, end: number): string {
+  if (end - start <= 64) {
+    let s = '';
+    for (let i = start; i < end; i++) {
+      const b = bytes[i]!;
+      if (b >= 0x80) return keyDecoder.decode(bytes.subarray(start, end));
+      s += String.fromCharCode(b);
+    }
+    return s;
+  }
+  return keyDecoder.decode(bytes.subarray(start, end));
+}
+
 function refuse(field: string, rule: StrictRule, message: string, offset: number): WireError {
   return invalidInput(field, `${message} (at byte ${offset})`, { rule, offset });
 }
@@ -154,7 +168,7 @@ export function scanStrictCbor(bytes: Uint8Array, field: string, limits: StrictL
         if (major === 3) {
           if (!isUtf8(bytes, pos, pos + arg)) throw refuse(field, StrictRules.utf8, 'text is not valid UTF-8', at);
           if (atKey) {
-            const key = keyDecoder.decode(bytes.subarray(pos, pos + arg));
+            const key = keyString(bytes, pos, pos + arg);
             const seen = keys[top];
             const first = firstKey[top];
             if (seen !== undefined) {
