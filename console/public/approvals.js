@@ -4,9 +4,13 @@
 import { act } from './api.js';
 import { $, el, run, say } from './ui.js';
 
-/** Arguments longer than this are cut in the list (the whole call is what is approved). */
-const ARGUMENTS_SHOWN = 600;
 let approvals = [];
+
+/** JSON with every object's keys sorted, as the registry keeps the arguments for display. */
+function canonicalJson(value) {
+  const sort = (v) => (Array.isArray(v) ? v.map(sort) : v !== null && typeof v === 'object' ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, sort(v[k])])) : v);
+  return JSON.stringify(sort(value), null, 2);
+}
 let expiryTimer = null;
 
 function agentName(id, agents) {
@@ -41,9 +45,14 @@ function approvalItem(a, agents) {
   const li = el('li', { className: 'approval' }, head);
   li.dataset.approval = a.id;
   if (a.arguments !== undefined) {
-    const text = JSON.stringify(a.arguments, null, 2);
-    li.append(el('pre', { className: 'arguments', textContent: text.length > ARGUMENTS_SHOWN ? `${text.slice(0, ARGUMENTS_SHOWN)}…` : text }));
-  } else li.append(el('p', { className: 'muted', textContent: 'arguments too large to show' }));
+    // The whole canonical arguments (keys sorted), never a cut: what is shown is what is approved.
+    li.append(el('pre', { className: 'arguments', textContent: canonicalJson(a.arguments) }));
+  } else {
+    // Arguments too large to show cannot be approved (the registry refuses it too).
+    approve.disabled = true;
+    approve.title = 'the arguments are too large to show, so they cannot be approved';
+    li.append(el('p', { className: 'muted', textContent: 'arguments too large to show: this call can only be denied' }));
+  }
   return li;
 }
 

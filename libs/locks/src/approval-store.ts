@@ -8,8 +8,27 @@ import type { Redis } from 'ioredis';
 export const DEFAULT_APPROVAL_TTL_MS = 10 * 60_000;
 /** A decided, used or expired approval is kept this much longer, so a late use says why it fails. */
 const TOMBSTONE_MS = 60 * 60_000;
-/** The arguments shown to the human are kept up to this many bytes of JSON. */
-const ARGUMENTS_SHOWN_MAX_BYTES = 16 * 1024;
+/**
+ * The arguments shown to the human are kept up to this many bytes of canonical JSON; a call whose
+ * arguments are larger cannot be approved (nobody can approve what they were not shown).
+ */
+export const ARGUMENTS_SHOWN_MAX_BYTES = 64 * 1024;
+
+/**
+ * JSON with every object's keys sorted (recursively), two-space indented: the form a human is
+ * shown and approves, whatever order the runtime wrote the keys in. The approval itself is bound
+ * to the hash of the canonical CBOR encoding, which is key-order free too.
+ */
+export function canonicalArgumentsJson(value: unknown): string {
+  const sort = (v: unknown): unknown => {
+    if (Array.isArray(v)) return v.map(sort);
+    if (v !== null && typeof v === 'object') {
+      return Object.fromEntries(Object.keys(v).sort().map((k) => [k, sort((v as Record<string, unknown>)[k])]));
+    }
+    return v;
+  };
+  return JSON.stringify(sort(value ?? {}), null, 2);
+}
 /** At most this many pending approvals are listed at once. */
 const LIST_MAX = 200;
 
@@ -135,7 +154,7 @@ export class ApprovalStore {
   /** Records a pending approval of one call. */
   async create(input: ApprovalBinding & { account: string; server: string; remoteName: string; arguments: unknown }): Promise<ApprovalRecord> {
     const now = this.now();
-    const json = JSON.stringify(input.arguments ?? {});
+    const json = canonicalArgumentsJson(input.arguments);
     const record: ApprovalRecord = {
       id: newApprovalId(),
       account: input.account,
@@ -167,6 +186,12 @@ export class ApprovalStore {
    * A human's decision on a pending, unexpired approval of the account. An approval starts the
    * window to use it: it expires `ttlMs` after the decision, however late the decision came.
    */
+  /** One approval of the account as stored (any status), or null when unknown or forgotten. */
+  async get(account: string, id: string): Promise<ApprovalRecord | null> {
+    const raw = await this.redis.get(this.recordKey(account, id));
+    return raw === null ? null : parse(raw);
+  }
+
   async decide(account: string, id: string, decision: 'approved' | 'denied', by: string): Promise<DecideOutcome> {
     const now = this.now();
     const out = (await this.redis.eval(DECIDE, 2, this.recordKey(account, id), this.indexKey(account), now, decision, by, now + this.ttlMs, this.ttlMs + TOMBSTONE_MS)) as [string, string?];

@@ -1,5 +1,5 @@
 import { ErrorCodes, WireError, encodePayload, invalidInput, type ApprovalDecidedEvent, type ApprovalView } from '@mcpx/contracts';
-import type { ApprovalRecord } from '@mcpx/locks';
+import { ARGUMENTS_SHOWN_MAX_BYTES, type ApprovalRecord } from '@mcpx/locks';
 import type { ActionHandler } from './context.js';
 
 const APPROVAL_ID_RE = /^apr_[A-Za-z0-9_-]{1,64}$/;
@@ -57,6 +57,17 @@ function publishDecided(deps: Parameters<ActionHandler>[0], r: ApprovalRecord, d
 
 async function decide(deps: Parameters<ActionHandler>[0], caller: Parameters<ActionHandler>[1], action: Parameters<ActionHandler>[2], decision: 'approved' | 'denied'): Promise<{ approval: ApprovalView }> {
   const id = approvalId(action.approvalId);
+  if (decision === 'approved') {
+    // Nobody approves what they were not shown: a call whose arguments were too large to keep for
+    // display can only be denied (the runtime may send it again with smaller arguments).
+    const record = await deps.approvals.get(caller.account, id);
+    if (record !== null && record.status === 'pending' && record.argumentsJson === undefined) {
+      throw new WireError(ErrorCodes.conflict, `approvalId: the arguments of approval ${id} are larger than ${ARGUMENTS_SHOWN_MAX_BYTES / 1024} KiB and cannot be shown, so they cannot be approved; deny it`, {
+        field: 'approvalId',
+        reason: 'arguments_not_shown',
+      });
+    }
+  }
   const out = await deps.approvals.decide(caller.account, id, decision, caller.signer);
   if (out.ok) {
     deps.log.info('tool call approval decided', { account: caller.account, approval: id, decision, tool: out.record.tool, run: out.record.run });
