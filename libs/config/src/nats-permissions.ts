@@ -165,11 +165,11 @@ export function natsPermissions(role: NatsRole, user: string, prefix = ''): Nats
         publish: [
           `${p}agents.tools.changed.>`,
           ...ensureStreamsApi(prefix),
-          // The durable consumer: read or create it (with its filter), pull, acknowledge.
+          // The durable consumer: read it, create it (`CREATE.<stream>.<name>.<filter>`, servers
+          // 2.9+) or update its ack wait (`CREATE.<stream>.<name>`), pull, acknowledge.
           `$JS.API.CONSUMER.INFO.${events}.${PROJECTOR_DURABLE}`,
           `$JS.API.CONSUMER.CREATE.${events}.${PROJECTOR_DURABLE}`,
           `$JS.API.CONSUMER.CREATE.${events}.${PROJECTOR_DURABLE}.>`,
-          `$JS.API.CONSUMER.DURABLE.CREATE.${events}.${PROJECTOR_DURABLE}`,
           `$JS.API.CONSUMER.MSG.NEXT.${events}.${PROJECTOR_DURABLE}`,
           `$JS.ACK.${events}.${PROJECTOR_DURABLE}.>`,
         ],
