@@ -28,6 +28,8 @@ describe('the NATS permission model (DESIGN.md §3)', () => {
         expect(who('subscribe', s, prefix)).toEqual(['proxy', 'operator']);
       }
       expect(who('publish', `${p}mcp.proxy.call`, prefix)).toEqual(['registry', 'runtime', 'operator']);
+      expect(who('publish', `${p}mcp.proxy.cancel`, prefix)).toEqual(['runtime', 'operator']);
+      expect(who('publish', `${p}mcp.runs.ended.acct.run`, prefix)).toEqual(['registry', 'runtime', 'operator']);
       expect(who('publish', `${p}registry.oauth.refresh`, prefix)).toEqual(['proxy', 'operator']);
       expect(who('subscribe', `${p}registry.oauth.refresh`, prefix)).toEqual(['registry', 'operator']);
       expect(who('subscribe', `${p}agents.tools.changed.acct.agent`, prefix)).toEqual(['registry', 'proxy', 'runtime', 'operator']);

@@ -145,8 +145,8 @@ export function natsPermissions(role: NatsRole, user: string, prefix = ''): Nats
           `${p}projector.lambda.set`,
           `${p}projector.lambda.delete`,
           `${p}projector.tools.search`,
-          // InvokeTool and EndRun act as the signer's runtime.
-          ...callProxy,
+          // InvokeTool and EndRun act as the signer's runtime (they never cancel).
+          ...callProxy.filter((subject) => subject !== `${p}mcp.proxy.cancel`),
           ...ensureStreamsApi(prefix),
         ],
         subscribe: [
