@@ -103,9 +103,12 @@ function endWith(c: ReadableStreamDefaultController<Uint8Array>, err: OutboundEr
 }
 
 /**
- * The Node-stream form of {@link boundedWebBody} for the request path: a pass-through that
- * counts, destroys the upstream (undici's body: the connection is dropped) and errors with the
- * bound's error when one is passed. Destroying the result destroys the upstream too.
+ * The Node-stream form of {@link boundedWebBody}, for a layer over another fetch's request path
+ * (a budget): a pass-through that counts, destroys the upstream (undici's body: the connection
+ * is dropped) and errors with the bound's error when one is passed. Destroying the result
+ * destroys the upstream too. A pass-through reads what the upstream buffered before it was
+ * wrapped; it costs a stream hop, so the outbound fetch's own request path counts in the
+ * dispatcher instead (`metering-interceptor.ts`).
  */
 export function boundedNodeBody(source: NodeBody, cut: Omit<BodyCut, 'tail'>): NodeBody {
   const counted = new Transform({

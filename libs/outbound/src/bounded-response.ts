@@ -4,6 +4,7 @@ import { ByteMeter, type ByteBudget, type MeterLimits } from './byte-meter.js';
 import { ResponseBound, type OutboundError } from './errors.js';
 import type { ResponseBounds } from './response-bounds.js';
 import { cutoffEvents, requestIds } from './sse-cutoff.js';
+import type { MeterFactory } from './metering-interceptor.js';
 
 /** What the bodies of one fetch are held to. */
 export interface Bounding {
@@ -108,4 +109,25 @@ export function boundRawResponse<R extends RawAnswer>(res: R, asked: Asked, b: B
     return { ...res, body: refusedNodeBody(refused) };
   }
   return { ...res, body: boundedNodeBody(res.body, { meter, ...(b.onCut ? { onCut: b.onCut } : {}), ...(b.stop ? { stop: b.stop } : {}) }) };
+}
+
+/**
+ * The meters of the outbound fetch's own request path, for `meteringInterceptor`: the same
+ * bounds as {@link boundRawResponse}, counted in the dispatcher (no stream hop on the call path).
+ */
+export function rawResponseMeters(b: Bounding): MeterFactory {
+  return (opts, headers) => {
+    const url = new URL(String(opts.origin ?? 'about:blank'));
+    const stream = mediaType(headerOf(headers, 'content-type')) === 'text/event-stream';
+    const meter = new ByteMeter(limitsFor(stream, b), url);
+    const declared = declaredLength(headerOf(headers, 'content-length'));
+    const refused = declared === undefined ? undefined : meter.refuseDeclared(declared);
+    if (refused !== undefined) b.onCut?.(refused);
+    const take = (chunk: Uint8Array): OutboundError | undefined => {
+      const err = meter.take(chunk);
+      if (err !== undefined) b.onCut?.(err);
+      return err;
+    };
+    return refused === undefined ? { take } : { take, refused };
+  };
 }

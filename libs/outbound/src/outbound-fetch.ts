@@ -4,8 +4,9 @@ import type { LookupFunction } from 'node:net';
 import { Agent, fetch as undiciFetch } from 'undici';
 import type { RequestInit as UndiciRequestInit } from 'undici';
 import { parseAddress } from './address.js';
-import { boundRawResponse, boundResponse, type Bounding } from './bounded-response.js';
+import { boundResponse, rawResponseMeters, type Bounding } from './bounded-response.js';
 import { OutboundRefusedError, findRefusal, type OutboundError } from './errors.js';
+import { meteringInterceptor } from './metering-interceptor.js';
 import { assertAllowedAddress, isAllowedHttpHost, validatePolicy } from './policy.js';
 import type { OutboundPolicy } from './policy.js';
 import { resolveResponseBounds, type ResponseBounds } from './response-bounds.js';
@@ -190,6 +191,8 @@ export function createOutboundFetch(policy: OutboundPolicy, opts: OutboundFetchO
   const bounded = (response: Response, url: URL, init: RequestInit): Response =>
     boundResponse(response, { url, method: init.method ?? 'GET', body: init.body }, bounding);
   const agent = new Agent({ connect: { lookup: checkedLookup(policy, opts.lookup ?? systemLookup) } });
+  // The request path counts in the dispatcher; the fetch path after undici's decompression.
+  const metered = agent.compose(meteringInterceptor(rawResponseMeters(bounding)));
 
   async function send(url: URL, init: RequestInit): Promise<Response> {
     try {
@@ -234,7 +237,7 @@ export function createOutboundFetch(policy: OutboundPolicy, opts: OutboundFetchO
       allowedHref = url.href;
     }
     try {
-      const res = await agent.request({
+      const res = await metered.request({
         origin: url.origin,
         path: `${url.pathname}${url.search}`,
         method: opts.method,
@@ -242,7 +245,7 @@ export function createOutboundFetch(policy: OutboundPolicy, opts: OutboundFetchO
         body: opts.body ?? null,
         signal: opts.signal ?? null,
       });
-      return boundRawResponse({ statusCode: res.statusCode, headers: res.headers, body: res.body }, { url, method: opts.method }, bounding);
+      return { statusCode: res.statusCode, headers: res.headers, body: res.body };
     } catch (err) {
       if (opts.signal?.aborted) throw err;
       throw findRefusal(err) ?? new TypeError('fetch failed', { cause: err });
