@@ -69,6 +69,8 @@ export class ConnectionPool {
   private readonly verdictOutcomes: Counter;
   private readonly open: UpDownCounter;
   private readonly verdicts: EraVerdictSource;
+  /** Probes under way (no verdict known yet), by server and auth context: other connects wait for the verdict instead of probing too. */
+  private readonly probing = new Map<string, Promise<unknown>>();
   private openCount = 0;
   /** Connections opened and not yet closed by us (closing twice must not count twice). */
   private readonly counted = new WeakSet<McpConnection>();
@@ -142,8 +144,14 @@ export class ConnectionPool {
     // The notification handler is registered before the connection exists; it reads it from here.
     const opened: { conn?: McpConnection } = {};
     const authContext = authContextOf(entry.url, entry.headers);
-    const prior = await this.verdicts.get(account, server, authContext);
-    const conn = await connectMcp({
+    const probeKey = `${account}\u0000${server}\u0000${authContext}`;
+    let prior = await this.verdicts.get(account, server, authContext);
+    const under = prior === undefined ? this.probing.get(probeKey) : undefined;
+    if (under !== undefined) {
+      await under.catch(() => undefined);
+      prior = await this.verdicts.get(account, server, authContext);
+    }
+    const connecting = connectMcp({
       url: entry.url,
       ...(entry.transport ? { transport: entry.transport } : {}),
       headers: entry.headers,
@@ -152,6 +160,24 @@ export class ConnectionPool {
       ...(prior !== undefined ? { prior } : {}),
       onToolsListChanged: () => opened.conn && this.hooks.onToolsChanged(account, server, opened.conn),
     });
+    // The first probe of a key is waited for by the others; it settles once its verdict is learnt (below).
+    let settle: (() => void) | undefined;
+    if (prior === undefined && !this.probing.has(probeKey)) {
+      const settled = new Promise<void>((resolve) => {
+        settle = () => {
+          if (this.probing.get(probeKey) === settled) this.probing.delete(probeKey);
+          resolve();
+        };
+      });
+      this.probing.set(probeKey, settled);
+    }
+    let conn: McpConnection;
+    try {
+      conn = await connecting;
+    } catch (err) {
+      settle?.();
+      throw err;
+    }
     opened.conn = conn;
     this.counted.add(conn);
     this.handshakes.add(1, { era: conn.era });
@@ -165,6 +191,7 @@ export class ConnectionPool {
       this.hooks.onOpen(account, server, conn);
     } else {
       this.verdicts.learned(account, server, authContext, conn.verdict);
+      settle?.();
       this.hooks.onOpen(account, server, conn, { verdict: conn.verdict, authContext });
     }
     return conn;
