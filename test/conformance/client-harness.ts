@@ -30,6 +30,7 @@ import {
   type OAuthClientState,
   type OAuthStateStore,
 } from '@mcpx/registry/oauth';
+import { callListed, callValidTools, callWithInputRounds, type ToolCall } from './scenario-calls.js';
 
 const REDIRECT_URL = 'http://localhost:3000/callback';
 /** Used as the client id where the authorization server supports client ID metadata documents. */
@@ -70,6 +71,8 @@ interface Context {
   /** `auth/client-credentials-jwt`: the client's PEM PKCS#8 key and the algorithm it signs with. */
   private_key_pem?: string;
   signing_algorithm?: string;
+  /** `http-custom-headers`: the calls to make, with their arguments. */
+  toolCalls?: ToolCall[];
 }
 
 function log(msg: string): void {
@@ -209,7 +212,13 @@ async function main(): Promise<void> {
   await withConnection(async (conn) => {
     const tools = await conn.listTools();
     log(`${tools.length} tools: ${tools.map((t) => t.name).join(', ')}`);
-    if (tools.some((t) => t.name === 'add_numbers')) {
+    if (context.toolCalls !== undefined) {
+      await callListed(conn, context.toolCalls, log);
+    } else if (scenario === 'http-invalid-tool-headers') {
+      await callValidTools(conn, log);
+    } else if (scenario === 'sep-2322-client-request-state') {
+      await callWithInputRounds(conn, log);
+    } else if (tools.some((t) => t.name === 'add_numbers')) {
       const r = await conn.callTool({ name: 'add_numbers', arguments: { a: 5, b: 3 } });
       log(`add_numbers → ${JSON.stringify(r.content)}`);
     } else if (scenario.startsWith('auth/') && tools[0] !== undefined) {
