@@ -75,6 +75,19 @@ describe('budgetedFetch', () => {
     expect(server.sent.every((s) => s.aborted)).toBe(true);
   });
 
+  it('a request whose answer never starts fails at the deadline, naming it, on both paths', async () => {
+    // Headers never come: a server that accepts the request and then says nothing.
+    const server = await serve(() => undefined);
+    const f = budgetedFetch(outbound(), { maxTotalBytes: 1_000, deadlineMs: 200 });
+    cleanups.push(() => f.end());
+    const viaFetch = outboundError(f(`${server.origin}/mcp`, { method: 'POST', body: '{}' }));
+    const viaRequest = outboundError(f.request!(new URL(`${server.origin}/mcp`), { method: 'POST', headers: {}, body: '{}' }));
+    for (const err of await Promise.all([viaFetch, viaRequest])) {
+      expect(err.code).toBe('deadline_exceeded');
+      expect(err.message).toBe(`exchange with ${server.origin} passed its total deadline of 200 ms (bound deadlineMs)`);
+    }
+  });
+
   it('refuses a budget or deadline that is not a positive integer', () => {
     expect(() => budgetedFetch(fetch, { maxTotalBytes: -1 })).toThrow(/maxTotalBytes/);
     expect(() => budgetedFetch(fetch, { maxTotalBytes: 10, deadlineMs: 0 })).toThrow(/deadlineMs/);

@@ -79,8 +79,8 @@ export function budgetedFetch(base: typeof fetch, opts: BudgetedFetchOptions): B
     try {
       response = await base(input, { ...init, ...(signal ? { signal } : {}) });
     } catch (err) {
-      // fetch rejects with the signal's reason: the deadline's own error, or the caller's.
-      if (deadline.signal.aborted && err === deadline.signal.reason) throw deadlineError();
+      // An abort by the deadline (not by the caller's own signal) is the deadline's error.
+      if (deadline.signal.aborted && !(init?.signal?.aborted ?? false)) throw deadlineError();
       throw err;
     }
     const method = init?.method ?? (input instanceof Request ? input.method : 'GET');
@@ -99,7 +99,13 @@ export function budgetedFetch(base: typeof fetch, opts: BudgetedFetchOptions): B
       lastUrl = url;
       if (deadline.signal.aborted) throw deadlineError();
       const signal = signalFor(reqOpts.signal);
-      const res = await request(url, { ...reqOpts, ...(signal ? { signal } : {}) });
+      let res: Awaited<ReturnType<OutboundRequest>>;
+      try {
+        res = await request(url, { ...reqOpts, ...(signal ? { signal } : {}) });
+      } catch (err) {
+        if (deadline.signal.aborted && !(reqOpts.signal?.aborted ?? false)) throw deadlineError();
+        throw err;
+      }
       return boundRawResponse(res, { url, method: reqOpts.method }, bounding);
     };
   }
