@@ -47,6 +47,12 @@ export interface TestMcpServerOptions {
    * `WWW-Authenticate: Bearer resource_metadata=...`). See `oauth-server.ts`.
    */
   oauth?: { authorizationServer: string; verify(token: string): Promise<boolean> };
+  /**
+   * Legacy: how an unknown session id is answered: 404 "Session not found" (the 2025 spec, the
+   * default) or 400 "No valid session ID provided" (what SDK v1 servers, server-everything among
+   * them, answer after a restart).
+   */
+  lostSession?: 404 | 400;
   /** Default 0 (a free port); pass a previous server's port to restart "the same" server. */
   port?: number;
   host?: '127.0.0.1';
@@ -202,7 +208,8 @@ export async function startTestMcpServer(opts: TestMcpServerOptions = {}): Promi
     if (typeof sessionId === 'string') {
       const session = sessions.get(sessionId);
       if (!session || !(session.transport instanceof StreamableHTTPServerTransport)) {
-        sendRpcError(res, 404, -32001, 'Session not found');
+        if (opts.lostSession === 400) sendRpcError(res, 400, ErrorCode.ConnectionClosed, 'Bad Request: No valid session ID provided');
+        else sendRpcError(res, 404, -32001, 'Session not found');
         return;
       }
       countHandshakes(body);

@@ -315,9 +315,9 @@ describe('tools/list', () => {
   });
 });
 
-describe('upstream restart', () => {
+describe.each([404, 400] as const)('upstream restart, lost sessions answered %i', (lostSession) => {
   it('reports session_expired (retryable) after a restart, and a reconnect works', async () => {
-    const first = await startTestMcpServer();
+    const first = await startTestMcpServer({ lostSession });
     const port = first.port;
     const c = await connect({ url: first.url });
     expect(text(await c.callTool({ name: 'echo', arguments: { text: '1' } }))).toBe('echo: 1');
@@ -338,9 +338,9 @@ describe('upstream restart', () => {
     expect(down).toMatchObject({ code: 'transport_error', retryable: false });
     expect((down as Error).message).toContain(`connect ECONNREFUSED 127.0.0.1:${port}`);
 
-    const second = await server({ port });
+    const second = await server({ port, lostSession });
     const expired = await c.callTool({ name: 'echo', arguments: { text: '3' } }).catch((e: unknown) => e);
-    expect(expired).toMatchObject({ code: 'session_expired', retryable: true, status: 404 });
+    expect(expired).toMatchObject({ code: 'session_expired', retryable: true, status: lostSession });
     expect(second.stats.calls).toBe(0);
 
     const fresh = await connect({ url: second.url });
