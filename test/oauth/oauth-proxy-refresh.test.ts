@@ -78,15 +78,20 @@ describe('OAuth refresh from the proxy', () => {
     );
     expect(err).toBeInstanceOf(WireError);
     expect((err as WireError).code).toBe('auth_required');
-    const url = new URL(String((err as WireError).details.authorizationUrl));
-    expect(url.origin + '/').toBe(as.issuer);
+    // The runtime learns that the owner must authorize, never the link that would complete it.
+    expect((err as WireError).message).toContain('needs its owner to authorize again');
+    expect((err as WireError).details.authorizationUrl).toBeUndefined();
+    expect(JSON.stringify(err)).not.toContain(as.issuer.slice(0, -1));
     expect(as.stats.refreshReplays).toBe(replays + 1);
     const after = (await api.act('ListMcpServers')).servers.find((s: { name: string }) => s.name === 'raced');
     expect(after.status.state).toBe('auth_required');
-    expect(after.status.authorizationUrl).toBe(url.href);
+    // The owner finds it on the server's status.
+    const url = new URL(String(after.status.authorizationUrl));
+    expect(url.origin + '/').toBe(as.issuer);
     // The other proxy, still holding the dead token, says the same without another refresh.
     const other = await call('warm-1', instances[1]!, 'lost too').catch((e: unknown) => e);
     expect((other as WireError).code).toBe('auth_required');
+    expect((other as WireError).details.authorizationUrl).toBeUndefined();
     expect(as.stats.refreshReplays).toBe(replays + 1);
     // The owner opens the recorded URL: calls work again.
     expect(await (await fetch(url, { redirect: 'follow' })).text()).toContain('Connected to raced');

@@ -35,7 +35,9 @@ export interface OAuthRefreshResponderDeps {
  * talks to an authorization server itself: it asks here, so every refresh of a server's token,
  * whoever needs it, runs under the one per-server lock of {@link OAuthService}. A refresh that
  * fails records the server `auth_required` (a discovery, so the event reaches every proxy) with a
- * new authorization URL on its status, and the reply carries that URL.
+ * new authorization URL on its status, for its owner. The reply never carries the URL: a proxy
+ * hands its answer to a runtime (a model), which must learn only that the owner has to
+ * authorize, never a link that would complete the owner's authorization for whoever opens it.
  */
 export function answerOAuthRefresh(deps: OAuthRefreshResponderDeps): Subscription {
   const { bus, log } = deps;
@@ -75,17 +77,17 @@ async function refresh(deps: OAuthRefreshResponderDeps, req: OAuthRefreshRequest
   if (outcome.state === 'no_tokens') {
     // Already waiting for the owner: the recorded URL stays the one that completes.
     if (server.status.state === 'auth_required' && server.status.authorizationUrl !== undefined) {
-      return { ok: true, state: 'auth_required', authorizationUrl: server.status.authorizationUrl, ...(server.status.error ? { error: server.status.error } : {}) };
+      return { ok: true, state: 'auth_required', ...(server.status.error ? { error: server.status.error } : {}) };
     }
     outcome = await deps.oauth.ensure(server, { fresh: true });
     if (outcome.state === 'authorized') return { ok: true, state: 'authorized' };
   }
-  // Record it the way a discovery does (the event tells every proxy), then add the URL.
+  // Record it the way a discovery does (the event tells every proxy), then add the URL for the owner.
   const seen = await deps.discovery.discover(server, 'refresh');
   if (seen.status.state !== 'auth_required') return { ok: true, state: 'authorized' };
   await deps.servers.recordDiscovery(server.accountId, server.id, { ...seen.status, authorizationUrl: outcome.authorizationUrl }, undefined, null);
   deps.log.info('oauth refresh refused: the owner must authorize again', { account: server.accountId, server: server.name });
-  return { ok: true, state: 'auth_required', authorizationUrl: outcome.authorizationUrl, ...(seen.status.error ? { error: seen.status.error } : {}) };
+  return { ok: true, state: 'auth_required', ...(seen.status.error ? { error: seen.status.error } : {}) };
 }
 
 /**
