@@ -1,9 +1,9 @@
 // The console is a client of the signed action API, like the CLI. The account key lives in this
-// browser (localStorage) and signs every action with WebCrypto Ed25519 over the canonical
-// DAG-CBOR encoding (cbor.js), exactly the bytes the CLI signs.
+// browser as a non-extractable WebCrypto key in IndexedDB (key-store.js) and signs every action
+// with Ed25519 over the canonical DAG-CBOR encoding (cbor.js), exactly the bytes the CLI signs.
 import { encodeCanonical } from './cbor.js';
+import { clearStoredKey, loadStoredKey, storeKey, takeLegacyKeyFile } from './key-store.js';
 
-const KEY_STORAGE = 'mcpx.key';
 const PKCS8_PREFIX = new Uint8Array([0x30, 0x2e, 0x02, 0x01, 0x00, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x04, 0x22, 0x04, 0x20]);
 /** How long to wait before opening a dropped event stream again. */
 const RECONNECT_MS = 2000;
@@ -19,31 +19,45 @@ export function principal() {
   return key?.principal ?? null;
 }
 
-/** The key file this browser remembers (`{principal, seed}`), or null. */
-export function savedKey() {
-  const saved = localStorage.getItem(KEY_STORAGE);
-  return saved ? JSON.parse(saved) : null;
+/**
+ * The key this browser remembers (`{principal, privateKey}`), or null. A seed an earlier console
+ * kept in localStorage is imported non-extractable and removed from there.
+ */
+export async function savedKey() {
+  const legacy = takeLegacyKeyFile();
+  if (legacy) return importKeyFile(legacy);
+  return loadStoredKey();
 }
 
-/** A new account key, as `mcpx keys new` writes it: `{principal, seed}`. */
+/**
+ * A new account key made in this browser, non-extractable: it signs here and cannot be read out
+ * (the CLI makes its own with `mcpx keys new`; a key file pasted in works as well).
+ */
 export async function newKey() {
-  const pair = await crypto.subtle.generateKey({ name: 'Ed25519' }, true, ['sign', 'verify']);
+  const pair = await crypto.subtle.generateKey({ name: 'Ed25519' }, false, ['sign', 'verify']);
   const raw = new Uint8Array(await crypto.subtle.exportKey('raw', pair.publicKey));
-  const pkcs8 = new Uint8Array(await crypto.subtle.exportKey('pkcs8', pair.privateKey));
-  return { principal: b64url(raw), seed: b64url(pkcs8.slice(PKCS8_PREFIX.length)) };
+  const entry = { principal: b64url(raw), privateKey: pair.privateKey };
+  await storeKey(entry);
+  return entry;
 }
 
-/** Signs with this key file from now on, and remembers it in this browser. */
-export async function useKey(stored) {
-  if (typeof stored?.principal !== 'string' || typeof stored?.seed !== 'string') throw new Error('not an mcpx key file (needs principal and seed)');
-  const pkcs8 = new Uint8Array([...PKCS8_PREFIX, ...fromB64url(stored.seed)]);
+/** Imports a key file (`{principal, seed}`, as `mcpx keys new` writes it) non-extractable, and keeps only that. */
+export async function importKeyFile(file) {
+  if (typeof file?.principal !== 'string' || typeof file?.seed !== 'string') throw new Error('not an mcpx key file (needs principal and seed)');
+  const pkcs8 = new Uint8Array([...PKCS8_PREFIX, ...fromB64url(file.seed)]);
   const privateKey = await crypto.subtle.importKey('pkcs8', pkcs8, { name: 'Ed25519' }, false, ['sign']);
-  key = { principal: stored.principal, privateKey };
-  localStorage.setItem(KEY_STORAGE, JSON.stringify({ principal: stored.principal, seed: stored.seed }));
+  const entry = { principal: file.principal, privateKey };
+  await storeKey(entry);
+  return entry;
 }
 
-export function forgetKey() {
-  localStorage.removeItem(KEY_STORAGE);
+/** Signs with this key (`{principal, privateKey}`) from now on. */
+export function useKey(entry) {
+  key = { principal: entry.principal, privateKey: entry.privateKey };
+}
+
+export async function forgetKey() {
+  await clearStoredKey();
   key = null;
 }
 

@@ -1,6 +1,6 @@
 // The web console: the account key, agents and their tools, and the wiring of the views (servers,
 // add-server, approvals) to the signed action API and the account's event stream.
-import { act, followEvents, forgetKey, newKey, principal, savedKey, useKey } from './api.js';
+import { act, followEvents, forgetKey, importKeyFile, newKey, principal, savedKey, useKey } from './api.js';
 import { initAddServer } from './add-server.js';
 import { approvalEvents, initApprovals, loadApprovals } from './approvals.js';
 import { initServers, renderServers } from './servers.js';
@@ -56,7 +56,7 @@ async function load() {
 }
 
 async function start(stored) {
-  await useKey(stored);
+  useKey(stored);
   $('principal').textContent = `account ${stored.principal.slice(0, 12)}…`;
   $('principal').title = stored.principal;
   say('');
@@ -90,13 +90,15 @@ $('key-use').addEventListener('click', () =>
     } catch {
       throw new Error('the key file is not JSON');
     }
-    await start(stored);
+    await start(await importKeyFile(stored));
   }),
 );
-$('key-forget').addEventListener('click', () => {
-  forgetKey();
-  location.reload();
-});
+$('key-forget').addEventListener('click', () =>
+  void run(async () => {
+    await forgetKey();
+    location.reload();
+  }),
+);
 $('agent-select').addEventListener('change', () => {
   localStorage.setItem(AGENT_STORAGE, $('agent-select').value);
   renderServers();
@@ -114,6 +116,8 @@ $('agent-create').addEventListener('click', () =>
   }),
 );
 
-const saved = savedKey();
-if (saved) void run(() => start(saved));
-else say('Create a key (or use the one `mcpx keys new` wrote) to start.');
+void run(async () => {
+  const saved = await savedKey();
+  if (saved) await start(saved);
+  else say('Create a key (or use the one `mcpx keys new` wrote) to start.');
+});
