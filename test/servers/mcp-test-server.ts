@@ -80,7 +80,10 @@ export interface TestMcpServer {
   url: string;
   port: number;
   stats: TestMcpServerStats;
-  /** Replace the tool list and send `notifications/tools/list_changed` to every connected session. */
+  /**
+   * Replace the tool list and send `notifications/tools/list_changed` to every connected session
+   * (legacy) or every open `subscriptions/listen` stream (modern, dual).
+   */
   setTools(tools: TestTool[]): void;
   /** Close every session and socket, then the listener. */
   close(): Promise<void>;
@@ -336,6 +339,7 @@ export async function startTestMcpServer(opts: TestMcpServerOptions = {}): Promi
     stats,
     setTools(next: TestTool[]): void {
       tools = next;
+      modern?.toolsChanged();
       for (const session of sessions.values()) {
         session.server.sendToolListChanged().catch(() => {
           // A session whose stream is gone just misses the notification.

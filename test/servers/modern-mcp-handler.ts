@@ -20,8 +20,9 @@ const SERVER_INFO = { name: 'mcpx-test-server', version: '0.1.0' };
 /**
  * A real SDK v2 server for `/mcp`: `createMcpHandler` with a low-level `Server` per request (tool
  * schemas are listed verbatim, as a remote server would), on a Node request handler.
+ * `toolsChanged()` sends `notifications/tools/list_changed` on every open `subscriptions/listen`.
  */
-export function modernMcpHandler(opts: ModernHandlerOptions): { handle: NodeMcpRequestHandler; close(): Promise<void> } {
+export function modernMcpHandler(opts: ModernHandlerOptions): { handle: NodeMcpRequestHandler; toolsChanged(): void; close(): Promise<void> } {
   const factory = (): Server => {
     const server = new Server(SERVER_INFO, { capabilities: { tools: { listChanged: true } } });
     server.setRequestHandler('tools/list', (request) => {
@@ -49,7 +50,7 @@ export function modernMcpHandler(opts: ModernHandlerOptions): { handle: NodeMcpR
     return server;
   };
   const handler = createMcpHandler(factory, { legacy: opts.legacy });
-  return { handle: toNodeHandler(handler), close: async () => await handler.close() };
+  return { handle: toNodeHandler(handler), toolsChanged: () => handler.notify.toolsChanged(), close: async () => await handler.close() };
 }
 
 function toWireTool(tool: TestTool): Tool {

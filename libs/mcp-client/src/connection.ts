@@ -102,7 +102,7 @@ export interface McpConnection {
    * `notifications/tools/list_changed`. Absent on legacy connections (they get unsolicited
    * notifications through `ConnectMcpOptions.onToolsListChanged`).
    */
-  listen?(onToolsListChanged: () => void, opts?: McpListenOptions): Promise<{ close(): Promise<void> }>;
+  readonly listen?: (onToolsListChanged: () => void, opts?: McpListenOptions) => Promise<{ close(): Promise<void> }>;
   /** Ends the session (best effort) and closes the transport. Idempotent. */
   close(): Promise<void>;
   readonly closed: boolean;

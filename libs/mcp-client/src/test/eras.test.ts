@@ -76,6 +76,24 @@ describe.each(['modern', 'dual'] as const)('a %s server (SDK v2 createMcpHandler
   });
 });
 
+describe('listen on a modern connection', () => {
+  it('opens subscriptions/listen and hears tools/list_changed; closes', async () => {
+    const s = await server({ era: 'modern' });
+    const c = await connect({ url: s.url });
+    let changed = 0;
+    const subscription = await c.listen?.(() => {
+      changed += 1;
+    });
+    if (subscription === undefined) throw new Error('expected listen on a modern connection');
+    s.setTools([echoTool()]);
+    const endsAt = Date.now() + 5_000;
+    while (changed === 0 && Date.now() < endsAt) await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(changed).toBe(1);
+    expect((await c.listTools()).map((t) => t.name)).toEqual(['echo']);
+    await subscription.close();
+  });
+});
+
 describe('a dual server', () => {
   it('is spoken to on the legacy era when the stored verdict says legacy', async () => {
     const s = await server({ era: 'dual' });
@@ -92,7 +110,7 @@ describe('a legacy server (SDK v1)', () => {
     const c = await connect({ url: s.url });
     expect(c.verdict).toEqual({ era: 'legacy', protocolVersion: '2025-11-25', transport: 'http' });
     expect(s.stats.handshakes).toBe(1);
-    expect('listen' in c && c.listen !== undefined).toBe(false);
+    expect(c.listen).toBeUndefined();
     expect(text(await c.callTool({ name: 'echo', arguments: { text: 'v1' } }))).toBe('echo: v1');
   });
 
