@@ -1,52 +1,32 @@
-import { createHash } from 'node:crypto';
 import { SpanKind, trace, type Counter, type Histogram, type Meter, type Tracer } from '@opentelemetry/api';
 import type { Bus } from '@mcpx/bus';
 import type { ServerDiscoveredEvent, ServerStatus, Transport } from '@mcpx/contracts';
-import { encodeCanonical, type Permission, type RemoteTool } from '@mcpx/domain';
+import type { Permission, RemoteTool } from '@mcpx/domain';
 import type { SingleFlight } from '@mcpx/locks';
 import type { Logger } from '@mcpx/log';
-import { connectMcp, invalidMcpHeaderTools, resourceMetadataUrl, type EraVerdict, type McpConnection } from '@mcpx/mcp-client';
+import { connectMcp, resourceMetadataUrl, type EraVerdict, type McpConnection } from '@mcpx/mcp-client';
 import { safeUrlForTelemetry, withSpan } from '@mcpx/telemetry';
+import { nextProbeDelayMs, relistDelayMs } from './discovery-schedule.js';
 import { authContextOf, isAuthContext, parseEraVerdict } from './era-verdicts.js';
 import { ListenStreams, type ListenTarget } from './listen-streams.js';
+import { listHints, sanitizeTools, screenTools, TOOL_LIMITS, toolsHash } from './remote-tools.js';
 import type { McpServerRecord, McpServersRepository } from './repositories/mcp-servers.repository.js';
 import type { SecretsRepository } from './repositories/secrets.repository.js';
 import type { ToolOverrides, ToolPermissionsRepository } from './repositories/tool-permissions.repository.js';
 import { resolveHeaders } from './server-headers.js';
 
+export { nextProbeDelayMs, REPROBE_BACKOFF, RELIST, relistDelayMs } from './discovery-schedule.js';
+export { sanitizeTools, screenTools, toolsHash } from './remote-tools.js';
+
 /** Bounds on what a remote server may hand us (its data is untrusted). */
 export const DISCOVERY_LIMITS = {
   connectTimeoutMs: 30_000,
   maxPages: 50,
-  maxTools: 1000,
-  maxToolNameLength: 512,
+  maxTools: TOOL_LIMITS.maxTools,
+  maxToolNameLength: TOOL_LIMITS.maxToolNameLength,
   /** Discoveries that may talk to remote servers at once, per registry instance (the rest queue). */
   concurrency: 16,
 } as const;
-
-/** Re-probe backoff: `baseMs · 2^(failures-1)`, capped at `maxMs`, ±20 % jitter. */
-export const REPROBE_BACKOFF = { baseMs: 5_000, maxMs: 15 * 60_000, jitter: 0.2 } as const;
-
-/** When to probe a failing server again: exponential in its failures in a row, with jitter. */
-export function nextProbeDelayMs(
-  failures: number,
-  random: () => number = Math.random,
-  baseMs: number = REPROBE_BACKOFF.baseMs,
-): number {
-  const exp = Math.min(REPROBE_BACKOFF.maxMs, baseMs * 2 ** Math.max(0, failures - 1));
-  return Math.round(exp * (1 - REPROBE_BACKOFF.jitter + 2 * REPROBE_BACKOFF.jitter * random()));
-}
-
-/** Re-listing on expiry: never sooner than `floorMs` after a use, and later by up to `jitter` (spreads instances and servers). */
-export const RELIST = { floorMs: 30_000, jitter: 0.1 } as const;
-
-/**
- * When a list in use is listed again: at its `ttlMs` (the server's hint), not before the floor,
- * jittered upwards only (a list is never re-listed before it expires).
- */
-export function relistDelayMs(ttlMs: number, random: () => number = Math.random, floorMs: number = RELIST.floorMs): number {
-  return Math.round(Math.max(floorMs, ttlMs) * (1 + RELIST.jitter * random()));
-}
 
 /**
  * Whether a 401 asks for OAuth (RFC 9728 protected-resource metadata in `WWW-Authenticate`, the
@@ -88,41 +68,6 @@ export function serverDiscoveredEvent(saved: McpServerRecord, toolsChanged: bool
     toolsChanged,
     ...(overrides !== undefined && Object.keys(overrides).length > 0 ? { overrides } : {}),
   };
-}
-
-/** A tool list as we keep it: JSON values only, bounded, in the server's order. */
-export function sanitizeTools(tools: unknown[]): RemoteTool[] {
-  const out: RemoteTool[] = [];
-  for (const t of tools.slice(0, DISCOVERY_LIMITS.maxTools)) {
-    if (t === null || typeof t !== 'object') continue;
-    const tool = JSON.parse(JSON.stringify(t)) as Record<string, unknown>;
-    if (typeof tool.name !== 'string' || tool.name === '' || tool.name.length > DISCOVERY_LIMITS.maxToolNameLength) continue;
-    const clean: RemoteTool = { name: tool.name };
-    if (typeof tool.title === 'string') clean.title = tool.title;
-    if (typeof tool.description === 'string') clean.description = tool.description;
-    if (tool.inputSchema !== undefined) clean.inputSchema = tool.inputSchema;
-    if (tool.outputSchema !== undefined) clean.outputSchema = tool.outputSchema;
-    if (tool.annotations !== null && typeof tool.annotations === 'object') clean.annotations = tool.annotations;
-    out.push(clean);
-  }
-  return out;
-}
-
-/**
- * The tools to keep of a listed set, and those refused with why: a tool whose `x-mcp-header`
- * annotation is invalid (MCP 2026-07-28) cannot be called as the server expects, so it is not
- * projected, and the server's status names it (nothing silently lost).
- */
-export function screenTools(tools: RemoteTool[]): { kept: RemoteTool[]; skipped: Array<{ name: string; reason: string }> } {
-  const skipped = invalidMcpHeaderTools(tools as Parameters<typeof invalidMcpHeaderTools>[0]).map((t) => ({ name: t.name, reason: t.reason }));
-  if (skipped.length === 0) return { kept: tools, skipped };
-  const refused = new Set(skipped.map((t) => t.name));
-  return { kept: tools.filter((t) => !refused.has(t.name)), skipped };
-}
-
-/** The canonical hash of a tool list: equal lists hash equal whatever their key order. */
-export function toolsHash(tools: RemoteTool[]): string {
-  return createHash('sha256').update(encodeCanonical(tools)).digest('hex');
 }
 
 export interface DiscoveryDeps {
@@ -519,18 +464,6 @@ export class Discovery {
       { kind: SpanKind.CLIENT },
     );
   }
-}
-
-/** A day: longer list lifetimes are held to it (the server's hint is untrusted). */
-const MAX_LIST_TTL_MS = 86_400_000;
-
-/** The freshness hints of a listing, checked and bounded (a bad one is dropped, not trusted). */
-function listHints(listed: { ttlMs?: unknown; cacheScope?: unknown }): { ttlMs?: number; cacheScope?: 'public' | 'private' } {
-  const ttl = listed.ttlMs;
-  return {
-    ...(typeof ttl === 'number' && Number.isFinite(ttl) && ttl >= 0 ? { ttlMs: Math.min(Math.round(ttl), MAX_LIST_TTL_MS) } : {}),
-    ...(listed.cacheScope === 'public' || listed.cacheScope === 'private' ? { cacheScope: listed.cacheScope } : {}),
-  };
 }
 
 /** A proxy's report as an outcome; a verdict it probed for (already stored) sets the status' era. */
