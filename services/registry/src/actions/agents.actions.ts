@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { ErrorCodes, WireError, invalidInput, type AgentChangedEvent, type AgentView } from '@mcpx/contracts';
 import type { AgentRecord } from '../repositories/agents.repository.js';
 import { validateAgentName, validateGrantList } from '../validation.js';
@@ -66,18 +65,3 @@ export const updateAgent: ActionHandler = async (deps, caller, action) => {
 export const getAgent: ActionHandler = async (deps, caller, action) => ({ agent: agentView(await findAgent(deps, caller.account, action.agent)) });
 
 export const listAgents: ActionHandler = async (deps, caller) => ({ agents: (await deps.agents.list(caller.account)).map(agentView) });
-
-/** The palette verb: one call through the proxy, in a run of its own that ends with it. */
-export const invokeTool: ActionHandler = async (deps, caller, action) => {
-  const agent = await findAgent(deps, caller.account, action.agent);
-  if (typeof action.tool !== 'string' || action.tool === '') throw invalidInput('tool', 'must name a tool');
-  const args = action.arguments ?? {};
-  if (args === null || typeof args !== 'object' || Array.isArray(args)) throw invalidInput('arguments', 'must be an object');
-  const run = `palette-${randomUUID()}`;
-  try {
-    const { result } = await deps.proxy.call({ account: caller.account, agent: agent.id, run, tool: action.tool, arguments: args as Record<string, unknown> });
-    return { result };
-  } finally {
-    await deps.proxy.endRun(caller.account, run);
-  }
-};
