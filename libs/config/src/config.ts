@@ -1,4 +1,6 @@
+import { parseInternalHttp } from './internal-http.js';
 import { inboxPrefixOf } from './nats-permissions.js';
+import { LOCAL_DEV_KEYRING, parseProfile, refuseDevelopmentKeys } from './profile.js';
 
 /**
  * Configuration, read once from the environment by each service's main.ts and passed down.
@@ -35,6 +37,12 @@ export interface Config {
   /** Postgres schema names are fixed; this is the port each service's HTTP server listens on. */
   httpPort: number;
   httpHost: string;
+  /**
+   * Where `/metrics`, `/stats` and `/healthz` are served for operators and scrapers, never on the
+   * public port (`INTERNAL_HTTP_PORT`, `INTERNAL_HTTP_HOST`; see `internal-http.ts`).
+   */
+  internalHttpPort: number;
+  internalHttpHost: string;
   otlpEndpoint: string | undefined;
   toolNameStyle: 'double_underscore' | 'prefixed';
   /** AES-256-GCM keys, oldest first; the last one encrypts. */
@@ -194,18 +202,14 @@ export function parseBuiltinVendorClients(value: string | undefined): Record<str
   });
 }
 
-/** A development keyring, used only by the `local` profile when none is configured. */
-const LOCAL_DEV_KEYRING = 'dev:' + Buffer.alloc(32, 7).toString('base64');
-
 export function loadConfig(service: keyof typeof DEFAULT_PORTS, env: NodeJS.ProcessEnv): Config {
-  const given = env.OUTBOUND_PROFILE;
-  // A mistyped profile is an error, not silently one or the other.
-  if (given !== undefined && given !== '' && given !== 'local' && given !== 'production') throw new Error('OUTBOUND_PROFILE must be local or production');
-  const profile = given === 'local' ? 'local' : 'production';
+  const profile = parseProfile(env);
   const keyringText = env.SECRETS_KEYRING ?? (profile === 'local' ? LOCAL_DEV_KEYRING : undefined);
   if (keyringText === undefined && service !== 'projector') {
     throw new Error('SECRETS_KEYRING is required in the production profile (id:base64key of 32 bytes)');
   }
+  const keyring = parseKeyring(keyringText);
+  refuseDevelopmentKeys(profile, keyring);
   const style = env.TOOL_NAME_STYLE ?? 'double_underscore';
   if (style !== 'double_underscore' && style !== 'prefixed') {
     throw new Error('TOOL_NAME_STYLE must be double_underscore or prefixed');
@@ -226,9 +230,10 @@ export function loadConfig(service: keyof typeof DEFAULT_PORTS, env: NodeJS.Proc
     redisPrefix: env.REDIS_PREFIX ?? 'mcpx:',
     httpPort: port,
     httpHost: env.HTTP_HOST ?? '127.0.0.1',
+    ...parseInternalHttp(service, env, port),
     otlpEndpoint: env.OTEL_EXPORTER_OTLP_ENDPOINT || undefined,
     toolNameStyle: style,
-    keyring: parseKeyring(keyringText),
+    keyring,
     outbound: {
       profile,
       allowHttpHosts: list(env.OUTBOUND_ALLOW_HTTP_HOSTS),
