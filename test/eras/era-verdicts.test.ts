@@ -1,8 +1,38 @@
+import { createServer } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decodePayload, encodePayload, type ToolsObserved } from '@mcpx/contracts';
 import { echoTool, startTestMcpServer, type TestMcpServer, type TestTool } from '../servers/index.js';
 import { RegistryHarness } from '../support/registry-harness.js';
 import { eventually } from '../support/system.js';
+import { listenOnLoopback } from '../servers/loopback.js';
+
+/** A server that answers server/discover with a result that lies (versions that are no versions) and 400 to anything else. */
+async function startLyingServer(): Promise<{ url: string; requests: number; close(): Promise<void> }> {
+  const state = { requests: 0 };
+  const http = createServer((req, res) => {
+    state.requests++;
+    let raw = '';
+    req.setEncoding('utf8');
+    req.on('data', (c: string) => (raw += c));
+    req.on('end', () => {
+      let msg: { id?: unknown; method?: unknown } = {};
+      try {
+        msg = JSON.parse(raw) as typeof msg;
+      } catch {
+        // not JSON: answered 400 below
+      }
+      if (msg.method === 'server/discover') {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: { supportedVersions: ['tomorrow', 42], capabilities: 'all of them', serverInfo: { name: 'liar', version: '1' } } }));
+        return;
+      }
+      res.writeHead(400, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ jsonrpc: '2.0', id: msg.id ?? null, error: { code: -32600, message: 'no' } }));
+    });
+  });
+  const listening = await listenOnLoopback(http);
+  return { url: `http://127.0.0.1:${listening.port}/mcp`, get requests() { return state.requests; }, close: listening.close };
+}
 
 /** The stored verdict row of a server (the registry's own data). */
 async function verdictRow(h: RegistryHarness, account: string, server: string): Promise<{ authContext: string; verdict: any; raw: Uint8Array } | undefined> {
@@ -122,6 +152,23 @@ describe('era verdicts in the registry', () => {
     expect(names).toEqual(['hdr__echo']);
     const listed = (await api.act('ListMcpServers', {})).servers.find((s: { name: string }) => s.name === 'hdr');
     expect(listed).toMatchObject({ era: 'modern', protocolVersion: '2026-07-28' });
+  });
+
+  it('a server whose server/discover result lies gets a typed error in its status, no verdict, and the registry goes on', async () => {
+    const liar = await startLyingServer();
+    try {
+      const api = h.api();
+      const { server } = await api.act('SetMcpServer', { name: 'liar', config: { url: liar.url } });
+      expect(server.status.state).toBe('error');
+      expect(server.status.error).toMatch(/era cannot be trusted: supportedVersions/);
+      expect(server.era).toBeUndefined();
+      expect(await verdictRow(h, api.principal, 'liar')).toBeUndefined();
+      // Bounded: a handful of requests, not a loop.
+      expect(liar.requests).toBeLessThanOrEqual(6);
+      expect((await api.act('SetMcpServer', { name: 'fine', config: { url: modern.url } })).server.status.state).toBe('ok');
+    } finally {
+      await liar.close();
+    }
   });
 
   it("a proxy's probed verdict on tools-observed is stored; a malformed one is dropped with nothing written", async () => {
