@@ -1,7 +1,14 @@
 /**
  * `pnpm bench proxy`: calls through NATS + the proxy versus the plain MCP SDK client, side by side
- * in one run, against the same upstream (the test MCP server's `echo` tool, Streamable HTTP, in a
- * process of its own on loopback).
+ * in one run, against the same upstreams (the test MCP server's `echo` tool, Streamable HTTP, each
+ * in a process of its own on loopback), in both protocol eras:
+ *
+ * - modern (2026-07-28, a `createMcpHandler` server that refuses the 2025 era): the direct SDK v2
+ *   client (version negotiation auto), a raw HTTP client (undici, one POST of the JSON-RPC body
+ *   with `_meta` and the standard headers: the floor), and NATS + the proxy; then the proxy's RSS
+ *   with 10,000 open runs (it holds no sessions for them);
+ * - legacy (2025-11-25, SDK v1 server, stateful sessions): the direct SDK v1 client and NATS + the
+ *   proxy, as before.
  *
  * - sequential: 2,000 calls, one at a time; concurrent: 5,000 calls from 32 callers (one run, one
  *   session for the proxy; one SDK client for the direct side);
@@ -12,9 +19,11 @@
  * - MaxListenersExceededWarning is looked for in both processes.
  */
 import { spawn } from 'node:child_process';
+import { createRequire } from 'node:module';
 import { availableParallelism, totalmem } from 'node:os';
 import { join } from 'node:path';
-import { Client, StreamableHTTPClientTransport } from '../test/support/sdk-client.js';
+import { pathToFileURL } from 'node:url';
+import { Client, ModernClient, ModernStreamableHTTPClientTransport, StreamableHTTPClientTransport } from '../test/support/sdk-client.js';
 import { ProxySystem, spawnProxyProcess, type ProxyProcess } from '../test/support/proxy-system.js';
 import { ROOT } from '../test/support/system.js';
 
@@ -23,6 +32,8 @@ const CONCURRENT = 5_000;
 const CALLERS = 32;
 const WARMUP = 300;
 const RUNS_FOR_RSS = 1_000;
+const MODERN_RUNS_FOR_RSS = 10_000;
+const MODERN = '2026-07-28';
 
 interface Phase {
   what: string;
@@ -63,8 +74,8 @@ async function proxyStats(p: ProxyProcess): Promise<{ cpu: NodeJS.CpuUsage; rss:
   return (await (await fetch(`${p.url}/stats`)).json()) as { cpu: NodeJS.CpuUsage; rss: number; connections: number; runs: number };
 }
 
-async function startUpstream(): Promise<{ url: string; stop: () => void; stderr: string[] }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'test', 'servers', 'echo-upstream-main.ts')], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+async function startUpstream(era: 'modern' | 'legacy'): Promise<{ url: string; stop: () => void; stderr: string[] }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'test', 'servers', 'echo-upstream-main.ts'), '--era', era], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
   const stderr: string[] = [];
   child.stderr.on('data', (d: Buffer) => stderr.push(d.toString()));
   const url = await new Promise<string>((resolve, reject) => {
@@ -74,10 +85,39 @@ async function startUpstream(): Promise<{ url: string; stop: () => void; stderr:
   return { url, stop: () => child.kill('SIGTERM'), stderr };
 }
 
+type UndiciPool = { request(opts: { method: string; path: string; headers: Record<string, string>; body: string }): Promise<{ statusCode: number; body: { json(): Promise<unknown> } }>; close(): Promise<void> };
+
+/** undici, as the outbound library declares it (the floor: one POST per call, keep-alive, nothing else). */
+async function rawModernClient(url: string): Promise<{ call: (i: number) => Promise<unknown>; close: () => Promise<void> }> {
+  const undiciPath = createRequire(join(ROOT, 'libs', 'outbound', 'package.json')).resolve('undici');
+  const { Pool } = (await import(pathToFileURL(undiciPath).href)) as { Pool: new (origin: string, opts: { connections: number }) => UndiciPool };
+  const target = new URL(url);
+  const pool = new Pool(target.origin, { connections: CALLERS });
+  const headers = {
+    'content-type': 'application/json',
+    accept: 'application/json, text/event-stream',
+    'mcp-protocol-version': MODERN,
+    'mcp-method': 'tools/call',
+    'mcp-name': 'echo',
+  };
+  const meta = { 'io.modelcontextprotocol/protocolVersion': MODERN, 'io.modelcontextprotocol/clientCapabilities': {}, 'io.modelcontextprotocol/clientInfo': { name: 'bench-raw', version: '0' } };
+  return {
+    call: async (i) => {
+      const body = JSON.stringify({ jsonrpc: '2.0', id: i, method: 'tools/call', params: { name: 'echo', arguments: { text: `m${i}` }, _meta: meta } });
+      const res = await pool.request({ method: 'POST', path: target.pathname, headers, body });
+      const out = (await res.body.json()) as { result?: unknown };
+      if (res.statusCode !== 200 || out.result === undefined) throw new Error(`raw call answered ${res.statusCode}`);
+      return out;
+    },
+    close: () => pool.close(),
+  };
+}
+
 async function main(): Promise<void> {
   const warnings: string[] = [];
   process.on('warning', (w) => warnings.push(`${w.name}: ${w.message}`));
-  const upstream = await startUpstream();
+  const upstream = await startUpstream('legacy');
+  const modernUp = await startUpstream('modern');
   const system = await ProxySystem.start({
     proxies: 0,
     // Limits on (Redis-shared, admitted from leased slots and tokens), set high enough not to refuse the benchmark.
@@ -87,31 +127,52 @@ async function main(): Promise<void> {
   const profileDir = process.env.BENCH_PROFILE;
   const proxy = await spawnProxyProcess(system, {}, profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []);
   const direct = new Client({ name: 'bench-direct', version: '0' });
+  const directModern = new ModernClient({ name: 'bench-direct-v2', version: '0' }, { versionNegotiation: { mode: 'auto' } });
+  const raw = await rawModernClient(modernUp.url);
   try {
     await system.setServer('bench', upstream.url);
     await system.createAgent('agent', ['bench'], 1);
+    await system.setServer('mbench', modernUp.url);
+    await system.createAgent('magent', ['mbench'], 1);
     await direct.connect(new StreamableHTTPClientTransport(new URL(upstream.url)));
+    await directModern.connect(new ModernStreamableHTTPClientTransport(new URL(modernUp.url)));
+    if (directModern.getProtocolEra() !== 'modern') throw new Error('the modern upstream was not reached in the modern era');
 
     const directCall = (i: number) => direct.callTool({ name: 'echo', arguments: { text: `m${i}` } });
     const proxiedCall = (i: number) => system.call('agent', 'bench-run', 'bench__echo', { text: `m${i}` });
 
+    const modernDirectCall = (i: number) => directModern.callTool({ name: 'echo', arguments: { text: `m${i}` } });
+    const modernProxiedCall = (i: number) => system.call('magent', 'mbench-run', 'mbench__echo', { text: `m${i}` });
+
     const phases: Phase[] = [];
-    const measureDirect = async (what: string, total: number, conc: number): Promise<void> => {
-      await run(WARMUP, conc, directCall);
+    const measureDirect = async (what: string, total: number, conc: number, op: (i: number) => Promise<unknown> = directCall): Promise<Phase> => {
+      await run(WARMUP, conc, op);
       const before = process.cpuUsage();
-      const r = await run(total, conc, directCall);
-      phases.push({ what, calls: total, ...r, cpuPerCallMs: cpuMs(process.cpuUsage(before)) / total });
+      const r = await run(total, conc, op);
+      const phase = { what, calls: total, ...r, cpuPerCallMs: cpuMs(process.cpuUsage(before)) / total };
+      phases.push(phase);
+      return phase;
     };
-    const measureProxied = async (what: string, total: number, conc: number): Promise<{ clientCpuPerCallMs: number }> => {
-      await run(WARMUP, conc, proxiedCall);
+    const measureProxied = async (what: string, total: number, conc: number, op: (i: number) => Promise<unknown> = proxiedCall): Promise<{ clientCpuPerCallMs: number }> => {
+      await run(WARMUP, conc, op);
       const before = (await proxyStats(proxy)).cpu;
       const clientBefore = process.cpuUsage();
-      const r = await run(total, conc, proxiedCall);
+      const r = await run(total, conc, op);
       const clientCpu = cpuMs(process.cpuUsage(clientBefore));
       const after = (await proxyStats(proxy)).cpu;
       phases.push({ what, calls: total, ...r, cpuPerCallMs: (cpuMs(after) - cpuMs(before)) / total });
       return { clientCpuPerCallMs: clientCpu / total };
     };
+
+    // Modern era first: direct SDK v2, the raw floor, the proxy; sequential, then 32 callers.
+    const mds = await measureDirect('modern: direct SDK v2, sequential', SEQUENTIAL, 1, modernDirectCall);
+    const mrs = await measureDirect('modern: raw undici POST, sequential', SEQUENTIAL, 1, raw.call);
+    await measureProxied('modern: NATS + proxy, sequential', SEQUENTIAL, 1, modernProxiedCall);
+    const mps = phases.at(-1)!;
+    const mdc = await measureDirect(`modern: direct SDK v2, ${CALLERS} callers`, CONCURRENT, CALLERS, modernDirectCall);
+    const mrc = await measureDirect(`modern: raw undici POST, ${CALLERS} callers`, CONCURRENT, CALLERS, raw.call);
+    await measureProxied(`modern: NATS + proxy, ${CALLERS} callers`, CONCURRENT, CALLERS, modernProxiedCall);
+    const mpc = phases.at(-1)!;
 
     await measureDirect('direct SDK, sequential', SEQUENTIAL, 1);
     const seqClient = await measureProxied('NATS + proxy, sequential', SEQUENTIAL, 1);
@@ -122,10 +183,16 @@ async function main(): Promise<void> {
     const rssBefore = (await proxyStats(proxy)).rss;
     await run(RUNS_FOR_RSS, 50, (i) => system.call('agent', `rss-${i}`, 'bench__echo', { text: 'x' }));
     const loaded = await proxyStats(proxy);
+    // Then 10,000 more runs on the modern server: each holds no session (measured last, so the
+    // legacy rows above are not measured beside them).
+    const modernRssBefore = loaded.rss;
+    await run(MODERN_RUNS_FOR_RSS, 50, (i) => system.call('magent', `mrss-${i}`, 'mbench__echo', { text: 'x' }));
+    const modernLoaded = await proxyStats(proxy);
 
     const fmt = (n: number, d = 2): string => n.toFixed(d);
     const rows = phases.map((p) => `| ${p.what} | ${p.calls} | ${fmt(p.calls / p.seconds, 0)} | ${fmt(p.p50, 3)} | ${fmt(p.p99, 3)} | ${fmt(p.cpuPerCallMs, 3)} |`);
-    const [ds, ps, dc, pc] = phases as [Phase, Phase, Phase, Phase];
+    const [ds, ps, dc, pc] = phases.slice(6) as [Phase, Phase, Phase, Phase];
+    const rate = (p: Phase): number => p.calls / p.seconds;
     const proxyWarned = /MaxListenersExceeded/.test(proxy.logs.join(''));
     const directWarned = warnings.some((w) => /MaxListeners/.test(w));
     const out = [
@@ -135,8 +202,13 @@ async function main(): Promise<void> {
       '|---|---|---|---|---|---|',
       ...rows,
       '',
-      `sequential p50: proxy − direct = ${fmt(ps.p50 - ds.p50, 3)} ms (goal ≤ 0.35)`,
-      `concurrent throughput: proxy / direct = ${fmt(pc.calls / pc.seconds / (dc.calls / dc.seconds), 3)} (goal ≥ 0.95)`,
+      `modern, ${CALLERS} callers: proxy / direct SDK v2 = ${fmt(rate(mpc) / rate(mdc), 3)} (goal ≥ 1.0); proxy / raw = ${fmt(rate(mpc) / rate(mrc), 3)} (goal ≥ 0.8)`,
+      `modern, sequential p50: proxy − raw = ${fmt(mps.p50 - mrs.p50, 3)} ms (goal ≤ 0.3); proxy − direct SDK v2 = ${fmt(mps.p50 - mds.p50, 3)} ms`,
+      `modern, proxy CPU per call: sequential ${fmt(mps.cpuPerCallMs, 3)} ms, ${CALLERS} callers ${fmt(mpc.cpuPerCallMs, 3)} ms (goal ≤ 0.3); direct SDK v2 client ${fmt(mds.cpuPerCallMs, 3)} / ${fmt(mdc.cpuPerCallMs, 3)} ms, raw ${fmt(mrs.cpuPerCallMs, 3)} / ${fmt(mrc.cpuPerCallMs, 3)} ms`,
+      `modern, proxy RSS: ${fmt(modernRssBefore / 2 ** 20, 1)} MiB before, ${fmt(modernLoaded.rss / 2 ** 20, 1)} MiB with ${modernLoaded.runs} runs / ${modernLoaded.connections} open connections (goal ≤ 250 MiB with 10,000 runs; measured after the legacy runs, which still hold their sessions: growth is what the modern runs cost)`,
+      '',
+      `legacy, sequential p50: proxy − direct = ${fmt(ps.p50 - ds.p50, 3)} ms (goal ≤ 0.35)`,
+      `legacy, concurrent throughput: proxy / direct = ${fmt(pc.calls / pc.seconds / (dc.calls / dc.seconds), 3)} (goal ≥ 0.95)`,
       `proxy CPU per call vs direct client CPU per call: sequential ${fmt(ps.cpuPerCallMs, 3)} vs ${fmt(ds.cpuPerCallMs, 3)} ms; concurrent ${fmt(pc.cpuPerCallMs, 3)} vs ${fmt(dc.cpuPerCallMs, 3)} ms (goal ≤)`,
       `runtime-side NATS client CPU per call (this process): sequential ${fmt(seqClient.clientCpuPerCallMs, 3)} ms, concurrent ${fmt(concClient.clientCpuPerCallMs, 3)} ms`,
       `proxy calls/s per core (concurrent calls / proxy CPU seconds): ${fmt(1000 / pc.cpuPerCallMs, 0)}`,
@@ -146,9 +218,12 @@ async function main(): Promise<void> {
     process.stdout.write(`${out.join('\n')}\n`);
   } finally {
     await direct.close().catch(() => undefined);
+    await directModern.close().catch(() => undefined);
+    await raw.close().catch(() => undefined);
     await proxy.stop();
     await system.stop();
     upstream.stop();
+    modernUp.stop();
   }
 }
 
