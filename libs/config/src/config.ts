@@ -1,5 +1,6 @@
 import { parseInternalHttp } from './internal-http.js';
 import { inboxPrefixOf } from './nats-permissions.js';
+import { parseQuotas, type QuotaSettings } from './quotas.js';
 import { LOCAL_DEV_KEYRING, parseProfile, refuseDevelopmentKeys } from './profile.js';
 
 /**
@@ -67,6 +68,8 @@ export interface Config {
    * tokens (`BUILTIN_VENDOR_CLIENTS=vendor=clientId[:clientSecret],…`; read by the registry only).
    */
   builtinVendorClients: Record<string, VendorClient>;
+  /** Quotas and rate limits per account, agent, signer, address and instance (`QUOTA_*`, `RATE_*`; see `quotas.ts`). */
+  quotas: QuotaSettings;
 }
 
 /**
@@ -250,5 +253,6 @@ export function loadConfig(service: keyof typeof DEFAULT_PORTS, env: NodeJS.Proc
     builtinEndpoints: parseBuiltinEndpoints(env.BUILTIN_ENDPOINTS),
     builtinTokenEndpoints: parseBuiltinTokenEndpoints(env.BUILTIN_TOKEN_ENDPOINTS),
     builtinVendorClients: parseBuiltinVendorClients(env.BUILTIN_VENDOR_CLIENTS),
+    quotas: parseQuotas(env),
   };
 }

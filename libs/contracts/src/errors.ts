@@ -41,7 +41,21 @@ export const ErrorCodes = {
    * `used` (a replay), `mismatch` (another run, tool or arguments) or `pending` (not decided yet).
    */
   approvalRefused: 'approval_refused',
+  /**
+   * Too many requests for now (actions per signer or per client address, calls per server, runs
+   * of a full proxy instance): the same request may succeed later. `details.retryAfterMs` says
+   * when (HTTP 429 with `Retry-After`), `details.limit` names the limit.
+   */
   rateLimited: 'rate_limited',
+  /**
+   * A count the account (or agent) holds is at its limit (servers, agents, pending approvals,
+   * event streams, discoveries in flight): nothing was written. `details.field` names the
+   * offending field, `details.limit` the limit and `details.max` its value; `details.retryAfterMs`
+   * is there only where waiting helps (something in flight ends on its own). HTTP 409: the request
+   * conflicts with the account's current state (it succeeds once something is deleted or ends),
+   * not with the signer's rights (403 would tell a client to stop asking for good).
+   */
+  quotaExceeded: 'quota_exceeded',
   /** Outbound safety refused the address. */
   outboundRefused: 'outbound_refused',
   /** A fault of ours: never the client's. */
@@ -71,7 +85,15 @@ export class WireError extends Error {
   }
 
   get retryable(): boolean {
-    return RETRYABLE.has(this.code);
+    // A quota that frees itself (a discovery or a stream in flight, a full proxy instance) says
+    // when with retryAfterMs; one the owner must free (servers, agents) does not.
+    return RETRYABLE.has(this.code) || (this.code === ErrorCodes.quotaExceeded && typeof this.details.retryAfterMs === 'number');
+  }
+
+  /** `details.retryAfterMs` when the error says how long to wait (rate limits, quotas in flight). */
+  get retryAfterMs(): number | undefined {
+    const v = this.details.retryAfterMs;
+    return typeof v === 'number' && Number.isFinite(v) && v >= 0 ? v : undefined;
   }
 
   /** HTTP status for the action API. */
@@ -91,6 +113,7 @@ export class WireError extends Error {
         return 404;
       case 'conflict':
       case 'approval_required':
+      case 'quota_exceeded':
         return 409;
       case 'rate_limited':
         return 429;

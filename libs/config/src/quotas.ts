@@ -1,0 +1,91 @@
+/**
+ * Quotas and rate limits: what one account, agent, signer or client address may hold or do, so
+ * that no tenant can take a shared resource (discovery slots, Redis, a proxy instance) from the
+ * others. Every number is configurable; 0 means "no limit" for that one.
+ */
+export interface RateSetting {
+  /** Sustained rate (tokens per second); 0 = no limit. */
+  ratePerSecond: number;
+  /** Bucket size: how many may come at once after a quiet spell (at least one). */
+  burst: number;
+}
+
+export interface QuotaSettings {
+  /** MCP servers an account may hold (`QUOTA_SERVERS_PER_ACCOUNT`). */
+  serversPerAccount: number;
+  /** Agents an account may hold (`QUOTA_AGENTS_PER_ACCOUNT`). */
+  agentsPerAccount: number;
+  /** Approvals one agent may have waiting for a human at once (`QUOTA_PENDING_APPROVALS_PER_AGENT`). */
+  pendingApprovalsPerAgent: number;
+  /** `GET /v1/events` streams an account may hold open at once, across instances (`QUOTA_EVENT_STREAMS_PER_ACCOUNT`). */
+  eventStreamsPerAccount: number;
+  /** Discoveries of one account in flight at once, across instances (`QUOTA_DISCOVERIES_PER_ACCOUNT`). */
+  discoveriesPerAccount: number;
+  /** The total deadline of one discovery, connect to last page (`DISCOVERY_DEADLINE_MS`). */
+  discoveryDeadlineMs: number;
+  /** Consecutive failed re-probes after which a server is re-probed only when its owner refreshes it (`REPROBE_MAX_FAILURES`). */
+  reprobeMaxFailures: number;
+  /** Runs one proxy instance holds pools for (`PROXY_MAX_RUNS`). */
+  runsPerProxy: number;
+  /** Open remote connections of one proxy instance (`PROXY_MAX_CONNECTIONS`). */
+  connectionsPerProxy: number;
+  /** Actions per signer, checked after the signature (`RATE_ACTIONS_PER_SIGNER`, `RATE_ACTIONS_PER_SIGNER_BURST`). */
+  actionsPerSigner: RateSetting;
+  /** Requests per client address, checked before anything costly (`RATE_ACTIONS_PER_ADDRESS`, `RATE_ACTIONS_PER_ADDRESS_BURST`). */
+  actionsPerAddress: RateSetting;
+}
+
+/** The defaults: far above what one real tenant needs, far below what exhausts a shared resource. */
+export const DEFAULT_QUOTAS: Readonly<QuotaSettings> = Object.freeze({
+  serversPerAccount: 200,
+  agentsPerAccount: 10_000,
+  pendingApprovalsPerAgent: 50,
+  eventStreamsPerAccount: 20,
+  discoveriesPerAccount: 4,
+  discoveryDeadlineMs: 60_000,
+  reprobeMaxFailures: 10,
+  runsPerProxy: 10_000,
+  connectionsPerProxy: 2_000,
+  actionsPerSigner: Object.freeze({ ratePerSecond: 20, burst: 40 }),
+  actionsPerAddress: Object.freeze({ ratePerSecond: 50, burst: 100 }),
+});
+
+function count(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isSafeInteger(n) || n < 0) throw new Error(`${name} must be a non-negative integer (0 = no limit)`);
+  return n;
+}
+
+function rate(env: NodeJS.ProcessEnv, name: string, fallback: RateSetting): RateSetting {
+  const raw = env[name];
+  let ratePerSecond = fallback.ratePerSecond;
+  if (raw !== undefined && raw !== '') {
+    ratePerSecond = Number(raw);
+    if (!Number.isFinite(ratePerSecond) || ratePerSecond < 0) throw new Error(`${name} must be a non-negative number (0 = no limit)`);
+  }
+  // An unset burst follows the rate (twice a second's worth), so setting only the rate is coherent.
+  const given = env[`${name}_BURST`];
+  const burst = given === undefined || given === '' ? (raw === undefined || raw === '' ? fallback.burst : Math.max(1, Math.ceil(ratePerSecond * 2))) : count(env, `${name}_BURST`, fallback.burst);
+  if (ratePerSecond > 0 && burst < 1) throw new Error(`${name}_BURST must be at least 1`);
+  return { ratePerSecond, burst };
+}
+
+/** Reads the quota settings; throws naming the variable of a malformed value. */
+export function parseQuotas(env: NodeJS.ProcessEnv): QuotaSettings {
+  const d = DEFAULT_QUOTAS;
+  return {
+    serversPerAccount: count(env, 'QUOTA_SERVERS_PER_ACCOUNT', d.serversPerAccount),
+    agentsPerAccount: count(env, 'QUOTA_AGENTS_PER_ACCOUNT', d.agentsPerAccount),
+    pendingApprovalsPerAgent: count(env, 'QUOTA_PENDING_APPROVALS_PER_AGENT', d.pendingApprovalsPerAgent),
+    eventStreamsPerAccount: count(env, 'QUOTA_EVENT_STREAMS_PER_ACCOUNT', d.eventStreamsPerAccount),
+    discoveriesPerAccount: count(env, 'QUOTA_DISCOVERIES_PER_ACCOUNT', d.discoveriesPerAccount),
+    discoveryDeadlineMs: count(env, 'DISCOVERY_DEADLINE_MS', d.discoveryDeadlineMs),
+    reprobeMaxFailures: count(env, 'REPROBE_MAX_FAILURES', d.reprobeMaxFailures),
+    runsPerProxy: count(env, 'PROXY_MAX_RUNS', d.runsPerProxy),
+    connectionsPerProxy: count(env, 'PROXY_MAX_CONNECTIONS', d.connectionsPerProxy),
+    actionsPerSigner: rate(env, 'RATE_ACTIONS_PER_SIGNER', d.actionsPerSigner),
+    actionsPerAddress: rate(env, 'RATE_ACTIONS_PER_ADDRESS', d.actionsPerAddress),
+  };
+}

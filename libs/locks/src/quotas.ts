@@ -1,0 +1,164 @@
+import { randomBytes } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import type { RateLimit } from './rate-limiter.js';
+
+/**
+ * Takes a lease under a cap in one round trip: drop expired leases, refuse when `max` are held,
+ * else add this one. KEYS[1] the scope's zset (member = lease id, score = expiry, ms);
+ * ARGV: max, lease id, ttl ms. Returns {1, 0} when taken, {0, ms until the oldest lease expires}.
+ */
+const ACQUIRE = `
+local tm = redis.call('TIME')
+local now = tonumber(tm[1]) * 1000 + math.floor(tonumber(tm[2]) / 1000)
+local ttl = tonumber(ARGV[3])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[1]) then
+  local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+  return {0, math.max(1, math.ceil(tonumber(oldest[2]) - now))}
+end
+redis.call('ZADD', KEYS[1], now + ttl, ARGV[2])
+redis.call('PEXPIRE', KEYS[1], ttl)
+return {1, 0}
+`;
+
+/** Extends a lease still held to now + ttl. ARGV: ttl ms, lease id. */
+const RENEW = `
+local tm = redis.call('TIME')
+local now = tonumber(tm[1]) * 1000 + math.floor(tonumber(tm[2]) / 1000)
+local ttl = tonumber(ARGV[1])
+local n = redis.call('ZADD', KEYS[1], 'XX', 'CH', now + ttl, ARGV[2])
+redis.call('PEXPIRE', KEYS[1], ttl)
+return n
+`;
+
+/** A held lease: renewed in the background while held, freed by `release` (idempotent). */
+export interface QuotaLease {
+  release(): void;
+}
+
+export type QuotaDecision = { ok: true; lease: QuotaLease; degraded?: true } | { ok: false; held: number; retryAfterMs: number };
+
+type LeaseRedis = Redis & {
+  mcpxQuotaAcquire(key: string, max: number, id: string, ttlMs: number): Promise<[number, number]>;
+  mcpxQuotaRenew(key: string, ttlMs: number, id: string): Promise<number>;
+};
+
+export interface LeaseQuotaOptions {
+  /** A lease's expiry in Redis, renewed every third of it while held: a process that dies frees its leases within this. Default 30 s. */
+  ttlMs?: number;
+  /** Called when Redis fails: the quota then admits (it protects the service, it must not take it down). */
+  onError?: (err: Error) => void;
+}
+
+const NOOP_LEASE: QuotaLease = { release: () => {} };
+
+/**
+ * "At most N at once" per scope (e.g. event streams per account, discoveries in flight per
+ * account), held across every instance through Redis: each holder has a lease in the scope's
+ * sorted set, renewed while held and released when done; a crashed holder's lease expires within
+ * `ttlMs`. Keys are `<prefix>quota:<kind>:{<scope>}`.
+ */
+export class LeaseQuota {
+  private readonly redis: LeaseRedis;
+  private readonly ttlMs: number;
+  private readonly held = new Map<string, { key: string; id: string }>();
+  private timer: NodeJS.Timeout | undefined;
+  private readonly owner = randomBytes(6).toString('hex');
+  private seq = 0;
+
+  constructor(
+    redis: Redis,
+    private readonly prefix: string,
+    private readonly opts: LeaseQuotaOptions = {},
+  ) {
+    const r = redis as unknown as Partial<LeaseRedis>;
+    if (typeof r.mcpxQuotaAcquire !== 'function') redis.defineCommand('mcpxQuotaAcquire', { numberOfKeys: 1, lua: ACQUIRE });
+    if (typeof r.mcpxQuotaRenew !== 'function') redis.defineCommand('mcpxQuotaRenew', { numberOfKeys: 1, lua: RENEW });
+    this.redis = redis as unknown as LeaseRedis;
+    this.ttlMs = opts.ttlMs ?? 30_000;
+  }
+
+  /** Takes one of `max` leases of `kind` for `scope` (0 = no cap), or says how many are held and when one may free. */
+  async acquire(kind: string, scope: string, max: number): Promise<QuotaDecision> {
+    if (!(max > 0)) return { ok: true, lease: NOOP_LEASE };
+    const key = `${this.prefix}quota:${kind}:{${scope}}`;
+    const id = `${this.owner}:${this.seq++}`;
+    let reply: [number, number];
+    try {
+      reply = await this.redis.mcpxQuotaAcquire(key, Math.floor(max), id, this.ttlMs);
+    } catch (err) {
+      this.opts.onError?.(err as Error);
+      return { ok: true, lease: NOOP_LEASE, degraded: true };
+    }
+    if (reply[0] !== 1) return { ok: false, held: Math.floor(max), retryAfterMs: Number(reply[1]) };
+    const handle = `${key} ${id}`;
+    this.held.set(handle, { key, id });
+    this.timer ??= setInterval(() => this.renewAll(), Math.max(50, Math.floor(this.ttlMs / 3))).unref();
+    let released = false;
+    return {
+      ok: true,
+      lease: {
+        release: () => {
+          if (released) return;
+          released = true;
+          this.held.delete(handle);
+          if (this.held.size === 0 && this.timer !== undefined) {
+            clearInterval(this.timer);
+            this.timer = undefined;
+          }
+          this.redis.zrem(key, id).catch((err: unknown) => this.opts.onError?.(err as Error));
+        },
+      },
+    };
+  }
+
+  /** How many leases of `kind` for `scope` are held now (expired ones not counted). */
+  async count(kind: string, scope: string): Promise<number> {
+    const key = `${this.prefix}quota:${kind}:{${scope}}`;
+    const t = await this.redis.time();
+    const now = Number(t[0]) * 1000 + Math.floor(Number(t[1]) / 1000);
+    return this.redis.zcount(key, `(${now}`, '+inf');
+  }
+
+  private renewAll(): void {
+    for (const { key, id } of this.held.values()) {
+      this.redis.mcpxQuotaRenew(key, this.ttlMs, id).catch((err: unknown) => this.opts.onError?.(err as Error));
+    }
+  }
+}
+
+/**
+ * The quota settings as the services use them; the configuration's `quotas` (libs/config
+ * `QuotaSettings`) has this shape, 0 meaning "no limit" for each.
+ */
+export interface QuotaLimits {
+  serversPerAccount: number;
+  agentsPerAccount: number;
+  pendingApprovalsPerAgent: number;
+  eventStreamsPerAccount: number;
+  discoveriesPerAccount: number;
+  discoveryDeadlineMs: number;
+  reprobeMaxFailures: number;
+  runsPerProxy: number;
+  connectionsPerProxy: number;
+  actionsPerSigner: RateLimit;
+  actionsPerAddress: RateLimit;
+}
+
+/**
+ * The defaults of the configuration's `quotas` (libs/config `DEFAULT_QUOTAS`; a test holds the two
+ * equal), for a service wired without them. libs/config/README.md names each one's variable.
+ */
+export const QUOTA_DEFAULTS: Readonly<QuotaLimits> = Object.freeze({
+  serversPerAccount: 200,
+  agentsPerAccount: 10_000,
+  pendingApprovalsPerAgent: 50,
+  eventStreamsPerAccount: 20,
+  discoveriesPerAccount: 4,
+  discoveryDeadlineMs: 60_000,
+  reprobeMaxFailures: 10,
+  runsPerProxy: 10_000,
+  connectionsPerProxy: 2_000,
+  actionsPerSigner: Object.freeze({ ratePerSecond: 20, burst: 40 }),
+  actionsPerAddress: Object.freeze({ ratePerSecond: 50, burst: 100 }),
+});
