@@ -2,15 +2,18 @@ import { createServer, type Server } from 'node:http';
 import type { MetricsHandler } from './setup.js';
 
 /**
- * The small HTTP server of a service that has no other: `GET /healthz` (200 once ready, 503
- * before and while stopping) and `GET /metrics`.
+ * A service's small HTTP server: `GET /healthz` (200 once ready, 503 before and while stopping),
+ * plus `GET /metrics` when given a `metricsHandler` and the `extra` JSON endpoints. A service runs
+ * one on its public port with `/healthz` alone and one on its internal port with everything:
+ * metrics and stats describe every tenant's traffic, so they are for operators, not the network.
  */
 export async function startHealthServer(opts: {
   port: number;
   host: string;
   service: string;
   isReady: () => boolean;
-  metricsHandler: MetricsHandler;
+  /** Serves `GET /metrics`; unset: `/metrics` is 404 (the public port). */
+  metricsHandler?: MetricsHandler;
   /** Extra read-only JSON endpoints, e.g. `/stats`. */
   extra?: Record<string, () => unknown>;
 }): Promise<{ server: Server; url: string; close(): Promise<void> }> {
@@ -20,7 +23,7 @@ export async function startHealthServer(opts: {
       const ready = opts.isReady();
       res.writeHead(ready ? 200 : 503, { 'content-type': 'application/json' });
       res.end(JSON.stringify({ ok: ready, service: opts.service }));
-    } else if (req.method === 'GET' && path === '/metrics') {
+    } else if (req.method === 'GET' && path === '/metrics' && opts.metricsHandler !== undefined) {
       opts.metricsHandler(req, res);
     } else if (req.method === 'GET' && opts.extra && Object.hasOwn(opts.extra, path)) {
       res.writeHead(200, { 'content-type': 'application/json' });

@@ -1,5 +1,7 @@
 export { tracingFetch } from './tracing-fetch.js';
 export { startHealthServer } from './health-server.js';
+export { startServiceHttp } from './service-http.js';
+export type { ServiceHttp } from './service-http.js';
 export { setupTelemetry } from './setup.js';
 export type { MetricsHandler, Telemetry, TelemetryOptions } from './setup.js';
 export { extractTraceContext, injectTraceHeaders } from './nats-propagation.js';

@@ -31,7 +31,7 @@ export interface TelemetryOptions {
    * `metricsUrl`); `null` or unset starts no server (use `metricsHandler` on your own server).
    */
   metricsPort?: number | null;
-  /** Interface the metrics server binds; default `0.0.0.0`. */
+  /** Interface the metrics server binds; default `127.0.0.1` (metrics are for operators, not the network). */
   metricsHost?: string;
   /** Extra exporter, wrapped in a SimpleSpanProcessor (tests pass an InMemorySpanExporter). */
   spanExporter?: SpanExporter;
@@ -140,7 +140,7 @@ export async function setupTelemetry(opts: TelemetryOptions): Promise<Telemetry>
         res.end();
       }
     });
-    const host = opts.metricsHost ?? '0.0.0.0';
+    const host = opts.metricsHost ?? '127.0.0.1';
     try {
       const address = await listen(candidate, opts.metricsPort, host);
       server = candidate;

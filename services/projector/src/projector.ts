@@ -2,7 +2,7 @@ import { connectBus } from '@mcpx/bus';
 import type { Config } from '@mcpx/config';
 import { createDb, migrate } from '@mcpx/db';
 import { createLogger, type LogSink } from '@mcpx/log';
-import { setupTelemetry, startHealthServer, type Telemetry } from '@mcpx/telemetry';
+import { setupTelemetry, startServiceHttp, type Telemetry } from '@mcpx/telemetry';
 import { serveAgentTools } from './agent-tools.read.js';
 import { ChangeLog } from './change-log.js';
 import { DEFAULT_ACK_WAIT_MS, startEventConsumer } from './event-consumer.js';
@@ -23,7 +23,10 @@ export interface ProjectorOptions {
 }
 
 export interface RunningProjector {
+  /** The public port: `/healthz` only. */
   healthUrl: string;
+  /** The internal port (`INTERNAL_HTTP_PORT`): `/healthz` and `/metrics`. */
+  internalUrl: string;
   instance: string;
   stop(): Promise<void>;
 }
@@ -48,10 +51,19 @@ export async function startProjector(config: Config, opts: ProjectorOptions = {}
     sweeping = changes.sweep(4 * ackWaitMs).catch((err: unknown) => log.warn('sweep of open changes failed', { err: err as Error }));
   }, 2 * ackWaitMs);
   let ready = true;
-  const health = await startHealthServer({ port: config.httpPort, host: config.httpHost, service: 'projector', isReady: () => ready, metricsHandler: telemetry.metricsHandler });
-  log.info('projector ready', { health: health.url });
+  const health = await startServiceHttp({
+    port: config.httpPort,
+    host: config.httpHost,
+    internalPort: config.internalHttpPort,
+    internalHost: config.internalHttpHost,
+    service: 'projector',
+    isReady: () => ready,
+    metricsHandler: telemetry.metricsHandler,
+  });
+  log.info('projector ready', { health: health.url, internal: health.internalUrl });
   return {
     healthUrl: health.url,
+    internalUrl: health.internalUrl,
     instance: config.instanceId,
     stop: async () => {
       ready = false;

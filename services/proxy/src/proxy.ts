@@ -10,7 +10,7 @@ import { createLogger, type LogSink } from '@mcpx/log';
 import type { McpConnection } from '@mcpx/mcp-client';
 import { SecretBox } from '@mcpx/secrets';
 import { createOutboundFetch } from '@mcpx/outbound';
-import { setupTelemetry, startHealthServer, tracingFetch, type Telemetry } from '@mcpx/telemetry';
+import { setupTelemetry, startServiceHttp, tracingFetch, type Telemetry } from '@mcpx/telemetry';
 import { ApprovalGate } from './approval-gate.js';
 import { CallHandler, replyLimits } from './call-handler.js';
 import { Catalog } from './catalog.js';
@@ -30,7 +30,10 @@ export interface ProxyOptions {
 }
 
 export interface RunningProxy {
+  /** The public port: `/healthz` only. */
   healthUrl: string;
+  /** The internal port (`INTERNAL_HTTP_PORT`): `/healthz`, `/metrics` and `/stats`. */
+  internalUrl: string;
   instance: string;
   stats(): ProxyStats;
   stop(): Promise<void>;
@@ -111,18 +114,21 @@ export async function startProxy(config: Config, opts: ProxyOptions = {}): Promi
   ];
   await bus.nc.flush();
   let ready = true;
-  const health = await startHealthServer({
+  const health = await startServiceHttp({
     port: config.httpPort,
     host: config.httpHost,
+    internalPort: config.internalHttpPort,
+    internalHost: config.internalHttpHost,
     service: 'proxy',
     isReady: () => ready,
     metricsHandler: telemetry.metricsHandler,
     extra: { '/stats': () => ({ ...stats(), cpu: process.cpuUsage(), rss: process.memoryUsage.rss() }) },
   });
-  log.info('proxy ready', { instance, health: health.url, natsService: service.name, limits });
+  log.info('proxy ready', { instance, health: health.url, internal: health.internalUrl, natsService: service.name, limits });
   let stopping: Promise<void> | undefined;
   return {
     healthUrl: health.url,
+    internalUrl: health.internalUrl,
     instance,
     stats,
     stop: () =>

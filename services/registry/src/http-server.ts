@@ -4,7 +4,6 @@ import { SpanKind, type Counter, type Histogram, type Meter, type Tracer } from 
 import { BODY_LIMITS, ErrorCodes, WireError, checkValueBounds, decodeStrict, encodePayload, invalidInput, toWireError } from '@mcpx/contracts';
 import { serveConsole } from '@mcpx/console';
 import type { Logger } from '@mcpx/log';
-import type { MetricsHandler } from '@mcpx/telemetry';
 import { withSpan } from '@mcpx/telemetry';
 import { dispatchAction, isKnownAction, type ActionDeps } from './actions/index.js';
 import { authenticate, parseEnvelope } from './envelope-auth.js';
@@ -20,7 +19,6 @@ export interface HttpDeps {
   log: Logger;
   tracer: Tracer;
   meter: Meter;
-  metricsHandler: MetricsHandler;
   events: EventStream;
   isReady: () => boolean;
   /** `GET /v1/oauth/callback` (absent: no OAuth). */
@@ -153,8 +151,6 @@ export function createHttpServer(deps: HttpDeps): Server {
     } else if (req.method === 'GET' && url.pathname === '/healthz') {
       const ready = deps.isReady();
       send(res, ready ? 200 : 503, { ok: ready, service: 'registry' }, false);
-    } else if (req.method === 'GET' && url.pathname === '/metrics') {
-      deps.metricsHandler(req, res);
     } else if (req.method === 'GET') {
       void serveConsole(url.pathname, res).then((served) => {
         if (!served) send(res, 404, { error: new WireError(ErrorCodes.notFound, `no route GET ${url.pathname}`).toJSON() }, false);

@@ -7,7 +7,7 @@ import { createLogger, type LogSink } from '@mcpx/log';
 import { ProxyClient } from '@mcpx/proxy-client';
 import { SecretBox } from '@mcpx/secrets';
 import { createOutboundFetch } from '@mcpx/outbound';
-import { setupTelemetry, tracingFetch, type Telemetry } from '@mcpx/telemetry';
+import { setupTelemetry, startHealthServer, tracingFetch, type Telemetry } from '@mcpx/telemetry';
 import { Discovery } from './discovery.js';
 import { EventStream } from './event-stream.js';
 import { createHttpServer } from './http-server.js';
@@ -52,7 +52,10 @@ export interface RegistryOptions {
 }
 
 export interface RunningRegistry {
+  /** The public API (with `/healthz`; never `/metrics`). */
   url: string;
+  /** The internal port (`INTERNAL_HTTP_PORT`): `/healthz` and `/metrics`. */
+  internalUrl: string;
   instance: string;
   stop(): Promise<void>;
 }
@@ -153,7 +156,6 @@ export async function startRegistry(config: Config, opts: RegistryOptions = {}):
     log,
     tracer: telemetry.tracer,
     meter: telemetry.meter,
-    metricsHandler: telemetry.metricsHandler,
     events,
     isReady: () => ready,
     oauthCallback: oauthCallbackHandler({ oauth, discovery, log }),
@@ -167,15 +169,18 @@ export async function startRegistry(config: Config, opts: RegistryOptions = {}):
   if (unprobed > 0) log.info('built-ins scheduled for a first probe', { count: unprobed });
   reprober.start();
   await new Promise<void>((resolve) => server.listen(config.httpPort, config.httpHost, resolve));
+  // Metrics describe every account's traffic: served on the internal port only, not the API's.
+  const internal = await startHealthServer({ port: config.internalHttpPort, host: config.internalHttpHost, service: 'registry', isReady: () => ready, metricsHandler: telemetry.metricsHandler });
   ready = true;
   const addr = server.address();
   const port = typeof addr === 'object' && addr !== null ? addr.port : config.httpPort;
-  log.info('registry ready', { url: `http://${config.httpHost}:${port}`, profile: config.outbound.profile });
+  log.info('registry ready', { url: `http://${config.httpHost}:${port}`, internal: internal.url, profile: config.outbound.profile });
 
   const url = `http://${config.httpHost}:${port}`;
   if (publicUrl === '') publicUrl = url;
   return {
     url,
+    internalUrl: internal.url,
     instance: config.instanceId,
     stop: async () => {
       ready = false;
@@ -184,6 +189,7 @@ export async function startRegistry(config: Config, opts: RegistryOptions = {}):
       oauthRefresh.unsubscribe();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
+      await internal.close();
       await reprober.idle();
       await bus.close();
       redis.disconnect();
