@@ -38,8 +38,14 @@ export async function startProjector(config: Config, opts: ProjectorOptions = {}
   const db = createDb(config.databaseUrl, { applicationName: 'projector', max: 10, onIdleError: (err) => log.warn('database connection dropped', { err }) });
   await migrate(db, 'projector');
   await backfillSearchText(db, log);
-  const bus = await connectBus({ url: config.natsUrl, name: `projector ${config.instanceId}`, prefix: config.natsPrefix, log, credentials: config.natsCredentials });
-  const publisher = new EventPublisher(bus.nc, () => bus.traceHeaders(), opts.publishWindow ? { window: opts.publishWindow } : {});
+  const bus = await connectBus({
+    url: config.natsUrl,
+    name: `projector ${config.instanceId}`,
+    prefix: config.natsPrefix,
+    log,
+    ...(config.natsCredentials ? { credentials: config.natsCredentials, inboxPrefix: config.natsCredentials.inboxPrefix } : {}),
+  });
+  const publisher = new EventPublisher(bus.nc, bus.inboxPrefix, () => bus.traceHeaders(), opts.publishWindow ? { window: opts.publishWindow } : {});
   const changes = new ChangeLog({ db, bus, log, publisher });
   const projection = new Projection({ db, log, tracer: telemetry.tracer, meter: telemetry.meter, style: config.toolNameStyle, changes });
   const subs = [serveAgentTools(bus, db, config.toolNameStyle), serveToolSearch(bus, db), ...serveLambdaTools(bus, new LambdaTools({ db, log, changes }))];

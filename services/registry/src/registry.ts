@@ -69,7 +69,13 @@ export async function startRegistry(config: Config, opts: RegistryOptions = {}):
   const db = createDb(config.databaseUrl, { allowHttpHosts, applicationName: 'registry', onIdleError: (err) => log.warn('database connection dropped', { err }) });
   await migrate(db, 'registry');
   const redis = new Redis(config.redisUrl, { lazyConnect: false, maxRetriesPerRequest: 3 });
-  const bus = await connectBus({ url: config.natsUrl, name: `registry ${config.instanceId}`, prefix: config.natsPrefix, log, credentials: config.natsCredentials });
+  const bus = await connectBus({
+    url: config.natsUrl,
+    name: `registry ${config.instanceId}`,
+    prefix: config.natsPrefix,
+    log,
+    ...(config.natsCredentials ? { credentials: config.natsCredentials, inboxPrefix: config.natsCredentials.inboxPrefix } : {}),
+  });
   const outboundFetch = createOutboundFetch(config.outbound);
   const secrets = new SecretsRepository(db, new SecretBox(config.keyring));
   const servers = new McpServersRepository(db);
@@ -130,7 +136,8 @@ export async function startRegistry(config: Config, opts: RegistryOptions = {}):
     endpoints: config.builtinEndpoints,
     ...(opts.reprobe?.baseMs !== undefined ? { reprobeBaseMs: opts.reprobe.baseMs } : {}),
   });
-  const events = new EventStream(bus.nc, bus.subjects);
+  // Dropped malformed notifications are logged where the registry logs (without their bytes).
+  const events = new EventStream(bus.nc, bus.subjects, log);
   let ready = false;
   const server = createHttpServer({
     actions: {
