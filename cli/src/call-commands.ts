@@ -7,6 +7,7 @@ import type { ProxyResult } from '@mcpx/domain';
 import { UsageError, flag, need, type ParsedArgs, type Print } from './args.js';
 import { loadRuns, readKey, saveRuns, sendAction, withProxy, type CliEnv } from './client.js';
 import type { KeyPair } from '@mcpx/envelope';
+import { terminalText } from './terminal-text.js';
 
 function renderResult(r: ProxyResult): string {
   const lines = [r.summary];
@@ -53,7 +54,7 @@ const approvalOf = (err: unknown): { approvalId: string; run: string | undefined
   return { approvalId: err.details.approvalId, run: typeof err.details.run === 'string' ? err.details.run : undefined };
 };
 
-const hint = (seconds: number, id: string): void => void process.stderr.write(`waiting up to ${seconds} s for a human to approve ${id} (mcpx approvals approve ${id})\n`);
+const hint = (seconds: number, id: string): void => void process.stderr.write(terminalText(`waiting up to ${seconds} s for a human to approve ${id} (mcpx approvals approve ${id})\n`));
 
 /** How often the HTTP path re-sends a call waiting for a human (a re-send of an undecided approval runs nothing). */
 const APPROVAL_POLL_MS = 2_000;

@@ -5,6 +5,7 @@ import { UsageError, flag, flags, keyValues, need, type ParsedArgs, type Print }
 import { call, runsEnd } from './call-commands.js';
 import { readKey, sendAction, writeKey, type CliEnv } from './client.js';
 import { authorizationLines, oauthClientLine, preRegisteredClient, serversAuthorize, type AuthorizationAnswer } from './oauth-commands.js';
+import { terminalText } from './terminal-text.js';
 import { toolsPermission, vendorsConnect, vendorsDisconnect } from './trust-commands.js';
 
 export interface Io {
@@ -13,8 +14,9 @@ export interface Io {
 
 type Command = (env: CliEnv, args: ParsedArgs, io: Io, json: boolean) => Promise<void>;
 
+/** Human output carries remote strings: it reaches the terminal without control characters. */
 function print(io: Io, json: boolean, value: unknown, human: () => string): void {
-  io.out(json ? JSON.stringify(value, null, 2) : human());
+  io.out(json ? JSON.stringify(value, null, 2) : terminalText(human()));
 }
 
 /** A command of its own file, which prints through the `Print` it is given. */

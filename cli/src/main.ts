@@ -4,6 +4,10 @@ import { WireError } from '@mcpx/contracts';
 import { UsageError, flag, parseArgs } from './args.js';
 import { natsCredentialsFrom, type CliEnv } from './client.js';
 import { COMMANDS, USAGE } from './commands.js';
+import { terminalText } from './terminal-text.js';
+
+/** Error text names remote things (a server's error, a tool's name): no control characters reach the terminal. */
+const writeErr = (text: string): void => void process.stderr.write(terminalText(text));
 
 /** mcpx: a thin client of the action API and of the proxy. Exit 0 ok, 1 failed, 2 usage. */
 async function main(argv: string[]): Promise<number> {
@@ -41,22 +45,23 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   } catch (err) {
     if (err instanceof UsageError) {
-      process.stderr.write(`${err.message}\n${USAGE}\n`);
+      writeErr(`${err.message}\n${USAGE}\n`);
       return 2;
     }
     if (err instanceof WireError) {
       const field = typeof err.details.field === 'string' ? ` (field ${err.details.field})` : '';
-      process.stderr.write(json ? JSON.stringify({ error: err.toJSON() }) + '\n' : `error: ${err.code}: ${err.message}${field}\n`);
+      if (json) process.stderr.write(JSON.stringify({ error: err.toJSON() }) + '\n');
+      else writeErr(`error: ${err.code}: ${err.message}${field}\n`);
       if (!json && err.code === 'approval_required' && typeof err.details.approvalId === 'string') {
         const run = typeof err.details.run === 'string' ? ` --run ${err.details.run}` : '';
-        process.stderr.write(`approval: ${err.details.approvalId}\n  mcpx approvals approve ${err.details.approvalId}, then repeat the call with${run} --approval ${err.details.approvalId}\n`);
+        writeErr(`approval: ${err.details.approvalId}\n  mcpx approvals approve ${err.details.approvalId}, then repeat the call with${run} --approval ${err.details.approvalId}\n`);
       }
       if (!json && err.code === 'invalid_arguments' && err.details.contract) {
-        process.stderr.write(`contract:\n${JSON.stringify(err.details.contract, null, 2)}\n`);
+        writeErr(`contract:\n${JSON.stringify(err.details.contract, null, 2)}\n`);
       }
       return 1;
     }
-    process.stderr.write(`error: ${(err as Error).message}\n`);
+    writeErr(`error: ${(err as Error).message}\n`);
     return 1;
   }
 }
@@ -66,7 +71,7 @@ main(process.argv.slice(2)).then(
     process.exitCode = code;
   },
   (err: unknown) => {
-    process.stderr.write(`error: ${(err as Error).message}\n`);
+    writeErr(`error: ${(err as Error).message}\n`);
     process.exitCode = 1;
   },
 );
