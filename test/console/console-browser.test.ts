@@ -134,24 +134,23 @@ describe.skipIf(!HAS_CHROMIUM)(`the console in a real browser${HAS_CHROMIUM ? ''
     await page.locator('body[data-live="true"]').waitFor();
     // The key is kept non-extractable in IndexedDB; its seed is nowhere in the page's storage.
     const seed = (system.api.key as { seed: string }).seed;
-    expect(await page.evaluate(() => JSON.stringify({ ...localStorage }))).not.toContain(seed);
-    const stored = await page.evaluate(
-      () =>
-        new Promise<{ extractable: boolean; type: string; exported: string }>((resolve, reject) => {
-          const req = indexedDB.open('mcpx', 1);
-          req.onerror = () => reject(req.error);
-          req.onsuccess = () => {
-            const get = req.result.transaction('keys').objectStore('keys').get('account');
-            get.onsuccess = () => {
-              const k = (get.result as { privateKey: CryptoKey }).privateKey;
-              crypto.subtle.exportKey('pkcs8', k).then(
-                () => resolve({ extractable: k.extractable, type: k.type, exported: 'yes' }),
-                (e: Error) => resolve({ extractable: k.extractable, type: k.type, exported: e.name }),
-              );
-            };
+    // Page code as strings: the test's types have no DOM.
+    expect(await page.evaluate<string>('JSON.stringify({ ...localStorage })')).not.toContain(seed);
+    const stored = await page.evaluate<{ extractable: boolean; type: string; exported: string }>(`
+      new Promise((resolve, reject) => {
+        const req = indexedDB.open('mcpx', 1);
+        req.onerror = () => reject(req.error);
+        req.onsuccess = () => {
+          const get = req.result.transaction('keys').objectStore('keys').get('account');
+          get.onsuccess = () => {
+            const k = get.result.privateKey;
+            crypto.subtle.exportKey('pkcs8', k).then(
+              () => resolve({ extractable: k.extractable, type: k.type, exported: 'yes' }),
+              (e) => resolve({ extractable: k.extractable, type: k.type, exported: e.name }),
+            );
           };
-        }),
-    );
+        };
+      })`);
     expect(stored).toEqual({ extractable: false, type: 'private', exported: 'InvalidAccessError' });
     // A reload signs with the stored key (the event stream opens again).
     await page.reload();
