@@ -17,12 +17,8 @@ import { effectiveSet, mcpEntries } from './agent-sets.js';
 /** At most this many names may be asked to be promoted at once. */
 const MAX_REQUESTED = 256;
 
-/**
- * An agent's effective tool set with every document's contract, its index and listing, the
- * provider formats of its enabled documents and, when `requested` is given, the promotion rule
- * applied to those names (ListAgentTools and PromoteTools ask for it).
- */
-export async function readAgentTools(db: Db, style: ToolNameStyle, account: string, agent: string, requested?: readonly string[]): Promise<AgentToolsReply> {
+/** The rows readAgentTools reads, all in the caller's transaction. */
+async function readSnapshot(db: Db, account: string, agent: string) {
   const row = await db.selectFrom('projector.agent_sets').select(['servers', 'version']).where('account_id', '=', account).where('agent_id', '=', agent).executeTakeFirst();
   const [entries, lambdaRows] = await Promise.all([
     mcpEntries(db, account, row?.servers ?? []),
@@ -36,6 +32,22 @@ export async function readAgentTools(db: Db, style: ToolNameStyle, account: stri
     mcp.length === 0
       ? []
       : await db.selectFrom('projector.tool_documents').select(['cid', 'doc_cbor']).where('account_id', '=', account).where('cid', 'in', mcp.map((e) => e.cid)).execute();
+  return { row, lambdas, conflicts: set.conflicts, mcp, docs };
+}
+
+/**
+ * An agent's effective tool set with every document's contract, its index and listing, the
+ * provider formats of its enabled documents and, when `requested` is given, the promotion rule
+ * applied to those names (ListAgentTools and PromoteTools ask for it).
+ */
+export async function readAgentTools(db: Db, style: ToolNameStyle, account: string, agent: string, requested?: readonly string[]): Promise<AgentToolsReply> {
+  // One snapshot for the set, its entries and their documents: a projection committed between two
+  // separate reads would leave an entry naming a CID whose document row was already replaced.
+  const { row, lambdas, conflicts, mcp, docs } = await db
+    .transaction()
+    .setIsolationLevel('repeatable read')
+    .setAccessMode('read only')
+    .execute((trx) => readSnapshot(trx, account, agent));
   const byCid = new Map(docs.map((d) => [d.cid, d.doc_cbor]));
   const documents: AgentToolsReply['documents'] = mcp.map((e) => {
     const bytes = byCid.get(e.cid);
@@ -46,7 +58,7 @@ export async function readAgentTools(db: Db, style: ToolNameStyle, account: stri
   const reply: AgentToolsReply = {
     version: row?.version ?? 0,
     documents,
-    conflicts: set.conflicts,
+    conflicts,
     lambdas,
     index: renderToolIndex(documents, { style }),
     listing: renderToolListing(documents),
