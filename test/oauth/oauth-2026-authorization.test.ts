@@ -1,3 +1,4 @@
+import { InMemorySpanExporter } from '@opentelemetry/sdk-trace';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   startMovableProtectedMcpServer,
@@ -20,6 +21,7 @@ import type { InProcessSystem } from '../support/system.js';
  */
 describe('OAuth of 2026-07-28', () => {
   const responses: string[] = [];
+  const exporter = new InMemorySpanExporter();
   let oauth: OAuthSystem;
   let system: InProcessSystem;
   let as: TestOAuthServer;
@@ -28,7 +30,7 @@ describe('OAuth of 2026-07-28', () => {
   const act = recordingAct(responses);
 
   beforeAll(async () => {
-    oauth = await OAuthSystem.start({ serviceName: 'mcpx-oauth-2026', authorizationServer: { requireApplicationType: 'web' } });
+    oauth = await OAuthSystem.start({ serviceName: 'mcpx-oauth-2026', spanExporter: exporter, authorizationServer: { requireApplicationType: 'web' } });
     ({ system, as, upstream } = oauth);
     api = new ApiClient(system.apiUrl);
   });
@@ -121,6 +123,12 @@ describe('OAuth of 2026-07-28', () => {
     expect(shown.text).not.toContain(evil);
     // The refused authorization is over: its state completes nothing any more.
     expect((await open(genuine)).text).toContain('unknown or expired');
+    // Each error response is a span of its own, saying whether its issuer checked out.
+    const outcomes = exporter
+      .getFinishedSpans()
+      .filter((s) => s.name === 'registry.oauth error_response' && s.attributes['mcp.server'] === 'denied')
+      .map((s) => s.attributes['mcpx.oauth.outcome']);
+    expect(outcomes).toEqual(['issuer_mismatch', 'refused']);
   });
 
   it('an authorization server that does not advertise iss completes without one', async () => {

@@ -244,10 +244,13 @@ export class OAuthService {
    */
   async refuse(resp: { state: string; iss?: string | undefined }): Promise<{ server: McpServerRecord; issuerOk: boolean }> {
     const server = await this.consumePending(resp.state);
-    const { discoveryState, discoveredFor } = await this.deps.store.client(server.accountId, server.id);
-    const metadata = discoveredFor === server.config.url ? discoveryState?.authorizationServerMetadata : undefined;
-    const issuerOk = issuerMatches({ iss: resp.iss }, metadata?.issuer, metadata?.authorization_response_iss_parameter_supported === true);
-    await this.deps.store.updateClient(server.accountId, server.id, { codeVerifier: undefined });
+    const { issuerOk } = await this.observed('error_response', server, async () => {
+      const { discoveryState, discoveredFor } = await this.deps.store.client(server.accountId, server.id);
+      const metadata = discoveredFor === server.config.url ? discoveryState?.authorizationServerMetadata : undefined;
+      const ok = issuerMatches({ iss: resp.iss }, metadata?.issuer, metadata?.authorization_response_iss_parameter_supported === true);
+      await this.deps.store.updateClient(server.accountId, server.id, { codeVerifier: undefined });
+      return { state: ok ? 'refused' : 'issuer_mismatch', issuerOk: ok };
+    });
     return { server, issuerOk };
   }
 
@@ -265,9 +268,11 @@ export class OAuthService {
 
   /**
    * Runs one exchange in a span `registry.oauth <op>` and counts it by grant and outcome (the
-   * outcome's state, or `error`). Nothing secret goes into either: ids, the grant and the state.
+   * outcome's state; `issuer_mismatch` for a response from another authorization server, else
+   * `error`). Nothing secret goes into either: ids, the grant and the state.
+   * `error_response` is an authorization the authorization server answered with an error.
    */
-  private async observed<T extends { state: string }>(op: 'ensure' | 'refresh' | 'code_exchange', server: McpServerRecord, fn: () => Promise<T>): Promise<T> {
+  private async observed<T extends { state: string }>(op: 'ensure' | 'refresh' | 'code_exchange' | 'error_response', server: McpServerRecord, fn: () => Promise<T>): Promise<T> {
     const grant = usesClientCredentials(server) ? 'client_credentials' : 'authorization_code';
     const attrs = { 'mcp.account': server.accountId, 'mcp.server': server.name, 'mcpx.oauth.grant': grant };
     const run = async (): Promise<T> => {
@@ -276,7 +281,7 @@ export class OAuthService {
         this.exchanges?.add(1, { op, grant, outcome: out.state });
         return out;
       } catch (err) {
-        this.exchanges?.add(1, { op, grant, outcome: 'error' });
+        this.exchanges?.add(1, { op, grant, outcome: mixUpError(err) !== undefined ? 'issuer_mismatch' : 'error' });
         throw err;
       }
     };
