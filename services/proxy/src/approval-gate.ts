@@ -1,6 +1,7 @@
 import { ErrorCodes, WireError, encodePayload, type ApprovalRequestedEvent, type ProxyCallRequest } from '@mcpx/contracts';
 import { encodeCanonical, sha256Hex, type McpToolDocument } from '@mcpx/domain';
-import type { ApprovalStore, ConsumeReason } from '@mcpx/locks';
+import type { Counter, Meter } from '@opentelemetry/api';
+import { QUOTA_DEFAULTS, type ApprovalStore, type ConsumeReason } from '@mcpx/locks';
 
 /** Hex sha-256 of the canonical (dag-cbor) encoding of a call's arguments: key order does not count. */
 export function argumentsHash(args: Record<string, unknown>): string {
@@ -28,6 +29,10 @@ export interface ApprovalGateDeps {
   /** Publishes the approval-requested event (core NATS). */
   publish: (subject: string, payload: Uint8Array) => void;
   subject: (account: string) => string;
+  /** Approvals one agent may have waiting at once (`config.quotas.pendingApprovalsPerAgent`; default 50; 0 = no cap). */
+  maxPendingPerAgent?: number;
+  /** Where refusals are counted (`mcpx_quota_rejections_total{kind}`). */
+  meter?: Meter;
 }
 
 /**
@@ -37,13 +42,39 @@ export interface ApprovalGateDeps {
  * An approval is per call, never per run: every call stops for a human, even in an approved run.
  */
 export class ApprovalGate {
-  constructor(private readonly deps: ApprovalGateDeps) {}
+  private readonly maxPending: number;
+  private readonly rejections: Counter | undefined;
+
+  constructor(private readonly deps: ApprovalGateDeps) {
+    this.maxPending = deps.maxPendingPerAgent ?? QUOTA_DEFAULTS.pendingApprovalsPerAgent;
+    this.rejections = deps.meter?.createCounter('mcpx_quota_rejections_total', { description: 'Requests refused by a quota or rate limit, by kind' });
+  }
+
+  /**
+   * Refuses a new approval when the agent has its quota waiting: the call fails, the server is not
+   * called and nothing is recorded. Counted from the account's pending list (not one atomic step
+   * with the creation, so racing calls of one agent may pass the cap by the few in flight).
+   */
+  private async checkPending(account: string, agent: string, tool: string): Promise<void> {
+    const max = this.maxPending;
+    if (!(max > 0)) return;
+    const pending = (await this.deps.store.listPending(account)).filter((r) => r.agent === agent).length;
+    if (pending < max) return;
+    this.rejections?.add(1, { kind: 'pending_approvals_per_agent' });
+    throw new WireError(ErrorCodes.quotaExceeded, `agent: ${max} approvals of this agent are waiting for a human; decide some before ${tool} can ask for another`, {
+      field: 'agent',
+      limit: 'pending_approvals_per_agent',
+      max,
+      tool,
+    });
+  }
 
   /** Returns when the call may go ahead; throws `approval_required` or `approval_refused`. */
   async admit(req: ProxyCallRequest, doc: McpToolDocument): Promise<void> {
     const argsHash = argumentsHash(req.arguments);
     const binding = { agent: req.agent, run: req.run, tool: req.tool, argsHash };
     if (req.approvalId === undefined) {
+      await this.checkPending(req.account, req.agent, doc.name);
       const record = await this.deps.store.create({ ...binding, account: req.account, server: doc.server, remoteName: doc.remoteName, arguments: req.arguments });
       const event: ApprovalRequestedEvent = {
         account: req.account,

@@ -4,11 +4,10 @@ import {
   decodeAgentToolsChangedEvent,
   decodeApprovalDecidedEvent,
   decodeApprovalRequestedEvent,
-  decodeServerDeletedEvent,
-  decodeServerDiscoveredEvent,
   guardCallback,
   invalidInput,
   toWireError,
+  type WireError,
   type ApprovalDecidedEvent,
   type ApprovalRequestedEvent,
   type CallbackLog,
@@ -18,6 +17,8 @@ import { createLogger } from '@mcpx/log';
 import type { Caller } from './actions/index.js';
 
 const HEARTBEAT_MS = 15_000;
+/** A server name as its subject token carries it. */
+const SERVER_TOKEN = /^[A-Za-z0-9_-]{1,128}$/;
 
 /** SSE event names of approvals (an `always_ask` call stopped; an owner decided it). */
 const ApprovalEventNames = { requested: 'approval-requested', decided: 'approval-decided' } as const;
@@ -37,11 +38,35 @@ function strings(fields: Record<string, unknown>): Record<string, string> {
   return Object.fromEntries(Object.entries(fields).filter((f): f is [string, string] => typeof f[1] === 'string'));
 }
 
+/** What the HTTP server checks around a stream: its limits, and which agents an AGENT signer may see. */
+export interface StreamGuards {
+  /** Throws `rate_limited` when the client's address is over its rate (before anything else). */
+  admitAddress: () => Promise<void>;
+  /** Takes one of the account's stream slots (throws `quota_exceeded`); returns its release. */
+  admitStream: (account: string) => Promise<() => void>;
+  /** The agents an AGENT signer is bound to. */
+  boundAgents: (account: string, signer: string) => Promise<string[]>;
+  /** Extra headers of a refusal (`Retry-After`). */
+  retryAfter: (err: WireError) => Record<string, string>;
+}
+
+const NO_GUARDS: StreamGuards = {
+  admitAddress: () => Promise.resolve(),
+  admitStream: () => Promise.resolve(() => {}),
+  boundAgents: () => Promise.resolve([]),
+  retryAfter: () => ({}),
+};
+
 /**
  * `GET /v1/events?envelope=<base64url JSON of a signed {type: 'SubscribeEvents'} envelope>`:
  * Server-Sent Events of the signer's account — `agent-tools-changed`, `mcp-servers-changed`,
  * `approval-requested` and `approval-decided`.
  * (EventSource cannot sign a request body, so the envelope travels in the query.)
+ *
+ * `mcp-servers-changed` says only `{kind, server}`: the bus event's status and tools are not
+ * passed on (the console re-reads the server through the API). An AGENT signer's stream gets the
+ * `agent-tools-changed` events of the agents it is bound to and nothing else. Each open stream
+ * holds one of the account's stream slots, across instances, until it closes.
  */
 export class EventStream {
   private open = 0;
@@ -57,9 +82,12 @@ export class EventStream {
     return this.open;
   }
 
-  async handle(req: IncomingMessage, res: ServerResponse, url: URL, auth: (body: unknown) => Promise<Caller>): Promise<void> {
+  async handle(req: IncomingMessage, res: ServerResponse, url: URL, auth: (body: unknown) => Promise<Caller>, guards: StreamGuards = NO_GUARDS): Promise<void> {
     let caller: Caller;
+    let release: () => void;
+    let agents: Set<string> | null = null;
     try {
+      await guards.admitAddress();
       const raw = url.searchParams.get('envelope');
       if (raw === null) throw invalidInput('envelope', 'query parameter is required');
       let body: { action?: { type?: unknown } };
@@ -70,10 +98,17 @@ export class EventStream {
       }
       if (body?.action?.type !== 'SubscribeEvents') throw invalidInput('action.type', 'must be SubscribeEvents');
       caller = await auth(body);
+      if (caller.role === 'AGENT') agents = new Set(await guards.boundAgents(caller.account, caller.signer));
+      release = await guards.admitStream(caller.account);
     } catch (err) {
       const wire = toWireError(err);
-      res.writeHead(wire.httpStatus, { 'content-type': 'application/json' });
+      res.writeHead(wire.httpStatus, { 'content-type': 'application/json', ...guards.retryAfter(wire) });
       res.end(JSON.stringify({ error: wire.toJSON() }));
+      return;
+    }
+    if (req.destroyed) {
+      // The client left while the stream was being admitted: its slot goes back at once.
+      release();
       return;
     }
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
@@ -86,21 +121,38 @@ export class EventStream {
     const subs: Subscription[] = [
       this.nc.subscribe(this.subjects.agentToolsChangedAll(caller.account), {
         callback: guardCallback(this.log, 'agent-tools-changed event', (msg) => {
-          write('agent-tools-changed', decodeAgentToolsChangedEvent(msg.data));
+          const e = decodeAgentToolsChangedEvent(msg.data);
+          if (agents === null || agents.has(e.agent)) write('agent-tools-changed', e);
         }),
       }),
-      this.nc.subscribe(`${this.subjects.prefix}mcp.events.server.*.${caller.account}.*`, {
+    ];
+    if (agents === null) subs.push(...this.ownerSubscriptions(caller.account, write));
+    const beat = setInterval(() => res.write(': keep-alive\n\n'), HEARTBEAT_MS);
+    req.on('close', () => {
+      clearInterval(beat);
+      for (const s of subs) s.unsubscribe();
+      this.open--;
+      release();
+    });
+    // `connected` is said once NATS has the subscriptions: nothing published after it is missed.
+    await this.nc.flush().catch(() => undefined);
+    res.write(': connected\n\n');
+  }
+
+  /** Server and approval events: for the account's OWNER and WRITER signers, never an AGENT's. */
+  private ownerSubscriptions(account: string, write: (event: string, data: unknown) => void): Subscription[] {
+    return [
+      this.nc.subscribe(`${this.subjects.prefix}mcp.events.server.*.${account}.*`, {
         callback: guardCallback(this.log, 'server event', (msg) => {
-          const kind = msg.subject.split('.').at(-3);
-          if (kind === 'discovered') {
-            const e = decodeServerDiscoveredEvent(msg.data);
-            write('mcp-servers-changed', { kind, server: e.server, status: e.status, toolCount: e.tools.length, toolsChanged: e.toolsChanged });
-          } else {
-            write('mcp-servers-changed', { kind, server: decodeServerDeletedEvent(msg.data).server });
-          }
+          // The subject says which server and what happened; the payload (status, tools) is not
+          // passed on, so nothing forged on the bus reaches a console as a fact.
+          const parts = msg.subject.split('.');
+          const kind = parts.at(-3);
+          const server = parts.at(-1);
+          if ((kind === 'discovered' || kind === 'deleted') && server !== undefined && SERVER_TOKEN.test(server)) write('mcp-servers-changed', { kind, server });
         }),
       }),
-      this.nc.subscribe(this.subjects.approvalEvents(caller.account), {
+      this.nc.subscribe(this.subjects.approvalEvents(account), {
         // A malformed notification is dropped: ListApprovals is the source of truth.
         callback: guardCallback(this.log, 'approval event', (msg) => {
           const kind = msg.subject.split('.').at(-2) ?? '';
@@ -110,14 +162,5 @@ export class EventStream {
         }),
       }),
     ];
-    const beat = setInterval(() => res.write(': keep-alive\n\n'), HEARTBEAT_MS);
-    req.on('close', () => {
-      clearInterval(beat);
-      for (const s of subs) s.unsubscribe();
-      this.open--;
-    });
-    // `connected` is said once NATS has the subscriptions: nothing published after it is missed.
-    await this.nc.flush().catch(() => undefined);
-    res.write(': connected\n\n');
   }
 }

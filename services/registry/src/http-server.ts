@@ -5,6 +5,8 @@ import { BODY_LIMITS, ErrorCodes, WireError, checkValueBounds, decodeStrict, enc
 import { serveConsole } from '@mcpx/console';
 import type { Logger } from '@mcpx/log';
 import { withSpan } from '@mcpx/telemetry';
+import { LeaseQuota, QUOTA_DEFAULTS, RateLimiter, type QuotaLimits } from '@mcpx/locks';
+import { AccountQuotas, QuotaKinds, quotaExceeded, rateLimited } from './account-quotas.js';
 import { dispatchAction, isKnownAction, type ActionDeps } from './actions/index.js';
 import { authenticate, parseEnvelope } from './envelope-auth.js';
 import type { EventStream } from './event-stream.js';
@@ -23,6 +25,8 @@ export interface HttpDeps {
   isReady: () => boolean;
   /** `GET /v1/oauth/callback` (absent: no OAuth). */
   oauthCallback?: (req: IncomingMessage, res: ServerResponse, url: URL) => Promise<void>;
+  /** Quotas and rate limits (`config.quotas`; absent: the defaults). */
+  quotas?: QuotaLimits;
   /** `GET /v1/oauth/client-metadata.json`: the OAuth client ID metadata document (absent: none). */
   oauthClientMetadata?: (req: IncomingMessage, res: ServerResponse) => void;
 }
@@ -85,6 +89,17 @@ function isCbor(req: IncomingMessage): boolean {
   return (req.headers['content-type'] ?? '').startsWith('application/cbor');
 }
 
+/** `Retry-After` (whole seconds, at least 1) of an error that says how long to wait. */
+function retryAfterHeader(wire: WireError): Record<string, string> {
+  const ms = wire.retryAfterMs;
+  return ms === undefined ? {} : { 'retry-after': String(Math.max(1, Math.ceil(ms / 1000))) };
+}
+
+/** The client's address as the socket sees it (no forwarding header is trusted). */
+function clientAddress(req: IncomingMessage): string {
+  return req.socket.remoteAddress ?? 'unknown';
+}
+
 function send(res: ServerResponse, status: number, body: unknown, cbor: boolean): void {
   const bytes = cbor ? Buffer.from(encodePayload(body)) : Buffer.from(JSON.stringify(body));
   res.writeHead(status, { 'content-type': cbor ? 'application/cbor' : 'application/json', 'content-length': bytes.length });
@@ -96,12 +111,54 @@ export function createHttpServer(deps: HttpDeps): Server {
   const requests: Counter = deps.meter.createCounter('mcpx_actions_total', { description: 'Actions by type and result code' });
   const duration: Histogram = deps.meter.createHistogram('mcpx_action_duration_ms', { unit: 'ms', description: 'Action time' });
   const refused: Counter = deps.meter.createCounter('mcpx_action_bodies_refused_total', { description: 'Action bodies the decoder refused, by format and rule' });
+  const limits = deps.quotas ?? QUOTA_DEFAULTS;
+  const quotas = new AccountQuotas(limits, deps.meter);
+  let lastLimitWarning = 0;
+  const limitError = (err: Error): void => {
+    // A limit that cannot reach Redis admits; say so now and then, not per request.
+    if (Date.now() - lastLimitWarning < 10_000) return;
+    lastLimitWarning = Date.now();
+    deps.log.warn('rate limits and stream quotas unavailable, admitting', { err });
+  };
+  const rates = new RateLimiter(deps.redis, deps.redisPrefix, { onError: limitError });
+  const streams = new LeaseQuota(deps.redis, deps.redisPrefix, { onError: limitError });
+  const actionDeps: ActionDeps = { ...deps.actions, quotas };
+
+  /** Refuses a client address over its rate before anything costly (decoding, signature, Redis nonce). */
+  async function admitAddress(req: IncomingMessage): Promise<void> {
+    const decision = await rates.take('address', clientAddress(req), limits.actionsPerAddress);
+    if (decision.ok) return;
+    quotas.rejected(QuotaKinds.actionsPerAddress);
+    throw rateLimited(QuotaKinds.actionsPerAddress, decision.retryAfterMs, 'too many requests from this address; retry later');
+  }
+
+  /** Refuses a signer over its rate, once its signature is known good (a forger cannot drain another's bucket). */
+  async function admitSigner(signer: string): Promise<void> {
+    const decision = await rates.take('signer', signer, limits.actionsPerSigner);
+    if (decision.ok) return;
+    quotas.rejected(QuotaKinds.actionsPerSigner);
+    throw rateLimited(QuotaKinds.actionsPerSigner, decision.retryAfterMs, 'too many actions from this signer; retry later');
+  }
+
+  /** Holds one of the account's event-stream slots while its stream is open. */
+  async function admitStream(account: string): Promise<() => void> {
+    const max = limits.eventStreamsPerAccount;
+    const decision = await streams.acquire('event-streams', account, max);
+    if (decision.ok) return () => decision.lease.release();
+    quotas.rejected(QuotaKinds.eventStreams);
+    throw quotaExceeded('envelope', QuotaKinds.eventStreams, max, `the account holds its ${max} open event streams; close one first`, decision.retryAfterMs);
+  }
 
   async function handleAction(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const cbor = isCbor(req);
     const started = performance.now();
     let type = 'unknown';
     try {
+      await admitAddress(req).catch((err: unknown) => {
+        // Refused unread: drain the body so the client reads the answer.
+        req.resume();
+        throw err;
+      });
       const raw = await readBody(req);
       let body: unknown;
       try {
@@ -118,7 +175,8 @@ export function createHttpServer(deps: HttpDeps): Server {
       type = isKnownAction(String(envelope.action.type)) ? String(envelope.action.type) : 'unknown';
       const result = await withSpan(deps.tracer, `action ${type}`, { 'mcpx.action': type, 'mcp.account': envelope.account }, async () => {
         const caller = await authenticate(envelope, { redis: deps.redis, redisPrefix: deps.redisPrefix, accounts: deps.actions.accounts });
-        return dispatchAction(deps.actions, caller, envelope.action);
+        await admitSigner(caller.signer);
+        return dispatchAction(actionDeps, caller, envelope.action);
       }, { kind: SpanKind.SERVER });
       requests.add(1, { action: type, code: 'ok' });
       send(res, 200, result, cbor);
@@ -129,6 +187,7 @@ export function createHttpServer(deps: HttpDeps): Server {
       // A body over the limit is 413 (Payload Too Large), still an invalid_input naming `body`.
       const status = wire.code === ErrorCodes.invalidInput && wire.details.status === 413 ? 413 : wire.httpStatus;
       if (status === 413) res.setHeader('connection', 'close');
+      for (const [k, v] of Object.entries(retryAfterHeader(wire))) res.setHeader(k, v);
       send(res, status, { error: wire.toJSON() }, cbor);
     } finally {
       duration.record(performance.now() - started, { action: type });
@@ -140,10 +199,18 @@ export function createHttpServer(deps: HttpDeps): Server {
     if (req.method === 'POST' && url.pathname === '/v1/actions') {
       void handleAction(req, res);
     } else if (req.method === 'GET' && url.pathname === '/v1/events') {
-      void deps.events.handle(req, res, url, (envelopeBody) => {
-        checkValueBounds(envelopeBody, 'envelope', BODY_LIMITS);
-        return authenticate(parseEnvelope(envelopeBody), { redis: deps.redis, redisPrefix: deps.redisPrefix, accounts: deps.actions.accounts });
-      });
+      void deps.events.handle(
+        req,
+        res,
+        url,
+        async (envelopeBody) => {
+          checkValueBounds(envelopeBody, 'envelope', BODY_LIMITS);
+          const caller = await authenticate(parseEnvelope(envelopeBody), { redis: deps.redis, redisPrefix: deps.redisPrefix, accounts: deps.actions.accounts });
+          await admitSigner(caller.signer);
+          return caller;
+        },
+        { admitAddress: () => admitAddress(req), admitStream, boundAgents: (account, signer) => deps.actions.accounts.boundAgents(account, signer), retryAfter: retryAfterHeader },
+      );
     } else if (req.method === 'GET' && url.pathname === OAUTH_CALLBACK_PATH && deps.oauthCallback) {
       void deps.oauthCallback(req, res, url);
     } else if (req.method === 'GET' && url.pathname === OAUTH_CLIENT_METADATA_PATH && deps.oauthClientMetadata) {

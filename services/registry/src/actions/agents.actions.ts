@@ -1,6 +1,7 @@
 import { ErrorCodes, WireError, invalidInput, type AgentChangedEvent, type AgentView } from '@mcpx/contracts';
 import type { AgentRecord } from '../repositories/agents.repository.js';
 import { validateAgentName, validateGrantList } from '../validation.js';
+import { accountQuotas } from '../account-quotas.js';
 import type { ActionDeps, ActionHandler } from './context.js';
 
 export function agentView(agent: AgentRecord): AgentView {
@@ -43,6 +44,7 @@ export const createAgent: ActionHandler = async (deps, caller, action) => {
   try {
     agent = await deps.db.transaction().execute(async (trx) => {
       await deps.accounts.ensure(caller.account, trx);
+      await accountQuotas(deps).checkNewAgent(trx, caller.account);
       return deps.agents.create(caller.account, name, { mcpServers: grants }, trx);
     });
   } catch (err) {

@@ -11,6 +11,7 @@ import { validateServerConfig, validateServerNameInput } from '../validation.js'
 import { publishAgentChanged } from './agents.actions.js';
 import { storedOAuthClient, validatePreRegisteredClient, type PreRegisteredClient } from '../oauth/oauth-client-config.js';
 import { withAuthorization } from './oauth.actions.js';
+import { accountQuotas } from '../account-quotas.js';
 import type { ActionHandler } from './context.js';
 
 export const listMcpServers: ActionHandler = async (deps, caller) => {
@@ -51,6 +52,8 @@ export const setMcpServer: ActionHandler = async (deps, caller, action) => {
     await deps.accounts.ensure(caller.account, trx);
     const previous = await deps.servers.find(caller.account, name, trx);
     await guardSet(deps, caller, trx, name, previous, config.url);
+    // A new server counts against the account's quota; the transaction writes nothing when refused.
+    if (previous === null) await accountQuotas(deps).checkNewServer(trx, caller.account);
     const moved = previous !== null && urlOrigin(previous.config.url) !== origin;
     for (const [header, ref] of Object.entries(config.secretRefs)) {
       const held = Object.entries(previous?.config.secretRefs ?? {}).some(([h, r]) => h.toLowerCase() === header.toLowerCase() && r === ref);
