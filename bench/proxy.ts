@@ -71,7 +71,7 @@ async function run(total: number, concurrency: number, op: (i: number) => Promis
 const cpuMs = (u: NodeJS.CpuUsage): number => (u.user + u.system) / 1000;
 
 async function proxyStats(p: ProxyProcess): Promise<{ cpu: NodeJS.CpuUsage; rss: number; connections: number; runs: number }> {
-  return (await (await fetch(`${p.url}/stats`)).json()) as { cpu: NodeJS.CpuUsage; rss: number; connections: number; runs: number };
+  return (await (await fetch(`${p.internalUrl}/stats`)).json()) as { cpu: NodeJS.CpuUsage; rss: number; connections: number; runs: number };
 }
 
 async function startUpstream(era: 'modern' | 'legacy'): Promise<{ url: string; stop: () => void; stderr: string[] }> {

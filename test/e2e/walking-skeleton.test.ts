@@ -95,7 +95,7 @@ describe('walking skeleton: registry → projector → proxy', () => {
     expect(second.instance).toBe(first.instance);
 
     const proxy = system.services.find((s) => s.name === 'proxy');
-    const stats = async () => (await (await fetch(`${proxy?.url}/stats`)).json()) as { connections: number; runs: number };
+    const stats = async () => (await (await fetch(`${proxy?.internalUrl}/stats`)).json()) as { connections: number; runs: number };
     expect((await stats()).connections).toBe(1);
     const ended = await mcpx('runs', 'end', 'run-1');
     expect(ended.ended).toBe(true);

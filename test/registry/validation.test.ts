@@ -227,7 +227,7 @@ describe('invalid actions: a typed error naming the field, nothing written', () 
 
   it('labels metrics with known action types only: made-up types do not mint new series', async () => {
     for (let i = 0; i < 5; i++) expect((await act(`MadeUp${i}Zq`)).status).toBe(400);
-    const metrics = await (await fetch(new URL('/metrics', h.apiUrl))).text();
+    const metrics = await (await fetch(new URL('/metrics', h.internalUrl))).text();
     expect(metrics).toContain('action="unknown"');
     expect(metrics).not.toContain('MadeUp');
     expect(metrics).toContain('action="SetMcpServer"');

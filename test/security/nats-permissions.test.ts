@@ -141,6 +141,31 @@ describe('NATS least privilege against the real services', () => {
     expect(await callEcho('after-registry')).toContain('after-registry');
   });
 
+  it("the projector's PubAcks come on its own inbox: nobody may subscribe to the default _INBOX space", async () => {
+    for (const role of ['projector', 'registry', 'proxy'] as const) {
+      const nc = await nats.connectAs(role);
+      try {
+        for (const subject of ['_INBOX.*.*', '_INBOX.>', '_INBOX.abc.1']) {
+          const err = await subscriptionError(nc.subscribe(subject));
+          expect({ role, subject, err }).toMatchObject({ err: { name: 'PermissionViolationError', message: `Permissions Violation for Subscription to "${subject}"` } });
+        }
+      } finally {
+        await nc.close();
+      }
+    }
+    // The projector still publishes agent changes through JetStream (its PubAcks reach it): a new
+    // agent's tools-changed message arrives, and its tools are projected.
+    const seen: string[] = [];
+    const sub = runtime.nc.subscribe(subjects.agentToolsChangedAll(), { callback: (_e, m) => void seen.push(m.subject) });
+    try {
+      await runtime.nc.flush();
+      const second = (await api.act<{ agent: { id: string } }>('CreateAgent', { name: 'second', definition: { mcpServers: ['demo'] } })).agent.id;
+      await eventually(async () => (seen.includes(subjects.agentToolsChanged(api.principal, second)) ? true : undefined), 30_000, 'agent tools changed published');
+    } finally {
+      sub.unsubscribe();
+    }
+  });
+
   it('the projector cannot publish discovery events, and the proxy cannot publish either stream', async () => {
     const projector = await nats.connectAs('projector');
     const proxy = await nats.connectAs('proxy');

@@ -79,10 +79,12 @@ export class ProjectorHarness {
   /** Starts a projector process on this harness's database and namespace; resolves once healthy. */
   async spawnProcess(env: Record<string, string> = {}): Promise<ProjectorProcess> {
     const port = await freePort();
+    // Its own internal port too: the default is fixed, and processes side by side would share it.
+    const internalPort = await freePort();
     const logs: string[] = [];
     const child = spawn(join(ROOT, 'node_modules', '.bin', 'tsx'), [join(ROOT, 'services', 'projector', 'src', 'main.ts')], {
       cwd: ROOT,
-      env: { ...process.env, ...this.env, ...env, HTTP_PORT: String(port), HTTP_HOST: '127.0.0.1', INSTANCE_ID: `projector-proc-${port}` },
+      env: { ...process.env, ...this.env, ...env, HTTP_PORT: String(port), HTTP_HOST: '127.0.0.1', INTERNAL_HTTP_PORT: String(internalPort), INSTANCE_ID: `projector-proc-${port}` },
       stdio: ['ignore', 'pipe', 'pipe'],
       // Its own process group: tsx runs the service in a child process, and a SIGKILL of the
       // wrapper alone would leave the projector running.

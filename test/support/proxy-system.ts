@@ -132,7 +132,10 @@ export class ProxySystem {
 /** A proxy running as its own process (SIGKILL-able), against a ProxySystem's namespace. */
 export interface ProxyProcess {
   instance: string;
+  /** The public port (`/healthz` only). */
   url: string;
+  /** The internal port: `/healthz`, `/metrics`, `/stats`. */
+  internalUrl: string;
   child: ChildProcess;
   logs: string[];
   kill(): Promise<void>;
@@ -142,13 +145,14 @@ export interface ProxyProcess {
 /** Spawns `services/proxy/src/main.ts` with the system's environment and waits until healthy. */
 export async function spawnProxyProcess(system: ProxySystem, extraEnv: Record<string, string> = {}, nodeArgs: string[] = []): Promise<ProxyProcess> {
   const port = await freePort();
+  const internalPort = await freePort();
   const instance = `proxyp-${port}`;
   const logs: string[] = [];
   // Node itself with tsx as a loader (not the tsx wrapper): a SIGKILL must kill the very process
   // that holds the connections, not a relay in front of it.
   const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', join(ROOT, 'services', 'proxy', 'src', 'main.ts')], {
     cwd: ROOT,
-    env: { ...process.env, ...system.env, ...extraEnv, HTTP_PORT: String(port), HTTP_HOST: '127.0.0.1', INSTANCE_ID: instance },
+    env: { ...process.env, ...system.env, ...extraEnv, HTTP_PORT: String(port), HTTP_HOST: '127.0.0.1', INTERNAL_HTTP_PORT: String(internalPort), INSTANCE_ID: instance },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   child.stdout?.on('data', (d: Buffer) => logs.push(d.toString('utf8')));
@@ -167,5 +171,5 @@ export async function spawnProxyProcess(system: ProxySystem, extraEnv: Record<st
     if (!alive()) throw new Error(`proxy exited:\n${logs.join('')}`);
     return (await fetch(`${url}/healthz`).catch(() => undefined))?.ok ? true : undefined;
   }, 60_000, `proxy ${instance} healthy`);
-  return { instance, url, child, logs, kill: () => signal('SIGKILL'), stop: () => signal('SIGTERM') };
+  return { instance, url, internalUrl: `http://127.0.0.1:${internalPort}`, child, logs, kill: () => signal('SIGKILL'), stop: () => signal('SIGTERM') };
 }

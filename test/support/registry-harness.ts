@@ -107,6 +107,11 @@ export class RegistryHarness {
     return this.registry.url;
   }
 
+  /** The first registry's internal port (`/healthz`, `/metrics`), which the API does not serve. */
+  get internalUrl(): string {
+    return this.registry.internalUrl;
+  }
+
   config(service: 'registry' | 'projector' | 'proxy', extraEnv: Record<string, string> = {}): Config {
     return loadConfig(service, { ...this.env, ...extraEnv, HTTP_PORT: '0', INSTANCE_ID: `${service}-${this.stops.length + 1}` });
   }

@@ -67,6 +67,8 @@ export interface ServiceProcess {
   name: ServiceName;
   instance: string;
   url: string;
+  /** Its internal port: `/healthz`, `/metrics` and (the proxy) `/stats`, which `url` does not serve. */
+  internalUrl: string;
   child: ChildProcess;
   /** Everything it wrote to stdout and stderr. */
   logs: string[];
@@ -101,17 +103,18 @@ export class ProcessSystem {
   /** Starts one more instance of a service and waits until it is healthy. */
   async spawn(name: ServiceName): Promise<ServiceProcess> {
     const port = await freePort();
+    const internalPort = await freePort();
     const instance = `${name}-${this.services.filter((s) => s.name === name).length + 1}-${port}`;
     const logs: string[] = [];
     // node itself (not the tsx wrapper), so that a kill reaches the service's own process.
     const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'services', name, 'src', 'main.ts')], {
       cwd: ROOT,
-      env: { ...process.env, ...this.env, ...this.natsEnv(name), HTTP_PORT: String(port), HTTP_HOST: '127.0.0.1', INSTANCE_ID: instance },
+      env: { ...process.env, ...this.env, ...this.natsEnv(name), HTTP_PORT: String(port), HTTP_HOST: '127.0.0.1', INTERNAL_HTTP_PORT: String(internalPort), INSTANCE_ID: instance },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     child.stdout?.on('data', (d: Buffer) => logs.push(d.toString('utf8')));
     child.stderr?.on('data', (d: Buffer) => logs.push(d.toString('utf8')));
-    const svc: ServiceProcess = { name, instance, url: `http://127.0.0.1:${port}`, child, logs };
+    const svc: ServiceProcess = { name, instance, url: `http://127.0.0.1:${port}`, internalUrl: `http://127.0.0.1:${internalPort}`, child, logs };
     this.services.push(svc);
     await waitHealthy(svc.url, child, logs);
     return svc;

@@ -77,6 +77,29 @@ describe('bus (real NATS)', () => {
   });
 });
 
+describe('bus: the inbox prefix (real NATS)', () => {
+  it("makes every reply inbox of the connection under the prefix it is given, nats.js' _INBOX without one", async () => {
+    const own = await connectBus({ url: natsUrl, name: 'bus-test-inbox', prefix, inboxPrefix: '_INBOX_bustest' });
+    const plain = await connectBus({ url: natsUrl, name: 'bus-test-inbox-default', prefix });
+    const subject = `${prefix}test.inbox`;
+    const seen: string[] = [];
+    const sub = plain.nc.subscribe(subject, { callback: (_e, m) => void (seen.push(m.reply ?? ''), m.respond(encodePayload({ ok: true, value: 1 }))) });
+    try {
+      await plain.nc.flush();
+      expect(own.inboxPrefix).toBe('_INBOX_bustest');
+      expect(plain.inboxPrefix).toBe('_INBOX');
+      await expect(own.request<number>(subject, {}, 5_000)).resolves.toBe(1);
+      await expect(plain.request<number>(subject, {}, 5_000)).resolves.toBe(1);
+      expect(seen[0]).toMatch(/^_INBOX_bustest\./);
+      expect(seen[1]).toMatch(/^_INBOX\.[^.]+/);
+    } finally {
+      sub.unsubscribe();
+      await own.close();
+      await plain.close();
+    }
+  });
+});
+
 describe('bus: malformed requests and replies (real NATS)', () => {
   const entries: Entry[] = [];
   const log: BusLog = { error: (msg, fields) => void entries.push({ msg, fields }), warn: (msg, fields) => void entries.push({ msg, fields }) };

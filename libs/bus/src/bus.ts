@@ -36,19 +36,39 @@ export interface BusOptions {
   log?: BusLog;
   /** The service's own NATS credentials (user and password); unset: an anonymous connection. */
   credentials?: BusCredentials;
+  /**
+   * The prefix of this connection's reply inboxes (`_INBOX_<user>` under least privilege, the only
+   * inbox its user may subscribe to; `@mcpx/config`'s `inboxPrefixOf`). Every request, JetStream
+   * call and hand-made inbox of the connection lives under it (`Bus.inboxPrefix`). Unset:
+   * `credentials.inboxPrefix`, else nats.js' `_INBOX`.
+   */
+  inboxPrefix?: string;
 }
 
 /** A NATS user of the server's `authorization.users` (DESIGN.md §3: one per service and the runtime). */
 export interface BusCredentials {
   user: string;
   pass: string;
+  /**
+   * The inbox prefix that goes with this user (`Config.natsCredentials` carries it), used when
+   * `BusOptions.inboxPrefix` is not given.
+   */
+  inboxPrefix?: string;
 }
+
+/** nats.js' inbox prefix when a connection sets none. */
+export const DEFAULT_INBOX_PREFIX = '_INBOX';
 
 export interface Bus {
   nc: NatsConnection;
   js: JetStreamClient;
   jsm: JetStreamManager;
   subjects: Subjects;
+  /**
+   * The prefix of the connection's reply inboxes: an inbox made by hand (`createInbox(prefix)`)
+   * must use it, or its user may not subscribe to it.
+   */
+  inboxPrefix: string;
   /** Publishes a CBOR event on JetStream with trace headers; `msgId` makes a retry a no-op. */
   publishEvent(subject: string, payload: unknown, msgId?: string): Promise<void>;
   /** Headers carrying the active trace context. */
@@ -159,7 +179,10 @@ async function answer<Req, Res>(
  */
 export async function connectBus(opts: BusOptions): Promise<Bus> {
   const log = opts.log ?? stderrLog(opts.name);
-  const nc = await connect({ servers: opts.url, name: opts.name, maxReconnectAttempts: -1, ...(opts.credentials ?? {}) });
+  // Only the options named here reach nats.js: no field of a credentials object slips through.
+  const inboxPrefix = opts.inboxPrefix ?? opts.credentials?.inboxPrefix ?? DEFAULT_INBOX_PREFIX;
+  const auth = opts.credentials === undefined ? {} : { user: opts.credentials.user, pass: opts.credentials.pass };
+  const nc = await connect({ servers: opts.url, name: opts.name, maxReconnectAttempts: -1, inboxPrefix, ...auth });
   const subjects = makeSubjects(opts.prefix ?? '');
   const jsm = await jetstreamManager(nc);
   await ensureStreams(jsm, subjects);
@@ -170,6 +193,7 @@ export async function connectBus(opts: BusOptions): Promise<Bus> {
     js,
     jsm,
     subjects,
+    inboxPrefix,
     traceHeaders,
     publishEvent: async (subject, payload, msgId) => {
       await js.publish(subject, encodePayload(payload), { headers: traceHeaders(), ...(msgId ? { msgID: msgId } : {}) });

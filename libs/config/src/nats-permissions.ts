@@ -87,14 +87,6 @@ export function natsUserEntries(users: readonly NatsUser[], prefix = ''): NatsUs
  */
 export const RESPONSE_WINDOW_MS = 11 * 60_000;
 
-/**
- * Interim: the projector's `EventPublisher` makes its PubAck inbox with `createInbox()` (the default
- * `_INBOX.<nuid>`), not with the connection's prefix. Every other user receives replies under its
- * own prefix only, so the default space carries nothing but this publisher's PubAcks (and an
- * operator's replies). Drop this once the publisher takes the connection's inbox prefix.
- */
-const PROJECTOR_PUBACK_INBOX = '_INBOX.*.*';
-
 /** The projector's durable consumer on `MCP_EVENTS` (services/projector's `PROJECTOR_DURABLE`). */
 const PROJECTOR_DURABLE = 'projector';
 /** The proxy's micro-service name (services/proxy's `proxyServiceName`): `$SRV` subjects are not prefixed. */
@@ -173,7 +165,7 @@ export function natsPermissions(role: NatsRole, user: string, prefix = ''): Nats
           `$JS.API.CONSUMER.MSG.NEXT.${events}.${PROJECTOR_DURABLE}`,
           `$JS.ACK.${events}.${PROJECTOR_DURABLE}.>`,
         ],
-        subscribe: [inbox, PROJECTOR_PUBACK_INBOX, `${p}projector.agent-tools.get`, `${p}projector.lambda.set`, `${p}projector.lambda.delete`, `${p}projector.tools.search`],
+        subscribe: [inbox, `${p}projector.agent-tools.get`, `${p}projector.lambda.set`, `${p}projector.lambda.delete`, `${p}projector.tools.search`],
         allowResponses: replies,
       };
     case 'proxy': {

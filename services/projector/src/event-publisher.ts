@@ -44,9 +44,13 @@ interface Waiting {
  * subscription and counts the PubAcks, several thousand in flight: about 4× faster. A message that
  * gets an error, no responder or no PubAck in time is sent again with the same `Nats-Msg-Id`, so
  * JetStream stores it once.
+ *
+ * The PubAck inbox is made under the connection's own inbox prefix (`Bus.inboxPrefix`): under least
+ * privilege the projector may subscribe to `_INBOX_<user>.>` and nothing else, so an inbox in the
+ * default `_INBOX.` space would be refused (and would let others read its PubAcks).
  */
 export class EventPublisher {
-  private readonly inbox = createInbox();
+  private readonly inbox: string;
   private readonly sub: Subscription;
   private readonly waiting = new Map<number, Waiting>();
   private readonly window: number;
@@ -57,9 +61,12 @@ export class EventPublisher {
 
   constructor(
     private readonly nc: NatsConnection,
+    /** The connection's inbox prefix (`Bus.inboxPrefix`). */
+    inboxPrefix: string,
     private readonly traceHeaders: () => MsgHdrs,
     opts: EventPublisherOptions = {},
   ) {
+    this.inbox = createInbox(inboxPrefix);
     this.window = opts.window ?? 5_000;
     this.ackTimeoutMs = opts.ackTimeoutMs ?? 5_000;
     this.attempts = opts.attempts ?? 3;
