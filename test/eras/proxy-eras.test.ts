@@ -3,6 +3,7 @@ import { decodePayload, encodePayload, type ProxyCallReply, type ProxyCallReques
 import { echoTool, startEverythingServer, startTestMcpServer, type TestMcpServer } from '../servers/index.js';
 import { startFrontServer, type FrontServer } from '../servers/front-server.js';
 import { ProxySystem } from '../support/proxy-system.js';
+import { eventually } from '../support/system.js';
 
 /** A modern server holds no session: any proxy instance serves any call of a run, with the registry's verdict and no probe. */
 describe('proxy across eras, two instances', () => {
@@ -34,17 +35,37 @@ describe('proxy across eras, two instances', () => {
   });
 
   it('serves the calls of one run on both instances against a modern server, with no discover or handshake beyond the first discovery', async () => {
-    expect(modern.stats.discovers).toBe(1);
-    const [a, b] = system.proxies.map((p) => p.instance) as [string, string];
-    for (let i = 0; i < 6; i++) {
-      const instance = i % 2 === 0 ? a : b;
-      const reply = await callOn(instance, 'shared-run', 'modern__echo', `m${i}`);
-      expect(reply).toMatchObject({ ok: true, instance, result: { text: `echo: m${i}` } });
+    try {
+      expect(modern.stats.discovers).toBe(1);
+      const [a, b] = system.proxies.map((p) => p.instance) as [string, string];
+      for (let i = 0; i < 6; i++) {
+        const instance = i % 2 === 0 ? a : b;
+        const reply = await callOn(instance, 'shared-run', 'modern__echo', `m${i}`);
+        expect(reply).toMatchObject({ ok: true, instance, result: { text: `echo: m${i}` } });
+      }
+      expect(modern.stats.calls).toBe(6);
+      expect(modern.stats.discovers).toBe(1);
+      expect(modern.stats.handshakes).toBe(0);
+    } finally {
+      await system.client.endRun(system.account, 'shared-run');
     }
-    expect(modern.stats.calls).toBe(6);
-    expect(modern.stats.discovers).toBe(1);
+  });
+
+  it('shares one modern connection among the runs of an instance, closed with the last of them', async () => {
+    const proxy = system.proxies[0]!;
+    await eventually(async () => (proxy.stats().runs === 0 ? true : undefined), 10_000, 'earlier runs ended');
+    const base = proxy.stats().connections;
+    const runs = ['s1', 's2', 's3', 's4', 's5'];
+    for (const run of runs) expect((await callOn(proxy.instance, run, 'modern__echo', run)).ok).toBe(true);
+    expect(proxy.stats().connections - base).toBe(1);
+    for (const run of runs.slice(0, -1)) await system.client.endRun(system.account, run);
+    await eventually(async () => (proxy.stats().runs <= 1 ? true : undefined), 10_000, 'four runs ended');
+    expect(proxy.stats().connections - base).toBe(1);
+    // The last run still calls on it.
+    expect(await callOn(proxy.instance, 's5', 'modern__echo', 'still')).toMatchObject({ ok: true, result: { text: 'echo: still' } });
+    await system.client.endRun(system.account, 's5');
+    await eventually(async () => (proxy.stats().connections === base ? true : undefined), 10_000, 'the shared connection closed with the last run');
     expect(modern.stats.handshakes).toBe(0);
-    await system.client.endRun(system.account, 'shared-run');
   });
 
   it('keeps a legacy run on its session: one handshake per instance that serves it', async () => {

@@ -69,6 +69,9 @@ export class ConnectionPool {
   private readonly verdictOutcomes: Counter;
   private readonly open: UpDownCounter;
   private readonly verdicts: EraVerdictSource;
+  /** Modern connections shared by the runs that use them, by server and auth context. */
+  private readonly shared = new Map<string, { conn: McpConnection; refs: number }>();
+  private readonly sharedKeys = new WeakMap<McpConnection, string>();
   /** Probes under way (no verdict known yet), by server and auth context: other connects wait for the verdict instead of probing too. */
   private readonly probing = new Map<string, Promise<unknown>>();
   private openCount = 0;
@@ -115,13 +118,17 @@ export class ConnectionPool {
       }
       if (slot === undefined) {
         if (this.runs.get(key) !== pool) throw new McpClientError('transport_error', 'the run ended while the call was starting');
-        const created: Slot = { promise: this.connect(account, server, entry), authContext: authContextOf(entry.url, entry.headers) };
+        const authContext = authContextOf(entry.url, entry.headers);
+        const reused = this.sharedModern(account, server, authContext);
+        const created: Slot = reused
+          ? { promise: Promise.resolve(reused), conn: reused, authContext, verdictReported: true }
+          : { promise: this.connect(account, server, entry, authContext), authContext };
         slot = created;
         pool.connections.set(server, created);
         created.promise.then(
           (c) => {
             created.conn = c;
-            created.verdictReported = c.reprobed;
+            created.verdictReported ||= c.reprobed;
           },
           () => {
             if (pool.connections.get(server) === created) pool.connections.delete(server);
@@ -140,10 +147,25 @@ export class ConnectionPool {
     }
   }
 
-  private async connect(account: string, server: string, entry: ServerEntry): Promise<McpConnection> {
+  /**
+   * A modern connection to the server under this auth context that another run already opened: it
+   * holds no session, so runs share it (one client per server and credential, not per run).
+   */
+  private sharedModern(account: string, server: string, authContext: string): McpConnection | undefined {
+    const key = `${account}\u0000${server}\u0000${authContext}`;
+    const shared = this.shared.get(key);
+    if (shared === undefined) return undefined;
+    if (shared.conn.closed || shared.conn.era !== 'modern') {
+      this.shared.delete(key);
+      return undefined;
+    }
+    shared.refs++;
+    return shared.conn;
+  }
+
+  private async connect(account: string, server: string, entry: ServerEntry, authContext: string): Promise<McpConnection> {
     // The notification handler is registered before the connection exists; it reads it from here.
     const opened: { conn?: McpConnection } = {};
-    const authContext = authContextOf(entry.url, entry.headers);
     const probeKey = `${account}\u0000${server}\u0000${authContext}`;
     let prior = await this.verdicts.get(account, server, authContext);
     const under = prior === undefined ? this.probing.get(probeKey) : undefined;
@@ -180,6 +202,10 @@ export class ConnectionPool {
     }
     opened.conn = conn;
     this.counted.add(conn);
+    if (conn.era === 'modern' && !this.shared.has(probeKey)) {
+      this.shared.set(probeKey, { conn, refs: 1 });
+      this.sharedKeys.set(conn, probeKey);
+    }
     this.handshakes.add(1, { era: conn.era });
     this.open.add(1);
     this.openCount++;
@@ -214,7 +240,15 @@ export class ConnectionPool {
 
   private async closeConn(slot: Slot): Promise<void> {
     const conn = await slot.promise.catch(() => undefined);
-    if (conn === undefined || !this.counted.has(conn)) return;
+    if (conn === undefined) return;
+    const sharedKey = this.sharedKeys.get(conn);
+    const shared = sharedKey === undefined ? undefined : this.shared.get(sharedKey);
+    if (sharedKey !== undefined && shared?.conn === conn) {
+      // Closed with the last run that uses it.
+      if (--shared.refs > 0) return;
+      this.shared.delete(sharedKey);
+    }
+    if (!this.counted.has(conn)) return;
     this.counted.delete(conn);
     this.open.add(-1);
     this.openCount--;
