@@ -60,7 +60,9 @@ export interface ConnectionPoolOptions {
  *
  * Each connect uses the server's era verdict for its auth context. To a modern (2026-07-28)
  * server a connection is no session: it costs no round trip and holds nothing on the server, so
- * any instance can serve any call of a run. A legacy connection is a session, kept per run.
+ * any instance can serve any call of a run, and the runs of an instance share one connection per
+ * server and auth context (closed with the last of them). A legacy connection is a session, kept
+ * per run.
  */
 export class ConnectionPool {
   private readonly runs = new Map<string, RunPool>();
