@@ -4,7 +4,9 @@ import type { McpToolDocument } from '@mcpx/domain';
 import { UsageError, flag, flags, keyValues, need, type ParsedArgs, type Print } from './args.js';
 import { call, runsEnd } from './call-commands.js';
 import { readKey, sendAction, writeKey, type CliEnv } from './client.js';
+import { droppedSecretsLine, type DroppedSecrets } from './dropped-secrets.js';
 import { authorizationLines, oauthClientLine, preRegisteredClient, serversAuthorize, type AuthorizationAnswer } from './oauth-commands.js';
+import { signersAuthorize, signersRevoke } from './signer-commands.js';
 import { terminalText } from './terminal-text.js';
 import { toolsPermission, vendorsConnect, vendorsDisconnect } from './trust-commands.js';
 
@@ -99,11 +101,16 @@ const serversSet: Command = async (env, args, io, json) => {
     ...preRegisteredClient(args),
   };
   const key = await readKey(env.keyFile);
-  const res = await sendAction<AuthorizationAnswer>(env, key, { type: 'SetMcpServer', name, config });
+  const res = await sendAction<AuthorizationAnswer & { droppedSecrets?: DroppedSecrets }>(env, key, { type: 'SetMcpServer', name, config });
   const { server } = res;
-  // JSON keeps the server as before; an oauth server adds where to authorize.
-  const shown = { ...server, ...(res.authorizationUrl !== undefined ? { authorizationUrl: res.authorizationUrl } : {}), ...(res.authorizationError !== undefined ? { authorizationError: res.authorizationError } : {}) };
-  print(io, json, shown, () => serverLine(server) + authorizationLines(res));
+  // JSON keeps the server as before; an oauth server adds where to authorize, a move what was dropped.
+  const shown = {
+    ...server,
+    ...(res.authorizationUrl !== undefined ? { authorizationUrl: res.authorizationUrl } : {}),
+    ...(res.authorizationError !== undefined ? { authorizationError: res.authorizationError } : {}),
+    ...(res.droppedSecrets !== undefined ? { droppedSecrets: res.droppedSecrets } : {}),
+  };
+  print(io, json, shown, () => serverLine(server) + droppedSecretsLine(res.droppedSecrets) + authorizationLines(res));
 };
 
 const serversList: Command = async (env, _args, io, json) => {
@@ -218,9 +225,17 @@ const toolsSearch: Command = async (env, args, io, json) => {
   );
 };
 
+/** JSON with every object's keys sorted, as the registry keeps the arguments for display. */
+function canonicalJson(value: unknown): string {
+  const sort = (v: unknown): unknown =>
+    Array.isArray(v) ? v.map(sort) : v !== null && typeof v === 'object' ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, sort((v as Record<string, unknown>)[k])])) : v;
+  return JSON.stringify(sort(value));
+}
+
+/** One pending approval with its whole canonical arguments: what is shown is what is approved. */
 function approvalLine(a: ApprovalView): string {
-  const args = a.arguments === undefined ? '(arguments too big to show)' : JSON.stringify(a.arguments);
-  return `${a.id}  ${a.tool}  run ${a.run}  agent ${a.agent}  expires ${a.expiresAt}\n  arguments: ${args.length > 200 ? `${args.slice(0, 200)}…` : args}`;
+  const args = a.arguments === undefined ? '(too large to show: this call can only be denied)' : canonicalJson(a.arguments);
+  return `${a.id}  ${a.tool}  run ${a.run}  agent ${a.agent}  expires ${a.expiresAt}\n  arguments: ${args}`;
 }
 
 const approvalsList: Command = async (env, _args, io, json) => {
@@ -261,6 +276,8 @@ export const COMMANDS: Record<string, Command> = {
   'vendors connect': printing(vendorsConnect),
   'vendors disconnect': printing(vendorsDisconnect),
   'runs end': printing(runsEnd),
+  'signers authorize': printing(signersAuthorize),
+  'signers revoke': printing(signersRevoke),
   'approvals list': approvalsList,
   'approvals approve': decideApproval('ApproveToolCall'),
   'approvals deny': decideApproval('DenyToolCall'),
@@ -286,6 +303,8 @@ export const USAGE = `usage: mcpx <command> [--json]
   call --agent AGENT [--run RUN] [--timeout-ms MS] [--approval ID | --wait-approval SECONDS] TOOL ['{json arguments}']
   approvals list | approvals approve ID | approvals deny ID
   runs end RUN
+  signers authorize PRINCIPAL --role OWNER|WRITER|AGENT [--agent AGENT]...   (AGENT: bound to the agents named)
+  signers revoke PRINCIPAL
 every command: --json (machine-readable output), --api URL, --key-file PATH
 environment: MCPX_API_URL (http://127.0.0.1:8080), MCPX_KEY_FILE (~/.mcpx/key.json)
 operators only: call and runs end over NATS instead of the API with --nats URL (or MCPX_NATS_URL) and the
