@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compileValidator, type JsonObject } from '@mcpx/domain';
-import { cborNestingExceeds, decodeCallRequest, parseCallRequest, MAX_CALL_TIMEOUT_MS } from '@mcpx/proxy';
-import { encodePayload } from '@mcpx/contracts';
+import { CALL_REQUEST_LIMITS, decodeCallRequest, parseCallRequest, MAX_CALL_TIMEOUT_MS, MAX_REQUEST_BYTES } from '@mcpx/proxy';
+import { StrictRules, encodePayload } from '@mcpx/contracts';
 import { startTestMcpServer, type TestMcpServer, type TestTool } from '../servers/index.js';
 import { ProxySystem } from '../support/proxy-system.js';
 
@@ -145,12 +145,25 @@ describe('call request decoding', () => {
     expect(parseCallRequest(base).timeoutMs).toBeUndefined();
   });
 
-  it('finds deep CBOR nesting before decoding it, and lets ordinary requests through', () => {
+  it('decodes with the strict decoder: deep nesting, oversize, tags and indefinite lengths are refused by rule, ordinary requests pass', () => {
     let deep: unknown = 1;
-    for (let i = 0; i < 100; i++) deep = { k: [deep] };
-    expect(cborNestingExceeds(encodePayload({ ...base, arguments: { deep } }), 64)).toBe(true);
-    expect(cborNestingExceeds(encodePayload({ ...base, arguments: { a: [1, { b: 'x', c: [true, null] }], s: 'y'.repeat(70_000) } }), 64)).toBe(false);
-    expect(() => decodeCallRequest(encodePayload({ ...base, arguments: { deep } }))).toThrow(/nested deeper/);
+    for (let i = 0; i < CALL_REQUEST_LIMITS.maxDepth; i++) deep = { k: [deep] };
+    const refusedBy = (bytes: Uint8Array): unknown => {
+      try {
+        decodeCallRequest(bytes);
+        return 'decoded';
+      } catch (e) {
+        return e;
+      }
+    };
+    expect(refusedBy(encodePayload({ ...base, arguments: { deep } }))).toMatchObject({ code: 'invalid_input', details: { field: 'request', rule: StrictRules.depth } });
+    expect(refusedBy(encodePayload({ ...base, arguments: { s: 'y'.repeat(MAX_REQUEST_BYTES) } }))).toMatchObject({ code: 'invalid_input', details: { field: 'request', rule: StrictRules.size } });
+    expect(refusedBy(Uint8Array.from([0xd8, 28, 0xa0]))).toMatchObject({ code: 'invalid_input', details: { field: 'request', rule: StrictRules.tag } });
+    expect(refusedBy(Uint8Array.from([0xbf, 0xff]))).toMatchObject({ code: 'invalid_input', details: { field: 'request', rule: StrictRules.indefiniteLength } });
+    expect(refusedBy(new Uint8Array(0))).toMatchObject({ code: 'invalid_input', details: { field: 'request', rule: StrictRules.empty } });
+    expect(refusedBy(encodePayload({ ...base, tool: 7 }))).toMatchObject({ code: 'invalid_input', details: { field: 'tool' } });
+    const ordinary = { ...base, arguments: { a: [1, { b: 'x', c: [true, null] }], s: 'y'.repeat(70_000) } };
+    expect(decodeCallRequest(encodePayload(ordinary))).toEqual(ordinary);
     expect(decodeCallRequest(encodePayload(base))).toEqual(base);
   });
 });

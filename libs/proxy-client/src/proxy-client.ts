@@ -3,13 +3,14 @@ import { headers as natsHeaders, type NatsConnection } from '@nats-io/transport-
 import {
   ErrorCodes,
   WireError,
-  decodePayload,
+  decodeStrict,
   encodePayload,
   type ProxyCallReply,
   type ProxyCallRequest,
   type ProxyCancel,
   type RunEnded,
   type Subjects,
+  type WireErrorShape,
 } from '@mcpx/contracts';
 import type { ProxyResult } from '@mcpx/domain';
 import { injectTraceHeaders, type Counter, type Meter } from '@mcpx/telemetry';
@@ -238,9 +239,9 @@ export class ProxyClient {
   }
 
   private async send(subject: string, payload: Uint8Array, timeout: number): Promise<ProxyCallReply> {
+    let data: Uint8Array;
     try {
-      const msg = await this.nc.request(subject, payload, { timeout, headers: injectTraceHeaders(natsHeaders()) });
-      return decodePayload<ProxyCallReply>(msg.data);
+      data = (await this.nc.request(subject, payload, { timeout, headers: injectTraceHeaders(natsHeaders()) })).data;
     } catch (err) {
       if (isNoResponders(err)) throw err;
       const e = err as { name?: string; message?: string };
@@ -249,5 +250,33 @@ export class ProxyClient {
       }
       throw err;
     }
+    return decodeCallReply(data);
   }
+}
+
+/**
+ * A reply of the proxy's call endpoint, strictly decoded and checked (`{ok, instance, result |
+ * error}`). A malformed one is the responder's fault: `internal` with `field: 'reply'` (and the
+ * decoder's rule), never a crash or a half-read reply. The call may have run.
+ */
+function decodeCallReply(bytes: Uint8Array): ProxyCallReply {
+  const malformed = (field: string, rule?: unknown): WireError =>
+    new WireError(ErrorCodes.internal, 'malformed reply from the proxy (the call may have run)', { field, ...(rule !== undefined ? { rule } : {}) });
+  let r: Record<string, unknown>;
+  try {
+    const v = decodeStrict(bytes, 'reply');
+    if (v === null || typeof v !== 'object' || Array.isArray(v) || ArrayBuffer.isView(v)) throw malformed('reply');
+    r = v as Record<string, unknown>;
+  } catch (e) {
+    throw malformed('reply', e instanceof WireError ? e.details.rule : undefined);
+  }
+  if (typeof r.instance !== 'string' || r.instance === '') throw malformed('reply.instance');
+  if (r.ok === true) {
+    const result = r.result;
+    if (result === null || typeof result !== 'object' || Array.isArray(result) || ArrayBuffer.isView(result)) throw malformed('reply.result');
+    return { ok: true, instance: r.instance, result: result as ProxyResult };
+  }
+  // `WireError.from` turns any error shape into a typed error.
+  if (r.ok === false) return { ok: false, instance: r.instance, error: r.error as WireErrorShape };
+  throw malformed('reply.ok');
 }

@@ -1,6 +1,6 @@
 import type { Subscription } from '@nats-io/transport-node';
 import type { Bus } from '@mcpx/bus';
-import { ErrorCodes, QueueGroups, WireError, decodePayload, invalidInput, type AgentToolsReply, type AgentToolsRequest } from '@mcpx/contracts';
+import { ErrorCodes, QueueGroups, WireError, decodePayload, type AgentToolsReply, type AgentToolsRequest } from '@mcpx/contracts';
 import type { Db } from '@mcpx/db';
 import {
   promotableTools,
@@ -13,6 +13,7 @@ import {
   type ToolNameStyle,
 } from '@mcpx/domain';
 import { effectiveSet, mcpEntries } from './agent-sets.js';
+import { nameList, requireId } from './request-fields.js';
 
 /** At most this many names may be asked to be promoted at once. */
 const MAX_REQUESTED = 256;
@@ -80,14 +81,11 @@ function stripCid<T extends { cid: string }>(doc: T): Omit<T, 'cid'> {
 }
 
 export function serveAgentTools(bus: Bus, db: Db, style: ToolNameStyle): Subscription {
-  return bus.serve<AgentToolsRequest, AgentToolsReply>(bus.subjects.projectorAgentTools, QueueGroups.projector, async (req) => {
-    if (typeof req?.account !== 'string' || req.account === '') throw invalidInput('account', 'is required');
-    if (typeof req.agent !== 'string' || req.agent === '') throw invalidInput('agent', 'is required');
-    let requested: string[] | undefined;
-    if (req.requested !== undefined) {
-      if (!Array.isArray(req.requested) || req.requested.length > MAX_REQUESTED) throw invalidInput('requested', `must be a list of at most ${MAX_REQUESTED} names`);
-      requested = req.requested.filter((n): n is string => typeof n === 'string');
-    }
-    return readAgentTools(db, style, req.account, req.agent, requested);
+  // The request is a decoded map whose fields are unchecked: each is checked here.
+  return bus.serve<Partial<Record<keyof AgentToolsRequest, unknown>>, AgentToolsReply>(bus.subjects.projectorAgentTools, QueueGroups.projector, async (req) => {
+    const account = requireId(req.account, 'account');
+    const agent = requireId(req.agent, 'agent');
+    const requested = req.requested === undefined ? undefined : nameList(req.requested, 'requested', MAX_REQUESTED);
+    return readAgentTools(db, style, account, agent, requested);
   });
 }

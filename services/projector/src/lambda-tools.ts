@@ -18,6 +18,7 @@ import type { Logger } from '@mcpx/log';
 import { agentSet, lockAgent, mcpEntries } from './agent-sets.js';
 import type { AgentChange, ChangeLog } from './change-log.js';
 import { nextPending, upsertAgentRow } from './projection.js';
+import { requireId } from './request-fields.js';
 import { diffToolMaps, isEmptyDiff } from './tools-diff.js';
 
 export interface LambdaToolsDeps {
@@ -34,11 +35,6 @@ function refuseMcp(name: string, server: string, verb: string): WireError {
   );
 }
 
-function requireString(value: unknown, field: string): string {
-  if (typeof value !== 'string' || value === '' || value.length > 128) throw invalidInput(field, 'is required');
-  return value;
-}
-
 /**
  * The lambda actions. A lambda (an authored tool) may take a free name, or replace itself; it may
  * never take the name of an mcp tool in the agent's set, and an mcp document can be neither
@@ -49,8 +45,8 @@ export class LambdaTools {
   constructor(private readonly deps: LambdaToolsDeps) {}
 
   async set(req: SetLambdaToolRequest): Promise<LambdaToolReply> {
-    const account = requireString(req?.account, 'account');
-    const agent = requireString(req.agent, 'agent');
+    const account = requireId(req.account, 'account');
+    const agent = requireId(req.agent, 'agent');
     let doc;
     try {
       doc = buildLambdaDocument(req.name, req.document);
@@ -76,9 +72,9 @@ export class LambdaTools {
   }
 
   async delete(req: DeleteLambdaToolRequest): Promise<LambdaToolReply> {
-    const account = requireString(req?.account, 'account');
-    const agent = requireString(req.agent, 'agent');
-    const name = requireString(req.name, 'name');
+    const account = requireId(req.account, 'account');
+    const agent = requireId(req.agent, 'agent');
+    const name = requireId(req.name, 'name');
     return this.change(account, agent, name, async (trx, servers, lambdas) => {
       if (!lambdas.has(name)) {
         const mcp = (await mcpEntries(trx, account, servers)).find((e) => e.name === name);

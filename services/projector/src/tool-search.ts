@@ -6,7 +6,6 @@ import {
   checkSearchInput,
   decodePayload,
   familyOf,
-  invalidInput,
   type SearchInput,
   type ToolSearchFamily,
   type ToolSearchReply,
@@ -15,6 +14,7 @@ import {
 import type { Db } from '@mcpx/db';
 import type { McpToolDocument } from '@mcpx/domain';
 import type { Logger } from '@mcpx/log';
+import { optionalId, requireId } from './request-fields.js';
 
 /**
  * The parts of a user's query, ready for Postgres: `text` for `websearch_to_tsquery('english')`
@@ -121,10 +121,11 @@ function groupByFamily(rows: readonly HitRow[]): ToolSearchFamily[] {
 
 /** Answers `projector.tools.search` (the registry's SearchTools). */
 export function serveToolSearch(bus: Bus, db: Db): Subscription {
-  return bus.serve<ToolSearchRequest, ToolSearchReply>(bus.subjects.projectorToolsSearch, QueueGroups.projector, async (req) => {
-    if (typeof req?.account !== 'string' || req.account === '') throw invalidInput('account', 'is required');
-    if (req.agent !== undefined && (typeof req.agent !== 'string' || req.agent === '')) throw invalidInput('agent', 'must be an agent id');
-    return searchTools(db, req.account, checkSearchInput(req), req.agent);
+  // The request is a decoded map whose fields are unchecked: each is checked here.
+  return bus.serve<Partial<Record<keyof ToolSearchRequest, unknown>>, ToolSearchReply>(bus.subjects.projectorToolsSearch, QueueGroups.projector, async (req) => {
+    const account = requireId(req.account, 'account');
+    const agent = optionalId(req.agent, 'agent');
+    return searchTools(db, account, checkSearchInput(req), agent);
   });
 }
 

@@ -1,4 +1,4 @@
-import { ErrorCodes, WireError, decodePayload, invalidInput, type ProxyCallRequest } from '@mcpx/contracts';
+import { PAYLOAD_LIMITS, decodeStrict, invalidInput, type ProxyCallRequest, type StrictLimits } from '@mcpx/contracts';
 
 /** Seed 000: a call may take at most 120 s. */
 export const MAX_CALL_TIMEOUT_MS = 120_000;
@@ -7,8 +7,8 @@ export const MAX_CALL_TIMEOUT_MS = 120_000;
  * 1 MiB; a server configured larger must not let one request pin the proxy's memory).
  */
 export const MAX_REQUEST_BYTES = 1024 * 1024;
-/** Nesting depth of a request that is refused before decoding (cbor-x recurses). */
-const MAX_NESTING = 64;
+/** The strict decoder's limits for a call request: the payload limits, held to {@link MAX_REQUEST_BYTES}. */
+export const CALL_REQUEST_LIMITS: StrictLimits = { ...PAYLOAD_LIMITS, maxBytes: MAX_REQUEST_BYTES };
 
 const ID_RE = /^[A-Za-z0-9_-]{1,128}$/;
 
@@ -18,20 +18,12 @@ function requireId(v: unknown, field: string): string {
 }
 
 /**
- * Decodes a call request's bytes: refuses what is too big, nested too deep to decode safely, or
- * not CBOR with a typed `invalid_input`, never a crash.
+ * Decodes a call request's bytes with the one strict decoder (`decodeStrict`: DAG-CBOR rules,
+ * bounded size and depth, {@link CALL_REQUEST_LIMITS}), then checks its shape: a typed
+ * `invalid_input` naming `request` (with the broken rule) or the first bad field, never a crash.
  */
 export function decodeCallRequest(data: Uint8Array): ProxyCallRequest {
-  if (data.byteLength === 0) throw invalidInput('request', 'empty payload');
-  if (data.byteLength > MAX_REQUEST_BYTES) throw invalidInput('request', `larger than ${MAX_REQUEST_BYTES} bytes`);
-  if (cborNestingExceeds(data, MAX_NESTING)) throw invalidInput('request', `nested deeper than ${MAX_NESTING} levels`);
-  let raw: unknown;
-  try {
-    raw = decodePayload(data);
-  } catch {
-    throw new WireError(ErrorCodes.invalidInput, 'request: not a CBOR message', { field: 'request' });
-  }
-  return parseCallRequest(raw);
+  return parseCallRequest(decodeStrict(data, 'request', CALL_REQUEST_LIMITS));
 }
 
 /** Checks the shape of a decoded call request, naming the first bad field. */
@@ -57,76 +49,4 @@ export function parseCallRequest(raw: unknown): ProxyCallRequest {
   if (typeof r.timeoutMs === 'number') req.timeoutMs = Math.min(r.timeoutMs, MAX_CALL_TIMEOUT_MS);
   if (r.approvalId !== undefined && r.approvalId !== null) req.approvalId = requireId(r.approvalId, 'approvalId');
   return req;
-}
-
-/**
- * True when CBOR `data` nests arrays/maps deeper than `max` (a cheap scan of the heads; malformed
- * input answers false and is left to the decoder). Guards the recursive decoder's stack.
- */
-export function cborNestingExceeds(data: Uint8Array, max: number): boolean {
-  // Items still expected at each open level; -1 for indefinite length.
-  const stack: number[] = [];
-  let i = 0;
-  let items = 1;
-  const n = data.byteLength;
-  while (i < n) {
-    if (items === 0) {
-      const parent = stack.pop();
-      if (parent === undefined) return false;
-      items = parent;
-      continue;
-    }
-    const b = data[i++]!;
-    const major = b >> 5;
-    const info = b & 31;
-    if (b === 0xff) {
-      // Break of an indefinite container.
-      const parent = stack.pop();
-      if (parent === undefined) return false;
-      items = parent;
-      if (items > 0) items--;
-      continue;
-    }
-    let len = info;
-    if (info === 24) len = data[i++]!;
-    else if (info === 25) {
-      len = (data[i]! << 8) | data[i + 1]!;
-      i += 2;
-    } else if (info === 26) {
-      len = ((data[i]! << 24) >>> 0) + (data[i + 1]! << 16) + (data[i + 2]! << 8) + data[i + 3]!;
-      i += 4;
-    } else if (info === 27) {
-      // 64-bit lengths: never a real container here; skip the length bytes.
-      len = Number.MAX_SAFE_INTEGER;
-      i += 8;
-    }
-    const indefinite = info === 31;
-    if (items > 0) items--;
-    switch (major) {
-      case 2:
-      case 3:
-        if (!indefinite) i += len;
-        else {
-          stack.push(items);
-          items = -1;
-        }
-        break;
-      case 4:
-      case 5: {
-        const count = indefinite ? -1 : major === 5 ? len * 2 : len;
-        if (count === 0) break;
-        stack.push(items);
-        if (stack.length > max) return true;
-        items = count;
-        break;
-      }
-      case 6:
-        // A tag wraps the next item.
-        items++;
-        break;
-      default:
-        break;
-    }
-  }
-  return false;
 }

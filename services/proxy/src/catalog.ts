@@ -1,7 +1,8 @@
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
-import { accessTokenHash, decodePayload, type AgentDefinition, type Subjects } from '@mcpx/contracts';
+import { accessTokenHash, decodePayload, guardCallback, type AgentDefinition, type CallbackLog, type Subjects } from '@mcpx/contracts';
 import type { Db } from '@mcpx/db';
 import { compileValidator, type ArgumentValidator, type McpToolDocument } from '@mcpx/domain';
+import { createLogger } from '@mcpx/log';
 import { oauthSecretAad, secretAad, type SecretBox } from '@mcpx/secrets';
 import { loadBuiltinEntry } from './builtin-entry.js';
 import { urlOrigin, valueForOrigin } from './secret-origin.js';
@@ -60,26 +61,31 @@ export class Catalog {
     private readonly builtinEndpoints: Readonly<Record<string, string>> = {},
   ) {}
 
-  /** Subscribes to the invalidating events (core NATS: every instance sees every event). */
-  listen(nc: NatsConnection, subjects: Subjects): void {
-    const dropAgent = (subject: string): void => {
+  /**
+   * Subscribes to the invalidating events (core NATS: every instance sees every event). Only the
+   * subject is read (`<…>.<account>.<name>`), never the payload: any message there, well formed
+   * or not, just makes the catalog read the owner's rows again. The callbacks are guarded, so
+   * nothing can close the connection from here; a failed subscription is logged to `log`.
+   */
+  listen(nc: NatsConnection, subjects: Subjects, log: CallbackLog = createLogger('proxy', { fields: { part: 'catalog' } })): void {
+    const keyOf = (subject: string): string => {
       const parts = subject.split('.');
-      this.agents.delete(`${parts.at(-2)}:${parts.at(-1)}`);
+      return `${parts.at(-2)}:${parts.at(-1)}`;
+    };
+    const dropAgent = (msg: { subject: string }): void => {
+      this.agents.delete(keyOf(msg.subject));
+      this.invalidations++;
+    };
+    const dropServer = (msg: { subject: string }): void => {
+      const key = keyOf(msg.subject);
+      this.servers.delete(key);
+      this.levels.delete(key);
       this.invalidations++;
     };
     this.subs.push(
-      nc.subscribe(subjects.agentToolsChangedAll(), { callback: (err, msg) => void (err ?? dropAgent(msg.subject)) }),
-      nc.subscribe(subjects.agentChangedAll, { callback: (err, msg) => void (err ?? dropAgent(msg.subject)) }),
-      nc.subscribe(subjects.serverEventsAll, {
-        callback: (err, msg) => {
-          if (err) return;
-          const parts = msg.subject.split('.');
-          const key = `${parts.at(-2)}:${parts.at(-1)}`;
-          this.servers.delete(key);
-          this.levels.delete(key);
-          this.invalidations++;
-        },
-      }),
+      nc.subscribe(subjects.agentToolsChangedAll(), { callback: guardCallback(log, 'agent-tools-changed invalidation', dropAgent) }),
+      nc.subscribe(subjects.agentChangedAll, { callback: guardCallback(log, 'agent-changed invalidation', dropAgent) }),
+      nc.subscribe(subjects.serverEventsAll, { callback: guardCallback(log, 'server invalidation', dropServer) }),
     );
   }
 

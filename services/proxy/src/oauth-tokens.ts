@@ -1,6 +1,6 @@
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Counter, Meter, Tracer } from '@opentelemetry/api';
-import { ErrorCodes, WireError, decodePayload, encodePayload, type OAuthRefreshReply, type OAuthRefreshRequest, type Subjects } from '@mcpx/contracts';
+import { ErrorCodes, WireError, decodeStrict, encodePayload, type OAuthRefreshReply, type OAuthRefreshRequest, type Subjects, type WireErrorShape } from '@mcpx/contracts';
 import { withSpan } from '@mcpx/telemetry';
 import type { Catalog } from './catalog.js';
 import type { ServerEntry } from './server-entry.js';
@@ -9,6 +9,32 @@ import type { ServerEntry } from './server-entry.js';
 export const REFRESH_BEFORE_EXPIRY_MS = 60_000;
 /** How long a proxy waits for the registry's refresh (it holds a 30 s lock at most). */
 const REFRESH_TIMEOUT_MS = 35_000;
+
+/**
+ * A reply of `registry.oauth.refresh`, strictly decoded and checked: a malformed one is the
+ * registry's fault (`internal`, `field: 'reply'`), never read half-way. The authorization URL is
+ * not kept even if a reply carried one: a runtime only learns that the owner must authorize.
+ */
+export function decodeOAuthRefreshReply(bytes: Uint8Array): OAuthRefreshReply {
+  let r: Record<string, unknown>;
+  try {
+    const v = decodeStrict(bytes, 'reply');
+    if (v === null || typeof v !== 'object' || Array.isArray(v) || ArrayBuffer.isView(v)) throw new Error('must be a map');
+    r = v as Record<string, unknown>;
+  } catch (e) {
+    const rule = e instanceof WireError ? e.details.rule : undefined;
+    throw new WireError(ErrorCodes.internal, 'malformed OAuth refresh reply from the registry', { field: 'reply', ...(rule !== undefined ? { rule } : {}) });
+  }
+  const malformed = (field: string): WireError => new WireError(ErrorCodes.internal, `malformed OAuth refresh reply from the registry (${field})`, { field: `reply.${field}` });
+  // `WireError.from` turns any error shape into a typed error.
+  if (r.ok === false) return { ok: false, error: r.error as WireErrorShape };
+  if (r.ok !== true) throw malformed('ok');
+  if (r.state === 'authorized') return { ok: true, state: 'authorized' };
+  if (r.state !== 'auth_required') throw malformed('state');
+  if (r.vendor !== undefined && (typeof r.vendor !== 'string' || r.vendor === '')) throw malformed('vendor');
+  if (r.error !== undefined && typeof r.error !== 'string') throw malformed('error');
+  return { ok: true, state: 'auth_required', ...(typeof r.vendor === 'string' ? { vendor: r.vendor } : {}), ...(typeof r.error === 'string' ? { error: r.error } : {}) };
+}
 
 export interface OAuthTokensDeps {
   nc: NatsConnection;
@@ -72,24 +98,20 @@ export class OAuthTokens {
 
   private async refresh(account: string, server: string, entry: ServerEntry): Promise<ServerEntry> {
     const req: OAuthRefreshRequest = { account, server, ...(entry.oauth?.tokenHash ? { staleTokenHash: entry.oauth.tokenHash } : {}) };
-    let reply: OAuthRefreshReply;
+    let data: Uint8Array;
     try {
-      const msg = await this.deps.nc.request(this.deps.subjects.registryOAuthRefresh, encodePayload(req), { timeout: REFRESH_TIMEOUT_MS });
-      reply = decodePayload<OAuthRefreshReply>(msg.data);
+      data = (await this.deps.nc.request(this.deps.subjects.registryOAuthRefresh, encodePayload(req), { timeout: REFRESH_TIMEOUT_MS })).data;
     } catch (err) {
       throw new WireError(ErrorCodes.transportError, `the ${server} MCP server's OAuth token could not be refreshed (registry unavailable: ${(err as Error).message})`, { server });
     }
+    const reply = decodeOAuthRefreshReply(data);
     if (!reply.ok) throw WireError.from(reply.error);
     if (reply.state === 'auth_required' && reply.vendor !== undefined) {
       // A built-in: its token is the vendor connection's, which the owner makes again.
       throw new WireError(ErrorCodes.authRequired, `the ${server} MCP server needs its owner to connect ${reply.vendor} again (the vendor's token could not be refreshed)`, { server, vendor: reply.vendor });
     }
     if (reply.state === 'auth_required') {
-      throw new WireError(
-        ErrorCodes.authRequired,
-        `the ${server} MCP server needs its owner to authorize again (the OAuth refresh was refused)`,
-        { server, ...(reply.authorizationUrl ? { authorizationUrl: reply.authorizationUrl } : {}) },
-      );
+      throw new WireError(ErrorCodes.authRequired, `the ${server} MCP server needs its owner to authorize again (the OAuth refresh was refused)`, { server });
     }
     this.deps.catalog.dropServer(account, server);
     const fresh = await this.deps.catalog.server(account, server);

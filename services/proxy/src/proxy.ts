@@ -19,7 +19,7 @@ import { OAuthTokens } from './oauth-tokens.js';
 import { startCallService, type ProxyStats } from './call-service.js';
 
 export { PROXY_SERVICE_NAME, proxyServiceName } from './call-service.js';
-export { MAX_CALL_TIMEOUT_MS, MAX_REQUEST_BYTES, cborNestingExceeds, decodeCallRequest, parseCallRequest } from './call-request.js';
+export { CALL_REQUEST_LIMITS, MAX_CALL_TIMEOUT_MS, MAX_REQUEST_BYTES, decodeCallRequest, parseCallRequest } from './call-request.js';
 export type { ProxyStats } from './call-service.js';
 
 export interface ProxyOptions {
