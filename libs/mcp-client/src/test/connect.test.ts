@@ -83,10 +83,11 @@ afterAll(async () => {
   await Promise.all(servers.splice(0).map(async (s) => await s.close()));
 });
 
-describe('connectMcp over Streamable HTTP', () => {
+describe.each(['legacy', 'modern'] as const)('connectMcp over Streamable HTTP, a %s server', (era) => {
   let s: TestMcpServer;
   beforeAll(async () => {
     s = await server({
+      era,
       tools: [...defaultTools(), bigTextTool(1024 * 1024), structuredTool(), slowTool(10_000), errorTool(), imageTool()],
     });
   });
@@ -116,9 +117,13 @@ describe('connectMcp over Streamable HTTP', () => {
 
   it('passes structuredContent through even when it disagrees with the outputSchema', async () => {
     const c = await connect({ url: s.url });
-    await c.listTools(); // the SDK's callTool would now validate against the cached outputSchema
+    const tools = await c.listTools(); // the SDK's callTool would now validate against the cached outputSchema
     const result = await c.callTool({ name: 'structured', arguments: {} });
     expect(result.structuredContent).toEqual({ count: 'three' });
+    // Given the listed definition (for Mcp-Param-* mirroring), its outputSchema is still not applied.
+    const tool = tools.find((t) => t.name === 'structured');
+    expect(tool?.outputSchema).toBeDefined();
+    expect((await c.callTool({ name: 'structured', arguments: {} }, { tool })).structuredContent).toEqual({ count: 'three' });
   });
 
   it('returns isError results and image content instead of throwing', async () => {
