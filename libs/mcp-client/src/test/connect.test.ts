@@ -287,8 +287,8 @@ describe('authentication', () => {
 describe('tools/list', () => {
   const many: TestTool[] = Array.from({ length: 7 }, (_, i) => ({ ...echoTool(), name: `tool_${i}` }));
 
-  it('follows nextCursor over 3 pages', async () => {
-    const s = await server({ tools: many, pageSize: 3 });
+  it.each(['legacy', 'modern'] as const)('follows nextCursor over 3 pages (%s)', async (era) => {
+    const s = await server({ era, tools: many, pageSize: 3 });
     const c = await connect({ url: s.url });
     const before = s.stats.listCalls;
     const tools = await c.listTools();
@@ -296,15 +296,15 @@ describe('tools/list', () => {
     expect(s.stats.listCalls - before).toBe(3);
   });
 
-  it('stops at maxPages and on a cursor loop', async () => {
-    const s = await server({ tools: many, pageSize: 3, cursorLoop: true });
+  it.each(['legacy', 'modern'] as const)('stops at maxPages and on a cursor loop (%s)', async (era) => {
+    const s = await server({ era, tools: many, pageSize: 3, cursorLoop: true });
     const c = await connect({ url: s.url });
     const before = s.stats.listCalls;
     const tools = await c.listTools();
     expect(tools.map((t) => t.name)).toEqual(['tool_0', 'tool_1', 'tool_2']);
     expect(s.stats.listCalls - before).toBe(2);
 
-    const bounded = await server({ tools: many, pageSize: 1 });
+    const bounded = await server({ era, tools: many, pageSize: 1 });
     const c2 = await connect({ url: bounded.url });
     expect(await c2.listTools({ maxPages: 2 })).toHaveLength(2);
   });
