@@ -3,6 +3,7 @@
 // to machine one (client credentials) never does. Secret inputs are emptied once saved: no
 // token, header value, client secret or private key stays in the page.
 import { act } from './api.js';
+import { droppedSecretsText } from './dropped-secrets.js';
 import { openAuthorizationWindow } from './oauth-popup.js';
 import { followAuthorization } from './servers.js';
 import { KEY_ALGS, serverConfig } from './server-form.js';
@@ -110,6 +111,9 @@ async function save() {
   if (server.status.state === 'ok') say(`${server.name}: connected, ${server.tools.length} tools`);
   else if (!res.authorizationUrl) say(`${server.name}: saved, but ${server.status.error ?? server.status.state}`, true);
   followAuthorization(server.name, res, popup);
+  // A move to another origin drops the stored secrets: say which, so the owner enters them again.
+  const dropped = droppedSecretsText(res.droppedSecrets);
+  if (dropped !== '') say(`${server.name}: ${dropped}`, true);
   const agent = ctx.currentAgent();
   if (agent && !agent.grants.mcpServers.includes(server.name)) {
     await act('UpdateAgent', { agent: agent.id, definition: { mcpServers: [...agent.grants.mcpServers, server.name] } });
