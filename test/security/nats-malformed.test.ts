@@ -92,11 +92,33 @@ describe('malformed NATS messages on every subject a service listens to (real NA
       const reply = await request(subject, wrongShape[0]![1]);
       expect({ subject, reply }).toMatchObject({ reply: { ok: false, error: { code: 'invalid_input', details: { field } } } });
     }
-    // The projector's request handlers check their own fields: a typed refusal, never a crash.
+    // The projector's request handlers check their own fields: invalid_input naming the field.
     for (const subject of [h.subjects.projectorAgentTools, h.subjects.projectorLambdaSet, h.subjects.projectorLambdaDelete, h.subjects.projectorToolsSearch]) {
       const reply = await request(subject, wrongShape[0]![1]);
-      expect({ subject, reply }).toMatchObject({ reply: { ok: false, error: { code: expect.stringMatching(/^(invalid_input|not_found)$/) } } });
+      expect({ subject, reply }).toMatchObject({ reply: { ok: false, error: { code: 'invalid_input', details: { field: 'account' } } } });
     }
+    const acct = api.principal;
+    const fieldCases: Array<[string, Record<string, unknown>, string]> = [
+      [h.subjects.projectorAgentTools, { account: acct, agent: 7 }, 'agent'],
+      [h.subjects.projectorAgentTools, { account: acct, agent: agentId, requested: ['demo__echo', 5] }, 'requested[1]'],
+      [h.subjects.projectorAgentTools, { account: acct, agent: agentId, requested: MARK }, 'requested'],
+      [h.subjects.projectorAgentTools, { account: 'a'.repeat(129), agent: agentId }, 'account'],
+      [h.subjects.projectorLambdaSet, { account: acct, agent: [MARK], name: 'x', document: {} }, 'agent'],
+      [h.subjects.projectorLambdaSet, { account: acct, agent: agentId, name: { x: 1 }, document: {} }, 'name'],
+      [h.subjects.projectorLambdaSet, { account: acct, agent: agentId, name: 'fine', document: MARK }, 'document'],
+      [h.subjects.projectorLambdaDelete, { account: acct, agent: agentId, name: 12 }, 'name'],
+      [h.subjects.projectorToolsSearch, { account: acct, agent: '', query: 'echo' }, 'agent'],
+      [h.subjects.projectorToolsSearch, { account: acct, query: 42 }, 'query'],
+      [h.subjects.projectorToolsSearch, { account: acct, query: 'echo', limit: 'many' }, 'limit'],
+    ];
+    for (const [subject, payload, field] of fieldCases) {
+      const reply = await request(subject, encodePayload(payload));
+      expect({ subject, field, reply }).toMatchObject({ reply: { ok: false, error: { code: 'invalid_input', details: { field } } } });
+      expect(JSON.stringify(reply)).not.toContain(MARK);
+    }
+    // A good request on the same subjects still answers.
+    expect(await request(h.subjects.projectorAgentTools, encodePayload({ account: acct, agent: agentId, requested: ['demo__echo'] }))).toMatchObject({ ok: true });
+    expect(await request(h.subjects.projectorToolsSearch, encodePayload({ account: acct, query: 'echo' }))).toMatchObject({ ok: true });
   });
 
   it('drops malformed notifications and events, and every service goes on reading on the same connection', async () => {
