@@ -2,7 +2,7 @@ import { SpanKind, trace, type Counter, type Histogram, type Meter, type Tracer 
 import type { Bus } from '@mcpx/bus';
 import type { ServerDiscoveredEvent, ServerStatus, Transport } from '@mcpx/contracts';
 import type { Permission, RemoteTool } from '@mcpx/domain';
-import type { SingleFlight } from '@mcpx/locks';
+import { QUOTA_DEFAULTS, type QuotaLimits, type SingleFlight } from '@mcpx/locks';
 import type { Logger } from '@mcpx/log';
 import { connectMcp, resourceMetadataUrl, type EraVerdict, type McpConnection } from '@mcpx/mcp-client';
 import { safeUrlForTelemetry, withSpan } from '@mcpx/telemetry';
@@ -42,6 +42,11 @@ class Semaphore {
   private active = 0;
   private readonly waiting: Array<() => void> = [];
   constructor(private readonly limit: number) {}
+
+  /** No holder and nobody waiting. */
+  get idle(): boolean {
+    return this.active === 0 && this.waiting.length === 0;
+  }
 
   async run<T>(fn: () => Promise<T>): Promise<T> {
     if (this.active >= this.limit) await new Promise<void>((resolve) => this.waiting.push(resolve));
@@ -96,6 +101,13 @@ export interface DiscoveryDeps {
   oauthRenew?: (server: McpServerRecord, used: Record<string, string>, challenge: URL | undefined) => Promise<Record<string, string> | null>;
   /** The owner's per-tool permission overrides, carried on every discovery event. */
   permissions?: ToolPermissionsRepository;
+  /**
+   * Quotas (`config.quotas`; default {@link QUOTA_DEFAULTS}): `discoveriesPerAccount` of one account
+   * run at once on this instance (the rest of that account's wait, holding none of the instance's
+   * slots), `discoveryDeadlineMs` bounds one discovery from connect to last page, and after
+   * `reprobeMaxFailures` failures in a row the re-prober leaves the server until its owner refreshes it.
+   */
+  quotas?: Pick<QuotaLimits, 'discoveriesPerAccount' | 'discoveryDeadlineMs' | 'reprobeMaxFailures'>;
 }
 
 /**
@@ -161,6 +173,9 @@ export class Discovery {
   private readonly relists: Counter;
   private readonly duration: Histogram;
   private readonly slots: Semaphore;
+  /** Each account's own bound, in front of {@link slots}: one account cannot hold them all. */
+  private readonly accountSlots = new Map<string, Semaphore>();
+  private readonly quotas: Pick<QuotaLimits, 'discoveriesPerAccount' | 'discoveryDeadlineMs' | 'reprobeMaxFailures'>;
   /** The `resource_metadata` URL of each server's last OAuth challenge (server id → URL), for the OAuth step. */
   private readonly challenges = new Map<string, URL>();
   /** The account's mcp_servers rows: what {@link discover} works on unless told otherwise. */
@@ -188,6 +203,7 @@ export class Discovery {
       overrides: async (account, serverId) => deps.permissions?.forServer(account, serverId),
     };
     this.slots = new Semaphore(deps.concurrency ?? DISCOVERY_LIMITS.concurrency);
+    this.quotas = deps.quotas ?? QUOTA_DEFAULTS;
     this.streams = new ListenStreams({ singleFlight: deps.singleFlight, log: deps.log, meter: deps.meter });
     this.runs = deps.meter.createCounter('mcpx_discovery_total', { description: 'Discoveries by result and trigger' });
     this.duration = deps.meter.createHistogram('mcpx_discovery_duration_ms', { description: 'Discovery time', unit: 'ms' });
@@ -204,9 +220,25 @@ export class Discovery {
     return this.deps.singleFlight.run(
       `discovery:${server.accountId}:${server.name}`,
       { ttlMs: DISCOVERY_LIMITS.connectTimeoutMs + 30_000 },
-      () => this.lead(server, trigger, () => this.slots.run(() => this.probe(server, target)), target),
+      () => this.lead(server, trigger, () => this.perAccount(server.accountId, () => this.slots.run(() => this.probe(server, target))), target),
       async () => (await target.find(server.accountId, server.name)) ?? server,
     );
+  }
+
+  /** Runs `fn` under the account's bound of discoveries at once (none when the quota is 0). */
+  private async perAccount<T>(account: string, fn: () => Promise<T>): Promise<T> {
+    const max = this.quotas.discoveriesPerAccount;
+    if (!(max > 0)) return fn();
+    let slots = this.accountSlots.get(account);
+    if (slots === undefined) {
+      slots = new Semaphore(max);
+      this.accountSlots.set(account, slots);
+    }
+    try {
+      return await slots.run(fn);
+    } finally {
+      if (slots.idle && this.accountSlots.get(account) === slots) this.accountSlots.delete(account);
+    }
   }
 
   /**
@@ -331,6 +363,10 @@ export class Discovery {
   }
 
   private async probe(server: McpServerRecord, target: DiscoveryTarget): Promise<Outcome> {
+    const deadlineMs = this.quotas.discoveryDeadlineMs;
+    // One total deadline from connect to the last page (a server that answers slowly page after page included).
+    const deadline = deadlineMs > 0 ? AbortSignal.timeout(deadlineMs) : undefined;
+    const overDeadline = (): Outcome => ({ error: `the discovery passed its total deadline of ${deadlineMs} ms (DISCOVERY_DEADLINE_MS)` });
     let headers: Record<string, string>;
     try {
       headers = await target.headers(server);
@@ -355,8 +391,10 @@ export class Discovery {
           connectTimeoutMs: DISCOVERY_LIMITS.connectTimeoutMs,
           ...(this.deps.fetch ? { fetch: this.deps.fetch } : {}),
           ...(prior !== undefined ? { prior } : {}),
+          ...(deadline !== undefined ? { signal: deadline } : {}),
         });
       } catch (err) {
+        if (deadline?.aborted === true) return overDeadline();
         const e = err as { code?: string; message?: string; wwwAuthenticate?: string };
         const challenge = e.code === 'unauthorized' ? resourceMetadataUrl(e.wwwAuthenticate) : undefined;
         // A refused credential that can be renewed (a vendor token, a client credentials token): renew it, try once more.
@@ -381,10 +419,11 @@ export class Discovery {
       }
     }
     try {
-      const listed = await conn.listToolsWithHints({ maxPages: DISCOVERY_LIMITS.maxPages });
+      const listed = await conn.listToolsWithHints({ maxPages: DISCOVERY_LIMITS.maxPages, ...(deadline !== undefined ? { signal: deadline } : {}) });
       const { kept, skipped } = screenTools(sanitizeTools(listed.tools));
       return { tools: kept, transport: conn.transport, skipped, verdict: conn.verdict, hints: listHints(listed) };
     } catch (err) {
+      if (deadline?.aborted === true) return overDeadline();
       return { error: (err as Error).message ?? 'tools/list failed' };
     } finally {
       // After the listing: a modern prior is adopted with no round trip, so a stale one is found
@@ -446,7 +485,12 @@ export class Discovery {
           await this.armRelist(server, status, target, now);
           return server;
         }
-        const nextProbe = status.state === 'error' ? new Date(now.getTime() + nextProbeDelayMs(status.failures ?? 1, Math.random, this.deps.reprobeBaseMs)) : null;
+        // After too many failures in a row the re-prober stops; an owner's set or refresh probes again
+        // and arms one more re-probe.
+        const maxFailures = this.quotas.reprobeMaxFailures;
+        const stopped = status.state === 'error' && maxFailures > 0 && (status.failures ?? 1) >= maxFailures && trigger !== 'set' && trigger !== 'refresh';
+        if (stopped) status = { ...status, error: `${status.error ?? 'discovery failed'} (re-probing stopped after ${status.failures ?? maxFailures} failures in a row: refresh the server to try again)` };
+        const nextProbe = status.state === 'error' && !stopped ? new Date(now.getTime() + nextProbeDelayMs(status.failures ?? 1, Math.random, this.deps.reprobeBaseMs)) : null;
         const saved = await target.record(server, status, tools, nextProbe);
         if (saved === null) return server; // deleted meanwhile
         if (trigger === 'observed') await this.armRelist(saved, status, target, now);

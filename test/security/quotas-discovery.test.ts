@@ -1,0 +1,104 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { encodePayload } from '@mcpx/contracts';
+import { loadConfig } from '@mcpx/config';
+import { echoTool, startTestMcpServer, type TestMcpServer } from '../servers/index.js';
+import { RegistryHarness } from '../support/registry-harness.js';
+import { eventually } from '../support/system.js';
+
+const QUOTAS = loadConfig('registry', { OUTBOUND_PROFILE: 'local' }).quotas;
+
+/** An MCP endpoint that holds every request open until released: a discovery of it stays in flight. */
+async function startHangingServer(): Promise<{ url: string; held: () => number; release: () => Promise<void> }> {
+  const waiting: ServerResponse[] = [];
+  const server: Server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    req.resume();
+    waiting.push(res);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}/mcp`,
+    held: () => waiting.filter((r) => !r.writableEnded && !r.destroyed).length,
+    release: async () => {
+      for (const res of waiting.splice(0)) if (!res.destroyed) res.writeHead(503).end();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+/**
+ * Discoveries as an attack on a registry instance's shared slots: one account sets many servers
+ * that never answer. Only its own quota of discoveries runs at once, so another account's
+ * discovery on the same instance completes while the attacker's are still held. Re-probing of a
+ * server failing again and again stops, and its status says so, until the owner refreshes it.
+ */
+describe('quotas: discoveries in flight per account, re-probe stop', () => {
+  let h: RegistryHarness;
+  let upstream: TestMcpServer;
+
+  beforeAll(async () => {
+    [h, upstream] = await Promise.all([RegistryHarness.start({ registry: { reprobe: { baseMs: 50, intervalMs: 50 } } }), startTestMcpServer({ tools: [echoTool()] })]);
+  });
+  afterAll(async () => {
+    await h?.stop();
+    await upstream?.close();
+  });
+
+  it(`one account holds at most ${QUOTAS.discoveriesPerAccount} discoveries at once; another account's discovery runs meanwhile`, async () => {
+    const hang = await startHangingServer();
+    const attacker = h.api();
+    const victim = h.api();
+    const n = 20; // more than the instance's 16 slots
+    const sets = Array.from({ length: n }, (_, i) => attacker.act('SetMcpServer', { name: `hang${i}`, config: { url: hang.url } }).catch((err: unknown) => err));
+    try {
+      await eventually(async () => (hang.held() >= QUOTAS.discoveriesPerAccount ? true : undefined), 15_000, 'the attacker’s discoveries in flight');
+      // Only the account's quota reaches the server; the rest wait behind it, holding no slot.
+      await new Promise((r) => setTimeout(r, 300));
+      expect(hang.held()).toBe(QUOTAS.discoveriesPerAccount);
+      const { server } = await victim.act('SetMcpServer', { name: 'fine', config: { url: upstream.url } });
+      expect(server.status.state).toBe('ok');
+      expect(hang.held()).toBe(QUOTAS.discoveriesPerAccount);
+    } finally {
+      await hang.release();
+    }
+    const done = await Promise.all(sets);
+    // Every one of them saved (a failed discovery still saves) once the server gave up.
+    expect(done.every((d) => d instanceof Error === false)).toBe(true);
+    const { servers } = await attacker.act('ListMcpServers');
+    expect(servers).toHaveLength(n);
+  });
+
+  it('after too many failures in a row re-probing stops and the status says so; a refresh probes again', async () => {
+    const api = h.api();
+    const { server } = await api.act('SetMcpServer', { name: 'gone', config: { url: 'http://127.0.0.1:9/mcp' } });
+    expect(server.status.state).toBe('error');
+    // Fast-forward to one failure short of the limit, due now (the reprober then fails it once more).
+    const status = { ...server.status, failures: QUOTAS.reprobeMaxFailures - 1 };
+    // (The test's own connection has no http allow-list: the row's check holds it to https unless told.)
+    await h.sql.transaction().execute(async (trx) => {
+      await sql`SELECT set_config('mcpx.allow_http_hosts', '127.0.0.1', true)`.execute(trx);
+      const r = await sql`UPDATE registry.mcp_servers SET status_cbor = ${Buffer.from(encodePayload(status))}, next_probe_at = now() WHERE id = ${server.id}`.execute(trx);
+      expect(Number(r.numAffectedRows)).toBe(1);
+    });
+    const stopped = await eventually(
+      async () => {
+        const s = (await api.act('ListMcpServers')).servers.find((x: { name: string }) => x.name === 'gone');
+        return s?.status.failures >= QUOTAS.reprobeMaxFailures ? s : undefined;
+      },
+      15_000,
+      'the last re-probe',
+    );
+    expect(stopped.status.error).toContain(`re-probing stopped after ${QUOTAS.reprobeMaxFailures} failures in a row`);
+    const row = await sql<{ next: Date | null }>`SELECT next_probe_at AS next FROM registry.mcp_servers WHERE id = ${server.id}`.execute(h.sql);
+    expect(row.rows[0]?.next).toBeNull();
+    // The owner's refresh probes again (and arms one more re-probe).
+    const refreshed = (await api.act('RefreshMcpServer', { name: 'gone' })).server;
+    expect(refreshed.status.failures).toBe(QUOTAS.reprobeMaxFailures + 1);
+    const armed = await sql<{ next: Date | null }>`SELECT next_probe_at AS next FROM registry.mcp_servers WHERE id = ${server.id}`.execute(h.sql);
+    expect(armed.rows[0]?.next).not.toBeNull();
+  });
+});
