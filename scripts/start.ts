@@ -27,6 +27,18 @@ function natsEnv(name: keyof typeof PORTS): Record<string, string> {
   return { NATS_URL: nats.url, NATS_USER: nats.users[name].user, NATS_PASSWORD: nats.users[name].password };
 }
 const PORTS = { registry: Number(process.env.REGISTRY_PORT ?? 8080), projector: Number(process.env.PROJECTOR_PORT ?? 8081), proxy: Number(process.env.PROXY_PORT ?? 8082) };
+const PORT_VARS = { registry: 'REGISTRY', projector: 'PROJECTOR', proxy: 'PROXY' } as const;
+
+/**
+ * A service's internal port (/metrics, /stats): `<NAME>_INTERNAL_PORT` when set; else, for a stack
+ * whose public port was moved (a second stack on this machine, a test), a free one, so that two
+ * stacks never fight over the fixed default; else the service's default (9080, 9081, 9082).
+ */
+function internalPortEnv(name: keyof typeof PORTS): Record<string, string> {
+  const given = process.env[`${PORT_VARS[name]}_INTERNAL_PORT`];
+  if (given !== undefined && given !== '') return { INTERNAL_HTTP_PORT: given };
+  return process.env[`${PORT_VARS[name]}_PORT`] !== undefined ? { INTERNAL_HTTP_PORT: '0' } : {};
+}
 
 const log = (line: string): void => void process.stdout.write(`[start] ${line}\n`);
 const children: ChildProcess[] = [];
@@ -34,7 +46,7 @@ const children: ChildProcess[] = [];
 function startService(name: keyof typeof PORTS): ChildProcess {
   const child = spawn(join(root, 'node_modules', '.bin', 'tsx'), [`services/${name}/src/main.ts`], {
     cwd: root,
-    env: { ...env, ...natsEnv(name), HTTP_PORT: String(PORTS[name]), INSTANCE_ID: `${name}-local` },
+    env: { ...env, ...natsEnv(name), ...internalPortEnv(name), HTTP_PORT: String(PORTS[name]), INSTANCE_ID: `${name}-local` },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const prefix = (chunk: Buffer): void => {
