@@ -168,7 +168,7 @@ export async function startRegistry(config: Config, opts: RegistryOptions = {}):
     oauthCallback: oauthCallbackHandler({ oauth, discovery, log }),
     ...(opts.clientMetadataDocument === false ? {} : { oauthClientMetadata: clientMetadataDocumentHandler(() => publicUrl) }),
   });
-  const observed = consumeObservedTools(bus, discovery, log, [builtins]);
+  const observed = consumeObservedTools({ bus, discovery, log, meter: telemetry.meter, servers, others: [builtins] });
   const oauthRefresh = answerOAuthRefresh({ bus, servers, oauth, discovery, log, builtins });
   const reprobeIntervalMs = opts.reprobe?.intervalMs ?? Math.min(2_000, opts.reprobe?.baseMs ?? 2_000);
   const reprober = new Reprober([servers, builtins], discovery, log, { intervalMs: reprobeIntervalMs, batch: 50, concurrency: 8 });
