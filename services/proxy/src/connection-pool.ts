@@ -1,4 +1,6 @@
 import { trace, type Counter, type Meter, type UpDownCounter } from '@opentelemetry/api';
+import { ErrorCodes, WireError } from '@mcpx/contracts';
+import { QUOTA_DEFAULTS } from '@mcpx/locks';
 import { McpClientError, connectMcp, type EraVerdict, type McpConnection } from '@mcpx/mcp-client';
 import { MemoryEraVerdicts, authContextOf, type EraVerdictSource } from './era-verdicts.js';
 import type { ServerEntry } from './server-entry.js';
@@ -51,7 +53,14 @@ export interface ConnectionPoolOptions {
    * one goes straight to `initialize`). Default: what this instance learnt, in memory.
    */
   verdicts?: EraVerdictSource;
+  /** Runs this instance holds pools for at once (`config.quotas.runsPerProxy`; default 10,000; 0 = no cap). */
+  maxRuns?: number;
+  /** Remote connections this instance holds open at once (`config.quotas.connectionsPerProxy`; default 2,000; 0 = no cap). */
+  maxConnections?: number;
 }
+
+/** How long a caller refused by a full instance is told to wait (another instance may take it at once). */
+const FULL_RETRY_MS = 1_000;
 
 /**
  * Connections per run: lazy (nothing opens until a run's first call of a server), shared by the
@@ -77,6 +86,9 @@ export class ConnectionPool {
   /** Probes under way (no verdict known yet), by server and auth context: other connects wait for the verdict instead of probing too. */
   private readonly probing = new Map<string, Promise<unknown>>();
   private openCount = 0;
+  /** Connects under way (not open yet), counted against the connection cap with the open ones. */
+  private connecting = 0;
+  private readonly rejections: Counter;
   /** Connections opened and not yet closed by us (closing twice must not count twice). */
   private readonly counted = new WeakSet<McpConnection>();
 
@@ -89,8 +101,24 @@ export class ConnectionPool {
     this.verdictOutcomes = meter.createCounter('mcpx_proxy_era_verdicts_total', { description: 'Era verdicts of opened connections by outcome (reused, probed, reprobed) and era' });
     this.verdicts = opts.verdicts ?? new MemoryEraVerdicts();
     this.open = meter.createUpDownCounter('mcpx_proxy_open_connections', { description: 'Open MCP connections' });
+    this.rejections = meter.createCounter('mcpx_quota_rejections_total', { description: 'Requests refused by a quota or rate limit, by kind' });
     this.sweeper = setInterval(() => void this.sweepIdle(), Math.max(1_000, Math.min(opts.idleMs / 2, 30_000)));
     this.sweeper.unref();
+  }
+
+  /**
+   * A full instance refuses new work with a retryable `rate_limited` (the caller's client may send
+   * the run to another instance); what it already holds goes on.
+   */
+  private refuseWhenFull(limit: 'runs_per_proxy' | 'connections_per_proxy', held: number, max: number, what: string): void {
+    if (!(max > 0) || held < max) return;
+    this.rejections.add(1, { kind: limit });
+    throw new WireError(ErrorCodes.rateLimited, `this proxy instance holds its ${max} ${what}; retry (another instance may take it)`, { limit, max, retryAfterMs: FULL_RETRY_MS });
+  }
+
+  private counting<T>(connect: Promise<T>): Promise<T> {
+    this.connecting++;
+    return connect.finally(() => this.connecting--);
   }
 
   get stats(): { runs: number; connections: number } {
@@ -105,6 +133,7 @@ export class ConnectionPool {
     const key = `${account}:${run}`;
     let pool = this.runs.get(key);
     if (pool === undefined) {
+      this.refuseWhenFull('runs_per_proxy', this.runs.size, this.opts.maxRuns ?? QUOTA_DEFAULTS.runsPerProxy, 'runs');
       pool = { account, run, connections: new Map(), lastUsed: Date.now(), active: 0 };
       this.runs.set(key, pool);
     }
@@ -122,9 +151,10 @@ export class ConnectionPool {
         if (this.runs.get(key) !== pool) throw new McpClientError('transport_error', 'the run ended while the call was starting');
         const authContext = authContextOf(entry.url, entry.headers);
         const reused = this.sharedModern(account, server, authContext);
+        if (!reused) this.refuseWhenFull('connections_per_proxy', this.openCount + this.connecting, this.opts.maxConnections ?? QUOTA_DEFAULTS.connectionsPerProxy, 'remote connections');
         const created: Slot = reused
           ? { promise: Promise.resolve(reused), conn: reused, authContext, verdictReported: true }
-          : { promise: this.connect(account, server, entry, authContext), authContext };
+          : { promise: this.counting(this.connect(account, server, entry, authContext)), authContext };
         slot = created;
         pool.connections.set(server, created);
         created.promise.then(
