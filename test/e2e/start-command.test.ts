@@ -1,4 +1,8 @@
 import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../servers/index.js';
 import { createTestDatabase, uniqueNamespace, type TestDatabase } from '../support/env.js';
@@ -13,21 +17,38 @@ const alive = (pid: number): boolean => {
   }
 };
 
+/** Whether something accepts TCP connections on the loopback port (the command's own NATS). */
+const portAnswers = (port: number): Promise<boolean> =>
+  new Promise((resolve) => {
+    const socket = connect({ host: '127.0.0.1', port });
+    socket.setTimeout(2_000, () => socket.destroy());
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+    socket.once('close', () => resolve(false));
+  });
+
 const answers = async (url: string): Promise<boolean> => (await fetch(url).catch(() => undefined))?.ok === true;
 
 /**
  * The README's start command (`npm start` → `node scripts/run.mjs start`): everything comes up (the
  * API, the console, the projector and the proxy), and when whatever started it dies without passing
- * a signal on (npm does not forward a SIGTERM sent to it alone), everything stops.
+ * a signal on (npm does not forward a SIGTERM sent to it alone), everything stops. It runs its own
+ * NATS on a free port with a temporary data folder, so it never meets a developer's `npm start`
+ * (NATS on 4223, `.data/`) or another run of this test.
  */
 describe('the start command', () => {
   let db: TestDatabase;
-  let ports: { registry: number; projector: number; proxy: number };
+  let ports: { registry: number; projector: number; proxy: number; nats: number };
+  let dataDir: string;
   const pids: number[] = [];
 
   beforeAll(async () => {
     db = await createTestDatabase();
-    ports = { registry: await freePort(), projector: await freePort(), proxy: await freePort() };
+    ports = { registry: await freePort(), projector: await freePort(), proxy: await freePort(), nats: await freePort() };
+    dataDir = mkdtempSync(join(tmpdir(), 'mcpx-start-'));
   });
 
   afterAll(async () => {
@@ -36,12 +57,17 @@ describe('the start command', () => {
     await eventually(async () => (pids.every((pid) => !alive(pid)) ? true : undefined), 20_000, 'the start command to stop').catch(() => undefined);
     for (const pid of pids) if (alive(pid)) process.kill(pid, 'SIGKILL');
     await db?.drop();
+    if (dataDir !== undefined) rmSync(dataDir, { recursive: true, force: true });
   });
 
   it('serves the API and the console, and stops everything once its parent is gone', async () => {
     const ns = uniqueNamespace();
+    // No NATS_URL: the command starts its own NATS (with its users) on MCPX_NATS_PORT.
+    const { NATS_URL: _url, NATS_USER: _user, NATS_PASSWORD: _password, ...inherited } = process.env;
     const env = {
-      ...process.env,
+      ...inherited,
+      MCPX_NATS_PORT: String(ports.nats),
+      MCPX_DATA_DIR: dataDir,
       DATABASE_URL: db.url,
       NATS_PREFIX: ns.natsPrefix,
       REDIS_PREFIX: ns.redisPrefix,
@@ -63,8 +89,13 @@ describe('the start command', () => {
     await eventually(async () => ((await answers(`${base}/healthz`)) && (await answers(`http://127.0.0.1:${ports.proxy}/healthz`)) ? true : undefined), 90_000, 'everything up');
     expect(await answers(`http://127.0.0.1:${ports.projector}/healthz`)).toBe(true);
     expect(await (await fetch(`${base}/console/`)).text()).toContain('<!doctype html>');
+    expect(await portAnswers(ports.nats)).toBe(true);
 
     parent.kill('SIGKILL');
-    await eventually(async () => (!alive(runPid) && !(await answers(`${base}/healthz`)) && !(await answers(`http://127.0.0.1:${ports.proxy}/healthz`)) ? true : undefined), 30_000, 'everything stopped');
+    await eventually(
+      async () => (!alive(runPid) && !(await answers(`${base}/healthz`)) && !(await answers(`http://127.0.0.1:${ports.proxy}/healthz`)) && !(await portAnswers(ports.nats)) ? true : undefined),
+      30_000,
+      'everything stopped',
+    );
   }, 150_000);
 });
