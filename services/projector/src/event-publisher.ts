@@ -15,6 +15,11 @@ export interface EventPublisherOptions {
   ackTimeoutMs?: number;
   /** Sends of one message before the batch fails. */
   attempts?: number;
+  /**
+   * Where a failed PubAck subscription is reported (a permissions violation: the inbox is not under
+   * the user's prefix). Then every batch fails by timeout; this says why.
+   */
+  log?: { error(msg: string, fields?: Record<string, unknown>): void };
 }
 
 /** A batch could not be stored by JetStream; the caller retries the whole event later. */
@@ -70,7 +75,13 @@ export class EventPublisher {
     this.window = opts.window ?? 5_000;
     this.ackTimeoutMs = opts.ackTimeoutMs ?? 5_000;
     this.attempts = opts.attempts ?? 3;
-    this.sub = nc.subscribe(`${this.inbox}.*`, { callback: (err, msg) => (err ? undefined : this.onReply(msg)) });
+    const log = opts.log;
+    this.sub = nc.subscribe(`${this.inbox}.*`, {
+      callback: (err, msg) => {
+        if (err) log?.error('PubAck subscription failed', { err });
+        else this.onReply(msg);
+      },
+    });
   }
 
   /** Publishes every event; resolves when all are stored, throws PublishError if one cannot be. */

@@ -45,7 +45,7 @@ export async function startProjector(config: Config, opts: ProjectorOptions = {}
     log,
     ...(config.natsCredentials ? { credentials: config.natsCredentials, inboxPrefix: config.natsCredentials.inboxPrefix } : {}),
   });
-  const publisher = new EventPublisher(bus.nc, bus.inboxPrefix, () => bus.traceHeaders(), opts.publishWindow ? { window: opts.publishWindow } : {});
+  const publisher = new EventPublisher(bus.nc, bus.inboxPrefix, () => bus.traceHeaders(), { log, ...(opts.publishWindow ? { window: opts.publishWindow } : {}) });
   const changes = new ChangeLog({ db, bus, log, publisher });
   const projection = new Projection({ db, log, tracer: telemetry.tracer, meter: telemetry.meter, style: config.toolNameStyle, changes });
   const subs = [serveAgentTools(bus, db, config.toolNameStyle), serveToolSearch(bus, db), ...serveLambdaTools(bus, new LambdaTools({ db, log, changes }))];
