@@ -2,6 +2,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encodePayload, type ToolsObserved } from '@mcpx/contracts';
 import { echoTool, startTestMcpServer, type TestMcpServer } from '../servers/index.js';
+import { ApiClient } from '../support/api-client.js';
 import { RegistryHarness } from '../support/registry-harness.js';
 import { eventually } from '../support/system.js';
 import { startListeningServer, type ListeningServer } from './listening-server.js';
@@ -57,6 +58,31 @@ describe('freshness of modern servers', () => {
     await eventually(async () => ((await nextProbeAt(api.principal, 'hinted')) === null ? true : undefined), 10_000, 'the re-list disarmed');
     // With the stored verdict: no probe for it.
     expect(hinted.stats.discovers).toBe(1);
+  });
+
+  it('a change stream whose instance stopped comes back on another instance when a proxy uses the server', async () => {
+    const server = await startListeningServer(['a']);
+    const holder = await h.addRegistry();
+    try {
+      const api = new ApiClient(holder.url, h.api().key);
+      await api.act('SetMcpServer', { name: 'moving', config: { url: server.url } });
+      await eventually(async () => (server.stats.listens === 1 ? true : undefined), 10_000, 'the stream on the first instance');
+      await holder.stop();
+      // A proxy opened a connection: whichever instance records it takes the stream over.
+      const observed: ToolsObserved = { account: api.principal, server: 'moving', tools: [{ name: 'a', inputSchema: { type: 'object' } }], transport: 'http' };
+      h.nc.publish(h.subjects.toolsObserved, encodePayload(observed));
+      await eventually(async () => (server.stats.listens === 2 ? true : undefined), 10_000, 'the stream on another instance');
+      server.changeTools(['a', 'b']);
+      const other = new ApiClient(h.apiUrl, api.key);
+      await eventually(
+        async () => ((await other.act('ListMcpServers')).servers.find((x: { name: string }) => x.name === 'moving')?.tools.length === 2 ? true : undefined),
+        10_000,
+        'the change seen through the new stream',
+      );
+    } finally {
+      await holder.stop();
+      await server.close();
+    }
   });
 
   it('holds one change stream per server across two registry instances; a list_changed re-discovers at once', async () => {

@@ -330,6 +330,18 @@ export class Discovery {
    * After a discovery of its own: a modern server that advertises tools.listChanged gets its
    * change stream (held by one registry instance); one that no longer does loses it.
    */
+  /**
+   * A proxy uses the server: its change stream is wanted too when its stored verdict says it
+   * streams changes (so streams come back after a registry restart without waiting for a
+   * discovery of this instance). No read when this instance holds the stream already.
+   */
+  private async followInUse(server: McpServerRecord, target: DiscoveryTarget): Promise<void> {
+    if (this.streams.holds(`${server.accountId}:${server.name}`)) return;
+    const stored = await this.deps.servers.anyEraVerdict(server.accountId, server.name).catch(() => undefined);
+    const verdict = parseEraVerdict(stored);
+    if (verdict?.era === 'modern') this.followChanges(server, verdict, target);
+  }
+
   private followChanges(server: McpServerRecord, verdict: EraVerdict, target: DiscoveryTarget): void {
     const key = `${server.accountId}:${server.name}`;
     const capabilities = verdict.era === 'modern' ? (verdict.discover as { capabilities?: { tools?: { listChanged?: unknown } } }).capabilities : undefined;
@@ -483,6 +495,7 @@ export class Discovery {
         // not worth a write or an event.
         if (trigger === 'observed' && !changed && previous.state === 'ok' && sameStatusFacts(previous, status)) {
           await this.armRelist(server, status, target, now);
+          await this.followInUse(server, target);
           return server;
         }
         // After too many failures in a row the re-prober stops; an owner's set or refresh probes again
@@ -493,7 +506,10 @@ export class Discovery {
         const nextProbe = status.state === 'error' && !stopped ? new Date(now.getTime() + nextProbeDelayMs(status.failures ?? 1, Math.random, this.deps.reprobeBaseMs)) : null;
         const saved = await target.record(server, status, tools, nextProbe);
         if (saved === null) return server; // deleted meanwhile
-        if (trigger === 'observed') await this.armRelist(saved, status, target, now);
+        if (trigger === 'observed') {
+          await this.armRelist(saved, status, target, now);
+          await this.followInUse(saved, target);
+        }
         else if (outcome.verdict !== undefined) this.followChanges(saved, outcome.verdict, target);
         // Read after the record: never older than its generation (see SetToolPermission).
         const event = serverDiscoveredEvent(saved, changed, await target.overrides(saved.accountId, saved.id));

@@ -188,6 +188,15 @@ export class McpServersRepository {
     return row === undefined ? undefined : decodePayload<unknown>(row.verdict_cbor);
   }
 
+  /**
+   * The server's stored era verdict, whatever its auth context: only for what the server is
+   * (whether it streams changes), never to connect with (see {@link eraVerdict}).
+   */
+  async anyEraVerdict(account: string, server: string): Promise<unknown> {
+    const row = await this.db.selectFrom('registry.era_verdicts').select('verdict_cbor').where('account_id', '=', account).where('server', '=', server).executeTakeFirst();
+    return row === undefined ? undefined : decodePayload<unknown>(row.verdict_cbor);
+  }
+
   /** Records the server's era verdict for `authContext`, replacing the one of any other context. */
   async saveEraVerdict(account: string, server: string, authContext: string, verdict: unknown): Promise<void> {
     const verdictCbor = encodePayload(verdict);
