@@ -247,4 +247,16 @@ describe('quotas and rate limits: the registry', () => {
     expect((await fetch(new URL('/healthz', h.apiUrl))).status).toBe(200);
     await eventually(async () => ((await post(h.apiUrl, other.envelope({ type: 'ListAgents' }))).status === 200 ? true : undefined), 10_000, 'the address admitted again');
   });
+
+  it('every refusal above is counted by kind in mcpx_quota_rejections_total (internal port)', async () => {
+    const instance = await h.addRegistry();
+    try {
+      const text = await (await fetch(new URL('/metrics', instance.internalUrl))).text();
+      for (const kind of ['servers_per_account', 'agents_per_account', 'event_streams_per_account', 'actions_per_signer', 'actions_per_address']) {
+        expect(text).toMatch(new RegExp(`mcpx_quota_rejections_total\\{[^}]*kind="${kind}"[^}]*\\} [1-9]`));
+      }
+    } finally {
+      await instance.stop();
+    }
+  });
 });
