@@ -207,6 +207,33 @@ describe('quotas and rate limits: the registry', () => {
     }
   });
 
+  it("a revoked signer's open stream ends at its next heartbeat", async () => {
+    const acct = h.api();
+    await acct.act('ListAgents');
+    const key = generateKeyPair();
+    await acct.act('AuthorizeSigner', { principal: key.principal, role: 'WRITER' });
+    const envelope = Buffer.from(JSON.stringify(new ApiClient(h.apiUrl, key, acct.principal).envelope({ type: 'SubscribeEvents' }))).toString('base64url');
+    const abort = new AbortController();
+    const res = await fetch(new URL(`/v1/events?envelope=${envelope}`, h.apiUrl), { signal: abort.signal });
+    expect(res.status).toBe(200);
+    let ended = false;
+    const reading = (async () => {
+      try {
+        for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) void chunk;
+        ended = true;
+      } catch {
+        // aborted below if it never ended
+      }
+    })();
+    try {
+      await acct.act('RevokeSigner', { principal: key.principal });
+      await eventually(async () => (ended ? true : undefined), 25_000, 'the revoked signer’s stream to end');
+    } finally {
+      abort.abort();
+      await reading;
+    }
+  }, 40_000);
+
   it('actions per signer: a burst past the bucket is refused with 429, rate_limited, retryAfterMs and Retry-After; another signer goes on; later it is admitted', async () => {
     const api = h.api();
     await api.act('ListAgents');

@@ -48,6 +48,11 @@ export interface StreamGuards {
   boundAgents: (account: string, signer: string) => Promise<string[]>;
   /** Extra headers of a refusal (`Retry-After`). */
   retryAfter: (err: WireError) => Record<string, string>;
+  /**
+   * Whether the signer still holds the role it opened the stream with (checked at each
+   * heartbeat): a revoked signer's stream ends, a re-bound AGENT signer's follows its new agents.
+   */
+  stillHeld: (caller: Caller) => Promise<boolean>;
 }
 
 const NO_GUARDS: StreamGuards = {
@@ -55,6 +60,7 @@ const NO_GUARDS: StreamGuards = {
   admitStream: () => Promise.resolve(() => {}),
   boundAgents: () => Promise.resolve([]),
   retryAfter: () => ({}),
+  stillHeld: () => Promise.resolve(true),
 };
 
 /**
@@ -127,16 +133,39 @@ export class EventStream {
       }),
     ];
     if (agents === null) subs.push(...this.ownerSubscriptions(caller.account, write));
-    const beat = setInterval(() => res.write(': keep-alive\n\n'), HEARTBEAT_MS);
-    req.on('close', () => {
+    const signer = caller;
+    const beat = setInterval(() => {
+      res.write(': keep-alive\n\n');
+      void this.revalidate(signer, guards, res, (bound) => (agents = bound));
+    }, HEARTBEAT_MS);
+    let closed = false;
+    // The client leaving and the server ending the stream (a revoked signer) both end up here, once.
+    const cleanup = (): void => {
+      if (closed) return;
+      closed = true;
       clearInterval(beat);
       for (const s of subs) s.unsubscribe();
       this.open--;
       release();
-    });
+    };
+    req.on('close', cleanup);
+    res.on('close', cleanup);
     // `connected` is said once NATS has the subscriptions: nothing published after it is missed.
     await this.nc.flush().catch(() => undefined);
     res.write(': connected\n\n');
+  }
+
+  /** Ends the stream of a signer that lost its role; refreshes an AGENT signer's agents. A failed check keeps the stream (the next one decides). */
+  private async revalidate(caller: Caller, guards: StreamGuards, res: ServerResponse, setAgents: (bound: Set<string>) => void): Promise<void> {
+    try {
+      if (!(await guards.stillHeld(caller))) {
+        res.end();
+        return;
+      }
+      if (caller.role === 'AGENT') setAgents(new Set(await guards.boundAgents(caller.account, caller.signer)));
+    } catch (err) {
+      this.log.warn('event stream signer check failed', { err: err as Error });
+    }
   }
 
   /** Server and approval events: for the account's OWNER and WRITER signers, never an AGENT's. */

@@ -209,7 +209,14 @@ export function createHttpServer(deps: HttpDeps): Server {
           await admitSigner(caller.signer);
           return caller;
         },
-        { admitAddress: () => admitAddress(req), admitStream, boundAgents: (account, signer) => deps.actions.accounts.boundAgents(account, signer), retryAfter: retryAfterHeader },
+        {
+          admitAddress: () => admitAddress(req),
+          admitStream,
+          boundAgents: (account, signer) => deps.actions.accounts.boundAgents(account, signer),
+          retryAfter: retryAfterHeader,
+          // The account's own key always holds it; a registered signer while its row keeps the role.
+          stillHeld: async (c) => c.signer === c.account || (await deps.actions.accounts.signerRole(c.account, c.signer)) === c.role,
+        },
       );
     } else if (req.method === 'GET' && url.pathname === OAUTH_CALLBACK_PATH && deps.oauthCallback) {
       void deps.oauthCallback(req, res, url);
