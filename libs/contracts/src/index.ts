@@ -50,6 +50,7 @@ export type {
 export { FAMILY_RE, SEARCH_LIMIT_DEFAULT, SEARCH_LIMIT_MAX, SEARCH_QUERY_MAX_LENGTH, checkSearchInput, familyOf, familyServer } from './search.js';
 export type { SearchInput, ToolSearchFamily, ToolSearchHit, ToolSearchReply, ToolSearchRequest } from './search.js';
 export { accessTokenHash } from './oauth-refresh.js';
+export { authContextOf } from './auth-context.js';
 export type { OAuthRefreshReply, OAuthRefreshRequest } from './oauth-refresh.js';
 export { ActionTypes } from './api.js';
 export type {

@@ -20,4 +20,5 @@ export type {
   OpenChangesTable,
   ToolsDiff,
   PendingToolsEvent,
+  EraVerdictsTable,
 } from './schema.js';

@@ -1,4 +1,6 @@
-export { tracingFetch } from './tracing-fetch.js';
+export { tracingFetch, tracingRequest } from './tracing-fetch.js';
+export type { HeaderRecordRequest } from './tracing-fetch.js';
+export { traceCarrier } from './trace-carrier.js';
 export { startHealthServer } from './health-server.js';
 export { startServiceHttp } from './service-http.js';
 export type { ServiceHttp } from './service-http.js';

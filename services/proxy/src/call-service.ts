@@ -1,10 +1,10 @@
 import { Svcm, type Service, type ServiceMsg } from '@nats-io/services';
 import type { MsgHdrs, NatsConnection } from '@nats-io/transport-node';
-import { PAYLOAD_LIMITS, QueueGroups, decodeStrict, encodePayload, malformedMessageFields, toWireError, type ProxyCallReply, type Subjects } from '@mcpx/contracts';
+import { QueueGroups, encodePayload, malformedMessageFields, toWireError, type ProxyCallReply, type Subjects } from '@mcpx/contracts';
 import type { Logger } from '@mcpx/log';
 import { extractTraceContext } from '@mcpx/telemetry';
 import { toWire, type CallHandler } from './call-handler.js';
-import { MAX_REQUEST_BYTES, parseCallRequest } from './call-request.js';
+import { decodeCallRequest } from './call-request.js';
 
 /** The micro-service name of the proxy when NATS_PREFIX is empty. */
 export const PROXY_SERVICE_NAME = 'mcpx-proxy';
@@ -40,9 +40,6 @@ export interface ProxyStats {
   resumptions: { resumed: number; failed: number };
   invalidations: number;
 }
-
-/** A call request is held to the proxy's own byte limit, below what NATS may be configured to carry. */
-const requestLimits = { ...PAYLOAD_LIMITS, maxBytes: MAX_REQUEST_BYTES };
 
 export interface CallServiceDeps {
   nc: NatsConnection;
@@ -94,7 +91,7 @@ export async function startCallService(deps: CallServiceDeps): Promise<CallServi
     try {
       let req;
       try {
-        req = parseCallRequest(decodeStrict(msg.data, 'request', requestLimits));
+        req = decodeCallRequest(msg.data);
       } catch (e) {
         const wire = toWire(e);
         handler.count(wire.code);

@@ -1,7 +1,7 @@
 import { trace, type Counter, type Meter, type UpDownCounter } from '@opentelemetry/api';
 import { ErrorCodes, WireError } from '@mcpx/contracts';
 import { QUOTA_DEFAULTS } from '@mcpx/locks';
-import { McpClientError, connectMcp, type EraVerdict, type McpConnection } from '@mcpx/mcp-client';
+import { McpClientError, connectMcp, type DirectRequest, type EraVerdict, type McpConnection } from '@mcpx/mcp-client';
 import { MemoryEraVerdicts, authContextOf, type EraVerdictSource } from './era-verdicts.js';
 import type { ServerEntry } from './server-entry.js';
 
@@ -48,6 +48,10 @@ export interface ConnectionPoolOptions {
   connectTimeoutMs: number;
   idleMs: number;
   fetch?: typeof fetch;
+  /** The request path of legacy direct calls (the outbound fetch's own, traced); unset: `fetch`, adapted. */
+  request?: DirectRequest;
+  /** The active trace context as `traceparent`/`tracestate`, for each modern request's `_meta`. */
+  traceCarrier?: () => Record<string, string>;
   /**
    * Era verdicts to connect with (a modern server then costs no round trip to connect, a legacy
    * one goes straight to `initialize`). Default: what this instance learnt, in memory.
@@ -211,6 +215,8 @@ export class ConnectionPool {
       headers: entry.headers,
       connectTimeoutMs: this.opts.connectTimeoutMs,
       ...(this.opts.fetch ? { fetch: this.opts.fetch } : {}),
+      ...(this.opts.request ? { request: this.opts.request } : {}),
+      ...(this.opts.traceCarrier ? { traceCarrier: this.opts.traceCarrier } : {}),
       ...(prior !== undefined ? { prior } : {}),
       onToolsListChanged: () => opened.conn && this.hooks.onToolsChanged(account, server, opened.conn),
     });

@@ -1,19 +1,9 @@
-import { createHash } from 'node:crypto';
 import { decodePayload } from '@mcpx/contracts';
 import type { Db } from '@mcpx/db';
 import type { EraVerdict } from '@mcpx/mcp-client';
 
-/**
- * The auth context of a connect: SHA-256 (hex) of the URL and every header sent (names folded to
- * lower case, sorted). The registry computes the same function (services/registry/src/era-verdicts.ts):
- * a verdict is stored and found under it, and never serves another context.
- */
-export function authContextOf(url: string, headers: Readonly<Record<string, string>>): string {
-  const entries = Object.entries(headers)
-    .map(([k, v]) => [k.toLowerCase(), v] as const)
-    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-  return createHash('sha256').update(JSON.stringify([url, entries])).digest('hex');
-}
+/** The auth context a verdict is keyed by: one copy, in `@mcpx/contracts`, shared with the other service. */
+export { authContextOf } from '@mcpx/contracts';
 
 /** Where a pool finds the era verdict of a server for an auth context, and tells what it learnt. */
 export interface EraVerdictSource {

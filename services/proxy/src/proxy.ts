@@ -10,11 +10,14 @@ import { createLogger, type LogSink } from '@mcpx/log';
 import type { McpConnection } from '@mcpx/mcp-client';
 import { SecretBox } from '@mcpx/secrets';
 import { createOutboundFetch } from '@mcpx/outbound';
-import { setupTelemetry, startServiceHttp, tracingFetch, type Telemetry } from '@mcpx/telemetry';
+import { setupTelemetry, startServiceHttp, traceCarrier, tracingFetch, tracingRequest, type Telemetry } from '@mcpx/telemetry';
+import { trace } from '@opentelemetry/api';
 import { ApprovalGate } from './approval-gate.js';
 import { CallHandler, replyLimits } from './call-handler.js';
 import { Catalog } from './catalog.js';
 import { ConnectionPool } from './connection-pool.js';
+import type { VerdictReport } from './connection-pool.js';
+import { StoredEraVerdicts } from './era-verdicts.js';
 import { OAuthTokens } from './oauth-tokens.js';
 import { startCallService, type ProxyStats } from './call-service.js';
 
@@ -46,7 +49,13 @@ export async function startProxy(config: Config, opts: ProxyOptions = {}): Promi
   const log = createLogger('proxy', { level: config.logLevel, fields: { instance }, ...(opts.logSink ? { sink: opts.logSink } : {}) });
   const telemetry = opts.telemetry ?? await setupTelemetry({ serviceName: 'proxy', serviceInstanceId: instance, ...(config.otlpEndpoint ? { otlpEndpoint: config.otlpEndpoint } : {}) });
   const db = createDb(config.databaseUrl, { applicationName: 'proxy', max: 10, onIdleError: (err) => log.warn('database connection dropped', { err }) });
-  const bus = await connectBus({ url: config.natsUrl, name: `proxy ${instance}`, prefix: config.natsPrefix, log, credentials: config.natsCredentials });
+  const bus = await connectBus({
+    url: config.natsUrl,
+    name: `proxy ${instance}`,
+    prefix: config.natsPrefix,
+    log,
+    ...(config.natsCredentials ? { credentials: config.natsCredentials, inboxPrefix: config.natsCredentials.inboxPrefix } : {}),
+  });
   // Admission must not queue behind a Redis outage: fail fast (and open) instead.
   const redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 1, enableOfflineQueue: false, commandTimeout: 1_000, lazyConnect: true });
   redis.on('error', () => {});
@@ -59,31 +68,51 @@ export async function startProxy(config: Config, opts: ProxyOptions = {}): Promi
       log.warn('per-server limits unavailable, admitting calls', { err });
     },
   });
-  const outboundFetch = createOutboundFetch(config.outbound);
+  const responsesCut = telemetry.meter.createCounter('mcpx_outbound_responses_cut_total', { description: 'Remote response bodies cut at a bound, by bound' });
+  const outboundFetch = createOutboundFetch(config.outbound, {
+    // The call's span (when one is active) says why its answer stopped short.
+    onResponseCut: (err) => {
+      responsesCut.add(1, { bound: err.details.bound.name });
+      trace.getActiveSpan()?.addEvent('outbound.response_cut', { 'mcpx.bound': err.details.bound.name, 'mcpx.bound.limit': err.details.bound.limit });
+    },
+  });
   const catalog = new Catalog(db, new SecretBox(config.keyring), config.builtinEndpoints);
-  catalog.listen(bus.nc, bus.subjects);
+  catalog.listen(bus.nc, bus.subjects, log);
 
   // Quiet discovery: every connection's opening lists tools for the registry. The same list seen
-  // again within a short while is not sent again.
+  // again within a short while is not sent again, unless it carries a verdict the connection had
+  // to probe for: the registry stores that, so every other instance connects with no probe.
   const lastObserved = new Map<string, { hash: string; at: number }>();
-  const observe = (account: string, server: string, conn: McpConnection): void => {
+  const observe = (account: string, server: string, conn: McpConnection, report?: VerdictReport): void => {
     conn
       .listTools()
       .then((tools) => {
         const key = `${account}:${server}`;
         const hash = createHash('sha256').update(JSON.stringify(tools)).digest('hex');
         const last = lastObserved.get(key);
-        if (last && last.hash === hash && Date.now() - last.at < 30_000) return;
+        if (report === undefined && last && last.hash === hash && Date.now() - last.at < 30_000) return;
         lastObserved.set(key, { hash, at: Date.now() });
         if (lastObserved.size > 10_000) lastObserved.delete(lastObserved.keys().next().value as string);
-        const msg: ToolsObserved = { account, server, tools, transport: conn.transport };
+        const msg: ToolsObserved = { account, server, tools, transport: conn.transport, ...(report ?? {}) };
         bus.nc.publish(bus.subjects.toolsObserved, encodePayload(msg));
       })
       .catch((err: unknown) => log.warn('quiet discovery list failed', { account, server, err: err as Error }));
   };
   const pool = new ConnectionPool(
-    { connectTimeoutMs: 30_000, idleMs: opts.idleMs ?? config.proxy.idleMs, fetch: tracingFetch(outboundFetch) },
-    { onOpen: observe, onToolsChanged: (a, s, c) => { lastObserved.delete(`${a}:${s}`); observe(a, s, c); } },
+    {
+      connectTimeoutMs: 30_000,
+      idleMs: opts.idleMs ?? config.proxy.idleMs,
+      fetch: tracingFetch(outboundFetch),
+      // Legacy direct calls take undici's request path (no WHATWG layer), traced like the fetch.
+      request: tracingRequest(outboundFetch.request),
+      traceCarrier,
+      verdicts: new StoredEraVerdicts(db),
+    },
+    {
+      onOpen: observe,
+      onToolsChanged: (a, s, c) => { lastObserved.delete(`${a}:${s}`); observe(a, s, c); },
+      onVerdict: (a, s, c, r) => { lastObserved.delete(`${a}:${s}`); observe(a, s, c, r); },
+    },
     telemetry.meter,
   );
   const limits = { maxConcurrency: config.proxy.maxConcurrencyPerServer, ratePerSecond: config.proxy.ratePerServer };

@@ -1,22 +1,11 @@
-import { createHash } from 'node:crypto';
 import { encodePayload } from '@mcpx/contracts';
 import type { EraVerdict } from '@mcpx/mcp-client';
 
 /** Bounds on a verdict we store (a `server/discover` result is the remote server's data: untrusted). */
 export const VERDICT_LIMITS = { maxBytes: 64 * 1024, maxVersionLength: 64 } as const;
 
-/**
- * The auth context of a connect: SHA-256 (hex) of the URL and every header sent (names folded to
- * lower case, sorted). A verdict is reused only under the same context, so one credential's
- * verdict never serves another, and the hash reveals nothing of a secret. The proxy computes the
- * same function over the same inputs (services/proxy/src/era-verdicts.ts): keep the two equal.
- */
-export function authContextOf(url: string, headers: Readonly<Record<string, string>>): string {
-  const entries = Object.entries(headers)
-    .map(([k, v]) => [k.toLowerCase(), v] as const)
-    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-  return createHash('sha256').update(JSON.stringify([url, entries])).digest('hex');
-}
+/** The auth context a verdict is keyed by: one copy, in `@mcpx/contracts`, shared with the other service. */
+export { authContextOf } from '@mcpx/contracts';
 
 /** Whether `value` looks like an auth context (64 hex digits). */
 export function isAuthContext(value: unknown): value is string {
