@@ -5,6 +5,7 @@ import type { Permission, RemoteTool } from '@mcpx/domain';
 import { QUOTA_DEFAULTS, type QuotaLimits, type SingleFlight } from '@mcpx/locks';
 import type { Logger } from '@mcpx/log';
 import { connectMcp, resourceMetadataUrl, type EraVerdict, type McpConnection } from '@mcpx/mcp-client';
+import { budgetedFetch, ResponseBound } from '@mcpx/outbound';
 import { safeUrlForTelemetry, withSpan } from '@mcpx/telemetry';
 import { nextProbeDelayMs, relistDelayMs } from './discovery-schedule.js';
 import { authContextOf, isAuthContext, parseEraVerdict } from './era-verdicts.js';
@@ -24,6 +25,12 @@ export const DISCOVERY_LIMITS = {
   maxPages: 50,
   maxTools: TOOL_LIMITS.maxTools,
   maxToolNameLength: TOOL_LIMITS.maxToolNameLength,
+  /**
+   * Decompressed bytes of every response body one discovery reads, together (connect, renewals,
+   * every page): each body is bounded on its own, so this is what stops many pages that are each
+   * under that bound.
+   */
+  maxTotalBytes: 32 * 1024 * 1024,
   /** Discoveries that may talk to remote servers at once, per registry instance (the rest queue). */
   concurrency: 16,
 } as const;
@@ -189,7 +196,8 @@ export class Discovery {
       find: (account, name) => deps.servers.find(account, name),
       headers: async (server) => {
         try {
-          const headers = await resolveHeaders(deps.secrets, server.accountId, server.config);
+          // Only the server's own secrets, each only to the origin it was sealed for.
+          const headers = await resolveHeaders(deps.secrets, server.accountId, server.config, server.name);
           if (deps.oauthHeaders) Object.assign(headers, await deps.oauthHeaders(server));
           return headers;
         } catch (err) {
@@ -374,11 +382,27 @@ export class Discovery {
     this.streams.want(listen);
   }
 
+  /**
+   * One discovery's exchange with the server: its fetch carries one byte budget
+   * ({@link DISCOVERY_LIMITS}.maxTotalBytes) and the discovery's total deadline over every
+   * request and body, so a server that answers page after page within each body's bound still
+   * stops; the status names the bound that was hit.
+   */
   private async probe(server: McpServerRecord, target: DiscoveryTarget): Promise<Outcome> {
+    const deadlineMs = this.quotas.discoveryDeadlineMs;
+    const budgeted = this.deps.fetch && budgetedFetch(this.deps.fetch, { maxTotalBytes: DISCOVERY_LIMITS.maxTotalBytes, ...(deadlineMs > 0 ? { deadlineMs } : {}) });
+    try {
+      return await this.probeWith(server, target, budgeted);
+    } finally {
+      budgeted?.end();
+    }
+  }
+
+  private async probeWith(server: McpServerRecord, target: DiscoveryTarget, fetch: typeof globalThis.fetch | undefined): Promise<Outcome> {
     const deadlineMs = this.quotas.discoveryDeadlineMs;
     // One total deadline from connect to the last page (a server that answers slowly page after page included).
     const deadline = deadlineMs > 0 ? AbortSignal.timeout(deadlineMs) : undefined;
-    const overDeadline = (): Outcome => ({ error: `the discovery passed its total deadline of ${deadlineMs} ms (DISCOVERY_DEADLINE_MS)` });
+    const overDeadline = (): Outcome => ({ error: `the discovery passed its total deadline of ${deadlineMs} ms (bound ${ResponseBound.deadline}, DISCOVERY_DEADLINE_MS)` });
     let headers: Record<string, string>;
     try {
       headers = await target.headers(server);
@@ -401,7 +425,7 @@ export class Discovery {
           ...(server.config.transport ? { transport: server.config.transport } : {}),
           headers,
           connectTimeoutMs: DISCOVERY_LIMITS.connectTimeoutMs,
-          ...(this.deps.fetch ? { fetch: this.deps.fetch } : {}),
+          ...(fetch ? { fetch } : {}),
           ...(prior !== undefined ? { prior } : {}),
           ...(deadline !== undefined ? { signal: deadline } : {}),
         });

@@ -1,4 +1,4 @@
-import type { RedactedMcpServer } from '@mcpx/contracts';
+import type { RedactedMcpServer, ServerStatus } from '@mcpx/contracts';
 import { inheritPermission, isPermission, normalizeAnnotations, projectToolNames, type ToolNameStyle } from '@mcpx/domain';
 import { effectiveAuth } from './auth-method.js';
 import type { StoredOAuthClient } from './oauth/oauth-client-config.js';
@@ -6,10 +6,25 @@ import type { McpServerRecord } from './repositories/mcp-servers.repository.js';
 import type { ToolOverrides } from './repositories/tool-permissions.repository.js';
 
 /**
- * The only shape in which a server leaves the registry: header names, never header values. Each
- * tool shows its effective permission: the owner's override, else the inherited level.
+ * A server's status as an AGENT signer (an agent runtime, a model's side) sees it: never the
+ * authorization URL, which completes the owner's OAuth for whoever opens it; instead
+ * `needsOwnerAuthorization` says that only the owner can bring the server back.
  */
-export function redactServer(server: McpServerRecord, style: ToolNameStyle, overrides: ToolOverrides = {}, opts: { builtin?: boolean } = {}): RedactedMcpServer {
+export type AgentServerStatus = Omit<ServerStatus, 'authorizationUrl'> & { needsOwnerAuthorization?: true };
+
+/** Who a redacted server is shown to: an AGENT signer gets {@link AgentServerStatus}. */
+export interface RedactOptions {
+  builtin?: boolean;
+  /** The caller's role (`caller.role`); absent: an OWNER's or WRITER's view. */
+  role?: string;
+}
+
+/**
+ * The only shape in which a server leaves the registry: header names, never header values. Each
+ * tool shows its effective permission: the owner's override, else the inherited level. An AGENT
+ * signer never sees the status' authorization URL (see {@link AgentServerStatus}).
+ */
+export function redactServer(server: McpServerRecord, style: ToolNameStyle, overrides: ToolOverrides = {}, opts: RedactOptions = {}): RedactedMcpServer {
   const builtin = opts.builtin === true;
   const names = projectToolNames(
     server.name,
@@ -37,10 +52,17 @@ export function redactServer(server: McpServerRecord, style: ToolNameStyle, over
       ...(t.inputSchema !== undefined ? { inputSchema: t.inputSchema } : {}),
       ...toolPermission(t.name, t.annotations, overrides, builtin),
     })),
-    status: server.status,
+    status: opts.role === 'AGENT' ? agentStatus(server.status) : server.status,
     createdAt: server.createdAt.toISOString(),
     updatedAt: server.updatedAt.toISOString(),
   };
+}
+
+/** The status without its authorization URL; an `auth_required` one says the owner must authorize. */
+export function agentStatus(status: ServerStatus): ServerStatus {
+  const { authorizationUrl, ...rest } = status;
+  const view: AgentServerStatus = status.state === 'auth_required' || authorizationUrl !== undefined ? { ...rest, needsOwnerAuthorization: true } : rest;
+  return view;
 }
 
 /** A pre-registered OAuth client: its id and grant, and only whether a secret or key is set. */

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { encodeCanonical, type RemoteTool } from '@mcpx/domain';
+import { encodeCanonical, inputSchemaFault, type RemoteTool } from '@mcpx/domain';
 import { invalidMcpHeaderTools } from '@mcpx/mcp-client';
 
 /** Bounds on a remote server's tool list (its data is untrusted). */
@@ -24,15 +24,36 @@ export function sanitizeTools(tools: unknown[]): RemoteTool[] {
 }
 
 /**
- * The tools to keep of a listed set, and those refused with why: a tool whose `x-mcp-header`
- * annotation is invalid (MCP 2026-07-28) cannot be called as the server expects, so it is not
- * projected, and the server's status names it (nothing silently lost).
+ * The tools to keep of a listed set, and those refused with why, so nothing is silently lost
+ * (the server's status names each):
+ * - an invalid `x-mcp-header` annotation (MCP 2026-07-28): the tool cannot be called as the
+ *   server expects;
+ * - an input schema the validator will refuse to evaluate in part (a `$ref` cycle that consumes
+ *   no input, a chain of more `$ref`s in a row than it follows): every call that reaches that
+ *   part would fail with an error the agent cannot fix, so the owner sees why before any call,
+ *   and agents are not handed the schema.
  */
 export function screenTools(tools: RemoteTool[]): { kept: RemoteTool[]; skipped: Array<{ name: string; reason: string }> } {
   const skipped = invalidMcpHeaderTools(tools as Parameters<typeof invalidMcpHeaderTools>[0]).map((t) => ({ name: t.name, reason: t.reason }));
-  if (skipped.length === 0) return { kept: tools, skipped };
   const refused = new Set(skipped.map((t) => t.name));
+  for (const tool of tools) {
+    if (refused.has(tool.name) || tool.inputSchema === undefined) continue;
+    const fault = schemaFault(tool.inputSchema);
+    if (fault === undefined) continue;
+    skipped.push({ name: tool.name, reason: fault });
+    refused.add(tool.name);
+  }
+  if (skipped.length === 0) return { kept: tools, skipped };
   return { kept: tools.filter((t) => !refused.has(t.name)), skipped };
+}
+
+/** {@link inputSchemaFault}, and a schema it cannot walk counted as a fault rather than a crash. */
+function schemaFault(schema: unknown): string | undefined {
+  try {
+    return inputSchemaFault(schema);
+  } catch {
+    return 'the input schema could not be checked';
+  }
 }
 
 /** The canonical hash of a tool list: equal lists hash equal whatever their key order. */

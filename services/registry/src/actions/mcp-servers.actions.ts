@@ -17,7 +17,11 @@ import type { ActionHandler } from './context.js';
 export const listMcpServers: ActionHandler = async (deps, caller) => {
   // Three independent reads in one round trip's time (the list is the console's most frequent read).
   const [servers, overrides, builtins] = await Promise.all([deps.servers.list(caller.account), deps.permissions.forAccount(caller.account), deps.builtins?.lit(caller.account) ?? []]);
-  return { servers: [...servers.map((s) => redactServer(s, deps.style, overrides.get(s.id))), ...builtins.map((s) => redactServer(s, deps.style, overrides.get(s.id), { builtin: true }))] };
+  // An AGENT signer's view never holds an authorization URL (it completes the owner's OAuth).
+  const role = caller.role;
+  return {
+    servers: [...servers.map((s) => redactServer(s, deps.style, overrides.get(s.id), { role })), ...builtins.map((s) => redactServer(s, deps.style, overrides.get(s.id), { builtin: true, role }))],
+  };
 };
 
 /** What SetMcpServer dropped because the server moved to another origin (names only, never values). */
