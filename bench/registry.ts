@@ -56,7 +56,7 @@ async function measure(what: string, total: number, concurrency: number, op: (i:
 async function main(): Promise<void> {
   const tools = Array.from({ length: TOOLS_PER_SERVER }, (_, i) => ({ ...echoTool(), name: `tool_${i}` }));
   const upstreams: TestMcpServer[] = await Promise.all(Array.from({ length: UPSTREAMS }, () => startTestMcpServer({ tools })));
-  const h = await RegistryHarness.start({ projector: false, env: { LOG_LEVEL: 'warn' } });
+  const h = await RegistryHarness.start({ projector: false, env: { LOG_LEVEL: 'warn', RATE_ACTIONS_PER_SIGNER: '0', RATE_ACTIONS_PER_ADDRESS: '0' } });
   const rows: Row[] = [];
   try {
     const big = h.api();

@@ -109,6 +109,7 @@ export async function startRegistry(config: Config, opts: RegistryOptions = {}):
     // Outbound safety: https only, no private addresses (unless the operator allows), the
     // address checked is the address connected to, no cross-origin redirects.
     fetch: tracingFetch(outboundFetch),
+    quotas: config.quotas,
     ...(opts.reprobe?.baseMs !== undefined ? { reprobeBaseMs: opts.reprobe.baseMs } : {}),
     ...(opts.discoveryConcurrency !== undefined ? { concurrency: opts.discoveryConcurrency } : {}),
   });
@@ -160,6 +161,7 @@ export async function startRegistry(config: Config, opts: RegistryOptions = {}):
     },
     redis,
     redisPrefix: config.redisPrefix,
+    quotas: config.quotas,
     log,
     tracer: telemetry.tracer,
     meter: telemetry.meter,
