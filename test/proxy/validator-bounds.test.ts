@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { compileValidator, type JsonObject } from '@mcpx/domain';
+import { compileValidator, type JsonObject, type McpToolDocument } from '@mcpx/domain';
+import { createDb } from '@mcpx/db';
 import { CALL_REQUEST_LIMITS, decodeCallRequest, parseCallRequest, MAX_CALL_TIMEOUT_MS, MAX_REQUEST_BYTES } from '@mcpx/proxy';
-import { StrictRules, encodePayload } from '@mcpx/contracts';
+import { StrictRules, decodePayload, encodePayload } from '@mcpx/contracts';
 import { startTestMcpServer, type TestMcpServer, type TestTool } from '../servers/index.js';
 import { ProxySystem } from '../support/proxy-system.js';
 
@@ -83,12 +84,19 @@ function chainTool(name: string, n: number): TestTool {
   };
 }
 
+/** A tool whose schema is harmless on its server; the test rewrites its stored document (see below). */
+const staleTool: TestTool = {
+  name: 'stale',
+  inputSchema: { type: 'object', properties: { a: { type: 'string' } } },
+  handler: () => ({ content: [{ type: 'text', text: 'stale ran' }] }),
+};
+
 describe('$ref schemas through the real proxy', () => {
   let system: ProxySystem;
   let upstream: TestMcpServer;
 
   beforeAll(async () => {
-    [system, upstream] = await Promise.all([ProxySystem.start(), startTestMcpServer({ tools: [orderTool, chainTool('chain', 200), chainTool('deep_chain', 10_000)] })]);
+    [system, upstream] = await Promise.all([ProxySystem.start(), startTestMcpServer({ tools: [orderTool, staleTool, chainTool('chain', 200), chainTool('deep_chain', 10_000)] })]);
     await system.setServer('shop', upstream.url);
     await system.createAgent('agent', ['shop'], 2);
   });
@@ -113,25 +121,41 @@ describe('$ref schemas through the real proxy', () => {
     expect(upstream.stats.calls).toBe(before);
   });
 
-  it('refuses a call through a 200-deep $ref chain with a typed error, calling nothing; other arguments and tools keep working', async () => {
+  it('refuses a call whose stored schema the validator cannot evaluate as the server schema\'s fault (server_error naming the server), calling nothing; other arguments and tools keep working', async () => {
+    // Discovery now skips such a tool (next test); a document stored before it did, or by another
+    // version of the registry, still reaches the proxy: its stored schema is made a 200-deep chain.
+    const db = createDb(system.db.url, { applicationName: 'validator-bounds-test', max: 1 });
+    try {
+      const row = await db.selectFrom('projector.tool_documents').select(['cid', 'doc_cbor']).where('account_id', '=', system.account).where('name', '=', 'shop__stale').executeTakeFirstOrThrow();
+      const doc = decodePayload<McpToolDocument>(row.doc_cbor);
+      const chained = { ...doc, inputSchema: chainTool('stale', 200).inputSchema as JsonObject };
+      await db.updateTable('projector.tool_documents').set({ doc_cbor: encodePayload(chained) }).where('account_id', '=', system.account).where('cid', '=', row.cid).execute();
+    } finally {
+      await db.destroy();
+    }
     const before = upstream.stats.calls;
-    const err = await system.callError('agent', 'r2', 'shop__chain', { a: 'x' });
-    expect(err.code).toBe('invalid_arguments');
+    const err = await system.callError('agent', 'r2', 'shop__stale', { a: 'x' });
+    expect(err.code).toBe('server_error');
+    expect(err.details).toMatchObject({ server: 'shop', tool: 'shop__stale', reason: 'invalid_schema', pointer: '/a' });
     expect(err.details.errors).toEqual([expect.objectContaining({ path: '/a', keyword: '$ref', fault: 'schema' })]);
-    expect(err.message).toMatch(/more than 64 \$refs in a row/);
+    expect(err.message).toMatch(/shop MCP server.*more than 64 \$refs in a row/);
     expect(upstream.stats.calls).toBe(before);
     // An argument the chain does not reach is checked as usual.
-    expect((await system.call('agent', 'r2', 'shop__chain', {})).result.text).toBe('chain ran');
+    expect((await system.call('agent', 'r2', 'shop__stale', {})).result.text).toBe('stale ran');
     expect((await system.call('agent', 'r2', 'shop__order', { lines: [{ sku: 'b', qty: 1 }] })).result.text).toBe('ordered 1 lines');
   });
 
-  it('a 10,000-deep $ref chain is named in the server status and nothing else breaks', async () => {
+  it('a 200-deep and a 10,000-deep $ref chain are named in the server status (skipped) and nothing else breaks', async () => {
     const { servers } = await system.api.act<{ servers: { name: string; status: { state: string; skippedTools?: { name: string; reason: string }[] } }[] }>('ListMcpServers', {});
     const shop = servers.find((s) => s.name === 'shop');
     expect(shop?.status.state).toBe('ok');
-    expect(shop?.status.skippedTools).toEqual([{ name: 'deep_chain', reason: expect.any(String) }]);
-    const missing = await system.callError('agent', 'r3', 'shop__deep_chain', { a: 'x' });
-    expect(missing.code).toBe('not_found');
+    expect(shop?.status.skippedTools).toEqual(
+      expect.arrayContaining([
+        { name: 'chain', reason: expect.stringMatching(/more than 64 \$refs in a row/) },
+        { name: 'deep_chain', reason: expect.any(String) },
+      ]),
+    );
+    for (const tool of ['shop__chain', 'shop__deep_chain']) expect((await system.callError('agent', 'r3', tool, { a: 'x' })).code).toBe('not_found');
     expect((await system.call('agent', 'r3', 'shop__order', { lines: [{ sku: 'c', qty: 3 }] })).result.text).toBe('ordered 1 lines');
   });
 });

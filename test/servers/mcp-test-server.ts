@@ -73,6 +73,8 @@ export interface TestMcpServerStats {
   traceparents: string[];
   /** Header values received, by lowercased name (to prove what the client sent). */
   headersSeen: Map<string, string[]>;
+  /** The `_meta` of each request a modern or dual server received, by method (the last 20 of each). */
+  metaSeen: Map<string, Record<string, unknown>[]>;
 }
 
 export interface TestMcpServer {
@@ -114,6 +116,7 @@ export async function startTestMcpServer(opts: TestMcpServerOptions = {}): Promi
     openSockets: () => sockets.size,
     traceparents: [],
     headersSeen: new Map(),
+    metaSeen: new Map(),
   };
   let origin = '';
 
@@ -174,7 +177,15 @@ export async function startTestMcpServer(opts: TestMcpServerOptions = {}): Promi
       return;
     }
     countHandshakes(body);
+    recordMeta(body);
     await modern?.handle(req, res, body);
+  }
+
+  function recordMeta(body: unknown): void {
+    const msg = body as { method?: unknown; params?: { _meta?: unknown } } | undefined;
+    const meta = msg?.params?._meta;
+    if (typeof msg?.method !== 'string' || meta === null || typeof meta !== 'object') return;
+    stats.metaSeen.set(msg.method, [...(stats.metaSeen.get(msg.method) ?? []), meta as Record<string, unknown>].slice(-20));
   }
 
   async function authorized(req: IncomingMessage, res: ServerResponse): Promise<boolean> {

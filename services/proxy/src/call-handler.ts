@@ -2,7 +2,7 @@ import { SpanKind, SpanStatusCode, context, trace, type Context, type Counter, t
 import { ErrorCodes, WireError, type ProxyCallRequest } from '@mcpx/contracts';
 import { Permission, TEXT_LIMIT_BYTES, flattenCallResult, isErrorResult, jsonSizeExceeds, type FlattenLimits, type ProxyResult } from '@mcpx/domain';
 import type { CallLimiter, CallLimits } from '@mcpx/locks';
-import { McpClientError, isInputRequired, type McpConnection } from '@mcpx/mcp-client';
+import { McpClientError, isInputRequired, type CallToolOptions, type McpConnection } from '@mcpx/mcp-client';
 import { withSpan } from '@mcpx/telemetry';
 import type { ApprovalGate } from './approval-gate.js';
 import { MAX_CALL_TIMEOUT_MS } from './call-request.js';
@@ -167,6 +167,19 @@ export class CallHandler {
     const { doc } = entry;
     const check = entry.validate(req.arguments);
     if (!check.ok) {
+      // A schema the validator cannot evaluate (a $ref cycle, an over-long $ref chain) is the
+      // server's fault, not the arguments': say so and name the server. Nothing is called.
+      const faults = check.errors.filter((e) => e.fault === 'schema');
+      const first = faults[0];
+      if (first !== undefined) {
+        throw new WireError(ErrorCodes.serverError, `the ${doc.server} MCP server's input schema for ${doc.name} cannot be evaluated at ${first.path || '/'}: ${first.message}`, {
+          server: doc.server,
+          tool: doc.name,
+          reason: 'invalid_schema',
+          pointer: first.path,
+          errors: faults,
+        });
+      }
       // Touch-expand: a miss answers with the real contract, and nothing is called.
       throw new WireError(ErrorCodes.invalidArguments, `arguments do not match ${doc.name}: ${check.errors.map((e) => `${e.path || '/'} ${e.message}`).join('; ')}`, {
         errors: check.errors,
@@ -208,12 +221,14 @@ export class CallHandler {
     this.inflight.set(key, ctl);
     try {
       const attrs = { 'mcp.server': doc.server, 'mcp.remote_tool': doc.remoteName };
+      // The listed definition, so a modern call mirrors its x-mcp-header parameters as Mcp-Param-* headers.
+      const tool = { name: doc.remoteName, inputSchema: doc.inputSchema } as NonNullable<CallToolOptions['tool']>;
       const call = (conn: McpConnection) =>
         withSpan(
           this.deps.tracer,
           'mcp tools/call',
           attrs,
-          (client) => conn.callTool({ name: doc.remoteName, arguments: req.arguments }, { timeoutMs, signal: ctl.signal, onResume: (outcome) => this.resumedStream(client, doc.server, outcome) }),
+          (client) => conn.callTool({ name: doc.remoteName, arguments: req.arguments }, { timeoutMs, signal: ctl.signal, tool, onResume: (outcome) => this.resumedStream(client, doc.server, outcome) }),
           { kind: SpanKind.CLIENT },
         );
       let result;
