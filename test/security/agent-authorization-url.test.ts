@@ -6,8 +6,7 @@
  */
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { WireError} from '@mcpx/contracts';
-import { makeSubjects, type RedactedMcpServer } from '@mcpx/contracts';
+import { makeSubjects, type RedactedMcpServer, type WireError } from '@mcpx/contracts';
 import { generateKeyPair } from '@mcpx/envelope';
 import { ProxyClient } from '@mcpx/proxy-client';
 import type { TestMcpServer, TestOAuthServer } from '../servers/index.js';
@@ -65,7 +64,7 @@ describe('AGENT signers never see an authorization URL', () => {
 
     const answer = await asAgent.act<{ servers: RedactedMcpServer[] }>('ListMcpServers');
     const seen = answer.servers.find((s) => s.name === 'guarded');
-    const status = seen?.status;
+    const status: StatusView | undefined = seen?.status;
     expect(status?.state).toBe('auth_required');
     expect(status?.needsOwnerAuthorization).toBe(true);
     expect(status).not.toHaveProperty('authorizationUrl');
