@@ -6,7 +6,7 @@ import { QUOTA_DEFAULTS, type QuotaLimits, type SingleFlight } from '@mcpx/locks
 import type { Logger } from '@mcpx/log';
 import { connectMcp, resourceMetadataUrl, type EraVerdict, type McpConnection } from '@mcpx/mcp-client';
 import { budgetedFetch, ResponseBound } from '@mcpx/outbound';
-import { safeUrlForTelemetry, withSpan } from '@mcpx/telemetry';
+import { safeUrlForTelemetry, traceCarrier, withSpan } from '@mcpx/telemetry';
 import { nextProbeDelayMs, relistDelayMs } from './discovery-schedule.js';
 import { authContextOf, isAuthContext, parseEraVerdict } from './era-verdicts.js';
 import { ListenStreams, type ListenTarget } from './listen-streams.js';
@@ -178,6 +178,7 @@ export class Discovery {
   private readonly runs: Counter;
   private readonly verdicts: Counter;
   private readonly relists: Counter;
+  private readonly cuts: Counter;
   private readonly duration: Histogram;
   private readonly slots: Semaphore;
   /** Each account's own bound, in front of {@link slots}: one account cannot hold them all. */
@@ -215,6 +216,7 @@ export class Discovery {
     this.streams = new ListenStreams({ singleFlight: deps.singleFlight, log: deps.log, meter: deps.meter });
     this.runs = deps.meter.createCounter('mcpx_discovery_total', { description: 'Discoveries by result and trigger' });
     this.duration = deps.meter.createHistogram('mcpx_discovery_duration_ms', { description: 'Discovery time', unit: 'ms' });
+    this.cuts = deps.meter.createCounter('mcpx_discovery_bound_cuts_total', { description: 'Response bodies of discoveries cut at a bound of the whole discovery (maxTotalBytes, deadlineMs)' });
     this.relists = deps.meter.createCounter('mcpx_discovery_relists_total', { description: 'Re-lists of tool lists in use on expiry, armed' });
     this.verdicts = deps.meter.createCounter('mcpx_discovery_era_verdicts_total', { description: 'Era verdicts of discoveries by outcome (reused, probed, reprobed, observed) and era' });
   }
@@ -372,6 +374,7 @@ export class Discovery {
           ...(this.deps.fetch ? { fetch: this.deps.fetch } : {}),
           ...(prior !== undefined ? { prior } : {}),
           signal,
+          traceCarrier,
         });
       },
       changed: async () => {
@@ -390,7 +393,16 @@ export class Discovery {
    */
   private async probe(server: McpServerRecord, target: DiscoveryTarget): Promise<Outcome> {
     const deadlineMs = this.quotas.discoveryDeadlineMs;
-    const budgeted = this.deps.fetch && budgetedFetch(this.deps.fetch, { maxTotalBytes: DISCOVERY_LIMITS.maxTotalBytes, ...(deadlineMs > 0 ? { deadlineMs } : {}) });
+    const budgeted =
+      this.deps.fetch &&
+      budgetedFetch(this.deps.fetch, {
+        maxTotalBytes: DISCOVERY_LIMITS.maxTotalBytes,
+        ...(deadlineMs > 0 ? { deadlineMs } : {}),
+        onCut: (err) => {
+          this.cuts.add(1, { bound: err.details.bound.name, kind: target.kind });
+          trace.getActiveSpan()?.addEvent('discovery.bound_cut', { 'mcpx.bound': err.details.bound.name, 'mcpx.bound.limit': err.details.bound.limit });
+        },
+      });
     try {
       return await this.probeWith(server, target, budgeted);
     } finally {
@@ -428,6 +440,8 @@ export class Discovery {
           ...(fetch ? { fetch } : {}),
           ...(prior !== undefined ? { prior } : {}),
           ...(deadline !== undefined ? { signal: deadline } : {}),
+          // A modern request carries the discovery's trace context in its _meta.
+          traceCarrier,
         });
       } catch (err) {
         if (deadline?.aborted === true) return overDeadline();
