@@ -36,15 +36,16 @@ describe('a WRITER cannot shed an always_ask override', () => {
 
   it('refuses each way, names the signer, and the tool still needs a human', async () => {
     const before = await servers();
-    const attempts: Array<[string, Promise<unknown>]> = [
-      ['set act', writer.act('SetToolPermission', { server: 'db', tool: 'echo', permission: 'act' })],
-      ['set inherited', writer.act('SetToolPermission', { server: 'db', tool: 'echo', permission: null })],
-      ['delete', writer.act('DeleteMcpServer', { name: 'db' })],
-      ['re-add under a new name', writer.act('SetMcpServer', { name: 'db2', config: { url: upstream.url } })],
-      ['move away', writer.act('SetMcpServer', { name: 'db', config: { url: elsewhere.url } })],
+    // One at a time (a promise made before it is awaited would reject unhandled).
+    const attempts: Array<[string, () => Promise<unknown>]> = [
+      ['set act', () => writer.act('SetToolPermission', { server: 'db', tool: 'echo', permission: 'act' })],
+      ['set inherited', () => writer.act('SetToolPermission', { server: 'db', tool: 'echo', permission: null })],
+      ['delete', () => writer.act('DeleteMcpServer', { name: 'db' })],
+      ['re-add under a new name', () => writer.act('SetMcpServer', { name: 'db2', config: { url: upstream.url } })],
+      ['move away', () => writer.act('SetMcpServer', { name: 'db', config: { url: elsewhere.url } })],
     ];
     for (const [what, attempt] of attempts) {
-      const err = await actionError(attempt);
+      const err = await actionError(attempt());
       expect({ what, code: err.code, field: err.details.field }).toEqual({ what, code: 'forbidden', field: 'signer' });
     }
     // Every attempt left the owner's records as they were.

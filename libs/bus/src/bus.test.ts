@@ -120,6 +120,8 @@ describe('bus: malformed requests and replies (real NATS)', () => {
     entries.length = 0;
     const subject = `${prefix}test.malformed`;
     const sub = bus.serve<{ n: number }, number>(subject, 'bus-test', (req) => Promise.resolve(req.n * 2));
+    // The subscription is on the bus's connection; the requests come over another one.
+    await bus.nc.flush();
     try {
       const marker = new TextEncoder().encode('PAYLOAD-MARKER');
       const bad = [new Uint8Array(0), Uint8Array.from([0xff, ...marker]), Uint8Array.from([0xd8, 28, 0x81, 0xd8, 29, 0x00]), Uint8Array.from([0x63, 0x61, 0x62, 0x63]), Uint8Array.from([0x9f, 0x01, 0xff])];
