@@ -40,6 +40,13 @@ describe('a modern call through the proxy on the wire', () => {
     await Promise.all([modern, legacy].map((s) => s?.close()));
   });
 
+  it("the registry's discovery of the modern server carries its trace context in _meta too", () => {
+    // Nothing has been called yet: every tools/list so far is the registry's.
+    const lists = modern.stats.metaSeen.get('tools/list') ?? [];
+    expect(lists.length).toBeGreaterThan(0);
+    for (const meta of lists) expect(traceIdOf(meta.traceparent)).toMatch(/^[0-9a-f]{32}$/);
+  });
+
   it('sends every x-mcp-header parameter as Mcp-Param-<Name>, so the modern server takes the call', async () => {
     const before = modern.stats.calls;
     const out = await system.call('agent', 'r-header', 'modern__regional', { region: 'eu-west', text: 'hi' });
@@ -66,7 +73,7 @@ describe('a modern call through the proxy on the wire', () => {
     expect(meta?.['io.modelcontextprotocol/protocolVersion']).toBe('2026-07-28');
   });
 
-  it('a legacy direct call carries the trace context too (the traced request path)', async () => {
+  it('a legacy call, the session opening and the direct call after it, carries the trace context in its headers', async () => {
     const span = system.telemetry.tracer.startSpan('test caller');
     const traceId = span.spanContext().traceId;
     try {

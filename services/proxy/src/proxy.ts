@@ -10,8 +10,7 @@ import { createLogger, type LogSink } from '@mcpx/log';
 import type { McpConnection } from '@mcpx/mcp-client';
 import { SecretBox } from '@mcpx/secrets';
 import { createOutboundFetch } from '@mcpx/outbound';
-import { setupTelemetry, startServiceHttp, traceCarrier, tracingFetch, tracingRequest, type Telemetry } from '@mcpx/telemetry';
-import { trace } from '@opentelemetry/api';
+import { responseCutRecorder, setupTelemetry, startServiceHttp, traceCarrier, tracingFetch, tracingRequest, type Telemetry } from '@mcpx/telemetry';
 import { ApprovalGate } from './approval-gate.js';
 import { CallHandler, replyLimits } from './call-handler.js';
 import { Catalog } from './catalog.js';
@@ -68,14 +67,8 @@ export async function startProxy(config: Config, opts: ProxyOptions = {}): Promi
       log.warn('per-server limits unavailable, admitting calls', { err });
     },
   });
-  const responsesCut = telemetry.meter.createCounter('mcpx_outbound_responses_cut_total', { description: 'Remote response bodies cut at a bound, by bound' });
-  const outboundFetch = createOutboundFetch(config.outbound, {
-    // The call's span (when one is active) says why its answer stopped short.
-    onResponseCut: (err) => {
-      responsesCut.add(1, { bound: err.details.bound.name });
-      trace.getActiveSpan()?.addEvent('outbound.response_cut', { 'mcpx.bound': err.details.bound.name, 'mcpx.bound.limit': err.details.bound.limit });
-    },
-  });
+  // A body cut at a bound is counted, and the call's span says why its answer stopped short.
+  const outboundFetch = createOutboundFetch(config.outbound, { onResponseCut: responseCutRecorder(telemetry.meter) });
   const catalog = new Catalog(db, new SecretBox(config.keyring), config.builtinEndpoints);
   catalog.listen(bus.nc, bus.subjects, log);
 

@@ -7,7 +7,7 @@ import { createLogger, type LogSink } from '@mcpx/log';
 import { ProxyClient } from '@mcpx/proxy-client';
 import { SecretBox } from '@mcpx/secrets';
 import { createOutboundFetch } from '@mcpx/outbound';
-import { setupTelemetry, startHealthServer, tracingFetch, type Telemetry } from '@mcpx/telemetry';
+import { responseCutRecorder, setupTelemetry, startHealthServer, tracingFetch, type Telemetry } from '@mcpx/telemetry';
 import { Discovery } from './discovery.js';
 import { EventStream } from './event-stream.js';
 import { createHttpServer } from './http-server.js';
@@ -76,7 +76,7 @@ export async function startRegistry(config: Config, opts: RegistryOptions = {}):
     log,
     ...(config.natsCredentials ? { credentials: config.natsCredentials, inboxPrefix: config.natsCredentials.inboxPrefix } : {}),
   });
-  const outboundFetch = createOutboundFetch(config.outbound);
+  const outboundFetch = createOutboundFetch(config.outbound, { onResponseCut: responseCutRecorder(telemetry.meter) });
   const secrets = new SecretsRepository(db, new SecretBox(config.keyring));
   const servers = new McpServersRepository(db);
   const accounts = new AccountsRepository(db);
