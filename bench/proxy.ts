@@ -121,7 +121,7 @@ async function main(): Promise<void> {
   const system = await ProxySystem.start({
     proxies: 0,
     // Limits on (Redis-shared, admitted from leased slots and tokens), set high enough not to refuse the benchmark.
-    env: { PROXY_MAX_CONCURRENCY_PER_SERVER: '100000', PROXY_RATE_PER_SERVER: '1000000', LOG_LEVEL: 'warn' },
+    env: { PROXY_MAX_CONCURRENCY_PER_SERVER: '100000', PROXY_RATE_PER_SERVER: '1000000', PROXY_MAX_RUNS: '100000', PROXY_MAX_CONNECTIONS: '100000', LOG_LEVEL: 'warn' },
   });
   // BENCH_PROFILE=<dir>: the proxy writes a V8 CPU profile there when it stops (node --cpu-prof).
   const profileDir = process.env.BENCH_PROFILE;

@@ -100,6 +100,9 @@ export async function startProxy(config: Config, opts: ProxyOptions = {}): Promi
       request: tracingRequest(outboundFetch.request),
       traceCarrier,
       verdicts: new StoredEraVerdicts(db),
+      // Per instance: a runtime's proxy client routes a refused new run to another instance.
+      maxRuns: config.quotas.runsPerProxy,
+      maxConnections: config.quotas.connectionsPerProxy,
     },
     {
       onOpen: observe,
@@ -116,6 +119,8 @@ export async function startProxy(config: Config, opts: ProxyOptions = {}): Promi
     store: new ApprovalStore(redis, config.redisPrefix, { ttlMs: config.approvalTtlMs }),
     publish: (subject, payload) => bus.nc.publish(subject, payload),
     subject: (account) => bus.subjects.approvalRequested(account),
+    maxPendingPerAgent: config.quotas.pendingApprovalsPerAgent,
+    meter: telemetry.meter,
   });
   const handler = new CallHandler({ catalog, pool, tracer: telemetry.tracer, meter: telemetry.meter, limiter, limits, instance, replyLimits: replyLimits(maxPayload), approvals, oauth: new OAuthTokens({ nc: bus.nc, subjects: bus.subjects, catalog, tracer: telemetry.tracer, meter: telemetry.meter }) });
   const stats = (): ProxyStats => ({ instance, ...pool.stats, inflight: handler.inflightCount, ...handler.counts, invalidations: catalog.invalidations });
