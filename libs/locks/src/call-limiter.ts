@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { REDIS_NOW_MS, REFILL_BUCKET } from './redis-lua.js';
 import type { Redis } from 'ioredis';
 
 /**
@@ -14,9 +15,7 @@ import type { Redis } from 'ioredis';
  *       concurrency retry hint ms, slots wanted, tokens wanted, first slot number
  * Returns {slots, tokens} or {-1, reason, retryAfterMs}.
  */
-const LEASE = `
-local tm = redis.call('TIME')
-local now = tonumber(tm[1]) * 1000 + math.floor(tonumber(tm[2]) / 1000)
+const LEASE = `${REDIS_NOW_MS}${REFILL_BUCKET}
 local maxc = tonumber(ARGV[1])
 local rate = tonumber(ARGV[2])
 local ttl = tonumber(ARGV[4])
@@ -33,20 +32,12 @@ end
 local tokens = 0
 if rate > 0 and wantT > 0 then
   local burst = math.max(1, rate)
-  local h = redis.call('HMGET', KEYS[2], 't', 'ts')
-  local t = tonumber(h[1])
-  local ts = tonumber(h[2])
-  if t == nil or ts == nil then
-    t = burst
-    ts = now
-  end
-  t = math.min(burst, t + math.max(0, now - ts) * rate / 1000)
+  local t = refill(KEYS[2], rate, burst, now)
   if t < 1 then
     return {-1, 'rate', math.ceil((1 - t) * 1000 / rate)}
   end
   tokens = math.min(wantT, math.floor(t))
-  redis.call('HSET', KEYS[2], 't', tostring(t - tokens), 'ts', tostring(now))
-  redis.call('PEXPIRE', KEYS[2], math.ceil(burst * 1000 / rate) + 1000)
+  save(KEYS[2], t - tokens, rate, burst, now)
 end
 if slots > 0 then
   local first = tonumber(ARGV[8])
@@ -59,10 +50,7 @@ return {slots, tokens}
 `;
 
 /** Extends held slots (those still present) to now + ttl. ARGV: ttl ms, slot ids… */
-const RENEW = `
-local tm = redis.call('TIME')
-local now = tonumber(tm[1]) * 1000 + math.floor(tonumber(tm[2]) / 1000)
-local ttl = tonumber(ARGV[1])
+const RENEW = `${REDIS_NOW_MS}local ttl = tonumber(ARGV[1])
 for i = 2, #ARGV do
   redis.call('ZADD', KEYS[1], 'XX', now + ttl, ARGV[i])
 end

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { REDIS_NOW_MS } from './redis-lua.js';
 import type { Redis } from 'ioredis';
 import type { RateLimit } from './rate-limiter.js';
 
@@ -7,10 +8,7 @@ import type { RateLimit } from './rate-limiter.js';
  * else add this one. KEYS[1] the scope's zset (member = lease id, score = expiry, ms);
  * ARGV: max, lease id, ttl ms. Returns {1, 0} when taken, {0, ms until the oldest lease expires}.
  */
-const ACQUIRE = `
-local tm = redis.call('TIME')
-local now = tonumber(tm[1]) * 1000 + math.floor(tonumber(tm[2]) / 1000)
-local ttl = tonumber(ARGV[3])
+const ACQUIRE = `${REDIS_NOW_MS}local ttl = tonumber(ARGV[3])
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
 if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[1]) then
   local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
@@ -22,10 +20,7 @@ return {1, 0}
 `;
 
 /** Extends a lease still held to now + ttl. ARGV: ttl ms, lease id. */
-const RENEW = `
-local tm = redis.call('TIME')
-local now = tonumber(tm[1]) * 1000 + math.floor(tonumber(tm[2]) / 1000)
-local ttl = tonumber(ARGV[1])
+const RENEW = `${REDIS_NOW_MS}local ttl = tonumber(ARGV[1])
 local n = redis.call('ZADD', KEYS[1], 'XX', 'CH', now + ttl, ARGV[2])
 redis.call('PEXPIRE', KEYS[1], ttl)
 return n

@@ -1,4 +1,5 @@
 import type { Redis } from 'ioredis';
+import { REDIS_NOW_MS, REFILL_BUCKET } from './redis-lua.js';
 
 /**
  * One token bucket per key, refilled at `rate` tokens per second up to `burst`, one token taken
@@ -8,24 +9,14 @@ import type { Redis } from 'ioredis';
  * KEYS[1] bucket hash {t = tokens, ts = last refill, ms}; ARGV: rate per second, burst.
  * Returns {1, 0} when admitted, {0, retryAfterMs} when not.
  */
-const TAKE = `
-local tm = redis.call('TIME')
-local now = tonumber(tm[1]) * 1000 + math.floor(tonumber(tm[2]) / 1000)
+const TAKE = `${REDIS_NOW_MS}${REFILL_BUCKET}
 local rate = tonumber(ARGV[1])
 local burst = tonumber(ARGV[2])
-local h = redis.call('HMGET', KEYS[1], 't', 'ts')
-local t = tonumber(h[1])
-local ts = tonumber(h[2])
-if t == nil or ts == nil then
-  t = burst
-  ts = now
-end
-t = math.min(burst, t + math.max(0, now - ts) * rate / 1000)
+local t = refill(KEYS[1], rate, burst, now)
 if t < 1 then
   return {0, math.ceil((1 - t) * 1000 / rate)}
 end
-redis.call('HSET', KEYS[1], 't', tostring(t - 1), 'ts', tostring(now))
-redis.call('PEXPIRE', KEYS[1], math.ceil(burst * 1000 / rate) + 1000)
+save(KEYS[1], t - 1, rate, burst, now)
 return {1, 0}
 `;
 
