@@ -21,4 +21,5 @@ export type {
   ToolsDiff,
   PendingToolsEvent,
   EraVerdictsTable,
+  AgentTokensTable,
 } from './schema.js';

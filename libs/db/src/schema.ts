@@ -222,6 +222,19 @@ export interface EraVerdictsTable {
   updated_at: Timestamp;
 }
 
+/** An agent-scoped bearer token of the MCP endpoint: only its SHA-256 is kept (see the agent-tokens migration). */
+export interface AgentTokensTable {
+  id: string;
+  account_id: string;
+  agent_id: string;
+  name: string;
+  /** SHA-256 (hex) of the token. */
+  token_hash: string;
+  created_at: Timestamp;
+  expires_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
+  revoked_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
+}
+
 export interface Database {
   'registry.accounts': AccountsTable;
   'registry.signers': SignersTable;
@@ -234,6 +247,7 @@ export interface Database {
   'registry.builtin_discoveries': BuiltinDiscoveriesTable;
   'registry.builtin_tool_permissions': BuiltinToolPermissionsTable;
   'registry.era_verdicts': EraVerdictsTable;
+  'registry.agent_tokens': AgentTokensTable;
   'projector.tool_documents': ToolDocumentsTable;
   'projector.projected_servers': ProjectedServersTable;
   'projector.agent_sets': AgentSetsTable;
