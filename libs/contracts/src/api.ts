@@ -149,5 +149,14 @@ export const ActionTypes = {
   SetVendorConnection: 'SetVendorConnection',
   /** `{vendor}` → `{vendor, servers: string[]}`: the vendor's built-ins go dark and leave every grant. */
   DeleteVendorConnection: 'DeleteVendorConnection',
+  /**
+   * `{agent, name?, expiresInDays?}` → `{token, id, ...AgentTokenView}`; OWNER only. A bearer token
+   * of the agent's MCP endpoint, shown this once (only its hash is kept).
+   */
+  CreateAgentToken: 'CreateAgentToken',
+  /** `{agent}` → `{agent, tokens: AgentTokenView[]}`; OWNER only. Never a token or its hash. */
+  ListAgentTokens: 'ListAgentTokens',
+  /** `{id}` → `{id, revoked}`; OWNER only. The endpoint refuses the token from then on. */
+  RevokeAgentToken: 'RevokeAgentToken',
 } as const;
 export type ActionType = (typeof ActionTypes)[keyof typeof ActionTypes];

@@ -50,6 +50,8 @@ export type {
 export { FAMILY_RE, SEARCH_LIMIT_DEFAULT, SEARCH_LIMIT_MAX, SEARCH_QUERY_MAX_LENGTH, checkSearchInput, familyOf, familyServer } from './search.js';
 export type { SearchInput, ToolSearchFamily, ToolSearchHit, ToolSearchReply, ToolSearchRequest } from './search.js';
 export { accessTokenHash } from './oauth-refresh.js';
+export { AGENT_TOKENS_CHANNEL, AGENT_TOKEN_PREFIX, agentTokenHash, isAgentTokenShape } from './agent-tokens.js';
+export type { AgentTokenView } from './agent-tokens.js';
 export { authContextOf } from './auth-context.js';
 export type { OAuthRefreshReply, OAuthRefreshRequest } from './oauth-refresh.js';
 export { ActionTypes } from './api.js';

@@ -1,0 +1,38 @@
+import { sha256Hex } from '@mcpx/domain';
+
+/**
+ * Agent-scoped bearer tokens of the MCP endpoint (`/v1/agents/<agent>/mcp`). A token is
+ * `mcpx_at_` followed by 43 base64url characters (32 random bytes); only its SHA-256 is stored.
+ * The prefix lets secret scanners and people recognise one.
+ */
+export const AGENT_TOKEN_PREFIX = 'mcpx_at_';
+const AGENT_TOKEN_RE = /^mcpx_at_[A-Za-z0-9_-]{43}$/;
+
+/** Whether `value` has the shape of an agent token (nothing else is ever looked up). */
+export function isAgentTokenShape(value: string): boolean {
+  return AGENT_TOKEN_RE.test(value);
+}
+
+/** The stored form of an agent token: hex SHA-256 of its UTF-8 bytes. */
+export function agentTokenHash(token: string): string {
+  return sha256Hex(token);
+}
+
+/**
+ * The Postgres notification channel on which the registry announces a revoked token (payload:
+ * its hash), inside the revoking transaction: every endpoint instance drops it from its cache at
+ * once. At most once, like any notification: an endpoint that lost its listening connection
+ * forgets its whole cache.
+ */
+export const AGENT_TOKENS_CHANNEL = 'mcpx_agent_tokens';
+
+/** An agent token as its owner lists it (never the token, never its hash). */
+export interface AgentTokenView {
+  id: string;
+  agent: string;
+  name: string;
+  createdAt: string;
+  expiresAt: string | null;
+  revokedAt: string | null;
+  state: 'active' | 'expired' | 'revoked';
+}
