@@ -4,7 +4,8 @@
  * `deploy/` and the tests render the same rules.
  *
  * Users (one per service, the agent runtime, and an operator):
- * - `registry` — publishes `mcp.events.>` (the only one), `mcp.approvals.decided.*`, requests the
+ * - `registry` — publishes `mcp.events.>` (the only one), `mcp.approvals.decided.*`,
+ *   `mcp.inputs.answered.*`, requests the
  *   projector's endpoints and the proxy (InvokeTool, EndRun); answers `registry.oauth.refresh`;
  *   reads `mcp.proxy.tools.observed` and the events it streams to browsers.
  * - `projector` — publishes `agents.tools.changed.>` (the only one); answers `projector.*`;
@@ -13,7 +14,8 @@
  *   `mcp.proxy.cancel`, `mcp.proxy.calls.held`, `mcp.runs.ended.>` and its `$SRV` subjects.
  * - `runtime` — the set a platform hands its agent runtime: requests `mcp.proxy.call`,
  *   `mcp.proxy.<instance>.call` and `mcp.proxy.calls.held`, publishes `mcp.proxy.cancel` and
- *   `mcp.runs.ended.>`, reads `mcp.approvals.decided.*` (`callAwaitingApproval`) and
+ *   `mcp.runs.ended.>`, reads `mcp.approvals.decided.*` (`callAwaitingApproval`),
+ *   `mcp.inputs.answered.*` (`callAwaitingInput`) and
  *   `agents.tools.changed.>` (core NATS: no JetStream API).
  * - `operator` — everything (`>`), for people with the operator's credentials only.
  *
@@ -133,6 +135,7 @@ export function natsPermissions(role: NatsRole, user: string, prefix = ''): Nats
         publish: [
           `${p}mcp.events.>`,
           `${p}mcp.approvals.decided.*`,
+          `${p}mcp.inputs.answered.*`,
           `${p}projector.agent-tools.get`,
           `${p}projector.lambda.set`,
           `${p}projector.lambda.delete`,
@@ -149,6 +152,7 @@ export function natsPermissions(role: NatsRole, user: string, prefix = ''): Nats
           `${p}agents.tools.changed.>`,
           `${p}mcp.events.server.>`,
           `${p}mcp.approvals.>`,
+          `${p}mcp.inputs.>`,
         ],
         allowResponses: replies,
       };
@@ -171,7 +175,7 @@ export function natsPermissions(role: NatsRole, user: string, prefix = ''): Nats
     case 'proxy': {
       const svc = p === '' ? PROXY_SERVICE : `${p.slice(0, -1)}-${PROXY_SERVICE}`;
       return {
-        publish: [`${p}mcp.proxy.tools.observed`, `${p}mcp.approvals.requested.*`, `${p}registry.oauth.refresh`, ...ensureStreamsApi(prefix)],
+        publish: [`${p}mcp.proxy.tools.observed`, `${p}mcp.approvals.requested.*`, `${p}mcp.inputs.requested.*`, `${p}registry.oauth.refresh`, ...ensureStreamsApi(prefix)],
         subscribe: [
           inbox,
           ...callProxy,
@@ -192,7 +196,7 @@ export function natsPermissions(role: NatsRole, user: string, prefix = ''): Nats
     case 'runtime':
       return {
         publish: callProxy,
-        subscribe: [inbox, `${p}mcp.approvals.decided.*`, `${p}agents.tools.changed.>`],
+        subscribe: [inbox, `${p}mcp.approvals.decided.*`, `${p}mcp.inputs.answered.*`, `${p}agents.tools.changed.>`],
         allowResponses: false,
       };
     case 'operator':

@@ -84,6 +84,12 @@ export interface RedactedMcpServer {
 
 export interface AgentDefinition {
   mcpServers: string[];
+  /**
+   * Who answers a server's questions: form elicitations go to a person unless `forms` is
+   * `runtime` (the agent's runtime answers them over the proxy client). URL elicitations always
+   * go to a person; sampling always to the runtime.
+   */
+  inputs?: { forms?: 'person' | 'runtime' };
 }
 
 export interface AgentView {
@@ -145,6 +151,14 @@ export const ActionTypes = {
   ApproveToolCall: 'ApproveToolCall',
   /** `{approvalId}` → `{approval}`; OWNER only. */
   DenyToolCall: 'DenyToolCall',
+  /** `{}` → `{inputRequests: InputRequestView[]}`: the account's input requests waiting for a person, oldest first. */
+  ListInputRequests: 'ListInputRequests',
+  /**
+   * `{id, action: 'accept'|'decline'|'cancel', content?, key?}` → `{inputRequest}`; OWNER only.
+   * `content` is checked against the requested schema; `key` names the question when a round asks
+   * several. The runtime then re-sends the call with `inputRequestId`.
+   */
+  AnswerInputRequest: 'AnswerInputRequest',
   /** `{vendor, accessToken, refreshToken?, expiresAt?}` → `{vendor, servers: RedactedMcpServer[]}`: lights up the vendor's built-in servers. */
   SetVendorConnection: 'SetVendorConnection',
   /** `{vendor}` → `{vendor, servers: string[]}`: the vendor's built-ins go dark and leave every grant. */

@@ -42,6 +42,20 @@ export const ErrorCodes = {
    */
   approvalRefused: 'approval_refused',
   /**
+   * The server asked for input in the middle of the call (2026-07-28 `input_required`, or a
+   * legacy server's `elicitation/create`): `details.inputRequestId` names the input request,
+   * `details.requests` what is asked (message, schema or URL; never the server's `requestState`).
+   * Once answered, re-send the same call with `inputRequestId`.
+   */
+  inputRequired: 'input_required',
+  /**
+   * An input request cannot be used or cannot be answered here; `details.reason`: `unknown`,
+   * `expired`, `used` (a replay), `mismatch` (another agent, run, tool or arguments), `tampered`
+   * (its sealed state does not open), `sampling_unsupported` (the runtime does not sample),
+   * `roots_unsupported` (roots are refused), `too_many_rounds`, `lost` (a legacy call's instance is gone).
+   */
+  inputRefused: 'input_refused',
+  /**
    * Too many requests for now (actions per signer or per client address, calls per server, runs
    * of a full proxy instance): the same request may succeed later. `details.retryAfterMs` says
    * when (HTTP 429 with `Retry-After`), `details.limit` names the limit.
@@ -107,12 +121,14 @@ export class WireError extends Error {
       case 'forbidden':
       case 'not_granted':
       case 'approval_refused':
+      case 'input_refused':
       case 'outbound_refused':
         return 403;
       case 'not_found':
         return 404;
       case 'conflict':
       case 'approval_required':
+      case 'input_required':
       case 'quota_exceeded':
         return 409;
       case 'rate_limited':

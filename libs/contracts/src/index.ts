@@ -12,6 +12,8 @@ export {
   decodeAgentToolsChangedEvent,
   decodeApprovalDecidedEvent,
   decodeApprovalRequestedEvent,
+  decodeInputAnsweredEvent,
+  decodeInputRequestedEvent,
   decodeOAuthRefreshRequest,
   decodeProxyCancel,
   decodeReply,
@@ -54,6 +56,19 @@ export { AGENT_TOKENS_CHANNEL, AGENT_TOKEN_PREFIX, agentTokenHash, isAgentTokenS
 export type { AgentTokenView } from './agent-tokens.js';
 export { authContextOf } from './auth-context.js';
 export type { OAuthRefreshReply, OAuthRefreshRequest } from './oauth-refresh.js';
+export { INPUT_LIMITS, INPUT_REQUEST_ID_RE, InputStatuses, checkElicitAnswer, checkElicitContent, checkRequestedSchema } from './inputs.js';
+export type {
+  ElicitAnswer,
+  ElicitValue,
+  InputAnswerer,
+  InputAnsweredEvent,
+  InputRequestItem,
+  InputRequestView,
+  InputRequestedEvent,
+  InputStatus,
+  RestrictedProperty,
+  RestrictedSchema,
+} from './inputs.js';
 export { ActionTypes } from './api.js';
 export type {
   McpServerConfigInput,

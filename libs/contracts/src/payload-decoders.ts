@@ -1,6 +1,7 @@
 import type { RemoteTool } from '@mcpx/domain';
 import { decodeStrict } from './codec.js';
 import { invalidInput } from './errors.js';
+import type { InputAnsweredEvent, InputRequestedEvent } from './inputs.js';
 import type { OAuthRefreshRequest } from './oauth-refresh.js';
 import type {
   AgentChangedEvent,
@@ -179,6 +180,25 @@ export function decodeApprovalDecidedEvent(bytes: Uint8Array): ApprovalDecidedEv
   anyStr(r, 'decidedBy');
   str(r, 'decidedAt');
   return r as unknown as ApprovalDecidedEvent;
+}
+
+const INPUT_FIELDS = ['account', 'inputRequestId', 'agent', 'run', 'tool', 'server', 'expiresAt'] as const;
+
+/** `mcp.inputs.requested.<acct>`. */
+export function decodeInputRequestedEvent(bytes: Uint8Array): InputRequestedEvent {
+  const r = map(bytes, 'inputRequested');
+  for (const f of INPUT_FIELDS) str(r, f);
+  if (typeof r.forPerson !== 'boolean') throw invalidInput('forPerson', 'must be a boolean');
+  return r as unknown as InputRequestedEvent;
+}
+
+/** `mcp.inputs.answered.<acct>`. */
+export function decodeInputAnsweredEvent(bytes: Uint8Array): InputAnsweredEvent {
+  const r = map(bytes, 'inputAnswered');
+  for (const f of INPUT_FIELDS) str(r, f);
+  anyStr(r, 'answeredBy');
+  str(r, 'answeredAt');
+  return r as unknown as InputAnsweredEvent;
 }
 
 /**

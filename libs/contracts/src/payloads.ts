@@ -101,6 +101,23 @@ export interface ProxyCallRequest {
    * call after a human approved it. Consumed once; it must match the run, tool and arguments.
    */
   approvalId?: string;
+  /**
+   * The input request of an earlier `input_required` answer, when the runtime re-sends the same
+   * call once it is answered: the proxy retries the server's call with the stored, sealed
+   * `requestState` and the answers. Used once; it must match the agent, run, tool and arguments.
+   */
+  inputRequestId?: string;
+  /**
+   * The runtime's own answers to the requests of `inputRequestId` that name it as the answerer
+   * (`answerBy: 'runtime'`), by request key: an `ElicitResult` (`{action, content?}`) for a form,
+   * a `CreateMessageResult` for sampling.
+   */
+  inputResponses?: Record<string, unknown>;
+  /**
+   * What the runtime can answer itself: `sampling` (it samples its model for the server) and
+   * `forms` (it answers form elicitations, when the agent's definition lets it). Absent: neither.
+   */
+  answers?: { sampling?: boolean; forms?: boolean };
 }
 
 export type ProxyCallReply =

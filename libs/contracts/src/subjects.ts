@@ -74,6 +74,16 @@ export interface Subjects {
   approvalDecided(account: string): string;
   /** `mcp.approvals.*.<acct>` — both approval notifications of one account. */
   approvalEvents(account: string): string;
+  /**
+   * `mcp.inputs.requested.<acct>` — core NATS publish (at most once) by the proxy when a call
+   * stops for input. A notification only: input requests live in Redis and `ListInputRequests`
+   * is the source of truth.
+   */
+  inputRequested(account: string): string;
+  /** `mcp.inputs.answered.<acct>` — core NATS publish (at most once) by the registry when a person answered. */
+  inputAnswered(account: string): string;
+  /** `mcp.inputs.*.<acct>` — both input notifications of one account. */
+  inputEvents(account: string): string;
   /** `registry.oauth.refresh` — request/reply: a proxy asks the registry to refresh an oauth server's token */
   readonly registryOAuthRefresh: string;
 }
@@ -118,6 +128,9 @@ export function makeSubjects(prefix = ''): Subjects {
     approvalRequested: (a) => `${p}mcp.approvals.requested.${t(a)}`,
     approvalDecided: (a) => `${p}mcp.approvals.decided.${t(a)}`,
     approvalEvents: (a) => `${p}mcp.approvals.*.${t(a)}`,
+    inputRequested: (a) => `${p}mcp.inputs.requested.${t(a)}`,
+    inputAnswered: (a) => `${p}mcp.inputs.answered.${t(a)}`,
+    inputEvents: (a) => `${p}mcp.inputs.*.${t(a)}`,
     registryOAuthRefresh: `${p}registry.oauth.refresh`,
   };
 }

@@ -1,0 +1,337 @@
+import { invalidInput, type WireError } from './errors.js';
+
+/**
+ * Input requests (2026-07-28 `input_required`, and a legacy server's pushed `elicitation/create`):
+ * the shapes the proxy records, the registry lists and answers, the console renders, and the
+ * restricted elicitation schema every answer is checked against. Pure and bounded.
+ */
+
+/** Who answers one embedded request: a person (the account's owner) or the agent's runtime. */
+export type InputAnswerer = 'person' | 'runtime';
+
+/** One embedded request of an `input_required` round, as shown (never the server's `requestState`). */
+export type InputRequestItem =
+  | { key: string; kind: 'form'; answerBy: InputAnswerer; message: string; requestedSchema: RestrictedSchema }
+  | { key: string; kind: 'url'; answerBy: 'person'; message: string; url: string; elicitationId?: string }
+  | { key: string; kind: 'sampling'; answerBy: 'runtime'; params: Record<string, unknown> };
+
+/** An answer to one form or URL elicitation (the 2026-07-28 `ElicitResult`). */
+export interface ElicitAnswer {
+  action: 'accept' | 'decline' | 'cancel';
+  content?: Record<string, ElicitValue>;
+}
+export type ElicitValue = string | number | boolean | string[];
+
+/** The restricted elicitation schema: a flat object of primitive properties. */
+export interface RestrictedSchema {
+  type: 'object';
+  properties: Record<string, RestrictedProperty>;
+  required?: string[];
+  [k: string]: unknown;
+}
+export type RestrictedProperty = Record<string, unknown> & { type: 'string' | 'number' | 'integer' | 'boolean' | 'array' };
+
+export const InputStatuses = { pending: 'pending', answered: 'answered', used: 'used' } as const;
+export type InputStatus = (typeof InputStatuses)[keyof typeof InputStatuses];
+
+/** An input request as `ListInputRequests` and `AnswerInputRequest` show it. */
+export interface InputRequestView {
+  id: string;
+  agent: string;
+  run: string;
+  tool: string;
+  server: string;
+  remoteName: string;
+  /** 1 for the call's first question, one more for each round the server asks again. */
+  round: number;
+  /** `modern` (an `input_required` result) or `legacy` (the server pushed `elicitation/create` during the call). */
+  era: 'modern' | 'legacy';
+  requests: InputRequestItem[];
+  status: InputStatus;
+  /** Keys a person already answered (their content is never listed back). */
+  answered: string[];
+  createdAt: string;
+  expiresAt: string;
+  answeredAt?: string;
+  answeredBy?: string;
+}
+
+/** Payload of `mcp.inputs.requested.<acct>`: a call stopped for input. */
+export interface InputRequestedEvent {
+  account: string;
+  inputRequestId: string;
+  agent: string;
+  run: string;
+  tool: string;
+  server: string;
+  /** Whether a person must answer something (false: the runtime answers it all). */
+  forPerson: boolean;
+  /** ISO-8601. */
+  expiresAt: string;
+}
+
+/** Payload of `mcp.inputs.answered.<acct>`: a person answered every question of an input request. */
+export interface InputAnsweredEvent {
+  account: string;
+  inputRequestId: string;
+  agent: string;
+  run: string;
+  tool: string;
+  server: string;
+  answeredBy: string;
+  /** ISO-8601. */
+  answeredAt: string;
+  /** ISO-8601: until when the call may be re-sent with it. */
+  expiresAt: string;
+}
+
+/** Input request ids: `inp_` and 128 random bits, base64url (a subject token and request field). */
+export const INPUT_REQUEST_ID_RE = /^inp_[A-Za-z0-9_-]{1,64}$/;
+/** Bounds of what a server may ask and what an answer may hold. */
+export const INPUT_LIMITS = {
+  /** Embedded requests per round. */
+  requestsPerRound: 8,
+  /** Rounds of one call (each answered request that the server answers with another input_required is one). */
+  rounds: 8,
+  /** Properties of one form. */
+  properties: 32,
+  messageChars: 2_000,
+  titleChars: 200,
+  descriptionChars: 1_000,
+  /** Enum values of one property. */
+  enumValues: 100,
+  /** Characters of one string value of an answer. */
+  valueChars: 4_000,
+  urlChars: 2_048,
+  /** JSON bytes of a whole answer, and of one request's `params` (sampling). */
+  answerBytes: 64 * 1024,
+  samplingParamsBytes: 64 * 1024,
+} as const;
+
+const FORMATS = new Set(['email', 'uri', 'date', 'date-time']);
+const KEY_RE = /^[A-Za-z0-9_.-]{1,64}$/;
+
+function isMap(v: unknown): v is Record<string, unknown> {
+  return v !== null && typeof v === 'object' && !Array.isArray(v) && !ArrayBuffer.isView(v);
+}
+
+function boundedText(v: unknown, max: number): string | undefined {
+  return typeof v === 'string' ? v.slice(0, max) : undefined;
+}
+
+function finite(v: unknown): number | undefined {
+  return typeof v === 'number' && Number.isFinite(v) ? v : undefined;
+}
+
+function stringList(v: unknown, max: number): string[] | undefined {
+  if (!Array.isArray(v) || v.length === 0 || v.length > max || !v.every((s) => typeof s === 'string' && s.length <= INPUT_LIMITS.valueChars)) return undefined;
+  return v as string[];
+}
+
+/** `[{const, title}]` → the values and their titles (the titled enum forms of the restricted schema). */
+function titledOptions(v: unknown): { values: string[]; titles: string[] } | undefined {
+  if (!Array.isArray(v) || v.length === 0 || v.length > INPUT_LIMITS.enumValues) return undefined;
+  const values: string[] = [];
+  const titles: string[] = [];
+  for (const o of v) {
+    if (!isMap(o) || typeof o.const !== 'string') return undefined;
+    values.push(o.const);
+    titles.push(boundedText(o.title, INPUT_LIMITS.titleChars) ?? o.const);
+  }
+  return { values, titles };
+}
+
+/**
+ * Checks a server's `requestedSchema` against the restricted elicitation schema (a flat object of
+ * strings with formats, numbers with inclusive bounds, booleans, single- and multi-select enums)
+ * and returns a normalized copy holding only what a form can show and an answer can be checked
+ * against. Throws `invalid_input` naming `requestedSchema.<path>`: the caller turns it into the
+ * server's fault.
+ */
+export function checkRequestedSchema(schema: unknown, at = 'requestedSchema'): RestrictedSchema {
+  if (!isMap(schema) || schema.type !== 'object') throw invalidInput(at, 'must be an object schema ({type: "object"})');
+  const props = schema.properties ?? {};
+  if (!isMap(props)) throw invalidInput(`${at}.properties`, 'must be a map');
+  const names = Object.keys(props);
+  if (names.length > INPUT_LIMITS.properties) throw invalidInput(`${at}.properties`, `at most ${INPUT_LIMITS.properties} properties`);
+  const out: RestrictedSchema = { type: 'object', properties: {} };
+  for (const name of names) {
+    if (!KEY_RE.test(name)) throw invalidInput(`${at}.properties`, 'property names are 1-64 letters, digits, _ . or -');
+    out.properties[name] = checkProperty(props[name], `${at}.properties.${name}`);
+  }
+  if (schema.required !== undefined) {
+    const req = schema.required;
+    if (!Array.isArray(req) || !req.every((r) => typeof r === 'string' && Object.hasOwn(out.properties, r))) throw invalidInput(`${at}.required`, 'must list properties of the schema');
+    out.required = [...new Set(req as string[])];
+  }
+  return out;
+}
+
+function checkProperty(p: unknown, at: string): RestrictedProperty {
+  if (!isMap(p)) throw invalidInput(at, 'must be a property schema');
+  const common: Record<string, unknown> = {};
+  const title = boundedText(p.title, INPUT_LIMITS.titleChars);
+  const description = boundedText(p.description, INPUT_LIMITS.descriptionChars);
+  if (title !== undefined) common.title = title;
+  if (description !== undefined) common.description = description;
+  switch (p.type) {
+    case 'string': {
+      const out: RestrictedProperty = { type: 'string', ...common };
+      const options = p.oneOf !== undefined ? titledOptions(p.oneOf) : undefined;
+      if (p.oneOf !== undefined && options === undefined) throw invalidInput(`${at}.oneOf`, 'must be [{const, title}] options');
+      const values = options?.values ?? (p.enum !== undefined ? stringList(p.enum, INPUT_LIMITS.enumValues) : undefined);
+      if (p.enum !== undefined && values === undefined) throw invalidInput(`${at}.enum`, `must be 1-${INPUT_LIMITS.enumValues} strings`);
+      if (values !== undefined) {
+        out.enum = values;
+        const names = options?.titles ?? stringList(p.enumNames, INPUT_LIMITS.enumValues);
+        if (names !== undefined && names.length === values.length) out.enumNames = names;
+      }
+      if (p.format !== undefined) {
+        if (typeof p.format !== 'string' || !FORMATS.has(p.format)) throw invalidInput(`${at}.format`, 'must be email, uri, date or date-time');
+        out.format = p.format;
+      }
+      for (const k of ['minLength', 'maxLength'] as const) {
+        if (p[k] === undefined) continue;
+        const n = finite(p[k]);
+        if (n === undefined || !Number.isInteger(n) || n < 0) throw invalidInput(`${at}.${k}`, 'must be a non-negative integer');
+        out[k] = n;
+      }
+      if (typeof p.default === 'string') out.default = p.default.slice(0, INPUT_LIMITS.valueChars);
+      return out;
+    }
+    case 'number':
+    case 'integer': {
+      const out: RestrictedProperty = { type: p.type, ...common };
+      for (const k of ['minimum', 'maximum'] as const) {
+        if (p[k] === undefined) continue;
+        const n = finite(p[k]);
+        if (n === undefined) throw invalidInput(`${at}.${k}`, 'must be a finite number');
+        out[k] = n;
+      }
+      const d = finite(p.default);
+      if (d !== undefined) out.default = d;
+      return out;
+    }
+    case 'boolean': {
+      const out: RestrictedProperty = { type: 'boolean', ...common };
+      if (typeof p.default === 'boolean') out.default = p.default;
+      return out;
+    }
+    case 'array': {
+      const items = p.items;
+      if (!isMap(items)) throw invalidInput(`${at}.items`, 'a multi-select needs items with enum or anyOf');
+      const options = items.anyOf !== undefined ? titledOptions(items.anyOf) : undefined;
+      const values = options?.values ?? (items.type === 'string' ? stringList(items.enum, INPUT_LIMITS.enumValues) : undefined);
+      if (values === undefined) throw invalidInput(`${at}.items`, `a multi-select needs 1-${INPUT_LIMITS.enumValues} string options (enum or anyOf [{const, title}])`);
+      const out: RestrictedProperty = { type: 'array', ...common, items: { type: 'string', enum: values, ...(options ? { enumNames: options.titles } : {}) } };
+      for (const k of ['minItems', 'maxItems'] as const) {
+        if (p[k] === undefined) continue;
+        const n = finite(p[k]);
+        if (n === undefined || !Number.isInteger(n) || n < 0) throw invalidInput(`${at}.${k}`, 'must be a non-negative integer');
+        out[k] = n;
+      }
+      if (Array.isArray(p.default) && p.default.every((v) => typeof v === 'string' && values.includes(v))) out.default = p.default;
+      return out;
+    }
+    default:
+      throw invalidInput(`${at}.type`, 'must be string, number, integer, boolean or a multi-select array');
+  }
+}
+
+const EMAIL_RE = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+const DATE_RE = /^\d{4}-\d{2}-\d{2}$/;
+const DATE_TIME_RE = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})$/;
+
+function formatOk(format: string, v: string): boolean {
+  switch (format) {
+    case 'email':
+      return EMAIL_RE.test(v);
+    case 'uri':
+      try {
+        return new URL(v).protocol.length > 1;
+      } catch {
+        return false;
+      }
+    case 'date':
+      return DATE_RE.test(v) && !Number.isNaN(Date.parse(`${v}T00:00:00Z`));
+    case 'date-time':
+      return DATE_TIME_RE.test(v) && !Number.isNaN(Date.parse(v));
+    default:
+      return true;
+  }
+}
+
+/**
+ * Checks an answer's content against the (normalized) requested schema: only its properties, each
+ * of its type and within its bounds, every required one present, at most
+ * {@link INPUT_LIMITS.answerBytes} of JSON. Throws `invalid_input` naming `content.<property>`.
+ */
+export function checkElicitContent(schema: RestrictedSchema, content: unknown, at = 'content'): Record<string, ElicitValue> {
+  if (!isMap(content)) throw invalidInput(at, 'must be a map of the form\'s fields');
+  let bytes: number;
+  try {
+    bytes = Buffer.byteLength(JSON.stringify(content));
+  } catch {
+    throw invalidInput(at, 'must be JSON');
+  }
+  if (bytes > INPUT_LIMITS.answerBytes) throw invalidInput(at, `must be at most ${INPUT_LIMITS.answerBytes / 1024} KiB of JSON`);
+  const out: Record<string, ElicitValue> = {};
+  for (const [name, value] of Object.entries(content)) {
+    const p = Object.hasOwn(schema.properties, name) ? schema.properties[name] : undefined;
+    if (p === undefined) throw invalidInput(`${at}.${name.slice(0, 64)}`, 'is not a field of the form');
+    out[name] = checkValue(p, value, `${at}.${name}`);
+  }
+  for (const r of schema.required ?? []) {
+    if (!Object.hasOwn(out, r)) throw invalidInput(`${at}.${r}`, 'is required');
+  }
+  return out;
+}
+
+function checkValue(p: RestrictedProperty, v: unknown, at: string): ElicitValue {
+  const fail = (why: string): WireError => invalidInput(at, why);
+  switch (p.type) {
+    case 'string': {
+      if (typeof v !== 'string') throw fail('must be a string');
+      if (v.length > INPUT_LIMITS.valueChars) throw fail(`must be at most ${INPUT_LIMITS.valueChars} characters`);
+      const min = p.minLength as number | undefined;
+      const max = p.maxLength as number | undefined;
+      if (min !== undefined && v.length < min) throw fail(`must be at least ${min} characters`);
+      if (max !== undefined && v.length > max) throw fail(`must be at most ${max} characters`);
+      if (Array.isArray(p.enum) && !(p.enum as string[]).includes(v)) throw fail('must be one of the offered values');
+      if (typeof p.format === 'string' && !formatOk(p.format, v)) throw fail(`must be a valid ${p.format}`);
+      return v;
+    }
+    case 'number':
+    case 'integer': {
+      if (typeof v !== 'number' || !Number.isFinite(v)) throw fail('must be a number');
+      if (p.type === 'integer' && !Number.isInteger(v)) throw fail('must be an integer');
+      if (typeof p.minimum === 'number' && v < p.minimum) throw fail(`must be at least ${p.minimum}`);
+      if (typeof p.maximum === 'number' && v > p.maximum) throw fail(`must be at most ${p.maximum}`);
+      return v;
+    }
+    case 'boolean':
+      if (typeof v !== 'boolean') throw fail('must be true or false');
+      return v;
+    case 'array': {
+      const options = ((p.items as { enum?: string[] } | undefined)?.enum ?? []);
+      if (!Array.isArray(v) || !v.every((x) => typeof x === 'string')) throw fail('must be a list of the offered values');
+      if (v.length > options.length || new Set(v).size !== v.length) throw fail('must not repeat a value');
+      if (!v.every((x) => options.includes(x))) throw fail('must be a list of the offered values');
+      if (typeof p.minItems === 'number' && v.length < p.minItems) throw fail(`must pick at least ${p.minItems}`);
+      if (typeof p.maxItems === 'number' && v.length > p.maxItems) throw fail(`must pick at most ${p.maxItems}`);
+      return v;
+    }
+  }
+}
+
+/** Checks an elicitation answer: `{action, content?}`; content only with `accept`, checked against `schema` when given. */
+export function checkElicitAnswer(answer: unknown, schema: RestrictedSchema | undefined, at = 'answer'): ElicitAnswer {
+  if (!isMap(answer)) throw invalidInput(at, 'must be {action, content?}');
+  const action = answer.action;
+  if (action !== 'accept' && action !== 'decline' && action !== 'cancel') throw invalidInput(`${at}.action`, 'must be accept, decline or cancel');
+  if (action !== 'accept' || schema === undefined) {
+    if (answer.content !== undefined && answer.content !== null && action !== 'accept') throw invalidInput(`${at}.content`, `is given only with accept`);
+    return { action };
+  }
+  return { action, content: checkElicitContent(schema, answer.content ?? {}, `${at}.content`) };
+}
