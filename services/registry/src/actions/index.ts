@@ -13,6 +13,7 @@ import { checkAgentScope, filterAgents } from './agent-scope.js';
 import { approveToolCall, denyToolCall, listApprovals } from './approvals.actions.js';
 import { setToolPermission } from './permissions.actions.js';
 import { deleteVendorConnection, setVendorConnection } from './builtins.actions.js';
+import { createAgentToken, listAgentTokens, revokeAgentToken } from './agent-tokens.actions.js';
 
 export type { Action, ActionDeps, Caller } from './context.js';
 
@@ -44,6 +45,10 @@ const ACTIONS: Record<string, { handler: ActionHandler; roles: SignerRole[] }> =
   // Built-in servers (seed 001): a vendor connection lends its token to the vendor's built-ins.
   SetVendorConnection: { handler: setVendorConnection, roles: ['OWNER', 'WRITER'] },
   DeleteVendorConnection: { handler: deleteVendorConnection, roles: ['OWNER', 'WRITER'] },
+  // The MCP endpoint's bearer tokens (issue 14): each reaches an agent's tools from outside, so only an OWNER hands one out.
+  CreateAgentToken: { handler: createAgentToken, roles: ['OWNER'] },
+  ListAgentTokens: { handler: listAgentTokens, roles: ['OWNER'] },
+  RevokeAgentToken: { handler: revokeAgentToken, roles: ['OWNER'] },
 };
 
 export function isKnownAction(type: string): boolean {
