@@ -8,3 +8,5 @@ export { RateLimiter } from './rate-limiter.js';
 export type { RateDecision, RateLimit } from './rate-limiter.js';
 export { LeaseQuota, QUOTA_DEFAULTS } from './quotas.js';
 export type { LeaseQuotaOptions, QuotaDecision, QuotaLease, QuotaLimits } from './quotas.js';
+export { DEFAULT_INPUT_TTL_MS, InputStore, newInputRequestId } from './input-store.js';
+export type { AnswerOutcome, AnswerReason, InputBinding, InputConsumeOutcome, InputConsumeReason, InputCreate, InputRecord, InputRecordStatus } from './input-store.js';

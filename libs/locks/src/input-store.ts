@@ -1,0 +1,231 @@
+import { randomBytes } from 'node:crypto';
+import type { Redis } from 'ioredis';
+
+/** An input request waits for its answer this long (ms), and once answered, the call may be re-sent for as long again. */
+export const DEFAULT_INPUT_TTL_MS = 10 * 60_000;
+/** A used or expired input request is kept this much longer, so a late use says why it fails. */
+const TOMBSTONE_MS = 60 * 60_000;
+/** At most this many pending input requests are listed at once. */
+const LIST_MAX = 200;
+
+export type InputRecordStatus = 'pending' | 'answered' | 'used';
+
+/** What an input request is bound to: the call that stopped, and nothing else. */
+export interface InputBinding {
+  agent: string;
+  run: string;
+  /** The tool's projected name, as the agent called it. */
+  tool: string;
+  /** Hex sha-256 of the canonical encoding of the call's arguments. */
+  argsHash: string;
+}
+
+export interface InputRecord extends InputBinding {
+  id: string;
+  account: string;
+  server: string;
+  remoteName: string;
+  round: number;
+  era: 'modern' | 'legacy';
+  /** The call passed the approval gate (an `always_ask` tool): its later rounds need no new approval. */
+  approved: boolean;
+  /** The embedded requests as shown (JSON of `InputRequestItem[]`): kept as a string so no script re-encodes it. */
+  requestsJson: string;
+  /** `,key1,key2,` — the keys a person answers. */
+  personKeys: string;
+  /** Person keys not answered yet. */
+  remaining: number;
+  /** A person's answers by key (each the JSON of an `ElicitAnswer`). */
+  answers: Record<string, string>;
+  /** The server's `requestState`, sealed by the proxy (`<keyId>.<base64 ciphertext>`); never shown, never unsealed outside the proxy. */
+  sealedState?: string;
+  /** Legacy: the proxy instance holding the server's pending `elicitation/create`. */
+  holder?: string;
+  status: InputRecordStatus;
+  createdAt: number;
+  /** While pending, the deadline for the answer; once answered, for re-sending the call. */
+  expiresAt: number;
+  answeredAt?: number;
+  answeredBy?: string;
+  usedAt?: number;
+}
+
+export type InputCreate = Omit<InputRecord, 'id' | 'status' | 'createdAt' | 'expiresAt' | 'remaining' | 'answers' | 'personKeys' | 'answeredAt' | 'answeredBy' | 'usedAt'> & {
+  id?: string;
+  personKeys: string[];
+};
+
+export type AnswerReason = 'unknown' | 'expired' | 'decided' | 'not_asked' | 'answered_already';
+export type AnswerOutcome = { ok: true; record: InputRecord; complete: boolean } | { ok: false; reason: AnswerReason; record?: InputRecord };
+export type InputConsumeReason = 'unknown' | 'expired' | 'used' | 'pending' | 'mismatch';
+export type InputConsumeOutcome = { ok: true; record: InputRecord } | { ok: false; reason: InputConsumeReason; record?: InputRecord };
+
+// KEYS[1] the record, KEYS[2] the account's pending index; ARGV: now, key, answer JSON, by, the
+// re-send deadline once complete, how long an answered record is kept (ms).
+const ANSWER = `
+local raw = redis.call('GET', KEYS[1])
+if not raw then return {'unknown'} end
+local r = cjson.decode(raw)
+if r.status ~= 'pending' then return {'decided', raw} end
+local now = tonumber(ARGV[1])
+if now >= r.expiresAt then
+  redis.call('ZREM', KEYS[2], r.id)
+  return {'expired', raw}
+end
+if not string.find(r.personKeys, ',' .. ARGV[2] .. ',', 1, true) then return {'not_asked', raw} end
+if type(r.answers) ~= 'table' then r.answers = {} end
+if r.answers[ARGV[2]] then return {'answered_already', raw} end
+r.answers[ARGV[2]] = ARGV[3]
+r.remaining = r.remaining - 1
+local enc
+if r.remaining <= 0 then
+  r.status = 'answered'
+  r.answeredAt = now
+  r.answeredBy = ARGV[4]
+  r.expiresAt = tonumber(ARGV[5])
+  enc = cjson.encode(r)
+  redis.call('SET', KEYS[1], enc, 'PX', ARGV[6])
+  redis.call('ZREM', KEYS[2], r.id)
+  return {'complete', enc}
+end
+enc = cjson.encode(r)
+redis.call('SET', KEYS[1], enc, 'KEEPTTL')
+return {'ok', enc}
+`;
+
+// KEYS[1] the record; ARGV: now, agent, run, tool, argsHash. Used before expired: a replay says so.
+const CONSUME = `
+local raw = redis.call('GET', KEYS[1])
+if not raw then return {'unknown'} end
+local r = cjson.decode(raw)
+if r.status == 'used' then return {'used', raw} end
+local now = tonumber(ARGV[1])
+if now >= r.expiresAt then return {'expired', raw} end
+if r.agent ~= ARGV[2] or r.run ~= ARGV[3] or r.tool ~= ARGV[4] or r.argsHash ~= ARGV[5] then return {'mismatch', raw} end
+if r.status ~= 'answered' then return {'pending', raw} end
+r.status = 'used'
+r.usedAt = now
+local enc = cjson.encode(r)
+redis.call('SET', KEYS[1], enc, 'KEEPTTL')
+return {'ok', enc}
+`;
+
+/** Input request ids: `inp_` and 128 random bits (a valid subject token and request field). */
+export function newInputRequestId(): string {
+  return `inp_${randomBytes(16).toString('base64url')}`;
+}
+
+/**
+ * Input requests of calls that stopped for input (2026-07-28 `input_required`, or a legacy
+ * server's pushed `elicitation/create`), shared by every proxy and registry instance through
+ * Redis, with expiry. The proxy creates one when a call stops and consumes it when the call comes
+ * back with it; the registry lists them and records a person's answers. Every transition is one
+ * Lua script, so an answer is used at most once however many proxies race, and bound to the
+ * agent, run, tool and arguments of the call it was asked for. Keys name the account.
+ */
+export class InputStore {
+  constructor(
+    private readonly redis: Redis,
+    private readonly prefix: string,
+    private readonly opts: { ttlMs?: number; now?: () => number } = {},
+  ) {}
+
+  get ttlMs(): number {
+    return this.opts.ttlMs ?? DEFAULT_INPUT_TTL_MS;
+  }
+
+  private now(): number {
+    return this.opts.now?.() ?? Date.now();
+  }
+
+  private recordKey(account: string, id: string): string {
+    return `${this.prefix}input:${account}:${id}`;
+  }
+
+  private indexKey(account: string): string {
+    return `${this.prefix}inputs:${account}`;
+  }
+
+  /**
+   * Records an input request. One with no question for a person (the runtime answers everything)
+   * is `answered` at once and never listed.
+   */
+  async create(input: InputCreate): Promise<InputRecord> {
+    const now = this.now();
+    const { personKeys, id, ...rest } = input;
+    const record: InputRecord = {
+      ...rest,
+      id: id ?? newInputRequestId(),
+      personKeys: `,${personKeys.join(',')},`,
+      remaining: personKeys.length,
+      answers: {},
+      status: personKeys.length === 0 ? 'answered' : 'pending',
+      createdAt: now,
+      expiresAt: now + this.ttlMs,
+    };
+    if (personKeys.length === 0) record.answeredBy = 'runtime';
+    const keep = this.ttlMs * 2 + TOMBSTONE_MS;
+    const multi = this.redis.multi().set(this.recordKey(input.account, record.id), JSON.stringify(record), 'PX', keep);
+    if (record.status === 'pending') {
+      const index = this.indexKey(input.account);
+      multi.zadd(index, record.expiresAt, record.id).zremrangebyscore(index, '-inf', now).pexpire(index, keep);
+    }
+    failedExec(await multi.exec());
+    return record;
+  }
+
+  /** One input request of the account as stored (any status), or null when unknown or forgotten. */
+  async get(account: string, id: string): Promise<InputRecord | null> {
+    const raw = await this.redis.get(this.recordKey(account, id));
+    return raw === null ? null : parse(raw);
+  }
+
+  /**
+   * A person's answer to one question (`key`) of a pending, unexpired input request. The last
+   * answer completes it (`complete`): the call may then be re-sent for `ttlMs` from that moment.
+   */
+  async answer(account: string, id: string, key: string, answerJson: string, by: string): Promise<AnswerOutcome> {
+    const now = this.now();
+    const out = (await this.redis.eval(ANSWER, 2, this.recordKey(account, id), this.indexKey(account), now, key, answerJson, by, now + this.ttlMs, this.ttlMs + TOMBSTONE_MS)) as [string, string?];
+    if (out[0] === 'ok' || out[0] === 'complete') return { ok: true, record: parse(out[1]), complete: out[0] === 'complete' };
+    return { ok: false, reason: out[0] as AnswerReason, ...(out[1] ? { record: parse(out[1]) } : {}) };
+  }
+
+  /**
+   * Uses an answered input request for the call it was asked for, once. Anything else (unknown,
+   * expired, already used, not answered yet, or another agent, run, tool or arguments) is refused
+   * with the reason, and leaves the request as it was.
+   */
+  async consume(account: string, id: string, binding: InputBinding): Promise<InputConsumeOutcome> {
+    const out = (await this.redis.eval(CONSUME, 1, this.recordKey(account, id), this.now(), binding.agent, binding.run, binding.tool, binding.argsHash)) as [string, string?];
+    return out[0] === 'ok' ? { ok: true, record: parse(out[1]) } : { ok: false, reason: out[0] as InputConsumeReason, ...(out[1] ? { record: parse(out[1]) } : {}) };
+  }
+
+  /** The account's input requests waiting for a person, oldest first. */
+  async listPending(account: string): Promise<InputRecord[]> {
+    const now = this.now();
+    const index = this.indexKey(account);
+    await this.redis.zremrangebyscore(index, '-inf', now);
+    const ids = await this.redis.zrangebyscore(index, `(${now}`, '+inf', 'LIMIT', 0, LIST_MAX);
+    if (ids.length === 0) return [];
+    const raws = await this.redis.mget(ids.map((id) => this.recordKey(account, id)));
+    return raws
+      .filter((r): r is string => r !== null)
+      .map(parse)
+      .filter((r) => r.status === 'pending' && r.expiresAt > now)
+      .sort((a, b) => a.createdAt - b.createdAt);
+  }
+}
+
+function parse(raw: string | undefined): InputRecord {
+  const r = JSON.parse(raw ?? 'null') as InputRecord;
+  // An empty map may come back from a script as an empty list.
+  if (Array.isArray(r.answers) || r.answers === null || typeof r.answers !== 'object') r.answers = {};
+  return r;
+}
+
+function failedExec(results: Array<[Error | null, unknown]> | null): void {
+  const err = results?.find(([e]) => e !== null)?.[0];
+  if (err) throw err;
+  if (results === null) throw new Error('input store: transaction aborted');
+}
