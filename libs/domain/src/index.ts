@@ -68,3 +68,8 @@ export {
   vendorTokenEndpoint,
 } from './builtin-catalog.js';
 export type { BuiltinServer, BuiltinVendor } from './builtin-catalog.js';
+
+export { contractCid, diffContracts, diffSchemas, diffText, inputCompatible, toolContract } from './contract-diff.js';
+export type { AnnotationChange, ContractDiff, SchemaAspect, SchemaChange, TextChange, ToolContract } from './contract-diff.js';
+export { ContractWarningCodes, LONG_DESCRIPTION_CHARS, contractWarnings, nameSkeleton } from './contract-warnings.js';
+export type { ContractWarning, ContractWarningCode, WarningContext } from './contract-warnings.js';
