@@ -19,13 +19,16 @@ export function approvalTools(): TestTool[] {
 }
 
 /**
- * A ProxySystem (`opts` as ProxySystem.start takes them) and a test server of approvalTools(), set
- * as server `db` and granted to `agent` (default `agent`) once its three tools are projected. If
- * the server or the agent cannot be set, both are stopped before the error is thrown.
+ * A ProxySystem (`opts` as ProxySystem.start takes them) and a test server of approvalTools() in
+ * `era` (default legacy), set as server `db` and granted to `agent` (default `agent`) once its
+ * three tools are projected. If the server or the agent cannot be set, both are stopped before the
+ * error is thrown.
  */
-export async function startApprovalSystem(opts: ProxySystemOptions & { agent?: string } = {}): Promise<{ system: ProxySystem; upstream: TestMcpServer }> {
-  const { agent = 'agent', ...systemOpts } = opts;
-  const [system, upstream] = await Promise.all([ProxySystem.start(systemOpts), startTestMcpServer({ tools: approvalTools() })]);
+export async function startApprovalSystem(
+  opts: ProxySystemOptions & { agent?: string; era?: 'modern' | 'dual' | 'legacy' } = {},
+): Promise<{ system: ProxySystem; upstream: TestMcpServer }> {
+  const { agent = 'agent', era = 'legacy', ...systemOpts } = opts;
+  const [system, upstream] = await Promise.all([ProxySystem.start(systemOpts), startTestMcpServer({ era, tools: approvalTools() })]);
   try {
     await system.setServer('db', upstream.url);
     await system.createAgent(agent, ['db'], 3);

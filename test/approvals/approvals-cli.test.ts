@@ -7,13 +7,13 @@ import { eventually } from '../support/system.js';
 import { startApprovalSystem } from './approval-tools.js';
 
 /** A human in the loop from the terminal: a call that stops, approvals list / approve / deny, and --wait-approval. */
-describe('mcpx approvals and call --wait-approval', () => {
+describe('mcpx approvals and call --wait-approval (a modern server)', () => {
   let system: ProxySystem;
   let upstream: TestMcpServer;
   let env: Record<string, string>;
 
   beforeAll(async () => {
-    ({ system, upstream } = await startApprovalSystem({ agent: 'ops' }));
+    ({ system, upstream } = await startApprovalSystem({ agent: 'ops', era: 'modern' }));
     ({ env } = cliEnvFor(system.api, { MCPX_NATS_URL: serviceUrls().nats, MCPX_NATS_PREFIX: system.env.NATS_PREFIX ?? '' }));
   });
 

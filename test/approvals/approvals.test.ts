@@ -6,12 +6,12 @@ import { ApiClient } from '../support/api-client.js';
 import type { ProxySystem } from '../support/proxy-system.js';
 import { actionError, startApprovalSystem, stoppedCall } from './approval-tools.js';
 
-describe('always_ask: a destructive tool stops for a human, every call', () => {
+describe.each(['modern', 'legacy'] as const)('always_ask against a %s server: a destructive tool stops for a human, every call', (era) => {
   let system: ProxySystem;
   let upstream: TestMcpServer;
 
   beforeAll(async () => {
-    ({ system, upstream } = await startApprovalSystem());
+    ({ system, upstream } = await startApprovalSystem({ era }));
   });
 
   afterAll(async () => {

@@ -9,12 +9,12 @@ import { startApprovalSystem } from './approval-tools.js';
  * The runtime's side of a human in the loop: `callAwaitingApproval` stops, waits for the owner's
  * decision (event or re-send), and runs the call once approved — still exactly once.
  */
-describe('a call that waits for its approval', () => {
+describe('a call that waits for its approval (a modern server)', () => {
   let system: ProxySystem;
   let upstream: TestMcpServer;
 
   beforeAll(async () => {
-    ({ system, upstream } = await startApprovalSystem());
+    ({ system, upstream } = await startApprovalSystem({ era: 'modern' }));
   });
 
   afterAll(async () => {
