@@ -135,6 +135,7 @@ export function natsPermissions(role: NatsRole, user: string, prefix = ''): Nats
         publish: [
           `${p}mcp.events.>`,
           `${p}mcp.approvals.decided.*`,
+          `${p}mcp.reviews.requested.*`,
           `${p}mcp.inputs.answered.*`,
           `${p}projector.agent-tools.get`,
           `${p}projector.lambda.set`,
@@ -153,6 +154,7 @@ export function natsPermissions(role: NatsRole, user: string, prefix = ''): Nats
           `${p}mcp.events.server.>`,
           `${p}mcp.approvals.>`,
           `${p}mcp.inputs.>`,
+          `${p}mcp.reviews.>`,
         ],
         allowResponses: replies,
       };

@@ -72,6 +72,12 @@ export const ErrorCodes = {
   quotaExceeded: 'quota_exceeded',
   /** Outbound safety refused the address. */
   outboundRefused: 'outbound_refused',
+  /**
+   * The tool's server is pinned and the tool's changed or new contract waits for a person's
+   * review (`ListToolChanges`): nothing was called. `details.server`, `details.tool` and
+   * `details.cid` (the held contract) say which.
+   */
+  heldForReview: 'held_for_review',
   /** A fault of ours: never the client's. */
   internal: 'internal',
 } as const;
@@ -130,6 +136,7 @@ export class WireError extends Error {
       case 'approval_required':
       case 'input_required':
       case 'quota_exceeded':
+      case 'held_for_review':
         return 409;
       case 'rate_limited':
         return 429;

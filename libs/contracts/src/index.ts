@@ -30,6 +30,7 @@ export type {
   Transport,
   ServerState,
   ServerStatus,
+  HeldToolStatus,
   ServerDiscoveredEvent,
   ServerDeletedEvent,
   AgentChangedEvent,

@@ -126,6 +126,12 @@ export function decodeServerDiscoveredEvent(bytes: Uint8Array): ServerDiscovered
   if (!isMap(r.status) || typeof r.status.state !== 'string') throw invalidInput('status.state', 'must be a string');
   if (typeof r.toolsChanged !== 'boolean') throw invalidInput('toolsChanged', 'must be a boolean');
   stringMap(r, 'overrides', true);
+  if (r.held !== undefined) {
+    if (!Array.isArray(r.held)) throw invalidInput('held', 'must be a list');
+    r.held.forEach((h: unknown, i) => {
+      if (!isMap(h) || typeof h.name !== 'string' || h.name === '' || typeof h.cid !== 'string') throw invalidInput(`held[${i}]`, 'must be {name, cid}');
+    });
+  }
   return r as unknown as ServerDiscoveredEvent;
 }
 

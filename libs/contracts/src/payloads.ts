@@ -40,6 +40,23 @@ export interface ServerStatus {
    */
   listTtlMs?: number;
   listCacheScope?: 'public' | 'private';
+  /** A pinned server (`config.pin`): its held changes, see {@link HeldToolStatus}. */
+  heldTools?: HeldToolStatus[];
+}
+
+/**
+ * A tool of a pinned server whose changed or new contract waits for review (`pending`) or was
+ * rejected: `withheld` when agents do not have the tool at all (a new tool, an incompatible
+ * change, any change under `strict`), else they keep its accepted contract.
+ */
+export interface HeldToolStatus {
+  /** The remote tool name. */
+  name: string;
+  /** The held contract's CID. */
+  cid: string;
+  reason: 'held_for_review';
+  state: 'pending' | 'rejected';
+  withheld: boolean;
 }
 
 /** Payload of `mcp.events.server.discovered.<acct>.<server>`. */
@@ -58,6 +75,11 @@ export interface ServerDiscoveredEvent {
    * `toolsChanged: true`): the documents' permission, hence their CIDs, change.
    */
   overrides?: Record<string, Permission>;
+  /**
+   * A pinned server's tools withheld from agents (remote name, held contract CID): in no agent's
+   * set, reported as conflicts `held_for_review`; absent = none.
+   */
+  held?: Array<{ name: string; cid: string }>;
 }
 
 /** Payload of `mcp.events.server.deleted.<acct>.<server>`. */

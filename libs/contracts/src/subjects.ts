@@ -84,6 +84,12 @@ export interface Subjects {
   inputAnswered(account: string): string;
   /** `mcp.inputs.*.<acct>` — both input notifications of one account. */
   inputEvents(account: string): string;
+  /**
+   * `mcp.reviews.requested.<acct>` — core NATS publish (at most once) by the registry when a
+   * discovery of a pinned server holds a changed or new contract for review. A notification
+   * only: `ListToolChanges` is the source of truth.
+   */
+  reviewRequested(account: string): string;
   /** `registry.oauth.refresh` — request/reply: a proxy asks the registry to refresh an oauth server's token */
   readonly registryOAuthRefresh: string;
 }
@@ -131,6 +137,7 @@ export function makeSubjects(prefix = ''): Subjects {
     inputRequested: (a) => `${p}mcp.inputs.requested.${t(a)}`,
     inputAnswered: (a) => `${p}mcp.inputs.answered.${t(a)}`,
     inputEvents: (a) => `${p}mcp.inputs.*.${t(a)}`,
+    reviewRequested: (a) => `${p}mcp.reviews.requested.${t(a)}`,
     registryOAuthRefresh: `${p}registry.oauth.refresh`,
   };
 }

@@ -22,4 +22,7 @@ export type {
   PendingToolsEvent,
   EraVerdictsTable,
   AgentTokensTable,
+  ToolContractsTable,
+  ToolChangesTable,
+  AuditEventsTable,
 } from './schema.js';

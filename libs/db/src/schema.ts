@@ -43,6 +43,51 @@ export interface McpServersTable {
   next_probe_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
   created_at: Timestamp;
   updated_at: Timestamp;
+  /** A pinned server's list as the server last gave it (`tools_cbor` is then the accepted contracts); null when not pinned. */
+  discovered_cbor: ColumnType<Uint8Array | null, Uint8Array | null | undefined, Uint8Array | null>;
+  /** Hash of `discovered_cbor` ('' when not pinned): a pinned discovery with no change compares only these. */
+  discovered_hash: ColumnType<string, string | undefined, string>;
+}
+
+/** A contract an owner accepted (contract pinning), per server and remote tool name. */
+export interface ToolContractsTable {
+  account_id: string;
+  server_id: string;
+  tool: string;
+  cid: string;
+  tool_cbor: Uint8Array;
+  accepted_by: string;
+  accepted_at: Timestamp;
+}
+
+/** A changed or new contract a discovery held for review; one per tool. */
+export interface ToolChangesTable {
+  account_id: string;
+  server_id: string;
+  tool: string;
+  cid: string;
+  tool_cbor: Uint8Array;
+  previous_cid: string | null;
+  kind: 'new' | 'changed';
+  compatible: boolean;
+  status: 'pending' | 'rejected';
+  detected_at: Timestamp;
+  decided_by: string | null;
+  decided_at: Date | null;
+}
+
+/** The account's audit log: append-only (a trigger refuses UPDATE, TRUNCATE and all but the retention job's DELETE). */
+export interface AuditEventsTable {
+  id: Generated<number>;
+  account_id: string;
+  at: Timestamp;
+  signer: string;
+  role: string;
+  action: string;
+  target_kind: string;
+  target: string;
+  before: ColumnType<unknown, string | null | undefined, never>;
+  after: ColumnType<unknown, string | null | undefined, never>;
 }
 
 export interface SecretsTable {
@@ -110,6 +155,8 @@ export interface ProjectedServersTable {
   tools: ColumnType<Record<string, string>, string, string>;
   /** The server was deleted; the row stays (without tools) so late events of it are ignored. */
   deleted: ColumnType<boolean, boolean | undefined, boolean>;
+  /** Tools held for review (contract pinning): projected name → `{remoteName, cid}`; in no agent's set. */
+  held: ColumnType<Record<string, { remoteName: string; cid: string }>, string | undefined, string>;
 }
 
 /** A change of a tool set: the body of agent-tools-changed without its addressing. */
@@ -248,6 +295,9 @@ export interface Database {
   'registry.builtin_tool_permissions': BuiltinToolPermissionsTable;
   'registry.era_verdicts': EraVerdictsTable;
   'registry.agent_tokens': AgentTokensTable;
+  'registry.tool_contracts': ToolContractsTable;
+  'registry.tool_changes': ToolChangesTable;
+  'registry.audit_events': AuditEventsTable;
   'projector.tool_documents': ToolDocumentsTable;
   'projector.projected_servers': ProjectedServersTable;
   'projector.agent_sets': AgentSetsTable;
