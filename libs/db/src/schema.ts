@@ -47,6 +47,8 @@ export interface McpServersTable {
   discovered_cbor: ColumnType<Uint8Array | null, Uint8Array | null | undefined, Uint8Array | null>;
   /** Hash of `discovered_cbor` ('' when not pinned): a pinned discovery with no change compares only these. */
   discovered_hash: ColumnType<string, string | undefined, string>;
+  /** A pinned server's held changes (`ServerStatus.heldTools`, CBOR); null when none. */
+  held_cbor: ColumnType<Uint8Array | null, Uint8Array | null | undefined, Uint8Array | null>;
 }
 
 /** A contract an owner accepted (contract pinning), per server and remote tool name. */
