@@ -11,16 +11,18 @@ import { ProcessSystem, eventually } from '../support/system.js';
 
 /**
  * The walking skeleton, driven as a user drives it: the CLI against the three services running as
- * separate processes on real NATS, Postgres and Redis, and a real MCP server on loopback.
+ * separate processes on real NATS, Postgres and Redis, and real MCP servers on loopback: one
+ * modern-only (2026-07-28, no sessions) and one legacy (2025, a session per run), one system for both.
  */
 describe('walking skeleton: registry → projector → proxy', () => {
   let system: ProcessSystem;
   let upstream: TestMcpServer;
+  let modern: TestMcpServer;
   let nc: NatsConnection;
   let cliEnv: Record<string, string>;
 
   beforeAll(async () => {
-    [system, upstream] = await Promise.all([ProcessSystem.start(), startTestMcpServer()]);
+    [system, upstream, modern] = await Promise.all([ProcessSystem.start(), startTestMcpServer(), startTestMcpServer({ era: 'modern' })]);
     nc = await connect({ servers: serviceUrls().nats });
     cliEnv = {
       MCPX_API_URL: system.apiUrl,
@@ -32,7 +34,7 @@ describe('walking skeleton: registry → projector → proxy', () => {
 
   afterAll(async () => {
     await nc?.drain();
-    await upstream?.close();
+    await Promise.all([upstream?.close(), modern?.close()]);
     await system?.stop();
   });
 
@@ -42,16 +44,18 @@ describe('walking skeleton: registry → projector → proxy', () => {
     return JSON.parse(res.stdout);
   };
 
-  it('connects a server, grants it, projects its tools and calls one through the proxy', async () => {
-    const key = await mcpx('keys', 'new');
+  it.each(['modern', 'legacy'] as const)('connects a %s server, grants it, projects its tools and calls one through the proxy', async (era) => {
+    const server$ = era === 'modern' ? modern : upstream;
+    const key = await mcpx('keys', 'new', '--force');
     expect(key.principal).toMatch(/^[A-Za-z0-9_-]{43}$/);
     const account: string = key.principal;
 
     const agent = await mcpx('agents', 'create', 'helper');
     expect(agent.grants.mcpServers).toEqual([]);
 
-    const server = await mcpx('servers', 'set', 'demo', upstream.url);
+    const server = await mcpx('servers', 'set', 'demo', server$.url);
     expect(server.status.state).toBe('ok');
+    expect(server.status.era).toBe(era);
     expect(server.tools.map((t: { toolName: string }) => t.toolName).sort()).toEqual(['demo__add', 'demo__echo']);
     expect(server.transport).toBeNull();
     expect(server.status.transport).toBe('http');
@@ -82,7 +86,8 @@ describe('walking skeleton: registry → projector → proxy', () => {
     expect(tools.index).toContain('- demo__echo — ');
     expect(tools.index).toContain('(demo MCP)');
 
-    const handshakesBefore = upstream.stats.handshakes;
+    const handshakesBefore = server$.stats.handshakes;
+    const probesBefore = server$.stats.discovers;
     const first = await mcpx('call', '--agent', 'helper', '--run', 'run-1', 'demo__echo', '{"text":"hello"}');
     expect(first.text).toBe('echo: hello');
     expect(first.summary).toBe('demo__echo · hello');
@@ -90,13 +95,20 @@ describe('walking skeleton: registry → projector → proxy', () => {
     const second = await mcpx('call', '--agent', 'helper', '--run', 'run-1', 'demo__add', '{"a":2,"b":3}');
     expect(second.result).toEqual({ sum: 5 });
     expect(second.summary).toBe('Ran demo__add on the demo MCP server');
-    // One handshake for the run, shared by its calls.
-    expect(upstream.stats.handshakes - handshakesBefore).toBe(1);
+    if (era === 'legacy') {
+      // One handshake for the run, shared by its calls.
+      expect(server$.stats.handshakes - handshakesBefore).toBe(1);
+    } else {
+      // No handshake at all, and no probe either: the proxy connects with the registry's verdict.
+      expect(server$.stats.handshakes).toBe(0);
+      expect(server$.stats.discovers - probesBefore).toBe(0);
+    }
     expect(second.instance).toBe(first.instance);
 
     const proxy = system.services.find((s) => s.name === 'proxy');
     const stats = async () => (await (await fetch(`${proxy?.internalUrl}/stats`)).json()) as { connections: number; runs: number };
     expect((await stats()).connections).toBe(1);
+    expect((await stats()).runs).toBe(1);
     const ended = await mcpx('runs', 'end', 'run-1');
     expect(ended.ended).toBe(true);
     await eventually(async () => ((await stats()).connections === 0 ? true : undefined), 10_000, 'the run pool to close');
