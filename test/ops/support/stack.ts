@@ -1,0 +1,269 @@
+/**
+ * The three services as processes (any number of each) on infrastructure a test chooses: the
+ * machine's Postgres, NATS and Redis, or private ones (infra.ts) it may restart. Plus an account
+ * (ApiClient) and the agent runtime's NATS connection and proxy client. Used by the fault suite,
+ * the multi-node run, the load bench and the soak.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { connect, type NatsConnection } from '@nats-io/transport-node';
+import pg from 'pg';
+import { WireError, makeSubjects, type Subjects } from '@mcpx/contracts';
+import { createDb, migrate } from '@mcpx/db';
+import { ProxyClient, type CallInput, type CallOutcome } from '@mcpx/proxy-client';
+import { freePort } from '../../servers/free-port.js';
+import { ApiClient } from '../../support/api-client.js';
+import { createTestDatabase, serviceUrls } from '../../support/env.js';
+
+export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
+
+export type ServiceName = 'registry' | 'projector' | 'proxy';
+
+export interface StackOptions {
+  /** NATS URL(s), comma-separated; default the machine's. */
+  nats?: string;
+  redis?: string;
+  /** A Postgres server URL (its `postgres` database); the stack creates and migrates a database of its own there. Default: a clone of the test run's template on the machine's Postgres. */
+  postgres?: string;
+  registries?: number;
+  projectors?: number;
+  proxies?: number;
+  env?: Record<string, string>;
+  /** Let the stack's processes print their logs here too (default: kept in memory). */
+  echoLogs?: boolean;
+}
+
+export interface ServiceProcess {
+  name: ServiceName;
+  instance: string;
+  url: string;
+  internalUrl: string;
+  child: ChildProcess;
+  logs: string[];
+  alive(): boolean;
+}
+
+async function waitHealthy(svc: ServiceProcess, timeoutMs = 90_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (!svc.alive()) throw new Error(`${svc.instance} exited (${svc.child.exitCode ?? svc.child.signalCode}):\n${svc.logs.join('').slice(-4000)}`);
+    if ((await fetch(`${svc.url}/healthz`).catch(() => undefined))?.ok === true) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`${svc.instance} not healthy in time:\n${svc.logs.join('').slice(-4000)}`);
+}
+
+/** Creates and migrates a database named `mcpx_ops_*` on a Postgres server. */
+async function createDatabaseOn(serverUrl: string): Promise<{ url: string; drop(): Promise<void> }> {
+  const name = `mcpx_ops_${randomBytes(5).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: serverUrl });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE "${name}"`);
+  await admin.end();
+  const url = new URL(serverUrl);
+  url.pathname = `/${name}`;
+  const db = createDb(url.toString(), { max: 1 });
+  try {
+    await migrate(db, 'registry');
+    await migrate(db, 'projector');
+  } finally {
+    await db.destroy();
+  }
+  return {
+    url: url.toString(),
+    drop: async () => {
+      const c = new pg.Client({ connectionString: serverUrl });
+      await c.connect();
+      await c.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`).catch(() => undefined);
+      await c.end();
+    },
+  };
+}
+
+export class Stack {
+  readonly services: ServiceProcess[] = [];
+  readonly subjects: Subjects;
+  readonly client: ProxyClient;
+  private agentIds = new Map<string, string>();
+  private counter = 0;
+
+  private constructor(
+    readonly env: Record<string, string>,
+    private readonly dropDb: () => Promise<void>,
+    readonly nc: NatsConnection,
+    private readonly echoLogs: boolean,
+  ) {
+    this.subjects = makeSubjects(env.NATS_PREFIX ?? '');
+    this.client = new ProxyClient(nc, this.subjects);
+  }
+
+  static async start(opts: StackOptions = {}): Promise<Stack> {
+    const urls = serviceUrls();
+    const db = opts.postgres !== undefined ? await createDatabaseOn(opts.postgres) : await createTestDatabase();
+    const id = randomBytes(4).toString('hex');
+    const natsUrl = opts.nats ?? urls.nats;
+    const env: Record<string, string> = {
+      DATABASE_URL: db.url,
+      NATS_URL: natsUrl,
+      REDIS_URL: opts.redis ?? urls.redis,
+      NATS_PREFIX: `o${id}.`,
+      REDIS_PREFIX: `mcpx-o${id}:`,
+      OUTBOUND_PROFILE: 'local',
+      SECRETS_KEYRING: 'k1:' + Buffer.alloc(32, 7).toString('base64'),
+      LOG_LEVEL: 'warn',
+      ...opts.env,
+    };
+    const nc = await connect({ servers: natsUrl.split(','), maxReconnectAttempts: -1, reconnectTimeWait: 250, name: 'ops runtime' });
+    const stack = new Stack(env, () => db.drop(), nc, opts.echoLogs ?? false);
+    try {
+      for (let i = 0; i < (opts.registries ?? 1); i++) await stack.spawn('registry');
+      for (let i = 0; i < (opts.projectors ?? 1); i++) await stack.spawn('projector');
+      for (let i = 0; i < (opts.proxies ?? 1); i++) await stack.spawn('proxy');
+    } catch (err) {
+      await stack.stop();
+      throw err;
+    }
+    return stack;
+  }
+
+  /** The first live registry's API. */
+  get apiUrl(): string {
+    const r = this.services.find((s) => s.name === 'registry' && s.alive());
+    if (r === undefined) throw new Error('no registry is running');
+    return r.url;
+  }
+
+  of(name: ServiceName): ServiceProcess[] {
+    return this.services.filter((s) => s.name === name);
+  }
+
+  /** Starts one more instance and waits until it is healthy. */
+  async spawn(name: ServiceName, extraEnv: Record<string, string> = {}): Promise<ServiceProcess> {
+    const port = await freePort();
+    const internalPort = await freePort();
+    const instance = `${name}-${++this.counter}-${port}`;
+    const logs: string[] = [];
+    const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'services', name, 'src', 'main.ts')], {
+      cwd: ROOT,
+      env: { ...process.env, ...this.env, ...extraEnv, HTTP_PORT: String(port), HTTP_HOST: '127.0.0.1', INTERNAL_HTTP_PORT: String(internalPort), INSTANCE_ID: instance },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const keep = (d: Buffer): void => {
+      logs.push(d.toString('utf8'));
+      if (logs.length > 2000) logs.splice(0, 1000);
+      if (this.echoLogs) process.stderr.write(`[${instance}] ${d.toString('utf8')}`);
+    };
+    child.stdout?.on('data', keep);
+    child.stderr?.on('data', keep);
+    const svc: ServiceProcess = {
+      name,
+      instance,
+      url: `http://127.0.0.1:${port}`,
+      internalUrl: `http://127.0.0.1:${internalPort}`,
+      child,
+      logs,
+      alive: () => child.exitCode === null && child.signalCode === null,
+    };
+    this.services.push(svc);
+    await waitHealthy(svc);
+    return svc;
+  }
+
+  /** SIGKILL: no clean-up, as a crash or an OOM kill. */
+  async kill(svc: ServiceProcess): Promise<void> {
+    if (!svc.alive()) return;
+    const exited = new Promise((r) => svc.child.once('exit', r));
+    svc.child.kill('SIGKILL');
+    await exited;
+  }
+
+  private defaultApi: ApiClient | undefined;
+
+  /** The test's main account, through the first live registry (the same key whichever registry that is). */
+  get api(): ApiClient {
+    this.defaultApi ??= new ApiClient(this.apiUrl);
+    if (this.defaultApi.apiUrl !== this.apiUrl) this.defaultApi = new ApiClient(this.apiUrl, this.defaultApi.key);
+    return this.defaultApi;
+  }
+
+  /** Another account (a fresh key). */
+  account(): ApiClient {
+    return new ApiClient(this.apiUrl);
+  }
+
+  async setServer(name: string, url: string, api: ApiClient = this.api): Promise<void> {
+    const { server } = await api.act<{ server: { status: { state: string; error?: string } } }>('SetMcpServer', { name, config: { url } });
+    if (server.status.state !== 'ok') throw new Error(`server ${name} did not connect: ${server.status.error ?? server.status.state}`);
+  }
+
+  /** Creates an agent granted `servers` and waits until it has `minTools` tools projected; returns its id. */
+  async createAgent(name: string, servers: string[], minTools = 1, api: ApiClient = this.api): Promise<string> {
+    const { agent } = await api.act<{ agent: { id: string } }>('CreateAgent', { name, definition: { mcpServers: servers } });
+    this.agentIds.set(`${api.principal}/${name}`, agent.id);
+    const deadline = Date.now() + 30_000;
+    for (;;) {
+      const t = await api.act<{ tools: unknown[] }>('ListAgentTools', { agent: agent.id }).catch(() => ({ tools: [] }));
+      if (t.tools.length >= minTools) return agent.id;
+      if (Date.now() > deadline) throw new Error(`tools not projected onto ${name}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+
+  call(agentId: string, run: string, tool: string, args: Record<string, unknown> = {}, extra: Partial<CallInput> & { account?: string } = {}): Promise<CallOutcome> {
+    return this.client.call({ account: extra.account ?? this.api.principal, agent: agentId, run, tool, arguments: args, ...extra });
+  }
+
+  async callError(agentId: string, run: string, tool: string, args: Record<string, unknown> = {}, extra: Partial<CallInput> & { account?: string } = {}): Promise<WireError> {
+    try {
+      await this.call(agentId, run, tool, args, extra);
+    } catch (err) {
+      if (err instanceof WireError) return err;
+      throw err;
+    }
+    throw new Error(`${tool} succeeded, an error was expected`);
+  }
+
+  allLogs(): string {
+    return this.services.map((s) => `--- ${s.instance}\n${s.logs.join('')}`).join('\n');
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all(
+      this.services.map(async (s) => {
+        if (!s.alive()) return;
+        const exited = new Promise((r) => s.child.once('exit', r));
+        s.child.kill('SIGTERM');
+        const timer = setTimeout(() => s.child.kill('SIGKILL'), 10_000);
+        await exited;
+        clearTimeout(timer);
+      }),
+    );
+    await this.nc.close().catch(() => undefined);
+    await this.dropDb().catch(() => undefined);
+  }
+}
+
+/** Polls `fn` until it returns something other than undefined. */
+export async function until<T>(fn: () => Promise<T | undefined>, timeoutMs: number, what: string, everyMs = 100): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const v = await fn();
+      if (v !== undefined) return v;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last instanceof Error ? `: ${last.message}` : ''}`);
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}
+
+/** Percentile of a sample (ms), nearest rank. */
+export function percentile(sample: number[], p: number): number {
+  if (sample.length === 0) return 0;
+  const s = [...sample].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))] as number;
+}
