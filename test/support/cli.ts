@@ -28,9 +28,12 @@ export function runCommand(command: string, args: string[], env: Record<string, 
   });
 }
 
-/** Runs `mcpx` as a user does, in its own process. */
+/**
+ * Runs `mcpx` as a user does, in its own process: node itself with tsx as a loader (not the tsx
+ * wrapper, which would start a second node for every command and outlive a kill).
+ */
 export function runCli(args: string[], env: Record<string, string>): Promise<CliResult> {
-  return runCommand(join(ROOT, 'node_modules', '.bin', 'tsx'), [join(ROOT, 'cli', 'src', 'main.ts'), ...args], env);
+  return runCommand(process.execPath, ['--import', 'tsx', join(ROOT, 'cli', 'src', 'main.ts'), ...args], env);
 }
 
 /**
