@@ -7,10 +7,12 @@ import {
   SdkHttpError,
   UnauthorizedError,
   type ClientCapabilities,
+  type ElicitRequestParams,
+  type ElicitResult,
   type PriorDiscovery,
   type Transport,
 } from '@modelcontextprotocol/client';
-import { fetchAsRequest, type DirectRequest } from './direct-request.js';
+import { fetchAsRequest, type McpHttpRequest } from './http-request.js';
 import { assertDiscover, discoverFault, isEraVerdict, type EraVerdict } from './era-verdict.js';
 import {
   httpStatusOf,
@@ -24,12 +26,13 @@ import {
   type McpClientErrorDetails,
 } from './errors.js';
 import { trackedFetch, type FetchObservations } from './tracked-fetch.js';
-export { isInputRequired } from './connection.js';
+export { inputRequestOf, isInputRequired } from './connection.js';
 import { Connection, type ConnectionCore, type McpConnection, type McpTransportKind } from './connection.js';
 import { StreamEndAwareTransport } from './stream-end-transport.js';
 
 export type {
   CallToolOptions,
+  InputRequest,
   InputRequiredCallResult,
   ListToolsOptions,
   McpCallResult,
@@ -52,12 +55,13 @@ export interface ConnectMcpOptions {
   clientInfo?: { name: string; version: string };
   /** Bound on the whole connect, fallback and re-probe included. Default 30 s. */
   connectTimeoutMs?: number;
+  /** What the SDK client sends with (the connect, listing, `listen`, a legacy session's own requests). */
   fetch?: typeof fetch;
   /**
-   * The lower-level request the legacy direct call path uses (e.g. `@mcpx/outbound`'s). Unset:
-   * the connection's `fetch`, adapted.
+   * What the library's own `tools/call` path sends with, both eras (e.g. `@mcpx/outbound`'s
+   * `request`). Unset: the connection's `fetch`, adapted.
    */
-  request?: DirectRequest;
+  request?: McpHttpRequest;
   /** Aborts the connect (not the connection once established). */
   signal?: AbortSignal;
   /** Called on a legacy server's `notifications/tools/list_changed`; re-list with `listTools()`. Modern: see `listen`. */
@@ -74,11 +78,27 @@ export interface ConnectMcpOptions {
    */
   capabilities?: ClientCapabilities;
   /**
+   * Answers a legacy (2025-11-25) server's `elicitation/create`, pushed on the session while a
+   * request runs. When set, the connection declares the elicitation capability (form mode, with
+   * SEP-1034 `applyDefaults`: an accepted answer's missing fields get the requested schema's
+   * defaults) and a legacy `tools/call` goes through the SDK client, which routes the server's
+   * request here. Unset: nothing is declared, and a server cannot ask. Modern servers ask with
+   * `input_required` results instead (see `inputRequestOf`).
+   */
+  onElicitation?: ElicitationHandler;
+  /**
    * The active trace context as W3C carrier fields (`traceparent`, `tracestate`), read per
    * request: a modern request carries them in `_meta`.
    */
   traceCarrier?: () => Record<string, string>;
 }
+
+/**
+ * A handler of a legacy server's `elicitation/create` (form or URL mode): resolve with the user's
+ * answer (`accept` with `content`, `decline` or `cancel`); `signal` aborts when the server or the
+ * request gives up. A throw answers the server with a JSON-RPC error.
+ */
+export type ElicitationHandler = (params: ElicitRequestParams, ctx: { signal: AbortSignal }) => Promise<ElicitResult>;
 
 const DEFAULT_CLIENT_INFO = { name: 'mcp-connector', version: '0.1.0' };
 const DEFAULT_CONNECT_TIMEOUT_MS = 30_000;
@@ -102,6 +122,9 @@ export async function connectMcp(opts: ConnectMcpOptions): Promise<McpConnection
     url,
     request: opts.request ?? fetchAsRequest(fetchFn),
     headers: { ...opts.headers },
+    capabilities: capabilitiesOf(opts),
+    clientInfo: opts.clientInfo ?? DEFAULT_CLIENT_INFO,
+    serverRequests: opts.onElicitation !== undefined,
     traceCarrier: opts.traceCarrier,
   };
   try {
@@ -122,6 +145,13 @@ export async function connectMcp(opts: ConnectMcpOptions): Promise<McpConnection
   } finally {
     deadline.dispose();
   }
+}
+
+/** The declared capabilities: the caller's, and elicitation (form, SEP-1034 defaults) when a handler is given. */
+function capabilitiesOf(opts: ConnectMcpOptions): ClientCapabilities {
+  const given = opts.capabilities ?? {};
+  if (opts.onElicitation === undefined || given.elicitation !== undefined) return given;
+  return { ...given, elicitation: { form: { applyDefaults: true } } };
 }
 
 interface ConnectRun {
@@ -248,13 +278,17 @@ async function connectWith(kind: McpTransportKind, run: ConnectRun, prior: Prior
   const http = kind === 'http' ? new StreamEndAwareTransport(url, { requestInit, fetch: fetchFn }) : undefined;
   const transport: Transport = http ?? new SSEClientTransport(url, { requestInit, fetch: fetchFn });
   const client = new Client(opts.clientInfo ?? DEFAULT_CLIENT_INFO, {
-    capabilities: opts.capabilities ?? {},
+    capabilities: capabilitiesOf(opts),
     versionNegotiation: { mode: kind === 'http' ? 'auto' : 'legacy' },
     // input_required results go back to the caller: nothing here answers for the user.
     inputRequired: { autoFulfill: false },
   });
   // Transport hiccups (a dropped GET stream the SDK reconnects) surface on the failing request.
   client.onerror = () => {};
+  const onElicitation = opts.onElicitation;
+  if (onElicitation) {
+    client.setRequestHandler('elicitation/create', async (request, ctx) => await onElicitation(request.params, { signal: ctx.mcpReq.signal }));
+  }
   const onToolsListChanged = opts.onToolsListChanged;
   if (onToolsListChanged) {
     client.setNotificationHandler('notifications/tools/list_changed', () => {

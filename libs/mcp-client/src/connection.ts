@@ -3,6 +3,7 @@ import {
   type CallToolRequest,
   type CallToolResult,
   type Client,
+  type ClientCapabilities,
   type Implementation,
   type InputRequiredResult,
   type ListToolsResult,
@@ -11,12 +12,11 @@ import {
   type Tool,
   type Transport,
 } from '@modelcontextprotocol/client';
-import type { DirectRequest } from './direct-request.js';
 import type { EraVerdict } from './era-verdict.js';
-import { classifyMcpError, McpClientError, McpClientErrorCode, type ClassifyContext } from './errors.js';
+import { classifyMcpError, isStaleModernPrior, McpClientError, McpClientErrorCode, type ClassifyContext } from './errors.js';
+import type { McpHttpRequest } from './http-request.js';
+import { toolCall, traceMeta, type LegacyTarget, type ModernTarget, type ToolCallTarget } from './tool-call.js';
 import type { FetchObservations } from './tracked-fetch.js';
-import { directCall, type DirectCallTarget } from './direct-call.js';
-import { isStaleModernPrior, modernCall, traceMeta } from './modern-call.js';
 
 /** The transport a connection ended up on. */
 export type McpTransportKind = 'http' | 'sse';
@@ -35,6 +35,33 @@ export function isInputRequired(result: McpCallResult): result is InputRequiredC
   return (result as { resultType?: unknown }).resultType === 'input_required';
 }
 
+/**
+ * What a server asks before its tool can finish (2026-07-28 multi round-trip requests), as a
+ * caller answers it: `inputRequests` (by key: `{method, params}`, e.g. `elicitation/create`) and
+ * the opaque `requestState` to send back unchanged. Answer by calling the same tool again with
+ * `CallToolOptions.inputResponses` (by the same keys) and `requestState`.
+ */
+export interface InputRequest {
+  kind: 'input_required';
+  inputRequests: Record<string, { method: string; params?: unknown }>;
+  requestState?: string;
+}
+
+/** The {@link InputRequest} of an `input_required` result, or `undefined` for a complete result. */
+export function inputRequestOf(result: McpCallResult): InputRequest | undefined {
+  if (!isInputRequired(result)) return undefined;
+  const raw = (result as { inputRequests?: unknown }).inputRequests;
+  const inputRequests: InputRequest['inputRequests'] = {};
+  if (raw !== null && typeof raw === 'object') {
+    for (const [key, req] of Object.entries(raw as Record<string, unknown>)) {
+      const method = (req as { method?: unknown } | null)?.method;
+      if (typeof method === 'string') inputRequests[key] = { method, ...((req as { params?: unknown }).params !== undefined ? { params: (req as { params?: unknown }).params } : {}) };
+    }
+  }
+  const state = (result as { requestState?: unknown }).requestState;
+  return { kind: 'input_required', inputRequests, ...(typeof state === 'string' ? { requestState: state } : {}) };
+}
+
 export interface CallToolOptions {
   /** Default 120 s. */
   timeoutMs?: number;
@@ -45,6 +72,13 @@ export interface CallToolOptions {
   resetTimeoutOnProgress?: boolean;
   /** Told when a broken legacy response stream was resumed (`Last-Event-ID`), or could not be. */
   onResume?: (outcome: 'resumed' | 'failed') => void;
+  /**
+   * The answers to an earlier `input_required` result of this tool (by the keys of its
+   * `inputRequests`), sent as the retry's `inputResponses` (modern only).
+   */
+  inputResponses?: Record<string, unknown>;
+  /** That result's `requestState`, sent back unchanged with the retry (modern only). */
+  requestState?: string;
   /**
    * The tool's definition as listed: on a modern server its `x-mcp-header` parameters are
    * mirrored as `Mcp-Param-<Name>` headers (the SDK reads them from here). Its `outputSchema` is
@@ -125,9 +159,14 @@ export interface ConnectionCore {
 export interface ConnectionContext {
   secrets: readonly string[];
   url: URL;
-  /** The legacy direct call path's request (explicit, or the connection's fetch adapted). */
-  request: DirectRequest;
+  /** The `tools/call` path's request (explicit, or the connection's fetch adapted). */
+  request: McpHttpRequest;
   headers: Record<string, string>;
+  /** Declared in a modern call's `_meta`. */
+  capabilities: ClientCapabilities;
+  clientInfo: Implementation;
+  /** Legacy sessions whose server may push requests (an elicitation handler) are called through the SDK. */
+  serverRequests: boolean;
   /** The active trace context as `traceparent`/`tracestate`, for a modern request's `_meta`. */
   traceCarrier: (() => Record<string, string>) | undefined;
   /** True when the core was connected from a caller's prior: a stale one is re-probed once. */
@@ -199,17 +238,24 @@ export class Connection implements McpConnection {
 
   async #callOn(core: ConnectionCore, params: CallToolRequest['params'], opts: CallToolOptions): Promise<McpCallResult> {
     const timeoutMs = opts.timeoutMs ?? DEFAULT_CALL_TIMEOUT_MS;
-    if (core.verdict.era === 'modern') {
-      return await modernCall(core.client, params, { ...opts, timeoutMs, meta: traceMeta(this.#ctx.traceCarrier) }, this.#classifyContext(core));
-    }
-    const direct = opts.onProgress || opts.resetTimeoutOnProgress ? undefined : this.#directTarget(core);
-    if (direct !== undefined) {
+    const sent = withInputResponses(params, opts);
+    const target = this.#target(core);
+    if (target !== undefined) {
       try {
-        return await directCall(direct, params, { timeoutMs, ...(opts.signal ? { signal: opts.signal } : {}), ...(opts.onResume ? { onResume: opts.onResume } : {}) });
+        return (await toolCall(target, sent, {
+          timeoutMs,
+          ...(opts.signal ? { signal: opts.signal } : {}),
+          ...(opts.tool ? { tool: opts.tool } : {}),
+          ...(opts.onProgress ? { onProgress: opts.onProgress } : {}),
+          ...(opts.resetTimeoutOnProgress ? { resetTimeoutOnProgress: true } : {}),
+          ...(opts.onResume ? { onResume: opts.onResume } : {}),
+        })) as McpCallResult;
       } catch (error) {
         throw classifyMcpError(error, undefined, this.#classifyContext(core));
       }
     }
+    // Through the SDK: a legacy session on the SSE transport, or one whose server may push
+    // requests during the call (an elicitation handler answers them).
     const options: RequestOptions = { timeout: timeoutMs };
     if (opts.signal) options.signal = opts.signal;
     if (opts.onProgress || opts.resetTimeoutOnProgress) {
@@ -217,7 +263,7 @@ export class Connection implements McpConnection {
       options.resetTimeoutOnProgress = opts.resetTimeoutOnProgress ?? false;
     }
     try {
-      return await core.client.request({ method: 'tools/call', params }, options);
+      return await core.client.request({ method: 'tools/call', params: sent }, options);
     } catch (error) {
       throw classifyMcpError(error, opts.signal, this.#classifyContext(core));
     }
@@ -330,16 +376,42 @@ export class Connection implements McpConnection {
     await this.#core.client.close().catch(() => {});
   }
 
-  #direct: DirectCallTarget | undefined;
+  #modern: { core: ConnectionCore; target: ModernTarget } | undefined;
+  #legacy: LegacyTarget | undefined;
 
-  /** The legacy session a `tools/call` can be sent on directly (Streamable HTTP with a session id). */
-  #directTarget(core: ConnectionCore): DirectCallTarget | undefined {
+  /**
+   * Where the library's own `tools/call` goes: every modern connection (no session: the URL, the
+   * headers and the verdict's version are all it needs), and a legacy Streamable HTTP session with
+   * a session id whose server pushes nothing we answer. `undefined`: through the SDK.
+   */
+  #target(core: ConnectionCore): ToolCallTarget | undefined {
+    if (core.verdict.era === 'modern') {
+      if (this.#modern?.core !== core) {
+        const carrier = this.#ctx.traceCarrier;
+        this.#modern = {
+          core,
+          target: {
+            era: 'modern',
+            url: this.#ctx.url,
+            request: this.#ctx.request,
+            headers: this.#ctx.headers,
+            protocolVersion: core.verdict.protocolVersion,
+            capabilities: this.#ctx.capabilities,
+            clientInfo: this.#ctx.clientInfo,
+            traceMeta: () => traceMeta(carrier),
+          },
+        };
+      }
+      return this.#modern.target;
+    }
+    if (this.#ctx.serverRequests) return undefined;
     const t = core.sdkTransport;
     if (!(t instanceof StreamableHTTPClientTransport) || t.sessionId === undefined) return undefined;
     const sessionId = t.sessionId;
-    if (this.#direct?.sessionId !== sessionId) {
+    if (this.#legacy?.sessionId !== sessionId) {
       const client = core.client;
-      this.#direct = {
+      this.#legacy = {
+        era: 'legacy',
         url: this.#ctx.url,
         request: this.#ctx.request,
         headers: this.#ctx.headers,
@@ -350,7 +422,7 @@ export class Connection implements McpConnection {
         },
       };
     }
-    return this.#direct;
+    return this.#legacy;
   }
 
   #assertOpen(): void {
@@ -364,6 +436,16 @@ export class Connection implements McpConnection {
     if (core.observations.wwwAuthenticate !== undefined) ctx.wwwAuthenticate = core.observations.wwwAuthenticate;
     return ctx;
   }
+}
+
+/** The call's params with the answers to an earlier `input_required` result (`inputResponses`, `requestState`). */
+function withInputResponses(params: CallToolRequest['params'], opts: CallToolOptions): CallToolRequest['params'] {
+  if (opts.inputResponses === undefined && opts.requestState === undefined) return params;
+  return {
+    ...params,
+    ...(opts.inputResponses !== undefined ? { inputResponses: opts.inputResponses } : {}),
+    ...(opts.requestState !== undefined ? { requestState: opts.requestState } : {}),
+  };
 }
 
 /** The first page's 2026-07-28 cache hints, when they are well-formed. */

@@ -142,7 +142,12 @@ export function httpStatusOf(err: unknown): number | undefined {
  */
 export class HttpStatusError extends Error {
   override readonly name = 'HttpStatusError';
-  constructor(readonly status: number, message: string) {
+  constructor(
+    readonly status: number,
+    message: string,
+    /** The response's `WWW-Authenticate` (a server's header, not ours). */
+    readonly wwwAuthenticate?: string,
+  ) {
     super(message);
   }
 }
@@ -251,6 +256,19 @@ function unauthorizedError(
   cause: { cause: unknown },
 ): McpClientError {
   const details: McpClientErrorDetails = { ...base, status: status ?? 401 };
-  if (ctx.wwwAuthenticate !== undefined) details.wwwAuthenticate = ctx.wwwAuthenticate;
+  const challenge = cause.cause instanceof HttpStatusError && cause.cause.wwwAuthenticate !== undefined ? cause.cause.wwwAuthenticate : ctx.wwwAuthenticate;
+  if (challenge !== undefined) details.wwwAuthenticate = challenge;
   return new McpClientError(McpClientErrorCode.Unauthorized, 'MCP server answered 401 Unauthorized: check the configured credentials', details, cause);
+}
+
+/**
+ * Whether a failure on a connection made from a modern prior says the prior no longer holds, and
+ * proves the request was refused unrun: the server refused the version (-32022), or answered
+ * like a legacy server (HTTP 400/404 for a request without a session, "not initialized").
+ */
+export function isStaleModernPrior(err: unknown): boolean {
+  const cause = err instanceof McpClientError ? err.cause : err;
+  if (isEraFailure(cause)) return true;
+  if (cause instanceof SdkHttpError || cause instanceof HttpStatusError) return cause.status === 400 || cause.status === 404;
+  return cause instanceof ProtocolError && cause.code === -32000 && /not initialized|session/i.test(cause.message);
 }

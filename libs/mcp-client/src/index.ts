@@ -1,8 +1,11 @@
 export {
   connectMcp,
+  inputRequestOf,
   isInputRequired,
   type CallToolOptions,
   type ConnectMcpOptions,
+  type ElicitationHandler,
+  type InputRequest,
   type InputRequiredCallResult,
   type ListToolsOptions,
   type McpCallResult,
@@ -11,7 +14,7 @@ export {
   type McpTransportKind,
   type ToolsWithHints,
 } from './connect.js';
-export type { DirectRequest, RawBody, RawResponse } from './direct-request.js';
+export type { McpHttpRequest, McpHttpRequestOptions, RawBody, RawResponse } from './http-request.js';
 export { discoverFault, isEraVerdict, type EraVerdict } from './era-verdict.js';
 export { invalidMcpHeaderTools, type InvalidMcpHeaderTool } from './mcp-param-headers.js';
 export {
@@ -39,4 +42,4 @@ export {
   type OAuthResult,
   type OAuthTokens,
 } from './oauth.js';
-export type { CallToolResult, InputRequiredResult, Tool } from '@modelcontextprotocol/client';
+export type { CallToolResult, ElicitRequestParams, ElicitResult, InputRequiredResult, Tool } from '@modelcontextprotocol/client';

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { McpClientError, McpClientErrorCode } from './errors.js';
-import type { DirectRequest } from './direct-request.js';
-import { discard, header, mediaType, readRawSse, type JsonRpcResponse, type SseResponseScanner } from './response-stream.js';
+import type { McpHttpRequest } from './http-request.js';
+import { discard, header, mediaType, readSseResponse, type JsonRpcResponse, type SseResponseScanner } from './body-reader.js';
 
 /** Wait before a resumption when the server sent no `retry:` (the SDK's first reconnection delay). */
 export const RESUME_DEFAULT_WAIT_MS = 1_000;
@@ -18,7 +18,7 @@ const MAX_EVENT_ID_CHARS = 1_024;
 export interface ResumeTarget {
   url: URL;
   /** Sends the POST and the resumption GETs. */
-  request: DirectRequest;
+  request: McpHttpRequest;
   /** The configured static headers. */
   headers: Record<string, string>;
   sessionId: string;
@@ -75,7 +75,7 @@ export async function resumeResponse(
 
 async function resumeWithRequest(
   url: URL,
-  request: DirectRequest,
+  request: McpHttpRequest,
   headers: Record<string, string>,
   scanner: SseResponseScanner,
   signal: AbortSignal,
@@ -91,7 +91,7 @@ async function resumeWithRequest(
     discard(res.body);
     throw resumeError(`the server answered the resumption GET with ${type || 'no content type'}`, status);
   }
-  return readRawSse(res.body, scanner);
+  return readSseResponse(res.body, scanner);
 }
 
 /** A 4xx (or an unfollowed 3xx) is the server's final word; a 5xx may pass. */

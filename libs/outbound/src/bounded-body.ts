@@ -1,9 +1,5 @@
-import { Readable, Transform, pipeline } from 'node:stream';
 import type { ByteMeter } from './byte-meter.js';
 import type { OutboundError } from './errors.js';
-
-/** A Node body stream as undici's `Dispatcher.request` hands it over. */
-export type NodeBody = NodeJS.ReadableStream & { destroy(error?: Error): unknown };
 
 /** Stops every body of a budgeted fetch at once (its deadline), with the error naming why. */
 export interface BodyStop {
@@ -100,51 +96,4 @@ function endWith(c: ReadableStreamDefaultController<Uint8Array>, err: OutboundEr
   } catch {
     // Already closed by the consumer's cancel.
   }
-}
-
-/**
- * The Node-stream form of {@link boundedWebBody}, for a layer over another fetch's request path
- * (a budget): a pass-through that counts, destroys the upstream (undici's body: the connection
- * is dropped) and errors with the bound's error when one is passed. Destroying the result
- * destroys the upstream too. A pass-through reads what the upstream buffered before it was
- * wrapped; it costs a stream hop, so the outbound fetch's own request path counts in the
- * dispatcher instead (`metering-interceptor.ts`).
- */
-export function boundedNodeBody(source: NodeBody, cut: Omit<BodyCut, 'tail'>): NodeBody {
-  const counted = new Transform({
-    transform(chunk: Buffer, _encoding, callback) {
-      const err = cut.meter.take(chunk);
-      if (err === undefined) {
-        callback(null, chunk);
-        return;
-      }
-      cut.onCut?.(err);
-      callback(err);
-    },
-  });
-  // The pipeline owns both streams' errors: the upstream's AbortError on destroy is expected.
-  pipeline(source as Readable, counted, ignore);
-  const stop = cut.stop;
-  if (stop !== undefined) {
-    const onStop = (): void => {
-      const err = stop.error();
-      cut.onCut?.(err);
-      counted.destroy(err);
-    };
-    if (stop.signal.aborted) onStop();
-    else {
-      stop.signal.addEventListener('abort', onStop, { once: true });
-      counted.once('close', () => stop.signal.removeEventListener('abort', onStop));
-    }
-  }
-  return counted;
-}
-
-/** A Node body refused before any of it was read: it errors as soon as it is read. */
-export function refusedNodeBody(err: OutboundError): NodeBody {
-  return new Readable({
-    read() {
-      this.destroy(err);
-    },
-  });
 }

@@ -1,5 +1,5 @@
 import { Response as UndiciResponse } from 'undici';
-import { boundedNodeBody, boundedWebBody, refusedNodeBody, refusedWebBody, type BodyStop, type NodeBody } from './bounded-body.js';
+import { boundedWebBody, refusedWebBody, type BodyStop } from './bounded-body.js';
 import { ByteMeter, type ByteBudget, type MeterLimits } from './byte-meter.js';
 import { ResponseBound, type OutboundError } from './errors.js';
 import type { ResponseBounds } from './response-bounds.js';
@@ -80,40 +80,14 @@ export function boundResponse(response: Response, asked: Asked, b: Bounding): Re
   return out;
 }
 
-/** The answer of the request path (undici's `Dispatcher.request`: no decompression). */
-export interface RawAnswer {
-  statusCode: number;
-  headers: Record<string, string | string[] | undefined>;
-  body: NodeBody;
-}
-
-function headerOf(headers: RawAnswer['headers'], name: string): string | undefined {
+function headerOf(headers: Record<string, string | string[] | undefined>, name: string): string | undefined {
   const v = headers[name];
   return Array.isArray(v) ? v[0] : v;
 }
 
 /**
- * The request path's form of {@link boundResponse}: the same bounds on the Node stream. No
- * stand-in events here: its reader (the MCP client's direct call) fails on the stream's error.
- */
-export function boundRawResponse<R extends RawAnswer>(res: R, asked: Asked, b: Bounding): R {
-  const stream = mediaType(headerOf(res.headers, 'content-type')) === 'text/event-stream';
-  const meter = new ByteMeter(limitsFor(stream, b), asked.url);
-  const declared = declaredLength(headerOf(res.headers, 'content-length'));
-  const refused = declared === undefined ? undefined : meter.refuseDeclared(declared);
-  if (refused !== undefined) {
-    // undici's destroy() emits an AbortError: the body is ours to end, and nobody else listens.
-    res.body.on('error', () => undefined);
-    res.body.destroy();
-    b.onCut?.(refused);
-    return { ...res, body: refusedNodeBody(refused) };
-  }
-  return { ...res, body: boundedNodeBody(res.body, { meter, ...(b.onCut ? { onCut: b.onCut } : {}), ...(b.stop ? { stop: b.stop } : {}) }) };
-}
-
-/**
  * The meters of the outbound fetch's own request path, for `meteringInterceptor`: the same
- * bounds as {@link boundRawResponse}, counted in the dispatcher (no stream hop on the call path).
+ * bounds as {@link boundResponse}, counted in the dispatcher (no stream hop on the call path).
  */
 export function rawResponseMeters(b: Bounding): MeterFactory {
   return (opts, headers) => {

@@ -1,8 +1,7 @@
 import type { BodyStop } from './bounded-body.js';
-import { boundRawResponse, boundResponse, type Bounding } from './bounded-response.js';
+import { boundResponse, type Bounding } from './bounded-response.js';
 import { ByteBudget } from './byte-meter.js';
 import { OutboundError } from './errors.js';
-import type { OutboundRequest } from './outbound-fetch.js';
 import { assertPositiveBytes } from './response-bounds.js';
 
 export interface BudgetedFetchOptions {
@@ -14,8 +13,11 @@ export interface BudgetedFetchOptions {
   onCut?: (err: OutboundError) => void;
 }
 
-/** A fetch with a total budget (and its `request`, when the base had one); `end()` stops its deadline timer. */
-export type BudgetedFetch = typeof fetch & { request?: OutboundRequest; budget: ByteBudget; end(): void };
+/**
+ * A fetch with a total budget; `end()` stops its deadline timer. Only the fetch: a `request`
+ * function the base may carry is not carried over (nothing reads one off a fetch).
+ */
+export type BudgetedFetch = typeof fetch & { budget: ByteBudget; end(): void };
 
 function urlOf(input: string | URL | Request): URL | undefined {
   try {
@@ -87,27 +89,11 @@ export function budgetedFetch(base: typeof fetch, opts: BudgetedFetchOptions): B
     return boundResponse(response, { url: url ?? new URL('about:blank'), method, body: init?.body }, bounding);
   };
 
-  const out = Object.assign(budgeted, {
+  const out: BudgetedFetch = Object.assign(budgeted, {
     budget,
     end: () => {
       if (timer !== undefined) clearTimeout(timer);
     },
-  }) as BudgetedFetch;
-  const request = (base as { request?: OutboundRequest }).request;
-  if (typeof request === 'function') {
-    out.request = async (url, reqOpts) => {
-      lastUrl = url;
-      if (deadline.signal.aborted) throw deadlineError();
-      const signal = signalFor(reqOpts.signal);
-      let res: Awaited<ReturnType<OutboundRequest>>;
-      try {
-        res = await request(url, { ...reqOpts, ...(signal ? { signal } : {}) });
-      } catch (err) {
-        if (deadline.signal.aborted && !(reqOpts.signal?.aborted ?? false)) throw deadlineError();
-        throw err;
-      }
-      return boundRawResponse(res, { url, method: reqOpts.method }, bounding);
-    };
-  }
+  });
   return out;
 }

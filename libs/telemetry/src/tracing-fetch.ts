@@ -18,12 +18,11 @@ export function tracingRequest<O extends { headers: Record<string, string> }, R>
 
 /**
  * Wraps a fetch so every request carries the active trace context (`traceparent`), so one trace
- * runs from an action or a call through the services to the remote MCP server. A `request`
- * function on the fetch (see {@link tracingRequest}) is wrapped and kept on the result, so a
- * caller that prefers it gets the same propagation.
+ * runs from an action or a call through the services to the remote MCP server. The result is a
+ * fetch only: a lower-level request function is wrapped on its own ({@link tracingRequest}).
  */
 export function tracingFetch(base: typeof fetch = fetch): typeof fetch {
-  const traced: typeof fetch = (input, init) => {
+  return (input, init) => {
     const carrier: Record<string, string> = {};
     propagation.inject(context.active(), carrier);
     if (Object.keys(carrier).length === 0) return base(input, init);
@@ -31,9 +30,4 @@ export function tracingFetch(base: typeof fetch = fetch): typeof fetch {
     for (const [k, v] of Object.entries(carrier)) headers.set(k, v);
     return base(input, { ...init, headers });
   };
-  const request = (base as { request?: unknown }).request;
-  if (typeof request === 'function') {
-    return Object.assign(traced, { request: tracingRequest(request as HeaderRecordRequest<{ headers: Record<string, string> }, unknown>) });
-  }
-  return traced;
 }

@@ -1,7 +1,7 @@
 import { trace, type Counter, type Meter, type UpDownCounter } from '@opentelemetry/api';
 import { ErrorCodes, WireError } from '@mcpx/contracts';
 import { QUOTA_DEFAULTS } from '@mcpx/locks';
-import { McpClientError, connectMcp, type DirectRequest, type EraVerdict, type McpConnection } from '@mcpx/mcp-client';
+import { McpClientError, connectMcp, type McpHttpRequest, type EraVerdict, type McpConnection } from '@mcpx/mcp-client';
 import { MemoryEraVerdicts, authContextOf, type EraVerdictSource } from './era-verdicts.js';
 import type { ServerEntry } from './server-entry.js';
 
@@ -48,8 +48,8 @@ export interface ConnectionPoolOptions {
   connectTimeoutMs: number;
   idleMs: number;
   fetch?: typeof fetch;
-  /** The request path of legacy direct calls (the outbound fetch's own, traced); unset: `fetch`, adapted. */
-  request?: DirectRequest;
+  /** What `tools/call` sends with, both eras (the outbound fetch's own request, traced); unset: `fetch`, adapted. */
+  request?: McpHttpRequest;
   /** The active trace context as `traceparent`/`tracestate`, for each modern request's `_meta`. */
   traceCarrier?: () => Record<string, string>;
   /**

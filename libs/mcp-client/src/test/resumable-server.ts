@@ -1,6 +1,6 @@
 import { createServer, request as httpRequest, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { DirectRequest } from '../direct-request.js';
+import type { McpHttpRequest } from '../http-request.js';
 
 /**
  * A hand-written Streamable HTTP server on loopback (stateful, one session) whose answer to one
@@ -114,10 +114,10 @@ export async function startResumableServer(opts: ResumableServerOptions = {}): P
 }
 
 /**
- * A {@link DirectRequest} over node:http (a real HTTP client, its own keep-alive agent): the
+ * A {@link McpHttpRequest} over node:http (a real HTTP client, its own keep-alive agent): the
  * shape of the proxy's outbound request, given to `connectMcp` as `request`.
  */
-export function nodeRequest(): DirectRequest {
+export function nodeRequest(): McpHttpRequest {
   return (url, opts) =>
     new Promise((resolve, reject) => {
       const req = httpRequest(url, { method: opts.method, headers: opts.headers, ...(opts.signal ? { signal: opts.signal } : {}) }, (res) =>

@@ -1,10 +1,11 @@
-import type { RawBody, RawResponse } from './direct-request.js';
+import type { RawBody, RawResponse } from './http-request.js';
 import { McpClientError, McpClientErrorCode } from './errors.js';
 
 /**
- * Reading the answer to a legacy `tools/call` off the wire, for the direct call path and its
- * resumption: the SSE scanner and the one event-stream reader (a Node stream from a
- * `DirectRequest`), bounded, never parsing more than the events that could be our response.
+ * Reading the answer to a `tools/call` off the wire (either era, and a legacy resumption): one
+ * reader per body kind, both on the Node stream of an `McpHttpRequest`: {@link readJsonBody}
+ * for `application/json` and {@link readSseResponse} for `text/event-stream`. Bounded, and never
+ * parsing more than the events that could be our response.
  */
 
 /** A response bigger than this is refused: a remote server's answer is untrusted. A resumed call counts all its streams. */
@@ -14,6 +15,13 @@ export interface JsonRpcResponse {
   id?: unknown;
   result?: unknown;
   error?: { code?: unknown; message?: unknown; data?: unknown };
+}
+
+/** A message on a response stream that is not a response: a notification (progress, logging) or a server's request. */
+export interface JsonRpcOther {
+  method: string;
+  id?: unknown;
+  params?: unknown;
 }
 
 export function findResponse(data: unknown, id: string): JsonRpcResponse | undefined {
@@ -66,7 +74,11 @@ export class SseResponseScanner {
   private buffer = '';
   private tail = '';
 
-  constructor(readonly id: string) {}
+  /** `onOther` is told of every other message on the stream (e.g. `notifications/progress`). */
+  constructor(
+    readonly id: string,
+    private readonly onOther?: (message: JsonRpcOther) => void,
+  ) {}
 
   /** A new stream (a resumption) begins: the unfinished event of the broken one is dropped, as SSE does. */
   restart(): void {
@@ -97,8 +109,20 @@ export class SseResponseScanner {
         this.buffer = '';
         return found;
       }
+      if (this.onOther !== undefined) this.tellOthers(parsed);
     }
     return undefined;
+  }
+
+  private tellOthers(parsed: unknown): void {
+    for (const m of Array.isArray(parsed) ? parsed : [parsed]) {
+      if (m === null || typeof m !== 'object' || typeof (m as JsonRpcOther).method !== 'string') continue;
+      try {
+        this.onOther?.(m as JsonRpcOther);
+      } catch {
+        // An observer's failure must not break the call.
+      }
+    }
   }
 
   /** The joined `data:` lines of an event whose type is `message` (or unset); notes its `id:` and `retry:`. */
@@ -141,11 +165,72 @@ function eventEnd(buffer: string): number {
 }
 
 /**
+ * Reads a JSON body whole (bounded at {@link MAX_RESPONSE_BYTES}, a declared larger length is
+ * refused before reading) and parses it; malformed JSON is a `transport_error`.
+ */
+export async function readJsonBody(res: RawResponse): Promise<unknown> {
+  if (Number(header(res.headers, 'content-length')) > MAX_RESPONSE_BYTES) {
+    discard(res.body);
+    throw tooLarge();
+  }
+  const text = await readText(res.body, MAX_RESPONSE_BYTES);
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new McpClientError(McpClientErrorCode.TransportError, 'MCP server answered with malformed JSON', { transport: 'http' });
+  }
+}
+
+/** The start of an error body (at most `limit` bytes, cut there), never failing. */
+export async function readErrorText(body: RawBody, limit = 64 * 1024): Promise<string> {
+  return await readText(body, limit, true).catch(() => '');
+}
+
+/** The whole body as text; more than `limit` bytes destroys the stream and fails (or, with `cut`, ends the text there). */
+function readText(body: RawBody, limit: number, cut = false): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let bytes = 0;
+    const done = (): string => (chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks).toString('utf8'));
+    const onData = (chunk: Buffer): void => {
+      bytes += chunk.length;
+      if (bytes > limit) {
+        cleanup();
+        discard(body);
+        if (cut) {
+          chunks.push(chunk.subarray(0, chunk.length - (bytes - limit)));
+          resolve(done());
+        } else reject(tooLarge());
+        return;
+      }
+      chunks.push(chunk);
+    };
+    const onEnd = (): void => {
+      cleanup();
+      resolve(done());
+    };
+    const onError = (err: Error): void => {
+      cleanup();
+      reject(err);
+    };
+    const cleanup = (): void => {
+      body.removeListener('data', onData);
+      body.removeListener('end', onEnd);
+      body.removeListener('error', onError);
+      body.on('error', ignore);
+    };
+    body.on('data', onData);
+    body.on('end', onEnd);
+    body.on('error', onError);
+  });
+}
+
+/**
  * Reads an SSE body (Node stream) until the event carrying our response, then drains the rest in
  * the background (so the keep-alive socket is reused). Resolves `undefined` when the stream ends
  * first; rejects when it breaks first.
  */
-export function readRawSse(body: RawBody, scanner: SseResponseScanner): Promise<JsonRpcResponse | undefined> {
+export function readSseResponse(body: RawBody, scanner: SseResponseScanner): Promise<JsonRpcResponse | undefined> {
   return new Promise((resolve, reject) => {
     const decoder = new TextDecoder();
     let found: JsonRpcResponse | undefined;
