@@ -1,0 +1,201 @@
+import { randomUUID } from 'node:crypto';
+import { context, propagation, SpanKind, SpanStatusCode, trace, type Counter, type Histogram, type Meter, type Tracer } from '@opentelemetry/api';
+import { ErrorCodes, WireError, toWireError } from '@mcpx/contracts';
+import type { McpToolDocument } from '@mcpx/domain';
+import type { ProxyClient } from '@mcpx/proxy-client';
+import { createMcpHandler, ProtocolError, ProtocolErrorCode, Server, type CallToolResult, type McpHttpHandler, type Tool } from '@modelcontextprotocol/server';
+import type { TokenGrant } from './agent-tokens.js';
+import { META_APPROVAL_ID, callToolResult, errorResult } from './call-result.js';
+import type { AgentToolSet, ToolSets } from './tool-sets.js';
+
+export const SERVER_NAME = 'mcpx-agent';
+/** How long a client may keep a `tools/list` page (`ttlMs`): list_changed says sooner when it changes. */
+export const LIST_TTL_MS = 60_000;
+/** The proxy's own call timeout; a client's request may ask for less in `_meta`, never more. */
+const CALL_TIMEOUT_MS = 120_000;
+
+export interface AgentServerDeps {
+  toolSets: ToolSets;
+  proxy: ProxyClient;
+  tracer: Tracer;
+  meter: Meter;
+  /** Tools per `tools/list` page. */
+  pageSize: number;
+  version: string;
+  onError: (err: Error) => void;
+}
+
+interface Metrics {
+  requests: Counter;
+  duration: Histogram;
+}
+
+/** A `tools/list` cursor: the last name of the previous page (stable while the set changes). */
+function encodeCursor(name: string): string {
+  return Buffer.from(name, 'utf8').toString('base64url');
+}
+
+function decodeCursor(cursor: string): string {
+  const name = /^[A-Za-z0-9_-]{1,400}$/.test(cursor) ? Buffer.from(cursor, 'base64url').toString('utf8') : '';
+  if (name === '' || encodeCursor(name) !== cursor) throw new ProtocolError(ProtocolErrorCode.InvalidParams, 'Invalid cursor');
+  return name;
+}
+
+/** A document as an MCP tool: its contract whole, its permission level in `_meta`. */
+function toTool(doc: McpToolDocument): Tool {
+  return {
+    name: doc.name,
+    ...(doc.title !== undefined ? { title: doc.title } : {}),
+    description: doc.description,
+    inputSchema: doc.inputSchema as Tool['inputSchema'],
+    ...(doc.outputSchema !== undefined ? { outputSchema: doc.outputSchema } : {}),
+    ...(doc.annotations !== undefined ? { annotations: doc.annotations } : {}),
+    _meta: { 'io.mcpx/permission': doc.permission, 'io.mcpx/server': doc.server },
+  };
+}
+
+/** The trace context a client sent: `_meta.traceparent` (2026-07-28), else the HTTP headers. */
+function parentContext(meta: Record<string, unknown> | undefined, request: Request | undefined): ReturnType<typeof context.active> {
+  const carrier: Record<string, string> = {};
+  const tp = meta?.traceparent ?? request?.headers.get('traceparent') ?? undefined;
+  const ts = meta?.tracestate ?? request?.headers.get('tracestate') ?? undefined;
+  if (typeof tp === 'string') carrier.traceparent = tp;
+  if (typeof ts === 'string') carrier.tracestate = ts;
+  return propagation.extract(context.active(), carrier);
+}
+
+/**
+ * One agent's MCP server: `createMcpHandler` (both eras: 2026-07-28 per request, 2025 stateless)
+ * over a low-level `Server` per request that lists the agent's tool set and sends each call
+ * through the proxy as the token's run, so every rule of the gateway applies (validation with the
+ * contract, the grant, approvals, limits, result bounds, tracing). A handler per agent, so that
+ * `notify.toolsChanged()` reaches exactly that agent's `subscriptions/listen` streams.
+ */
+export class AgentServers {
+  private readonly handlers = new Map<string, { handler: McpHttpHandler; unwatch: () => void }>();
+  private readonly metrics: Metrics;
+
+  constructor(
+    private readonly deps: AgentServerDeps,
+    private readonly maxHandlers = 10_000,
+  ) {
+    this.metrics = {
+      requests: deps.meter.createCounter('mcpx_endpoint_requests_total', { description: 'MCP requests to agent endpoints, by method and outcome' }),
+      duration: deps.meter.createHistogram('mcpx_endpoint_call_duration_ms', { description: 'tools/call through the agent endpoint, end to end (ms)', unit: 'ms' }),
+    };
+  }
+
+  /** Counts a request refused before any MCP handling (host, origin, token). */
+  refused(reason: string): void {
+    this.metrics.requests.add(1, { method: 'http', outcome: reason });
+  }
+
+  /** The handler of the token's agent (made on first use, the oldest dropped past the cap). */
+  handlerFor(grant: TokenGrant): McpHttpHandler {
+    const key = `${grant.account}:${grant.agent}`;
+    const hit = this.handlers.get(key);
+    if (hit !== undefined) return hit.handler;
+    const handler = createMcpHandler(({ authInfo }) => this.server(grant.account, grant.agent, authInfo?.clientId ?? 'unknown'), {
+      legacy: 'stateless',
+      onerror: (err) => this.deps.onError(err),
+    });
+    const unwatch = this.deps.toolSets.watch(grant.account, grant.agent, () => handler.notify.toolsChanged());
+    this.handlers.set(key, { handler, unwatch });
+    if (this.handlers.size > this.maxHandlers) {
+      const [oldKey, old] = this.handlers.entries().next().value as [string, { handler: McpHttpHandler; unwatch: () => void }];
+      this.handlers.delete(oldKey);
+      old.unwatch();
+      void old.handler.close();
+    }
+    return handler;
+  }
+
+  async close(): Promise<void> {
+    const all = [...this.handlers.values()];
+    this.handlers.clear();
+    for (const h of all) h.unwatch();
+    await Promise.all(all.map((h) => h.handler.close().catch(() => undefined)));
+  }
+
+  private async toolSet(account: string, agent: string): Promise<AgentToolSet> {
+    const set = await this.deps.toolSets.get(account, agent);
+    // The token's agent was deleted since the token was read.
+    if (set === null) throw new ProtocolError(ProtocolErrorCode.InvalidRequest, 'the agent no longer exists');
+    return set;
+  }
+
+  /** The per-request server; `tokenId` names the run the calls go in (`ep-<token id>`). */
+  private server(account: string, agent: string, tokenId: string): Server {
+    const server = new Server({ name: SERVER_NAME, version: this.deps.version }, { capabilities: { tools: { listChanged: true } } });
+    server.setRequestHandler('tools/list', async (request) => {
+      const set = await this.toolSet(account, agent);
+      const cursor = request.params?.cursor;
+      const after = cursor === undefined ? undefined : decodeCursor(cursor);
+      const start = after === undefined ? 0 : set.tools.findIndex((t) => t.name > after);
+      const page = start < 0 ? [] : set.tools.slice(start, start + this.deps.pageSize);
+      const last = page.at(-1);
+      const more = start >= 0 && start + this.deps.pageSize < set.tools.length && last !== undefined;
+      this.metrics.requests.add(1, { method: 'tools/list', outcome: 'ok' });
+      return {
+        tools: page.map(toTool),
+        ttlMs: LIST_TTL_MS,
+        cacheScope: 'private' as const,
+        ...(more ? { nextCursor: encodeCursor(last.name) } : {}),
+      };
+    });
+    server.setRequestHandler('tools/call', async (request, ctx) => {
+      const params = request.params;
+      const meta = (ctx.mcpReq._meta ?? params._meta);
+      const parent = parentContext(meta, ctx.http?.req);
+      const span = this.deps.tracer.startSpan('endpoint.tools/call', { kind: SpanKind.SERVER, attributes: { 'mcpx.account': account, 'mcpx.agent': agent, 'mcpx.tool': params.name } }, parent);
+      const started = performance.now();
+      let outcome = 'ok';
+      try {
+        return await context.with(trace.setSpan(parent, span), async (): Promise<CallToolResult> => {
+          const set = await this.toolSet(account, agent);
+          if (!set.byName.has(params.name)) {
+            outcome = 'unknown_tool';
+            // The MCP answer to a tool that is not listed (the proxy is not asked).
+            throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Unknown tool: ${params.name.slice(0, 128)}`);
+          }
+          const approval = meta?.[META_APPROVAL_ID];
+          const callId = randomUUID();
+          const signal = ctx.mcpReq.signal;
+          const onAbort = (): void => void this.deps.proxy.cancel(account, `ep-${tokenId}`, callId).catch(() => undefined);
+          signal.addEventListener('abort', onAbort, { once: true });
+          try {
+            const { result } = await this.deps.proxy.call({
+              account,
+              agent,
+              run: `ep-${tokenId}`,
+              tool: params.name,
+              arguments: (params.arguments ?? {}),
+              callId,
+              timeoutMs: CALL_TIMEOUT_MS,
+              ...(typeof approval === 'string' && approval !== '' && approval.length <= 128 ? { approvalId: approval } : {}),
+            });
+            return callToolResult(result);
+          } catch (err) {
+            const wire = err instanceof WireError ? err : toWireError(err);
+            outcome = wire.code;
+            if (wire.code === ErrorCodes.internal) this.deps.onError(err as Error);
+            span.setAttribute('mcpx.error.code', wire.code);
+            return errorResult(wire);
+          } finally {
+            signal.removeEventListener('abort', onAbort);
+          }
+        });
+      } catch (err) {
+        span.recordException(err as Error);
+        span.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error).message });
+        throw err;
+      } finally {
+        span.setAttribute('mcpx.outcome', outcome);
+        span.end();
+        this.metrics.requests.add(1, { method: 'tools/call', outcome });
+        this.metrics.duration.record(performance.now() - started, { outcome });
+      }
+    });
+    return server;
+  }
+}

@@ -1,0 +1,131 @@
+import pg from 'pg';
+import { AGENT_TOKENS_CHANNEL, agentTokenHash, isAgentTokenShape } from '@mcpx/contracts';
+import type { Db } from '@mcpx/db';
+import type { Logger } from '@mcpx/log';
+
+/** Who a valid token speaks for. */
+export interface TokenGrant {
+  /** The token's id (never the token). */
+  id: string;
+  account: string;
+  agent: string;
+  agentName: string;
+  /** Milliseconds since the epoch; undefined: until revoked. */
+  expiresAt?: number;
+}
+
+/** Why a token was refused (said to the client as `invalid_token`, with no more detail than this). */
+export type TokenRefusal = 'missing' | 'malformed' | 'unknown' | 'expired' | 'revoked';
+
+/** A verdict is kept this long at most (a backstop: revocations arrive on the channel at once). */
+const CACHE_MS = 60_000;
+const MAX_CACHED = 50_000;
+
+/**
+ * Checks the endpoint's bearer tokens against `registry.agent_tokens` (by SHA-256, read only).
+ * A valid token's grant is cached for a minute; the registry's revocation notice
+ * (`AGENT_TOKENS_CHANNEL`, sent in the revoking transaction) drops it at once. While the
+ * listening connection is down nothing is cached, so a revocation is never missed: every request
+ * reads the row.
+ */
+export class AgentTokens {
+  private readonly cache = new Map<string, { grant: TokenGrant; at: number }>();
+  private listener: pg.Client | undefined;
+  private listening = false;
+  private closed = false;
+  private retry: NodeJS.Timeout | undefined;
+  /** Counts revocation notices: a read that one overtook does not cache what it read. */
+  private notices = 0;
+
+  constructor(
+    private readonly db: Db,
+    private readonly databaseUrl: string,
+    private readonly log: Logger,
+  ) {}
+
+  /** Opens the listening connection (and keeps reopening it when it drops). */
+  async start(): Promise<void> {
+    await this.connect().catch((err: unknown) => {
+      this.log.warn('token revocation channel unavailable: tokens are read on every request until it is back', { err: err as Error });
+      this.scheduleReconnect();
+    });
+  }
+
+  private async connect(): Promise<void> {
+    const client = new pg.Client({ connectionString: this.databaseUrl, application_name: 'endpoint-tokens' });
+    const lost = (): void => {
+      if (this.listener !== client) return;
+      this.listening = false;
+      this.listener = undefined;
+      this.cache.clear();
+      client.end().catch(() => undefined);
+      if (!this.closed) {
+        this.log.warn('token revocation channel lost: reconnecting');
+        this.scheduleReconnect();
+      }
+    };
+    client.on('error', lost);
+    client.on('end', lost);
+    client.on('notification', (n) => {
+      if (n.channel !== AGENT_TOKENS_CHANNEL || typeof n.payload !== 'string') return;
+      this.notices++;
+      this.cache.delete(n.payload);
+    });
+    await client.connect();
+    await client.query(`LISTEN ${AGENT_TOKENS_CHANNEL}`);
+    if (this.closed) {
+      await client.end();
+      return;
+    }
+    this.listener = client;
+    this.listening = true;
+  }
+
+  private scheduleReconnect(): void {
+    if (this.closed || this.retry !== undefined) return;
+    this.retry = setTimeout(() => {
+      this.retry = undefined;
+      this.connect().catch(() => this.scheduleReconnect());
+    }, 2_000);
+    this.retry.unref();
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    clearTimeout(this.retry);
+    const l = this.listener;
+    this.listener = undefined;
+    this.listening = false;
+    await l?.end().catch(() => undefined);
+  }
+
+  /** The grant of an `Authorization` header's bearer token, or why it is refused. */
+  async verify(authorization: string | null): Promise<TokenGrant | TokenRefusal> {
+    if (authorization === null || authorization === '') return 'missing';
+    const m = /^Bearer ([^\s]+)$/i.exec(authorization.trim());
+    if (m === null || !isAgentTokenShape(m[1] ?? '')) return 'malformed';
+    const hash = agentTokenHash(m[1] as string);
+    const now = Date.now();
+    const hit = this.cache.get(hash);
+    if (hit !== undefined && now - hit.at < CACHE_MS) {
+      if (hit.grant.expiresAt !== undefined && hit.grant.expiresAt <= now) return 'expired';
+      return hit.grant;
+    }
+    const notices = this.notices;
+    const row = await this.db
+      .selectFrom('registry.agent_tokens as t')
+      .innerJoin('registry.agents as a', (j) => j.onRef('a.id', '=', 't.agent_id').onRef('a.account_id', '=', 't.account_id'))
+      .select(['t.id', 't.account_id', 't.agent_id', 'a.name', 't.expires_at', 't.revoked_at'])
+      .where('t.token_hash', '=', hash)
+      .executeTakeFirst();
+    if (row === undefined) return 'unknown';
+    if (row.revoked_at !== null) return 'revoked';
+    if (row.expires_at !== null && row.expires_at.getTime() <= now) return 'expired';
+    const grant: TokenGrant = { id: row.id, account: row.account_id, agent: row.agent_id, agentName: row.name, ...(row.expires_at !== null ? { expiresAt: row.expires_at.getTime() } : {}) };
+    if (this.listening && notices === this.notices) {
+      this.cache.set(hash, { grant, at: now });
+      if (this.cache.size > MAX_CACHED) this.cache.delete(this.cache.keys().next().value as string);
+    }
+    return grant;
+  }
+}

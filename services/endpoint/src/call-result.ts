@@ -1,0 +1,49 @@
+import { ErrorCodes, type WireError } from '@mcpx/contracts';
+import type { ProxyResult } from '@mcpx/domain';
+import type { CallToolResult } from '@modelcontextprotocol/server';
+
+/** `_meta` key of the connector's own fields on a result (the error, the approval to re-send with). */
+export const META_ERROR = 'io.mcpx/error';
+/** `_meta` key of a `tools/call` request that re-sends a call a human approved. */
+export const META_APPROVAL_ID = 'io.mcpx/approvalId';
+
+/** The proxy's flattened result as MCP content: the bounded text, the images, the structured result. */
+export function callToolResult(result: ProxyResult): CallToolResult {
+  const content: CallToolResult['content'] = [];
+  if (result.text !== undefined && result.text !== '') content.push({ type: 'text', text: result.text });
+  for (const image of result.images ?? []) content.push({ type: 'image', data: image.data, mimeType: image.mimeType });
+  const structured = result.result;
+  const isObject = structured !== null && typeof structured === 'object' && !Array.isArray(structured);
+  return {
+    content,
+    ...(isObject ? { structuredContent: structured } : {}),
+  };
+}
+
+/** What a client is told beyond the message: the fields it acts on, never anything secret. */
+function hint(err: WireError): string {
+  const d = err.details;
+  if (err.code === ErrorCodes.approvalRequired && typeof d.approvalId === 'string') {
+    return ` The account owner decides approval ${d.approvalId}; once approved, call the tool again with the same arguments and _meta {"${META_APPROVAL_ID}": "${d.approvalId}"}.`;
+  }
+  if (err.code === ErrorCodes.rateLimited && typeof d.retryAfterMs === 'number') return ` Retry after ${Math.ceil(d.retryAfterMs / 1000)} s.`;
+  if (err.code === ErrorCodes.invalidArguments) {
+    const errors = Array.isArray(d.errors) ? d.errors.slice(0, 20) : [];
+    const contract = d.contract === undefined ? '' : ` The tool's input schema: ${JSON.stringify(d.contract).slice(0, 8_000)}`;
+    return (errors.length > 0 ? ` Errors: ${JSON.stringify(errors).slice(0, 4_000)}.` : '') + contract;
+  }
+  return '';
+}
+
+/**
+ * A refused or failed call as a tool result with `isError` (the model reads it and can act on
+ * it), never a transport failure: the text says the connector's code and message (and the approval
+ * id, the retry delay or the contract), `_meta["io.mcpx/error"]` holds `{code, message, details}`.
+ */
+export function errorResult(err: WireError): CallToolResult {
+  return {
+    content: [{ type: 'text', text: `${err.code}: ${err.message}${hint(err)}` }],
+    isError: true,
+    _meta: { [META_ERROR]: { code: err.code, message: err.message, details: err.details } },
+  };
+}

@@ -1,0 +1,88 @@
+import { parseNatsCredentials, type NatsCredentials } from '@mcpx/config';
+
+/** The endpoint's settings, read once from the environment by main.ts. */
+export interface EndpointConfig {
+  databaseUrl: string;
+  natsUrl: string;
+  natsCredentials?: NatsCredentials;
+  natsPrefix: string;
+  httpPort: number;
+  httpHost: string;
+  /** `/metrics` and `/healthz` for operators (`INTERNAL_HTTP_PORT`, default 9083; 0 when HTTP_PORT is 0). */
+  internalHttpPort: number;
+  internalHttpHost: string;
+  /** Where clients reach this service (`ENDPOINT_PUBLIC_URL`), e.g. `https://mcp.example.com`; printed by the CLI. */
+  publicUrl: string;
+  /** `ENDPOINT_ALLOWED_HOSTS`: Host names accepted (DNS rebinding); default loopback names and the public URL's host. */
+  allowedHosts: string[];
+  /** `ENDPOINT_ALLOWED_ORIGINS`: Origin host names accepted from browsers; default the allowed hosts. */
+  allowedOrigins: string[];
+  /** `ENDPOINT_CORS_ORIGINS`: exact origins (`https://app.example.com`) given CORS headers; default none. */
+  corsOrigins: string[];
+  /** `ENDPOINT_PAGE_SIZE`: tools per `tools/list` page (default 100, 1 to 1000). */
+  pageSize: number;
+  instanceId: string;
+  logLevel: 'debug' | 'info' | 'warn' | 'error';
+  otlpEndpoint: string | undefined;
+}
+
+export const DEFAULT_ENDPOINT_PORT = 8083;
+const DEFAULT_INTERNAL_PORT = 9083;
+
+function list(value: string | undefined): string[] {
+  return (value ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
+}
+
+function port(raw: string | undefined, name: string, fallback: number): number {
+  if (raw === undefined || raw === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new Error(`${name} must be a port number`);
+  return n;
+}
+
+/** IPv6 host names are bracketed in Host headers (`[::1]`); the allow-lists hold them that way. */
+function hostOf(url: URL): string {
+  return url.hostname;
+}
+
+export function loadEndpointConfig(env: NodeJS.ProcessEnv): EndpointConfig {
+  const httpPort = port(env.HTTP_PORT, 'HTTP_PORT', DEFAULT_ENDPOINT_PORT);
+  const internalHttpPort = port(env.INTERNAL_HTTP_PORT, 'INTERNAL_HTTP_PORT', httpPort === 0 ? 0 : DEFAULT_INTERNAL_PORT);
+  if (internalHttpPort !== 0 && internalHttpPort === httpPort) throw new Error('INTERNAL_HTTP_PORT must differ from HTTP_PORT');
+  const httpHost = env.HTTP_HOST || '127.0.0.1';
+  const publicUrl = (env.ENDPOINT_PUBLIC_URL || `http://127.0.0.1:${httpPort}`).replace(/\/+$/, '');
+  if (!URL.canParse(publicUrl) || !/^https?:$/.test(new URL(publicUrl).protocol)) throw new Error('ENDPOINT_PUBLIC_URL must be an http(s) URL');
+  const publicHost = hostOf(new URL(publicUrl));
+  const allowedHosts = list(env.ENDPOINT_ALLOWED_HOSTS);
+  const hosts = allowedHosts.length > 0 ? allowedHosts : [...new Set(['localhost', '127.0.0.1', '[::1]', publicHost])];
+  const origins = list(env.ENDPOINT_ALLOWED_ORIGINS);
+  const cors = list(env.ENDPOINT_CORS_ORIGINS);
+  for (const o of cors) if (!URL.canParse(o) || new URL(o).origin !== o) throw new Error('ENDPOINT_CORS_ORIGINS entries must be origins, e.g. https://app.example.com');
+  const pageSize = env.ENDPOINT_PAGE_SIZE ? Number(env.ENDPOINT_PAGE_SIZE) : 100;
+  if (!Number.isInteger(pageSize) || pageSize < 1 || pageSize > 1000) throw new Error('ENDPOINT_PAGE_SIZE must be 1 to 1000');
+  const level = env.LOG_LEVEL ?? 'info';
+  if (level !== 'debug' && level !== 'info' && level !== 'warn' && level !== 'error') throw new Error('LOG_LEVEL must be debug, info, warn or error');
+  const creds = parseNatsCredentials(env);
+  return {
+    databaseUrl: env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/mcpx',
+    natsUrl: env.NATS_URL ?? 'nats://127.0.0.1:4222',
+    ...(creds !== undefined ? { natsCredentials: creds } : {}),
+    natsPrefix: env.NATS_PREFIX ?? '',
+    httpPort,
+    httpHost,
+    internalHttpPort,
+    internalHttpHost: env.INTERNAL_HTTP_HOST || '127.0.0.1',
+    publicUrl,
+    allowedHosts: hosts,
+    // A CORS origin is an allowed origin too.
+    allowedOrigins: [...new Set([...(origins.length > 0 ? origins : hosts), ...cors.map((o) => new URL(o).hostname)])],
+    corsOrigins: cors,
+    pageSize,
+    instanceId: env.INSTANCE_ID ?? `endpoint-${process.pid}-${Math.random().toString(36).slice(2, 8)}`,
+    logLevel: level,
+    otlpEndpoint: env.OTEL_EXPORTER_OTLP_ENDPOINT || undefined,
+  };
+}

@@ -1,0 +1,105 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { makeSubjects } from '@mcpx/contracts';
+import { createDb } from '@mcpx/db';
+import { createLogger, type LogSink } from '@mcpx/log';
+import { connectRuntime } from '@mcpx/proxy-client';
+import { setupTelemetry, startHealthServer, type Telemetry } from '@mcpx/telemetry';
+import { toNodeHandler } from '@modelcontextprotocol/node';
+import { AgentServers } from './agent-server.js';
+import { AgentTokens } from './agent-tokens.js';
+import type { EndpointConfig } from './config.js';
+import { endpointFetch } from './http.js';
+import { ToolSets } from './tool-sets.js';
+
+export { loadEndpointConfig, DEFAULT_ENDPOINT_PORT } from './config.js';
+export type { EndpointConfig } from './config.js';
+export { META_APPROVAL_ID, META_ERROR } from './call-result.js';
+export { LIST_TTL_MS, SERVER_NAME } from './agent-server.js';
+
+export interface EndpointOptions {
+  telemetry?: Telemetry;
+  logSink?: LogSink;
+}
+
+export interface RunningEndpoint {
+  /** Where it listens: `<url>/v1/agents/<agent>/mcp`, `<url>/healthz`. */
+  url: string;
+  /** `/healthz` and `/metrics` for operators. */
+  internalUrl: string;
+  stop(): Promise<void>;
+}
+
+const VERSION = '0.1.0';
+
+/**
+ * The MCP endpoint service: every agent's tools as an MCP server at `/v1/agents/<agent>/mcp`
+ * (both protocol eras), for clients outside the platform. A NATS client of the proxy with the
+ * runtime's rights (it requests `mcp.proxy.call`, reads `agents.tools.changed.>`), a read-only
+ * reader of the agent tokens, grants and tool documents in Postgres; it scales with the proxies.
+ */
+export async function startEndpoint(config: EndpointConfig, opts: EndpointOptions = {}): Promise<RunningEndpoint> {
+  const instance = config.instanceId.replace(/[^A-Za-z0-9_-]/g, '_');
+  const log = createLogger('endpoint', { level: config.logLevel, fields: { instance }, ...(opts.logSink ? { sink: opts.logSink } : {}) });
+  const telemetry = opts.telemetry ?? (await setupTelemetry({ serviceName: 'endpoint', serviceInstanceId: instance, ...(config.otlpEndpoint ? { otlpEndpoint: config.otlpEndpoint } : {}) }));
+  const db = createDb(config.databaseUrl, { applicationName: 'endpoint', max: 10, onIdleError: (err) => log.warn('database connection dropped', { err }) });
+  const subjects = makeSubjects(config.natsPrefix);
+  const runtime = await connectRuntime({
+    url: config.natsUrl,
+    prefix: config.natsPrefix,
+    name: `endpoint ${instance}`,
+    meter: telemetry.meter,
+    ...(config.natsCredentials ? { credentials: { user: config.natsCredentials.user, pass: config.natsCredentials.pass } } : {}),
+  });
+  const tokens = new AgentTokens(db, config.databaseUrl, log);
+  await tokens.start();
+  const toolSets = new ToolSets(db);
+  toolSets.listen(runtime.nc, subjects, log);
+  await runtime.nc.flush();
+  const servers = new AgentServers({
+    toolSets,
+    proxy: runtime.client,
+    tracer: telemetry.tracer,
+    meter: telemetry.meter,
+    pageSize: config.pageSize,
+    version: VERSION,
+    onError: (err) => log.warn('mcp request failed', { err }),
+  });
+  let ready = false;
+  const fetch = endpointFetch(
+    { tokens, servers, toolSets },
+    { allowedHosts: config.allowedHosts, allowedOrigins: config.allowedOrigins, corsOrigins: config.corsOrigins, isReady: () => ready },
+  );
+  const node = toNodeHandler({ fetch }, { onerror: (err) => log.warn('endpoint request failed', { err }) });
+  const http = createServer((req, res) => void node(req, res));
+  // Long-lived notification streams: no request timeout, idle sockets closed by keep-alive rules.
+  http.requestTimeout = 0;
+  http.keepAliveTimeout = 65_000;
+  await new Promise<void>((resolve, reject) => {
+    http.once('error', reject);
+    http.listen(config.httpPort, config.httpHost, resolve);
+  });
+  const addr = http.address() as AddressInfo;
+  const url = `http://${addr.address.includes(':') ? `[${addr.address}]` : addr.address}:${addr.port}`;
+  const internal = await startHealthServer({ port: config.internalHttpPort, host: config.internalHttpHost, service: 'endpoint', isReady: () => ready, metricsHandler: telemetry.metricsHandler });
+  ready = true;
+  log.info('endpoint ready', { url, internal: internal.url, publicUrl: config.publicUrl, allowedHosts: config.allowedHosts, cors: config.corsOrigins });
+  let stopping: Promise<void> | undefined;
+  return {
+    url,
+    internalUrl: internal.url,
+    stop: () =>
+      (stopping ??= (async () => {
+        ready = false;
+        await servers.close();
+        http.closeAllConnections();
+        await new Promise<void>((r) => http.close(() => r()));
+        await internal.close();
+        toolSets.close();
+        await tokens.close();
+        await runtime.close();
+        await db.destroy();
+        if (opts.telemetry === undefined) await telemetry.shutdown();
+      })()),
+  };
+}

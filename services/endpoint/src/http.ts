@@ -1,0 +1,159 @@
+import { validateHostHeader, validateOriginHeader } from '@modelcontextprotocol/server';
+import type { AgentTokens, TokenGrant } from './agent-tokens.js';
+import type { AgentServers } from './agent-server.js';
+import type { ToolSets } from './tool-sets.js';
+
+/** `/v1/agents/<agent>/mcp`: the agent by id or by name (the token says whose). */
+const PATH_RE = /^\/v1\/agents\/([A-Za-z0-9_.~%-]{1,200})\/mcp\/?$/;
+/** Legacy GET streams one instance keeps open at once (each holds a socket). */
+const MAX_LEGACY_STREAMS = 4_096;
+const KEEPALIVE_MS = 15_000;
+
+export interface EndpointHttpOptions {
+  /** Host names (no port) a request's `Host` may carry: DNS-rebinding protection. */
+  allowedHosts: string[];
+  /** Host names (no scheme, no port) a browser request's `Origin` may name; others are refused. */
+  allowedOrigins: string[];
+  /** Origins given CORS headers (a subset of the allowed ones); none: no CORS at all. */
+  corsOrigins: string[];
+  isReady: () => boolean;
+}
+
+export interface EndpointHttpDeps {
+  tokens: AgentTokens;
+  servers: AgentServers;
+  toolSets: ToolSets;
+}
+
+function json(status: number, body: unknown, headers: Record<string, string> = {}): Response {
+  return new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json', ...headers } });
+}
+
+/** A JSON-RPC error body with no id (the request was refused before it was read). */
+function rpcError(status: number, code: number, message: string, headers: Record<string, string> = {}): Response {
+  return json(status, { jsonrpc: '2.0', error: { code, message }, id: null }, headers);
+}
+
+function corsHeaders(origin: string | null, opts: EndpointHttpOptions): Record<string, string> {
+  if (origin === null || !opts.corsOrigins.includes(origin)) return {};
+  return {
+    'access-control-allow-origin': origin,
+    'access-control-expose-headers': 'mcp-session-id, mcp-protocol-version, www-authenticate',
+    vary: 'Origin',
+  };
+}
+
+function withHeaders(res: Response, headers: Record<string, string>): Response {
+  if (Object.keys(headers).length === 0) return res;
+  const h = new Headers(res.headers);
+  for (const [k, v] of Object.entries(headers)) h.set(k, v);
+  return new Response(res.body, { status: res.status, statusText: res.statusText, headers: h });
+}
+
+/**
+ * The endpoint's web-standard request handler: `/healthz`, and `/v1/agents/<agent>/mcp` behind,
+ * in this order, the Host check (DNS rebinding), the Origin check, the CORS preflight (only for
+ * configured origins), the bearer token (agent-scoped; the path must name the token's agent),
+ * then the agent's MCP handler. A legacy client's GET opens the notification stream (the
+ * stateless 2025 serving has none of its own), on which `notifications/tools/list_changed` is
+ * sent when the agent's tool set changes.
+ */
+export function endpointFetch(deps: EndpointHttpDeps, opts: EndpointHttpOptions): (request: Request) => Promise<Response> {
+  let legacyStreams = 0;
+
+  const legacyStream = (grant: TokenGrant, signal: AbortSignal): Response => {
+    if (legacyStreams >= MAX_LEGACY_STREAMS) return rpcError(503, -32000, 'too many open notification streams on this instance; retry', { 'retry-after': '5' });
+    legacyStreams++;
+    const enc = new TextEncoder();
+    let cleanup = (): void => {};
+    const body = new ReadableStream<Uint8Array>({
+      start(controller) {
+        const send = (text: string): void => {
+          try {
+            controller.enqueue(enc.encode(text));
+          } catch {
+            cleanup();
+          }
+        };
+        const unwatch = deps.toolSets.watch(grant.account, grant.agent, () =>
+          send(`event: message\ndata: ${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' })}\n\n`),
+        );
+        const keepalive = setInterval(() => send(': keepalive\n\n'), KEEPALIVE_MS);
+        let done = false;
+        cleanup = () => {
+          if (done) return;
+          done = true;
+          legacyStreams--;
+          unwatch();
+          clearInterval(keepalive);
+          try {
+            controller.close();
+          } catch {
+            // already closed
+          }
+        };
+        signal.addEventListener('abort', () => cleanup(), { once: true });
+        send(': open\n\n');
+      },
+      cancel() {
+        cleanup();
+      },
+    });
+    return new Response(body, { status: 200, headers: { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' } });
+  };
+
+  return async (request) => {
+    const url = new URL(request.url);
+    if (url.pathname === '/healthz' && request.method === 'GET') {
+      const ready = opts.isReady();
+      return json(ready ? 200 : 503, { ok: ready, service: 'endpoint' });
+    }
+    const m = PATH_RE.exec(url.pathname);
+    if (m === null) return json(404, { error: { code: 'not_found', message: 'no such route' } });
+
+    const host = validateHostHeader(request.headers.get('host'), opts.allowedHosts);
+    if (!host.ok) {
+      deps.servers.refused('host');
+      return rpcError(403, -32000, `Forbidden: ${host.message}`);
+    }
+    const origin = request.headers.get('origin');
+    if (!validateOriginHeader(origin, opts.allowedOrigins).ok) {
+      deps.servers.refused('origin');
+      return rpcError(403, -32000, 'Forbidden: origin not allowed');
+    }
+    const cors = corsHeaders(origin, opts);
+    if (request.method === 'OPTIONS') {
+      if (Object.keys(cors).length === 0) return new Response(null, { status: 405, headers: { allow: 'GET, POST, DELETE' } });
+      return new Response(null, {
+        status: 204,
+        headers: {
+          ...cors,
+          'access-control-allow-methods': 'GET, POST, DELETE',
+          'access-control-allow-headers': 'authorization, content-type, accept, mcp-protocol-version, mcp-session-id, mcp-method, mcp-name, last-event-id, traceparent, tracestate',
+          'access-control-max-age': '600',
+        },
+      });
+    }
+
+    const grant = await deps.tokens.verify(request.headers.get('authorization'));
+    if (typeof grant === 'string') {
+      deps.servers.refused(`token_${grant}`);
+      const challenge = grant === 'missing' ? 'Bearer realm="mcpx"' : 'Bearer realm="mcpx", error="invalid_token"';
+      return rpcError(401, -32001, grant === 'missing' ? 'Unauthorized: a bearer token of this agent is required' : 'Unauthorized: the token is not valid', { 'www-authenticate': challenge, ...cors });
+    }
+    const named = decodeURIComponent(m[1] as string);
+    if (named !== grant.agent && named !== grant.agentName) {
+      // Said the same way as an unknown token: a token does not reveal which agents exist.
+      deps.servers.refused('token_agent');
+      return rpcError(401, -32001, 'Unauthorized: the token is not valid for this agent', { 'www-authenticate': 'Bearer realm="mcpx", error="invalid_token"', ...cors });
+    }
+    if (request.method === 'GET' && (request.headers.get('accept') ?? '').includes('text/event-stream')) {
+      return withHeaders(legacyStream(grant, request.signal), cors);
+    }
+    const handler = deps.servers.handlerFor(grant);
+    const res = await handler.fetch(request, {
+      authInfo: { token: grant.id, clientId: grant.id, scopes: [], ...(grant.expiresAt !== undefined ? { expiresAt: Math.floor(grant.expiresAt / 1000) } : {}) },
+    });
+    return withHeaders(res, cors);
+  };
+}

@@ -1,0 +1,112 @@
+import type { NatsConnection, Subscription } from '@nats-io/transport-node';
+import { decodePayload, guardCallback, type AgentDefinition, type CallbackLog, type Subjects } from '@mcpx/contracts';
+import type { Db } from '@mcpx/db';
+import type { McpToolDocument } from '@mcpx/domain';
+
+/** One agent's callable tool set as the endpoint lists it: mcp documents of granted servers, by name. */
+export interface AgentToolSet {
+  /** The projector's version of the set (changes whenever the set does). */
+  version: number;
+  /** Sorted by name (the order of `tools/list`, deterministic). */
+  tools: McpToolDocument[];
+  byName: Map<string, McpToolDocument>;
+}
+
+/** Sets kept at most (the oldest goes first). */
+const MAX_SETS = 20_000;
+
+/**
+ * The agents' tool sets, read from their owners' rows (the agent's grant in the registry, its
+ * projection and documents in the projector: read only, the hot-path exception the proxy also
+ * makes) and kept in memory until `agents.tools.changed.<acct>.<agent>` says the set changed.
+ * The grant is applied here too, so a server just revoked is not listed even before the
+ * projection catches up; the proxy checks it again on every call.
+ */
+export class ToolSets {
+  private readonly sets = new Map<string, Promise<AgentToolSet | null>>();
+  private readonly watchers = new Map<string, Set<() => void>>();
+  private sub: Subscription | undefined;
+
+  constructor(private readonly db: Db) {}
+
+  /**
+   * Listens to `agents.tools.changed.>` (core NATS): any message there drops the agent's set and
+   * tells its watchers (open list_changed streams). Only the subject is read.
+   */
+  listen(nc: NatsConnection, subjects: Subjects, log: CallbackLog): void {
+    this.sub = nc.subscribe(subjects.agentToolsChangedAll(), {
+      callback: guardCallback(log, 'agent-tools-changed', (msg) => {
+        const parts = msg.subject.split('.');
+        this.changed(`${parts.at(-2)}:${parts.at(-1)}`);
+      }),
+    });
+  }
+
+  close(): void {
+    this.sub?.unsubscribe();
+  }
+
+  /** Drops the agent's set and tells its watchers. */
+  changed(key: string): void {
+    this.sets.delete(key);
+    for (const w of this.watchers.get(key) ?? []) w();
+  }
+
+  /** Calls `onChange` whenever the agent's set changes; returns the unsubscribe. */
+  watch(account: string, agent: string, onChange: () => void): () => void {
+    const key = `${account}:${agent}`;
+    let set = this.watchers.get(key);
+    if (set === undefined) this.watchers.set(key, (set = new Set()));
+    set.add(onChange);
+    return () => {
+      set.delete(onChange);
+      if (set.size === 0 && this.watchers.get(key) === set) this.watchers.delete(key);
+    };
+  }
+
+  /** The agent's set; null when the account has no such agent. */
+  get(account: string, agent: string): Promise<AgentToolSet | null> {
+    const key = `${account}:${agent}`;
+    const hit = this.sets.get(key);
+    if (hit !== undefined) return hit;
+    const loading = this.load(account, agent).then(
+      (v) => {
+        if (v === null && this.sets.get(key) === loading) this.sets.delete(key);
+        return v;
+      },
+      (err: unknown) => {
+        if (this.sets.get(key) === loading) this.sets.delete(key);
+        throw err;
+      },
+    );
+    this.sets.set(key, loading);
+    if (this.sets.size > MAX_SETS) this.sets.delete(this.sets.keys().next().value as string);
+    return loading;
+  }
+
+  private async load(account: string, agent: string): Promise<AgentToolSet | null> {
+    const [def, projected] = await Promise.all([
+      this.db.selectFrom('registry.agents').select('definition_cbor').where('account_id', '=', account).where('id', '=', agent).executeTakeFirst(),
+      this.db.selectFrom('projector.agent_tools').select(['tools', 'version']).where('account_id', '=', account).where('agent_id', '=', agent).executeTakeFirst(),
+    ]);
+    if (def === undefined) return null;
+    const grants = new Set(decodePayload<AgentDefinition>(def.definition_cbor).mcpServers ?? []);
+    const cids = Object.values(projected?.tools ?? {});
+    const rows =
+      cids.length === 0 || grants.size === 0
+        ? []
+        : await this.db.selectFrom('projector.tool_documents').select(['cid', 'doc_cbor']).where('account_id', '=', account).where('cid', 'in', cids).execute();
+    const byCid = new Map(rows.map((r) => [r.cid, r.doc_cbor]));
+    const tools: McpToolDocument[] = [];
+    for (const [name, cid] of Object.entries(projected?.tools ?? {})) {
+      const bytes = byCid.get(cid);
+      // A lambda's CID has no mcp document: authored tools are not served here.
+      if (bytes === undefined) continue;
+      const doc = decodePayload<McpToolDocument>(bytes);
+      if (doc.kind !== 'mcp' || doc.name !== name || !grants.has(doc.server)) continue;
+      tools.push(doc);
+    }
+    tools.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    return { version: projected?.version ?? 0, tools, byName: new Map(tools.map((t) => [t.name, t])) };
+  }
+}
