@@ -1,0 +1,40 @@
+import { loadEndpointConfig, startEndpoint, type RunningEndpoint } from '@mcpx/endpoint';
+import { ProxySystem, type ProxySystemOptions } from '../support/proxy-system.js';
+
+export interface EndpointSystem {
+  system: ProxySystem;
+  endpoint: RunningEndpoint;
+  /** `<endpoint>/v1/agents/<agent>/mcp`. */
+  urlOf(agent: string): string;
+  /** A new token of the agent (CreateAgentToken), as the owner gets it. */
+  token(agent: string, fields?: Record<string, unknown>): Promise<{ token: string; id: string }>;
+  stop(): Promise<void>;
+}
+
+/**
+ * A ProxySystem (registry, projector, proxy in this process on real NATS, Postgres and Redis)
+ * with the MCP endpoint service in front of it; `endpointEnv` adds the endpoint's own settings.
+ */
+export async function startEndpointSystem(opts: ProxySystemOptions & { endpointEnv?: Record<string, string> } = {}): Promise<EndpointSystem> {
+  const system = await ProxySystem.start(opts);
+  let endpoint: RunningEndpoint;
+  try {
+    endpoint = await startEndpoint(loadEndpointConfig({ ...system.env, HTTP_PORT: '0', INSTANCE_ID: `endpoint-${Math.random().toString(36).slice(2, 8)}`, ...opts.endpointEnv }), {
+      telemetry: system.telemetry,
+      logSink: () => {},
+    });
+  } catch (err) {
+    await system.stop();
+    throw err;
+  }
+  return {
+    system,
+    endpoint,
+    urlOf: (agent) => `${endpoint.url}/v1/agents/${encodeURIComponent(agent)}/mcp`,
+    token: async (agent, fields = {}) => system.api.act<{ token: string; id: string }>('CreateAgentToken', { agent, ...fields }),
+    stop: async () => {
+      await endpoint.stop().catch(() => undefined);
+      await system.stop();
+    },
+  };
+}
