@@ -5,6 +5,9 @@
  * starts it as `tsx test/conformance/client-harness.ts <server url>` with the scenario's name in
  * `MCP_CONFORMANCE_SCENARIO` (and, for some, a JSON context in `MCP_CONFORMANCE_CONTEXT`).
  *
+ * The tool calls go through the connection's own `tools/call` path (the one the proxy uses), a
+ * legacy server's `elicitation/create` through the connection's `onElicitation` hook.
+ *
  * The "browser" of an authorization is a fetch of the authorization URL without following its
  * redirect: the scenarios' authorization servers approve at once and redirect with the code.
  * The `auth/client-credentials-*` scenarios give a machine client (a secret, or a PKCS#8 key and
@@ -18,6 +21,7 @@ import {
   connectMcp,
   resourceMetadataUrl,
   runOAuth,
+  type ElicitationHandler,
   type McpConnection,
   type OAuthTokens,
 } from '@mcpx/mcp-client';
@@ -89,6 +93,9 @@ function scopeUnion(a: string | undefined, b: string | undefined): string | unde
   const all = [...new Set([...(a ?? '').split(' '), ...(b ?? '').split(' ')].filter((t) => t !== ''))];
   return all.length === 0 ? undefined : all.join(' ');
 }
+
+/** An elicitation answered "accept" with nothing typed in: what the form offers (its defaults) is the answer. */
+const acceptAsOffered: ElicitationHandler = async () => ({ action: 'accept', content: {} });
 
 async function main(): Promise<void> {
   const serverUrl = process.argv.at(-1);
@@ -190,7 +197,15 @@ async function main(): Promise<void> {
       try {
         lastChallenge = undefined;
         lastRefusalStatus = undefined;
-        conn = await connectMcp({ url: serverUrl, headers: token ? { authorization: `Bearer ${token}` } : {}, clientInfo: { name: 'mcpx-conformance', version: '0.1.0' }, fetch: mcpFetch });
+        conn = await connectMcp({
+          url: serverUrl,
+          headers: token ? { authorization: `Bearer ${token}` } : {},
+          clientInfo: { name: 'mcpx-conformance', version: '0.1.0' },
+          fetch: mcpFetch,
+          // A legacy server's elicitation/create: the "user" accepts the form as offered, and the
+          // connection fills the fields it leaves out with the schema's defaults (SEP-1034).
+          ...(scenario.startsWith('elicitation-') ? { onElicitation: acceptAsOffered } : {}),
+        });
         return await fn(conn);
       } catch (err) {
         const e = err as McpClientError & { status?: number; wwwAuthenticate?: string; details?: { status?: number; wwwAuthenticate?: string } };
@@ -223,6 +238,9 @@ async function main(): Promise<void> {
       log(`add_numbers → ${JSON.stringify(r.content)}`);
     } else if (scenario.startsWith('auth/') && tools[0] !== undefined) {
       await conn.callTool({ name: tools[0].name, arguments: {} });
+    } else if (scenario.startsWith('elicitation-') && tools[0] !== undefined) {
+      const r = await conn.callTool({ name: tools[0].name, arguments: {} });
+      log(`${tools[0].name} → ${JSON.stringify(r.content)}`);
     } else if (scenario === 'sse-retry' && tools[0] !== undefined) {
       await conn.callTool({ name: tools[0].name, arguments: {} }, { timeoutMs: 10_000 });
     }

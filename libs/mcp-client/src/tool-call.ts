@@ -41,8 +41,9 @@ import { resumeResponse } from './sse-resume.js';
  * `Mcp-Name`, one `Mcp-Param-<Name>` per `x-mcp-header` parameter of the listed tool (same value
  * encoding), the configured headers (auth); `_meta` with the protocol version, the client's
  * capabilities and info and the caller's `traceparent`/`tracestate`. The result's `resultType` is
- * checked: `complete` (or absent, as the SDK does not bridge it for a modern server: refused) is
- * a result, `input_required` is handed back intact, anything else is refused. A response stream
+ * checked: `complete` (or absent: SEP-2322 says a client assumes complete) is a result,
+ * `input_required` is handed back intact (it must carry `inputRequests` or `requestState`),
+ * anything else is refused with `protocol_error`. A response stream
  * that breaks after the request went out fails with `maybe_executed` (no resumption in 2026-07-28).
  *
  * Legacy (2025-11-25 session): the session headers; a broken stream after an event id is resumed
@@ -313,7 +314,9 @@ function legacyResult(message: JsonRpcResponse | undefined): CallToolResult {
 function modernResult(message: JsonRpcResponse | undefined): CallToolResult | InputRequiredWire {
   const result = resultObject(message, 'modern');
   const type = result.resultType;
-  if (type === 'complete') {
+  // Absent means complete (SEP-2322: "the client MUST assume complete"; the conformance suite
+  // holds clients to it, though the SDK's own codec refuses such a modern result).
+  if (type === 'complete' || type === undefined) {
     const { resultType: _complete, ...rest } = result;
     if (rest.content !== undefined && !Array.isArray(rest.content)) throw invalidResult('content is not an array');
     return rest as CallToolResult;
@@ -327,7 +330,6 @@ function modernResult(message: JsonRpcResponse | undefined): CallToolResult | In
     if (state !== undefined && typeof state !== 'string') throw invalidResult('requestState is not a string');
     return result as unknown as InputRequiredWire;
   }
-  if (type === undefined) throw invalidResult('no resultType (a 2026-07-28 server must send one)');
   throw invalidResult(typeof type === 'string' ? `an unsupported resultType ${JSON.stringify(type.slice(0, 64))}` : 'a resultType that is not a string');
 }
 
