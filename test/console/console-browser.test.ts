@@ -35,7 +35,9 @@ const VENDOR_TOKEN = 'gho_consolePermissions';
 /**
  * The console driven in a real Chromium against the real system (registry, projector and proxy on
  * real NATS, Postgres and Redis), real MCP servers on loopback and a real OAuth authorization
- * server: a key, an agent, a server with custom headers, an oauth server authorized in a popup
+ * server. The header-guarded server (headers, approvals, permission overrides) and the oauth
+ * server of the popup are modern-only (2026-07-28); the machine servers and the built-in vendor
+ * endpoint are legacy (2025), so the page is walked against both eras: a key, an agent, a server with custom headers, an oauth server authorized in a popup
  * (abandoned once, then resumed), machine to machine oauth servers (client credentials: no popup),
  * a destructive call approved from the approvals view, and tool permission levels overridden from
  * the tool list (custom and built-in servers alike).
@@ -56,11 +58,11 @@ describe.skipIf(!HAS_CHROMIUM)(`the console in a real browser${HAS_CHROMIUM ? ''
     vendor = await startTestMcpServer({ tools: vendorTools(), requireHeader: { name: 'Authorization', value: `Bearer ${VENDOR_TOKEN}` } });
     [system, acme, as, machineAs] = await Promise.all([
       ProxySystem.start({ env: { BUILTIN_ENDPOINTS: `github=${vendor.url}` } }),
-      startTestMcpServer({ tools: approvalTools(), requireHeader: { name: 'X-Acme-Token', value: SECRET } }),
+      startTestMcpServer({ era: 'modern', tools: approvalTools(), requireHeader: { name: 'X-Acme-Token', value: SECRET } }),
       startOAuthServer(),
       startOAuthServer({ clientCredentials: { authMethods: ['client_secret_basic', 'private_key_jwt'] } }),
     ]);
-    [guarded, machine] = await Promise.all([startProtectedMcpServer(as), startProtectedMcpServer(machineAs)]);
+    [guarded, machine] = await Promise.all([startProtectedMcpServer(as, { era: 'modern' }), startProtectedMcpServer(machineAs)]);
     userDataDir = mkdtempSync(join(tmpdir(), 'mcpx-console-'));
     context = await chromium.launchPersistentContext(userDataDir, { executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
     context.setDefaultTimeout(20_000);
@@ -176,6 +178,7 @@ describe.skipIf(!HAS_CHROMIUM)(`the console in a real browser${HAS_CHROMIUM ? ''
     await page.click('#add-save');
     await page.locator('#add-dialog').waitFor({ state: 'hidden' });
     await server('acme').locator('.chip[data-state="ok"]', { hasText: '3 tools' }).waitFor();
+    expect(await server('acme').locator('.chip.era').textContent()).toBe('modern 2026-07-28');
     await server('acme').locator('strong').click();
     await server('acme').locator('.tools li', { hasText: 'acme__drop_table' }).waitFor();
     // Granted to the agent on the spot; the projection reaches the page through the event stream.
@@ -216,6 +219,7 @@ describe.skipIf(!HAS_CHROMIUM)(`the console in a real browser${HAS_CHROMIUM ? ''
     expect(csp).not.toContain('unsafe');
     await server('guarded').locator('.chip[data-state="ok"]', { hasText: '2 tools' }).waitFor();
     await page.locator('#message', { hasText: 'guarded: connected, 2 tools' }).waitFor();
+    await server('guarded').locator('.chip.era[data-era="modern"]').waitFor();
     expect(as.stats.codeExchanges).toBe(1);
     expect(await server('guarded').getByRole('button', { name: 'Authorize' }).count()).toBe(0);
   });
@@ -251,6 +255,7 @@ describe.skipIf(!HAS_CHROMIUM)(`the console in a real browser${HAS_CHROMIUM ? ''
     await page.locator('#add-dialog').waitFor({ state: 'hidden' });
     await server('machine').locator('.chip[data-state="ok"]', { hasText: '2 tools' }).waitFor();
     await page.locator('#message', { hasText: 'machine: connected, 2 tools' }).waitFor();
+    expect(await server('machine').locator('.chip.era').textContent()).toMatch(/^legacy 2025-\d\d-\d\d$/);
     expect(await server('machine').locator('.oauth-client[data-grant="client_credentials"]').textContent()).toBe('OAuth client ID console-m2m · machine to machine · secret set · scope mcp:tools');
     expect(await server('machine').getByRole('button', { name: 'Authorize' }).count()).toBe(0);
     await server('machine').locator('strong').click();
