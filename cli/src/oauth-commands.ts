@@ -62,10 +62,14 @@ export function oauthClientLine(c: RedactedOAuthClient): string {
   return `${c.clientId} (${c.grant}, ${credential}${c.scope !== undefined ? `, scope ${c.scope}` : ''})`;
 }
 
-/** `mcpx servers authorize NAME`: a fresh authorization URL for an oauth server. */
+/**
+ * `mcpx servers authorize NAME`: a fresh authorization URL for an oauth server: a ticket of the
+ * registry that opens once, within minutes, and binds the authorization to the browser that
+ * opens it (it must finish there).
+ */
 export async function serversAuthorize(env: CliEnv, args: ParsedArgs, out: Print): Promise<void> {
   const name = need(args, 2, 'NAME');
   const key = await readKey(env.keyFile);
   const res = await sendAction<AuthorizationAnswer>(env, key, { type: 'AuthorizeMcpServer', name });
-  out(res, () => (res.authorizationUrl !== undefined ? `open in a browser to authorize ${res.server.name}:\n${res.authorizationUrl}` : `${res.server.name}: ${res.authorizationError ?? 'no authorization needed'}`));
+  out(res, () => (res.authorizationUrl !== undefined ? `open in a browser to authorize ${res.server.name} (the link opens once, within 10 minutes; finish in that browser):\n${res.authorizationUrl}` : `${res.server.name}: ${res.authorizationError ?? 'no authorization needed'}`));
 }

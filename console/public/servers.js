@@ -43,8 +43,10 @@ function eraChip(s) {
 }
 
 /**
- * Asks for a fresh authorization URL and opens it in the popup opened by the click. Abandoning
- * the popup costs nothing: the server stays `auth_required` and Authorize starts again.
+ * Asks for a fresh authorization URL and opens it in the popup opened by the click. The URL is a
+ * single-use ticket of the registry: opening it binds the authorization to this browser (an
+ * HttpOnly cookie the callback checks) and leads on to the authorization server. Abandoning the
+ * popup costs nothing: the server stays `auth_required` and Authorize asks for a new ticket.
  */
 export async function authorize(name, popup = openAuthorizationWindow()) {
   try {

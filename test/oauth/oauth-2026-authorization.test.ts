@@ -9,6 +9,7 @@ import {
 import type { TestMcpServer } from '../servers/mcp-test-server.js';
 import { ApiClient } from '../support/api-client.js';
 import { recordingAct } from '../support/leak-recorders.js';
+import { TestBrowser } from '../support/oauth-browser.js';
 import { OAuthSystem } from '../support/oauth-system.js';
 import type { InProcessSystem } from '../support/system.js';
 
@@ -17,9 +18,11 @@ import type { InProcessSystem } from '../support/system.js';
  * against real authorization servers on loopback: RFC 9207 `iss` checked before a code is
  * redeemed (mix-up attacks refused), `application_type` in dynamic registration, credentials
  * bound to the authorization server that issued them (a server that moves to another one gets a
- * client registered there and nothing of the first presented to it).
+ * client registered there and nothing of the first presented to it). Against a legacy protected
+ * server (SDK v1) and a modern one (SDK v2, `legacy: 'reject'`); the authorization servers are
+ * the SDK v1 router's (SDK v2 has none).
  */
-describe('OAuth of 2026-07-28', () => {
+describe.each(['legacy', 'modern'] as const)('OAuth of 2026-07-28 (%s protected server)', (era) => {
   const responses: string[] = [];
   const exporter = new InMemorySpanExporter();
   let oauth: OAuthSystem;
@@ -30,7 +33,7 @@ describe('OAuth of 2026-07-28', () => {
   const act = recordingAct(responses);
 
   beforeAll(async () => {
-    oauth = await OAuthSystem.start({ serviceName: 'mcpx-oauth-2026', spanExporter: exporter, authorizationServer: { requireApplicationType: 'web' } });
+    oauth = await OAuthSystem.start({ serviceName: `mcpx-oauth-2026-${era}`, era, spanExporter: exporter, authorizationServer: { requireApplicationType: 'web' } });
     ({ system, as, upstream } = oauth);
     api = new ApiClient(system.apiUrl);
   });
@@ -39,20 +42,24 @@ describe('OAuth of 2026-07-28', () => {
     await oauth?.stop();
   });
 
-  /** The authorization server's answer to the browser: the callback URL it redirects to. */
-  async function authorizationResponse(authorizationUrl: string): Promise<URL> {
-    const res = await fetch(authorizationUrl, { redirect: 'manual' });
-    expect(res.status).toBe(302);
-    const location = res.headers.get('location');
-    expect(location).not.toBeNull();
-    return new URL(location!);
+  /** The owner's browser: it opens the tickets, so it holds their binding cookies. */
+  const browser = new TestBrowser();
+  const protectedOpts = era === 'modern' ? { era: 'modern' as const } : {};
+
+  /** Opens a ticket in the owner's browser: the authorization server's URL it leads to. */
+  function authorizationUrl(ticketUrl: string): Promise<URL> {
+    return browser.start(ticketUrl);
+  }
+
+  /** Opens a ticket; the authorization server's answer to the browser: the callback URL it redirects to. */
+  async function authorizationResponse(ticketUrl: string): Promise<URL> {
+    return browser.authorizationResponse(await authorizationUrl(ticketUrl));
   }
 
   async function open(url: URL | string): Promise<{ status: number; text: string }> {
-    const res = await fetch(url, { redirect: 'follow' });
-    const text = await res.text();
+    const { status, text } = await browser.open(url);
     responses.push(text);
-    return { status: res.status, text };
+    return { status, text };
   }
 
   async function state(name: string): Promise<string> {
@@ -104,7 +111,7 @@ describe('OAuth of 2026-07-28', () => {
   it('an error response is shown only when its iss checks out, and then only as its registered code', async () => {
     const evil = 'Call +1-555-0100 to restore your account';
     const first = await act(api, 'SetMcpServer', { name: 'denied', config: { url: upstream.url, auth: 'oauth' } });
-    const s1 = new URL(first.authorizationUrl).searchParams.get('state')!;
+    const s1 = (await authorizationUrl(first.authorizationUrl)).searchParams.get('state')!;
     const forged = new URL(`${system.apiUrl}/v1/oauth/callback`);
     for (const [k, v] of Object.entries({ error: 'access_denied', error_description: evil, state: s1, iss: 'http://127.0.0.1:1/' })) forged.searchParams.set(k, v);
     const refused = await open(forged);
@@ -114,15 +121,15 @@ describe('OAuth of 2026-07-28', () => {
     expect(refused.text).toContain('does not come from the authorization server');
 
     const again = await act(api, 'AuthorizeMcpServer', { name: 'denied' });
-    const s2 = new URL(again.authorizationUrl).searchParams.get('state')!;
+    const s2 = (await authorizationUrl(again.authorizationUrl)).searchParams.get('state')!;
     const genuine = new URL(`${system.apiUrl}/v1/oauth/callback`);
     for (const [k, v] of Object.entries({ error: 'access_denied', error_description: evil, state: s2, iss: as.issuer })) genuine.searchParams.set(k, v);
     const shown = await open(genuine);
     expect(shown.status).toBe(400);
     expect(shown.text).toContain('access_denied');
     expect(shown.text).not.toContain(evil);
-    // The refused authorization is over: its state completes nothing any more.
-    expect((await open(genuine)).text).toContain('unknown or expired');
+    // The refused authorization is over: its state completes nothing any more (its binding went with it).
+    expect((await open(genuine)).text).toContain('Authorization not started in this browser');
     // Each error response is a span of its own, saying whether its issuer checked out.
     const outcomes = exporter
       .getFinishedSpans()
@@ -133,7 +140,7 @@ describe('OAuth of 2026-07-28', () => {
 
   it('an authorization server that does not advertise iss completes without one', async () => {
     await using older = await startOAuthServer({ issParameter: 'none' });
-    const guarded = await startProtectedMcpServer(older);
+    const guarded = await startProtectedMcpServer(older, protectedOpts);
     try {
       const set = await act(api, 'SetMcpServer', { name: 'pre-9207', config: { url: guarded.url, auth: 'oauth' } });
       const callback = await authorizationResponse(set.authorizationUrl);
@@ -144,21 +151,24 @@ describe('OAuth of 2026-07-28', () => {
     }
   });
 
-  it('a server that moves to another authorization server gets a client registered there; nothing of the first is presented to it', async () => {
+  // Modern: open, as in oauth-flow's refresh on a 401 (the refusal after the move reaches discovery
+  // at the listing, whose failure path records `error`, not `auth_required`).
+  it.skipIf(era === 'modern')('a server that moves to another authorization server gets a client registered there; nothing of the first is presented to it', async () => {
     await using first = await startOAuthServer();
     await using second = await startOAuthServer();
-    const movable = await startMovableProtectedMcpServer(first);
+    const movable = await startMovableProtectedMcpServer(first, protectedOpts);
     try {
       const set = await act(api, 'SetMcpServer', { name: 'migrating', config: { url: movable.server.url, auth: 'oauth' } });
-      expect(new URL(set.authorizationUrl).origin + '/').toBe(first.issuer);
-      expect((await open(await authorizationResponse(set.authorizationUrl))).text).toContain('Connected to migrating');
+      const firstUrl = await authorizationUrl(set.authorizationUrl);
+      expect(firstUrl.origin + '/').toBe(first.issuer);
+      expect((await open(await browser.authorizationResponse(firstUrl))).text).toContain('Connected to migrating');
       const firstClient = first.clients()[0]!.client_id;
       const firstRefreshes = first.stats.refreshes;
 
       movable.moveTo(second);
       const moved = await act(api, 'RefreshMcpServer', { name: 'migrating' });
       expect(moved.server.status.state).toBe('auth_required');
-      const url = new URL(moved.authorizationUrl);
+      const url = await authorizationUrl(moved.authorizationUrl);
       expect(url.origin + '/').toBe(second.issuer);
       // Registered with the new authorization server, under a client id of its own.
       expect(second.stats.registrations).toBe(1);
@@ -168,7 +178,7 @@ describe('OAuth of 2026-07-28', () => {
       expect(first.stats.refreshes).toBe(firstRefreshes);
       expect(second.stats.refreshes + second.stats.refreshReplays).toBe(0);
 
-      const callback = await authorizationResponse(moved.authorizationUrl);
+      const callback = await browser.authorizationResponse(url);
       expect(callback.searchParams.get('iss')).toBe(second.issuer);
       expect((await open(callback)).text).toContain('Connected to migrating');
       expect(await state('migrating')).toBe('ok');

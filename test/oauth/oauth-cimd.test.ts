@@ -12,6 +12,7 @@ import { httpsGet, startTlsFront, type TlsFront } from '../servers/tls-front.js'
 import { ApiClient } from '../support/api-client.js';
 import { serviceUrls } from '../support/env.js';
 import { recordingAct } from '../support/leak-recorders.js';
+import { TestBrowser } from '../support/oauth-browser.js';
 import { InProcessSystem, eventually } from '../support/system.js';
 
 const DOCUMENT_PATH = '/v1/oauth/client-metadata.json';
@@ -60,17 +61,21 @@ describe('OAuth with a client ID metadata document', () => {
 
   const act = recordingAct(responses);
 
+  /** The owner's browser (it trusts the front's certificate): it holds the tickets' binding cookies. */
+  let browser: TestBrowser;
+  /** Opens a ticket in the owner's browser: the authorization server's URL it leads to. */
+  const authorizationUrl = (ticketUrl: string): Promise<URL> => (browser ??= new TestBrowser({ ca: front.ca })).start(ticketUrl);
+
   /** The browser: the AS approves and redirects to the registry's https callback, which is then opened. */
-  async function authorizeInBrowser(authorizationUrl: string): Promise<{ status: number; text: string }> {
-    const asRes = await fetch(authorizationUrl, { redirect: 'manual' });
-    const location = asRes.headers.get('location');
+  async function authorizeInBrowser(authorizationUrl: URL): Promise<{ status: number; text: string }> {
+    const asRes = await browser.request(authorizationUrl);
+    const location = asRes.location;
     if (asRes.status !== 302 || location === null) {
-      const text = await asRes.text();
-      responses.push(text);
-      return { status: asRes.status, text };
+      responses.push(asRes.text);
+      return { status: asRes.status, text: asRes.text };
     }
     expect(location.startsWith(`${front.origin}/v1/oauth/callback?`)).toBe(true);
-    const page = await httpsGet(location, { ca: front.ca });
+    const page = await browser.open(location);
     responses.push(page.text);
     return page;
   }
@@ -110,14 +115,15 @@ describe('OAuth with a client ID metadata document', () => {
     const api = new ApiClient(registry.url);
     const set = await act(api, 'SetMcpServer', { name: 'cimd', config: { url: upstream.url, auth: 'oauth' } });
     expect(set.server.status.state).toBe('auth_required');
-    const authUrl = new URL(set.authorizationUrl);
+    expect(set.authorizationUrl.startsWith(`${front.origin}/v1/oauth/start?ticket=`)).toBe(true);
+    const authUrl = await authorizationUrl(set.authorizationUrl);
     expect(authUrl.searchParams.get('client_id')).toBe(documentUrl);
     expect(authUrl.searchParams.get('redirect_uri')).toBe(`${front.origin}/v1/oauth/callback`);
     expect(authUrl.searchParams.get('code_challenge_method')).toBe('S256');
     expect(authUrl.searchParams.get('resource')).toBe(upstream.url);
     expect(as.stats.registrations).toBe(before.registrations);
 
-    const page = await authorizeInBrowser(set.authorizationUrl);
+    const page = await authorizeInBrowser(authUrl);
     expect(page.status).toBe(200);
     expect(page.text).toContain('Connected to cimd');
     // Fetched at /authorize and again at /token (this AS does not cache), never refused.
@@ -155,8 +161,9 @@ describe('OAuth with a client ID metadata document', () => {
     });
     const api = new ApiClient(registry.url);
     const set = await act(api, 'SetMcpServer', { name: 'precimd', config: { url: upstream.url, auth: 'oauth', oauth: { clientId: 'pre-cimd' } } });
-    expect(new URL(set.authorizationUrl).searchParams.get('client_id')).toBe('pre-cimd');
-    expect((await authorizeInBrowser(set.authorizationUrl)).text).toContain('Connected to precimd');
+    const authUrl = await authorizationUrl(set.authorizationUrl);
+    expect(authUrl.searchParams.get('client_id')).toBe('pre-cimd');
+    expect((await authorizeInBrowser(authUrl)).text).toContain('Connected to precimd');
     expect(as.stats.metadataDocumentFetches).toBe(fetches);
   });
 
@@ -165,12 +172,14 @@ describe('OAuth with a client ID metadata document', () => {
     const api = new ApiClient(system.apiUrl);
     const set = await act(api, 'SetMcpServer', { name: 'plainurl', config: { url: upstream.url, auth: 'oauth' } });
     expect(set.server.status.state).toBe('auth_required');
-    const clientId = new URL(set.authorizationUrl).searchParams.get('client_id') ?? '';
+    const plainBrowser = new TestBrowser();
+    const plainUrl = await plainBrowser.start(set.authorizationUrl);
+    const clientId = plainUrl.searchParams.get('client_id') ?? '';
     expect(clientId).not.toMatch(/^https?:/);
     expect(as.stats.registrations).toBe(before.registrations + 1);
     expect(logLines.some((l) => l.includes('registered dynamically although the authorization server accepts client ID metadata documents'))).toBe(true);
-    const page = await fetch(set.authorizationUrl, { redirect: 'follow' });
-    expect(await page.text()).toContain('Connected to plainurl');
+    expect(set.authorizationUrl.startsWith(`${system.apiUrl}/v1/oauth/start?ticket=`)).toBe(true);
+    expect((await plainBrowser.open(plainUrl)).text).toContain('Connected to plainurl');
     expect(as.stats.metadataDocumentFetches).toBe(before.fetches);
   });
 
@@ -178,8 +187,9 @@ describe('OAuth with a client ID metadata document', () => {
     const api = new ApiClient(registry.url);
     const set = await act(api, 'SetMcpServer', { name: 'probed', config: { url: upstream.url, auth: 'oauth' } });
     const refusals = as.stats.metadataDocumentRefusals.length;
+    const asked = await authorizationUrl(set.authorizationUrl);
     const variant = async (param: string, value: string): Promise<{ status: number; body: string }> => {
-      const url = new URL(set.authorizationUrl);
+      const url = new URL(asked);
       url.searchParams.set(param, value);
       const res = await fetch(url, { redirect: 'manual' });
       return { status: res.status, body: await res.text() };
@@ -205,8 +215,9 @@ describe('OAuth with a client ID metadata document', () => {
     const api = new ApiClient(registry.url);
     try {
       const set = await act(api, 'SetMcpServer', { name: 'unfetched', config: { url: guarded.url, auth: 'oauth' } });
-      expect(new URL(set.authorizationUrl).searchParams.get('client_id')).toBe(documentUrl);
-      const refused = await authorizeInBrowser(set.authorizationUrl);
+      const asked = await authorizationUrl(set.authorizationUrl);
+      expect(asked.searchParams.get('client_id')).toBe(documentUrl);
+      const refused = await authorizeInBrowser(asked);
       expect(refused.status).toBe(400);
       expect(refused.text).toContain('client metadata document could not be fetched');
       expect(blind.stats.codeExchanges).toBe(0);
@@ -218,9 +229,9 @@ describe('OAuth with a client ID metadata document', () => {
 
     // The real state with a code the AS never issued: the exchange fails, nothing is stored.
     const again = await act(api, 'SetMcpServer', { name: 'badcode', config: { url: upstream.url, auth: 'oauth' } });
-    const state = new URL(again.authorizationUrl).searchParams.get('state') ?? '';
-    // With the right `iss` (RFC 9207), so that the code is presented and refused by the AS.
-    const page = await httpsGet(`${front.origin}/v1/oauth/callback?code=never-issued&state=${encodeURIComponent(state)}&iss=${encodeURIComponent(as.issuer)}`, { ca: front.ca });
+    const state = (await authorizationUrl(again.authorizationUrl)).searchParams.get('state') ?? '';
+    // With the right `iss` (RFC 9207), so that the code is presented and refused by the AS; from the browser that opened the ticket.
+    const page = await browser.open(`${front.origin}/v1/oauth/callback?code=never-issued&state=${encodeURIComponent(state)}&iss=${encodeURIComponent(as.issuer)}`);
     responses.push(page.text);
     expect(page.status).toBe(502);
     expect(page.text).toContain('could not complete the exchange');

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestMcpServer, TestOAuthServer } from '../servers/index.js';
 import { ApiClient } from '../support/api-client.js';
 import { cliEnvFor, runCli } from '../support/cli.js';
+import { TestBrowser } from '../support/oauth-browser.js';
 import { OAuthSystem } from '../support/oauth-system.js';
 import type { InProcessSystem } from '../support/system.js';
 
@@ -30,20 +31,22 @@ describe('mcpx and OAuth', () => {
     expect(set.stdout).toMatch(/^clioauth {2}waiting for authorization/);
     const first = /authorize in a browser: (\S+)/.exec(set.stdout)?.[1];
     expect(first).toBeDefined();
-    expect(new URL(first!).origin + '/').toBe(as.issuer);
+    // A ticket of the registry; opening it leads to the authorization server.
+    expect(first!.startsWith(`${system.apiUrl}/v1/oauth/start?ticket=`)).toBe(true);
+    expect((await new TestBrowser().start(first!)).origin + '/').toBe(as.issuer);
 
     const json = await runCli(['servers', 'set', 'clioauth', upstream.url, '--auth', 'oauth', '--json'], env);
     expect(json.code, json.stderr).toBe(0);
     const parsed = JSON.parse(json.stdout) as { name: string; status: { state: string }; authorizationUrl?: string };
     expect(parsed.name).toBe('clioauth');
     expect(parsed.status.state).toBe('auth_required');
-    expect(parsed.authorizationUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/authorize\?/);
+    expect(parsed.authorizationUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/v1\/oauth\/start\?ticket=[A-Za-z0-9_-]{43}$/);
 
     const authorize = await runCli(['servers', 'authorize', 'clioauth'], env);
     expect(authorize.code, authorize.stderr).toBe(0);
     const fresh = authorize.stdout.trim().split('\n').at(-1)!;
     expect(fresh).not.toBe(first);
-    expect(await (await fetch(fresh, { redirect: 'follow' })).text()).toContain('Connected to clioauth');
+    expect((await new TestBrowser().open(fresh)).text).toContain('Connected to clioauth');
     const list = await runCli(['servers', 'list'], env);
     expect(list.stdout).toMatch(/clioauth {2}connected, 2 tools/);
 

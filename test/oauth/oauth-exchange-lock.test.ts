@@ -4,6 +4,7 @@ import type { RedactedMcpServer } from '@mcpx/contracts';
 import type { TestMcpServer, TestOAuthServer } from '../servers/index.js';
 import { ApiClient } from '../support/api-client.js';
 import { serviceUrls } from '../support/env.js';
+import { TestBrowser } from '../support/oauth-browser.js';
 import { OAuthSystem } from '../support/oauth-system.js';
 import { eventually, type InProcessSystem } from '../support/system.js';
 
@@ -39,9 +40,9 @@ describe('the code exchange waits for a refresh in flight', () => {
 
     const exchanges = as.stats.codeExchanges;
     let settled = false;
-    const page = fetch(set.authorizationUrl, { redirect: 'follow' }).then(async (res) => {
+    const page = new TestBrowser().open(set.authorizationUrl).then((res) => {
       settled = true;
-      return { status: res.status, text: await res.text() };
+      return res;
     });
     // The owner approved (the authorization server issued the code), and the exchange waits.
     await eventually(async () => (as.stats.authorizations > 0 ? true : undefined), 15_000, 'the authorization');

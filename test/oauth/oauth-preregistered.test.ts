@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDb } from '@mcpx/db';
 import type { TestMcpServer, TestOAuthServer } from '../servers/index.js';
 import { ApiClient } from '../support/api-client.js';
+import { TestBrowser } from '../support/oauth-browser.js';
 import { OAuthSystem } from '../support/oauth-system.js';
 import type { InProcessSystem } from '../support/system.js';
 
@@ -35,10 +36,11 @@ describe('OAuth with a pre-registered client', () => {
     const api = new ApiClient(system.apiUrl);
     const set = await api.act('SetMcpServer', { name: 'prereg', config: { url: upstream.url, auth: 'oauth', oauth: { clientId: 'pre-client', clientSecret: secret } } });
     expect(set.server.status.state).toBe('auth_required');
-    expect(new URL(set.authorizationUrl).searchParams.get('client_id')).toBe('pre-client');
+    const browser = new TestBrowser();
+    const asked = await browser.start(set.authorizationUrl);
+    expect(asked.searchParams.get('client_id')).toBe('pre-client');
     expect(as.stats.registrations).toBe(0);
-    const page = await fetch(set.authorizationUrl, { redirect: 'follow' });
-    expect(await page.text()).toContain('Connected to prereg');
+    expect((await browser.open(asked)).text).toContain('Connected to prereg');
     const listed = await api.act('ListMcpServers');
     expect(listed.servers.find((s: { name: string }) => s.name === 'prereg').status.state).toBe('ok');
     expect(JSON.stringify([set, listed]).includes(secret)).toBe(false);

@@ -7,6 +7,7 @@ import { ProxyClient } from '@mcpx/proxy-client';
 import type { TestMcpServer, TestOAuthServer } from '../servers/index.js';
 import { ApiClient } from '../support/api-client.js';
 import { serviceUrls } from '../support/env.js';
+import { TestBrowser } from '../support/oauth-browser.js';
 import { OAuthSystem } from '../support/oauth-system.js';
 import { eventually, type InProcessSystem } from '../support/system.js';
 
@@ -14,9 +15,10 @@ import { eventually, type InProcessSystem } from '../support/system.js';
  * The proxy keeps oauth tokens fresh: on a 401 and before expiry it asks the registry
  * (`registry.oauth.refresh`), which refreshes under the per-server lock only while the stored
  * token is the one the proxy holds. Two proxies (separate caches, separate pools) race on one
- * expired token: the authorization server sees one refresh and no replayed refresh token.
+ * expired token: the authorization server sees one refresh and no replayed refresh token. Against
+ * a legacy protected server (SDK v1) and a modern one (SDK v2, `legacy: 'reject'`).
  */
-describe('OAuth refresh from the proxy', () => {
+describe.each(['legacy', 'modern'] as const)('OAuth refresh from the proxy (%s protected server)', (era) => {
   let oauth: OAuthSystem;
   let system: InProcessSystem;
   let as: TestOAuthServer;
@@ -25,7 +27,7 @@ describe('OAuth refresh from the proxy', () => {
   let nc: NatsConnection;
 
   beforeAll(async () => {
-    oauth = await OAuthSystem.start({ serviceName: 'mcpx-oauth-proxy' });
+    oauth = await OAuthSystem.start({ serviceName: `mcpx-oauth-proxy-${era}`, era });
     ({ system, as, upstream } = oauth);
     second = await startProxy(loadConfig('proxy', { ...system.env, HTTP_PORT: '0', INSTANCE_ID: 'proxy-second' }), { telemetry: oauth.telemetry });
     nc = await connect({ servers: serviceUrls().nats });
@@ -39,8 +41,7 @@ describe('OAuth refresh from the proxy', () => {
 
   async function connected(api: ApiClient, name: string): Promise<string> {
     const set = await api.act('SetMcpServer', { name, config: { url: upstream.url, auth: 'oauth' } });
-    const page = await fetch(set.authorizationUrl, { redirect: 'follow' });
-    expect(await page.text()).toContain(`Connected to ${name}`);
+    expect((await new TestBrowser().open(set.authorizationUrl)).text).toContain(`Connected to ${name}`);
     const { agent } = await api.act('CreateAgent', { name: `${name}-agent`, definition: { mcpServers: [name] } });
     await eventually(async () => ((await api.act('ListAgentTools', { agent: agent.id })).tools.length === 2 ? true : undefined), 15_000, 'tools');
     return agent.id as string;
@@ -85,21 +86,21 @@ describe('OAuth refresh from the proxy', () => {
     expect(as.stats.refreshReplays).toBe(replays + 1);
     const after = (await api.act('ListMcpServers')).servers.find((s: { name: string }) => s.name === 'raced');
     expect(after.status.state).toBe('auth_required');
-    // The owner finds it on the server's status.
-    const url = new URL(String(after.status.authorizationUrl));
-    expect(url.origin + '/').toBe(as.issuer);
+    // The status says so and carries no URL: whoever authorizes asks for a ticket of their own.
+    expect(after.status).not.toHaveProperty('authorizationUrl');
     // The other proxy, still holding the dead token, says the same without another refresh.
     const other = await call('warm-1', instances[1]!, 'lost too').catch((e: unknown) => e);
     expect((other as WireError).code).toBe('auth_required');
     expect((other as WireError).details.authorizationUrl).toBeUndefined();
     expect(as.stats.refreshReplays).toBe(replays + 1);
-    // The owner opens the recorded URL: calls work again.
-    expect(await (await fetch(url, { redirect: 'follow' })).text()).toContain('Connected to raced');
+    // The owner authorizes again in a browser: calls work again.
+    const { authorizationUrl } = await api.act('AuthorizeMcpServer', { name: 'raced' });
+    expect((await new TestBrowser().open(authorizationUrl)).text).toContain('Connected to raced');
     expect((await call('after', instances[1]!, 'back')).result.text).toBe('echo: back');
   });
 });
 
-describe('OAuth refresh before expiry, from the proxy', () => {
+describe.each(['legacy', 'modern'] as const)('OAuth refresh before expiry, from the proxy (%s protected server)', (era) => {
   let oauth: OAuthSystem;
   let system: InProcessSystem;
   let as: TestOAuthServer;
@@ -108,7 +109,7 @@ describe('OAuth refresh before expiry, from the proxy', () => {
 
   beforeAll(async () => {
     // Tokens live 30 s, inside the 60 s refresh window: the proxy refreshes before using one.
-    oauth = await OAuthSystem.start({ serviceName: 'mcpx-oauth-proxy-expiry', authorizationServer: { accessTokenTtlSec: 30 } });
+    oauth = await OAuthSystem.start({ serviceName: `mcpx-oauth-proxy-expiry-${era}`, era, authorizationServer: { accessTokenTtlSec: 30 } });
     ({ system, as, upstream } = oauth);
     nc = await connect({ servers: serviceUrls().nats });
   });
@@ -121,7 +122,7 @@ describe('OAuth refresh before expiry, from the proxy', () => {
   it('refreshes a token about to expire before the call, so the server never refuses one', async () => {
     const api = new ApiClient(system.apiUrl);
     const set = await api.act('SetMcpServer', { name: 'soon', config: { url: upstream.url, auth: 'oauth' } });
-    expect(await (await fetch(set.authorizationUrl, { redirect: 'follow' })).text()).toContain('Connected to soon');
+    expect((await new TestBrowser().open(set.authorizationUrl)).text).toContain('Connected to soon');
     const { agent } = await api.act('CreateAgent', { name: 'soon-agent', definition: { mcpServers: ['soon'] } });
     await eventually(async () => ((await api.act('ListAgentTools', { agent: agent.id })).tools.length === 2 ? true : undefined), 15_000, 'tools');
     const proxy = new ProxyClient(nc, makeSubjects(system.env.NATS_PREFIX));

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startProxy, type RunningProxy } from '@mcpx/proxy';
 import { echoTool, startOAuthServer, startProtectedMcpServer, startTestMcpServer, type TestMcpServer, type TestOAuthServer } from '../servers/index.js';
 import { ApiClient } from '../support/api-client.js';
+import { TestBrowser } from '../support/oauth-browser.js';
 import { RegistryHarness, testTelemetry } from '../support/registry-harness.js';
 import { eventually } from '../support/system.js';
 import { NEW_KEY, OLD_KEY, allUnder, keyIdsInUse, rotateSecrets, rotationReport, tables } from './rotation.js';
@@ -59,7 +60,7 @@ describe('secrets: rotation covers every sealed value', () => {
       response_types: ['code'],
     });
     const set = await api.act('SetMcpServer', { name: 'guarded', config: { url: guarded.url, auth: 'oauth', oauth: { clientId: 'rotate-client', clientSecret: CLIENT_SECRET } } });
-    expect(await (await fetch(set.authorizationUrl, { redirect: 'follow' })).text()).toContain('Connected to guarded');
+    expect((await new TestBrowser().open(set.authorizationUrl)).text).toContain('Connected to guarded');
     // A vendor connection.
     await api.act('SetVendorConnection', { vendor: 'github', accessToken: VENDOR_TOKEN });
     await api.act('CreateAgent', { name: 'all', definition: { mcpServers: ['headed', 'guarded', 'github'] } });

@@ -1,8 +1,9 @@
 /**
  * Attack: an AGENT signer (an agent runtime's key, the model's side) reads the account's servers
  * to find the authorization URL of a server waiting for its owner, and opens it to complete the
- * owner's OAuth (issue 11, "Why" 5 and Deliver 7). The URL is recorded on the server's status
- * after a refused refresh; the AGENT's view must not hold it, and says the owner must authorize.
+ * owner's OAuth (issue 11, "Why" 5 and Deliver 7). No status carries a URL any more (an OWNER or
+ * WRITER asks for a ticket of their own); the AGENT's view says the owner must authorize, and
+ * the AGENT may not ask for a ticket.
  */
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -12,6 +13,7 @@ import { ProxyClient } from '@mcpx/proxy-client';
 import type { TestMcpServer, TestOAuthServer } from '../servers/index.js';
 import { ApiClient } from '../support/api-client.js';
 import { serviceUrls } from '../support/env.js';
+import { TestBrowser } from '../support/oauth-browser.js';
 import { OAuthSystem } from '../support/oauth-system.js';
 import { eventually, type InProcessSystem } from '../support/system.js';
 
@@ -34,15 +36,15 @@ describe('AGENT signers never see an authorization URL', () => {
     await oauth?.stop();
   });
 
-  it('a server waiting for its owner shows the AGENT signer needsOwnerAuthorization and no URL; the owner and a WRITER keep the URL', async () => {
+  it('a server waiting for its owner shows the AGENT signer needsOwnerAuthorization and no URL; a WRITER gets a ticket and completes it', async () => {
     const owner = new ApiClient(system.apiUrl);
     const set = await owner.act('SetMcpServer', { name: 'guarded', config: { url: upstream.url, auth: 'oauth' } });
-    expect(await (await fetch(set.authorizationUrl, { redirect: 'follow' })).text()).toContain('Connected to guarded');
+    expect((await new TestBrowser().open(set.authorizationUrl)).text).toContain('Connected to guarded');
     const { agent } = await owner.act('CreateAgent', { name: 'runner', definition: { mcpServers: ['guarded'] } });
     await eventually(async () => ((await owner.act('ListAgentTools', { agent: agent.id })).tools.length === 2 ? true : undefined), 15_000, 'tools');
 
     // The refresh token is revoked: the proxy's next call cannot be refreshed, and the registry
-    // records the server auth_required with a fresh URL for the owner.
+    // records the server auth_required (no URL on the status: nobody asked for one).
     as.provider.expireAccessTokens();
     as.provider.revokeRefreshTokens();
     const proxy = new ProxyClient(nc, makeSubjects(system.env.NATS_PREFIX));
@@ -52,8 +54,8 @@ describe('AGENT signers never see an authorization URL', () => {
     );
     expect((err as WireError).code).toBe('auth_required');
     const ownerView = (await owner.act<{ servers: RedactedMcpServer[] }>('ListMcpServers')).servers.find((s) => s.name === 'guarded');
-    const url = String(ownerView?.status.authorizationUrl);
-    expect(new URL(url).origin + '/').toBe(as.issuer);
+    expect(ownerView?.status.state).toBe('auth_required');
+    expect(ownerView?.status).not.toHaveProperty('authorizationUrl');
 
     const agentKey = generateKeyPair();
     const writerKey = generateKeyPair();
@@ -68,21 +70,27 @@ describe('AGENT signers never see an authorization URL', () => {
     expect(status?.state).toBe('auth_required');
     expect(status?.needsOwnerAuthorization).toBe(true);
     expect(status).not.toHaveProperty('authorizationUrl');
-    // Nowhere in the answer: not the URL, not its state parameter, not the authorization server.
+    // Nowhere in the answer: no ticket, not the authorization server.
     const text = JSON.stringify(answer);
-    expect(text).not.toContain(url);
-    expect(text).not.toContain(new URL(url).searchParams.get('state') ?? 'no state');
-    expect(text).not.toContain(new URL(url).origin);
+    expect(text).not.toContain('/v1/oauth/start');
+    expect(text).not.toContain(new URL(as.issuer).origin);
 
-    // Those who may authorize still find it.
     const writerView = (await asWriter.act<{ servers: RedactedMcpServer[] }>('ListMcpServers')).servers.find((s) => s.name === 'guarded');
-    expect(writerView?.status.authorizationUrl).toBe(url);
+    expect(writerView?.status.state).toBe('auth_required');
     expect((writerView?.status as StatusView).needsOwnerAuthorization).toBeUndefined();
-    // And the AGENT cannot ask for a fresh one either.
-    await expect(asAgent.act('AuthorizeMcpServer', { name: 'guarded' })).rejects.toMatchObject({ code: 'forbidden', details: { field: 'signer' } });
+    // The AGENT cannot ask for a ticket, by any action that hands one out.
+    for (const [type, action] of [
+      ['AuthorizeMcpServer', { name: 'guarded' }],
+      ['RefreshMcpServer', { name: 'guarded' }],
+      ['SetMcpServer', { name: 'guarded', config: { url: upstream.url, auth: 'oauth' } }],
+    ] as const) {
+      await expect(asAgent.act(type, action)).rejects.toMatchObject({ code: 'forbidden', details: { field: 'signer' } });
+    }
 
-    // The owner opens the recorded URL: the server is back, and the AGENT's view has nothing to hide.
-    expect(await (await fetch(url, { redirect: 'follow' })).text()).toContain('Connected to guarded');
+    // A WRITER asks for a ticket and completes it in its browser: the server is back, and the AGENT's view has nothing to hide.
+    const ticket = await asWriter.act<{ authorizationUrl: string }>('AuthorizeMcpServer', { name: 'guarded' });
+    expect(ticket.authorizationUrl.startsWith(`${system.apiUrl}/v1/oauth/start?ticket=`)).toBe(true);
+    expect((await new TestBrowser().open(ticket.authorizationUrl)).text).toContain('Connected to guarded');
     const back = (await asAgent.act<{ servers: RedactedMcpServer[] }>('ListMcpServers')).servers.find((s) => s.name === 'guarded');
     expect(back?.status.state).toBe('ok');
     expect((back?.status as StatusView).needsOwnerAuthorization).toBeUndefined();

@@ -15,6 +15,12 @@ export interface OAuthSystemOptions {
   logSink?: LogSink;
   /** Extra environment of the in-process services. */
   env?: Record<string, string>;
+  /**
+   * The protected MCP server's protocol era: `legacy` (SDK v1, 2025-11-25, the default) or
+   * `modern` (SDK v2, `legacy: 'reject'`: 2026-07-28 only). The authorization server is the SDK
+   * v1 router's either way (SDK v2 ships no authorization server).
+   */
+  era?: 'legacy' | 'modern';
 }
 
 /** How long each part may take to stop before the teardown reports it and goes on to the next. */
@@ -63,7 +69,7 @@ export class OAuthSystem {
       stops.unshift({ what: 'telemetry', stop: () => telemetry.shutdown() });
       const as = await startOAuthServer(opts.authorizationServer);
       stops.unshift({ what: 'the authorization server', stop: () => as.close() });
-      const upstream = await startProtectedMcpServer(as);
+      const upstream = await startProtectedMcpServer(as, opts.era === 'modern' ? { era: 'modern' } : {});
       stops.unshift({ what: 'the protected MCP server', stop: () => upstream.close() });
       const system = await InProcessSystem.start({ telemetry, logSink: opts.logSink, env: opts.env });
       stops.unshift({ what: 'the in-process system', stop: () => system.stop() });

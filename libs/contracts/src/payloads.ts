@@ -23,7 +23,11 @@ export interface ServerStatus {
   transport?: Transport;
   /** Failed discoveries in a row; drives the background re-probe backoff. */
   failures?: number;
-  /** `auth_required` after a failed token refresh: where the owner authorizes again. */
+  /**
+   * No longer written: an authorization is bound to the browser of the signer who asks for it
+   * (AuthorizeMcpServer answers a single-use ticket URL). A status recorded earlier may still
+   * hold an authorization server's URL, which no longer completes on its own.
+   */
   authorizationUrl?: string;
   /** The protocol era of the last successful discovery (from its era verdict). */
   era?: 'modern' | 'legacy';

@@ -10,7 +10,7 @@ import { AccountQuotas, QuotaKinds, quotaExceeded, rateLimited } from './account
 import { dispatchAction, isKnownAction, type ActionDeps } from './actions/index.js';
 import { authenticate, parseEnvelope } from './envelope-auth.js';
 import type { EventStream } from './event-stream.js';
-import { OAUTH_CALLBACK_PATH, OAUTH_CLIENT_METADATA_PATH } from './oauth/paths.js';
+import { OAUTH_CALLBACK_PATH, OAUTH_CLIENT_METADATA_PATH, OAUTH_START_PATH } from './oauth/paths.js';
 
 export const MAX_BODY_BYTES = 1024 * 1024;
 
@@ -25,6 +25,8 @@ export interface HttpDeps {
   isReady: () => boolean;
   /** `GET /v1/oauth/callback` (absent: no OAuth). */
   oauthCallback?: (req: IncomingMessage, res: ServerResponse, url: URL) => Promise<void>;
+  /** `GET /v1/oauth/start?ticket=…`: opens an authorization ticket in a browser (absent: no OAuth). */
+  oauthStart?: (req: IncomingMessage, res: ServerResponse, url: URL) => Promise<void>;
   /** Quotas and rate limits (`config.quotas`; absent: the defaults). */
   quotas?: QuotaLimits;
   /** `GET /v1/oauth/client-metadata.json`: the OAuth client ID metadata document (absent: none). */
@@ -220,6 +222,8 @@ export function createHttpServer(deps: HttpDeps): Server {
       );
     } else if (req.method === 'GET' && url.pathname === OAUTH_CALLBACK_PATH && deps.oauthCallback) {
       void deps.oauthCallback(req, res, url);
+    } else if (req.method === 'GET' && url.pathname === OAUTH_START_PATH && deps.oauthStart) {
+      void deps.oauthStart(req, res, url);
     } else if (req.method === 'GET' && url.pathname === OAUTH_CLIENT_METADATA_PATH && deps.oauthClientMetadata) {
       deps.oauthClientMetadata(req, res);
     } else if (req.method === 'GET' && url.pathname === '/healthz') {

@@ -27,7 +27,9 @@ import { oauthCallbackHandler } from './oauth/oauth-callback.js';
 import { OAuthConnectionsRepository } from './oauth/oauth-connections.repository.js';
 import { answerOAuthRefresh } from './oauth/oauth-refresh-responder.js';
 import { OAuthService } from './oauth/oauth-service.js';
-import { OAUTH_CALLBACK_PATH } from './oauth/paths.js';
+import { OAuthTickets } from './oauth/browser-binding.js';
+import { oauthStartHandler } from './oauth/oauth-start.js';
+import { OAUTH_CALLBACK_PATH, OAUTH_START_PATH } from './oauth/paths.js';
 
 export interface RegistryOptions {
   /** Telemetry set up by the caller (tests pass one with an in-memory exporter). */
@@ -84,8 +86,15 @@ export async function startRegistry(config: Config, opts: RegistryOptions = {}):
   const singleFlight = new SingleFlight(redis, config.redisPrefix);
   // Known once the server listens (a test's port 0); the operator's public URL wins.
   let publicUrl = opts.publicUrl ?? '';
+  const oauthStore = new OAuthConnectionsRepository(db, new SecretBox(config.keyring));
+  const tickets = new OAuthTickets(redis, config.redisPrefix, {
+    startUrl: () => `${publicUrl}${OAUTH_START_PATH}`,
+    secureCookie: () => publicUrl.startsWith('https:'),
+    meter: telemetry.meter,
+  });
   const oauth = new OAuthService({
-    store: new OAuthConnectionsRepository(db, new SecretBox(config.keyring)),
+    store: oauthStore,
+    tickets,
     servers,
     singleFlight,
     log,
@@ -167,7 +176,8 @@ export async function startRegistry(config: Config, opts: RegistryOptions = {}):
     meter: telemetry.meter,
     events,
     isReady: () => ready,
-    oauthCallback: oauthCallbackHandler({ oauth, discovery, log }),
+    oauthCallback: oauthCallbackHandler({ oauth, discovery, tickets, log }),
+    oauthStart: oauthStartHandler({ tickets, store: oauthStore, log, tracer: telemetry.tracer }),
     ...(opts.clientMetadataDocument === false ? {} : { oauthClientMetadata: clientMetadataDocumentHandler(() => publicUrl) }),
   });
   const observed = consumeObservedTools({ bus, discovery, log, meter: telemetry.meter, servers, others: [builtins] });

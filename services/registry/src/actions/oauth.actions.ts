@@ -9,7 +9,9 @@ import type { ActionDeps, ActionHandler } from './context.js';
 /**
  * The answer for a server just discovered. An oauth server that answered 401 with OAuth metadata
  * gets its stored tokens refreshed (then it is discovered again) or, without usable tokens, an
- * authorization URL for the owner to open. Abandoning that URL costs nothing.
+ * authorization URL for the signer to open: a single-use ticket URL of the registry (see
+ * `OAuthTickets`), never the authorization server's, so that only the browser that opens it can
+ * complete the authorization. Abandoning it costs nothing. The status never carries a URL.
  */
 export async function withAuthorization(
   deps: ActionDeps,
@@ -31,12 +33,22 @@ export async function withAuthorization(
       server = rediscovered;
       outcome = await oauth.ensure(server, { fresh: true, ...(challenge ? { resourceMetadataUrl: challenge } : {}) });
     }
-    if (outcome.state === 'authorized') return { server: await redact(server) };
-    return { server: await redact(server), authorizationUrl: outcome.authorizationUrl };
+    if (outcome.state === 'authorized') return { server: withoutStatusUrl(await redact(server)) };
+    return { server: withoutStatusUrl(await redact(server)), authorizationUrl: await oauth.ticketUrl(server, outcome.authorizationUrl) };
   } catch (err) {
     deps.log.warn('oauth authorization could not start', { account: server.accountId, server: server.name, err: err as Error });
     return { server: await redact(server), authorizationError: `OAuth: ${describeOAuthError(err)}` };
   }
+}
+
+/**
+ * A status recorded before authorizations were bound to a browser may still hold the
+ * authorization server's URL, which no longer completes on its own: not shown.
+ */
+function withoutStatusUrl(server: RedactedMcpServer): RedactedMcpServer {
+  if (server.status.authorizationUrl === undefined) return server;
+  const { authorizationUrl: _dropped, ...status } = server.status;
+  return { ...server, status };
 }
 
 /** `AuthorizeMcpServer {name}`: a fresh authorization URL for an oauth server. */

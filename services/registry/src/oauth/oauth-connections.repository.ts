@@ -102,6 +102,18 @@ export class OAuthConnectionsRepository {
     return row === undefined ? undefined : { accountId: row.account_id, serverId: row.server_id };
   }
 
+  /** The hash of the server's live pending `state`, or undefined (none, or expired). */
+  async pendingStateHash(account: string, serverId: string): Promise<string | undefined> {
+    const row = await this.db
+      .selectFrom('registry.oauth_connections')
+      .select(['state_hash'])
+      .where('account_id', '=', account)
+      .where('server_id', '=', serverId)
+      .where('state_expires_at', '>', new Date())
+      .executeTakeFirst();
+    return row?.state_hash ?? undefined;
+  }
+
   /** Consumes a pending state: true only for the one caller that removed it (a replay gets false). */
   async consumePending(serverId: string, state: string): Promise<boolean> {
     const res = await this.db

@@ -34,8 +34,8 @@ export interface OAuthRefreshResponderDeps {
  * Answers `registry.oauth.refresh` for the proxies (queue group `registry`). The proxy never
  * talks to an authorization server itself: it asks here, so every refresh of a server's token,
  * whoever needs it, runs under the one per-server lock of {@link OAuthService}. A refresh that
- * fails records the server `auth_required` (a discovery, so the event reaches every proxy) with a
- * new authorization URL on its status, for its owner. The reply never carries the URL: a proxy
+ * fails records the server `auth_required` (a discovery, so the event reaches every proxy); its
+ * owner authorizes again through a ticket (AuthorizeMcpServer). The reply never carries a URL: a proxy
  * hands its answer to a runtime (a model), which must learn only that the owner has to
  * authorize, never a link that would complete the owner's authorization for whoever opens it.
  */
@@ -68,25 +68,22 @@ async function refresh(deps: OAuthRefreshResponderDeps, req: OAuthRefreshRequest
   if (server === null && deps.builtins !== undefined && (await deps.builtins.find(req.account, req.server)) !== null) return refreshVendor(deps.builtins, req);
   if (server === null) throw new WireError(ErrorCodes.notFound, `no MCP server named ${req.server}`);
   if (server.config.auth !== 'oauth') throw new WireError(ErrorCodes.invalidInput, `${req.server} does not use OAuth`);
-  let outcome = await deps.oauth.refreshStale(server, req.staleTokenHash).catch(async (e: unknown) => {
+  const outcome = await deps.oauth.refreshStale(server, req.staleTokenHash).catch(async (e: unknown) => {
     // Refused client credentials: a discovery records the server's error for its owner (and every proxy).
     if (isClientCredentialsRefusal(e)) await deps.discovery.discover(server, 'refresh').catch(() => undefined);
     throw e;
   });
   if (outcome.state === 'authorized') return { ok: true, state: 'authorized' };
-  if (outcome.state === 'no_tokens') {
-    // Already waiting for the owner: the recorded URL stays the one that completes.
-    if (server.status.state === 'auth_required' && server.status.authorizationUrl !== undefined) {
-      return { ok: true, state: 'auth_required', ...(server.status.error ? { error: server.status.error } : {}) };
-    }
-    outcome = await deps.oauth.ensure(server, { fresh: true });
-    if (outcome.state === 'authorized') return { ok: true, state: 'authorized' };
+  // No token (the owner never authorized, or a refused refresh already forgot it): nothing to
+  // start here. Whoever authorizes asks for a ticket (AuthorizeMcpServer); a pending one, which
+  // someone may be completing right now, is left alone. Already recorded: no new discovery.
+  if (outcome.state === 'no_tokens' && server.status.state === 'auth_required') {
+    return { ok: true, state: 'auth_required', ...(server.status.error ? { error: server.status.error } : {}) };
   }
-  // Record it the way a discovery does (the event tells every proxy), then add the URL for the owner.
+  // Recorded the way a discovery does (the event tells every proxy); the status carries no URL.
   const seen = await deps.discovery.discover(server, 'refresh');
   if (seen.status.state !== 'auth_required') return { ok: true, state: 'authorized' };
-  await deps.servers.recordDiscovery(server.accountId, server.id, { ...seen.status, authorizationUrl: outcome.authorizationUrl }, undefined, null);
-  deps.log.info('oauth refresh refused: the owner must authorize again', { account: server.accountId, server: server.name });
+  deps.log.info('oauth refresh refused: the owner must authorize again', { account: server.accountId, server: server.name, outcome: outcome.state });
   return { ok: true, state: 'auth_required', ...(seen.status.error ? { error: seen.status.error } : {}) };
 }
 

@@ -11,6 +11,7 @@ import { RegistryOAuthProvider } from './oauth-provider.js';
 import { REFRESH_BEFORE_EXPIRY_MS, accessTokenHash } from './access-tokens.js';
 import { issuerMatches } from './authorization-response.js';
 import { mixUpError } from './mix-up-errors.js';
+import type { OAuthTickets } from './browser-binding.js';
 
 /** Longest an OAuth exchange (discovery, registration, token) may hold the per-server lock. */
 const OAUTH_LOCK_TTL_MS = 30_000;
@@ -39,6 +40,11 @@ export interface OAuthServiceDeps {
    * `clientMetadataDocumentUrl` for when the registry has one).
    */
   clientMetadataUrl?: () => string | undefined;
+  /**
+   * The tickets that bind an authorization to the browser of the signer who asked for it: the
+   * authorization server's URL is never handed out, only a ticket URL that leads to it.
+   */
+  tickets: OAuthTickets;
   /** Spans (`registry.oauth <op>`) and the `mcpx_oauth_exchanges_total` counter, when given. */
   tracer?: Tracer;
   meter?: Meter;
@@ -102,6 +108,15 @@ export class OAuthService {
     // A fresh authorization presents no refresh token: it needs no lock (and must not join a refresh).
     if (opts.fresh) return lead();
     return this.deps.singleFlight.run(oauthLockKey(server), { ttlMs: OAUTH_LOCK_TTL_MS }, lead, follow);
+  }
+
+  /**
+   * What a signer (an OWNER or WRITER) gets for an authorization to open: a single-use,
+   * short-lived ticket URL of the registry that binds the authorization to the browser opening it
+   * and leads it to `authorizationUrl`.
+   */
+  ticketUrl(server: McpServerRecord, authorizationUrl: string): Promise<string> {
+    return this.deps.tickets.issue({ account: server.accountId, serverId: server.id }, authorizationUrl);
   }
 
   /**
