@@ -20,71 +20,92 @@ async function echoThrough(api: ApiClient, server: string): Promise<string> {
 /** The values of a header the upstream received since `from` (its lowercased name). */
 const seen = (up: TestMcpServer, header: string): string[] => up.stats.headersSeen.get(header) ?? [];
 
+/** Three servers of one era: one behind a bearer token, one behind a custom header, one open. */
+async function startUpstreams(era: 'modern' | 'legacy'): Promise<{ bearerUp: TestMcpServer; headersUp: TestMcpServer; openUp: TestMcpServer }> {
+  const [bearerUp, headersUp, openUp] = await Promise.all([
+    startTestMcpServer({ era, requireHeader: { name: 'Authorization', value: 'Bearer tok-AbC123' } }),
+    startTestMcpServer({ era, requireHeader: { name: 'X-Acme-Token', value: 'abc123' } }),
+    startTestMcpServer({ era }),
+  ]);
+  return { bearerUp, headersUp, openUp };
+}
+
+/** One registry, projector and proxy for the file; the credential flows run against servers of both eras. */
 describe('auth methods (seed 001): oauth, bearer, headers, none', () => {
   let h: RegistryHarness;
   let bearerUp: TestMcpServer;
-  let headersUp: TestMcpServer;
   let openUp: TestMcpServer;
+  let headersUp: TestMcpServer;
 
   beforeAll(async () => {
-    [h, bearerUp, headersUp, openUp] = await Promise.all([
-      RegistryHarness.start({ proxy: true }),
-      startTestMcpServer({ requireHeader: { name: 'Authorization', value: 'Bearer tok-AbC123' } }),
-      startTestMcpServer({ requireHeader: { name: 'X-Acme-Token', value: 'abc123' } }),
-      startTestMcpServer(),
-    ]);
+    let ups: Awaited<ReturnType<typeof startUpstreams>>;
+    [h, ups] = await Promise.all([RegistryHarness.start({ proxy: true }), startUpstreams('legacy')]);
+    ({ bearerUp, headersUp, openUp } = ups);
   });
   afterAll(async () => {
     await h?.stop();
     await Promise.all([bearerUp?.close(), headersUp?.close(), openUp?.close()]);
   });
 
-  it('bearer: the token is sealed, sent as Authorization: Bearer, never shown, kept on an update without it', async () => {
-    const api = h.api();
-    const { server } = await set(api, 'bear', { url: bearerUp.url, auth: 'bearer', token: 'tok-AbC123' });
-    expect(server).toMatchObject({ auth: 'bearer', hasSecrets: true, headerNames: [], secretHeaderNames: ['Authorization'], status: { state: 'ok' } });
-    expect(JSON.stringify(await api.act('ListMcpServers'))).not.toContain('tok-AbC123');
-    const rows = await h.sql.selectFrom('registry.secrets').selectAll().where('account_id', '=', api.principal).execute();
-    expect(rows.map((r) => r.name)).toEqual(['mcp-bear-authorization']);
-    expect(Buffer.from(rows[0]!.ciphertext).toString('latin1')).not.toContain('tok-AbC123');
-    expect(await echoThrough(api, 'bear')).toBe('echo: hi');
-    expect(new Set(seen(bearerUp, 'authorization'))).toEqual(new Set(['Bearer tok-AbC123']));
-    // An update without the token keeps it; a wrong one is refused upstream (a plain 401: an error).
-    expect((await set(api, 'bear', { url: bearerUp.url, auth: 'bearer' })).server.status.state).toBe('ok');
-    expect((await set(api, 'bear', { url: bearerUp.url, auth: 'bearer', token: 'wrong' })).server.status.state).toBe('error');
-  });
+  describe.each(['modern', 'legacy'] as const)('against %s servers', (era) => {
+    let bearerUp: TestMcpServer;
+    let headersUp: TestMcpServer;
+    let openUp: TestMcpServer;
+    beforeAll(async () => {
+      ({ bearerUp, headersUp, openUp } = await startUpstreams(era));
+    });
+    afterAll(async () => {
+      await Promise.all([bearerUp?.close(), headersUp?.close(), openUp?.close()]);
+    });
 
-  it('headers: every custom header is stored encrypted and sent as given', async () => {
-    const api = h.api();
-    const { server } = await set(api, 'acme', { url: headersUp.url, auth: 'headers', headers: { 'X-Acme-Token': 'abc123', 'X-Tenant': 'acme' } });
-    expect(server).toMatchObject({ auth: 'headers', hasSecrets: true, headerNames: [], status: { state: 'ok' } });
-    expect(server.secretHeaderNames.sort()).toEqual(['X-Acme-Token', 'X-Tenant']);
-    const names = (await h.sql.selectFrom('registry.secrets').select('name').where('account_id', '=', api.principal).orderBy('name').execute()).map((r) => r.name);
-    expect(names).toEqual(['mcp-acme-x-acme-token', 'mcp-acme-x-tenant']);
-    expect(await echoThrough(api, 'acme')).toBe('echo: hi');
-    expect(seen(headersUp, 'x-tenant')).toContain('acme');
-    expect(seen(headersUp, 'authorization')).toEqual([]);
-  });
 
-  it('absent auth keeps seed 000 configs valid: static headers in the clear read as headers, none as none', async () => {
-    const api = h.api();
-    const legacy = (await set(api, 'legacy', { url: headersUp.url, headers: { 'X-Acme-Token': 'abc123' } })).server;
-    expect(legacy).toMatchObject({ auth: 'headers', headerNames: ['X-Acme-Token'], secretHeaderNames: [], hasSecrets: false, status: { state: 'ok' } });
-    expect((await set(api, 'plain', { url: openUp.url })).server).toMatchObject({ auth: 'none', hasSecrets: false });
-  });
+    it('bearer: the token is sealed, sent as Authorization: Bearer, never shown, kept on an update without it', async () => {
+      const api = h.api();
+      const { server } = await set(api, 'bear', { url: bearerUp.url, auth: 'bearer', token: 'tok-AbC123' });
+      expect(server).toMatchObject({ auth: 'bearer', hasSecrets: true, headerNames: [], secretHeaderNames: ['Authorization'], status: { state: 'ok' } });
+      expect(JSON.stringify(await api.act('ListMcpServers'))).not.toContain('tok-AbC123');
+      const rows = await h.sql.selectFrom('registry.secrets').selectAll().where('account_id', '=', api.principal).execute();
+      expect(rows.map((r) => r.name)).toEqual(['mcp-bear-authorization']);
+      expect(Buffer.from(rows[0]!.ciphertext).toString('latin1')).not.toContain('tok-AbC123');
+      expect(await echoThrough(api, 'bear')).toBe('echo: hi');
+      expect(new Set(seen(bearerUp, 'authorization'))).toEqual(new Set(['Bearer tok-AbC123']));
+      // An update without the token keeps it; a wrong one is refused upstream (a plain 401: an error).
+      expect((await set(api, 'bear', { url: bearerUp.url, auth: 'bearer' })).server.status.state).toBe('ok');
+      expect((await set(api, 'bear', { url: bearerUp.url, auth: 'bearer', token: 'wrong' })).server.status.state).toBe('error');
+    });
 
-  it('none: sends no credential at all, and switching to none drops the stored secrets', async () => {
-    const api = h.api();
-    await set(api, 'open', { url: openUp.url, auth: 'bearer', token: 'tok-xyz' });
-    const { server } = await set(api, 'open', { url: openUp.url, auth: 'none' });
-    expect(server).toMatchObject({ auth: 'none', hasSecrets: false, headerNames: [], secretHeaderNames: [] });
-    expect(await h.sql.selectFrom('registry.secrets').select('name').where('account_id', '=', api.principal).execute()).toEqual([]);
-    const before = openUp.stats.calls;
-    const sizeBefore = seen(openUp, 'authorization').length;
-    expect(await echoThrough(api, 'open')).toBe('echo: hi');
-    expect(openUp.stats.calls).toBe(before + 1);
-    // Only the first set (bearer) sent a credential; none of the later requests did.
-    expect(seen(openUp, 'authorization').length).toBe(sizeBefore);
+    it('headers: every custom header is stored encrypted and sent as given', async () => {
+      const api = h.api();
+      const { server } = await set(api, 'acme', { url: headersUp.url, auth: 'headers', headers: { 'X-Acme-Token': 'abc123', 'X-Tenant': 'acme' } });
+      expect(server).toMatchObject({ auth: 'headers', hasSecrets: true, headerNames: [], status: { state: 'ok' } });
+      expect(server.secretHeaderNames.sort()).toEqual(['X-Acme-Token', 'X-Tenant']);
+      const names = (await h.sql.selectFrom('registry.secrets').select('name').where('account_id', '=', api.principal).orderBy('name').execute()).map((r) => r.name);
+      expect(names).toEqual(['mcp-acme-x-acme-token', 'mcp-acme-x-tenant']);
+      expect(await echoThrough(api, 'acme')).toBe('echo: hi');
+      expect(seen(headersUp, 'x-tenant')).toContain('acme');
+      expect(seen(headersUp, 'authorization')).toEqual([]);
+    });
+
+    it('absent auth keeps seed 000 configs valid: static headers in the clear read as headers, none as none', async () => {
+      const api = h.api();
+      const legacy = (await set(api, 'legacy', { url: headersUp.url, headers: { 'X-Acme-Token': 'abc123' } })).server;
+      expect(legacy).toMatchObject({ auth: 'headers', headerNames: ['X-Acme-Token'], secretHeaderNames: [], hasSecrets: false, status: { state: 'ok' } });
+      expect((await set(api, 'plain', { url: openUp.url })).server).toMatchObject({ auth: 'none', hasSecrets: false });
+    });
+
+    it('none: sends no credential at all, and switching to none drops the stored secrets', async () => {
+      const api = h.api();
+      await set(api, 'open', { url: openUp.url, auth: 'bearer', token: 'tok-xyz' });
+      const { server } = await set(api, 'open', { url: openUp.url, auth: 'none' });
+      expect(server).toMatchObject({ auth: 'none', hasSecrets: false, headerNames: [], secretHeaderNames: [] });
+      expect(await h.sql.selectFrom('registry.secrets').select('name').where('account_id', '=', api.principal).execute()).toEqual([]);
+      const before = openUp.stats.calls;
+      const sizeBefore = seen(openUp, 'authorization').length;
+      expect(await echoThrough(api, 'open')).toBe('echo: hi');
+      expect(openUp.stats.calls).toBe(before + 1);
+      // Only the first set (bearer) sent a credential; none of the later requests did.
+      expect(seen(openUp, 'authorization').length).toBe(sizeBefore);
+    });
   });
 
   it('oauth stays as it was (a server without OAuth metadata just connects)', async () => {
