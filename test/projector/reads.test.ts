@@ -22,6 +22,7 @@ function tools(n: number, description: (i: number) => string): TestTool[] {
  * The read side through the action API: the registry forwards ListAgentTools, PromoteTools and
  * the lambda actions to the projector over NATS.
  */
+/** Reads of tools discovered from servers of both eras (big and every other wordy one are modern, the rest legacy). */
 describe('agent tool reads through the API', () => {
   let db: TestDatabase;
   let registry: RunningRegistry;
@@ -37,7 +38,7 @@ describe('agent tool reads through the API', () => {
     [registry, projector, big, small] = await Promise.all([
       startRegistry(config('registry'), { logSink: () => undefined }),
       startProjector(config('projector'), { logSink: () => undefined }),
-      startTestMcpServer({ tools: tools(8, (i) => `Big tool ${i}. With more detail.`) }),
+      startTestMcpServer({ era: 'modern', tools: tools(8, (i) => `Big tool ${i}. With more detail.`) }),
       startTestMcpServer({ tools: tools(2, (i) => `Small tool ${i}.`) }),
     ]);
     api = new ApiClient(registry.url);
@@ -98,7 +99,7 @@ describe('agent tool reads through the API', () => {
 
   it('keeps the index within its byte budget when servers are many and wordy', async () => {
     const wordy = await Promise.all(
-      Array.from({ length: 12 }, (_, s) => startTestMcpServer({ tools: tools(6, (i) => `${'Wordy '.repeat(20)}tool ${s}/${i}.`) })),
+      Array.from({ length: 12 }, (_, s) => startTestMcpServer({ era: s % 2 === 0 ? 'modern' : 'legacy', tools: tools(6, (i) => `${'Wordy '.repeat(20)}tool ${s}/${i}.`) })),
     );
     try {
       const names = wordy.map((_, s) => `wordy${s}`);

@@ -38,6 +38,7 @@ async function refused(p: Promise<unknown>): Promise<WireError> {
  * SearchTools through the action API: the registry forwards it to the projector, which ranks the
  * account's tool documents with Postgres full-text search and groups them by family `mcp:<server>`.
  */
+/** Search over tools discovered from servers of both eras (tickets and notes are modern, docs and the other account's legacy). */
 describe('tool search (families)', () => {
   let db: TestDatabase;
   let registry: RunningRegistry;
@@ -58,9 +59,9 @@ describe('tool search (families)', () => {
     [registry, projector, tickets, docs, notes, other] = await Promise.all([
       startRegistry(config('registry'), { logSink: () => undefined }),
       startProjector(config('projector'), { logSink: () => undefined }),
-      startTestMcpServer({ tools: TICKETS }),
+      startTestMcpServer({ era: 'modern', tools: TICKETS }),
       startTestMcpServer({ tools: DOCS }),
-      startTestMcpServer({ tools: [tool('jot', 'Write a short note.')] }),
+      startTestMcpServer({ era: 'modern', tools: [tool('jot', 'Write a short note.')] }),
       startTestMcpServer({ tools: [tool('issue_secret', 'Another account\'s issue tracker; never shown to anyone else.')] }),
     ]);
     api = new ApiClient(registry.url);
