@@ -1,5 +1,5 @@
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
-import { decodeApprovalDecidedEvent } from '@mcpx/contracts';
+import { decodeApprovalDecidedEvent, decodeInputAnsweredEvent } from '@mcpx/contracts';
 
 /** Decisions on one approval, as `mcp.approvals.decided.<acct>` announces them (at most once each). */
 export interface DecisionWatch {
@@ -9,6 +9,15 @@ export interface DecisionWatch {
 }
 
 export function watchDecisions(nc: NatsConnection, subject: string, approvalId: string): DecisionWatch {
+  return watchEvents(nc, subject, (bytes) => decodeApprovalDecidedEvent(bytes).approvalId === approvalId);
+}
+
+/** Answers to one input request, as `mcp.inputs.answered.<acct>` announces them (at most once). */
+export function watchInputAnswers(nc: NatsConnection, subject: string, inputRequestId: string): DecisionWatch {
+  return watchEvents(nc, subject, (bytes) => decodeInputAnsweredEvent(bytes).inputRequestId === inputRequestId);
+}
+
+function watchEvents(nc: NatsConnection, subject: string, matches: (bytes: Uint8Array) => boolean): DecisionWatch {
   let decided = false;
   let wake: (() => void) | undefined;
   const sub: Subscription = nc.subscribe(subject, {
@@ -17,7 +26,7 @@ export function watchDecisions(nc: NatsConnection, subject: string, approvalId: 
       // Strictly decoded; a malformed notification is dropped (the waiter re-asks after `ms`
       // anyway), and nothing is thrown into the connection's reader, which would close it.
       try {
-        if (decodeApprovalDecidedEvent(msg.data).approvalId !== approvalId) return;
+        if (!matches(msg.data)) return;
         decided = true;
         wake?.();
       } catch {

@@ -2,9 +2,11 @@ import { randomUUID } from 'node:crypto';
 import { headers as natsHeaders, type NatsConnection } from '@nats-io/transport-node';
 import {
   ErrorCodes,
+  INPUT_LIMITS,
   WireError,
   decodeStrict,
   encodePayload,
+  type InputRequestItem,
   type ProxyCallReply,
   type ProxyCallRequest,
   type ProxyCancel,
@@ -14,7 +16,7 @@ import {
 } from '@mcpx/contracts';
 import type { ProxyResult } from '@mcpx/domain';
 import { injectTraceHeaders, type Counter, type Meter } from '@mcpx/telemetry';
-import { watchDecisions } from './decisions.js';
+import { watchDecisions, watchInputAnswers } from './decisions.js';
 
 /** The proxy's own call timeout (seed 000: 120 s); the request waits a little longer. */
 export const DEFAULT_CALL_TIMEOUT_MS = 120_000;
@@ -32,6 +34,50 @@ export interface CallInput {
   timeoutMs?: number;
   /** The approval of an earlier `approval_required` answer: re-send the same call with it. */
   approvalId?: string;
+  /** The input request of an earlier `input_required` answer, once answered: re-send the same call with it. */
+  inputRequestId?: string;
+  /** The runtime's own answers to that input request's questions addressed to it (by key). */
+  inputResponses?: Record<string, unknown>;
+  /** What this runtime answers itself: sampling (it samples its model), forms (when the agent's definition lets it). */
+  answers?: { sampling?: boolean; forms?: boolean };
+}
+
+/** The `details` of an `input_required` error: what the server asks, by whom it is answered. */
+export interface InputRequired {
+  inputRequestId: string;
+  tool: string;
+  server: string;
+  round: number;
+  forPerson: boolean;
+  requests: InputRequestItem[];
+  expiresAt: string;
+  /** Through InvokeTool: the run the call must be re-sent in. */
+  run?: string;
+  /** A re-send found the request still waiting for a person. */
+  waiting?: boolean;
+}
+
+/** How {@link ProxyClient.callAwaitingInput} waits for answers. */
+export interface InputWait {
+  /** How long to wait for a person, all rounds together. */
+  waitMs: number;
+  /** Re-send at least this often while a person has not answered (the answered event is at most once). Default 5 s. */
+  pollMs?: number;
+  /** Told at each round a person must answer (show the question and its id). */
+  onInputRequired?: (request: InputRequired) => void;
+  /**
+   * Answers the questions addressed to the runtime (`answerBy: 'runtime'`: sampling, and forms
+   * when the agent lets the runtime answer them), by key. The model never sees `requestState`:
+   * it stays in the proxy. Absent: a round with such a question fails with its `input_required`.
+   */
+  answer?: (questions: InputRequestItem[], request: InputRequired) => Promise<Record<string, unknown>>;
+}
+
+/** The `input_required` details of an error, or undefined. */
+export function inputRequiredOf(err: unknown): InputRequired | undefined {
+  if (!(err instanceof WireError) || err.code !== ErrorCodes.inputRequired) return undefined;
+  const d = err.details as Partial<InputRequired>;
+  return typeof d.inputRequestId === 'string' && Array.isArray(d.requests) ? (d as InputRequired) : undefined;
 }
 
 /** How {@link ProxyClient.callAwaitingApproval} waits for a human. */
@@ -125,6 +171,9 @@ export class ProxyClient {
       callId,
       ...(input.timeoutMs !== undefined ? { timeoutMs: input.timeoutMs } : {}),
       ...(input.approvalId !== undefined ? { approvalId: input.approvalId } : {}),
+      ...(input.inputRequestId !== undefined ? { inputRequestId: input.inputRequestId } : {}),
+      ...(input.inputResponses !== undefined ? { inputResponses: input.inputResponses } : {}),
+      ...(input.answers !== undefined ? { answers: input.answers } : {}),
     };
     const timeout = (input.timeoutMs ?? DEFAULT_CALL_TIMEOUT_MS) + REPLY_MARGIN_MS;
     const payload = encodePayload(req);
@@ -168,6 +217,79 @@ export class ProxyClient {
         watch.close();
       }
     }
+  }
+
+  /**
+   * A call whose server may ask questions mid-call (`input_required`): each round's questions
+   * addressed to the runtime are answered with `opts.answer`; for those addressed to a person it
+   * waits, up to `waitMs` over all rounds, for the answers (the input-answered event, and a re-send
+   * every `pollMs` since the event may be lost; a re-send of an unanswered request runs nothing),
+   * then re-sends the call with the input request, and so on for every round the server asks
+   * (bounded). No answer in time is the round's `input_required` (the request can still be answered
+   * and used); anything refused is the proxy's typed error.
+   */
+  async callAwaitingInput(input: CallInput, opts: InputWait): Promise<CallOutcome> {
+    const callId = input.callId ?? randomUUID();
+    const deadline = Date.now() + opts.waitMs;
+    let asked: InputRequired | undefined;
+    let last: unknown;
+    try {
+      return await this.call({ ...input, callId });
+    } catch (err) {
+      asked = inputRequiredOf(err);
+      if (asked === undefined || input.inputRequestId !== undefined) throw err;
+      last = err;
+    }
+    for (let rounds = 0; rounds <= INPUT_LIMITS.rounds; rounds++) {
+      const mine = asked.requests.filter((q) => q.answerBy === 'runtime');
+      let responses: Record<string, unknown> | undefined;
+      if (mine.length > 0) {
+        if (opts.answer === undefined) throw last;
+        responses = await opts.answer(mine, asked);
+      }
+      const current: CallInput = {
+        ...input,
+        callId,
+        run: asked.run ?? input.run,
+        inputRequestId: asked.inputRequestId,
+        ...(responses !== undefined ? { inputResponses: responses } : {}),
+      };
+      // The next round's question, or the call's outcome.
+      const resend = async (): Promise<{ outcome?: CallOutcome; next?: InputRequired }> => {
+        try {
+          return { outcome: await this.call(current) };
+        } catch (again) {
+          const next = inputRequiredOf(again);
+          if (next === undefined) throw again;
+          last = again;
+          return { next };
+        }
+      };
+      let got: { outcome?: CallOutcome; next?: InputRequired };
+      if (!asked.forPerson) {
+        got = await resend();
+      } else {
+        opts.onInputRequired?.(asked);
+        const watch = watchInputAnswers(this.nc, this.subjects.inputAnswered(input.account), asked.inputRequestId);
+        await this.nc.flush();
+        try {
+          for (;;) {
+            const left = deadline - Date.now();
+            if (left <= 0) throw last;
+            await watch.next(Math.min(opts.pollMs ?? 5_000, left));
+            got = await resend();
+            // Still waiting for this round's answers: keep waiting.
+            if (got.next?.inputRequestId !== asked.inputRequestId) break;
+          }
+        } finally {
+          watch.close();
+        }
+      }
+      if (got.outcome !== undefined) return got.outcome;
+      if (got.next === undefined || got.next.inputRequestId === asked.inputRequestId) throw last;
+      asked = got.next;
+    }
+    throw last;
   }
 
   async cancel(account: string, run: string, callId: string): Promise<void> {

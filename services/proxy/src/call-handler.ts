@@ -4,11 +4,13 @@ import { Permission, TEXT_LIMIT_BYTES, flattenCallResult, isErrorResult, jsonSiz
 import type { CallLimiter, CallLimits } from '@mcpx/locks';
 import { McpClientError, isInputRequired, type CallToolOptions, type McpConnection } from '@mcpx/mcp-client';
 import { withSpan } from '@mcpx/telemetry';
-import type { ApprovalGate } from './approval-gate.js';
+import { argumentsHash, type ApprovalGate } from './approval-gate.js';
 import { MAX_CALL_TIMEOUT_MS } from './call-request.js';
 import type { Catalog } from './catalog.js';
 import type { ConnectionPool } from './connection-pool.js';
+import { inputRoundOf, type InputGate, type Resumption } from './input-requests.js';
 import type { OAuthTokens } from './oauth-tokens.js';
+import { missingToolError } from './held-tools.js';
 
 /** Maps the MCP client's local errors onto the wire codes the runtime shows the model. */
 export function toWire(err: unknown): WireError {
@@ -69,6 +71,8 @@ export interface CallHandlerDeps {
   approvals?: ApprovalGate;
   /** Refreshes oauth servers' tokens through the registry; absent, a refused token is `auth_required`. */
   oauth?: OAuthTokens;
+  /** Servers' questions (`input_required`) to a person or the runtime; absent, such a call fails with a typed error. */
+  inputs?: InputGate;
 }
 
 /**
@@ -161,7 +165,7 @@ export class CallHandler {
     const agent = catalog.agentNow(req.account, req.agent) ?? (await catalog.agent(req.account, req.agent));
     if (agent === null) throw new WireError(ErrorCodes.notFound, 'this account has no such agent', { field: 'agent' });
     const cid = agent.tools.get(req.tool);
-    if (cid === undefined) throw new WireError(ErrorCodes.notFound, `no tool ${req.tool} is enabled for this agent`, { field: 'tool' });
+    if (cid === undefined) throw await missingToolError(catalog, req, agent.grants);
     const entry = catalog.documentNow(req.account, cid) ?? (await catalog.document(req.account, cid));
     if (entry === null) throw new WireError(ErrorCodes.notFound, `no tool ${req.tool} is enabled for this agent`, { field: 'tool' });
     const { doc } = entry;
@@ -188,10 +192,22 @@ export class CallHandler {
     }
     // The projection is a cache of the grant, never the authority.
     if (!agent.grants.has(doc.server)) throw new WireError(ErrorCodes.notGranted, `the agent is not granted the ${doc.server} MCP server`, { server: doc.server });
-    if (doc.permission === Permission.always_ask) {
+    // A call re-sent with the answers to its server's questions: the input request is used once,
+    // for this agent, run, tool and arguments only. A call that passed its approval before it was
+    // asked needs none again.
+    let resumption: Resumption | undefined;
+    if (req.inputRequestId !== undefined) {
+      if (this.deps.inputs === undefined) throw new WireError(ErrorCodes.inputRefused, 'input requests are not available here', { reason: 'unknown', tool: doc.name });
+      resumption = await this.deps.inputs.resume(req, doc, argumentsHash(req.arguments));
+      span.setAttribute('mcpx.input_round', resumption.round);
+      span.addEvent('input request answered: resuming the call', { 'mcpx.input_request': req.inputRequestId });
+    }
+    let approved = resumption?.approved ?? false;
+    if (doc.permission === Permission.always_ask && !approved) {
       if (this.deps.approvals === undefined) throw new WireError(ErrorCodes.approvalRequired, `${doc.name} needs a human's approval, and approvals are not available here`, { tool: doc.name });
       await this.deps.approvals.admit(req, doc);
       span.setAttribute('mcpx.approved', true);
+      approved = true;
     }
     let server = catalog.serverNow(req.account, doc.server) ?? (await catalog.server(req.account, doc.server));
     if (server === null) throw new WireError(ErrorCodes.notFound, `no MCP server named ${doc.server}`, { server: doc.server });
@@ -223,33 +239,61 @@ export class CallHandler {
       const attrs = { 'mcp.server': doc.server, 'mcp.remote_tool': doc.remoteName };
       // The listed definition, so a modern call mirrors its x-mcp-header parameters as Mcp-Param-* headers.
       const tool = { name: doc.remoteName, inputSchema: doc.inputSchema } as NonNullable<CallToolOptions['tool']>;
+      // The answers of the round before, and the server's own state, go back with the retry;
+      // the state is the server's, unsealed here, never taken from the caller.
+      let params: Parameters<McpConnection['callTool']>[0] = { name: doc.remoteName, arguments: req.arguments };
+      if (resumption !== undefined) {
+        params = { ...params, inputResponses: resumption.inputResponses, ...(resumption.requestState !== undefined ? { requestState: resumption.requestState } : {}) } as typeof params;
+      }
       const call = (conn: McpConnection) =>
         withSpan(
           this.deps.tracer,
           'mcp tools/call',
           attrs,
-          (client) => conn.callTool({ name: doc.remoteName, arguments: req.arguments }, { timeoutMs, signal: ctl.signal, tool, onResume: (outcome) => this.resumedStream(client, doc.server, outcome) }),
+          (client) => conn.callTool(params, { timeoutMs, signal: ctl.signal, tool, onResume: (outcome) => this.resumedStream(client, doc.server, outcome) }),
           { kind: SpanKind.CLIENT },
         );
-      let result;
-      try {
-        result = await this.deps.pool.use(req.account, req.run, doc.server, server, call);
-      } catch (err) {
-        // A lost session, or a refused token (a 401), means the request was not executed: one
-        // fresh handshake (with a refreshed token), one retry. Anything else may have run on the
-        // server, and is never retried.
-        if (!(err instanceof McpClientError) || ctl.signal.aborted) throw err;
-        if (err.code === 'unauthorized' && server.oauth !== undefined && this.deps.oauth !== undefined) {
-          span.addEvent('oauth token refused: refreshing once');
-          server = await this.deps.oauth.refreshed(req.account, doc.server, server);
-        } else if (err.code === 'session_expired') span.addEvent('session expired: reconnecting once');
-        else throw err;
-        result = await this.deps.pool.use(req.account, req.run, doc.server, server, call, true);
-      }
-      // An input request (2026-07-28 `input_required`) is no result: until input requests reach
-      // a person or the runtime, the call stops here with a typed error saying so.
-      if (isInputRequired(result)) {
-        throw new WireError(ErrorCodes.serverError, `${doc.name} asks for input before it can finish (input_required), which this connector cannot answer yet`, { server: doc.server, resultType: 'input_required' });
+      const send = async (): Promise<Awaited<ReturnType<McpConnection['callTool']>>> => {
+        try {
+          return await this.deps.pool.use(req.account, req.run, doc.server, server!, call);
+        } catch (err) {
+          // A lost session, or a refused token (a 401), means the request was not executed: one
+          // fresh handshake (with a refreshed token), one retry. Anything else may have run on the
+          // server, and is never retried.
+          if (!(err instanceof McpClientError) || ctl.signal.aborted) throw err;
+          if (err.code === 'unauthorized' && server!.oauth !== undefined && this.deps.oauth !== undefined) {
+            span.addEvent('oauth token refused: refreshing once');
+            server = await this.deps.oauth.refreshed(req.account, doc.server, server!);
+          } else if (err.code === 'session_expired') span.addEvent('session expired: reconnecting once');
+          else throw err;
+          return await this.deps.pool.use(req.account, req.run, doc.server, server!, call, true);
+        }
+      };
+      let result = await send();
+      // An input request (2026-07-28 `input_required`) is no result: the questions are recorded
+      // and the call stops with `input_required` (a round with only a `requestState` and no
+      // question is sent straight back, a bounded number of times).
+      for (let hops = 0; isInputRequired(result); hops++) {
+        const round = inputRoundOf(result);
+        if (this.deps.inputs === undefined) {
+          throw new WireError(ErrorCodes.inputRefused, `${doc.name} asks for input before it can finish, and input requests are not available here`, { reason: 'unavailable', tool: doc.name, server: doc.server });
+        }
+        if (Object.keys(round.inputRequests).length === 0 && round.requestState !== undefined && hops < 8) {
+          params = { name: doc.remoteName, arguments: req.arguments, requestState: round.requestState } as typeof params;
+          span.addEvent('input_required with state only: sent straight back');
+          result = await send();
+          continue;
+        }
+        if (Object.keys(round.inputRequests).length === 0) throw new WireError(ErrorCodes.serverError, `the ${doc.server} MCP server answered input_required with no question`, { server: doc.server, tool: doc.name });
+        const items = this.deps.inputs.classify(req, doc, round.inputRequests, agent.formsByRuntime === true);
+        span.addEvent('input requested', { 'mcpx.input_questions': items.length });
+        await this.deps.inputs.stop(req, doc, items, {
+          argsHash: argumentsHash(req.arguments),
+          round: (resumption?.round ?? 0) + 1,
+          approved,
+          era: 'modern',
+          ...(round.requestState !== undefined ? { requestState: round.requestState } : {}),
+        });
       }
       const errorText = isErrorResult(result);
       if (errorText !== undefined) throw new WireError(ErrorCodes.serverError, errorText || `${doc.name} reported an error`, { server: doc.server });

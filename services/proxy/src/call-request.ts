@@ -1,4 +1,4 @@
-import { PAYLOAD_LIMITS, decodeStrict, invalidInput, type ProxyCallRequest, type StrictLimits } from '@mcpx/contracts';
+import { INPUT_REQUEST_ID_RE, PAYLOAD_LIMITS, decodeStrict, invalidInput, type ProxyCallRequest, type StrictLimits } from '@mcpx/contracts';
 
 /** Seed 000: a call may take at most 120 s. */
 export const MAX_CALL_TIMEOUT_MS = 120_000;
@@ -48,5 +48,25 @@ export function parseCallRequest(raw: unknown): ProxyCallRequest {
   };
   if (typeof r.timeoutMs === 'number') req.timeoutMs = Math.min(r.timeoutMs, MAX_CALL_TIMEOUT_MS);
   if (r.approvalId !== undefined && r.approvalId !== null) req.approvalId = requireId(r.approvalId, 'approvalId');
+  // The server's requestState is kept sealed by the proxy; a caller never supplies one.
+  if (r.requestState !== undefined) throw invalidInput('requestState', 'is never taken from a caller: the proxy keeps the server\'s state and sends it back itself (re-send with inputRequestId)');
+  if (r.inputRequestId !== undefined && r.inputRequestId !== null) {
+    if (typeof r.inputRequestId !== 'string' || !INPUT_REQUEST_ID_RE.test(r.inputRequestId)) throw invalidInput('inputRequestId', 'must be an input request id (inp_…)');
+    req.inputRequestId = r.inputRequestId;
+  }
+  if (r.inputResponses !== undefined && r.inputResponses !== null) {
+    const v = r.inputResponses;
+    if (typeof v !== 'object' || Array.isArray(v) || v instanceof Uint8Array) throw invalidInput('inputResponses', 'must be a map of answers by request key');
+    if (req.inputRequestId === undefined) throw invalidInput('inputResponses', 'goes with the inputRequestId it answers');
+    req.inputResponses = v as Record<string, unknown>;
+  }
+  if (r.answers !== undefined && r.answers !== null) {
+    const a = r.answers as Record<string, unknown>;
+    if (typeof a !== 'object' || Array.isArray(a) || a instanceof Uint8Array) throw invalidInput('answers', 'must be {sampling?, forms?}');
+    for (const k of ['sampling', 'forms'] as const) {
+      if (a[k] !== undefined && typeof a[k] !== 'boolean') throw invalidInput(`answers.${k}`, 'must be a boolean');
+    }
+    req.answers = { ...(a.sampling === true ? { sampling: true } : {}), ...(a.forms === true ? { forms: true } : {}) };
+  }
   return req;
 }

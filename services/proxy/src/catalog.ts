@@ -14,6 +14,8 @@ export interface AgentEntry {
   grants: Set<string>;
   /** The projection: name → cid (a cache of the grant, never the authority). */
   tools: Map<string, string>;
+  /** `definition.inputs.forms === 'runtime'`: the agent's runtime may answer its servers' form elicitations. */
+  formsByRuntime?: boolean;
 }
 
 export interface DocumentEntry {
@@ -139,7 +141,11 @@ export class Catalog {
     ]);
     if (def === undefined) return null;
     const definition = decodePayload<AgentDefinition>(def.definition_cbor);
-    return { grants: new Set(definition.mcpServers ?? []), tools: new Map(Object.entries(tools?.tools ?? {})) };
+    return {
+      grants: new Set(definition.mcpServers ?? []),
+      tools: new Map(Object.entries(tools?.tools ?? {})),
+      ...(definition.inputs?.forms === 'runtime' ? { formsByRuntime: true } : {}),
+    };
   }
 
   private async loadDocument(account: string, cid: string): Promise<ProjectedDocument | null> {

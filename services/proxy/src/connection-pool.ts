@@ -1,7 +1,7 @@
 import { trace, type Counter, type Meter, type UpDownCounter } from '@opentelemetry/api';
 import { ErrorCodes, WireError } from '@mcpx/contracts';
 import { QUOTA_DEFAULTS } from '@mcpx/locks';
-import { McpClientError, connectMcp, type McpHttpRequest, type EraVerdict, type McpConnection } from '@mcpx/mcp-client';
+import { McpClientError, connectMcp, type McpHttpRequest, type ConnectMcpOptions, type EraVerdict, type McpConnection } from '@mcpx/mcp-client';
 import { MemoryEraVerdicts, authContextOf, type EraVerdictSource } from './era-verdicts.js';
 import type { ServerEntry } from './server-entry.js';
 
@@ -52,6 +52,11 @@ export interface ConnectionPoolOptions {
   request?: McpHttpRequest;
   /** The active trace context as `traceparent`/`tracestate`, for each modern request's `_meta`. */
   traceCarrier?: () => Record<string, string>;
+  /**
+   * Declared to every server: what the connector can answer mid-call (elicitation in form and URL
+   * mode, sampling through the runtime). A server asks (`input_required`) only within it.
+   */
+  capabilities?: ConnectMcpOptions['capabilities'];
   /**
    * Era verdicts to connect with (a modern server then costs no round trip to connect, a legacy
    * one goes straight to `initialize`). Default: what this instance learnt, in memory.
@@ -217,6 +222,7 @@ export class ConnectionPool {
       ...(this.opts.fetch ? { fetch: this.opts.fetch } : {}),
       ...(this.opts.request ? { request: this.opts.request } : {}),
       ...(this.opts.traceCarrier ? { traceCarrier: this.opts.traceCarrier } : {}),
+      ...(this.opts.capabilities ? { capabilities: this.opts.capabilities } : {}),
       ...(prior !== undefined ? { prior } : {}),
       onToolsListChanged: () => opened.conn && this.hooks.onToolsChanged(account, server, opened.conn),
     });

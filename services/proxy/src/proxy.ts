@@ -5,13 +5,14 @@ import { connectBus } from '@mcpx/bus';
 import type { Config } from '@mcpx/config';
 import { decodeProxyCancel, decodeRunEnded, encodePayload, guardCallback, type ToolsObserved } from '@mcpx/contracts';
 import { createDb } from '@mcpx/db';
-import { ApprovalStore, CallLimiter } from '@mcpx/locks';
+import { ApprovalStore, CallLimiter, InputStore } from '@mcpx/locks';
 import { createLogger, type LogSink } from '@mcpx/log';
 import type { McpConnection } from '@mcpx/mcp-client';
 import { SecretBox } from '@mcpx/secrets';
 import { createOutboundFetch } from '@mcpx/outbound';
 import { responseCutRecorder, setupTelemetry, startServiceHttp, traceCarrier, tracingFetch, tracingRequest, type Telemetry } from '@mcpx/telemetry';
 import { ApprovalGate } from './approval-gate.js';
+import { InputGate } from './input-requests.js';
 import { CallHandler, replyLimits } from './call-handler.js';
 import { Catalog } from './catalog.js';
 import { ConnectionPool } from './connection-pool.js';
@@ -99,6 +100,9 @@ export async function startProxy(config: Config, opts: ProxyOptions = {}): Promi
       // Legacy direct calls take undici's request path (no WHATWG layer), traced like the fetch.
       request: tracingRequest(outboundFetch.request),
       traceCarrier,
+      // What the connector answers mid-call: a person or the runtime answers elicitations, the
+      // runtime samples (a call whose runtime does not is refused, saying so); roots are not shared.
+      capabilities: { elicitation: { form: {}, url: {} }, sampling: {} },
       verdicts: new StoredEraVerdicts(db),
       // Per instance: a runtime's proxy client routes a refused new run to another instance.
       maxRuns: config.quotas.runsPerProxy,
@@ -122,7 +126,17 @@ export async function startProxy(config: Config, opts: ProxyOptions = {}): Promi
     maxPendingPerAgent: config.quotas.pendingApprovalsPerAgent,
     meter: telemetry.meter,
   });
-  const handler = new CallHandler({ catalog, pool, tracer: telemetry.tracer, meter: telemetry.meter, limiter, limits, instance, replyLimits: replyLimits(maxPayload), approvals, oauth: new OAuthTokens({ nc: bus.nc, subjects: bus.subjects, catalog, tracer: telemetry.tracer, meter: telemetry.meter }) });
+  // Servers' questions (input_required): recorded in Redis with expiry, the server's requestState
+  // sealed with the deployment's key ring, answered by a person (the registry) or the runtime.
+  const inputs = new InputGate({
+    store: new InputStore(redis, config.redisPrefix, { ttlMs: config.approvalTtlMs }),
+    box: new SecretBox(config.keyring),
+    publish: (subject, payload) => bus.nc.publish(subject, payload),
+    subject: (account) => bus.subjects.inputRequested(account),
+    maxPendingPerAgent: config.quotas.pendingApprovalsPerAgent,
+    meter: telemetry.meter,
+  });
+  const handler = new CallHandler({ catalog, pool, tracer: telemetry.tracer, meter: telemetry.meter, limiter, limits, instance, replyLimits: replyLimits(maxPayload), approvals, inputs, oauth: new OAuthTokens({ nc: bus.nc, subjects: bus.subjects, catalog, tracer: telemetry.tracer, meter: telemetry.meter }) });
   const stats = (): ProxyStats => ({ instance, ...pool.stats, inflight: handler.inflightCount, ...handler.counts, invalidations: catalog.invalidations });
 
   const service = await startCallService({ nc: bus.nc, subjects: bus.subjects, instance, handler, stats, log });

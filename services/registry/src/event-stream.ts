@@ -4,6 +4,8 @@ import {
   decodeAgentToolsChangedEvent,
   decodeApprovalDecidedEvent,
   decodeApprovalRequestedEvent,
+  decodeInputAnsweredEvent,
+  decodeInputRequestedEvent,
   guardCallback,
   invalidInput,
   toWireError,
@@ -15,6 +17,7 @@ import {
 } from '@mcpx/contracts';
 import { createLogger } from '@mcpx/log';
 import type { Caller } from './actions/index.js';
+import { reviewEventData } from './pins/review-events.js';
 
 const HEARTBEAT_MS = 15_000;
 /** A server name as its subject token carries it. */
@@ -22,6 +25,22 @@ const SERVER_TOKEN = /^[A-Za-z0-9_-]{1,128}$/;
 
 /** SSE event names of approvals (an `always_ask` call stopped; an owner decided it). */
 const ApprovalEventNames = { requested: 'approval-requested', decided: 'approval-decided' } as const;
+
+/** SSE event names of input requests (a server asked a question mid-call; a person answered it). */
+const InputEventNames = { requested: 'input-requested', answered: 'input-answered' } as const;
+
+/** What an input event shows a subscriber: which call and request, never a question's content nor an answer. */
+function inputEventData(kind: string, bytes: Uint8Array): { event: string; data: Record<string, string | boolean> } | null {
+  if (kind === 'requested') {
+    const e = decodeInputRequestedEvent(bytes);
+    return { event: InputEventNames.requested, data: { ...strings({ inputRequestId: e.inputRequestId, agent: e.agent, run: e.run, tool: e.tool, server: e.server, expiresAt: e.expiresAt }), forPerson: e.forPerson } };
+  }
+  if (kind === 'answered') {
+    const e = decodeInputAnsweredEvent(bytes);
+    return { event: InputEventNames.answered, data: strings({ inputRequestId: e.inputRequestId, agent: e.agent, run: e.run, tool: e.tool, server: e.server, answeredAt: e.answeredAt, expiresAt: e.expiresAt }) };
+  }
+  return null;
+}
 
 /**
  * What an approval event shows a subscriber: which call, never its arguments (nor their hash,
@@ -66,7 +85,7 @@ const NO_GUARDS: StreamGuards = {
 /**
  * `GET /v1/events?envelope=<base64url JSON of a signed {type: 'SubscribeEvents'} envelope>`:
  * Server-Sent Events of the signer's account — `agent-tools-changed`, `mcp-servers-changed`,
- * `approval-requested` and `approval-decided`.
+ * `approval-requested`, `approval-decided`, `input-requested` and `input-answered`.
  * (EventSource cannot sign a request body, so the envelope travels in the query.)
  *
  * `mcp-servers-changed` says only `{kind, server}`: the bus event's status and tools are not
@@ -188,6 +207,20 @@ export class EventStream {
           const e = kind === 'requested' ? decodeApprovalRequestedEvent(msg.data) : kind === 'decided' ? decodeApprovalDecidedEvent(msg.data) : null;
           const out = e === null ? null : approvalEventData(kind, e);
           if (out) write(out.event, out.data);
+        }),
+      }),
+      this.nc.subscribe(this.subjects.inputEvents(account), {
+        // A malformed notification is dropped: ListInputRequests is the source of truth.
+        callback: guardCallback(this.log, 'input event', (msg) => {
+          const out = inputEventData(msg.subject.split('.').at(-2) ?? '', msg.data);
+          if (out) write(out.event, out.data);
+        }),
+      }),
+      this.nc.subscribe(this.subjects.reviewRequested(account), {
+        // A notification only (ListToolChanges is the source of truth): names and CIDs pass, nothing else.
+        callback: guardCallback(this.log, 'review event', (msg) => {
+          const out = reviewEventData(msg.data);
+          if (out) write('tool-review-requested', out);
         }),
       }),
     ];

@@ -118,10 +118,23 @@ export function validateAgentName(name: unknown): string {
 }
 
 /** Validates `definition.mcpServers`: de-duplicated, at most 16. Existence is checked by the caller. */
+/**
+ * `definition.inputs` of an agent: `{forms: 'person' | 'runtime'}` — who answers its servers' form
+ * elicitations (a person by default). Returns the part of the definition to store (empty: default).
+ */
+export function validateAgentInputs(definition: unknown): { inputs?: { forms: 'runtime' } } {
+  if (!isPlainObject(definition) || definition.inputs === undefined || definition.inputs === null) return {};
+  const inputs = definition.inputs;
+  if (!isPlainObject(inputs)) throw invalidInput('definition.inputs', 'must be {forms: "person" | "runtime"}');
+  onlyKeys(inputs, ['forms'], 'definition.inputs');
+  if (inputs.forms !== undefined && inputs.forms !== 'person' && inputs.forms !== 'runtime') throw invalidInput('definition.inputs.forms', 'must be person or runtime');
+  return inputs.forms === 'runtime' ? { inputs: { forms: 'runtime' } } : {};
+}
+
 export function validateGrantList(definition: unknown): string[] {
   if (definition === undefined) return [];
   if (!isPlainObject(definition)) throw invalidInput('definition', 'must be an object');
-  onlyKeys(definition, ['mcpServers'], 'definition');
+  onlyKeys(definition, ['mcpServers', 'inputs'], 'definition');
   const list = definition.mcpServers;
   if (list === undefined) return [];
   if (!Array.isArray(list)) throw invalidInput('definition.mcpServers', 'must be an array of server names');

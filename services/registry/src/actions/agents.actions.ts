@@ -1,6 +1,6 @@
 import { ErrorCodes, WireError, invalidInput, type AgentChangedEvent, type AgentView } from '@mcpx/contracts';
 import type { AgentRecord } from '../repositories/agents.repository.js';
-import { validateAgentName, validateGrantList } from '../validation.js';
+import { validateAgentInputs, validateAgentName, validateGrantList } from '../validation.js';
 import { accountQuotas } from '../account-quotas.js';
 import type { ActionDeps, ActionHandler } from './context.js';
 
@@ -39,13 +39,14 @@ export async function findAgent(deps: ActionDeps, account: string, ref: unknown)
 export const createAgent: ActionHandler = async (deps, caller, action) => {
   const name = validateAgentName(action.name);
   const grants = validateGrantList(action.definition);
+  const inputs = validateAgentInputs(action.definition);
   await checkGrants(deps, caller.account, grants);
   let agent: AgentRecord;
   try {
     agent = await deps.db.transaction().execute(async (trx) => {
       await deps.accounts.ensure(caller.account, trx);
       await accountQuotas(deps).checkNewAgent(trx, caller.account);
-      return deps.agents.create(caller.account, name, { mcpServers: grants }, trx);
+      return deps.agents.create(caller.account, name, { mcpServers: grants, ...inputs }, trx);
     });
   } catch (err) {
     if ((err as { code?: string }).code === '23505') throw new WireError(ErrorCodes.conflict, `name: an agent named ${name} exists`, { field: 'name' });
@@ -58,8 +59,9 @@ export const createAgent: ActionHandler = async (deps, caller, action) => {
 export const updateAgent: ActionHandler = async (deps, caller, action) => {
   const current = await findAgent(deps, caller.account, action.agent);
   const grants = validateGrantList(action.definition);
+  const inputs = validateAgentInputs(action.definition);
   await checkGrants(deps, caller.account, grants);
-  const agent = await deps.agents.update(caller.account, current.id, { mcpServers: grants });
+  const agent = await deps.agents.update(caller.account, current.id, { mcpServers: grants, ...inputs });
   await publishAgentChanged(deps, agent);
   return { agent: agentView(agent) };
 };

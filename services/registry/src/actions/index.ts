@@ -11,6 +11,7 @@ import { searchTools } from './search.actions.js';
 import { authorizeSigner, revokeSigner } from './signers.actions.js';
 import { checkAgentScope, filterAgents } from './agent-scope.js';
 import { approveToolCall, denyToolCall, listApprovals } from './approvals.actions.js';
+import { answerInputRequest, listInputRequests } from './inputs.actions.js';
 import { setToolPermission } from './permissions.actions.js';
 import { deleteVendorConnection, setVendorConnection } from './builtins.actions.js';
 import { createAgentToken, listAgentTokens, revokeAgentToken } from './agent-tokens.actions.js';
@@ -42,6 +43,9 @@ const ACTIONS: Record<string, { handler: ActionHandler; roles: SignerRole[] }> =
   ListApprovals: { handler: listApprovals, roles: ['OWNER', 'WRITER'] },
   ApproveToolCall: { handler: approveToolCall, roles: ['OWNER'] },
   DenyToolCall: { handler: denyToolCall, roles: ['OWNER'] },
+  // A server's question mid-call: answered by the account's owner, like an approval is decided.
+  ListInputRequests: { handler: listInputRequests, roles: ['OWNER', 'WRITER'] },
+  AnswerInputRequest: { handler: answerInputRequest, roles: ['OWNER'] },
   // Built-in servers (seed 001): a vendor connection lends its token to the vendor's built-ins.
   SetVendorConnection: { handler: setVendorConnection, roles: ['OWNER', 'WRITER'] },
   DeleteVendorConnection: { handler: deleteVendorConnection, roles: ['OWNER', 'WRITER'] },

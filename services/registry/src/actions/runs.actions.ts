@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { ErrorCodes, WireError, invalidInput } from '@mcpx/contracts';
+import { ErrorCodes, INPUT_REQUEST_ID_RE, WireError, invalidInput } from '@mcpx/contracts';
 import { findAgent } from './agents.actions.js';
 import type { ActionHandler } from './context.js';
 
@@ -14,11 +14,12 @@ function runField(value: unknown): string {
 }
 
 /**
- * `InvokeTool {agent, tool, arguments?, run?, approvalId?, timeoutMs?}` → `{result, run}`: one call
+ * `InvokeTool {agent, tool, arguments?, run?, approvalId?, inputRequestId?, timeoutMs?}` → `{result, run}`: one call
  * through the proxy as the signer's account, so a user's CLI needs no NATS. Without `run` the call
  * gets a run of its own, ended at once; with `run` the run stays open (its connections pooled for
  * the next call) until `EndRun`. `approvalId` re-sends a call a human approved (the run must be
- * the one the approval names).
+ * the one the approval names); `inputRequestId` re-sends a call whose server's question a person
+ * answered (its run too). The person answers; the registry never answers for the runtime.
  */
 export const invokeTool: ActionHandler = async (deps, caller, action) => {
   const agent = await findAgent(deps, caller.account, action.agent);
@@ -29,6 +30,8 @@ export const invokeTool: ActionHandler = async (deps, caller, action) => {
   const run = named ? runField(action.run) : `palette-${randomUUID()}`;
   const approvalId = action.approvalId ?? undefined;
   if (approvalId !== undefined && (typeof approvalId !== 'string' || approvalId === '' || approvalId.length > 128)) throw invalidInput('approvalId', 'must be the id of an approval');
+  const inputRequestId = action.inputRequestId ?? undefined;
+  if (inputRequestId !== undefined && (typeof inputRequestId !== 'string' || !INPUT_REQUEST_ID_RE.test(inputRequestId))) throw invalidInput('inputRequestId', 'must be an input request id (inp_…)');
   const timeoutMs = action.timeoutMs ?? undefined;
   if (timeoutMs !== undefined && (typeof timeoutMs !== 'number' || !Number.isFinite(timeoutMs) || timeoutMs <= 0 || timeoutMs > MAX_TIMEOUT_MS)) {
     throw invalidInput('timeoutMs', `must be a number of milliseconds, at most ${MAX_TIMEOUT_MS}`);
@@ -41,12 +44,14 @@ export const invokeTool: ActionHandler = async (deps, caller, action) => {
       tool: action.tool,
       arguments: args as Record<string, unknown>,
       ...(approvalId !== undefined ? { approvalId } : {}),
+      ...(inputRequestId !== undefined ? { inputRequestId } : {}),
       ...(timeoutMs !== undefined ? { timeoutMs } : {}),
     });
     return { result, run };
   } catch (err) {
     // The approval is bound to this run: the re-sent call must name it.
-    if (err instanceof WireError && err.code === ErrorCodes.approvalRequired) throw new WireError(err.code, err.message, { ...err.details, run });
+    // So is an input request: the call that goes on with the answers must name the run.
+    if (err instanceof WireError && (err.code === ErrorCodes.approvalRequired || err.code === ErrorCodes.inputRequired)) throw new WireError(err.code, err.message, { ...err.details, run });
     throw err;
   } finally {
     if (!named) await deps.proxy.endRun(caller.account, run);

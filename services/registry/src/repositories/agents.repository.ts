@@ -19,7 +19,10 @@ function toRecord(row: Selectable<AgentsTable>): AgentRecord {
     id: row.id,
     accountId: row.account_id,
     name: row.name,
-    definition: { mcpServers: Array.isArray(definition.mcpServers) ? definition.mcpServers : [] },
+    definition: {
+      mcpServers: Array.isArray(definition.mcpServers) ? definition.mcpServers : [],
+      ...(definition.inputs?.forms === 'runtime' ? { inputs: { forms: 'runtime' as const } } : {}),
+    },
     revision: row.revision,
     createdAt: row.created_at,
     updatedAt: row.updated_at,

@@ -1,0 +1,311 @@
+import type { Counter, Meter } from '@opentelemetry/api';
+import {
+  ErrorCodes,
+  INPUT_LIMITS,
+  WireError,
+  checkElicitAnswer,
+  checkRequestedSchema,
+  encodePayload,
+  type ElicitAnswer,
+  type InputRequestItem,
+  type InputRequestedEvent,
+  type ProxyCallRequest,
+  type RestrictedSchema,
+} from '@mcpx/contracts';
+import type { McpToolDocument } from '@mcpx/domain';
+import { QUOTA_DEFAULTS, newInputRequestId, type InputConsumeReason, type InputRecord, type InputStore } from '@mcpx/locks';
+import type { SecretBox } from '@mcpx/secrets';
+
+/** What a re-sent call carries to the server: the answers by key, and the server's own state, unsealed. */
+export interface Resumption {
+  inputResponses: Record<string, unknown>;
+  requestState?: string;
+  /** The round just answered (the next `input_required` is one more). */
+  round: number;
+  /** The call had passed the approval gate: its later rounds need no new approval. */
+  approved: boolean;
+  record: InputRecord;
+}
+
+export interface InputGateDeps {
+  store: InputStore;
+  /** Seals the server's `requestState` (AES-256-GCM, the deployment's key ring). */
+  box: SecretBox;
+  /** Publishes the input-requested event (core NATS). */
+  publish: (subject: string, payload: Uint8Array) => void;
+  subject: (account: string) => string;
+  /** Input requests one agent may have waiting for a person at once (the pending-approvals quota; 0 = no cap). */
+  maxPendingPerAgent?: number;
+  meter?: Meter;
+}
+
+const REFUSALS: Record<InputConsumeReason, string> = {
+  unknown: 'there is no such input request',
+  expired: 'the input request expired',
+  used: 'the input request was already used: each answer goes with one call',
+  pending: 'the input request has not been answered yet',
+  mismatch: 'the input request was asked for another agent, run, tool or arguments',
+};
+
+/** The additional data that binds a sealed `requestState` to its account and input request. */
+function stateAad(account: string, id: string): string {
+  return `input-state\u0000${account}\u0000${id}`;
+}
+
+function isMap(v: unknown): v is Record<string, unknown> {
+  return v !== null && typeof v === 'object' && !Array.isArray(v) && !ArrayBuffer.isView(v);
+}
+
+function jsonBytes(v: unknown): number {
+  try {
+    return Buffer.byteLength(JSON.stringify(v) ?? '');
+  } catch {
+    return Number.POSITIVE_INFINITY;
+  }
+}
+
+function serverFault(doc: McpToolDocument, why: string, extra: Record<string, unknown> = {}): WireError {
+  return new WireError(ErrorCodes.serverError, `the ${doc.server} MCP server asked for input that cannot be shown (${why})`, { server: doc.server, tool: doc.name, reason: 'invalid_input_request', ...extra });
+}
+
+function refused(doc: McpToolDocument, reason: string, message: string, extra: Record<string, unknown> = {}): WireError {
+  return new WireError(ErrorCodes.inputRefused, `${doc.name}: ${message}`, { reason, tool: doc.name, server: doc.server, ...extra });
+}
+
+/** A sampling answer (`CreateMessageResult`): an assistant message with content, and the model that wrote it. */
+function checkSamplingAnswer(v: unknown, at: string): Record<string, unknown> {
+  if (!isMap(v)) throw new WireError(ErrorCodes.invalidInput, `${at}: must be a sampling result {role, content, model}`, { field: at });
+  if (v.role !== 'assistant') throw new WireError(ErrorCodes.invalidInput, `${at}.role: must be assistant`, { field: `${at}.role` });
+  if (!isMap(v.content) && !Array.isArray(v.content)) throw new WireError(ErrorCodes.invalidInput, `${at}.content: must be a content block`, { field: `${at}.content` });
+  if (typeof v.model !== 'string' || v.model === '' || v.model.length > 200) throw new WireError(ErrorCodes.invalidInput, `${at}.model: must name the model`, { field: `${at}.model` });
+  if (jsonBytes(v) > INPUT_LIMITS.answerBytes) throw new WireError(ErrorCodes.invalidInput, `${at}: must be at most ${INPUT_LIMITS.answerBytes / 1024} KiB of JSON`, { field: at });
+  return v;
+}
+
+/**
+ * The people-and-runtime side of a server's questions (2026-07-28 `input_required`). A call whose
+ * server answers `input_required` is recorded as an input request (its `requestState` sealed, never
+ * shown) and stops with `input_required`, carrying the request id, the questions and who answers
+ * each: form elicitations a person (or the runtime, when the agent's definition lets it and the
+ * runtime says it can), URL elicitations always a person, sampling the runtime when it samples
+ * (else the call fails, saying so). Roots are refused. Re-sent with `inputRequestId`, the call is
+ * retried with the answers and the unsealed state, once, and only for the agent, run, tool and
+ * arguments the question was asked for.
+ */
+export class InputGate {
+  private readonly maxPending: number;
+  private readonly rounds: Counter | undefined;
+  private readonly rejections: Counter | undefined;
+
+  constructor(private readonly deps: InputGateDeps) {
+    this.maxPending = deps.maxPendingPerAgent ?? QUOTA_DEFAULTS.pendingApprovalsPerAgent;
+    this.rounds = deps.meter?.createCounter('mcpx_proxy_input_requests_total', { description: 'Input requests of tool calls, by outcome (asked, resumed, refused) and era' });
+    this.rejections = deps.meter?.createCounter('mcpx_quota_rejections_total', { description: 'Requests refused by a quota or rate limit, by kind' });
+  }
+
+  /**
+   * The questions of an `input_required` result as they are shown, with who answers each. Throws
+   * the typed error of a question this connector does not answer (roots; sampling for a runtime
+   * that does not sample) or cannot show (a schema outside the restricted one).
+   */
+  classify(req: ProxyCallRequest, doc: McpToolDocument, inputRequests: Record<string, { method: string; params?: unknown }>, formsByRuntime: boolean): InputRequestItem[] {
+    const keys = Object.keys(inputRequests);
+    if (keys.length > INPUT_LIMITS.requestsPerRound) throw serverFault(doc, `${keys.length} questions at once; at most ${INPUT_LIMITS.requestsPerRound}`);
+    const items: InputRequestItem[] = [];
+    for (const key of keys) {
+      if (!/^[A-Za-z0-9_.:-]{1,64}$/.test(key)) throw serverFault(doc, 'a request key that is not 1-64 letters, digits or _ . : -');
+      const { method, params } = inputRequests[key]!;
+      const p = isMap(params) ? params : {};
+      if (method === 'roots/list') {
+        this.rounds?.add(1, { outcome: 'refused', reason: 'roots_unsupported' });
+        throw refused(doc, 'roots_unsupported', 'the server asks for roots, which this connector does not share (roots are deprecated in 2026-07-28)', { key });
+      }
+      if (method === 'sampling/createMessage') {
+        if (req.answers?.sampling !== true) {
+          this.rounds?.add(1, { outcome: 'refused', reason: 'sampling_unsupported' });
+          throw refused(doc, 'sampling_unsupported', "the server asks the client's model to sample a message, and the calling runtime does not declare that it samples (answers.sampling)", { key });
+        }
+        if (jsonBytes(p) > INPUT_LIMITS.samplingParamsBytes) throw serverFault(doc, `a sampling request over ${INPUT_LIMITS.samplingParamsBytes / 1024} KiB`, { key });
+        items.push({ key, kind: 'sampling', answerBy: 'runtime', params: p });
+        continue;
+      }
+      if (method !== 'elicitation/create') throw serverFault(doc, `an unknown kind of request (${method.slice(0, 64)})`, { key });
+      const message = typeof p.message === 'string' ? p.message.slice(0, INPUT_LIMITS.messageChars) : '';
+      if (p.mode === 'url' || (p.mode === undefined && typeof p.url === 'string')) {
+        const url = typeof p.url === 'string' ? p.url : '';
+        let parsed: URL | undefined;
+        try {
+          parsed = url.length <= INPUT_LIMITS.urlChars ? new URL(url) : undefined;
+        } catch {
+          parsed = undefined;
+        }
+        if (parsed === undefined || (parsed.protocol !== 'https:' && parsed.protocol !== 'http:')) throw serverFault(doc, 'a URL elicitation without an http(s) URL', { key });
+        const item: InputRequestItem = { key, kind: 'url', answerBy: 'person', message, url: parsed.href };
+        if (typeof p.elicitationId === 'string' && p.elicitationId.length <= 200) item.elicitationId = p.elicitationId;
+        items.push(item);
+        continue;
+      }
+      let schema: RestrictedSchema;
+      try {
+        schema = checkRequestedSchema(p.requestedSchema);
+      } catch (err) {
+        throw serverFault(doc, err instanceof WireError ? err.message : 'an invalid requested schema', { key });
+      }
+      items.push({ key, kind: 'form', answerBy: formsByRuntime && req.answers?.forms === true ? 'runtime' : 'person', message, requestedSchema: schema });
+    }
+    return items;
+  }
+
+  private async checkPending(account: string, agent: string, doc: McpToolDocument): Promise<void> {
+    const max = this.maxPending;
+    if (!(max > 0)) return;
+    const pending = (await this.deps.store.listPending(account)).filter((r) => r.agent === agent).length;
+    if (pending < max) return;
+    this.rejections?.add(1, { kind: 'pending_inputs_per_agent' });
+    throw new WireError(ErrorCodes.quotaExceeded, `agent: ${max} input requests of this agent are waiting for a person; answer some before ${doc.name} can ask another`, {
+      field: 'agent',
+      limit: 'pending_inputs_per_agent',
+      max,
+      tool: doc.name,
+    });
+  }
+
+  /**
+   * Records the round's questions and stops the call: throws `input_required` with the request
+   * id, the questions and who answers them (never the server's `requestState`).
+   */
+  async stop(
+    req: ProxyCallRequest,
+    doc: McpToolDocument,
+    items: InputRequestItem[],
+    ctx: { argsHash: string; round: number; approved: boolean; era: 'modern' | 'legacy'; requestState?: string; holder?: string },
+  ): Promise<never> {
+    if (ctx.round > INPUT_LIMITS.rounds) {
+      this.rounds?.add(1, { outcome: 'refused', reason: 'too_many_rounds' });
+      throw refused(doc, 'too_many_rounds', `the server asked again after ${INPUT_LIMITS.rounds} rounds of questions; the call stops here`);
+    }
+    const personKeys = items.filter((i) => i.answerBy === 'person').map((i) => i.key);
+    if (personKeys.length > 0) await this.checkPending(req.account, req.agent, doc);
+    const id = newInputRequestId();
+    let sealedState: string | undefined;
+    if (ctx.requestState !== undefined) {
+      const sealed = this.deps.box.seal(ctx.requestState, stateAad(req.account, id));
+      sealedState = `${sealed.keyId}.${sealed.ciphertext.toString('base64')}`;
+    }
+    const record = await this.deps.store.create({
+      id,
+      account: req.account,
+      agent: req.agent,
+      run: req.run,
+      tool: req.tool,
+      argsHash: ctx.argsHash,
+      server: doc.server,
+      remoteName: doc.remoteName,
+      round: ctx.round,
+      era: ctx.era,
+      approved: ctx.approved,
+      requestsJson: JSON.stringify(items),
+      personKeys,
+      ...(sealedState !== undefined ? { sealedState } : {}),
+      ...(ctx.holder !== undefined ? { holder: ctx.holder } : {}),
+    });
+    const expiresAt = new Date(record.expiresAt).toISOString();
+    const event: InputRequestedEvent = { account: req.account, inputRequestId: id, agent: req.agent, run: req.run, tool: req.tool, server: doc.server, forPerson: personKeys.length > 0, expiresAt };
+    this.deps.publish(this.deps.subject(req.account), encodePayload(event));
+    this.rounds?.add(1, { outcome: 'asked', era: ctx.era });
+    throw inputRequiredError(doc, record, items);
+  }
+
+  /**
+   * The answers of a re-sent call's input request: the runtime's own (checked against the
+   * questions it may answer) and a person's (checked when given), and the server's state,
+   * unsealed. Then the request is used, once. Throws `input_required` while a person has not
+   * answered, `input_refused` for anything that cannot be used, `invalid_input` for a runtime
+   * answer that does not fit.
+   */
+  async resume(req: ProxyCallRequest, doc: McpToolDocument, argsHash: string): Promise<Resumption> {
+    const id = req.inputRequestId!;
+    const binding = { agent: req.agent, run: req.run, tool: req.tool, argsHash };
+    const found = await this.deps.store.get(req.account, id);
+    if (found === null) throw this.refusal(doc, id, 'unknown');
+    // Refusals first (the store's consume decides again, atomically): a replay says so before anything is checked.
+    if (found.status === 'used') throw this.refusal(doc, id, 'used');
+    if (found.agent !== binding.agent || found.run !== binding.run || found.tool !== binding.tool || found.argsHash !== binding.argsHash) throw this.refusal(doc, id, 'mismatch');
+    if (Date.now() >= found.expiresAt) throw this.refusal(doc, id, 'expired');
+    const items = JSON.parse(found.requestsJson) as InputRequestItem[];
+    const responses: Record<string, unknown> = {};
+    const given = req.inputResponses ?? {};
+    for (const key of Object.keys(given)) {
+      const item = items.find((i) => i.key === key);
+      if (item === undefined || item.answerBy !== 'runtime') {
+        throw new WireError(ErrorCodes.invalidInput, `inputResponses.${key.slice(0, 64)}: the runtime answers only the questions the input request gave it`, { field: `inputResponses.${key.slice(0, 64)}` });
+      }
+    }
+    for (const item of items) {
+      if (item.answerBy !== 'runtime') continue;
+      const v = given[item.key];
+      if (v === undefined) {
+        throw new WireError(ErrorCodes.invalidInput, `inputResponses.${item.key}: the runtime must answer this question of ${doc.name}`, { field: `inputResponses.${item.key}`, inputRequestId: id });
+      }
+      responses[item.key] = item.kind === 'sampling' ? checkSamplingAnswer(v, `inputResponses.${item.key}`) : checkElicitAnswer(v, item.kind === 'form' ? item.requestedSchema : undefined, `inputResponses.${item.key}`);
+    }
+    let requestState: string | undefined;
+    if (found.sealedState !== undefined) {
+      const dot = found.sealedState.indexOf('.');
+      try {
+        requestState = this.deps.box.open({ keyId: found.sealedState.slice(0, dot), ciphertext: Buffer.from(found.sealedState.slice(dot + 1), 'base64') }, stateAad(req.account, id));
+      } catch {
+        this.rounds?.add(1, { outcome: 'refused', reason: 'tampered' });
+        throw refused(doc, 'tampered', 'the stored state of the input request does not open (it was altered); ask again by calling the tool afresh', { inputRequestId: id });
+      }
+    }
+    const out = await this.deps.store.consume(req.account, id, binding);
+    if (!out.ok) {
+      if (out.reason === 'pending') {
+        throw new WireError(ErrorCodes.inputRequired, `${doc.name} is still waiting for a person to answer its question`, { ...inputRequiredError(doc, found, items).details, waiting: true });
+      }
+      throw this.refusal(doc, id, out.reason);
+    }
+    for (const item of items) {
+      if (item.answerBy !== 'person') continue;
+      const raw = out.record.answers[item.key];
+      responses[item.key] = raw === undefined ? { action: 'cancel' } : (JSON.parse(raw) as ElicitAnswer);
+    }
+    this.rounds?.add(1, { outcome: 'resumed', era: out.record.era });
+    return { inputResponses: responses, ...(requestState !== undefined ? { requestState } : {}), round: out.record.round, approved: out.record.approved, record: out.record };
+  }
+
+  private refusal(doc: McpToolDocument, id: string, reason: InputConsumeReason): WireError {
+    this.rounds?.add(1, { outcome: 'refused', reason });
+    return refused(doc, reason, REFUSALS[reason], { inputRequestId: id });
+  }
+}
+
+/** The questions (`inputRequests`, by key) and the opaque `requestState` of an `input_required` result. */
+export function inputRoundOf(result: unknown): { inputRequests: Record<string, { method: string; params?: unknown }>; requestState?: string } {
+  const r = result as { inputRequests?: unknown; requestState?: unknown };
+  const inputRequests: Record<string, { method: string; params?: unknown }> = {};
+  if (isMap(r.inputRequests)) {
+    for (const [key, v] of Object.entries(r.inputRequests)) {
+      inputRequests[key] = isMap(v) && typeof v.method === 'string' ? { method: v.method, ...(v.params !== undefined ? { params: v.params } : {}) } : { method: '' };
+    }
+  }
+  return { inputRequests, ...(typeof r.requestState === 'string' ? { requestState: r.requestState } : {}) };
+}
+
+/** The typed `input_required` of a recorded round: what to answer, by whom, until when. */
+export function inputRequiredError(doc: McpToolDocument, record: InputRecord, items: InputRequestItem[]): WireError {
+  const first = items.find((i): i is Extract<InputRequestItem, { message: string }> => i.kind !== 'sampling');
+  const forPerson = items.some((i) => i.answerBy === 'person');
+  const question = first?.message ? `: "${first.message.slice(0, 200)}"` : '';
+  const who = forPerson ? 'a person answers it' : 'the runtime answers it';
+  return new WireError(ErrorCodes.inputRequired, `${doc.name} asks for input before it can finish${question}; ${who} (input request ${record.id}), then re-send the same call with inputRequestId`, {
+    inputRequestId: record.id,
+    tool: doc.name,
+    server: doc.server,
+    round: record.round,
+    forPerson,
+    requests: items,
+    expiresAt: new Date(record.expiresAt).toISOString(),
+  });
+}
