@@ -94,6 +94,9 @@ try {
   if (!Number.isInteger(natsPort) || natsPort <= 0 || natsPort > 65535) throw new Error('MCPX_NATS_PORT must be a port number');
   const deps = await ensureDependencies({ databaseUrl: env.DATABASE_URL, ...(givenNatsUrl !== undefined ? { natsUrl: givenNatsUrl } : {}), redisUrl: env.REDIS_URL, dataDir, log });
   stopDeps = () => deps.stop();
+  // Postgres and Redis started by Docker compose have passwords: the services connect with them.
+  env.DATABASE_URL = deps.databaseUrl;
+  env.REDIS_URL = deps.redisUrl;
   if (givenNatsUrl === undefined) {
     try {
       nats = await startAuthNats({ databaseUrl: env.DATABASE_URL, redisUrl: env.REDIS_URL, dataDir, log, host: '127.0.0.1', port: natsPort, prefix: process.env.NATS_PREFIX ?? '' });

@@ -5,6 +5,7 @@
  */
 import { mkdir } from 'node:fs/promises';
 import { dockerComposeCommand, startWithCompose } from './compose.js';
+import { composeCredentials } from './compose-credentials.js';
 import { isLocalHost, parseEndpoint } from './endpoint.js';
 import { planLocal, startLocal } from './local.js';
 import { composePsql, ensureDatabase, hostPsql, localPsql } from './postgres.js';
@@ -50,6 +51,8 @@ export async function ensureDependencies(opts: EnsureDependenciesOptions): Promi
   let stopped: Promise<void> | undefined;
   const result: RunningDependencies = {
     started: [],
+    databaseUrl: opts.databaseUrl,
+    redisUrl: opts.redisUrl,
     stop: () => {
       stopped ??= (async () => {
         process.off('exit', exitHook);
@@ -74,7 +77,12 @@ export async function ensureDependencies(opts: EnsureDependenciesOptions): Promi
     let postgresAdmin: PsqlRunner | undefined;
     if (missing.length > 0 && (await dockerComposeCommand()) !== undefined) {
       const compose = (await dockerComposeCommand())!;
-      stoppers.push(await startWithCompose(compose, missing, opts));
+      // The compose file's Postgres and Redis require passwords: generated once (kept under the
+      // data folder) unless the configured URL carries one; the services get URLs holding them.
+      const credentials = composeCredentials(opts);
+      stoppers.push(await startWithCompose(compose, missing, opts, credentials.env));
+      if (missing.some((e) => e.name === 'postgres')) result.databaseUrl = credentials.databaseUrl;
+      if (missing.some((e) => e.name === 'redis')) result.redisUrl = credentials.redisUrl;
       result.started.push(...missing.map((e) => `${e.name} (docker compose)`));
       postgresAdmin = missing.some((e) => e.name === 'postgres') ? composePsql(compose, opts) : undefined;
     } else if (missing.length > 0) {

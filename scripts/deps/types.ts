@@ -15,6 +15,12 @@ export interface EnsureDependenciesOptions {
 export interface RunningDependencies {
   /** What was started, e.g. `nats (local nats-server)`; empty when everything already ran. */
   started: string[];
+  /**
+   * The URLs the services must connect with: the configured ones, with the generated passwords in
+   * them where Docker compose started Postgres or Redis (its services refuse to run without one).
+   */
+  databaseUrl: string;
+  redisUrl: string;
   /** Stops what was started, newest first. Safe to call more than once. */
   stop(): Promise<void>;
 }
