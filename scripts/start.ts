@@ -2,6 +2,7 @@
 // binaries) and a NATS of its own with the project's authorization (one user per service and the
 // agent runtime, passwords generated once under the data folder), then every service in the local
 // profile with its NATS credentials, and prints where the API, NATS and the runtime's credentials are.
+// The MCP endpoint (services/endpoint) connects as the agent runtime it is: the runtime's NATS user.
 // A NATS_URL set by the operator is used instead, as it is (with NATS_USER/NATS_PASSWORD if set).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { dirname, join, relative } from 'node:path';
@@ -24,10 +25,11 @@ let nats: AuthNats | undefined;
 /** A service's NATS settings: its own user on the stack's NATS, or the operator's NATS_URL as given. */
 function natsEnv(name: keyof typeof PORTS): Record<string, string> {
   if (nats === undefined) return givenNatsUrl !== undefined ? { NATS_URL: givenNatsUrl } : {};
-  return { NATS_URL: nats.url, NATS_USER: nats.users[name].user, NATS_PASSWORD: nats.users[name].password };
+  const role = name === 'endpoint' ? 'runtime' : name;
+  return { NATS_URL: nats.url, NATS_USER: nats.users[role].user, NATS_PASSWORD: nats.users[role].password };
 }
-const PORTS = { registry: Number(process.env.REGISTRY_PORT ?? 8080), projector: Number(process.env.PROJECTOR_PORT ?? 8081), proxy: Number(process.env.PROXY_PORT ?? 8082) };
-const PORT_VARS = { registry: 'REGISTRY', projector: 'PROJECTOR', proxy: 'PROXY' } as const;
+const PORTS = { registry: Number(process.env.REGISTRY_PORT ?? 8080), projector: Number(process.env.PROJECTOR_PORT ?? 8081), proxy: Number(process.env.PROXY_PORT ?? 8082), endpoint: Number(process.env.ENDPOINT_PORT ?? 8083) };
+const PORT_VARS = { registry: 'REGISTRY', projector: 'PROJECTOR', proxy: 'PROXY', endpoint: 'ENDPOINT' } as const;
 
 /**
  * A service's internal port (/metrics, /stats): `<NAME>_INTERNAL_PORT` when set; else, for a stack
@@ -40,13 +42,19 @@ function internalPortEnv(name: keyof typeof PORTS): Record<string, string> {
   return process.env[`${PORT_VARS[name]}_PORT`] !== undefined ? { INTERNAL_HTTP_PORT: '0' } : {};
 }
 
+/** The MCP endpoint's public URL (what `mcpx agents endpoint` prints), unless the operator set one. */
+function endpointEnv(name: keyof typeof PORTS): Record<string, string> {
+  if (name !== 'endpoint') return {};
+  return { ENDPOINT_PUBLIC_URL: process.env.ENDPOINT_PUBLIC_URL ?? `http://127.0.0.1:${PORTS.endpoint}` };
+}
+
 const log = (line: string): void => void process.stdout.write(`[start] ${line}\n`);
 const children: ChildProcess[] = [];
 
 function startService(name: keyof typeof PORTS): ChildProcess {
   const child = spawn(join(root, 'node_modules', '.bin', 'tsx'), [`services/${name}/src/main.ts`], {
     cwd: root,
-    env: { ...env, ...natsEnv(name), ...internalPortEnv(name), HTTP_PORT: String(PORTS[name]), INSTANCE_ID: `${name}-local` },
+    env: { ...env, ...natsEnv(name), ...internalPortEnv(name), ...endpointEnv(name), HTTP_PORT: String(PORTS[name]), INSTANCE_ID: `${name}-local` },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const prefix = (chunk: Buffer): void => {
@@ -117,6 +125,9 @@ try {
   await Promise.all([waitHealthy('registry'), waitHealthy('projector')]);
   startService('proxy');
   await waitHealthy('proxy');
+  // The MCP endpoint reads the registry's tokens and the projector's sets, and calls through the proxy.
+  startService('endpoint');
+  await waitHealthy('endpoint');
   if (nats !== undefined) {
     log(`NATS at ${nats.url} (its own users and permissions; no anonymous access)`);
     log(`the agent runtime's NATS credentials: ${relative(process.cwd(), nats.runtimeCredentialsFile) || nats.runtimeCredentialsFile} (user ${nats.users.runtime.user}; mode 0600)`);
@@ -124,6 +135,7 @@ try {
     log(`NATS at ${givenNatsUrl} (as configured)`);
   }
   log(`API ready at http://127.0.0.1:${PORTS.registry}`);
+  log(`MCP endpoint at http://127.0.0.1:${PORTS.endpoint}/v1/agents/<agent>/mcp (mcpx agents endpoint AGENT, mcpx agents tokens new AGENT)`);
   log('try: npm run mcpx -- keys new   (the README has a five-minute tour); Ctrl-C stops everything');
 } catch (err) {
   log(`failed: ${(err as Error).message}`);
