@@ -51,3 +51,39 @@ describe('quotas: pending approvals per agent (proxy)', () => {
     expect(await stoppedCall(system, 'agent', 'r-after', 'db__drop_table', { table: 'after' })).toMatch(/^apr_/);
   });
 });
+
+/**
+ * The same quota under a race: many always_ask calls of one agent at once, spread over two proxy
+ * instances. The count and the creation are one step in Redis, so exactly the cap is recorded
+ * and every other call is refused with quota_exceeded (before, each call counted the pending
+ * list on its own and racing calls passed the cap by the few in flight).
+ */
+describe('quotas: pending approvals per agent under a race (two proxies)', () => {
+  const CAP = 4;
+  let system: ProxySystem;
+  let upstream: TestMcpServer;
+
+  beforeAll(async () => {
+    ({ system, upstream } = await startApprovalSystem({ proxies: 2, env: { QUOTA_PENDING_APPROVALS_PER_AGENT: String(CAP) } }));
+  });
+  afterAll(async () => {
+    await system?.stop();
+    await upstream?.close();
+  });
+
+  it(`${CAP * 6} racing calls of one agent record exactly ${CAP} approvals; the rest are quota_exceeded, none reaches the server`, async () => {
+    const calls = upstream.stats.calls;
+    const outcomes = await Promise.all(Array.from({ length: CAP * 6 }, (_, i) => system.callError('agent', `race-${i}`, 'db__drop_table', { table: `t${i}` })));
+    const codes = outcomes.map((e) => e.code);
+    expect(codes.filter((c) => c === 'approval_required')).toHaveLength(CAP);
+    expect(codes.filter((c) => c === 'quota_exceeded')).toHaveLength(CAP * 5);
+    expect(upstream.stats.calls).toBe(calls);
+    const { approvals } = await system.api.act<{ approvals: ApprovalView[] }>('ListApprovals');
+    expect(approvals.filter((a) => a.agent === system.agentId('agent') && a.status === 'pending')).toHaveLength(CAP);
+    // An approval decided frees exactly one place, also for a racing pair.
+    const first = outcomes.find((e) => e.code === 'approval_required')?.details.approvalId;
+    await system.api.act('ApproveToolCall', { approvalId: first });
+    const again = await Promise.all([0, 1, 2].map((i) => system.callError('agent', `again-${i}`, 'db__drop_table', { table: `a${i}` })));
+    expect(again.map((e) => e.code).sort()).toEqual(['approval_required', 'quota_exceeded', 'quota_exceeded']);
+  });
+});

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
-import { ApprovalStore } from './approval-store.js';
+import { ApprovalStore, PendingApprovalsFullError } from './approval-store.js';
 
 const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const TTL_MS = 60_000;
@@ -38,6 +38,25 @@ describe('ApprovalStore windows (real Redis)', () => {
     expect(await store.consume('acct', created.id, { ...binding, run: 'other' })).toMatchObject({ ok: false, reason: 'mismatch' });
     expect(await store.consume('acct', created.id, binding)).toMatchObject({ ok: true, record: { status: 'used' } });
     expect(await store.consume('acct', created.id, binding)).toMatchObject({ ok: false, reason: 'used' });
+  });
+
+  it('the per-agent cap counts and records in one step: 30 racing creations record exactly the cap; a decision or an expiry frees a place', async () => {
+    const { store, clock } = storeAt(redis);
+    const cap = { maxPendingPerAgent: 3 };
+    const raced = await Promise.allSettled(Array.from({ length: 30 }, () => store.create(input, cap)));
+    const created = raced.filter((r) => r.status === 'fulfilled').map((r) => (r as PromiseFulfilledResult<{ id: string }>).value);
+    expect(created).toHaveLength(3);
+    for (const r of raced) if (r.status === 'rejected') expect(r.reason).toBeInstanceOf(PendingApprovalsFullError);
+    expect(await store.listPending('acct')).toHaveLength(3);
+    // Another agent of the account has places of its own.
+    await store.create({ ...input, agent: 'other' }, cap);
+    // A denial frees one place.
+    await store.decide('acct', created[0]!.id, 'denied', 'owner');
+    await store.create(input, cap);
+    await expect(store.create(input, cap)).rejects.toBeInstanceOf(PendingApprovalsFullError);
+    // Expired approvals no longer count.
+    clock.now += TTL_MS;
+    await store.create(input, cap);
   });
 
   it('an approval not used within the TTL of its decision expires', async () => {

@@ -71,7 +71,8 @@ export type ConsumeReason = 'unknown' | 'expired' | 'denied' | 'used' | 'pending
 export type ConsumeOutcome = { ok: true; record: ApprovalRecord } | { ok: false; reason: ConsumeReason; record?: ApprovalRecord };
 
 // KEYS[1] the record, KEYS[2] the account's pending index; ARGV: now, decision, decided by, the
-// approved call's use deadline, how long an approved record is kept (ms).
+// approved call's use deadline, how long an approved record is kept (ms), the prefix of the
+// agents' pending indexes (the record names its agent; one Redis, not a cluster).
 const DECIDE = `
 local raw = redis.call('GET', KEYS[1])
 if not raw then return {'unknown'} end
@@ -80,6 +81,7 @@ if r.status ~= 'pending' then return {'decided', raw} end
 local now = tonumber(ARGV[1])
 if now >= r.expiresAt then
   redis.call('ZREM', KEYS[2], r.id)
+  redis.call('ZREM', ARGV[6] .. r.agent, r.id)
   return {'expired', raw}
 end
 r.status = ARGV[2]
@@ -95,8 +97,34 @@ else
   redis.call('SET', KEYS[1], enc, 'KEEPTTL')
 end
 redis.call('ZREM', KEYS[2], r.id)
+redis.call('ZREM', ARGV[6] .. r.agent, r.id)
 return {'ok', enc}
 `;
+
+// KEYS[1] the record, KEYS[2] the account's pending index, KEYS[3] the agent's; ARGV: now, the
+// record, how long it is kept (ms), its pending deadline, its id, the agent's cap (0: none). The
+// count and the creation are one step: racing calls of one agent never pass the cap.
+const CREATE = `
+local now = tonumber(ARGV[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
+local max = tonumber(ARGV[6])
+if max > 0 and redis.call('ZCARD', KEYS[3]) >= max then return 0 end
+redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+redis.call('ZADD', KEYS[2], ARGV[4], ARGV[5])
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
+redis.call('PEXPIRE', KEYS[2], ARGV[3])
+redis.call('ZADD', KEYS[3], ARGV[4], ARGV[5])
+redis.call('PEXPIRE', KEYS[3], ARGV[3])
+return 1
+`;
+
+/** {@link ApprovalStore.create} refused: the agent has `max` approvals waiting for a human. */
+export class PendingApprovalsFullError extends Error {
+  override readonly name = 'PendingApprovalsFullError';
+  constructor(readonly max: number) {
+    super(`the agent has ${max} approvals waiting`);
+  }
+}
 
 // KEYS[1] the record; ARGV: now, agent, run, tool, argsHash. Used before expired: a replay says so.
 const CONSUME = `
@@ -151,8 +179,16 @@ export class ApprovalStore {
     return `${this.prefix}approvals:${account}`;
   }
 
-  /** Records a pending approval of one call. */
-  async create(input: ApprovalBinding & { account: string; server: string; remoteName: string; arguments: unknown }): Promise<ApprovalRecord> {
+  private agentIndexPrefix(account: string): string {
+    return `${this.prefix}approvals-agent:${account}:`;
+  }
+
+  /**
+   * Records a pending approval of one call. With `maxPendingPerAgent` (> 0) the agent's waiting
+   * approvals are counted and the new one recorded in one step (a Lua script): at the cap nothing
+   * is recorded and {@link PendingApprovalsFullError} is thrown, however many calls race.
+   */
+  async create(input: ApprovalBinding & { account: string; server: string; remoteName: string; arguments: unknown }, opts: { maxPendingPerAgent?: number } = {}): Promise<ApprovalRecord> {
     const now = this.now();
     const json = canonicalArgumentsJson(input.arguments);
     const record: ApprovalRecord = {
@@ -170,15 +206,21 @@ export class ApprovalStore {
     };
     if (Buffer.byteLength(json) <= ARGUMENTS_SHOWN_MAX_BYTES) record.argumentsJson = json;
     const keep = this.ttlMs + TOMBSTONE_MS;
-    const index = this.indexKey(input.account);
-    await this.redis
-      .multi()
-      .set(this.recordKey(input.account, record.id), JSON.stringify(record), 'PX', keep)
-      .zadd(index, record.expiresAt, record.id)
-      .zremrangebyscore(index, '-inf', now)
-      .pexpire(index, keep)
-      .exec()
-      .then(failedExec);
+    const max = opts.maxPendingPerAgent ?? 0;
+    const created = await this.redis.eval(
+      CREATE,
+      3,
+      this.recordKey(input.account, record.id),
+      this.indexKey(input.account),
+      `${this.agentIndexPrefix(input.account)}${input.agent}`,
+      now,
+      JSON.stringify(record),
+      keep,
+      record.expiresAt,
+      record.id,
+      max > 0 ? max : 0,
+    );
+    if (created !== 1) throw new PendingApprovalsFullError(max);
     return record;
   }
 
@@ -194,7 +236,7 @@ export class ApprovalStore {
 
   async decide(account: string, id: string, decision: 'approved' | 'denied', by: string): Promise<DecideOutcome> {
     const now = this.now();
-    const out = (await this.redis.eval(DECIDE, 2, this.recordKey(account, id), this.indexKey(account), now, decision, by, now + this.ttlMs, this.ttlMs + TOMBSTONE_MS)) as [string, string?];
+    const out = (await this.redis.eval(DECIDE, 2, this.recordKey(account, id), this.indexKey(account), now, decision, by, now + this.ttlMs, this.ttlMs + TOMBSTONE_MS, this.agentIndexPrefix(account))) as [string, string?];
     return out[0] === 'ok' ? { ok: true, record: parse(out[1]) } : { ok: false, reason: out[0] as 'unknown' | 'expired' | 'decided', ...(out[1] ? { record: parse(out[1]) } : {}) };
   }
 
@@ -226,10 +268,4 @@ export class ApprovalStore {
 
 function parse(raw: string | undefined): ApprovalRecord {
   return JSON.parse(raw ?? 'null') as ApprovalRecord;
-}
-
-function failedExec(results: Array<[Error | null, unknown]> | null): void {
-  const err = results?.find(([e]) => e !== null)?.[0];
-  if (err) throw err;
-  if (results === null) throw new Error('approval store: transaction aborted');
 }

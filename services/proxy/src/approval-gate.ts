@@ -1,7 +1,7 @@
 import { ErrorCodes, WireError, encodePayload, type ApprovalRequestedEvent, type ProxyCallRequest } from '@mcpx/contracts';
 import { encodeCanonical, sha256Hex, type McpToolDocument } from '@mcpx/domain';
 import type { Counter, Meter } from '@opentelemetry/api';
-import { QUOTA_DEFAULTS, type ApprovalStore, type ConsumeReason } from '@mcpx/locks';
+import { PendingApprovalsFullError, QUOTA_DEFAULTS, type ApprovalRecord, type ApprovalStore, type ConsumeReason } from '@mcpx/locks';
 
 /** Hex sha-256 of the canonical (dag-cbor) encoding of a call's arguments: key order does not count. */
 export function argumentsHash(args: Record<string, unknown>): string {
@@ -51,15 +51,17 @@ export class ApprovalGate {
   }
 
   /**
-   * Refuses a new approval when the agent has its quota waiting: the call fails, the server is not
-   * called and nothing is recorded. Counted from the account's pending list (not one atomic step
-   * with the creation, so racing calls of one agent may pass the cap by the few in flight).
+   * Records the approval of a call unless the agent has its quota waiting: then the call fails,
+   * the server is not called and nothing is recorded. The store counts and records in one step,
+   * so racing calls of one agent never pass the cap.
    */
-  private async checkPending(account: string, agent: string, tool: string): Promise<void> {
+  private async createWithin(input: Parameters<ApprovalStore['create']>[0], tool: string): Promise<ApprovalRecord> {
     const max = this.maxPending;
-    if (!(max > 0)) return;
-    const pending = (await this.deps.store.listPending(account)).filter((r) => r.agent === agent).length;
-    if (pending < max) return;
+    try {
+      return await this.deps.store.create(input, max > 0 ? { maxPendingPerAgent: max } : {});
+    } catch (err) {
+      if (!(err instanceof PendingApprovalsFullError)) throw err;
+    }
     this.rejections?.add(1, { kind: 'pending_approvals_per_agent' });
     throw new WireError(ErrorCodes.quotaExceeded, `agent: ${max} approvals of this agent are waiting for a human; decide some before ${tool} can ask for another`, {
       field: 'agent',
@@ -74,8 +76,7 @@ export class ApprovalGate {
     const argsHash = argumentsHash(req.arguments);
     const binding = { agent: req.agent, run: req.run, tool: req.tool, argsHash };
     if (req.approvalId === undefined) {
-      await this.checkPending(req.account, req.agent, doc.name);
-      const record = await this.deps.store.create({ ...binding, account: req.account, server: doc.server, remoteName: doc.remoteName, arguments: req.arguments });
+      const record = await this.createWithin({ ...binding, account: req.account, server: doc.server, remoteName: doc.remoteName, arguments: req.arguments }, doc.name);
       const event: ApprovalRequestedEvent = {
         account: req.account,
         approvalId: record.id,
