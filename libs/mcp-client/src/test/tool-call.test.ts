@@ -1,0 +1,338 @@
+import { randomUUID } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { startTestMcpServer, type TestMcpServer, type TestTool } from '../../../../test/servers/index.js';
+import { fetchAsRequest } from '../http-request.js';
+import { connectMcp, inputRequestOf, isInputRequired, McpClientError, type ElicitRequestParams, type McpCallResult, type McpConnection, type McpHttpRequest } from '../index.js';
+
+/**
+ * The library's one `tools/call` path on the wire: against real SDK servers on loopback where a
+ * real server can say it, and against a hand-written server where only a broken one would answer
+ * so. (The exact header values, value encodings included, are also held to the official
+ * conformance scenarios `http-standard-headers`, `http-custom-headers`, `request-metadata` and
+ * `sep-2322-client-request-state`, through `test/conformance/client-harness.ts`.)
+ */
+
+const opened: McpConnection[] = [];
+const closers: Array<() => Promise<void>> = [];
+
+afterEach(async () => {
+  await Promise.all(opened.splice(0).map(async (c) => await c.close()));
+});
+
+afterAll(async () => {
+  await Promise.all(closers.splice(0).map(async (close) => await close()));
+});
+
+async function connect(opts: Parameters<typeof connectMcp>[0]): Promise<McpConnection> {
+  const c = await connectMcp({ connectTimeoutMs: 10_000, ...opts });
+  opened.push(c);
+  return c;
+}
+
+async function modernServer(tools: TestTool[]): Promise<TestMcpServer> {
+  const s = await startTestMcpServer({ era: 'modern', tools });
+  closers.push(() => s.close());
+  return s;
+}
+
+function text(result: McpCallResult): string {
+  if (isInputRequired(result)) throw new Error('expected a complete result');
+  return result.content.map((c) => (c.type === 'text' ? c.text : '')).join('');
+}
+
+/** A request that records what went through it (the call path's explicit interface). */
+function recordingRequest(): { request: McpHttpRequest; sent: Array<{ method: string; headers: Record<string, string>; body: unknown }> } {
+  const base = fetchAsRequest(fetch);
+  const sent: Array<{ method: string; headers: Record<string, string>; body: unknown }> = [];
+  return {
+    sent,
+    request: async (url, opts) => {
+      sent.push({ method: opts.method, headers: opts.headers, body: opts.body === undefined ? undefined : (JSON.parse(opts.body) as unknown) });
+      return await base(url, opts);
+    },
+  };
+}
+
+describe('the modern call path against an SDK v2 server', () => {
+  const params: TestTool = {
+    name: 'params',
+    inputSchema: {
+      type: 'object',
+      properties: {
+        region: { type: 'string', 'x-mcp-header': 'Region' },
+        count: { type: 'integer', 'x-mcp-header': 'Count' },
+        dry: { type: 'boolean', 'x-mcp-header': 'Dry-Run' },
+        nested: { type: 'object', properties: { zone: { type: 'string', 'x-mcp-header': 'Zone' } } },
+      },
+    },
+    handler: (args) => ({ content: [{ type: 'text', text: JSON.stringify(args) }] }),
+  };
+
+  it('goes through the given request (not the fetch), and the server accepts every header it checks', async () => {
+    const s = await modernServer([params]);
+    const rec = recordingRequest();
+    const fetched: string[] = [];
+    const c = await connect({
+      url: s.url,
+      request: rec.request,
+      fetch: async (input, init) => {
+        fetched.push(typeof init?.body === 'string' ? ((JSON.parse(init.body) as { method?: string }).method ?? '') : '');
+        return await fetch(input, init);
+      },
+      capabilities: { elicitation: { form: {} } },
+      clientInfo: { name: 'wire-test', version: '1.2.3' },
+    });
+    const tool = (await c.listTools()).find((t) => t.name === 'params');
+    // Non-ASCII and padded values go base64 (=?base64?…?=), integers and booleans as text.
+    const args = { region: 'Zürich ', count: 42, dry: false, nested: { zone: 'b' } };
+    expect(JSON.parse(text(await c.callTool({ name: 'params', arguments: args }, { tool })))).toEqual(args);
+    expect(fetched).not.toContain('tools/call');
+    const call = rec.sent.find((r) => (r.body as { method?: string }).method === 'tools/call');
+    expect(call?.method).toBe('POST');
+    expect(call?.headers).toMatchObject({
+      'mcp-protocol-version': '2026-07-28',
+      'mcp-method': 'tools/call',
+      'mcp-name': 'params',
+      'Mcp-Param-Region': `=?base64?${Buffer.from('Zürich ').toString('base64')}?=`,
+      'Mcp-Param-Count': '42',
+      'Mcp-Param-Dry-Run': 'false',
+      'Mcp-Param-Zone': 'b',
+    });
+    const meta = (call?.body as { params: { _meta: Record<string, unknown> } }).params._meta;
+    expect(meta).toEqual({
+      'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+      'io.modelcontextprotocol/clientCapabilities': { elicitation: { form: {} } },
+      'io.modelcontextprotocol/clientInfo': { name: 'wire-test', version: '1.2.3' },
+    });
+    expect(s.stats.calls).toBe(1);
+  });
+
+  it('sends no Mcp-Param header for an absent or null argument, and the server still accepts', async () => {
+    const s = await modernServer([params]);
+    const rec = recordingRequest();
+    const c = await connect({ url: s.url, request: rec.request });
+    const tool = (await c.listTools()).find((t) => t.name === 'params');
+    await c.callTool({ name: 'params', arguments: { region: null, count: 1 } }, { tool });
+    const headers = rec.sent.find((r) => (r.body as { method?: string }).method === 'tools/call')?.headers ?? {};
+    expect(Object.keys(headers).filter((h) => h.startsWith('Mcp-Param-'))).toEqual(['Mcp-Param-Count']);
+  });
+
+  it('hands an input_required result back, and the retry carries inputResponses and requestState', async () => {
+    const confirm: TestTool = {
+      name: 'confirm',
+      handler: () => {
+        return {
+          resultType: 'input_required',
+          inputRequests: { ok: { method: 'elicitation/create', params: { mode: 'form', message: 'Sure?', requestedSchema: { type: 'object', properties: { ok: { type: 'boolean' } } } } } },
+          requestState: 'opaque-1',
+        } as never;
+      },
+    };
+    const s = await modernServer([confirm]);
+    const rec = recordingRequest();
+    const c = await connect({ url: s.url, request: rec.request, capabilities: { elicitation: { form: {} } } });
+    const first = await c.callTool({ name: 'confirm', arguments: {} });
+    expect(inputRequestOf(first)).toEqual({
+      kind: 'input_required',
+      inputRequests: { ok: { method: 'elicitation/create', params: { mode: 'form', message: 'Sure?', requestedSchema: { type: 'object', properties: { ok: { type: 'boolean' } } } } } },
+      requestState: 'opaque-1',
+    });
+    await c.callTool({ name: 'confirm', arguments: {} }, { inputResponses: { ok: { action: 'accept', content: { ok: true } } }, requestState: 'opaque-1' });
+    const calls = rec.sent.filter((r) => (r.body as { method?: string }).method === 'tools/call').map((r) => r.body as { id: string; params: Record<string, unknown> });
+    expect(calls).toHaveLength(2);
+    expect(calls[0]?.params).not.toHaveProperty('inputResponses');
+    expect(calls[1]?.params).toMatchObject({ inputResponses: { ok: { action: 'accept', content: { ok: true } } }, requestState: 'opaque-1' });
+    expect(calls[1]?.id).not.toBe(calls[0]?.id);
+    expect(inputRequestOf({ content: [] })).toBeUndefined();
+  });
+});
+
+type Answer = (msg: { id: unknown; method: string; params?: unknown }, res: ServerResponse) => void;
+
+/**
+ * A hand-written modern server: `server/discover` is answered properly, `tools/call` by `answer`
+ * (what only a broken or hostile server would send).
+ */
+async function handWritten(answer: Answer): Promise<{ url: string }> {
+  const srv: HttpServer = createServer((req: IncomingMessage, res: ServerResponse) => {
+    let raw = '';
+    req.on('data', (c: Buffer) => (raw += c.toString()));
+    req.on('end', () => {
+      const msg = JSON.parse(raw || '{}') as { id: unknown; method: string; params?: unknown };
+      if (msg.method === 'server/discover') {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: { resultType: 'complete', supportedVersions: ['2026-07-28'], capabilities: { tools: {} }, serverInfo: { name: 'hand', version: '0' } } }));
+        return;
+      }
+      if (msg.method === 'tools/call') return answer(msg, res);
+      res.writeHead(405).end();
+    });
+  });
+  await new Promise<void>((resolve) => srv.listen(0, '127.0.0.1', resolve));
+  closers.push(async () => {
+    srv.closeAllConnections();
+    await new Promise<void>((resolve) => srv.close(() => resolve()));
+  });
+  return { url: `http://127.0.0.1:${(srv.address() as AddressInfo).port}/mcp` };
+}
+
+const json = (res: ServerResponse, status: number, body: unknown): void => {
+  res.writeHead(status, { 'content-type': 'application/json' });
+  res.end(JSON.stringify(body));
+};
+
+describe('the modern call path against a server that answers badly', () => {
+  it.each([
+    ['an unknown resultType', { resultType: 'task', content: [] }, /unsupported resultType "task"/],
+    ['a resultType that is not a string', { resultType: 7, content: [] }, /resultType that is not a string/],
+    ['input_required with neither inputRequests nor requestState', { resultType: 'input_required' }, /neither inputRequests nor requestState/],
+    ['content that is not an array', { resultType: 'complete', content: 'hi' }, /content is not an array/],
+  ])('%s is a protocol_error, not a result', async (_what, result, message) => {
+    const s = await handWritten((msg, res) => json(res, 200, { jsonrpc: '2.0', id: msg.id, result }));
+    const c = await connect({ url: s.url });
+    const err = await c.callTool({ name: 't', arguments: {} }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(McpClientError);
+    expect((err as McpClientError).code).toBe('protocol_error');
+    expect((err as McpClientError).message).toMatch(message);
+  });
+
+  it('a result without resultType is complete (SEP-2322)', async () => {
+    const s = await handWritten((msg, res) => json(res, 200, { jsonrpc: '2.0', id: msg.id, result: { content: [{ type: 'text', text: 'plain' }] } }));
+    const c = await connect({ url: s.url });
+    expect(text(await c.callTool({ name: 't', arguments: {} }))).toBe('plain');
+  });
+
+  it('an HTTP 400 whose body is the JSON-RPC error to our request is that server error (protocol_error with its code)', async () => {
+    const s = await handWritten((msg, res) => json(res, 400, { jsonrpc: '2.0', id: msg.id, error: { code: -32020, message: 'Mcp-Param-Region does not match arguments.region' } }));
+    const c = await connect({ url: s.url });
+    const err = await c.callTool({ name: 't', arguments: {} }).catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: 'protocol_error', mcpCode: -32020 });
+    expect((err as Error).message).toContain('Mcp-Param-Region does not match');
+  });
+
+  it('an HTTP 400 whose body is not the error to our request stays an HTTP error (transport_error, status 400)', async () => {
+    const s = await handWritten((_msg, res) => json(res, 400, { jsonrpc: '2.0', id: null, error: { code: -32600, message: 'nope' } }));
+    const c = await connect({ url: s.url });
+    const err = await c.callTool({ name: 't', arguments: {} }).catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: 'transport_error', status: 400 });
+  });
+
+  it('a 401 names the server challenge of that very response', async () => {
+    const s = await handWritten((_msg, res) => {
+      res.writeHead(401, { 'www-authenticate': 'Bearer resource_metadata="http://127.0.0.1/.well-known/oauth-protected-resource"' });
+      res.end();
+    });
+    const c = await connect({ url: s.url });
+    const err = await c.callTool({ name: 't', arguments: {} }).catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: 'unauthorized', wwwAuthenticate: 'Bearer resource_metadata="http://127.0.0.1/.well-known/oauth-protected-resource"' });
+  });
+
+  it('reads progress off the response stream, and the result after it', async () => {
+    const s = await handWritten((msg, res) => {
+      const token = (msg.params as { _meta?: { progressToken?: unknown } })._meta?.progressToken;
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write(`data: ${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: token, progress: 1, total: 2 } })}\n\n`);
+      res.write(`data: ${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: 'someone-else', progress: 9 } })}\n\n`);
+      res.end(`data: ${JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: { resultType: 'complete', content: [{ type: 'text', text: 'done' }] } })}\n\n`);
+    });
+    const c = await connect({ url: s.url });
+    const progress: unknown[] = [];
+    expect(text(await c.callTool({ name: 't', arguments: {} }, { onProgress: (p) => progress.push(p) }))).toBe('done');
+    expect(progress).toEqual([{ progress: 1, total: 2 }]);
+  });
+
+  it('a stream that ends before the result is maybe_executed, never retried', async () => {
+    let calls = 0;
+    const s = await handWritten((msg, res) => {
+      calls += 1;
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.end(`data: ${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/message', params: { level: 'info', data: msg.id } })}\n\n`);
+    });
+    const c = await connect({ url: s.url });
+    const err = await c.callTool({ name: 't', arguments: {} }).catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: 'maybe_executed', retryable: false });
+    expect(calls).toBe(1);
+  });
+});
+
+/** An SDK v1 (2025-11-25) server whose tool asks the client with elicitation/create, schema defaults included. */
+async function elicitingLegacyServer(): Promise<{ url: string; asked: () => number }> {
+  let asked = 0;
+  const transports = new Map<string, StreamableHTTPServerTransport>();
+  const build = (): McpServer => {
+    const server = new McpServer({ name: 'eliciting', version: '0' });
+    server.registerTool('profile', { description: 'asks for a profile' }, async () => {
+      asked += 1;
+      const answer = await server.server.elicitInput({
+        message: 'Your profile',
+        requestedSchema: {
+          type: 'object',
+          properties: {
+            name: { type: 'string', default: 'John Doe' },
+            age: { type: 'integer', default: 30 },
+            verified: { type: 'boolean', default: true },
+            note: { type: 'string' },
+          },
+        },
+      });
+      return { content: [{ type: 'text', text: JSON.stringify(answer) }] };
+    });
+    return server;
+  };
+  const srv = createServer((req, res) => {
+    let raw = '';
+    req.on('data', (c: Buffer) => (raw += c.toString()));
+    req.on('end', () => {
+      void (async () => {
+        const body = raw === '' ? undefined : (JSON.parse(raw) as unknown);
+        const id = req.headers['mcp-session-id'];
+        let transport = typeof id === 'string' ? transports.get(id) : undefined;
+        if (transport === undefined) {
+          const created: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({ sessionIdGenerator: randomUUID, onsessioninitialized: (sid) => void transports.set(sid, created) });
+          transport = created;
+          await build().connect(created);
+        }
+        await transport.handleRequest(req, res, body);
+      })();
+    });
+  });
+  await new Promise<void>((resolve) => srv.listen(0, '127.0.0.1', resolve));
+  closers.push(async () => {
+    await Promise.all([...transports.values()].map(async (t) => await t.close()));
+    srv.closeAllConnections();
+    await new Promise<void>((resolve) => srv.close(() => resolve()));
+  });
+  return { url: `http://127.0.0.1:${(srv.address() as AddressInfo).port}/mcp`, asked: () => asked };
+}
+
+describe('a legacy server that elicits during a call', () => {
+  it('reaches the onElicitation handler; an accepted form gets the schema defaults for the fields left out (SEP-1034)', async () => {
+    const s = await elicitingLegacyServer();
+    const asked: ElicitRequestParams[] = [];
+    const c = await connect({
+      url: s.url,
+      onElicitation: async (params) => {
+        asked.push(params);
+        return { action: 'accept', content: { name: 'Ada' } };
+      },
+    });
+    expect(c.era).toBe('legacy');
+    const answer = JSON.parse(text(await c.callTool({ name: 'profile', arguments: {} }))) as { action: string; content: Record<string, unknown> };
+    expect(answer).toEqual({ action: 'accept', content: { name: 'Ada', age: 30, verified: true } });
+    expect(asked).toHaveLength(1);
+    expect(asked[0]).toMatchObject({ message: 'Your profile' });
+  });
+
+  it('without a handler declares no elicitation: the server cannot ask, and says so', async () => {
+    const s = await elicitingLegacyServer();
+    const c = await connect({ url: s.url });
+    const result = await c.callTool({ name: 'profile', arguments: {} });
+    expect(isInputRequired(result)).toBe(false);
+    expect((result as { isError?: boolean }).isError).toBe(true);
+    expect(text(result)).toMatch(/elicitation/i);
+  });
+});
