@@ -1,45 +1,8 @@
-import { spawn } from 'node:child_process';
-import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { INSPECTORS, lastJson, runInspector as run } from './inspector-clis.js';
 import { startEverythingServer, type EverythingServer } from '../servers/everything.js';
 import { startTestMcpServer, type TestMcpServer } from '../servers/index.js';
 import { startEndpointSystem, type EndpointSystem } from './endpoint-harness.js';
-
-const require = createRequire(import.meta.url);
-const packageDir = (name: string): string => dirname(require.resolve(`${name}/package.json`));
-/** The 1.x command-line client (SDK v1) and the 2.x one (SDK v2), as their packages' bins run them. */
-const INSPECTORS = {
-  'inspector-cli 1.x': { bin: join(packageDir('@modelcontextprotocol/inspector-cli'), 'build', 'cli.js'), mode: ['--cli'] },
-  'inspector 2.x': { bin: join(packageDir('@modelcontextprotocol/inspector'), 'clients', 'launcher', 'build', 'index.js'), mode: ['--cli'] },
-} as const;
-
-function run(bin: string, args: string[], timeoutMs = 60_000): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    // A catalog of its own (the 2.x client writes one), and no colours. The working directory is
-    // the bin's own: inspector-cli 1.0.3 looks for its package.json relative to the working
-    // directory (`fs.existsSync('../package.json')`) but imports it relative to its module, so it
-    // only starts from its build folder (an upstream bug; its launcher has the same).
-    const child = spawn(process.execPath, [bin, ...args], { cwd: dirname(bin), env: { ...process.env, NO_COLOR: '1', MCP_CATALOG_PATH: join(dirname(bin), `.catalog-${process.pid}.json`) }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString('utf8')));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString('utf8')));
-    child.on('error', reject);
-    child.on('exit', (code) => {
-      clearTimeout(timer);
-      resolve({ code: code ?? 1, stdout, stderr });
-    });
-  });
-}
-
-/** The JSON document a CLI printed (the last one, whatever it logged before). */
-function lastJson(text: string): any {
-  const start = text.indexOf('{');
-  if (start < 0) throw new Error(`no JSON in: ${text.slice(0, 2_000)}`);
-  return JSON.parse(text.slice(start));
-}
 
 /**
  * The MCP Inspector's command-line clients of both generations list the agent's tools through its

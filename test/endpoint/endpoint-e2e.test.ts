@@ -1,0 +1,103 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startEverythingServer, type EverythingServer } from '../servers/everything.js';
+import { freePort } from '../servers/index.js';
+import { ApiClient } from '../support/api-client.js';
+import { cliEnvFor, runCli } from '../support/cli.js';
+import { uniqueNamespace } from '../support/env.js';
+import { NatsAuthServer } from '../support/nats-auth-server.js';
+import { ProcessSystem, ROOT, eventually } from '../support/system.js';
+import { INSPECTORS, lastJson, runInspector } from './inspector-clis.js';
+
+/**
+ * The issue's "done when", as a user does it: the services as processes on a NATS that refuses
+ * anonymous clients (each on its own user, the endpoint on the runtime's), server-everything
+ * granted to an agent, a token issued with `mcpx agents tokens new`, the URL from `mcpx agents
+ * endpoint`, and the Inspector's command-line client listing the agent's tools and calling
+ * `everything__echo`; then `mcpx agents tokens revoke` and the same client is refused.
+ */
+describe('the agent MCP endpoint end to end (processes, NATS with least privilege, the CLI, the Inspector)', () => {
+  let nats: NatsAuthServer;
+  let system: ProcessSystem;
+  let everything: EverythingServer;
+  let endpoint: ChildProcess;
+  const logs: string[] = [];
+  let endpointUrl: string;
+  let cliEnv: Record<string, string>;
+  const prefix = uniqueNamespace().natsPrefix;
+
+  beforeAll(async () => {
+    nats = await NatsAuthServer.start({ prefix });
+    [system, everything] = await Promise.all([ProcessSystem.start({ env: { NATS_PREFIX: prefix }, natsEnv: (s) => nats.env(s) }), startEverythingServer('streamableHttp')]);
+    const port = await freePort();
+    endpointUrl = `http://127.0.0.1:${port}`;
+    endpoint = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'services', 'endpoint', 'src', 'main.ts')], {
+      cwd: ROOT,
+      env: { ...process.env, ...system.env, ...nats.env('runtime'), HTTP_PORT: String(port), INTERNAL_HTTP_PORT: String(await freePort()), ENDPOINT_PUBLIC_URL: endpointUrl, INSTANCE_ID: `endpoint-${port}` },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    endpoint.stdout?.on('data', (d: Buffer) => logs.push(d.toString('utf8')));
+    endpoint.stderr?.on('data', (d: Buffer) => logs.push(d.toString('utf8')));
+    await eventually(async () => {
+      if (endpoint.exitCode !== null) throw new Error(`endpoint exited: ${logs.join('')}`);
+      return (await fetch(`${endpointUrl}/healthz`).catch(() => undefined))?.ok ? true : undefined;
+    }, 60_000, 'endpoint healthy');
+    ({ env: cliEnv } = cliEnvFor(new ApiClient(system.apiUrl), { MCPX_ENDPOINT_URL: endpointUrl }));
+  }, 180_000);
+
+  afterAll(async () => {
+    if (endpoint && endpoint.exitCode === null) {
+      const exited = new Promise((r) => endpoint.once('exit', r));
+      endpoint.kill('SIGTERM');
+      await exited;
+    }
+    await everything?.close();
+    await system?.stop();
+    await nats?.stop();
+  });
+
+  const mcpx = async (...args: string[]): Promise<any> => {
+    const res = await runCli([...args, '--json'], cliEnv);
+    if (res.code !== 0) throw new Error(`mcpx ${args.join(' ')} failed (${res.code}): ${res.stderr}`);
+    return JSON.parse(res.stdout);
+  };
+
+  it('an Inspector command-line client lists the 13 tools of server-everything and calls everything__echo; a revoked token is refused', async () => {
+    await mcpx('keys', 'new', '--force');
+    await mcpx('servers', 'set', 'everything', everything.url);
+    const agent = await mcpx('agents', 'create', 'helper', '--grant', 'everything');
+    await eventually(async () => ((await mcpx('tools', 'ls', '--agent', 'helper')).tools.length >= 13 ? true : undefined), 30_000, 'tools projected');
+
+    const issued = await mcpx('agents', 'tokens', 'new', 'helper', '--name', 'inspector');
+    expect(issued.token).toMatch(/^mcpx_at_/);
+    const shown = await mcpx('agents', 'endpoint', 'helper', '--token', issued.token);
+    expect(shown.url).toBe(`${endpointUrl}/v1/agents/${agent.id}/mcp`);
+    expect(shown.snippets.vscode).toContain(shown.url);
+    const human = await runCli(['agents', 'endpoint', 'helper'], cliEnv);
+    expect(human.stdout).toContain(shown.url);
+    expect(human.stdout).toContain('claude mcp add --transport http');
+
+    const { bin, mode } = INSPECTORS['inspector 2.x'];
+    const common = [...mode, shown.url, '--transport', 'http', '--header', `Authorization: Bearer ${issued.token}`];
+    const list = await runInspector(bin, [...common, '--method', 'tools/list']);
+    expect(list.code, list.stderr).toBe(0);
+    const names: string[] = lastJson(list.stdout).tools.map((t: { name: string }) => t.name);
+    expect(names.length).toBeGreaterThanOrEqual(13);
+    expect(names.every((n) => n.startsWith('everything__'))).toBe(true);
+    const call = await runInspector(bin, [...common, '--method', 'tools/call', '--tool-name', 'everything__echo', '--tool-arg', 'message=done']);
+    expect(call.code, call.stderr).toBe(0);
+    expect(lastJson(call.stdout).content).toEqual([{ type: 'text', text: 'Echo: done' }]);
+
+    const listed = await mcpx('agents', 'tokens', 'list', 'helper');
+    expect(listed.tokens).toEqual([expect.objectContaining({ id: issued.id, state: 'active' })]);
+    expect(JSON.stringify(listed)).not.toContain(issued.token);
+    expect((await mcpx('agents', 'tokens', 'revoke', issued.id)).revoked).toBe(true);
+    await eventually(async () => {
+      const again = await runInspector(bin, [...common, '--method', 'tools/list']);
+      return again.code !== 0 ? again : undefined;
+    }, 10_000, 'the revoked token refused');
+    // Nothing of the token in the endpoint's logs.
+    expect(logs.join('')).not.toContain(issued.token);
+  }, 180_000);
+});
