@@ -8,6 +8,8 @@ import { UsageError, flag, need, type ParsedArgs, type Print } from './args.js';
 import { loadRuns, readKey, saveRuns, sendAction, withProxy, type CliEnv } from './client.js';
 import type { KeyPair } from '@mcpx/envelope';
 import { terminalText } from './terminal-text.js';
+import { questionLines } from './input-commands.js';
+import { inputRequiredOf, type InputRequired } from '@mcpx/proxy-client';
 
 function renderResult(r: ProxyResult): string {
   const lines = [r.summary];
@@ -27,6 +29,10 @@ interface CallRequest {
   timeoutMs: number | undefined;
   approvalId: string | undefined;
   waitSeconds: number | undefined;
+  /** `--input ID`: re-send a call whose server's question was answered. */
+  inputRequestId: string | undefined;
+  /** `--wait-input SECONDS`: wait for a person to answer the server's questions, every round. */
+  waitInputSeconds: number | undefined;
 }
 
 function parseCall(args: ParsedArgs): CallRequest {
@@ -46,7 +52,20 @@ function parseCall(args: ParsedArgs): CallRequest {
   const waitFlag = flag(args, 'wait-approval');
   const waitSeconds = waitFlag === undefined ? undefined : Number(waitFlag);
   if (waitSeconds !== undefined && !(Number.isFinite(waitSeconds) && waitSeconds > 0 && waitSeconds <= 3600)) throw new UsageError('--wait-approval takes seconds, 1 to 3600');
-  return { agentRef, tool, arguments: parsed as Record<string, unknown>, givenRun: flag(args, 'run'), timeoutMs, approvalId: flag(args, 'approval'), waitSeconds };
+  const waitInputFlag = flag(args, 'wait-input');
+  const waitInputSeconds = waitInputFlag === undefined ? undefined : Number(waitInputFlag);
+  if (waitInputSeconds !== undefined && !(Number.isFinite(waitInputSeconds) && waitInputSeconds > 0 && waitInputSeconds <= 3600)) throw new UsageError('--wait-input takes seconds, 1 to 3600');
+  return {
+    agentRef,
+    tool,
+    arguments: parsed as Record<string, unknown>,
+    givenRun: flag(args, 'run'),
+    timeoutMs,
+    approvalId: flag(args, 'approval'),
+    waitSeconds,
+    inputRequestId: flag(args, 'input'),
+    waitInputSeconds,
+  };
 }
 
 const approvalOf = (err: unknown): { approvalId: string; run: string | undefined } | undefined => {
@@ -56,12 +75,18 @@ const approvalOf = (err: unknown): { approvalId: string; run: string | undefined
 
 const hint = (seconds: number, id: string): void => void process.stderr.write(terminalText(`waiting up to ${seconds} s for a human to approve ${id} (mcpx approvals approve ${id})\n`));
 
+/** What a waiting `mcpx call` tells the person: the server's question, its id, and how to answer it. */
+const inputHint = (seconds: number, r: InputRequired): void => {
+  const lines = [`${r.tool} asks (input request ${r.inputRequestId}, round ${r.round}):`, ...r.requests.flatMap(questionLines), `waiting up to ${seconds} s for an answer (mcpx inputs answer ${r.inputRequestId} …)`];
+  process.stderr.write(terminalText(`${lines.join('\n')}\n`));
+};
+
 /** How often the HTTP path re-sends a call waiting for a human (a re-send of an undecided approval runs nothing). */
 const APPROVAL_POLL_MS = 2_000;
 
 /** One call through InvokeTool; with `--wait-approval`, re-sent with the approval until a human decides. */
 async function callOverHttp(env: CliEnv, key: KeyPair, req: CallRequest): Promise<{ result: ProxyResult; run: string }> {
-  const invoke = (run: string | undefined, approvalId: string | undefined): Promise<{ result: ProxyResult; run: string }> =>
+  const invoke = (run: string | undefined, approvalId: string | undefined, inputRequestId = req.inputRequestId): Promise<{ result: ProxyResult; run: string }> =>
     sendAction(env, key, {
       type: 'InvokeTool',
       agent: req.agentRef,
@@ -69,11 +94,14 @@ async function callOverHttp(env: CliEnv, key: KeyPair, req: CallRequest): Promis
       arguments: req.arguments,
       ...(run !== undefined ? { run } : {}),
       ...(approvalId !== undefined ? { approvalId } : {}),
+      ...(inputRequestId !== undefined ? { inputRequestId } : {}),
       ...(req.timeoutMs !== undefined ? { timeoutMs: req.timeoutMs } : {}),
     });
   try {
     return await invoke(req.givenRun, req.approvalId);
   } catch (err) {
+    const asked = inputRequiredOf(err);
+    if (asked !== undefined && req.waitInputSeconds !== undefined) return await waitForInput(req, asked, err, (run, id) => invoke(run, req.approvalId, id), env, key);
     const pending = approvalOf(err);
     if (pending === undefined || req.waitSeconds === undefined || req.approvalId !== undefined) throw err;
     hint(req.waitSeconds, pending.approvalId);
@@ -97,6 +125,47 @@ async function callOverHttp(env: CliEnv, key: KeyPair, req: CallRequest): Promis
   }
 }
 
+/**
+ * `--wait-input`: shows the server's question, re-sends the call with its input request every
+ * {@link APPROVAL_POLL_MS} (a re-send of an unanswered request runs nothing) until it is answered,
+ * and does the same for every further round, up to `--wait-input` seconds in all.
+ */
+async function waitForInput(
+  req: CallRequest,
+  first: InputRequired,
+  firstErr: unknown,
+  invoke: (run: string | undefined, inputRequestId: string) => Promise<{ result: ProxyResult; run: string }>,
+  env: CliEnv,
+  key: KeyPair,
+): Promise<{ result: ProxyResult; run: string }> {
+  const seconds = req.waitInputSeconds ?? 0;
+  const deadline = Date.now() + seconds * 1000;
+  let asked = first;
+  let last = firstErr;
+  const run = asked.run ?? req.givenRun;
+  inputHint(seconds, asked);
+  try {
+    for (;;) {
+      const left = deadline - Date.now();
+      if (left <= 0) throw last;
+      await new Promise((r) => setTimeout(r, Math.min(APPROVAL_POLL_MS, left)));
+      try {
+        return await invoke(run, asked.inputRequestId);
+      } catch (again) {
+        const next = inputRequiredOf(again);
+        if (next === undefined) throw again;
+        last = again;
+        if (next.inputRequestId !== asked.inputRequestId) {
+          asked = next;
+          inputHint(Math.max(1, Math.round((deadline - Date.now()) / 1000)), asked);
+        }
+      }
+    }
+  } finally {
+    if (req.givenRun === undefined && run !== undefined) await sendAction(env, key, { type: 'EndRun', run }).catch(() => undefined);
+  }
+}
+
 /** The operators' path: the call over NATS with the runtime's credentials; sticky instances persist per key file. */
 async function callOverNats(env: CliEnv, key: KeyPair, req: CallRequest): Promise<{ result: ProxyResult; run: string; instance: string }> {
   const { agent } = await sendAction<{ agent: AgentView }>(env, key, { type: 'GetAgent', agent: req.agentRef });
@@ -113,17 +182,21 @@ async function callOverNats(env: CliEnv, key: KeyPair, req: CallRequest): Promis
       arguments: req.arguments,
       ...(req.timeoutMs !== undefined ? { timeoutMs: req.timeoutMs } : {}),
       ...(req.approvalId !== undefined ? { approvalId: req.approvalId } : {}),
+      ...(req.inputRequestId !== undefined ? { inputRequestId: req.inputRequestId } : {}),
     };
     try {
       const waitSeconds = req.waitSeconds;
+      const waitInput = req.waitInputSeconds;
       const outcome =
-        waitSeconds === undefined
-          ? await proxy.call(input)
-          : await proxy.callAwaitingApproval(input, { waitMs: waitSeconds * 1000, onApprovalRequired: (id) => hint(waitSeconds, id) });
+        waitInput !== undefined
+          ? await proxy.callAwaitingInput(input, { waitMs: waitInput * 1000, pollMs: APPROVAL_POLL_MS, onInputRequired: (r) => inputHint(Math.max(1, waitInput), r) })
+          : waitSeconds === undefined
+            ? await proxy.call(input)
+            : await proxy.callAwaitingApproval(input, { waitMs: waitSeconds * 1000, onApprovalRequired: (id) => hint(waitSeconds, id) });
       return { result: outcome.result, run, instance: outcome.instance };
     } catch (err) {
       // An approval is bound to the run: the re-sent call must name the same one.
-      if (err instanceof WireError && err.code === ErrorCodes.approvalRequired) throw new WireError(err.code, err.message, { ...err.details, run });
+      if (err instanceof WireError && (err.code === ErrorCodes.approvalRequired || err.code === ErrorCodes.inputRequired)) throw new WireError(err.code, err.message, { ...err.details, run });
       throw err;
     } finally {
       const instance = proxy.instanceOf(run);
