@@ -6,6 +6,7 @@ import { call, runsEnd } from './call-commands.js';
 import { readKey, sendAction, writeKey, type CliEnv } from './client.js';
 import { droppedSecretsLine, type DroppedSecrets } from './dropped-secrets.js';
 import { authorizationLines, oauthClientLine, preRegisteredClient, serversAuthorize, type AuthorizationAnswer } from './oauth-commands.js';
+import { inputsAnswer, inputsList } from './input-commands.js';
 import { signersAuthorize, signersRevoke } from './signer-commands.js';
 import { terminalText } from './terminal-text.js';
 import { toolsPermission, vendorsConnect, vendorsDisconnect } from './trust-commands.js';
@@ -284,6 +285,8 @@ export const COMMANDS: Record<string, Command> = {
   'approvals list': approvalsList,
   'approvals approve': decideApproval('ApproveToolCall'),
   'approvals deny': decideApproval('DenyToolCall'),
+  'inputs list': printing(inputsList),
+  'inputs answer': printing(inputsAnswer),
   call: printing(call),
 };
 
@@ -305,8 +308,10 @@ export const USAGE = `usage: mcpx <command> [--json]
   tools permission SERVER TOOL act|always_ask|inherited   (TOOL: the name its server lists)
   vendors connect VENDOR (--access-token T [--refresh-token R] [--expires-at ISO] | --tokens-file PATH)
   vendors disconnect VENDOR   (built-in servers: github, linear)
-  call --agent AGENT [--run RUN] [--timeout-ms MS] [--approval ID | --wait-approval SECONDS] TOOL ['{json arguments}']
+  call --agent AGENT [--run RUN] [--timeout-ms MS] [--approval ID | --wait-approval SECONDS] [--input ID | --wait-input SECONDS] TOOL ['{json arguments}']
   approvals list | approvals approve ID | approvals deny ID
+  inputs list | inputs answer ID (--accept NAME=VALUE... | --content JSON | --done | --decline | --cancel) [--key KEY]
+      (a server's question in the middle of a call: answer it, then the waiting call goes on)
   runs end RUN
   signers authorize PRINCIPAL --role OWNER|WRITER|AGENT [--agent AGENT]...   (AGENT: bound to the agents named)
   signers revoke PRINCIPAL

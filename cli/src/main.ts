@@ -1,9 +1,10 @@
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import { WireError } from '@mcpx/contracts';
+import { WireError, type InputRequestItem } from '@mcpx/contracts';
 import { UsageError, flag, parseArgs } from './args.js';
 import { natsCredentialsFrom, type CliEnv } from './client.js';
 import { COMMANDS, USAGE } from './commands.js';
+import { questionLines } from './input-commands.js';
 import { terminalText } from './terminal-text.js';
 
 /** Error text names remote things (a server's error, a tool's name): no control characters reach the terminal. */
@@ -57,6 +58,11 @@ async function main(argv: string[]): Promise<number> {
       if (!json && err.code === 'approval_required' && typeof err.details.approvalId === 'string') {
         const run = typeof err.details.run === 'string' ? ` --run ${err.details.run}` : '';
         writeErr(`approval: ${err.details.approvalId}\n  mcpx approvals approve ${err.details.approvalId}, then repeat the call with${run} --approval ${err.details.approvalId}\n`);
+      }
+      if (!json && err.code === 'input_required' && typeof err.details.inputRequestId === 'string' && Array.isArray(err.details.requests)) {
+        const id = err.details.inputRequestId;
+        const run = typeof err.details.run === 'string' ? ` --run ${err.details.run}` : '';
+        writeErr(`input request: ${id}\n${(err.details.requests as InputRequestItem[]).flatMap(questionLines).join('\n')}\n  answer it: mcpx inputs answer ${id} --accept NAME=VALUE… | --done | --decline | --cancel, then repeat the call with${run} --input ${id}\n  (or call with --wait-input SECONDS to wait for the answer)\n`);
       }
       if (!json && err.code === 'invalid_arguments' && err.details.contract) {
         writeErr(`contract:\n${JSON.stringify(err.details.contract, null, 2)}\n`);
