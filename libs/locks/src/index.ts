@@ -10,3 +10,4 @@ export { LeaseQuota, QUOTA_DEFAULTS } from './quotas.js';
 export type { LeaseQuotaOptions, QuotaDecision, QuotaLease, QuotaLimits } from './quotas.js';
 export { DEFAULT_INPUT_TTL_MS, InputStore, newInputRequestId } from './input-store.js';
 export type { AnswerOutcome, AnswerReason, InputBinding, InputConsumeOutcome, InputConsumeReason, InputCreate, InputRecord, InputRecordStatus } from './input-store.js';
+export { RUN_AGENTS_TTL_MS, RunAgents } from './run-agents.js';

@@ -2,7 +2,7 @@ import { Redis } from 'ioredis';
 import { connectBus } from '@mcpx/bus';
 import type { Config } from '@mcpx/config';
 import { createDb, migrate } from '@mcpx/db';
-import { ApprovalStore, InputStore, SingleFlight } from '@mcpx/locks';
+import { ApprovalStore, InputStore, RunAgents, SingleFlight } from '@mcpx/locks';
 import { createLogger, type LogSink } from '@mcpx/log';
 import { ProxyClient } from '@mcpx/proxy-client';
 import { SecretBox } from '@mcpx/secrets';
@@ -165,6 +165,7 @@ export async function startRegistry(config: Config, opts: RegistryOptions = {}):
       outbound: config.outbound,
       permissions,
       approvals: new ApprovalStore(redis, config.redisPrefix, { ttlMs: config.approvalTtlMs }),
+      runAgents: new RunAgents(redis, config.redisPrefix),
       inputs: new InputStore(redis, config.redisPrefix, { ttlMs: config.approvalTtlMs }),
       oauth,
       builtins,

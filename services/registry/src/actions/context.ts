@@ -3,7 +3,7 @@ import type { Bus } from '@mcpx/bus';
 import type { OutboundPolicy } from '@mcpx/config';
 import type { Db } from '@mcpx/db';
 import type { ToolNameStyle } from '@mcpx/domain';
-import type { ApprovalStore, InputStore } from '@mcpx/locks';
+import type { ApprovalStore, InputStore, RunAgents } from '@mcpx/locks';
 import type { Logger } from '@mcpx/log';
 import type { ProxyClient } from '@mcpx/proxy-client';
 import type { Discovery } from '../discovery.js';
@@ -42,6 +42,8 @@ export interface ActionDeps {
   approvals: ApprovalStore;
   /** Input requests of calls whose servers asked a question (Redis, shared with the proxy); absent: none are answered here. */
   inputs?: InputStore;
+  /** The agents each named run carried (Redis): an AGENT signer ends only runs of its agents. */
+  runAgents?: RunAgents;
   /** OAuth 2.1 for servers with `config.auth: 'oauth'` (absent: such servers stay `auth_required`). */
   oauth?: OAuthService;
   /** Built-in servers lit by vendor connections (absent: none are). */

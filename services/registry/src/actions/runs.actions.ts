@@ -28,6 +28,8 @@ export const invokeTool: ActionHandler = async (deps, caller, action) => {
   if (args === null || typeof args !== 'object' || Array.isArray(args)) throw invalidInput('arguments', 'must be an object');
   const named = action.run !== undefined && action.run !== null;
   const run = named ? runField(action.run) : `palette-${randomUUID()}`;
+  // A named run remembers the agents it carried: an AGENT signer's EndRun is checked against them.
+  if (named) await deps.runAgents?.record(caller.account, run, agent.id);
   const approvalId = action.approvalId ?? undefined;
   if (approvalId !== undefined && (typeof approvalId !== 'string' || approvalId === '' || approvalId.length > 128)) throw invalidInput('approvalId', 'must be the id of an approval');
   const inputRequestId = action.inputRequestId ?? undefined;
@@ -61,10 +63,20 @@ export const invokeTool: ActionHandler = async (deps, caller, action) => {
 /**
  * `EndRun {run}` → `{run, ended: true}`: every proxy instance closes the run's connections. The
  * registry publishes `mcp.runs.ended.<acct>.<run>` for the signer's own account only, so a user
- * ends their runs without NATS credentials and cannot end another account's.
+ * ends their runs without NATS credentials and cannot end another account's. An AGENT signer
+ * ends only a run whose every call through the registry was of an agent it is bound to: a run
+ * of another agent, or one the registry never carried (started over NATS, or long ago), is
+ * `forbidden` on `run`, and nothing is ended.
  */
 export const endRun: ActionHandler = async (deps, caller, action) => {
   const run = runField(action.run);
+  if (caller.role === 'AGENT') {
+    const [bound, agents] = await Promise.all([deps.accounts.boundAgents(caller.account, caller.signer), deps.runAgents?.agents(caller.account, run) ?? Promise.resolve([])]);
+    if (agents.length === 0 || agents.some((a) => !bound.includes(a))) {
+      throw new WireError(ErrorCodes.forbidden, 'run: an AGENT signer ends only runs of the agents it is bound to', { field: 'run' });
+    }
+  }
   await deps.proxy.endRun(caller.account, run);
+  await deps.runAgents?.forget(caller.account, run);
   return { run, ended: true };
 };
