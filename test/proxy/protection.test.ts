@@ -72,10 +72,21 @@ describe.each(['modern', 'legacy'] as const)('per-server protection shared acros
     expect(ok.length).toBeGreaterThanOrEqual(5);
     expect(ok.length).toBeLessThanOrEqual(7);
     expect(new Set(ok.map((o) => o.instance)).size).toBe(2);
-    const hint = outcomes.find((o) => !o.ok)!.retryAfterMs!;
-    expect(hint).toBeGreaterThan(0);
-    expect(hint).toBeLessThanOrEqual(200);
-    await new Promise((r) => setTimeout(r, hint + 50));
-    expect((await system.call('agent', 'x', 'fast__echo', { text: 'later' })).result.text).toBe('echo: later');
+    const hints = outcomes.filter((o) => !o.ok).map((o) => o.retryAfterMs!);
+    for (const hint of hints) {
+      expect(hint).toBeGreaterThan(0);
+      expect(hint).toBeLessThanOrEqual(200);
+    }
+    // A refusal's hint is the bucket as it is at that moment (a call admitted after a refusal takes
+    // the refilled token the earlier hint pointed to): once the latest hint has passed, a call is admitted.
+    const later = await system.call('agent', 'x', 'fast__echo', { text: 'later' }).catch((e: { code: string; details: { retryAfterMs: number } }) => e);
+    if ('code' in later) {
+      expect(later.code).toBe('rate_limited');
+      expect(later.details.retryAfterMs).toBeLessThanOrEqual(200);
+      await new Promise((r) => setTimeout(r, later.details.retryAfterMs + 50));
+      expect((await system.call('agent', 'x', 'fast__echo', { text: 'later' })).result.text).toBe('echo: later');
+    } else {
+      expect(later.result.text).toBe('echo: later');
+    }
   });
 });
