@@ -192,13 +192,22 @@ describe.skipIf(!HAS_CHROMIUM)(`the console in a real browser${HAS_CHROMIUM ? ''
   });
 
   it('authorizes an oauth server in a popup: abandoned once, resumed with Authorize, then connected', async () => {
-    const authorizeUrl = (url: URL): boolean => url.href.startsWith(`${as.issuer}authorize`);
-    // The first time the owner walks away: the authorization page just sits there.
-    await context.route(authorizeUrl, (route) => route.fulfill({ status: 200, contentType: 'text/html', body: '<p>Sign in?</p>' }));
+    // The popup opens the registry's single-use ticket, which sets the binding cookie and redirects
+    // to the authorization server. The first time the owner walks away: the ticket's redirect is
+    // read (the browser's interception does not see a redirect's target) and a page standing for
+    // the authorization server just sits there.
+    const startUrl = (url: URL): boolean => url.href.startsWith(`${system.api.apiUrl}/v1/oauth/start?ticket=`);
+    let asked = new URL('about:blank');
+    await context.route(startUrl, async (route) => {
+      const res = await route.fetch({ maxRedirects: 0 });
+      asked = new URL(res.headers()['location'] ?? 'about:blank');
+      await route.fulfill({ status: 200, contentType: 'text/html', body: '<p>Sign in?</p>' });
+    });
     await openAddDialog(guarded.url, 'guarded', 'oauth');
     const [first] = await Promise.all([page.waitForEvent('popup'), page.click('#add-save')]);
-    await first.waitForURL(authorizeUrl);
-    const asked = new URL(first.url());
+    await first.waitForURL(startUrl);
+    await first.locator('text=Sign in?').waitFor();
+    expect(asked.href.startsWith(`${as.issuer}authorize`)).toBe(true);
     expect(asked.searchParams.get('code_challenge_method')).toBe('S256');
     expect(asked.searchParams.get('redirect_uri')).toBe(`${system.api.apiUrl}/v1/oauth/callback`);
     expect(asked.searchParams.get('resource')).toBe(guarded.url);
@@ -209,7 +218,7 @@ describe.skipIf(!HAS_CHROMIUM)(`the console in a real browser${HAS_CHROMIUM ? ''
     expect(as.stats.codeExchanges).toBe(0);
 
     // Resumed: a fresh URL; the test server approves at once and the callback closes the popup.
-    await context.unroute(authorizeUrl);
+    await context.unroute(startUrl);
     const callback = context.waitForEvent('response', (r) => r.url().startsWith(`${system.api.apiUrl}/v1/oauth/callback?`));
     const [second] = await Promise.all([page.waitForEvent('popup'), server('guarded').getByRole('button', { name: 'Authorize' }).click()]);
     if (!second.isClosed()) await second.waitForEvent('close');
