@@ -4,6 +4,7 @@ import { act, followEvents, forgetKey, importKeyFile, newKey, principal, savedKe
 import { initAddServer } from './add-server.js';
 import { approvalEvents, initApprovals, loadApprovals } from './approvals.js';
 import { initServers, renderServers } from './servers.js';
+import { initEndpoint, renderEndpoint } from './endpoint.js';
 import { $, el, run, say } from './ui.js';
 
 const AGENT_STORAGE = 'mcpx.agent';
@@ -52,7 +53,7 @@ async function load() {
   state.agents = a.agents;
   renderAgents();
   renderServers();
-  await renderTools();
+  await Promise.all([renderTools(), renderEndpoint()]);
 }
 
 async function start(stored) {
@@ -77,6 +78,7 @@ async function start(stored) {
 initServers({ state, load, currentAgent, toggleGrant });
 initAddServer({ load, currentAgent });
 initApprovals(() => state.agents);
+initEndpoint({ currentAgent });
 
 $('key-new').addEventListener('click', () => void run(async () => start(await newKey())));
 $('key-paste').addEventListener('click', () => $('key-dialog').showModal());
@@ -103,6 +105,7 @@ $('agent-select').addEventListener('change', () => {
   localStorage.setItem(AGENT_STORAGE, $('agent-select').value);
   renderServers();
   void run(renderTools);
+  void run(renderEndpoint);
 });
 $('agent-create').addEventListener('click', () =>
   void run(async () => {

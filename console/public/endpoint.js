@@ -1,0 +1,87 @@
+// The current agent's MCP endpoint: its URL for MCP clients outside the platform, its bearer
+// tokens (ListAgentTokens; a new one is shown here once and never again; revoke), and a config
+// snippet. The endpoint is a service of its own: its base URL is this page's host on port 8083
+// unless the owner sets another (kept in this browser).
+import { act } from './api.js';
+import { $, el, run, say } from './ui.js';
+
+const BASE_STORAGE = 'mcpx.endpointBase';
+let currentAgent = () => null;
+
+function endpointBase() {
+  return localStorage.getItem(BASE_STORAGE) || `${location.protocol}//${location.hostname}:8083`;
+}
+
+function endpointUrl(agent) {
+  return `${endpointBase().replace(/\/+$/, '')}/v1/agents/${encodeURIComponent(agent.id)}/mcp`;
+}
+
+function snippet(agent, token) {
+  const name = `mcpx-${agent.name}`.replace(/[^A-Za-z0-9_-]/g, '-');
+  return JSON.stringify({ mcpServers: { [name]: { url: endpointUrl(agent), headers: { Authorization: `Bearer ${token}` } } } }, null, 2);
+}
+
+function tokenItem(t) {
+  const revoke = el('button', { type: 'button', textContent: 'Revoke', disabled: t.state !== 'active' });
+  revoke.addEventListener('click', () =>
+    void run(async () => {
+      revoke.disabled = true;
+      await act('RevokeAgentToken', { id: t.id });
+      say(`token ${t.name} revoked: the endpoint refuses it from now on`);
+      await renderEndpoint();
+    }),
+  );
+  const when = t.state === 'revoked' ? `revoked ${t.revokedAt}` : t.expiresAt ? `expires ${t.expiresAt}` : 'never expires';
+  return el(
+    'li',
+    { className: 'token-row' },
+    el('strong', { textContent: t.name }),
+    el('span', { className: `chip ${t.state === 'active' ? 'ok' : 'error'}`, textContent: t.state }),
+    el('span', { className: 'muted', textContent: ` ${t.id} · created ${t.createdAt} · ${when} ` }),
+    revoke,
+  );
+}
+
+/** Shows the current agent's endpoint and tokens (called when the agent or its tools change). */
+export async function renderEndpoint() {
+  const agent = currentAgent();
+  $('endpoint-new-token').replaceChildren();
+  if (!agent) {
+    $('endpoint-url').textContent = 'Pick an agent.';
+    $('endpoint-tokens').replaceChildren();
+    $('endpoint-snippet').textContent = '';
+    return;
+  }
+  $('endpoint-url').textContent = endpointUrl(agent);
+  $('endpoint-snippet').textContent = snippet(agent, '<TOKEN>');
+  const res = await act('ListAgentTokens', { agent: agent.id });
+  $('endpoint-tokens').replaceChildren(...res.tokens.map(tokenItem));
+  $('endpoint-tokens-empty').hidden = res.tokens.length > 0;
+}
+
+export function initEndpoint(deps) {
+  currentAgent = deps.currentAgent;
+  $('endpoint-base').value = endpointBase();
+  $('endpoint-base').addEventListener('change', () => {
+    const v = $('endpoint-base').value.trim();
+    if (v === '') localStorage.removeItem(BASE_STORAGE);
+    else localStorage.setItem(BASE_STORAGE, v);
+    void run(renderEndpoint);
+  });
+  $('endpoint-token-create').addEventListener('click', () =>
+    void run(async () => {
+      const agent = currentAgent();
+      if (!agent) throw new Error('pick an agent first');
+      const name = $('endpoint-token-name').value.trim();
+      const created = await act('CreateAgentToken', { agent: agent.id, ...(name ? { name } : {}) });
+      $('endpoint-token-name').value = '';
+      await renderEndpoint();
+      // Shown this once: only its hash is kept.
+      $('endpoint-new-token').replaceChildren(
+        el('p', { textContent: 'New token, shown this once (only its hash is kept): copy it now.' }),
+        el('code', { className: 'token', textContent: created.token }),
+      );
+      $('endpoint-snippet').textContent = snippet(agent, created.token);
+    }),
+  );
+}
