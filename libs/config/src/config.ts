@@ -1,6 +1,7 @@
 import { parseInternalHttp } from './internal-http.js';
 import { inboxPrefixOf } from './nats-permissions.js';
 import { parseQuotas, type QuotaSettings } from './quotas.js';
+import { parsePinAudit, type PinAuditSettings } from './pins-audit.js';
 import { LOCAL_DEV_KEYRING, parseProfile, refuseDevelopmentKeys } from './profile.js';
 
 /**
@@ -70,6 +71,8 @@ export interface Config {
   builtinVendorClients: Record<string, VendorClient>;
   /** Quotas and rate limits per account, agent, signer, address and instance (`QUOTA_*`, `RATE_*`; see `quotas.ts`). */
   quotas: QuotaSettings;
+  /** Contract pinning and the audit log's retention (`PIN_DEFAULT`, `PIN_WRITERS_MAY_REVIEW`, `AUDIT_RETENTION_DAYS`; see `pins-audit.ts`). */
+  pinAudit: PinAuditSettings;
 }
 
 /**
@@ -254,5 +257,6 @@ export function loadConfig(service: keyof typeof DEFAULT_PORTS, env: NodeJS.Proc
     builtinTokenEndpoints: parseBuiltinTokenEndpoints(env.BUILTIN_TOKEN_ENDPOINTS),
     builtinVendorClients: parseBuiltinVendorClients(env.BUILTIN_VENDOR_CLIENTS),
     quotas: parseQuotas(env),
+    pinAudit: parsePinAudit(env),
   };
 }

@@ -78,6 +78,10 @@ export interface RedactedMcpServer {
   protocolVersion?: string;
   tools: RedactedTool[];
   status: ServerStatus;
+  /** Contract pinning (`config.pin`): `off`, `review` or `strict`. */
+  pin?: 'off' | 'review' | 'strict';
+  /** Tool changes waiting for review (`ListToolChanges`); present on pinned servers. */
+  pendingReviews?: number;
   createdAt: string;
   updatedAt: string;
 }
@@ -161,6 +165,14 @@ export const ActionTypes = {
   AnswerInputRequest: 'AnswerInputRequest',
   /** `{vendor, accessToken, refreshToken?, expiresAt?}` → `{vendor, servers: RedactedMcpServer[]}`: lights up the vendor's built-in servers. */
   SetVendorConnection: 'SetVendorConnection',
+  /** `{server?, status?}` → `{changes}`: a pinned server's held tool changes, each with its diff and warnings. */
+  ListToolChanges: 'ListToolChanges',
+  /** `{server, tool, cid}` → `{server, tool, cid, decision}`: the held contract becomes the accepted one; OWNER (WRITER per policy). */
+  AcceptToolChange: 'AcceptToolChange',
+  /** `{server, tool, cid}` → `{…, decision: 'rejected'}`: the change stays held and is not asked about again. */
+  RejectToolChange: 'RejectToolChange',
+  /** `{limit?, cursor?, action?, targetKind?, target?, signer?, since?, until?}` → `{events, nextCursor?}`; OWNER only. */
+  ListAuditEvents: 'ListAuditEvents',
   /** `{vendor}` → `{vendor, servers: string[]}`: the vendor's built-ins go dark and leave every grant. */
   DeleteVendorConnection: 'DeleteVendorConnection',
   /**

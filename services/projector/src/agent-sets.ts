@@ -14,6 +14,8 @@ export interface Conflict {
   name: string;
   server: string;
   heldBy: string;
+  /** `heldBy: 'held_for_review'`: the held contract's CID. */
+  cid?: string;
 }
 
 /** An agent's whole tool set as its events describe it: mcp tools not held by a lambda, and its lambdas. */
@@ -36,6 +38,18 @@ export async function mcpEntries(db: Q, account: string, servers: readonly strin
     .execute();
   const out: McpEntry[] = [];
   for (const row of rows) for (const [name, cid] of Object.entries(row.tools)) out.push({ name, cid, server: row.server });
+  return out;
+}
+
+/**
+ * The tools of `servers` withheld for review (a pinned server's changed or new contract): in no
+ * set, each reported as a conflict `heldBy: 'held_for_review'` with the held contract's CID.
+ */
+export async function heldConflicts(db: Q, account: string, servers: readonly string[]): Promise<Conflict[]> {
+  if (servers.length === 0) return [];
+  const rows = await db.selectFrom('projector.projected_servers').select(['server', 'held']).where('account_id', '=', account).where('server', 'in', [...servers]).where('deleted', '=', false).execute();
+  const out: Conflict[] = [];
+  for (const row of rows) for (const [name, h] of Object.entries(row.held ?? {})) out.push({ name, server: row.server, heldBy: 'held_for_review', cid: h.cid });
   return out;
 }
 

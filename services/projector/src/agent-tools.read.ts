@@ -12,7 +12,7 @@ import {
   type McpToolDocument,
   type ToolNameStyle,
 } from '@mcpx/domain';
-import { effectiveSet, mcpEntries } from './agent-sets.js';
+import { effectiveSet, heldConflicts, mcpEntries } from './agent-sets.js';
 import { nameList, requireId } from './request-fields.js';
 
 /** At most this many names may be asked to be promoted at once. */
@@ -21,9 +21,10 @@ const MAX_REQUESTED = 256;
 /** The rows readAgentTools reads, all in the caller's transaction. */
 async function readSnapshot(db: Db, account: string, agent: string) {
   const row = await db.selectFrom('projector.agent_sets').select(['servers', 'version']).where('account_id', '=', account).where('agent_id', '=', agent).executeTakeFirst();
-  const [entries, lambdaRows] = await Promise.all([
+  const [entries, lambdaRows, held] = await Promise.all([
     mcpEntries(db, account, row?.servers ?? []),
     db.selectFrom('projector.lambda_tools').select(['name', 'cid', 'doc_cbor']).where('account_id', '=', account).where('agent_id', '=', agent).orderBy('name').execute(),
+    heldConflicts(db, account, row?.servers ?? []),
   ]);
   const lambdas = lambdaRows.map((l) => ({ ...decodePayload<LambdaToolDocument>(l.doc_cbor), cid: l.cid }));
   const set = effectiveSet(entries, new Map(lambdas.map((l) => [l.name, l.cid])));
@@ -33,7 +34,7 @@ async function readSnapshot(db: Db, account: string, agent: string) {
     mcp.length === 0
       ? []
       : await db.selectFrom('projector.tool_documents').select(['cid', 'doc_cbor']).where('account_id', '=', account).where('cid', 'in', mcp.map((e) => e.cid)).execute();
-  return { row, lambdas, conflicts: set.conflicts, mcp, docs };
+  return { row, lambdas, conflicts: [...set.conflicts, ...held].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : a.server < b.server ? -1 : a.server > b.server ? 1 : 0)), mcp, docs };
 }
 
 /**

@@ -3,7 +3,7 @@ import type { Counter, Histogram, Meter, Tracer } from '@opentelemetry/api';
 import type { AgentChangedEvent, ServerDeletedEvent, ServerDiscoveredEvent } from '@mcpx/contracts';
 import { encodePayload } from '@mcpx/contracts';
 import type { Database, Db, PendingToolsEvent, ToolsDiff } from '@mcpx/db';
-import { buildToolDocuments, documentCid, isBuiltinServerId, isPlainObject, type ToolNameStyle } from '@mcpx/domain';
+import { buildToolDocuments, documentCid, isBuiltinServerId, isPlainObject, projectToolNames, type ToolNameStyle } from '@mcpx/domain';
 import type { Logger } from '@mcpx/log';
 import { withSpan } from '@mcpx/telemetry';
 import { agentSet, appendPending, lockAgent, lockKey, openChanges, pendingEntry, serverLockKey } from './agent-sets.js';
@@ -42,7 +42,7 @@ export class Projection {
 
   async serverDiscovered(e: ServerDiscoveredEvent): Promise<number> {
     const change = `s:${e.account}:${e.server}:${e.serverId}:${e.generation}`;
-    return this.timed('discovered', { 'mcp.account': e.account, 'mcp.server': e.server }, () => this.applyServer(e.account, e.server, e.serverId, e.generation, e.tools, change, e.overrides));
+    return this.timed('discovered', { 'mcp.account': e.account, 'mcp.server': e.server }, () => this.applyServer(e.account, e.server, e.serverId, e.generation, e.tools, change, e.overrides, e.held));
   }
 
   async serverDeleted(e: ServerDeletedEvent): Promise<number> {
@@ -87,6 +87,8 @@ export class Projection {
     change: string,
     // The owner's per-tool permissions win over the inherited ones (a change of them is a new CID).
     overrides?: ServerDiscoveredEvent['overrides'],
+    // A pinned server's tools withheld for review: in no set, kept so conflicts and calls can say why.
+    held?: ServerDiscoveredEvent['held'],
   ): Promise<number> {
     const outcome = await this.deps.db.transaction().execute(async (trx): Promise<Outcome> => {
       await lockKey(trx, serverLockKey(account, server));
@@ -120,7 +122,7 @@ export class Projection {
           )
           .execute();
       }
-      const row = { server_id: serverId, generation: generation ?? current?.generation ?? 0, tools: JSON.stringify(next), deleted: generation === null };
+      const row = { server_id: serverId, generation: generation ?? current?.generation ?? 0, tools: JSON.stringify(next), deleted: generation === null, held: JSON.stringify(generation === null ? {} : this.heldNames(server, tools, held)) };
       await trx
         .insertInto('projector.projected_servers')
         .values({ account_id: account, server, ...row })
@@ -133,6 +135,18 @@ export class Projection {
       return { kind: 'changed', changes };
     });
     return this.finish(account, change, outcome);
+  }
+
+  /** Projected name → {remoteName, cid} of the tools withheld for review (named as they would be projected with the rest). */
+  private heldNames(server: string, tools: ServerDiscoveredEvent['tools'], held: ServerDiscoveredEvent['held']): Record<string, { remoteName: string; cid: string }> {
+    if (held === undefined || held.length === 0) return {};
+    const names = projectToolNames(server, [...new Set([...tools.map((t) => t.name), ...held.map((h) => h.name)])], this.deps.style);
+    const out: Record<string, { remoteName: string; cid: string }> = {};
+    for (const h of held.slice(0, 1000)) {
+      const name = names.get(h.name);
+      if (name !== undefined) out[name] = { remoteName: h.name, cid: h.cid };
+    }
+    return out;
   }
 
   /**

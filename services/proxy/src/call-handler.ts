@@ -11,6 +11,7 @@ import type { ConnectionPool } from './connection-pool.js';
 import { inputRoundOf, type InputGate, type Resumption } from './input-requests.js';
 import type { OAuthTokens } from './oauth-tokens.js';
 import { missingToolError } from './held-tools.js';
+import { missingToolError } from './held-tools.js';
 
 /** Maps the MCP client's local errors onto the wire codes the runtime shows the model. */
 export function toWire(err: unknown): WireError {

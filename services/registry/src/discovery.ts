@@ -15,6 +15,9 @@ import type { McpServerRecord, McpServersRepository } from './repositories/mcp-s
 import type { SecretsRepository } from './repositories/secrets.repository.js';
 import type { ToolOverrides, ToolPermissionsRepository } from './repositories/tool-permissions.repository.js';
 import { resolveHeaders } from './server-headers.js';
+import { pinModeOf, type WantedChange } from './pins/pin-policy.js';
+import { recordPinnedDiscovery } from './pins/pin-store.js';
+import type { Db } from '@mcpx/db';
 
 export { nextProbeDelayMs, REPROBE_BACKOFF, RELIST, relistDelayMs } from './discovery-schedule.js';
 export { sanitizeTools, screenTools, toolsHash } from './remote-tools.js';
@@ -70,6 +73,7 @@ class Semaphore {
 
 /** The discovery event of a saved record; per-tool permission overrides ride along when set. */
 export function serverDiscoveredEvent(saved: McpServerRecord, toolsChanged: boolean, overrides?: Record<string, Permission>): ServerDiscoveredEvent {
+  const held = (saved.status.heldTools ?? []).filter((h) => h.withheld).map((h) => ({ name: h.name, cid: h.cid }));
   return {
     account: saved.accountId,
     server: saved.name,
@@ -79,6 +83,7 @@ export function serverDiscoveredEvent(saved: McpServerRecord, toolsChanged: bool
     status: saved.status,
     toolsChanged,
     ...(overrides !== undefined && Object.keys(overrides).length > 0 ? { overrides } : {}),
+    ...(held.length > 0 ? { held } : {}),
   };
 }
 
@@ -115,6 +120,11 @@ export interface DiscoveryDeps {
    * `reprobeMaxFailures` failures in a row the re-prober leaves the server until its owner refreshes it.
    */
   quotas?: Pick<QuotaLimits, 'discoveriesPerAccount' | 'discoveryDeadlineMs' | 'reprobeMaxFailures'>;
+  /**
+   * Contract pinning: where a pinned server's discoveries are recorded (the registry's database)
+   * and who hears of a change held for review. Absent: pins are not applied (tests of discovery alone).
+   */
+  pins?: { db: Db; requested: (server: McpServerRecord, changes: WantedChange[]) => void };
 }
 
 /**
@@ -497,10 +507,19 @@ export class Discovery {
         let status: ServerStatus;
         let tools: { list: RemoteTool[]; hash: string; generation: number } | undefined;
         let changed = false;
+        // A pinned server (custom servers only): agents get the accepted contracts. A listing equal
+        // to the last one costs what an unpinned one does (one hash, no tool list written).
+        const pins = target === this.rows && pinModeOf(server.config) !== 'off' ? this.deps.pins : undefined;
+        let rawChanged = false;
         if (outcome.tools !== undefined) {
           const hash = toolsHash(outcome.tools);
-          changed = hash !== server.toolsHash;
-          tools = { list: outcome.tools, hash, generation: changed ? server.generation + 1 : server.generation };
+          if (pins !== undefined) {
+            rawChanged = hash !== (server.discoveredHash ?? '');
+            changed = false;
+          } else {
+            changed = hash !== server.toolsHash;
+            tools = { list: outcome.tools, hash, generation: changed ? server.generation + 1 : server.generation };
+          }
           const hints = outcome.hints ?? { ...(previous.listTtlMs !== undefined ? { ttlMs: previous.listTtlMs } : {}), ...(previous.listCacheScope !== undefined ? { cacheScope: previous.listCacheScope } : {}) };
           const era = outcome.verdict ?? (previous.era !== undefined && previous.protocolVersion !== undefined ? { era: previous.era, protocolVersion: previous.protocolVersion } : undefined);
           status = {
@@ -531,7 +550,7 @@ export class Discovery {
         }
         // A proxy reports the tools of every connection it opens: when nothing changed, that is
         // not worth a write or an event.
-        if (trigger === 'observed' && !changed && previous.state === 'ok' && sameStatusFacts(previous, status)) {
+        if (trigger === 'observed' && !changed && !rawChanged && previous.state === 'ok' && sameStatusFacts(previous, status)) {
           await this.armRelist(server, status, target, now);
           await this.followInUse(server, target);
           return server;
@@ -542,7 +561,20 @@ export class Discovery {
         const stopped = status.state === 'error' && maxFailures > 0 && (status.failures ?? 1) >= maxFailures && trigger !== 'set' && trigger !== 'refresh';
         if (stopped) status = { ...status, error: `${status.error ?? 'discovery failed'} (re-probing stopped after ${status.failures ?? maxFailures} failures in a row: refresh the server to try again)` };
         const nextProbe = status.state === 'error' && !stopped ? new Date(now.getTime() + nextProbeDelayMs(status.failures ?? 1, Math.random, this.deps.reprobeBaseMs)) : null;
-        const saved = await target.record(server, status, tools, nextProbe);
+        let saved: McpServerRecord | null;
+        let requested: WantedChange[] = [];
+        const pinned = pins !== undefined && rawChanged && outcome.tools !== undefined ? await recordPinnedDiscovery(pins.db, server, status, outcome.tools, nextProbe) : null;
+        if (pinned !== null) {
+          saved = pinned.saved;
+          changed = pinned.toolsChanged;
+          requested = pinned.requested;
+          span.setAttributes({ 'mcpx.pin': pinModeOf(server.config), 'mcpx.pin.requested': requested.length, 'mcpx.pin.withheld': pinned.withheld.length });
+        } else if (pins !== undefined && rawChanged && outcome.tools !== undefined) {
+          // No longer pinned (changed meanwhile): recorded as any listing.
+          const hash = toolsHash(outcome.tools);
+          changed = hash !== server.toolsHash;
+          saved = await target.record(server, status, { list: outcome.tools, hash, generation: changed ? server.generation + 1 : server.generation }, nextProbe);
+        } else saved = await target.record(server, status, tools, nextProbe);
         if (saved === null) return server; // deleted meanwhile
         if (trigger === 'observed') {
           await this.armRelist(saved, status, target, now);
@@ -552,6 +584,7 @@ export class Discovery {
         // Read after the record: never older than its generation (see SetToolPermission).
         const event = serverDiscoveredEvent(saved, changed, await target.overrides(saved.accountId, saved.id));
         await this.deps.bus.publishEvent(this.deps.bus.subjects.serverDiscovered(saved.accountId, saved.name), event);
+        if (requested.length > 0) pins?.requested(saved, requested);
         const result = status.state;
         span.setAttributes({ 'mcpx.result': result, 'mcpx.tools': saved.tools.length, 'mcpx.tools_changed': changed });
         this.runs.add(1, { result, trigger, kind: target.kind });

@@ -53,6 +53,7 @@ export function redactServer(server: McpServerRecord, style: ToolNameStyle, over
       ...toolPermission(t.name, t.annotations, overrides, builtin),
     })),
     status: opts.role === 'AGENT' ? agentStatus(server.status) : server.status,
+    ...(server.config.pin !== undefined && server.config.pin !== 'off' ? { pin: server.config.pin, pendingReviews: (server.status.heldTools ?? []).filter((h) => h.state === 'pending').length } : {}),
     createdAt: server.createdAt.toISOString(),
     updatedAt: server.updatedAt.toISOString(),
   };

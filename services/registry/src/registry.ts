@@ -18,6 +18,8 @@ import { McpServersRepository } from './repositories/mcp-servers.repository.js';
 import { SecretsRepository } from './repositories/secrets.repository.js';
 import { ToolPermissionsRepository } from './repositories/tool-permissions.repository.js';
 import { Reprober } from './reprober.js';
+import { startAuditRetention } from './audit/audit-log.js';
+import { publishReviewRequested } from './pins/review.actions.js';
 import { BuiltinDiscoveriesRepository } from './builtins/builtin-discoveries.repository.js';
 import { BuiltinServers } from './builtins/builtin-servers.js';
 import { VendorConnectionsRepository } from './builtins/vendor-connections.repository.js';
@@ -119,6 +121,8 @@ export async function startRegistry(config: Config, opts: RegistryOptions = {}):
     // address checked is the address connected to, no cross-origin redirects.
     fetch: tracingFetch(outboundFetch),
     quotas: config.quotas,
+    // Contract pinning: a pinned server's listing is recorded against its accepted contracts.
+    pins: { db, requested: (s, changes) => publishReviewRequested({ bus }, s, changes) },
     ...(opts.reprobe?.baseMs !== undefined ? { reprobeBaseMs: opts.reprobe.baseMs } : {}),
     ...(opts.discoveryConcurrency !== undefined ? { concurrency: opts.discoveryConcurrency } : {}),
   });
@@ -169,6 +173,7 @@ export async function startRegistry(config: Config, opts: RegistryOptions = {}):
       inputs: new InputStore(redis, config.redisPrefix, { ttlMs: config.approvalTtlMs }),
       oauth,
       builtins,
+      pins: { defaultMode: config.pinAudit.pinDefault, writersMayReview: config.pinAudit.writersMayReview },
     },
     redis,
     redisPrefix: config.redisPrefix,
@@ -189,6 +194,7 @@ export async function startRegistry(config: Config, opts: RegistryOptions = {}):
   const unprobed = await builtins.scheduleUnprobed();
   if (unprobed > 0) log.info('built-ins scheduled for a first probe', { count: unprobed });
   reprober.start();
+  const retention = startAuditRetention(db, config.pinAudit.auditRetentionDays, log);
   await new Promise<void>((resolve) => server.listen(config.httpPort, config.httpHost, resolve));
   // Metrics describe every account's traffic: served on the internal port only, not the API's.
   const internal = await startHealthServer({ port: config.internalHttpPort, host: config.internalHttpHost, service: 'registry', isReady: () => ready, metricsHandler: telemetry.metricsHandler });
@@ -206,6 +212,7 @@ export async function startRegistry(config: Config, opts: RegistryOptions = {}):
     stop: async () => {
       ready = false;
       reprober.stop();
+      retention.stop();
       observed.unsubscribe();
       oauthRefresh.unsubscribe();
       server.closeAllConnections();

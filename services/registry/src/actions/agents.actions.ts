@@ -2,6 +2,8 @@ import { ErrorCodes, WireError, invalidInput, type AgentChangedEvent, type Agent
 import type { AgentRecord } from '../repositories/agents.repository.js';
 import { validateAgentInputs, validateAgentName, validateGrantList } from '../validation.js';
 import { accountQuotas } from '../account-quotas.js';
+import { recordAudit } from '../audit/audit-log.js';
+import { auditAgent } from '../audit/audit-views.js';
 import type { ActionDeps, ActionHandler } from './context.js';
 
 export function agentView(agent: AgentRecord): AgentView {
@@ -52,6 +54,7 @@ export const createAgent: ActionHandler = async (deps, caller, action) => {
     if ((err as { code?: string }).code === '23505') throw new WireError(ErrorCodes.conflict, `name: an agent named ${name} exists`, { field: 'name' });
     throw err;
   }
+  await recordAudit(deps.db, { account: caller.account, signer: caller.signer, role: caller.role, action: 'CreateAgent', target: { kind: 'agent', name: agent.name }, before: null, after: auditAgent(agent) });
   await publishAgentChanged(deps, agent);
   return { agent: agentView(agent) };
 };
@@ -62,6 +65,7 @@ export const updateAgent: ActionHandler = async (deps, caller, action) => {
   const inputs = validateAgentInputs(action.definition);
   await checkGrants(deps, caller.account, grants);
   const agent = await deps.agents.update(caller.account, current.id, { mcpServers: grants, ...inputs });
+  await recordAudit(deps.db, { account: caller.account, signer: caller.signer, role: caller.role, action: 'UpdateAgent', target: { kind: 'agent', name: agent.name }, before: auditAgent(current), after: auditAgent(agent) });
   await publishAgentChanged(deps, agent);
   return { agent: agentView(agent) };
 };

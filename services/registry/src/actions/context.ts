@@ -48,6 +48,11 @@ export interface ActionDeps {
   oauth?: OAuthService;
   /** Built-in servers lit by vendor connections (absent: none are). */
   builtins?: BuiltinServers;
+  /**
+   * Contract pinning (`PIN_DEFAULT`, `PIN_WRITERS_MAY_REVIEW`): the pin mode of a new server that
+   * names none, and whether WRITER signers may accept or reject tool changes. Absent: off, OWNERs only.
+   */
+  pins?: { defaultMode: 'off' | 'review' | 'strict'; writersMayReview: boolean };
 }
 
 export type Action = { type: string } & Record<string, unknown>;

@@ -11,6 +11,8 @@ import { searchTools } from './search.actions.js';
 import { authorizeSigner, revokeSigner } from './signers.actions.js';
 import { checkAgentScope, filterAgents } from './agent-scope.js';
 import { approveToolCall, denyToolCall, listApprovals } from './approvals.actions.js';
+import { acceptToolChange, listToolChanges, rejectToolChange } from '../pins/review.actions.js';
+import { listAuditEventsAction } from '../audit/audit.actions.js';
 import { answerInputRequest, listInputRequests } from './inputs.actions.js';
 import { setToolPermission } from './permissions.actions.js';
 import { deleteVendorConnection, setVendorConnection } from './builtins.actions.js';
@@ -43,6 +45,12 @@ const ACTIONS: Record<string, { handler: ActionHandler; roles: SignerRole[] }> =
   ListApprovals: { handler: listApprovals, roles: ['OWNER', 'WRITER'] },
   ApproveToolCall: { handler: approveToolCall, roles: ['OWNER'] },
   DenyToolCall: { handler: denyToolCall, roles: ['OWNER'] },
+  // Contract pinning: an OWNER reviews held tool changes (a WRITER where PIN_WRITERS_MAY_REVIEW says so, checked in the handler).
+  ListToolChanges: { handler: listToolChanges, roles: ['OWNER', 'WRITER'] },
+  AcceptToolChange: { handler: acceptToolChange, roles: ['OWNER', 'WRITER'] },
+  RejectToolChange: { handler: rejectToolChange, roles: ['OWNER', 'WRITER'] },
+  // The audit log: who changed what, when (OWNER only).
+  ListAuditEvents: { handler: listAuditEventsAction, roles: ['OWNER'] },
   // A server's question mid-call: answered by the account's owner, like an approval is decided.
   ListInputRequests: { handler: listInputRequests, roles: ['OWNER', 'WRITER'] },
   AnswerInputRequest: { handler: answerInputRequest, roles: ['OWNER'] },

@@ -1,4 +1,4 @@
-import { ErrorCodes, WireError, type ServerDeletedEvent } from '@mcpx/contracts';
+import { encodePayload, ErrorCodes, WireError, type ServerDeletedEvent } from '@mcpx/contracts';
 import type { StoredServerConfig } from '../repositories/mcp-servers.repository.js';
 import { redactServer } from '../redaction.js';
 import { headerSecretName, isOwnSecretRef, ownedSecretNames } from '../server-headers.js';
@@ -12,7 +12,15 @@ import { publishAgentChanged } from './agents.actions.js';
 import { storedOAuthClient, validatePreRegisteredClient, type PreRegisteredClient } from '../oauth/oauth-client-config.js';
 import { withAuthorization } from './oauth.actions.js';
 import { accountQuotas } from '../account-quotas.js';
-import type { ActionHandler } from './context.js';
+import type { ActionDeps, ActionHandler, Caller } from './context.js';
+import { recordAudit } from '../audit/audit-log.js';
+import { auditServer } from '../audit/audit-views.js';
+import { isPinMode, pinModeOf, type PinMode } from '../pins/pin-policy.js';
+import { acceptContracts, clearPins } from '../pins/pin-store.js';
+import { toRecord, type McpServerRecord } from '../repositories/mcp-servers.repository.js';
+import { contractCid } from '@mcpx/domain';
+import type { Kysely } from 'kysely';
+import type { Database } from '@mcpx/db';
 
 export const listMcpServers: ActionHandler = async (deps, caller) => {
   // Three independent reads in one round trip's time (the list is the console's most frequent read).
@@ -43,7 +51,8 @@ export interface DroppedSecrets {
  */
 export const setMcpServer: ActionHandler = async (deps, caller, action) => {
   const name = validateServerNameInput(action.name, deps.style);
-  const config = validateServerConfig(action.config, deps.outbound, name);
+  const { pin: pinGiven, rest: configInput } = takePin(action.config);
+  const config = validateServerConfig(configInput, deps.outbound, name);
   const oauthClient = validatePreRegisteredClient((action.config as { oauth?: unknown }).oauth, config.auth);
   refuseBuiltinSlug(name);
   const origin = urlOrigin(config.url);
@@ -111,8 +120,13 @@ export const setMcpServer: ActionHandler = async (deps, caller, action) => {
       ...(config.auth ? { auth: config.auth } : {}),
       ...oauthClientConfig(config.auth, oauthClient, moved ? undefined : previous?.config),
     };
+    // The pin: as given, else the server's own, else (a new server) the operator's default.
+    const pin: PinMode = pinGiven ?? (previous !== null ? pinModeOf(previous.config) : (deps.pins?.defaultMode ?? 'off'));
+    if (pin !== 'off') stored.pin = pin;
     try {
-      const saved = await deps.servers.upsertConfig(caller.account, name, stored, trx);
+      let saved = await deps.servers.upsertConfig(caller.account, name, stored, trx);
+      saved = await changePin(deps, caller, trx, previous, saved);
+      await recordAudit(trx, { account: caller.account, signer: caller.signer, role: caller.role, action: 'SetMcpServer', target: { kind: 'server', name }, before: auditServer(previous), after: auditServer(saved) });
       const dropped: DroppedSecrets | undefined = droppedHeaders.length > 0 || oauthDropped ? { headers: droppedHeaders, oauth: oauthDropped } : undefined;
       return { saved, dropped };
     } catch (err) {
@@ -128,6 +142,46 @@ export const setMcpServer: ActionHandler = async (deps, caller, action) => {
   const answer = await withAuthorization(deps, discovered, async (s) => redactServer(s, deps.style, await deps.permissions.forServer(caller.account, s.id)));
   return dropped === undefined ? answer : { ...answer, droppedSecrets: dropped };
 };
+
+/** `config.pin` taken out of SetMcpServer's config (the rest is validated as before). */
+function takePin(config: unknown): { pin: PinMode | undefined; rest: unknown } {
+  if (config === null || typeof config !== 'object' || Array.isArray(config) || !('pin' in config)) return { pin: undefined, rest: config };
+  const { pin, ...rest } = config as Record<string, unknown>;
+  if (pin === undefined) return { pin: undefined, rest };
+  if (!isPinMode(pin)) throw new WireError(ErrorCodes.invalidInput, 'config.pin: must be off, review or strict', { field: 'config.pin' });
+  return { pin, rest };
+}
+
+/**
+ * A pin that changes with this SetMcpServer: turned on for a server that has tools, its current
+ * tools (what agents have now) are the accepted contracts, by the signer who pinned it; turned
+ * off, its contracts and held changes go (the discovery that follows records the list as it is);
+ * from one mode to the other, the next discovery evaluates its list again.
+ */
+async function changePin(deps: ActionDeps, caller: Caller, trx: Kysely<Database>, previous: McpServerRecord | null, saved: McpServerRecord): Promise<McpServerRecord> {
+  const before = previous === null ? 'off' : pinModeOf(previous.config);
+  const after = pinModeOf(saved.config);
+  // A new server's first pinned discovery is its baseline (trust on first use).
+  if (before === after || previous === null) return saved;
+  if (after === 'off') {
+    await clearPins(trx, caller.account, saved.id);
+  } else if (before === 'off' && previous !== null) {
+    const actor = { signer: caller.signer, role: caller.role };
+    await acceptContracts(trx, caller.account, saved.id, saved.tools, actor);
+    await trx
+      .updateTable('registry.mcp_servers')
+      .set({ discovered_cbor: encodePayload(saved.tools), discovered_hash: saved.toolsHash === '' ? 'pinned' : saved.toolsHash })
+      .where('account_id', '=', caller.account)
+      .where('id', '=', saved.id)
+      .execute();
+    await recordAudit(trx, { account: caller.account, ...actor, action: 'PinBaseline', target: { kind: 'server', name: saved.name }, after: { pin: after, tools: saved.tools.map((t) => ({ name: t.name, cid: contractCid(t) })).slice(0, 1000) } });
+  } else {
+    await trx.updateTable('registry.mcp_servers').set({ discovered_hash: 'mode-changed' }).where('account_id', '=', caller.account).where('id', '=', saved.id).execute();
+  }
+  const row = await trx.selectFrom('registry.mcp_servers').selectAll().where('account_id', '=', caller.account).where('id', '=', saved.id).executeTakeFirstOrThrow();
+  void deps;
+  return toRecord(row);
+}
 
 /**
  * The pre-registered OAuth client as the config keeps it: its id and grant, which credential is
@@ -164,6 +218,7 @@ export const deleteMcpServer: ActionHandler = async (deps, caller, action) => {
     if (found !== null) await guardDelete(deps, caller, trx, found);
     const deleted = await deps.servers.delete(caller.account, name, trx);
     if (deleted === null) throw new WireError(ErrorCodes.notFound, `name: no MCP server named ${name}`, { field: 'name' });
+    await recordAudit(trx, { account: caller.account, signer: caller.signer, role: caller.role, action: 'DeleteMcpServer', target: { kind: 'server', name }, before: auditServer(deleted), after: null });
     await deps.secrets.deleteNamed(caller.account, ownedSecretNames(name, deleted.config), trx);
     const granting = await deps.agents.grantingServer(caller.account, name, trx);
     const agents = [];

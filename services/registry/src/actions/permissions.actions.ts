@@ -4,6 +4,7 @@ import { serverDiscoveredEvent } from '../discovery.js';
 import type { McpServerRecord } from '../repositories/mcp-servers.repository.js';
 import type { ToolOverrides } from '../repositories/tool-permissions.repository.js';
 import type { ActionHandler } from './context.js';
+import { recordAudit } from '../audit/audit-log.js';
 
 /**
  * `SetToolPermission {server, tool, permission}` → `{server, tool, permission, inherited,
@@ -32,6 +33,7 @@ export const setToolPermission: ActionHandler = async (deps, caller, action) => 
   if (deps.builtins && builtin) {
     if (permission !== null && !builtin.tools.some((t) => t.name === tool)) throw new WireError(ErrorCodes.notFound, `tool: the ${name} MCP server lists no tool ${tool}`, { field: 'tool' });
     const { saved, overrides } = await deps.builtins.setToolPermission(caller.account, builtin, tool, permission);
+    await recordAudit(deps.db, { account: caller.account, signer: caller.signer, role: caller.role, action: 'SetToolPermission', target: { kind: 'tool', name: `${name}/${tool}` }, after: { permission, builtin: true } });
     deps.log.info('tool permission set', { account: caller.account, server: name, tool, permission: permission ?? 'inherited', builtin: true });
     return describe(saved, tool, overrides, true);
   }
@@ -41,8 +43,10 @@ export const setToolPermission: ActionHandler = async (deps, caller, action) => 
     if (permission !== null && !before.tools.some((t) => t.name === tool)) {
       throw new WireError(ErrorCodes.notFound, `tool: the ${name} MCP server lists no tool ${tool}`, { field: 'tool' });
     }
+    const prior = (await deps.permissions.forServer(caller.account, before.id, trx))[tool] ?? null;
     await deps.permissions.set(caller.account, before.id, tool, permission, trx);
     const saved = await deps.servers.bumpGeneration(caller.account, before.id, trx);
+    await recordAudit(trx, { account: caller.account, signer: caller.signer, role: caller.role, action: 'SetToolPermission', target: { kind: 'tool', name: `${name}/${tool}` }, before: { permission: prior }, after: { permission } });
     return { saved, overrides: await deps.permissions.forServer(caller.account, before.id, trx) };
   });
   const event = serverDiscoveredEvent(saved, true, overrides);

@@ -171,3 +171,29 @@ export async function pruneAuditEvents(db: Kysely<Database>, retentionDays: numb
     if (n < batch) return total;
   }
 }
+
+/**
+ * Runs {@link pruneAuditEvents} now and then (hourly, jittered): every instance may, the DELETE is
+ * the same whoever runs it. A failure is logged and tried again at the next turn.
+ */
+export function startAuditRetention(db: Kysely<Database>, retentionDays: number, log: { warn(msg: string, fields?: Record<string, unknown>): void; info(msg: string, fields?: Record<string, unknown>): void }, everyMs = 3_600_000): { stop(): void } {
+  if (!(retentionDays > 0)) return { stop: () => undefined };
+  const run = (): void => {
+    pruneAuditEvents(db, retentionDays).then(
+      (n) => {
+        if (n > 0) log.info('audit entries past their retention deleted', { count: n, retentionDays });
+      },
+      (err: unknown) => log.warn('audit retention failed', { err: err as Error }),
+    );
+  };
+  const first = setTimeout(run, 30_000 + Math.random() * 30_000);
+  const timer = setInterval(run, everyMs);
+  first.unref();
+  timer.unref();
+  return {
+    stop: () => {
+      clearTimeout(first);
+      clearInterval(timer);
+    },
+  };
+}

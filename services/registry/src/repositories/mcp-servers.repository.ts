@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { sql, type Kysely, type Selectable } from 'kysely';
-import { decodePayload, encodePayload, type ServerStatus, type Transport } from '@mcpx/contracts';
+import { decodePayload, encodePayload, type HeldToolStatus, type ServerStatus, type Transport } from '@mcpx/contracts';
 import type { Database, Db, McpServersTable } from '@mcpx/db';
 import type { RemoteTool } from '@mcpx/domain';
 import type { AuthMethod } from '../auth-method.js';
@@ -20,6 +20,8 @@ export interface StoredServerConfig {
   auth?: AuthMethod;
   /** `auth: 'oauth'` with a pre-registered client: its id and grant; its secret or key is sealed elsewhere. */
   oauthClient?: StoredOAuthClient;
+  /** Contract pinning (`off` | `review` | `strict`; absent: `off`), see ../pins/pin-policy.ts. */
+  pin?: 'off' | 'review' | 'strict';
 }
 
 export interface McpServerRecord {
@@ -30,12 +32,33 @@ export interface McpServerRecord {
   tools: RemoteTool[];
   toolsHash: string;
   generation: number;
+  /** With `status.heldTools` from its own column (a status write never carries them). */
   status: ServerStatus;
   createdAt: Date;
   updatedAt: Date;
+  /** A pinned server: the hash of its list as the server last gave it ('' before its first pinned discovery or when not pinned). */
+  discoveredHash?: string;
 }
 
-function toRecord(row: Selectable<McpServersTable>): McpServerRecord {
+/** The status as stored: without the held changes, which live in their own column. */
+export function storedStatus(status: ServerStatus): ServerStatus {
+  if (status.heldTools === undefined) return status;
+  const { heldTools: _held, ...rest } = status;
+  return rest;
+}
+
+function statusOf(row: Selectable<McpServersTable>): ServerStatus {
+  const status = storedStatus(decodePayload<ServerStatus>(row.status_cbor));
+  const held = row.held_cbor === null ? [] : decodePayload<HeldToolStatus[]>(row.held_cbor);
+  return held.length > 0 ? { ...status, heldTools: held } : status;
+}
+
+/** A pinned server's list as the server last gave it (empty when none is kept). */
+export function discoveredTools(row: Pick<Selectable<McpServersTable>, 'discovered_cbor'>): RemoteTool[] {
+  return row.discovered_cbor === null ? [] : decodePayload<RemoteTool[]>(row.discovered_cbor);
+}
+
+export function toRecord(row: Selectable<McpServersTable>): McpServerRecord {
   return {
     id: row.id,
     accountId: row.account_id,
@@ -44,9 +67,10 @@ function toRecord(row: Selectable<McpServersTable>): McpServerRecord {
     tools: decodePayload<RemoteTool[]>(row.tools_cbor),
     toolsHash: row.tools_hash,
     generation: row.generation,
-    status: decodePayload<ServerStatus>(row.status_cbor),
+    status: statusOf(row),
     createdAt: row.created_at,
     updatedAt: row.updated_at,
+    discoveredHash: row.discovered_hash,
   };
 }
 
@@ -135,7 +159,7 @@ export class McpServersRepository {
     const row = await this.db
       .updateTable('registry.mcp_servers')
       .set({
-        status_cbor: encodePayload(status),
+        status_cbor: encodePayload(storedStatus(status)),
         next_probe_at: nextProbeAt,
         updated_at: new Date(),
         // The generation moves on from the row's own, not the caller's snapshot: another writer

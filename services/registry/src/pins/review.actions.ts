@@ -1,0 +1,241 @@
+import { decodePayload, encodePayload, ErrorCodes, invalidInput, WireError } from '@mcpx/contracts';
+import {
+  buildToolDocuments,
+  contractCid,
+  contractWarnings,
+  diffContracts,
+  documentCid,
+  inputCompatible,
+  projectToolNames,
+  toolContract,
+  type ContractDiff,
+  type ContractWarning,
+  type RemoteTool,
+  type ToolContract,
+} from '@mcpx/domain';
+import { recordAudit } from '../audit/audit-log.js';
+import { serverDiscoveredEvent } from '../discovery.js';
+import type { ActionDeps, ActionHandler, Caller } from '../actions/context.js';
+import type { McpServerRecord } from '../repositories/mcp-servers.repository.js';
+import { evaluatePins, pinModeOf, type AcceptedContract } from './pin-policy.js';
+import { acceptContracts, acceptedContracts, applyPins, lockServer } from './pin-store.js';
+
+/** One held change as `ListToolChanges` shows it. */
+export interface ToolChangeView {
+  server: string;
+  /** The remote tool name. */
+  tool: string;
+  /** The name agents know it by. */
+  toolName: string;
+  kind: 'new' | 'changed';
+  status: 'pending' | 'rejected';
+  /** The held contract's CID: what `AcceptToolChange` names. */
+  cid: string;
+  previousCid?: string;
+  /** Agents keep the accepted contract meanwhile (review mode, compatible input); else the tool is withheld. */
+  withheld: boolean;
+  compatible: boolean;
+  /** Why the new input schema is not compatible with the accepted one. */
+  incompatibility?: string[];
+  /** The CID of the document agents will get once it is accepted. */
+  documentCid?: string;
+  pin: 'review' | 'strict';
+  detectedAt: string;
+  decidedBy?: string;
+  decidedAt?: string;
+  before?: ToolContract;
+  after: ToolContract;
+  diff: ContractDiff;
+  /** What a reviewer should look at (never used to decide). */
+  warnings: ContractWarning[];
+}
+
+const STATUSES = ['pending', 'rejected', 'all'] as const;
+
+function serverName(v: unknown, field = 'server'): string {
+  if (typeof v !== 'string' || v === '' || v.length > 64) throw invalidInput(field, 'must name an MCP server');
+  return v;
+}
+
+function toolName(v: unknown): string {
+  if (typeof v !== 'string' || v === '' || v.length > 512) throw invalidInput('tool', "must be a tool's remote name");
+  return v;
+}
+
+/** Reviews are an OWNER's; a WRITER's only where the operator's policy lets writers review (`PIN_WRITERS_MAY_REVIEW`). */
+function mayReview(deps: ActionDeps, caller: Caller): void {
+  if (caller.role === 'OWNER') return;
+  if (caller.role === 'WRITER' && deps.pins?.writersMayReview === true) return;
+  throw new WireError(ErrorCodes.forbidden, `signer: a ${caller.role} signer may not decide a tool review here (only an OWNER${deps.pins?.writersMayReview === true ? ' or a WRITER' : ''})`, { field: 'signer' });
+}
+
+/**
+ * `ListToolChanges {server?, status?: 'pending'|'rejected'|'all'}` → `{changes: ToolChangeView[]}`:
+ * the held changes of the account's pinned servers (pending by default), each with its diff
+ * against the accepted contract and its warnings.
+ */
+export const listToolChanges: ActionHandler = async (deps, caller, action) => {
+  const only = action.server === undefined ? undefined : serverName(action.server);
+  const status = action.status ?? 'pending';
+  if (!STATUSES.includes(status as (typeof STATUSES)[number])) throw invalidInput('status', 'must be pending, rejected or all');
+  const servers = await deps.servers.list(caller.account);
+  const pinned = servers.filter((s) => pinModeOf(s.config) !== 'off' && (only === undefined || s.name === only));
+  if (only !== undefined && !servers.some((s) => s.name === only)) throw new WireError(ErrorCodes.notFound, `server: no MCP server named ${only}`, { field: 'server' });
+  let query = deps.db.selectFrom('registry.tool_changes').selectAll().where('account_id', '=', caller.account);
+  if (status !== 'all') query = query.where('status', '=', status as 'pending' | 'rejected');
+  const rows = pinned.length === 0 ? [] : await query.where('server_id', 'in', pinned.map((s) => s.id)).orderBy('detected_at').orderBy('tool').execute();
+  // Every tool name of the account: a description naming another server's tool is worth a look.
+  const names = servers.flatMap((s) => {
+    const projected = projectToolNames(s.name, s.tools.map((t) => t.name), deps.style);
+    return s.tools.flatMap((t) => [t.name, projected.get(t.name) ?? t.name]);
+  });
+  const byId = new Map(pinned.map((s) => [s.id, s]));
+  const contracts = new Map<string, Map<string, AcceptedContract>>();
+  const changes: ToolChangeView[] = [];
+  for (const row of rows) {
+    const server = byId.get(row.server_id);
+    if (server === undefined) continue;
+    let accepted = contracts.get(server.id);
+    if (accepted === undefined) {
+      accepted = await acceptedContracts(deps.db, caller.account, server.id);
+      contracts.set(server.id, accepted);
+    }
+    const remote = decodePayload<RemoteTool>(row.tool_cbor);
+    changes.push(await changeView(deps, server, row, remote, accepted, names));
+  }
+  return { changes };
+};
+
+async function changeView(
+  deps: ActionDeps,
+  server: McpServerRecord,
+  row: { tool: string; cid: string; previous_cid: string | null; kind: 'new' | 'changed'; status: 'pending' | 'rejected'; compatible: boolean; detected_at: Date; decided_by: string | null; decided_at: Date | null },
+  remote: RemoteTool,
+  accepted: ReadonlyMap<string, AcceptedContract>,
+  names: readonly string[],
+): Promise<ToolChangeView> {
+  const previous = accepted.get(row.tool);
+  const before = previous === undefined ? undefined : toolContract(previous.remote);
+  const after = toolContract(remote);
+  const mode = pinModeOf(server.config) === 'strict' ? 'strict' : 'review';
+  const held = (server.status.heldTools ?? []).find((h) => h.name === row.tool);
+  const incompatibility = before === undefined ? [] : inputCompatible(before.inputSchema, after.inputSchema).reasons;
+  const projected = projectToolNames(server.name, [...server.tools.map((t) => t.name), row.tool], deps.style);
+  return {
+    server: server.name,
+    tool: row.tool,
+    toolName: projected.get(row.tool) ?? row.tool,
+    kind: row.kind,
+    status: row.status,
+    cid: row.cid,
+    ...(row.previous_cid !== null ? { previousCid: row.previous_cid } : {}),
+    withheld: held?.withheld ?? !row.compatible,
+    compatible: row.compatible,
+    ...(incompatibility.length > 0 ? { incompatibility } : {}),
+    ...(await documentCidOnAccept(deps, server, remote, accepted)),
+    pin: mode,
+    detectedAt: row.detected_at.toISOString(),
+    ...(row.decided_by !== null ? { decidedBy: row.decided_by } : {}),
+    ...(row.decided_at !== null ? { decidedAt: row.decided_at.toISOString() } : {}),
+    ...(before !== undefined ? { before } : {}),
+    after,
+    diff: diffContracts(before, after),
+    warnings: contractWarnings({ tool: remote, contract: after, ...(before !== undefined ? { previous: before } : {}), otherTools: names.filter((n) => n !== row.tool) }),
+  };
+}
+
+/** The document agents get once `remote` is accepted: built from the list acceptance would give, with the owner's overrides. */
+async function documentCidOnAccept(deps: ActionDeps, server: McpServerRecord, remote: RemoteTool, accepted: ReadonlyMap<string, AcceptedContract>): Promise<{ documentCid?: string }> {
+  const row = await deps.db.selectFrom('registry.mcp_servers').select('discovered_cbor').where('account_id', '=', server.accountId).where('id', '=', server.id).executeTakeFirst();
+  if (row?.discovered_cbor == null) return {};
+  const raw = decodePayload<RemoteTool[]>(row.discovered_cbor);
+  // Accepting makes the held contract the accepted one: evaluate with it.
+  const next = new Map(accepted);
+  next.set(remote.name, { tool: remote.name, cid: contractCid(remote), remote });
+  const { effective } = evaluatePins(raw, next, new Map(), pinModeOf(server.config) === 'strict' ? 'strict' : 'review');
+  const overrides = await deps.permissions.forServer(server.accountId, server.id);
+  const doc = buildToolDocuments(server.name, effective, { style: deps.style, overrides }).find((d) => d.remoteName === remote.name);
+  return doc === undefined ? {} : { documentCid: documentCid(doc) };
+}
+
+/** The change `{server, tool, cid}` names, locked with its server; typed errors naming the field otherwise. */
+async function decideChange(deps: ActionDeps, caller: Caller, action: Record<string, unknown>, decision: 'accept' | 'reject'): Promise<{ server: McpServerRecord; view: Record<string, unknown>; toolsChanged: boolean }> {
+  mayReview(deps, caller);
+  const name = serverName(action.server);
+  const tool = toolName(action.tool);
+  if (typeof action.cid !== 'string' || !/^b[a-z2-7]{20,120}$/.test(action.cid)) throw invalidInput('cid', 'must be the CID of the held change (ListToolChanges)');
+  const cid = action.cid;
+  const server = await deps.servers.find(caller.account, name);
+  if (server === null) throw new WireError(ErrorCodes.notFound, `server: no MCP server named ${name}`, { field: 'server' });
+  return deps.db.transaction().execute(async (trx) => {
+    const locked = await lockServer(trx, caller.account, server.id);
+    if (locked === null) throw new WireError(ErrorCodes.notFound, `server: no MCP server named ${name}`, { field: 'server' });
+    if (pinModeOf(locked.record.config) === 'off') throw new WireError(ErrorCodes.conflict, `server: ${name} is not pinned (config.pin is off)`, { field: 'server' });
+    const change = await trx.selectFrom('registry.tool_changes').selectAll().where('account_id', '=', caller.account).where('server_id', '=', server.id).where('tool', '=', tool).executeTakeFirst();
+    if (change === undefined) throw new WireError(ErrorCodes.notFound, `tool: no change of ${tool} is held on ${name}`, { field: 'tool' });
+    if (change.cid !== cid) {
+      throw new WireError(ErrorCodes.conflict, `cid: the change of ${tool} held now is ${change.cid} (the server changed it again); review that one`, { field: 'cid', current: change.cid });
+    }
+    if (decision === 'reject' && change.status === 'rejected') throw new WireError(ErrorCodes.conflict, `cid: the change ${cid} of ${tool} is already rejected`, { field: 'cid' });
+    const actor = { signer: caller.signer, role: caller.role };
+    const previous = await trx.selectFrom('registry.tool_contracts').select('cid').where('account_id', '=', caller.account).where('server_id', '=', server.id).where('tool', '=', tool).executeTakeFirst();
+    if (decision === 'accept') {
+      await acceptContracts(trx, caller.account, server.id, [decodePayload<RemoteTool>(change.tool_cbor)], actor);
+      await trx.deleteFrom('registry.tool_changes').where('account_id', '=', caller.account).where('server_id', '=', server.id).where('tool', '=', tool).execute();
+    } else {
+      await trx.updateTable('registry.tool_changes').set({ status: 'rejected', decided_by: caller.signer, decided_at: new Date() }).where('account_id', '=', caller.account).where('server_id', '=', server.id).where('tool', '=', tool).execute();
+    }
+    // What agents get follows from the server's last listing and the contracts now accepted.
+    const written = await applyPins(trx, locked.record, locked.raw, locked.record.discoveredHash ?? '', { actor });
+    await recordAudit(trx, {
+      account: caller.account,
+      ...actor,
+      action: decision === 'accept' ? 'AcceptToolChange' : 'RejectToolChange',
+      target: { kind: 'tool', name: `${name}/${tool}` },
+      before: { cid: previous?.cid ?? null, status: change.status },
+      after: decision === 'accept' ? { cid, accepted: true } : { cid, status: 'rejected' },
+    });
+    const held = (written.saved.status.heldTools ?? []).find((h) => h.name === tool);
+    return {
+      server: written.saved,
+      toolsChanged: written.toolsChanged,
+      view: { server: name, tool, cid, decision: decision === 'accept' ? 'accepted' : 'rejected', ...(held !== undefined ? { withheld: held.withheld } : {}) },
+    };
+  });
+}
+
+async function publishDecision(deps: ActionDeps, saved: McpServerRecord, toolsChanged: boolean): Promise<void> {
+  const event = serverDiscoveredEvent(saved, toolsChanged, await deps.permissions.forServer(saved.accountId, saved.id));
+  await deps.bus.publishEvent(deps.bus.subjects.serverDiscovered(saved.accountId, saved.name), event);
+}
+
+/**
+ * `AcceptToolChange {server, tool, cid}` → `{server, tool, cid, decision: 'accepted'}`: the held
+ * contract `cid` becomes the accepted one, and agents get it (one discovery event: the projector
+ * re-projects that tool, each granting agent gets one agent-tools-changed). A `cid` that is no
+ * longer the held one (the server changed the tool again) is a `conflict` naming the current one.
+ */
+export const acceptToolChange: ActionHandler = async (deps, caller, action) => {
+  const { server, view, toolsChanged } = await decideChange(deps, caller, action, 'accept');
+  await publishDecision(deps, server, toolsChanged);
+  deps.log.info('tool change accepted', { account: caller.account, server: server.name, tool: view.tool, cid: view.cid });
+  return view;
+};
+
+/**
+ * `RejectToolChange {server, tool, cid}` → `{…, decision: 'rejected'}`: the change stays held
+ * (withheld, or the accepted contract kept) and is not asked about again while the server keeps
+ * offering that same contract; a different one is a new review.
+ */
+export const rejectToolChange: ActionHandler = async (deps, caller, action) => {
+  const { server, view, toolsChanged } = await decideChange(deps, caller, action, 'reject');
+  await publishDecision(deps, server, toolsChanged);
+  deps.log.info('tool change rejected', { account: caller.account, server: server.name, tool: view.tool, cid: view.cid });
+  return view;
+};
+
+/** The review-requested notification (core NATS, at most once): which tools of which server wait. */
+export function publishReviewRequested(deps: { bus: ActionDeps['bus'] }, server: McpServerRecord, changes: ReadonlyArray<{ tool: string; cid: string; kind: string; withheld: boolean }>): void {
+  const payload = { account: server.accountId, server: server.name, changes: changes.slice(0, 100).map((c) => ({ tool: c.tool, cid: c.cid, kind: c.kind, withheld: c.withheld })), pending: (server.status.heldTools ?? []).filter((h) => h.state === 'pending').length };
+  deps.bus.nc.publish(deps.bus.subjects.reviewRequested(server.accountId), encodePayload(payload));
+}
