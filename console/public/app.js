@@ -3,6 +3,7 @@
 import { act, followEvents, forgetKey, importKeyFile, newKey, principal, savedKey, useKey } from './api.js';
 import { initAddServer } from './add-server.js';
 import { approvalEvents, initApprovals, loadApprovals } from './approvals.js';
+import { initInputs, inputEvents, loadInputs } from './inputs.js';
 import { initServers, renderServers } from './servers.js';
 import { initEndpoint, renderEndpoint } from './endpoint.js';
 import { $, el, run, say } from './ui.js';
@@ -61,23 +62,25 @@ async function start(stored) {
   $('principal').textContent = `account ${stored.principal.slice(0, 12)}…`;
   $('principal').title = stored.principal;
   say('');
-  await Promise.all([load(), loadApprovals()]);
+  await Promise.all([load(), loadApprovals(), loadInputs()]);
   const reload = () => void run(load);
   await followEvents({
     // (Re)connected: catch up on whatever changed while the stream was down.
     open: () => {
       document.body.dataset.live = 'true';
-      void run(() => Promise.all([load(), loadApprovals()]));
+      void run(() => Promise.all([load(), loadApprovals(), loadInputs()]));
     },
     'agent-tools-changed': reload,
     'mcp-servers-changed': reload,
     ...approvalEvents,
+    ...inputEvents,
   });
 }
 
 initServers({ state, load, currentAgent, toggleGrant });
 initAddServer({ load, currentAgent });
 initApprovals(() => state.agents);
+initInputs(() => state.agents);
 initEndpoint({ currentAgent });
 
 $('key-new').addEventListener('click', () => void run(async () => start(await newKey())));
