@@ -1,4 +1,13 @@
+import { availableParallelism } from 'node:os';
 import { defineConfig } from 'vitest/config';
+import LongFirstSequencer from './test/support/sequencer.js';
+
+/**
+ * Test files at a time. Most of them wait on I/O (real services, servers, child processes), so
+ * twice the cores, at least 2 and at most 8, keeps a small machine busy without starving it;
+ * MCPX_TEST_WORKERS sets it (1: one file at a time).
+ */
+const workers = Number(process.env.MCPX_TEST_WORKERS ?? '') || Math.min(8, Math.max(2, availableParallelism() * 2));
 
 export default defineConfig({
   test: {
@@ -9,5 +18,7 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 120_000,
     pool: 'forks',
+    maxWorkers: workers,
+    sequence: { sequencer: LongFirstSequencer },
   },
 });

@@ -13,8 +13,12 @@ function run(bin: string, args: string[]): Promise<{ code: number; output: strin
   });
 }
 
-/** The type checker and the linter are part of every test run: a change that breaks either fails. */
-describe('static checks', () => {
+/**
+ * The type checker and the linter are part of every test run: a change that breaks either fails.
+ * They run side by side (each is its own process, minutes of CPU on a small machine; eslint reads
+ * the sources, never tsc's declaration output), and the sequencer starts this file first.
+ */
+describe.concurrent('static checks', () => {
   it('type-checks every project (tsc -b)', async () => {
     const { code, output } = await run('tsc', ['-b']);
     expect(output).toBe('');
