@@ -22,12 +22,10 @@ describe('one trace from action or call to the remote server; secrets never leak
   const natsPayloads: string[] = [];
   let telemetry: Telemetry;
   let system: InProcessSystem;
-  let upstream: TestMcpServer;
   let nc: NatsConnection;
 
   beforeAll(async () => {
     telemetry = await setupTelemetry({ serviceName: 'mcpx-test', spanExporter: exporter });
-    upstream = await startTestMcpServer({ requireHeader: { name: 'Authorization', value: `Bearer ${SECRET}` } });
     system = await InProcessSystem.start({ telemetry, logSink: (line) => logLines.push(line), env: { LOG_LEVEL: 'debug' } });
     nc = await connect({ servers: serviceUrls().nats });
     // Every message of this system's namespace, raw: a secret would show up in its bytes.
@@ -46,71 +44,86 @@ describe('one trace from action or call to the remote server; secrets never leak
   afterAll(async () => {
     await nc?.drain();
     await system?.stop();
-    await upstream?.close();
     await telemetry?.shutdown();
   });
 
   const spans = (name: string): ReadableSpan[] => exporter.getFinishedSpans().filter((s) => s.name === name);
   const traceIdOf = (tp: string): string => tp.split('-')[1] ?? '';
+  /** The trace ids a server received: in the `traceparent` header, or (modern) in a request's `_meta`. */
+  const traceIdsSeen = (up: TestMcpServer): string[] => [
+    ...up.stats.traceparents,
+    ...[...up.stats.metaSeen.values()].flat().map((m) => (typeof m.traceparent === 'string' ? m.traceparent : '')),
+  ].map(traceIdOf);
 
-  it('follows SetMcpServer from the action through discovery to the server and into the projector', async () => {
-    const api = new ApiClient(system.apiUrl);
-    const res = await api.act('SetMcpServer', { name: 'secure', config: { url: upstream.url, secretHeaders: { Authorization: `Bearer ${SECRET}` } } });
-    expect(res.server.status.state).toBe('ok');
-    expect(res.server.secretHeaderNames).toEqual(['Authorization']);
-    expect(res.server.hasSecrets).toBe(true);
+  /** Both eras in one system: the same trace and the same secret, to a modern and to a legacy server. */
+  describe.each(['modern', 'legacy'] as const)('a %s server', (era) => {
+    let upstream: TestMcpServer;
+    beforeAll(async () => {
+      upstream = await startTestMcpServer({ era, requireHeader: { name: 'Authorization', value: `Bearer ${SECRET}` } });
+    });
+    afterAll(async () => {
+      await upstream?.close();
+    });
 
-    const action = spans('action SetMcpServer').at(-1);
-    expect(action).toBeDefined();
-    const traceId = action?.spanContext().traceId ?? '';
-    const discover = spans('registry.discover').find((s) => s.spanContext().traceId === traceId);
-    expect(discover).toBeDefined();
-    // The remote server received the same trace context.
-    expect(upstream.stats.traceparents.map(traceIdOf)).toContain(traceId);
-    // The projector continued the trace across JetStream.
-    const projected = await eventually(async () => spans('projector.discovered').find((s) => s.spanContext().traceId === traceId), 15_000, 'the projector span');
-    expect(projected.parentSpanContext?.traceId).toBe(traceId);
-  });
+    it('follows SetMcpServer from the action through discovery to the server and into the projector', async () => {
+      const api = new ApiClient(system.apiUrl);
+      const res = await api.act('SetMcpServer', { name: 'secure', config: { url: upstream.url, secretHeaders: { Authorization: `Bearer ${SECRET}` } } });
+      expect(res.server.status.state).toBe('ok');
+      expect(res.server.secretHeaderNames).toEqual(['Authorization']);
+      expect(res.server.hasSecrets).toBe(true);
 
-  it('follows a call from the runtime through the proxy to the server, sending the secret only there', async () => {
-    const api = new ApiClient(system.apiUrl);
-    await api.act('SetMcpServer', { name: 'secure', config: { url: upstream.url, secretHeaders: { Authorization: `Bearer ${SECRET}` } } });
-    const { agent } = await api.act('CreateAgent', { name: 'runner', definition: { mcpServers: ['secure'] } });
-    await eventually(async () => ((await api.act('ListAgentTools', { agent: agent.id })).tools.length === 2 ? true : undefined), 15_000, 'tools');
+      const action = spans('action SetMcpServer').at(-1);
+      expect(action).toBeDefined();
+      const traceId = action?.spanContext().traceId ?? '';
+      const discover = spans('registry.discover').find((s) => s.spanContext().traceId === traceId);
+      expect(discover).toBeDefined();
+      // The remote server received the same trace context.
+      expect(traceIdsSeen(upstream)).toContain(traceId);
+      // The projector continued the trace across JetStream.
+      const projected = await eventually(async () => spans('projector.discovered').find((s) => s.spanContext().traceId === traceId), 15_000, 'the projector span');
+      expect(projected.parentSpanContext?.traceId).toBe(traceId);
+    });
 
-    const proxy = new ProxyClient(nc, makeSubjects(system.env.NATS_PREFIX));
-    const root = telemetry.tracer.startSpan('agent.turn');
-    const outcome = await context.with(trace.setSpan(context.active(), root), () =>
-      proxy.call({ account: api.principal, agent: agent.id, run: 'trace-run', tool: 'secure__echo', arguments: { text: 'traced' } }),
-    );
-    root.end();
-    expect(outcome.result.text).toBe('echo: traced');
-    const traceId = root.spanContext().traceId;
-    await eventually(async () => spans('proxy.call').find((s) => s.spanContext().traceId === traceId), 5_000, 'the proxy span');
-    expect(spans('mcp tools/call').some((s) => s.spanContext().traceId === traceId)).toBe(true);
-    expect(upstream.stats.traceparents.map(traceIdOf)).toContain(traceId);
-    await proxy.endRun(api.principal, 'trace-run');
+    it('follows a call from the runtime through the proxy to the server, sending the secret only there', async () => {
+      const api = new ApiClient(system.apiUrl);
+      await api.act('SetMcpServer', { name: 'secure', config: { url: upstream.url, secretHeaders: { Authorization: `Bearer ${SECRET}` } } });
+      const { agent } = await api.act('CreateAgent', { name: 'runner', definition: { mcpServers: ['secure'] } });
+      await eventually(async () => ((await api.act('ListAgentTools', { agent: agent.id })).tools.length === 2 ? true : undefined), 15_000, 'tools');
 
-    // A failing call carries no secret either (the server's 401 would echo nothing of ours).
-    const listed = await api.act('ListMcpServers');
-    const responses = JSON.stringify(listed) + JSON.stringify(outcome);
+      const proxy = new ProxyClient(nc, makeSubjects(system.env.NATS_PREFIX));
+      const root = telemetry.tracer.startSpan('agent.turn');
+      const outcome = await context.with(trace.setSpan(context.active(), root), () =>
+        proxy.call({ account: api.principal, agent: agent.id, run: 'trace-run', tool: 'secure__echo', arguments: { text: 'traced' } }),
+      );
+      root.end();
+      expect(outcome.result.text).toBe('echo: traced');
+      const traceId = root.spanContext().traceId;
+      await eventually(async () => spans('proxy.call').find((s) => s.spanContext().traceId === traceId), 5_000, 'the proxy span');
+      expect(spans('mcp tools/call').some((s) => s.spanContext().traceId === traceId)).toBe(true);
+      expect(traceIdsSeen(upstream)).toContain(traceId);
+      await proxy.endRun(api.principal, 'trace-run');
 
-    // The secret went to the server that needs it…
-    expect(upstream.stats.headersSeen.get('authorization')).toContain(`Bearer ${SECRET}`);
-    // …and nowhere else: responses, log lines, NATS messages (events, requests, replies), spans.
-    const spanText = JSON.stringify(
-      exporter.getFinishedSpans().map((s) => ({ n: s.name, a: s.attributes, e: s.events, st: s.status })),
-    );
-    for (const [where, text] of [
-      ['responses', responses],
-      ['logs', logLines.join('\n')],
-      ['nats', natsPayloads.join('\n')],
-      ['spans', spanText],
-    ] as const) {
-      expect(text.length, where).toBeGreaterThan(0);
-      expect(text.includes(SECRET), `secret found in ${where}`).toBe(false);
-      expect(text.includes('7f3a9c1e'), `part of the secret found in ${where}`).toBe(false);
-    }
-    expect(logLines.length).toBeGreaterThan(3);
+      // A failing call carries no secret either (the server's 401 would echo nothing of ours).
+      const listed = await api.act('ListMcpServers');
+      const responses = JSON.stringify(listed) + JSON.stringify(outcome);
+
+      // The secret went to the server that needs it…
+      expect(upstream.stats.headersSeen.get('authorization')).toContain(`Bearer ${SECRET}`);
+      // …and nowhere else: responses, log lines, NATS messages (events, requests, replies), spans.
+      const spanText = JSON.stringify(
+        exporter.getFinishedSpans().map((s) => ({ n: s.name, a: s.attributes, e: s.events, st: s.status })),
+      );
+      for (const [where, text] of [
+        ['responses', responses],
+        ['logs', logLines.join('\n')],
+        ['nats', natsPayloads.join('\n')],
+        ['spans', spanText],
+      ] as const) {
+        expect(text.length, where).toBeGreaterThan(0);
+        expect(text.includes(SECRET), `secret found in ${where}`).toBe(false);
+        expect(text.includes('7f3a9c1e'), `part of the secret found in ${where}`).toBe(false);
+      }
+      expect(logLines.length).toBeGreaterThan(3);
+    });
   });
 });
