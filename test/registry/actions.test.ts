@@ -13,34 +13,40 @@ const REDACTED_KEYS = ['auth', 'createdAt', 'era', 'hasSecrets', 'headerNames', 
 describe('registry actions', () => {
   let h: RegistryHarness;
   let upstream: TestMcpServer;
+  let modern: TestMcpServer;
 
   beforeAll(async () => {
-    [h, upstream] = await Promise.all([RegistryHarness.start(), startTestMcpServer()]);
+    [h, upstream, modern] = await Promise.all([RegistryHarness.start(), startTestMcpServer(), startTestMcpServer({ era: 'modern' })]);
   });
   afterAll(async () => {
     await h?.stop();
-    await upstream?.close();
+    await Promise.all([upstream?.close(), modern?.close()]);
   });
 
   const toolNames = async (api: ApiClient, agent: string): Promise<string[]> =>
     ((await api.act('ListAgentTools', { agent })).tools as Array<{ name: string }>).map((t) => t.name).sort();
 
-  it('answers SetMcpServer, RefreshMcpServer and ListMcpServers with exactly the seed\'s RedactedMcpServer', async () => {
+  it.each(['modern', 'legacy'] as const)('answers SetMcpServer, RefreshMcpServer and ListMcpServers with exactly the seed\'s RedactedMcpServer (a %s server)', async (era) => {
     const api = h.api();
+    const up = era === 'modern' ? modern : upstream;
     const { server } = await api.act('SetMcpServer', {
       name: 'demo',
-      config: { url: upstream.url, headers: { 'X-Static': 'visible' }, secretHeaders: { Authorization: 'Bearer hidden-1234' } },
+      config: { url: up.url, headers: { 'X-Static': 'visible' }, secretHeaders: { Authorization: 'Bearer hidden-1234' } },
     });
     expect(Object.keys(server).sort()).toEqual(REDACTED_KEYS);
     expect(server).toMatchObject({
       name: 'demo',
-      url: upstream.url,
+      url: up.url,
       transport: null,
       headerNames: ['X-Static'],
       secretHeaderNames: ['Authorization'],
       hasSecrets: true,
       status: { state: 'ok', transport: 'http' },
+      era,
     });
+    expect(server.protocolVersion).toBe(era === 'modern' ? '2026-07-28' : '2025-11-25');
+    // The secret header went to the server, whichever era it speaks.
+    expect(up.stats.headersSeen.get('authorization')).toContain('Bearer hidden-1234');
     expect(server.id).toMatch(/^[0-9a-f-]{36}$/);
     expect(new Date(server.createdAt).toISOString()).toBe(server.createdAt);
     for (const tool of server.tools) {
