@@ -17,14 +17,14 @@ describe('secret origin codec', () => {
     expect(unbind('\0origin=https://a.example')).toEqual({ value: '', origin: '\0' });
   });
 
-  it('gives a bound value only to its own origin, an unbound one to any URL with an origin', () => {
+  it('gives a bound value only to its own origin, an unbound one to none', () => {
     const sealed = bindToOrigin('Bearer s3cr3t', 'https://a.example');
     expect(valueForOrigin(sealed, 'https://a.example')).toBe('Bearer s3cr3t');
     expect(valueForOrigin(sealed, 'https://b.example')).toBeUndefined();
     expect(valueForOrigin(sealed, 'http://a.example')).toBeUndefined();
     expect(valueForOrigin(sealed, '')).toBeUndefined();
     expect(valueForOrigin('\0origin=https://a.example', 'https://a.example')).toBeUndefined();
-    expect(valueForOrigin('legacy value', 'https://b.example')).toBe('legacy value');
+    expect(valueForOrigin('legacy value', 'https://b.example')).toBeUndefined();
     expect(valueForOrigin('legacy value', '')).toBeUndefined();
   });
 
@@ -34,7 +34,7 @@ describe('secret origin codec', () => {
     for (const text of texts) {
       for (const origin of origins.slice(0, 3)) {
         const opened = unbind(text);
-        const registry = origin !== '' && (opened.origin === undefined || opened.origin === origin) ? opened.value : undefined;
+        const registry = origin !== '' && opened.origin !== undefined && opened.origin === origin ? opened.value : undefined;
         expect({ text, origin, sent: valueForOrigin(text, origin) }).toEqual({ text, origin, sent: registry });
       }
     }

@@ -38,10 +38,12 @@ export function unbind(plaintext: string): { value: string; origin?: string } {
 
 /**
  * The value of an opened secret if it may be sent to `origin` (the origin of the URL it would go
- * to), else undefined: bound to that origin, or unbound and going to a URL with an origin.
+ * to), else undefined: only a value bound to that origin. A value sealed before origins were
+ * recorded is sent nowhere: the registry binds such values to their server's origin when it
+ * starts and in the key rotation (`bindUnboundSecrets`); one it could not bind is re-entered.
  */
 export function valueForOrigin(plaintext: string, origin: string): string | undefined {
   if (origin === '') return undefined;
   const opened = unbind(plaintext);
-  return opened.origin === undefined || opened.origin === origin ? opened.value : undefined;
+  return opened.origin !== undefined && opened.origin === origin ? opened.value : undefined;
 }

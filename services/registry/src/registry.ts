@@ -31,6 +31,7 @@ import { answerOAuthRefresh } from './oauth/oauth-refresh-responder.js';
 import { OAuthService } from './oauth/oauth-service.js';
 import { OAuthTickets } from './oauth/browser-binding.js';
 import { oauthStartHandler } from './oauth/oauth-start.js';
+import { bindUnboundSecretsOnce } from './secret-binding.js';
 import { OAUTH_CALLBACK_PATH, OAUTH_START_PATH } from './oauth/paths.js';
 
 export interface RegistryOptions {
@@ -193,6 +194,8 @@ export async function startRegistry(config: Config, opts: RegistryOptions = {}):
   const reprober = new Reprober([servers, builtins], discovery, log, { intervalMs: reprobeIntervalMs, batch: 50, concurrency: 8 });
   const unprobed = await builtins.scheduleUnprobed();
   if (unprobed > 0) log.info('built-ins scheduled for a first probe', { count: unprobed });
+  // Secrets sealed before origins were recorded open for nobody: bound to their server's origin first.
+  await bindUnboundSecretsOnce({ db, box: new SecretBox(config.keyring), servers, redis, prefix: config.redisPrefix }, log);
   reprober.start();
   const retention = startAuditRetention(db, config.pinAudit.auditRetentionDays, log);
   await new Promise<void>((resolve) => server.listen(config.httpPort, config.httpHost, resolve));

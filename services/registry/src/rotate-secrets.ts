@@ -1,15 +1,18 @@
 import { loadConfig } from '@mcpx/config';
 import { createDb, migrate } from '@mcpx/db';
 import { SecretBox } from '@mcpx/secrets';
+import { McpServersRepository } from './repositories/mcp-servers.repository.js';
+import { bindUnboundSecrets } from './secret-binding.js';
 import { rotateSealedValues } from './secrets-rotation.js';
 
 /**
  * The key-ring rotation command: re-seals every value an older key sealed (account secrets, OAuth
  * client state and tokens, vendor tokens) under the newest key of `SECRETS_KEYRING` (the last
  * entry). Run it after adding a key to the ring and rolling the services onto it; once it reports
- * 0 left, the old key may leave the ring. Idempotent, safe while the services run (a value is
- * re-sealed only if it has not changed since it was read). Prints one JSON line:
- * `{rotated, keyId, left, tables: {<table>: {rotated, left}}}`.
+ * 0 left, the old key may leave the ring. Account secrets sealed before origins were recorded are
+ * first bound to their server's origin. Idempotent, safe while the services run (a value is
+ * re-sealed only if it has not changed since it was read). Prints two JSON lines:
+ * `{originBinding: {bound, left}}`, then `{rotated, keyId, left, tables: {<table>: {rotated, left}}}`.
  *
  *   SECRETS_KEYRING=old:…,new:… DATABASE_URL=… pnpm --filter @mcpx/registry rotate-secrets
  */
@@ -18,8 +21,12 @@ async function main(): Promise<void> {
   const db = createDb(config.databaseUrl, { applicationName: 'rotate-secrets', max: 2 });
   try {
     await migrate(db, 'registry');
-    const report = await rotateSealedValues(db, new SecretBox(config.keyring));
-    process.stdout.write(`${JSON.stringify(report)}\n`);
+    const box = new SecretBox(config.keyring);
+    // Secrets sealed before origins were recorded are bound to their server's origin first (and
+    // so re-sealed under the newest key); an unbound one opens for nobody.
+    const origins = await bindUnboundSecrets(db, box, new McpServersRepository(db));
+    const report = await rotateSealedValues(db, box);
+    process.stdout.write(`${JSON.stringify({ originBinding: origins })}\n${JSON.stringify(report)}\n`);
   } finally {
     await db.destroy();
   }

@@ -38,9 +38,9 @@ export class SecretsRepository {
   }
 
   /**
-   * Opens the named secrets of an account that may be sent to `origin`: a missing one, and one
-   * stored for another origin, are absent from the map. A value sealed before origins were
-   * recorded carries none and opens for any (the action layer drops secrets when a server moves).
+   * Opens the named secrets of an account that may be sent to `origin`: a missing one, one stored
+   * for another origin, and one sealed before origins were recorded (see `bindUnboundSecrets`)
+   * are absent from the map.
    */
   async open(account: string, names: string[], origin: string): Promise<Map<string, string>> {
     if (names.length === 0) return new Map();
@@ -53,7 +53,7 @@ export class SecretsRepository {
     const out = new Map<string, string>();
     for (const r of rows) {
       const opened = unbind(this.box.open({ keyId: r.key_id, ciphertext: r.ciphertext }, secretAad(account, r.name)));
-      if (opened.origin === undefined || opened.origin === origin) out.set(r.name, opened.value);
+      if (opened.origin !== undefined && opened.origin === origin) out.set(r.name, opened.value);
     }
     return out;
   }
