@@ -20,21 +20,23 @@ describe('secrets never leak through discovery errors or the event stream', () =
   let telemetry: Telemetry;
   let h: RegistryHarness;
   let upstream: TestMcpServer;
+  let modern: TestMcpServer;
   let echo4xx: FrontServer;
   let echo5xx: FrontServer;
 
   beforeAll(async () => {
     telemetry = await setupTelemetry({ serviceName: 'mcpx-leak-test', spanExporter: exporter });
-    [h, upstream, echo4xx, echo5xx] = await Promise.all([
+    [h, upstream, modern, echo4xx, echo5xx] = await Promise.all([
       RegistryHarness.start({ telemetry, logSink: (l) => logLines.push(l), env: { LOG_LEVEL: 'debug' } }),
       startTestMcpServer({ requireHeader: { name: 'Authorization', value: `Bearer ${SECRET}` } }),
+      startTestMcpServer({ era: 'modern', requireHeader: { name: 'Authorization', value: `Bearer ${SECRET}` } }),
       startFrontServer({ mode: 'echo', status: 400 }),
       startFrontServer({ mode: 'echo', status: 500 }),
     ]);
   });
   afterAll(async () => {
     await h?.stop();
-    await Promise.all([upstream?.close(), echo4xx?.close(), echo5xx?.close()]);
+    await Promise.all([upstream?.close(), modern?.close(), echo4xx?.close(), echo5xx?.close()]);
     await telemetry?.shutdown();
   });
 
@@ -69,13 +71,16 @@ describe('secrets never leak through discovery errors or the event stream', () =
     expect(echo4xx.requests).toBeGreaterThanOrEqual(2); // Streamable HTTP, then SSE
     const good = await api.act('SetMcpServer', { name: 'good', config: { url: upstream.url, secretHeaders } });
     expect(good.server.status.state).toBe('ok');
-    responses.push(good);
-    const { agent } = await api.act('CreateAgent', { name: 'a', definition: { mcpServers: ['good', 'echo4'] } });
-    responses.push(await api.act('RefreshMcpServer', { name: 'echo4' }), await api.act('RefreshMcpServer', { name: 'good' }));
+    // A modern server gets the secret on every request (no session holds it): still nowhere else.
+    const fresh = await api.act('SetMcpServer', { name: 'fresh', config: { url: modern.url, secretHeaders } });
+    expect(fresh.server.status).toMatchObject({ state: 'ok', era: 'modern' });
+    responses.push(good, fresh);
+    const { agent } = await api.act('CreateAgent', { name: 'a', definition: { mcpServers: ['good', 'fresh', 'echo4'] } });
+    responses.push(await api.act('RefreshMcpServer', { name: 'echo4' }), await api.act('RefreshMcpServer', { name: 'good' }), await api.act('RefreshMcpServer', { name: 'fresh' }));
     responses.push(await api.act('ListMcpServers'), await api.act('GetAgent', { agent: agent.id }));
     responses.push(await eventually(async () => {
       const t = await api.act('ListAgentTools', { agent: agent.id });
-      return t.tools.length === 2 ? t : undefined;
+      return t.tools.length === 4 ? t : undefined;
     }, 15_000, 'projection'));
     await eventually(async () => (stream.includes('agent-tools-changed') && stream.includes('"server":"echo5"') ? true : undefined), 10_000, 'events on the stream');
     abort.abort();
@@ -84,6 +89,7 @@ describe('secrets never leak through discovery errors or the event stream', () =
     nats.stop();
 
     expect(upstream.stats.headersSeen.get('authorization')).toContain(`Bearer ${SECRET}`);
+    expect(modern.stats.headersSeen.get('authorization')).toContain(`Bearer ${SECRET}`);
     const spans = JSON.stringify(exporter.getFinishedSpans().map((s) => ({ n: s.name, a: s.attributes, e: s.events, st: s.status })));
     const natsText = nats.messages.map((m) => Buffer.from(m.data).toString('latin1')).join('\n');
     for (const [where, text] of [
