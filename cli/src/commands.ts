@@ -11,6 +11,7 @@ import { signersAuthorize, signersRevoke } from './signer-commands.js';
 import { terminalText } from './terminal-text.js';
 import { toolsPermission, vendorsConnect, vendorsDisconnect } from './trust-commands.js';
 import { agentsEndpoint, agentsTokens } from './endpoint-commands.js';
+import { audit, toolsDecide, toolsReview } from './review-commands.js';
 
 export interface Io {
   out(text: string): void;
@@ -37,9 +38,10 @@ function serverLine(s: RedactedMcpServer): string {
     }
   })();
   const auth = s.hasSecrets ? ' [auth]' : '';
+  const pin = s.pin !== undefined && s.pin !== 'off' ? `  [pinned: ${s.pin}${s.pendingReviews ? `, ${s.pendingReviews} to review: mcpx tools review ${s.name}` : ''}]` : '';
   switch (s.status.state) {
     case 'ok':
-      return `${s.name}  connected, ${s.tools.length} tools  ${host}${auth}${s.status.transport ? ` (${s.status.transport})` : ''}${s.era !== undefined ? `  ${eraText(s)}` : ''}`;
+      return `${s.name}  connected, ${s.tools.length} tools  ${host}${auth}${s.status.transport ? ` (${s.status.transport})` : ''}${s.era !== undefined ? `  ${eraText(s)}` : ''}${pin}`;
     case 'error':
       return `${s.name}  unreachable: ${s.status.error ?? 'unknown error'}  ${host}${auth}${s.tools.length > 0 ? ` (keeps ${s.tools.length} tools)` : ''}`;
     case 'auth_required':
@@ -58,6 +60,7 @@ function serverDetail(s: RedactedMcpServer): string {
   const lines = [serverLine(s), `  id: ${s.id}`, `  url: ${s.url}`, `  transport: ${s.transport ?? 'auto'}`];
   if (s.era !== undefined) lines.push(`  protocol: ${eraText(s)}`);
   for (const t of s.status.skippedTools ?? []) lines.push(`  skipped tool: ${t.name} — ${t.reason}`);
+  for (const t of s.status.heldTools ?? []) lines.push(`  held for review: ${t.name} ${t.cid} (${t.state}${t.withheld ? ', withheld from agents' : ', agents keep the accepted contract'})`);
   if (s.headerNames.length > 0) lines.push(`  headers: ${s.headerNames.join(', ')}`);
   if (s.secretHeaderNames.length > 0) lines.push(`  secret headers: ${s.secretHeaderNames.join(', ')}`);
   if (s.oauthClient !== undefined) lines.push(`  oauth client: ${oauthClientLine(s.oauthClient)}`);
@@ -93,8 +96,11 @@ const serversSet: Command = async (env, args, io, json) => {
   const auth = flag(args, 'auth');
   if (auth !== undefined && !['oauth', 'bearer', 'headers', 'none'].includes(auth)) throw new UsageError('--auth is oauth, bearer, headers or none');
   const token = flag(args, 'token');
+  const pin = flag(args, 'pin');
+  if (pin !== undefined && !['off', 'review', 'strict'].includes(pin)) throw new UsageError('--pin is off, review or strict');
   const config = {
     url,
+    ...(pin !== undefined ? { pin } : {}),
     ...(transport ? { transport } : {}),
     ...(Object.keys(headers).length > 0 ? { headers } : {}),
     ...(Object.keys(secretHeaders).length > 0 ? { secretHeaders } : {}),
@@ -277,6 +283,10 @@ export const COMMANDS: Record<string, Command> = {
   'tools show': toolsShow,
   'tools search': toolsSearch,
   'tools permission': printing(toolsPermission),
+  'tools review': printing(toolsReview),
+  'tools accept': printing(toolsDecide('AcceptToolChange')),
+  'tools reject': printing(toolsDecide('RejectToolChange')),
+  audit: printing(audit),
   'vendors connect': printing(vendorsConnect),
   'vendors disconnect': printing(vendorsDisconnect),
   'runs end': printing(runsEnd),
@@ -292,7 +302,7 @@ export const COMMANDS: Record<string, Command> = {
 
 export const USAGE = `usage: mcpx <command> [--json]
   keys new [--force]
-  servers set NAME URL [--transport http|sse] [--header K=V]... [--secret-header K=V]...
+  servers set NAME URL [--transport http|sse] [--header K=V]... [--secret-header K=V]... [--pin off|review|strict]
   servers set NAME URL --auth oauth|bearer|headers|none [--token T]
   servers set NAME URL --auth oauth [--client-id ID [--client-secret S]]   (prints the authorization URL)
   servers set NAME URL --auth oauth --client-id ID --grant client_credentials
@@ -306,6 +316,9 @@ export const USAGE = `usage: mcpx <command> [--json]
   tools ls --agent AGENT | tools index --agent AGENT | tools show --agent AGENT TOOL
   tools search QUERY [--family mcp:SLUG] [--agent AGENT] [--limit N]
   tools permission SERVER TOOL act|always_ask|inherited   (TOOL: the name its server lists)
+  tools review [SERVER] [--status pending|rejected|all]   (a pinned server's held tool changes, with their diffs)
+  tools accept SERVER TOOL CID | tools reject SERVER TOOL CID
+  audit [--action A] [--kind server|agent|tool|approval|input] [--target T] [--signer S] [--since ISO] [--until ISO] [--limit N] [--cursor C]
   vendors connect VENDOR (--access-token T [--refresh-token R] [--expires-at ISO] | --tokens-file PATH)
   vendors disconnect VENDOR   (built-in servers: github, linear)
   call --agent AGENT [--run RUN] [--timeout-ms MS] [--approval ID | --wait-approval SECONDS] [--input ID | --wait-input SECONDS] TOOL ['{json arguments}']
