@@ -3,7 +3,7 @@ import { context, propagation, SpanKind, SpanStatusCode, trace, type Counter, ty
 import { ErrorCodes, WireError, toWireError } from '@mcpx/contracts';
 import type { McpToolDocument } from '@mcpx/domain';
 import type { ProxyClient } from '@mcpx/proxy-client';
-import { createMcpHandler, ProtocolError, ProtocolErrorCode, Server, type CallToolResult, type McpHttpHandler, type Tool } from '@modelcontextprotocol/server';
+import { createMcpHandler, ProtocolError, ProtocolErrorCode, ResourceNotFoundError, Server, type CallToolResult, type McpHttpHandler, type Tool } from '@modelcontextprotocol/server';
 import type { TokenGrant } from './agent-tokens.js';
 import { META_APPROVAL_ID, callToolResult, errorResult } from './call-result.js';
 import type { AgentToolSet, ToolSets } from './tool-sets.js';
@@ -126,7 +126,19 @@ export class AgentServers {
 
   /** The per-request server; `tokenId` names the run the calls go in (`ep-<token id>`). */
   private server(account: string, agent: string, tokenId: string): Server {
-    const server = new Server({ name: SERVER_NAME, version: this.deps.version }, { capabilities: { tools: { listChanged: true } } });
+    // Tools are what an agent has; its prompts and resources are none (yet): empty lists, with the
+    // same cache hints, rather than "method not found" to clients that ask.
+    const server = new Server({ name: SERVER_NAME, version: this.deps.version }, { capabilities: { tools: { listChanged: true }, prompts: {}, resources: {} } });
+    const hints = { ttlMs: LIST_TTL_MS, cacheScope: 'private' as const };
+    server.setRequestHandler('prompts/list', () => ({ prompts: [], ...hints }));
+    server.setRequestHandler('prompts/get', (request) => {
+      throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Unknown prompt: ${request.params.name.slice(0, 128)}`);
+    });
+    server.setRequestHandler('resources/list', () => ({ resources: [], ...hints }));
+    server.setRequestHandler('resources/templates/list', () => ({ resourceTemplates: [], ...hints }));
+    server.setRequestHandler('resources/read', (request) => {
+      throw new ResourceNotFoundError(request.params.uri.slice(0, 512));
+    });
     server.setRequestHandler('tools/list', async (request) => {
       const set = await this.toolSet(account, agent);
       const cursor = request.params?.cursor;
