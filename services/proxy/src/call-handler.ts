@@ -1,16 +1,16 @@
 import { SpanKind, SpanStatusCode, context, trace, type Context, type Counter, type Histogram, type Meter, type Span, type Tracer } from '@opentelemetry/api';
 import { ErrorCodes, WireError, type ProxyCallRequest } from '@mcpx/contracts';
-import { Permission, TEXT_LIMIT_BYTES, flattenCallResult, isErrorResult, jsonSizeExceeds, type FlattenLimits, type ProxyResult } from '@mcpx/domain';
+import { Permission, TEXT_LIMIT_BYTES, flattenCallResult, isErrorResult, jsonSizeExceeds, type FlattenLimits, type McpToolDocument, type ProxyResult } from '@mcpx/domain';
 import type { CallLimiter, CallLimits } from '@mcpx/locks';
-import { McpClientError, isInputRequired, type CallToolOptions, type McpConnection } from '@mcpx/mcp-client';
+import { McpClientError, isInputRequired, type CallToolOptions, type ElicitResult, type McpCallResult, type McpConnection } from '@mcpx/mcp-client';
 import { withSpan } from '@mcpx/telemetry';
 import { argumentsHash, type ApprovalGate } from './approval-gate.js';
 import { MAX_CALL_TIMEOUT_MS } from './call-request.js';
 import type { Catalog } from './catalog.js';
 import type { ConnectionPool } from './connection-pool.js';
 import { inputRoundOf, type InputGate, type Resumption } from './input-requests.js';
+import { CallChannel, raceQuestion, type LegacyAsks } from './legacy-inputs.js';
 import type { OAuthTokens } from './oauth-tokens.js';
-import { missingToolError } from './held-tools.js';
 import { missingToolError } from './held-tools.js';
 
 /** Maps the MCP client's local errors onto the wire codes the runtime shows the model. */
@@ -74,6 +74,8 @@ export interface CallHandlerDeps {
   oauth?: OAuthTokens;
   /** Servers' questions (`input_required`) to a person or the runtime; absent, such a call fails with a typed error. */
   inputs?: InputGate;
+  /** Legacy servers' pushed `elicitation/create`, held while a person answers (absent: such a question is refused). */
+  legacyAsks?: LegacyAsks;
 }
 
 /**
@@ -210,6 +212,8 @@ export class CallHandler {
       span.setAttribute('mcpx.approved', true);
       approved = true;
     }
+    // A legacy server that pushed its question is still holding its request: the answer goes to it.
+    if (resumption?.record.era === 'legacy') return await this.resumeParked(req, doc, resumption, { formsByRuntime: agent.formsByRuntime === true, approved }, started, span);
     let server = catalog.serverNow(req.account, doc.server) ?? (await catalog.server(req.account, doc.server));
     if (server === null) throw new WireError(ErrorCodes.notFound, `no MCP server named ${doc.server}`, { server: doc.server });
     if (server.oauth !== undefined && this.deps.oauth?.expiring(server)) server = await this.deps.oauth.refreshed(req.account, doc.server, server);
@@ -236,6 +240,8 @@ export class CallHandler {
 
     const ctl = new AbortController();
     this.inflight.set(key, ctl);
+    // Set once a legacy call is held for a person: its lease and its place in flight end with the server's call.
+    let parkedOut = false;
     try {
       const attrs = { 'mcp.server': doc.server, 'mcp.remote_tool': doc.remoteName };
       // The listed definition, so a modern call mirrors its x-mcp-header parameters as Mcp-Param-* headers.
@@ -246,14 +252,20 @@ export class CallHandler {
       if (resumption !== undefined) {
         params = { ...params, inputResponses: resumption.inputResponses, ...(resumption.requestState !== undefined ? { requestState: resumption.requestState } : {}) } as typeof params;
       }
-      const call = (conn: McpConnection) =>
-        withSpan(
+      // A legacy server may push a question during the call: it is routed to this call's channel.
+      const channel = this.deps.legacyAsks !== undefined ? new CallChannel() : undefined;
+      const call = (conn: McpConnection) => {
+        const untrack = channel !== undefined && conn.era === 'legacy' ? this.deps.legacyAsks!.track(conn, channel) : undefined;
+        const out = withSpan(
           this.deps.tracer,
           'mcp tools/call',
           attrs,
           (client) => conn.callTool(params, { timeoutMs, signal: ctl.signal, tool, onResume: (outcome) => this.resumedStream(client, doc.server, outcome) }),
           { kind: SpanKind.CLIENT },
         );
+        if (untrack !== undefined) out.then(untrack, untrack);
+        return out;
+      };
       const send = async (): Promise<Awaited<ReturnType<McpConnection['callTool']>>> => {
         try {
           return await this.deps.pool.use(req.account, req.run, doc.server, server!, call);
@@ -270,7 +282,18 @@ export class CallHandler {
           return await this.deps.pool.use(req.account, req.run, doc.server, server!, call, true);
         }
       };
-      let result = await send();
+      const pending = send();
+      let result =
+        channel === undefined
+          ? await pending
+          : await this.untilQuestion(req, doc, pending, channel, { formsByRuntime: agent.formsByRuntime === true, approved, round: (resumption?.round ?? 0) + 1 }, () => {
+              parkedOut = true;
+              const done = (): void => {
+                this.inflight.delete(key);
+                release?.();
+              };
+              pending.then(done, done);
+            });
       // An input request (2026-07-28 `input_required`) is no result: the questions are recorded
       // and the call stops with `input_required` (a round with only a `requestState` and no
       // question is sent straight back, a bounded number of times).
@@ -296,29 +319,97 @@ export class CallHandler {
           ...(round.requestState !== undefined ? { requestState: round.requestState } : {}),
         });
       }
-      const errorText = isErrorResult(result);
-      if (errorText !== undefined) throw new WireError(ErrorCodes.serverError, errorText || `${doc.name} reported an error`, { server: doc.server });
-      const bounds = this.deps.replyLimits;
-      const flat = flattenCallResult(
-        {
-          tool: doc.name,
-          server: doc.server,
-          remoteName: doc.remoteName,
-          arguments: req.arguments,
-          result,
-          durationMs: Math.round(performance.now() - started),
-        },
-        bounds?.flatten,
-      );
-      if (bounds !== undefined && flat.result !== undefined && jsonSizeExceeds(flat.result, bounds.resultBytes)) {
-        delete flat.result;
-        const marker = `[structured result omitted: more than ${bounds.resultBytes} bytes of JSON]`;
-        flat.text = flat.text === undefined ? marker : `${flat.text}\n${marker}`;
-      }
-      return flat;
+      return this.finish(doc, req, result, started);
     } finally {
-      this.inflight.delete(key);
-      release?.();
+      if (!parkedOut) {
+        this.inflight.delete(key);
+        release?.();
+      }
     }
+  }
+
+  /** A complete result as the runtime shows it (an `isError` one is the server's error), within the reply's bounds. */
+  private finish(doc: McpToolDocument, req: ProxyCallRequest, result: McpCallResult, started: number): ProxyResult {
+    const errorText = isErrorResult(result);
+    if (errorText !== undefined) throw new WireError(ErrorCodes.serverError, errorText || `${doc.name} reported an error`, { server: doc.server });
+    const bounds = this.deps.replyLimits;
+    const flat = flattenCallResult(
+      {
+        tool: doc.name,
+        server: doc.server,
+        remoteName: doc.remoteName,
+        arguments: req.arguments,
+        result,
+        durationMs: Math.round(performance.now() - started),
+      },
+      bounds?.flatten,
+    );
+    if (bounds !== undefined && flat.result !== undefined && jsonSizeExceeds(flat.result, bounds.resultBytes)) {
+      delete flat.result;
+      const marker = `[structured result omitted: more than ${bounds.resultBytes} bytes of JSON]`;
+      flat.text = flat.text === undefined ? marker : `${flat.text}\n${marker}`;
+    }
+    return flat;
+  }
+
+  /**
+   * A legacy call's result, unless its server pushes a question first: then the question is recorded
+   * as an input request, the server's request is held (`onParked`) and the call stops with
+   * `input_required`. A question that cannot be shown or recorded is refused to the server.
+   */
+  private async untilQuestion(
+    req: ProxyCallRequest,
+    doc: McpToolDocument,
+    pending: Promise<McpCallResult>,
+    channel: CallChannel,
+    ctx: { formsByRuntime: boolean; approved: boolean; round: number },
+    onParked: () => void,
+  ): Promise<McpCallResult> {
+    const raced = await raceQuestion(pending, channel);
+    if (raced.kind === 'result') return raced.result;
+    const { question } = raced;
+    const { inputs, legacyAsks } = this.deps;
+    const refuse = (err: unknown, why: string): never => {
+      question.refuse(new Error(why));
+      pending.catch(() => undefined);
+      throw err;
+    };
+    if (inputs === undefined || legacyAsks === undefined) {
+      return refuse(new WireError(ErrorCodes.inputRefused, `${doc.name} asks for input before it can finish, and input requests are not available here`, { reason: 'unavailable', tool: doc.name, server: doc.server }), 'input requests are not available');
+    }
+    let items;
+    try {
+      items = inputs.classify(req, doc, { elicitation: { method: 'elicitation/create', params: question.params } }, ctx.formsByRuntime);
+    } catch (err) {
+      return refuse(err, 'the connector cannot show this question');
+    }
+    try {
+      await inputs.stop(req, doc, items, { argsHash: argumentsHash(req.arguments), round: ctx.round, approved: ctx.approved, era: 'legacy', ...(this.deps.instance !== undefined ? { holder: this.deps.instance } : {}) });
+    } catch (err) {
+      const id = err instanceof WireError && err.code === ErrorCodes.inputRequired ? err.details.inputRequestId : undefined;
+      if (typeof id !== 'string') return refuse(err, 'the question could not be recorded');
+      legacyAsks.park(id, { result: pending, channel, question });
+      onParked();
+      throw err;
+    }
+    return refuse(new WireError(ErrorCodes.internal, 'internal error'), 'internal error');
+  }
+
+  /** The re-sent legacy call: the held server request gets the answer, and the call goes on (or asks again). */
+  private async resumeParked(req: ProxyCallRequest, doc: McpToolDocument, resumption: Resumption, ctx: { formsByRuntime: boolean; approved: boolean }, started: number, span: Span): Promise<ProxyResult> {
+    const parked = this.deps.legacyAsks?.take(req.inputRequestId ?? '');
+    if (parked === undefined) {
+      throw new WireError(ErrorCodes.inputRefused, `${doc.name}: the call that asked is no longer held (its server gave up, it timed out, or it ran on another proxy instance); call the tool afresh`, {
+        reason: 'lost',
+        tool: doc.name,
+        server: doc.server,
+        inputRequestId: req.inputRequestId,
+      });
+    }
+    span.setAttribute('mcp.server', doc.server);
+    span.addEvent('legacy elicitation answered: the server call goes on');
+    parked.question.answer((resumption.inputResponses.elicitation ?? { action: 'cancel' }) as ElicitResult);
+    const result = await this.untilQuestion(req, doc, parked.result, parked.channel, { ...ctx, round: resumption.round + 1 }, () => {});
+    return this.finish(doc, req, result, started);
   }
 }

@@ -1,7 +1,7 @@
 import { trace, type Counter, type Meter, type UpDownCounter } from '@opentelemetry/api';
 import { ErrorCodes, WireError } from '@mcpx/contracts';
 import { QUOTA_DEFAULTS } from '@mcpx/locks';
-import { McpClientError, connectMcp, type McpHttpRequest, type ConnectMcpOptions, type EraVerdict, type McpConnection } from '@mcpx/mcp-client';
+import { McpClientError, connectMcp, type McpHttpRequest, type ConnectMcpOptions, type ElicitRequestParams, type ElicitResult, type EraVerdict, type McpConnection } from '@mcpx/mcp-client';
 import { MemoryEraVerdicts, authContextOf, type EraVerdictSource } from './era-verdicts.js';
 import type { ServerEntry } from './server-entry.js';
 
@@ -25,6 +25,11 @@ export interface PoolHooks {
    * prior is adopted with no round trip, so its first request finds out): send it to the registry.
    */
   onVerdict?(account: string, server: string, conn: McpConnection, report: VerdictReport): void;
+  /**
+   * Answers a legacy server's `elicitation/create`, pushed on `conn` during a call (set: legacy
+   * connections declare elicitation and their calls go through the SDK, which routes it here).
+   */
+  onElicitation?(conn: McpConnection | undefined, params: ElicitRequestParams, signal: AbortSignal): Promise<ElicitResult>;
 }
 
 interface Slot {
@@ -223,6 +228,7 @@ export class ConnectionPool {
       ...(this.opts.request ? { request: this.opts.request } : {}),
       ...(this.opts.traceCarrier ? { traceCarrier: this.opts.traceCarrier } : {}),
       ...(this.opts.capabilities ? { capabilities: this.opts.capabilities } : {}),
+      ...(this.hooks.onElicitation ? { onElicitation: (params: ElicitRequestParams, ctx: { signal: AbortSignal }) => this.hooks.onElicitation!(opened.conn, params, ctx.signal) } : {}),
       ...(prior !== undefined ? { prior } : {}),
       onToolsListChanged: () => opened.conn && this.hooks.onToolsChanged(account, server, opened.conn),
     });

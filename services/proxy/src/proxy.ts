@@ -13,6 +13,7 @@ import { createOutboundFetch } from '@mcpx/outbound';
 import { responseCutRecorder, setupTelemetry, startServiceHttp, traceCarrier, tracingFetch, tracingRequest, type Telemetry } from '@mcpx/telemetry';
 import { ApprovalGate } from './approval-gate.js';
 import { InputGate } from './input-requests.js';
+import { LegacyAsks } from './legacy-inputs.js';
 import { CallHandler, replyLimits } from './call-handler.js';
 import { Catalog } from './catalog.js';
 import { ConnectionPool } from './connection-pool.js';
@@ -92,6 +93,8 @@ export async function startProxy(config: Config, opts: ProxyOptions = {}): Promi
       })
       .catch((err: unknown) => log.warn('quiet discovery list failed', { account, server, err: err as Error }));
   };
+  // Legacy servers ask by pushing elicitation/create during a call: held here while a person answers.
+  const legacyAsks = new LegacyAsks();
   const pool = new ConnectionPool(
     {
       connectTimeoutMs: 30_000,
@@ -112,6 +115,7 @@ export async function startProxy(config: Config, opts: ProxyOptions = {}): Promi
       onOpen: observe,
       onToolsChanged: (a, s, c) => { lastObserved.delete(`${a}:${s}`); observe(a, s, c); },
       onVerdict: (a, s, c, r) => { lastObserved.delete(`${a}:${s}`); observe(a, s, c, r); },
+      onElicitation: (conn, params, signal) => legacyAsks.onElicitation(conn, params, signal),
     },
     telemetry.meter,
   );
@@ -136,7 +140,7 @@ export async function startProxy(config: Config, opts: ProxyOptions = {}): Promi
     maxPendingPerAgent: config.quotas.pendingApprovalsPerAgent,
     meter: telemetry.meter,
   });
-  const handler = new CallHandler({ catalog, pool, tracer: telemetry.tracer, meter: telemetry.meter, limiter, limits, instance, replyLimits: replyLimits(maxPayload), approvals, inputs, oauth: new OAuthTokens({ nc: bus.nc, subjects: bus.subjects, catalog, tracer: telemetry.tracer, meter: telemetry.meter }) });
+  const handler = new CallHandler({ catalog, pool, tracer: telemetry.tracer, meter: telemetry.meter, limiter, limits, instance, replyLimits: replyLimits(maxPayload), approvals, inputs, legacyAsks, oauth: new OAuthTokens({ nc: bus.nc, subjects: bus.subjects, catalog, tracer: telemetry.tracer, meter: telemetry.meter }) });
   const stats = (): ProxyStats => ({ instance, ...pool.stats, inflight: handler.inflightCount, ...handler.counts, invalidations: catalog.invalidations });
 
   const service = await startCallService({ nc: bus.nc, subjects: bus.subjects, instance, handler, stats, log });

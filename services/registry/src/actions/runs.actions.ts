@@ -38,6 +38,9 @@ export const invokeTool: ActionHandler = async (deps, caller, action) => {
   if (timeoutMs !== undefined && (typeof timeoutMs !== 'number' || !Number.isFinite(timeoutMs) || timeoutMs <= 0 || timeoutMs > MAX_TIMEOUT_MS)) {
     throw invalidInput('timeoutMs', `must be a number of milliseconds, at most ${MAX_TIMEOUT_MS}`);
   }
+  // A legacy server that asked a question holds its request on the run's session: the run stays
+  // open for the re-sent call (it names the run; an abandoned one is closed when it goes idle).
+  let keepRun = false;
   try {
     const { result } = await deps.proxy.call({
       account: caller.account,
@@ -53,10 +56,11 @@ export const invokeTool: ActionHandler = async (deps, caller, action) => {
   } catch (err) {
     // The approval is bound to this run: the re-sent call must name it.
     // So is an input request: the call that goes on with the answers must name the run.
+    if (err instanceof WireError && err.code === ErrorCodes.inputRequired) keepRun = true;
     if (err instanceof WireError && (err.code === ErrorCodes.approvalRequired || err.code === ErrorCodes.inputRequired)) throw new WireError(err.code, err.message, { ...err.details, run });
     throw err;
   } finally {
-    if (!named) await deps.proxy.endRun(caller.account, run);
+    if (!named && !keepRun) await deps.proxy.endRun(caller.account, run);
   }
 };
 

@@ -1,0 +1,84 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { InputRequestView } from '@mcpx/contracts';
+import { startLegacyElicitingServer, type LegacyElicitingServer } from '../servers/legacy-eliciting-server.js';
+import { ProxySystem } from '../support/proxy-system.js';
+import { eventually } from '../support/system.js';
+import { askedInput, failure, pendingInputs, textOf } from './input-system.js';
+
+/**
+ * A legacy-era (2025-11-25) server on SDK v1 that pushes `elicitation/create` in the middle of a
+ * call gets the same treatment as a modern `input_required`: the caller gets `input_required`
+ * with the question while the server's request is held, a person answers, the re-sent call hands
+ * the answer to the server and its call goes on.
+ */
+describe('a legacy server that pushes elicitation/create', () => {
+  let system: ProxySystem;
+  let upstream: LegacyElicitingServer;
+
+  beforeAll(async () => {
+    [system, upstream] = await Promise.all([ProxySystem.start(), startLegacyElicitingServer()]);
+    await system.setServer('old', upstream.url);
+    await system.createAgent('old-agent', ['old'], 2);
+  });
+
+  afterAll(async () => {
+    await system?.stop();
+    await upstream?.close();
+  });
+
+  it('"Deploy to prod?" reaches a person; answered, the held server call finishes', async () => {
+    const asked = await askedInput(system.call('old-agent', 'lg-1', 'old__deploy', { env: 'prod' }));
+    expect(asked.requests).toEqual([
+      { key: 'elicitation', kind: 'form', answerBy: 'person', message: 'Deploy to prod?', requestedSchema: { type: 'object', properties: { confirm: { type: 'boolean', title: 'Confirm deployment' } }, required: ['confirm'] } },
+    ]);
+    const listed = (await pendingInputs(system)).find((r: InputRequestView) => r.id === asked.inputRequestId);
+    expect(listed?.era).toBe('legacy');
+    expect(upstream.stats.elicitations).toBe(1);
+    await system.api.act('AnswerInputRequest', { id: asked.inputRequestId, action: 'accept', content: { confirm: true } });
+    const done = await system.call('old-agent', 'lg-1', 'old__deploy', { env: 'prod' }, { inputRequestId: asked.inputRequestId });
+    expect(textOf(done.result)).toBe('Deployed to prod');
+    expect(upstream.stats.calls).toBe(1);
+    expect(upstream.stats.answers.at(-1)).toMatchObject({ action: 'accept', content: { confirm: true } });
+  });
+
+  it('two questions in one call are two rounds; a declined one is the server\'s to answer', async () => {
+    const first = await askedInput(system.call('old-agent', 'lg-2', 'old__provision', {}));
+    await system.api.act('AnswerInputRequest', { id: first.inputRequestId, action: 'accept', content: { name: 'orders' } });
+    const second = await askedInput(system.call('old-agent', 'lg-2', 'old__provision', {}, { inputRequestId: first.inputRequestId }));
+    expect(second).toMatchObject({ round: 2 });
+    expect(second.requests[0]).toMatchObject({ message: 'Which region?' });
+    await system.api.act('AnswerInputRequest', { id: second.inputRequestId, action: 'accept', content: { region: 'us-east-1' } });
+    const done = await system.call('old-agent', 'lg-2', 'old__provision', {}, { inputRequestId: second.inputRequestId });
+    expect(textOf(done.result)).toBe('Provisioned orders in us-east-1');
+
+    const waiting = system.client.callAwaitingInput({ account: system.account, agent: system.agentId('old-agent'), run: 'lg-3', tool: 'old__deploy', arguments: { env: 'prod' } }, { waitMs: 60_000, pollMs: 1_000 });
+    const id = await eventually(async () => (await pendingInputs(system)).find((r) => r.run === 'lg-3')?.id, 20_000, 'the question');
+    await system.api.act('AnswerInputRequest', { id, action: 'decline' });
+    const err = await failure(waiting);
+    expect(err.code).toBe('server_error');
+    expect(err.message).toContain('Deployment to prod cancelled by the operator');
+  });
+
+  it('through InvokeTool: the unnamed run stays open for the re-sent call, which finishes the held server call', async () => {
+    const stopped = await failure(system.api.act('InvokeTool', { agent: 'old-agent', tool: 'old__deploy', arguments: { env: 'us' } }));
+    expect(stopped.code).toBe('input_required');
+    const { inputRequestId, run } = stopped.details as { inputRequestId: string; run: string };
+    await system.api.act('AnswerInputRequest', { id: inputRequestId, action: 'accept', content: { confirm: true } });
+    const ran = await system.api.act<{ result: { text: string } }>('InvokeTool', { agent: 'old-agent', tool: 'old__deploy', arguments: { env: 'us' }, run, inputRequestId });
+    expect(ran.result.text).toBe('Deployed to us');
+    await system.api.act('EndRun', { run });
+  });
+
+  it('once the run ended, the held call is gone: the re-sent call is refused (lost), and nothing runs twice', async () => {
+    const asked = await askedInput(system.call('old-agent', 'lg-4', 'old__deploy', { env: 'eu' }));
+    await system.client.endRun(system.account, 'lg-4');
+    await system.api.act('AnswerInputRequest', { id: asked.inputRequestId, action: 'accept', content: { confirm: true } });
+    const calls = upstream.stats.calls;
+    const err = await eventually(async () => {
+      const e = await failure(system.call('old-agent', 'lg-4', 'old__deploy', { env: 'eu' }, { inputRequestId: asked.inputRequestId }));
+      return e;
+    }, 10_000, 'the refusal');
+    expect(err).toMatchObject({ code: 'input_refused', details: { reason: 'lost' } });
+    expect(upstream.stats.calls).toBe(calls);
+  });
+});

@@ -1,0 +1,102 @@
+import { randomUUID } from 'node:crypto';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { CallToolRequestSchema, isInitializeRequest, ListToolsRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { listenOnLoopback } from './loopback.js';
+
+/**
+ * A legacy-era (2025-11-25) server on SDK v1 whose tools push `elicitation/create` to the client
+ * in the middle of a call (the 2025 way of asking), over Streamable HTTP with sessions, on loopback:
+ * - `deploy {env}` asks "Deploy to <env>?" `{confirm: boolean}` and deploys only when accepted;
+ * - `provision {}` asks twice in one call: the name, then the region.
+ * A client that did not declare elicitation is not asked: the tool answers an error saying so.
+ */
+export interface LegacyElicitingServer {
+  url: string;
+  stats: { calls: number; elicitations: number; answers: unknown[] };
+  close(): Promise<void>;
+}
+
+const text = (t: string, isError = false): CallToolResult => ({ content: [{ type: 'text', text: t }], ...(isError ? { isError: true } : {}) });
+
+export async function startLegacyElicitingServer(): Promise<LegacyElicitingServer> {
+  const stats: LegacyElicitingServer['stats'] = { calls: 0, elicitations: 0, answers: [] };
+  const sessions = new Map<string, StreamableHTTPServerTransport>();
+
+  const newServer = (): Server => {
+    const server = new Server({ name: 'mcpx-legacy-eliciting', version: '0.1.0' }, { capabilities: { tools: {} } });
+    server.setRequestHandler(ListToolsRequestSchema, () => ({
+      tools: [
+        { name: 'deploy', description: 'Deploy after the operator confirms', inputSchema: { type: 'object', properties: { env: { type: 'string' } }, required: ['env'] } },
+        { name: 'provision', description: 'Provision a database (asks twice)', inputSchema: { type: 'object', properties: {} } },
+      ],
+    }));
+    server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
+      stats.calls += 1;
+      if (server.getClientCapabilities()?.elicitation === undefined) return text('this client cannot be asked (no elicitation capability)', true);
+      const ask = async (message: string, requestedSchema: Record<string, unknown>) => {
+        stats.elicitations += 1;
+        const answer = await server.elicitInput({ mode: 'form', message, requestedSchema } as never, { relatedRequestId: extra.requestId, timeout: 120_000 });
+        stats.answers.push(answer);
+        return answer;
+      };
+      if (request.params.name === 'deploy') {
+        const env = String(request.params.arguments?.env ?? '');
+        const a = await ask(`Deploy to ${env}?`, { type: 'object', properties: { confirm: { type: 'boolean', title: 'Confirm deployment' } }, required: ['confirm'] });
+        if (a.action !== 'accept' || a.content?.confirm !== true) return text(`Deployment to ${env} cancelled by the operator`, true);
+        return text(`Deployed to ${env}`);
+      }
+      if (request.params.name === 'provision') {
+        const name = await ask('Database name?', { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] });
+        if (name.action !== 'accept') return text('cancelled', true);
+        const region = await ask('Which region?', { type: 'object', properties: { region: { type: 'string', enum: ['eu-west-1', 'us-east-1'] } }, required: ['region'] });
+        if (region.action !== 'accept') return text('cancelled', true);
+        return text(`Provisioned ${String(name.content?.name)} in ${String(region.content?.region)}`);
+      }
+      return text(`Unknown tool: ${request.params.name}`, true);
+    });
+    return server;
+  };
+
+  const readJson = async (req: IncomingMessage): Promise<unknown> => {
+    const chunks: Buffer[] = [];
+    for await (const c of req) chunks.push(c as Buffer);
+    const raw = Buffer.concat(chunks).toString('utf8');
+    return raw === '' ? undefined : (JSON.parse(raw) as unknown);
+  };
+
+  const http = createServer((req: IncomingMessage, res: ServerResponse) => {
+    void (async () => {
+      const sid = req.headers['mcp-session-id'];
+      const body = req.method === 'POST' ? await readJson(req) : undefined;
+      const existing = typeof sid === 'string' ? sessions.get(sid) : undefined;
+      if (existing) {
+        await existing.handleRequest(req, res, body);
+        return;
+      }
+      if (typeof sid === 'string' || req.method !== 'POST' || !isInitializeRequest(body)) {
+        res.writeHead(typeof sid === 'string' ? 404 : 400, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32000, message: 'Bad Request: no valid session' }, id: null }));
+        return;
+      }
+      const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({ sessionIdGenerator: randomUUID, onsessioninitialized: (id) => void sessions.set(id, transport) });
+      transport.onclose = () => {
+        if (transport.sessionId !== undefined) sessions.delete(transport.sessionId);
+      };
+      await newServer().connect(transport);
+      await transport.handleRequest(req, res, body);
+    })().catch(() => {
+      if (!res.headersSent) res.writeHead(500);
+      res.end();
+    });
+  });
+  const listening = await listenOnLoopback(http);
+  return {
+    url: `http://127.0.0.1:${listening.port}/mcp`,
+    stats,
+    close: async () => {
+      for (const t of sessions.values()) await t.close().catch(() => {});
+      await listening.close();
+    },
+  };
+}
