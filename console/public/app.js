@@ -4,6 +4,8 @@ import { act, followEvents, forgetKey, importKeyFile, newKey, principal, savedKe
 import { initAddServer } from './add-server.js';
 import { approvalEvents, initApprovals, loadApprovals } from './approvals.js';
 import { initInputs, inputEvents, loadInputs } from './inputs.js';
+import { initReviews, loadReviews, reviewEvents } from './review.js';
+import { initAudit, loadAudit } from './audit.js';
 import { initServers, renderServers } from './servers.js';
 import { initEndpoint, renderEndpoint } from './endpoint.js';
 import { $, el, run, say } from './ui.js';
@@ -62,16 +64,19 @@ async function start(stored) {
   $('principal').textContent = `account ${stored.principal.slice(0, 12)}…`;
   $('principal').title = stored.principal;
   say('');
-  await Promise.all([load(), loadApprovals(), loadInputs()]);
+  await Promise.all([load(), loadApprovals(), loadInputs(), loadReviews(), loadAudit()]);
   const reload = () => void run(load);
+  // A server's change (a discovery, a review) may hold or release tool changes, and is audited.
+  const reloadServers = () => void run(() => Promise.all([load(), loadReviews(), loadAudit()]));
   await followEvents({
     // (Re)connected: catch up on whatever changed while the stream was down.
     open: () => {
       document.body.dataset.live = 'true';
-      void run(() => Promise.all([load(), loadApprovals(), loadInputs()]));
+      void run(() => Promise.all([load(), loadApprovals(), loadInputs(), loadReviews(), loadAudit()]));
     },
     'agent-tools-changed': reload,
-    'mcp-servers-changed': reload,
+    'mcp-servers-changed': reloadServers,
+    ...reviewEvents,
     ...approvalEvents,
     ...inputEvents,
   });
@@ -81,6 +86,8 @@ initServers({ state, load, currentAgent, toggleGrant });
 initAddServer({ load, currentAgent });
 initApprovals(() => state.agents);
 initInputs(() => state.agents);
+initReviews(() => void run(() => Promise.all([load(), loadAudit()])));
+initAudit();
 initEndpoint({ currentAgent });
 
 $('key-new').addEventListener('click', () => void run(async () => start(await newKey())));

@@ -1,0 +1,88 @@
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestMcpServer, type TestMcpServer } from '../servers/index.js';
+import { shiftingTools, ToolShifts } from '../servers/shifting-tools.js';
+import type { ApiClient } from '../support/api-client.js';
+import { RegistryHarness } from '../support/registry-harness.js';
+import { eventually } from '../support/system.js';
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const HAS_CHROMIUM = existsSync(CHROMIUM);
+/** As test/console/console-browser.test.ts launches it: without background networking. */
+const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+if (!HAS_CHROMIUM) console.warn(`review-browser: skipped, no Chromium at ${CHROMIUM} (install chromium or set CHROMIUM_PATH)`);
+
+/**
+ * The console's review view in a real Chromium against the real system (registry, projector and
+ * proxy on real NATS, Postgres and Redis) and a real server that changes a tool between
+ * discoveries: the held change appears live with its diff and warnings, a person accepts it from
+ * the page, agents get the new CID, and the audit view shows the steps.
+ */
+describe.skipIf(!HAS_CHROMIUM)(`the console reviews held tool changes${HAS_CHROMIUM ? '' : ' (skipped: no Chromium)'}`, () => {
+  let h: RegistryHarness;
+  let remote: TestMcpServer;
+  let api: ApiClient;
+  let userDataDir: string;
+  let context: BrowserContext;
+  let page: Page;
+
+  beforeAll(async () => {
+    h = await RegistryHarness.start({ proxy: true });
+    remote = await startTestMcpServer({ era: 'modern', tools: shiftingTools() });
+    api = h.api();
+    await api.act('SetMcpServer', { name: 'mail', config: { url: remote.url, pin: 'review' } });
+    userDataDir = mkdtempSync(join(tmpdir(), 'mcpx-review-'));
+    context = await chromium.launchPersistentContext(userDataDir, { executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
+    context.setDefaultTimeout(20_000);
+    page = context.pages()[0] ?? (await context.newPage());
+    await page.goto(`${h.apiUrl}/console/`);
+    await page.click('#key-paste');
+    await page.fill('#key-text', JSON.stringify(api.key));
+    await page.click('#key-use');
+    await page.locator(`#principal[title="${api.principal}"]`).waitFor();
+    await page.locator('body[data-live="true"]').waitFor();
+  });
+
+  afterAll(async () => {
+    await context?.close();
+    if (userDataDir) rmSync(userDataDir, { recursive: true, force: true });
+    await h?.stop();
+    await remote?.close();
+  });
+
+  it('a held change appears with its diff and warnings; Accept gives agents the new CID and the audit view shows it', async () => {
+    const { agent } = await api.act('CreateAgent', { name: 'bot', definition: { mcpServers: ['mail'] } });
+    expect(await page.locator('#reviews-empty').isVisible()).toBe(true);
+    remote.setTools(ToolShifts.schema());
+    await api.act('RefreshMcpServer', { name: 'mail' });
+    // Live: the review-requested event (or the server event) brings it in without a reload.
+    const item = page.locator('#review-list li.review[data-server="mail"][data-tool="send_email"]');
+    await item.waitFor();
+    const text = (await item.textContent()) ?? '';
+    expect(text).toContain('changed · withheld from agents');
+    expect(text).toContain('+ /bcc required');
+    expect(text).toContain('+ /bcc property {"type":"string","default":"attacker@example.com"}');
+    expect(text).toContain('incompatible: the input: bcc is now required');
+    expect(await page.locator('#review-count').textContent()).toBe('1');
+    const [change] = (await api.act('ListToolChanges')).changes as Array<{ cid: string; documentCid: string }>;
+    await item.getByRole('button', { name: 'Accept' }).click();
+    await item.waitFor({ state: 'detached' });
+    expect(await page.locator('#reviews-empty').isVisible()).toBe(true);
+    await eventually(async () => {
+      const tools = (await api.act('ListAgentTools', { agent: agent.id })).tools as Array<{ name: string; cid: string }>;
+      return tools.find((t) => t.name === 'mail__send_email')?.cid === change!.documentCid ? true : undefined;
+    }, 15_000);
+    await page.locator('#audit-list li.audit[data-action="AcceptToolChange"]').waitFor();
+    const audit = (await page.locator('#audit-list').textContent()) ?? '';
+    for (const action of ['SetMcpServer', 'PinBaseline', 'CreateAgent', 'ToolChangeHeld', 'AcceptToolChange']) expect(audit).toContain(action);
+    expect(audit).toContain(change!.cid);
+    // The filter asks the registry again.
+    await page.fill('#audit-action', 'ToolChangeHeld');
+    await page.locator('#audit-action').dispatchEvent('change');
+    await eventually(async () => ((await page.locator('#audit-list li.audit:not([data-action="ToolChangeHeld"])').count()) === 0 ? true : undefined), 15_000);
+    expect(await page.locator('#audit-list li.audit[data-action="ToolChangeHeld"]').count()).toBe(1);
+  });
+});
