@@ -11,7 +11,7 @@ for (const style of ['double_underscore', 'prefixed'] as const) {
     let upstream: TestMcpServer;
 
     beforeAll(async () => {
-      upstream = await startTestMcpServer();
+      upstream = await startTestMcpServer({ era: 'modern' });
       // No background probe of the just-lit built-in within the test: its fallback list serves.
       h = await RegistryHarness.start({ registry: { reprobe: { baseMs: 600_000 } }, env: { TOOL_NAME_STYLE: style, BUILTIN_ENDPOINTS: `linear=${upstream.url}` } });
     });

@@ -37,7 +37,7 @@ describe('mcpx: remote text, dropped secrets, signers', () => {
   beforeAll(async () => {
     [system, upstream, keyed, moved] = await Promise.all([
       ProxySystem.start(),
-      startTestMcpServer({ tools: [escapingTool(), dropTool()] }),
+      startTestMcpServer({ era: 'modern', tools: [escapingTool(), dropTool()] }),
       startTestMcpServer({ requireHeader: { name: 'X-Api-Key', value: 'k-first-origin' }, tools: [echoTool()] }),
       startTestMcpServer({ tools: [echoTool()] }),
     ]);

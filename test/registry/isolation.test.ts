@@ -14,7 +14,7 @@ describe('account isolation', () => {
     [h, upA, upB] = await Promise.all([
       RegistryHarness.start(),
       startTestMcpServer({ requireHeader: { name: 'Authorization', value: 'Bearer a-secret-1' } }),
-      startTestMcpServer(),
+      startTestMcpServer({ era: 'modern' }),
     ]);
   });
   afterAll(async () => {

@@ -30,7 +30,7 @@ async function insertDirect(db: ReturnType<typeof createDb>, account: string, ur
 describe('outbound safety, production profile', () => {
   let upstream: TestMcpServer;
   beforeAll(async () => {
-    upstream = await startTestMcpServer({ requireHeader: { name: 'X-Api-Key', value: 'k-123456' } });
+    upstream = await startTestMcpServer({ era: 'modern', requireHeader: { name: 'X-Api-Key', value: 'k-123456' } });
   });
   afterAll(async () => {
     await upstream?.close();
