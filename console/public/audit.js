@@ -28,7 +28,17 @@ function entry(e) {
 /** The newest page again (`more`: the next older page, appended). */
 export async function loadAudit(more = false) {
   const action = $('audit-action').value.trim();
-  const res = await act('ListAuditEvents', { limit: 25, ...(action !== '' ? { action } : {}), ...(more && cursor ? { cursor } : {}) });
+  let res;
+  try {
+    res = await act('ListAuditEvents', { limit: 25, ...(action !== '' ? { action } : {}), ...(more && cursor ? { cursor } : {}) });
+  } catch (err) {
+    // The log is the OWNER's: another signer's console goes on without it.
+    if (err.code === 'forbidden') {
+      $('audit').hidden = true;
+      return;
+    }
+    throw err;
+  }
   cursor = res.nextCursor;
   const items = res.events.map(entry);
   if (more) $('audit-list').append(...items);
