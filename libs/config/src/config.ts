@@ -71,6 +71,12 @@ export interface Config {
   builtinVendorClients: Record<string, VendorClient>;
   /** Quotas and rate limits per account, agent, signer, address and instance (`QUOTA_*`, `RATE_*`; see `quotas.ts`). */
   quotas: QuotaSettings;
+  /**
+   * The proxies in front of the registry whose `X-Forwarded-For` is believed for the per-address
+   * rate limit (`TRUSTED_PROXIES`: addresses and CIDRs, comma separated; none by default: the
+   * socket's peer is the client). Checked by the registry at its start.
+   */
+  trustedProxies: string[];
   /** Contract pinning and the audit log's retention (`PIN_DEFAULT`, `PIN_WRITERS_MAY_REVIEW`, `AUDIT_RETENTION_DAYS`; see `pins-audit.ts`). */
   pinAudit: PinAuditSettings;
 }
@@ -257,6 +263,7 @@ export function loadConfig(service: keyof typeof DEFAULT_PORTS, env: NodeJS.Proc
     builtinTokenEndpoints: parseBuiltinTokenEndpoints(env.BUILTIN_TOKEN_ENDPOINTS),
     builtinVendorClients: parseBuiltinVendorClients(env.BUILTIN_VENDOR_CLIENTS),
     quotas: parseQuotas(env),
+    trustedProxies: (env.TRUSTED_PROXIES ?? '').split(',').map((e) => e.trim()).filter((e) => e !== ''),
     pinAudit: parsePinAudit(env),
   };
 }

@@ -7,6 +7,7 @@ import type { Logger } from '@mcpx/log';
 import { withSpan } from '@mcpx/telemetry';
 import { LeaseQuota, QUOTA_DEFAULTS, RateLimiter, type QuotaLimits } from '@mcpx/locks';
 import { AccountQuotas, QuotaKinds, quotaExceeded, rateLimited } from './account-quotas.js';
+import { TrustedProxies } from './client-address.js';
 import { dispatchAction, isKnownAction, type ActionDeps } from './actions/index.js';
 import { authenticate, parseEnvelope } from './envelope-auth.js';
 import type { EventStream } from './event-stream.js';
@@ -29,6 +30,8 @@ export interface HttpDeps {
   oauthStart?: (req: IncomingMessage, res: ServerResponse, url: URL) => Promise<void>;
   /** Quotas and rate limits (`config.quotas`; absent: the defaults). */
   quotas?: QuotaLimits;
+  /** Whose `X-Forwarded-For` the per-address limit believes (`TRUSTED_PROXIES`; absent: nobody's). */
+  trustedProxies?: TrustedProxies;
   /** `GET /v1/oauth/client-metadata.json`: the OAuth client ID metadata document (absent: none). */
   oauthClientMetadata?: (req: IncomingMessage, res: ServerResponse) => void;
 }
@@ -97,10 +100,8 @@ function retryAfterHeader(wire: WireError): Record<string, string> {
   return ms === undefined ? {} : { 'retry-after': String(Math.max(1, Math.ceil(ms / 1000))) };
 }
 
-/** The client's address as the socket sees it (no forwarding header is trusted). */
-function clientAddress(req: IncomingMessage): string {
-  return req.socket.remoteAddress ?? 'unknown';
-}
+/** No proxy is trusted: the client's address is the socket's peer. */
+const NO_TRUSTED_PROXIES = new TrustedProxies([]);
 
 function send(res: ServerResponse, status: number, body: unknown, cbor: boolean): void {
   const bytes = cbor ? Buffer.from(encodePayload(body)) : Buffer.from(JSON.stringify(body));
@@ -128,7 +129,7 @@ export function createHttpServer(deps: HttpDeps): Server {
 
   /** Refuses a client address over its rate before anything costly (decoding, signature, Redis nonce). */
   async function admitAddress(req: IncomingMessage): Promise<void> {
-    const decision = await rates.take('address', clientAddress(req), limits.actionsPerAddress);
+    const decision = await rates.take('address', (deps.trustedProxies ?? NO_TRUSTED_PROXIES).clientAddress(req), limits.actionsPerAddress);
     if (decision.ok) return;
     quotas.rejected(QuotaKinds.actionsPerAddress);
     throw rateLimited(QuotaKinds.actionsPerAddress, decision.retryAfterMs, 'too many requests from this address; retry later');

@@ -32,6 +32,7 @@ import { OAuthService } from './oauth/oauth-service.js';
 import { OAuthTickets } from './oauth/browser-binding.js';
 import { oauthStartHandler } from './oauth/oauth-start.js';
 import { bindUnboundSecretsOnce } from './secret-binding.js';
+import { TrustedProxies } from './client-address.js';
 import { OAUTH_CALLBACK_PATH, OAUTH_START_PATH } from './oauth/paths.js';
 
 export interface RegistryOptions {
@@ -68,6 +69,8 @@ export interface RunningRegistry {
 /** Wires the registry from its configuration and starts serving. */
 export async function startRegistry(config: Config, opts: RegistryOptions = {}): Promise<RunningRegistry> {
   const log = createLogger('registry', { level: config.logLevel, fields: { instance: config.instanceId }, ...(opts.logSink ? { sink: opts.logSink } : {}) });
+  // A malformed TRUSTED_PROXIES stops the start before anything is opened.
+  const trustedProxies = new TrustedProxies(config.trustedProxies);
   const telemetry = opts.telemetry ?? (await setupTelemetry({ serviceName: 'registry', serviceInstanceId: config.instanceId, ...(config.otlpEndpoint ? { otlpEndpoint: config.otlpEndpoint } : {}) }));
   // The https-only CHECK constraint reads this: the local profile allows http to any host.
   const allowHttpHosts = config.outbound.profile === 'local' ? ['*'] : config.outbound.allowHttpHosts;
@@ -179,6 +182,7 @@ export async function startRegistry(config: Config, opts: RegistryOptions = {}):
     redis,
     redisPrefix: config.redisPrefix,
     quotas: config.quotas,
+    trustedProxies,
     log,
     tracer: telemetry.tracer,
     meter: telemetry.meter,
