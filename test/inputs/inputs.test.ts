@@ -76,6 +76,12 @@ describe('input requests (input_required) through the proxy', () => {
     expect(replay).toMatchObject({ code: 'input_refused', details: { reason: 'used' } });
     expect(upstream.stats.calls).toBe(before);
     expect((await failure(system.api.act('AnswerInputRequest', { id: asked.inputRequestId, action: 'decline' }))).code).toBe('conflict');
+
+    // The answer is in the audit log: who answered which question, never what was typed.
+    const { events: audit } = await system.api.act<{ events: Array<{ action: string; target: { kind: string; name: string }; after?: Record<string, unknown> }> }>('ListAuditEvents', {});
+    const entry = audit.find((e) => e.action === 'AnswerInputRequest' && e.target.name === asked.inputRequestId);
+    expect(entry?.after).toMatchObject({ action: 'accept', key: 'confirm', tool: 'ops__deploy', complete: true });
+    expect(JSON.stringify(entry)).not.toContain('"confirm":true');
   });
 
   it('a declined question goes back to the server, which decides (here: the deployment is cancelled)', async () => {
