@@ -1,13 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '@mcpx/config';
 import { WireError } from '@mcpx/contracts';
 import { INDEX_BUDGET_BYTES } from '@mcpx/domain';
-import { startProjector, type RunningProjector } from '@mcpx/projector';
-import { startRegistry, type RunningRegistry } from '@mcpx/registry';
 import { startTestMcpServer, type TestMcpServer, type TestTool } from '../servers/index.js';
-import { ApiClient } from '../support/api-client.js';
-import type { TestDatabase } from '../support/env.js';
-import { eventually, systemEnv } from '../support/system.js';
+import type { ApiClient } from '../support/api-client.js';
+import { RegistryHarness } from '../support/registry-harness.js';
+import { eventually } from '../support/system.js';
 
 function tools(n: number, description: (i: number) => string): TestTool[] {
   return Array.from({ length: n }, (_, i) => ({
@@ -20,28 +17,22 @@ function tools(n: number, description: (i: number) => string): TestTool[] {
 
 /**
  * The read side through the action API: the registry forwards ListAgentTools, PromoteTools and
- * the lambda actions to the projector over NATS.
+ * the lambda actions to the projector over NATS. The tools come from servers of both eras (big
+ * and every other wordy one are modern, the rest legacy).
  */
-/** Reads of tools discovered from servers of both eras (big and every other wordy one are modern, the rest legacy). */
 describe('agent tool reads through the API', () => {
-  let db: TestDatabase;
-  let registry: RunningRegistry;
-  let projector: RunningProjector;
+  let h: RegistryHarness;
   let big: TestMcpServer;
   let small: TestMcpServer;
   let api: ApiClient;
 
   beforeAll(async () => {
-    const sys = await systemEnv();
-    db = sys.db;
-    const config = (service: 'registry' | 'projector') => loadConfig(service, { ...sys.env, HTTP_PORT: '0', INSTANCE_ID: `${service}-reads` });
-    [registry, projector, big, small] = await Promise.all([
-      startRegistry(config('registry'), { logSink: () => undefined }),
-      startProjector(config('projector'), { logSink: () => undefined }),
+    [h, big, small] = await Promise.all([
+      RegistryHarness.start({ logSink: () => undefined }),
       startTestMcpServer({ era: 'modern', tools: tools(8, (i) => `Big tool ${i}. With more detail.`) }),
       startTestMcpServer({ tools: tools(2, (i) => `Small tool ${i}.`) }),
     ]);
-    api = new ApiClient(registry.url);
+    api = h.api();
     await api.act('SetMcpServer', { name: 'big', config: { url: big.url } });
     await api.act('SetMcpServer', { name: 'small', config: { url: small.url } });
     await api.act('CreateAgent', { name: 'helper', definition: { mcpServers: ['big', 'small'] } });
@@ -50,9 +41,7 @@ describe('agent tool reads through the API', () => {
 
   afterAll(async () => {
     await Promise.allSettled([big?.close(), small?.close()]);
-    await registry?.stop();
-    await projector?.stop();
-    await db?.drop();
+    await h?.stop();
   });
 
   it('lists documents, the collapsed index, the full listing and provider formats', async () => {

@@ -1,13 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '@mcpx/config';
 import { WireError, type ToolSearchReply } from '@mcpx/contracts';
-import { startProjector, type RunningProjector } from '@mcpx/projector';
-import { startRegistry, type RunningRegistry } from '@mcpx/registry';
 import { startTestMcpServer, type TestMcpServer, type TestTool } from '../servers/index.js';
-import { ApiClient } from '../support/api-client.js';
+import type { ApiClient } from '../support/api-client.js';
 import { cliEnvFor, runCli } from '../support/cli.js';
-import type { TestDatabase } from '../support/env.js';
-import { eventually, systemEnv } from '../support/system.js';
+import { RegistryHarness } from '../support/registry-harness.js';
+import { eventually } from '../support/system.js';
 
 function tool(name: string, description: string): TestTool {
   return { name, description, handler: () => ({ content: [{ type: 'text', text: 'ok' }] }) };
@@ -37,12 +34,11 @@ async function refused(p: Promise<unknown>): Promise<WireError> {
 /**
  * SearchTools through the action API: the registry forwards it to the projector, which ranks the
  * account's tool documents with Postgres full-text search and groups them by family `mcp:<server>`.
+ * The tools come from servers of both eras (tickets and notes are modern, docs and the other
+ * account's legacy).
  */
-/** Search over tools discovered from servers of both eras (tickets and notes are modern, docs and the other account's legacy). */
 describe('tool search (families)', () => {
-  let db: TestDatabase;
-  let registry: RunningRegistry;
-  let projector: RunningProjector;
+  let h: RegistryHarness;
   let tickets: TestMcpServer;
   let docs: TestMcpServer;
   let notes: TestMcpServer;
@@ -53,19 +49,15 @@ describe('tool search (families)', () => {
   const search = (fields: Record<string, unknown>, client = api): Promise<ToolSearchReply> => client.act<ToolSearchReply>('SearchTools', fields);
 
   beforeAll(async () => {
-    const sys = await systemEnv();
-    db = sys.db;
-    const config = (service: 'registry' | 'projector') => loadConfig(service, { ...sys.env, HTTP_PORT: '0', INSTANCE_ID: `${service}-search` });
-    [registry, projector, tickets, docs, notes, other] = await Promise.all([
-      startRegistry(config('registry'), { logSink: () => undefined }),
-      startProjector(config('projector'), { logSink: () => undefined }),
+    [h, tickets, docs, notes, other] = await Promise.all([
+      RegistryHarness.start({ logSink: () => undefined }),
       startTestMcpServer({ era: 'modern', tools: TICKETS }),
       startTestMcpServer({ tools: DOCS }),
       startTestMcpServer({ era: 'modern', tools: [tool('jot', 'Write a short note.')] }),
       startTestMcpServer({ tools: [tool('issue_secret', 'Another account\'s issue tracker; never shown to anyone else.')] }),
     ]);
-    api = new ApiClient(registry.url);
-    otherApi = new ApiClient(registry.url);
+    api = h.api();
+    otherApi = h.api();
     await api.act('SetMcpServer', { name: 'tickets', config: { url: tickets.url } });
     await api.act('SetMcpServer', { name: 'docs', config: { url: docs.url } });
     await api.act('SetMcpServer', { name: 'notes', config: { url: notes.url } });
@@ -79,9 +71,7 @@ describe('tool search (families)', () => {
 
   afterAll(async () => {
     await Promise.allSettled([tickets?.close(), docs?.close(), notes?.close(), other?.close()]);
-    await registry?.stop();
-    await projector?.stop();
-    await db?.drop();
+    await h?.stop();
   });
 
   it('ranks a match in the name above a match in the description', async () => {
