@@ -1,0 +1,241 @@
+/**
+ * Faults of the infrastructure under load (issue 16, point 5), with private NATS, Postgres and
+ * Redis processes (never the machine's) and the services as processes:
+ * - NATS killed and restarted under call load: calls fail typed and retryable while it is down,
+ *   resume by themselves, and JetStream loses nothing (a change after the restart projects);
+ * - Postgres killed and restarted under action and call load: actions fail typed, nothing half
+ *   written, both resume by themselves;
+ * - Redis down: signed actions fail closed (the nonce check cannot run), calls fail closed at the
+ *   call limiter; both resume when it is back;
+ * - a registry killed between its commit and its event: the event is lost today (no outbox yet,
+ *   issue 12): `it.fails` documents the gap instead of hiding it.
+ * Each prints what the user sees and the recovery time (docs/operations.md has the lines).
+ */
+import pg from 'pg';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { WireError } from '@mcpx/contracts';
+import { echoTool, startTestMcpServer, type TestMcpServer } from '../../servers/index.js';
+import { startFaultyFront, type FaultyFront } from '../support/faulty-front.js';
+import { available, PrivateNats, PrivatePostgres, PrivateRedis } from '../support/infra.js';
+import { LoadLoop, formatSummary } from '../support/load.js';
+import { Stack, until } from '../support/stack.js';
+
+const have = available();
+
+function report(line: string): void {
+  process.stdout.write(`fault: ${line}\n`);
+}
+
+describe.skipIf(!have.nats)('NATS killed and restarted under call load', () => {
+  let nats: PrivateNats;
+  let stack: Stack;
+  let upstream: TestMcpServer;
+  let agent: string;
+
+  beforeAll(async () => {
+    [nats, upstream] = await Promise.all([PrivateNats.create(), startTestMcpServer({ era: 'modern', tools: [echoTool()] })]);
+    stack = await Stack.start({ nats: nats.url });
+    await stack.setServer('up', upstream.url);
+    agent = await stack.createAgent('agent', ['up'], 1);
+  }, 120_000);
+
+  afterAll(async () => {
+    await stack?.stop();
+    await upstream?.close();
+    await nats?.destroy();
+  });
+
+  it('calls fail typed while it is down, resume by themselves, and JetStream keeps its streams and consumer', async () => {
+    const load = new LoadLoop((w, i) => stack.call(agent, `run-${w}-${Math.floor(i / 20)}`, 'up__echo', { text: `${w}-${i}` }, { timeoutMs: 5_000 }), { concurrency: 4, maxMs: 60_000 });
+    await until(async () => (load.successesAfter(0) > 50 ? true : undefined), 30_000, 'steady load');
+    const killedAt = Date.now();
+    await nats.kill();
+    await new Promise((r) => setTimeout(r, 1_500));
+    const restartedAt = Date.now();
+    await nats.start();
+    await until(async () => (load.successesAfter(restartedAt) > 20 ? true : undefined), 40_000, 'calls after the restart');
+    const summary = await load.stop();
+    const recovery = load.recoveryAfter(restartedAt);
+    // What the user saw while NATS was down: typed errors only, each one a code the runtime retries on.
+    const codes = Object.keys(summary.errorsByCode);
+    for (const c of codes) expect(['transport_error', 'timeout', 'call_lost'], `error ${c}`).toContain(c);
+    expect(recovery).toBeDefined();
+    // Every service is still up (none crashed on the lost connection).
+    for (const s of stack.services) expect(s.alive(), s.instance).toBe(true);
+    // Nothing lost in JetStream: a change after the restart reaches the projector's durable consumer.
+    upstream.setTools([echoTool(), { name: 'added', description: 'new after the restart', handler: () => ({ content: [{ type: 'text', text: 'new' }] }) }]);
+    await stack.api.act('RefreshMcpServer', { name: 'up' });
+    await until(async () => ((await stack.api.act<{ tools: unknown[] }>('ListAgentTools', { agent })).tools.length === 2 ? true : undefined), 30_000, 'the new tool projected after the restart');
+    report(`NATS killed under load (down ${restartedAt - killedAt} ms): ${formatSummary(summary)}; first call ok ${recovery ?? '?'} ms after the restart; JetStream change after it projected`);
+  }, 120_000);
+});
+
+describe.skipIf(!have.postgres)('Postgres killed and restarted under load', () => {
+  let postgres: PrivatePostgres;
+  let stack: Stack;
+  let upstream: TestMcpServer;
+  let agent: string;
+
+  beforeAll(async () => {
+    [postgres, upstream] = await Promise.all([PrivatePostgres.create(), startTestMcpServer({ era: 'modern', tools: [echoTool()] })]);
+    stack = await Stack.start({ postgres: postgres.url() });
+    await stack.setServer('up', upstream.url);
+    agent = await stack.createAgent('agent', ['up'], 1);
+  }, 120_000);
+
+  afterAll(async () => {
+    await stack?.stop();
+    await upstream?.close();
+    await postgres?.destroy();
+  });
+
+  it('actions fail typed while it is down, nothing half-written, calls and actions resume by themselves', async () => {
+    // New runs keep the proxy reading grants and documents; actions write and read the registry.
+    const calls = new LoadLoop((w, i) => stack.call(agent, `run-${w}-${i}`, 'up__echo', { text: `${w}-${i}` }, { timeoutMs: 5_000 }), { concurrency: 3, maxMs: 60_000 });
+    const api = stack.api;
+    const created: string[] = [];
+    const actions = new LoadLoop(
+      async (w, i) => {
+        const name = `a-${w}-${i}`;
+        await api.act('CreateAgent', { name, definition: { mcpServers: ['up'] } });
+        created.push(name);
+      },
+      { concurrency: 1, maxMs: 60_000, pauseMs: 50 },
+    );
+    await until(async () => (calls.successesAfter(0) > 30 && actions.successesAfter(0) > 5 ? true : undefined), 30_000, 'steady load');
+    const killedAt = Date.now();
+    await postgres.kill();
+    await new Promise((r) => setTimeout(r, 1_500));
+    const restartedAt = Date.now();
+    await postgres.start();
+    await until(async () => (calls.successesAfter(restartedAt) > 10 && actions.successesAfter(restartedAt) > 3 ? true : undefined), 40_000, 'load after the restart').catch(async (err: unknown) => {
+      const tail = (l: LoadLoop): string => JSON.stringify(l.outcomes.slice(-5));
+      throw new Error(`${(err as Error).message}: calls after ${calls.successesAfter(restartedAt)} ${tail(calls)}, actions after ${actions.successesAfter(restartedAt)} ${tail(actions)}\n${stack.services.filter((x) => !x.alive()).map((x) => `${x.instance} exited ${String(x.child.exitCode ?? x.child.signalCode)}: ${x.logs.join('').slice(-2500)}`).join('\n')}`);
+    });
+    const [callSummary, actionSummary] = await Promise.all([calls.stop(), actions.stop()]);
+    const callRecovery = calls.recoveryAfter(restartedAt);
+    const actionRecovery = actions.recoveryAfter(restartedAt);
+    // Typed errors only (no crash, no hang): the codes the API documents for an unavailable store.
+    for (const c of Object.keys(actionSummary.errorsByCode)) expect(c, `action error ${c}`).toMatch(/^[a-z_]+$/);
+    for (const s of stack.services) expect(s.alive(), s.instance).toBe(true);
+    // Nothing half-written: every agent the API said it created is there, each exactly once.
+    const db = new pg.Client({ connectionString: stack.env.DATABASE_URL });
+    await db.connect();
+    const rows = (await db.query<{ name: string }>('SELECT name FROM registry.agents')).rows.map((r) => r.name);
+    await db.end();
+    for (const name of created) expect(rows.filter((r) => r === name), name).toHaveLength(1);
+    report(
+      `Postgres killed under load (down ${restartedAt - killedAt} ms): calls ${formatSummary(callSummary)}, first ok ${callRecovery ?? '?'} ms after the restart; ` +
+        `actions ${formatSummary(actionSummary)}, first ok ${actionRecovery ?? '?'} ms after; every acknowledged write present once`,
+    );
+  }, 120_000);
+});
+
+describe.skipIf(!have.redis)('Redis down', () => {
+  let redis: PrivateRedis;
+  let stack: Stack;
+  let upstream: TestMcpServer;
+  let agent: string;
+
+  beforeAll(async () => {
+    [redis, upstream] = await Promise.all([PrivateRedis.create(), startTestMcpServer({ era: 'modern', tools: [echoTool()] })]);
+    stack = await Stack.start({ redis: redis.url });
+    await stack.setServer('up', upstream.url);
+    agent = await stack.createAgent('agent', ['up'], 1);
+  }, 120_000);
+
+  afterAll(async () => {
+    await stack?.stop();
+    await upstream?.close();
+    await redis?.kill();
+  });
+
+  it('signed actions fail closed (no nonce check, no action); calls fail closed at the limiter; both resume when it is back', async () => {
+    expect((await stack.call(agent, 'before', 'up__echo', { text: 'x' })).result.text).toBe('echo: x');
+    const downAt = Date.now();
+    await redis.kill();
+    // An action: refused, typed, never run without its replay check.
+    const before = (await stack.api.act<{ servers: unknown[] }>('ListMcpServers').catch((e: unknown) => e)) as WireError | { servers: unknown[] };
+    expect(before).toBeInstanceOf(WireError);
+    const actionErr = before as WireError;
+    expect(actionErr.retryable).toBe(true);
+    const write = await stack.api.act('CreateAgent', { name: 'while-down', definition: { mcpServers: [] } }).catch((e: unknown) => e);
+    expect(write).toBeInstanceOf(WireError);
+    // A call: the per-agent concurrency limit and rate limits live in Redis.
+    const call = await stack.call(agent, 'during', 'up__echo', { text: 'y' }, { timeoutMs: 10_000 }).then(
+      (r) => ({ ok: true as const, text: r.result.text }),
+      (e: unknown) => ({ ok: false as const, code: (e as WireError).code, message: (e as WireError).message }),
+    );
+    const callLine = call.ok ? `calls degrade: served without the limiter (${call.text})` : `calls fail closed with ${call.code} ("${call.message}")`;
+    if (!call.ok) expect(['transport_error', 'server_error', 'rate_limited', 'quota_exceeded', 'unavailable', 'timeout']).toContain(call.code);
+
+    const upAt = Date.now();
+    await redis.start();
+    const actionBack = await until(async () => ((await stack.api.act('ListMcpServers').catch(() => undefined)) !== undefined ? Date.now() - upAt : undefined), 30_000, 'actions back');
+    const callBack = await until(async () => ((await stack.call(agent, `after-${Date.now()}`, 'up__echo', { text: 'z' }, { timeoutMs: 5_000 }).catch(() => undefined)) !== undefined ? Date.now() - upAt : undefined), 30_000, 'calls back');
+    // The write refused while down did not happen.
+    const db = new pg.Client({ connectionString: stack.env.DATABASE_URL });
+    await db.connect();
+    expect((await db.query("SELECT 1 FROM registry.agents WHERE name = 'while-down'")).rowCount).toBe(0);
+    await db.end();
+    for (const s of stack.services) expect(s.alive(), s.instance).toBe(true);
+    report(
+      `Redis down (${upAt - downAt} ms): actions fail closed with ${actionErr.code} ("${actionErr.message}"), nothing written; ${callLine}; ` +
+        `actions back ${actionBack} ms and calls back ${callBack} ms after Redis`,
+    );
+  }, 120_000);
+});
+
+describe.skipIf(!have.nats)('a registry killed between its commit and its event', () => {
+  let nats: PrivateNats;
+  let front: FaultyFront;
+  let stack: Stack;
+  let upstream: TestMcpServer;
+
+  beforeAll(async () => {
+    [nats, upstream] = await Promise.all([PrivateNats.create(), startTestMcpServer({ era: 'modern', tools: [echoTool()] })]);
+    front = await startFaultyFront({ port: nats.port });
+    // The registry reaches NATS through the front; the projector and the proxy directly.
+    stack = await Stack.start({ nats: nats.url, registries: 0 });
+    await stack.spawn('registry', { NATS_URL: `nats://127.0.0.1:${front.port}` });
+    await stack.setServer('up', upstream.url);
+  }, 120_000);
+
+  afterEach(() => {
+    front.mode = 'pass';
+  });
+
+  afterAll(async () => {
+    await stack?.stop();
+    await front?.close();
+    await upstream?.close();
+    await nats?.destroy();
+  });
+
+  // Known gap (issue 12, the outbox): the registry commits, then publishes. Killed in between,
+  // the event is never sent and nothing re-sends it: the agent's tools are never projected until
+  // the agent changes again. This test fails today by design (`it.fails`); when the outbox lands
+  // it passes, vitest reports the `it.fails` as failing, and this line becomes a plain `it`.
+  it.fails('the committed agent still reaches the projector (its tools are projected) after a new registry starts', async () => {
+    const [registry] = stack.of('registry');
+    // Its publishes go nowhere from now on: the commit happens, the event does not leave.
+    front.mode = 'blackhole';
+    const pending = stack.api.act('CreateAgent', { name: 'orphan', definition: { mcpServers: ['up'] } }).catch(() => undefined);
+    const db = new pg.Client({ connectionString: stack.env.DATABASE_URL });
+    await db.connect();
+    const agentId = await until(async () => (await db.query<{ id: string }>("SELECT id FROM registry.agents WHERE name = 'orphan'")).rows[0]?.id, 20_000, 'the commit');
+    await db.end();
+    await stack.kill(registry!);
+    await pending;
+    front.mode = 'pass';
+    await stack.spawn('registry', { NATS_URL: nats.url });
+    const started = Date.now();
+    const projected = await until(
+      async () => ((await stack.api.act<{ tools: unknown[] }>('ListAgentTools', { agent: agentId })).tools.length > 0 ? true : undefined),
+      20_000,
+      'the orphaned agent projected',
+    ).catch(() => false);
+    report(`registry killed between commit and event: agent committed, ${projected === true ? `projected after ${Date.now() - started} ms` : 'its event lost (tools never projected in 20 s) — known gap, outbox (issue 12)'}`);
+    expect(projected).toBe(true);
+  }, 90_000);
+});
