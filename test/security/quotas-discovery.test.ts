@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encodePayload } from '@mcpx/contracts';
 import { loadConfig } from '@mcpx/config';
 import { echoTool, startTestMcpServer, type TestMcpServer } from '../servers/index.js';
+import { ApiClient } from '../support/api-client.js';
 import { RegistryHarness } from '../support/registry-harness.js';
 import { eventually } from '../support/system.js';
 
@@ -100,5 +101,49 @@ describe('quotas: discoveries in flight per account, re-probe stop', () => {
     expect(refreshed.status.failures).toBe(QUOTAS.reprobeMaxFailures + 1);
     const armed = await sql<{ next: Date | null }>`SELECT next_probe_at AS next FROM registry.mcp_servers WHERE id = ${server.id}`.execute(h.sql);
     expect(armed.rows[0]?.next).not.toBeNull();
+  });
+});
+
+/**
+ * The same quota across registry instances (SECURITY.md "Known gaps": it was counted per
+ * instance, so an account sending its servers to N instances held N times its share). Two
+ * instances on one database and one Redis; an account sets servers that never answer through
+ * both: only its quota of discoveries reaches the server at once, the rest wait, and each
+ * finishes once the server gives up.
+ */
+describe('quotas: discoveries in flight per account, across instances', () => {
+  const MAX = 2;
+  let h: RegistryHarness;
+  let upstream: TestMcpServer;
+
+  beforeAll(async () => {
+    [h, upstream] = await Promise.all([RegistryHarness.start({ env: { QUOTA_DISCOVERIES_PER_ACCOUNT: String(MAX) }, projector: false }), startTestMcpServer({ tools: [echoTool()] })]);
+  });
+  afterAll(async () => {
+    await h?.stop();
+    await upstream?.close();
+  });
+
+  it(`an account's servers set through two instances: ${MAX} discoveries in flight in all, not ${MAX} per instance`, async () => {
+    const hang = await startHangingServer();
+    const second = await h.addRegistry({ QUOTA_DISCOVERIES_PER_ACCOUNT: String(MAX) });
+    const first = h.api();
+    const other = h.api(second.url);
+    const attacker = [first, new ApiClient(second.url, first.key)];
+    const sets = Array.from({ length: 6 }, (_, i) => attacker[i % 2]!.act('SetMcpServer', { name: `spread${i}`, config: { url: hang.url } }).catch((err: unknown) => err));
+    try {
+      await eventually(async () => (hang.held() >= MAX ? true : undefined), 15_000, 'the discoveries in flight');
+      // Time for the waiting ones on either instance to have reached the server, were they not held back.
+      await new Promise((r) => setTimeout(r, 600));
+      expect(hang.held()).toBe(MAX);
+      // Another account is not held by this one's leases, on either instance.
+      expect((await other.act('SetMcpServer', { name: 'fine', config: { url: upstream.url } })).server.status.state).toBe('ok');
+      expect(hang.held()).toBe(MAX);
+    } finally {
+      await hang.release();
+    }
+    const done = await Promise.all(sets);
+    expect(done.every((d) => d instanceof Error === false)).toBe(true);
+    expect((await first.act('ListMcpServers')).servers).toHaveLength(6);
   });
 });

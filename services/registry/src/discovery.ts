@@ -2,11 +2,12 @@ import { SpanKind, trace, type Counter, type Histogram, type Meter, type Tracer 
 import type { Bus } from '@mcpx/bus';
 import type { ServerDiscoveredEvent, ServerStatus, Transport } from '@mcpx/contracts';
 import type { Permission, RemoteTool } from '@mcpx/domain';
-import { QUOTA_DEFAULTS, type QuotaLimits, type SingleFlight } from '@mcpx/locks';
+import { QUOTA_DEFAULTS, type LeaseQuota, type QuotaLimits, type SingleFlight } from '@mcpx/locks';
 import type { Logger } from '@mcpx/log';
 import { connectMcp, resourceMetadataUrl, type EraVerdict, type McpConnection } from '@mcpx/mcp-client';
 import { budgetedFetch, ResponseBound } from '@mcpx/outbound';
 import { safeUrlForTelemetry, traceCarrier, withSpan } from '@mcpx/telemetry';
+import { withDiscoveryLease } from './discovery-leases.js';
 import { nextProbeDelayMs, relistDelayMs } from './discovery-schedule.js';
 import { authContextOf, isAuthContext, parseEraVerdict } from './era-verdicts.js';
 import { ListenStreams, type ListenTarget } from './listen-streams.js';
@@ -88,6 +89,11 @@ export function serverDiscoveredEvent(saved: McpServerRecord, toolsChanged: bool
 }
 
 export interface DiscoveryDeps {
+  /**
+   * Leases (Redis) that bound an account's discoveries in flight across every instance to
+   * `quotas.discoveriesPerAccount` (absent: per instance only).
+   */
+  accountLeases?: LeaseQuota;
   servers: McpServersRepository;
   secrets: SecretsRepository;
   bus: Bus;
@@ -245,7 +251,7 @@ export class Discovery {
     );
   }
 
-  /** Runs `fn` under the account's bound of discoveries at once (none when the quota is 0). */
+  /** Runs `fn` under the account's bound of discoveries at once, across instances with `accountLeases` (none when the quota is 0). */
   private async perAccount<T>(account: string, fn: () => Promise<T>): Promise<T> {
     const max = this.quotas.discoveriesPerAccount;
     if (!(max > 0)) return fn();
@@ -254,8 +260,10 @@ export class Discovery {
       slots = new Semaphore(max);
       this.accountSlots.set(account, slots);
     }
+    const leases = this.deps.accountLeases;
     try {
-      return await slots.run(fn);
+      // This instance's share first, then one of the account's places across every instance.
+      return await slots.run(() => (leases === undefined ? fn() : withDiscoveryLease(leases, account, max, this.quotas.discoveryDeadlineMs, fn)));
     } finally {
       if (slots.idle && this.accountSlots.get(account) === slots) this.accountSlots.delete(account);
     }

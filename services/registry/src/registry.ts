@@ -2,7 +2,7 @@ import { Redis } from 'ioredis';
 import { connectBus } from '@mcpx/bus';
 import type { Config } from '@mcpx/config';
 import { createDb, migrate } from '@mcpx/db';
-import { ApprovalStore, InputStore, RunAgents, SingleFlight } from '@mcpx/locks';
+import { ApprovalStore, InputStore, LeaseQuota, RunAgents, SingleFlight } from '@mcpx/locks';
 import { createLogger, type LogSink } from '@mcpx/log';
 import { ProxyClient } from '@mcpx/proxy-client';
 import { SecretBox } from '@mcpx/secrets';
@@ -110,7 +110,16 @@ export async function startRegistry(config: Config, opts: RegistryOptions = {}):
     meter: telemetry.meter,
     clientMetadataUrl: () => (opts.clientMetadataDocument === false ? undefined : clientMetadataDocumentUrl(publicUrl)),
   });
+  let leaseWarned = 0;
   const discovery = new Discovery({
+    // An account's discoveries in flight are bounded across instances (Redis leases).
+    accountLeases: new LeaseQuota(redis, config.redisPrefix, {
+      onError: (err) => {
+        if (Date.now() - leaseWarned < 10_000) return;
+        leaseWarned = Date.now();
+        log.warn('discovery leases unavailable, admitting', { err });
+      },
+    }),
     oauthHeaders: (s) => oauth.headers(s),
     oauthRenew: (s, used, challenge) => oauth.renew(s, used, challenge),
     permissions,
