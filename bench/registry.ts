@@ -7,7 +7,10 @@
  *   (`REGISTRY_DISCOVERY_CONCURRENCY`), for a few bounds;
  * - actions per second for ListMcpServers (10 and 200 servers) and SetMcpServer with an
  *   unchanged config (which validates, saves and discovers again, as the seed says), sequential
- *   and with 16 concurrent clients.
+ *   and with 16 concurrent clients;
+ * - contract pinning: a discovery (RefreshMcpServer) of a 200-tool server with no change, pinned
+ *   (`pin: review`) and unpinned, interleaved one by one so that both see the same box
+ *   (`REGISTRY_BENCH=pins` runs only this part).
  */
 import { availableParallelism, totalmem } from 'node:os';
 import { echoTool, startTestMcpServer, type TestMcpServer } from '../test/servers/index.js';
@@ -53,7 +56,52 @@ async function measure(what: string, total: number, concurrency: number, op: (i:
   return { what, ops: total, seconds, p50: percentile(latencies, 50), p99: percentile(latencies, 99), note };
 }
 
+/** A 200-tool server discovered with no change, pinned and unpinned, interleaved; then once with a change held. */
+async function pinnedDiscovery(rounds = 150): Promise<Row[]> {
+  const tools = Array.from({ length: 200 }, (_, i) => ({ ...echoTool(), name: `tool_${i}`, description: `Tool number ${i}: echoes its text back.` }));
+  const upstream = await startTestMcpServer({ era: 'modern', tools });
+  const h = await RegistryHarness.start({ projector: false, env: { LOG_LEVEL: 'warn', RATE_ACTIONS_PER_SIGNER: '0', RATE_ACTIONS_PER_ADDRESS: '0' } });
+  try {
+    const api = h.api();
+    await api.act('SetMcpServer', { name: 'unpinned', config: { url: upstream.url } });
+    await api.act('SetMcpServer', { name: 'pinned', config: { url: upstream.url, pin: 'review' } });
+    const lat: Record<'pinned' | 'unpinned', number[]> = { pinned: [], unpinned: [] };
+    const time: Record<'pinned' | 'unpinned', number> = { pinned: 0, unpinned: 0 };
+    // Warm both (JIT, connections), then alternate so drift hits both alike.
+    for (let i = 0; i < 20; i++) for (const name of ['unpinned', 'pinned'] as const) await api.act('RefreshMcpServer', { name });
+    for (let i = 0; i < rounds; i++) {
+      for (const name of i % 2 === 0 ? (['unpinned', 'pinned'] as const) : (['pinned', 'unpinned'] as const)) {
+        const t0 = performance.now();
+        const { server } = await api.act('RefreshMcpServer', { name });
+        const ms = performance.now() - t0;
+        if (server.status.state !== 'ok' || server.tools.length !== 200 || (server.pendingReviews ?? 0) !== 0) throw new Error(`${name}: ${server.status.error ?? 'unexpected listing'}`);
+        lat[name].push(ms);
+        time[name] += ms;
+      }
+    }
+    const row = (name: 'pinned' | 'unpinned', note: string): Row => {
+      const sorted = [...lat[name]].sort((a, b) => a - b);
+      return { what: `discover a 200-tool server, no change (${name})`, ops: rounds, seconds: time[name] / 1000, p50: percentile(sorted, 50), p99: percentile(sorted, 99), note };
+    };
+    const ratio = time.pinned / time.unpinned;
+    const rows = [row('unpinned', 'sequential, interleaved'), row('pinned', `sequential, interleaved; pinned/unpinned time ${ratio.toFixed(2)}`)];
+    // One changed tool: the discovery that holds it (evaluates all 200 contracts) and the accept.
+    upstream.setTools(tools.map((t, i) => (i === 7 ? { ...t, description: `${t.description} Changed.` } : t)));
+    const held = await measure('discover a 200-tool pinned server, one change held', 1, 1, () => api.act('RefreshMcpServer', { name: 'pinned' }), 'evaluates every contract once');
+    const [change] = (await api.act('ListToolChanges', { server: 'pinned' })).changes as Array<{ tool: string; cid: string }>;
+    const accept = await measure('AcceptToolChange (200-tool server)', 1, 1, () => api.act('AcceptToolChange', { server: 'pinned', tool: change?.tool, cid: change?.cid }), 'one contract accepted, the list re-evaluated');
+    return [...rows, held, accept];
+  } finally {
+    await h.stop();
+    await upstream.close();
+  }
+}
+
 async function main(): Promise<void> {
+  if (process.env.REGISTRY_BENCH === 'pins') {
+    report(await pinnedDiscovery());
+    return;
+  }
   const tools = Array.from({ length: TOOLS_PER_SERVER }, (_, i) => ({ ...echoTool(), name: `tool_${i}` }));
   const upstreams: TestMcpServer[] = await Promise.all(Array.from({ length: UPSTREAMS }, () => startTestMcpServer({ tools })));
   const h = await RegistryHarness.start({ projector: false, env: { LOG_LEVEL: 'warn', RATE_ACTIONS_PER_SIGNER: '0', RATE_ACTIONS_PER_ADDRESS: '0' } });
@@ -98,7 +146,11 @@ async function main(): Promise<void> {
     await h.stop();
     await Promise.all(upstreams.map((u) => u.close()));
   }
+  rows.push(...(await pinnedDiscovery()));
+  report(rows);
+}
 
+function report(rows: Row[]): void {
   const machine = `${availableParallelism()} cores, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}, ${new Date().toISOString().slice(0, 10)}`;
   process.stdout.write(`\nregistry benchmark — ${machine}\n\n`);
   process.stdout.write('| what | ops | ops/s | p50 ms | p99 ms | note |\n|---|---:|---:|---:|---:|---|\n');
