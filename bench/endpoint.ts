@@ -1,0 +1,196 @@
+/**
+ * `pnpm bench endpoint`: calls through the agent MCP endpoint versus the same client calling the
+ * remote server directly, side by side in one run, against the same upstream (the test MCP
+ * server's `echo` tool, in a process of its own on loopback), in both protocol eras:
+ *
+ * - modern (2026-07-28): an SDK v2 client, direct to a modern-only upstream, and through the
+ *   endpoint (its own process, `createMcpHandler`) → NATS → the proxy (its own process) → the
+ *   same upstream;
+ * - legacy (2025-11-25): an SDK v1 client, direct to a legacy upstream (stateful sessions), and
+ *   through the endpoint's stateless legacy serving → NATS → the proxy → the same upstream.
+ *
+ * Sequential: 1,000 calls one at a time (p50, p99); concurrent: 3,000 calls from 32 callers on one
+ * client (calls/s). The goals (issue 14): at 32 concurrent, the endpoint keeps ≥ 0.8× the direct
+ * throughput; sequential p50 within +1 ms of direct. CPU per call of the endpoint and the proxy
+ * processes is read from /proc. Every rule is on in the path (token check, validation, grant,
+ * limits set high, tracing and metrics).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { availableParallelism, totalmem } from 'node:os';
+import { join } from 'node:path';
+import { Client, ModernClient, ModernStreamableHTTPClientTransport, StreamableHTTPClientTransport } from '../test/support/sdk-client.js';
+import { freePort } from '../test/servers/free-port.js';
+import { ProxySystem, spawnProxyProcess, type ProxyProcess } from '../test/support/proxy-system.js';
+import { ROOT, eventually } from '../test/support/system.js';
+
+const SEQUENTIAL = Number(process.env.BENCH_SEQUENTIAL ?? 1_000);
+const CONCURRENT = Number(process.env.BENCH_CONCURRENT ?? 3_000);
+const CALLERS = 32;
+const WARMUP = 300;
+
+function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
+}
+
+async function run(total: number, concurrency: number, op: (i: number) => Promise<unknown>): Promise<{ seconds: number; p50: number; p99: number }> {
+  const latencies: number[] = new Array<number>(total);
+  let next = 0;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      for (;;) {
+        const i = next++;
+        if (i >= total) return;
+        const t = performance.now();
+        await op(i);
+        latencies[i] = performance.now() - t;
+      }
+    }),
+  );
+  const seconds = (performance.now() - started) / 1000;
+  latencies.sort((a, b) => a - b);
+  return { seconds, p50: percentile(latencies, 50), p99: percentile(latencies, 99) };
+}
+
+/** CPU milliseconds a process has used (utime + stime from /proc, in clock ticks of 10 ms). */
+function cpuOf(pid: number | undefined): number {
+  if (pid === undefined) return 0;
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  } catch {
+    return 0;
+  }
+}
+
+async function startUpstream(era: 'modern' | 'legacy'): Promise<{ url: string; stop: () => void }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'test', 'servers', 'echo-upstream-main.ts'), '--era', era], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  const stderr: string[] = [];
+  child.stderr.on('data', (d: Buffer) => stderr.push(d.toString()));
+  const url = await new Promise<string>((resolve, reject) => {
+    child.stdout.once('data', (d: Buffer) => resolve((JSON.parse(d.toString()) as { url: string }).url));
+    child.once('exit', (code) => reject(new Error(`upstream exited ${code}: ${stderr.join('')}`)));
+  });
+  return { url, stop: () => child.kill('SIGTERM') };
+}
+
+async function startEndpointProcess(system: ProxySystem): Promise<{ url: string; child: ChildProcess; logs: string[] }> {
+  const port = await freePort();
+  const logs: string[] = [];
+  const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'services', 'endpoint', 'src', 'main.ts')], {
+    cwd: ROOT,
+    env: { ...process.env, ...system.env, HTTP_PORT: String(port), INTERNAL_HTTP_PORT: String(await freePort()), LOG_LEVEL: 'warn', INSTANCE_ID: `endpoint-bench-${port}` },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  child.stdout?.on('data', (d: Buffer) => logs.push(d.toString()));
+  child.stderr?.on('data', (d: Buffer) => logs.push(d.toString()));
+  const url = `http://127.0.0.1:${port}`;
+  await eventually(async () => {
+    if (child.exitCode !== null) throw new Error(`endpoint exited: ${logs.join('')}`);
+    return (await fetch(`${url}/healthz`).catch(() => undefined))?.ok ? true : undefined;
+  }, 60_000, 'endpoint healthy');
+  return { url, child, logs };
+}
+
+interface Row {
+  what: string;
+  calls: number;
+  perSecond: number;
+  p50: number;
+  p99: number;
+  /** CPU ms per call: this process (direct rows), or the endpoint + the proxy (endpoint rows). */
+  cpu: string;
+}
+
+async function main(): Promise<void> {
+  const warnings: string[] = [];
+  process.on('warning', (w) => warnings.push(`${w.name}: ${w.message}`));
+  const [modernUp, legacyUp] = await Promise.all([startUpstream('modern'), startUpstream('legacy')]);
+  const system = await ProxySystem.start({
+    proxies: 0,
+    env: { PROXY_MAX_CONCURRENCY_PER_SERVER: '100000', PROXY_RATE_PER_SERVER: '1000000', PROXY_MAX_RUNS: '100000', PROXY_MAX_CONNECTIONS: '100000', LOG_LEVEL: 'warn' },
+  });
+  let proxy: ProxyProcess | undefined;
+  let endpoint: { url: string; child: ChildProcess; logs: string[] } | undefined;
+  const clients: Array<{ close(): Promise<void> }> = [];
+  try {
+    proxy = await spawnProxyProcess(system);
+    endpoint = await startEndpointProcess(system);
+    await system.setServer('mbench', modernUp.url);
+    await system.setServer('lbench', legacyUp.url);
+    await system.createAgent('bench', ['mbench', 'lbench'], 2);
+    const { token } = await system.api.act<{ token: string }>('CreateAgentToken', { agent: 'bench', name: 'bench' });
+    const headers = { authorization: `Bearer ${token}` };
+    const agentUrl = new URL(`${endpoint.url}/v1/agents/bench/mcp`);
+
+    const modernDirect = new ModernClient({ name: 'bench-direct-v2', version: '0' }, { versionNegotiation: { mode: 'auto' } });
+    await modernDirect.connect(new ModernStreamableHTTPClientTransport(new URL(modernUp.url)));
+    const modernVia = new ModernClient({ name: 'bench-endpoint-v2', version: '0' }, { versionNegotiation: { mode: 'auto' } });
+    await modernVia.connect(new ModernStreamableHTTPClientTransport(agentUrl, { requestInit: { headers } }));
+    if (modernDirect.getProtocolEra() !== 'modern' || modernVia.getProtocolEra() !== 'modern') throw new Error('a modern client did not reach the modern era');
+    const legacyDirect = new Client({ name: 'bench-direct-v1', version: '0' });
+    await legacyDirect.connect(new StreamableHTTPClientTransport(new URL(legacyUp.url)));
+    const legacyVia = new Client({ name: 'bench-endpoint-v1', version: '0' });
+    await legacyVia.connect(new StreamableHTTPClientTransport(agentUrl, { requestInit: { headers } }));
+    clients.push(modernDirect, modernVia, legacyDirect, legacyVia);
+
+    const check = (out: { isError?: unknown; content?: unknown }): void => {
+      if (out.isError === true) throw new Error(`a call failed: ${JSON.stringify(out.content).slice(0, 300)}`);
+    };
+    const ops = {
+      modernDirect: async (i: number) => check((await modernDirect.callTool({ name: 'echo', arguments: { text: `m${i}` } }))),
+      modernVia: async (i: number) => check((await modernVia.callTool({ name: 'mbench__echo', arguments: { text: `m${i}` } }))),
+      legacyDirect: async (i: number) => check((await legacyDirect.callTool({ name: 'echo', arguments: { text: `m${i}` } })) as never),
+      legacyVia: async (i: number) => check((await legacyVia.callTool({ name: 'lbench__echo', arguments: { text: `m${i}` } })) as never),
+    };
+    const rows: Row[] = [];
+    const measure = async (what: string, total: number, conc: number, op: (i: number) => Promise<unknown>, via: boolean): Promise<Row> => {
+      await run(WARMUP, conc, op);
+      const before = via ? cpuOf(endpoint?.child.pid) + cpuOf(proxy?.child.pid) : 0;
+      const self = process.cpuUsage();
+      const r = await run(total, conc, op);
+      const selfMs = (process.cpuUsage(self).user + process.cpuUsage(self).system) / 1000;
+      const serviceMs = via ? cpuOf(endpoint?.child.pid) + cpuOf(proxy?.child.pid) - before : 0;
+      const row = { what, calls: total, perSecond: total / r.seconds, p50: r.p50, p99: r.p99, cpu: via ? `${(serviceMs / total).toFixed(3)} (services)` : `${(selfMs / total).toFixed(3)} (client)` };
+      rows.push(row);
+      return row;
+    };
+    const mds = await measure('modern: SDK v2 direct, sequential', SEQUENTIAL, 1, ops.modernDirect, false);
+    const mvs = await measure('modern: SDK v2 through the endpoint, sequential', SEQUENTIAL, 1, ops.modernVia, true);
+    const mdc = await measure(`modern: SDK v2 direct, ${CALLERS} callers`, CONCURRENT, CALLERS, ops.modernDirect, false);
+    const mvc = await measure(`modern: SDK v2 through the endpoint, ${CALLERS} callers`, CONCURRENT, CALLERS, ops.modernVia, true);
+    const lds = await measure('legacy: SDK v1 direct, sequential', SEQUENTIAL, 1, ops.legacyDirect, false);
+    const lvs = await measure('legacy: SDK v1 through the endpoint, sequential', SEQUENTIAL, 1, ops.legacyVia, true);
+    const ldc = await measure(`legacy: SDK v1 direct, ${CALLERS} callers`, CONCURRENT, CALLERS, ops.legacyDirect, false);
+    const lvc = await measure(`legacy: SDK v1 through the endpoint, ${CALLERS} callers`, CONCURRENT, CALLERS, ops.legacyVia, true);
+
+    const f = (n: number, d = 2): string => n.toFixed(d);
+    const lines = [
+      `machine: ${availableParallelism()} cores, ${(totalmem() / 2 ** 30).toFixed(1)} GiB, node ${process.version}; ${new Date().toISOString()}`,
+      '',
+      '| phase | calls | calls/s | p50 ms | p99 ms | CPU ms/call |',
+      '|---|---|---|---|---|---|',
+      ...rows.map((r) => `| ${r.what} | ${r.calls} | ${f(r.perSecond, 0)} | ${f(r.p50, 3)} | ${f(r.p99, 3)} | ${r.cpu} |`),
+      '',
+      'goals (issue 14): at 32 concurrent ≥ 0.8× direct; sequential p50 ≤ direct + 1 ms',
+      `- modern: 32 callers ${f(mvc.perSecond / mdc.perSecond)}× direct (${mvc.perSecond / mdc.perSecond >= 0.8 ? 'met' : 'NOT met'}); sequential p50 +${f(mvs.p50 - mds.p50, 3)} ms (${mvs.p50 - mds.p50 <= 1 ? 'met' : 'NOT met'})`,
+      `- legacy: 32 callers ${f(lvc.perSecond / ldc.perSecond)}× direct (${lvc.perSecond / ldc.perSecond >= 0.8 ? 'met' : 'NOT met'}); sequential p50 +${f(lvs.p50 - lds.p50, 3)} ms (${lvs.p50 - lds.p50 <= 1 ? 'met' : 'NOT met'})`,
+      `warnings in this process: ${warnings.length === 0 ? 'none' : warnings.slice(0, 5).join('; ')}`,
+    ];
+    process.stdout.write(lines.join('\n') + '\n');
+  } finally {
+    for (const c of clients) await c.close().catch(() => undefined);
+    if (endpoint && endpoint.child.exitCode === null) {
+      const exited = new Promise((r) => endpoint!.child.once('exit', r));
+      endpoint.child.kill('SIGTERM');
+      await exited;
+    }
+    await proxy?.stop();
+    await system.stop();
+    modernUp.stop();
+    legacyUp.stop();
+  }
+}
+
+await main();
