@@ -3,7 +3,7 @@ import { startTestMcpServer, type TestMcpServer } from '../servers/index.js';
 import { ProxySystem } from '../support/proxy-system.js';
 import { eventually } from '../support/system.js';
 
-describe.each(['modern', 'legacy'] as const)('grants on the hot path against a %s server: the cache that agent events invalidate', (era) => {
+describe.each(['modern', 'dual', 'legacy'] as const)('grants on the hot path against a %s server: the cache that agent events invalidate', (era) => {
   let system: ProxySystem;
   let upstream: TestMcpServer;
 

@@ -118,6 +118,19 @@ describe('discovery', () => {
     expect(server.tools).toEqual([]);
   });
 
+  it('a server of both eras (legacy: stateless) is reached in the modern era: one server/discover, no initialize, and so on every refresh', async () => {
+    const dual = track(await startTestMcpServer({ era: 'dual' }));
+    const api = h.api();
+    const { server } = await api.act('SetMcpServer', { name: 'both', config: { url: dual.url } });
+    expect(server.status).toMatchObject({ state: 'ok', era: 'modern', protocolVersion: '2026-07-28' });
+    expect(server.tools.map((t: { name: string }) => t.name).sort()).toEqual(['add', 'echo']);
+    expect(dual.stats).toMatchObject({ discovers: 1, handshakes: 0 });
+    // A refresh connects with the stored verdict: no probe, no handshake, the list once more.
+    const lists = dual.stats.listCalls;
+    expect((await api.act('RefreshMcpServer', { name: 'both' })).server.status).toMatchObject({ state: 'ok', era: 'modern' });
+    expect(dual.stats).toMatchObject({ discovers: 1, handshakes: 0, listCalls: lists + 1 });
+  });
+
   /** The suites whose servers speak either era: each runs against a modern (2026-07-28) and a legacy (2025) server. */
   describe.each(['modern', 'legacy'] as const)('against a %s server', (era) => {
     it('follows pages up to the bound, and identifies itself', async () => {
