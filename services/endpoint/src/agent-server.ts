@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { context, propagation, SpanKind, SpanStatusCode, trace, type Counter, type Histogram, type Meter, type Tracer } from '@opentelemetry/api';
-import { ErrorCodes, WireError, toWireError } from '@mcpx/contracts';
+import { ErrorCodes, INPUT_REQUEST_ID_RE, WireError, toWireError, type InputRequestItem } from '@mcpx/contracts';
 import type { McpToolDocument } from '@mcpx/domain';
 import type { ProxyClient } from '@mcpx/proxy-client';
-import { createMcpHandler, ProtocolError, ProtocolErrorCode, ResourceNotFoundError, Server, type CallToolResult, type McpHttpHandler, type Tool } from '@modelcontextprotocol/server';
+import { createMcpHandler, inputRequired, ProtocolError, ProtocolErrorCode, ResourceNotFoundError, Server, type CallToolResult, type InputRequiredResult, type McpHttpHandler, type Tool } from '@modelcontextprotocol/server';
 import type { TokenGrant } from './agent-tokens.js';
-import { META_APPROVAL_ID, callToolResult, errorResult } from './call-result.js';
+import { META_APPROVAL_ID, META_INPUT_REQUEST_ID, callToolResult, errorResult } from './call-result.js';
 import type { AgentToolSet, ToolSets } from './tool-sets.js';
 
 export const SERVER_NAME = 'mcpx-agent';
@@ -163,7 +163,7 @@ export class AgentServers {
       const started = performance.now();
       let outcome = 'ok';
       try {
-        return await context.with(trace.setSpan(parent, span), async (): Promise<CallToolResult> => {
+        return await context.with(trace.setSpan(parent, span), async (): Promise<CallToolResult | InputRequiredResult> => {
           const set = await this.toolSet(account, agent);
           if (!set.byName.has(params.name)) {
             outcome = 'unknown_tool';
@@ -171,6 +171,16 @@ export class AgentServers {
             throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Unknown tool: ${params.name.slice(0, 128)}`);
           }
           const approval = meta?.[META_APPROVAL_ID];
+          // A server's question passed on to this client comes back with the answers and the id
+          // as its requestState (bound by the proxy to this run, tool and arguments, used once); one
+          // the owner answered is re-sent with the id in _meta.
+          const echoed = (ctx.mcpReq as { requestState?: () => unknown }).requestState?.();
+          const metaInput = meta?.[META_INPUT_REQUEST_ID];
+          const inputRequestId = typeof echoed === 'string' && INPUT_REQUEST_ID_RE.test(echoed) ? echoed : typeof metaInput === 'string' && INPUT_REQUEST_ID_RE.test(metaInput) ? metaInput : undefined;
+          const inputResponses = (ctx.mcpReq as { inputResponses?: Record<string, unknown> }).inputResponses;
+          // What this client can answer itself, as it declared: forms (elicitation) and sampling.
+          const caps = (ctx.mcpReq as { envelope?: { clientCapabilities?: Record<string, unknown> } }).envelope?.clientCapabilities ?? (server.getClientCapabilities()) ?? {};
+          const answers = { ...(caps.elicitation !== undefined ? { forms: true } : {}), ...(caps.sampling !== undefined ? { sampling: true } : {}) };
           const callId = randomUUID();
           const signal = ctx.mcpReq.signal;
           const onAbort = (): void => void this.deps.proxy.cancel(account, `ep-${tokenId}`, callId).catch(() => undefined);
@@ -185,10 +195,20 @@ export class AgentServers {
               callId,
               timeoutMs: CALL_TIMEOUT_MS,
               ...(typeof approval === 'string' && approval !== '' && approval.length <= 128 ? { approvalId: approval } : {}),
+              ...(inputRequestId !== undefined ? { inputRequestId } : {}),
+              ...(inputRequestId !== undefined && inputResponses !== undefined && Object.keys(inputResponses).length > 0 ? { inputResponses } : {}),
+              ...(Object.keys(answers).length > 0 ? { answers } : {}),
             });
             return callToolResult(result);
           } catch (err) {
             const wire = err instanceof WireError ? err : toWireError(err);
+            // Questions the client may answer itself go on to it as input_required (the SDK pushes
+            // them as elicitation/create to a 2025 client); the owner's stay a tool result naming them.
+            const passed = wire.code === ErrorCodes.inputRequired && wire.details.forPerson === false ? passOnInputRequired(wire) : undefined;
+            if (passed !== undefined) {
+              outcome = 'input_required';
+              return passed;
+            }
             outcome = wire.code;
             if (wire.code === ErrorCodes.internal) this.deps.onError(err as Error);
             span.setAttribute('mcpx.error.code', wire.code);
@@ -210,4 +230,22 @@ export class AgentServers {
     });
     return server;
   }
+}
+
+/**
+ * The proxy's `input_required` (every question addressed to the runtime, i.e. this client) as this
+ * endpoint's own `input_required`: the same questions by key, and the input request id as the
+ * `requestState` (the server's own state stays sealed in the proxy).
+ */
+function passOnInputRequired(err: WireError): InputRequiredResult | undefined {
+  const id = err.details.inputRequestId;
+  const items = err.details.requests;
+  if (typeof id !== 'string' || !Array.isArray(items) || items.length === 0) return undefined;
+  const inputRequests: Record<string, { method: string; params: Record<string, unknown> }> = {};
+  for (const q of items as InputRequestItem[]) {
+    if (q.kind === 'form') inputRequests[q.key] = { method: 'elicitation/create', params: { mode: 'form', message: q.message, requestedSchema: q.requestedSchema } };
+    else if (q.kind === 'sampling') inputRequests[q.key] = { method: 'sampling/createMessage', params: q.params };
+    else return undefined;
+  }
+  return inputRequired({ inputRequests: inputRequests as Parameters<typeof inputRequired>[0]['inputRequests'], requestState: id });
 }

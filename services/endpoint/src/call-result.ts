@@ -6,6 +6,8 @@ import type { CallToolResult } from '@modelcontextprotocol/server';
 export const META_ERROR = 'io.mcpx/error';
 /** `_meta` key of a `tools/call` request that re-sends a call a human approved. */
 export const META_APPROVAL_ID = 'io.mcpx/approvalId';
+/** `_meta` key of a `tools/call` request that re-sends a call whose server's question the account owner answered. */
+export const META_INPUT_REQUEST_ID = 'io.mcpx/inputRequestId';
 
 /** The proxy's flattened result as MCP content: the bounded text, the images, the structured result. */
 export function callToolResult(result: ProxyResult): CallToolResult {
@@ -25,6 +27,9 @@ function hint(err: WireError): string {
   const d = err.details;
   if (err.code === ErrorCodes.approvalRequired && typeof d.approvalId === 'string') {
     return ` The account owner decides approval ${d.approvalId}; once approved, call the tool again with the same arguments and _meta {"${META_APPROVAL_ID}": "${d.approvalId}"}.`;
+  }
+  if (err.code === ErrorCodes.inputRequired && typeof d.inputRequestId === 'string') {
+    return ` The account owner answers input request ${d.inputRequestId}; once answered, call the tool again with the same arguments and _meta {"${META_INPUT_REQUEST_ID}": "${d.inputRequestId}"}.`;
   }
   if (err.code === ErrorCodes.rateLimited && typeof d.retryAfterMs === 'number') return ` Retry after ${Math.ceil(d.retryAfterMs / 1000)} s.`;
   if (err.code === ErrorCodes.invalidArguments) {
