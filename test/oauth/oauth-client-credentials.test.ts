@@ -37,9 +37,10 @@ function assertion(key: KeyObject, claims: Record<string, unknown>, alg = 'ES256
  * tokens straight from the token endpoint (client_secret_basic / _post as the authorization
  * server advertises, or an RFC 7523 private_key_jwt assertion), nobody signs in. Against a real
  * authorization server that verifies the credentials and assertions, and a protected MCP server
- * that takes only its tokens; two proxies race on an expired token.
+ * that takes only its tokens; two proxies race on an expired token. Against a legacy protected
+ * server (SDK v1) and a modern one (SDK v2, `legacy: 'reject'`).
  */
-describe('OAuth client credentials', () => {
+describe.each(['legacy', 'modern'] as const)('OAuth client credentials (%s protected server)', (era) => {
   const exporter = new InMemorySpanExporter();
   const logLines: string[] = [];
   const natsPayloads: string[] = [];
@@ -55,13 +56,14 @@ describe('OAuth client credentials', () => {
   let proxy: ProxyClient;
 
   beforeAll(async () => {
-    telemetry = await setupTelemetry({ serviceName: 'mcpx-oauth-cc', spanExporter: exporter });
+    telemetry = await setupTelemetry({ serviceName: `mcpx-oauth-cc-${era}`, spanExporter: exporter });
     as = await startOAuthServer({ clientCredentials: { authMethods: ['client_secret_basic', 'private_key_jwt'] } });
     asPost = await startOAuthServer({ clientCredentials: { authMethods: ['client_secret_post'] } });
-    upstream = await startProtectedMcpServer(as);
-    upstreamPost = await startProtectedMcpServer(asPost);
+    const protectedOpts = era === 'modern' ? { era: 'modern' as const } : {};
+    upstream = await startProtectedMcpServer(as, protectedOpts);
+    upstreamPost = await startProtectedMcpServer(asPost, protectedOpts);
     system = await InProcessSystem.start({ telemetry, logSink: (line) => logLines.push(line), env: { LOG_LEVEL: 'debug' } });
-    second = await startProxy(loadConfig('proxy', { ...system.env, HTTP_PORT: '0', INSTANCE_ID: 'proxy-cc-second' }), { telemetry, logSink: (line) => logLines.push(line) });
+    second = await startProxy(loadConfig('proxy', { ...system.env, HTTP_PORT: '0', INSTANCE_ID: `proxy-cc-second-${era}` }), { telemetry, logSink: (line) => logLines.push(line) });
     nc = await connect({ servers: serviceUrls().nats });
     recordWire(nc, system.env.NATS_PREFIX ?? '', natsPayloads);
     proxy = new ProxyClient(nc, makeSubjects(system.env.NATS_PREFIX));
