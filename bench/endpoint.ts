@@ -78,7 +78,9 @@ async function startUpstream(era: 'modern' | 'legacy'): Promise<{ url: string; s
 async function startEndpointProcess(system: ProxySystem): Promise<{ url: string; child: ChildProcess; logs: string[] }> {
   const port = await freePort();
   const logs: string[] = [];
-  const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'services', 'endpoint', 'src', 'main.ts')], {
+  // BENCH_PROFILE=<dir>: the endpoint writes a V8 CPU profile there when it stops.
+  const profile = process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [];
+  const child = spawn(process.execPath, [...profile, '--import', 'tsx', join(ROOT, 'services', 'endpoint', 'src', 'main.ts')], {
     cwd: ROOT,
     env: { ...process.env, ...system.env, HTTP_PORT: String(port), INTERNAL_HTTP_PORT: String(await freePort()), LOG_LEVEL: 'warn', INSTANCE_ID: `endpoint-bench-${port}` },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -99,7 +101,7 @@ interface Row {
   perSecond: number;
   p50: number;
   p99: number;
-  /** CPU ms per call: this process (direct rows), or the endpoint + the proxy (endpoint rows). */
+  /** CPU ms per call: this process (the client), and for endpoint rows the endpoint's and the proxy's processes. */
   cpu: string;
 }
 
@@ -147,12 +149,14 @@ async function main(): Promise<void> {
     const rows: Row[] = [];
     const measure = async (what: string, total: number, conc: number, op: (i: number) => Promise<unknown>, via: boolean): Promise<Row> => {
       await run(WARMUP, conc, op);
-      const before = via ? cpuOf(endpoint?.child.pid) + cpuOf(proxy?.child.pid) : 0;
+      const before = [cpuOf(endpoint?.child.pid), cpuOf(proxy?.child.pid)];
       const self = process.cpuUsage();
       const r = await run(total, conc, op);
       const selfMs = (process.cpuUsage(self).user + process.cpuUsage(self).system) / 1000;
-      const serviceMs = via ? cpuOf(endpoint?.child.pid) + cpuOf(proxy?.child.pid) - before : 0;
-      const row = { what, calls: total, perSecond: total / r.seconds, p50: r.p50, p99: r.p99, cpu: via ? `${(serviceMs / total).toFixed(3)} (services)` : `${(selfMs / total).toFixed(3)} (client)` };
+      const endpointMs = cpuOf(endpoint?.child.pid) - (before[0] ?? 0);
+      const proxyMs = cpuOf(proxy?.child.pid) - (before[1] ?? 0);
+      const cpu = via ? `client ${(selfMs / total).toFixed(3)}, endpoint ${(endpointMs / total).toFixed(3)}, proxy ${(proxyMs / total).toFixed(3)}` : `client ${(selfMs / total).toFixed(3)}`;
+      const row = { what, calls: total, perSecond: total / r.seconds, p50: r.p50, p99: r.p99, cpu };
       rows.push(row);
       return row;
     };
