@@ -6,6 +6,7 @@ import { shiftingTools, ToolShifts } from '../servers/shifting-tools.js';
 import type { ApiClient } from '../support/api-client.js';
 import { RegistryHarness } from '../support/registry-harness.js';
 import { eventually } from '../support/system.js';
+import { pruneAuditEvents } from '../../services/registry/src/audit/audit-log.js';
 
 type Tools = Record<string, string>;
 
@@ -244,5 +245,20 @@ describe('contract pinning', () => {
     await expect(sql`TRUNCATE registry.audit_events`.execute(h.sql)).rejects.toThrow(/append-only/);
     // Another account sees none of it.
     expect((await h.api().act('ListAuditEvents', {})).events).toEqual([]);
+  });
+
+  it('the retention job deletes entries past AUDIT_RETENTION_DAYS and nothing newer; 0 keeps everything', async () => {
+    const api = h.api();
+    const remote = await start();
+    await api.act('SetMcpServer', { name: 'mail', config: { url: remote.url } });
+    // An entry from 500 days ago (inserting is what the log allows; its time is the test's).
+    await sql`INSERT INTO registry.audit_events (account_id, at, signer, role, action, target_kind, target) VALUES (${api.principal}, now() - interval '500 days', ${api.principal}, 'OWNER', 'SetMcpServer', 'server', 'old')`.execute(h.sql);
+    const count = async () => Number((await sql<{ n: number }>`SELECT count(*)::int AS n FROM registry.audit_events WHERE account_id = ${api.principal}`.execute(h.sql)).rows[0]?.n);
+    expect(await count()).toBe(2);
+    expect(await pruneAuditEvents(h.sql, 0)).toBe(0);
+    expect(await count()).toBe(2);
+    expect(await pruneAuditEvents(h.sql, 400)).toBeGreaterThanOrEqual(1);
+    const left = (await api.act('ListAuditEvents', {})).events as Array<{ target: { name: string } }>;
+    expect(left.map((e) => e.target.name)).toEqual(['mail']);
   });
 });
