@@ -6,6 +6,7 @@ import { shiftingTools, ToolShifts } from '../servers/shifting-tools.js';
 import type { ApiClient } from '../support/api-client.js';
 import { RegistryHarness } from '../support/registry-harness.js';
 import { eventually } from '../support/system.js';
+import { SseSubscriber } from '../support/sse-client.js';
 import { pruneAuditEvents } from '../../services/registry/src/audit/audit-log.js';
 
 type Tools = Record<string, string>;
@@ -105,6 +106,8 @@ describe('contract pinning', () => {
   it('review: an incompatible change withholds the tool (conflict held_for_review; a call is refused with held_for_review); rejecting keeps it withheld without asking again', async () => {
     const { api, remote, agent, before } = await pinnedAccount('review');
     const requested = await h.capture(`mcp.reviews.requested.${api.principal}`);
+    const stream = await SseSubscriber.open(api);
+    const stranger = await SseSubscriber.open(h.api());
     remote.setTools(ToolShifts.schema());
     await refreshed(api, 'mail');
     const [change] = await changes(api, 'mail');
@@ -122,6 +125,12 @@ describe('contract pinning', () => {
     // The notification went out once, with names and CIDs only.
     await eventually(async () => (requested.messages.length > 0 ? true : undefined), 5_000);
     expect(decodePayload(requested.messages[0]!.data)).toMatchObject({ server: 'mail', changes: [{ tool: 'send_email', cid: change!.cid, kind: 'changed', withheld: true }] });
+    // The owner's event stream says so; another account's does not.
+    const seen = await stream.waitFor('tool-review-requested');
+    expect(seen.data).toEqual({ server: 'mail', pending: 1, changes: [{ tool: 'send_email', cid: change!.cid, kind: 'changed', withheld: true }] });
+    await stream.close();
+    expect(stranger.events.filter((e) => e.event === 'tool-review-requested')).toEqual([]);
+    await stranger.close();
 
     await api.act('RejectToolChange', { server: 'mail', tool: 'send_email', cid: change!.cid });
     expect(await changes(api, 'mail')).toEqual([]);

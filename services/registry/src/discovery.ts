@@ -195,6 +195,7 @@ export class Discovery {
   private readonly verdicts: Counter;
   private readonly relists: Counter;
   private readonly cuts: Counter;
+  private readonly held: Counter;
   private readonly duration: Histogram;
   private readonly slots: Semaphore;
   /** Each account's own bound, in front of {@link slots}: one account cannot hold them all. */
@@ -233,6 +234,7 @@ export class Discovery {
     this.runs = deps.meter.createCounter('mcpx_discovery_total', { description: 'Discoveries by result and trigger' });
     this.duration = deps.meter.createHistogram('mcpx_discovery_duration_ms', { description: 'Discovery time', unit: 'ms' });
     this.cuts = deps.meter.createCounter('mcpx_discovery_bound_cuts_total', { description: 'Response bodies of discoveries cut at a bound of the whole discovery (maxTotalBytes, deadlineMs)' });
+    this.held = deps.meter.createCounter('mcpx_pin_changes_held_total', { description: "Tool changes a pinned server's discovery held for review, by kind (new, changed) and whether the tool is withheld" });
     this.relists = deps.meter.createCounter('mcpx_discovery_relists_total', { description: 'Re-lists of tool lists in use on expiry, armed' });
     this.verdicts = deps.meter.createCounter('mcpx_discovery_era_verdicts_total', { description: 'Era verdicts of discoveries by outcome (reused, probed, reprobed, observed) and era' });
   }
@@ -428,7 +430,7 @@ export class Discovery {
     }
   }
 
-  private async probeWith(server: McpServerRecord, target: DiscoveryTarget, fetch: typeof globalThis.fetch | undefined): Promise<Outcome> {
+  private async probeWith(server: McpServerRecord, target: DiscoveryTarget, fetch: typeof globalThis.fetch | undefined, withoutPrior = false): Promise<Outcome> {
     const deadlineMs = this.quotas.discoveryDeadlineMs;
     // One total deadline from connect to the last page (a server that answers slowly page after page included).
     const deadline = deadlineMs > 0 ? AbortSignal.timeout(deadlineMs) : undefined;
@@ -448,7 +450,7 @@ export class Discovery {
     let renewedClientToken = false;
     for (let renewed = false; conn === undefined; renewed = true) {
       authContext = authContextOf(server.config.url, headers);
-      prior = await this.priorVerdict(server, authContext);
+      prior = withoutPrior ? undefined : await this.priorVerdict(server, authContext);
       try {
         conn = await connectMcp({
           url: server.config.url,
@@ -492,7 +494,11 @@ export class Discovery {
       return { tools: kept, transport: conn.transport, skipped, verdict: conn.verdict, hints: listHints(listed) };
     } catch (err) {
       if (deadline?.aborted === true) return overDeadline();
-      return { error: (err as Error).message ?? 'tools/list failed' };
+      // A connection adopted from a modern prior makes no round trip: a refused credential is
+      // first heard here. Probed again without the prior, the refusal comes at the connect, where
+      // it is renewed or recorded as it always is (auth_required for the owner, its challenge).
+      const refusedFromPrior = (err as { code?: string }).code === 'unauthorized' && prior !== undefined && !withoutPrior;
+      if (!refusedFromPrior) return { error: (err as Error).message ?? 'tools/list failed' };
     } finally {
       // After the listing: a modern prior is adopted with no round trip, so a stale one is found
       // out (and re-probed) by the first request, not by the connect.
@@ -500,6 +506,8 @@ export class Discovery {
       trace.getActiveSpan()?.setAttributes({ 'mcpx.era': conn.era, 'mcp.protocol.version': conn.protocolVersion, 'mcpx.verdict': how });
       await conn.close().catch(() => undefined);
     }
+    // Reached only when the listing was refused for the credential on a connection from a prior.
+    return this.probeWith(server, target, fetch, true);
   }
 
   private async lead(server: McpServerRecord, trigger: string, run: () => Promise<Outcome>, target: DiscoveryTarget): Promise<McpServerRecord> {
@@ -592,7 +600,10 @@ export class Discovery {
         // Read after the record: never older than its generation (see SetToolPermission).
         const event = serverDiscoveredEvent(saved, changed, await target.overrides(saved.accountId, saved.id));
         await this.deps.bus.publishEvent(this.deps.bus.subjects.serverDiscovered(saved.accountId, saved.name), event);
-        if (requested.length > 0) pins?.requested(saved, requested);
+        if (requested.length > 0) {
+          for (const c of requested) this.held.add(1, { kind: c.kind, withheld: c.withheld });
+          pins?.requested(saved, requested);
+        }
         const result = status.state;
         span.setAttributes({ 'mcpx.result': result, 'mcpx.tools': saved.tools.length, 'mcpx.tools_changed': changed });
         this.runs.add(1, { result, trigger, kind: target.kind });

@@ -13,6 +13,7 @@ import {
   type RemoteTool,
   type ToolContract,
 } from '@mcpx/domain';
+import { metrics, trace } from '@opentelemetry/api';
 import { recordAudit } from '../audit/audit-log.js';
 import { serverDiscoveredEvent } from '../discovery.js';
 import type { ActionDeps, ActionHandler, Caller } from '../actions/context.js';
@@ -218,6 +219,7 @@ async function publishDecision(deps: ActionDeps, saved: McpServerRecord, toolsCh
 export const acceptToolChange: ActionHandler = async (deps, caller, action) => {
   const { server, view, toolsChanged } = await decideChange(deps, caller, action, 'accept');
   await publishDecision(deps, server, toolsChanged);
+  observeDecision('accepted', server.name, String(view.tool));
   deps.log.info('tool change accepted', { account: caller.account, server: server.name, tool: view.tool, cid: view.cid });
   return view;
 };
@@ -230,9 +232,19 @@ export const acceptToolChange: ActionHandler = async (deps, caller, action) => {
 export const rejectToolChange: ActionHandler = async (deps, caller, action) => {
   const { server, view, toolsChanged } = await decideChange(deps, caller, action, 'reject');
   await publishDecision(deps, server, toolsChanged);
+  observeDecision('rejected', server.name, String(view.tool));
   deps.log.info('tool change rejected', { account: caller.account, server: server.name, tool: view.tool, cid: view.cid });
   return view;
 };
+
+let decisions: ReturnType<ReturnType<typeof metrics.getMeter>['createCounter']> | undefined;
+
+/** Counts a decision (`mcpx_pin_reviews_total{decision}`) and marks the action's span with it. */
+function observeDecision(decision: 'accepted' | 'rejected', server: string, tool: string): void {
+  decisions ??= metrics.getMeter('mcpx-registry').createCounter('mcpx_pin_reviews_total', { description: 'Tool changes accepted or rejected by a reviewer' });
+  decisions.add(1, { decision });
+  trace.getActiveSpan()?.setAttributes({ 'mcpx.review.decision': decision, 'mcp.server': server, 'mcp.tool': tool });
+}
 
 /** The review-requested notification (core NATS, at most once): which tools of which server wait. */
 export function publishReviewRequested(deps: { bus: ActionDeps['bus'] }, server: McpServerRecord, changes: ReadonlyArray<{ tool: string; cid: string; kind: string; withheld: boolean }>): void {
