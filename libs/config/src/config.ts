@@ -121,6 +121,13 @@ export interface ProxySettings {
   ratePerServer: number;
   /** Idle time after which a run's pool closes (`PROXY_IDLE_MS`). */
   idleMs: number;
+  /**
+   * Whether legacy (2025-11-25) connections declare elicitation and answer a server's pushed
+   * `elicitation/create` (held for a person like an `input_required`): their calls then go through
+   * the SDK rather than the lean path (`PROXY_LEGACY_ELICITATION`, `on` by default; `off` trades the
+   * feature for the lean path's speed). Absent: on.
+   */
+  legacyElicitation?: boolean;
 }
 
 /** Defaults of {@link ProxySettings}: generous enough for one busy run, small enough to protect a server. */
@@ -129,6 +136,14 @@ export const DEFAULT_PROXY_SETTINGS: Readonly<ProxySettings> = {
   ratePerServer: 200,
   idleMs: 300_000,
 };
+
+function onOff(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (raw === 'on' || raw === 'true' || raw === '1') return true;
+  if (raw === 'off' || raw === 'false' || raw === '0') return false;
+  throw new Error(`${name} must be on or off`);
+}
 
 function nonNegative(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
   const raw = env[name];
@@ -257,6 +272,7 @@ export function loadConfig(service: keyof typeof DEFAULT_PORTS, env: NodeJS.Proc
       maxConcurrencyPerServer: Math.floor(nonNegative(env, 'PROXY_MAX_CONCURRENCY_PER_SERVER', DEFAULT_PROXY_SETTINGS.maxConcurrencyPerServer)),
       ratePerServer: nonNegative(env, 'PROXY_RATE_PER_SERVER', DEFAULT_PROXY_SETTINGS.ratePerServer),
       idleMs: nonNegative(env, 'PROXY_IDLE_MS', DEFAULT_PROXY_SETTINGS.idleMs) || DEFAULT_PROXY_SETTINGS.idleMs,
+      legacyElicitation: onOff(env, 'PROXY_LEGACY_ELICITATION', true),
     },
     approvalTtlMs: nonNegative(env, 'APPROVAL_TTL_MS', DEFAULT_APPROVAL_TTL_MS) || DEFAULT_APPROVAL_TTL_MS,
     builtinEndpoints: parseBuiltinEndpoints(env.BUILTIN_ENDPOINTS),

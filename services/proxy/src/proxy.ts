@@ -7,7 +7,7 @@ import { decodeProxyCancel, decodeRunEnded, encodePayload, guardCallback, type T
 import { createDb } from '@mcpx/db';
 import { ApprovalStore, CallLimiter, InputStore } from '@mcpx/locks';
 import { createLogger, type LogSink } from '@mcpx/log';
-import type { McpConnection } from '@mcpx/mcp-client';
+import type { ElicitRequestParams, McpConnection } from '@mcpx/mcp-client';
 import { SecretBox } from '@mcpx/secrets';
 import { createOutboundFetch } from '@mcpx/outbound';
 import { responseCutRecorder, setupTelemetry, startServiceHttp, traceCarrier, tracingFetch, tracingRequest, type Telemetry } from '@mcpx/telemetry';
@@ -115,7 +115,7 @@ export async function startProxy(config: Config, opts: ProxyOptions = {}): Promi
       onOpen: observe,
       onToolsChanged: (a, s, c) => { lastObserved.delete(`${a}:${s}`); observe(a, s, c); },
       onVerdict: (a, s, c, r) => { lastObserved.delete(`${a}:${s}`); observe(a, s, c, r); },
-      onElicitation: (conn, params, signal) => legacyAsks.onElicitation(conn, params, signal),
+      ...(config.proxy.legacyElicitation === false ? {} : { onElicitation: (conn: McpConnection | undefined, params: ElicitRequestParams, signal: AbortSignal) => legacyAsks.onElicitation(conn, params, signal) }),
     },
     telemetry.meter,
   );
