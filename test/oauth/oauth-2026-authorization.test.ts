@@ -151,9 +151,7 @@ describe.each(['legacy', 'modern'] as const)('OAuth of 2026-07-28 (%s protected 
     }
   });
 
-  // Modern: open, as in oauth-flow's refresh on a 401 (the refusal after the move reaches discovery
-  // at the listing, whose failure path records `error`, not `auth_required`).
-  it.skipIf(era === 'modern')('a server that moves to another authorization server gets a client registered there; nothing of the first is presented to it', async () => {
+  it('a server that moves to another authorization server gets a client registered there; nothing of the first is presented to it', async () => {
     await using first = await startOAuthServer();
     await using second = await startOAuthServer();
     const movable = await startMovableProtectedMcpServer(first, protectedOpts);

@@ -139,9 +139,7 @@ describe.each(['legacy', 'modern'] as const)('OAuth for remote servers (%s prote
     expect(replay.status).toBe(400);
   });
 
-  // Modern: open. A 401 for an expired token reaches discovery at the listing (a modern prior
-  // connects with no round trip), whose failure path records `error`, not `auth_required`.
-  it.skipIf(era === 'modern')('refreshes on a 401 (rotating the refresh token once); a failed refresh is auth_required with a new URL', async () => {
+  it('refreshes on a 401 (rotating the refresh token once); a failed refresh is auth_required with a new URL', async () => {
     const api = new ApiClient(system.apiUrl);
     const set = await act(api, 'SetMcpServer', { name: 'rotating', config: { url: upstream.url, auth: 'oauth' } });
     await openInBrowser(set.authorizationUrl);
