@@ -139,8 +139,18 @@ export class Stack {
     return this.services.filter((s) => s.name === name);
   }
 
-  /** Starts one more instance and waits until it is healthy. */
+  /** Starts one more instance and waits until it is healthy (on other ports if a free port was taken meanwhile). */
   async spawn(name: ServiceName, extraEnv: Record<string, string> = {}): Promise<ServiceProcess> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.spawnOnce(name, extraEnv);
+      } catch (err) {
+        if (attempt >= 3 || !/EADDRINUSE/.test((err as Error).message)) throw err;
+      }
+    }
+  }
+
+  private async spawnOnce(name: ServiceName, extraEnv: Record<string, string>): Promise<ServiceProcess> {
     const port = await freePort();
     const internalPort = await freePort();
     const instance = `${name}-${++this.counter}-${port}`;
@@ -167,7 +177,12 @@ export class Stack {
       alive: () => child.exitCode === null && child.signalCode === null,
     };
     this.services.push(svc);
-    await waitHealthy(svc);
+    try {
+      await waitHealthy(svc);
+    } catch (err) {
+      if (/EADDRINUSE/.test((err as Error).message)) this.services.splice(this.services.indexOf(svc), 1);
+      throw err;
+    }
     return svc;
   }
 
