@@ -92,6 +92,7 @@ export const listToolChanges: ActionHandler = async (deps, caller, action) => {
   });
   const byId = new Map(pinned.map((s) => [s.id, s]));
   const contracts = new Map<string, Map<string, AcceptedContract>>();
+  const listings = new Map<string, Promise<ServerListing>>();
   const changes: ToolChangeView[] = [];
   for (const row of rows) {
     const server = byId.get(row.server_id);
@@ -102,7 +103,12 @@ export const listToolChanges: ActionHandler = async (deps, caller, action) => {
       contracts.set(server.id, accepted);
     }
     const remote = decodePayload<RemoteTool>(row.tool_cbor);
-    changes.push(await changeView(deps, server, row, remote, accepted, names));
+    let listing = listings.get(server.id);
+    if (listing === undefined) {
+      listing = serverListing(deps, server);
+      listings.set(server.id, listing);
+    }
+    changes.push(await changeView(deps, server, row, remote, accepted, names, await listing));
   }
   return { changes };
 };
@@ -114,6 +120,7 @@ async function changeView(
   remote: RemoteTool,
   accepted: ReadonlyMap<string, AcceptedContract>,
   names: readonly string[],
+  listing: ServerListing,
 ): Promise<ToolChangeView> {
   const previous = accepted.get(row.tool);
   const before = previous === undefined ? undefined : toolContract(previous.remote);
@@ -133,7 +140,7 @@ async function changeView(
     withheld: held?.withheld ?? !row.compatible,
     compatible: row.compatible,
     ...(incompatibility.length > 0 ? { incompatibility } : {}),
-    ...(await documentCidOnAccept(deps, server, remote, accepted)),
+    ...documentCidOnAccept(deps, server, remote, accepted, listing),
     pin: mode,
     detectedAt: row.detected_at.toISOString(),
     ...(row.decided_by !== null ? { decidedBy: row.decided_by } : {}),
@@ -145,17 +152,28 @@ async function changeView(
   };
 }
 
+/** A pinned server's last listing and the owner's overrides: what the document on acceptance is built from. */
+interface ServerListing {
+  raw: RemoteTool[] | null;
+  overrides: Record<string, 'act' | 'always_ask'>;
+}
+
+async function serverListing(deps: ActionDeps, server: McpServerRecord): Promise<ServerListing> {
+  const [row, overrides] = await Promise.all([
+    deps.db.selectFrom('registry.mcp_servers').select('discovered_cbor').where('account_id', '=', server.accountId).where('id', '=', server.id).executeTakeFirst(),
+    deps.permissions.forServer(server.accountId, server.id),
+  ]);
+  return { raw: row?.discovered_cbor == null ? null : decodePayload<RemoteTool[]>(row.discovered_cbor), overrides };
+}
+
 /** The document agents get once `remote` is accepted: built from the list acceptance would give, with the owner's overrides. */
-async function documentCidOnAccept(deps: ActionDeps, server: McpServerRecord, remote: RemoteTool, accepted: ReadonlyMap<string, AcceptedContract>): Promise<{ documentCid?: string }> {
-  const row = await deps.db.selectFrom('registry.mcp_servers').select('discovered_cbor').where('account_id', '=', server.accountId).where('id', '=', server.id).executeTakeFirst();
-  if (row?.discovered_cbor == null) return {};
-  const raw = decodePayload<RemoteTool[]>(row.discovered_cbor);
+function documentCidOnAccept(deps: ActionDeps, server: McpServerRecord, remote: RemoteTool, accepted: ReadonlyMap<string, AcceptedContract>, listing: ServerListing): { documentCid?: string } {
+  if (listing.raw === null) return {};
   // Accepting makes the held contract the accepted one: evaluate with it.
   const next = new Map(accepted);
   next.set(remote.name, { tool: remote.name, cid: contractCid(remote), remote });
-  const { effective } = evaluatePins(raw, next, new Map(), pinModeOf(server.config) === 'strict' ? 'strict' : 'review');
-  const overrides = await deps.permissions.forServer(server.accountId, server.id);
-  const doc = buildToolDocuments(server.name, effective, { style: deps.style, overrides }).find((d) => d.remoteName === remote.name);
+  const { effective } = evaluatePins(listing.raw, next, new Map(), pinModeOf(server.config) === 'strict' ? 'strict' : 'review');
+  const doc = buildToolDocuments(server.name, effective, { style: deps.style, overrides: listing.overrides }).find((d) => d.remoteName === remote.name);
   return doc === undefined ? {} : { documentCid: documentCid(doc) };
 }
 
