@@ -2,7 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { Counter, Meter } from '@mcpx/telemetry';
 import { PENDING_AUTHORIZATION_TTL_MS, stateHash } from './oauth-connections.repository.js';
-import { OAUTH_COOKIE_PATH } from './paths.js';
+import { OAUTH_COOKIE_PATH, OAUTH_START_PATH } from './paths.js';
 
 /** How long a ticket URL may be opened (once): the owner opens it right after asking for it. */
 export const OAUTH_TICKET_TTL_MS = 10 * 60_000;
@@ -129,12 +129,21 @@ export class OAuthTickets {
 
   /** `Set-Cookie` for a binding: HttpOnly, SameSite=Lax (the callback is a top-level redirect), the OAuth path only. */
   setCookie(hash: string, value: string): string {
-    return `${this.cookieName(hash)}=${value}; Path=${OAUTH_COOKIE_PATH}; Max-Age=${Math.floor(this.bindingTtlMs / 1000)}; HttpOnly; SameSite=Lax${this.opts.secureCookie() ? '; Secure' : ''}`;
+    return `${this.cookieName(hash)}=${value}; Path=${this.cookiePath()}; Max-Age=${Math.floor(this.bindingTtlMs / 1000)}; HttpOnly; SameSite=Lax${this.opts.secureCookie() ? '; Secure' : ''}`;
   }
 
   /** `Set-Cookie` that removes a binding cookie (after the callback). */
   clearCookie(state: string): string {
-    return `${this.cookieName(stateHash(state))}=; Path=${OAUTH_COOKIE_PATH}; Max-Age=0; HttpOnly; SameSite=Lax${this.opts.secureCookie() ? '; Secure' : ''}`;
+    return `${this.cookieName(stateHash(state))}=; Path=${this.cookiePath()}; Max-Age=0; HttpOnly; SameSite=Lax${this.opts.secureCookie() ? '; Secure' : ''}`;
+  }
+
+  /**
+   * The OAuth path as the browser sees it: a public URL with a path (a registry behind a reverse
+   * proxy at `https://host/mcpx`) puts the start and the callback under it, and the cookie with them.
+   */
+  cookiePath(): string {
+    const start = new URL(this.opts.startUrl()).pathname;
+    return start.endsWith(OAUTH_START_PATH) ? `${start.slice(0, -OAUTH_START_PATH.length)}${OAUTH_COOKIE_PATH}` : OAUTH_COOKIE_PATH;
   }
 
   private ticketKey(ticket: string): string {
