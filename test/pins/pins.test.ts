@@ -183,10 +183,23 @@ describe('contract pinning', () => {
 
   it('strict: any change withholds the tool; off: today\'s behaviour (agents get the change at once, nothing is held)', async () => {
     const strict = await pinnedAccount('strict');
+    // A call through the proxy warms its caches with the accepted document.
+    const ok = await strict.api.act('InvokeTool', { agent: strict.agent, tool: 'mail__send_email', arguments: { to: 'a@b.c' } });
+    expect(ok.result.text).toBe('sent to a@b.c');
     strict.remote.setTools(ToolShifts.description());
     await refreshed(strict.api, 'mail');
     expect(await changes(strict.api, 'mail')).toEqual([expect.objectContaining({ tool: 'send_email', withheld: true, compatible: false })]);
     await eventually(async () => ((await agentTools(strict.api, strict.agent)).tools['mail__send_email'] === undefined ? true : undefined), 15_000);
+    // The accepted contract no longer matches: the call is refused, the server not called.
+    const call = () => strict.api.act('InvokeTool', { agent: strict.agent, tool: 'mail__send_email', arguments: { to: 'a@b.c' } }).catch((err: unknown) => err as { code?: string });
+    const refused = await eventually(async () => {
+      const e = await call();
+      return (e as { code?: string }).code === 'held_for_review' ? e : undefined;
+    }, 15_000);
+    expect(refused).toMatchObject({ code: 'held_for_review', details: { server: 'mail' } });
+    const calls = strict.remote.stats.calls;
+    expect(await call()).toMatchObject({ code: 'held_for_review' });
+    expect(strict.remote.stats.calls).toBe(calls);
 
     const off = await pinnedAccount('off');
     expect(off.server.pin).toBeUndefined();
