@@ -120,7 +120,11 @@ export const ActionTypes = {
   SetMcpServer: 'SetMcpServer',
   RefreshMcpServer: 'RefreshMcpServer',
   DeleteMcpServer: 'DeleteMcpServer',
-  /** `{name}` → `{server, authorizationUrl}`: a fresh OAuth authorization for a server with `config.auth: 'oauth'`. */
+  /**
+   * `{name}` → `{server, authorizationUrl}`: a fresh OAuth authorization for a server with
+   * `config.auth: 'oauth'`; the URL is a single-use ticket of the registry that binds the
+   * authorization to the browser opening it (`/v1/oauth/start?ticket=…`).
+   */
   AuthorizeMcpServer: 'AuthorizeMcpServer',
   CreateAgent: 'CreateAgent',
   UpdateAgent: 'UpdateAgent',

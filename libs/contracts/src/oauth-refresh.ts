@@ -29,7 +29,8 @@ export function accessTokenHash(token: string): string {
 
 /**
  * Reply: `authorized` (a current token is stored: read it again), or `auth_required` (refresh
- * failed or there is no token; the server is recorded `auth_required` with `authorizationUrl`).
+ * failed or there is no token; the server is recorded `auth_required`, its owner authorizes again
+ * through a ticket of AuthorizeMcpServer). `authorizationUrl` is never sent (a decoder drops it).
  */
 export type OAuthRefreshReply =
   | { ok: true; state: 'authorized' }
