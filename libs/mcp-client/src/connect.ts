@@ -7,11 +7,10 @@ import {
   SdkHttpError,
   UnauthorizedError,
   type ClientCapabilities,
-  type ElicitRequestParams,
-  type ElicitResult,
   type PriorDiscovery,
   type Transport,
 } from '@modelcontextprotocol/client';
+import type { ElicitationHandler } from './elicitation.js';
 import { fetchAsRequest, type McpHttpRequest } from './http-request.js';
 import { assertDiscover, discoverFault, isEraVerdict, type EraVerdict } from './era-verdict.js';
 import {
@@ -30,6 +29,7 @@ export { inputRequestOf, isInputRequired } from './connection.js';
 import { Connection, type ConnectionCore, type McpConnection, type McpTransportKind } from './connection.js';
 import { StreamEndAwareTransport } from './stream-end-transport.js';
 
+export type { ElicitationHandler } from './elicitation.js';
 export type {
   CallToolOptions,
   InputRequest,
@@ -79,10 +79,10 @@ export interface ConnectMcpOptions {
   capabilities?: ClientCapabilities;
   /**
    * Answers a legacy (2025-11-25) server's `elicitation/create`, pushed on the session while a
-   * request runs. When set, the connection declares the elicitation capability (form mode, with
-   * SEP-1034 `applyDefaults`: an accepted answer's missing fields get the requested schema's
-   * defaults) and a legacy `tools/call` goes through the SDK client, which routes the server's
-   * request here. Unset: nothing is declared, and a server cannot ask. Modern servers ask with
+   * request runs (on the call's own response stream, or on the session's GET stream). When set,
+   * the connection declares the elicitation capability (form mode, with SEP-1034
+   * `applyDefaults`: an accepted answer's missing fields get the requested schema's defaults),
+   * and the answer is sent back on the session. Unset: nothing is declared, and a server cannot ask. Modern servers ask with
    * `input_required` results instead (see `inputRequestOf`).
    */
   onElicitation?: ElicitationHandler;
@@ -92,13 +92,6 @@ export interface ConnectMcpOptions {
    */
   traceCarrier?: () => Record<string, string>;
 }
-
-/**
- * A handler of a legacy server's `elicitation/create` (form or URL mode): resolve with the user's
- * answer (`accept` with `content`, `decline` or `cancel`); `signal` aborts when the server or the
- * request gives up. A throw answers the server with a JSON-RPC error.
- */
-export type ElicitationHandler = (params: ElicitRequestParams, ctx: { signal: AbortSignal }) => Promise<ElicitResult>;
 
 const DEFAULT_CLIENT_INFO = { name: 'mcp-connector', version: '0.1.0' };
 const DEFAULT_CONNECT_TIMEOUT_MS = 30_000;
@@ -124,7 +117,7 @@ export async function connectMcp(opts: ConnectMcpOptions): Promise<McpConnection
     headers: { ...opts.headers },
     capabilities: capabilitiesOf(opts),
     clientInfo: opts.clientInfo ?? DEFAULT_CLIENT_INFO,
-    serverRequests: opts.onElicitation !== undefined,
+    onElicitation: opts.onElicitation,
     traceCarrier: opts.traceCarrier,
   };
   try {

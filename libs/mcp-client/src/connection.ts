@@ -15,6 +15,7 @@ import {
 import type { EraVerdict } from './era-verdict.js';
 import { classifyMcpError, isStaleModernPrior, McpClientError, McpClientErrorCode, type ClassifyContext } from './errors.js';
 import type { McpHttpRequest } from './http-request.js';
+import { elicitationAnswerer, type ElicitationHandler } from './elicitation.js';
 import { toolCall, traceMeta, type LegacyTarget, type ModernTarget, type ToolCallTarget } from './tool-call.js';
 import type { FetchObservations } from './tracked-fetch.js';
 
@@ -165,8 +166,8 @@ export interface ConnectionContext {
   /** Declared in a modern call's `_meta`. */
   capabilities: ClientCapabilities;
   clientInfo: Implementation;
-  /** Legacy sessions whose server may push requests (an elicitation handler) are called through the SDK. */
-  serverRequests: boolean;
+  /** Answers a legacy server's pushed `elicitation/create` (also on the call path's own streams). */
+  onElicitation: ElicitationHandler | undefined;
   /** The active trace context as `traceparent`/`tracestate`, for a modern request's `_meta`. */
   traceCarrier: (() => Record<string, string>) | undefined;
   /** True when the core was connected from a caller's prior: a stale one is re-probed once. */
@@ -254,8 +255,7 @@ export class Connection implements McpConnection {
         throw classifyMcpError(error, undefined, this.#classifyContext(core));
       }
     }
-    // Through the SDK: a legacy session on the SSE transport, or one whose server may push
-    // requests during the call (an elicitation handler answers them).
+    // Through the SDK: a legacy session on the SSE transport.
     const options: RequestOptions = { timeout: timeoutMs };
     if (opts.signal) options.signal = opts.signal;
     if (opts.onProgress || opts.resetTimeoutOnProgress) {
@@ -381,8 +381,9 @@ export class Connection implements McpConnection {
 
   /**
    * Where the library's own `tools/call` goes: every modern connection (no session: the URL, the
-   * headers and the verdict's version are all it needs), and a legacy Streamable HTTP session with
-   * a session id whose server pushes nothing we answer. `undefined`: through the SDK.
+   * headers and the verdict's version are all it needs), and a legacy Streamable HTTP session
+   * with a session id (a request its server pushes on the call's stream, `elicitation/create`,
+   * is answered on the session). `undefined`: through the SDK.
    */
   #target(core: ConnectionCore): ToolCallTarget | undefined {
     if (core.verdict.era === 'modern') {
@@ -404,7 +405,6 @@ export class Connection implements McpConnection {
       }
       return this.#modern.target;
     }
-    if (this.#ctx.serverRequests) return undefined;
     const t = core.sdkTransport;
     if (!(t instanceof StreamableHTTPClientTransport) || t.sessionId === undefined) return undefined;
     const sessionId = t.sessionId;
@@ -420,6 +420,7 @@ export class Connection implements McpConnection {
         cancelled: (requestId, reason) => {
           client.notification({ method: 'notifications/cancelled', params: { requestId, reason } }).catch(() => {});
         },
+        ...(this.#ctx.onElicitation !== undefined ? { serverRequest: elicitationAnswerer(this.#ctx.onElicitation, this.#ctx.capabilities) } : {}),
       };
     }
     return this.#legacy;

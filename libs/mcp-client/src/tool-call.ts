@@ -75,6 +75,12 @@ export interface LegacyTarget extends TargetBase {
   protocolVersion: string | undefined;
   /** Sends `notifications/cancelled` for a request id on the session (best effort). */
   cancelled(requestId: string, reason: string): void;
+  /**
+   * Answers a request the server pushes on the call's response stream (2025-11-25: e.g.
+   * `elicitation/create`), resolving with the JSON-RPC `result` or rejecting with the error;
+   * the answer is POSTed back on the session. Unset: every such request is refused (-32601).
+   */
+  serverRequest?: (method: string, params: unknown, signal: AbortSignal) => Promise<unknown>;
 }
 
 export interface ToolCallOptions {
@@ -134,11 +140,15 @@ export async function toolCall(target: ToolCallTarget, params: CallToolRequest['
 
   const progressToken = opts.onProgress !== undefined || opts.resetTimeoutOnProgress === true ? id : undefined;
   const onOther =
-    progressToken === undefined
+    progressToken === undefined && target.era === 'modern'
       ? undefined
       : (m: JsonRpcOther): void => {
+          if (target.era === 'legacy' && m.id !== undefined) {
+            answerServerRequest(target, m, controller.signal);
+            return;
+          }
           const p = m.params as ({ progressToken?: unknown } & Progress) | undefined;
-          if (m.method !== 'notifications/progress' || p?.progressToken !== progressToken) return;
+          if (progressToken === undefined || m.method !== 'notifications/progress' || p?.progressToken !== progressToken) return;
           if (opts.resetTimeoutOnProgress && why === undefined) {
             clearTimeout(timer);
             timer = setTimeout(onTimeout, opts.timeoutMs);
@@ -205,6 +215,39 @@ function maybeExecuted(detail: string, cause: unknown): McpClientError {
     `MCP response stream broke after the call was sent: the server may have executed it (2026-07-28 has no resumption); not retried (${detail})`,
     { transport: 'http' },
     cause === undefined ? undefined : { cause },
+  );
+}
+
+/**
+ * A request the server pushed on a legacy call's stream: answered (by `serverRequest`, `ping`
+ * with `{}`, anything else with -32601) by a POST on the session, in the background. The call's
+ * signal aborts the handler when the call ends first.
+ */
+function answerServerRequest(target: LegacyTarget, m: JsonRpcOther, signal: AbortSignal): void {
+  const id = m.id;
+  if (typeof id !== 'string' && typeof id !== 'number') return;
+  const respond = (answer: { result: unknown } | { error: { code: number; message: string } }): void => {
+    const headers: Record<string, string> = {
+      ...target.headers,
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      'mcp-session-id': target.sessionId,
+    };
+    if (target.protocolVersion !== undefined) headers['mcp-protocol-version'] = target.protocolVersion;
+    target
+      .request(target.url, { method: 'POST', headers, body: JSON.stringify({ jsonrpc: '2.0', id, ...answer }) })
+      .then((res) => discard(res.body))
+      .catch(() => {});
+  };
+  const handler = target.serverRequest;
+  if (m.method === 'ping') return respond({ result: {} });
+  if (handler === undefined) return respond({ error: { code: -32601, message: `Method not found: ${m.method.slice(0, 64)}` } });
+  handler(m.method, m.params, signal).then(
+    (result) => respond({ result }),
+    (err: unknown) => {
+      const code = err instanceof ProtocolError ? err.code : -32603;
+      respond({ error: { code, message: err instanceof Error ? err.message.slice(0, 300) : 'error' } });
+    },
   );
 }
 

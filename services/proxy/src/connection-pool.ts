@@ -27,7 +27,7 @@ export interface PoolHooks {
   onVerdict?(account: string, server: string, conn: McpConnection, report: VerdictReport): void;
   /**
    * Answers a legacy server's `elicitation/create`, pushed on `conn` during a call (set: legacy
-   * connections declare elicitation and their calls go through the SDK, which routes it here).
+   * connections declare elicitation; the client answers it on the session, from the call's own stream or the GET stream).
    */
   onElicitation?(conn: McpConnection | undefined, params: ElicitRequestParams, signal: AbortSignal): Promise<ElicitResult>;
 }
@@ -165,21 +165,25 @@ export class ConnectionPool {
         if (this.runs.get(key) !== pool) throw new McpClientError('transport_error', 'the run ended while the call was starting');
         const authContext = authContextOf(entry.url, entry.headers);
         const reused = this.sharedModern(account, server, authContext);
-        if (!reused) this.refuseWhenFull('connections_per_proxy', this.openCount + this.connecting, this.opts.maxConnections ?? QUOTA_DEFAULTS.connectionsPerProxy, 'remote connections');
-        const created: Slot = reused
-          ? { promise: Promise.resolve(reused), conn: reused, authContext, verdictReported: true }
-          : { promise: this.counting(this.connect(account, server, entry, authContext)), authContext };
-        slot = created;
-        pool.connections.set(server, created);
-        created.promise.then(
-          (c) => {
-            created.conn = c;
-            created.verdictReported ||= c.reprobed;
-          },
-          () => {
-            if (pool.connections.get(server) === created) pool.connections.delete(server);
-          },
-        );
+        if (reused) {
+          // A modern run holds no session: its slot is the shared connection, nothing pending.
+          slot = { promise: Promise.resolve(reused), conn: reused, authContext, verdictReported: true };
+          pool.connections.set(server, slot);
+        } else {
+          this.refuseWhenFull('connections_per_proxy', this.openCount + this.connecting, this.opts.maxConnections ?? QUOTA_DEFAULTS.connectionsPerProxy, 'remote connections');
+          const created: Slot = { promise: this.counting(this.connect(account, server, entry, authContext)), authContext };
+          slot = created;
+          pool.connections.set(server, created);
+          created.promise.then(
+            (c) => {
+              created.conn = c;
+              created.verdictReported ||= c.reprobed;
+            },
+            () => {
+              if (pool.connections.get(server) === created) pool.connections.delete(server);
+            },
+          );
+        }
       }
       const conn = slot.conn ?? (await slot.promise);
       try {

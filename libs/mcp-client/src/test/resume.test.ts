@@ -100,12 +100,13 @@ describe.each(PATHS)('a tools/call response stream that breaks (%s path)', (path
   it("stays within the call's timeout: while waiting for the retry, and on a silent resumed stream", async () => {
     // A retry far longer than the call's timeout.
     const waiting = await setup(path, { before: primed(600_000) });
-    const e1 = await failure(waiting.c.callTool({ name: 'echo', arguments: { text: 'x' } }, { timeoutMs: 300 }));
+    // Timeouts long enough for a loaded machine to get the resumption out before they fire.
+    const e1 = await failure(waiting.c.callTool({ name: 'echo', arguments: { text: 'x' } }, { timeoutMs: 1_500 }));
     expect(e1.code).toBe('timeout');
     expect(waiting.s.resumptions).toEqual([]);
 
     const silent = await setup(path, { before: primed(0), resume: 'hold' });
-    const e2 = await failure(silent.c.callTool({ name: 'echo', arguments: { text: 'x' } }, { timeoutMs: 300 }));
+    const e2 = await failure(silent.c.callTool({ name: 'echo', arguments: { text: 'x' } }, { timeoutMs: 1_500 }));
     expect(e2.code).toBe('timeout');
     expect(silent.s.resumptions).toHaveLength(1);
   });

@@ -3,6 +3,7 @@ import { createServer, type IncomingMessage, type Server as HttpServer, type Ser
 import type { AddressInfo } from 'node:net';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { ElicitResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { startTestMcpServer, type TestMcpServer, type TestTool } from '../../../../test/servers/index.js';
 import { fetchAsRequest } from '../http-request.js';
@@ -259,26 +260,31 @@ describe('the modern call path against a server that answers badly', () => {
   });
 });
 
-/** An SDK v1 (2025-11-25) server whose tool asks the client with elicitation/create, schema defaults included. */
-async function elicitingLegacyServer(): Promise<{ url: string; asked: () => number }> {
+/**
+ * An SDK v1 (2025-11-25) server whose tool asks the client with elicitation/create, schema
+ * defaults included: `related` sends it on the call's own response stream (`extra.sendRequest`),
+ * otherwise on the session's GET stream (`server.elicitInput`, as the conformance scenario does).
+ */
+async function elicitingLegacyServer(related = true): Promise<{ url: string; asked: () => number }> {
   let asked = 0;
   const transports = new Map<string, StreamableHTTPServerTransport>();
   const build = (): McpServer => {
     const server = new McpServer({ name: 'eliciting', version: '0' });
-    server.registerTool('profile', { description: 'asks for a profile' }, async () => {
+    server.registerTool('profile', { description: 'asks for a profile' }, async (extra) => {
       asked += 1;
-      const answer = await server.server.elicitInput({
+      const params = {
         message: 'Your profile',
         requestedSchema: {
-          type: 'object',
+          type: 'object' as const,
           properties: {
-            name: { type: 'string', default: 'John Doe' },
-            age: { type: 'integer', default: 30 },
-            verified: { type: 'boolean', default: true },
-            note: { type: 'string' },
+            name: { type: 'string' as const, default: 'John Doe' },
+            age: { type: 'integer' as const, default: 30 },
+            verified: { type: 'boolean' as const, default: true },
+            note: { type: 'string' as const },
           },
         },
-      });
+      };
+      const answer = related ? await extra.sendRequest({ method: 'elicitation/create', params }, ElicitResultSchema) : await server.server.elicitInput(params);
       return { content: [{ type: 'text', text: JSON.stringify(answer) }] };
     });
     return server;
@@ -313,8 +319,10 @@ describe('a legacy server that elicits during a call', () => {
   it('reaches the onElicitation handler; an accepted form gets the schema defaults for the fields left out (SEP-1034)', async () => {
     const s = await elicitingLegacyServer();
     const asked: ElicitRequestParams[] = [];
+    const rec = recordingRequest();
     const c = await connect({
       url: s.url,
+      request: rec.request,
       onElicitation: async (params) => {
         asked.push(params);
         return { action: 'accept', content: { name: 'Ada' } };
@@ -325,6 +333,32 @@ describe('a legacy server that elicits during a call', () => {
     expect(answer).toEqual({ action: 'accept', content: { name: 'Ada', age: 30, verified: true } });
     expect(asked).toHaveLength(1);
     expect(asked[0]).toMatchObject({ message: 'Your profile' });
+    // The call and the answer went on the call path's own request, on the session.
+    const bodies = rec.sent.map((r) => r.body as { method?: string; result?: unknown });
+    expect(bodies.map((b) => b.method ?? 'response')).toEqual(['tools/call', 'response']);
+    expect(bodies[1]?.result).toEqual({ action: 'accept', content: { name: 'Ada', age: 30, verified: true } });
+    expect(rec.sent[1]?.headers['mcp-session-id']).toBe(rec.sent[0]?.headers['mcp-session-id']);
+  });
+
+  it('on the session GET stream (not related to the call), reaches the same handler with the same defaults', async () => {
+    const s = await elicitingLegacyServer(false);
+    const c = await connect({ url: s.url, onElicitation: async () => ({ action: 'accept', content: {} }) });
+    expect(JSON.parse(text(await c.callTool({ name: 'profile', arguments: {} })))).toEqual({ action: 'accept', content: { name: 'John Doe', age: 30, verified: true } });
+  });
+
+  it('a handler that declines or throws answers the server so (the call goes on)', async () => {
+    const s = await elicitingLegacyServer();
+    const declined = await connect({ url: s.url, onElicitation: async () => ({ action: 'decline' }) });
+    expect(JSON.parse(text(await declined.callTool({ name: 'profile', arguments: {} })))).toEqual({ action: 'decline' });
+    const failing = await connect({
+      url: s.url,
+      onElicitation: async () => {
+        throw new Error('nobody to ask');
+      },
+    });
+    const result = await failing.callTool({ name: 'profile', arguments: {} });
+    expect((result as { isError?: boolean }).isError).toBe(true);
+    expect(text(result)).toContain('nobody to ask');
   });
 
   it('without a handler declares no elicitation: the server cannot ask, and says so', async () => {
