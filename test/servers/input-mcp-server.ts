@@ -73,7 +73,7 @@ export async function startInputMcpServer(opts: { era?: 'modern' | 'dual' } = {}
   const text = (t: string, isError = false): CallToolResult => ({ content: [{ type: 'text', text: t }], ...(isError ? { isError: true } : {}) });
 
   const factory = (): McpServer => {
-    const server = new McpServer({ name: 'mcpx-input-server', version: '0.1.0' }, { capabilities: { tools: {} }, requestState: { verify: codec.verify } });
+    const server = new McpServer({ name: 'mcpx-input-server', version: '0.1.0' }, { capabilities: { tools: {} }, requestState: { verify: (state, ctx) => codec.verify(state, ctx) } });
     const seen = (ctx: { mcpReq: { inputResponses?: Record<string, unknown>; envelope?: unknown } }, state: string | undefined): void => {
       stats.calls += 1;
       stats.statesSeen.push(state);

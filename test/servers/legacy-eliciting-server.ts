@@ -42,7 +42,8 @@ export async function startLegacyElicitingServer(): Promise<LegacyElicitingServe
         return answer;
       };
       if (request.params.name === 'deploy') {
-        const env = String(request.params.arguments?.env ?? '');
+        const raw = request.params.arguments?.env;
+        const env = typeof raw === 'string' ? raw : '';
         const a = await ask(`Deploy to ${env}?`, { type: 'object', properties: { confirm: { type: 'boolean', title: 'Confirm deployment' } }, required: ['confirm'] });
         if (a.action !== 'accept' || a.content?.confirm !== true) return text(`Deployment to ${env} cancelled by the operator`, true);
         return text(`Deployed to ${env}`);
