@@ -1,3 +1,4 @@
+import type { Redis } from 'ioredis';
 import { sql } from 'kysely';
 import type { Db } from '@mcpx/db';
 import { secretAad, type SecretBox } from '@mcpx/secrets';
@@ -86,21 +87,24 @@ export async function bindUnboundSecrets(db: Db, box: SecretBox, servers: Pick<M
 
 /** The Redis key that says the binding pass ran to its end for this deployment. */
 const BINDING_DONE_KEY = 'secrets-origin-binding:v1';
+/** Kept this long: a pass is idempotent, so one more after a month costs one walk of the table. */
+const BINDING_DONE_TTL_MS = 30 * 24 * 60 * 60_000;
 
 /**
  * {@link bindUnboundSecrets} once per deployment, at the registry's start: skipped once a run
- * has finished (a Redis key records it; a flushed Redis only means one more idempotent pass).
+ * has finished (a Redis key records it for 30 days; a flushed Redis only means one more
+ * idempotent pass).
  * A failure is logged and the registry starts all the same (an unbound secret is sent nowhere).
  */
 export async function bindUnboundSecretsOnce(
-  deps: { db: Db; box: SecretBox; servers: Pick<McpServersRepository, 'list'>; redis: { get(key: string): Promise<string | null>; set(key: string, value: string): Promise<unknown> }; prefix: string },
+  deps: { db: Db; box: SecretBox; servers: Pick<McpServersRepository, 'list'>; redis: Redis; prefix: string },
   log: { info(msg: string, fields?: Record<string, unknown>): void; warn(msg: string, fields?: Record<string, unknown>): void },
 ): Promise<BindingReport | undefined> {
   const key = `${deps.prefix}${BINDING_DONE_KEY}`;
   try {
     if ((await deps.redis.get(key)) !== null) return undefined;
     const report = await bindUnboundSecrets(deps.db, deps.box, deps.servers);
-    await deps.redis.set(key, new Date().toISOString());
+    await deps.redis.set(key, new Date().toISOString(), 'PX', BINDING_DONE_TTL_MS);
     if (report.bound > 0 || report.left > 0) log.info('secrets sealed before origins were recorded: bound to their server origin', { ...report });
     return report;
   } catch (err) {
