@@ -187,8 +187,14 @@ describe('contract pinning', () => {
     const ok = await strict.api.act('InvokeTool', { agent: strict.agent, tool: 'mail__send_email', arguments: { to: 'a@b.c' } });
     expect(ok.result.text).toBe('sent to a@b.c');
     strict.remote.setTools(ToolShifts.description());
-    await refreshed(strict.api, 'mail');
-    expect(await changes(strict.api, 'mail')).toEqual([expect.objectContaining({ tool: 'send_email', withheld: true, compatible: false })]);
+    // The proxy reported the list it saw when it connected (a quiet discovery): that report may
+    // land after the refresh and say the old list again, so refresh until the change is held.
+    const held = await eventually(async () => {
+      await refreshed(strict.api, 'mail');
+      const c = await changes(strict.api, 'mail');
+      return c.length > 0 ? c : undefined;
+    }, 15_000);
+    expect(held).toEqual([expect.objectContaining({ tool: 'send_email', withheld: true, compatible: false })]);
     await eventually(async () => ((await agentTools(strict.api, strict.agent)).tools['mail__send_email'] === undefined ? true : undefined), 15_000);
     // The accepted contract no longer matches: the call is refused, the server not called.
     const call = () => strict.api.act('InvokeTool', { agent: strict.agent, tool: 'mail__send_email', arguments: { to: 'a@b.c' } }).catch((err: unknown) => err as { code?: string });
