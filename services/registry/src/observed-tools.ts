@@ -5,6 +5,8 @@ import { QueueGroups, decodeToolsObserved, guardCallback, type ToolsObserved } f
 import type { Logger } from '@mcpx/log';
 import type { Discovery, DiscoveryTarget } from './discovery.js';
 import { loweredLevels } from './lowered-levels.js';
+import { pinModeOf } from './pins/pin-policy.js';
+import { sanitizeTools, screenTools, toolsHash } from './remote-tools.js';
 import type { McpServerRecord } from './repositories/mcp-servers.repository.js';
 
 /** A proxy's list that would lower a level starts at most one discovery of that server per this long (per instance). */
@@ -42,6 +44,10 @@ type Outcome = 'recorded' | 'rediscovered' | 'held' | 'unknown_server' | 'malfor
  * take the human out of the loop. Such a list is not recorded; the registry discovers the server
  * itself instead (at most once per server per {@link REDISCOVERY_COOLDOWN_MS} on this instance,
  * so a flood of forgeries costs one listing), and records what the server itself says.
+ *
+ * Nor is a pinned server's list that differs from its last one: a change held for review (and the
+ * review it asks a person for) comes only from the registry's own connection to the server, never
+ * from a message on the bus, under the same cooldown.
  */
 export function consumeObservedTools(deps: ObservedToolsDeps): Subscription {
   const { bus, discovery, log } = deps;
@@ -79,6 +85,12 @@ export function consumeObservedTools(deps: ObservedToolsDeps): Subscription {
     const found = await locate(event.account, event.server);
     if (found === null) return 'unknown_server';
     const lowered = loweredLevels(found.server.tools, event.tools, found.target?.kind === 'builtin');
+    const pinnedChange = found.target === undefined && pinModeOf(found.server.config) !== 'off' && toolsHash(screenTools(sanitizeTools(event.tools)).kept) !== (found.server.discoveredHash ?? '');
+    if (pinnedChange) {
+      if (!mayRediscover(`${event.account}:${event.server}`)) return 'held';
+      await discovery.discover(found.server, 'changed');
+      return 'rediscovered';
+    }
     if (lowered.length > 0) {
       const key = `${event.account}:${event.server}`;
       if (!mayRediscover(key)) return 'held';
