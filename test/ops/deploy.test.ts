@@ -20,7 +20,7 @@ import { kustomize, objectKey, strategicMerge, type K8sObject } from './support/
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const BASE = join(ROOT, 'deploy', 'k8s');
 const PRODUCTION = join(ROOT, 'deploy', 'overlays', 'production');
-const SERVICES = ['registry', 'projector', 'proxy'] as const;
+const SERVICES = ['registry', 'projector', 'proxy', 'endpoint'] as const;
 /** Private, carrier-grade NAT, loopback, link-local (metadata), unique-local: the cluster's and the provider's. */
 const INTERNAL_V4 = ['10.0.0.0/8', '100.64.0.0/10', '127.0.0.0/8', '169.254.0.0/16', '172.16.0.0/12', '192.168.0.0/16'];
 const INTERNAL_V6 = ['::1/128', 'fc00::/7', 'fe80::/10'];
@@ -104,14 +104,16 @@ function checkRules(objs: K8sObject[], production: boolean): void {
     }
   }
 
-  // The proxy scales on its own.
+  // The proxy and the endpoint scale on their own.
   const hpas = byKind(objs, 'HorizontalPodAutoscaler');
-  expect(hpas.map((h) => (h as Any)['spec']['scaleTargetRef']['name'])).toEqual(['proxy']);
-  const hpa = (hpas[0] as Any)['spec'];
-  const proxy = deployments.find((d) => d.metadata.name === 'proxy') as Any;
-  expect(hpa['minReplicas']).toBeGreaterThanOrEqual(2);
-  expect(hpa['minReplicas']).toBeLessThanOrEqual(proxy['spec']['replicas']);
-  expect(hpa['maxReplicas']).toBeGreaterThan(hpa['minReplicas']);
+  expect(hpas.map((h) => (h as Any)['spec']['scaleTargetRef']['name']).sort()).toEqual(['endpoint', 'proxy']);
+  for (const h of hpas) {
+    const hpa = (h as Any)['spec'];
+    const target = deployments.find((d) => d.metadata.name === hpa['scaleTargetRef']['name']) as Any;
+    expect(hpa['minReplicas']).toBeGreaterThanOrEqual(2);
+    expect(hpa['minReplicas']).toBeLessThanOrEqual(target['spec']['replicas']);
+    expect(hpa['maxReplicas']).toBeGreaterThan(hpa['minReplicas']);
+  }
 
   // Network: every mcpx pod starts from nothing in and nothing out.
   const deny = byKind(objs, 'NetworkPolicy').find((p) => p.metadata.name === 'mcpx-default-deny') as Any;
@@ -156,7 +158,7 @@ function checkRules(objs: K8sObject[], production: boolean): void {
         }
       }
     }
-    const expected = name === 'projector' ? ['kube-system', 'nats', 'observability', 'postgres'] : ['kube-system', 'nats', 'observability', 'outside', 'postgres', 'redis'];
+    const expected = name === 'projector' || name === 'endpoint' ? ['kube-system', 'nats', 'observability', 'postgres'] : ['kube-system', 'nats', 'observability', 'outside', 'postgres', 'redis'];
     expect([...reached].sort(), `${name} reaches`).toEqual(expected);
   }
 
@@ -228,16 +230,16 @@ describe('deploy/: kustomize base and production overlay', () => {
     expect(() => checkRules(noLimits, true)).toThrow(/limits\.cpu/);
   });
 
-  it('production: more replicas, a pinned image, the proxy autoscaled from 3 pods, pods spread over nodes', () => {
+  it('production: more replicas, a pinned image, the proxy and the endpoint autoscaled from 3 pods, pods spread over nodes', () => {
     const d = (name: string): Any => rendered.production.find((o) => o.kind === 'Deployment' && o.metadata.name === name) as Any;
-    expect(SERVICES.map((s) => d(s)['spec']['replicas'])).toEqual([3, 2, 3]);
+    expect(SERVICES.map((s) => d(s)['spec']['replicas'])).toEqual([3, 2, 3, 3]);
     for (const s of SERVICES) {
       expect(d(s)['spec']['template']['spec']['containers'][0]['image']).toBe('ghcr.io/example/mcpx:0.1.0');
       expect(d(s)['spec']['template']['spec']['topologySpreadConstraints'][0]['topologyKey']).toBe('kubernetes.io/hostname');
       // The patch merged into the container: its probes and env are still there.
       expect(d(s)['spec']['template']['spec']['containers'][0]['env'].length).toBeGreaterThan(3);
     }
-    expect((rendered.production.find((o) => o.kind === 'HorizontalPodAutoscaler') as Any)['spec']['minReplicas']).toBe(3);
+    for (const h of rendered.production.filter((o) => o.kind === 'HorizontalPodAutoscaler')) expect((h as Any)['spec']['minReplicas']).toBe(3);
   });
 
   it('strategic merge joins containers by name and replaces plain lists', () => {
