@@ -10,6 +10,7 @@ import { chownSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect as tcpConnect } from 'node:net';
+import pg from 'pg';
 import { freePort } from '../../servers/free-port.js';
 
 export function which(bin: string): string | undefined {
@@ -240,6 +241,25 @@ export class PrivatePostgres extends Managed {
 
   url(database = 'postgres'): string {
     return `postgres://postgres@127.0.0.1:${this.port}/${database}`;
+  }
+
+  /** Listening is not ready ("the database system is starting up"): waits for a query to answer. */
+  override async start(): Promise<void> {
+    await super.start();
+    const deadline = Date.now() + 60_000;
+    for (;;) {
+      const c = new pg.Client({ connectionString: this.url() });
+      try {
+        await c.connect();
+        await c.query('SELECT 1');
+        await c.end();
+        return;
+      } catch (err) {
+        await c.end().catch(() => undefined);
+        if (Date.now() > deadline) throw new Error(`Postgres on ${this.port} not ready: ${(err as Error).message}\n${this.logs.join('')}`, { cause: err });
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    }
   }
 
   protected command(): { bin: string; args: string[]; ids?: { uid: number; gid: number } } {
