@@ -5,6 +5,7 @@
 // The MCP endpoint (services/endpoint) connects as the agent runtime it is: the runtime's NATS user.
 // A NATS_URL set by the operator is used instead, as it is (with NATS_USER/NATS_PASSWORD if set).
 import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer } from 'node:net';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ensureDependencies, startAuthNats, type AuthNats } from './deps/index.js';
@@ -40,6 +41,24 @@ function internalPortEnv(name: keyof typeof PORTS): Record<string, string> {
   const given = process.env[`${PORT_VARS[name]}_INTERNAL_PORT`];
   if (given !== undefined && given !== '') return { INTERNAL_HTTP_PORT: given };
   return process.env[`${PORT_VARS[name]}_PORT`] !== undefined ? { INTERNAL_HTTP_PORT: '0' } : {};
+}
+
+/**
+ * The endpoint's public port: `ENDPOINT_PORT`; else 8083, unless the stack's other public ports
+ * were moved (a second stack on this machine, a test): then a free one, so that two stacks never
+ * fight over it.
+ */
+async function settleEndpointPort(): Promise<void> {
+  if (process.env.ENDPOINT_PORT !== undefined && process.env.ENDPOINT_PORT !== '') return;
+  if (!['REGISTRY_PORT', 'PROJECTOR_PORT', 'PROXY_PORT'].some((v) => process.env[v] !== undefined)) return;
+  PORTS.endpoint = await new Promise<number>((resolve, reject) => {
+    const probe = createServer();
+    probe.once('error', reject);
+    probe.listen(0, '127.0.0.1', () => {
+      const { port } = probe.address() as { port: number };
+      probe.close(() => resolve(port));
+    });
+  });
 }
 
 /** The MCP endpoint's public URL (what `mcpx agents endpoint` prints), unless the operator set one. */
@@ -126,6 +145,7 @@ try {
   startService('proxy');
   await waitHealthy('proxy');
   // The MCP endpoint reads the registry's tokens and the projector's sets, and calls through the proxy.
+  await settleEndpointPort();
   startService('endpoint');
   await waitHealthy('endpoint');
   if (nats !== undefined) {
