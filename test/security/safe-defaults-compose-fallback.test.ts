@@ -8,8 +8,19 @@
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
-import { COMPOSE_CREDENTIALS_FILE, composeCredentials } from '../../scripts/deps/compose-credentials.js';
+
+/** The module under test lives in scripts/ (outside this project's rootDir): loaded by path, typed here. */
+interface ComposeCredentialsModule {
+  COMPOSE_CREDENTIALS_FILE: string;
+  composeCredentials: (
+    opts: { databaseUrl: string; redisUrl: string; dataDir: string },
+    processEnv?: NodeJS.ProcessEnv,
+  ) => { env: { POSTGRES_PASSWORD: string; REDIS_PASSWORD: string }; databaseUrl: string; redisUrl: string };
+}
+const modulePath = fileURLToPath(new URL('../../scripts/deps/compose-credentials.ts', import.meta.url));
+const { COMPOSE_CREDENTIALS_FILE, composeCredentials } = (await import(modulePath)) as ComposeCredentialsModule;
 
 describe("npm start's Docker fallback has the compose file's passwords", () => {
   const dirs: string[] = [];
