@@ -23,7 +23,7 @@ interface Change {
   compatible: boolean;
   documentCid?: string;
   diff: { descriptionChanged: boolean; description: Array<{ op: string; text: string }>; inputSchema: Array<Record<string, unknown>>; annotations: Array<Record<string, unknown>> };
-  warnings: Array<{ code: string }>;
+  warnings: Array<{ code: string; message: string }>;
 }
 
 /**
@@ -170,7 +170,8 @@ describe('contract pinning', () => {
     await refreshed(api, 'mail');
     const glyph = (await changes(api, 'mail')).find((c) => c.kind === 'new' && c.tool !== 'search');
     expect(glyph).toMatchObject({ tool: 'ѕend_emаil', withheld: true });
-    expect(glyph!.warnings.map((w) => w.code)).toContain('confusable_name');
+    // It looks like the tool the server dropped for it (an accepted contract of this server).
+    expect(glyph!.warnings).toContainEqual(expect.objectContaining({ code: 'confusable_name', message: expect.stringContaining('looks like "send_email"') }));
 
     remote.setTools(ToolShifts.annotation());
     await refreshed(api, 'mail');

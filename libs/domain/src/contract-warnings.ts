@@ -111,8 +111,10 @@ export function contractWarnings(ctx: WarningContext): ContractWarning[] {
     out.push({ code: ContractWarningCodes.longDescription, field: 'description', message: `the description is ${[...description].length} characters long (more than ${LONG_DESCRIPTION_CHARS}): read it whole` });
   }
   if (instructionLike(description)) out.push({ code: ContractWarningCodes.instructsModel, field: 'description', message: 'the description tells the model what to do (with other tools, the user or its instructions)' });
-  const own = new Set([tool.name.toLowerCase()]);
-  const named = (ctx.otherTools ?? []).filter((n) => n.length >= 4 && !own.has(n.toLowerCase()) && new RegExp(`(^|[^A-Za-z0-9_])${escapeRe(n)}($|[^A-Za-z0-9_])`, 'i').test(description));
+  // Identifier-like words of the description, looked up once each (no pattern per name).
+  const words = new Set((description.match(/[A-Za-z0-9_.-]+/g) ?? []).flatMap((w) => [w.toLowerCase(), w.toLowerCase().replace(/[.-]+$/, '')]));
+  const own = tool.name.toLowerCase();
+  const named = (ctx.otherTools ?? []).filter((n) => n.length >= 4 && n.toLowerCase() !== own && words.has(n.toLowerCase()));
   if (named.length > 0) out.push({ code: ContractWarningCodes.namesOtherTools, field: 'description', message: `the description names other tools: ${[...new Set(named)].slice(0, 8).join(', ')}` });
   parameterWarnings(contract.inputSchema, 'inputSchema', 0, out);
   const before = ctx.previous?.annotations ?? {};
@@ -122,10 +124,6 @@ export function contractWarnings(ctx: WarningContext): ContractWarning[] {
   const confusable = confusableName(tool.name, ctx.otherTools ?? []);
   if (confusable !== undefined) out.push({ code: ContractWarningCodes.confusableName, field: 'name', message: confusable });
   return out.slice(0, 50);
-}
-
-function escapeRe(s: string): string {
-  return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }
 
 function confusableName(name: string, others: readonly string[]): string | undefined {

@@ -148,7 +148,8 @@ async function changeView(
     ...(before !== undefined ? { before } : {}),
     after,
     diff: diffContracts(before, after),
-    warnings: contractWarnings({ tool: remote, contract: after, ...(before !== undefined ? { previous: before } : {}), otherTools: names.filter((n) => n !== row.tool) }),
+    // The account's tool names and this server's accepted ones (a lookalike of a tool the server just dropped counts).
+    warnings: contractWarnings({ tool: remote, contract: after, ...(before !== undefined ? { previous: before } : {}), otherTools: [...new Set([...names, ...accepted.keys()])].filter((n) => n !== row.tool) }),
   };
 }
 
