@@ -12,6 +12,7 @@ import { connect, type NatsConnection } from '@nats-io/transport-node';
 import pg from 'pg';
 import { WireError, makeSubjects, type Subjects } from '@mcpx/contracts';
 import { createDb, migrate } from '@mcpx/db';
+import { generateKeyPair } from '@mcpx/envelope';
 import { ProxyClient, type CallInput, type CallOutcome } from '@mcpx/proxy-client';
 import { freePort } from '../../servers/free-port.js';
 import { ApiClient } from '../../support/api-client.js';
@@ -195,12 +196,18 @@ export class Stack {
   }
 
   private defaultApi: ApiClient | undefined;
+  /** The main account's key: the same whichever registry serves it, and known while none runs. */
+  private readonly key = generateKeyPair();
 
-  /** The test's main account, through the first live registry (the same key whichever registry that is). */
+  /** The test's main account, through the first live registry. */
   get api(): ApiClient {
-    this.defaultApi ??= new ApiClient(this.apiUrl);
-    if (this.defaultApi.apiUrl !== this.apiUrl) this.defaultApi = new ApiClient(this.apiUrl, this.defaultApi.key);
+    if (this.defaultApi?.apiUrl !== this.apiUrl) this.defaultApi = new ApiClient(this.apiUrl, this.key);
     return this.defaultApi;
+  }
+
+  /** The main account's principal (calls need no registry). */
+  get principal(): string {
+    return this.key.principal;
   }
 
   /** Another account (a fresh key). */
@@ -227,7 +234,7 @@ export class Stack {
   }
 
   call(agentId: string, run: string, tool: string, args: Record<string, unknown> = {}, extra: Partial<CallInput> & { account?: string } = {}): Promise<CallOutcome> {
-    return this.client.call({ account: extra.account ?? this.api.principal, agent: agentId, run, tool, arguments: args, ...extra });
+    return this.client.call({ account: extra.account ?? this.principal, agent: agentId, run, tool, arguments: args, ...extra });
   }
 
   async callError(agentId: string, run: string, tool: string, args: Record<string, unknown> = {}, extra: Partial<CallInput> & { account?: string } = {}): Promise<WireError> {
