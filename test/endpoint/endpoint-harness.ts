@@ -1,4 +1,5 @@
 import { loadEndpointConfig, startEndpoint, type RunningEndpoint } from '@mcpx/endpoint';
+import type { Telemetry } from '@mcpx/telemetry';
 import { ProxySystem, type ProxySystemOptions } from '../support/proxy-system.js';
 
 export interface EndpointSystem {
@@ -13,15 +14,16 @@ export interface EndpointSystem {
 
 /**
  * A ProxySystem (registry, projector, proxy in this process on real NATS, Postgres and Redis)
- * with the MCP endpoint service in front of it; `endpointEnv` adds the endpoint's own settings.
+ * with the MCP endpoint service in front of it; `endpointEnv` adds the endpoint's own settings,
+ * `telemetry` and `logSink` are the endpoint's (default: the system's, and silence).
  */
-export async function startEndpointSystem(opts: ProxySystemOptions & { endpointEnv?: Record<string, string> } = {}): Promise<EndpointSystem> {
+export async function startEndpointSystem(opts: ProxySystemOptions & { endpointEnv?: Record<string, string>; telemetry?: Telemetry; logSink?: (line: string) => void } = {}): Promise<EndpointSystem> {
   const system = await ProxySystem.start(opts);
   let endpoint: RunningEndpoint;
   try {
     endpoint = await startEndpoint(loadEndpointConfig({ ...system.env, HTTP_PORT: '0', INSTANCE_ID: `endpoint-${Math.random().toString(36).slice(2, 8)}`, ...opts.endpointEnv }), {
-      telemetry: system.telemetry,
-      logSink: () => {},
+      telemetry: opts.telemetry ?? system.telemetry,
+      logSink: opts.logSink ?? (() => {}),
     });
   } catch (err) {
     await system.stop();
