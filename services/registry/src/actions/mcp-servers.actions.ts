@@ -12,7 +12,7 @@ import { publishAgentChanged } from './agents.actions.js';
 import { storedOAuthClient, validatePreRegisteredClient, type PreRegisteredClient } from '../oauth/oauth-client-config.js';
 import { withAuthorization } from './oauth.actions.js';
 import { accountQuotas } from '../account-quotas.js';
-import type { ActionDeps, ActionHandler, Caller } from './context.js';
+import type { ActionHandler, Caller } from './context.js';
 import { recordAudit } from '../audit/audit-log.js';
 import { auditServer } from '../audit/audit-views.js';
 import { isPinMode, pinModeOf, type PinMode } from '../pins/pin-policy.js';
@@ -125,7 +125,7 @@ export const setMcpServer: ActionHandler = async (deps, caller, action) => {
     if (pin !== 'off') stored.pin = pin;
     try {
       let saved = await deps.servers.upsertConfig(caller.account, name, stored, trx);
-      saved = await changePin(deps, caller, trx, previous, saved);
+      saved = await changePin(caller, trx, previous, saved);
       await recordAudit(trx, { account: caller.account, signer: caller.signer, role: caller.role, action: 'SetMcpServer', target: { kind: 'server', name }, before: auditServer(previous), after: auditServer(saved) });
       const dropped: DroppedSecrets | undefined = droppedHeaders.length > 0 || oauthDropped ? { headers: droppedHeaders, oauth: oauthDropped } : undefined;
       return { saved, dropped };
@@ -153,12 +153,13 @@ function takePin(config: unknown): { pin: PinMode | undefined; rest: unknown } {
 }
 
 /**
- * A pin that changes with this SetMcpServer: turned on for a server that has tools, its current
- * tools (what agents have now) are the accepted contracts, by the signer who pinned it; turned
+ * A pin that changes with this SetMcpServer: turned on for a server that was listed, its current
+ * tools (what agents have now) are the accepted contracts, by the signer who pinned it (never
+ * listed yet: its first listing is, as for a new server); turned
  * off, its contracts and held changes go (the discovery that follows records the list as it is);
  * from one mode to the other, the next discovery evaluates its list again.
  */
-async function changePin(deps: ActionDeps, caller: Caller, trx: Kysely<Database>, previous: McpServerRecord | null, saved: McpServerRecord): Promise<McpServerRecord> {
+async function changePin(caller: Caller, trx: Kysely<Database>, previous: McpServerRecord | null, saved: McpServerRecord): Promise<McpServerRecord> {
   const before = previous === null ? 'off' : pinModeOf(previous.config);
   const after = pinModeOf(saved.config);
   // A new server's first pinned discovery is its baseline (trust on first use).
@@ -170,7 +171,7 @@ async function changePin(deps: ActionDeps, caller: Caller, trx: Kysely<Database>
     await acceptContracts(trx, caller.account, saved.id, saved.tools, actor);
     await trx
       .updateTable('registry.mcp_servers')
-      .set({ discovered_cbor: encodePayload(saved.tools), discovered_hash: saved.toolsHash === '' ? 'pinned' : saved.toolsHash })
+      .set({ discovered_cbor: encodePayload(saved.tools), discovered_hash: saved.toolsHash })
       .where('account_id', '=', caller.account)
       .where('id', '=', saved.id)
       .execute();
@@ -179,7 +180,6 @@ async function changePin(deps: ActionDeps, caller: Caller, trx: Kysely<Database>
     await trx.updateTable('registry.mcp_servers').set({ discovered_hash: 'mode-changed' }).where('account_id', '=', caller.account).where('id', '=', saved.id).execute();
   }
   const row = await trx.selectFrom('registry.mcp_servers').selectAll().where('account_id', '=', caller.account).where('id', '=', saved.id).executeTakeFirstOrThrow();
-  void deps;
   return toRecord(row);
 }
 
