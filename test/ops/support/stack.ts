@@ -83,6 +83,9 @@ async function createDatabaseOn(serverUrl: string): Promise<{ url: string; drop(
   };
 }
 
+/** The services' shared environment: these four always set. */
+export type StackEnv = Record<string, string> & { DATABASE_URL: string; NATS_URL: string; REDIS_URL: string; NATS_PREFIX: string };
+
 export class Stack {
   readonly services: ServiceProcess[] = [];
   readonly subjects: Subjects;
@@ -91,7 +94,7 @@ export class Stack {
   private counter = 0;
 
   private constructor(
-    readonly env: Record<string, string>,
+    readonly env: StackEnv,
     private readonly dropDb: () => Promise<void>,
     readonly nc: NatsConnection,
     private readonly echoLogs: boolean,
@@ -105,7 +108,7 @@ export class Stack {
     const db = opts.postgres !== undefined ? await createDatabaseOn(opts.postgres) : await createTestDatabase();
     const id = randomBytes(4).toString('hex');
     const natsUrl = opts.nats ?? urls.nats;
-    const env: Record<string, string> = {
+    const env: StackEnv = {
       DATABASE_URL: db.url,
       NATS_URL: natsUrl,
       REDIS_URL: opts.redis ?? urls.redis,
