@@ -213,4 +213,20 @@ describe('input requests (input_required) through the proxy', () => {
     const ran = await system.api.act<{ result: { text: string } }>('InvokeTool', { agent: 'ops-agent', tool: 'ops__deploy', arguments: { env: 'us' }, run, inputRequestId });
     expect(ran.result.text).toBe('Deployed to us');
   });
+
+  // Last: it makes sign_in always_ask for the rest of the file.
+  it('an always_ask call approved before it asked is not stopped for approval again when re-sent with its answer', async () => {
+    await system.api.act('SetToolPermission', { server: 'ops', tool: 'sign_in', permission: 'always_ask' });
+    const approvalId = await eventually(async () => {
+      const err = await failure(system.call('ops-agent', 'ap-1', 'ops__sign_in', {}));
+      return err.code === 'approval_required' ? (err.details.approvalId as string) : undefined;
+    }, 20_000, 'sign_in to need an approval');
+    await system.api.act('ApproveToolCall', { approvalId });
+    const asked = await askedInput(system.call('ops-agent', 'ap-1', 'ops__sign_in', {}, { approvalId }));
+    await system.api.act('AnswerInputRequest', { id: asked.inputRequestId, action: 'accept' });
+    const done = await system.call('ops-agent', 'ap-1', 'ops__sign_in', {}, { inputRequestId: asked.inputRequestId });
+    expect(textOf(done.result)).toBe('Signed in');
+    // A fresh call still stops for a human: the approval went with that one call.
+    expect((await failure(system.call('ops-agent', 'ap-2', 'ops__sign_in', {}))).code).toBe('approval_required');
+  });
 });
