@@ -93,7 +93,9 @@ describe('contract pinning', () => {
     }, 15_000);
     expect(after.tools['mail__send_email']).toBe(change!.documentCid);
     expect(after.tools['mail__lookup']).toBe(before.tools['mail__lookup']);
-    await new Promise((r) => setTimeout(r, 300));
+    await eventually(async () => (captured.messages.length > 0 ? true : undefined), 15_000, 'agent-tools-changed');
+    // A second event would follow the first at once: give it time to show up.
+    await new Promise((r) => setTimeout(r, 500));
     const events = captured.messages.map((m) => decodePayload<AgentToolsChangedEvent>(m.data));
     expect(events).toHaveLength(1);
     expect(events[0]).toMatchObject({ changed: { mail__send_email: change!.documentCid }, added: {}, removed: [] });
