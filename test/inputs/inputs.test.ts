@@ -7,6 +7,8 @@ import { serviceUrls } from '../support/env.js';
 import type { ProxySystem } from '../support/proxy-system.js';
 import { eventually } from '../support/system.js';
 import { askedInput, failure, pendingInputs, startInputSystem, textOf } from './input-system.js';
+import { ApiClient } from '../support/api-client.js';
+import { SseSubscriber } from '../support/sse-client.js';
 
 /**
  * Input requests end to end (issue 13): a real SDK v2 server answers `input_required` mid-call, the
@@ -82,6 +84,24 @@ describe('input requests (input_required) through the proxy', () => {
     const entry = audit.find((e) => e.action === 'AnswerInputRequest' && e.target.name === asked.inputRequestId);
     expect(entry?.after).toMatchObject({ action: 'accept', key: 'confirm', tool: 'ops__deploy', complete: true });
     expect(JSON.stringify(entry)).not.toContain('"confirm":true');
+  });
+
+  it('input-requested and input-answered reach the account on /v1/events, naming the call and never its question or answer; no other account hears them', async () => {
+    const stream = await SseSubscriber.open(system.api);
+    const stranger = await SseSubscriber.open(new ApiClient(system.api.apiUrl));
+    try {
+      const asked = await askedInput(system.call('ops-agent', 'ev-1', 'ops__deploy', { env: 'prod' }));
+      const requested = await stream.waitFor('input-requested', (d: { inputRequestId?: string }) => d.inputRequestId === asked.inputRequestId);
+      expect(requested.data).toMatchObject({ agent: system.agentId('ops-agent'), run: 'ev-1', tool: 'ops__deploy', server: 'ops', forPerson: true });
+      await system.api.act('AnswerInputRequest', { id: asked.inputRequestId, action: 'accept', content: { confirm: true } });
+      const answered = await stream.waitFor('input-answered', (d: { inputRequestId?: string }) => d.inputRequestId === asked.inputRequestId);
+      expect(JSON.stringify([requested.data, answered.data])).not.toMatch(/Deploy to prod|confirm/);
+      expect(stranger.events.some((e) => e.event.startsWith('input-'))).toBe(false);
+      expect(textOf((await system.call('ops-agent', 'ev-1', 'ops__deploy', { env: 'prod' }, { inputRequestId: asked.inputRequestId })).result)).toBe('Deployed to prod');
+    } finally {
+      await stream.close();
+      await stranger.close();
+    }
   });
 
   it('a declined question goes back to the server, which decides (here: the deployment is cancelled)', async () => {
