@@ -4,6 +4,8 @@ import type { InputMcpServer } from '../servers/input-mcp-server.js';
 import type { ProxySystem } from '../support/proxy-system.js';
 import { eventually } from '../support/system.js';
 import { askedInput, failure, pendingInputs, startInputSystem, textOf } from './input-system.js';
+import { generateKeyPair } from '@mcpx/envelope';
+import { ApiClient } from '../support/api-client.js';
 
 const TTL_MS = 3_000;
 
@@ -71,6 +73,24 @@ describe('input requests answered by the runtime, and expiry', () => {
     const asked = await askedInput(system.call('ops-agent', 'rt-4', 'ops__deploy', { env: 'prod' }));
     expect(asked.forPerson).toBe(true);
     expect(asked.requests[0]).toMatchObject({ key: 'confirm', answerBy: 'person' });
+  });
+
+  it("only an OWNER answers: a WRITER may list, not answer; an AGENT signer neither; another account's id is unknown", async () => {
+    const asked = await askedInput(system.call('ops-agent', 'own-1', 'ops__deploy', { env: 'prod' }));
+    const writer = generateKeyPair();
+    await system.api.act('AuthorizeSigner', { principal: writer.principal, role: 'WRITER' });
+    const asWriter = new ApiClient(system.api.apiUrl, writer, system.account);
+    expect((await asWriter.act<{ inputRequests: Array<{ id: string }> }>('ListInputRequests', {})).inputRequests.map((r) => r.id)).toContain(asked.inputRequestId);
+    expect((await failure(asWriter.act('AnswerInputRequest', { id: asked.inputRequestId, action: 'accept', content: { confirm: true } }))).code).toBe('forbidden');
+    const agentKey = generateKeyPair();
+    await system.api.act('AuthorizeSigner', { principal: agentKey.principal, role: 'AGENT', agents: ['ops-agent'] });
+    const asAgent = new ApiClient(system.api.apiUrl, agentKey, system.account);
+    expect((await failure(asAgent.act('ListInputRequests', {}))).code).toBe('forbidden');
+    expect((await failure(asAgent.act('AnswerInputRequest', { id: asked.inputRequestId, action: 'decline' }))).code).toBe('forbidden');
+    const stranger = new ApiClient(system.api.apiUrl);
+    expect((await failure(stranger.act('AnswerInputRequest', { id: asked.inputRequestId, action: 'decline' }))).code).toBe('not_found');
+    expect((await failure(system.api.act('AnswerInputRequest', { id: 'not-an-id', action: 'decline' }))).details.field).toBe('id');
+    expect((await failure(system.api.act('AnswerInputRequest', { id: asked.inputRequestId, action: 'approve' }))).details.field).toBe('action');
   });
 
   it('an unanswered question expires: it leaves the list, cannot be answered, and the re-sent call is refused', async () => {
