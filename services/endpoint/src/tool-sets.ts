@@ -14,6 +14,12 @@ export interface AgentToolSet {
 
 /** Sets kept at most (the oldest goes first). */
 const MAX_SETS = 20_000;
+/**
+ * A set is read again after this long even without an event: agents.tools.changed reaches core
+ * subscribers at most once, so a lost one costs at most this much staleness, never a stale set for
+ * good. (The proxy checks the grant on every call regardless.)
+ */
+const MAX_AGE_MS = 30_000;
 
 /**
  * The agents' tool sets, read from their owners' rows (the agent's grant in the registry, its
@@ -23,7 +29,7 @@ const MAX_SETS = 20_000;
  * projection catches up; the proxy checks it again on every call.
  */
 export class ToolSets {
-  private readonly sets = new Map<string, Promise<AgentToolSet | null>>();
+  private readonly sets = new Map<string, { at: number; set: Promise<AgentToolSet | null>; version?: number }>();
   private readonly watchers = new Map<string, Set<() => void>>();
   private sub: Subscription | undefined;
 
@@ -68,20 +74,26 @@ export class ToolSets {
   get(account: string, agent: string): Promise<AgentToolSet | null> {
     const key = `${account}:${agent}`;
     const hit = this.sets.get(key);
-    if (hit !== undefined) return hit;
-    const loading = this.load(account, agent).then(
+    if (hit !== undefined && Date.now() - hit.at < MAX_AGE_MS) return hit.set;
+    const slot: { at: number; set: Promise<AgentToolSet | null>; version?: number } = { at: Date.now(), set: Promise.resolve(null) };
+    const before = hit?.version;
+    slot.set = this.load(account, agent).then(
       (v) => {
-        if (v === null && this.sets.get(key) === loading) this.sets.delete(key);
+        if (v === null && this.sets.get(key) === slot) this.sets.delete(key);
+        if (v !== null) slot.version = v.version;
+        // An aged-out set that changed meanwhile: its change event was lost, so tell the watchers now.
+        if (v !== null && before !== undefined && v.version !== before) for (const w of this.watchers.get(key) ?? []) w();
         return v;
       },
       (err: unknown) => {
-        if (this.sets.get(key) === loading) this.sets.delete(key);
+        if (this.sets.get(key) === slot) this.sets.delete(key);
         throw err;
       },
     );
-    this.sets.set(key, loading);
+    this.sets.delete(key);
+    this.sets.set(key, slot);
     if (this.sets.size > MAX_SETS) this.sets.delete(this.sets.keys().next().value as string);
-    return loading;
+    return slot.set;
   }
 
   private async load(account: string, agent: string): Promise<AgentToolSet | null> {
