@@ -163,6 +163,25 @@ describe('the agent MCP endpoint: tokens, DNS rebinding, CORS', () => {
     expect(other.headers.get('access-control-allow-origin')).toBeNull();
   });
 
+  it('guards the legacy notification stream and bounds the body', async () => {
+    const url = sys.urlOf('one');
+    const sse = { accept: 'text/event-stream' };
+    expect((await fetch(url, { headers: sse })).status).toBe(401);
+    expect((await fetch(sys.urlOf('two'), { headers: { ...sse, authorization: `Bearer ${token}` } })).status).toBe(401);
+    const ok = new AbortController();
+    const open = await fetch(url, { headers: { ...sse, authorization: `Bearer ${token}` }, signal: ok.signal });
+    expect(open.status).toBe(200);
+    expect(open.headers.get('content-type')).toContain('text/event-stream');
+    ok.abort();
+    // A body over the bound is refused before it is parsed; the endpoint goes on serving.
+    const huge = await fetch(url, { method: 'POST', headers: { ...MCP_HEADERS, authorization: `Bearer ${token}` }, body: 'x'.repeat(5 * 1024 * 1024) });
+    expect(huge.status).toBe(413);
+    const garbage = await fetch(url, { method: 'POST', headers: { ...MCP_HEADERS, authorization: `Bearer ${token}` }, body: '{"jsonrpc":' });
+    expect(garbage.status).toBeGreaterThanOrEqual(400);
+    expect(garbage.status).toBeLessThan(500);
+    expect((await post(url, { authorization: `Bearer ${token}` })).status).toBe(200);
+  });
+
   it('keeps the first token working through all of this', async () => {
     expect((await post(sys.urlOf('one'), { authorization: `Bearer ${token}` })).status).toBe(200);
     const listed = await sys.system.api.act<{ tokens: Array<{ id: string; state: string }> }>('ListAgentTokens', { agent: 'one' });
