@@ -196,7 +196,9 @@ async function agentTools(env: CliEnv, args: ParsedArgs): Promise<AgentTools> {
 
 const toolsLs: Command = async (env, args, io, json) => {
   const res = await agentTools(env, args);
-  print(io, json, res, () => (res.tools.length === 0 ? 'no tools: grant a server with `mcpx agents grant AGENT SERVER`' : res.listing));
+  // Tools a pinned server holds for review are in no set: say so, and where to review them.
+  const held = res.conflicts.filter((c) => c.heldBy === 'held_for_review').map((c) => `held for review: ${c.name} (${c.server}): mcpx tools review ${c.server}`);
+  print(io, json, res, () => [res.tools.length === 0 ? 'no tools: grant a server with `mcpx agents grant AGENT SERVER`' : res.listing, ...held].join('\n'));
 };
 
 const toolsIndex: Command = async (env, args, io, json) => {
@@ -208,6 +210,8 @@ const toolsShow: Command = async (env, args, io, json) => {
   const name = need(args, 2, 'TOOL');
   const res = await agentTools(env, args);
   const doc = res.tools.find((t) => t.name === name);
+  const held = res.conflicts.find((c) => c.name === name && c.heldBy === 'held_for_review');
+  if (doc === undefined && held !== undefined) throw new Error(`held_for_review: ${name} waits for a review of its changed or new contract: mcpx tools review ${held.server}`);
   if (doc === undefined) throw new Error(`not_found: no tool ${name} for this agent`);
   print(io, json, doc, () => JSON.stringify(doc, null, 2));
 };

@@ -40,6 +40,19 @@ describe('mcpx tools review / accept and mcpx audit', () => {
     const cid = /accept: mcpx tools accept mail send_email (\S+)/.exec(text)?.[1];
     expect(cid).toMatch(/^bafy/);
     const json = JSON.parse((await runCli(['tools', 'review', '--json'], env)).stdout) as { changes: Array<{ documentCid: string }> };
+    // A new tool waits too, and tools ls says so.
+    remote.setTools([...ToolShifts.added()]);
+    await runCli(['servers', 'refresh', 'mail'], env);
+    const agentId = (await api.act('ListAgents')).agents[0].id as string;
+    const ls = await eventually(async () => {
+      const out = await runCli(['tools', 'ls', '--agent', agentId], env);
+      return out.stdout.includes('held for review: mail__delete_all (mail): mcpx tools review mail') ? out : undefined;
+    }, 30_000);
+    expect(ls.code).toBe(0);
+    const shown = await runCli(['tools', 'show', '--agent', agentId, 'mail__delete_all'], env);
+    expect(shown.stderr).toContain('held_for_review: mail__delete_all waits for a review');
+    remote.setTools(ToolShifts.description().map((t) => (t.name === 'send_email' ? { ...t, description: `${t.description}\u200b` } : t)));
+    await runCli(['servers', 'refresh', 'mail'], env);
     const accepted = await runCli(['tools', 'accept', 'mail', 'send_email', cid!], env);
     expect(accepted.stdout).toContain(`accepted mail/send_email ${cid}: agents get it now`);
     expect((await runCli(['tools', 'review'], env)).stdout).toContain('no tool changes waiting for review');
