@@ -191,6 +191,7 @@ async function main(): Promise<void> {
 
   /** Runs `fn` on a connection carrying the current token; a 401/403 with a challenge authorizes and retries. */
   const withConnection = async <T>(fn: (conn: McpConnection) => Promise<T>): Promise<T> => {
+    let resets = 0;
     for (;;) {
       const token = (await provider.tokens())?.access_token;
       let conn: McpConnection | undefined;
@@ -212,6 +213,13 @@ async function main(): Promise<void> {
         const status = e.status ?? e.details?.status ?? lastRefusalStatus;
         const challenge = e.wwwAuthenticate ?? e.details?.wwwAuthenticate ?? lastChallenge;
         const refused = err instanceof McpClientError && (e.code === 'unauthorized' || status === 403) && challenge !== undefined;
+        // A connect whose socket was reset (a keep-alive socket the scenario server closed while a
+        // loaded machine left it idle) is tried again: a connect is discovery or a handshake, safe
+        // to repeat, and nothing was called yet.
+        if (!refused && conn === undefined && e.code === 'connect_failed' && /ECONNRESET|socket hang up|other side closed|EPIPE/.test(e.message) && ++resets <= 2) {
+          log(`connect reset, again (${resets}): ${e.message}`);
+          continue;
+        }
         if (!refused) {
           log(`not an auth refusal: ${JSON.stringify({ code: e.code, status, details: e.details, challenge, last: lastChallenge })}`);
           throw err;
