@@ -1,6 +1,8 @@
 import { decodePayload } from '@mcpx/contracts';
 
-const NAME = /^[\p{L}\p{N}_.\-/:]{1,512}$/u;
+// A remote tool name as discovery keeps it (at most 512 characters), without control characters.
+// eslint-disable-next-line no-control-regex
+const NAME = /^[^\u0000-\u001f\u007f-\u009f]{1,512}$/u;
 const CID = /^b[a-z2-7]{20,120}$/;
 
 /**
