@@ -141,7 +141,12 @@ export function endpointFetch(deps: EndpointHttpDeps, opts: EndpointHttpOptions)
       const challenge = grant === 'missing' ? 'Bearer realm="mcpx"' : 'Bearer realm="mcpx", error="invalid_token"';
       return rpcError(401, -32001, grant === 'missing' ? 'Unauthorized: a bearer token of this agent is required' : 'Unauthorized: the token is not valid', { 'www-authenticate': challenge, ...cors });
     }
-    const named = decodeURIComponent(m[1] as string);
+    let named: string;
+    try {
+      named = decodeURIComponent(m[1] as string);
+    } catch {
+      return json(400, { error: { code: 'invalid_input', message: 'agent: not a valid path segment', details: { field: 'agent' } } }, cors);
+    }
     if (named !== grant.agent && named !== grant.agentName) {
       // Said the same way as an unknown token: a token does not reveal which agents exist.
       deps.servers.refused('token_agent');
