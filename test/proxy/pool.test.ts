@@ -131,13 +131,15 @@ describe.each(['modern', 'legacy'] as const)('proxy pool against a %s server: la
     await up.close();
     up = await startTestMcpServer({ era, tools: upTools(), port });
     const err = await pending;
-    // Legacy: a transport error that says so. Modern: the SDK server's close aborts the exchange
+    // Legacy: maybe_executed that says so. Modern: the SDK server's close aborts the exchange
     // (an HTTP error after the request went out), or the response stream breaks (maybe_executed,
-    // test/eras/maybe-executed.test.ts): either way an error, never a retry.
+    // test/eras/maybe-executed.test.ts): either way an error, never a retry, and never a
+    // retryable code for a call that may have run.
     if (era === 'legacy') {
-      expect(err.code).toBe('transport_error');
+      expect(err.code).toBe('maybe_executed');
       expect(err.message).toMatch(/may have executed/);
     } else expect(['transport_error', 'maybe_executed']).toContain(err.code);
+    if (err.code === 'maybe_executed') expect(err.retryable).toBe(false);
     expect(once.count).toBe(1);
     expect(up.stats.calls).toBe(0);
     // The run goes on: its next call reconnects.

@@ -73,9 +73,10 @@ describe('a tools/call whose response stream breaks, through NATS and the proxy'
     expect(system.proxies[0]!.stats().resumptions).toEqual({ resumed: 1, failed: 0 });
   });
 
-  it('answers transport_error when the upstream refuses the resumption', async () => {
+  it('answers maybe_executed (never retried) when the upstream refuses the resumption', async () => {
     const err = await system.callError('agent', 'r1', 'breaking__echo', { text: 'refuse' });
-    expect(err.code).toBe('transport_error');
+    expect(err.code).toBe('maybe_executed');
+    expect(err.retryable).toBe(false);
     expect(err.message).toMatch(/could not be resumed.*HTTP 405/);
     expect(upstream.resumptions.at(-1)?.['last-event-id']).toBe('ev-2');
     expect(system.proxies[0]!.stats().resumptions).toEqual({ resumed: 1, failed: 1 });

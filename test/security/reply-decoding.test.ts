@@ -9,7 +9,7 @@ import { serviceUrls, uniqueNamespace } from '../support/env.js';
 /**
  * Replies are NATS payloads too (issue 11, Deliver 4): whoever answers a request — a proxy for the
  * runtime's call, the registry for the proxy's OAuth refresh — may answer with anything. Each
- * reply is strictly decoded and checked; a malformed one is the responder's fault (`internal`,
+ * reply is strictly decoded and checked; a malformed one is the responder's fault (`internal`; a call's: `maybe_executed`,
  * `field: 'reply…'`), never a crash, a hang or a half-read value, and the next good reply is read.
  */
 
@@ -38,7 +38,7 @@ describe("the proxy client reads a rogue responder's replies as typed errors (re
     await nc?.close();
   });
 
-  it('every malformed call reply is internal naming the reply, and the next good reply is a result', async () => {
+  it('every malformed call reply is maybe_executed (the call may have run: never retried) naming the reply, and the next good reply is a result', async () => {
     const replies = [...malformedReplies.map(([, b]) => b), encodePayload({ ok: true, instance: 'p1', result: { content: [], text: 'fine' } })];
     let i = 0;
     // A responder in the proxies' queue group answering in turn with each reply.
@@ -48,7 +48,7 @@ describe("the proxy client reads a rogue responder's replies as typed errors (re
       await nc.flush();
       for (const [what] of malformedReplies) {
         const err = await client.call({ account: 'a', agent: 'b', run: `r-${what.replace(/\W/g, '')}`, tool: 't' }).catch((e: unknown) => e);
-        expect({ what, err }).toMatchObject({ err: { code: 'internal', details: { field: expect.stringMatching(/^reply/) } } });
+        expect({ what, err }).toMatchObject({ err: { code: 'maybe_executed', retryable: false, details: { field: expect.stringMatching(/^reply/) } } });
         expect(err).toBeInstanceOf(WireError);
         expect(JSON.stringify({ message: (err as Error).message, details: (err as WireError).details })).not.toContain(MARK);
       }

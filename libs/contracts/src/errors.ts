@@ -17,10 +17,15 @@ export const ErrorCodes = {
   invalidArguments: 'invalid_arguments',
   /** The remote server answered the call with `isError: true`. */
   serverError: 'server_error',
-  /** Connecting to or talking with the remote server failed. */
+  /**
+   * The call never reached the remote server, or the server refused it before running it
+   * (connect failed, connection refused, an HTTP 4xx to the request, no proxy running): nothing
+   * ran, so it may be retried as is. A failure after the request went out is `maybe_executed`.
+   */
   transportError: 'transport_error',
   /** The remote server wants authorization we do not have. */
   authRequired: 'auth_required',
+  /** The request went out and no answer came in time: it may have run (never retried on its own). */
   timeout: 'timeout',
   /**
    * The proxy instance running the call went away before it answered: the call may or may not have
@@ -70,7 +75,12 @@ export const ErrorCodes = {
    * not with the signer's rights (403 would tell a client to stop asking for good).
    */
   quotaExceeded: 'quota_exceeded',
-  /** Outbound safety refused the address. */
+  /**
+   * The connector's outbound policy refused the server's address (a private or loopback address,
+   * plain http, a redirect elsewhere): no socket was opened, nothing ran. `details.reason` is the
+   * policy's reason (`address`, `scheme`, `plain_http`, `redirect`, `redirect_limit`), `details.kind`
+   * the refused address's kind.
+   */
   outboundRefused: 'outbound_refused',
   /**
    * The tool's server is pinned and the tool's changed or new contract waits for a person's
@@ -85,8 +95,88 @@ export type ErrorCode = (typeof ErrorCodes)[keyof typeof ErrorCodes];
 
 const KNOWN = new Set<string>(Object.values(ErrorCodes));
 
-/** Codes worth retrying later without changing the request. */
-const RETRYABLE = new Set<ErrorCode>([ErrorCodes.transportError, ErrorCodes.timeout, ErrorCodes.rateLimited, ErrorCodes.internal]);
+/**
+ * What an error says about the request it answers, one row per code (the single place the
+ * retry rules live):
+ * - `ran`: `none`: nothing ran on a remote server and nothing was written (the same request may
+ *   be sent again without a double effect); `maybe`: the call may have run on the remote server
+ *   and its answer is lost or unknown (nothing retries it on its own: the caller decides);
+ *   `ran`: the remote server ran it and answered with the error.
+ * - `retry`: `yes`: the same request may succeed if sent again as it is; `after`: only when the
+ *   error says when (`details.retryAfterMs`); `no`: it fails again unchanged, or it may have run.
+ * - `status`: the HTTP status of the action API.
+ * A `maybe` code is never retryable: that is what keeps a call from running twice.
+ */
+export interface ErrorTraits {
+  readonly status: number;
+  readonly ran: 'none' | 'maybe' | 'ran';
+  readonly retry: 'yes' | 'after' | 'no';
+}
+
+export const ERROR_TRAITS: { readonly [C in ErrorCode]: ErrorTraits } = {
+  invalid_input: { status: 400, ran: 'none', retry: 'no' },
+  unauthenticated: { status: 401, ran: 'none', retry: 'no' },
+  forbidden: { status: 403, ran: 'none', retry: 'no' },
+  not_found: { status: 404, ran: 'none', retry: 'no' },
+  conflict: { status: 409, ran: 'none', retry: 'no' },
+  not_granted: { status: 403, ran: 'none', retry: 'no' },
+  invalid_arguments: { status: 400, ran: 'none', retry: 'no' },
+  server_error: { status: 502, ran: 'ran', retry: 'no' },
+  // Only ever produced when the request did not reach the server, or the server refused it unrun.
+  transport_error: { status: 502, ran: 'none', retry: 'yes' },
+  auth_required: { status: 502, ran: 'none', retry: 'no' },
+  // The request went out and no answer came in time: it may have run.
+  timeout: { status: 504, ran: 'maybe', retry: 'no' },
+  call_lost: { status: 502, ran: 'maybe', retry: 'no' },
+  maybe_executed: { status: 502, ran: 'maybe', retry: 'no' },
+  cancelled: { status: 502, ran: 'maybe', retry: 'no' },
+  approval_required: { status: 409, ran: 'none', retry: 'no' },
+  approval_refused: { status: 403, ran: 'none', retry: 'no' },
+  input_required: { status: 409, ran: 'none', retry: 'no' },
+  input_refused: { status: 403, ran: 'none', retry: 'no' },
+  rate_limited: { status: 429, ran: 'none', retry: 'yes' },
+  // A quota that frees itself (a discovery or a stream in flight, a full proxy instance) says
+  // when with retryAfterMs; one the owner must free (servers, agents) does not.
+  quota_exceeded: { status: 409, ran: 'none', retry: 'after' },
+  outbound_refused: { status: 403, ran: 'none', retry: 'no' },
+  held_for_review: { status: 409, ran: 'none', retry: 'no' },
+  // An action is one transaction (rolled back on a fault); a call that may have run is never
+  // answered `internal` (the proxy and its client say `maybe_executed`).
+  internal: { status: 500, ran: 'none', retry: 'yes' },
+};
+
+/** Keys any error's details may carry besides its own. */
+type Open = { readonly [key: string]: unknown };
+
+/** The `details` of each code (every key optional unless always set; extra keys allowed). */
+export interface ErrorDetailsMap {
+  invalid_input: Open & { field?: string; rule?: unknown; bound?: number; offset?: number };
+  unauthenticated: Open & { reason?: string };
+  forbidden: Open & { field?: string; grant?: string };
+  not_found: Open & { field?: string };
+  conflict: Open & { field?: string };
+  not_granted: Open & { server?: string; tool?: string };
+  invalid_arguments: Open & { contract?: unknown; field?: string };
+  server_error: Open & { server?: string; tool?: string; mcpCode?: number };
+  transport_error: Open & { server?: string; vendor?: string };
+  auth_required: Open & { server?: string; wwwAuthenticate?: string };
+  timeout: Open;
+  call_lost: Open & { callId?: string };
+  maybe_executed: Open & { server?: string; tool?: string; field?: string; rule?: unknown };
+  cancelled: Open;
+  approval_required: Open & { approvalId?: string; run?: string };
+  approval_refused: Open & { reason?: 'unknown' | 'expired' | 'denied' | 'used' | 'mismatch' | 'pending' };
+  input_required: Open & { inputRequestId?: string; requests?: unknown; run?: string };
+  input_refused: Open & { reason?: string; tool?: string; server?: string };
+  rate_limited: Open & { retryAfterMs?: number; limit?: string; max?: number; server?: string; reason?: string };
+  quota_exceeded: Open & { field?: string; limit?: string; max?: number; retryAfterMs?: number };
+  outbound_refused: Open & { reason?: string; server?: string; kind?: string };
+  held_for_review: Open & { server?: string; tool?: string; cid?: string };
+  internal: Open & { field?: string; rule?: unknown };
+}
+
+/** `details` of a code (of any code: any of them). */
+export type ErrorDetails<C extends ErrorCode = ErrorCode> = ErrorDetailsMap[C];
 
 export interface WireErrorShape {
   code: ErrorCode;
@@ -94,20 +184,35 @@ export interface WireErrorShape {
   details?: Record<string, unknown>;
 }
 
-export class WireError extends Error {
+export class WireError<C extends ErrorCode = ErrorCode> extends Error {
   override readonly name = 'WireError';
   constructor(
-    readonly code: ErrorCode,
+    readonly code: C,
     message: string,
-    readonly details: Record<string, unknown> = {},
+    readonly details: ErrorDetails<C> = {},
   ) {
     super(message);
   }
 
+  /** Narrows to one code, so its details are typed. */
+  is<K extends ErrorCode>(code: K): this is WireError<K> {
+    const mine: ErrorCode = this.code;
+    return mine === code;
+  }
+
+  get traits(): ErrorTraits {
+    return ERROR_TRAITS[this.code];
+  }
+
+  /** Whether the same request may be sent again as it is (never when it may have run). */
   get retryable(): boolean {
-    // A quota that frees itself (a discovery or a stream in flight, a full proxy instance) says
-    // when with retryAfterMs; one the owner must free (servers, agents) does not.
-    return RETRYABLE.has(this.code) || (this.code === ErrorCodes.quotaExceeded && typeof this.details.retryAfterMs === 'number');
+    const { retry } = this.traits;
+    return retry === 'yes' || (retry === 'after' && this.retryAfterMs !== undefined);
+  }
+
+  /** True when the call may have run on the remote server: nothing may send it again on its own. */
+  get mayHaveRun(): boolean {
+    return this.traits.ran === 'maybe';
   }
 
   /** `details.retryAfterMs` when the error says how long to wait (rate limits, quotas in flight). */
@@ -118,40 +223,7 @@ export class WireError extends Error {
 
   /** HTTP status for the action API. */
   get httpStatus(): number {
-    switch (this.code) {
-      case 'invalid_input':
-      case 'invalid_arguments':
-        return 400;
-      case 'unauthenticated':
-        return 401;
-      case 'forbidden':
-      case 'not_granted':
-      case 'approval_refused':
-      case 'input_refused':
-      case 'outbound_refused':
-        return 403;
-      case 'not_found':
-        return 404;
-      case 'conflict':
-      case 'approval_required':
-      case 'input_required':
-      case 'quota_exceeded':
-      case 'held_for_review':
-        return 409;
-      case 'rate_limited':
-        return 429;
-      case 'timeout':
-        return 504;
-      case 'server_error':
-      case 'transport_error':
-      case 'call_lost':
-      case 'maybe_executed':
-      case 'auth_required':
-      case 'cancelled':
-        return 502;
-      case 'internal':
-        return 500;
-    }
+    return this.traits.status;
   }
 
   toJSON(): WireErrorShape {

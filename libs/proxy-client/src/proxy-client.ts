@@ -378,12 +378,13 @@ export class ProxyClient {
 
 /**
  * A reply of the proxy's call endpoint, strictly decoded and checked (`{ok, instance, result |
- * error}`). A malformed one is the responder's fault: `internal` with `field: 'reply'` (and the
- * decoder's rule), never a crash or a half-read reply. The call may have run.
+ * error}`). A malformed one is the responder's fault: `maybe_executed` (the call may have run,
+ * so it is never retried) with `field: 'reply'` (and the decoder's rule), never a crash or a
+ * half-read reply.
  */
 function decodeCallReply(bytes: Uint8Array): ProxyCallReply {
   const malformed = (field: string, rule?: unknown): WireError =>
-    new WireError(ErrorCodes.internal, 'malformed reply from the proxy (the call may have run)', { field, ...(rule !== undefined ? { rule } : {}) });
+    new WireError(ErrorCodes.maybeExecuted, 'malformed reply from the proxy (the call may have run); it was not retried', { field, ...(rule !== undefined ? { rule } : {}) });
   let r: Record<string, unknown>;
   try {
     const v = decodeStrict(bytes, 'reply');

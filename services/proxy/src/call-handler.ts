@@ -12,32 +12,9 @@ import { inputRoundOf, type InputGate, type Resumption } from './input-requests.
 import { CallChannel, raceQuestion, type LegacyAsks } from './legacy-inputs.js';
 import type { OAuthTokens } from './oauth-tokens.js';
 import { missingToolError } from './held-tools.js';
+import { sentCall, toWire } from './wire-errors.js';
 
-/** Maps the MCP client's local errors onto the wire codes the runtime shows the model. */
-export function toWire(err: unknown): WireError {
-  if (err instanceof WireError) return err;
-  if (err instanceof McpClientError) {
-    switch (err.code) {
-      case 'unauthorized':
-        return new WireError(ErrorCodes.authRequired, err.message);
-      case 'timeout':
-        return new WireError(ErrorCodes.timeout, err.message);
-      case 'cancelled':
-        return new WireError(ErrorCodes.cancelled, 'the call was cancelled');
-      case 'protocol_error':
-        return new WireError(ErrorCodes.serverError, err.message, err.mcpCode !== undefined ? { mcpCode: err.mcpCode } : {});
-      case 'maybe_executed':
-        // The request went out and its answer was lost: never retried, the caller decides.
-        return new WireError(ErrorCodes.maybeExecuted, `the call may have run on the server, but its answer was lost (${err.message}); it was not retried`);
-      case 'era_negotiation_failed':
-      case 'connect_failed':
-      case 'session_expired':
-      case 'transport_error':
-        return new WireError(ErrorCodes.transportError, err.message);
-    }
-  }
-  return new WireError(ErrorCodes.internal, 'internal error');
-}
+export { toWire } from './wire-errors.js';
 
 export interface ReplyLimits {
   flatten: Partial<FlattenLimits>;
@@ -260,7 +237,7 @@ export class CallHandler {
           this.deps.tracer,
           'mcp tools/call',
           attrs,
-          (client) => conn.callTool(params, { timeoutMs, signal: ctl.signal, tool, onResume: (outcome) => this.resumedStream(client, doc.server, outcome) }),
+          (client) => sentCall(conn.callTool(params, { timeoutMs, signal: ctl.signal, tool, onResume: (outcome) => this.resumedStream(client, doc.server, outcome) })),
           { kind: SpanKind.CLIENT },
         );
         if (untrack !== undefined) out.then(untrack, untrack);

@@ -1,0 +1,107 @@
+import { ErrorCodes, WireError } from '@mcpx/contracts';
+import { McpClientError } from '@mcpx/mcp-client';
+import { OutboundRefusedError } from '@mcpx/outbound';
+
+/**
+ * Errors thrown once the call's request was handed to the remote server's connection (the
+ * `tools/call` itself, not the connect before it). Only these may have run on the server.
+ */
+const sent = new WeakSet<object>();
+
+/** Marks what `call` throws as thrown after the request went out (see {@link toWire}). */
+export async function sentCall<T>(call: Promise<T>): Promise<T> {
+  try {
+    return await call;
+  } catch (err) {
+    if (err !== null && typeof err === 'object') sent.add(err);
+    throw err;
+  }
+}
+
+/** Socket errors that prove no byte of the request reached the server. */
+const UNSENT_CAUSE = /\b(ECONNREFUSED|ENOTFOUND|EAI_AGAIN|EHOSTUNREACH|ENETUNREACH|EADDRNOTAVAIL)\b/;
+
+/**
+ * Whether a transport failure after the request was handed over still proves the server never
+ * ran it: a connection that was already closed, a refused socket, or an HTTP 4xx answering the
+ * request itself (the server refused it before running it; not a refused resumption). Anything else (a dropped or broken response, a 5xx, a
+ * malformed or oversized answer) may have run.
+ */
+function provablyUnsent(err: McpClientError): boolean {
+  // The client's own word that the request was out (a broken stream it could not resume).
+  if (/may have executed/.test(err.message)) return false;
+  const status = err.status;
+  if (status !== undefined && status >= 400 && status < 500 && status !== 408) return true;
+  if (err.cause === undefined && /connection is closed/.test(err.message)) return true;
+  return causes(err.cause).some((c) => UNSENT_CAUSE.test(c));
+}
+
+/** The socket codes and messages along an error's causes (happy-eyeballs' AggregateError too). */
+function causes(err: unknown): string[] {
+  const out: string[] = [];
+  let current = err;
+  for (let depth = 0; depth < 8 && current instanceof Error; depth++) {
+    const code = (current as { code?: unknown }).code;
+    if (typeof code === 'string') out.push(code);
+    out.push(current.message);
+    if (current instanceof AggregateError) out.push(...current.errors.flatMap((e) => causes(e)));
+    current = current.cause;
+  }
+  return out;
+}
+
+/** The outbound policy's refusal somewhere in an error's causes. */
+function outboundRefusal(err: unknown): OutboundRefusedError | undefined {
+  let current = err;
+  for (let depth = 0; depth < 8 && current instanceof Error; depth++) {
+    if (current instanceof OutboundRefusedError) return current;
+    current = current.cause;
+  }
+  return undefined;
+}
+
+/**
+ * Maps the MCP client's local errors onto the wire codes the runtime shows the model. The one
+ * rule that matters: `transport_error` (retryable) only when nothing ran; a failure after the
+ * request went out that does not prove otherwise is `maybe_executed` (never retried).
+ */
+export function toWire(err: unknown): WireError {
+  if (err instanceof WireError) return err;
+  const refused = outboundRefusal(err);
+  if (refused !== undefined) {
+    // No socket was opened to the refused address: nothing ran, and the same policy refuses again.
+    return new WireError(ErrorCodes.outboundRefused, `the connector's outbound policy refused the server's address: ${refused.message}`, {
+      reason: refused.reason,
+      ...(refused.address !== undefined ? { kind: refused.address.kind } : {}),
+    });
+  }
+  const afterSend = err !== null && typeof err === 'object' && sent.has(err);
+  if (err instanceof McpClientError) {
+    switch (err.code) {
+      case 'unauthorized':
+        return new WireError(ErrorCodes.authRequired, err.message);
+      case 'timeout':
+        return new WireError(ErrorCodes.timeout, err.message);
+      case 'cancelled':
+        return new WireError(ErrorCodes.cancelled, 'the call was cancelled');
+      case 'protocol_error':
+        return new WireError(ErrorCodes.serverError, err.message, err.mcpCode !== undefined ? { mcpCode: err.mcpCode } : {});
+      case 'maybe_executed':
+        // The request went out and its answer was lost: never retried, the caller decides.
+        return maybeExecuted(err.message);
+      case 'transport_error':
+        if (afterSend && !provablyUnsent(err)) return maybeExecuted(err.message);
+        return new WireError(ErrorCodes.transportError, err.message);
+      case 'era_negotiation_failed':
+      case 'connect_failed':
+      case 'session_expired':
+        return new WireError(ErrorCodes.transportError, err.message);
+    }
+  }
+  if (afterSend) return maybeExecuted('the call failed after it was sent');
+  return new WireError(ErrorCodes.internal, 'internal error');
+}
+
+function maybeExecuted(why: string): WireError {
+  return new WireError(ErrorCodes.maybeExecuted, `the call may have run on the server, but its answer was lost (${why}); it was not retried`);
+}
