@@ -23,8 +23,8 @@ export {
   decodeServerDiscoveredEvent,
   decodeToolsObserved,
 } from './payload-decoders.js';
-export { ErrorCodes, WireError, invalidInput, toWireError } from './errors.js';
-export type { ErrorCode, WireErrorShape } from './errors.js';
+export { ERROR_TRAITS, ErrorCodes, WireError, invalidInput, toWireError } from './errors.js';
+export type { ErrorCode, ErrorDetails, ErrorDetailsMap, ErrorTraits, WireErrorShape } from './errors.js';
 export { Transports, ServerStates } from './payloads.js';
 export type {
   Transport,
@@ -81,3 +81,6 @@ export type {
   ActionEnvelope,
   ActionType,
 } from './api.js';
+export { ACTION_COMPONENTS, ACTION_MAP, ACTION_TYPES } from './action-map.js';
+export type { ActionOf, ActionRequest, ActionRequests, ActionResponse, ActionResponses, ActionRole, ActionSpec, JsonSchema } from './action-map.js';
+export { openApiDocument } from './openapi.js';

@@ -1,0 +1,265 @@
+import type { AgentDefinition, AgentView, McpServerConfigInput, RedactedMcpServer } from './api.js';
+import { ActionTypes, type ActionType } from './api.js';
+import type { ErrorCode } from './errors.js';
+
+/**
+ * The action API, typed end to end (issue 12): per action type its request and response, the
+ * roles that may perform it, and the JSON Schemas the OpenAPI document is generated from
+ * (`openApiDocument`). The registry's dispatcher takes its action list and roles from here, the
+ * CLI its request and response types.
+ */
+
+/** A signer's role in an account (the account's own key is an OWNER). */
+export type ActionRole = 'OWNER' | 'WRITER' | 'AGENT';
+
+/** A JSON Schema (2020-12, the dialect of OpenAPI 3.1), as plain data. */
+export type JsonSchema = { readonly [key: string]: unknown };
+
+/** An agent named by id or by name. */
+type AgentRef = string;
+
+/** The request of each action (without `type`). */
+export interface ActionRequests {
+  ListMcpServers: Record<string, never>;
+  SetMcpServer: { name: string; config: McpServerConfigInput & { pin?: 'off' | 'review' | 'strict' } };
+  RefreshMcpServer: { name: string };
+  DeleteMcpServer: { name: string };
+  AuthorizeMcpServer: { name: string };
+  CreateAgent: { name: string; definition: AgentDefinition };
+  UpdateAgent: { agent: AgentRef; definition: AgentDefinition };
+  GetAgent: { agent: AgentRef };
+  ListAgents: Record<string, never>;
+  ListAgentTools: { agent: AgentRef };
+  InvokeTool: { agent: AgentRef; tool: string; arguments?: Record<string, unknown>; run?: string; approvalId?: string; inputRequestId?: string; timeoutMs?: number };
+  EndRun: { run: string };
+  PromoteTools: { agent: AgentRef; names: string[] };
+  SearchTools: { query: string; family?: string; agent?: AgentRef; limit?: number };
+  SetLambdaTool: { agent: AgentRef; name: string; document: Record<string, unknown> };
+  DeleteLambdaTool: { agent: AgentRef; name: string };
+  AuthorizeSigner: { principal: string; role: ActionRole; agents?: string[] };
+  RevokeSigner: { principal: string };
+  SetToolPermission: { server: string; tool: string; permission: 'act' | 'always_ask' | null };
+  ListApprovals: Record<string, never>;
+  ApproveToolCall: { approvalId: string };
+  DenyToolCall: { approvalId: string };
+  ListToolChanges: { server?: string; status?: string };
+  AcceptToolChange: { server: string; tool: string; cid: string };
+  RejectToolChange: { server: string; tool: string; cid: string };
+  ListAuditEvents: { limit?: number; cursor?: string; action?: string; targetKind?: string; target?: string; signer?: string; since?: string; until?: string };
+  ListInputRequests: Record<string, never>;
+  AnswerInputRequest: { id: string; action: 'accept' | 'decline' | 'cancel'; content?: Record<string, unknown>; key?: string };
+  SetVendorConnection: { vendor: string; accessToken: string; refreshToken?: string; expiresAt?: string };
+  DeleteVendorConnection: { vendor: string };
+  CreateAgentToken: { agent: AgentRef; name?: string; expiresInDays?: number };
+  ListAgentTokens: { agent: AgentRef };
+  RevokeAgentToken: { id: string };
+}
+
+type Open = { [key: string]: unknown };
+
+/** The response of each action (the fields every answer has; some carry more). */
+export interface ActionResponses {
+  ListMcpServers: { servers: RedactedMcpServer[] };
+  SetMcpServer: { server: RedactedMcpServer } & Open;
+  RefreshMcpServer: { server: RedactedMcpServer };
+  DeleteMcpServer: Open;
+  AuthorizeMcpServer: { server: string; authorizationUrl: string } & Open;
+  CreateAgent: { agent: AgentView };
+  UpdateAgent: { agent: AgentView };
+  GetAgent: { agent: AgentView };
+  ListAgents: { agents: AgentView[] };
+  ListAgentTools: { tools: Open[] } & Open;
+  InvokeTool: { result: Open; run: string };
+  EndRun: { run: string; ended: true };
+  PromoteTools: Open;
+  SearchTools: { families: Array<{ family: string; server: string; tools: Array<{ name: string; description?: string; score: number; cid: string }> }> };
+  SetLambdaTool: { name: string; cid: string; version: number };
+  DeleteLambdaTool: { name: string; version: number };
+  AuthorizeSigner: { signer: { principal: string; role: ActionRole; agents?: string[] } };
+  RevokeSigner: { revoked: boolean } & Open;
+  SetToolPermission: { server: string; tool: string; permission: 'act' | 'always_ask' | null } & Open;
+  ListApprovals: { approvals: Open[] };
+  ApproveToolCall: { approval: Open };
+  DenyToolCall: { approval: Open };
+  ListToolChanges: { changes: Open[] };
+  AcceptToolChange: { server: string; tool: string; cid: string; decision: string } & Open;
+  RejectToolChange: { server: string; tool: string; cid: string; decision: string } & Open;
+  ListAuditEvents: { events: Open[]; nextCursor?: string };
+  ListInputRequests: { inputRequests: Open[] };
+  AnswerInputRequest: { inputRequest: Open };
+  SetVendorConnection: { vendor: string; servers: RedactedMcpServer[] };
+  DeleteVendorConnection: { vendor: string; servers: string[] };
+  CreateAgentToken: { token: string; id: string } & Open;
+  ListAgentTokens: { agent: string; tokens: Open[] };
+  RevokeAgentToken: { id: string; revoked: boolean };
+}
+
+export type ActionRequest<T extends ActionType> = ActionRequests[T];
+export type ActionResponse<T extends ActionType> = ActionResponses[T];
+/** An action as sent in the envelope: its type and its request. */
+export type ActionOf<T extends ActionType> = { type: T } & ActionRequests[T];
+
+export interface ActionSpec {
+  /** One line on what the action does. */
+  summary: string;
+  roles: readonly ActionRole[];
+  request: JsonSchema;
+  response: JsonSchema;
+  /** Codes the action answers besides the envelope's (`invalid_input`, `unauthenticated`, `forbidden`, `rate_limited`, `internal`). */
+  errors?: readonly ErrorCode[];
+}
+
+const str: JsonSchema = { type: 'string' };
+const int: JsonSchema = { type: 'integer' };
+const bool: JsonSchema = { type: 'boolean' };
+const anyObject: JsonSchema = { type: 'object' };
+const arr = (items: JsonSchema): JsonSchema => ({ type: 'array', items });
+const ref = (name: string): JsonSchema => ({ $ref: `#/components/schemas/${name}` });
+const obj = (properties: Record<string, JsonSchema>, required: string[] = []): JsonSchema =>
+  required.length > 0 ? { type: 'object', properties, required } : { type: 'object', properties };
+const agent: JsonSchema = { type: 'string', description: 'An agent id or name' };
+const ALL: readonly ActionRole[] = ['OWNER', 'WRITER', 'AGENT'];
+const WRITERS: readonly ActionRole[] = ['OWNER', 'WRITER'];
+const OWNER: readonly ActionRole[] = ['OWNER'];
+const nothing = obj({});
+const review = obj({ server: str, tool: str, cid: str }, ['server', 'tool', 'cid']);
+const reviewed = obj({ server: str, tool: str, cid: str, decision: str }, ['server', 'tool', 'cid', 'decision']);
+
+/** Every action: the one list the registry dispatches and the OpenAPI document describes. */
+export const ACTION_MAP: { readonly [T in ActionType]: ActionSpec } = {
+  ListMcpServers: { summary: "The account's remote MCP servers, redacted", roles: ALL, request: nothing, response: obj({ servers: arr(ref('RedactedMcpServer')) }, ['servers']) },
+  SetMcpServer: {
+    summary: 'Creates or replaces a remote MCP server and discovers its tools',
+    roles: WRITERS,
+    request: obj({ name: str, config: ref('McpServerConfigInput') }, ['name', 'config']),
+    response: obj({ server: ref('RedactedMcpServer') }, ['server']),
+    errors: ['quota_exceeded', 'conflict', 'outbound_refused'],
+  },
+  RefreshMcpServer: { summary: "Discovers a server's tools again", roles: WRITERS, request: obj({ name: str }, ['name']), response: obj({ server: ref('RedactedMcpServer') }, ['server']), errors: ['not_found', 'quota_exceeded'] },
+  DeleteMcpServer: { summary: 'Deletes a server; it leaves every grant', roles: WRITERS, request: obj({ name: str }, ['name']), response: anyObject, errors: ['not_found'] },
+  AuthorizeMcpServer: {
+    summary: 'A fresh OAuth authorization URL for a server with config.auth oauth',
+    roles: WRITERS,
+    request: obj({ name: str }, ['name']),
+    response: obj({ server: str, authorizationUrl: str }, ['server', 'authorizationUrl']),
+    errors: ['not_found', 'conflict'],
+  },
+  CreateAgent: { summary: 'Creates an agent granted servers', roles: WRITERS, request: obj({ name: str, definition: ref('AgentDefinition') }, ['name', 'definition']), response: obj({ agent: ref('AgentView') }, ['agent']), errors: ['conflict', 'quota_exceeded'] },
+  UpdateAgent: { summary: "Replaces an agent's definition", roles: WRITERS, request: obj({ agent, definition: ref('AgentDefinition') }, ['agent', 'definition']), response: obj({ agent: ref('AgentView') }, ['agent']), errors: ['not_found'] },
+  GetAgent: { summary: 'One agent', roles: ALL, request: obj({ agent }, ['agent']), response: obj({ agent: ref('AgentView') }, ['agent']), errors: ['not_found'] },
+  ListAgents: { summary: "The account's agents (an AGENT signer: its own)", roles: ALL, request: nothing, response: obj({ agents: arr(ref('AgentView')) }, ['agents']) },
+  ListAgentTools: { summary: "An agent's projected tools", roles: ALL, request: obj({ agent }, ['agent']), response: obj({ tools: arr(anyObject) }, ['tools']), errors: ['not_found'] },
+  InvokeTool: {
+    summary: 'One call through the proxy; without run the run ends at once',
+    roles: ALL,
+    request: obj({ agent, tool: str, arguments: anyObject, run: str, approvalId: str, inputRequestId: str, timeoutMs: int }, ['agent', 'tool']),
+    response: obj({ result: anyObject, run: str }, ['result', 'run']),
+    errors: ['not_found', 'not_granted', 'invalid_arguments', 'server_error', 'transport_error', 'auth_required', 'timeout', 'call_lost', 'maybe_executed', 'cancelled', 'approval_required', 'approval_refused', 'input_required', 'input_refused', 'outbound_refused', 'held_for_review'],
+  },
+  EndRun: { summary: "Ends one of the account's runs; every proxy closes its connections", roles: ALL, request: obj({ run: str }, ['run']), response: obj({ run: str, ended: { const: true } }, ['run', 'ended']) },
+  PromoteTools: { summary: 'The admitted names and their provider tool formats', roles: ALL, request: obj({ agent, names: arr(str) }, ['agent', 'names']), response: anyObject, errors: ['not_found'] },
+  SearchTools: {
+    summary: 'Tools found by meaning, grouped by family',
+    roles: ALL,
+    request: obj({ query: str, family: str, agent, limit: int }, ['query']),
+    response: obj({ families: arr(obj({ family: str, server: str, tools: arr(obj({ name: str, description: str, score: { type: 'number' }, cid: str }, ['name', 'score', 'cid'])) }, ['family', 'server', 'tools'])) }, ['families']),
+  },
+  SetLambdaTool: { summary: 'Sets a lambda tool document on an agent', roles: ALL, request: obj({ agent, name: str, document: anyObject }, ['agent', 'name', 'document']), response: obj({ name: str, cid: str, version: int }, ['name', 'cid', 'version']), errors: ['conflict', 'not_found'] },
+  DeleteLambdaTool: { summary: 'Deletes a lambda tool of an agent', roles: ALL, request: obj({ agent, name: str }, ['agent', 'name']), response: obj({ name: str, version: int }, ['name', 'version']), errors: ['conflict', 'not_found'] },
+  AuthorizeSigner: {
+    summary: 'Lets a key act for the account with a role',
+    roles: OWNER,
+    request: obj({ principal: str, role: ref('Role'), agents: arr(str) }, ['principal', 'role']),
+    response: obj({ signer: obj({ principal: str, role: ref('Role'), agents: arr(str) }, ['principal', 'role']) }, ['signer']),
+  },
+  RevokeSigner: { summary: 'The key may no longer act for the account', roles: OWNER, request: obj({ principal: str }, ['principal']), response: obj({ revoked: bool }, ['revoked']) },
+  SetToolPermission: {
+    summary: "A tool's permission level (null: inherited)",
+    roles: OWNER,
+    request: obj({ server: str, tool: str, permission: { enum: ['act', 'always_ask', null] } }, ['server', 'tool', 'permission']),
+    response: obj({ server: str, tool: str, permission: { enum: ['act', 'always_ask', null] } }, ['server', 'tool', 'permission']),
+    errors: ['not_found'],
+  },
+  ListApprovals: { summary: "The account's pending approvals, oldest first", roles: WRITERS, request: nothing, response: obj({ approvals: arr(anyObject) }, ['approvals']) },
+  ApproveToolCall: { summary: 'Approves an always_ask call; the runtime re-sends it', roles: OWNER, request: obj({ approvalId: str }, ['approvalId']), response: obj({ approval: anyObject }, ['approval']), errors: ['not_found', 'conflict'] },
+  DenyToolCall: { summary: 'Denies an always_ask call', roles: OWNER, request: obj({ approvalId: str }, ['approvalId']), response: obj({ approval: anyObject }, ['approval']), errors: ['not_found', 'conflict'] },
+  ListToolChanges: { summary: "A pinned server's held tool changes with diffs and warnings", roles: WRITERS, request: obj({ server: str, status: str }), response: obj({ changes: arr(anyObject) }, ['changes']) },
+  AcceptToolChange: { summary: 'The held contract becomes the accepted one', roles: WRITERS, request: review, response: reviewed, errors: ['not_found', 'conflict'] },
+  RejectToolChange: { summary: 'The change stays held and is not asked about again', roles: WRITERS, request: review, response: reviewed, errors: ['not_found', 'conflict'] },
+  ListAuditEvents: {
+    summary: 'The audit log: who changed what, when',
+    roles: OWNER,
+    request: obj({ limit: int, cursor: str, action: str, targetKind: str, target: str, signer: str, since: str, until: str }),
+    response: obj({ events: arr(anyObject), nextCursor: str }, ['events']),
+  },
+  ListInputRequests: { summary: "The account's input requests waiting for a person", roles: WRITERS, request: nothing, response: obj({ inputRequests: arr(anyObject) }, ['inputRequests']) },
+  AnswerInputRequest: {
+    summary: "Answers a server's question; the runtime re-sends the call",
+    roles: OWNER,
+    request: obj({ id: str, action: { enum: ['accept', 'decline', 'cancel'] }, content: anyObject, key: str }, ['id', 'action']),
+    response: obj({ inputRequest: anyObject }, ['inputRequest']),
+    errors: ['not_found', 'input_refused'],
+  },
+  SetVendorConnection: {
+    summary: "Lights up a vendor's built-in servers with its token",
+    roles: WRITERS,
+    request: obj({ vendor: str, accessToken: str, refreshToken: str, expiresAt: str }, ['vendor', 'accessToken']),
+    response: obj({ vendor: str, servers: arr(ref('RedactedMcpServer')) }, ['vendor', 'servers']),
+  },
+  DeleteVendorConnection: { summary: "The vendor's built-ins go dark and leave every grant", roles: WRITERS, request: obj({ vendor: str }, ['vendor']), response: obj({ vendor: str, servers: arr(str) }, ['vendor', 'servers']), errors: ['not_found'] },
+  CreateAgentToken: {
+    summary: "A bearer token of the agent's MCP endpoint, shown this once",
+    roles: OWNER,
+    request: obj({ agent, name: str, expiresInDays: int }, ['agent']),
+    response: obj({ token: str, id: str }, ['token', 'id']),
+    errors: ['not_found', 'quota_exceeded'],
+  },
+  ListAgentTokens: { summary: "An agent's endpoint tokens (never a token or its hash)", roles: OWNER, request: obj({ agent }, ['agent']), response: obj({ agent: str, tokens: arr(anyObject) }, ['agent', 'tokens']), errors: ['not_found'] },
+  RevokeAgentToken: { summary: 'The endpoint refuses the token from then on', roles: OWNER, request: obj({ id: str }, ['id']), response: obj({ id: str, revoked: bool }, ['id', 'revoked']), errors: ['not_found'] },
+};
+
+/** The action types, in the map's order. */
+export const ACTION_TYPES = Object.keys(ActionTypes) as ActionType[];
+
+/** Schemas the action schemas refer to. */
+export const ACTION_COMPONENTS: Record<string, JsonSchema> = {
+  Role: { enum: ['OWNER', 'WRITER', 'AGENT'] },
+  AgentDefinition: obj({ mcpServers: arr(str), inputs: obj({ forms: { enum: ['person', 'runtime'] } }) }, ['mcpServers']),
+  AgentView: obj({ id: str, name: str, definition: ref('AgentDefinition'), grants: obj({ mcpServers: arr(str) }, ['mcpServers']), createdAt: str, updatedAt: str }, ['id', 'name', 'definition', 'grants', 'createdAt', 'updatedAt']),
+  McpServerConfigInput: obj(
+    {
+      url: { type: 'string', format: 'uri' },
+      transport: str,
+      headers: { type: 'object', additionalProperties: str },
+      secretHeaders: { type: 'object', additionalProperties: str, writeOnly: true },
+      secretRefs: { type: 'object', additionalProperties: str },
+      auth: { enum: ['oauth', 'bearer', 'headers', 'none'] },
+      token: { type: 'string', writeOnly: true },
+      oauth: obj({ clientId: str, clientSecret: { type: 'string', writeOnly: true }, grant: { enum: ['authorization_code', 'client_credentials'] }, privateKey: { type: 'string', writeOnly: true }, keyAlg: str, scope: str }, ['clientId']),
+      pin: { enum: ['off', 'review', 'strict'] },
+    },
+    ['url'],
+  ),
+  RedactedMcpServer: obj(
+    {
+      id: str,
+      name: str,
+      url: str,
+      transport: { type: ['string', 'null'] },
+      headerNames: arr(str),
+      secretHeaderNames: arr(str),
+      hasSecrets: bool,
+      auth: { enum: ['oauth', 'bearer', 'headers', 'none'] },
+      builtin: bool,
+      era: { enum: ['modern', 'legacy'] },
+      protocolVersion: str,
+      tools: arr(anyObject),
+      status: anyObject,
+      pin: { enum: ['off', 'review', 'strict'] },
+      pendingReviews: int,
+      createdAt: str,
+      updatedAt: str,
+    },
+    ['id', 'name', 'url', 'tools', 'status', 'createdAt', 'updatedAt'],
+  ),
+};
