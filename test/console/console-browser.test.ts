@@ -42,7 +42,13 @@ const VENDOR_TOKEN = 'gho_consolePermissions';
  * a destructive call approved from the approvals view, and tool permission levels overridden from
  * the tool list (custom and built-in servers alike).
  */
-describe.skipIf(!HAS_CHROMIUM)(`the console in a real browser${HAS_CHROMIUM ? '' : ` (skipped: no Chromium at ${CHROMIUM}; install it or set CHROMIUM_PATH)`}`, () => {
+/**
+ * A browser on a busy machine (the suite runs files side by side) is slow to draw: each wait is
+ * bounded at a minute (the page's own default), each test at three.
+ */
+const PAGE_WAIT_MS = 60_000;
+
+describe.skipIf(!HAS_CHROMIUM)(`the console in a real browser${HAS_CHROMIUM ? '' : ` (skipped: no Chromium at ${CHROMIUM}; install it or set CHROMIUM_PATH)`}`, { timeout: 180_000 }, () => {
   let system: ProxySystem;
   let acme: TestMcpServer;
   let as: TestOAuthServer;
@@ -65,7 +71,7 @@ describe.skipIf(!HAS_CHROMIUM)(`the console in a real browser${HAS_CHROMIUM ? ''
     [guarded, machine] = await Promise.all([startProtectedMcpServer(as, { era: 'modern' }), startProtectedMcpServer(machineAs)]);
     userDataDir = mkdtempSync(join(tmpdir(), 'mcpx-console-'));
     context = await chromium.launchPersistentContext(userDataDir, { executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
-    context.setDefaultTimeout(20_000);
+    context.setDefaultTimeout(PAGE_WAIT_MS);
     page = context.pages()[0] ?? (await context.newPage());
     await page.goto(`${system.api.apiUrl}/console/`);
   });
@@ -104,7 +110,7 @@ describe.skipIf(!HAS_CHROMIUM)(`the console in a real browser${HAS_CHROMIUM ? ''
     // The list was drawn again on the reply: the keyboard focus came back to the control.
     await page.waitForFunction(`document.activeElement?.getAttribute('aria-label') === 'permission of ${toolName}'`);
     const run = `permissions-${slug}`;
-    const id = await eventually(() => stoppedCall(system, agent, run, toolName, args).catch(() => undefined), 15_000, `${toolName} to ask`);
+    const id = await eventually(() => stoppedCall(system, agent, run, toolName, args).catch(() => undefined), PAGE_WAIT_MS, `${toolName} to ask`);
     const approval = page.locator(`#approval-list li[data-approval="${id}"]`);
     await approval.getByRole('button', { name: 'Deny' }).click();
     await approval.waitFor({ state: 'detached' });
@@ -112,7 +118,7 @@ describe.skipIf(!HAS_CHROMIUM)(`the console in a real browser${HAS_CHROMIUM ? ''
     await permissionOf(toolName).selectOption('');
     await row('[data-permission="act"]:not([data-overridden])').waitFor();
     expect(await chosen(toolName).textContent()).toBe('inherited (act)');
-    const out = await eventually(() => system.call(agent, run, toolName, args).catch(() => undefined), 15_000, `${toolName} to act again`);
+    const out = await eventually(() => system.call(agent, run, toolName, args).catch(() => undefined), PAGE_WAIT_MS, `${toolName} to act again`);
     expect(out.result.text).toBe(expected);
   }
 
