@@ -8,7 +8,7 @@
  * `test/conformance/conformance.test.ts` (the same runs against the checked-in baselines).
  */
 import { readFileSync, writeFileSync } from 'node:fs';
-import { availableParallelism } from 'node:os';
+import { availableParallelism, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { REVISIONS, ROOT, baselineReasons, runConformance, summaryLine, type ConformanceRun } from '../test/conformance/run-conformance.js';
 
@@ -49,7 +49,7 @@ async function main(): Promise<void> {
     'were added after the revision was released. Expected failures are listed with their reasons in',
     '`test/conformance/expected-failures.<revision>.yaml`; `npm test` holds the suite to them.',
     '',
-    `Run ${new Date().toISOString().slice(0, 10)}, ${availableParallelism()} cores.`,
+    `Run ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC, ${availableParallelism()} cores, load average ${loadavg()[0]!.toFixed(1)} at the end (the scenarios of a revision run in parallel: on a loaded machine their servers' sockets can drop mid-flow).`,
     '',
     ...runs.flatMap(table),
   ].join('\n');
