@@ -71,5 +71,9 @@ describe('hostile input requests', () => {
 
     const ok = await system.call('victim', 'h-echo', 'bad__echo', {});
     expect(ok.result.text).toBe('still here');
+
+    // Counted: the refusals and the question asked, on the proxy's /metrics.
+    const metrics = await (await fetch(`${system.proxies[0]!.internalUrl}/metrics`)).text();
+    expect(metrics).toMatch(/mcpx_proxy_input_requests_total\{[^}]*outcome="asked"[^}]*\} [1-9]/);
   });
 });
