@@ -9,9 +9,23 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { chownSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { connect as tcpConnect } from 'node:net';
+import { connect as tcpConnect, createServer, type Server } from 'node:net';
 import pg from 'pg';
 import { freePort } from '../../servers/free-port.js';
+
+/** `n` distinct free ports (each held until all are found, then released; another process may still take one). */
+export async function freePorts(n: number): Promise<number[]> {
+  const servers = await Promise.all(
+    Array.from({ length: n }, () => new Promise<Server>((resolve, reject) => {
+      const srv = createServer();
+      srv.once('error', reject);
+      srv.listen(0, '127.0.0.1', () => resolve(srv));
+    })),
+  );
+  const ports = servers.map((srv) => (srv.address() as { port: number }).port);
+  await Promise.all(servers.map((srv) => new Promise<void>((r) => srv.close(() => r()))));
+  return ports;
+}
 
 export function which(bin: string): string | undefined {
   const r = spawnSync('sh', ['-c', `command -v ${bin}`], { encoding: 'utf8' });
@@ -127,19 +141,22 @@ export class PrivateNats extends Managed {
   }
 
   static async create(opts: NatsNodeOptions & { port?: number } = {}): Promise<PrivateNats> {
-    const n = new PrivateNats(opts.port ?? (await freePort()), await freePort(), opts);
+    const [port, monitor] = await freePorts(2);
+    const n = new PrivateNats(opts.port ?? (port as number), monitor as number, opts);
     await n.start();
     return n;
   }
 
   /** A three-node (or `size`) cluster on loopback: routes between every pair, JetStream on each. */
   static async cluster(size = 3): Promise<PrivateNats[]> {
-    const ports = await Promise.all(Array.from({ length: size }, () => freePort()));
-    const clusterPorts = await Promise.all(Array.from({ length: size }, () => freePort()));
+    const all = await freePorts(3 * size);
+    const ports = all.slice(0, size);
+    const clusterPorts = all.slice(size, 2 * size);
+    const monitorPorts = all.slice(2 * size);
     const routes = clusterPorts.map((p) => `nats://127.0.0.1:${p}`);
     const nodes: PrivateNats[] = [];
     for (let i = 0; i < size; i++) {
-      nodes.push(new PrivateNats(ports[i] as number, await freePort(), { serverName: `n${i + 1}`, cluster: { name: 'mcpx', port: clusterPorts[i] as number, routes } }));
+      nodes.push(new PrivateNats(ports[i] as number, monitorPorts[i] as number, { serverName: `n${i + 1}`, cluster: { name: 'mcpx', port: clusterPorts[i] as number, routes } }));
     }
     await Promise.all(nodes.map((n) => n.start()));
     // JetStream has a meta leader only once the routes are up.

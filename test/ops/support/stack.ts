@@ -14,7 +14,7 @@ import { WireError, makeSubjects, type Subjects } from '@mcpx/contracts';
 import { createDb, migrate } from '@mcpx/db';
 import { generateKeyPair } from '@mcpx/envelope';
 import { ProxyClient, type CallInput, type CallOutcome } from '@mcpx/proxy-client';
-import { freePort } from '../../servers/free-port.js';
+import { freePorts } from './infra.js';
 import { ApiClient } from '../../support/api-client.js';
 import { createTestDatabase, serviceUrls } from '../../support/env.js';
 
@@ -150,13 +150,13 @@ export class Stack {
         return await this.spawnOnce(name, extraEnv);
       } catch (err) {
         if (attempt >= 3 || !/EADDRINUSE/.test((err as Error).message)) throw err;
+        // Another process took a port between our check and the service's listen: other ports.
       }
     }
   }
 
   private async spawnOnce(name: ServiceName, extraEnv: Record<string, string>): Promise<ServiceProcess> {
-    const port = await freePort();
-    const internalPort = await freePort();
+    const [port, internalPort] = (await freePorts(2)) as [number, number];
     const instance = `${name}-${++this.counter}-${port}`;
     const logs: string[] = [];
     const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'services', name, 'src', 'main.ts')], {
