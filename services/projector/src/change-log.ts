@@ -3,6 +3,7 @@ import type { Bus } from '@mcpx/bus';
 import type { AgentToolsChangedEvent } from '@mcpx/contracts';
 import type { Database, Db, PendingToolsEvent, ToolsDiff } from '@mcpx/db';
 import type { Logger } from '@mcpx/log';
+import { McpAttributes, withSpan, type Counter, type Meter, type Tracer } from '@mcpx/telemetry';
 import type { EventPublisher, OutgoingEvent } from './event-publisher.js';
 
 /** One agent's agent-tools-changed event. */
@@ -20,9 +21,16 @@ export interface AgentChange {
  * the same message ids, so JetStream stores each event once (within its duplicate window).
  */
 export class ChangeLog {
+  private readonly published: Counter | undefined;
+
   constructor(
-    private readonly deps: { db: Db; bus: Bus; log: Logger; publisher: EventPublisher },
-  ) {}
+    /** `meter`: `mcpx_projector_events_published_total`; `tracer`: a `projector.publish` span per change's events. */
+    private readonly deps: { db: Db; bus: Bus; log: Logger; publisher: EventPublisher; meter?: Meter; tracer?: Tracer },
+  ) {
+    this.published = deps.meter?.createCounter('mcpx_projector_events_published_total', {
+      description: 'agent-tools-changed events by outcome: stored (JetStream acknowledged each) or failed (the batch will be published again)',
+    });
+  }
 
   /**
    * Records `change` as open, in the change's own transaction, with the diff its agents share (an
@@ -43,7 +51,18 @@ export class ChangeLog {
       const payload: AgentToolsChangedEvent = { account, agent: c.agent, version: c.version, added: c.diff.added, changed: c.diff.changed, removed: c.diff.removed };
       return { subject: bus.subjects.agentToolsChanged(account, c.agent), payload, msgId: `tools-${account}-${c.agent}-${c.version}` };
     });
-    await publisher.publishAll(events);
+    const publishAll = async (): Promise<void> => {
+      try {
+        await publisher.publishAll(events);
+        this.published?.add(events.length, { outcome: 'stored' });
+      } catch (err) {
+        // The whole batch is published again (same message ids, stored once): counted as failed now.
+        this.published?.add(events.length, { outcome: 'failed' });
+        throw err;
+      }
+    };
+    if (this.deps.tracer === undefined) await publishAll();
+    else await withSpan(this.deps.tracer, 'projector.publish', { [McpAttributes.agentsTouched]: events.length, 'mcpx.change.kind': change.slice(0, 1) }, publishAll);
     await db.deleteFrom('projector.open_changes').where('id', '=', change).execute();
   }
 

@@ -5,7 +5,7 @@ import { encodePayload } from '@mcpx/contracts';
 import type { Database, Db, PendingToolsEvent, ToolsDiff } from '@mcpx/db';
 import { buildToolDocuments, documentCid, isBuiltinServerId, isPlainObject, projectToolNames, type ToolNameStyle } from '@mcpx/domain';
 import type { Logger } from '@mcpx/log';
-import { withSpan } from '@mcpx/telemetry';
+import { McpAttributes, withSpan } from '@mcpx/telemetry';
 import { agentSet, appendPending, lockAgent, lockKey, openChanges, pendingEntry, serverLockKey } from './agent-sets.js';
 import type { AgentChange, ChangeLog } from './change-log.js';
 import { diffToolMaps, isEmptyDiff, sharedNamesDiff, withoutNames } from './tools-diff.js';
@@ -56,9 +56,10 @@ export class Projection {
 
   private async timed(kind: string, attrs: Record<string, string>, fn: () => Promise<number>): Promise<number> {
     const started = performance.now();
-    return withSpan(this.deps.tracer, `projector.${kind}`, attrs, async (span) => {
+    // One span per batch (an event's projection run); its agents touched and outcome, never a tool's contents.
+    return withSpan(this.deps.tracer, `projector.${kind}`, { ...attrs, ...('mcp.server' in attrs ? { [McpAttributes.server]: attrs['mcp.server'] } : {}) }, async (span) => {
       const n = await fn();
-      span.setAttribute('mcpx.agents_changed', n);
+      span.setAttributes({ 'mcpx.agents_changed': n, [McpAttributes.agentsTouched]: n, [McpAttributes.outcome]: n > 0 ? 'changed' : 'unchanged' });
       this.events.add(1, { kind, outcome: n > 0 ? 'changed' : 'unchanged' });
       this.agentsUpdated.add(n, { kind });
       this.duration.record(performance.now() - started, { kind });

@@ -2,10 +2,10 @@ import { connectBus } from '@mcpx/bus';
 import type { Config } from '@mcpx/config';
 import { createDb, migrate } from '@mcpx/db';
 import { createLogger, type LogSink } from '@mcpx/log';
-import { setupTelemetry, startServiceHttp, type Telemetry } from '@mcpx/telemetry';
+import { consumerBacklogGauge, setupTelemetry, startServiceHttp, type Telemetry } from '@mcpx/telemetry';
 import { serveAgentTools } from './agent-tools.read.js';
 import { ChangeLog } from './change-log.js';
-import { DEFAULT_ACK_WAIT_MS, startEventConsumer } from './event-consumer.js';
+import { DEFAULT_ACK_WAIT_MS, PROJECTOR_DURABLE, startEventConsumer } from './event-consumer.js';
 import { EventPublisher } from './event-publisher.js';
 import { LambdaTools, serveLambdaTools } from './lambda-tools.js';
 import { Projection } from './projection.js';
@@ -46,11 +46,17 @@ export async function startProjector(config: Config, opts: ProjectorOptions = {}
     ...(config.natsCredentials ? { credentials: config.natsCredentials, inboxPrefix: config.natsCredentials.inboxPrefix } : {}),
   });
   const publisher = new EventPublisher(bus.nc, bus.inboxPrefix, () => bus.traceHeaders(), { log, ...(opts.publishWindow ? { window: opts.publishWindow } : {}) });
-  const changes = new ChangeLog({ db, bus, log, publisher });
+  const changes = new ChangeLog({ db, bus, log, publisher, meter: telemetry.meter, tracer: telemetry.tracer });
   const projection = new Projection({ db, log, tracer: telemetry.tracer, meter: telemetry.meter, style: config.toolNameStyle, changes });
   const subs = [serveAgentTools(bus, db, config.toolNameStyle), serveToolSearch(bus, db), ...serveLambdaTools(bus, new LambdaTools({ db, log, changes }))];
   const ackWaitMs = opts.ackWaitMs ?? DEFAULT_ACK_WAIT_MS;
   const consumer = await startEventConsumer({ bus, projection, log, concurrency: opts.concurrency ?? 8, ackWaitMs });
+  // Projector lag: the shared durable consumer's backlog, read from JetStream at each scrape
+  // (mcpx_consumer_backlog{consumer="projector",state}; every instance reports the same consumer).
+  consumerBacklogGauge(telemetry.meter, PROJECTOR_DURABLE, async () => {
+    const info = await bus.jsm.consumers.info(bus.subjects.mcpEventsStream, PROJECTOR_DURABLE);
+    return { pending: info.num_pending, ackPending: info.num_ack_pending };
+  });
   // Changes left open by an instance that died are published again (their events keep their ids).
   let sweeping: Promise<unknown> = Promise.resolve();
   const sweep = setInterval(() => {

@@ -6,7 +6,8 @@ import { QUOTA_DEFAULTS, type LeaseQuota, type QuotaLimits, type SingleFlight } 
 import type { Logger } from '@mcpx/log';
 import { connectMcp, resourceMetadataUrl, type EraVerdict, type McpConnection } from '@mcpx/mcp-client';
 import { budgetedFetch, ResponseBound } from '@mcpx/outbound';
-import { safeUrlForTelemetry, traceCarrier, withSpan } from '@mcpx/telemetry';
+import { McpAttributes, safeUrlForTelemetry, traceCarrier, withSpan } from '@mcpx/telemetry';
+import { discoveryErrorCode, tracedRequests } from './discovery-telemetry.js';
 import { withDiscoveryLease } from './discovery-leases.js';
 import { nextProbeDelayMs, relistDelayMs } from './discovery-schedule.js';
 import { authContextOf, isAuthContext, parseEraVerdict } from './era-verdicts.js';
@@ -180,6 +181,8 @@ interface Outcome {
   /** The list's freshness hints, when the server gave them (bounded). */
   hints?: { ttlMs?: number; cacheScope?: 'public' | 'private' };
   error?: string;
+  /** A failure's stable code (see {@link discoveryErrorCode}), for spans and metrics. */
+  code?: string;
   authRequired?: boolean;
 }
 
@@ -230,9 +233,9 @@ export class Discovery {
     };
     this.slots = new Semaphore(deps.concurrency ?? DISCOVERY_LIMITS.concurrency);
     this.quotas = deps.quotas ?? QUOTA_DEFAULTS;
-    this.streams = new ListenStreams({ singleFlight: deps.singleFlight, log: deps.log, meter: deps.meter });
-    this.runs = deps.meter.createCounter('mcpx_discovery_total', { description: 'Discoveries by result and trigger' });
-    this.duration = deps.meter.createHistogram('mcpx_discovery_duration_ms', { description: 'Discovery time', unit: 'ms' });
+    this.streams = new ListenStreams({ singleFlight: deps.singleFlight, log: deps.log, meter: deps.meter, tracer: deps.tracer });
+    this.runs = deps.meter.createCounter('mcpx_discovery_total', { description: 'Discoveries by result (ok, error, auth_required), error code (ok when none), trigger and kind' });
+    this.duration = deps.meter.createHistogram('mcpx_discovery_duration_ms', { description: 'Discovery time by result, error code (ok when none), trigger and kind', unit: 'ms' });
     this.cuts = deps.meter.createCounter('mcpx_discovery_bound_cuts_total', { description: 'Response bodies of discoveries cut at a bound of the whole discovery (maxTotalBytes, deadlineMs)' });
     this.held = deps.meter.createCounter('mcpx_pin_changes_held_total', { description: "Tool changes a pinned server's discovery held for review, by kind (new, changed) and whether the tool is withheld" });
     this.relists = deps.meter.createCounter('mcpx_discovery_relists_total', { description: 'Re-lists of tool lists in use on expiry, armed' });
@@ -423,8 +426,10 @@ export class Discovery {
           trace.getActiveSpan()?.addEvent('discovery.bound_cut', { 'mcpx.bound': err.details.bound.name, 'mcpx.bound.limit': err.details.bound.limit });
         },
       });
+    // Each JSON-RPC request of the discovery (era probe, every page) its own span.
+    const traced = budgeted && tracedRequests(this.deps.tracer, budgeted, { [McpAttributes.server]: server.name, 'mcpx.server_kind': target.kind });
     try {
-      return await this.probeWith(server, target, budgeted);
+      return await this.probeWith(server, target, traced);
     } finally {
       budgeted?.end();
     }
@@ -434,12 +439,12 @@ export class Discovery {
     const deadlineMs = this.quotas.discoveryDeadlineMs;
     // One total deadline from connect to the last page (a server that answers slowly page after page included).
     const deadline = deadlineMs > 0 ? AbortSignal.timeout(deadlineMs) : undefined;
-    const overDeadline = (): Outcome => ({ error: `the discovery passed its total deadline of ${deadlineMs} ms (bound ${ResponseBound.deadline}, DISCOVERY_DEADLINE_MS)` });
+    const overDeadline = (): Outcome => ({ error: `the discovery passed its total deadline of ${deadlineMs} ms (bound ${ResponseBound.deadline}, DISCOVERY_DEADLINE_MS)`, code: 'deadline' });
     let headers: Record<string, string>;
     try {
       headers = await target.headers(server);
     } catch (err) {
-      if (err instanceof CredentialError) return { error: err.message, authRequired: err.authRequired };
+      if (err instanceof CredentialError) return { error: err.message, code: 'credential', authRequired: err.authRequired };
       throw err;
     }
     let conn: McpConnection | undefined;
@@ -452,17 +457,20 @@ export class Discovery {
       authContext = authContextOf(server.config.url, headers);
       prior = withoutPrior ? undefined : await this.priorVerdict(server, authContext);
       try {
-        conn = await connectMcp({
-          url: server.config.url,
-          ...(server.config.transport ? { transport: server.config.transport } : {}),
-          headers,
-          connectTimeoutMs: DISCOVERY_LIMITS.connectTimeoutMs,
-          ...(fetch ? { fetch } : {}),
-          ...(prior !== undefined ? { prior } : {}),
-          ...(deadline !== undefined ? { signal: deadline } : {}),
-          // A modern request carries the discovery's trace context in its _meta.
-          traceCarrier,
-        });
+        const usedPrior = prior;
+        conn = await this.connectSpan(server, target, usedPrior, renewed, () =>
+          connectMcp({
+            url: server.config.url,
+            ...(server.config.transport ? { transport: server.config.transport } : {}),
+            headers,
+            connectTimeoutMs: DISCOVERY_LIMITS.connectTimeoutMs,
+            ...(fetch ? { fetch } : {}),
+            ...(usedPrior !== undefined ? { prior: usedPrior } : {}),
+            ...(deadline !== undefined ? { signal: deadline } : {}),
+            // A modern request carries the discovery's trace context in its _meta.
+            traceCarrier,
+          }),
+        );
       } catch (err) {
         if (deadline?.aborted === true) return overDeadline();
         const e = err as { code?: string; message?: string; wwwAuthenticate?: string };
@@ -472,7 +480,7 @@ export class Discovery {
         try {
           if (e.code === 'unauthorized' && !renewed) next = target.renew ? await target.renew(server, headers) : ((await this.deps.oauthRenew?.(server, headers, challenge)) ?? null);
         } catch (renewErr) {
-          if (renewErr instanceof CredentialError) return { error: renewErr.message, authRequired: renewErr.authRequired };
+          if (renewErr instanceof CredentialError) return { error: renewErr.message, code: 'credential', authRequired: renewErr.authRequired };
           throw renewErr;
         }
         if (next !== null) {
@@ -480,16 +488,26 @@ export class Discovery {
           renewedClientToken = target.renew === undefined;
           continue;
         }
-        if (renewedClientToken && e.code === 'unauthorized') return { error: `the server refuses the access token obtained with its OAuth client credentials (${e.message ?? 'unauthorized'})` };
+        if (renewedClientToken && e.code === 'unauthorized') return { error: `the server refuses the access token obtained with its OAuth client credentials (${e.message ?? 'unauthorized'})`, code: 'unauthorized' };
         if (challenge !== undefined) {
           this.challenges.set(server.id, challenge);
           if (this.challenges.size > 10_000) this.challenges.delete(this.challenges.keys().next().value as string);
         }
-        return { error: e.message ?? 'connect failed', authRequired: e.code === 'unauthorized' && (target.renew !== undefined || wantsOAuth(e.wwwAuthenticate)) };
+        return { error: e.message ?? 'connect failed', code: discoveryErrorCode(err), authRequired: e.code === 'unauthorized' && (target.renew !== undefined || wantsOAuth(e.wwwAuthenticate)) };
       }
     }
     try {
-      const listed = await conn.listToolsWithHints({ maxPages: DISCOVERY_LIMITS.maxPages, ...(deadline !== undefined ? { signal: deadline } : {}) });
+      const open = conn;
+      const listed = await withSpan(this.deps.tracer, 'discovery.list', { [McpAttributes.methodName]: 'tools/list', [McpAttributes.server]: server.name, 'mcpx.server_kind': target.kind }, async (span) => {
+        try {
+          const out = await open.listToolsWithHints({ maxPages: DISCOVERY_LIMITS.maxPages, ...(deadline !== undefined ? { signal: deadline } : {}) });
+          span.setAttributes({ [McpAttributes.outcome]: 'ok', 'mcpx.tools.listed': out.tools.length });
+          return out;
+        } catch (err) {
+          span.setAttributes({ [McpAttributes.outcome]: 'error', [McpAttributes.errorCode]: deadline?.aborted === true ? 'deadline' : discoveryErrorCode(err) });
+          throw err;
+        }
+      }, { kind: SpanKind.CLIENT });
       const { kept, skipped } = screenTools(sanitizeTools(listed.tools));
       return { tools: kept, transport: conn.transport, skipped, verdict: conn.verdict, hints: listHints(listed) };
     } catch (err) {
@@ -498,7 +516,7 @@ export class Discovery {
       // first heard here. Probed again without the prior, the refusal comes at the connect, where
       // it is renewed or recorded as it always is (auth_required for the owner, its challenge).
       const refusedFromPrior = (err as { code?: string }).code === 'unauthorized' && prior !== undefined && !withoutPrior;
-      if (!refusedFromPrior) return { error: (err as Error).message ?? 'tools/list failed' };
+      if (!refusedFromPrior) return { error: (err as Error).message ?? 'tools/list failed', code: discoveryErrorCode(err) };
     } finally {
       // After the listing: a modern prior is adopted with no round trip, so a stale one is found
       // out (and re-probed) by the first request, not by the connect.
@@ -510,12 +528,42 @@ export class Discovery {
     return this.probeWith(server, target, fetch, true);
   }
 
+  /**
+   * The connect (`discovery.connect`): a modern server's `server/discover` or a legacy
+   * `initialize`, an era probe when no verdict is stored, none when a stored modern verdict is
+   * adopted. Outcome and error code on the span; never a header or the URL's secrets.
+   */
+  private async connectSpan(server: McpServerRecord, target: DiscoveryTarget, prior: EraVerdict | undefined, renewed: boolean, connect: () => Promise<McpConnection>): Promise<McpConnection> {
+    return withSpan(
+      this.deps.tracer,
+      'discovery.connect',
+      { [McpAttributes.server]: server.name, 'mcpx.server_kind': target.kind, 'mcpx.prior': prior !== undefined, 'mcpx.renewed': renewed, ...(prior !== undefined ? { [McpAttributes.methodName]: prior.era === 'modern' ? 'server/discover' : 'initialize' } : {}) },
+      async (span) => {
+        try {
+          const conn = await connect();
+          span.setAttributes({
+            [McpAttributes.outcome]: 'ok',
+            [McpAttributes.methodName]: conn.era === 'modern' ? 'server/discover' : 'initialize',
+            'mcpx.era': conn.era,
+            'mcp.protocol.version': conn.protocolVersion,
+            'mcpx.era_probe': prior === undefined || conn.reprobed,
+          });
+          return conn;
+        } catch (err) {
+          span.setAttributes({ [McpAttributes.outcome]: 'error', [McpAttributes.errorCode]: discoveryErrorCode(err) });
+          throw err;
+        }
+      },
+      { kind: SpanKind.CLIENT },
+    );
+  }
+
   private async lead(server: McpServerRecord, trigger: string, run: () => Promise<Outcome>, target: DiscoveryTarget): Promise<McpServerRecord> {
     const started = performance.now();
     return withSpan(
       this.deps.tracer,
       'registry.discover',
-      { 'mcp.server': server.name, 'mcp.account': server.accountId, 'url.full': safeUrlForTelemetry(server.config.url), 'mcpx.trigger': trigger, 'mcpx.server_kind': target.kind },
+      { 'mcp.server': server.name, [McpAttributes.server]: server.name, 'mcp.account': server.accountId, 'url.full': safeUrlForTelemetry(server.config.url), 'mcpx.trigger': trigger, 'mcpx.server_kind': target.kind },
       async (span) => {
         const outcome = await run();
         const now = new Date();
@@ -605,9 +653,10 @@ export class Discovery {
           pins?.requested(saved, requested);
         }
         const result = status.state;
-        span.setAttributes({ 'mcpx.result': result, 'mcpx.tools': saved.tools.length, 'mcpx.tools_changed': changed });
-        this.runs.add(1, { result, trigger, kind: target.kind });
-        this.duration.record(performance.now() - started, { result, trigger, kind: target.kind });
+        const code = result === 'ok' ? 'ok' : (outcome.code ?? 'error');
+        span.setAttributes({ 'mcpx.result': result, [McpAttributes.outcome]: result, ...(code !== 'ok' ? { [McpAttributes.errorCode]: code } : {}), 'mcpx.tools': saved.tools.length, 'mcpx.tools_changed': changed });
+        this.runs.add(1, { result, code, trigger, kind: target.kind });
+        this.duration.record(performance.now() - started, { result, code, trigger, kind: target.kind });
         this.deps.log.info('discovery', { account: saved.accountId, server: saved.name, trigger, result, tools: saved.tools.length, changed, kind: target.kind });
         return saved;
       },

@@ -1,7 +1,9 @@
-import type { Counter, Meter, UpDownCounter } from '@opentelemetry/api';
+import { SpanKind, SpanStatusCode, trace, type Counter, type Meter, type Tracer, type UpDownCounter } from '@opentelemetry/api';
 import { LockBusyError, type SingleFlight } from '@mcpx/locks';
 import type { Logger } from '@mcpx/log';
 import type { McpConnection } from '@mcpx/mcp-client';
+import { McpAttributes } from '@mcpx/telemetry';
+import { discoveryErrorCode } from './discovery-telemetry.js';
 
 /** Bounds of the change streams (`subscriptions/listen`) a registry instance holds. */
 export const LISTEN_LIMITS = {
@@ -30,6 +32,8 @@ export interface ListenStreamsDeps {
   singleFlight: SingleFlight;
   log: Logger;
   meter: Meter;
+  /** Spans of each opening (`discovery.listen`) and each break (`discovery.listen.break`); default: the global tracer. */
+  tracer?: Tracer;
   random?: () => number;
 }
 
@@ -50,12 +54,14 @@ export class ListenStreams {
   private stopped = false;
   private readonly events: Counter;
   private readonly open: UpDownCounter;
+  private readonly tracer: Tracer;
 
   constructor(private readonly deps: ListenStreamsDeps) {
     this.events = deps.meter.createCounter('mcpx_registry_listen_events_total', {
       description: 'Change streams (subscriptions/listen) by event: opened, ended, failed, held_elsewhere, full, changed',
     });
     this.open = deps.meter.createUpDownCounter('mcpx_registry_listen_streams', { description: 'Change streams held open by this instance' });
+    this.tracer = deps.tracer ?? trace.getTracer('registry');
   }
 
   /** Streams this instance holds (for tests and stats). */
@@ -110,13 +116,27 @@ export class ListenStreams {
     let failures = 0;
     let reopened = false;
     const rediscover = coalesce(() => target.changed(), LISTEN_LIMITS.minRediscoverGapMs, (err) => this.deps.log.warn('re-discovery after list_changed failed', { server: target.key, err: err as Error }));
+    const server = target.key.slice(target.key.indexOf(':') + 1);
     while (!signal.aborted) {
       let conn: McpConnection | undefined;
+      let counted = false;
+      // One span per opening (connect with the stored verdict, then subscriptions/listen), ended
+      // once the stream is open or the opening failed: a stream lives for hours, its span does not.
+      const opening = this.tracer.startSpan('discovery.listen', {
+        kind: SpanKind.CLIENT,
+        attributes: { [McpAttributes.methodName]: 'subscriptions/listen', [McpAttributes.server]: server, 'mcpx.listen.reopen': reopened, 'mcpx.listen.failures': failures },
+      });
       try {
         const opened = await target.open(signal);
-        if (opened === null) return;
+        if (opened === null) {
+          opening.setAttributes({ [McpAttributes.outcome]: 'gone' });
+          return;
+        }
         conn = opened;
-        if (conn.era !== 'modern' || conn.client.getServerCapabilities()?.tools?.listChanged !== true) return;
+        if (conn.era !== 'modern' || conn.client.getServerCapabilities()?.tools?.listChanged !== true) {
+          opening.setAttributes({ [McpAttributes.outcome]: 'not_offered' });
+          return;
+        }
         conn.client.setNotificationHandler('notifications/tools/list_changed', () => {
           this.events.add(1, { event: 'changed' });
           rediscover();
@@ -125,22 +145,35 @@ export class ListenStreams {
         const subscription = await conn.client.listen({ toolsListChanged: true }, { signal });
         this.events.add(1, { event: 'opened' });
         this.open.add(1);
+        counted = true;
+        opening.setAttributes({ [McpAttributes.outcome]: 'ok' });
+        opening.end();
         // A change made while the stream was down is not lost: list once on re-opening (the
         // first opening follows a discovery that just listed).
         if (reopened) rediscover();
         reopened = true;
         failures = 0;
         const how = await subscription.closed;
-        this.open.add(-1);
         if (how === 'local' || signal.aborted) return;
         this.events.add(1, { event: 'ended', how });
         failures++;
+        // The break: a span of its own (the stream's opening span has long ended).
+        this.tracer
+          .startSpan('discovery.listen.break', { attributes: { [McpAttributes.methodName]: 'subscriptions/listen', [McpAttributes.server]: server, 'mcpx.listen.how': String(how), [McpAttributes.outcome]: 'broken' } })
+          .end();
       } catch (err) {
         if (signal.aborted) return;
         failures++;
         this.events.add(1, { event: 'failed' });
+        const code = discoveryErrorCode(err);
+        opening.setAttributes({ [McpAttributes.outcome]: 'error', [McpAttributes.errorCode]: code });
+        opening.setStatus({ code: SpanStatusCode.ERROR, message: code });
         this.deps.log.warn('change stream failed', { server: target.key, failures, err: err as Error });
       } finally {
+        // A stream that was counted open is uncounted however it ended (a throw included).
+        if (counted) this.open.add(-1);
+        // Ending an ended span is a no-op (the SDK warns only in diagnostics).
+        if (!counted) opening.end();
         await conn?.close().catch(() => undefined);
       }
       await sleep(backoffMs(failures, this.deps.random ?? Math.random), signal);
