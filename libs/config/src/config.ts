@@ -123,9 +123,9 @@ export interface ProxySettings {
   idleMs: number;
   /**
    * Whether legacy (2025-11-25) connections declare elicitation and answer a server's pushed
-   * `elicitation/create` (held for a person like an `input_required`): their calls then go through
-   * the SDK rather than the lean path (`PROXY_LEGACY_ELICITATION`, `on` by default; `off` trades the
-   * feature for the lean path's speed). Absent: on.
+   * `elicitation/create` (held for a person like an `input_required`; the MCP client answers it on
+   * the lean call path too) (`PROXY_LEGACY_ELICITATION`, `on` by default; `off`: no elicitation is
+   * declared, so a legacy server cannot ask). Absent: on.
    */
   legacyElicitation?: boolean;
 }
