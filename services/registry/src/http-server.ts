@@ -1,7 +1,8 @@
 import type { Redis } from 'ioredis';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createHash } from 'node:crypto';
 import { SpanKind, type Counter, type Histogram, type Meter, type Tracer } from '@opentelemetry/api';
-import { BODY_LIMITS, ErrorCodes, WireError, checkValueBounds, decodeStrict, encodePayload, invalidInput, toWireError } from '@mcpx/contracts';
+import { BODY_LIMITS, ErrorCodes, WireError, checkValueBounds, decodeStrict, encodePayload, invalidInput, openApiDocument, toWireError } from '@mcpx/contracts';
 import { serveConsole } from '@mcpx/console';
 import type { Logger } from '@mcpx/log';
 import { withSpan } from '@mcpx/telemetry';
@@ -103,6 +104,14 @@ function retryAfterHeader(wire: WireError): Record<string, string> {
 /** No proxy is trusted: the client's address is the socket's peer. */
 const NO_TRUSTED_PROXIES = new TrustedProxies([]);
 
+const OPENAPI_CACHE = 'public, max-age=3600';
+
+/** The OpenAPI document's bytes and their ETag, built once per server. */
+function openApiBytes(): { bytes: Buffer; etag: string } {
+  const bytes = Buffer.from(JSON.stringify(openApiDocument()));
+  return { bytes, etag: `"${createHash('sha256').update(bytes).digest('base64url').slice(0, 27)}"` };
+}
+
 function send(res: ServerResponse, status: number, body: unknown, cbor: boolean): void {
   const bytes = cbor ? Buffer.from(encodePayload(body)) : Buffer.from(JSON.stringify(body));
   res.writeHead(status, { 'content-type': cbor ? 'application/cbor' : 'application/json', 'content-length': bytes.length });
@@ -197,6 +206,7 @@ export function createHttpServer(deps: HttpDeps): Server {
     }
   }
 
+  const openapi = openApiBytes();
   return createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://registry');
     if (req.method === 'POST' && url.pathname === '/v1/actions') {
@@ -227,6 +237,10 @@ export function createHttpServer(deps: HttpDeps): Server {
       void deps.oauthStart(req, res, url);
     } else if (req.method === 'GET' && url.pathname === OAUTH_CLIENT_METADATA_PATH && deps.oauthClientMetadata) {
       deps.oauthClientMetadata(req, res);
+    } else if (req.method === 'GET' && url.pathname === '/v1/openapi.json') {
+      // The action API's OpenAPI 3.1 document, generated from the action map: unauthenticated, cacheable.
+      if (req.headers['if-none-match'] === openapi.etag) res.writeHead(304, { etag: openapi.etag, 'cache-control': OPENAPI_CACHE }).end();
+      else res.writeHead(200, { 'content-type': 'application/json', 'content-length': openapi.bytes.length, etag: openapi.etag, 'cache-control': OPENAPI_CACHE }).end(openapi.bytes);
     } else if (req.method === 'GET' && url.pathname === '/healthz') {
       const ready = deps.isReady();
       send(res, ready ? 200 : 503, { ok: ready, service: 'registry' }, false);

@@ -35,6 +35,9 @@ import { bindUnboundSecretsOnce } from './secret-binding.js';
 import { TrustedProxies } from './client-address.js';
 import { OAUTH_CALLBACK_PATH, OAUTH_START_PATH } from './oauth/paths.js';
 
+/** The action types the registry dispatches (the OpenAPI document at `/v1/openapi.json` describes each). */
+export { dispatchedActionTypes } from './actions/index.js';
+
 export interface RegistryOptions {
   /** Telemetry set up by the caller (tests pass one with an in-memory exporter). */
   telemetry?: Telemetry;
