@@ -1,4 +1,5 @@
 import { parseNatsCredentials, type NatsCredentials } from '@mcpx/config';
+import { TrustedProxies } from '@mcpx/config/trusted-proxies';
 
 /** The endpoint's settings, read once from the environment by main.ts. */
 export interface EndpointConfig {
@@ -21,6 +22,17 @@ export interface EndpointConfig {
   corsOrigins: string[];
   /** `ENDPOINT_PAGE_SIZE`: tools per `tools/list` page (default 100, 1 to 1000). */
   pageSize: number;
+  /** Redis, for the shared per-address limit on failed token attempts (`REDIS_URL`, `REDIS_PREFIX`). */
+  redisUrl: string;
+  redisPrefix: string;
+  /** `TRUSTED_PROXIES`: whose `X-Forwarded-For` names the client's address (none by default: the socket's peer). */
+  trustedProxies: string[];
+  /**
+   * `ENDPOINT_TOKEN_FAILURES_PER_ADDRESS` (per second, default 0.2; 0 = no limit) and its `_BURST`
+   * (default 20): failed token attempts one client address may make; past them the address is
+   * refused with 429 and `Retry-After` before any token is looked at.
+   */
+  tokenFailuresPerAddress: { ratePerSecond: number; burst: number };
   instanceId: string;
   logLevel: 'debug' | 'info' | 'warn' | 'error';
   otlpEndpoint: string | undefined;
@@ -63,6 +75,13 @@ export function loadEndpointConfig(env: NodeJS.ProcessEnv): EndpointConfig {
   for (const o of cors) if (!URL.canParse(o) || new URL(o).origin !== o) throw new Error('ENDPOINT_CORS_ORIGINS entries must be origins, e.g. https://app.example.com');
   const pageSize = env.ENDPOINT_PAGE_SIZE ? Number(env.ENDPOINT_PAGE_SIZE) : 100;
   if (!Number.isInteger(pageSize) || pageSize < 1 || pageSize > 1000) throw new Error('ENDPOINT_PAGE_SIZE must be 1 to 1000');
+  const failRate = env.ENDPOINT_TOKEN_FAILURES_PER_ADDRESS ? Number(env.ENDPOINT_TOKEN_FAILURES_PER_ADDRESS) : 0.2;
+  if (!Number.isFinite(failRate) || failRate < 0) throw new Error('ENDPOINT_TOKEN_FAILURES_PER_ADDRESS must be a non-negative number (per second; 0 = no limit)');
+  const failBurst = env.ENDPOINT_TOKEN_FAILURES_PER_ADDRESS_BURST ? Number(env.ENDPOINT_TOKEN_FAILURES_PER_ADDRESS_BURST) : 20;
+  if (!Number.isSafeInteger(failBurst) || failBurst < 1) throw new Error('ENDPOINT_TOKEN_FAILURES_PER_ADDRESS_BURST must be a whole number of at least 1');
+  const trustedProxies = list(env.TRUSTED_PROXIES);
+  // A malformed entry stops the start, naming it.
+  new TrustedProxies(trustedProxies);
   const level = env.LOG_LEVEL ?? 'info';
   if (level !== 'debug' && level !== 'info' && level !== 'warn' && level !== 'error') throw new Error('LOG_LEVEL must be debug, info, warn or error');
   const creds = parseNatsCredentials(env);
@@ -81,6 +100,10 @@ export function loadEndpointConfig(env: NodeJS.ProcessEnv): EndpointConfig {
     allowedOrigins: [...new Set([...(origins.length > 0 ? origins : hosts), ...cors.map((o) => new URL(o).hostname)])],
     corsOrigins: cors,
     pageSize,
+    redisUrl: env.REDIS_URL ?? 'redis://127.0.0.1:6379',
+    redisPrefix: env.REDIS_PREFIX ?? 'mcpx:',
+    trustedProxies,
+    tokenFailuresPerAddress: { ratePerSecond: failRate, burst: failBurst },
     instanceId: env.INSTANCE_ID ?? `endpoint-${process.pid}-${Math.random().toString(36).slice(2, 8)}`,
     logLevel: level,
     otlpEndpoint: env.OTEL_EXPORTER_OTLP_ENDPOINT || undefined,

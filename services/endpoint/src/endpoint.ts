@@ -1,15 +1,19 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { TrustedProxies } from '@mcpx/config/trusted-proxies';
 import { makeSubjects } from '@mcpx/contracts';
 import { createDb } from '@mcpx/db';
+import { RateLimiter } from '@mcpx/locks';
 import { createLogger, type LogSink } from '@mcpx/log';
 import { connectRuntime } from '@mcpx/proxy-client';
 import { setupTelemetry, startHealthServer, type Telemetry } from '@mcpx/telemetry';
 import { toNodeHandler } from '@modelcontextprotocol/node';
+import { Redis } from 'ioredis';
 import { AgentServers } from './agent-server.js';
 import { AgentTokens } from './agent-tokens.js';
 import type { EndpointConfig } from './config.js';
 import { endpointFetch } from './http.js';
+import { TokenFailures } from './token-failures.js';
 import { ToolSets } from './tool-sets.js';
 
 export { loadEndpointConfig, DEFAULT_ENDPOINT_PORT } from './config.js';
@@ -39,6 +43,8 @@ const VERSION = '0.1.0';
  * reader of the agent tokens, grants and tool documents in Postgres; it scales with the proxies.
  */
 export async function startEndpoint(config: EndpointConfig, opts: EndpointOptions = {}): Promise<RunningEndpoint> {
+  // A malformed TRUSTED_PROXIES stops the start before anything is opened.
+  const trusted = new TrustedProxies(config.trustedProxies);
   const instance = config.instanceId.replace(/[^A-Za-z0-9_-]/g, '_');
   const log = createLogger('endpoint', { level: config.logLevel, fields: { instance }, ...(opts.logSink ? { sink: opts.logSink } : {}) });
   const telemetry = opts.telemetry ?? (await setupTelemetry({ serviceName: 'endpoint', serviceInstanceId: instance, ...(config.otlpEndpoint ? { otlpEndpoint: config.otlpEndpoint } : {}) }));
@@ -51,6 +57,21 @@ export async function startEndpoint(config: EndpointConfig, opts: EndpointOption
     meter: telemetry.meter,
     ...(config.natsCredentials ? { credentials: { user: config.natsCredentials.user, pass: config.natsCredentials.pass } } : {}),
   });
+  // The failed-token limit must not queue behind a Redis outage: fail fast (and open) instead.
+  const redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 1, enableOfflineQueue: false, commandTimeout: 1_000, lazyConnect: true });
+  redis.on('error', () => {});
+  await redis.connect().catch((err: unknown) => log.warn('redis unavailable: the failed-token limit admits until it answers', { err: err as Error }));
+  let lastLimitWarning = 0;
+  const failures = new TokenFailures(
+    new RateLimiter(redis, config.redisPrefix, {
+      onError: (err) => {
+        if (Date.now() - lastLimitWarning < 10_000) return;
+        lastLimitWarning = Date.now();
+        log.warn('failed-token limit unavailable, admitting', { err });
+      },
+    }),
+    config.tokenFailuresPerAddress,
+  );
   const tokens = new AgentTokens(db, config.databaseUrl, log);
   await tokens.start();
   const toolSets = new ToolSets(db);
@@ -67,11 +88,15 @@ export async function startEndpoint(config: EndpointConfig, opts: EndpointOption
   });
   let ready = false;
   const fetch = endpointFetch(
-    { tokens, servers, toolSets },
+    { tokens, servers, toolSets, failures },
     { allowedHosts: config.allowedHosts, allowedOrigins: config.allowedOrigins, corsOrigins: config.corsOrigins, isReady: () => ready },
   );
-  const node = toNodeHandler({ fetch }, { onerror: (err) => log.warn('endpoint request failed', { err }) });
-  const http = createServer((req, res) => void node(req, res));
+  const nodeOpts = { onerror: (err: Error) => log.warn('endpoint request failed', { err }) };
+  // The client's address (the socket's peer, or what trusted proxies say) goes with its request.
+  const http = createServer((req, res) => {
+    const address = trusted.clientAddress(req);
+    void toNodeHandler({ fetch: (request) => fetch(request, address) }, nodeOpts)(req, res);
+  });
   // Long-lived notification streams: no request timeout, idle sockets closed by keep-alive rules.
   http.requestTimeout = 0;
   http.keepAliveTimeout = 65_000;
@@ -98,6 +123,7 @@ export async function startEndpoint(config: EndpointConfig, opts: EndpointOption
         toolSets.close();
         await tokens.close();
         await runtime.close();
+        redis.disconnect();
         await db.destroy();
         if (opts.telemetry === undefined) await telemetry.shutdown();
       })()),

@@ -1,6 +1,7 @@
 import { validateHostHeader, validateOriginHeader } from '@modelcontextprotocol/server';
 import type { AgentTokens, TokenGrant } from './agent-tokens.js';
 import type { AgentServers } from './agent-server.js';
+import type { TokenFailures } from './token-failures.js';
 import type { ToolSets } from './tool-sets.js';
 
 /** `/v1/agents/<agent>/mcp`: the agent by id or by name (the token says whose). */
@@ -23,6 +24,8 @@ export interface EndpointHttpDeps {
   tokens: AgentTokens;
   servers: AgentServers;
   toolSets: ToolSets;
+  /** The per-address limit on failed token attempts. */
+  failures: TokenFailures;
 }
 
 function json(status: number, body: unknown, headers: Record<string, string> = {}): Response {
@@ -30,8 +33,20 @@ function json(status: number, body: unknown, headers: Record<string, string> = {
 }
 
 /** A JSON-RPC error body with no id (the request was refused before it was read). */
-function rpcError(status: number, code: number, message: string, headers: Record<string, string> = {}): Response {
-  return json(status, { jsonrpc: '2.0', error: { code, message }, id: null }, headers);
+function rpcError(status: number, code: number, message: string, headers: Record<string, string> = {}, data?: Record<string, unknown>): Response {
+  return json(status, { jsonrpc: '2.0', error: { code, message, ...(data !== undefined ? { data } : {}) }, id: null }, headers);
+}
+
+/**
+ * An address over its failed-token limit: 429 with `Retry-After` (whole seconds) and the
+ * connector's `rate_limited` in the error's data, naming the field (`authorization`) and the limit.
+ */
+function tooManyFailures(retryAfterMs: number, cors: Record<string, string>): Response {
+  const seconds = Math.max(1, Math.ceil(retryAfterMs / 1000));
+  return rpcError(429, -32000, 'Too many requests: too many failed token attempts from this address; retry later', { 'retry-after': String(seconds), ...cors }, {
+    code: 'rate_limited',
+    details: { field: 'authorization', limit: 'token_failures_per_address', retryAfterMs },
+  });
 }
 
 function corsHeaders(origin: string | null, opts: EndpointHttpOptions): Record<string, string> {
@@ -58,7 +73,7 @@ function withHeaders(res: Response, headers: Record<string, string>): Response {
  * stateless 2025 serving has none of its own), on which `notifications/tools/list_changed` is
  * sent when the agent's tool set changes.
  */
-export function endpointFetch(deps: EndpointHttpDeps, opts: EndpointHttpOptions): (request: Request) => Promise<Response> {
+export function endpointFetch(deps: EndpointHttpDeps, opts: EndpointHttpOptions): (request: Request, clientAddress: string) => Promise<Response> {
   let legacyStreams = 0;
 
   const legacyStream = (grant: TokenGrant, signal: AbortSignal): Response => {
@@ -102,7 +117,16 @@ export function endpointFetch(deps: EndpointHttpDeps, opts: EndpointHttpOptions)
     return new Response(body, { status: 200, headers: { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' } });
   };
 
-  return async (request) => {
+  /** A refused token: counted against the address, and 429 instead of 401 once it is over its limit. */
+  const refuseToken = async (why: string, clientAddress: string, unauthorized: () => Response, cors: Record<string, string>): Promise<Response> => {
+    deps.servers.refused(`token_${why}`);
+    const over = why === 'missing' ? undefined : await deps.failures.failed(clientAddress);
+    if (over === undefined) return unauthorized();
+    deps.servers.refused('token_failures_limited');
+    return tooManyFailures(over, cors);
+  };
+
+  return async (request, clientAddress) => {
     const url = new URL(request.url);
     if (url.pathname === '/healthz' && request.method === 'GET') {
       const ready = opts.isReady();
@@ -135,11 +159,17 @@ export function endpointFetch(deps: EndpointHttpDeps, opts: EndpointHttpOptions)
       });
     }
 
+    // An address over its failed-token limit is refused before its token is read: a right guess
+    // and a wrong one get the same answer until it may try again.
+    const blocked = deps.failures.blocked(clientAddress);
+    if (blocked !== undefined) {
+      deps.servers.refused('token_failures_limited');
+      return tooManyFailures(blocked, cors);
+    }
     const grant = await deps.tokens.verify(request.headers.get('authorization'));
     if (typeof grant === 'string') {
-      deps.servers.refused(`token_${grant}`);
       const challenge = grant === 'missing' ? 'Bearer realm="mcpx"' : 'Bearer realm="mcpx", error="invalid_token"';
-      return rpcError(401, -32001, grant === 'missing' ? 'Unauthorized: a bearer token of this agent is required' : 'Unauthorized: the token is not valid', { 'www-authenticate': challenge, ...cors });
+      return refuseToken(grant, clientAddress, () => rpcError(401, -32001, grant === 'missing' ? 'Unauthorized: a bearer token of this agent is required' : 'Unauthorized: the token is not valid', { 'www-authenticate': challenge, ...cors }), cors);
     }
     let named: string;
     try {
@@ -149,8 +179,7 @@ export function endpointFetch(deps: EndpointHttpDeps, opts: EndpointHttpOptions)
     }
     if (named !== grant.agent && named !== grant.agentName) {
       // Said the same way as an unknown token: a token does not reveal which agents exist.
-      deps.servers.refused('token_agent');
-      return rpcError(401, -32001, 'Unauthorized: the token is not valid for this agent', { 'www-authenticate': 'Bearer realm="mcpx", error="invalid_token"', ...cors });
+      return refuseToken('agent', clientAddress, () => rpcError(401, -32001, 'Unauthorized: the token is not valid for this agent', { 'www-authenticate': 'Bearer realm="mcpx", error="invalid_token"', ...cors }), cors);
     }
     if (request.method === 'GET' && (request.headers.get('accept') ?? '').includes('text/event-stream')) {
       return withHeaders(legacyStream(grant, request.signal), cors);
