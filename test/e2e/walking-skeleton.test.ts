@@ -14,7 +14,8 @@ import { ProcessSystem, eventually } from '../support/system.js';
  * separate processes on real NATS, Postgres and Redis, and real MCP servers on loopback: one
  * modern-only (2026-07-28, no sessions) and one legacy (2025, a session per run), one system for both.
  */
-describe('walking skeleton: registry → projector → proxy', () => {
+/** Each CLI command is a process of its own (about a second of CPU): a flow of a dozen gets three minutes on a busy machine. */
+describe('walking skeleton: registry → projector → proxy', { timeout: 180_000 }, () => {
   let system: ProcessSystem;
   let upstream: TestMcpServer;
   let modern: TestMcpServer;

@@ -34,7 +34,7 @@ describe.each(['modern', 'legacy'] as const)('per-server protection shared acros
     const calls = slow.stats.calls;
     const first = system.callError('agent', 'a', 'slowsrv__slow', {}, { callId: 'a1' });
     const second = system.callError('agent', 'b', 'slowsrv__slow', {}, { callId: 'b1' });
-    await eventually(async () => (slow.stats.calls - calls === 2 ? true : undefined), 10_000, 'two calls in flight');
+    await eventually(async () => (slow.stats.calls - calls === 2 ? true : undefined), 30_000, 'two calls in flight');
     const third = await system.callError('agent', 'c', 'slowsrv__slow');
     expect(third.code).toBe('rate_limited');
     expect(third.details).toMatchObject({ server: 'slowsrv', reason: 'concurrency' });
@@ -46,7 +46,7 @@ describe.each(['modern', 'legacy'] as const)('per-server protection shared acros
     expect((await second).code).toBe('cancelled');
     // The leases are released: the server takes calls again.
     const again = system.callError('agent', 'c', 'slowsrv__slow', {}, { callId: 'c1' });
-    await eventually(async () => (slow.stats.calls - calls === 3 ? true : undefined), 10_000, 'the next call admitted');
+    await eventually(async () => (slow.stats.calls - calls === 3 ? true : undefined), 30_000, 'the next call admitted');
     await system.client.cancel(system.account, 'c', 'c1');
     expect((await again).code).toBe('cancelled');
   });
@@ -55,6 +55,7 @@ describe.each(['modern', 'legacy'] as const)('per-server protection shared acros
     stick('x', p0);
     stick('y', p1);
     const outcomes: Array<{ ok: boolean; instance?: string; retryAfterMs?: number }> = [];
+    const started = Date.now();
     for (let i = 0; i < 12; i++) {
       const run = i % 2 === 0 ? 'x' : 'y';
       try {
@@ -68,9 +69,11 @@ describe.each(['modern', 'legacy'] as const)('per-server protection shared acros
       }
     }
     const ok = outcomes.filter((o) => o.ok);
-    // A bucket of 5 shared by both instances (a call or two may be refilled meanwhile).
+    // A bucket of 5 shared by both instances, plus what refilled (5 per second) while the calls
+    // ran: on a busy machine the twelve calls take longer, so more are refilled, never more than that.
+    const refilled = Math.ceil(((Date.now() - started) / 1000) * 5);
     expect(ok.length).toBeGreaterThanOrEqual(5);
-    expect(ok.length).toBeLessThanOrEqual(7);
+    expect(ok.length).toBeLessThanOrEqual(Math.min(12, 5 + refilled));
     expect(new Set(ok.map((o) => o.instance)).size).toBe(2);
     const hints = outcomes.filter((o) => !o.ok).map((o) => o.retryAfterMs!);
     for (const hint of hints) {

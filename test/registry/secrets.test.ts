@@ -11,7 +11,8 @@ const TOKEN = 'Bearer tok-rotate-5e1f';
 /** `npm run rotate-secrets`, as the operator runs it (README, Operations). */
 const rotateSecrets = (env: Record<string, string>) => runCommand('npm', ['run', '--silent', 'rotate-secrets'], env);
 
-describe('secrets: key-ring rotation', () => {
+/** The rotation command runs through npm, as an operator runs it (seconds of start-up each on a busy machine). */
+describe('secrets: key-ring rotation', { timeout: 180_000 }, () => {
   let h: RegistryHarness;
   let upstream: TestMcpServer;
 
