@@ -15,8 +15,10 @@ export default defineConfig({
     exclude: ['**/node_modules/**', '**/dist-types/**'],
     globalSetup: ['./test/support/global-setup.ts'],
     reporters: ['default', './test/support/count-reporter.ts'],
-    testTimeout: 60_000,
-    hookTimeout: 120_000,
+    // Bounds, not expectations: on a busy 2-core machine with files side by side, a test that
+    // starts a dozen CLI processes or a service system takes several times what it takes alone.
+    testTimeout: 120_000,
+    hookTimeout: 180_000,
     pool: 'forks',
     maxWorkers: workers,
     sequence: { sequencer: LongFirstSequencer },

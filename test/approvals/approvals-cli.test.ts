@@ -7,7 +7,7 @@ import { eventually } from '../support/system.js';
 import { startApprovalSystem } from './approval-tools.js';
 
 /** A human in the loop from the terminal: a call that stops, approvals list / approve / deny, and --wait-approval. */
-describe('mcpx approvals and call --wait-approval (a modern server)', () => {
+describe('mcpx approvals and call --wait-approval (a modern server)', { timeout: 180_000 }, () => {
   let system: ProxySystem;
   let upstream: TestMcpServer;
   let env: Record<string, string>;

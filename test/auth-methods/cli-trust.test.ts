@@ -11,7 +11,7 @@ import { InProcessSystem } from '../support/system.js';
 const VENDOR_TOKEN = 'gho_cliVendorToken123';
 
 /** The owner's trust decisions from the CLI: a tool's permission level, and vendor connections. */
-describe('mcpx tools permission and vendors', () => {
+describe('mcpx tools permission and vendors', { timeout: 180_000 }, () => {
   let telemetry: Telemetry;
   let system: InProcessSystem;
   let upstream: TestMcpServer;

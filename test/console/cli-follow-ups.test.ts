@@ -27,7 +27,7 @@ function escapingTool() {
  * MCP servers on loopback): remote strings reach the terminal without control characters, a move
  * to another origin says which secrets were dropped, and signers are authorized and revoked.
  */
-describe('mcpx: remote text, dropped secrets, signers', () => {
+describe('mcpx: remote text, dropped secrets, signers', { timeout: 180_000 }, () => {
   let system: ProxySystem;
   let upstream: TestMcpServer;
   let keyed: TestMcpServer;
