@@ -1,7 +1,7 @@
 import { mkdir, readFile, writeFile, chmod } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { WireError } from '@mcpx/contracts';
+import { WireError, type ActionRequest, type ActionResponse, type ActionType } from '@mcpx/contracts';
 import { signAction, type KeyPair } from '@mcpx/envelope';
 import { connectRuntime, type ProxyClient, type RuntimeConnection, type RuntimeCredentials } from '@mcpx/proxy-client';
 
@@ -77,6 +77,11 @@ export async function sendAction<T>(env: CliEnv, key: KeyPair, action: { type: s
   const body = (await res.json().catch(() => ({}))) as { error?: unknown };
   if (!res.ok || body.error !== undefined) throw WireError.from(body.error ?? { code: 'internal', message: `HTTP ${res.status}` });
   return body as T;
+}
+
+/** One action of the action map: its request checked against the map, its response typed by it. */
+export function act<A extends ActionType>(env: CliEnv, key: KeyPair, type: A, request: ActionRequest<A>): Promise<ActionResponse<A>> {
+  return sendAction<ActionResponse<A>>(env, key, { ...request, type });
 }
 
 /** Runs `fn` with a NATS connection and a proxy client (the operators' mode); sticky instances persist per key file. */

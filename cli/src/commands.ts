@@ -3,7 +3,7 @@ import { generateKeyPair } from '@mcpx/envelope';
 import type { McpToolDocument } from '@mcpx/domain';
 import { UsageError, flag, flags, keyValues, need, type ParsedArgs, type Print } from './args.js';
 import { call, runsEnd } from './call-commands.js';
-import { readKey, sendAction, writeKey, type CliEnv } from './client.js';
+import { act, readKey, sendAction, writeKey, type CliEnv } from './client.js';
 import { droppedSecretsLine, type DroppedSecrets } from './dropped-secrets.js';
 import { authorizationLines, oauthClientLine, preRegisteredClient, serversAuthorize, type AuthorizationAnswer } from './oauth-commands.js';
 import { inputsAnswer, inputsList } from './input-commands.js';
@@ -123,14 +123,14 @@ const serversSet: Command = async (env, args, io, json) => {
 
 const serversList: Command = async (env, _args, io, json) => {
   const key = await readKey(env.keyFile);
-  const res = await sendAction<{ servers: RedactedMcpServer[] }>(env, key, { type: 'ListMcpServers' });
+  const res = await act(env, key, 'ListMcpServers', {});
   print(io, json, res, () => (res.servers.length === 0 ? 'no servers yet: mcpx servers set NAME URL' : res.servers.map(serverLine).join('\n')));
 };
 
 const serversShow: Command = async (env, args, io, json) => {
   const name = need(args, 2, 'NAME');
   const key = await readKey(env.keyFile);
-  const res = await sendAction<{ servers: RedactedMcpServer[] }>(env, key, { type: 'ListMcpServers' });
+  const res = await act(env, key, 'ListMcpServers', {});
   const server = res.servers.find((s) => s.name === name);
   if (server === undefined) throw new Error(`not_found: no MCP server named ${name}`);
   print(io, json, server, () => serverDetail(server));
@@ -138,19 +138,19 @@ const serversShow: Command = async (env, args, io, json) => {
 
 const serversRefresh: Command = async (env, args, io, json) => {
   const key = await readKey(env.keyFile);
-  const { server } = await sendAction<{ server: RedactedMcpServer }>(env, key, { type: 'RefreshMcpServer', name: need(args, 2, 'NAME') });
+  const { server } = await act(env, key, 'RefreshMcpServer', { name: need(args, 2, 'NAME') });
   print(io, json, server, () => serverLine(server));
 };
 
 const serversDelete: Command = async (env, args, io, json) => {
   const key = await readKey(env.keyFile);
-  const res = await sendAction<{ name: string }>(env, key, { type: 'DeleteMcpServer', name: need(args, 2, 'NAME') });
+  const res = await act(env, key, 'DeleteMcpServer', { name: need(args, 2, 'NAME') });
   print(io, json, res, () => `deleted ${res.name}`);
 };
 
 const agentsCreate: Command = async (env, args, io, json) => {
   const key = await readKey(env.keyFile);
-  const { agent } = await sendAction<{ agent: AgentView }>(env, key, { type: 'CreateAgent', name: need(args, 2, 'NAME'), definition: { mcpServers: flags(args, 'grant') } });
+  const { agent } = await act(env, key, 'CreateAgent', { name: need(args, 2, 'NAME'), definition: { mcpServers: flags(args, 'grant') } });
   print(io, json, agent, () => agentLine(agent));
 };
 
@@ -160,22 +160,22 @@ function changeGrants(add: boolean): Command {
     const servers = args.positionals.slice(3);
     if (servers.length === 0) throw new UsageError('name at least one SERVER');
     const key = await readKey(env.keyFile);
-    const { agent: current } = await sendAction<{ agent: AgentView }>(env, key, { type: 'GetAgent', agent: ref });
+    const { agent: current } = await act(env, key, 'GetAgent', { agent: ref });
     const grants = add ? [...current.definition.mcpServers, ...servers.filter((s) => !current.definition.mcpServers.includes(s))] : current.definition.mcpServers.filter((s) => !servers.includes(s));
-    const { agent } = await sendAction<{ agent: AgentView }>(env, key, { type: 'UpdateAgent', agent: current.id, definition: { mcpServers: grants } });
+    const { agent } = await act(env, key, 'UpdateAgent', { agent: current.id, definition: { mcpServers: grants } });
     print(io, json, agent, () => agentLine(agent));
   };
 }
 
 const agentsShow: Command = async (env, args, io, json) => {
   const key = await readKey(env.keyFile);
-  const { agent } = await sendAction<{ agent: AgentView }>(env, key, { type: 'GetAgent', agent: need(args, 2, 'AGENT') });
+  const { agent } = await act(env, key, 'GetAgent', { agent: need(args, 2, 'AGENT') });
   print(io, json, agent, () => agentLine(agent));
 };
 
 const agentsList: Command = async (env, _args, io, json) => {
   const key = await readKey(env.keyFile);
-  const res = await sendAction<{ agents: AgentView[] }>(env, key, { type: 'ListAgents' });
+  const res = await act(env, key, 'ListAgents', {});
   print(io, json, res, () => (res.agents.length === 0 ? 'no agents yet: mcpx agents create NAME' : res.agents.map(agentLine).join('\n')));
 };
 

@@ -62,7 +62,7 @@ export interface ActionResponses {
   ListMcpServers: { servers: RedactedMcpServer[] };
   SetMcpServer: { server: RedactedMcpServer } & Open;
   RefreshMcpServer: { server: RedactedMcpServer };
-  DeleteMcpServer: Open;
+  DeleteMcpServer: { name: string };
   AuthorizeMcpServer: { server: string; authorizationUrl: string } & Open;
   CreateAgent: { agent: AgentView };
   UpdateAgent: { agent: AgentView };
@@ -136,7 +136,7 @@ export const ACTION_MAP: { readonly [T in ActionType]: ActionSpec } = {
     errors: ['quota_exceeded', 'conflict', 'outbound_refused'],
   },
   RefreshMcpServer: { summary: "Discovers a server's tools again", roles: WRITERS, request: obj({ name: str }, ['name']), response: obj({ server: ref('RedactedMcpServer') }, ['server']), errors: ['not_found', 'quota_exceeded'] },
-  DeleteMcpServer: { summary: 'Deletes a server; it leaves every grant', roles: WRITERS, request: obj({ name: str }, ['name']), response: anyObject, errors: ['not_found'] },
+  DeleteMcpServer: { summary: 'Deletes a server; it leaves every grant', roles: WRITERS, request: obj({ name: str }, ['name']), response: obj({ name: str }, ['name']), errors: ['not_found'] },
   AuthorizeMcpServer: {
     summary: 'A fresh OAuth authorization URL for a server with config.auth oauth',
     roles: WRITERS,
