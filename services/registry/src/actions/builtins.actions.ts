@@ -1,6 +1,9 @@
 import { ErrorCodes, WireError, invalidInput } from '@mcpx/contracts';
 import { builtinsOfVendor } from '@mcpx/domain';
+import { recordAudit } from '../audit/audit-log.js';
+import { auditAgent } from '../audit/audit-views.js';
 import type { BuiltinServers } from '../builtins/builtin-servers.js';
+import type { AgentRecord } from '../repositories/agents.repository.js';
 import type { VendorTokens } from '../builtins/vendor-connections.repository.js';
 import { redactServer } from '../redaction.js';
 import { publishAgentChanged } from './agents.actions.js';
@@ -51,6 +54,15 @@ export const setVendorConnection: ActionHandler = async (deps, caller, action) =
   const tokens = validateTokens(action);
   await deps.accounts.ensure(caller.account);
   const servers = await builtins.connect(caller.account, vendor, tokens);
+  // What changed, never a token: the vendor, its built-ins lit, whether a refresh token and an expiry came.
+  await recordAudit(deps.db, {
+    account: caller.account,
+    signer: caller.signer,
+    role: caller.role,
+    action: 'SetVendorConnection',
+    target: { kind: 'vendor', name: vendor },
+    after: { vendor, servers: servers.map((s) => s.name), refreshToken: tokens.refreshToken !== undefined, ...(tokens.expiresAt !== undefined ? { expiresAt: tokens.expiresAt } : {}) },
+  });
   const overrides = await deps.permissions.forAccount(caller.account);
   return { vendor, servers: servers.map((s) => redactServer(s, deps.style, overrides.get(s.id), { builtin: true })) };
 };
@@ -68,12 +80,18 @@ export const deleteVendorConnection: ActionHandler = async (deps, caller, action
     await guardVendorDisconnect(deps, caller, trx, slugs);
     const connection = await builtins.removeConnection(caller.account, vendor, trx);
     if (connection === null) throw new WireError(ErrorCodes.notFound, `vendor: no connection to ${vendor}`, { field: 'vendor' });
-    const agents = [];
+    const agents: AgentRecord[] = [];
+    const audit = { account: caller.account, signer: caller.signer, role: caller.role, action: 'DeleteVendorConnection' };
     for (const slug of slugs) {
       for (const agent of await deps.agents.grantingServer(caller.account, slug, trx)) {
-        agents.push(await deps.agents.update(caller.account, agent.id, { mcpServers: agent.definition.mcpServers.filter((s) => !slugs.includes(s)) }, trx));
+        if (agents.some((a) => a.id === agent.id)) continue;
+        const updated = await deps.agents.update(caller.account, agent.id, { mcpServers: agent.definition.mcpServers.filter((s) => !slugs.includes(s)) }, trx);
+        agents.push(updated);
+        // Each grant the disconnect took away, as an agent's change of its own.
+        await recordAudit(trx, { ...audit, target: { kind: 'agent', name: updated.name }, before: auditAgent(agent), after: auditAgent(updated) });
       }
     }
+    await recordAudit(trx, { ...audit, target: { kind: 'vendor', name: vendor }, before: { vendor, servers: slugs, connectedAt: connection.createdAt.toISOString() }, after: null });
     return { connection, agents };
   });
   for (const agent of agents) await publishAgentChanged(deps, agent);

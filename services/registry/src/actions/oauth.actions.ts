@@ -1,5 +1,6 @@
 import { ErrorCodes, WireError, type RedactedMcpServer } from '@mcpx/contracts';
 import { describeOAuthError } from '@mcpx/mcp-client';
+import { recordAudit } from '../audit/audit-log.js';
 import { usesClientCredentials } from '../oauth/client-credentials-tokens.js';
 import { redactServer } from '../redaction.js';
 import type { McpServerRecord } from '../repositories/mcp-servers.repository.js';
@@ -60,5 +61,17 @@ export const authorizeMcpServer: ActionHandler = async (deps, caller, action) =>
   if (usesClientCredentials(server)) {
     throw new WireError(ErrorCodes.invalidInput, `name: ${name} uses the OAuth client credentials grant: nobody signs in for it (RefreshMcpServer discovers it again)`, { field: 'name' });
   }
-  return withAuthorization(deps, server, async (s) => redactServer(s, deps.style, await deps.permissions.forServer(caller.account, s.id)), { fresh: true });
+  const out = await withAuthorization(deps, server, async (s) => redactServer(s, deps.style, await deps.permissions.forServer(caller.account, s.id)), { fresh: true });
+  // Who asked for an authorization of which server, and how it went: never the URL (its ticket
+  // completes the authorization), a token or the authorization server's error text.
+  const outcome = out.authorizationUrl !== undefined ? 'authorization_url_issued' : out.authorizationError !== undefined ? 'failed' : 'authorized';
+  await recordAudit(deps.db, {
+    account: caller.account,
+    signer: caller.signer,
+    role: caller.role,
+    action: 'AuthorizeMcpServer',
+    target: { kind: 'server', name: server.name },
+    after: { outcome, state: out.server.status.state },
+  });
+  return out;
 };

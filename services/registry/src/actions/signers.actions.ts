@@ -1,5 +1,8 @@
 import { ErrorCodes, WireError, invalidInput } from '@mcpx/contracts';
 import { publicKeyFromPrincipal } from '@mcpx/envelope';
+import type { Kysely } from 'kysely';
+import type { Database } from '@mcpx/db';
+import { recordAudit } from '../audit/audit-log.js';
 import type { SignerRole } from '../repositories/accounts.repository.js';
 import { findAgent } from './agents.actions.js';
 import type { ActionHandler } from './context.js';
@@ -48,7 +51,18 @@ export const authorizeSigner: ActionHandler = async (deps, caller, action) => {
   }
   await deps.db.transaction().execute(async (trx) => {
     await deps.accounts.ensure(caller.account, trx);
+    const before = await signerView(trx, caller.account, principal, true);
     await deps.accounts.authorizeSigner(caller.account, principal, role as SignerRole, agents?.map((a) => a.id) ?? null, trx);
+    // With the change, in its transaction: the key (public), its role and agents; never more.
+    await recordAudit(trx, {
+      account: caller.account,
+      signer: caller.signer,
+      role: caller.role,
+      action: 'AuthorizeSigner',
+      target: { kind: 'signer', name: principal },
+      before,
+      after: { role, ...(agents ? { agents: agents.map((a) => a.name) } : {}) },
+    });
   });
   return { signer: { principal, role, ...(agents ? { agents: agents.map((a) => a.name) } : {}) } };
 };
@@ -63,7 +77,30 @@ export const revokeSigner: ActionHandler = async (deps, caller, action) => {
   if (principal === caller.account) {
     throw new WireError(ErrorCodes.conflict, 'principal: the account key is always its own OWNER', { field: 'principal' });
   }
-  const revoked = await deps.accounts.revokeSigner(caller.account, principal);
+  const revoked = await deps.db.transaction().execute(async (trx) => {
+    const before = await signerView(trx, caller.account, principal, true);
+    const gone = await trx.deleteFrom('registry.signers').where('account_id', '=', caller.account).where('principal', '=', principal).executeTakeFirst();
+    const removed = Number(gone.numDeletedRows) > 0;
+    // A revoke of a key that was no signer changed nothing: nothing to record.
+    if (removed) await recordAudit(trx, { account: caller.account, signer: caller.signer, role: caller.role, action: 'RevokeSigner', target: { kind: 'signer', name: principal }, before, after: null });
+    return removed;
+  });
   deps.log.info('signer revoked', { account: caller.account, signer: principal, revoked });
   return { revoked };
 };
+
+/**
+ * A signer as the audit log keeps it: its role and, for an AGENT signer, the names of its agents
+ * (null when the key is no signer of the account). `lock` holds its row to the end of `trx`.
+ */
+async function signerView(trx: Kysely<Database>, account: string, principal: string, lock: boolean): Promise<{ role: string; agents?: string[] } | null> {
+  let q = trx.selectFrom('registry.signers').select(['role', 'agents']).where('account_id', '=', account).where('principal', '=', principal);
+  if (lock) q = q.forUpdate();
+  const row = await q.executeTakeFirst();
+  if (row === undefined) return null;
+  const ids = Array.isArray(row.agents) ? row.agents.filter((a): a is string => typeof a === 'string') : [];
+  if (row.role !== 'AGENT') return { role: row.role };
+  const named = ids.length === 0 ? [] : await trx.selectFrom('registry.agents').select(['id', 'name']).where('account_id', '=', account).where('id', 'in', ids).execute();
+  const byId = new Map(named.map((a) => [a.id, a.name]));
+  return { role: row.role, agents: ids.map((id) => byId.get(id) ?? id) };
+}
