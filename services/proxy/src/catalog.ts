@@ -63,6 +63,11 @@ export class Catalog {
     private readonly builtinEndpoints: Readonly<Record<string, string>> = {},
   ) {}
 
+  /** The catalog's connection to the owners' tables, for reads beside its own (the held-tools look-up of a refused call). */
+  get database(): Db {
+    return this.db;
+  }
+
   /**
    * Subscribes to the invalidating events (core NATS: every instance sees every event). Only the
    * subject is read (`<…>.<account>.<name>`), never the payload: any message there, well formed

@@ -1,6 +1,5 @@
 import { sql } from 'kysely';
 import { ErrorCodes, WireError, type ProxyCallRequest } from '@mcpx/contracts';
-import type { Db } from '@mcpx/db';
 import type { Catalog } from './catalog.js';
 
 /** How long a look-up of held tools is reused (a refused call never costs more than one query per this long). */
@@ -24,8 +23,8 @@ const memo = new WeakMap<Catalog, Map<string, Held>>();
 export async function missingToolError(catalog: Catalog, req: ProxyCallRequest, grants: ReadonlySet<string>): Promise<WireError> {
   const missing = new WireError(ErrorCodes.notFound, `no tool ${req.tool} is enabled for this agent`, { field: 'tool' });
   // The catalog's own connection to the owners' tables (reads only).
-  const db = (catalog as unknown as { db?: Db }).db;
-  if (db === undefined || typeof req.tool !== 'string' || req.tool === '' || req.tool.length > 256) return missing;
+  const db = catalog.database;
+  if (typeof req.tool !== 'string' || req.tool === '' || req.tool.length > 256) return missing;
   let entries = memo.get(catalog);
   if (entries === undefined) {
     entries = new Map();
