@@ -1,4 +1,4 @@
-// The add-server dialog: a name, a URL and one of the four auth methods (seed 001). Saving
+// The add-server dialog: a name, a URL and one of the four auth methods (docs/servers.md#auth-methods). Saving
 // connects at once; an oauth server that signs in opens its authorization in a popup, a machine
 // to machine one (client credentials) never does. Secret inputs are emptied once saved: no
 // token, header value, client secret or private key stays in the page.

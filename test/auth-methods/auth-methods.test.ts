@@ -31,7 +31,7 @@ async function startUpstreams(era: 'modern' | 'legacy'): Promise<{ bearerUp: Tes
 }
 
 /** One registry, projector and proxy for the file; the credential flows run against servers of both eras. */
-describe('auth methods (seed 001): oauth, bearer, headers, none', () => {
+describe('auth methods (docs/servers.md#auth-methods): oauth, bearer, headers, none', () => {
   let h: RegistryHarness;
   let bearerUp: TestMcpServer;
   let openUp: TestMcpServer;
@@ -86,7 +86,7 @@ describe('auth methods (seed 001): oauth, bearer, headers, none', () => {
       expect(seen(headersUp, 'authorization')).toEqual([]);
     });
 
-    it('absent auth keeps seed 000 configs valid: static headers in the clear read as headers, none as none', async () => {
+    it('absent auth keeps older configs valid: static headers in the clear read as headers, none as none', async () => {
       const api = h.api();
       const legacy = (await set(api, 'legacy', { url: headersUp.url, headers: { 'X-Acme-Token': 'abc123' } })).server;
       expect(legacy).toMatchObject({ auth: 'headers', headerNames: ['X-Acme-Token'], secretHeaderNames: [], hasSecrets: false, status: { state: 'ok' } });

@@ -58,7 +58,7 @@ for (const style of ['double_underscore', 'prefixed'] as const) {
     });
 
     if (style === 'prefixed') {
-      it('applies the seed 001 slug grammar', async () => {
+      it('applies the prefixed slug grammar (docs/names.md)', async () => {
         const api = h.api();
         for (const bad of ['a', '1acme', 'has-dash', 'Acme', 'x'.repeat(32), 'a__b']) {
           await expect(api.act('SetMcpServer', { name: bad, config: { url: upstream.url } }), bad).rejects.toMatchObject({ code: 'invalid_input', details: { field: 'name' } });

@@ -227,7 +227,7 @@ describe('lambdas and mcp tools', () => {
 });
 
 describe('TOOL_NAME_STYLE=prefixed', () => {
-  it('projects seed 001 names onto agents', async () => {
+  it('projects prefixed-style names onto agents', async () => {
     h = await ProjectorHarness.start({ env: { TOOL_NAME_STYLE: 'prefixed' } });
     await h.agent('a1', ['acme']);
     await h.idle();

@@ -43,7 +43,7 @@ const hugeImageTool: TestTool = {
 /** The demo server's tools: text, numbers, an image, an error, structured content, big text, resources, a huge image. */
 const demoTools = (): TestTool[] => [...defaultTools(), imageTool(), errorTool('the disk is full'), structuredTool(), bigTextTool(1024 * 1024, 'big'), resourceTool, hugeImageTool];
 
-describe.each(['modern', 'legacy'] as const)('proxy results against a %s test server (and, legacy, server-everything): flattened exactly per seed 000, through NATS, against real servers', (era) => {
+describe.each(['modern', 'legacy'] as const)('proxy results against a %s test server (and, legacy, server-everything): flattened exactly per docs/call.md#results, through NATS, against real servers', (era) => {
   let system: ProxySystem;
   let upstream: TestMcpServer;
   /** server-everything speaks the legacy era only: it runs once, in the legacy block. */

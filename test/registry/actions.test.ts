@@ -5,8 +5,8 @@ import { ApiClient } from '../support/api-client.js';
 import { RegistryHarness } from '../support/registry-harness.js';
 import { eventually } from '../support/system.js';
 
-/** Seed 000: RedactedMcpServer, exactly. */
-// Seed 001 adds `auth` (the server's auth method); `builtin` appears on built-ins only; MCP
+/** RedactedMcpServer (docs/servers.md#secrets-and-redaction), exactly. */
+// Later fields: `auth` (the server's auth method); `builtin` appears on built-ins only; MCP
 // 2026-07-28 adds the era and protocol version the server was last reached on.
 const REDACTED_KEYS = ['auth', 'createdAt', 'era', 'hasSecrets', 'headerNames', 'id', 'name', 'protocolVersion', 'secretHeaderNames', 'status', 'tools', 'transport', 'updatedAt', 'url'];
 
@@ -26,7 +26,7 @@ describe('registry actions', () => {
   const toolNames = async (api: ApiClient, agent: string): Promise<string[]> =>
     ((await api.act('ListAgentTools', { agent })).tools as Array<{ name: string }>).map((t) => t.name).sort();
 
-  it.each(['modern', 'legacy'] as const)('answers SetMcpServer, RefreshMcpServer and ListMcpServers with exactly the seed\'s RedactedMcpServer (a %s server)', async (era) => {
+  it.each(['modern', 'legacy'] as const)('answers SetMcpServer, RefreshMcpServer and ListMcpServers with exactly the redacted record (a %s server)', async (era) => {
     const api = h.api();
     const up = era === 'modern' ? modern : upstream;
     const { server } = await api.act('SetMcpServer', {
@@ -50,7 +50,7 @@ describe('registry actions', () => {
     expect(server.id).toMatch(/^[0-9a-f-]{36}$/);
     expect(new Date(server.createdAt).toISOString()).toBe(server.createdAt);
     for (const tool of server.tools) {
-      // Seed 001 adds each tool's effective permission (and whether the owner overrode it).
+      // Each tool carries its effective permission (and whether the owner overrode it).
       expect(Object.keys(tool).every((k) => ['name', 'toolName', 'description', 'inputSchema', 'permission', 'permissionOverridden', 'inheritedPermission'].includes(k))).toBe(true);
       expect(tool.permission).toBe('act');
       expect(tool.inheritedPermission).toBe('act');

@@ -199,7 +199,7 @@ describe('discovery', () => {
       expect(await toolNames(api, agent.id)).toEqual(['flaky__add', 'flaky__echo']);
     });
 
-    it('a 401 is an error naming it; a 401 with OAuth metadata is auth_required (seed 000 has no OAuth)', async () => {
+    it('a 401 is an error naming it; a 401 with OAuth metadata is auth_required (the server has no OAuth configured)', async () => {
       const locked = track(await startTestMcpServer({ era, requireHeader: { name: 'Authorization', value: 'Bearer right-token' } }));
       const oauth = track(await startTestMcpServer({ era, requireBearerWithOAuthMetadata: true }));
       const api = h.api();

@@ -45,7 +45,7 @@ export interface BusOptions {
   inboxPrefix?: string;
 }
 
-/** A NATS user of the server's `authorization.users` (DESIGN.md §3: one per service and the runtime). */
+/** A NATS user of the server's `authorization.users` (docs/bus.md#users: one per service and the runtime). */
 export interface BusCredentials {
   user: string;
   pass: string;

@@ -153,7 +153,7 @@ function nonNegative(env: NodeJS.ProcessEnv, name: string, fallback: number): nu
   return n;
 }
 
-/** Seed 001: an approval waits 10 minutes for a decision by default, and an approved call 10 minutes more to be re-sent. */
+/** An approval waits 10 minutes for a decision by default, and an approved call 10 minutes more to be re-sent (docs/limits.md#approvals-and-input-requests). */
 export const DEFAULT_APPROVAL_TTL_MS = 10 * 60_000;
 
 const DEFAULT_PORTS = { registry: 8080, projector: 8081, proxy: 8082 } as const;

@@ -17,7 +17,7 @@ function matches(pattern: string, subject: string): boolean {
 const who = (kind: 'publish' | 'subscribe', subject: string, prefix = ''): NatsRole[] =>
   NatsRoles.filter((role) => natsPermissions(role, role, prefix)[kind].some((pattern) => matches(pattern, subject)));
 
-describe('the NATS permission model (DESIGN.md §3)', () => {
+describe('the NATS permission model (docs/bus.md#users)', () => {
   for (const prefix of ['', 't1.']) {
     it(`gives each subject to its owner only${prefix ? ' (under a prefix)' : ''}`, () => {
       const p = prefix;

@@ -1,5 +1,5 @@
 /**
- * NATS least privilege (DESIGN.md §3): what each user of the bus may publish and subscribe, and the
+ * NATS least privilege (docs/bus.md#users): what each user of the bus may publish and subscribe, and the
  * nats-server configuration that enforces it. Pure: no I/O, so `npm start`, the compose file,
  * `deploy/` and the tests render the same rules.
  *

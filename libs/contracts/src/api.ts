@@ -70,7 +70,7 @@ export interface RedactedMcpServer {
   auth?: 'oauth' | 'bearer' | 'headers' | 'none';
   /** `auth: 'oauth'` with a pre-registered client (`config.oauth`). */
   oauthClient?: RedactedOAuthClient;
-  /** A built-in server (seed 001): no row of its own, its credential lent by a vendor connection. */
+  /** A built-in server (docs/servers.md#built-in-servers): no row of its own, its credential lent by a vendor connection. */
   builtin?: boolean;
   /** The protocol era the server speaks, from its recorded era verdict (absent until one is recorded). */
   era?: 'modern' | 'legacy';

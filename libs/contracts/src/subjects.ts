@@ -1,7 +1,7 @@
 /**
  * NATS subjects and JetStream names. Every name takes an optional namespace prefix (`NATS_PREFIX`)
  * so that several deployments, or parallel test runs, can share one NATS server without
- * overlapping streams. With an empty prefix the names are exactly those of DESIGN §3.
+ * overlapping streams. With an empty prefix the names are the plain ones of docs/bus.md#subjects.
  */
 
 /** Grammar of tokens that go into a subject: account ids, agent ids, server names, run ids. */

@@ -1,7 +1,7 @@
 import type { RemoteTool } from './types.js';
 
 /**
- * A built-in server (seed 001): a curated MCP server at a fixed endpoint, stored as this static
+ * A built-in server (docs/servers.md#built-in-servers): a curated MCP server at a fixed endpoint, stored as this static
  * descriptor and never as a per-account row. Its credential is borrowed from the account's
  * connection to `vendor`; until it has been discovered for an account it serves `fallbackTools`.
  */

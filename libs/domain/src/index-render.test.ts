@@ -9,7 +9,7 @@ const tools = (server: string, n: number, description = 'Does a thing. More deta
   Array.from({ length: n }, (_, i) => ({ server, name: `${server}__tool_${String(i).padStart(2, '0')}`, description }));
 
 describe('renderToolIndex', () => {
-  it('renders the seed line for each tool, sorted by server then name', () => {
+  it('renders the index line (docs/tool-index.md) for each tool, sorted by server then name', () => {
     const out = renderToolIndex([
       { server: 'linear', name: 'linear__list', description: '' },
       { server: 'github', name: 'github__list_repos', description: 'List repositories.\nPaginated.' },

@@ -4,7 +4,7 @@ import { codePointLength, truncateCodePoints, utf8ByteLength } from './utf8.js';
 
 /** Default size of the tool part of the Space index, in UTF-8 bytes. */
 export const INDEX_BUDGET_BYTES = 8192;
-/** A server with more tools than this is listed as one wildcard line in the index. */
+/** A server with more tools than this is listed as one wildcard line in the index (docs/tool-index.md#the-index). */
 export const INDEX_COLLAPSE_ABOVE = 6;
 /** An index or listing line shows at most this many characters of description. */
 export const INDEX_DESCRIPTION_MAX_CHARS = 160;

@@ -8,14 +8,14 @@ const DU = ToolNameStyle.double_underscore;
 const PX = ToolNameStyle.prefixed;
 
 describe('validateServerName', () => {
-  it('accepts seed 000 slugs and rejects the rest', () => {
+  it('accepts double_underscore server names (docs/names.md) and rejects the rest', () => {
     for (const ok of ['github', 'a', '0day', 'my-server_2', 'a'.repeat(32)]) expect(validateServerName(ok, DU)).toBeNull();
     for (const bad of ['', 'GitHub', '-x', '_x', 'a b', 'a.b', 'a'.repeat(33), 'a__b', 'é']) {
       expect(validateServerName(bad, DU)).toEqual(expect.any(String));
     }
   });
 
-  it('accepts seed 001 slugs and rejects the rest', () => {
+  it('accepts prefixed slugs (docs/names.md) and rejects the rest', () => {
     for (const ok of ['acme', 'ab', 'a1_b', 'a'.repeat(31)]) expect(validateServerName(ok, PX)).toBeNull();
     for (const bad of ['a', '1ab', 'ac-me', 'Acme', 'a'.repeat(32), 'a__b', '_ab']) {
       expect(validateServerName(bad, PX)).toEqual(expect.any(String));

@@ -1,11 +1,11 @@
 import { ToolNameStyle } from './types.js';
 import { sha256Hex } from './sha256.js';
 
-/** Server names in `double_underscore` style (seed 000); they prefix every projected tool name. */
+/** Server names in `double_underscore` style (docs/names.md#server-names); they prefix every projected tool name. */
 export const SERVER_NAME_RE = /^[a-z0-9][a-z0-9_-]{0,31}$/;
-/** Server slugs in `prefixed` style (seed 001): a letter, then 1–30 of `[a-z0-9_]`. */
+/** Server slugs in `prefixed` style (docs/names.md#server-names): a letter, then 1–30 of `[a-z0-9_]`. */
 export const PREFIXED_SLUG_RE = /^[a-z][a-z0-9_]{1,30}$/;
-/** Providers accept tool names of at most 64 characters. */
+/** Providers accept tool names of at most 64 characters (docs/names.md#tool-names-and-the-64-character-rule). */
 export const TOOL_NAME_MAX_LENGTH = 64;
 /** Hex digits of the first collision suffix (`_` + 6 hex). */
 const HASH_HEX_MIN = 6;

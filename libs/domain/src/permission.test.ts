@@ -7,7 +7,7 @@ const custom = (toolName = 'anything') => ({ builtin: false, toolName });
 const builtin = (toolName: string) => ({ builtin: true, toolName });
 
 describe('inheritPermission', () => {
-  it('follows the seed 001 table', () => {
+  it('follows the inherited-permission table of docs/call.md#permissions', () => {
     expect(inheritPermission({ readOnlyHint: true }, custom())).toBe(Permission.act);
     expect(inheritPermission({ destructiveHint: true }, custom())).toBe(Permission.always_ask);
     expect(inheritPermission({}, custom('delete_everything'))).toBe(Permission.act);

@@ -12,7 +12,7 @@ export const WRITE_VERBS: ReadonlySet<string> = new Set([
 ]);
 
 /**
- * The permission a remote tool inherits from the annotations its server publishes (seed 001):
+ * The permission a remote tool inherits from the annotations its server publishes (docs/call.md#permissions):
  * `destructiveHint: true` → always_ask (checked first, so it wins over a contradictory
  * `readOnlyHint`); `readOnlyHint: true` → act; neither → act on a custom server, because
  * connecting it was the trust decision. A built-in server falls back to a name heuristic: any

@@ -89,7 +89,7 @@ describe('projection rules on hostile remote input', () => {
     );
   });
 
-  it('spells seed 001 names with TOOL_NAME_STYLE=prefixed', () => {
+  it('spells prefixed-style names with TOOL_NAME_STYLE=prefixed', () => {
     const docs = buildToolDocuments('acme', [{ name: 'Search Docs' }, { name: 'créer' }], { style: PX });
     expect(docs.map((d) => d.name)).toEqual(['mcp_acme_Search_Docs', 'mcp_acme_cr_er']);
   });

@@ -17,7 +17,7 @@ export interface ProxyImage {
   mimeType: string;
 }
 
-/** What a call of an mcp tool answers (seed 000): a row label, text, structured result and images. */
+/** What a call of an mcp tool answers (docs/call.md#results): a row label, text, structured result and images. */
 export interface ProxyResult {
   summary: string;
   argument?: string;

@@ -35,8 +35,8 @@ export type Permission = (typeof Permission)[keyof typeof Permission];
 
 /**
  * How projected tool names are spelled:
- * - `double_underscore` (seed 000, default): `<server>__<tool>`, server `^[a-z0-9][a-z0-9_-]{0,31}$`.
- * - `prefixed` (seed 001): `mcp_<slug>_<tool>`, slug `^[a-z][a-z0-9_]{1,30}$`; the `mcp_` prefix is
+ * - `double_underscore` (the default; docs/names.md): `<server>__<tool>`, server `^[a-z0-9][a-z0-9_-]{0,31}$`.
+ * - `prefixed` (docs/names.md): `mcp_<slug>_<tool>`, slug `^[a-z][a-z0-9_]{1,30}$`; the `mcp_` prefix is
  *   reserved, so a connected server can never take the name of a platform tool.
  */
 export const ToolNameStyle = {

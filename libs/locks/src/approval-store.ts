@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 
 /**
- * Seed 001: an approval waits for a human this long (ms) unless the operator says otherwise, and
+ * An approval (docs/limits.md#approvals-and-input-requests) waits for a human this long (ms) unless the operator says otherwise, and
  * once approved, the call may be re-sent for as long again from the decision.
  */
 export const DEFAULT_APPROVAL_TTL_MS = 10 * 60_000;

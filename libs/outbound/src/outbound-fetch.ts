@@ -157,7 +157,7 @@ function normalizeInput(input: string | URL | Request, init: RequestInit | undef
 }
 
 /**
- * A `fetch` that only reaches what the outbound policy allows (DESIGN §7): http(s) only; plain
+ * A `fetch` that only reaches what the outbound policy allows (docs/bus.md#the-outbound-policy): http(s) only; plain
  * http only under `local` or to `allowHttpHosts`; every address a hostname resolves to is checked
  * when a connection opens, and that connection goes to the checked address (the Host header and
  * TLS SNI stay the original hostname). With `redirect: 'follow'` (the default) redirects are

@@ -18,7 +18,7 @@ import type { ProxyResult } from '@mcpx/domain';
 import { injectTraceHeaders, type Counter, type Meter } from '@mcpx/telemetry';
 import { watchDecisions, watchInputAnswers } from './decisions.js';
 
-/** The proxy's own call timeout (seed 000: 120 s); the request waits a little longer. */
+/** The proxy's own call timeout (120 s, docs/limits.md#the-call); the request waits a little longer. */
 export const DEFAULT_CALL_TIMEOUT_MS = 120_000;
 const REPLY_MARGIN_MS = 5_000;
 /** How many runs' instances a client remembers at most. */

@@ -3,7 +3,7 @@ import { makeSubjects } from '@mcpx/contracts';
 import type { Meter } from '@mcpx/telemetry';
 import { ProxyClient, type LivenessOptions } from './proxy-client.js';
 
-/** A NATS user and password, e.g. the stack's `runtime` user (DESIGN.md §3). */
+/** A NATS user and password, e.g. the stack's `runtime` user (docs/bus.md#users). */
 export interface RuntimeCredentials {
   user: string;
   pass: string;

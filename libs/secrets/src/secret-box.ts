@@ -71,7 +71,7 @@ export function oauthSecretAad(account: string, serverId: string, part: 'client'
 
 /**
  * The additional authenticated data of an account's sealed vendor-connection tokens
- * (`registry.vendor_connections`, seed 001 built-in servers). Shared by the registry, which
+ * (`registry.vendor_connections`, built-in servers, docs/servers.md#built-in-servers). Shared by the registry, which
  * writes them, and the proxy, which reads the access token. `:` never occurs in a secret name.
  */
 export function vendorTokensAad(account: string, vendor: string): string {

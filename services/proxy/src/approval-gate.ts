@@ -36,7 +36,7 @@ export interface ApprovalGateDeps {
 }
 
 /**
- * The human in the loop of `always_ask` tools (seed 001): such a call never reaches the server
+ * The human in the loop of `always_ask` tools (docs/call.md#permissions): such a call never reaches the server
  * on its own. Without an approval it records one and answers `approval_required` with its id;
  * with one it consumes it — once, and only for the run, tool and arguments it was given for.
  * An approval is per call, never per run: every call stops for a human, even in an approved run.

@@ -5,7 +5,7 @@ import { vendorTokensAad, type SecretBox } from '@mcpx/secrets';
 import type { ServerEntry } from './server-entry.js';
 
 /**
- * A built-in server's entry (seed 001): its endpoint (the operator's override, else the
+ * A built-in server's entry (docs/servers.md#built-in-servers): its endpoint (the operator's override, else the
  * descriptor's) and the access token of the account's connection to its vendor. Null when `name`
  * is no built-in or the account has no connection to the vendor (the built-in is dark).
  *

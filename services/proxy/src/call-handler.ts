@@ -23,7 +23,7 @@ export interface ReplyLimits {
 }
 
 /**
- * Bounds that keep a reply within NATS' max payload: text at the seed's 256 KiB, structured
+ * Bounds that keep a reply within NATS' max payload: text at 256 KiB (docs/limits.md#the-call), structured
  * content at 256 KiB of JSON, images within what is left (base64 is 4/3 of the bytes).
  */
 export function replyLimits(maxPayload: number): ReplyLimits {

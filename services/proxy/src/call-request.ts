@@ -1,6 +1,6 @@
 import { INPUT_REQUEST_ID_RE, PAYLOAD_LIMITS, decodeStrict, invalidInput, type ProxyCallRequest, type StrictLimits } from '@mcpx/contracts';
 
-/** Seed 000: a call may take at most 120 s. */
+/** A call may take at most 120 s (docs/limits.md#the-call). */
 export const MAX_CALL_TIMEOUT_MS = 120_000;
 /**
  * A call request bigger than this is refused before it is decoded (NATS' default max payload is

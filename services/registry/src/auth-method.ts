@@ -1,13 +1,13 @@
 import { invalidInput } from '@mcpx/contracts';
 
 /**
- * How a custom server authenticates (seed 001), `config.auth` of SetMcpServer:
+ * How a custom server authenticates (docs/servers.md#auth-methods), `config.auth` of SetMcpServer:
  * - `oauth`: OAuth 2.1 against the server (see ./oauth/);
  * - `bearer`: a pasted token, sealed as the server's `Authorization` secret header and sent as
  *   `Authorization: Bearer <token>`;
  * - `headers`: custom headers, every one sealed as a secret header;
  * - `none`: nothing is sent; any header or token is refused.
- * Absent keeps seed 000's behaviour (static headers in the clear, secret headers sealed) and reads
+ * Absent keeps the original behaviour (static headers in the clear, secret headers sealed) and reads
  * as `headers` when any header is configured, else `none`.
  */
 export const AuthMethods = { oauth: 'oauth', bearer: 'bearer', headers: 'headers', none: 'none' } as const;
@@ -65,7 +65,7 @@ export function applyAuthMethod<T extends HeaderSources>(config: T, token: unkno
       if (Buffer.byteLength(token, 'utf8') > MAX_TOKEN_BYTES) throw invalidInput('config.token', `must be at most ${MAX_TOKEN_BYTES} bytes`);
       return { ...config, token };
     case AuthMethods.headers:
-      // Seed 001: custom headers are stored encrypted, each one.
+      // Under `headers`, every custom header is stored sealed (docs/servers.md#auth-methods).
       return { ...config, headers: {}, secretHeaders: { ...config.headers, ...config.secretHeaders } };
   }
 }

@@ -2,7 +2,7 @@ import { invalidInput } from '@mcpx/contracts';
 import { findBuiltin } from '@mcpx/domain';
 
 /**
- * Seed 001: a custom server never shadows a built-in. Its slug equal to a built-in's is refused by
+ * A custom server never shadows a built-in (docs/names.md#built-in-slugs). Its slug equal to a built-in's is refused by
  * name in both name styles (the unique `(account, name)` index closes the other direction).
  */
 export function refuseBuiltinSlug(name: string): void {

@@ -4,7 +4,7 @@ import type { OutboundPolicy } from '@mcpx/config';
 import { applyAuthMethod, isAuthMethod, type AuthMethod } from './auth-method.js';
 import { headerSecretName, isOwnSecretRef } from './server-headers.js';
 
-/** Seed 000: an agent may be granted at most 16 servers. */
+/** An agent may be granted at most 16 servers (docs/limits.md#servers-and-agents). */
 export const MAX_GRANTS = 16;
 export const MAX_URL_BYTES = 2048;
 export const MAX_HEADERS = 16;

@@ -1,7 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 
 /**
- * The owner's per-tool permission overrides (seed 001: "inherited is a default"). Keyed by the
+ * The owner's per-tool permission overrides (docs/call.md#permissions: the inherited level is a default). Keyed by the
  * server's id, not its name, so a server deleted and re-created under the same name starts from
  * the inherited levels again; the rows go with the server.
  */

@@ -1,7 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 
 /**
- * OAuth state per MCP server (seed 001, OAuth 2.1 for remote servers): the registered client and
+ * OAuth state per MCP server (docs/servers.md#auth-methods, OAuth 2.1 for remote servers): the registered client and
  * the pending authorization (PKCE verifier, discovery), and the tokens, each sealed with the
  * secrets key ring. `state_hash` is the SHA-256 of the pending authorization's `state`, so the
  * callback finds its server without the state itself being stored in the clear.

@@ -1,7 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 
 /**
- * Built-in servers (seed 001). A built-in is a static descriptor in code, never a row of
+ * Built-in servers (docs/servers.md#built-in-servers). A built-in is a static descriptor in code, never a row of
  * mcp_servers: what an account holds is its vendor connection (the OAuth tokens that lend the
  * credential, sealed with the secrets key ring) and, once a built-in has been discovered for it,
  * the last good tool list of that discovery (until then the descriptor's fallback list serves).

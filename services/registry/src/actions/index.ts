@@ -43,7 +43,7 @@ const HANDLERS: { readonly [T in ActionType]: ActionHandler } = {
   DeleteLambdaTool: deleteLambdaTool,
   AuthorizeSigner: authorizeSigner,
   RevokeSigner: revokeSigner,
-  // Permission levels (seed 001): only an OWNER decides whether and when a human stops a call.
+  // Permission levels (docs/call.md#permissions): only an OWNER decides whether and when a human stops a call.
   SetToolPermission: setToolPermission,
   ListApprovals: listApprovals,
   ApproveToolCall: approveToolCall,
@@ -57,7 +57,7 @@ const HANDLERS: { readonly [T in ActionType]: ActionHandler } = {
   // A server's question mid-call: answered by the account's owner, like an approval is decided.
   ListInputRequests: listInputRequests,
   AnswerInputRequest: answerInputRequest,
-  // Built-in servers (seed 001): a vendor connection lends its token to the vendor's built-ins.
+  // Built-in servers (docs/servers.md#built-in-servers): a vendor connection lends its token to the vendor's built-ins.
   SetVendorConnection: setVendorConnection,
   DeleteVendorConnection: deleteVendorConnection,
   // The MCP endpoint's bearer tokens (issue 14): each reaches an agent's tools from outside, so only an OWNER hands one out.

@@ -30,7 +30,7 @@ export interface BuiltinServersDeps {
 }
 
 /**
- * Built-in servers for an account (seed 001): a vendor connection lights up the vendor's
+ * Built-in servers for an account (docs/servers.md#built-in-servers): a vendor connection lights up the vendor's
  * built-ins with no mcp_servers row. Each shows as a server record (`id` = builtin:<slug>:<connection>)
  * whose tools are its last discovery for the account, else the descriptor's fallback list, and
  * reaches the projector through the ordinary discovery events.
