@@ -109,6 +109,20 @@ describe('discovery and projection telemetry', () => {
     expect(sample(text, 'mcpx_discovery_duration_ms_count', { result: 'error', code: 'connect_failed' })).toBeGreaterThanOrEqual(1);
   });
 
+  it('a refused credential: unauthorized on the discovery, its connect and the request the server refused, with the HTTP status', async () => {
+    const res = await api.act('SetMcpServer', { name: 'refused', config: { url: upstream.url, secretHeaders: { Authorization: 'Bearer sk-wrong-one' } } });
+    expect(res.server.status.state).toBe('error');
+    const discover = named('registry.discover').find((s) => s.attributes[McpAttributes.server] === 'refused');
+    expect(discover?.attributes).toMatchObject({ [McpAttributes.outcome]: 'error', [McpAttributes.errorCode]: 'unauthorized' });
+    const [connect] = childrenOf(discover!, 'discovery.connect');
+    expect(connect?.attributes).toMatchObject({ [McpAttributes.outcome]: 'error', [McpAttributes.errorCode]: 'unauthorized' });
+    const refusedRequests = finished().filter((s) => s.attributes[McpAttributes.server] === 'refused' && s.attributes['http.response.status_code'] === 401);
+    expect(refusedRequests.length).toBeGreaterThanOrEqual(1);
+    for (const s of refusedRequests) expect(s.attributes).toMatchObject({ [McpAttributes.outcome]: 'error', [McpAttributes.errorCode]: 'unauthorized' });
+    for (const s of finished().filter((x) => x.attributes[McpAttributes.server] === 'refused')) expect(JSON.stringify([s.attributes, s.events, s.status])).not.toContain('sk-wrong-one');
+    expect(sample(await metrics(), 'mcpx_discovery_total', { result: 'error', code: 'unauthorized' })).toBeGreaterThanOrEqual(1);
+  });
+
   it('the projector: a span per batch with the agents touched, the events published counted, its backlog gauged', async () => {
     const { agent } = await api.act('CreateAgent', { name: 'runner', definition: { mcpServers: ['paged'] } });
     await eventually(async () => ((await api.act('ListAgentTools', { agent: agent.id })).tools.length === 5 ? true : undefined), 20_000, 'the agent tools');
