@@ -74,6 +74,13 @@ function parentContext(meta: Record<string, unknown> | undefined, request: Reque
 export class AgentServers {
   private readonly handlers = new Map<string, { handler: McpHttpHandler; unwatch: () => void }>();
   private readonly metrics: Metrics;
+  /**
+   * Calls in flight by token and JSON-RPC request id: a 2025 client's `notifications/cancelled`
+   * arrives as a POST of its own (stateless serving: another server instance), so it finds the
+   * call here. Two calls of one token under one id (two clients sharing a token) are ambiguous:
+   * such a cancel is ignored, as MCP allows, rather than stopping the wrong one.
+   */
+  private readonly inflight = new Map<string, Array<() => void>>();
 
   constructor(
     private readonly deps: AgentServerDeps,
@@ -155,6 +162,13 @@ export class AgentServers {
         ...(more ? { nextCursor: encodeCursor(last.name) } : {}),
       };
     });
+    // A 2025 client's cancel of a call that another request (instance) serves.
+    server.setNotificationHandler('notifications/cancelled', (notification) => {
+      const id = (notification.params as { requestId?: unknown } | undefined)?.requestId;
+      if (typeof id !== 'string' && typeof id !== 'number') return;
+      const calls = this.inflight.get(`${tokenId}\u0000${String(id)}`);
+      if (calls?.length === 1) calls[0]?.();
+    });
     server.setRequestHandler('tools/call', async (request, ctx) => {
       const params = request.params;
       const meta = (ctx.mcpReq._meta ?? params._meta);
@@ -183,8 +197,17 @@ export class AgentServers {
           const answers = { ...(caps.elicitation !== undefined ? { forms: true } : {}), ...(caps.sampling !== undefined ? { sampling: true } : {}) };
           const callId = randomUUID();
           const signal = ctx.mcpReq.signal;
-          const onAbort = (): void => void this.deps.proxy.cancel(account, `ep-${tokenId}`, callId).catch(() => undefined);
+          let cancelled = false;
+          const onAbort = (): void => {
+            if (cancelled) return;
+            cancelled = true;
+            void this.deps.proxy.cancel(account, `ep-${tokenId}`, callId).catch(() => undefined);
+          };
           signal.addEventListener('abort', onAbort, { once: true });
+          const inflightKey = `${tokenId}\u0000${String(ctx.mcpReq.id)}`;
+          const calls = this.inflight.get(inflightKey);
+          if (calls === undefined) this.inflight.set(inflightKey, [onAbort]);
+          else calls.push(onAbort);
           try {
             const { result } = await this.deps.proxy.call({
               account,
@@ -215,6 +238,9 @@ export class AgentServers {
             return errorResult(wire);
           } finally {
             signal.removeEventListener('abort', onAbort);
+            const left = this.inflight.get(inflightKey)?.filter((f) => f !== onAbort);
+            if (left === undefined || left.length === 0) this.inflight.delete(inflightKey);
+            else this.inflight.set(inflightKey, left);
           }
         });
       } catch (err) {
