@@ -12,6 +12,7 @@ import * as registrySignerAgents from './migrations/registry-20261201T1200-signe
 import * as registryAgentTokens from './migrations/registry-20261201T1410-agent-tokens.js';
 import * as registryPinsAudit from './migrations/registry-20261201T1415-pins-audit.js';
 import * as registryHeldTools from './migrations/registry-20261201T1420-held-tools.js';
+import * as registryEventOutbox from './migrations/registry-20261201T1525-event-outbox.js';
 import * as projectorHeldTools from './migrations/projector-20261201T1415-held-tools.js';
 import * as projectorInit from './migrations/projector-20261130T0800-init.js';
 import * as projectorSearch from './migrations/projector-20261130T0900-search.js';
@@ -43,22 +44,12 @@ export function createDb(url: string, opts: DbOptions = {}): Db {
   // An idle connection that the server drops (a restart, a failover, an admin's terminate) emits
   // an error on the pool; unheard, it would end the process. The pool replaces the connection.
   pool.on('error', (err) => opts.onIdleError?.(err));
-  // A checked-out connection has no pool listener (the pool removes it while the client is lent):
-  // one that drops between two statements (a transaction, a held lock) emitted an unheard 'error'
-  // (57P01 on a restart) and ended the process. Every client gets its own listener for good; its
-  // next query fails (the caller sees the error), and the pool discards it on release.
-  pool.on('connect', (client) => {
-    client.on('error', (err) => {
-      // While idle the pool's own listener also hears it (and reports it): told once.
-      if (client.listenerCount('error') === 1) opts.onIdleError?.(err);
-    });
-  });
   return new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
 }
 
 /** Migration sets, one per service schema, each with its own history table in that schema. */
 const MIGRATIONS = {
-  registry: { '20261130T0800-init': registryInit, '20261130T0900-permissions': registryPermissions, '20261130T0910-oauth': registryOAuth, '20261130T1000-builtins': registryBuiltins, '20261201T0800-builtin-upkeep': registryBuiltinUpkeep, '20261201T1100-era-verdicts': registryEraVerdicts, '20261201T1200-signer-agents': registrySignerAgents, '20261201T1410-agent-tokens': registryAgentTokens, '20261201T1415-pins-audit': registryPinsAudit, '20261201T1420-held-tools': registryHeldTools },
+  registry: { '20261130T0800-init': registryInit, '20261130T0900-permissions': registryPermissions, '20261130T0910-oauth': registryOAuth, '20261130T1000-builtins': registryBuiltins, '20261201T0800-builtin-upkeep': registryBuiltinUpkeep, '20261201T1100-era-verdicts': registryEraVerdicts, '20261201T1200-signer-agents': registrySignerAgents, '20261201T1410-agent-tokens': registryAgentTokens, '20261201T1415-pins-audit': registryPinsAudit, '20261201T1420-held-tools': registryHeldTools, '20261201T1525-event-outbox': registryEventOutbox },
   projector: { '20261130T0800-init': projectorInit, '20261130T0900-search': projectorSearch, '20261201T0900-mcp-name-conflicts': projectorNameConflicts, '20261201T1415-held-tools': projectorHeldTools },
 } satisfies Record<string, Record<string, Migration>>;
 

@@ -284,6 +284,16 @@ export interface AgentTokensTable {
   revoked_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
 }
 
+/** An event committed with its change and not yet acknowledged by JetStream (the registry's outbox). */
+export interface EventOutboxTable {
+  id: ColumnType<string, never, never>;
+  subject: string;
+  /** The event's payload, as JSON. */
+  payload: ColumnType<unknown, string, string>;
+  msg_id: string;
+  created_at: ColumnType<Date, never, never>;
+}
+
 export interface Database {
   'registry.accounts': AccountsTable;
   'registry.signers': SignersTable;
@@ -300,6 +310,7 @@ export interface Database {
   'registry.tool_contracts': ToolContractsTable;
   'registry.tool_changes': ToolChangesTable;
   'registry.audit_events': AuditEventsTable;
+  'registry.event_outbox': EventOutboxTable;
   'projector.tool_documents': ToolDocumentsTable;
   'projector.projected_servers': ProjectedServersTable;
   'projector.agent_sets': AgentSetsTable;

@@ -34,9 +34,12 @@ import { oauthStartHandler } from './oauth/oauth-start.js';
 import { bindUnboundSecretsOnce } from './secret-binding.js';
 import { TrustedProxies } from './client-address.js';
 import { OAUTH_CALLBACK_PATH, OAUTH_START_PATH } from './oauth/paths.js';
+import { EventOutbox } from './events/outbox.js';
 
 /** The action types the registry dispatches (the OpenAPI document at `/v1/openapi.json` describes each). */
 export { dispatchedActionTypes } from './actions/index.js';
+/** The registry's outbox of JetStream events (written with the commit, published after it). */
+export { EventOutbox, type OutboxEvent } from './events/outbox.js';
 
 export interface RegistryOptions {
   /** Telemetry set up by the caller (tests pass one with an in-memory exporter). */
@@ -168,6 +171,7 @@ export async function startRegistry(config: Config, opts: RegistryOptions = {}):
   });
   // Dropped malformed notifications are logged where the registry logs (without their bytes).
   const events = new EventStream(bus.nc, bus.subjects, log);
+  const outbox = new EventOutbox({ db, bus, log, meter: telemetry.meter });
   let ready = false;
   const server = createHttpServer({
     actions: {
@@ -190,6 +194,7 @@ export async function startRegistry(config: Config, opts: RegistryOptions = {}):
       oauth,
       builtins,
       pins: { defaultMode: config.pinAudit.pinDefault, writersMayReview: config.pinAudit.writersMayReview },
+      outbox,
     },
     redis,
     redisPrefix: config.redisPrefix,
@@ -213,6 +218,8 @@ export async function startRegistry(config: Config, opts: RegistryOptions = {}):
   // Secrets sealed before origins were recorded open for nobody: bound to their server's origin first.
   await bindUnboundSecretsOnce({ db, box: new SecretBox(config.keyring), servers, redis, prefix: config.redisPrefix }, log);
   reprober.start();
+  // Events a registry committed and did not get to publish (it died in between): sent now, then swept.
+  outbox.start();
   const retention = startAuditRetention(db, config.pinAudit.auditRetentionDays, log);
   await new Promise<void>((resolve) => server.listen(config.httpPort, config.httpHost, resolve));
   // Metrics describe every account's traffic: served on the internal port only, not the API's.
@@ -232,6 +239,7 @@ export async function startRegistry(config: Config, opts: RegistryOptions = {}):
       ready = false;
       reprober.stop();
       retention.stop();
+      await outbox.stop();
       observed.unsubscribe();
       oauthRefresh.unsubscribe();
       server.closeAllConnections();

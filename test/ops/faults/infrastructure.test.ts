@@ -7,11 +7,12 @@
  *   written, both resume by themselves;
  * - Redis down: signed actions fail closed (the nonce check cannot run), calls fail closed at the
  *   call limiter; both resume when it is back;
- * - a registry killed between its commit and its event: the event is lost today (no outbox yet,
- *   issue 12): `it.fails` documents the gap instead of hiding it.
+ * - a registry killed between its commit and its event: the event, written with the commit in the
+ *   registry's outbox, is published by the next registry's sweep, exactly once (issue 12).
  * Each prints what the user sees and the recovery time (docs/operations.md has the lines).
  */
 import pg from 'pg';
+import { jetstreamManager } from '@nats-io/jetstream';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { WireError } from '@mcpx/contracts';
 import { echoTool, startTestMcpServer, type TestMcpServer } from '../../servers/index.js';
@@ -216,11 +217,10 @@ describe.skipIf(!have.nats)('a registry killed between its commit and its event'
     await nats?.destroy();
   });
 
-  // Known gap (issue 12, the outbox): the registry commits, then publishes. Killed in between,
-  // the event is never sent and nothing re-sends it: the agent's tools are never projected until
-  // the agent changes again. This test fails today by design (`it.fails`); when the outbox lands
-  // it passes, vitest reports the `it.fails` as failing, and this line becomes a plain `it`.
-  it.fails('the committed agent still reaches the projector (its tools are projected) after a new registry starts', async () => {
+  // The outbox (issue 12): the registry writes the agent's event in the transaction that commits
+  // the agent and publishes it after; killed in between, the row stays, and the next registry's
+  // sweep (one runs at its start) publishes it with its message id (stored once).
+  it('the committed agent still reaches the projector (its tools are projected) after a new registry starts', async () => {
     const [registry] = stack.of('registry');
     // Its publishes go nowhere from now on: the commit happens, the event does not leave.
     front.mode = 'blackhole';
@@ -239,7 +239,12 @@ describe.skipIf(!have.nats)('a registry killed between its commit and its event'
       20_000,
       'the orphaned agent projected',
     ).catch(() => false);
-    report(`registry killed between commit and event: agent committed, ${projected === true ? `projected after ${Date.now() - started} ms` : 'its event lost (tools never projected in 20 s) — known gap, outbox (issue 12)'}`);
+    report(`registry killed between commit and event: agent committed, ${projected === true ? `projected after ${Date.now() - started} ms (the outbox's sweep at the new registry's start)` : 'its event lost (tools never projected in 20 s)'}`);
     expect(projected).toBe(true);
+    // Exactly once: the stream holds the agent's one event (its only revision), whoever sent it.
+    const subject = stack.subjects.agentChanged(stack.api.principal, agentId);
+    const jsm = await jetstreamManager(stack.nc);
+    const info = await jsm.streams.info(await jsm.streams.find(subject), { subjects_filter: subject });
+    expect(info.state.subjects?.[subject]).toBe(1);
   }, 90_000);
 });

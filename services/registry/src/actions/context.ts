@@ -7,6 +7,7 @@ import type { ApprovalStore, InputStore, RunAgents } from '@mcpx/locks';
 import type { Logger } from '@mcpx/log';
 import type { ProxyClient } from '@mcpx/proxy-client';
 import type { Discovery } from '../discovery.js';
+import type { EventOutbox } from '../events/outbox.js';
 import type { BuiltinServers } from '../builtins/builtin-servers.js';
 import type { OAuthService } from '../oauth/oauth-service.js';
 import type { AccountsRepository, SignerRole } from '../repositories/accounts.repository.js';
@@ -53,6 +54,8 @@ export interface ActionDeps {
    * names none, and whether WRITER signers may accept or reject tool changes. Absent: off, OWNERs only.
    */
   pins?: { defaultMode: 'off' | 'review' | 'strict'; writersMayReview: boolean };
+  /** Events written with their commit and published after it (absent: published after the commit only). */
+  outbox?: EventOutbox;
 }
 
 export type Action = { type: string } & Record<string, unknown>;

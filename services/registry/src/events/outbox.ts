@@ -1,0 +1,125 @@
+import type { Kysely } from 'kysely';
+import type { Bus } from '@mcpx/bus';
+import type { Database, Db } from '@mcpx/db';
+import type { Logger } from '@mcpx/log';
+import type { Counter, Meter } from '@opentelemetry/api';
+
+/** One JetStream event of the registry: its subject, payload (JSON) and message id. */
+export interface OutboxEvent {
+  subject: string;
+  payload: unknown;
+  /** JetStream de-duplicates on it: an event published again (after a crash) is stored once. */
+  msgId: string;
+}
+
+/** The most rows one sweep publishes (the next sweep takes the rest). */
+const SWEEP_BATCH = 100;
+
+/**
+ * The registry's outbox (the projector's discipline for its own events): an event is written in
+ * the transaction that commits its change (`record`), and published after the commit (`publish`,
+ * the rows just written; `sweep`, every row left, oldest first), each with its message id; a row is
+ * deleted once JetStream acknowledged it. A registry killed between its commit and its publish
+ * leaves the row, and the next sweep of any instance (one runs at start) sends it. Rows are taken
+ * with `FOR UPDATE SKIP LOCKED`, so two instances never publish the same row at once; a crash after
+ * the publish and before the delete publishes it again with the same id, stored once by JetStream
+ * (within its duplicate window).
+ */
+export class EventOutbox {
+  private readonly published: Counter | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private sweeping: Promise<number> | undefined;
+
+  constructor(private readonly deps: { db: Db; bus: Bus; log: Logger; meter?: Meter }) {
+    this.published = deps.meter?.createCounter('mcpx_registry_events_published_total', {
+      description: 'Registry events from the outbox by outcome: stored (JetStream acknowledged it) or failed (left for the next sweep)',
+    });
+  }
+
+  /** Writes `events` in the committing transaction; returns their row ids for {@link publish}. */
+  async record(trx: Kysely<Database>, events: readonly OutboxEvent[]): Promise<string[]> {
+    if (events.length === 0) return [];
+    const rows = await trx
+      .insertInto('registry.event_outbox')
+      .values(events.map((e) => ({ subject: e.subject, payload: JSON.stringify(e.payload), msg_id: e.msgId })))
+      .returning('id')
+      .execute();
+    return rows.map((r) => String(r.id));
+  }
+
+  /**
+   * Publishes the committed rows `ids` (those another instance holds, or has sent, are skipped).
+   * A failure is logged, not thrown: the change is committed and the sweep sends the event.
+   */
+  async publish(ids: readonly string[]): Promise<void> {
+    if (ids.length === 0) return;
+    await this.send((q) => q.where('id', 'in', [...ids])).catch((err: unknown) => {
+      this.deps.log.warn('outbox: publish failed, left for the sweep', { err: err as Error, events: ids.length });
+    });
+  }
+
+  /** Publishes every row left (oldest first, a batch at a time); returns how many went out. */
+  async sweep(): Promise<number> {
+    this.sweeping ??= (async () => {
+      let total = 0;
+      for (;;) {
+        const n = await this.send((q) => q.limit(SWEEP_BATCH));
+        total += n;
+        if (n < SWEEP_BATCH) return total;
+      }
+    })().finally(() => (this.sweeping = undefined));
+    return this.sweeping;
+  }
+
+  /** Sweeps now and then every `everyMs` (errors logged; the next sweep tries again). */
+  start(everyMs = 2_000): void {
+    const run = (): void => {
+      void this.sweep().then(
+        (n) => {
+          if (n > 0) this.deps.log.info('outbox: published events left by an earlier commit', { events: n });
+        },
+        (err: unknown) => this.deps.log.warn('outbox: sweep failed', { err: err as Error }),
+      );
+    };
+    run();
+    this.timer = setInterval(run, everyMs);
+    this.timer.unref();
+  }
+
+  async stop(): Promise<void> {
+    if (this.timer !== undefined) clearInterval(this.timer);
+    this.timer = undefined;
+    await this.sweeping?.catch(() => undefined);
+  }
+
+  /** Takes the rows `narrow` selects (locked, oldest first), publishes each, deletes them. */
+  private async send(
+    narrow: (q: ReturnType<EventOutbox['selectRows']>) => ReturnType<EventOutbox['selectRows']>,
+  ): Promise<number> {
+    const { sent, failure } = await this.deps.db.transaction().execute(async (trx) => {
+      const rows = await narrow(this.selectRows(trx)).execute();
+      let done = 0;
+      let error: unknown = undefined;
+      for (const row of rows) {
+        try {
+          await this.deps.bus.publishEvent(row.subject, row.payload, row.msg_id);
+        } catch (err) {
+          error = err;
+          break;
+        }
+        done++;
+      }
+      if (done > 0) this.published?.add(done, { outcome: 'stored' });
+      if (done < rows.length) this.published?.add(rows.length - done, { outcome: 'failed' });
+      // What JetStream acknowledged leaves the outbox (committed even when a later publish failed).
+      if (done > 0) await trx.deleteFrom('registry.event_outbox').where('id', 'in', rows.slice(0, done).map((r) => r.id)).execute();
+      return { sent: done, failure: error };
+    });
+    if (failure !== undefined) throw failure instanceof Error ? failure : new Error('outbox: publish failed', { cause: failure });
+    return sent;
+  }
+
+  private selectRows(trx: Kysely<Database>) {
+    return trx.selectFrom('registry.event_outbox').select(['id', 'subject', 'payload', 'msg_id']).orderBy('id').forUpdate().skipLocked();
+  }
+}

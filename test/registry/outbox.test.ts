@@ -1,0 +1,101 @@
+import { jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
+import { connectBus, type Bus } from '@mcpx/bus';
+import { createDb, migrate, type Db } from '@mcpx/db';
+import { createLogger } from '@mcpx/log';
+import { EventOutbox } from '@mcpx/registry';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { TestDatabase } from '../support/env.js';
+import { systemEnv } from '../support/system.js';
+
+/**
+ * The registry's outbox against real Postgres and JetStream: an event is written in the
+ * transaction of its change (a rolled-back change leaves none), published after the commit with
+ * its message id, and deleted once stored; a failed publish leaves the row to the sweep; a row
+ * published twice (a crash between the publish and the delete) is stored once; two instances
+ * sweeping at once publish each row once.
+ */
+describe('the registry outbox (real Postgres and JetStream)', () => {
+  let db: TestDatabase;
+  let sql: Db;
+  let bus: Bus;
+  let jsm: JetStreamManager;
+  let outbox: EventOutbox;
+  let natsUrl: string;
+  const lines: string[] = [];
+  const log = createLogger('outbox-test', { sink: (l) => lines.push(l) });
+  const account = `acct-${Math.random().toString(36).slice(2, 8)}`;
+
+  beforeAll(async () => {
+    const sys = await systemEnv();
+    db = sys.db;
+    sql = createDb(db.url, { max: 4 });
+    await migrate(sql, 'registry');
+    natsUrl = sys.env.NATS_URL!;
+    bus = await connectBus({ url: natsUrl, name: 'outbox-test', prefix: sys.env.NATS_PREFIX });
+    jsm = await jetstreamManager(bus.nc);
+    outbox = new EventOutbox({ db: sql, bus, log });
+  });
+
+  afterAll(async () => {
+    await bus?.close();
+    await sql?.destroy();
+    await db?.drop();
+  });
+
+  const subjectOf = (agent: string): string => bus.subjects.agentChanged(account, agent);
+  const stored = async (agent: string): Promise<number> => {
+    const subject = subjectOf(agent);
+    const info = await jsm.streams.info(await jsm.streams.find(subject), { subjects_filter: subject });
+    return info.state.subjects?.[subject] ?? 0;
+  };
+  const rows = async (): Promise<number> => Number((await sql.selectFrom('registry.event_outbox').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
+  const event = (agent: string, revision = 1) => ({ subject: subjectOf(agent), payload: { account, agent, revision, mcpServers: [] }, msgId: `agent-${agent}-${revision}` });
+
+  it('a rolled-back change leaves no event; a committed one is published once and leaves the outbox', async () => {
+    await sql
+      .transaction()
+      .execute(async (trx) => {
+        await outbox.record(trx, [event('rolled-back')]);
+        throw new Error('the change fails');
+      })
+      .catch(() => undefined);
+    expect(await rows()).toBe(0);
+    const ids = await sql.transaction().execute((trx) => outbox.record(trx, [event('a1')]));
+    await outbox.publish(ids);
+    expect(await stored('a1')).toBe(1);
+    expect(await stored('rolled-back')).toBe(0);
+    expect(await rows()).toBe(0);
+  });
+
+  it('a publish that fails leaves the row (the change stays committed); the sweep sends it', async () => {
+    const dead = await connectBus({ url: natsUrl, name: 'outbox-dead', prefix: bus.subjects.prefix });
+    await dead.close();
+    const broken = new EventOutbox({ db: sql, bus: dead, log });
+    const ids = await sql.transaction().execute((trx) => broken.record(trx, [event('a2')]));
+    await broken.publish(ids);
+    expect(await rows()).toBe(1);
+    expect(await stored('a2')).toBe(0);
+    expect(lines.some((l) => l.includes('left for the sweep'))).toBe(true);
+    expect(await outbox.sweep()).toBe(1);
+    expect(await stored('a2')).toBe(1);
+    expect(await rows()).toBe(0);
+  });
+
+  it('an event published again (a crash between its publish and its delete) is stored once', async () => {
+    const e = event('a3');
+    await bus.publishEvent(e.subject, e.payload, e.msgId);
+    await sql.transaction().execute((trx) => outbox.record(trx, [e]));
+    expect(await outbox.sweep()).toBe(1);
+    expect(await stored('a3')).toBe(1);
+  });
+
+  it('two instances sweeping at once publish each row once', async () => {
+    const other = new EventOutbox({ db: sql, bus, log });
+    const agents = Array.from({ length: 40 }, (_, i) => `many-${i}`);
+    await sql.transaction().execute((trx) => outbox.record(trx, agents.map((a) => event(a))));
+    const [x, y] = await Promise.all([outbox.sweep(), other.sweep()]);
+    expect(x + y).toBe(40);
+    expect(await rows()).toBe(0);
+    for (const a of agents.slice(0, 5)) expect(await stored(a)).toBe(1);
+  });
+});
