@@ -44,6 +44,16 @@ export function createDb(url: string, opts: DbOptions = {}): Db {
   // An idle connection that the server drops (a restart, a failover, an admin's terminate) emits
   // an error on the pool; unheard, it would end the process. The pool replaces the connection.
   pool.on('error', (err) => opts.onIdleError?.(err));
+  // A checked-out connection has no pool listener (the pool removes it while the client is lent):
+  // one that drops between two statements (a transaction, a held lock) emitted an unheard 'error'
+  // (57P01 on a restart) and ended the process. Every client gets its own listener for good; its
+  // next query fails (the caller sees the error), and the pool discards it on release.
+  pool.on('connect', (client) => {
+    client.on('error', (err) => {
+      // While idle the pool's own listener also hears it (and reports it): told once.
+      if (client.listenerCount('error') === 1) opts.onIdleError?.(err);
+    });
+  });
   return new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
 }
 
