@@ -285,7 +285,9 @@ describe('discovery', () => {
 
       const viaFirst = api.act('RefreshMcpServer', { name: 'shared' });
       const secondRefresh = new ApiClient(second.url, api.key).act('RefreshMcpServer', { name: 'shared' });
-      await new Promise((r) => setTimeout(r, 100));
+      // Under way for sure once the server has its first request (each one held 150 ms in front of
+      // it), not after a fixed sleep: on a busy machine the refreshes may not have started by then.
+      await eventually(async () => (probes(upstream.stats) + upstream.stats.listCalls > base.probes + base.lists ? true : undefined), 30_000, 'the refresh under way');
       // A proxy reports a (stale, one-tool) list while the refresh is under way: it joins the refresh.
       h.nc.publish(h.subjects.toolsObserved, encodePayload({ account: api.principal, server: 'shared', tools: [{ name: 'echo' }], transport: 'http' }));
       const [a, b] = await Promise.all([viaFirst, secondRefresh]);
