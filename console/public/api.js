@@ -77,7 +77,15 @@ export class ActionError extends Error {
   }
 }
 
-/** Signs and sends one action; returns its result or throws an {@link ActionError}. */
+/**
+ * Signs and sends one action; returns its result or throws an {@link ActionError}. The request
+ * and response of each type are those of the contracts' action map (`ACTION_MAP`), published as
+ * the OpenAPI document at `/v1/openapi.json`.
+ * @template {import('@mcpx/contracts').ActionType} T
+ * @param {T} type
+ * @param {import('@mcpx/contracts').ActionRequest<T>} [fields]
+ * @returns {Promise<import('@mcpx/contracts').ActionResponse<T>>}
+ */
 export async function act(type, fields = {}) {
   if (!key) throw new Error('create or load a key first');
   const res = await fetch('/v1/actions', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(await envelope({ type, ...fields })) });
