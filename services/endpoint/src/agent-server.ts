@@ -30,6 +30,18 @@ interface Metrics {
   duration: Histogram;
 }
 
+const SERVER_OPTIONS = { capabilities: { tools: { listChanged: true }, prompts: {}, resources: {} } };
+const LIST_HINTS = { ttlMs: LIST_TTL_MS, cacheScope: 'private' as const };
+const listPrompts = (): { prompts: []; ttlMs: number; cacheScope: 'private' } => ({ prompts: [], ...LIST_HINTS });
+const getPrompt = (request: { params: { name: string } }): never => {
+  throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Unknown prompt: ${request.params.name.slice(0, 128)}`);
+};
+const listResources = (): { resources: []; ttlMs: number; cacheScope: 'private' } => ({ resources: [], ...LIST_HINTS });
+const listResourceTemplates = (): { resourceTemplates: []; ttlMs: number; cacheScope: 'private' } => ({ resourceTemplates: [], ...LIST_HINTS });
+const readResource = (request: { params: { uri: string } }): never => {
+  throw new ResourceNotFoundError(request.params.uri.slice(0, 512));
+};
+
 /** A `tools/list` cursor: the last name of the previous page (stable while the set changes). */
 function encodeCursor(name: string): string {
   return Buffer.from(name, 'utf8').toString('base64url');
@@ -74,6 +86,7 @@ function parentContext(meta: Record<string, unknown> | undefined, request: Reque
 export class AgentServers {
   private readonly handlers = new Map<string, { handler: McpHttpHandler; unwatch: () => void }>();
   private readonly metrics: Metrics;
+  private readonly info: { name: string; version: string };
   /**
    * Calls in flight by token and JSON-RPC request id: a 2025 client's `notifications/cancelled`
    * arrives as a POST of its own (stateless serving: another server instance), so it finds the
@@ -86,6 +99,7 @@ export class AgentServers {
     private readonly deps: AgentServerDeps,
     private readonly maxHandlers = 10_000,
   ) {
+    this.info = { name: SERVER_NAME, version: deps.version };
     this.metrics = {
       requests: deps.meter.createCounter('mcpx_endpoint_requests_total', { description: 'MCP requests to agent endpoints, by method and outcome' }),
       duration: deps.meter.createHistogram('mcpx_endpoint_call_duration_ms', { description: 'tools/call through the agent endpoint, end to end (ms)', unit: 'ms' }),
@@ -135,17 +149,14 @@ export class AgentServers {
   private server(account: string, agent: string, tokenId: string): Server {
     // Tools are what an agent has; its prompts and resources are none (yet): empty lists, with the
     // same cache hints, rather than "method not found" to clients that ask.
-    const server = new Server({ name: SERVER_NAME, version: this.deps.version }, { capabilities: { tools: { listChanged: true }, prompts: {}, resources: {} } });
-    const hints = { ttlMs: LIST_TTL_MS, cacheScope: 'private' as const };
-    server.setRequestHandler('prompts/list', () => ({ prompts: [], ...hints }));
-    server.setRequestHandler('prompts/get', (request) => {
-      throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Unknown prompt: ${request.params.name.slice(0, 128)}`);
-    });
-    server.setRequestHandler('resources/list', () => ({ resources: [], ...hints }));
-    server.setRequestHandler('resources/templates/list', () => ({ resourceTemplates: [], ...hints }));
-    server.setRequestHandler('resources/read', (request) => {
-      throw new ResourceNotFoundError(request.params.uri.slice(0, 512));
-    });
+    // (A server per request is what the stateless serving asks for; what does not depend on the
+    // request is made once: the info, the capabilities, the empty lists' handlers.)
+    const server = new Server(this.info, SERVER_OPTIONS);
+    server.setRequestHandler('prompts/list', listPrompts);
+    server.setRequestHandler('prompts/get', getPrompt);
+    server.setRequestHandler('resources/list', listResources);
+    server.setRequestHandler('resources/templates/list', listResourceTemplates);
+    server.setRequestHandler('resources/read', readResource);
     server.setRequestHandler('tools/list', async (request) => {
       const set = await this.toolSet(account, agent);
       const cursor = request.params?.cursor;
