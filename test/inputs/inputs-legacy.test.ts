@@ -11,7 +11,7 @@ import { askedInput, failure, pendingInputs, textOf } from './input-system.js';
  * with the question while the server's request is held, a person answers, the re-sent call hands
  * the answer to the server and its call goes on.
  */
-describe('a legacy server that pushes elicitation/create', () => {
+describe('a legacy server that pushes elicitation/create (and sampling/createMessage)', () => {
   let system: ProxySystem;
   let upstream: LegacyElicitingServer;
 
@@ -67,6 +67,40 @@ describe('a legacy server that pushes elicitation/create', () => {
     const ran = await system.api.act<{ result: { text: string } }>('InvokeTool', { agent: 'old-agent', tool: 'old__deploy', arguments: { env: 'us' }, run, inputRequestId });
     expect(ran.result.text).toBe('Deployed to us');
     await system.api.act('EndRun', { run });
+  });
+
+  it('a pushed sampling/createMessage goes to a runtime that samples and the held call goes on; for one that does not, the call fails saying so and nothing waits for a person', async () => {
+    const sampledBefore = upstream.stats.sampled.length;
+    const refused = await failure(system.call('old-agent', 'ls-1', 'old__summarize', { text: 'a long diff' }));
+    expect(refused).toMatchObject({ code: 'input_refused', details: { reason: 'sampling_unsupported', server: 'old' } });
+    expect(refused.message).toContain('does not declare that it samples');
+    expect((await pendingInputs(system)).filter((r) => r.run === 'ls-1')).toEqual([]);
+
+    const calls = upstream.stats.calls;
+    const asked = await askedInput(system.call('old-agent', 'ls-2', 'old__summarize', { text: 'a long diff' }, { answers: { sampling: true } }));
+    expect(asked).toMatchObject({ forPerson: false, round: 1 });
+    expect(asked.requests).toEqual([
+      { key: 'sampling', kind: 'sampling', answerBy: 'runtime', params: { messages: [{ role: 'user', content: { type: 'text', text: 'Summarize: a long diff' } }], maxTokens: 100 } },
+    ]);
+    expect((await pendingInputs(system)).filter((r) => r.run === 'ls-2')).toEqual([]);
+
+    // An answer that is not a sampling result is refused, naming the field, and the held call waits on.
+    const bad = await failure(system.call('old-agent', 'ls-2', 'old__summarize', { text: 'a long diff' }, { answers: { sampling: true }, inputRequestId: asked.inputRequestId, inputResponses: { sampling: { text: 'no' } } }));
+    expect(bad).toMatchObject({ code: 'invalid_input', details: { field: 'inputResponses.sampling.role' } });
+
+    const done = await system.call('old-agent', 'ls-2', 'old__summarize', { text: 'a long diff' }, {
+      answers: { sampling: true },
+      inputRequestId: asked.inputRequestId,
+      inputResponses: { sampling: { role: 'assistant', content: { type: 'text', text: 'it is long' }, model: 'test-model', stopReason: 'endTurn' } },
+    });
+    expect(textOf(done.result)).toBe('summary: it is long');
+    expect(upstream.stats.calls).toBe(calls + 1);
+    expect(upstream.stats.sampled.slice(sampledBefore)).toEqual([expect.objectContaining({ role: 'assistant', model: 'test-model' })]);
+
+    // Used once: a replay is refused and never reaches the server.
+    const replay = await failure(system.call('old-agent', 'ls-2', 'old__summarize', { text: 'a long diff' }, { answers: { sampling: true }, inputRequestId: asked.inputRequestId, inputResponses: { sampling: { role: 'assistant', content: { type: 'text', text: 'again' }, model: 'test-model' } } }));
+    expect(replay).toMatchObject({ code: 'input_refused', details: { reason: 'used' } });
+    expect(upstream.stats.calls).toBe(calls + 1);
   });
 
   it('once the run ended, the held call is gone: the re-sent call is refused (lost), and nothing runs twice', async () => {

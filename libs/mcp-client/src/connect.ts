@@ -10,7 +10,7 @@ import {
   type PriorDiscovery,
   type Transport,
 } from '@modelcontextprotocol/client';
-import type { ElicitationHandler } from './elicitation.js';
+import type { ElicitationHandler, SamplingHandler } from './elicitation.js';
 import { fetchAsRequest, type McpHttpRequest } from './http-request.js';
 import { assertDiscover, discoverFault, isEraVerdict, type EraVerdict } from './era-verdict.js';
 import {
@@ -29,7 +29,7 @@ export { inputRequestOf, isInputRequired } from './connection.js';
 import { Connection, type ConnectionCore, type McpConnection, type McpTransportKind } from './connection.js';
 import { StreamEndAwareTransport } from './stream-end-transport.js';
 
-export type { ElicitationHandler } from './elicitation.js';
+export type { ElicitationHandler, SamplingHandler } from './elicitation.js';
 export type {
   CallToolOptions,
   InputRequest,
@@ -87,6 +87,12 @@ export interface ConnectMcpOptions {
    */
   onElicitation?: ElicitationHandler;
   /**
+   * Answers a legacy (2025-11-25) server's `sampling/createMessage`, pushed on the session while
+   * a request runs, like `onElicitation`. When set, the connection declares the sampling
+   * capability (unless `capabilities` names it already). Unset: such a request is refused (-32601).
+   */
+  onSampling?: SamplingHandler;
+  /**
    * The active trace context as W3C carrier fields (`traceparent`, `tracestate`), read per
    * request: a modern request carries them in `_meta`.
    */
@@ -118,6 +124,7 @@ export async function connectMcp(opts: ConnectMcpOptions): Promise<McpConnection
     capabilities: capabilitiesOf(opts),
     clientInfo: opts.clientInfo ?? DEFAULT_CLIENT_INFO,
     onElicitation: opts.onElicitation,
+    onSampling: opts.onSampling,
     traceCarrier: opts.traceCarrier,
   };
   try {
@@ -140,11 +147,12 @@ export async function connectMcp(opts: ConnectMcpOptions): Promise<McpConnection
   }
 }
 
-/** The declared capabilities: the caller's, and elicitation (form, SEP-1034 defaults) when a handler is given. */
+/** The declared capabilities: the caller's, elicitation (form, SEP-1034 defaults) and sampling when a handler is given. */
 function capabilitiesOf(opts: ConnectMcpOptions): ClientCapabilities {
-  const given = opts.capabilities ?? {};
-  if (opts.onElicitation === undefined || given.elicitation !== undefined) return given;
-  return { ...given, elicitation: { form: { applyDefaults: true } } };
+  let caps = opts.capabilities ?? {};
+  if (opts.onElicitation !== undefined && caps.elicitation === undefined) caps = { ...caps, elicitation: { form: { applyDefaults: true } } };
+  if (opts.onSampling !== undefined && caps.sampling === undefined) caps = { ...caps, sampling: {} };
+  return caps;
 }
 
 interface ConnectRun {
@@ -281,6 +289,10 @@ async function connectWith(kind: McpTransportKind, run: ConnectRun, prior: Prior
   const onElicitation = opts.onElicitation;
   if (onElicitation) {
     client.setRequestHandler('elicitation/create', async (request, ctx) => await onElicitation(request.params, { signal: ctx.mcpReq.signal }));
+  }
+  const onSampling = opts.onSampling;
+  if (onSampling) {
+    client.setRequestHandler('sampling/createMessage', async (request, ctx) => await onSampling(request.params, { signal: ctx.mcpReq.signal }));
   }
   const onToolsListChanged = opts.onToolsListChanged;
   if (onToolsListChanged) {

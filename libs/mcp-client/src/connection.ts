@@ -15,7 +15,7 @@ import {
 import type { EraVerdict } from './era-verdict.js';
 import { classifyMcpError, isStaleModernPrior, McpClientError, McpClientErrorCode, type ClassifyContext } from './errors.js';
 import type { McpHttpRequest } from './http-request.js';
-import { elicitationAnswerer, type ElicitationHandler } from './elicitation.js';
+import { elicitationAnswerer, type ElicitationHandler, type SamplingHandler } from './elicitation.js';
 import { toolCall, traceMeta, type LegacyTarget, type ModernTarget, type ToolCallTarget } from './tool-call.js';
 import type { FetchObservations } from './tracked-fetch.js';
 
@@ -168,6 +168,8 @@ export interface ConnectionContext {
   clientInfo: Implementation;
   /** Answers a legacy server's pushed `elicitation/create` (also on the call path's own streams). */
   onElicitation: ElicitationHandler | undefined;
+  /** Answers a legacy server's pushed `sampling/createMessage` (also on the call path's own streams). */
+  onSampling: SamplingHandler | undefined;
   /** The active trace context as `traceparent`/`tracestate`, for a modern request's `_meta`. */
   traceCarrier: (() => Record<string, string>) | undefined;
   /** True when the core was connected from a caller's prior: a stale one is re-probed once. */
@@ -420,7 +422,9 @@ export class Connection implements McpConnection {
         cancelled: (requestId, reason) => {
           client.notification({ method: 'notifications/cancelled', params: { requestId, reason } }).catch(() => {});
         },
-        ...(this.#ctx.onElicitation !== undefined ? { serverRequest: elicitationAnswerer(this.#ctx.onElicitation, this.#ctx.capabilities) } : {}),
+        ...(this.#ctx.onElicitation !== undefined || this.#ctx.onSampling !== undefined
+          ? { serverRequest: elicitationAnswerer(this.#ctx.onElicitation, this.#ctx.capabilities, this.#ctx.onSampling) }
+          : {}),
       };
     }
     return this.#legacy;

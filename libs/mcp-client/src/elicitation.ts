@@ -1,4 +1,4 @@
-import { ProtocolError, type ClientCapabilities, type ElicitRequestParams, type ElicitResult } from '@modelcontextprotocol/client';
+import { ProtocolError, type ClientCapabilities, type CreateMessageRequestParams, type CreateMessageResult, type ElicitRequestParams, type ElicitResult } from '@modelcontextprotocol/client';
 
 /**
  * A handler of a legacy server's `elicitation/create` (form or URL mode): resolve with the user's
@@ -6,6 +6,13 @@ import { ProtocolError, type ClientCapabilities, type ElicitRequestParams, type 
  * request gives up. A throw answers the server with a JSON-RPC error.
  */
 export type ElicitationHandler = (params: ElicitRequestParams, ctx: { signal: AbortSignal }) => Promise<ElicitResult>;
+
+/**
+ * A handler of a legacy server's `sampling/createMessage` (the server asks the client's model to
+ * write a message): resolve with the `CreateMessageResult`; `signal` aborts when the server or the
+ * request gives up. A throw answers the server with a JSON-RPC error.
+ */
+export type SamplingHandler = (params: CreateMessageRequestParams, ctx: { signal: AbortSignal }) => Promise<CreateMessageResult>;
 
 const INVALID_PARAMS = -32602;
 const METHOD_NOT_FOUND = -32601;
@@ -16,16 +23,23 @@ const METHOD_NOT_FOUND = -32601;
  * by default, with an object `requestedSchema`; URL mode with a `url`), only within the declared
  * modes; the handler's answer is checked (`accept` | `decline` | `cancel`, `content` an object);
  * an accepted form gets the requested schema's defaults for the fields it leaves out when
- * `elicitation.form.applyDefaults` is declared (SEP-1034). Any other method is refused (-32601).
+ * `elicitation.form.applyDefaults` is declared (SEP-1034). `sampling/createMessage` goes to
+ * `sampling` when one is given (its params an object with `messages`, its answer an object with
+ * `role`, `content` and `model`). Any other method, or one without a handler, is refused (-32601).
  */
-export function elicitationAnswerer(handler: ElicitationHandler, capabilities: ClientCapabilities): (method: string, params: unknown, signal: AbortSignal) => Promise<unknown> {
+export function elicitationAnswerer(
+  handler: ElicitationHandler | undefined,
+  capabilities: ClientCapabilities,
+  sampling?: SamplingHandler,
+): (method: string, params: unknown, signal: AbortSignal) => Promise<unknown> {
   const declared = capabilities.elicitation as { form?: { applyDefaults?: boolean }; url?: object } | undefined;
   // An empty elicitation capability means form mode (2025-11-25 backwards compatibility).
   const formMode = declared !== undefined && (declared.form !== undefined || declared.url === undefined);
   const urlMode = declared?.url !== undefined;
   const applyDefaults = declared?.form?.applyDefaults === true;
   return async (method, params, signal) => {
-    if (method !== 'elicitation/create') throw new ProtocolError(METHOD_NOT_FOUND, `Method not found: ${method.slice(0, 64)}`);
+    if (method === 'sampling/createMessage' && sampling !== undefined) return await answerSampling(sampling, params, signal);
+    if (method !== 'elicitation/create' || handler === undefined) throw new ProtocolError(METHOD_NOT_FOUND, `Method not found: ${method.slice(0, 64)}`);
     if (params === null || typeof params !== 'object' || Array.isArray(params)) throw new ProtocolError(INVALID_PARAMS, 'Invalid elicitation request: params is not an object');
     const p = { ...(params as Record<string, unknown>) };
     p.mode ??= 'form';
@@ -52,6 +66,15 @@ export function elicitationAnswerer(handler: ElicitationHandler, capabilities: C
     }
     return answer;
   };
+}
+
+async function answerSampling(sampling: SamplingHandler, params: unknown, signal: AbortSignal): Promise<unknown> {
+  if (!isObject(params) || !Array.isArray(params.messages)) throw new ProtocolError(INVALID_PARAMS, 'Invalid sampling request: messages is not an array');
+  const result: unknown = await sampling(params as CreateMessageRequestParams, { signal });
+  if (!isObject(result) || typeof result.role !== 'string' || typeof result.model !== 'string' || (!isObject(result.content) && !Array.isArray(result.content))) {
+    throw new ProtocolError(INVALID_PARAMS, 'Invalid sampling result: role, content and model');
+  }
+  return result;
 }
 
 /** Fills the fields `data` leaves out with the schema's `default` values (properties, anyOf/oneOf), bounded in depth. */

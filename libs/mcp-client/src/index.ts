@@ -5,6 +5,7 @@ export {
   type CallToolOptions,
   type ConnectMcpOptions,
   type ElicitationHandler,
+  type SamplingHandler,
   type InputRequest,
   type InputRequiredCallResult,
   type ListToolsOptions,
@@ -42,4 +43,4 @@ export {
   type OAuthResult,
   type OAuthTokens,
 } from './oauth.js';
-export type { CallToolResult, ElicitRequestParams, ElicitResult, InputRequiredResult, Tool } from '@modelcontextprotocol/client';
+export type { CallToolResult, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult, InputRequiredResult, Tool } from '@modelcontextprotocol/client';

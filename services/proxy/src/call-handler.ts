@@ -2,14 +2,14 @@ import { SpanKind, SpanStatusCode, context, trace, type Context, type Counter, t
 import { ErrorCodes, WireError, type ProxyCallRequest } from '@mcpx/contracts';
 import { Permission, TEXT_LIMIT_BYTES, flattenCallResult, isErrorResult, jsonSizeExceeds, type FlattenLimits, type McpToolDocument, type ProxyResult } from '@mcpx/domain';
 import type { CallLimiter, CallLimits } from '@mcpx/locks';
-import { McpClientError, isInputRequired, type CallToolOptions, type ElicitResult, type McpCallResult, type McpConnection } from '@mcpx/mcp-client';
+import { McpClientError, isInputRequired, type CallToolOptions, type CreateMessageResult, type ElicitResult, type McpCallResult, type McpConnection } from '@mcpx/mcp-client';
 import { withSpan } from '@mcpx/telemetry';
 import { argumentsHash, type ApprovalGate } from './approval-gate.js';
 import { MAX_CALL_TIMEOUT_MS } from './call-request.js';
 import type { Catalog } from './catalog.js';
 import type { ConnectionPool } from './connection-pool.js';
 import { inputRoundOf, type InputGate, type Resumption } from './input-requests.js';
-import { CallChannel, raceQuestion, type LegacyAsks } from './legacy-inputs.js';
+import { CallChannel, raceQuestion, type LegacyAsks, type PushedQuestion } from './legacy-inputs.js';
 import type { OAuthTokens } from './oauth-tokens.js';
 import { missingToolError } from './held-tools.js';
 import { sentCall, toWire } from './wire-errors.js';
@@ -332,7 +332,9 @@ export class CallHandler {
   /**
    * A legacy call's result, unless its server pushes a question first: then the question is recorded
    * as an input request, the server's request is held (`onParked`) and the call stops with
-   * `input_required`. A question that cannot be shown or recorded is refused to the server.
+   * `input_required`. A question that cannot be shown or recorded is refused to the server (a
+   * sampling request when the runtime does not sample: the caller gets `input_refused`
+   * `sampling_unsupported`, as from a modern server).
    */
   private async untilQuestion(
     req: ProxyCallRequest,
@@ -356,7 +358,7 @@ export class CallHandler {
     }
     let items;
     try {
-      items = inputs.classify(req, doc, { elicitation: { method: 'elicitation/create', params: question.params } }, ctx.formsByRuntime);
+      items = inputs.classify(req, doc, { [pushedKey(question)]: { method: question.method, params: question.params } }, ctx.formsByRuntime);
     } catch (err) {
       return refuse(err, 'the connector cannot show this question');
     }
@@ -384,9 +386,19 @@ export class CallHandler {
       });
     }
     span.setAttribute('mcp.server', doc.server);
-    span.addEvent('legacy elicitation answered: the server call goes on');
-    parked.question.answer((resumption.inputResponses.elicitation ?? { action: 'cancel' }) as ElicitResult);
+    if (parked.question.method === 'elicitation/create') span.addEvent('legacy elicitation answered: the server call goes on');
+    const { question } = parked;
+    const answer = resumption.inputResponses[pushedKey(question)];
+    if (question.method === 'sampling/createMessage') {
+      span.addEvent('legacy sampling answered by the runtime: the server call goes on');
+      question.answer(answer as CreateMessageResult);
+    } else question.answer((answer ?? { action: 'cancel' }) as ElicitResult);
     const result = await this.untilQuestion(req, doc, parked.result, parked.channel, { ...ctx, round: resumption.round + 1 }, () => {});
     return this.finish(doc, req, result, started);
   }
+}
+
+/** The request key a pushed legacy question is recorded under (one question per round). */
+function pushedKey(question: PushedQuestion): string {
+  return question.method === 'sampling/createMessage' ? 'sampling' : 'elicitation';
 }

@@ -1,7 +1,7 @@
 import { trace, type Counter, type Meter, type UpDownCounter } from '@opentelemetry/api';
 import { ErrorCodes, WireError } from '@mcpx/contracts';
 import { QUOTA_DEFAULTS } from '@mcpx/locks';
-import { McpClientError, connectMcp, type McpHttpRequest, type ConnectMcpOptions, type ElicitRequestParams, type ElicitResult, type EraVerdict, type McpConnection } from '@mcpx/mcp-client';
+import { McpClientError, connectMcp, type McpHttpRequest, type ConnectMcpOptions, type CreateMessageRequestParams, type CreateMessageResult, type ElicitRequestParams, type ElicitResult, type EraVerdict, type McpConnection } from '@mcpx/mcp-client';
 import { MemoryEraVerdicts, authContextOf, type EraVerdictSource } from './era-verdicts.js';
 import type { ServerEntry } from './server-entry.js';
 
@@ -30,6 +30,8 @@ export interface PoolHooks {
    * connections declare elicitation; the client answers it on the session, from the call's own stream or the GET stream).
    */
   onElicitation?(conn: McpConnection | undefined, params: ElicitRequestParams, signal: AbortSignal): Promise<ElicitResult>;
+  /** Answers a legacy server's `sampling/createMessage`, pushed on `conn` during a call (as `onElicitation`). */
+  onSampling?(conn: McpConnection | undefined, params: CreateMessageRequestParams, signal: AbortSignal): Promise<CreateMessageResult>;
 }
 
 interface Slot {
@@ -233,6 +235,7 @@ export class ConnectionPool {
       ...(this.opts.traceCarrier ? { traceCarrier: this.opts.traceCarrier } : {}),
       ...(this.opts.capabilities ? { capabilities: this.opts.capabilities } : {}),
       ...(this.hooks.onElicitation ? { onElicitation: (params: ElicitRequestParams, ctx: { signal: AbortSignal }) => this.hooks.onElicitation!(opened.conn, params, ctx.signal) } : {}),
+      ...(this.hooks.onSampling ? { onSampling: (params: CreateMessageRequestParams, ctx: { signal: AbortSignal }) => this.hooks.onSampling!(opened.conn, params, ctx.signal) } : {}),
       ...(prior !== undefined ? { prior } : {}),
       onToolsListChanged: () => opened.conn && this.hooks.onToolsChanged(account, server, opened.conn),
     });

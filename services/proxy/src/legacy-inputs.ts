@@ -1,11 +1,12 @@
-import type { ElicitRequestParams, ElicitResult, McpCallResult, McpConnection } from '@mcpx/mcp-client';
+import type { CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult, McpCallResult, McpConnection } from '@mcpx/mcp-client';
 
-/** A question a legacy server pushed during a call (`elicitation/create`), and how to answer it. */
-export interface PushedQuestion {
-  params: ElicitRequestParams;
-  answer(result: ElicitResult): void;
-  refuse(err: Error): void;
-}
+/**
+ * A question a legacy server pushed during a call (`elicitation/create` for a person or the
+ * runtime, `sampling/createMessage` for the runtime's model), and how to answer it.
+ */
+export type PushedQuestion =
+  | { method: 'elicitation/create'; params: ElicitRequestParams; answer(result: ElicitResult): void; refuse(err: Error): void }
+  | { method: 'sampling/createMessage'; params: CreateMessageRequestParams; answer(result: CreateMessageResult): void; refuse(err: Error): void };
 
 /** One call in flight on a legacy connection: the questions its server pushes, in order. */
 export class CallChannel {
@@ -45,8 +46,9 @@ export interface ParkedCall {
  * Legacy-era (2025-11-25) servers ask by pushing `elicitation/create` on the session while the call
  * runs. The server's request is held here (on the instance whose session it is: a run's calls stick
  * to it) while the caller gets `input_required`; the re-sent call answers it, and the server's call
- * goes on — within the call's own timeout, since the server holds its request open. A question on
- * a connection with more than one call in flight cannot be told apart and is refused.
+ * goes on — within the call's own timeout, since the server holds its request open. A pushed
+ * `sampling/createMessage` takes the same way to the runtime. A question on a connection with more
+ * than one call in flight cannot be told apart and is refused.
  */
 export class LegacyAsks {
   private readonly active = new Map<McpConnection, Set<CallChannel>>();
@@ -65,13 +67,22 @@ export class LegacyAsks {
 
   /** The pool's handler of a pushed `elicitation/create` on `conn`. */
   onElicitation(conn: McpConnection | undefined, params: ElicitRequestParams, signal: AbortSignal): Promise<ElicitResult> {
+    return this.routed<ElicitResult>(conn, signal, (answer, refuse) => ({ method: 'elicitation/create', params, answer, refuse }));
+  }
+
+  /** The pool's handler of a pushed `sampling/createMessage` on `conn`. */
+  onSampling(conn: McpConnection | undefined, params: CreateMessageRequestParams, signal: AbortSignal): Promise<CreateMessageResult> {
+    return this.routed<CreateMessageResult>(conn, signal, (answer, refuse) => ({ method: 'sampling/createMessage', params, answer, refuse }));
+  }
+
+  private routed<T>(conn: McpConnection | undefined, signal: AbortSignal, question: (answer: (v: T) => void, refuse: (err: Error) => void) => PushedQuestion): Promise<T> {
     const calls = conn === undefined ? undefined : this.active.get(conn);
     if (calls === undefined || calls.size !== 1) return Promise.reject(new Error('the connector cannot tell which of the calls in flight asks this question'));
     const [channel] = calls;
-    return new Promise<ElicitResult>((resolve, reject) => {
+    return new Promise<T>((resolve, reject) => {
       if (signal.aborted) return reject(new Error('the request was abandoned'));
       signal.addEventListener('abort', () => reject(new Error('the request was abandoned')), { once: true });
-      channel!.push({ params, answer: resolve, refuse: reject });
+      channel!.push(question(resolve, reject));
     });
   }
 

@@ -116,6 +116,8 @@ export async function startProxy(config: Config, opts: ProxyOptions = {}): Promi
       onToolsChanged: (a, s, c) => { lastObserved.delete(`${a}:${s}`); observe(a, s, c); },
       onVerdict: (a, s, c, r) => { lastObserved.delete(`${a}:${s}`); observe(a, s, c, r); },
       ...(config.proxy.legacyElicitation === false ? {} : { onElicitation: (conn: McpConnection | undefined, params: ElicitRequestParams, signal: AbortSignal) => legacyAsks.onElicitation(conn, params, signal) }),
+      // A legacy server's pushed sampling goes to a runtime that samples (else the call fails, saying so).
+      onSampling: (conn, params, signal) => legacyAsks.onSampling(conn, params, signal),
     },
     telemetry.meter,
   );

@@ -3,7 +3,7 @@ import { createServer, type IncomingMessage, type Server as HttpServer, type Ser
 import type { AddressInfo } from 'node:net';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { ElicitResultSchema } from '@modelcontextprotocol/sdk/types.js';
+import { CreateMessageResultSchema, ElicitResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { startTestMcpServer, type TestMcpServer, type TestTool } from '../../../../test/servers/index.js';
 import { fetchAsRequest } from '../http-request.js';
@@ -287,6 +287,13 @@ async function elicitingLegacyServer(related = true): Promise<{ url: string; ask
       const answer = related ? await extra.sendRequest({ method: 'elicitation/create', params }, ElicitResultSchema) : await server.server.elicitInput(params);
       return { content: [{ type: 'text', text: JSON.stringify(answer) }] };
     });
+    // Sampling the 2025 way: the server asks the client's model for a message.
+    server.registerTool('summarize', { description: "asks the client's model for a summary" }, async (extra) => {
+      asked += 1;
+      const params = { messages: [{ role: 'user' as const, content: { type: 'text' as const, text: 'Summarize: a long diff' } }], maxTokens: 50 };
+      const answer = related ? await extra.sendRequest({ method: 'sampling/createMessage', params }, CreateMessageResultSchema) : await server.server.createMessage(params);
+      return { content: [{ type: 'text', text: JSON.stringify(answer) }] };
+    });
     return server;
   };
   const srv = createServer((req, res) => {
@@ -359,6 +366,35 @@ describe('a legacy server that elicits during a call', () => {
     const result = await failing.callTool({ name: 'profile', arguments: {} });
     expect((result as { isError?: boolean }).isError).toBe(true);
     expect(text(result)).toContain('nobody to ask');
+  });
+
+  it('a pushed sampling/createMessage reaches the onSampling handler, on the call\'s own stream and on the GET stream; a malformed answer is refused to the server', async () => {
+    const sampled = { role: 'assistant', content: { type: 'text', text: 'it is long' }, model: 'test-model', stopReason: 'endTurn' };
+    for (const related of [true, false]) {
+      const s = await elicitingLegacyServer(related);
+      const asked: unknown[] = [];
+      const rec = recordingRequest();
+      const c = await connect({
+        url: s.url,
+        request: rec.request,
+        onSampling: async (params) => {
+          asked.push(params);
+          return sampled as never;
+        },
+      });
+      expect(JSON.parse(text(await c.callTool({ name: 'summarize', arguments: {} })))).toEqual(sampled);
+      expect(asked).toEqual([{ messages: [{ role: 'user', content: { type: 'text', text: 'Summarize: a long diff' } }], maxTokens: 50 }]);
+      // On the call's own stream the answer goes back on the call path's own request, on the session.
+      if (related) expect(rec.sent.map((r) => (r.body as { method?: string }).method ?? 'response')).toEqual(['tools/call', 'response']);
+    }
+    const s = await elicitingLegacyServer();
+    const malformed = await connect({ url: s.url, onSampling: async () => ({ role: 'assistant', content: { type: 'text', text: 'x' } }) as never });
+    const result = await malformed.callTool({ name: 'summarize', arguments: {} });
+    expect((result as { isError?: boolean }).isError).toBe(true);
+    expect(text(result)).toMatch(/sampling result/i);
+    // Without a handler (and no sampling declared) the server cannot ask.
+    const none = await connect({ url: s.url });
+    expect((await none.callTool({ name: 'summarize', arguments: {} }) as { isError?: boolean }).isError).toBe(true);
   });
 
   it('without a handler declares no elicitation: the server cannot ask, and says so', async () => {
