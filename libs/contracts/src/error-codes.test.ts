@@ -32,6 +32,8 @@ describe('retryability is a property of each code (one table)', () => {
     expect(new WireError(ErrorCodes.quotaExceeded, 'full', { limit: 'servers', max: 10 }).retryable).toBe(false);
     expect(new WireError(ErrorCodes.quotaExceeded, 'busy', { limit: 'discoveries', retryAfterMs: 500 }).retryable).toBe(true);
     expect(new WireError(ErrorCodes.rateLimited, 'slow down').retryable).toBe(true);
+    expect(new WireError(ErrorCodes.unavailable, 'redis is unavailable').retryable).toBe(false);
+    expect(new WireError(ErrorCodes.unavailable, 'redis is unavailable', { dependency: 'redis', retryAfterMs: 1_000 }).retryable).toBe(true);
   });
 
   it('keeps the HTTP statuses of the action API', () => {
@@ -59,6 +61,7 @@ describe('retryability is a property of each code (one table)', () => {
       maybe_executed: 502,
       auth_required: 502,
       cancelled: 502,
+      unavailable: 503,
       internal: 500,
     });
   });

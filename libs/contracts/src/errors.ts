@@ -88,6 +88,13 @@ export const ErrorCodes = {
    * `details.cid` (the held contract) say which.
    */
   heldForReview: 'held_for_review',
+  /**
+   * A store the request needs is out of reach for now (Redis, Postgres): nothing ran and nothing
+   * was written, and it is said at once (within about a second) instead of after the client's
+   * retries. `details.dependency` names the store (`redis`, `postgres`; never its address),
+   * `details.retryAfterMs` when to try again (HTTP 503 with `Retry-After`).
+   */
+  unavailable: 'unavailable',
   /** A fault of ours: never the client's. */
   internal: 'internal',
 } as const;
@@ -140,6 +147,8 @@ export const ERROR_TRAITS: { readonly [C in ErrorCode]: ErrorTraits } = {
   quota_exceeded: { status: 409, ran: 'none', retry: 'after' },
   outbound_refused: { status: 403, ran: 'none', retry: 'no' },
   held_for_review: { status: 409, ran: 'none', retry: 'no' },
+  // Refused before the store was reached (or rolled back with it): retried after retryAfterMs.
+  unavailable: { status: 503, ran: 'none', retry: 'after' },
   // An action is one transaction (rolled back on a fault); a call that may have run is never
   // answered `internal` (the proxy and its client say `maybe_executed`).
   internal: { status: 500, ran: 'none', retry: 'yes' },
@@ -172,6 +181,7 @@ export interface ErrorDetailsMap {
   quota_exceeded: Open & { field?: string; limit?: string; max?: number; retryAfterMs?: number };
   outbound_refused: Open & { reason?: string; server?: string; kind?: string };
   held_for_review: Open & { server?: string; tool?: string; cid?: string };
+  unavailable: Open & { dependency?: 'redis' | 'postgres'; retryAfterMs?: number };
   internal: Open & { field?: string; rule?: unknown };
 }
 

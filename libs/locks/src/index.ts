@@ -11,3 +11,4 @@ export type { LeaseQuotaOptions, QuotaDecision, QuotaLease, QuotaLimits } from '
 export { DEFAULT_INPUT_TTL_MS, InputStore, newInputRequestId } from './input-store.js';
 export type { AnswerOutcome, AnswerReason, InputBinding, InputConsumeOutcome, InputConsumeReason, InputCreate, InputRecord, InputRecordStatus } from './input-store.js';
 export { RUN_AGENTS_TTL_MS, RunAgents } from './run-agents.js';
+export { isRedisUnavailable, REDIS_FAIL_FAST, REDIS_RETRY_AFTER_MS } from './redis-options.js';

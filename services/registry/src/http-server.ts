@@ -10,6 +10,7 @@ import { LeaseQuota, QUOTA_DEFAULTS, RateLimiter, type QuotaLimits } from '@mcpx
 import { AccountQuotas, QuotaKinds, quotaExceeded, rateLimited } from './account-quotas.js';
 import { TrustedProxies } from './client-address.js';
 import { dispatchAction, isKnownAction, type ActionDeps } from './actions/index.js';
+import { dependencyUnavailable } from './dependency-errors.js';
 import { authenticate, parseEnvelope } from './envelope-auth.js';
 import type { EventStream } from './event-stream.js';
 import { OAUTH_CALLBACK_PATH, OAUTH_CLIENT_METADATA_PATH, OAUTH_START_PATH } from './oauth/paths.js';
@@ -20,6 +21,8 @@ export interface HttpDeps {
   actions: ActionDeps;
   redis: Redis;
   redisPrefix: string;
+  /** The database's port: a refused connection to it is Postgres's outage (`unavailable`). */
+  postgresPort?: number;
   log: Logger;
   tracer: Tracer;
   meter: Meter;
@@ -193,8 +196,12 @@ export function createHttpServer(deps: HttpDeps): Server {
       requests.add(1, { action: type, code: 'ok' });
       send(res, 200, result, cbor);
     } catch (err) {
-      const wire = toWireError(err);
-      if (!(err instanceof WireError)) deps.log.error('action failed', { action: type, err: err as Error });
+      // A store's outage is said at once and typed (`unavailable`, the store named); any other
+      // fault that is not a wire error stays `internal`.
+      const down = dependencyUnavailable(err, { redisStatus: deps.redis.status, ...(deps.postgresPort !== undefined ? { postgresPort: deps.postgresPort } : {}) });
+      const wire = down ?? toWireError(err);
+      if (down !== undefined) deps.log.warn('action refused: a store is unavailable', { action: type, dependency: down.details.dependency });
+      else if (!(err instanceof WireError)) deps.log.error('action failed', { action: type, err: err as Error });
       requests.add(1, { action: type, code: wire.code });
       // A body over the limit is 413 (Payload Too Large), still an invalid_input naming `body`.
       const status = wire.code === ErrorCodes.invalidInput && wire.details.status === 413 ? 413 : wire.httpStatus;

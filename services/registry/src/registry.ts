@@ -2,7 +2,7 @@ import { Redis } from 'ioredis';
 import { connectBus } from '@mcpx/bus';
 import type { Config } from '@mcpx/config';
 import { createDb, migrate } from '@mcpx/db';
-import { ApprovalStore, InputStore, LeaseQuota, RunAgents, SingleFlight } from '@mcpx/locks';
+import { ApprovalStore, InputStore, LeaseQuota, REDIS_FAIL_FAST, RunAgents, SingleFlight } from '@mcpx/locks';
 import { createLogger, type LogSink } from '@mcpx/log';
 import { ProxyClient } from '@mcpx/proxy-client';
 import { SecretBox } from '@mcpx/secrets';
@@ -34,6 +34,7 @@ import { oauthStartHandler } from './oauth/oauth-start.js';
 import { bindUnboundSecretsOnce } from './secret-binding.js';
 import { TrustedProxies } from './client-address.js';
 import { OAUTH_CALLBACK_PATH, OAUTH_START_PATH } from './oauth/paths.js';
+import { postgresPortOf } from './dependency-errors.js';
 import { EventOutbox } from './events/outbox.js';
 
 /** The action types the registry dispatches (the OpenAPI document at `/v1/openapi.json` describes each). */
@@ -82,7 +83,19 @@ export async function startRegistry(config: Config, opts: RegistryOptions = {}):
   const allowHttpHosts = config.outbound.profile === 'local' ? ['*'] : config.outbound.allowHttpHosts;
   const db = createDb(config.databaseUrl, { allowHttpHosts, applicationName: 'registry', onIdleError: (err) => log.warn('database connection dropped', { err }) });
   await migrate(db, 'registry');
-  const redis = new Redis(config.redisUrl, { lazyConnect: false, maxRetriesPerRequest: 3 });
+  // An action that needs Redis while it is down is refused at once and typed (`unavailable`), not
+  // queued behind the client's reconnects: no offline queue, a command timeout, one retry.
+  const redis = new Redis(config.redisUrl, { ...REDIS_FAIL_FAST, lazyConnect: true });
+  let redisDown = false;
+  redis.on('error', (err: Error) => {
+    if (!redisDown) log.warn('redis unavailable: actions that need it answer unavailable until it is back', { err });
+    redisDown = true;
+  });
+  redis.on('ready', () => {
+    if (redisDown) log.info('redis back');
+    redisDown = false;
+  });
+  await redis.connect();
   const bus = await connectBus({
     url: config.natsUrl,
     name: `registry ${config.instanceId}`,
@@ -198,6 +211,7 @@ export async function startRegistry(config: Config, opts: RegistryOptions = {}):
     },
     redis,
     redisPrefix: config.redisPrefix,
+    postgresPort: postgresPortOf(config.databaseUrl),
     quotas: config.quotas,
     trustedProxies,
     log,
