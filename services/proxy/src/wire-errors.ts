@@ -18,20 +18,26 @@ export async function sentCall<T>(call: Promise<T>): Promise<T> {
   }
 }
 
+/**
+ * HTTP statuses that refuse a request before it is processed (malformed, forbidden, no such
+ * endpoint, method or media type, too large, throttled). Not every 4xx: a server that aborts a
+ * request it was running answers 499 (the SDK's, on close), 408 or 409 can follow work done.
+ */
+const REFUSED_UNRUN = new Set([400, 403, 404, 405, 406, 411, 413, 414, 415, 421, 429, 431]);
+
 /** Socket errors that prove no byte of the request reached the server. */
 const UNSENT_CAUSE = /\b(ECONNREFUSED|ENOTFOUND|EAI_AGAIN|EHOSTUNREACH|ENETUNREACH|EADDRNOTAVAIL)\b/;
 
 /**
  * Whether a transport failure after the request was handed over still proves the server never
- * ran it: a connection that was already closed, a refused socket, or an HTTP 4xx answering the
- * request itself (the server refused it before running it; not a refused resumption). Anything else (a dropped or broken response, a 5xx, a
+ * ran it: a connection that was already closed, a refused socket, or an HTTP refusal answering
+ * the request itself ({@link REFUSED_UNRUN}; not a refused resumption). Anything else (a dropped or broken response, a 5xx, a
  * malformed or oversized answer) may have run.
  */
 function provablyUnsent(err: McpClientError): boolean {
   // The client's own word that the request was out (a broken stream it could not resume).
   if (/may have executed/.test(err.message)) return false;
-  const status = err.status;
-  if (status !== undefined && status >= 400 && status < 500 && status !== 408) return true;
+  if (err.status !== undefined && REFUSED_UNRUN.has(err.status)) return true;
   if (err.cause === undefined && /connection is closed/.test(err.message)) return true;
   return causes(err.cause).some((c) => UNSENT_CAUSE.test(c));
 }
