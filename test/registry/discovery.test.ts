@@ -242,6 +242,22 @@ describe('discovery', () => {
       expect(guarded.stats.headersSeen.get('x-api-key')?.at(-1)).toBe('from-secret');
     });
 
+    it('a set with a new config never reports the outcome of a discovery of the old one still in flight', async () => {
+      const guarded = track(await startTestMcpServer({ era, requireHeader: { name: 'X-Api-Key', value: 'right' } }));
+      // Each request held 300 ms in front of the server, so the refresh of the old config is surely under way.
+      const slow = track(await startFrontServer({ mode: 'forward', target: guarded.url, delayMs: 300 }));
+      const api = h.api();
+      const url = `${slow.origin}/mcp`;
+      expect((await api.act('SetMcpServer', { name: 'racing', config: { url } })).server.status.state).toBe('error');
+      const start = slow.requests;
+      const stale = api.act('RefreshMcpServer', { name: 'racing' });
+      await eventually(async () => (slow.requests > start ? true : undefined), 30_000, 'the refresh under way');
+      const fixed = (await api.act('SetMcpServer', { name: 'racing', config: { url, secretHeaders: { 'X-Api-Key': 'right' } } })).server;
+      await stale;
+      expect(fixed.status.state).toBe('ok');
+      expect(fixed.tools.length).toBeGreaterThan(0);
+    });
+
     it('publishes toolsChanged only for a changed list; an unchanged one does not make the projector work', async () => {
       const upstream = track(await startTestMcpServer({ era }));
       const api = h.api();

@@ -248,12 +248,15 @@ export class Discovery {
    * built-in slugs and custom names never meet.
    */
   async discover(server: McpServerRecord, trigger: 'set' | 'refresh' | 'probe' | 'expired' | 'changed', target: DiscoveryTarget = this.rows): Promise<McpServerRecord> {
-    return this.deps.singleFlight.run(
-      `discovery:${server.accountId}:${server.name}`,
-      { ttlMs: DISCOVERY_LIMITS.connectTimeoutMs + 30_000 },
-      () => this.lead(server, trigger, () => this.perAccount(server.accountId, () => this.slots.run(() => this.probe(server, target))), target),
-      async () => (await target.find(server.accountId, server.name)) ?? server,
-    );
+    const key = `discovery:${server.accountId}:${server.name}`;
+    const opts = { ttlMs: DISCOVERY_LIMITS.connectTimeoutMs + 30_000 };
+    const lead = () => this.lead(server, trigger, () => this.perAccount(server.accountId, () => this.slots.run(() => this.probe(server, target))), target);
+    // A set carries the config just saved: joining a background discovery in flight would report
+    // that discovery's outcome for the old config (a 401 right after the right header was saved).
+    // It waits for the lock instead and lists with its own config. A refresh lists the stored
+    // config, so it joins whatever discovery of it is under way.
+    if (trigger === 'set') return this.deps.singleFlight.exclusive(key, opts, lead);
+    return this.deps.singleFlight.run(key, opts, lead, async () => (await target.find(server.accountId, server.name)) ?? server);
   }
 
   /** Runs `fn` under the account's bound of discoveries at once, across instances with `accountLeases` (none when the quota is 0). */
