@@ -2,6 +2,8 @@ import { jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
 import { connectBus, type Bus } from '@mcpx/bus';
 import { createDb, migrate, type Db } from '@mcpx/db';
 import { createLogger } from '@mcpx/log';
+import { setupTelemetry, type Telemetry } from '@mcpx/telemetry';
+import { InMemorySpanExporter } from '@opentelemetry/sdk-trace';
 import { EventOutbox } from '@mcpx/registry';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestDatabase } from '../support/env.js';
@@ -21,6 +23,8 @@ describe('the registry outbox (real Postgres and JetStream)', () => {
   let jsm: JetStreamManager;
   let outbox: EventOutbox;
   let natsUrl: string;
+  let telemetry: Telemetry;
+  const spans = new InMemorySpanExporter();
   const lines: string[] = [];
   const log = createLogger('outbox-test', { sink: (l) => lines.push(l) });
   const account = `acct-${Math.random().toString(36).slice(2, 8)}`;
@@ -33,11 +37,13 @@ describe('the registry outbox (real Postgres and JetStream)', () => {
     natsUrl = sys.env.NATS_URL!;
     bus = await connectBus({ url: natsUrl, name: 'outbox-test', prefix: sys.env.NATS_PREFIX });
     jsm = await jetstreamManager(bus.nc);
-    outbox = new EventOutbox({ db: sql, bus, log });
+    telemetry = await setupTelemetry({ serviceName: 'mcpx-outbox-test', spanExporter: spans });
+    outbox = new EventOutbox({ db: sql, bus, log, tracer: telemetry.tracer, meter: telemetry.meter });
   });
 
   afterAll(async () => {
     await bus?.close();
+    await telemetry?.shutdown();
     await sql?.destroy();
     await db?.drop();
   });
@@ -65,6 +71,9 @@ describe('the registry outbox (real Postgres and JetStream)', () => {
     expect(await stored('a1')).toBe(1);
     expect(await stored('rolled-back')).toBe(0);
     expect(await rows()).toBe(0);
+    // Traced: a span per batch published, with how many went out.
+    const span = spans.getFinishedSpans().find((s) => s.name === 'registry.outbox.publish');
+    expect(span?.attributes).toMatchObject({ 'mcpx.events': 1, 'mcpx.events_stored': 1 });
   });
 
   it('a publish that fails leaves the row (the change stays committed); the sweep sends it', async () => {

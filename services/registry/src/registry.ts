@@ -184,7 +184,7 @@ export async function startRegistry(config: Config, opts: RegistryOptions = {}):
   });
   // Dropped malformed notifications are logged where the registry logs (without their bytes).
   const events = new EventStream(bus.nc, bus.subjects, log);
-  const outbox = new EventOutbox({ db, bus, log, meter: telemetry.meter });
+  const outbox = new EventOutbox({ db, bus, log, meter: telemetry.meter, tracer: telemetry.tracer });
   let ready = false;
   const server = createHttpServer({
     actions: {

@@ -2,7 +2,8 @@ import type { Kysely } from 'kysely';
 import type { Bus } from '@mcpx/bus';
 import type { Database, Db } from '@mcpx/db';
 import type { Logger } from '@mcpx/log';
-import type { Counter, Meter } from '@opentelemetry/api';
+import type { Counter, Meter, Tracer } from '@opentelemetry/api';
+import { withSpan } from '@mcpx/telemetry';
 
 /** One JetStream event of the registry: its subject, payload (JSON) and message id. */
 export interface OutboxEvent {
@@ -30,7 +31,10 @@ export class EventOutbox {
   private timer: NodeJS.Timeout | undefined;
   private sweeping: Promise<number> | undefined;
 
-  constructor(private readonly deps: { db: Db; bus: Bus; log: Logger; meter?: Meter }) {
+  constructor(
+    /** `meter`: `mcpx_registry_events_published_total`; `tracer`: a `registry.outbox.publish` span per batch of rows published. */
+    private readonly deps: { db: Db; bus: Bus; log: Logger; meter?: Meter; tracer?: Tracer },
+  ) {
     this.published = deps.meter?.createCounter('mcpx_registry_events_published_total', {
       description: 'Registry events from the outbox by outcome: stored (JetStream acknowledged it) or failed (left for the next sweep)',
     });
@@ -100,15 +104,23 @@ export class EventOutbox {
       const rows = await narrow(this.selectRows(trx)).execute();
       let done = 0;
       let error: unknown = undefined;
-      for (const row of rows) {
-        try {
-          await this.deps.bus.publishEvent(row.subject, row.payload, row.msg_id);
-        } catch (err) {
-          error = err;
-          break;
+      const publishRows = async (): Promise<void> => {
+        for (const row of rows) {
+          try {
+            await this.deps.bus.publishEvent(row.subject, row.payload, row.msg_id);
+          } catch (err) {
+            error = err;
+            return;
+          }
+          done++;
         }
-        done++;
-      }
+      };
+      if (rows.length > 0 && this.deps.tracer !== undefined) {
+        await withSpan(this.deps.tracer, 'registry.outbox.publish', { 'mcpx.events': rows.length }, async (span) => {
+          await publishRows();
+          span.setAttribute('mcpx.events_stored', done);
+        });
+      } else await publishRows();
       if (done > 0) this.published?.add(done, { outcome: 'stored' });
       if (done < rows.length) this.published?.add(rows.length - done, { outcome: 'failed' });
       // What JetStream acknowledged leaves the outbox (committed even when a later publish failed).
