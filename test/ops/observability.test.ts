@@ -127,13 +127,33 @@ describe.skipIf(PROMETHEUS === undefined)('observability: a real Prometheus scra
     expect(values.some((v) => Number.isFinite(v) && v > 0), `no value above zero for ${expr}`).toBe(true);
   });
 
+  it('call latency p50 and p99 per server, by tool and outcome; errors by code; labels only from the registry\'s documents', async () => {
+    const at = trafficTo + 1_000;
+    const window = `${Math.ceil((trafficTo - trafficFrom) / 1000) + 5}s`;
+    for (const q of ['0.5', '0.99']) {
+      const r = await query(`histogram_quantile(${q}, sum by (le, mcpx_server) (rate(mcpx_call_duration_ms_bucket{outcome="ok"}[${window}])))`, at);
+      const byServer = Object.fromEntries(r.map((x) => [x.metric['mcpx_server'], Number(x.value?.[1])]));
+      expect(Object.keys(byServer).sort(), `p${q} by server`).toEqual(['old', 'up']);
+      for (const v of Object.values(byServer)) expect(v).toBeGreaterThan(0);
+    }
+    // Outcomes: ok, refused (invalid arguments: nothing ran), error (the server's isError).
+    const outcomes = await query(`sum by (mcpx_server, gen_ai_tool_name, outcome) (increase(mcpx_call_duration_ms_count[${window}]))`, at);
+    const seen = new Set(outcomes.filter((x) => Number(x.value?.[1]) > 0).map((x) => `${x.metric['mcpx_server']}/${x.metric['gen_ai_tool_name']}/${x.metric['outcome']}`));
+    for (const s of ['up/echo/ok', 'old/echo/ok', 'up/echo/refused', 'up/fail/error']) expect([...seen], s).toContain(s);
+    // The tool label is the server's tool name from its document, never what the caller sent.
+    expect(outcomes.every((x) => !String(x.metric['gen_ai_tool_name']).includes('__'))).toBe(true);
+    const errors = await query(`sum by (code) (increase(mcpx_call_errors_total[${window}]))`, at);
+    expect(errors.map((x) => x.metric['code']).sort()).toEqual(['invalid_arguments', 'server_error']);
+  });
+
   it("the dashboard names only metrics the services export (and the queries parse); a misspelt one has no data", async () => {
     const exported = new Set<string>();
     for (const svc of stack.services) {
       const text = await (await fetch(`${svc.internalUrl}/metrics`)).text();
       for (const m of text.matchAll(/^# TYPE (\S+) /gm)) if (m[1] !== undefined) exported.add(m[1]);
     }
-    const used = new Set(dashboard.panels.flatMap((p) => p.targets.flatMap((t) => [...t.expr.matchAll(/\b(mcpx_[a-z0-9_]+)/g)].map((m) => (m[1] ?? '').replace(/_(bucket|sum|count)$/, '')))));
+    // Metric names only (labels such as mcpx_server in `by (…)` and `{…}` are not metrics).
+    const used = new Set(dashboard.panels.flatMap((p) => p.targets.flatMap((t) => [...t.expr.replace(/by \([^)]*\)/g, '').replace(/\{[^}]*\}/g, '').matchAll(/\b(mcpx_[a-z0-9_]+)/g)].map((m) => (m[1] ?? '').replace(/_(bucket|sum|count)$/, '')))));
     expect(used.size).toBeGreaterThan(8);
     for (const name of used) expect(exported, `dashboard metric ${name}`).toContain(name);
     // The check above is not vacuous: Prometheus has nothing under a name no service exports.

@@ -10,6 +10,7 @@ import type { Catalog } from './catalog.js';
 import type { ConnectionPool } from './connection-pool.js';
 import { inputRoundOf, type InputGate, type Resumption } from './input-requests.js';
 import { CallChannel, raceQuestion, type LegacyAsks, type PushedQuestion } from './legacy-inputs.js';
+import { CallMetrics, type CallTarget } from './call-metrics.js';
 import type { OAuthTokens } from './oauth-tokens.js';
 import { missingToolError } from './held-tools.js';
 import { sentCall, toWire } from './wire-errors.js';
@@ -68,6 +69,9 @@ export class CallHandler {
   private readonly duration: Histogram;
   private readonly byCode = new Map<string, number>();
   private readonly resumptions: Counter;
+  /** By server, tool and outcome; errors by code (bounded labels: see `CALL_LABEL_LIMITS`). */
+  private readonly metrics: CallMetrics;
+  private readonly rejections: Counter;
   private readonly resumed = { resumed: 0, failed: 0 };
   private total = 0;
 
@@ -75,6 +79,8 @@ export class CallHandler {
     this.calls = deps.meter.createCounter('mcpx_proxy_calls_total', { description: 'Calls by result code' });
     this.resumptions = deps.meter.createCounter('mcpx_proxy_stream_resumptions_total', { description: 'Broken tools/call response streams resumed with Last-Event-ID, by outcome' });
     this.duration = deps.meter.createHistogram('mcpx_proxy_call_duration_ms', { unit: 'ms', description: 'Call time, end to end in the proxy' });
+    this.metrics = new CallMetrics(deps.meter);
+    this.rejections = deps.meter.createCounter('mcpx_quota_rejections_total', { description: 'Requests refused by a quota or rate limit, by kind' });
   }
 
   get inflightCount(): number {
@@ -109,8 +115,9 @@ export class CallHandler {
       parent,
     );
     let code = 'ok';
+    const target: CallTarget = {};
     try {
-      return await context.with(trace.setSpan(parent, span), () => this.execute(req, key, started, span));
+      return await context.with(trace.setSpan(parent, span), () => this.execute(req, key, started, span, target));
     } catch (err) {
       const wire = toWire(err);
       code = wire.code;
@@ -120,7 +127,7 @@ export class CallHandler {
     } finally {
       this.held.delete(key);
       span.end();
-      this.count(code, performance.now() - started);
+      this.count(code, performance.now() - started, target);
     }
   }
 
@@ -131,7 +138,8 @@ export class CallHandler {
   }
 
   /** Counts a call refused before it reached {@link handle} (a malformed request). */
-  count(code: string, ms = 0): void {
+  count(code: string, ms = 0, target: CallTarget = {}): void {
+    this.metrics.record(target, code, ms);
     this.total++;
     this.byCode.set(code, (this.byCode.get(code) ?? 0) + 1);
     const attrs = { code };
@@ -140,7 +148,7 @@ export class CallHandler {
   }
 
   /** `key` names the call (`<account>:<run>:<callId>`) in `inflight` and in its concurrency lease. */
-  private async execute(req: ProxyCallRequest, key: string, started: number, span: Span): Promise<ProxyResult> {
+  private async execute(req: ProxyCallRequest, key: string, started: number, span: Span, target: CallTarget): Promise<ProxyResult> {
     const { catalog } = this.deps;
     const agent = catalog.agentNow(req.account, req.agent) ?? (await catalog.agent(req.account, req.agent));
     if (agent === null) throw new WireError(ErrorCodes.notFound, 'this account has no such agent', { field: 'agent' });
@@ -149,6 +157,9 @@ export class CallHandler {
     const entry = catalog.documentNow(req.account, cid) ?? (await catalog.document(req.account, cid));
     if (entry === null) throw new WireError(ErrorCodes.notFound, `no tool ${req.tool} is enabled for this agent`, { field: 'tool' });
     const { doc } = entry;
+    // The metrics' labels: names from the registry's document, never from the request.
+    target.server = doc.server;
+    target.tool = doc.remoteName;
     const check = entry.validate(req.arguments);
     if (!check.ok) {
       // A schema the validator cannot evaluate (a $ref cycle, an over-long $ref chain) is the
@@ -204,6 +215,7 @@ export class CallHandler {
       // Usually answered from what this instance holds, without a round trip (or an await).
       const admission = admitted instanceof Promise ? await admitted : admitted;
       if (!admission.ok) {
+        this.rejections.add(1, { kind: admission.reason === 'rate' ? 'call_rate_per_server' : 'call_concurrency_per_server' });
         throw new WireError(
           ErrorCodes.rateLimited,
           admission.reason === 'rate'
