@@ -127,7 +127,7 @@ describe.skipIf(PROMETHEUS === undefined)('observability: a real Prometheus scra
     expect(values.some((v) => Number.isFinite(v) && v > 0), `no value above zero for ${expr}`).toBe(true);
   });
 
-  it('call latency p50 and p99 per server, by tool and outcome; errors by code; labels only from the registry\'s documents', async () => {
+  it('call latency p50 and p99 per server, by tool and outcome; errors by code; labels only from the registry\'s documents; the waiting gauges', async () => {
     const at = trafficTo + 1_000;
     const window = `${Math.ceil((trafficTo - trafficFrom) / 1000) + 5}s`;
     for (const q of ['0.5', '0.99']) {
@@ -144,6 +144,10 @@ describe.skipIf(PROMETHEUS === undefined)('observability: a real Prometheus scra
     expect(outcomes.every((x) => !String(x.metric['gen_ai_tool_name']).includes('__'))).toBe(true);
     const errors = await query(`sum by (code) (increase(mcpx_call_errors_total[${window}]))`, at);
     expect(errors.map((x) => x.metric['code']).sort()).toEqual(['invalid_arguments', 'server_error']);
+    // The waiting gauges (read from Redis at each scrape; this run asks no person: zero).
+    const proxyMetrics = await (await fetch(`${stack.of('proxy')[0]!.internalUrl}/metrics`)).text();
+    expect(proxyMetrics).toMatch(/^mcpx_approvals_waiting(\{[^}]*\})? 0$/m);
+    expect(proxyMetrics).toMatch(/^mcpx_input_requests_waiting(\{[^}]*\})? 0$/m);
   });
 
   it("the dashboard names only metrics the services export (and the queries parse); a misspelt one has no data", async () => {

@@ -81,3 +81,27 @@ describe('ApprovalStore windows (real Redis)', () => {
     expect(await store.consume('acct', denied.id, binding)).toMatchObject({ ok: false, reason: 'denied' });
   });
 });
+
+describe('ApprovalStore.countPending: approvals waiting across accounts (real Redis)', () => {
+  const redis = new Redis(redisUrl);
+  afterAll(async () => {
+    await redis.quit();
+  });
+
+  it('counts every account\'s pending approvals; a decision or the deadline takes one off', async () => {
+    const { store, clock } = storeAt(redis);
+    expect(await store.countPending()).toBe(0);
+    const a = await store.create(input);
+    await store.create({ ...input, account: 'other' });
+    clock.now += 1_000;
+    await store.create(input);
+    expect(await store.countPending()).toBe(3);
+    expect((await store.decide('acct', a.id, 'denied', 'owner')).ok).toBe(true);
+    expect(await store.countPending()).toBe(2);
+    // Past the first two's deadline, before the third's.
+    clock.now += TTL_MS - 500;
+    expect(await store.countPending()).toBe(1);
+    clock.now += 1_000;
+    expect(await store.countPending()).toBe(0);
+  });
+});

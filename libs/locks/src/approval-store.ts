@@ -72,7 +72,8 @@ export type ConsumeOutcome = { ok: true; record: ApprovalRecord } | { ok: false;
 
 // KEYS[1] the record, KEYS[2] the account's pending index; ARGV: now, decision, decided by, the
 // approved call's use deadline, how long an approved record is kept (ms), the prefix of the
-// agents' pending indexes (the record names its agent; one Redis, not a cluster).
+// agents' pending indexes (the record names its agent; one Redis, not a cluster), the index of
+// every account's pending approvals (the waiting gauge's).
 const DECIDE = `
 local raw = redis.call('GET', KEYS[1])
 if not raw then return {'unknown'} end
@@ -82,6 +83,7 @@ local now = tonumber(ARGV[1])
 if now >= r.expiresAt then
   redis.call('ZREM', KEYS[2], r.id)
   redis.call('ZREM', ARGV[6] .. r.agent, r.id)
+  redis.call('ZREM', ARGV[7], r.id)
   return {'expired', raw}
 end
 r.status = ARGV[2]
@@ -98,10 +100,13 @@ else
 end
 redis.call('ZREM', KEYS[2], r.id)
 redis.call('ZREM', ARGV[6] .. r.agent, r.id)
+redis.call('ZREM', ARGV[7], r.id)
 return {'ok', enc}
 `;
 
-// KEYS[1] the record, KEYS[2] the account's pending index, KEYS[3] the agent's; ARGV: now, the
+// KEYS[1] the record, KEYS[2] the account's pending index, KEYS[3] the agent's, KEYS[4] every
+// account's (scored by the pending deadline, as the others, trimmed here and when counted: its
+// size is the approvals waiting); ARGV: now, the
 // record, how long it is kept (ms), its pending deadline, its id, the agent's cap (0: none). The
 // count and the creation are one step: racing calls of one agent never pass the cap.
 const CREATE = `
@@ -115,6 +120,9 @@ redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
 redis.call('PEXPIRE', KEYS[2], ARGV[3])
 redis.call('ZADD', KEYS[3], ARGV[4], ARGV[5])
 redis.call('PEXPIRE', KEYS[3], ARGV[3])
+redis.call('ZADD', KEYS[4], ARGV[4], ARGV[5])
+redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now)
+redis.call('PEXPIRE', KEYS[4], ARGV[3])
 return 1
 `;
 
@@ -179,6 +187,11 @@ export class ApprovalStore {
     return `${this.prefix}approvals:${account}`;
   }
 
+  /** Every account's pending approvals (ids are random: one index for all accounts). */
+  private allPendingKey(): string {
+    return `${this.prefix}approvals-pending-all`;
+  }
+
   private agentIndexPrefix(account: string): string {
     return `${this.prefix}approvals-agent:${account}:`;
   }
@@ -209,10 +222,11 @@ export class ApprovalStore {
     const max = opts.maxPendingPerAgent ?? 0;
     const created = await this.redis.eval(
       CREATE,
-      3,
+      4,
       this.recordKey(input.account, record.id),
       this.indexKey(input.account),
       `${this.agentIndexPrefix(input.account)}${input.agent}`,
+      this.allPendingKey(),
       now,
       JSON.stringify(record),
       keep,
@@ -236,7 +250,7 @@ export class ApprovalStore {
 
   async decide(account: string, id: string, decision: 'approved' | 'denied', by: string): Promise<DecideOutcome> {
     const now = this.now();
-    const out = (await this.redis.eval(DECIDE, 2, this.recordKey(account, id), this.indexKey(account), now, decision, by, now + this.ttlMs, this.ttlMs + TOMBSTONE_MS, this.agentIndexPrefix(account))) as [string, string?];
+    const out = (await this.redis.eval(DECIDE, 2, this.recordKey(account, id), this.indexKey(account), now, decision, by, now + this.ttlMs, this.ttlMs + TOMBSTONE_MS, this.agentIndexPrefix(account), this.allPendingKey())) as [string, string?];
     return out[0] === 'ok' ? { ok: true, record: parse(out[1]) } : { ok: false, reason: out[0] as 'unknown' | 'expired' | 'decided', ...(out[1] ? { record: parse(out[1]) } : {}) };
   }
 
@@ -248,6 +262,14 @@ export class ApprovalStore {
   async consume(account: string, id: string, binding: ApprovalBinding): Promise<ConsumeOutcome> {
     const out = (await this.redis.eval(CONSUME, 1, this.recordKey(account, id), this.now(), binding.agent, binding.run, binding.tool, binding.argsHash)) as [string, string?];
     return out[0] === 'ok' ? { ok: true, record: parse(out[1]) } : { ok: false, reason: out[0] as ConsumeReason, ...(out[1] ? { record: parse(out[1]) } : {}) };
+  }
+
+  /** How many approvals wait for a person, across every account (pending, unexpired). */
+  async countPending(): Promise<number> {
+    const out = await this.redis.multi().zremrangebyscore(this.allPendingKey(), '-inf', this.now()).zcard(this.allPendingKey()).exec();
+    const card = out?.[1];
+    if (card === undefined || card[0] !== null) throw card?.[0] ?? new Error('the pending count was not read');
+    return Number(card[1]);
   }
 
   /** The account's pending, unexpired approvals, oldest first. */

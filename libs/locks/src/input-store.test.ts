@@ -83,3 +83,22 @@ describe('InputStore (real Redis)', () => {
     expect(await store.consume('acct', r.id, binding)).toMatchObject({ ok: true });
   });
 });
+
+describe('InputStore.countPending: input requests waiting across accounts (real Redis)', () => {
+  const redis = new Redis(redisUrl);
+  afterAll(async () => {
+    await redis.quit();
+  });
+
+  it('counts pending requests of every account; the last answer or the deadline takes one off; a runtime-only one never counts', async () => {
+    const { store, clock } = storeAt(redis);
+    const r = await store.create(base(['confirm']));
+    await store.create({ ...base(['confirm']), account: 'other' });
+    await store.create(base([]));
+    expect(await store.countPending()).toBe(2);
+    expect((await store.answer('acct', r.id, 'confirm', '{"action":"accept"}', 'owner')).ok).toBe(true);
+    expect(await store.countPending()).toBe(1);
+    clock.now += TTL_MS + 1;
+    expect(await store.countPending()).toBe(0);
+  });
+});

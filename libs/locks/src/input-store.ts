@@ -61,7 +61,8 @@ export type InputConsumeReason = 'unknown' | 'expired' | 'used' | 'pending' | 'm
 export type InputConsumeOutcome = { ok: true; record: InputRecord } | { ok: false; reason: InputConsumeReason; record?: InputRecord };
 
 // KEYS[1] the record, KEYS[2] the account's pending index; ARGV: now, key, answer JSON, by, the
-// re-send deadline once complete, how long an answered record is kept (ms).
+// re-send deadline once complete, how long an answered record is kept (ms), the index of every
+// account's pending input requests (the waiting gauge's).
 const ANSWER = `
 local raw = redis.call('GET', KEYS[1])
 if not raw then return {'unknown'} end
@@ -70,6 +71,7 @@ if r.status ~= 'pending' then return {'decided', raw} end
 local now = tonumber(ARGV[1])
 if now >= r.expiresAt then
   redis.call('ZREM', KEYS[2], r.id)
+  redis.call('ZREM', ARGV[7], r.account .. ':' .. r.id)
   return {'expired', raw}
 end
 if not string.find(r.personKeys, ',' .. ARGV[2] .. ',', 1, true) then return {'not_asked', raw} end
@@ -86,6 +88,7 @@ if r.remaining <= 0 then
   enc = cjson.encode(r)
   redis.call('SET', KEYS[1], enc, 'PX', ARGV[6])
   redis.call('ZREM', KEYS[2], r.id)
+  redis.call('ZREM', ARGV[7], r.account .. ':' .. r.id)
   return {'complete', enc}
 end
 enc = cjson.encode(r)
@@ -142,6 +145,19 @@ export class InputStore {
     return `${this.prefix}input:${account}:${id}`;
   }
 
+  /** Every account's pending input requests (members `<account>:<id>`: an id may be the caller's). */
+  private allPendingKey(): string {
+    return `${this.prefix}inputs-pending-all`;
+  }
+
+  /** How many input requests wait for a person, across every account (pending, unexpired). */
+  async countPending(): Promise<number> {
+    const out = await this.redis.multi().zremrangebyscore(this.allPendingKey(), '-inf', this.now()).zcard(this.allPendingKey()).exec();
+    const card = out?.[1];
+    if (card === undefined || card[0] !== null) throw card?.[0] ?? new Error('the pending count was not read');
+    return Number(card[1]);
+  }
+
   private indexKey(account: string): string {
     return `${this.prefix}inputs:${account}`;
   }
@@ -169,6 +185,8 @@ export class InputStore {
     if (record.status === 'pending') {
       const index = this.indexKey(input.account);
       multi.zadd(index, record.expiresAt, record.id).zremrangebyscore(index, '-inf', now).pexpire(index, keep);
+      // Every account's, for the waiting gauge (trimmed here and when counted; it outlives every member).
+      multi.zadd(this.allPendingKey(), record.expiresAt, `${input.account}:${record.id}`).zremrangebyscore(this.allPendingKey(), '-inf', now).pexpire(this.allPendingKey(), keep);
     }
     failedExec(await multi.exec());
     return record;
@@ -186,7 +204,7 @@ export class InputStore {
    */
   async answer(account: string, id: string, key: string, answerJson: string, by: string): Promise<AnswerOutcome> {
     const now = this.now();
-    const out = (await this.redis.eval(ANSWER, 2, this.recordKey(account, id), this.indexKey(account), now, key, answerJson, by, now + this.ttlMs, this.ttlMs + TOMBSTONE_MS)) as [string, string?];
+    const out = (await this.redis.eval(ANSWER, 2, this.recordKey(account, id), this.indexKey(account), now, key, answerJson, by, now + this.ttlMs, this.ttlMs + TOMBSTONE_MS, this.allPendingKey())) as [string, string?];
     if (out[0] === 'ok' || out[0] === 'complete') return { ok: true, record: parse(out[1]), complete: out[0] === 'complete' };
     return { ok: false, reason: out[0] as AnswerReason, ...(out[1] ? { record: parse(out[1]) } : {}) };
   }

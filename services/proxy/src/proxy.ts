@@ -15,6 +15,7 @@ import { ApprovalGate } from './approval-gate.js';
 import { InputGate } from './input-requests.js';
 import { LegacyAsks } from './legacy-inputs.js';
 import { CallHandler, replyLimits } from './call-handler.js';
+import { registerWaitingGauges } from './waiting-gauges.js';
 import { Catalog } from './catalog.js';
 import { ConnectionPool } from './connection-pool.js';
 import type { VerdictReport } from './connection-pool.js';
@@ -125,8 +126,11 @@ export async function startProxy(config: Config, opts: ProxyOptions = {}): Promi
   const maxPayload = bus.nc.info?.max_payload ?? 1024 * 1024;
   // always_ask calls stop for a human; approvals live in Redis, shared with the registry. Unlike
   // the limiter, a Redis outage fails closed here: such a call is refused, never run unasked.
+  const approvalStore = new ApprovalStore(redis, config.redisPrefix, { ttlMs: config.approvalTtlMs });
+  const inputStore = new InputStore(redis, config.redisPrefix, { ttlMs: config.approvalTtlMs });
+  registerWaitingGauges(telemetry.meter, { approvals: approvalStore, inputs: inputStore }, log);
   const approvals = new ApprovalGate({
-    store: new ApprovalStore(redis, config.redisPrefix, { ttlMs: config.approvalTtlMs }),
+    store: approvalStore,
     publish: (subject, payload) => bus.nc.publish(subject, payload),
     subject: (account) => bus.subjects.approvalRequested(account),
     maxPendingPerAgent: config.quotas.pendingApprovalsPerAgent,
@@ -135,7 +139,7 @@ export async function startProxy(config: Config, opts: ProxyOptions = {}): Promi
   // Servers' questions (input_required): recorded in Redis with expiry, the server's requestState
   // sealed with the deployment's key ring, answered by a person (the registry) or the runtime.
   const inputs = new InputGate({
-    store: new InputStore(redis, config.redisPrefix, { ttlMs: config.approvalTtlMs }),
+    store: inputStore,
     box: new SecretBox(config.keyring),
     publish: (subject, payload) => bus.nc.publish(subject, payload),
     subject: (account) => bus.subjects.inputRequested(account),
