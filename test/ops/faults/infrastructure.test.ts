@@ -79,7 +79,8 @@ describe.skipIf(!have.postgres)('Postgres killed and restarted under load', () =
 
   beforeAll(async () => {
     [postgres, upstream] = await Promise.all([PrivatePostgres.create(), startTestMcpServer({ era: 'modern', tools: [echoTool()] })]);
-    stack = await Stack.start({ postgres: postgres.url() });
+    // The endpoint too: its pool and its token-revocation LISTEN connection lose Postgres as well.
+    stack = await Stack.start({ postgres: postgres.url(), endpoints: 1 });
     await stack.setServer('up', upstream.url);
     agent = await stack.createAgent('agent', ['up'], 1);
   }, 120_000);
@@ -123,7 +124,11 @@ describe.skipIf(!have.postgres)('Postgres killed and restarted under load', () =
     // Typed as the store's outage (`unavailable`, dependency postgres), never `internal`.
     for (const c of Object.keys(actionSummary.errorsByCode)) expect(c, `action error ${c}`).toBe('unavailable');
     expect(exited(), 'services that exited on the loss of Postgres').toEqual([]);
-    expect(stack.services.filter((x) => x.alive()).map((x) => x.name).sort()).toEqual(['projector', 'proxy', 'registry']);
+    expect(stack.services.filter((x) => x.alive()).map((x) => x.name).sort()).toEqual(['endpoint', 'projector', 'proxy', 'registry']);
+    // The endpoint answers after it (its revocation channel reconnects by itself).
+    expect((await fetch(`${stack.of('endpoint')[0]!.url}/healthz`)).ok).toBe(true);
+    // …which the loss did reach (not a test that cannot fail).
+    expect(stack.of('endpoint')[0]!.logs.join('')).toMatch(/token revocation channel lost/);
     // Nothing half-written: every agent the API said it created is there, each exactly once.
     const db = new pg.Client({ connectionString: stack.env.DATABASE_URL });
     await db.connect();

@@ -20,7 +20,7 @@ import { createTestDatabase, serviceUrls } from '../../support/env.js';
 
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 
-export type ServiceName = 'registry' | 'projector' | 'proxy';
+export type ServiceName = 'registry' | 'projector' | 'proxy' | 'endpoint';
 
 export interface StackOptions {
   /** NATS URL(s), comma-separated; default the machine's. */
@@ -31,6 +31,8 @@ export interface StackOptions {
   registries?: number;
   projectors?: number;
   proxies?: number;
+  /** Agent MCP endpoints (default none). */
+  endpoints?: number;
   env?: Record<string, string>;
   /** Let the stack's processes print their logs here too (default: kept in memory). */
   echoLogs?: boolean;
@@ -125,6 +127,7 @@ export class Stack {
       for (let i = 0; i < (opts.registries ?? 1); i++) await stack.spawn('registry');
       for (let i = 0; i < (opts.projectors ?? 1); i++) await stack.spawn('projector');
       for (let i = 0; i < (opts.proxies ?? 1); i++) await stack.spawn('proxy');
+      for (let i = 0; i < (opts.endpoints ?? 0); i++) await stack.spawn('endpoint');
     } catch (err) {
       await stack.stop();
       throw err;
