@@ -1,3 +1,4 @@
+import { createServer, type AddressInfo } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { echoTool, slowTool, startTestMcpServer, type TestMcpServer } from '../servers/index.js';
 import { ProxySystem } from '../support/proxy-system.js';
@@ -91,5 +92,18 @@ describe.each(['modern', 'legacy'] as const)('per-server protection shared acros
     } else {
       expect(later.result.text).toBe('echo: later');
     }
+  });
+
+  it('the refusals above are counted: by kind in mcpx_quota_rejections_total, by code and server in mcpx_call_errors_total', async () => {
+    // The proxies' own Prometheus exposition (the telemetry they were started with).
+    const srv = createServer((req, res) => system.telemetry.metricsHandler(req, res));
+    await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
+    const text = await (await fetch(`http://127.0.0.1:${(srv.address() as AddressInfo).port}/metrics`)).text();
+    await new Promise<void>((r) => srv.close(() => r()));
+    const value = (re: RegExp): number => Number(re.exec(text)?.[1] ?? 0);
+    expect(value(/^mcpx_quota_rejections_total\{[^}]*kind="call_concurrency_per_server"[^}]*\} (\d+)/m)).toBeGreaterThanOrEqual(1);
+    expect(value(/^mcpx_quota_rejections_total\{[^}]*kind="call_rate_per_server"[^}]*\} (\d+)/m)).toBeGreaterThanOrEqual(1);
+    expect(value(/^mcpx_call_errors_total\{[^}]*code="rate_limited"[^}]*mcpx_server="fast"[^}]*\} (\d+)/m)).toBeGreaterThanOrEqual(1);
+    expect(value(/^mcpx_call_duration_ms_count\{[^}]*mcpx_server="slowsrv"[^}]*outcome="lost"[^}]*\} (\d+)/m)).toBeGreaterThanOrEqual(1);
   });
 });
