@@ -1,4 +1,5 @@
-import { createServer, type AddressInfo } from 'node:http';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { echoTool, slowTool, startTestMcpServer, type TestMcpServer } from '../servers/index.js';
 import { ProxySystem } from '../support/proxy-system.js';
