@@ -43,16 +43,21 @@ export function createDb(url: string, opts: DbOptions = {}): Db {
   });
   // An idle connection that the server drops (a restart, a failover, an admin's terminate) emits
   // an error on the pool; unheard, it would end the process. The pool replaces the connection.
-  pool.on('error', (err) => opts.onIdleError?.(err));
   // A checked-out connection has no pool listener (the pool removes it while the client is lent):
   // one that drops between two statements (a transaction, a held lock) emitted an unheard 'error'
   // (57P01 on a restart) and ended the process. Every client gets its own listener for good; its
   // next query fails (the caller sees the error), and the pool discards it on release.
+  // A dropped connection may say so more than once (the server's message, then the socket's end,
+  // heard by either listener): it is told once per connection.
+  const told = new WeakSet<object>();
+  const tell = (err: Error, client: object): void => {
+    if (told.has(client)) return;
+    told.add(client);
+    opts.onIdleError?.(err);
+  };
+  pool.on('error', (err, client) => tell(err, client));
   pool.on('connect', (client) => {
-    client.on('error', (err) => {
-      // While idle the pool's own listener also hears it (and reports it): told once.
-      if (client.listenerCount('error') === 1) opts.onIdleError?.(err);
-    });
+    client.on('error', (err) => tell(err, client));
   });
   return new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
 }
