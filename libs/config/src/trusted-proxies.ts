@@ -8,8 +8,8 @@ import { BlockList, isIP } from 'node:net';
  * rightmost address of the header that is not a trusted proxy. Whatever a client writes into the
  * header itself lies left of that and is never reached.
  *
- * The same rules as the registry's per-address limit (services/registry/src/client-address.ts),
- * in a library so that every public service reads a client's address one way.
+ * In a library so that every public service (the registry's per-address limit, the endpoint's
+ * failed-token limit) reads a client's address one way.
  */
 export class TrustedProxies {
   private readonly list = new BlockList();

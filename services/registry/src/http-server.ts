@@ -8,7 +8,7 @@ import type { Logger } from '@mcpx/log';
 import { withSpan } from '@mcpx/telemetry';
 import { LeaseQuota, QUOTA_DEFAULTS, RateLimiter, type QuotaLimits } from '@mcpx/locks';
 import { AccountQuotas, QuotaKinds, quotaExceeded, rateLimited } from './account-quotas.js';
-import { TrustedProxies } from './client-address.js';
+import { TrustedProxies } from '@mcpx/config/trusted-proxies';
 import { dispatchAction, isKnownAction, type ActionDeps } from './actions/index.js';
 import { dependencyUnavailable } from './dependency-errors.js';
 import { authenticate, parseEnvelope } from './envelope-auth.js';

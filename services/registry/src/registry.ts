@@ -32,7 +32,7 @@ import { OAuthService } from './oauth/oauth-service.js';
 import { OAuthTickets } from './oauth/browser-binding.js';
 import { oauthStartHandler } from './oauth/oauth-start.js';
 import { bindUnboundSecretsOnce } from './secret-binding.js';
-import { TrustedProxies } from './client-address.js';
+import { TrustedProxies } from '@mcpx/config/trusted-proxies';
 import { OAUTH_CALLBACK_PATH, OAUTH_START_PATH } from './oauth/paths.js';
 import { postgresPortOf } from './dependency-errors.js';
 import { EventOutbox } from './events/outbox.js';

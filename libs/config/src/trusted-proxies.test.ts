@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import { describe, expect, it } from 'vitest';
-import { TrustedProxies } from './client-address.js';
+import { TrustedProxies } from './trusted-proxies.js';
 
 const req = (peer: string, xff?: string | string[]): IncomingMessage => ({ socket: { remoteAddress: peer }, headers: xff === undefined ? {} : { 'x-forwarded-for': xff } }) as unknown as IncomingMessage;
 
