@@ -1,42 +1,7 @@
+import type { AuditEventView, ToolChangeView } from '@mcpx/contracts';
+import type { SchemaChange } from '@mcpx/domain';
 import { UsageError, flag, need, type ParsedArgs, type Print } from './args.js';
 import { readKey, sendAction, type CliEnv } from './client.js';
-
-/** A held change as ListToolChanges answers it (the fields the CLI shows). */
-export interface ToolChange {
-  server: string;
-  tool: string;
-  toolName: string;
-  kind: 'new' | 'changed';
-  status: 'pending' | 'rejected';
-  cid: string;
-  previousCid?: string;
-  withheld: boolean;
-  compatible: boolean;
-  incompatibility?: string[];
-  documentCid?: string;
-  pin: string;
-  detectedAt: string;
-  before?: { title?: string; description: string };
-  after: { title?: string; description: string };
-  diff: {
-    title?: { before?: string; after?: string };
-    descriptionChanged: boolean;
-    description: Array<{ op: 'same' | 'added' | 'removed'; text: string }>;
-    inputSchema: SchemaChange[];
-    outputSchema: SchemaChange[];
-    annotations: Array<{ key: string; before?: unknown; after?: unknown }>;
-  };
-  warnings: Array<{ code: string; field: string; message: string }>;
-}
-
-interface SchemaChange {
-  path: string;
-  aspect: string;
-  keyword?: string;
-  kind: 'added' | 'removed' | 'changed';
-  before?: unknown;
-  after?: unknown;
-}
 
 // Characters a reviewer could not otherwise see: shown as <U+XXXX>.
 const INVISIBLE = /[\u200B-\u200F\u202A-\u202E\u2060-\u2069\uFEFF\u180E\u00AD\u061C]|[\u{E0000}-\u{E007F}]/gu;
@@ -59,7 +24,7 @@ function schemaLine(c: SchemaChange): string {
 }
 
 /** A change as a reviewer reads it: the verdict, warnings, the description as a word diff ([-removed-] {+added+}), schema and annotation changes. */
-export function changeText(c: ToolChange): string {
+export function changeText(c: ToolChangeView): string {
   const effect = c.withheld ? 'withheld from agents until reviewed' : 'agents keep the accepted contract meanwhile';
   const lines = [`${c.server}/${visible(c.tool)}  (${c.toolName})  ${c.kind === 'new' ? 'new tool' : 'changed'}  ${c.status}  ${effect}`, `  cid: ${c.cid}${c.previousCid !== undefined ? `  (accepted: ${c.previousCid})` : ''}`];
   if (c.documentCid !== undefined) lines.push(`  agents get document ${c.documentCid} once accepted`);
@@ -95,7 +60,7 @@ export async function toolsReview(env: CliEnv, args: ParsedArgs, print: Print): 
   const server = args.positionals[2];
   const status = flag(args, 'status');
   if (status !== undefined && !['pending', 'rejected', 'all'].includes(status)) throw new UsageError('--status is pending, rejected or all');
-  const res = await sendAction<{ changes: ToolChange[] }>(env, await readKey(env.keyFile), { type: 'ListToolChanges', ...(server !== undefined ? { server } : {}), ...(status !== undefined ? { status } : {}) });
+  const res = await sendAction<{ changes: ToolChangeView[] }>(env, await readKey(env.keyFile), { type: 'ListToolChanges', ...(server !== undefined ? { server } : {}), ...(status !== undefined ? { status } : {}) });
   print(res, () => (res.changes.length === 0 ? `no tool changes ${status === 'rejected' ? 'rejected' : 'waiting for review'}${server !== undefined ? ` on ${server}` : ''}` : res.changes.map(changeText).join('\n\n')));
 }
 
@@ -112,16 +77,6 @@ export function toolsDecide(decision: 'AcceptToolChange' | 'RejectToolChange') {
   };
 }
 
-interface AuditEvent {
-  id: string;
-  at: string;
-  signer: string;
-  role: string;
-  action: string;
-  target: { kind: string; name: string };
-  before?: unknown;
-  after?: unknown;
-}
 
 /** `audit [--action A] [--kind K] [--target T] [--signer S] [--since ISO] [--until ISO] [--limit N] [--cursor C]`: the account's audit log, newest first. */
 export async function audit(env: CliEnv, args: ParsedArgs, print: Print): Promise<void> {
@@ -133,7 +88,7 @@ export async function audit(env: CliEnv, args: ParsedArgs, print: Print): Promis
     const v = flag(args, f);
     if (v !== undefined) filters[field] = v;
   }
-  const res = await sendAction<{ events: AuditEvent[]; nextCursor?: string }>(env, await readKey(env.keyFile), { type: 'ListAuditEvents', ...(n !== undefined ? { limit: n } : {}), ...filters });
+  const res = await sendAction<{ events: AuditEventView[]; nextCursor?: string }>(env, await readKey(env.keyFile), { type: 'ListAuditEvents', ...(n !== undefined ? { limit: n } : {}), ...filters });
   print(res, () => {
     if (res.events.length === 0) return 'no audit entries';
     const lines = res.events.map((e) => {

@@ -1,6 +1,7 @@
 import type { AgentDefinition, AgentView, McpServerConfigInput, RedactedMcpServer } from './api.js';
 import { ActionTypes, type ActionType } from './api.js';
 import type { ErrorCode } from './errors.js';
+import type { AuditEventView, ToolChangeView } from './reviews.js';
 
 /**
  * The action API, typed end to end (issue 12): per action type its request and response, the
@@ -81,10 +82,10 @@ export interface ActionResponses {
   ListApprovals: { approvals: Open[] };
   ApproveToolCall: { approval: Open };
   DenyToolCall: { approval: Open };
-  ListToolChanges: { changes: Open[] };
+  ListToolChanges: { changes: ToolChangeView[] };
   AcceptToolChange: { server: string; tool: string; cid: string; decision: string } & Open;
   RejectToolChange: { server: string; tool: string; cid: string; decision: string } & Open;
-  ListAuditEvents: { events: Open[]; nextCursor?: string };
+  ListAuditEvents: { events: AuditEventView[]; nextCursor?: string };
   ListInputRequests: { inputRequests: Open[] };
   AnswerInputRequest: { inputRequest: Open };
   SetVendorConnection: { vendor: string; servers: RedactedMcpServer[] };

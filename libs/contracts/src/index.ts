@@ -84,3 +84,4 @@ export type {
 export { ACTION_COMPONENTS, ACTION_MAP, ACTION_TYPES } from './action-map.js';
 export type { ActionOf, ActionRequest, ActionRequests, ActionResponse, ActionResponses, ActionRole, ActionSpec, JsonSchema } from './action-map.js';
 export { openApiDocument } from './openapi.js';
+export type { AuditEventView, ToolChangeView } from './reviews.js';

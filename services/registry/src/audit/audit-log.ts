@@ -1,5 +1,5 @@
 import { sql, type Kysely } from 'kysely';
-import { invalidInput } from '@mcpx/contracts';
+import { invalidInput, type AuditEventView } from '@mcpx/contracts';
 import type { Database } from '@mcpx/db';
 
 /**
@@ -74,17 +74,6 @@ export function auditView(value: unknown, depth = 0): unknown {
   return out;
 }
 
-/** One entry as `ListAuditEvents` shows it. */
-export interface AuditEventView {
-  id: string;
-  at: string;
-  signer: string;
-  role: string;
-  action: string;
-  target: { kind: string; name: string };
-  before?: unknown;
-  after?: unknown;
-}
 
 export interface AuditQuery {
   limit: number;

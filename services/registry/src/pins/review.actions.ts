@@ -1,4 +1,4 @@
-import { decodePayload, encodePayload, ErrorCodes, invalidInput, WireError } from '@mcpx/contracts';
+import { decodePayload, encodePayload, ErrorCodes, invalidInput, WireError, type ToolChangeView } from '@mcpx/contracts';
 import {
   buildToolDocuments,
   contractCid,
@@ -8,10 +8,7 @@ import {
   inputCompatible,
   projectToolNames,
   toolContract,
-  type ContractDiff,
-  type ContractWarning,
   type RemoteTool,
-  type ToolContract,
 } from '@mcpx/domain';
 import { metrics, trace } from '@opentelemetry/api';
 import { recordAudit } from '../audit/audit-log.js';
@@ -20,36 +17,6 @@ import type { ActionDeps, ActionHandler, Caller } from '../actions/context.js';
 import type { McpServerRecord } from '../repositories/mcp-servers.repository.js';
 import { evaluatePins, pinModeOf, type AcceptedContract } from './pin-policy.js';
 import { acceptContracts, acceptedContracts, applyPins, lockServer } from './pin-store.js';
-
-/** One held change as `ListToolChanges` shows it. */
-export interface ToolChangeView {
-  server: string;
-  /** The remote tool name. */
-  tool: string;
-  /** The name agents know it by. */
-  toolName: string;
-  kind: 'new' | 'changed';
-  status: 'pending' | 'rejected';
-  /** The held contract's CID: what `AcceptToolChange` names. */
-  cid: string;
-  previousCid?: string;
-  /** Agents keep the accepted contract meanwhile (review mode, compatible input); else the tool is withheld. */
-  withheld: boolean;
-  compatible: boolean;
-  /** Why the new input schema is not compatible with the accepted one. */
-  incompatibility?: string[];
-  /** The CID of the document agents will get once it is accepted. */
-  documentCid?: string;
-  pin: 'review' | 'strict';
-  detectedAt: string;
-  decidedBy?: string;
-  decidedAt?: string;
-  before?: ToolContract;
-  after: ToolContract;
-  diff: ContractDiff;
-  /** What a reviewer should look at (never used to decide). */
-  warnings: ContractWarning[];
-}
 
 const STATUSES = ['pending', 'rejected', 'all'] as const;
 
