@@ -49,18 +49,19 @@ describe('bounded signing bytes', () => {
 });
 
 describe('parseEnvelope', () => {
+  const field = (body: unknown): unknown => {
+    try {
+      parseEnvelope(body);
+    } catch (e) {
+      return (e as { details: { field: unknown } }).details.field;
+    }
+    return null;
+  };
+
   it('names the first malformed field', () => {
     const key = generateKeyPair();
     const env = signAction(key, key.principal, { type: 'ListMcpServers' });
     expect(parseEnvelope(env)).toBe(env);
-    const field = (body: unknown): unknown => {
-      try {
-        parseEnvelope(body);
-      } catch (e) {
-        return (e as { details: { field: unknown } }).details.field;
-      }
-      return null;
-    };
     expect(field(null)).toBe('envelope');
     expect(field([env])).toBe('envelope');
     expect(field({ ...env, signer: 'x' })).toBe('signer');
@@ -70,5 +71,23 @@ describe('parseEnvelope', () => {
     expect(field({ ...env, sig: 1 })).toBe('sig');
     expect(field({ ...env, extra: 1 })).toBe('extra');
     expect(field({ ...env, '\u001b[31mred': 1 })).toBe('envelope');
+  });
+  it('refuses a second spelling of the same signature or key (the unused low bits of base64url set)', () => {
+    const key = generateKeyPair();
+    const env = signAction(key, key.principal, { type: 'ListMcpServers' });
+    // The last character of 86 (signature) or 43 (key) base64url characters carries unused bits:
+    // a neighbour character can decode to the same bytes, and the signature would verify alike.
+    const respell = (s: string): string[] => {
+      const want = Buffer.from(s, 'base64url');
+      const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
+      return [...alphabet].map((c) => s.slice(0, -1) + c).filter((t) => t !== s && Buffer.from(t, 'base64url').equals(want));
+    };
+    const sigs = respell(env.sig);
+    expect(sigs.length).toBeGreaterThan(0);
+    for (const sig of sigs) expect(field({ ...env, sig })).toBe('sig');
+    for (const signer of respell(env.signer)) expect(field({ ...env, signer })).toBe('signer');
+    for (const account of respell(env.account)) expect(field({ ...env, account })).toBe('account');
+    expect(field({ ...env, sig: `${env.sig}!` })).toBe('sig');
+    expect(parseEnvelope(env)).toBe(env);
   });
 });
