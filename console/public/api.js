@@ -4,6 +4,10 @@
 import { encodeCanonical } from './cbor.js';
 import { clearStoredKey, loadStoredKey, storeKey, takeLegacyKeyFile } from './key-store.js';
 
+/** How many times, and how long at most each time, an action refused with rate_limited is sent again. */
+const RATE_RETRIES = 3;
+const RATE_RETRY_MAX_MS = 5_000;
+
 const PKCS8_PREFIX = new Uint8Array([0x30, 0x2e, 0x02, 0x01, 0x00, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x04, 0x22, 0x04, 0x20]);
 /** How long to wait before opening a dropped event stream again. */
 const RECONNECT_MS = 2000;
@@ -88,10 +92,18 @@ export class ActionError extends Error {
  */
 export async function act(type, fields = {}) {
   if (!key) throw new Error('create or load a key first');
-  const res = await fetch('/v1/actions', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(await envelope({ type, ...fields })) });
-  const body = await res.json().catch(() => ({}));
-  if (!res.ok || body.error) throw new ActionError(body.error ?? { code: 'internal', message: `HTTP ${res.status}` });
-  return body;
+  for (let attempt = 0; ; attempt++) {
+    // A fresh envelope each time: its nonce is single-use.
+    const res = await fetch('/v1/actions', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(await envelope({ type, ...fields })) });
+    const body = await res.json().catch(() => ({}));
+    if (res.ok && !body.error) return body;
+    const error = body.error ?? { code: 'internal', message: `HTTP ${res.status}` };
+    // rate_limited says nothing ran and when to come back: the page waits that long (a few times,
+    // a few seconds at most) rather than show the owner an error for a burst of its own lists.
+    const wait = error.code === 'rate_limited' ? Number(error.details?.retryAfterMs ?? 1000) : NaN;
+    if (!(wait >= 0) || attempt >= RATE_RETRIES) throw new ActionError(error);
+    await new Promise((r) => setTimeout(r, Math.min(wait, RATE_RETRY_MAX_MS)));
+  }
 }
 
 /**

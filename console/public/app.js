@@ -46,6 +46,37 @@ async function toggleGrant(server, on) {
 
 let loads = 0;
 
+/**
+ * A reload that events ask for: the requests of a burst (one discovery tells of the server and of
+ * every agent granted it) are merged into one run, and a request that comes while it runs gets
+ * one more run after it, never one per event. Each run costs several actions, and the signer's
+ * action rate is limited: a reload per event would have the console refused its own lists.
+ */
+function coalesced(fn, settleMs = 150) {
+  let running = false;
+  let again = false;
+  let timer;
+  const go = async () => {
+    timer = undefined;
+    running = true;
+    again = false;
+    try {
+      await run(fn);
+    } finally {
+      running = false;
+      if (again) ask();
+    }
+  };
+  const ask = () => {
+    if (running) {
+      again = true;
+      return;
+    }
+    if (timer === undefined) timer = setTimeout(() => void go(), settleMs);
+  };
+  return ask;
+}
+
 async function load() {
   if (!principal()) return;
   // Loads overlap (events, the owner's own actions): an answer older than the latest is dropped.
@@ -65,9 +96,9 @@ async function start(stored) {
   $('principal').title = stored.principal;
   say('');
   await Promise.all([load(), loadApprovals(), loadInputs(), loadReviews(), loadAudit()]);
-  const reload = () => void run(load);
+  const reload = coalesced(load);
   // A server's change (a discovery, a review) may hold or release tool changes, and is audited.
-  const reloadServers = () => void run(() => Promise.all([load(), loadReviews(), loadAudit()]));
+  const reloadServers = coalesced(() => Promise.all([load(), loadReviews(), loadAudit()]));
   await followEvents({
     // (Re)connected: catch up on whatever changed while the stream was down.
     open: () => {

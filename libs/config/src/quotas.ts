@@ -46,7 +46,7 @@ export const DEFAULT_QUOTAS: Readonly<QuotaSettings> = Object.freeze({
   reprobeMaxFailures: 10,
   runsPerProxy: 10_000,
   connectionsPerProxy: 2_000,
-  actionsPerSigner: Object.freeze({ ratePerSecond: 20, burst: 40 }),
+  actionsPerSigner: Object.freeze({ ratePerSecond: 20, burst: 80 }),
   actionsPerAddress: Object.freeze({ ratePerSecond: 50, burst: 100 }),
 });
 

@@ -154,6 +154,6 @@ export const QUOTA_DEFAULTS: Readonly<QuotaLimits> = Object.freeze({
   reprobeMaxFailures: 10,
   runsPerProxy: 10_000,
   connectionsPerProxy: 2_000,
-  actionsPerSigner: Object.freeze({ ratePerSecond: 20, burst: 40 }),
+  actionsPerSigner: Object.freeze({ ratePerSecond: 20, burst: 80 }),
   actionsPerAddress: Object.freeze({ ratePerSecond: 50, burst: 100 }),
 });

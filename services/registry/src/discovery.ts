@@ -247,15 +247,16 @@ export class Discovery {
    * records the outcome in `target` (default: the mcp_servers rows). Keyed by (account, name):
    * built-in slugs and custom names never meet.
    */
-  async discover(server: McpServerRecord, trigger: 'set' | 'refresh' | 'probe' | 'expired' | 'changed', target: DiscoveryTarget = this.rows): Promise<McpServerRecord> {
+  async discover(server: McpServerRecord, trigger: 'set' | 'authorized' | 'refresh' | 'probe' | 'expired' | 'changed', target: DiscoveryTarget = this.rows): Promise<McpServerRecord> {
     const key = `discovery:${server.accountId}:${server.name}`;
     const opts = { ttlMs: DISCOVERY_LIMITS.connectTimeoutMs + 30_000 };
     const lead = () => this.lead(server, trigger, () => this.perAccount(server.accountId, () => this.slots.run(() => this.probe(server, target))), target);
-    // A set carries the config just saved: joining a background discovery in flight would report
-    // that discovery's outcome for the old config (a 401 right after the right header was saved).
-    // It waits for the lock instead and lists with its own config. A refresh lists the stored
-    // config, so it joins whatever discovery of it is under way.
-    if (trigger === 'set') return this.deps.singleFlight.exclusive(key, opts, lead);
+    // A set carries the config just saved, and `authorized` the credentials just stored (an OAuth
+    // callback): joining a background discovery in flight would report that discovery's outcome
+    // for the old config or credentials (a 401 right after the right header was saved). They wait
+    // for the lock instead and list with their own. A refresh lists the stored config, so it joins
+    // whatever discovery of it is under way.
+    if (trigger === 'set' || trigger === 'authorized') return this.deps.singleFlight.exclusive(key, opts, lead);
     return this.deps.singleFlight.run(key, opts, lead, async () => (await target.find(server.accountId, server.name)) ?? server);
   }
 
@@ -625,7 +626,7 @@ export class Discovery {
         // After too many failures in a row the re-prober stops; an owner's set or refresh probes again
         // and arms one more re-probe.
         const maxFailures = this.quotas.reprobeMaxFailures;
-        const stopped = status.state === 'error' && maxFailures > 0 && (status.failures ?? 1) >= maxFailures && trigger !== 'set' && trigger !== 'refresh';
+        const stopped = status.state === 'error' && maxFailures > 0 && (status.failures ?? 1) >= maxFailures && trigger !== 'set' && trigger !== 'authorized' && trigger !== 'refresh';
         if (stopped) status = { ...status, error: `${status.error ?? 'discovery failed'} (re-probing stopped after ${status.failures ?? maxFailures} failures in a row: refresh the server to try again)` };
         const nextProbe = status.state === 'error' && !stopped ? new Date(now.getTime() + nextProbeDelayMs(status.failures ?? 1, Math.random, this.deps.reprobeBaseMs)) : null;
         let saved: McpServerRecord | null;

@@ -28,7 +28,7 @@ export async function withAuthorization(
     const challenge = deps.discovery.resourceMetadataUrl(server.id);
     let outcome = await oauth.ensure(server, { ...opts, ...(challenge ? { resourceMetadataUrl: challenge } : {}) });
     if (outcome.state === 'authorized') {
-      const rediscovered = await deps.discovery.discover(server, 'refresh');
+      const rediscovered = await deps.discovery.discover(server, 'authorized');
       if (rediscovered.status.state !== 'auth_required') return { server: await redact(rediscovered) };
       // The refreshed token is refused too: only a new authorization helps.
       server = rediscovered;

@@ -64,7 +64,7 @@ export function oauthCallbackHandler(deps: OAuthCallbackDeps): (req: IncomingMes
       }
       const server = await deps.oauth.complete({ code: resp.code, state, iss: resp.iss });
       await end();
-      const discovered = await deps.discovery.discover(server, 'refresh');
+      const discovered = await deps.discovery.discover(server, 'authorized');
       const tools = discovered.tools.length;
       const ok = discovered.status.state === 'ok';
       oauthPage(
