@@ -166,7 +166,8 @@ describe('invalid actions: a typed error naming the field, nothing written', () 
       code: 'unauthenticated',
       field: 'sig',
     },
-    { what: 'signature of garbage', send: () => api.raw({ ...api.envelope({ type: 'ListMcpServers' }), sig: 'AAAA' }), status: 401, code: 'unauthenticated', field: 'sig' },
+    // Not the shape of an ed25519 signature (86 canonical base64url characters): malformed input.
+    { what: 'signature of garbage', send: () => api.raw({ ...api.envelope({ type: 'ListMcpServers' }), sig: 'AAAA' }), status: 400, code: 'invalid_input', field: 'sig' },
     {
       what: 'envelope without sig',
       send: () => {

@@ -67,9 +67,9 @@ describe('quotas: discoveries in flight per account, re-probe stop', () => {
       await hang.release();
     }
     const done = await Promise.all(sets);
-    // Every one of them saved (a failed discovery still saves) once the server gave up.
-    // Every set answered (a failure is shown by its code and message, to tell a quota from a timeout).
-    expect(done.filter((d) => d instanceof Error).map((e) => `${(e as { code?: string }).code ?? ''} ${(e as Error).message}`)).toEqual([]);
+    // Every one of them saved (a failed discovery still saves) once the server gave up; a failure
+    // is shown by its code and message, to tell a quota from a timeout.
+    expect(done.filter((d) => d instanceof Error).map((e) => `${(e as { code?: string }).code ?? ''} ${e.message}`)).toEqual([]);
     const { servers } = await attacker.act('ListMcpServers');
     expect(servers).toHaveLength(n);
   });
@@ -145,7 +145,7 @@ describe('quotas: discoveries in flight per account, across instances', () => {
     }
     const done = await Promise.all(sets);
     // Every set answered (a failure is shown by its code and message, to tell a quota from a timeout).
-    expect(done.filter((d) => d instanceof Error).map((e) => `${(e as { code?: string }).code ?? ''} ${(e as Error).message}`)).toEqual([]);
+    expect(done.filter((d) => d instanceof Error).map((e) => `${(e as { code?: string }).code ?? ''} ${e.message}`)).toEqual([]);
     expect((await first.act('ListMcpServers')).servers).toHaveLength(6);
   });
 });
