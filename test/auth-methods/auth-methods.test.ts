@@ -130,7 +130,7 @@ describe('auth methods (docs/servers.md#auth-methods): oauth, bearer, headers, n
       [{ url: openUp.url, auth: 'bearer', token: 42 }, 'config.token'],
       [{ url: openUp.url, auth: 'magic' }, 'config.auth'],
     ];
-    const before = await h.tableDigest();
+    const before = await h.settledDigest();
     for (const [config, field] of cases) {
       for (const name of ['keep', 'fresh']) {
         const err = await set(api, name, config).then(

@@ -109,7 +109,7 @@ describe('built-in servers: a vendor connection lights them up, no mcp_servers r
 
   it('refuses bad vendor connections by field, writing nothing', async () => {
     const api = h.api();
-    const before = await h.tableDigest();
+    const before = await h.settledDigest();
     const cases: Array<[Record<string, unknown>, string]> = [
       [{ vendor: 'nope', accessToken: 't' }, 'vendor'],
       [{ vendor: 'github' }, 'accessToken'],

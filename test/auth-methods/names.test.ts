@@ -25,7 +25,7 @@ for (const style of ['double_underscore', 'prefixed'] as const) {
       await api.act('SetVendorConnection', { vendor: 'linear', accessToken: 'lin_tok' });
       // The built-in's fallback list is projected asynchronously: let it land before the digest.
       await eventually(() => h.sql.selectFrom('projector.projected_servers').select('server').where('account_id', '=', api.principal).where('server', '=', 'linear').executeTakeFirst());
-      const before = await h.tableDigest();
+      const before = await h.settledDigest();
       for (const slug of BUILTIN_SERVERS.keys()) {
         await expect(api.act('SetMcpServer', { name: slug, config: { url: upstream.url } })).rejects.toMatchObject({ code: 'invalid_input', details: { field: 'name', builtin: true } });
       }

@@ -51,10 +51,11 @@ describe('a legacy server that pushes elicitation/create (and sampling/createMes
     const done = await system.call('old-agent', 'lg-2', 'old__provision', {}, { inputRequestId: second.inputRequestId });
     expect(textOf(done.result)).toBe('Provisioned orders in us-east-1');
 
-    const waiting = system.client.callAwaitingInput({ account: system.account, agent: system.agentId('old-agent'), run: 'lg-3', tool: 'old__deploy', arguments: { env: 'prod' } }, { waitMs: 60_000, pollMs: 1_000 });
+    // The failure is taken at once: the declined call may fail before the answer's own reply is read.
+    const waiting = failure(system.client.callAwaitingInput({ account: system.account, agent: system.agentId('old-agent'), run: 'lg-3', tool: 'old__deploy', arguments: { env: 'prod' } }, { waitMs: 60_000, pollMs: 1_000 }));
     const id = await eventually(async () => (await pendingInputs(system)).find((r) => r.run === 'lg-3')?.id, 20_000, 'the question');
     await system.api.act('AnswerInputRequest', { id, action: 'decline' });
-    const err = await failure(waiting);
+    const err = await waiting;
     expect(err.code).toBe('server_error');
     expect(err.message).toContain('Deployment to prod cancelled by the operator');
   });

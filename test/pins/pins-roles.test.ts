@@ -65,7 +65,7 @@ describe('reviews: roles, policy and bad input', () => {
   it('bad input is a typed error naming the field, and writes nothing', async () => {
     const owner = h.api();
     const change = await heldChange(owner);
-    const before = await h.tableDigest();
+    const before = await h.settledDigest();
     const cases: Array<[string, Record<string, unknown>, string]> = [
       ['ListToolChanges', { status: 'maybe' }, 'status'],
       ['ListToolChanges', { server: 42 }, 'server'],

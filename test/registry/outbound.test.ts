@@ -47,7 +47,7 @@ describe('outbound safety, production profile', () => {
 
     it('refuses plain http in validation, writing nothing', async () => {
       const api = h.api();
-      const before = await h.tableDigest();
+      const before = await h.settledDigest();
       await expect(api.act('SetMcpServer', { name: 'plain', config: { url: upstream.url } })).rejects.toMatchObject({
         code: 'invalid_input',
         details: { field: 'config.url' },

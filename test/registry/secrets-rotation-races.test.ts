@@ -85,7 +85,7 @@ describe('secrets rotation: a value that does not open', () => {
   it('fails the command naming the table, the row and the key id, never the value; nothing changes', async () => {
     const api = h.api();
     await api.act('SetVendorConnection', { vendor: 'github', accessToken: 'gho_strandedToken1' });
-    const before = await h.tableDigest();
+    const before = await h.settledDigest();
     // A ring without the key that sealed it (the old key left too early).
     const res = await rotateSecrets(h.env.DATABASE_URL ?? '', NEW_KEY);
     expect(res.code).not.toBe(0);

@@ -209,7 +209,7 @@ describe('invalid actions: a typed error naming the field, nothing written', () 
   });
 
   it.each(rows.map((r) => [r.what, r] as const))('%s', async (_what, row) => {
-    const before = await h.tableDigest();
+    const before = await h.settledDigest();
     const nats = await h.capture('>');
     const { status, body } = await row.send();
     await h.nc.flush();
@@ -236,7 +236,7 @@ describe('invalid actions: a typed error naming the field, nothing written', () 
 
   it('a first action that fails writes no account either', async () => {
     const fresh = h.api();
-    const before = await h.tableDigest();
+    const before = await h.settledDigest();
     const { status } = await fresh.raw(fresh.envelope({ type: 'SetMcpServer', name: 'Bad', config: { url: url() } }));
     expect(status).toBe(400);
     expect((await fresh.raw(fresh.envelope({ type: 'ListMcpServers' }))).body).toEqual({ servers: [] });

@@ -102,7 +102,7 @@ describe('quotas and rate limits: the registry', () => {
     const max = QUOTA_DEFAULTS.serversPerAccount;
     await fill(h, 'mcp_servers', owner.principal, max - 1, { id: `'fill-' || g || '-' || md5(random()::text)`, name: `'fill' || g`, url: `'https://fill.invalid/mcp'`, next_probe_at: 'NULL' });
     expect(await count(h, 'mcp_servers', owner.principal)).toBe(max);
-    const before = await h.tableDigest();
+    const before = await h.settledDigest();
     const refused = await post(h.apiUrl, owner.envelope({ type: 'SetMcpServer', name: 'one-more', config: { url: upstream.url } }));
     expect(refused.status).toBe(409);
     expect(refused.body.error).toMatchObject({ code: 'quota_exceeded', details: { field: 'name', limit: 'servers_per_account', max } });
@@ -125,7 +125,7 @@ describe('quotas and rate limits: the registry', () => {
     const max = QUOTA_DEFAULTS.agentsPerAccount;
     await fill(h, 'agents', api.principal, max - 1, { id: `'agt-fill-' || g || '-' || md5(random()::text)`, name: `'fill' || g` });
     expect(await count(h, 'agents', api.principal)).toBe(max);
-    const before = await h.tableDigest();
+    const before = await h.settledDigest();
     const events = await h.capture('mcp.events.agent.>');
     const refused = await post(h.apiUrl, api.envelope({ type: 'CreateAgent', name: 'one-more', definition: { mcpServers: [] } }));
     expect(refused.status).toBe(409);

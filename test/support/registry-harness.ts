@@ -176,6 +176,22 @@ export class RegistryHarness {
     return out;
   }
 
+  /**
+   * The table digest once the projector has stopped writing: two digests a quarter second apart
+   * agree (at most ten seconds). A "nothing written" check starts from this, not from a digest
+   * taken while the projection of the test's own set-up is still landing.
+   */
+  async settledDigest(): Promise<Record<string, string>> {
+    let last = await this.tableDigest();
+    for (let i = 0; i < 40; i++) {
+      await new Promise((r) => setTimeout(r, 250));
+      const next = await this.tableDigest();
+      if (JSON.stringify(next) === JSON.stringify(last)) return next;
+      last = next;
+    }
+    throw new Error('the tables did not settle within ten seconds');
+  }
+
   async stop(): Promise<void> {
     for (const s of this.stops) await s().catch(() => undefined);
     await this.nc.drain().catch(() => undefined);
