@@ -46,7 +46,7 @@ describe('docker-compose.yml', () => {
   it('publishes every port on 127.0.0.1 but the registry API', () => {
     const ports = publishedPorts(compose);
     // Every service that publishes anything was seen (the parser did not lose track).
-    expect(new Set(ports.map((p) => p.service))).toEqual(new Set(['nats', 'postgres', 'redis', 'otel-collector', 'registry', 'projector', 'proxy']));
+    expect(new Set(ports.map((p) => p.service))).toEqual(new Set(['nats', 'postgres', 'redis', 'otel-collector', 'registry', 'projector', 'proxy', 'endpoint']));
     const open = ports.filter((p) => !p.mapping.startsWith('127.0.0.1:'));
     expect(open).toEqual([{ service: 'registry', mapping: '${REGISTRY_PORT:-8080}:8080' }]);
   });
@@ -59,12 +59,12 @@ describe('docker-compose.yml', () => {
     expect(compose).toMatch(/REDIS_PASSWORD: \$\{REDIS_PASSWORD:\?[^}]+\}/);
     expect(compose).toMatch(/REDIS_URL: redis:\/\/:\$\{REDIS_PASSWORD:\?[^}]+\}@redis:6379/);
     expect(compose).toMatch(/command: \["-c", "\/etc\/nats\/nats.conf"\]/);
-    for (const service of ['REGISTRY', 'PROJECTOR', 'PROXY']) expect(compose).toContain(`NATS_PASSWORD: \${NATS_${service}_PASSWORD:?`);
+    for (const service of ['REGISTRY', 'PROJECTOR', 'PROXY', 'RUNTIME']) expect(compose).toContain(`NATS_PASSWORD: \${NATS_${service}_PASSWORD:?`);
   });
 
   it('runs every service in the production profile with its metrics on the internal port', () => {
     expect(compose).toMatch(/OUTBOUND_PROFILE: production/);
-    for (const port of ['9080', '9081', '9082']) expect(compose).toContain(`INTERNAL_HTTP_PORT: "${port}"`);
+    for (const port of ['9080', '9081', '9082', '9083']) expect(compose).toContain(`INTERNAL_HTTP_PORT: "${port}"`);
   });
 });
 
