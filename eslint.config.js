@@ -1,8 +1,9 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
+import layering from './eslint/layering.js';
 
 export default tseslint.config(
-  { ignores: ['**/node_modules/**', '**/dist-types/**', '.data/**', 'vitest.config.ts', 'eslint.config.js', 'console/public/*.d.ts'] },
+  { ignores: ['**/node_modules/**', '**/dist-types/**', '.data/**', 'vitest.config.ts', 'eslint.config.js', 'console/public/*.d.ts', 'eslint/*.d.ts'] },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {
@@ -24,6 +25,12 @@ export default tseslint.config(
       '@typescript-eslint/require-await': 'off',
       '@typescript-eslint/restrict-template-expressions': 'off',
     },
+  },
+  {
+    // The floors of the house (eslint/layering.js): what each package may import.
+    files: ['libs/**/*.ts', 'services/**/*.ts', 'cli/**/*.ts', 'console/**/*.{ts,js}'],
+    plugins: { layering },
+    rules: { 'layering/floors': 'error' },
   },
   {
     files: ['**/*.js', '**/*.mjs'],

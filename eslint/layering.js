@@ -1,0 +1,115 @@
+// The house's floors, written down as a lint rule: which workspace packages each package may
+// import, and that a relative import never leaves its package. DESIGN.md draws the same picture.
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join, relative, resolve, sep } from 'node:path';
+
+/** Libraries and the workspace libraries each may import (a lower floor only; none: a foundation). */
+export const LIBRARY_FLOORS = {
+  '@mcpx/domain': [],
+  '@mcpx/config': [],
+  '@mcpx/db': [],
+  '@mcpx/locks': [],
+  '@mcpx/log': [],
+  '@mcpx/mcp-client': [],
+  '@mcpx/outbound': [],
+  '@mcpx/telemetry': [],
+  '@mcpx/contracts': ['@mcpx/domain'],
+  '@mcpx/secrets': ['@mcpx/config'],
+  '@mcpx/bus': ['@mcpx/contracts', '@mcpx/telemetry'],
+  '@mcpx/envelope': ['@mcpx/contracts'],
+  '@mcpx/proxy-client': ['@mcpx/contracts', '@mcpx/domain', '@mcpx/telemetry'],
+};
+
+const LIBRARIES = Object.keys(LIBRARY_FLOORS);
+
+/**
+ * Services and the CLI stand on the libraries and never on each other; the registry also serves
+ * the console's static files. The console's own code imports nothing of the workspace.
+ */
+export const TOP_FLOORS = {
+  '@mcpx/registry': [...LIBRARIES, '@mcpx/console'],
+  '@mcpx/proxy': LIBRARIES,
+  '@mcpx/projector': LIBRARIES,
+  '@mcpx/endpoint': LIBRARIES,
+  '@mcpx/cli': LIBRARIES,
+  '@mcpx/console': [],
+};
+
+const ALLOWED = { ...LIBRARY_FLOORS, ...TOP_FLOORS };
+
+const packageCache = new Map();
+
+/** The workspace package a file belongs to: its nearest package.json below the root, or undefined. */
+function packageOf(file, root) {
+  let dir = dirname(file);
+  while (dir.startsWith(root) && dir !== root) {
+    if (packageCache.has(dir)) return packageCache.get(dir);
+    const manifest = join(dir, 'package.json');
+    if (existsSync(manifest)) {
+      const name = JSON.parse(readFileSync(manifest, 'utf8')).name;
+      const found = { name, dir };
+      packageCache.set(dir, found);
+      return found;
+    }
+    dir = dirname(dir);
+  }
+  return undefined;
+}
+
+/** A test beside its code (`*.test.ts`, `src/test/…`) may use the shared test servers and support. */
+function isTestFile(file) {
+  return /\.test\.[cm]?[jt]s$/.test(file) || file.split(sep).includes('test');
+}
+
+/** `@mcpx/config/trusted-proxies` → `@mcpx/config`. */
+function packageName(spec) {
+  const [scope, name] = spec.split('/');
+  return `${scope}/${name}`;
+}
+
+export const floorsRule = {
+  meta: {
+    type: 'problem',
+    docs: { description: 'A package imports only the workspace packages its floor allows, and a relative import stays in its package.' },
+    schema: [],
+    messages: {
+      floor: "{{from}} may not import {{to}}: {{from}} stands on {{allowed}} (eslint/layering.js)",
+      unknown: '{{from}} is not on a floor of eslint/layering.js: give it one',
+      leaves: 'a relative import must stay in {{from}}: "{{spec}}" leaves it (import the other package by its name)',
+    },
+  },
+  create(context) {
+    const file = context.filename;
+    const root = context.cwd;
+    const pkg = packageOf(file, root);
+    if (pkg === undefined || !(relative(root, pkg.dir).startsWith('libs') || relative(root, pkg.dir).startsWith('services') || ['cli', 'console'].includes(relative(root, pkg.dir)))) return {};
+    const test = isTestFile(file);
+    const check = (node, spec) => {
+      if (typeof spec !== 'string') return;
+      if (spec.startsWith('@mcpx/')) {
+        const to = packageName(spec);
+        if (to === pkg.name) return;
+        const allowed = ALLOWED[pkg.name];
+        if (allowed === undefined) {
+          context.report({ node, messageId: 'unknown', data: { from: pkg.name } });
+          return;
+        }
+        if (!allowed.includes(to)) context.report({ node, messageId: 'floor', data: { from: pkg.name, to, allowed: allowed.length === 0 ? 'nothing of the workspace' : allowed.join(', ') } });
+        return;
+      }
+      if (!spec.startsWith('.')) return;
+      const target = resolve(dirname(file), spec);
+      if (target === pkg.dir || target.startsWith(pkg.dir + sep)) return;
+      if (test && target.startsWith(join(root, 'test') + sep)) return;
+      context.report({ node, messageId: 'leaves', data: { from: pkg.name, spec } });
+    };
+    return {
+      ImportDeclaration: (node) => check(node.source, node.source.value),
+      ExportNamedDeclaration: (node) => node.source && check(node.source, node.source.value),
+      ExportAllDeclaration: (node) => check(node.source, node.source.value),
+      ImportExpression: (node) => node.source.type === 'Literal' && check(node.source, node.source.value),
+    };
+  },
+};
+
+export default { rules: { floors: floorsRule } };

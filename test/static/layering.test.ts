@@ -1,0 +1,50 @@
+import { join } from 'node:path';
+import { ESLint } from 'eslint';
+import tseslint from 'typescript-eslint';
+import { describe, expect, it } from 'vitest';
+import layering from '../../eslint/layering.js';
+import { ROOT } from '../support/system.js';
+
+/**
+ * The floors rule (eslint/layering.js) on code that breaks it and code that keeps it, as if the
+ * code sat at a path of the tree. The static checks run the same rule over the whole tree.
+ */
+const eslint = new ESLint({
+  cwd: ROOT,
+  overrideConfigFile: true,
+  overrideConfig: [{ files: ['**/*.ts'], languageOptions: { parser: tseslint.parser }, plugins: { layering }, rules: { 'layering/floors': 'error' } }],
+});
+
+async function problems(path: string, code: string): Promise<string[]> {
+  const [result] = await eslint.lintText(code, { filePath: join(ROOT, path) });
+  return result!.messages.map((m) => m.message);
+}
+
+describe('the floors of the house', () => {
+  it('a library imports only a lower floor', async () => {
+    expect(await problems('libs/domain/src/x.ts', "import { x } from '@mcpx/contracts';\n")).toEqual([
+      '@mcpx/domain may not import @mcpx/contracts: @mcpx/domain stands on nothing of the workspace (eslint/layering.js)',
+    ]);
+    expect(await problems('libs/bus/src/x.ts', "import { x } from '@mcpx/db';\n")).toEqual([
+      '@mcpx/bus may not import @mcpx/db: @mcpx/bus stands on @mcpx/contracts, @mcpx/telemetry (eslint/layering.js)',
+    ]);
+    expect(await problems('libs/contracts/src/x.ts', "import { x } from '@mcpx/domain';\nexport * from './y.js';\n")).toEqual([]);
+  });
+
+  it('a service stands on libraries, never on another service, and a subpath counts as its package', async () => {
+    expect(await problems('services/proxy/src/x.ts', "import { x } from '@mcpx/registry';\n")).toHaveLength(1);
+    expect(await problems('services/proxy/src/x.ts', "export { x } from '@mcpx/endpoint/src/y.js';\n")).toHaveLength(1);
+    expect(await problems('services/proxy/src/x.ts', "import { x } from '@mcpx/config/trusted-proxies';\nimport { y } from '@mcpx/bus';\n")).toEqual([]);
+    expect(await problems('services/registry/src/x.ts', "import { x } from '@mcpx/console';\n")).toEqual([]);
+    expect(await problems('cli/src/x.ts', "const m = await import('@mcpx/proxy');\n")).toHaveLength(1);
+  });
+
+  it('a relative import stays in its package; only a test may reach the shared test support', async () => {
+    expect(await problems('services/proxy/src/x.ts', "import { x } from '../../registry/src/discovery.js';\n")).toEqual([
+      'a relative import must stay in @mcpx/proxy: "../../registry/src/discovery.js" leaves it (import the other package by its name)',
+    ]);
+    expect(await problems('libs/mcp-client/src/x.ts', "import { x } from '../../../test/servers/index.js';\n")).toHaveLength(1);
+    expect(await problems('libs/mcp-client/src/test/x.test.ts', "import { x } from '../../../../test/servers/index.js';\n")).toEqual([]);
+    expect(await problems('services/proxy/src/a/b.ts', "import { x } from '../c.js';\n")).toEqual([]);
+  });
+});
