@@ -284,6 +284,42 @@ export interface AgentTokensTable {
   revoked_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
 }
 
+/** An OAuth sign-in to the agent endpoint, from the pending request to the signed-in client (see the oauth-sign-ins migration). */
+export interface OAuthSignInsTable {
+  id: string;
+  account_id: string;
+  agent_id: string;
+  client_id: string;
+  client_name: string;
+  redirect_uri: string;
+  resource: string;
+  scope: string | null;
+  state: string | null;
+  code_challenge: string;
+  /** SHA-256 (hex) of the binding cookie of the browser that started the request. */
+  browser_hash: string;
+  status: 'pending' | 'approved' | 'denied' | 'code_issued' | 'active' | 'ended';
+  continue_hash: string | null;
+  code_hash: string | null;
+  code_expires_at: Date | null;
+  token_id: string | null;
+  created_at: Timestamp;
+  expires_at: Date;
+  decided_at: Date | null;
+  decided_by: string | null;
+  ended_at: Date | null;
+  end_reason: string | null;
+}
+
+/** A refresh token of an OAuth sign-in (its SHA-256), current or spent. */
+export interface OAuthRefreshTokensTable {
+  token_hash: string;
+  sign_in_id: string;
+  created_at: Timestamp;
+  expires_at: Date;
+  spent_at: Date | null;
+}
+
 /** An event committed with its change and not yet acknowledged by JetStream (the registry's outbox). */
 export interface EventOutboxTable {
   id: ColumnType<string, never, never>;
@@ -307,6 +343,8 @@ export interface Database {
   'registry.builtin_tool_permissions': BuiltinToolPermissionsTable;
   'registry.era_verdicts': EraVerdictsTable;
   'registry.agent_tokens': AgentTokensTable;
+  'registry.oauth_sign_ins': OAuthSignInsTable;
+  'registry.oauth_refresh_tokens': OAuthRefreshTokensTable;
   'registry.tool_contracts': ToolContractsTable;
   'registry.tool_changes': ToolChangesTable;
   'registry.audit_events': AuditEventsTable;
