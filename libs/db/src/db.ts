@@ -13,6 +13,7 @@ import * as registryAgentTokens from './migrations/registry-20261201T1410-agent-
 import * as registryPinsAudit from './migrations/registry-20261201T1415-pins-audit.js';
 import * as registryHeldTools from './migrations/registry-20261201T1420-held-tools.js';
 import * as registryEventOutbox from './migrations/registry-20261201T1525-event-outbox.js';
+import * as registryAgentTokenUserApproval from './migrations/registry-20261201T1710-agent-token-user-approval.js';
 import * as registryOAuthSignIns from './migrations/registry-20261201T1700-oauth-sign-ins.js';
 import * as projectorHeldTools from './migrations/projector-20261201T1415-held-tools.js';
 import * as projectorInit from './migrations/projector-20261130T0800-init.js';
@@ -65,7 +66,7 @@ export function createDb(url: string, opts: DbOptions = {}): Db {
 
 /** Migration sets, one per service schema, each with its own history table in that schema. */
 const MIGRATIONS = {
-  registry: { '20261130T0800-init': registryInit, '20261130T0900-permissions': registryPermissions, '20261130T0910-oauth': registryOAuth, '20261130T1000-builtins': registryBuiltins, '20261201T0800-builtin-upkeep': registryBuiltinUpkeep, '20261201T1100-era-verdicts': registryEraVerdicts, '20261201T1200-signer-agents': registrySignerAgents, '20261201T1410-agent-tokens': registryAgentTokens, '20261201T1415-pins-audit': registryPinsAudit, '20261201T1420-held-tools': registryHeldTools, '20261201T1525-event-outbox': registryEventOutbox, '20261201T1700-oauth-sign-ins': registryOAuthSignIns },
+  registry: { '20261130T0800-init': registryInit, '20261130T0900-permissions': registryPermissions, '20261130T0910-oauth': registryOAuth, '20261130T1000-builtins': registryBuiltins, '20261201T0800-builtin-upkeep': registryBuiltinUpkeep, '20261201T1100-era-verdicts': registryEraVerdicts, '20261201T1200-signer-agents': registrySignerAgents, '20261201T1410-agent-tokens': registryAgentTokens, '20261201T1415-pins-audit': registryPinsAudit, '20261201T1420-held-tools': registryHeldTools, '20261201T1525-event-outbox': registryEventOutbox, '20261201T1700-oauth-sign-ins': registryOAuthSignIns, '20261201T1710-agent-token-user-approval': registryAgentTokenUserApproval },
   projector: { '20261130T0800-init': projectorInit, '20261130T0900-search': projectorSearch, '20261201T0900-mcp-name-conflicts': projectorNameConflicts, '20261201T1415-held-tools': projectorHeldTools },
 } satisfies Record<string, Record<string, Migration>>;
 

@@ -282,6 +282,8 @@ export interface AgentTokensTable {
   created_at: Timestamp;
   expires_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
   revoked_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
+  /** The token's holder may approve its own always_ask calls (the endpoint's elicitation). */
+  user_may_approve: ColumnType<boolean, boolean | undefined, boolean>;
 }
 
 /** An OAuth sign-in to the agent endpoint, from the pending request to the signed-in client (see the oauth-sign-ins migration). */
