@@ -51,7 +51,7 @@ export interface ActionRequests {
   AnswerInputRequest: { id: string; action: 'accept' | 'decline' | 'cancel'; content?: Record<string, unknown>; key?: string };
   SetVendorConnection: { vendor: string; accessToken: string; refreshToken?: string; expiresAt?: string };
   DeleteVendorConnection: { vendor: string };
-  CreateAgentToken: { agent: AgentRef; name?: string; expiresInDays?: number };
+  CreateAgentToken: { agent: AgentRef; name?: string; expiresInDays?: number; userMayApprove?: boolean };
   ListAgentTokens: { agent: AgentRef };
   RevokeAgentToken: { id: string };
 }
@@ -211,7 +211,7 @@ export const ACTION_MAP: { readonly [T in ActionType]: ActionSpec } = {
   CreateAgentToken: {
     summary: "A bearer token of the agent's MCP endpoint, shown this once",
     roles: OWNER,
-    request: obj({ agent, name: str, expiresInDays: int }, ['agent']),
+    request: obj({ agent, name: str, expiresInDays: int, userMayApprove: bool }, ['agent']),
     response: obj({ token: str, id: str }, ['token', 'id']),
     errors: ['not_found', 'quota_exceeded'],
   },

@@ -35,4 +35,9 @@ export interface AgentTokenView {
   expiresAt: string | null;
   revokedAt: string | null;
   state: 'active' | 'expired' | 'revoked';
+  /**
+   * Whether the token's holder (the MCP client's user) may approve the token's own `always_ask`
+   * calls, answering the endpoint's elicitation; false: they wait for the owner.
+   */
+  userMayApprove: boolean;
 }
