@@ -27,9 +27,17 @@ function expiry(value: unknown, now: number): Date | null {
   return new Date(now + Math.round(value * DAY_MS));
 }
 
+function userMayApprove(value: unknown): boolean {
+  if (value === undefined || value === null) return false;
+  if (typeof value !== 'boolean') throw invalidInput('userMayApprove', 'must be true or false');
+  return value;
+}
+
 /**
- * `CreateAgentToken {agent, name?, expiresInDays?}` → `{token, ...AgentTokenView}`: a bearer
- * token of the agent's MCP endpoint. The token is in this answer and nowhere else (only its
+ * `CreateAgentToken {agent, name?, expiresInDays?, userMayApprove?}` → `{token, ...AgentTokenView}`:
+ * a bearer token of the agent's MCP endpoint. With `userMayApprove: true` its holder (the MCP
+ * client's user) may approve the token's own always_ask calls when the endpoint asks (an
+ * elicitation), instead of waiting for the owner; the owner may still decide them first. The token is in this answer and nowhere else (only its
  * SHA-256 is stored); at most {@link MAX_ACTIVE_AGENT_TOKENS} active ones per agent. OWNER only.
  */
 export const createAgentToken: ActionHandler = async (deps, caller, action) => {
@@ -37,6 +45,7 @@ export const createAgentToken: ActionHandler = async (deps, caller, action) => {
   const name = tokenName(action.name);
   const now = Date.now();
   const expiresAt = expiry(action.expiresInDays, now);
+  const mayApprove = userMayApprove(action.userMayApprove);
   const tokens = new AgentTokensRepository(deps.db);
   const { token, row } = await deps.db.transaction().execute(async (trx) => {
     // One writer per agent at a time, so two concurrent creations cannot both pass the count.
@@ -49,9 +58,9 @@ export const createAgentToken: ActionHandler = async (deps, caller, action) => {
         max: MAX_ACTIVE_AGENT_TOKENS,
       });
     }
-    return tokens.create(caller.account, agent.id, name, expiresAt, trx);
+    return tokens.create(caller.account, agent.id, name, expiresAt, trx, { userMayApprove: mayApprove });
   });
-  deps.log.info('agent token issued', { account: caller.account, agent: agent.id, token: row.id });
+  deps.log.info('agent token issued', { account: caller.account, agent: agent.id, token: row.id, userMayApprove: mayApprove });
   return { token, ...tokenView(row, agent.name, now) };
 };
 

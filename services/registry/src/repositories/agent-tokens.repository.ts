@@ -3,7 +3,7 @@ import { sql, type Kysely } from 'kysely';
 import { AGENT_TOKENS_CHANNEL, AGENT_TOKEN_PREFIX, agentTokenHash, type AgentTokenView } from '@mcpx/contracts';
 import type { AgentTokensTable, Database, Db } from '@mcpx/db';
 
-type Row = Pick<AgentTokensTable, 'id' | 'agent_id' | 'name'> & { created_at: Date; expires_at: Date | null; revoked_at: Date | null };
+type Row = Pick<AgentTokensTable, 'id' | 'agent_id' | 'name'> & { created_at: Date; expires_at: Date | null; revoked_at: Date | null; user_may_approve: boolean };
 
 /** The owner's view of a row: its state at `now`, never the hash. */
 export function tokenView(row: Row, agentName: string, now = Date.now()): AgentTokenView {
@@ -16,6 +16,7 @@ export function tokenView(row: Row, agentName: string, now = Date.now()): AgentT
     expiresAt: row.expires_at?.toISOString() ?? null,
     revokedAt: row.revoked_at?.toISOString() ?? null,
     state,
+    userMayApprove: row.user_may_approve,
   };
 }
 
@@ -26,14 +27,17 @@ export function tokenView(row: Row, agentName: string, now = Date.now()): AgentT
 export class AgentTokensRepository {
   constructor(private readonly db: Db) {}
 
-  /** A new token for the agent: `{token, row}`; the token exists nowhere else after this returns. */
-  async create(account: string, agent: string, name: string, expiresAt: Date | null, trx: Kysely<Database> = this.db): Promise<{ token: string; row: Row }> {
+  /**
+   * A new token for the agent: `{token, row}`; the token exists nowhere else after this returns.
+   * `userMayApprove`: its holder may approve its own always_ask calls (default: no).
+   */
+  async create(account: string, agent: string, name: string, expiresAt: Date | null, trx: Kysely<Database> = this.db, opts: { userMayApprove?: boolean } = {}): Promise<{ token: string; row: Row }> {
     const token = AGENT_TOKEN_PREFIX + randomBytes(32).toString('base64url');
     const id = `at_${randomBytes(9).toString('hex')}`;
     const row = await trx
       .insertInto('registry.agent_tokens')
-      .values({ id, account_id: account, agent_id: agent, name, token_hash: agentTokenHash(token), expires_at: expiresAt })
-      .returning(['id', 'agent_id', 'name', 'created_at', 'expires_at', 'revoked_at'])
+      .values({ id, account_id: account, agent_id: agent, name, token_hash: agentTokenHash(token), expires_at: expiresAt, user_may_approve: opts.userMayApprove === true })
+      .returning(['id', 'agent_id', 'name', 'created_at', 'expires_at', 'revoked_at', 'user_may_approve'])
       .executeTakeFirstOrThrow();
     return { token, row };
   }
@@ -55,7 +59,7 @@ export class AgentTokensRepository {
   async list(account: string, agent: string): Promise<Row[]> {
     return this.db
       .selectFrom('registry.agent_tokens')
-      .select(['id', 'agent_id', 'name', 'created_at', 'expires_at', 'revoked_at'])
+      .select(['id', 'agent_id', 'name', 'created_at', 'expires_at', 'revoked_at', 'user_may_approve'])
       .where('account_id', '=', account)
       .where('agent_id', '=', agent)
       .orderBy('created_at', 'desc')
