@@ -4,7 +4,7 @@ export interface ParsedArgs {
   flags: Map<string, string[]>;
 }
 
-const BOOLEAN_FLAGS = new Set(['json', 'force', 'help', 'done', 'decline', 'cancel']);
+const BOOLEAN_FLAGS = new Set(['json', 'force', 'help', 'done', 'decline', 'cancel', 'user-may-approve']);
 
 export class UsageError extends Error {}
 

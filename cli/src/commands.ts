@@ -316,7 +316,7 @@ export const USAGE = `usage: mcpx <command> [--json]
   agents create NAME [--grant SERVER]...
   agents grant AGENT SERVER... | agents revoke AGENT SERVER... | agents show AGENT | agents list
   agents endpoint AGENT [--token T]   (the agent's MCP endpoint URL and client config; --endpoint URL or MCPX_ENDPOINT_URL)
-  agents tokens new AGENT [--name N] [--expires-days D] | agents tokens list AGENT | agents tokens revoke ID
+  agents tokens new AGENT [--name N] [--expires-days D] [--user-may-approve] | agents tokens list AGENT | agents tokens revoke ID
   tools ls --agent AGENT | tools index --agent AGENT | tools show --agent AGENT TOOL
   tools search QUERY [--family mcp:SLUG] [--agent AGENT] [--limit N]
   tools permission SERVER TOOL act|always_ask|inherited   (TOOL: the name its server lists)

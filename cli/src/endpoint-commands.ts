@@ -61,10 +61,14 @@ export async function agentsEndpoint(env: CliEnv, args: ParsedArgs, print: Print
 
 function tokenLine(t: AgentTokenView): string {
   const expires = t.expiresAt === null ? 'never expires' : `expires ${t.expiresAt}`;
-  return `${t.id}  ${t.name}  ${t.state}  created ${t.createdAt}  ${t.state === 'revoked' ? `revoked ${t.revokedAt ?? ''}` : expires}`;
+  return `${t.id}  ${t.name}  ${t.state}  created ${t.createdAt}  ${t.state === 'revoked' ? `revoked ${t.revokedAt ?? ''}` : expires}${t.userMayApprove ? '  user may approve' : ''}`;
 }
 
-/** `agents tokens new AGENT [--name N] [--expires-days D] | list AGENT | revoke ID`. */
+/**
+ * `agents tokens new AGENT [--name N] [--expires-days D] [--user-may-approve] | list AGENT | revoke ID`.
+ * `--user-may-approve`: the token's holder may approve its own always_ask calls when the endpoint
+ * asks (an elicitation to the MCP client's user), instead of waiting for the owner.
+ */
 export async function agentsTokens(env: CliEnv, args: ParsedArgs, print: Print): Promise<void> {
   const verb = need(args, 2, 'new, list or revoke');
   const key = await readKey(env.keyFile);
@@ -80,11 +84,12 @@ export async function agentsTokens(env: CliEnv, args: ParsedArgs, print: Print):
         agent,
         ...(name !== undefined ? { name } : {}),
         ...(expiresInDays !== undefined ? { expiresInDays } : {}),
+        ...(flag(args, 'user-may-approve') === 'true' ? { userMayApprove: true } : {}),
       });
       const url = `${endpointBase(env, args)}/v1/agents/${encodeURIComponent(agent)}/mcp`;
       print({ ...res, url }, () =>
         [
-          `token ${res.id} (${res.name}) for agent ${res.agent}, ${res.expiresAt === null ? 'never expires' : `expires ${res.expiresAt}`}:`,
+          `token ${res.id} (${res.name}) for agent ${res.agent}, ${res.expiresAt === null ? 'never expires' : `expires ${res.expiresAt}`}${res.userMayApprove ? ', its user may approve its always_ask calls' : ''}:`,
           `  ${res.token}`,
           'shown this once: only its hash is kept. Revoke it with: mcpx agents tokens revoke ' + res.id,
           `endpoint: ${url}   (mcpx agents endpoint ${res.agent} --token … prints client config)`,

@@ -37,7 +37,7 @@ function tokenItem(t) {
     { className: 'token-row' },
     el('strong', { textContent: t.name }),
     el('span', { className: `chip ${t.state === 'active' ? 'ok' : 'error'}`, textContent: t.state }),
-    el('span', { className: 'muted', textContent: ` ${t.id} · created ${t.createdAt} · ${when} ` }),
+    el('span', { className: 'muted', textContent: ` ${t.id} · created ${t.createdAt} · ${when}${t.userMayApprove ? ' · its user may approve its always_ask calls' : ''} ` }),
     revoke,
   );
 }
