@@ -91,6 +91,7 @@ export class Projection {
     // A pinned server's tools withheld for review: in no set, kept so conflicts and calls can say why.
     held?: ServerDiscoveredEvent['held'],
   ): Promise<number> {
+    if (await this.serverEventApplied(account, server, serverId, generation, change)) return 0;
     const outcome = await this.deps.db.transaction().execute(async (trx): Promise<Outcome> => {
       await lockKey(trx, serverLockKey(account, server));
       const current = await trx.selectFrom('projector.projected_servers').selectAll().where('account_id', '=', account).where('server', '=', server).executeTakeFirst();
@@ -136,6 +137,26 @@ export class Projection {
       return { kind: 'changed', changes };
     });
     return this.finish(account, change, outcome);
+  }
+
+  /**
+   * A replay answered in one indexed read, before any transaction or lock: the server's row says
+   * the event is stale (the same rule as in the transaction) and its change is not open (nothing
+   * is left to publish). Generations only grow and a change's row is committed with the server's,
+   * so a stale answer here is final; anything else takes the locked path (which also recovers an
+   * open change).
+   */
+  private async serverEventApplied(account: string, server: string, serverId: string, generation: number | null, change: string): Promise<boolean> {
+    const r = await sql<{ server_id: string | null; generation: number | null; deleted: boolean | null; open: boolean }>`
+      SELECT p.server_id, p.generation, p.deleted, o.id IS NOT NULL AS open
+      FROM (SELECT 1) AS one
+      LEFT JOIN projector.projected_servers p ON p.account_id = ${account} AND p.server = ${server}
+      LEFT JOIN projector.open_changes o ON o.id = ${change}`.execute(this.deps.db);
+    const row = r.rows[0];
+    if (row === undefined || row.open) return false;
+    const sameIncarnation = row.server_id !== null && row.server_id === serverId;
+    if (generation === null) return !sameIncarnation || row.deleted === true;
+    return sameIncarnation && (row.deleted === true || (row.generation ?? 0) >= generation);
   }
 
   /** Projected name → {remoteName, cid} of the tools withheld for review (named as they would be projected with the rest). */
@@ -234,6 +255,14 @@ export class Projection {
   private async applyAgent(e: AgentChangedEvent): Promise<number> {
     const change = `a:${e.account}:${e.agent}:${e.revision}`;
     const servers = e.deleted ? [] : [...new Set(e.mcpServers)];
+    // A replay of an applied revision whose change is closed: one indexed read, no lock.
+    const seen = await sql<{ revision: number | null; open: boolean }>`
+      SELECT a.revision, o.id IS NOT NULL AS open
+      FROM (SELECT 1) AS one
+      LEFT JOIN projector.agent_sets a ON a.account_id = ${e.account} AND a.agent_id = ${e.agent}
+      LEFT JOIN projector.open_changes o ON o.id = ${change}`.execute(this.deps.db);
+    const row = seen.rows[0];
+    if (row !== undefined && !row.open && row.revision !== null && row.revision >= e.revision) return 0;
     const outcome = await this.deps.db.transaction().execute(async (trx): Promise<Outcome> => {
       const current = await lockAgent(trx, e.account, e.agent, servers);
       if (current !== undefined && current.revision >= e.revision) return { kind: 'stale' };
