@@ -1,7 +1,7 @@
 import { SpanKind, trace, type Counter, type Histogram, type Meter, type Tracer } from '@opentelemetry/api';
 import type { Bus } from '@mcpx/bus';
-import type { ServerDiscoveredEvent, ServerStatus, Transport } from '@mcpx/contracts';
-import type { Permission, RemoteTool } from '@mcpx/domain';
+import type { ServerStatus, Transport } from '@mcpx/contracts';
+import type { RemoteTool } from '@mcpx/domain';
 import { QUOTA_DEFAULTS, type LeaseQuota, type QuotaLimits, type SingleFlight } from '@mcpx/locks';
 import type { Logger } from '@mcpx/log';
 import { connectMcp, resourceMetadataUrl, type EraVerdict, type McpConnection } from '@mcpx/mcp-client';
@@ -19,7 +19,10 @@ import type { ToolOverrides, ToolPermissionsRepository } from './repositories/to
 import { resolveHeaders } from './server-headers.js';
 import { pinModeOf, type WantedChange } from './pins/pin-policy.js';
 import { recordPinnedDiscovery } from './pins/pin-store.js';
-import type { Db } from '@mcpx/db';
+import type { Database } from '@mcpx/db';
+import type { Kysely } from 'kysely';
+import type { EventOutbox } from './events/outbox.js';
+import { serverDiscovered } from './events/registry-events.js';
 
 export { nextProbeDelayMs, REPROBE_BACKOFF, RELIST, relistDelayMs } from './discovery-schedule.js';
 export { sanitizeTools, screenTools, toolsHash } from './remote-tools.js';
@@ -73,22 +76,6 @@ class Semaphore {
   }
 }
 
-/** The discovery event of a saved record; per-tool permission overrides ride along when set. */
-export function serverDiscoveredEvent(saved: McpServerRecord, toolsChanged: boolean, overrides?: Record<string, Permission>): ServerDiscoveredEvent {
-  const held = (saved.status.heldTools ?? []).filter((h) => h.withheld).map((h) => ({ name: h.name, cid: h.cid }));
-  return {
-    account: saved.accountId,
-    server: saved.name,
-    serverId: saved.id,
-    generation: saved.generation,
-    tools: saved.tools,
-    status: saved.status,
-    toolsChanged,
-    ...(overrides !== undefined && Object.keys(overrides).length > 0 ? { overrides } : {}),
-    ...(held.length > 0 ? { held } : {}),
-  };
-}
-
 export interface DiscoveryDeps {
   /**
    * Leases (Redis) that bound an account's discoveries in flight across every instance to
@@ -98,6 +85,8 @@ export interface DiscoveryDeps {
   servers: McpServersRepository;
   secrets: SecretsRepository;
   bus: Bus;
+  /** Where each recorded discovery's event is written, in the transaction of the record, and published after it. */
+  outbox: EventOutbox;
   singleFlight: SingleFlight;
   log: Logger;
   tracer: Tracer;
@@ -128,10 +117,10 @@ export interface DiscoveryDeps {
    */
   quotas?: Pick<QuotaLimits, 'discoveriesPerAccount' | 'discoveryDeadlineMs' | 'reprobeMaxFailures'>;
   /**
-   * Contract pinning: where a pinned server's discoveries are recorded (the registry's database)
-   * and who hears of a change held for review. Absent: pins are not applied (tests of discovery alone).
+   * Contract pinning: who hears of a change held for review (a pinned server's discoveries are
+   * recorded in the outbox's transaction). Absent: pins are not applied (tests of discovery alone).
    */
-  pins?: { db: Db; requested: (server: McpServerRecord, changes: WantedChange[]) => void };
+  pins?: { requested: (server: McpServerRecord, changes: WantedChange[]) => void };
 }
 
 /**
@@ -165,10 +154,13 @@ export interface DiscoveryTarget {
    * every 401 mean `auth_required`; without, only one that asks for OAuth does.
    */
   renew?(server: McpServerRecord, used: Record<string, string>): Promise<Record<string, string> | null>;
-  /** Records the outcome (see {@link McpServersRepository.recordDiscovery}); null when the server went meanwhile. */
-  record(server: McpServerRecord, status: ServerStatus, tools: { list: RemoteTool[]; hash: string; generation: number } | undefined, nextProbeAt: Date | null): Promise<McpServerRecord | null>;
-  /** The owner's per-tool overrides, carried on the discovery event. */
-  overrides(account: string, serverId: string): Promise<ToolOverrides | undefined>;
+  /**
+   * Records the outcome (see {@link McpServersRepository.recordDiscovery}) in `trx`, the
+   * transaction its event is written in; null when the server went meanwhile.
+   */
+  record(server: McpServerRecord, status: ServerStatus, tools: { list: RemoteTool[]; hash: string; generation: number } | undefined, nextProbeAt: Date | null, trx: Kysely<Database>): Promise<McpServerRecord | null>;
+  /** The owner's per-tool overrides, carried on the discovery event (read in `trx` when given). */
+  overrides(account: string, serverId: string, trx?: Kysely<Database>): Promise<ToolOverrides | undefined>;
 }
 
 interface Outcome {
@@ -228,8 +220,8 @@ export class Discovery {
           throw new CredentialError('a secret header could not be decrypted (its key is not in the key ring); set the header again');
         }
       },
-      record: (server, status, tools, nextProbeAt) => deps.servers.recordDiscovery(server.accountId, server.id, status, tools, nextProbeAt),
-      overrides: async (account, serverId) => deps.permissions?.forServer(account, serverId),
+      record: (server, status, tools, nextProbeAt, trx) => deps.servers.recordDiscovery(server.accountId, server.id, status, tools, nextProbeAt, trx),
+      overrides: async (account, serverId, trx) => deps.permissions?.forServer(account, serverId, trx),
     };
     this.slots = new Semaphore(deps.concurrency ?? DISCOVERY_LIMITS.concurrency);
     this.quotas = deps.quotas ?? QUOTA_DEFAULTS;
@@ -629,29 +621,33 @@ export class Discovery {
         const stopped = status.state === 'error' && maxFailures > 0 && (status.failures ?? 1) >= maxFailures && trigger !== 'set' && trigger !== 'authorized' && trigger !== 'refresh';
         if (stopped) status = { ...status, error: `${status.error ?? 'discovery failed'} (re-probing stopped after ${status.failures ?? maxFailures} failures in a row: refresh the server to try again)` };
         const nextProbe = status.state === 'error' && !stopped ? new Date(now.getTime() + nextProbeDelayMs(status.failures ?? 1, Math.random, this.deps.reprobeBaseMs)) : null;
-        let saved: McpServerRecord | null;
-        let requested: WantedChange[] = [];
-        const pinned = pins !== undefined && rawChanged && outcome.tools !== undefined ? await recordPinnedDiscovery(pins.db, server, status, outcome.tools, nextProbe) : null;
-        if (pinned !== null) {
-          saved = pinned.saved;
-          changed = pinned.toolsChanged;
-          requested = pinned.requested;
-          span.setAttributes({ 'mcpx.pin': pinModeOf(server.config), 'mcpx.pin.requested': requested.length, 'mcpx.pin.withheld': pinned.withheld.length });
-        } else if (pins !== undefined && rawChanged && outcome.tools !== undefined) {
-          // No longer pinned (changed meanwhile): recorded as any listing.
-          const hash = toolsHash(outcome.tools);
-          changed = hash !== server.toolsHash;
-          saved = await target.record(server, status, { list: outcome.tools, hash, generation: changed ? server.generation + 1 : server.generation }, nextProbe);
-        } else saved = await target.record(server, status, tools, nextProbe);
+        // The record and its event commit together (the outbox): a registry that dies before the
+        // publish leaves the event to the next sweep, never to a later discovery.
+        const { saved, requested } = await this.deps.outbox.commit(async (trx, emit) => {
+          let saved: McpServerRecord | null;
+          let requested: WantedChange[] = [];
+          const pinned = pins !== undefined && rawChanged && outcome.tools !== undefined ? await recordPinnedDiscovery(trx, server, status, outcome.tools, nextProbe) : null;
+          if (pinned !== null) {
+            saved = pinned.saved;
+            changed = pinned.toolsChanged;
+            requested = pinned.requested;
+            span.setAttributes({ 'mcpx.pin': pinModeOf(server.config), 'mcpx.pin.requested': requested.length, 'mcpx.pin.withheld': pinned.withheld.length });
+          } else if (pins !== undefined && rawChanged && outcome.tools !== undefined) {
+            // No longer pinned (changed meanwhile): recorded as any listing.
+            const hash = toolsHash(outcome.tools);
+            changed = hash !== server.toolsHash;
+            saved = await target.record(server, status, { list: outcome.tools, hash, generation: changed ? server.generation + 1 : server.generation }, nextProbe, trx);
+          } else saved = await target.record(server, status, tools, nextProbe, trx);
+          // Overrides read after the record, in its transaction: never older than its generation (see SetToolPermission).
+          if (saved !== null) emit(serverDiscovered(this.deps.bus.subjects, saved, changed, await target.overrides(saved.accountId, saved.id, trx)));
+          return { saved, requested };
+        });
         if (saved === null) return server; // deleted meanwhile
         if (trigger === 'observed') {
           await this.armRelist(saved, status, target, now);
           await this.followInUse(saved, target);
         }
         else if (outcome.verdict !== undefined) this.followChanges(saved, outcome.verdict, target);
-        // Read after the record: never older than its generation (see SetToolPermission).
-        const event = serverDiscoveredEvent(saved, changed, await target.overrides(saved.accountId, saved.id));
-        await this.deps.bus.publishEvent(this.deps.bus.subjects.serverDiscovered(saved.accountId, saved.name), event);
         if (requested.length > 0) {
           for (const c of requested) this.held.add(1, { kind: c.kind, withheld: c.withheld });
           pins?.requested(saved, requested);

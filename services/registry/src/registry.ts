@@ -129,6 +129,8 @@ export async function startRegistry(config: Config, opts: RegistryOptions = {}):
     meter: telemetry.meter,
     clientMetadataUrl: () => (opts.clientMetadataDocument === false ? undefined : clientMetadataDocumentUrl(publicUrl)),
   });
+  // Every JetStream event of the registry is written with the commit of its change and published after it.
+  const outbox = new EventOutbox({ db, bus, log, meter: telemetry.meter, tracer: telemetry.tracer });
   let leaseWarned = 0;
   const discovery = new Discovery({
     // An account's discoveries in flight are bounded across instances (Redis leases).
@@ -145,6 +147,7 @@ export async function startRegistry(config: Config, opts: RegistryOptions = {}):
     servers,
     secrets,
     bus,
+    outbox,
     singleFlight,
     log,
     tracer: telemetry.tracer,
@@ -154,7 +157,7 @@ export async function startRegistry(config: Config, opts: RegistryOptions = {}):
     fetch: tracingFetch(outboundFetch),
     quotas: config.quotas,
     // Contract pinning: a pinned server's listing is recorded against its accepted contracts.
-    pins: { db, requested: (s, changes) => publishReviewRequested({ bus }, s, changes) },
+    pins: { requested: (s, changes) => publishReviewRequested({ bus }, s, changes) },
     ...(opts.reprobe?.baseMs !== undefined ? { reprobeBaseMs: opts.reprobe.baseMs } : {}),
     ...(opts.discoveryConcurrency !== undefined ? { concurrency: opts.discoveryConcurrency } : {}),
   });
@@ -178,13 +181,13 @@ export async function startRegistry(config: Config, opts: RegistryOptions = {}):
     permissions,
     discovery,
     bus,
+    outbox,
     log,
     endpoints: config.builtinEndpoints,
     ...(opts.reprobe?.baseMs !== undefined ? { reprobeBaseMs: opts.reprobe.baseMs } : {}),
   });
   // Dropped malformed notifications are logged where the registry logs (without their bytes).
   const events = new EventStream(bus.nc, bus.subjects, log);
-  const outbox = new EventOutbox({ db, bus, log, meter: telemetry.meter, tracer: telemetry.tracer });
   let ready = false;
   const server = createHttpServer({
     actions: {

@@ -1,10 +1,11 @@
-import { ErrorCodes, WireError, invalidInput, type AgentChangedEvent, type AgentView } from '@mcpx/contracts';
+import { ErrorCodes, WireError, invalidInput, type AgentView } from '@mcpx/contracts';
 import type { AgentRecord } from '../repositories/agents.repository.js';
 import { validateAgentInputs, validateAgentName, validateGrantList } from '../validation.js';
 import { accountQuotas } from '../account-quotas.js';
 import { recordAudit } from '../audit/audit-log.js';
 import { auditAgent } from '../audit/audit-views.js';
 import type { OutboxEvent } from '../events/outbox.js';
+import { agentChanged } from '../events/registry-events.js';
 import type { ActionDeps, ActionHandler } from './context.js';
 
 export function agentView(agent: AgentRecord): AgentView {
@@ -20,19 +21,7 @@ export function agentView(agent: AgentRecord): AgentView {
 
 /** The agent-changed event of an agent's revision (its message id makes a second publish a no-op). */
 export function agentChangedEvent(deps: ActionDeps, agent: AgentRecord): OutboxEvent {
-  const event: AgentChangedEvent = { account: agent.accountId, agent: agent.id, revision: agent.revision, mcpServers: agent.definition.mcpServers };
-  return { subject: deps.bus.subjects.agentChanged(agent.accountId, agent.id), payload: event, msgId: `agent-${agent.id}-${agent.revision}` };
-}
-
-export async function publishAgentChanged(deps: ActionDeps, agent: AgentRecord): Promise<void> {
-  const e = agentChangedEvent(deps, agent);
-  await deps.bus.publishEvent(e.subject, e.payload, e.msgId);
-}
-
-/** After the commit: the outbox rows written with it, or (no outbox) the event itself. */
-async function publishCommitted(deps: ActionDeps, agent: AgentRecord, ids: readonly string[]): Promise<void> {
-  if (deps.outbox !== undefined) await deps.outbox.publish(ids);
-  else await publishAgentChanged(deps, agent);
+  return agentChanged(deps.bus.subjects, agent);
 }
 
 /** Each granted name must be a server of the caller's account. */
@@ -57,14 +46,13 @@ export const createAgent: ActionHandler = async (deps, caller, action) => {
   const inputs = validateAgentInputs(action.definition);
   await checkGrants(deps, caller.account, grants);
   let agent: AgentRecord;
-  let outboxIds: string[] = [];
   try {
-    agent = await deps.db.transaction().execute(async (trx) => {
+    agent = await deps.outbox.commit(async (trx, emit) => {
       await deps.accounts.ensure(caller.account, trx);
       await accountQuotas(deps).checkNewAgent(trx, caller.account);
       const created = await deps.agents.create(caller.account, name, { mcpServers: grants, ...inputs }, trx);
       // The event is committed with the agent: a registry that dies before publishing leaves it to the outbox's sweep.
-      outboxIds = (await deps.outbox?.record(trx, [agentChangedEvent(deps, created)])) ?? [];
+      emit(agentChangedEvent(deps, created));
       return created;
     });
   } catch (err) {
@@ -72,7 +60,6 @@ export const createAgent: ActionHandler = async (deps, caller, action) => {
     throw err;
   }
   await recordAudit(deps.db, { account: caller.account, signer: caller.signer, role: caller.role, action: 'CreateAgent', target: { kind: 'agent', name: agent.name }, before: null, after: auditAgent(agent) });
-  await publishCommitted(deps, agent, outboxIds);
   return { agent: agentView(agent) };
 };
 
@@ -81,14 +68,12 @@ export const updateAgent: ActionHandler = async (deps, caller, action) => {
   const grants = validateGrantList(action.definition);
   const inputs = validateAgentInputs(action.definition);
   await checkGrants(deps, caller.account, grants);
-  let outboxIds: string[] = [];
-  const agent = await deps.db.transaction().execute(async (trx) => {
+  const agent = await deps.outbox.commit(async (trx, emit) => {
     const updated = await deps.agents.update(caller.account, current.id, { mcpServers: grants, ...inputs }, trx);
-    outboxIds = (await deps.outbox?.record(trx, [agentChangedEvent(deps, updated)])) ?? [];
+    emit(agentChangedEvent(deps, updated));
     return updated;
   });
   await recordAudit(deps.db, { account: caller.account, signer: caller.signer, role: caller.role, action: 'UpdateAgent', target: { kind: 'agent', name: agent.name }, before: auditAgent(current), after: auditAgent(agent) });
-  await publishCommitted(deps, agent, outboxIds);
   return { agent: agentView(agent) };
 };
 

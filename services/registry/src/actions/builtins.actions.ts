@@ -6,7 +6,7 @@ import type { BuiltinServers } from '../builtins/builtin-servers.js';
 import type { AgentRecord } from '../repositories/agents.repository.js';
 import type { VendorTokens } from '../builtins/vendor-connections.repository.js';
 import { redactServer } from '../redaction.js';
-import { publishAgentChanged } from './agents.actions.js';
+import { agentChangedEvent } from './agents.actions.js';
 import type { ActionDeps, ActionHandler } from './context.js';
 import { guardVendorDisconnect } from './override-guard.js';
 
@@ -75,7 +75,8 @@ export const deleteVendorConnection: ActionHandler = async (deps, caller, action
   const builtins = builtinsOf(deps);
   const vendor = validateVendor(action.vendor);
   const slugs = builtinsOfVendor(vendor).map((b) => b.slug);
-  const { connection, agents } = await deps.db.transaction().execute(async (trx) => {
+  // The disconnect, the agents' changes and every event of them commit together (the outbox).
+  await deps.outbox.commit(async (trx, emit) => {
     // A disconnect sheds the built-ins' overrides: only an OWNER may shed an always_ask one.
     await guardVendorDisconnect(deps, caller, trx, slugs);
     const connection = await builtins.removeConnection(caller.account, vendor, trx);
@@ -92,9 +93,7 @@ export const deleteVendorConnection: ActionHandler = async (deps, caller, action
       }
     }
     await recordAudit(trx, { ...audit, target: { kind: 'vendor', name: vendor }, before: { vendor, servers: slugs, connectedAt: connection.createdAt.toISOString() }, after: null });
-    return { connection, agents };
+    emit(...agents.map((a) => agentChangedEvent(deps, a)), ...(await builtins.disconnected(caller.account, connection, trx)));
   });
-  for (const agent of agents) await publishAgentChanged(deps, agent);
-  await builtins.disconnected(caller.account, connection);
   return { vendor, servers: slugs };
 };

@@ -54,8 +54,8 @@ export interface ActionDeps {
    * names none, and whether WRITER signers may accept or reject tool changes. Absent: off, OWNERs only.
    */
   pins?: { defaultMode: 'off' | 'review' | 'strict'; writersMayReview: boolean };
-  /** Events written with their commit and published after it (absent: published after the commit only). */
-  outbox?: EventOutbox;
+  /** Every JetStream event of an action is written with its commit and published after it. */
+  outbox: EventOutbox;
 }
 
 export type Action = { type: string } & Record<string, unknown>;

@@ -1,4 +1,4 @@
-import { encodePayload, ErrorCodes, WireError, type ServerDeletedEvent } from '@mcpx/contracts';
+import { encodePayload, ErrorCodes, WireError } from '@mcpx/contracts';
 import type { StoredServerConfig } from '../repositories/mcp-servers.repository.js';
 import { redactServer } from '../redaction.js';
 import { headerSecretName, isOwnSecretRef, ownedSecretNames } from '../server-headers.js';
@@ -8,7 +8,8 @@ import { guardDelete, guardSet } from './override-guard.js';
 import { keepsStoredHeader, withBearerToken } from '../auth-config.js';
 import { refuseBuiltinSlug } from '../builtin-names.js';
 import { validateServerConfig, validateServerNameInput } from '../validation.js';
-import { agentChangedEvent, publishAgentChanged } from './agents.actions.js';
+import { agentChangedEvent } from './agents.actions.js';
+import { serverDeleted } from '../events/registry-events.js';
 import { storedOAuthClient, validatePreRegisteredClient, type PreRegisteredClient } from '../oauth/oauth-client-config.js';
 import { withAuthorization } from './oauth.actions.js';
 import { accountQuotas } from '../account-quotas.js';
@@ -213,7 +214,7 @@ export const refreshMcpServer: ActionHandler = async (deps, caller, action) => {
  */
 export const deleteMcpServer: ActionHandler = async (deps, caller, action) => {
   const name = validateServerNameInput(action.name, deps.style);
-  const { agents, gone, outboxIds } = await deps.db.transaction().execute(async (trx) => {
+  await deps.outbox.commit(async (trx, emit) => {
     const found = await deps.servers.lock(caller.account, name, trx);
     if (found !== null) await guardDelete(deps, caller, trx, found);
     const deleted = await deps.servers.delete(caller.account, name, trx);
@@ -226,15 +227,7 @@ export const deleteMcpServer: ActionHandler = async (deps, caller, action) => {
       agents.push(await deps.agents.update(caller.account, agent.id, { mcpServers: agent.definition.mcpServers.filter((s) => s !== name) }, trx));
     }
     // The events are committed with the change (the outbox): the agents' first, then the server's.
-    const event: ServerDeletedEvent = { account: caller.account, server: name, serverId: deleted.id };
-    const gone = { subject: deps.bus.subjects.serverDeleted(caller.account, name), payload: event, msgId: `deleted-${deleted.id}` };
-    const outboxIds = (await deps.outbox?.record(trx, [...agents.map((a) => agentChangedEvent(deps, a)), gone])) ?? [];
-    return { agents, gone, outboxIds };
+    emit(...agents.map((a) => agentChangedEvent(deps, a)), serverDeleted(deps.bus.subjects, caller.account, name, deleted.id));
   });
-  if (deps.outbox !== undefined) await deps.outbox.publish(outboxIds);
-  else {
-    for (const agent of agents) await publishAgentChanged(deps, agent);
-    await deps.bus.publishEvent(gone.subject, gone.payload, gone.msgId);
-  }
   return { name };
 };

@@ -1,6 +1,6 @@
 import { ErrorCodes, WireError, invalidInput } from '@mcpx/contracts';
 import { Permission, inheritPermission, isPermission, normalizeAnnotations } from '@mcpx/domain';
-import { serverDiscoveredEvent } from '../discovery.js';
+import { serverDiscovered } from '../events/registry-events.js';
 import type { McpServerRecord } from '../repositories/mcp-servers.repository.js';
 import type { ToolOverrides } from '../repositories/tool-permissions.repository.js';
 import type { ActionHandler } from './context.js';
@@ -15,7 +15,7 @@ import { recordAudit } from '../audit/audit-log.js';
  * A permission is part of the tool's contract, so the change is published like a tool change:
  * the server's generation moves on (under the row's lock) and a discovery event carries the tools
  * and every override of the server; the projector rebuilds the documents (new CIDs). Setting the
- * same level again publishes again, which repairs a publish lost after the commit. A lit built-in
+ * same level again publishes again (the event is written with the commit, so none is lost after it). A lit built-in
  * works the same way (its override is keyed by its server id, so it lasts as long as the vendor
  * connection; its inherited level is the name heuristic's where annotations say nothing).
  */
@@ -37,7 +37,8 @@ export const setToolPermission: ActionHandler = async (deps, caller, action) => 
     deps.log.info('tool permission set', { account: caller.account, server: name, tool, permission: permission ?? 'inherited', builtin: true });
     return describe(saved, tool, overrides, true);
   }
-  const { saved, overrides } = await deps.db.transaction().execute(async (trx) => {
+  // The change and its event commit together (the outbox).
+  const { saved, overrides } = await deps.outbox.commit(async (trx, emit) => {
     const before = await deps.servers.lock(caller.account, name, trx);
     if (before === null) throw new WireError(ErrorCodes.notFound, `server: no MCP server named ${name}`, { field: 'server' });
     if (permission !== null && !before.tools.some((t) => t.name === tool)) {
@@ -47,10 +48,10 @@ export const setToolPermission: ActionHandler = async (deps, caller, action) => 
     await deps.permissions.set(caller.account, before.id, tool, permission, trx);
     const saved = await deps.servers.bumpGeneration(caller.account, before.id, trx);
     await recordAudit(trx, { account: caller.account, signer: caller.signer, role: caller.role, action: 'SetToolPermission', target: { kind: 'tool', name: `${name}/${tool}` }, before: { permission: prior }, after: { permission } });
-    return { saved, overrides: await deps.permissions.forServer(caller.account, before.id, trx) };
+    const overrides = await deps.permissions.forServer(caller.account, before.id, trx);
+    emit(serverDiscovered(deps.bus.subjects, saved, true, overrides));
+    return { saved, overrides };
   });
-  const event = serverDiscoveredEvent(saved, true, overrides);
-  await deps.bus.publishEvent(deps.bus.subjects.serverDiscovered(saved.accountId, saved.name), event);
   deps.log.info('tool permission set', { account: caller.account, server: name, tool, permission: permission ?? 'inherited' });
   return describe(saved, tool, overrides, false);
 };

@@ -40,6 +40,7 @@ export class BuiltinDiscoveriesRepository {
     status: ServerStatus,
     tools: { list: RemoteTool[]; hash: string; generation: number } | undefined,
     nextProbeAt: Date | null,
+    trx: Kysely<Database> = this.db,
   ): Promise<BuiltinDiscovery> {
     const values = {
       status_cbor: encodePayload(status),
@@ -47,7 +48,7 @@ export class BuiltinDiscoveriesRepository {
       updated_at: new Date(),
       ...(tools ? { tools_cbor: encodePayload(tools.list), tools_hash: tools.hash } : {}),
     };
-    const row = await this.db
+    const row = await trx
       .insertInto('registry.builtin_discoveries')
       .values({ account_id: account, slug, tools_cbor: encodePayload(tools?.list ?? []), tools_hash: tools?.hash ?? '', generation: tools?.generation ?? 0, ...values })
       .onConflict((oc) =>
@@ -67,9 +68,9 @@ export class BuiltinDiscoveriesRepository {
    * Marks a built-in `unknown` with its next probe at `nextProbeAt` (just lit, or its vendor
    * connected again): its last good list, if any, stays.
    */
-  async schedule(account: string, slug: string, nextProbeAt: Date): Promise<void> {
+  async schedule(account: string, slug: string, nextProbeAt: Date, trx: Kysely<Database> = this.db): Promise<void> {
     const values = { status_cbor: encodePayload(UNKNOWN), next_probe_at: nextProbeAt, updated_at: new Date() };
-    await this.db
+    await trx
       .insertInto('registry.builtin_discoveries')
       .values({ account_id: account, slug, tools_cbor: encodePayload([]), tools_hash: '', generation: 0, ...values })
       .onConflict((oc) => oc.columns(['account_id', 'slug']).doUpdateSet(values))

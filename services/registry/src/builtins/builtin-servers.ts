@@ -1,10 +1,12 @@
 import type { Kysely } from 'kysely';
 import type { Bus } from '@mcpx/bus';
-import { ErrorCodes, WireError, type ServerDeletedEvent, type ServerStatus } from '@mcpx/contracts';
+import { ErrorCodes, WireError, type ServerStatus } from '@mcpx/contracts';
 import type { Database, Db } from '@mcpx/db';
 import { BUILTIN_SERVERS, builtinEndpoint, builtinServerId, builtinsOfVendor, findBuiltin, findVendor, type BuiltinServer, type Permission, type RemoteTool } from '@mcpx/domain';
 import type { Logger } from '@mcpx/log';
-import { CredentialError, nextProbeDelayMs, serverDiscoveredEvent, toolsHash, type Discovery, type DiscoveryTarget } from '../discovery.js';
+import { CredentialError, nextProbeDelayMs, toolsHash, type Discovery, type DiscoveryTarget } from '../discovery.js';
+import type { EventOutbox, OutboxEvent } from '../events/outbox.js';
+import { serverDeleted, serverDiscovered } from '../events/registry-events.js';
 import { accessTokenHash } from '../oauth/access-tokens.js';
 import type { McpServerRecord } from '../repositories/mcp-servers.repository.js';
 import type { ToolOverrides, ToolPermissionsRepository } from '../repositories/tool-permissions.repository.js';
@@ -22,6 +24,8 @@ export interface BuiltinServersDeps {
   /** The discovery custom servers use: its single flight, concurrency bound, backoff, span and metrics. */
   discovery: Discovery;
   bus: Bus;
+  /** The built-ins' events (discovered, deleted) are written with the commit of their change and published after it. */
+  outbox: EventOutbox;
   log: Logger;
   /** The operator's endpoint overrides (`BUILTIN_ENDPOINTS`). */
   endpoints: Record<string, string>;
@@ -49,15 +53,16 @@ export class BuiltinServers implements DiscoveryTarget, ReprobeSource {
   }
 
   /** Every built-in the account's vendor connections light up, by slug. */
-  async lit(account: string): Promise<McpServerRecord[]> {
-    const [connections, discoveries] = await Promise.all([this.deps.connections.list(account), this.deps.discoveries.list(account)]);
+  async lit(account: string, trx?: Kysely<Database>): Promise<McpServerRecord[]> {
+    // One query at a time in a transaction (a connection runs one); two at once otherwise.
+    const [connections, discoveries] = trx !== undefined ? [await this.deps.connections.list(account, trx), await this.deps.discoveries.list(account, trx)] : await Promise.all([this.deps.connections.list(account), this.deps.discoveries.list(account)]);
     return connections.flatMap((c) => builtinsOfVendor(c.vendor).map((b) => this.toRecord(account, b, c, discoveries.get(b.slug)))).sort((a, b) => a.name.localeCompare(b.name));
   }
 
   /** The built-in `slug` if the account's vendor connection lights it up. */
-  async find(account: string, slug: string): Promise<McpServerRecord | null> {
+  async find(account: string, slug: string, trx?: Kysely<Database>): Promise<McpServerRecord | null> {
     if (findBuiltin(slug) === undefined) return null;
-    return (await this.lit(account)).find((s) => s.name === slug) ?? null;
+    return (await this.lit(account, trx)).find((s) => s.name === slug) ?? null;
   }
 
   /**
@@ -66,16 +71,19 @@ export class BuiltinServers implements DiscoveryTarget, ReprobeSource {
    * becomes `unknown` with a background probe after the first backoff step.
    */
   async connect(account: string, vendor: string, tokens: VendorTokens): Promise<McpServerRecord[]> {
-    await this.deps.connections.put(account, vendor, tokens);
-    const discoveries = await this.deps.discoveries.list(account);
-    const due = new Date(Date.now() + nextProbeDelayMs(1, Math.random, this.deps.reprobeBaseMs));
-    for (const b of builtinsOfVendor(vendor)) {
-      const state = discoveries.get(b.slug)?.status.state;
-      if (state === undefined || state === 'auth_required') await this.deps.discoveries.schedule(account, b.slug, due);
-    }
-    const lit = (await this.lit(account)).filter((s) => findBuiltin(s.name)?.vendor === vendor);
-    for (const server of lit) await this.publish(server, true);
-    return lit;
+    // The connection and its built-ins' events commit together.
+    return this.deps.outbox.commit(async (trx, emit) => {
+      await this.deps.connections.put(account, vendor, tokens, trx);
+      const discoveries = await this.deps.discoveries.list(account, trx);
+      const due = new Date(Date.now() + nextProbeDelayMs(1, Math.random, this.deps.reprobeBaseMs));
+      for (const b of builtinsOfVendor(vendor)) {
+        const state = discoveries.get(b.slug)?.status.state;
+        if (state === undefined || state === 'auth_required') await this.deps.discoveries.schedule(account, b.slug, due, trx);
+      }
+      const lit = (await this.lit(account, trx)).filter((s) => findBuiltin(s.name)?.vendor === vendor);
+      for (const server of lit) emit(await this.discoveredEvent(server, true, undefined, trx));
+      return lit;
+    });
   }
 
   /** Deletes the vendor connection (in the caller's transaction; its overrides go with it); null when there was none. */
@@ -83,15 +91,14 @@ export class BuiltinServers implements DiscoveryTarget, ReprobeSource {
     return this.deps.connections.delete(account, vendor, trx);
   }
 
-  /** After a vendor connection is deleted: its built-ins' documents go (an event per built-in). */
-  async disconnected(account: string, connection: VendorConnection): Promise<void> {
+  /**
+   * In the transaction that deleted a vendor connection: its built-ins' discoveries go, and their
+   * documents with them (a deleted event per built-in, for the caller's outbox).
+   */
+  async disconnected(account: string, connection: VendorConnection, trx: Kysely<Database>): Promise<OutboxEvent[]> {
     const slugs = builtinsOfVendor(connection.vendor).map((b) => b.slug);
-    await this.deps.discoveries.deleteSlugs(account, slugs);
-    for (const slug of slugs) {
-      const serverId = builtinServerId(slug, connection.id);
-      const event: ServerDeletedEvent = { account, server: slug, serverId };
-      await this.deps.bus.publishEvent(this.deps.bus.subjects.serverDeleted(account, slug), event, `deleted-${serverId}`);
-    }
+    await this.deps.discoveries.deleteSlugs(account, slugs, trx);
+    return slugs.map((slug) => serverDeleted(this.deps.bus.subjects, account, slug, builtinServerId(slug, connection.id)));
   }
 
   /** RefreshMcpServer on a built-in: a discovery from its endpoint with the vendor's token. */
@@ -107,17 +114,17 @@ export class BuiltinServers implements DiscoveryTarget, ReprobeSource {
   async setToolPermission(account: string, server: McpServerRecord, tool: string, permission: Permission | null): Promise<{ saved: McpServerRecord; overrides: ToolOverrides }> {
     const builtin = findBuiltin(server.name);
     if (builtin === undefined) throw new WireError(ErrorCodes.notFound, `server: no MCP server named ${server.name}`, { field: 'server' });
-    const overrides = await this.deps.db.transaction().execute(async (trx) => {
+    return this.deps.outbox.commit(async (trx, emit) => {
       const connection = await this.deps.connections.lock(account, builtin.vendor, trx);
       if (connection === null || builtinServerId(builtin.slug, connection.id) !== server.id) throw new WireError(ErrorCodes.notFound, `server: no MCP server named ${server.name}`, { field: 'server' });
       await this.deps.permissions.set(account, server.id, tool, permission, trx);
       await this.deps.discoveries.bumpGeneration(account, builtin.slug, trx);
-      return this.deps.permissions.forServer(account, server.id, trx);
+      const overrides = await this.deps.permissions.forServer(account, server.id, trx);
+      const saved = await this.find(account, server.name, trx);
+      if (saved === null) throw new WireError(ErrorCodes.notFound, `server: no MCP server named ${server.name}`, { field: 'server' });
+      emit(await this.discoveredEvent(saved, true, overrides, trx));
+      return { saved, overrides };
     });
-    const saved = await this.find(account, server.name);
-    if (saved === null) throw new WireError(ErrorCodes.notFound, `server: no MCP server named ${server.name}`, { field: 'server' });
-    await this.publish(saved, true, overrides);
-    return { saved, overrides };
   }
 
   /**
@@ -165,17 +172,17 @@ export class BuiltinServers implements DiscoveryTarget, ReprobeSource {
   }
 
   /** Records a discovery of this incarnation; null when the vendor was disconnected (or connected anew) meanwhile. */
-  async record(server: McpServerRecord, status: ServerStatus, tools: { list: RemoteTool[]; hash: string; generation: number } | undefined, nextProbeAt: Date | null): Promise<McpServerRecord | null> {
+  async record(server: McpServerRecord, status: ServerStatus, tools: { list: RemoteTool[]; hash: string; generation: number } | undefined, nextProbeAt: Date | null, trx: Kysely<Database>): Promise<McpServerRecord | null> {
     const builtin = findBuiltin(server.name);
     if (builtin === undefined) return null;
-    const connection = (await this.deps.connections.list(server.accountId)).find((c) => c.vendor === builtin.vendor);
+    const connection = (await this.deps.connections.list(server.accountId, trx)).find((c) => c.vendor === builtin.vendor);
     if (connection === undefined || builtinServerId(builtin.slug, connection.id) !== server.id) return null;
-    const recorded = await this.deps.discoveries.record(server.accountId, server.name, status, tools, nextProbeAt);
+    const recorded = await this.deps.discoveries.record(server.accountId, server.name, status, tools, nextProbeAt, trx);
     return this.toRecord(server.accountId, builtin, connection, recorded);
   }
 
-  overrides(account: string, serverId: string): Promise<ToolOverrides> {
-    return this.deps.permissions.forServer(account, serverId);
+  overrides(account: string, serverId: string, trx?: Kysely<Database>): Promise<ToolOverrides> {
+    return this.deps.permissions.forServer(account, serverId, trx);
   }
 
   // --- ReprobeSource ---------------------------------------------------------------------------
@@ -214,15 +221,17 @@ export class BuiltinServers implements DiscoveryTarget, ReprobeSource {
         ...(server.status.lastOkAt ? { lastOkAt: server.status.lastOkAt } : {}),
         ...(server.status.transport ? { transport: server.status.transport } : {}),
       };
-      const saved = await this.record(server, status, undefined, null);
-      if (saved !== null) await this.publish(saved, false, await this.overrides(account, saved.id));
+      await this.deps.outbox.commit(async (trx, emit) => {
+        const saved = await this.record(server, status, undefined, null, trx);
+        if (saved !== null) emit(await this.discoveredEvent(saved, false, undefined, trx));
+      });
       this.deps.log.info('vendor token refused: the owner must connect again', { account, vendor, server: server.name });
     }
   }
 
-  private async publish(server: McpServerRecord, toolsChanged: boolean, overrides?: ToolOverrides): Promise<void> {
-    const event = serverDiscoveredEvent(server, toolsChanged, overrides ?? (await this.overrides(server.accountId, server.id)));
-    await this.deps.bus.publishEvent(this.deps.bus.subjects.serverDiscovered(server.accountId, server.name), event);
+  /** The discovered event of a built-in's record, with its overrides (read in `trx` unless given). */
+  private async discoveredEvent(server: McpServerRecord, toolsChanged: boolean, overrides: ToolOverrides | undefined, trx: Kysely<Database>): Promise<OutboxEvent> {
+    return serverDiscovered(this.deps.bus.subjects, server, toolsChanged, overrides ?? (await this.overrides(server.accountId, server.id, trx)));
   }
 
   private toRecord(account: string, builtin: BuiltinServer, connection: VendorConnection, discovery: BuiltinDiscovery | undefined): McpServerRecord {

@@ -40,6 +40,24 @@ export class EventOutbox {
     });
   }
 
+  /**
+   * Runs `work` in one transaction; the events it `emit`s are written in that transaction and
+   * published once it commits. A change that rolls back leaves no event; a registry that dies
+   * after the commit leaves its events to the sweep. The one way the registry's JetStream events
+   * leave it.
+   */
+  async commit<T>(work: (trx: Kysely<Database>, emit: (...events: OutboxEvent[]) => void) => Promise<T>): Promise<T> {
+    let ids: string[] = [];
+    const value = await this.deps.db.transaction().execute(async (trx) => {
+      const events: OutboxEvent[] = [];
+      const result = await work(trx, (...e) => void events.push(...e));
+      ids = await this.record(trx, events);
+      return result;
+    });
+    await this.publish(ids);
+    return value;
+  }
+
   /** Writes `events` in the committing transaction; returns their row ids for {@link publish}. */
   async record(trx: Kysely<Database>, events: readonly OutboxEvent[]): Promise<string[]> {
     if (events.length === 0) return [];

@@ -1,6 +1,6 @@
 import { sql, type Kysely } from 'kysely';
 import { decodePayload, encodePayload, type ServerStatus } from '@mcpx/contracts';
-import type { Database, Db } from '@mcpx/db';
+import type { Database } from '@mcpx/db';
 import { contractCid, type RemoteTool } from '@mcpx/domain';
 import { recordAudit, SYSTEM_SIGNER } from '../audit/audit-log.js';
 import { discoveredTools, storedStatus, toRecord, type McpServerRecord } from '../repositories/mcp-servers.repository.js';
@@ -132,14 +132,12 @@ export async function lockServer(trx: Q, account: string, id: string): Promise<{
 }
 
 /**
- * Records a successful discovery of a pinned server whose list changed since the last one: in one
- * transaction with the server's row locked (a review decided meanwhile is seen, never undone).
+ * Records a successful discovery of a pinned server whose list changed since the last one: in the
+ * caller's transaction (the one its event is written in) with the server's row locked (a review decided meanwhile is seen, never undone).
  * Null when the server went meanwhile, or is no longer pinned (the caller records it plainly).
  */
-export async function recordPinnedDiscovery(db: Db, server: McpServerRecord, status: ServerStatus, raw: RemoteTool[], nextProbeAt: Date | null): Promise<PinnedWrite | null> {
-  return db.transaction().execute(async (trx) => {
-    const locked = await lockServer(trx, server.accountId, server.id);
-    if (locked === null || pinModeOf(locked.record.config) === 'off') return null;
-    return applyPins(trx, locked.record, raw, toolsHash(raw), { status, nextProbeAt });
-  });
+export async function recordPinnedDiscovery(trx: Q, server: McpServerRecord, status: ServerStatus, raw: RemoteTool[], nextProbeAt: Date | null): Promise<PinnedWrite | null> {
+  const locked = await lockServer(trx, server.accountId, server.id);
+  if (locked === null || pinModeOf(locked.record.config) === 'off') return null;
+  return applyPins(trx, locked.record, raw, toolsHash(raw), { status, nextProbeAt });
 }

@@ -12,7 +12,7 @@ import {
 } from '@mcpx/domain';
 import { metrics, trace } from '@opentelemetry/api';
 import { recordAudit } from '../audit/audit-log.js';
-import { serverDiscoveredEvent } from '../discovery.js';
+import { serverDiscovered } from '../events/registry-events.js';
 import type { ActionDeps, ActionHandler, Caller } from '../actions/context.js';
 import type { McpServerRecord } from '../repositories/mcp-servers.repository.js';
 import { evaluatePins, pinModeOf, type AcceptedContract } from './pin-policy.js';
@@ -154,7 +154,8 @@ async function decideChange(deps: ActionDeps, caller: Caller, action: Record<str
   const cid = action.cid;
   const server = await deps.servers.find(caller.account, name);
   if (server === null) throw new WireError(ErrorCodes.notFound, `server: no MCP server named ${name}`, { field: 'server' });
-  return deps.db.transaction().execute(async (trx) => {
+  // The decision and its discovered event commit together (the outbox).
+  return deps.outbox.commit(async (trx, emit) => {
     const locked = await lockServer(trx, caller.account, server.id);
     if (locked === null) throw new WireError(ErrorCodes.notFound, `server: no MCP server named ${name}`, { field: 'server' });
     if (pinModeOf(locked.record.config) === 'off') throw new WireError(ErrorCodes.conflict, `server: ${name} is not pinned (config.pin is off)`, { field: 'server' });
@@ -183,17 +184,13 @@ async function decideChange(deps: ActionDeps, caller: Caller, action: Record<str
       after: decision === 'accept' ? { cid, accepted: true } : { cid, status: 'rejected' },
     });
     const held = (written.saved.status.heldTools ?? []).find((h) => h.name === tool);
+    emit(serverDiscovered(deps.bus.subjects, written.saved, written.toolsChanged, await deps.permissions.forServer(caller.account, server.id, trx)));
     return {
       server: written.saved,
       toolsChanged: written.toolsChanged,
       view: { server: name, tool, cid, decision: decision === 'accept' ? 'accepted' : 'rejected', ...(held !== undefined ? { withheld: held.withheld } : {}) },
     };
   });
-}
-
-async function publishDecision(deps: ActionDeps, saved: McpServerRecord, toolsChanged: boolean): Promise<void> {
-  const event = serverDiscoveredEvent(saved, toolsChanged, await deps.permissions.forServer(saved.accountId, saved.id));
-  await deps.bus.publishEvent(deps.bus.subjects.serverDiscovered(saved.accountId, saved.name), event);
 }
 
 /**
@@ -203,8 +200,7 @@ async function publishDecision(deps: ActionDeps, saved: McpServerRecord, toolsCh
  * longer the held one (the server changed the tool again) is a `conflict` naming the current one.
  */
 export const acceptToolChange: ActionHandler = async (deps, caller, action) => {
-  const { server, view, toolsChanged } = await decideChange(deps, caller, action, 'accept');
-  await publishDecision(deps, server, toolsChanged);
+  const { server, view } = await decideChange(deps, caller, action, 'accept');
   observeDecision('accepted', server.name, String(view.tool));
   deps.log.info('tool change accepted', { account: caller.account, server: server.name, tool: view.tool, cid: view.cid });
   return view;
@@ -216,8 +212,7 @@ export const acceptToolChange: ActionHandler = async (deps, caller, action) => {
  * offering that same contract; a different one is a new review.
  */
 export const rejectToolChange: ActionHandler = async (deps, caller, action) => {
-  const { server, view, toolsChanged } = await decideChange(deps, caller, action, 'reject');
-  await publishDecision(deps, server, toolsChanged);
+  const { server, view } = await decideChange(deps, caller, action, 'reject');
   observeDecision('rejected', server.name, String(view.tool));
   deps.log.info('tool change rejected', { account: caller.account, server: server.name, tool: view.tool, cid: view.cid });
   return view;

@@ -155,8 +155,9 @@ export class McpServersRepository {
     status: ServerStatus,
     tools: { list: RemoteTool[]; hash: string; generation: number } | undefined,
     nextProbeAt: Date | null,
+    trx: Kysely<Database> = this.db,
   ): Promise<McpServerRecord | null> {
-    const row = await this.db
+    const row = await trx
       .updateTable('registry.mcp_servers')
       .set({
         status_cbor: encodePayload(storedStatus(status)),
