@@ -25,6 +25,13 @@ const SWEEP_BATCH = 100;
  * with `FOR UPDATE SKIP LOCKED`, so two instances never publish the same row at once; a crash after
  * the publish and before the delete publishes it again with the same id, stored once by JetStream
  * (within its duplicate window).
+ *
+ * Every JetStream event of the registry (`mcp.events.*`: server discovered or deleted, agent
+ * changed) leaves through {@link commit}. The core-NATS notices stay fire-and-forget after their
+ * commit, by design: `mcp.approvals.decided`, `mcp.inputs.answered` and `mcp.reviews.requested`
+ * only tell a console to read again; their state is in Redis (approvals, input requests) or
+ * Postgres (`registry.tool_changes`) and `ListApprovals`, `ListInputRequests`, `ListToolChanges`
+ * are the source of truth, so a lost notice delays a refresh and loses nothing.
  */
 export class EventOutbox {
   private readonly published: Counter | undefined;
