@@ -1,24 +1,23 @@
-import { randomUUID } from 'node:crypto';
-import { context, propagation, SpanKind, SpanStatusCode, trace, type Counter, type Histogram, type Meter, type Tracer } from '@opentelemetry/api';
-import { ErrorCodes, INPUT_REQUEST_ID_RE, WireError, toWireError, type InputRequestItem } from '@mcpx/contracts';
+import type { Counter, Histogram, Meter, Tracer } from '@opentelemetry/api';
 import type { McpToolDocument } from '@mcpx/domain';
 import type { ProxyClient } from '@mcpx/proxy-client';
-import { createMcpHandler, inputRequired, ProtocolError, ProtocolErrorCode, ResourceNotFoundError, Server, type CallToolResult, type InputRequiredResult, type McpHttpHandler, type Tool } from '@modelcontextprotocol/server';
+import { createMcpHandler, ProtocolError, ProtocolErrorCode, ResourceNotFoundError, Server, type McpHttpHandler, type Tool } from '@modelcontextprotocol/server';
 import type { TokenGrant } from './agent-tokens.js';
-import { META_APPROVAL_ID, META_INPUT_REQUEST_ID, callToolResult, errorResult } from './call-result.js';
+import { ToolCalls } from './tool-calls.js';
 import type { AgentToolSet, ToolSets } from './tool-sets.js';
+import type { UserApprovals } from './user-approvals.js';
 
 export const SERVER_NAME = 'mcpx-agent';
 /** How long a client may keep a `tools/list` page (`ttlMs`): list_changed says sooner when it changes. */
 export const LIST_TTL_MS = 60_000;
-/** The proxy's own call timeout; a client's request may ask for less in `_meta`, never more. */
-const CALL_TIMEOUT_MS = 120_000;
 
 export interface AgentServerDeps {
   toolSets: ToolSets;
   proxy: ProxyClient;
   tracer: Tracer;
   meter: Meter;
+  /** Approvals by the client's user (tokens issued with userMayApprove). */
+  approvals: UserApprovals;
   /** Tools per `tools/list` page. */
   pageSize: number;
   version: string;
@@ -66,16 +65,6 @@ function toTool(doc: McpToolDocument): Tool {
   };
 }
 
-/** The trace context a client sent: `_meta.traceparent` (2026-07-28), else the HTTP headers. */
-function parentContext(meta: Record<string, unknown> | undefined, request: Request | undefined): ReturnType<typeof context.active> {
-  const carrier: Record<string, string> = {};
-  const tp = meta?.traceparent ?? request?.headers.get('traceparent') ?? undefined;
-  const ts = meta?.tracestate ?? request?.headers.get('tracestate') ?? undefined;
-  if (typeof tp === 'string') carrier.traceparent = tp;
-  if (typeof ts === 'string') carrier.tracestate = ts;
-  return propagation.extract(context.active(), carrier);
-}
-
 /**
  * One agent's MCP server: `createMcpHandler` (both eras: 2026-07-28 per request, 2025 stateless)
  * over a low-level `Server` per request that lists the agent's tool set and sends each call
@@ -87,13 +76,13 @@ export class AgentServers {
   private readonly handlers = new Map<string, { handler: McpHttpHandler; unwatch: () => void }>();
   private readonly metrics: Metrics;
   private readonly info: { name: string; version: string };
+  /** `tools/call`, shared with the lean path. */
+  readonly calls: ToolCalls;
   /**
-   * Calls in flight by token and JSON-RPC request id: a 2025 client's `notifications/cancelled`
-   * arrives as a POST of its own (stateless serving: another server instance), so it finds the
-   * call here. Two calls of one token under one id (two clients sharing a token) are ambiguous:
-   * such a cancel is ignored, as MCP allows, rather than stopping the wrong one.
+   * The grants of the tokens seen lately, by token id: a handler serves an agent, each of its
+   * requests names its token (`authInfo.clientId`), whose grant (its rights) the server is made with.
    */
-  private readonly inflight = new Map<string, Array<() => void>>();
+  private readonly grants = new Map<string, TokenGrant>();
 
   constructor(
     private readonly deps: AgentServerDeps,
@@ -104,6 +93,19 @@ export class AgentServers {
       requests: deps.meter.createCounter('mcpx_endpoint_requests_total', { description: 'MCP requests to agent endpoints, by method and outcome' }),
       duration: deps.meter.createHistogram('mcpx_endpoint_call_duration_ms', { description: 'tools/call through the agent endpoint, end to end (ms)', unit: 'ms' }),
     };
+    this.calls = new ToolCalls({ toolSets: deps.toolSets, proxy: deps.proxy, tracer: deps.tracer, approvals: deps.approvals, requests: this.metrics.requests, duration: this.metrics.duration, onError: deps.onError });
+  }
+
+  /** Counts a request answered (a method other than tools/call, e.g. by the lean path). */
+  counted(method: string, outcome: string): void {
+    this.metrics.requests.add(1, { method, outcome });
+  }
+
+  private remember(grant: TokenGrant): void {
+    if (this.grants.get(grant.id) === grant) return;
+    this.grants.delete(grant.id);
+    this.grants.set(grant.id, grant);
+    if (this.grants.size > this.maxHandlers * 4) this.grants.delete(this.grants.keys().next().value as string);
   }
 
   /** Counts a request refused before any MCP handling (host, origin, token). */
@@ -113,10 +115,13 @@ export class AgentServers {
 
   /** The handler of the token's agent (made on first use, the oldest dropped past the cap). */
   handlerFor(grant: TokenGrant): McpHttpHandler {
+    this.remember(grant);
     const key = `${grant.account}:${grant.agent}`;
     const hit = this.handlers.get(key);
     if (hit !== undefined) return hit.handler;
-    const handler = createMcpHandler(({ authInfo }) => this.server(grant.account, grant.agent, authInfo?.clientId ?? 'unknown'), {
+    // A token of this agent not remembered (dropped past the cap meanwhile): no rights beyond the call.
+    const grantOf = (tokenId: string | undefined): TokenGrant => this.grants.get(tokenId ?? '') ?? { ...grant, id: tokenId ?? 'unknown', userMayApprove: false };
+    const handler = createMcpHandler(({ authInfo }) => this.server(grantOf(authInfo?.clientId)), {
       legacy: 'stateless',
       onerror: (err) => this.deps.onError(err),
     });
@@ -145,8 +150,9 @@ export class AgentServers {
     return set;
   }
 
-  /** The per-request server; `tokenId` names the run the calls go in (`ep-<token id>`). */
-  private server(account: string, agent: string, tokenId: string): Server {
+  /** The per-request server of a token's request (its calls go in the run `ep-<token id>`). */
+  private server(grant: TokenGrant): Server {
+    const { account, agent } = grant;
     // Tools are what an agent has; its prompts and resources are none (yet): empty lists, with the
     // same cache hints, rather than "method not found" to clients that ask.
     // (A server per request is what the stateless serving asks for; what does not depend on the
@@ -175,114 +181,26 @@ export class AgentServers {
     });
     // A 2025 client's cancel of a call that another request (instance) serves.
     server.setNotificationHandler('notifications/cancelled', (notification) => {
-      const id = (notification.params as { requestId?: unknown } | undefined)?.requestId;
-      if (typeof id !== 'string' && typeof id !== 'number') return;
-      const calls = this.inflight.get(`${tokenId}\u0000${String(id)}`);
-      if (calls?.length === 1) calls[0]?.();
+      this.calls.cancelled(grant, (notification.params as { requestId?: unknown } | undefined)?.requestId);
     });
     server.setRequestHandler('tools/call', async (request, ctx) => {
       const params = request.params;
-      const meta = (ctx.mcpReq._meta ?? params._meta);
-      const parent = parentContext(meta, ctx.http?.req);
-      const span = this.deps.tracer.startSpan('endpoint.tools/call', { kind: SpanKind.SERVER, attributes: { 'mcpx.account': account, 'mcpx.agent': agent, 'mcpx.tool': params.name } }, parent);
-      const started = performance.now();
-      let outcome = 'ok';
-      try {
-        return await context.with(trace.setSpan(parent, span), async (): Promise<CallToolResult | InputRequiredResult> => {
-          const set = await this.toolSet(account, agent);
-          if (!set.byName.has(params.name)) {
-            outcome = 'unknown_tool';
-            // The MCP answer to a tool that is not listed (the proxy is not asked).
-            throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Unknown tool: ${params.name.slice(0, 128)}`);
-          }
-          const approval = meta?.[META_APPROVAL_ID];
-          // A server's question passed on to this client comes back with the answers and the id
-          // as its requestState (bound by the proxy to this run, tool and arguments, used once); one
-          // the owner answered is re-sent with the id in _meta.
-          const echoed = (ctx.mcpReq as { requestState?: () => unknown }).requestState?.();
-          const metaInput = meta?.[META_INPUT_REQUEST_ID];
-          const inputRequestId = typeof echoed === 'string' && INPUT_REQUEST_ID_RE.test(echoed) ? echoed : typeof metaInput === 'string' && INPUT_REQUEST_ID_RE.test(metaInput) ? metaInput : undefined;
-          const inputResponses = (ctx.mcpReq as { inputResponses?: Record<string, unknown> }).inputResponses;
-          // What this client can answer itself, as it declared: forms (elicitation) and sampling.
-          const caps = (ctx.mcpReq as { envelope?: { clientCapabilities?: Record<string, unknown> } }).envelope?.clientCapabilities ?? (server.getClientCapabilities()) ?? {};
-          const answers = { ...(caps.elicitation !== undefined ? { forms: true } : {}), ...(caps.sampling !== undefined ? { sampling: true } : {}) };
-          const callId = randomUUID();
-          const signal = ctx.mcpReq.signal;
-          let cancelled = false;
-          const onAbort = (): void => {
-            if (cancelled) return;
-            cancelled = true;
-            void this.deps.proxy.cancel(account, `ep-${tokenId}`, callId).catch(() => undefined);
-          };
-          signal.addEventListener('abort', onAbort, { once: true });
-          const inflightKey = `${tokenId}\u0000${String(ctx.mcpReq.id)}`;
-          const calls = this.inflight.get(inflightKey);
-          if (calls === undefined) this.inflight.set(inflightKey, [onAbort]);
-          else calls.push(onAbort);
-          try {
-            const { result } = await this.deps.proxy.call({
-              account,
-              agent,
-              run: `ep-${tokenId}`,
-              tool: params.name,
-              arguments: (params.arguments ?? {}),
-              callId,
-              timeoutMs: CALL_TIMEOUT_MS,
-              ...(typeof approval === 'string' && approval !== '' && approval.length <= 128 ? { approvalId: approval } : {}),
-              ...(inputRequestId !== undefined ? { inputRequestId } : {}),
-              ...(inputRequestId !== undefined && inputResponses !== undefined && Object.keys(inputResponses).length > 0 ? { inputResponses } : {}),
-              ...(Object.keys(answers).length > 0 ? { answers } : {}),
-            });
-            return callToolResult(result);
-          } catch (err) {
-            const wire = err instanceof WireError ? err : toWireError(err);
-            // Questions the client may answer itself go on to it as input_required (the SDK pushes
-            // them as elicitation/create to a 2025 client); the owner's stay a tool result naming them.
-            const passed = wire.code === ErrorCodes.inputRequired && wire.details.forPerson === false ? passOnInputRequired(wire) : undefined;
-            if (passed !== undefined) {
-              outcome = 'input_required';
-              return passed;
-            }
-            outcome = wire.code;
-            if (wire.code === ErrorCodes.internal) this.deps.onError(err as Error);
-            span.setAttribute('mcpx.error.code', wire.code);
-            return errorResult(wire);
-          } finally {
-            signal.removeEventListener('abort', onAbort);
-            const left = this.inflight.get(inflightKey)?.filter((f) => f !== onAbort);
-            if (left === undefined || left.length === 0) this.inflight.delete(inflightKey);
-            else this.inflight.set(inflightKey, left);
-          }
-        });
-      } catch (err) {
-        span.recordException(err as Error);
-        span.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error).message });
-        throw err;
-      } finally {
-        span.setAttribute('mcpx.outcome', outcome);
-        span.end();
-        this.metrics.requests.add(1, { method: 'tools/call', outcome });
-        this.metrics.duration.record(performance.now() - started, { outcome });
-      }
+      const mcpReq = ctx.mcpReq;
+      // What this client can answer itself, as it declared: forms (elicitation) and sampling.
+      const caps = mcpReq.envelope?.clientCapabilities ?? server.getClientCapabilities() ?? {};
+      return this.calls.call({
+        grant,
+        name: params.name,
+        arguments: params.arguments ?? {},
+        meta: ctx.mcpReq._meta ?? params._meta,
+        headers: { traceparent: ctx.http?.req?.headers.get('traceparent'), tracestate: ctx.http?.req?.headers.get('tracestate') },
+        requestState: mcpReq.requestState?.(),
+        ...(mcpReq.inputResponses !== undefined ? { inputResponses: mcpReq.inputResponses } : {}),
+        caps: { elicitation: caps.elicitation !== undefined, sampling: caps.sampling !== undefined },
+        requestId: ctx.mcpReq.id,
+        signal: ctx.mcpReq.signal,
+      });
     });
     return server;
   }
-}
-
-/**
- * The proxy's `input_required` (every question addressed to the runtime, i.e. this client) as this
- * endpoint's own `input_required`: the same questions by key, and the input request id as the
- * `requestState` (the server's own state stays sealed in the proxy).
- */
-function passOnInputRequired(err: WireError): InputRequiredResult | undefined {
-  const id = err.details.inputRequestId;
-  const items = err.details.requests;
-  if (typeof id !== 'string' || !Array.isArray(items) || items.length === 0) return undefined;
-  const inputRequests: Record<string, { method: string; params: Record<string, unknown> }> = {};
-  for (const q of items as InputRequestItem[]) {
-    if (q.kind === 'form') inputRequests[q.key] = { method: 'elicitation/create', params: { mode: 'form', message: q.message, requestedSchema: q.requestedSchema } };
-    else if (q.kind === 'sampling') inputRequests[q.key] = { method: 'sampling/createMessage', params: q.params };
-    else return undefined;
-  }
-  return inputRequired({ inputRequests: inputRequests as Parameters<typeof inputRequired>[0]['inputRequests'], requestState: id });
 }

@@ -12,6 +12,8 @@ export interface TokenGrant {
   agentName: string;
   /** Milliseconds since the epoch; undefined: until revoked. */
   expiresAt?: number;
+  /** The holder may approve the token's own always_ask calls (the endpoint asks it, an elicitation). */
+  userMayApprove: boolean;
 }
 
 /** Why a token was refused (said to the client as `invalid_token`, with no more detail than this). */
@@ -115,13 +117,13 @@ export class AgentTokens {
     const row = await this.db
       .selectFrom('registry.agent_tokens as t')
       .innerJoin('registry.agents as a', (j) => j.onRef('a.id', '=', 't.agent_id').onRef('a.account_id', '=', 't.account_id'))
-      .select(['t.id', 't.account_id', 't.agent_id', 'a.name', 't.expires_at', 't.revoked_at'])
+      .select(['t.id', 't.account_id', 't.agent_id', 'a.name', 't.expires_at', 't.revoked_at', 't.user_may_approve'])
       .where('t.token_hash', '=', hash)
       .executeTakeFirst();
     if (row === undefined) return 'unknown';
     if (row.revoked_at !== null) return 'revoked';
     if (row.expires_at !== null && row.expires_at.getTime() <= now) return 'expired';
-    const grant: TokenGrant = { id: row.id, account: row.account_id, agent: row.agent_id, agentName: row.name, ...(row.expires_at !== null ? { expiresAt: row.expires_at.getTime() } : {}) };
+    const grant: TokenGrant = { id: row.id, account: row.account_id, agent: row.agent_id, agentName: row.name, userMayApprove: row.user_may_approve, ...(row.expires_at !== null ? { expiresAt: row.expires_at.getTime() } : {}) };
     if (this.listening && notices === this.notices) {
       this.cache.set(hash, { grant, at: now });
       if (this.cache.size > MAX_CACHED) this.cache.delete(this.cache.keys().next().value as string);

@@ -1,4 +1,4 @@
-import { parseNatsCredentials, type NatsCredentials } from '@mcpx/config';
+import { parseKeyring, parseNatsCredentials, type KeyringEntry, type NatsCredentials } from '@mcpx/config';
 import { TrustedProxies } from '@mcpx/config/trusted-proxies';
 
 /** The endpoint's settings, read once from the environment by main.ts. */
@@ -33,6 +33,16 @@ export interface EndpointConfig {
    * refused with 429 and `Retry-After` before any token is looked at.
    */
   tokenFailuresPerAddress: { ratePerSecond: number; burst: number };
+  /**
+   * `SECRETS_KEYRING` (the deployment's, as the other services read it): seals the `requestState`
+   * of the approval questions the endpoint asks MCP clients' users, so that any instance opens
+   * them. Empty: a key of this process only (a retry must come back to it).
+   */
+  keyring: KeyringEntry[];
+  /** `APPROVAL_TTL_MS`, as the proxy and the registry read it: how long an approved call may be re-sent. */
+  approvalTtlMs: number;
+  /** `ENDPOINT_LEAN_CALLS` (default on; `off`: every request through the SDK's handler). */
+  leanCalls: boolean;
   instanceId: string;
   logLevel: 'debug' | 'info' | 'warn' | 'error';
   otlpEndpoint: string | undefined;
@@ -85,6 +95,10 @@ export function loadEndpointConfig(env: NodeJS.ProcessEnv): EndpointConfig {
   const level = env.LOG_LEVEL ?? 'info';
   if (level !== 'debug' && level !== 'info' && level !== 'warn' && level !== 'error') throw new Error('LOG_LEVEL must be debug, info, warn or error');
   const creds = parseNatsCredentials(env);
+  const approvalTtlMs = env.APPROVAL_TTL_MS ? Number(env.APPROVAL_TTL_MS) : 10 * 60_000;
+  if (!Number.isFinite(approvalTtlMs) || approvalTtlMs < 0) throw new Error('APPROVAL_TTL_MS must be a non-negative number of milliseconds');
+  const lean = (env.ENDPOINT_LEAN_CALLS ?? 'on').toLowerCase();
+  if (lean !== 'on' && lean !== 'off') throw new Error('ENDPOINT_LEAN_CALLS must be on or off');
   return {
     databaseUrl: env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/mcpx',
     natsUrl: env.NATS_URL ?? 'nats://127.0.0.1:4222',
@@ -104,6 +118,9 @@ export function loadEndpointConfig(env: NodeJS.ProcessEnv): EndpointConfig {
     redisPrefix: env.REDIS_PREFIX ?? 'mcpx:',
     trustedProxies,
     tokenFailuresPerAddress: { ratePerSecond: failRate, burst: failBurst },
+    keyring: parseKeyring(env.SECRETS_KEYRING),
+    approvalTtlMs: approvalTtlMs || 10 * 60_000,
+    leanCalls: lean === 'on',
     instanceId: env.INSTANCE_ID ?? `endpoint-${process.pid}-${Math.random().toString(36).slice(2, 8)}`,
     logLevel: level,
     otlpEndpoint: env.OTEL_EXPORTER_OTLP_ENDPOINT || undefined,

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { TrustedProxies } from '@mcpx/config/trusted-proxies';
 import { makeSubjects } from '@mcpx/contracts';
 import { createDb } from '@mcpx/db';
-import { RateLimiter } from '@mcpx/locks';
+import { ApprovalStore, RateLimiter } from '@mcpx/locks';
 import { createLogger, type LogSink } from '@mcpx/log';
 import { ProxyClient, runtimeInboxPrefix } from '@mcpx/proxy-client';
 import { setupTelemetry, startHealthServer, type Telemetry } from '@mcpx/telemetry';
@@ -16,6 +16,7 @@ import type { EndpointConfig } from './config.js';
 import { endpointFetch } from './http.js';
 import { TokenFailures } from './token-failures.js';
 import { ToolSets } from './tool-sets.js';
+import { UserApprovals } from './user-approvals.js';
 
 export { loadEndpointConfig, DEFAULT_ENDPOINT_PORT } from './config.js';
 export type { EndpointConfig } from './config.js';
@@ -83,7 +84,11 @@ export async function startEndpoint(config: EndpointConfig, opts: EndpointOption
   const toolSets = new ToolSets(db);
   toolSets.listen(runtime.nc, subjects, log);
   await runtime.nc.flush();
+  // Approvals by the client's user: decided in the store the owner's decisions use.
+  const approvals = new UserApprovals({ store: new ApprovalStore(redis, config.redisPrefix, { ttlMs: config.approvalTtlMs }), db, keyring: config.keyring, log });
+  if (config.keyring.length === 0) log.warn('SECRETS_KEYRING unset: approval questions are sealed with a key of this instance only');
   const servers = new AgentServers({
+    approvals,
     toolSets,
     proxy: runtime.client,
     tracer: telemetry.tracer,

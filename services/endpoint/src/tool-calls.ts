@@ -1,0 +1,224 @@
+import { randomUUID } from 'node:crypto';
+import { context, propagation, SpanKind, SpanStatusCode, trace, type Counter, type Histogram, type Tracer } from '@opentelemetry/api';
+import { ErrorCodes, INPUT_REQUEST_ID_RE, WireError, toWireError, type InputRequestItem } from '@mcpx/contracts';
+import type { ProxyClient } from '@mcpx/proxy-client';
+import { inputRequired, ProtocolError, ProtocolErrorCode, type CallToolResult, type InputRequiredResult } from '@modelcontextprotocol/server';
+import type { TokenGrant } from './agent-tokens.js';
+import { META_APPROVAL_ID, META_INPUT_REQUEST_ID, callToolResult, errorResult } from './call-result.js';
+import type { ToolSets } from './tool-sets.js';
+import { APPROVAL_INPUT_KEY, UserApprovals } from './user-approvals.js';
+
+/** The proxy's own call timeout; a client's request may ask for less in `_meta`, never more. */
+const CALL_TIMEOUT_MS = 120_000;
+
+/** One `tools/call` as either serving path (the SDK's handler, the lean path) hands it over. */
+export interface ToolCallInput {
+  grant: TokenGrant;
+  name: string;
+  arguments: Record<string, unknown>;
+  /** The request's `_meta` (the connector's keys, the trace context). */
+  meta: Record<string, unknown> | undefined;
+  /** Trace headers of the HTTP request (used when `_meta` has none). */
+  headers?: { traceparent?: string | null; tracestate?: string | null };
+  /** A 2026-07-28 retry's `requestState` and `inputResponses`. */
+  requestState?: unknown;
+  inputResponses?: Record<string, unknown>;
+  /** What the client can answer itself, as it declared: forms (elicitation) and sampling. */
+  caps: { elicitation?: boolean; sampling?: boolean };
+  /** The JSON-RPC request id (a 2025 client's cancel names it). */
+  requestId: string | number;
+  signal: AbortSignal;
+}
+
+/** Thrown for a tool the agent does not have: the MCP answer (InvalidParams), before the proxy is asked. */
+export function unknownTool(name: string): ProtocolError {
+  return new ProtocolError(ProtocolErrorCode.InvalidParams, `Unknown tool: ${name.slice(0, 128)}`);
+}
+
+export interface ToolCallsDeps {
+  toolSets: ToolSets;
+  proxy: ProxyClient;
+  tracer: Tracer;
+  approvals: UserApprovals;
+  requests: Counter;
+  duration: Histogram;
+  onError: (err: Error) => void;
+}
+
+/** The trace context a client sent: `_meta.traceparent` (2026-07-28), else the HTTP headers. */
+function parentContext(meta: Record<string, unknown> | undefined, headers: ToolCallInput['headers']): ReturnType<typeof context.active> {
+  const carrier: Record<string, string> = {};
+  const tp = meta?.traceparent ?? headers?.traceparent ?? undefined;
+  const ts = meta?.tracestate ?? headers?.tracestate ?? undefined;
+  if (typeof tp === 'string') carrier.traceparent = tp;
+  if (typeof ts === 'string') carrier.tracestate = ts;
+  return propagation.extract(context.active(), carrier);
+}
+
+/**
+ * The proxy's `input_required` (every question addressed to the runtime, i.e. this client) as this
+ * endpoint's own `input_required`: the same questions by key, and the input request id as the
+ * `requestState` (the server's own state stays sealed in the proxy).
+ */
+function passOnInputRequired(err: WireError): InputRequiredResult | undefined {
+  const id = err.details.inputRequestId;
+  const items = err.details.requests;
+  if (typeof id !== 'string' || !Array.isArray(items) || items.length === 0) return undefined;
+  const inputRequests: Record<string, { method: string; params: Record<string, unknown> }> = {};
+  for (const q of items as InputRequestItem[]) {
+    if (q.kind === 'form') inputRequests[q.key] = { method: 'elicitation/create', params: { mode: 'form', message: q.message, requestedSchema: q.requestedSchema } };
+    else if (q.kind === 'sampling') inputRequests[q.key] = { method: 'sampling/createMessage', params: q.params };
+    else return undefined;
+  }
+  return inputRequired({ inputRequests: inputRequests as Parameters<typeof inputRequired>[0]['inputRequests'], requestState: id });
+}
+
+/**
+ * `tools/call` of an agent's endpoint, whichever path serves it: the tool set checked, the call
+ * sent through the proxy as the token's run (`ep-<token id>`), so every rule of the gateway
+ * applies, and the outcome shaped as MCP (a result, a refusal as an `isError` result, or an
+ * `input_required` for questions the client may answer: the server's own, and approvals when the
+ * token's user may give them). A span and the endpoint's call metrics per call.
+ */
+export class ToolCalls {
+  /**
+   * Calls in flight by token and JSON-RPC request id: a 2025 client's `notifications/cancelled`
+   * arrives as a POST of its own (stateless serving: another server instance), so it finds the
+   * call here. Two calls of one token under one id (two clients sharing a token) are ambiguous:
+   * such a cancel is ignored, as MCP allows, rather than stopping the wrong one.
+   */
+  private readonly inflight = new Map<string, Array<() => void>>();
+
+  constructor(private readonly deps: ToolCallsDeps) {}
+
+  /** A 2025 client's `notifications/cancelled` of its request `id`. */
+  cancelled(grant: TokenGrant, id: unknown): void {
+    if (typeof id !== 'string' && typeof id !== 'number') return;
+    const calls = this.inflight.get(`${grant.id}\u0000${String(id)}`);
+    if (calls?.length === 1) calls[0]?.();
+  }
+
+  /** Runs the call; throws (a ProtocolError) only for a tool the agent does not have. */
+  async call(input: ToolCallInput): Promise<CallToolResult | InputRequiredResult> {
+    const { grant, name } = input;
+    const parent = parentContext(input.meta, input.headers);
+    const span = this.deps.tracer.startSpan('endpoint.tools/call', { kind: SpanKind.SERVER, attributes: { 'mcpx.account': grant.account, 'mcpx.agent': grant.agent, 'mcpx.tool': name } }, parent);
+    const started = performance.now();
+    const outcome = { value: 'ok' };
+    try {
+      return await context.with(trace.setSpan(parent, span), () => this.run(input, span, outcome));
+    } catch (err) {
+      span.recordException(err as Error);
+      span.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error).message });
+      throw err;
+    } finally {
+      span.setAttribute('mcpx.outcome', outcome.value);
+      span.end();
+      this.deps.requests.add(1, { method: 'tools/call', outcome: outcome.value });
+      this.deps.duration.record(performance.now() - started, { outcome: outcome.value });
+    }
+  }
+
+  private async run(input: ToolCallInput, span: ReturnType<Tracer['startSpan']>, outcome: { value: string }): Promise<CallToolResult | InputRequiredResult> {
+    const { grant, name, meta } = input;
+    const set = await this.deps.toolSets.get(grant.account, grant.agent);
+    // The token's agent was deleted since the token was read.
+    if (set === null) throw new ProtocolError(ProtocolErrorCode.InvalidRequest, 'the agent no longer exists');
+    if (!set.byName.has(name)) {
+      outcome.value = 'unknown_tool';
+      throw unknownTool(name);
+    }
+    const refused = (wire: WireError): CallToolResult => {
+      outcome.value = wire.code;
+      span.setAttribute('mcpx.error.code', wire.code);
+      return errorResult(wire);
+    };
+    let approvalId: string | undefined;
+    const metaApproval = meta?.[META_APPROVAL_ID];
+    if (typeof metaApproval === 'string' && metaApproval !== '' && metaApproval.length <= 128) approvalId = metaApproval;
+    // The answer of this client's user to an approval question this endpoint asked.
+    if (UserApprovals.isState(input.requestState)) {
+      let verdict;
+      try {
+        verdict = await this.deps.approvals.answer(grant, name, input.arguments, input.requestState, input.inputResponses?.[APPROVAL_INPUT_KEY]);
+      } catch (err) {
+        return refused(err instanceof WireError ? err : toWireError(err));
+      }
+      span.setAttribute('mcpx.approval.answer', verdict.answer);
+      if (verdict.answer === 'decline') {
+        return refused(new WireError(ErrorCodes.approvalRefused, `${name}: the client's user declined the approval; the call did not run`, { approvalId: verdict.approvalId, reason: 'denied', decidedBy: 'client_user', tool: name }));
+      }
+      if (verdict.answer === 'cancel') {
+        return refused(new WireError(ErrorCodes.approvalRequired, `${name} needs a human's approval before it runs; the client's user did not answer, so the account owner decides`, { approvalId: verdict.approvalId, tool: name }));
+      }
+      // Approved now (or decided before by the owner: the proxy's use of the approval says which).
+      approvalId = verdict.approvalId;
+    }
+    // A server's question passed on to this client comes back with the answers and the id as its
+    // requestState (bound by the proxy to this run, tool and arguments, used once); one the owner
+    // answered is re-sent with the id in _meta.
+    const echoed = input.requestState;
+    const metaInput = meta?.[META_INPUT_REQUEST_ID];
+    const inputRequestId = typeof echoed === 'string' && INPUT_REQUEST_ID_RE.test(echoed) ? echoed : typeof metaInput === 'string' && INPUT_REQUEST_ID_RE.test(metaInput) ? metaInput : undefined;
+    const inputResponses = input.inputResponses;
+    const answers = { ...(input.caps.elicitation === true ? { forms: true } : {}), ...(input.caps.sampling === true ? { sampling: true } : {}) };
+    const callId = randomUUID();
+    const run = `ep-${grant.id}`;
+    let cancelled = false;
+    const onAbort = (): void => {
+      if (cancelled) return;
+      cancelled = true;
+      void this.deps.proxy.cancel(grant.account, run, callId).catch(() => undefined);
+    };
+    input.signal.addEventListener('abort', onAbort, { once: true });
+    const inflightKey = `${grant.id}\u0000${String(input.requestId)}`;
+    const calls = this.inflight.get(inflightKey);
+    if (calls === undefined) this.inflight.set(inflightKey, [onAbort]);
+    else calls.push(onAbort);
+    try {
+      const { result } = await this.deps.proxy.call({
+        account: grant.account,
+        agent: grant.agent,
+        run,
+        tool: name,
+        arguments: input.arguments,
+        callId,
+        timeoutMs: CALL_TIMEOUT_MS,
+        ...(approvalId !== undefined ? { approvalId } : {}),
+        ...(inputRequestId !== undefined ? { inputRequestId } : {}),
+        ...(inputRequestId !== undefined && inputResponses !== undefined && Object.keys(inputResponses).length > 0 ? { inputResponses } : {}),
+        ...(Object.keys(answers).length > 0 ? { answers } : {}),
+      });
+      return callToolResult(result);
+    } catch (err) {
+      const wire = err instanceof WireError ? err : toWireError(err);
+      // Questions the client may answer itself go on to it as input_required (the SDK pushes
+      // them as elicitation/create to a 2025 client); the owner's stay a tool result naming them.
+      const passed = wire.code === ErrorCodes.inputRequired && wire.details.forPerson === false ? passOnInputRequired(wire) : undefined;
+      if (passed !== undefined) {
+        outcome.value = 'input_required';
+        return passed;
+      }
+      // A new approval this token's user may give: asked of the client's user, when it can answer forms.
+      const newApproval = wire.code === ErrorCodes.approvalRequired && approvalId === undefined && typeof wire.details.approvalId === 'string' ? wire.details.approvalId : undefined;
+      if (newApproval !== undefined && input.caps.elicitation === true && grant.userMayApprove) {
+        const question = await this.deps.approvals.ask(grant, name, input.arguments, newApproval).catch((e: unknown) => {
+          this.deps.onError(e as Error);
+          return undefined;
+        });
+        if (question !== undefined) {
+          outcome.value = 'approval_asked';
+          span.setAttribute('mcpx.approval.asked', true);
+          return inputRequired(question as Parameters<typeof inputRequired>[0]);
+        }
+      }
+      if (wire.code === ErrorCodes.internal) this.deps.onError(err as Error);
+      return refused(wire);
+    } finally {
+      input.signal.removeEventListener('abort', onAbort);
+      const left = this.inflight.get(inflightKey)?.filter((f) => f !== onAbort);
+      if (left === undefined || left.length === 0) this.inflight.delete(inflightKey);
+      else this.inflight.set(inflightKey, left);
+    }
+  }
+}
