@@ -54,6 +54,8 @@ export interface ActionRequests {
   CreateAgentToken: { agent: AgentRef; name?: string; expiresInDays?: number; userMayApprove?: boolean };
   ListAgentTokens: { agent: AgentRef };
   RevokeAgentToken: { id: string };
+  ListSignInRequests: Record<string, never>;
+  DecideSignIn: { id: string; decision: 'approve' | 'deny' };
 }
 
 type Open = { [key: string]: unknown };
@@ -93,6 +95,21 @@ export interface ActionResponses {
   CreateAgentToken: { token: string; id: string } & Open;
   ListAgentTokens: { agent: string; tokens: Open[] };
   RevokeAgentToken: { id: string; revoked: boolean };
+  ListSignInRequests: { signIns: SignInRequestView[] };
+  DecideSignIn: { id: string; decision: 'approve' | 'deny'; continueUrl: string };
+}
+
+/** An OAuth sign-in to an agent endpoint waiting for the owner's decision (never a code, cookie or nonce). */
+export interface SignInRequestView {
+  id: string;
+  agent: { id: string; name: string };
+  /** The client: its metadata document URL (its id), the name that document gives (nobody verified it) and its host. */
+  client: { id: string; name: string; nameVerified: false; host: string };
+  redirectUri: string;
+  redirectHost: string;
+  resource: string;
+  createdAt: string;
+  expiresAt: string;
 }
 
 export type ActionRequest<T extends ActionType> = ActionRequests[T];
@@ -217,6 +234,14 @@ export const ACTION_MAP: { readonly [T in ActionType]: ActionSpec } = {
   },
   ListAgentTokens: { summary: "An agent's endpoint tokens (never a token or its hash)", roles: OWNER, request: obj({ agent }, ['agent']), response: obj({ agent: str, tokens: arr(anyObject) }, ['agent', 'tokens']), errors: ['not_found'] },
   RevokeAgentToken: { summary: 'The endpoint refuses the token from then on', roles: OWNER, request: obj({ id: str }, ['id']), response: obj({ id: str, revoked: bool }, ['id', 'revoked']), errors: ['not_found'] },
+  ListSignInRequests: { summary: "OAuth sign-ins to the account's agent endpoints waiting for a decision", roles: OWNER, request: nothing, response: obj({ signIns: arr(anyObject) }, ['signIns']) },
+  DecideSignIn: {
+    summary: 'Approves or denies an OAuth sign-in; the browser that started it opens continueUrl',
+    roles: OWNER,
+    request: obj({ id: str, decision: { enum: ['approve', 'deny'] } }, ['id', 'decision']),
+    response: obj({ id: str, decision: { enum: ['approve', 'deny'] }, continueUrl: str }, ['id', 'decision', 'continueUrl']),
+    errors: ['not_found', 'conflict'],
+  },
 };
 
 /** The action types, in the map's order. */

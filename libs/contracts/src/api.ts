@@ -188,5 +188,9 @@ export const ActionTypes = {
   ListAgentTokens: 'ListAgentTokens',
   /** `{id}` → `{id, revoked}`; OWNER only. The endpoint refuses the token from then on. */
   RevokeAgentToken: 'RevokeAgentToken',
+  /** `{}` → `{signIns}`; OWNER only. OAuth sign-ins to the account's agent endpoints waiting for a decision. */
+  ListSignInRequests: 'ListSignInRequests',
+  /** `{id, decision: 'approve'|'deny'}` → `{id, decision, continueUrl}`; OWNER only. The browser that started the sign-in opens continueUrl. */
+  DecideSignIn: 'DecideSignIn',
 } as const;
 export type ActionType = (typeof ActionTypes)[keyof typeof ActionTypes];

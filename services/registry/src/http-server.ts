@@ -38,6 +38,8 @@ export interface HttpDeps {
   trustedProxies?: TrustedProxies;
   /** `GET /v1/oauth/client-metadata.json`: the OAuth client ID metadata document (absent: none). */
   oauthClientMetadata?: (req: IncomingMessage, res: ServerResponse) => void;
+  /** The authorization server of the agent endpoint's OAuth sign-in: true when it answered the route (absent: none). */
+  authorizationServer?: (req: IncomingMessage, res: ServerResponse, url: URL) => boolean;
 }
 
 function bodyTooLarge(): WireError {
@@ -218,6 +220,8 @@ export function createHttpServer(deps: HttpDeps): Server {
     const url = new URL(req.url ?? '/', 'http://registry');
     if (req.method === 'POST' && url.pathname === '/v1/actions') {
       void handleAction(req, res);
+    } else if (deps.authorizationServer?.(req, res, url) === true) {
+      // answered: OAuth metadata, authorize, continue, token
     } else if (req.method === 'GET' && url.pathname === '/v1/events') {
       void deps.events.handle(
         req,

@@ -36,6 +36,7 @@ import { TrustedProxies } from '@mcpx/config/trusted-proxies';
 import { OAUTH_CALLBACK_PATH, OAUTH_START_PATH } from './oauth/paths.js';
 import { postgresPortOf } from './dependency-errors.js';
 import { EventOutbox } from './events/outbox.js';
+import { createAuthorizationServer } from './authorization-server/index.js';
 
 /** The action types the registry dispatches (the OpenAPI document at `/v1/openapi.json` describes each). */
 export { dispatchedActionTypes } from './actions/index.js';
@@ -225,6 +226,8 @@ export async function startRegistry(config: Config, opts: RegistryOptions = {}):
     oauthCallback: oauthCallbackHandler({ oauth, discovery, tickets, log }),
     oauthStart: oauthStartHandler({ tickets, store: oauthStore, log, tracer: telemetry.tracer }),
     ...(opts.clientMetadataDocument === false ? {} : { oauthClientMetadata: clientMetadataDocumentHandler(() => publicUrl) }),
+    // The agent endpoint's OAuth sign-in: this registry is its authorization server.
+    authorizationServer: createAuthorizationServer({ db, fetch: tracingFetch(outboundFetch), publicUrl: () => publicUrl, log, tracer: telemetry.tracer, meter: telemetry.meter }),
   });
   const observed = consumeObservedTools({ bus, discovery, log, meter: telemetry.meter, servers, others: [builtins] });
   const oauthRefresh = answerOAuthRefresh({ bus, servers, oauth, discovery, log, builtins });

@@ -16,6 +16,7 @@ import { answerInputRequest, listInputRequests } from './inputs.actions.js';
 import { setToolPermission } from './permissions.actions.js';
 import { deleteVendorConnection, setVendorConnection } from './builtins.actions.js';
 import { createAgentToken, listAgentTokens, revokeAgentToken } from './agent-tokens.actions.js';
+import { decideSignIn, listSignInRequests } from '../authorization-server/sign-in.actions.js';
 
 export type { Action, ActionDeps, Caller } from './context.js';
 
@@ -64,6 +65,9 @@ const HANDLERS: { readonly [T in ActionType]: ActionHandler } = {
   CreateAgentToken: createAgentToken,
   ListAgentTokens: listAgentTokens,
   RevokeAgentToken: revokeAgentToken,
+  // OAuth sign-ins to the endpoint (the registry as authorization server): the owner consents in the console.
+  ListSignInRequests: listSignInRequests,
+  DecideSignIn: decideSignIn,
 };
 
 export function isKnownAction(type: string): type is ActionType {

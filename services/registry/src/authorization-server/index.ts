@@ -1,0 +1,109 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Db } from '@mcpx/db';
+import type { Logger } from '@mcpx/log';
+import { SpanKind, withSpan, type Counter, type Meter, type Tracer } from '@mcpx/telemetry';
+import { authorize, continueSignIn, type SignInFlowDeps } from './authorize.js';
+import { signInPage, sendJson } from './pages.js';
+import { AS_METADATA_PATH, AUTHORIZE_PATH, CONTINUE_PATH, TOKEN_PATH } from './paths.js';
+import { SignInsRepository } from './sign-ins.repository.js';
+import { OPEN_CORS, token } from './token.js';
+
+export { decideSignIn, listSignInRequests } from './sign-in.actions.js';
+export { AS_METADATA_PATH, AUTHORIZE_PATH, CONTINUE_PATH, TOKEN_PATH } from './paths.js';
+
+export interface AuthorizationServerDeps {
+  db: Db;
+  /** The registry's outbound fetch: client ID metadata documents are fetched through it. */
+  fetch: typeof globalThis.fetch;
+  /** The registry's public URL, which is the issuer (known once it listens). */
+  publicUrl: () => string;
+  log: Logger;
+  tracer: Tracer;
+  meter: Meter;
+}
+
+/** Routes of the authorization server: true when the request was one of them (it is then answered). */
+export type AuthorizationServerRoutes = (req: IncomingMessage, res: ServerResponse, url: URL) => boolean;
+
+/** RFC 8414 metadata of the issuer. */
+export function authorizationServerMetadata(issuer: string): Record<string, unknown> {
+  return {
+    issuer,
+    authorization_endpoint: `${issuer}${AUTHORIZE_PATH}`,
+    token_endpoint: `${issuer}${TOKEN_PATH}`,
+    response_types_supported: ['code'],
+    response_modes_supported: ['query'],
+    grant_types_supported: ['authorization_code', 'refresh_token'],
+    code_challenge_methods_supported: ['S256'],
+    token_endpoint_auth_methods_supported: ['none'],
+    client_id_metadata_document_supported: true,
+    authorization_response_iss_parameter_supported: true,
+  };
+}
+
+/**
+ * The registry as the OAuth 2.1 authorization server of the agent MCP endpoint: metadata
+ * (`/.well-known/oauth-authorization-server`), the authorization request (a pending sign-in the
+ * account owner decides in the console), the continue step back to the client and the token
+ * endpoint. Clients identify by client ID metadata document URLs; there is no dynamic
+ * registration. Each step is a span (`registry.oauth-server <step>`) and is counted in
+ * `mcpx_oauth_sign_ins_total{step, outcome}`; no code, token, verifier, cookie or nonce is ever
+ * in a span, a metric, a log line or an error.
+ */
+export function createAuthorizationServer(deps: AuthorizationServerDeps): AuthorizationServerRoutes {
+  const signIns = new SignInsRepository(deps.db);
+  const issuer = (): string => deps.publicUrl().replace(/\/+$/, '');
+  const flow: SignInFlowDeps = { db: deps.db, signIns, fetch: deps.fetch, issuer, log: deps.log };
+  const steps: Counter = deps.meter.createCounter('mcpx_oauth_sign_ins_total', { description: 'OAuth sign-ins to the agent endpoint: steps (authorize, continue, token) by outcome' });
+
+  const step = (name: 'authorize' | 'continue' | 'token', res: ServerResponse, run: () => Promise<string>): void => {
+    void withSpan(deps.tracer, `registry.oauth-server ${name}`, { 'mcpx.oauth_server.step': name }, async (span) => {
+      const outcome = await run();
+      span.setAttribute('mcpx.oauth_server.outcome', outcome);
+      return outcome;
+    }, { kind: SpanKind.SERVER })
+      .then((outcome) => steps.add(1, { step: name, outcome }))
+      .catch((err: unknown) => {
+        steps.add(1, { step: name, outcome: 'error' });
+        deps.log.error('oauth sign-in step failed', { step: name, err: err as Error });
+        if (res.headersSent) {
+          res.destroy();
+          return;
+        }
+        if (name === 'token') sendJson(res, 503, { error: 'temporarily_unavailable', error_description: 'the authorization server could not answer; retry' }, { 'cache-control': 'no-store', ...OPEN_CORS });
+        else signInPage(res, 503, 'Sign-in unavailable', 'The registry could not handle this sign-in right now. Start it again from the client.');
+      });
+  };
+
+  const preflight = (res: ServerResponse, methods: string): void => {
+    res.writeHead(204, { ...OPEN_CORS, 'access-control-allow-methods': methods, 'access-control-allow-headers': 'content-type, mcp-protocol-version', 'access-control-max-age': '600', 'content-length': 0 });
+    res.end();
+  };
+
+  return (req, res, url) => {
+    const path = url.pathname;
+    // An issuer with a path (a registry behind a reverse proxy at /prefix) is described at the
+    // well-known path followed by it (RFC 8414 §3.1).
+    if (path === AS_METADATA_PATH || (path.startsWith(`${AS_METADATA_PATH}/`) && path.slice(AS_METADATA_PATH.length) === new URL(issuer()).pathname)) {
+      if (req.method === 'OPTIONS') preflight(res, 'GET');
+      else if (req.method === 'GET') sendJson(res, 200, authorizationServerMetadata(issuer()), { 'cache-control': 'public, max-age=300', ...OPEN_CORS });
+      else return false;
+      return true;
+    }
+    if (path === AUTHORIZE_PATH && req.method === 'GET') {
+      step('authorize', res, () => authorize(flow, req, res, url));
+      return true;
+    }
+    if (path === CONTINUE_PATH && req.method === 'GET') {
+      step('continue', res, () => continueSignIn(flow, req, res, url));
+      return true;
+    }
+    if (path === TOKEN_PATH) {
+      if (req.method === 'OPTIONS') preflight(res, 'POST');
+      else if (req.method === 'POST') step('token', res, () => token({ signIns, log: deps.log }, req, res));
+      else return false;
+      return true;
+    }
+    return false;
+  };
+}

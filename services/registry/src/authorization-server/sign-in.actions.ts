@@ -1,0 +1,52 @@
+import { ErrorCodes, WireError, invalidInput } from '@mcpx/contracts';
+import type { ActionHandler } from '../actions/context.js';
+import { CONTINUE_PATH } from './paths.js';
+import { SignInsRepository } from './sign-ins.repository.js';
+
+const ID_RE = /^si_[0-9a-f]{32}$/;
+
+function hostOf(url: string): string {
+  return URL.canParse(url) ? new URL(url).host : '';
+}
+
+/**
+ * `ListSignInRequests {}` → `{signIns}`: the account's OAuth sign-ins to its agents' endpoints
+ * waiting for a decision, oldest first: the client (its id, its name from its metadata document,
+ * which nobody verified, and the document's host), where the browser goes back to, the agent.
+ * Never a code, a cookie or a nonce. OWNER only.
+ */
+export const listSignInRequests: ActionHandler = async (deps, caller) => {
+  const rows = await new SignInsRepository(deps.db).listPending(caller.account);
+  return {
+    signIns: rows.map((r) => ({
+      id: r.id,
+      agent: { id: r.agent_id, name: r.agent_name },
+      client: { id: r.client_id, name: r.client_name, nameVerified: false, host: hostOf(r.client_id) },
+      redirectUri: r.redirect_uri,
+      redirectHost: hostOf(r.redirect_uri),
+      resource: r.resource,
+      createdAt: r.created_at.toISOString(),
+      expiresAt: r.expires_at.toISOString(),
+    })),
+  };
+};
+
+/**
+ * `DecideSignIn {id, decision: 'approve'|'deny'}` → `{id, decision, continueUrl}`: the owner's
+ * answer to a pending sign-in. `continueUrl` (relative to the console's own URL, single use)
+ * must be opened by the browser that started the sign-in: it sends that browser to the client
+ * with a code (approve) or `access_denied` (deny). An unknown or expired id is `not_found`, one
+ * decided already `conflict`. OWNER only.
+ */
+export const decideSignIn: ActionHandler = async (deps, caller, action) => {
+  const id = action.id;
+  if (typeof id !== 'string' || !ID_RE.test(id)) throw invalidInput('id', 'must be a sign-in id (si_ and 32 hex digits)');
+  const decision = action.decision;
+  if (decision !== 'approve' && decision !== 'deny') throw invalidInput('decision', 'must be approve or deny');
+  const out = await new SignInsRepository(deps.db).decide(caller.account, id, decision === 'approve', caller.signer);
+  if (out === 'not_found') throw new WireError(ErrorCodes.notFound, `id: no pending sign-in ${id}`, { field: 'id' });
+  if (out === 'decided') throw new WireError(ErrorCodes.conflict, `id: sign-in ${id} was decided already`, { field: 'id' });
+  deps.log.info('oauth sign-in decided', { account: caller.account, signIn: id, decision, signer: caller.signer });
+  const q = new URLSearchParams({ id, nonce: out.nonce });
+  return { id, decision, continueUrl: `${CONTINUE_PATH.slice(1)}?${q.toString()}` };
+};
