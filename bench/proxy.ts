@@ -19,6 +19,7 @@
  * - MaxListenersExceededWarning is looked for in both processes.
  */
 import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { availableParallelism, totalmem } from 'node:os';
 import { join } from 'node:path';
@@ -27,8 +28,11 @@ import { Client, ModernClient, ModernStreamableHTTPClientTransport, StreamableHT
 import { ProxySystem, spawnProxyProcess, type ProxyProcess } from '../test/support/proxy-system.js';
 import { ROOT } from '../test/support/system.js';
 
-const SEQUENTIAL = 2_000;
-const CONCURRENT = 5_000;
+// BENCH_QUICK=1: the modern rows only, fewer calls, no RSS phases (for iterating on the call path;
+// the recorded figures come from the full run). It also prints the upstream process's CPU per call.
+const QUICK = process.env.BENCH_QUICK === '1';
+const SEQUENTIAL = QUICK ? 1_000 : 2_000;
+const CONCURRENT = QUICK ? 3_000 : 5_000;
 const CALLERS = 32;
 const WARMUP = 300;
 const RUNS_FOR_RSS = 1_000;
@@ -42,6 +46,8 @@ interface Phase {
   p50: number;
   p99: number;
   cpuPerCallMs: number;
+  /** The upstream server process's CPU per call (ms). */
+  upstreamCpuPerCallMs: number;
 }
 
 function percentile(sorted: number[], p: number): number {
@@ -74,7 +80,17 @@ async function proxyStats(p: ProxyProcess): Promise<{ cpu: NodeJS.CpuUsage; rss:
   return (await (await fetch(`${p.internalUrl}/stats`)).json()) as { cpu: NodeJS.CpuUsage; rss: number; connections: number; runs: number };
 }
 
-async function startUpstream(era: 'modern' | 'legacy'): Promise<{ url: string; stop: () => void; stderr: string[] }> {
+/** A child process's CPU time so far (user + system, ms), from /proc (Linux; 0 elsewhere). */
+function childCpuMs(pid: number | undefined): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+  } catch {
+    return 0;
+  }
+}
+
+async function startUpstream(era: 'modern' | 'legacy'): Promise<{ url: string; stop: () => void; stderr: string[]; cpuMs: () => number }> {
   const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'test', 'servers', 'echo-upstream-main.ts'), '--era', era], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
   const stderr: string[] = [];
   child.stderr.on('data', (d: Buffer) => stderr.push(d.toString()));
@@ -82,7 +98,7 @@ async function startUpstream(era: 'modern' | 'legacy'): Promise<{ url: string; s
     child.stdout.once('data', (d: Buffer) => resolve((JSON.parse(d.toString()) as { url: string }).url));
     child.once('exit', (code) => reject(new Error(`upstream exited ${code}: ${stderr.join('')}`)));
   });
-  return { url, stop: () => child.kill('SIGTERM'), stderr };
+  return { url, stop: () => child.kill('SIGTERM'), stderr, cpuMs: () => childCpuMs(child.pid) };
 }
 
 type UndiciPool = { request(opts: { method: string; path: string; headers: Record<string, string>; body: string }): Promise<{ statusCode: number; body: { json(): Promise<unknown> } }>; close(): Promise<void> };
@@ -146,11 +162,13 @@ async function main(): Promise<void> {
     const modernProxiedCall = (i: number) => system.call('magent', 'mbench-run', 'mbench__echo', { text: `m${i}` });
 
     const phases: Phase[] = [];
+    const upstreamOf = (what: string): (() => number) => (what.startsWith('modern') ? modernUp.cpuMs : upstream.cpuMs);
     const measureDirect = async (what: string, total: number, conc: number, op: (i: number) => Promise<unknown> = directCall): Promise<Phase> => {
       await run(WARMUP, conc, op);
       const before = process.cpuUsage();
+      const upBefore = upstreamOf(what)();
       const r = await run(total, conc, op);
-      const phase = { what, calls: total, ...r, cpuPerCallMs: cpuMs(process.cpuUsage(before)) / total };
+      const phase = { what, calls: total, ...r, cpuPerCallMs: cpuMs(process.cpuUsage(before)) / total, upstreamCpuPerCallMs: (upstreamOf(what)() - upBefore) / total };
       phases.push(phase);
       return phase;
     };
@@ -158,22 +176,43 @@ async function main(): Promise<void> {
       await run(WARMUP, conc, op);
       const before = (await proxyStats(proxy)).cpu;
       const clientBefore = process.cpuUsage();
+      const upBefore = upstreamOf(what)();
       const r = await run(total, conc, op);
       const clientCpu = cpuMs(process.cpuUsage(clientBefore));
+      const upstreamCpuPerCallMs = (upstreamOf(what)() - upBefore) / total;
       const after = (await proxyStats(proxy)).cpu;
-      phases.push({ what, calls: total, ...r, cpuPerCallMs: (cpuMs(after) - cpuMs(before)) / total });
+      phases.push({ what, calls: total, ...r, cpuPerCallMs: (cpuMs(after) - cpuMs(before)) / total, upstreamCpuPerCallMs });
       return { clientCpuPerCallMs: clientCpu / total };
     };
 
     // Modern era first: direct SDK v2, the raw floor, the proxy; sequential, then 32 callers.
     const mds = await measureDirect('modern: direct SDK v2, sequential', SEQUENTIAL, 1, modernDirectCall);
     const mrs = await measureDirect('modern: raw undici POST, sequential', SEQUENTIAL, 1, raw.call);
-    await measureProxied('modern: NATS + proxy, sequential', SEQUENTIAL, 1, modernProxiedCall);
+    const mseqClient = await measureProxied('modern: NATS + proxy, sequential', SEQUENTIAL, 1, modernProxiedCall);
     const mps = phases.at(-1)!;
     const mdc = await measureDirect(`modern: direct SDK v2, ${CALLERS} callers`, CONCURRENT, CALLERS, modernDirectCall);
     const mrc = await measureDirect(`modern: raw undici POST, ${CALLERS} callers`, CONCURRENT, CALLERS, raw.call);
-    await measureProxied(`modern: NATS + proxy, ${CALLERS} callers`, CONCURRENT, CALLERS, modernProxiedCall);
+    const mconcClient = await measureProxied(`modern: NATS + proxy, ${CALLERS} callers`, CONCURRENT, CALLERS, modernProxiedCall);
     const mpc = phases.at(-1)!;
+    const fmt = (n: number, d = 2): string => n.toFixed(d);
+    const rate = (p: Phase): number => p.calls / p.seconds;
+    const header = [
+      `machine: ${availableParallelism()} cores, ${(totalmem() / 2 ** 30).toFixed(1)} GiB, node ${process.version}, ${new Date().toISOString().slice(0, 10)}`,
+      '',
+      '| phase | calls | calls/s | p50 ms | p99 ms | CPU ms/call (proxy process, or the direct client) | upstream CPU ms/call |',
+      '|---|---|---|---|---|---|---|',
+    ];
+    const rowOf = (p: Phase): string => `| ${p.what} | ${p.calls} | ${fmt(p.calls / p.seconds, 0)} | ${fmt(p.p50, 3)} | ${fmt(p.p99, 3)} | ${fmt(p.cpuPerCallMs, 3)} | ${fmt(p.upstreamCpuPerCallMs, 3)} |`;
+    const modernSummary = [
+      `modern, ${CALLERS} callers: proxy / direct SDK v2 = ${fmt(rate(mpc) / rate(mdc), 3)} (goal ≥ 1.0); proxy / raw = ${fmt(rate(mpc) / rate(mrc), 3)} (goal ≥ 0.8)`,
+      `modern, sequential p50: proxy − raw = ${fmt(mps.p50 - mrs.p50, 3)} ms (goal ≤ 0.3); proxy − direct SDK v2 = ${fmt(mps.p50 - mds.p50, 3)} ms`,
+      `modern, proxy CPU per call: sequential ${fmt(mps.cpuPerCallMs, 3)} ms, ${CALLERS} callers ${fmt(mpc.cpuPerCallMs, 3)} ms (goal ≤ 0.3); direct SDK v2 client ${fmt(mds.cpuPerCallMs, 3)} / ${fmt(mdc.cpuPerCallMs, 3)} ms, raw ${fmt(mrs.cpuPerCallMs, 3)} / ${fmt(mrc.cpuPerCallMs, 3)} ms`,
+      `modern, runtime-side NATS client CPU per call (this process): sequential ${fmt(mseqClient.clientCpuPerCallMs, 3)} ms, ${CALLERS} callers ${fmt(mconcClient.clientCpuPerCallMs, 3)} ms`,
+    ];
+    if (QUICK) {
+      process.stdout.write(`${[...header, ...phases.map(rowOf), '', ...modernSummary].join('\n')}\n`);
+      return;
+    }
 
     await measureDirect('direct SDK, sequential', SEQUENTIAL, 1);
     const seqClient = await measureProxied('NATS + proxy, sequential', SEQUENTIAL, 1);
@@ -195,22 +234,14 @@ async function main(): Promise<void> {
     await run(MODERN_RUNS_FOR_RSS, 50, (i) => system.call('magent', `mrss-${i}`, 'mbench__echo', { text: 'x' }));
     const modernLoaded = await proxyStats(freshProxy);
 
-    const fmt = (n: number, d = 2): string => n.toFixed(d);
-    const rows = phases.map((p) => `| ${p.what} | ${p.calls} | ${fmt(p.calls / p.seconds, 0)} | ${fmt(p.p50, 3)} | ${fmt(p.p99, 3)} | ${fmt(p.cpuPerCallMs, 3)} |`);
     const [ds, ps, dc, pc] = phases.slice(6) as [Phase, Phase, Phase, Phase];
-    const rate = (p: Phase): number => p.calls / p.seconds;
     const proxyWarned = /MaxListenersExceeded/.test(proxy.logs.join(''));
     const directWarned = warnings.some((w) => /MaxListeners/.test(w));
     const out = [
-      `machine: ${availableParallelism()} cores, ${(totalmem() / 2 ** 30).toFixed(1)} GiB, node ${process.version}, ${new Date().toISOString().slice(0, 10)}`,
+      ...header,
+      ...phases.map(rowOf),
       '',
-      '| phase | calls | calls/s | p50 ms | p99 ms | CPU ms/call (proxy process, or the direct client) |',
-      '|---|---|---|---|---|---|',
-      ...rows,
-      '',
-      `modern, ${CALLERS} callers: proxy / direct SDK v2 = ${fmt(rate(mpc) / rate(mdc), 3)} (goal ≥ 1.0); proxy / raw = ${fmt(rate(mpc) / rate(mrc), 3)} (goal ≥ 0.8)`,
-      `modern, sequential p50: proxy − raw = ${fmt(mps.p50 - mrs.p50, 3)} ms (goal ≤ 0.3); proxy − direct SDK v2 = ${fmt(mps.p50 - mds.p50, 3)} ms`,
-      `modern, proxy CPU per call: sequential ${fmt(mps.cpuPerCallMs, 3)} ms, ${CALLERS} callers ${fmt(mpc.cpuPerCallMs, 3)} ms (goal ≤ 0.3); direct SDK v2 client ${fmt(mds.cpuPerCallMs, 3)} / ${fmt(mdc.cpuPerCallMs, 3)} ms, raw ${fmt(mrs.cpuPerCallMs, 3)} / ${fmt(mrc.cpuPerCallMs, 3)} ms`,
+      ...modernSummary,
       `modern, proxy RSS (a fresh proxy process): ${fmt(modernRssBefore / 2 ** 20, 1)} MiB warmed up, ${fmt(modernLoaded.rss / 2 ** 20, 1)} MiB with ${modernLoaded.runs} open runs / ${modernLoaded.connections} open connections (goal ≤ 250 MiB with 10,000 runs)`,
       '',
       `legacy, sequential p50: proxy − direct = ${fmt(ps.p50 - ds.p50, 3)} ms (goal ≤ 0.35)`,

@@ -73,7 +73,7 @@ export async function startCallService(deps: CallServiceDeps): Promise<CallServi
     statsHandler: () => Promise.resolve(deps.stats()),
   });
 
-  const reply = (msg: ServiceMsg, body: ProxyCallReply): void => {
+  const respond = (msg: ServiceMsg, body: ProxyCallReply): void => {
     try {
       msg.respond(encodePayload(body));
     } catch (err) {
@@ -82,6 +82,27 @@ export async function startCallService(deps: CallServiceDeps): Promise<CallServi
       const error = toWireError(err).toJSON();
       msg.respond(encodePayload({ ok: false, instance, error: { ...error, message: 'the result could not be sent' } } satisfies ProxyCallReply));
     }
+  };
+
+  // Replies are sent together once the event loop's I/O callbacks of this turn have run (a
+  // setImmediate): the answers of calls that finished in the same turn then leave in one socket
+  // write. A write to the NATS server is the proxy's dearest syscall (it wakes the server), and
+  // under load many answers arrive per turn; a lone answer waits only for the end of its turn.
+  let queued: Array<{ msg: ServiceMsg; body: ProxyCallReply }> = [];
+  const flush = (): void => {
+    const batch = queued;
+    queued = [];
+    for (const r of batch) {
+      try {
+        respond(r.msg, r.body);
+      } catch (err) {
+        // Even the short error reply failed (the connection closed): the caller's request times out.
+        log.warn('reply failed', { err: err as Error });
+      }
+    }
+  };
+  const reply = (msg: ServiceMsg, body: ProxyCallReply): void => {
+    if (queued.push({ msg, body }) === 1) setImmediate(flush);
   };
 
   const onCall = (err: Error | null, msg: ServiceMsg): void => {
