@@ -1,0 +1,158 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { approvalTools } from '../approvals/approval-tools.js';
+import { startTestMcpServer, type TestMcpServer } from '../servers/index.js';
+import { startEndpointSystem, type EndpointSystem } from './endpoint-harness.js';
+import { modernCall, type RpcAnswer } from './raw-mcp.js';
+
+type ErrorMeta = { code: string; message: string; details: Record<string, unknown> };
+const errorOf = (result: { _meta?: Record<string, unknown> }): ErrorMeta => result._meta?.['io.mcpx/error'] as ErrorMeta;
+const textOf = (result: { content?: unknown }): string => ((result.content as Array<{ text?: string }> | undefined)?.[0]?.text ?? '');
+const APPROVAL_KEY = 'mcpx_approval';
+
+/**
+ * Approval by the MCP client's user (issue 14 point 3): a token the owner issued with
+ * `userMayApprove` has its always_ask calls asked of the client's user (a form elicitation through
+ * `input_required`), answered by a real SDK v2 client; accept runs the call once, decline refuses
+ * it, the owner may decide first. Attacks with the raw wire: a forged state, a replayed one, one
+ * bound to other arguments, one from another token, and a token without the right.
+ */
+describe('the agent MCP endpoint: the client user approves (modern clients)', () => {
+  let sys: EndpointSystem;
+  let upstream: TestMcpServer;
+  const clients: Client[] = [];
+  let approver: { token: string; id: string };
+  let other: { token: string; id: string };
+  let plain: { token: string; id: string };
+
+  /** An SDK v2 client whose "user" answers every elicitation with `action`, recording the questions. */
+  const connect = async (token: string, action: 'accept' | 'decline' | 'cancel', asked: string[]): Promise<Client> => {
+    const client = new Client({ name: 'user-approval', version: '1.0.0' }, { versionNegotiation: { mode: 'auto' }, capabilities: { elicitation: { form: {} } } });
+    client.setRequestHandler('elicitation/create', (req) => {
+      asked.push((req.params as { message: string }).message);
+      return Promise.resolve(action === 'accept' ? { action, content: {} } : { action });
+    });
+    await client.connect(new StreamableHTTPClientTransport(new URL(sys.urlOf('ops')), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
+    clients.push(client);
+    return client;
+  };
+
+  const raw = (token: string, args: Record<string, unknown>, extra: Record<string, unknown> = {}): Promise<RpcAnswer> =>
+    modernCall(sys.urlOf('ops'), token, 'db__drop_table', args, { elicitation: { form: {} } }, extra);
+
+  beforeAll(async () => {
+    [sys, upstream] = await Promise.all([startEndpointSystem(), startTestMcpServer({ era: 'modern', tools: approvalTools() })]);
+    await sys.system.setServer('db', upstream.url);
+    await sys.system.createAgent('ops', ['db'], 3);
+    [approver, other, plain] = await Promise.all([sys.token('ops', { name: 'approver', userMayApprove: true }), sys.token('ops', { name: 'other', userMayApprove: true }), sys.token('ops', { name: 'plain' })]);
+  }, 120_000);
+
+  afterAll(async () => {
+    for (const c of clients) await c.close().catch(() => undefined);
+    await sys?.stop();
+    await upstream?.close();
+  });
+
+  it('lists the right with the token, and refuses a right that is not a boolean, naming the field', async () => {
+    const { tokens } = await sys.system.api.act<{ tokens: Array<{ id: string; userMayApprove: boolean }> }>('ListAgentTokens', { agent: 'ops' });
+    expect(Object.fromEntries(tokens.map((t) => [t.id, t.userMayApprove]))).toEqual({ [approver.id]: true, [other.id]: true, [plain.id]: false });
+    await expect(sys.token('ops', { userMayApprove: 'yes' })).rejects.toMatchObject({ code: 'invalid_input', details: { field: 'userMayApprove' } });
+  });
+
+  it("asks the client's user with the arguments as the owner sees them; accepted, the call runs once, decided by the token", async () => {
+    const asked: string[] = [];
+    const client = await connect(approver.token, 'accept', asked);
+    const before = upstream.stats.calls;
+    const ran = await client.callTool({ name: 'db__drop_table', arguments: { table: 'users' } });
+    expect(ran.isError, textOf(ran)).toBeFalsy();
+    expect(textOf(ran)).toBe('dropped users');
+    expect(upstream.stats.calls).toBe(before + 1);
+    expect(asked).toHaveLength(1);
+    expect(asked[0]).toBe('Approve db__drop_table with these arguments?\n{\n  "table": "users"\n}');
+    // Nothing is left waiting for the owner; the audit log says who decided: the token, by id.
+    const { approvals } = await sys.system.api.act<{ approvals: unknown[] }>('ListApprovals', {});
+    expect(approvals).toEqual([]);
+    const { events } = await sys.system.api.act<{ events: Array<{ action: string; signer: string; role: string; after: Record<string, unknown> }> }>('ListAuditEvents', { action: 'ApproveToolCall' });
+    expect(events.map((e) => [e.signer, e.role, e.after.tool, e.after.run])).toContainEqual([`agent-token:${approver.id}`, 'agent_token', 'db__drop_table', `ep-${approver.id}`]);
+    expect(JSON.stringify(events)).not.toContain(approver.token);
+  });
+
+  it('declined, the call does not run and the approval is denied', async () => {
+    const asked: string[] = [];
+    const client = await connect(approver.token, 'decline', asked);
+    const before = upstream.stats.calls;
+    const refused = await client.callTool({ name: 'db__drop_table', arguments: { table: 'orders' } });
+    expect(refused.isError).toBe(true);
+    expect(errorOf(refused)).toMatchObject({ code: 'approval_refused', details: { reason: 'denied', decidedBy: 'client_user' } });
+    expect(asked).toHaveLength(1);
+    expect(upstream.stats.calls).toBe(before);
+    // The owner can no longer approve it: it was decided.
+    const approvalId = errorOf(refused).details.approvalId as string;
+    await expect(sys.system.api.act('ApproveToolCall', { approvalId })).rejects.toMatchObject({ code: 'conflict', details: { reason: 'decided' } });
+  });
+
+  it('a token without the right, or a client that cannot answer forms, waits for the owner as before', async () => {
+    const asked: string[] = [];
+    const client = await connect(plain.token, 'accept', asked);
+    const stopped = await client.callTool({ name: 'db__drop_table', arguments: { table: 'plain' } });
+    expect(errorOf(stopped).code).toBe('approval_required');
+    const noForms = await modernCall(sys.urlOf('ops'), approver.token, 'db__drop_table', { table: 'noforms' }, {});
+    expect(errorOf(noForms.result as never).code).toBe('approval_required');
+    expect(asked).toEqual([]);
+  });
+
+  it('the owner decides first: a denial in the console wins over the user accepting', async () => {
+    const before = upstream.stats.calls;
+    const first = await raw(approver.token, { table: 'race' });
+    expect(first.result?.resultType).toBe('input_required');
+    const state = first.result?.requestState as string;
+    const { approvals } = await sys.system.api.act<{ approvals: Array<{ id: string; tool: string; arguments: unknown }> }>('ListApprovals', {});
+    const pending = approvals.find((a) => (a.arguments as { table?: string }).table === 'race');
+    expect(pending?.tool).toBe('db__drop_table');
+    await sys.system.api.act('DenyToolCall', { approvalId: pending!.id });
+    const late = await raw(approver.token, { table: 'race' }, { requestState: state, inputResponses: { [APPROVAL_KEY]: { action: 'accept', content: {} } } });
+    expect(errorOf(late.result as never)).toMatchObject({ code: 'approval_refused', details: { reason: 'denied' } });
+    expect(upstream.stats.calls).toBe(before);
+  });
+
+  it('refuses a forged, a replayed, a rebound and a borrowed requestState; nothing runs', async () => {
+    const accept = { inputResponses: { [APPROVAL_KEY]: { action: 'accept', content: {} } } };
+    const first = await raw(approver.token, { table: 'target' });
+    const state = first.result?.requestState as string;
+    expect(state.startsWith('mcpx-apv1.')).toBe(true);
+    // The state reveals nothing readable: no approval id, tool or argument in it.
+    expect(Buffer.from(state.split('.').at(-1)!, 'base64url').toString('latin1')).not.toMatch(/apr_|drop_table|target/);
+    const before = upstream.stats.calls;
+
+    const forged = await raw(approver.token, { table: 'target' }, { requestState: `mcpx-apv1.k1.${Buffer.alloc(80, 7).toString('base64url')}`, ...accept });
+    expect(errorOf(forged.result as never)).toMatchObject({ code: 'invalid_input', details: { field: 'requestState' } });
+    // One character of the sealed body changed.
+    const flipped = state.slice(0, -3) + (state.at(-3) === 'A' ? 'B' : 'A') + state.slice(-2);
+    const tampered = await raw(approver.token, { table: 'target' }, { requestState: flipped, ...accept });
+    expect(errorOf(tampered.result as never)).toMatchObject({ code: 'invalid_input', details: { field: 'requestState' } });
+    const rebound = await raw(approver.token, { table: 'everything' }, { requestState: state, ...accept });
+    expect(errorOf(rebound.result as never)).toMatchObject({ code: 'invalid_input', details: { field: 'requestState' } });
+    expect(textOf(rebound.result as never)).toContain('other arguments');
+    // Another token of the same agent, even one with the right, cannot use it.
+    const borrowed = await raw(other.token, { table: 'target' }, { requestState: state, ...accept });
+    expect(errorOf(borrowed.result as never)).toMatchObject({ code: 'invalid_input', details: { field: 'requestState' } });
+    expect(upstream.stats.calls).toBe(before);
+
+    // The real answer runs it once; the same answer again runs nothing.
+    const ran = await raw(approver.token, { table: 'target' }, { requestState: state, ...accept });
+    expect(textOf(ran.result as never)).toBe('dropped target');
+    const replay = await raw(approver.token, { table: 'target' }, { requestState: state, ...accept });
+    expect(errorOf(replay.result as never)).toMatchObject({ code: 'approval_refused', details: { reason: 'used' } });
+    expect(upstream.stats.calls).toBe(before + 1);
+  });
+
+  it('a state presented by a token without the right does not open for it; the approval keeps waiting for the owner', async () => {
+    const first = await raw(approver.token, { table: 'plainuse' });
+    const state = first.result?.requestState as string;
+    const answer = await raw(plain.token, { table: 'plainuse' }, { requestState: state, inputResponses: { [APPROVAL_KEY]: { action: 'accept', content: {} } } });
+    // The state is sealed to the approver's token: for another one it does not open.
+    expect(errorOf(answer.result as never)).toMatchObject({ code: 'invalid_input', details: { field: 'requestState' } });
+    const { approvals } = await sys.system.api.act<{ approvals: Array<{ arguments: unknown }> }>('ListApprovals', {});
+    expect(approvals.some((a) => (a.arguments as { table?: string }).table === 'plainuse')).toBe(true);
+  });
+});
