@@ -1,4 +1,4 @@
-import { connect, headers, type Msg, type MsgHdrs, type NatsConnection, type Subscription } from '@nats-io/transport-node';
+import { connect, errors as natsErrors, headers, type Msg, type MsgHdrs, type NatsConnection, type Subscription } from '@nats-io/transport-node';
 import {
   jetstream,
   jetstreamManager,
@@ -43,7 +43,20 @@ export interface BusOptions {
    * `credentials.inboxPrefix`, else nats.js' `_INBOX`.
    */
   inboxPrefix?: string;
+  /**
+   * How long start-up waits for a NATS node that does not answer yet or whose JetStream is not
+   * ready (a cluster node catching up, no meta leader yet), retrying with backoff; past it the
+   * last error is thrown. Default `STARTUP_WAIT_MS`.
+   */
+  startupWaitMs?: number;
 }
+
+/**
+ * Start-up's default wait for NATS and JetStream: under the orchestrator's liveness budget
+ * (deploy/: 30 s initial delay plus six failed checks 10 s apart), so a node that never gets
+ * ready ends in an exit and a restart, not a pod stuck waiting.
+ */
+export const STARTUP_WAIT_MS = 60_000;
 
 /** A NATS user of the server's `authorization.users` (docs/bus.md#users: one per service and the runtime). */
 export interface BusCredentials {
@@ -126,6 +139,57 @@ export async function ensureStreams(jsm: JetStreamManager, subjects: Subjects): 
   }
 }
 
+/**
+ * JetStream API error codes that a node answers while it is starting or catching up: no suitable
+ * peers yet (10005), the cluster not available or no leader (10008, 10009), JetStream not
+ * enabled for the account yet (10039), the stream offline (10118).
+ */
+const TRANSIENT_JETSTREAM_CODES: ReadonlySet<number> = new Set([10005, 10008, 10009, 10039, 10118]);
+
+/** nats.js' names of the errors a starting node gives: not listening, timed out, no responders, JetStream not answering. */
+const TRANSIENT_ERROR_NAMES: ReadonlySet<string> = new Set(['ConnectionError', 'TimeoutError', 'NoResponders', 'NoRespondersError', 'JetStreamNotEnabled']);
+/** Errors that waiting does not heal. */
+const PERMANENT_ERROR_NAMES: ReadonlySet<string> = new Set(['AuthorizationError', 'PermissionViolationError', 'UserAuthenticationExpiredError']);
+
+/**
+ * Whether a start-up failure is one a node that is still starting or catching up gives, worth
+ * waiting out: the server not listening yet, a request timing out, no responders ("JetStream not
+ * enabled"), or a JetStream API answer of 503 or one of the transient codes. Authentication,
+ * permissions and a stream's bad configuration are not: they do not heal by waiting.
+ */
+export function isTransientStartupError(err: unknown): boolean {
+  if (!(err instanceof Error)) return false;
+  // By name: the NATS libraries set one on each of their errors, and a library may bring its own
+  // copy of the core classes (instanceof would miss them).
+  if (PERMANENT_ERROR_NAMES.has(err.name)) return false;
+  if (TRANSIENT_ERROR_NAMES.has(err.name)) return true;
+  if (err instanceof natsErrors.RequestError || err.name === 'RequestError') return isTransientStartupError(err.cause);
+  if (err instanceof JetStreamApiError) return err.status === 503 || TRANSIENT_JETSTREAM_CODES.has(err.code);
+  return false;
+}
+
+/**
+ * Runs a start-up step until it succeeds, retrying a transient failure (`isTransientStartupError`)
+ * with exponential backoff (250 ms doubling to 5 s, with jitter) for at most `waitMs`; each retry
+ * is logged (`warn`, the step and the error's name and message). A failure that is not transient,
+ * or one past the wait, is thrown. The service's `/healthz` is not served meanwhile (start-up has
+ * not finished), so it is not ready.
+ */
+export async function retryStartup<T>(step: string, fn: () => Promise<T>, opts: { log: BusLog; waitMs?: number }): Promise<T> {
+  const deadline = Date.now() + (opts.waitMs ?? STARTUP_WAIT_MS);
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await fn();
+    } catch (err) {
+      const delayMs = Math.min(5_000, 250 * 2 ** (attempt - 1)) * (0.8 + 0.4 * Math.random());
+      if (!isTransientStartupError(err) || Date.now() + delayMs > deadline) throw err;
+      const e = err as Error;
+      (opts.log.warn ?? opts.log.error).call(opts.log, 'NATS not ready at start-up, retrying', { step, attempt, retryInMs: Math.round(delayMs), err: { name: e.name, message: e.message } });
+      await new Promise((r) => setTimeout(r, delayMs));
+    }
+  }
+}
+
 /** The fallback `BusLog`: one JSON line on stderr, with only the name and message of an error. */
 function stderrLog(connection: string): BusLog {
   return {
@@ -174,18 +238,35 @@ async function answer<Req, Res>(
 }
 
 /**
- * Connects (reconnecting forever), builds the subjects for `opts.prefix` and ensures the streams.
- * Faults of `serve` that no caller sees go to `opts.log`.
+ * Connects (reconnecting forever once connected), builds the subjects for `opts.prefix` and
+ * ensures the streams. A node that does not answer yet, or whose JetStream is not ready, is waited
+ * for (`retryStartup`, at most `opts.startupWaitMs`). Faults of `serve` that no caller sees go to
+ * `opts.log`.
  */
 export async function connectBus(opts: BusOptions): Promise<Bus> {
   const log = opts.log ?? stderrLog(opts.name);
   // Only the options named here reach nats.js: no field of a credentials object slips through.
   const inboxPrefix = opts.inboxPrefix ?? opts.credentials?.inboxPrefix ?? DEFAULT_INBOX_PREFIX;
   const auth = opts.credentials === undefined ? {} : { user: opts.credentials.user, pass: opts.credentials.pass };
-  const nc = await connect({ servers: opts.url, name: opts.name, maxReconnectAttempts: -1, inboxPrefix, ...auth });
+  const waitMs = opts.startupWaitMs ?? STARTUP_WAIT_MS;
+  const started = Date.now();
+  const nc = await retryStartup('connect', () => connect({ servers: opts.url, name: opts.name, maxReconnectAttempts: -1, inboxPrefix, ...auth }), { log, waitMs });
   const subjects = makeSubjects(opts.prefix ?? '');
-  const jsm = await jetstreamManager(nc);
-  await ensureStreams(jsm, subjects);
+  let jsm: JetStreamManager;
+  try {
+    jsm = await retryStartup(
+      'jetstream',
+      async () => {
+        const m = await jetstreamManager(nc);
+        await ensureStreams(m, subjects);
+        return m;
+      },
+      { log, waitMs: Math.max(0, waitMs - (Date.now() - started)) },
+    );
+  } catch (err) {
+    await nc.close().catch(() => undefined);
+    throw err;
+  }
   const js = jetstream(nc);
   const traceHeaders = (): MsgHdrs => injectTraceHeaders(headers());
   return {
