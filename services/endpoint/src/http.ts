@@ -1,6 +1,7 @@
 import { validateHostHeader, validateOriginHeader } from '@modelcontextprotocol/server';
 import type { AgentTokens, TokenGrant } from './agent-tokens.js';
 import type { AgentServers } from './agent-server.js';
+import { PROTECTED_RESOURCE_PREFIX, bearerChallenge, checkOAuthResource, oauthResourceFromEnv, protectedResourceMetadata, type OAuthResourceOptions } from './oauth-resource.js';
 import type { TokenFailures } from './token-failures.js';
 import type { ToolSets } from './tool-sets.js';
 
@@ -18,6 +19,12 @@ export interface EndpointHttpOptions {
   /** Origins given CORS headers (a subset of the allowed ones); none: no CORS at all. */
   corsOrigins: string[];
   isReady: () => boolean;
+  /**
+   * OAuth sign-in with the registry as authorization server: protected-resource metadata per agent
+   * endpoint and a 401 that points to it. Absent: read from `ENDPOINT_AUTHORIZATION_SERVER` (and
+   * `ENDPOINT_PUBLIC_URL`); unset there too: agent tokens only.
+   */
+  oauth?: OAuthResourceOptions;
 }
 
 export interface EndpointHttpDeps {
@@ -75,6 +82,7 @@ function withHeaders(res: Response, headers: Record<string, string>): Response {
  */
 export function endpointFetch(deps: EndpointHttpDeps, opts: EndpointHttpOptions): (request: Request, clientAddress: string) => Promise<Response> {
   let legacyStreams = 0;
+  const oauth = opts.oauth !== undefined ? checkOAuthResource(opts.oauth) : oauthResourceFromEnv(process.env);
 
   const legacyStream = (grant: TokenGrant, signal: AbortSignal): Response => {
     if (legacyStreams >= MAX_LEGACY_STREAMS) return rpcError(503, -32000, 'too many open notification streams on this instance; retry', { 'retry-after': '5' });
@@ -126,12 +134,30 @@ export function endpointFetch(deps: EndpointHttpDeps, opts: EndpointHttpOptions)
     return tooManyFailures(over, cors);
   };
 
+  /**
+   * RFC 9728 metadata of one agent endpoint: public (any origin may read it, no credentials),
+   * behind the same Host check as the endpoint itself.
+   */
+  const resourceMetadata = (request: Request, url: URL): Response => {
+    const path = url.pathname.slice(PROTECTED_RESOURCE_PREFIX.length);
+    if (PATH_RE.exec(path) === null || oauth === undefined) return json(404, { error: { code: 'not_found', message: 'no such route' } });
+    if (!validateHostHeader(request.headers.get('host'), opts.allowedHosts).ok) {
+      deps.servers.refused('host');
+      return rpcError(403, -32000, 'Forbidden: host not allowed');
+    }
+    const open = { 'access-control-allow-origin': '*' };
+    if (request.method === 'OPTIONS') return new Response(null, { status: 204, headers: { ...open, 'access-control-allow-methods': 'GET', 'access-control-allow-headers': 'mcp-protocol-version', 'access-control-max-age': '600' } });
+    if (request.method !== 'GET') return new Response(null, { status: 405, headers: { allow: 'GET' } });
+    return json(200, protectedResourceMetadata(oauth, url, path), { 'cache-control': 'public, max-age=300', ...open });
+  };
+
   return async (request, clientAddress) => {
     const url = new URL(request.url);
     if (url.pathname === '/healthz' && request.method === 'GET') {
       const ready = opts.isReady();
       return json(ready ? 200 : 503, { ok: ready, service: 'endpoint' });
     }
+    if (oauth !== undefined && url.pathname.startsWith(`${PROTECTED_RESOURCE_PREFIX}/`)) return resourceMetadata(request, url);
     const m = PATH_RE.exec(url.pathname);
     if (m === null) return json(404, { error: { code: 'not_found', message: 'no such route' } });
 
@@ -168,7 +194,7 @@ export function endpointFetch(deps: EndpointHttpDeps, opts: EndpointHttpOptions)
     }
     const grant = await deps.tokens.verify(request.headers.get('authorization'));
     if (typeof grant === 'string') {
-      const challenge = grant === 'missing' ? 'Bearer realm="mcpx"' : 'Bearer realm="mcpx", error="invalid_token"';
+      const challenge = bearerChallenge(oauth, url, url.pathname, grant !== 'missing');
       return refuseToken(grant, clientAddress, () => rpcError(401, -32001, grant === 'missing' ? 'Unauthorized: a bearer token of this agent is required' : 'Unauthorized: the token is not valid', { 'www-authenticate': challenge, ...cors }), cors);
     }
     let named: string;
@@ -179,7 +205,7 @@ export function endpointFetch(deps: EndpointHttpDeps, opts: EndpointHttpOptions)
     }
     if (named !== grant.agent && named !== grant.agentName) {
       // Said the same way as an unknown token: a token does not reveal which agents exist.
-      return refuseToken('agent', clientAddress, () => rpcError(401, -32001, 'Unauthorized: the token is not valid for this agent', { 'www-authenticate': 'Bearer realm="mcpx", error="invalid_token"', ...cors }), cors);
+      return refuseToken('agent', clientAddress, () => rpcError(401, -32001, 'Unauthorized: the token is not valid for this agent', { 'www-authenticate': bearerChallenge(oauth, url, url.pathname, true), ...cors }), cors);
     }
     if (request.method === 'GET' && (request.headers.get('accept') ?? '').includes('text/event-stream')) {
       return withHeaders(legacyStream(grant, request.signal), cors);
