@@ -18,6 +18,7 @@ export const LIBRARY_FLOORS = {
   '@mcpx/bus': ['@mcpx/contracts', '@mcpx/telemetry'],
   '@mcpx/envelope': ['@mcpx/contracts'],
   '@mcpx/proxy-client': ['@mcpx/contracts', '@mcpx/domain', '@mcpx/telemetry'],
+  '@mcpx/credentials': ['@mcpx/contracts', '@mcpx/db', '@mcpx/domain', '@mcpx/secrets'],
 };
 
 const LIBRARIES = Object.keys(LIBRARY_FLOORS);

@@ -1,0 +1,31 @@
+import type { Kysely } from 'kysely';
+import type { Database, Db } from '@mcpx/db';
+
+/**
+ * The tables the proxy may read on its hot path, and nothing else: the one exception to "reads go
+ * through the owner" (DESIGN.md §3), written down as a type. The registry owns the first nine, the
+ * projector the last three; the proxy writes none of them.
+ */
+export type ProxyReadModel = Pick<
+  Database,
+  | 'registry.agents'
+  | 'registry.mcp_servers'
+  | 'registry.secrets'
+  | 'registry.oauth_connections'
+  | 'registry.vendor_connections'
+  | 'registry.tool_permissions'
+  | 'registry.builtin_discoveries'
+  | 'registry.builtin_tool_permissions'
+  | 'registry.era_verdicts'
+  | 'projector.agent_tools'
+  | 'projector.tool_documents'
+  | 'projector.projected_servers'
+>;
+
+/** Reads only (`selectFrom`), of the {@link ProxyReadModel}'s tables only: a write, or a read of another table, does not compile. */
+export type ProxyReads = Pick<Kysely<ProxyReadModel>, 'selectFrom'>;
+
+/** The proxy's view of a connection to the owners' database (the same connection, narrowed to its reads). */
+export function proxyReads(db: Db): ProxyReads {
+  return db;
+}
