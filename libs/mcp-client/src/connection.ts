@@ -118,6 +118,8 @@ export interface McpConnection {
   readonly protocolVersion: string;
   /** True when the given prior failed and the server was probed again: the caller re-stores `verdict`. */
   readonly reprobed: boolean;
+  /** A legacy Streamable HTTP session's id (for `mcp.session.id` on spans); a modern connection has none. */
+  readonly sessionId?: string | undefined;
   /**
    * `tools/call` as a pass-through: `structuredContent` is not validated against the tool's
    * `outputSchema`, an `isError` result is returned, not thrown, and an `input_required` result
@@ -217,6 +219,10 @@ export class Connection implements McpConnection {
   }
   get closed(): boolean {
     return this.#closed;
+  }
+  get sessionId(): string | undefined {
+    const t = this.#core.sdkTransport;
+    return this.#core.verdict.era === 'legacy' && t instanceof StreamableHTTPClientTransport ? t.sessionId : undefined;
   }
   get serverInfo(): Implementation | undefined {
     return this.#core.client.getServerVersion();

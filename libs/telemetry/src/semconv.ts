@@ -1,4 +1,4 @@
-import type { Meter } from '@opentelemetry/api';
+import { SpanStatusCode, type Meter, type Span } from '@opentelemetry/api';
 
 /**
  * The attribute names of the MCP and GenAI semantic conventions the spans of discovery, projection
@@ -20,6 +20,20 @@ export const McpAttributes = {
   /** How many agents one projection batch touched. */
   agentsTouched: 'mcpx.projection.agents',
 } as const;
+
+/**
+ * Ends a step's span with its outcome: `mcpx.outcome` `ok` (or `outcome`), or, given an error
+ * `code`, `mcpx.outcome` and `error.type` set to it and the status ERROR (the code is the message:
+ * never an error text, which might quote an argument).
+ */
+export function endWithOutcome(span: Span, code?: string, outcome = 'ok'): void {
+  if (code === undefined) span.setAttribute(McpAttributes.outcome, outcome);
+  else {
+    span.setAttributes({ [McpAttributes.outcome]: code, [McpAttributes.errorCode]: code });
+    span.setStatus({ code: SpanStatusCode.ERROR, message: code });
+  }
+  span.end();
+}
 
 /** What a JetStream consumer has not yet finished, as `jsm.consumers.info` reports it. */
 export interface ConsumerBacklog {

@@ -1,9 +1,9 @@
-import { SpanKind, SpanStatusCode, context, trace, type Context, type Counter, type Histogram, type Meter, type Span, type Tracer } from '@opentelemetry/api';
+import { SpanKind, SpanStatusCode, context, trace, type Attributes, type Context, type Counter, type Histogram, type Meter, type Span, type Tracer } from '@opentelemetry/api';
 import { ErrorCodes, WireError, type ProxyCallRequest } from '@mcpx/contracts';
 import { Permission, TEXT_LIMIT_BYTES, flattenCallResult, isErrorResult, jsonSizeExceeds, type FlattenLimits, type McpToolDocument, type ProxyResult } from '@mcpx/domain';
 import type { CallLimiter, CallLimits } from '@mcpx/locks';
 import { McpClientError, isInputRequired, type CallToolOptions, type CreateMessageResult, type ElicitResult, type McpCallResult, type McpConnection } from '@mcpx/mcp-client';
-import { withSpan } from '@mcpx/telemetry';
+import { McpAttributes, endWithOutcome } from '@mcpx/telemetry';
 import { argumentsHash, type ApprovalGate } from './approval-gate.js';
 import { MAX_CALL_TIMEOUT_MS } from './call-request.js';
 import type { Catalog } from './catalog.js';
@@ -109,23 +109,32 @@ export class CallHandler {
     const started = performance.now();
     const key = `${req.account}:${req.run}:${req.callId}`;
     this.held.add(key);
+    // The call's span (issue 16: MCP and GenAI semantic conventions), and its steps' spans below:
+    // `proxy.validate`, `proxy.grant`, `proxy.approval` (an always_ask tool), `proxy.pool.acquire`
+    // (when the call waits for a connection: a handshake, or another call's), `mcp tools/call`
+    // (the upstream request). Names, ids, codes and counts only: never an argument value.
     const span = this.deps.tracer.startSpan(
       'proxy.call',
-      { kind: SpanKind.SERVER, attributes: { 'mcp.account': req.account, 'mcpx.agent': req.agent, 'mcpx.run': req.run, 'mcp.tool': req.tool } },
+      {
+        kind: SpanKind.SERVER,
+        attributes: { 'mcp.account': req.account, 'mcpx.agent': req.agent, 'mcpx.run': req.run, 'mcp.tool': req.tool, [McpAttributes.methodName]: 'tools/call', [McpAttributes.toolName]: req.tool },
+      },
       parent,
     );
     let code = 'ok';
     const target: CallTarget = {};
+    const ctx = trace.setSpan(parent, span);
     try {
-      return await context.with(trace.setSpan(parent, span), () => this.execute(req, key, started, span, target));
+      return await context.with(ctx, () => this.execute(req, key, started, span, target, ctx));
     } catch (err) {
       const wire = toWire(err);
       code = wire.code;
       span.setStatus({ code: SpanStatusCode.ERROR, message: wire.message });
-      span.setAttribute('mcpx.error_code', wire.code);
+      span.setAttributes({ 'mcpx.error_code': wire.code, [McpAttributes.errorCode]: wire.code });
       throw wire;
     } finally {
       this.held.delete(key);
+      span.setAttribute(McpAttributes.outcome, code);
       span.end();
       this.count(code, performance.now() - started, target);
     }
@@ -147,8 +156,13 @@ export class CallHandler {
     this.duration.record(ms, attrs);
   }
 
+  /** A step of the call: a child span of the call's (see {@link handle}), ended with {@link endWithOutcome}. */
+  private step(ctx: Context, name: string, attributes: Attributes): Span {
+    return this.deps.tracer.startSpan(name, { attributes }, ctx);
+  }
+
   /** `key` names the call (`<account>:<run>:<callId>`) in `inflight` and in its concurrency lease. */
-  private async execute(req: ProxyCallRequest, key: string, started: number, span: Span, target: CallTarget): Promise<ProxyResult> {
+  private async execute(req: ProxyCallRequest, key: string, started: number, span: Span, target: CallTarget, ctx: Context): Promise<ProxyResult> {
     const { catalog } = this.deps;
     const agent = catalog.agentNow(req.account, req.agent) ?? (await catalog.agent(req.account, req.agent));
     if (agent === null) throw new WireError(ErrorCodes.notFound, 'this account has no such agent', { field: 'agent' });
@@ -160,7 +174,9 @@ export class CallHandler {
     // The metrics' labels: names from the registry's document, never from the request.
     target.server = doc.server;
     target.tool = doc.remoteName;
+    const validating = this.step(ctx, 'proxy.validate', { [McpAttributes.toolName]: doc.remoteName, [McpAttributes.server]: doc.server });
     const check = entry.validate(req.arguments);
+    endWithOutcome(validating, check.ok ? undefined : check.errors.some((e) => e.fault === 'schema') ? ErrorCodes.serverError : ErrorCodes.invalidArguments);
     if (!check.ok) {
       // A schema the validator cannot evaluate (a $ref cycle, an over-long $ref chain) is the
       // server's fault, not the arguments': say so and name the server. Nothing is called.
@@ -182,7 +198,10 @@ export class CallHandler {
       });
     }
     // The projection is a cache of the grant, never the authority.
-    if (!agent.grants.has(doc.server)) throw new WireError(ErrorCodes.notGranted, `the agent is not granted the ${doc.server} MCP server`, { server: doc.server });
+    const granting = this.step(ctx, 'proxy.grant', { [McpAttributes.server]: doc.server });
+    const granted = agent.grants.has(doc.server);
+    endWithOutcome(granting, granted ? undefined : ErrorCodes.notGranted);
+    if (!granted) throw new WireError(ErrorCodes.notGranted, `the agent is not granted the ${doc.server} MCP server`, { server: doc.server });
     // A call re-sent with the answers to its server's questions: the input request is used once,
     // for this agent, run, tool and arguments only. A call that passed its approval before it was
     // asked needs none again.
@@ -196,7 +215,14 @@ export class CallHandler {
     let approved = resumption?.approved ?? false;
     if (doc.permission === Permission.always_ask && !approved) {
       if (this.deps.approvals === undefined) throw new WireError(ErrorCodes.approvalRequired, `${doc.name} needs a human's approval, and approvals are not available here`, { tool: doc.name });
-      await this.deps.approvals.admit(req, doc);
+      const approving = this.step(ctx, 'proxy.approval', { [McpAttributes.toolName]: doc.remoteName, [McpAttributes.server]: doc.server });
+      try {
+        await context.with(trace.setSpan(ctx, approving), () => this.deps.approvals!.admit(req, doc));
+        endWithOutcome(approving, undefined, 'approved');
+      } catch (err) {
+        endWithOutcome(approving, toWire(err).code);
+        throw err;
+      }
       span.setAttribute('mcpx.approved', true);
       approved = true;
     }
@@ -232,7 +258,7 @@ export class CallHandler {
     // Set once a legacy call is held for a person: its lease and its place in flight end with the server's call.
     let parkedOut = false;
     try {
-      const attrs = { 'mcp.server': doc.server, 'mcp.remote_tool': doc.remoteName };
+      const attrs: Attributes = { 'mcp.server': doc.server, 'mcp.remote_tool': doc.remoteName, [McpAttributes.methodName]: 'tools/call', [McpAttributes.toolName]: doc.remoteName, [McpAttributes.server]: doc.server };
       // The listed definition, so a modern call mirrors its x-mcp-header parameters as Mcp-Param-* headers.
       const tool = { name: doc.remoteName, inputSchema: doc.inputSchema } as NonNullable<CallToolOptions['tool']>;
       // The answers of the round before, and the server's own state, go back with the retry;
@@ -245,19 +271,13 @@ export class CallHandler {
       const channel = this.deps.legacyAsks !== undefined ? new CallChannel() : undefined;
       const call = (conn: McpConnection) => {
         const untrack = channel !== undefined && conn.era === 'legacy' ? this.deps.legacyAsks!.track(conn, channel) : undefined;
-        const out = withSpan(
-          this.deps.tracer,
-          'mcp tools/call',
-          attrs,
-          (client) => sentCall(conn.callTool(params, { timeoutMs, signal: ctl.signal, tool, onResume: (outcome) => this.resumedStream(client, doc.server, outcome) })),
-          { kind: SpanKind.CLIENT },
-        );
+        const out = this.upstreamCall(ctx, attrs, conn, (client) => sentCall(conn.callTool(params, { timeoutMs, signal: ctl.signal, tool, onResume: (outcome) => this.resumedStream(client, doc.server, outcome) })));
         if (untrack !== undefined) out.then(untrack, untrack);
         return out;
       };
       const send = async (): Promise<Awaited<ReturnType<McpConnection['callTool']>>> => {
         try {
-          return await this.deps.pool.use(req.account, req.run, doc.server, server!, call);
+          return await this.deps.pool.use(req.account, req.run, doc.server, server!, call, false, ctx);
         } catch (err) {
           // A lost session, or a refused token (a 401), means the request was not executed: one
           // fresh handshake (with a refreshed token), one retry. Anything else may have run on the
@@ -268,7 +288,7 @@ export class CallHandler {
             server = await this.deps.oauth.refreshed(req.account, doc.server, server!);
           } else if (err.code === 'session_expired') span.addEvent('session expired: reconnecting once');
           else throw err;
-          return await this.deps.pool.use(req.account, req.run, doc.server, server!, call, true);
+          return await this.deps.pool.use(req.account, req.run, doc.server, server!, call, true, ctx);
         }
       };
       const pending = send();
@@ -314,6 +334,26 @@ export class CallHandler {
         this.inflight.delete(key);
         release?.();
       }
+    }
+  }
+
+  /**
+   * The upstream request's span (`mcp tools/call`, a client span, active while it runs so the
+   * request carries its trace context): the session id of a legacy connection, the protocol
+   * version, the outcome (`ok`, `input_required`, or the error's code).
+   */
+  private async upstreamCall(ctx: Context, attrs: Attributes, conn: McpConnection, fn: (span: Span) => Promise<McpCallResult>): Promise<McpCallResult> {
+    const sessionId = conn.sessionId;
+    const span = this.deps.tracer.startSpan('mcp tools/call', { kind: SpanKind.CLIENT, attributes: attrs }, ctx);
+    span.setAttribute('mcp.protocol.version', conn.protocolVersion);
+    if (sessionId !== undefined) span.setAttribute(McpAttributes.sessionId, sessionId);
+    try {
+      const result = await context.with(trace.setSpan(ctx, span), () => fn(span));
+      endWithOutcome(span, undefined, isInputRequired(result) ? 'input_required' : 'ok');
+      return result;
+    } catch (err) {
+      endWithOutcome(span, toWire(err).code);
+      throw err;
     }
   }
 

@@ -1,9 +1,11 @@
-import { trace, type Counter, type Meter, type UpDownCounter } from '@opentelemetry/api';
+import { context, trace, type Context, type Counter, type Meter, type Span, type Tracer, type UpDownCounter } from '@opentelemetry/api';
+import { McpAttributes, endWithOutcome } from '@mcpx/telemetry';
 import { ErrorCodes, WireError } from '@mcpx/contracts';
 import { QUOTA_DEFAULTS } from '@mcpx/locks';
 import { McpClientError, connectMcp, type McpHttpRequest, type ConnectMcpOptions, type CreateMessageRequestParams, type CreateMessageResult, type ElicitRequestParams, type ElicitResult, type EraVerdict, type McpConnection } from '@mcpx/mcp-client';
 import { MemoryEraVerdicts, authContextOf, type EraVerdictSource } from './era-verdicts.js';
 import type { ServerEntry } from './server-entry.js';
+import { toWire } from './wire-errors.js';
 
 /** A verdict a connection had to probe for, to pass on to the registry with the quiet discovery. */
 export interface VerdictReport {
@@ -73,6 +75,8 @@ export interface ConnectionPoolOptions {
   maxRuns?: number;
   /** Remote connections this instance holds open at once (`config.quotas.connectionsPerProxy`; default 2,000; 0 = no cap). */
   maxConnections?: number;
+  /** Traces a call's wait for its connection (`proxy.pool.acquire`) under the `parent` given to {@link ConnectionPool.use}. */
+  tracer?: Tracer;
 }
 
 /** How long a caller refused by a full instance is told to wait (another instance may take it at once). */
@@ -143,9 +147,11 @@ export class ConnectionPool {
 
   /**
    * Runs `fn` with the run's connection to a server, opening it on first use. `fresh` drops the
-   * current connection first (after a lost session).
+   * current connection first (after a lost session). A call that has to wait for its connection
+   * (its own handshake, or one another call started) gets a `proxy.pool.acquire` span under
+   * `parent`; one whose connection is ready costs no span.
    */
-  async use<T>(account: string, run: string, server: string, entry: ServerEntry, fn: (conn: McpConnection) => Promise<T>, fresh = false): Promise<T> {
+  async use<T>(account: string, run: string, server: string, entry: ServerEntry, fn: (conn: McpConnection) => Promise<T>, fresh = false, parent?: Context): Promise<T> {
     const key = `${account}:${run}`;
     let pool = this.runs.get(key);
     if (pool === undefined) {
@@ -155,6 +161,7 @@ export class ConnectionPool {
     }
     pool.active++;
     pool.lastUsed = Date.now();
+    let acquiring: Span | undefined;
     try {
       if (fresh) await this.drop(pool, server);
       let slot = pool.connections.get(server);
@@ -173,7 +180,10 @@ export class ConnectionPool {
           pool.connections.set(server, slot);
         } else {
           this.refuseWhenFull('connections_per_proxy', this.openCount + this.connecting, this.opts.maxConnections ?? QUOTA_DEFAULTS.connectionsPerProxy, 'remote connections');
-          const created: Slot = { promise: this.counting(this.connect(account, server, entry, authContext)), authContext };
+          acquiring = this.acquireSpan(parent, server, true);
+          // The connect runs under the acquire span: its era and verdict are recorded there.
+          const connecting = acquiring === undefined ? this.connect(account, server, entry, authContext) : context.with(trace.setSpan(parent!, acquiring), () => this.connect(account, server, entry, authContext));
+          const created: Slot = { promise: this.counting(connecting), authContext };
           slot = created;
           pool.connections.set(server, created);
           created.promise.then(
@@ -187,7 +197,20 @@ export class ConnectionPool {
           );
         }
       }
-      const conn = slot.conn ?? (await slot.promise);
+      let conn = slot.conn;
+      if (conn === undefined) {
+        acquiring ??= this.acquireSpan(parent, server, false);
+        try {
+          conn = await slot.promise;
+        } catch (err) {
+          if (acquiring !== undefined) endWithOutcome(acquiring, toWire(err).code);
+          throw err;
+        }
+        if (acquiring !== undefined) {
+          acquiring.setAttribute('mcpx.era', conn.era);
+          endWithOutcome(acquiring);
+        }
+      }
       try {
         return await fn(conn);
       } finally {
@@ -197,6 +220,12 @@ export class ConnectionPool {
       pool.active--;
       pool.lastUsed = Date.now();
     }
+  }
+
+  /** `handshake`: this call opens the connection (else it waits for one another call is opening). */
+  private acquireSpan(parent: Context | undefined, server: string, handshake: boolean): Span | undefined {
+    if (parent === undefined || this.opts.tracer === undefined) return undefined;
+    return this.opts.tracer.startSpan('proxy.pool.acquire', { attributes: { [McpAttributes.server]: server, 'mcpx.pool.handshake': handshake } }, parent);
   }
 
   /**

@@ -100,6 +100,7 @@ export async function startProxy(config: Config, opts: ProxyOptions = {}): Promi
     {
       connectTimeoutMs: 30_000,
       idleMs: opts.idleMs ?? config.proxy.idleMs,
+      tracer: telemetry.tracer,
       fetch: tracingFetch(outboundFetch),
       // Legacy direct calls take undici's request path (no WHATWG layer), traced like the fetch.
       request: tracingRequest(outboundFetch.request),
