@@ -1,11 +1,9 @@
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
-import { accessTokenHash, decodePayload, guardCallback, type AgentDefinition, type CallbackLog, type Subjects } from '@mcpx/contracts';
-import type { Db } from '@mcpx/db';
+import { decodePayload, guardCallback, type AgentDefinition, type CallbackLog, type Subjects } from '@mcpx/contracts';
+import { CredentialReader, type ProxyReads } from '@mcpx/credentials';
 import { compileValidator, type ArgumentValidator, type McpToolDocument } from '@mcpx/domain';
 import { createLogger } from '@mcpx/log';
-import { oauthSecretAad, secretAad, type SecretBox } from '@mcpx/secrets';
-import { loadBuiltinEntry } from './builtin-entry.js';
-import { urlOrigin, valueForOrigin } from './secret-origin.js';
+import type { SecretBox } from '@mcpx/secrets';
 import type { ServerEntry } from './server-entry.js';
 import { loadServerLevels, type ServerLevels } from './tool-levels.js';
 
@@ -28,14 +26,6 @@ interface ProjectedDocument extends DocumentEntry {
   composed?: { levels: ServerLevels; entry: DocumentEntry | null };
 }
 
-interface StoredServerConfig {
-  url: string;
-  transport?: 'http' | 'sse';
-  headers?: Record<string, string>;
-  secretRefs?: Record<string, string>;
-  auth?: 'oauth';
-}
-
 /**
  * What a call needs to know, read from the owners' tables (the one hot-path exception to "reads
  * go through the owner") and cached in memory. The cache is invalidated by the events that
@@ -55,16 +45,21 @@ export class Catalog {
   private readonly subs: Subscription[] = [];
   /** Invalidations seen (tests and stats read it to know an event has been applied). */
   invalidations = 0;
+  /** Server credentials, read as the registry's discovery reads them (`@mcpx/credentials`). */
+  private readonly credentials: CredentialReader;
 
   constructor(
-    private readonly db: Db,
-    private readonly box: SecretBox,
+    /** The owners' tables the proxy may read (`ProxyReadModel`), select only. */
+    private readonly db: ProxyReads,
+    box: SecretBox,
     /** The operator's built-in endpoint overrides (`BUILTIN_ENDPOINTS`). */
-    private readonly builtinEndpoints: Readonly<Record<string, string>> = {},
-  ) {}
+    builtinEndpoints: Readonly<Record<string, string>> = {},
+  ) {
+    this.credentials = new CredentialReader(db, box, builtinEndpoints);
+  }
 
   /** The catalog's connection to the owners' tables, for reads beside its own (the held-tools look-up of a refused call). */
-  get database(): Db {
+  get database(): ProxyReads {
     return this.db;
   }
 
@@ -160,49 +155,9 @@ export class Catalog {
     return { doc, validate: compileValidator(doc.inputSchema) };
   }
 
-  private async loadServer(account: string, name: string): Promise<ServerEntry | null> {
-    const row = await this.db.selectFrom('registry.mcp_servers').select(['id', 'config_cbor']).where('account_id', '=', account).where('name', '=', name).executeTakeFirst();
-    // No row: a built-in server lit by a vendor connection, or nothing.
-    if (row === undefined) return loadBuiltinEntry(this.db, this.box, this.builtinEndpoints, account, name);
-    const config = decodePayload<StoredServerConfig>(row.config_cbor);
-    const headers: Record<string, string> = {};
-    for (const [h, v] of Object.entries(config.headers ?? {})) headers[h.toLowerCase()] = v;
-    // Only the server's own secrets (`mcp-<server>-<header>`), and each only to the origin it was
-    // stored for: a config that names another server's secret, or that moved, sends nothing.
-    const refs = Object.entries(config.secretRefs ?? {}).filter(([header, ref]) => ref === `mcp-${name}-${header.toLowerCase()}`);
-    const origin = urlOrigin(config.url);
-    if (refs.length > 0 && origin !== '') {
-      const secrets = await this.db
-        .selectFrom('registry.secrets')
-        .select(['name', 'key_id', 'ciphertext'])
-        .where('account_id', '=', account)
-        .where('name', 'in', refs.map(([, r]) => r))
-        .execute();
-      const byName = new Map(secrets.map((s) => [s.name, s]));
-      for (const [header, ref] of refs) {
-        const s = byName.get(ref);
-        const value = s === undefined ? undefined : valueForOrigin(this.box.open({ keyId: s.key_id, ciphertext: s.ciphertext }, secretAad(account, ref)), origin);
-        if (value !== undefined) headers[header.toLowerCase()] = value;
-      }
-    }
-    const oauth = config.auth === 'oauth' ? await this.addOAuthToken(account, row.id, config.url, headers) : undefined;
-    return { url: config.url, ...(config.transport ? { transport: config.transport } : {}), headers, ...(oauth ? { oauth } : {}) };
-  }
-
-  /** An oauth server's access token as the registry stored it (sealed); none yet: no header. */
-  private async addOAuthToken(account: string, serverId: string, url: string, headers: Record<string, string>): Promise<NonNullable<ServerEntry['oauth']>> {
-    const t = await this.db
-      .selectFrom('registry.oauth_connections')
-      .select(['tokens_key_id', 'tokens_sealed', 'tokens_server_url', 'tokens_expire_at'])
-      .where('account_id', '=', account)
-      .where('server_id', '=', serverId)
-      .executeTakeFirst();
-    // Tokens follow the URL they were issued for: a server moved elsewhere does not get them.
-    if (!t?.tokens_key_id || !t.tokens_sealed || t.tokens_server_url !== url) return {};
-    const tokens = JSON.parse(this.box.open({ keyId: t.tokens_key_id, ciphertext: t.tokens_sealed }, oauthSecretAad(account, serverId, 'tokens'))) as { access_token?: unknown };
-    if (typeof tokens.access_token !== 'string') return {};
-    headers.authorization = `Bearer ${tokens.access_token}`;
-    return { tokenHash: accessTokenHash(tokens.access_token), ...(t.tokens_expire_at ? { expiresAt: t.tokens_expire_at.getTime() } : {}) };
+  /** A custom server's row by name, else a built-in lit by a vendor connection (see `CredentialReader.byName`). */
+  private loadServer(account: string, name: string): Promise<ServerEntry | null> {
+    return this.credentials.byName(account, name);
   }
 
   /** Forgets a server's cached entry (its OAuth token was just refreshed). */

@@ -1,5 +1,5 @@
 import { decodePayload } from '@mcpx/contracts';
-import type { Db } from '@mcpx/db';
+import type { ProxyReads } from '@mcpx/credentials';
 import type { EraVerdict } from '@mcpx/mcp-client';
 
 /** The auth context a verdict is keyed by: one copy, in `@mcpx/contracts`, shared with the other service. */
@@ -48,7 +48,7 @@ export class MemoryEraVerdicts implements EraVerdictSource {
 export class StoredEraVerdicts implements EraVerdictSource {
   private readonly memory = new MemoryEraVerdicts();
 
-  constructor(private readonly db: Db) {}
+  constructor(private readonly db: ProxyReads) {}
 
   async get(account: string, server: string, authContext: string): Promise<EraVerdict | undefined> {
     const hit = this.memory.now(account, server, authContext);

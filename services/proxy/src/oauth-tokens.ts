@@ -1,12 +1,13 @@
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Counter, Meter, Tracer } from '@opentelemetry/api';
 import { ErrorCodes, WireError, decodeStrict, encodePayload, type OAuthRefreshReply, type OAuthRefreshRequest, type Subjects, type WireErrorShape } from '@mcpx/contracts';
+import { expiring, REFRESH_BEFORE_EXPIRY_MS } from '@mcpx/credentials';
 import { withSpan } from '@mcpx/telemetry';
 import type { Catalog } from './catalog.js';
 import type { ServerEntry } from './server-entry.js';
 
-/** Refresh an access token this long before it expires (the registry uses the same margin). */
-export const REFRESH_BEFORE_EXPIRY_MS = 60_000;
+/** Refresh an access token this long before it expires (one margin, the registry's too). */
+export { REFRESH_BEFORE_EXPIRY_MS };
 /** How long a proxy waits for the registry's refresh (it holds a 30 s lock at most). */
 const REFRESH_TIMEOUT_MS = 35_000;
 
@@ -63,8 +64,7 @@ export class OAuthTokens {
 
   /** Whether `entry`'s token expires within {@link REFRESH_BEFORE_EXPIRY_MS}. */
   expiring(entry: ServerEntry, now = Date.now()): boolean {
-    const at = entry.oauth?.expiresAt;
-    return at !== undefined && at - now < REFRESH_BEFORE_EXPIRY_MS;
+    return expiring(entry, now);
   }
 
   /**

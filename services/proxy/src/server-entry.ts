@@ -1,8 +1,6 @@
-/** What a call needs to reach a server: where it is and the headers that authenticate it. */
-export interface ServerEntry {
-  url: string;
-  transport?: 'http' | 'sse';
-  headers: Record<string, string>;
-  /** An oauth server: the token it holds (its hash only) and when it expires (epoch ms). */
-  oauth?: { tokenHash?: string; expiresAt?: number };
-}
+/**
+ * What a call needs to reach a server: where it is, the headers that authenticate it, and the
+ * token the registry renews (its hash only, and when it expires). The registry's discovery reads
+ * the same shape from the same rows (`@mcpx/credentials`).
+ */
+export type { ServerCredentials as ServerEntry } from '@mcpx/credentials';

@@ -1,5 +1,5 @@
 import { decodePayload } from '@mcpx/contracts';
-import type { Db } from '@mcpx/db';
+import type { ProxyReads } from '@mcpx/credentials';
 import { builtinServerId, findBuiltin, inheritPermission, isPermission, normalizeAnnotations, type Permission, type RemoteTool } from '@mcpx/domain';
 
 /**
@@ -31,7 +31,7 @@ function levels(tools: readonly RemoteTool[], overrides: Overrides, builtin: boo
  * vendor connection (its last discovery, else its checked-in fallback list; its overrides are
  * keyed by the connection). Null when the account has neither.
  */
-export async function loadServerLevels(db: Db, account: string, name: string): Promise<ServerLevels | null> {
+export async function loadServerLevels(db: ProxyReads, account: string, name: string): Promise<ServerLevels | null> {
   const row = await db.selectFrom('registry.mcp_servers').select(['id', 'tools_cbor']).where('account_id', '=', account).where('name', '=', name).executeTakeFirst();
   if (row !== undefined) {
     const overrides = await db.selectFrom('registry.tool_permissions').select(['tool', 'permission']).where('account_id', '=', account).where('server_id', '=', row.id).execute();
