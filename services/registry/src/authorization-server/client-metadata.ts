@@ -1,4 +1,4 @@
-import { findOutboundError } from '@mcpx/outbound';
+import { OutboundRefusedError, findOutboundError } from '@mcpx/outbound';
 
 /** The largest client ID metadata document read (the draft suggests a few kilobytes). */
 export const MAX_CLIENT_METADATA_BYTES = 16 * 1024;
@@ -44,6 +44,16 @@ function checkRedirectUri(value: unknown, i: number): string {
   return value;
 }
 
+/** What the outbound policy said when it refused the fetch (a private address, plain http), if it did. */
+function outboundRefusal(err: unknown): string | undefined {
+  let current = err;
+  for (let depth = 0; depth < 5 && current instanceof Error; depth++) {
+    if (current instanceof OutboundRefusedError) return current.message;
+    current = current.cause;
+  }
+  return findOutboundError(err)?.message;
+}
+
 /** Reads at most `max` bytes of a body; more is a refusal (the rest is not read). */
 async function boundedText(res: Response, max: number): Promise<string> {
   const reader = res.body?.getReader();
@@ -76,8 +86,8 @@ export async function fetchClientMetadata(fetch: typeof globalThis.fetch, client
   try {
     res = await fetch(url, { headers: { accept: 'application/json' }, redirect: 'manual', signal: AbortSignal.timeout(CLIENT_METADATA_TIMEOUT_MS) });
   } catch (err) {
-    const refused = findOutboundError(err);
-    if (refused !== undefined) throw new ClientMetadataError(`client metadata document may not be fetched: ${refused.message}`);
+    const refused = outboundRefusal(err);
+    if (refused !== undefined) throw new ClientMetadataError(`client metadata document may not be fetched: ${refused}`);
     throw new ClientMetadataError(`client metadata document could not be fetched from ${url.host}`);
   }
   let text: string;

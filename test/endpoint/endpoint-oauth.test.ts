@@ -1,0 +1,396 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createHash, randomBytes } from 'node:crypto';
+import { writeFile, mkdtemp, rm } from 'node:fs/promises';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client, StreamableHTTPClientTransport, UnauthorizedError, type OAuthClientProvider } from '@modelcontextprotocol/client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startEverythingServer, type EverythingServer } from '../servers/everything.js';
+import { freePort } from '../servers/index.js';
+import { startTlsFront, type TlsFront } from '../servers/tls-front.js';
+import { ApiClient } from '../support/api-client.js';
+import { TestBrowser } from '../support/oauth-browser.js';
+import { ProcessSystem, ROOT, eventually } from '../support/system.js';
+
+/**
+ * OAuth 2.1 sign-in to the agent MCP endpoint with the registry as authorization server, end to
+ * end with real parts: the services as processes (the registry trusts only the test's TLS
+ * certificate, through NODE_EXTRA_CA_CERTS, and reaches loopback only as the operator allows),
+ * server-everything behind an agent, clients identified by client ID metadata documents served
+ * over https on loopback, the SDK v2 client's own OAuth support discovering everything from the
+ * endpoint's 401, the owner consenting with signed actions, and a browser that keeps cookies.
+ */
+describe('OAuth sign-in to the agent endpoint (the registry as authorization server)', () => {
+  let system: ProcessSystem;
+  let everything: EverythingServer;
+  let front: TlsFront;
+  let documents: Server;
+  let endpoint: ChildProcess;
+  let endpointUrl: string;
+  let caDir: string;
+  let api: ApiClient;
+  let agentA: string;
+  let agentB: string;
+  const endpointLogs: string[] = [];
+  /** Every secret the flows handled: none may appear in a log, an answer to the owner or a metric. */
+  const secrets: string[] = [];
+  const docs = new Map<string, unknown>();
+  const clientUrl = (name: string): string => `${front.origin}/clients/${name}.json`;
+  const REDIRECT = 'http://127.0.0.1:9/callback';
+
+  beforeAll(async () => {
+    front = await startTlsFront();
+    caDir = await mkdtemp(join(tmpdir(), 'endpoint-oauth-'));
+    await writeFile(join(caDir, 'ca.pem'), front.ca);
+    documents = createServer((req, res) => {
+      const doc = docs.get(req.url ?? '');
+      if (doc === undefined) return void res.writeHead(404).end();
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(doc));
+    });
+    await new Promise<void>((r) => documents.listen(0, '127.0.0.1', r));
+    front.target = `http://127.0.0.1:${(documents.address() as AddressInfo).port}`;
+    for (const name of ['sdk', 'manual', 'other']) {
+      docs.set(`/clients/${name}.json`, {
+        client_id: clientUrl(name),
+        client_name: `Test client ${name}`,
+        redirect_uris: [REDIRECT],
+        grant_types: ['authorization_code', 'refresh_token'],
+        response_types: ['code'],
+        token_endpoint_auth_method: 'none',
+      });
+    }
+    // Production outbound rules: https only except the operator's loopback upstream, private
+    // addresses refused except loopback itself.
+    [system, everything] = await Promise.all([
+      ProcessSystem.start({
+        env: {
+          OUTBOUND_PROFILE: 'production',
+          OUTBOUND_ALLOW_HTTP_HOSTS: '127.0.0.1',
+          OUTBOUND_ALLOW_PRIVATE: '127.0.0.1/32',
+          NODE_EXTRA_CA_CERTS: join(caDir, 'ca.pem'),
+        },
+      }),
+      startEverythingServer('streamableHttp'),
+    ]);
+    const port = await freePort();
+    endpointUrl = `http://127.0.0.1:${port}`;
+    endpoint = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'services', 'endpoint', 'src', 'main.ts')], {
+      cwd: ROOT,
+      env: { ...process.env, ...system.env, HTTP_PORT: String(port), INTERNAL_HTTP_PORT: String(await freePort()), ENDPOINT_PUBLIC_URL: endpointUrl, ENDPOINT_AUTHORIZATION_SERVER: system.apiUrl, INSTANCE_ID: `endpoint-${port}` },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    endpoint.stdout?.on('data', (d: Buffer) => endpointLogs.push(d.toString('utf8')));
+    endpoint.stderr?.on('data', (d: Buffer) => endpointLogs.push(d.toString('utf8')));
+    api = new ApiClient(system.apiUrl);
+    const { server } = await api.act('SetMcpServer', { name: 'everything', config: { url: everything.url } });
+    expect(server.status.state).toBe('ok');
+    agentA = (await api.act('CreateAgent', { name: 'alpha', definition: { mcpServers: ['everything'] } })).agent.id;
+    agentB = (await api.act('CreateAgent', { name: 'beta', definition: { mcpServers: ['everything'] } })).agent.id;
+    await eventually(async () => ((await api.act('ListAgentTools', { agent: agentA })).tools.length > 0 ? true : undefined), 20_000, 'tools projected');
+    await eventually(async () => {
+      if (endpoint.exitCode !== null) throw new Error(`endpoint exited: ${endpointLogs.join('')}`);
+      return (await fetch(`${endpointUrl}/healthz`).catch(() => undefined))?.ok ? true : undefined;
+    }, 60_000, 'endpoint healthy');
+  }, 180_000);
+
+  afterAll(async () => {
+    if (endpoint && endpoint.exitCode === null) {
+      const exited = new Promise((r) => endpoint.once('exit', r));
+      endpoint.kill('SIGTERM');
+      await exited;
+    }
+    await everything?.close();
+    await system?.stop();
+    await new Promise((r) => documents?.close(r));
+    await front?.close();
+    if (caDir) await rm(caDir, { recursive: true, force: true });
+  });
+
+  const urlOf = (agent: string): string => `${endpointUrl}/v1/agents/${agent}/mcp`;
+
+  /** A PKCE pair (S256). */
+  function pkce(): { verifier: string; challenge: string } {
+    const verifier = randomBytes(32).toString('base64url');
+    secrets.push(verifier);
+    return { verifier, challenge: createHash('sha256').update(verifier).digest('base64url') };
+  }
+
+  function authorizeUrl(params: Record<string, string>): URL {
+    const u = new URL(`${system.apiUrl}/v1/oauth-server/authorize`);
+    for (const [k, v] of Object.entries(params)) u.searchParams.set(k, v);
+    return u;
+  }
+
+  /** The browser opens an authorization URL: the pending sign-in's id (from the console URL it is sent to). */
+  async function openAuthorization(browser: TestBrowser, url: URL): Promise<string> {
+    const res = await browser.request(url);
+    expect(res.status, res.text).toBe(302);
+    const to = new URL(res.location ?? '', url);
+    expect(`${to.origin}${to.pathname}`).toBe(`${system.apiUrl}/`);
+    const id = /^#sign-in=(si_[0-9a-f]{32})$/.exec(to.hash)?.[1];
+    expect(id).toBeDefined();
+    for (const c of res.setCookie) secrets.push(c.split(';')[0]?.split('=')[1] ?? '');
+    return id as string;
+  }
+
+  /** The owner approves (or denies) in the console: the continue URL for the browser. */
+  async function decide(id: string, decision: 'approve' | 'deny'): Promise<URL> {
+    const out = await api.act<{ continueUrl: string }>('DecideSignIn', { id, decision });
+    const url = new URL(out.continueUrl, `${system.apiUrl}/`);
+    secrets.push(url.searchParams.get('nonce') ?? '');
+    return url;
+  }
+
+  /** A whole sign-in done by hand up to the code (for the attacks on the token endpoint). */
+  async function codeFor(agent: string, client = 'manual'): Promise<{ code: string; verifier: string; resource: string }> {
+    const { verifier, challenge } = pkce();
+    const browser = new TestBrowser();
+    const resource = urlOf(agent);
+    const id = await openAuthorization(browser, authorizeUrl({ response_type: 'code', client_id: clientUrl(client), redirect_uri: REDIRECT, code_challenge: challenge, code_challenge_method: 'S256', state: 'st-1', resource }));
+    const back = await browser.request(await decide(id, 'approve'));
+    expect(back.status, back.text).toBe(302);
+    const to = new URL(back.location ?? '');
+    expect(`${to.origin}${to.pathname}`).toBe(REDIRECT);
+    expect(to.searchParams.get('state')).toBe('st-1');
+    expect(to.searchParams.get('iss')).toBe(system.apiUrl);
+    const code = to.searchParams.get('code') ?? '';
+    expect(code).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    secrets.push(code);
+    return { code, verifier, resource };
+  }
+
+  async function tokenRequest(fields: Record<string, string>): Promise<{ status: number; body: any }> {
+    const res = await fetch(`${system.apiUrl}/v1/oauth-server/token`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(fields) });
+    const body = (await res.json()) as any;
+    for (const k of ['access_token', 'refresh_token']) if (typeof body[k] === 'string') secrets.push(body[k]);
+    expect(res.headers.get('cache-control')).toBe('no-store');
+    return { status: res.status, body };
+  }
+
+  const redeem = (c: { code: string; verifier: string; resource: string }, over: Record<string, string> = {}) =>
+    tokenRequest({ grant_type: 'authorization_code', code: c.code, code_verifier: c.verifier, client_id: clientUrl('manual'), redirect_uri: REDIRECT, resource: c.resource, ...over });
+
+  /** A tools/list through the endpoint with a bearer token: the HTTP status (the MCP result is not needed). */
+  async function endpointStatus(agent: string, accessToken: string): Promise<number> {
+    const res = await fetch(urlOf(agent), {
+      method: 'POST',
+      headers: { authorization: `Bearer ${accessToken}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-11-25' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} }),
+    });
+    await res.body?.cancel();
+    return res.status;
+  }
+
+  /** The SDK v2 client's provider, in memory: everything stored exactly as received. */
+  class MemoryProvider implements OAuthClientProvider {
+    authorizationUrl: URL | undefined;
+    private verifier = '';
+    private info: any;
+    private saved: any;
+    private discovery: any;
+    readonly clientMetadataUrl = clientUrl('sdk');
+    get redirectUrl(): string {
+      return REDIRECT;
+    }
+    get clientMetadata() {
+      return { client_name: 'Test client sdk', redirect_uris: [REDIRECT], grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'], token_endpoint_auth_method: 'none' };
+    }
+    clientInformation() {
+      return this.info;
+    }
+    saveClientInformation(info: unknown) {
+      this.info = info;
+    }
+    tokens() {
+      return this.saved;
+    }
+    saveTokens(tokens: any) {
+      this.saved = tokens;
+      secrets.push(tokens.access_token, tokens.refresh_token);
+    }
+    redirectToAuthorization(url: URL) {
+      this.authorizationUrl = url;
+    }
+    saveCodeVerifier(v: string) {
+      this.verifier = v;
+      secrets.push(v);
+    }
+    codeVerifier() {
+      return this.verifier;
+    }
+    discoveryState() {
+      return this.discovery;
+    }
+    saveDiscoveryState(state: unknown) {
+      this.discovery = state;
+    }
+  }
+
+  it('serves protected-resource metadata naming the registry, and a 401 that points to it', async () => {
+    const res = await fetch(urlOf(agentA), { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: '{}' });
+    expect(res.status).toBe(401);
+    const challenge = res.headers.get('www-authenticate') ?? '';
+    const prm = `${endpointUrl}/.well-known/oauth-protected-resource/v1/agents/${agentA}/mcp`;
+    expect(challenge).toContain(`resource_metadata="${prm}"`);
+    const meta = (await (await fetch(prm)).json()) as Record<string, unknown>;
+    expect(meta).toMatchObject({ resource: urlOf(agentA), authorization_servers: [system.apiUrl], bearer_methods_supported: ['header'] });
+    const as = (await (await fetch(`${system.apiUrl}/.well-known/oauth-authorization-server`)).json()) as Record<string, unknown>;
+    expect(as).toMatchObject({
+      issuer: system.apiUrl,
+      authorization_endpoint: `${system.apiUrl}/v1/oauth-server/authorize`,
+      token_endpoint: `${system.apiUrl}/v1/oauth-server/token`,
+      code_challenge_methods_supported: ['S256'],
+      client_id_metadata_document_supported: true,
+      authorization_response_iss_parameter_supported: true,
+    });
+    expect(as.registration_endpoint).toBeUndefined();
+  });
+
+  it('the SDK v2 client signs in from the 401, the owner approves in the console, and it lists and calls everything__echo', async () => {
+    const provider = new MemoryProvider();
+    const first = new Client({ name: 'oauth-test', version: '1.0.0' });
+    await expect(first.connect(new StreamableHTTPClientTransport(new URL(urlOf(agentA)), { authProvider: provider }))).rejects.toBeInstanceOf(UnauthorizedError);
+    const authUrl = provider.authorizationUrl as URL;
+    expect(authUrl.searchParams.get('client_id')).toBe(clientUrl('sdk'));
+    expect(authUrl.searchParams.get('code_challenge_method')).toBe('S256');
+    expect(authUrl.searchParams.get('resource')).toBe(urlOf(agentA));
+    const browser = new TestBrowser();
+    const id = await openAuthorization(browser, authUrl);
+    // The console's list: the client's name from its document (unverified), its redirect host, the agent.
+    const { signIns } = await api.act('ListSignInRequests');
+    expect(signIns.find((s: any) => s.id === id)).toMatchObject({
+      agent: { id: agentA, name: 'alpha' },
+      client: { id: clientUrl('sdk'), name: 'Test client sdk', nameVerified: false, host: new URL(front.origin).host },
+      redirectHost: '127.0.0.1:9',
+    });
+    const back = await browser.request(await decide(id, 'approve'));
+    const callback = new URL(back.location ?? '');
+    const transport = new StreamableHTTPClientTransport(new URL(urlOf(agentA)), { authProvider: provider });
+    await transport.finishAuth(callback.searchParams.get('code') ?? '', callback.searchParams.get('iss') ?? undefined);
+    const client = new Client({ name: 'oauth-test', version: '1.0.0' });
+    await client.connect(transport);
+    try {
+      const tools = await client.listTools();
+      expect(tools.tools.map((t) => t.name)).toContain('everything__echo');
+      const result = await client.callTool({ name: 'everything__echo', arguments: { message: 'signed in' } });
+      expect(JSON.stringify(result.content)).toContain('signed in');
+    } finally {
+      await client.close();
+    }
+    // The signed-in client is listed beside the agent's tokens, and the owner may revoke it there.
+    const { tokens } = await api.act('ListAgentTokens', { agent: agentA });
+    expect(tokens.find((t: any) => t.name === 'OAuth: Test client sdk')).toMatchObject({ state: 'active' });
+  });
+
+  it('a replayed code is refused and revokes what the first redemption issued', async () => {
+    const c = await codeFor(agentA);
+    const ok = await redeem(c);
+    expect(ok.status).toBe(200);
+    expect(ok.body).toMatchObject({ token_type: 'Bearer', expires_in: 3600 });
+    expect(await endpointStatus(agentA, ok.body.access_token)).toBe(200);
+    const again = await redeem(c);
+    expect(again).toMatchObject({ status: 400, body: { error: 'invalid_grant' } });
+    expect(await endpointStatus(agentA, ok.body.access_token)).toBe(401);
+    expect((await tokenRequest({ grant_type: 'refresh_token', refresh_token: ok.body.refresh_token, client_id: clientUrl('manual') })).body.error).toBe('invalid_grant');
+  });
+
+  it('a wrong verifier, another client id or another redirect is refused, and the code is spent', async () => {
+    const attempts: Array<Record<string, string>> = [{ code_verifier: pkce().verifier }, { client_id: clientUrl('other') }, { redirect_uri: 'http://127.0.0.1:9/elsewhere' }, { resource: urlOf(agentB) }];
+    for (const over of attempts) {
+      const c = await codeFor(agentA);
+      const bad = await redeem(c, over);
+      expect(bad, JSON.stringify(over)).toMatchObject({ status: 400, body: { error: 'invalid_grant' } });
+      // The rightful holder cannot redeem it after an attempt by someone else.
+      expect((await redeem(c)).body.error).toBe('invalid_grant');
+    }
+  });
+
+  it("a token for agent A is refused at agent B's endpoint", async () => {
+    const t = await redeem(await codeFor(agentA));
+    expect(await endpointStatus(agentA, t.body.access_token)).toBe(200);
+    expect(await endpointStatus(agentB, t.body.access_token)).toBe(401);
+  });
+
+  it('refresh rotates both tokens; reusing a spent refresh token revokes the sign-in', async () => {
+    const t = await redeem(await codeFor(agentA));
+    const r1 = await tokenRequest({ grant_type: 'refresh_token', refresh_token: t.body.refresh_token, client_id: clientUrl('manual'), resource: urlOf(agentA) });
+    expect(r1.status).toBe(200);
+    expect(r1.body.refresh_token).not.toBe(t.body.refresh_token);
+    expect(await endpointStatus(agentA, t.body.access_token)).toBe(401);
+    expect(await endpointStatus(agentA, r1.body.access_token)).toBe(200);
+    const reuse = await tokenRequest({ grant_type: 'refresh_token', refresh_token: t.body.refresh_token, client_id: clientUrl('manual') });
+    expect(reuse.body.error).toBe('invalid_grant');
+    expect(await endpointStatus(agentA, r1.body.access_token)).toBe(401);
+    expect((await tokenRequest({ grant_type: 'refresh_token', refresh_token: r1.body.refresh_token, client_id: clientUrl('manual') })).body.error).toBe('invalid_grant');
+  });
+
+  it('a sign-in the owner revokes is refused at once, and cannot refresh', async () => {
+    const t = await redeem(await codeFor(agentB));
+    expect(await endpointStatus(agentB, t.body.access_token)).toBe(200);
+    const { tokens } = await api.act('ListAgentTokens', { agent: agentB });
+    const row = tokens.find((x: any) => x.name === 'OAuth: Test client manual' && x.state === 'active');
+    expect((await api.act('RevokeAgentToken', { id: row.id })).revoked).toBe(true);
+    expect(await endpointStatus(agentB, t.body.access_token)).toBe(401);
+    expect((await tokenRequest({ grant_type: 'refresh_token', refresh_token: t.body.refresh_token, client_id: clientUrl('manual') })).body.error).toBe('invalid_grant');
+  });
+
+  it('an approval carried to another browser completes nothing; a denial goes back as access_denied', async () => {
+    const { challenge } = pkce();
+    const starter = new TestBrowser();
+    const params = { response_type: 'code', client_id: clientUrl('manual'), redirect_uri: REDIRECT, code_challenge: challenge, code_challenge_method: 'S256', state: 's2', resource: urlOf(agentA) };
+    const id = await openAuthorization(starter, authorizeUrl(params));
+    const cont = await decide(id, 'approve');
+    // Another browser (no cookie) with the approver's link: refused, no code.
+    const other = await new TestBrowser().request(cont);
+    expect(other.status).toBe(403);
+    expect(other.location).toBeNull();
+    // The starting browser without the approver's nonce: refused too.
+    const forged = new URL(cont);
+    forged.searchParams.set('nonce', randomBytes(32).toString('base64url'));
+    expect((await starter.request(forged)).status).toBe(403);
+    // Denied: the starting browser goes back with access_denied, state and iss.
+    const id2 = await openAuthorization(starter, authorizeUrl(params));
+    const denied = await starter.request(await decide(id2, 'deny'));
+    const to = new URL(denied.location ?? '');
+    expect(Object.fromEntries(to.searchParams)).toMatchObject({ error: 'access_denied', state: 's2', iss: system.apiUrl });
+    expect(to.searchParams.get('code')).toBeNull();
+    await expect(api.act('DecideSignIn', { id: id2, decision: 'approve' })).rejects.toMatchObject({ code: 'conflict' });
+    await expect(api.act('DecideSignIn', { id: `si_${'0'.repeat(32)}`, decision: 'approve' })).rejects.toMatchObject({ code: 'not_found' });
+    await expect(api.act('DecideSignIn', { id: 'nope', decision: 'approve' })).rejects.toMatchObject({ code: 'invalid_input', details: { field: 'id' } });
+    await expect(api.act('DecideSignIn', { id: id2, decision: 'maybe' })).rejects.toMatchObject({ code: 'invalid_input', details: { field: 'decision' } });
+  });
+
+  it('refuses plain PKCE, a metadata document at a private address, and a redirect the document does not list', async () => {
+    const base = { response_type: 'code', client_id: clientUrl('manual'), redirect_uri: REDIRECT, code_challenge: pkce().challenge, state: 's3', resource: urlOf(agentA) };
+    const plain = await new TestBrowser().request(authorizeUrl({ ...base, code_challenge_method: 'plain' }));
+    expect(plain.status).toBe(302);
+    expect(Object.fromEntries(new URL(plain.location ?? '').searchParams)).toMatchObject({ error: 'invalid_request', state: 's3', iss: system.apiUrl });
+    const before = (await api.act('ListSignInRequests')).signIns.length;
+    for (const clientId of ['https://10.1.2.3/client.json', 'https://169.254.169.254/latest/client.json']) {
+      const res = await new TestBrowser().request(authorizeUrl({ ...base, code_challenge_method: 'S256', client_id: clientId }));
+      expect(res.status).toBe(400);
+      expect(res.location).toBeNull();
+      expect(res.text).toContain('may not be fetched');
+    }
+    const notListed = await new TestBrowser().request(authorizeUrl({ ...base, code_challenge_method: 'S256', redirect_uri: 'https://evil.example/cb' }));
+    expect(notListed.status).toBe(400);
+    expect(notListed.location).toBeNull();
+    const byName = await new TestBrowser().request(authorizeUrl({ ...base, code_challenge_method: 'S256', resource: `${endpointUrl}/v1/agents/alpha/mcp` }));
+    expect(new URL(byName.location ?? '').searchParams.get('error')).toBe('invalid_target');
+    expect((await api.act('ListSignInRequests')).signIns.length).toBe(before);
+  });
+
+  it('no code, token, verifier, cookie or nonce appears in any log, owner answer or metric', async () => {
+    const pending = JSON.stringify(await api.act('ListSignInRequests'));
+    const tokens = JSON.stringify([await api.act('ListAgentTokens', { agent: agentA }), await api.act('ListAgentTokens', { agent: agentB })]);
+    const registry = system.services.find((s) => s.name === 'registry');
+    const metrics = await (await fetch(`${registry?.internalUrl}/metrics`)).text();
+    expect(metrics).toMatch(/mcpx_oauth_sign_ins_total\{[^}]*step="token"[^}]*\} \d+/);
+    const everywhere = [system.allLogs(), endpointLogs.join(''), pending, tokens, metrics].join('\n');
+    const checked = secrets.filter((s) => s.length >= 20);
+    expect(checked.length).toBeGreaterThan(20);
+    for (const s of checked) expect(everywhere.includes(s), 'a secret leaked').toBe(false);
+  });
+});
