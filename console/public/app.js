@@ -8,6 +8,7 @@ import { initReviews, loadReviews, reviewEvents } from './review.js';
 import { initAudit, loadAudit } from './audit.js';
 import { initServers, renderServers } from './servers.js';
 import { initEndpoint, renderEndpoint } from './endpoint.js';
+import { initSignIn, renderSignIn } from './sign-in.js';
 import { $, el, run, say } from './ui.js';
 
 const AGENT_STORAGE = 'mcpx.agent';
@@ -95,7 +96,7 @@ async function start(stored) {
   $('principal').textContent = `account ${stored.principal.slice(0, 12)}…`;
   $('principal').title = stored.principal;
   say('');
-  await Promise.all([load(), loadApprovals(), loadInputs(), loadReviews(), loadAudit()]);
+  await Promise.all([load(), loadApprovals(), loadInputs(), loadReviews(), loadAudit(), renderSignIn()]);
   const reload = coalesced(load);
   // A server's change (a discovery, a review) may hold or release tool changes, and is audited.
   const reloadServers = coalesced(() => Promise.all([load(), loadReviews(), loadAudit()]));
@@ -120,6 +121,7 @@ initInputs(() => state.agents);
 initReviews(() => void run(() => Promise.all([load(), loadAudit()])));
 initAudit();
 initEndpoint({ currentAgent });
+initSignIn();
 
 $('key-new').addEventListener('click', () => void run(async () => start(await newKey())));
 $('key-paste').addEventListener('click', () => $('key-dialog').showModal());
