@@ -172,7 +172,8 @@ export function isTransientStartupError(err: unknown): boolean {
  * Runs a start-up step until it succeeds, retrying a transient failure (`isTransientStartupError`)
  * with exponential backoff (250 ms doubling to 5 s, with jitter) for at most `waitMs`; each retry
  * is logged (`warn`, the step and the error's name and message). A failure that is not transient,
- * or one past the wait, is thrown. The service's `/healthz` is not served meanwhile (start-up has
+ * or one past the wait, is thrown (an attempt under way at the bound is not cut: the wait may run
+ * over by one request's timeout, JetStream's is 5 s). The service's `/healthz` is not served meanwhile (start-up has
  * not finished), so it is not ready.
  */
 export async function retryStartup<T>(step: string, fn: () => Promise<T>, opts: { log: BusLog; waitMs?: number }): Promise<T> {

@@ -1,4 +1,4 @@
-import { connectBus } from '@mcpx/bus';
+import { connectBus, retryStartup } from '@mcpx/bus';
 import type { Config } from '@mcpx/config';
 import { createDb, migrate } from '@mcpx/db';
 import { createLogger, type LogSink } from '@mcpx/log';
@@ -50,7 +50,8 @@ export async function startProjector(config: Config, opts: ProjectorOptions = {}
   const projection = new Projection({ db, log, tracer: telemetry.tracer, meter: telemetry.meter, style: config.toolNameStyle, changes });
   const subs = [serveAgentTools(bus, db, config.toolNameStyle), serveToolSearch(bus, db), ...serveLambdaTools(bus, new LambdaTools({ db, log, changes }))];
   const ackWaitMs = opts.ackWaitMs ?? DEFAULT_ACK_WAIT_MS;
-  const consumer = await startEventConsumer({ bus, projection, log, concurrency: opts.concurrency ?? 8, ackWaitMs });
+  // The durable consumer is JetStream's too: a node still catching up may time it out (waited out like the streams).
+  const consumer = await retryStartup('consumer', () => startEventConsumer({ bus, projection, log, concurrency: opts.concurrency ?? 8, ackWaitMs }), { log });
   // Projector lag: the shared durable consumer's backlog, read from JetStream at each scrape
   // (mcpx_consumer_backlog{consumer="projector",state}; every instance reports the same consumer).
   consumerBacklogGauge(telemetry.meter, PROJECTOR_DURABLE, async () => {

@@ -147,8 +147,12 @@ export class PrivateNats extends Managed {
     return n;
   }
 
-  /** A three-node (or `size`) cluster on loopback: routes between every pair, JetStream on each. */
-  static async cluster(size = 3): Promise<PrivateNats[]> {
+  /**
+   * A three-node (or `size`) cluster on loopback: routes between every pair, JetStream on each.
+   * `start`: how many nodes to start now (default all; the rest `start()` later, and JetStream
+   * has no meta leader until a majority runs).
+   */
+  static async cluster(size = 3, opts: { start?: number } = {}): Promise<PrivateNats[]> {
     const all = await freePorts(3 * size);
     const ports = all.slice(0, size);
     const clusterPorts = all.slice(size, 2 * size);
@@ -158,9 +162,10 @@ export class PrivateNats extends Managed {
     for (let i = 0; i < size; i++) {
       nodes.push(new PrivateNats(ports[i] as number, monitorPorts[i] as number, { serverName: `n${i + 1}`, cluster: { name: 'mcpx', port: clusterPorts[i] as number, routes } }));
     }
-    await Promise.all(nodes.map((n) => n.start()));
+    const now = opts.start ?? size;
+    await Promise.all(nodes.slice(0, now).map((n) => n.start()));
     // JetStream has a meta leader only once the routes are up.
-    await waitJetStreamReady(nodes);
+    if (now === size) await waitJetStreamReady(nodes);
     return nodes;
   }
 

@@ -48,7 +48,8 @@ export interface ServiceProcess {
   alive(): boolean;
 }
 
-async function waitHealthy(svc: ServiceProcess, timeoutMs = 90_000): Promise<void> {
+/** Waits until the service's `/healthz` answers 200; throws if it exits first or in `timeoutMs`. */
+export async function waitHealthy(svc: ServiceProcess, timeoutMs = 90_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (!svc.alive()) throw new Error(`${svc.instance} exited (${svc.child.exitCode ?? svc.child.signalCode}):\n${svc.logs.join('').slice(-4000)}`);
@@ -146,11 +147,14 @@ export class Stack {
     return this.services.filter((s) => s.name === name);
   }
 
-  /** Starts one more instance and waits until it is healthy (on other ports if a free port was taken meanwhile). */
-  async spawn(name: ServiceName, extraEnv: Record<string, string> = {}): Promise<ServiceProcess> {
+  /**
+   * Starts one more instance and waits until it is healthy (on other ports if a free port was
+   * taken meanwhile). `waitHealthy: false` returns it as soon as it is started.
+   */
+  async spawn(name: ServiceName, extraEnv: Record<string, string> = {}, opts: { waitHealthy?: boolean } = {}): Promise<ServiceProcess> {
     for (let attempt = 0; ; attempt++) {
       try {
-        return await this.spawnOnce(name, extraEnv);
+        return await this.spawnOnce(name, extraEnv, opts.waitHealthy ?? true);
       } catch (err) {
         if (attempt >= 3 || !/EADDRINUSE/.test((err as Error).message)) throw err;
         // Another process took a port between our check and the service's listen: other ports.
@@ -158,7 +162,7 @@ export class Stack {
     }
   }
 
-  private async spawnOnce(name: ServiceName, extraEnv: Record<string, string>): Promise<ServiceProcess> {
+  private async spawnOnce(name: ServiceName, extraEnv: Record<string, string>, wait: boolean): Promise<ServiceProcess> {
     const [port, internalPort] = (await freePorts(2)) as [number, number];
     const instance = `${name}-${++this.counter}-${port}`;
     const logs: string[] = [];
@@ -184,6 +188,7 @@ export class Stack {
       alive: () => child.exitCode === null && child.signalCode === null,
     };
     this.services.push(svc);
+    if (!wait) return svc;
     try {
       await waitHealthy(svc);
     } catch (err) {
