@@ -16,12 +16,14 @@ export interface EndpointSystem {
  * A ProxySystem (registry, projector, proxy in this process on real NATS, Postgres and Redis)
  * with the MCP endpoint service in front of it; `endpointEnv` adds the endpoint's own settings,
  * `telemetry` and `logSink` are the endpoint's (default: the system's, and silence).
+ * `ENDPOINT_LEAN_CALLS=off` in the test run's environment serves every request through the SDK's
+ * handler (the endpoint tests then prove the SDK path alone; by default both paths serve).
  */
 export async function startEndpointSystem(opts: ProxySystemOptions & { endpointEnv?: Record<string, string>; telemetry?: Telemetry; logSink?: (line: string) => void } = {}): Promise<EndpointSystem> {
   const system = await ProxySystem.start(opts);
   let endpoint: RunningEndpoint;
   try {
-    endpoint = await startEndpoint(loadEndpointConfig({ ...system.env, HTTP_PORT: '0', INSTANCE_ID: `endpoint-${Math.random().toString(36).slice(2, 8)}`, ...opts.endpointEnv }), {
+    endpoint = await startEndpoint(loadEndpointConfig({ ...system.env, HTTP_PORT: '0', INSTANCE_ID: `endpoint-${Math.random().toString(36).slice(2, 8)}`, ...(process.env.ENDPOINT_LEAN_CALLS !== undefined ? { ENDPOINT_LEAN_CALLS: process.env.ENDPOINT_LEAN_CALLS } : {}), ...opts.endpointEnv }), {
       telemetry: opts.telemetry ?? system.telemetry,
       logSink: opts.logSink ?? (() => {}),
     });

@@ -186,8 +186,9 @@ export class AgentServers {
     server.setRequestHandler('tools/call', async (request, ctx) => {
       const params = request.params;
       const mcpReq = ctx.mcpReq;
-      // What this client can answer itself, as it declared: forms (elicitation) and sampling.
-      const caps = mcpReq.envelope?.clientCapabilities ?? server.getClientCapabilities() ?? {};
+      // What this client can answer itself, as it declared: forms (elicitation) and sampling (the
+      // server backfills a 2026-07-28 request's from its envelope).
+      const caps = server.getClientCapabilities() ?? {};
       return this.calls.call({
         grant,
         name: params.name,
@@ -199,6 +200,7 @@ export class AgentServers {
         caps: { elicitation: caps.elicitation !== undefined, sampling: caps.sampling !== undefined },
         requestId: ctx.mcpReq.id,
         signal: ctx.mcpReq.signal,
+        path: 'sdk',
       });
     });
     return server;

@@ -1,4 +1,4 @@
-import { createServer } from 'node:http';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { TrustedProxies } from '@mcpx/config/trusted-proxies';
 import { makeSubjects } from '@mcpx/contracts';
@@ -10,13 +10,15 @@ import { setupTelemetry, startHealthServer, type Telemetry } from '@mcpx/telemet
 import { toNodeHandler } from '@modelcontextprotocol/node';
 import { connect as natsConnect } from '@nats-io/transport-node';
 import { Redis } from 'ioredis';
-import { AgentServers } from './agent-server.js';
+import { AgentServers, SERVER_NAME } from './agent-server.js';
 import { AgentTokens } from './agent-tokens.js';
 import type { EndpointConfig } from './config.js';
 import { endpointFetch } from './http.js';
+import { LeanCalls } from './lean-calls.js';
 import { TokenFailures } from './token-failures.js';
 import { ToolSets } from './tool-sets.js';
 import { UserApprovals } from './user-approvals.js';
+import { serveWithBody } from './web-fallback.js';
 
 export { loadEndpointConfig, DEFAULT_ENDPOINT_PORT } from './config.js';
 export type { EndpointConfig } from './config.js';
@@ -103,10 +105,19 @@ export async function startEndpoint(config: EndpointConfig, opts: EndpointOption
     { allowedHosts: config.allowedHosts, allowedOrigins: config.allowedOrigins, corsOrigins: config.corsOrigins, isReady: () => ready },
   );
   const nodeOpts = { onerror: (err: Error) => log.warn('endpoint request failed', { err }) };
+  // Single tools/call requests the SDK would take as they are: answered beside it (same bytes).
+  const lean = config.leanCalls
+    ? new LeanCalls({ tokens, toolSets, failures, calls: servers.calls, allowedHosts: config.allowedHosts, serverInfo: { name: SERVER_NAME, version: VERSION }, onError: (err) => log.warn('mcp request failed', { err }) })
+    : undefined;
   // The client's address (the socket's peer, or what trusted proxies say) goes with its request.
   const http = createServer((req, res) => {
     const address = trusted.clientAddress(req);
-    void toNodeHandler({ fetch: (request) => fetch(request, address) }, nodeOpts)(req, res);
+    const viaSdk = (r: IncomingMessage, s: ServerResponse, body: string | undefined): void => {
+      if (body === undefined) void toNodeHandler({ fetch: (request) => fetch(request, address) }, nodeOpts)(r, s);
+      else void serveWithBody(r, s, body, (request) => fetch(request, address), nodeOpts.onerror);
+    };
+    if (lean === undefined) viaSdk(req, res, undefined);
+    else lean.handle(req, res, address, viaSdk);
   });
   // Long-lived notification streams: no request timeout, idle sockets closed by keep-alive rules.
   http.requestTimeout = 0;
@@ -127,6 +138,7 @@ export async function startEndpoint(config: EndpointConfig, opts: EndpointOption
     stop: () =>
       (stopping ??= (async () => {
         ready = false;
+        lean?.close();
         await servers.close();
         http.closeAllConnections();
         await new Promise<void>((r) => http.close(() => r()));

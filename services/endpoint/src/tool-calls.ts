@@ -28,6 +28,8 @@ export interface ToolCallInput {
   /** The JSON-RPC request id (a 2025 client's cancel names it). */
   requestId: string | number;
   signal: AbortSignal;
+  /** Which path serves it (a span attribute): the SDK's handler, or the lean path beside it. */
+  path: 'sdk' | 'lean';
 }
 
 /** Thrown for a tool the agent does not have: the MCP answer (InvalidParams), before the proxy is asked. */
@@ -102,7 +104,7 @@ export class ToolCalls {
   async call(input: ToolCallInput): Promise<CallToolResult | InputRequiredResult> {
     const { grant, name } = input;
     const parent = parentContext(input.meta, input.headers);
-    const span = this.deps.tracer.startSpan('endpoint.tools/call', { kind: SpanKind.SERVER, attributes: { 'mcpx.account': grant.account, 'mcpx.agent': grant.agent, 'mcpx.tool': name } }, parent);
+    const span = this.deps.tracer.startSpan('endpoint.tools/call', { kind: SpanKind.SERVER, attributes: { 'mcpx.account': grant.account, 'mcpx.agent': grant.agent, 'mcpx.tool': name, 'mcpx.endpoint.path': input.path } }, parent);
     const started = performance.now();
     const outcome = { value: 'ok' };
     try {

@@ -1,0 +1,375 @@
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { isInputRequiredResult, ProtocolError, SUPPORTED_PROTOCOL_VERSIONS, validateHostHeader, type CallToolResult, type InputRequiredResult } from '@modelcontextprotocol/server';
+import type { McpToolDocument } from '@mcpx/domain';
+import type { AgentTokens, TokenGrant } from './agent-tokens.js';
+import type { ToolCalls } from './tool-calls.js';
+import type { TokenFailures } from './token-failures.js';
+import type { ToolSets } from './tool-sets.js';
+
+/** `/v1/agents/<agent>/mcp` (as http.ts reads it). */
+const PATH_RE = /^\/v1\/agents\/([A-Za-z0-9_.~%-]{1,200})\/mcp\/?$/;
+const MODERN_VERSION = '2026-07-28';
+const LEGACY_VERSIONS = new Set<string>(SUPPORTED_PROTOCOL_VERSIONS);
+/** Bodies the lean path reads; a larger one (or one without a length) goes to the SDK as it is. */
+const LEAN_MAX_BODY = 256 * 1024;
+const PARAM_KEYS = new Set(['name', 'arguments', '_meta']);
+const BODY_KEYS = new Set(['jsonrpc', 'id', 'method', 'params']);
+/** A 2025 client's answer to a question asked during its call is awaited this long at most. */
+const LEGACY_ANSWER_MS = 5 * 60_000;
+/** Questions asked of 2025 clients and not answered yet, per instance (each holds a call open). */
+const MAX_PENDING_QUESTIONS = 1_000;
+/** Rounds of questions in one 2025 call (the SDK's shim allows 8). */
+const MAX_ROUNDS = 8;
+/** 2025 clients' declared capabilities remembered, by token (from their initialize). */
+const MAX_REMEMBERED = 50_000;
+const SSE_HEADERS = { 'cache-control': 'no-cache, no-transform', connection: 'keep-alive', 'content-type': 'text/event-stream', 'x-accel-buffering': 'no' };
+
+export interface LeanCallsDeps {
+  tokens: AgentTokens;
+  toolSets: ToolSets;
+  failures: TokenFailures;
+  calls: ToolCalls;
+  allowedHosts: string[];
+  /** The server's name and version, as the SDK's results carry them in `_meta` (2026-07-28). */
+  serverInfo: { name: string; version: string };
+  onError: (err: Error) => void;
+}
+
+/** What the SDK path is handed when the lean path does not serve a request: the body when it was read. */
+export type Fallback = (req: IncomingMessage, res: ServerResponse, body: string | undefined) => void;
+
+type Json = Record<string, unknown>;
+
+function isObject(v: unknown): v is Json {
+  return v !== null && typeof v === 'object' && !Array.isArray(v);
+}
+
+function header(req: IncomingMessage, name: string): string | undefined {
+  const v = req.headers[name];
+  return Array.isArray(v) ? undefined : v;
+}
+
+/** Whether a tool declares `x-mcp-header` parameters (the SDK checks their mirrored headers: its path serves it). */
+const mirrored = new WeakMap<McpToolDocument, boolean>();
+function mirrorsHeaders(doc: McpToolDocument): boolean {
+  let v = mirrored.get(doc);
+  if (v === undefined) mirrored.set(doc, (v = JSON.stringify(doc.inputSchema ?? {}).includes('x-mcp-header')));
+  return v;
+}
+
+/**
+ * A `tools/call` result as the SDK's codec writes it: its keys in the schema's order (`_meta`,
+ * `content`, `structuredContent`, `isError`), then `resultType` and the server's info in `_meta`
+ * on 2026-07-28; the 2025 result has neither.
+ */
+function resultJson(r: CallToolResult, modern: boolean, serverInfo: LeanCallsDeps['serverInfo']): Json {
+  const out: Json = {};
+  const info = { 'io.modelcontextprotocol/serverInfo': serverInfo };
+  if (r._meta !== undefined) out._meta = modern ? { ...r._meta, ...info } : r._meta;
+  out.content = r.content;
+  if (r.structuredContent !== undefined) out.structuredContent = r.structuredContent;
+  if (r.isError !== undefined) out.isError = r.isError;
+  if (modern) {
+    out.resultType = 'complete';
+    if (r._meta === undefined) out._meta = info;
+  }
+  return out;
+}
+
+/** An `input_required` result as the SDK writes it (2026-07-28 only). */
+function inputRequiredJson(r: InputRequiredResult, serverInfo: LeanCallsDeps['serverInfo']): Json {
+  const { _meta, ...rest } = r as InputRequiredResult & { _meta?: Json };
+  return { ...rest, _meta: { ...(_meta ?? {}), 'io.modelcontextprotocol/serverInfo': serverInfo } };
+}
+
+function rpcErrorJson(id: string | number, err: unknown): string {
+  if (err instanceof ProtocolError) return JSON.stringify({ jsonrpc: '2.0', id, error: { code: err.code, message: err.message, ...(err.data !== undefined ? { data: err.data } : {}) } });
+  return JSON.stringify({ jsonrpc: '2.0', id, error: { code: -32603, message: 'Internal error' } });
+}
+
+/**
+ * The lean `tools/call` path beside the SDK's handler: a POST whose body is one `tools/call` of a
+ * tool the agent has, from a client whose request the SDK would take as it is (Host allowed, no
+ * Origin, a valid token of the path's agent, the 2026-07-28 envelope and headers consistent, or a
+ * plain 2025 call), is answered here with the bytes the SDK's path writes (JSON on 2026-07-28;
+ * one SSE event on 2025), through the same {@link ToolCalls}. Everything else, refusals
+ * included, goes to the SDK's path unchanged, so each rule has one implementation.
+ *
+ * It also does for 2025 clients what the SDK's stateless serving cannot: a client that declared
+ * elicitation (or sampling) in its initialize gets the questions of its call (an approval its
+ * token's user may give, a server's form) as `elicitation/create` requests on the call's SSE
+ * stream, and its answer (a POST of the JSON-RPC response) goes on with the call. The answer
+ * must reach this instance: behind several instances, without affinity, it does not, and the
+ * call ends as if unanswered (the owner decides).
+ */
+export class LeanCalls {
+  /** What each token's 2025 client declared in its initialize (the last one wins). */
+  private readonly legacyCaps = new Map<string, { elicitation: boolean; sampling: boolean }>();
+  /** Questions asked of 2025 clients, by their JSON-RPC id: the token they were asked of and the answer's resolver. */
+  private readonly questions = new Map<string, { tokenId: string; resolve: (answer: Json | undefined) => void }>();
+
+  constructor(private readonly deps: LeanCallsDeps) {}
+
+  /** Serves `req` here or hands it to `fallback` (with its body, when read). */
+  handle(req: IncomingMessage, res: ServerResponse, clientAddress: string, fallback: Fallback): void {
+    this.serve(req, res, clientAddress, fallback).catch((err: unknown) => {
+      this.deps.onError(err as Error);
+      if (!res.headersSent) {
+        res.writeHead(500, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32603, message: 'Internal server error' }, id: null }));
+      } else res.end();
+    });
+  }
+
+  private async serve(req: IncomingMessage, res: ServerResponse, clientAddress: string, fallback: Fallback): Promise<void> {
+    const candidate = this.candidate(req, clientAddress);
+    if (candidate === undefined) return fallback(req, res, undefined);
+    const body = await readBody(req, candidate.length);
+    // The client went away mid-body: nothing to answer.
+    if (body === undefined) return void res.destroy();
+    const grant = await this.deps.tokens.verify(header(req, 'authorization') ?? null);
+    if (typeof grant === 'string' || !namesAgent(candidate.agent, grant)) return fallback(req, res, body);
+    let msg: unknown;
+    try {
+      msg = JSON.parse(body);
+    } catch {
+      return fallback(req, res, body);
+    }
+    if (!isObject(msg)) return fallback(req, res, body);
+    if (!candidate.modern && this.legacyMessage(msg, grant, res)) return;
+    if (!candidate.modern && msg.method === 'initialize') this.rememberInitialize(grant, msg);
+    const call = this.callOf(msg, candidate.modern, req);
+    if (call === undefined) return fallback(req, res, body);
+    const set = await this.deps.toolSets.get(grant.account, grant.agent);
+    const doc = set?.byName.get(call.name);
+    if (doc === undefined || mirrorsHeaders(doc)) return fallback(req, res, body);
+    if (candidate.modern) await this.modern(req, res, grant, call);
+    else await this.legacy(req, res, grant, call);
+  }
+
+  /** A POST the lean path may serve, judged from its headers alone: the agent named and the body's length. */
+  private candidate(req: IncomingMessage, clientAddress: string): { agent: string; length: number; modern: boolean } | undefined {
+    if (req.method !== 'POST') return undefined;
+    const m = PATH_RE.exec((req.url ?? '').split('?')[0] ?? '');
+    if (m === null) return undefined;
+    if (!(header(req, 'content-type') ?? '').startsWith('application/json')) return undefined;
+    const length = Number(header(req, 'content-length'));
+    if (!Number.isSafeInteger(length) || length <= 0 || length > LEAN_MAX_BODY) return undefined;
+    // Browsers (an Origin), sessions and mirrored tool parameters: the SDK's path checks them.
+    if (req.headers.origin !== undefined || req.headers['mcp-session-id'] !== undefined) return undefined;
+    for (const name of Object.keys(req.headers)) if (name.startsWith('mcp-param-')) return undefined;
+    const method = header(req, 'mcp-method');
+    const version = header(req, 'mcp-protocol-version');
+    const accept = header(req, 'accept') ?? '';
+    let modern: boolean;
+    if (method !== undefined) {
+      if (method !== 'tools/call' || version !== MODERN_VERSION || !accept.includes('application/json')) return undefined;
+      modern = true;
+    } else {
+      if (version !== undefined && !LEGACY_VERSIONS.has(version)) return undefined;
+      if (!accept.includes('application/json') || !accept.includes('text/event-stream')) return undefined;
+      modern = false;
+    }
+    if (!validateHostHeader(header(req, 'host') ?? null, this.deps.allowedHosts).ok) return undefined;
+    if (this.deps.failures.blocked(clientAddress) !== undefined) return undefined;
+    return { agent: m[1] as string, length, modern };
+  }
+
+  /** The call of a body that is exactly one `tools/call` the SDK would take; else undefined. */
+  private callOf(msg: Json, modern: boolean, req: IncomingMessage): { id: string | number; name: string; arguments: Json; meta: Json | undefined; caps: Json } | undefined {
+    if (msg.jsonrpc !== '2.0' || msg.method !== 'tools/call' || (typeof msg.id !== 'string' && typeof msg.id !== 'number')) return undefined;
+    for (const k of Object.keys(msg)) if (!BODY_KEYS.has(k)) return undefined;
+    const params = msg.params;
+    if (!isObject(params) || typeof params.name !== 'string') return undefined;
+    for (const k of Object.keys(params)) if (!PARAM_KEYS.has(k)) return undefined;
+    if (params.arguments !== undefined && !isObject(params.arguments)) return undefined;
+    const meta = params._meta;
+    if (meta !== undefined && !isObject(meta)) return undefined;
+    let caps: Json = {};
+    if (modern) {
+      if (meta === undefined || meta['io.modelcontextprotocol/protocolVersion'] !== MODERN_VERSION || header(req, 'mcp-name') !== params.name) return undefined;
+      const declared = meta['io.modelcontextprotocol/clientCapabilities'];
+      const info = meta['io.modelcontextprotocol/clientInfo'];
+      if (!isObject(declared) || !isObject(info) || typeof info.name !== 'string' || typeof info.version !== 'string') return undefined;
+      caps = declared;
+    } else if (meta !== undefined && 'io.modelcontextprotocol/protocolVersion' in meta) return undefined;
+    return { id: msg.id, name: params.name, arguments: (params.arguments) ?? {}, meta, caps };
+  }
+
+  private async modern(req: IncomingMessage, res: ServerResponse, grant: TokenGrant, call: NonNullable<ReturnType<LeanCalls['callOf']>>): Promise<void> {
+    const abort = abortOnClose(res);
+    let text: string;
+    try {
+      const result = await this.deps.calls.call({
+        grant,
+        name: call.name,
+        arguments: call.arguments,
+        meta: call.meta,
+        headers: { traceparent: header(req, 'traceparent'), tracestate: header(req, 'tracestate') },
+        caps: { elicitation: call.caps.elicitation !== undefined, sampling: call.caps.sampling !== undefined },
+        requestId: call.id,
+        signal: abort.signal,
+        path: 'lean',
+      });
+      const json = isInputRequiredResult(result) ? inputRequiredJson(result, this.deps.serverInfo) : resultJson(result, true, this.deps.serverInfo);
+      text = JSON.stringify({ result: json, jsonrpc: '2.0', id: call.id });
+    } catch (err) {
+      if (!(err instanceof ProtocolError)) this.deps.onError(err as Error);
+      text = rpcErrorJson(call.id, err);
+    } finally {
+      abort.done();
+    }
+    if (res.destroyed) return;
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.write(text);
+    res.end();
+  }
+
+  private async legacy(req: IncomingMessage, res: ServerResponse, grant: TokenGrant, call: NonNullable<ReturnType<LeanCalls['callOf']>>): Promise<void> {
+    const abort = abortOnClose(res);
+    const declared = this.legacyCaps.get(grant.id) ?? { elicitation: false, sampling: false };
+    let text: string;
+    try {
+      let requestState: string | undefined;
+      let inputResponses: Json | undefined;
+      let final: CallToolResult | undefined;
+      for (let round = 1; final === undefined; round++) {
+        const result = await this.deps.calls.call({
+          grant,
+          name: call.name,
+          arguments: call.arguments,
+          meta: call.meta,
+          headers: { traceparent: header(req, 'traceparent'), tracestate: header(req, 'tracestate') },
+          ...(requestState !== undefined ? { requestState } : {}),
+          ...(inputResponses !== undefined ? { inputResponses } : {}),
+          caps: declared,
+          requestId: call.id,
+          signal: abort.signal,
+          path: 'lean',
+        });
+        if (!isInputRequiredResult(result)) {
+          final = result;
+          break;
+        }
+        if (round > MAX_ROUNDS) {
+          final = { content: [{ type: 'text', text: `Input required by 'tools/call' exceeded ${MAX_ROUNDS} rounds` }], isError: true };
+          break;
+        }
+        if (!res.headersSent) res.writeHead(200, SSE_HEADERS);
+        inputResponses = await this.ask(grant, res, result, declared, abort.signal);
+        requestState = typeof result.requestState === 'string' ? result.requestState : undefined;
+      }
+      text = JSON.stringify({ result: resultJson(final, false, this.deps.serverInfo), jsonrpc: '2.0', id: call.id });
+    } catch (err) {
+      if (!(err instanceof ProtocolError)) this.deps.onError(err as Error);
+      text = rpcErrorJson(call.id, err);
+    } finally {
+      abort.done();
+    }
+    if (res.destroyed) return;
+    if (!res.headersSent) res.writeHead(200, SSE_HEADERS);
+    res.write(`event: message\ndata: ${text}\n\n`);
+    res.end();
+  }
+
+  /**
+   * The questions of one round as server-to-client requests on the call's SSE stream, and their
+   * answers by key; a question the client did not declare it can answer, or did not answer in
+   * time, is answered `cancel` for it (an approval then waits for the owner).
+   */
+  private async ask(grant: TokenGrant, res: ServerResponse, result: InputRequiredResult, declared: { elicitation: boolean; sampling: boolean }, signal: AbortSignal): Promise<Json> {
+    const entries = Object.entries((result.inputRequests ?? {}) as Record<string, { method: string; params?: unknown }>);
+    const answers = await Promise.all(
+      entries.map(async ([key, q]): Promise<[string, Json]> => {
+        const can = q.method === 'elicitation/create' ? declared.elicitation : q.method === 'sampling/createMessage' ? declared.sampling : false;
+        if (!can || this.questions.size >= MAX_PENDING_QUESTIONS || signal.aborted) return [key, { action: 'cancel' }];
+        const id = `mcpx-q-${randomUUID()}`;
+        const answered = new Promise<Json | undefined>((resolve) => {
+          const timer = setTimeout(() => resolve(undefined), LEGACY_ANSWER_MS);
+          const onAbort = (): void => resolve(undefined);
+          signal.addEventListener('abort', onAbort, { once: true });
+          this.questions.set(id, {
+            tokenId: grant.id,
+            resolve: (a) => {
+              clearTimeout(timer);
+              signal.removeEventListener('abort', onAbort);
+              resolve(a);
+            },
+          });
+        });
+        res.write(`event: message\ndata: ${JSON.stringify({ jsonrpc: '2.0', id, method: q.method, params: q.params })}\n\n`);
+        try {
+          const a = await answered;
+          return [key, isObject(a) ? a : { action: 'cancel' }];
+        } finally {
+          this.questions.delete(id);
+        }
+      }),
+    );
+    return Object.fromEntries(answers);
+  }
+
+  /** A 2025 client's answer to one of its questions: taken here (202), true; anything else, false. */
+  private legacyMessage(msg: Json, grant: TokenGrant, res: ServerResponse): boolean {
+    if (msg.method !== undefined || typeof msg.id !== 'string' || msg.jsonrpc !== '2.0') return false;
+    const q = this.questions.get(msg.id);
+    if (q === undefined || q.tokenId !== grant.id) return false;
+    this.questions.delete(msg.id);
+    // An error answer (the client cannot do it after all) is no answer.
+    q.resolve(isObject(msg.result) ? msg.result : undefined);
+    res.writeHead(202);
+    res.end();
+    return true;
+  }
+
+  private rememberInitialize(grant: TokenGrant, msg: Json): void {
+    const caps = isObject(msg.params) && isObject(msg.params.capabilities) ? msg.params.capabilities : {};
+    this.legacyCaps.delete(grant.id);
+    this.legacyCaps.set(grant.id, { elicitation: caps.elicitation !== undefined, sampling: caps.sampling !== undefined });
+    if (this.legacyCaps.size > MAX_REMEMBERED) this.legacyCaps.delete(this.legacyCaps.keys().next().value as string);
+  }
+
+  /** Stops the questions waiting (the service is stopping): each is answered as not answered. */
+  close(): void {
+    for (const q of this.questions.values()) q.resolve(undefined);
+    this.questions.clear();
+  }
+}
+
+function namesAgent(segment: string, grant: TokenGrant): boolean {
+  try {
+    const named = decodeURIComponent(segment);
+    return named === grant.agent || named === grant.agentName;
+  } catch {
+    return false;
+  }
+}
+
+/** The body of `length` bytes as UTF-8; undefined when the client sent less (it went away). */
+async function readBody(req: IncomingMessage, length: number): Promise<string | undefined> {
+  const chunks: Buffer[] = [];
+  let received = 0;
+  for await (const chunk of req) {
+    const b = chunk as Buffer;
+    received += b.length;
+    if (received > length) return undefined;
+    chunks.push(b);
+  }
+  return received === length ? Buffer.concat(chunks).toString('utf8') : undefined;
+}
+
+/** An abort signal fired when the client goes away before the answer is written. */
+function abortOnClose(res: ServerResponse): { signal: AbortSignal; done: () => void } {
+  const ac = new AbortController();
+  let finished = false;
+  res.once('close', () => {
+    if (!finished) ac.abort();
+  });
+  return {
+    signal: ac.signal,
+    done: () => {
+      finished = true;
+    },
+  };
+}
