@@ -23,8 +23,8 @@ async function decide(id, decision) {
   for (const b of $('sign-in').querySelectorAll('button')) b.disabled = true;
   const out = await act('DecideSignIn', { id, decision });
   say(decision === 'approve' ? 'Sign-in approved: back to the client…' : 'Sign-in denied: back to the client…');
-  // Relative to the console's own URL: the registry's continue step, in this same browser.
-  location.assign(new URL(out.continueUrl, document.baseURI).toString());
+  // The registry's continue step, in this same browser (a path on the registry, like /v1/actions).
+  location.assign(new URL(out.continueUrl, location.origin).toString());
 }
 
 /** Shows the consent for the sign-in named in the URL (called once a key is in use, and when the hash changes). */

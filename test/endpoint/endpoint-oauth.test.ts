@@ -5,6 +5,8 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { chromium } from 'playwright-core';
 import { Client, StreamableHTTPClientTransport, UnauthorizedError, type OAuthClientProvider } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEverythingServer, type EverythingServer } from '../servers/everything.js';
@@ -13,6 +15,11 @@ import { startTlsFront, type TlsFront } from '../servers/tls-front.js';
 import { ApiClient } from '../support/api-client.js';
 import { TestBrowser } from '../support/oauth-browser.js';
 import { ProcessSystem, ROOT, eventually } from '../support/system.js';
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const HAS_CHROMIUM = existsSync(CHROMIUM);
+const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+if (!HAS_CHROMIUM) console.warn(`endpoint-oauth: the console consent test is skipped, no Chromium at ${CHROMIUM} (install chromium or set CHROMIUM_PATH)`);
 
 /**
  * OAuth 2.1 sign-in to the agent MCP endpoint with the registry as authorization server, end to
@@ -128,7 +135,7 @@ describe('OAuth sign-in to the agent endpoint (the registry as authorization ser
     const res = await browser.request(url);
     expect(res.status, res.text).toBe(302);
     const to = new URL(res.location ?? '', url);
-    expect(`${to.origin}${to.pathname}`).toBe(`${system.apiUrl}/`);
+    expect(`${to.origin}${to.pathname}`).toBe(`${system.apiUrl}/console/`);
     const id = /^#sign-in=(si_[0-9a-f]{32})$/.exec(to.hash)?.[1];
     expect(id).toBeDefined();
     for (const c of res.setCookie) secrets.push(c.split(';')[0]?.split('=')[1] ?? '');
@@ -181,6 +188,14 @@ describe('OAuth sign-in to the agent endpoint (the registry as authorization ser
     });
     await res.body?.cancel();
     return res.status;
+  }
+
+  /**
+   * The endpoint refuses the token (401) once the registry's revocation notice reached it: the
+   * notice is sent in the revoking transaction and heard asynchronously, so this waits for it.
+   */
+  async function refusedSoon(agent: string, accessToken: string): Promise<void> {
+    await eventually(async () => ((await endpointStatus(agent, accessToken)) === 401 ? true : undefined), 5_000, 'token refused');
   }
 
   /** The SDK v2 client's provider, in memory: everything stored exactly as received. */
@@ -292,7 +307,7 @@ describe('OAuth sign-in to the agent endpoint (the registry as authorization ser
     expect(await endpointStatus(agentA, ok.body.access_token)).toBe(200);
     const again = await redeem(c);
     expect(again).toMatchObject({ status: 400, body: { error: 'invalid_grant' } });
-    expect(await endpointStatus(agentA, ok.body.access_token)).toBe(401);
+    await refusedSoon(agentA, ok.body.access_token);
     expect((await tokenRequest({ grant_type: 'refresh_token', refresh_token: ok.body.refresh_token, client_id: clientUrl('manual') })).body.error).toBe('invalid_grant');
   });
 
@@ -318,11 +333,11 @@ describe('OAuth sign-in to the agent endpoint (the registry as authorization ser
     const r1 = await tokenRequest({ grant_type: 'refresh_token', refresh_token: t.body.refresh_token, client_id: clientUrl('manual'), resource: urlOf(agentA) });
     expect(r1.status).toBe(200);
     expect(r1.body.refresh_token).not.toBe(t.body.refresh_token);
-    expect(await endpointStatus(agentA, t.body.access_token)).toBe(401);
+    await refusedSoon(agentA, t.body.access_token);
     expect(await endpointStatus(agentA, r1.body.access_token)).toBe(200);
     const reuse = await tokenRequest({ grant_type: 'refresh_token', refresh_token: t.body.refresh_token, client_id: clientUrl('manual') });
     expect(reuse.body.error).toBe('invalid_grant');
-    expect(await endpointStatus(agentA, r1.body.access_token)).toBe(401);
+    await refusedSoon(agentA, r1.body.access_token);
     expect((await tokenRequest({ grant_type: 'refresh_token', refresh_token: r1.body.refresh_token, client_id: clientUrl('manual') })).body.error).toBe('invalid_grant');
   });
 
@@ -332,7 +347,7 @@ describe('OAuth sign-in to the agent endpoint (the registry as authorization ser
     const { tokens } = await api.act('ListAgentTokens', { agent: agentB });
     const row = tokens.find((x: any) => x.name === 'OAuth: Test client manual' && x.state === 'active');
     expect((await api.act('RevokeAgentToken', { id: row.id })).revoked).toBe(true);
-    expect(await endpointStatus(agentB, t.body.access_token)).toBe(401);
+    await refusedSoon(agentB, t.body.access_token);
     expect((await tokenRequest({ grant_type: 'refresh_token', refresh_token: t.body.refresh_token, client_id: clientUrl('manual') })).body.error).toBe('invalid_grant');
   });
 
@@ -380,6 +395,49 @@ describe('OAuth sign-in to the agent endpoint (the registry as authorization ser
     const byName = await new TestBrowser().request(authorizeUrl({ ...base, code_challenge_method: 'S256', resource: `${endpointUrl}/v1/agents/alpha/mcp` }));
     expect(new URL(byName.location ?? '').searchParams.get('error')).toBe('invalid_target');
     expect((await api.act('ListSignInRequests')).signIns.length).toBe(before);
+  });
+
+  it.skipIf(!HAS_CHROMIUM)('in a real browser: the authorize request opens the console, which shows the consent; Approve sends the browser back with a code', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'mcpx-oauth-console-'));
+    const context = await chromium.launchPersistentContext(dir, { executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
+    try {
+      context.setDefaultTimeout(30_000);
+      const page = context.pages()[0] ?? (await context.newPage());
+      // The owner's console: a key of its own, and an agent made from the page.
+      await page.goto(`${system.apiUrl}/console/`);
+      await page.locator('#key-new').click();
+      await page.locator('#principal').filter({ hasText: 'account' }).waitFor();
+      await page.locator('#agent-name').fill('console-agent');
+      await page.locator('#agent-create').click();
+      await page.locator('#agent-select option', { hasText: 'console-agent' }).waitFor({ state: 'attached' });
+      const agent = await page.locator('#agent-select').inputValue();
+      // The client's redirect URI: whatever the browser is sent there is caught.
+      let callback: URL | undefined;
+      await page.route('http://127.0.0.1:9/**', async (route) => {
+        callback = new URL(route.request().url());
+        await route.fulfill({ status: 200, contentType: 'text/plain', body: 'back at the client' });
+      });
+      const { verifier, challenge } = pkce();
+      await page.goto(authorizeUrl({ response_type: 'code', client_id: clientUrl('manual'), redirect_uri: REDIRECT, code_challenge: challenge, code_challenge_method: 'S256', state: 'browser', resource: urlOf(agent) }).toString());
+      await page.locator('#sign-in-approve').waitFor();
+      const consent = (await page.locator('#sign-in').textContent()) ?? '';
+      expect(consent).toContain('Test client manual');
+      expect(consent).toContain('unverified');
+      expect(consent).toContain('console-agent');
+      expect(consent).toContain('127.0.0.1:9');
+      await page.locator('#sign-in-approve').click();
+      await page.getByText('back at the client').waitFor();
+      expect(callback?.searchParams.get('state')).toBe('browser');
+      expect(callback?.searchParams.get('iss')).toBe(system.apiUrl);
+      const code = callback?.searchParams.get('code') ?? '';
+      secrets.push(code);
+      const t = await redeem({ code, verifier, resource: urlOf(agent) });
+      expect(t.status).toBe(200);
+      expect(await endpointStatus(agent, t.body.access_token)).toBe(200);
+    } finally {
+      await context.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('no code, token, verifier, cookie or nonce appears in any log, owner answer or metric', async () => {

@@ -3,7 +3,7 @@ import type { Db } from '@mcpx/db';
 import type { Logger } from '@mcpx/log';
 import { ClientMetadataError, fetchClientMetadata } from './client-metadata.js';
 import { redirect, signInPage } from './pages.js';
-import { AS_BASE_PATH, CONSOLE_SIGN_IN_FRAGMENT } from './paths.js';
+import { AS_BASE_PATH, CONSOLE_PATH, CONSOLE_SIGN_IN_FRAGMENT } from './paths.js';
 import { SIGN_IN_PENDING_MS, randomSecret, secretHash, type SignInRow, type SignInsRepository } from './sign-ins.repository.js';
 
 /** RFC 7636: 43 to 128 unreserved characters (a verifier; a S256 challenge is exactly 43). */
@@ -147,7 +147,7 @@ export async function authorize(deps: SignInFlowDeps, req: IncomingMessage, res:
       browserHash: secretHash(cookie),
     });
     if (id === undefined) throw new RedirectableError('temporarily_unavailable', 'the account has too many sign-ins waiting for a decision; try again later');
-    redirect(res, `${issuer}/#${CONSOLE_SIGN_IN_FRAGMENT}${id}`, { 'set-cookie': cookieHeader(issuer, id, cookie, Math.floor(SIGN_IN_PENDING_MS / 1000)) });
+    redirect(res, `${issuer}${CONSOLE_PATH}#${CONSOLE_SIGN_IN_FRAGMENT}${id}`, { 'set-cookie': cookieHeader(issuer, id, cookie, Math.floor(SIGN_IN_PENDING_MS / 1000)) });
     deps.log.info('oauth sign-in requested', { account: agent.account, agent: agent.id, signIn: id, client: client.clientId });
     return 'pending';
   } catch (err) {

@@ -11,5 +11,6 @@ export const TOKEN_PATH = `${AS_BASE_PATH}/token`;
 export const CONTINUE_PATH = `${AS_BASE_PATH}/continue`;
 /** RFC 8414 metadata (for an issuer without a path; one with a path adds it after this). */
 export const AS_METADATA_PATH = '/.well-known/oauth-authorization-server';
-/** Where the console shows a pending sign-in: `<public url>/#sign-in=<id>`. */
+/** Where the console shows a pending sign-in: `<public url>/console/#sign-in=<id>`. */
+export const CONSOLE_PATH = '/console/';
 export const CONSOLE_SIGN_IN_FRAGMENT = 'sign-in=';

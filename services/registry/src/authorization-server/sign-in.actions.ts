@@ -33,7 +33,7 @@ export const listSignInRequests: ActionHandler = async (deps, caller) => {
 
 /**
  * `DecideSignIn {id, decision: 'approve'|'deny'}` → `{id, decision, continueUrl}`: the owner's
- * answer to a pending sign-in. `continueUrl` (relative to the console's own URL, single use)
+ * answer to a pending sign-in. `continueUrl` (a path on the registry, as the console's own action URL is; single use)
  * must be opened by the browser that started the sign-in: it sends that browser to the client
  * with a code (approve) or `access_denied` (deny). An unknown or expired id is `not_found`, one
  * decided already `conflict`. OWNER only.
@@ -48,5 +48,5 @@ export const decideSignIn: ActionHandler = async (deps, caller, action) => {
   if (out === 'decided') throw new WireError(ErrorCodes.conflict, `id: sign-in ${id} was decided already`, { field: 'id' });
   deps.log.info('oauth sign-in decided', { account: caller.account, signIn: id, decision, signer: caller.signer });
   const q = new URLSearchParams({ id, nonce: out.nonce });
-  return { id, decision, continueUrl: `${CONTINUE_PATH.slice(1)}?${q.toString()}` };
+  return { id, decision, continueUrl: `${CONTINUE_PATH}?${q.toString()}` };
 };
