@@ -1,0 +1,85 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { approvalTools } from '../approvals/approval-tools.js';
+import { startTestMcpServer, type TestMcpServer } from '../servers/index.js';
+import { startEndpointSystem, type EndpointSystem } from './endpoint-harness.js';
+
+type ErrorMeta = { code: string; message: string; details: Record<string, unknown> };
+const errorOf = (result: { _meta?: Record<string, unknown> }): ErrorMeta => result._meta?.['io.mcpx/error'] as ErrorMeta;
+const textOf = (result: { content?: unknown }): string => ((result.content as Array<{ text?: string }> | undefined)?.[0]?.text ?? '');
+
+/**
+ * Approval by the client's user for 2025-era clients (issue 14 point 3): a real SDK v1 client that
+ * declared elicitation in its initialize gets an `elicitation/create` request on its call's SSE
+ * stream (the lean path's doing: the SDK's stateless legacy serving cannot send one) and its
+ * answer goes on with the call; a client that declared none keeps the isError answer naming the
+ * approval, as does every 2025 client when the lean path is off.
+ */
+describe.skipIf(process.env.ENDPOINT_LEAN_CALLS === 'off')('the agent MCP endpoint: the client user approves (2025 clients)', () => {
+  let sys: EndpointSystem;
+  let upstream: TestMcpServer;
+  const clients: Client[] = [];
+
+  const connect = async (token: string, answer: 'accept' | 'decline' | undefined, asked: string[]): Promise<Client> => {
+    const client = new Client({ name: 'legacy-approver', version: '1.0.0' }, { capabilities: answer === undefined ? {} : { elicitation: {} } });
+    if (answer !== undefined) {
+      client.setRequestHandler(ElicitRequestSchema, (req) => {
+        asked.push(String(req.params.message));
+        return Promise.resolve(answer === 'accept' ? { action: 'accept' as const, content: {} } : { action: 'decline' as const });
+      });
+    }
+    await client.connect(new StreamableHTTPClientTransport(new URL(sys.urlOf('ops')), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
+    clients.push(client);
+    return client;
+  };
+
+  beforeAll(async () => {
+    [sys, upstream] = await Promise.all([startEndpointSystem(), startTestMcpServer({ era: 'modern', tools: approvalTools() })]);
+    await sys.system.setServer('db', upstream.url);
+    await sys.system.createAgent('ops', ['db'], 3);
+  }, 120_000);
+
+  afterAll(async () => {
+    for (const c of clients) await c.close().catch(() => undefined);
+    await sys?.stop();
+    await upstream?.close();
+  });
+
+  it('asks a v1 client that declared elicitation during its call; accepted, the call runs once', async () => {
+    const { token } = await sys.token('ops', { userMayApprove: true });
+    const asked: string[] = [];
+    const client = await connect(token, 'accept', asked);
+    const before = upstream.stats.calls;
+    const ran = await client.callTool({ name: 'db__drop_table', arguments: { table: 'legacy' } });
+    expect(ran.isError, textOf(ran)).toBeFalsy();
+    expect(textOf(ran)).toBe('dropped legacy');
+    expect(asked).toEqual(['Approve db__drop_table with these arguments?\n{\n  "table": "legacy"\n}']);
+    expect(upstream.stats.calls).toBe(before + 1);
+  });
+
+  it('declined by the v1 client, the call does not run', async () => {
+    const { token } = await sys.token('ops', { userMayApprove: true });
+    const asked: string[] = [];
+    const client = await connect(token, 'decline', asked);
+    const before = upstream.stats.calls;
+    const refused = await client.callTool({ name: 'db__drop_table', arguments: { table: 'kept' } });
+    expect(errorOf(refused as never)).toMatchObject({ code: 'approval_refused', details: { reason: 'denied' } });
+    expect(asked).toHaveLength(1);
+    expect(upstream.stats.calls).toBe(before);
+  });
+
+  it('a v1 client that declared no elicitation, or a token without the right, waits for the owner', async () => {
+    const { token } = await sys.token('ops', { userMayApprove: true });
+    const silent = await connect(token, undefined, []);
+    const stopped = await silent.callTool({ name: 'db__drop_table', arguments: { table: 'silent' } });
+    expect(errorOf(stopped as never).code).toBe('approval_required');
+    const plain = await sys.token('ops');
+    const asked: string[] = [];
+    const willing = await connect(plain.token, 'accept', asked);
+    const waiting = await willing.callTool({ name: 'db__drop_table', arguments: { table: 'plain' } });
+    expect(errorOf(waiting as never).code).toBe('approval_required');
+    expect(asked).toEqual([]);
+  });
+});
