@@ -1,8 +1,8 @@
 /**
  * Two minutes of the soak (issue 16, point 6) in `npm test`: mixed load (calls, discoveries,
  * grants, approvals) on the services as processes. Fails on any error, a service that exits, a
- * window that answers no call, p99 drift beyond SOAK_BOUNDS (the last window both ×4 and +2 s
- * over the first after warm-up) or RSS growth beyond SOAK_BOUNDS.maxGrowthMiB per service. It
+ * window that answers no call, p99 drift beyond SOAK_BOUNDS (rising in every window, the last
+ * both ×4 and +2 s over the first after warm-up) or RSS growth beyond SOAK_BOUNDS.maxGrowthMiB per service. It
  * prints its report, `N errors` last. test/ops/support/soak-run.ts has the load.
  */
 import { describe, expect, it } from 'vitest';
