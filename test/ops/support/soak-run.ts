@@ -57,6 +57,31 @@ export interface SoakReport {
   lines: string[];
 }
 
+/**
+ * The bounds a soak broke, from its measures (pure: test/ops/soak-bounds.test.ts shows each bound
+ * trips). A drift is a rise that builds window after window; a spike of other work in the last
+ * window alone (the box is shared, CI runs the suite beside it) is not one.
+ */
+export function soakFailures(
+  m: { windows: ReadonlyArray<{ p99: number; calls: number }>; rss: ReadonlyArray<{ instance: string; growthMiB: number }>; errors: number },
+  bounds: { maxGrowthMiB: number; maxP99Ratio: number; maxP99RiseMs: number },
+): string[] {
+  const failures: string[] = [];
+  m.windows.forEach((w, k) => {
+    if (w.calls === 0) failures.push(`window ${k + 1} answered no call`);
+  });
+  const first = m.windows[0]?.p99 ?? 0;
+  const last = m.windows[m.windows.length - 1]?.p99 ?? 0;
+  const rising = m.windows.every((w, k) => k === 0 || w.p99 >= (m.windows[k - 1]?.p99 ?? 0));
+  if (first > 0 && rising && last > first * bounds.maxP99Ratio && last - first > bounds.maxP99RiseMs) {
+    failures.push(`p99 drift ${first} → ${last} ms, rising in every window (bound ×${bounds.maxP99Ratio} or +${bounds.maxP99RiseMs} ms)`);
+  }
+  // NaN (a service gone, no sample) fails too.
+  for (const r of m.rss) if (!(r.growthMiB <= bounds.maxGrowthMiB)) failures.push(`${r.instance} RSS grew ${r.growthMiB.toFixed(1)} MiB (bound ${bounds.maxGrowthMiB} MiB)`);
+  if (m.errors > 0) failures.push(`${m.errors} errors`);
+  return failures;
+}
+
 function rssMiB(pid: number | undefined): number {
   if (pid === undefined) return NaN;
   try {
@@ -209,30 +234,20 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
     sampleRss();
     for (const svc of s.services) if (!svc.alive()) errors.push(`${svc.instance} exited (${svc.child.exitCode ?? svc.child.signalCode})`);
 
-    const failures: string[] = [];
     const windows = Array.from({ length: 4 }, (_, k) => {
       const ms = samples.filter((x) => windowOf(x.at) === k).map((x) => x.ms);
       return { p99: percentile(ms, 99), calls: ms.length };
     });
-    windows.forEach((w, k) => {
-      if (w.calls === 0) failures.push(`window ${k + 1} answered no call`);
-    });
     const first = windows[0]?.p99 ?? 0;
     const last = windows[windows.length - 1]?.p99 ?? 0;
     const driftMs = last - first;
-    // A drift is a rise that builds window after window; a spike of other work in the last window
-    // alone (the box is shared, CI runs the suite beside it) is not one.
-    const rising = windows.every((w, k) => k === 0 || w.p99 >= (windows[k - 1]?.p99 ?? 0));
-    if (first > 0 && rising && last > first * maxP99Ratio && driftMs > maxP99RiseMs) failures.push(`p99 drift ${first} → ${last} ms, rising in every window (bound ×${maxP99Ratio} or +${maxP99RiseMs} ms)`);
-
     const rss = s.services.map((svc) => {
       const xs = rssSamples.get(svc.instance) ?? [];
       const startMiB = median(xs.filter((x) => windowOf(x.at) === 0).map((x) => x.mib));
       const endMiB = median(xs.filter((x) => windowOf(x.at) >= 3).map((x) => x.mib));
       return { instance: svc.instance, startMiB, endMiB, growthMiB: endMiB - startMiB };
     });
-    for (const r of rss) if (!(r.growthMiB <= maxGrowthMiB)) failures.push(`${r.instance} RSS grew ${r.growthMiB.toFixed(1)} MiB (bound ${maxGrowthMiB} MiB)`);
-    if (errors.length > 0) failures.push(`${errors.length} errors`);
+    const failures = soakFailures({ windows, rss, errors: errors.length }, { maxGrowthMiB, maxP99Ratio, maxP99RiseMs });
 
     say(`soak: ${opts.minutes} min, ${counts.calls} calls in ${counts.runs} runs, ${counts.discoveries} discoveries, ${counts.grants} grant changes, ${counts.approvals} approvals`);
     say(

@@ -1,0 +1,31 @@
+/**
+ * The soak's verdict (test/ops/support/soak-run.ts `soakFailures`), pure: each bound trips on the
+ * measures that break it and holds on those of a healthy run on a loaded box. The soak itself,
+ * on the real stack, is test/ops/soak.test.ts.
+ */
+import { describe, expect, it } from 'vitest';
+import { SOAK_BOUNDS, soakFailures } from './support/soak-run.js';
+
+const windows = (...p99: number[]) => p99.map((p) => ({ p99: p, calls: 500 }));
+const rss = (...growth: number[]) => growth.map((g, i) => ({ instance: `svc-${i}`, growthMiB: g }));
+
+describe('soak bounds', () => {
+  it('a healthy run under load passes: p99 moving both ways by 2x, RSS shrinking or growing a little', () => {
+    expect(soakFailures({ windows: windows(895, 1884, 1001, 1367), rss: rss(-42, 3.4, -1.9, 60), errors: 0 }, SOAK_BOUNDS)).toEqual([]);
+    // A spike in the last window alone is load, not drift.
+    expect(soakFailures({ windows: windows(300, 250, 280, 2900), rss: rss(0), errors: 0 }, SOAK_BOUNDS)).toEqual([]);
+  });
+
+  it('a p99 that rises in every window past both 4x and +2 s fails; past only one of them it does not', () => {
+    expect(soakFailures({ windows: windows(500, 900, 1800, 2600), rss: rss(0), errors: 0 }, SOAK_BOUNDS)).toEqual(['p99 drift 500 → 2600 ms, rising in every window (bound ×4 or +2000 ms)']);
+    expect(soakFailures({ windows: windows(100, 200, 300, 900), rss: rss(0), errors: 0 }, SOAK_BOUNDS)).toEqual([]); // 9x but +800 ms
+    expect(soakFailures({ windows: windows(1500, 2000, 3000, 3600), rss: rss(0), errors: 0 }, SOAK_BOUNDS)).toEqual([]); // +2.1 s but 2.4x
+  });
+
+  it('RSS growth past the bound, a service without samples, an error and a silent window each fail', () => {
+    expect(soakFailures({ windows: windows(500, 500, 500, 500), rss: rss(10, 95.5), errors: 0 }, SOAK_BOUNDS)).toEqual(['svc-1 RSS grew 95.5 MiB (bound 64 MiB)']);
+    expect(soakFailures({ windows: windows(500, 500, 500, 500), rss: rss(NaN), errors: 0 }, SOAK_BOUNDS)).toEqual(['svc-0 RSS grew NaN MiB (bound 64 MiB)']);
+    expect(soakFailures({ windows: windows(500, 500, 500, 500), rss: rss(0), errors: 1 }, SOAK_BOUNDS)).toEqual(['1 errors']);
+    expect(soakFailures({ windows: [{ p99: 500, calls: 400 }, { p99: 0, calls: 0 }, { p99: 500, calls: 400 }, { p99: 500, calls: 400 }], rss: rss(0), errors: 0 }, SOAK_BOUNDS)).toEqual(['window 2 answered no call']);
+  });
+});
