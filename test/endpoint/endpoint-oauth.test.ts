@@ -7,12 +7,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { chromium } from 'playwright-core';
-import { Client, StreamableHTTPClientTransport, UnauthorizedError, type OAuthClientProvider } from '@modelcontextprotocol/client';
+import { Client, StreamableHTTPClientTransport, UnauthorizedError, auth, type OAuthClientProvider } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEverythingServer, type EverythingServer } from '../servers/everything.js';
 import { freePort } from '../servers/index.js';
 import { startTlsFront, type TlsFront } from '../servers/tls-front.js';
 import { ApiClient } from '../support/api-client.js';
+import { createDb } from '@mcpx/db';
 import { TestBrowser } from '../support/oauth-browser.js';
 import { ProcessSystem, ROOT, eventually } from '../support/system.js';
 
@@ -297,6 +298,20 @@ describe('OAuth sign-in to the agent endpoint (the registry as authorization ser
     // The signed-in client is listed beside the agent's tokens, and the owner may revoke it there.
     const { tokens } = await api.act('ListAgentTokens', { agent: agentA });
     expect(tokens.find((t: any) => t.name === 'OAuth: Test client sdk')).toMatchObject({ state: 'active' });
+    // The SDK refreshes with its refresh token: new tokens, the old access token refused, the new one works.
+    const before = provider.tokens();
+    expect(await auth(provider, { serverUrl: urlOf(agentA) })).toBe('AUTHORIZED');
+    const after = provider.tokens();
+    expect(after.access_token).not.toBe(before.access_token);
+    expect(after.refresh_token).not.toBe(before.refresh_token);
+    await refusedSoon(agentA, before.access_token);
+    const again = new Client({ name: 'oauth-test', version: '1.0.0' });
+    await again.connect(new StreamableHTTPClientTransport(new URL(urlOf(agentA)), { authProvider: provider }));
+    try {
+      expect(JSON.stringify((await again.callTool({ name: 'everything__echo', arguments: { message: 'refreshed' } })).content)).toContain('refreshed');
+    } finally {
+      await again.close();
+    }
   });
 
   it('a replayed code is refused and revokes what the first redemption issued', async () => {
@@ -395,6 +410,46 @@ describe('OAuth sign-in to the agent endpoint (the registry as authorization ser
     const byName = await new TestBrowser().request(authorizeUrl({ ...base, code_challenge_method: 'S256', resource: `${endpointUrl}/v1/agents/alpha/mcp` }));
     expect(new URL(byName.location ?? '').searchParams.get('error')).toBe('invalid_target');
     expect((await api.act('ListSignInRequests')).signIns.length).toBe(before);
+  });
+
+  it('an expired code is refused; bad token requests are typed OAuth errors, nothing issued', async () => {
+    const c = await codeFor(agentA);
+    const db = createDb(system.env.DATABASE_URL ?? '', { max: 1 });
+    try {
+      await db.updateTable('registry.oauth_sign_ins').set({ code_expires_at: new Date(Date.now() - 1_000) }).where('status', '=', 'code_issued').execute();
+    } finally {
+      await db.destroy();
+    }
+    expect((await redeem(c)).body).toMatchObject({ error: 'invalid_grant', error_description: 'the authorization code has expired' });
+    const post = (body: string, type = 'application/x-www-form-urlencoded') => fetch(`${system.apiUrl}/v1/oauth-server/token`, { method: 'POST', headers: { 'content-type': type }, body }).then(async (r) => ({ status: r.status, body: (await r.json()) as any }));
+    expect(await post('{"grant_type":"authorization_code"}', 'application/json')).toMatchObject({ status: 400, body: { error: 'invalid_request' } });
+    expect(await post('grant_type=password&client_id=x')).toMatchObject({ status: 400, body: { error: 'unsupported_grant_type' } });
+    expect(await post('grant_type=authorization_code&grant_type=refresh_token&client_id=x')).toMatchObject({ status: 400, body: { error: 'invalid_request', error_description: 'grant_type is repeated' } });
+    expect(await post(`grant_type=authorization_code&client_id=${encodeURIComponent(clientUrl('manual'))}&code=x&redirect_uri=${encodeURIComponent(REDIRECT)}`)).toMatchObject({ status: 400, body: { error: 'invalid_request', error_description: 'code_verifier is required' } });
+    expect(await post(`grant_type=authorization_code&client_id=x&code=unknown&redirect_uri=x&code_verifier=${'a'.repeat(43)}`)).toMatchObject({ status: 400, body: { error: 'invalid_grant' } });
+    expect(await post(`grant_type=refresh_token&client_id=x&refresh_token=${'r'.repeat(50)}`)).toMatchObject({ status: 400, body: { error: 'invalid_grant' } });
+    expect(await post(`grant_type=refresh_token&client_id=x&refresh_token=${'r'.repeat(20_000)}`)).toMatchObject({ status: 400, body: { error: 'invalid_request' } });
+    // The authorize endpoint before the client is known: a page, never a redirect.
+    for (const q of ['', `client_id=${encodeURIComponent(clientUrl('manual'))}`, `client_id=a&client_id=b&redirect_uri=${encodeURIComponent(REDIRECT)}`]) {
+      const res = await fetch(`${system.apiUrl}/v1/oauth-server/authorize?${q}`, { redirect: 'manual' });
+      expect(res.status, q).toBe(400);
+      expect(res.headers.get('location')).toBeNull();
+      expect(res.headers.get('content-type')).toContain('text/html');
+    }
+  });
+
+  it('an account holds at most 20 pending sign-ins (the authorize endpoint is open to anyone)', async () => {
+    const base = { response_type: 'code', client_id: clientUrl('other'), redirect_uri: REDIRECT, code_challenge: pkce().challenge, code_challenge_method: 'S256', resource: urlOf(agentB) };
+    const pending = (await api.act('ListSignInRequests')).signIns.length;
+    const browser = new TestBrowser();
+    for (let i = pending; i < 20; i++) await openAuthorization(browser, authorizeUrl({ ...base, state: `p${i}` }));
+    const over = await browser.request(authorizeUrl({ ...base, state: 'over' }));
+    expect(Object.fromEntries(new URL(over.location ?? '').searchParams)).toMatchObject({ error: 'temporarily_unavailable', state: 'over', iss: system.apiUrl });
+    expect((await api.act('ListSignInRequests')).signIns).toHaveLength(20);
+    // A denial frees a place.
+    const first = (await api.act('ListSignInRequests')).signIns[0];
+    await api.act('DecideSignIn', { id: first.id, decision: 'deny' });
+    await openAuthorization(browser, authorizeUrl({ ...base, state: 'after' }));
   });
 
   it.skipIf(!HAS_CHROMIUM)('in a real browser: the authorize request opens the console, which shows the consent; Approve sends the browser back with a code', async () => {
