@@ -36,6 +36,8 @@ export interface MultiNodeResult {
   longestGapMs: number;
   /** From the NATS node's restart to its JetStream being current again (ms). */
   natsRejoinMs: number;
+  /** Start-up retries of the proxy started on the restarted node while it caught up. */
+  newProxyRetries: number;
   /** Per agent: versions seen in the stream vs. projected. */
   eventsChecked: number;
   eventGaps: string[];
@@ -152,7 +154,9 @@ export async function runMultiNode(opts: MultiNodeOptions = {}): Promise<MultiNo
     await victimNode.start();
     // The new proxy on the restarted node at once, while that node is still catching up: it
     // waits for JetStream (retrying, not ready meanwhile) instead of exiting — docs/operations.md.
-    const [natsRejoinMs] = await Promise.all([waitJetStreamReady(nodes).then(() => Date.now() - restartedAt), spawnOn('proxy', 1)]);
+    const [natsRejoinMs, newProxy] = await Promise.all([waitJetStreamReady(nodes).then(() => Date.now() - restartedAt), spawnOn('proxy', 1)]);
+    // How many times it found the node not ready yet (0 when the node was ready by its first try).
+    const newProxyRetries = newProxy.logs.join('').split('NATS not ready at start-up, retrying').length - 1;
     log(`multi-node: restarted ${victimNode.name} and a new proxy on it`);
     await new Promise((r) => setTimeout(r, phaseMs));
     discoveryStop = true;
@@ -226,9 +230,9 @@ export async function runMultiNode(opts: MultiNodeOptions = {}): Promise<MultiNo
     const report =
       `multi-node: calls ${formatSummary(summary)} (errors retried by the runtime); runs of ${callsPerRun} calls: ${runsCompleted} of ${runsStarted} completed, ${runs.errors} failed; ` +
       `isolation violations ${isolationViolations}; discoveries ${discoveries}; longest gap without a call answered ${longestGapMs} ms after the kill; ` +
-      `NATS node back in the cluster ${natsRejoinMs} ms after its restart; agent-tools-changed ${eventsChecked} events checked, ${eventGaps.length} gaps`;
+      `NATS node back in the cluster ${natsRejoinMs} ms after its restart; the new proxy on it waited ${newProxyRetries} retries; agent-tools-changed ${eventsChecked} events checked, ${eventGaps.length} gaps`;
     log(report);
-    return { summary, runsStarted, runsCompleted, isolationViolations, longestGapMs, natsRejoinMs, eventsChecked, eventGaps, discoveries, report };
+    return { summary, runsStarted, runsCompleted, isolationViolations, longestGapMs, natsRejoinMs, newProxyRetries, eventsChecked, eventGaps, discoveries, report };
   } finally {
     await stack?.stop();
     await Promise.all(upstreams.map((u) => u.close()));
