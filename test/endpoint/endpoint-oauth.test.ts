@@ -506,4 +506,19 @@ describe('OAuth sign-in to the agent endpoint (the registry as authorization ser
     expect(checked.length).toBeGreaterThan(20);
     for (const s of checked) expect(everywhere.includes(s), 'a secret leaked').toBe(false);
   });
+
+  // Last: it spends this address's bucket of authorization requests.
+  it('an address that floods the authorize endpoint is refused with 429 and Retry-After before any fetch', async () => {
+    const url = authorizeUrl({ response_type: 'code', client_id: 'https://10.1.2.3/client.json', redirect_uri: REDIRECT, code_challenge: pkce().challenge, code_challenge_method: 'S256', resource: urlOf(agentA) });
+    let limited: Response | undefined;
+    for (let i = 0; i < 200 && limited === undefined; i++) {
+      const res = await fetch(url, { redirect: 'manual' });
+      await res.body?.cancel();
+      if (res.status === 429) limited = res;
+      else expect(res.status).toBe(400);
+    }
+    expect(limited?.headers.get('retry-after')).toMatch(/^\d+$/);
+    const registry = system.services.find((s) => s.name === 'registry');
+    expect(await (await fetch(`${registry?.internalUrl}/metrics`)).text()).toMatch(/mcpx_oauth_sign_ins_total\{[^}]*outcome="rate_limited"[^}]*step="authorize"|mcpx_oauth_sign_ins_total\{[^}]*step="authorize"[^}]*outcome="rate_limited"/);
+  });
 });

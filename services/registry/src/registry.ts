@@ -2,7 +2,7 @@ import { Redis } from 'ioredis';
 import { connectBus } from '@mcpx/bus';
 import type { Config } from '@mcpx/config';
 import { createDb, migrate } from '@mcpx/db';
-import { ApprovalStore, InputStore, LeaseQuota, REDIS_FAIL_FAST, RunAgents, SingleFlight } from '@mcpx/locks';
+import { ApprovalStore, InputStore, LeaseQuota, REDIS_FAIL_FAST, RateLimiter, RunAgents, SingleFlight } from '@mcpx/locks';
 import { createLogger, type LogSink } from '@mcpx/log';
 import { ProxyClient } from '@mcpx/proxy-client';
 import { SecretBox } from '@mcpx/secrets';
@@ -227,7 +227,15 @@ export async function startRegistry(config: Config, opts: RegistryOptions = {}):
     oauthStart: oauthStartHandler({ tickets, store: oauthStore, log, tracer: telemetry.tracer }),
     ...(opts.clientMetadataDocument === false ? {} : { oauthClientMetadata: clientMetadataDocumentHandler(() => publicUrl) }),
     // The agent endpoint's OAuth sign-in: this registry is its authorization server.
-    authorizationServer: createAuthorizationServer({ db, fetch: tracingFetch(outboundFetch), publicUrl: () => publicUrl, log, tracer: telemetry.tracer, meter: telemetry.meter }),
+    authorizationServer: createAuthorizationServer({
+      db,
+      fetch: tracingFetch(outboundFetch),
+      publicUrl: () => publicUrl,
+      log,
+      tracer: telemetry.tracer,
+      meter: telemetry.meter,
+      rates: { limiter: new RateLimiter(redis, config.redisPrefix), clientAddress: (req) => trustedProxies.clientAddress(req) },
+    }),
   });
   const observed = consumeObservedTools({ bus, discovery, log, meter: telemetry.meter, servers, others: [builtins] });
   const oauthRefresh = answerOAuthRefresh({ bus, servers, oauth, discovery, log, builtins });

@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Db } from '@mcpx/db';
+import type { RateLimit, RateLimiter } from '@mcpx/locks';
 import type { Logger } from '@mcpx/log';
 import { SpanKind, withSpan, type Counter, type Meter, type Tracer } from '@mcpx/telemetry';
 import { authorize, continueSignIn, type SignInFlowDeps } from './authorize.js';
@@ -20,7 +21,17 @@ export interface AuthorizationServerDeps {
   log: Logger;
   tracer: Tracer;
   meter: Meter;
+  /**
+   * Per client address limits on the open steps (each authorize costs an outbound fetch): the
+   * shared Redis buckets and the address a request comes from. Absent: no limit.
+   */
+  rates?: { limiter: RateLimiter; clientAddress: (req: IncomingMessage) => string };
 }
+
+/** Authorization requests one client address may make: each fetches a metadata document. */
+export const AUTHORIZE_PER_ADDRESS: RateLimit = { ratePerSecond: 2, burst: 120 };
+/** Token requests one client address may make. */
+export const TOKEN_PER_ADDRESS: RateLimit = { ratePerSecond: 10, burst: 200 };
 
 /** Routes of the authorization server: true when the request was one of them (it is then answered). */
 export type AuthorizationServerRoutes = (req: IncomingMessage, res: ServerResponse, url: URL) => boolean;
@@ -56,9 +67,21 @@ export function createAuthorizationServer(deps: AuthorizationServerDeps): Author
   const flow: SignInFlowDeps = { db: deps.db, signIns, fetch: deps.fetch, issuer, log: deps.log };
   const steps: Counter = deps.meter.createCounter('mcpx_oauth_sign_ins_total', { description: 'OAuth sign-ins to the agent endpoint: steps (authorize, continue, token) by outcome' });
 
-  const step = (name: 'authorize' | 'continue' | 'token', res: ServerResponse, run: () => Promise<string>): void => {
+  /** Over its address's limit: answered 429 with Retry-After (the outcome), else undefined. */
+  const limited = async (name: 'authorize' | 'token', req: IncomingMessage, res: ServerResponse): Promise<string | undefined> => {
+    if (deps.rates === undefined) return undefined;
+    const decision = await deps.rates.limiter.take(`oauth-${name}`, deps.rates.clientAddress(req), name === 'authorize' ? AUTHORIZE_PER_ADDRESS : TOKEN_PER_ADDRESS);
+    if (decision.ok) return undefined;
+    req.resume();
+    const retry = { 'retry-after': String(Math.max(1, Math.ceil(decision.retryAfterMs / 1000))) };
+    if (name === 'token') sendJson(res, 429, { error: 'temporarily_unavailable', error_description: 'too many token requests from this address; retry later' }, { 'cache-control': 'no-store', ...OPEN_CORS, ...retry });
+    else signInPage(res, 429, 'Too many sign-in requests', 'Too many sign-in requests came from this address. Try again in a minute.', retry);
+    return 'rate_limited';
+  };
+
+  const step = (name: 'authorize' | 'continue' | 'token', req: IncomingMessage, res: ServerResponse, run: () => Promise<string>): void => {
     void withSpan(deps.tracer, `registry.oauth-server ${name}`, { 'mcpx.oauth_server.step': name }, async (span) => {
-      const outcome = await run();
+      const outcome = (name === 'continue' ? undefined : await limited(name, req, res)) ?? (await run());
       span.setAttribute('mcpx.oauth_server.outcome', outcome);
       return outcome;
     }, { kind: SpanKind.SERVER })
@@ -91,16 +114,16 @@ export function createAuthorizationServer(deps: AuthorizationServerDeps): Author
       return true;
     }
     if (path === AUTHORIZE_PATH && req.method === 'GET') {
-      step('authorize', res, () => authorize(flow, req, res, url));
+      step('authorize', req, res, () => authorize(flow, req, res, url));
       return true;
     }
     if (path === CONTINUE_PATH && req.method === 'GET') {
-      step('continue', res, () => continueSignIn(flow, req, res, url));
+      step('continue', req, res, () => continueSignIn(flow, req, res, url));
       return true;
     }
     if (path === TOKEN_PATH) {
       if (req.method === 'OPTIONS') preflight(res, 'POST');
-      else if (req.method === 'POST') step('token', res, () => token({ signIns, log: deps.log }, req, res));
+      else if (req.method === 'POST') step('token', req, res, () => token({ signIns, log: deps.log }, req, res));
       else return false;
       return true;
     }

@@ -1,5 +1,6 @@
 import { ErrorCodes, WireError, invalidInput } from '@mcpx/contracts';
 import type { ActionHandler } from '../actions/context.js';
+import { recordAudit } from '../audit/audit-log.js';
 import { CONTINUE_PATH } from './paths.js';
 import { SignInsRepository } from './sign-ins.repository.js';
 
@@ -47,6 +48,14 @@ export const decideSignIn: ActionHandler = async (deps, caller, action) => {
   if (out === 'not_found') throw new WireError(ErrorCodes.notFound, `id: no pending sign-in ${id}`, { field: 'id' });
   if (out === 'decided') throw new WireError(ErrorCodes.conflict, `id: sign-in ${id} was decided already`, { field: 'id' });
   deps.log.info('oauth sign-in decided', { account: caller.account, signIn: id, decision, signer: caller.signer });
+  await recordAudit(deps.db, {
+    account: caller.account,
+    signer: caller.signer,
+    role: caller.role,
+    action: 'DecideSignIn',
+    target: { kind: 'agent', name: out.agent },
+    after: { signIn: id, decision, client: out.clientId },
+  });
   const q = new URLSearchParams({ id, nonce: out.nonce });
   return { id, decision, continueUrl: `${CONTINUE_PATH}?${q.toString()}` };
 };

@@ -154,7 +154,7 @@ export class SignInsRepository {
    * The owner's decision on a pending sign-in of the account: the continue nonce (to be carried
    * by the approver's own browser to the continue step), or why not.
    */
-  async decide(account: string, id: string, approve: boolean, signer: string): Promise<{ nonce: string } | 'not_found' | 'decided'> {
+  async decide(account: string, id: string, approve: boolean, signer: string): Promise<{ nonce: string; agent: string; clientId: string } | 'not_found' | 'decided'> {
     const nonce = randomSecret();
     const row = await this.db
       .updateTable('registry.oauth_sign_ins')
@@ -163,9 +163,9 @@ export class SignInsRepository {
       .where('id', '=', id)
       .where('status', '=', 'pending')
       .where('expires_at', '>', sql<Date>`now()`)
-      .returning('id')
+      .returning(['agent_id', 'client_id'])
       .executeTakeFirst();
-    if (row !== undefined) return { nonce };
+    if (row !== undefined) return { nonce, agent: row.agent_id, clientId: row.client_id };
     const exists = await this.db.selectFrom('registry.oauth_sign_ins').select(['status', 'expires_at']).where('account_id', '=', account).where('id', '=', id).executeTakeFirst();
     if (exists === undefined || exists.expires_at.getTime() <= Date.now()) return 'not_found';
     return 'decided';
