@@ -55,9 +55,10 @@ describe('a vendor refresh racing the owner', () => {
 
     const row = await h.sql.selectFrom('registry.vendor_connections').select(['tokens_key_id', 'tokens_sealed']).where('account_id', '=', api.principal).executeTakeFirstOrThrow();
     const box = new SecretBox(parseKeyring(h.env.SECRETS_KEYRING));
-    const stored = JSON.parse(box.open({ keyId: row.tokens_key_id, ciphertext: row.tokens_sealed }, vendorTokensAad(api.principal, 'github'))) as { accessToken: string; refreshToken?: string };
-    expect(stored.accessToken).toBe(owners.accessToken);
-    expect(stored.refreshToken).toBe(owners.refreshToken);
+    // Sealed in the one stored casing of tokens (RFC 6749 names).
+    const stored = JSON.parse(box.open({ keyId: row.tokens_key_id, ciphertext: row.tokens_sealed }, vendorTokensAad(api.principal, 'github'))) as { access_token: string; refresh_token?: string };
+    expect(stored.access_token).toBe(owners.accessToken);
+    expect(stored.refresh_token).toBe(owners.refreshToken);
     // And the owner's tokens work: the built-in discovers with them.
     expect((await api.act('RefreshMcpServer', { name: 'github' })).server.status.state).toBe('ok');
   });

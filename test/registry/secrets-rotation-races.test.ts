@@ -14,8 +14,11 @@ import { NEW_KEY, OLD_KEY, rotateSecrets, rotationReport, tables } from './rotat
 
 const bothKeys = new SecretBox(parseKeyring(`${OLD_KEY},${NEW_KEY}`));
 
-/** An account's vendor tokens as stored: the key that sealed them, and what they open to. */
-async function storedVendorTokens(h: RegistryHarness, account: string): Promise<{ keyId: string; tokens: { accessToken: string; refreshToken?: string } }> {
+/**
+ * An account's vendor tokens as stored: the key that sealed them, and what they open to (the one
+ * stored casing, RFC 6749 names; a row sealed in the older camelCase opens as it was written).
+ */
+async function storedVendorTokens(h: RegistryHarness, account: string): Promise<{ keyId: string; tokens: Record<string, string> }> {
   const row = await h.sql.selectFrom('registry.vendor_connections').select(['tokens_key_id', 'tokens_sealed']).where('account_id', '=', account).where('vendor', '=', 'github').executeTakeFirstOrThrow();
   return { keyId: row.tokens_key_id, tokens: JSON.parse(bothKeys.open({ keyId: row.tokens_key_id, ciphertext: row.tokens_sealed }, vendorTokensAad(account, 'github'))) };
 }
@@ -59,7 +62,7 @@ describe('secrets rotation: a value written while it runs', () => {
       // The other account's tokens were re-sealed; the raced value was skipped and is counted as left.
       expect(rotationReport(first)).toEqual({ rotated: 1, keyId: 'new', left: 1, tables: tables([0, 0], [0, 0], [1, 1]) });
       expect(await storedVendorTokens(h, raced.principal)).toEqual({ keyId: 'old', tokens: { accessToken: 'gho_duringRace1' } });
-      expect(await storedVendorTokens(h, other.principal)).toEqual({ keyId: 'new', tokens: { accessToken: 'gho_otherAccount1' } });
+      expect(await storedVendorTokens(h, other.principal)).toEqual({ keyId: 'new', tokens: { access_token: 'gho_otherAccount1' } });
 
       const second = await rotateSecrets(h.env.DATABASE_URL ?? '', `${OLD_KEY},${NEW_KEY}`);
       expect(rotationReport(second)).toEqual({ rotated: 1, keyId: 'new', left: 0, tables: tables([0, 0], [0, 0], [1, 0]) });
@@ -170,8 +173,10 @@ describe('secrets rotation: a vendor refresh in flight', () => {
 
     const stored = await storedVendorTokens(h, api.principal);
     expect(stored.keyId).toBe('new');
-    expect(stored.tokens.accessToken).not.toBe(given.accessToken);
-    expect(stored.tokens.refreshToken).not.toBe(given.refreshToken);
+    expect(stored.tokens.access_token).toMatch(/./);
+    expect(stored.tokens.access_token).not.toBe(given.accessToken);
+    expect(stored.tokens.refresh_token).toMatch(/./);
+    expect(stored.tokens.refresh_token).not.toBe(given.refreshToken);
     expect(as.stats.refreshes).toBe(1);
     // The refresh token it stored is the live one: the next refresh succeeds without a replay.
     as.provider.expireAccessTokens();

@@ -1,17 +1,8 @@
 import { invalidInput } from '@mcpx/contracts';
+import { AuthMethods, type AuthMethod } from '@mcpx/credentials';
 
-/**
- * How a custom server authenticates (docs/servers.md#auth-methods), `config.auth` of SetMcpServer:
- * - `oauth`: OAuth 2.1 against the server (see ./oauth/);
- * - `bearer`: a pasted token, sealed as the server's `Authorization` secret header and sent as
- *   `Authorization: Bearer <token>`;
- * - `headers`: custom headers, every one sealed as a secret header;
- * - `none`: nothing is sent; any header or token is refused.
- * Absent keeps the original behaviour (static headers in the clear, secret headers sealed) and reads
- * as `headers` when any header is configured, else `none`.
- */
-export const AuthMethods = { oauth: 'oauth', bearer: 'bearer', headers: 'headers', none: 'none' } as const;
-export type AuthMethod = (typeof AuthMethods)[keyof typeof AuthMethods];
+/** How a custom server authenticates (`config.auth`): the stored vocabulary, defined in `@mcpx/credentials`. */
+export { AuthMethods, type AuthMethod };
 
 /** The header a bearer token travels in; under `bearer` no other source may set it. */
 export const BEARER_HEADER = 'Authorization';

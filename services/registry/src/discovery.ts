@@ -14,9 +14,8 @@ import { authContextOf, isAuthContext, parseEraVerdict } from './era-verdicts.js
 import { ListenStreams, type ListenTarget } from './listen-streams.js';
 import { listHints, sanitizeTools, screenTools, TOOL_LIMITS, toolsHash } from './remote-tools.js';
 import type { McpServerRecord, McpServersRepository } from './repositories/mcp-servers.repository.js';
-import type { SecretsRepository } from './repositories/secrets.repository.js';
 import type { ToolOverrides, ToolPermissionsRepository } from './repositories/tool-permissions.repository.js';
-import { resolveHeaders } from './server-headers.js';
+import type { CredentialReader, ServerCredentials } from '@mcpx/credentials';
 import { pinModeOf, type WantedChange } from './pins/pin-policy.js';
 import { recordPinnedDiscovery } from './pins/pin-store.js';
 import type { Database } from '@mcpx/db';
@@ -83,7 +82,8 @@ export interface DiscoveryDeps {
    */
   accountLeases?: LeaseQuota;
   servers: McpServersRepository;
-  secrets: SecretsRepository;
+  /** The headers to reach a custom server, read from the rows the proxy reads them from. */
+  credentials: CredentialReader;
   bus: Bus;
   /** Where each recorded discovery's event is written, in the transaction of the record, and published after it. */
   outbox: EventOutbox;
@@ -99,8 +99,11 @@ export interface DiscoveryDeps {
   relistFloorMs?: number;
   /** Bound on concurrent remote discoveries of this instance (default {@link DISCOVERY_LIMITS}.concurrency). */
   concurrency?: number;
-  /** The `Authorization` header of an oauth server (its stored access token, refreshed when due). */
-  oauthHeaders?: (server: McpServerRecord) => Promise<Record<string, string>>;
+  /**
+   * An oauth server's token renewed before a discovery when it is about to expire: true when it
+   * was (the credentials are read again). A {@link CredentialError} is the discovery's error.
+   */
+  oauthFreshen?: (server: McpServerRecord, held: ServerCredentials) => Promise<boolean>;
   /**
    * After a 401 on a custom server: headers with a new OAuth client credentials token to try once
    * more, or null when the server does not use that grant (`challenge`: the 401's
@@ -209,10 +212,11 @@ export class Discovery {
       find: (account, name) => deps.servers.find(account, name),
       headers: async (server) => {
         try {
-          // Only the server's own secrets, each only to the origin it was sealed for.
-          const headers = await resolveHeaders(deps.secrets, server.accountId, server.config, server.name);
-          if (deps.oauthHeaders) Object.assign(headers, await deps.oauthHeaders(server));
-          return headers;
+          // Read as the proxy reads them (`@mcpx/credentials`): only the server's own secrets, each
+          // only to the origin it was sealed for, and its OAuth token; renewed first when it is about to expire.
+          const held = await deps.credentials.custom(server.accountId, server);
+          if (deps.oauthFreshen !== undefined && (await deps.oauthFreshen(server, held))) return (await deps.credentials.custom(server.accountId, server)).headers;
+          return held.headers;
         } catch (err) {
           if (err instanceof CredentialError) throw err;
           // A secret sealed with a key that left the ring: the owner sees it, the operator logs it.

@@ -36,6 +36,7 @@ import { TrustedProxies } from '@mcpx/config/trusted-proxies';
 import { OAUTH_CALLBACK_PATH, OAUTH_START_PATH } from './oauth/paths.js';
 import { postgresPortOf } from './dependency-errors.js';
 import { EventOutbox } from './events/outbox.js';
+import { CredentialReader } from '@mcpx/credentials';
 import { createAuthorizationServer } from './authorization-server/index.js';
 
 /** The action types the registry dispatches (the OpenAPI document at `/v1/openapi.json` describes each). */
@@ -106,6 +107,8 @@ export async function startRegistry(config: Config, opts: RegistryOptions = {}):
   });
   const outboundFetch = createOutboundFetch(config.outbound, { onResponseCut: responseCutRecorder(telemetry.meter) });
   const secrets = new SecretsRepository(db, new SecretBox(config.keyring));
+  // Server credentials, read from the rows (and with the codecs) the proxy reads them with.
+  const credentials = new CredentialReader(db, new SecretBox(config.keyring), config.builtinEndpoints);
   const servers = new McpServersRepository(db);
   const accounts = new AccountsRepository(db);
   const permissions = new ToolPermissionsRepository(db);
@@ -142,11 +145,11 @@ export async function startRegistry(config: Config, opts: RegistryOptions = {}):
         log.warn('discovery leases unavailable, admitting', { err });
       },
     }),
-    oauthHeaders: (s) => oauth.headers(s),
+    oauthFreshen: (s, held) => oauth.freshen(s, held),
     oauthRenew: (s, used, challenge) => oauth.renew(s, used, challenge),
     permissions,
     servers,
-    secrets,
+    credentials,
     bus,
     outbox,
     singleFlight,
@@ -183,6 +186,7 @@ export async function startRegistry(config: Config, opts: RegistryOptions = {}):
     discovery,
     bus,
     outbox,
+    credentialReader: credentials,
     log,
     endpoints: config.builtinEndpoints,
     ...(opts.reprobe?.baseMs !== undefined ? { reprobeBaseMs: opts.reprobe.baseMs } : {}),

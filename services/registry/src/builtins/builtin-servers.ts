@@ -13,7 +13,8 @@ import type { ToolOverrides, ToolPermissionsRepository } from '../repositories/t
 import type { ReprobeSource } from '../reprober.js';
 import type { BuiltinDiscoveriesRepository, BuiltinDiscovery } from './builtin-discoveries.repository.js';
 import type { VendorConnection, VendorConnectionsRepository, VendorTokens } from './vendor-connections.repository.js';
-import { vendorTokensExpiring, type VendorCredentials, type VendorRefreshOutcome } from './vendor-credentials.js';
+import type { VendorCredentials, VendorRefreshOutcome } from './vendor-credentials.js';
+import { expiring, type CredentialReader } from '@mcpx/credentials';
 
 export interface BuiltinServersDeps {
   db: Db;
@@ -26,6 +27,8 @@ export interface BuiltinServersDeps {
   bus: Bus;
   /** The built-ins' events (discovered, deleted) are written with the commit of their change and published after it. */
   outbox: EventOutbox;
+  /** A built-in's headers, read as the proxy reads them (the vendor connection's token). */
+  credentialReader: CredentialReader;
   log: Logger;
   /** The operator's endpoint overrides (`BUILTIN_ENDPOINTS`). */
   endpoints: Record<string, string>;
@@ -144,18 +147,19 @@ export class BuiltinServers implements DiscoveryTarget, ReprobeSource {
 
   async headers(server: McpServerRecord): Promise<Record<string, string>> {
     const vendor = this.vendorOf(server);
-    let stored = await this.deps.credentials.tokens(server.accountId, vendor);
-    if (stored === null) throw new CredentialError(`there is no connection to ${vendor}; connect it again`, true);
-    if (vendorTokensExpiring(stored.tokens) && stored.tokens.refreshToken !== undefined) {
+    const held = await this.deps.credentialReader.builtin(server.accountId, server.name);
+    if (held === null) throw new CredentialError(`there is no connection to ${vendor}; connect it again`, true);
+    // About to expire, with a refresh token to renew it: renewed first (`expiresAt` is set only then).
+    if (expiring(held) && held.oauth?.tokenHash !== undefined) {
       try {
-        await this.refreshVendor(server.accountId, server.name, accessTokenHash(stored.tokens.accessToken));
-        stored = (await this.deps.credentials.tokens(server.accountId, vendor)) ?? stored;
+        await this.refreshVendor(server.accountId, server.name, held.oauth.tokenHash);
+        return ((await this.deps.credentialReader.builtin(server.accountId, server.name)) ?? held).headers;
       } catch (err) {
         // The old token may still be good; if not, its 401 renews once more.
         this.deps.log.warn('vendor token refresh before expiry failed', { account: server.accountId, vendor, err: err as Error });
       }
     }
-    return { authorization: `Bearer ${stored.tokens.accessToken}` };
+    return held.headers;
   }
 
   async renew(server: McpServerRecord, used: Record<string, string>): Promise<Record<string, string> | null> {

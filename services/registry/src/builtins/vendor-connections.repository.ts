@@ -1,14 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { Database, Db } from '@mcpx/db';
-import { vendorTokensAad, type SecretBox } from '@mcpx/secrets';
+import { openVendorTokens, sealVendorTokens, type VendorTokens } from '@mcpx/credentials';
+import type { SecretBox } from '@mcpx/secrets';
 
-/** The tokens of a vendor connection, as SetVendorConnection takes them. */
-export interface VendorTokens {
-  accessToken: string;
-  refreshToken?: string;
-  expiresAt?: string;
-}
+/** The tokens of a vendor connection, as SetVendorConnection takes them (sealed in the one stored casing, `@mcpx/credentials`). */
+export type { VendorTokens };
 
 export interface VendorConnection {
   /** Changes when the vendor is connected anew (after a disconnect): a new incarnation of its built-ins. */
@@ -27,7 +24,7 @@ export class VendorConnectionsRepository {
   ) {}
 
   async put(account: string, vendor: string, tokens: VendorTokens, trx: Kysely<Database> = this.db): Promise<VendorConnection> {
-    const sealed = this.box.seal(JSON.stringify(tokens), vendorTokensAad(account, vendor));
+    const sealed = sealVendorTokens(this.box, account, vendor, tokens);
     const expiresAt = tokens.expiresAt !== undefined ? new Date(tokens.expiresAt) : null;
     const row = await trx
       .insertInto('registry.vendor_connections')
@@ -82,7 +79,7 @@ export class VendorConnectionsRepository {
    * rotation re-seals (the refresh's new tokens would be lost, and a rotated refresh token with them).
    */
   async replaceTokens(account: string, vendor: string, read: { connectionId: string; tokens: VendorTokens }, tokens: VendorTokens): Promise<boolean> {
-    const sealed = this.box.seal(JSON.stringify(tokens), vendorTokensAad(account, vendor));
+    const sealed = sealVendorTokens(this.box, account, vendor, tokens);
     return this.db.transaction().execute(async (trx) => {
       const stored = await this.openTokens(trx, account, vendor, true);
       if (stored?.connectionId !== read.connectionId) return false;
@@ -107,8 +104,7 @@ export class VendorConnectionsRepository {
       .$if(forUpdate, (qb) => qb.forUpdate())
       .executeTakeFirst();
     if (row === undefined) return null;
-    const tokens = JSON.parse(this.box.open({ keyId: row.tokens_key_id, ciphertext: row.tokens_sealed }, vendorTokensAad(account, vendor))) as VendorTokens;
-    return { connectionId: row.id, tokens };
+    return { connectionId: row.id, tokens: openVendorTokens(this.box, account, vendor, row) };
   }
 }
 

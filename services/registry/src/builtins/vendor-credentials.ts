@@ -6,7 +6,7 @@ import type { SingleFlight } from '@mcpx/locks';
 import type { Logger } from '@mcpx/log';
 import { boundedOAuthFetch } from '@mcpx/mcp-client';
 import { safeUrlForTelemetry, withSpan } from '@mcpx/telemetry';
-import { REFRESH_BEFORE_EXPIRY_MS, accessTokenHash } from '../oauth/access-tokens.js';
+import { compareAndRefresh, type RefreshOutcome } from '../credentials/compare-and-refresh.js';
 import type { VendorConnectionsRepository, VendorTokens } from './vendor-connections.repository.js';
 
 /** Longest a refresh may hold the per-vendor lock (the token request is bounded well below it). */
@@ -21,11 +21,10 @@ const MAX_TOKEN_BYTES = 8192;
 const REFUSED = new Set(['invalid_grant', 'bad_refresh_token']);
 
 /**
- * `refreshed`: this call stored a new token; `current`: the stored token is no longer the stale one
- * (someone refreshed it, or the owner connected again); `refused`: there is no refresh token, or
- * the vendor refused it (the owner must connect the vendor again); `gone`: no connection.
+ * The renewal vocabulary of every credential ({@link RefreshOutcome}): `refused` is a missing or
+ * refused refresh token (the owner must connect the vendor again), `gone` no connection.
  */
-export type VendorRefreshOutcome = 'refreshed' | 'current' | 'refused' | 'gone';
+export type VendorRefreshOutcome = RefreshOutcome;
 
 export interface VendorCredentialsDeps {
   connections: VendorConnectionsRepository;
@@ -39,11 +38,6 @@ export interface VendorCredentialsDeps {
   tokenEndpoints: Readonly<Record<string, string>>;
   /** The outbound-safe fetch. */
   fetch?: typeof fetch;
-}
-
-/** Whether tokens are about to expire (within the margin remote-server OAuth uses). */
-export function vendorTokensExpiring(tokens: VendorTokens, now = Date.now()): boolean {
-  return tokens.expiresAt !== undefined && Date.parse(tokens.expiresAt) - now < REFRESH_BEFORE_EXPIRY_MS;
 }
 
 /**
@@ -76,11 +70,9 @@ export class VendorCredentials {
   async refreshStale(account: string, vendorName: string, staleTokenHash: string | undefined): Promise<VendorRefreshOutcome> {
     const vendor = findVendor(vendorName);
     if (vendor === undefined) return 'gone';
-    const moved = (stored: { tokens: VendorTokens }): boolean => staleTokenHash !== undefined && accessTokenHash(stored.tokens.accessToken) !== staleTokenHash;
-    const lead = async (): Promise<VendorRefreshOutcome> => {
-      const stored = await this.deps.connections.tokens(account, vendor.name);
-      if (stored === null) return 'gone';
-      if (moved(stored)) return 'current';
+    type Stored = { connectionId: string; tokens: VendorTokens };
+    const refresh = async (stored: Stored | undefined): Promise<VendorRefreshOutcome> => {
+      if (stored === undefined) return 'gone';
       const refreshToken = stored.tokens.refreshToken;
       if (refreshToken === undefined) return 'refused';
       const client = this.deps.clients[vendor.name];
@@ -96,19 +88,23 @@ export class VendorCredentials {
       if (!(await this.deps.connections.replaceTokens(account, vendor.name, stored, next))) return 'current';
       return fresh === undefined ? 'refused' : 'refreshed';
     };
-    // The holder is done: its token is ours; a refused refresh left no refresh token; a holder
-    // that failed otherwise left the stale one (retryable).
-    const follow = async (): Promise<VendorRefreshOutcome> => {
-      const stored = await this.deps.connections.tokens(account, vendor.name);
-      if (stored === null) return 'gone';
-      if (staleTokenHash === undefined || moved(stored)) return 'current';
-      if (stored.tokens.refreshToken === undefined) return 'refused';
-      throw new WireError(ErrorCodes.transportError, `another instance could not refresh the ${vendor.displayName} connection's token; try again`);
-    };
     return withSpan(this.deps.tracer, 'registry.vendor_token_refresh', { 'mcp.account': account, 'mcpx.vendor': vendor.name }, async (span) => {
       let outcome = 'error';
       try {
-        const result = await this.deps.singleFlight.run(`vendor-oauth:${account}:${vendor.name}`, { ttlMs: LOCK_TTL_MS }, lead, follow);
+        // A follower with no stale hash takes what the holder left; one that finds the refresh
+        // token forgotten (refused) says so.
+        const result = await compareAndRefresh<Stored>({
+          lock: (lead, follow) => this.deps.singleFlight.run(`vendor-oauth:${account}:${vendor.name}`, { ttlMs: LOCK_TTL_MS }, lead, follow),
+          read: async () => (await this.deps.connections.tokens(account, vendor.name)) ?? undefined,
+          accessToken: (s) => s.tokens.accessToken,
+          staleTokenHash,
+          anyTokenWillDo: false,
+          followerTakesAny: true,
+          whenNone: 'gone',
+          refresh,
+          refusedIf: (s) => s.tokens.refreshToken === undefined,
+          retry: () => new WireError(ErrorCodes.transportError, `another instance could not refresh the ${vendor.displayName} connection's token; try again`),
+        });
         outcome = result;
         return result;
       } finally {

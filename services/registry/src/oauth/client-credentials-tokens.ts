@@ -2,7 +2,9 @@ import { ErrorCodes, WireError } from '@mcpx/contracts';
 import type { Logger } from '@mcpx/log';
 import { CredentialError } from '../discovery.js';
 import type { McpServerRecord } from '../repositories/mcp-servers.repository.js';
-import { REFRESH_BEFORE_EXPIRY_MS, accessTokenHash } from './access-tokens.js';
+import { expiring, type ServerCredentials } from '@mcpx/credentials';
+import { accessTokenHash } from './access-tokens.js';
+import { compareAndRefresh } from '../credentials/compare-and-refresh.js';
 import { ClientCredentialsError, requestClientCredentialsToken, type ClientCredentialsTarget } from './client-credentials-provider.js';
 import { OAuthGrants } from './oauth-client-config.js';
 import type { OAuthConnectionsRepository } from './oauth-connections.repository.js';
@@ -41,45 +43,45 @@ export class ClientCredentialsTokens {
    * asking the token endpoint when there is none. Throws {@link ClientCredentialsError}.
    */
   async obtain(server: McpServerRecord, staleTokenHash: string | undefined, resourceMetadataUrl?: URL): Promise<void> {
-    const replaced = async (): Promise<boolean> => {
-      const stored = await this.deps.store.tokens(server.accountId, server.id, server.config.url);
-      return stored !== undefined && (staleTokenHash === undefined || accessTokenHash(stored.tokens.access_token) !== staleTokenHash);
-    };
-    const lead = async (): Promise<void> => {
-      if (await replaced()) return;
-      const target: ClientCredentialsTarget = { account: server.accountId, serverId: server.id, serverUrl: server.config.url };
-      await requestClientCredentialsToken(this.deps.store, target, { fetchFn: this.deps.oauthFetch, ...(resourceMetadataUrl ? { resourceMetadataUrl } : {}) });
-      this.deps.log.info('oauth client credentials token issued', { account: server.accountId, server: server.name });
-    };
-    // The holder is done: its token is ours. None means it failed (it said why to its own caller).
-    const follow = async (): Promise<void> => {
-      if (!(await replaced())) throw new ClientCredentialsError('another instance could not get an access token; try again', false);
-    };
-    await this.deps.lock(server, lead, follow);
+    // There is no refresh token: with none stored a token is got, and any token will do for a
+    // caller that held none. A follower whose holder got none fails (it said why to its own caller).
+    await compareAndRefresh({
+      lock: (lead, follow) => this.deps.lock(server, lead, follow),
+      read: () => this.deps.store.tokens(server.accountId, server.id, server.config.url),
+      accessToken: (s) => s.tokens.access_token,
+      staleTokenHash,
+      anyTokenWillDo: true,
+      followerTakesAny: true,
+      whenNone: 'obtain',
+      refresh: async () => {
+        const target: ClientCredentialsTarget = { account: server.accountId, serverId: server.id, serverUrl: server.config.url };
+        await requestClientCredentialsToken(this.deps.store, target, { fetchFn: this.deps.oauthFetch, ...(resourceMetadataUrl ? { resourceMetadataUrl } : {}) });
+        this.deps.log.info('oauth client credentials token issued', { account: server.accountId, server: server.name });
+        return 'refreshed';
+      },
+      retry: () => new ClientCredentialsError('another instance could not get an access token; try again', false),
+    });
   }
 
   /**
-   * The `Authorization` header for a discovery. Without a stored token there is none: the
-   * server's 401 names its metadata, and {@link renew} gets a token from there. A token about to
-   * expire is replaced first; refused credentials are the server's error (a
+   * Before a discovery: whether `held` (read by `@mcpx/credentials`) needed its token replaced
+   * first, and was. Without a stored token there is none: the server's 401 names its metadata, and
+   * {@link renew} gets a token from there. Refused credentials are the server's error (a
    * {@link CredentialError}: the owner must fix `config.oauth`, signing in would not help), an
    * authorization server that fails leaves a token that is still valid in use.
    */
-  async headers(server: McpServerRecord): Promise<Record<string, string>> {
-    let stored = await this.deps.store.tokens(server.accountId, server.id, server.config.url);
-    if (stored === undefined) return {};
-    const expiresIn = stored.expiresAt === null ? Infinity : stored.expiresAt.getTime() - Date.now();
-    if (expiresIn < REFRESH_BEFORE_EXPIRY_MS) {
-      try {
-        await this.obtain(server, accessTokenHash(stored.tokens.access_token));
-        stored = (await this.deps.store.tokens(server.accountId, server.id, server.config.url)) ?? stored;
-      } catch (err) {
-        if (!(err instanceof ClientCredentialsError)) throw err;
-        if (err.refused || expiresIn <= 0) throw new CredentialError(err.message);
-        this.deps.log.warn('oauth client credentials token not replaced: the current one is used until it expires', { account: server.accountId, server: server.name, err });
-      }
+  async freshen(server: McpServerRecord, held: ServerCredentials): Promise<boolean> {
+    const hash = held.oauth?.tokenHash;
+    if (hash === undefined || !expiring(held)) return false;
+    try {
+      await this.obtain(server, hash);
+      return true;
+    } catch (err) {
+      if (!(err instanceof ClientCredentialsError)) throw err;
+      if (err.refused || (held.oauth?.expiresAt ?? Infinity) <= Date.now()) throw new CredentialError(err.message);
+      this.deps.log.warn('oauth client credentials token not replaced: the current one is used until it expires', { account: server.accountId, server: server.name, err });
+      return false;
     }
-    return { authorization: `Bearer ${stored.tokens.access_token}` };
   }
 
   /**

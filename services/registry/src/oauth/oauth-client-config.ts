@@ -1,18 +1,10 @@
 import { createPrivateKey } from 'node:crypto';
 import { invalidInput } from '@mcpx/contracts';
+import { CLIENT_ASSERTION_ALGS, OAuthGrants, type ClientAssertionAlg, type OAuthGrant, type StoredOAuthClient } from '@mcpx/credentials';
 import type { OAuthClientInformationMixed } from '@mcpx/mcp-client';
 
-/**
- * The grants a pre-registered client uses: `authorization_code` (an owner signs in, the default)
- * or `client_credentials` (machine to machine: the registry asks the token endpoint directly with
- * the client's secret or a `private_key_jwt` assertion; nobody signs in).
- */
-export const OAuthGrants = { authorizationCode: 'authorization_code', clientCredentials: 'client_credentials' } as const;
-export type OAuthGrant = (typeof OAuthGrants)[keyof typeof OAuthGrants];
-
-/** Algorithms a `private_key_jwt` assertion may be signed with (what the SDK's signer takes). */
-export const CLIENT_ASSERTION_ALGS = ['ES256', 'ES384', 'ES512', 'RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512'] as const;
-export type ClientAssertionAlg = (typeof CLIENT_ASSERTION_ALGS)[number];
+/** The grants, assertion algorithms and stored client of `config.oauth`: defined once in `@mcpx/credentials`. */
+export { CLIENT_ASSERTION_ALGS, OAuthGrants, type ClientAssertionAlg, type OAuthGrant, type StoredOAuthClient };
 
 /** `config.oauth` of SetMcpServer: a client the owner registered with the authorization server. */
 export interface PreRegisteredClient {
@@ -156,15 +148,6 @@ export function preRegisteredState(client: PreRegisteredClient): {
     ...(client.scope !== undefined ? { scope: client.scope } : {}),
   };
   return { clientInformation, clientCredentials };
-}
-
-/** `config.oauth` as the server's config keeps it (in the clear): which credential is sealed, never its value. */
-export interface StoredOAuthClient {
-  clientId: string;
-  grant: OAuthGrant;
-  credential?: 'client_secret' | 'private_key';
-  keyAlg?: ClientAssertionAlg;
-  scope?: string;
 }
 
 export function storedOAuthClient(client: PreRegisteredClient): StoredOAuthClient {

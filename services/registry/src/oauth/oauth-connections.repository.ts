@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Db } from '@mcpx/db';
 import type { OAuthClientInformationMixed, OAuthDiscoveryState, OAuthTokens } from '@mcpx/mcp-client';
+import { openOAuthTokens, sealOAuthTokens } from '@mcpx/credentials';
 import { oauthSecretAad, type SecretBox } from '@mcpx/secrets';
 import type { ClientCredentialsState } from './oauth-client-config.js';
 
@@ -64,14 +65,14 @@ export class OAuthConnectionsRepository {
       .where('account_id', '=', account)
       .where('server_id', '=', serverId)
       .executeTakeFirst();
-    if (!row?.tokens_key_id || !row.tokens_sealed || row.tokens_server_url !== serverUrl) return undefined;
-    const tokens = JSON.parse(this.box.open({ keyId: row.tokens_key_id, ciphertext: row.tokens_sealed }, aad(account, serverId, 'tokens'))) as OAuthTokens;
-    return { tokens, expiresAt: row.tokens_expire_at };
+    // The codec the proxy reads with (`@mcpx/credentials`): tokens as received, bound to the URL they were issued for.
+    const tokens: OAuthTokens | undefined = openOAuthTokens(this.box, account, serverId, row, serverUrl);
+    return tokens === undefined ? undefined : { tokens, expiresAt: row?.tokens_expire_at ?? null };
   }
 
   /** Stores tokens exactly as received; `undefined` forgets them. */
   async saveTokens(account: string, serverId: string, tokens: OAuthTokens | undefined, serverUrl: string | null): Promise<void> {
-    const sealed = tokens === undefined ? undefined : this.box.seal(JSON.stringify(tokens), aad(account, serverId, 'tokens'));
+    const sealed = tokens === undefined ? undefined : sealOAuthTokens(this.box, account, serverId, tokens);
     const expiresAt = tokens?.expires_in === undefined ? null : new Date(Date.now() + tokens.expires_in * 1000);
     const values = { tokens_key_id: sealed?.keyId ?? null, tokens_sealed: sealed?.ciphertext ?? null, tokens_expire_at: expiresAt, tokens_server_url: tokens === undefined ? null : serverUrl };
     await this.db

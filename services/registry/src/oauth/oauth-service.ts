@@ -8,7 +8,8 @@ import { ClientCredentialsTokens, usesClientCredentials } from './client-credent
 import { preRegisteredState, type PreRegisteredClient } from './oauth-client-config.js';
 import type { OAuthConnectionsRepository } from './oauth-connections.repository.js';
 import { RegistryOAuthProvider } from './oauth-provider.js';
-import { REFRESH_BEFORE_EXPIRY_MS, accessTokenHash } from './access-tokens.js';
+import { expiring, type ServerCredentials } from '@mcpx/credentials';
+import { compareAndRefresh } from '../credentials/compare-and-refresh.js';
 import { issuerMatches } from './authorization-response.js';
 import { mixUpError } from './mix-up-errors.js';
 import type { OAuthTickets } from './browser-binding.js';
@@ -133,58 +134,62 @@ export class OAuthService {
 
   private async refreshStaleUnobserved(server: McpServerRecord, staleTokenHash: string | undefined): Promise<OAuthOutcome | { state: 'no_tokens' }> {
     if (usesClientCredentials(server)) return this.clientCredentials.refreshStale(server, staleTokenHash);
-    const read = (): Promise<StoredTokens> => this.deps.store.tokens(server.accountId, server.id, server.config.url);
-    // Another token than the stale one is stored: someone refreshed it meanwhile.
-    const moved = (stored: StoredTokens): boolean => stored !== undefined && staleTokenHash !== undefined && accessTokenHash(stored.tokens.access_token) !== staleTokenHash;
-    const lead = async (): Promise<OAuthOutcome | { state: 'no_tokens' }> => {
-      const stored = await read();
-      if (moved(stored)) return { state: 'authorized' };
-      if (stored === undefined) return { state: 'no_tokens' };
-      if (stored.tokens.refresh_token === undefined) {
+    // A refused refresh starts a new authorization: its URL, for the `redirect` answer.
+    let authorizationUrl: string | undefined;
+    const outcome = await compareAndRefresh<NonNullable<StoredTokens>>({
+      lock: (lead, follow) => this.deps.singleFlight.run(oauthLockKey(server), { ttlMs: OAUTH_LOCK_TTL_MS }, lead, follow),
+      read: () => this.deps.store.tokens(server.accountId, server.id, server.config.url),
+      accessToken: (s) => s.tokens.access_token,
+      staleTokenHash,
+      anyTokenWillDo: false,
+      followerTakesAny: false,
+      // No token stored: nothing to refresh (the caller decides whether a new URL is worth replacing a pending one).
+      whenNone: 'gone',
+      refresh: async (stored) => {
+        if (stored?.tokens.refresh_token === undefined) {
+          await this.deps.store.saveTokens(server.accountId, server.id, undefined, null);
+          const fresh = await this.ensure(server, { fresh: true });
+          if (fresh.state === 'authorized') return 'refreshed';
+          authorizationUrl = fresh.authorizationUrl;
+          return 'refused';
+        }
+        const provider = this.provider(server, {});
+        const result = await runOAuth(provider, { serverUrl: server.config.url, fetchFn: this.oauthFetch });
+        await provider.persistDiscovery();
+        this.reportRegistration(server, provider);
+        if (result === 'AUTHORIZED') return 'refreshed';
+        // The refresh was refused: the stored tokens are dead, and must never be presented again.
         await this.deps.store.saveTokens(server.accountId, server.id, undefined, null);
-        return this.ensure(server, { fresh: true });
-      }
-      const provider = this.provider(server, {});
-      const result = await runOAuth(provider, { serverUrl: server.config.url, fetchFn: this.oauthFetch });
-      await provider.persistDiscovery();
-      this.reportRegistration(server, provider);
-      if (result === 'AUTHORIZED') return { state: 'authorized' };
-      // The refresh was refused: the stored tokens are dead, and must never be presented again.
-      await this.deps.store.saveTokens(server.accountId, server.id, undefined, null);
-      if (provider.authorizationUrl === undefined) throw new Error('authorization started without a URL');
-      return { state: 'redirect', authorizationUrl: provider.authorizationUrl.toString() };
-    };
-    // The holder is done: its token is ours. A refused refresh left none (authorize again, no
-    // refresh token involved); a holder that failed otherwise left the stale one: say so, retryable.
-    const follow = async (): Promise<OAuthOutcome | { state: 'no_tokens' }> => {
-      const stored = await read();
-      if (moved(stored)) return { state: 'authorized' };
-      if (stored === undefined) return { state: 'no_tokens' };
-      throw new Error('another instance could not refresh the token; try again');
-    };
-    return this.deps.singleFlight.run(oauthLockKey(server), { ttlMs: OAUTH_LOCK_TTL_MS }, lead, follow);
+        if (provider.authorizationUrl === undefined) throw new Error('authorization started without a URL');
+        authorizationUrl = provider.authorizationUrl.toString();
+        return 'refused';
+      },
+      // The holder refused left no tokens (`gone`: authorize again, no refresh token involved).
+      retry: () => new Error('another instance could not refresh the token; try again'),
+    });
+    if (outcome === 'gone') return { state: 'no_tokens' };
+    if (outcome === 'refused' && authorizationUrl !== undefined) return { state: 'redirect', authorizationUrl };
+    return { state: 'authorized' };
   }
 
   /**
-   * The `Authorization` header for an oauth server (empty when it has no token yet). A token about
-   * to expire is refreshed first; a failed refresh leaves the old one, whose 401 then says
-   * `auth_required`.
+   * Before a discovery: whether `held` (the server's credentials as `@mcpx/credentials` reads
+   * them) needed its token renewed first, and was. A token about to expire is refreshed; a failed
+   * refresh leaves the old one, whose 401 then says `auth_required`. A client credentials token is
+   * replaced (see {@link ClientCredentialsTokens.freshen}).
    */
-  async headers(server: McpServerRecord): Promise<Record<string, string>> {
-    if (server.config.auth !== 'oauth') return {};
-    if (usesClientCredentials(server)) return this.clientCredentials.headers(server);
-    let stored = await this.deps.store.tokens(server.accountId, server.id, server.config.url);
-    if (stored === undefined) return {};
-    const expiring = stored.expiresAt !== null && stored.expiresAt.getTime() - Date.now() < REFRESH_BEFORE_EXPIRY_MS;
-    if (expiring && stored.tokens.refresh_token !== undefined) {
-      try {
-        await this.refreshStale(server, accessTokenHash(stored.tokens.access_token));
-        stored = (await this.deps.store.tokens(server.accountId, server.id, server.config.url)) ?? stored;
-      } catch (err) {
-        this.deps.log.warn('oauth refresh failed', { account: server.accountId, server: server.name, err: err as Error });
-      }
+  async freshen(server: McpServerRecord, held: ServerCredentials): Promise<boolean> {
+    if (server.config.auth !== 'oauth') return false;
+    if (usesClientCredentials(server)) return this.clientCredentials.freshen(server, held);
+    const hash = held.oauth?.tokenHash;
+    if (hash === undefined || held.oauth?.refreshable !== true || !expiring(held)) return false;
+    try {
+      await this.refreshStale(server, hash);
+      return true;
+    } catch (err) {
+      this.deps.log.warn('oauth refresh failed', { account: server.accountId, server: server.name, err: err as Error });
+      return false;
     }
-    return { authorization: `Bearer ${stored.tokens.access_token}` };
   }
 
   /**

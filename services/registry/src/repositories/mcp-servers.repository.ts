@@ -1,28 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { sql, type Kysely, type Selectable } from 'kysely';
-import { decodePayload, encodePayload, type HeldToolStatus, type ServerStatus, type Transport } from '@mcpx/contracts';
+import { decodePayload, encodePayload, type HeldToolStatus, type ServerStatus } from '@mcpx/contracts';
 import type { Database, Db, McpServersTable } from '@mcpx/db';
 import type { RemoteTool } from '@mcpx/domain';
-import type { AuthMethod } from '../auth-method.js';
-import type { StoredOAuthClient } from '../oauth/oauth-client-config.js';
+import { decodeServerConfig, type StoredServerConfig } from '@mcpx/credentials';
 
-/** `config_cbor`: static headers in the clear, secret headers as references to account secrets. */
-export interface StoredServerConfig {
-  url: string;
-  transport?: Transport;
-  headers?: Record<string, string>;
-  /** header name → secret name */
-  secretRefs?: Record<string, string>;
-  /**
-   * `oauth`: the registry runs OAuth 2.1 against the server and sends the token it holds;
-   * `bearer`/`headers`/`none`: see ../auth-method.ts (a bearer token is the `Authorization` secret ref).
-   */
-  auth?: AuthMethod;
-  /** `auth: 'oauth'` with a pre-registered client: its id and grant; its secret or key is sealed elsewhere. */
-  oauthClient?: StoredOAuthClient;
-  /** Contract pinning (`off` | `review` | `strict`; absent: `off`), see ../pins/pin-policy.ts. */
-  pin?: 'off' | 'review' | 'strict';
-}
+/** `config_cbor` (static headers in the clear, secret headers as references): the one shape, in `@mcpx/credentials`. */
+export type { StoredServerConfig };
 
 export interface McpServerRecord {
   id: string;
@@ -63,7 +47,7 @@ export function toRecord(row: Selectable<McpServersTable>): McpServerRecord {
     id: row.id,
     accountId: row.account_id,
     name: row.name,
-    config: decodePayload<StoredServerConfig>(row.config_cbor),
+    config: decodeServerConfig(row.config_cbor),
     tools: decodePayload<RemoteTool[]>(row.tools_cbor),
     toolsHash: row.tools_hash,
     generation: row.generation,

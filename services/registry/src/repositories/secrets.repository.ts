@@ -1,12 +1,12 @@
 import type { Kysely } from 'kysely';
 import type { Database, Db } from '@mcpx/db';
 import { secretAad, type SecretBox } from '@mcpx/secrets';
-import { bindToOrigin, unbind } from '../secret-origin.js';
+import { bindToOrigin } from '../secret-origin.js';
 
 /**
  * Account secrets, sealed with the key ring; plaintext exists only in memory, on the way out.
  * Each value is sealed together with the origin it was stored for (see ../secret-origin.ts) and
- * opens only for that origin.
+ * opens only for that origin: the one reading is `CredentialReader` (`@mcpx/credentials`).
  */
 export class SecretsRepository {
   constructor(
@@ -35,27 +35,6 @@ export class SecretsRepository {
       .where('name', 'in', names)
       .execute();
     return new Set(rows.map((r) => r.name));
-  }
-
-  /**
-   * Opens the named secrets of an account that may be sent to `origin`: a missing one, one stored
-   * for another origin, and one sealed before origins were recorded (see `bindUnboundSecrets`)
-   * are absent from the map.
-   */
-  async open(account: string, names: string[], origin: string): Promise<Map<string, string>> {
-    if (names.length === 0) return new Map();
-    const rows = await this.db
-      .selectFrom('registry.secrets')
-      .select(['name', 'key_id', 'ciphertext'])
-      .where('account_id', '=', account)
-      .where('name', 'in', names)
-      .execute();
-    const out = new Map<string, string>();
-    for (const r of rows) {
-      const opened = unbind(this.box.open({ keyId: r.key_id, ciphertext: r.ciphertext }, secretAad(account, r.name)));
-      if (opened.origin !== undefined && opened.origin === origin) out.set(r.name, opened.value);
-    }
-    return out;
   }
 
   /** Deletes named secrets of an account (the header secrets a server owns). */
