@@ -8,7 +8,7 @@ import { startEndpointSystem, type EndpointSystem } from './endpoint-harness.js'
 
 type ErrorMeta = { code: string; message: string; details: Record<string, unknown> };
 const errorOf = (result: { _meta?: Record<string, unknown> }): ErrorMeta => result._meta?.['io.mcpx/error'] as ErrorMeta;
-const textOf = (result: { content?: unknown }): string => ((result.content as Array<{ text?: string }> | undefined)?.[0]?.text ?? '');
+const textOf = (result: object): string => (((result as { content?: unknown }).content as Array<{ text?: string }> | undefined)?.[0]?.text ?? '');
 
 /**
  * Approval by the client's user for 2025-era clients (issue 14 point 3): a real SDK v1 client that
