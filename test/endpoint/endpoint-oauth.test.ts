@@ -35,6 +35,9 @@ describe('OAuth sign-in to the agent endpoint (the registry as authorization ser
   let everything: EverythingServer;
   let front: TlsFront;
   let documents: Server;
+  /** Receives every service's spans (OTLP/HTTP JSON): they are searched for secrets too. */
+  let collector: Server;
+  const spans: string[] = [];
   let endpoint: ChildProcess;
   let endpointUrl: string;
   let caDir: string;
@@ -58,6 +61,16 @@ describe('OAuth sign-in to the agent endpoint (the registry as authorization ser
       res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(doc));
     });
     await new Promise<void>((r) => documents.listen(0, '127.0.0.1', r));
+    collector = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        if (spans.length < 10_000) spans.push(Buffer.concat(chunks).toString('utf8'));
+        res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+      });
+    });
+    await new Promise<void>((r) => collector.listen(0, '127.0.0.1', r));
+    const otlp = `http://127.0.0.1:${(collector.address() as AddressInfo).port}`;
     front.target = `http://127.0.0.1:${(documents.address() as AddressInfo).port}`;
     for (const name of ['sdk', 'manual', 'other']) {
       docs.set(`/clients/${name}.json`, {
@@ -78,6 +91,7 @@ describe('OAuth sign-in to the agent endpoint (the registry as authorization ser
           OUTBOUND_ALLOW_HTTP_HOSTS: '127.0.0.1',
           OUTBOUND_ALLOW_PRIVATE: '127.0.0.1/32',
           NODE_EXTRA_CA_CERTS: join(caDir, 'ca.pem'),
+          OTEL_EXPORTER_OTLP_ENDPOINT: otlp,
         },
       }),
       startEverythingServer('streamableHttp'),
@@ -112,6 +126,7 @@ describe('OAuth sign-in to the agent endpoint (the registry as authorization ser
     await everything?.close();
     await system?.stop();
     await new Promise((r) => documents?.close(r));
+    await new Promise((r) => collector?.close(r));
     await front?.close();
     if (caDir) await rm(caDir, { recursive: true, force: true });
   });
@@ -495,13 +510,15 @@ describe('OAuth sign-in to the agent endpoint (the registry as authorization ser
     }
   });
 
-  it('no code, token, verifier, cookie or nonce appears in any log, owner answer or metric', async () => {
+  it('no code, token, verifier, cookie or nonce appears in any log, span, owner answer or metric', async () => {
+    // The registry's spans of the steps arrive in its next export batch (every few seconds).
+    await eventually(async () => (spans.some((b) => b.includes('registry.oauth-server token')) && spans.some((b) => b.includes('registry.oauth-server continue')) ? true : undefined), 20_000, 'sign-in spans exported');
     const pending = JSON.stringify(await api.act('ListSignInRequests'));
     const tokens = JSON.stringify([await api.act('ListAgentTokens', { agent: agentA }), await api.act('ListAgentTokens', { agent: agentB })]);
     const registry = system.services.find((s) => s.name === 'registry');
     const metrics = await (await fetch(`${registry?.internalUrl}/metrics`)).text();
     expect(metrics).toMatch(/mcpx_oauth_sign_ins_total\{[^}]*step="token"[^}]*\} \d+/);
-    const everywhere = [system.allLogs(), endpointLogs.join(''), pending, tokens, metrics].join('\n');
+    const everywhere = [system.allLogs(), endpointLogs.join(''), pending, tokens, metrics, ...spans].join('\n');
     const checked = secrets.filter((s) => s.length >= 20);
     expect(checked.length).toBeGreaterThan(20);
     for (const s of checked) expect(everywhere.includes(s), 'a secret leaked').toBe(false);
