@@ -272,6 +272,7 @@ describe('OAuth sign-in to the agent endpoint (the registry as authorization ser
       issuer: system.apiUrl,
       authorization_endpoint: `${system.apiUrl}/v1/oauth-server/authorize`,
       token_endpoint: `${system.apiUrl}/v1/oauth-server/token`,
+      revocation_endpoint: `${system.apiUrl}/v1/oauth-server/revoke`,
       code_challenge_methods_supported: ['S256'],
       client_id_metadata_document_supported: true,
       authorization_response_iss_parameter_supported: true,
@@ -369,6 +370,19 @@ describe('OAuth sign-in to the agent endpoint (the registry as authorization ser
     expect(reuse.body.error).toBe('invalid_grant');
     await refusedSoon(agentA, r1.body.access_token);
     expect((await tokenRequest({ grant_type: 'refresh_token', refresh_token: r1.body.refresh_token, client_id: clientUrl('manual') })).body.error).toBe('invalid_grant');
+  });
+
+  it('the client signs out (RFC 7009): its tokens are refused; another client cannot sign it out', async () => {
+    const revoke = (fields: Record<string, string>) => fetch(`${system.apiUrl}/v1/oauth-server/revoke`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(fields) });
+    const t = await redeem(await codeFor(agentA));
+    // Another client's revoke, or an unknown token: 200, and nothing changes.
+    expect((await revoke({ token: t.body.access_token, client_id: clientUrl('other') })).status).toBe(200);
+    expect((await revoke({ token: 'mcpx_at_unknown', client_id: clientUrl('manual') })).status).toBe(200);
+    expect(await endpointStatus(agentA, t.body.access_token)).toBe(200);
+    expect((await revoke({ token: t.body.refresh_token, client_id: clientUrl('manual') })).status).toBe(200);
+    await refusedSoon(agentA, t.body.access_token);
+    expect((await tokenRequest({ grant_type: 'refresh_token', refresh_token: t.body.refresh_token, client_id: clientUrl('manual') })).body.error).toBe('invalid_grant');
+    expect((await revoke({ client_id: clientUrl('manual') })).status).toBe(400);
   });
 
   it('a sign-in the owner revokes is refused at once, and cannot refresh', async () => {

@@ -5,12 +5,12 @@ import type { Logger } from '@mcpx/log';
 import { SpanKind, withSpan, type Counter, type Meter, type Tracer } from '@mcpx/telemetry';
 import { authorize, continueSignIn, type SignInFlowDeps } from './authorize.js';
 import { signInPage, sendJson } from './pages.js';
-import { AS_METADATA_PATH, AUTHORIZE_PATH, CONTINUE_PATH, TOKEN_PATH } from './paths.js';
+import { AS_METADATA_PATH, AUTHORIZE_PATH, CONTINUE_PATH, REVOKE_PATH, TOKEN_PATH } from './paths.js';
 import { SignInsRepository } from './sign-ins.repository.js';
-import { OPEN_CORS, token } from './token.js';
+import { OPEN_CORS, revoke, token } from './token.js';
 
 export { decideSignIn, listSignInRequests } from './sign-in.actions.js';
-export { AS_METADATA_PATH, AUTHORIZE_PATH, CONTINUE_PATH, TOKEN_PATH } from './paths.js';
+export { AS_METADATA_PATH, AUTHORIZE_PATH, CONTINUE_PATH, REVOKE_PATH, TOKEN_PATH } from './paths.js';
 
 export interface AuthorizationServerDeps {
   db: Db;
@@ -42,6 +42,8 @@ export function authorizationServerMetadata(issuer: string): Record<string, unkn
     issuer,
     authorization_endpoint: `${issuer}${AUTHORIZE_PATH}`,
     token_endpoint: `${issuer}${TOKEN_PATH}`,
+    revocation_endpoint: `${issuer}${REVOKE_PATH}`,
+    revocation_endpoint_auth_methods_supported: ['none'],
     response_types_supported: ['code'],
     response_modes_supported: ['query'],
     grant_types_supported: ['authorization_code', 'refresh_token'],
@@ -65,7 +67,7 @@ export function createAuthorizationServer(deps: AuthorizationServerDeps): Author
   const signIns = new SignInsRepository(deps.db);
   const issuer = (): string => deps.publicUrl().replace(/\/+$/, '');
   const flow: SignInFlowDeps = { db: deps.db, signIns, fetch: deps.fetch, issuer, log: deps.log };
-  const steps: Counter = deps.meter.createCounter('mcpx_oauth_sign_ins_total', { description: 'OAuth sign-ins to the agent endpoint: steps (authorize, continue, token) by outcome' });
+  const steps: Counter = deps.meter.createCounter('mcpx_oauth_sign_ins_total', { description: 'OAuth sign-ins to the agent endpoint: steps (authorize, continue, token, revoke) by outcome' });
 
   /** Over its address's limit: answered 429 with Retry-After (the outcome), else undefined. */
   const limited = async (name: 'authorize' | 'token', req: IncomingMessage, res: ServerResponse): Promise<string | undefined> => {
@@ -79,9 +81,9 @@ export function createAuthorizationServer(deps: AuthorizationServerDeps): Author
     return 'rate_limited';
   };
 
-  const step = (name: 'authorize' | 'continue' | 'token', req: IncomingMessage, res: ServerResponse, run: () => Promise<string>): void => {
+  const step = (name: 'authorize' | 'continue' | 'token' | 'revoke', req: IncomingMessage, res: ServerResponse, run: () => Promise<string>): void => {
     void withSpan(deps.tracer, `registry.oauth-server ${name}`, { 'mcpx.oauth_server.step': name }, async (span) => {
-      const outcome = (name === 'continue' ? undefined : await limited(name, req, res)) ?? (await run());
+      const outcome = (name === 'continue' ? undefined : await limited(name === 'revoke' ? 'token' : name, req, res)) ?? (await run());
       span.setAttribute('mcpx.oauth_server.outcome', outcome);
       return outcome;
     }, { kind: SpanKind.SERVER })
@@ -93,7 +95,7 @@ export function createAuthorizationServer(deps: AuthorizationServerDeps): Author
           res.destroy();
           return;
         }
-        if (name === 'token') sendJson(res, 503, { error: 'temporarily_unavailable', error_description: 'the authorization server could not answer; retry' }, { 'cache-control': 'no-store', ...OPEN_CORS });
+        if (name === 'token' || name === 'revoke') sendJson(res, 503, { error: 'temporarily_unavailable', error_description: 'the authorization server could not answer; retry' }, { 'cache-control': 'no-store', ...OPEN_CORS });
         else signInPage(res, 503, 'Sign-in unavailable', 'The registry could not handle this sign-in right now. Start it again from the client.');
       });
   };
@@ -119,6 +121,12 @@ export function createAuthorizationServer(deps: AuthorizationServerDeps): Author
     }
     if (path === CONTINUE_PATH && req.method === 'GET') {
       step('continue', req, res, () => continueSignIn(flow, req, res, url));
+      return true;
+    }
+    if (path === REVOKE_PATH) {
+      if (req.method === 'OPTIONS') preflight(res, 'POST');
+      else if (req.method === 'POST') step('revoke', req, res, () => revoke({ signIns, log: deps.log }, req, res));
+      else return false;
       return true;
     }
     if (path === TOKEN_PATH) {

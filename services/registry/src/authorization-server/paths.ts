@@ -7,6 +7,8 @@ export const AS_BASE_PATH = '/v1/oauth-server';
 export const AUTHORIZE_PATH = `${AS_BASE_PATH}/authorize`;
 /** `POST` (form): `authorization_code` and `refresh_token` grants. */
 export const TOKEN_PATH = `${AS_BASE_PATH}/token`;
+/** `POST` (form): RFC 7009 revocation by the client (signing out). */
+export const REVOKE_PATH = `${AS_BASE_PATH}/revoke`;
 /** `GET ?id=…&nonce=…`: the approver's browser, back from the console, goes on to the client's redirect URI. */
 export const CONTINUE_PATH = `${AS_BASE_PATH}/continue`;
 /** RFC 8414 metadata (for an issuer without a path; one with a path adds it after this). */

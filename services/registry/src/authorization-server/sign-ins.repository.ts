@@ -316,6 +316,32 @@ export class SignInsRepository {
     }));
   }
 
+  /**
+   * RFC 7009: the client signs out with its access or refresh token. A token of a live sign-in of
+   * this client ends it (its access token revoked and announced); anything else changes nothing.
+   * True when a sign-in ended.
+   */
+  async revokeByToken(token: string, clientId: string): Promise<boolean> {
+    return this.db.transaction().execute(async (trx) => {
+      let row: SignInRow | undefined;
+      if (token.startsWith(REFRESH_PREFIX)) {
+        const rt = await trx.selectFrom('registry.oauth_refresh_tokens').select('sign_in_id').where('token_hash', '=', secretHash(token)).executeTakeFirst();
+        if (rt !== undefined) row = await trx.selectFrom('registry.oauth_sign_ins').selectAll().where('id', '=', rt.sign_in_id).forUpdate().executeTakeFirst();
+      } else if (token.startsWith(AGENT_TOKEN_PREFIX)) {
+        row = await trx
+          .selectFrom('registry.oauth_sign_ins as s')
+          .innerJoin('registry.agent_tokens as t', (j) => j.onRef('t.id', '=', 's.token_id').onRef('t.account_id', '=', 's.account_id'))
+          .selectAll('s')
+          .where('t.token_hash', '=', agentTokenHash(token))
+          .forUpdate()
+          .executeTakeFirst();
+      }
+      if (row === undefined || row.status !== 'active' || row.client_id !== clientId) return false;
+      await this.endIn(trx, row, 'client_revoked');
+      return true;
+    });
+  }
+
   private async newRefresh(trx: Kysely<Database>, signInId: string): Promise<string> {
     const token = REFRESH_PREFIX + randomSecret();
     await trx.insertInto('registry.oauth_refresh_tokens').values({ token_hash: secretHash(token), sign_in_id: signInId, expires_at: new Date(Date.now() + REFRESH_TOKEN_MS), spent_at: null }).execute();

@@ -89,6 +89,31 @@ function tokenResponse(t: IssuedTokens): Record<string, unknown> {
 }
 
 /**
+ * `POST /v1/oauth-server/revoke` (RFC 7009): `token` (an access or a refresh token) and the
+ * public client's `client_id`. A live sign-in of that client ends; the answer is 200 whatever the
+ * token was (it says nothing about tokens it does not know). Returns the outcome.
+ */
+export async function revoke(deps: TokenDeps, req: IncomingMessage, res: ServerResponse): Promise<string> {
+  const headers = { ...NO_STORE_HEADERS, ...OPEN_CORS };
+  try {
+    const form = await readForm(req);
+    const tokenValue = param(form, 'token', true);
+    const clientId = param(form, 'client_id', true);
+    const ended = await deps.signIns.revokeByToken(tokenValue, clientId);
+    res.writeHead(200, { ...headers, 'content-length': 0 });
+    res.end();
+    if (ended) deps.log.info('oauth sign-in ended by its client');
+    return ended ? 'revoked' : 'unknown';
+  } catch (err) {
+    if (err instanceof TokenError) {
+      sendJson(res, err.status, { error: err.error, error_description: err.description }, headers);
+      return err.error;
+    }
+    throw err;
+  }
+}
+
+/**
  * `POST /v1/oauth-server/token`: the `authorization_code` grant (the code once, within 60 s, with
  * the client id, redirect URI, PKCE verifier and resource it was issued for) and the
  * `refresh_token` grant (rotated; a spent one revokes the sign-in). Public clients only (no
