@@ -74,7 +74,7 @@ export function soakFailures(
   const last = m.windows[m.windows.length - 1]?.p99 ?? 0;
   const rising = m.windows.every((w, k) => k === 0 || w.p99 >= (m.windows[k - 1]?.p99 ?? 0));
   if (first > 0 && rising && last > first * bounds.maxP99Ratio && last - first > bounds.maxP99RiseMs) {
-    failures.push(`p99 drift ${first} → ${last} ms, rising in every window (bound ×${bounds.maxP99Ratio} or +${bounds.maxP99RiseMs} ms)`);
+    failures.push(`p99 drift ${first} → ${last} ms, rising in every window, past both ×${bounds.maxP99Ratio} and +${bounds.maxP99RiseMs} ms`);
   }
   // NaN (a service gone, no sample) fails too.
   for (const r of m.rss) if (!(r.growthMiB <= bounds.maxGrowthMiB)) failures.push(`${r.instance} RSS grew ${r.growthMiB.toFixed(1)} MiB (bound ${bounds.maxGrowthMiB} MiB)`);
@@ -252,7 +252,7 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
     say(`soak: ${opts.minutes} min, ${counts.calls} calls in ${counts.runs} runs, ${counts.discoveries} discoveries, ${counts.grants} grant changes, ${counts.approvals} approvals`);
     say(
       `soak: warm-up ${Math.round(warmupMs / 1000)} s, then p99 per ${Math.round(windowMs / 1000)} s: ${windows.map((w) => `${w.p99} ms (${w.calls} calls)`).join(', ')}; ` +
-        `drift ${driftMs >= 0 ? '+' : ''}${driftMs} ms (${first > 0 ? ((last / first - 1) * 100).toFixed(0) : '?'} %; bound ×${maxP99Ratio} or +${maxP99RiseMs} ms)`,
+        `drift ${driftMs >= 0 ? '+' : ''}${driftMs} ms (${first > 0 ? ((last / first - 1) * 100).toFixed(0) : '?'} %; fails if rising in every window past both ×${maxP99Ratio} and +${maxP99RiseMs} ms)`,
     );
     for (const r of rss) say(`soak: ${r.instance} RSS ${r.startMiB.toFixed(0)} → ${r.endMiB.toFixed(0)} MiB (${r.growthMiB >= 0 ? '+' : ''}${r.growthMiB.toFixed(1)} MiB; bound ${maxGrowthMiB} MiB)`);
     for (const e of errors.slice(0, 20)) say(`soak error: ${e}`);
