@@ -2,8 +2,8 @@ import { loadConfig } from '@mcpx/config';
 import { createDb, migrate } from '@mcpx/db';
 import { SecretBox } from '@mcpx/secrets';
 import { McpServersRepository } from './repositories/mcp-servers.repository.js';
-import { bindUnboundSecrets } from './secret-binding.js';
-import { rotateSealedValues } from './secrets-rotation.js';
+import { bindUnboundSecrets } from './credentials/secret-binding.js';
+import { rotateSealedValues } from './credentials/secrets-rotation.js';
 
 /**
  * The key-ring rotation command: re-seals every value an older key sealed (account secrets, OAuth

@@ -1,7 +1,7 @@
 import { ErrorCodes, WireError, invalidInput, type AgentView } from '@mcpx/contracts';
 import type { AgentRecord } from '../repositories/agents.repository.js';
-import { validateAgentInputs, validateAgentName, validateGrantList } from '../validation.js';
-import { accountQuotas } from '../account-quotas.js';
+import { validateAgentInputs, validateAgentName, validateGrantList } from './validation.js';
+import { accountQuotas } from './account-quotas.js';
 import { recordAudit } from '../audit/audit-log.js';
 import { auditAgent } from '../audit/audit-views.js';
 import type { OutboxEvent } from '../events/outbox.js';

@@ -1,10 +1,10 @@
 import { ErrorCodes, WireError, type RedactedMcpServer } from '@mcpx/contracts';
 import { describeOAuthError } from '@mcpx/mcp-client';
 import { recordAudit } from '../audit/audit-log.js';
-import { usesClientCredentials } from '../oauth/client-credentials-tokens.js';
-import { redactServer } from '../redaction.js';
+import { usesClientCredentials } from '../credentials/oauth/client-credentials-tokens.js';
+import { redactServer } from './redaction.js';
 import type { McpServerRecord } from '../repositories/mcp-servers.repository.js';
-import { validateServerNameInput } from '../validation.js';
+import { validateServerNameInput } from './validation.js';
 import type { ActionDeps, ActionHandler } from './context.js';
 
 /**

@@ -4,7 +4,7 @@ import type { Database } from '@mcpx/db';
 import { Permission } from '@mcpx/domain';
 import type { McpServerRecord } from '../repositories/mcp-servers.repository.js';
 import type { ToolOverrides } from '../repositories/tool-permissions.repository.js';
-import { urlOrigin } from '../secret-origin.js';
+import { urlOrigin } from '../credentials/secret-origin.js';
 import type { ActionDeps, Caller } from './context.js';
 
 /** The tools an owner made `always_ask` (a human stops every call of them). */

@@ -1,6 +1,6 @@
 import { safeUrlForTelemetry } from '@mcpx/telemetry';
 import type { McpServerRecord } from '../repositories/mcp-servers.repository.js';
-import { effectiveAuth } from '../auth-method.js';
+import { effectiveAuth } from '../credentials/auth-method.js';
 
 /**
  * A server as the audit log keeps it: where it points (the URL without credentials, query or

@@ -4,16 +4,16 @@ import { ErrorCodes, WireError, type ServerStatus } from '@mcpx/contracts';
 import type { Database, Db } from '@mcpx/db';
 import { BUILTIN_SERVERS, builtinEndpoint, builtinServerId, builtinsOfVendor, findBuiltin, findVendor, type BuiltinServer, type Permission, type RemoteTool } from '@mcpx/domain';
 import type { Logger } from '@mcpx/log';
-import { CredentialError, nextProbeDelayMs, toolsHash, type Discovery, type DiscoveryTarget } from '../discovery.js';
+import { CredentialError, nextProbeDelayMs, toolsHash, type Discovery, type DiscoveryTarget } from '../discovery/discovery.js';
 import type { EventOutbox, OutboxEvent } from '../events/outbox.js';
 import { serverDeleted, serverDiscovered } from '../events/registry-events.js';
-import { accessTokenHash } from '../oauth/access-tokens.js';
+import { accessTokenHash } from '../credentials/oauth/access-tokens.js';
 import type { McpServerRecord } from '../repositories/mcp-servers.repository.js';
 import type { ToolOverrides, ToolPermissionsRepository } from '../repositories/tool-permissions.repository.js';
-import type { ReprobeSource } from '../reprober.js';
+import type { ReprobeSource } from '../discovery/reprober.js';
 import type { BuiltinDiscoveriesRepository, BuiltinDiscovery } from './builtin-discoveries.repository.js';
-import type { VendorConnection, VendorConnectionsRepository, VendorTokens } from './vendor-connections.repository.js';
-import type { VendorCredentials, VendorRefreshOutcome } from './vendor-credentials.js';
+import type { VendorConnection, VendorConnectionsRepository, VendorTokens } from '../credentials/vendor-connections.repository.js';
+import type { VendorCredentials, VendorRefreshOutcome } from '../credentials/vendor-credentials.js';
 import { expiring, type CredentialReader } from '@mcpx/credentials';
 
 export interface BuiltinServersDeps {

@@ -83,7 +83,7 @@ export function accountQuotas(deps: { quotas?: AccountQuotas }): AccountQuotas {
   return deps.quotas ?? DEFAULT_ACCOUNT_QUOTAS;
 }
 
-declare module './actions/context.js' {
+declare module './context.js' {
   interface ActionDeps {
     /**
      * Per-account quotas (servers, agents). Absent: the defaults, uncounted. Declared here until

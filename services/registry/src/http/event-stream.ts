@@ -16,8 +16,8 @@ import {
   type Subjects,
 } from '@mcpx/contracts';
 import { createLogger } from '@mcpx/log';
-import type { Caller } from './actions/index.js';
-import { reviewEventData } from './pins/review-events.js';
+import type { Caller } from '../actions/index.js';
+import { reviewEventData } from '../pins/review-events.js';
 
 const HEARTBEAT_MS = 15_000;
 /** A server name as its subject token carries it. */

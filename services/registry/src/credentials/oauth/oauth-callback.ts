@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { WireError } from '@mcpx/contracts';
 import type { Logger } from '@mcpx/log';
-import type { Discovery } from '../discovery.js';
+import type { Discovery } from '../../discovery/discovery.js';
 import { describeAuthorizationError, readAuthorizationResponse } from './authorization-response.js';
 import type { OAuthTickets } from './browser-binding.js';
 import { oauthPage } from './oauth-pages.js';

@@ -3,11 +3,11 @@ import type { Counter, Meter } from '@opentelemetry/api';
 import type { Bus } from '@mcpx/bus';
 import { QueueGroups, decodeToolsObserved, guardCallback, type ToolsObserved } from '@mcpx/contracts';
 import type { Logger } from '@mcpx/log';
-import type { Discovery, DiscoveryTarget } from './discovery.js';
+import type { Discovery, DiscoveryTarget } from '../discovery/discovery.js';
 import { loweredLevels } from './lowered-levels.js';
-import { pinModeOf } from './pins/pin-policy.js';
-import { sanitizeTools, screenTools, toolsHash } from './remote-tools.js';
-import type { McpServerRecord } from './repositories/mcp-servers.repository.js';
+import { pinModeOf } from '../pins/pin-policy.js';
+import { sanitizeTools, screenTools, toolsHash } from '../discovery/remote-tools.js';
+import type { McpServerRecord } from '../repositories/mcp-servers.repository.js';
 
 /** A proxy's list that would lower a level starts at most one discovery of that server per this long (per instance). */
 export const REDISCOVERY_COOLDOWN_MS = 30_000;

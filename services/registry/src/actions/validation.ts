@@ -1,8 +1,8 @@
 import { invalidInput, type McpServerConfigInput, type Transport } from '@mcpx/contracts';
 import { validateServerName, type ToolNameStyle } from '@mcpx/domain';
 import type { OutboundPolicy } from '@mcpx/config';
-import { applyAuthMethod, isAuthMethod, type AuthMethod } from './auth-method.js';
-import { headerSecretName, isOwnSecretRef } from './server-headers.js';
+import { applyAuthMethod, isAuthMethod, type AuthMethod } from '../credentials/auth-method.js';
+import { headerSecretName, isOwnSecretRef } from '../credentials/server-headers.js';
 
 /** An agent may be granted at most 16 servers (docs/limits.md#servers-and-agents). */
 export const MAX_GRANTS = 16;

@@ -6,7 +6,7 @@ import type { SingleFlight } from '@mcpx/locks';
 import type { Logger } from '@mcpx/log';
 import { boundedOAuthFetch } from '@mcpx/mcp-client';
 import { safeUrlForTelemetry, withSpan } from '@mcpx/telemetry';
-import { compareAndRefresh, type RefreshOutcome } from '../credentials/compare-and-refresh.js';
+import { compareAndRefresh, type RefreshOutcome } from './compare-and-refresh.js';
 import type { VendorConnectionsRepository, VendorTokens } from './vendor-connections.repository.js';
 
 /** Longest a refresh may hold the per-vendor lock (the token request is bounded well below it). */

@@ -1,10 +1,10 @@
 import { ErrorCodes, WireError } from '@mcpx/contracts';
 import type { Logger } from '@mcpx/log';
-import { CredentialError } from '../discovery.js';
-import type { McpServerRecord } from '../repositories/mcp-servers.repository.js';
+import { CredentialError } from '../../discovery/discovery.js';
+import type { McpServerRecord } from '../../repositories/mcp-servers.repository.js';
 import { expiring, type ServerCredentials } from '@mcpx/credentials';
 import { accessTokenHash } from './access-tokens.js';
-import { compareAndRefresh } from '../credentials/compare-and-refresh.js';
+import { compareAndRefresh } from '../compare-and-refresh.js';
 import { ClientCredentialsError, requestClientCredentialsToken, type ClientCredentialsTarget } from './client-credentials-provider.js';
 import { OAuthGrants } from './oauth-client-config.js';
 import type { OAuthConnectionsRepository } from './oauth-connections.repository.js';
