@@ -497,7 +497,7 @@ describe('OAuth sign-in to the agent endpoint (the registry as authorization ser
       const agent = await page.locator('#agent-select').inputValue();
       // The client's redirect URI: whatever the browser is sent there is caught.
       let callback: URL | undefined;
-      await page.route('http://127.0.0.1:9/**', async (route) => {
+      await page.route((u) => u.host === '127.0.0.1:9', async (route) => {
         callback = new URL(route.request().url());
         await route.fulfill({ status: 200, contentType: 'text/plain', body: 'back at the client' });
       });
