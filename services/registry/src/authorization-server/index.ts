@@ -109,7 +109,7 @@ export function createAuthorizationServer(deps: AuthorizationServerDeps): Author
     const path = url.pathname;
     // An issuer with a path (a registry behind a reverse proxy at /prefix) is described at the
     // well-known path followed by it (RFC 8414 §3.1).
-    if (path === AS_METADATA_PATH || (path.startsWith(`${AS_METADATA_PATH}/`) && path.slice(AS_METADATA_PATH.length) === new URL(issuer()).pathname)) {
+    if (path === AS_METADATA_PATH || (path.startsWith(`${AS_METADATA_PATH}/`) && URL.canParse(issuer()) && path.slice(AS_METADATA_PATH.length) === new URL(issuer()).pathname)) {
       if (req.method === 'OPTIONS') preflight(res, 'GET');
       else if (req.method === 'GET') sendJson(res, 200, authorizationServerMetadata(issuer()), { 'cache-control': 'public, max-age=300', ...OPEN_CORS });
       else return false;
