@@ -8,6 +8,9 @@ import { join } from 'node:path';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { chromium } from 'playwright-core';
 import { Client, StreamableHTTPClientTransport, UnauthorizedError, auth, type OAuthClientProvider } from '@modelcontextprotocol/client';
+import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { UnauthorizedError as V1UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
+import { StreamableHTTPClientTransport as V1Transport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEverythingServer, type EverythingServer } from '../servers/everything.js';
 import { freePort } from '../servers/index.js';
@@ -327,6 +330,25 @@ describe('OAuth sign-in to the agent endpoint (the registry as authorization ser
       expect(JSON.stringify((await again.callTool({ name: 'everything__echo', arguments: { message: 'refreshed' } })).content)).toContain('refreshed');
     } finally {
       await again.close();
+    }
+  });
+
+  it('the SDK v1 client (2025-11-25) signs in the same way and calls everything__echo', async () => {
+    const provider = new MemoryProvider();
+    const first = new V1Client({ name: 'oauth-test-v1', version: '1.0.0' });
+    await expect(first.connect(new V1Transport(new URL(urlOf(agentB)), { authProvider: provider }))).rejects.toBeInstanceOf(V1UnauthorizedError);
+    const browser = new TestBrowser();
+    const id = await openAuthorization(browser, provider.authorizationUrl as URL);
+    const callback = new URL((await browser.request(await decide(id, 'approve'))).location ?? '');
+    const transport = new V1Transport(new URL(urlOf(agentB)), { authProvider: provider });
+    await transport.finishAuth(callback.searchParams.get('code') ?? '');
+    const client = new V1Client({ name: 'oauth-test-v1', version: '1.0.0' });
+    await client.connect(transport);
+    try {
+      expect((await client.listTools()).tools.map((t) => t.name)).toContain('everything__echo');
+      expect(JSON.stringify((await client.callTool({ name: 'everything__echo', arguments: { message: 'legacy signed in' } })).content)).toContain('legacy signed in');
+    } finally {
+      await client.close();
     }
   });
 
