@@ -70,6 +70,37 @@ describe.skipIf(process.env.ENDPOINT_LEAN_CALLS === 'off')('the agent MCP endpoi
     expect(upstream.stats.calls).toBe(before);
   });
 
+  it("another token cannot answer a client's question (its decline is not taken), nor is a made-up question; the client's own answer runs the call", async () => {
+    const { token } = await sys.token('ops', { userMayApprove: true });
+    const intruder = await sys.token('ops', { userMayApprove: true });
+    const url = sys.urlOf('ops');
+    const legacyHeaders = (t: string): Record<string, string> => ({ authorization: `Bearer ${t}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-11-25' });
+    // The raw client: its initialize declares elicitation; its call's SSE stream is read as it comes.
+    const init = await fetch(url, { method: 'POST', headers: legacyHeaders(token), body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: { elicitation: {} }, clientInfo: { name: 'raw', version: '1' } } }) });
+    await init.text();
+    const before = upstream.stats.calls;
+    const call = await fetch(url, { method: 'POST', headers: legacyHeaders(token), body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'db__drop_table', arguments: { table: 'guarded' } } }) });
+    const reader = call.body!.getReader();
+    let seen = '';
+    while (!seen.includes('elicitation/create')) seen += new TextDecoder().decode((await reader.read()).value);
+    const question = JSON.parse(/data: (.*)/.exec(seen)![1]!) as { id: string; method: string };
+    expect(question.method).toBe('elicitation/create');
+    const answer = (id: string, t: string, action = 'accept'): Promise<Response> =>
+      fetch(url, { method: 'POST', headers: legacyHeaders(t), body: JSON.stringify({ jsonrpc: '2.0', id, result: action === 'accept' ? { action, content: {} } : { action } }) });
+    // Another token's decline (had it been taken, the call would end refused, whatever came next).
+    await (await answer(question.id, intruder.token, 'decline')).text();
+    await (await answer('mcpx-q-made-up', token, 'decline')).text();
+    // The client's own answer: the call runs, once.
+    expect((await answer(question.id, token)).status).toBe(202);
+    while (!seen.includes('"id":2')) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      seen += new TextDecoder().decode(value);
+    }
+    expect(seen).toContain('dropped guarded');
+    expect(upstream.stats.calls).toBe(before + 1);
+  });
+
   it('a v1 client that declared no elicitation, or a token without the right, waits for the owner', async () => {
     const { token } = await sys.token('ops', { userMayApprove: true });
     const silent = await connect(token, undefined, []);
