@@ -316,7 +316,7 @@ describe('OAuth sign-in to the agent endpoint (the registry as authorization ser
     }
     // The signed-in client is listed beside the agent's tokens, and the owner may revoke it there.
     const { tokens } = await api.act('ListAgentTokens', { agent: agentA });
-    expect(tokens.find((t: any) => t.name === 'OAuth: Test client sdk')).toMatchObject({ state: 'active' });
+    expect(tokens.find((t: any) => t.name === `OAuth: Test client sdk (${new URL(front.origin).host})`)).toMatchObject({ state: 'active' });
     // The SDK refreshes with its refresh token: new tokens, the old access token refused, the new one works.
     const before = provider.tokens();
     expect(await auth(provider, { serverUrl: urlOf(agentA) })).toBe('AUTHORIZED');
@@ -411,7 +411,7 @@ describe('OAuth sign-in to the agent endpoint (the registry as authorization ser
     const t = await redeem(await codeFor(agentB));
     expect(await endpointStatus(agentB, t.body.access_token)).toBe(200);
     const { tokens } = await api.act('ListAgentTokens', { agent: agentB });
-    const row = tokens.find((x: any) => x.name === 'OAuth: Test client manual' && x.state === 'active');
+    const row = tokens.find((x: any) => x.name === `OAuth: Test client manual (${new URL(front.origin).host})` && x.state === 'active');
     expect((await api.act('RevokeAgentToken', { id: row.id })).revoked).toBe(true);
     await refusedSoon(agentB, t.body.access_token);
     expect((await tokenRequest({ grant_type: 'refresh_token', refresh_token: t.body.refresh_token, client_id: clientUrl('manual') })).body.error).toBe('invalid_grant');

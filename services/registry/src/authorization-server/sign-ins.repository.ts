@@ -61,10 +61,15 @@ function settled(out: IssuedTokens | GrantRefused): IssuedTokens {
   return out;
 }
 
-/** A sign-in's name as the owner's token list shows it (the agent-token name alphabet, 64 at most). */
-function tokenName(clientName: string): string {
-  const clean = clientName.replace(/[^\p{L}\p{N} ._:@()/+-]/gu, ' ').replace(/\s+/g, ' ').trim();
-  return `OAuth: ${clean}`.slice(0, 64).trim();
+/**
+ * A sign-in's name as the owner's token list shows it: the client's (unverified) name and the host
+ * of its metadata document, which is what identifies it; the agent-token name alphabet, 64 at most.
+ */
+export function tokenName(clientName: string, clientId: string): string {
+  const clean = (v: string): string => v.replace(/[^\p{L}\p{N} ._:@()/+-]/gu, ' ').replace(/\s+/g, ' ').trim();
+  const host = clean(URL.canParse(clientId) ? new URL(clientId).host : '').slice(0, 40);
+  const room = 64 - 'OAuth:  ()'.length - host.length;
+  return `OAuth: ${clean(clientName).slice(0, Math.max(1, room)).trim()} (${host})`;
 }
 
 /**
@@ -247,7 +252,7 @@ export class SignInsRepository {
       const tokenId = `at_${randomBytes(9).toString('hex')}`;
       await trx
         .insertInto('registry.agent_tokens')
-        .values({ id: tokenId, account_id: row.account_id, agent_id: row.agent_id, name: tokenName(row.client_name), token_hash: agentTokenHash(accessToken), expires_at: new Date(Date.now() + ACCESS_TOKEN_MS) })
+        .values({ id: tokenId, account_id: row.account_id, agent_id: row.agent_id, name: tokenName(row.client_name, row.client_id), token_hash: agentTokenHash(accessToken), expires_at: new Date(Date.now() + ACCESS_TOKEN_MS) })
         .execute();
       const refreshToken = await this.newRefresh(trx, row.id);
       const signIn = await trx
