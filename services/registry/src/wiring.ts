@@ -1,0 +1,203 @@
+import { Redis } from 'ioredis';
+import { connectBus, type Bus } from '@mcpx/bus';
+import type { Config } from '@mcpx/config';
+import { CredentialReader } from '@mcpx/credentials';
+import { createDb, migrate, type Db } from '@mcpx/db';
+import type { SingleFlight } from '@mcpx/locks';
+import { ApprovalStore, InputStore, LeaseQuota, REDIS_FAIL_FAST, RunAgents } from '@mcpx/locks';
+import type { Logger } from '@mcpx/log';
+import { ProxyClient } from '@mcpx/proxy-client';
+import type { SecretBox } from '@mcpx/secrets';
+import type { Telemetry } from '@mcpx/telemetry';
+import type { ActionDeps } from './actions/index.js';
+import { BuiltinDiscoveriesRepository } from './builtins/builtin-discoveries.repository.js';
+import { BuiltinServers } from './builtins/builtin-servers.js';
+import { OAuthTickets } from './credentials/oauth/browser-binding.js';
+import { clientMetadataDocumentUrl } from './credentials/oauth/client-metadata-document.js';
+import { OAuthConnectionsRepository } from './credentials/oauth/oauth-connections.repository.js';
+import { OAuthService } from './credentials/oauth/oauth-service.js';
+import { OAUTH_CALLBACK_PATH, OAUTH_START_PATH } from './credentials/oauth/paths.js';
+import { VendorConnectionsRepository } from './credentials/vendor-connections.repository.js';
+import { VendorCredentials } from './credentials/vendor-credentials.js';
+import { Discovery } from './discovery/discovery.js';
+import type { EventOutbox } from './events/outbox.js';
+import { publishReviewRequested } from './pins/review.actions.js';
+import { AccountsRepository } from './repositories/accounts.repository.js';
+import { AgentsRepository } from './repositories/agents.repository.js';
+import { McpServersRepository } from './repositories/mcp-servers.repository.js';
+import { SecretsRepository } from './repositories/secrets.repository.js';
+import { ToolPermissionsRepository } from './repositories/tool-permissions.repository.js';
+
+/**
+ * The registry's floors, each built from a plain deps object: what `startRegistry` (registry.ts)
+ * wires together on one screen. Nothing here starts background work or listens.
+ */
+
+/** Postgres (migrated), Redis (failing fast) and NATS, opened in that order. */
+export async function openConnections(config: Config, log: Logger): Promise<{ db: Db; redis: Redis; bus: Bus }> {
+  // The https-only CHECK constraint reads this: the local profile allows http to any host.
+  const allowHttpHosts = config.outbound.profile === 'local' ? ['*'] : config.outbound.allowHttpHosts;
+  const db = createDb(config.databaseUrl, { allowHttpHosts, applicationName: 'registry', onIdleError: (err) => log.warn('database connection dropped', { err }) });
+  await migrate(db, 'registry');
+  // An action that needs Redis while it is down is refused at once and typed (`unavailable`), not
+  // queued behind the client's reconnects: no offline queue, a command timeout, one retry.
+  const redis = new Redis(config.redisUrl, { ...REDIS_FAIL_FAST, lazyConnect: true });
+  let redisDown = false;
+  redis.on('error', (err: Error) => {
+    if (!redisDown) log.warn('redis unavailable: actions that need it answer unavailable until it is back', { err });
+    redisDown = true;
+  });
+  redis.on('ready', () => {
+    if (redisDown) log.info('redis back');
+    redisDown = false;
+  });
+  await redis.connect();
+  const bus = await connectBus({
+    url: config.natsUrl,
+    name: `registry ${config.instanceId}`,
+    prefix: config.natsPrefix,
+    log,
+    ...(config.natsCredentials ? { credentials: config.natsCredentials, inboxPrefix: config.natsCredentials.inboxPrefix } : {}),
+  });
+  return { db, redis, bus };
+}
+
+/** The repositories of the registry's own tables. */
+export function repositories(db: Db, box: SecretBox) {
+  return {
+    accounts: new AccountsRepository(db),
+    agents: new AgentsRepository(db),
+    servers: new McpServersRepository(db),
+    secrets: new SecretsRepository(db, box),
+    permissions: new ToolPermissionsRepository(db),
+  };
+}
+
+export type Repositories = ReturnType<typeof repositories>;
+
+interface FloorDeps {
+  config: Config;
+  /** The options of `startRegistry` the floors read. */
+  opts: { reprobe?: { baseMs?: number }; discoveryConcurrency?: number; clientMetadataDocument?: boolean };
+  db: Db;
+  redis: Redis;
+  bus: Bus;
+  box: SecretBox;
+  log: Logger;
+  telemetry: Telemetry;
+  /** The outbound-safe, traced fetch (https only, no private addresses unless allowed, no cross-origin redirects). */
+  fetch: typeof fetch;
+  singleFlight: SingleFlight;
+  /** The registry's public base URL, known once it listens. */
+  publicUrl: () => string;
+}
+
+/** The credentials room: the reading shared with the proxy, OAuth for remote servers, vendor tokens. */
+export function credentialsRoom(d: FloorDeps, servers: McpServersRepository) {
+  const reader = new CredentialReader(d.db, d.box, d.config.builtinEndpoints);
+  const oauthStore = new OAuthConnectionsRepository(d.db, d.box);
+  const tickets = new OAuthTickets(d.redis, d.config.redisPrefix, {
+    startUrl: () => `${d.publicUrl()}${OAUTH_START_PATH}`,
+    secureCookie: () => d.publicUrl().startsWith('https:'),
+    meter: d.telemetry.meter,
+  });
+  const oauth = new OAuthService({
+    store: oauthStore,
+    tickets,
+    servers,
+    singleFlight: d.singleFlight,
+    log: d.log,
+    fetch: d.fetch,
+    redirectUrl: () => `${d.publicUrl()}${OAUTH_CALLBACK_PATH}`,
+    tracer: d.telemetry.tracer,
+    meter: d.telemetry.meter,
+    clientMetadataUrl: () => (d.opts.clientMetadataDocument === false ? undefined : clientMetadataDocumentUrl(d.publicUrl())),
+  });
+  const vendorConnections = new VendorConnectionsRepository(d.db, d.box);
+  // Vendor tokens refresh under the same Redis single flight as remote-server OAuth.
+  const vendor = new VendorCredentials({
+    connections: vendorConnections,
+    singleFlight: d.singleFlight,
+    log: d.log,
+    tracer: d.telemetry.tracer,
+    meter: d.telemetry.meter,
+    clients: d.config.builtinVendorClients,
+    tokenEndpoints: d.config.builtinTokenEndpoints,
+    fetch: d.fetch,
+  });
+  return { reader, oauthStore, tickets, oauth, vendorConnections, vendor };
+}
+
+export type CredentialsRoom = ReturnType<typeof credentialsRoom>;
+
+/** The discovery engine of custom servers, and the built-in servers that share it. */
+export function discoveryFloor(d: FloorDeps, repos: Repositories, creds: CredentialsRoom, outbox: EventOutbox): { discovery: Discovery; builtins: BuiltinServers } {
+  let leaseWarned = 0;
+  const reprobeBase = d.opts.reprobe?.baseMs !== undefined ? { reprobeBaseMs: d.opts.reprobe.baseMs } : {};
+  const discovery = new Discovery({
+    // An account's discoveries in flight are bounded across instances (Redis leases).
+    accountLeases: new LeaseQuota(d.redis, d.config.redisPrefix, {
+      onError: (err) => {
+        if (Date.now() - leaseWarned < 10_000) return;
+        leaseWarned = Date.now();
+        d.log.warn('discovery leases unavailable, admitting', { err });
+      },
+    }),
+    oauthFreshen: (s, held) => creds.oauth.freshen(s, held),
+    oauthRenew: (s, used, challenge) => creds.oauth.renew(s, used, challenge),
+    permissions: repos.permissions,
+    servers: repos.servers,
+    credentials: creds.reader,
+    bus: d.bus,
+    outbox,
+    singleFlight: d.singleFlight,
+    log: d.log,
+    tracer: d.telemetry.tracer,
+    meter: d.telemetry.meter,
+    fetch: d.fetch,
+    quotas: d.config.quotas,
+    // Contract pinning: a pinned server's listing is recorded against its accepted contracts.
+    pins: { requested: (s, changes) => publishReviewRequested({ bus: d.bus }, s, changes) },
+    ...reprobeBase,
+    ...(d.opts.discoveryConcurrency !== undefined ? { concurrency: d.opts.discoveryConcurrency } : {}),
+  });
+  // Built-in servers: static descriptors lit by vendor connections (no mcp_servers row).
+  const builtins = new BuiltinServers({
+    db: d.db,
+    connections: creds.vendorConnections,
+    discoveries: new BuiltinDiscoveriesRepository(d.db),
+    credentials: creds.vendor,
+    permissions: repos.permissions,
+    discovery,
+    bus: d.bus,
+    outbox,
+    credentialReader: creds.reader,
+    log: d.log,
+    endpoints: d.config.builtinEndpoints,
+    ...reprobeBase,
+  });
+  return { discovery, builtins };
+}
+
+/** Everything an action handler may use. */
+export function actionDeps(d: FloorDeps, repos: Repositories, creds: CredentialsRoom, floor: { discovery: Discovery; builtins: BuiltinServers }, outbox: EventOutbox): ActionDeps {
+  const { config, redis } = d;
+  return {
+    db: d.db,
+    ...repos,
+    discovery: floor.discovery,
+    bus: d.bus,
+    proxy: new ProxyClient(d.bus.nc, d.bus.subjects, { meter: d.telemetry.meter }),
+    log: d.log,
+    tracer: d.telemetry.tracer,
+    style: config.toolNameStyle,
+    outbound: config.outbound,
+    approvals: new ApprovalStore(redis, config.redisPrefix, { ttlMs: config.approvalTtlMs }),
+    runAgents: new RunAgents(redis, config.redisPrefix),
+    inputs: new InputStore(redis, config.redisPrefix, { ttlMs: config.approvalTtlMs }),
+    oauth: creds.oauth,
+    builtins: floor.builtins,
+    pins: { defaultMode: config.pinAudit.pinDefault, writersMayReview: config.pinAudit.writersMayReview },
+    outbox,
+  };
+}
