@@ -183,7 +183,7 @@ export class McpServersRepository {
   }
 
   /**
-   * The server's era verdict for `authContext` (see ../era-verdicts.ts), or undefined: none
+   * The server's era verdict for `authContext` (see ../discovery/era-verdicts.ts), or undefined: none
    * recorded, or one recorded under another auth context (never reused across contexts).
    */
   async eraVerdict(account: string, server: string, authContext: string): Promise<unknown> {

@@ -5,7 +5,7 @@ import { bindToOrigin } from '../credentials/secret-origin.js';
 
 /**
  * Account secrets, sealed with the key ring; plaintext exists only in memory, on the way out.
- * Each value is sealed together with the origin it was stored for (see ../secret-origin.ts) and
+ * Each value is sealed together with the origin it was stored for (see ../credentials/secret-origin.ts) and
  * opens only for that origin: the one reading is `CredentialReader` (`@mcpx/credentials`).
  */
 export class SecretsRepository {
