@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { approvalTools } from '../approvals/approval-tools.js';
-import { startTestMcpServer, type TestMcpServer } from '../servers/index.js';
+import { loadEndpointConfig, startEndpoint } from '@mcpx/endpoint';
+import { freePort, startTestMcpServer, type TestMcpServer } from '../servers/index.js';
 import { startEndpointSystem, type EndpointSystem } from './endpoint-harness.js';
 import { modernCall, type RpcAnswer } from './raw-mcp.js';
 
@@ -144,6 +145,27 @@ describe('the agent MCP endpoint: the client user approves (modern clients)', ()
     const replay = await raw(approver.token, { table: 'target' }, { requestState: state, ...accept });
     expect(errorOf(replay.result as never)).toMatchObject({ code: 'approval_refused', details: { reason: 'used' } });
     expect(upstream.stats.calls).toBe(before + 1);
+  });
+
+  it('a state opens on any instance (the key ring); one that cannot reach Redis says unavailable and decides nothing', async () => {
+    const accept = { inputResponses: { [APPROVAL_KEY]: { action: 'accept', content: {} } } };
+    const first = await raw(approver.token, { table: 'elsewhere' });
+    const state = first.result?.requestState as string;
+    const before = upstream.stats.calls;
+    const cutOff = await startEndpoint(loadEndpointConfig({ ...sys.system.env, HTTP_PORT: '0', INSTANCE_ID: 'endpoint-no-redis', REDIS_URL: `redis://127.0.0.1:${await freePort()}` }), { telemetry: sys.system.telemetry, logSink: () => {} });
+    const other = await startEndpoint(loadEndpointConfig({ ...sys.system.env, HTTP_PORT: '0', INSTANCE_ID: 'endpoint-other' }), { telemetry: sys.system.telemetry, logSink: () => {} });
+    try {
+      const url = (base: string): string => `${base}/v1/agents/ops/mcp`;
+      const down = await modernCall(url(cutOff.url), approver.token, 'db__drop_table', { table: 'elsewhere' }, { elicitation: { form: {} } }, { requestState: state, ...accept });
+      expect(errorOf(down.result as never)).toMatchObject({ code: 'unavailable', details: { dependency: 'redis' } });
+      const { approvals } = await sys.system.api.act<{ approvals: Array<{ arguments: unknown }> }>('ListApprovals', {});
+      expect(approvals.some((a) => (a.arguments as { table?: string }).table === 'elsewhere')).toBe(true);
+      const ran = await modernCall(url(other.url), approver.token, 'db__drop_table', { table: 'elsewhere' }, { elicitation: { form: {} } }, { requestState: state, ...accept });
+      expect(textOf(ran.result as never)).toBe('dropped elsewhere');
+      expect(upstream.stats.calls).toBe(before + 1);
+    } finally {
+      await Promise.all([cutOff.stop(), other.stop()]);
+    }
   });
 
   it('a state presented by a token without the right does not open for it; the approval keeps waiting for the owner', async () => {

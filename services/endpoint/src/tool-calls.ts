@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { context, propagation, SpanKind, SpanStatusCode, trace, type Counter, type Histogram, type Tracer } from '@opentelemetry/api';
 import { ErrorCodes, INPUT_REQUEST_ID_RE, WireError, toWireError, type InputRequestItem } from '@mcpx/contracts';
+import { isRedisUnavailable, REDIS_RETRY_AFTER_MS } from '@mcpx/locks';
 import type { ProxyClient } from '@mcpx/proxy-client';
 import { inputRequired, ProtocolError, ProtocolErrorCode, type CallToolResult, type InputRequiredResult } from '@modelcontextprotocol/server';
 import type { TokenGrant } from './agent-tokens.js';
@@ -144,7 +145,11 @@ export class ToolCalls {
       try {
         verdict = await this.deps.approvals.answer(grant, name, input.arguments, input.requestState, input.inputResponses?.[APPROVAL_INPUT_KEY]);
       } catch (err) {
-        return refused(err instanceof WireError ? err : toWireError(err));
+        if (err instanceof WireError) return refused(err);
+        // Nothing was decided and nothing ran: an outage is said as one, any other fault is ours.
+        if (isRedisUnavailable(err)) return refused(new WireError(ErrorCodes.unavailable, 'approvals cannot be decided right now; answer again shortly', { dependency: 'redis', retryAfterMs: REDIS_RETRY_AFTER_MS }));
+        this.deps.onError(err as Error);
+        return refused(toWireError(err));
       }
       span.setAttribute('mcpx.approval.answer', verdict.answer);
       if (verdict.answer === 'decline') {
