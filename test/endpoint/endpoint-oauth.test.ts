@@ -364,6 +364,15 @@ describe('OAuth sign-in to the agent endpoint (the registry as authorization ser
     expect((await tokenRequest({ grant_type: 'refresh_token', refresh_token: ok.body.refresh_token, client_id: clientUrl('manual') })).body.error).toBe('invalid_grant');
   });
 
+  it('a code redeemed twice at once gives one token, and the replay revokes it', async () => {
+    const c = await codeFor(agentA);
+    const both = await Promise.all([redeem(c), redeem(c)]);
+    const ok = both.filter((r) => r.status === 200);
+    expect(ok).toHaveLength(1);
+    expect(both.filter((r) => r.body.error === 'invalid_grant')).toHaveLength(1);
+    await refusedSoon(agentA, ok[0]?.body.access_token);
+  });
+
   it('a wrong verifier, another client id or another redirect is refused, and the code is spent', async () => {
     const attempts: Array<Record<string, string>> = [{ code_verifier: pkce().verifier }, { client_id: clientUrl('other') }, { redirect_uri: 'http://127.0.0.1:9/elsewhere' }, { resource: urlOf(agentB) }];
     for (const over of attempts) {
