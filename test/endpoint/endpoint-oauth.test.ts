@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { writeFile, mkdtemp, rm } from 'node:fs/promises';
-import { createServer, type Server } from 'node:http';
+import { createServer, request as httpRequest, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -281,6 +281,17 @@ describe('OAuth sign-in to the agent endpoint (the registry as authorization ser
       authorization_response_iss_parameter_supported: true,
     });
     expect(as.registration_endpoint).toBeUndefined();
+    // The metadata is behind the endpoint's Host check like the endpoint itself (DNS rebinding).
+    const forged = await new Promise<number>((resolve, reject) => {
+      const u = new URL(prm);
+      const req = httpRequest({ host: u.hostname, port: u.port, path: u.pathname, headers: { host: 'attacker.example' } }, (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      });
+      req.on('error', reject);
+      req.end();
+    });
+    expect(forged).toBe(403);
   });
 
   it('the SDK v2 client signs in from the 401, the owner approves in the console, and it lists and calls everything__echo', async () => {

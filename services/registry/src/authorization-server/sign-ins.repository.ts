@@ -236,6 +236,8 @@ export class SignInsRepository {
         await this.endIn(trx, row, 'code_misused');
         return err;
       }
+      // One writer per agent at a time (as CreateAgentToken): two redemptions cannot both pass the count.
+      await trx.selectFrom('registry.agents').select('id').where('account_id', '=', row.account_id).where('id', '=', row.agent_id).forUpdate().executeTakeFirst();
       const active = await trx
         .selectFrom('registry.agent_tokens')
         .select((eb) => eb.fn.countAll<number>().as('n'))
