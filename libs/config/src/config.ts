@@ -1,4 +1,5 @@
 import { parseInternalHttp } from './internal-http.js';
+import { nonNegativeNumberSetting, onOffSetting, portSetting } from './settings.js';
 import { inboxPrefixOf } from './nats-permissions.js';
 import { parseQuotas, type QuotaSettings } from './quotas.js';
 import { parsePinAudit, type PinAuditSettings } from './pins-audit.js';
@@ -137,22 +138,6 @@ export const DEFAULT_PROXY_SETTINGS: Readonly<ProxySettings> = {
   idleMs: 300_000,
 };
 
-function onOff(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boolean {
-  const raw = env[name];
-  if (raw === undefined || raw === '') return fallback;
-  if (raw === 'on' || raw === 'true' || raw === '1') return true;
-  if (raw === 'off' || raw === 'false' || raw === '0') return false;
-  throw new Error(`${name} must be on or off`);
-}
-
-function nonNegative(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
-  const raw = env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const n = Number(raw);
-  if (!Number.isFinite(n) || n < 0) throw new Error(`${name} must be a non-negative number`);
-  return n;
-}
-
 /** An approval waits 10 minutes for a decision by default, and an approved call 10 minutes more to be re-sent (docs/limits.md#approvals-and-input-requests). */
 export const DEFAULT_APPROVAL_TTL_MS = 10 * 60_000;
 
@@ -246,8 +231,7 @@ export function loadConfig(service: keyof typeof DEFAULT_PORTS, env: NodeJS.Proc
     throw new Error('LOG_LEVEL must be debug, info, warn or error');
   }
   // Unset or empty: the service's default port (0, given explicitly, picks a free one).
-  const port = env.HTTP_PORT === undefined || env.HTTP_PORT === '' ? DEFAULT_PORTS[service] : Number(env.HTTP_PORT);
-  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error('HTTP_PORT must be a port number');
+  const port = portSetting(env, 'HTTP_PORT', DEFAULT_PORTS[service]);
   return {
     databaseUrl: env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/mcpx',
     natsUrl: env.NATS_URL ?? 'nats://127.0.0.1:4222',
@@ -269,12 +253,12 @@ export function loadConfig(service: keyof typeof DEFAULT_PORTS, env: NodeJS.Proc
     instanceId: env.INSTANCE_ID ?? `${service}-${process.pid}-${Math.random().toString(36).slice(2, 8)}`,
     logLevel: level,
     proxy: {
-      maxConcurrencyPerServer: Math.floor(nonNegative(env, 'PROXY_MAX_CONCURRENCY_PER_SERVER', DEFAULT_PROXY_SETTINGS.maxConcurrencyPerServer)),
-      ratePerServer: nonNegative(env, 'PROXY_RATE_PER_SERVER', DEFAULT_PROXY_SETTINGS.ratePerServer),
-      idleMs: nonNegative(env, 'PROXY_IDLE_MS', DEFAULT_PROXY_SETTINGS.idleMs) || DEFAULT_PROXY_SETTINGS.idleMs,
-      legacyElicitation: onOff(env, 'PROXY_LEGACY_ELICITATION', true),
+      maxConcurrencyPerServer: Math.floor(nonNegativeNumberSetting(env, 'PROXY_MAX_CONCURRENCY_PER_SERVER', DEFAULT_PROXY_SETTINGS.maxConcurrencyPerServer)),
+      ratePerServer: nonNegativeNumberSetting(env, 'PROXY_RATE_PER_SERVER', DEFAULT_PROXY_SETTINGS.ratePerServer),
+      idleMs: nonNegativeNumberSetting(env, 'PROXY_IDLE_MS', DEFAULT_PROXY_SETTINGS.idleMs) || DEFAULT_PROXY_SETTINGS.idleMs,
+      legacyElicitation: onOffSetting(env, 'PROXY_LEGACY_ELICITATION', true),
     },
-    approvalTtlMs: nonNegative(env, 'APPROVAL_TTL_MS', DEFAULT_APPROVAL_TTL_MS) || DEFAULT_APPROVAL_TTL_MS,
+    approvalTtlMs: nonNegativeNumberSetting(env, 'APPROVAL_TTL_MS', DEFAULT_APPROVAL_TTL_MS) || DEFAULT_APPROVAL_TTL_MS,
     builtinEndpoints: parseBuiltinEndpoints(env.BUILTIN_ENDPOINTS),
     builtinTokenEndpoints: parseBuiltinTokenEndpoints(env.BUILTIN_TOKEN_ENDPOINTS),
     builtinVendorClients: parseBuiltinVendorClients(env.BUILTIN_VENDOR_CLIENTS),

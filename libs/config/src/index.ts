@@ -5,3 +5,7 @@ export type { PinAuditSettings } from './pins-audit.js';
 export { NatsRoles, RESPONSE_WINDOW_MS, inboxPrefixOf, natsPermissions, natsUserEntries, renderNatsServerConfig } from './nats-permissions.js';
 export type { NatsPermissions, NatsRole, NatsServerConfigInput, NatsUser, NatsUserEntry } from './nats-permissions.js';
 export { NATS_PASSWORD_ENV, deployNatsUsers, renderComposeNatsConfig, renderHelmNatsAuthValues } from './nats-deploy-config.js';
+export { integerSetting, nonNegativeNumberSetting, onOffSetting, portSetting } from './settings.js';
+export type { IntegerSetting } from './settings.js';
+export { loadRegistrySettings } from './registry-settings.js';
+export type { RegistrySettings } from './registry-settings.js';

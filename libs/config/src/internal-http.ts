@@ -1,4 +1,5 @@
 import { ConfigError } from './config-error.js';
+import { portSetting } from './settings.js';
 
 /** The internal ports' defaults: `/healthz`, `/metrics` and `/stats` for operators and scrapers. */
 const DEFAULT_INTERNAL_PORTS = { registry: 9080, projector: 9081, proxy: 9082 } as const;
@@ -16,9 +17,7 @@ export interface InternalHttp {
  * scrapes from elsewhere opens it explicitly.
  */
 export function parseInternalHttp(service: keyof typeof DEFAULT_INTERNAL_PORTS, env: NodeJS.ProcessEnv, httpPort: number): InternalHttp {
-  const raw = env.INTERNAL_HTTP_PORT;
-  const port = raw === undefined || raw === '' ? (httpPort === 0 ? 0 : DEFAULT_INTERNAL_PORTS[service]) : Number(raw);
-  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new ConfigError('INTERNAL_HTTP_PORT', 'INTERNAL_HTTP_PORT must be a port number');
+  const port = portSetting(env, 'INTERNAL_HTTP_PORT', httpPort === 0 ? 0 : DEFAULT_INTERNAL_PORTS[service]);
   if (port !== 0 && port === httpPort) throw new ConfigError('INTERNAL_HTTP_PORT', 'INTERNAL_HTTP_PORT must differ from HTTP_PORT');
   const host = env.INTERNAL_HTTP_HOST === undefined || env.INTERNAL_HTTP_HOST === '' ? '127.0.0.1' : env.INTERNAL_HTTP_HOST;
   return { internalHttpPort: port, internalHttpHost: host };

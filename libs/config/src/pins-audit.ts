@@ -1,3 +1,5 @@
+import { integerSetting } from './settings.js';
+
 /**
  * Contract pinning and audit settings (read by the registry).
  * - `PIN_DEFAULT` (`off` | `review` | `strict`, default `off`): the pin of a new server whose
@@ -19,7 +21,6 @@ export function parsePinAudit(env: NodeJS.ProcessEnv): PinAuditSettings {
   if (pin !== 'off' && pin !== 'review' && pin !== 'strict') throw new Error('PIN_DEFAULT must be off, review or strict');
   const writers = env.PIN_WRITERS_MAY_REVIEW ?? '';
   if (writers !== '' && writers !== 'true' && writers !== 'false') throw new Error('PIN_WRITERS_MAY_REVIEW must be true or false');
-  const days = env.AUDIT_RETENTION_DAYS === undefined || env.AUDIT_RETENTION_DAYS === '' ? DEFAULT_AUDIT_RETENTION_DAYS : Number(env.AUDIT_RETENTION_DAYS);
-  if (!Number.isInteger(days) || days < 0) throw new Error('AUDIT_RETENTION_DAYS must be a whole number of days (0 keeps everything)');
+  const days = integerSetting(env, 'AUDIT_RETENTION_DAYS', { fallback: DEFAULT_AUDIT_RETENTION_DAYS, min: 0, message: 'AUDIT_RETENTION_DAYS must be a whole number of days (0 keeps everything)' });
   return { pinDefault: pin, writersMayReview: writers === 'true', auditRetentionDays: days };
 }

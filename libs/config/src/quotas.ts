@@ -1,3 +1,5 @@
+import { integerSetting, nonNegativeNumberSetting } from './settings.js';
+
 /**
  * Quotas and rate limits: what one account, agent, signer or client address may hold or do, so
  * that no tenant can take a shared resource (discovery slots, Redis, a proxy instance) from the
@@ -51,20 +53,12 @@ export const DEFAULT_QUOTAS: Readonly<QuotaSettings> = Object.freeze({
 });
 
 function count(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
-  const raw = env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const n = Number(raw);
-  if (!Number.isSafeInteger(n) || n < 0) throw new Error(`${name} must be a non-negative integer (0 = no limit)`);
-  return n;
+  return integerSetting(env, name, { fallback, min: 0, message: `${name} must be a non-negative integer (0 = no limit)` });
 }
 
 function rate(env: NodeJS.ProcessEnv, name: string, fallback: RateSetting): RateSetting {
   const raw = env[name];
-  let ratePerSecond = fallback.ratePerSecond;
-  if (raw !== undefined && raw !== '') {
-    ratePerSecond = Number(raw);
-    if (!Number.isFinite(ratePerSecond) || ratePerSecond < 0) throw new Error(`${name} must be a non-negative number (0 = no limit)`);
-  }
+  const ratePerSecond = nonNegativeNumberSetting(env, name, fallback.ratePerSecond, `${name} must be a non-negative number (0 = no limit)`);
   // An unset burst follows the rate (twice a second's worth), so setting only the rate is coherent.
   const given = env[`${name}_BURST`];
   const burst = given === undefined || given === '' ? (raw === undefined || raw === '' ? fallback.burst : Math.max(1, Math.ceil(ratePerSecond * 2))) : count(env, `${name}_BURST`, fallback.burst);
