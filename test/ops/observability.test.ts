@@ -5,6 +5,8 @@
  * and failing, discoveries, projections, a quota rejection); the dashboard's metric names are
  * those the services export. With MCPX_DASHBOARD_PNG=<path> it also draws the panels from
  * Prometheus's answers (query_range over the run) into a PNG with Chromium — the README's picture.
+ * The agent MCP endpoint is scraped too, and the projector's lag (not a dashboard panel yet) is
+ * checked against Prometheus directly.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -57,7 +59,7 @@ describe.skipIf(PROMETHEUS === undefined)('observability: a real Prometheus scra
 
   beforeAll(async () => {
     [stack, upstream, legacy] = await Promise.all([
-      Stack.start({ env: { QUOTA_AGENTS_PER_ACCOUNT: '3' } }),
+      Stack.start({ endpoints: 1, env: { QUOTA_AGENTS_PER_ACCOUNT: '3' } }),
       startTestMcpServer({ era: 'modern', tools: [echoTool(), errorTool()] }),
       startTestMcpServer({ era: 'legacy', tools: [echoTool()] }),
     ]);
@@ -67,7 +69,7 @@ describe.skipIf(PROMETHEUS === undefined)('observability: a real Prometheus scra
       return `  - job_name: ${name}\n    static_configs: [{ targets: ["${new URL(svc.internalUrl).host}"] }]\n`;
     };
     // The compose file's scrape jobs (deploy/observability/prometheus.yml), aimed at loopback.
-    writeFileSync(join(dir, 'prometheus.yml'), `global:\n  scrape_interval: 1s\nscrape_configs:\n${job('registry')}${job('projector')}${job('proxy')}`);
+    writeFileSync(join(dir, 'prometheus.yml'), `global:\n  scrape_interval: 1s\nscrape_configs:\n${job('registry')}${job('projector')}${job('proxy')}${job('endpoint')}`);
     const port = await freePort();
     promUrl = `http://127.0.0.1:${port}`;
     prometheus = spawn(PROMETHEUS!, [`--config.file=${join(dir, 'prometheus.yml')}`, `--storage.tsdb.path=${join(dir, 'data')}`, `--web.listen-address=127.0.0.1:${port}`], { stdio: ['ignore', 'pipe', 'pipe'] });
@@ -107,16 +109,31 @@ describe.skipIf(PROMETHEUS === undefined)('observability: a real Prometheus scra
     if (dir !== '') rmSync(dir, { recursive: true, force: true });
   });
 
-  it('scrapes every service: up == 1 for registry, projector and proxy', async () => {
+  it('scrapes every service: up == 1 for registry, projector, proxy and the agent MCP endpoint', async () => {
     const up = await until(
       async () => {
         const r = await query('up', Date.now());
-        return r.length === 3 && r.every((x) => x.value?.[1] === '1') ? r : undefined;
+        return r.length === 4 && r.every((x) => x.value?.[1] === '1') ? r : undefined;
       },
       20_000,
-      'three targets up',
+      'four targets up',
     );
-    expect(up.map((x) => x.metric['job']).sort()).toEqual(['projector', 'proxy', 'registry']);
+    expect(up.map((x) => x.metric['job']).sort()).toEqual(['endpoint', 'projector', 'proxy', 'registry']);
+  });
+
+  it('projector lag and events published: the projector consumer\'s backlog in both states, and agent-tools-changed stored during the run', async () => {
+    // mcpx_consumer_backlog is read from JetStream at each scrape; every instance reports the same consumer.
+    const lag = await queryRange('mcpx_consumer_backlog{consumer="projector"}');
+    expect(lag.map((x) => `${x.metric['job']}/${x.metric['state']}`).sort()).toEqual(['projector/ack_pending', 'projector/pending']);
+    for (const series of lag) {
+      const values = (series.values ?? []).map(([, v]) => Number(v));
+      expect(values.length).toBeGreaterThan(5);
+      expect(values.every((v) => Number.isFinite(v) && v >= 0), `lag ${series.metric['state']}: ${values.join(',')}`).toBe(true);
+    }
+    const window = `${Math.ceil((trafficTo - trafficFrom) / 1000) + 5}s`;
+    const published = await query(`sum by (outcome) (increase(mcpx_projector_events_published_total[${window}]))`, trafficTo + 1_000);
+    const stored = Number(published.find((x) => x.metric['outcome'] === 'stored')?.value?.[1] ?? 0);
+    expect(stored).toBeGreaterThan(0);
   });
 
   it.each(dashboard.panels.flatMap((p) => p.targets.map((t) => [p.title, t.expr] as const)))('%s: %s answers with data from the run', async (_title, expr) => {
