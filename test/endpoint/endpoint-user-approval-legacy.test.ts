@@ -4,6 +4,8 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { approvalTools } from '../approvals/approval-tools.js';
 import { startTestMcpServer, type TestMcpServer } from '../servers/index.js';
+import { startInputMcpServer, type InputMcpServer } from '../servers/input-mcp-server.js';
+import { INPUT_TOOLS } from '../inputs/input-system.js';
 import { startEndpointSystem, type EndpointSystem } from './endpoint-harness.js';
 
 type ErrorMeta = { code: string; message: string; details: Record<string, unknown> };
@@ -14,37 +16,51 @@ const textOf = (result: object): string => (((result as { content?: unknown }).c
  * Approval by the client's user for 2025-era clients (issue 14 point 3): a real SDK v1 client that
  * declared elicitation in its initialize gets an `elicitation/create` request on its call's SSE
  * stream (the lean path's doing: the SDK's stateless legacy serving cannot send one) and its
- * answer goes on with the call; a client that declared none keeps the isError answer naming the
- * approval, as does every 2025 client when the lean path is off.
+ * answer goes on with the call (a server's question the agent lets its runtime answer too); a
+ * client that declared none keeps the isError answer naming the approval, as does every 2025
+ * client when the lean path is off.
  */
 describe.skipIf(process.env.ENDPOINT_LEAN_CALLS === 'off')('the agent MCP endpoint: the client user approves (2025 clients)', () => {
   let sys: EndpointSystem;
   let upstream: TestMcpServer;
+  let inputs: InputMcpServer;
   const clients: Client[] = [];
 
-  const connect = async (token: string, answer: 'accept' | 'decline' | undefined, asked: string[]): Promise<Client> => {
+  const connect = async (token: string, answer: 'accept' | 'decline' | undefined, asked: string[], agent = 'ops', content: Record<string, unknown> = {}): Promise<Client> => {
     const client = new Client({ name: 'legacy-approver', version: '1.0.0' }, { capabilities: answer === undefined ? {} : { elicitation: {} } });
     if (answer !== undefined) {
       client.setRequestHandler(ElicitRequestSchema, (req) => {
         asked.push(String(req.params.message));
-        return Promise.resolve(answer === 'accept' ? { action: 'accept' as const, content: {} } : { action: 'decline' as const });
+        return Promise.resolve(answer === 'accept' ? { action: 'accept' as const, content } : { action: 'decline' as const });
       });
     }
-    await client.connect(new StreamableHTTPClientTransport(new URL(sys.urlOf('ops')), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
+    await client.connect(new StreamableHTTPClientTransport(new URL(sys.urlOf(agent)), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
     clients.push(client);
     return client;
   };
 
   beforeAll(async () => {
-    [sys, upstream] = await Promise.all([startEndpointSystem(), startTestMcpServer({ era: 'modern', tools: approvalTools() })]);
+    [sys, upstream, inputs] = await Promise.all([startEndpointSystem(), startTestMcpServer({ era: 'modern', tools: approvalTools() }), startInputMcpServer()]);
     await sys.system.setServer('db', upstream.url);
     await sys.system.createAgent('ops', ['db'], 3);
+    await sys.system.setServer('deploys', inputs.url);
+    const runtime = await sys.system.createAgent('answers', ['deploys'], INPUT_TOOLS);
+    await sys.system.api.act('UpdateAgent', { agent: runtime, definition: { mcpServers: ['deploys'], inputs: { forms: 'runtime' } } });
   }, 120_000);
 
   afterAll(async () => {
     for (const c of clients) await c.close().catch(() => undefined);
     await sys?.stop();
-    await upstream?.close();
+    await Promise.all([upstream?.close(), inputs?.close()]);
+  });
+
+  it("a server's question the agent lets its runtime answer reaches the v1 client the same way", async () => {
+    const { token } = await sys.token('answers');
+    const asked: string[] = [];
+    const client = await connect(token, 'accept', asked, 'answers', { confirm: true });
+    const done = await client.callTool({ name: 'deploys__deploy', arguments: { env: 'eu' } });
+    expect(textOf(done), JSON.stringify(done)).toBe('Deployed to eu');
+    expect(asked).toEqual(['Deploy to eu?']);
   });
 
   it('asks a v1 client that declared elicitation during its call; accepted, the call runs once', async () => {
