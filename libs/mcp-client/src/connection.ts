@@ -228,8 +228,9 @@ export class Connection implements McpConnection {
     return this.#core.client.getServerVersion();
   }
 
-  async callTool(params: CallToolRequest['params'], opts: CallToolOptions = {}): Promise<McpCallResult> {
-    return await this.#withReprobe(async (core) => await this.#callOn(core, params, opts), opts.signal);
+  callTool(params: CallToolRequest['params'], opts: CallToolOptions = {}): Promise<McpCallResult> {
+    // No async frame of its own: the call path's hops are counted per call.
+    return this.#withReprobe((core) => this.#callOn(core, params, opts), opts.signal);
   }
 
   async listTools(opts: ListToolsOptions = {}): Promise<Tool[]> {

@@ -9,10 +9,10 @@ export type HeaderRecordRequest<O extends { headers: Record<string, string> }, R
  */
 export function tracingRequest<O extends { headers: Record<string, string> }, R>(base: HeaderRecordRequest<O, R>): HeaderRecordRequest<O, R> {
   return (url, opts) => {
-    const carrier: Record<string, string> = {};
-    propagation.inject(context.active(), carrier);
-    if (Object.keys(carrier).length === 0) return base(url, opts);
-    return base(url, { ...opts, headers: { ...opts.headers, ...carrier } });
+    // One copy of the headers, the context written into it (the caller's object is left alone).
+    const headers = { ...opts.headers };
+    propagation.inject(context.active(), headers);
+    return base(url, { ...opts, headers });
   };
 }
 

@@ -269,7 +269,10 @@ export class CallHandler {
       }
       // A legacy server may push a question during the call: it is routed to this call's channel.
       const channel = this.deps.legacyAsks !== undefined ? new CallChannel() : undefined;
+      // The era of the connection the call went out on (set at once when the run's connection was ready).
+      let era: McpConnection['era'] | undefined;
       const call = (conn: McpConnection) => {
+        era = conn.era;
         const untrack = channel !== undefined && conn.era === 'legacy' ? this.deps.legacyAsks!.track(conn, channel) : undefined;
         const out = this.upstreamCall(ctx, attrs, conn, (client) => sentCall(conn.callTool(params, { timeoutMs, signal: ctl.signal, tool, onResume: (outcome) => this.resumedStream(client, doc.server, outcome) })));
         if (untrack !== undefined) out.then(untrack, untrack);
@@ -292,8 +295,9 @@ export class CallHandler {
         }
       };
       const pending = send();
+      // A modern server asks with input_required in its result, never mid-call: no question to race.
       let result =
-        channel === undefined
+        channel === undefined || era === 'modern'
           ? await pending
           : await this.untilQuestion(req, doc, pending, channel, { formsByRuntime: agent.formsByRuntime === true, approved, round: (resumption?.round ?? 0) + 1 }, () => {
               parkedOut = true;
