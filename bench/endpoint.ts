@@ -13,7 +13,8 @@
  * client (calls/s). The goals (issue 14): at 32 concurrent, the endpoint keeps ≥ 0.8× the direct
  * throughput; sequential p50 within +1 ms of direct. CPU per call of the endpoint and the proxy
  * processes is read from /proc. Every rule is on in the path (token check, validation, grant,
- * limits set high, tracing and metrics).
+ * limits set high, tracing and metrics). `ENDPOINT_LEAN_CALLS=off` in the environment serves every
+ * request through the SDK's handler (the lean tools/call path is on by default), to compare the two.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
