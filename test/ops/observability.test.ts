@@ -127,8 +127,10 @@ describe.skipIf(PROMETHEUS === undefined)('observability: a real Prometheus scra
     expect(lag.map((x) => `${x.metric['job']}/${x.metric['state']}`).sort()).toEqual(['projector/ack_pending', 'projector/pending']);
     for (const series of lag) {
       const values = (series.values ?? []).map(([, v]) => Number(v));
-      expect(values.length).toBeGreaterThan(5);
-      expect(values.every((v) => Number.isFinite(v) && v >= 0), `lag ${series.metric['state']}: ${values.join(',')}`).toBe(true);
+      // NaN is the gauge's "JetStream did not answer this scrape" (possible on a loaded box); a read is never negative.
+      const read = values.filter((v) => Number.isFinite(v));
+      expect(read.length, `lag ${series.metric['state']}: ${values.join(',')}`).toBeGreaterThan(5);
+      expect(read.every((v) => v >= 0), `lag ${series.metric['state']}: ${values.join(',')}`).toBe(true);
     }
     const window = `${Math.ceil((trafficTo - trafficFrom) / 1000) + 5}s`;
     const published = await query(`sum by (outcome) (increase(mcpx_projector_events_published_total[${window}]))`, trafficTo + 1_000);
