@@ -16,6 +16,7 @@ import { startEverythingServer, type EverythingServer } from '../servers/everyth
 import { freePort } from '../servers/index.js';
 import { startTlsFront, type TlsFront } from '../servers/tls-front.js';
 import { ApiClient } from '../support/api-client.js';
+import { cliEnvFor, runCli } from '../support/cli.js';
 import { createDb } from '@mcpx/db';
 import { TestBrowser } from '../support/oauth-browser.js';
 import { ProcessSystem, ROOT, eventually } from '../support/system.js';
@@ -427,12 +428,23 @@ describe('OAuth sign-in to the agent endpoint (the registry as authorization ser
     expect((await revoke({ client_id: clientUrl('manual') })).status).toBe(400);
   });
 
-  it('a sign-in the owner revokes is refused at once, and cannot refresh', async () => {
+  it('a sign-in the owner revokes (mcpx agents tokens revoke) is refused at once, and cannot refresh', async () => {
     const t = await redeem(await codeFor(agentB));
     expect(await endpointStatus(agentB, t.body.access_token)).toBe(200);
     const { tokens } = await api.act('ListAgentTokens', { agent: agentB });
     const row = tokens.find((x: any) => x.name === `OAuth: Test client manual (${new URL(front.origin).host})` && x.state === 'active');
-    expect((await api.act('RevokeAgentToken', { id: row.id })).revoked).toBe(true);
+    // The owner finds the signed-in client with the CLI and signs it out there.
+    const { env, dir } = cliEnvFor(api);
+    try {
+      const listed = await runCli(['agents', 'tokens', 'list', 'beta', '--json'], env);
+      expect(listed.code, listed.stderr).toBe(0);
+      expect((JSON.parse(listed.stdout) as { tokens: Array<{ id: string; name: string }> }).tokens.some((x) => x.id === row.id && x.name.startsWith('OAuth: Test client manual'))).toBe(true);
+      const revoked = await runCli(['agents', 'tokens', 'revoke', row.id, '--json'], env);
+      expect(revoked.code, revoked.stderr).toBe(0);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+    expect((await api.act('RevokeAgentToken', { id: row.id })).revoked).toBe(false);
     await refusedSoon(agentB, t.body.access_token);
     expect((await tokenRequest({ grant_type: 'refresh_token', refresh_token: t.body.refresh_token, client_id: clientUrl('manual') })).body.error).toBe('invalid_grant');
   });
