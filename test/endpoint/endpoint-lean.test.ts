@@ -94,6 +94,15 @@ describe('the lean tools/call path: the same wire as the SDK path', () => {
   both('legacy, JSON only accepted', legacyBody(305, 'db__echo', { text: 'x' }), { accept: 'application/json' });
   both('a batch', [legacyBody(306, 'db__echo', { text: 'x' })], { 'mcp-protocol-version': '2025-11-25' });
   both('not JSON', '{"jsonrpc":', { 'mcp-protocol-version': '2025-11-25' });
+  both('modern, arguments not an object', modernBody(307, 'db__echo', ['x']), modernHeaders('db__echo'));
+  both('modern, no clientInfo', { jsonrpc: '2.0', id: 308, method: 'tools/call', params: { name: 'db__echo', arguments: { text: 'x' }, _meta: { 'io.modelcontextprotocol/protocolVersion': MODERN_VERSION, 'io.modelcontextprotocol/clientCapabilities': {} } } }, modernHeaders('db__echo'));
+  both('modern, the header says another version', modernBody(309, 'db__echo', { text: 'x' }), { ...modernHeaders('db__echo'), 'mcp-protocol-version': '2025-11-25' });
+  both('legacy, a param the lean path does not know', { jsonrpc: '2.0', id: 310, method: 'tools/call', params: { name: 'db__echo', arguments: { text: 'x' }, task: { ttl: 1000 } } }, { 'mcp-protocol-version': '2025-11-25' });
+  both('legacy, a notification', { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 999 } }, { 'mcp-protocol-version': '2025-11-25' });
+  both('legacy, an unknown version', legacyBody(311, 'db__echo', { text: 'x' }), { 'mcp-protocol-version': '1999-01-01' });
+  both('an allowed Origin', modernBody(312, 'db__echo', { text: 'x' }), { ...modernHeaders('db__echo'), origin: 'http://127.0.0.1' });
+  both('a foreign Origin', modernBody(313, 'db__echo', { text: 'x' }), { ...modernHeaders('db__echo'), origin: 'https://evil.example' });
+  both('a foreign Host', modernBody(314, 'db__echo', { text: 'x' }), { ...modernHeaders('db__echo'), host: 'evil.example' });
 
   it('answers every request as the SDK path does, byte for byte', async () => {
     for (const [label, send] of cases) {
