@@ -453,6 +453,20 @@ describe('OAuth sign-in to the agent endpoint (the registry as authorization ser
     expect((await tokenRequest({ grant_type: 'refresh_token', refresh_token: t.body.refresh_token, client_id: clientUrl('manual') })).body.error).toBe('invalid_grant');
   });
 
+  it('only an OWNER of the account sees and decides its sign-ins', async () => {
+    const { challenge } = pkce();
+    const id = await openAuthorization(new TestBrowser(), authorizeUrl({ response_type: 'code', client_id: clientUrl('manual'), redirect_uri: REDIRECT, code_challenge: challenge, code_challenge_method: 'S256', resource: urlOf(agentA) }));
+    const writer = new ApiClient(system.apiUrl, undefined, api.principal);
+    await api.act('AuthorizeSigner', { principal: writer.key.principal, role: 'WRITER' });
+    await expect(writer.act('ListSignInRequests')).rejects.toMatchObject({ code: 'forbidden' });
+    await expect(writer.act('DecideSignIn', { id, decision: 'approve' })).rejects.toMatchObject({ code: 'forbidden' });
+    // Another account's owner does not see it and cannot decide it.
+    const stranger = new ApiClient(system.apiUrl);
+    expect((await stranger.act('ListSignInRequests')).signIns).toEqual([]);
+    await expect(stranger.act('DecideSignIn', { id, decision: 'approve' })).rejects.toMatchObject({ code: 'not_found' });
+    await api.act('DecideSignIn', { id, decision: 'deny' });
+  });
+
   it('an approval carried to another browser completes nothing; a denial goes back as access_denied', async () => {
     const { challenge } = pkce();
     const starter = new TestBrowser();
