@@ -5,15 +5,18 @@
  * and failing, discoveries, projections, a quota rejection); the dashboard's metric names are
  * those the services export. With MCPX_DASHBOARD_PNG=<path> it also draws the panels from
  * Prometheus's answers (query_range over the run) into a PNG with Chromium — the README's picture.
- * The agent MCP endpoint is scraped too, and the projector's lag (not a dashboard panel yet) is
- * checked against Prometheus directly.
+ * The run also leaves an approval and a server's question waiting for a person, and calls through
+ * the agent MCP endpoint, so the waiting and endpoint panels have data; the projector's lag is a
+ * panel whose healthy value is zero (its own test checks both states are read).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { echoTool, errorTool, freePort, startTestMcpServer, type TestMcpServer } from '../servers/index.js';
+import { startInputMcpServer, type InputMcpServer } from '../servers/input-mcp-server.js';
 import { which } from './support/infra.js';
 import { renderDashboardPng, type PanelSeries } from './support/dashboard-picture.js';
 import { ROOT, Stack, until } from './support/stack.js';
@@ -29,6 +32,8 @@ interface Panel {
 const dashboard = JSON.parse(readFileSync(join(ROOT, 'deploy', 'observability', 'grafana', 'dashboards', 'mcpx.json'), 'utf8')) as { panels: Panel[] };
 const RATE_WINDOW = '10s';
 const concrete = (expr: string): string => expr.replaceAll('$__rate_interval', RATE_WINDOW);
+/** Panels whose healthy value is zero all along: their series must be there, a value above zero need not. */
+const ZERO_IS_HEALTHY = new Set(['max by (state) (mcpx_consumer_backlog{consumer="projector"})']);
 
 type PromResult = Array<{ metric: Record<string, string>; value?: [number, string]; values?: Array<[number, string]> }>;
 
@@ -36,6 +41,8 @@ describe.skipIf(PROMETHEUS === undefined)('observability: a real Prometheus scra
   let stack: Stack;
   let upstream: TestMcpServer;
   let legacy: TestMcpServer;
+  let asking: InputMcpServer;
+  let mcp: Client | undefined;
   let prometheus: ChildProcess;
   let promUrl = '';
   let dir = '';
@@ -58,10 +65,11 @@ describe.skipIf(PROMETHEUS === undefined)('observability: a real Prometheus scra
   }
 
   beforeAll(async () => {
-    [stack, upstream, legacy] = await Promise.all([
+    [stack, upstream, legacy, asking] = await Promise.all([
       Stack.start({ endpoints: 1, env: { QUOTA_AGENTS_PER_ACCOUNT: '3' } }),
       startTestMcpServer({ era: 'modern', tools: [echoTool(), errorTool()] }),
       startTestMcpServer({ era: 'legacy', tools: [echoTool()] }),
+      startInputMcpServer(),
     ]);
     dir = mkdtempSync(join(tmpdir(), 'mcpx-prom-'));
     const job = (name: string): string => {
@@ -80,13 +88,24 @@ describe.skipIf(PROMETHEUS === undefined)('observability: a real Prometheus scra
     trafficFrom = Date.now();
     await stack.setServer('up', upstream.url);
     await stack.setServer('old', legacy.url);
-    const agent = await stack.createAgent('agent', ['up', 'old'], 3);
+    await stack.setServer('ask', asking.url);
+    await stack.api.act('SetToolPermission', { server: 'ask', tool: 'summarize', permission: 'always_ask' });
+    const agent = await stack.createAgent('agent', ['up', 'old', 'ask'], 4);
     await stack.createAgent('second', ['up'], 2);
     await stack.createAgent('third', ['up'], 2);
+    // Left waiting for a person all run: an approval of an always_ask call and a server's question.
+    expect((await stack.callError(agent, 'waits-approval', 'ask__summarize', { text: 'x' })).code).toBe('approval_required');
+    expect((await stack.callError(agent, 'waits-input', 'ask__deploy', { env: 'prod' })).code).toBe('input_required');
+    // An MCP client on the agent's endpoint (the SDK v2 client with an endpoint token).
+    const { token } = await stack.api.act<{ token: string }>('CreateAgentToken', { agent });
+    mcp = new Client({ name: 'observability', version: '1.0.0' }, { versionNegotiation: { mode: 'auto' } });
+    await mcp.connect(new StreamableHTTPClientTransport(new URL(`${stack.of('endpoint')[0]!.url}/v1/agents/${agent}/mcp`), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
     const end = Date.now() + 20_000;
     for (let i = 0; Date.now() < end; i++) {
       await stack.call(agent, `run-${Math.floor(i / 10)}`, 'up__echo', { text: `m${i}` });
       if (i % 5 === 0) await stack.call(agent, `legacy-run-${i}`, 'old__echo', { text: `l${i}` });
+      if (i % 4 === 0) expect((await mcp.callTool({ name: 'up__echo', arguments: { text: `e${i}` } })).isError).toBeFalsy();
+      if (i % 9 === 0) await mcp.listTools();
       if (i % 7 === 0) await stack.callError(agent, `run-${i}`, 'up__fail', {});
       if (i % 11 === 0) await stack.callError(agent, `run-${i}`, 'up__echo', { text: 5 });
       if (i % 15 === 0) {
@@ -104,8 +123,9 @@ describe.skipIf(PROMETHEUS === undefined)('observability: a real Prometheus scra
 
   afterAll(async () => {
     prometheus?.kill('SIGTERM');
+    await mcp?.close().catch(() => undefined);
     await stack?.stop();
-    await Promise.all([upstream?.close(), legacy?.close()]);
+    await Promise.all([upstream?.close(), legacy?.close(), asking?.close()]);
     if (dir !== '') rmSync(dir, { recursive: true, force: true });
   });
 
@@ -143,7 +163,8 @@ describe.skipIf(PROMETHEUS === undefined)('observability: a real Prometheus scra
     const result = await queryRange(concrete(expr));
     expect(result.length, `no series for ${expr}`).toBeGreaterThan(0);
     const values = result.flatMap((r) => (r.values ?? []).map(([, v]) => Number(v)));
-    expect(values.some((v) => Number.isFinite(v) && v > 0), `no value above zero for ${expr}`).toBe(true);
+    if (ZERO_IS_HEALTHY.has(expr)) expect(values.some((v) => Number.isFinite(v) && v >= 0), `no value read for ${expr}`).toBe(true);
+    else expect(values.some((v) => Number.isFinite(v) && v > 0), `no value above zero for ${expr}`).toBe(true);
   });
 
   it('call latency p50 and p99 per server, by tool and outcome; errors by code; labels only from the registry\'s documents; the waiting gauges', async () => {
@@ -162,11 +183,11 @@ describe.skipIf(PROMETHEUS === undefined)('observability: a real Prometheus scra
     // The tool label is the server's tool name from its document, never what the caller sent.
     expect(outcomes.every((x) => !String(x.metric['gen_ai_tool_name']).includes('__'))).toBe(true);
     const errors = await query(`sum by (code) (increase(mcpx_call_errors_total[${window}]))`, at);
-    expect(errors.map((x) => x.metric['code']).sort()).toEqual(['invalid_arguments', 'server_error']);
-    // The waiting gauges (read from Redis at each scrape; this run asks no person: zero).
+    expect(errors.map((x) => x.metric['code']).sort()).toEqual(['approval_required', 'input_required', 'invalid_arguments', 'server_error']);
+    // The waiting gauges (read from Redis at each scrape): the run left one approval and one question.
     const proxyMetrics = await (await fetch(`${stack.of('proxy')[0]!.internalUrl}/metrics`)).text();
-    expect(proxyMetrics).toMatch(/^mcpx_approvals_waiting(\{[^}]*\})? 0$/m);
-    expect(proxyMetrics).toMatch(/^mcpx_input_requests_waiting(\{[^}]*\})? 0$/m);
+    expect(proxyMetrics).toMatch(/^mcpx_approvals_waiting(\{[^}]*\})? 1$/m);
+    expect(proxyMetrics).toMatch(/^mcpx_input_requests_waiting(\{[^}]*\})? 1$/m);
   });
 
   it("the dashboard names only metrics the services export (and the queries parse); a misspelt one has no data", async () => {
