@@ -221,12 +221,9 @@ export class LeanCalls {
       abort.done();
     }
     if (res.destroyed) return;
-    // Corked: the head, the body and the last chunk leave in one write (the SDK's bytes, chunked).
-    res.cork();
     res.writeHead(200, { 'content-type': 'application/json' });
     res.write(text);
     res.end();
-    res.uncork();
   }
 
   private async legacy(req: IncomingMessage, res: ServerResponse, grant: TokenGrant, call: NonNullable<ReturnType<LeanCalls['callOf']>>): Promise<void> {
@@ -271,11 +268,9 @@ export class LeanCalls {
       abort.done();
     }
     if (res.destroyed) return;
-    res.cork();
     if (!res.headersSent) res.writeHead(200, SSE_HEADERS);
     res.write(`event: message\ndata: ${text}\n\n`);
     res.end();
-    res.uncork();
   }
 
   /**
