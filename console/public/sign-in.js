@@ -4,7 +4,7 @@
 // nobody verified, and the hosts of its document and of where the browser goes back) and for
 // which agent, and approves or denies with a signed action (DecideSignIn). The browser then opens
 // the continue URL, which completes only in the browser that started the sign-in.
-import { act } from './api.js';
+import { act, savedKey } from './api.js';
 import { $, el, run, say } from './ui.js';
 
 const HASH_RE = /^#sign-in=(si_[0-9a-f]{32})$/;
@@ -59,4 +59,11 @@ export async function renderSignIn() {
 
 export function initSignIn() {
   window.addEventListener('hashchange', () => void run(renderSignIn));
+  // Until a key is in use the request cannot be read: say what is waiting and what to do.
+  if (requestedId() === null) return;
+  void savedKey().then((saved) => {
+    if (saved) return;
+    $('sign-in').hidden = false;
+    $('sign-in-body').replaceChildren(el('p', { textContent: 'An MCP client asks to sign in to one of your agents. Use the account’s key in this browser (Use a key file…) to see the request and decide: it completes only in the browser that started it.' }));
+  });
 }
