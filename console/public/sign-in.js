@@ -65,5 +65,5 @@ export function initSignIn() {
     if (saved) return;
     $('sign-in').hidden = false;
     $('sign-in-body').replaceChildren(el('p', { textContent: 'An MCP client asks to sign in to one of your agents. Use the account’s key in this browser (Use a key file…) to see the request and decide: it completes only in the browser that started it.' }));
-  });
+  }, () => {});
 }
