@@ -64,7 +64,12 @@ async function settleEndpointPort(): Promise<void> {
 /** The MCP endpoint's public URL (what `mcpx agents endpoint` prints), unless the operator set one. */
 function endpointEnv(name: keyof typeof PORTS): Record<string, string> {
   if (name !== 'endpoint') return {};
-  return { ENDPOINT_PUBLIC_URL: process.env.ENDPOINT_PUBLIC_URL ?? `http://127.0.0.1:${PORTS.endpoint}` };
+  // OAuth sign-in to the endpoint: the registry (where browsers reach it) is the authorization server.
+  const registry = process.env.REGISTRY_PUBLIC_URL ?? `http://127.0.0.1:${PORTS.registry}`;
+  return {
+    ENDPOINT_PUBLIC_URL: process.env.ENDPOINT_PUBLIC_URL ?? `http://127.0.0.1:${PORTS.endpoint}`,
+    ENDPOINT_AUTHORIZATION_SERVER: process.env.ENDPOINT_AUTHORIZATION_SERVER ?? registry,
+  };
 }
 
 const log = (line: string): void => void process.stdout.write(`[start] ${line}\n`);
