@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { headers as natsHeaders, type NatsConnection } from '@nats-io/transport-node';
+import type { NatsConnection } from '@nats-io/transport-node';
 import {
   ErrorCodes,
   INPUT_LIMITS,
@@ -15,7 +15,7 @@ import {
   type WireErrorShape,
 } from '@mcpx/contracts';
 import type { ProxyResult } from '@mcpx/domain';
-import { injectTraceHeaders, type Counter, type Meter } from '@mcpx/telemetry';
+import { traceHeaders, type Counter, type Meter } from '@mcpx/telemetry';
 import { watchDecisions, watchInputAnswers } from './decisions.js';
 
 /** The proxy's own call timeout (120 s, docs/limits.md#the-call); the request waits a little longer. */
@@ -363,7 +363,8 @@ export class ProxyClient {
   private async send(subject: string, payload: Uint8Array, timeout: number): Promise<ProxyCallReply> {
     let data: Uint8Array;
     try {
-      data = (await this.nc.request(subject, payload, { timeout, headers: injectTraceHeaders(natsHeaders()) })).data;
+      const headers = traceHeaders();
+      data = (await this.nc.request(subject, payload, headers === undefined ? { timeout } : { timeout, headers })).data;
     } catch (err) {
       if (isNoResponders(err)) throw err;
       const e = err as { name?: string; message?: string };

@@ -10,7 +10,7 @@ export { startServiceHttp } from './service-http.js';
 export type { ServiceHttp } from './service-http.js';
 export { setupTelemetry } from './setup.js';
 export type { MetricsHandler, Telemetry, TelemetryOptions } from './setup.js';
-export { extractTraceContext, injectTraceHeaders } from './nats-propagation.js';
+export { extractTraceContext, injectTraceHeaders, traceHeaders } from './nats-propagation.js';
 export { withSpan } from './with-span.js';
 export type { WithSpanOptions } from './with-span.js';
 export { safeUrlForTelemetry } from './safe-url.js';

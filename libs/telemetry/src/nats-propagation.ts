@@ -1,6 +1,6 @@
-import { ROOT_CONTEXT, context, propagation } from '@opentelemetry/api';
+import { ROOT_CONTEXT, context, propagation, trace } from '@opentelemetry/api';
 import type { Context, TextMapGetter, TextMapSetter } from '@opentelemetry/api';
-import { Match } from '@nats-io/transport-node';
+import { Match, headers as natsHeaders } from '@nats-io/transport-node';
 import type { MsgHdrs } from '@nats-io/transport-node';
 
 const setter: TextMapSetter<MsgHdrs> = {
@@ -29,6 +29,17 @@ const getter: TextMapGetter<MsgHdrs> = {
 export function injectTraceHeaders(h: MsgHdrs, ctx: Context = context.active()): MsgHdrs {
   propagation.inject(ctx, h, setter);
   return h;
+}
+
+/**
+ * The W3C trace context of `ctx` (default: the active context) as new NATS message headers, or
+ * `undefined` when it carries no span: a request from an untraced caller then goes without headers
+ * (the receiver starts a trace of its own, as it would from empty headers) and costs neither side
+ * the header block.
+ */
+export function traceHeaders(ctx: Context = context.active()): MsgHdrs | undefined {
+  if (trace.getSpanContext(ctx) === undefined) return undefined;
+  return injectTraceHeaders(natsHeaders(), ctx);
 }
 
 /**

@@ -2,13 +2,14 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { connect, headers } from '@nats-io/transport-node';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { SpanKind, SpanStatusCode, context, trace } from '@opentelemetry/api';
+import { ROOT_CONTEXT, SpanKind, SpanStatusCode, context, trace } from '@opentelemetry/api';
 import { InMemorySpanExporter } from '@opentelemetry/sdk-trace';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   extractTraceContext,
   injectTraceHeaders,
   safeUrlForTelemetry,
+  traceHeaders,
   setupTelemetry,
   withSpan,
 } from './index.js';
@@ -88,6 +89,15 @@ describe('trace context across NATS', () => {
         parent: extractTraceContext(headers()),
       });
       expect(inner).not.toBe(outer.spanContext().traceId);
+    });
+  });
+
+  it('traceHeaders: the context of the span as headers inside a span, no headers outside one', async () => {
+    expect(traceHeaders(ROOT_CONTEXT)).toBeUndefined();
+    await withSpan(serviceA.tracer, 'traced', {}, async (span) => {
+      const h = traceHeaders();
+      expect(h?.get('traceparent')).toContain(span.spanContext().traceId);
+      expect(trace.getSpanContext(extractTraceContext(h))?.spanId).toBe(span.spanContext().spanId);
     });
   });
 
