@@ -61,6 +61,10 @@ export async function renderEndpoint() {
 
 export function initEndpoint(deps) {
   currentAgent = deps.currentAgent;
+  // Whether a new token's holder may approve its own always_ask calls (asked in their MCP client).
+  $('endpoint-token-create').before(
+    el('label', { title: "The MCP client's user approves the token's always_ask calls when asked, instead of the owner" }, el('input', { type: 'checkbox', id: 'endpoint-token-approve' }), ' its user may approve'),
+  );
   $('endpoint-base').value = endpointBase();
   $('endpoint-base').addEventListener('change', () => {
     const v = $('endpoint-base').value.trim();
@@ -73,8 +77,10 @@ export function initEndpoint(deps) {
       const agent = currentAgent();
       if (!agent) throw new Error('pick an agent first');
       const name = $('endpoint-token-name').value.trim();
-      const created = await act('CreateAgentToken', { agent: agent.id, ...(name ? { name } : {}) });
+      const userMayApprove = $('endpoint-token-approve').checked;
+      const created = await act('CreateAgentToken', { agent: agent.id, ...(name ? { name } : {}), ...(userMayApprove ? { userMayApprove } : {}) });
       $('endpoint-token-name').value = '';
+      $('endpoint-token-approve').checked = false;
       await renderEndpoint();
       // Shown this once: only its hash is kept.
       $('endpoint-new-token').replaceChildren(

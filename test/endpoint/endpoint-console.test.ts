@@ -75,4 +75,14 @@ describe.skipIf(!HAS_CHROMIUM)('the console shows each agent’s MCP endpoint an
     await page.locator('#endpoint-tokens li', { hasText: 'from the browser' }).waitFor();
     expect(await page.content()).not.toContain(token);
   });
+
+  it("makes a token whose user may approve its always_ask calls, and says so in the list", async () => {
+    await page.locator('#endpoint-token-name').fill('approving laptop');
+    await page.locator('#endpoint-token-approve').check();
+    await page.locator('#endpoint-token-create').click();
+    await page.locator('#endpoint-tokens li', { hasText: 'approving laptop' }).filter({ hasText: 'its user may approve' }).waitFor();
+    expect(await page.locator('#endpoint-token-approve').isChecked()).toBe(false);
+    // The list is the registry's ListAgentTokens (the page's own account): only that token has the right.
+    expect(await page.locator('#endpoint-tokens li', { hasText: 'from the browser' }).textContent()).not.toContain('its user may approve');
+  });
 });
