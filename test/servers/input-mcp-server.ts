@@ -67,7 +67,7 @@ export const PROFILE_SCHEMA = {
 
 type ProvisionState = { step: 'named'; name: string };
 
-export async function startInputMcpServer(opts: { era?: 'modern' | 'dual' } = {}): Promise<InputMcpServer> {
+export async function startInputMcpServer(opts: { era?: 'modern' | 'dual'; port?: number } = {}): Promise<InputMcpServer> {
   const stats: InputMcpServer['stats'] = { calls: 0, statesSeen: [], responsesSeen: [] };
   const codec = createRequestStateCodec<ProvisionState>({ key: crypto.getRandomValues(new Uint8Array(32)), ttlSeconds: 600 });
   const text = (t: string, isError = false): CallToolResult => ({ content: [{ type: 'text', text: t }], ...(isError ? { isError: true } : {}) });
@@ -166,7 +166,7 @@ export async function startInputMcpServer(opts: { era?: 'modern' | 'dual' } = {}
       res.end();
     });
   });
-  const listening = await listenOnLoopback(http);
+  const listening = await listenOnLoopback(http, opts.port === undefined ? {} : { port: opts.port });
   return {
     url: `http://127.0.0.1:${listening.port}/mcp`,
     port: listening.port,
