@@ -6,6 +6,7 @@ import { setupTelemetry, type Telemetry } from '@mcpx/telemetry';
 import { InMemorySpanExporter } from '@opentelemetry/sdk-trace';
 import { EventOutbox } from '@mcpx/registry';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startFaultyFront } from '../ops/support/faulty-front.js';
 import type { TestDatabase } from '../support/env.js';
 import { systemEnv } from '../support/system.js';
 
@@ -106,5 +107,39 @@ describe('the registry outbox (real Postgres and JetStream)', () => {
     expect(x + y).toBe(40);
     expect(await rows()).toBe(0);
     for (const a of agents.slice(0, 5)) expect(await stored(a)).toBe(1);
+  });
+  it('a publish that waits on an unreachable NATS holds no database connection: other queries on the pool run meanwhile', async () => {
+    const front = await startFaultyFront({ port: Number(new URL(natsUrl).port) });
+    const small = createDb(db.url, { max: 2 });
+    const stuck = await connectBus({ url: `nats://127.0.0.1:${front.port}`, name: 'outbox-stuck', prefix: bus.subjects.prefix });
+    try {
+      const slow = new EventOutbox({ db: small, bus: stuck, log });
+      // NATS accepts and never answers from now on: every publish waits for an ack that never comes.
+      front.mode = 'blackhole';
+      front.cut();
+      let settled = 0;
+      const commits = ['s1', 's2', 's3', 's4'].map((a) => slow.commit(async (_trx, emit) => emit(event(a))).finally(() => settled++));
+      // All four committed (their rows are there) and are waiting on NATS; the pool of two still answers.
+      for (let n = 0; n < 4; n = Number((await small.selectFrom('registry.event_outbox').select((eb) => eb.fn.countAll().as('n')).where('msg_id', 'like', 'agent-s%').executeTakeFirstOrThrow()).n));
+      await small.selectFrom('registry.event_outbox').select('id').limit(1).execute();
+      expect(settled).toBe(0);
+      // The connection closed: each waiting publish fails, the change stays committed.
+      await stuck.nc.close();
+      await Promise.all(commits);
+    } finally {
+      await stuck.close().catch(() => undefined);
+      await small.destroy();
+      await front.close().catch(() => undefined);
+    }
+    // The events were left for the sweep, which sends them.
+    expect(await outbox.sweep()).toBe(4);
+    expect(await stored('s1')).toBe(1);
+  });
+
+  it('a periodic sweep leaves the rows just committed to their committer; the sweep at start takes them', async () => {
+    await sql.transaction().execute((trx) => outbox.record(trx, [event('young')]));
+    expect(await outbox.sweep(10_000)).toBe(0);
+    expect(await outbox.sweep()).toBe(1);
+    expect(await stored('young')).toBe(1);
   });
 });
