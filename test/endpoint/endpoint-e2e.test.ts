@@ -89,8 +89,16 @@ describe('the agent MCP endpoint end to end (processes, NATS with least privileg
     expect(call.code, call.stderr).toBe(0);
     expect(lastJson(call.stdout).content).toEqual([{ type: 'text', text: 'Echo: done' }]);
 
+    // A token whose user may approve its always_ask calls: made and listed by the CLI with the right.
+    const approving = await mcpx('agents', 'tokens', 'new', 'helper', '--name', 'approver', '--user-may-approve');
+    expect(approving.userMayApprove).toBe(true);
+    const humanList = await runCli(['agents', 'tokens', 'list', 'helper'], cliEnv);
+    expect(humanList.stdout.split('\n').find((l) => l.includes(approving.id))).toContain('user may approve');
+    expect(humanList.stdout.split('\n').find((l) => l.includes(issued.id))).not.toContain('user may approve');
+    expect((await mcpx('agents', 'tokens', 'revoke', approving.id)).revoked).toBe(true);
+
     const listed = await mcpx('agents', 'tokens', 'list', 'helper');
-    expect(listed.tokens).toEqual([expect.objectContaining({ id: issued.id, state: 'active' })]);
+    expect(listed.tokens).toEqual(expect.arrayContaining([expect.objectContaining({ id: issued.id, state: 'active', userMayApprove: false }), expect.objectContaining({ id: approving.id, state: 'revoked', userMayApprove: true })]));
     expect(JSON.stringify(listed)).not.toContain(issued.token);
     expect((await mcpx('agents', 'tokens', 'revoke', issued.id)).revoked).toBe(true);
     await eventually(async () => {
