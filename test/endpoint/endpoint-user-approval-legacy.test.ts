@@ -117,6 +117,26 @@ describe.skipIf(process.env.ENDPOINT_LEAN_CALLS === 'off')('the agent MCP endpoi
     expect(upstream.stats.calls).toBe(before + 1);
   });
 
+  it('a client that goes away while asked leaves the approval to the owner; nothing runs', async () => {
+    const { token } = await sys.token('ops', { userMayApprove: true });
+    const url = sys.urlOf('ops');
+    const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-11-25' };
+    await (await fetch(url, { method: 'POST', headers, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: { elicitation: {} }, clientInfo: { name: 'raw', version: '1' } } }) })).text();
+    const before = upstream.stats.calls;
+    const gone = new AbortController();
+    const call = await fetch(url, { method: 'POST', headers, signal: gone.signal, body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'db__drop_table', arguments: { table: 'abandoned' } } }) });
+    const reader = call.body!.getReader();
+    let seen = '';
+    while (!seen.includes('elicitation/create')) seen += new TextDecoder().decode((await reader.read()).value);
+    gone.abort();
+    const { approvals } = await sys.system.api.act<{ approvals: Array<{ id: string; arguments: unknown }> }>('ListApprovals', {});
+    const pending = approvals.find((a) => (a.arguments as { table?: string }).table === 'abandoned');
+    expect(pending).toBeDefined();
+    // The owner can still approve it (nobody decided it), and the call never ran.
+    await sys.system.api.act('ApproveToolCall', { approvalId: pending!.id });
+    expect(upstream.stats.calls).toBe(before);
+  });
+
   it('a v1 client that declared no elicitation, or a token without the right, waits for the owner', async () => {
     const { token } = await sys.token('ops', { userMayApprove: true });
     const silent = await connect(token, undefined, []);

@@ -258,6 +258,8 @@ export class LeanCalls {
         }
         if (!res.headersSent) res.writeHead(200, SSE_HEADERS);
         inputResponses = await this.ask(grant, res, result, declared, abort.signal);
+        // The client went away while asked: the call goes no further (an approval stays the owner's).
+        if (abort.signal.aborted) return;
         requestState = typeof result.requestState === 'string' ? result.requestState : undefined;
       }
       text = JSON.stringify({ result: resultJson(final, false, this.deps.serverInfo), jsonrpc: '2.0', id: call.id });
