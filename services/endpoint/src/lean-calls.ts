@@ -128,8 +128,9 @@ export class LeanCalls {
     const body = await readBody(req, candidate.length);
     // The client went away mid-body: nothing to answer.
     if (body === undefined) return void res.destroy();
-    const grant = await this.deps.tokens.verify(header(req, 'authorization') ?? null);
-    if (typeof grant === 'string' || !namesAgent(candidate.agent, grant)) return fallback(req, res, body);
+    // A refusal, or a fault reading the token (the database), is the SDK path's to answer.
+    const grant = await this.deps.tokens.verify(header(req, 'authorization') ?? null).catch(() => undefined);
+    if (grant === undefined || typeof grant === 'string' || !namesAgent(candidate.agent, grant)) return fallback(req, res, body);
     let msg: unknown;
     try {
       msg = JSON.parse(body);
@@ -141,7 +142,7 @@ export class LeanCalls {
     if (!candidate.modern && msg.method === 'initialize') this.rememberInitialize(grant, msg);
     const call = this.callOf(msg, candidate.modern, req);
     if (call === undefined) return fallback(req, res, body);
-    const set = await this.deps.toolSets.get(grant.account, grant.agent);
+    const set = await this.deps.toolSets.get(grant.account, grant.agent).catch(() => null);
     const doc = set?.byName.get(call.name);
     if (doc === undefined || mirrorsHeaders(doc)) return fallback(req, res, body);
     if (candidate.modern) await this.modern(req, res, grant, call);
