@@ -87,6 +87,7 @@ describe('the lean tools/call path: the same wire as the SDK path', () => {
   }
   both('modern, a string id', modernBody('req-1', 'db__echo', { text: 'x' }), modernHeaders('db__echo'));
   both('modern, an approval asked of the user (forms declared)', modernBody(301, 'db__drop_table', { table: 'orders' }, { elicitation: { form: {} } }), modernHeaders('db__drop_table'));
+  both('modern, a client that can open URLs only is not asked a form', modernBody(315, 'db__drop_table', { table: 'urls' }, { elicitation: { url: {} } }), modernHeaders('db__drop_table'));
   both('legacy without a version header', legacyBody(302, 'db__echo', { text: 'x' }));
   // Left to the SDK by the lean path: the answers must still be the SDK's.
   both('modern, an unknown tool', modernBody(303, 'db__nope', {}), modernHeaders('db__nope'));

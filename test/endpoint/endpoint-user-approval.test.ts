@@ -99,6 +99,8 @@ describe('the agent MCP endpoint: the client user approves (modern clients)', ()
     expect(errorOf(stopped).code).toBe('approval_required');
     const noForms = await modernCall(sys.urlOf('ops'), approver.token, 'db__drop_table', { table: 'noforms' }, {});
     expect(errorOf(noForms.result as never).code).toBe('approval_required');
+    const urlsOnly = await modernCall(sys.urlOf('ops'), approver.token, 'db__drop_table', { table: 'urlsonly' }, { elicitation: { url: {} } });
+    expect(errorOf(urlsOnly.result as never).code).toBe('approval_required');
     expect(asked).toEqual([]);
   });
 

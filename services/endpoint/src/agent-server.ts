@@ -3,7 +3,7 @@ import type { McpToolDocument } from '@mcpx/domain';
 import type { ProxyClient } from '@mcpx/proxy-client';
 import { createMcpHandler, ProtocolError, ProtocolErrorCode, ResourceNotFoundError, Server, type McpHttpHandler, type Tool } from '@modelcontextprotocol/server';
 import type { TokenGrant } from './agent-tokens.js';
-import { ToolCalls } from './tool-calls.js';
+import { declaresForms, ToolCalls } from './tool-calls.js';
 import type { AgentToolSet, ToolSets } from './tool-sets.js';
 import type { UserApprovals } from './user-approvals.js';
 
@@ -197,7 +197,7 @@ export class AgentServers {
         headers: { traceparent: ctx.http?.req?.headers.get('traceparent'), tracestate: ctx.http?.req?.headers.get('tracestate') },
         requestState: mcpReq.requestState?.(),
         ...(mcpReq.inputResponses !== undefined ? { inputResponses: mcpReq.inputResponses } : {}),
-        caps: { elicitation: caps.elicitation !== undefined, sampling: caps.sampling !== undefined },
+        caps: { elicitation: declaresForms(caps.elicitation), sampling: caps.sampling !== undefined },
         requestId: ctx.mcpReq.id,
         signal: ctx.mcpReq.signal,
         path: 'sdk',

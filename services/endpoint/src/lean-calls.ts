@@ -3,7 +3,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isInputRequiredResult, ProtocolError, SUPPORTED_PROTOCOL_VERSIONS, validateHostHeader, type CallToolResult, type InputRequiredResult } from '@modelcontextprotocol/server';
 import type { McpToolDocument } from '@mcpx/domain';
 import type { AgentTokens, TokenGrant } from './agent-tokens.js';
-import type { ToolCalls } from './tool-calls.js';
+import { declaresForms, type ToolCalls } from './tool-calls.js';
 import type { TokenFailures } from './token-failures.js';
 import type { ToolSets } from './tool-sets.js';
 
@@ -208,7 +208,7 @@ export class LeanCalls {
         arguments: call.arguments,
         meta: call.meta,
         headers: { traceparent: header(req, 'traceparent'), tracestate: header(req, 'tracestate') },
-        caps: { elicitation: call.caps.elicitation !== undefined, sampling: call.caps.sampling !== undefined },
+        caps: { elicitation: declaresForms(call.caps.elicitation), sampling: call.caps.sampling !== undefined },
         requestId: call.id,
         signal: abort.signal,
         path: 'lean',
@@ -329,7 +329,7 @@ export class LeanCalls {
   private rememberInitialize(grant: TokenGrant, msg: Json): void {
     const caps = isObject(msg.params) && isObject(msg.params.capabilities) ? msg.params.capabilities : {};
     this.legacyCaps.delete(grant.id);
-    this.legacyCaps.set(grant.id, { elicitation: caps.elicitation !== undefined, sampling: caps.sampling !== undefined });
+    this.legacyCaps.set(grant.id, { elicitation: declaresForms(caps.elicitation), sampling: caps.sampling !== undefined });
     if (this.legacyCaps.size > MAX_REMEMBERED) this.legacyCaps.delete(this.legacyCaps.keys().next().value as string);
   }
 

@@ -33,6 +33,15 @@ export interface ToolCallInput {
   path: 'sdk' | 'lean';
 }
 
+/**
+ * Whether a client's declared `elicitation` capability covers forms: `{form: …}`, or `{}` (the
+ * 2025 form, which meant forms). One that declares only `url` cannot be asked a form.
+ */
+export function declaresForms(elicitation: unknown): boolean {
+  if (elicitation === null || typeof elicitation !== 'object' || Array.isArray(elicitation)) return false;
+  return Object.keys(elicitation).length === 0 || 'form' in elicitation;
+}
+
 /** Thrown for a tool the agent does not have: the MCP answer (InvalidParams), before the proxy is asked. */
 export function unknownTool(name: string): ProtocolError {
   return new ProtocolError(ProtocolErrorCode.InvalidParams, `Unknown tool: ${name.slice(0, 128)}`);
