@@ -11,7 +11,7 @@ export {
   sealVendorTokens,
 } from './stored.js';
 export type { AuthMethod, ClientAssertionAlg, OAuthGrant, SealedTokenColumns, StoredOAuthClient, StoredOAuthTokens, StoredServerConfig, VendorTokens } from './stored.js';
-export { proxyReads } from './read-model.js';
+export { proxyReads, readEraVerdict } from './read-model.js';
 export type { ProxyReadModel, ProxyReads } from './read-model.js';
 export { CredentialReader, REFRESH_BEFORE_EXPIRY_MS, expiring } from './server-credentials.js';
 export type { CredentialTarget, RenewalKind, ServerCredentials } from './server-credentials.js';

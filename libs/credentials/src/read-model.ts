@@ -1,4 +1,5 @@
 import type { Kysely } from 'kysely';
+import { decodePayload } from '@mcpx/contracts';
 import type { Database, Db } from '@mcpx/db';
 
 /**
@@ -28,4 +29,20 @@ export type ProxyReads = Pick<Kysely<ProxyReadModel>, 'selectFrom'>;
 /** The proxy's view of a connection to the owners' database (the same connection, narrowed to its reads). */
 export function proxyReads(db: Db): ProxyReads {
   return db;
+}
+
+/**
+ * A server's stored era verdict for `authContext` (`registry.era_verdicts`, written by the
+ * registry's discovery), decoded but unchecked: each reader checks its shape. Undefined when none
+ * is stored for that auth context (a verdict is never reused across contexts).
+ */
+export async function readEraVerdict(db: ProxyReads, account: string, server: string, authContext: string): Promise<unknown> {
+  const row = await db
+    .selectFrom('registry.era_verdicts')
+    .select('verdict_cbor')
+    .where('account_id', '=', account)
+    .where('server', '=', server)
+    .where('auth_context', '=', authContext)
+    .executeTakeFirst();
+  return row === undefined ? undefined : decodePayload<unknown>(row.verdict_cbor);
 }

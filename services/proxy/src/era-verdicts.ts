@@ -1,5 +1,4 @@
-import { decodePayload } from '@mcpx/contracts';
-import type { ProxyReads } from '@mcpx/credentials';
+import { readEraVerdict, type ProxyReads } from '@mcpx/credentials';
 import type { EraVerdict } from '@mcpx/mcp-client';
 
 /** The auth context a verdict is keyed by: one copy, in `@mcpx/contracts`, shared with the other service. */
@@ -53,17 +52,10 @@ export class StoredEraVerdicts implements EraVerdictSource {
   async get(account: string, server: string, authContext: string): Promise<EraVerdict | undefined> {
     const hit = this.memory.now(account, server, authContext);
     if (hit !== undefined) return hit;
-    const row = await this.db
-      .selectFrom('registry.era_verdicts')
-      .select('verdict_cbor')
-      .where('account_id', '=', account)
-      .where('server', '=', server)
-      .where('auth_context', '=', authContext)
-      .executeTakeFirst()
-      // A failed read costs a probe, never the call.
-      .catch(() => undefined);
-    if (row === undefined) return undefined;
-    const verdict = asVerdict(decodePayload<unknown>(row.verdict_cbor));
+    // The registry's own reading of it (`@mcpx/credentials`); a failed read costs a probe, never the call.
+    const stored = await readEraVerdict(this.db, account, server, authContext).catch(() => undefined);
+    if (stored === undefined) return undefined;
+    const verdict = asVerdict(stored);
     if (verdict !== undefined) this.memory.learned(account, server, authContext, verdict);
     return verdict;
   }

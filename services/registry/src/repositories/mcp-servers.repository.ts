@@ -3,7 +3,7 @@ import { sql, type Kysely, type Selectable } from 'kysely';
 import { decodePayload, encodePayload, type HeldToolStatus, type ServerStatus } from '@mcpx/contracts';
 import type { Database, Db, McpServersTable } from '@mcpx/db';
 import type { RemoteTool } from '@mcpx/domain';
-import { decodeServerConfig, type StoredServerConfig } from '@mcpx/credentials';
+import { decodeServerConfig, readEraVerdict, type StoredServerConfig } from '@mcpx/credentials';
 
 /** `config_cbor` (static headers in the clear, secret headers as references): the one shape, in `@mcpx/credentials`. */
 export type { StoredServerConfig };
@@ -186,15 +186,9 @@ export class McpServersRepository {
    * The server's era verdict for `authContext` (see ../discovery/era-verdicts.ts), or undefined: none
    * recorded, or one recorded under another auth context (never reused across contexts).
    */
-  async eraVerdict(account: string, server: string, authContext: string): Promise<unknown> {
-    const row = await this.db
-      .selectFrom('registry.era_verdicts')
-      .select('verdict_cbor')
-      .where('account_id', '=', account)
-      .where('server', '=', server)
-      .where('auth_context', '=', authContext)
-      .executeTakeFirst();
-    return row === undefined ? undefined : decodePayload<unknown>(row.verdict_cbor);
+  eraVerdict(account: string, server: string, authContext: string): Promise<unknown> {
+    // The one reading, shared with the proxy (`@mcpx/credentials`), beside this writer.
+    return readEraVerdict(this.db, account, server, authContext);
   }
 
   /**
