@@ -81,6 +81,21 @@ describe.skipIf(!available().nats)('start-up against a NATS node that is not rea
     expect(retries.every((l) => l.fields.step === 'jetstream')).toBe(true);
   }, 120_000);
 
+  it('the agent endpoint (core NATS only) started before its NATS node listens waits, not ready and alive, then serves', async () => {
+    const node = await PrivateNats.create();
+    cleanup.push(() => node.destroy());
+    const stack = await Stack.start({ nats: node.url, registries: 0, projectors: 0, proxies: 0 });
+    cleanup.push(() => stack.stop());
+    await node.stop();
+    const endpoint = await stack.spawn('endpoint', {}, { waitHealthy: false });
+    await until(async () => (endpoint.logs.join('').includes(RETRY_LINE) ? true : undefined), 60_000, 'the endpoint to wait for NATS');
+    expect(endpoint.alive()).toBe(true);
+    expect(await fetch(`${endpoint.url}/healthz`).then((r) => r.status).catch(() => 'refused')).not.toBe(200);
+    await node.start();
+    await waitHealthy(endpoint);
+    expect(endpoint.alive()).toBe(true);
+  }, 120_000);
+
   it('a wrong password is not waited out: connectBus fails at once, no retry logged, no secret in the error', async () => {
     const server = await NatsAuthServer.start();
     cleanup.push(() => server.stop());

@@ -9,6 +9,7 @@ import { ProxyClient, runtimeInboxPrefix } from '@mcpx/proxy-client';
 import { setupTelemetry, startHealthServer, type Telemetry } from '@mcpx/telemetry';
 import { toNodeHandler } from '@modelcontextprotocol/node';
 import { connect as natsConnect } from '@nats-io/transport-node';
+import { retryStartup } from '@mcpx/bus';
 import { Redis } from 'ioredis';
 import { AgentServers, SERVER_NAME } from './agent-server.js';
 import { AgentTokens } from './agent-tokens.js';
@@ -58,13 +59,19 @@ export async function startEndpoint(config: EndpointConfig, opts: EndpointOption
   // client otherwise captures for every request (two Error objects per call, a few percent of the
   // endpoint's CPU per call): a failed request says which subject in its message already.
   const creds = config.natsCredentials;
-  const nc = await natsConnect({
-    servers: config.natsUrl.split(','),
-    name: `endpoint ${instance}`,
-    maxReconnectAttempts: -1,
-    noAsyncTraces: true,
-    ...(creds ? { user: creds.user, pass: creds.pass, inboxPrefix: runtimeInboxPrefix(creds.user) } : {}),
-  });
+  // A node that is not listening yet is waited for, with backoff and bounded, like every service.
+  const nc = await retryStartup(
+    'connect',
+    () =>
+      natsConnect({
+        servers: config.natsUrl.split(','),
+        name: `endpoint ${instance}`,
+        maxReconnectAttempts: -1,
+        noAsyncTraces: true,
+        ...(creds ? { user: creds.user, pass: creds.pass, inboxPrefix: runtimeInboxPrefix(creds.user) } : {}),
+      }),
+    { log },
+  );
   const runtime = { nc, client: new ProxyClient(nc, subjects, { meter: telemetry.meter }), close: () => nc.drain().catch(() => nc.close()) };
   // The failed-token limit must not queue behind a Redis outage: fail fast (and open) instead.
   const redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 1, enableOfflineQueue: false, commandTimeout: 1_000, lazyConnect: true });
