@@ -6,12 +6,13 @@
 // A NATS_URL set by the operator is used instead, as it is (with NATS_USER/NATS_PASSWORD if set).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
-import { dirname, join, relative } from 'node:path';
+import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ensureDependencies, startAuthNats, type AuthNats } from './deps/index.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
-const dataDir = process.env.MCPX_DATA_DIR || join(root, '.data');
+// Absolute, so that the processes started with other working directories (nats-server) find it.
+const dataDir = process.env.MCPX_DATA_DIR ? resolve(process.env.MCPX_DATA_DIR) : join(root, '.data');
 const givenNatsUrl = process.env.NATS_URL || undefined;
 const natsPort = Number(process.env.MCPX_NATS_PORT || 4223);
 const env = {
@@ -34,13 +35,13 @@ const PORT_VARS = { registry: 'REGISTRY', projector: 'PROJECTOR', proxy: 'PROXY'
 
 /**
  * A service's internal port (/metrics, /stats): `<NAME>_INTERNAL_PORT` when set; else, for a stack
- * whose public port was moved (a second stack on this machine, a test), a free one, so that two
- * stacks never fight over the fixed default; else the service's default (9080, 9081, 9082).
+ * any of whose public ports was moved (a second stack on this machine, a test), a free one, so that
+ * two stacks never fight over the fixed defaults; else the service's default (9080 to 9083).
  */
 function internalPortEnv(name: keyof typeof PORTS): Record<string, string> {
   const given = process.env[`${PORT_VARS[name]}_INTERNAL_PORT`];
   if (given !== undefined && given !== '') return { INTERNAL_HTTP_PORT: given };
-  return process.env[`${PORT_VARS[name]}_PORT`] !== undefined ? { INTERNAL_HTTP_PORT: '0' } : {};
+  return Object.values(PORT_VARS).some((v) => process.env[`${v}_PORT`] !== undefined) ? { INTERNAL_HTTP_PORT: '0' } : {};
 }
 
 /**
