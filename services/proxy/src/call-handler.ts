@@ -87,6 +87,11 @@ export class CallHandler {
     return this.inflight.size;
   }
 
+  /** Calls between their arrival and their reply's hand-off (0: none is being worked on). */
+  get heldCount(): number {
+    return this.held.size;
+  }
+
   /** Calls handled, and their results by code (`ok` or an error code), for the service's stats. */
   get counts(): { calls: number; results: Record<string, number>; resumptions: { resumed: number; failed: number } } {
     return { calls: this.total, results: Object.fromEntries(this.byCode), resumptions: { ...this.resumed } };

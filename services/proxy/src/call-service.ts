@@ -84,24 +84,27 @@ export async function startCallService(deps: CallServiceDeps): Promise<CallServi
     }
   };
 
-  // Replies are sent together once the event loop's I/O callbacks of this turn have run (a
-  // setImmediate): the answers of calls that finished in the same turn then leave in one socket
-  // write. A write to the NATS server is the proxy's dearest syscall (it wakes the server), and
-  // under load many answers arrive per turn; a lone answer waits only for the end of its turn.
+  // While other calls are being worked on, replies are sent together once the event loop's I/O
+  // callbacks of this turn have run (a setImmediate): the answers of calls that finished in the
+  // same turn then leave in one socket write. A write to the NATS server is the proxy's dearest
+  // syscall (it wakes the server), and under load many answers arrive per turn. The answer of
+  // the only call in progress leaves at once.
   let queued: Array<{ msg: ServiceMsg; body: ProxyCallReply }> = [];
+  const send = (msg: ServiceMsg, body: ProxyCallReply): void => {
+    try {
+      respond(msg, body);
+    } catch (err) {
+      // Even the short error reply failed (the connection closed): the caller's request times out.
+      log.warn('reply failed', { err: err as Error });
+    }
+  };
   const flush = (): void => {
     const batch = queued;
     queued = [];
-    for (const r of batch) {
-      try {
-        respond(r.msg, r.body);
-      } catch (err) {
-        // Even the short error reply failed (the connection closed): the caller's request times out.
-        log.warn('reply failed', { err: err as Error });
-      }
-    }
+    for (const r of batch) send(r.msg, r.body);
   };
   const reply = (msg: ServiceMsg, body: ProxyCallReply): void => {
+    if (queued.length === 0 && handler.heldCount === 0) return send(msg, body);
     if (queued.push({ msg, body }) === 1) setImmediate(flush);
   };
 
