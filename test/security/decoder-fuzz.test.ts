@@ -168,7 +168,10 @@ describe('fuzzing the NATS payload decoders (fast-check)', () => {
 describe('fuzzing the envelope parser and the signature check behind it (fast-check)', () => {
   const key = generateKeyPair();
   // Actions are JSON data (what a client can send either way).
-  const json = fc.jsonValue().map((v) => JSON.parse(JSON.stringify(v)) as unknown);
+  const json = fc
+    .jsonValue()
+    .map((v) => JSON.parse(JSON.stringify(v)) as unknown)
+    .filter((v) => !JSON.stringify(v).includes('"__proto__"'));
   const action = fc.record({ type: fc.constantFrom('ListMcpServers', 'SetMcpServer', 'GetAgent'), name: id, config: json }, { requiredKeys: ['type'] });
   const signed = action.map((a) => signAction(key, key.principal, a));
 
@@ -186,6 +189,16 @@ describe('fuzzing the envelope parser and the signature check behind it (fast-ch
       }),
       { numRuns: 200 },
     );
+  });
+
+  it('a "__proto__" key anywhere in a body is invalid_input (map_key) in CBOR and in JSON, and cannot be signed', () => {
+    // Found by the property above: cbor-x renames the key on decoding, so such an envelope failed its signature check.
+    const env = signAction(key, key.principal, { type: 'ListMcpServers' });
+    const cbor = encodePayload({ ...env, action: JSON.parse('{"type":"SetMcpServer","config":{"__proto__":{"pin":"off"}}}') as unknown });
+    expect(() => decodeStrict(cbor, 'body', BODY_LIMITS)).toThrow(expect.objectContaining({ code: 'invalid_input', details: expect.objectContaining({ field: 'body', rule: 'map_key' }) }));
+    const text = JSON.stringify({ ...env, action: { type: 'SetMcpServer', config: JSON.parse('{"a":[{"__proto__":1}]}') as unknown } });
+    expect(() => checkValueBounds(JSON.parse(text), 'body', BODY_LIMITS)).toThrow(expect.objectContaining({ code: 'invalid_input', details: expect.objectContaining({ field: 'body', rule: 'map_key' }) }));
+    expect(() => signAction(key, key.principal, JSON.parse('{"type":"SetMcpServer","__proto__":{}}') as { type: string })).toThrow(expect.objectContaining({ code: 'invalid_input' }));
   });
 
   it('CBOR bodies: arbitrary, soup and mutated signed envelopes give invalid_input or a boolean verdict, never another throw', () => {

@@ -120,6 +120,20 @@ describe('strict decoding of action bodies: the shared-value bomb and its cousin
     await stillServes();
   });
 
+  it('refuses a "__proto__" key in a CBOR or JSON body with 400 invalid_input (map_key) naming body, before the signature and before any action reads it', async () => {
+    const env = api.envelope({ type: 'ListMcpServers' });
+    const action = JSON.parse('{"type":"SetMcpServer","name":"x","config":{"url":"http://127.0.0.1:1/mcp","__proto__":{"pin":"off"}}}') as unknown;
+    for (const [body, type] of [
+      [encodePayload({ ...env, action }), 'application/cbor'],
+      [JSON.stringify({ ...env, action }), 'application/json'],
+    ] as const) {
+      const answer = await post(body, type);
+      expect(answer.status, type).toBe(400);
+      expect(answer.body.error).toMatchObject({ code: 'invalid_input', details: { field: 'body', rule: 'map_key' } });
+    }
+    await stillServes();
+  });
+
   it('still takes a signed CBOR action', async () => {
     const answer = await post(encodePayload(api.envelope({ type: 'ListMcpServers' })));
     expect(answer).toMatchObject({ status: 200, body: { servers: [] } });

@@ -107,7 +107,7 @@ function isUtf8(bytes: Uint8Array, start: number, end: number): boolean {
  *   short body is refused before anything is allocated);
  * - no tag but 42 (a CID over a byte string); so no shared values (tags 28/29), whose expansion
  *   is exponential in the bytes, no dates, typed arrays or records;
- * - map keys are text strings, each at most once per map; text is valid UTF-8;
+ * - map keys are text strings, each at most once per map, never `__proto__`; text is valid UTF-8;
  * - of the simple values only false, true and null; floats only 64-bit and finite;
  * - integers within ±(2^53 − 1), so each decodes to a plain number (DAG-CBOR allows 64 bits; a
  *   BigInt would surprise every consumer);
@@ -169,6 +169,8 @@ export function scanStrictCbor(bytes: Uint8Array, field: string, limits: StrictL
           if (!isUtf8(bytes, pos, pos + arg)) throw refuse(field, StrictRules.utf8, 'text is not valid UTF-8', at);
           if (atKey) {
             const key = keyString(bytes, pos, pos + arg);
+            // cbor-x renames it (it would set the object's prototype), so the value would not be what was sent (or signed).
+            if (key === '__proto__') throw refuse(field, StrictRules.mapKey, 'the map key "__proto__" is refused', at);
             const seen = keys[top];
             const first = firstKey[top];
             if (seen !== undefined) {

@@ -37,7 +37,13 @@ export function screenTools(tools: RemoteTool[]): { kept: RemoteTool[]; skipped:
   const skipped = invalidMcpHeaderTools(tools as Parameters<typeof invalidMcpHeaderTools>[0]).map((t) => ({ name: t.name, reason: t.reason }));
   const refused = new Set(skipped.map((t) => t.name));
   for (const tool of tools) {
-    if (refused.has(tool.name) || tool.inputSchema === undefined) continue;
+    if (refused.has(tool.name)) continue;
+    if (carriesProtoKey(tool)) {
+      skipped.push({ name: tool.name, reason: 'it carries the key "__proto__", which the connector does not pass on (it would not survive as an own property)' });
+      refused.add(tool.name);
+      continue;
+    }
+    if (tool.inputSchema === undefined) continue;
     const fault = schemaFault(tool.inputSchema);
     if (fault === undefined) continue;
     skipped.push({ name: tool.name, reason: fault });
@@ -45,6 +51,29 @@ export function screenTools(tools: RemoteTool[]): { kept: RemoteTool[]; skipped:
   }
   if (skipped.length === 0) return { kept: tools, skipped };
   return { kept: tools.filter((t) => !refused.has(t.name)), skipped };
+}
+
+/**
+ * Whether the key `__proto__` appears anywhere in a tool (its schemas, annotations, metadata).
+ * The wire refuses it (strict decoding and the JSON bounds, as `map_key`), so such a tool could be
+ * neither sent on the bus nor handed to an agent unchanged. Iterative, bounded by the tool's size
+ * (discovery bounds the listing).
+ */
+function carriesProtoKey(tool: unknown): boolean {
+  const stack: unknown[] = [tool];
+  while (stack.length > 0) {
+    const v = stack.pop();
+    if (v === null || typeof v !== 'object') continue;
+    if (Array.isArray(v)) {
+      stack.push(...(v as unknown[]));
+      continue;
+    }
+    for (const k of Object.keys(v)) {
+      if (k === '__proto__') return true;
+      stack.push((v as Record<string, unknown>)[k]);
+    }
+  }
+  return false;
 }
 
 /** {@link inputSchemaFault}, and a schema it cannot walk counted as a fault rather than a crash. */
