@@ -63,11 +63,11 @@ describe('the agent MCP endpoint end to end (processes, NATS with least privileg
     return JSON.parse(res.stdout);
   };
 
-  it('an Inspector command-line client lists the 13 tools of server-everything and calls everything__echo; a revoked token is refused', async () => {
+  it('an Inspector command-line client lists the 16 tools of server-everything and calls everything__echo; a revoked token is refused', async () => {
     await mcpx('keys', 'new', '--force');
     await mcpx('servers', 'set', 'everything', everything.url);
     const agent = await mcpx('agents', 'create', 'helper', '--grant', 'everything');
-    await eventually(async () => ((await mcpx('tools', 'ls', '--agent', 'helper')).tools.length >= 13 ? true : undefined), 30_000, 'tools projected');
+    await eventually(async () => ((await mcpx('tools', 'ls', '--agent', 'helper')).tools.length >= 16 ? true : undefined), 30_000, 'tools projected');
 
     const issued = await mcpx('agents', 'tokens', 'new', 'helper', '--name', 'inspector');
     expect(issued.token).toMatch(/^mcpx_at_/);
@@ -83,11 +83,18 @@ describe('the agent MCP endpoint end to end (processes, NATS with least privileg
     const list = await runInspector(bin, [...common, '--method', 'tools/list']);
     expect(list.code, list.stderr).toBe(0);
     const names: string[] = lastJson(list.stdout).tools.map((t: { name: string }) => t.name);
-    expect(names.length).toBeGreaterThanOrEqual(13);
+    // 16: the 13 of any client and the 3 server-everything shows to one that declares elicitation
+    // and sampling, as discovery and the proxy both do; after a call, still 16.
+    expect(names).toHaveLength(16);
     expect(names.every((n) => n.startsWith('everything__'))).toBe(true);
     const call = await runInspector(bin, [...common, '--method', 'tools/call', '--tool-name', 'everything__echo', '--tool-arg', 'message=done']);
     expect(call.code, call.stderr).toBe(0);
     expect(lastJson(call.stdout).content).toEqual([{ type: 'text', text: 'Echo: done' }]);
+    // The proxy's own listing of the server (made as the call connected) agrees with discovery's: no flip.
+    await new Promise((r) => setTimeout(r, 1_000));
+    const again = await runInspector(bin, [...common, '--method', 'tools/list']);
+    expect(lastJson(again.stdout).tools).toHaveLength(16);
+    expect((await mcpx('tools', 'ls', '--agent', 'helper')).tools).toHaveLength(16);
 
     // A token whose user may approve its always_ask calls: made and listed by the CLI with the right.
     const approving = await mcpx('agents', 'tokens', 'new', 'helper', '--name', 'approver', '--user-may-approve');

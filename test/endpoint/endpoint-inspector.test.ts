@@ -34,7 +34,7 @@ describe('the agent MCP endpoint through the MCP Inspector command-line clients'
     const list = await run(bin, [...common, '--method', 'tools/list']);
     expect(list.code, list.stderr).toBe(0);
     const names: string[] = lastJson(list.stdout).tools.map((t: { name: string }) => t.name);
-    expect(names.filter((n) => n.startsWith('everything__')).length).toBeGreaterThanOrEqual(13);
+    expect(names.filter((n) => n.startsWith('everything__')).length).toBe(16);
     expect(names).toContain('demo__echo');
     const call = await run(bin, [...common, '--method', 'tools/call', '--tool-name', 'everything__echo', '--tool-arg', 'message=hi from the inspector']);
     expect(call.code, call.stderr).toBe(0);

@@ -6,7 +6,12 @@ import { startEverythingServer, type EverythingServer } from '../servers/everyth
 import { startTestMcpServer, type TestMcpServer } from '../servers/index.js';
 import { startEndpointSystem, type EndpointSystem } from './endpoint-harness.js';
 
-const EVERYTHING_TOOLS = 13;
+/**
+ * server-everything's tools as the connector sees them: 16, the 13 any client gets and the three it
+ * shows to a client that declares elicitation and sampling (CONNECTOR_CAPABILITIES), the same to
+ * discovery and to the proxy, so the count never flips between their listings.
+ */
+const EVERYTHING_TOOLS = 16;
 /** A small page, so that every list below pages. */
 const PAGE = 5;
 
@@ -51,7 +56,7 @@ describe('the agent MCP endpoint: both eras through the proxy', () => {
     try {
       const tools = await listAll(client);
       const names: string[] = tools.map((t) => t.name);
-      expect(names.filter((n) => n.startsWith('everything__')).length).toBeGreaterThanOrEqual(EVERYTHING_TOOLS);
+      expect(names.filter((n) => n.startsWith('everything__')).length).toBe(EVERYTHING_TOOLS);
       expect(names).toEqual([...names].sort());
       expect(names).toContain('demo__echo');
       const echo = tools.find((t) => t.name === 'everything__echo');
@@ -73,9 +78,7 @@ describe('the agent MCP endpoint: both eras through the proxy', () => {
     await client.connect(new V1Transport(new URL(sys.urlOf('helper')), { requestInit: { headers: auth() } }));
     try {
       const tools = await listAll(client);
-      // 13 as the registry discovers them; the proxy's own listing may add the ones server-everything
-      // shows only to clients of more capabilities (the observed-tools rule), so at least 13.
-      expect(tools.filter((t) => t.name.startsWith('everything__')).length).toBeGreaterThanOrEqual(EVERYTHING_TOOLS);
+      expect(tools.filter((t) => t.name.startsWith('everything__')).length).toBe(EVERYTHING_TOOLS);
       const out = await client.callTool({ name: 'everything__echo', arguments: { message: 'legacy' } });
       expect(out.content).toEqual([{ type: 'text', text: 'Echo: legacy' }]);
     } finally {

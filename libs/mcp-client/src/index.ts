@@ -1,3 +1,4 @@
+export { CONNECTOR_CAPABILITIES } from './capabilities.js';
 export {
   connectMcp,
   inputRequestOf,

@@ -7,7 +7,7 @@ import { decodeProxyCancel, decodeRunEnded, encodePayload, guardCallback, type T
 import { createDb } from '@mcpx/db';
 import { ApprovalStore, CallLimiter, InputStore } from '@mcpx/locks';
 import { createLogger, type LogSink } from '@mcpx/log';
-import type { ElicitRequestParams, McpConnection } from '@mcpx/mcp-client';
+import { CONNECTOR_CAPABILITIES, type ElicitRequestParams, type McpConnection } from '@mcpx/mcp-client';
 import { SecretBox } from '@mcpx/secrets';
 import { createOutboundFetch } from '@mcpx/outbound';
 import { responseCutRecorder, setupTelemetry, startServiceHttp, traceCarrier, tracingFetch, tracingRequest, type Telemetry } from '@mcpx/telemetry';
@@ -107,7 +107,8 @@ export async function startProxy(config: Config, opts: ProxyOptions = {}): Promi
       traceCarrier,
       // What the connector answers mid-call: a person or the runtime answers elicitations, the
       // runtime samples (a call whose runtime does not is refused, saying so); roots are not shared.
-      capabilities: { elicitation: { form: {}, url: {} }, sampling: {} },
+      // Discovery declares the same, so both see the same tools.
+      capabilities: CONNECTOR_CAPABILITIES,
       verdicts: new StoredEraVerdicts(db),
       // Per instance: a runtime's proxy client routes a refused new run to another instance.
       maxRuns: config.quotas.runsPerProxy,

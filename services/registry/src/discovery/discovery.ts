@@ -4,7 +4,7 @@ import type { ServerStatus, Transport } from '@mcpx/contracts';
 import type { RemoteTool } from '@mcpx/domain';
 import { QUOTA_DEFAULTS, type LeaseQuota, type QuotaLimits, type SingleFlight } from '@mcpx/locks';
 import type { Logger } from '@mcpx/log';
-import { connectMcp, resourceMetadataUrl, type EraVerdict, type McpConnection } from '@mcpx/mcp-client';
+import { CONNECTOR_CAPABILITIES, connectMcp, resourceMetadataUrl, type EraVerdict, type McpConnection } from '@mcpx/mcp-client';
 import { budgetedFetch, ResponseBound } from '@mcpx/outbound';
 import { McpAttributes, safeUrlForTelemetry, traceCarrier, withSpan } from '@mcpx/telemetry';
 import { discoveryErrorCode, tracedRequests } from './discovery-telemetry.js';
@@ -394,6 +394,8 @@ export class Discovery {
           ...(current.config.transport ? { transport: current.config.transport } : {}),
           headers,
           connectTimeoutMs: DISCOVERY_LIMITS.connectTimeoutMs,
+            // What the proxy declares too: a server lists the same tools to both (CONNECTOR_CAPABILITIES).
+            capabilities: CONNECTOR_CAPABILITIES,
           ...(this.deps.fetch ? { fetch: this.deps.fetch } : {}),
           ...(prior !== undefined ? { prior } : {}),
           signal,
@@ -464,6 +466,8 @@ export class Discovery {
             ...(server.config.transport ? { transport: server.config.transport } : {}),
             headers,
             connectTimeoutMs: DISCOVERY_LIMITS.connectTimeoutMs,
+            // What the proxy declares too: a server lists the same tools to both (CONNECTOR_CAPABILITIES).
+            capabilities: CONNECTOR_CAPABILITIES,
             ...(fetch ? { fetch } : {}),
             ...(usedPrior !== undefined ? { prior: usedPrior } : {}),
             ...(deadline !== undefined ? { signal: deadline } : {}),
