@@ -21,7 +21,9 @@ function table(run: ConformanceRun): string[] {
     '',
     '| scenario | result | checks passed | checks failed | note |',
     '|---|---|---:|---:|---|',
-    ...run.scenarios.map((s) => `| ${s.name} | ${s.ok ? 'pass' : '**fail**'} | ${s.passed} | ${s.failed} | ${s.notScored ? 'not scored for this revision' : s.ok ? '' : (reasons.get(s.name) ?? 'not in the baseline')} |`),
+    ...run.scenarios.map(
+      (s) => `| ${s.name} | ${s.ok ? 'pass' : '**fail**'} | ${s.passed} | ${s.failed} | ${s.notScored ? 'not scored for this revision' : s.ok ? '' : (reasons.get(s.name) ?? 'not in the baseline')} |`,
+    ),
     '',
   ];
 }

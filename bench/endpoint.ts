@@ -89,10 +89,14 @@ async function startEndpointProcess(system: ProxySystem): Promise<{ url: string;
   child.stdout?.on('data', (d: Buffer) => logs.push(d.toString()));
   child.stderr?.on('data', (d: Buffer) => logs.push(d.toString()));
   const url = `http://127.0.0.1:${port}`;
-  await eventually(async () => {
-    if (child.exitCode !== null) throw new Error(`endpoint exited: ${logs.join('')}`);
-    return (await fetch(`${url}/healthz`).catch(() => undefined))?.ok ? true : undefined;
-  }, 60_000, 'endpoint healthy');
+  await eventually(
+    async () => {
+      if (child.exitCode !== null) throw new Error(`endpoint exited: ${logs.join('')}`);
+      return (await fetch(`${url}/healthz`).catch(() => undefined))?.ok ? true : undefined;
+    },
+    60_000,
+    'endpoint healthy',
+  );
   return { url, child, logs };
 }
 
@@ -149,8 +153,8 @@ async function main(): Promise<void> {
       if (out.isError === true) throw new Error(`a call failed: ${JSON.stringify(out.content).slice(0, 300)}`);
     };
     const ops = {
-      modernDirect: async (i: number) => check((await modernDirect.callTool({ name: 'echo', arguments: { text: `m${i}` } }))),
-      modernVia: async (i: number) => check((await modernVia.callTool({ name: 'mbench__echo', arguments: { text: `m${i}` } }))),
+      modernDirect: async (i: number) => check(await modernDirect.callTool({ name: 'echo', arguments: { text: `m${i}` } })),
+      modernVia: async (i: number) => check(await modernVia.callTool({ name: 'mbench__echo', arguments: { text: `m${i}` } })),
       legacyDirect: async (i: number) => check((await legacyDirect.callTool({ name: 'echo', arguments: { text: `m${i}` } })) as never),
       legacyVia: async (i: number) => check((await legacyVia.callTool({ name: 'lbench__echo', arguments: { text: `m${i}` } })) as never),
     };

@@ -107,7 +107,10 @@ async function startUpstream(era: 'modern' | 'legacy'): Promise<{ url: string; s
   return { url, stop: () => child.kill('SIGTERM'), stderr, cpuMs: () => childCpuMs(child.pid) };
 }
 
-type UndiciPool = { request(opts: { method: string; path: string; headers: Record<string, string>; body: string }): Promise<{ statusCode: number; body: { json(): Promise<unknown> } }>; close(): Promise<void> };
+type UndiciPool = {
+  request(opts: { method: string; path: string; headers: Record<string, string>; body: string }): Promise<{ statusCode: number; body: { json(): Promise<unknown> } }>;
+  close(): Promise<void>;
+};
 
 /** undici, as the outbound library declares it (the floor: one POST per call, keep-alive, nothing else). */
 async function rawModernClient(url: string): Promise<{ call: (i: number) => Promise<unknown>; close: () => Promise<void> }> {
@@ -208,7 +211,8 @@ async function main(): Promise<void> {
       '| phase | calls | calls/s | p50 ms | p99 ms | CPU ms/call (proxy process, or the direct client) | upstream CPU ms/call |',
       '|---|---|---|---|---|---|---|',
     ];
-    const rowOf = (p: Phase): string => `| ${p.what} | ${p.calls} | ${fmt(p.calls / p.seconds, 0)} | ${fmt(p.p50, 3)} | ${fmt(p.p99, 3)} | ${fmt(p.cpuPerCallMs, 3)} | ${fmt(p.upstreamCpuPerCallMs, 3)} |`;
+    const rowOf = (p: Phase): string =>
+      `| ${p.what} | ${p.calls} | ${fmt(p.calls / p.seconds, 0)} | ${fmt(p.p50, 3)} | ${fmt(p.p99, 3)} | ${fmt(p.cpuPerCallMs, 3)} | ${fmt(p.upstreamCpuPerCallMs, 3)} |`;
     const modernSummary = [
       `modern, ${CALLERS} callers: proxy / direct SDK v2 = ${fmt(rate(mpc) / rate(mdc), 3)} (goal ≥ 1.0); proxy / raw = ${fmt(rate(mpc) / rate(mrc), 3)} (goal ≥ 0.8)`,
       `modern, sequential p50: proxy − raw = ${fmt(mps.p50 - mrs.p50, 3)} ms (goal ≤ 0.3); proxy − direct SDK v2 = ${fmt(mps.p50 - mds.p50, 3)} ms`,

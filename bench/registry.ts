@@ -89,7 +89,13 @@ async function pinnedDiscovery(rounds = 150): Promise<Row[]> {
     upstream.setTools(tools.map((t, i) => (i === 7 ? { ...t, description: `${t.description} Changed.` } : t)));
     const held = await measure('discover a 200-tool pinned server, one change held', 1, 1, () => api.act('RefreshMcpServer', { name: 'pinned' }), 'evaluates every contract once');
     const [change] = (await api.act('ListToolChanges', { server: 'pinned' })).changes as Array<{ tool: string; cid: string }>;
-    const accept = await measure('AcceptToolChange (200-tool server)', 1, 1, () => api.act('AcceptToolChange', { server: 'pinned', tool: change?.tool, cid: change?.cid }), 'one contract accepted, the list re-evaluated');
+    const accept = await measure(
+      'AcceptToolChange (200-tool server)',
+      1,
+      1,
+      () => api.act('AcceptToolChange', { server: 'pinned', tool: change?.tool, cid: change?.cid }),
+      'one contract accepted, the list re-evaluated',
+    );
     return [...rows, held, accept];
   } finally {
     await h.stop();
@@ -112,20 +118,32 @@ async function main(): Promise<void> {
     const urlOf = (i: number): string => upstreams[i % UPSTREAMS]?.url ?? '';
     // Registration: 200 SetMcpServer at once (each discovers) through the default bound.
     rows.push(
-      await measure('register 200 servers (SetMcpServer, all at once)', SERVERS, SERVERS, async (i) => {
-        const { server } = await big.act('SetMcpServer', { name: name(i), config: { url: urlOf(i) } });
-        if (server.status.state !== 'ok' || server.tools.length !== TOOLS_PER_SERVER) throw new Error(`${name(i)}: ${server.status.error}`);
-      }, 'bound 16 (default)'),
+      await measure(
+        'register 200 servers (SetMcpServer, all at once)',
+        SERVERS,
+        SERVERS,
+        async (i) => {
+          const { server } = await big.act('SetMcpServer', { name: name(i), config: { url: urlOf(i) } });
+          if (server.status.state !== 'ok' || server.tools.length !== TOOLS_PER_SERVER) throw new Error(`${name(i)}: ${server.status.error}`);
+        },
+        'bound 16 (default)',
+      ),
     );
     // Re-discovery of all 200 at once, one registry instance per bound.
     for (const bound of BOUNDS) {
       const registry = await h.addRegistry({}, { discoveryConcurrency: bound });
       const api = new ApiClient(registry.url, big.key);
       const handshakes = upstreams.reduce((n, u) => n + u.stats.handshakes, 0);
-      const row = await measure(`discover 200 servers (RefreshMcpServer, all at once)`, SERVERS, SERVERS, async (i) => {
-        const { server } = await api.act('RefreshMcpServer', { name: name(i) });
-        if (server.status.state !== 'ok') throw new Error(`${name(i)}: ${server.status.error}`);
-      }, `bound ${bound}`);
+      const row = await measure(
+        `discover 200 servers (RefreshMcpServer, all at once)`,
+        SERVERS,
+        SERVERS,
+        async (i) => {
+          const { server } = await api.act('RefreshMcpServer', { name: name(i) });
+          if (server.status.state !== 'ok') throw new Error(`${name(i)}: ${server.status.error}`);
+        },
+        `bound ${bound}`,
+      );
       const made = upstreams.reduce((n, u) => n + u.stats.handshakes, 0) - handshakes;
       row.note += `, ${made} handshakes`;
       rows.push(row);
@@ -134,14 +152,15 @@ async function main(): Promise<void> {
 
     const small = h.api();
     for (let i = 0; i < 10; i++) await small.act('SetMcpServer', { name: name(i), config: { url: urlOf(i) } });
-    for (const [label, api, n] of [['10 servers', small, 2000], ['200 servers', big, 200]] as const) {
+    for (const [label, api, n] of [
+      ['10 servers', small, 2000],
+      ['200 servers', big, 200],
+    ] as const) {
       rows.push(await measure(`ListMcpServers (${label})`, n, 1, () => api.act('ListMcpServers'), 'sequential'));
       rows.push(await measure(`ListMcpServers (${label})`, n, 16, () => api.act('ListMcpServers'), '16 concurrent'));
     }
     rows.push(await measure('SetMcpServer, unchanged config', 300, 1, () => small.act('SetMcpServer', { name: name(0), config: { url: urlOf(0) } }), 'sequential, one server'));
-    rows.push(
-      await measure('SetMcpServer, unchanged config', 600, 16, (i) => small.act('SetMcpServer', { name: name(i % 10), config: { url: urlOf(i % 10) } }), '16 concurrent, 10 servers'),
-    );
+    rows.push(await measure('SetMcpServer, unchanged config', 600, 16, (i) => small.act('SetMcpServer', { name: name(i % 10), config: { url: urlOf(i % 10) } }), '16 concurrent, 10 servers'));
   } finally {
     await h.stop();
     await Promise.all(upstreams.map((u) => u.close()));

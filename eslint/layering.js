@@ -74,7 +74,7 @@ export const floorsRule = {
     docs: { description: 'A package imports only the workspace packages its floor allows, and a relative import stays in its package.' },
     schema: [],
     messages: {
-      floor: "{{from}} may not import {{to}}: {{from}} stands on {{allowed}} (eslint/layering.js)",
+      floor: '{{from}} may not import {{to}}: {{from}} stands on {{allowed}} (eslint/layering.js)',
       unknown: '{{from}} is not on a floor of eslint/layering.js: give it one',
       leaves: 'a relative import must stay in {{from}}: "{{spec}}" leaves it (import the other package by its name)',
     },

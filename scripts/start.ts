@@ -30,7 +30,12 @@ function natsEnv(name: keyof typeof PORTS): Record<string, string> {
   const role = name === 'endpoint' ? 'runtime' : name;
   return { NATS_URL: nats.url, NATS_USER: nats.users[role].user, NATS_PASSWORD: nats.users[role].password };
 }
-const PORTS = { registry: Number(process.env.REGISTRY_PORT ?? 8080), projector: Number(process.env.PROJECTOR_PORT ?? 8081), proxy: Number(process.env.PROXY_PORT ?? 8082), endpoint: Number(process.env.ENDPOINT_PORT ?? 8083) };
+const PORTS = {
+  registry: Number(process.env.REGISTRY_PORT ?? 8080),
+  projector: Number(process.env.PROJECTOR_PORT ?? 8081),
+  proxy: Number(process.env.PROXY_PORT ?? 8082),
+  endpoint: Number(process.env.ENDPOINT_PORT ?? 8083),
+};
 const PORT_VARS = { registry: 'REGISTRY', projector: 'PROJECTOR', proxy: 'PROXY', endpoint: 'ENDPOINT' } as const;
 
 /**

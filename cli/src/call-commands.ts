@@ -77,7 +77,11 @@ const hint = (seconds: number, id: string): void => void process.stderr.write(te
 
 /** What a waiting `mcpx call` tells the person: the server's question, its id, and how to answer it. */
 const inputHint = (seconds: number, r: InputRequired): void => {
-  const lines = [`${r.tool} asks (input request ${r.inputRequestId}, round ${r.round}):`, ...r.requests.flatMap(questionLines), `waiting up to ${seconds} s for an answer (mcpx inputs answer ${r.inputRequestId} …)`];
+  const lines = [
+    `${r.tool} asks (input request ${r.inputRequestId}, round ${r.round}):`,
+    ...r.requests.flatMap(questionLines),
+    `waiting up to ${seconds} s for an answer (mcpx inputs answer ${r.inputRequestId} …)`,
+  ];
   process.stderr.write(terminalText(`${lines.join('\n')}\n`));
 };
 

@@ -92,7 +92,10 @@ export async function withProxy<T>(env: CliEnv, fn: (proxy: ProxyClient, nc: Nat
   } catch (err) {
     const e = err as { name?: string };
     if (e.name === 'AuthorizationError') {
-      throw new Error(`NATS at ${env.natsUrl} refused ${env.natsCredentials ? `the user ${env.natsCredentials.user}` : 'an anonymous connection'}: the NATS mode is for operators with the runtime's credentials (--nats-user/--nats-password); without --nats, calls go through the API`, { cause: err });
+      throw new Error(
+        `NATS at ${env.natsUrl} refused ${env.natsCredentials ? `the user ${env.natsCredentials.user}` : 'an anonymous connection'}: the NATS mode is for operators with the runtime's credentials (--nats-user/--nats-password); without --nats, calls go through the API`,
+        { cause: err },
+      );
     }
     throw new Error(`cannot reach NATS at ${env.natsUrl}: is it running? (npm start)`, { cause: err });
   }

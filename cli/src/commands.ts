@@ -240,7 +240,15 @@ const toolsSearch: Command = async (env, args, io, json) => {
 /** JSON with every object's keys sorted, as the registry keeps the arguments for display. */
 function canonicalJson(value: unknown): string {
   const sort = (v: unknown): unknown =>
-    Array.isArray(v) ? v.map(sort) : v !== null && typeof v === 'object' ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, sort((v as Record<string, unknown>)[k])])) : v;
+    Array.isArray(v)
+      ? v.map(sort)
+      : v !== null && typeof v === 'object'
+        ? Object.fromEntries(
+            Object.keys(v)
+              .sort()
+              .map((k) => [k, sort((v as Record<string, unknown>)[k])]),
+          )
+        : v;
   return JSON.stringify(sort(value));
 }
 
@@ -259,11 +267,7 @@ function decideApproval(type: 'ApproveToolCall' | 'DenyToolCall'): Command {
   return async (env, args, io, json) => {
     const approvalId = need(args, 2, 'ID');
     const { approval } = await sendAction<{ approval: ApprovalView }>(env, await readKey(env.keyFile), { type, approvalId });
-    print(io, json, approval, () =>
-      approval.status === 'approved'
-        ? `approved ${approval.id}: re-send the call with --run ${approval.run} --approval ${approval.id}`
-        : `denied ${approval.id}`,
-    );
+    print(io, json, approval, () => (approval.status === 'approved' ? `approved ${approval.id}: re-send the call with --run ${approval.run} --approval ${approval.id}` : `denied ${approval.id}`));
   };
 }
 

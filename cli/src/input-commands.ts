@@ -7,7 +7,7 @@ import { readKey, sendAction, type CliEnv } from './client.js';
 /** One question as a person reads it: the message, then the fields of a form or the URL to open. */
 export function questionLines(q: InputRequestItem): string[] {
   if (q.kind === 'sampling') return [`  [${q.key}] a sampling request (answered by the agent's runtime)`];
-  const who = q.answerBy === 'runtime' ? ' (answered by the agent\'s runtime)' : '';
+  const who = q.answerBy === 'runtime' ? " (answered by the agent's runtime)" : '';
   const lines = [`  [${q.key}] ${q.message}${who}`];
   if (q.kind === 'url') {
     lines.push(`    open in your browser: ${q.url}`, '    then: --done once you are through (or --decline / --cancel)');
@@ -80,13 +80,21 @@ export async function inputsAnswer(env: CliEnv, args: ParsedArgs, print: Print):
   const key = await readKey(env.keyFile);
   const accepts = flags(args, 'accept');
   const content = flag(args, 'content');
-  const verbs = [accepts.length > 0 || content !== undefined ? 'accept' : undefined, flag(args, 'done') === 'true' ? 'done' : undefined, flag(args, 'decline') === 'true' ? 'decline' : undefined, flag(args, 'cancel') === 'true' ? 'cancel' : undefined].filter(
-    (v): v is string => v !== undefined,
-  );
+  const verbs = [
+    accepts.length > 0 || content !== undefined ? 'accept' : undefined,
+    flag(args, 'done') === 'true' ? 'done' : undefined,
+    flag(args, 'decline') === 'true' ? 'decline' : undefined,
+    flag(args, 'cancel') === 'true' ? 'cancel' : undefined,
+  ].filter((v): v is string => v !== undefined);
   if (verbs.length !== 1) throw new UsageError('inputs answer ID takes one of --accept NAME=VALUE… (or --content JSON), --done, --decline, --cancel');
   const verb = verbs[0]!;
   const questionKey = flag(args, 'key');
-  const action: { type: string; key?: string } & Record<string, unknown> = { type: 'AnswerInputRequest', id, action: verb === 'done' ? 'accept' : verb, ...(questionKey !== undefined ? { key: questionKey } : {}) };
+  const action: { type: string; key?: string } & Record<string, unknown> = {
+    type: 'AnswerInputRequest',
+    id,
+    action: verb === 'done' ? 'accept' : verb,
+    ...(questionKey !== undefined ? { key: questionKey } : {}),
+  };
   if (verb === 'accept') {
     if (content !== undefined) {
       try {

@@ -62,7 +62,9 @@ async function main(argv: string[]): Promise<number> {
       if (!json && err.code === 'input_required' && typeof err.details.inputRequestId === 'string' && Array.isArray(err.details.requests)) {
         const id = err.details.inputRequestId;
         const run = typeof err.details.run === 'string' ? ` --run ${err.details.run}` : '';
-        writeErr(`input request: ${id}\n${(err.details.requests as InputRequestItem[]).flatMap(questionLines).join('\n')}\n  answer it: mcpx inputs answer ${id} --accept NAME=VALUE… | --done | --decline | --cancel, then repeat the call with${run} --input ${id}\n  (or call with --wait-input SECONDS to wait for the answer)\n`);
+        writeErr(
+          `input request: ${id}\n${(err.details.requests as InputRequestItem[]).flatMap(questionLines).join('\n')}\n  answer it: mcpx inputs answer ${id} --accept NAME=VALUE… | --done | --decline | --cancel, then repeat the call with${run} --input ${id}\n  (or call with --wait-input SECONDS to wait for the answer)\n`,
+        );
       }
       if (!json && err.code === 'invalid_arguments' && err.details.contract) {
         writeErr(`contract:\n${JSON.stringify(err.details.contract, null, 2)}\n`);

@@ -31,7 +31,13 @@ export function preRegisteredClient(args: ParsedArgs): { oauth?: McpServerConfig
   const keyAlg = flag(args, 'key-alg');
   const scope = flag(args, 'scope');
   if (clientId === undefined) {
-    const orphan = [['client-secret', clientSecret], ['grant', grant], ['private-key-file', keyFile], ['key-alg', keyAlg], ['scope', scope]].find(([, v]) => v !== undefined);
+    const orphan = [
+      ['client-secret', clientSecret],
+      ['grant', grant],
+      ['private-key-file', keyFile],
+      ['key-alg', keyAlg],
+      ['scope', scope],
+    ].find(([, v]) => v !== undefined);
     if (orphan !== undefined) throw new UsageError(`--${orphan[0]} needs --client-id`);
     return {};
   }
@@ -71,5 +77,9 @@ export async function serversAuthorize(env: CliEnv, args: ParsedArgs, out: Print
   const name = need(args, 2, 'NAME');
   const key = await readKey(env.keyFile);
   const res = await sendAction<AuthorizationAnswer>(env, key, { type: 'AuthorizeMcpServer', name });
-  out(res, () => (res.authorizationUrl !== undefined ? `open in a browser to authorize ${res.server.name} (the link opens once, within 10 minutes; finish in that browser):\n${res.authorizationUrl}` : `${res.server.name}: ${res.authorizationError ?? 'no authorization needed'}`));
+  out(res, () =>
+    res.authorizationUrl !== undefined
+      ? `open in a browser to authorize ${res.server.name} (the link opens once, within 10 minutes; finish in that browser):\n${res.authorizationUrl}`
+      : `${res.server.name}: ${res.authorizationError ?? 'no authorization needed'}`,
+  );
 }

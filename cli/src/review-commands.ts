@@ -26,7 +26,10 @@ function schemaLine(c: SchemaChange): string {
 /** A change as a reviewer reads it: the verdict, warnings, the description as a word diff ([-removed-] {+added+}), schema and annotation changes. */
 export function changeText(c: ToolChangeView): string {
   const effect = c.withheld ? 'withheld from agents until reviewed' : 'agents keep the accepted contract meanwhile';
-  const lines = [`${c.server}/${visible(c.tool)}  (${c.toolName})  ${c.kind === 'new' ? 'new tool' : 'changed'}  ${c.status}  ${effect}`, `  cid: ${c.cid}${c.previousCid !== undefined ? `  (accepted: ${c.previousCid})` : ''}`];
+  const lines = [
+    `${c.server}/${visible(c.tool)}  (${c.toolName})  ${c.kind === 'new' ? 'new tool' : 'changed'}  ${c.status}  ${effect}`,
+    `  cid: ${c.cid}${c.previousCid !== undefined ? `  (accepted: ${c.previousCid})` : ''}`,
+  ];
   if (c.documentCid !== undefined) lines.push(`  agents get document ${c.documentCid} once accepted`);
   for (const reason of c.incompatibility ?? []) lines.push(`  incompatible: ${visible(reason)}`);
   if (c.warnings.length > 0) {
@@ -60,8 +63,14 @@ export async function toolsReview(env: CliEnv, args: ParsedArgs, print: Print): 
   const server = args.positionals[2];
   const status = flag(args, 'status');
   if (status !== undefined && !['pending', 'rejected', 'all'].includes(status)) throw new UsageError('--status is pending, rejected or all');
-  const res = await sendAction<{ changes: ToolChangeView[] }>(env, await readKey(env.keyFile), { type: 'ListToolChanges', ...(server !== undefined ? { server } : {}), ...(status !== undefined ? { status } : {}) });
-  print(res, () => (res.changes.length === 0 ? `no tool changes ${status === 'rejected' ? 'rejected' : 'waiting for review'}${server !== undefined ? ` on ${server}` : ''}` : res.changes.map(changeText).join('\n\n')));
+  const res = await sendAction<{ changes: ToolChangeView[] }>(env, await readKey(env.keyFile), {
+    type: 'ListToolChanges',
+    ...(server !== undefined ? { server } : {}),
+    ...(status !== undefined ? { status } : {}),
+  });
+  print(res, () =>
+    res.changes.length === 0 ? `no tool changes ${status === 'rejected' ? 'rejected' : 'waiting for review'}${server !== undefined ? ` on ${server}` : ''}` : res.changes.map(changeText).join('\n\n'),
+  );
 }
 
 /** `tools accept SERVER TOOL CID` / `tools reject SERVER TOOL CID`. */
@@ -72,11 +81,12 @@ export function toolsDecide(decision: 'AcceptToolChange' | 'RejectToolChange') {
     const cid = need(args, 4, 'CID');
     const res = await sendAction<{ server: string; tool: string; cid: string; decision: string; withheld?: boolean }>(env, await readKey(env.keyFile), { type: decision, server, tool, cid });
     print(res, () =>
-      res.decision === 'accepted' ? `accepted ${res.server}/${visible(res.tool)} ${res.cid}: agents get it now` : `rejected ${res.server}/${visible(res.tool)} ${res.cid}${res.withheld === false ? ' (agents keep the accepted contract)' : ' (withheld from agents)'}`,
+      res.decision === 'accepted'
+        ? `accepted ${res.server}/${visible(res.tool)} ${res.cid}: agents get it now`
+        : `rejected ${res.server}/${visible(res.tool)} ${res.cid}${res.withheld === false ? ' (agents keep the accepted contract)' : ' (withheld from agents)'}`,
     );
   };
 }
-
 
 /** `audit [--action A] [--kind K] [--target T] [--signer S] [--since ISO] [--until ISO] [--limit N] [--cursor C]`: the account's audit log, newest first. */
 export async function audit(env: CliEnv, args: ParsedArgs, print: Print): Promise<void> {
@@ -84,7 +94,15 @@ export async function audit(env: CliEnv, args: ParsedArgs, print: Print): Promis
   const n = limit === undefined ? undefined : Number(limit);
   if (n !== undefined && (!Number.isInteger(n) || n < 1)) throw new UsageError('--limit is a positive whole number');
   const filters: Record<string, unknown> = {};
-  for (const [f, field] of [['action', 'action'], ['kind', 'targetKind'], ['target', 'target'], ['signer', 'signer'], ['since', 'since'], ['until', 'until'], ['cursor', 'cursor']] as const) {
+  for (const [f, field] of [
+    ['action', 'action'],
+    ['kind', 'targetKind'],
+    ['target', 'target'],
+    ['signer', 'signer'],
+    ['since', 'since'],
+    ['until', 'until'],
+    ['cursor', 'cursor'],
+  ] as const) {
     const v = flag(args, f);
     if (v !== undefined) filters[field] = v;
   }

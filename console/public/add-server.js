@@ -38,7 +38,11 @@ function suggestName(url) {
     const hostname = new URL(url).hostname;
     if (/^[\d.]+$|^\[/.test(hostname)) return 'local';
     const host = hostname.replace(/^(www|mcp|api)\./, '');
-    return (host.split('.')[0] ?? '').toLowerCase().replace(/[^a-z0-9_-]/g, '-').replace(/^[^a-z0-9]+/, '').slice(0, 32);
+    return (host.split('.')[0] ?? '')
+      .toLowerCase()
+      .replace(/[^a-z0-9_-]/g, '-')
+      .replace(/^[^a-z0-9]+/, '')
+      .slice(0, 32);
   } catch {
     return '';
   }
@@ -73,7 +77,7 @@ function showErrors(errors) {
   const list = $('add-errors');
   list.replaceChildren(
     ...errors.map((e) => {
-      const where = e.field === 'headers' && e.line > 0 ? `Headers, line ${e.line}` : LABELS[e.field] ?? e.field;
+      const where = e.field === 'headers' && e.line > 0 ? `Headers, line ${e.line}` : (LABELS[e.field] ?? e.field);
       const item = el('li', { className: 'error-text', textContent: `${where}: ${e.message}` });
       item.dataset.field = e.field;
       if (e.line !== undefined) item.dataset.line = String(e.line);

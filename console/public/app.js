@@ -125,24 +125,28 @@ initSignIn();
 
 $('key-new').addEventListener('click', () => void run(async () => start(await newKey())));
 $('key-paste').addEventListener('click', () => $('key-dialog').showModal());
-$('key-use').addEventListener('click', () =>
-  void run(async () => {
-    const text = $('key-text').value;
-    $('key-text').value = '';
-    let stored;
-    try {
-      stored = JSON.parse(text);
-    } catch {
-      throw new Error('the key file is not JSON');
-    }
-    await start(await importKeyFile(stored));
-  }),
+$('key-use').addEventListener(
+  'click',
+  () =>
+    void run(async () => {
+      const text = $('key-text').value;
+      $('key-text').value = '';
+      let stored;
+      try {
+        stored = JSON.parse(text);
+      } catch {
+        throw new Error('the key file is not JSON');
+      }
+      await start(await importKeyFile(stored));
+    }),
 );
-$('key-forget').addEventListener('click', () =>
-  void run(async () => {
-    await forgetKey();
-    location.reload();
-  }),
+$('key-forget').addEventListener(
+  'click',
+  () =>
+    void run(async () => {
+      await forgetKey();
+      location.reload();
+    }),
 );
 $('agent-select').addEventListener('change', () => {
   localStorage.setItem(AGENT_STORAGE, $('agent-select').value);
@@ -150,16 +154,18 @@ $('agent-select').addEventListener('change', () => {
   void run(renderTools);
   void run(renderEndpoint);
 });
-$('agent-create').addEventListener('click', () =>
-  void run(async () => {
-    const { agent } = await act('CreateAgent', { name: $('agent-name').value.trim(), definition: { mcpServers: [] } });
-    localStorage.setItem(AGENT_STORAGE, agent.id);
-    $('agent-name').value = '';
-    await load();
-    $('agent-select').value = agent.id;
-    renderServers();
-    await renderTools();
-  }),
+$('agent-create').addEventListener(
+  'click',
+  () =>
+    void run(async () => {
+      const { agent } = await act('CreateAgent', { name: $('agent-name').value.trim(), definition: { mcpServers: [] } });
+      localStorage.setItem(AGENT_STORAGE, agent.id);
+      $('agent-name').value = '';
+      await load();
+      $('agent-select').value = agent.id;
+      renderServers();
+      await renderTools();
+    }),
 );
 
 void run(async () => {

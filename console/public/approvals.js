@@ -8,7 +8,16 @@ let approvals = [];
 
 /** JSON with every object's keys sorted, as the registry keeps the arguments for display. */
 function canonicalJson(value) {
-  const sort = (v) => (Array.isArray(v) ? v.map(sort) : v !== null && typeof v === 'object' ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, sort(v[k])])) : v);
+  const sort = (v) =>
+    Array.isArray(v)
+      ? v.map(sort)
+      : v !== null && typeof v === 'object'
+        ? Object.fromEntries(
+            Object.keys(v)
+              .sort()
+              .map((k) => [k, sort(v[k])]),
+          )
+        : v;
   return JSON.stringify(sort(value), null, 2);
 }
 let expiryTimer = null;

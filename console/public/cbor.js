@@ -43,7 +43,9 @@ function write(value, out) {
     head(4, value.length, out);
     for (const v of value) write(v, out);
   } else if (typeof value === 'object') {
-    const entries = Object.entries(value).filter(([, v]) => v !== undefined).map(([k, v]) => [enc.encode(k), v]);
+    const entries = Object.entries(value)
+      .filter(([, v]) => v !== undefined)
+      .map(([k, v]) => [enc.encode(k), v]);
     entries.sort((x, y) => compareKeys(x[0], y[0]));
     head(5, entries.length, out);
     for (const [k, v] of entries) {

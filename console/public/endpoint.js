@@ -23,13 +23,15 @@ function snippet(agent, token) {
 
 function tokenItem(t) {
   const revoke = el('button', { type: 'button', textContent: 'Revoke', disabled: t.state !== 'active' });
-  revoke.addEventListener('click', () =>
-    void run(async () => {
-      revoke.disabled = true;
-      await act('RevokeAgentToken', { id: t.id });
-      say(`token ${t.name} revoked: the endpoint refuses it from now on`);
-      await renderEndpoint();
-    }),
+  revoke.addEventListener(
+    'click',
+    () =>
+      void run(async () => {
+        revoke.disabled = true;
+        await act('RevokeAgentToken', { id: t.id });
+        say(`token ${t.name} revoked: the endpoint refuses it from now on`);
+        await renderEndpoint();
+      }),
   );
   const when = t.state === 'revoked' ? `revoked ${t.revokedAt}` : t.expiresAt ? `expires ${t.expiresAt}` : 'never expires';
   return el(
@@ -63,7 +65,12 @@ export function initEndpoint(deps) {
   currentAgent = deps.currentAgent;
   // Whether a new token's holder may approve its own always_ask calls (asked in their MCP client).
   $('endpoint-token-create').before(
-    el('label', { title: "The MCP client's user approves the token's always_ask calls when asked, instead of the owner" }, el('input', { type: 'checkbox', id: 'endpoint-token-approve' }), ' its user may approve'),
+    el(
+      'label',
+      { title: "The MCP client's user approves the token's always_ask calls when asked, instead of the owner" },
+      el('input', { type: 'checkbox', id: 'endpoint-token-approve' }),
+      ' its user may approve',
+    ),
   );
   $('endpoint-base').value = endpointBase();
   $('endpoint-base').addEventListener('change', () => {
@@ -72,22 +79,24 @@ export function initEndpoint(deps) {
     else localStorage.setItem(BASE_STORAGE, v);
     void run(renderEndpoint);
   });
-  $('endpoint-token-create').addEventListener('click', () =>
-    void run(async () => {
-      const agent = currentAgent();
-      if (!agent) throw new Error('pick an agent first');
-      const name = $('endpoint-token-name').value.trim();
-      const userMayApprove = $('endpoint-token-approve').checked;
-      const created = await act('CreateAgentToken', { agent: agent.id, ...(name ? { name } : {}), ...(userMayApprove ? { userMayApprove } : {}) });
-      $('endpoint-token-name').value = '';
-      $('endpoint-token-approve').checked = false;
-      await renderEndpoint();
-      // Shown this once: only its hash is kept.
-      $('endpoint-new-token').replaceChildren(
-        el('p', { textContent: 'New token, shown this once (only its hash is kept): copy it now.' }),
-        el('code', { className: 'token', textContent: created.token }),
-      );
-      $('endpoint-snippet').textContent = snippet(agent, created.token);
-    }),
+  $('endpoint-token-create').addEventListener(
+    'click',
+    () =>
+      void run(async () => {
+        const agent = currentAgent();
+        if (!agent) throw new Error('pick an agent first');
+        const name = $('endpoint-token-name').value.trim();
+        const userMayApprove = $('endpoint-token-approve').checked;
+        const created = await act('CreateAgentToken', { agent: agent.id, ...(name ? { name } : {}), ...(userMayApprove ? { userMayApprove } : {}) });
+        $('endpoint-token-name').value = '';
+        $('endpoint-token-approve').checked = false;
+        await renderEndpoint();
+        // Shown this once: only its hash is kept.
+        $('endpoint-new-token').replaceChildren(
+          el('p', { textContent: 'New token, shown this once (only its hash is kept): copy it now.' }),
+          el('code', { className: 'token', textContent: created.token }),
+        );
+        $('endpoint-snippet').textContent = snippet(agent, created.token);
+      }),
   );
 }

@@ -20,7 +20,12 @@ const show = (v) => (v === undefined ? '(none)' : visible(JSON.stringify(v)));
 function schemaLine(c) {
   const what = c.aspect === 'keyword' ? (c.keyword ?? 'keyword') : c.aspect;
   const at = c.path === '' ? '(root)' : c.path;
-  const text = c.kind === 'added' ? `+ ${at} ${what}${c.after !== undefined ? ` ${show(c.after)}` : ''}` : c.kind === 'removed' ? `- ${at} ${what}${c.before !== undefined ? ` ${show(c.before)}` : ''}` : `~ ${at} ${what}: ${show(c.before)} → ${show(c.after)}`;
+  const text =
+    c.kind === 'added'
+      ? `+ ${at} ${what}${c.after !== undefined ? ` ${show(c.after)}` : ''}`
+      : c.kind === 'removed'
+        ? `- ${at} ${what}${c.before !== undefined ? ` ${show(c.before)}` : ''}`
+        : `~ ${at} ${what}: ${show(c.before)} → ${show(c.after)}`;
   return el('li', { className: `schema-${c.kind}`, textContent: text });
 }
 
@@ -58,13 +63,18 @@ function changeItem(c) {
   const li = el('li', { className: 'review' }, head, el('p', { className: 'muted cid', textContent: `cid ${c.cid}${c.documentCid ? ` · agents get ${c.documentCid}` : ''}` }));
   li.dataset.tool = c.tool;
   li.dataset.server = c.server;
-  if (c.warnings.length > 0) li.append(el('ul', { className: 'warnings' }, ...c.warnings.map((w) => el('li', { className: 'chip error', textContent: `${w.code} (${w.field}): ${visible(w.message)}` }))));
+  if (c.warnings.length > 0)
+    li.append(el('ul', { className: 'warnings' }, ...c.warnings.map((w) => el('li', { className: 'chip error', textContent: `${w.code} (${w.field}): ${visible(w.message)}` }))));
   for (const reason of c.incompatibility ?? []) li.append(el('p', { className: 'muted', textContent: `incompatible: ${visible(reason)}` }));
   if (c.diff.title) li.append(el('p', { textContent: `title: ${show(c.diff.title.before)} → ${show(c.diff.title.after)}` }));
   if (c.diff.descriptionChanged || c.kind === 'new') li.append(el('h3', { textContent: 'Description' }), descriptionDiff(c.diff.description));
   if (c.diff.inputSchema.length > 0) li.append(el('h3', { textContent: 'Input schema' }), el('ul', { className: 'schema-diff' }, ...c.diff.inputSchema.map(schemaLine)));
   if (c.diff.outputSchema.length > 0) li.append(el('h3', { textContent: 'Output schema' }), el('ul', { className: 'schema-diff' }, ...c.diff.outputSchema.map(schemaLine)));
-  if (c.diff.annotations.length > 0) li.append(el('h3', { textContent: 'Annotations' }), el('ul', { className: 'schema-diff' }, ...c.diff.annotations.map((a) => el('li', { textContent: `~ ${a.key}: ${show(a.before)} → ${show(a.after)}` }))));
+  if (c.diff.annotations.length > 0)
+    li.append(
+      el('h3', { textContent: 'Annotations' }),
+      el('ul', { className: 'schema-diff' }, ...c.diff.annotations.map((a) => el('li', { textContent: `~ ${a.key}: ${show(a.before)} → ${show(a.after)}` }))),
+    );
   return li;
 }
 

@@ -85,7 +85,9 @@ export function serverConfig(values) {
   config.auth = auth;
   if (auth === 'bearer') {
     // A pasted "Bearer …" keeps only the token: the registry adds the scheme.
-    const token = String(values.token ?? '').trim().replace(/^Bearer\s+/i, '');
+    const token = String(values.token ?? '')
+      .trim()
+      .replace(/^Bearer\s+/i, '');
     if (token === '') errors.push({ field: 'token', message: 'paste the token' });
     else if (/\s|\0/.test(token)) errors.push({ field: 'token', message: 'the token must not contain spaces or line breaks' });
     else config.token = token;
@@ -145,9 +147,13 @@ function oauthClient(values, errors) {
     client.clientSecret = clientSecret;
   } else errors.push({ field: 'credential', message: 'pick a client secret or a private key' });
   // Scope tokens are separated by single spaces (RFC 6749 §3.3): runs of whitespace are folded.
-  const scope = String(values.scope ?? '').trim().split(/\s+/).join(' ');
+  const scope = String(values.scope ?? '')
+    .trim()
+    .split(/\s+/)
+    .join(' ');
   if (scope !== '') {
-    if (bytes(scope) > MAX_SCOPE_BYTES || !SCOPE_RE.test(scope)) errors.push({ field: 'scope', message: `scope tokens are separated by spaces, hold no " or \\, and are at most ${MAX_SCOPE_BYTES} bytes in all` });
+    if (bytes(scope) > MAX_SCOPE_BYTES || !SCOPE_RE.test(scope))
+      errors.push({ field: 'scope', message: `scope tokens are separated by spaces, hold no " or \\, and are at most ${MAX_SCOPE_BYTES} bytes in all` });
     client.scope = scope;
   }
   return errors.length === before ? client : undefined;

@@ -62,13 +62,17 @@ export async function authorize(name, popup = openAuthorizationWindow()) {
 export function followAuthorization(name, res, popup) {
   if (res.authorizationUrl) {
     say(`${name}: authorize in the popup window`);
-    authorizeIn(popup, name, res.authorizationUrl, () =>
-      void run(async () => {
-        await ctx.load();
-        const s = ctx.state.servers.find((x) => x.name === name);
-        if (s?.status.state === 'ok') say(`${name}: connected, ${s.tools.length} tools`);
-        else say(`${name}: not authorized yet — Authorize picks it up again`);
-      }),
+    authorizeIn(
+      popup,
+      name,
+      res.authorizationUrl,
+      () =>
+        void run(async () => {
+          await ctx.load();
+          const s = ctx.state.servers.find((x) => x.name === name);
+          if (s?.status.state === 'ok') say(`${name}: connected, ${s.tools.length} tools`);
+          else say(`${name}: not authorized yet — Authorize picks it up again`);
+        }),
     );
     return;
   }
@@ -93,13 +97,15 @@ function serverActions(s) {
     authorizeButton.classList.add('primary');
     actions.append(authorizeButton);
   }
-  const refresh = button('Refresh', () =>
-    void run(async () => {
-      const res = await act('RefreshMcpServer', { name: s.name });
-      const server = res.server;
-      say(server.status.state === 'ok' ? `${s.name}: connected, ${server.tools.length} tools` : `${s.name}: ${server.status.error ?? server.status.state}`, server.status.state !== 'ok');
-      await ctx.load();
-    }),
+  const refresh = button(
+    'Refresh',
+    () =>
+      void run(async () => {
+        const res = await act('RefreshMcpServer', { name: s.name });
+        const server = res.server;
+        say(server.status.state === 'ok' ? `${s.name}: connected, ${server.tools.length} tools` : `${s.name}: ${server.status.error ?? server.status.state}`, server.status.state !== 'ok');
+        await ctx.load();
+      }),
   );
   const remove = button('Remove', () => {
     if (!window.confirm(`Remove ${s.name}? Agents lose its tools.`)) return;

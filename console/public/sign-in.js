@@ -61,9 +61,17 @@ export function initSignIn() {
   window.addEventListener('hashchange', () => void run(renderSignIn));
   // Until a key is in use the request cannot be read: say what is waiting and what to do.
   if (requestedId() === null) return;
-  void savedKey().then((saved) => {
-    if (saved) return;
-    $('sign-in').hidden = false;
-    $('sign-in-body').replaceChildren(el('p', { textContent: 'An MCP client asks to sign in to one of your agents. Use the account’s key in this browser (Use a key file…) to see the request and decide: it completes only in the browser that started it.' }));
-  }, () => {});
+  void savedKey().then(
+    (saved) => {
+      if (saved) return;
+      $('sign-in').hidden = false;
+      $('sign-in-body').replaceChildren(
+        el('p', {
+          textContent:
+            'An MCP client asks to sign in to one of your agents. Use the account’s key in this browser (Use a key file…) to see the request and decide: it completes only in the browser that started it.',
+        }),
+      );
+    },
+    () => {},
+  );
 }

@@ -133,7 +133,7 @@ export async function startAuthNats(opts: AuthNatsOptions): Promise<AuthNats> {
   const compose = await dockerComposeCommand();
   if (compose === undefined) throw new Error('NATS: neither nats-server nor Docker was found: install nats-server (https://nats.io) or Docker');
   // The compose file's nats-server reads deploy/nats/nats.conf (the same permissions, no prefix).
-  if (opts.prefix !== '') throw new Error('NATS_PREFIX needs a local nats-server (the compose file\'s NATS has the unprefixed permissions)');
+  if (opts.prefix !== '') throw new Error("NATS_PREFIX needs a local nats-server (the compose file's NATS has the unprefixed permissions)");
   const env = Object.fromEntries(ROLES.map((role) => [NATS_PASSWORD_ENV[role], passwords[role]]));
   const stopper = await startWithCompose(compose, [endpoint], opts, env);
   return { url, users, runtimeCredentialsFile, stopper };

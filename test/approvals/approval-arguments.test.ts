@@ -27,7 +27,7 @@ describe('approvals show the whole canonical arguments, or refuse to approve', (
     return found;
   };
 
-  it('lists the arguments whole, with every object\'s keys sorted, whatever order the runtime sent', async () => {
+  it("lists the arguments whole, with every object's keys sorted, whatever order the runtime sent", async () => {
     const long = 'y'.repeat(5_000);
     const id = await stoppedCall(system, 'agent', 'r-sorted', 'db__drop_table', { zeta: { b: 1, a: 2 }, table: 'users', alpha: long });
     const view = await pending(id);

@@ -24,9 +24,7 @@ export function approvalTools(): TestTool[] {
  * three tools are projected. If the server or the agent cannot be set, both are stopped before the
  * error is thrown.
  */
-export async function startApprovalSystem(
-  opts: ProxySystemOptions & { agent?: string; era?: 'modern' | 'dual' | 'legacy' } = {},
-): Promise<{ system: ProxySystem; upstream: TestMcpServer }> {
+export async function startApprovalSystem(opts: ProxySystemOptions & { agent?: string; era?: 'modern' | 'dual' | 'legacy' } = {}): Promise<{ system: ProxySystem; upstream: TestMcpServer }> {
   const { agent = 'agent', era = 'legacy', ...systemOpts } = opts;
   const [system, upstream] = await Promise.all([ProxySystem.start(systemOpts), startTestMcpServer({ era, tools: approvalTools() })]);
   try {

@@ -48,10 +48,16 @@ describe('mcpx approvals and call --wait-approval (a modern server)', { timeout:
   it('call --wait-approval waits for the owner and prints the result once approved', async () => {
     const before = upstream.stats.calls;
     const waiting = runCli(['call', '--agent', 'ops', '--wait-approval', '60', 'db__drop_table', '{"table":"sessions"}'], env);
-    const approval = await eventually(async () => {
-      const res = await runCli(['approvals', 'list', '--json'], env);
-      return (JSON.parse(res.stdout) as { approvals: Array<{ id: string; status: string; arguments?: { table?: string } }> }).approvals.find((a) => a.status === 'pending' && a.arguments?.table === 'sessions');
-    }, 30_000, 'the waiting call to stop');
+    const approval = await eventually(
+      async () => {
+        const res = await runCli(['approvals', 'list', '--json'], env);
+        return (JSON.parse(res.stdout) as { approvals: Array<{ id: string; status: string; arguments?: { table?: string } }> }).approvals.find(
+          (a) => a.status === 'pending' && a.arguments?.table === 'sessions',
+        );
+      },
+      30_000,
+      'the waiting call to stop',
+    );
     expect(upstream.stats.calls).toBe(before);
     expect((await runCli(['approvals', 'approve', approval.id], env)).code).toBe(0);
     const done = await waiting;

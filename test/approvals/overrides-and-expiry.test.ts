@@ -33,32 +33,48 @@ describe('owner overrides and approval expiry', () => {
     expect(inherited.permission).toBe('act');
     const set = await system.api.act('SetToolPermission', { server: 'db', tool: 'add', permission: 'always_ask' });
     expect(set).toMatchObject({ server: 'db', tool: 'add', permission: 'always_ask', inherited: 'act', overridden: true });
-    const asked = await eventually(async () => {
-      const t = await tool('db__add');
-      return t.permission === 'always_ask' ? t : undefined;
-    }, 15_000, 'the override projected');
+    const asked = await eventually(
+      async () => {
+        const t = await tool('db__add');
+        return t.permission === 'always_ask' ? t : undefined;
+      },
+      15_000,
+      'the override projected',
+    );
     expect(asked.cid).not.toBe(inherited.cid);
     const { servers } = await system.api.act<{ servers: RedactedMcpServer[] }>('ListMcpServers');
     expect(servers[0]!.tools.find((t) => t.name === 'add')).toMatchObject({ permission: 'always_ask', permissionOverridden: true, inheritedPermission: 'act' });
     expect(servers[0]!.tools.find((t) => t.name === 'drop_table')).toMatchObject({ permission: 'always_ask' });
     // The proxy follows the new document: the read-only tool now stops for a human.
     const before = upstream.stats.calls;
-    await eventually(async () => {
-      const err = await system.callError('agent', 'o1', 'db__add', { a: 1, b: 2 }).catch(() => undefined);
-      return err?.code === 'approval_required' ? true : undefined;
-    }, 15_000, 'the proxy to ask');
+    await eventually(
+      async () => {
+        const err = await system.callError('agent', 'o1', 'db__add', { a: 1, b: 2 }).catch(() => undefined);
+        return err?.code === 'approval_required' ? true : undefined;
+      },
+      15_000,
+      'the proxy to ask',
+    );
     expect(upstream.stats.calls).toBe(before);
 
     await system.api.act('SetToolPermission', { server: 'db', tool: 'add', permission: null });
-    const back = await eventually(async () => {
-      const t = await tool('db__add');
-      return t.permission === 'act' ? t : undefined;
-    }, 15_000, 'back to inherited');
+    const back = await eventually(
+      async () => {
+        const t = await tool('db__add');
+        return t.permission === 'act' ? t : undefined;
+      },
+      15_000,
+      'back to inherited',
+    );
     expect(back.cid).toBe(inherited.cid);
-    await eventually(async () => {
-      const out = await system.call('agent', 'o1', 'db__add', { a: 1, b: 2 }).catch(() => undefined);
-      return out?.result.text === '3' ? true : undefined;
-    }, 15_000, 'the proxy to act again');
+    await eventually(
+      async () => {
+        const out = await system.call('agent', 'o1', 'db__add', { a: 1, b: 2 }).catch(() => undefined);
+        return out?.result.text === '3' ? true : undefined;
+      },
+      15_000,
+      'the proxy to act again',
+    );
   });
 
   it('keeps an override across a refresh, and lets the owner waive a destructive hint', async () => {

@@ -58,7 +58,6 @@ describe('auth methods (docs/servers.md#auth-methods): oauth, bearer, headers, n
       await Promise.all([bearerUp?.close(), headersUp?.close(), openUp?.close()]);
     });
 
-
     it('bearer: the token is sealed, sent as Authorization: Bearer, never shown, kept on an update without it', async () => {
       const api = h.api();
       const { server } = await set(api, 'bear', { url: bearerUp.url, auth: 'bearer', token: 'tok-AbC123' });

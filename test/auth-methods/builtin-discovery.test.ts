@@ -39,18 +39,21 @@ describe('built-in discovery: single flight and background re-probe', () => {
     await upstream?.close();
   });
 
-  const status = async (api: ApiClient, slug: string): Promise<RedactedMcpServer | undefined> =>
-    ((await api.act('ListMcpServers')).servers as RedactedMcpServer[]).find((s) => s.name === slug);
+  const status = async (api: ApiClient, slug: string): Promise<RedactedMcpServer | undefined> => ((await api.act('ListMcpServers')).servers as RedactedMcpServer[]).find((s) => s.name === slug);
 
   it('a just-lit built-in is discovered in the background; two concurrent refreshes on two registries list tools once', async () => {
     const api = h.api();
     const lit = await api.act<{ servers: RedactedMcpServer[] }>('SetVendorConnection', { vendor: 'github', accessToken: TOKEN });
     expect(lit.servers[0]!.status.state).toBe('unknown');
     // Nobody pressed refresh: the re-probe discovers it (the fallback list gives way to the real one).
-    const ok = await eventually(async () => {
-      const s = await status(api, 'github');
-      return s?.status.state === 'ok' ? s : undefined;
-    }, 15_000, 'a background discovery');
+    const ok = await eventually(
+      async () => {
+        const s = await status(api, 'github');
+        return s?.status.state === 'ok' ? s : undefined;
+      },
+      15_000,
+      'a background discovery',
+    );
     expect(ok.tools.map((t) => t.name)).toEqual(['echo']);
 
     const second = await h.addRegistry();
@@ -70,10 +73,14 @@ describe('built-in discovery: single flight and background re-probe', () => {
     expect((await status(api, 'github'))?.status.state).toBe('unknown');
     const lists = upstream.stats.listCalls;
     const restarted = await h.addRegistry();
-    const ok = await eventually(async () => {
-      const s = await status(api, 'github');
-      return s?.status.state === 'ok' ? s : undefined;
-    }, 15_000, 'the first probe after a start');
+    const ok = await eventually(
+      async () => {
+        const s = await status(api, 'github');
+        return s?.status.state === 'ok' ? s : undefined;
+      },
+      15_000,
+      'the first probe after a start',
+    );
     expect(ok.tools.map((t) => t.name)).toEqual(['echo']);
     expect(upstream.stats.listCalls).toBeGreaterThan(lists);
     await restarted.stop();
@@ -82,10 +89,14 @@ describe('built-in discovery: single flight and background re-probe', () => {
   it('a built-in whose endpoint is down is re-probed with backoff, and is ok once the endpoint is up', async () => {
     const api = h.api();
     await api.act('SetVendorConnection', { vendor: 'linear', accessToken: TOKEN });
-    const failing = await eventually(async () => {
-      const s = await status(api, 'linear');
-      return (s?.status.failures ?? 0) >= 2 ? s : undefined;
-    }, 15_000, 'failing background probes');
+    const failing = await eventually(
+      async () => {
+        const s = await status(api, 'linear');
+        return (s?.status.failures ?? 0) >= 2 ? s : undefined;
+      },
+      15_000,
+      'failing background probes',
+    );
     expect(failing.status.state).toBe('error');
     expect(failing.status.error).toContain('ECONNREFUSED');
     // While it is down, its fallback list still serves.
@@ -93,10 +104,14 @@ describe('built-in discovery: single flight and background re-probe', () => {
 
     const back = await startTestMcpServer({ port: downPort, requireHeader: { name: 'Authorization', value: `Bearer ${TOKEN}` } });
     closers.push(() => back.close());
-    const recovered = await eventually(async () => {
-      const s = await status(api, 'linear');
-      return s?.status.state === 'ok' ? s : undefined;
-    }, 20_000, 'recovery');
+    const recovered = await eventually(
+      async () => {
+        const s = await status(api, 'linear');
+        return s?.status.state === 'ok' ? s : undefined;
+      },
+      20_000,
+      'recovery',
+    );
     expect(recovered.status.failures).toBeUndefined();
     expect(recovered.tools.map((t) => t.name).sort()).toEqual(['add', 'echo']);
   });

@@ -56,10 +56,14 @@ describe('built-in servers: quiet discovery through the proxy', () => {
     const out = await runtime.call({ account: api.principal, agent: agent.id, run, tool: 'github__echo', arguments: { text: 'hi' } });
     expect(out.result.text).toBe('echo: hi');
     try {
-      const recorded = await eventually(async () => {
-        const s = await github(api);
-        return s?.tools.some((t) => t.name === 'add') ? s : undefined;
-      }, 15_000, 'the observed list recorded');
+      const recorded = await eventually(
+        async () => {
+          const s = await github(api);
+          return s?.tools.some((t) => t.name === 'add') ? s : undefined;
+        },
+        15_000,
+        'the observed list recorded',
+      );
       expect(recorded.status.state).toBe('ok');
       expect(recorded.tools.map((t) => t.name).sort()).toEqual(['add', 'echo']);
       await eventually(async () => ((await agentTools(api, 'dev')).includes('github__add') ? true : undefined), 15_000, "the agent's tools changed");

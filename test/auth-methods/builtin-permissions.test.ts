@@ -41,10 +41,14 @@ describe('per-tool permission overrides on built-in servers', () => {
     return t;
   };
   const until = (name: string, permission: string, what: string): Promise<ToolRow> =>
-    eventually(async () => {
-      const t = await tool(name);
-      return t.permission === permission ? t : undefined;
-    }, 15_000, what);
+    eventually(
+      async () => {
+        const t = await tool(name);
+        return t.permission === permission ? t : undefined;
+      },
+      15_000,
+      what,
+    );
   const listed = async (): Promise<RedactedMcpServer> => (await system.api.act<{ servers: RedactedMcpServer[] }>('ListMcpServers')).servers.find((s) => s.name === 'github')!;
 
   it('asks before a read-like tool and lets a write-like one act; survives a discovery; goes with the connection', async () => {
@@ -63,7 +67,11 @@ describe('per-tool permission overrides on built-in servers', () => {
     expect((await listed()).tools.find((t) => t.name === 'get_issue')).toMatchObject({ permission: 'always_ask', permissionOverridden: true, inheritedPermission: 'act' });
     // The proxy follows the new document: a real call stops for a human and never reaches the server.
     const before = upstream.stats.calls;
-    await eventually(async () => ((await system.callError('dev', 'r1', 'github__get_issue', { owner: 'o', repo: 'r', issue_number: 1 }).catch(() => undefined))?.code === 'approval_required' ? true : undefined), 15_000, 'the proxy to ask');
+    await eventually(
+      async () => ((await system.callError('dev', 'r1', 'github__get_issue', { owner: 'o', repo: 'r', issue_number: 1 }).catch(() => undefined))?.code === 'approval_required' ? true : undefined),
+      15_000,
+      'the proxy to ask',
+    );
     expect(upstream.stats.calls).toBe(before);
 
     // `act` on a write-like tool: the call goes through without a human.
@@ -85,7 +93,11 @@ describe('per-tool permission overrides on built-in servers', () => {
     // Back to inherited.
     expect(await api.act('SetToolPermission', { server: 'github', tool: 'get_issue', permission: null })).toMatchObject({ permission: 'act', overridden: false });
     await until('github__get_issue', 'act', 'back to inherited');
-    await eventually(async () => ((await system.call('dev', 'r3', 'github__get_issue', { owner: 'o', repo: 'r', issue_number: 7 }).catch(() => undefined))?.result.text === 'issue 7' ? true : undefined), 15_000, 'the proxy to act again');
+    await eventually(
+      async () => ((await system.call('dev', 'r3', 'github__get_issue', { owner: 'o', repo: 'r', issue_number: 7 }).catch(() => undefined))?.result.text === 'issue 7' ? true : undefined),
+      15_000,
+      'the proxy to act again',
+    );
 
     // Disconnect and connect again: a new incarnation, starting from the inherited levels.
     await api.act('DeleteVendorConnection', { vendor: 'github' });

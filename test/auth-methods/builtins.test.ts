@@ -28,7 +28,11 @@ describe('built-in servers: a vendor connection lights them up, no mcp_servers r
   beforeAll(async () => {
     // The test endpoint of the `github` built-in: it answers only with the vendor's token.
     // `echo` says it only reads; a built-in's unhinted `add` falls to the name heuristic.
-    upstream = await startTestMcpServer({ era: 'modern', requireHeader: { name: 'Authorization', value: `Bearer ${TOKEN}` }, tools: [{ ...echoTool(), annotations: { readOnlyHint: true } }, addTool()] });
+    upstream = await startTestMcpServer({
+      era: 'modern',
+      requireHeader: { name: 'Authorization', value: `Bearer ${TOKEN}` },
+      tools: [{ ...echoTool(), annotations: { readOnlyHint: true } }, addTool()],
+    });
     // No background probe within the test (a just-lit built-in is probed after the backoff's
     // first step): what serves before any discovery is the fallback list.
     h = await RegistryHarness.start({ proxy: true, registry: { reprobe: { baseMs: 600_000 } }, env: { BUILTIN_ENDPOINTS: `github=${upstream.url}` } });
@@ -43,7 +47,12 @@ describe('built-in servers: a vendor connection lights them up, no mcp_servers r
     expect((await api.act('ListMcpServers')).servers).toEqual([]);
     await expect(api.act('CreateAgent', { name: 'early', definition: { mcpServers: ['github'] } })).rejects.toMatchObject({ code: 'invalid_input' });
 
-    const lit = await api.act<{ vendor: string; servers: RedactedMcpServer[] }>('SetVendorConnection', { vendor: 'github', accessToken: TOKEN, refreshToken: 'ghr_refresh456', expiresAt: '2030-01-01T00:00:00Z' });
+    const lit = await api.act<{ vendor: string; servers: RedactedMcpServer[] }>('SetVendorConnection', {
+      vendor: 'github',
+      accessToken: TOKEN,
+      refreshToken: 'ghr_refresh456',
+      expiresAt: '2030-01-01T00:00:00Z',
+    });
     expect(JSON.stringify(lit)).not.toContain(TOKEN);
     expect(JSON.stringify(lit)).not.toContain('ghr_refresh456');
     expect(lit.servers).toHaveLength(1);

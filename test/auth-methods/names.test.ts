@@ -38,7 +38,22 @@ for (const style of ['double_underscore', 'prefixed'] as const) {
       const second = (await api.act<{ server: RedactedMcpServer }>('SetMcpServer', { name: 'acme_tools', config: { url: upstream.url, auth: 'none' } })).server;
       expect(second.id).toBe(first.id);
       expect((await api.act('ListMcpServers')).servers.map((s: RedactedMcpServer) => s.name)).toEqual(['acme_tools']);
-      await expect(h.sql.insertInto('registry.mcp_servers').values({ id: crypto.randomUUID(), account_id: api.principal, name: 'acme_tools', url: 'https://x.example/mcp', config_cbor: new Uint8Array([0xa0]), tools_cbor: new Uint8Array([0x80]), tools_hash: '', generation: 0, status_cbor: new Uint8Array([0xa0]) }).execute()).rejects.toMatchObject({ code: '23505' });
+      await expect(
+        h.sql
+          .insertInto('registry.mcp_servers')
+          .values({
+            id: crypto.randomUUID(),
+            account_id: api.principal,
+            name: 'acme_tools',
+            url: 'https://x.example/mcp',
+            config_cbor: new Uint8Array([0xa0]),
+            tools_cbor: new Uint8Array([0x80]),
+            tools_hash: '',
+            generation: 0,
+            status_cbor: new Uint8Array([0xa0]),
+          })
+          .execute(),
+      ).rejects.toMatchObject({ code: '23505' });
     });
 
     it('projects tool names in the style, built-ins included', async () => {

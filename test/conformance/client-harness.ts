@@ -15,16 +15,7 @@
  * turned into sealed state as the registry does, and the registry's client credentials provider
  * asks the token endpoint directly (nobody authorizes).
  */
-import {
-  McpClientError,
-  boundedOAuthFetch,
-  connectMcp,
-  resourceMetadataUrl,
-  runOAuth,
-  type ElicitationHandler,
-  type McpConnection,
-  type OAuthTokens,
-} from '@mcpx/mcp-client';
+import { McpClientError, boundedOAuthFetch, connectMcp, resourceMetadataUrl, runOAuth, type ElicitationHandler, type McpConnection, type OAuthTokens } from '@mcpx/mcp-client';
 import {
   RegistryOAuthProvider,
   preRegisteredState,
@@ -62,7 +53,8 @@ class MemoryStore implements OAuthStateStore {
   }
 
   async saveTokens(_account: string, _serverId: string, tokens: OAuthTokens | undefined, serverUrl: string | null): Promise<void> {
-    this.held = tokens === undefined || serverUrl === null ? undefined : { tokens, expiresAt: tokens.expires_in === undefined ? null : new Date(Date.now() + tokens.expires_in * 1000), url: serverUrl };
+    this.held =
+      tokens === undefined || serverUrl === null ? undefined : { tokens, expiresAt: tokens.expires_in === undefined ? null : new Date(Date.now() + tokens.expires_in * 1000), url: serverUrl };
   }
 
   async setPendingState(): Promise<void> {}

@@ -3,7 +3,10 @@ import { REVISIONS, baselineReasons, runConformance } from './run-conformance.js
 
 /** The stderr sections of the clients that failed, as the conformance tool printed them (bounded). */
 function clientErrors(output: string): string {
-  const parts = output.split('Client exited with code').slice(1).map((p) => p.slice(0, 600).trim());
+  const parts = output
+    .split('Client exited with code')
+    .slice(1)
+    .map((p) => p.slice(0, 600).trim());
   return parts.join('\n---\n').slice(0, 6000);
 }
 

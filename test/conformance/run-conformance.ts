@@ -112,7 +112,10 @@ export async function runConformance(revision: Revision, opts: { baseline?: bool
     const at = output.indexOf(heading);
     if (at === -1) return [];
     const out: string[] = [];
-    for (const l of output.slice(at + heading.length).split('\n').slice(1)) {
+    for (const l of output
+      .slice(at + heading.length)
+      .split('\n')
+      .slice(1)) {
       const t = l.trim();
       if (!t.startsWith(mark)) break;
       out.push(t.slice(mark.length).trim());

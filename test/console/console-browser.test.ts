@@ -14,16 +14,7 @@ import { vendorTools } from './vendor-tools.js';
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const HAS_CHROMIUM = existsSync(CHROMIUM);
 /** Without the background-networking flags Chromium dials out, and a closed network refuses it. */
-const CHROMIUM_ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
+const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 if (!HAS_CHROMIUM) console.warn(`console-browser: skipped, no Chromium at ${CHROMIUM} (install chromium or set CHROMIUM_PATH)`);
 /** A header value the page must never hold once it is saved. */
 const SECRET = 'acme-5d20c7e1-never-in-the-page';
@@ -85,8 +76,7 @@ describe.skipIf(!HAS_CHROMIUM)(`the console in a real browser${HAS_CHROMIUM ? ''
   });
 
   /** Everything the page holds: its markup and every field's current value. */
-  const pageText = (): Promise<string> =>
-    page.evaluate<string>("document.documentElement.outerHTML + [...document.querySelectorAll('input, textarea')].map((e) => e.value).join('\\n')");
+  const pageText = (): Promise<string> => page.evaluate<string>("document.documentElement.outerHTML + [...document.querySelectorAll('input, textarea')].map((e) => e.value).join('\\n')");
 
   const server = (name: string) => page.locator(`#server-list li[data-server="${name}"]`);
   /** The permission control of a tool, found by its label as assistive technology finds it. */
@@ -291,7 +281,11 @@ describe.skipIf(!HAS_CHROMIUM)(`the console in a real browser${HAS_CHROMIUM ? ''
   it('adds machine clients with a private key (shown as "key set (ES256)") and with a refused secret (its error, no Authorize)', async () => {
     const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
     const pem = privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
-    const pemBody = pem.split('\n').filter((l) => l !== '' && !l.startsWith('-----')).join('').slice(0, 48);
+    const pemBody = pem
+      .split('\n')
+      .filter((l) => l !== '' && !l.startsWith('-----'))
+      .join('')
+      .slice(0, 48);
     machineAs.registerMachineClient('console-jwt', { publicKey, alg: 'ES256' });
     const opened = pagesOpened();
     await openMachineDialog(machine.url, 'signed', 'console-jwt');

@@ -67,7 +67,12 @@ describe('an OAuth client as config.oauth', () => {
   const p384 = ec('P-384');
   const rsa2048 = pem(generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey);
   /** The base64 of a key: what would show if it leaked into a message. */
-  const body = (key: string) => key.split('\n').filter((l) => l !== '' && !l.startsWith('-----')).join('').slice(0, 40);
+  const body = (key: string) =>
+    key
+      .split('\n')
+      .filter((l) => l !== '' && !l.startsWith('-----'))
+      .join('')
+      .slice(0, 40);
   const errorsOf = (values: Record<string, string>) => serverConfig(values).errors;
   const fields = (values: Record<string, string>) => errorsOf(values).map((e) => e.field);
 
@@ -83,7 +88,11 @@ describe('an OAuth client as config.oauth', () => {
     });
     // Without a choice, whichever credential is filled; the chosen one wins over a leftover other.
     expect(serverConfig({ ...machine, privateKey: rsa2048, keyAlg: 'PS256' }).config.oauth).toMatchObject({ keyAlg: 'PS256', privateKey: rsa2048.trim() });
-    expect(serverConfig({ ...machine, credential: 'secret', clientSecret: SECRET, privateKey: p256, keyAlg: 'ES256' }).config.oauth).toEqual({ clientId: 'svc', grant: 'client_credentials', clientSecret: SECRET });
+    expect(serverConfig({ ...machine, credential: 'secret', clientSecret: SECRET, privateKey: p256, keyAlg: 'ES256' }).config.oauth).toEqual({
+      clientId: 'svc',
+      grant: 'client_credentials',
+      clientSecret: SECRET,
+    });
   });
 
   it('names the field of every mistake of a machine client', () => {
@@ -127,7 +136,10 @@ describe('an OAuth client as config.oauth', () => {
     expect(withKey(sec1)[0]).toMatchObject({ field: 'privateKey', message: expect.stringContaining('traditional EC key, not PKCS#8') });
     expect(withKey(encrypted)[0]).toMatchObject({ field: 'privateKey', message: expect.stringContaining('is encrypted') });
     const mangled = p256.replace(/\n(.{10})/, '\n!!$1');
-    const truncated = p256.split('\n').filter((_, i) => i !== 2).join('\n');
+    const truncated = p256
+      .split('\n')
+      .filter((_, i) => i !== 2)
+      .join('\n');
     for (const bad of [SECRET, mangled, truncated, `${p256}${p256}`, '-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----']) {
       expect(withKey(bad)).toEqual([{ field: 'privateKey', message: expect.stringContaining('must be an unencrypted PEM PKCS#8 private key') }]);
     }

@@ -134,13 +134,21 @@ describe('discovery and projection telemetry', () => {
     // A contract change reaches the granting agent: the server's batch touches one agent.
     upstream.setTools(['a', 'b', 'c', 'd', 'e', 'f'].map(tool));
     await api.act('RefreshMcpServer', { name: 'paged' });
-    const discovered = await eventually(async () => named('projector.discovered').find((s) => s.attributes[McpAttributes.server] === 'paged' && s.attributes[McpAttributes.agentsTouched] === 1), 15_000, 'the change batch');
+    const discovered = await eventually(
+      async () => named('projector.discovered').find((s) => s.attributes[McpAttributes.server] === 'paged' && s.attributes[McpAttributes.agentsTouched] === 1),
+      15_000,
+      'the change batch',
+    );
     expect(discovered.attributes[McpAttributes.outcome]).toBe('changed');
 
-    const text = await eventually(async () => {
-      const t = await metrics();
-      return (sample(t, 'mcpx_projector_events_published_total', { outcome: 'stored' }) ?? 0) >= 2 ? t : undefined;
-    }, 15_000, 'two events published');
+    const text = await eventually(
+      async () => {
+        const t = await metrics();
+        return (sample(t, 'mcpx_projector_events_published_total', { outcome: 'stored' }) ?? 0) >= 2 ? t : undefined;
+      },
+      15_000,
+      'two events published',
+    );
     const pending = sample(text, 'mcpx_consumer_backlog', { consumer: 'projector', state: 'pending' });
     const ackPending = sample(text, 'mcpx_consumer_backlog', { consumer: 'projector', state: 'ack_pending' });
     // Read from JetStream at the scrape: real numbers, not NaN (unreadable).
@@ -150,7 +158,11 @@ describe('discovery and projection telemetry', () => {
   });
 
   it('the change stream: its opening, a break when the server goes, the re-opening when it is back; the streams open gauged', async () => {
-    const opened = await eventually(async () => named('discovery.listen').find((s) => s.attributes[McpAttributes.server] === 'paged' && s.attributes[McpAttributes.outcome] === 'ok'), 15_000, 'the stream opened');
+    const opened = await eventually(
+      async () => named('discovery.listen').find((s) => s.attributes[McpAttributes.server] === 'paged' && s.attributes[McpAttributes.outcome] === 'ok'),
+      15_000,
+      'the stream opened',
+    );
     expect(opened.attributes).toMatchObject({ [McpAttributes.methodName]: 'subscriptions/listen', 'mcpx.listen.reopen': false });
     await eventually(async () => ((sample(await metrics(), 'mcpx_registry_listen_streams') ?? 0) >= 1 ? true : undefined), 10_000, 'one stream open');
 

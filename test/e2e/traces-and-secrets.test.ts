@@ -50,10 +50,8 @@ describe('one trace from action or call to the remote server; secrets never leak
   const spans = (name: string): ReadableSpan[] => exporter.getFinishedSpans().filter((s) => s.name === name);
   const traceIdOf = (tp: string): string => tp.split('-')[1] ?? '';
   /** The trace ids a server received: in the `traceparent` header, or (modern) in a request's `_meta`. */
-  const traceIdsSeen = (up: TestMcpServer): string[] => [
-    ...up.stats.traceparents,
-    ...[...up.stats.metaSeen.values()].flat().map((m) => (typeof m.traceparent === 'string' ? m.traceparent : '')),
-  ].map(traceIdOf);
+  const traceIdsSeen = (up: TestMcpServer): string[] =>
+    [...up.stats.traceparents, ...[...up.stats.metaSeen.values()].flat().map((m) => (typeof m.traceparent === 'string' ? m.traceparent : ''))].map(traceIdOf);
 
   /** Both eras in one system: the same trace and the same secret, to a modern and to a legacy server. */
   describe.each(['modern', 'legacy'] as const)('a %s server', (era) => {
@@ -110,9 +108,7 @@ describe('one trace from action or call to the remote server; secrets never leak
       // The secret went to the server that needs it…
       expect(upstream.stats.headersSeen.get('authorization')).toContain(`Bearer ${SECRET}`);
       // …and nowhere else: responses, log lines, NATS messages (events, requests, replies), spans.
-      const spanText = JSON.stringify(
-        exporter.getFinishedSpans().map((s) => ({ n: s.name, a: s.attributes, e: s.events, st: s.status })),
-      );
+      const spanText = JSON.stringify(exporter.getFinishedSpans().map((s) => ({ n: s.name, a: s.attributes, e: s.events, st: s.status })));
       for (const [where, text] of [
         ['responses', responses],
         ['logs', logLines.join('\n')],

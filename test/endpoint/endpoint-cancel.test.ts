@@ -42,7 +42,10 @@ describe('the agent MCP endpoint: a client’s cancel reaches the remote server'
   let token: string;
 
   beforeAll(async () => {
-    [sys, upstream] = await Promise.all([startEndpointSystem(), startTestMcpServer({ era: 'modern', tools: [holdTool, { name: 'ping', handler: () => ({ content: [{ type: 'text', text: 'pong' }] }) }] })]);
+    [sys, upstream] = await Promise.all([
+      startEndpointSystem(),
+      startTestMcpServer({ era: 'modern', tools: [holdTool, { name: 'ping', handler: () => ({ content: [{ type: 'text', text: 'pong' }] }) }] }),
+    ]);
     await sys.system.setServer('up', upstream.url);
     await sys.system.createAgent('worker', ['up'], 2);
     ({ token } = await sys.token('worker'));

@@ -34,10 +34,14 @@ describe('MCP server conformance of the agent endpoint', () => {
     await Promise.all([everything?.close(), modern?.close()]);
   });
 
-  it.each(SERVER_SCENARIOS.map((s) => [`${s.scenario}${s.spec ? ` (${s.spec})` : ''}`, s] as const))('%s', async (_name, s) => {
-    const out = await runServerScenario(url, s.scenario, s.spec);
-    expect(out.total, out.output.slice(-3000)).toBeGreaterThan(0);
-    if (s.why !== undefined) expect(s.why).not.toBe('');
-    expect(out.failing.sort(), out.output.slice(-4000)).toEqual([...(s.failing ?? [])].sort());
-  }, 200_000);
+  it.each(SERVER_SCENARIOS.map((s) => [`${s.scenario}${s.spec ? ` (${s.spec})` : ''}`, s] as const))(
+    '%s',
+    async (_name, s) => {
+      const out = await runServerScenario(url, s.scenario, s.spec);
+      expect(out.total, out.output.slice(-3000)).toBeGreaterThan(0);
+      if (s.why !== undefined) expect(s.why).not.toBe('');
+      expect(out.failing.sort(), out.output.slice(-4000)).toEqual([...(s.failing ?? [])].sort());
+    },
+    200_000,
+  );
 });

@@ -17,7 +17,12 @@ export const SERVER_SCENARIOS: ReadonlyArray<{ scenario: string; spec?: string; 
   {
     scenario: 'server-stateless',
     spec: '2026-07-28',
-    failing: ['sep-2575-server-rejects-undeclared-capability', 'sep-2575-missing-capability-http-400', 'sep-2575-http-server-no-independent-requests-on-stream', 'sep-2575-server-no-log-without-loglevel'],
+    failing: [
+      'sep-2575-server-rejects-undeclared-capability',
+      'sep-2575-missing-capability-http-400',
+      'sep-2575-http-server-no-independent-requests-on-stream',
+      'sep-2575-server-no-log-without-loglevel',
+    ],
     why: 'these checks call the suite’s diagnostic tools test_missing_capability, test_streaming_elicitation and test_logging_tool by those names; through the endpoint every tool is <server>__<tool>',
   },
   { scenario: 'tools-list' },

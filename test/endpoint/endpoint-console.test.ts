@@ -76,7 +76,7 @@ describe.skipIf(!HAS_CHROMIUM)('the console shows each agent’s MCP endpoint an
     expect(await page.content()).not.toContain(token);
   });
 
-  it("makes a token whose user may approve its always_ask calls, and says so in the list", async () => {
+  it('makes a token whose user may approve its always_ask calls, and says so in the list', async () => {
     await page.locator('#endpoint-token-name').fill('approving laptop');
     await page.locator('#endpoint-token-approve').check();
     await page.locator('#endpoint-token-create').click();

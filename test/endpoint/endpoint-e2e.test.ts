@@ -34,15 +34,27 @@ describe('the agent MCP endpoint end to end (processes, NATS with least privileg
     endpointUrl = `http://127.0.0.1:${port}`;
     endpoint = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'services', 'endpoint', 'src', 'main.ts')], {
       cwd: ROOT,
-      env: { ...process.env, ...system.env, ...nats.env('runtime'), HTTP_PORT: String(port), INTERNAL_HTTP_PORT: String(await freePort()), ENDPOINT_PUBLIC_URL: endpointUrl, INSTANCE_ID: `endpoint-${port}` },
+      env: {
+        ...process.env,
+        ...system.env,
+        ...nats.env('runtime'),
+        HTTP_PORT: String(port),
+        INTERNAL_HTTP_PORT: String(await freePort()),
+        ENDPOINT_PUBLIC_URL: endpointUrl,
+        INSTANCE_ID: `endpoint-${port}`,
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     endpoint.stdout?.on('data', (d: Buffer) => logs.push(d.toString('utf8')));
     endpoint.stderr?.on('data', (d: Buffer) => logs.push(d.toString('utf8')));
-    await eventually(async () => {
-      if (endpoint.exitCode !== null) throw new Error(`endpoint exited: ${logs.join('')}`);
-      return (await fetch(`${endpointUrl}/healthz`).catch(() => undefined))?.ok ? true : undefined;
-    }, 60_000, 'endpoint healthy');
+    await eventually(
+      async () => {
+        if (endpoint.exitCode !== null) throw new Error(`endpoint exited: ${logs.join('')}`);
+        return (await fetch(`${endpointUrl}/healthz`).catch(() => undefined))?.ok ? true : undefined;
+      },
+      60_000,
+      'endpoint healthy',
+    );
     ({ env: cliEnv } = cliEnvFor(new ApiClient(system.apiUrl), { MCPX_ENDPOINT_URL: endpointUrl }));
   }, 180_000);
 
@@ -105,13 +117,22 @@ describe('the agent MCP endpoint end to end (processes, NATS with least privileg
     expect((await mcpx('agents', 'tokens', 'revoke', approving.id)).revoked).toBe(true);
 
     const listed = await mcpx('agents', 'tokens', 'list', 'helper');
-    expect(listed.tokens).toEqual(expect.arrayContaining([expect.objectContaining({ id: issued.id, state: 'active', userMayApprove: false }), expect.objectContaining({ id: approving.id, state: 'revoked', userMayApprove: true })]));
+    expect(listed.tokens).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ id: issued.id, state: 'active', userMayApprove: false }),
+        expect.objectContaining({ id: approving.id, state: 'revoked', userMayApprove: true }),
+      ]),
+    );
     expect(JSON.stringify(listed)).not.toContain(issued.token);
     expect((await mcpx('agents', 'tokens', 'revoke', issued.id)).revoked).toBe(true);
-    await eventually(async () => {
-      const again = await runInspector(bin, [...common, '--method', 'tools/list']);
-      return again.code !== 0 ? again : undefined;
-    }, 10_000, 'the revoked token refused');
+    await eventually(
+      async () => {
+        const again = await runInspector(bin, [...common, '--method', 'tools/list']);
+        return again.code !== 0 ? again : undefined;
+      },
+      10_000,
+      'the revoked token refused',
+    );
     // Nothing of the token in the endpoint's logs.
     expect(logs.join('')).not.toContain(issued.token);
   }, 180_000);

@@ -23,10 +23,19 @@ export async function startEndpointSystem(opts: ProxySystemOptions & { endpointE
   const system = await ProxySystem.start(opts);
   let endpoint: RunningEndpoint;
   try {
-    endpoint = await startEndpoint(loadEndpointConfig({ ...system.env, HTTP_PORT: '0', INSTANCE_ID: `endpoint-${Math.random().toString(36).slice(2, 8)}`, ...(process.env.ENDPOINT_LEAN_CALLS !== undefined ? { ENDPOINT_LEAN_CALLS: process.env.ENDPOINT_LEAN_CALLS } : {}), ...opts.endpointEnv }), {
-      telemetry: opts.telemetry ?? system.telemetry,
-      logSink: opts.logSink ?? (() => {}),
-    });
+    endpoint = await startEndpoint(
+      loadEndpointConfig({
+        ...system.env,
+        HTTP_PORT: '0',
+        INSTANCE_ID: `endpoint-${Math.random().toString(36).slice(2, 8)}`,
+        ...(process.env.ENDPOINT_LEAN_CALLS !== undefined ? { ENDPOINT_LEAN_CALLS: process.env.ENDPOINT_LEAN_CALLS } : {}),
+        ...opts.endpointEnv,
+      }),
+      {
+        telemetry: opts.telemetry ?? system.telemetry,
+        logSink: opts.logSink ?? (() => {}),
+      },
+    );
   } catch (err) {
     await system.stop();
     throw err;

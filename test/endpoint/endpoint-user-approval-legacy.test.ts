@@ -10,7 +10,7 @@ import { startEndpointSystem, type EndpointSystem } from './endpoint-harness.js'
 
 type ErrorMeta = { code: string; message: string; details: Record<string, unknown> };
 const errorOf = (result: { _meta?: Record<string, unknown> }): ErrorMeta => result._meta?.['io.mcpx/error'] as ErrorMeta;
-const textOf = (result: object): string => (((result as { content?: unknown }).content as Array<{ text?: string }> | undefined)?.[0]?.text ?? '');
+const textOf = (result: object): string => ((result as { content?: unknown }).content as Array<{ text?: string }> | undefined)?.[0]?.text ?? '';
 
 /**
  * Approval by the client's user for 2025-era clients (issue 14 point 3): a real SDK v1 client that
@@ -90,12 +90,25 @@ describe.skipIf(process.env.ENDPOINT_LEAN_CALLS === 'off')('the agent MCP endpoi
     const { token } = await sys.token('ops', { userMayApprove: true });
     const intruder = await sys.token('ops', { userMayApprove: true });
     const url = sys.urlOf('ops');
-    const legacyHeaders = (t: string): Record<string, string> => ({ authorization: `Bearer ${t}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-11-25' });
+    const legacyHeaders = (t: string): Record<string, string> => ({
+      authorization: `Bearer ${t}`,
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      'mcp-protocol-version': '2025-11-25',
+    });
     // The raw client: its initialize declares elicitation; its call's SSE stream is read as it comes.
-    const init = await fetch(url, { method: 'POST', headers: legacyHeaders(token), body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: { elicitation: {} }, clientInfo: { name: 'raw', version: '1' } } }) });
+    const init = await fetch(url, {
+      method: 'POST',
+      headers: legacyHeaders(token),
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: { elicitation: {} }, clientInfo: { name: 'raw', version: '1' } } }),
+    });
     await init.text();
     const before = upstream.stats.calls;
-    const call = await fetch(url, { method: 'POST', headers: legacyHeaders(token), body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'db__drop_table', arguments: { table: 'guarded' } } }) });
+    const call = await fetch(url, {
+      method: 'POST',
+      headers: legacyHeaders(token),
+      body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'db__drop_table', arguments: { table: 'guarded' } } }),
+    });
     const reader = call.body!.getReader();
     let seen = '';
     while (!seen.includes('elicitation/create')) seen += new TextDecoder().decode((await reader.read()).value);
@@ -121,10 +134,21 @@ describe.skipIf(process.env.ENDPOINT_LEAN_CALLS === 'off')('the agent MCP endpoi
     const { token } = await sys.token('ops', { userMayApprove: true });
     const url = sys.urlOf('ops');
     const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-11-25' };
-    await (await fetch(url, { method: 'POST', headers, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: { elicitation: {} }, clientInfo: { name: 'raw', version: '1' } } }) })).text();
+    await (
+      await fetch(url, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: { elicitation: {} }, clientInfo: { name: 'raw', version: '1' } } }),
+      })
+    ).text();
     const before = upstream.stats.calls;
     const gone = new AbortController();
-    const call = await fetch(url, { method: 'POST', headers, signal: gone.signal, body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'db__drop_table', arguments: { table: 'abandoned' } } }) });
+    const call = await fetch(url, {
+      method: 'POST',
+      headers,
+      signal: gone.signal,
+      body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'db__drop_table', arguments: { table: 'abandoned' } } }),
+    });
     const reader = call.body!.getReader();
     let seen = '';
     while (!seen.includes('elicitation/create')) seen += new TextDecoder().decode((await reader.read()).value);

@@ -8,7 +8,7 @@ import { modernCall, type RpcAnswer } from './raw-mcp.js';
 
 type ErrorMeta = { code: string; message: string; details: Record<string, unknown> };
 const errorOf = (result: { _meta?: Record<string, unknown> }): ErrorMeta => result._meta?.['io.mcpx/error'] as ErrorMeta;
-const textOf = (result: { content?: unknown }): string => ((result.content as Array<{ text?: string }> | undefined)?.[0]?.text ?? '');
+const textOf = (result: { content?: unknown }): string => (result.content as Array<{ text?: string }> | undefined)?.[0]?.text ?? '';
 const APPROVAL_KEY = 'mcpx_approval';
 
 /**
@@ -45,7 +45,11 @@ describe('the agent MCP endpoint: the client user approves (modern clients)', ()
     [sys, upstream] = await Promise.all([startEndpointSystem(), startTestMcpServer({ era: 'modern', tools: approvalTools() })]);
     await sys.system.setServer('db', upstream.url);
     await sys.system.createAgent('ops', ['db'], 3);
-    [approver, other, plain] = await Promise.all([sys.token('ops', { name: 'approver', userMayApprove: true }), sys.token('ops', { name: 'other', userMayApprove: true }), sys.token('ops', { name: 'plain' })]);
+    [approver, other, plain] = await Promise.all([
+      sys.token('ops', { name: 'approver', userMayApprove: true }),
+      sys.token('ops', { name: 'other', userMayApprove: true }),
+      sys.token('ops', { name: 'plain' }),
+    ]);
   }, 120_000);
 
   afterAll(async () => {
@@ -154,7 +158,10 @@ describe('the agent MCP endpoint: the client user approves (modern clients)', ()
     const first = await raw(approver.token, { table: 'elsewhere' });
     const state = first.result?.requestState as string;
     const before = upstream.stats.calls;
-    const cutOff = await startEndpoint(loadEndpointConfig({ ...sys.system.env, HTTP_PORT: '0', INSTANCE_ID: 'endpoint-no-redis', REDIS_URL: `redis://127.0.0.1:${await freePort()}` }), { telemetry: sys.system.telemetry, logSink: () => {} });
+    const cutOff = await startEndpoint(loadEndpointConfig({ ...sys.system.env, HTTP_PORT: '0', INSTANCE_ID: 'endpoint-no-redis', REDIS_URL: `redis://127.0.0.1:${await freePort()}` }), {
+      telemetry: sys.system.telemetry,
+      logSink: () => {},
+    });
     const other = await startEndpoint(loadEndpointConfig({ ...sys.system.env, HTTP_PORT: '0', INSTANCE_ID: 'endpoint-other' }), { telemetry: sys.system.telemetry, logSink: () => {} });
     try {
       const url = (base: string): string => `${base}/v1/agents/ops/mcp`;

@@ -36,7 +36,11 @@ describe('the agent MCP endpoint: both eras through the proxy', () => {
   let token: string;
 
   beforeAll(async () => {
-    [sys, everything, modern] = await Promise.all([startEndpointSystem({ endpointEnv: { ENDPOINT_PAGE_SIZE: String(PAGE) } }), startEverythingServer('streamableHttp'), startTestMcpServer({ era: 'modern' })]);
+    [sys, everything, modern] = await Promise.all([
+      startEndpointSystem({ endpointEnv: { ENDPOINT_PAGE_SIZE: String(PAGE) } }),
+      startEverythingServer('streamableHttp'),
+      startTestMcpServer({ era: 'modern' }),
+    ]);
     await sys.system.setServer('everything', everything.url);
     await sys.system.setServer('demo', modern.url);
     agentId = await sys.system.createAgent('helper', ['everything', 'demo'], EVERYTHING_TOOLS + 2);

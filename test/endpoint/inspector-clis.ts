@@ -17,7 +17,11 @@ export function runInspector(bin: string, args: string[], timeoutMs = 60_000): P
     // the bin's own: inspector-cli 1.0.3 looks for its package.json relative to the working
     // directory (`fs.existsSync('../package.json')`) but imports it relative to its module, so it
     // only starts from its build folder (an upstream bug; its launcher has the same).
-    const child = spawn(process.execPath, [bin, ...args], { cwd: dirname(bin), env: { ...process.env, NO_COLOR: '1', MCP_CATALOG_PATH: join(tmpdir(), `mcpx-inspector-catalog-${process.pid}.json`) }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [bin, ...args], {
+      cwd: dirname(bin),
+      env: { ...process.env, NO_COLOR: '1', MCP_CATALOG_PATH: join(tmpdir(), `mcpx-inspector-catalog-${process.pid}.json`) },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
@@ -37,4 +41,3 @@ export function lastJson(text: string): any {
   if (start < 0) throw new Error(`no JSON in: ${text.slice(0, 2_000)}`);
   return JSON.parse(text.slice(start));
 }
-

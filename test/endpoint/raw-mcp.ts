@@ -21,7 +21,13 @@ export function messageOf(body: string, contentType: string): RpcAnswer['message
   if (contentType.includes('text/event-stream')) {
     const events = body
       .split(/\n\n/)
-      .map((e) => e.split('\n').filter((l) => l.startsWith('data:')).map((l) => l.slice(5).trimStart()).join('\n'))
+      .map((e) =>
+        e
+          .split('\n')
+          .filter((l) => l.startsWith('data:'))
+          .map((l) => l.slice(5).trimStart())
+          .join('\n'),
+      )
       .filter((d) => d !== '');
     for (const d of events.reverse()) {
       const m = JSON.parse(d) as NonNullable<RpcAnswer['message']>;
@@ -51,7 +57,15 @@ let nextId = 1;
  * `Mcp-Name`), with `caps` as the declared client capabilities and `extra` params (a retry's
  * `requestState` and `inputResponses`).
  */
-export function modernCall(url: string, token: string, name: string, args: Record<string, unknown>, caps: Record<string, unknown>, extra: Record<string, unknown> = {}, id: number = nextId++): Promise<RpcAnswer> {
+export function modernCall(
+  url: string,
+  token: string,
+  name: string,
+  args: Record<string, unknown>,
+  caps: Record<string, unknown>,
+  extra: Record<string, unknown> = {},
+  id: number = nextId++,
+): Promise<RpcAnswer> {
   const params = {
     name,
     arguments: args,

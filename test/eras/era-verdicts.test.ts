@@ -31,7 +31,13 @@ async function startLyingServer(): Promise<{ url: string; requests: number; clos
     });
   });
   const listening = await listenOnLoopback(http);
-  return { url: `http://127.0.0.1:${listening.port}/mcp`, get requests() { return state.requests; }, close: listening.close };
+  return {
+    url: `http://127.0.0.1:${listening.port}/mcp`,
+    get requests() {
+      return state.requests;
+    },
+    close: listening.close,
+  };
 }
 
 /** The stored verdict row of a server (the registry's own data). */
@@ -145,10 +151,14 @@ describe('era verdicts in the registry', () => {
     expect(server.status.skippedTools[0]).toMatchObject({ name: 'badheader' });
     expect(server.status.skippedTools[0].reason).toMatch(/x-mcp-header/);
     const { agent } = await api.act('CreateAgent', { name: 'hdr-agent', definition: { mcpServers: ['hdr'] } });
-    const names = await eventually(async () => {
-      const t = (await api.act('ListAgentTools', { agent: agent.id })).tools as Array<{ name: string }>;
-      return t.length > 0 ? t.map((x) => x.name) : undefined;
-    }, 15_000, 'tools projected');
+    const names = await eventually(
+      async () => {
+        const t = (await api.act('ListAgentTools', { agent: agent.id })).tools as Array<{ name: string }>;
+        return t.length > 0 ? t.map((x) => x.name) : undefined;
+      },
+      15_000,
+      'tools projected',
+    );
     expect(names).toEqual(['hdr__echo']);
     const listed = (await api.act('ListMcpServers', {})).servers.find((s: { name: string }) => s.name === 'hdr');
     expect(listed).toMatchObject({ era: 'modern', protocolVersion: '2026-07-28' });
@@ -185,10 +195,14 @@ describe('era verdicts in the registry', () => {
     publish({ verdict: { era: 'legacy', protocolVersion: '2025-06-18', transport: 'sse' }, authContext: 'not a hash' });
     const ctx = 'c'.repeat(64);
     publish({ verdict: { era: 'legacy', protocolVersion: '2025-06-18', transport: 'sse' }, authContext: ctx });
-    const stored = await eventually(async () => {
-      const row = await verdictRow(h, api.principal, 'obs');
-      return row?.authContext === ctx ? row : undefined;
-    }, 10_000, 'the reported verdict stored');
+    const stored = await eventually(
+      async () => {
+        const row = await verdictRow(h, api.principal, 'obs');
+        return row?.authContext === ctx ? row : undefined;
+      },
+      10_000,
+      'the reported verdict stored',
+    );
     expect(stored.verdict).toEqual({ era: 'legacy', protocolVersion: '2025-06-18', transport: 'sse' });
     expect(before?.authContext).not.toBe(ctx);
   });

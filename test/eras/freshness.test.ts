@@ -52,7 +52,12 @@ describe('freshness of modern servers', () => {
     await h.sql.transaction().execute(async (trx) => {
       // This connection has no http allow-list of its own: the row's URL check needs it.
       await sql`SELECT set_config('mcpx.allow_http_hosts', '127.0.0.1', true)`.execute(trx);
-      await trx.updateTable('registry.mcp_servers').set({ next_probe_at: new Date(Date.now() - 1_000) }).where('account_id', '=', api.principal).where('name', '=', 'hinted').execute();
+      await trx
+        .updateTable('registry.mcp_servers')
+        .set({ next_probe_at: new Date(Date.now() - 1_000) })
+        .where('account_id', '=', api.principal)
+        .where('name', '=', 'hinted')
+        .execute();
     });
     await eventually(async () => (hinted.stats.listCalls > lists ? true : undefined), 15_000, 'the re-list');
     await eventually(async () => ((await nextProbeAt(api.principal, 'hinted')) === null ? true : undefined), 10_000, 'the re-list disarmed');

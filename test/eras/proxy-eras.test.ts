@@ -91,8 +91,26 @@ const initializes = (front: FrontServer): number => front.bodies.filter((b) => (
  * port, so "the same" server comes back at the same URL.
  */
 describe.each([
-  { answer: '404', start: async () => ({ url: (s: string) => `${s}/mcp`, stop: (await startTestMcpServer({ era: 'legacy', tools: [echoTool()] })) as { url: string; close(): Promise<void> }, tool: 'up__echo', args: (t: string) => ({ text: t }), expect: (t: string) => `echo: ${t}` }) },
-  { answer: '400', start: async () => ({ url: (s: string) => `${s}/mcp`, stop: (await startEverythingServer('streamableHttp')) as { url: string; close(): Promise<void> }, tool: 'up__echo', args: (t: string) => ({ message: t }), expect: (t: string) => `Echo: ${t}` }) },
+  {
+    answer: '404',
+    start: async () => ({
+      url: (s: string) => `${s}/mcp`,
+      stop: (await startTestMcpServer({ era: 'legacy', tools: [echoTool()] })) as { url: string; close(): Promise<void> },
+      tool: 'up__echo',
+      args: (t: string) => ({ text: t }),
+      expect: (t: string) => `echo: ${t}`,
+    }),
+  },
+  {
+    answer: '400',
+    start: async () => ({
+      url: (s: string) => `${s}/mcp`,
+      stop: (await startEverythingServer('streamableHttp')) as { url: string; close(): Promise<void> },
+      tool: 'up__echo',
+      args: (t: string) => ({ message: t }),
+      expect: (t: string) => `Echo: ${t}`,
+    }),
+  },
 ])('a legacy server that lost its sessions (answers $answer)', ({ start }) => {
   let system: ProxySystem;
   let upstream: Awaited<ReturnType<typeof start>>;

@@ -48,10 +48,14 @@ describe('mcpx inputs and call --wait-input', () => {
 
   it('call --wait-input waits, shows the question, and finishes once the person answers; a declined one fails as the server says', async () => {
     const waiting = runCli(['call', '--agent', 'ops-agent', '--wait-input', '60', 'ops__deploy', '{"env":"eu"}'], env);
-    const id = await eventually(async () => {
-      const res = await runCli(['inputs', 'list', '--json'], env);
-      return (JSON.parse(res.stdout) as { inputRequests: Array<{ id: string; requests: Array<{ message?: string }> }> }).inputRequests.find((r) => r.requests[0]?.message === 'Deploy to eu?')?.id;
-    }, 30_000, 'the waiting call to ask');
+    const id = await eventually(
+      async () => {
+        const res = await runCli(['inputs', 'list', '--json'], env);
+        return (JSON.parse(res.stdout) as { inputRequests: Array<{ id: string; requests: Array<{ message?: string }> }> }).inputRequests.find((r) => r.requests[0]?.message === 'Deploy to eu?')?.id;
+      },
+      30_000,
+      'the waiting call to ask',
+    );
     expect((await runCli(['inputs', 'answer', id, '--accept', 'confirm=true'], env)).code).toBe(0);
     const done = await waiting;
     expect(done.code, done.stderr).toBe(0);
@@ -60,10 +64,14 @@ describe('mcpx inputs and call --wait-input', () => {
     expect(done.stdout).toContain('Deployed to eu');
 
     const declining = runCli(['call', '--agent', 'ops-agent', '--wait-input', '60', 'ops__deploy', '{"env":"us"}'], env);
-    const second = await eventually(async () => {
-      const res = await runCli(['inputs', 'list', '--json'], env);
-      return (JSON.parse(res.stdout) as { inputRequests: Array<{ id: string; requests: Array<{ message?: string }> }> }).inputRequests.find((r) => r.requests[0]?.message === 'Deploy to us?')?.id;
-    }, 30_000, 'the second call to ask');
+    const second = await eventually(
+      async () => {
+        const res = await runCli(['inputs', 'list', '--json'], env);
+        return (JSON.parse(res.stdout) as { inputRequests: Array<{ id: string; requests: Array<{ message?: string }> }> }).inputRequests.find((r) => r.requests[0]?.message === 'Deploy to us?')?.id;
+      },
+      30_000,
+      'the second call to ask',
+    );
     expect((await runCli(['inputs', 'answer', second, '--decline'], env)).code).toBe(0);
     const declined = await declining;
     expect(declined.code).toBe(1);
@@ -77,7 +85,8 @@ describe('mcpx inputs and call --wait-input', () => {
   it('several questions in one round: each is answered with --key; a URL question with --done', async () => {
     const waiting = runCli(['call', '--agent', 'ops-agent', '--wait-input', '90', 'ops__provision', '{}'], env);
     const list = async (): Promise<Array<{ id: string; round: number; requests: Array<{ key: string }>; answered: string[] }>> =>
-      (JSON.parse((await runCli(['inputs', 'list', '--json'], env)).stdout) as { inputRequests: Array<{ id: string; round: number; requests: Array<{ key: string }>; answered: string[] }> }).inputRequests;
+      (JSON.parse((await runCli(['inputs', 'list', '--json'], env)).stdout) as { inputRequests: Array<{ id: string; round: number; requests: Array<{ key: string }>; answered: string[] }> })
+        .inputRequests;
     const first = await eventually(async () => (await list()).find((r) => r.requests[0]?.key === 'name'), 30_000, 'round 1');
     expect((await runCli(['inputs', 'answer', first.id, '--accept', 'name=warehouse'], env)).code).toBe(0);
     const second = await eventually(async () => (await list()).find((r) => r.round === 2), 30_000, 'round 2');

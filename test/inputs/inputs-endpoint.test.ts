@@ -6,7 +6,7 @@ import { INPUT_TOOLS, pendingInputs } from './input-system.js';
 
 type ErrorMeta = { code: string; message: string; details: Record<string, unknown> };
 const errorOf = (result: { _meta?: Record<string, unknown> }): ErrorMeta => result._meta?.['io.mcpx/error'] as ErrorMeta;
-const textOf = (result: { content?: unknown }): string => ((result.content as Array<{ text?: string }> | undefined)?.[0]?.text ?? '');
+const textOf = (result: { content?: unknown }): string => (result.content as Array<{ text?: string }> | undefined)?.[0]?.text ?? '';
 
 /**
  * Input requests through the agent's own MCP endpoint (the re-exported door): a question for the
@@ -34,7 +34,8 @@ describe('input requests through the agent MCP endpoint', () => {
         return Promise.resolve({ action: 'accept' as const, content: Object.fromEntries(fields.map((f) => [f, byField[f] ?? 'x'])) });
       });
     }
-    if (handlers.sample) client.setRequestHandler('sampling/createMessage', () => Promise.resolve({ role: 'assistant' as const, content: { type: 'text' as const, text: 'short' }, model: 'client-model' }));
+    if (handlers.sample)
+      client.setRequestHandler('sampling/createMessage', () => Promise.resolve({ role: 'assistant' as const, content: { type: 'text' as const, text: 'short' }, model: 'client-model' }));
     await client.connect(new StreamableHTTPClientTransport(new URL(sys.urlOf(agent)), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
     clients.push(client);
     return client;
@@ -54,7 +55,7 @@ describe('input requests through the agent MCP endpoint', () => {
     await upstream?.close();
   });
 
-  it("a question for the owner is a tool result naming it; answered, the call re-sent with _meta io.mcpx/inputRequestId finishes", async () => {
+  it('a question for the owner is a tool result naming it; answered, the call re-sent with _meta io.mcpx/inputRequestId finishes', async () => {
     const client = await connect('owner-asks', { elicit: true });
     const stopped = await client.callTool({ name: 'ops__deploy', arguments: { env: 'prod' } });
     expect(stopped.isError).toBe(true);

@@ -24,7 +24,14 @@ describe('hostile input requests', () => {
       startTestMcpServer({
         era: 'modern',
         tools: [
-          asking('nested', { inputRequests: { q: { method: 'elicitation/create', params: { mode: 'form', message: 'Address?', requestedSchema: { type: 'object', properties: { address: { type: 'object', properties: { street: { type: 'string' } } } } } } } } }),
+          asking('nested', {
+            inputRequests: {
+              q: {
+                method: 'elicitation/create',
+                params: { mode: 'form', message: 'Address?', requestedSchema: { type: 'object', properties: { address: { type: 'object', properties: { street: { type: 'string' } } } } } },
+              },
+            },
+          }),
           asking('script_url', { inputRequests: { q: { method: 'elicitation/create', params: { mode: 'url', message: 'Click', url: 'javascript:alert(1)', elicitationId: 'e1' } } } }),
           asking('flood', { inputRequests: Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`q${i}`, form(`question ${i}`)])) }),
           {

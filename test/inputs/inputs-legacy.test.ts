@@ -29,7 +29,13 @@ describe('a legacy server that pushes elicitation/create (and sampling/createMes
   it('"Deploy to prod?" reaches a person; answered, the held server call finishes', async () => {
     const asked = await askedInput(system.call('old-agent', 'lg-1', 'old__deploy', { env: 'prod' }));
     expect(asked.requests).toEqual([
-      { key: 'elicitation', kind: 'form', answerBy: 'person', message: 'Deploy to prod?', requestedSchema: { type: 'object', properties: { confirm: { type: 'boolean', title: 'Confirm deployment' } }, required: ['confirm'] } },
+      {
+        key: 'elicitation',
+        kind: 'form',
+        answerBy: 'person',
+        message: 'Deploy to prod?',
+        requestedSchema: { type: 'object', properties: { confirm: { type: 'boolean', title: 'Confirm deployment' } }, required: ['confirm'] },
+      },
     ]);
     const listed = (await pendingInputs(system)).find((r: InputRequestView) => r.id === asked.inputRequestId);
     expect(listed?.era).toBe('legacy');
@@ -41,7 +47,7 @@ describe('a legacy server that pushes elicitation/create (and sampling/createMes
     expect(upstream.stats.answers.at(-1)).toMatchObject({ action: 'accept', content: { confirm: true } });
   });
 
-  it('two questions in one call are two rounds; a declined one is the server\'s to answer', async () => {
+  it("two questions in one call are two rounds; a declined one is the server's to answer", async () => {
     const first = await askedInput(system.call('old-agent', 'lg-2', 'old__provision', {}));
     await system.api.act('AnswerInputRequest', { id: first.inputRequestId, action: 'accept', content: { name: 'orders' } });
     const second = await askedInput(system.call('old-agent', 'lg-2', 'old__provision', {}, { inputRequestId: first.inputRequestId }));
@@ -52,7 +58,9 @@ describe('a legacy server that pushes elicitation/create (and sampling/createMes
     expect(textOf(done.result)).toBe('Provisioned orders in us-east-1');
 
     // The failure is taken at once: the declined call may fail before the answer's own reply is read.
-    const waiting = failure(system.client.callAwaitingInput({ account: system.account, agent: system.agentId('old-agent'), run: 'lg-3', tool: 'old__deploy', arguments: { env: 'prod' } }, { waitMs: 60_000, pollMs: 1_000 }));
+    const waiting = failure(
+      system.client.callAwaitingInput({ account: system.account, agent: system.agentId('old-agent'), run: 'lg-3', tool: 'old__deploy', arguments: { env: 'prod' } }, { waitMs: 60_000, pollMs: 1_000 }),
+    );
     const id = await eventually(async () => (await pendingInputs(system)).find((r) => r.run === 'lg-3')?.id, 20_000, 'the question');
     await system.api.act('AnswerInputRequest', { id, action: 'decline' });
     const err = await waiting;
@@ -86,20 +94,36 @@ describe('a legacy server that pushes elicitation/create (and sampling/createMes
     expect((await pendingInputs(system)).filter((r) => r.run === 'ls-2')).toEqual([]);
 
     // An answer that is not a sampling result is refused, naming the field, and the held call waits on.
-    const bad = await failure(system.call('old-agent', 'ls-2', 'old__summarize', { text: 'a long diff' }, { answers: { sampling: true }, inputRequestId: asked.inputRequestId, inputResponses: { sampling: { text: 'no' } } }));
+    const bad = await failure(
+      system.call('old-agent', 'ls-2', 'old__summarize', { text: 'a long diff' }, { answers: { sampling: true }, inputRequestId: asked.inputRequestId, inputResponses: { sampling: { text: 'no' } } }),
+    );
     expect(bad).toMatchObject({ code: 'invalid_input', details: { field: 'inputResponses.sampling.role' } });
 
-    const done = await system.call('old-agent', 'ls-2', 'old__summarize', { text: 'a long diff' }, {
-      answers: { sampling: true },
-      inputRequestId: asked.inputRequestId,
-      inputResponses: { sampling: { role: 'assistant', content: { type: 'text', text: 'it is long' }, model: 'test-model', stopReason: 'endTurn' } },
-    });
+    const done = await system.call(
+      'old-agent',
+      'ls-2',
+      'old__summarize',
+      { text: 'a long diff' },
+      {
+        answers: { sampling: true },
+        inputRequestId: asked.inputRequestId,
+        inputResponses: { sampling: { role: 'assistant', content: { type: 'text', text: 'it is long' }, model: 'test-model', stopReason: 'endTurn' } },
+      },
+    );
     expect(textOf(done.result)).toBe('summary: it is long');
     expect(upstream.stats.calls).toBe(calls + 1);
     expect(upstream.stats.sampled.slice(sampledBefore)).toEqual([expect.objectContaining({ role: 'assistant', model: 'test-model' })]);
 
     // Used once: a replay is refused and never reaches the server.
-    const replay = await failure(system.call('old-agent', 'ls-2', 'old__summarize', { text: 'a long diff' }, { answers: { sampling: true }, inputRequestId: asked.inputRequestId, inputResponses: { sampling: { role: 'assistant', content: { type: 'text', text: 'again' }, model: 'test-model' } } }));
+    const replay = await failure(
+      system.call(
+        'old-agent',
+        'ls-2',
+        'old__summarize',
+        { text: 'a long diff' },
+        { answers: { sampling: true }, inputRequestId: asked.inputRequestId, inputResponses: { sampling: { role: 'assistant', content: { type: 'text', text: 'again' }, model: 'test-model' } } },
+      ),
+    );
     expect(replay).toMatchObject({ code: 'input_refused', details: { reason: 'used' } });
     expect(upstream.stats.calls).toBe(calls + 1);
   });
@@ -109,10 +133,14 @@ describe('a legacy server that pushes elicitation/create (and sampling/createMes
     await system.client.endRun(system.account, 'lg-4');
     await system.api.act('AnswerInputRequest', { id: asked.inputRequestId, action: 'accept', content: { confirm: true } });
     const calls = upstream.stats.calls;
-    const err = await eventually(async () => {
-      const e = await failure(system.call('old-agent', 'lg-4', 'old__deploy', { env: 'eu' }, { inputRequestId: asked.inputRequestId }));
-      return e;
-    }, 10_000, 'the refusal');
+    const err = await eventually(
+      async () => {
+        const e = await failure(system.call('old-agent', 'lg-4', 'old__deploy', { env: 'eu' }, { inputRequestId: asked.inputRequestId }));
+        return e;
+      },
+      10_000,
+      'the refusal',
+    );
     expect(err).toMatchObject({ code: 'input_refused', details: { reason: 'lost' } });
     expect(upstream.stats.calls).toBe(calls);
   });

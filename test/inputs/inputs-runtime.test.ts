@@ -60,7 +60,15 @@ describe('input requests answered by the runtime, and expiry', () => {
     // The runtime's answer is checked against the schema like a person's.
     const asked = await askedInput(system.call('ops-agent', 'rt-2', 'ops__deploy', { env: 'prod' }, { answers: { forms: true } }));
     expect(asked.forPerson).toBe(false);
-    const bad = await failure(system.call('ops-agent', 'rt-2', 'ops__deploy', { env: 'prod' }, { answers: { forms: true }, inputRequestId: asked.inputRequestId, inputResponses: { confirm: { action: 'accept', content: { confirm: 1 } } } }));
+    const bad = await failure(
+      system.call(
+        'ops-agent',
+        'rt-2',
+        'ops__deploy',
+        { env: 'prod' },
+        { answers: { forms: true }, inputRequestId: asked.inputRequestId, inputResponses: { confirm: { action: 'accept', content: { confirm: 1 } } } },
+      ),
+    );
     expect(bad).toMatchObject({ code: 'invalid_input', details: { field: 'inputResponses.confirm.content.confirm' } });
     // A runtime cannot answer for a person: a question it was not given is refused.
     const person = await askedInput(system.call('ops-agent', 'rt-3', 'ops__sign_in', {}, { answers: { forms: true } }));

@@ -41,7 +41,13 @@ describe('input requests (input_required) through the proxy', () => {
     expect(asked.error.message).toContain(asked.inputRequestId);
     expect(asked).toMatchObject({ tool: 'ops__deploy', server: 'ops', round: 1, forPerson: true });
     expect(asked.requests).toEqual([
-      { key: 'confirm', kind: 'form', answerBy: 'person', message: 'Deploy to prod?', requestedSchema: { type: 'object', properties: { confirm: { type: 'boolean', title: 'Confirm deployment' } }, required: ['confirm'] } },
+      {
+        key: 'confirm',
+        kind: 'form',
+        answerBy: 'person',
+        message: 'Deploy to prod?',
+        requestedSchema: { type: 'object', properties: { confirm: { type: 'boolean', title: 'Confirm deployment' } }, required: ['confirm'] },
+      },
     ]);
     await eventually(async () => events.find((e) => e.inputRequestId === asked.inputRequestId), 10_000, 'the input-requested event');
 
@@ -206,7 +212,9 @@ describe('input requests (input_required) through the proxy', () => {
     // A runtime answer that is not a sampling result is refused, naming the field.
     const asked = await askedInput(system.call('ops-agent', 'sm-3', 'ops__summarize', { text: 'x' }, { answers: { sampling: true } }));
     expect(asked.forPerson).toBe(false);
-    const bad = await failure(system.call('ops-agent', 'sm-3', 'ops__summarize', { text: 'x' }, { answers: { sampling: true }, inputRequestId: asked.inputRequestId, inputResponses: { summary: { text: 'no' } } }));
+    const bad = await failure(
+      system.call('ops-agent', 'sm-3', 'ops__summarize', { text: 'x' }, { answers: { sampling: true }, inputRequestId: asked.inputRequestId, inputResponses: { summary: { text: 'no' } } }),
+    );
     expect(bad).toMatchObject({ code: 'invalid_input', details: { field: 'inputResponses.summary.role' } });
 
     // Roots are never shared: the connector does not declare them, so the server cannot ask.
@@ -237,10 +245,14 @@ describe('input requests (input_required) through the proxy', () => {
   // Last: it makes sign_in always_ask for the rest of the file.
   it('an always_ask call approved before it asked is not stopped for approval again when re-sent with its answer', async () => {
     await system.api.act('SetToolPermission', { server: 'ops', tool: 'sign_in', permission: 'always_ask' });
-    const approvalId = await eventually(async () => {
-      const err = await failure(system.call('ops-agent', 'ap-1', 'ops__sign_in', {}));
-      return err.code === 'approval_required' ? (err.details.approvalId as string) : undefined;
-    }, 20_000, 'sign_in to need an approval');
+    const approvalId = await eventually(
+      async () => {
+        const err = await failure(system.call('ops-agent', 'ap-1', 'ops__sign_in', {}));
+        return err.code === 'approval_required' ? (err.details.approvalId as string) : undefined;
+      },
+      20_000,
+      'sign_in to need an approval',
+    );
     await system.api.act('ApproveToolCall', { approvalId });
     const asked = await askedInput(system.call('ops-agent', 'ap-1', 'ops__sign_in', {}, { approvalId }));
     await system.api.act('AnswerInputRequest', { id: asked.inputRequestId, action: 'accept' });

@@ -1,11 +1,6 @@
 import { InMemorySpanExporter } from '@opentelemetry/sdk-trace';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  startMovableProtectedMcpServer,
-  startOAuthServer,
-  startProtectedMcpServer,
-  type TestOAuthServer,
-} from '../servers/oauth-server.js';
+import { startMovableProtectedMcpServer, startOAuthServer, startProtectedMcpServer, type TestOAuthServer } from '../servers/oauth-server.js';
 import type { TestMcpServer } from '../servers/mcp-test-server.js';
 import { ApiClient } from '../support/api-client.js';
 import { recordingAct } from '../support/leak-recorders.js';

@@ -83,7 +83,9 @@ describe('OAuth client credentials: input and CLI', () => {
       for (const needle of needles) expect(shown.includes(needle)).toBe(false);
     }
     // With another auth method config.oauth is refused as before.
-    await expect(api.act('SetMcpServer', { name: 'ccbad', config: { url: upstream.url, auth: 'bearer', token: 't', oauth: { ...cc, clientSecret: secret } } })).rejects.toThrow(/config\.oauth: is only taken with auth oauth/);
+    await expect(api.act('SetMcpServer', { name: 'ccbad', config: { url: upstream.url, auth: 'bearer', token: 't', oauth: { ...cc, clientSecret: secret } } })).rejects.toThrow(
+      /config\.oauth: is only taken with auth oauth/,
+    );
     expect((await api.act('ListMcpServers')).servers).toEqual([]);
     expect(logLines.some((l) => l.includes(secret))).toBe(false);
     const db = createDb(system.env.DATABASE_URL!, { max: 1 });
@@ -111,7 +113,10 @@ describe('OAuth client credentials: input and CLI', () => {
     const pem = pkcs8(privateKey);
     writeFileSync(pemFile, pem, { mode: 0o600 });
     as.registerMachineClient('cc-cli-jwt', { publicKey, alg: 'ES256' });
-    const jwt = await runCli(['servers', 'set', 'clijwt', upstream.url, '--auth', 'oauth', '--client-id', 'cc-cli-jwt', '--grant', 'client_credentials', '--private-key-file', pemFile, '--key-alg', 'ES256', '--json'], env);
+    const jwt = await runCli(
+      ['servers', 'set', 'clijwt', upstream.url, '--auth', 'oauth', '--client-id', 'cc-cli-jwt', '--grant', 'client_credentials', '--private-key-file', pemFile, '--key-alg', 'ES256', '--json'],
+      env,
+    );
     expect(jwt.code, jwt.stderr).toBe(0);
     const parsed = JSON.parse(jwt.stdout) as { status: { state: string }; oauthClient: unknown };
     expect(parsed.status.state).toBe('ok');
@@ -125,7 +130,10 @@ describe('OAuth client credentials: input and CLI', () => {
     const usage = await runCli(['servers', 'set', 'clibad', upstream.url, '--auth', 'oauth', '--client-id', 'x', '--grant', 'client_credentials', '--key-alg', 'ES256'], env);
     expect(usage.code).not.toBe(0);
     expect(usage.stderr).toMatch(/--private-key-file and --key-alg go together/);
-    const mismatch = await runCli(['servers', 'set', 'clibad', upstream.url, '--auth', 'oauth', '--client-id', 'x', '--grant', 'client_credentials', '--private-key-file', pemFile, '--key-alg', 'RS256'], env);
+    const mismatch = await runCli(
+      ['servers', 'set', 'clibad', upstream.url, '--auth', 'oauth', '--client-id', 'x', '--grant', 'client_credentials', '--private-key-file', pemFile, '--key-alg', 'RS256'],
+      env,
+    );
     expect(mismatch.code).not.toBe(0);
     expect(mismatch.stderr).toMatch(/config\.oauth\.privateKey: is not a key RS256 signs with/);
     expect(mismatch.stderr).not.toContain(body);

@@ -22,7 +22,11 @@ function es256Key(): { pem: string; publicKey: KeyObject; privateKey: KeyObject 
 
 /** The base64 body of a PEM: what would show if the key leaked in any shape. */
 function pemBody(pem: string): string {
-  return pem.split('\n').filter((l) => l !== '' && !l.startsWith('-----')).join('').slice(0, 48);
+  return pem
+    .split('\n')
+    .filter((l) => l !== '' && !l.startsWith('-----'))
+    .join('')
+    .slice(0, 48);
 }
 
 /** A client assertion signed by hand (for the authorization server's own checks). */
@@ -183,7 +187,10 @@ describe.each(['legacy', 'modern'] as const)('OAuth client credentials (%s prote
     const secret = `cc-post-${randomBytes(16).toString('hex')}`;
     asPost.registerMachineClient('cc-post', { secret });
     const api = new ApiClient(system.apiUrl);
-    const set = await act(api, 'SetMcpServer', { name: 'ccpost', config: { url: upstreamPost.url, auth: 'oauth', oauth: { clientId: 'cc-post', clientSecret: secret, grant: 'client_credentials', scope: 'mcp:tools' } } });
+    const set = await act(api, 'SetMcpServer', {
+      name: 'ccpost',
+      config: { url: upstreamPost.url, auth: 'oauth', oauth: { clientId: 'cc-post', clientSecret: secret, grant: 'client_credentials', scope: 'mcp:tools' } },
+    });
     expect(set.server.status.state).toBe('ok');
     expect(set.server.oauthClient).toEqual({ clientId: 'cc-post', grant: 'client_credentials', hasClientSecret: true, hasPrivateKey: false, scope: 'mcp:tools' });
     expect(asPost.stats.clientAuthMethods).toEqual(['client_secret_post']);
@@ -196,7 +203,10 @@ describe.each(['legacy', 'modern'] as const)('OAuth client credentials (%s prote
     const key = es256Key();
     as.registerMachineClient('cc-jwt', { publicKey: key.publicKey, alg: 'ES256' });
     const api = new ApiClient(system.apiUrl);
-    const set = await act(api, 'SetMcpServer', { name: 'ccjwt', config: { url: upstream.url, auth: 'oauth', oauth: { clientId: 'cc-jwt', grant: 'client_credentials', privateKey: key.pem, keyAlg: 'ES256' } } });
+    const set = await act(api, 'SetMcpServer', {
+      name: 'ccjwt',
+      config: { url: upstream.url, auth: 'oauth', oauth: { clientId: 'cc-jwt', grant: 'client_credentials', privateKey: key.pem, keyAlg: 'ES256' } },
+    });
     expect(set.server.status.state).toBe('ok');
     expect(set.server.oauthClient).toEqual({ clientId: 'cc-jwt', grant: 'client_credentials', hasClientSecret: false, hasPrivateKey: true, keyAlg: 'ES256' });
     expect(as.stats.clientAuthMethods.at(-1)).toBe('private_key_jwt');
@@ -212,13 +222,16 @@ describe.each(['legacy', 'modern'] as const)('OAuth client credentials (%s prote
     const rsa = generateKeyPairSync('rsa', { modulusLength: 2048 });
     const rsaPem = rsa.privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
     as.registerMachineClient('cc-rsa', { publicKey: rsa.publicKey, alg: 'RS256' });
-    const rs = await act(api, 'SetMcpServer', { name: 'ccrsa', config: { url: upstream.url, auth: 'oauth', oauth: { clientId: 'cc-rsa', grant: 'client_credentials', privateKey: rsaPem, keyAlg: 'RS256' } } });
+    const rs = await act(api, 'SetMcpServer', {
+      name: 'ccrsa',
+      config: { url: upstream.url, auth: 'oauth', oauth: { clientId: 'cc-rsa', grant: 'client_credentials', privateKey: rsaPem, keyAlg: 'RS256' } },
+    });
     expect(rs.server.status.state).toBe('ok');
     expect(as.stats.clientAuthMethods.at(-1)).toBe('private_key_jwt');
     await expectNothingLeaked(api, [pemBody(key.pem), pemBody(rsaPem)]);
   });
 
-  it('a refused secret or a key the authorization server does not know is the server\'s error, not auth_required', async () => {
+  it("a refused secret or a key the authorization server does not know is the server's error, not auth_required", async () => {
     const right = `cc-right-${randomBytes(16).toString('hex')}`;
     const wrong = `cc-wrong-${randomBytes(16).toString('hex')}`;
     as.registerMachineClient('cc-wrong', { secret: right });
@@ -237,7 +250,10 @@ describe.each(['legacy', 'modern'] as const)('OAuth client credentials (%s prote
     const registered = es256Key();
     const other = es256Key();
     as.registerMachineClient('cc-forged', { publicKey: registered.publicKey, alg: 'ES256' });
-    const forged = await act(api, 'SetMcpServer', { name: 'ccforged', config: { url: upstream.url, auth: 'oauth', oauth: { clientId: 'cc-forged', grant: 'client_credentials', privateKey: other.pem, keyAlg: 'ES256' } } });
+    const forged = await act(api, 'SetMcpServer', {
+      name: 'ccforged',
+      config: { url: upstream.url, auth: 'oauth', oauth: { clientId: 'cc-forged', grant: 'client_credentials', privateKey: other.pem, keyAlg: 'ES256' } },
+    });
     expect(forged.server.status.state).toBe('error');
     expect(forged.server.status.error).toMatch(/invalid_client: bad assertion signature/);
     await expectNothingLeaked(api, [wrong, pemBody(other.pem)]);

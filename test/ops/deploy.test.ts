@@ -249,8 +249,23 @@ describe('deploy/: kustomize base and production overlay', () => {
   });
 
   it('strategic merge joins containers by name and replaces plain lists', () => {
-    const merged = strategicMerge({ containers: [{ name: 'a', image: 'x', env: [{ name: 'E', value: '1' }] }], args: ['1'] }, { containers: [{ name: 'a', env: [{ name: 'F', value: '2' }] }], args: ['2'] });
-    expect(merged).toEqual({ containers: [{ name: 'a', image: 'x', env: [{ name: 'E', value: '1' }, { name: 'F', value: '2' }] }], args: ['2'] });
+    const merged = strategicMerge(
+      { containers: [{ name: 'a', image: 'x', env: [{ name: 'E', value: '1' }] }], args: ['1'] },
+      { containers: [{ name: 'a', env: [{ name: 'F', value: '2' }] }], args: ['2'] },
+    );
+    expect(merged).toEqual({
+      containers: [
+        {
+          name: 'a',
+          image: 'x',
+          env: [
+            { name: 'E', value: '1' },
+            { name: 'F', value: '2' },
+          ],
+        },
+      ],
+      args: ['2'],
+    });
   });
 });
 

@@ -80,7 +80,9 @@ describe.skipIf(PROMETHEUS === undefined)('observability: a real Prometheus scra
     writeFileSync(join(dir, 'prometheus.yml'), `global:\n  scrape_interval: 1s\nscrape_configs:\n${job('registry')}${job('projector')}${job('proxy')}${job('endpoint')}`);
     const port = await freePort();
     promUrl = `http://127.0.0.1:${port}`;
-    prometheus = spawn(PROMETHEUS!, [`--config.file=${join(dir, 'prometheus.yml')}`, `--storage.tsdb.path=${join(dir, 'data')}`, `--web.listen-address=127.0.0.1:${port}`], { stdio: ['ignore', 'pipe', 'pipe'] });
+    prometheus = spawn(PROMETHEUS!, [`--config.file=${join(dir, 'prometheus.yml')}`, `--storage.tsdb.path=${join(dir, 'data')}`, `--web.listen-address=127.0.0.1:${port}`], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     prometheus.stderr?.on('data', (d: Buffer) => promLogs.push(d.toString('utf8')));
     await until(async () => ((await fetch(`${promUrl}/-/ready`).catch(() => undefined))?.ok ? true : undefined), 60_000, `prometheus ready:\n${promLogs.join('')}`);
 
@@ -141,7 +143,7 @@ describe.skipIf(PROMETHEUS === undefined)('observability: a real Prometheus scra
     expect(up.map((x) => x.metric['job']).sort()).toEqual(['endpoint', 'projector', 'proxy', 'registry']);
   });
 
-  it('projector lag and events published: the projector consumer\'s backlog in both states, and agent-tools-changed stored during the run', async () => {
+  it("projector lag and events published: the projector consumer's backlog in both states, and agent-tools-changed stored during the run", async () => {
     // mcpx_consumer_backlog is read from JetStream at each scrape; every instance reports the same consumer.
     const lag = await queryRange('mcpx_consumer_backlog{consumer="projector"}');
     expect(lag.map((x) => `${x.metric['job']}/${x.metric['state']}`).sort()).toEqual(['projector/ack_pending', 'projector/pending']);
@@ -150,7 +152,10 @@ describe.skipIf(PROMETHEUS === undefined)('observability: a real Prometheus scra
       // NaN is the gauge's "JetStream did not answer this scrape" (possible on a loaded box); a read is never negative.
       const read = values.filter((v) => Number.isFinite(v));
       expect(read.length, `lag ${series.metric['state']}: ${values.join(',')}`).toBeGreaterThan(5);
-      expect(read.every((v) => v >= 0), `lag ${series.metric['state']}: ${values.join(',')}`).toBe(true);
+      expect(
+        read.every((v) => v >= 0),
+        `lag ${series.metric['state']}: ${values.join(',')}`,
+      ).toBe(true);
     }
     const window = `${Math.ceil((trafficTo - trafficFrom) / 1000) + 5}s`;
     const published = await query(`sum by (outcome) (increase(mcpx_projector_events_published_total[${window}]))`, trafficTo + 1_000);
@@ -163,11 +168,19 @@ describe.skipIf(PROMETHEUS === undefined)('observability: a real Prometheus scra
     const result = await queryRange(concrete(expr));
     expect(result.length, `no series for ${expr}`).toBeGreaterThan(0);
     const values = result.flatMap((r) => (r.values ?? []).map(([, v]) => Number(v)));
-    if (ZERO_IS_HEALTHY.has(expr)) expect(values.some((v) => Number.isFinite(v) && v >= 0), `no value read for ${expr}`).toBe(true);
-    else expect(values.some((v) => Number.isFinite(v) && v > 0), `no value above zero for ${expr}`).toBe(true);
+    if (ZERO_IS_HEALTHY.has(expr))
+      expect(
+        values.some((v) => Number.isFinite(v) && v >= 0),
+        `no value read for ${expr}`,
+      ).toBe(true);
+    else
+      expect(
+        values.some((v) => Number.isFinite(v) && v > 0),
+        `no value above zero for ${expr}`,
+      ).toBe(true);
   });
 
-  it('call latency p50 and p99 per server, by tool and outcome; errors by code; labels only from the registry\'s documents; the waiting gauges', async () => {
+  it("call latency p50 and p99 per server, by tool and outcome; errors by code; labels only from the registry's documents; the waiting gauges", async () => {
     const at = trafficTo + 1_000;
     const window = `${Math.ceil((trafficTo - trafficFrom) / 1000) + 5}s`;
     for (const q of ['0.5', '0.99']) {
@@ -190,14 +203,25 @@ describe.skipIf(PROMETHEUS === undefined)('observability: a real Prometheus scra
     expect(proxyMetrics).toMatch(/^mcpx_input_requests_waiting(\{[^}]*\})? 1$/m);
   });
 
-  it("the dashboard names only metrics the services export (and the queries parse); a misspelt one has no data", async () => {
+  it('the dashboard names only metrics the services export (and the queries parse); a misspelt one has no data', async () => {
     const exported = new Set<string>();
     for (const svc of stack.services) {
       const text = await (await fetch(`${svc.internalUrl}/metrics`)).text();
       for (const m of text.matchAll(/^# TYPE (\S+) /gm)) if (m[1] !== undefined) exported.add(m[1]);
     }
     // Metric names only (labels such as mcpx_server in `by (…)` and `{…}` are not metrics).
-    const used = new Set(dashboard.panels.flatMap((p) => p.targets.flatMap((t) => [...t.expr.replace(/by \([^)]*\)/g, '').replace(/\{[^}]*\}/g, '').matchAll(/\b(mcpx_[a-z0-9_]+)/g)].map((m) => (m[1] ?? '').replace(/_(bucket|sum|count)$/, '')))));
+    const used = new Set(
+      dashboard.panels.flatMap((p) =>
+        p.targets.flatMap((t) =>
+          [
+            ...t.expr
+              .replace(/by \([^)]*\)/g, '')
+              .replace(/\{[^}]*\}/g, '')
+              .matchAll(/\b(mcpx_[a-z0-9_]+)/g),
+          ].map((m) => (m[1] ?? '').replace(/_(bucket|sum|count)$/, '')),
+        ),
+      ),
+    );
     expect(used.size).toBeGreaterThan(8);
     for (const name of used) expect(exported, `dashboard metric ${name}`).toContain(name);
     // The check above is not vacuous: Prometheus has nothing under a name no service exports.
@@ -219,7 +243,12 @@ describe.skipIf(PROMETHEUS === undefined)('observability: a real Prometheus scra
       }
       panels.push({ title: p.title, unit: p.fieldConfig.defaults.unit, series });
     }
-    await renderDashboardPng(panels, out, chromium, `mcpx — a real run on this machine, ${new Date(trafficFrom).toISOString().slice(0, 16).replace('T', ' ')} UTC (Prometheus ${RATE_WINDOW} rate windows)`);
+    await renderDashboardPng(
+      panels,
+      out,
+      chromium,
+      `mcpx — a real run on this machine, ${new Date(trafficFrom).toISOString().slice(0, 16).replace('T', ' ')} UTC (Prometheus ${RATE_WINDOW} rate windows)`,
+    );
     expect(existsSync(out)).toBe(true);
   }, 60_000);
 });

@@ -26,6 +26,20 @@ describe('soak bounds', () => {
     expect(soakFailures({ windows: windows(500, 500, 500, 500), rss: rss(10, 95.5), errors: 0 }, SOAK_BOUNDS)).toEqual(['svc-1 RSS grew 95.5 MiB (bound 64 MiB)']);
     expect(soakFailures({ windows: windows(500, 500, 500, 500), rss: rss(NaN), errors: 0 }, SOAK_BOUNDS)).toEqual(['svc-0 RSS grew NaN MiB (bound 64 MiB)']);
     expect(soakFailures({ windows: windows(500, 500, 500, 500), rss: rss(0), errors: 1 }, SOAK_BOUNDS)).toEqual(['1 errors']);
-    expect(soakFailures({ windows: [{ p99: 500, calls: 400 }, { p99: 0, calls: 0 }, { p99: 500, calls: 400 }, { p99: 500, calls: 400 }], rss: rss(0), errors: 0 }, SOAK_BOUNDS)).toEqual(['window 2 answered no call']);
+    expect(
+      soakFailures(
+        {
+          windows: [
+            { p99: 500, calls: 400 },
+            { p99: 0, calls: 0 },
+            { p99: 500, calls: 400 },
+            { p99: 500, calls: 400 },
+          ],
+          rss: rss(0),
+          errors: 0,
+        },
+        SOAK_BOUNDS,
+      ),
+    ).toEqual(['window 2 answered no call']);
   });
 });

@@ -35,10 +35,15 @@ describe.skipIf(!available().nats)('start-up against a NATS node that is not rea
     for (const svc of services) {
       await until(async () => (svc.logs.join('').includes(RETRY_LINE) ? true : undefined), 60_000, `${svc.instance} to wait for JetStream`);
       expect(svc.alive()).toBe(true);
-      const health = await fetch(`${svc.url}/healthz`).then((r) => r.status).catch(() => 'refused');
+      const health = await fetch(`${svc.url}/healthz`)
+        .then((r) => r.status)
+        .catch(() => 'refused');
       expect(health).not.toBe(200);
     }
-    const line = services[0].logs.join('').split('\n').find((l) => l.includes(RETRY_LINE))!;
+    const line = services[0].logs
+      .join('')
+      .split('\n')
+      .find((l) => l.includes(RETRY_LINE))!;
     expect(JSON.parse(line)).toEqual(expect.objectContaining({ level: 'warn', step: 'jetstream', attempt: expect.any(Number), retryInMs: expect.any(Number) }));
 
     await Promise.all([nodes[1]!.start(), nodes[2]!.start()]);
@@ -90,7 +95,11 @@ describe.skipIf(!available().nats)('start-up against a NATS node that is not rea
     const endpoint = await stack.spawn('endpoint', {}, { waitHealthy: false });
     await until(async () => (endpoint.logs.join('').includes(RETRY_LINE) ? true : undefined), 60_000, 'the endpoint to wait for NATS');
     expect(endpoint.alive()).toBe(true);
-    expect(await fetch(`${endpoint.url}/healthz`).then((r) => r.status).catch(() => 'refused')).not.toBe(200);
+    expect(
+      await fetch(`${endpoint.url}/healthz`)
+        .then((r) => r.status)
+        .catch(() => 'refused'),
+    ).not.toBe(200);
     await node.start();
     await waitHealthy(endpoint);
     expect(endpoint.alive()).toBe(true);

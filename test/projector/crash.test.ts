@@ -41,7 +41,10 @@ describe('a projector killed mid-batch converges when restarted', () => {
     expect((await h.stored()).length).toBe(AGENTS);
 
     h.published.length = 0;
-    await h.discovered('github', remoteTools(50, (i) => (i === 7 ? 'Changed.' : `Tool number ${i}.`)));
+    await h.discovered(
+      'github',
+      remoteTools(50, (i) => (i === 7 ? 'Changed.' : `Tool number ${i}.`)),
+    );
     await eventually(async () => (h!.published.length > 0 ? true : undefined), 30_000, 'the first event of the change');
     await first.kill();
     const seenBeforeKill = new Set(h.published.map((e) => e.agent)).size;
@@ -66,12 +69,21 @@ describe('a projector killed mid-batch converges when restarted', () => {
     try {
       await blocker.query('BEGIN');
       await blocker.query(`SELECT 1 FROM projector.agent_sets WHERE account_id = $1 AND agent_id = $2 FOR UPDATE`, [h.account, `agent-${AGENTS - 1}`]);
-      await h.discovered('github', remoteTools(50, (i) => (i === 7 ? 'Changed.' : `Tool number ${i}.`)));
-      await eventually(async () => {
-        // Another session: a transaction sees one snapshot of pg_stat_activity.
-        const r = await sql<{ n: number }>`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%UPDATE projector.agent_sets%'`.execute(h!.db);
-        return r.rows[0]!.n > 0 ? true : undefined;
-      }, 30_000, 'the projector UPDATE to block');
+      await h.discovered(
+        'github',
+        remoteTools(50, (i) => (i === 7 ? 'Changed.' : `Tool number ${i}.`)),
+      );
+      await eventually(
+        async () => {
+          // Another session: a transaction sees one snapshot of pg_stat_activity.
+          const r = await sql<{
+            n: number;
+          }>`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%UPDATE projector.agent_sets%'`.execute(h!.db);
+          return r.rows[0]!.n > 0 ? true : undefined;
+        },
+        30_000,
+        'the projector UPDATE to block',
+      );
       await first.kill();
     } finally {
       await blocker.query('ROLLBACK').catch(() => undefined);

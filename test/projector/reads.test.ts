@@ -48,9 +48,7 @@ describe('agent tool reads through the API', () => {
     const res = await api.act('ListAgentTools', { agent: 'helper' });
     expect(res.tools.map((t: { name: string }) => t.name)).toEqual([...Array.from({ length: 8 }, (_, i) => `big__tool_${i}`), 'small__tool_0', 'small__tool_1']);
     expect(res.index).toBe(
-      '- big__* — 8 tools from the big MCP server (read ~/tools/ to list them)\n' +
-        '- small__tool_0 — Small tool 0. (small MCP)\n' +
-        '- small__tool_1 — Small tool 1. (small MCP)',
+      '- big__* — 8 tools from the big MCP server (read ~/tools/ to list them)\n' + '- small__tool_0 — Small tool 0. (small MCP)\n' + '- small__tool_1 — Small tool 1. (small MCP)',
     );
     expect(res.listing.split('\n').filter((l: string) => l.startsWith('big__'))).toHaveLength(8);
     expect(res.providerTools.openai).toHaveLength(10);
@@ -61,7 +59,7 @@ describe('agent tool reads through the API', () => {
     expect(res.providerTools.anthropic[9]).toEqual({ name: 'small__tool_1', description: 'Small tool 1.', input_schema: expect.objectContaining({ required: ['q'] }) });
   });
 
-  it('promotes only enabled callable names and the agent\'s own enabled lambdas', async () => {
+  it("promotes only enabled callable names and the agent's own enabled lambdas", async () => {
     await api.act('SetLambdaTool', { agent: 'helper', name: 'my_lambda', document: { description: 'Mine.', inputSchema: { type: 'object' } } });
     await api.act('SetLambdaTool', { agent: 'helper', name: 'off_lambda', document: { description: 'Off.', enabled: false } });
     const res = await api.act('PromoteTools', { agent: 'helper', names: ['small__tool_1', 'made_up__tool', 'my_lambda', 'off_lambda', 'small__tool_1'] });

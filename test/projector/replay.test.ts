@@ -55,7 +55,10 @@ describe('a replay is answered before any lock', () => {
       expect(h.published.length).toBe(before);
 
       // The control: a new generation takes the locked path and waits for the lock.
-      await h.discovered('github', remoteTools(5, (i) => (i === 2 ? 'Changed.' : `Tool number ${i}.`)));
+      await h.discovered(
+        'github',
+        remoteTools(5, (i) => (i === 2 ? 'Changed.' : `Tool number ${i}.`)),
+      );
       await eventually(async () => ((await waitingOnAdvisoryLock()) > 0 ? true : undefined), 30_000, 'the change to wait for the server lock');
       expect(h.published.length).toBe(before);
     } finally {

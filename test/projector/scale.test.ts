@@ -28,7 +28,10 @@ describe('projector at scale', () => {
     await h.discovered('alpha', remoteTools(10));
     await h.idle();
     const before = await h.db.selectFrom('projector.tool_documents').select(['name', 'cid']).where('account_id', '=', h.account).execute();
-    await h.discovered('alpha', remoteTools(10, (i) => (i === 3 ? 'New.' : `Tool number ${i}.`)));
+    await h.discovered(
+      'alpha',
+      remoteTools(10, (i) => (i === 3 ? 'New.' : `Tool number ${i}.`)),
+    );
     await h.idle();
     const after = await h.db.selectFrom('projector.tool_documents').select(['name', 'cid']).where('account_id', '=', h.account).execute();
     expect(after).toHaveLength(10);

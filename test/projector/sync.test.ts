@@ -66,7 +66,10 @@ describe('projector sync through NATS and Postgres', () => {
     const oldCid = (await h.toolsOf('gh'))!.tools.github__t01;
     h.published.length = 0;
 
-    await h.discovered('github', remoteTools(4, (i) => (i === 1 ? 'A new description.' : `Tool number ${i}.`)));
+    await h.discovered(
+      'github',
+      remoteTools(4, (i) => (i === 1 ? 'A new description.' : `Tool number ${i}.`)),
+    );
     await h.idle();
     const newCid = (await h.toolsOf('gh'))!.tools.github__t01;
     expect(newCid).not.toBe(oldCid);
@@ -80,7 +83,10 @@ describe('projector sync through NATS and Postgres', () => {
 
     // A new generation with the same tools, and an older generation: no change, no event.
     h.published.length = 0;
-    await h.discovered('github', remoteTools(4, (i) => (i === 1 ? 'A new description.' : `Tool number ${i}.`)));
+    await h.discovered(
+      'github',
+      remoteTools(4, (i) => (i === 1 ? 'A new description.' : `Tool number ${i}.`)),
+    );
     await h.discovered('github', remoteTools(1), { generation: 1 });
     await h.idle();
     expect(h.published).toEqual([]);

@@ -45,10 +45,12 @@ describe('call-path spans named by convention', () => {
   const traced = async (input: CallInput): Promise<{ spans: ReadableSpan[]; error?: WireError }> => {
     const root = telemetry.tracer.startSpan('agent.turn');
     let error: WireError | undefined;
-    await context.with(trace.setSpan(context.active(), root), () => proxy.call(input)).catch((err: unknown) => {
-      if (!(err instanceof WireError)) throw err;
-      error = err;
-    });
+    await context
+      .with(trace.setSpan(context.active(), root), () => proxy.call(input))
+      .catch((err: unknown) => {
+        if (!(err instanceof WireError)) throw err;
+        error = err;
+      });
     root.end();
     const traceId = root.spanContext().traceId;
     const inTrace = (): ReadableSpan[] => exporter.getFinishedSpans().filter((s) => s.spanContext().traceId === traceId);
@@ -71,7 +73,9 @@ describe('call-path spans named by convention', () => {
       upstream = await startTestMcpServer({ era, tools: [echoTool(), addTool(), dropTool()] });
       api = new ApiClient(system.apiUrl);
       await api.act('SetMcpServer', { name: 'db', config: { url: upstream.url } });
-      ({ agent: { id: agent } } = await api.act<{ agent: { id: string } }>('CreateAgent', { name: 'spans', definition: { mcpServers: ['db'] } }));
+      ({
+        agent: { id: agent },
+      } = await api.act<{ agent: { id: string } }>('CreateAgent', { name: 'spans', definition: { mcpServers: ['db'] } }));
       await eventually(async () => ((await api.act<{ tools: unknown[] }>('ListAgentTools', { agent })).tools.length === 3 ? true : undefined), 15_000, 'tools projected');
     });
 

@@ -33,16 +33,21 @@ describe.each(['modern', 'dual', 'legacy'] as const)('grants on the hot path aga
     // The server still granted keeps working in the same run.
     expect((await system.call('agent', 'run', 'other__echo', { text: 'still' })).result.text).toBe('echo: still');
     // Once the projection caught up too, the tool is simply gone.
-    await eventually(async () => {
-      const e = await system.callError('agent', 'run', 'demo__echo', { text: 'later' });
-      return e.code === 'not_found' ? true : undefined;
-    }, 15_000, 'the projection to drop the tool');
+    await eventually(
+      async () => {
+        const e = await system.callError('agent', 'run', 'demo__echo', { text: 'later' });
+        return e.code === 'not_found' ? true : undefined;
+      },
+      15_000,
+      'the projection to drop the tool',
+    );
   });
 
   it("refuses a call naming another account's agent: nothing crosses accounts", async () => {
-    const err = await system.client
-      .call({ account: 'someone-else', agent: system.agentId('agent'), run: 'x', tool: 'other__echo', arguments: { text: 'hi' } })
-      .then(() => undefined, (e: { code: string; message: string; details: Record<string, unknown> }) => e);
+    const err = await system.client.call({ account: 'someone-else', agent: system.agentId('agent'), run: 'x', tool: 'other__echo', arguments: { text: 'hi' } }).then(
+      () => undefined,
+      (e: { code: string; message: string; details: Record<string, unknown> }) => e,
+    );
     expect(err?.code).toBe('not_found');
     // Said as it is: the account has no such agent (not "no tool enabled"), and which field.
     expect(err?.message).toBe('this account has no such agent');

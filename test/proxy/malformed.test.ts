@@ -33,7 +33,13 @@ describe.each(['modern', 'legacy'] as const)('malformed requests on the NATS sub
   const raw = async (payload: Uint8Array, subject = system.subjects.proxyCall): Promise<ProxyCallReply> =>
     decodePayload<ProxyCallReply>((await system.nc.request(subject, payload, { timeout: 10_000 })).data);
   const good = (over: Record<string, unknown> = {}): Record<string, unknown> => ({
-    account: system.account, agent, run: 'm', callId: 'c1', tool: 'demo__strict', arguments: { name: 'x' }, ...over,
+    account: system.account,
+    agent,
+    run: 'm',
+    callId: 'c1',
+    tool: 'demo__strict',
+    arguments: { name: 'x' },
+    ...over,
   });
   const errorOf = (reply: ProxyCallReply): { code: string; message: string; details?: Record<string, unknown> } => {
     if (reply.ok) throw new Error('expected an error reply');

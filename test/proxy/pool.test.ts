@@ -59,9 +59,7 @@ describe.each(['modern', 'legacy'] as const)('proxy pool against a %s server: la
   it('opens nothing until the first call, and 200 concurrent calls of a run share one connect', async () => {
     const before = connects(up);
     expect(system.proxies[0]!.stats().runs).toBe(0);
-    const results = await Promise.all(
-      Array.from({ length: 200 }, (_, i) => system.call('agent', 'burst', 'up__echo', { text: `n${i}` })),
-    );
+    const results = await Promise.all(Array.from({ length: 200 }, (_, i) => system.call('agent', 'burst', 'up__echo', { text: `n${i}` })));
     expect(results.map((r) => r.result.text)).toEqual(Array.from({ length: 200 }, (_, i) => `echo: n${i}`));
     // Legacy: one handshake. Modern: no handshake, and at most the one probe of this instance.
     if (era === 'legacy') expect(connects(up) - before).toBe(1);
@@ -174,11 +172,7 @@ describe.each(['modern', 'legacy'] as const)('proxy pool against a %s server: la
       // A modern server's change stream is the registry's (subscriptions/listen), not the pool's.
       if (era === 'modern') return;
       disc.setTools([echoTool(), { ...echoTool(), name: 'shout' }]);
-      const changed = await eventually(
-        async () => seen.find((o) => o.server === 'disc' && o.tools.some((t) => t.name === 'shout')),
-        10_000,
-        'quiet discovery on tools/list_changed',
-      );
+      const changed = await eventually(async () => seen.find((o) => o.server === 'disc' && o.tools.some((t) => t.name === 'shout')), 10_000, 'quiet discovery on tools/list_changed');
       expect(changed.tools.map((t) => t.name).sort()).toEqual(['echo', 'shout']);
     } finally {
       await nc.drain();

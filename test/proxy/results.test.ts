@@ -43,109 +43,107 @@ const hugeImageTool: TestTool = {
 /** The demo server's tools: text, numbers, an image, an error, structured content, big text, resources, a huge image. */
 const demoTools = (): TestTool[] => [...defaultTools(), imageTool(), errorTool('the disk is full'), structuredTool(), bigTextTool(1024 * 1024, 'big'), resourceTool, hugeImageTool];
 
-describe.each(['modern', 'legacy'] as const)('proxy results against a %s test server (and, legacy, server-everything): flattened exactly per docs/call.md#results, through NATS, against real servers', (era) => {
-  let system: ProxySystem;
-  let upstream: TestMcpServer;
-  /** server-everything speaks the legacy era only: it runs once, in the legacy block. */
-  let everything: EverythingServer | undefined;
+describe.each(['modern', 'legacy'] as const)(
+  'proxy results against a %s test server (and, legacy, server-everything): flattened exactly per docs/call.md#results, through NATS, against real servers',
+  (era) => {
+    let system: ProxySystem;
+    let upstream: TestMcpServer;
+    /** server-everything speaks the legacy era only: it runs once, in the legacy block. */
+    let everything: EverythingServer | undefined;
 
-  beforeAll(async () => {
-    [system, upstream, everything] = await Promise.all([
-      ProxySystem.start(),
-      startTestMcpServer({ era, tools: demoTools() }),
-      era === 'legacy' ? startEverythingServer('streamableHttp') : undefined,
-    ]);
-    await system.setServer('demo', upstream.url);
-    if (everything) await system.setServer('everything', everything.url);
-    await system.createAgent('agent', everything ? ['demo', 'everything'] : ['demo'], everything ? 10 : demoTools().length);
-  });
+    beforeAll(async () => {
+      [system, upstream, everything] = await Promise.all([
+        ProxySystem.start(),
+        startTestMcpServer({ era, tools: demoTools() }),
+        era === 'legacy' ? startEverythingServer('streamableHttp') : undefined,
+      ]);
+      await system.setServer('demo', upstream.url);
+      if (everything) await system.setServer('everything', everything.url);
+      await system.createAgent('agent', everything ? ['demo', 'everything'] : ['demo'], everything ? 10 : demoTools().length);
+    });
 
-  afterAll(async () => {
-    await system?.stop();
-    await upstream?.close();
-    await everything?.close();
-  });
+    afterAll(async () => {
+      await system?.stop();
+      await upstream?.close();
+      await everything?.close();
+    });
 
-  it('text with argument and summary; no argument → "Ran … on the … MCP server"', async () => {
-    const { result, instance } = await system.call('agent', 'r1', 'demo__echo', { text: 'hello' });
-    expect(result).toMatchObject({ summary: 'demo__echo · hello', argument: 'hello', text: 'echo: hello' });
-    expect(result.durationMs).toBeGreaterThanOrEqual(0);
-    expect(instance).toBe(system.proxies[0]!.instance);
-    const sum = await system.call('agent', 'r1', 'demo__add', { a: 2, b: 3 });
-    expect(sum.result).toEqual({ summary: 'Ran demo__add on the demo MCP server', text: '5', result: { sum: 5 }, durationMs: sum.result.durationMs });
-    // An argument longer than 80 characters does not name the call.
-    const long = await system.call('agent', 'r1', 'demo__echo', { text: 'x'.repeat(81) });
-    expect(long.result.argument).toBeUndefined();
-    expect(long.result.summary).toBe('Ran demo__echo on the demo MCP server');
-  });
+    it('text with argument and summary; no argument → "Ran … on the … MCP server"', async () => {
+      const { result, instance } = await system.call('agent', 'r1', 'demo__echo', { text: 'hello' });
+      expect(result).toMatchObject({ summary: 'demo__echo · hello', argument: 'hello', text: 'echo: hello' });
+      expect(result.durationMs).toBeGreaterThanOrEqual(0);
+      expect(instance).toBe(system.proxies[0]!.instance);
+      const sum = await system.call('agent', 'r1', 'demo__add', { a: 2, b: 3 });
+      expect(sum.result).toEqual({ summary: 'Ran demo__add on the demo MCP server', text: '5', result: { sum: 5 }, durationMs: sum.result.durationMs });
+      // An argument longer than 80 characters does not name the call.
+      const long = await system.call('agent', 'r1', 'demo__echo', { text: 'x'.repeat(81) });
+      expect(long.result.argument).toBeUndefined();
+      expect(long.result.summary).toBe('Ran demo__echo on the demo MCP server');
+    });
 
-  it('passes structuredContent through even when it disagrees with the outputSchema', async () => {
-    const { result } = await system.call('agent', 'r1', 'demo__structured');
-    expect(result.result).toEqual({ count: 'three' });
-  });
+    it('passes structuredContent through even when it disagrees with the outputSchema', async () => {
+      const { result } = await system.call('agent', 'r1', 'demo__structured');
+      expect(result.result).toEqual({ count: 'three' });
+    });
 
-  it('passes images on, and replaces one over the bound with a marker', async () => {
-    const img = await system.call('agent', 'r1', 'demo__image');
-    expect(img.result.images).toEqual([{ data: TINY_PNG_BASE64, mimeType: 'image/png' }]);
-    expect(img.result.text).toBe('a tiny image');
-    const huge = await system.call('agent', 'r1', 'demo__huge_image');
-    expect(huge.result.images).toEqual([{ data: TINY_PNG_BASE64, mimeType: 'image/png' }]);
-    expect(huge.result.text).toMatch(/^\[image omitted: image\/png, \d+ bytes over the limit\]$/);
-  });
+    it('passes images on, and replaces one over the bound with a marker', async () => {
+      const img = await system.call('agent', 'r1', 'demo__image');
+      expect(img.result.images).toEqual([{ data: TINY_PNG_BASE64, mimeType: 'image/png' }]);
+      expect(img.result.text).toBe('a tiny image');
+      const huge = await system.call('agent', 'r1', 'demo__huge_image');
+      expect(huge.result.images).toEqual([{ data: TINY_PNG_BASE64, mimeType: 'image/png' }]);
+      expect(huge.result.text).toMatch(/^\[image omitted: image\/png, \d+ bytes over the limit\]$/);
+    });
 
-  it('includes embedded resource text and names linked resources', async () => {
-    const { result } = await system.call('agent', 'r1', 'demo__read_file', { path: 'notes.txt' });
-    expect(result.text).toBe('contents follow\nline one\nline two\n[resource: file:///elsewhere]');
-    expect(result.summary).toBe('demo__read_file · notes.txt');
-  });
+    it('includes embedded resource text and names linked resources', async () => {
+      const { result } = await system.call('agent', 'r1', 'demo__read_file', { path: 'notes.txt' });
+      expect(result.text).toBe('contents follow\nline one\nline two\n[resource: file:///elsewhere]');
+      expect(result.summary).toBe('demo__read_file · notes.txt');
+    });
 
-  it('bounds a 1 MiB text result at 256 KiB with a visible marker', async () => {
-    const { result } = await system.call('agent', 'r1', 'demo__big');
-    const omitted = 1024 * 1024 - TEXT_LIMIT_BYTES;
-    expect(result.text).toBe(`${'x'.repeat(TEXT_LIMIT_BYTES)}\n…[truncated: ${omitted} bytes omitted]`);
-  });
+    it('bounds a 1 MiB text result at 256 KiB with a visible marker', async () => {
+      const { result } = await system.call('agent', 'r1', 'demo__big');
+      const omitted = 1024 * 1024 - TEXT_LIMIT_BYTES;
+      expect(result.text).toBe(`${'x'.repeat(TEXT_LIMIT_BYTES)}\n…[truncated: ${omitted} bytes omitted]`);
+    });
 
-  it('turns an isError result into a typed server_error carrying the server text', async () => {
-    const err = await system.callError('agent', 'r1', 'demo__fail');
-    expect(err.code).toBe('server_error');
-    expect(err.message).toBe('the disk is full');
-  });
+    it('turns an isError result into a typed server_error carrying the server text', async () => {
+      const err = await system.callError('agent', 'r1', 'demo__fail');
+      expect(err.code).toBe('server_error');
+      expect(err.message).toBe('the disk is full');
+    });
 
-  it('answers a contract miss with the contract (touch-expand) and calls nothing', async () => {
-    const before = upstream.stats.calls;
-    const err = await system.callError('agent', 'r1', 'demo__add', { a: 'two' });
-    expect(err.code).toBe('invalid_arguments');
-    expect(err.details.contract).toMatchObject({ name: 'demo__add', inputSchema: { properties: { a: { type: 'number' } } } });
-    expect(err.details.errors).toEqual(
-      expect.arrayContaining([
-        expect.objectContaining({ path: '/a', keyword: 'type' }),
-        expect.objectContaining({ path: '/b', keyword: 'required' }),
-      ]),
-    );
-    expect(upstream.stats.calls).toBe(before);
-    const missing = await system.callError('agent', 'r1', 'demo__nope');
-    expect(missing.code).toBe('not_found');
-  });
+    it('answers a contract miss with the contract (touch-expand) and calls nothing', async () => {
+      const before = upstream.stats.calls;
+      const err = await system.callError('agent', 'r1', 'demo__add', { a: 'two' });
+      expect(err.code).toBe('invalid_arguments');
+      expect(err.details.contract).toMatchObject({ name: 'demo__add', inputSchema: { properties: { a: { type: 'number' } } } });
+      expect(err.details.errors).toEqual(expect.arrayContaining([expect.objectContaining({ path: '/a', keyword: 'type' }), expect.objectContaining({ path: '/b', keyword: 'required' })]));
+      expect(upstream.stats.calls).toBe(before);
+      const missing = await system.callError('agent', 'r1', 'demo__nope');
+      expect(missing.code).toBe('not_found');
+    });
 
-  it.runIf(era === 'legacy')('server-everything: text, tiny image, structured content and an embedded resource', async () => {
-    const echo = await system.call('agent', 'r2', 'everything__echo', { message: 'hi there' });
-    expect(echo.result).toMatchObject({ summary: 'everything__echo · hi there', argument: 'hi there', text: 'Echo: hi there' });
+    it.runIf(era === 'legacy')('server-everything: text, tiny image, structured content and an embedded resource', async () => {
+      const echo = await system.call('agent', 'r2', 'everything__echo', { message: 'hi there' });
+      expect(echo.result).toMatchObject({ summary: 'everything__echo · hi there', argument: 'hi there', text: 'Echo: hi there' });
 
-    const image = await system.call('agent', 'r2', 'everything__get-tiny-image');
-    expect(image.result.images).toHaveLength(1);
-    expect(image.result.images?.[0]?.mimeType).toBe('image/png');
-    expect(image.result.images?.[0]?.data.length).toBeGreaterThan(100);
+      const image = await system.call('agent', 'r2', 'everything__get-tiny-image');
+      expect(image.result.images).toHaveLength(1);
+      expect(image.result.images?.[0]?.mimeType).toBe('image/png');
+      expect(image.result.images?.[0]?.data.length).toBeGreaterThan(100);
 
-    const weather = await system.call('agent', 'r2', 'everything__get-structured-content', { location: 'New York' });
-    expect(weather.result.result).toEqual({ temperature: 33, conditions: 'Cloudy', humidity: 82 });
-    expect(weather.result.argument).toBe('New York');
+      const weather = await system.call('agent', 'r2', 'everything__get-structured-content', { location: 'New York' });
+      expect(weather.result.result).toEqual({ temperature: 33, conditions: 'Cloudy', humidity: 82 });
+      expect(weather.result.argument).toBe('New York');
 
-    const ref = await system.call('agent', 'r2', 'everything__get-resource-reference', { resourceType: 'Text', resourceId: 2 });
-    expect(ref.result.text).toContain('Returning resource reference for Resource 2:');
-    expect(ref.result.text).toMatch(/Resource 2: This is a plaintext resource/);
+      const ref = await system.call('agent', 'r2', 'everything__get-resource-reference', { resourceType: 'Text', resourceId: 2 });
+      expect(ref.result.text).toContain('Returning resource reference for Resource 2:');
+      expect(ref.result.text).toMatch(/Resource 2: This is a plaintext resource/);
 
-    const bad = await system.callError('agent', 'r2', 'everything__get-sum', { a: 'x', b: 1 });
-    expect(bad.code).toBe('invalid_arguments');
-    expect(bad.details.contract).toMatchObject({ name: 'everything__get-sum' });
-  });
-});
+      const bad = await system.callError('agent', 'r2', 'everything__get-sum', { a: 'x', b: 1 });
+      expect(bad.code).toBe('invalid_arguments');
+      expect(bad.details.contract).toMatchObject({ name: 'everything__get-sum' });
+    });
+  },
+);

@@ -26,10 +26,7 @@ describe.each(['modern', 'legacy'] as const)('proxy scale-out across three insta
   let proxies: ProxyProcess[] = [];
 
   beforeAll(async () => {
-    [system, upstream] = await Promise.all([
-      ProxySystem.start({ proxies: 0, env: { PROXY_MAX_CONCURRENCY_PER_SERVER: '0', PROXY_RATE_PER_SERVER: '0' } }),
-      startTestMcpServer({ era }),
-    ]);
+    [system, upstream] = await Promise.all([ProxySystem.start({ proxies: 0, env: { PROXY_MAX_CONCURRENCY_PER_SERVER: '0', PROXY_RATE_PER_SERVER: '0' } }), startTestMcpServer({ era })]);
     proxies = await Promise.all([0, 1, 2].map(() => spawnProxyProcess(system)));
     await system.setServer('demo', upstream.url);
     await system.createAgent('agent', ['demo'], 2);

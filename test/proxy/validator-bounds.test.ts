@@ -121,7 +121,7 @@ describe('$ref schemas through the real proxy', () => {
     expect(upstream.stats.calls).toBe(before);
   });
 
-  it('refuses a call whose stored schema the validator cannot evaluate as the server schema\'s fault (server_error naming the server), calling nothing; other arguments and tools keep working', async () => {
+  it("refuses a call whose stored schema the validator cannot evaluate as the server schema's fault (server_error naming the server), calling nothing; other arguments and tools keep working", async () => {
     // Discovery now skips such a tool (next test); a document stored before it did, or by another
     // version of the registry, still reaches the proxy: its stored schema is made a 200-deep chain.
     const db = createDb(system.db.url, { applicationName: 'validator-bounds-test', max: 1 });
@@ -129,7 +129,12 @@ describe('$ref schemas through the real proxy', () => {
       const row = await db.selectFrom('projector.tool_documents').select(['cid', 'doc_cbor']).where('account_id', '=', system.account).where('name', '=', 'shop__stale').executeTakeFirstOrThrow();
       const doc = decodePayload<McpToolDocument>(row.doc_cbor);
       const chained = { ...doc, inputSchema: chainTool('stale', 200).inputSchema as JsonObject };
-      await db.updateTable('projector.tool_documents').set({ doc_cbor: encodePayload(chained) }).where('account_id', '=', system.account).where('cid', '=', row.cid).execute();
+      await db
+        .updateTable('projector.tool_documents')
+        .set({ doc_cbor: encodePayload(chained) })
+        .where('account_id', '=', system.account)
+        .where('cid', '=', row.cid)
+        .execute();
     } finally {
       await db.destroy();
     }

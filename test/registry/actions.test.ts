@@ -23,8 +23,7 @@ describe('registry actions', () => {
     await Promise.all([upstream?.close(), modern?.close()]);
   });
 
-  const toolNames = async (api: ApiClient, agent: string): Promise<string[]> =>
-    ((await api.act('ListAgentTools', { agent })).tools as Array<{ name: string }>).map((t) => t.name).sort();
+  const toolNames = async (api: ApiClient, agent: string): Promise<string[]> => ((await api.act('ListAgentTools', { agent })).tools as Array<{ name: string }>).map((t) => t.name).sort();
 
   it.each(['modern', 'legacy'] as const)('answers SetMcpServer, RefreshMcpServer and ListMcpServers with exactly the redacted record (a %s server)', async (era) => {
     const api = h.api();
@@ -127,8 +126,7 @@ describe('registry actions', () => {
     const a3 = (await api.act('CreateAgent', { name: 'three', definition: { mcpServers: ['gh-x'] } })).agent;
     await eventually(async () => ((await toolNames(api, a1.id)).length === 4 ? true : undefined), 15_000, 'agent one projected');
     await eventually(async () => ((await toolNames(api, a2.id)).length === 2 ? true : undefined), 15_000, 'agent two projected');
-    const secretNames = async (): Promise<string[]> =>
-      (await h.sql.selectFrom('registry.secrets').select('name').where('account_id', '=', api.principal).orderBy('name').execute()).map((r) => r.name);
+    const secretNames = async (): Promise<string[]> => (await h.sql.selectFrom('registry.secrets').select('name').where('account_id', '=', api.principal).orderBy('name').execute()).map((r) => r.name);
     expect(await secretNames()).toEqual(['mcp-g_h-authorization', 'mcp-gh-authorization', 'mcp-gh-x-authorization', 'mcp-gh-x-key']);
 
     expect(await api.act('DeleteMcpServer', { name: 'gh' })).toEqual({ name: 'gh' });
@@ -149,9 +147,10 @@ describe('registry actions', () => {
   it('refuses a secret header whose generated name another server already owns', async () => {
     const api = h.api();
     await api.act('SetMcpServer', { name: 'gh', config: { url: upstream.url, secretHeaders: { 'X-Token': 'one-1234' } } });
-    await expect(
-      api.act('SetMcpServer', { name: 'gh-x', config: { url: upstream.url, secretHeaders: { Token: 'two-1234' } } }),
-    ).rejects.toMatchObject({ code: 'conflict', details: { field: 'config.secretHeaders.Token' } });
+    await expect(api.act('SetMcpServer', { name: 'gh-x', config: { url: upstream.url, secretHeaders: { Token: 'two-1234' } } })).rejects.toMatchObject({
+      code: 'conflict',
+      details: { field: 'config.secretHeaders.Token' },
+    });
     expect((await api.act('ListMcpServers')).servers.map((s: { name: string }) => s.name)).toEqual(['gh']);
   });
 

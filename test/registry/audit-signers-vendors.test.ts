@@ -81,7 +81,12 @@ describe('audit: signers and vendor connections', () => {
     expect(set).toHaveLength(1);
     expect(set[0]).toMatchObject({ target: { kind: 'vendor', name: 'github' }, after: { vendor: 'github', servers: ['github'], refreshToken: true, expiresAt: '2031-01-01T00:00:00.000Z' } });
     const deleted = await audit(owner, { action: 'DeleteVendorConnection' });
-    expect(deleted.map((e) => e.target)).toEqual(expect.arrayContaining([{ kind: 'vendor', name: 'github' }, { kind: 'agent', name: 'coder' }]));
+    expect(deleted.map((e) => e.target)).toEqual(
+      expect.arrayContaining([
+        { kind: 'vendor', name: 'github' },
+        { kind: 'agent', name: 'coder' },
+      ]),
+    );
     expect(deleted).toHaveLength(2);
     expect(deleted.find((e) => e.target.kind === 'agent')).toMatchObject({ before: { mcpServers: ['github'] }, after: { mcpServers: [] } });
     expect(deleted.find((e) => e.target.kind === 'vendor')).toMatchObject({ before: { vendor: 'github', servers: ['github'] } });

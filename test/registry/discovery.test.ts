@@ -1,16 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decodePayload, encodePayload, type AgentToolsChangedEvent, type ServerDiscoveredEvent } from '@mcpx/contracts';
-import {
-  addTool,
-  echoTool,
-  errorTool,
-  freePort,
-  startEverythingServer,
-  startTestMcpServer,
-  type EverythingServer,
-  type TestMcpServerStats,
-  type TestTool,
-} from '../servers/index.js';
+import { addTool, echoTool, errorTool, freePort, startEverythingServer, startTestMcpServer, type EverythingServer, type TestMcpServerStats, type TestTool } from '../servers/index.js';
 import { startFrontServer } from '../servers/front-server.js';
 import { ApiClient } from '../support/api-client.js';
 import { RegistryHarness } from '../support/registry-harness.js';
@@ -232,9 +222,7 @@ describe('discovery', () => {
       expect(without.status.state).toBe('error');
       const staticOnly = (await api.act('SetMcpServer', { name: 'guarded', config: { url: guarded.url, headers: { 'X-Api-Key': 'from-static' } } })).server;
       expect(staticOnly.status.state).toBe('error');
-      const both = (
-        await api.act('SetMcpServer', { name: 'guarded', config: { url: guarded.url, headers: { 'X-Api-Key': 'from-static' }, secretHeaders: { 'x-api-key': 'from-secret' } } })
-      ).server;
+      const both = (await api.act('SetMcpServer', { name: 'guarded', config: { url: guarded.url, headers: { 'X-Api-Key': 'from-static' }, secretHeaders: { 'x-api-key': 'from-secret' } } })).server;
       expect(both.status.state).toBe('ok');
       expect(both.headerNames).toEqual(['X-Api-Key']);
       expect(both.secretHeaderNames).toEqual(['x-api-key']);

@@ -11,18 +11,14 @@ describe('account isolation', () => {
   let upB: TestMcpServer;
 
   beforeAll(async () => {
-    [h, upA, upB] = await Promise.all([
-      RegistryHarness.start(),
-      startTestMcpServer({ requireHeader: { name: 'Authorization', value: 'Bearer a-secret-1' } }),
-      startTestMcpServer({ era: 'modern' }),
-    ]);
+    [h, upA, upB] = await Promise.all([RegistryHarness.start(), startTestMcpServer({ requireHeader: { name: 'Authorization', value: 'Bearer a-secret-1' } }), startTestMcpServer({ era: 'modern' })]);
   });
   afterAll(async () => {
     await h?.stop();
     await Promise.all([upA?.close(), upB?.close()]);
   });
 
-  it('keeps every server, agent and secret of one account out of the other\'s reach', async () => {
+  it("keeps every server, agent and secret of one account out of the other's reach", async () => {
     const a = h.api();
     const b = h.api();
     await a.act('SetMcpServer', { name: 'gh', config: { url: upA.url, secretHeaders: { Authorization: 'Bearer a-secret-1' } } });
@@ -75,11 +71,6 @@ describe('account isolation', () => {
     expect(await snapshotA()).toEqual(before);
     expect(upA.stats.handshakes).toBe(handshakesA);
     expect((await a.act('RefreshMcpServer', { name: 'gh' })).server.status.state).toBe('ok');
-    expect((await a.act('ListAgentTools', { agent: alpha.id })).tools.map((t: { name: string }) => t.name).sort()).toEqual([
-      'gh__add',
-      'gh__echo',
-      'only-a__add',
-      'only-a__echo',
-    ]);
+    expect((await a.act('ListAgentTools', { agent: alpha.id })).tools.map((t: { name: string }) => t.name).sort()).toEqual(['gh__add', 'gh__echo', 'only-a__add', 'only-a__echo']);
   });
 });

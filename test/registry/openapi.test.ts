@@ -102,9 +102,7 @@ describe('the action API as OpenAPI 3.1, served at GET /v1/openapi.json', () => 
     broken.openapi = '3.0.3';
     broken.components.schemas.SetMcpServerAction.allOf[0].properties.config = { $ref: '#/components/schemas/Nowhere' };
     delete broken.paths['/v1/actions'].post.responses;
-    expect(openApi31Problems(broken)).toEqual(
-      expect.arrayContaining([expect.stringMatching(/^openapi/), expect.stringMatching(/Nowhere does not resolve/), expect.stringMatching(/no responses/)]),
-    );
+    expect(openApi31Problems(broken)).toEqual(expect.arrayContaining([expect.stringMatching(/^openapi/), expect.stringMatching(/Nowhere does not resolve/), expect.stringMatching(/no responses/)]));
   });
 
   it('describes every action the registry dispatches, and no other', async () => {

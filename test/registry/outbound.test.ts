@@ -10,7 +10,11 @@ import { ROOT } from '../support/system.js';
 
 /** A row straight into mcp_servers, bypassing the API: only the CHECK constraint stands in the way. */
 async function insertDirect(db: ReturnType<typeof createDb>, account: string, url: string): Promise<void> {
-  await db.insertInto('registry.accounts').values({ id: account, principal: account }).onConflict((oc) => oc.column('id').doNothing()).execute();
+  await db
+    .insertInto('registry.accounts')
+    .values({ id: account, principal: account })
+    .onConflict((oc) => oc.column('id').doNothing())
+    .execute();
   await db
     .insertInto('registry.mcp_servers')
     .values({
@@ -82,7 +86,12 @@ describe('outbound safety, production profile', () => {
       const priv = (await api.act('SetMcpServer', { name: 'priv', config: { url: 'https://10.1.2.3/mcp' } })).server;
       expect(priv.status.error).toContain('(private address)');
       const listed = (await api.act('ListMcpServers')).servers.map((s: { name: string; status: { state: string; error: string } }) => [s.name, s.status.state]);
-      expect(listed).toEqual([['loop', 'error'], ['meta', 'error'], ['named', 'error'], ['priv', 'error']]);
+      expect(listed).toEqual([
+        ['loop', 'error'],
+        ['meta', 'error'],
+        ['named', 'error'],
+        ['priv', 'error'],
+      ]);
       expect(upstream.stats.handshakes).toBe(0);
     });
   });

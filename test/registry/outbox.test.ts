@@ -55,7 +55,15 @@ describe('the registry outbox (real Postgres and JetStream)', () => {
     const info = await jsm.streams.info(await jsm.streams.find(subject), { subjects_filter: subject });
     return info.state.subjects?.[subject] ?? 0;
   };
-  const rows = async (): Promise<number> => Number((await sql.selectFrom('registry.event_outbox').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
+  const rows = async (): Promise<number> =>
+    Number(
+      (
+        await sql
+          .selectFrom('registry.event_outbox')
+          .select((eb) => eb.fn.countAll().as('n'))
+          .executeTakeFirstOrThrow()
+      ).n,
+    );
   const event = (agent: string, revision = 1) => ({ subject: subjectOf(agent), payload: { account, agent, revision, mcpServers: [] }, msgId: `agent-${agent}-${revision}` });
 
   it('a rolled-back change leaves no event; a committed one is published once and leaves the outbox', async () => {
@@ -102,7 +110,12 @@ describe('the registry outbox (real Postgres and JetStream)', () => {
   it('two instances sweeping at once publish each row once', async () => {
     const other = new EventOutbox({ db: sql, bus, log });
     const agents = Array.from({ length: 40 }, (_, i) => `many-${i}`);
-    await sql.transaction().execute((trx) => outbox.record(trx, agents.map((a) => event(a))));
+    await sql.transaction().execute((trx) =>
+      outbox.record(
+        trx,
+        agents.map((a) => event(a)),
+      ),
+    );
     const [x, y] = await Promise.all([outbox.sweep(), other.sweep()]);
     expect(x + y).toBe(40);
     expect(await rows()).toBe(0);
@@ -120,7 +133,19 @@ describe('the registry outbox (real Postgres and JetStream)', () => {
       let settled = 0;
       const commits = ['s1', 's2', 's3', 's4'].map((a) => slow.commit(async (_trx, emit) => emit(event(a))).finally(() => settled++));
       // All four committed (their rows are there) and are waiting on NATS; the pool of two still answers.
-      for (let n = 0; n < 4; n = Number((await small.selectFrom('registry.event_outbox').select((eb) => eb.fn.countAll().as('n')).where('msg_id', 'like', 'agent-s%').executeTakeFirstOrThrow()).n));
+      for (
+        let n = 0;
+        n < 4;
+        n = Number(
+          (
+            await small
+              .selectFrom('registry.event_outbox')
+              .select((eb) => eb.fn.countAll().as('n'))
+              .where('msg_id', 'like', 'agent-s%')
+              .executeTakeFirstOrThrow()
+          ).n,
+        )
+      );
       await small.selectFrom('registry.event_outbox').select('id').limit(1).execute();
       expect(settled).toBe(0);
       // The connection closed: each waiting publish fails, the change stays committed.

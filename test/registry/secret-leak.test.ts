@@ -78,10 +78,16 @@ describe('secrets never leak through discovery errors or the event stream', () =
     const { agent } = await api.act('CreateAgent', { name: 'a', definition: { mcpServers: ['good', 'fresh', 'echo4'] } });
     responses.push(await api.act('RefreshMcpServer', { name: 'echo4' }), await api.act('RefreshMcpServer', { name: 'good' }), await api.act('RefreshMcpServer', { name: 'fresh' }));
     responses.push(await api.act('ListMcpServers'), await api.act('GetAgent', { agent: agent.id }));
-    responses.push(await eventually(async () => {
-      const t = await api.act('ListAgentTools', { agent: agent.id });
-      return t.tools.length === 4 ? t : undefined;
-    }, 15_000, 'projection'));
+    responses.push(
+      await eventually(
+        async () => {
+          const t = await api.act('ListAgentTools', { agent: agent.id });
+          return t.tools.length === 4 ? t : undefined;
+        },
+        15_000,
+        'projection',
+      ),
+    );
     await eventually(async () => (stream.includes('agent-tools-changed') && stream.includes('"server":"echo5"') ? true : undefined), 10_000, 'events on the stream');
     abort.abort();
     await reading;

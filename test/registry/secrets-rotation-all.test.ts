@@ -89,10 +89,14 @@ describe('secrets: rotation covers every sealed value', () => {
     expect((await api.act('RefreshMcpServer', { name: 'headed' })).server.status.state).toBe('ok');
     expect(headed.stats.handshakes).toBeGreaterThan(handshakes);
     const wanted = ['github__echo', 'guarded__echo', 'headed__echo'];
-    await eventually(async () => {
-      const names = ((await api.act('ListAgentTools', { agent: 'all' })).tools as Array<{ name: string }>).map((t) => t.name);
-      return wanted.every((n) => names.includes(n)) ? true : undefined;
-    }, 15_000, 'the tools of all three servers');
+    await eventually(
+      async () => {
+        const names = ((await api.act('ListAgentTools', { agent: 'all' })).tools as Array<{ name: string }>).map((t) => t.name);
+        return wanted.every((n) => names.includes(n)) ? true : undefined;
+      },
+      15_000,
+      'the tools of all three servers',
+    );
     const invoke = async (tool: string, text: string): Promise<string> => (await api.act('InvokeTool', { agent: 'all', tool, arguments: { text } })).result.text as string;
 
     // The proxy sends the secret header and the vendor token.

@@ -19,7 +19,12 @@ const bothKeys = new SecretBox(parseKeyring(`${OLD_KEY},${NEW_KEY}`));
  * stored casing, RFC 6749 names; a row sealed in the older camelCase opens as it was written).
  */
 async function storedVendorTokens(h: RegistryHarness, account: string): Promise<{ keyId: string; tokens: Record<string, string> }> {
-  const row = await h.sql.selectFrom('registry.vendor_connections').select(['tokens_key_id', 'tokens_sealed']).where('account_id', '=', account).where('vendor', '=', 'github').executeTakeFirstOrThrow();
+  const row = await h.sql
+    .selectFrom('registry.vendor_connections')
+    .select(['tokens_key_id', 'tokens_sealed'])
+    .where('account_id', '=', account)
+    .where('vendor', '=', 'github')
+    .executeTakeFirstOrThrow();
   return { keyId: row.tokens_key_id, tokens: JSON.parse(bothKeys.open({ keyId: row.tokens_key_id, ciphertext: row.tokens_sealed }, vendorTokensAad(account, 'github'))) };
 }
 
@@ -46,15 +51,23 @@ describe('secrets rotation: a value written while it runs', () => {
       await writer.query("SELECT 1 FROM registry.vendor_connections WHERE account_id = $1 AND vendor = 'github' FOR UPDATE", [raced.principal]);
       const rotation = rotateSecrets(h.env.DATABASE_URL ?? '', `${OLD_KEY},${NEW_KEY}`);
       // The rotation has read the row and waits for its lock to re-seal it.
-      await eventually(async () => {
-        const r = await sql<{ n: number }>`
+      await eventually(
+        async () => {
+          const r = await sql<{ n: number }>`
           SELECT count(*)::int AS n FROM pg_stat_activity
           WHERE datname = current_database() AND application_name = 'rotate-secrets'
             AND wait_event_type = 'Lock' AND wait_event IN ('transactionid', 'tuple') AND query ILIKE '%vendor_connections%'`.execute(h.sql);
-        return (r.rows[0]?.n ?? 0) > 0 ? true : undefined;
-      }, 45_000, 'the rotation to wait on the raced row');
+          return (r.rows[0]?.n ?? 0) > 0 ? true : undefined;
+        },
+        45_000,
+        'the rotation to wait on the raced row',
+      );
       const written = new SecretBox(parseKeyring(OLD_KEY)).seal(JSON.stringify({ accessToken: 'gho_duringRace1' }), vendorTokensAad(raced.principal, 'github'));
-      await writer.query("UPDATE registry.vendor_connections SET tokens_key_id = $1, tokens_sealed = $2 WHERE account_id = $3 AND vendor = 'github'", [written.keyId, written.ciphertext, raced.principal]);
+      await writer.query("UPDATE registry.vendor_connections SET tokens_key_id = $1, tokens_sealed = $2 WHERE account_id = $3 AND vendor = 'github'", [
+        written.keyId,
+        written.ciphertext,
+        raced.principal,
+      ]);
       await writer.query('COMMIT');
 
       const first = await rotation;

@@ -54,7 +54,7 @@ describe('tool search (families)', () => {
       startTestMcpServer({ era: 'modern', tools: TICKETS }),
       startTestMcpServer({ tools: DOCS }),
       startTestMcpServer({ era: 'modern', tools: [tool('jot', 'Write a short note.')] }),
-      startTestMcpServer({ tools: [tool('issue_secret', 'Another account\'s issue tracker; never shown to anyone else.')] }),
+      startTestMcpServer({ tools: [tool('issue_secret', "Another account's issue tracker; never shown to anyone else.")] }),
     ]);
     api = h.api();
     otherApi = h.api();
@@ -114,7 +114,7 @@ describe('tool search (families)', () => {
     expect(names(await search({ query: 'ticket', limit: 1 }))).toHaveLength(1);
   });
 
-  it('keeps to the agent\'s effective set with `agent` (ungranted servers left out)', async () => {
+  it("keeps to the agent's effective set with `agent` (ungranted servers left out)", async () => {
     const res = await search({ query: 'page', agent: 'reader' });
     expect(res.families.map((f) => f.family)).toEqual(['mcp:docs']);
     expect(await search({ query: 'ticket', agent: 'reader' })).toEqual({ families: [] });
@@ -123,7 +123,7 @@ describe('tool search (families)', () => {
     expect(err.details.field).toBe('agent');
   });
 
-  it('never returns another account\'s tools', async () => {
+  it("never returns another account's tools", async () => {
     const mine = await search({ query: 'issue', limit: 100 });
     expect(names(mine)).not.toContain('tickets__issue_secret');
     expect(await search({ query: 'secret' })).toEqual({ families: [] });

@@ -50,7 +50,40 @@ function valueOrTyped<T>(f: () => T): T | undefined {
 
 /** Heads and bytes that attacks are made of: indefinite lengths, breaks, tags 28/29/42, huge lengths, simple values, floats. */
 const token = fc.oneof(
-  fc.constantFrom(0x9f, 0xbf, 0x7f, 0x5f, 0xff, 0xd8, 0x1c, 0x1d, 0x2a, 0xd9, 0xc1, 0xc2, 0x5b, 0x9b, 0xbb, 0x1b, 0xf7, 0xf8, 0xf9, 0xfa, 0xfb, 0xf4, 0xf5, 0xf6, 0x80, 0xa0, 0x81, 0xa1, 0x60, 0x40, 0x00, 0x18),
+  fc.constantFrom(
+    0x9f,
+    0xbf,
+    0x7f,
+    0x5f,
+    0xff,
+    0xd8,
+    0x1c,
+    0x1d,
+    0x2a,
+    0xd9,
+    0xc1,
+    0xc2,
+    0x5b,
+    0x9b,
+    0xbb,
+    0x1b,
+    0xf7,
+    0xf8,
+    0xf9,
+    0xfa,
+    0xfb,
+    0xf4,
+    0xf5,
+    0xf6,
+    0x80,
+    0xa0,
+    0x81,
+    0xa1,
+    0x60,
+    0x40,
+    0x00,
+    0x18,
+  ),
   fc.integer({ min: 0, max: 255 }),
 );
 const soup = fc.array(token, { maxLength: 300 }).map((b) => Uint8Array.from(b));
@@ -102,16 +135,20 @@ const decoders: Array<[string, (b: Uint8Array) => unknown, fc.Arbitrary<unknown>
   [
     'server discovered',
     decodeServerDiscoveredEvent,
-    fc.record({ account: id, server: id, serverId: id, generation: fc.nat(), tools: fc.array(tool, { maxLength: 4 }), status: fc.record({ state: fc.constantFrom('ok', 'error') }), toolsChanged: fc.boolean() }),
+    fc.record({
+      account: id,
+      server: id,
+      serverId: id,
+      generation: fc.nat(),
+      tools: fc.array(tool, { maxLength: 4 }),
+      status: fc.record({ state: fc.constantFrom('ok', 'error') }),
+      toolsChanged: fc.boolean(),
+    }),
   ],
   ['server deleted', decodeServerDeletedEvent, fc.record({ account: id, server: id, serverId: id })],
   ['agent changed', decodeAgentChangedEvent, fc.record({ account: id, agent: id, revision: fc.nat(), mcpServers: fc.array(id, { maxLength: 4 }) })],
   ['agent tools changed', decodeAgentToolsChangedEvent, fc.record({ account: id, agent: id, version: fc.nat(), added: fc.dictionary(id, id), changed: fc.dictionary(id, id), removed: fc.array(id) })],
-  [
-    'approval requested',
-    decodeApprovalRequestedEvent,
-    fc.record({ account: id, approvalId: id, agent: id, run: id, tool: id, server: id, remoteName: id, argsHash: hex, expiresAt: id }),
-  ],
+  ['approval requested', decodeApprovalRequestedEvent, fc.record({ account: id, approvalId: id, agent: id, run: id, tool: id, server: id, remoteName: id, argsHash: hex, expiresAt: id })],
   [
     'approval decided',
     decodeApprovalDecidedEvent,
@@ -123,7 +160,10 @@ const decoders: Array<[string, (b: Uint8Array) => unknown, fc.Arbitrary<unknown>
 
 describe('fuzzing the strict decoder (fast-check)', () => {
   it('arbitrary bytes and CBOR token soup: a value or invalid_input, never another throw', () => {
-    fc.assert(fc.property(fc.oneof(arbitraryBytes, soup), (bytes) => void valueOrTyped(() => decodeStrict(bytes, 'payload'))), { numRuns: 4_000 });
+    fc.assert(
+      fc.property(fc.oneof(arbitraryBytes, soup), (bytes) => void valueOrTyped(() => decodeStrict(bytes, 'payload'))),
+      { numRuns: 4_000 },
+    );
   });
 
   it('every valid encoding of a payload value decodes, to what the lenient decoder gives', () => {
@@ -137,11 +177,17 @@ describe('fuzzing the strict decoder (fast-check)', () => {
   });
 
   it('mutated valid encodings: a value or invalid_input', () => {
-    fc.assert(fc.property(mutated(payloadValue.map((v) => encodePayload(v))), (bytes) => void valueOrTyped(() => decodeStrict(bytes, 'payload'))), { numRuns: 4_000 });
+    fc.assert(
+      fc.property(mutated(payloadValue.map((v) => encodePayload(v))), (bytes) => void valueOrTyped(() => decodeStrict(bytes, 'payload'))),
+      { numRuns: 4_000 },
+    );
   });
 
   it('parsed JSON of any shape: checkValueBounds passes or refuses with invalid_input', () => {
-    fc.assert(fc.property(fc.jsonValue(), (v) => void valueOrTyped(() => checkValueBounds(v, 'body', { maxDepth: 4, maxItems: 50 }))), { numRuns: 1_000 });
+    fc.assert(
+      fc.property(fc.jsonValue(), (v) => void valueOrTyped(() => checkValueBounds(v, 'body', { maxDepth: 4, maxItems: 50 }))),
+      { numRuns: 1_000 },
+    );
   });
 });
 
@@ -153,15 +199,37 @@ describe('fuzzing the NATS payload decoders (fast-check)', () => {
       }),
       { numRuns: 200 },
     );
-    fc.assert(fc.property(fc.oneof(arbitraryBytes, soup, mutated(valid.map((v) => encodePayload(v)))), (bytes) => void valueOrTyped(() => decode(bytes))), { numRuns: 1_500 });
+    fc.assert(
+      fc.property(fc.oneof(arbitraryBytes, soup, mutated(valid.map((v) => encodePayload(v)))), (bytes) => void valueOrTyped(() => decode(bytes))),
+      { numRuns: 1_500 },
+    );
     // Valid CBOR of any other shape.
-    fc.assert(fc.property(payloadValue, (v) => void valueOrTyped(() => decode(encodePayload(v)))), { numRuns: 500 });
+    fc.assert(
+      fc.property(payloadValue, (v) => void valueOrTyped(() => decode(encodePayload(v)))),
+      { numRuns: 500 },
+    );
   });
 
   it('the proxy call request: strict decode then parseCallRequest give a request or invalid_input', () => {
-    const request = fc.record({ account: id, agent: id, run: id, callId: id, tool: id, arguments: fc.dictionary(id, payloadValue, { maxKeys: 3 }), timeoutMs: fc.option(fc.nat(), { nil: undefined }) });
-    const bytes = fc.oneof(arbitraryBytes, soup, mutated(request.map((r) => encodePayload(r))), payloadValue.map((v) => encodePayload(v)));
-    fc.assert(fc.property(bytes, (b) => void valueOrTyped(() => parseCallRequest(decodeStrict(b, 'request')))), { numRuns: 3_000 });
+    const request = fc.record({
+      account: id,
+      agent: id,
+      run: id,
+      callId: id,
+      tool: id,
+      arguments: fc.dictionary(id, payloadValue, { maxKeys: 3 }),
+      timeoutMs: fc.option(fc.nat(), { nil: undefined }),
+    });
+    const bytes = fc.oneof(
+      arbitraryBytes,
+      soup,
+      mutated(request.map((r) => encodePayload(r))),
+      payloadValue.map((v) => encodePayload(v)),
+    );
+    fc.assert(
+      fc.property(bytes, (b) => void valueOrTyped(() => parseCallRequest(decodeStrict(b, 'request')))),
+      { numRuns: 3_000 },
+    );
   });
 });
 
@@ -197,13 +265,18 @@ describe('fuzzing the envelope parser and the signature check behind it (fast-ch
     const cbor = encodePayload({ ...env, action: JSON.parse('{"type":"SetMcpServer","config":{"__proto__":{"pin":"off"}}}') as unknown });
     expect(() => decodeStrict(cbor, 'body', BODY_LIMITS)).toThrow(expect.objectContaining({ code: 'invalid_input', details: expect.objectContaining({ field: 'body', rule: 'map_key' }) }));
     const text = JSON.stringify({ ...env, action: { type: 'SetMcpServer', config: JSON.parse('{"a":[{"__proto__":1}]}') as unknown } });
-    expect(() => checkValueBounds(JSON.parse(text), 'body', BODY_LIMITS)).toThrow(expect.objectContaining({ code: 'invalid_input', details: expect.objectContaining({ field: 'body', rule: 'map_key' }) }));
+    expect(() => checkValueBounds(JSON.parse(text), 'body', BODY_LIMITS)).toThrow(
+      expect.objectContaining({ code: 'invalid_input', details: expect.objectContaining({ field: 'body', rule: 'map_key' }) }),
+    );
     expect(() => signAction(key, key.principal, JSON.parse('{"type":"SetMcpServer","__proto__":{}}') as { type: string })).toThrow(expect.objectContaining({ code: 'invalid_input' }));
   });
 
   it('CBOR bodies: arbitrary, soup and mutated signed envelopes give invalid_input or a boolean verdict, never another throw', () => {
     const bodies = fc.oneof(arbitraryBytes, soup, mutated(signed.map((e) => encodePayload(e))));
-    fc.assert(fc.property(bodies, (b) => accept(() => decodeStrict(b, 'body', BODY_LIMITS))), { numRuns: 3_000 });
+    fc.assert(
+      fc.property(bodies, (b) => accept(() => decodeStrict(b, 'body', BODY_LIMITS))),
+      { numRuns: 3_000 },
+    );
   });
 
   it('a mutated envelope that still decodes verifies only if it decodes to the signed value', () => {
@@ -230,7 +303,11 @@ describe('fuzzing the envelope parser and the signature check behind it (fast-ch
   });
 
   it('JSON bodies: any JSON value, bounded then parsed, gives invalid_input or a boolean verdict', () => {
-    const bodies = fc.oneof(fc.jsonValue(), signed.map((e) => JSON.parse(JSON.stringify(e)) as unknown), fc.record({ signer: fc.string(), account: fc.string(), ts: fc.integer(), nonce: fc.string(), action: fc.jsonValue(), sig: fc.string() }));
+    const bodies = fc.oneof(
+      fc.jsonValue(),
+      signed.map((e) => JSON.parse(JSON.stringify(e)) as unknown),
+      fc.record({ signer: fc.string(), account: fc.string(), ts: fc.integer(), nonce: fc.string(), action: fc.jsonValue(), sig: fc.string() }),
+    );
     fc.assert(
       fc.property(bodies, (v) =>
         accept(() => {

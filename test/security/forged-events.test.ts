@@ -58,20 +58,28 @@ describe('a forged discovery event', () => {
     await system.nc.flush();
 
     // The forgery did reach the projection: the agent's document now says act, and ghost exists.
-    const projected = await eventually(async () => {
-      const rows = await tools();
-      const drop = rows.find((t) => t.name === 'db__drop_table');
-      return drop?.permission === 'act' && rows.some((t) => t.name === 'db__ghost') ? rows : undefined;
-    }, 15_000, 'the forged documents projected');
+    const projected = await eventually(
+      async () => {
+        const rows = await tools();
+        const drop = rows.find((t) => t.name === 'db__drop_table');
+        return drop?.permission === 'act' && rows.some((t) => t.name === 'db__ghost') ? rows : undefined;
+      },
+      15_000,
+      'the forged documents projected',
+    );
     expect(projected.find((t) => t.name === 'db__drop_table')?.permission).toBe('act');
 
     // The genuine contract requires `table`, the forged one does not: a call without it is
     // refused by validation until the proxy holds the forged document, then reaches the gate.
     const calls = upstream.stats.calls;
-    const err = await eventually(async () => {
-      const e = await system.callError('agent', 'f1', 'db__drop_table', {});
-      return e.code === 'invalid_arguments' ? undefined : e;
-    }, 15_000, 'the proxy on the forged document');
+    const err = await eventually(
+      async () => {
+        const e = await system.callError('agent', 'f1', 'db__drop_table', {});
+        return e.code === 'invalid_arguments' ? undefined : e;
+      },
+      15_000,
+      'the proxy on the forged document',
+    );
     expect(err.code).toBe('approval_required');
     expect(err.details).toMatchObject({ tool: 'db__drop_table', server: 'db' });
     const again = await system.callError('agent', 'f2', 'db__drop_table', { table: 'users' });
@@ -110,16 +118,24 @@ describe('a forged discovery event', () => {
     };
     system.nc.publish(system.subjects.serverDiscovered(system.account, 'db'), encodePayload(forged));
     await system.nc.flush();
-    await eventually(async () => {
-      const rows = await tools();
-      return rows.length === 1 && rows[0]?.name === 'db__echo' && rows[0].permission === 'act' ? true : undefined;
-    }, 15_000, 'the forged set projected');
+    await eventually(
+      async () => {
+        const rows = await tools();
+        return rows.length === 1 && rows[0]?.name === 'db__echo' && rows[0].permission === 'act' ? true : undefined;
+      },
+      15_000,
+      'the forged set projected',
+    );
     // As above: only the forged echo takes a call without `text`.
     const calls = upstream.stats.calls;
-    const err = await eventually(async () => {
-      const e = await system.callError('agent', 'g1', 'db__echo', {});
-      return e.code === 'invalid_arguments' ? undefined : e;
-    }, 15_000, 'the proxy on the forged document');
+    const err = await eventually(
+      async () => {
+        const e = await system.callError('agent', 'g1', 'db__echo', {});
+        return e.code === 'invalid_arguments' ? undefined : e;
+      },
+      15_000,
+      'the proxy on the forged document',
+    );
     expect(err.code).toBe('approval_required');
     expect(upstream.stats.calls).toBe(calls);
   });

@@ -50,10 +50,14 @@ describe('a forged tools-observed message', () => {
 
     await forge(stripped);
     // The registry ran a discovery of its own (a new check), rather than record the list.
-    const after = await eventually(async () => {
-      const s = await db();
-      return s.status.checkedAt !== checkedAt ? s : undefined;
-    }, 20_000, "the registry's own discovery");
+    const after = await eventually(
+      async () => {
+        const s = await db();
+        return s.status.checkedAt !== checkedAt ? s : undefined;
+      },
+      20_000,
+      "the registry's own discovery",
+    );
     expect(after.status.state).toBe('ok');
     expect(after.tools.find((t) => t.name === 'drop_table')).toMatchObject({ permission: 'always_ask', inheritedPermission: 'always_ask' });
 

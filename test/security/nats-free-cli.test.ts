@@ -29,7 +29,13 @@ describe('mcpx without NATS credentials', () => {
 
   beforeAll(async () => {
     nats = await NatsAuthServer.start({ prefix });
-    const drop = { name: 'drop', description: 'Drop a table.', inputSchema: { type: 'object', properties: { table: { type: 'string' } }, required: ['table'] }, annotations: { destructiveHint: true }, handler: (args: Record<string, unknown>) => ({ content: [{ type: 'text' as const, text: `dropped ${String(args['table'])}` }] }) };
+    const drop = {
+      name: 'drop',
+      description: 'Drop a table.',
+      inputSchema: { type: 'object', properties: { table: { type: 'string' } }, required: ['table'] },
+      annotations: { destructiveHint: true },
+      handler: (args: Record<string, unknown>) => ({ content: [{ type: 'text' as const, text: `dropped ${String(args['table'])}` }] }),
+    };
     [system, upstream] = await Promise.all([ProcessSystem.start({ env: { NATS_PREFIX: prefix }, natsEnv: (s) => nats.env(s) }), startTestMcpServer({ tools: [echoTool(), drop] })]);
     api = new ApiClient(system.apiUrl);
     await api.act('SetMcpServer', { name: 'demo', config: { url: upstream.url } });
@@ -78,10 +84,14 @@ describe('mcpx without NATS credentials', () => {
   it('waits for a human through the API (--wait-approval) and runs the call once approved', async () => {
     const before = upstream.stats.calls;
     const waiting = mcpx(['call', '--agent', 'helper', '--wait-approval', '60', 'demo__drop', '{"table":"sessions"}']);
-    const approval = await eventually(async () => {
-      const res = await api.act<{ approvals: Array<{ id: string; status: string; arguments?: { table?: string } }> }>('ListApprovals');
-      return res.approvals.find((a) => a.status === 'pending' && a.arguments?.table === 'sessions');
-    }, 30_000, 'the call to stop for a human');
+    const approval = await eventually(
+      async () => {
+        const res = await api.act<{ approvals: Array<{ id: string; status: string; arguments?: { table?: string } }> }>('ListApprovals');
+        return res.approvals.find((a) => a.status === 'pending' && a.arguments?.table === 'sessions');
+      },
+      30_000,
+      'the call to stop for a human',
+    );
     expect(upstream.stats.calls).toBe(before);
     await api.act('ApproveToolCall', { approvalId: approval.id });
     const done = await waiting;

@@ -61,8 +61,7 @@ describe('malformed NATS messages on every subject a service listens to (real NA
     await upstream?.close();
   });
 
-  const request = async (subject: string, data: Uint8Array): Promise<Record<string, any>> =>
-    decodeStrict<Record<string, any>>((await h.nc.request(subject, data, { timeout: 10_000 })).data, 'reply');
+  const request = async (subject: string, data: Uint8Array): Promise<Record<string, any>> => decodeStrict<Record<string, any>>((await h.nc.request(subject, data, { timeout: 10_000 })).data, 'reply');
   const call = (callId: string, subject = h.subjects.proxyCall): Promise<Record<string, any>> =>
     request(subject, encodePayload({ account: api.principal, agent: agentId, run: 'r1', callId, tool: 'demo__echo', arguments: { text: 'still here' } }));
 
@@ -143,10 +142,10 @@ describe('malformed NATS messages on every subject a service listens to (real NA
     // no line carries the payload.
     const stderr: string[] = [];
     const write = process.stderr.write.bind(process.stderr);
-    process.stderr.write = ((chunk: string | Uint8Array, ...rest: never[]) => {
+    process.stderr.write = (chunk: string | Uint8Array, ...rest: never[]) => {
       stderr.push(String(chunk));
       return write(chunk, ...rest);
-    });
+    };
     try {
       await sendGarbageAndCheck(notifications, before);
     } finally {

@@ -108,13 +108,21 @@ describe('NATS least privilege against the real services', () => {
   });
 
   it('a runtime cannot touch the JetStream API: no stream delete, no consumer, no account info', async () => {
-    for (const subject of [`$JS.API.STREAM.DELETE.${subjects.mcpEventsStream}`, `$JS.API.STREAM.PURGE.${subjects.agentToolsStream}`, '$JS.API.STREAM.LIST', `$JS.API.CONSUMER.CREATE.${subjects.mcpEventsStream}`, '$JS.API.INFO']) {
+    for (const subject of [
+      `$JS.API.STREAM.DELETE.${subjects.mcpEventsStream}`,
+      `$JS.API.STREAM.PURGE.${subjects.agentToolsStream}`,
+      '$JS.API.STREAM.LIST',
+      `$JS.API.CONSUMER.CREATE.${subjects.mcpEventsStream}`,
+      '$JS.API.INFO',
+    ]) {
       expect(await publishRefused(runtime.nc, subject)).toBe(`Permissions Violation for Publish to "${subject}"`);
     }
     // The streams are still there (the operator may read them).
     const operator = await nats.connectAs('operator');
     try {
-      const info = JSON.parse(new TextDecoder().decode((await operator.request(`$JS.API.STREAM.INFO.${subjects.mcpEventsStream}`, undefined, { timeout: 5_000 })).data)) as { config?: { name: string } };
+      const info = JSON.parse(new TextDecoder().decode((await operator.request(`$JS.API.STREAM.INFO.${subjects.mcpEventsStream}`, undefined, { timeout: 5_000 })).data)) as {
+        config?: { name: string };
+      };
       expect(info.config?.name).toBe(subjects.mcpEventsStream);
     } finally {
       await operator.close();

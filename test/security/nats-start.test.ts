@@ -59,10 +59,14 @@ describe('npm start runs NATS with auth', () => {
     running.push(started);
     child.stdout?.on('data', (d: Buffer) => started.output.push(d.toString('utf8')));
     child.stderr?.on('data', (d: Buffer) => started.output.push(d.toString('utf8')));
-    await eventually(async () => {
-      if (child.exitCode !== null) throw new Error(`npm start exited (${child.exitCode}):\n${started.output.join('')}`);
-      return started.output.join('').includes('API ready at') ? true : undefined;
-    }, 120_000, 'npm start to be ready');
+    await eventually(
+      async () => {
+        if (child.exitCode !== null) throw new Error(`npm start exited (${child.exitCode}):\n${started.output.join('')}`);
+        return started.output.join('').includes('API ready at') ? true : undefined;
+      },
+      120_000,
+      'npm start to be ready',
+    );
     return started;
   };
 
@@ -101,7 +105,17 @@ describe('npm start runs NATS with auth', () => {
     }
     await stop(first);
     // Stopped with it: nothing answers on the port.
-    await eventually(async () => ((await connect({ servers: url, maxReconnectAttempts: 0, user: 'runtime', pass: creds.password }).then((nc) => nc.close().then(() => false), () => true)) ? true : undefined), 20_000, 'NATS to stop');
+    await eventually(
+      async () =>
+        (await connect({ servers: url, maxReconnectAttempts: 0, user: 'runtime', pass: creds.password }).then(
+          (nc) => nc.close().then(() => false),
+          () => true,
+        ))
+          ? true
+          : undefined,
+      20_000,
+      'NATS to stop',
+    );
 
     // Generated once: a second start keeps the same users and passwords.
     const second = await start();

@@ -123,7 +123,14 @@ describe('OAuth is bound to the browser that opened the ticket', () => {
     expect(refused.status).toBe(400);
     expect(refused.text).toContain('Authorization not started in this browser');
     // A cookie of the right name with a value of the attacker's own is no better.
-    const forgedCookie = await fetch(callback, { headers: { cookie: `mcpx_oauth_${createHash('sha256').update(callback.searchParams.get('state') ?? '').digest('hex').slice(0, 16)}=${'A'.repeat(43)}` } });
+    const forgedCookie = await fetch(callback, {
+      headers: {
+        cookie: `mcpx_oauth_${createHash('sha256')
+          .update(callback.searchParams.get('state') ?? '')
+          .digest('hex')
+          .slice(0, 16)}=${'A'.repeat(43)}`,
+      },
+    });
     expect(forgedCookie.status).toBe(400);
     expect(await forgedCookie.text()).toContain('Authorization not started in this browser');
     expect(as.stats.codeExchanges).toBe(exchanges);
@@ -227,8 +234,18 @@ describe('OAuth is bound to the browser that opened the ticket', () => {
     }
     expect(logLines.some((l) => l.includes('oauth callback refused: not the browser that opened the authorization'))).toBe(true);
     const counted = (await metricsText()).split('\n').filter((l) => l.startsWith('mcpx_oauth_browser_bindings_total{'));
-    for (const [step, outcome] of [['ticket', 'issued'], ['start', 'redirected'], ['start', 'unknown'], ['start', 'malformed'], ['callback', 'bound'], ['callback', 'unbound']]) {
-      expect(counted.some((l) => l.includes(`step="${step}"`) && l.includes(`outcome="${outcome}"`) && !l.endsWith(' 0')), `${step} ${outcome}`).toBe(true);
+    for (const [step, outcome] of [
+      ['ticket', 'issued'],
+      ['start', 'redirected'],
+      ['start', 'unknown'],
+      ['start', 'malformed'],
+      ['callback', 'bound'],
+      ['callback', 'unbound'],
+    ]) {
+      expect(
+        counted.some((l) => l.includes(`step="${step}"`) && l.includes(`outcome="${outcome}"`) && !l.endsWith(' 0')),
+        `${step} ${outcome}`,
+      ).toBe(true);
     }
   });
 });

@@ -33,10 +33,14 @@ describe('a tool carrying a "__proto__" key', () => {
     expect(server.tools.map((t: { name: string }) => t.name)).toEqual(['echo']);
     expect(server.status.skippedTools).toEqual([expect.objectContaining({ name: 'poisoned', reason: expect.stringContaining('__proto__') })]);
     const { agent } = await api.act('CreateAgent', { name: 'px-agent', definition: { mcpServers: ['px'] } });
-    const names = await eventually(async () => {
-      const t = (await api.act('ListAgentTools', { agent: agent.id })).tools as Array<{ name: string }>;
-      return t.length > 0 ? t.map((x) => x.name) : undefined;
-    }, 15_000, 'tools projected');
+    const names = await eventually(
+      async () => {
+        const t = (await api.act('ListAgentTools', { agent: agent.id })).tools as Array<{ name: string }>;
+        return t.length > 0 ? t.map((x) => x.name) : undefined;
+      },
+      15_000,
+      'tools projected',
+    );
     expect(names).toEqual(['px__echo']);
   });
 });

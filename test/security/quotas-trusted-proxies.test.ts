@@ -18,7 +18,11 @@ const RATE = { RATE_ACTIONS_PER_ADDRESS: '0.01', RATE_ACTIONS_PER_ADDRESS_BURST:
 async function burst(apiUrl: string, n: number, xff?: string): Promise<number[]> {
   const statuses: number[] = [];
   for (let i = 0; i < n; i++) {
-    const res = await fetch(new URL('/v1/actions', apiUrl), { method: 'POST', headers: { 'content-type': 'application/json', ...(xff !== undefined ? { 'x-forwarded-for': xff } : {}) }, body: '{"not":"an envelope"}' });
+    const res = await fetch(new URL('/v1/actions', apiUrl), {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...(xff !== undefined ? { 'x-forwarded-for': xff } : {}) },
+      body: '{"not":"an envelope"}',
+    });
     await res.body?.cancel();
     statuses.push(res.status);
   }

@@ -61,10 +61,13 @@ function postFrom(localAddress: string, apiUrl: string, body: unknown): Promise<
   const url = new URL('/v1/actions', apiUrl);
   const data = JSON.stringify(body);
   return new Promise((resolve, reject) => {
-    const req = request({ host: url.hostname, port: url.port, path: url.pathname, method: 'POST', localAddress, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(data) } }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode ?? 0));
-    });
+    const req = request(
+      { host: url.hostname, port: url.port, path: url.pathname, method: 'POST', localAddress, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(data) } },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+      },
+    );
     req.on('error', reject);
     req.end(data);
   });
@@ -91,7 +94,14 @@ describe('quotas and rate limits: the registry', () => {
   });
 
   it('the defaults are the documented ones; each is configurable, a malformed value is refused naming its variable', () => {
-    expect(QUOTA_DEFAULTS).toMatchObject({ serversPerAccount: 200, agentsPerAccount: 10_000, pendingApprovalsPerAgent: 50, eventStreamsPerAccount: 20, actionsPerSigner: { ratePerSecond: 20, burst: 80 }, actionsPerAddress: { ratePerSecond: 50 } });
+    expect(QUOTA_DEFAULTS).toMatchObject({
+      serversPerAccount: 200,
+      agentsPerAccount: 10_000,
+      pendingApprovalsPerAgent: 50,
+      eventStreamsPerAccount: 20,
+      actionsPerSigner: { ratePerSecond: 20, burst: 80 },
+      actionsPerAddress: { ratePerSecond: 50 },
+    });
     const set = loadConfig('registry', { OUTBOUND_PROFILE: 'local', QUOTA_SERVERS_PER_ACCOUNT: '3', RATE_ACTIONS_PER_SIGNER: '5', PROXY_MAX_RUNS: '0' }).quotas;
     expect(set).toMatchObject({ serversPerAccount: 3, actionsPerSigner: { ratePerSecond: 5, burst: 10 }, runsPerProxy: 0 });
     expect(() => loadConfig('registry', { OUTBOUND_PROFILE: 'local', QUOTA_AGENTS_PER_ACCOUNT: '-1' })).toThrow(/QUOTA_AGENTS_PER_ACCOUNT/);
@@ -161,11 +171,15 @@ describe('quotas and rate limits: the registry', () => {
       await other.close();
       // A closed stream gives its slot back.
       open.pop()?.close();
-      const again = await eventually(async () => {
-        const s = await openStream(new ApiClient(h.apiUrl, api.key));
-        if (s.status === 200) return s;
-        return undefined;
-      }, 10_000, 'a stream slot freed by a close');
+      const again = await eventually(
+        async () => {
+          const s = await openStream(new ApiClient(h.apiUrl, api.key));
+          if (s.status === 200) return s;
+          return undefined;
+        },
+        10_000,
+        'a stream slot freed by a close',
+      );
       open.push(again);
     } finally {
       for (const s of open) s.close();
@@ -189,8 +203,21 @@ describe('quotas and rate limits: the registry', () => {
       await ownerStream.waitFor('agent-tools-changed', (d) => d.agent === a2);
       await agentStream.waitFor('agent-tools-changed', (d) => d.agent === a1);
       // A forged discovery claiming a status, and an approval request, straight on the bus.
-      h.nc.publish(h.subjects.serverDiscovered(acct.principal, 'up'), encodePayload({ account: acct.principal, server: 'up', serverId: 'x', tools: [], status: { state: 'ok', error: 'FORGED' }, toolsChanged: true }));
-      const approval: ApprovalRequestedEvent = { account: acct.principal, approvalId: 'apr_forged', agent: a1, run: 'r', tool: 'up__echo', server: 'up', remoteName: 'echo', argsHash: '0'.repeat(64), expiresAt: new Date(Date.now() + 60_000).toISOString() };
+      h.nc.publish(
+        h.subjects.serverDiscovered(acct.principal, 'up'),
+        encodePayload({ account: acct.principal, server: 'up', serverId: 'x', tools: [], status: { state: 'ok', error: 'FORGED' }, toolsChanged: true }),
+      );
+      const approval: ApprovalRequestedEvent = {
+        account: acct.principal,
+        approvalId: 'apr_forged',
+        agent: a1,
+        run: 'r',
+        tool: 'up__echo',
+        server: 'up',
+        remoteName: 'echo',
+        argsHash: '0'.repeat(64),
+        expiresAt: new Date(Date.now() + 60_000).toISOString(),
+      };
       h.nc.publish(h.subjects.approvalRequested(acct.principal), encodePayload(approval));
       await h.nc.flush();
       const changed = await ownerStream.waitFor('mcp-servers-changed', (d) => d.server === 'up');

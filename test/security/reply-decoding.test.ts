@@ -64,7 +64,11 @@ describe("the proxy's reading of the registry's OAuth refresh replies", () => {
   it('keeps the two answers it knows, passes an error on, and refuses the rest as internal', () => {
     expect(decodeOAuthRefreshReply(encodePayload({ ok: true, state: 'authorized', extra: 1 }))).toEqual({ ok: true, state: 'authorized' });
     // An authorization URL is never passed on, even if a reply carried one.
-    expect(decodeOAuthRefreshReply(encodePayload({ ok: true, state: 'auth_required', authorizationUrl: 'https://as.example/authorize?x', vendor: 'github' }))).toEqual({ ok: true, state: 'auth_required', vendor: 'github' });
+    expect(decodeOAuthRefreshReply(encodePayload({ ok: true, state: 'auth_required', authorizationUrl: 'https://as.example/authorize?x', vendor: 'github' }))).toEqual({
+      ok: true,
+      state: 'auth_required',
+      vendor: 'github',
+    });
     expect(decodeOAuthRefreshReply(encodePayload({ ok: false, error: { code: 'not_found', message: 'no such server' } }))).toMatchObject({ ok: false, error: { code: 'not_found' } });
     const refused: Array<[Uint8Array, string]> = [
       ...malformedReplies.slice(0, 5).map(([, b]): [Uint8Array, string] => [b, 'reply']),
@@ -86,8 +90,14 @@ describe("the proxy's reading of the registry's OAuth refresh replies", () => {
 
   it('fuzzed: any bytes give a reply or an internal WireError naming the reply, never another throw', () => {
     const soup = fc.array(fc.oneof(fc.integer({ min: 0, max: 255 }), fc.constantFrom(0xa1, 0xbf, 0xff, 0xd8, 0x62, 0x6f, 0x6b, 0xf5, 0xf4)), { maxLength: 64 });
-    const shaped = fc.record({ ok: fc.oneof(fc.boolean(), fc.string()), state: fc.oneof(fc.constantFrom('authorized', 'auth_required'), fc.string()), vendor: fc.oneof(fc.string(), fc.integer()) }, { requiredKeys: [] });
-    const inputs = fc.oneof(soup.map((b) => Uint8Array.from(b)), shaped.map((v) => encodePayload(v)));
+    const shaped = fc.record(
+      { ok: fc.oneof(fc.boolean(), fc.string()), state: fc.oneof(fc.constantFrom('authorized', 'auth_required'), fc.string()), vendor: fc.oneof(fc.string(), fc.integer()) },
+      { requiredKeys: [] },
+    );
+    const inputs = fc.oneof(
+      soup.map((b) => Uint8Array.from(b)),
+      shaped.map((v) => encodePayload(v)),
+    );
     fc.assert(
       fc.property(inputs, (bytes) => {
         try {

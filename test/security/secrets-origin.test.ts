@@ -49,8 +49,7 @@ describe('secrets stay with the origin they were given for', () => {
 
   /** Every header value the attacker's server ever received. */
   const seenByEvil = (): string => JSON.stringify([...evil.stats.headersSeen.entries()]);
-  const secretNames = async (): Promise<string[]> =>
-    (await sql.selectFrom('registry.secrets').select('name').where('account_id', '=', system.account).orderBy('name').execute()).map((r) => r.name);
+  const secretNames = async (): Promise<string[]> => (await sql.selectFrom('registry.secrets').select('name').where('account_id', '=', system.account).orderBy('name').execute()).map((r) => r.name);
 
   it('a WRITER re-points servers with a bearer token and a secret header: the new host sees neither', async () => {
     const owner = system.api;
@@ -79,8 +78,16 @@ describe('secrets stay with the origin they were given for', () => {
     // Discovery reached the new host (it answered, without any secret), and so do the proxy's calls.
     expect(vault.server.status.state).toBe('ok');
     await writer.act('RefreshMcpServer', { name: 'vault' });
-    await eventually(async () => ((await system.call('runner', 'after', 'vault__echo', { text: 'c' }).catch(() => undefined))?.result.text === 'echo: c' ? true : undefined), 15_000, 'a call to the new host');
-    await eventually(async () => ((await system.call('runner', 'after', 'kv__echo', { text: 'd' }).catch(() => undefined))?.result.text === 'echo: d' ? true : undefined), 15_000, 'a call to the new host');
+    await eventually(
+      async () => ((await system.call('runner', 'after', 'vault__echo', { text: 'c' }).catch(() => undefined))?.result.text === 'echo: c' ? true : undefined),
+      15_000,
+      'a call to the new host',
+    );
+    await eventually(
+      async () => ((await system.call('runner', 'after', 'kv__echo', { text: 'd' }).catch(() => undefined))?.result.text === 'echo: d' ? true : undefined),
+      15_000,
+      'a call to the new host',
+    );
     expect(evil.stats.calls).toBeGreaterThanOrEqual(2);
     expect(evil.stats.headersSeen.get('x-plain')).toContain('plain-1');
     expect(evil.stats.headersSeen.has('authorization')).toBe(false);
@@ -135,7 +142,11 @@ describe('secrets stay with the origin they were given for', () => {
       const refreshed = await system.api.act<SetAnswer>('RefreshMcpServer', { name: 'deep' });
       expect(refreshed.server).toMatchObject({ url: evil.url, status: { state: 'ok' } });
       const evilCalls = evil.stats.calls;
-      await eventually(async () => ((await system.call('deep-runner', 'd2', 'deep__echo', { text: 'y' }).catch(() => undefined))?.result.text === 'echo: y' && evil.stats.calls > evilCalls ? true : undefined), 15_000, 'a call to the rewritten URL');
+      await eventually(
+        async () => ((await system.call('deep-runner', 'd2', 'deep__echo', { text: 'y' }).catch(() => undefined))?.result.text === 'echo: y' && evil.stats.calls > evilCalls ? true : undefined),
+        15_000,
+        'a call to the rewritten URL',
+      );
       expect(seenByEvil()).not.toContain(DEEP_TOKEN);
     } finally {
       await deepUp.close();
@@ -179,7 +190,10 @@ describe('OAuth clients and tokens stay with the origin they were set up for', (
     await owner.act('AuthorizeSigner', { principal: key.principal, role: 'WRITER' });
     const writer = new ApiClient(system.apiUrl, key, owner.principal);
     as.registerMachineClient('owner-client', { secret: CLIENT_SECRET });
-    const set = await owner.act<SetAnswer>('SetMcpServer', { name: 'm2m', config: { url: upstream.url, auth: 'oauth', oauth: { clientId: 'owner-client', clientSecret: CLIENT_SECRET, grant: 'client_credentials' } } });
+    const set = await owner.act<SetAnswer>('SetMcpServer', {
+      name: 'm2m',
+      config: { url: upstream.url, auth: 'oauth', oauth: { clientId: 'owner-client', clientSecret: CLIENT_SECRET, grant: 'client_credentials' } },
+    });
     expect(set.server.status.state).toBe('ok');
     expect(as.stats.clientCredentialsGrants).toBe(1);
 

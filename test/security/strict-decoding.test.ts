@@ -42,7 +42,11 @@ describe('strict decoding of action bodies: the shared-value bomb and its cousin
   /** An envelope of `api`'s whose action carries `value` (already encoded), not signed over it. */
   const envelopeWith = (value: Uint8Array): Uint8Array => {
     const env = api.envelope({ type: 'SetMcpServer', name: 'x' });
-    const action = cborMap([['type', encodePayload('SetMcpServer')], ['name', encodePayload('x')], ['config', value]]);
+    const action = cborMap([
+      ['type', encodePayload('SetMcpServer')],
+      ['name', encodePayload('x')],
+      ['config', value],
+    ]);
     return cborMap([
       ['signer', encodePayload(env.signer)],
       ['account', encodePayload(env.account)],

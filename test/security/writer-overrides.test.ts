@@ -25,7 +25,11 @@ describe('a WRITER cannot shed an always_ask override', () => {
     await system.api.act('AuthorizeSigner', { principal: key.principal, role: 'WRITER' });
     writer = new ApiClient(system.api.apiUrl, key, system.account);
     await system.api.act('SetToolPermission', { server: 'db', tool: 'echo', permission: 'always_ask' });
-    await eventually(async () => ((await system.callError('agent', 'w0', 'db__echo', { text: 'x' }).catch(() => undefined))?.code === 'approval_required' ? true : undefined), 15_000, 'the override in force');
+    await eventually(
+      async () => ((await system.callError('agent', 'w0', 'db__echo', { text: 'x' }).catch(() => undefined))?.code === 'approval_required' ? true : undefined),
+      15_000,
+      'the override in force',
+    );
   });
   afterAll(async () => {
     await system?.stop();
@@ -68,7 +72,7 @@ describe('a WRITER cannot shed an always_ask override', () => {
     expect(upstream.stats.calls).toBe(calls);
   });
 
-  it('the OWNER may: delete and re-add starts from the inherited levels, by the owner\'s own decision', async () => {
+  it("the OWNER may: delete and re-add starts from the inherited levels, by the owner's own decision", async () => {
     const owner = generateKeyPair();
     await system.api.act('AuthorizeSigner', { principal: owner.principal, role: 'OWNER' });
     const ownerSigner = new ApiClient(system.api.apiUrl, owner, system.account);

@@ -10,10 +10,7 @@ import { listenOnLoopback } from './loopback.js';
  * - `echo`: answers every request with `status` and a body that echoes the request headers back
  *   (a misbehaving server that would reflect a secret into an error message).
  */
-export type FrontServerOptions =
-  | { mode: 'redirect'; target: string }
-  | { mode: 'forward'; target: string; delayMs?: number }
-  | { mode: 'echo'; status: number };
+export type FrontServerOptions = { mode: 'redirect'; target: string } | { mode: 'forward'; target: string; delayMs?: number } | { mode: 'echo'; status: number };
 
 export interface FrontServer {
   /** `http://127.0.0.1:PORT` (no path: append the path the target serves). */

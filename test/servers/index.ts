@@ -1,32 +1,6 @@
 export { freePort } from './free-port.js';
-export {
-  InMemoryOAuthProvider,
-  startOAuthServer,
-  startProtectedMcpServer,
-  TEST_OAUTH_USER,
-  type TestOAuthServer,
-  type TestOAuthServerOptions,
-  type TestOAuthServerStats,
-} from './oauth-server.js';
+export { InMemoryOAuthProvider, startOAuthServer, startProtectedMcpServer, TEST_OAUTH_USER, type TestOAuthServer, type TestOAuthServerOptions, type TestOAuthServerStats } from './oauth-server.js';
 export { ClientCredentialsGrant, type ClientAuthMethod, type MachineClient } from './client-credentials-grant.js';
 export { everythingServerEntry, startEverythingServer, type EverythingServer } from './everything.js';
-export {
-  startTestMcpServer,
-  type TestMcpServer,
-  type TestMcpServerOptions,
-  type TestMcpServerStats,
-} from './mcp-test-server.js';
-export {
-  addTool,
-  bigTextTool,
-  defaultTools,
-  echoTool,
-  errorTool,
-  imageTool,
-  slowTool,
-  structuredTool,
-  TINY_PNG_BASE64,
-  type JsonSchema,
-  type TestTool,
-  type TestToolExtra,
-} from './test-tools.js';
+export { startTestMcpServer, type TestMcpServer, type TestMcpServerOptions, type TestMcpServerStats } from './mcp-test-server.js';
+export { addTool, bigTextTool, defaultTools, echoTool, errorTool, imageTool, slowTool, structuredTool, TINY_PNG_BASE64, type JsonSchema, type TestTool, type TestToolExtra } from './test-tools.js';

@@ -1,15 +1,6 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { toNodeHandler } from '@modelcontextprotocol/node';
-import {
-  acceptedContent,
-  createMcpHandler,
-  createRequestStateCodec,
-  inputRequired,
-  inputResponse,
-  McpServer,
-  type CallToolResult,
-  type InputRequiredResult,
-} from '@modelcontextprotocol/server';
+import { acceptedContent, createMcpHandler, createRequestStateCodec, inputRequired, inputResponse, McpServer, type CallToolResult, type InputRequiredResult } from '@modelcontextprotocol/server';
 import * as z from 'zod/v4';
 import { listenOnLoopback } from './loopback.js';
 
@@ -59,8 +50,24 @@ export const PROFILE_SCHEMA = {
     email: { type: 'string' as const, title: 'Email', format: 'email' as const },
     seats: { type: 'integer' as const, title: 'Seats', minimum: 1, maximum: 10 },
     admin: { type: 'boolean' as const, title: 'Administrator' },
-    plan: { type: 'string' as const, title: 'Plan', oneOf: [{ const: 'free', title: 'Free' }, { const: 'team', title: 'Team' }] },
-    features: { type: 'array' as const, title: 'Features', items: { anyOf: [{ const: 'sso', title: 'Single sign-on' }, { const: 'audit', title: 'Audit log' }] } },
+    plan: {
+      type: 'string' as const,
+      title: 'Plan',
+      oneOf: [
+        { const: 'free', title: 'Free' },
+        { const: 'team', title: 'Team' },
+      ],
+    },
+    features: {
+      type: 'array' as const,
+      title: 'Features',
+      items: {
+        anyOf: [
+          { const: 'sso', title: 'Single sign-on' },
+          { const: 'audit', title: 'Audit log' },
+        ],
+      },
+    },
   },
   required: ['email', 'seats', 'plan'],
 };
@@ -89,16 +96,20 @@ export async function startInputMcpServer(opts: { era?: 'modern' | 'dual'; port?
       return typeof raw === 'string' ? raw : undefined;
     };
 
-    server.registerTool('deploy', { description: 'Deploy after the operator confirms', inputSchema: z.object({ env: z.string() }) }, async ({ env }, ctx): Promise<CallToolResult | InputRequiredResult> => {
-      seen(ctx, rawState(ctx));
-      const view = inputResponse(ctx.mcpReq.inputResponses, 'confirm');
-      if (view.kind === 'elicit' && view.action !== 'accept') return text(`Deployment to ${env} cancelled by the operator`, true);
-      const confirmed = acceptedContent(ctx.mcpReq.inputResponses, 'confirm', CONFIRM);
-      if (confirmed?.confirm !== true) {
-        return inputRequired({ inputRequests: { confirm: inputRequired.elicit({ message: `Deploy to ${env}?`, requestedSchema: CONFIRM }) } });
-      }
-      return Promise.resolve(text(`Deployed to ${env}`));
-    });
+    server.registerTool(
+      'deploy',
+      { description: 'Deploy after the operator confirms', inputSchema: z.object({ env: z.string() }) },
+      async ({ env }, ctx): Promise<CallToolResult | InputRequiredResult> => {
+        seen(ctx, rawState(ctx));
+        const view = inputResponse(ctx.mcpReq.inputResponses, 'confirm');
+        if (view.kind === 'elicit' && view.action !== 'accept') return text(`Deployment to ${env} cancelled by the operator`, true);
+        const confirmed = acceptedContent(ctx.mcpReq.inputResponses, 'confirm', CONFIRM);
+        if (confirmed?.confirm !== true) {
+          return inputRequired({ inputRequests: { confirm: inputRequired.elicit({ message: `Deploy to ${env}?`, requestedSchema: CONFIRM }) } });
+        }
+        return Promise.resolve(text(`Deployed to ${env}`));
+      },
+    );
 
     server.registerTool('sign_in', { description: 'Sign in through the browser', inputSchema: z.object({}) }, (_args, ctx): CallToolResult | InputRequiredResult => {
       seen(ctx, rawState(ctx));
@@ -134,17 +145,21 @@ export async function startInputMcpServer(opts: { era?: 'modern' | 'dual'; port?
       return inputRequired({ inputRequests: { profile: inputRequired.elicit({ message: 'Your profile', requestedSchema: PROFILE_SCHEMA }) } });
     });
 
-    server.registerTool('summarize', { description: 'Summarize a text with the client model', inputSchema: z.object({ text: z.string() }) }, ({ text: input }, ctx): CallToolResult | InputRequiredResult => {
-      seen(ctx, rawState(ctx));
-      const view = inputResponse(ctx.mcpReq.inputResponses, 'summary');
-      if (view.kind === 'sampling') {
-        const content = view.result.content as { type?: string; text?: string };
-        return text(`summary: ${content.type === 'text' ? (content.text ?? '') : '?'}`);
-      }
-      return inputRequired({
-        inputRequests: { summary: inputRequired.createMessage({ messages: [{ role: 'user', content: { type: 'text', text: `Summarize: ${input}` } }], maxTokens: 100 }) },
-      });
-    });
+    server.registerTool(
+      'summarize',
+      { description: 'Summarize a text with the client model', inputSchema: z.object({ text: z.string() }) },
+      ({ text: input }, ctx): CallToolResult | InputRequiredResult => {
+        seen(ctx, rawState(ctx));
+        const view = inputResponse(ctx.mcpReq.inputResponses, 'summary');
+        if (view.kind === 'sampling') {
+          const content = view.result.content as { type?: string; text?: string };
+          return text(`summary: ${content.type === 'text' ? (content.text ?? '') : '?'}`);
+        }
+        return inputRequired({
+          inputRequests: { summary: inputRequired.createMessage({ messages: [{ role: 'user', content: { type: 'text', text: `Summarize: ${input}` } }], maxTokens: 100 }) },
+        });
+      },
+    );
 
     server.registerTool('list_roots', { description: 'Asks for the client roots', inputSchema: z.object({}) }, (_args, ctx): CallToolResult | InputRequiredResult => {
       seen(ctx, rawState(ctx));

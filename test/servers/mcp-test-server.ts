@@ -5,14 +5,7 @@ import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { SSEServerTransport } from '@modelcontextprotocol/sdk/server/sse.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import {
-  CallToolRequestSchema,
-  ErrorCode,
-  isInitializeRequest,
-  ListToolsRequestSchema,
-  McpError,
-  type Tool,
-} from '@modelcontextprotocol/sdk/types.js';
+import { CallToolRequestSchema, ErrorCode, isInitializeRequest, ListToolsRequestSchema, McpError, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import { modernMcpHandler } from './modern-mcp-handler.js';
 import { defaultTools, type TestTool } from './test-tools.js';
 
@@ -332,10 +325,7 @@ export async function startTestMcpServer(opts: TestMcpServerOptions = {}): Promi
       const open = [...sessions.values()];
       sessions.clear();
       await modern?.close().catch(() => {});
-      await withTimeout(
-        Promise.allSettled(open.map(async (s) => await s.server.close())),
-        CLOSE_WAIT_MS,
-      );
+      await withTimeout(Promise.allSettled(open.map(async (s) => await s.server.close())), CLOSE_WAIT_MS);
       const closed = new Promise<void>((resolve) => httpServer.close(() => resolve()));
       httpServer.closeAllConnections();
       for (const socket of sockets) socket.destroy();

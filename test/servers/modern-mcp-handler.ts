@@ -45,7 +45,7 @@ export function modernMcpHandler(opts: ModernHandlerOptions): { handle: NodeMcpR
       const tool = opts.tools().find((t) => t.name === request.params.name);
       if (!tool) return { content: [{ type: 'text', text: `Unknown tool: ${request.params.name}` }], isError: true };
       // Test tools are written against the 2025 result type; the shapes agree on the wire.
-      return (await tool.handler(request.params.arguments ?? {}, { signal: ctx.mcpReq.signal }));
+      return await tool.handler(request.params.arguments ?? {}, { signal: ctx.mcpReq.signal });
     });
     return server;
   };

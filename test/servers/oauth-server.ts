@@ -320,7 +320,6 @@ export async function startProtectedMcpServer(as: TestOAuthServer, opts: Omit<Te
   });
 }
 
-
 /** A protected MCP server whose authorization server can be changed while it runs. */
 export interface MovableProtectedMcpServer {
   server: TestMcpServer;

@@ -12,7 +12,13 @@ import { ModernClient, ModernStreamableHTTPClientTransport } from '../support/sd
 // launcher that no longer starts fails here before a new user meets it.
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const readme = readFileSync(join(root, 'README.md'), 'utf8');
-const commands = [...readme.matchAll(/^node_modules\/\.bin\/tsx (test\/servers\/[\w-]+-main\.ts)(.*)$/gm)].map((m) => ({ script: m[1]!, args: m[2]!.trim().split(/\s+/).filter((a) => a !== '') }));
+const commands = [...readme.matchAll(/^node_modules\/\.bin\/tsx (test\/servers\/[\w-]+-main\.ts)(.*)$/gm)].map((m) => ({
+  script: m[1]!,
+  args: m[2]!
+    .trim()
+    .split(/\s+/)
+    .filter((a) => a !== ''),
+}));
 
 /** What each tour expects of its server: the tools `tools/list` gives, or a 401 with OAuth metadata. */
 const EXPECTED: Record<string, { tools: string[] } | { oauth: true }> = {
@@ -25,12 +31,15 @@ const EXPECTED: Record<string, { tools: string[] } | { oauth: true }> = {
 const children: ChildProcess[] = [];
 afterAll(async () => {
   await Promise.all(
-    children.map((c) => new Promise((resolve) => {
-      if (c.exitCode !== null || c.signalCode !== null) return resolve(null);
-      c.once('exit', resolve);
-      c.kill('SIGTERM');
-      setTimeout(() => c.kill('SIGKILL'), 5_000).unref();
-    })),
+    children.map(
+      (c) =>
+        new Promise((resolve) => {
+          if (c.exitCode !== null || c.signalCode !== null) return resolve(null);
+          c.once('exit', resolve);
+          c.kill('SIGTERM');
+          setTimeout(() => c.kill('SIGKILL'), 5_000).unref();
+        }),
+    ),
   );
 });
 
@@ -65,32 +74,36 @@ describe("the README's tour servers", () => {
     expect(commands.map((c) => c.script).sort()).toEqual(Object.keys(EXPECTED).sort());
   });
 
-  it.concurrent.each(commands.map((c) => [c.script, c] as const))('%s starts as printed and serves the tour', async (script, { args }) => {
-    const url = await start(script, args);
-    expect(new URL(url).hostname).toBe('127.0.0.1');
-    const expected = EXPECTED[script]!;
-    if ('oauth' in expected) {
-      // No token: 401 naming its protected-resource metadata, whose authorization server answers.
-      const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: '{}' });
-      expect(res.status).toBe(401);
-      const challenge = res.headers.get('www-authenticate') ?? '';
-      const metadataUrl = /resource_metadata="([^"]+)"/.exec(challenge)?.[1];
-      expect(metadataUrl, challenge).toBeDefined();
-      const metadata = (await (await fetch(metadataUrl!)).json()) as { authorization_servers: string[] };
-      const issuer = metadata.authorization_servers[0]!;
-      const as = await fetch(new URL('/.well-known/oauth-authorization-server', issuer));
-      expect(as.status).toBe(200);
-      expect(((await as.json()) as { registration_endpoint?: string }).registration_endpoint).toBeDefined();
-      return;
-    }
-    const client = new ModernClient({ name: 'readme-tour', version: '1.0.0' }, { versionNegotiation: { mode: 'auto' } });
-    await client.connect(new ModernStreamableHTTPClientTransport(new URL(url)));
-    try {
-      expect(client.getNegotiatedProtocolVersion()).toBe('2026-07-28');
-      const { tools } = await client.listTools();
-      expect(tools.map((t) => t.name).sort()).toEqual(expected.tools);
-    } finally {
-      await client.close();
-    }
-  }, 60_000);
+  it.concurrent.each(commands.map((c) => [c.script, c] as const))(
+    '%s starts as printed and serves the tour',
+    async (script, { args }) => {
+      const url = await start(script, args);
+      expect(new URL(url).hostname).toBe('127.0.0.1');
+      const expected = EXPECTED[script]!;
+      if ('oauth' in expected) {
+        // No token: 401 naming its protected-resource metadata, whose authorization server answers.
+        const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: '{}' });
+        expect(res.status).toBe(401);
+        const challenge = res.headers.get('www-authenticate') ?? '';
+        const metadataUrl = /resource_metadata="([^"]+)"/.exec(challenge)?.[1];
+        expect(metadataUrl, challenge).toBeDefined();
+        const metadata = (await (await fetch(metadataUrl!)).json()) as { authorization_servers: string[] };
+        const issuer = metadata.authorization_servers[0]!;
+        const as = await fetch(new URL('/.well-known/oauth-authorization-server', issuer));
+        expect(as.status).toBe(200);
+        expect(((await as.json()) as { registration_endpoint?: string }).registration_endpoint).toBeDefined();
+        return;
+      }
+      const client = new ModernClient({ name: 'readme-tour', version: '1.0.0' }, { versionNegotiation: { mode: 'auto' } });
+      await client.connect(new ModernStreamableHTTPClientTransport(new URL(url)));
+      try {
+        expect(client.getNegotiatedProtocolVersion()).toBe('2026-07-28');
+        const { tools } = await client.listTools();
+        expect(tools.map((t) => t.name).sort()).toEqual(expected.tools);
+      } finally {
+        await client.close();
+      }
+    },
+    60_000,
+  );
 });

@@ -93,8 +93,7 @@ export function bigTextTool(bytes: number, name = 'big_text'): TestTool {
 }
 
 /** A 1×1 transparent PNG. */
-export const TINY_PNG_BASE64 =
-  'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII=';
+export const TINY_PNG_BASE64 = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII=';
 
 /** `image` answers with a caption and a tiny PNG. */
 export function imageTool(name = 'image'): TestTool {

@@ -30,8 +30,23 @@ async function selfSignedCertificate(): Promise<{ key: string; cert: string }> {
   try {
     const [key, cert] = [join(dir, 'key.pem'), join(dir, 'cert.pem')];
     await promisify(execFile)('openssl', [
-      'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes',
-      '-keyout', key, '-out', cert, '-days', '2', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1',
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:prime256v1',
+      '-nodes',
+      '-keyout',
+      key,
+      '-out',
+      cert,
+      '-days',
+      '2',
+      '-subj',
+      '/CN=127.0.0.1',
+      '-addext',
+      'subjectAltName=IP:127.0.0.1',
     ]);
     return { key: await readFile(key, 'utf8'), cert: await readFile(cert, 'utf8') };
   } finally {

@@ -29,7 +29,7 @@ function run(bin: string, args: string[], boundMs: number): Promise<{ code: numb
 }
 
 /**
- * The type checker and the linter are part of every test run: a change that breaks either fails.
+ * The type checker, the linter and the formatter's check are part of every test run: a change that breaks one fails.
  * They run side by side (each is its own process, minutes of CPU on a small machine; eslint reads
  * the sources, never tsc's declaration output), and the sequencer starts this file first. The
  * bound is generous: on a busy 2-core machine, next to the other test files, each has taken more
@@ -39,21 +39,43 @@ const BOUND_MS = 900_000;
 /** The tool's own bound, inside the test's: the test then fails with its output, not a timeout. */
 const RUN_MS = BOUND_MS - 10_000;
 describe.concurrent('static checks', () => {
-  it('type-checks every project (tsc -b)', async () => {
-    const { code, output } = await run('tsc', ['-b'], RUN_MS);
-    expect(output).toBe('');
-    expect(code).toBe(0);
-  }, BOUND_MS);
+  it(
+    'type-checks every project (tsc -b)',
+    async () => {
+      const { code, output } = await run('tsc', ['-b'], RUN_MS);
+      expect(output).toBe('');
+      expect(code).toBe(0);
+    },
+    BOUND_MS,
+  );
 
-  it('type-checks the set-up scripts (outside the build graph: they run under tsx)', async () => {
-    const { code, output } = await run('tsc', ['-p', 'scripts/tsconfig.json'], RUN_MS);
-    expect(output).toBe('');
-    expect(code).toBe(0);
-  }, BOUND_MS);
+  it(
+    'type-checks the set-up scripts (outside the build graph: they run under tsx)',
+    async () => {
+      const { code, output } = await run('tsc', ['-p', 'scripts/tsconfig.json'], RUN_MS);
+      expect(output).toBe('');
+      expect(code).toBe(0);
+    },
+    BOUND_MS,
+  );
 
-  it('lints clean (eslint, with no-floating-promises)', async () => {
-    const { code, output } = await run('eslint', ['.'], RUN_MS);
-    expect(output).toBe('');
-    expect(code).toBe(0);
-  }, BOUND_MS);
+  it(
+    'is formatted (prettier --check: the TypeScript and JavaScript; `npm run format` writes it)',
+    async () => {
+      const { code, output } = await run('prettier', ['--check', '.', '--log-level', 'warn'], RUN_MS);
+      expect(output).toBe('');
+      expect(code).toBe(0);
+    },
+    BOUND_MS,
+  );
+
+  it(
+    'lints clean (eslint, with no-floating-promises)',
+    async () => {
+      const { code, output } = await run('eslint', ['.'], RUN_MS);
+      expect(output).toBe('');
+      expect(code).toBe(0);
+    },
+    BOUND_MS,
+  );
 });

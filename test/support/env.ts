@@ -41,9 +41,7 @@ async function withAdmin<T>(fn: (admin: pg.Client) => Promise<T>): Promise<T> {
  */
 export async function createTestDatabase(): Promise<TestDatabase> {
   const underVitest = process.env.MCPX_TEMPLATE_DB !== undefined;
-  const name = underVitest
-    ? `mcpx_t_${process.env.MCPX_TEST_RUN ?? 'norun000'}_${randomBytes(6).toString('hex')}`
-    : `mcpx_bench_${randomBytes(6).toString('hex')}`;
+  const name = underVitest ? `mcpx_t_${process.env.MCPX_TEST_RUN ?? 'norun000'}_${randomBytes(6).toString('hex')}` : `mcpx_bench_${randomBytes(6).toString('hex')}`;
   await withAdmin(async (admin) => {
     if (!underVitest) {
       await admin.query(`CREATE DATABASE "${name}"`);

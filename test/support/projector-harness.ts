@@ -102,7 +102,11 @@ export class ProjectorHarness {
     await eventually(
       async () => {
         if (child.exitCode !== null) throw new Error(`projector exited: ${logs.join('')}`);
-        return (await fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.ok).catch(() => false)) ? true : undefined;
+        return (await fetch(`http://127.0.0.1:${port}/healthz`)
+          .then((r) => r.ok)
+          .catch(() => false))
+          ? true
+          : undefined;
       },
       60_000,
       'the projector process to be healthy',

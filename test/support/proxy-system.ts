@@ -47,8 +47,7 @@ export class ProxySystem {
     const { env, db } = await systemEnv({ LOG_LEVEL: 'warn', ...opts.env });
     const telemetry = await setupTelemetry({ serviceName: 'mcpx-proxy-test' });
     const stops: Array<() => Promise<void>> = [];
-    const config = (service: 'registry' | 'projector' | 'proxy', i = 0) =>
-      loadConfig(service, { ...env, HTTP_PORT: '0', INSTANCE_ID: `${service}-${i}-${Math.random().toString(36).slice(2, 8)}` });
+    const config = (service: 'registry' | 'projector' | 'proxy', i = 0) => loadConfig(service, { ...env, HTTP_PORT: '0', INSTANCE_ID: `${service}-${i}-${Math.random().toString(36).slice(2, 8)}` });
     const quiet = { telemetry, logSink: () => {} };
     try {
       const registry = await startRegistry(config('registry'), quiet);
@@ -70,10 +69,10 @@ export class ProxySystem {
   /** Starts one more proxy instance in this process. */
   async addProxy(extraEnv: Record<string, string> = {}): Promise<RunningProxy> {
     const i = this.proxies.length;
-    const proxy = await startProxy(
-      loadConfig('proxy', { ...this.env, ...extraEnv, HTTP_PORT: '0', INSTANCE_ID: `proxy-${i}-${Math.random().toString(36).slice(2, 8)}` }),
-      { telemetry: this.telemetry, logSink: () => {} },
-    );
+    const proxy = await startProxy(loadConfig('proxy', { ...this.env, ...extraEnv, HTTP_PORT: '0', INSTANCE_ID: `proxy-${i}-${Math.random().toString(36).slice(2, 8)}` }), {
+      telemetry: this.telemetry,
+      logSink: () => {},
+    });
     this.proxies.push(proxy);
     return proxy;
   }
@@ -92,10 +91,14 @@ export class ProxySystem {
   async createAgent(name: string, servers: string[], minTools = 1): Promise<string> {
     const { agent } = await this.api.act<{ agent: { id: string } }>('CreateAgent', { name, definition: { mcpServers: servers } });
     this.agentIds.set(name, agent.id);
-    await eventually(async () => {
-      const t = await this.api.act<{ tools: unknown[] }>('ListAgentTools', { agent: agent.id });
-      return t.tools.length >= minTools ? true : undefined;
-    }, 15_000, `tools projected onto ${name}`);
+    await eventually(
+      async () => {
+        const t = await this.api.act<{ tools: unknown[] }>('ListAgentTools', { agent: agent.id });
+        return t.tools.length >= minTools ? true : undefined;
+      },
+      15_000,
+      `tools projected onto ${name}`,
+    );
     return agent.id;
   }
 
@@ -167,9 +170,13 @@ export async function spawnProxyProcess(system: ProxySystem, extraEnv: Record<st
     await exited;
     clearTimeout(timer);
   };
-  await eventually(async () => {
-    if (!alive()) throw new Error(`proxy exited:\n${logs.join('')}`);
-    return (await fetch(`${url}/healthz`).catch(() => undefined))?.ok ? true : undefined;
-  }, 60_000, `proxy ${instance} healthy`);
+  await eventually(
+    async () => {
+      if (!alive()) throw new Error(`proxy exited:\n${logs.join('')}`);
+      return (await fetch(`${url}/healthz`).catch(() => undefined))?.ok ? true : undefined;
+    },
+    60_000,
+    `proxy ${instance} healthy`,
+  );
   return { instance, url, internalUrl: `http://127.0.0.1:${internalPort}`, child, logs, kill: () => signal('SIGKILL'), stop: () => signal('SIGTERM') };
 }

@@ -124,7 +124,13 @@ describe('bus: malformed requests and replies (real NATS)', () => {
     await bus.nc.flush();
     try {
       const marker = new TextEncoder().encode('PAYLOAD-MARKER');
-      const bad = [new Uint8Array(0), Uint8Array.from([0xff, ...marker]), Uint8Array.from([0xd8, 28, 0x81, 0xd8, 29, 0x00]), Uint8Array.from([0x63, 0x61, 0x62, 0x63]), Uint8Array.from([0x9f, 0x01, 0xff])];
+      const bad = [
+        new Uint8Array(0),
+        Uint8Array.from([0xff, ...marker]),
+        Uint8Array.from([0xd8, 28, 0x81, 0xd8, 29, 0x00]),
+        Uint8Array.from([0x63, 0x61, 0x62, 0x63]),
+        Uint8Array.from([0x9f, 0x01, 0xff]),
+      ];
       for (const bytes of bad) {
         const reply = await raw.request(subject, bytes, { timeout: 5_000 });
         expect(decodeStrict(reply.data, 'reply')).toMatchObject({ ok: false, error: { code: ErrorCodes.invalidInput, details: { field: 'payload' } } });

@@ -1,14 +1,5 @@
 import { connect, errors as natsErrors, headers, type Msg, type MsgHdrs, type NatsConnection, type Subscription } from '@nats-io/transport-node';
-import {
-  jetstream,
-  jetstreamManager,
-  JetStreamApiCodes,
-  JetStreamApiError,
-  RetentionPolicy,
-  StorageType,
-  type JetStreamClient,
-  type JetStreamManager,
-} from '@nats-io/jetstream';
+import { jetstream, jetstreamManager, JetStreamApiCodes, JetStreamApiError, RetentionPolicy, StorageType, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
 import { ErrorCodes, WireError, decodeReply, decodeRequest, encodePayload, malformedMessageFields, makeSubjects, toWireError, type Subjects, type WireErrorShape } from '@mcpx/contracts';
 import { extractTraceContext, injectTraceHeaders } from '@mcpx/telemetry';
 import { context, type Context } from '@opentelemetry/api';
@@ -207,13 +198,7 @@ function stderrLog(connection: string): BusLog {
  * of this service: the caller gets `internal` and `log` gets the error with the subject (never
  * the payload, which may carry a caller's secrets).
  */
-async function answer<Req, Res>(
-  msg: Msg,
-  queue: string,
-  handler: (req: Req, msg: Msg, ctx: Context) => Promise<Res>,
-  ctx: Context,
-  log: BusLog,
-): Promise<void> {
+async function answer<Req, Res>(msg: Msg, queue: string, handler: (req: Req, msg: Msg, ctx: Context) => Promise<Res>, ctx: Context, log: BusLog): Promise<void> {
   let reply: Reply<Res>;
   try {
     let req: Req;
@@ -306,10 +291,12 @@ export async function connectBus(opts: BusOptions): Promise<Bus> {
           // reading a request's trace headers.
           try {
             const ctx = extractTraceContext(msg.headers);
-            context.with(ctx, () => answer(msg, queue, handler, ctx, log)).catch((e: unknown) => {
-              // Responding failed (the connection closed, say): the caller times out; say why here.
-              log.error('request could not be answered', { subject: msg.subject, queue, err: e });
-            });
+            context
+              .with(ctx, () => answer(msg, queue, handler, ctx, log))
+              .catch((e: unknown) => {
+                // Responding failed (the connection closed, say): the caller times out; say why here.
+                log.error('request could not be answered', { subject: msg.subject, queue, err: e });
+              });
           } catch (e) {
             log.error('request could not be answered', { subject: msg.subject, queue, err: e });
           }

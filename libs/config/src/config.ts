@@ -263,7 +263,10 @@ export function loadConfig(service: keyof typeof DEFAULT_PORTS, env: NodeJS.Proc
     builtinTokenEndpoints: parseBuiltinTokenEndpoints(env.BUILTIN_TOKEN_ENDPOINTS),
     builtinVendorClients: parseBuiltinVendorClients(env.BUILTIN_VENDOR_CLIENTS),
     quotas: parseQuotas(env),
-    trustedProxies: (env.TRUSTED_PROXIES ?? '').split(',').map((e) => e.trim()).filter((e) => e !== ''),
+    trustedProxies: (env.TRUSTED_PROXIES ?? '')
+      .split(',')
+      .map((e) => e.trim())
+      .filter((e) => e !== ''),
     pinAudit: parsePinAudit(env),
   };
 }

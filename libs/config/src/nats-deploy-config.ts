@@ -38,7 +38,7 @@ export function renderHelmNatsAuthValues(): string {
   const env = NatsRoles.map((role) => `    ${NATS_PASSWORD_ENV[role]}:\n      valueFrom:\n        secretKeyRef: { name: mcpx-nats-users, key: ${role} }`);
   return [
     '# Generated from libs/config/src/nats-permissions.ts (scripts/render-nats-config.ts): do not edit.',
-    '# The stack\'s NATS users and what each may do (docs/bus.md#users). Use with nats-values.yaml:',
+    "# The stack's NATS users and what each may do (docs/bus.md#users). Use with nats-values.yaml:",
     '#   helm install nats nats/nats -n nats -f deploy/nats-values.yaml -f deploy/nats-auth-values.yaml',
     '# The passwords come from the Secret mcpx-nats-users in the nats namespace (deploy/README.md).',
     'config:',

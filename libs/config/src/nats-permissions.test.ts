@@ -57,7 +57,10 @@ describe('the NATS permission model (docs/bus.md#users)', () => {
     expect(config).toContain('authorization {');
     expect(config).not.toContain('no_auth_user');
     expect(() => renderNatsServerConfig({ users: [{ user: 'runtime', role: 'runtime', password: 'short' }], host: '127.0.0.1', port: 1, storeDir: '/x' })).toThrow('at least 16 characters');
-    const twice = [{ user: 'a', role: 'runtime' as const, password: 'p'.repeat(24) }, { user: 'a', role: 'proxy' as const, password: 'q'.repeat(24) }];
+    const twice = [
+      { user: 'a', role: 'runtime' as const, password: 'p'.repeat(24) },
+      { user: 'a', role: 'proxy' as const, password: 'q'.repeat(24) },
+    ];
     expect(() => renderNatsServerConfig({ users: twice, host: '127.0.0.1', port: 1, storeDir: '/x' })).toThrow('listed twice');
     expect(() => inboxPrefixOf('a.b')).toThrow();
   });

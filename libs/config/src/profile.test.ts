@@ -25,4 +25,3 @@ describe('HTTP_PORT', () => {
     expect(() => loadConfig('registry', { ...base, HTTP_PORT: 'eighty' })).toThrow('HTTP_PORT must be a port number');
   });
 });
-

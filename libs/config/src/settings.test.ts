@@ -15,7 +15,14 @@ describe('the one settings parser', () => {
   });
 
   it('refuses anything else with a ConfigError naming the variable, never its value', () => {
-    for (const [raw, opts] of [['1.5', {}], ['-1', {}], ['13', { max: 12 }], ['0', { min: 1 }], ['x9', {}], [String(2 ** 60), {}]] as const) {
+    for (const [raw, opts] of [
+      ['1.5', {}],
+      ['-1', {}],
+      ['13', { max: 12 }],
+      ['0', { min: 1 }],
+      ['x9', {}],
+      [String(2 ** 60), {}],
+    ] as const) {
       let err: unknown;
       try {
         integerSetting({ N_SETTING: raw }, 'N_SETTING', { fallback: 0, ...opts });
@@ -32,7 +39,11 @@ describe('the one settings parser', () => {
   });
 
   it("the registry's settings and the shared loader read through it", () => {
-    expect(loadRegistrySettings({ REGISTRY_REPROBE_BASE_MS: '250', REGISTRY_PUBLIC_URL: 'https://r.example/', REGISTRY_OAUTH_CLIENT_METADATA: 'off' })).toEqual({ reprobeBaseMs: 250, publicUrl: 'https://r.example', clientMetadataDocument: false });
+    expect(loadRegistrySettings({ REGISTRY_REPROBE_BASE_MS: '250', REGISTRY_PUBLIC_URL: 'https://r.example/', REGISTRY_OAUTH_CLIENT_METADATA: 'off' })).toEqual({
+      reprobeBaseMs: 250,
+      publicUrl: 'https://r.example',
+      clientMetadataDocument: false,
+    });
     expect(() => loadRegistrySettings({ REGISTRY_DISCOVERY_CONCURRENCY: '0' })).toThrow('REGISTRY_DISCOVERY_CONCURRENCY must be a positive integer');
     expect(() => parseInternalHttp('proxy', { INTERNAL_HTTP_PORT: 'x' }, 80)).toThrow('INTERNAL_HTTP_PORT must be a port number');
     expect(parseInternalHttp('proxy', {}, 0).internalHttpPort).toBe(0);

@@ -133,8 +133,7 @@ const bool: JsonSchema = { type: 'boolean' };
 const anyObject: JsonSchema = { type: 'object' };
 const arr = (items: JsonSchema): JsonSchema => ({ type: 'array', items });
 const ref = (name: string): JsonSchema => ({ $ref: `#/components/schemas/${name}` });
-const obj = (properties: Record<string, JsonSchema>, required: string[] = []): JsonSchema =>
-  required.length > 0 ? { type: 'object', properties, required } : { type: 'object', properties };
+const obj = (properties: Record<string, JsonSchema>, required: string[] = []): JsonSchema => (required.length > 0 ? { type: 'object', properties, required } : { type: 'object', properties });
 const agent: JsonSchema = { type: 'string', description: 'An agent id or name' };
 const ALL: readonly ActionRole[] = ['OWNER', 'WRITER', 'AGENT'];
 const WRITERS: readonly ActionRole[] = ['OWNER', 'WRITER'];
@@ -153,7 +152,13 @@ export const ACTION_MAP: { readonly [T in ActionType]: ActionSpec } = {
     response: obj({ server: ref('RedactedMcpServer') }, ['server']),
     errors: ['quota_exceeded', 'conflict', 'outbound_refused'],
   },
-  RefreshMcpServer: { summary: "Discovers a server's tools again", roles: WRITERS, request: obj({ name: str }, ['name']), response: obj({ server: ref('RedactedMcpServer') }, ['server']), errors: ['not_found', 'quota_exceeded'] },
+  RefreshMcpServer: {
+    summary: "Discovers a server's tools again",
+    roles: WRITERS,
+    request: obj({ name: str }, ['name']),
+    response: obj({ server: ref('RedactedMcpServer') }, ['server']),
+    errors: ['not_found', 'quota_exceeded'],
+  },
   DeleteMcpServer: { summary: 'Deletes a server; it leaves every grant', roles: WRITERS, request: obj({ name: str }, ['name']), response: obj({ name: str }, ['name']), errors: ['not_found'] },
   AuthorizeMcpServer: {
     summary: 'A fresh OAuth authorization URL for a server with config.auth oauth',
@@ -162,8 +167,20 @@ export const ACTION_MAP: { readonly [T in ActionType]: ActionSpec } = {
     response: obj({ server: str, authorizationUrl: str }, ['server', 'authorizationUrl']),
     errors: ['not_found', 'conflict'],
   },
-  CreateAgent: { summary: 'Creates an agent granted servers', roles: WRITERS, request: obj({ name: str, definition: ref('AgentDefinition') }, ['name', 'definition']), response: obj({ agent: ref('AgentView') }, ['agent']), errors: ['conflict', 'quota_exceeded'] },
-  UpdateAgent: { summary: "Replaces an agent's definition", roles: WRITERS, request: obj({ agent, definition: ref('AgentDefinition') }, ['agent', 'definition']), response: obj({ agent: ref('AgentView') }, ['agent']), errors: ['not_found'] },
+  CreateAgent: {
+    summary: 'Creates an agent granted servers',
+    roles: WRITERS,
+    request: obj({ name: str, definition: ref('AgentDefinition') }, ['name', 'definition']),
+    response: obj({ agent: ref('AgentView') }, ['agent']),
+    errors: ['conflict', 'quota_exceeded'],
+  },
+  UpdateAgent: {
+    summary: "Replaces an agent's definition",
+    roles: WRITERS,
+    request: obj({ agent, definition: ref('AgentDefinition') }, ['agent', 'definition']),
+    response: obj({ agent: ref('AgentView') }, ['agent']),
+    errors: ['not_found'],
+  },
   GetAgent: { summary: 'One agent', roles: ALL, request: obj({ agent }, ['agent']), response: obj({ agent: ref('AgentView') }, ['agent']), errors: ['not_found'] },
   ListAgents: { summary: "The account's agents (an AGENT signer: its own)", roles: ALL, request: nothing, response: obj({ agents: arr(ref('AgentView')) }, ['agents']) },
   ListAgentTools: { summary: "An agent's projected tools", roles: ALL, request: obj({ agent }, ['agent']), response: obj({ tools: arr(anyObject) }, ['tools']), errors: ['not_found'] },
@@ -172,18 +189,59 @@ export const ACTION_MAP: { readonly [T in ActionType]: ActionSpec } = {
     roles: ALL,
     request: obj({ agent, tool: str, arguments: anyObject, run: str, approvalId: str, inputRequestId: str, timeoutMs: int }, ['agent', 'tool']),
     response: obj({ result: anyObject, run: str }, ['result', 'run']),
-    errors: ['not_found', 'not_granted', 'invalid_arguments', 'server_error', 'transport_error', 'auth_required', 'timeout', 'call_lost', 'maybe_executed', 'cancelled', 'approval_required', 'approval_refused', 'input_required', 'input_refused', 'outbound_refused', 'held_for_review'],
+    errors: [
+      'not_found',
+      'not_granted',
+      'invalid_arguments',
+      'server_error',
+      'transport_error',
+      'auth_required',
+      'timeout',
+      'call_lost',
+      'maybe_executed',
+      'cancelled',
+      'approval_required',
+      'approval_refused',
+      'input_required',
+      'input_refused',
+      'outbound_refused',
+      'held_for_review',
+    ],
   },
-  EndRun: { summary: "Ends one of the account's runs; every proxy closes its connections", roles: ALL, request: obj({ run: str }, ['run']), response: obj({ run: str, ended: { const: true } }, ['run', 'ended']) },
+  EndRun: {
+    summary: "Ends one of the account's runs; every proxy closes its connections",
+    roles: ALL,
+    request: obj({ run: str }, ['run']),
+    response: obj({ run: str, ended: { const: true } }, ['run', 'ended']),
+  },
   PromoteTools: { summary: 'The admitted names and their provider tool formats', roles: ALL, request: obj({ agent, names: arr(str) }, ['agent', 'names']), response: anyObject, errors: ['not_found'] },
   SearchTools: {
     summary: 'Tools found by meaning, grouped by family',
     roles: ALL,
     request: obj({ query: str, family: str, agent, limit: int }, ['query']),
-    response: obj({ families: arr(obj({ family: str, server: str, tools: arr(obj({ name: str, description: str, score: { type: 'number' }, cid: str }, ['name', 'score', 'cid'])) }, ['family', 'server', 'tools'])) }, ['families']),
+    response: obj(
+      {
+        families: arr(
+          obj({ family: str, server: str, tools: arr(obj({ name: str, description: str, score: { type: 'number' }, cid: str }, ['name', 'score', 'cid'])) }, ['family', 'server', 'tools']),
+        ),
+      },
+      ['families'],
+    ),
   },
-  SetLambdaTool: { summary: 'Sets a lambda tool document on an agent', roles: ALL, request: obj({ agent, name: str, document: anyObject }, ['agent', 'name', 'document']), response: obj({ name: str, cid: str, version: int }, ['name', 'cid', 'version']), errors: ['conflict', 'not_found'] },
-  DeleteLambdaTool: { summary: 'Deletes a lambda tool of an agent', roles: ALL, request: obj({ agent, name: str }, ['agent', 'name']), response: obj({ name: str, version: int }, ['name', 'version']), errors: ['conflict', 'not_found'] },
+  SetLambdaTool: {
+    summary: 'Sets a lambda tool document on an agent',
+    roles: ALL,
+    request: obj({ agent, name: str, document: anyObject }, ['agent', 'name', 'document']),
+    response: obj({ name: str, cid: str, version: int }, ['name', 'cid', 'version']),
+    errors: ['conflict', 'not_found'],
+  },
+  DeleteLambdaTool: {
+    summary: 'Deletes a lambda tool of an agent',
+    roles: ALL,
+    request: obj({ agent, name: str }, ['agent', 'name']),
+    response: obj({ name: str, version: int }, ['name', 'version']),
+    errors: ['conflict', 'not_found'],
+  },
   AuthorizeSigner: {
     summary: 'Lets a key act for the account with a role',
     roles: OWNER,
@@ -199,9 +257,26 @@ export const ACTION_MAP: { readonly [T in ActionType]: ActionSpec } = {
     errors: ['not_found'],
   },
   ListApprovals: { summary: "The account's pending approvals, oldest first", roles: WRITERS, request: nothing, response: obj({ approvals: arr(anyObject) }, ['approvals']) },
-  ApproveToolCall: { summary: 'Approves an always_ask call; the runtime re-sends it', roles: OWNER, request: obj({ approvalId: str }, ['approvalId']), response: obj({ approval: anyObject }, ['approval']), errors: ['not_found', 'conflict'] },
-  DenyToolCall: { summary: 'Denies an always_ask call', roles: OWNER, request: obj({ approvalId: str }, ['approvalId']), response: obj({ approval: anyObject }, ['approval']), errors: ['not_found', 'conflict'] },
-  ListToolChanges: { summary: "A pinned server's held tool changes with diffs and warnings", roles: WRITERS, request: obj({ server: str, status: str }), response: obj({ changes: arr(anyObject) }, ['changes']) },
+  ApproveToolCall: {
+    summary: 'Approves an always_ask call; the runtime re-sends it',
+    roles: OWNER,
+    request: obj({ approvalId: str }, ['approvalId']),
+    response: obj({ approval: anyObject }, ['approval']),
+    errors: ['not_found', 'conflict'],
+  },
+  DenyToolCall: {
+    summary: 'Denies an always_ask call',
+    roles: OWNER,
+    request: obj({ approvalId: str }, ['approvalId']),
+    response: obj({ approval: anyObject }, ['approval']),
+    errors: ['not_found', 'conflict'],
+  },
+  ListToolChanges: {
+    summary: "A pinned server's held tool changes with diffs and warnings",
+    roles: WRITERS,
+    request: obj({ server: str, status: str }),
+    response: obj({ changes: arr(anyObject) }, ['changes']),
+  },
   AcceptToolChange: { summary: 'The held contract becomes the accepted one', roles: WRITERS, request: review, response: reviewed, errors: ['not_found', 'conflict'] },
   RejectToolChange: { summary: 'The change stays held and is not asked about again', roles: WRITERS, request: review, response: reviewed, errors: ['not_found', 'conflict'] },
   ListAuditEvents: {
@@ -224,7 +299,13 @@ export const ACTION_MAP: { readonly [T in ActionType]: ActionSpec } = {
     request: obj({ vendor: str, accessToken: str, refreshToken: str, expiresAt: str }, ['vendor', 'accessToken']),
     response: obj({ vendor: str, servers: arr(ref('RedactedMcpServer')) }, ['vendor', 'servers']),
   },
-  DeleteVendorConnection: { summary: "The vendor's built-ins go dark and leave every grant", roles: WRITERS, request: obj({ vendor: str }, ['vendor']), response: obj({ vendor: str, servers: arr(str) }, ['vendor', 'servers']), errors: ['not_found'] },
+  DeleteVendorConnection: {
+    summary: "The vendor's built-ins go dark and leave every grant",
+    roles: WRITERS,
+    request: obj({ vendor: str }, ['vendor']),
+    response: obj({ vendor: str, servers: arr(str) }, ['vendor', 'servers']),
+    errors: ['not_found'],
+  },
   CreateAgentToken: {
     summary: "A bearer token of the agent's MCP endpoint, shown this once",
     roles: OWNER,
@@ -232,8 +313,20 @@ export const ACTION_MAP: { readonly [T in ActionType]: ActionSpec } = {
     response: obj({ token: str, id: str }, ['token', 'id']),
     errors: ['not_found', 'quota_exceeded'],
   },
-  ListAgentTokens: { summary: "An agent's endpoint tokens (never a token or its hash)", roles: OWNER, request: obj({ agent }, ['agent']), response: obj({ agent: str, tokens: arr(anyObject) }, ['agent', 'tokens']), errors: ['not_found'] },
-  RevokeAgentToken: { summary: 'The endpoint refuses the token from then on', roles: OWNER, request: obj({ id: str }, ['id']), response: obj({ id: str, revoked: bool }, ['id', 'revoked']), errors: ['not_found'] },
+  ListAgentTokens: {
+    summary: "An agent's endpoint tokens (never a token or its hash)",
+    roles: OWNER,
+    request: obj({ agent }, ['agent']),
+    response: obj({ agent: str, tokens: arr(anyObject) }, ['agent', 'tokens']),
+    errors: ['not_found'],
+  },
+  RevokeAgentToken: {
+    summary: 'The endpoint refuses the token from then on',
+    roles: OWNER,
+    request: obj({ id: str }, ['id']),
+    response: obj({ id: str, revoked: bool }, ['id', 'revoked']),
+    errors: ['not_found'],
+  },
   ListSignInRequests: { summary: "OAuth sign-ins to the account's agent endpoints waiting for a decision", roles: OWNER, request: nothing, response: obj({ signIns: arr(anyObject) }, ['signIns']) },
   DecideSignIn: {
     summary: 'Approves or denies an OAuth sign-in; the browser that started it opens continueUrl',
@@ -251,7 +344,14 @@ export const ACTION_TYPES = Object.keys(ActionTypes) as ActionType[];
 export const ACTION_COMPONENTS: Record<string, JsonSchema> = {
   Role: { enum: ['OWNER', 'WRITER', 'AGENT'] },
   AgentDefinition: obj({ mcpServers: arr(str), inputs: obj({ forms: { enum: ['person', 'runtime'] } }) }, ['mcpServers']),
-  AgentView: obj({ id: str, name: str, definition: ref('AgentDefinition'), grants: obj({ mcpServers: arr(str) }, ['mcpServers']), createdAt: str, updatedAt: str }, ['id', 'name', 'definition', 'grants', 'createdAt', 'updatedAt']),
+  AgentView: obj({ id: str, name: str, definition: ref('AgentDefinition'), grants: obj({ mcpServers: arr(str) }, ['mcpServers']), createdAt: str, updatedAt: str }, [
+    'id',
+    'name',
+    'definition',
+    'grants',
+    'createdAt',
+    'updatedAt',
+  ]),
   McpServerConfigInput: obj(
     {
       url: { type: 'string', format: 'uri' },
@@ -261,7 +361,17 @@ export const ACTION_COMPONENTS: Record<string, JsonSchema> = {
       secretRefs: { type: 'object', additionalProperties: str },
       auth: { enum: ['oauth', 'bearer', 'headers', 'none'] },
       token: { type: 'string', writeOnly: true },
-      oauth: obj({ clientId: str, clientSecret: { type: 'string', writeOnly: true }, grant: { enum: ['authorization_code', 'client_credentials'] }, privateKey: { type: 'string', writeOnly: true }, keyAlg: str, scope: str }, ['clientId']),
+      oauth: obj(
+        {
+          clientId: str,
+          clientSecret: { type: 'string', writeOnly: true },
+          grant: { enum: ['authorization_code', 'client_credentials'] },
+          privateKey: { type: 'string', writeOnly: true },
+          keyAlg: str,
+          scope: str,
+        },
+        ['clientId'],
+      ),
       pin: { enum: ['off', 'review', 'strict'] },
     },
     ['url'],

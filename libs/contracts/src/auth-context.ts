@@ -10,5 +10,7 @@ export function authContextOf(url: string, headers: Readonly<Record<string, stri
   const entries = Object.entries(headers)
     .map(([k, v]) => [k.toLowerCase(), v] as const)
     .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-  return createHash('sha256').update(JSON.stringify([url, entries])).digest('hex');
+  return createHash('sha256')
+    .update(JSON.stringify([url, entries]))
+    .digest('hex');
 }

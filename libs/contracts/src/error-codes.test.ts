@@ -95,7 +95,13 @@ describe('every declared code is produced and tested', () => {
   it.each(codes)('%s (%s) is produced by the code and asserted by a test', (key, code) => {
     const produced = files.filter((f) => !isTest(f) && f !== self && (text.get(f)!.includes(`ErrorCodes.${key}`) || text.get(f)!.includes(`new WireError('${code}'`)));
     const tested = files.filter((f) => isTest(f) && !f.endsWith('error-codes.test.ts') && text.get(f)!.includes(`'${code}'`));
-    expect(produced.map((f) => relative(ROOT, f)), `${code} is never produced`).not.toEqual([]);
-    expect(tested.map((f) => relative(ROOT, f)), `${code} is never asserted by a test`).not.toEqual([]);
+    expect(
+      produced.map((f) => relative(ROOT, f)),
+      `${code} is never produced`,
+    ).not.toEqual([]);
+    expect(
+      tested.map((f) => relative(ROOT, f)),
+      `${code} is never asserted by a test`,
+    ).not.toEqual([]);
   });
 });

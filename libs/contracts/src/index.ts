@@ -71,16 +71,7 @@ export type {
   RestrictedSchema,
 } from './inputs.js';
 export { ActionTypes } from './api.js';
-export type {
-  McpServerConfigInput,
-  RedactedTool,
-  RedactedMcpServer,
-  RedactedOAuthClient,
-  AgentDefinition,
-  AgentView,
-  ActionEnvelope,
-  ActionType,
-} from './api.js';
+export type { McpServerConfigInput, RedactedTool, RedactedMcpServer, RedactedOAuthClient, AgentDefinition, AgentView, ActionEnvelope, ActionType } from './api.js';
 export { ACTION_COMPONENTS, ACTION_MAP, ACTION_TYPES } from './action-map.js';
 export type { ActionOf, ActionRequest, ActionRequests, ActionResponse, ActionResponses, ActionRole, ActionSpec, JsonSchema } from './action-map.js';
 export { openApiDocument } from './openapi.js';

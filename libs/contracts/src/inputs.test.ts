@@ -22,9 +22,24 @@ describe('the restricted elicitation schema', () => {
       seats: { type: 'integer', minimum: 1, maximum: 10 },
       ratio: { type: 'number', minimum: 0, maximum: 1 },
       admin: { type: 'boolean', default: false },
-      plan: { type: 'string', oneOf: [{ const: 'free', title: 'Free' }, { const: 'team', title: 'Team' }] },
+      plan: {
+        type: 'string',
+        oneOf: [
+          { const: 'free', title: 'Free' },
+          { const: 'team', title: 'Team' },
+        ],
+      },
       size: { type: 'string', enum: ['s', 'm'], enumNames: ['Small', 'Medium'] },
-      features: { type: 'array', items: { anyOf: [{ const: 'sso', title: 'SSO' }, { const: 'audit', title: 'Audit' }] }, maxItems: 2 },
+      features: {
+        type: 'array',
+        items: {
+          anyOf: [
+            { const: 'sso', title: 'SSO' },
+            { const: 'audit', title: 'Audit' },
+          ],
+        },
+        maxItems: 2,
+      },
       note: { type: 'string', minLength: 2, maxLength: 5 },
     },
     required: ['email', 'seats'],
@@ -46,13 +61,20 @@ describe('the restricted elicitation schema', () => {
     expect(fieldOf(() => checkRequestedSchema({ type: 'object', properties: { 'a b': { type: 'string' } } }))).toBe('requestedSchema.properties');
     const many = Object.fromEntries(Array.from({ length: INPUT_LIMITS.properties + 1 }, (_, i) => [`p${i}`, { type: 'string' }]));
     expect(fieldOf(() => checkRequestedSchema({ type: 'object', properties: many }))).toBe('requestedSchema.properties');
-    expect(fieldOf(() => checkRequestedSchema({ type: 'object', properties: { a: { type: 'string', enum: Array.from({ length: 101 }, (_, i) => `v${i}`) } } }))).toBe('requestedSchema.properties.a.enum');
+    expect(fieldOf(() => checkRequestedSchema({ type: 'object', properties: { a: { type: 'string', enum: Array.from({ length: 101 }, (_, i) => `v${i}`) } } }))).toBe(
+      'requestedSchema.properties.a.enum',
+    );
     // A hostile title is cut, not refused.
     expect(String(checkRequestedSchema({ type: 'object', properties: { a: { type: 'string', title: 'x'.repeat(10_000) } } }).properties.a?.title).length).toBe(INPUT_LIMITS.titleChars);
   });
 
   it('checks an answer against it: types, bounds, formats, options, required fields, no extra field', () => {
-    expect(checkElicitContent(schema, { email: 'a@b.co', seats: 3, features: ['audit'], when: '2026-12-01T10:00:00Z' })).toEqual({ email: 'a@b.co', seats: 3, features: ['audit'], when: '2026-12-01T10:00:00Z' });
+    expect(checkElicitContent(schema, { email: 'a@b.co', seats: 3, features: ['audit'], when: '2026-12-01T10:00:00Z' })).toEqual({
+      email: 'a@b.co',
+      seats: 3,
+      features: ['audit'],
+      when: '2026-12-01T10:00:00Z',
+    });
     expect(fieldOf(() => checkElicitContent(schema, { email: 'not-an-email', seats: 3 }))).toBe('content.email');
     expect(fieldOf(() => checkElicitContent(schema, { email: 'a@b.co', seats: 11 }))).toBe('content.seats');
     expect(fieldOf(() => checkElicitContent(schema, { email: 'a@b.co', seats: 2.5 }))).toBe('content.seats');

@@ -267,7 +267,7 @@ function formatOk(format: string, v: string): boolean {
  * {@link INPUT_LIMITS.answerBytes} of JSON. Throws `invalid_input` naming `content.<property>`.
  */
 export function checkElicitContent(schema: RestrictedSchema, content: unknown, at = 'content'): Record<string, ElicitValue> {
-  if (!isMap(content)) throw invalidInput(at, 'must be a map of the form\'s fields');
+  if (!isMap(content)) throw invalidInput(at, "must be a map of the form's fields");
   let bytes: number;
   try {
     bytes = Buffer.byteLength(JSON.stringify(content));
@@ -313,7 +313,7 @@ function checkValue(p: RestrictedProperty, v: unknown, at: string): ElicitValue 
       if (typeof v !== 'boolean') throw fail('must be true or false');
       return v;
     case 'array': {
-      const options = ((p.items as { enum?: string[] } | undefined)?.enum ?? []);
+      const options = (p.items as { enum?: string[] } | undefined)?.enum ?? [];
       if (!Array.isArray(v) || !v.every((x) => typeof x === 'string')) throw fail('must be a list of the offered values');
       if (v.length > options.length || new Set(v).size !== v.length) throw fail('must not repeat a value');
       if (!v.every((x) => options.includes(x))) throw fail('must be a list of the offered values');

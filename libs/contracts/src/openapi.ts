@@ -60,9 +60,7 @@ export function openApiDocument(opts: { version?: string } = {}): Record<string,
   });
   const error = (description: string): Record<string, unknown> => ({ description, content: body({ $ref: '#/components/schemas/Error' }) });
   const statuses = [...new Set(codes.map((c) => ERROR_TRAITS[c].status))].sort((a, b) => a - b);
-  const errorResponses = Object.fromEntries(
-    statuses.map((s) => [String(s), error(`Codes: ${codes.filter((c) => ERROR_TRAITS[c].status === s).join(', ')}`)]),
-  );
+  const errorResponses = Object.fromEntries(statuses.map((s) => [String(s), error(`Codes: ${codes.filter((c) => ERROR_TRAITS[c].status === s).join(', ')}`)]));
   return {
     openapi: '3.1.0',
     jsonSchemaDialect: 'https://spec.openapis.org/oas/3.1/dialect/base',

@@ -146,9 +146,7 @@ export interface ProxyCallRequest {
   answers?: { sampling?: boolean; forms?: boolean };
 }
 
-export type ProxyCallReply =
-  | { ok: true; instance: string; result: ProxyResult }
-  | { ok: false; instance: string; error: WireErrorShape };
+export type ProxyCallReply = { ok: true; instance: string; result: ProxyResult } | { ok: false; instance: string; error: WireErrorShape };
 
 /** Payload of `mcp.proxy.cancel`. */
 export interface ProxyCancel {

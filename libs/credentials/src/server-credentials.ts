@@ -70,7 +70,11 @@ export class CredentialReader {
         .selectFrom('registry.secrets')
         .select(['name', 'key_id', 'ciphertext'])
         .where('account_id', '=', account)
-        .where('name', 'in', refs.map(([, r]) => r))
+        .where(
+          'name',
+          'in',
+          refs.map(([, r]) => r),
+        )
         .execute();
       const byName = new Map(rows.map((s) => [s.name, s]));
       for (const [header, ref] of refs) {
@@ -95,7 +99,12 @@ export class CredentialReader {
     headers.authorization = `Bearer ${tokens.access_token}`;
     return {
       ...base,
-      oauth: { kind, tokenHash: accessTokenHash(tokens.access_token), refreshable: tokens.refresh_token !== undefined, ...(row?.tokens_expire_at ? { expiresAt: row.tokens_expire_at.getTime() } : {}) },
+      oauth: {
+        kind,
+        tokenHash: accessTokenHash(tokens.access_token),
+        refreshable: tokens.refresh_token !== undefined,
+        ...(row?.tokens_expire_at ? { expiresAt: row.tokens_expire_at.getTime() } : {}),
+      },
     };
   }
 

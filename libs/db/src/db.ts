@@ -66,8 +66,27 @@ export function createDb(url: string, opts: DbOptions = {}): Db {
 
 /** Migration sets, one per service schema, each with its own history table in that schema. */
 const MIGRATIONS = {
-  registry: { '20261130T0800-init': registryInit, '20261130T0900-permissions': registryPermissions, '20261130T0910-oauth': registryOAuth, '20261130T1000-builtins': registryBuiltins, '20261201T0800-builtin-upkeep': registryBuiltinUpkeep, '20261201T1100-era-verdicts': registryEraVerdicts, '20261201T1200-signer-agents': registrySignerAgents, '20261201T1410-agent-tokens': registryAgentTokens, '20261201T1415-pins-audit': registryPinsAudit, '20261201T1420-held-tools': registryHeldTools, '20261201T1525-event-outbox': registryEventOutbox, '20261201T1700-oauth-sign-ins': registryOAuthSignIns, '20261201T1710-agent-token-user-approval': registryAgentTokenUserApproval },
-  projector: { '20261130T0800-init': projectorInit, '20261130T0900-search': projectorSearch, '20261201T0900-mcp-name-conflicts': projectorNameConflicts, '20261201T1415-held-tools': projectorHeldTools },
+  registry: {
+    '20261130T0800-init': registryInit,
+    '20261130T0900-permissions': registryPermissions,
+    '20261130T0910-oauth': registryOAuth,
+    '20261130T1000-builtins': registryBuiltins,
+    '20261201T0800-builtin-upkeep': registryBuiltinUpkeep,
+    '20261201T1100-era-verdicts': registryEraVerdicts,
+    '20261201T1200-signer-agents': registrySignerAgents,
+    '20261201T1410-agent-tokens': registryAgentTokens,
+    '20261201T1415-pins-audit': registryPinsAudit,
+    '20261201T1420-held-tools': registryHeldTools,
+    '20261201T1525-event-outbox': registryEventOutbox,
+    '20261201T1700-oauth-sign-ins': registryOAuthSignIns,
+    '20261201T1710-agent-token-user-approval': registryAgentTokenUserApproval,
+  },
+  projector: {
+    '20261130T0800-init': projectorInit,
+    '20261130T0900-search': projectorSearch,
+    '20261201T0900-mcp-name-conflicts': projectorNameConflicts,
+    '20261201T1415-held-tools': projectorHeldTools,
+  },
 } satisfies Record<string, Record<string, Migration>>;
 
 export type SchemaName = keyof typeof MIGRATIONS;

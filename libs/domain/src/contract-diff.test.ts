@@ -48,7 +48,9 @@ describe('diffSchemas', () => {
         { path: '/to', aspect: 'default', kind: 'added', after: 'a' },
       ]),
     );
-    expect(diffSchemas({ type: 'object', properties: { x: { type: 'string' } } }, { type: 'object', properties: { x: { type: 'number' } } })).toEqual([{ path: '/x', aspect: 'type', kind: 'changed', before: 'string', after: 'number' }]);
+    expect(diffSchemas({ type: 'object', properties: { x: { type: 'string' } } }, { type: 'object', properties: { x: { type: 'number' } } })).toEqual([
+      { path: '/x', aspect: 'type', kind: 'changed', before: 'string', after: 'number' },
+    ]);
   });
   it('contract diffs name annotations and the title', () => {
     const before = toolContract({ name: 't', description: 'Reads.', annotations: { readOnlyHint: true } });

@@ -204,7 +204,29 @@ export function diffContracts(before: ToolContract | undefined, after: ToolContr
 /** Keywords that describe and do not constrain: a change of them alone keeps a schema compatible. */
 const DESCRIPTIVE = new Set(['description', 'title', 'examples', '$comment', 'default', 'deprecated', 'readOnly', 'writeOnly', 'x-mcp-header']);
 /** Keywords {@link inputCompatible} reasons about; any other that differs makes it incompatible. */
-const UNDERSTOOD = new Set(['type', 'enum', 'const', 'properties', 'required', 'additionalProperties', 'items', 'minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum', 'minLength', 'maxLength', 'minItems', 'maxItems', 'minProperties', 'maxProperties', 'pattern', 'format', 'multipleOf', 'uniqueItems']);
+const UNDERSTOOD = new Set([
+  'type',
+  'enum',
+  'const',
+  'properties',
+  'required',
+  'additionalProperties',
+  'items',
+  'minimum',
+  'maximum',
+  'exclusiveMinimum',
+  'exclusiveMaximum',
+  'minLength',
+  'maxLength',
+  'minItems',
+  'maxItems',
+  'minProperties',
+  'maxProperties',
+  'pattern',
+  'format',
+  'multipleOf',
+  'uniqueItems',
+]);
 
 function typesOf(schema: Record<string, unknown>): Set<string> | undefined {
   const t = schema.type;

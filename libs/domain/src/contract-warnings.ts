@@ -70,10 +70,65 @@ function hidden(text: string): string | undefined {
 
 // Letters of other scripts that look like Latin ones (the usual homoglyphs), mapped to them.
 const CONFUSABLES: Record<string, string> = {
-  а: 'a', е: 'e', о: 'o', р: 'p', с: 'c', у: 'y', х: 'x', і: 'i', ј: 'j', ѕ: 's', ԁ: 'd', ɡ: 'g', һ: 'h', ӏ: 'l', ԛ: 'q', ԝ: 'w',
-  А: 'A', В: 'B', Е: 'E', К: 'K', М: 'M', Н: 'H', О: 'O', Р: 'P', С: 'C', Т: 'T', Х: 'X', І: 'I', Ј: 'J', Ѕ: 'S',
-  α: 'a', ο: 'o', ρ: 'p', ν: 'v', ι: 'i', κ: 'k', τ: 't', υ: 'u', χ: 'x', Α: 'A', Β: 'B', Ε: 'E', Ζ: 'Z', Η: 'H', Ι: 'I', Κ: 'K', Μ: 'M', Ν: 'N', Ο: 'O', Ρ: 'P', Τ: 'T', Υ: 'Y', Χ: 'X',
-  ı: 'i', ℓ: 'l', '０': '0', '１': '1', 'ｌ': 'l', 'ｏ': 'o',
+  а: 'a',
+  е: 'e',
+  о: 'o',
+  р: 'p',
+  с: 'c',
+  у: 'y',
+  х: 'x',
+  і: 'i',
+  ј: 'j',
+  ѕ: 's',
+  ԁ: 'd',
+  ɡ: 'g',
+  һ: 'h',
+  ӏ: 'l',
+  ԛ: 'q',
+  ԝ: 'w',
+  А: 'A',
+  В: 'B',
+  Е: 'E',
+  К: 'K',
+  М: 'M',
+  Н: 'H',
+  О: 'O',
+  Р: 'P',
+  С: 'C',
+  Т: 'T',
+  Х: 'X',
+  І: 'I',
+  Ј: 'J',
+  Ѕ: 'S',
+  α: 'a',
+  ο: 'o',
+  ρ: 'p',
+  ν: 'v',
+  ι: 'i',
+  κ: 'k',
+  τ: 't',
+  υ: 'u',
+  χ: 'x',
+  Α: 'A',
+  Β: 'B',
+  Ε: 'E',
+  Ζ: 'Z',
+  Η: 'H',
+  Ι: 'I',
+  Κ: 'K',
+  Μ: 'M',
+  Ν: 'N',
+  Ο: 'O',
+  Ρ: 'P',
+  Τ: 'T',
+  Υ: 'Y',
+  Χ: 'X',
+  ı: 'i',
+  ℓ: 'l',
+  '０': '0',
+  '１': '1',
+  ｌ: 'l',
+  ｏ: 'o',
 };
 
 /** A name with look-alike letters mapped to Latin ones, lowercased: two names that look alike have equal skeletons. */
@@ -108,9 +163,14 @@ export function contractWarnings(ctx: WarningContext): ContractWarning[] {
     if (why !== undefined) out.push({ code: ContractWarningCodes.hiddenText, field, message: `the ${field} holds ${why}, which a reviewer cannot see and a model reads` });
   }
   if ([...description].length > LONG_DESCRIPTION_CHARS) {
-    out.push({ code: ContractWarningCodes.longDescription, field: 'description', message: `the description is ${[...description].length} characters long (more than ${LONG_DESCRIPTION_CHARS}): read it whole` });
+    out.push({
+      code: ContractWarningCodes.longDescription,
+      field: 'description',
+      message: `the description is ${[...description].length} characters long (more than ${LONG_DESCRIPTION_CHARS}): read it whole`,
+    });
   }
-  if (instructionLike(description)) out.push({ code: ContractWarningCodes.instructsModel, field: 'description', message: 'the description tells the model what to do (with other tools, the user or its instructions)' });
+  if (instructionLike(description))
+    out.push({ code: ContractWarningCodes.instructsModel, field: 'description', message: 'the description tells the model what to do (with other tools, the user or its instructions)' });
   // Identifier-like words of the description, looked up once each (no pattern per name).
   const words = new Set((description.match(/[A-Za-z0-9_.-]+/g) ?? []).flatMap((w) => [w.toLowerCase(), w.toLowerCase().replace(/[.-]+$/, '')]));
   const own = tool.name.toLowerCase();
@@ -119,8 +179,10 @@ export function contractWarnings(ctx: WarningContext): ContractWarning[] {
   parameterWarnings(contract.inputSchema, 'inputSchema', 0, out);
   const before = ctx.previous?.annotations ?? {};
   const after = contract.annotations ?? {};
-  if (before.readOnlyHint === true && after.readOnlyHint !== true) out.push({ code: ContractWarningCodes.readOnlyDropped, field: 'annotations', message: 'readOnlyHint was dropped: the tool no longer says it only reads' });
-  if (before.destructiveHint !== true && after.destructiveHint === true) out.push({ code: ContractWarningCodes.destructiveAdded, field: 'annotations', message: 'destructiveHint was added: the tool now says it may destroy data' });
+  if (before.readOnlyHint === true && after.readOnlyHint !== true)
+    out.push({ code: ContractWarningCodes.readOnlyDropped, field: 'annotations', message: 'readOnlyHint was dropped: the tool no longer says it only reads' });
+  if (before.destructiveHint !== true && after.destructiveHint === true)
+    out.push({ code: ContractWarningCodes.destructiveAdded, field: 'annotations', message: 'destructiveHint was added: the tool now says it may destroy data' });
   const confusable = confusableName(tool.name, ctx.otherTools ?? []);
   if (confusable !== undefined) out.push({ code: ContractWarningCodes.confusableName, field: 'name', message: confusable });
   return out.slice(0, 50);
@@ -150,7 +212,11 @@ function parameterWarnings(schema: unknown, path: string, depth: number, out: Co
       for (const v of values) {
         if (typeof v !== 'string') continue;
         if (v.length > 80 || instructionLike(v) || hidden(v) !== undefined) {
-          out.push({ code: ContractWarningCodes.instructionInParameter, field, message: `a value of ${name} (enum, default or const) reads as an instruction or hides text: ${JSON.stringify(v.slice(0, 80))}` });
+          out.push({
+            code: ContractWarningCodes.instructionInParameter,
+            field,
+            message: `a value of ${name} (enum, default or const) reads as an instruction or hides text: ${JSON.stringify(v.slice(0, 80))}`,
+          });
           break;
         }
       }

@@ -50,16 +50,14 @@ describe('buildToolDocuments', () => {
   });
 
   it('inherits permission, lets the owner override it, and uses the heuristic for built-ins', () => {
-    const tools: RemoteTool[] = [
-      { name: 'drop', annotations: { destructiveHint: true } },
-      { name: 'read', annotations: { readOnlyHint: true } },
-      { name: 'create_thing' },
-      { name: 'constructor' },
-    ];
+    const tools: RemoteTool[] = [{ name: 'drop', annotations: { destructiveHint: true } }, { name: 'read', annotations: { readOnlyHint: true } }, { name: 'create_thing' }, { name: 'constructor' }];
     const byName = (docs: ReturnType<typeof buildToolDocuments>) => Object.fromEntries(docs.map((d) => [d.remoteName, d.permission]));
     expect(byName(buildToolDocuments('s', tools, { style }))).toEqual({ drop: 'always_ask', read: 'act', create_thing: 'act', constructor: 'act' });
     expect(byName(buildToolDocuments('s', tools, { style, builtin: true }))).toEqual({
-      drop: 'always_ask', read: 'act', create_thing: 'always_ask', constructor: 'always_ask',
+      drop: 'always_ask',
+      read: 'act',
+      create_thing: 'always_ask',
+      constructor: 'always_ask',
     });
     const overrides = { drop: Permission.act, create_thing: Permission.always_ask, read: 'bogus' as Permission };
     expect(byName(buildToolDocuments('s', tools, { style, overrides }))).toEqual({ drop: 'act', read: 'act', create_thing: 'always_ask', constructor: 'act' });

@@ -24,11 +24,7 @@ export interface BuildToolDocumentsOptions {
  * first entry, and schemas, text and annotations are normalised and bounded. No field is ever
  * `undefined`, so every document encodes with dag-cbor.
  */
-export function buildToolDocuments(
-  server: string,
-  tools: readonly RemoteTool[],
-  opts: BuildToolDocumentsOptions,
-): McpToolDocument[] {
+export function buildToolDocuments(server: string, tools: readonly RemoteTool[], opts: BuildToolDocumentsOptions): McpToolDocument[] {
   const byName = new Map<string, RemoteTool>();
   for (const tool of tools) {
     if (!isPlainObject(tool) || typeof tool.name !== 'string') continue;
@@ -41,9 +37,7 @@ export function buildToolDocuments(
     if (name === undefined) continue;
     const annotations = normalizeAnnotations(tool.annotations);
     const override = opts.overrides && Object.hasOwn(opts.overrides, remoteName) ? opts.overrides[remoteName] : undefined;
-    const permission = isPermission(override)
-      ? override
-      : inheritPermission(annotations, { builtin: opts.builtin === true, toolName: remoteName });
+    const permission = isPermission(override) ? override : inheritPermission(annotations, { builtin: opts.builtin === true, toolName: remoteName });
     const doc: McpToolDocument = {
       kind: 'mcp',
       name,

@@ -15,25 +15,16 @@ describe('renderToolIndex', () => {
       { server: 'github', name: 'github__list_repos', description: 'List repositories.\nPaginated.' },
       { server: 'github', name: 'github__create_issue', description: 'Open an issue. Needs a title.' },
     ]);
-    expect(out).toBe(
-      [
-        '- github__create_issue — Open an issue. (github MCP)',
-        '- github__list_repos — List repositories. (github MCP)',
-        '- linear__list (linear MCP)',
-      ].join('\n'),
-    );
+    expect(out).toBe(['- github__create_issue — Open an issue. (github MCP)', '- github__list_repos — List repositories. (github MCP)', '- linear__list (linear MCP)'].join('\n'));
     expect(renderToolIndex([])).toBe('');
   });
 
   it('collapses a server with more than six tools', () => {
     expect(renderToolIndex(tools('small', 6)).split('\n')).toHaveLength(6);
     expect(renderToolIndex([...tools('github', 23), ...tools('alpha', 1)])).toBe(
-      '- alpha__tool_00 — Does a thing. (alpha MCP)\n' +
-        '- github__* — 23 tools from the github MCP server (read ~/tools/ to list them)',
+      '- alpha__tool_00 — Does a thing. (alpha MCP)\n' + '- github__* — 23 tools from the github MCP server (read ~/tools/ to list them)',
     );
-    expect(renderToolIndex(tools('acme', 7), { style: ToolNameStyle.prefixed })).toBe(
-      '- mcp_acme_* — 7 tools from the acme MCP server (read ~/tools/ to list them)',
-    );
+    expect(renderToolIndex(tools('acme', 7), { style: ToolNameStyle.prefixed })).toBe('- mcp_acme_* — 7 tools from the acme MCP server (read ~/tools/ to list them)');
   });
 
   it('collapses the largest servers first when over budget', () => {

@@ -37,9 +37,7 @@ export function renderToolIndex(docs: readonly IndexedTool[], opts: RenderToolIn
 
   let lines = indexLines(groups, collapsed, style);
   if (joinedBytes(lines) > budget) {
-    const candidates = [...groups]
-      .filter(([server, tools]) => !collapsed.has(server) && tools.length > 1)
-      .sort(([a, ta], [b, tb]) => tb.length - ta.length || compareCodeUnits(a, b));
+    const candidates = [...groups].filter(([server, tools]) => !collapsed.has(server) && tools.length > 1).sort(([a, ta], [b, tb]) => tb.length - ta.length || compareCodeUnits(a, b));
     for (const [server] of candidates) {
       collapsed.add(server);
       lines = indexLines(groups, collapsed, style);

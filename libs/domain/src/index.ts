@@ -2,15 +2,7 @@
 export { Permission, ToolNameStyle, isPermission, isToolNameStyle, isPlainObject } from './types.js';
 export type { JsonObject, JsonValue, McpToolDocument, RemoteTool, ToolAnnotations } from './types.js';
 
-export {
-  PREFIXED_SLUG_RE,
-  SERVER_NAME_RE,
-  TOOL_NAME_MAX_LENGTH,
-  projectToolNames,
-  sanitizeRemoteName,
-  serverToolPrefix,
-  validateServerName,
-} from './names.js';
+export { PREFIXED_SLUG_RE, SERVER_NAME_RE, TOOL_NAME_MAX_LENGTH, projectToolNames, sanitizeRemoteName, serverToolPrefix, validateServerName } from './names.js';
 
 export { SCHEMA_MAX_BYTES, SCHEMA_MAX_DEPTH, normalizeInputSchema, normalizeOutputSchema } from './schema.js';
 
@@ -40,14 +32,7 @@ export {
 } from './result.js';
 export type { CallResultLike, FlattenCallInput, FlattenLimits, ProxyImage, ProxyResult } from './result.js';
 
-export {
-  INDEX_BUDGET_BYTES,
-  INDEX_COLLAPSE_ABOVE,
-  INDEX_DESCRIPTION_MAX_CHARS,
-  renderToolIndex,
-  renderToolListing,
-  summarizeDescription,
-} from './index-render.js';
+export { INDEX_BUDGET_BYTES, INDEX_COLLAPSE_ABOVE, INDEX_DESCRIPTION_MAX_CHARS, renderToolIndex, renderToolListing, summarizeDescription } from './index-render.js';
 export type { IndexedTool, RenderToolIndexOptions } from './index-render.js';
 
 export { promotableTools, providerDescription, toAnthropicTool, toOpenAiTool } from './provider.js';
@@ -56,17 +41,7 @@ export type { AnthropicTool, OpenAiTool, OwnToolDocument } from './provider.js';
 export { LAMBDA_NAME_RE, LambdaDocumentError, buildLambdaDocument, providerTools } from './lambda.js';
 export type { AgentToolDocument, LambdaToolDocument } from './lambda.js';
 
-export {
-  BUILTIN_SERVERS,
-  builtinEndpoint,
-  builtinServerId,
-  builtinsOfVendor,
-  findBuiltin,
-  findVendor,
-  isBuiltinServerId,
-  parseBuiltinServerId,
-  vendorTokenEndpoint,
-} from './builtin-catalog.js';
+export { BUILTIN_SERVERS, builtinEndpoint, builtinServerId, builtinsOfVendor, findBuiltin, findVendor, isBuiltinServerId, parseBuiltinServerId, vendorTokenEndpoint } from './builtin-catalog.js';
 export type { BuiltinServer, BuiltinVendor } from './builtin-catalog.js';
 
 export { contractCid, diffContracts, diffSchemas, diffText, inputCompatible, toolContract } from './contract-diff.js';

@@ -83,7 +83,7 @@ describe('projectToolNames', () => {
     expect(a).toBe(`github__${'y'.repeat(49)}_${sha256Hex(`${long}1`).slice(0, 6)}`);
   });
 
-  it('resolves a remote name that spells another tool\'s suffixed name', () => {
+  it("resolves a remote name that spells another tool's suffixed name", () => {
     const literal = `a_b_${sha256Hex('a.b').slice(0, 6)}`;
     const names = projectToolNames('s', ['a.b', 'a b', literal], DU);
     expect(new Set(names.values()).size).toBe(3);
@@ -98,29 +98,20 @@ describe('projectToolNames', () => {
   });
 
   it('is injective, bounded, well-formed and independent of input order', () => {
-    const remote = fc.oneof(
-      fc.string({ maxLength: 80 }),
-      fc.constantFrom('a', 'a!', 'a?', '!a', 'A', 'tool', ''),
-      fc.string({ unit: fc.constantFrom('x', '.', '_', '-'), maxLength: 90 }),
-    );
+    const remote = fc.oneof(fc.string({ maxLength: 80 }), fc.constantFrom('a', 'a!', 'a?', '!a', 'A', 'tool', ''), fc.string({ unit: fc.constantFrom('x', '.', '_', '-'), maxLength: 90 }));
     fc.assert(
-      fc.property(
-        fc.constantFrom('s', 'github', 'x'.repeat(31), 'abc_d'),
-        fc.constantFrom(DU, PX),
-        fc.array(remote, { maxLength: 25 }),
-        (server, style, remotes) => {
-          const names = projectToolNames(server, remotes, style);
-          expect(names.size).toBe(new Set(remotes).size);
-          expect(new Set(names.values()).size).toBe(names.size);
-          for (const name of names.values()) {
-            expect(name.length).toBeLessThanOrEqual(64);
-            expect(name.startsWith(serverToolPrefix(server, style))).toBe(true);
-            expect(name).toMatch(/^[A-Za-z0-9_-]+$/);
-          }
-          const reversed = projectToolNames(server, [...remotes].reverse(), style);
-          expect(new Map([...reversed].sort())).toEqual(new Map([...names].sort()));
-        },
-      ),
+      fc.property(fc.constantFrom('s', 'github', 'x'.repeat(31), 'abc_d'), fc.constantFrom(DU, PX), fc.array(remote, { maxLength: 25 }), (server, style, remotes) => {
+        const names = projectToolNames(server, remotes, style);
+        expect(names.size).toBe(new Set(remotes).size);
+        expect(new Set(names.values()).size).toBe(names.size);
+        for (const name of names.values()) {
+          expect(name.length).toBeLessThanOrEqual(64);
+          expect(name.startsWith(serverToolPrefix(server, style))).toBe(true);
+          expect(name).toMatch(/^[A-Za-z0-9_-]+$/);
+        }
+        const reversed = projectToolNames(server, [...remotes].reverse(), style);
+        expect(new Map([...reversed].sort())).toEqual(new Map([...names].sort()));
+      }),
     );
   });
 

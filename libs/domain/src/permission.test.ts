@@ -29,7 +29,23 @@ describe('inheritPermission', () => {
     for (const name of ['get_issue', 'listRepos', 'search-docs', 'read_file', 'find', 'fetchPage', 'query_db', 'describe_table', 'show', 'VIEW_ITEM']) {
       expect(inheritPermission(undefined, builtin(name))).toBe(Permission.act);
     }
-    for (const name of ['create_issue', 'updateRepo', 'delete', 'remove_member', 'send_email', 'write_file', 'post', 'put_object', 'patch', 'set_status', 'drop_table', 'archive', 'move_card', 'merge_pr', 'closeIssue']) {
+    for (const name of [
+      'create_issue',
+      'updateRepo',
+      'delete',
+      'remove_member',
+      'send_email',
+      'write_file',
+      'post',
+      'put_object',
+      'patch',
+      'set_status',
+      'drop_table',
+      'archive',
+      'move_card',
+      'merge_pr',
+      'closeIssue',
+    ]) {
       expect(inheritPermission(undefined, builtin(name))).toBe(Permission.always_ask);
     }
     expect(inheritPermission(undefined, builtin('get_or_create_user'))).toBe(Permission.always_ask);

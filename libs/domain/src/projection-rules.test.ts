@@ -98,10 +98,20 @@ describe('projection rules on hostile remote input', () => {
 describe('lambda documents', () => {
   it('normalises a lambda and refuses bad names and mcp kinds', () => {
     expect(buildLambdaDocument('my_tool', { description: ' Does it. ', inputSchema: { $schema: 'x', type: 'object' } })).toEqual({
-      kind: 'lambda', name: 'my_tool', description: 'Does it.', inputSchema: { type: 'object' }, enabled: true,
+      kind: 'lambda',
+      name: 'my_tool',
+      description: 'Does it.',
+      inputSchema: { type: 'object' },
+      enabled: true,
     });
     expect(buildLambdaDocument('x', { enabled: false }).enabled).toBe(false);
-    for (const [name, doc] of [['bad name', {}], ['x'.repeat(65), {}], ['ok', null], ['ok', { kind: 'mcp' }], ['ok', { description: 3 }]] as const) {
+    for (const [name, doc] of [
+      ['bad name', {}],
+      ['x'.repeat(65), {}],
+      ['ok', null],
+      ['ok', { kind: 'mcp' }],
+      ['ok', { description: 3 }],
+    ] as const) {
       expect(() => buildLambdaDocument(name, doc)).toThrow(LambdaDocumentError);
     }
   });

@@ -4,14 +4,20 @@ import type { McpToolDocument } from './types.js';
 import { promotableTools, toAnthropicTool, toOpenAiTool } from './provider.js';
 
 const doc: McpToolDocument = {
-  kind: 'mcp', name: 'github__create_issue', description: 'Open an issue.', permission: 'act', server: 'github', remoteName: 'create_issue',
+  kind: 'mcp',
+  name: 'github__create_issue',
+  description: 'Open an issue.',
+  permission: 'act',
+  server: 'github',
+  remoteName: 'create_issue',
   inputSchema: { type: 'object', properties: { title: { type: 'string' } }, required: ['title'] },
 };
 
 describe('provider tools', () => {
   it('hands the provider the name, description and full schema', () => {
     expect(toOpenAiTool(doc)).toEqual({
-      type: 'function', function: { name: 'github__create_issue', description: 'Open an issue.', parameters: doc.inputSchema },
+      type: 'function',
+      function: { name: 'github__create_issue', description: 'Open an issue.', parameters: doc.inputSchema },
     });
     expect(toAnthropicTool(doc)).toEqual({ name: 'github__create_issue', description: 'Open an issue.', input_schema: doc.inputSchema });
   });
@@ -31,9 +37,7 @@ describe('promotableTools', () => {
 
   it('admits enabled callable names and own enabled non-builtin documents only', () => {
     const callable = new Set(['github__create_issue', 'call']);
-    expect(
-      promotableTools(callable, own, ['github__create_issue', 'my_lambda', 'off_lambda', 'read', 'made_up__tool', 'github__create_issue']),
-    ).toEqual(['github__create_issue', 'my_lambda']);
+    expect(promotableTools(callable, own, ['github__create_issue', 'my_lambda', 'off_lambda', 'read', 'made_up__tool', 'github__create_issue'])).toEqual(['github__create_issue', 'my_lambda']);
   });
 
   it('never returns a name that is in neither set', () => {

@@ -1,13 +1,16 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import {
-  ARGUMENT_MAX_CHARS, IMAGE_MAX_BYTES, TEXT_LIMIT_BYTES, base64DecodedLength, flattenCallResult, isBase64, isErrorResult,
-} from './result.js';
+import { ARGUMENT_MAX_CHARS, IMAGE_MAX_BYTES, TEXT_LIMIT_BYTES, base64DecodedLength, flattenCallResult, isBase64, isErrorResult } from './result.js';
 import type { CallResultLike, FlattenCallInput } from './result.js';
 import { utf8ByteLength } from './utf8.js';
 
 const call = (result: CallResultLike, args: Record<string, unknown> = {}): FlattenCallInput => ({
-  tool: 'github__create_issue', server: 'github', remoteName: 'create_issue', arguments: args, result, durationMs: 12,
+  tool: 'github__create_issue',
+  server: 'github',
+  remoteName: 'create_issue',
+  arguments: args,
+  result,
+  durationMs: 12,
 });
 const png = (bytes: number) => Buffer.alloc(bytes, 7).toString('base64');
 
@@ -56,7 +59,14 @@ describe('flattenCallResult', () => {
 
   it('bounds text at 256 KiB on a character boundary with a visible marker', () => {
     const text = 'é'.repeat(TEXT_LIMIT_BYTES);
-    const r = flattenCallResult(call({ content: [{ type: 'text', text }, { type: 'text', text: 'tail' }] }));
+    const r = flattenCallResult(
+      call({
+        content: [
+          { type: 'text', text },
+          { type: 'text', text: 'tail' },
+        ],
+      }),
+    );
     const [kept, marker] = r.text!.split('\n…');
     expect(utf8ByteLength(kept!)).toBe(TEXT_LIMIT_BYTES);
     expect(kept).toBe('é'.repeat(TEXT_LIMIT_BYTES / 2));
@@ -93,8 +103,7 @@ describe('flattenCallResult', () => {
     const r = flattenCallResult(call({ content }));
     expect(r.images).toEqual([{ data: small, mimeType: 'image/png' }]);
     expect(r.text).toBe(
-      '[image omitted: image/png, 10 bytes over the limit]\n[image omitted: image/png, not a base64 image]\n' +
-        '[image omitted: text/html, not a base64 image]\n[audio omitted: audio/wav]',
+      '[image omitted: image/png, 10 bytes over the limit]\n[image omitted: image/png, not a base64 image]\n' + '[image omitted: text/html, not a base64 image]\n[audio omitted: audio/wav]',
     );
   });
 
@@ -107,10 +116,7 @@ describe('flattenCallResult', () => {
     const four = Array.from({ length: 5 }, () => ({ type: 'image', data: png(3 * 1024 * 1024), mimeType: 'image/png' }));
     const t = flattenCallResult(call({ content: four }), { imagesTotalBytes: 10 * 1024 * 1024 });
     expect(t.images).toHaveLength(3);
-    expect(t.text?.split('\n')).toEqual([
-      `[image omitted: image/png, ${2 * 1024 * 1024} bytes over the limit]`,
-      `[image omitted: image/png, ${2 * 1024 * 1024} bytes over the limit]`,
-    ]);
+    expect(t.text?.split('\n')).toEqual([`[image omitted: image/png, ${2 * 1024 * 1024} bytes over the limit]`, `[image omitted: image/png, ${2 * 1024 * 1024} bytes over the limit]`]);
   });
 });
 

@@ -89,9 +89,7 @@ class Compiler {
   }
 
   private fill({ schema: s, node, scoped }: Pending): void {
-    const typeNames = (typeof s.type === 'string' ? [s.type] : Array.isArray(s.type) ? s.type : []).filter(
-      (t): t is string => typeof t === 'string' && Object.hasOwn(TYPE_BITS, t),
-    );
+    const typeNames = (typeof s.type === 'string' ? [s.type] : Array.isArray(s.type) ? s.type : []).filter((t): t is string => typeof t === 'string' && Object.hasOwn(TYPE_BITS, t));
     for (const t of typeNames) node.types |= TYPE_BITS[t]!;
     node.typeText = typeNames.join(' or ');
 

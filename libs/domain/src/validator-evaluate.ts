@@ -42,7 +42,18 @@ export interface EvaluationStats {
 export function evaluate(root: Node, value: unknown, limits: ValidationLimits, stats?: EvaluationStats): ValidationIssue[] {
   const out: ValidationIssue[] = [];
   const ctx: Ctx = {
-    out, sink: out, cap: limits.maxIssues, trials: 0, aborted: false, work: 0, refs: 0, refDepth: 0, chain: [], base: 0, path: [], limits,
+    out,
+    sink: out,
+    cap: limits.maxIssues,
+    trials: 0,
+    aborted: false,
+    work: 0,
+    refs: 0,
+    refDepth: 0,
+    chain: [],
+    base: 0,
+    path: [],
+    limits,
   };
   visit(root, value, ctx);
   if (stats !== undefined) [stats.work, stats.refs] = [ctx.work, ctx.refs];

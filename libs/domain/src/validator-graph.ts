@@ -109,10 +109,21 @@ export function markChecks(nodes: readonly Node[], cyclic: ReadonlySet<Node>): v
 /** Keywords of the node itself that can refuse a value. */
 function hasOwnChecks(n: Node): boolean {
   return (
-    n.never || n.types !== 0 || n.enumPrimitives !== undefined || n.minLength !== undefined || n.maxLength !== undefined ||
-    n.minItems !== undefined || n.maxItems !== undefined || n.minimum !== undefined || n.maximum !== undefined ||
-    n.exclusiveMinimum !== undefined || n.exclusiveMaximum !== undefined || n.required !== undefined ||
-    n.dependentRequired !== undefined || n.not !== undefined || (n.oneOf !== undefined && n.oneOf.length > 1)
+    n.never ||
+    n.types !== 0 ||
+    n.enumPrimitives !== undefined ||
+    n.minLength !== undefined ||
+    n.maxLength !== undefined ||
+    n.minItems !== undefined ||
+    n.maxItems !== undefined ||
+    n.minimum !== undefined ||
+    n.maximum !== undefined ||
+    n.exclusiveMinimum !== undefined ||
+    n.exclusiveMaximum !== undefined ||
+    n.required !== undefined ||
+    n.dependentRequired !== undefined ||
+    n.not !== undefined ||
+    (n.oneOf !== undefined && n.oneOf.length > 1)
   );
 }
 

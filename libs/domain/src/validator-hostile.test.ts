@@ -103,7 +103,11 @@ describe('hostile schemas are bounded by the work counters', () => {
 
   it('10,000 $refs per validation at most, even when each consumes input', () => {
     const schema = { type: 'array', items: { $ref: '#/$defs/n' }, $defs: { n: { $ref: '#/$defs/m' }, m: { type: 'integer' } } };
-    const r = run(schema, Array.from({ length: 6_000 }, () => 1), { maxNodes: 1_000_000 });
+    const r = run(
+      schema,
+      Array.from({ length: 6_000 }, () => 1),
+      { maxNodes: 1_000_000 },
+    );
     expect(r.issues).toEqual(['/5000 limit']);
     expect(r.refs).toBe(DEFAULT_VALIDATION_LIMITS.maxRefs + 1);
   });

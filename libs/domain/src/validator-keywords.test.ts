@@ -28,10 +28,7 @@ describe('JSON Schema 2020-12: $ref and $defs', () => {
       required: ['value'],
     };
     expect(check(tree, { value: 1, children: [{ value: 2, children: [{ value: 3 }] }] })).toEqual([]);
-    expect(check(tree, { value: 1, children: [{ value: 2, children: [{ value: 'x' }, {}] }] })).toEqual([
-      '/children/0/children/0/value type',
-      '/children/0/children/1/value required',
-    ]);
+    expect(check(tree, { value: 1, children: [{ value: 2, children: [{ value: 'x' }, {}] }] })).toEqual(['/children/0/children/0/value type', '/children/0/children/1/value required']);
   });
 
   it('decodes JSON-pointer escapes (~0, ~1), percent-encoding and array indexes', () => {
@@ -55,9 +52,7 @@ describe('JSON Schema 2020-12: $ref and $defs', () => {
       },
     };
     expect(check(schema, { slash: 's', tilde: true, space: null, percent: 1, both: 'tilde-one', index: [] })).toEqual([]);
-    expect(check(schema, { slash: 1, tilde: 1, space: 1, percent: 'x', both: 'x', index: 's' })).toEqual([
-      '/slash type', '/tilde type', '/space type', '/percent type', '/both const', '/index type',
-    ]);
+    expect(check(schema, { slash: 1, tilde: 1, space: 1, percent: 'x', both: 'x', index: 's' })).toEqual(['/slash type', '/tilde type', '/space type', '/percent type', '/both const', '/index type']);
   });
 
   it('resolves #anchor names given by $anchor', () => {
@@ -69,7 +64,10 @@ describe('JSON Schema 2020-12: $ref and $defs', () => {
   });
 
   it('evaluates $ref beside its siblings (2020-12), and a $ref to a boolean schema', () => {
-    const schema: JsonObject = { $defs: { s: { type: 'string' }, no: false, yes: true }, properties: { x: { $ref: '#/$defs/s', maxLength: 2 }, n: { $ref: '#/$defs/no' }, y: { $ref: '#/$defs/yes' } } };
+    const schema: JsonObject = {
+      $defs: { s: { type: 'string' }, no: false, yes: true },
+      properties: { x: { $ref: '#/$defs/s', maxLength: 2 }, n: { $ref: '#/$defs/no' }, y: { $ref: '#/$defs/yes' } },
+    };
     expect(check(schema, { x: 'ab', y: 1 })).toEqual([]);
     expect(check(schema, { x: 'abc' })).toEqual(['/x maxLength']);
     expect(check(schema, { x: 3 })).toEqual(['/x type']);
@@ -107,9 +105,7 @@ describe('JSON Schema 2020-12: $ref and $defs', () => {
     // Beside a branch that admits everything the anyOf admits everything: nothing to refuse.
     expect(compileValidator({ anyOf: [{}, { $ref: '#' }] })(1).ok).toBe(true);
     // The cycle is found at the argument that reaches it.
-    expect(errors(compileValidator({ properties: { deep: { properties: { x: { $ref: '#/properties/deep/properties/x' } } } } })({ deep: { x: 1 } }))).toEqual([
-      '/deep/x $ref',
-    ]);
+    expect(errors(compileValidator({ properties: { deep: { properties: { x: { $ref: '#/properties/deep/properties/x' } } } } })({ deep: { x: 1 } }))).toEqual(['/deep/x $ref']);
   });
 
   it('follows at most 64 $refs in a row at one value, and counts them per value', () => {
@@ -144,7 +140,16 @@ describe('JSON Schema 2020-12: applicators', () => {
   });
 
   it('anyOf: one matching subschema is enough; none says which failed first', () => {
-    const schema: JsonObject = { properties: { id: { anyOf: [{ type: 'string', minLength: 1 }, { type: 'integer', minimum: 1 }] } } };
+    const schema: JsonObject = {
+      properties: {
+        id: {
+          anyOf: [
+            { type: 'string', minLength: 1 },
+            { type: 'integer', minimum: 1 },
+          ],
+        },
+      },
+    };
     expect(check(schema, { id: 'x' })).toEqual([]);
     expect(check(schema, { id: 5 })).toEqual([]);
     const r = validateArguments(schema, { id: 0 });

@@ -1,9 +1,21 @@
 // The compiled form of a schema, shared by the compiler and the evaluator.
 
 // Type bits. An integer value carries both INTEGER and NUMBER, so `type: 'number'` admits it.
-export const NULL = 1, BOOLEAN = 2, INTEGER = 4, NUMBER = 8, STRING = 16, ARRAY = 32, OBJECT = 64;
+export const NULL = 1,
+  BOOLEAN = 2,
+  INTEGER = 4,
+  NUMBER = 8,
+  STRING = 16,
+  ARRAY = 32,
+  OBJECT = 64;
 export const TYPE_BITS: Readonly<Record<string, number>> = {
-  null: NULL, boolean: BOOLEAN, integer: INTEGER, number: NUMBER, string: STRING, array: ARRAY, object: OBJECT,
+  null: NULL,
+  boolean: BOOLEAN,
+  integer: INTEGER,
+  number: NUMBER,
+  string: STRING,
+  array: ARRAY,
+  object: OBJECT,
 };
 
 /**
@@ -58,11 +70,35 @@ export const TRIVIAL: Readonly<Node> = blankNode();
 /** A node with every field present, so all nodes share one shape (monomorphic property access on the hot path). */
 export function blankNode(): Node {
   return {
-    checks: false, never: false, inPlace: false, types: 0, typeText: '', enumPrimitives: undefined, enumKeys: undefined, enumText: '',
-    enumKeyword: 'enum', minLength: undefined, maxLength: undefined, minimum: undefined, maximum: undefined,
-    exclusiveMinimum: undefined, exclusiveMaximum: undefined, minItems: undefined, maxItems: undefined, prefixItems: undefined,
-    items: undefined, properties: undefined, required: undefined, additional: undefined, dependentRequired: undefined,
-    ref: undefined, refText: undefined, allOf: undefined, anyOf: undefined, oneOf: undefined, not: undefined,
+    checks: false,
+    never: false,
+    inPlace: false,
+    types: 0,
+    typeText: '',
+    enumPrimitives: undefined,
+    enumKeys: undefined,
+    enumText: '',
+    enumKeyword: 'enum',
+    minLength: undefined,
+    maxLength: undefined,
+    minimum: undefined,
+    maximum: undefined,
+    exclusiveMinimum: undefined,
+    exclusiveMaximum: undefined,
+    minItems: undefined,
+    maxItems: undefined,
+    prefixItems: undefined,
+    items: undefined,
+    properties: undefined,
+    required: undefined,
+    additional: undefined,
+    dependentRequired: undefined,
+    ref: undefined,
+    refText: undefined,
+    allOf: undefined,
+    anyOf: undefined,
+    oneOf: undefined,
+    not: undefined,
   };
 }
 

@@ -67,8 +67,28 @@ const limits: fc.Arbitrary<Partial<ValidationLimits>> = fc.record(
 );
 
 const KEYWORDS = new Set([
-  'type', 'enum', 'const', 'minLength', 'maxLength', 'minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum', 'minItems', 'maxItems',
-  'required', 'additionalProperties', 'dependentRequired', 'false', 'anyOf', 'oneOf', 'not', '$ref', 'depth', 'limit', 'size',
+  'type',
+  'enum',
+  'const',
+  'minLength',
+  'maxLength',
+  'minimum',
+  'maximum',
+  'exclusiveMinimum',
+  'exclusiveMaximum',
+  'minItems',
+  'maxItems',
+  'required',
+  'additionalProperties',
+  'dependentRequired',
+  'false',
+  'anyOf',
+  'oneOf',
+  'not',
+  '$ref',
+  'depth',
+  'limit',
+  'size',
 ]);
 const REFUSALS = new Set(['$ref', 'depth', 'limit', 'size']);
 

@@ -28,14 +28,26 @@ describe('validateArguments', () => {
   it('accepts a matching value', () => {
     expect(
       validateArguments(issueSchema, {
-        title: 'héllo', count: 3, ratio: 0.5, state: null, labels: ['x'], meta: { 'a/b~c': { x: [1, 2] } }, any: [{}], flag: true,
+        title: 'héllo',
+        count: 3,
+        ratio: 0.5,
+        state: null,
+        labels: ['x'],
+        meta: { 'a/b~c': { x: [1, 2] } },
+        any: [{}],
+        flag: true,
       }),
     ).toEqual({ ok: true });
   });
 
   it('reports each keyword with a JSON pointer', () => {
     const r = validateArguments(issueSchema, {
-      count: 1.5, ratio: 1, state: 'merged', labels: [], meta: { 'a/b~c': { x: [2, 1] }, extra: 1 }, flag: 'yes',
+      count: 1.5,
+      ratio: 1,
+      state: 'merged',
+      labels: [],
+      meta: { 'a/b~c': { x: [2, 1] }, extra: 1 },
+      flag: 'yes',
     });
     expect(errors(r)).toEqual([
       '/title required',
@@ -47,9 +59,7 @@ describe('validateArguments', () => {
       '/meta/extra additionalProperties',
       '/flag type',
     ]);
-    expect(errors(validateArguments(issueSchema, { title: '', labels: ['a', 'b', 3], count: 11 }))).toEqual([
-      '/title minLength', '/labels maxItems', '/labels/2 type', '/count maximum',
-    ]);
+    expect(errors(validateArguments(issueSchema, { title: '', labels: ['a', 'b', 3], count: 11 }))).toEqual(['/title minLength', '/labels maxItems', '/labels/2 type', '/count maximum']);
     expect(errors(validateArguments(issueSchema, { title: 'toolong' }))).toEqual(['/title maxLength']);
     expect(errors(validateArguments(issueSchema, 'x'))).toEqual([' type']);
   });
@@ -99,8 +109,18 @@ describe('validateArguments', () => {
 
   it('types JSON values, with integers as numbers too', () => {
     const cases: [unknown, string[]][] = [
-      [null, ['null']], [true, ['boolean']], [3, ['integer', 'number']], [3.5, ['number']], ['s', ['string']],
-      [[], ['array']], [{}, ['object']], [2n, ['integer', 'number']], [undefined, []], [NaN, []], [new Map(), []], [new Uint8Array(1), []],
+      [null, ['null']],
+      [true, ['boolean']],
+      [3, ['integer', 'number']],
+      [3.5, ['number']],
+      ['s', ['string']],
+      [[], ['array']],
+      [{}, ['object']],
+      [2n, ['integer', 'number']],
+      [undefined, []],
+      [NaN, []],
+      [new Map(), []],
+      [new Uint8Array(1), []],
     ];
     for (const [value, types] of cases) {
       for (const t of ['null', 'boolean', 'integer', 'number', 'string', 'array', 'object']) {
@@ -142,9 +162,7 @@ describe('validateArguments', () => {
       },
       multipleOf: 7,
     } as JsonObject;
-    expect(
-      validateArguments(schema, { s: 'nope', r: 1, remote: 1, relative: 1, anchor: 1, broken: 1, proto: 1, dynamic: 1, cond: 'x' }),
-    ).toEqual({ ok: true });
+    expect(validateArguments(schema, { s: 'nope', r: 1, remote: 1, relative: 1, anchor: 1, broken: 1, proto: 1, dynamic: 1, cond: 'x' })).toEqual({ ok: true });
     // The tuple form of drafts before 2020-12 is left to the server.
     expect(validateArguments({ type: 'array', items: [{ type: 'string' }] }, [1]).ok).toBe(true);
     expect(validateArguments({ type: 'nonsense' }, 1).ok).toBe(true);
@@ -173,7 +191,10 @@ describe('validateArguments', () => {
 
   it('reports at most 20 issues', () => {
     const schema: JsonObject = { type: 'array', items: { type: 'string' } };
-    const r = validateArguments(schema, Array.from({ length: 100 }, (_, i) => i));
+    const r = validateArguments(
+      schema,
+      Array.from({ length: 100 }, (_, i) => i),
+    );
     expect(r.ok ? 0 : r.errors.length).toBe(20);
     const small = compileValidator(schema, { maxIssues: 3 })(Array.from({ length: 100 }, (_, i) => i));
     expect(small.ok ? 0 : small.errors.length).toBe(3);
@@ -192,7 +213,10 @@ describe('validateArguments', () => {
   });
 
   it('bounds work: more than 10,000 visited nodes is refused', () => {
-    const r = validateArguments({ type: 'array', items: { type: 'integer' } }, Array.from({ length: 20_000 }, () => 1));
+    const r = validateArguments(
+      { type: 'array', items: { type: 'integer' } },
+      Array.from({ length: 20_000 }, () => 1),
+    );
     // The root array is the first node, so the 10,000th item is the first over the limit.
     expect(errors(r)).toEqual(['/9999 limit']);
     expect(compileValidator({ type: 'array', items: { type: 'integer' } }, { maxNodes: 30_000 })(Array.from({ length: 20_000 }, () => 1)).ok).toBe(true);
@@ -246,7 +270,11 @@ describe('jsonSizeExceeds', () => {
 function sortKeys(v: unknown): unknown {
   if (Array.isArray(v)) return v.map(sortKeys);
   if (v !== null && typeof v === 'object') {
-    return Object.fromEntries(Object.keys(v).sort().map((k) => [k, sortKeys((v as Record<string, unknown>)[k])]));
+    return Object.fromEntries(
+      Object.keys(v)
+        .sort()
+        .map((k) => [k, sortKeys((v as Record<string, unknown>)[k])]),
+    );
   }
   return v === 0 ? 0 : v;
 }

@@ -59,12 +59,7 @@ export function signingBytes(envelope: Omit<ActionEnvelope, 'sig'> & { sig?: str
 }
 
 /** Builds a signed envelope for an action, with a fresh nonce and the current time. */
-export function signAction(
-  key: KeyPair,
-  account: string,
-  action: ActionEnvelope['action'],
-  now: number = Date.now(),
-): ActionEnvelope {
+export function signAction(key: KeyPair, account: string, action: ActionEnvelope['action'], now: number = Date.now()): ActionEnvelope {
   const unsigned = { signer: key.principal, account, ts: now, nonce: randomBytes(16).toString('base64url'), action };
   const sig = sign(null, signingBytes(unsigned), privateKeyFromSeed(key.seed)).toString('base64url');
   return { ...unsigned, sig };

@@ -88,7 +88,7 @@ describe('ApprovalStore.countPending: approvals waiting across accounts (real Re
     await redis.quit();
   });
 
-  it('counts every account\'s pending approvals; a decision or the deadline takes one off', async () => {
+  it("counts every account's pending approvals; a decision or the deadline takes one off", async () => {
     const { store, clock } = storeAt(redis);
     expect(await store.countPending()).toBe(0);
     const a = await store.create(input);

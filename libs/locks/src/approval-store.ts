@@ -23,7 +23,11 @@ export function canonicalArgumentsJson(value: unknown): string {
   const sort = (v: unknown): unknown => {
     if (Array.isArray(v)) return v.map(sort);
     if (v !== null && typeof v === 'object') {
-      return Object.fromEntries(Object.keys(v).sort().map((k) => [k, sort((v as Record<string, unknown>)[k])]));
+      return Object.fromEntries(
+        Object.keys(v)
+          .sort()
+          .map((k) => [k, sort((v as Record<string, unknown>)[k])]),
+      );
     }
     return v;
   };
@@ -250,7 +254,19 @@ export class ApprovalStore {
 
   async decide(account: string, id: string, decision: 'approved' | 'denied', by: string): Promise<DecideOutcome> {
     const now = this.now();
-    const out = (await this.redis.eval(DECIDE, 2, this.recordKey(account, id), this.indexKey(account), now, decision, by, now + this.ttlMs, this.ttlMs + TOMBSTONE_MS, this.agentIndexPrefix(account), this.allPendingKey())) as [string, string?];
+    const out = (await this.redis.eval(
+      DECIDE,
+      2,
+      this.recordKey(account, id),
+      this.indexKey(account),
+      now,
+      decision,
+      by,
+      now + this.ttlMs,
+      this.ttlMs + TOMBSTONE_MS,
+      this.agentIndexPrefix(account),
+      this.allPendingKey(),
+    )) as [string, string?];
     return out[0] === 'ok' ? { ok: true, record: parse(out[1]) } : { ok: false, reason: out[0] as 'unknown' | 'expired' | 'decided', ...(out[1] ? { record: parse(out[1]) } : {}) };
   }
 

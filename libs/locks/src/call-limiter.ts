@@ -74,9 +74,7 @@ export interface CallLimits {
   ratePerSecond: number;
 }
 
-export type Admission =
-  | { ok: true; /** Frees the call's concurrency slot (idempotent). */ release: () => void; degraded?: true }
-  | { ok: false; reason: 'concurrency' | 'rate'; retryAfterMs: number };
+export type Admission = { ok: true; /** Frees the call's concurrency slot (idempotent). */ release: () => void; degraded?: true } | { ok: false; reason: 'concurrency' | 'rate'; retryAfterMs: number };
 
 export interface CallLimiterOptions {
   /** Hint returned when the concurrency cap is reached (a lease's end cannot be predicted). Default 200 ms. */
@@ -95,7 +93,18 @@ type Refusal = [-1, 'concurrency' | 'rate', number];
 type LeaseReply = [number, number] | Refusal;
 const refused = (r: LeaseReply): r is Refusal => r[0] === -1;
 type LimiterRedis = Redis & {
-  mcpxLease(conc: string, rate: string, maxc: number, ratePerSecond: number, slotPrefix: string, ttlMs: number, retryMs: number, wantSlots: number, wantTokens: number, first: number): Promise<LeaseReply>;
+  mcpxLease(
+    conc: string,
+    rate: string,
+    maxc: number,
+    ratePerSecond: number,
+    slotPrefix: string,
+    ttlMs: number,
+    retryMs: number,
+    wantSlots: number,
+    wantTokens: number,
+    first: number,
+  ): Promise<LeaseReply>;
   mcpxRenew(conc: string, ttlMs: number, ...slots: string[]): Promise<number>;
   mcpxGiveBack(rate: string, tokens: number, ratePerSecond: number): Promise<number>;
 };

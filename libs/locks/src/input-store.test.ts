@@ -20,7 +20,15 @@ const base = (personKeys: string[]): InputCreate => ({
   round: 1,
   era: 'modern',
   approved: false,
-  requestsJson: JSON.stringify([{ key: 'confirm', kind: 'form', answerBy: 'person', message: 'Deploy?', requestedSchema: { type: 'object', properties: { tags: { type: 'array', items: { type: 'string', enum: [] } } }, required: [] } }]),
+  requestsJson: JSON.stringify([
+    {
+      key: 'confirm',
+      kind: 'form',
+      answerBy: 'person',
+      message: 'Deploy?',
+      requestedSchema: { type: 'object', properties: { tags: { type: 'array', items: { type: 'string', enum: [] } } }, required: [] },
+    },
+  ]),
   personKeys,
   sealedState: 'k1.AAAA',
 });

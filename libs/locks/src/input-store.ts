@@ -204,7 +204,19 @@ export class InputStore {
    */
   async answer(account: string, id: string, key: string, answerJson: string, by: string): Promise<AnswerOutcome> {
     const now = this.now();
-    const out = (await this.redis.eval(ANSWER, 2, this.recordKey(account, id), this.indexKey(account), now, key, answerJson, by, now + this.ttlMs, this.ttlMs + TOMBSTONE_MS, this.allPendingKey())) as [string, string?];
+    const out = (await this.redis.eval(
+      ANSWER,
+      2,
+      this.recordKey(account, id),
+      this.indexKey(account),
+      now,
+      key,
+      answerJson,
+      by,
+      now + this.ttlMs,
+      this.ttlMs + TOMBSTONE_MS,
+      this.allPendingKey(),
+    )) as [string, string?];
     if (out[0] === 'ok' || out[0] === 'complete') return { ok: true, record: parse(out[1]), complete: out[0] === 'complete' };
     return { ok: false, reason: out[0] as AnswerReason, ...(out[1] ? { record: parse(out[1]) } : {}) };
   }

@@ -22,11 +22,7 @@ export const REDIS_FAIL_FAST = {
 export const REDIS_RETRY_AFTER_MS = 1_000;
 
 /** The messages (and names) of the errors ioredis raises when it cannot run a command now. */
-const UNAVAILABLE_MESSAGES = [
-  "Stream isn't writeable and enableOfflineQueue options is false",
-  'Connection is closed.',
-  'Command timed out',
-];
+const UNAVAILABLE_MESSAGES = ["Stream isn't writeable and enableOfflineQueue options is false", 'Connection is closed.', 'Command timed out'];
 
 /**
  * Whether `err` says Redis could not be reached (as opposed to a reply error of a command that

@@ -20,17 +20,27 @@ describe('SingleFlight across instances (real Redis)', () => {
     const second = new SingleFlight(b, prefix);
     const opts = { ttlMs: 1_000, waitMs: 10_000, pollMs: 50 };
     let leads = 0;
-    const slow = first.run('work', opts, async () => {
-      leads++;
-      await sleep(3_000);
-      return 'led';
-    }, async () => 'followed');
+    const slow = first.run(
+      'work',
+      opts,
+      async () => {
+        leads++;
+        await sleep(3_000);
+        return 'led';
+      },
+      async () => 'followed',
+    );
     // Well past the TTL the first took the lock with: without renewal it would have expired.
     await sleep(1_500);
-    const late = await second.run('work', opts, async () => {
-      leads++;
-      return 'led again';
-    }, async () => 'followed');
+    const late = await second.run(
+      'work',
+      opts,
+      async () => {
+        leads++;
+        return 'led again';
+      },
+      async () => 'followed',
+    );
     expect(await slow).toBe('led');
     expect(late).toBe('followed');
     expect(leads).toBe(1);
@@ -40,10 +50,15 @@ describe('SingleFlight across instances (real Redis)', () => {
     const first = new SingleFlight(a, prefix);
     const second = new SingleFlight(b, prefix);
     const order: string[] = [];
-    const held = first.run('ex', { ttlMs: 1_000 }, async () => {
-      await sleep(1_500);
-      order.push('refresh');
-    }, async () => undefined);
+    const held = first.run(
+      'ex',
+      { ttlMs: 1_000 },
+      async () => {
+        await sleep(1_500);
+        order.push('refresh');
+      },
+      async () => undefined,
+    );
     await sleep(100);
     await second.exclusive('ex', { ttlMs: 1_000, waitMs: 10_000 }, async () => {
       order.push('exchange');

@@ -47,7 +47,21 @@ describe('logger redaction', () => {
 
   it('redacts names that carry a credential, not only the bare words', () => {
     const { log, raw, lines } = capture();
-    const names = ['access_token', 'refresh_token', 'id_token', 'accessToken', 'client_secret', 'clientSecret', 'apiKey', 'x-api-key', 'private_key', 'proxy-authorization', 'Set-Cookie', 'credentials', 'KEY'];
+    const names = [
+      'access_token',
+      'refresh_token',
+      'id_token',
+      'accessToken',
+      'client_secret',
+      'clientSecret',
+      'apiKey',
+      'x-api-key',
+      'private_key',
+      'proxy-authorization',
+      'Set-Cookie',
+      'credentials',
+      'KEY',
+    ];
     log.info('names', Object.fromEntries(names.map((n, i) => [n, `VALUE-${i}-X`])));
     expect(raw[0]).not.toContain('-X');
     for (const n of names) expect(lines[0]?.[n]).toBe('[redacted]');

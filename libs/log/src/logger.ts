@@ -34,10 +34,7 @@ function callerFields(fields: Record<string, unknown>): Record<string, unknown> 
  * not put secret values in messages. Writing a line never throws: fields that cannot be read
  * are written as `fields: "[unwritable]"`.
  */
-export function createLogger(
-  service: string,
-  opts: { level?: LogLevel; sink?: LogSink; fields?: Record<string, unknown> } = {},
-): Logger {
+export function createLogger(service: string, opts: { level?: LogLevel; sink?: LogSink; fields?: Record<string, unknown> } = {}): Logger {
   const min = ORDER[opts.level ?? 'info'];
   const sink = opts.sink ?? ((line: string) => process.stderr.write(line + '\n'));
   const base = opts.fields ?? {};

@@ -13,34 +13,14 @@ import {
 import type { ElicitationHandler, SamplingHandler } from './elicitation.js';
 import { fetchAsRequest, type McpHttpRequest } from './http-request.js';
 import { assertDiscover, discoverFault, isEraVerdict, type EraVerdict } from './era-verdict.js';
-import {
-  httpStatusOf,
-  isEraFailure,
-  McpClientError,
-  McpClientErrorCode,
-  networkCause,
-  redactUrl,
-  scrub,
-  UNSUPPORTED_PROTOCOL_VERSION,
-  type McpClientErrorDetails,
-} from './errors.js';
+import { httpStatusOf, isEraFailure, McpClientError, McpClientErrorCode, networkCause, redactUrl, scrub, UNSUPPORTED_PROTOCOL_VERSION, type McpClientErrorDetails } from './errors.js';
 import { trackedFetch, type FetchObservations } from './tracked-fetch.js';
 export { inputRequestOf, isInputRequired } from './connection.js';
 import { Connection, type ConnectionCore, type McpConnection, type McpTransportKind } from './connection.js';
 import { StreamEndAwareTransport } from './stream-end-transport.js';
 
 export type { ElicitationHandler, SamplingHandler } from './elicitation.js';
-export type {
-  CallToolOptions,
-  InputRequest,
-  InputRequiredCallResult,
-  ListToolsOptions,
-  McpCallResult,
-  McpConnection,
-  McpListenOptions,
-  McpTransportKind,
-  ToolsWithHints,
-} from './connection.js';
+export type { CallToolOptions, InputRequest, InputRequiredCallResult, ListToolsOptions, McpCallResult, McpConnection, McpListenOptions, McpTransportKind, ToolsWithHints } from './connection.js';
 
 export interface ConnectMcpOptions {
   url: string;
@@ -221,14 +201,7 @@ async function probeFresh(run: ConnectRun): Promise<ConnectionCore> {
 
 /** The spec's backwards-compatibility rule: fall back on a 4xx, never on 401/403, 5xx or the network. */
 function shouldFallBack(err: unknown): err is McpClientError {
-  return (
-    err instanceof McpClientError &&
-    err.code === McpClientErrorCode.ConnectFailed &&
-    err.status !== undefined &&
-    err.status >= 400 &&
-    err.status < 500 &&
-    err.status !== 403
-  );
+  return err instanceof McpClientError && err.code === McpClientErrorCode.ConnectFailed && err.status !== undefined && err.status >= 400 && err.status < 500 && err.status !== 403;
 }
 
 function parseServerUrl(raw: string): URL {
@@ -409,12 +382,7 @@ async function connectError(err: unknown, ctx: ConnectErrorContext): Promise<Mcp
     // The probe reports a failed server/discover by status alone: the server's body says more.
     const probeBody = err instanceof SdkError && err.code === SdkErrorCode.EraNegotiationFailed ? await ctx.observations.lastErrorBody : undefined;
     const body = probeBody !== undefined ? scrub(probeBody.trim(), ctx.secrets) : responseText(err, ctx.secrets);
-    return new McpClientError(
-      McpClientErrorCode.ConnectFailed,
-      `${where} failed: HTTP ${status}${body ? ` (${body})` : ''}`,
-      { ...base, status },
-      cause,
-    );
+    return new McpClientError(McpClientErrorCode.ConnectFailed, `${where} failed: HTTP ${status}${body ? ` (${body})` : ''}`, { ...base, status }, cause);
   }
   if (network !== undefined) {
     return new McpClientError(McpClientErrorCode.ConnectFailed, `${where} failed: ${scrub(network, ctx.secrets)}`, base, cause);

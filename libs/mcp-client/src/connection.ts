@@ -379,7 +379,10 @@ export class Connection implements McpConnection {
     const transport = this.#core.sdkTransport;
     if (!this.#closed && transport instanceof StreamableHTTPClientTransport && transport.sessionId !== undefined) {
       // Let the server free the session now rather than at its idle timeout.
-      await withTimeout(transport.terminateSession().catch(() => {}), TERMINATE_SESSION_WAIT_MS);
+      await withTimeout(
+        transport.terminateSession().catch(() => {}),
+        TERMINATE_SESSION_WAIT_MS,
+      );
     }
     this.#closed = true;
     await this.#core.client.close().catch(() => {});

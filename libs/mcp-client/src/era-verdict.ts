@@ -2,9 +2,7 @@ import type { DiscoverResult } from '@modelcontextprotocol/client';
 import { McpClientError, McpClientErrorCode } from './errors.js';
 
 /** The cached era verdict of a server (plain JSON, storable): probed once, reused by every connect. */
-export type EraVerdict =
-  | { era: 'modern'; protocolVersion: string; discover: DiscoverResult }
-  | { era: 'legacy'; protocolVersion: string; transport: 'http' | 'sse' };
+export type EraVerdict = { era: 'modern'; protocolVersion: string; discover: DiscoverResult } | { era: 'legacy'; protocolVersion: string; transport: 'http' | 'sse' };
 
 /** The first revision of the modern era: every version before it is a 2025-era (`initialize`) one. */
 export const FIRST_MODERN_VERSION = '2026-07-28';

@@ -249,12 +249,7 @@ export function classifyMcpError(err: unknown, signal?: AbortSignal, ctx: Classi
   return new McpClientError(McpClientErrorCode.TransportError, `MCP transport error: ${detailOf(err, secrets)}`, base, cause);
 }
 
-function unauthorizedError(
-  status: number | undefined,
-  ctx: ClassifyContext,
-  base: McpClientErrorDetails,
-  cause: { cause: unknown },
-): McpClientError {
+function unauthorizedError(status: number | undefined, ctx: ClassifyContext, base: McpClientErrorDetails, cause: { cause: unknown }): McpClientError {
   const details: McpClientErrorDetails = { ...base, status: status ?? 401 };
   const challenge = cause.cause instanceof HttpStatusError && cause.cause.wwwAuthenticate !== undefined ? cause.cause.wwwAuthenticate : ctx.wwwAuthenticate;
   if (challenge !== undefined) details.wwwAuthenticate = challenge;

@@ -12,7 +12,26 @@ const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 /** Primitive property types a header can carry (SEP-2243: string, integer and boolean; not number). */
 const PRIMITIVES = new Set(['string', 'integer', 'boolean']);
 /** Keywords whose subschemas are not statically reachable through `properties`: no annotation may sit there. */
-const UNREACHABLE_KEYWORDS = ['items', 'prefixItems', 'contains', 'additionalProperties', 'unevaluatedProperties', 'unevaluatedItems', 'propertyNames', 'patternProperties', 'oneOf', 'anyOf', 'allOf', 'not', 'if', 'then', 'else', '$defs', 'definitions', 'dependentSchemas'];
+const UNREACHABLE_KEYWORDS = [
+  'items',
+  'prefixItems',
+  'contains',
+  'additionalProperties',
+  'unevaluatedProperties',
+  'unevaluatedItems',
+  'propertyNames',
+  'patternProperties',
+  'oneOf',
+  'anyOf',
+  'allOf',
+  'not',
+  'if',
+  'then',
+  'else',
+  '$defs',
+  'definitions',
+  'dependentSchemas',
+];
 /** Deeper schemas than this are refused rather than walked (hostile input is bounded). */
 const MAX_DEPTH = 32;
 /** Schema nodes visited per tool before the walk gives up (and refuses the tool). */

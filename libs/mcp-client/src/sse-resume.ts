@@ -40,12 +40,7 @@ export interface ResumeTarget {
  * says which), answers it with something other than an event stream, or never delivers the
  * response. A 5xx or a network failure on the GET counts as a stalled resumption.
  */
-export async function resumeResponse(
-  target: ResumeTarget,
-  scanner: SseResponseScanner,
-  signal: AbortSignal,
-  cause: unknown,
-): Promise<JsonRpcResponse> {
+export async function resumeResponse(target: ResumeTarget, scanner: SseResponseScanner, signal: AbortSignal, cause: unknown): Promise<JsonRpcResponse> {
   const headers: Record<string, string> = { ...target.headers, accept: 'text/event-stream', 'mcp-session-id': target.sessionId };
   if (target.protocolVersion !== undefined) headers['mcp-protocol-version'] = target.protocolVersion;
   let lastFailure = cause;
@@ -73,13 +68,7 @@ export async function resumeResponse(
   throw resumeError(`${attempts} resumption${attempts === 1 ? '' : 's'} with Last-Event-ID did not deliver it`, undefined, lastFailure);
 }
 
-async function resumeWithRequest(
-  url: URL,
-  request: McpHttpRequest,
-  headers: Record<string, string>,
-  scanner: SseResponseScanner,
-  signal: AbortSignal,
-): Promise<JsonRpcResponse | undefined> {
+async function resumeWithRequest(url: URL, request: McpHttpRequest, headers: Record<string, string>, scanner: SseResponseScanner, signal: AbortSignal): Promise<JsonRpcResponse | undefined> {
   const res = await request(url, { method: 'GET', headers, signal });
   const status = res.statusCode;
   if (status < 200 || status > 299) {

@@ -10,18 +10,7 @@ import {
   type Progress,
   type Tool,
 } from '@modelcontextprotocol/client';
-import {
-  discard,
-  findResponse,
-  header,
-  mediaType,
-  readErrorText,
-  readJsonBody,
-  readSseResponse,
-  SseResponseScanner,
-  type JsonRpcOther,
-  type JsonRpcResponse,
-} from './body-reader.js';
+import { discard, findResponse, header, mediaType, readErrorText, readJsonBody, readSseResponse, SseResponseScanner, type JsonRpcOther, type JsonRpcResponse } from './body-reader.js';
 import { HttpStatusError, McpClientError, McpClientErrorCode } from './errors.js';
 import type { McpHttpRequest, RawResponse } from './http-request.js';
 import { mcpParamHeaders, encodeMcpParamValue } from './mcp-param-headers.js';
@@ -195,12 +184,7 @@ export async function toolCall(target: ToolCallTarget, params: CallToolRequest['
       // The request reached the server and the answer broke off: it may have run.
       const detail = err instanceof Error ? err.message : String(err);
       if (target.era === 'modern') throw maybeExecuted(detail, err);
-      throw new McpClientError(
-        McpClientErrorCode.TransportError,
-        `MCP connection dropped during the call (the server may have executed it): ${detail}`,
-        { transport: 'http' },
-        { cause: err },
-      );
+      throw new McpClientError(McpClientErrorCode.TransportError, `MCP connection dropped during the call (the server may have executed it): ${detail}`, { transport: 'http' }, { cause: err });
     }
     throw err;
   } finally {
@@ -332,11 +316,7 @@ function jsonRpcErrorOf(text: string, id: string): ProtocolError | undefined {
 function resultObject(message: JsonRpcResponse | undefined, era: 'modern' | 'legacy'): Record<string, unknown> {
   if (message === undefined) {
     if (era === 'modern') throw maybeExecuted('the response stream ended before the result', undefined);
-    throw new McpClientError(
-      McpClientErrorCode.TransportError,
-      'MCP response ended before the result, with no event id to resume from: the server may have executed the call',
-      { transport: 'http' },
-    );
+    throw new McpClientError(McpClientErrorCode.TransportError, 'MCP response ended before the result, with no event id to resume from: the server may have executed the call', { transport: 'http' });
   }
   if (message.error !== undefined) {
     const e = message.error;

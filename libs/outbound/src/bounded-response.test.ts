@@ -149,7 +149,12 @@ describe('bounded event streams', () => {
     // The stand-ins begin on a blank line (ending any cut partial event) and end the stream.
     const start = text.indexOf('\n\nevent: message\ndata: {"jsonrpc":"2.0","id":7');
     expect(start).toBeGreaterThanOrEqual(0);
-    expect(text.slice(start).split('\n\n').filter((e) => e !== '')).toHaveLength(2);
+    expect(
+      text
+        .slice(start)
+        .split('\n\n')
+        .filter((e) => e !== ''),
+    ).toHaveLength(2);
   });
 });
 

@@ -59,19 +59,13 @@ export class OutboundRefusedError extends Error {
   }
 
   static plainHttp(url: URL): OutboundRefusedError {
-    return new OutboundRefusedError(
-      OutboundRefusal.plainHttp,
-      `refused plain http to ${url.host}: use https, or the operator may allow this host in allowHttpHosts`,
-    );
+    return new OutboundRefusedError(OutboundRefusal.plainHttp, `refused plain http to ${url.host}: use https, or the operator may allow this host in allowHttpHosts`);
   }
 
   static address(ip: string, kind: AddressKind, hostname: string): OutboundRefusedError {
     const label = KIND_LABELS[kind];
     const forHost = hostname === ip || hostname === `[${ip}]` ? '' : ` for ${hostname}`;
-    const why =
-      kind === 'metadata'
-        ? 'cloud metadata addresses are refused unless allowPrivate lists this address or host'
-        : `the operator has not allowed ${label} addresses`;
+    const why = kind === 'metadata' ? 'cloud metadata addresses are refused unless allowPrivate lists this address or host' : `the operator has not allowed ${label} addresses`;
     return new OutboundRefusedError(OutboundRefusal.address, `refused to connect to ${ip} (${label} address)${forHost}: ${why}`, {
       ip,
       kind,
@@ -79,10 +73,7 @@ export class OutboundRefusedError extends Error {
   }
 
   static redirect(from: URL, to: URL): OutboundRefusedError {
-    return new OutboundRefusedError(
-      OutboundRefusal.redirect,
-      `refused to follow a redirect from ${originOf(from)} to ${originOf(to)}: redirects are followed only within the same origin`,
-    );
+    return new OutboundRefusedError(OutboundRefusal.redirect, `refused to follow a redirect from ${originOf(from)} to ${originOf(to)}: redirects are followed only within the same origin`);
   }
 
   static redirectLimit(from: URL, limit: number): OutboundRefusedError {

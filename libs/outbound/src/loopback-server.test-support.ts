@@ -92,7 +92,7 @@ export function sendGenerated(res: ServerResponse, sent: Sent, opts: { encoding:
 /** Writes `text` again and again (an endless event stream) until the client goes away; `headers: null` when already sent. */
 export function sendRepeated(res: ServerResponse, sent: Sent, text: string, headers: Record<string, string> | null = { 'content-type': 'text/event-stream' }): void {
   if (headers !== null) res.writeHead(200, headers);
-  const block = Buffer.from(text.repeat(Math.max(1, Math.floor(16 * 1024 / text.length))));
+  const block = Buffer.from(text.repeat(Math.max(1, Math.floor((16 * 1024) / text.length))));
   let stopped = false;
   res.once('close', () => (stopped = true));
   const pump = (): void => {

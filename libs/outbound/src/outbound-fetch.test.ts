@@ -115,9 +115,7 @@ describe('createOutboundFetch: addresses', () => {
   it('refuses a hostname that resolves to a private address, without connecting', async () => {
     const lookup = scriptedLookup([v4('10.0.0.1')]);
     const err = await refusal(outbound(production, lookup)('https://internal.example/path?token=s3cret'));
-    expect(err.message).toBe(
-      'refused to connect to 10.0.0.1 (private address) for internal.example: the operator has not allowed private addresses',
-    );
+    expect(err.message).toBe('refused to connect to 10.0.0.1 (private address) for internal.example: the operator has not allowed private addresses');
     expect(err.address).toEqual({ ip: '10.0.0.1', kind: 'private' });
     expect(lookup.calls).toEqual(['internal.example']);
   });
@@ -224,9 +222,7 @@ describe('createOutboundFetch: redirects', () => {
     const f = outbound(loopbackAllowed);
     const err = await refusal(f(`${server.origin}/away`));
     expect(err.reason).toBe('redirect');
-    expect(err.message).toBe(
-      `refused to follow a redirect from ${server.origin} to ${other.origin}: redirects are followed only within the same origin`,
-    );
+    expect(err.message).toBe(`refused to follow a redirect from ${server.origin} to ${other.origin}: redirects are followed only within the same origin`);
     expect((await refusal(f(`${server.origin}/away-secret?q=1`))).message).not.toMatch(/s3cret|token|q=1|stolen/);
     expect(other.seen).toHaveLength(0);
   });

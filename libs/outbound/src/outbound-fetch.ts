@@ -188,8 +188,7 @@ export function createOutboundFetch(policy: OutboundPolicy, opts: OutboundFetchO
           },
         }),
   };
-  const bounded = (response: Response, url: URL, init: RequestInit): Response =>
-    boundResponse(response, { url, method: init.method ?? 'GET', body: init.body }, bounding);
+  const bounded = (response: Response, url: URL, init: RequestInit): Response => boundResponse(response, { url, method: init.method ?? 'GET', body: init.body }, bounding);
   const agent = new Agent({ connect: { lookup: checkedLookup(policy, opts.lookup ?? systemLookup) } });
   // The request path counts in the dispatcher; the fetch path after undici's decompression.
   const metered = agent.compose(meteringInterceptor(rawResponseMeters(bounding)));

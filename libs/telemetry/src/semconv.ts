@@ -50,7 +50,9 @@ export interface ConsumerBacklog {
  * A failed read reports NaN for that scrape (unknown), never the last value as if it were current.
  */
 export function consumerBacklogGauge(meter: Meter, consumer: string, read: () => Promise<ConsumerBacklog>): void {
-  const gauge = meter.createObservableGauge('mcpx_consumer_backlog', { description: 'Messages a JetStream consumer has not finished, by state (pending: not yet delivered; ack_pending: delivered, not acked)' });
+  const gauge = meter.createObservableGauge('mcpx_consumer_backlog', {
+    description: 'Messages a JetStream consumer has not finished, by state (pending: not yet delivered; ack_pending: delivered, not acked)',
+  });
   gauge.addCallback(async (result) => {
     try {
       const b = await read();

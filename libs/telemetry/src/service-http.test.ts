@@ -11,7 +11,16 @@ const metricsHandler: MetricsHandler = (_req, res) => {
 
 describe('startServiceHttp', () => {
   it('serves /healthz on both ports and /metrics and the extras on the internal one only', async () => {
-    const http = await startServiceHttp({ service: 's', port: 0, host: '127.0.0.1', internalPort: 0, internalHost: '127.0.0.1', isReady: () => true, metricsHandler, extra: { '/stats': () => ({ n: 1 }) } });
+    const http = await startServiceHttp({
+      service: 's',
+      port: 0,
+      host: '127.0.0.1',
+      internalPort: 0,
+      internalHost: '127.0.0.1',
+      isReady: () => true,
+      metricsHandler,
+      extra: { '/stats': () => ({ n: 1 }) },
+    });
     try {
       expect(http.url).not.toBe(http.internalUrl);
       for (const base of [http.url, http.internalUrl]) expect((await fetch(`${base}/healthz`)).status).toBe(200);
@@ -33,7 +42,9 @@ describe('startServiceHttp', () => {
     const publicPort = (probe.address() as AddressInfo).port;
     await new Promise<void>((resolve) => probe.close(() => resolve()));
     try {
-      await expect(startServiceHttp({ service: 's', port: publicPort, host: '127.0.0.1', internalPort: taken, internalHost: '127.0.0.1', isReady: () => true, metricsHandler })).rejects.toThrow(/EADDRINUSE/);
+      await expect(startServiceHttp({ service: 's', port: publicPort, host: '127.0.0.1', internalPort: taken, internalHost: '127.0.0.1', isReady: () => true, metricsHandler })).rejects.toThrow(
+        /EADDRINUSE/,
+      );
       // The public port was released: it can be bound again.
       const again = createServer();
       await new Promise<void>((resolve, reject) => {

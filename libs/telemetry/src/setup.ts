@@ -155,11 +155,7 @@ export async function setupTelemetry(opts: TelemetryOptions): Promise<Telemetry>
   let shutdownPromise: Promise<void> | undefined;
   const shutdown = (): Promise<void> => {
     shutdownPromise ??= (async () => {
-      const results = await Promise.allSettled([
-        tracerProvider.shutdown(),
-        meterProvider.shutdown(),
-        server ? close(server) : Promise.resolve(),
-      ]);
+      const results = await Promise.allSettled([tracerProvider.shutdown(), meterProvider.shutdown(), server ? close(server) : Promise.resolve()]);
       const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
       if (failed) throw failed.reason;
     })();

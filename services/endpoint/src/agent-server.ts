@@ -93,7 +93,15 @@ export class AgentServers {
       requests: deps.meter.createCounter('mcpx_endpoint_requests_total', { description: 'MCP requests to agent endpoints, by method and outcome' }),
       duration: deps.meter.createHistogram('mcpx_endpoint_call_duration_ms', { description: 'tools/call through the agent endpoint, end to end (ms)', unit: 'ms' }),
     };
-    this.calls = new ToolCalls({ toolSets: deps.toolSets, proxy: deps.proxy, tracer: deps.tracer, approvals: deps.approvals, requests: this.metrics.requests, duration: this.metrics.duration, onError: deps.onError });
+    this.calls = new ToolCalls({
+      toolSets: deps.toolSets,
+      proxy: deps.proxy,
+      tracer: deps.tracer,
+      approvals: deps.approvals,
+      requests: this.metrics.requests,
+      duration: this.metrics.duration,
+      onError: deps.onError,
+    });
   }
 
   /** Counts a request answered (a method other than tools/call, e.g. by the lean path). */

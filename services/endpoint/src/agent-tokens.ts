@@ -123,7 +123,14 @@ export class AgentTokens {
     if (row === undefined) return 'unknown';
     if (row.revoked_at !== null) return 'revoked';
     if (row.expires_at !== null && row.expires_at.getTime() <= now) return 'expired';
-    const grant: TokenGrant = { id: row.id, account: row.account_id, agent: row.agent_id, agentName: row.name, userMayApprove: row.user_may_approve, ...(row.expires_at !== null ? { expiresAt: row.expires_at.getTime() } : {}) };
+    const grant: TokenGrant = {
+      id: row.id,
+      account: row.account_id,
+      agent: row.agent_id,
+      agentName: row.name,
+      userMayApprove: row.user_may_approve,
+      ...(row.expires_at !== null ? { expiresAt: row.expires_at.getTime() } : {}),
+    };
     if (this.listening && notices === this.notices) {
       this.cache.set(hash, { grant, at: now });
       if (this.cache.size > MAX_CACHED) this.cache.delete(this.cache.keys().next().value as string);

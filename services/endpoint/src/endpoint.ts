@@ -114,7 +114,15 @@ export async function startEndpoint(config: EndpointConfig, opts: EndpointOption
   const nodeOpts = { onerror: (err: Error) => log.warn('endpoint request failed', { err }) };
   // Single tools/call requests the SDK would take as they are: answered beside it (same bytes).
   const lean = config.leanCalls
-    ? new LeanCalls({ tokens, toolSets, failures, calls: servers.calls, allowedHosts: config.allowedHosts, serverInfo: { name: SERVER_NAME, version: VERSION }, onError: (err) => log.warn('mcp request failed', { err }) })
+    ? new LeanCalls({
+        tokens,
+        toolSets,
+        failures,
+        calls: servers.calls,
+        allowedHosts: config.allowedHosts,
+        serverInfo: { name: SERVER_NAME, version: VERSION },
+        onError: (err) => log.warn('mcp request failed', { err }),
+      })
     : undefined;
   // The client's address (the socket's peer, or what trusted proxies say) goes with its request.
   const http = createServer((req, res) => {

@@ -50,10 +50,16 @@ function rpcError(status: number, code: number, message: string, headers: Record
  */
 function tooManyFailures(retryAfterMs: number, cors: Record<string, string>): Response {
   const seconds = Math.max(1, Math.ceil(retryAfterMs / 1000));
-  return rpcError(429, -32000, 'Too many requests: too many failed token attempts from this address; retry later', { 'retry-after': String(seconds), ...cors }, {
-    code: 'rate_limited',
-    details: { field: 'authorization', limit: 'token_failures_per_address', retryAfterMs },
-  });
+  return rpcError(
+    429,
+    -32000,
+    'Too many requests: too many failed token attempts from this address; retry later',
+    { 'retry-after': String(seconds), ...cors },
+    {
+      code: 'rate_limited',
+      details: { field: 'authorization', limit: 'token_failures_per_address', retryAfterMs },
+    },
+  );
 }
 
 function corsHeaders(origin: string | null, opts: EndpointHttpOptions): Record<string, string> {
@@ -98,9 +104,7 @@ export function endpointFetch(deps: EndpointHttpDeps, opts: EndpointHttpOptions)
             cleanup();
           }
         };
-        const unwatch = deps.toolSets.watch(grant.account, grant.agent, () =>
-          send(`event: message\ndata: ${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' })}\n\n`),
-        );
+        const unwatch = deps.toolSets.watch(grant.account, grant.agent, () => send(`event: message\ndata: ${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' })}\n\n`));
         const keepalive = setInterval(() => send(': keepalive\n\n'), KEEPALIVE_MS);
         let done = false;
         cleanup = () => {
@@ -146,7 +150,8 @@ export function endpointFetch(deps: EndpointHttpDeps, opts: EndpointHttpOptions)
       return rpcError(403, -32000, 'Forbidden: host not allowed');
     }
     const open = { 'access-control-allow-origin': '*' };
-    if (request.method === 'OPTIONS') return new Response(null, { status: 204, headers: { ...open, 'access-control-allow-methods': 'GET', 'access-control-allow-headers': 'mcp-protocol-version', 'access-control-max-age': '600' } });
+    if (request.method === 'OPTIONS')
+      return new Response(null, { status: 204, headers: { ...open, 'access-control-allow-methods': 'GET', 'access-control-allow-headers': 'mcp-protocol-version', 'access-control-max-age': '600' } });
     if (request.method !== 'GET') return new Response(null, { status: 405, headers: { allow: 'GET' } });
     return json(200, protectedResourceMetadata(oauth, url, path), { 'cache-control': 'public, max-age=300', ...open });
   };
@@ -195,7 +200,13 @@ export function endpointFetch(deps: EndpointHttpDeps, opts: EndpointHttpOptions)
     const grant = await deps.tokens.verify(request.headers.get('authorization'));
     if (typeof grant === 'string') {
       const challenge = bearerChallenge(oauth, url, url.pathname, grant !== 'missing');
-      return refuseToken(grant, clientAddress, () => rpcError(401, -32001, grant === 'missing' ? 'Unauthorized: a bearer token of this agent is required' : 'Unauthorized: the token is not valid', { 'www-authenticate': challenge, ...cors }), cors);
+      return refuseToken(
+        grant,
+        clientAddress,
+        () =>
+          rpcError(401, -32001, grant === 'missing' ? 'Unauthorized: a bearer token of this agent is required' : 'Unauthorized: the token is not valid', { 'www-authenticate': challenge, ...cors }),
+        cors,
+      );
     }
     let named: string;
     try {
@@ -205,7 +216,12 @@ export function endpointFetch(deps: EndpointHttpDeps, opts: EndpointHttpOptions)
     }
     if (named !== grant.agent && named !== grant.agentName) {
       // Said the same way as an unknown token: a token does not reveal which agents exist.
-      return refuseToken('agent', clientAddress, () => rpcError(401, -32001, 'Unauthorized: the token is not valid for this agent', { 'www-authenticate': bearerChallenge(oauth, url, url.pathname, true), ...cors }), cors);
+      return refuseToken(
+        'agent',
+        clientAddress,
+        () => rpcError(401, -32001, 'Unauthorized: the token is not valid for this agent', { 'www-authenticate': bearerChallenge(oauth, url, url.pathname, true), ...cors }),
+        cors,
+      );
     }
     if (request.method === 'GET' && (request.headers.get('accept') ?? '').includes('text/event-stream')) {
       return withHeaders(legacyStream(grant, request.signal), cors);

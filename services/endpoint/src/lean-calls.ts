@@ -195,7 +195,7 @@ export class LeanCalls {
       if (!isObject(declared) || !isObject(info) || typeof info.name !== 'string' || typeof info.version !== 'string') return undefined;
       caps = declared;
     } else if (meta !== undefined && 'io.modelcontextprotocol/protocolVersion' in meta) return undefined;
-    return { id: msg.id, name: params.name, arguments: (params.arguments) ?? {}, meta, caps };
+    return { id: msg.id, name: params.name, arguments: params.arguments ?? {}, meta, caps };
   }
 
   private async modern(req: IncomingMessage, res: ServerResponse, grant: TokenGrant, call: NonNullable<ReturnType<LeanCalls['callOf']>>): Promise<void> {

@@ -8,7 +8,11 @@ import { loadEndpointConfig, startEndpoint } from './endpoint.js';
  */
 async function main(): Promise<void> {
   const endpoint = await startEndpoint(loadEndpointConfig(process.env));
-  const stop = (): void => void endpoint.stop().then(() => process.exit(0), () => process.exit(1));
+  const stop = (): void =>
+    void endpoint.stop().then(
+      () => process.exit(0),
+      () => process.exit(1),
+    );
   process.once('SIGTERM', stop);
   process.once('SIGINT', stop);
 }

@@ -7,7 +7,10 @@ describe("the endpoint's OAuth settings and answers", () => {
   it('is off unless ENDPOINT_AUTHORIZATION_SERVER is set; a malformed value stops the start, naming it', () => {
     expect(oauthResourceFromEnv({})).toBeUndefined();
     expect(oauthResourceFromEnv({ ENDPOINT_AUTHORIZATION_SERVER: ' ' })).toBeUndefined();
-    expect(oauthResourceFromEnv({ ENDPOINT_AUTHORIZATION_SERVER: 'https://mcpx.example.com/', ENDPOINT_PUBLIC_URL: 'https://mcp.example.com' })).toEqual({ authorizationServer: 'https://mcpx.example.com', publicUrl: 'https://mcp.example.com' });
+    expect(oauthResourceFromEnv({ ENDPOINT_AUTHORIZATION_SERVER: 'https://mcpx.example.com/', ENDPOINT_PUBLIC_URL: 'https://mcp.example.com' })).toEqual({
+      authorizationServer: 'https://mcpx.example.com',
+      publicUrl: 'https://mcp.example.com',
+    });
     for (const bad of ['mcpx.example.com', 'ftp://mcpx.example.com', 'https://mcpx.example.com/?a=1', 'https://mcpx.example.com/#x']) {
       expect(() => oauthResourceFromEnv({ ENDPOINT_AUTHORIZATION_SERVER: bad }), bad).toThrow(/ENDPOINT_AUTHORIZATION_SERVER/);
     }

@@ -114,7 +114,11 @@ export class ToolCalls {
   async call(input: ToolCallInput): Promise<CallToolResult | InputRequiredResult> {
     const { grant, name } = input;
     const parent = parentContext(input.meta, input.headers);
-    const span = this.deps.tracer.startSpan('endpoint.tools/call', { kind: SpanKind.SERVER, attributes: { 'mcpx.account': grant.account, 'mcpx.agent': grant.agent, 'mcpx.tool': name, 'mcpx.endpoint.path': input.path } }, parent);
+    const span = this.deps.tracer.startSpan(
+      'endpoint.tools/call',
+      { kind: SpanKind.SERVER, attributes: { 'mcpx.account': grant.account, 'mcpx.agent': grant.agent, 'mcpx.tool': name, 'mcpx.endpoint.path': input.path } },
+      parent,
+    );
     const started = performance.now();
     const outcome = { value: 'ok' };
     try {
@@ -156,16 +160,29 @@ export class ToolCalls {
       } catch (err) {
         if (err instanceof WireError) return refused(err);
         // Nothing was decided and nothing ran: an outage is said as one, any other fault is ours.
-        if (isRedisUnavailable(err)) return refused(new WireError(ErrorCodes.unavailable, 'approvals cannot be decided right now; answer again shortly', { dependency: 'redis', retryAfterMs: REDIS_RETRY_AFTER_MS }));
+        if (isRedisUnavailable(err))
+          return refused(new WireError(ErrorCodes.unavailable, 'approvals cannot be decided right now; answer again shortly', { dependency: 'redis', retryAfterMs: REDIS_RETRY_AFTER_MS }));
         this.deps.onError(err as Error);
         return refused(toWireError(err));
       }
       span.setAttribute('mcpx.approval.answer', verdict.answer);
       if (verdict.answer === 'decline') {
-        return refused(new WireError(ErrorCodes.approvalRefused, `${name}: the client's user declined the approval; the call did not run`, { approvalId: verdict.approvalId, reason: 'denied', decidedBy: 'client_user', tool: name }));
+        return refused(
+          new WireError(ErrorCodes.approvalRefused, `${name}: the client's user declined the approval; the call did not run`, {
+            approvalId: verdict.approvalId,
+            reason: 'denied',
+            decidedBy: 'client_user',
+            tool: name,
+          }),
+        );
       }
       if (verdict.answer === 'cancel') {
-        return refused(new WireError(ErrorCodes.approvalRequired, `${name} needs a human's approval before it runs; the client's user did not answer, so the account owner decides`, { approvalId: verdict.approvalId, tool: name }));
+        return refused(
+          new WireError(ErrorCodes.approvalRequired, `${name} needs a human's approval before it runs; the client's user did not answer, so the account owner decides`, {
+            approvalId: verdict.approvalId,
+            tool: name,
+          }),
+        );
       }
       // Approved now (or decided before by the owner: the proxy's use of the approval says which).
       approvalId = verdict.approvalId;

@@ -124,7 +124,12 @@ export class UserApprovals {
    * token has no such right, the approval is not this call's, or its arguments are too large to
    * show).
    */
-  async ask(grant: TokenGrant, tool: string, args: Record<string, unknown>, approvalId: string): Promise<{ inputRequests: Record<string, { method: 'elicitation/create'; params: Record<string, unknown> }>; requestState: string } | undefined> {
+  async ask(
+    grant: TokenGrant,
+    tool: string,
+    args: Record<string, unknown>,
+    approvalId: string,
+  ): Promise<{ inputRequests: Record<string, { method: 'elicitation/create'; params: Record<string, unknown> }>; requestState: string } | undefined> {
     if (!grant.userMayApprove) return undefined;
     const hash = argumentsHash(args);
     if (hash === undefined) return undefined;

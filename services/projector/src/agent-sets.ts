@@ -47,7 +47,13 @@ export async function mcpEntries(db: Q, account: string, servers: readonly strin
  */
 export async function heldConflicts(db: Q, account: string, servers: readonly string[]): Promise<Conflict[]> {
   if (servers.length === 0) return [];
-  const rows = await db.selectFrom('projector.projected_servers').select(['server', 'held']).where('account_id', '=', account).where('server', 'in', [...servers]).where('deleted', '=', false).execute();
+  const rows = await db
+    .selectFrom('projector.projected_servers')
+    .select(['server', 'held'])
+    .where('account_id', '=', account)
+    .where('server', 'in', [...servers])
+    .where('deleted', '=', false)
+    .execute();
   const out: Conflict[] = [];
   for (const row of rows) for (const [name, h] of Object.entries(row.held ?? {})) out.push({ name, server: row.server, heldBy: 'held_for_review', cid: h.cid });
   return out;

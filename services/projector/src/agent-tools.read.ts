@@ -2,16 +2,7 @@ import type { Subscription } from '@nats-io/transport-node';
 import type { Bus } from '@mcpx/bus';
 import { ErrorCodes, QueueGroups, WireError, decodePayload, type AgentToolsReply, type AgentToolsRequest } from '@mcpx/contracts';
 import type { Db } from '@mcpx/db';
-import {
-  promotableTools,
-  providerTools,
-  renderToolIndex,
-  renderToolListing,
-  type AgentToolDocument,
-  type LambdaToolDocument,
-  type McpToolDocument,
-  type ToolNameStyle,
-} from '@mcpx/domain';
+import { promotableTools, providerTools, renderToolIndex, renderToolListing, type AgentToolDocument, type LambdaToolDocument, type McpToolDocument, type ToolNameStyle } from '@mcpx/domain';
 import { effectiveSet, heldConflicts, mcpEntries } from './agent-sets.js';
 import { nameList, requireId } from './request-fields.js';
 
@@ -33,7 +24,16 @@ async function readSnapshot(db: Db, account: string, agent: string) {
   const docs =
     mcp.length === 0
       ? []
-      : await db.selectFrom('projector.tool_documents').select(['cid', 'doc_cbor']).where('account_id', '=', account).where('cid', 'in', mcp.map((e) => e.cid)).execute();
+      : await db
+          .selectFrom('projector.tool_documents')
+          .select(['cid', 'doc_cbor'])
+          .where('account_id', '=', account)
+          .where(
+            'cid',
+            'in',
+            mcp.map((e) => e.cid),
+          )
+          .execute();
   return { row, lambdas, conflicts: [...set.conflicts, ...held].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : a.server < b.server ? -1 : a.server > b.server ? 1 : 0)), mcp, docs };
 }
 

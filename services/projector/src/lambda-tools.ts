@@ -1,16 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Subscription } from '@nats-io/transport-node';
 import type { Bus } from '@mcpx/bus';
-import {
-  ErrorCodes,
-  QueueGroups,
-  WireError,
-  encodePayload,
-  invalidInput,
-  type DeleteLambdaToolRequest,
-  type LambdaToolReply,
-  type SetLambdaToolRequest,
-} from '@mcpx/contracts';
+import { ErrorCodes, QueueGroups, WireError, encodePayload, invalidInput, type DeleteLambdaToolRequest, type LambdaToolReply, type SetLambdaToolRequest } from '@mcpx/contracts';
 import type { Kysely } from 'kysely';
 import type { Database, Db } from '@mcpx/db';
 import { LambdaDocumentError, buildLambdaDocument, documentCid } from '@mcpx/domain';
@@ -28,11 +19,10 @@ export interface LambdaToolsDeps {
 }
 
 function refuseMcp(name: string, server: string, verb: string): WireError {
-  return new WireError(
-    ErrorCodes.conflict,
-    `${name} is a tool of the ${server} MCP server and cannot be ${verb} as a lambda; disable the ${server} server for this agent instead`,
-    { field: 'name', server },
-  );
+  return new WireError(ErrorCodes.conflict, `${name} is a tool of the ${server} MCP server and cannot be ${verb} as a lambda; disable the ${server} server for this agent instead`, {
+    field: 'name',
+    server,
+  });
 }
 
 /**
@@ -53,7 +43,8 @@ export class LambdaTools {
     } catch (err) {
       if (err instanceof LambdaDocumentError) {
         const kind = (req.document as { kind?: unknown } | null)?.kind;
-        if (kind === 'mcp') throw new WireError(ErrorCodes.conflict, 'mcp documents come from their server and cannot be saved as a lambda; disable the server for this agent instead', { field: err.field });
+        if (kind === 'mcp')
+          throw new WireError(ErrorCodes.conflict, 'mcp documents come from their server and cannot be saved as a lambda; disable the server for this agent instead', { field: err.field });
         throw invalidInput(err.field, err.message);
       }
       throw err;
@@ -87,12 +78,7 @@ export class LambdaTools {
   }
 
   /** Runs one lambda write under the agent's lock and publishes the agent's change, if any. */
-  private async change(
-    account: string,
-    agent: string,
-    name: string,
-    write: (trx: Kysely<Database>, servers: string[], lambdas: Set<string>) => Promise<string | undefined>,
-  ): Promise<LambdaToolReply> {
+  private async change(account: string, agent: string, name: string, write: (trx: Kysely<Database>, servers: string[], lambdas: Set<string>) => Promise<string | undefined>): Promise<LambdaToolReply> {
     const changeId = `l:${account}:${agent}:${randomUUID()}`;
     const result = await this.deps.db.transaction().execute(async (trx) => {
       const current = await lockAgent(trx, account, agent, []);

@@ -120,11 +120,24 @@ export class Projection {
           .insertInto('projector.tool_documents')
           .values(upserts)
           .onConflict((oc) =>
-            oc.columns(['account_id', 'server', 'name']).doUpdateSet((eb) => ({ cid: eb.ref('excluded.cid'), doc_cbor: eb.ref('excluded.doc_cbor'), server_id: eb.ref('excluded.server_id'), kind: eb.ref('excluded.kind'), remote_name: eb.ref('excluded.remote_name'), description: eb.ref('excluded.description') })),
+            oc.columns(['account_id', 'server', 'name']).doUpdateSet((eb) => ({
+              cid: eb.ref('excluded.cid'),
+              doc_cbor: eb.ref('excluded.doc_cbor'),
+              server_id: eb.ref('excluded.server_id'),
+              kind: eb.ref('excluded.kind'),
+              remote_name: eb.ref('excluded.remote_name'),
+              description: eb.ref('excluded.description'),
+            })),
           )
           .execute();
       }
-      const row = { server_id: serverId, generation: generation ?? current?.generation ?? 0, tools: JSON.stringify(next), deleted: generation === null, held: JSON.stringify(generation === null ? {} : this.heldNames(server, tools, held)) };
+      const row = {
+        server_id: serverId,
+        generation: generation ?? current?.generation ?? 0,
+        tools: JSON.stringify(next),
+        deleted: generation === null,
+        held: JSON.stringify(generation === null ? {} : this.heldNames(server, tools, held)),
+      };
       await trx
         .insertInto('projector.projected_servers')
         .values({ account_id: account, server, ...row })
@@ -245,7 +258,9 @@ export class Projection {
         }
       }
       const own = sharedNamesDiff(names, maps.before, maps.after, others);
-      for (const name of names) if (others.has(name) && name in maps.after && !(name in maps.before)) this.deps.log.warn('tool name projected by two granted servers: neither takes it', { account, agent: a.agent_id, server, names: [name] });
+      for (const name of names)
+        if (others.has(name) && name in maps.after && !(name in maps.before))
+          this.deps.log.warn('tool name projected by two granted servers: neither takes it', { account, agent: a.agent_id, server, names: [name] });
       out.set(a.agent_id, own);
     }
     return out;
@@ -296,12 +311,7 @@ export async function nextPending(trx: Kysely<Database>, account: string, pendin
 }
 
 /** Creates or updates an agent's row; `version`/`pending` only when its set changed. */
-export async function upsertAgentRow(
-  trx: Kysely<Database>,
-  account: string,
-  agent: string,
-  row: { servers: string[]; revision: number; version?: number; pending?: string },
-): Promise<void> {
+export async function upsertAgentRow(trx: Kysely<Database>, account: string, agent: string, row: { servers: string[]; revision: number; version?: number; pending?: string }): Promise<void> {
   const changed = row.version !== undefined ? { version: row.version, pending: row.pending ?? null } : {};
   await trx
     .insertInto('projector.agent_sets')

@@ -34,7 +34,7 @@ export interface RunningProjector {
 /** Wires the projector from its configuration and starts consuming. */
 export async function startProjector(config: Config, opts: ProjectorOptions = {}): Promise<RunningProjector> {
   const log = createLogger('projector', { level: config.logLevel, fields: { instance: config.instanceId }, ...(opts.logSink ? { sink: opts.logSink } : {}) });
-  const telemetry = opts.telemetry ?? await setupTelemetry({ serviceName: 'projector', serviceInstanceId: config.instanceId, ...(config.otlpEndpoint ? { otlpEndpoint: config.otlpEndpoint } : {}) });
+  const telemetry = opts.telemetry ?? (await setupTelemetry({ serviceName: 'projector', serviceInstanceId: config.instanceId, ...(config.otlpEndpoint ? { otlpEndpoint: config.otlpEndpoint } : {}) }));
   const db = createDb(config.databaseUrl, { applicationName: 'projector', max: 10, onIdleError: (err) => log.warn('database connection dropped', { err }) });
   await migrate(db, 'projector');
   await backfillSearchText(db, log);

@@ -1,16 +1,7 @@
 import { sql } from 'kysely';
 import type { Subscription } from '@nats-io/transport-node';
 import type { Bus } from '@mcpx/bus';
-import {
-  QueueGroups,
-  checkSearchInput,
-  decodePayload,
-  familyOf,
-  type SearchInput,
-  type ToolSearchFamily,
-  type ToolSearchReply,
-  type ToolSearchRequest,
-} from '@mcpx/contracts';
+import { QueueGroups, checkSearchInput, decodePayload, familyOf, type SearchInput, type ToolSearchFamily, type ToolSearchReply, type ToolSearchRequest } from '@mcpx/contracts';
 import type { Db } from '@mcpx/db';
 import type { McpToolDocument } from '@mcpx/domain';
 import type { Logger } from '@mcpx/log';
@@ -68,10 +59,7 @@ export async function searchTools(db: Db, account: string, input: SearchInput, a
     WITH t AS (SELECT (websearch_to_tsquery('english', ${parsed.text}) || to_tsquery('simple', ${parsed.prefix})) ${neg} AS q)
     SELECT q::text AS q, numnode(q) AS n FROM t`.execute(db);
   const tsq = built.rows[0];
-  const allowed =
-    agent === undefined
-      ? sql``
-      : sql`AND EXISTS (SELECT 1 FROM allowed a WHERE a.name = d.name AND a.cid = d.cid)`;
+  const allowed = agent === undefined ? sql`` : sql`AND EXISTS (SELECT 1 FROM allowed a WHERE a.name = d.name AND a.cid = d.cid)`;
   const withAllowed =
     agent === undefined
       ? sql``

@@ -263,7 +263,13 @@ export class CallHandler {
     // Set once a legacy call is held for a person: its lease and its place in flight end with the server's call.
     let parkedOut = false;
     try {
-      const attrs: Attributes = { 'mcp.server': doc.server, 'mcp.remote_tool': doc.remoteName, [McpAttributes.methodName]: 'tools/call', [McpAttributes.toolName]: doc.remoteName, [McpAttributes.server]: doc.server };
+      const attrs: Attributes = {
+        'mcp.server': doc.server,
+        'mcp.remote_tool': doc.remoteName,
+        [McpAttributes.methodName]: 'tools/call',
+        [McpAttributes.toolName]: doc.remoteName,
+        [McpAttributes.server]: doc.server,
+      };
       // The listed definition, so a modern call mirrors its x-mcp-header parameters as Mcp-Param-* headers.
       const tool = { name: doc.remoteName, inputSchema: doc.inputSchema } as NonNullable<CallToolOptions['tool']>;
       // The answers of the round before, and the server's own state, go back with the retry;
@@ -279,7 +285,9 @@ export class CallHandler {
       const call = (conn: McpConnection) => {
         era = conn.era;
         const untrack = channel !== undefined && conn.era === 'legacy' ? this.deps.legacyAsks!.track(conn, channel) : undefined;
-        const out = this.upstreamCall(ctx, attrs, conn, (client) => sentCall(conn.callTool(params, { timeoutMs, signal: ctl.signal, tool, onResume: (outcome) => this.resumedStream(client, doc.server, outcome) })));
+        const out = this.upstreamCall(ctx, attrs, conn, (client) =>
+          sentCall(conn.callTool(params, { timeoutMs, signal: ctl.signal, tool, onResume: (outcome) => this.resumedStream(client, doc.server, outcome) })),
+        );
         if (untrack !== undefined) out.then(untrack, untrack);
         return out;
       };
@@ -318,7 +326,11 @@ export class CallHandler {
       for (let hops = 0; isInputRequired(result); hops++) {
         const round = inputRoundOf(result);
         if (this.deps.inputs === undefined) {
-          throw new WireError(ErrorCodes.inputRefused, `${doc.name} asks for input before it can finish, and input requests are not available here`, { reason: 'unavailable', tool: doc.name, server: doc.server });
+          throw new WireError(ErrorCodes.inputRefused, `${doc.name} asks for input before it can finish, and input requests are not available here`, {
+            reason: 'unavailable',
+            tool: doc.name,
+            server: doc.server,
+          });
         }
         if (Object.keys(round.inputRequests).length === 0 && round.requestState !== undefined && hops < 8) {
           params = { name: doc.remoteName, arguments: req.arguments, requestState: round.requestState } as typeof params;
@@ -326,7 +338,8 @@ export class CallHandler {
           result = await send();
           continue;
         }
-        if (Object.keys(round.inputRequests).length === 0) throw new WireError(ErrorCodes.serverError, `the ${doc.server} MCP server answered input_required with no question`, { server: doc.server, tool: doc.name });
+        if (Object.keys(round.inputRequests).length === 0)
+          throw new WireError(ErrorCodes.serverError, `the ${doc.server} MCP server answered input_required with no question`, { server: doc.server, tool: doc.name });
         const items = this.deps.inputs.classify(req, doc, round.inputRequests, agent.formsByRuntime === true);
         span.addEvent('input requested', { 'mcpx.input_questions': items.length });
         await this.deps.inputs.stop(req, doc, items, {
@@ -415,7 +428,14 @@ export class CallHandler {
       throw err;
     };
     if (inputs === undefined || legacyAsks === undefined) {
-      return refuse(new WireError(ErrorCodes.inputRefused, `${doc.name} asks for input before it can finish, and input requests are not available here`, { reason: 'unavailable', tool: doc.name, server: doc.server }), 'input requests are not available');
+      return refuse(
+        new WireError(ErrorCodes.inputRefused, `${doc.name} asks for input before it can finish, and input requests are not available here`, {
+          reason: 'unavailable',
+          tool: doc.name,
+          server: doc.server,
+        }),
+        'input requests are not available',
+      );
     }
     let items;
     try {
@@ -424,7 +444,13 @@ export class CallHandler {
       return refuse(err, 'the connector cannot show this question');
     }
     try {
-      await inputs.stop(req, doc, items, { argsHash: argumentsHash(req.arguments), round: ctx.round, approved: ctx.approved, era: 'legacy', ...(this.deps.instance !== undefined ? { holder: this.deps.instance } : {}) });
+      await inputs.stop(req, doc, items, {
+        argsHash: argumentsHash(req.arguments),
+        round: ctx.round,
+        approved: ctx.approved,
+        era: 'legacy',
+        ...(this.deps.instance !== undefined ? { holder: this.deps.instance } : {}),
+      });
     } catch (err) {
       const id = err instanceof WireError && err.code === ErrorCodes.inputRequired ? err.details.inputRequestId : undefined;
       if (typeof id !== 'string') return refuse(err, 'the question could not be recorded');
@@ -436,7 +462,14 @@ export class CallHandler {
   }
 
   /** The re-sent legacy call: the held server request gets the answer, and the call goes on (or asks again). */
-  private async resumeParked(req: ProxyCallRequest, doc: McpToolDocument, resumption: Resumption, ctx: { formsByRuntime: boolean; approved: boolean }, started: number, span: Span): Promise<ProxyResult> {
+  private async resumeParked(
+    req: ProxyCallRequest,
+    doc: McpToolDocument,
+    resumption: Resumption,
+    ctx: { formsByRuntime: boolean; approved: boolean },
+    started: number,
+    span: Span,
+  ): Promise<ProxyResult> {
     const parked = this.deps.legacyAsks?.take(req.inputRequestId ?? '');
     if (parked === undefined) {
       throw new WireError(ErrorCodes.inputRefused, `${doc.name}: the call that asked is no longer held (its server gave up, it timed out, or it ran on another proxy instance); call the tool afresh`, {

@@ -49,7 +49,7 @@ export function parseCallRequest(raw: unknown): ProxyCallRequest {
   if (typeof r.timeoutMs === 'number') req.timeoutMs = Math.min(r.timeoutMs, MAX_CALL_TIMEOUT_MS);
   if (r.approvalId !== undefined && r.approvalId !== null) req.approvalId = requireId(r.approvalId, 'approvalId');
   // The server's requestState is kept sealed by the proxy; a caller never supplies one.
-  if (r.requestState !== undefined) throw invalidInput('requestState', 'is never taken from a caller: the proxy keeps the server\'s state and sends it back itself (re-send with inputRequestId)');
+  if (r.requestState !== undefined) throw invalidInput('requestState', "is never taken from a caller: the proxy keeps the server's state and sends it back itself (re-send with inputRequestId)");
   if (r.inputRequestId !== undefined && r.inputRequestId !== null) {
     if (typeof r.inputRequestId !== 'string' || !INPUT_REQUEST_ID_RE.test(r.inputRequestId)) throw invalidInput('inputRequestId', 'must be an input request id (inp_…)');
     req.inputRequestId = r.inputRequestId;

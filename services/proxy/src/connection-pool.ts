@@ -2,7 +2,18 @@ import { context, trace, type Context, type Counter, type Meter, type Span, type
 import { McpAttributes, endWithOutcome } from '@mcpx/telemetry';
 import { ErrorCodes, WireError } from '@mcpx/contracts';
 import { QUOTA_DEFAULTS } from '@mcpx/locks';
-import { McpClientError, connectMcp, type McpHttpRequest, type ConnectMcpOptions, type CreateMessageRequestParams, type CreateMessageResult, type ElicitRequestParams, type ElicitResult, type EraVerdict, type McpConnection } from '@mcpx/mcp-client';
+import {
+  McpClientError,
+  connectMcp,
+  type McpHttpRequest,
+  type ConnectMcpOptions,
+  type CreateMessageRequestParams,
+  type CreateMessageResult,
+  type ElicitRequestParams,
+  type ElicitResult,
+  type EraVerdict,
+  type McpConnection,
+} from '@mcpx/mcp-client';
 import { MemoryEraVerdicts, authContextOf, type EraVerdictSource } from './era-verdicts.js';
 import type { ServerEntry } from './server-entry.js';
 import { toWire } from './wire-errors.js';
@@ -182,7 +193,8 @@ export class ConnectionPool {
           this.refuseWhenFull('connections_per_proxy', this.openCount + this.connecting, this.opts.maxConnections ?? QUOTA_DEFAULTS.connectionsPerProxy, 'remote connections');
           acquiring = this.acquireSpan(parent, server, true);
           // The connect runs under the acquire span: its era and verdict are recorded there.
-          const connecting = acquiring === undefined ? this.connect(account, server, entry, authContext) : context.with(trace.setSpan(parent!, acquiring), () => this.connect(account, server, entry, authContext));
+          const connecting =
+            acquiring === undefined ? this.connect(account, server, entry, authContext) : context.with(trace.setSpan(parent!, acquiring), () => this.connect(account, server, entry, authContext));
           const created: Slot = { promise: this.counting(connecting), authContext };
           slot = created;
           pool.connections.set(server, created);

@@ -51,9 +51,13 @@ export async function missingToolError(catalog: Catalog, req: ProxyCallRequest, 
   }
   const granted = held.servers.find((h) => grants.has(h.server));
   if (granted === undefined) return missing;
-  return new WireError(ErrorCodes.heldForReview, `${req.tool} is held for review: the ${granted.server} MCP server changed its contract (or added it), and no person has accepted it yet (ListToolChanges)`, {
-    server: granted.server,
-    tool: req.tool,
-    cid: granted.cid,
-  });
+  return new WireError(
+    ErrorCodes.heldForReview,
+    `${req.tool} is held for review: the ${granted.server} MCP server changed its contract (or added it), and no person has accepted it yet (ListToolChanges)`,
+    {
+      server: granted.server,
+      tool: req.tool,
+      cid: granted.cid,
+    },
+  );
 }

@@ -65,7 +65,12 @@ function jsonBytes(v: unknown): number {
 }
 
 function serverFault(doc: McpToolDocument, why: string, extra: Record<string, unknown> = {}): WireError {
-  return new WireError(ErrorCodes.serverError, `the ${doc.server} MCP server asked for input that cannot be shown (${why})`, { server: doc.server, tool: doc.name, reason: 'invalid_input_request', ...extra });
+  return new WireError(ErrorCodes.serverError, `the ${doc.server} MCP server asked for input that cannot be shown (${why})`, {
+    server: doc.server,
+    tool: doc.name,
+    reason: 'invalid_input_request',
+    ...extra,
+  });
 }
 
 function refused(doc: McpToolDocument, reason: string, message: string, extra: Record<string, unknown> = {}): WireError {
@@ -238,7 +243,9 @@ export class InputGate {
     for (const key of Object.keys(given)) {
       const item = items.find((i) => i.key === key);
       if (item === undefined || item.answerBy !== 'runtime') {
-        throw new WireError(ErrorCodes.invalidInput, `inputResponses.${key.slice(0, 64)}: the runtime answers only the questions the input request gave it`, { field: `inputResponses.${key.slice(0, 64)}` });
+        throw new WireError(ErrorCodes.invalidInput, `inputResponses.${key.slice(0, 64)}: the runtime answers only the questions the input request gave it`, {
+          field: `inputResponses.${key.slice(0, 64)}`,
+        });
       }
     }
     for (const item of items) {
@@ -247,7 +254,8 @@ export class InputGate {
       if (v === undefined) {
         throw new WireError(ErrorCodes.invalidInput, `inputResponses.${item.key}: the runtime must answer this question of ${doc.name}`, { field: `inputResponses.${item.key}`, inputRequestId: id });
       }
-      responses[item.key] = item.kind === 'sampling' ? checkSamplingAnswer(v, `inputResponses.${item.key}`) : checkElicitAnswer(v, item.kind === 'form' ? item.requestedSchema : undefined, `inputResponses.${item.key}`);
+      responses[item.key] =
+        item.kind === 'sampling' ? checkSamplingAnswer(v, `inputResponses.${item.key}`) : checkElicitAnswer(v, item.kind === 'form' ? item.requestedSchema : undefined, `inputResponses.${item.key}`);
     }
     let requestState: string | undefined;
     if (found.sealedState !== undefined) {

@@ -7,7 +7,11 @@ import { startProxy } from './proxy.js';
  */
 async function main(): Promise<void> {
   const proxy = await startProxy(loadConfig('proxy', process.env));
-  const stop = (): void => void proxy.stop().then(() => process.exit(0), () => process.exit(1));
+  const stop = (): void =>
+    void proxy.stop().then(
+      () => process.exit(0),
+      () => process.exit(1),
+    );
   process.once('SIGTERM', stop);
   process.once('SIGINT', stop);
 }

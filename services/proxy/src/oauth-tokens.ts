@@ -108,7 +108,10 @@ export class OAuthTokens {
     if (!reply.ok) throw WireError.from(reply.error);
     if (reply.state === 'auth_required' && reply.vendor !== undefined) {
       // A built-in: its token is the vendor connection's, which the owner makes again.
-      throw new WireError(ErrorCodes.authRequired, `the ${server} MCP server needs its owner to connect ${reply.vendor} again (the vendor's token could not be refreshed)`, { server, vendor: reply.vendor });
+      throw new WireError(ErrorCodes.authRequired, `the ${server} MCP server needs its owner to connect ${reply.vendor} again (the vendor's token could not be refreshed)`, {
+        server,
+        vendor: reply.vendor,
+      });
     }
     if (reply.state === 'auth_required') {
       throw new WireError(ErrorCodes.authRequired, `the ${server} MCP server needs its owner to authorize again (the OAuth refresh was refused)`, { server });

@@ -49,7 +49,7 @@ export interface RunningProxy {
 export async function startProxy(config: Config, opts: ProxyOptions = {}): Promise<RunningProxy> {
   const instance = config.instanceId.replace(/[^A-Za-z0-9_-]/g, '_');
   const log = createLogger('proxy', { level: config.logLevel, fields: { instance }, ...(opts.logSink ? { sink: opts.logSink } : {}) });
-  const telemetry = opts.telemetry ?? await setupTelemetry({ serviceName: 'proxy', serviceInstanceId: instance, ...(config.otlpEndpoint ? { otlpEndpoint: config.otlpEndpoint } : {}) });
+  const telemetry = opts.telemetry ?? (await setupTelemetry({ serviceName: 'proxy', serviceInstanceId: instance, ...(config.otlpEndpoint ? { otlpEndpoint: config.otlpEndpoint } : {}) }));
   const db = createDb(config.databaseUrl, { applicationName: 'proxy', max: 10, onIdleError: (err) => log.warn('database connection dropped', { err }) });
   const bus = await connectBus({
     url: config.natsUrl,
@@ -116,9 +116,17 @@ export async function startProxy(config: Config, opts: ProxyOptions = {}): Promi
     },
     {
       onOpen: observe,
-      onToolsChanged: (a, s, c) => { lastObserved.delete(`${a}:${s}`); observe(a, s, c); },
-      onVerdict: (a, s, c, r) => { lastObserved.delete(`${a}:${s}`); observe(a, s, c, r); },
-      ...(config.proxy.legacyElicitation === false ? {} : { onElicitation: (conn: McpConnection | undefined, params: ElicitRequestParams, signal: AbortSignal) => legacyAsks.onElicitation(conn, params, signal) }),
+      onToolsChanged: (a, s, c) => {
+        lastObserved.delete(`${a}:${s}`);
+        observe(a, s, c);
+      },
+      onVerdict: (a, s, c, r) => {
+        lastObserved.delete(`${a}:${s}`);
+        observe(a, s, c, r);
+      },
+      ...(config.proxy.legacyElicitation === false
+        ? {}
+        : { onElicitation: (conn: McpConnection | undefined, params: ElicitRequestParams, signal: AbortSignal) => legacyAsks.onElicitation(conn, params, signal) }),
       // A legacy server's pushed sampling goes to a runtime that samples (else the call fails, saying so).
       onSampling: (conn, params, signal) => legacyAsks.onSampling(conn, params, signal),
     },
@@ -148,7 +156,20 @@ export async function startProxy(config: Config, opts: ProxyOptions = {}): Promi
     maxPendingPerAgent: config.quotas.pendingApprovalsPerAgent,
     meter: telemetry.meter,
   });
-  const handler = new CallHandler({ catalog, pool, tracer: telemetry.tracer, meter: telemetry.meter, limiter, limits, instance, replyLimits: replyLimits(maxPayload), approvals, inputs, legacyAsks, oauth: new OAuthTokens({ nc: bus.nc, subjects: bus.subjects, catalog, tracer: telemetry.tracer, meter: telemetry.meter }) });
+  const handler = new CallHandler({
+    catalog,
+    pool,
+    tracer: telemetry.tracer,
+    meter: telemetry.meter,
+    limiter,
+    limits,
+    instance,
+    replyLimits: replyLimits(maxPayload),
+    approvals,
+    inputs,
+    legacyAsks,
+    oauth: new OAuthTokens({ nc: bus.nc, subjects: bus.subjects, catalog, tracer: telemetry.tracer, meter: telemetry.meter }),
+  });
   const stats = (): ProxyStats => ({ instance, ...pool.stats, inflight: handler.inflightCount, ...handler.counts, invalidations: catalog.invalidations });
 
   const service = await startCallService({ nc: bus.nc, subjects: bus.subjects, instance, handler, stats, log });

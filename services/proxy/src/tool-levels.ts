@@ -43,12 +43,7 @@ export async function loadServerLevels(db: ProxyReads, account: string, name: st
   if (connection === undefined) return null;
   const [discovery, overrides] = await Promise.all([
     db.selectFrom('registry.builtin_discoveries').select(['tools_cbor', 'tools_hash']).where('account_id', '=', account).where('slug', '=', builtin.slug).executeTakeFirst(),
-    db
-      .selectFrom('registry.builtin_tool_permissions')
-      .select(['tool', 'permission'])
-      .where('account_id', '=', account)
-      .where('server_id', '=', builtinServerId(builtin.slug, connection.id))
-      .execute(),
+    db.selectFrom('registry.builtin_tool_permissions').select(['tool', 'permission']).where('account_id', '=', account).where('server_id', '=', builtinServerId(builtin.slug, connection.id)).execute(),
   ]);
   // Never discovered (or only failures so far): the fallback list serves, as in the registry.
   const tools = discovery !== undefined && discovery.tools_hash !== '' ? decodePayload<RemoteTool[]>(discovery.tools_cbor) : builtin.fallbackTools;

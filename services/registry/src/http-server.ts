@@ -190,11 +190,17 @@ export function createHttpServer(deps: HttpDeps): Server {
       // Metric labels and span names take known action types only: unauthenticated input must
       // not mint new series.
       type = isKnownAction(String(envelope.action.type)) ? String(envelope.action.type) : 'unknown';
-      const result = await withSpan(deps.tracer, `action ${type}`, { 'mcpx.action': type, 'mcp.account': envelope.account }, async () => {
-        const caller = await authenticate(envelope, { redis: deps.redis, redisPrefix: deps.redisPrefix, accounts: deps.actions.accounts });
-        await admitSigner(caller.signer);
-        return dispatchAction(actionDeps, caller, envelope.action);
-      }, { kind: SpanKind.SERVER });
+      const result = await withSpan(
+        deps.tracer,
+        `action ${type}`,
+        { 'mcpx.action': type, 'mcp.account': envelope.account },
+        async () => {
+          const caller = await authenticate(envelope, { redis: deps.redis, redisPrefix: deps.redisPrefix, accounts: deps.actions.accounts });
+          await admitSigner(caller.signer);
+          return dispatchAction(actionDeps, caller, envelope.action);
+        },
+        { kind: SpanKind.SERVER },
+      );
       requests.add(1, { action: type, code: 'ok' });
       send(res, 200, result, cbor);
     } catch (err) {

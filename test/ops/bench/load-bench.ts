@@ -66,7 +66,10 @@ interface ProxyRow {
 async function proxyRows(): Promise<ProxyRow[]> {
   const upstream = await startUpstream();
   // Benchmarks measure the path, not the per-agent limits: those are lifted.
-  const stack = await Stack.start({ proxies: 1, env: { LOG_LEVEL: 'error', PROXY_MAX_RUNS: '100000', PROXY_MAX_CONNECTIONS: '100000', PROXY_MAX_CONCURRENCY_PER_SERVER: '100000', PROXY_RATE_PER_SERVER: '1000000' } });
+  const stack = await Stack.start({
+    proxies: 1,
+    env: { LOG_LEVEL: 'error', PROXY_MAX_RUNS: '100000', PROXY_MAX_CONNECTIONS: '100000', PROXY_MAX_CONCURRENCY_PER_SERVER: '100000', PROXY_RATE_PER_SERVER: '1000000' },
+  });
   const rows: ProxyRow[] = [];
   try {
     await stack.setServer('echo', upstream.url);
@@ -222,7 +225,9 @@ async function projectorRow(): Promise<ProjectorRow> {
 function machine(): string {
   const cpu = execFileSync('sh', ['-c', "grep -m1 'model name' /proc/cpuinfo | cut -d: -f2"], { encoding: 'utf8' }).trim();
   const nproc = execFileSync('nproc', { encoding: 'utf8' }).trim();
-  return `${nproc} cores (${cpu}), load ${loadavg().map((l) => l.toFixed(2)).join(' ')} at start, Node ${process.version}`;
+  return `${nproc} cores (${cpu}), load ${loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ')} at start, Node ${process.version}`;
 }
 
 const started = new Date();
@@ -238,7 +243,9 @@ if (proxies.length > 0) {
     '',
     '| instances | calls/s | p50 | p99 | errors | calls per instance | scaling vs 1 |',
     '|---|---|---|---|---|---|---|',
-    ...proxies.map((r) => `| ${r.proxies} proxies | ${Math.round(r.callsPerSecond).toLocaleString('en-US')} | ${ms(r.p50)} | ${ms(r.p99)} | ${r.errors} | ${r.spread} | ${(r.callsPerSecond / one).toFixed(2)}× |`),
+    ...proxies.map(
+      (r) => `| ${r.proxies} proxies | ${Math.round(r.callsPerSecond).toLocaleString('en-US')} | ${ms(r.p50)} | ${ms(r.p99)} | ${r.errors} | ${r.spread} | ${(r.callsPerSecond / one).toFixed(2)}× |`,
+    ),
     '',
   );
 }

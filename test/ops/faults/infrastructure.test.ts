@@ -112,10 +112,17 @@ describe.skipIf(!have.postgres)('Postgres killed and restarted under load', () =
     // No service exits on the loss (every pool client has its own 'error' listener: a connection
     // lent out when the server went away, 57P01, used to end the process unheard).
     const exited = (): string[] =>
-      stack.services.filter((x) => !x.alive()).map((svc) => `${svc.name} exited (${/^(error: .*|Error: .*)$/m.exec(svc.logs.join(''))?.[1] ?? `exit ${String(svc.child.exitCode ?? svc.child.signalCode)}`})`);
+      stack.services
+        .filter((x) => !x.alive())
+        .map((svc) => `${svc.name} exited (${/^(error: .*|Error: .*)$/m.exec(svc.logs.join(''))?.[1] ?? `exit ${String(svc.child.exitCode ?? svc.child.signalCode)}`})`);
     await until(async () => (calls.successesAfter(restartedAt) > 10 && actions.successesAfter(restartedAt) > 3 ? true : undefined), 40_000, 'load after the restart').catch(async (err: unknown) => {
       const tail = (l: LoadLoop): string => JSON.stringify(l.outcomes.slice(-5));
-      throw new Error(`${(err as Error).message}: calls after ${calls.successesAfter(restartedAt)} ${tail(calls)}, actions after ${actions.successesAfter(restartedAt)} ${tail(actions)}\n${stack.services.filter((x) => !x.alive()).map((x) => `${x.instance} exited ${String(x.child.exitCode ?? x.child.signalCode)}: ${x.logs.join('').slice(-2500)}`).join('\n')}`);
+      throw new Error(
+        `${(err as Error).message}: calls after ${calls.successesAfter(restartedAt)} ${tail(calls)}, actions after ${actions.successesAfter(restartedAt)} ${tail(actions)}\n${stack.services
+          .filter((x) => !x.alive())
+          .map((x) => `${x.instance} exited ${String(x.child.exitCode ?? x.child.signalCode)}: ${x.logs.join('').slice(-2500)}`)
+          .join('\n')}`,
+      );
     });
     const [callSummary, actionSummary] = await Promise.all([calls.stop(), actions.stop()]);
     const callRecovery = calls.recoveryAfter(restartedAt);
@@ -124,7 +131,12 @@ describe.skipIf(!have.postgres)('Postgres killed and restarted under load', () =
     // Typed as the store's outage (`unavailable`, dependency postgres), never `internal`.
     for (const c of Object.keys(actionSummary.errorsByCode)) expect(c, `action error ${c}`).toBe('unavailable');
     expect(exited(), 'services that exited on the loss of Postgres').toEqual([]);
-    expect(stack.services.filter((x) => x.alive()).map((x) => x.name).sort()).toEqual(['endpoint', 'projector', 'proxy', 'registry']);
+    expect(
+      stack.services
+        .filter((x) => x.alive())
+        .map((x) => x.name)
+        .sort(),
+    ).toEqual(['endpoint', 'projector', 'proxy', 'registry']);
     // The endpoint answers after it (its revocation channel reconnects by itself).
     expect((await fetch(`${stack.of('endpoint')[0]!.url}/healthz`)).ok).toBe(true);
     // …which the loss did reach (not a test that cannot fail).
@@ -134,7 +146,11 @@ describe.skipIf(!have.postgres)('Postgres killed and restarted under load', () =
     await db.connect();
     const rows = (await db.query<{ name: string }>('SELECT name FROM registry.agents')).rows.map((r) => r.name);
     await db.end();
-    for (const name of created) expect(rows.filter((r) => r === name), name).toHaveLength(1);
+    for (const name of created)
+      expect(
+        rows.filter((r) => r === name),
+        name,
+      ).toHaveLength(1);
     report(
       `Postgres killed under load (down ${restartedAt - killedAt} ms): calls ${formatSummary(callSummary)}, first ok ${callRecovery ?? '?'} ms after the restart; ` +
         `actions ${formatSummary(actionSummary)}, first ok ${actionRecovery ?? '?'} ms after; every acknowledged write present once; no service exited`,
@@ -200,7 +216,11 @@ describe.skipIf(!have.redis)('Redis down', () => {
     const upAt = Date.now();
     await redis.start();
     const actionBack = await until(async () => ((await stack.api.act('ListMcpServers').catch(() => undefined)) !== undefined ? Date.now() - upAt : undefined), 30_000, 'actions back');
-    const callBack = await until(async () => ((await stack.call(agent, `after-${Date.now()}`, 'up__echo', { text: 'z' }, { timeoutMs: 5_000 }).catch(() => undefined)) !== undefined ? Date.now() - upAt : undefined), 30_000, 'calls back');
+    const callBack = await until(
+      async () => ((await stack.call(agent, `after-${Date.now()}`, 'up__echo', { text: 'z' }, { timeoutMs: 5_000 }).catch(() => undefined)) !== undefined ? Date.now() - upAt : undefined),
+      30_000,
+      'calls back',
+    );
     // The write refused while down did not happen.
     const db = new pg.Client({ connectionString: stack.env.DATABASE_URL });
     await db.connect();
@@ -262,7 +282,9 @@ describe.skipIf(!have.nats)('a registry killed between its commit and its event'
       20_000,
       'the orphaned agent projected',
     ).catch(() => false);
-    report(`registry killed between commit and event: agent committed, ${projected === true ? `projected after ${Date.now() - started} ms (the outbox's sweep at the new registry's start)` : 'its event lost (tools never projected in 20 s)'}`);
+    report(
+      `registry killed between commit and event: agent committed, ${projected === true ? `projected after ${Date.now() - started} ms (the outbox's sweep at the new registry's start)` : 'its event lost (tools never projected in 20 s)'}`,
+    );
     expect(projected).toBe(true);
     // Exactly once: the stream holds the agent's one event (its only revision), whoever sent it.
     const subject = stack.subjects.agentChanged(stack.api.principal, agentId);

@@ -67,8 +67,7 @@ describe.skipIf(!have.nats)('a registry killed between a commit and its event, p
     await nats?.destroy();
   });
 
-  const toolsOf = async (agent: string): Promise<{ version: number; tools: Array<{ name: string; permission?: string }> }> =>
-    stack.api.act('ListAgentTools', { agent });
+  const toolsOf = async (agent: string): Promise<{ version: number; tools: Array<{ name: string; permission?: string }> }> => stack.api.act('ListAgentTools', { agent });
 
   /** The messages of `subject` in the stream carrying `msgId` (read with an ordered consumer). */
   const storedWithId = async (subject: string, msgId: string): Promise<number> => {
@@ -125,10 +124,14 @@ describe.skipIf(!have.nats)('a registry killed between a commit and its event, p
     const [row] = await killBetweenCommitAndPublish('discovery', () => stack.api.act('SetMcpServer', { name: 'late', config: { url: upstream.url } }), [subject]);
     // The projector got the tools: an agent granted the server sees them.
     await stack.api.act('UpdateAgent', { agent: agentId, definition: { mcpServers: ['up', 'late'] } });
-    const view = await until(async () => {
-      const t = await toolsOf(agentId);
-      return t.tools.some((d) => d.name === 'late__echo') ? t : undefined;
-    }, 20_000, 'late__echo projected');
+    const view = await until(
+      async () => {
+        const t = await toolsOf(agentId);
+        return t.tools.some((d) => d.name === 'late__echo') ? t : undefined;
+      },
+      20_000,
+      'late__echo projected',
+    );
     // The same event again, with its message id: JetStream stores it once; the view does not move.
     const ack = await jetstream(stack.nc).publish(row!.subject, encodePayload(row!.payload), { msgID: row!.msg_id });
     expect(ack.duplicate).toBe(true);
@@ -181,7 +184,8 @@ describe.skipIf(!have.nats)('a registry killed between a commit and its event, p
   it("a deleted server's server.deleted (DeleteMcpServer)", async () => {
     await stack.setServer('doomed', upstream.url);
     const serverId = (await db.query<{ id: string }>("SELECT id FROM registry.mcp_servers WHERE account_id = $1 AND name = 'doomed'", [stack.principal])).rows[0]!.id;
-    const documents = async (): Promise<number> => Number((await db.query<{ n: string }>('SELECT count(*) AS n FROM projector.tool_documents WHERE account_id = $1 AND server_id = $2', [stack.principal, serverId])).rows[0]?.n);
+    const documents = async (): Promise<number> =>
+      Number((await db.query<{ n: string }>('SELECT count(*) AS n FROM projector.tool_documents WHERE account_id = $1 AND server_id = $2', [stack.principal, serverId])).rows[0]?.n);
     await until(async () => ((await documents()) > 0 ? true : undefined), 20_000, 'doomed projected');
     const subject = stack.subjects.serverDeleted(stack.principal, 'doomed');
     await killBetweenCommitAndPublish('deleted server', () => stack.api.act('DeleteMcpServer', { name: 'doomed' }), [subject]);

@@ -185,21 +185,27 @@ describe('an upstream that streams forever, and one that lists 100,000 tools', (
   it.each([
     ['one page', 'huge'],
     ['1,000-tool pages', 'paged'],
-  ] as const)('100,000 tools in %s: the discovery is bounded, the registry answers, the agent gets a bounded set', async (_label, which) => {
-    const server = which === 'huge' ? huge : paged;
-    const started = Date.now();
-    const { server: saved } = await stack.api.act<{ server: { status: { state: string; error?: string }; tools: unknown[] } }>('SetMcpServer', { name: which, config: { url: server.url } });
-    const tookMs = Date.now() - started;
-    // Bounded either way: at most 1,000 tools kept, or an error naming the bound that cut it.
-    expect(saved.tools.length).toBeLessThanOrEqual(1_000);
-    if (saved.status.state !== 'ok') expect(saved.status.error).toMatch(/bytes|pages|deadline|tools|bound/i);
-    // The registry answers other actions at once.
-    expect((await stack.api.act<{ servers: unknown[] }>('ListMcpServers')).servers.length).toBeGreaterThan(0);
-    if (saved.status.state === 'ok') {
-      const agent = await stack.createAgent(`many-${which}`, [which], 1);
-      const { tools } = await stack.api.act<{ tools: unknown[] }>('ListAgentTools', { agent });
-      expect(tools.length).toBeLessThanOrEqual(1_000);
-    }
-    report(`upstream lists 100,000 tools (${which === 'huge' ? 'one page' : '100 pages of 1,000'}): SetMcpServer in ${tookMs} ms, state ${saved.status.state}${saved.status.error ? ` "${saved.status.error}"` : ''}, ${saved.tools.length} tools kept, ${server.stats.listCalls} list requests`);
-  }, 120_000);
+  ] as const)(
+    '100,000 tools in %s: the discovery is bounded, the registry answers, the agent gets a bounded set',
+    async (_label, which) => {
+      const server = which === 'huge' ? huge : paged;
+      const started = Date.now();
+      const { server: saved } = await stack.api.act<{ server: { status: { state: string; error?: string }; tools: unknown[] } }>('SetMcpServer', { name: which, config: { url: server.url } });
+      const tookMs = Date.now() - started;
+      // Bounded either way: at most 1,000 tools kept, or an error naming the bound that cut it.
+      expect(saved.tools.length).toBeLessThanOrEqual(1_000);
+      if (saved.status.state !== 'ok') expect(saved.status.error).toMatch(/bytes|pages|deadline|tools|bound/i);
+      // The registry answers other actions at once.
+      expect((await stack.api.act<{ servers: unknown[] }>('ListMcpServers')).servers.length).toBeGreaterThan(0);
+      if (saved.status.state === 'ok') {
+        const agent = await stack.createAgent(`many-${which}`, [which], 1);
+        const { tools } = await stack.api.act<{ tools: unknown[] }>('ListAgentTools', { agent });
+        expect(tools.length).toBeLessThanOrEqual(1_000);
+      }
+      report(
+        `upstream lists 100,000 tools (${which === 'huge' ? 'one page' : '100 pages of 1,000'}): SetMcpServer in ${tookMs} ms, state ${saved.status.state}${saved.status.error ? ` "${saved.status.error}"` : ''}, ${saved.tools.length} tools kept, ${server.stats.listCalls} list requests`,
+      );
+    },
+    120_000,
+  );
 });

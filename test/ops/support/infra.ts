@@ -16,11 +16,15 @@ import { freePort } from '../../servers/free-port.js';
 /** `n` distinct free ports (each held until all are found, then released; another process may still take one). */
 export async function freePorts(n: number): Promise<number[]> {
   const servers = await Promise.all(
-    Array.from({ length: n }, () => new Promise<Server>((resolve, reject) => {
-      const srv = createServer();
-      srv.once('error', reject);
-      srv.listen(0, '127.0.0.1', () => resolve(srv));
-    })),
+    Array.from(
+      { length: n },
+      () =>
+        new Promise<Server>((resolve, reject) => {
+          const srv = createServer();
+          srv.once('error', reject);
+          srv.listen(0, '127.0.0.1', () => resolve(srv));
+        }),
+    ),
   );
   const ports = servers.map((srv) => (srv.address() as { port: number }).port);
   await Promise.all(servers.map((srv) => new Promise<void>((r) => srv.close(() => r()))));

@@ -30,10 +30,7 @@ export class LoadLoop {
   private readonly workers: Promise<void>[] = [];
   private readonly startedAt = Date.now();
 
-  constructor(
-    op: (worker: number, i: number) => Promise<unknown>,
-    opts: { concurrency: number; maxMs: number; pauseMs?: number },
-  ) {
+  constructor(op: (worker: number, i: number) => Promise<unknown>, opts: { concurrency: number; maxMs: number; pauseMs?: number }) {
     const hardStop = this.startedAt + opts.maxMs;
     for (let w = 0; w < opts.concurrency; w++) {
       this.workers.push(

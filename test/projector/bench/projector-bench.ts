@@ -23,7 +23,10 @@ import { publishToAckMs } from './replay-ack.js';
  */
 const ROOT = join(import.meta.dirname, '..', '..', '..');
 const TOOLS = 50;
-const sizes = process.argv.slice(2).map(Number).filter((n) => n > 0);
+const sizes = process.argv
+  .slice(2)
+  .map(Number)
+  .filter((n) => n > 0);
 const SIZES = sizes.length > 0 ? sizes : [10_000, 100_000];
 
 interface Row {
@@ -145,7 +148,9 @@ function machine(): string {
   } catch {
     free = `${(totalmem() / 2 ** 30).toFixed(1)} GiB total, ${(freemem() / 2 ** 30).toFixed(1)} GiB free`;
   }
-  return `${nproc} cores (nproc), \`free -h\` (total used free shared buff/cache available): \`${free}\`, node ${process.version}, load average at the end ${loadavg().map((l) => l.toFixed(1)).join(' ')}`;
+  return `${nproc} cores (nproc), \`free -h\` (total used free shared buff/cache available): \`${free}\`, node ${process.version}, load average at the end ${loadavg()
+    .map((l) => l.toFixed(1))
+    .join(' ')}`;
 }
 
 const ms = (v: number): string => `${v >= 100 ? v.toFixed(0) : v.toFixed(1)} ms`;
@@ -181,7 +186,7 @@ const PROJECTOR_INTRO = [
   '`pnpm bench projector [sizes…]` (`bench/projector.ts`): one server of 50 tools granted to N agents',
   '(agents seeded in SQL), the projector in the bench process on real Postgres and NATS JetStream.',
   '(a) first projection: discovery published → N agent-tools-changed stored by JetStream;',
-  '(b) one tool\'s description changes: discovery published → every agent\'s set updated (checked) and',
+  "(b) one tool's description changes: discovery published → every agent's set updated (checked) and",
   'N events acknowledged by JetStream; (c) the same event replayed: published → acked by the',
   'projector, and the events it published (goal 0). Goals (2 cores): (b) 10k ≤ 1 s, 100k ≤ 8 s;',
   '(c) 10k ≤ 100 ms.',

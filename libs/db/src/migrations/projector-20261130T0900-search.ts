@@ -31,8 +31,7 @@ export async function up(db: Kysely<any>): Promise<void> {
       setweight(to_tsvector('english'::regconfig, coalesce(description, '')), 'B') ||
       setweight(to_tsvector('simple'::regconfig, coalesce(description, '')), 'B') ||
       setweight(to_tsvector('simple'::regconfig, projector.search_words(server)), 'D')
-    ) STORED`
-    .execute(db);
+    ) STORED`.execute(db);
   await sql`CREATE INDEX tool_documents_search ON projector.tool_documents USING gin (search)`.execute(db);
 }
 

@@ -7,7 +7,10 @@ import { sql, type Kysely } from 'kysely';
  * (`heldBy: 'held_for_review'`), and the proxy reads them to refuse a call with `held_for_review`.
  */
 export async function up(db: Kysely<any>): Promise<void> {
-  await db.schema.alterTable('projector.projected_servers').addColumn('held', 'jsonb', (c) => c.notNull().defaultTo(sql`'{}'::jsonb`)).execute();
+  await db.schema
+    .alterTable('projector.projected_servers')
+    .addColumn('held', 'jsonb', (c) => c.notNull().defaultTo(sql`'{}'::jsonb`))
+    .execute();
   await sql`
     CREATE OR REPLACE VIEW projector.agent_tools AS
     SELECT a.account_id, a.agent_id, a.servers, a.revision, a.version, a.pending, a.updated_at,

@@ -7,7 +7,10 @@ import { sql, type Kysely } from 'kysely';
  * existing token keeps waiting for the owner.
  */
 export async function up(db: Kysely<any>): Promise<void> {
-  await db.schema.alterTable('registry.agent_tokens').addColumn('user_may_approve', 'boolean', (c) => c.notNull().defaultTo(sql`false`)).execute();
+  await db.schema
+    .alterTable('registry.agent_tokens')
+    .addColumn('user_may_approve', 'boolean', (c) => c.notNull().defaultTo(sql`false`))
+    .execute();
 }
 
 export async function down(db: Kysely<any>): Promise<void> {

@@ -63,7 +63,9 @@ function complete(result: McpCallResult): CallToolResult {
 }
 
 function text(result: McpCallResult): string {
-  return complete(result).content.map((c) => ((c as { type: string }).type === 'text' ? (c as { text: string }).text : '')).join('');
+  return complete(result)
+    .content.map((c) => ((c as { type: string }).type === 'text' ? (c as { text: string }).text : ''))
+    .join('');
 }
 
 async function waitFor(condition: () => boolean, ms = 5_000, tick?: () => void): Promise<void> {
@@ -158,9 +160,7 @@ describe.each(['legacy', 'modern'] as const)('connectMcp over Streamable HTTP, a
     try {
       const c = await connect({ url: s.url });
       for (let batch = 0; batch < 20; batch += 1) {
-        await Promise.all(
-          Array.from({ length: 100 }, async (_, i) => await c.callTool({ name: 'echo', arguments: { text: String(i) } })),
-        );
+        await Promise.all(Array.from({ length: 100 }, async (_, i) => await c.callTool({ name: 'echo', arguments: { text: String(i) } })));
       }
       await new Promise((resolve) => setImmediate(resolve));
     } finally {
@@ -315,7 +315,11 @@ describe('tools/list', () => {
     const c = await connect({ url: s.url, onToolsListChanged: () => (changed += 1) });
     const next = [...defaultTools(), { ...echoTool(), name: 'echo2' }];
     // The GET stream that carries notifications opens after the handshake: resend until it is there.
-    await waitFor(() => changed > 0, 5_000, () => s.setTools(next));
+    await waitFor(
+      () => changed > 0,
+      5_000,
+      () => s.setTools(next),
+    );
     expect((await c.listTools()).map((t) => t.name)).toContain('echo2');
   });
 });
@@ -330,16 +334,20 @@ describe.each([404, 400] as const)('upstream restart, lost sessions answered %i'
 
     // The first calls may reuse a kept-alive socket the server just closed ("other side closed").
     let down: unknown;
-    await waitFor(() => down instanceof Error && down.message.includes('ECONNREFUSED'), 5_000, () => {
-      c.callTool({ name: 'echo', arguments: { text: '2' } }).then(
-        () => {
-          down = new Error('the call succeeded on a closed server');
-        },
-        (e: unknown) => {
-          down = e;
-        },
-      );
-    });
+    await waitFor(
+      () => down instanceof Error && down.message.includes('ECONNREFUSED'),
+      5_000,
+      () => {
+        c.callTool({ name: 'echo', arguments: { text: '2' } }).then(
+          () => {
+            down = new Error('the call succeeded on a closed server');
+          },
+          (e: unknown) => {
+            down = e;
+          },
+        );
+      },
+    );
     expect(down).toMatchObject({ code: 'transport_error', retryable: false });
     expect((down as Error).message).toContain(`connect ECONNREFUSED 127.0.0.1:${port}`);
 

@@ -25,10 +25,7 @@ export interface ResumableServerOptions {
 
 /** A priming event with an id and a retry, then a progress notification with the last id before the break. */
 export function primed(retryMs = 20): string {
-  return (
-    `id: ev-1\nretry: ${retryMs}\ndata: \n\n` +
-    'event: message\nid: ev-2\ndata: {"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"working"}}\n\n'
-  );
+  return `id: ev-1\nretry: ${retryMs}\ndata: \n\n` + 'event: message\nid: ev-2\ndata: {"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"working"}}\n\n';
 }
 
 export interface ResumableServer {

@@ -166,7 +166,13 @@ async function handWritten(answer: Answer): Promise<{ url: string }> {
       const msg = JSON.parse(raw || '{}') as { id: unknown; method: string; params?: unknown };
       if (msg.method === 'server/discover') {
         res.writeHead(200, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: { resultType: 'complete', supportedVersions: ['2026-07-28'], capabilities: { tools: {} }, serverInfo: { name: 'hand', version: '0' } } }));
+        res.end(
+          JSON.stringify({
+            jsonrpc: '2.0',
+            id: msg.id,
+            result: { resultType: 'complete', supportedVersions: ['2026-07-28'], capabilities: { tools: {} }, serverInfo: { name: 'hand', version: '0' } },
+          }),
+        );
         return;
       }
       if (msg.method === 'tools/call') return answer(msg, res);
@@ -368,7 +374,7 @@ describe('a legacy server that elicits during a call', () => {
     expect(text(result)).toContain('nobody to ask');
   });
 
-  it('a pushed sampling/createMessage reaches the onSampling handler, on the call\'s own stream and on the GET stream; a malformed answer is refused to the server', async () => {
+  it("a pushed sampling/createMessage reaches the onSampling handler, on the call's own stream and on the GET stream; a malformed answer is refused to the server", async () => {
     const sampled = { role: 'assistant', content: { type: 'text', text: 'it is long' }, model: 'test-model', stopReason: 'endTurn' };
     for (const related of [true, false]) {
       const s = await elicitingLegacyServer(related);
@@ -394,7 +400,7 @@ describe('a legacy server that elicits during a call', () => {
     expect(text(result)).toMatch(/sampling result/i);
     // Without a handler (and no sampling declared) the server cannot ask.
     const none = await connect({ url: s.url });
-    expect((await none.callTool({ name: 'summarize', arguments: {} }) as { isError?: boolean }).isError).toBe(true);
+    expect(((await none.callTool({ name: 'summarize', arguments: {} })) as { isError?: boolean }).isError).toBe(true);
   });
 
   it('without a handler declares no elicitation: the server cannot ask, and says so', async () => {

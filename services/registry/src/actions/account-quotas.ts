@@ -51,7 +51,11 @@ export class AccountQuotas {
     const max = this.limits.serversPerAccount;
     if (!(max > 0)) return;
     await lockAccount(trx, account);
-    const row = await trx.selectFrom('registry.mcp_servers').select((eb) => eb.fn.countAll<string>().as('n')).where('account_id', '=', account).executeTakeFirst();
+    const row = await trx
+      .selectFrom('registry.mcp_servers')
+      .select((eb) => eb.fn.countAll<string>().as('n'))
+      .where('account_id', '=', account)
+      .executeTakeFirst();
     if (Number(row?.n ?? 0) >= max) {
       this.rejected(QuotaKinds.servers);
       throw quotaExceeded('name', QuotaKinds.servers, max, `the account holds its ${max} MCP servers; delete one to add another`);
@@ -63,7 +67,11 @@ export class AccountQuotas {
     const max = this.limits.agentsPerAccount;
     if (!(max > 0)) return;
     await lockAccount(trx, account);
-    const row = await trx.selectFrom('registry.agents').select((eb) => eb.fn.countAll<string>().as('n')).where('account_id', '=', account).executeTakeFirst();
+    const row = await trx
+      .selectFrom('registry.agents')
+      .select((eb) => eb.fn.countAll<string>().as('n'))
+      .where('account_id', '=', account)
+      .executeTakeFirst();
     if (Number(row?.n ?? 0) >= max) {
       this.rejected(QuotaKinds.agents);
       throw quotaExceeded('name', QuotaKinds.agents, max, `the account holds its ${max} agents; delete one to add another`);

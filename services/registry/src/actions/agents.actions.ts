@@ -59,7 +59,15 @@ export const createAgent: ActionHandler = async (deps, caller, action) => {
     if ((err as { code?: string }).code === '23505') throw new WireError(ErrorCodes.conflict, `name: an agent named ${name} exists`, { field: 'name' });
     throw err;
   }
-  await recordAudit(deps.db, { account: caller.account, signer: caller.signer, role: caller.role, action: 'CreateAgent', target: { kind: 'agent', name: agent.name }, before: null, after: auditAgent(agent) });
+  await recordAudit(deps.db, {
+    account: caller.account,
+    signer: caller.signer,
+    role: caller.role,
+    action: 'CreateAgent',
+    target: { kind: 'agent', name: agent.name },
+    before: null,
+    after: auditAgent(agent),
+  });
   return { agent: agentView(agent) };
 };
 
@@ -73,7 +81,15 @@ export const updateAgent: ActionHandler = async (deps, caller, action) => {
     emit(agentChangedEvent(deps, updated));
     return updated;
   });
-  await recordAudit(deps.db, { account: caller.account, signer: caller.signer, role: caller.role, action: 'UpdateAgent', target: { kind: 'agent', name: agent.name }, before: auditAgent(current), after: auditAgent(agent) });
+  await recordAudit(deps.db, {
+    account: caller.account,
+    signer: caller.signer,
+    role: caller.role,
+    action: 'UpdateAgent',
+    target: { kind: 'agent', name: agent.name },
+    before: auditAgent(current),
+    after: auditAgent(agent),
+  });
   return { agent: agentView(agent) };
 };
 

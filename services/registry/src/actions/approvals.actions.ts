@@ -56,17 +56,26 @@ function publishDecided(deps: Parameters<ActionHandler>[0], r: ApprovalRecord, d
   deps.bus.nc.publish(deps.bus.subjects.approvalDecided(r.account), encodePayload(event));
 }
 
-async function decide(deps: Parameters<ActionHandler>[0], caller: Parameters<ActionHandler>[1], action: Parameters<ActionHandler>[2], decision: 'approved' | 'denied'): Promise<{ approval: ApprovalView }> {
+async function decide(
+  deps: Parameters<ActionHandler>[0],
+  caller: Parameters<ActionHandler>[1],
+  action: Parameters<ActionHandler>[2],
+  decision: 'approved' | 'denied',
+): Promise<{ approval: ApprovalView }> {
   const id = approvalId(action.approvalId);
   if (decision === 'approved') {
     // Nobody approves what they were not shown: a call whose arguments were too large to keep for
     // display can only be denied (the runtime may send it again with smaller arguments).
     const record = await deps.approvals.get(caller.account, id);
     if (record !== null && record.status === 'pending' && record.argumentsJson === undefined) {
-      throw new WireError(ErrorCodes.conflict, `approvalId: the arguments of approval ${id} are larger than ${ARGUMENTS_SHOWN_MAX_BYTES / 1024} KiB and cannot be shown, so they cannot be approved; deny it`, {
-        field: 'approvalId',
-        reason: 'arguments_not_shown',
-      });
+      throw new WireError(
+        ErrorCodes.conflict,
+        `approvalId: the arguments of approval ${id} are larger than ${ARGUMENTS_SHOWN_MAX_BYTES / 1024} KiB and cannot be shown, so they cannot be approved; deny it`,
+        {
+          field: 'approvalId',
+          reason: 'arguments_not_shown',
+        },
+      );
     }
   }
   const out = await deps.approvals.decide(caller.account, id, decision, caller.signer);

@@ -98,7 +98,8 @@ export const answerInputRequest: ActionHandler = async (deps, caller, action) =>
   const verb = action.action;
   if (verb !== 'accept' && verb !== 'decline' && verb !== 'cancel') throw invalidInput('action', 'must be accept, decline or cancel');
   if (verb !== 'accept' && action.content !== undefined && action.content !== null) throw invalidInput('content', 'is given only with accept');
-  if (item.kind === 'url' && action.content !== undefined && action.content !== null) throw invalidInput('content', 'a URL question takes no content: accept it once the person is done in the browser');
+  if (item.kind === 'url' && action.content !== undefined && action.content !== null)
+    throw invalidInput('content', 'a URL question takes no content: accept it once the person is done in the browser');
   const answer: ElicitAnswer = verb === 'accept' && item.kind === 'form' ? { action: verb, content: checkElicitContent(item.requestedSchema, action.content ?? {}, 'content') } : { action: verb };
   const out = await inputs.answer(caller.account, id, key, JSON.stringify(answer), caller.signer);
   if (out.ok) {
@@ -125,6 +126,10 @@ export const answerInputRequest: ActionHandler = async (deps, caller, action) =>
     case 'answered_already':
       throw new WireError(ErrorCodes.conflict, `key: question ${key} of input request ${id} was already answered`, { field: 'key', reason: 'answered' });
     case 'decided':
-      throw new WireError(ErrorCodes.conflict, `id: input request ${id} was already answered (${out.record?.status ?? 'answered'})`, { field: 'id', reason: 'decided', ...(out.record ? { status: out.record.status } : {}) });
+      throw new WireError(ErrorCodes.conflict, `id: input request ${id} was already answered (${out.record?.status ?? 'answered'})`, {
+        field: 'id',
+        reason: 'decided',
+        ...(out.record ? { status: out.record.status } : {}),
+      });
   }
 };

@@ -71,7 +71,8 @@ export const setMcpServer: ActionHandler = async (deps, caller, action) => {
     const moved = previous !== null && urlOrigin(previous.config.url) !== origin;
     for (const [header, ref] of Object.entries(config.secretRefs)) {
       const held = Object.entries(previous?.config.secretRefs ?? {}).some(([h, r]) => h.toLowerCase() === header.toLowerCase() && r === ref);
-      if (!held) throw new WireError(ErrorCodes.invalidInput, `config.secretRefs.${header}: this server holds no secret ${ref}; give the value in secretHeaders`, { field: `config.secretRefs.${header}` });
+      if (!held)
+        throw new WireError(ErrorCodes.invalidInput, `config.secretRefs.${header}: this server holds no secret ${ref}; give the value in secretHeaders`, { field: `config.secretRefs.${header}` });
       if (moved) {
         throw new WireError(ErrorCodes.invalidInput, `config.secretRefs.${header}: a secret stays with the origin it was given for; give the value again in secretHeaders for the new URL`, {
           field: `config.secretRefs.${header}`,
@@ -127,7 +128,15 @@ export const setMcpServer: ActionHandler = async (deps, caller, action) => {
     try {
       let saved = await deps.servers.upsertConfig(caller.account, name, stored, trx);
       saved = await changePin(caller, trx, previous, saved);
-      await recordAudit(trx, { account: caller.account, signer: caller.signer, role: caller.role, action: 'SetMcpServer', target: { kind: 'server', name }, before: auditServer(previous), after: auditServer(saved) });
+      await recordAudit(trx, {
+        account: caller.account,
+        signer: caller.signer,
+        role: caller.role,
+        action: 'SetMcpServer',
+        target: { kind: 'server', name },
+        before: auditServer(previous),
+        after: auditServer(saved),
+      });
       const dropped: DroppedSecrets | undefined = droppedHeaders.length > 0 || oauthDropped ? { headers: droppedHeaders, oauth: oauthDropped } : undefined;
       return { saved, dropped };
     } catch (err) {
@@ -137,7 +146,8 @@ export const setMcpServer: ActionHandler = async (deps, caller, action) => {
       throw err;
     }
   });
-  if (dropped !== undefined) deps.log.info('server moved to another origin: its stored secrets were dropped', { account: caller.account, server: name, headers: dropped.headers, oauth: dropped.oauth });
+  if (dropped !== undefined)
+    deps.log.info('server moved to another origin: its stored secrets were dropped', { account: caller.account, server: name, headers: dropped.headers, oauth: dropped.oauth });
   if (oauthClient !== undefined) await deps.oauth?.preRegister(saved, oauthClient);
   const discovered = await deps.discovery.discover(saved, 'set');
   const answer = await withAuthorization(deps, discovered, async (s) => redactServer(s, deps.style, await deps.permissions.forServer(caller.account, s.id)));
@@ -176,7 +186,13 @@ async function changePin(caller: Caller, trx: Kysely<Database>, previous: McpSer
       .where('account_id', '=', caller.account)
       .where('id', '=', saved.id)
       .execute();
-    await recordAudit(trx, { account: caller.account, ...actor, action: 'PinBaseline', target: { kind: 'server', name: saved.name }, after: { pin: after, tools: saved.tools.map((t) => ({ name: t.name, cid: contractCid(t) })).slice(0, 1000) } });
+    await recordAudit(trx, {
+      account: caller.account,
+      ...actor,
+      action: 'PinBaseline',
+      target: { kind: 'server', name: saved.name },
+      after: { pin: after, tools: saved.tools.map((t) => ({ name: t.name, cid: contractCid(t) })).slice(0, 1000) },
+    });
   } else {
     await trx.updateTable('registry.mcp_servers').set({ discovered_hash: 'mode-changed' }).where('account_id', '=', caller.account).where('id', '=', saved.id).execute();
   }
@@ -219,7 +235,15 @@ export const deleteMcpServer: ActionHandler = async (deps, caller, action) => {
     if (found !== null) await guardDelete(deps, caller, trx, found);
     const deleted = await deps.servers.delete(caller.account, name, trx);
     if (deleted === null) throw new WireError(ErrorCodes.notFound, `name: no MCP server named ${name}`, { field: 'name' });
-    await recordAudit(trx, { account: caller.account, signer: caller.signer, role: caller.role, action: 'DeleteMcpServer', target: { kind: 'server', name }, before: auditServer(deleted), after: null });
+    await recordAudit(trx, {
+      account: caller.account,
+      signer: caller.signer,
+      role: caller.role,
+      action: 'DeleteMcpServer',
+      target: { kind: 'server', name },
+      before: auditServer(deleted),
+      after: null,
+    });
     await deps.secrets.deleteNamed(caller.account, ownedSecretNames(name, deleted.config), trx);
     const granting = await deps.agents.grantingServer(caller.account, name, trx);
     const agents = [];

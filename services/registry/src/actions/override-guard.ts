@@ -62,5 +62,10 @@ export async function guardVendorDisconnect(deps: ActionDeps, caller: Caller, tr
   if (caller.role === 'OWNER') return;
   const held = await deps.permissions.alwaysAskOfBuiltins(caller.account, slugs, trx);
   const first = held[0];
-  if (first !== undefined) throw ownerOnly('disconnect this vendor', first.slug, held.map((h) => `${h.slug}: ${h.tool}`));
+  if (first !== undefined)
+    throw ownerOnly(
+      'disconnect this vendor',
+      first.slug,
+      held.map((h) => `${h.slug}: ${h.tool}`),
+    );
 }

@@ -33,7 +33,14 @@ export const setToolPermission: ActionHandler = async (deps, caller, action) => 
   if (deps.builtins && builtin) {
     if (permission !== null && !builtin.tools.some((t) => t.name === tool)) throw new WireError(ErrorCodes.notFound, `tool: the ${name} MCP server lists no tool ${tool}`, { field: 'tool' });
     const { saved, overrides } = await deps.builtins.setToolPermission(caller.account, builtin, tool, permission);
-    await recordAudit(deps.db, { account: caller.account, signer: caller.signer, role: caller.role, action: 'SetToolPermission', target: { kind: 'tool', name: `${name}/${tool}` }, after: { permission, builtin: true } });
+    await recordAudit(deps.db, {
+      account: caller.account,
+      signer: caller.signer,
+      role: caller.role,
+      action: 'SetToolPermission',
+      target: { kind: 'tool', name: `${name}/${tool}` },
+      after: { permission, builtin: true },
+    });
     deps.log.info('tool permission set', { account: caller.account, server: name, tool, permission: permission ?? 'inherited', builtin: true });
     return describe(saved, tool, overrides, true);
   }
@@ -47,7 +54,15 @@ export const setToolPermission: ActionHandler = async (deps, caller, action) => 
     const prior = (await deps.permissions.forServer(caller.account, before.id, trx))[tool] ?? null;
     await deps.permissions.set(caller.account, before.id, tool, permission, trx);
     const saved = await deps.servers.bumpGeneration(caller.account, before.id, trx);
-    await recordAudit(trx, { account: caller.account, signer: caller.signer, role: caller.role, action: 'SetToolPermission', target: { kind: 'tool', name: `${name}/${tool}` }, before: { permission: prior }, after: { permission } });
+    await recordAudit(trx, {
+      account: caller.account,
+      signer: caller.signer,
+      role: caller.role,
+      action: 'SetToolPermission',
+      target: { kind: 'tool', name: `${name}/${tool}` },
+      before: { permission: prior },
+      after: { permission },
+    });
     const overrides = await deps.permissions.forServer(caller.account, before.id, trx);
     emit(serverDiscovered(deps.bus.subjects, saved, true, overrides));
     return { saved, overrides };

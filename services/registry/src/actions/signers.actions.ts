@@ -82,7 +82,8 @@ export const revokeSigner: ActionHandler = async (deps, caller, action) => {
     const gone = await trx.deleteFrom('registry.signers').where('account_id', '=', caller.account).where('principal', '=', principal).executeTakeFirst();
     const removed = Number(gone.numDeletedRows) > 0;
     // A revoke of a key that was no signer changed nothing: nothing to record.
-    if (removed) await recordAudit(trx, { account: caller.account, signer: caller.signer, role: caller.role, action: 'RevokeSigner', target: { kind: 'signer', name: principal }, before, after: null });
+    if (removed)
+      await recordAudit(trx, { account: caller.account, signer: caller.signer, role: caller.role, action: 'RevokeSigner', target: { kind: 'signer', name: principal }, before, after: null });
     return removed;
   });
   deps.log.info('signer revoked', { account: caller.account, signer: principal, revoked });

@@ -54,7 +54,8 @@ export async function recordAudit(db: Kysely<Database>, entry: AuditEntry): Prom
 }
 
 /** Keys whose values are never recorded, wherever they appear (defence in depth under the redacted views). */
-const SECRET_KEYS = /^(token|accessToken|access_token|refreshToken|refresh_token|clientSecret|client_secret|privateKey|secretHeaders|secret|password|authorization|arguments|requestState|answer|answers|content)$/i;
+const SECRET_KEYS =
+  /^(token|accessToken|access_token|refreshToken|refresh_token|clientSecret|client_secret|privateKey|secretHeaders|secret|password|authorization|arguments|requestState|answer|answers|content)$/i;
 
 /**
  * A value as the audit log may keep it: plain JSON, and every field named like a secret
@@ -74,7 +75,6 @@ export function auditView(value: unknown, depth = 0): unknown {
   return out;
 }
 
-
 export interface AuditQuery {
   limit: number;
   /** Entries older than this id (the previous page's `nextCursor`). */
@@ -93,7 +93,8 @@ export const AUDIT_PAGE = { defaultLimit: 50, maxLimit: 200 } as const;
 export function parseAuditQuery(action: Record<string, unknown>): AuditQuery {
   const q: AuditQuery = { limit: AUDIT_PAGE.defaultLimit };
   if (action.limit !== undefined) {
-    if (typeof action.limit !== 'number' || !Number.isInteger(action.limit) || action.limit < 1 || action.limit > AUDIT_PAGE.maxLimit) throw invalidInput('limit', `must be an integer from 1 to ${AUDIT_PAGE.maxLimit}`);
+    if (typeof action.limit !== 'number' || !Number.isInteger(action.limit) || action.limit < 1 || action.limit > AUDIT_PAGE.maxLimit)
+      throw invalidInput('limit', `must be an integer from 1 to ${AUDIT_PAGE.maxLimit}`);
     q.limit = action.limit;
   }
   if (action.cursor !== undefined) {
@@ -126,7 +127,10 @@ export async function listAuditEvents(db: Kysely<Database>, account: string, q: 
   if (q.signer !== undefined) query = query.where('signer', '=', q.signer);
   if (q.since !== undefined) query = query.where('at', '>=', q.since);
   if (q.until !== undefined) query = query.where('at', '<', q.until);
-  const rows = await query.orderBy('id', 'desc').limit(q.limit + 1).execute();
+  const rows = await query
+    .orderBy('id', 'desc')
+    .limit(q.limit + 1)
+    .execute();
   const page = rows.slice(0, q.limit);
   const events = page.map((r) => ({
     id: String(r.id),
@@ -165,7 +169,12 @@ export async function pruneAuditEvents(db: Kysely<Database>, retentionDays: numb
  * Runs {@link pruneAuditEvents} now and then (hourly, jittered): every instance may, the DELETE is
  * the same whoever runs it. A failure is logged and tried again at the next turn.
  */
-export function startAuditRetention(db: Kysely<Database>, retentionDays: number, log: { warn(msg: string, fields?: Record<string, unknown>): void; info(msg: string, fields?: Record<string, unknown>): void }, everyMs = 3_600_000): { stop(): void } {
+export function startAuditRetention(
+  db: Kysely<Database>,
+  retentionDays: number,
+  log: { warn(msg: string, fields?: Record<string, unknown>): void; info(msg: string, fields?: Record<string, unknown>): void },
+  everyMs = 3_600_000,
+): { stop(): void } {
   if (!(retentionDays > 0)) return { stop: () => undefined };
   const run = (): void => {
     pruneAuditEvents(db, retentionDays).then(

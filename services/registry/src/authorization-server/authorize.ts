@@ -164,7 +164,11 @@ async function resolveResource(db: Db, resource: string): Promise<{ id: string; 
   if (u.hash !== '' || !/^https?:$/.test(u.protocol)) throw new RedirectableError('invalid_target', 'resource must be an http(s) URL without a fragment');
   const m = RESOURCE_PATH_RE.exec(u.pathname);
   if (m === null) throw new RedirectableError('invalid_target', 'resource must be an agent endpoint URL naming the agent by its id: <endpoint>/v1/agents/<agent id>/mcp');
-  const row = await db.selectFrom('registry.agents').select(['id', 'account_id']).where('id', '=', m[1] as string).executeTakeFirst();
+  const row = await db
+    .selectFrom('registry.agents')
+    .select(['id', 'account_id'])
+    .where('id', '=', m[1] as string)
+    .executeTakeFirst();
   if (row === undefined) throw new RedirectableError('invalid_target', 'resource names no agent');
   return { id: row.id, account: row.account_id };
 }
@@ -207,6 +211,11 @@ export async function continueSignIn(deps: SignInFlowDeps, req: IncomingMessage,
     signInPage(res, 409, 'Sign-in not decided', 'The account owner has not decided on this sign-in yet.');
     return 'pending';
   }
-  signInPage(res, 403, 'Sign-in not completed', 'This sign-in was started in another browser, or decided elsewhere: it completes only in the browser that started it, after a decision made there. Start it again from the client in this browser.');
+  signInPage(
+    res,
+    403,
+    'Sign-in not completed',
+    'This sign-in was started in another browser, or decided elsewhere: it completes only in the browser that started it, after a decision made there. Start it again from the client in this browser.',
+  );
   return 'other_browser';
 }

@@ -6,10 +6,13 @@ const GOOD = { client_id: ID, client_name: 'Example client', redirect_uris: ['ht
 
 /** A fetch that answers every request with `res` (the rules, not the network: the e2e test has the real fetch). */
 function answering(res: () => Response): typeof fetch {
-  return (() => Promise.resolve(res()));
+  return () => Promise.resolve(res());
 }
 
-const json = (body: unknown, headers: Record<string, string> = {}): (() => Response) => () => new Response(JSON.stringify(body), { status: 200, headers: { 'content-type': 'application/json', ...headers } });
+const json =
+  (body: unknown, headers: Record<string, string> = {}): (() => Response) =>
+  () =>
+    new Response(JSON.stringify(body), { status: 200, headers: { 'content-type': 'application/json', ...headers } });
 
 async function refusal(fetch: typeof globalThis.fetch, id = ID): Promise<string> {
   try {
@@ -32,7 +35,14 @@ describe('client ID metadata documents: what the authorization server accepts', 
 
   it('refuses client ids that are not https URLs with a path', async () => {
     const never = answering(json(GOOD));
-    for (const id of ['http://client.example/c.json', 'https://client.example/', 'https://client.example/c.json#x', 'https://u:p@client.example/c.json', 'not a url', `https://client.example/${'a'.repeat(2100)}`]) {
+    for (const id of [
+      'http://client.example/c.json',
+      'https://client.example/',
+      'https://client.example/c.json#x',
+      'https://u:p@client.example/c.json',
+      'not a url',
+      `https://client.example/${'a'.repeat(2100)}`,
+    ]) {
       expect(await refusal(never, id)).toMatch(/client_id/);
     }
   });

@@ -32,7 +32,8 @@ export function parseClientIdUrl(clientId: string): URL {
   if (clientId.length > MAX_URL_LENGTH || !URL.canParse(clientId)) throw new ClientMetadataError('client_id must be the https URL of a client ID metadata document');
   const url = new URL(clientId);
   if (url.protocol !== 'https:') throw new ClientMetadataError('client_id must be an https URL');
-  if (url.pathname === '/' || url.hash !== '' || url.username !== '' || url.password !== '') throw new ClientMetadataError('client_id must be an https URL with a path, no fragment and no credentials');
+  if (url.pathname === '/' || url.hash !== '' || url.username !== '' || url.password !== '')
+    throw new ClientMetadataError('client_id must be an https URL with a path, no fragment and no credentials');
   return url;
 }
 
@@ -115,10 +116,13 @@ export async function fetchClientMetadata(fetch: typeof globalThis.fetch, client
   if ('client_secret' in d || 'client_secret_expires_at' in d) throw new ClientMetadataError('client metadata document must not carry a client secret');
   const method = d.token_endpoint_auth_method ?? 'none';
   if (method !== 'none') throw new ClientMetadataError('client metadata document: token_endpoint_auth_method must be none (a public client)');
-  if (!Array.isArray(d.redirect_uris) || d.redirect_uris.length === 0 || d.redirect_uris.length > MAX_REDIRECT_URIS) throw new ClientMetadataError(`client metadata document: redirect_uris must list 1 to ${MAX_REDIRECT_URIS} URIs`);
+  if (!Array.isArray(d.redirect_uris) || d.redirect_uris.length === 0 || d.redirect_uris.length > MAX_REDIRECT_URIS)
+    throw new ClientMetadataError(`client metadata document: redirect_uris must list 1 to ${MAX_REDIRECT_URIS} URIs`);
   const redirectUris = d.redirect_uris.map(checkRedirectUri);
-  if (d.grant_types !== undefined && !(Array.isArray(d.grant_types) && d.grant_types.includes('authorization_code'))) throw new ClientMetadataError('client metadata document: grant_types must include authorization_code');
-  if (d.response_types !== undefined && !(Array.isArray(d.response_types) && d.response_types.includes('code'))) throw new ClientMetadataError('client metadata document: response_types must include code');
+  if (d.grant_types !== undefined && !(Array.isArray(d.grant_types) && d.grant_types.includes('authorization_code')))
+    throw new ClientMetadataError('client metadata document: grant_types must include authorization_code');
+  if (d.response_types !== undefined && !(Array.isArray(d.response_types) && d.response_types.includes('code')))
+    throw new ClientMetadataError('client metadata document: response_types must include code');
   const rawName = typeof d.client_name === 'string' ? d.client_name.replace(/\p{C}/gu, '').trim() : '';
   return { clientId, clientName: rawName === '' ? url.host : rawName.slice(0, MAX_NAME_LENGTH), redirectUris };
 }

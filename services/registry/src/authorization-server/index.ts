@@ -76,17 +76,24 @@ export function createAuthorizationServer(deps: AuthorizationServerDeps): Author
     if (decision.ok) return undefined;
     req.resume();
     const retry = { 'retry-after': String(Math.max(1, Math.ceil(decision.retryAfterMs / 1000))) };
-    if (name === 'token') sendJson(res, 429, { error: 'temporarily_unavailable', error_description: 'too many token requests from this address; retry later' }, { 'cache-control': 'no-store', ...OPEN_CORS, ...retry });
+    if (name === 'token')
+      sendJson(res, 429, { error: 'temporarily_unavailable', error_description: 'too many token requests from this address; retry later' }, { 'cache-control': 'no-store', ...OPEN_CORS, ...retry });
     else signInPage(res, 429, 'Too many sign-in requests', 'Too many sign-in requests came from this address. Try again in a minute.', retry);
     return 'rate_limited';
   };
 
   const step = (name: 'authorize' | 'continue' | 'token' | 'revoke', req: IncomingMessage, res: ServerResponse, run: () => Promise<string>): void => {
-    void withSpan(deps.tracer, `registry.oauth-server ${name}`, { 'mcpx.oauth_server.step': name }, async (span) => {
-      const outcome = (name === 'continue' ? undefined : await limited(name === 'revoke' ? 'token' : name, req, res)) ?? (await run());
-      span.setAttribute('mcpx.oauth_server.outcome', outcome);
-      return outcome;
-    }, { kind: SpanKind.SERVER })
+    void withSpan(
+      deps.tracer,
+      `registry.oauth-server ${name}`,
+      { 'mcpx.oauth_server.step': name },
+      async (span) => {
+        const outcome = (name === 'continue' ? undefined : await limited(name === 'revoke' ? 'token' : name, req, res)) ?? (await run());
+        span.setAttribute('mcpx.oauth_server.outcome', outcome);
+        return outcome;
+      },
+      { kind: SpanKind.SERVER },
+    )
       .then((outcome) => steps.add(1, { step: name, outcome }))
       .catch((err: unknown) => {
         steps.add(1, { step: name, outcome: 'error' });
@@ -95,13 +102,20 @@ export function createAuthorizationServer(deps: AuthorizationServerDeps): Author
           res.destroy();
           return;
         }
-        if (name === 'token' || name === 'revoke') sendJson(res, 503, { error: 'temporarily_unavailable', error_description: 'the authorization server could not answer; retry' }, { 'cache-control': 'no-store', ...OPEN_CORS });
+        if (name === 'token' || name === 'revoke')
+          sendJson(res, 503, { error: 'temporarily_unavailable', error_description: 'the authorization server could not answer; retry' }, { 'cache-control': 'no-store', ...OPEN_CORS });
         else signInPage(res, 503, 'Sign-in unavailable', 'The registry could not handle this sign-in right now. Start it again from the client.');
       });
   };
 
   const preflight = (res: ServerResponse, methods: string): void => {
-    res.writeHead(204, { ...OPEN_CORS, 'access-control-allow-methods': methods, 'access-control-allow-headers': 'content-type, mcp-protocol-version', 'access-control-max-age': '600', 'content-length': 0 });
+    res.writeHead(204, {
+      ...OPEN_CORS,
+      'access-control-allow-methods': methods,
+      'access-control-allow-headers': 'content-type, mcp-protocol-version',
+      'access-control-max-age': '600',
+      'content-length': 0,
+    });
     res.end();
   };
 

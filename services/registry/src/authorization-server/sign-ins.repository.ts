@@ -66,7 +66,11 @@ function settled(out: IssuedTokens | GrantRefused): IssuedTokens {
  * of its metadata document, which is what identifies it; the agent-token name alphabet, 64 at most.
  */
 export function tokenName(clientName: string, clientId: string): string {
-  const clean = (v: string): string => v.replace(/[^\p{L}\p{N} ._:@()/+-]/gu, ' ').replace(/\s+/g, ' ').trim();
+  const clean = (v: string): string =>
+    v
+      .replace(/[^\p{L}\p{N} ._:@()/+-]/gu, ' ')
+      .replace(/\s+/g, ' ')
+      .trim();
   const host = clean(URL.canParse(clientId) ? new URL(clientId).host : '').slice(0, 40);
   const room = 64 - 'OAuth:  ()'.length - host.length;
   return `OAuth: ${clean(clientName).slice(0, Math.max(1, room)).trim()} (${host})`;
@@ -100,7 +104,12 @@ export class SignInsRepository {
       // One writer per account at a time, so two requests cannot both pass the count.
       await trx.selectFrom('registry.accounts').select('id').where('id', '=', input.account).forUpdate().executeTakeFirst();
       // Requests that ended or were never finished go after a day.
-      await trx.deleteFrom('registry.oauth_sign_ins').where('account_id', '=', input.account).where('status', 'in', ['pending', 'approved', 'denied', 'code_issued', 'ended']).where('expires_at', '<', sql<Date>`now() - interval '1 day'`).execute();
+      await trx
+        .deleteFrom('registry.oauth_sign_ins')
+        .where('account_id', '=', input.account)
+        .where('status', 'in', ['pending', 'approved', 'denied', 'code_issued', 'ended'])
+        .where('expires_at', '<', sql<Date>`now() - interval '1 day'`)
+        .execute();
       const pending = await trx
         .selectFrom('registry.oauth_sign_ins')
         .select((eb) => eb.fn.countAll<number>().as('n'))
@@ -218,53 +227,62 @@ export class SignInsRepository {
    */
   async redeem(code: string, check: (row: SignInRow) => void): Promise<IssuedTokens> {
     const hash = secretHash(code);
-    return settled(await this.db.transaction().execute(async (trx): Promise<IssuedTokens | GrantRefused> => {
-      const row = await trx.selectFrom('registry.oauth_sign_ins').selectAll().where('code_hash', '=', hash).forUpdate().executeTakeFirst();
-      if (row === undefined) return new GrantRefused('unknown', 'the authorization code is not valid');
-      if (row.status !== 'code_issued') {
-        if (row.status === 'active') await this.endIn(trx, row, 'code_replayed');
-        return new GrantRefused('replayed', 'the authorization code was already used');
-      }
-      if (row.code_expires_at === null || row.code_expires_at.getTime() <= Date.now()) {
-        await this.endIn(trx, row, 'code_expired');
-        return new GrantRefused('expired', 'the authorization code has expired');
-      }
-      try {
-        check(row);
-      } catch (err) {
-        if (!(err instanceof GrantRefused)) throw err;
-        await this.endIn(trx, row, 'code_misused');
-        return err;
-      }
-      // One writer per agent at a time (as CreateAgentToken): two redemptions cannot both pass the count.
-      await trx.selectFrom('registry.agents').select('id').where('account_id', '=', row.account_id).where('id', '=', row.agent_id).forUpdate().executeTakeFirst();
-      const active = await trx
-        .selectFrom('registry.agent_tokens')
-        .select((eb) => eb.fn.countAll<number>().as('n'))
-        .where('account_id', '=', row.account_id)
-        .where('agent_id', '=', row.agent_id)
-        .where('revoked_at', 'is', null)
-        .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', sql<Date>`now()`)]))
-        .executeTakeFirstOrThrow();
-      if (Number(active.n) >= MAX_ACTIVE_TOKENS_PER_AGENT) {
-        await this.endIn(trx, row, 'agent_token_quota');
-        return new GrantRefused('quota', `the agent already has ${MAX_ACTIVE_TOKENS_PER_AGENT} active tokens: its owner must revoke one first`);
-      }
-      const accessToken = AGENT_TOKEN_PREFIX + randomSecret();
-      const tokenId = `at_${randomBytes(9).toString('hex')}`;
-      await trx
-        .insertInto('registry.agent_tokens')
-        .values({ id: tokenId, account_id: row.account_id, agent_id: row.agent_id, name: tokenName(row.client_name, row.client_id), token_hash: agentTokenHash(accessToken), expires_at: new Date(Date.now() + ACCESS_TOKEN_MS) })
-        .execute();
-      const refreshToken = await this.newRefresh(trx, row.id);
-      const signIn = await trx
-        .updateTable('registry.oauth_sign_ins')
-        .set({ status: 'active', token_id: tokenId, expires_at: new Date(Date.now() + REFRESH_TOKEN_MS) })
-        .where('id', '=', row.id)
-        .returningAll()
-        .executeTakeFirstOrThrow();
-      return { accessToken, refreshToken, expiresInSeconds: ACCESS_TOKEN_MS / 1000, signIn };
-    }));
+    return settled(
+      await this.db.transaction().execute(async (trx): Promise<IssuedTokens | GrantRefused> => {
+        const row = await trx.selectFrom('registry.oauth_sign_ins').selectAll().where('code_hash', '=', hash).forUpdate().executeTakeFirst();
+        if (row === undefined) return new GrantRefused('unknown', 'the authorization code is not valid');
+        if (row.status !== 'code_issued') {
+          if (row.status === 'active') await this.endIn(trx, row, 'code_replayed');
+          return new GrantRefused('replayed', 'the authorization code was already used');
+        }
+        if (row.code_expires_at === null || row.code_expires_at.getTime() <= Date.now()) {
+          await this.endIn(trx, row, 'code_expired');
+          return new GrantRefused('expired', 'the authorization code has expired');
+        }
+        try {
+          check(row);
+        } catch (err) {
+          if (!(err instanceof GrantRefused)) throw err;
+          await this.endIn(trx, row, 'code_misused');
+          return err;
+        }
+        // One writer per agent at a time (as CreateAgentToken): two redemptions cannot both pass the count.
+        await trx.selectFrom('registry.agents').select('id').where('account_id', '=', row.account_id).where('id', '=', row.agent_id).forUpdate().executeTakeFirst();
+        const active = await trx
+          .selectFrom('registry.agent_tokens')
+          .select((eb) => eb.fn.countAll<number>().as('n'))
+          .where('account_id', '=', row.account_id)
+          .where('agent_id', '=', row.agent_id)
+          .where('revoked_at', 'is', null)
+          .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', sql<Date>`now()`)]))
+          .executeTakeFirstOrThrow();
+        if (Number(active.n) >= MAX_ACTIVE_TOKENS_PER_AGENT) {
+          await this.endIn(trx, row, 'agent_token_quota');
+          return new GrantRefused('quota', `the agent already has ${MAX_ACTIVE_TOKENS_PER_AGENT} active tokens: its owner must revoke one first`);
+        }
+        const accessToken = AGENT_TOKEN_PREFIX + randomSecret();
+        const tokenId = `at_${randomBytes(9).toString('hex')}`;
+        await trx
+          .insertInto('registry.agent_tokens')
+          .values({
+            id: tokenId,
+            account_id: row.account_id,
+            agent_id: row.agent_id,
+            name: tokenName(row.client_name, row.client_id),
+            token_hash: agentTokenHash(accessToken),
+            expires_at: new Date(Date.now() + ACCESS_TOKEN_MS),
+          })
+          .execute();
+        const refreshToken = await this.newRefresh(trx, row.id);
+        const signIn = await trx
+          .updateTable('registry.oauth_sign_ins')
+          .set({ status: 'active', token_id: tokenId, expires_at: new Date(Date.now() + REFRESH_TOKEN_MS) })
+          .where('id', '=', row.id)
+          .returningAll()
+          .executeTakeFirstOrThrow();
+        return { accessToken, refreshToken, expiresInSeconds: ACCESS_TOKEN_MS / 1000, signIn };
+      }),
+    );
   }
 
   /**
@@ -276,51 +294,70 @@ export class SignInsRepository {
   async refresh(refreshToken: string, check: (row: SignInRow) => void): Promise<IssuedTokens> {
     if (!refreshToken.startsWith(REFRESH_PREFIX)) throw new GrantRefused('unknown', 'the refresh token is not valid');
     const hash = secretHash(refreshToken);
-    return settled(await this.db.transaction().execute(async (trx): Promise<IssuedTokens | GrantRefused> => {
-      const rt = await trx.selectFrom('registry.oauth_refresh_tokens').selectAll().where('token_hash', '=', hash).forUpdate().executeTakeFirst();
-      if (rt === undefined) return new GrantRefused('unknown', 'the refresh token is not valid');
-      const row = await trx.selectFrom('registry.oauth_sign_ins').selectAll().where('id', '=', rt.sign_in_id).forUpdate().executeTakeFirstOrThrow();
-      if (rt.spent_at !== null) {
-        if (row.status === 'active') await this.endIn(trx, row, 'refresh_replayed');
-        return new GrantRefused('replayed', 'the refresh token was already used: the sign-in is revoked');
-      }
-      if (row.status !== 'active') return new GrantRefused('ended', 'the sign-in has ended');
-      if (rt.expires_at.getTime() <= Date.now()) {
-        await this.endIn(trx, row, 'refresh_expired');
-        return new GrantRefused('expired', 'the refresh token has expired');
-      }
-      try {
-        check(row);
-      } catch (err) {
-        if (!(err instanceof GrantRefused)) throw err;
-        await this.endIn(trx, row, 'refresh_misused');
-        return err;
-      }
-      const token = row.token_id === null ? undefined : await trx.selectFrom('registry.agent_tokens').select(['id', 'token_hash', 'revoked_at']).where('id', '=', row.token_id).where('account_id', '=', row.account_id).forUpdate().executeTakeFirst();
-      if (token === undefined || token.revoked_at !== null) {
-        // The owner revoked it (RevokeAgentToken) or the agent went: the sign-in ends with it.
-        await this.endIn(trx, row, 'revoked');
-        return new GrantRefused('revoked', 'the sign-in was revoked');
-      }
-      await trx.updateTable('registry.oauth_refresh_tokens').set({ spent_at: sql<Date>`now()` }).where('token_hash', '=', hash).execute();
-      // Spent tokens are kept while they could still be replayed: until their own expiry.
-      await trx.deleteFrom('registry.oauth_refresh_tokens').where('sign_in_id', '=', row.id).where('expires_at', '<', sql<Date>`now()`).execute();
-      const next = await this.newRefresh(trx, row.id);
-      const accessToken = AGENT_TOKEN_PREFIX + randomSecret();
-      await trx
-        .updateTable('registry.agent_tokens')
-        .set({ token_hash: agentTokenHash(accessToken), expires_at: new Date(Date.now() + ACCESS_TOKEN_MS) })
-        .where('id', '=', token.id)
-        .execute();
-      await sql`select pg_notify(${AGENT_TOKENS_CHANNEL}, ${token.token_hash})`.execute(trx);
-      const signIn = await trx
-        .updateTable('registry.oauth_sign_ins')
-        .set({ expires_at: new Date(Date.now() + REFRESH_TOKEN_MS) })
-        .where('id', '=', row.id)
-        .returningAll()
-        .executeTakeFirstOrThrow();
-      return { accessToken, refreshToken: next, expiresInSeconds: ACCESS_TOKEN_MS / 1000, signIn };
-    }));
+    return settled(
+      await this.db.transaction().execute(async (trx): Promise<IssuedTokens | GrantRefused> => {
+        const rt = await trx.selectFrom('registry.oauth_refresh_tokens').selectAll().where('token_hash', '=', hash).forUpdate().executeTakeFirst();
+        if (rt === undefined) return new GrantRefused('unknown', 'the refresh token is not valid');
+        const row = await trx.selectFrom('registry.oauth_sign_ins').selectAll().where('id', '=', rt.sign_in_id).forUpdate().executeTakeFirstOrThrow();
+        if (rt.spent_at !== null) {
+          if (row.status === 'active') await this.endIn(trx, row, 'refresh_replayed');
+          return new GrantRefused('replayed', 'the refresh token was already used: the sign-in is revoked');
+        }
+        if (row.status !== 'active') return new GrantRefused('ended', 'the sign-in has ended');
+        if (rt.expires_at.getTime() <= Date.now()) {
+          await this.endIn(trx, row, 'refresh_expired');
+          return new GrantRefused('expired', 'the refresh token has expired');
+        }
+        try {
+          check(row);
+        } catch (err) {
+          if (!(err instanceof GrantRefused)) throw err;
+          await this.endIn(trx, row, 'refresh_misused');
+          return err;
+        }
+        const token =
+          row.token_id === null
+            ? undefined
+            : await trx
+                .selectFrom('registry.agent_tokens')
+                .select(['id', 'token_hash', 'revoked_at'])
+                .where('id', '=', row.token_id)
+                .where('account_id', '=', row.account_id)
+                .forUpdate()
+                .executeTakeFirst();
+        if (token === undefined || token.revoked_at !== null) {
+          // The owner revoked it (RevokeAgentToken) or the agent went: the sign-in ends with it.
+          await this.endIn(trx, row, 'revoked');
+          return new GrantRefused('revoked', 'the sign-in was revoked');
+        }
+        await trx
+          .updateTable('registry.oauth_refresh_tokens')
+          .set({ spent_at: sql<Date>`now()` })
+          .where('token_hash', '=', hash)
+          .execute();
+        // Spent tokens are kept while they could still be replayed: until their own expiry.
+        await trx
+          .deleteFrom('registry.oauth_refresh_tokens')
+          .where('sign_in_id', '=', row.id)
+          .where('expires_at', '<', sql<Date>`now()`)
+          .execute();
+        const next = await this.newRefresh(trx, row.id);
+        const accessToken = AGENT_TOKEN_PREFIX + randomSecret();
+        await trx
+          .updateTable('registry.agent_tokens')
+          .set({ token_hash: agentTokenHash(accessToken), expires_at: new Date(Date.now() + ACCESS_TOKEN_MS) })
+          .where('id', '=', token.id)
+          .execute();
+        await sql`select pg_notify(${AGENT_TOKENS_CHANNEL}, ${token.token_hash})`.execute(trx);
+        const signIn = await trx
+          .updateTable('registry.oauth_sign_ins')
+          .set({ expires_at: new Date(Date.now() + REFRESH_TOKEN_MS) })
+          .where('id', '=', row.id)
+          .returningAll()
+          .executeTakeFirstOrThrow();
+        return { accessToken, refreshToken: next, expiresInSeconds: ACCESS_TOKEN_MS / 1000, signIn };
+      }),
+    );
   }
 
   /**
@@ -351,7 +388,10 @@ export class SignInsRepository {
 
   private async newRefresh(trx: Kysely<Database>, signInId: string): Promise<string> {
     const token = REFRESH_PREFIX + randomSecret();
-    await trx.insertInto('registry.oauth_refresh_tokens').values({ token_hash: secretHash(token), sign_in_id: signInId, expires_at: new Date(Date.now() + REFRESH_TOKEN_MS), spent_at: null }).execute();
+    await trx
+      .insertInto('registry.oauth_refresh_tokens')
+      .values({ token_hash: secretHash(token), sign_in_id: signInId, expires_at: new Date(Date.now() + REFRESH_TOKEN_MS), spent_at: null })
+      .execute();
     return token;
   }
 

@@ -16,7 +16,14 @@ export interface BuiltinDiscovery {
 const UNKNOWN: ServerStatus = { state: 'unknown' };
 
 function toDiscovery(r: Selectable<BuiltinDiscoveriesTable>): BuiltinDiscovery {
-  return { slug: r.slug, tools: decodePayload<RemoteTool[]>(r.tools_cbor), toolsHash: r.tools_hash, generation: r.generation, status: decodePayload<ServerStatus>(r.status_cbor), updatedAt: r.updated_at };
+  return {
+    slug: r.slug,
+    tools: decodePayload<RemoteTool[]>(r.tools_cbor),
+    toolsHash: r.tools_hash,
+    generation: r.generation,
+    status: decodePayload<ServerStatus>(r.status_cbor),
+    updatedAt: r.updated_at,
+  };
 }
 
 /** Per account, the last discovery of each built-in (absent: never discovered, the fallback serves). */
@@ -55,7 +62,9 @@ export class BuiltinDiscoveriesRepository {
         oc.columns(['account_id', 'slug']).doUpdateSet({
           ...values,
           ...(tools
-            ? { generation: sql<number>`CASE WHEN registry.builtin_discoveries.tools_hash = ${tools.hash} THEN GREATEST(registry.builtin_discoveries.generation, ${tools.generation}) ELSE GREATEST(registry.builtin_discoveries.generation + 1, ${tools.generation}) END` }
+            ? {
+                generation: sql<number>`CASE WHEN registry.builtin_discoveries.tools_hash = ${tools.hash} THEN GREATEST(registry.builtin_discoveries.generation, ${tools.generation}) ELSE GREATEST(registry.builtin_discoveries.generation + 1, ${tools.generation}) END`,
+              }
             : {}),
         }),
       )
@@ -104,13 +113,7 @@ export class BuiltinDiscoveriesRepository {
 
   /** Built-ins due for a background probe, oldest due first. */
   async dueForProbe(now: Date, limit: number): Promise<Array<{ accountId: string; name: string }>> {
-    const rows = await this.db
-      .selectFrom('registry.builtin_discoveries')
-      .select(['account_id', 'slug'])
-      .where('next_probe_at', '<=', now)
-      .orderBy('next_probe_at')
-      .limit(limit)
-      .execute();
+    const rows = await this.db.selectFrom('registry.builtin_discoveries').select(['account_id', 'slug']).where('next_probe_at', '<=', now).orderBy('next_probe_at').limit(limit).execute();
     return rows.map((r) => ({ accountId: r.account_id, name: r.slug }));
   }
 

@@ -58,7 +58,10 @@ export class BuiltinServers implements DiscoveryTarget, ReprobeSource {
   /** Every built-in the account's vendor connections light up, by slug. */
   async lit(account: string, trx?: Kysely<Database>): Promise<McpServerRecord[]> {
     // One query at a time in a transaction (a connection runs one); two at once otherwise.
-    const [connections, discoveries] = trx !== undefined ? [await this.deps.connections.list(account, trx), await this.deps.discoveries.list(account, trx)] : await Promise.all([this.deps.connections.list(account), this.deps.discoveries.list(account)]);
+    const [connections, discoveries] =
+      trx !== undefined
+        ? [await this.deps.connections.list(account, trx), await this.deps.discoveries.list(account, trx)]
+        : await Promise.all([this.deps.connections.list(account), this.deps.discoveries.list(account)]);
     return connections.flatMap((c) => builtinsOfVendor(c.vendor).map((b) => this.toRecord(account, b, c, discoveries.get(b.slug)))).sort((a, b) => a.name.localeCompare(b.name));
   }
 
@@ -119,7 +122,8 @@ export class BuiltinServers implements DiscoveryTarget, ReprobeSource {
     if (builtin === undefined) throw new WireError(ErrorCodes.notFound, `server: no MCP server named ${server.name}`, { field: 'server' });
     return this.deps.outbox.commit(async (trx, emit) => {
       const connection = await this.deps.connections.lock(account, builtin.vendor, trx);
-      if (connection === null || builtinServerId(builtin.slug, connection.id) !== server.id) throw new WireError(ErrorCodes.notFound, `server: no MCP server named ${server.name}`, { field: 'server' });
+      if (connection === null || builtinServerId(builtin.slug, connection.id) !== server.id)
+        throw new WireError(ErrorCodes.notFound, `server: no MCP server named ${server.name}`, { field: 'server' });
       await this.deps.permissions.set(account, server.id, tool, permission, trx);
       await this.deps.discoveries.bumpGeneration(account, builtin.slug, trx);
       const overrides = await this.deps.permissions.forServer(account, server.id, trx);
@@ -176,7 +180,13 @@ export class BuiltinServers implements DiscoveryTarget, ReprobeSource {
   }
 
   /** Records a discovery of this incarnation; null when the vendor was disconnected (or connected anew) meanwhile. */
-  async record(server: McpServerRecord, status: ServerStatus, tools: { list: RemoteTool[]; hash: string; generation: number } | undefined, nextProbeAt: Date | null, trx: Kysely<Database>): Promise<McpServerRecord | null> {
+  async record(
+    server: McpServerRecord,
+    status: ServerStatus,
+    tools: { list: RemoteTool[]; hash: string; generation: number } | undefined,
+    nextProbeAt: Date | null,
+    trx: Kysely<Database>,
+  ): Promise<McpServerRecord | null> {
     const builtin = findBuiltin(server.name);
     if (builtin === undefined) return null;
     const connection = (await this.deps.connections.list(server.accountId, trx)).find((c) => c.vendor === builtin.vendor);

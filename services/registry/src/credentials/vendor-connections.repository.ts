@@ -46,12 +46,7 @@ export class VendorConnectionsRepository {
   }
 
   async list(account: string, trx: Kysely<Database> = this.db): Promise<VendorConnection[]> {
-    const rows = await trx
-      .selectFrom('registry.vendor_connections')
-      .select(['id', 'vendor', 'expires_at', 'created_at', 'updated_at'])
-      .where('account_id', '=', account)
-      .orderBy('vendor')
-      .execute();
+    const rows = await trx.selectFrom('registry.vendor_connections').select(['id', 'vendor', 'expires_at', 'created_at', 'updated_at']).where('account_id', '=', account).orderBy('vendor').execute();
     return rows.map(toConnection);
   }
 

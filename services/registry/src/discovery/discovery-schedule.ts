@@ -2,11 +2,7 @@
 export const REPROBE_BACKOFF = { baseMs: 5_000, maxMs: 15 * 60_000, jitter: 0.2 } as const;
 
 /** When to probe a failing server again: exponential in its failures in a row, with jitter. */
-export function nextProbeDelayMs(
-  failures: number,
-  random: () => number = Math.random,
-  baseMs: number = REPROBE_BACKOFF.baseMs,
-): number {
+export function nextProbeDelayMs(failures: number, random: () => number = Math.random, baseMs: number = REPROBE_BACKOFF.baseMs): number {
   const exp = Math.min(REPROBE_BACKOFF.maxMs, baseMs * 2 ** Math.max(0, failures - 1));
   return Math.round(exp * (1 - REPROBE_BACKOFF.jitter + 2 * REPROBE_BACKOFF.jitter * random()));
 }

@@ -161,7 +161,13 @@ export interface DiscoveryTarget {
    * Records the outcome (see {@link McpServersRepository.recordDiscovery}) in `trx`, the
    * transaction its event is written in; null when the server went meanwhile.
    */
-  record(server: McpServerRecord, status: ServerStatus, tools: { list: RemoteTool[]; hash: string; generation: number } | undefined, nextProbeAt: Date | null, trx: Kysely<Database>): Promise<McpServerRecord | null>;
+  record(
+    server: McpServerRecord,
+    status: ServerStatus,
+    tools: { list: RemoteTool[]; hash: string; generation: number } | undefined,
+    nextProbeAt: Date | null,
+    trx: Kysely<Database>,
+  ): Promise<McpServerRecord | null>;
   /** The owner's per-tool overrides, carried on the discovery event (read in `trx` when given). */
   overrides(account: string, serverId: string, trx?: Kysely<Database>): Promise<ToolOverrides | undefined>;
 }
@@ -233,7 +239,9 @@ export class Discovery {
     this.runs = deps.meter.createCounter('mcpx_discovery_total', { description: 'Discoveries by result (ok, error, auth_required), error code (ok when none), trigger and kind' });
     this.duration = deps.meter.createHistogram('mcpx_discovery_duration_ms', { description: 'Discovery time by result, error code (ok when none), trigger and kind', unit: 'ms' });
     this.cuts = deps.meter.createCounter('mcpx_discovery_bound_cuts_total', { description: 'Response bodies of discoveries cut at a bound of the whole discovery (maxTotalBytes, deadlineMs)' });
-    this.held = deps.meter.createCounter('mcpx_pin_changes_held_total', { description: "Tool changes a pinned server's discovery held for review, by kind (new, changed) and whether the tool is withheld" });
+    this.held = deps.meter.createCounter('mcpx_pin_changes_held_total', {
+      description: "Tool changes a pinned server's discovery held for review, by kind (new, changed) and whether the tool is withheld",
+    });
     this.relists = deps.meter.createCounter('mcpx_discovery_relists_total', { description: 'Re-lists of tool lists in use on expiry, armed' });
     this.verdicts = deps.meter.createCounter('mcpx_discovery_era_verdicts_total', { description: 'Era verdicts of discoveries by outcome (reused, probed, reprobed, observed) and era' });
   }
@@ -394,8 +402,8 @@ export class Discovery {
           ...(current.config.transport ? { transport: current.config.transport } : {}),
           headers,
           connectTimeoutMs: DISCOVERY_LIMITS.connectTimeoutMs,
-            // What the proxy declares too: a server lists the same tools to both (CONNECTOR_CAPABILITIES).
-            capabilities: CONNECTOR_CAPABILITIES,
+          // What the proxy declares too: a server lists the same tools to both (CONNECTOR_CAPABILITIES).
+          capabilities: CONNECTOR_CAPABILITIES,
           ...(this.deps.fetch ? { fetch: this.deps.fetch } : {}),
           ...(prior !== undefined ? { prior } : {}),
           signal,
@@ -492,7 +500,8 @@ export class Discovery {
           renewedClientToken = target.renew === undefined;
           continue;
         }
-        if (renewedClientToken && e.code === 'unauthorized') return { error: `the server refuses the access token obtained with its OAuth client credentials (${e.message ?? 'unauthorized'})`, code: 'unauthorized' };
+        if (renewedClientToken && e.code === 'unauthorized')
+          return { error: `the server refuses the access token obtained with its OAuth client credentials (${e.message ?? 'unauthorized'})`, code: 'unauthorized' };
         if (challenge !== undefined) {
           this.challenges.set(server.id, challenge);
           if (this.challenges.size > 10_000) this.challenges.delete(this.challenges.keys().next().value as string);
@@ -502,16 +511,22 @@ export class Discovery {
     }
     try {
       const open = conn;
-      const listed = await withSpan(this.deps.tracer, 'discovery.list', { [McpAttributes.methodName]: 'tools/list', [McpAttributes.server]: server.name, 'mcpx.server_kind': target.kind }, async (span) => {
-        try {
-          const out = await open.listToolsWithHints({ maxPages: DISCOVERY_LIMITS.maxPages, ...(deadline !== undefined ? { signal: deadline } : {}) });
-          span.setAttributes({ [McpAttributes.outcome]: 'ok', 'mcpx.tools.listed': out.tools.length });
-          return out;
-        } catch (err) {
-          span.setAttributes({ [McpAttributes.outcome]: 'error', [McpAttributes.errorCode]: deadline?.aborted === true ? 'deadline' : discoveryErrorCode(err) });
-          throw err;
-        }
-      }, { kind: SpanKind.CLIENT });
+      const listed = await withSpan(
+        this.deps.tracer,
+        'discovery.list',
+        { [McpAttributes.methodName]: 'tools/list', [McpAttributes.server]: server.name, 'mcpx.server_kind': target.kind },
+        async (span) => {
+          try {
+            const out = await open.listToolsWithHints({ maxPages: DISCOVERY_LIMITS.maxPages, ...(deadline !== undefined ? { signal: deadline } : {}) });
+            span.setAttributes({ [McpAttributes.outcome]: 'ok', 'mcpx.tools.listed': out.tools.length });
+            return out;
+          } catch (err) {
+            span.setAttributes({ [McpAttributes.outcome]: 'error', [McpAttributes.errorCode]: deadline?.aborted === true ? 'deadline' : discoveryErrorCode(err) });
+            throw err;
+          }
+        },
+        { kind: SpanKind.CLIENT },
+      );
       const { kept, skipped } = screenTools(sanitizeTools(listed.tools));
       return { tools: kept, transport: conn.transport, skipped, verdict: conn.verdict, hints: listHints(listed) };
     } catch (err) {
@@ -541,7 +556,13 @@ export class Discovery {
     return withSpan(
       this.deps.tracer,
       'discovery.connect',
-      { [McpAttributes.server]: server.name, 'mcpx.server_kind': target.kind, 'mcpx.prior': prior !== undefined, 'mcpx.renewed': renewed, ...(prior !== undefined ? { [McpAttributes.methodName]: prior.era === 'modern' ? 'server/discover' : 'initialize' } : {}) },
+      {
+        [McpAttributes.server]: server.name,
+        'mcpx.server_kind': target.kind,
+        'mcpx.prior': prior !== undefined,
+        'mcpx.renewed': renewed,
+        ...(prior !== undefined ? { [McpAttributes.methodName]: prior.era === 'modern' ? 'server/discover' : 'initialize' } : {}),
+      },
       async (span) => {
         try {
           const conn = await connect();
@@ -567,7 +588,14 @@ export class Discovery {
     return withSpan(
       this.deps.tracer,
       'registry.discover',
-      { 'mcp.server': server.name, [McpAttributes.server]: server.name, 'mcp.account': server.accountId, 'url.full': safeUrlForTelemetry(server.config.url), 'mcpx.trigger': trigger, 'mcpx.server_kind': target.kind },
+      {
+        'mcp.server': server.name,
+        [McpAttributes.server]: server.name,
+        'mcp.account': server.accountId,
+        'url.full': safeUrlForTelemetry(server.config.url),
+        'mcpx.trigger': trigger,
+        'mcpx.server_kind': target.kind,
+      },
       async (span) => {
         const outcome = await run();
         const now = new Date();
@@ -588,7 +616,10 @@ export class Discovery {
             changed = hash !== server.toolsHash;
             tools = { list: outcome.tools, hash, generation: changed ? server.generation + 1 : server.generation };
           }
-          const hints = outcome.hints ?? { ...(previous.listTtlMs !== undefined ? { ttlMs: previous.listTtlMs } : {}), ...(previous.listCacheScope !== undefined ? { cacheScope: previous.listCacheScope } : {}) };
+          const hints = outcome.hints ?? {
+            ...(previous.listTtlMs !== undefined ? { ttlMs: previous.listTtlMs } : {}),
+            ...(previous.listCacheScope !== undefined ? { cacheScope: previous.listCacheScope } : {}),
+          };
           const era = outcome.verdict ?? (previous.era !== undefined && previous.protocolVersion !== undefined ? { era: previous.era, protocolVersion: previous.protocolVersion } : undefined);
           status = {
             state: 'ok',
@@ -627,7 +658,8 @@ export class Discovery {
         // and arms one more re-probe.
         const maxFailures = this.quotas.reprobeMaxFailures;
         const stopped = status.state === 'error' && maxFailures > 0 && (status.failures ?? 1) >= maxFailures && trigger !== 'set' && trigger !== 'authorized' && trigger !== 'refresh';
-        if (stopped) status = { ...status, error: `${status.error ?? 'discovery failed'} (re-probing stopped after ${status.failures ?? maxFailures} failures in a row: refresh the server to try again)` };
+        if (stopped)
+          status = { ...status, error: `${status.error ?? 'discovery failed'} (re-probing stopped after ${status.failures ?? maxFailures} failures in a row: refresh the server to try again)` };
         const nextProbe = status.state === 'error' && !stopped ? new Date(now.getTime() + nextProbeDelayMs(status.failures ?? 1, Math.random, this.deps.reprobeBaseMs)) : null;
         // The record and its event commit together (the outbox): a registry that dies before the
         // publish leaves the event to the next sweep, never to a later discovery.
@@ -654,15 +686,20 @@ export class Discovery {
         if (trigger === 'observed') {
           await this.armRelist(saved, status, target, now);
           await this.followInUse(saved, target);
-        }
-        else if (outcome.verdict !== undefined) this.followChanges(saved, outcome.verdict, target);
+        } else if (outcome.verdict !== undefined) this.followChanges(saved, outcome.verdict, target);
         if (requested.length > 0) {
           for (const c of requested) this.held.add(1, { kind: c.kind, withheld: c.withheld });
           pins?.requested(saved, requested);
         }
         const result = status.state;
         const code = result === 'ok' ? 'ok' : (outcome.code ?? 'error');
-        span.setAttributes({ 'mcpx.result': result, [McpAttributes.outcome]: result, ...(code !== 'ok' ? { [McpAttributes.errorCode]: code } : {}), 'mcpx.tools': saved.tools.length, 'mcpx.tools_changed': changed });
+        span.setAttributes({
+          'mcpx.result': result,
+          [McpAttributes.outcome]: result,
+          ...(code !== 'ok' ? { [McpAttributes.errorCode]: code } : {}),
+          'mcpx.tools': saved.tools.length,
+          'mcpx.tools_changed': changed,
+        });
         this.runs.add(1, { result, code, trigger, kind: target.kind });
         this.duration.record(performance.now() - started, { result, code, trigger, kind: target.kind });
         this.deps.log.info('discovery', { account: saved.accountId, server: saved.name, trigger, result, tools: saved.tools.length, changed, kind: target.kind });

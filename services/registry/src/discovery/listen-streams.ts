@@ -115,7 +115,11 @@ export class ListenStreams {
   private async hold(target: ListenTarget, signal: AbortSignal): Promise<void> {
     let failures = 0;
     let reopened = false;
-    const rediscover = coalesce(() => target.changed(), LISTEN_LIMITS.minRediscoverGapMs, (err) => this.deps.log.warn('re-discovery after list_changed failed', { server: target.key, err: err as Error }));
+    const rediscover = coalesce(
+      () => target.changed(),
+      LISTEN_LIMITS.minRediscoverGapMs,
+      (err) => this.deps.log.warn('re-discovery after list_changed failed', { server: target.key, err: err as Error }),
+    );
     const server = target.key.slice(target.key.indexOf(':') + 1);
     while (!signal.aborted) {
       let conn: McpConnection | undefined;
@@ -159,7 +163,9 @@ export class ListenStreams {
         failures++;
         // The break: a span of its own (the stream's opening span has long ended).
         this.tracer
-          .startSpan('discovery.listen.break', { attributes: { [McpAttributes.methodName]: 'subscriptions/listen', [McpAttributes.server]: server, 'mcpx.listen.how': String(how), [McpAttributes.outcome]: 'broken' } })
+          .startSpan('discovery.listen.break', {
+            attributes: { [McpAttributes.methodName]: 'subscriptions/listen', [McpAttributes.server]: server, 'mcpx.listen.how': String(how), [McpAttributes.outcome]: 'broken' },
+          })
           .end();
       } catch (err) {
         if (signal.aborted) return;

@@ -98,7 +98,12 @@ export class EventOutbox {
    */
   async publish(ids: readonly string[]): Promise<void> {
     if (ids.length === 0) return;
-    const rows = await this.deps.db.selectFrom('registry.event_outbox').select(['id', 'subject', 'payload', 'msg_id']).where('id', 'in', [...ids]).orderBy('id').execute();
+    const rows = await this.deps.db
+      .selectFrom('registry.event_outbox')
+      .select(['id', 'subject', 'payload', 'msg_id'])
+      .where('id', 'in', [...ids])
+      .orderBy('id')
+      .execute();
     await this.publishCommitted(rows.map((r) => ({ ...r, id: String(r.id) })));
   }
 
@@ -152,12 +157,21 @@ export class EventOutbox {
     if (rows.length === 0) return;
     const { done, error } = await this.publishRows(rows);
     try {
-      if (done > 0) await this.deps.db.deleteFrom('registry.event_outbox').where('id', 'in', rows.slice(0, done).map((r) => r.id)).execute();
+      if (done > 0)
+        await this.deps.db
+          .deleteFrom('registry.event_outbox')
+          .where(
+            'id',
+            'in',
+            rows.slice(0, done).map((r) => r.id),
+          )
+          .execute();
     } catch (err) {
       // Published but not deleted: a sweep publishes it again with its id (stored once).
       this.deps.log.warn('outbox: published events not deleted, left for the sweep', { err: err as Error, events: done });
     }
-    if (error !== undefined) this.deps.log.warn('outbox: publish failed, left for the sweep', { err: error instanceof Error ? error : new Error('outbox: publish failed', { cause: error }), events: rows.length - done });
+    if (error !== undefined)
+      this.deps.log.warn('outbox: publish failed, left for the sweep', { err: error instanceof Error ? error : new Error('outbox: publish failed', { cause: error }), events: rows.length - done });
   }
 
   /** Publishes `rows` in order until one fails (in a `registry.outbox.publish` span), counting each outcome. */
@@ -187,14 +201,20 @@ export class EventOutbox {
   }
 
   /** A sweep's batch: the rows `narrow` selects (locked, oldest first), published, then deleted. */
-  private async send(
-    narrow: (q: ReturnType<EventOutbox['selectRows']>) => ReturnType<EventOutbox['selectRows']>,
-  ): Promise<number> {
+  private async send(narrow: (q: ReturnType<EventOutbox['selectRows']>) => ReturnType<EventOutbox['selectRows']>): Promise<number> {
     const { sent, failure } = await this.deps.db.transaction().execute(async (trx) => {
       const rows = (await narrow(this.selectRows(trx)).execute()).map((r) => ({ ...r, id: String(r.id) }));
       const { done, error } = await this.publishRows(rows);
       // What JetStream acknowledged leaves the outbox (committed even when a later publish failed).
-      if (done > 0) await trx.deleteFrom('registry.event_outbox').where('id', 'in', rows.slice(0, done).map((r) => r.id)).execute();
+      if (done > 0)
+        await trx
+          .deleteFrom('registry.event_outbox')
+          .where(
+            'id',
+            'in',
+            rows.slice(0, done).map((r) => r.id),
+          )
+          .execute();
       return { sent: done, failure: error };
     });
     if (failure !== undefined) throw failure instanceof Error ? failure : new Error('outbox: publish failed', { cause: failure });

@@ -12,10 +12,7 @@ export { parseEnvelope };
  * beyond the window) and the signer's authority over the account. The nonce is burnt only after
  * the signature checks, so a forged envelope cannot burn someone's nonce.
  */
-export async function authenticate(
-  envelope: ActionEnvelope,
-  deps: { redis: Redis; redisPrefix: string; accounts: AccountsRepository; now?: number },
-): Promise<Caller> {
+export async function authenticate(envelope: ActionEnvelope, deps: { redis: Redis; redisPrefix: string; accounts: AccountsRepository; now?: number }): Promise<Caller> {
   const now = deps.now ?? Date.now();
   if (Math.abs(now - envelope.ts) > ENVELOPE_MAX_SKEW_MS) {
     throw new WireError(ErrorCodes.unauthenticated, 'ts: outside the ±30 s window; check the clock', { field: 'ts' });

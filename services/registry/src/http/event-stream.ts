@@ -33,11 +33,17 @@ const InputEventNames = { requested: 'input-requested', answered: 'input-answere
 function inputEventData(kind: string, bytes: Uint8Array): { event: string; data: Record<string, string | boolean> } | null {
   if (kind === 'requested') {
     const e = decodeInputRequestedEvent(bytes);
-    return { event: InputEventNames.requested, data: { ...strings({ inputRequestId: e.inputRequestId, agent: e.agent, run: e.run, tool: e.tool, server: e.server, expiresAt: e.expiresAt }), forPerson: e.forPerson } };
+    return {
+      event: InputEventNames.requested,
+      data: { ...strings({ inputRequestId: e.inputRequestId, agent: e.agent, run: e.run, tool: e.tool, server: e.server, expiresAt: e.expiresAt }), forPerson: e.forPerson },
+    };
   }
   if (kind === 'answered') {
     const e = decodeInputAnsweredEvent(bytes);
-    return { event: InputEventNames.answered, data: strings({ inputRequestId: e.inputRequestId, agent: e.agent, run: e.run, tool: e.tool, server: e.server, answeredAt: e.answeredAt, expiresAt: e.expiresAt }) };
+    return {
+      event: InputEventNames.answered,
+      data: strings({ inputRequestId: e.inputRequestId, agent: e.agent, run: e.run, tool: e.tool, server: e.server, answeredAt: e.answeredAt, expiresAt: e.expiresAt }),
+    };
   }
   return null;
 }

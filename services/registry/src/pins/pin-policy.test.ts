@@ -38,7 +38,10 @@ describe('evaluatePins', () => {
   });
   it('a held change seen again is not requested again and keeps its state; a reverted or removed tool resolves its change', () => {
     const changed = { ...send, description: 'Other.' };
-    const stored = new Map<string, StoredChange>([['send', { tool: 'send', cid: contractCid(changed), status: 'rejected' }], ['gone', { tool: 'gone', cid: 'x', status: 'pending' }]]);
+    const stored = new Map<string, StoredChange>([
+      ['send', { tool: 'send', cid: contractCid(changed), status: 'rejected' }],
+      ['gone', { tool: 'gone', cid: 'x', status: 'pending' }],
+    ]);
     const e = evaluatePins([changed, look], accepted(send, look), stored, 'review');
     expect(e.changes).toEqual([expect.objectContaining({ tool: 'send', requested: false, status: 'rejected' })]);
     expect(e.resolved).toEqual(['gone']);

@@ -122,5 +122,7 @@ export function heldStatus(changes: readonly WantedChange[]): HeldToolStatus[] {
  */
 export function pinnedToolsHash(effective: RemoteTool[], withheld: ReadonlyArray<{ name: string; cid: string }>): string {
   if (withheld.length === 0) return toolsHash(effective);
-  return createHash('sha256').update(encodeCanonical({ tools: effective, held: withheld })).digest('hex');
+  return createHash('sha256')
+    .update(encodeCanonical({ tools: effective, held: withheld }))
+    .digest('hex');
 }

@@ -46,7 +46,11 @@ export async function acceptContracts(trx: Q, account: string, serverId: string,
     await trx
       .insertInto('registry.tool_contracts')
       .values(rows.slice(i, i + 500))
-      .onConflict((oc) => oc.columns(['account_id', 'server_id', 'tool']).doUpdateSet((eb) => ({ cid: eb.ref('excluded.cid'), tool_cbor: eb.ref('excluded.tool_cbor'), accepted_by: eb.ref('excluded.accepted_by'), accepted_at: eb.ref('excluded.accepted_at') })))
+      .onConflict((oc) =>
+        oc
+          .columns(['account_id', 'server_id', 'tool'])
+          .doUpdateSet((eb) => ({ cid: eb.ref('excluded.cid'), tool_cbor: eb.ref('excluded.tool_cbor'), accepted_by: eb.ref('excluded.accepted_by'), accepted_at: eb.ref('excluded.accepted_at') })),
+      )
       .execute();
   }
 }
@@ -78,7 +82,13 @@ export async function applyPins(
   if (accepted.size === 0 && (locked.discoveredHash ?? '') === '') {
     // Trust on first use: the owner saw this list when pinning (SetMcpServer answers with it).
     await acceptContracts(trx, account, locked.id, raw, extra.actor ?? SYSTEM_SIGNER);
-    await recordAudit(trx, { account, ...(extra.actor ?? SYSTEM_SIGNER), action: 'PinBaseline', target: { kind: 'server', name: locked.name }, after: { pin: mode, tools: raw.map((t) => ({ name: t.name, cid: contractCid(t) })).slice(0, 1000) } });
+    await recordAudit(trx, {
+      account,
+      ...(extra.actor ?? SYSTEM_SIGNER),
+      action: 'PinBaseline',
+      target: { kind: 'server', name: locked.name },
+      after: { pin: mode, tools: raw.map((t) => ({ name: t.name, cid: contractCid(t) })).slice(0, 1000) },
+    });
     accepted = await acceptedContracts(trx, account, locked.id);
   }
   const evaluation: PinEvaluation = evaluatePins(raw, accepted, await storedChanges(trx, account, locked.id), mode);
@@ -87,7 +97,17 @@ export async function applyPins(
   }
   const requested = evaluation.changes.filter((c) => c.requested);
   for (const c of requested) {
-    const row = { cid: c.cid, tool_cbor: encodePayload(c.remote), previous_cid: c.previousCid, kind: c.kind, compatible: c.compatible, status: 'pending' as const, detected_at: new Date(), decided_by: null, decided_at: null };
+    const row = {
+      cid: c.cid,
+      tool_cbor: encodePayload(c.remote),
+      previous_cid: c.previousCid,
+      kind: c.kind,
+      compatible: c.compatible,
+      status: 'pending' as const,
+      detected_at: new Date(),
+      decided_by: null,
+      decided_at: null,
+    };
     await trx
       .insertInto('registry.tool_changes')
       .values({ account_id: account, server_id: locked.id, tool: c.tool, ...row })

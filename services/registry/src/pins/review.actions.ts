@@ -1,15 +1,5 @@
 import { decodePayload, encodePayload, ErrorCodes, invalidInput, WireError, type ToolChangeView } from '@mcpx/contracts';
-import {
-  buildToolDocuments,
-  contractCid,
-  contractWarnings,
-  diffContracts,
-  documentCid,
-  inputCompatible,
-  projectToolNames,
-  toolContract,
-  type RemoteTool,
-} from '@mcpx/domain';
+import { buildToolDocuments, contractCid, contractWarnings, diffContracts, documentCid, inputCompatible, projectToolNames, toolContract, type RemoteTool } from '@mcpx/domain';
 import { metrics, trace } from '@opentelemetry/api';
 import { recordAudit } from '../audit/audit-log.js';
 import { serverDiscovered } from '../events/registry-events.js';
@@ -34,7 +24,9 @@ function toolName(v: unknown): string {
 function mayReview(deps: ActionDeps, caller: Caller): void {
   if (caller.role === 'OWNER') return;
   if (caller.role === 'WRITER' && deps.pins?.writersMayReview === true) return;
-  throw new WireError(ErrorCodes.forbidden, `signer: a ${caller.role} signer may not decide a tool review here (only an OWNER${deps.pins?.writersMayReview === true ? ' or a WRITER' : ''})`, { field: 'signer' });
+  throw new WireError(ErrorCodes.forbidden, `signer: a ${caller.role} signer may not decide a tool review here (only an OWNER${deps.pins?.writersMayReview === true ? ' or a WRITER' : ''})`, {
+    field: 'signer',
+  });
 }
 
 /**
@@ -51,10 +43,25 @@ export const listToolChanges: ActionHandler = async (deps, caller, action) => {
   if (only !== undefined && !servers.some((s) => s.name === only)) throw new WireError(ErrorCodes.notFound, `server: no MCP server named ${only}`, { field: 'server' });
   let query = deps.db.selectFrom('registry.tool_changes').selectAll().where('account_id', '=', caller.account);
   if (status !== 'all') query = query.where('status', '=', status as 'pending' | 'rejected');
-  const rows = pinned.length === 0 ? [] : await query.where('server_id', 'in', pinned.map((s) => s.id)).orderBy('detected_at').orderBy('tool').execute();
+  const rows =
+    pinned.length === 0
+      ? []
+      : await query
+          .where(
+            'server_id',
+            'in',
+            pinned.map((s) => s.id),
+          )
+          .orderBy('detected_at')
+          .orderBy('tool')
+          .execute();
   // Every tool name of the account: a description naming another server's tool is worth a look.
   const names = servers.flatMap((s) => {
-    const projected = projectToolNames(s.name, s.tools.map((t) => t.name), deps.style);
+    const projected = projectToolNames(
+      s.name,
+      s.tools.map((t) => t.name),
+      deps.style,
+    );
     return s.tools.flatMap((t) => [t.name, projected.get(t.name) ?? t.name]);
   });
   const byId = new Map(pinned.map((s) => [s.id, s]));
@@ -83,7 +90,17 @@ export const listToolChanges: ActionHandler = async (deps, caller, action) => {
 async function changeView(
   deps: ActionDeps,
   server: McpServerRecord,
-  row: { tool: string; cid: string; previous_cid: string | null; kind: 'new' | 'changed'; status: 'pending' | 'rejected'; compatible: boolean; detected_at: Date; decided_by: string | null; decided_at: Date | null },
+  row: {
+    tool: string;
+    cid: string;
+    previous_cid: string | null;
+    kind: 'new' | 'changed';
+    status: 'pending' | 'rejected';
+    compatible: boolean;
+    detected_at: Date;
+    decided_by: string | null;
+    decided_at: Date | null;
+  },
   remote: RemoteTool,
   accepted: ReadonlyMap<string, AcceptedContract>,
   names: readonly string[],
@@ -116,7 +133,12 @@ async function changeView(
     after,
     diff: diffContracts(before, after),
     // The account's tool names and this server's accepted ones (a lookalike of a tool the server just dropped counts).
-    warnings: contractWarnings({ tool: remote, contract: after, ...(before !== undefined ? { previous: before } : {}), otherTools: [...new Set([...names, ...accepted.keys()])].filter((n) => n !== row.tool) }),
+    warnings: contractWarnings({
+      tool: remote,
+      contract: after,
+      ...(before !== undefined ? { previous: before } : {}),
+      otherTools: [...new Set([...names, ...accepted.keys()])].filter((n) => n !== row.tool),
+    }),
   };
 }
 
@@ -146,7 +168,12 @@ function documentCidOnAccept(deps: ActionDeps, server: McpServerRecord, remote: 
 }
 
 /** The change `{server, tool, cid}` names, locked with its server; typed errors naming the field otherwise. */
-async function decideChange(deps: ActionDeps, caller: Caller, action: Record<string, unknown>, decision: 'accept' | 'reject'): Promise<{ server: McpServerRecord; view: Record<string, unknown>; toolsChanged: boolean }> {
+async function decideChange(
+  deps: ActionDeps,
+  caller: Caller,
+  action: Record<string, unknown>,
+  decision: 'accept' | 'reject',
+): Promise<{ server: McpServerRecord; view: Record<string, unknown>; toolsChanged: boolean }> {
   mayReview(deps, caller);
   const name = serverName(action.server);
   const tool = toolName(action.tool);
@@ -166,12 +193,24 @@ async function decideChange(deps: ActionDeps, caller: Caller, action: Record<str
     }
     if (decision === 'reject' && change.status === 'rejected') throw new WireError(ErrorCodes.conflict, `cid: the change ${cid} of ${tool} is already rejected`, { field: 'cid' });
     const actor = { signer: caller.signer, role: caller.role };
-    const previous = await trx.selectFrom('registry.tool_contracts').select('cid').where('account_id', '=', caller.account).where('server_id', '=', server.id).where('tool', '=', tool).executeTakeFirst();
+    const previous = await trx
+      .selectFrom('registry.tool_contracts')
+      .select('cid')
+      .where('account_id', '=', caller.account)
+      .where('server_id', '=', server.id)
+      .where('tool', '=', tool)
+      .executeTakeFirst();
     if (decision === 'accept') {
       await acceptContracts(trx, caller.account, server.id, [decodePayload<RemoteTool>(change.tool_cbor)], actor);
       await trx.deleteFrom('registry.tool_changes').where('account_id', '=', caller.account).where('server_id', '=', server.id).where('tool', '=', tool).execute();
     } else {
-      await trx.updateTable('registry.tool_changes').set({ status: 'rejected', decided_by: caller.signer, decided_at: new Date() }).where('account_id', '=', caller.account).where('server_id', '=', server.id).where('tool', '=', tool).execute();
+      await trx
+        .updateTable('registry.tool_changes')
+        .set({ status: 'rejected', decided_by: caller.signer, decided_at: new Date() })
+        .where('account_id', '=', caller.account)
+        .where('server_id', '=', server.id)
+        .where('tool', '=', tool)
+        .execute();
     }
     // What agents get follows from the server's last listing and the contracts now accepted.
     const written = await applyPins(trx, locked.record, locked.raw, locked.record.discoveredHash ?? '', { actor });
@@ -229,6 +268,11 @@ function observeDecision(decision: 'accepted' | 'rejected', server: string, tool
 
 /** The review-requested notification (core NATS, at most once): which tools of which server wait. */
 export function publishReviewRequested(deps: { bus: ActionDeps['bus'] }, server: McpServerRecord, changes: ReadonlyArray<{ tool: string; cid: string; kind: string; withheld: boolean }>): void {
-  const payload = { account: server.accountId, server: server.name, changes: changes.slice(0, 100).map((c) => ({ tool: c.tool, cid: c.cid, kind: c.kind, withheld: c.withheld })), pending: (server.status.heldTools ?? []).filter((h) => h.state === 'pending').length };
+  const payload = {
+    account: server.accountId,
+    server: server.name,
+    changes: changes.slice(0, 100).map((c) => ({ tool: c.tool, cid: c.cid, kind: c.kind, withheld: c.withheld })),
+    pending: (server.status.heldTools ?? []).filter((h) => h.state === 'pending').length,
+  };
   deps.bus.nc.publish(deps.bus.subjects.reviewRequested(server.accountId), encodePayload(payload));
 }

@@ -22,12 +22,7 @@ export class AccountsRepository {
 
   /** The role a signer holds in an account, or null when it holds none. */
   async signerRole(account: string, principal: string): Promise<SignerRole | null> {
-    const row = await this.db
-      .selectFrom('registry.signers')
-      .select('role')
-      .where('account_id', '=', account)
-      .where('principal', '=', principal)
-      .executeTakeFirst();
+    const row = await this.db.selectFrom('registry.signers').select('role').where('account_id', '=', account).where('principal', '=', principal).executeTakeFirst();
     return row?.role ?? null;
   }
 
@@ -46,13 +41,7 @@ export class AccountsRepository {
 
   /** The agent ids an AGENT signer is bound to (none when it is not an AGENT signer of the account). */
   async boundAgents(account: string, principal: string): Promise<string[]> {
-    const row = await this.db
-      .selectFrom('registry.signers')
-      .select('agents')
-      .where('account_id', '=', account)
-      .where('principal', '=', principal)
-      .where('role', '=', 'AGENT')
-      .executeTakeFirst();
+    const row = await this.db.selectFrom('registry.signers').select('agents').where('account_id', '=', account).where('principal', '=', principal).where('role', '=', 'AGENT').executeTakeFirst();
     return Array.isArray(row?.agents) ? row.agents.filter((a): a is string => typeof a === 'string') : [];
   }
 

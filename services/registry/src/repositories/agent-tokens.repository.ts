@@ -77,7 +77,12 @@ export class AgentTokensRepository {
       const row = await trx.selectFrom('registry.agent_tokens').select(['token_hash', 'revoked_at']).where('account_id', '=', account).where('id', '=', id).forUpdate().executeTakeFirst();
       if (row === undefined) return { found: false, revoked: false };
       if (row.revoked_at !== null) return { found: true, revoked: false };
-      await trx.updateTable('registry.agent_tokens').set({ revoked_at: sql<Date>`now()` }).where('account_id', '=', account).where('id', '=', id).execute();
+      await trx
+        .updateTable('registry.agent_tokens')
+        .set({ revoked_at: sql<Date>`now()` })
+        .where('account_id', '=', account)
+        .where('id', '=', id)
+        .execute();
       await sql`select pg_notify(${AGENT_TOKENS_CHANNEL}, ${row.token_hash})`.execute(trx);
       return { found: true, revoked: true };
     });

@@ -35,8 +35,7 @@ export class AgentsRepository {
   /** Finds an account's agent by id or by name. */
   async find(account: string, ref: string, trx: Kysely<Database> = this.db): Promise<AgentRecord | null> {
     const base = trx.selectFrom('registry.agents').selectAll().where('account_id', '=', account);
-    const row =
-      (await base.where('id', '=', ref).executeTakeFirst()) ?? (await base.where('name', '=', ref).executeTakeFirst());
+    const row = (await base.where('id', '=', ref).executeTakeFirst()) ?? (await base.where('name', '=', ref).executeTakeFirst());
     return row ? toRecord(row) : null;
   }
 
@@ -71,4 +70,3 @@ export class AgentsRepository {
     return rows.map(toRecord).filter((a) => a.definition.mcpServers.includes(server));
   }
 }
-

@@ -62,24 +62,13 @@ export class McpServersRepository {
   constructor(private readonly db: Db) {}
 
   async find(account: string, name: string, trx: Kysely<Database> = this.db): Promise<McpServerRecord | null> {
-    const row = await trx
-      .selectFrom('registry.mcp_servers')
-      .selectAll()
-      .where('account_id', '=', account)
-      .where('name', '=', name)
-      .executeTakeFirst();
+    const row = await trx.selectFrom('registry.mcp_servers').selectAll().where('account_id', '=', account).where('name', '=', name).executeTakeFirst();
     return row ? toRecord(row) : null;
   }
 
   /** The server named `name`, row-locked until the caller's transaction ends (serialises moves of its generation). */
   async lock(account: string, name: string, trx: Kysely<Database>): Promise<McpServerRecord | null> {
-    const row = await trx
-      .selectFrom('registry.mcp_servers')
-      .selectAll()
-      .where('account_id', '=', account)
-      .where('name', '=', name)
-      .forUpdate()
-      .executeTakeFirst();
+    const row = await trx.selectFrom('registry.mcp_servers').selectAll().where('account_id', '=', account).where('name', '=', name).forUpdate().executeTakeFirst();
     return row ? toRecord(row) : null;
   }
 
@@ -96,12 +85,7 @@ export class McpServersRepository {
   /** Names of an account's servers among `names`. */
   async existingNames(account: string, names: string[], trx: Kysely<Database> = this.db): Promise<Set<string>> {
     if (names.length === 0) return new Set();
-    const rows = await trx
-      .selectFrom('registry.mcp_servers')
-      .select('name')
-      .where('account_id', '=', account)
-      .where('name', 'in', names)
-      .execute();
+    const rows = await trx.selectFrom('registry.mcp_servers').select('name').where('account_id', '=', account).where('name', 'in', names).execute();
     return new Set(rows.map((r) => r.name));
   }
 
@@ -121,9 +105,7 @@ export class McpServersRepository {
         generation: 0,
         status_cbor: encodePayload(initialStatus),
       })
-      .onConflict((oc) =>
-        oc.columns(['account_id', 'name']).doUpdateSet({ url: config.url, config_cbor: encodePayload(config), updated_at: new Date() }),
-      )
+      .onConflict((oc) => oc.columns(['account_id', 'name']).doUpdateSet({ url: config.url, config_cbor: encodePayload(config), updated_at: new Date() }))
       .returningAll()
       .executeTakeFirstOrThrow();
     return toRecord(row);
@@ -150,7 +132,11 @@ export class McpServersRepository {
         // The generation moves on from the row's own, not the caller's snapshot: another writer
         // (SetToolPermission) may have moved it meanwhile, and an equal generation would be stale.
         ...(tools
-          ? { tools_cbor: encodePayload(tools.list), tools_hash: tools.hash, generation: sql<number>`CASE WHEN tools_hash = ${tools.hash} THEN GREATEST(generation, ${tools.generation}) ELSE GREATEST(generation + 1, ${tools.generation}) END` }
+          ? {
+              tools_cbor: encodePayload(tools.list),
+              tools_hash: tools.hash,
+              generation: sql<number>`CASE WHEN tools_hash = ${tools.hash} THEN GREATEST(generation, ${tools.generation}) ELSE GREATEST(generation + 1, ${tools.generation}) END`,
+            }
           : {}),
       })
       .where('account_id', '=', account)
@@ -173,12 +159,7 @@ export class McpServersRepository {
   }
 
   async delete(account: string, name: string, trx: Kysely<Database>): Promise<McpServerRecord | null> {
-    const row = await trx
-      .deleteFrom('registry.mcp_servers')
-      .where('account_id', '=', account)
-      .where('name', '=', name)
-      .returningAll()
-      .executeTakeFirst();
+    const row = await trx.deleteFrom('registry.mcp_servers').where('account_id', '=', account).where('name', '=', name).returningAll().executeTakeFirst();
     return row ? toRecord(row) : null;
   }
 
@@ -227,13 +208,7 @@ export class McpServersRepository {
 
   /** Servers due for a background re-probe, oldest due first. */
   async dueForProbe(now: Date, limit: number): Promise<Array<{ accountId: string; name: string }>> {
-    const rows = await this.db
-      .selectFrom('registry.mcp_servers')
-      .select(['account_id', 'name'])
-      .where('next_probe_at', '<=', now)
-      .orderBy('next_probe_at')
-      .limit(limit)
-      .execute();
+    const rows = await this.db.selectFrom('registry.mcp_servers').select(['account_id', 'name']).where('next_probe_at', '<=', now).orderBy('next_probe_at').limit(limit).execute();
     return rows.map((r) => ({ accountId: r.account_id, name: r.name }));
   }
 }

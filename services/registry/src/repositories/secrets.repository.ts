@@ -20,20 +20,13 @@ export class SecretsRepository {
     await trx
       .insertInto('registry.secrets')
       .values({ account_id: account, name, key_id: sealed.keyId, ciphertext: sealed.ciphertext })
-      .onConflict((oc) =>
-        oc.columns(['account_id', 'name']).doUpdateSet({ key_id: sealed.keyId, ciphertext: sealed.ciphertext, updated_at: new Date() }),
-      )
+      .onConflict((oc) => oc.columns(['account_id', 'name']).doUpdateSet({ key_id: sealed.keyId, ciphertext: sealed.ciphertext, updated_at: new Date() }))
       .execute();
   }
 
   async existingNames(account: string, names: string[], trx: Kysely<Database> = this.db): Promise<Set<string>> {
     if (names.length === 0) return new Set();
-    const rows = await trx
-      .selectFrom('registry.secrets')
-      .select('name')
-      .where('account_id', '=', account)
-      .where('name', 'in', names)
-      .execute();
+    const rows = await trx.selectFrom('registry.secrets').select('name').where('account_id', '=', account).where('name', 'in', names).execute();
     return new Set(rows.map((r) => r.name));
   }
 

@@ -51,12 +51,7 @@ export class ToolPermissionsRepository {
    */
   async alwaysAskOfBuiltins(account: string, slugs: readonly string[], trx: Kysely<Database> = this.db): Promise<Array<{ slug: string; tool: string }>> {
     if (slugs.length === 0) return [];
-    const rows = await trx
-      .selectFrom('registry.builtin_tool_permissions')
-      .select(['server_id', 'tool'])
-      .where('account_id', '=', account)
-      .where('permission', '=', 'always_ask')
-      .execute();
+    const rows = await trx.selectFrom('registry.builtin_tool_permissions').select(['server_id', 'tool']).where('account_id', '=', account).where('permission', '=', 'always_ask').execute();
     const out: Array<{ slug: string; tool: string }> = [];
     for (const r of rows) {
       const slug = parseBuiltinServerId(r.server_id)?.slug;
@@ -75,9 +70,8 @@ export class ToolPermissionsRepository {
       return r.numDeletedRows > 0n;
     }
     const row = { account_id: account, server_id: serverId, tool, permission };
-    const r = await (builtin === undefined
-      ? trx.insertInto('registry.tool_permissions').values(row)
-      : trx.insertInto('registry.builtin_tool_permissions').values({ ...row, connection_id: builtin.connectionId })
+    const r = await (
+      builtin === undefined ? trx.insertInto('registry.tool_permissions').values(row) : trx.insertInto('registry.builtin_tool_permissions').values({ ...row, connection_id: builtin.connectionId })
     )
       .onConflict((oc) =>
         oc

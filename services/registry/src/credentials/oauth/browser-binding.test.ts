@@ -3,8 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { OAuthTickets, readCookie } from './browser-binding.js';
 
 /** The cookie's text only: no Redis is reached. */
-const tickets = (publicUrl: string): OAuthTickets =>
-  new OAuthTickets({} as Redis, 'p:', { startUrl: () => `${publicUrl}/v1/oauth/start`, secureCookie: () => publicUrl.startsWith('https:') });
+const tickets = (publicUrl: string): OAuthTickets => new OAuthTickets({} as Redis, 'p:', { startUrl: () => `${publicUrl}/v1/oauth/start`, secureCookie: () => publicUrl.startsWith('https:') });
 
 describe('the binding cookie', () => {
   it('is HttpOnly, SameSite=Lax, on the OAuth path only, Secure behind https', () => {

@@ -189,11 +189,7 @@ function assertionAuth(clientId: string, privateKey: string, alg: string): AddCl
  * and RFC 8414 discovery first, unless stored; `resourceMetadataUrl` from a 401's challenge) and
  * stores it sealed. Every failure is a {@link ClientCredentialsError} with no secret in it.
  */
-export async function requestClientCredentialsToken(
-  store: OAuthStateStore,
-  target: ClientCredentialsTarget,
-  opts: { fetchFn: typeof fetch; resourceMetadataUrl?: URL },
-): Promise<void> {
+export async function requestClientCredentialsToken(store: OAuthStateStore, target: ClientCredentialsTarget, opts: { fetchFn: typeof fetch; resourceMetadataUrl?: URL }): Promise<void> {
   const provider = await ClientCredentialsOAuthProvider.load(store, target);
   try {
     const result = await runOAuth(provider, { serverUrl: target.serverUrl, fetchFn: opts.fetchFn, ...(opts.resourceMetadataUrl ? { resourceMetadataUrl: opts.resourceMetadataUrl } : {}) });

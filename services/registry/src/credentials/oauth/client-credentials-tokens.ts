@@ -115,10 +115,14 @@ export class ClientCredentialsTokens {
     } catch (err) {
       if (!(err instanceof ClientCredentialsError)) throw err;
       if (err.refused) {
-        throw new WireError(ErrorCodes.authRequired, `the ${server.name} MCP server's OAuth client credentials do not work (${err.message}); its owner must set config.oauth again, signing in does not help`, {
-          server: server.name,
-          grant: OAuthGrants.clientCredentials,
-        });
+        throw new WireError(
+          ErrorCodes.authRequired,
+          `the ${server.name} MCP server's OAuth client credentials do not work (${err.message}); its owner must set config.oauth again, signing in does not help`,
+          {
+            server: server.name,
+            grant: OAuthGrants.clientCredentials,
+          },
+        );
       }
       throw new WireError(ErrorCodes.transportError, `the ${server.name} MCP server's OAuth token could not be replaced: ${err.message}`, { server: server.name });
     }

@@ -31,7 +31,12 @@ export function oauthCallbackHandler(deps: OAuthCallbackDeps): (req: IncomingMes
     const resp = readAuthorizationResponse(url.searchParams);
     const state = resp.state;
     if (state === undefined) {
-      oauthPage(res, 400, resp.error !== undefined ? 'Authorization was not granted' : 'Authorization failed', resp.error !== undefined ? 'The authorization was refused. You can close this window and try again.' : 'The callback needs a code and a state.');
+      oauthPage(
+        res,
+        400,
+        resp.error !== undefined ? 'Authorization was not granted' : 'Authorization failed',
+        resp.error !== undefined ? 'The authorization was refused. You can close this window and try again.' : 'The callback needs a code and a state.',
+      );
       return;
     }
     let bound: boolean;
@@ -45,7 +50,12 @@ export function oauthCallbackHandler(deps: OAuthCallbackDeps): (req: IncomingMes
     if (!bound) {
       deps.tickets.count('callback', 'unbound');
       deps.log.warn('oauth callback refused: not the browser that opened the authorization');
-      oauthPage(res, 400, 'Authorization not started in this browser', 'This authorization was started in another browser, or its link was opened without the registry (the browser that opened it must finish it). Start it again from the console (Authorize) or with `mcpx servers auth <name>`, in this browser.');
+      oauthPage(
+        res,
+        400,
+        'Authorization not started in this browser',
+        'This authorization was started in another browser, or its link was opened without the registry (the browser that opened it must finish it). Start it again from the console (Authorize) or with `mcpx servers auth <name>`, in this browser.',
+      );
       return;
     }
     deps.tickets.count('callback', 'bound');

@@ -23,7 +23,9 @@ describe('config.oauth', () => {
     for (const keyAlg of ['RS256', 'PS512']) {
       expect(validatePreRegisteredClient({ clientId: 'a', grant: 'client_credentials', privateKey: rsa, keyAlg }, 'oauth')?.keyAlg).toBe(keyAlg);
     }
-    expect(() => validatePreRegisteredClient({ clientId: 'a', grant: 'client_credentials', privateKey: pss, keyAlg: 'PS256' }, 'oauth')).toThrow(/config\.oauth\.privateKey: is not a key PS256 signs with/);
+    expect(() => validatePreRegisteredClient({ clientId: 'a', grant: 'client_credentials', privateKey: pss, keyAlg: 'PS256' }, 'oauth')).toThrow(
+      /config\.oauth\.privateKey: is not a key PS256 signs with/,
+    );
     expect(() => validatePreRegisteredClient({ clientId: 'a', grant: 'client_credentials', privateKey: ecPem, keyAlg: 'ES384' }, 'oauth')).toThrow(/P-384/);
   });
 

@@ -121,7 +121,10 @@ function checkAssertionKey(raw: unknown, alg: ClientAssertionAlg): string {
   }
   if (!keyFits(alg, key.asymmetricKeyType, key.asymmetricKeyDetails ?? {})) {
     const rsa = alg.startsWith('RS') || alg.startsWith('PS');
-    throw invalidInput('config.oauth.privateKey', `is not a key ${alg} signs with (${rsa ? 'an RSA (not RSASSA-PSS) key of at least 2048 bits' : `an EC key on the ${alg === 'ES256' ? 'P-256' : alg === 'ES384' ? 'P-384' : 'P-521'} curve`})`);
+    throw invalidInput(
+      'config.oauth.privateKey',
+      `is not a key ${alg} signs with (${rsa ? 'an RSA (not RSASSA-PSS) key of at least 2048 bits' : `an EC key on the ${alg === 'ES256' ? 'P-256' : alg === 'ES384' ? 'P-384' : 'P-521'} curve`})`,
+    );
   }
   return `${pem}\n`;
 }

@@ -1,11 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type {
-  OAuthClientInformationMixed,
-  OAuthClientMetadata,
-  OAuthClientProvider,
-  OAuthDiscoveryState,
-  OAuthTokens,
-} from '@mcpx/mcp-client';
+import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthClientProvider, OAuthDiscoveryState, OAuthTokens } from '@mcpx/mcp-client';
 import { OAUTH_CLIENT_NAME, isClientMetadataUrl } from './client-metadata-document.js';
 import type { OAuthClientState, OAuthConnectionsRepository } from './oauth-connections.repository.js';
 

@@ -248,7 +248,11 @@ export class OAuthService {
       if (err instanceof LockBusyError) throw new WireError(ErrorCodes.transportError, `the ${server.name} tokens are being refreshed; authorize again in a moment`);
       const mixUp = mixUpError(err);
       if (mixUp !== undefined) {
-        this.deps.log.warn('oauth callback refused: the response is not from the authorization server the authorization was started at', { account: server.accountId, server: server.name, check: mixUp });
+        this.deps.log.warn('oauth callback refused: the response is not from the authorization server the authorization was started at', {
+          account: server.accountId,
+          server: server.name,
+          check: mixUp,
+        });
         throw new WireError(ErrorCodes.invalidInput, 'iss: this authorization response does not come from the authorization server it was started at; start the authorization again', { field: 'iss' });
       }
       throw err;
@@ -335,7 +339,10 @@ export class OAuthService {
     if (registration === undefined) return;
     const fields = { account: server.accountId, server: server.name, method: registration.method };
     if (registration.method === 'dynamic' && registration.metadataDocumentSupported) {
-      this.deps.log.info('oauth client registered dynamically although the authorization server accepts client ID metadata documents: the registry offers none (its public URL is not https, or documents are turned off)', fields);
+      this.deps.log.info(
+        'oauth client registered dynamically although the authorization server accepts client ID metadata documents: the registry offers none (its public URL is not https, or documents are turned off)',
+        fields,
+      );
     } else {
       this.deps.log.info('oauth client ready', fields);
     }

@@ -40,11 +40,14 @@ export function oauthStartHandler(deps: OAuthStartDeps): (req: IncomingMessage, 
   };
   return async (_req, res, url) => {
     try {
-      const outcome = deps.tracer === undefined ? await run(res, url) : await withSpan(deps.tracer, 'registry.oauth start', {}, async (span) => {
-        const out = await run(res, url);
-        span.setAttribute('mcpx.oauth.outcome', out);
-        return out;
-      });
+      const outcome =
+        deps.tracer === undefined
+          ? await run(res, url)
+          : await withSpan(deps.tracer, 'registry.oauth start', {}, async (span) => {
+              const out = await run(res, url);
+              span.setAttribute('mcpx.oauth.outcome', out);
+              return out;
+            });
       deps.tickets.count('start', outcome);
     } catch (err) {
       deps.tickets.count('start', 'error');
