@@ -112,11 +112,17 @@ export async function lockAgent(trx: Q, account: string, agent: string, servers:
   return trx.selectFrom('projector.agent_sets').selectAll().where('account_id', '=', account).where('agent_id', '=', agent).forUpdate().executeTakeFirst();
 }
 
-/** SQL of the new `pending` of a row: its events of still-open changes, then `entry`. */
+/**
+ * SQL of the new `pending` of a row: its events of still-open changes, each kept whatever its
+ * place, then `entry`. Changes close out of order (one whose publish failed stays open while a
+ * later one is published and closed), so an earlier open change's event must survive a closed one
+ * after it: its recovery publishes from these rows.
+ */
 export function appendPending(entry: string, open: readonly string[]) {
-  return sql<string>`CASE WHEN pending IS NOT NULL AND (pending -> -1 ->> 'change') = ANY(${[...open]}::text[])
-    THEN pending || jsonb_build_array(${entry}::jsonb || jsonb_build_object('version', version + 1))
-    ELSE jsonb_build_array(${entry}::jsonb || jsonb_build_object('version', version + 1)) END`;
+  return sql<string>`COALESCE(
+      (SELECT jsonb_agg(e.value ORDER BY e.n) FROM jsonb_array_elements(pending) WITH ORDINALITY AS e(value, n) WHERE e.value ->> 'change' = ANY(${[...open]}::text[])),
+      '[]'::jsonb)
+    || jsonb_build_array(${entry}::jsonb || jsonb_build_object('version', version + 1))`;
 }
 
 /** The open changes of an account (their events are not all confirmed published). */

@@ -303,10 +303,10 @@ export class Projection {
   }
 }
 
-/** The agent's pending events after a change: those of still-open changes, then this one. */
+/** The agent's pending events after a change: those of still-open changes (wherever they stand: changes close out of order), then this one. */
 export async function nextPending(trx: Kysely<Database>, account: string, pending: PendingToolsEvent[] | null, entry: PendingToolsEvent): Promise<string> {
-  const last = pending?.at(-1);
-  const keep = last !== undefined && (await openChanges(trx, account)).includes(last.change) ? (pending ?? []) : [];
+  const open = pending === null || pending.length === 0 ? [] : await openChanges(trx, account);
+  const keep = (pending ?? []).filter((p) => open.includes(p.change));
   return JSON.stringify([...keep, entry]);
 }
 
