@@ -41,7 +41,16 @@ const hugeImageTool: TestTool = {
 };
 
 /** The demo server's tools: text, numbers, an image, an error, structured content, big text, resources, a huge image. */
-const demoTools = (): TestTool[] => [...defaultTools(), imageTool(), errorTool('the disk is full'), structuredTool(), bigTextTool(1024 * 1024, 'big'), resourceTool, hugeImageTool];
+const demoTools = (): TestTool[] => [
+  ...defaultTools(),
+  imageTool(),
+  errorTool('the disk is full'),
+  structuredTool(),
+  structuredTool(JSON.parse('{"count":1,"nested":{"__proto__":{"admin":true}}}') as Record<string, unknown>, 'proto_result'),
+  bigTextTool(1024 * 1024, 'big'),
+  resourceTool,
+  hugeImageTool,
+];
 
 describe.each(['modern', 'legacy'] as const)(
   'proxy results against a %s test server (and, legacy, server-everything): flattened exactly per docs/call.md#results, through NATS, against real servers',
@@ -84,6 +93,12 @@ describe.each(['modern', 'legacy'] as const)(
     it('passes structuredContent through even when it disagrees with the outputSchema', async () => {
       const { result } = await system.call('agent', 'r1', 'demo__structured');
       expect(result.result).toEqual({ count: 'three' });
+    });
+
+    it('a structured result carrying the key "__proto__" is left out with a marker; the call ran and its text goes', async () => {
+      const { result } = await system.call('agent', 'r1', 'demo__proto_result');
+      expect(result.result).toBeUndefined();
+      expect(result.text).toBe('{"count":1,"nested":{"__proto__":{"admin":true}}}\n[structured result omitted: it carries the key "__proto__"]');
     });
 
     it('passes images on, and replaces one over the bound with a marker', async () => {

@@ -48,3 +48,4 @@ export { contractCid, diffContracts, diffSchemas, diffText, inputCompatible, too
 export type { AnnotationChange, ContractDiff, SchemaAspect, SchemaChange, TextChange, ToolContract } from './contract-diff.js';
 export { ContractWarningCodes, LONG_DESCRIPTION_CHARS, contractWarnings, nameSkeleton } from './contract-warnings.js';
 export type { ContractWarning, ContractWarningCode, WarningContext } from './contract-warnings.js';
+export { carriesProtoKey } from './proto-key.js';

@@ -1,6 +1,6 @@
 import { SpanKind, SpanStatusCode, context, trace, type Attributes, type Context, type Counter, type Histogram, type Meter, type Span, type Tracer } from '@opentelemetry/api';
 import { ErrorCodes, WireError, type ProxyCallRequest } from '@mcpx/contracts';
-import { Permission, TEXT_LIMIT_BYTES, flattenCallResult, isErrorResult, jsonSizeExceeds, type FlattenLimits, type McpToolDocument, type ProxyResult } from '@mcpx/domain';
+import { Permission, TEXT_LIMIT_BYTES, carriesProtoKey, flattenCallResult, isErrorResult, jsonSizeExceeds, type FlattenLimits, type McpToolDocument, type ProxyResult } from '@mcpx/domain';
 import type { CallLimiter, CallLimits } from '@mcpx/locks';
 import { McpClientError, isInputRequired, type CallToolOptions, type CreateMessageResult, type ElicitResult, type McpCallResult, type McpConnection } from '@mcpx/mcp-client';
 import { McpAttributes, endWithOutcome } from '@mcpx/telemetry';
@@ -398,6 +398,12 @@ export class CallHandler {
     if (bounds !== undefined && flat.result !== undefined && jsonSizeExceeds(flat.result, bounds.resultBytes)) {
       delete flat.result;
       const marker = `[structured result omitted: more than ${bounds.resultBytes} bytes of JSON]`;
+      flat.text = flat.text === undefined ? marker : `${flat.text}\n${marker}`;
+    }
+    // The wire refuses the key (the runtime's decoder would refuse the whole reply): the call ran, so its text still goes.
+    if (flat.result !== undefined && carriesProtoKey(flat.result)) {
+      delete flat.result;
+      const marker = '[structured result omitted: it carries the key "__proto__"]';
       flat.text = flat.text === undefined ? marker : `${flat.text}\n${marker}`;
     }
     return flat;

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { encodeCanonical, inputSchemaFault, type RemoteTool } from '@mcpx/domain';
+import { carriesProtoKey, encodeCanonical, inputSchemaFault, type RemoteTool } from '@mcpx/domain';
 import { invalidMcpHeaderTools } from '@mcpx/mcp-client';
 
 /** Bounds on a remote server's tool list (its data is untrusted). */
@@ -51,29 +51,6 @@ export function screenTools(tools: RemoteTool[]): { kept: RemoteTool[]; skipped:
   }
   if (skipped.length === 0) return { kept: tools, skipped };
   return { kept: tools.filter((t) => !refused.has(t.name)), skipped };
-}
-
-/**
- * Whether the key `__proto__` appears anywhere in a tool (its schemas, annotations, metadata).
- * The wire refuses it (strict decoding and the JSON bounds, as `map_key`), so such a tool could be
- * neither sent on the bus nor handed to an agent unchanged. Iterative, bounded by the tool's size
- * (discovery bounds the listing).
- */
-function carriesProtoKey(tool: unknown): boolean {
-  const stack: unknown[] = [tool];
-  while (stack.length > 0) {
-    const v = stack.pop();
-    if (v === null || typeof v !== 'object') continue;
-    if (Array.isArray(v)) {
-      stack.push(...(v as unknown[]));
-      continue;
-    }
-    for (const k of Object.keys(v)) {
-      if (k === '__proto__') return true;
-      stack.push((v as Record<string, unknown>)[k]);
-    }
-  }
-  return false;
 }
 
 /** {@link inputSchemaFault}, and a schema it cannot walk counted as a fault rather than a crash. */
