@@ -7,13 +7,16 @@ export default class CountReporter implements Reporter {
     let failed = 0;
     let skipped = 0;
     for (const mod of modules) {
+      let failedHere = 0;
       for (const test of mod.children.allTests()) {
         const state = test.result().state;
         if (state === 'passed') passed++;
-        else if (state === 'failed') failed++;
+        else if (state === 'failed') failedHere++;
         else skipped++;
       }
-      if (mod.state() === 'failed' && [...mod.children.allTests()].length === 0) failed++;
+      // A file that failed with no failed test (its import, or a beforeAll whose failure skipped
+      // every test) is one failure: the line must never read "0 failed" for a failed run.
+      failed += failedHere > 0 ? failedHere : mod.state() === 'failed' ? 1 : 0;
     }
     failed += errors.length;
     const tail = skipped > 0 ? `, ${skipped} skipped` : '';

@@ -145,8 +145,22 @@ export interface ProxyProcess {
   stop(): Promise<void>;
 }
 
-/** Spawns `services/proxy/src/main.ts` with the system's environment and waits until healthy. */
+/**
+ * Spawns `services/proxy/src/main.ts` with the system's environment and waits until healthy. A
+ * free port can be taken by another test's process between the probe and the proxy's listen: a
+ * start that fails with EADDRINUSE is tried again on other ports (three times at most).
+ */
 export async function spawnProxyProcess(system: ProxySystem, extraEnv: Record<string, string> = {}, nodeArgs: string[] = []): Promise<ProxyProcess> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await spawnProxyOnce(system, extraEnv, nodeArgs);
+    } catch (err) {
+      if (attempt >= 3 || !String((err as Error).message).includes('EADDRINUSE')) throw err;
+    }
+  }
+}
+
+async function spawnProxyOnce(system: ProxySystem, extraEnv: Record<string, string>, nodeArgs: string[]): Promise<ProxyProcess> {
   const port = await freePort();
   const internalPort = await freePort();
   const instance = `proxyp-${port}`;
@@ -170,13 +184,13 @@ export async function spawnProxyProcess(system: ProxySystem, extraEnv: Record<st
     await exited;
     clearTimeout(timer);
   };
-  await eventually(
-    async () => {
-      if (!alive()) throw new Error(`proxy exited:\n${logs.join('')}`);
-      return (await fetch(`${url}/healthz`).catch(() => undefined))?.ok ? true : undefined;
-    },
-    60_000,
-    `proxy ${instance} healthy`,
-  );
+  // Healthy, or out at once when the process exits (its logs say why).
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    if (!alive()) throw new Error(`proxy exited:\n${logs.join('')}`);
+    if ((await fetch(`${url}/healthz`).catch(() => undefined))?.ok) break;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for proxy ${instance} healthy:\n${logs.join('').slice(-4000)}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
   return { instance, url, internalUrl: `http://127.0.0.1:${internalPort}`, child, logs, kill: () => signal('SIGKILL'), stop: () => signal('SIGTERM') };
 }
