@@ -198,21 +198,32 @@ export class LeanCalls {
     return { id: msg.id, name: params.name, arguments: params.arguments ?? {}, meta, caps };
   }
 
+  /** What both eras hand the shared call: the request's tool, arguments, trace headers and the client's declared answers. */
+  private callInput(
+    req: IncomingMessage,
+    grant: TokenGrant,
+    call: NonNullable<ReturnType<LeanCalls['callOf']>>,
+    caps: Parameters<LeanCallsDeps['calls']['call']>[0]['caps'],
+    signal: AbortSignal,
+  ): Parameters<LeanCallsDeps['calls']['call']>[0] {
+    return {
+      grant,
+      name: call.name,
+      arguments: call.arguments,
+      meta: call.meta,
+      headers: { traceparent: header(req, 'traceparent'), tracestate: header(req, 'tracestate') },
+      caps,
+      requestId: call.id,
+      signal,
+      path: 'lean',
+    };
+  }
+
   private async modern(req: IncomingMessage, res: ServerResponse, grant: TokenGrant, call: NonNullable<ReturnType<LeanCalls['callOf']>>): Promise<void> {
     const abort = abortOnClose(res);
     let text: string;
     try {
-      const result = await this.deps.calls.call({
-        grant,
-        name: call.name,
-        arguments: call.arguments,
-        meta: call.meta,
-        headers: { traceparent: header(req, 'traceparent'), tracestate: header(req, 'tracestate') },
-        caps: { elicitation: declaresForms(call.caps.elicitation), sampling: call.caps.sampling !== undefined },
-        requestId: call.id,
-        signal: abort.signal,
-        path: 'lean',
-      });
+      const result = await this.deps.calls.call(this.callInput(req, grant, call, { elicitation: declaresForms(call.caps.elicitation), sampling: call.caps.sampling !== undefined }, abort.signal));
       const json = isInputRequiredResult(result) ? inputRequiredJson(result, this.deps.serverInfo) : resultJson(result, true, this.deps.serverInfo);
       text = JSON.stringify({ result: json, jsonrpc: '2.0', id: call.id });
     } catch (err) {
@@ -237,17 +248,9 @@ export class LeanCalls {
       let final: CallToolResult | undefined;
       for (let round = 1; final === undefined; round++) {
         const result = await this.deps.calls.call({
-          grant,
-          name: call.name,
-          arguments: call.arguments,
-          meta: call.meta,
-          headers: { traceparent: header(req, 'traceparent'), tracestate: header(req, 'tracestate') },
+          ...this.callInput(req, grant, call, declared, abort.signal),
           ...(requestState !== undefined ? { requestState } : {}),
           ...(inputResponses !== undefined ? { inputResponses } : {}),
-          caps: declared,
-          requestId: call.id,
-          signal: abort.signal,
-          path: 'lean',
         });
         if (!isInputRequiredResult(result)) {
           final = result;

@@ -157,15 +157,7 @@ export class EventOutbox {
     if (rows.length === 0) return;
     const { done, error } = await this.publishRows(rows);
     try {
-      if (done > 0)
-        await this.deps.db
-          .deleteFrom('registry.event_outbox')
-          .where(
-            'id',
-            'in',
-            rows.slice(0, done).map((r) => r.id),
-          )
-          .execute();
+      await deletePublished(this.deps.db, rows, done);
     } catch (err) {
       // Published but not deleted: a sweep publishes it again with its id (stored once).
       this.deps.log.warn('outbox: published events not deleted, left for the sweep', { err: err as Error, events: done });
@@ -206,15 +198,7 @@ export class EventOutbox {
       const rows = (await narrow(this.selectRows(trx)).execute()).map((r) => ({ ...r, id: String(r.id) }));
       const { done, error } = await this.publishRows(rows);
       // What JetStream acknowledged leaves the outbox (committed even when a later publish failed).
-      if (done > 0)
-        await trx
-          .deleteFrom('registry.event_outbox')
-          .where(
-            'id',
-            'in',
-            rows.slice(0, done).map((r) => r.id),
-          )
-          .execute();
+      await deletePublished(trx, rows, done);
       return { sent: done, failure: error };
     });
     if (failure !== undefined) throw failure instanceof Error ? failure : new Error('outbox: publish failed', { cause: failure });
@@ -224,4 +208,17 @@ export class EventOutbox {
   private selectRows(trx: Kysely<Database>) {
     return trx.selectFrom('registry.event_outbox').select(['id', 'subject', 'payload', 'msg_id']).orderBy('id').forUpdate().skipLocked();
   }
+}
+
+/** Deletes the first `done` of `rows` (those JetStream acknowledged) from the outbox. */
+async function deletePublished(db: Kysely<Database>, rows: readonly { id: string }[], done: number): Promise<void> {
+  if (done === 0) return;
+  await db
+    .deleteFrom('registry.event_outbox')
+    .where(
+      'id',
+      'in',
+      rows.slice(0, done).map((r) => r.id),
+    )
+    .execute();
 }
