@@ -139,7 +139,12 @@ export class Stack {
   /** The first live registry's API. */
   get apiUrl(): string {
     const r = this.services.find((s) => s.name === 'registry' && s.alive());
-    if (r === undefined) throw new Error('no registry is running');
+    if (r === undefined) {
+      // Say why: the last registry's exit and its log tail (a registry that died after it was healthy).
+      const dead = this.services.filter((s) => s.name === 'registry').at(-1);
+      const why = dead === undefined ? '' : `: ${dead.instance} exited (${dead.child.exitCode ?? dead.child.signalCode}):\n${dead.logs.join('').slice(-3000)}`;
+      throw new Error(`no registry is running${why}`);
+    }
     return r.url;
   }
 
