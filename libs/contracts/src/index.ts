@@ -14,6 +14,7 @@ export {
   decodeApprovalRequestedEvent,
   decodeInputAnsweredEvent,
   decodeInputRequestedEvent,
+  decodeOAuthRefreshReply,
   decodeOAuthRefreshRequest,
   decodeProxyCancel,
   decodeReply,

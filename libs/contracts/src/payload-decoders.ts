@@ -1,226 +1,206 @@
-import type { RemoteTool } from '@mcpx/domain';
-import { decodeStrict } from './codec.js';
-import { invalidInput } from './errors.js';
+import { Permission, type RemoteTool } from '@mcpx/domain';
+import { ErrorCodes, WireError, invalidInput } from './errors.js';
+import { anyMap, anyStr, anything, bool, int, isMap, list, mapOf, oneOf, optional, payloadDecoder, shape, str, type Rule } from './field-rules.js';
 import type { InputAnsweredEvent, InputRequestedEvent } from './inputs.js';
-import type { OAuthRefreshRequest } from './oauth-refresh.js';
+import type { OAuthRefreshReply, OAuthRefreshRequest } from './oauth-refresh.js';
+import { ServerStates, Transports } from './payloads.js';
 import type {
   AgentChangedEvent,
   AgentToolsChangedEvent,
   ApprovalDecidedEvent,
   ApprovalRequestedEvent,
+  HeldToolStatus,
   ProxyCancel,
   RunEnded,
   ServerDeletedEvent,
   ServerDiscoveredEvent,
+  ServerStatus,
   ToolsObserved,
 } from './payloads.js';
+import { decodeStrict } from './codec.js';
 
 /**
  * Decoders of the NATS payloads the services subscribe to: strict decoding (`decodeStrict`),
- * then the payload's shape, field by field. Each throws only an `invalid_input` WireError naming
- * the payload (a rule of the decoder, or "must be a map") or the first malformed field, and
- * returns a value whose checked fields have their declared types, so a consumer can use them
- * without a check of its own and no malformed message reaches its logic.
+ * then the payload's table of field rules (`field-rules.ts`). Each throws only an
+ * `invalid_input` WireError naming the payload (a rule of the decoder, or "must be a map") or
+ * the first malformed field, and returns a new value holding only the fields its table checked,
+ * so a consumer can use them without a check of its own and no malformed message reaches its
+ * logic. Each decoder is declared with the payload's type, so a table that misses or mistypes a
+ * required field does not compile.
  */
 
-type Fields = Record<string, unknown>;
+/** A finite number (a freshness hint in milliseconds). */
+const num: Rule<number> = (v, field) => {
+  if (typeof v !== 'number' || !Number.isFinite(v)) throw invalidInput(field, 'must be a number');
+  return v;
+};
 
-function isMap(v: unknown): v is Fields {
-  return v !== null && typeof v === 'object' && !Array.isArray(v) && !ArrayBuffer.isView(v);
-}
+const transport = oneOf(Transports.http, Transports.sse);
+const permission = oneOf(Permission.act, Permission.always_ask);
 
-function map(bytes: Uint8Array, payload: string): Fields {
+/**
+ * A remote tool as the projector and the registry read it: a name, optional texts; its schemas and
+ * annotations are kept exactly as the server gave them (a document's CID is computed over them,
+ * and the inherited level reads a hint only when it is `true`).
+ */
+const remoteTool: Rule<RemoteTool> = shape({
+  name: str,
+  title: optional(anyStr),
+  description: optional(anyStr),
+  inputSchema: anything,
+  outputSchema: anything,
+  annotations: optional(anyMap),
+});
+
+const heldToolStatus: Rule<HeldToolStatus> = shape({
+  name: str,
+  cid: anyStr,
+  reason: oneOf('held_for_review'),
+  state: oneOf('pending', 'rejected'),
+  withheld: bool,
+});
+
+/** `status_cbor`'s shape, every field of it. */
+const serverStatus: Rule<ServerStatus> = shape({
+  state: oneOf(ServerStates.ok, ServerStates.error, ServerStates.authRequired, ServerStates.unknown),
+  error: optional(anyStr),
+  checkedAt: optional(anyStr),
+  lastOkAt: optional(anyStr),
+  transport: optional(transport),
+  failures: optional(int),
+  authorizationUrl: optional(anyStr),
+  era: optional(oneOf('modern', 'legacy')),
+  protocolVersion: optional(anyStr),
+  skippedTools: optional(list(shape({ name: anyStr, reason: anyStr }))),
+  listTtlMs: optional(num),
+  listCacheScope: optional(oneOf('public', 'private')),
+  heldTools: optional(list(heldToolStatus)),
+});
+
+/** `registry.oauth.refresh`. */
+export const decodeOAuthRefreshRequest: (bytes: Uint8Array) => OAuthRefreshRequest = payloadDecoder('oauthRefresh', {
+  account: str,
+  server: str,
+  staleTokenHash: optional(anyStr),
+});
+
+/** `mcp.proxy.cancel` and `mcp.proxy.calls.held` (both name one call). */
+export const decodeProxyCancel: (bytes: Uint8Array) => ProxyCancel = payloadDecoder('cancel', { account: str, run: str, callId: str });
+
+/** `mcp.runs.ended.<acct>.<run>`. */
+export const decodeRunEnded: (bytes: Uint8Array) => RunEnded = payloadDecoder('runEnded', { account: str, run: str });
+
+/** `mcp.proxy.tools.observed`. The verdict is the registry's to check (discovery does, before storing it). */
+export const decodeToolsObserved: (bytes: Uint8Array) => ToolsObserved = payloadDecoder('toolsObserved', {
+  account: str,
+  server: str,
+  tools: list(remoteTool),
+  transport,
+  verdict: anything,
+  authContext: optional(anyStr),
+});
+
+/** `mcp.events.server.discovered.<acct>.<server>`. */
+export const decodeServerDiscoveredEvent: (bytes: Uint8Array) => ServerDiscoveredEvent = payloadDecoder('serverDiscovered', {
+  account: str,
+  server: str,
+  serverId: str,
+  generation: int,
+  tools: list(remoteTool),
+  status: serverStatus,
+  toolsChanged: bool,
+  overrides: optional(mapOf(permission)),
+  held: optional(list(shape({ name: str, cid: anyStr }))),
+});
+
+/** `mcp.events.server.deleted.<acct>.<server>`. */
+export const decodeServerDeletedEvent: (bytes: Uint8Array) => ServerDeletedEvent = payloadDecoder('serverDeleted', { account: str, server: str, serverId: str });
+
+/** `mcp.events.agent.changed.<acct>.<agent>`. */
+export const decodeAgentChangedEvent: (bytes: Uint8Array) => AgentChangedEvent = payloadDecoder('agentChanged', {
+  account: str,
+  agent: str,
+  revision: int,
+  mcpServers: list(anyStr),
+  deleted: optional(bool),
+});
+
+/** `agents.tools.changed.<acct>.<agent>`. */
+export const decodeAgentToolsChangedEvent: (bytes: Uint8Array) => AgentToolsChangedEvent = payloadDecoder('agentToolsChanged', {
+  account: str,
+  agent: str,
+  version: int,
+  added: mapOf(anyStr),
+  changed: mapOf(anyStr),
+  removed: list(anyStr),
+});
+
+/** The fields both approval notifications carry. */
+const approvalFields = { account: str, approvalId: str, agent: str, run: str, tool: str, server: str, expiresAt: str };
+
+/** `mcp.approvals.requested.<acct>`. */
+export const decodeApprovalRequestedEvent: (bytes: Uint8Array) => ApprovalRequestedEvent = payloadDecoder('approvalRequested', {
+  ...approvalFields,
+  remoteName: str,
+  argsHash: str,
+});
+
+/** `mcp.approvals.decided.<acct>`. */
+export const decodeApprovalDecidedEvent: (bytes: Uint8Array) => ApprovalDecidedEvent = payloadDecoder('approvalDecided', {
+  ...approvalFields,
+  decision: oneOf('approved', 'denied'),
+  decidedBy: anyStr,
+  decidedAt: str,
+});
+
+/** The fields both input notifications carry. */
+const inputFields = { account: str, inputRequestId: str, agent: str, run: str, tool: str, server: str, expiresAt: str };
+
+/** `mcp.inputs.requested.<acct>`. */
+export const decodeInputRequestedEvent: (bytes: Uint8Array) => InputRequestedEvent = payloadDecoder('inputRequested', { ...inputFields, forPerson: bool });
+
+/** `mcp.inputs.answered.<acct>`. */
+export const decodeInputAnsweredEvent: (bytes: Uint8Array) => InputAnsweredEvent = payloadDecoder('inputAnswered', { ...inputFields, answeredBy: anyStr, answeredAt: str });
+
+/**
+ * A request of a request/reply endpoint: strictly decoded and a map (every request is), its
+ * fields left to the endpoint's own decoder or handler.
+ */
+export function decodeRequest(bytes: Uint8Array, payload = 'payload'): Record<string, unknown> {
   const v = decodeStrict(bytes, payload);
   if (!isMap(v)) throw invalidInput(payload, 'must be a map');
   return v;
 }
 
-function str(r: Fields, field: string): string {
-  const v = r[field];
-  if (typeof v !== 'string' || v === '') throw invalidInput(field, 'must be a non-empty string');
-  return v;
-}
-
-function anyStr(r: Fields, field: string): void {
-  if (typeof r[field] !== 'string') throw invalidInput(field, 'must be a string');
-}
-
-function optStr(r: Fields, field: string): void {
-  if (r[field] !== undefined && typeof r[field] !== 'string') throw invalidInput(field, 'must be a string');
-}
-
-function int(r: Fields, field: string): number {
-  const v = r[field];
-  if (typeof v !== 'number' || !Number.isSafeInteger(v)) throw invalidInput(field, 'must be an integer');
-  return v;
-}
-
-function strings(r: Fields, field: string): string[] {
-  const v = r[field];
-  if (!Array.isArray(v) || !v.every((s) => typeof s === 'string')) throw invalidInput(field, 'must be a list of strings');
-  return v;
-}
-
-function stringMap(r: Fields, field: string, optional = false): void {
-  const v = r[field];
-  if (optional && v === undefined) return;
-  if (!isMap(v) || !Object.values(v).every((s) => typeof s === 'string')) throw invalidInput(field, 'must be a map of strings');
-}
-
-/** A remote tool as the projector and the registry read it: a name, optional texts and maps. */
-function tools(r: Fields, field: string): RemoteTool[] {
-  const v = r[field];
-  if (!Array.isArray(v)) throw invalidInput(field, 'must be a list');
-  v.forEach((t: unknown, i) => {
-    if (!isMap(t) || typeof t.name !== 'string' || t.name === '') throw invalidInput(`${field}[${i}].name`, 'must be a non-empty string');
-    for (const k of ['title', 'description']) if (t[k] !== undefined && typeof t[k] !== 'string') throw invalidInput(`${field}[${i}].${k}`, 'must be a string');
-    if (t.annotations !== undefined && !isMap(t.annotations)) throw invalidInput(`${field}[${i}].annotations`, 'must be a map');
-  });
-  return v as RemoteTool[];
-}
-
-/** `registry.oauth.refresh`. */
-export function decodeOAuthRefreshRequest(bytes: Uint8Array): OAuthRefreshRequest {
-  const r = map(bytes, 'oauthRefresh');
-  str(r, 'account');
-  str(r, 'server');
-  optStr(r, 'staleTokenHash');
-  return r as unknown as OAuthRefreshRequest;
-}
-
-/** `mcp.proxy.cancel` and `mcp.proxy.calls.held` (both name one call). */
-export function decodeProxyCancel(bytes: Uint8Array): ProxyCancel {
-  const r = map(bytes, 'cancel');
-  str(r, 'account');
-  str(r, 'run');
-  str(r, 'callId');
-  return r as unknown as ProxyCancel;
-}
-
-/** `mcp.runs.ended.<acct>.<run>`. */
-export function decodeRunEnded(bytes: Uint8Array): RunEnded {
-  const r = map(bytes, 'runEnded');
-  str(r, 'account');
-  str(r, 'run');
-  return r as unknown as RunEnded;
-}
-
-/** `mcp.proxy.tools.observed`. */
-export function decodeToolsObserved(bytes: Uint8Array): ToolsObserved {
-  const r = map(bytes, 'toolsObserved');
-  str(r, 'account');
-  str(r, 'server');
-  tools(r, 'tools');
-  if (r.transport !== 'http' && r.transport !== 'sse') throw invalidInput('transport', 'must be http or sse');
-  return r as unknown as ToolsObserved;
-}
-
-/** `mcp.events.server.discovered.<acct>.<server>`. */
-export function decodeServerDiscoveredEvent(bytes: Uint8Array): ServerDiscoveredEvent {
-  const r = map(bytes, 'serverDiscovered');
-  str(r, 'account');
-  str(r, 'server');
-  str(r, 'serverId');
-  int(r, 'generation');
-  tools(r, 'tools');
-  if (!isMap(r.status) || typeof r.status.state !== 'string') throw invalidInput('status.state', 'must be a string');
-  if (typeof r.toolsChanged !== 'boolean') throw invalidInput('toolsChanged', 'must be a boolean');
-  stringMap(r, 'overrides', true);
-  if (r.held !== undefined) {
-    if (!Array.isArray(r.held)) throw invalidInput('held', 'must be a list');
-    r.held.forEach((h: unknown, i) => {
-      if (!isMap(h) || typeof h.name !== 'string' || h.name === '' || typeof h.cid !== 'string') throw invalidInput(`held[${i}]`, 'must be {name, cid}');
-    });
-  }
-  return r as unknown as ServerDiscoveredEvent;
-}
-
-/** `mcp.events.server.deleted.<acct>.<server>`. */
-export function decodeServerDeletedEvent(bytes: Uint8Array): ServerDeletedEvent {
-  const r = map(bytes, 'serverDeleted');
-  str(r, 'account');
-  str(r, 'server');
-  str(r, 'serverId');
-  return r as unknown as ServerDeletedEvent;
-}
-
-/** `mcp.events.agent.changed.<acct>.<agent>`. */
-export function decodeAgentChangedEvent(bytes: Uint8Array): AgentChangedEvent {
-  const r = map(bytes, 'agentChanged');
-  str(r, 'account');
-  str(r, 'agent');
-  int(r, 'revision');
-  strings(r, 'mcpServers');
-  if (r.deleted !== undefined && typeof r.deleted !== 'boolean') throw invalidInput('deleted', 'must be a boolean');
-  return r as unknown as AgentChangedEvent;
-}
-
-/** `agents.tools.changed.<acct>.<agent>`. */
-export function decodeAgentToolsChangedEvent(bytes: Uint8Array): AgentToolsChangedEvent {
-  const r = map(bytes, 'agentToolsChanged');
-  str(r, 'account');
-  str(r, 'agent');
-  int(r, 'version');
-  stringMap(r, 'added');
-  stringMap(r, 'changed');
-  strings(r, 'removed');
-  return r as unknown as AgentToolsChangedEvent;
-}
-
-const APPROVAL_FIELDS = ['account', 'approvalId', 'agent', 'run', 'tool', 'server', 'expiresAt'] as const;
-
-/** `mcp.approvals.requested.<acct>`. */
-export function decodeApprovalRequestedEvent(bytes: Uint8Array): ApprovalRequestedEvent {
-  const r = map(bytes, 'approvalRequested');
-  for (const f of APPROVAL_FIELDS) str(r, f);
-  str(r, 'remoteName');
-  str(r, 'argsHash');
-  return r as unknown as ApprovalRequestedEvent;
-}
-
-/** `mcp.approvals.decided.<acct>`. */
-export function decodeApprovalDecidedEvent(bytes: Uint8Array): ApprovalDecidedEvent {
-  const r = map(bytes, 'approvalDecided');
-  for (const f of APPROVAL_FIELDS) str(r, f);
-  if (r.decision !== 'approved' && r.decision !== 'denied') throw invalidInput('decision', 'must be approved or denied');
-  anyStr(r, 'decidedBy');
-  str(r, 'decidedAt');
-  return r as unknown as ApprovalDecidedEvent;
-}
-
-const INPUT_FIELDS = ['account', 'inputRequestId', 'agent', 'run', 'tool', 'server', 'expiresAt'] as const;
-
-/** `mcp.inputs.requested.<acct>`. */
-export function decodeInputRequestedEvent(bytes: Uint8Array): InputRequestedEvent {
-  const r = map(bytes, 'inputRequested');
-  for (const f of INPUT_FIELDS) str(r, f);
-  if (typeof r.forPerson !== 'boolean') throw invalidInput('forPerson', 'must be a boolean');
-  return r as unknown as InputRequestedEvent;
-}
-
-/** `mcp.inputs.answered.<acct>`. */
-export function decodeInputAnsweredEvent(bytes: Uint8Array): InputAnsweredEvent {
-  const r = map(bytes, 'inputAnswered');
-  for (const f of INPUT_FIELDS) str(r, f);
-  anyStr(r, 'answeredBy');
-  str(r, 'answeredAt');
-  return r as unknown as InputAnsweredEvent;
-}
-
-/**
- * A request of a request/reply endpoint: strictly decoded and a map (every request is), its
- * fields left to the endpoint's handler.
- */
-export function decodeRequest(bytes: Uint8Array, payload = 'payload'): Fields {
-  return map(bytes, payload);
-}
-
 /**
  * The `{ok, value | error}` reply of a request/reply endpoint. Its `error` is left for
- * `WireError.from`, which turns any shape into a typed error.
+ * `WireError.from`, which turns any shape into a typed error; its `value` for the caller's decoder.
  */
-export function decodeReply(bytes: Uint8Array): { ok: boolean; value?: unknown; error?: unknown } {
-  const r = map(bytes, 'reply');
-  if (typeof r.ok !== 'boolean') throw invalidInput('ok', 'must be a boolean');
-  return r as { ok: boolean; value?: unknown; error?: unknown };
+export const decodeReply: (bytes: Uint8Array) => { ok: boolean; value?: unknown; error?: unknown } = payloadDecoder('reply', { ok: bool, value: anything, error: anything });
+
+/** What the proxy keeps of an OAuth refresh's answer (never an authorization URL: a runtime only learns that the owner must authorize). */
+const oauthRefreshAnswer = shape({ state: oneOf('authorized', 'auth_required'), vendor: optional(str), error: optional(anyStr) });
+
+/**
+ * A reply of `registry.oauth.refresh`, strictly decoded and checked: a malformed one is the
+ * registry's fault (`internal`, `field: 'reply'` or `reply.<field>`), never read half-way. An
+ * error reply's `error` of any shape becomes a typed error's shape (`WireError.from`).
+ */
+export function decodeOAuthRefreshReply(bytes: Uint8Array): OAuthRefreshReply {
+  let r: Record<string, unknown>;
+  try {
+    r = decodeRequest(bytes, 'reply');
+  } catch (e) {
+    const rule = e instanceof WireError ? e.details.rule : undefined;
+    throw new WireError(ErrorCodes.internal, 'malformed OAuth refresh reply from the registry', { field: 'reply', ...(rule !== undefined ? { rule } : {}) });
+  }
+  try {
+    if (bool(r.ok, 'ok') === false) return { ok: false, error: WireError.from(r.error).toJSON() };
+    const answer = oauthRefreshAnswer(r, '');
+    if (answer.state === 'authorized') return { ok: true, state: 'authorized' };
+    return { ok: true, state: 'auth_required', ...(answer.vendor !== undefined ? { vendor: answer.vendor } : {}), ...(answer.error !== undefined ? { error: answer.error } : {}) };
+  } catch (e) {
+    const field = e instanceof WireError && typeof e.details.field === 'string' ? e.details.field : 'reply';
+    throw new WireError(ErrorCodes.internal, `malformed OAuth refresh reply from the registry (${field})`, { field: `reply.${field}` });
+  }
 }

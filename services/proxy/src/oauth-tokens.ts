@@ -1,6 +1,6 @@
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Counter, Meter, Tracer } from '@opentelemetry/api';
-import { ErrorCodes, WireError, decodeStrict, encodePayload, type OAuthRefreshReply, type OAuthRefreshRequest, type Subjects, type WireErrorShape } from '@mcpx/contracts';
+import { ErrorCodes, WireError, decodeOAuthRefreshReply, encodePayload, type OAuthRefreshRequest, type Subjects } from '@mcpx/contracts';
 import { expiring, REFRESH_BEFORE_EXPIRY_MS } from '@mcpx/credentials';
 import { withSpan } from '@mcpx/telemetry';
 import type { Catalog } from './catalog.js';
@@ -11,31 +11,8 @@ export { REFRESH_BEFORE_EXPIRY_MS };
 /** How long a proxy waits for the registry's refresh (it holds a 30 s lock at most). */
 const REFRESH_TIMEOUT_MS = 35_000;
 
-/**
- * A reply of `registry.oauth.refresh`, strictly decoded and checked: a malformed one is the
- * registry's fault (`internal`, `field: 'reply'`), never read half-way. The authorization URL is
- * not kept even if a reply carried one: a runtime only learns that the owner must authorize.
- */
-export function decodeOAuthRefreshReply(bytes: Uint8Array): OAuthRefreshReply {
-  let r: Record<string, unknown>;
-  try {
-    const v = decodeStrict(bytes, 'reply');
-    if (v === null || typeof v !== 'object' || Array.isArray(v) || ArrayBuffer.isView(v)) throw new Error('must be a map');
-    r = v as Record<string, unknown>;
-  } catch (e) {
-    const rule = e instanceof WireError ? e.details.rule : undefined;
-    throw new WireError(ErrorCodes.internal, 'malformed OAuth refresh reply from the registry', { field: 'reply', ...(rule !== undefined ? { rule } : {}) });
-  }
-  const malformed = (field: string): WireError => new WireError(ErrorCodes.internal, `malformed OAuth refresh reply from the registry (${field})`, { field: `reply.${field}` });
-  // `WireError.from` turns any error shape into a typed error.
-  if (r.ok === false) return { ok: false, error: r.error as WireErrorShape };
-  if (r.ok !== true) throw malformed('ok');
-  if (r.state === 'authorized') return { ok: true, state: 'authorized' };
-  if (r.state !== 'auth_required') throw malformed('state');
-  if (r.vendor !== undefined && (typeof r.vendor !== 'string' || r.vendor === '')) throw malformed('vendor');
-  if (r.error !== undefined && typeof r.error !== 'string') throw malformed('error');
-  return { ok: true, state: 'auth_required', ...(typeof r.vendor === 'string' ? { vendor: r.vendor } : {}), ...(typeof r.error === 'string' ? { error: r.error } : {}) };
-}
+/** The reply's decoder, beside the other payload decoders. */
+export { decodeOAuthRefreshReply };
 
 export interface OAuthTokensDeps {
   nc: NatsConnection;

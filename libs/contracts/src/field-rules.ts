@@ -1,0 +1,127 @@
+import { decodeStrict } from './codec.js';
+import { invalidInput } from './errors.js';
+
+/**
+ * The field rules every payload decoder is written in: a decoder is a table of its fields, each
+ * with the rule its value must meet, instead of a page of checks ending in a cast. A rule checks
+ * one value and returns it typed, or throws an `invalid_input` WireError naming the field by its
+ * path (`account`, `status.state`, `tools[2].name`). A map rule builds a new object from the
+ * fields its table names, so what a decoder returns holds nothing it did not check.
+ */
+export type Rule<T> = (value: unknown, field: string) => T;
+
+/** A map's table: field name → rule. */
+export type Table = Record<string, Rule<unknown>>;
+
+type Checked<R> = R extends Rule<infer T> ? T : never;
+type RequiredKeys<S extends Table> = { [K in keyof S]: undefined extends Checked<S[K]> ? never : K }[keyof S];
+type OptionalKeys<S extends Table> = { [K in keyof S]: undefined extends Checked<S[K]> ? K : never }[keyof S];
+
+/** The value a table checks: its required fields, and its optional ones when present. */
+export type Shaped<S extends Table> = { [K in RequiredKeys<S>]: Checked<S[K]> } & { [K in OptionalKeys<S>]?: Exclude<Checked<S[K]>, undefined> };
+
+/** A map of the wire: a plain object, not a list or bytes. */
+export function isMap(v: unknown): v is Record<string, unknown> {
+  return v !== null && typeof v === 'object' && !Array.isArray(v) && !ArrayBuffer.isView(v);
+}
+
+/** The path of a field inside `parent` (a top-level field is named bare). */
+function pathOf(parent: string, key: string): string {
+  return parent === '' ? key : `${parent}.${key}`;
+}
+
+/** A non-empty string. */
+export const str: Rule<string> = (v, field) => {
+  if (typeof v !== 'string' || v === '') throw invalidInput(field, 'must be a non-empty string');
+  return v;
+};
+
+/** Any string, the empty one too. */
+export const anyStr: Rule<string> = (v, field) => {
+  if (typeof v !== 'string') throw invalidInput(field, 'must be a string');
+  return v;
+};
+
+/** A safe integer. */
+export const int: Rule<number> = (v, field) => {
+  if (typeof v !== 'number' || !Number.isSafeInteger(v)) throw invalidInput(field, 'must be an integer');
+  return v;
+};
+
+export const bool: Rule<boolean> = (v, field) => {
+  if (typeof v !== 'boolean') throw invalidInput(field, 'must be a boolean');
+  return v;
+};
+
+/** A map whose values are not looked into (a JSON schema, a remote tool's annotations): kept as sent. */
+export const anyMap: Rule<Record<string, unknown>> = (v, field) => {
+  if (!isMap(v)) throw invalidInput(field, 'must be a map');
+  return v;
+};
+
+/** Any value at all, absent included: a field the receiver checks itself (an era verdict). */
+export const anything: Rule<unknown> = (v) => v;
+
+/** One of the listed strings. */
+export function oneOf<const V extends string>(...values: V[]): Rule<V> {
+  const allowed: ReadonlySet<string> = new Set(values);
+  const says = values.length === 2 ? `${values[0]} or ${values[1]}` : `one of ${values.join(', ')}`;
+  return (v, field) => {
+    if (typeof v !== 'string' || !allowed.has(v)) throw invalidInput(field, `must be ${says}`);
+    return v as V; // checked against the set just above
+  };
+}
+
+/** The rule, or absent (`undefined`). */
+export function optional<T>(rule: Rule<T>): Rule<T | undefined> {
+  return (v, field) => (v === undefined ? undefined : rule(v, field));
+}
+
+/** A list whose every item meets `item` (named `field[i]`). */
+export function list<T>(item: Rule<T>): Rule<T[]> {
+  return (v, field) => {
+    if (!Array.isArray(v)) throw invalidInput(field, 'must be a list');
+    return v.map((x: unknown, i) => item(x, `${field}[${i}]`));
+  };
+}
+
+/** A map from any key to values that meet `value` (named `field.<key>`). */
+export function mapOf<T>(value: Rule<T>): Rule<Record<string, T>> {
+  return (v, field) => {
+    if (!isMap(v)) throw invalidInput(field, 'must be a map');
+    const out: Record<string, T> = {};
+    for (const [k, x] of Object.entries(v)) out[k] = value(x, pathOf(field, k));
+    return out;
+  };
+}
+
+/**
+ * A map holding the fields of `table`: each is checked by its rule and copied; an optional field
+ * that is absent stays absent; a field the table does not name is left out.
+ */
+export function shape<S extends Table>(table: S): Rule<Shaped<S>> {
+  const keys = Object.keys(table);
+  return (v, field) => {
+    if (!isMap(v)) throw invalidInput(field === '' ? 'payload' : field, 'must be a map');
+    const out: Record<string, unknown> = {};
+    for (const k of keys) {
+      const checked = table[k]!(v[k], pathOf(field, k));
+      if (checked !== undefined) out[k] = checked;
+    }
+    // Every key of the table went through its rule just above: the one cast of the decoders.
+    return out as Shaped<S>;
+  };
+}
+
+/**
+ * A decoder of a whole payload: strict decoding (errors name `payload`), then `table` over the
+ * map (errors name the field).
+ */
+export function payloadDecoder<S extends Table>(payload: string, table: S): (bytes: Uint8Array) => Shaped<S> {
+  const fields = shape(table);
+  return (bytes) => {
+    const v = decodeStrict(bytes, payload);
+    if (!isMap(v)) throw invalidInput(payload, 'must be a map');
+    return fields(v, '');
+  };
+}
