@@ -17,7 +17,11 @@
  *   and of this process while it runs the direct client;
  * - the proxy has validation, the grant check, the Redis-shared limits, tracing and metrics on;
  * - afterwards, the proxy's RSS with 1,000 legacy runs each holding one open connection (a session);
- * - MaxListenersExceededWarning is looked for in both processes.
+ * - MaxListenersExceededWarning is looked for in both processes;
+ * - the floor of the NATS hop, in the same run: the runtime's ProxyClient to a responder in a
+ *   process of its own that decodes the request and answers at once (no upstream, no proxy), and
+ *   that hop followed by the raw undici POST (what a proxied call costs at the least: the two
+ *   hops, each process's own minimum work, nothing else).
  */
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -26,6 +30,7 @@ import { availableParallelism, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Client, ModernClient, ModernStreamableHTTPClientTransport, StreamableHTTPClientTransport } from '../test/support/sdk-client.js';
+import { startNatsEcho } from '../test/support/nats-echo.js';
 import { ProxySystem, spawnProxyProcess, type ProxyProcess } from '../test/support/proxy-system.js';
 import { ROOT } from '../test/support/system.js';
 
@@ -154,6 +159,7 @@ async function main(): Promise<void> {
   const direct = new Client({ name: 'bench-direct', version: '0' });
   const directModern = new ModernClient({ name: 'bench-direct-v2', version: '0' }, { versionNegotiation: { mode: 'auto' } });
   const raw = await rawModernClient(modernUp.url);
+  const echo = await startNatsEcho();
   let fresh: ProxyProcess | undefined;
   try {
     await system.setServer('bench', upstream.url);
@@ -170,8 +176,15 @@ async function main(): Promise<void> {
     const modernDirectCall = (i: number) => directModern.callTool({ name: 'echo', arguments: { text: `m${i}` } });
     const modernProxiedCall = (i: number) => system.call('magent', 'mbench-run', 'mbench__echo', { text: `m${i}` });
 
+    // The floor: the same runtime client and payload as a proxied call, to the echo responder; then that hop and the raw POST, one after the other.
+    const echoCall = (i: number) => echo.client.call({ account: 'a', agent: 'magent', run: 'echo-run', tool: 'mbench__echo', arguments: { text: `m${i}` } });
+    const echoThenRaw = async (i: number) => {
+      await echoCall(i);
+      return raw.call(i);
+    };
+
     const phases: Phase[] = [];
-    const upstreamOf = (what: string): (() => number) => (what.startsWith('modern') ? modernUp.cpuMs : upstream.cpuMs);
+    const upstreamOf = (what: string): (() => number) => (what.startsWith('NATS echo') ? () => echo.cpuMs() : what.startsWith('modern') ? modernUp.cpuMs : upstream.cpuMs);
     const measureDirect = async (what: string, total: number, conc: number, op: (i: number) => Promise<unknown> = directCall): Promise<Phase> => {
       await run(WARMUP, conc, op);
       const before = process.cpuUsage();
@@ -203,6 +216,11 @@ async function main(): Promise<void> {
     const mrc = await measureDirect(`modern: raw undici POST, ${CALLERS} callers`, CONCURRENT, CALLERS, raw.call);
     const mconcClient = await measureProxied(`modern: NATS + proxy, ${CALLERS} callers`, CONCURRENT, CALLERS, modernProxiedCall);
     const mpc = phases.at(-1)!;
+    // The floor (the "upstream CPU" column of the echo rows is the responder's).
+    const es = await measureDirect('NATS echo (runtime ProxyClient, no proxy), sequential', SEQUENTIAL, 1, echoCall);
+    const ers = await measureDirect('modern: NATS echo + raw undici POST, sequential', SEQUENTIAL, 1, echoThenRaw);
+    const ec = await measureDirect(`NATS echo (runtime ProxyClient, no proxy), ${CALLERS} callers`, CONCURRENT, CALLERS, echoCall);
+    const erc = await measureDirect(`modern: NATS echo + raw undici POST, ${CALLERS} callers`, CONCURRENT, CALLERS, echoThenRaw);
     const fmt = (n: number, d = 2): string => n.toFixed(d);
     const rate = (p: Phase): number => p.calls / p.seconds;
     const header = [
@@ -218,6 +236,8 @@ async function main(): Promise<void> {
       `modern, sequential p50: proxy − raw = ${fmt(mps.p50 - mrs.p50, 3)} ms (goal ≤ 0.3); proxy − direct SDK v2 = ${fmt(mps.p50 - mds.p50, 3)} ms`,
       `modern, proxy CPU per call: sequential ${fmt(mps.cpuPerCallMs, 3)} ms, ${CALLERS} callers ${fmt(mpc.cpuPerCallMs, 3)} ms (goal ≤ 0.3); direct SDK v2 client ${fmt(mds.cpuPerCallMs, 3)} / ${fmt(mdc.cpuPerCallMs, 3)} ms, raw ${fmt(mrs.cpuPerCallMs, 3)} / ${fmt(mrc.cpuPerCallMs, 3)} ms`,
       `modern, runtime-side NATS client CPU per call (this process): sequential ${fmt(mseqClient.clientCpuPerCallMs, 3)} ms, ${CALLERS} callers ${fmt(mconcClient.clientCpuPerCallMs, 3)} ms`,
+      `floor, the NATS hop alone (runtime client → NATS → echo responder → back): sequential p50 ${fmt(es.p50, 3)} ms, ${fmt(rate(es), 0)} calls/s at 1, ${fmt(rate(ec), 0)} at ${CALLERS} callers`,
+      `floor, NATS echo + raw POST: sequential p50 ${fmt(ers.p50, 3)} ms (raw + ${fmt(ers.p50 - mrs.p50, 3)} ms; the proxy's p50 is ${fmt(mps.p50 - ers.p50, 3)} ms above it); ${CALLERS} callers ${fmt(rate(erc), 0)} calls/s = ${fmt(rate(erc) / rate(mrc), 3)} × raw (proxy: ${fmt(rate(mpc) / rate(erc), 3)} × this floor)`,
     ];
     if (QUICK) {
       process.stdout.write(`${[...header, ...phases.map(rowOf), '', ...modernSummary].join('\n')}\n`);
@@ -244,7 +264,7 @@ async function main(): Promise<void> {
     await run(MODERN_RUNS_FOR_RSS, 50, (i) => system.call('magent', `mrss-${i}`, 'mbench__echo', { text: 'x' }));
     const modernLoaded = await proxyStats(freshProxy);
 
-    const [ds, ps, dc, pc] = phases.slice(6) as [Phase, Phase, Phase, Phase];
+    const [ds, ps, dc, pc] = phases.slice(10) as [Phase, Phase, Phase, Phase];
     const proxyWarned = /MaxListenersExceeded/.test(proxy.logs.join(''));
     const directWarned = warnings.some((w) => /MaxListeners/.test(w));
     const out = [
@@ -267,6 +287,7 @@ async function main(): Promise<void> {
     await direct.close().catch(() => undefined);
     await directModern.close().catch(() => undefined);
     await raw.close().catch(() => undefined);
+    await echo.stop();
     await proxy.stop();
     await fresh?.stop();
     await system.stop();

@@ -1,0 +1,77 @@
+/**
+ * The floor of the proxy's NATS hop, for `pnpm bench proxy`: a responder on the proxy's call
+ * subject (under a namespace of its own) that decodes each request as strictly as the proxy does
+ * and answers at once with a reply of the proxy's shape, in a process of its own as the proxy is;
+ * and the runtime's own ProxyClient to call it. No upstream, no proxy: what the hop itself costs.
+ */
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { decodeStrict, encodePayload, makeSubjects } from '@mcpx/contracts';
+import { ProxyClient } from '@mcpx/proxy-client';
+import { serviceUrls } from './env.js';
+import { ROOT } from './system.js';
+
+/** The echo responder's namespace: its call subject is the proxy's, under this prefix. */
+const ECHO_PREFIX = 'benchecho.';
+
+async function serveEcho(url: string): Promise<void> {
+  const nc = await connect({ servers: url });
+  nc.subscribe(makeSubjects(ECHO_PREFIX).proxyCall, {
+    callback: (err, msg) => {
+      if (err) return;
+      const req = decodeStrict<{ tool: string; arguments: { text?: unknown } }>(msg.data, 'request');
+      const text = typeof req.arguments.text === 'string' ? req.arguments.text : '';
+      msg.respond(encodePayload({ ok: true, instance: 'echo', result: { tool: req.tool, server: 'echo', text, durationMs: 0 } }));
+    },
+  });
+  await nc.flush();
+  process.stdout.write('ready\n');
+  await nc.closed();
+}
+
+export interface NatsEcho {
+  /** The runtime's ProxyClient, aimed at the echo responder. */
+  client: ProxyClient;
+  /** The responder process's CPU time so far (ms; 0 where /proc is missing). */
+  cpuMs(): number;
+  stop(): Promise<void>;
+}
+
+/** Starts the responder in a process of its own and a client connection to it. */
+export async function startNatsEcho(): Promise<NatsEcho> {
+  const url = serviceUrls().nats;
+  const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), url], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  const stderr: string[] = [];
+  child.stderr.on('data', (d: Buffer) => stderr.push(d.toString()));
+  await new Promise<void>((resolve, reject) => {
+    child.stdout.once('data', () => resolve());
+    child.once('exit', (code) => reject(new Error(`NATS echo exited ${code}: ${stderr.join('')}`)));
+  });
+  const nc: NatsConnection = await connect({ servers: url });
+  return {
+    client: new ProxyClient(nc, makeSubjects(ECHO_PREFIX)),
+    cpuMs: () => processCpuMs(child.pid),
+    stop: async () => {
+      await nc.close().catch(() => undefined);
+      child.kill('SIGTERM');
+    },
+  };
+}
+
+function processCpuMs(pid: number | undefined): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+  } catch {
+    return 0;
+  }
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  serveEcho(process.argv[2] ?? serviceUrls().nats).catch((err: unknown) => {
+    process.stderr.write(`NATS echo failed: ${String(err)}\n`);
+    process.exit(1);
+  });
+}
