@@ -1,4 +1,5 @@
 import { decodeStrict } from './codec.js';
+import type { JsonObject } from '@mcpx/domain';
 import { invalidInput } from './errors.js';
 
 /**
@@ -14,8 +15,10 @@ export type Rule<T> = (value: unknown, field: string) => T;
 export type Table = Record<string, Rule<unknown>>;
 
 type Checked<R> = R extends Rule<infer T> ? T : never;
-type RequiredKeys<S extends Table> = { [K in keyof S]: undefined extends Checked<S[K]> ? never : K }[keyof S];
-type OptionalKeys<S extends Table> = { [K in keyof S]: undefined extends Checked<S[K]> ? K : never }[keyof S];
+/** Whether a rule may give `undefined` (an `optional` one); a rule of `unknown` gives a field typed `unknown`. */
+type MayBeAbsent<T> = unknown extends T ? false : undefined extends T ? true : false;
+type RequiredKeys<S extends Table> = { [K in keyof S]: MayBeAbsent<Checked<S[K]>> extends true ? never : K }[keyof S];
+type OptionalKeys<S extends Table> = { [K in keyof S]: MayBeAbsent<Checked<S[K]>> extends true ? K : never }[keyof S];
 
 /** The value a table checks: its required fields, and its optional ones when present. */
 export type Shaped<S extends Table> = { [K in RequiredKeys<S>]: Checked<S[K]> } & { [K in OptionalKeys<S>]?: Exclude<Checked<S[K]>, undefined> };
@@ -45,6 +48,12 @@ export const anyStr: Rule<string> = (v, field) => {
 /** A safe integer. */
 export const int: Rule<number> = (v, field) => {
   if (typeof v !== 'number' || !Number.isSafeInteger(v)) throw invalidInput(field, 'must be an integer');
+  return v;
+};
+
+/** A finite number (a score, a freshness hint in milliseconds). */
+export const num: Rule<number> = (v, field) => {
+  if (typeof v !== 'number' || !Number.isFinite(v)) throw invalidInput(field, 'must be a number');
   return v;
 };
 
@@ -114,6 +123,19 @@ export function shape<S extends Table>(table: S): Rule<Shaped<S>> {
 }
 
 /**
+ * A map whose fields named in `table` are checked, kept whole as sent: a document whose CID is
+ * computed over all of it (a field this reader does not know must reach the next one unchanged).
+ */
+export function checkedMap<S extends Table>(table: S): Rule<Shaped<S>> {
+  const fields = shape(table);
+  return (v, field) => {
+    fields(v, field);
+    // Every field of the table was checked just above; the others are kept as sent, unread.
+    return v as Shaped<S>;
+  };
+}
+
+/**
  * A decoder of a whole payload: strict decoding (errors name `payload`), then `table` over the
  * map (errors name the field).
  */
@@ -125,3 +147,17 @@ export function payloadDecoder<S extends Table>(payload: string, table: S): (byt
     return fields(v, '');
   };
 }
+
+/** Whether `v` is a JSON value: no bytes, no `undefined`, no non-finite numbers, at any depth. */
+function isJson(v: unknown): boolean {
+  if (v === null || typeof v === 'string' || typeof v === 'boolean') return true;
+  if (typeof v === 'number') return Number.isFinite(v);
+  if (Array.isArray(v)) return v.every(isJson);
+  return isMap(v) && Object.values(v).every(isJson);
+}
+
+/** A JSON object (a tool document's schema): checked to its leaves, kept as sent. */
+export const jsonObject: Rule<JsonObject> = (v, field) => {
+  if (!isMap(v) || !isJson(v)) throw invalidInput(field, 'must be a JSON object');
+  return v as JsonObject; // every leaf was checked just above
+};

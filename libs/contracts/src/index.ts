@@ -24,6 +24,8 @@ export {
   decodeServerDiscoveredEvent,
   decodeToolsObserved,
 } from './payload-decoders.js';
+export { agentToolsReplyValue, decodeAgentToolsRequest, decodeDeleteLambdaToolRequest, decodeSetLambdaToolRequest, lambdaToolReplyValue, toolSearchReplyValue } from './reply-decoders.js';
+export type { Rule } from './field-rules.js';
 export { ERROR_TRAITS, ErrorCodes, WireError, invalidInput, toWireError } from './errors.js';
 export type { ErrorCode, ErrorDetails, ErrorDetailsMap, ErrorTraits, WireErrorShape } from './errors.js';
 export { Transports, ServerStates } from './payloads.js';

@@ -1,6 +1,6 @@
 import { Permission, type RemoteTool } from '@mcpx/domain';
 import { ErrorCodes, WireError, invalidInput } from './errors.js';
-import { anyMap, anyStr, anything, bool, int, isMap, list, mapOf, oneOf, optional, payloadDecoder, shape, str, type Rule } from './field-rules.js';
+import { anyMap, anyStr, anything, bool, int, isMap, list, mapOf, num, oneOf, optional, payloadDecoder, shape, str, type Rule } from './field-rules.js';
 import type { InputAnsweredEvent, InputRequestedEvent } from './inputs.js';
 import type { OAuthRefreshReply, OAuthRefreshRequest } from './oauth-refresh.js';
 import { ServerStates, Transports } from './payloads.js';
@@ -28,12 +28,6 @@ import { decodeStrict } from './codec.js';
  * logic. Each decoder is declared with the payload's type, so a table that misses or mistypes a
  * required field does not compile.
  */
-
-/** A finite number (a freshness hint in milliseconds). */
-const num: Rule<number> = (v, field) => {
-  if (typeof v !== 'number' || !Number.isFinite(v)) throw invalidInput(field, 'must be a number');
-  return v;
-};
 
 const transport = oneOf(Transports.http, Transports.sse);
 const permission = oneOf(Permission.act, Permission.always_ask);

@@ -92,7 +92,42 @@ export interface Subjects {
   reviewRequested(account: string): string;
   /** `registry.oauth.refresh` — request/reply: a proxy asks the registry to refresh an oauth server's token */
   readonly registryOAuthRefresh: string;
+  /** `mcp.events.server.*.<acct>.*` — both server events of one account. */
+  serverEventsOf(account: string): string;
+
+  // The parsers, each beside its builder's grammar: a subject of another shape, another prefix, or
+  // a token outside the token grammar parses to null (never a guess by position).
+
+  /** Parses `mcp.events.server.discovered|deleted.<acct>.<server>` ({@link serverDiscovered}, {@link serverDeleted}). */
+  parseServerEvent(subject: string): { kind: 'discovered' | 'deleted'; account: string; server: string } | null;
+  /** Parses `mcp.events.agent.changed.<acct>.<agent>` ({@link agentChanged}). */
+  parseAgentChanged(subject: string): { account: string; agent: string } | null;
+  /** Parses `agents.tools.changed.<acct>.<agent>` ({@link agentToolsChanged}). */
+  parseAgentToolsChanged(subject: string): { account: string; agent: string } | null;
+  /** Parses `mcp.approvals.requested|decided.<acct>` ({@link approvalRequested}, {@link approvalDecided}). */
+  parseApprovalEvent(subject: string): { kind: 'requested' | 'decided'; account: string } | null;
+  /** Parses `mcp.inputs.requested|answered.<acct>` ({@link inputRequested}, {@link inputAnswered}). */
+  parseInputEvent(subject: string): { kind: 'requested' | 'answered'; account: string } | null;
 }
+
+/**
+ * The tokens of `subject` after `head` (which ends with a dot), when there are exactly `count`
+ * and each is a valid token; else null.
+ */
+function tokensAfter(subject: string, head: string, count: number): string[] | null {
+  if (!subject.startsWith(head)) return null;
+  const tokens = subject.slice(head.length).split('.');
+  return tokens.length === count && tokens.every((t) => TOKEN_RE.test(t)) ? tokens : null;
+}
+
+/** `token` when it is one of `kinds`, else null. */
+function kindOf<K extends string>(token: string | undefined, kinds: readonly K[]): K | null {
+  return kinds.find((k) => k === token) ?? null;
+}
+
+const SERVER_EVENT_KINDS = ['discovered', 'deleted'] as const;
+const APPROVAL_EVENT_KINDS = ['requested', 'decided'] as const;
+const INPUT_EVENT_KINDS = ['requested', 'answered'] as const;
 
 /** Queue group names: one member of each group answers a request. */
 export const QueueGroups = {
@@ -139,5 +174,29 @@ export function makeSubjects(prefix = ''): Subjects {
     inputEvents: (a) => `${p}mcp.inputs.*.${t(a)}`,
     reviewRequested: (a) => `${p}mcp.reviews.requested.${t(a)}`,
     registryOAuthRefresh: `${p}registry.oauth.refresh`,
+    serverEventsOf: (a) => `${p}mcp.events.server.*.${t(a)}.*`,
+    parseServerEvent: (subject) => {
+      const [kind, account, server] = tokensAfter(subject, `${p}mcp.events.server.`, 3) ?? [];
+      const k = kindOf(kind, SERVER_EVENT_KINDS);
+      return k === null || account === undefined || server === undefined ? null : { kind: k, account, server };
+    },
+    parseAgentChanged: (subject) => {
+      const [account, agent] = tokensAfter(subject, `${p}mcp.events.agent.changed.`, 2) ?? [];
+      return account === undefined || agent === undefined ? null : { account, agent };
+    },
+    parseAgentToolsChanged: (subject) => {
+      const [account, agent] = tokensAfter(subject, `${p}agents.tools.changed.`, 2) ?? [];
+      return account === undefined || agent === undefined ? null : { account, agent };
+    },
+    parseApprovalEvent: (subject) => {
+      const [kind, account] = tokensAfter(subject, `${p}mcp.approvals.`, 2) ?? [];
+      const k = kindOf(kind, APPROVAL_EVENT_KINDS);
+      return k === null || account === undefined ? null : { kind: k, account };
+    },
+    parseInputEvent: (subject) => {
+      const [kind, account] = tokensAfter(subject, `${p}mcp.inputs.`, 2) ?? [];
+      const k = kindOf(kind, INPUT_EVENT_KINDS);
+      return k === null || account === undefined ? null : { kind: k, account };
+    },
   };
 }
