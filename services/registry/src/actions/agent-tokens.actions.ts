@@ -1,4 +1,5 @@
 import { ErrorCodes, WireError, invalidInput } from '@mcpx/contracts';
+import { recordAudit } from '../audit/audit-log.js';
 import { AgentTokensRepository, tokenView } from '../repositories/agent-tokens.repository.js';
 import { findAgent } from './agents.actions.js';
 import type { ActionHandler } from './context.js';
@@ -58,7 +59,18 @@ export const createAgentToken: ActionHandler = async (deps, caller, action) => {
         max: MAX_ACTIVE_AGENT_TOKENS,
       });
     }
-    return tokens.create(caller.account, agent.id, name, expiresAt, trx, { userMayApprove: mayApprove });
+    const created = await tokens.create(caller.account, agent.id, name, expiresAt, trx, { userMayApprove: mayApprove });
+    // A token reaches the agent's tools from outside (and may approve its calls): audited with it, by id, never the token.
+    await recordAudit(trx, {
+      account: caller.account,
+      signer: caller.signer,
+      role: caller.role,
+      action: 'CreateAgentToken',
+      target: { kind: 'token', name: created.row.id },
+      before: null,
+      after: { agent: agent.name, name, expiresAt: expiresAt?.toISOString() ?? null, userMayApprove: mayApprove },
+    });
+    return created;
   });
   deps.log.info('agent token issued', { account: caller.account, agent: agent.id, token: row.id, userMayApprove: mayApprove });
   return { token, ...tokenView(row, agent.name, now) };
@@ -82,6 +94,17 @@ export const revokeAgentToken: ActionHandler = async (deps, caller, action) => {
   if (typeof id !== 'string' || !ID_RE.test(id)) throw invalidInput('id', 'must be a token id (at_ and 18 hex digits)');
   const { found, revoked } = await new AgentTokensRepository(deps.db).revoke(caller.account, id);
   if (!found) throw new WireError(ErrorCodes.notFound, `id: no token ${id}`, { field: 'id' });
+  // A second revoke changes nothing and records nothing.
+  if (revoked)
+    await recordAudit(deps.db, {
+      account: caller.account,
+      signer: caller.signer,
+      role: caller.role,
+      action: 'RevokeAgentToken',
+      target: { kind: 'token', name: id },
+      before: { revoked: false },
+      after: { revoked: true },
+    });
   deps.log.info('agent token revoked', { account: caller.account, token: id, revoked });
   return { id, revoked };
 };

@@ -4,7 +4,7 @@ import type { Database } from '@mcpx/db';
 
 /**
  * What the audit log records: every change to servers, agents, grants, permission levels, pins
- * and reviews, approvals and input answers, signers, vendor connections and OAuth authorizations asked for. `action` names the change (the action type, or what a
+ * and reviews, approvals and input answers, signers, agent tokens (by id, never the token), lambda tools, vendor connections and OAuth authorizations asked for. `action` names the change (the action type, or what a
  * discovery did on its own); `target` what it changed.
  */
 export interface AuditEntry {
@@ -14,7 +14,7 @@ export interface AuditEntry {
   /** The signer's role (`OWNER`, `WRITER`, `AGENT`), or `system`. */
   role: string;
   action: string;
-  target: { kind: 'server' | 'agent' | 'tool' | 'approval' | 'input' | 'signer' | 'account' | 'vendor'; name: string };
+  target: { kind: 'server' | 'agent' | 'tool' | 'approval' | 'input' | 'signer' | 'account' | 'vendor' | 'token'; name: string };
   /** The state before and after, as plain JSON: never a secret (redacted views only; see {@link auditView}). */
   before?: unknown;
   after?: unknown;
