@@ -128,6 +128,14 @@ function clientLine(client) {
   return line;
 }
 
+/** A pinned server's mode and, while any wait, how many of its tool changes wait for a review (`ListMcpServers` `pin`, `pendingReviews`). */
+function pinChip(s) {
+  const waiting = s.pendingReviews > 0 ? ` · ${s.pendingReviews} to review` : '';
+  const chip = el('span', { className: `chip pin${waiting ? ' auth' : ''}`, textContent: `pinned: ${s.pin}${waiting}` });
+  chip.dataset.pendingReviews = String(s.pendingReviews ?? 0);
+  return chip;
+}
+
 function serverItem(s, agent) {
   const box = el('input', { type: 'checkbox', title: agent ? `enable for ${agent.name}` : 'pick an agent first', disabled: !agent });
   box.checked = !!agent && agent.grants.mcpServers.includes(s.name);
@@ -136,6 +144,7 @@ function serverItem(s, agent) {
   const info = el('span', {}, statusChip(s));
   if (s.hasSecrets || s.auth === 'oauth') info.append(' ', el('span', { className: 'chip auth', textContent: s.auth === 'oauth' ? 'OAuth' : 'Auth' }));
   if (s.era) info.append(' ', eraChip(s));
+  if (s.pin !== undefined && s.pin !== 'off') info.append(' ', pinChip(s));
   let host = s.url;
   try {
     host = new URL(s.url).host;
