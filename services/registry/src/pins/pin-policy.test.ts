@@ -47,6 +47,14 @@ describe('evaluatePins', () => {
     expect(e.resolved).toEqual(['gone']);
     expect(evaluatePins([send, look], accepted(send, look), stored, 'review').resolved.sort()).toEqual(['gone', 'send']);
   });
+  it('warnings never decide: a harmless change (no warning at all) is held as any other, in review and strict', () => {
+    const typo = { ...send, description: 'Send one email.' };
+    for (const mode of ['review', 'strict'] as const) {
+      const e = evaluatePins([typo, look], accepted(send, look), none, mode);
+      expect(e.changes).toEqual([expect.objectContaining({ tool: 'send', status: 'pending', requested: true })]);
+      expect(e.effective).not.toContainEqual(typo);
+    }
+  });
   it('a removed tool goes; a repeated name keeps its first entry', () => {
     expect(evaluatePins([look, { ...look, description: 'dup' }], accepted(send, look), none, 'review').effective).toEqual([look]);
   });
