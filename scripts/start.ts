@@ -2,7 +2,8 @@
 // binaries) and a NATS of its own with the project's authorization (one user per service and the
 // agent runtime, passwords generated once under the data folder), then every service in the local
 // profile with its NATS credentials, and prints where the API, NATS and the runtime's credentials are.
-// The MCP endpoint (services/endpoint) connects as the agent runtime it is: the runtime's NATS user.
+// The MCP endpoint (services/endpoint) connects as its own NATS user (the runtime's rights, and the
+// notice of a decision its clients' users take).
 // A NATS_URL set by the operator is used instead, as it is (with NATS_USER/NATS_PASSWORD if set).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
@@ -27,8 +28,7 @@ let nats: AuthNats | undefined;
 /** A service's NATS settings: its own user on the stack's NATS, or the operator's NATS_URL as given. */
 function natsEnv(name: keyof typeof PORTS): Record<string, string> {
   if (nats === undefined) return givenNatsUrl !== undefined ? { NATS_URL: givenNatsUrl } : {};
-  const role = name === 'endpoint' ? 'runtime' : name;
-  return { NATS_URL: nats.url, NATS_USER: nats.users[role].user, NATS_PASSWORD: nats.users[role].password };
+  return { NATS_URL: nats.url, NATS_USER: nats.users[name].user, NATS_PASSWORD: nats.users[name].password };
 }
 const PORTS = {
   registry: Number(process.env.REGISTRY_PORT ?? 8080),

@@ -14,7 +14,7 @@ import { startChild } from './local.js';
 import { findOnPath, tcpReachable } from './process.js';
 import type { Endpoint, EnsureDependenciesOptions, Stopper } from './types.js';
 
-const ROLES: readonly NatsRole[] = ['registry', 'projector', 'proxy', 'runtime', 'operator'];
+const ROLES: readonly NatsRole[] = ['registry', 'projector', 'proxy', 'endpoint', 'runtime', 'operator'];
 
 export interface AuthNats {
   url: string;

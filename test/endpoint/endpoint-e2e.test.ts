@@ -12,7 +12,7 @@ import { INSPECTORS, lastJson, runInspector } from './inspector-clis.js';
 
 /**
  * The issue's "done when", as a user does it: the services as processes on a NATS that refuses
- * anonymous clients (each on its own user, the endpoint on the runtime's), server-everything
+ * anonymous clients (each on its own user, the endpoint on its own too), server-everything
  * granted to an agent, a token issued with `mcpx agents tokens new`, the URL from `mcpx agents
  * endpoint`, and the Inspector's command-line client listing the agent's tools and calling
  * `everything__echo`; then `mcpx agents tokens revoke` and the same client is refused.
@@ -37,7 +37,7 @@ describe('the agent MCP endpoint end to end (processes, NATS with least privileg
       env: {
         ...process.env,
         ...system.env,
-        ...nats.env('runtime'),
+        ...nats.env('endpoint'),
         HTTP_PORT: String(port),
         INTERNAL_HTTP_PORT: String(await freePort()),
         ENDPOINT_PUBLIC_URL: endpointUrl,

@@ -11,6 +11,7 @@ export const NATS_PASSWORD_ENV: Readonly<Record<NatsRole, string>> = {
   registry: 'NATS_REGISTRY_PASSWORD',
   projector: 'NATS_PROJECTOR_PASSWORD',
   proxy: 'NATS_PROXY_PASSWORD',
+  endpoint: 'NATS_ENDPOINT_PASSWORD',
   runtime: 'NATS_RUNTIME_PASSWORD',
   operator: 'NATS_OPERATOR_PASSWORD',
 };

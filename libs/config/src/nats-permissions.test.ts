@@ -27,12 +27,20 @@ describe('the NATS permission model (docs/bus.md#users)', () => {
       for (const s of [`${p}mcp.proxy.call`, `${p}mcp.proxy.proxy-1.call`, `${p}mcp.proxy.cancel`, `${p}mcp.proxy.calls.held`, `${p}mcp.runs.ended.acct.run`]) {
         expect(who('subscribe', s, prefix)).toEqual(['proxy', 'operator']);
       }
-      expect(who('publish', `${p}mcp.proxy.call`, prefix)).toEqual(['registry', 'runtime', 'operator']);
-      expect(who('publish', `${p}mcp.proxy.cancel`, prefix)).toEqual(['runtime', 'operator']);
-      expect(who('publish', `${p}mcp.runs.ended.acct.run`, prefix)).toEqual(['registry', 'runtime', 'operator']);
+      expect(who('publish', `${p}mcp.proxy.call`, prefix)).toEqual(['registry', 'endpoint', 'runtime', 'operator']);
+      expect(who('publish', `${p}mcp.proxy.cancel`, prefix)).toEqual(['endpoint', 'runtime', 'operator']);
+      expect(who('publish', `${p}mcp.runs.ended.acct.run`, prefix)).toEqual(['registry', 'endpoint', 'runtime', 'operator']);
+      // A decision's notice: the registry (an owner's), the endpoint (a client's user's); never a runtime.
+      expect(who('publish', `${p}mcp.approvals.decided.acct`, prefix)).toEqual(['registry', 'endpoint', 'operator']);
+      expect(who('subscribe', `${p}mcp.approvals.decided.acct`, prefix)).toEqual(['registry', 'runtime', 'operator']);
+      // Between the endpoint's instances only.
+      for (const s of [`${p}mcp.endpoint.endpoint-1.answer`, `${p}mcp.endpoint.clients.declared`]) {
+        expect(who('publish', s, prefix)).toEqual(['endpoint', 'operator']);
+        expect(who('subscribe', s, prefix)).toEqual(['endpoint', 'operator']);
+      }
       expect(who('publish', `${p}registry.oauth.refresh`, prefix)).toEqual(['proxy', 'operator']);
       expect(who('subscribe', `${p}registry.oauth.refresh`, prefix)).toEqual(['registry', 'operator']);
-      expect(who('subscribe', `${p}agents.tools.changed.acct.agent`, prefix)).toEqual(['registry', 'proxy', 'runtime', 'operator']);
+      expect(who('subscribe', `${p}agents.tools.changed.acct.agent`, prefix)).toEqual(['registry', 'proxy', 'endpoint', 'runtime', 'operator']);
     });
   }
 
@@ -49,7 +57,7 @@ describe('the NATS permission model (docs/bus.md#users)', () => {
       expect(perm.subscribe.some((s) => matches(s, `${inboxPrefixOf(role)}.abc.1`))).toBe(true);
     }
     // Only the repliers may answer requests.
-    expect(NatsRoles.filter((r) => natsPermissions(r, r).allowResponses !== false)).toEqual(['registry', 'projector', 'proxy']);
+    expect(NatsRoles.filter((r) => natsPermissions(r, r).allowResponses !== false)).toEqual(['registry', 'projector', 'proxy', 'endpoint']);
   });
 
   it('renders a config without anonymous access, refusing short passwords and duplicate users', () => {

@@ -12,6 +12,11 @@
  *   consumes `MCP_EVENTS` through its durable `projector`.
  * - `proxy` — the only one that subscribes to `mcp.proxy.call`, `mcp.proxy.<instance>.call`,
  *   `mcp.proxy.cancel`, `mcp.proxy.calls.held`, `mcp.runs.ended.>` and its `$SRV` subjects.
+ * - `endpoint` — the agent MCP endpoint (services/endpoint): calls through the proxy as the
+ *   runtime does, and besides publishes `mcp.approvals.decided.*` (the decision of a client's
+ *   user it applied, as the registry publishes an owner's) and talks to its other instances on
+ *   `mcp.endpoint.>` (a legacy client's answer that reached the wrong instance, the capabilities
+ *   a legacy client declared); reads `agents.tools.changed.>`.
  * - `runtime` — the set a platform hands its agent runtime: requests `mcp.proxy.call`,
  *   `mcp.proxy.<instance>.call` and `mcp.proxy.calls.held`, publishes `mcp.proxy.cancel` and
  *   `mcp.runs.ended.>`, reads `mcp.approvals.decided.*` (`callAwaitingApproval`),
@@ -25,7 +30,7 @@
  * right on someone's inbox.
  */
 
-export const NatsRoles = ['registry', 'projector', 'proxy', 'runtime', 'operator'] as const;
+export const NatsRoles = ['registry', 'projector', 'proxy', 'endpoint', 'runtime', 'operator'] as const;
 export type NatsRole = (typeof NatsRoles)[number];
 
 export interface NatsPermissions {
@@ -195,6 +200,14 @@ export function natsPermissions(role: NatsRole, user: string, prefix = ''): Nats
         allowResponses: replies,
       };
     }
+    case 'endpoint':
+      // Not the runtime's user: a runtime may not announce decisions (it would forge them), the
+      // endpoint applies a client's user's decision and says so, as the registry does an owner's.
+      return {
+        publish: [...callProxy, `${p}mcp.approvals.decided.*`, `${p}mcp.endpoint.>`],
+        subscribe: [inbox, `${p}agents.tools.changed.>`, `${p}mcp.endpoint.>`],
+        allowResponses: replies,
+      };
     case 'runtime':
       return {
         publish: callProxy,

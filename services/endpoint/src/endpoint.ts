@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { TrustedProxies } from '@mcpx/config/trusted-proxies';
-import { makeSubjects } from '@mcpx/contracts';
+import { encodePayload, makeSubjects } from '@mcpx/contracts';
 import { createDb } from '@mcpx/db';
 import { ApprovalStore, RateLimiter } from '@mcpx/locks';
 import { createLogger, type LogSink } from '@mcpx/log';
@@ -16,6 +16,7 @@ import { AgentTokens } from './agent-tokens.js';
 import type { EndpointConfig } from './config.js';
 import { endpointFetch } from './http.js';
 import { LeanCalls } from './lean-calls.js';
+import { LegacyClients } from './legacy-clients.js';
 import { TokenFailures } from './token-failures.js';
 import { ToolSets } from './tool-sets.js';
 import { UserApprovals } from './user-approvals.js';
@@ -43,8 +44,9 @@ const VERSION = '0.1.0';
 
 /**
  * The MCP endpoint service: every agent's tools as an MCP server at `/v1/agents/<agent>/mcp`
- * (both protocol eras), for clients outside the platform. A NATS client of the proxy with the
- * runtime's rights (it requests `mcp.proxy.call`, reads `agents.tools.changed.>`), a read-only
+ * (both protocol eras), for clients outside the platform. A NATS client of the proxy on its own
+ * user (`endpoint`, docs/bus.md#users: the runtime's rights to call, read `agents.tools.changed.>`,
+ * announce a decision its clients' users take, and reach its other instances), a read-only
  * reader of the agent tokens, grants and tool documents in Postgres; it scales with the proxies.
  */
 export async function startEndpoint(config: EndpointConfig, opts: EndpointOptions = {}): Promise<RunningEndpoint> {
@@ -94,7 +96,13 @@ export async function startEndpoint(config: EndpointConfig, opts: EndpointOption
   toolSets.listen(runtime.nc, subjects, log);
   await runtime.nc.flush();
   // Approvals by the client's user: decided in the store the owner's decisions use.
-  const approvals = new UserApprovals({ store: new ApprovalStore(redis, config.redisPrefix, { ttlMs: config.approvalTtlMs }), db, keyring: config.keyring, log });
+  const approvals = new UserApprovals({
+    store: new ApprovalStore(redis, config.redisPrefix, { ttlMs: config.approvalTtlMs }),
+    db,
+    keyring: config.keyring,
+    log,
+    announce: (event) => runtime.nc.publish(subjects.approvalDecided(event.account), encodePayload(event)),
+  });
   if (config.keyring.length === 0) log.warn('SECRETS_KEYRING unset: approval questions are sealed with a key of this instance only');
   const servers = new AgentServers({
     approvals,
@@ -119,6 +127,7 @@ export async function startEndpoint(config: EndpointConfig, opts: EndpointOption
         toolSets,
         failures,
         calls: servers.calls,
+        clients: new LegacyClients({ nc: runtime.nc, prefix: config.natsPrefix, instance, redis, redisPrefix: config.redisPrefix, log }),
         allowedHosts: config.allowedHosts,
         serverInfo: { name: SERVER_NAME, version: VERSION },
         onError: (err) => log.warn('mcp request failed', { err }),

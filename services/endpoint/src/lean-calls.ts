@@ -1,8 +1,8 @@
-import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isInputRequiredResult, ProtocolError, SUPPORTED_PROTOCOL_VERSIONS, validateHostHeader, type CallToolResult, type InputRequiredResult } from '@modelcontextprotocol/server';
 import type { McpToolDocument } from '@mcpx/domain';
 import type { AgentTokens, TokenGrant } from './agent-tokens.js';
+import type { Declared, LegacyClients } from './legacy-clients.js';
 import { declaresForms, type ToolCalls } from './tool-calls.js';
 import type { TokenFailures } from './token-failures.js';
 import type { ToolSets } from './tool-sets.js';
@@ -21,8 +21,6 @@ const LEGACY_ANSWER_MS = 5 * 60_000;
 const MAX_PENDING_QUESTIONS = 1_000;
 /** Rounds of questions in one 2025 call (the SDK's shim allows 8). */
 const MAX_ROUNDS = 8;
-/** 2025 clients' declared capabilities remembered, by token (from their initialize). */
-const MAX_REMEMBERED = 50_000;
 const SSE_HEADERS = { 'cache-control': 'no-cache, no-transform', connection: 'keep-alive', 'content-type': 'text/event-stream', 'x-accel-buffering': 'no' };
 
 export interface LeanCallsDeps {
@@ -30,6 +28,8 @@ export interface LeanCallsDeps {
   toolSets: ToolSets;
   failures: TokenFailures;
   calls: ToolCalls;
+  /** What 2025 clients declared, and their answers, across the endpoint's instances. */
+  clients: LegacyClients;
   allowedHosts: string[];
   /** The server's name and version, as the SDK's results carry them in `_meta` (2026-07-28). */
   serverInfo: { name: string; version: string };
@@ -99,17 +99,17 @@ function rpcErrorJson(id: string | number, err: unknown): string {
  * It also does for 2025 clients what the SDK's stateless serving cannot: a client that declared
  * elicitation (or sampling) in its initialize gets the questions of its call (an approval its
  * token's user may give, a server's form) as `elicitation/create` requests on the call's SSE
- * stream, and its answer (a POST of the JSON-RPC response) goes on with the call. The answer
- * must reach this instance: behind several instances, without affinity, it does not, and the
- * call ends as if unanswered (the owner decides).
+ * stream, and its answer (a POST of the JSON-RPC response) goes on with the call. Behind several
+ * instances without affinity, what the client declared and its answers reach the instance that
+ * serves its call wherever they were posted ({@link LegacyClients}).
  */
 export class LeanCalls {
-  /** What each token's 2025 client declared in its initialize (the last one wins). */
-  private readonly legacyCaps = new Map<string, { elicitation: boolean; sampling: boolean }>();
   /** Questions asked of 2025 clients, by their JSON-RPC id: the token they were asked of and the answer's resolver. */
   private readonly questions = new Map<string, { tokenId: string; resolve: (answer: Json | undefined) => void }>();
 
-  constructor(private readonly deps: LeanCallsDeps) {}
+  constructor(private readonly deps: LeanCallsDeps) {
+    deps.clients.listen((tokenId, id, result) => this.take(tokenId, id, result));
+  }
 
   /** Serves `req` here or hands it to `fallback` (with its body, when read). */
   handle(req: IncomingMessage, res: ServerResponse, clientAddress: string, fallback: Fallback): void {
@@ -138,8 +138,8 @@ export class LeanCalls {
       return fallback(req, res, body);
     }
     if (!isObject(msg)) return fallback(req, res, body);
-    if (!candidate.modern && this.legacyMessage(msg, grant, res)) return;
-    if (!candidate.modern && msg.method === 'initialize') this.rememberInitialize(grant, msg);
+    if (!candidate.modern && (await this.legacyMessage(msg, grant, res))) return;
+    if (!candidate.modern && msg.method === 'initialize') await this.rememberInitialize(grant, msg);
     const call = this.callOf(msg, candidate.modern, req);
     if (call === undefined) return fallback(req, res, body);
     const set = await this.deps.toolSets.get(grant.account, grant.agent).catch(() => null);
@@ -240,7 +240,7 @@ export class LeanCalls {
 
   private async legacy(req: IncomingMessage, res: ServerResponse, grant: TokenGrant, call: NonNullable<ReturnType<LeanCalls['callOf']>>): Promise<void> {
     const abort = abortOnClose(res);
-    const declared = this.legacyCaps.get(grant.id) ?? { elicitation: false, sampling: false };
+    const declared = await this.deps.clients.declared(grant.id);
     let text: string;
     try {
       let requestState: string | undefined;
@@ -284,13 +284,13 @@ export class LeanCalls {
    * answers by key; a question the client did not declare it can answer, or did not answer in
    * time, is answered `cancel` for it (an approval then waits for the owner).
    */
-  private async ask(grant: TokenGrant, res: ServerResponse, result: InputRequiredResult, declared: { elicitation: boolean; sampling: boolean }, signal: AbortSignal): Promise<Json> {
+  private async ask(grant: TokenGrant, res: ServerResponse, result: InputRequiredResult, declared: Declared, signal: AbortSignal): Promise<Json> {
     const entries = Object.entries((result.inputRequests ?? {}) as Record<string, { method: string; params?: unknown }>);
     const answers = await Promise.all(
       entries.map(async ([key, q]): Promise<[string, Json]> => {
         const can = q.method === 'elicitation/create' ? declared.elicitation : q.method === 'sampling/createMessage' ? declared.sampling : false;
         if (!can || this.questions.size >= MAX_PENDING_QUESTIONS || signal.aborted) return [key, { action: 'cancel' }];
-        const id = `mcpx-q-${randomUUID()}`;
+        const id = this.deps.clients.questionId();
         const answered = new Promise<Json | undefined>((resolve) => {
           const timer = setTimeout(() => resolve(undefined), LEGACY_ANSWER_MS);
           const onAbort = (): void => resolve(undefined);
@@ -316,28 +316,37 @@ export class LeanCalls {
     return Object.fromEntries(answers);
   }
 
-  /** A 2025 client's answer to one of its questions: taken here (202), true; anything else, false. */
-  private legacyMessage(msg: Json, grant: TokenGrant, res: ServerResponse): boolean {
+  /**
+   * A 2025 client's answer to one of its questions, taken here or by the instance that asked it
+   * (202), true; anything else, false.
+   */
+  private async legacyMessage(msg: Json, grant: TokenGrant, res: ServerResponse): Promise<boolean> {
     if (msg.method !== undefined || typeof msg.id !== 'string' || msg.jsonrpc !== '2.0') return false;
-    const q = this.questions.get(msg.id);
-    if (q === undefined || q.tokenId !== grant.id) return false;
-    this.questions.delete(msg.id);
     // An error answer (the client cannot do it after all) is no answer.
-    q.resolve(isObject(msg.result) ? msg.result : undefined);
+    const result = isObject(msg.result) ? msg.result : undefined;
+    if (!this.take(grant.id, msg.id, result) && !(await this.deps.clients.forward(grant.id, msg.id, result))) return false;
     res.writeHead(202);
     res.end();
     return true;
   }
 
-  private rememberInitialize(grant: TokenGrant, msg: Json): void {
+  /** Resolves a question of this instance with its answer, if it was asked of this token and still waits. */
+  private take(tokenId: string, id: string, result: Json | undefined): boolean {
+    const q = this.questions.get(id);
+    if (q === undefined || q.tokenId !== tokenId) return false;
+    this.questions.delete(id);
+    q.resolve(result);
+    return true;
+  }
+
+  private async rememberInitialize(grant: TokenGrant, msg: Json): Promise<void> {
     const caps = isObject(msg.params) && isObject(msg.params.capabilities) ? msg.params.capabilities : {};
-    this.legacyCaps.delete(grant.id);
-    this.legacyCaps.set(grant.id, { elicitation: declaresForms(caps.elicitation), sampling: caps.sampling !== undefined });
-    if (this.legacyCaps.size > MAX_REMEMBERED) this.legacyCaps.delete(this.legacyCaps.keys().next().value as string);
+    await this.deps.clients.remember(grant.id, { elicitation: declaresForms(caps.elicitation), sampling: caps.sampling !== undefined });
   }
 
   /** Stops the questions waiting (the service is stopping): each is answered as not answered. */
   close(): void {
+    this.deps.clients.close();
     for (const q of this.questions.values()) q.resolve(undefined);
     this.questions.clear();
   }

@@ -1,0 +1,250 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport as TransportV1 } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import type { NatsConnection } from '@nats-io/transport-node';
+import { encodePayload, makeSubjects, type ApprovalDecidedEvent, type Subjects } from '@mcpx/contracts';
+import { approvalTools } from '../approvals/approval-tools.js';
+import { freePort, startTestMcpServer, type TestMcpServer } from '../servers/index.js';
+import { ApiClient } from '../support/api-client.js';
+import { uniqueNamespace } from '../support/env.js';
+import { NatsAuthServer } from '../support/nats-auth-server.js';
+import { SseSubscriber } from '../support/sse-client.js';
+import { ProcessSystem, ROOT, eventually } from '../support/system.js';
+
+type ErrorMeta = { code: string; message: string; details: Record<string, unknown> };
+const errorOf = (result: { _meta?: Record<string, unknown> }): ErrorMeta => result._meta?.['io.mcpx/error'] as ErrorMeta;
+const textOf = (result: object): string => ((result as { content?: unknown }).content as Array<{ text?: string }> | undefined)?.[0]?.text ?? '';
+
+/** One endpoint process on the `endpoint` NATS user. */
+interface EndpointProcess {
+  url: string;
+  child: ChildProcess;
+  logs: string[];
+}
+
+/**
+ * The endpoint as deployed: two endpoint processes behind no affinity, the services as processes,
+ * every one on its own NATS user of a least-privilege NATS (the endpoint on `endpoint`, not the
+ * runtime's). Issue 14's last points:
+ * - a decision the client's user takes through the endpoint is announced as `approval-decided`,
+ *   so the account's event stream (the console) sees it without a reload; a runtime's credentials
+ *   still cannot announce one (the forged notice is refused and reaches nobody);
+ * - a 2025 client's answer to a question, and what it declared in its initialize, reach the
+ *   instance that holds its call, whichever instance they were posted to.
+ */
+describe('the agent MCP endpoint on two instances (its own NATS user, no affinity)', () => {
+  let nats: NatsAuthServer;
+  let system: ProcessSystem;
+  let upstream: TestMcpServer;
+  let api: ApiClient;
+  let stream: SseSubscriber;
+  let subjects: Subjects;
+  const endpoints: EndpointProcess[] = [];
+  const conns: NatsConnection[] = [];
+  const clients: Array<{ close(): Promise<void> }> = [];
+  const prefix = uniqueNamespace().natsPrefix;
+
+  const startEndpointProcess = async (i: number): Promise<EndpointProcess> => {
+    const port = await freePort();
+    const url = `http://127.0.0.1:${port}`;
+    const logs: string[] = [];
+    const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'services', 'endpoint', 'src', 'main.ts')], {
+      cwd: ROOT,
+      env: {
+        ...process.env,
+        ...system.env,
+        ...nats.env('endpoint'),
+        HTTP_PORT: String(port),
+        INTERNAL_HTTP_PORT: String(await freePort()),
+        ENDPOINT_PUBLIC_URL: url,
+        ENDPOINT_LEAN_CALLS: 'on',
+        INSTANCE_ID: `endpoint-${i}-${port}`,
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    child.stdout?.on('data', (d: Buffer) => logs.push(d.toString('utf8')));
+    child.stderr?.on('data', (d: Buffer) => logs.push(d.toString('utf8')));
+    const started = { url, child, logs };
+    endpoints.push(started);
+    await eventually(
+      async () => {
+        if (child.exitCode !== null) throw new Error(`endpoint exited: ${logs.join('')}`);
+        return (await fetch(`${url}/healthz`).catch(() => undefined))?.ok ? true : undefined;
+      },
+      60_000,
+      `endpoint ${i} healthy`,
+    );
+    return started;
+  };
+
+  const agentUrl = (e: EndpointProcess, agent: string): string => `${e.url}/v1/agents/${encodeURIComponent(agent)}/mcp`;
+  const token = (agent: string, fields: Record<string, unknown> = {}): Promise<{ token: string; id: string }> => api.act('CreateAgentToken', { agent, ...fields });
+
+  beforeAll(async () => {
+    nats = await NatsAuthServer.start({ prefix });
+    [system, upstream] = await Promise.all([ProcessSystem.start({ env: { NATS_PREFIX: prefix }, natsEnv: (s) => nats.env(s) }), startTestMcpServer({ era: 'modern', tools: approvalTools() })]);
+    subjects = makeSubjects(prefix);
+    api = new ApiClient(system.apiUrl);
+    await api.act('SetMcpServer', { name: 'db', config: { url: upstream.url } });
+    const agent = (await api.act<{ agent: { id: string } }>('CreateAgent', { name: 'ops', definition: { mcpServers: ['db'] } })).agent.id;
+    await eventually(async () => ((await api.act<{ tools: unknown[] }>('ListAgentTools', { agent })).tools.length >= 3 ? true : undefined), 30_000, 'tools projected');
+    await Promise.all([startEndpointProcess(0), startEndpointProcess(1)]);
+    stream = await SseSubscriber.open(api);
+  }, 180_000);
+
+  afterAll(async () => {
+    for (const c of clients) await c.close().catch(() => undefined);
+    for (const nc of conns) await nc.close().catch(() => undefined);
+    await stream?.close();
+    await Promise.all(
+      endpoints.map(async (e) => {
+        if (e.child.exitCode !== null) return;
+        const exited = new Promise((r) => e.child.once('exit', r));
+        e.child.kill('SIGTERM');
+        await exited;
+      }),
+    );
+    await upstream?.close();
+    await system?.stop();
+    await nats?.stop();
+  });
+
+  it("a modern client's user approves through one instance: the console's event stream hears the decision at once, and the call runs once", async () => {
+    const approver = await token('ops', { userMayApprove: true });
+    const client = new Client({ name: 'user-approval', version: '1.0.0' }, { versionNegotiation: { mode: 'auto' }, capabilities: { elicitation: { form: {} } } });
+    client.setRequestHandler('elicitation/create', () => Promise.resolve({ action: 'accept' as const, content: {} }));
+    await client.connect(new StreamableHTTPClientTransport(new URL(agentUrl(endpoints[0]!, 'ops')), { requestInit: { headers: { authorization: `Bearer ${approver.token}` } } }));
+    clients.push(client);
+    const before = upstream.stats.calls;
+    const ran = await client.callTool({ name: 'db__drop_table', arguments: { table: 'announced' } });
+    expect(textOf(ran)).toBe('dropped announced');
+    expect(upstream.stats.calls).toBe(before + 1);
+    const requested = await stream.waitFor('approval-requested', (d) => d.tool === 'db__drop_table' && d.run === `ep-${approver.id}`);
+    const decided = await stream.waitFor('approval-decided', (d) => d.approvalId === requested.data.approvalId);
+    expect(decided.data).toMatchObject({ decision: 'approved', run: `ep-${approver.id}`, tool: 'db__drop_table', server: 'db' });
+    // As the owner's notice: the call named, never its arguments.
+    expect(stream.raw).not.toContain('announced');
+  });
+
+  it('a runtime cannot announce a decision: the forged notice is refused by NATS and reaches no console', async () => {
+    const runtime = await nats.connectAs('runtime');
+    conns.push(runtime);
+    const forged: ApprovalDecidedEvent = {
+      account: api.principal,
+      approvalId: 'apr_forged_by_runtime',
+      agent: 'ops',
+      run: 'run-1',
+      tool: 'db__drop_table',
+      server: 'db',
+      decision: 'approved',
+      decidedBy: 'owner',
+      decidedAt: new Date().toISOString(),
+      expiresAt: new Date(Date.now() + 60_000).toISOString(),
+    };
+    const refused = await runtime.request(subjects.approvalDecided(api.principal), encodePayload(forged), { timeout: 5_000 }).then(
+      () => undefined,
+      (e: Error) => e.message,
+    );
+    expect(refused).toMatch(/permissions violation/i);
+    // The endpoint's own user may announce one (that is its right), but may not answer calls nor publish account events.
+    const endpoint = await nats.connectAs('endpoint');
+    conns.push(endpoint);
+    const notAnswering = endpoint.subscribe(subjects.proxyCall);
+    expect(String(await notAnswering.closed)).toMatch(/permissions violation/i);
+    const noEvents = await endpoint.request(subjects.serverDiscovered(api.principal, 'db'), new Uint8Array(), { timeout: 5_000 }).then(
+      () => undefined,
+      (e: Error) => e.message,
+    );
+    expect(noEvents).toMatch(/permissions violation/i);
+    // A real decision announced after the forged one arrives; the forged one never does.
+    const other = await token('ops', { userMayApprove: true });
+    const client = new Client({ name: 'after-forgery', version: '1.0.0' }, { versionNegotiation: { mode: 'auto' }, capabilities: { elicitation: { form: {} } } });
+    client.setRequestHandler('elicitation/create', () => Promise.resolve({ action: 'decline' as const }));
+    await client.connect(new StreamableHTTPClientTransport(new URL(agentUrl(endpoints[1]!, 'ops')), { requestInit: { headers: { authorization: `Bearer ${other.token}` } } }));
+    clients.push(client);
+    const declined = await client.callTool({ name: 'db__drop_table', arguments: { table: 'after' } });
+    expect(errorOf(declined as never)).toMatchObject({ code: 'approval_refused', details: { reason: 'denied' } });
+    await stream.waitFor('approval-decided', (d) => d.run === `ep-${other.id}` && d.decision === 'denied');
+    expect(stream.events.some((e) => e.data?.approvalId === forged.approvalId)).toBe(false);
+  });
+
+  it("a 2025 client's answer posted to the other instance goes on with the call there; another token's answer is not taken", async () => {
+    const { token: t } = await token('ops', { userMayApprove: true });
+    const intruder = await token('ops', { userMayApprove: true });
+    const [a, b] = [endpoints[0]!, endpoints[1]!];
+    const headers = (bearer: string): Record<string, string> => ({
+      authorization: `Bearer ${bearer}`,
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      'mcp-protocol-version': '2025-11-25',
+    });
+    // The initialize reaches B; the call reaches A (which learns from B what the client declared).
+    const init = await fetch(agentUrl(b, 'ops'), {
+      method: 'POST',
+      headers: headers(t),
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: { elicitation: {} }, clientInfo: { name: 'raw', version: '1' } } }),
+    });
+    await init.text();
+    const before = upstream.stats.calls;
+    const call = await fetch(agentUrl(a, 'ops'), {
+      method: 'POST',
+      headers: headers(t),
+      body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'db__drop_table', arguments: { table: 'elsewhere' } } }),
+    });
+    const reader = call.body!.getReader();
+    let seen = '';
+    while (!seen.includes('elicitation/create')) seen += new TextDecoder().decode((await reader.read()).value);
+    const question = JSON.parse(/data: (.*)/.exec(seen)![1]!) as { id: string; method: string };
+    const answer = (bearer: string, action: 'accept' | 'decline'): Promise<Response> =>
+      fetch(agentUrl(b, 'ops'), {
+        method: 'POST',
+        headers: headers(bearer),
+        body: JSON.stringify({ jsonrpc: '2.0', id: question.id, result: action === 'accept' ? { action, content: {} } : { action } }),
+      });
+    // Another token's decline, posted to B, is not taken by A (had it been, the call would end refused).
+    await (await answer(intruder.token, 'decline')).text();
+    // The client's own answer, posted to B, is taken by A: the call runs there, once.
+    expect((await answer(t, 'accept')).status).toBe(202);
+    while (!seen.includes('"id":2')) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      seen += new TextDecoder().decode(value);
+    }
+    expect(seen).toContain('dropped elsewhere');
+    expect(upstream.stats.calls).toBe(before + 1);
+  });
+
+  it('a real SDK v1 client behind the worst balancer (initialize to one instance, call to the other, answer back to the first) approves and its call runs', async () => {
+    const { token: t } = await token('ops', { userMayApprove: true });
+    const [a, b] = [endpoints[0]!, endpoints[1]!];
+    const routed: string[] = [];
+    // Sends each POST by what it carries; the rest (the GET stream) to A.
+    const balancer = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
+      const body = typeof init?.body === 'string' ? (JSON.parse(init.body) as { method?: string }) : {};
+      const target = body.method === 'tools/call' ? b : a;
+      routed.push(`${body.method ?? (init?.method === 'GET' ? 'GET' : 'answer')}→${target === a ? 'A' : 'B'}`);
+      const url = new URL(input instanceof Request ? input.url : input.toString());
+      return fetch(new URL(url.pathname + url.search, target.url), init);
+    };
+    const asked: string[] = [];
+    const client = new ClientV1({ name: 'legacy-balanced', version: '1.0.0' }, { capabilities: { elicitation: {} } });
+    client.setRequestHandler(ElicitRequestSchema, (req) => {
+      asked.push(String(req.params.message));
+      return Promise.resolve({ action: 'accept' as const, content: {} });
+    });
+    await client.connect(new TransportV1(new URL(agentUrl(a, 'ops')), { fetch: balancer, requestInit: { headers: { authorization: `Bearer ${t}` } } }));
+    clients.push(client);
+    const before = upstream.stats.calls;
+    const ran = await client.callTool({ name: 'db__drop_table', arguments: { table: 'balanced' } });
+    expect(textOf(ran), JSON.stringify(ran)).toBe('dropped balanced');
+    expect(asked).toHaveLength(1);
+    expect(upstream.stats.calls).toBe(before + 1);
+    expect(routed).toContain('initialize→A');
+    expect(routed).toContain('tools/call→B');
+    expect(routed).toContain('answer→A');
+  });
+});
