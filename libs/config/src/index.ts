@@ -5,6 +5,8 @@ export type { PinAuditSettings } from './pins-audit.js';
 export { NatsRoles, RESPONSE_WINDOW_MS, inboxPrefixOf, natsPermissions, natsUserEntries, renderNatsServerConfig } from './nats-permissions.js';
 export type { NatsPermissions, NatsRole, NatsServerConfigInput, NatsUser, NatsUserEntry } from './nats-permissions.js';
 export { NATS_PASSWORD_ENV, deployNatsUsers, renderComposeNatsConfig, renderHelmNatsAuthValues } from './nats-deploy-config.js';
+export { LOCAL_DEV_KEYRING, parseProfile, refuseDevelopmentKeys } from './profile.js';
+export type { Profile } from './profile.js';
 export { integerSetting, nonNegativeNumberSetting, onOffSetting, portSetting } from './settings.js';
 export type { IntegerSetting } from './settings.js';
 export { loadRegistrySettings } from './registry-settings.js';

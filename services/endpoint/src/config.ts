@@ -1,4 +1,16 @@
-import { parseKeyring, parseNatsCredentials, type KeyringEntry, type NatsCredentials } from '@mcpx/config';
+import {
+  LOCAL_DEV_KEYRING,
+  integerSetting,
+  nonNegativeNumberSetting,
+  onOffSetting,
+  parseKeyring,
+  parseNatsCredentials,
+  parseProfile,
+  portSetting,
+  refuseDevelopmentKeys,
+  type KeyringEntry,
+  type NatsCredentials,
+} from '@mcpx/config';
 import { TrustedProxies } from '@mcpx/config/trusted-proxies';
 
 /** The endpoint's settings, read once from the environment by main.ts. */
@@ -36,7 +48,9 @@ export interface EndpointConfig {
   /**
    * `SECRETS_KEYRING` (the deployment's, as the other services read it): seals the `requestState`
    * of the approval questions the endpoint asks MCP clients' users, so that any instance opens
-   * them. Empty: a key of this process only (a retry must come back to it).
+   * them. Unset under the local profile (`OUTBOUND_PROFILE=local`, what `npm start` runs): the
+   * development key ring the other services use there; the development key is refused outside it.
+   * Empty: a key of this process only (a retry must come back to it).
    */
   keyring: KeyringEntry[];
   /** `APPROVAL_TTL_MS`, as the proxy and the registry read it: how long an approved call may be re-sent. */
@@ -58,11 +72,12 @@ function list(value: string | undefined): string[] {
     .filter((s) => s !== '');
 }
 
-function port(raw: string | undefined, name: string, fallback: number): number {
-  if (raw === undefined || raw === '') return fallback;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new Error(`${name} must be a port number`);
-  return n;
+/** The deployment's key ring, as the other services read it (the local profile's development ring when unset there). */
+function keyringOf(env: NodeJS.ProcessEnv): KeyringEntry[] {
+  const profile = parseProfile(env);
+  const keyring = parseKeyring(env.SECRETS_KEYRING || (profile === 'local' ? LOCAL_DEV_KEYRING : undefined));
+  refuseDevelopmentKeys(profile, keyring);
+  return keyring;
 }
 
 /** IPv6 host names are bracketed in Host headers (`[::1]`); the allow-lists hold them that way. */
@@ -71,8 +86,8 @@ function hostOf(url: URL): string {
 }
 
 export function loadEndpointConfig(env: NodeJS.ProcessEnv): EndpointConfig {
-  const httpPort = port(env.HTTP_PORT, 'HTTP_PORT', DEFAULT_ENDPOINT_PORT);
-  const internalHttpPort = port(env.INTERNAL_HTTP_PORT, 'INTERNAL_HTTP_PORT', httpPort === 0 ? 0 : DEFAULT_INTERNAL_PORT);
+  const httpPort = portSetting(env, 'HTTP_PORT', DEFAULT_ENDPOINT_PORT);
+  const internalHttpPort = portSetting(env, 'INTERNAL_HTTP_PORT', httpPort === 0 ? 0 : DEFAULT_INTERNAL_PORT);
   if (internalHttpPort !== 0 && internalHttpPort === httpPort) throw new Error('INTERNAL_HTTP_PORT must differ from HTTP_PORT');
   const httpHost = env.HTTP_HOST || '127.0.0.1';
   const publicUrl = (env.ENDPOINT_PUBLIC_URL || `http://127.0.0.1:${httpPort}`).replace(/\/+$/, '');
@@ -83,22 +98,21 @@ export function loadEndpointConfig(env: NodeJS.ProcessEnv): EndpointConfig {
   const origins = list(env.ENDPOINT_ALLOWED_ORIGINS);
   const cors = list(env.ENDPOINT_CORS_ORIGINS);
   for (const o of cors) if (!URL.canParse(o) || new URL(o).origin !== o) throw new Error('ENDPOINT_CORS_ORIGINS entries must be origins, e.g. https://app.example.com');
-  const pageSize = env.ENDPOINT_PAGE_SIZE ? Number(env.ENDPOINT_PAGE_SIZE) : 100;
-  if (!Number.isInteger(pageSize) || pageSize < 1 || pageSize > 1000) throw new Error('ENDPOINT_PAGE_SIZE must be 1 to 1000');
-  const failRate = env.ENDPOINT_TOKEN_FAILURES_PER_ADDRESS ? Number(env.ENDPOINT_TOKEN_FAILURES_PER_ADDRESS) : 0.2;
-  if (!Number.isFinite(failRate) || failRate < 0) throw new Error('ENDPOINT_TOKEN_FAILURES_PER_ADDRESS must be a non-negative number (per second; 0 = no limit)');
-  const failBurst = env.ENDPOINT_TOKEN_FAILURES_PER_ADDRESS_BURST ? Number(env.ENDPOINT_TOKEN_FAILURES_PER_ADDRESS_BURST) : 20;
-  if (!Number.isSafeInteger(failBurst) || failBurst < 1) throw new Error('ENDPOINT_TOKEN_FAILURES_PER_ADDRESS_BURST must be a whole number of at least 1');
+  const pageSize = integerSetting(env, 'ENDPOINT_PAGE_SIZE', { fallback: 100, min: 1, max: 1000, message: 'ENDPOINT_PAGE_SIZE must be 1 to 1000' });
+  const failRate = nonNegativeNumberSetting(env, 'ENDPOINT_TOKEN_FAILURES_PER_ADDRESS', 0.2, 'ENDPOINT_TOKEN_FAILURES_PER_ADDRESS must be a non-negative number (per second; 0 = no limit)');
+  const failBurst = integerSetting(env, 'ENDPOINT_TOKEN_FAILURES_PER_ADDRESS_BURST', {
+    fallback: 20,
+    min: 1,
+    message: 'ENDPOINT_TOKEN_FAILURES_PER_ADDRESS_BURST must be a whole number of at least 1',
+  });
   const trustedProxies = list(env.TRUSTED_PROXIES);
   // A malformed entry stops the start, naming it.
   new TrustedProxies(trustedProxies);
   const level = env.LOG_LEVEL ?? 'info';
   if (level !== 'debug' && level !== 'info' && level !== 'warn' && level !== 'error') throw new Error('LOG_LEVEL must be debug, info, warn or error');
   const creds = parseNatsCredentials(env);
-  const approvalTtlMs = env.APPROVAL_TTL_MS ? Number(env.APPROVAL_TTL_MS) : 10 * 60_000;
-  if (!Number.isFinite(approvalTtlMs) || approvalTtlMs < 0) throw new Error('APPROVAL_TTL_MS must be a non-negative number of milliseconds');
-  const lean = (env.ENDPOINT_LEAN_CALLS ?? 'on').toLowerCase();
-  if (lean !== 'on' && lean !== 'off') throw new Error('ENDPOINT_LEAN_CALLS must be on or off');
+  const approvalTtlMs = nonNegativeNumberSetting(env, 'APPROVAL_TTL_MS', 10 * 60_000, 'APPROVAL_TTL_MS must be a non-negative number of milliseconds');
+  const leanCalls = onOffSetting(env, 'ENDPOINT_LEAN_CALLS', true);
   return {
     databaseUrl: env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/mcpx',
     natsUrl: env.NATS_URL ?? 'nats://127.0.0.1:4222',
@@ -118,9 +132,9 @@ export function loadEndpointConfig(env: NodeJS.ProcessEnv): EndpointConfig {
     redisPrefix: env.REDIS_PREFIX ?? 'mcpx:',
     trustedProxies,
     tokenFailuresPerAddress: { ratePerSecond: failRate, burst: failBurst },
-    keyring: parseKeyring(env.SECRETS_KEYRING),
+    keyring: keyringOf(env),
     approvalTtlMs: approvalTtlMs || 10 * 60_000,
-    leanCalls: lean === 'on',
+    leanCalls,
     instanceId: env.INSTANCE_ID ?? `endpoint-${process.pid}-${Math.random().toString(36).slice(2, 8)}`,
     logLevel: level,
     otlpEndpoint: env.OTEL_EXPORTER_OTLP_ENDPOINT || undefined,

@@ -1,0 +1,54 @@
+import { describe, expect, it } from 'vitest';
+import { LOCAL_DEV_KEYRING } from '@mcpx/config';
+import { loadEndpointConfig } from './config.js';
+
+const OWN_KEYRING = `k1:${Buffer.alloc(32, 3).toString('base64')}`;
+
+/** The refusal of a setting: its `code` and the variable it names (never the value). */
+function refusal(env: NodeJS.ProcessEnv): { code?: string; setting?: string; message: string } {
+  try {
+    loadEndpointConfig(env);
+  } catch (err) {
+    return err as { code?: string; setting?: string; message: string };
+  }
+  throw new Error('the settings were taken');
+}
+
+describe("the endpoint's settings (the one settings parser of @mcpx/config)", () => {
+  it('takes the defaults when unset or empty', () => {
+    const c = loadEndpointConfig({ HTTP_PORT: '', ENDPOINT_PAGE_SIZE: '', ENDPOINT_LEAN_CALLS: '' });
+    expect(c).toMatchObject({ httpPort: 8083, internalHttpPort: 9083, pageSize: 100, tokenFailuresPerAddress: { ratePerSecond: 0.2, burst: 20 }, approvalTtlMs: 600_000, leanCalls: true });
+    expect(loadEndpointConfig({ HTTP_PORT: '0' }).internalHttpPort).toBe(0);
+    expect(loadEndpointConfig({ ENDPOINT_LEAN_CALLS: 'off' }).leanCalls).toBe(false);
+  });
+
+  it('refuses what does not parse whole, with invalid_config naming the variable', () => {
+    for (const [name, value] of [
+      ['HTTP_PORT', '80x'],
+      ['HTTP_PORT', '70000'],
+      ['INTERNAL_HTTP_PORT', '-1'],
+      ['ENDPOINT_PAGE_SIZE', '0'],
+      ['ENDPOINT_PAGE_SIZE', '2.5'],
+      ['ENDPOINT_PAGE_SIZE', '1001'],
+      ['ENDPOINT_TOKEN_FAILURES_PER_ADDRESS', 'fast'],
+      ['ENDPOINT_TOKEN_FAILURES_PER_ADDRESS_BURST', '0'],
+      ['APPROVAL_TTL_MS', '-5'],
+      ['ENDPOINT_LEAN_CALLS', 'maybe'],
+    ] as const) {
+      const err = refusal({ [name]: value });
+      expect(err, `${name}=${value}`).toMatchObject({ code: 'invalid_config', setting: name });
+      // The value is not echoed (short ones may be part of the wording, e.g. "1 to 1000").
+      if (value.length >= 3) expect(err.message).not.toContain(value);
+    }
+  });
+
+  it("uses the local profile's development key ring when SECRETS_KEYRING is unset there (npm start), and no development key elsewhere", () => {
+    const local = loadEndpointConfig({ OUTBOUND_PROFILE: 'local' });
+    expect(local.keyring.map((k) => `${k.id}:${k.key.toString('base64')}`)).toEqual([LOCAL_DEV_KEYRING]);
+    expect(loadEndpointConfig({ OUTBOUND_PROFILE: 'local', SECRETS_KEYRING: OWN_KEYRING }).keyring.map((k) => k.id)).toEqual(['k1']);
+    expect(loadEndpointConfig({ SECRETS_KEYRING: OWN_KEYRING }).keyring.map((k) => k.id)).toEqual(['k1']);
+    // Production without a ring: a key of the process (as before); with the development key: refused.
+    expect(loadEndpointConfig({}).keyring).toEqual([]);
+    expect(refusal({ OUTBOUND_PROFILE: 'production', SECRETS_KEYRING: LOCAL_DEV_KEYRING })).toMatchObject({ code: 'invalid_config', setting: 'SECRETS_KEYRING' });
+  });
+});
