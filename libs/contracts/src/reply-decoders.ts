@@ -55,7 +55,8 @@ const providerToolSet: Rule<ProviderToolSet> = shape(providerTools);
 export const agentToolsReplyValue: Rule<AgentToolsReply> = shape({
   version: int,
   documents: list(mcpDocument),
-  conflicts: list(shape({ name: anyStr, server: anyStr, heldBy: anyStr })),
+  // A tool withheld for review (`heldBy: 'held_for_review'`) names its held contract's CID: what a reviewer accepts.
+  conflicts: list(shape({ name: anyStr, server: anyStr, heldBy: anyStr, cid: optional(anyStr) })),
   lambdas: optional(list(lambdaDocument)),
   index: optional(anyStr),
   listing: optional(anyStr),
