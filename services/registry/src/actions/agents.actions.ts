@@ -53,21 +53,22 @@ export const createAgent: ActionHandler = async (deps, caller, action) => {
       const created = await deps.agents.create(caller.account, name, { mcpServers: grants, ...inputs }, trx);
       // The event is committed with the agent: a registry that dies before publishing leaves it to the outbox's sweep.
       emit(agentChangedEvent(deps, created));
+      // The audit entry too: an agent never exists without its entry, nor an entry without its agent.
+      await recordAudit(trx, {
+        account: caller.account,
+        signer: caller.signer,
+        role: caller.role,
+        action: 'CreateAgent',
+        target: { kind: 'agent', name: created.name },
+        before: null,
+        after: auditAgent(created),
+      });
       return created;
     });
   } catch (err) {
     if ((err as { code?: string }).code === '23505') throw new WireError(ErrorCodes.conflict, `name: an agent named ${name} exists`, { field: 'name' });
     throw err;
   }
-  await recordAudit(deps.db, {
-    account: caller.account,
-    signer: caller.signer,
-    role: caller.role,
-    action: 'CreateAgent',
-    target: { kind: 'agent', name: agent.name },
-    before: null,
-    after: auditAgent(agent),
-  });
   return { agent: agentView(agent) };
 };
 
@@ -79,16 +80,16 @@ export const updateAgent: ActionHandler = async (deps, caller, action) => {
   const agent = await deps.outbox.commit(async (trx, emit) => {
     const updated = await deps.agents.update(caller.account, current.id, { mcpServers: grants, ...inputs }, trx);
     emit(agentChangedEvent(deps, updated));
+    await recordAudit(trx, {
+      account: caller.account,
+      signer: caller.signer,
+      role: caller.role,
+      action: 'UpdateAgent',
+      target: { kind: 'agent', name: updated.name },
+      before: auditAgent(current),
+      after: auditAgent(updated),
+    });
     return updated;
-  });
-  await recordAudit(deps.db, {
-    account: caller.account,
-    signer: caller.signer,
-    role: caller.role,
-    action: 'UpdateAgent',
-    target: { kind: 'agent', name: agent.name },
-    before: auditAgent(current),
-    after: auditAgent(agent),
   });
   return { agent: agentView(agent) };
 };
