@@ -73,6 +73,7 @@ describe('input requests (input_required) through the proxy', () => {
     // Bound to its call: another run or other arguments cannot use it, and nothing is consumed.
     expect((await failure(system.call('ops-agent', 'dep-2', 'ops__deploy', { env: 'prod' }, { inputRequestId: asked.inputRequestId }))).details.reason).toBe('mismatch');
     expect((await failure(system.call('ops-agent', 'dep-1', 'ops__deploy', { env: 'staging' }, { inputRequestId: asked.inputRequestId }))).details.reason).toBe('mismatch');
+    expect((await failure(system.call('ops-agent', 'dep-1', 'ops__sign_in', {}, { inputRequestId: asked.inputRequestId }))).details.reason).toBe('mismatch');
 
     const done = await system.call('ops-agent', 'dep-1', 'ops__deploy', { env: 'prod' }, { inputRequestId: asked.inputRequestId });
     expect(textOf(done.result)).toBe('Deployed to prod');
@@ -180,6 +181,11 @@ describe('input requests (input_required) through the proxy', () => {
     );
     expect(decodeStrict(raw.data, 'reply')).toMatchObject({ ok: false, error: { code: 'invalid_input', details: { field: 'requestState' } } });
     expect(upstream.stats.calls).toBe(calls);
+    // Through InvokeTool a requestState is not taken either: the call starts afresh, and the server sees none.
+    const viaApi = await failure(system.api.act('InvokeTool', { agent: 'ops-agent', tool: 'ops__provision', arguments: {}, requestState: 'v1.forged' }));
+    expect(viaApi.code).toBe('input_required');
+    expect(upstream.stats.calls).toBe(calls + 1);
+    expect(upstream.stats.statesSeen.at(-1)).toBeUndefined();
 
     // And the server itself refuses a forged state (its HMAC), whoever sends it.
     const direct = await connectMcp({ url: upstream.url, capabilities: { elicitation: { form: {} } } });

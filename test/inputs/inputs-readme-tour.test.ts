@@ -1,0 +1,115 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startInputMcpServer, type InputMcpServer } from '../servers/input-mcp-server.js';
+import { cliEnvFor, runCli, type CliResult } from '../support/cli.js';
+import { ProxySystem } from '../support/proxy-system.js';
+import { ROOT, eventually } from '../support/system.js';
+
+/** One `npm run mcpx -- …` line of the README and the output lines printed under it (`#   …`). */
+interface TourStep {
+  line: string;
+  args: string[];
+  expected: string[];
+}
+
+/** The words of a shell line as the README prints them: single quotes kept together, an unquoted `#` ends the line. */
+function shellWords(line: string): string[] {
+  const words: string[] = [];
+  let word: string | undefined;
+  let quoted = false;
+  for (const ch of line) {
+    if (quoted) {
+      if (ch === "'") quoted = false;
+      else word += ch;
+    } else if (ch === "'") {
+      quoted = true;
+      word ??= '';
+    } else if (ch === '#' && word === undefined) {
+      break;
+    } else if (/\s/.test(ch)) {
+      if (word !== undefined) words.push(word);
+      word = undefined;
+    } else {
+      word = (word ?? '') + ch;
+    }
+  }
+  if (word !== undefined) words.push(word);
+  return words;
+}
+
+/** The README's input-requests tour: the shell block of `mcpx` commands under its heading, in order. */
+function inputTour(): TourStep[] {
+  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+  const start = readme.indexOf('## Input requests');
+  if (start === -1) throw new Error('README.md has no "## Input requests" section');
+  const section = readme.slice(start, readme.indexOf('\n## ', start + 1));
+  const block = [...section.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]!).find((b) => b.includes('npm run mcpx -- '));
+  if (block === undefined) throw new Error('the input-requests section has no block of mcpx commands');
+  const steps: TourStep[] = [];
+  for (const raw of block.split('\n')) {
+    if (raw.startsWith('npm run mcpx -- ')) {
+      const words = shellWords(raw);
+      steps.push({ line: raw, args: words.slice(4), expected: [] });
+    } else if (raw.startsWith('#') && steps.length > 0) {
+      steps.at(-1)!.expected.push(raw.replace(/^#\s+/, ''));
+    }
+  }
+  return steps;
+}
+
+/**
+ * Issue 13's "done when", from the README itself: every `mcpx` command of its input-requests tour
+ * is run as printed (the tour server on a free port, `inp_…` the id the call printed), in order,
+ * against the real system and the real tour server, and each prints what the README shows under it
+ * (a `…` stands for text left out).
+ */
+describe("the README's input-requests tour, as printed", () => {
+  let system: ProxySystem;
+  let upstream: InputMcpServer;
+  let env: Record<string, string>;
+
+  beforeAll(async () => {
+    [system, upstream] = await Promise.all([ProxySystem.start(), startInputMcpServer()]);
+    ({ env } = cliEnvFor(system.api));
+  });
+
+  afterAll(async () => {
+    await system?.stop();
+    await upstream?.close();
+  });
+
+  it('mcpx call shows "Deploy to prod?" and its id, inputs answer --accept confirm=true, and the re-sent call finishes', async () => {
+    const steps = inputTour();
+    expect(steps.map((s) => s.args.slice(0, 2).join(' '))).toEqual(['servers set', 'agents create', 'call --agent', 'inputs list', 'inputs answer', 'call --agent']);
+    const port = (text: string): string => text.replaceAll('127.0.0.1:3004', `127.0.0.1:${upstream.port}`);
+    let inputId: string | undefined;
+    for (const step of steps) {
+      const args = step.args.map((a) => {
+        if (!a.includes('inp_…')) return port(a);
+        expect(inputId, `${step.line}: no input request id was printed before`).toBeDefined();
+        return a.replace('inp_…', inputId!);
+      });
+      const out: CliResult = await runCli(args, env);
+      const printed = `${out.stdout}${out.stderr}`;
+      // Only the call that stops for input fails (exit 1, the question on stderr); every other step succeeds.
+      expect(out.code, `${step.line}\n${printed}`).toBe(step.expected.some((e) => e.startsWith('error: input_required')) ? 1 : 0);
+      for (const line of step.expected) {
+        for (const part of port(line)
+          .split('…')
+          .map((p) => p.trim())
+          .filter((p) => p !== '')) {
+          expect(printed, `${step.line}: README shows "${line}"`).toContain(inputId === undefined ? part : part.replace(/inp_$/, inputId));
+        }
+      }
+      inputId ??= /input request: (inp_[A-Za-z0-9_-]+)/.exec(printed)?.[1];
+      // A person reads the output before typing the next command; the projector needs a moment for the new agent.
+      if (step.args[0] === 'agents' && step.args[1] === 'create') {
+        await eventually(async () => ((await system.api.act<{ tools: unknown[] }>('ListAgentTools', { agent: step.args[2] })).tools.length >= 6 ? true : undefined), 15_000, "the tour agent's tools");
+      }
+      if (step.args[0] === 'inputs' && step.args[1] === 'list') expect(printed).toContain(`${inputId!}  ops__deploy  run r1`);
+    }
+    expect(inputId).toMatch(/^inp_/);
+    expect(upstream.stats.responsesSeen.at(-1)).toEqual({ confirm: { action: 'accept', content: { confirm: true } } });
+  });
+});
