@@ -71,6 +71,19 @@ describe('input requests through the agent MCP endpoint', () => {
     expect(textOf(done)).toBe('Deployed to prod');
   });
 
+  it("a URL question goes to the person only: the endpoint's client (a model's host) is told an input request waits, never the URL", async () => {
+    const client = await connect('client-answers', { elicit: true, sample: true });
+    const stopped = await client.callTool({ name: 'ops__sign_in', arguments: {} });
+    expect(stopped.isError).toBe(true);
+    const err = errorOf(stopped);
+    expect(err).toMatchObject({ code: 'input_required', details: { forPerson: true } });
+    expect(JSON.stringify(stopped)).not.toContain('auth.example.com');
+    // The person sees it where the account's owner answers.
+    const listed = (await pendingInputs(sys.system)).find((r) => r.id === err.details.inputRequestId);
+    expect(listed?.requests[0]).toMatchObject({ kind: 'url', url: 'https://auth.example.com/login?flow=mcpx' });
+    await sys.system.api.act('AnswerInputRequest', { id: listed!.id, action: 'cancel' });
+  });
+
   it('forms the agent lets its runtime answer, and sampling, go on to the endpoint client, which answers them itself', async () => {
     const client = await connect('client-answers', { elicit: true, sample: true });
     const deployed = await client.callTool({ name: 'ops__deploy', arguments: { env: 'eu' } });

@@ -41,6 +41,22 @@ function hint(err: WireError): string {
 }
 
 /**
+ * The details a client is given. A URL question is the person's (it may be a sign-in link the
+ * account owner opens in the console): its URL never goes to the endpoint's client, whose host may
+ * hand the result to a model.
+ */
+function clientDetails(err: WireError): Record<string, unknown> {
+  const d = err.details;
+  if (err.code !== ErrorCodes.inputRequired || !Array.isArray(d.requests)) return d;
+  const requests = (d.requests as Array<Record<string, unknown>>).map((q) => {
+    if (q.kind !== 'url') return q;
+    const { url: _url, elicitationId: _id, ...shown } = q;
+    return shown;
+  });
+  return { ...d, requests };
+}
+
+/**
  * A refused or failed call as a tool result with `isError` (the model reads it and can act on
  * it), never a transport failure: the text says the connector's code and message (and the approval
  * id, the retry delay or the contract), `_meta["io.mcpx/error"]` holds `{code, message, details}`.
@@ -49,6 +65,6 @@ export function errorResult(err: WireError): CallToolResult {
   return {
     content: [{ type: 'text', text: `${err.code}: ${err.message}${hint(err)}` }],
     isError: true,
-    _meta: { [META_ERROR]: { code: err.code, message: err.message, details: err.details } },
+    _meta: { [META_ERROR]: { code: err.code, message: err.message, details: clientDetails(err) } },
   };
 }
