@@ -47,6 +47,19 @@ describe('evaluatePins', () => {
     expect(e.resolved).toEqual(['gone']);
     expect(evaluatePins([send, look], accepted(send, look), stored, 'review').resolved.sort()).toEqual(['gone', 'send']);
   });
+  it('every contract field is a change: title, description, input and output schema, annotations', () => {
+    const variants: RemoteTool[] = [
+      { ...send, title: 'Send mail' },
+      { ...send, description: 'Send it.' },
+      { ...send, inputSchema: { ...send.inputSchema, properties: { to: { type: 'string' }, cc: { type: 'string' } } } },
+      { ...send, outputSchema: { type: 'object', properties: { id: { type: 'string' } } } },
+      { ...send, annotations: { openWorldHint: true } },
+    ];
+    for (const v of variants) expect(evaluatePins([v], accepted(send), none, 'review').changes, JSON.stringify(v)).toEqual([expect.objectContaining({ tool: 'send', kind: 'changed' })]);
+    // Key order is not a change.
+    const reordered: RemoteTool = { inputSchema: send.inputSchema, description: send.description, name: send.name };
+    expect(evaluatePins([reordered], accepted(send), none, 'review').changes).toEqual([]);
+  });
   it('warnings never decide: a harmless change (no warning at all) is held as any other, in review and strict', () => {
     const typo = { ...send, description: 'Send one email.' };
     for (const mode of ['review', 'strict'] as const) {
