@@ -56,22 +56,43 @@ async function count(h: RegistryHarness, table: 'mcp_servers' | 'agents', accoun
   return r.rows[0]?.n ?? 0;
 }
 
-/** Sends a POST from another loopback address (127.0.0.2), i.e. another client. */
-function postFrom(localAddress: string, apiUrl: string, body: unknown): Promise<number> {
+/** Sends a POST from another loopback address (e.g. 127.0.0.2), i.e. another client. */
+function postFrom(localAddress: string, apiUrl: string, body: unknown): Promise<Answer> {
   const url = new URL('/v1/actions', apiUrl);
   const data = JSON.stringify(body);
   return new Promise((resolve, reject) => {
     const req = request(
       { host: url.hostname, port: url.port, path: url.pathname, method: 'POST', localAddress, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(data) } },
       (res) => {
-        res.resume();
-        res.on('end', () => resolve(res.statusCode ?? 0));
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          let parsed: unknown = text;
+          try {
+            parsed = JSON.parse(text);
+          } catch {
+            // keep text
+          }
+          const retryAfter = res.headers['retry-after'];
+          resolve({ status: res.statusCode ?? 0, retryAfter: typeof retryAfter === 'string' ? retryAfter : null, body: parsed });
+        });
       },
     );
     req.on('error', reject);
     req.end(data);
   });
 }
+
+/**
+ * The buckets of the rate-limit tests: a fifth of a token a second. At the defaults (20 and 50 a
+ * second) a loaded box sends a burst more slowly than the bucket refills, and then nothing is
+ * refused and the test proves nothing; at this rate a burst of twenty would have to take over a
+ * minute to be refilled. The code is the one the defaults run through (the first test checks
+ * the default values).
+ */
+const SLOW_RATE = '0.2';
+const SLOW_BURST = 5;
 
 /**
  * Quotas and rate limits as attacks on the real registry (Postgres, Redis, NATS, the projector):
@@ -262,48 +283,54 @@ describe('quotas and rate limits: the registry', () => {
   }, 40_000);
 
   it('actions per signer: a burst past the bucket is refused with 429, rate_limited, retryAfterMs and Retry-After; another signer goes on; later it is admitted', async () => {
-    const api = h.api();
-    await api.act('ListAgents');
-    const { burst } = QUOTA_DEFAULTS.actionsPerSigner;
-    // Signed ahead, sent at once: the bucket cannot refill enough meanwhile. Past the signer's
-    // burst but within the address's (all come from one address), so the signer's limit answers.
-    const over = Math.min(burst, QUOTA_DEFAULTS.actionsPerAddress.burst - burst - 5);
-    expect(over).toBeGreaterThan(0);
-    const envelopes: ActionEnvelope[] = Array.from({ length: burst + over }, () => api.envelope({ type: 'ListAgents' }));
-    const answers = await Promise.all(envelopes.map((e) => post(h.apiUrl, e)));
-    const refused = answers.filter((a) => a.status === 429);
-    expect(refused.length).toBeGreaterThan(0);
-    expect(answers.filter((a) => a.status === 200).length).toBeGreaterThanOrEqual(burst);
-    expect(answers.every((a) => a.status === 200 || a.status === 429)).toBe(true);
-    for (const r of refused) {
-      expect(r.body.error).toMatchObject({ code: 'rate_limited', details: { limit: 'actions_per_signer' } });
-      expect(r.body.error.details.retryAfterMs).toBeGreaterThan(0);
-      expect(Number(r.retryAfter)).toBeGreaterThanOrEqual(1);
+    const slow = await h.addRegistry({ RATE_ACTIONS_PER_SIGNER: SLOW_RATE, RATE_ACTIONS_PER_SIGNER_BURST: String(SLOW_BURST) });
+    try {
+      const api = h.api(slow.url);
+      // Signed ahead, sent at once. Past the signer's burst but well within the address's (all
+      // come from one address, at the default rate), so the signer's limit answers.
+      const envelopes: ActionEnvelope[] = Array.from({ length: SLOW_BURST * 4 }, () => api.envelope({ type: 'ListAgents' }));
+      const answers = await Promise.all(envelopes.map((e) => post(slow.url, e)));
+      const refused = answers.filter((a) => a.status === 429);
+      expect(refused.length).toBeGreaterThan(0);
+      expect(answers.filter((a) => a.status === 200).length).toBeGreaterThanOrEqual(SLOW_BURST);
+      expect(answers.every((a) => a.status === 200 || a.status === 429)).toBe(true);
+      for (const r of refused) {
+        expect(r.body.error).toMatchObject({ code: 'rate_limited', details: { limit: 'actions_per_signer' } });
+        expect(r.body.error.details.retryAfterMs).toBeGreaterThan(0);
+        expect(Number(r.retryAfter)).toBeGreaterThanOrEqual(1);
+      }
+      // Another signer (another account) is not slowed down.
+      await expect(h.api(slow.url).act('ListAgents')).resolves.toMatchObject({ agents: [] });
+      const wait = Math.max(...refused.map((r) => Number(r.body.error.details.retryAfterMs)));
+      await new Promise((r) => setTimeout(r, wait + 50));
+      await expect(api.act('ListAgents')).resolves.toMatchObject({ agents: [] });
+    } finally {
+      await slow.stop();
     }
-    // Another signer (another account) is not slowed down.
-    await expect(h.api().act('ListAgents')).resolves.toMatchObject({ agents: [] });
-    const wait = Math.max(...refused.map((r) => Number(r.body.error.details.retryAfterMs)));
-    await new Promise((r) => setTimeout(r, wait + 50));
-    await expect(api.act('ListAgents')).resolves.toMatchObject({ agents: [] });
-  });
+  }, 30_000);
 
   it('requests per address: refused before the body is read (a garbage body is 429, not 400, once over); another address is unaffected', async () => {
-    const { burst } = QUOTA_DEFAULTS.actionsPerAddress;
-    const answers = await Promise.all(Array.from({ length: burst * 2 }, () => post(h.apiUrl, { not: 'an envelope' })));
-    const refused = answers.filter((a) => a.status === 429);
-    expect(refused.length).toBeGreaterThan(0);
-    expect(answers.every((a) => a.status === 400 || a.status === 429)).toBe(true);
-    for (const r of refused) {
-      expect(r.body.error).toMatchObject({ code: 'rate_limited', details: { limit: 'actions_per_address' } });
-      expect(Number(r.retryAfter)).toBeGreaterThanOrEqual(1);
+    const slow = await h.addRegistry({ RATE_ACTIONS_PER_ADDRESS: SLOW_RATE, RATE_ACTIONS_PER_ADDRESS_BURST: String(SLOW_BURST) });
+    try {
+      // From an address of its own (127.0.0.3), so the other tests' bucket (127.0.0.1) is not this one.
+      const answers = await Promise.all(Array.from({ length: SLOW_BURST * 4 }, () => postFrom('127.0.0.3', slow.url, { not: 'an envelope' })));
+      const refused = answers.filter((a) => a.status === 429);
+      expect(refused.length).toBeGreaterThan(0);
+      expect(answers.every((a) => a.status === 400 || a.status === 429)).toBe(true);
+      for (const r of refused) {
+        expect(r.body.error).toMatchObject({ code: 'rate_limited', details: { limit: 'actions_per_address' } });
+        expect(Number(r.retryAfter)).toBeGreaterThanOrEqual(1);
+      }
+      // A signed action from another address goes through while this one is over its rate.
+      const other = h.api(slow.url);
+      expect((await postFrom('127.0.0.2', slow.url, other.envelope({ type: 'ListAgents' }))).status).toBe(200);
+      // The registry still answers health checks, and this address again once its bucket refills.
+      expect((await fetch(new URL('/healthz', slow.url))).status).toBe(200);
+      await eventually(async () => ((await postFrom('127.0.0.3', slow.url, other.envelope({ type: 'ListAgents' }))).status === 200 ? true : undefined), 20_000, 'the address admitted again');
+    } finally {
+      await slow.stop();
     }
-    // A signed action from another address goes through while this one is over its rate.
-    const other = h.api();
-    expect(await postFrom('127.0.0.2', h.apiUrl, other.envelope({ type: 'ListAgents' }))).toBe(200);
-    // The registry still answers health checks, and this address again once its bucket refills.
-    expect((await fetch(new URL('/healthz', h.apiUrl))).status).toBe(200);
-    await eventually(async () => ((await post(h.apiUrl, other.envelope({ type: 'ListAgents' }))).status === 200 ? true : undefined), 10_000, 'the address admitted again');
-  });
+  }, 40_000);
 
   it('every refusal above is counted by kind in mcpx_quota_rejections_total (internal port)', async () => {
     const instance = await h.addRegistry();
