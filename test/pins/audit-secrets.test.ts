@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestMcpServer, type TestMcpServer } from '../servers/index.js';
 import { shiftingTools, ToolShifts } from '../servers/shifting-tools.js';
 import type { ApiClient } from '../support/api-client.js';
+import { cliEnvFor, runCli } from '../support/cli.js';
 import { RegistryHarness } from '../support/registry-harness.js';
 
 /**
@@ -88,5 +89,30 @@ describe('the audit log never holds a secret; reviews are the account’s own', 
     expect((await owner.act('ListToolChanges')).changes).toEqual([expect.objectContaining({ tool: change!.tool, cid: change!.cid, status: 'pending' })]);
     expect(((await stranger.act('ListAuditEvents', { limit: 200 })).events as Array<{ target: { name: string } }>).every((e) => e.target.name === 'mail')).toBe(true);
     expect(JSON.stringify((await stranger.act('ListAuditEvents', { action: 'ToolChangeHeld' })).events)).not.toContain(change!.cid);
+  });
+  it('ListAuditEvents filters by signer, time and target, pages with its cursor, and mcpx audit passes each filter on', async () => {
+    const api = h.api();
+    remote.setTools(shiftingTools());
+    const start = new Date(Date.now() - 1_000).toISOString();
+    await api.act('SetMcpServer', { name: 'f1', config: { url: remote.url, pin: 'review' } });
+    await api.act('SetMcpServer', { name: 'f2', config: { url: remote.url } });
+    type Entry = { action: string; signer: string; target: { kind: string; name: string } };
+    const list = (f: Record<string, unknown>) => api.act<{ events: Entry[]; nextCursor?: string }>('ListAuditEvents', f);
+    // The pin's baseline is the registry's; the servers were set by the owner.
+    expect((await list({ signer: 'registry' })).events.map((e) => e.action)).toEqual(['PinBaseline']);
+    expect((await list({ signer: api.principal })).events.map((e) => e.target.name)).toEqual(['f2', 'f1']);
+    expect((await list({ target: 'f2' })).events.map((e) => e.action)).toEqual(['SetMcpServer']);
+    expect((await list({ since: start })).events).toHaveLength(3);
+    expect((await list({ since: new Date(Date.now() + 60_000).toISOString() })).events).toEqual([]);
+    expect((await list({ until: start })).events).toEqual([]);
+    const first = await list({ limit: 2 });
+    expect(first.events).toHaveLength(2);
+    const rest = await list({ limit: 2, cursor: first.nextCursor });
+    expect(rest.events.map((e) => e.target.name)).toEqual(['f1']);
+    expect(rest.nextCursor).toBeUndefined();
+    const { env } = cliEnvFor(api);
+    const cli = await runCli(['audit', '--signer', 'registry', '--kind', 'server', '--target', 'f1', '--since', start, '--json'], env);
+    expect(cli.code).toBe(0);
+    expect((JSON.parse(cli.stdout) as { events: Entry[] }).events.map((e) => [e.action, e.target.name])).toEqual([['PinBaseline', 'f1']]);
   });
 });
