@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js';
@@ -199,12 +200,16 @@ describe('the agent MCP endpoint on two instances (its own NATS user, no affinit
     let seen = '';
     while (!seen.includes('elicitation/create')) seen += new TextDecoder().decode((await reader.read()).value);
     const question = JSON.parse(/data: (.*)/.exec(seen)![1]!) as { id: string; method: string };
-    const answer = (bearer: string, action: 'accept' | 'decline'): Promise<Response> =>
+    // The question's id names the instance that asked it (A).
+    expect(question.id).toMatch(/^mcpx-q\.endpoint-0-\d+\./);
+    const answer = (bearer: string, action: 'accept' | 'decline', id = question.id): Promise<Response> =>
       fetch(agentUrl(b, 'ops'), {
         method: 'POST',
         headers: headers(bearer),
-        body: JSON.stringify({ jsonrpc: '2.0', id: question.id, result: action === 'accept' ? { action, content: {} } : { action } }),
+        body: JSON.stringify({ jsonrpc: '2.0', id, result: action === 'accept' ? { action, content: {} } : { action } }),
       });
+    // A decline for a question of an instance that does not exist is taken by nobody.
+    await (await answer(t, 'decline', `mcpx-q.endpoint-gone.${randomUUID()}`)).text();
     // Another token's decline, posted to B, is not taken by A (had it been, the call would end refused).
     await (await answer(intruder.token, 'decline')).text();
     // The client's own answer, posted to B, is taken by A: the call runs there, once.
