@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { WireError, type LambdaToolReply } from '@mcpx/contracts';
+import { WireError, agentToolsReplyValue, lambdaToolReplyValue, type LambdaToolReply } from '@mcpx/contracts';
 import { ProjectorHarness, remoteTools } from '../support/projector-harness.js';
 import { eventually } from '../support/system.js';
 
@@ -17,7 +17,7 @@ async function start(): Promise<ProjectorHarness> {
 /** Sends a lambda request to the projector; returns the reply or the typed error. */
 async function lambda(h: ProjectorHarness, op: 'set' | 'delete', fields: Record<string, unknown>): Promise<LambdaToolReply | WireError> {
   const subject = op === 'set' ? h.bus.subjects.projectorLambdaSet : h.bus.subjects.projectorLambdaDelete;
-  return h.bus.request<LambdaToolReply>(subject, { account: h.account, ...fields }).catch((err: unknown) => err as WireError);
+  return h.bus.request(subject, { account: h.account, ...fields }, lambdaToolReplyValue).catch((err: unknown) => err as WireError);
 }
 
 describe('projector sync through NATS and Postgres', () => {
@@ -270,7 +270,7 @@ describe('TOOL_NAME_STYLE=prefixed', () => {
     expect((await h.toolsOf('only_a'))!.conflicts).toEqual([]);
 
     // ListAgentTools agrees: neither document is offered.
-    const reply = await h.bus.request<{ documents: Array<{ name: string }>; conflicts: unknown[] }>(h.bus.subjects.projectorAgentTools, { account: h.account, agent: 'both' });
+    const reply = await h.bus.request(h.bus.subjects.projectorAgentTools, { account: h.account, agent: 'both' }, agentToolsReplyValue);
     expect(reply.documents.map((d) => d.name).sort()).toEqual(['mcp_a_b_y', 'mcp_a_x']);
     expect(reply.conflicts).toHaveLength(2);
 

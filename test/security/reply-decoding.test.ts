@@ -1,9 +1,9 @@
 import fc from 'fast-check';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { WireError, encodePayload, makeSubjects } from '@mcpx/contracts';
+import { readReply } from '@mcpx/bus';
+import { WireError, encodePayload, makeSubjects, oauthRefreshAnswerValue } from '@mcpx/contracts';
 import { DEFAULT_LIVENESS, ProxyClient } from '@mcpx/proxy-client';
-import { decodeOAuthRefreshReply } from '@mcpx/proxy';
 import { serviceUrls, uniqueNamespace } from '../support/env.js';
 
 /**
@@ -60,40 +60,42 @@ describe("the proxy client reads a rogue responder's replies as typed errors (re
   });
 });
 
-describe("the proxy's reading of the registry's OAuth refresh replies", () => {
-  it('keeps the two answers it knows, passes an error on, and refuses the rest as internal', () => {
-    expect(decodeOAuthRefreshReply(encodePayload({ ok: true, state: 'authorized', extra: 1 }))).toEqual({ ok: true, state: 'authorized' });
+describe("the proxy's reading of the registry's OAuth refresh replies (the one reply envelope)", () => {
+  const subject = makeSubjects().registryOAuthRefresh;
+  /** The proxy's reading: the envelope, then the answer; a refused reply is thrown. */
+  const read = (bytes: Uint8Array): unknown => readReply(subject, bytes, oauthRefreshAnswerValue);
+  const thrown = (bytes: Uint8Array): unknown => {
+    try {
+      return read(bytes);
+    } catch (e) {
+      return e;
+    }
+  };
+
+  it('keeps the two answers it knows, throws an error reply as its typed error, and refuses the rest as internal', () => {
+    expect(read(encodePayload({ ok: true, value: { state: 'authorized', extra: 1 } }))).toEqual({ state: 'authorized' });
     // An authorization URL is never passed on, even if a reply carried one.
-    expect(decodeOAuthRefreshReply(encodePayload({ ok: true, state: 'auth_required', authorizationUrl: 'https://as.example/authorize?x', vendor: 'github' }))).toEqual({
-      ok: true,
+    expect(read(encodePayload({ ok: true, value: { state: 'auth_required', authorizationUrl: 'https://as.example/authorize?x', vendor: 'github' } }))).toEqual({
       state: 'auth_required',
       vendor: 'github',
     });
-    expect(decodeOAuthRefreshReply(encodePayload({ ok: false, error: { code: 'not_found', message: 'no such server' } }))).toMatchObject({ ok: false, error: { code: 'not_found' } });
+    expect(thrown(encodePayload({ ok: false, error: { code: 'not_found', message: 'no such server' } }))).toMatchObject({ code: 'not_found' });
+    expect(thrown(encodePayload({ ok: false, error: 'not a shape' }))).toMatchObject({ code: 'internal' });
     const refused: Array<[Uint8Array, string]> = [
       ...malformedReplies.slice(0, 5).map(([, b]): [Uint8Array, string] => [b, 'reply']),
-      [encodePayload({ ok: true, state: 'maybe' }), 'reply.state'],
-      [encodePayload({ ok: true, state: 'auth_required', vendor: 7 }), 'reply.vendor'],
-      [encodePayload({ ok: 1 }), 'reply.ok'],
+      [encodePayload({ ok: true, value: { state: 'maybe' } }), 'reply.value.state'],
+      [encodePayload({ ok: true, value: { state: 'auth_required', vendor: 7 } }), 'reply.value.vendor'],
+      // The flat reply of the envelope's predecessor: no value.
+      [encodePayload({ ok: true, state: 'authorized' }), 'reply.value'],
+      [encodePayload({ ok: 1 }), 'reply'],
     ];
-    for (const [bytes, field] of refused) {
-      const err = (() => {
-        try {
-          return decodeOAuthRefreshReply(bytes);
-        } catch (e) {
-          return e;
-        }
-      })();
-      expect({ field, err }).toMatchObject({ err: { code: 'internal', details: { field } } });
-    }
+    for (const [bytes, field] of refused) expect({ field, err: thrown(bytes) }).toMatchObject({ err: { code: 'internal', details: { field } } });
   });
 
-  it('fuzzed: any bytes give a reply or an internal WireError naming the reply, never another throw', () => {
+  it('fuzzed: any bytes give an answer or a WireError (internal naming the reply, or the error a reply carried), never another throw', () => {
     const soup = fc.array(fc.oneof(fc.integer({ min: 0, max: 255 }), fc.constantFrom(0xa1, 0xbf, 0xff, 0xd8, 0x62, 0x6f, 0x6b, 0xf5, 0xf4)), { maxLength: 64 });
-    const shaped = fc.record(
-      { ok: fc.oneof(fc.boolean(), fc.string()), state: fc.oneof(fc.constantFrom('authorized', 'auth_required'), fc.string()), vendor: fc.oneof(fc.string(), fc.integer()) },
-      { requiredKeys: [] },
-    );
+    const answer = fc.record({ state: fc.oneof(fc.constantFrom('authorized', 'auth_required'), fc.string()), vendor: fc.oneof(fc.string(), fc.integer()) }, { requiredKeys: [] });
+    const shaped = fc.record({ ok: fc.oneof(fc.boolean(), fc.string()), value: answer, error: fc.oneof(fc.string(), fc.record({ code: fc.string(), message: fc.string() })) }, { requiredKeys: [] });
     const inputs = fc.oneof(
       soup.map((b) => Uint8Array.from(b)),
       shaped.map((v) => encodePayload(v)),
@@ -101,12 +103,14 @@ describe("the proxy's reading of the registry's OAuth refresh replies", () => {
     fc.assert(
       fc.property(inputs, (bytes) => {
         try {
-          const r = decodeOAuthRefreshReply(bytes);
-          expect(typeof r.ok).toBe('boolean');
+          const r = read(bytes) as { state: unknown };
+          expect(['authorized', 'auth_required']).toContain(r.state);
         } catch (e) {
           expect(e).toBeInstanceOf(WireError);
-          expect((e as WireError).code).toBe('internal');
-          expect(String((e as WireError).details.field)).toMatch(/^reply/);
+          const w = e as WireError;
+          // Either the reply is malformed (internal, naming it) or it carried an error, rebuilt as typed.
+          if (w.details.field !== undefined) expect(w.details.field).toMatch(/^reply/);
+          else expect(typeof w.code).toBe('string');
         }
       }),
       { numRuns: 2_000 },

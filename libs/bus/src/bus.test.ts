@@ -1,9 +1,14 @@
 import { randomBytes } from 'node:crypto';
 import { connect, type Msg, type NatsConnection } from '@nats-io/transport-node';
 import { jetstreamManager } from '@nats-io/jetstream';
-import { ErrorCodes, WireError, decodeStrict, encodePayload, makeSubjects } from '@mcpx/contracts';
+import { ErrorCodes, FieldRules, WireError, decodeRequest, decodeStrict, encodePayload, makeSubjects, payloadDecoder } from '@mcpx/contracts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connectBus, ensureStreams, isStreamNotFound, type Bus, type BusLog } from './bus.js';
+import { connectBus, ensureStreams, isStreamNotFound, type Bus } from './bus.js';
+import type { BusLog } from './log.js';
+
+const { int, anything } = FieldRules;
+/** A request `{n}` with an integer n. */
+const decodeN = payloadDecoder('payload', { n: int });
 
 const natsUrl = process.env.NATS_URL ?? 'nats://127.0.0.1:4222';
 
@@ -32,9 +37,9 @@ describe('bus (real NATS)', () => {
   it('answers internal to a handler that throws a plain Error, and logs it once with the subject, never the payload', async () => {
     entries.length = 0;
     const subject = `${prefix}test.fails`;
-    const sub = bus.serve<{ note: string }, never>(subject, 'bus-test', () => Promise.reject(new Error('disk on fire')));
+    const sub = bus.serve(subject, 'bus-test', decodeRequest, () => Promise.reject(new Error('disk on fire')));
     try {
-      const err = await bus.request(subject, { note: 'PAYLOAD-MARKER' }, 5_000).catch((e: unknown) => e);
+      const err = await bus.request(subject, { note: 'PAYLOAD-MARKER' }, anything, 5_000).catch((e: unknown) => e);
       expect(err).toBeInstanceOf(WireError);
       expect(err).toMatchObject({ code: ErrorCodes.internal, message: 'internal error' });
       expect(entries).toHaveLength(1);
@@ -51,11 +56,11 @@ describe('bus (real NATS)', () => {
   it('sends a thrown WireError back as it is, and logs nothing: it is the answer', async () => {
     entries.length = 0;
     const subject = `${prefix}test.refuses`;
-    const sub = bus.serve(subject, 'bus-test', () => Promise.reject(new WireError(ErrorCodes.notFound, 'no such thing')));
+    const sub = bus.serve(subject, 'bus-test', decodeRequest, () => Promise.reject(new WireError(ErrorCodes.notFound, 'no such thing')));
     try {
-      await expect(bus.request(subject, {}, 5_000)).rejects.toMatchObject({ code: ErrorCodes.notFound, message: 'no such thing' });
-      const ok = bus.serve<{ n: number }, number>(`${prefix}test.adds`, 'bus-test', (req) => Promise.resolve(req.n + 1));
-      await expect(bus.request<number>(`${prefix}test.adds`, { n: 1 }, 5_000)).resolves.toBe(2);
+      await expect(bus.request(subject, {}, anything, 5_000)).rejects.toMatchObject({ code: ErrorCodes.notFound, message: 'no such thing' });
+      const ok = bus.serve(`${prefix}test.adds`, 'bus-test', decodeN, (req) => Promise.resolve(req.n + 1));
+      await expect(bus.request(`${prefix}test.adds`, { n: 1 }, int, 5_000)).resolves.toBe(2);
       ok.unsubscribe();
       expect(entries).toEqual([]);
     } finally {
@@ -66,7 +71,7 @@ describe('bus (real NATS)', () => {
   it('logs a subscription error', async () => {
     entries.length = 0;
     const subject = `${prefix}test.denied`;
-    const sub = bus.serve(subject, 'bus-test', () => Promise.resolve(1));
+    const sub = bus.serve(subject, 'bus-test', decodeRequest, () => Promise.resolve(1));
     // The client reports a permissions violation by calling the callback with an error (and an
     // empty message); a server of this suite's own grants everything, so the test does the same.
     await sub.callback(new Error("Permissions Violation for Subscription to 'x'"), {} as Msg);
@@ -88,8 +93,8 @@ describe('bus: the inbox prefix (real NATS)', () => {
       await plain.nc.flush();
       expect(own.inboxPrefix).toBe('_INBOX_bustest');
       expect(plain.inboxPrefix).toBe('_INBOX');
-      await expect(own.request<number>(subject, {}, 5_000)).resolves.toBe(1);
-      await expect(plain.request<number>(subject, {}, 5_000)).resolves.toBe(1);
+      await expect(own.request(subject, {}, int, 5_000)).resolves.toBe(1);
+      await expect(plain.request(subject, {}, int, 5_000)).resolves.toBe(1);
       expect(seen[0]).toMatch(/^_INBOX_bustest\./);
       expect(seen[1]).toMatch(/^_INBOX\.[^.]+/);
     } finally {
@@ -119,7 +124,7 @@ describe('bus: malformed requests and replies (real NATS)', () => {
   it('answers an empty, a non-CBOR, a tagged and a non-map request with invalid_input, logs none of their bytes, and keeps serving', async () => {
     entries.length = 0;
     const subject = `${prefix}test.malformed`;
-    const sub = bus.serve<{ n: number }, number>(subject, 'bus-test', (req) => Promise.resolve(req.n * 2));
+    const sub = bus.serve(subject, 'bus-test', decodeN, (req) => Promise.resolve(req.n * 2));
     // The subscription is on the bus's connection; the requests come over another one.
     await bus.nc.flush();
     try {
@@ -136,7 +141,7 @@ describe('bus: malformed requests and replies (real NATS)', () => {
         expect(decodeStrict(reply.data, 'reply')).toMatchObject({ ok: false, error: { code: ErrorCodes.invalidInput, details: { field: 'payload' } } });
       }
       // The same connection still answers a good request.
-      await expect(bus.request<number>(subject, { n: 21 }, 5_000)).resolves.toBe(42);
+      await expect(bus.request(subject, { n: 21 }, int, 5_000)).resolves.toBe(42);
       expect(entries.map((e) => e.msg)).toEqual(Array(bad.length).fill('refused a malformed request'));
       expect(JSON.stringify(entries)).not.toContain('PAYLOAD-MARKER');
     } finally {
@@ -152,11 +157,106 @@ describe('bus: malformed requests and replies (real NATS)', () => {
     try {
       await raw.flush();
       for (let k = 0; k < replies.length; k++) {
-        await expect(bus.request(subject, {}, 5_000)).rejects.toMatchObject({ code: ErrorCodes.internal, details: { field: 'reply' } });
+        await expect(bus.request(subject, {}, anything, 5_000)).rejects.toMatchObject({ code: ErrorCodes.internal, details: { field: 'reply' } });
       }
     } finally {
       sub.unsubscribe();
     }
+  });
+});
+
+describe('bus: decoders on both sides, listen, the JetStream publisher (real NATS)', () => {
+  const entries: Entry[] = [];
+  const log: BusLog = { error: (msg, fields) => void entries.push({ msg, fields }), warn: (msg, fields) => void entries.push({ msg, fields }) };
+  let bus: Bus;
+
+  beforeAll(async () => {
+    bus = await connectBus({ url: natsUrl, name: 'bus-test-decoders', prefix, log });
+  });
+
+  afterAll(async () => {
+    for (const name of [bus.subjects.mcpEventsStream, bus.subjects.agentToolsStream]) await bus.jsm.streams.delete(name).catch(() => false);
+    await bus.close();
+  });
+
+  it('refuses a request of the wrong shape with invalid_input naming the field, before the handler runs', async () => {
+    entries.length = 0;
+    const subject = `${prefix}test.shape`;
+    let ran = 0;
+    const sub = bus.serve(subject, 'bus-test', decodeN, (req) => Promise.resolve((ran++, req.n)));
+    try {
+      await expect(bus.request(subject, { n: 'one' }, int, 5_000)).rejects.toMatchObject({ code: ErrorCodes.invalidInput, details: { field: 'n' } });
+      expect(ran).toBe(0);
+      expect(entries.map((e) => e.msg)).toEqual(['refused a malformed request']);
+    } finally {
+      sub.unsubscribe();
+    }
+  });
+
+  it("refuses a reply value its decoder does not accept: internal, naming the value's field (the responder's fault)", async () => {
+    const subject = `${prefix}test.value`;
+    const sub = bus.serve(subject, 'bus-test', decodeRequest, () => Promise.resolve({ n: 'not a number' }));
+    try {
+      const decodeValue = FieldRules.shape({ n: int });
+      await expect(bus.request(subject, {}, decodeValue, 5_000)).rejects.toMatchObject({ code: ErrorCodes.internal, details: { field: 'reply.value.n' } });
+    } finally {
+      sub.unsubscribe();
+    }
+  });
+
+  it('listen: a message that does not decode is logged without its bytes and dropped; the next one is handled', async () => {
+    entries.length = 0;
+    const subject = `${prefix}test.listen`;
+    const seen: number[] = [];
+    const sub = bus.listen(
+      subject,
+      (msg) => decodeN(msg.data).n,
+      (n) => void seen.push(n),
+      { what: 'test message' },
+    );
+    try {
+      await bus.nc.flush();
+      bus.nc.publish(subject, Uint8Array.from([0xff, ...new TextEncoder().encode('PAYLOAD-MARKER')]));
+      bus.nc.publish(subject, encodePayload({ n: 'x' }));
+      bus.nc.publish(subject, encodePayload({ n: 7 }));
+      await bus.nc.flush();
+      for (let i = 0; i < 50 && seen.length === 0; i++) await new Promise((r) => setTimeout(r, 20));
+      expect(seen).toEqual([7]);
+      expect(entries.map((e) => e.msg)).toEqual(['dropped a malformed test message', 'dropped a malformed test message']);
+      expect(entries[1]?.fields).toMatchObject({ subject, field: 'n' });
+      expect(JSON.stringify(entries)).not.toContain('PAYLOAD-MARKER');
+      // The connection survived a handler that throws.
+      const boom = bus.listen(
+        subject,
+        (msg) => msg.subject,
+        () => {
+          throw new Error('handler fault');
+        },
+        { what: 'faulty message' },
+      );
+      bus.nc.publish(subject, encodePayload({ n: 8 }));
+      await bus.nc.flush();
+      for (let i = 0; i < 50 && seen.length < 2; i++) await new Promise((r) => setTimeout(r, 20));
+      expect(seen).toEqual([7, 8]);
+      expect(bus.nc.isClosed()).toBe(false);
+      boom.unsubscribe();
+    } finally {
+      sub.unsubscribe();
+    }
+  });
+
+  it('publishEvent: an event published twice under one msg id is stored once', async () => {
+    const subject = bus.subjects.serverDeleted('acct', 'srv');
+    const before = (await bus.jsm.streams.info(bus.subjects.mcpEventsStream)).state.messages;
+    const event = { account: 'acct', server: 'srv', serverId: 's1' };
+    await bus.publishEvent(subject, event, 'deleted:s1');
+    await bus.publishEvent(subject, event, 'deleted:s1');
+    await bus.publishEvent(subject, event, 'deleted:s2');
+    expect((await bus.jsm.streams.info(bus.subjects.mcpEventsStream)).state.messages - before).toBe(2);
+  });
+
+  it('publishEvent: a subject no stream holds fails with PublishError, not a hang', async () => {
+    await expect(bus.publishEvent(`${prefix}nowhere.event`, {}, 'x')).rejects.toMatchObject({ name: 'PublishError' });
   });
 });
 

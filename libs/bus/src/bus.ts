@@ -1,21 +1,11 @@
-import { connect, errors as natsErrors, headers, type Msg, type MsgHdrs, type NatsConnection, type Subscription } from '@nats-io/transport-node';
+import { randomUUID } from 'node:crypto';
+import { connect, errors as natsErrors, type Msg, type MsgHdrs, type NatsConnection, type Subscription } from '@nats-io/transport-node';
 import { jetstream, jetstreamManager, JetStreamApiCodes, JetStreamApiError, RetentionPolicy, StorageType, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
-import { ErrorCodes, WireError, decodeReply, decodeRequest, encodePayload, malformedMessageFields, makeSubjects, toWireError, type Subjects, type WireErrorShape } from '@mcpx/contracts';
-import { extractTraceContext, injectTraceHeaders } from '@mcpx/telemetry';
-import { context, type Context } from '@opentelemetry/api';
-
-/** The reply of every request/reply endpoint but the proxy's call (which adds its instance). */
-export type Reply<T> = { ok: true; value: T } | { ok: false; error: WireErrorShape };
-
-/**
- * Where the bus reports the faults no caller sees: a handler's unexpected error (the caller only
- * gets `internal`) and a failed subscription. A service passes its `@mcpx/log` logger.
- */
-export interface BusLog {
-  error(msg: string, fields?: Record<string, unknown>): void;
-  /** A malformed message from outside (absent: `error`). */
-  warn?(msg: string, fields?: Record<string, unknown>): void;
-}
+import { makeSubjects, type Subjects } from '@mcpx/contracts';
+import { JetStreamPublisher } from './jetstream-publisher.js';
+import { listen, type ListenOptions } from './listen.js';
+import { stderrLog, warnOf, type BusLog } from './log.js';
+import { request, serve, traceHeaders, type Endpoint, type ValueDecoder } from './request-reply.js';
 
 export interface BusOptions {
   url: string;
@@ -73,17 +63,27 @@ export interface Bus {
    * must use it, or its user may not subscribe to it.
    */
   inboxPrefix: string;
-  /** Publishes a CBOR event on JetStream with trace headers; `msgId` makes a retry a no-op. */
+  /**
+   * Publishes a CBOR event on JetStream with trace headers and its `Nats-Msg-Id` (`msgId`; absent:
+   * a fresh one), through the one JetStream publisher: a retry under the same id is stored once.
+   * Waits for JetStream's acknowledgement (5 s) and throws `PublishError` without one.
+   */
   publishEvent(subject: string, payload: unknown, msgId?: string): Promise<void>;
   /** Headers carrying the active trace context. */
   traceHeaders(): MsgHdrs;
-  /** Sends a request and returns its value, or throws the typed error the responder sent. */
-  request<T>(subject: string, payload: unknown, timeoutMs?: number): Promise<T>;
   /**
-   * Answers requests on a subject (in a queue group) with `handler`'s value or typed error. The
-   * handler runs in the trace context the request carried.
+   * Sends a request and returns its value, checked by `decodeValue` (a reply decoder of
+   * `@mcpx/contracts`), or throws the typed error the responder sent.
    */
-  serve<Req, Res>(subject: string, queue: string, handler: (req: Req, msg: Msg, ctx: Context) => Promise<Res>): Subscription;
+  request<T>(subject: string, payload: unknown, decodeValue: ValueDecoder<T>, timeoutMs?: number): Promise<T>;
+  /**
+   * Answers requests on a subject (in a queue group) with `handler`'s value or typed error. Each
+   * request is decoded by `decode` first (its refusal is the answer); the handler runs in the
+   * trace context the request carried.
+   */
+  serve<Req, Res>(subject: string, queue: string, decode: Endpoint<Req, Res>['decode'], handler: Endpoint<Req, Res>['handle']): Subscription;
+  /** A guarded core-NATS subscription whose messages are decoded before `handle` sees them (`listen`). */
+  listen<T>(subject: string, decode: (msg: Msg) => T, handle: (value: T, msg: Msg) => void, opts: Omit<ListenOptions, 'log'>): Subscription;
   close(): Promise<void>;
 }
 
@@ -176,51 +176,10 @@ export async function retryStartup<T>(step: string, fn: () => Promise<T>, opts: 
       const delayMs = Math.min(5_000, 250 * 2 ** (attempt - 1)) * (0.8 + 0.4 * Math.random());
       if (!isTransientStartupError(err) || Date.now() + delayMs > deadline) throw err;
       const e = err as Error;
-      (opts.log.warn ?? opts.log.error).call(opts.log, 'NATS not ready at start-up, retrying', { step, attempt, retryInMs: Math.round(delayMs), err: { name: e.name, message: e.message } });
+      warnOf(opts.log)('NATS not ready at start-up, retrying', { step, attempt, retryInMs: Math.round(delayMs), err: { name: e.name, message: e.message } });
       await new Promise((r) => setTimeout(r, delayMs));
     }
   }
-}
-
-/** The fallback `BusLog`: one JSON line on stderr, with only the name and message of an error. */
-function stderrLog(connection: string): BusLog {
-  return {
-    error: (msg, fields = {}) => {
-      const { err, ...rest } = fields;
-      const e = err instanceof Error ? { name: err.name, message: err.message } : undefined;
-      process.stderr.write(`${JSON.stringify({ ts: new Date().toISOString(), level: 'error', service: 'bus', connection, msg, ...rest, ...(e ? { err: e } : {}) })}\n`);
-    },
-  };
-}
-
-/**
- * Answers one request. A handler's `WireError` is its answer; anything else it throws is a fault
- * of this service: the caller gets `internal` and `log` gets the error with the subject (never
- * the payload, which may carry a caller's secrets).
- */
-async function answer<Req, Res>(msg: Msg, queue: string, handler: (req: Req, msg: Msg, ctx: Context) => Promise<Res>, ctx: Context, log: BusLog): Promise<void> {
-  let reply: Reply<Res>;
-  try {
-    let req: Req;
-    try {
-      req = decodeRequest(msg.data) as Req;
-    } catch (e) {
-      (log.warn ?? log.error).call(log, 'refused a malformed request', { ...malformedMessageFields(msg, e), queue });
-      throw e;
-    }
-    reply = { ok: true, value: await handler(req, msg, ctx) };
-  } catch (e) {
-    if (!(e instanceof WireError)) log.error('request handler failed', { subject: msg.subject, queue, err: e });
-    reply = { ok: false, error: toWireError(e).toJSON() };
-  }
-  let data: Uint8Array;
-  try {
-    data = encodePayload(reply);
-  } catch (e) {
-    log.error('reply could not be encoded', { subject: msg.subject, queue, err: e });
-    data = encodePayload({ ok: false, error: toWireError(e).toJSON() } satisfies Reply<Res>);
-  }
-  msg.respond(data);
 }
 
 /**
@@ -254,7 +213,10 @@ export async function connectBus(opts: BusOptions): Promise<Bus> {
     throw err;
   }
   const js = jetstream(nc);
-  const traceHeaders = (): MsgHdrs => injectTraceHeaders(headers());
+  // Made on the first event: a service that publishes none holds no PubAck inbox. One attempt, as
+  // `js.publish` makes: the outbox's sweep is the retry.
+  let publisher: JetStreamPublisher | undefined;
+  const publisherOf = (): JetStreamPublisher => (publisher ??= new JetStreamPublisher(nc, inboxPrefix, traceHeaders, { window: 1_000, attempts: 1, log }));
   return {
     nc,
     js,
@@ -262,47 +224,12 @@ export async function connectBus(opts: BusOptions): Promise<Bus> {
     subjects,
     inboxPrefix,
     traceHeaders,
-    publishEvent: async (subject, payload, msgId) => {
-      await js.publish(subject, encodePayload(payload), { headers: traceHeaders(), ...(msgId ? { msgID: msgId } : {}) });
-    },
-    request: async <T>(subject: string, payload: unknown, timeoutMs = 10_000): Promise<T> => {
-      const msg = await nc.request(subject, encodePayload(payload), { timeout: timeoutMs, headers: traceHeaders() });
-      let reply: ReturnType<typeof decodeReply>;
-      try {
-        reply = decodeReply(msg.data);
-      } catch (e) {
-        // The responder's fault, not the caller's: internal, with the rule that was broken.
-        const w = e instanceof WireError ? e : undefined;
-        throw new WireError(ErrorCodes.internal, `malformed reply on ${subject}`, { field: 'reply', ...(w?.details.rule !== undefined ? { rule: w.details.rule } : {}) });
-      }
-      if (reply.ok) return reply.value as T;
-      throw WireError.from(reply.error);
-    },
-    serve: <Req, Res>(subject: string, queue: string, handler: (req: Req, msg: Msg, ctx: Context) => Promise<Res>) =>
-      nc.subscribe(subject, {
-        queue,
-        callback: (err, msg) => {
-          if (err) {
-            // The client closes the subscription after this (a permissions violation, say).
-            log.error('subscription failed', { subject, queue, err });
-            return;
-          }
-          // Nothing may throw out of a callback (it would close the connection): not even
-          // reading a request's trace headers.
-          try {
-            const ctx = extractTraceContext(msg.headers);
-            context
-              .with(ctx, () => answer(msg, queue, handler, ctx, log))
-              .catch((e: unknown) => {
-                // Responding failed (the connection closed, say): the caller times out; say why here.
-                log.error('request could not be answered', { subject: msg.subject, queue, err: e });
-              });
-          } catch (e) {
-            log.error('request could not be answered', { subject: msg.subject, queue, err: e });
-          }
-        },
-      }),
+    publishEvent: (subject, payload, msgId) => publisherOf().publishAll([{ subject, payload, msgId: msgId ?? randomUUID() }]),
+    request: (subject, payload, decodeValue, timeoutMs) => request(nc, subject, payload, decodeValue, timeoutMs),
+    serve: (subject, queue, decode, handle) => serve(nc, subject, queue, { decode, handle }, log),
+    listen: (subject, decode, handle, o) => listen(nc, subject, decode, handle, { ...o, log }),
     close: async () => {
+      publisher?.close();
       await nc.drain().catch(() => nc.close());
     },
   };

@@ -161,3 +161,6 @@ export const jsonObject: Rule<JsonObject> = (v, field) => {
   if (!isMap(v) || !isJson(v)) throw invalidInput(field, 'must be a JSON object');
   return v as JsonObject; // every leaf was checked just above
 };
+
+/** The rules as one object, for a decoder written outside this package. */
+export const FieldRules = { str, anyStr, int, num, bool, anything, anyMap, jsonObject, oneOf, optional, list, mapOf, shape, checkedMap } as const;

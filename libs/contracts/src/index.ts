@@ -14,7 +14,6 @@ export {
   decodeApprovalRequestedEvent,
   decodeInputAnsweredEvent,
   decodeInputRequestedEvent,
-  decodeOAuthRefreshReply,
   decodeOAuthRefreshRequest,
   decodeProxyCancel,
   decodeReply,
@@ -23,9 +22,11 @@ export {
   decodeServerDeletedEvent,
   decodeServerDiscoveredEvent,
   decodeToolsObserved,
+  oauthRefreshAnswerValue,
 } from './payload-decoders.js';
 export { agentToolsReplyValue, decodeAgentToolsRequest, decodeDeleteLambdaToolRequest, decodeSetLambdaToolRequest, lambdaToolReplyValue, toolSearchReplyValue } from './reply-decoders.js';
-export type { Rule } from './field-rules.js';
+export { FieldRules, payloadDecoder } from './field-rules.js';
+export type { Rule, Shaped, Table } from './field-rules.js';
 export { ERROR_TRAITS, ErrorCodes, WireError, invalidInput, toWireError } from './errors.js';
 export type { ErrorCode, ErrorDetails, ErrorDetailsMap, ErrorTraits, WireErrorShape } from './errors.js';
 export { Transports, ServerStates } from './payloads.js';
@@ -40,6 +41,7 @@ export type {
   AgentToolsChangedEvent,
   ProxyCallRequest,
   ProxyCallReply,
+  Reply,
   ProxyCancel,
   RunEnded,
   ToolsObserved,
@@ -59,7 +61,7 @@ export { accessTokenHash } from './oauth-refresh.js';
 export { AGENT_TOKENS_CHANNEL, AGENT_TOKEN_PREFIX, agentTokenHash, isAgentTokenShape } from './agent-tokens.js';
 export type { AgentTokenView } from './agent-tokens.js';
 export { authContextOf } from './auth-context.js';
-export type { OAuthRefreshReply, OAuthRefreshRequest } from './oauth-refresh.js';
+export type { OAuthRefreshAnswer, OAuthRefreshReply, OAuthRefreshRequest } from './oauth-refresh.js';
 export { INPUT_LIMITS, INPUT_REQUEST_ID_RE, InputStatuses, checkElicitAnswer, checkElicitContent, checkRequestedSchema } from './inputs.js';
 export type {
   ElicitAnswer,

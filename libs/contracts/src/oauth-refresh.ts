@@ -1,5 +1,5 @@
 import { sha256Hex } from '@mcpx/domain';
-import type { WireErrorShape } from './errors.js';
+import type { Reply } from './payloads.js';
 
 /**
  * Request of `registry.oauth.refresh` (request/reply, queue group `registry`): a proxy holds an
@@ -28,18 +28,19 @@ export function accessTokenHash(token: string): string {
 }
 
 /**
- * Reply: `authorized` (a current token is stored: read it again), or `auth_required` (refresh
- * failed or there is no token; the server is recorded `auth_required`, its owner authorizes again
- * through a ticket of AuthorizeMcpServer). `authorizationUrl` is never sent (a decoder drops it).
+ * The reply's value: `authorized` (a current token is stored: read it again), or `auth_required`
+ * (refresh failed or there is no token; the server is recorded `auth_required`, its owner
+ * authorizes again through a ticket of AuthorizeMcpServer). No authorization URL is ever sent (the
+ * decoder would leave it out): a runtime only learns that the owner must authorize.
  */
-export type OAuthRefreshReply =
-  | { ok: true; state: 'authorized' }
+export type OAuthRefreshAnswer =
+  | { state: 'authorized' }
   | {
-      ok: true;
       state: 'auth_required';
-      authorizationUrl?: string;
       error?: string;
       /** A built-in's: the vendor whose connection the owner must make again (there is no URL to open). */
       vendor?: string;
-    }
-  | { ok: false; error: WireErrorShape };
+    };
+
+/** The reply of `registry.oauth.refresh`: the one envelope of request/reply (`Reply`). */
+export type OAuthRefreshReply = Reply<OAuthRefreshAnswer>;

@@ -2,7 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { encodePayload } from './codec.js';
 import { WireError } from './errors.js';
 import { anyStr, int, list, mapOf, oneOf, optional, shape, str } from './field-rules.js';
-import { decodeAgentToolsChangedEvent, decodeOAuthRefreshReply, decodeServerDiscoveredEvent, decodeToolsObserved } from './payload-decoders.js';
+import { decodeAgentToolsChangedEvent, decodeServerDiscoveredEvent, decodeToolsObserved, oauthRefreshAnswerValue } from './payload-decoders.js';
+import { agentToolsReplyValue, lambdaToolReplyValue } from './reply-decoders.js';
 
 /** The field a decoder's refusal names (it must be an invalid_input WireError). */
 function refusedField(f: () => unknown): unknown {
@@ -77,12 +78,20 @@ describe('payload decoders: every field checked, nothing unchecked passed on', (
     expect(refusedField(() => decodeAgentToolsChangedEvent(encodePayload({ ...event, added: { t: 1 } })))).toBe('added.t');
   });
 
-  it("the OAuth refresh reply: an error of any shape becomes a typed error's shape, not a cast", () => {
-    expect(decodeOAuthRefreshReply(encodePayload({ ok: false, error: 'boom' }))).toEqual({ ok: false, error: { code: 'internal', message: 'malformed error' } });
-    expect(decodeOAuthRefreshReply(encodePayload({ ok: false, error: { code: 'not_found', message: 'gone', details: { server: 'x' } } }))).toEqual({
-      ok: false,
-      error: { code: 'not_found', message: 'gone', details: { server: 'x' } },
-    });
-    expect(decodeOAuthRefreshReply(encodePayload({ ok: false, error: { code: 'made_up', message: 7 } }))).toEqual({ ok: false, error: { code: 'internal', message: 'unknown error' } });
+  it('the OAuth refresh answer: the two answers it knows, never an authorization URL', () => {
+    expect(oauthRefreshAnswerValue({ state: 'authorized', extra: 1 }, 'value')).toEqual({ state: 'authorized' });
+    expect(oauthRefreshAnswerValue({ state: 'auth_required', authorizationUrl: 'https://as.example/authorize?x', vendor: 'github' }, 'value')).toEqual({ state: 'auth_required', vendor: 'github' });
+    expect(refusedField(() => oauthRefreshAnswerValue({ state: 'maybe' }, 'value'))).toBe('value.state');
+    expect(refusedField(() => oauthRefreshAnswerValue({ state: 'auth_required', vendor: '' }, 'value'))).toBe('value.vendor');
+  });
+
+  it("the projector's reply values: documents kept whole (their CID covers every field), every checked field named", () => {
+    const doc = { kind: 'mcp', name: 'gh__x', description: 'd', inputSchema: { type: 'object' }, permission: 'act', server: 'gh', remoteName: 'x', cid: 'bafy', futureField: { a: 1 } };
+    const reply = { version: 1, documents: [doc], conflicts: [] };
+    expect(agentToolsReplyValue(reply, 'value')).toEqual(reply);
+    expect(refusedField(() => agentToolsReplyValue({ ...reply, documents: [{ ...doc, permission: 'maybe' }] }, 'value'))).toBe('value.documents[0].permission');
+    expect(refusedField(() => agentToolsReplyValue({ ...reply, documents: [{ ...doc, inputSchema: { bytes: new Uint8Array(1) } }] }, 'value'))).toBe('value.documents[0].inputSchema');
+    expect(lambdaToolReplyValue({ name: 'l', version: 2 }, 'value')).toEqual({ name: 'l', version: 2 });
+    expect(refusedField(() => lambdaToolReplyValue({ name: 'l', version: '2' }, 'value'))).toBe('value.version');
   });
 });

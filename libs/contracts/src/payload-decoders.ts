@@ -1,8 +1,8 @@
 import { Permission, type RemoteTool } from '@mcpx/domain';
-import { ErrorCodes, WireError, invalidInput } from './errors.js';
+import { invalidInput } from './errors.js';
 import { anyMap, anyStr, anything, bool, int, isMap, list, mapOf, num, oneOf, optional, payloadDecoder, shape, str, type Rule } from './field-rules.js';
 import type { InputAnsweredEvent, InputRequestedEvent } from './inputs.js';
-import type { OAuthRefreshReply, OAuthRefreshRequest } from './oauth-refresh.js';
+import type { OAuthRefreshAnswer, OAuthRefreshRequest } from './oauth-refresh.js';
 import { ServerStates, Transports } from './payloads.js';
 import type {
   AgentChangedEvent,
@@ -172,29 +172,13 @@ export function decodeRequest(bytes: Uint8Array, payload = 'payload'): Record<st
  */
 export const decodeReply: (bytes: Uint8Array) => { ok: boolean; value?: unknown; error?: unknown } = payloadDecoder('reply', { ok: bool, value: anything, error: anything });
 
-/** What the proxy keeps of an OAuth refresh's answer (never an authorization URL: a runtime only learns that the owner must authorize). */
-const oauthRefreshAnswer = shape({ state: oneOf('authorized', 'auth_required'), vendor: optional(str), error: optional(anyStr) });
-
 /**
- * A reply of `registry.oauth.refresh`, strictly decoded and checked: a malformed one is the
- * registry's fault (`internal`, `field: 'reply'` or `reply.<field>`), never read half-way. An
- * error reply's `error` of any shape becomes a typed error's shape (`WireError.from`).
+ * The value of a `registry.oauth.refresh` reply (`Bus.request`'s `decodeValue`): one of the two
+ * answers, a vendor only as a non-empty string. Whatever else a reply carries (an authorization
+ * URL, say) is left out: a runtime only learns that the owner must authorize.
  */
-export function decodeOAuthRefreshReply(bytes: Uint8Array): OAuthRefreshReply {
-  let r: Record<string, unknown>;
-  try {
-    r = decodeRequest(bytes, 'reply');
-  } catch (e) {
-    const rule = e instanceof WireError ? e.details.rule : undefined;
-    throw new WireError(ErrorCodes.internal, 'malformed OAuth refresh reply from the registry', { field: 'reply', ...(rule !== undefined ? { rule } : {}) });
-  }
-  try {
-    if (bool(r.ok, 'ok') === false) return { ok: false, error: WireError.from(r.error).toJSON() };
-    const answer = oauthRefreshAnswer(r, '');
-    if (answer.state === 'authorized') return { ok: true, state: 'authorized' };
-    return { ok: true, state: 'auth_required', ...(answer.vendor !== undefined ? { vendor: answer.vendor } : {}), ...(answer.error !== undefined ? { error: answer.error } : {}) };
-  } catch (e) {
-    const field = e instanceof WireError && typeof e.details.field === 'string' ? e.details.field : 'reply';
-    throw new WireError(ErrorCodes.internal, `malformed OAuth refresh reply from the registry (${field})`, { field: `reply.${field}` });
-  }
-}
+export const oauthRefreshAnswerValue: Rule<OAuthRefreshAnswer> = (v, field) => {
+  const answer = shape({ state: oneOf('authorized', 'auth_required'), vendor: optional(str), error: optional(anyStr) })(v, field);
+  if (answer.state === 'authorized') return { state: 'authorized' };
+  return { state: 'auth_required', ...(answer.vendor !== undefined ? { vendor: answer.vendor } : {}), ...(answer.error !== undefined ? { error: answer.error } : {}) };
+};

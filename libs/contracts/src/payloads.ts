@@ -146,7 +146,16 @@ export interface ProxyCallRequest {
   answers?: { sampling?: boolean; forms?: boolean };
 }
 
-export type ProxyCallReply = { ok: true; instance: string; result: ProxyResult } | { ok: false; instance: string; error: WireErrorShape };
+/**
+ * The one reply envelope of every request/reply endpoint: a value, or a typed error
+ * (`WireError.toJSON()`, rebuilt by `WireError.from`). `E` holds the fields an endpoint adds to
+ * both outcomes, so an extension is still this envelope; `K` names the value's key, `value` but
+ * for the proxy's call, whose outside callers have read `result` since its first release.
+ */
+export type Reply<T, E extends object = object, K extends string = 'value'> = ({ ok: true } & { [key in K]: T } & E) | ({ ok: false; error: WireErrorShape } & E);
+
+/** The call's reply: the one envelope, with the instance that answered (a run's sticky route) and its value under `result`. */
+export type ProxyCallReply = Reply<ProxyResult, { instance: string }, 'result'>;
 
 /** Payload of `mcp.proxy.cancel`. */
 export interface ProxyCancel {

@@ -99,15 +99,15 @@ export interface Subjects {
   // a token outside the token grammar parses to null (never a guess by position).
 
   /** Parses `mcp.events.server.discovered|deleted.<acct>.<server>` ({@link serverDiscovered}, {@link serverDeleted}). */
-  parseServerEvent(subject: string): { kind: 'discovered' | 'deleted'; account: string; server: string } | null;
+  readonly parseServerEvent: (subject: string) => { kind: 'discovered' | 'deleted'; account: string; server: string } | null;
   /** Parses `mcp.events.agent.changed.<acct>.<agent>` ({@link agentChanged}). */
-  parseAgentChanged(subject: string): { account: string; agent: string } | null;
+  readonly parseAgentChanged: (subject: string) => { account: string; agent: string } | null;
   /** Parses `agents.tools.changed.<acct>.<agent>` ({@link agentToolsChanged}). */
-  parseAgentToolsChanged(subject: string): { account: string; agent: string } | null;
+  readonly parseAgentToolsChanged: (subject: string) => { account: string; agent: string } | null;
   /** Parses `mcp.approvals.requested|decided.<acct>` ({@link approvalRequested}, {@link approvalDecided}). */
-  parseApprovalEvent(subject: string): { kind: 'requested' | 'decided'; account: string } | null;
+  readonly parseApprovalEvent: (subject: string) => { kind: 'requested' | 'decided'; account: string } | null;
   /** Parses `mcp.inputs.requested|answered.<acct>` ({@link inputRequested}, {@link inputAnswered}). */
-  parseInputEvent(subject: string): { kind: 'requested' | 'answered'; account: string } | null;
+  readonly parseInputEvent: (subject: string) => { kind: 'requested' | 'answered'; account: string } | null;
 }
 
 /**

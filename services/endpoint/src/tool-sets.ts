@@ -1,5 +1,6 @@
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
-import { decodePayload, guardCallback, type AgentDefinition, type CallbackLog, type Subjects } from '@mcpx/contracts';
+import { listen, subjectOnly } from '@mcpx/bus';
+import { decodePayload, type AgentDefinition, type CallbackLog, type Subjects } from '@mcpx/contracts';
 import type { Db } from '@mcpx/db';
 import type { McpToolDocument } from '@mcpx/domain';
 
@@ -40,12 +41,15 @@ export class ToolSets {
    * tells its watchers (open list_changed streams). Only the subject is read.
    */
   listen(nc: NatsConnection, subjects: Subjects, log: CallbackLog): void {
-    this.sub = nc.subscribe(subjects.agentToolsChangedAll(), {
-      callback: guardCallback(log, 'agent-tools-changed', (msg) => {
-        const parts = msg.subject.split('.');
-        this.changed(`${parts.at(-2)}:${parts.at(-1)}`);
-      }),
-    });
+    this.sub = listen(
+      nc,
+      subjects.agentToolsChangedAll(),
+      subjectOnly(subjects.parseAgentToolsChanged),
+      (agent) => {
+        if (agent !== null) this.changed(`${agent.account}:${agent.agent}`);
+      },
+      { what: 'agent-tools-changed', log },
+    );
   }
 
   close(): void {

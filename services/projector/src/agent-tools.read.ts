@@ -1,6 +1,6 @@
 import type { Subscription } from '@nats-io/transport-node';
 import type { Bus } from '@mcpx/bus';
-import { ErrorCodes, QueueGroups, WireError, decodePayload, type AgentToolsReply, type AgentToolsRequest } from '@mcpx/contracts';
+import { ErrorCodes, QueueGroups, WireError, decodeAgentToolsRequest, decodePayload, type AgentToolsReply } from '@mcpx/contracts';
 import type { Db } from '@mcpx/db';
 import { promotableTools, providerTools, renderToolIndex, renderToolListing, type AgentToolDocument, type LambdaToolDocument, type McpToolDocument, type ToolNameStyle } from '@mcpx/domain';
 import { effectiveSet, heldConflicts, mcpEntries } from './agent-sets.js';
@@ -82,8 +82,8 @@ function stripCid<T extends { cid: string }>(doc: T): Omit<T, 'cid'> {
 }
 
 export function serveAgentTools(bus: Bus, db: Db, style: ToolNameStyle): Subscription {
-  // The request is a decoded map whose fields are unchecked: each is checked here.
-  return bus.serve<Partial<Record<keyof AgentToolsRequest, unknown>>, AgentToolsReply>(bus.subjects.projectorAgentTools, QueueGroups.projector, async (req) => {
+  // The decoder checks the request's shape; the ids' grammar and the names' bounds are checked here.
+  return bus.serve(bus.subjects.projectorAgentTools, QueueGroups.projector, decodeAgentToolsRequest, async (req): Promise<AgentToolsReply> => {
     const account = requireId(req.account, 'account');
     const agent = requireId(req.agent, 'agent');
     const requested = req.requested === undefined ? undefined : nameList(req.requested, 'requested', MAX_REQUESTED);

@@ -1,10 +1,9 @@
 import { sql, type Kysely } from 'kysely';
-import type { Bus } from '@mcpx/bus';
+import type { Bus, JetStreamPublisher, OutgoingEvent } from '@mcpx/bus';
 import type { AgentToolsChangedEvent } from '@mcpx/contracts';
 import type { Database, Db, PendingToolsEvent, ToolsDiff } from '@mcpx/db';
 import type { Logger } from '@mcpx/log';
 import { McpAttributes, withSpan, type Counter, type Meter, type Tracer } from '@mcpx/telemetry';
-import type { EventPublisher, OutgoingEvent } from './event-publisher.js';
 
 /** One agent's agent-tools-changed event. */
 export interface AgentChange {
@@ -25,7 +24,7 @@ export class ChangeLog {
 
   constructor(
     /** `meter`: `mcpx_projector_events_published_total`; `tracer`: a `projector.publish` span per change's events. */
-    private readonly deps: { db: Db; bus: Bus; log: Logger; publisher: EventPublisher; meter?: Meter; tracer?: Tracer },
+    private readonly deps: { db: Db; bus: Bus; log: Logger; publisher: JetStreamPublisher; meter?: Meter; tracer?: Tracer },
   ) {
     this.published = deps.meter?.createCounter('mcpx_projector_events_published_total', {
       description: 'agent-tools-changed events by outcome: stored (JetStream acknowledged each) or failed (the batch will be published again)',

@@ -1,7 +1,7 @@
 import { AckPolicy, DeliverPolicy, type ConsumerMessages, type JsMsg } from '@nats-io/jetstream';
 import { context } from '@opentelemetry/api';
 import type { Bus } from '@mcpx/bus';
-import { WireError, decodeAgentChangedEvent, decodeServerDeletedEvent, decodeServerDiscoveredEvent } from '@mcpx/contracts';
+import { WireError, decodeAgentChangedEvent, decodeServerDeletedEvent, decodeServerDiscoveredEvent, type Subjects } from '@mcpx/contracts';
 import type { Logger } from '@mcpx/log';
 import { extractTraceContext } from '@mcpx/telemetry';
 import type { Projection } from './projection.js';
@@ -26,18 +26,17 @@ function decoded<T>(decode: (bytes: Uint8Array) => T, bytes: Uint8Array): T {
   }
 }
 
-/** Routes one event by its subject: `mcp.events.<server|agent>.<kind>.<acct>.<name>`. */
-async function route(projection: Projection, prefix: string, msg: JsMsg): Promise<number> {
-  const parts = msg.subject.slice(prefix.length).split('.');
-  const [, , entity, kind] = parts;
-  if (entity === 'server' && kind === 'discovered') {
+/** Routes one event by its subject (`Subjects.parseServerEvent`, `parseAgentChanged`). */
+async function route(projection: Projection, subjects: Subjects, msg: JsMsg): Promise<number> {
+  const server = subjects.parseServerEvent(msg.subject);
+  if (server?.kind === 'discovered') {
     const e = decoded(decodeServerDiscoveredEvent, msg.data);
     // Nothing changed in the tool list: only a status. The projector has no work.
     if (!e.toolsChanged) return 0;
     return projection.serverDiscovered(e);
   }
-  if (entity === 'server' && kind === 'deleted') return projection.serverDeleted(decoded(decodeServerDeletedEvent, msg.data));
-  if (entity === 'agent' && kind === 'changed') return projection.agentChanged(decoded(decodeAgentChangedEvent, msg.data));
+  if (server?.kind === 'deleted') return projection.serverDeleted(decoded(decodeServerDeletedEvent, msg.data));
+  if (subjects.parseAgentChanged(msg.subject) !== null) return projection.agentChanged(decoded(decodeAgentChangedEvent, msg.data));
   throw new PoisonMessage(`unknown subject ${msg.subject}`);
 }
 
@@ -81,7 +80,7 @@ export async function startEventConsumer(opts: { bus: Bus; projection: Projectio
       // so a short ack_wait (fast redelivery after a crash) does not hand it to another instance.
       const heartbeat = setInterval(() => msg.working(), Math.max(250, ackWaitMs / 3));
       try {
-        await route(projection, bus.subjects.prefix, msg);
+        await route(projection, bus.subjects, msg);
         clearInterval(heartbeat);
         msg.ack();
       } catch (err) {

@@ -1,7 +1,18 @@
 import { randomUUID } from 'node:crypto';
 import type { Subscription } from '@nats-io/transport-node';
 import type { Bus } from '@mcpx/bus';
-import { ErrorCodes, QueueGroups, WireError, encodePayload, invalidInput, type DeleteLambdaToolRequest, type LambdaToolReply, type SetLambdaToolRequest } from '@mcpx/contracts';
+import {
+  ErrorCodes,
+  QueueGroups,
+  WireError,
+  encodePayload,
+  invalidInput,
+  decodeDeleteLambdaToolRequest,
+  decodeSetLambdaToolRequest,
+  type DeleteLambdaToolRequest,
+  type LambdaToolReply,
+  type SetLambdaToolRequest,
+} from '@mcpx/contracts';
 import type { Kysely } from 'kysely';
 import type { Database, Db } from '@mcpx/db';
 import { LambdaDocumentError, buildLambdaDocument, documentCid } from '@mcpx/domain';
@@ -105,7 +116,7 @@ export class LambdaTools {
 /** Serves SetLambdaTool and DeleteLambdaTool over request/reply. */
 export function serveLambdaTools(bus: Bus, lambdas: LambdaTools): Subscription[] {
   return [
-    bus.serve<SetLambdaToolRequest, LambdaToolReply>(bus.subjects.projectorLambdaSet, QueueGroups.projector, (req) => lambdas.set(req)),
-    bus.serve<DeleteLambdaToolRequest, LambdaToolReply>(bus.subjects.projectorLambdaDelete, QueueGroups.projector, (req) => lambdas.delete(req)),
+    bus.serve(bus.subjects.projectorLambdaSet, QueueGroups.projector, decodeSetLambdaToolRequest, (req) => lambdas.set(req)),
+    bus.serve(bus.subjects.projectorLambdaDelete, QueueGroups.projector, decodeDeleteLambdaToolRequest, (req) => lambdas.delete(req)),
   ];
 }

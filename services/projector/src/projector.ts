@@ -1,4 +1,4 @@
-import { connectBus, retryStartup } from '@mcpx/bus';
+import { JetStreamPublisher, connectBus, retryStartup } from '@mcpx/bus';
 import type { Config } from '@mcpx/config';
 import { createDb, migrate } from '@mcpx/db';
 import { createLogger, type LogSink } from '@mcpx/log';
@@ -6,7 +6,6 @@ import { consumerBacklogGauge, setupTelemetry, startServiceHttp, type Telemetry 
 import { serveAgentTools } from './agent-tools.read.js';
 import { ChangeLog } from './change-log.js';
 import { DEFAULT_ACK_WAIT_MS, PROJECTOR_DURABLE, startEventConsumer } from './event-consumer.js';
-import { EventPublisher } from './event-publisher.js';
 import { LambdaTools, serveLambdaTools } from './lambda-tools.js';
 import { Projection } from './projection.js';
 import { backfillSearchText, serveToolSearch } from './tool-search.js';
@@ -45,7 +44,7 @@ export async function startProjector(config: Config, opts: ProjectorOptions = {}
     log,
     ...(config.natsCredentials ? { credentials: config.natsCredentials, inboxPrefix: config.natsCredentials.inboxPrefix } : {}),
   });
-  const publisher = new EventPublisher(bus.nc, bus.inboxPrefix, () => bus.traceHeaders(), { log, ...(opts.publishWindow ? { window: opts.publishWindow } : {}) });
+  const publisher = new JetStreamPublisher(bus.nc, bus.inboxPrefix, () => bus.traceHeaders(), { log, ...(opts.publishWindow ? { window: opts.publishWindow } : {}) });
   const changes = new ChangeLog({ db, bus, log, publisher, meter: telemetry.meter, tracer: telemetry.tracer });
   const projection = new Projection({ db, log, tracer: telemetry.tracer, meter: telemetry.meter, style: config.toolNameStyle, changes });
   const subs = [serveAgentTools(bus, db, config.toolNameStyle), serveToolSearch(bus, db), ...serveLambdaTools(bus, new LambdaTools({ db, log, changes }))];

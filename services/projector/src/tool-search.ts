@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import type { Subscription } from '@nats-io/transport-node';
 import type { Bus } from '@mcpx/bus';
-import { QueueGroups, checkSearchInput, decodePayload, familyOf, type SearchInput, type ToolSearchFamily, type ToolSearchReply, type ToolSearchRequest } from '@mcpx/contracts';
+import { QueueGroups, checkSearchInput, decodePayload, decodeRequest, familyOf, type SearchInput, type ToolSearchFamily, type ToolSearchReply } from '@mcpx/contracts';
 import type { Db } from '@mcpx/db';
 import type { McpToolDocument } from '@mcpx/domain';
 import type { Logger } from '@mcpx/log';
@@ -110,7 +110,7 @@ function groupByFamily(rows: readonly HitRow[]): ToolSearchFamily[] {
 /** Answers `projector.tools.search` (the registry's SearchTools). */
 export function serveToolSearch(bus: Bus, db: Db): Subscription {
   // The request is a decoded map whose fields are unchecked: each is checked here.
-  return bus.serve<Partial<Record<keyof ToolSearchRequest, unknown>>, ToolSearchReply>(bus.subjects.projectorToolsSearch, QueueGroups.projector, async (req) => {
+  return bus.serve(bus.subjects.projectorToolsSearch, QueueGroups.projector, decodeRequest, async (req): Promise<ToolSearchReply> => {
     const account = requireId(req.account, 'account');
     const agent = optionalId(req.agent, 'agent');
     return searchTools(db, account, checkSearchInput(req), agent);

@@ -1,5 +1,6 @@
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
-import { decodePayload, guardCallback, type AgentDefinition, type CallbackLog, type Subjects } from '@mcpx/contracts';
+import { listen, subjectOnly } from '@mcpx/bus';
+import { decodePayload, type AgentDefinition, type CallbackLog, type Subjects } from '@mcpx/contracts';
 import { CredentialReader, type ProxyReads } from '@mcpx/credentials';
 import { compileValidator, type ArgumentValidator, type McpToolDocument } from '@mcpx/domain';
 import { createLogger } from '@mcpx/log';
@@ -65,29 +66,28 @@ export class Catalog {
 
   /**
    * Subscribes to the invalidating events (core NATS: every instance sees every event). Only the
-   * subject is read (`<…>.<account>.<name>`), never the payload: any message there, well formed
-   * or not, just makes the catalog read the owner's rows again. The callbacks are guarded, so
+   * subject is read, by its parser (`Subjects.parseAgentChanged` and the others), never the
+   * payload: any message there, its payload well formed or not, just makes the catalog read the
+   * owner's rows again (a subject that does not parse names nothing). The callbacks are guarded, so
    * nothing can close the connection from here; a failed subscription is logged to `log`.
    */
   listen(nc: NatsConnection, subjects: Subjects, log: CallbackLog = createLogger('proxy', { fields: { part: 'catalog' } })): void {
-    const keyOf = (subject: string): string => {
-      const parts = subject.split('.');
-      return `${parts.at(-2)}:${parts.at(-1)}`;
-    };
-    const dropAgent = (msg: { subject: string }): void => {
-      this.agents.delete(keyOf(msg.subject));
+    const dropAgent = (agent: { account: string; agent: string } | null): void => {
+      if (agent === null) return;
+      this.agents.delete(`${agent.account}:${agent.agent}`);
       this.invalidations++;
     };
-    const dropServer = (msg: { subject: string }): void => {
-      const key = keyOf(msg.subject);
+    const dropServer = (server: { account: string; server: string } | null): void => {
+      if (server === null) return;
+      const key = `${server.account}:${server.server}`;
       this.servers.delete(key);
       this.levels.delete(key);
       this.invalidations++;
     };
     this.subs.push(
-      nc.subscribe(subjects.agentToolsChangedAll(), { callback: guardCallback(log, 'agent-tools-changed invalidation', dropAgent) }),
-      nc.subscribe(subjects.agentChangedAll, { callback: guardCallback(log, 'agent-changed invalidation', dropAgent) }),
-      nc.subscribe(subjects.serverEventsAll, { callback: guardCallback(log, 'server invalidation', dropServer) }),
+      listen(nc, subjects.agentToolsChangedAll(), subjectOnly(subjects.parseAgentToolsChanged), dropAgent, { what: 'agent-tools-changed invalidation', log }),
+      listen(nc, subjects.agentChangedAll, subjectOnly(subjects.parseAgentChanged), dropAgent, { what: 'agent-changed invalidation', log }),
+      listen(nc, subjects.serverEventsAll, subjectOnly(subjects.parseServerEvent), dropServer, { what: 'server invalidation', log }),
     );
   }
 

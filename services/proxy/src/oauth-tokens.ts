@@ -1,6 +1,7 @@
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Counter, Meter, Tracer } from '@opentelemetry/api';
-import { ErrorCodes, WireError, decodeOAuthRefreshReply, encodePayload, type OAuthRefreshRequest, type Subjects } from '@mcpx/contracts';
+import { request } from '@mcpx/bus';
+import { ErrorCodes, WireError, oauthRefreshAnswerValue, type OAuthRefreshAnswer, type OAuthRefreshRequest, type Subjects } from '@mcpx/contracts';
 import { expiring, REFRESH_BEFORE_EXPIRY_MS } from '@mcpx/credentials';
 import { withSpan } from '@mcpx/telemetry';
 import type { Catalog } from './catalog.js';
@@ -10,9 +11,6 @@ import type { ServerEntry } from './server-entry.js';
 export { REFRESH_BEFORE_EXPIRY_MS };
 /** How long a proxy waits for the registry's refresh (it holds a 30 s lock at most). */
 const REFRESH_TIMEOUT_MS = 35_000;
-
-/** The reply's decoder, beside the other payload decoders. */
-export { decodeOAuthRefreshReply };
 
 export interface OAuthTokensDeps {
   nc: NatsConnection;
@@ -75,14 +73,14 @@ export class OAuthTokens {
 
   private async refresh(account: string, server: string, entry: ServerEntry): Promise<ServerEntry> {
     const req: OAuthRefreshRequest = { account, server, ...(entry.oauth?.tokenHash ? { staleTokenHash: entry.oauth.tokenHash } : {}) };
-    let data: Uint8Array;
+    let reply: OAuthRefreshAnswer;
     try {
-      data = (await this.deps.nc.request(this.deps.subjects.registryOAuthRefresh, encodePayload(req), { timeout: REFRESH_TIMEOUT_MS })).data;
+      reply = await request(this.deps.nc, this.deps.subjects.registryOAuthRefresh, req, oauthRefreshAnswerValue, REFRESH_TIMEOUT_MS);
     } catch (err) {
+      // The registry's answer (a typed error, or its malformed reply as internal) goes on as it is.
+      if (err instanceof WireError) throw err;
       throw new WireError(ErrorCodes.transportError, `the ${server} MCP server's OAuth token could not be refreshed (registry unavailable: ${(err as Error).message})`, { server });
     }
-    const reply = decodeOAuthRefreshReply(data);
-    if (!reply.ok) throw WireError.from(reply.error);
     if (reply.state === 'auth_required' && reply.vendor !== undefined) {
       // A built-in: its token is the vendor connection's, which the owner makes again.
       throw new WireError(ErrorCodes.authRequired, `the ${server} MCP server needs its owner to connect ${reply.vendor} again (the vendor's token could not be refreshed)`, {

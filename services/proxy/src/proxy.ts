@@ -1,9 +1,8 @@
 import { createHash } from 'node:crypto';
-import type { Msg, Subscription } from '@nats-io/transport-node';
 import { Redis } from 'ioredis';
-import { connectBus } from '@mcpx/bus';
+import { connectBus, payload } from '@mcpx/bus';
 import type { Config } from '@mcpx/config';
-import { decodeProxyCancel, decodeRunEnded, encodePayload, guardCallback, type ToolsObserved } from '@mcpx/contracts';
+import { decodeProxyCancel, decodeRunEnded, encodePayload, type ToolsObserved } from '@mcpx/contracts';
 import { createDb } from '@mcpx/db';
 import { ApprovalStore, CallLimiter, InputStore } from '@mcpx/locks';
 import { createLogger, type LogSink } from '@mcpx/log';
@@ -25,7 +24,6 @@ import { startCallService, type ProxyStats } from './call-service.js';
 
 export { PROXY_SERVICE_NAME, proxyServiceName } from './call-service.js';
 export { CALL_REQUEST_LIMITS, MAX_CALL_TIMEOUT_MS, MAX_REQUEST_BYTES, decodeCallRequest, parseCallRequest } from './call-request.js';
-export { decodeOAuthRefreshReply } from './oauth-tokens.js';
 export type { ProxyStats } from './call-service.js';
 
 export interface ProxyOptions {
@@ -173,19 +171,20 @@ export async function startProxy(config: Config, opts: ProxyOptions = {}): Promi
   const stats = (): ProxyStats => ({ instance, ...pool.stats, inflight: handler.inflightCount, ...handler.counts, invalidations: catalog.invalidations });
 
   const service = await startCallService({ nc: bus.nc, subjects: bus.subjects, instance, handler, stats, log });
-  /**
-   * Subscribes to core-NATS notifications, decoded strictly by `decode`: one that does not decode
-   * is logged (without its bytes) and dropped, and nothing `handle` throws reaches the connection.
-   */
-  const listen = <T>(subject: string, what: string, decode: (bytes: Uint8Array) => T, handle: (payload: T, msg: Msg) => void): Subscription =>
-    bus.nc.subscribe(subject, { callback: guardCallback(log, what, (msg) => handle(decode(msg.data), msg)) });
+  // Core-NATS notifications, decoded strictly: one that does not decode is logged (without its
+  // bytes) and dropped, and nothing a handler throws reaches the connection.
   const subs = [
-    listen(bus.subjects.proxyCancel, 'cancel', decodeProxyCancel, (c) => handler.cancel(c.account, c.run, c.callId)),
+    bus.listen(bus.subjects.proxyCancel, payload(decodeProxyCancel), (c) => handler.cancel(c.account, c.run, c.callId), { what: 'cancel' }),
     // Only the instance working on the call answers: silence means "not here".
-    listen(bus.subjects.proxyCallHeld, 'held check', decodeProxyCancel, (c, msg) => {
-      if (handler.holds(c.account, c.run, c.callId)) msg.respond(encodePayload({ instance }));
-    }),
-    listen(bus.subjects.runEndedAll, 'run-ended', decodeRunEnded, (e) => void pool.endRun(e.account, e.run)),
+    bus.listen(
+      bus.subjects.proxyCallHeld,
+      payload(decodeProxyCancel),
+      (c, msg) => {
+        if (handler.holds(c.account, c.run, c.callId)) msg.respond(encodePayload({ instance }));
+      },
+      { what: 'held check' },
+    ),
+    bus.listen(bus.subjects.runEndedAll, payload(decodeRunEnded), (e) => void pool.endRun(e.account, e.run), { what: 'run-ended' }),
   ];
   await bus.nc.flush();
   let ready = true;

@@ -1,11 +1,11 @@
-import { invalidInput, type AgentToolsReply, type AgentToolsRequest } from '@mcpx/contracts';
+import { agentToolsReplyValue, invalidInput, type AgentToolsReply, type AgentToolsRequest } from '@mcpx/contracts';
 import { findAgent } from './agents.actions.js';
 import type { ActionDeps, ActionHandler } from './context.js';
 
 /** Reads an agent's tool set from its owner, the projector. */
 async function agentTools(deps: ActionDeps, account: string, agent: string, requested?: string[]): Promise<AgentToolsReply> {
   const req: AgentToolsRequest = requested === undefined ? { account, agent } : { account, agent, requested };
-  return deps.bus.request<AgentToolsReply>(deps.bus.subjects.projectorAgentTools, req, 10_000);
+  return deps.bus.request(deps.bus.subjects.projectorAgentTools, req, agentToolsReplyValue, 10_000);
 }
 
 export function requestedNames(value: unknown, field: string): string[] {

@@ -1,4 +1,4 @@
-import { invalidInput, type DeleteLambdaToolRequest, type LambdaToolReply, type SetLambdaToolRequest } from '@mcpx/contracts';
+import { invalidInput, lambdaToolReplyValue, type DeleteLambdaToolRequest, type SetLambdaToolRequest } from '@mcpx/contracts';
 import { recordAudit } from '../audit/audit-log.js';
 import { findAgent } from './agents.actions.js';
 import type { ActionHandler } from './context.js';
@@ -8,7 +8,7 @@ export const setLambdaTool: ActionHandler = async (deps, caller, action) => {
   const agent = await findAgent(deps, caller.account, action.agent);
   if (typeof action.name !== 'string') throw invalidInput('name', 'must be a string');
   const req: SetLambdaToolRequest = { account: caller.account, agent: agent.id, name: action.name, document: action.document };
-  const reply = await deps.bus.request<LambdaToolReply>(deps.bus.subjects.projectorLambdaSet, req, 10_000);
+  const reply = await deps.bus.request(deps.bus.subjects.projectorLambdaSet, req, lambdaToolReplyValue, 10_000);
   // The projector holds the document; the log names it by its CID (the document itself goes to the model, not here).
   await recordAudit(deps.db, {
     account: caller.account,
@@ -26,7 +26,7 @@ export const deleteLambdaTool: ActionHandler = async (deps, caller, action) => {
   const agent = await findAgent(deps, caller.account, action.agent);
   if (typeof action.name !== 'string' || action.name === '') throw invalidInput('name', 'must name a lambda');
   const req: DeleteLambdaToolRequest = { account: caller.account, agent: agent.id, name: action.name };
-  const reply = await deps.bus.request<LambdaToolReply>(deps.bus.subjects.projectorLambdaDelete, req, 10_000);
+  const reply = await deps.bus.request(deps.bus.subjects.projectorLambdaDelete, req, lambdaToolReplyValue, 10_000);
   await recordAudit(deps.db, {
     account: caller.account,
     signer: caller.signer,

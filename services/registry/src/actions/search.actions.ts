@@ -1,4 +1,4 @@
-import { checkSearchInput, familyOf, type ToolSearchReply, type ToolSearchRequest } from '@mcpx/contracts';
+import { checkSearchInput, familyOf, toolSearchReplyValue, type ToolSearchRequest } from '@mcpx/contracts';
 import { findAgent } from './agents.actions.js';
 import type { ActionHandler } from './context.js';
 
@@ -17,6 +17,6 @@ export const searchTools: ActionHandler = async (deps, caller, action) => {
     ...(input.server !== undefined ? { family: familyOf(input.server) } : {}),
     ...(agent !== undefined ? { agent } : {}),
   };
-  const reply = await deps.bus.request<ToolSearchReply>(deps.bus.subjects.projectorToolsSearch, req, 10_000);
+  const reply = await deps.bus.request(deps.bus.subjects.projectorToolsSearch, req, toolSearchReplyValue, 10_000);
   return { families: reply.families };
 };

@@ -1,12 +1,12 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { NatsConnection, Subscription } from '@nats-io/transport-node';
+import type { Msg, NatsConnection, Subscription } from '@nats-io/transport-node';
+import { listen, payload, subjectOnly } from '@mcpx/bus';
 import {
   decodeAgentToolsChangedEvent,
   decodeApprovalDecidedEvent,
   decodeApprovalRequestedEvent,
   decodeInputAnsweredEvent,
   decodeInputRequestedEvent,
-  guardCallback,
   invalidInput,
   toWireError,
   type WireError,
@@ -20,8 +20,6 @@ import type { Caller } from '../actions/index.js';
 import { reviewEventData } from '../pins/review-events.js';
 
 const HEARTBEAT_MS = 15_000;
-/** A server name as its subject token carries it. */
-const SERVER_TOKEN = /^[A-Za-z0-9_-]{1,128}$/;
 
 /** SSE event names of approvals (an `always_ask` call stopped; an owner decided it). */
 const ApprovalEventNames = { requested: 'approval-requested', decided: 'approval-decided' } as const;
@@ -30,7 +28,7 @@ const ApprovalEventNames = { requested: 'approval-requested', decided: 'approval
 const InputEventNames = { requested: 'input-requested', answered: 'input-answered' } as const;
 
 /** What an input event shows a subscriber: which call and request, never a question's content nor an answer. */
-function inputEventData(kind: string, bytes: Uint8Array): { event: string; data: Record<string, string | boolean> } | null {
+function inputEventData(kind: string | undefined, bytes: Uint8Array): { event: string; data: Record<string, string | boolean> } | null {
   if (kind === 'requested') {
     const e = decodeInputRequestedEvent(bytes);
     return {
@@ -56,6 +54,13 @@ function approvalEventData(kind: string, e: Partial<ApprovalRequestedEvent & App
   const common = { approvalId: e.approvalId, agent: e.agent, run: e.run, tool: e.tool, server: e.server, expiresAt: e.expiresAt };
   if (kind === 'requested') return { event: ApprovalEventNames.requested, data: strings(common) };
   if (kind === 'decided') return { event: ApprovalEventNames.decided, data: strings({ ...common, decision: e.decision, decidedAt: e.decidedAt }) };
+  return null;
+}
+
+/** An approval notification of `kind` (from its subject), decoded strictly, as a subscriber sees it. */
+function approvalEventOf(kind: string | undefined, bytes: Uint8Array): { event: string; data: Record<string, string> } | null {
+  if (kind === 'requested') return approvalEventData(kind, decodeApprovalRequestedEvent(bytes));
+  if (kind === 'decided') return approvalEventData(kind, decodeApprovalDecidedEvent(bytes));
   return null;
 }
 
@@ -147,14 +152,11 @@ export class EventStream {
     const write = (event: string, data: unknown): void => {
       res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
     };
-    // Every callback is guarded (a throw would close the registry's NATS connection) and decodes
+    // Every subscription is guarded (a throw would close the registry's NATS connection) and decodes
     // strictly: a malformed notification is logged without its bytes and dropped, the stream goes on.
     const subs: Subscription[] = [
-      this.nc.subscribe(this.subjects.agentToolsChangedAll(caller.account), {
-        callback: guardCallback(this.log, 'agent-tools-changed event', (msg) => {
-          const e = decodeAgentToolsChangedEvent(msg.data);
-          if (agents === null || agents.has(e.agent)) write('agent-tools-changed', e);
-        }),
+      this.listen(this.subjects.agentToolsChangedAll(caller.account), payload(decodeAgentToolsChangedEvent), 'agent-tools-changed event', (e) => {
+        if (agents === null || agents.has(e.agent)) write('agent-tools-changed', e);
       }),
     ];
     if (agents === null) subs.push(...this.ownerSubscriptions(caller.account, write));
@@ -195,40 +197,40 @@ export class EventStream {
 
   /** Server and approval events: for the account's OWNER and WRITER signers, never an AGENT's. */
   private ownerSubscriptions(account: string, write: (event: string, data: unknown) => void): Subscription[] {
+    const s = this.subjects;
     return [
-      this.nc.subscribe(`${this.subjects.prefix}mcp.events.server.*.${account}.*`, {
-        callback: guardCallback(this.log, 'server event', (msg) => {
-          // The subject says which server and what happened; the payload (status, tools) is not
-          // passed on, so nothing forged on the bus reaches a console as a fact.
-          const parts = msg.subject.split('.');
-          const kind = parts.at(-3);
-          const server = parts.at(-1);
-          if ((kind === 'discovered' || kind === 'deleted') && server !== undefined && SERVER_TOKEN.test(server)) write('mcp-servers-changed', { kind, server });
-        }),
+      // The subject says which server and what happened; the payload (status, tools) is not
+      // passed on, so nothing forged on the bus reaches a console as a fact.
+      this.listen(s.serverEventsOf(account), subjectOnly(s.parseServerEvent), 'server event', (e) => {
+        if (e !== null) write('mcp-servers-changed', { kind: e.kind, server: e.server });
       }),
-      this.nc.subscribe(this.subjects.approvalEvents(account), {
-        // A malformed notification is dropped: ListApprovals is the source of truth.
-        callback: guardCallback(this.log, 'approval event', (msg) => {
-          const kind = msg.subject.split('.').at(-2) ?? '';
-          const e = kind === 'requested' ? decodeApprovalRequestedEvent(msg.data) : kind === 'decided' ? decodeApprovalDecidedEvent(msg.data) : null;
-          const out = e === null ? null : approvalEventData(kind, e);
+      // A malformed notification is dropped: ListApprovals is the source of truth.
+      this.listen(
+        s.approvalEvents(account),
+        (msg) => approvalEventOf(s.parseApprovalEvent(msg.subject)?.kind, msg.data),
+        'approval event',
+        (out) => {
           if (out) write(out.event, out.data);
-        }),
-      }),
-      this.nc.subscribe(this.subjects.inputEvents(account), {
-        // A malformed notification is dropped: ListInputRequests is the source of truth.
-        callback: guardCallback(this.log, 'input event', (msg) => {
-          const out = inputEventData(msg.subject.split('.').at(-2) ?? '', msg.data);
+        },
+      ),
+      // A malformed notification is dropped: ListInputRequests is the source of truth.
+      this.listen(
+        s.inputEvents(account),
+        (msg) => inputEventData(s.parseInputEvent(msg.subject)?.kind, msg.data),
+        'input event',
+        (out) => {
           if (out) write(out.event, out.data);
-        }),
-      }),
-      this.nc.subscribe(this.subjects.reviewRequested(account), {
-        // A notification only (ListToolChanges is the source of truth): names and CIDs pass, nothing else.
-        callback: guardCallback(this.log, 'review event', (msg) => {
-          const out = reviewEventData(msg.data);
-          if (out) write('tool-review-requested', out);
-        }),
+        },
+      ),
+      // A notification only (ListToolChanges is the source of truth): names and CIDs pass, nothing else.
+      this.listen(s.reviewRequested(account), payload(reviewEventData), 'review event', (out) => {
+        if (out) write('tool-review-requested', out);
       }),
     ];
+  }
+
+  /** A guarded subscription of the registry's connection (`@mcpx/bus`' `listen`). */
+  private listen<T>(subject: string, decode: (msg: Msg) => T, what: string, handle: (value: T) => void): Subscription {
+    return listen(this.nc, subject, decode, handle, { what, log: this.log });
   }
 }

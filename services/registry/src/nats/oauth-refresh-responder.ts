@@ -1,17 +1,6 @@
 import type { Subscription } from '@nats-io/transport-node';
 import type { Bus } from '@mcpx/bus';
-import {
-  ErrorCodes,
-  QueueGroups,
-  WireError,
-  decodeOAuthRefreshRequest,
-  encodePayload,
-  guardCallback,
-  malformedMessageFields,
-  toWireError,
-  type OAuthRefreshReply,
-  type OAuthRefreshRequest,
-} from '@mcpx/contracts';
+import { ErrorCodes, QueueGroups, WireError, decodeOAuthRefreshRequest, type OAuthRefreshAnswer, type OAuthRefreshRequest } from '@mcpx/contracts';
 import { findBuiltin } from '@mcpx/domain';
 import type { Logger } from '@mcpx/log';
 import type { BuiltinServers } from '../builtins/builtin-servers.js';
@@ -41,29 +30,18 @@ export interface OAuthRefreshResponderDeps {
  */
 export function answerOAuthRefresh(deps: OAuthRefreshResponderDeps): Subscription {
   const { bus, log } = deps;
-  return bus.nc.subscribe(bus.subjects.registryOAuthRefresh, {
-    queue: QueueGroups.registry,
-    // Guarded: nothing thrown here may reach nats.js, which would close the registry's connection.
-    callback: guardCallback(log, 'oauth refresh request', (msg) => {
-      const reply = (r: OAuthRefreshReply): void => void msg.respond(encodePayload(r));
-      let req: OAuthRefreshRequest;
-      try {
-        req = decodeOAuthRefreshRequest(msg.data);
-      } catch (e) {
-        log.warn('refused a malformed oauth refresh request', malformedMessageFields(msg, e));
-        reply({ ok: false, error: toWireError(e).toJSON() });
-        return;
-      }
-      refresh(deps, req).then(reply, (e: unknown) => {
-        log.warn('oauth refresh for a proxy failed', { account: req.account, server: req.server, err: e as Error });
-        const wire = e instanceof WireError ? e : new WireError(ErrorCodes.transportError, `OAuth refresh failed: ${(e as Error).message?.slice(0, 200) ?? 'unknown error'}`);
-        reply({ ok: false, error: wire.toJSON() });
-      });
+  // The bus decodes the request (a malformed one is answered invalid_input, naming the field) and
+  // guards the callback: nothing thrown here reaches nats.js, which would close the connection.
+  return bus.serve(bus.subjects.registryOAuthRefresh, QueueGroups.registry, decodeOAuthRefreshRequest, (req) =>
+    refresh(deps, req).catch((e: unknown) => {
+      log.warn('oauth refresh for a proxy failed', { account: req.account, server: req.server, err: e as Error });
+      // A failed exchange with the authorization server is a transport fault, not this service's.
+      throw e instanceof WireError ? e : new WireError(ErrorCodes.transportError, `OAuth refresh failed: ${(e as Error).message?.slice(0, 200) ?? 'unknown error'}`);
     }),
-  });
+  );
 }
 
-async function refresh(deps: OAuthRefreshResponderDeps, req: OAuthRefreshRequest): Promise<OAuthRefreshReply> {
+async function refresh(deps: OAuthRefreshResponderDeps, req: OAuthRefreshRequest): Promise<OAuthRefreshAnswer> {
   const server = await deps.servers.find(req.account, req.server);
   if (server === null && deps.builtins !== undefined && (await deps.builtins.find(req.account, req.server)) !== null) return refreshVendor(deps.builtins, req);
   if (server === null) throw new WireError(ErrorCodes.notFound, `no MCP server named ${req.server}`);
@@ -73,27 +51,27 @@ async function refresh(deps: OAuthRefreshResponderDeps, req: OAuthRefreshRequest
     if (isClientCredentialsRefusal(e)) await deps.discovery.discover(server, 'refresh').catch(() => undefined);
     throw e;
   });
-  if (outcome.state === 'authorized') return { ok: true, state: 'authorized' };
+  if (outcome.state === 'authorized') return { state: 'authorized' };
   // No token (the owner never authorized, or a refused refresh already forgot it): nothing to
   // start here. Whoever authorizes asks for a ticket (AuthorizeMcpServer); a pending one, which
   // someone may be completing right now, is left alone. Already recorded: no new discovery.
   if (outcome.state === 'no_tokens' && server.status.state === 'auth_required') {
-    return { ok: true, state: 'auth_required', ...(server.status.error ? { error: server.status.error } : {}) };
+    return { state: 'auth_required', ...(server.status.error ? { error: server.status.error } : {}) };
   }
   // Recorded the way a discovery does (the event tells every proxy); the status carries no URL.
   const seen = await deps.discovery.discover(server, 'refresh');
-  if (seen.status.state !== 'auth_required') return { ok: true, state: 'authorized' };
+  if (seen.status.state !== 'auth_required') return { state: 'authorized' };
   deps.log.info('oauth refresh refused: the owner must authorize again', { account: server.accountId, server: server.name, outcome: outcome.state });
-  return { ok: true, state: 'auth_required', ...(seen.status.error ? { error: seen.status.error } : {}) };
+  return { state: 'auth_required', ...(seen.status.error ? { error: seen.status.error } : {}) };
 }
 
 /**
  * A built-in's token is its vendor connection's: refreshed under the per-vendor lock, compared
  * with the token the proxy holds. Refused: the owner must connect the vendor again (no URL).
  */
-async function refreshVendor(builtins: BuiltinServers, req: OAuthRefreshRequest): Promise<OAuthRefreshReply> {
+async function refreshVendor(builtins: BuiltinServers, req: OAuthRefreshRequest): Promise<OAuthRefreshAnswer> {
   const outcome = await builtins.refreshVendor(req.account, req.server, req.staleTokenHash);
   if (outcome === 'gone') throw new WireError(ErrorCodes.notFound, `no MCP server named ${req.server}`);
-  if (outcome === 'refused') return { ok: true, state: 'auth_required', vendor: findBuiltin(req.server)?.vendor ?? req.server };
-  return { ok: true, state: 'authorized' };
+  if (outcome === 'refused') return { state: 'auth_required', vendor: findBuiltin(req.server)?.vendor ?? req.server };
+  return { state: 'authorized' };
 }

@@ -1,7 +1,7 @@
 import type { Subscription } from '@nats-io/transport-node';
 import type { Counter, Meter } from '@opentelemetry/api';
 import type { Bus } from '@mcpx/bus';
-import { QueueGroups, decodeToolsObserved, guardCallback, type ToolsObserved } from '@mcpx/contracts';
+import { QueueGroups, decodeToolsObserved, type ToolsObserved } from '@mcpx/contracts';
 import type { Logger } from '@mcpx/log';
 import type { Discovery, DiscoveryTarget } from '../discovery/discovery.js';
 import { loweredLevels } from './lowered-levels.js';
@@ -104,20 +104,23 @@ export function consumeObservedTools(deps: ObservedToolsDeps): Subscription {
     return saved === null ? 'unknown_server' : 'recorded';
   };
 
-  return bus.nc.subscribe(bus.subjects.toolsObserved, {
-    queue: QueueGroups.registry,
-    callback: guardCallback(log, 'tools-observed message', (msg) => {
-      let event: ToolsObserved;
-      try {
-        event = decodeToolsObserved(msg.data);
-      } catch (e) {
-        counter.add(1, { outcome: 'malformed' });
-        throw e;
-      }
-      record(event).then(
+  /** Strictly decoded; a malformed message is counted here, then logged and dropped by the bus. */
+  const decode = (msg: { data: Uint8Array }): ToolsObserved => {
+    try {
+      return decodeToolsObserved(msg.data);
+    } catch (e) {
+      counter.add(1, { outcome: 'malformed' });
+      throw e;
+    }
+  };
+  return bus.listen(
+    bus.subjects.toolsObserved,
+    decode,
+    (event) =>
+      void record(event).then(
         (outcome) => counter.add(1, { outcome }),
         (e: unknown) => log.error('quiet discovery failed', { account: event.account, server: event.server, err: e as Error }),
-      );
-    }),
-  });
+      ),
+    { what: 'tools-observed message', queue: QueueGroups.registry },
+  );
 }

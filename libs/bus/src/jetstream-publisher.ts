@@ -8,7 +8,7 @@ export interface OutgoingEvent {
   msgId: string;
 }
 
-export interface EventPublisherOptions {
+export interface JetStreamPublisherOptions {
   /** Messages awaiting their PubAck at once. */
   window?: number;
   /** How long a message may wait for its PubAck before it is sent again. */
@@ -42,7 +42,10 @@ interface Waiting {
 }
 
 /**
- * Publishes batches of JetStream messages and resolves once JetStream has acknowledged every one.
+ * The one JetStream publisher of the services (the registry's outbox through `Bus.publishEvent`,
+ * the projector's change log through `publishAll`): every message carries its `Nats-Msg-Id`, so a
+ * retried publish within the stream's duplicate window is stored once. Publishes batches of
+ * JetStream messages and resolves once JetStream has acknowledged every one.
  *
  * `js.publish` costs a request (with its own timer and promise) per message, which caps a 2-core
  * box at about 17,000 messages/s. This sends plain publishes whose reply subject is one inbox
@@ -54,7 +57,7 @@ interface Waiting {
  * privilege the projector may subscribe to `_INBOX_<user>.>` and nothing else, so an inbox in the
  * default `_INBOX.` space would be refused (and would let others read its PubAcks).
  */
-export class EventPublisher {
+export class JetStreamPublisher {
   private readonly inbox: string;
   private readonly sub: Subscription;
   private readonly waiting = new Map<number, Waiting>();
@@ -69,7 +72,7 @@ export class EventPublisher {
     /** The connection's inbox prefix (`Bus.inboxPrefix`). */
     inboxPrefix: string,
     private readonly traceHeaders: () => MsgHdrs,
-    opts: EventPublisherOptions = {},
+    opts: JetStreamPublisherOptions = {},
   ) {
     this.inbox = createInbox(inboxPrefix);
     this.window = opts.window ?? 5_000;
