@@ -178,6 +178,7 @@ async function main(): Promise<void> {
 
     // The floor: the same runtime client and payload as a proxied call, to the echo responder; then that hop and the raw POST, one after the other.
     const echoCall = (i: number) => echo.client.call({ account: 'a', agent: 'magent', run: 'echo-run', tool: 'mbench__echo', arguments: { text: `m${i}` } });
+    const plainEchoCall = (i: number) => echo.plain({ text: `m${i}` });
     const echoThenRaw = async (i: number) => {
       await echoCall(i);
       return raw.call(i);
@@ -218,8 +219,10 @@ async function main(): Promise<void> {
     const mpc = phases.at(-1)!;
     // The floor (the "upstream CPU" column of the echo rows is the responder's).
     const es = await measureDirect('NATS echo (runtime ProxyClient, no proxy), sequential', SEQUENTIAL, 1, echoCall);
+    const eps = await measureDirect('NATS echo (plain nats.js request), sequential', SEQUENTIAL, 1, plainEchoCall);
     const ers = await measureDirect('modern: NATS echo + raw undici POST, sequential', SEQUENTIAL, 1, echoThenRaw);
     const ec = await measureDirect(`NATS echo (runtime ProxyClient, no proxy), ${CALLERS} callers`, CONCURRENT, CALLERS, echoCall);
+    const epc = await measureDirect(`NATS echo (plain nats.js request), ${CALLERS} callers`, CONCURRENT, CALLERS, plainEchoCall);
     const erc = await measureDirect(`modern: NATS echo + raw undici POST, ${CALLERS} callers`, CONCURRENT, CALLERS, echoThenRaw);
     const fmt = (n: number, d = 2): string => n.toFixed(d);
     const rate = (p: Phase): number => p.calls / p.seconds;
@@ -237,6 +240,7 @@ async function main(): Promise<void> {
       `modern, proxy CPU per call: sequential ${fmt(mps.cpuPerCallMs, 3)} ms, ${CALLERS} callers ${fmt(mpc.cpuPerCallMs, 3)} ms (goal ≤ 0.3); direct SDK v2 client ${fmt(mds.cpuPerCallMs, 3)} / ${fmt(mdc.cpuPerCallMs, 3)} ms, raw ${fmt(mrs.cpuPerCallMs, 3)} / ${fmt(mrc.cpuPerCallMs, 3)} ms`,
       `modern, runtime-side NATS client CPU per call (this process): sequential ${fmt(mseqClient.clientCpuPerCallMs, 3)} ms, ${CALLERS} callers ${fmt(mconcClient.clientCpuPerCallMs, 3)} ms`,
       `floor, the NATS hop alone (runtime client → NATS → echo responder → back): sequential p50 ${fmt(es.p50, 3)} ms, ${fmt(rate(es), 0)} calls/s at 1, ${fmt(rate(ec), 0)} at ${CALLERS} callers`,
+      `floor, what the runtime's ProxyClient adds to a plain nats.js request (CPU of this process per call): sequential ${fmt(es.cpuPerCallMs - eps.cpuPerCallMs, 3)} ms (${fmt(es.cpuPerCallMs, 3)} vs ${fmt(eps.cpuPerCallMs, 3)}), ${CALLERS} callers ${fmt(ec.cpuPerCallMs - epc.cpuPerCallMs, 3)} ms (${fmt(ec.cpuPerCallMs, 3)} vs ${fmt(epc.cpuPerCallMs, 3)}); p50 ${fmt(es.p50, 3)} vs ${fmt(eps.p50, 3)} ms`,
       `floor, NATS echo + raw POST: sequential p50 ${fmt(ers.p50, 3)} ms (raw + ${fmt(ers.p50 - mrs.p50, 3)} ms; the proxy's p50 is ${fmt(mps.p50 - ers.p50, 3)} ms above it); ${CALLERS} callers ${fmt(rate(erc), 0)} calls/s = ${fmt(rate(erc) / rate(mrc), 3)} × raw (proxy: ${fmt(rate(mpc) / rate(erc), 3)} × this floor)`,
     ];
     if (QUICK) {
@@ -264,7 +268,7 @@ async function main(): Promise<void> {
     await run(MODERN_RUNS_FOR_RSS, 50, (i) => system.call('magent', `mrss-${i}`, 'mbench__echo', { text: 'x' }));
     const modernLoaded = await proxyStats(freshProxy);
 
-    const [ds, ps, dc, pc] = phases.slice(10) as [Phase, Phase, Phase, Phase];
+    const [ds, ps, dc, pc] = phases.slice(12) as [Phase, Phase, Phase, Phase];
     const proxyWarned = /MaxListenersExceeded/.test(proxy.logs.join(''));
     const directWarned = warnings.some((w) => /MaxListeners/.test(w));
     const out = [

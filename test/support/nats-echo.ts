@@ -7,7 +7,7 @@
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { connect, type Msg, type NatsConnection } from '@nats-io/transport-node';
 import { decodeStrict, encodePayload, makeSubjects } from '@mcpx/contracts';
 import { ProxyClient } from '@mcpx/proxy-client';
 import { serviceUrls } from './env.js';
@@ -15,17 +15,20 @@ import { ROOT } from './system.js';
 
 /** The echo responder's namespace: its call subject is the proxy's, under this prefix. */
 const ECHO_PREFIX = 'benchecho.';
+const ECHO_INSTANCE = 'echo';
 
 async function serveEcho(url: string): Promise<void> {
   const nc = await connect({ servers: url });
-  nc.subscribe(makeSubjects(ECHO_PREFIX).proxyCall, {
-    callback: (err, msg) => {
-      if (err) return;
-      const req = decodeStrict<{ tool: string; arguments: { text?: unknown } }>(msg.data, 'request');
-      const text = typeof req.arguments.text === 'string' ? req.arguments.text : '';
-      msg.respond(encodePayload({ ok: true, instance: 'echo', result: { tool: req.tool, server: 'echo', text, durationMs: 0 } }));
-    },
-  });
+  const subjects = makeSubjects(ECHO_PREFIX);
+  const callback = (err: Error | null, msg: Msg): void => {
+    if (err) return;
+    const req = decodeStrict<{ tool: string; arguments: { text?: unknown } }>(msg.data, 'request');
+    const text = typeof req.arguments.text === 'string' ? req.arguments.text : '';
+    msg.respond(encodePayload({ ok: true, instance: ECHO_INSTANCE, result: { tool: req.tool, server: 'echo', text, durationMs: 0 } }));
+  };
+  // The group subject and the instance's own, as a proxy instance: the client's later calls of a run go to the second.
+  nc.subscribe(subjects.proxyCall, { callback });
+  nc.subscribe(subjects.proxyInstanceCall(ECHO_INSTANCE), { callback });
   await nc.flush();
   process.stdout.write('ready\n');
   await nc.closed();
@@ -34,6 +37,8 @@ async function serveEcho(url: string): Promise<void> {
 export interface NatsEcho {
   /** The runtime's ProxyClient, aimed at the echo responder. */
   client: ProxyClient;
+  /** The same request as a plain nats.js request (encoded, sent, the reply decoded): what the ProxyClient adds shows against it. */
+  plain(args: Record<string, unknown>): Promise<unknown>;
   /** The responder process's CPU time so far (ms; 0 where /proc is missing). */
   cpuMs(): number;
   stop(): Promise<void>;
@@ -49,9 +54,16 @@ export async function startNatsEcho(): Promise<NatsEcho> {
     child.stdout.once('data', () => resolve());
     child.once('exit', (code) => reject(new Error(`NATS echo exited ${code}: ${stderr.join('')}`)));
   });
-  const nc: NatsConnection = await connect({ servers: url });
+  // As the runtime connects (connectRuntime): no stack traces captured per request.
+  const nc: NatsConnection = await connect({ servers: url, noAsyncTraces: true });
+  const subject = makeSubjects(ECHO_PREFIX).proxyCall;
+  let seq = 0;
   return {
     client: new ProxyClient(nc, makeSubjects(ECHO_PREFIX)),
+    plain: async (args) => {
+      const req = { account: 'a', agent: 'echo', run: 'echo-run', tool: 'echo', arguments: args, callId: `c${++seq}` };
+      return decodeStrict((await nc.request(subject, encodePayload(req), { timeout: 10_000 })).data, 'reply');
+    },
     cpuMs: () => processCpuMs(child.pid),
     stop: async () => {
       await nc.close().catch(() => undefined);

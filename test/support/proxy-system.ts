@@ -54,7 +54,8 @@ export class ProxySystem {
       stops.push(() => registry.stop());
       const projector = await startProjector(config('projector'), quiet);
       stops.push(() => projector.stop());
-      const nc = await connect({ servers: serviceUrls().nats });
+      // As the runtime connects (connectRuntime): no stack traces captured per request.
+      const nc = await connect({ servers: serviceUrls().nats, noAsyncTraces: true });
       stops.push(() => nc.drain());
       const system = new ProxySystem(env, db, new ApiClient(registry.url), nc, telemetry, stops);
       for (let i = 0; i < (opts.proxies ?? 1); i++) await system.addProxy();

@@ -329,10 +329,17 @@ export class ProxyClient {
   private async watch(pending: Promise<ProxyCallReply>, held: ProxyCancel): Promise<ProxyCallReply> {
     const { afterMs, everyMs, answerMs, misses } = this.liveness;
     if (afterMs <= 0) return pending;
-    let settled = false;
-    let timer: NodeJS.Timeout | undefined;
-    const lost = new Promise<never>((_, reject) => {
+    // One promise and one timer per call, settled by whichever comes first (no Promise.race:
+    // every call pays for this, and nearly every call ends long before the first check).
+    return new Promise<ProxyCallReply>((resolve, reject) => {
+      let settled = false;
       let missed = 0;
+      const settle = (): boolean => {
+        if (settled) return false;
+        settled = true;
+        clearTimeout(timer);
+        return true;
+      };
       const check = async (): Promise<void> => {
         const here = await this.nc.request(this.subjects.proxyCallHeld, encodePayload(held), { timeout: answerMs }).then(
           () => true,
@@ -346,18 +353,20 @@ export class ProxyClient {
           return;
         }
         this.sticky.delete(held.run);
-        reject(new WireError(ErrorCodes.callLost, 'the proxy instance running the call went away before answering; the call may or may not have reached the server', { callId: held.callId }));
+        // The abandoned request still ends (its own timeout): its outcome is nobody's now.
+        if (settle())
+          reject(new WireError(ErrorCodes.callLost, 'the proxy instance running the call went away before answering; the call may or may not have reached the server', { callId: held.callId }));
       };
-      timer = setTimeout(() => void check(), afterMs);
+      let timer: NodeJS.Timeout = setTimeout(() => void check(), afterMs);
+      pending.then(
+        (reply) => {
+          if (settle()) resolve(reply);
+        },
+        (err: Error) => {
+          if (settle()) reject(err);
+        },
+      );
     });
-    try {
-      return await Promise.race([pending, lost]);
-    } finally {
-      settled = true;
-      clearTimeout(timer);
-      // The abandoned request still ends (its own timeout): its outcome is nobody's now.
-      pending.catch(() => undefined);
-    }
   }
 
   private async send(subject: string, payload: Uint8Array, timeout: number): Promise<ProxyCallReply> {
