@@ -1,5 +1,5 @@
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
-import { decodeApprovalDecidedEvent, decodeInputAnsweredEvent } from '@mcpx/contracts';
+import { decodeApprovalDecidedEvent, decodeInputAnsweredEvent, guardCallback, type CallbackLog } from '@mcpx/contracts';
 
 /** Decisions on one approval, as `mcp.approvals.decided.<acct>` announces them (at most once each). */
 export interface DecisionWatch {
@@ -17,22 +17,24 @@ export function watchInputAnswers(nc: NatsConnection, subject: string, inputRequ
   return watchEvents(nc, subject, (bytes) => decodeInputAnsweredEvent(bytes).inputRequestId === inputRequestId);
 }
 
+/**
+ * The runtime's library stands below `@mcpx/bus` (it brings no JetStream and no logger of its own),
+ * so it subscribes with the same guard the bus's `listen` uses: a malformed notification is dropped
+ * (the waiter re-asks after `ms` anyway) and nothing is thrown into the connection's reader, which
+ * would close it. Nothing is logged: a runtime's log is its own.
+ */
+const SILENT: CallbackLog = { warn: () => undefined, error: () => undefined };
+
 function watchEvents(nc: NatsConnection, subject: string, matches: (bytes: Uint8Array) => boolean): DecisionWatch {
   let decided = false;
   let wake: (() => void) | undefined;
   const sub: Subscription = nc.subscribe(subject, {
-    callback: (err, msg) => {
-      if (err) return;
-      // Strictly decoded; a malformed notification is dropped (the waiter re-asks after `ms`
-      // anyway), and nothing is thrown into the connection's reader, which would close it.
-      try {
-        if (!matches(msg.data)) return;
-        decided = true;
-        wake?.();
-      } catch {
-        return;
-      }
-    },
+    callback: guardCallback(SILENT, 'decision', (msg) => {
+      // Strictly decoded by `matches`.
+      if (!matches(msg.data)) return;
+      decided = true;
+      wake?.();
+    }),
   });
   return {
     next(ms: number): Promise<void> {
