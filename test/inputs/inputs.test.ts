@@ -119,6 +119,13 @@ describe('input requests (input_required) through the proxy', () => {
     expect(err.code).toBe('server_error');
     expect(err.message).toContain('Deployment to prod cancelled by the operator');
     expect(upstream.stats.responsesSeen.at(-1)).toEqual({ confirm: { action: 'decline' } });
+
+    // Cancelled (the person dismissed it): the server is told so, and decides the same way.
+    const dismissed = await askedInput(system.call('ops-agent', 'dec-2', 'ops__deploy', { env: 'prod' }));
+    await system.api.act('AnswerInputRequest', { id: dismissed.inputRequestId, action: 'cancel' });
+    const cancelled = await failure(system.call('ops-agent', 'dec-2', 'ops__deploy', { env: 'prod' }, { inputRequestId: dismissed.inputRequestId }));
+    expect(cancelled.message).toContain('Deployment to prod cancelled by the operator');
+    expect(upstream.stats.responsesSeen.at(-1)).toEqual({ confirm: { action: 'cancel' } });
   });
 
   it('a URL question is for a person: the URL is shown, and it is accepted once the person says it is done', async () => {
