@@ -59,7 +59,10 @@ describe('docker-compose.yml', () => {
     expect(compose).toMatch(/REDIS_PASSWORD: \$\{REDIS_PASSWORD:\?[^}]+\}/);
     expect(compose).toMatch(/REDIS_URL: redis:\/\/:\$\{REDIS_PASSWORD:\?[^}]+\}@redis:6379/);
     expect(compose).toMatch(/command: \["-c", "\/etc\/nats\/nats.conf"\]/);
-    for (const service of ['REGISTRY', 'PROJECTOR', 'PROXY', 'RUNTIME']) expect(compose).toContain(`NATS_PASSWORD: \${NATS_${service}_PASSWORD:?`);
+    // Each service connects as its own user; the runtime's and the operator's users (outside the
+    // compose file) are configured on the NATS server, their passwords required too.
+    for (const service of ['REGISTRY', 'PROJECTOR', 'PROXY', 'ENDPOINT']) expect(compose).toContain(`NATS_PASSWORD: \${NATS_${service}_PASSWORD:?`);
+    for (const user of ['RUNTIME', 'OPERATOR']) expect(compose).toContain(`NATS_${user}_PASSWORD: \${NATS_${user}_PASSWORD:?`);
   });
 
   it('runs every service in the production profile with its metrics on the internal port', () => {
