@@ -18,6 +18,7 @@ describe('mcpx tools review / accept and mcpx audit', () => {
     await remote?.close();
   });
 
+  // A dozen mcpx runs, each its own node process compiling the CLI: minutes on a loaded box (its bound is below).
   it('shows a held change as a readable diff, accepts it, and the audit log shows each step', async () => {
     const api = h.api();
     const { env } = cliEnvFor(api);
@@ -67,5 +68,5 @@ describe('mcpx tools review / accept and mcpx audit', () => {
     expect(log.stdout).toMatch(new RegExp(`AcceptToolChange  tool mail/send_email  \\{"cid":"bafy[a-z2-7]+","status":"pending"\\} → \\{"cid":"${cid}","accepted":true\\}`));
     const filtered = JSON.parse((await runCli(['audit', '--action', 'AcceptToolChange', '--json'], env)).stdout) as { events: unknown[] };
     expect(filtered.events).toHaveLength(1);
-  });
+  }, 300_000);
 });

@@ -117,6 +117,7 @@ describe("the README's pinning walk-through, as printed", () => {
     expect(serverOut.slice(seen)).toContain(`tools now: ${change}`);
   };
 
+  // A dozen mcpx runs, each its own node process compiling the CLI: minutes on a loaded box (its bound is below).
   it('pin a server, change a tool, see it held with its diff, accept it, agents get the new CID, and the audit log shows it', async () => {
     const steps = tourSteps();
     // The walk-through as the README has it: a server, then the commands of each step.
@@ -177,5 +178,5 @@ describe("the README's pinning walk-through, as printed", () => {
     // The document `tools review` announced is the one agents now get.
     expect(documentCid).toMatch(/^bafy/);
     expect(shown[2]).toContain(documentCid);
-  });
+  }, 300_000);
 });
