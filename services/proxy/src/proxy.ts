@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { connectBus, payload } from '@mcpx/bus';
 import type { Config } from '@mcpx/config';
-import { decodeProxyCancel, decodeRunEnded, encodePayload, type ToolsObserved } from '@mcpx/contracts';
+import { decodeProxyCancel, decodeRunEnded, encodePayload, type Reply, type ToolsObserved } from '@mcpx/contracts';
 import { createDb } from '@mcpx/db';
 import { ApprovalStore, CallLimiter, InputStore } from '@mcpx/locks';
 import { createLogger, type LogSink } from '@mcpx/log';
@@ -180,7 +180,7 @@ export async function startProxy(config: Config, opts: ProxyOptions = {}): Promi
       bus.subjects.proxyCallHeld,
       payload(decodeProxyCancel),
       (c, msg) => {
-        if (handler.holds(c.account, c.run, c.callId)) msg.respond(encodePayload({ instance }));
+        if (handler.holds(c.account, c.run, c.callId)) msg.respond(encodePayload({ ok: true, value: { instance } } satisfies Reply<{ instance: string }>));
       },
       { what: 'held check' },
     ),
