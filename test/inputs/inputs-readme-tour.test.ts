@@ -5,6 +5,7 @@ import { startInputMcpServer, type InputMcpServer } from '../servers/input-mcp-s
 import { cliEnvFor, runCli, type CliResult } from '../support/cli.js';
 import { ProxySystem } from '../support/proxy-system.js';
 import { ROOT, eventually } from '../support/system.js';
+import { INPUT_TOOLS } from './input-system.js';
 
 /** One `npm run mcpx -- …` line of the README and the output lines printed under it (`#   …`). */
 interface TourStep {
@@ -105,7 +106,11 @@ describe("the README's input-requests tour, as printed", () => {
       inputId ??= /input request: (inp_[A-Za-z0-9_-]+)/.exec(printed)?.[1];
       // A person reads the output before typing the next command; the projector needs a moment for the new agent.
       if (step.args[0] === 'agents' && step.args[1] === 'create') {
-        await eventually(async () => ((await system.api.act<{ tools: unknown[] }>('ListAgentTools', { agent: step.args[2] })).tools.length >= 6 ? true : undefined), 15_000, "the tour agent's tools");
+        await eventually(
+          async () => ((await system.api.act<{ tools: unknown[] }>('ListAgentTools', { agent: step.args[2] })).tools.length >= INPUT_TOOLS ? true : undefined),
+          15_000,
+          "the tour agent's tools",
+        );
       }
       if (step.args[0] === 'inputs' && step.args[1] === 'list') expect(printed).toContain(`${inputId!}  ops__deploy  run r1`);
     }
