@@ -89,4 +89,28 @@ describe.skipIf(!HAS_CHROMIUM)(`the console reviews held tool changes${HAS_CHROM
     await eventually(async () => ((await page.locator('#audit-list li.audit:not([data-action="ToolChangeHeld"])').count()) === 0 ? true : undefined), 15_000);
     expect(await page.locator('#audit-list li.audit[data-action="ToolChangeHeld"]').count()).toBe(1);
   });
+
+  it("Reject from the page: the new tool stays out of the agent's set, the count falls, and the audit view shows who rejected it", async () => {
+    const agent = ((await api.act('ListAgents')).agents as Array<{ id: string }>)[0]!.id;
+    const added = ToolShifts.added().find((t) => t.name === 'delete_all')!;
+    remote.setTools([...ToolShifts.schema(), added]);
+    await api.act('RefreshMcpServer', { name: 'mail' });
+    const item = page.locator('#review-list li.review[data-server="mail"][data-tool="delete_all"]');
+    await item.waitFor();
+    expect((await item.textContent()) ?? '').toContain('new tool · withheld from agents');
+    const pinChip = page.locator('#server-list li.server[data-server="mail"] .chip.pin');
+    await eventually(async () => ((await pinChip.textContent()) === 'pinned: review · 1 to review' ? true : undefined), 15_000, 'the server row to count the new tool');
+    await item.getByRole('button', { name: 'Reject' }).click();
+    await item.waitFor({ state: 'detached' });
+    await eventually(async () => ((await pinChip.textContent()) === 'pinned: review' ? true : undefined), 15_000, 'the server row to count none');
+    expect(await api.act('ListToolChanges', { status: 'rejected' })).toMatchObject({ changes: [{ tool: 'delete_all', status: 'rejected' }] });
+    const tools = (await api.act('ListAgentTools', { agent })).tools as Array<{ name: string }>;
+    expect(tools.map((t) => t.name)).not.toContain('mail__delete_all');
+    await page.fill('#audit-action', 'RejectToolChange');
+    await page.locator('#audit-action').dispatchEvent('change');
+    const entry = page.locator('#audit-list li.audit[data-action="RejectToolChange"]');
+    await entry.waitFor();
+    expect((await entry.textContent()) ?? '').toContain('tool mail/delete_all');
+    expect((await entry.textContent()) ?? '').toContain(`OWNER ${api.principal.slice(0, 12)}…`);
+  });
 });
