@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { leaseNeeds, shouldPrefetch, splitIdleSlots, tokenBatch, type HeldForScope } from './lease-rules.js';
 import { REDIS_NOW_MS, REFILL_BUCKET } from './redis-lua.js';
 import type { Redis } from 'ioredis';
 
@@ -133,9 +134,6 @@ interface Scope {
 
 const NOOP = (): void => {};
 const ADMITTED: Admission = { ok: true, release: NOOP };
-const MAX_TOKEN_BATCH = 64;
-/** A batch small enough to be exact is leased on demand only; bigger ones are refilled ahead. */
-const MIN_PREFETCH_BATCH = 4;
 
 /**
  * A concurrency cap and a rate limit per scope (e.g. account and server) shared by every process
@@ -192,11 +190,10 @@ export class CallLimiter {
     const s = this.scope(scope, maxc, rate);
     const now = Date.now();
     if (rate > 0 && s.tokens > 0 && s.tokensExpire <= now) this.giveBack(s);
-    const needToken = rate > 0 && s.tokens < 1;
     if (maxc > 0 && s.free.length === 0) this.sweepCalls(s, now);
-    const needSlot = maxc > 0 && s.free.length === 0;
-    if (!needToken && !needSlot) return this.take(s, now, leaseTtlMs);
-    return this.lease(s, needSlot, needToken, leaseTtlMs);
+    const need = leaseNeeds(this.held(s));
+    if (!need.token && !need.slot) return this.take(s, now, leaseTtlMs);
+    return this.lease(s, need.slot, need.token, leaseTtlMs);
   }
 
   /** Gives back what this process holds (slots and tokens); admission keeps working afterwards. */
@@ -230,7 +227,11 @@ export class CallLimiter {
   }
 
   private batch(s: Scope): number {
-    return Math.max(1, Math.min(MAX_TOKEN_BATCH, Math.floor(s.ratePerSecond / 20), Math.floor(s.ratePerSecond)));
+    return tokenBatch(s.ratePerSecond);
+  }
+
+  private held(s: Scope): HeldForScope {
+    return { maxConcurrency: s.maxc, ratePerSecond: s.ratePerSecond, tokens: s.tokens, freeSlots: s.free.length };
   }
 
   /** Admits from what the process holds (a free slot and a token, as the limits need). */
@@ -238,7 +239,7 @@ export class CallLimiter {
     if (s.ratePerSecond > 0) {
       s.tokens--;
       const batch = this.batch(s);
-      if (batch >= MIN_PREFETCH_BATCH && s.tokens < batch / 2 && !s.prefetching) this.prefetch(s, batch);
+      if (shouldPrefetch(s.tokens, batch, s.prefetching)) this.prefetch(s, batch);
     }
     if (s.maxc === 0) return ADMITTED;
     const slot = s.free.pop()!.slot;
@@ -274,7 +275,8 @@ export class CallLimiter {
       s.tokensExpire = now + this.tokenTtlMs;
     }
     // Another call may have taken what arrived meanwhile: admit only from what is there.
-    if ((s.ratePerSecond > 0 && s.tokens < 1) || (s.maxc > 0 && s.free.length === 0)) return this.lease(s, s.maxc > 0 && s.free.length === 0, s.ratePerSecond > 0 && s.tokens < 1, leaseTtlMs);
+    const need = leaseNeeds(this.held(s));
+    if (need.token || need.slot) return this.lease(s, need.slot, need.token, leaseTtlMs);
     return this.take(s, now, leaseTtlMs);
   }
 
@@ -320,9 +322,9 @@ export class CallLimiter {
     if (renew) this.lastRenew = now;
     for (const [key, s] of this.scopes) {
       if (s.calls.size > 0) this.sweepCalls(s, now);
-      const idle = s.free.filter((f) => now - f.since >= this.holdMs);
+      const { idle, kept } = splitIdleSlots(s.free, now, this.holdMs);
       if (idle.length > 0) {
-        s.free = s.free.filter((f) => now - f.since < this.holdMs);
+        s.free = kept;
         this.redis.zrem(s.conc, ...idle.map((f) => f.slot)).catch((err: unknown) => this.opts.onError?.(err as Error));
       }
       if (s.tokens > 0 && s.tokensExpire <= now) this.giveBack(s);

@@ -1,7 +1,7 @@
 import { ErrorCodes, WireError, encodePayload, type ApprovalRequestedEvent, type ProxyCallRequest } from '@mcpx/contracts';
 import { encodeCanonical, sha256Hex, type McpToolDocument } from '@mcpx/domain';
 import type { Counter, Meter } from '@opentelemetry/api';
-import { PendingApprovalsFullError, QUOTA_DEFAULTS, type ApprovalRecord, type ApprovalStore, type ConsumeReason } from '@mcpx/locks';
+import { PendingApprovalsFullError, QUOTA_DEFAULTS, type ApprovalRecord, type ApprovalStore, type ConsumeOutcome, type ConsumeReason } from '@mcpx/locks';
 
 /** Hex sha-256 of the canonical (dag-cbor) encoding of a call's arguments: key order does not count. */
 export function argumentsHash(args: Record<string, unknown>): string {
@@ -93,11 +93,19 @@ export class ApprovalGate {
         expiresAt: event.expiresAt,
       });
     }
-    const out = await this.deps.store.consume(req.account, req.approvalId, binding);
-    if (out.ok) return;
-    if (out.reason === 'pending') {
-      throw new WireError(ErrorCodes.approvalRequired, `${doc.name} is still waiting for a human's approval`, { approvalId: req.approvalId, tool: doc.name, server: doc.server });
-    }
-    throw new WireError(ErrorCodes.approvalRefused, `${doc.name}: ${REFUSALS[out.reason]}`, { approvalId: req.approvalId, reason: out.reason, tool: doc.name });
+    const refusal = consumeRefusal(await this.deps.store.consume(req.account, req.approvalId, binding), req.approvalId, doc);
+    if (refusal !== undefined) throw refusal;
   }
+}
+
+/**
+ * What consuming a call's approval means for the call: undefined, it goes ahead (the approval was
+ * given for this run, tool and arguments and is now used); `approval_required` while a human has
+ * not decided (the call can be re-sent with the same approval); `approval_refused`, with the
+ * reason, for one denied, expired, used, unknown or given for another call.
+ */
+export function consumeRefusal(out: ConsumeOutcome, approvalId: string, doc: Pick<McpToolDocument, 'name' | 'server'>): WireError | undefined {
+  if (out.ok) return undefined;
+  if (out.reason === 'pending') return new WireError(ErrorCodes.approvalRequired, `${doc.name} is still waiting for a human's approval`, { approvalId, tool: doc.name, server: doc.server });
+  return new WireError(ErrorCodes.approvalRefused, `${doc.name}: ${REFUSALS[out.reason]}`, { approvalId, reason: out.reason, tool: doc.name });
 }

@@ -1,10 +1,11 @@
 import { SpanKind, SpanStatusCode, context, trace, type Attributes, type Context, type Counter, type Histogram, type Meter, type Span, type Tracer } from '@opentelemetry/api';
 import { ErrorCodes, WireError, type ProxyCallRequest } from '@mcpx/contracts';
-import { Permission, TEXT_LIMIT_BYTES, carriesProtoKey, flattenCallResult, isErrorResult, jsonSizeExceeds, type FlattenLimits, type McpToolDocument, type ProxyResult } from '@mcpx/domain';
+import { TEXT_LIMIT_BYTES, carriesProtoKey, flattenCallResult, isErrorResult, jsonSizeExceeds, type FlattenLimits, type McpToolDocument, type ProxyResult } from '@mcpx/domain';
 import type { CallLimiter, CallLimits } from '@mcpx/locks';
 import { McpClientError, isInputRequired, type CallToolOptions, type CreateMessageResult, type ElicitResult, type McpCallResult, type McpConnection } from '@mcpx/mcp-client';
 import { McpAttributes, endWithOutcome } from '@mcpx/telemetry';
 import { argumentsHash, type ApprovalGate } from './approval-gate.js';
+import { approvalStep, limitRefusal, limitRefusalKind, retryDecision } from './call-decisions.js';
 import { MAX_CALL_TIMEOUT_MS } from './call-request.js';
 import type { Catalog } from './catalog.js';
 import type { ConnectionPool } from './connection-pool.js';
@@ -218,8 +219,9 @@ export class CallHandler {
       span.addEvent('input request answered: resuming the call', { 'mcpx.input_request': req.inputRequestId });
     }
     let approved = resumption?.approved ?? false;
-    if (doc.permission === Permission.always_ask && !approved) {
-      if (this.deps.approvals === undefined) throw new WireError(ErrorCodes.approvalRequired, `${doc.name} needs a human's approval, and approvals are not available here`, { tool: doc.name });
+    const approval = approvalStep(doc.permission, approved, this.deps.approvals !== undefined);
+    if (approval === 'unavailable') throw new WireError(ErrorCodes.approvalRequired, `${doc.name} needs a human's approval, and approvals are not available here`, { tool: doc.name });
+    if (approval === 'gate') {
       const approving = this.step(ctx, 'proxy.approval', { [McpAttributes.toolName]: doc.remoteName, [McpAttributes.server]: doc.server });
       try {
         await context.with(trace.setSpan(ctx, approving), () => this.deps.approvals!.admit(req, doc));
@@ -246,14 +248,8 @@ export class CallHandler {
       // Usually answered from what this instance holds, without a round trip (or an await).
       const admission = admitted instanceof Promise ? await admitted : admitted;
       if (!admission.ok) {
-        this.rejections.add(1, { kind: admission.reason === 'rate' ? 'call_rate_per_server' : 'call_concurrency_per_server' });
-        throw new WireError(
-          ErrorCodes.rateLimited,
-          admission.reason === 'rate'
-            ? `calls to the ${doc.server} MCP server exceed ${limits.ratePerSecond} per second; retry in ${admission.retryAfterMs} ms`
-            : `the ${doc.server} MCP server already has ${limits.maxConcurrency} calls in flight for this account; retry in ${admission.retryAfterMs} ms`,
-          { server: doc.server, reason: admission.reason, retryAfterMs: admission.retryAfterMs },
-        );
+        this.rejections.add(1, { kind: limitRefusalKind(admission) });
+        throw limitRefusal(doc.server, limits, admission);
       }
       release = admission.release;
     }
@@ -295,15 +291,18 @@ export class CallHandler {
         try {
           return await this.deps.pool.use(req.account, req.run, doc.server, server!, call, false, ctx);
         } catch (err) {
-          // A lost session, or a refused token (a 401), means the request was not executed: one
-          // fresh handshake (with a refreshed token), one retry. Anything else may have run on the
-          // server, and is never retried.
-          if (!(err instanceof McpClientError) || ctl.signal.aborted) throw err;
-          if (err.code === 'unauthorized' && server!.oauth !== undefined && this.deps.oauth !== undefined) {
+          // One retry, and only when the answer proves nothing ran (see retryDecision).
+          const next = retryDecision({
+            code: err instanceof McpClientError ? err.code : undefined,
+            cancelled: ctl.signal.aborted,
+            refreshable: server!.oauth !== undefined && this.deps.oauth !== undefined,
+            attempt: 1,
+          });
+          if (!next.retry) throw err;
+          if (next.reason === 'unauthorized') {
             span.addEvent('oauth token refused: refreshing once');
-            server = await this.deps.oauth.refreshed(req.account, doc.server, server!);
-          } else if (err.code === 'session_expired') span.addEvent('session expired: reconnecting once');
-          else throw err;
+            server = await this.deps.oauth!.refreshed(req.account, doc.server, server!);
+          } else span.addEvent('session expired: reconnecting once');
           return await this.deps.pool.use(req.account, req.run, doc.server, server!, call, true, ctx);
         }
       };
