@@ -12,7 +12,7 @@ import {
   type Tool,
   type Transport,
 } from '@modelcontextprotocol/client';
-import type { EraVerdict } from './era-verdict.js';
+import { shouldReprobe, type EraVerdict } from './era-verdict.js';
 import { classifyMcpError, isStaleModernPrior, McpClientError, McpClientErrorCode, type ClassifyContext } from './errors.js';
 import type { McpHttpRequest } from './http-request.js';
 import { elicitationAnswerer, type ElicitationHandler, type SamplingHandler } from './elicitation.js';
@@ -346,7 +346,14 @@ export class Connection implements McpConnection {
     try {
       return await fn(core);
     } catch (error) {
-      if (!this.#ctx.fromPrior || this.#reprobed || signal?.aborted || core.verdict.era !== 'modern' || !isStaleModernPrior(error)) throw error;
+      const reprobe = shouldReprobe({
+        fromPrior: this.#ctx.fromPrior,
+        reprobed: this.#reprobed,
+        cancelled: signal?.aborted === true,
+        era: core.verdict.era,
+        stale: core.verdict.era === 'modern' && isStaleModernPrior(error),
+      });
+      if (!reprobe) throw error;
       const fresh = await this.#reprobe(core);
       return await fn(fresh);
     }

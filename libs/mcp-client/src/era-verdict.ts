@@ -50,3 +50,28 @@ export function isEraVerdict(value: unknown): value is EraVerdict {
   if (v.era === 'legacy') return v.transport === 'http' || v.transport === 'sse';
   return v.era === 'modern' && v.discover !== null && typeof v.discover === 'object';
 }
+
+/** Where a failed request of a connection stands, for {@link shouldReprobe}. */
+export interface FailedOnVerdict {
+  /** The connection was opened from a cached verdict (no probe of its own). */
+  fromPrior: boolean;
+  /** It re-probed once already. */
+  reprobed: boolean;
+  /** The caller cancelled the request. */
+  cancelled: boolean;
+  /** The era it is speaking. */
+  era: EraVerdict['era'];
+  /** The failure says the verdict no longer holds (see `isStaleModernPrior`: an unsupported version, a failed negotiation, a 400 or 404 where a modern request was expected). */
+  stale: boolean;
+}
+
+/**
+ * Whether a connection re-probes the server's era and sends the request again: only a modern
+ * verdict taken from the cache, only once per connection, never for a cancelled request, and
+ * only on an answer that says the verdict stopped working (the request was refused, so nothing
+ * ran). A legacy verdict is not re-probed here: a legacy session that is lost is the pool's
+ * one fresh handshake.
+ */
+export function shouldReprobe(failed: FailedOnVerdict): boolean {
+  return failed.fromPrior && !failed.reprobed && !failed.cancelled && failed.era === 'modern' && failed.stale;
+}
