@@ -80,6 +80,7 @@ describe("the README's input-requests tour, as printed", () => {
     await upstream?.close();
   });
 
+  // Six mcpx runs, each a node process of its own compiling the CLI: minutes on a loaded box (its bound is below).
   it('mcpx call shows "Deploy to prod?" and its id, inputs answer --accept confirm=true, and the re-sent call finishes', async () => {
     const steps = inputTour();
     expect(steps.map((s) => s.args.slice(0, 2).join(' '))).toEqual(['servers set', 'agents create', 'call --agent', 'inputs list', 'inputs answer', 'call --agent']);
@@ -116,5 +117,5 @@ describe("the README's input-requests tour, as printed", () => {
     }
     expect(inputId).toMatch(/^inp_/);
     expect(upstream.stats.responsesSeen.at(-1)).toEqual({ confirm: { action: 'accept', content: { confirm: true } } });
-  });
+  }, 300_000);
 });
