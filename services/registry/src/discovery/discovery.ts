@@ -26,6 +26,9 @@ import { serverDiscovered } from '../events/registry-events.js';
 export { nextProbeDelayMs, REPROBE_BACKOFF, RELIST, relistDelayMs } from './discovery-schedule.js';
 export { sanitizeTools, screenTools, toolsHash } from './remote-tools.js';
 
+/** How long after a discovery's deadline its fetch's own deadline cuts what is still open. */
+const FETCH_DEADLINE_GRACE_MS = 1_000;
+
 /** Bounds on what a remote server may hand us (its data is untrusted). */
 export const DISCOVERY_LIMITS = {
   connectTimeoutMs: 30_000,
@@ -430,7 +433,11 @@ export class Discovery {
       this.deps.fetch &&
       budgetedFetch(this.deps.fetch, {
         maxTotalBytes: DISCOVERY_LIMITS.maxTotalBytes,
-        ...(deadlineMs > 0 ? { deadlineMs } : {}),
+        // A moment after the discovery's own deadline (probeWith's): the discovery sees it first
+        // and reports it as its deadline (code `deadline`, the setting named); this one cuts a
+        // body that did not stop at that signal. Before, this timer fired first and a deadline
+        // was a transport error.
+        ...(deadlineMs > 0 ? { deadlineMs: deadlineMs + FETCH_DEADLINE_GRACE_MS } : {}),
         onCut: (err) => {
           this.cuts.add(1, { bound: err.details.bound.name, kind: target.kind });
           trace.getActiveSpan()?.addEvent('discovery.bound_cut', { 'mcpx.bound': err.details.bound.name, 'mcpx.bound.limit': err.details.bound.limit });
