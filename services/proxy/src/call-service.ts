@@ -1,5 +1,5 @@
-import { Svcm, type Service, type ServiceMsg } from '@nats-io/services';
 import type { MsgHdrs, NatsConnection } from '@nats-io/transport-node';
+import { startMicroService, type ServiceMsg } from '@mcpx/bus';
 import { QueueGroups, encodePayload, malformedMessageFields, toWireError, type ProxyCallReply, type Subjects } from '@mcpx/contracts';
 import type { Logger } from '@mcpx/log';
 import { extractTraceContext } from '@mcpx/telemetry';
@@ -17,16 +17,6 @@ export const PROXY_SERVICE_NAME = 'mcpx-proxy';
  */
 export function proxyServiceName(prefix: string): string {
   return prefix === '' ? PROXY_SERVICE_NAME : `${prefix.slice(0, -1)}-${PROXY_SERVICE_NAME}`;
-}
-
-/**
- * `@nats-io/services` 3.0.0-25 is typed against nats-core 3.0.0-50 while the connection comes from
- * transport-node 3.4.0 (nats-core 3.4.0). The two differ only in types the services library does
- * not rely on (a `Match` union member); at runtime it just subscribes and responds on the
- * connection it is given, which the proxy's tests exercise (PING/INFO/STATS and the calls).
- */
-function asServicesConnection(nc: NatsConnection): ConstructorParameters<typeof Svcm>[0] {
-  return nc as unknown as ConstructorParameters<typeof Svcm>[0];
 }
 
 export interface ProxyStats {
@@ -63,16 +53,6 @@ export interface CallService {
 export async function startCallService(deps: CallServiceDeps): Promise<CallService> {
   const { handler, instance, log } = deps;
   const name = proxyServiceName(deps.subjects.prefix);
-  const service: Service = await new Svcm(asServicesConnection(deps.nc)).add({
-    name,
-    version: '0.1.0',
-    description: 'Executes MCP tool calls over per-run pooled connections',
-    metadata: { instance },
-    queue: QueueGroups.proxy,
-    // Endpoint stats count synchronous handling only; the proxy's own figures ride along.
-    statsHandler: () => Promise.resolve(deps.stats()),
-  });
-
   const respond = (msg: ServiceMsg, body: ProxyCallReply): void => {
     try {
       msg.respond(encodePayload(body));
@@ -132,10 +112,18 @@ export async function startCallService(deps: CallServiceDeps): Promise<CallServi
     }
   };
 
-  service.addEndpoint('call', { subject: deps.subjects.proxyCall, handler: onCall, metadata: { sticky: 'false' } });
-  service.addEndpoint('instance-call', { subject: deps.subjects.proxyInstanceCall(instance), handler: onCall, metadata: { sticky: 'true' } });
-  void service.stopped.then((e) => {
-    if (e instanceof Error) log.error('the call service stopped', { err: e });
+  const service = await startMicroService(deps.nc, {
+    name,
+    version: '0.1.0',
+    description: 'Executes MCP tool calls over per-run pooled connections',
+    metadata: { instance },
+    queue: QueueGroups.proxy,
+    stats: deps.stats,
+    endpoints: [
+      { name: 'call', subject: deps.subjects.proxyCall, handler: onCall, metadata: { sticky: 'false' } },
+      { name: 'instance-call', subject: deps.subjects.proxyInstanceCall(instance), handler: onCall, metadata: { sticky: 'true' } },
+    ],
+    log,
   });
-  return { name, stop: async () => void (await service.stop()) };
+  return { name, stop: () => service.stop() };
 }
