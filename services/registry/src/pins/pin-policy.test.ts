@@ -51,7 +51,7 @@ describe('evaluatePins', () => {
     const variants: RemoteTool[] = [
       { ...send, title: 'Send mail' },
       { ...send, description: 'Send it.' },
-      { ...send, inputSchema: { ...send.inputSchema, properties: { to: { type: 'string' }, cc: { type: 'string' } } } },
+      { ...send, inputSchema: { type: 'object', properties: { to: { type: 'string' }, cc: { type: 'string' } }, required: ['to'] } },
       { ...send, outputSchema: { type: 'object', properties: { id: { type: 'string' } } } },
       { ...send, annotations: { openWorldHint: true } },
     ];
