@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
+import { listen, request, serve } from '@mcpx/bus';
+import { decodeStrict, encodePayload, invalidInput } from '@mcpx/contracts';
 import type { Logger } from '@mcpx/log';
-import type { Msg, NatsConnection, Subscription } from '@nats-io/transport-node';
+import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import type { Redis } from 'ioredis';
 
 /** What a 2025 client of a token declared in its `initialize`: whether it answers forms, and sampling. */
@@ -25,17 +27,18 @@ const MAX_REMEMBERED = 50_000;
 const MAX_FORWARDED_BYTES = 300 * 1024;
 
 /**
- * `<prefix>mcp.endpoint.<instance>.answer` — request/reply between endpoint instances: a 2025
- * client's answer to a question the instance `<instance>` asked during a call it holds. Payload
- * JSON `{token, id, result?}` (the token's id, never the token); reply JSON `{taken}`.
+ * `<prefix>mcp.endpoint.<instance>.answer` — request/reply between endpoint instances (the bus's
+ * CBOR envelope): a 2025 client's answer to a question the instance `<instance>` asked during a
+ * call it holds. Request `{token, id, result?}` (the token's id, never the token); reply value
+ * `{taken}`.
  */
 export function answerSubject(prefix: string, instance: string): string {
   return `${prefix}mcp.endpoint.${instance}.answer`;
 }
 
 /**
- * `<prefix>mcp.endpoint.clients.declared` — core NATS publish (at most once) by the instance that
- * saw a 2025 client's `initialize`: `{instance, token, elicitation, sampling}`, so the other
+ * `<prefix>mcp.endpoint.clients.declared` — core NATS publish (at most once, CBOR) by the instance
+ * that saw a 2025 client's `initialize`: `{instance, token, elicitation, sampling}`, so the other
  * instances serve that client's calls with what it declared. Redis holds the same for instances
  * that missed it.
  */
@@ -58,15 +61,33 @@ function isObject(v: unknown): v is Json {
   return v !== null && typeof v === 'object' && !Array.isArray(v);
 }
 
-function parseJson(data: Uint8Array): unknown {
-  try {
-    return JSON.parse(new TextDecoder().decode(data));
-  } catch {
-    return undefined;
-  }
+interface ForwardedAnswer {
+  token: string;
+  id: string;
+  result?: Json;
 }
 
-const encode = (value: unknown): Uint8Array => new TextEncoder().encode(JSON.stringify(value));
+/** A forwarded answer, strictly decoded; else `invalid_input` naming its field (the holder takes nothing). */
+function decodeForwarded(bytes: Uint8Array): ForwardedAnswer {
+  const m = decodeStrict(bytes, 'answer');
+  if (!isObject(m)) throw invalidInput('answer', 'must be a map');
+  if (typeof m.token !== 'string') throw invalidInput('answer.token', 'must be a string');
+  if (typeof m.id !== 'string') throw invalidInput('answer.id', 'must be a string');
+  if (m.result !== undefined && !isObject(m.result)) throw invalidInput('answer.result', 'must be a map');
+  return { token: m.token, id: m.id, ...(m.result !== undefined ? { result: m.result } : {}) };
+}
+
+/** What another instance heard a client declare; undefined for a message that is not one (dropped). */
+function decodeDeclared(bytes: Uint8Array): { instance: string; token: string; declared: Declared } {
+  const m = decodeStrict(bytes, 'declared');
+  if (!isObject(m) || typeof m.instance !== 'string' || typeof m.token !== 'string') throw invalidInput('declared', 'must name an instance and a token');
+  return { instance: m.instance, token: m.token, declared: { elicitation: m.elicitation === true, sampling: m.sampling === true } };
+}
+
+function decodeTaken(value: unknown, field: string): boolean {
+  if (!isObject(value) || typeof value.taken !== 'boolean') throw invalidInput(`${field}.taken`, 'must be a boolean');
+  return value.taken;
+}
 
 /**
  * What makes a 2025 client's conversation independent of which endpoint instance a balancer sends
@@ -96,28 +117,17 @@ export class LegacyClients {
   listen(take: (tokenId: string, id: string, result: Json | undefined) => boolean): void {
     const { nc, prefix, instance, log } = this.deps;
     this.subs.push(
-      nc.subscribe(answerSubject(prefix, instance), {
-        callback: (err, msg) => {
-          if (err !== null) return log.warn('answers from other endpoint instances no longer heard', { err });
-          this.answered(msg, take);
+      serve(nc, answerSubject(prefix, instance), instance, { decode: decodeForwarded, handle: (a) => Promise.resolve({ taken: take(a.token, a.id, a.result) }) }, log),
+      listen(
+        nc,
+        declaredSubject(prefix),
+        (msg) => decodeDeclared(msg.data),
+        (m) => {
+          if (m.instance !== instance) this.keep(m.token, m.declared);
         },
-      }),
-      nc.subscribe(declaredSubject(prefix), {
-        callback: (err, msg) => {
-          if (err !== null) return log.warn('declarations from other endpoint instances no longer heard', { err });
-          const m = parseJson(msg.data);
-          if (!isObject(m) || m.instance === instance || typeof m.token !== 'string') return;
-          this.keep(m.token, { elicitation: m.elicitation === true, sampling: m.sampling === true });
-        },
-      }),
+        { what: 'declared capabilities of a 2025 client', log },
+      ),
     );
-  }
-
-  private answered(msg: Msg, take: (tokenId: string, id: string, result: Json | undefined) => boolean): void {
-    const m = parseJson(msg.data);
-    const ok = isObject(m) && typeof m.token === 'string' && typeof m.id === 'string' && (m.result === undefined || isObject(m.result));
-    const taken = ok && take(m.token as string, m.id as string, m.result as Json | undefined);
-    if (msg.reply !== undefined) msg.respond(encode({ taken }));
   }
 
   /**
@@ -127,12 +137,11 @@ export class LegacyClients {
   async forward(tokenId: string, id: string, result: Json | undefined): Promise<boolean> {
     const holder = QUESTION_ID_RE.exec(id)?.[1];
     if (holder === undefined || holder === this.deps.instance) return false;
-    const body = encode({ token: tokenId, id, ...(result !== undefined ? { result } : {}) });
-    if (body.length > MAX_FORWARDED_BYTES) return false;
+    const forwarded: ForwardedAnswer = { token: tokenId, id, ...(result !== undefined ? { result } : {}) };
     try {
-      const reply = await this.deps.nc.request(answerSubject(this.deps.prefix, holder), body, { timeout: FORWARD_TIMEOUT_MS });
-      const m = parseJson(reply.data);
-      return isObject(m) && m.taken === true;
+      // Bounded before it goes (the bus encodes it again: an answer is small, this is its cap).
+      if (encodePayload(forwarded).length > MAX_FORWARDED_BYTES) return false;
+      return await request(this.deps.nc, answerSubject(this.deps.prefix, holder), forwarded, decodeTaken, FORWARD_TIMEOUT_MS);
     } catch (err) {
       // No such instance (gone, or an id a client made up): said by NATS at once, not worth a line.
       if (!/no responders/i.test((err as Error).message ?? '')) this.deps.log.warn('answer of a 2025 client not handed to the instance that asked', { err: err as Error, instance: holder });
@@ -169,7 +178,7 @@ export class LegacyClients {
     } catch (err) {
       this.deps.log.warn('declared capabilities of a 2025 client not shared through redis', { err: err as Error });
     }
-    this.deps.nc.publish(declaredSubject(this.deps.prefix), encode({ instance: this.deps.instance, token: tokenId, ...declared }));
+    this.deps.nc.publish(declaredSubject(this.deps.prefix), encodePayload({ instance: this.deps.instance, token: tokenId, ...declared }));
   }
 
   private keep(tokenId: string, declared: Declared): void {
