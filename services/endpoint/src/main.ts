@@ -4,7 +4,7 @@ import { loadEndpointConfig, startEndpoint } from './endpoint.js';
  * The endpoint process: configuration from the environment (HTTP_PORT, ENDPOINT_PUBLIC_URL,
  * ENDPOINT_ALLOWED_HOSTS, ENDPOINT_ALLOWED_ORIGINS, ENDPOINT_CORS_ORIGINS, ENDPOINT_PAGE_SIZE,
  * ENDPOINT_LEAN_CALLS, and the shared DATABASE_URL, NATS_*, REDIS_URL, SECRETS_KEYRING,
- * APPROVAL_TTL_MS), then the service.
+ * APPROVAL_TTL_MS, OUTBOUND_PROFILE), then the service.
  */
 async function main(): Promise<void> {
   const endpoint = await startEndpoint(loadEndpointConfig(process.env));
