@@ -1,6 +1,5 @@
 import { context, trace, type Context, type Counter, type Meter, type Span, type Tracer, type UpDownCounter } from '@opentelemetry/api';
 import { McpAttributes, endWithOutcome } from '@mcpx/telemetry';
-import { ErrorCodes, WireError } from '@mcpx/contracts';
 import { QUOTA_DEFAULTS } from '@mcpx/locks';
 import {
   McpClientError,
@@ -16,6 +15,7 @@ import {
 } from '@mcpx/mcp-client';
 import { MemoryEraVerdicts, authContextOf, type EraVerdictSource } from './era-verdicts.js';
 import type { ServerEntry } from './server-entry.js';
+import { capRefusal, runIsIdle, shareable, slotStep, verdictOutcome, type InstanceLimit } from './pool-rules.js';
 import { toWire } from './wire-errors.js';
 
 /** A verdict a connection had to probe for, to pass on to the registry with the quiet discovery. */
@@ -90,9 +90,6 @@ export interface ConnectionPoolOptions {
   tracer?: Tracer;
 }
 
-/** How long a caller refused by a full instance is told to wait (another instance may take it at once). */
-const FULL_RETRY_MS = 1_000;
-
 /**
  * Connections per run: lazy (nothing opens until a run's first call of a server), shared by the
  * run's concurrent calls (they await one handshake), and closed together when the run ends, goes
@@ -141,10 +138,11 @@ export class ConnectionPool {
    * A full instance refuses new work with a retryable `rate_limited` (the caller's client may send
    * the run to another instance); what it already holds goes on.
    */
-  private refuseWhenFull(limit: 'runs_per_proxy' | 'connections_per_proxy', held: number, max: number, what: string): void {
-    if (!(max > 0) || held < max) return;
+  private refuseWhenFull(limit: InstanceLimit, held: number, max: number, what: string): void {
+    const refusal = capRefusal(limit, held, max, what);
+    if (refusal === undefined) return;
     this.rejections.add(1, { kind: limit });
-    throw new WireError(ErrorCodes.rateLimited, `this proxy instance holds its ${max} ${what}; retry (another instance may take it)`, { limit, max, retryAfterMs: FULL_RETRY_MS });
+    throw refusal;
   }
 
   private counting<T>(connect: Promise<T>): Promise<T> {
@@ -174,9 +172,10 @@ export class ConnectionPool {
     pool.lastUsed = Date.now();
     let acquiring: Span | undefined;
     try {
+      // A fresh one after a lost session or a refused token (the retry).
       if (fresh) await this.drop(pool, server);
       let slot = pool.connections.get(server);
-      if (slot?.conn?.closed) {
+      if (slotStep(slot === undefined ? undefined : { closed: slot.conn?.closed }) === 'replace') {
         // Closed under us (the server ended the session): open a new one.
         await this.drop(pool, server);
         slot = undefined;
@@ -248,7 +247,7 @@ export class ConnectionPool {
     const key = `${account}\u0000${server}\u0000${authContext}`;
     const shared = this.shared.get(key);
     if (shared === undefined) return undefined;
-    if (shared.conn.closed || shared.conn.era !== 'modern') {
+    if (!shareable(shared.conn)) {
       this.shared.delete(key);
       return undefined;
     }
@@ -307,7 +306,7 @@ export class ConnectionPool {
     this.handshakes.add(1, { era: conn.era });
     this.open.add(1);
     this.openCount++;
-    const outcome = prior === undefined ? 'probed' : conn.reprobed ? 'reprobed' : 'reused';
+    const outcome = verdictOutcome(prior !== undefined, conn.reprobed);
     this.verdictOutcomes.add(1, { outcome, era: conn.era });
     // On the call's span: which era the call went out on, and whether finding out cost a probe.
     trace.getActiveSpan()?.setAttributes({ 'mcpx.era': conn.era, 'mcp.protocol.version': conn.protocolVersion, 'mcpx.verdict': outcome });
@@ -366,7 +365,7 @@ export class ConnectionPool {
   private async sweepIdle(): Promise<void> {
     const cutoff = Date.now() - this.opts.idleMs;
     for (const pool of [...this.runs.values()]) {
-      if (pool.active === 0 && pool.lastUsed < cutoff) await this.endRun(pool.account, pool.run);
+      if (runIsIdle(pool, cutoff)) await this.endRun(pool.account, pool.run);
     }
   }
 
