@@ -17,8 +17,22 @@ export interface QuotaSettings {
   serversPerAccount: number;
   /** Agents an account may hold (`QUOTA_AGENTS_PER_ACCOUNT`). */
   agentsPerAccount: number;
-  /** Approvals one agent may have waiting for a human at once (`QUOTA_PENDING_APPROVALS_PER_AGENT`). */
+  /** Approvals one agent may have waiting for a human at once (`QUOTA_PENDING_APPROVALS_PER_AGENT`); input requests of one agent waiting for a person are held to the same number. */
   pendingApprovalsPerAgent: number;
+  /**
+   * Approvals one account, across all its agents, may have waiting for a human at once
+   * (`QUOTA_PENDING_APPROVALS_PER_ACCOUNT`). The per-agent cap alone lets an account with many
+   * agents hold agents × 50 approvals of up to 64 KiB of shown arguments each in Redis, the Redis
+   * that also keeps the nonces.
+   */
+  pendingApprovalsPerAccount: number;
+  /**
+   * Input requests one account, across all its agents, may have waiting for a person at once
+   * (`QUOTA_PENDING_INPUTS_PER_ACCOUNT`). A setting of its own: an input request keeps the
+   * server's questions (up to 8, a sampling request up to 64 KiB) and its sealed state, so one can
+   * be many times the size of an approval, and the two are sized apart.
+   */
+  pendingInputsPerAccount: number;
   /** `GET /v1/events` streams an account may hold open at once, across instances (`QUOTA_EVENT_STREAMS_PER_ACCOUNT`). */
   eventStreamsPerAccount: number;
   /** Discoveries of one account in flight at once, across instances (`QUOTA_DISCOVERIES_PER_ACCOUNT`). */
@@ -42,6 +56,10 @@ export const DEFAULT_QUOTAS: Readonly<QuotaSettings> = Object.freeze({
   serversPerAccount: 200,
   agentsPerAccount: 10_000,
   pendingApprovalsPerAgent: 50,
+  // A person reviews far fewer at once; at most 1,000 × 64 KiB = 64 MiB of shown arguments waiting per account.
+  pendingApprovalsPerAccount: 1_000,
+  // Four agents' full queues: a person answers questions one at a time, and an input request can weigh many approvals.
+  pendingInputsPerAccount: 200,
   eventStreamsPerAccount: 20,
   discoveriesPerAccount: 4,
   discoveryDeadlineMs: 60_000,
@@ -73,6 +91,8 @@ export function parseQuotas(env: NodeJS.ProcessEnv): QuotaSettings {
     serversPerAccount: count(env, 'QUOTA_SERVERS_PER_ACCOUNT', d.serversPerAccount),
     agentsPerAccount: count(env, 'QUOTA_AGENTS_PER_ACCOUNT', d.agentsPerAccount),
     pendingApprovalsPerAgent: count(env, 'QUOTA_PENDING_APPROVALS_PER_AGENT', d.pendingApprovalsPerAgent),
+    pendingApprovalsPerAccount: count(env, 'QUOTA_PENDING_APPROVALS_PER_ACCOUNT', d.pendingApprovalsPerAccount),
+    pendingInputsPerAccount: count(env, 'QUOTA_PENDING_INPUTS_PER_ACCOUNT', d.pendingInputsPerAccount),
     eventStreamsPerAccount: count(env, 'QUOTA_EVENT_STREAMS_PER_ACCOUNT', d.eventStreamsPerAccount),
     discoveriesPerAccount: count(env, 'QUOTA_DISCOVERIES_PER_ACCOUNT', d.discoveriesPerAccount),
     discoveryDeadlineMs: count(env, 'DISCOVERY_DEADLINE_MS', d.discoveryDeadlineMs),

@@ -7,9 +7,22 @@ const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const TTL_MS = 60_000;
 
 /** A store on a clock the test moves (no waiting), with a prefix of its own. */
-function storeAt(redis: Redis): { store: ApprovalStore; clock: { now: number } } {
+function storeAt(redis: Redis): { store: ApprovalStore; clock: { now: number }; prefix: string } {
   const clock = { now: 1_700_000_000_000 };
-  return { store: new ApprovalStore(redis, `mcpx-t${randomBytes(4).toString('hex')}:`, { ttlMs: TTL_MS, now: () => clock.now }), clock };
+  const prefix = `mcpx-t${randomBytes(4).toString('hex')}:`;
+  return { store: new ApprovalStore(redis, prefix, { ttlMs: TTL_MS, now: () => clock.now }), clock, prefix };
+}
+
+/** Every key under a prefix with its value's type and size, to see that a refusal wrote nothing. */
+async function keysUnder(redis: Redis, prefix: string): Promise<Record<string, number>> {
+  const out: Record<string, number> = {};
+  let cursor = '0';
+  do {
+    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 500);
+    cursor = next;
+    for (const key of keys) out[key] = (await redis.type(key)) === 'zset' ? await redis.zcard(key) : await redis.strlen(key);
+  } while (cursor !== '0');
+  return out;
 }
 
 const binding = { agent: 'ag', run: 'r1', tool: 'db__drop_table', argsHash: 'a'.repeat(64) };
@@ -57,6 +70,48 @@ describe('ApprovalStore windows (real Redis)', () => {
     // Expired approvals no longer count.
     clock.now += TTL_MS;
     await store.create(input, cap);
+  });
+
+  it('the per-account cap counts every agent of the account in the same step: 40 racing creations over 20 agents record exactly the cap; the refusal names the account, writes nothing, and leaves other accounts alone', async () => {
+    const { store, clock, prefix } = storeAt(redis);
+    const caps = { maxPendingPerAgent: 3, maxPendingPerAccount: 5 };
+    const raced = await Promise.allSettled(Array.from({ length: 40 }, (_, i) => store.create({ ...input, agent: `ag${i % 20}` }, caps)));
+    const created = raced.filter((r) => r.status === 'fulfilled').map((r) => (r as PromiseFulfilledResult<{ id: string }>).value);
+    expect(created).toHaveLength(5);
+    for (const r of raced) {
+      if (r.status === 'fulfilled') continue;
+      expect(r.reason).toBeInstanceOf(PendingApprovalsFullError);
+      expect(r.reason).toMatchObject({ scope: 'account', max: 5 });
+    }
+    expect(await store.listPending('acct')).toHaveLength(5);
+    expect(await store.countPending()).toBe(5);
+
+    // A refusal writes nothing: no record, and no index grows.
+    const before = await keysUnder(redis, prefix);
+    await expect(store.create({ ...input, agent: 'fresh' }, caps)).rejects.toMatchObject({ scope: 'account', max: 5 });
+    expect(await keysUnder(redis, prefix)).toEqual(before);
+
+    // Another account has a cap of its own.
+    await store.create({ ...input, account: 'other', agent: 'fresh' }, caps);
+    // A decision frees one of the account's places, for any of its agents.
+    await store.decide('acct', created[0]!.id, 'approved', 'owner');
+    await store.create({ ...input, agent: 'fresh' }, caps);
+    await expect(store.create({ ...input, agent: 'fresh2' }, caps)).rejects.toMatchObject({ scope: 'account' });
+    // Expired approvals no longer count.
+    clock.now += TTL_MS;
+    await store.create({ ...input, agent: 'fresh2' }, caps);
+  });
+
+  it('names the agent when its own queue is full first, and the account when the account is; 0 is no cap', async () => {
+    const { store } = storeAt(redis);
+    const caps = { maxPendingPerAgent: 2, maxPendingPerAccount: 3 };
+    await store.create(input, caps);
+    await store.create(input, caps);
+    await expect(store.create(input, caps)).rejects.toMatchObject({ name: 'PendingApprovalsFullError', scope: 'agent', max: 2 });
+    await store.create({ ...input, agent: 'b' }, caps);
+    await expect(store.create({ ...input, agent: 'c' }, caps)).rejects.toMatchObject({ scope: 'account', max: 3 });
+    await store.create({ ...input, agent: 'c' }, { maxPendingPerAgent: 2, maxPendingPerAccount: 0 });
+    expect(await store.listPending('acct')).toHaveLength(4);
   });
 
   it('an approval not used within the TTL of its decision expires', async () => {

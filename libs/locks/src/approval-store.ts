@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
+import { capArg, type PendingCaps, type PendingScope } from './pending-caps.js';
 
 /**
  * An approval (docs/limits.md#approvals-and-input-requests) waits for a human this long (ms) unless the operator says otherwise, and
@@ -110,31 +111,40 @@ return {'ok', enc}
 
 // KEYS[1] the record, KEYS[2] the account's pending index, KEYS[3] the agent's, KEYS[4] every
 // account's (scored by the pending deadline, as the others, trimmed here and when counted: its
-// size is the approvals waiting); ARGV: now, the
-// record, how long it is kept (ms), its pending deadline, its id, the agent's cap (0: none). The
-// count and the creation are one step: racing calls of one agent never pass the cap.
+// size is the approvals waiting); ARGV: now, the record, how long it is kept (ms), its pending
+// deadline, its id, the agent's cap, the account's cap (0: none). The counts and the creation are
+// one step: racing calls of one agent, or of many agents of one account, never pass a cap.
+// Returns 'ok', or the scope whose cap is full ('agent', 'account'); nothing is written then.
 const CREATE = `
 local now = tonumber(ARGV[1])
 redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
-local max = tonumber(ARGV[6])
-if max > 0 and redis.call('ZCARD', KEYS[3]) >= max then return 0 end
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
+local agentMax = tonumber(ARGV[6])
+if agentMax > 0 and redis.call('ZCARD', KEYS[3]) >= agentMax then return 'agent' end
+local accountMax = tonumber(ARGV[7])
+if accountMax > 0 and redis.call('ZCARD', KEYS[2]) >= accountMax then return 'account' end
 redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
 redis.call('ZADD', KEYS[2], ARGV[4], ARGV[5])
-redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
 redis.call('PEXPIRE', KEYS[2], ARGV[3])
 redis.call('ZADD', KEYS[3], ARGV[4], ARGV[5])
 redis.call('PEXPIRE', KEYS[3], ARGV[3])
 redis.call('ZADD', KEYS[4], ARGV[4], ARGV[5])
 redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now)
 redis.call('PEXPIRE', KEYS[4], ARGV[3])
-return 1
+return 'ok'
 `;
 
-/** {@link ApprovalStore.create} refused: the agent has `max` approvals waiting for a human. */
+/**
+ * {@link ApprovalStore.create} refused: the agent (`scope: 'agent'`) or its account (`'account'`)
+ * has `max` approvals waiting for a human. Nothing was recorded.
+ */
 export class PendingApprovalsFullError extends Error {
   override readonly name = 'PendingApprovalsFullError';
-  constructor(readonly max: number) {
-    super(`the agent has ${max} approvals waiting`);
+  constructor(
+    readonly max: number,
+    readonly scope: PendingScope = 'agent',
+  ) {
+    super(`the ${scope} has ${max} approvals waiting`);
   }
 }
 
@@ -201,11 +211,12 @@ export class ApprovalStore {
   }
 
   /**
-   * Records a pending approval of one call. With `maxPendingPerAgent` (> 0) the agent's waiting
-   * approvals are counted and the new one recorded in one step (a Lua script): at the cap nothing
-   * is recorded and {@link PendingApprovalsFullError} is thrown, however many calls race.
+   * Records a pending approval of one call. With `maxPendingPerAgent` or `maxPendingPerAccount`
+   * (> 0) the agent's and the account's waiting approvals are counted and the new one recorded in
+   * one step (a Lua script): at either cap nothing is recorded and {@link PendingApprovalsFullError}
+   * (naming the scope and its cap) is thrown, however many calls of however many agents race.
    */
-  async create(input: ApprovalBinding & { account: string; server: string; remoteName: string; arguments: unknown }, opts: { maxPendingPerAgent?: number } = {}): Promise<ApprovalRecord> {
+  async create(input: ApprovalBinding & { account: string; server: string; remoteName: string; arguments: unknown }, opts: PendingCaps = {}): Promise<ApprovalRecord> {
     const now = this.now();
     const json = canonicalArgumentsJson(input.arguments);
     const record: ApprovalRecord = {
@@ -223,7 +234,8 @@ export class ApprovalStore {
     };
     if (Buffer.byteLength(json) <= ARGUMENTS_SHOWN_MAX_BYTES) record.argumentsJson = json;
     const keep = this.ttlMs + TOMBSTONE_MS;
-    const max = opts.maxPendingPerAgent ?? 0;
+    const perAgent = capArg(opts.maxPendingPerAgent);
+    const perAccount = capArg(opts.maxPendingPerAccount);
     const created = await this.redis.eval(
       CREATE,
       4,
@@ -236,9 +248,12 @@ export class ApprovalStore {
       keep,
       record.expiresAt,
       record.id,
-      max > 0 ? max : 0,
+      perAgent,
+      perAccount,
     );
-    if (created !== 1) throw new PendingApprovalsFullError(max);
+    if (created === 'agent') throw new PendingApprovalsFullError(perAgent, 'agent');
+    if (created === 'account') throw new PendingApprovalsFullError(perAccount, 'account');
+    if (created !== 'ok') throw new Error(`approval store: unexpected reply to create (${String(created)})`);
     return record;
   }
 

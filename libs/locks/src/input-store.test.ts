@@ -1,14 +1,27 @@
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
-import { InputStore, type InputCreate } from './input-store.js';
+import { InputStore, PendingInputsFullError, type InputCreate } from './input-store.js';
 
 const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const TTL_MS = 60_000;
 
-function storeAt(redis: Redis): { store: InputStore; clock: { now: number } } {
+function storeAt(redis: Redis): { store: InputStore; clock: { now: number }; prefix: string } {
   const clock = { now: 1_700_000_000_000 };
-  return { store: new InputStore(redis, `mcpx-t${randomBytes(4).toString('hex')}:`, { ttlMs: TTL_MS, now: () => clock.now }), clock };
+  const prefix = `mcpx-t${randomBytes(4).toString('hex')}:`;
+  return { store: new InputStore(redis, prefix, { ttlMs: TTL_MS, now: () => clock.now }), clock, prefix };
+}
+
+/** Every key under a prefix with its size, to see that a refusal wrote nothing. */
+async function keysUnder(redis: Redis, prefix: string): Promise<Record<string, number>> {
+  const out: Record<string, number> = {};
+  let cursor = '0';
+  do {
+    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 500);
+    cursor = next;
+    for (const key of keys) out[key] = (await redis.type(key)) === 'zset' ? await redis.zcard(key) : await redis.strlen(key);
+  } while (cursor !== '0');
+  return out;
 }
 
 const binding = { agent: 'ag', run: 'r1', tool: 'ops__deploy', argsHash: 'a'.repeat(64) };
@@ -89,6 +102,57 @@ describe('InputStore (real Redis)', () => {
     expect(r.status).toBe('answered');
     expect(await store.listPending('acct')).toEqual([]);
     expect(await store.consume('acct', r.id, binding)).toMatchObject({ ok: true });
+  });
+});
+
+describe('InputStore caps: waiting input requests per agent and per account (real Redis)', () => {
+  const redis = new Redis(redisUrl);
+  afterAll(async () => {
+    await redis.quit();
+  });
+
+  it('the per-agent cap counts and records in one step: 30 racing creations record exactly the cap; the last answer or the deadline frees a place', async () => {
+    const { store, clock } = storeAt(redis);
+    const caps = { maxPendingPerAgent: 3 };
+    const raced = await Promise.allSettled(Array.from({ length: 30 }, () => store.create(base(['confirm']), caps)));
+    const created = raced.filter((r) => r.status === 'fulfilled').map((r) => (r as PromiseFulfilledResult<{ id: string }>).value);
+    expect(created).toHaveLength(3);
+    for (const r of raced) if (r.status === 'rejected') expect(r.reason).toMatchObject({ name: 'PendingInputsFullError', scope: 'agent', max: 3 });
+    // Another agent of the account has places of its own; a runtime-only request is never counted.
+    await store.create({ ...base(['confirm']), agent: 'other' }, caps);
+    expect((await store.create(base([]), caps)).status).toBe('answered');
+    // The last answer frees one place (an answer that leaves a question open does not).
+    await store.answer('acct', created[0]!.id, 'confirm', '{"action":"accept"}', 'owner');
+    await store.create(base(['confirm']), caps);
+    await expect(store.create(base(['confirm']), caps)).rejects.toBeInstanceOf(PendingInputsFullError);
+    const open = await store.create({ ...base(['confirm', 'region']), agent: 'third' }, caps);
+    await store.answer('acct', open.id, 'confirm', '{"action":"accept"}', 'owner');
+    expect((await store.listPending('acct')).filter((r) => r.agent === 'third')).toHaveLength(1);
+    // Expired requests no longer count.
+    clock.now += TTL_MS;
+    await store.create(base(['confirm']), caps);
+  });
+
+  it('the per-account cap counts every agent of the account in the same step: 40 racing creations over 20 agents record exactly the cap; the refusal names the account, writes nothing, and leaves other accounts alone', async () => {
+    const { store, prefix } = storeAt(redis);
+    const caps = { maxPendingPerAgent: 3, maxPendingPerAccount: 5 };
+    const raced = await Promise.allSettled(Array.from({ length: 40 }, (_, i) => store.create({ ...base(['confirm']), agent: `ag${i % 20}` }, caps)));
+    const created = raced.filter((r) => r.status === 'fulfilled').map((r) => (r as PromiseFulfilledResult<{ id: string }>).value);
+    expect(created).toHaveLength(5);
+    for (const r of raced) if (r.status === 'rejected') expect(r.reason).toMatchObject({ name: 'PendingInputsFullError', scope: 'account', max: 5 });
+    expect(await store.listPending('acct')).toHaveLength(5);
+    expect(await store.countPending()).toBe(5);
+
+    const before = await keysUnder(redis, prefix);
+    await expect(store.create({ ...base(['confirm']), agent: 'fresh' }, caps)).rejects.toMatchObject({ scope: 'account', max: 5 });
+    expect(await keysUnder(redis, prefix)).toEqual(before);
+
+    await store.create({ ...base(['confirm']), account: 'other', agent: 'fresh' }, caps);
+    await store.answer('acct', created[0]!.id, 'confirm', '{"action":"decline"}', 'owner');
+    await store.create({ ...base(['confirm']), agent: 'fresh' }, caps);
+    await expect(store.create({ ...base(['confirm']), agent: 'fresh2' }, caps)).rejects.toMatchObject({ scope: 'account' });
+    // A cap of 0 is none.
+    await store.create({ ...base(['confirm']), agent: 'fresh2' }, { maxPendingPerAgent: 3, maxPendingPerAccount: 0 });
   });
 });
 

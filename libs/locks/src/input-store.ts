@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
+import { capArg, type PendingCaps, type PendingScope } from './pending-caps.js';
 
 /** An input request waits for its answer this long (ms), and once answered, the call may be re-sent for as long again. */
 export const DEFAULT_INPUT_TTL_MS = 10 * 60_000;
@@ -62,7 +63,8 @@ export type InputConsumeOutcome = { ok: true; record: InputRecord } | { ok: fals
 
 // KEYS[1] the record, KEYS[2] the account's pending index; ARGV: now, key, answer JSON, by, the
 // re-send deadline once complete, how long an answered record is kept (ms), the index of every
-// account's pending input requests (the waiting gauge's).
+// account's pending input requests (the waiting gauge's), the prefix of the account's agents'
+// pending indexes (the record names its agent; one Redis, not a cluster).
 const ANSWER = `
 local raw = redis.call('GET', KEYS[1])
 if not raw then return {'unknown'} end
@@ -71,6 +73,7 @@ if r.status ~= 'pending' then return {'decided', raw} end
 local now = tonumber(ARGV[1])
 if now >= r.expiresAt then
   redis.call('ZREM', KEYS[2], r.id)
+  redis.call('ZREM', ARGV[8] .. r.agent, r.id)
   redis.call('ZREM', ARGV[7], r.account .. ':' .. r.id)
   return {'expired', raw}
 end
@@ -88,6 +91,7 @@ if r.remaining <= 0 then
   enc = cjson.encode(r)
   redis.call('SET', KEYS[1], enc, 'PX', ARGV[6])
   redis.call('ZREM', KEYS[2], r.id)
+  redis.call('ZREM', ARGV[8] .. r.agent, r.id)
   redis.call('ZREM', ARGV[7], r.account .. ':' .. r.id)
   return {'complete', enc}
 end
@@ -95,6 +99,45 @@ enc = cjson.encode(r)
 redis.call('SET', KEYS[1], enc, 'KEEPTTL')
 return {'ok', enc}
 `;
+
+// KEYS[1] the record, KEYS[2] the account's pending index, KEYS[3] the agent's, KEYS[4] every
+// account's (members `<account>:<id>`); all scored by the answer's deadline and trimmed here.
+// ARGV: now, the record, how long it is kept (ms), its answer deadline, its id, the agent's cap,
+// the account's cap (0: none), its member in every account's index. The counts and the creation
+// are one step: racing calls of one agent, or of many agents of one account, never pass a cap.
+// Returns 'ok', or the scope whose cap is full ('agent', 'account'); nothing is written then.
+const CREATE_PENDING = `
+local now = tonumber(ARGV[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
+local agentMax = tonumber(ARGV[6])
+if agentMax > 0 and redis.call('ZCARD', KEYS[3]) >= agentMax then return 'agent' end
+local accountMax = tonumber(ARGV[7])
+if accountMax > 0 and redis.call('ZCARD', KEYS[2]) >= accountMax then return 'account' end
+redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+redis.call('ZADD', KEYS[2], ARGV[4], ARGV[5])
+redis.call('PEXPIRE', KEYS[2], ARGV[3])
+redis.call('ZADD', KEYS[3], ARGV[4], ARGV[5])
+redis.call('PEXPIRE', KEYS[3], ARGV[3])
+redis.call('ZADD', KEYS[4], ARGV[4], ARGV[8])
+redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now)
+redis.call('PEXPIRE', KEYS[4], ARGV[3])
+return 'ok'
+`;
+
+/**
+ * {@link InputStore.create} refused: the agent (`scope: 'agent'`) or its account (`'account'`) has
+ * `max` input requests waiting for a person. Nothing was recorded.
+ */
+export class PendingInputsFullError extends Error {
+  override readonly name = 'PendingInputsFullError';
+  constructor(
+    readonly max: number,
+    readonly scope: PendingScope = 'agent',
+  ) {
+    super(`the ${scope} has ${max} input requests waiting`);
+  }
+}
 
 // KEYS[1] the record; ARGV: now, agent, run, tool, argsHash. Used before expired: a replay says so.
 const CONSUME = `
@@ -162,11 +205,18 @@ export class InputStore {
     return `${this.prefix}inputs:${account}`;
   }
 
+  private agentIndexPrefix(account: string): string {
+    return `${this.prefix}inputs-agent:${account}:`;
+  }
+
   /**
    * Records an input request. One with no question for a person (the runtime answers everything)
-   * is `answered` at once and never listed.
+   * is `answered` at once, never listed and never counted. One for a person, with
+   * `maxPendingPerAgent` or `maxPendingPerAccount` (> 0), is counted against the agent's and the
+   * account's waiting requests and recorded in one step (a Lua script): at either cap nothing is
+   * recorded and {@link PendingInputsFullError} (naming the scope and its cap) is thrown.
    */
-  async create(input: InputCreate): Promise<InputRecord> {
+  async create(input: InputCreate, opts: PendingCaps = {}): Promise<InputRecord> {
     const now = this.now();
     const { personKeys, id, ...rest } = input;
     const record: InputRecord = {
@@ -179,16 +229,33 @@ export class InputStore {
       createdAt: now,
       expiresAt: now + this.ttlMs,
     };
-    if (personKeys.length === 0) record.answeredBy = 'runtime';
     const keep = this.ttlMs * 2 + TOMBSTONE_MS;
-    const multi = this.redis.multi().set(this.recordKey(input.account, record.id), JSON.stringify(record), 'PX', keep);
-    if (record.status === 'pending') {
-      const index = this.indexKey(input.account);
-      multi.zadd(index, record.expiresAt, record.id).zremrangebyscore(index, '-inf', now).pexpire(index, keep);
-      // Every account's, for the waiting gauge (trimmed here and when counted; it outlives every member).
-      multi.zadd(this.allPendingKey(), record.expiresAt, `${input.account}:${record.id}`).zremrangebyscore(this.allPendingKey(), '-inf', now).pexpire(this.allPendingKey(), keep);
+    if (record.status !== 'pending') {
+      record.answeredBy = 'runtime';
+      await this.redis.set(this.recordKey(input.account, record.id), JSON.stringify(record), 'PX', keep);
+      return record;
     }
-    failedExec(await multi.exec());
+    const perAgent = capArg(opts.maxPendingPerAgent);
+    const perAccount = capArg(opts.maxPendingPerAccount);
+    const created = await this.redis.eval(
+      CREATE_PENDING,
+      4,
+      this.recordKey(input.account, record.id),
+      this.indexKey(input.account),
+      `${this.agentIndexPrefix(input.account)}${input.agent}`,
+      this.allPendingKey(),
+      now,
+      JSON.stringify(record),
+      keep,
+      record.expiresAt,
+      record.id,
+      perAgent,
+      perAccount,
+      `${input.account}:${record.id}`,
+    );
+    if (created === 'agent') throw new PendingInputsFullError(perAgent, 'agent');
+    if (created === 'account') throw new PendingInputsFullError(perAccount, 'account');
+    if (created !== 'ok') throw new Error(`input store: unexpected reply to create (${String(created)})`);
     return record;
   }
 
@@ -216,6 +283,7 @@ export class InputStore {
       now + this.ttlMs,
       this.ttlMs + TOMBSTONE_MS,
       this.allPendingKey(),
+      this.agentIndexPrefix(account),
     )) as [string, string?];
     if (out[0] === 'ok' || out[0] === 'complete') return { ok: true, record: parse(out[1]), complete: out[0] === 'complete' };
     return { ok: false, reason: out[0] as AnswerReason, ...(out[1] ? { record: parse(out[1]) } : {}) };
@@ -252,10 +320,4 @@ function parse(raw: string | undefined): InputRecord {
   // An empty map may come back from a script as an empty list.
   if (Array.isArray(r.answers) || r.answers === null || typeof r.answers !== 'object') r.answers = {};
   return r;
-}
-
-function failedExec(results: Array<[Error | null, unknown]> | null): void {
-  const err = results?.find(([e]) => e !== null)?.[0];
-  if (err) throw err;
-  if (results === null) throw new Error('input store: transaction aborted');
 }

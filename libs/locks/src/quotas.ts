@@ -130,6 +130,8 @@ export interface QuotaLimits {
   serversPerAccount: number;
   agentsPerAccount: number;
   pendingApprovalsPerAgent: number;
+  pendingApprovalsPerAccount: number;
+  pendingInputsPerAccount: number;
   eventStreamsPerAccount: number;
   discoveriesPerAccount: number;
   discoveryDeadlineMs: number;
@@ -148,6 +150,8 @@ export const QUOTA_DEFAULTS: Readonly<QuotaLimits> = Object.freeze({
   serversPerAccount: 200,
   agentsPerAccount: 10_000,
   pendingApprovalsPerAgent: 50,
+  pendingApprovalsPerAccount: 1_000,
+  pendingInputsPerAccount: 200,
   eventStreamsPerAccount: 20,
   discoveriesPerAccount: 4,
   discoveryDeadlineMs: 60_000,
