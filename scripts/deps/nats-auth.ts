@@ -107,6 +107,12 @@ export async function startAuthNats(opts: AuthNatsOptions): Promise<AuthNats> {
 
   if (await tcpReachable(opts.host, opts.port, 1_000)) {
     if (await natsAccepts(opts.host, opts.port, users.operator.user, users.operator.password)) {
+      // This data folder's NATS, started by another `npm start`; one of an older version may not
+      // know a user added since (the endpoint's, say), and that service would be refused later.
+      const unknown: NatsRole[] = [];
+      for (const role of ROLES) if (!(await natsAccepts(opts.host, opts.port, users[role].user, users[role].password))) unknown.push(role);
+      if (unknown.length > 0)
+        throw new Error(`the NATS running at ${url} for this data folder does not know the user ${unknown.join(', ')} (started by an older npm start): stop that npm start, then run this one again`);
       opts.log(`NATS: using the running authenticated NATS at ${url}`);
       return { url, users, runtimeCredentialsFile, stopper: undefined };
     }
