@@ -8,7 +8,7 @@ import { droppedSecretsLine, type DroppedSecrets } from './dropped-secrets.js';
 import { authorizationLines, oauthClientLine, preRegisteredClient, serversAuthorize, type AuthorizationAnswer } from './oauth-commands.js';
 import { inputsAnswer, inputsList } from './input-commands.js';
 import { signersAuthorize, signersRevoke } from './signer-commands.js';
-import { terminalText } from './terminal-text.js';
+import { terminalText, toolCount } from './terminal-text.js';
 import { toolsPermission, vendorsConnect, vendorsDisconnect } from './trust-commands.js';
 import { agentsEndpoint, agentsTokens } from './endpoint-commands.js';
 import { audit, toolsDecide, toolsReview } from './review-commands.js';
@@ -37,13 +37,14 @@ function serverLine(s: RedactedMcpServer): string {
       return s.url;
     }
   })();
-  const auth = s.hasSecrets ? ' [auth]' : '';
+  // As the console marks them: a server signed in with OAuth, or one sending a stored secret.
+  const auth = s.auth === 'oauth' ? ' [oauth]' : s.hasSecrets || s.auth === 'bearer' ? ' [auth]' : '';
   const pin = s.pin !== undefined && s.pin !== 'off' ? `  [pinned: ${s.pin}${s.pendingReviews ? `, ${s.pendingReviews} to review: mcpx tools review ${s.name}` : ''}]` : '';
   switch (s.status.state) {
     case 'ok':
-      return `${s.name}  connected, ${s.tools.length} tools  ${host}${auth}${s.status.transport ? ` (${s.status.transport})` : ''}${s.era !== undefined ? `  ${eraText(s)}` : ''}${pin}`;
+      return `${s.name}  connected, ${toolCount(s.tools.length)}  ${host}${auth}${s.status.transport ? ` (${s.status.transport})` : ''}${s.era !== undefined ? `  ${eraText(s)}` : ''}${pin}`;
     case 'error':
-      return `${s.name}  unreachable: ${s.status.error ?? 'unknown error'}  ${host}${auth}${s.tools.length > 0 ? ` (keeps ${s.tools.length} tools)` : ''}`;
+      return `${s.name}  unreachable: ${s.status.error ?? 'unknown error'}  ${host}${auth}${s.tools.length > 0 ? ` (keeps ${toolCount(s.tools.length)})` : ''}`;
     case 'auth_required':
       return `${s.name}  waiting for authorization: ${s.status.error ?? ''}  ${host}${auth}`;
     case 'unknown':

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { terminalText } from './terminal-text.js';
+import { terminalText, toolCount } from './terminal-text.js';
 
 // eslint-disable-next-line no-control-regex
 const CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/;
@@ -27,5 +27,9 @@ describe('terminalText', () => {
     expect(out.replace(/[\n\t]/g, '')).not.toMatch(CONTROL);
     expect(out).toContain('\n');
     expect(out).toContain('\t');
+  });
+
+  it('counts tools in English: 0 tools, 1 tool, 2 tools', () => {
+    expect([0, 1, 2, 16].map(toolCount)).toEqual(['0 tools', '1 tool', '2 tools', '16 tools']);
   });
 });

@@ -28,3 +28,8 @@ const CONTROLS = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g;
 export function terminalText(text: string): string {
   return text.replace(SEQUENCES, '').replace(CONTROLS, '');
 }
+
+/** `1 tool`, `16 tools`. */
+export function toolCount(n: number): string {
+  return `${n} ${n === 1 ? 'tool' : 'tools'}`;
+}

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import type { RedactedMcpServer } from '@mcpx/contracts';
 import { UsageError, flag, need, type ParsedArgs, type Print } from './args.js';
 import { readKey, sendAction, type CliEnv } from './client.js';
+import { toolCount } from './terminal-text.js';
 
 const LEVELS: Record<string, 'act' | 'always_ask' | null> = { act: 'act', always_ask: 'always_ask', 'always-ask': 'always_ask', inherited: null };
 
@@ -42,7 +43,7 @@ export async function vendorsConnect(env: CliEnv, args: ParsedArgs, print: Print
     tokens = { accessToken, ...(refreshToken !== undefined ? { refreshToken } : {}), ...(expiresAt !== undefined ? { expiresAt } : {}) };
   }
   const res = await sendAction<{ vendor: string; servers: RedactedMcpServer[] }>(env, await readKey(env.keyFile), { ...tokens, type: 'SetVendorConnection', vendor });
-  print(res, () => `connected ${res.vendor}: ${res.servers.map((s) => `${s.name} (${s.tools.length} tools)`).join(', ')}`);
+  print(res, () => `connected ${res.vendor}: ${res.servers.map((s) => `${s.name} (${toolCount(s.tools.length)})`).join(', ')}`);
 }
 
 /** `vendors disconnect VENDOR`: its built-ins go dark, out of every agent's grant. */

@@ -59,7 +59,7 @@ describe('mcpx tools permission and vendors', { timeout: 180_000 }, () => {
     expect(connect.code, connect.stderr).toBe(0);
     expect(connect.stdout).toMatch(/^connected github: github \(\d+ tools\)/);
     const refreshed = await runCli(['servers', 'refresh', 'github'], env);
-    expect(refreshed.stdout).toMatch(/^github {2}connected, 1 tools/);
+    expect(refreshed.stdout).toMatch(/^github {2}connected, 1 tool/);
 
     const file = join(dir, 'tokens.json');
     writeFileSync(file, JSON.stringify({ accessToken: VENDOR_TOKEN, expiresAt: '2099-01-01T00:00:00Z' }), { mode: 0o600 });

@@ -34,8 +34,8 @@ describe('mcpx shows eras', () => {
     expect((await runCli(['servers', 'set', 'old', legacy.url], env)).code).toBe(0);
     const list = await runCli(['servers', 'list'], env);
     expect(list.code).toBe(0);
-    expect(list.stdout).toMatch(/^new {2}connected, 1 tools .* modern 2026-07-28$/m);
-    expect(list.stdout).toMatch(/^old {2}connected, 1 tools .* legacy 2025-\d\d-\d\d$/m);
+    expect(list.stdout).toMatch(/^new {2}connected, 1 tool .* modern 2026-07-28$/m);
+    expect(list.stdout).toMatch(/^old {2}connected, 1 tool .* legacy 2025-\d\d-\d\d$/m);
     const show = await runCli(['servers', 'show', 'new'], env);
     expect(show.stdout).toContain('  protocol: modern 2026-07-28');
     expect(show.stdout).toMatch(/ {2}skipped tool: spaced — .*x-mcp-header/);

@@ -48,7 +48,7 @@ describe('mcpx and OAuth', () => {
     expect(fresh).not.toBe(first);
     expect((await new TestBrowser().open(fresh)).text).toContain('Connected to clioauth');
     const list = await runCli(['servers', 'list'], env);
-    expect(list.stdout).toMatch(/clioauth {2}connected, 2 tools/);
+    expect(list.stdout).toMatch(/clioauth {2}connected, 2 tools {2}127\.0\.0\.1:\d+ \[oauth\]/);
 
     const plain = await runCli(['servers', 'set', 'cliplain', upstream.url, '--auth', 'none'], env);
     expect(plain.code).toBe(0);
