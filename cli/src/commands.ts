@@ -4,6 +4,7 @@ import type { McpToolDocument } from '@mcpx/domain';
 import { UsageError, flag, flags, keyValues, need, type ParsedArgs, type Print } from './args.js';
 import { call, runsEnd } from './call-commands.js';
 import { act, readKey, sendAction, writeKey, type CliEnv } from './client.js';
+import { agentNames } from './agent-names.js';
 import { droppedSecretsLine, type DroppedSecrets } from './dropped-secrets.js';
 import { authorizationLines, oauthClientLine, preRegisteredClient, serversAuthorize, type AuthorizationAnswer } from './oauth-commands.js';
 import { inputsAnswer, inputsList } from './input-commands.js';
@@ -254,14 +255,22 @@ function canonicalJson(value: unknown): string {
 }
 
 /** One pending approval with its whole canonical arguments: what is shown is what is approved. */
-function approvalLine(a: ApprovalView): string {
+function approvalLine(a: ApprovalView, names: ReadonlyMap<string, string>): string {
   const args = a.arguments === undefined ? '(too large to show: this call can only be denied)' : canonicalJson(a.arguments);
-  return `${a.id}  ${a.tool}  run ${a.run}  agent ${a.agent}  expires ${a.expiresAt}\n  arguments: ${args}`;
+  return `${a.id}  ${a.tool}  run ${a.run}  agent ${names.get(a.agent) ?? a.agent}  expires ${a.expiresAt}\n  arguments: ${args}`;
 }
 
 const approvalsList: Command = async (env, _args, io, json) => {
-  const res = await sendAction<{ approvals: ApprovalView[] }>(env, await readKey(env.keyFile), { type: 'ListApprovals' });
-  print(io, json, res, () => (res.approvals.length === 0 ? 'no calls are waiting for approval' : res.approvals.map(approvalLine).join('\n')));
+  const key = await readKey(env.keyFile);
+  const res = await sendAction<{ approvals: ApprovalView[] }>(env, key, { type: 'ListApprovals' });
+  const names = json
+    ? new Map<string, string>()
+    : await agentNames(
+        env,
+        key,
+        res.approvals.map((a) => a.agent),
+      );
+  print(io, json, res, () => (res.approvals.length === 0 ? 'no calls are waiting for approval' : res.approvals.map((a) => approvalLine(a, names)).join('\n')));
 };
 
 function decideApproval(type: 'ApproveToolCall' | 'DenyToolCall'): Command {

@@ -3,6 +3,7 @@
 import { ErrorCodes, WireError, type InputRequestItem, type InputRequestView, type RestrictedProperty } from '@mcpx/contracts';
 import { UsageError, flag, flags, need, type ParsedArgs, type Print } from './args.js';
 import { readKey, sendAction, type CliEnv } from './client.js';
+import { agentNames } from './agent-names.js';
 
 /** One question as a person reads it: the message, then the fields of a form or the URL to open. */
 export function questionLines(q: InputRequestItem): string[] {
@@ -38,8 +39,8 @@ function propertyText(p: RestrictedProperty): string {
   }
 }
 
-function inputLines(r: InputRequestView): string {
-  const head = `${r.id}  ${r.tool}  run ${r.run}  agent ${r.agent}  round ${r.round}  expires ${r.expiresAt}`;
+function inputLines(r: InputRequestView, names: ReadonlyMap<string, string>): string {
+  const head = `${r.id}  ${r.tool}  run ${r.run}  agent ${names.get(r.agent) ?? r.agent}  round ${r.round}  expires ${r.expiresAt}`;
   const open = r.requests.filter((q) => !r.answered.includes(q.key));
   return [head, ...open.flatMap(questionLines)].join('\n');
 }
@@ -66,8 +67,14 @@ function typedValue(name: string, raw: string, p: RestrictedProperty | undefined
 
 /** `mcpx inputs list`: the input requests waiting for a person, each question with what it takes. */
 export async function inputsList(env: CliEnv, _args: ParsedArgs, print: Print): Promise<void> {
-  const res = await sendAction<{ inputRequests: InputRequestView[] }>(env, await readKey(env.keyFile), { type: 'ListInputRequests' });
-  print(res, () => (res.inputRequests.length === 0 ? 'no calls are waiting for input' : res.inputRequests.map(inputLines).join('\n')));
+  const key = await readKey(env.keyFile);
+  const res = await sendAction<{ inputRequests: InputRequestView[] }>(env, key, { type: 'ListInputRequests' });
+  const names = await agentNames(
+    env,
+    key,
+    res.inputRequests.map((r) => r.agent),
+  );
+  print(res, () => (res.inputRequests.length === 0 ? 'no calls are waiting for input' : res.inputRequests.map((r) => inputLines(r, names)).join('\n')));
 }
 
 /**

@@ -29,7 +29,7 @@ describe('mcpx approvals and call --wait-approval (a modern server)', { timeout:
     expect(id, stopped.stderr).toBeDefined();
 
     const list = await runCli(['approvals', 'list'], env);
-    expect(list.stdout).toContain(`${id!}  db__drop_table  run cli-r1`);
+    expect(list.stdout).toContain(`${id!}  db__drop_table  run cli-r1  agent ops  expires`);
     expect(list.stdout).toContain('arguments: {"table":"users"}');
     const approved = await runCli(['approvals', 'approve', id!], env);
     expect(approved.stdout.trim()).toBe(`approved ${id!}: re-send the call with --run cli-r1 --approval ${id!}`);

@@ -35,7 +35,7 @@ describe('mcpx inputs and call --wait-input', () => {
     expect(stopped.stderr).toContain(`--run cli-1 --input ${id!}`);
 
     const list = await runCli(['inputs', 'list'], env);
-    expect(list.stdout).toContain(`${id!}  ops__deploy  run cli-1`);
+    expect(list.stdout).toContain(`${id!}  ops__deploy  run cli-1  agent ops-agent  round`);
     expect(list.stdout).toContain('[confirm] Deploy to prod?');
 
     const wrong = await runCli(['inputs', 'answer', id!, '--accept', 'confirm=maybe'], env);
