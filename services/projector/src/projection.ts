@@ -1,7 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 import type { Counter, Histogram, Meter, Tracer } from '@opentelemetry/api';
 import type { AgentChangedEvent, ServerDeletedEvent, ServerDiscoveredEvent } from '@mcpx/contracts';
-import { encodePayload } from '@mcpx/contracts';
+import { HeldToolsColumn, ToolDocumentColumn, ToolMapColumn } from '@mcpx/credentials';
 import type { Database, Db, PendingToolsEvent, ToolsDiff } from '@mcpx/db';
 import { buildToolDocuments, documentCid, isBuiltinServerId, isPlainObject, projectToolNames, type ToolNameStyle } from '@mcpx/domain';
 import type { Logger } from '@mcpx/log';
@@ -107,7 +107,17 @@ export class Projection {
       const rows = docs.map((doc) => {
         const cid = documentCid(doc);
         next[doc.name] = cid;
-        return { account_id: account, server, server_id: serverId, name: doc.name, kind: doc.kind, cid, doc_cbor: encodePayload(doc), remote_name: doc.remoteName, description: doc.description };
+        return {
+          account_id: account,
+          server,
+          server_id: serverId,
+          name: doc.name,
+          kind: doc.kind,
+          cid,
+          doc_cbor: ToolDocumentColumn.encode(doc),
+          remote_name: doc.remoteName,
+          description: doc.description,
+        };
       });
       const diff = diffToolMaps(current === undefined || current.deleted ? {} : current.tools, next);
       // One write per changed tool, whatever the number of agents.
@@ -134,9 +144,9 @@ export class Projection {
       const row = {
         server_id: serverId,
         generation: generation ?? current?.generation ?? 0,
-        tools: JSON.stringify(next),
+        tools: ToolMapColumn.encode(next),
         deleted: generation === null,
-        held: JSON.stringify(generation === null ? {} : this.heldNames(server, tools, held)),
+        held: HeldToolsColumn.encode(generation === null ? {} : this.heldNames(server, tools, held)),
       };
       await trx
         .insertInto('projector.projected_servers')

@@ -1,7 +1,7 @@
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import { listen, subjectOnly } from '@mcpx/bus';
-import { decodePayload, type AgentDefinition, type CallbackLog, type Subjects } from '@mcpx/contracts';
-import { CredentialReader, type ProxyReads } from '@mcpx/credentials';
+import type { CallbackLog, Subjects } from '@mcpx/contracts';
+import { CredentialReader, readAgent, readToolDocument, type ProxyReads } from '@mcpx/credentials';
 import { compileValidator, type ArgumentValidator, type McpToolDocument } from '@mcpx/domain';
 import { createLogger } from '@mcpx/log';
 import type { SecretBox } from '@mcpx/secrets';
@@ -135,24 +135,18 @@ export class Catalog {
   }
 
   private async loadAgent(account: string, agent: string): Promise<AgentEntry | null> {
-    const [def, tools] = await Promise.all([
-      this.db.selectFrom('registry.agents').select('definition_cbor').where('account_id', '=', account).where('id', '=', agent).executeTakeFirst(),
-      this.db.selectFrom('projector.agent_tools').select('tools').where('account_id', '=', account).where('agent_id', '=', agent).executeTakeFirst(),
-    ]);
-    if (def === undefined) return null;
-    const definition = decodePayload<AgentDefinition>(def.definition_cbor);
+    const rows = await readAgent(this.db, account, agent);
+    if (rows === null) return null;
     return {
-      grants: new Set(definition.mcpServers ?? []),
-      tools: new Map(Object.entries(tools?.tools ?? {})),
-      ...(definition.inputs?.forms === 'runtime' ? { formsByRuntime: true } : {}),
+      grants: new Set(rows.definition.mcpServers),
+      tools: new Map(Object.entries(rows.tools)),
+      ...(rows.definition.inputs?.forms === 'runtime' ? { formsByRuntime: true } : {}),
     };
   }
 
   private async loadDocument(account: string, cid: string): Promise<ProjectedDocument | null> {
-    const row = await this.db.selectFrom('projector.tool_documents').select('doc_cbor').where('account_id', '=', account).where('cid', '=', cid).executeTakeFirst();
-    if (row === undefined) return null;
-    const doc = decodePayload<McpToolDocument>(row.doc_cbor);
-    return { doc, validate: compileValidator(doc.inputSchema) };
+    const doc = await readToolDocument(this.db, account, cid);
+    return doc === null ? null : { doc, validate: compileValidator(doc.inputSchema) };
   }
 
   /** A custom server's row by name, else a built-in lit by a vendor connection (see `CredentialReader.byName`). */

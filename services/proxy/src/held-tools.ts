@@ -1,5 +1,5 @@
-import { sql } from 'kysely';
 import { ErrorCodes, WireError, type ProxyCallRequest } from '@mcpx/contracts';
+import { readHeldTool } from '@mcpx/credentials';
 import type { Catalog } from './catalog.js';
 
 /** How long a look-up of held tools is reused (a refused call never costs more than one query per this long). */
@@ -34,14 +34,7 @@ export async function missingToolError(catalog: Catalog, req: ProxyCallRequest, 
   let held = entries.get(key);
   if (held === undefined || Date.now() - held.at > HELD_TTL_MS) {
     try {
-      const rows = await db
-        .selectFrom('projector.projected_servers')
-        .select(['server', 'held'])
-        .where('account_id', '=', req.account)
-        .where('deleted', '=', false)
-        .where(sql<boolean>`held ? ${req.tool}`)
-        .execute();
-      held = { at: Date.now(), servers: rows.map((r) => ({ server: r.server, cid: r.held[req.tool]?.cid ?? '' })) };
+      held = { at: Date.now(), servers: await readHeldTool(db, req.account, req.tool) };
     } catch {
       return missing;
     }

@@ -1,6 +1,7 @@
 import { sql, type Kysely, type Selectable } from 'kysely';
 import { decodePayload, encodePayload, type ServerStatus } from '@mcpx/contracts';
 import type { BuiltinDiscoveriesTable, Database, Db } from '@mcpx/db';
+import { BuiltinToolsColumn } from '@mcpx/credentials';
 import type { RemoteTool } from '@mcpx/domain';
 
 export interface BuiltinDiscovery {
@@ -18,7 +19,7 @@ const UNKNOWN: ServerStatus = { state: 'unknown' };
 function toDiscovery(r: Selectable<BuiltinDiscoveriesTable>): BuiltinDiscovery {
   return {
     slug: r.slug,
-    tools: decodePayload<RemoteTool[]>(r.tools_cbor),
+    tools: BuiltinToolsColumn.decode(r.tools_cbor),
     toolsHash: r.tools_hash,
     generation: r.generation,
     status: decodePayload<ServerStatus>(r.status_cbor),
@@ -53,11 +54,11 @@ export class BuiltinDiscoveriesRepository {
       status_cbor: encodePayload(status),
       next_probe_at: nextProbeAt,
       updated_at: new Date(),
-      ...(tools ? { tools_cbor: encodePayload(tools.list), tools_hash: tools.hash } : {}),
+      ...(tools ? { tools_cbor: BuiltinToolsColumn.encode(tools.list), tools_hash: tools.hash } : {}),
     };
     const row = await trx
       .insertInto('registry.builtin_discoveries')
-      .values({ account_id: account, slug, tools_cbor: encodePayload(tools?.list ?? []), tools_hash: tools?.hash ?? '', generation: tools?.generation ?? 0, ...values })
+      .values({ account_id: account, slug, tools_cbor: BuiltinToolsColumn.encode(tools?.list ?? []), tools_hash: tools?.hash ?? '', generation: tools?.generation ?? 0, ...values })
       .onConflict((oc) =>
         oc.columns(['account_id', 'slug']).doUpdateSet({
           ...values,
@@ -81,7 +82,7 @@ export class BuiltinDiscoveriesRepository {
     const values = { status_cbor: encodePayload(UNKNOWN), next_probe_at: nextProbeAt, updated_at: new Date() };
     await trx
       .insertInto('registry.builtin_discoveries')
-      .values({ account_id: account, slug, tools_cbor: encodePayload([]), tools_hash: '', generation: 0, ...values })
+      .values({ account_id: account, slug, tools_cbor: BuiltinToolsColumn.encode([]), tools_hash: '', generation: 0, ...values })
       .onConflict((oc) => oc.columns(['account_id', 'slug']).doUpdateSet(values))
       .execute();
   }
@@ -96,7 +97,7 @@ export class BuiltinDiscoveriesRepository {
     const catalog = sql.join(lit.map((l) => sql`(${l.vendor}, ${l.slug})`));
     const r = await sql`
       INSERT INTO registry.builtin_discoveries (account_id, slug, tools_cbor, tools_hash, generation, status_cbor, next_probe_at, updated_at)
-      SELECT vc.account_id, c.slug, ${encodePayload([])}, '', 0, ${encodePayload(UNKNOWN)}, ${nextProbeAt}, now()
+      SELECT vc.account_id, c.slug, ${BuiltinToolsColumn.encode([])}, '', 0, ${encodePayload(UNKNOWN)}, ${nextProbeAt}, now()
       FROM registry.vendor_connections vc JOIN (VALUES ${catalog}) AS c(vendor, slug) ON c.vendor = vc.vendor
       ON CONFLICT (account_id, slug) DO NOTHING`.execute(this.db);
     return Number(r.numAffectedRows ?? 0n);
@@ -106,7 +107,7 @@ export class BuiltinDiscoveriesRepository {
   async bumpGeneration(account: string, slug: string, trx: Kysely<Database>): Promise<void> {
     await trx
       .insertInto('registry.builtin_discoveries')
-      .values({ account_id: account, slug, tools_cbor: encodePayload([]), tools_hash: '', generation: 1, status_cbor: encodePayload(UNKNOWN), next_probe_at: new Date() })
+      .values({ account_id: account, slug, tools_cbor: BuiltinToolsColumn.encode([]), tools_hash: '', generation: 1, status_cbor: encodePayload(UNKNOWN), next_probe_at: new Date() })
       .onConflict((oc) => oc.columns(['account_id', 'slug']).doUpdateSet({ generation: sql<number>`registry.builtin_discoveries.generation + 1`, updated_at: new Date() }))
       .execute();
   }

@@ -1,6 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 import { decodePayload, encodePayload, type ServerStatus } from '@mcpx/contracts';
 import type { Database } from '@mcpx/db';
+import { DiscoveredToolsColumn, ServerToolsColumn } from '@mcpx/credentials';
 import { contractCid, type RemoteTool } from '@mcpx/domain';
 import { recordAudit, SYSTEM_SIGNER } from '../audit/audit-log.js';
 import { discoveredTools, storedStatus, toRecord, type McpServerRecord } from '../repositories/mcp-servers.repository.js';
@@ -128,10 +129,10 @@ export async function applyPins(
   const row = await trx
     .updateTable('registry.mcp_servers')
     .set({
-      tools_cbor: encodePayload(evaluation.effective),
+      tools_cbor: ServerToolsColumn.encode(evaluation.effective),
       tools_hash: hash,
       generation: sql<number>`CASE WHEN tools_hash = ${hash} THEN generation ELSE generation + 1 END`,
-      discovered_cbor: encodePayload(raw),
+      discovered_cbor: DiscoveredToolsColumn.encode(raw),
       discovered_hash: rawHash,
       held_cbor: held.length > 0 ? encodePayload(held) : null,
       updated_at: new Date(),

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Kysely, Selectable } from 'kysely';
-import { decodePayload, encodePayload, type AgentDefinition } from '@mcpx/contracts';
+import type { AgentDefinition } from '@mcpx/contracts';
+import { AgentDefinitionColumn } from '@mcpx/credentials';
 import type { AgentsTable, Database, Db } from '@mcpx/db';
 
 export interface AgentRecord {
@@ -14,15 +15,12 @@ export interface AgentRecord {
 }
 
 function toRecord(row: Selectable<AgentsTable>): AgentRecord {
-  const definition = decodePayload<AgentDefinition>(row.definition_cbor);
   return {
     id: row.id,
     accountId: row.account_id,
     name: row.name,
-    definition: {
-      mcpServers: Array.isArray(definition.mcpServers) ? definition.mcpServers : [],
-      ...(definition.inputs?.forms === 'runtime' ? { inputs: { forms: 'runtime' as const } } : {}),
-    },
+    // The stored shape and its reading are defined once, beside the proxy's read of it.
+    definition: AgentDefinitionColumn.decode(row.definition_cbor),
     revision: row.revision,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
@@ -47,7 +45,7 @@ export class AgentsRepository {
   async create(account: string, name: string, definition: AgentDefinition, trx: Kysely<Database> = this.db): Promise<AgentRecord> {
     const row = await trx
       .insertInto('registry.agents')
-      .values({ id: randomUUID(), account_id: account, name, definition_cbor: encodePayload(definition), revision: 1 })
+      .values({ id: randomUUID(), account_id: account, name, definition_cbor: AgentDefinitionColumn.encode(definition), revision: 1 })
       .returningAll()
       .executeTakeFirstOrThrow();
     return toRecord(row);
@@ -56,7 +54,7 @@ export class AgentsRepository {
   async update(account: string, id: string, definition: AgentDefinition, trx: Kysely<Database> = this.db): Promise<AgentRecord> {
     const row = await trx
       .updateTable('registry.agents')
-      .set((eb) => ({ definition_cbor: encodePayload(definition), revision: eb('revision', '+', 1), updated_at: new Date() }))
+      .set((eb) => ({ definition_cbor: AgentDefinitionColumn.encode(definition), revision: eb('revision', '+', 1), updated_at: new Date() }))
       .where('account_id', '=', account)
       .where('id', '=', id)
       .returningAll()

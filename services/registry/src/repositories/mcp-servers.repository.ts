@@ -3,7 +3,7 @@ import { sql, type Kysely, type Selectable } from 'kysely';
 import { decodePayload, encodePayload, type HeldToolStatus, type ServerStatus } from '@mcpx/contracts';
 import type { Database, Db, McpServersTable } from '@mcpx/db';
 import type { RemoteTool } from '@mcpx/domain';
-import { decodeServerConfig, readEraVerdict, type StoredServerConfig } from '@mcpx/credentials';
+import { DiscoveredToolsColumn, ServerToolsColumn, decodeServerConfig, readEraVerdict, type StoredServerConfig } from '@mcpx/credentials';
 
 /** `config_cbor` (static headers in the clear, secret headers as references): the one shape, in `@mcpx/credentials`. */
 export type { StoredServerConfig };
@@ -39,7 +39,7 @@ function statusOf(row: Selectable<McpServersTable>): ServerStatus {
 
 /** A pinned server's list as the server last gave it (empty when none is kept). */
 export function discoveredTools(row: Pick<Selectable<McpServersTable>, 'discovered_cbor'>): RemoteTool[] {
-  return row.discovered_cbor === null ? [] : decodePayload<RemoteTool[]>(row.discovered_cbor);
+  return row.discovered_cbor === null ? [] : DiscoveredToolsColumn.decode(row.discovered_cbor);
 }
 
 export function toRecord(row: Selectable<McpServersTable>): McpServerRecord {
@@ -48,7 +48,7 @@ export function toRecord(row: Selectable<McpServersTable>): McpServerRecord {
     accountId: row.account_id,
     name: row.name,
     config: decodeServerConfig(row.config_cbor),
-    tools: decodePayload<RemoteTool[]>(row.tools_cbor),
+    tools: ServerToolsColumn.decode(row.tools_cbor),
     toolsHash: row.tools_hash,
     generation: row.generation,
     status: statusOf(row),
@@ -100,7 +100,7 @@ export class McpServersRepository {
         name,
         url: config.url,
         config_cbor: encodePayload(config),
-        tools_cbor: encodePayload([]),
+        tools_cbor: ServerToolsColumn.encode([]),
         tools_hash: '',
         generation: 0,
         status_cbor: encodePayload(initialStatus),
@@ -133,7 +133,7 @@ export class McpServersRepository {
         // (SetToolPermission) may have moved it meanwhile, and an equal generation would be stale.
         ...(tools
           ? {
-              tools_cbor: encodePayload(tools.list),
+              tools_cbor: ServerToolsColumn.encode(tools.list),
               tools_hash: tools.hash,
               generation: sql<number>`CASE WHEN tools_hash = ${tools.hash} THEN GREATEST(generation, ${tools.generation}) ELSE GREATEST(generation + 1, ${tools.generation}) END`,
             }
