@@ -1,6 +1,7 @@
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import { listen, subjectOnly } from '@mcpx/bus';
-import { decodePayload, type AgentDefinition, type CallbackLog, type Subjects } from '@mcpx/contracts';
+import type { CallbackLog, Subjects } from '@mcpx/contracts';
+import { AgentDefinitionColumn, ToolDocumentColumn, ToolMapColumn } from '@mcpx/credentials';
 import type { Db } from '@mcpx/db';
 import type { McpToolDocument } from '@mcpx/domain';
 
@@ -106,19 +107,21 @@ export class ToolSets {
       this.db.selectFrom('projector.agent_tools').select(['tools', 'version']).where('account_id', '=', account).where('agent_id', '=', agent).executeTakeFirst(),
     ]);
     if (def === undefined) return null;
-    const grants = new Set(decodePayload<AgentDefinition>(def.definition_cbor).mcpServers ?? []);
-    const cids = Object.values(projected?.tools ?? {});
+    // Decoded with the codecs their writers encode with (libs/credentials/src/reads/).
+    const grants = new Set(AgentDefinitionColumn.decode(def.definition_cbor).mcpServers ?? []);
+    const toolMap = projected === undefined ? {} : ToolMapColumn.check(projected.tools);
+    const cids = Object.values(toolMap);
     const rows =
       cids.length === 0 || grants.size === 0
         ? []
         : await this.db.selectFrom('projector.tool_documents').select(['cid', 'doc_cbor']).where('account_id', '=', account).where('cid', 'in', cids).execute();
     const byCid = new Map(rows.map((r) => [r.cid, r.doc_cbor]));
     const tools: McpToolDocument[] = [];
-    for (const [name, cid] of Object.entries(projected?.tools ?? {})) {
+    for (const [name, cid] of Object.entries(toolMap)) {
       const bytes = byCid.get(cid);
       // A lambda's CID has no mcp document: authored tools are not served here.
       if (bytes === undefined) continue;
-      const doc = decodePayload<McpToolDocument>(bytes);
+      const doc = ToolDocumentColumn.decode(bytes);
       if (doc.kind !== 'mcp' || doc.name !== name || !grants.has(doc.server)) continue;
       tools.push(doc);
     }
