@@ -1,8 +1,9 @@
 import type { Subscription } from '@nats-io/transport-node';
 import type { Bus } from '@mcpx/bus';
 import { ErrorCodes, QueueGroups, WireError, decodeAgentToolsRequest, decodePayload, type AgentToolsReply } from '@mcpx/contracts';
+import { ToolDocumentColumn } from '@mcpx/credentials';
 import type { Db } from '@mcpx/db';
-import { promotableTools, providerTools, renderToolIndex, renderToolListing, type AgentToolDocument, type LambdaToolDocument, type McpToolDocument, type ToolNameStyle } from '@mcpx/domain';
+import { promotableTools, providerTools, renderToolIndex, renderToolListing, type AgentToolDocument, type LambdaToolDocument, type ToolNameStyle } from '@mcpx/domain';
 import { effectiveSet, heldConflicts, mcpEntries } from './agent-sets.js';
 import { nameList, requireId } from './request-fields.js';
 
@@ -54,7 +55,7 @@ export async function readAgentTools(db: Db, style: ToolNameStyle, account: stri
   const documents: AgentToolsReply['documents'] = mcp.map((e) => {
     const bytes = byCid.get(e.cid);
     if (bytes === undefined) throw new WireError(ErrorCodes.internal, `document ${e.name} is missing`);
-    return { ...decodePayload<McpToolDocument>(bytes), cid: e.cid };
+    return { ...ToolDocumentColumn.decode(bytes), cid: e.cid };
   });
   const enabled: AgentToolDocument[] = [...documents.map(stripCid), ...lambdas.filter((l) => l.enabled).map(stripCid)];
   const reply: AgentToolsReply = {
