@@ -29,7 +29,7 @@ export { FieldRules, payloadDecoder } from './field-rules.js';
 export type { Rule, Shaped, Table } from './field-rules.js';
 export { ERROR_TRAITS, ErrorCodes, WireError, invalidInput, toWireError } from './errors.js';
 export type { ErrorCode, ErrorDetails, ErrorDetailsMap, ErrorTraits, WireErrorShape } from './errors.js';
-export { Transports, ServerStates } from './payloads.js';
+export { Transports, ServerStates, approvalDecidedEvent } from './payloads.js';
 export type {
   Transport,
   ServerState,
@@ -53,6 +53,7 @@ export type {
   LambdaToolReply,
   ApprovalRequestedEvent,
   ApprovalDecidedEvent,
+  DecidedApproval,
   ApprovalView,
 } from './payloads.js';
 export { FAMILY_RE, SEARCH_LIMIT_DEFAULT, SEARCH_LIMIT_MAX, SEARCH_QUERY_MAX_LENGTH, checkSearchInput, familyOf, familyServer } from './search.js';

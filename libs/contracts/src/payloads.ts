@@ -275,6 +275,40 @@ export interface ApprovalDecidedEvent {
   expiresAt: string;
 }
 
+/** What an approval's decided notice is made of (the approval store's record has these fields). */
+export interface DecidedApproval {
+  account: string;
+  id: string;
+  agent: string;
+  run: string;
+  tool: string;
+  server: string;
+  decidedBy?: string;
+  /** Epoch ms; absent: now. */
+  decidedAt?: number;
+  /** Epoch ms. */
+  expiresAt: number;
+}
+
+/**
+ * The `approval-decided` notice of a decision, worded once for the registry (an owner's decision)
+ * and the endpoint (a client's user's): no argument value goes out.
+ */
+export function approvalDecidedEvent(r: DecidedApproval, decision: 'approved' | 'denied'): ApprovalDecidedEvent {
+  return {
+    account: r.account,
+    approvalId: r.id,
+    agent: r.agent,
+    run: r.run,
+    tool: r.tool,
+    server: r.server,
+    decision,
+    decidedBy: r.decidedBy ?? '',
+    decidedAt: new Date(r.decidedAt ?? Date.now()).toISOString(),
+    expiresAt: new Date(r.expiresAt).toISOString(),
+  };
+}
+
 /** An approval as `ListApprovals`, `ApproveToolCall` and `DenyToolCall` show it. */
 export interface ApprovalView {
   id: string;

@@ -1,6 +1,6 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import type { KeyringEntry } from '@mcpx/config';
-import { ErrorCodes, WireError, invalidInput, type ApprovalDecidedEvent } from '@mcpx/contracts';
+import { ErrorCodes, WireError, approvalDecidedEvent, invalidInput, type ApprovalDecidedEvent } from '@mcpx/contracts';
 import type { Db } from '@mcpx/db';
 import { encodeCanonical, sha256Hex } from '@mcpx/domain';
 import type { ApprovalRecord, ApprovalStore } from '@mcpx/locks';
@@ -47,22 +47,6 @@ export interface UserApprovalsDeps {
    * registry sends for an owner's decision (core NATS, at most once).
    */
   announce: (event: ApprovalDecidedEvent) => void;
-}
-
-/** The notice of a decision, as the registry words it for an owner's (no argument value goes out). */
-export function decidedEvent(r: ApprovalRecord, decision: 'approved' | 'denied'): ApprovalDecidedEvent {
-  return {
-    account: r.account,
-    approvalId: r.id,
-    agent: r.agent,
-    run: r.run,
-    tool: r.tool,
-    server: r.server,
-    decision,
-    decidedBy: r.decidedBy ?? '',
-    decidedAt: new Date(r.decidedAt ?? Date.now()).toISOString(),
-    expiresAt: new Date(r.expiresAt).toISOString(),
-  };
 }
 
 /** Hex sha-256 of the canonical encoding of the arguments, as the proxy binds approvals; undefined when they have none. */
@@ -191,7 +175,7 @@ export class UserApprovals {
     if (out.ok) {
       this.deps.log.info('tool call approval decided by the token holder', { account: grant.account, approval: payload.a, decision, tool, token: grant.id });
       try {
-        this.deps.announce(decidedEvent(out.record, decision));
+        this.deps.announce(approvalDecidedEvent(out.record, decision));
       } catch (err) {
         // The decision stands (it is in the store); only its notice is lost: ListApprovals says it.
         this.deps.log.warn('notice of a token holder decision not sent', { err: err as Error, approval: payload.a });

@@ -1,4 +1,4 @@
-import { ErrorCodes, WireError, encodePayload, invalidInput, type ApprovalDecidedEvent, type ApprovalView } from '@mcpx/contracts';
+import { ErrorCodes, WireError, approvalDecidedEvent, encodePayload, invalidInput, type ApprovalView } from '@mcpx/contracts';
 import { ARGUMENTS_SHOWN_MAX_BYTES, type ApprovalRecord } from '@mcpx/locks';
 import { recordAudit } from '../audit/audit-log.js';
 import type { ActionHandler } from './context.js';
@@ -41,19 +41,7 @@ function approvalId(value: unknown): string {
  * NATS, at most once: `ListApprovals` stays the source of truth. No argument value goes out.
  */
 function publishDecided(deps: Parameters<ActionHandler>[0], r: ApprovalRecord, decision: 'approved' | 'denied'): void {
-  const event: ApprovalDecidedEvent = {
-    account: r.account,
-    approvalId: r.id,
-    agent: r.agent,
-    run: r.run,
-    tool: r.tool,
-    server: r.server,
-    decision,
-    decidedBy: r.decidedBy ?? '',
-    decidedAt: new Date(r.decidedAt ?? Date.now()).toISOString(),
-    expiresAt: new Date(r.expiresAt).toISOString(),
-  };
-  deps.bus.nc.publish(deps.bus.subjects.approvalDecided(r.account), encodePayload(event));
+  deps.bus.nc.publish(deps.bus.subjects.approvalDecided(r.account), encodePayload(approvalDecidedEvent(r, decision)));
 }
 
 async function decide(
