@@ -1,5 +1,5 @@
 import { ErrorCodes, WireError, invalidInput } from '@mcpx/contracts';
-import { recordAudit } from '../audit/audit-log.js';
+import { auditBy, recordAudit } from '../audit/audit-log.js';
 import { AgentTokensRepository, tokenView } from '../repositories/agent-tokens.repository.js';
 import { findAgent } from './agents.actions.js';
 import type { ActionHandler } from './context.js';
@@ -62,9 +62,7 @@ export const createAgentToken: ActionHandler = async (deps, caller, action) => {
     const created = await tokens.create(caller.account, agent.id, name, expiresAt, trx, { userMayApprove: mayApprove });
     // A token reaches the agent's tools from outside (and may approve its calls): audited with it, by id, never the token.
     await recordAudit(trx, {
-      account: caller.account,
-      signer: caller.signer,
-      role: caller.role,
+      ...auditBy(caller),
       action: 'CreateAgentToken',
       target: { kind: 'token', name: created.row.id },
       before: null,
@@ -97,9 +95,7 @@ export const revokeAgentToken: ActionHandler = async (deps, caller, action) => {
   // A second revoke changes nothing and records nothing.
   if (revoked)
     await recordAudit(deps.db, {
-      account: caller.account,
-      signer: caller.signer,
-      role: caller.role,
+      ...auditBy(caller),
       action: 'RevokeAgentToken',
       target: { kind: 'token', name: id },
       before: { revoked: false },

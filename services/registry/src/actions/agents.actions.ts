@@ -2,7 +2,7 @@ import { ErrorCodes, WireError, invalidInput, type AgentView } from '@mcpx/contr
 import type { AgentRecord } from '../repositories/agents.repository.js';
 import { validateAgentInputs, validateAgentName, validateGrantList } from './validation.js';
 import { accountQuotas } from './account-quotas.js';
-import { recordAudit } from '../audit/audit-log.js';
+import { auditBy, recordAudit } from '../audit/audit-log.js';
 import { auditAgent } from '../audit/audit-views.js';
 import type { OutboxEvent } from '../events/outbox.js';
 import { agentChanged } from '../events/registry-events.js';
@@ -55,9 +55,7 @@ export const createAgent: ActionHandler = async (deps, caller, action) => {
       emit(agentChangedEvent(deps, created));
       // The audit entry too: an agent never exists without its entry, nor an entry without its agent.
       await recordAudit(trx, {
-        account: caller.account,
-        signer: caller.signer,
-        role: caller.role,
+        ...auditBy(caller),
         action: 'CreateAgent',
         target: { kind: 'agent', name: created.name },
         before: null,
@@ -81,9 +79,7 @@ export const updateAgent: ActionHandler = async (deps, caller, action) => {
     const updated = await deps.agents.update(caller.account, current.id, { mcpServers: grants, ...inputs }, trx);
     emit(agentChangedEvent(deps, updated));
     await recordAudit(trx, {
-      account: caller.account,
-      signer: caller.signer,
-      role: caller.role,
+      ...auditBy(caller),
       action: 'UpdateAgent',
       target: { kind: 'agent', name: updated.name },
       before: auditAgent(current),

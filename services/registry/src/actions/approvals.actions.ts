@@ -1,6 +1,6 @@
 import { ErrorCodes, WireError, approvalDecidedEvent, encodePayload, invalidInput, type ApprovalView } from '@mcpx/contracts';
 import { ARGUMENTS_SHOWN_MAX_BYTES, type ApprovalRecord } from '@mcpx/locks';
-import { recordAudit } from '../audit/audit-log.js';
+import { auditBy, recordAudit } from '../audit/audit-log.js';
 import type { ActionHandler } from './context.js';
 
 const APPROVAL_ID_RE = /^apr_[A-Za-z0-9_-]{1,64}$/;
@@ -72,9 +72,7 @@ async function decide(
     publishDecided(deps, out.record, decision);
     // The decision lives in Redis: its audit entry follows it (never the call's arguments).
     await recordAudit(deps.db, {
-      account: caller.account,
-      signer: caller.signer,
-      role: caller.role,
+      ...auditBy(caller),
       action: decision === 'approved' ? 'ApproveToolCall' : 'DenyToolCall',
       target: { kind: 'approval', name: id },
       after: { decision, tool: out.record.tool, server: out.record.server, agent: out.record.agent, run: out.record.run },

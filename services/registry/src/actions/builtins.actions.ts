@@ -1,6 +1,6 @@
 import { ErrorCodes, WireError, invalidInput } from '@mcpx/contracts';
 import { builtinsOfVendor } from '@mcpx/domain';
-import { recordAudit } from '../audit/audit-log.js';
+import { auditBy, recordAudit } from '../audit/audit-log.js';
 import { auditAgent } from '../audit/audit-views.js';
 import type { BuiltinServers } from '../builtins/builtin-servers.js';
 import type { AgentRecord } from '../repositories/agents.repository.js';
@@ -56,9 +56,7 @@ export const setVendorConnection: ActionHandler = async (deps, caller, action) =
   const servers = await builtins.connect(caller.account, vendor, tokens);
   // What changed, never a token: the vendor, its built-ins lit, whether a refresh token and an expiry came.
   await recordAudit(deps.db, {
-    account: caller.account,
-    signer: caller.signer,
-    role: caller.role,
+    ...auditBy(caller),
     action: 'SetVendorConnection',
     target: { kind: 'vendor', name: vendor },
     after: { vendor, servers: servers.map((s) => s.name), refreshToken: tokens.refreshToken !== undefined, ...(tokens.expiresAt !== undefined ? { expiresAt: tokens.expiresAt } : {}) },

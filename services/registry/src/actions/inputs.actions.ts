@@ -11,7 +11,7 @@ import {
   type InputRequestView,
 } from '@mcpx/contracts';
 import type { InputRecord, InputStore } from '@mcpx/locks';
-import { recordAudit } from '../audit/audit-log.js';
+import { auditBy, recordAudit } from '../audit/audit-log.js';
 import type { ActionDeps, ActionHandler } from './context.js';
 
 /** An input request as responses show it: the questions, never the server's state nor an answer's content. */
@@ -107,9 +107,7 @@ export const answerInputRequest: ActionHandler = async (deps, caller, action) =>
     if (out.complete) publishAnswered(deps, out.record);
     // The answer lives in Redis: its audit entry follows it (never the content a person typed).
     await recordAudit(deps.db, {
-      account: caller.account,
-      signer: caller.signer,
-      role: caller.role,
+      ...auditBy(caller),
       action: 'AnswerInputRequest',
       target: { kind: 'input', name: id },
       after: { action: answer.action, key, tool: out.record.tool, server: out.record.server, agent: out.record.agent, run: out.record.run, complete: out.complete },

@@ -1,5 +1,5 @@
 import { invalidInput, lambdaToolReplyValue, type DeleteLambdaToolRequest, type SetLambdaToolRequest } from '@mcpx/contracts';
-import { recordAudit } from '../audit/audit-log.js';
+import { auditBy, recordAudit } from '../audit/audit-log.js';
 import { findAgent } from './agents.actions.js';
 import type { ActionHandler } from './context.js';
 
@@ -11,9 +11,7 @@ export const setLambdaTool: ActionHandler = async (deps, caller, action) => {
   const reply = await deps.bus.request(deps.bus.subjects.projectorLambdaSet, req, lambdaToolReplyValue, 10_000);
   // The projector holds the document; the log names it by its CID (the document itself goes to the model, not here).
   await recordAudit(deps.db, {
-    account: caller.account,
-    signer: caller.signer,
-    role: caller.role,
+    ...auditBy(caller),
     action: 'SetLambdaTool',
     target: { kind: 'tool', name: `${agent.name}/${reply.name}` },
     after: { cid: reply.cid, version: reply.version },
@@ -28,9 +26,7 @@ export const deleteLambdaTool: ActionHandler = async (deps, caller, action) => {
   const req: DeleteLambdaToolRequest = { account: caller.account, agent: agent.id, name: action.name };
   const reply = await deps.bus.request(deps.bus.subjects.projectorLambdaDelete, req, lambdaToolReplyValue, 10_000);
   await recordAudit(deps.db, {
-    account: caller.account,
-    signer: caller.signer,
-    role: caller.role,
+    ...auditBy(caller),
     action: 'DeleteLambdaTool',
     target: { kind: 'tool', name: `${agent.name}/${reply.name}` },
     after: { version: reply.version },

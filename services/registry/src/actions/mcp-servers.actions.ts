@@ -14,7 +14,7 @@ import { storedOAuthClient, validatePreRegisteredClient, type PreRegisteredClien
 import { withAuthorization } from './oauth.actions.js';
 import { accountQuotas } from './account-quotas.js';
 import type { ActionHandler, Caller } from './context.js';
-import { recordAudit } from '../audit/audit-log.js';
+import { auditBy, recordAudit } from '../audit/audit-log.js';
 import { auditServer } from '../audit/audit-views.js';
 import { isPinMode, pinModeOf, type PinMode } from '../pins/pin-policy.js';
 import { acceptContracts, clearPins } from '../pins/pin-store.js';
@@ -129,9 +129,7 @@ export const setMcpServer: ActionHandler = async (deps, caller, action) => {
       let saved = await deps.servers.upsertConfig(caller.account, name, stored, trx);
       saved = await changePin(caller, trx, previous, saved);
       await recordAudit(trx, {
-        account: caller.account,
-        signer: caller.signer,
-        role: caller.role,
+        ...auditBy(caller),
         action: 'SetMcpServer',
         target: { kind: 'server', name },
         before: auditServer(previous),
@@ -236,9 +234,7 @@ export const deleteMcpServer: ActionHandler = async (deps, caller, action) => {
     const deleted = await deps.servers.delete(caller.account, name, trx);
     if (deleted === null) throw new WireError(ErrorCodes.notFound, `name: no MCP server named ${name}`, { field: 'name' });
     await recordAudit(trx, {
-      account: caller.account,
-      signer: caller.signer,
-      role: caller.role,
+      ...auditBy(caller),
       action: 'DeleteMcpServer',
       target: { kind: 'server', name },
       before: auditServer(deleted),

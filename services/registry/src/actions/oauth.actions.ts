@@ -1,6 +1,6 @@
 import { ErrorCodes, WireError, type RedactedMcpServer } from '@mcpx/contracts';
 import { describeOAuthError } from '@mcpx/mcp-client';
-import { recordAudit } from '../audit/audit-log.js';
+import { auditBy, recordAudit } from '../audit/audit-log.js';
 import { usesClientCredentials } from '../credentials/oauth/client-credentials-tokens.js';
 import { redactServer } from './redaction.js';
 import type { McpServerRecord } from '../repositories/mcp-servers.repository.js';
@@ -66,9 +66,7 @@ export const authorizeMcpServer: ActionHandler = async (deps, caller, action) =>
   // completes the authorization), a token or the authorization server's error text.
   const outcome = out.authorizationUrl !== undefined ? 'authorization_url_issued' : out.authorizationError !== undefined ? 'failed' : 'authorized';
   await recordAudit(deps.db, {
-    account: caller.account,
-    signer: caller.signer,
-    role: caller.role,
+    ...auditBy(caller),
     action: 'AuthorizeMcpServer',
     target: { kind: 'server', name: server.name },
     after: { outcome, state: out.server.status.state },

@@ -4,7 +4,7 @@ import { serverDiscovered } from '../events/registry-events.js';
 import type { McpServerRecord } from '../repositories/mcp-servers.repository.js';
 import type { ToolOverrides } from '../repositories/tool-permissions.repository.js';
 import type { ActionHandler } from './context.js';
-import { recordAudit } from '../audit/audit-log.js';
+import { auditBy, recordAudit } from '../audit/audit-log.js';
 
 /**
  * `SetToolPermission {server, tool, permission}` → `{server, tool, permission, inherited,
@@ -34,9 +34,7 @@ export const setToolPermission: ActionHandler = async (deps, caller, action) => 
     if (permission !== null && !builtin.tools.some((t) => t.name === tool)) throw new WireError(ErrorCodes.notFound, `tool: the ${name} MCP server lists no tool ${tool}`, { field: 'tool' });
     const { saved, overrides } = await deps.builtins.setToolPermission(caller.account, builtin, tool, permission);
     await recordAudit(deps.db, {
-      account: caller.account,
-      signer: caller.signer,
-      role: caller.role,
+      ...auditBy(caller),
       action: 'SetToolPermission',
       target: { kind: 'tool', name: `${name}/${tool}` },
       after: { permission, builtin: true },
@@ -55,9 +53,7 @@ export const setToolPermission: ActionHandler = async (deps, caller, action) => 
     await deps.permissions.set(caller.account, before.id, tool, permission, trx);
     const saved = await deps.servers.bumpGeneration(caller.account, before.id, trx);
     await recordAudit(trx, {
-      account: caller.account,
-      signer: caller.signer,
-      role: caller.role,
+      ...auditBy(caller),
       action: 'SetToolPermission',
       target: { kind: 'tool', name: `${name}/${tool}` },
       before: { permission: prior },

@@ -2,7 +2,7 @@ import { ErrorCodes, WireError, invalidInput } from '@mcpx/contracts';
 import { publicKeyFromPrincipal } from '@mcpx/envelope';
 import type { Kysely } from 'kysely';
 import type { Database } from '@mcpx/db';
-import { recordAudit } from '../audit/audit-log.js';
+import { auditBy, recordAudit } from '../audit/audit-log.js';
 import type { SignerRole } from '../repositories/accounts.repository.js';
 import { findAgent } from './agents.actions.js';
 import type { ActionHandler } from './context.js';
@@ -55,9 +55,7 @@ export const authorizeSigner: ActionHandler = async (deps, caller, action) => {
     await deps.accounts.authorizeSigner(caller.account, principal, role as SignerRole, agents?.map((a) => a.id) ?? null, trx);
     // With the change, in its transaction: the key (public), its role and agents; never more.
     await recordAudit(trx, {
-      account: caller.account,
-      signer: caller.signer,
-      role: caller.role,
+      ...auditBy(caller),
       action: 'AuthorizeSigner',
       target: { kind: 'signer', name: principal },
       before,

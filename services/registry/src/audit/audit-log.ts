@@ -23,6 +23,11 @@ export interface AuditEntry {
 /** The signer of changes the registry makes on its own. */
 export const SYSTEM_SIGNER = { signer: 'registry', role: 'system' } as const;
 
+/** Who an action's entry names: the calling signer, its account and its role. */
+export function auditBy(caller: { account: string; signer: string; role: string }): Pick<AuditEntry, 'account' | 'signer' | 'role'> {
+  return { account: caller.account, signer: caller.signer, role: caller.role };
+}
+
 /** Bytes of JSON kept of one `before` or `after` (a bigger one is replaced by a marker). */
 const VIEW_MAX_BYTES = 64 * 1024;
 

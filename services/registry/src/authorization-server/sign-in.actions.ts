@@ -1,6 +1,6 @@
 import { ErrorCodes, WireError, invalidInput } from '@mcpx/contracts';
 import type { ActionHandler } from '../actions/context.js';
-import { recordAudit } from '../audit/audit-log.js';
+import { auditBy, recordAudit } from '../audit/audit-log.js';
 import { CONTINUE_PATH } from './paths.js';
 import { SignInsRepository } from './sign-ins.repository.js';
 
@@ -49,9 +49,7 @@ export const decideSignIn: ActionHandler = async (deps, caller, action) => {
   if (out === 'decided') throw new WireError(ErrorCodes.conflict, `id: sign-in ${id} was decided already`, { field: 'id' });
   deps.log.info('oauth sign-in decided', { account: caller.account, signIn: id, decision, signer: caller.signer });
   await recordAudit(deps.db, {
-    account: caller.account,
-    signer: caller.signer,
-    role: caller.role,
+    ...auditBy(caller),
     action: 'DecideSignIn',
     target: { kind: 'agent', name: out.agent },
     after: { signIn: id, decision, client: out.clientId },
