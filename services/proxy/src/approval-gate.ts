@@ -1,7 +1,7 @@
 import { ErrorCodes, WireError, encodePayload, type ApprovalRequestedEvent, type ProxyCallRequest } from '@mcpx/contracts';
 import { encodeCanonical, sha256Hex, type McpToolDocument } from '@mcpx/domain';
 import type { Counter, Meter } from '@opentelemetry/api';
-import { PendingApprovalsFullError, QUOTA_DEFAULTS, type ApprovalRecord, type ApprovalStore, type ConsumeOutcome, type ConsumeReason } from '@mcpx/locks';
+import { PendingApprovalsFullError, QUOTA_DEFAULTS, type ApprovalRecord, type ApprovalStore, type ConsumeOutcome, type ConsumeReason, type PendingCaps } from '@mcpx/locks';
 
 /** Hex sha-256 of the canonical (dag-cbor) encoding of a call's arguments: key order does not count. */
 export function argumentsHash(args: Record<string, unknown>): string {
@@ -31,6 +31,8 @@ export interface ApprovalGateDeps {
   subject: (account: string) => string;
   /** Approvals one agent may have waiting at once (`config.quotas.pendingApprovalsPerAgent`; default 50; 0 = no cap). */
   maxPendingPerAgent?: number;
+  /** Approvals one account, all its agents together, may have waiting at once (`config.quotas.pendingApprovalsPerAccount`; default 1000; 0 = no cap). */
+  maxPendingPerAccount?: number;
   /** Where refusals are counted (`mcpx_quota_rejections_total{kind}`). */
   meter?: Meter;
 }
@@ -42,30 +44,36 @@ export interface ApprovalGateDeps {
  * An approval is per call, never per run: every call stops for a human, even in an approved run.
  */
 export class ApprovalGate {
-  private readonly maxPending: number;
+  private readonly caps: Required<PendingCaps>;
   private readonly rejections: Counter | undefined;
 
   constructor(private readonly deps: ApprovalGateDeps) {
-    this.maxPending = deps.maxPendingPerAgent ?? QUOTA_DEFAULTS.pendingApprovalsPerAgent;
+    this.caps = {
+      maxPendingPerAgent: deps.maxPendingPerAgent ?? QUOTA_DEFAULTS.pendingApprovalsPerAgent,
+      maxPendingPerAccount: deps.maxPendingPerAccount ?? QUOTA_DEFAULTS.pendingApprovalsPerAccount,
+    };
     this.rejections = deps.meter?.createCounter('mcpx_quota_rejections_total', { description: 'Requests refused by a quota or rate limit, by kind' });
   }
 
   /**
-   * Records the approval of a call unless the agent has its quota waiting: then the call fails,
-   * the server is not called and nothing is recorded. The store counts and records in one step,
-   * so racing calls of one agent never pass the cap.
+   * Records the approval of a call unless the agent, or its account across all its agents, has its
+   * quota waiting: then the call fails, the server is not called and nothing is recorded. The
+   * store counts both and records in one step, so racing calls of one agent, or of many agents of
+   * one account, never pass a cap.
    */
   private async createWithin(input: Parameters<ApprovalStore['create']>[0], tool: string): Promise<ApprovalRecord> {
-    const max = this.maxPending;
+    let full: PendingApprovalsFullError;
     try {
-      return await this.deps.store.create(input, max > 0 ? { maxPendingPerAgent: max } : {});
+      return await this.deps.store.create(input, this.caps);
     } catch (err) {
       if (!(err instanceof PendingApprovalsFullError)) throw err;
+      full = err;
     }
-    this.rejections?.add(1, { kind: 'pending_approvals_per_agent' });
-    throw new WireError(ErrorCodes.quotaExceeded, `agent: ${max} approvals of this agent are waiting for a human; decide some before ${tool} can ask for another`, {
-      field: 'agent',
-      limit: 'pending_approvals_per_agent',
+    const { scope, max } = full;
+    this.rejections?.add(1, { kind: `pending_approvals_per_${scope}` });
+    throw new WireError(ErrorCodes.quotaExceeded, `${scope}: ${max} approvals of this ${scope} are waiting for a human; decide some before ${tool} can ask for another`, {
+      field: scope,
+      limit: `pending_approvals_per_${scope}`,
       max,
       tool,
     });

@@ -13,7 +13,7 @@ import {
   type RestrictedSchema,
 } from '@mcpx/contracts';
 import type { McpToolDocument } from '@mcpx/domain';
-import { QUOTA_DEFAULTS, newInputRequestId, type InputConsumeReason, type InputRecord, type InputStore } from '@mcpx/locks';
+import { PendingInputsFullError, QUOTA_DEFAULTS, newInputRequestId, type InputConsumeReason, type InputRecord, type InputStore, type PendingCaps } from '@mcpx/locks';
 import type { SecretBox } from '@mcpx/secrets';
 
 /** What a re-sent call carries to the server: the answers by key, and the server's own state, unsealed. */
@@ -36,6 +36,8 @@ export interface InputGateDeps {
   subject: (account: string) => string;
   /** Input requests one agent may have waiting for a person at once (the pending-approvals quota; 0 = no cap). */
   maxPendingPerAgent?: number;
+  /** Input requests one account, all its agents together, may have waiting for a person at once (`config.quotas.pendingInputsPerAccount`; default 200; 0 = no cap). */
+  maxPendingPerAccount?: number;
   meter?: Meter;
 }
 
@@ -98,12 +100,15 @@ function checkSamplingAnswer(v: unknown, at: string): Record<string, unknown> {
  * arguments the question was asked for.
  */
 export class InputGate {
-  private readonly maxPending: number;
+  private readonly caps: Required<PendingCaps>;
   private readonly rounds: Counter | undefined;
   private readonly rejections: Counter | undefined;
 
   constructor(private readonly deps: InputGateDeps) {
-    this.maxPending = deps.maxPendingPerAgent ?? QUOTA_DEFAULTS.pendingApprovalsPerAgent;
+    this.caps = {
+      maxPendingPerAgent: deps.maxPendingPerAgent ?? QUOTA_DEFAULTS.pendingApprovalsPerAgent,
+      maxPendingPerAccount: deps.maxPendingPerAccount ?? QUOTA_DEFAULTS.pendingInputsPerAccount,
+    };
     this.rounds = deps.meter?.createCounter('mcpx_proxy_input_requests_total', { description: 'Input requests of tool calls, by outcome (asked, resumed, refused) and era' });
     this.rejections = deps.meter?.createCounter('mcpx_quota_rejections_total', { description: 'Requests refused by a quota or rate limit, by kind' });
   }
@@ -161,15 +166,24 @@ export class InputGate {
     return items;
   }
 
-  private async checkPending(account: string, agent: string, doc: McpToolDocument): Promise<void> {
-    const max = this.maxPending;
-    if (!(max > 0)) return;
-    const pending = (await this.deps.store.listPending(account)).filter((r) => r.agent === agent).length;
-    if (pending < max) return;
-    this.rejections?.add(1, { kind: 'pending_inputs_per_agent' });
-    throw new WireError(ErrorCodes.quotaExceeded, `agent: ${max} input requests of this agent are waiting for a person; answer some before ${doc.name} can ask another`, {
-      field: 'agent',
-      limit: 'pending_inputs_per_agent',
+  /**
+   * Records an input request unless the agent, or its account across all its agents, has its
+   * quota waiting for a person: then the call fails with `quota_exceeded` and nothing is recorded.
+   * The store counts both and records in one step, so racing calls never pass a cap.
+   */
+  private async createWithin(input: Parameters<InputStore['create']>[0], doc: McpToolDocument): Promise<InputRecord> {
+    let full: PendingInputsFullError;
+    try {
+      return await this.deps.store.create(input, this.caps);
+    } catch (err) {
+      if (!(err instanceof PendingInputsFullError)) throw err;
+      full = err;
+    }
+    const { scope, max } = full;
+    this.rejections?.add(1, { kind: `pending_inputs_per_${scope}` });
+    throw new WireError(ErrorCodes.quotaExceeded, `${scope}: ${max} input requests of this ${scope} are waiting for a person; answer some before ${doc.name} can ask another`, {
+      field: scope,
+      limit: `pending_inputs_per_${scope}`,
       max,
       tool: doc.name,
     });
@@ -190,30 +204,32 @@ export class InputGate {
       throw refused(doc, 'too_many_rounds', `the server asked again after ${INPUT_LIMITS.rounds} rounds of questions; the call stops here`);
     }
     const personKeys = items.filter((i) => i.answerBy === 'person').map((i) => i.key);
-    if (personKeys.length > 0) await this.checkPending(req.account, req.agent, doc);
     const id = newInputRequestId();
     let sealedState: string | undefined;
     if (ctx.requestState !== undefined) {
       const sealed = this.deps.box.seal(ctx.requestState, stateAad(req.account, id));
       sealedState = `${sealed.keyId}.${sealed.ciphertext.toString('base64')}`;
     }
-    const record = await this.deps.store.create({
-      id,
-      account: req.account,
-      agent: req.agent,
-      run: req.run,
-      tool: req.tool,
-      argsHash: ctx.argsHash,
-      server: doc.server,
-      remoteName: doc.remoteName,
-      round: ctx.round,
-      era: ctx.era,
-      approved: ctx.approved,
-      requestsJson: JSON.stringify(items),
-      personKeys,
-      ...(sealedState !== undefined ? { sealedState } : {}),
-      ...(ctx.holder !== undefined ? { holder: ctx.holder } : {}),
-    });
+    const record = await this.createWithin(
+      {
+        id,
+        account: req.account,
+        agent: req.agent,
+        run: req.run,
+        tool: req.tool,
+        argsHash: ctx.argsHash,
+        server: doc.server,
+        remoteName: doc.remoteName,
+        round: ctx.round,
+        era: ctx.era,
+        approved: ctx.approved,
+        requestsJson: JSON.stringify(items),
+        personKeys,
+        ...(sealedState !== undefined ? { sealedState } : {}),
+        ...(ctx.holder !== undefined ? { holder: ctx.holder } : {}),
+      },
+      doc,
+    );
     const expiresAt = new Date(record.expiresAt).toISOString();
     const event: InputRequestedEvent = { account: req.account, inputRequestId: id, agent: req.agent, run: req.run, tool: req.tool, server: doc.server, forPerson: personKeys.length > 0, expiresAt };
     this.deps.publish(this.deps.subject(req.account), encodePayload(event));

@@ -142,6 +142,7 @@ export async function startProxy(config: Config, opts: ProxyOptions = {}): Promi
     publish: (subject, payload) => bus.nc.publish(subject, payload),
     subject: (account) => bus.subjects.approvalRequested(account),
     maxPendingPerAgent: config.quotas.pendingApprovalsPerAgent,
+    maxPendingPerAccount: config.quotas.pendingApprovalsPerAccount,
     meter: telemetry.meter,
   });
   // Servers' questions (input_required): recorded in Redis with expiry, the server's requestState
@@ -152,6 +153,7 @@ export async function startProxy(config: Config, opts: ProxyOptions = {}): Promi
     publish: (subject, payload) => bus.nc.publish(subject, payload),
     subject: (account) => bus.subjects.inputRequested(account),
     maxPendingPerAgent: config.quotas.pendingApprovalsPerAgent,
+    maxPendingPerAccount: config.quotas.pendingInputsPerAccount,
     meter: telemetry.meter,
   });
   const handler = new CallHandler({
