@@ -49,6 +49,8 @@ describe('hostile input requests', () => {
           },
           asking('long_message', { inputRequests: { q: form('x'.repeat(100_000)) } }),
           { name: 'echo', handler: () => ({ content: [{ type: 'text', text: 'still here' }] }) },
+          // A question with a megabyte of state: the connector would keep it, sealed, for every call.
+          asking('fat_state', { inputRequests: { q: form('Go on?') }, requestState: 'S'.repeat(1024 * 1024) }),
           // Answered or not, asks again: a question every round, forever.
           {
             name: 'ask_forever',
@@ -100,6 +102,16 @@ describe('hostile input requests', () => {
     // Counted: the refusals and the question asked, on the proxy's /metrics.
     const metrics = await (await fetch(`${system.proxies[0]!.internalUrl}/metrics`)).text();
     expect(metrics).toMatch(/mcpx_proxy_input_requests_total\{[^}]*outcome="asked"[^}]*\} [1-9]/);
+  });
+
+  it('a round whose requestState is over the bound is refused (input_refused, state_too_large): nothing is kept, nobody is asked', async () => {
+    const before = await pendingInputs(system);
+    const err = await failure(system.call('victim', 'h-fat', 'bad__fat_state', {}));
+    expect(err).toMatchObject({ code: 'input_refused', details: { reason: 'state_too_large', server: 'bad', tool: 'bad__fat_state' } });
+    expect(err.message).toContain(`over ${INPUT_LIMITS.requestStateBytes} bytes`);
+    expect(await pendingInputs(system)).toEqual(before);
+    const metrics = await (await fetch(`${system.proxies[0]!.internalUrl}/metrics`)).text();
+    expect(metrics).toMatch(/mcpx_proxy_input_requests_total\{[^}]*reason="state_too_large"[^}]*\} 1/);
   });
 
   it('a server that asks for roots anyway is refused by the connector itself (input_refused, roots_unsupported); nothing waits for a person', async () => {

@@ -57,7 +57,8 @@ export const ErrorCodes = {
    * An input request cannot be used or cannot be answered here; `details.reason`: `unknown`,
    * `expired`, `used` (a replay), `mismatch` (another agent, run, tool or arguments), `tampered`
    * (its sealed state does not open), `sampling_unsupported` (the runtime does not sample),
-   * `roots_unsupported` (roots are refused), `too_many_rounds`, `lost` (a legacy call's instance is gone).
+   * `roots_unsupported` (roots are refused), `too_many_rounds`, `state_too_large` (the server's
+   * `requestState` is over `INPUT_LIMITS.requestStateBytes`), `lost` (a legacy call's instance is gone).
    */
   inputRefused: 'input_refused',
   /**

@@ -106,6 +106,11 @@ export const INPUT_LIMITS = {
   /** JSON bytes of a whole answer, and of one request's `params` (sampling). */
   answerBytes: 64 * 1024,
   samplingParamsBytes: 64 * 1024,
+  /**
+   * Bytes of the server's opaque `requestState` the connector keeps (sealed, in Redis) for one
+   * round: a bigger one is refused, so a server cannot make every call store megabytes.
+   */
+  requestStateBytes: 256 * 1024,
 } as const;
 
 const FORMATS = new Set(['email', 'uri', 'date', 'date-time']);

@@ -203,6 +203,10 @@ export class InputGate {
       this.rounds?.add(1, { outcome: 'refused', reason: 'too_many_rounds' });
       throw refused(doc, 'too_many_rounds', `the server asked again after ${INPUT_LIMITS.rounds} rounds of questions; the call stops here`);
     }
+    if (ctx.requestState !== undefined && Buffer.byteLength(ctx.requestState, 'utf8') > INPUT_LIMITS.requestStateBytes) {
+      this.rounds?.add(1, { outcome: 'refused', reason: 'state_too_large' });
+      throw refused(doc, 'state_too_large', `the server's requestState is over ${INPUT_LIMITS.requestStateBytes} bytes; the connector keeps no more for a round, and the call stops here`);
+    }
     const personKeys = items.filter((i) => i.answerBy === 'person').map((i) => i.key);
     const id = newInputRequestId();
     let sealedState: string | undefined;
