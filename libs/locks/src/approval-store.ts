@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import { capArg, type PendingCaps, type PendingScope } from './pending-caps.js';
+import { capArg, createPending, type PendingCaps, type PendingScope } from './pending-caps.js';
 
 /**
  * An approval (docs/limits.md#approvals-and-input-requests) waits for a human this long (ms) unless the operator says otherwise, and
@@ -109,31 +109,6 @@ redis.call('ZREM', ARGV[7], r.id)
 return {'ok', enc}
 `;
 
-// KEYS[1] the record, KEYS[2] the account's pending index, KEYS[3] the agent's, KEYS[4] every
-// account's (scored by the pending deadline, as the others, trimmed here and when counted: its
-// size is the approvals waiting); ARGV: now, the record, how long it is kept (ms), its pending
-// deadline, its id, the agent's cap, the account's cap (0: none). The counts and the creation are
-// one step: racing calls of one agent, or of many agents of one account, never pass a cap.
-// Returns 'ok', or the scope whose cap is full ('agent', 'account'); nothing is written then.
-const CREATE = `
-local now = tonumber(ARGV[1])
-redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
-redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
-local agentMax = tonumber(ARGV[6])
-if agentMax > 0 and redis.call('ZCARD', KEYS[3]) >= agentMax then return 'agent' end
-local accountMax = tonumber(ARGV[7])
-if accountMax > 0 and redis.call('ZCARD', KEYS[2]) >= accountMax then return 'account' end
-redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
-redis.call('ZADD', KEYS[2], ARGV[4], ARGV[5])
-redis.call('PEXPIRE', KEYS[2], ARGV[3])
-redis.call('ZADD', KEYS[3], ARGV[4], ARGV[5])
-redis.call('PEXPIRE', KEYS[3], ARGV[3])
-redis.call('ZADD', KEYS[4], ARGV[4], ARGV[5])
-redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now)
-redis.call('PEXPIRE', KEYS[4], ARGV[3])
-return 'ok'
-`;
-
 /**
  * {@link ApprovalStore.create} refused: the agent (`scope: 'agent'`) or its account (`'account'`)
  * has `max` approvals waiting for a human. Nothing was recorded.
@@ -236,24 +211,19 @@ export class ApprovalStore {
     const keep = this.ttlMs + TOMBSTONE_MS;
     const perAgent = capArg(opts.maxPendingPerAgent);
     const perAccount = capArg(opts.maxPendingPerAccount);
-    const created = await this.redis.eval(
-      CREATE,
-      4,
-      this.recordKey(input.account, record.id),
-      this.indexKey(input.account),
-      `${this.agentIndexPrefix(input.account)}${input.agent}`,
-      this.allPendingKey(),
-      now,
-      JSON.stringify(record),
-      keep,
-      record.expiresAt,
-      record.id,
-      perAgent,
-      perAccount,
+    const created = await createPending(
+      this.redis,
+      {
+        record: this.recordKey(input.account, record.id),
+        accountIndex: this.indexKey(input.account),
+        agentIndex: `${this.agentIndexPrefix(input.account)}${input.agent}`,
+        allIndex: this.allPendingKey(),
+      },
+      { now, json: JSON.stringify(record), keepMs: keep, deadline: record.expiresAt, id: record.id, allMember: record.id },
+      { perAgent, perAccount },
     );
     if (created === 'agent') throw new PendingApprovalsFullError(perAgent, 'agent');
     if (created === 'account') throw new PendingApprovalsFullError(perAccount, 'account');
-    if (created !== 'ok') throw new Error(`approval store: unexpected reply to create (${String(created)})`);
     return record;
   }
 
