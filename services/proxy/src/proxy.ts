@@ -1,26 +1,17 @@
-import { createHash } from 'node:crypto';
-import { Redis } from 'ioredis';
 import { connectBus, payload } from '@mcpx/bus';
 import type { Config } from '@mcpx/config';
-import { decodeProxyCancel, decodeRunEnded, encodePayload, type Reply, type ToolsObserved } from '@mcpx/contracts';
+import { decodeProxyCancel, decodeRunEnded, encodePayload, type Reply } from '@mcpx/contracts';
 import { createDb } from '@mcpx/db';
-import { ApprovalStore, CallLimiter, InputStore } from '@mcpx/locks';
 import { createLogger, type LogSink } from '@mcpx/log';
-import { CONNECTOR_CAPABILITIES, type ElicitRequestParams, type McpConnection } from '@mcpx/mcp-client';
 import { SecretBox } from '@mcpx/secrets';
 import { createOutboundFetch } from '@mcpx/outbound';
-import { responseCutRecorder, setupTelemetry, startServiceHttp, traceCarrier, tracingFetch, tracingRequest, type Telemetry } from '@mcpx/telemetry';
-import { ApprovalGate } from './approval-gate.js';
-import { InputGate } from './input-requests.js';
+import { responseCutRecorder, setupTelemetry, startServiceHttp, type Telemetry } from '@mcpx/telemetry';
 import { LegacyAsks } from './legacy-inputs.js';
 import { CallHandler, replyLimits } from './call-handler.js';
-import { registerWaitingGauges } from './waiting-gauges.js';
 import { Catalog } from './catalog.js';
-import { ConnectionPool } from './connection-pool.js';
-import type { VerdictReport } from './connection-pool.js';
-import { StoredEraVerdicts } from './era-verdicts.js';
 import { OAuthTokens } from './oauth-tokens.js';
 import { startCallService, type ProxyStats } from './call-service.js';
+import { callGates, callLimiter, connectRedis, connectionPool } from './wiring.js';
 
 export { PROXY_SERVICE_NAME, proxyServiceName } from './call-service.js';
 export { CALL_REQUEST_LIMITS, MAX_CALL_TIMEOUT_MS, MAX_REQUEST_BYTES, decodeCallRequest, parseCallRequest } from './call-request.js';
@@ -56,106 +47,18 @@ export async function startProxy(config: Config, opts: ProxyOptions = {}): Promi
     log,
     ...(config.natsCredentials ? { credentials: config.natsCredentials, inboxPrefix: config.natsCredentials.inboxPrefix } : {}),
   });
-  // Admission must not queue behind a Redis outage: fail fast (and open) instead.
-  const redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 1, enableOfflineQueue: false, commandTimeout: 1_000, lazyConnect: true });
-  redis.on('error', () => {});
-  await redis.connect().catch((err: unknown) => log.warn('redis unavailable: per-server limits fail open until it answers', { err: err as Error }));
-  let lastLimiterWarning = 0;
-  const limiter = new CallLimiter(redis, config.redisPrefix, {
-    onError: (err) => {
-      if (Date.now() - lastLimiterWarning < 10_000) return;
-      lastLimiterWarning = Date.now();
-      log.warn('per-server limits unavailable, admitting calls', { err });
-    },
-  });
+  const redis = await connectRedis(config, log);
+  const limiter = callLimiter(redis, config, log);
   // A body cut at a bound is counted, and the call's span says why its answer stopped short.
   const outboundFetch = createOutboundFetch(config.outbound, { onResponseCut: responseCutRecorder(telemetry.meter) });
   const catalog = new Catalog(db, new SecretBox(config.keyring), config.builtinEndpoints);
   catalog.listen(bus.nc, bus.subjects, log);
-
-  // Quiet discovery: every connection's opening lists tools for the registry. The same list seen
-  // again within a short while is not sent again, unless it carries a verdict the connection had
-  // to probe for: the registry stores that, so every other instance connects with no probe.
-  const lastObserved = new Map<string, { hash: string; at: number }>();
-  const observe = (account: string, server: string, conn: McpConnection, report?: VerdictReport): void => {
-    conn
-      .listTools()
-      .then((tools) => {
-        const key = `${account}:${server}`;
-        const hash = createHash('sha256').update(JSON.stringify(tools)).digest('hex');
-        const last = lastObserved.get(key);
-        if (report === undefined && last && last.hash === hash && Date.now() - last.at < 30_000) return;
-        lastObserved.set(key, { hash, at: Date.now() });
-        if (lastObserved.size > 10_000) lastObserved.delete(lastObserved.keys().next().value as string);
-        const msg: ToolsObserved = { account, server, tools, transport: conn.transport, ...(report ?? {}) };
-        bus.nc.publish(bus.subjects.toolsObserved, encodePayload(msg));
-      })
-      .catch((err: unknown) => log.warn('quiet discovery list failed', { account, server, err: err as Error }));
-  };
   // Legacy servers ask by pushing elicitation/create during a call: held here while a person answers.
   const legacyAsks = new LegacyAsks();
-  const pool = new ConnectionPool(
-    {
-      connectTimeoutMs: 30_000,
-      idleMs: opts.idleMs ?? config.proxy.idleMs,
-      tracer: telemetry.tracer,
-      fetch: tracingFetch(outboundFetch),
-      // Legacy direct calls take undici's request path (no WHATWG layer), traced like the fetch.
-      request: tracingRequest(outboundFetch.request),
-      traceCarrier,
-      // What the connector answers mid-call: a person or the runtime answers elicitations, the
-      // runtime samples (a call whose runtime does not is refused, saying so); roots are not shared.
-      // Discovery declares the same, so both see the same tools.
-      capabilities: CONNECTOR_CAPABILITIES,
-      verdicts: new StoredEraVerdicts(db),
-      // Per instance: a runtime's proxy client routes a refused new run to another instance.
-      maxRuns: config.quotas.runsPerProxy,
-      maxConnections: config.quotas.connectionsPerProxy,
-    },
-    {
-      onOpen: observe,
-      onToolsChanged: (a, s, c) => {
-        lastObserved.delete(`${a}:${s}`);
-        observe(a, s, c);
-      },
-      onVerdict: (a, s, c, r) => {
-        lastObserved.delete(`${a}:${s}`);
-        observe(a, s, c, r);
-      },
-      ...(config.proxy.legacyElicitation === false
-        ? {}
-        : { onElicitation: (conn: McpConnection | undefined, params: ElicitRequestParams, signal: AbortSignal) => legacyAsks.onElicitation(conn, params, signal) }),
-      // A legacy server's pushed sampling goes to a runtime that samples (else the call fails, saying so).
-      onSampling: (conn, params, signal) => legacyAsks.onSampling(conn, params, signal),
-    },
-    telemetry.meter,
-  );
+  const pool = connectionPool({ config, db, bus, log, telemetry, outboundFetch, idleMs: opts.idleMs ?? config.proxy.idleMs }, legacyAsks);
   const limits = { maxConcurrency: config.proxy.maxConcurrencyPerServer, ratePerSecond: config.proxy.ratePerServer };
   const maxPayload = bus.nc.info?.max_payload ?? 1024 * 1024;
-  // always_ask calls stop for a human; approvals live in Redis, shared with the registry. Unlike
-  // the limiter, a Redis outage fails closed here: such a call is refused, never run unasked.
-  const approvalStore = new ApprovalStore(redis, config.redisPrefix, { ttlMs: config.approvalTtlMs });
-  const inputStore = new InputStore(redis, config.redisPrefix, { ttlMs: config.approvalTtlMs });
-  registerWaitingGauges(telemetry.meter, { approvals: approvalStore, inputs: inputStore }, log);
-  const approvals = new ApprovalGate({
-    store: approvalStore,
-    publish: (subject, payload) => bus.nc.publish(subject, payload),
-    subject: (account) => bus.subjects.approvalRequested(account),
-    maxPendingPerAgent: config.quotas.pendingApprovalsPerAgent,
-    maxPendingPerAccount: config.quotas.pendingApprovalsPerAccount,
-    meter: telemetry.meter,
-  });
-  // Servers' questions (input_required): recorded in Redis with expiry, the server's requestState
-  // sealed with the deployment's key ring, answered by a person (the registry) or the runtime.
-  const inputs = new InputGate({
-    store: inputStore,
-    box: new SecretBox(config.keyring),
-    publish: (subject, payload) => bus.nc.publish(subject, payload),
-    subject: (account) => bus.subjects.inputRequested(account),
-    maxPendingPerAgent: config.quotas.pendingApprovalsPerAgent,
-    maxPendingPerAccount: config.quotas.pendingInputsPerAccount,
-    meter: telemetry.meter,
-  });
+  const { approvals, inputs } = callGates({ config, bus, redis, log, telemetry });
   const handler = new CallHandler({
     catalog,
     pool,
