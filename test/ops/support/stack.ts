@@ -231,8 +231,17 @@ export class Stack {
     return new ApiClient(this.apiUrl);
   }
 
+  /**
+   * Saves a server and expects it connected. A discovery whose connection the server closed
+   * under it (a keep-alive socket closed as it was reused, on a loaded box) leaves the server
+   * unreachable until the re-prober's next try; set-up asks for that try at once, twice at most.
+   */
   async setServer(name: string, url: string, api: ApiClient = this.api): Promise<void> {
-    const { server } = await api.act<{ server: { status: { state: string; error?: string } } }>('SetMcpServer', { name, config: { url } });
+    type Saved = { server: { status: { state: string; error?: string } } };
+    let { server } = await api.act<Saved>('SetMcpServer', { name, config: { url } });
+    for (let retry = 0; retry < 2 && server.status.state === 'error' && /other side closed|socket hang up|ECONNRESET/.test(server.status.error ?? ''); retry++) {
+      ({ server } = await api.act<Saved>('RefreshMcpServer', { name }));
+    }
     if (server.status.state !== 'ok') throw new Error(`server ${name} did not connect: ${server.status.error ?? server.status.state}`);
   }
 
