@@ -8,7 +8,7 @@ import { constants, deflateRawSync } from 'node:zlib';
 
 /** The attacks, by the shape of the body. */
 export const HostileBody = {
-  /** `application/json`, gzip: about 10 MiB on the wire that inflate to 10 GiB (a JSON string of spaces). */
+  /** `application/json`, gzip: about 100 MiB on the wire that inflate to 100 GiB (a JSON string of spaces): more than a loaded box's socket buffers take, so the server is still sending when the client cuts it. */
   gzipBomb: 'gzip-bomb',
   /** `text/event-stream`, gzip: an event whose `data:` line inflates without end. */
   gzipSseBomb: 'gzip-sse-bomb',
@@ -103,12 +103,12 @@ export function sendHostile(res: ServerResponse, body: HostileBody, id: unknown)
   switch (body) {
     case HostileBody.gzipBomb: {
       res.writeHead(200, { 'content-type': 'application/json', 'content-encoding': 'gzip' });
-      pump(res, send, gzipBlocks(`{"jsonrpc":"2.0","id":${JSON.stringify(id ?? null)},"result":{"tools":[],"padding":"`), 10 * GiB);
+      pump(res, send, gzipBlocks(`{"jsonrpc":"2.0","id":${JSON.stringify(id ?? null)},"result":{"tools":[],"padding":"`), 100 * GiB);
       break;
     }
     case HostileBody.gzipSseBomb: {
       res.writeHead(200, { 'content-type': 'text/event-stream', 'content-encoding': 'gzip' });
-      pump(res, send, gzipBlocks('event: message\ndata: '), 10 * GiB);
+      pump(res, send, gzipBlocks('event: message\ndata: '), 100 * GiB);
       break;
     }
     case HostileBody.endlessLine: {
