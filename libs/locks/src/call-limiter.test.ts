@@ -81,4 +81,37 @@ describe('CallLimiter (real Redis)', () => {
       rb.disconnect();
     }
   });
+  it('a slot leased while the limiter forgets idle scopes goes back to Redis when its call ends', async () => {
+    // A loaded machine: the lease's reply comes after the limiter's upkeep (every 100 ms) has
+    // looked at the scope. Before the fix the upkeep forgot the scope mid-lease, the call's slot
+    // landed in a scope nobody swept, and it stayed in Redis until its ttl, refusing others.
+    const redis = new Redis(redisUrl);
+    const prefix = `mcpx-t${randomBytes(4).toString('hex')}:`;
+    new CallLimiter(redis, prefix); // defines the scripts on this connection
+    const slowRedis = redis as unknown as { mcpxLease: (...a: unknown[]) => Promise<unknown> };
+    const lease = slowRedis.mcpxLease.bind(redis);
+    slowRedis.mcpxLease = async (...a: unknown[]) => {
+      const reply = await lease(...a);
+      await new Promise((r) => setTimeout(r, 350));
+      return reply;
+    };
+    const limiter = new CallLimiter(redis, prefix, { slotHoldMs: 100 });
+    const cap = { maxConcurrency: 1, ratePerSecond: 0 };
+    try {
+      // A first scope keeps the upkeep's timer running while the second is leased.
+      const other = await limiter.admit('s:other', cap, 'o', 60_000);
+      if (other.ok) other.release();
+      const call = await limiter.admit('s:c', cap, 'c1', 60_000);
+      expect(call.ok).toBe(true);
+      if (call.ok) call.release();
+      const key = `${prefix}limit:{s:c}:c`;
+      await eventually(async () => (await redis.zcard(key)) === 0, 3_000);
+      const next = await limiter.admit('s:c', cap, 'c2', 60_000);
+      expect(next.ok).toBe(true);
+      if (next.ok) next.release();
+    } finally {
+      await limiter.close();
+      redis.disconnect();
+    }
+  });
 });

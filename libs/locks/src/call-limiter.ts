@@ -130,6 +130,8 @@ interface Scope {
   tokensExpire: number;
   /** A background token lease in flight. */
   prefetching: boolean;
+  /** Leases of calls waiting on Redis: the scope is kept while any is in flight (its reply lands here). */
+  leasing: number;
 }
 
 const NOOP = (): void => {};
@@ -214,7 +216,7 @@ export class CallLimiter {
     let s = this.scopes.get(key);
     if (s === undefined) {
       const base = `${this.prefix}limit:{${key}}`;
-      s = { conc: `${base}:c`, rate: `${base}:r`, maxc, ratePerSecond: rate, free: [], calls: new Set(), tokens: 0, tokensExpire: 0, prefetching: false };
+      s = { conc: `${base}:c`, rate: `${base}:r`, maxc, ratePerSecond: rate, free: [], calls: new Set(), tokens: 0, tokensExpire: 0, prefetching: false, leasing: 0 };
       this.scopes.set(key, s);
       this.timer ??= setInterval(() => this.maintain(), Math.min(100, this.holdMs)).unref();
     } else if (s.maxc !== maxc || s.ratePerSecond !== rate) {
@@ -261,11 +263,16 @@ export class CallLimiter {
     const first = this.slotSeq;
     if (needSlot) this.slotSeq++;
     let reply: LeaseReply;
+    s.leasing++;
     try {
       reply = await this.redis.mcpxLease(s.conc, s.rate, s.maxc, s.ratePerSecond, this.owner, this.slotTtlMs, this.retryMs, needSlot ? 1 : 0, wantTokens, first);
     } catch (err) {
       this.opts.onError?.(err as Error);
+      // The lease may have run with its reply lost (a command timeout): its slot is nobody's.
+      if (needSlot) this.redis.zrem(s.conc, `${this.owner}${first}`).catch(() => undefined);
       return { ok: true, release: NOOP, degraded: true };
+    } finally {
+      s.leasing--;
     }
     if (refused(reply)) return { ok: false, reason: reply[1], retryAfterMs: Number(reply[2]) };
     const now = Date.now();
@@ -332,7 +339,9 @@ export class CallLimiter {
         const held = [...s.free.map((f) => f.slot), ...[...s.calls].map((c) => c.slot)];
         this.redis.mcpxRenew(s.conc, this.slotTtlMs, ...held).catch((err: unknown) => this.opts.onError?.(err as Error));
       }
-      if (s.calls.size === 0 && s.free.length === 0 && s.tokens === 0 && !s.prefetching) this.scopes.delete(key);
+      // A scope with a lease in flight stays: forgotten, the slot its reply brings would be held by
+      // a call no sweep sees, and never go back to Redis before its ttl (refusing others meanwhile).
+      if (s.calls.size === 0 && s.free.length === 0 && s.tokens === 0 && !s.prefetching && s.leasing === 0) this.scopes.delete(key);
     }
     if (this.scopes.size === 0) {
       clearInterval(this.timer);
