@@ -46,6 +46,8 @@ async function toggleGrant(server, on) {
 }
 
 let loads = 0;
+/** The load started last: a load that a newer one overtook settles with it. */
+let latest = Promise.resolve();
 
 /**
  * A reload that events ask for: the requests of a burst (one discovery tells of the server and of
@@ -78,12 +80,22 @@ function coalesced(fn, settleMs = 150) {
   return ask;
 }
 
-async function load() {
+/**
+ * Reloads servers and agents. Loads overlap (events, the owner's own actions): an answer older
+ * than the latest is dropped, and its caller waits for the latest instead, so whoever awaits a
+ * load reads state at least as new as what it asked for (never the state before it).
+ */
+function load() {
+  const mine = loadOnce();
+  latest = mine;
+  return mine;
+}
+
+async function loadOnce() {
   if (!principal()) return;
-  // Loads overlap (events, the owner's own actions): an answer older than the latest is dropped.
   const mine = ++loads;
   const [s, a] = await Promise.all([act('ListMcpServers'), act('ListAgents')]);
-  if (mine !== loads) return;
+  if (mine !== loads) return latest;
   state.servers = s.servers;
   state.agents = a.agents;
   renderAgents();
