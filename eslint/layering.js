@@ -1,5 +1,5 @@
 // The house's floors, written down as a lint rule: which workspace packages each package may
-// import, and that a relative import never leaves its package. DESIGN.md draws the same picture.
+// import, and that a relative import never leaves its package. The README's layout section draws the same picture.
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 
