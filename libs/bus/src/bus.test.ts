@@ -4,7 +4,9 @@ import { jetstreamManager } from '@nats-io/jetstream';
 import { ErrorCodes, FieldRules, WireError, decodeRequest, decodeStrict, encodePayload, makeSubjects, payloadDecoder } from '@mcpx/contracts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectBus, ensureStreams, isStreamNotFound, type Bus } from './bus.js';
+import { payload } from './listen.js';
 import type { BusLog } from './log.js';
+import { respond } from './notify.js';
 
 const { int, anything } = FieldRules;
 /** A request `{n}` with an integer n. */
@@ -242,6 +244,27 @@ describe('bus: decoders on both sides, listen, the JetStream publisher (real NAT
       boom.unsubscribe();
     } finally {
       sub.unsubscribe();
+    }
+  });
+
+  it('notify: a notification arrives as its payload, decoded by listen; respond answers a request in the one envelope', async () => {
+    const subject = `${prefix}test.notify`;
+    const seen: number[] = [];
+    const sub = bus.listen(subject, payload(decodeN), (m) => void seen.push(m.n), { what: 'test notification' });
+    const asked = `${prefix}test.respond`;
+    // Answers only even numbers: silence is "not here".
+    const responder = bus.listen(asked, payload(decodeN), (m, msg) => void (m.n % 2 === 0 && respond(msg, { half: m.n / 2 })), { what: 'test question' });
+    try {
+      await bus.nc.flush();
+      bus.notify(subject, { n: 3 });
+      await bus.nc.flush();
+      for (let i = 0; i < 50 && seen.length === 0; i++) await new Promise((r) => setTimeout(r, 20));
+      expect(seen).toEqual([3]);
+      await expect(bus.request(asked, { n: 4 }, FieldRules.shape({ half: int }), 5_000)).resolves.toEqual({ half: 2 });
+      await expect(bus.request(asked, { n: 5 }, anything, 300)).rejects.toMatchObject({ name: 'TimeoutError' });
+    } finally {
+      sub.unsubscribe();
+      responder.unsubscribe();
     }
   });
 

@@ -4,6 +4,7 @@ import { jetstream, jetstreamManager, JetStreamApiCodes, JetStreamApiError, Rete
 import { makeSubjects, type Subjects } from '@mcpx/contracts';
 import { JetStreamPublisher } from './jetstream-publisher.js';
 import { listen, type ListenOptions } from './listen.js';
+import { notify } from './notify.js';
 import { stderrLog, warnOf, type BusLog } from './log.js';
 import { request, serve, traceHeaders, type Endpoint, type ValueDecoder } from './request-reply.js';
 
@@ -69,6 +70,12 @@ export interface Bus {
    * Waits for JetStream's acknowledgement (5 s) and throws `PublishError` without one.
    */
   publishEvent(subject: string, payload: unknown, msgId?: string): Promise<void>;
+  /**
+   * Publishes a core-NATS notification (`notify`): CBOR by the wire encoder, trace headers when a
+   * span is active; no stream and no acknowledgement. Throws (at the caller) when the payload
+   * cannot be encoded or the connection is closed.
+   */
+  notify<T>(subject: string, payload: T): void;
   /** Headers carrying the active trace context. */
   traceHeaders(): MsgHdrs;
   /**
@@ -225,6 +232,7 @@ export async function connectBus(opts: BusOptions): Promise<Bus> {
     inboxPrefix,
     traceHeaders,
     publishEvent: (subject, payload, msgId) => publisherOf().publishAll([{ subject, payload, msgId: msgId ?? randomUUID() }]),
+    notify: (subject, payload) => notify(nc, subject, payload),
     request: (subject, payload, decodeValue, timeoutMs) => request(nc, subject, payload, decodeValue, timeoutMs),
     serve: (subject, queue, decode, handle) => serve(nc, subject, queue, { decode, handle }, log),
     listen: (subject, decode, handle, o) => listen(nc, subject, decode, handle, { ...o, log }),

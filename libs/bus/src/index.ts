@@ -4,6 +4,7 @@ export type { BusLog } from './log.js';
 export { readReply, request, serve, traceHeaders } from './request-reply.js';
 export type { Endpoint, ValueDecoder } from './request-reply.js';
 export { listen, payload, subjectOnly } from './listen.js';
+export { notify, respond } from './notify.js';
 export type { ListenOptions } from './listen.js';
 export { JetStreamPublisher, PublishError } from './jetstream-publisher.js';
 export type { JetStreamPublisherOptions, OutgoingEvent } from './jetstream-publisher.js';

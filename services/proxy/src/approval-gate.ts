@@ -1,4 +1,4 @@
-import { ErrorCodes, WireError, encodePayload, type ApprovalRequestedEvent, type ProxyCallRequest } from '@mcpx/contracts';
+import { ErrorCodes, WireError, type ApprovalRequestedEvent, type ProxyCallRequest } from '@mcpx/contracts';
 import { encodeCanonical, sha256Hex, type McpToolDocument } from '@mcpx/domain';
 import type { Counter, Meter } from '@opentelemetry/api';
 import { PendingApprovalsFullError, QUOTA_DEFAULTS, type ApprovalRecord, type ApprovalStore, type ConsumeOutcome, type ConsumeReason, type PendingCaps } from '@mcpx/locks';
@@ -26,8 +26,8 @@ const REFUSALS: Record<ConsumeReason, string> = {
 
 export interface ApprovalGateDeps {
   store: ApprovalStore;
-  /** Publishes the approval-requested event (core NATS). */
-  publish: (subject: string, payload: Uint8Array) => void;
+  /** Publishes the approval-requested event (a core-NATS notification, `Bus.notify`). */
+  notify: (subject: string, event: ApprovalRequestedEvent) => void;
   subject: (account: string) => string;
   /** Approvals one agent may have waiting at once (`config.quotas.pendingApprovalsPerAgent`; default 50; 0 = no cap). */
   maxPendingPerAgent?: number;
@@ -93,7 +93,7 @@ export class ApprovalGate {
         remoteName: doc.remoteName,
         expiresAt: new Date(record.expiresAt).toISOString(),
       };
-      this.deps.publish(this.deps.subject(req.account), encodePayload(event));
+      this.deps.notify(this.deps.subject(req.account), event);
       throw new WireError(ErrorCodes.approvalRequired, `${doc.name} needs a human's approval before it runs; re-send the same call with approvalId once it is approved`, {
         approvalId: record.id,
         tool: doc.name,

@@ -5,7 +5,6 @@ import {
   WireError,
   checkElicitAnswer,
   checkRequestedSchema,
-  encodePayload,
   type ElicitAnswer,
   type InputRequestItem,
   type InputRequestedEvent,
@@ -31,8 +30,8 @@ export interface InputGateDeps {
   store: InputStore;
   /** Seals the server's `requestState` (AES-256-GCM, the deployment's key ring). */
   box: SecretBox;
-  /** Publishes the input-requested event (core NATS). */
-  publish: (subject: string, payload: Uint8Array) => void;
+  /** Publishes the input-requested event (a core-NATS notification, `Bus.notify`). */
+  notify: (subject: string, event: InputRequestedEvent) => void;
   subject: (account: string) => string;
   /** Input requests one agent may have waiting for a person at once (the pending-approvals quota; 0 = no cap). */
   maxPendingPerAgent?: number;
@@ -236,7 +235,7 @@ export class InputGate {
     );
     const expiresAt = new Date(record.expiresAt).toISOString();
     const event: InputRequestedEvent = { account: req.account, inputRequestId: id, agent: req.agent, run: req.run, tool: req.tool, server: doc.server, forPerson: personKeys.length > 0, expiresAt };
-    this.deps.publish(this.deps.subject(req.account), encodePayload(event));
+    this.deps.notify(this.deps.subject(req.account), event);
     this.rounds?.add(1, { outcome: 'asked', era: ctx.era });
     throw inputRequiredError(doc, record, items);
   }

@@ -1,6 +1,6 @@
-import { connectBus, payload } from '@mcpx/bus';
+import { connectBus, payload, respond } from '@mcpx/bus';
 import type { Config } from '@mcpx/config';
-import { decodeProxyCancel, decodeRunEnded, encodePayload, type Reply } from '@mcpx/contracts';
+import { decodeProxyCancel, decodeRunEnded } from '@mcpx/contracts';
 import { createDb } from '@mcpx/db';
 import { createLogger, type LogSink } from '@mcpx/log';
 import { SecretBox } from '@mcpx/secrets';
@@ -85,7 +85,7 @@ export async function startProxy(config: Config, opts: ProxyOptions = {}): Promi
       bus.subjects.proxyCallHeld,
       payload(decodeProxyCancel),
       (c, msg) => {
-        if (handler.holds(c.account, c.run, c.callId)) msg.respond(encodePayload({ ok: true, value: { instance } } satisfies Reply<{ instance: string }>));
+        if (handler.holds(c.account, c.run, c.callId)) respond(msg, { instance });
       },
       { what: 'held check' },
     ),

@@ -2,7 +2,6 @@
 import { Redis } from 'ioredis';
 import type { Bus } from '@mcpx/bus';
 import type { Config } from '@mcpx/config';
-import { encodePayload } from '@mcpx/contracts';
 import type { Db } from '@mcpx/db';
 import { ApprovalStore, CallLimiter, InputStore } from '@mcpx/locks';
 import type { Logger } from '@mcpx/log';
@@ -49,7 +48,7 @@ export function callLimiter(redis: Redis, config: Config, log: Logger): CallLimi
  * reported by quiet discovery, a legacy server's pushed questions held by `legacyAsks`.
  */
 export function connectionPool(d: { config: Config; db: Db; bus: Bus; log: Logger; telemetry: Telemetry; outboundFetch: OutboundFetch; idleMs: number }, legacyAsks: LegacyAsks): ConnectionPool {
-  const quiet = new QuietDiscovery((msg) => d.bus.nc.publish(d.bus.subjects.toolsObserved, encodePayload(msg)), d.log);
+  const quiet = new QuietDiscovery((msg) => d.bus.notify(d.bus.subjects.toolsObserved, msg), d.log);
   return new ConnectionPool(
     {
       connectTimeoutMs: 30_000,
@@ -93,10 +92,9 @@ export function callGates(d: { config: Config; bus: Bus; redis: Redis; log: Logg
   const approvalStore = new ApprovalStore(d.redis, config.redisPrefix, { ttlMs: config.approvalTtlMs });
   const inputStore = new InputStore(d.redis, config.redisPrefix, { ttlMs: config.approvalTtlMs });
   registerWaitingGauges(telemetry.meter, { approvals: approvalStore, inputs: inputStore }, d.log);
-  const publish = (subject: string, payload: Uint8Array): void => bus.nc.publish(subject, payload);
   const approvals = new ApprovalGate({
     store: approvalStore,
-    publish,
+    notify: (subject, event) => bus.notify(subject, event),
     subject: (account) => bus.subjects.approvalRequested(account),
     maxPendingPerAgent: config.quotas.pendingApprovalsPerAgent,
     maxPendingPerAccount: config.quotas.pendingApprovalsPerAccount,
@@ -105,7 +103,7 @@ export function callGates(d: { config: Config; bus: Bus; redis: Redis; log: Logg
   const inputs = new InputGate({
     store: inputStore,
     box: new SecretBox(config.keyring),
-    publish,
+    notify: (subject, event) => bus.notify(subject, event),
     subject: (account) => bus.subjects.inputRequested(account),
     maxPendingPerAgent: config.quotas.pendingApprovalsPerAgent,
     maxPendingPerAccount: config.quotas.pendingInputsPerAccount,
