@@ -24,6 +24,8 @@ export {
   decodeToolsObserved,
   oauthRefreshAnswerValue,
 } from './payload-decoders.js';
+export { decodeClientDeclared, decodeForwardedAnswer, decodeTokenDecisionAudit, forwardedAnswerReplyValue, tokenDecisionAuditReplyValue } from './endpoint-messages.js';
+export type { ClientDeclared, ForwardedAnswer, ForwardedAnswerReply, TokenDecisionAudit, TokenDecisionAuditReply } from './endpoint-messages.js';
 export { agentToolsReplyValue, decodeAgentToolsRequest, decodeDeleteLambdaToolRequest, decodeSetLambdaToolRequest, lambdaToolReplyValue, toolSearchReplyValue } from './reply-decoders.js';
 export { FieldRules, payloadDecoder } from './field-rules.js';
 export type { Rule, Shaped, Table } from './field-rules.js';

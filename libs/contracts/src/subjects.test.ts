@@ -20,6 +20,7 @@ describe('subject parsers beside their builders', () => {
           expect(s.parseInputEvent(s.inputRequested(account))).toEqual({ kind: 'requested', account });
           expect(s.parseInputEvent(s.inputAnswered(account))).toEqual({ kind: 'answered', account });
         }
+        expect(s.parseEndpointAnswer(s.endpointAnswer(account))).toEqual({ instance: account });
       }
     });
   }
@@ -46,6 +47,18 @@ describe('subject parsers beside their builders', () => {
     expect(s.parseApprovalEvent('t1.mcp.approvals.requested.acct.more')).toBeNull();
     expect(s.parseInputEvent('t1.mcp.inputs.*.acct')).toBeNull();
     expect(s.parseInputEvent('t1.mcp.inputs.requested.' + 'a'.repeat(129))).toBeNull();
+    expect(s.parseEndpointAnswer(s.endpointClientsDeclared)).toBeNull();
+    expect(s.parseEndpointAnswer('t1.mcp.endpoint.e-1.answer.x')).toBeNull();
+    expect(s.parseEndpointAnswer('t1.mcp.endpoint.*.answer')).toBeNull();
+    expect(s.parseEndpointAnswer('mcp.endpoint.e-1.answer')).toBeNull();
+  });
+
+  it("the endpoint's subjects: an instance must be one token; the registry's audit subject is fixed", () => {
+    const s = makeSubjects('t1.');
+    expect(s.endpointAnswer('endpoint-1')).toBe('t1.mcp.endpoint.endpoint-1.answer');
+    expect(s.endpointClientsDeclared).toBe('t1.mcp.endpoint.clients.declared');
+    expect(s.registryTokenDecisionAudit).toBe('t1.registry.approvals.token-decided');
+    for (const bad of ['a.b', '*', '>', '', 'x'.repeat(129)]) expect(() => s.endpointAnswer(bad)).toThrow();
   });
 
   it("an account's server events: a wildcard the parser's subjects fall under", () => {

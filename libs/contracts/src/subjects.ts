@@ -92,6 +92,25 @@ export interface Subjects {
   reviewRequested(account: string): string;
   /** `registry.oauth.refresh` — request/reply: a proxy asks the registry to refresh an oauth server's token */
   readonly registryOAuthRefresh: string;
+  /**
+   * `registry.approvals.token-decided` — request/reply (queue group `registry`), the endpoint's
+   * only: an approval a token holder decided through the endpoint, for the registry to audit (it
+   * reads the decision from the approval store). Request `TokenDecisionAudit` (endpoint-messages.ts)
+   * `{account, approvalId}`; reply value `{audit: 'recorded' | 'already'}` (idempotent by the id).
+   */
+  readonly registryTokenDecisionAudit: string;
+  /**
+   * `mcp.endpoint.<instance>.answer` — request/reply between endpoint instances: a 2025 client's
+   * answer to a question the instance `<instance>` asked during a call it holds, posted to another
+   * instance. Request `{token, id, result?}` (the token's id, never the token); reply value `{taken}`.
+   */
+  endpointAnswer(instance: string): string;
+  /**
+   * `mcp.endpoint.clients.declared` — core NATS publish (at most once) by the endpoint instance
+   * that saw a 2025 client's `initialize`: `{instance, token, elicitation, sampling}`, for the other
+   * instances (Redis holds the same for an instance that missed it).
+   */
+  readonly endpointClientsDeclared: string;
   /** `mcp.events.server.*.<acct>.*` — both server events of one account. */
   serverEventsOf(account: string): string;
 
@@ -108,6 +127,8 @@ export interface Subjects {
   readonly parseApprovalEvent: (subject: string) => { kind: 'requested' | 'decided'; account: string } | null;
   /** Parses `mcp.inputs.requested|answered.<acct>` ({@link inputRequested}, {@link inputAnswered}). */
   readonly parseInputEvent: (subject: string) => { kind: 'requested' | 'answered'; account: string } | null;
+  /** Parses `mcp.endpoint.<instance>.answer` ({@link endpointAnswer}). */
+  readonly parseEndpointAnswer: (subject: string) => { instance: string } | null;
 }
 
 /**
@@ -174,6 +195,9 @@ export function makeSubjects(prefix = ''): Subjects {
     inputEvents: (a) => `${p}mcp.inputs.*.${t(a)}`,
     reviewRequested: (a) => `${p}mcp.reviews.requested.${t(a)}`,
     registryOAuthRefresh: `${p}registry.oauth.refresh`,
+    registryTokenDecisionAudit: `${p}registry.approvals.token-decided`,
+    endpointAnswer: (i) => `${p}mcp.endpoint.${t(i)}.answer`,
+    endpointClientsDeclared: `${p}mcp.endpoint.clients.declared`,
     serverEventsOf: (a) => `${p}mcp.events.server.*.${t(a)}.*`,
     parseServerEvent: (subject) => {
       const [kind, account, server] = tokensAfter(subject, `${p}mcp.events.server.`, 3) ?? [];
@@ -197,6 +221,10 @@ export function makeSubjects(prefix = ''): Subjects {
       const [kind, account] = tokensAfter(subject, `${p}mcp.inputs.`, 2) ?? [];
       const k = kindOf(kind, INPUT_EVENT_KINDS);
       return k === null || account === undefined ? null : { kind: k, account };
+    },
+    parseEndpointAnswer: (subject) => {
+      const [instance, answer] = tokensAfter(subject, `${p}mcp.endpoint.`, 2) ?? [];
+      return instance === undefined || answer !== 'answer' ? null : { instance };
     },
   };
 }

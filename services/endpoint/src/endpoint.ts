@@ -127,7 +127,7 @@ export async function startEndpoint(config: EndpointConfig, opts: EndpointOption
         toolSets,
         failures,
         calls: servers.calls,
-        clients: new LegacyClients({ nc: runtime.nc, prefix: config.natsPrefix, instance, redis, redisPrefix: config.redisPrefix, log }),
+        clients: new LegacyClients({ nc: runtime.nc, subjects, instance, redis, redisPrefix: config.redisPrefix, log }),
         allowedHosts: config.allowedHosts,
         serverInfo: { name: SERVER_NAME, version: VERSION },
         onError: (err) => log.warn('mcp request failed', { err }),

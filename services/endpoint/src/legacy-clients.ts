@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { listen, request, serve } from '@mcpx/bus';
-import { decodeStrict, encodePayload, invalidInput } from '@mcpx/contracts';
+import { listen, payload, request, serve } from '@mcpx/bus';
+import { decodeClientDeclared, decodeForwardedAnswer, encodePayload, forwardedAnswerReplyValue, type ClientDeclared, type ForwardedAnswer, type Subjects } from '@mcpx/contracts';
 import type { Logger } from '@mcpx/log';
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import type { Redis } from 'ioredis';
@@ -26,30 +26,10 @@ const MAX_REMEMBERED = 50_000;
 /** An answer forwarded between instances is at most this large (the lean path reads 256 KiB bodies). */
 const MAX_FORWARDED_BYTES = 300 * 1024;
 
-/**
- * `<prefix>mcp.endpoint.<instance>.answer` — request/reply between endpoint instances (the bus's
- * CBOR envelope): a 2025 client's answer to a question the instance `<instance>` asked during a
- * call it holds. Request `{token, id, result?}` (the token's id, never the token); reply value
- * `{taken}`.
- */
-export function answerSubject(prefix: string, instance: string): string {
-  return `${prefix}mcp.endpoint.${instance}.answer`;
-}
-
-/**
- * `<prefix>mcp.endpoint.clients.declared` — core NATS publish (at most once, CBOR) by the instance
- * that saw a 2025 client's `initialize`: `{instance, token, elicitation, sampling}`, so the other
- * instances serve that client's calls with what it declared. Redis holds the same for instances
- * that missed it.
- */
-export function declaredSubject(prefix: string): string {
-  return `${prefix}mcp.endpoint.clients.declared`;
-}
-
 export interface LegacyClientsDeps {
   nc: NatsConnection;
-  /** The stack's subject prefix (`NATS_PREFIX`). */
-  prefix: string;
+  /** The stack's subjects: `endpointAnswer(<instance>)` and `endpointClientsDeclared` are these instances'. */
+  subjects: Subjects;
   /** This instance's id as a subject token. */
   instance: string;
   redis: Redis;
@@ -59,34 +39,6 @@ export interface LegacyClientsDeps {
 
 function isObject(v: unknown): v is Json {
   return v !== null && typeof v === 'object' && !Array.isArray(v);
-}
-
-interface ForwardedAnswer {
-  token: string;
-  id: string;
-  result?: Json;
-}
-
-/** A forwarded answer, strictly decoded; else `invalid_input` naming its field (the holder takes nothing). */
-function decodeForwarded(bytes: Uint8Array): ForwardedAnswer {
-  const m = decodeStrict(bytes, 'answer');
-  if (!isObject(m)) throw invalidInput('answer', 'must be a map');
-  if (typeof m.token !== 'string') throw invalidInput('answer.token', 'must be a string');
-  if (typeof m.id !== 'string') throw invalidInput('answer.id', 'must be a string');
-  if (m.result !== undefined && !isObject(m.result)) throw invalidInput('answer.result', 'must be a map');
-  return { token: m.token, id: m.id, ...(m.result !== undefined ? { result: m.result } : {}) };
-}
-
-/** What another instance heard a client declare; undefined for a message that is not one (dropped). */
-function decodeDeclared(bytes: Uint8Array): { instance: string; token: string; declared: Declared } {
-  const m = decodeStrict(bytes, 'declared');
-  if (!isObject(m) || typeof m.instance !== 'string' || typeof m.token !== 'string') throw invalidInput('declared', 'must name an instance and a token');
-  return { instance: m.instance, token: m.token, declared: { elicitation: m.elicitation === true, sampling: m.sampling === true } };
-}
-
-function decodeTaken(value: unknown, field: string): boolean {
-  if (!isObject(value) || typeof value.taken !== 'boolean') throw invalidInput(`${field}.taken`, 'must be a boolean');
-  return value.taken;
 }
 
 /**
@@ -115,15 +67,15 @@ export class LegacyClients {
    * the question was this token's and waiting) and what clients declared elsewhere.
    */
   listen(take: (tokenId: string, id: string, result: Json | undefined) => boolean): void {
-    const { nc, prefix, instance, log } = this.deps;
+    const { nc, subjects, instance, log } = this.deps;
     this.subs.push(
-      serve(nc, answerSubject(prefix, instance), instance, { decode: decodeForwarded, handle: (a) => Promise.resolve({ taken: take(a.token, a.id, a.result) }) }, log),
+      serve(nc, subjects.endpointAnswer(instance), instance, { decode: decodeForwardedAnswer, handle: (a) => Promise.resolve({ taken: take(a.token, a.id, a.result) }) }, log),
       listen(
         nc,
-        declaredSubject(prefix),
-        (msg) => decodeDeclared(msg.data),
+        subjects.endpointClientsDeclared,
+        payload(decodeClientDeclared),
         (m) => {
-          if (m.instance !== instance) this.keep(m.token, m.declared);
+          if (m.instance !== instance) this.keep(m.token, { elicitation: m.elicitation, sampling: m.sampling });
         },
         { what: 'declared capabilities of a 2025 client', log },
       ),
@@ -141,7 +93,8 @@ export class LegacyClients {
     try {
       // Bounded before it goes (the bus encodes it again: an answer is small, this is its cap).
       if (encodePayload(forwarded).length > MAX_FORWARDED_BYTES) return false;
-      return await request(this.deps.nc, answerSubject(this.deps.prefix, holder), forwarded, decodeTaken, FORWARD_TIMEOUT_MS);
+      const reply = await request(this.deps.nc, this.deps.subjects.endpointAnswer(holder), forwarded, forwardedAnswerReplyValue, FORWARD_TIMEOUT_MS);
+      return reply.taken;
     } catch (err) {
       // No such instance (gone, or an id a client made up): said by NATS at once, not worth a line.
       if (!/no responders/i.test((err as Error).message ?? '')) this.deps.log.warn('answer of a 2025 client not handed to the instance that asked', { err: err as Error, instance: holder });
@@ -178,7 +131,8 @@ export class LegacyClients {
     } catch (err) {
       this.deps.log.warn('declared capabilities of a 2025 client not shared through redis', { err: err as Error });
     }
-    this.deps.nc.publish(declaredSubject(this.deps.prefix), encodePayload({ instance: this.deps.instance, token: tokenId, ...declared }));
+    const message: ClientDeclared = { instance: this.deps.instance, token: tokenId, ...declared };
+    this.deps.nc.publish(this.deps.subjects.endpointClientsDeclared, encodePayload(message));
   }
 
   private keep(tokenId: string, declared: Declared): void {
