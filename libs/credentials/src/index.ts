@@ -11,14 +11,14 @@ export {
   sealVendorTokens,
 } from './stored.js';
 export type { AuthMethod, ClientAssertionAlg, OAuthGrant, SealedTokenColumns, StoredOAuthClient, StoredOAuthTokens, StoredServerConfig, VendorTokens } from './stored.js';
-export { proxyReads, readEraVerdict } from './read-model.js';
-export type { ProxyReadModel, ProxyReads } from './read-model.js';
+export { endpointReads, proxyReads, readEraVerdict } from './read-model.js';
+export type { EndpointReadModel, EndpointReads, ProxyReadModel, ProxyReads } from './read-model.js';
 export { StoredShapeError, cborShape, jsonShape } from './reads/stored-shape.js';
 export type { StoredShape } from './reads/stored-shape.js';
 export { BuiltinToolsColumn, DiscoveredToolsColumn, ServerToolsColumn, readServerTools } from './reads/server-tools.js';
 export type { ServerToolRows } from './reads/server-tools.js';
-export { AgentDefinitionColumn, ToolMapColumn, readAgent } from './reads/agents.js';
-export type { AgentRows } from './reads/agents.js';
-export { HeldToolsColumn, ToolDocumentColumn, readHeldTool, readToolDocument } from './reads/tool-documents.js';
+export { AgentDefinitionColumn, ToolMapColumn, readAgent, readAgentToolSet } from './reads/agents.js';
+export type { AgentRows, AgentToolSetRows } from './reads/agents.js';
+export { HeldToolsColumn, ToolDocumentColumn, readHeldTool, readToolDocument, readToolDocuments } from './reads/tool-documents.js';
 export { CredentialReader, REFRESH_BEFORE_EXPIRY_MS, expiring } from './server-credentials.js';
 export type { CredentialTarget, RenewalKind, ServerCredentials } from './server-credentials.js';

@@ -32,6 +32,21 @@ export function proxyReads(db: Db): ProxyReads {
 }
 
 /**
+ * The tables the agent MCP endpoint (services/endpoint) may read to list an agent's tools: the
+ * agent's grant (the registry's), its projection and the projected documents (the projector's).
+ * The same hot-path exception as the proxy's, narrower: the endpoint writes none of them.
+ */
+export type EndpointReadModel = Pick<Database, 'registry.agents' | 'projector.agent_tools' | 'projector.tool_documents'>;
+
+/** Reads only (`selectFrom`), of the {@link EndpointReadModel}'s tables only. */
+export type EndpointReads = Pick<Kysely<EndpointReadModel>, 'selectFrom'>;
+
+/** The endpoint's view of a connection to the owners' database (the same connection, narrowed to its reads). */
+export function endpointReads(db: Db): EndpointReads {
+  return db;
+}
+
+/**
  * A server's stored era verdict for `authContext` (`registry.era_verdicts`, written by the
  * registry's discovery), decoded but unchecked: each reader checks its shape. Undefined when none
  * is stored for that auth context (a verdict is never reused across contexts).

@@ -2,6 +2,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { TrustedProxies } from '@mcpx/config/trusted-proxies';
 import { encodePayload, makeSubjects } from '@mcpx/contracts';
+import { endpointReads } from '@mcpx/credentials';
 import { createDb } from '@mcpx/db';
 import { ApprovalStore, RateLimiter } from '@mcpx/locks';
 import { createLogger, type LogSink } from '@mcpx/log';
@@ -92,7 +93,7 @@ export async function startEndpoint(config: EndpointConfig, opts: EndpointOption
   );
   const tokens = new AgentTokens(db, config.databaseUrl, log);
   await tokens.start();
-  const toolSets = new ToolSets(db);
+  const toolSets = new ToolSets(endpointReads(db));
   toolSets.listen(runtime.nc, subjects, log);
   await runtime.nc.flush();
   // Approvals by the client's user: decided in the store the owner's decisions use.

@@ -1,8 +1,7 @@
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import { listen, subjectOnly } from '@mcpx/bus';
 import type { CallbackLog, Subjects } from '@mcpx/contracts';
-import { AgentDefinitionColumn, ToolDocumentColumn, ToolMapColumn } from '@mcpx/credentials';
-import type { Db } from '@mcpx/db';
+import { readAgentToolSet, readToolDocuments, type EndpointReads } from '@mcpx/credentials';
 import type { McpToolDocument } from '@mcpx/domain';
 
 /** One agent's callable tool set as the endpoint lists it: mcp documents of granted servers, by name. */
@@ -25,8 +24,8 @@ const MAX_AGE_MS = 30_000;
 
 /**
  * The agents' tool sets, read from their owners' rows (the agent's grant in the registry, its
- * projection and documents in the projector: read only, the hot-path exception the proxy also
- * makes) and kept in memory until `agents.tools.changed.<acct>.<agent>` says the set changed.
+ * projection and documents in the projector: read only, through the {@link EndpointReads} that
+ * name those three tables, the hot-path exception the proxy also makes) and kept in memory until `agents.tools.changed.<acct>.<agent>` says the set changed.
  * The grant is applied here too, so a server just revoked is not listed even before the
  * projection catches up; the proxy checks it again on every call.
  */
@@ -35,7 +34,7 @@ export class ToolSets {
   private readonly watchers = new Map<string, Set<() => void>>();
   private sub: Subscription | undefined;
 
-  constructor(private readonly db: Db) {}
+  constructor(private readonly db: EndpointReads) {}
 
   /**
    * Listens to `agents.tools.changed.>` (core NATS): any message there drops the agent's set and
@@ -102,30 +101,20 @@ export class ToolSets {
   }
 
   private async load(account: string, agent: string): Promise<AgentToolSet | null> {
-    const [def, projected] = await Promise.all([
-      this.db.selectFrom('registry.agents').select('definition_cbor').where('account_id', '=', account).where('id', '=', agent).executeTakeFirst(),
-      this.db.selectFrom('projector.agent_tools').select(['tools', 'version']).where('account_id', '=', account).where('agent_id', '=', agent).executeTakeFirst(),
-    ]);
-    if (def === undefined) return null;
-    // Decoded with the codecs their writers encode with (libs/credentials/src/reads/).
-    const grants = new Set(AgentDefinitionColumn.decode(def.definition_cbor).mcpServers ?? []);
-    const toolMap = projected === undefined ? {} : ToolMapColumn.check(projected.tools);
-    const cids = Object.values(toolMap);
-    const rows =
-      cids.length === 0 || grants.size === 0
-        ? []
-        : await this.db.selectFrom('projector.tool_documents').select(['cid', 'doc_cbor']).where('account_id', '=', account).where('cid', 'in', cids).execute();
-    const byCid = new Map(rows.map((r) => [r.cid, r.doc_cbor]));
+    // Read and decoded by the functions and codecs their writers encode with (@mcpx/credentials).
+    const rows = await readAgentToolSet(this.db, account, agent);
+    if (rows === null) return null;
+    const grants = new Set(rows.definition.mcpServers);
+    const docs = grants.size === 0 ? new Map<string, McpToolDocument>() : await readToolDocuments(this.db, account, Object.values(rows.tools));
     const tools: McpToolDocument[] = [];
-    for (const [name, cid] of Object.entries(toolMap)) {
-      const bytes = byCid.get(cid);
+    for (const [name, cid] of Object.entries(rows.tools)) {
+      const doc = docs.get(cid);
       // A lambda's CID has no mcp document: authored tools are not served here.
-      if (bytes === undefined) continue;
-      const doc = ToolDocumentColumn.decode(bytes);
+      if (doc === undefined) continue;
       if (doc.kind !== 'mcp' || doc.name !== name || !grants.has(doc.server)) continue;
       tools.push(doc);
     }
     tools.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-    return { version: projected?.version ?? 0, tools, byName: new Map(tools.map((t) => [t.name, t])) };
+    return { version: rows.version, tools, byName: new Map(tools.map((t) => [t.name, t])) };
   }
 }

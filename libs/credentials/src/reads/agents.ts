@@ -1,5 +1,7 @@
 import { FieldRules, type AgentDefinition, type Rule } from '@mcpx/contracts';
-import type { ProxyReads } from '../read-model.js';
+import type { Kysely } from 'kysely';
+import type { Database } from '@mcpx/db';
+import type { EndpointReads, ProxyReads } from '../read-model.js';
 import { cborShape, jsonShape } from './stored-shape.js';
 
 const { str, anyStr, optional, list, oneOf, shape, mapOf } = FieldRules;
@@ -29,12 +31,30 @@ export interface AgentRows {
   tools: Record<string, string>;
 }
 
-/** The agent's definition and projected tools; null when the account has no such agent. */
-export async function readAgent(db: ProxyReads, account: string, agent: string): Promise<AgentRows | null> {
+/** What the endpoint lists of an agent: {@link AgentRows} and the projection's version (0 before the first projection). */
+export interface AgentToolSetRows extends AgentRows {
+  version: number;
+}
+
+/** The tables an agent's rows are read from: both the proxy's and the endpoint's read models hold them. */
+type AgentReads = Pick<Kysely<Pick<Database, 'registry.agents' | 'projector.agent_tools'>>, 'selectFrom'>;
+
+async function agentRows(db: AgentReads, account: string, agent: string): Promise<AgentToolSetRows | null> {
   const [def, tools] = await Promise.all([
     db.selectFrom('registry.agents').select('definition_cbor').where('account_id', '=', account).where('id', '=', agent).executeTakeFirst(),
-    db.selectFrom('projector.agent_tools').select('tools').where('account_id', '=', account).where('agent_id', '=', agent).executeTakeFirst(),
+    db.selectFrom('projector.agent_tools').select(['tools', 'version']).where('account_id', '=', account).where('agent_id', '=', agent).executeTakeFirst(),
   ]);
   if (def === undefined) return null;
-  return { definition: AgentDefinitionColumn.decode(def.definition_cbor), tools: tools === undefined ? {} : AgentToolsColumn.check(tools.tools) };
+  return { definition: AgentDefinitionColumn.decode(def.definition_cbor), tools: tools === undefined ? {} : AgentToolsColumn.check(tools.tools), version: tools?.version ?? 0 };
+}
+
+/** The agent's definition and projected tools; null when the account has no such agent. */
+export async function readAgent(db: ProxyReads, account: string, agent: string): Promise<AgentRows | null> {
+  const rows = await agentRows(db, account, agent);
+  return rows === null ? null : { definition: rows.definition, tools: rows.tools };
+}
+
+/** The agent's definition, projected tools and the projection's version, for the endpoint; null when the account has no such agent. */
+export function readAgentToolSet(db: EndpointReads, account: string, agent: string): Promise<AgentToolSetRows | null> {
+  return agentRows(db, account, agent);
 }

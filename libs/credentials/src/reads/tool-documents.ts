@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import { FieldRules, type Rule } from '@mcpx/contracts';
 import { Permission, type McpToolDocument } from '@mcpx/domain';
-import type { ProxyReads } from '../read-model.js';
+import type { EndpointReads, ProxyReads } from '../read-model.js';
 import { cborShape, jsonShape } from './stored-shape.js';
 
 const { str, anyStr, oneOf, jsonObject, checkedMap, mapOf, shape } = FieldRules;
@@ -30,6 +30,13 @@ export const HeldToolsColumn = jsonShape('projector.projected_servers.held', map
 export async function readToolDocument(db: ProxyReads, account: string, cid: string): Promise<McpToolDocument | null> {
   const row = await db.selectFrom('projector.tool_documents').select('doc_cbor').where('account_id', '=', account).where('cid', '=', cid).executeTakeFirst();
   return row === undefined ? null : ToolDocumentColumn.decode(row.doc_cbor);
+}
+
+/** The projected documents of the CIDs `cids` the account has, by CID (the endpoint's listing of an agent's tools). */
+export async function readToolDocuments(db: EndpointReads, account: string, cids: readonly string[]): Promise<Map<string, McpToolDocument>> {
+  if (cids.length === 0) return new Map();
+  const rows = await db.selectFrom('projector.tool_documents').select(['cid', 'doc_cbor']).where('account_id', '=', account).where('cid', 'in', cids).execute();
+  return new Map(rows.map((r) => [r.cid, ToolDocumentColumn.decode(r.doc_cbor)]));
 }
 
 /** The account's live servers that hold a tool projected as `tool` for review, with the held contract's CID. */
