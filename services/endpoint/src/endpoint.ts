@@ -1,16 +1,15 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { TrustedProxies } from '@mcpx/config/trusted-proxies';
-import { encodePayload, makeSubjects } from '@mcpx/contracts';
+import { makeSubjects } from '@mcpx/contracts';
 import { endpointReads } from '@mcpx/credentials';
 import { createDb } from '@mcpx/db';
 import { ApprovalStore, RateLimiter } from '@mcpx/locks';
 import { createLogger, type LogSink } from '@mcpx/log';
-import { ProxyClient, runtimeInboxPrefix } from '@mcpx/proxy-client';
+import { connectRuntime } from '@mcpx/proxy-client';
 import { setupTelemetry, startHealthServer, type Telemetry } from '@mcpx/telemetry';
 import { toNodeHandler } from '@modelcontextprotocol/node';
-import { connect as natsConnect } from '@nats-io/transport-node';
-import { retryStartup } from '@mcpx/bus';
+import { notify, retryStartup } from '@mcpx/bus';
 import { Redis } from 'ioredis';
 import { AgentServers, SERVER_NAME } from './agent-server.js';
 import { AgentTokens } from './agent-tokens.js';
@@ -58,24 +57,22 @@ export async function startEndpoint(config: EndpointConfig, opts: EndpointOption
   const telemetry = opts.telemetry ?? (await setupTelemetry({ serviceName: 'endpoint', serviceInstanceId: instance, ...(config.otlpEndpoint ? { otlpEndpoint: config.otlpEndpoint } : {}) }));
   const db = createDb(config.databaseUrl, { applicationName: 'endpoint', max: 10, onIdleError: (err) => log.warn('database connection dropped', { err }) });
   const subjects = makeSubjects(config.natsPrefix);
-  // The runtime's connection (as connectRuntime makes it), without the async stack traces the NATS
-  // client otherwise captures for every request (two Error objects per call, a few percent of the
-  // endpoint's CPU per call): a failed request says which subject in its message already.
+  // The runtime's connection (connectRuntime: no async stack traces per request, its user's own
+  // inbox, no JetStream) on the endpoint's own user; a node not listening yet is waited for, with
+  // backoff and bounded, like every service.
   const creds = config.natsCredentials;
-  // A node that is not listening yet is waited for, with backoff and bounded, like every service.
-  const nc = await retryStartup(
+  const runtime = await retryStartup(
     'connect',
     () =>
-      natsConnect({
-        servers: config.natsUrl.split(','),
+      connectRuntime({
+        url: config.natsUrl,
+        prefix: config.natsPrefix,
         name: `endpoint ${instance}`,
-        maxReconnectAttempts: -1,
-        noAsyncTraces: true,
-        ...(creds ? { user: creds.user, pass: creds.pass, inboxPrefix: runtimeInboxPrefix(creds.user) } : {}),
+        meter: telemetry.meter,
+        ...(creds ? { credentials: { user: creds.user, pass: creds.pass } } : {}),
       }),
     { log },
   );
-  const runtime = { nc, client: new ProxyClient(nc, subjects, { meter: telemetry.meter }), close: () => nc.drain().catch(() => nc.close()) };
   // The failed-token limit must not queue behind a Redis outage: fail fast (and open) instead.
   const redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 1, enableOfflineQueue: false, commandTimeout: 1_000, lazyConnect: true });
   redis.on('error', () => {});
@@ -102,7 +99,7 @@ export async function startEndpoint(config: EndpointConfig, opts: EndpointOption
     db,
     keyring: config.keyring,
     log,
-    announce: (event) => runtime.nc.publish(subjects.approvalDecided(event.account), encodePayload(event)),
+    announce: (event) => notify(runtime.nc, subjects.approvalDecided(event.account), event),
   });
   if (config.keyring.length === 0) log.warn('SECRETS_KEYRING unset: approval questions are sealed with a key of this instance only');
   const servers = new AgentServers({

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { listen, payload, request, serve } from '@mcpx/bus';
+import { listen, notify, payload, request, serve } from '@mcpx/bus';
 import { decodeClientDeclared, decodeForwardedAnswer, encodePayload, forwardedAnswerReplyValue, type ClientDeclared, type ForwardedAnswer, type Subjects } from '@mcpx/contracts';
 import type { Logger } from '@mcpx/log';
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
@@ -131,8 +131,7 @@ export class LegacyClients {
     } catch (err) {
       this.deps.log.warn('declared capabilities of a 2025 client not shared through redis', { err: err as Error });
     }
-    const message: ClientDeclared = { instance: this.deps.instance, token: tokenId, ...declared };
-    this.deps.nc.publish(this.deps.subjects.endpointClientsDeclared, encodePayload(message));
+    notify<ClientDeclared>(this.deps.nc, this.deps.subjects.endpointClientsDeclared, { instance: this.deps.instance, token: tokenId, ...declared });
   }
 
   private keep(tokenId: string, declared: Declared): void {
