@@ -1,13 +1,17 @@
+import type { Permission, ProxyResult } from '@mcpx/domain';
+import type { AgentTokenView } from './agent-tokens.js';
 import type { AgentDefinition, AgentView, McpServerConfigInput, RedactedMcpServer } from './api.js';
 import { ActionTypes, type ActionType } from './api.js';
 import type { ErrorCode } from './errors.js';
+import type { InputRequestView } from './inputs.js';
+import type { AgentToolsReply, ApprovalView, ProviderToolSet } from './payloads.js';
 import type { AuditEventView, ToolChangeView } from './reviews.js';
 
 /**
- * The action API, typed end to end (issue 12): per action type its request and response, the
- * roles that may perform it, and the JSON Schemas the OpenAPI document is generated from
- * (`openApiDocument`). The registry's dispatcher takes its action list and roles from here, the
- * CLI its request and response types.
+ * The action API, typed end to end: per action type its request and response, the roles that may
+ * perform it, and the JSON Schemas the OpenAPI document is generated from (`openApiDocument`).
+ * The registry's dispatcher takes its action list and roles from here and types each handler's
+ * answer by the response; the CLI and the console take their request and response types.
  */
 
 /** A signer's role in an account (the account's own key is an OWNER). */
@@ -30,7 +34,8 @@ export interface ActionRequests {
   UpdateAgent: { agent: AgentRef; definition: AgentDefinition };
   GetAgent: { agent: AgentRef };
   ListAgents: Record<string, never>;
-  ListAgentTools: { agent: AgentRef };
+  /** With `requested`, the answer has the names the promotion rule admits (`promoted`). */
+  ListAgentTools: { agent: AgentRef; requested?: string[] };
   InvokeTool: { agent: AgentRef; tool: string; arguments?: Record<string, unknown>; run?: string; approvalId?: string; inputRequestId?: string; timeoutMs?: number };
   EndRun: { run: string };
   PromoteTools: { agent: AgentRef; names: string[] };
@@ -48,7 +53,8 @@ export interface ActionRequests {
   RejectToolChange: { server: string; tool: string; cid: string };
   ListAuditEvents: { limit?: number; cursor?: string; action?: string; targetKind?: string; target?: string; signer?: string; since?: string; until?: string };
   ListInputRequests: Record<string, never>;
-  AnswerInputRequest: { id: string; action: 'accept' | 'decline' | 'cancel'; content?: Record<string, unknown>; key?: string };
+  /** `inputRequestId` is read as the id when `id` is absent. */
+  AnswerInputRequest: { id: string; action: 'accept' | 'decline' | 'cancel'; content?: Record<string, unknown>; key?: string; inputRequestId?: string };
   SetVendorConnection: { vendor: string; accessToken: string; refreshToken?: string; expiresAt?: string };
   DeleteVendorConnection: { vendor: string };
   CreateAgentToken: { agent: AgentRef; name?: string; expiresInDays?: number; userMayApprove?: boolean };
@@ -58,42 +64,83 @@ export interface ActionRequests {
   DecideSignIn: { id: string; decision: 'approve' | 'deny' };
 }
 
-type Open = { [key: string]: unknown };
+/** What SetMcpServer dropped because the server moved to another origin (names only, never values). */
+export interface DroppedSecrets {
+  /** Secret headers (a bearer token is `Authorization`) the owner must give again. */
+  headers: string[];
+  /** The OAuth client and tokens were forgotten: the server authorizes again. */
+  oauth: boolean;
+}
 
-/** The response of each action (the fields every answer has; some carry more). */
+/** A server just discovered, and what its OAuth needs next. */
+export interface DiscoveredServerAnswer {
+  server: RedactedMcpServer;
+  /** A single-use URL of the registry for the signer to open: the server waits for an OAuth authorization. */
+  authorizationUrl?: string;
+  /** Why an OAuth authorization could not start. */
+  authorizationError?: string;
+}
+
+/** An agent's tool set as its owner, the projector, gives it. */
+export interface AgentToolsView {
+  agent: string;
+  version: number;
+  tools: AgentToolsReply['documents'];
+  conflicts: AgentToolsReply['conflicts'];
+  lambdas: NonNullable<AgentToolsReply['lambdas']>;
+  index: string;
+  listing: string;
+  providerTools: ProviderToolSet;
+  /** Present when `requested` was: the admitted names, in request order, and their provider formats. */
+  promoted?: { names: string[] } & ProviderToolSet;
+}
+
+/** A reviewer's decision on a held tool change. */
+export interface ToolChangeDecision {
+  server: string;
+  tool: string;
+  cid: string;
+  decision: 'accepted' | 'rejected';
+  /** Whether agents go without the tool while its change stays held. */
+  withheld?: boolean;
+}
+
+/** The response of each action. */
 export interface ActionResponses {
   ListMcpServers: { servers: RedactedMcpServer[] };
-  SetMcpServer: { server: RedactedMcpServer } & Open;
-  RefreshMcpServer: { server: RedactedMcpServer };
+  SetMcpServer: DiscoveredServerAnswer & { droppedSecrets?: DroppedSecrets };
+  RefreshMcpServer: DiscoveredServerAnswer;
   DeleteMcpServer: { name: string };
-  AuthorizeMcpServer: { server: string; authorizationUrl: string } & Open;
+  AuthorizeMcpServer: DiscoveredServerAnswer;
   CreateAgent: { agent: AgentView };
   UpdateAgent: { agent: AgentView };
   GetAgent: { agent: AgentView };
   ListAgents: { agents: AgentView[] };
-  ListAgentTools: { tools: Open[] } & Open;
-  InvokeTool: { result: Open; run: string };
+  ListAgentTools: AgentToolsView;
+  InvokeTool: { result: ProxyResult; run: string };
   EndRun: { run: string; ended: true };
-  PromoteTools: Open;
+  PromoteTools: { agent: string; version: number; names: string[] } & ProviderToolSet;
   SearchTools: { families: Array<{ family: string; server: string; tools: Array<{ name: string; description?: string; score: number; cid: string }> }> };
   SetLambdaTool: { name: string; cid: string; version: number };
   DeleteLambdaTool: { name: string; version: number };
   AuthorizeSigner: { signer: { principal: string; role: ActionRole; agents?: string[] } };
-  RevokeSigner: { revoked: boolean } & Open;
-  SetToolPermission: { server: string; tool: string; permission: 'act' | 'always_ask' | null } & Open;
-  ListApprovals: { approvals: Open[] };
-  ApproveToolCall: { approval: Open };
-  DenyToolCall: { approval: Open };
+  RevokeSigner: { revoked: boolean };
+  /** The tool's effective level, the level it inherits, and whether the owner overrode it. */
+  SetToolPermission: { server: string; tool: string; permission: Permission; inherited: Permission; overridden: boolean };
+  ListApprovals: { approvals: ApprovalView[] };
+  ApproveToolCall: { approval: ApprovalView };
+  DenyToolCall: { approval: ApprovalView };
   ListToolChanges: { changes: ToolChangeView[] };
-  AcceptToolChange: { server: string; tool: string; cid: string; decision: string } & Open;
-  RejectToolChange: { server: string; tool: string; cid: string; decision: string } & Open;
+  AcceptToolChange: ToolChangeDecision;
+  RejectToolChange: ToolChangeDecision;
   ListAuditEvents: { events: AuditEventView[]; nextCursor?: string };
-  ListInputRequests: { inputRequests: Open[] };
-  AnswerInputRequest: { inputRequest: Open };
+  ListInputRequests: { inputRequests: InputRequestView[] };
+  AnswerInputRequest: { inputRequest: InputRequestView };
   SetVendorConnection: { vendor: string; servers: RedactedMcpServer[] };
   DeleteVendorConnection: { vendor: string; servers: string[] };
-  CreateAgentToken: { token: string; id: string } & Open;
-  ListAgentTokens: { agent: string; tokens: Open[] };
+  /** The token is in this answer and nowhere else. */
+  CreateAgentToken: { token: string } & AgentTokenView;
+  ListAgentTokens: { agent: string; tokens: AgentTokenView[] };
   RevokeAgentToken: { id: string; revoked: boolean };
   ListSignInRequests: { signIns: SignInRequestView[] };
   DecideSignIn: { id: string; decision: 'approve' | 'deny'; continueUrl: string };
@@ -140,7 +187,10 @@ const WRITERS: readonly ActionRole[] = ['OWNER', 'WRITER'];
 const OWNER: readonly ActionRole[] = ['OWNER'];
 const nothing = obj({});
 const review = obj({ server: str, tool: str, cid: str }, ['server', 'tool', 'cid']);
-const reviewed = obj({ server: str, tool: str, cid: str, decision: str }, ['server', 'tool', 'cid', 'decision']);
+const reviewed = obj({ server: str, tool: str, cid: str, decision: { enum: ['accepted', 'rejected'] }, withheld: bool }, ['server', 'tool', 'cid', 'decision']);
+const discovered = { server: ref('RedactedMcpServer'), authorizationUrl: str, authorizationError: str };
+const level: JsonSchema = { enum: ['act', 'always_ask'] };
+const providerTools = { openai: arr(anyObject), anthropic: arr(anyObject) };
 
 /** Every action: the one list the registry dispatches and the OpenAPI document describes. */
 export const ACTION_MAP: { readonly [T in ActionType]: ActionSpec } = {
@@ -149,14 +199,14 @@ export const ACTION_MAP: { readonly [T in ActionType]: ActionSpec } = {
     summary: 'Creates or replaces a remote MCP server and discovers its tools',
     roles: WRITERS,
     request: obj({ name: str, config: ref('McpServerConfigInput') }, ['name', 'config']),
-    response: obj({ server: ref('RedactedMcpServer') }, ['server']),
-    errors: ['quota_exceeded', 'conflict', 'outbound_refused'],
+    response: obj({ ...discovered, droppedSecrets: obj({ headers: arr(str), oauth: bool }, ['headers', 'oauth']) }, ['server']),
+    errors: ['quota_exceeded', 'conflict'],
   },
   RefreshMcpServer: {
     summary: "Discovers a server's tools again",
     roles: WRITERS,
     request: obj({ name: str }, ['name']),
-    response: obj({ server: ref('RedactedMcpServer') }, ['server']),
+    response: obj(discovered, ['server']),
     errors: ['not_found', 'quota_exceeded'],
   },
   DeleteMcpServer: { summary: 'Deletes a server; it leaves every grant', roles: WRITERS, request: obj({ name: str }, ['name']), response: obj({ name: str }, ['name']), errors: ['not_found'] },
@@ -164,7 +214,7 @@ export const ACTION_MAP: { readonly [T in ActionType]: ActionSpec } = {
     summary: 'A fresh OAuth authorization URL for a server with config.auth oauth',
     roles: WRITERS,
     request: obj({ name: str }, ['name']),
-    response: obj({ server: str, authorizationUrl: str }, ['server', 'authorizationUrl']),
+    response: obj(discovered, ['server']),
     errors: ['not_found', 'conflict'],
   },
   CreateAgent: {
@@ -183,7 +233,26 @@ export const ACTION_MAP: { readonly [T in ActionType]: ActionSpec } = {
   },
   GetAgent: { summary: 'One agent', roles: ALL, request: obj({ agent }, ['agent']), response: obj({ agent: ref('AgentView') }, ['agent']), errors: ['not_found'] },
   ListAgents: { summary: "The account's agents (an AGENT signer: its own)", roles: ALL, request: nothing, response: obj({ agents: arr(ref('AgentView')) }, ['agents']) },
-  ListAgentTools: { summary: "An agent's projected tools", roles: ALL, request: obj({ agent }, ['agent']), response: obj({ tools: arr(anyObject) }, ['tools']), errors: ['not_found'] },
+  ListAgentTools: {
+    summary: "An agent's projected tools",
+    roles: ALL,
+    request: obj({ agent, requested: arr(str) }, ['agent']),
+    response: obj(
+      {
+        agent: str,
+        version: int,
+        tools: arr(anyObject),
+        conflicts: arr(obj({ name: str, server: str, heldBy: str }, ['name', 'server', 'heldBy'])),
+        lambdas: arr(anyObject),
+        index: str,
+        listing: str,
+        providerTools: obj(providerTools, ['openai', 'anthropic']),
+        promoted: obj({ names: arr(str), ...providerTools }, ['names', 'openai', 'anthropic']),
+      },
+      ['agent', 'version', 'tools', 'conflicts', 'lambdas', 'index', 'listing', 'providerTools'],
+    ),
+    errors: ['not_found'],
+  },
   InvokeTool: {
     summary: 'One call through the proxy; without run the run ends at once',
     roles: ALL,
@@ -214,7 +283,13 @@ export const ACTION_MAP: { readonly [T in ActionType]: ActionSpec } = {
     request: obj({ run: str }, ['run']),
     response: obj({ run: str, ended: { const: true } }, ['run', 'ended']),
   },
-  PromoteTools: { summary: 'The admitted names and their provider tool formats', roles: ALL, request: obj({ agent, names: arr(str) }, ['agent', 'names']), response: anyObject, errors: ['not_found'] },
+  PromoteTools: {
+    summary: 'The admitted names and their provider tool formats',
+    roles: ALL,
+    request: obj({ agent, names: arr(str) }, ['agent', 'names']),
+    response: obj({ agent: str, version: int, names: arr(str), ...providerTools }, ['agent', 'version', 'names', 'openai', 'anthropic']),
+    errors: ['not_found'],
+  },
   SearchTools: {
     summary: 'Tools found by meaning, grouped by family',
     roles: ALL,
@@ -253,7 +328,7 @@ export const ACTION_MAP: { readonly [T in ActionType]: ActionSpec } = {
     summary: "A tool's permission level (null: inherited)",
     roles: OWNER,
     request: obj({ server: str, tool: str, permission: { enum: ['act', 'always_ask', null] } }, ['server', 'tool', 'permission']),
-    response: obj({ server: str, tool: str, permission: { enum: ['act', 'always_ask', null] } }, ['server', 'tool', 'permission']),
+    response: obj({ server: str, tool: str, permission: level, inherited: level, overridden: bool }, ['server', 'tool', 'permission', 'inherited', 'overridden']),
     errors: ['not_found'],
   },
   ListApprovals: { summary: "The account's pending approvals, oldest first", roles: WRITERS, request: nothing, response: obj({ approvals: arr(anyObject) }, ['approvals']) },
@@ -289,7 +364,7 @@ export const ACTION_MAP: { readonly [T in ActionType]: ActionSpec } = {
   AnswerInputRequest: {
     summary: "Answers a server's question; the runtime re-sends the call",
     roles: OWNER,
-    request: obj({ id: str, action: { enum: ['accept', 'decline', 'cancel'] }, content: anyObject, key: str }, ['id', 'action']),
+    request: obj({ id: str, action: { enum: ['accept', 'decline', 'cancel'] }, content: anyObject, key: str, inputRequestId: str }, ['id', 'action']),
     response: obj({ inputRequest: anyObject }, ['inputRequest']),
     errors: ['not_found', 'input_refused'],
   },
@@ -310,14 +385,14 @@ export const ACTION_MAP: { readonly [T in ActionType]: ActionSpec } = {
     summary: "A bearer token of the agent's MCP endpoint, shown this once",
     roles: OWNER,
     request: obj({ agent, name: str, expiresInDays: int, userMayApprove: bool }, ['agent']),
-    response: obj({ token: str, id: str }, ['token', 'id']),
+    response: { allOf: [ref('AgentTokenView'), obj({ token: str }, ['token'])] },
     errors: ['not_found', 'quota_exceeded'],
   },
   ListAgentTokens: {
     summary: "An agent's endpoint tokens (never a token or its hash)",
     roles: OWNER,
     request: obj({ agent }, ['agent']),
-    response: obj({ agent: str, tokens: arr(anyObject) }, ['agent', 'tokens']),
+    response: obj({ agent: str, tokens: arr(ref('AgentTokenView')) }, ['agent', 'tokens']),
     errors: ['not_found'],
   },
   RevokeAgentToken: {
@@ -343,6 +418,19 @@ export const ACTION_TYPES = Object.keys(ActionTypes) as ActionType[];
 /** Schemas the action schemas refer to. */
 export const ACTION_COMPONENTS: Record<string, JsonSchema> = {
   Role: { enum: ['OWNER', 'WRITER', 'AGENT'] },
+  AgentTokenView: obj(
+    {
+      id: str,
+      agent: str,
+      name: str,
+      createdAt: str,
+      expiresAt: { type: ['string', 'null'] },
+      revokedAt: { type: ['string', 'null'] },
+      state: { enum: ['active', 'expired', 'revoked'] },
+      userMayApprove: bool,
+    },
+    ['id', 'agent', 'name', 'createdAt', 'expiresAt', 'revokedAt', 'state', 'userMayApprove'],
+  ),
   AgentDefinition: obj({ mcpServers: arr(str), inputs: obj({ forms: { enum: ['person', 'runtime'] } }) }, ['mcpServers']),
   AgentView: obj({ id: str, name: str, definition: ref('AgentDefinition'), grants: obj({ mcpServers: arr(str) }, ['mcpServers']), createdAt: str, updatedAt: str }, [
     'id',

@@ -21,9 +21,11 @@ export {
   decodeRunEnded,
   decodeServerDeletedEvent,
   decodeServerDiscoveredEvent,
+  decodeToolReviewRequestedEvent,
   decodeToolsObserved,
   oauthRefreshAnswerValue,
 } from './payload-decoders.js';
+export { CALL_REQUEST_LIMITS, MAX_CALL_TIMEOUT_MS, MAX_REQUEST_BYTES, decodeCallRequest, parseCallRequest, proxyResultValue } from './proxy-call.js';
 export { decodeClientDeclared, decodeForwardedAnswer, decodeTokenDecisionAudit, forwardedAnswerReplyValue, tokenDecisionAuditReplyValue } from './endpoint-messages.js';
 export type { ClientDeclared, ForwardedAnswer, ForwardedAnswerReply, TokenDecisionAudit, TokenDecisionAuditReply } from './endpoint-messages.js';
 export { agentToolsReplyValue, decodeAgentToolsRequest, decodeDeleteLambdaToolRequest, decodeSetLambdaToolRequest, lambdaToolReplyValue, toolSearchReplyValue } from './reply-decoders.js';
@@ -83,4 +85,5 @@ export type { McpServerConfigInput, RedactedTool, RedactedMcpServer, RedactedOAu
 export { ACTION_COMPONENTS, ACTION_MAP, ACTION_TYPES } from './action-map.js';
 export type { ActionOf, ActionRequest, ActionRequests, ActionResponse, ActionResponses, ActionRole, ActionSpec, JsonSchema } from './action-map.js';
 export { openApiDocument } from './openapi.js';
-export type { AuditEventView, ToolChangeView } from './reviews.js';
+export { REVIEW_CHANGES_MAX } from './reviews.js';
+export type { AuditEventView, ToolChangeView, ToolReviewRequestedEvent } from './reviews.js';

@@ -1,6 +1,6 @@
 import type { Config } from '@mcpx/config';
 import { TrustedProxies } from '@mcpx/config/trusted-proxies';
-import { RateLimiter, SingleFlight } from '@mcpx/locks';
+import { ApprovalStore, RateLimiter, SingleFlight } from '@mcpx/locks';
 import { createLogger, type LogSink } from '@mcpx/log';
 import { createOutboundFetch } from '@mcpx/outbound';
 import { SecretBox } from '@mcpx/secrets';
@@ -18,6 +18,7 @@ import { postgresPortOf } from './http/dependency-errors.js';
 import { EventStream } from './http/event-stream.js';
 import { answerOAuthRefresh } from './nats/oauth-refresh-responder.js';
 import { consumeObservedTools } from './nats/observed-tools.js';
+import { answerTokenDecisionAudit } from './nats/token-decision-audit.js';
 import { actionDeps, credentialsRoom, discoveryFloor, openConnections, repositories } from './wiring.js';
 
 /** The action types the registry dispatches (the OpenAPI document at `/v1/openapi.json` describes each). */
@@ -105,9 +106,10 @@ export async function startRegistry(config: Config, opts: RegistryOptions = {}):
       rates: { limiter: new RateLimiter(redis, config.redisPrefix), clientAddress: (req) => trustedProxies.clientAddress(req) },
     }),
   });
-  // NATS faces: quiet discoveries from the proxies, and their token refreshes.
+  // NATS faces: quiet discoveries from the proxies, their token refreshes, the endpoint's token decisions to audit.
   const observed = consumeObservedTools({ bus, discovery, log, meter: telemetry.meter, servers: repos.servers, others: [builtins] });
   const oauthRefresh = answerOAuthRefresh({ bus, servers: repos.servers, oauth: creds.oauth, discovery, log, builtins });
+  const tokenDecisions = answerTokenDecisionAudit({ bus, db, approvals: new ApprovalStore(redis, config.redisPrefix, { ttlMs: config.approvalTtlMs }), log });
   // Background work: re-probes, a first probe of unprobed built-ins, unbound secrets, the outbox, audit retention.
   const reprober = new Reprober([repos.servers, builtins], discovery, log, { intervalMs: opts.reprobe?.intervalMs ?? Math.min(2_000, opts.reprobe?.baseMs ?? 2_000), batch: 50, concurrency: 8 });
   const unprobed = await builtins.scheduleUnprobed();
@@ -137,6 +139,7 @@ export async function startRegistry(config: Config, opts: RegistryOptions = {}):
       await outbox.stop();
       observed.unsubscribe();
       oauthRefresh.unsubscribe();
+      tokenDecisions.unsubscribe();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await internal.close();

@@ -1,4 +1,4 @@
-import { ErrorCodes, WireError } from '@mcpx/contracts';
+import { ErrorCodes, WireError, type ActionResponse } from '@mcpx/contracts';
 import { findAgent } from './agents.actions.js';
 import type { Action, ActionDeps, Caller } from './context.js';
 
@@ -27,8 +27,6 @@ export async function checkAgentScope(deps: ActionDeps, caller: Caller, action: 
 }
 
 /** ListAgents for an AGENT signer: only the agents it is bound to. */
-export function filterAgents(result: unknown, bound: readonly string[]): unknown {
-  if (result === null || typeof result !== 'object' || !Array.isArray((result as { agents?: unknown }).agents)) return result;
-  const agents = (result as { agents: { id?: unknown }[] }).agents.filter((a) => typeof a.id === 'string' && bound.includes(a.id));
-  return { ...result, agents };
+export function filterAgents(result: ActionResponse<'ListAgents'>, bound: readonly string[]): ActionResponse<'ListAgents'> {
+  return { ...result, agents: result.agents.filter((a) => bound.includes(a.id)) };
 }

@@ -41,7 +41,7 @@ function userMayApprove(value: unknown): boolean {
  * elicitation), instead of waiting for the owner; the owner may still decide them first. The token is in this answer and nowhere else (only its
  * SHA-256 is stored); at most {@link MAX_ACTIVE_AGENT_TOKENS} active ones per agent. OWNER only.
  */
-export const createAgentToken: ActionHandler = async (deps, caller, action) => {
+export const createAgentToken: ActionHandler<'CreateAgentToken'> = async (deps, caller, action) => {
   const agent = await findAgent(deps, caller.account, action.agent);
   const name = tokenName(action.name);
   const now = Date.now();
@@ -75,7 +75,7 @@ export const createAgentToken: ActionHandler = async (deps, caller, action) => {
 };
 
 /** `ListAgentTokens {agent}` → `{agent, tokens}`: newest first, with their state; never a token or a hash. OWNER only. */
-export const listAgentTokens: ActionHandler = async (deps, caller, action) => {
+export const listAgentTokens: ActionHandler<'ListAgentTokens'> = async (deps, caller, action) => {
   const agent = await findAgent(deps, caller.account, action.agent);
   const rows = await new AgentTokensRepository(deps.db).list(caller.account, agent.id);
   const now = Date.now();
@@ -87,7 +87,7 @@ export const listAgentTokens: ActionHandler = async (deps, caller, action) => {
  * answers (`revoked: false` when it was revoked already). An id the account does not hold is
  * `not_found`. OWNER only.
  */
-export const revokeAgentToken: ActionHandler = async (deps, caller, action) => {
+export const revokeAgentToken: ActionHandler<'RevokeAgentToken'> = async (deps, caller, action) => {
   const id = action.id;
   if (typeof id !== 'string' || !ID_RE.test(id)) throw invalidInput('id', 'must be a token id (at_ and 18 hex digits)');
   const { found, revoked } = await new AgentTokensRepository(deps.db).revoke(caller.account, id);

@@ -17,7 +17,7 @@ export function requestedNames(value: unknown, field: string): string[] {
  * ListAgentTools: the agent's enabled documents with their contracts, its index and listing, its
  * lambdas, the provider formats of its enabled documents and, with `requested`, the promotion rule.
  */
-export const listAgentTools: ActionHandler = async (deps, caller, action) => {
+export const listAgentTools: ActionHandler<'ListAgentTools'> = async (deps, caller, action) => {
   const agent = (await findAgent(deps, caller.account, action.agent)).id;
   const requested = action.requested === undefined ? undefined : requestedNames(action.requested, 'requested');
   const reply = await agentTools(deps, caller.account, agent, requested);
@@ -35,7 +35,7 @@ export const listAgentTools: ActionHandler = async (deps, caller, action) => {
 };
 
 /** PromoteTools {agent, names}: the names the promotion rule admits and their provider formats. */
-export const promoteTools: ActionHandler = async (deps, caller, action) => {
+export const promoteTools: ActionHandler<'PromoteTools'> = async (deps, caller, action) => {
   const agent = (await findAgent(deps, caller.account, action.agent)).id;
   const reply = await agentTools(deps, caller.account, agent, requestedNames(action.names, 'names'));
   return { agent, version: reply.version, ...(reply.promoted ?? { names: [], openai: [], anthropic: [] }) };

@@ -40,7 +40,7 @@ export async function findAgent(deps: ActionDeps, account: string, ref: unknown)
   return agent;
 }
 
-export const createAgent: ActionHandler = async (deps, caller, action) => {
+export const createAgent: ActionHandler<'CreateAgent'> = async (deps, caller, action) => {
   const name = validateAgentName(action.name);
   const grants = validateGrantList(action.definition);
   const inputs = validateAgentInputs(action.definition);
@@ -70,7 +70,7 @@ export const createAgent: ActionHandler = async (deps, caller, action) => {
   return { agent: agentView(agent) };
 };
 
-export const updateAgent: ActionHandler = async (deps, caller, action) => {
+export const updateAgent: ActionHandler<'UpdateAgent'> = async (deps, caller, action) => {
   const current = await findAgent(deps, caller.account, action.agent);
   const grants = validateGrantList(action.definition);
   const inputs = validateAgentInputs(action.definition);
@@ -90,6 +90,6 @@ export const updateAgent: ActionHandler = async (deps, caller, action) => {
   return { agent: agentView(agent) };
 };
 
-export const getAgent: ActionHandler = async (deps, caller, action) => ({ agent: agentView(await findAgent(deps, caller.account, action.agent)) });
+export const getAgent: ActionHandler<'GetAgent'> = async (deps, caller, action) => ({ agent: agentView(await findAgent(deps, caller.account, action.agent)) });
 
-export const listAgents: ActionHandler = async (deps, caller) => ({ agents: (await deps.agents.list(caller.account)).map(agentView) });
+export const listAgents: ActionHandler<'ListAgents'> = async (deps, caller) => ({ agents: (await deps.agents.list(caller.account)).map(agentView) });

@@ -48,7 +48,7 @@ function validateTokens(action: Record<string, unknown>): VendorTokens {
  * connection to the vendor (tokens sealed, never shown again) and lights up its built-in servers,
  * whose tools reach the projector at once (their fallback list until they are discovered).
  */
-export const setVendorConnection: ActionHandler = async (deps, caller, action) => {
+export const setVendorConnection: ActionHandler<'SetVendorConnection'> = async (deps, caller, action) => {
   const builtins = builtinsOf(deps);
   const vendor = validateVendor(action.vendor);
   const tokens = validateTokens(action);
@@ -69,7 +69,7 @@ export const setVendorConnection: ActionHandler = async (deps, caller, action) =
  * `{vendor}` → `{vendor, servers}` (the slugs that went dark): deletes the connection, takes its
  * built-ins out of every agent's grant (each agent's change is an event) and drops their documents.
  */
-export const deleteVendorConnection: ActionHandler = async (deps, caller, action) => {
+export const deleteVendorConnection: ActionHandler<'DeleteVendorConnection'> = async (deps, caller, action) => {
   const builtins = builtinsOf(deps);
   const vendor = validateVendor(action.vendor);
   const slugs = builtinsOfVendor(vendor).map((b) => b.slug);

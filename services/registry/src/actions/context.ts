@@ -1,5 +1,6 @@
 import type { Tracer } from '@opentelemetry/api';
 import type { Bus } from '@mcpx/bus';
+import type { ActionRequest, ActionResponse, ActionType } from '@mcpx/contracts';
 import type { OutboundPolicy } from '@mcpx/config';
 import type { Db } from '@mcpx/db';
 import type { ToolNameStyle } from '@mcpx/domain';
@@ -58,5 +59,15 @@ export interface ActionDeps {
   outbox: EventOutbox;
 }
 
+/** An action as it arrives in a verified envelope: a type and fields nobody has checked yet. */
 export type Action = { type: string } & Record<string, unknown>;
-export type ActionHandler = (deps: ActionDeps, caller: Caller, action: Action) => Promise<unknown>;
+
+/**
+ * An action of type `T` as its handler receives it: the field names of the action map's request,
+ * each value still `unknown`. The wire is never trusted, so a handler validates every field it
+ * reads (and tsc refuses a read of a field the map does not name).
+ */
+export type ActionInput<T extends ActionType> = { readonly type: T } & { readonly [K in keyof ActionRequest<T>]?: unknown };
+
+/** The handler of action `T`: what it answers is the action map's response of `T`. */
+export type ActionHandler<T extends ActionType> = (deps: ActionDeps, caller: Caller, action: ActionInput<T>) => Promise<ActionResponse<T>>;

@@ -1,8 +1,8 @@
-import { ACTION_MAP, ErrorCodes, WireError, type ActionType } from '@mcpx/contracts';
+import { ACTION_MAP, ErrorCodes, WireError, type ActionResponse, type ActionType } from '@mcpx/contracts';
 import { listAgentTools, promoteTools } from './agent-tools.actions.js';
 import { createAgent, getAgent, listAgents, updateAgent } from './agents.actions.js';
 import { endRun, invokeTool } from './runs.actions.js';
-import type { Action, ActionDeps, ActionHandler, Caller } from './context.js';
+import type { Action, ActionDeps, ActionHandler, ActionInput, Caller } from './context.js';
 import { deleteMcpServer, listMcpServers, refreshMcpServer, setMcpServer } from './mcp-servers.actions.js';
 import { deleteLambdaTool, setLambdaTool } from './lambda.actions.js';
 import { authorizeMcpServer } from './oauth.actions.js';
@@ -18,14 +18,15 @@ import { deleteVendorConnection, setVendorConnection } from './builtins.actions.
 import { createAgentToken, listAgentTokens, revokeAgentToken } from './agent-tokens.actions.js';
 import { decideSignIn, listSignInRequests } from '../authorization-server/sign-in.actions.js';
 
-export type { Action, ActionDeps, Caller } from './context.js';
+export type { Action, ActionDeps, ActionHandler, ActionInput, Caller } from './context.js';
 
 /**
  * The handler of each action type: every type of the action map (`ACTION_MAP` of
  * `@mcpx/contracts`, which also holds the roles that may perform it; the account's own key is an
- * OWNER), and no other.
+ * OWNER), and no other. Each handler's answer is typed by the map's response of its type, so a
+ * missing handler, or one that answers another shape, does not compile.
  */
-const HANDLERS: { readonly [T in ActionType]: ActionHandler } = {
+const HANDLERS: { readonly [T in ActionType]: ActionHandler<T> } = {
   ListMcpServers: listMcpServers,
   SetMcpServer: setMcpServer,
   RefreshMcpServer: refreshMcpServer,
@@ -61,7 +62,7 @@ const HANDLERS: { readonly [T in ActionType]: ActionHandler } = {
   // Built-in servers (docs/servers.md#built-in-servers): a vendor connection lends its token to the vendor's built-ins.
   SetVendorConnection: setVendorConnection,
   DeleteVendorConnection: deleteVendorConnection,
-  // The MCP endpoint's bearer tokens (issue 14): each reaches an agent's tools from outside, so only an OWNER hands one out.
+  // The MCP endpoint's bearer tokens: each reaches an agent's tools from outside, so only an OWNER hands one out.
   CreateAgentToken: createAgentToken,
   ListAgentTokens: listAgentTokens,
   RevokeAgentToken: revokeAgentToken,
@@ -79,12 +80,26 @@ export function dispatchedActionTypes(): ActionType[] {
   return Object.keys(HANDLERS) as ActionType[];
 }
 
-export async function dispatchAction(deps: ActionDeps, caller: Caller, action: Action): Promise<unknown> {
-  const type = action.type;
-  if (!isKnownAction(type)) throw new WireError(ErrorCodes.invalidInput, `action.type: unknown action ${String(type).slice(0, 64)}`, { field: 'action.type' });
-  const entry = { handler: HANDLERS[type], roles: ACTION_MAP[type].roles };
-  if (!entry.roles.includes(caller.role)) throw new WireError(ErrorCodes.forbidden, `signer: a ${caller.role} signer may not ${action.type}`, { field: 'signer' });
+/** An action whose type is one of the map's: its fields are still unchecked (each handler checks the ones it reads). */
+function isKnown(action: Action): action is ActionInput<ActionType> & Action {
+  return isKnownAction(action.type);
+}
+
+/** Runs the handler of `action.type` (the type ties the handler to its input and answer). */
+function handle<T extends ActionType>(deps: ActionDeps, caller: Caller, action: ActionInput<T>): Promise<ActionResponse<T>> {
+  const handler: ActionHandler<T> = HANDLERS[action.type];
+  return handler(deps, caller, action);
+}
+
+export async function dispatchAction(deps: ActionDeps, caller: Caller, action: Action): Promise<ActionResponse<ActionType>> {
+  if (!isKnown(action)) throw new WireError(ErrorCodes.invalidInput, `action.type: unknown action ${String(action.type).slice(0, 64)}`, { field: 'action.type' });
+  const roles = ACTION_MAP[action.type].roles;
+  if (!roles.includes(caller.role)) throw new WireError(ErrorCodes.forbidden, `signer: a ${caller.role} signer may not ${action.type}`, { field: 'signer' });
   const bound = await checkAgentScope(deps, caller, action);
-  const result = await entry.handler(deps, caller, action);
-  return bound !== undefined && action.type === 'ListAgents' ? filterAgents(result, bound) : result;
+  if (bound !== undefined && isType(action, 'ListAgents')) return filterAgents(await handle(deps, caller, action), bound);
+  return handle(deps, caller, action);
+}
+
+function isType<T extends ActionType>(action: ActionInput<ActionType>, type: T): action is ActionInput<T> {
+  return action.type === type;
 }

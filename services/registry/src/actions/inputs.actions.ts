@@ -42,7 +42,7 @@ function store(deps: ActionDeps): InputStore {
 }
 
 /** `ListInputRequests {}` → `{inputRequests}`: the account's input requests waiting for a person, oldest first. */
-export const listInputRequests: ActionHandler = async (deps, caller) => {
+export const listInputRequests: ActionHandler<'ListInputRequests'> = async (deps, caller) => {
   const pending = await store(deps).listPending(caller.account);
   return { inputRequests: pending.map(inputRequestView) };
 };
@@ -75,7 +75,7 @@ function publishAnswered(deps: ActionDeps, r: InputRecord): void {
  * (default: the only one still unanswered). Once every question is answered, the runtime may re-send
  * the call with `inputRequestId`, once. OWNER only.
  */
-export const answerInputRequest: ActionHandler = async (deps, caller, action) => {
+export const answerInputRequest: ActionHandler<'AnswerInputRequest'> = async (deps, caller, action) => {
   const inputs = store(deps);
   const id = action.id ?? action.inputRequestId;
   if (typeof id !== 'string' || !INPUT_REQUEST_ID_RE.test(id)) throw invalidInput('id', 'must be an input request id (inp_…)');

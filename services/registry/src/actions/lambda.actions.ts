@@ -1,10 +1,10 @@
-import { invalidInput, lambdaToolReplyValue, type DeleteLambdaToolRequest, type SetLambdaToolRequest } from '@mcpx/contracts';
+import { ErrorCodes, WireError, invalidInput, lambdaToolReplyValue, type DeleteLambdaToolRequest, type SetLambdaToolRequest } from '@mcpx/contracts';
 import { auditBy, recordAudit } from '../audit/audit-log.js';
 import { findAgent } from './agents.actions.js';
 import type { ActionHandler } from './context.js';
 
 /** SetLambdaTool {agent, name, document}: refused (`conflict`) over an mcp tool's name. */
-export const setLambdaTool: ActionHandler = async (deps, caller, action) => {
+export const setLambdaTool: ActionHandler<'SetLambdaTool'> = async (deps, caller, action) => {
   const agent = await findAgent(deps, caller.account, action.agent);
   if (typeof action.name !== 'string') throw invalidInput('name', 'must be a string');
   const req: SetLambdaToolRequest = { account: caller.account, agent: agent.id, name: action.name, document: action.document };
@@ -16,11 +16,13 @@ export const setLambdaTool: ActionHandler = async (deps, caller, action) => {
     target: { kind: 'tool', name: `${agent.name}/${reply.name}` },
     after: { cid: reply.cid, version: reply.version },
   });
-  return reply;
+  // The projector names the CID of every document it saves.
+  if (reply.cid === undefined) throw new WireError(ErrorCodes.internal, 'the projector saved the lambda without a CID');
+  return { ...reply, cid: reply.cid };
 };
 
 /** DeleteLambdaTool {agent, name}: refused (`conflict`) for an mcp document. */
-export const deleteLambdaTool: ActionHandler = async (deps, caller, action) => {
+export const deleteLambdaTool: ActionHandler<'DeleteLambdaTool'> = async (deps, caller, action) => {
   const agent = await findAgent(deps, caller.account, action.agent);
   if (typeof action.name !== 'string' || action.name === '') throw invalidInput('name', 'must name a lambda');
   const req: DeleteLambdaToolRequest = { account: caller.account, agent: agent.id, name: action.name };

@@ -1,4 +1,4 @@
-import { encodePayload, ErrorCodes, WireError } from '@mcpx/contracts';
+import { encodePayload, ErrorCodes, WireError, type ActionResponse } from '@mcpx/contracts';
 import type { StoredServerConfig } from '../repositories/mcp-servers.repository.js';
 import { redactServer } from './redaction.js';
 import { headerSecretName, isOwnSecretRef, ownedSecretNames } from '../credentials/server-headers.js';
@@ -23,7 +23,7 @@ import { contractCid } from '@mcpx/domain';
 import type { Kysely } from 'kysely';
 import type { Database } from '@mcpx/db';
 
-export const listMcpServers: ActionHandler = async (deps, caller) => {
+export const listMcpServers: ActionHandler<'ListMcpServers'> = async (deps, caller) => {
   // Three independent reads in one round trip's time (the list is the console's most frequent read).
   const [servers, overrides, builtins] = await Promise.all([deps.servers.list(caller.account), deps.permissions.forAccount(caller.account), deps.builtins?.lit(caller.account) ?? []]);
   // An AGENT signer's view never holds an authorization URL (it completes the owner's OAuth).
@@ -34,12 +34,7 @@ export const listMcpServers: ActionHandler = async (deps, caller) => {
 };
 
 /** What SetMcpServer dropped because the server moved to another origin (names only, never values). */
-export interface DroppedSecrets {
-  /** Secret headers (a bearer token is `Authorization`) the owner must give again. */
-  headers: string[];
-  /** The OAuth client and tokens were forgotten: the server authorizes again. */
-  oauth: boolean;
-}
+type DroppedSecrets = NonNullable<ActionResponse<'SetMcpServer'>['droppedSecrets']>;
 
 /**
  * Creates or updates a server by name, then discovers. A failed discovery still saves.
@@ -50,7 +45,7 @@ export interface DroppedSecrets {
  * a `secretRefs` entry that tries to keep one across the move is refused). `secretRefs` may name
  * only secrets the server already holds under its own names.
  */
-export const setMcpServer: ActionHandler = async (deps, caller, action) => {
+export const setMcpServer: ActionHandler<'SetMcpServer'> = async (deps, caller, action) => {
   const name = validateServerNameInput(action.name, deps.style);
   const { pin: pinGiven, rest: configInput } = takePin(action.config);
   const config = validateServerConfig(configInput, deps.outbound, name);
@@ -208,7 +203,7 @@ function oauthClientConfig(auth: string | undefined, given: PreRegisteredClient 
   return previous?.oauthClient !== undefined ? { oauthClient: previous.oauthClient } : {};
 }
 
-export const refreshMcpServer: ActionHandler = async (deps, caller, action) => {
+export const refreshMcpServer: ActionHandler<'RefreshMcpServer'> = async (deps, caller, action) => {
   const name = validateServerNameInput(action.name, deps.style);
   const builtins = deps.builtins;
   const builtin = await builtins?.find(caller.account, name);
@@ -226,7 +221,7 @@ export const refreshMcpServer: ActionHandler = async (deps, caller, action) => {
  * Deletes the record and the header secrets it owns, removes the name from every agent's grant
  * (each agent's change is an event), then tells the projector to drop the documents.
  */
-export const deleteMcpServer: ActionHandler = async (deps, caller, action) => {
+export const deleteMcpServer: ActionHandler<'DeleteMcpServer'> = async (deps, caller, action) => {
   const name = validateServerNameInput(action.name, deps.style);
   await deps.outbox.commit(async (trx, emit) => {
     const found = await deps.servers.lock(caller.account, name, trx);

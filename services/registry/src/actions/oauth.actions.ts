@@ -53,7 +53,7 @@ function withoutStatusUrl(server: RedactedMcpServer): RedactedMcpServer {
 }
 
 /** `AuthorizeMcpServer {name}`: a fresh authorization URL for an oauth server. */
-export const authorizeMcpServer: ActionHandler = async (deps, caller, action) => {
+export const authorizeMcpServer: ActionHandler<'AuthorizeMcpServer'> = async (deps, caller, action) => {
   const name = validateServerNameInput(action.name, deps.style);
   const server = await deps.servers.find(caller.account, name);
   if (server === null) throw new WireError(ErrorCodes.notFound, `name: no MCP server named ${name}`, { field: 'name' });

@@ -1,4 +1,4 @@
-import { ErrorCodes, WireError, invalidInput } from '@mcpx/contracts';
+import { ErrorCodes, WireError, invalidInput, type ActionResponse } from '@mcpx/contracts';
 import { Permission, inheritPermission, isPermission, normalizeAnnotations } from '@mcpx/domain';
 import { serverDiscovered } from '../events/registry-events.js';
 import type { McpServerRecord } from '../repositories/mcp-servers.repository.js';
@@ -19,7 +19,7 @@ import { auditBy, recordAudit } from '../audit/audit-log.js';
  * works the same way (its override is keyed by its server id, so it lasts as long as the vendor
  * connection; its inherited level is the name heuristic's where annotations say nothing).
  */
-export const setToolPermission: ActionHandler = async (deps, caller, action) => {
+export const setToolPermission: ActionHandler<'SetToolPermission'> = async (deps, caller, action) => {
   const { server: name, tool, permission } = action;
   if (typeof name !== 'string' || name === '' || name.length > 64) throw invalidInput('server', 'must name an MCP server');
   if (typeof tool !== 'string' || tool === '' || tool.length > 512) throw invalidInput('tool', "must be a tool's remote name");
@@ -68,7 +68,7 @@ export const setToolPermission: ActionHandler = async (deps, caller, action) => 
 };
 
 /** The answer: the tool's effective level, the level it inherits, and whether the owner overrode it. */
-function describe(saved: McpServerRecord, tool: string, overrides: ToolOverrides, builtin: boolean): Record<string, unknown> {
+function describe(saved: McpServerRecord, tool: string, overrides: ToolOverrides, builtin: boolean): ActionResponse<'SetToolPermission'> {
   const remote = saved.tools.find((t) => t.name === tool);
   const inherited: Permission = inheritPermission(normalizeAnnotations(remote?.annotations), { builtin, toolName: tool });
   const effective = overrides[tool] ?? inherited;

@@ -21,7 +21,7 @@ function runField(value: unknown): string {
  * the one the approval names); `inputRequestId` re-sends a call whose server's question a person
  * answered (its run too). The person answers; the registry never answers for the runtime.
  */
-export const invokeTool: ActionHandler = async (deps, caller, action) => {
+export const invokeTool: ActionHandler<'InvokeTool'> = async (deps, caller, action) => {
   const agent = await findAgent(deps, caller.account, action.agent);
   if (typeof action.tool !== 'string' || action.tool === '' || action.tool.length > 256) throw invalidInput('tool', 'must name a tool');
   const args = action.arguments ?? {};
@@ -72,7 +72,7 @@ export const invokeTool: ActionHandler = async (deps, caller, action) => {
  * of another agent, or one the registry never carried (started over NATS, or long ago), is
  * `forbidden` on `run`, and nothing is ended.
  */
-export const endRun: ActionHandler = async (deps, caller, action) => {
+export const endRun: ActionHandler<'EndRun'> = async (deps, caller, action) => {
   const run = runField(action.run);
   if (caller.role === 'AGENT') {
     const [bound, agents] = await Promise.all([deps.accounts.boundAgents(caller.account, caller.signer), deps.runAgents?.agents(caller.account, run) ?? Promise.resolve([])]);

@@ -7,7 +7,7 @@ import type { ActionHandler } from './context.js';
  * description, grouped by family (`mcp:<server>`), best family first. With `agent`, only tools in
  * that agent's effective set. The projector, which owns the documents, answers the search.
  */
-export const searchTools: ActionHandler = async (deps, caller, action) => {
+export const searchTools: ActionHandler<'SearchTools'> = async (deps, caller, action) => {
   const input = checkSearchInput({ query: action.query, family: action.family, limit: action.limit });
   const agent = action.agent === undefined || action.agent === null ? undefined : (await findAgent(deps, caller.account, action.agent)).id;
   const req: ToolSearchRequest = {

@@ -11,6 +11,10 @@ const ROLES: readonly SignerRole[] = ['OWNER', 'AGENT', 'WRITER'];
 /** The agents one AGENT signer may be bound to (a runtime serves a few agents, not a fleet). */
 export const MAX_SIGNER_AGENTS = 64;
 
+function isRole(value: unknown): value is SignerRole {
+  return typeof value === 'string' && ROLES.includes(value as SignerRole);
+}
+
 function principalOf(value: unknown): string {
   if (typeof value !== 'string' || publicKeyFromPrincipal(value) === null) {
     throw invalidInput('principal', 'must be an ed25519 public key (base64url, 43 chars)');
@@ -24,10 +28,10 @@ function principalOf(value: unknown): string {
  * agents it serves (`agents`: names or ids, 1 to 64, required for AGENT and refused for the other
  * roles), and may act for no other. Setting it again replaces role and agents. Only an OWNER may.
  */
-export const authorizeSigner: ActionHandler = async (deps, caller, action) => {
+export const authorizeSigner: ActionHandler<'AuthorizeSigner'> = async (deps, caller, action) => {
   const principal = principalOf(action.principal);
   const { role } = action;
-  if (typeof role !== 'string' || !ROLES.includes(role as SignerRole)) throw invalidInput('role', 'must be OWNER, WRITER or AGENT');
+  if (!isRole(role)) throw invalidInput('role', 'must be OWNER, WRITER or AGENT');
   if (principal === caller.account) {
     throw new WireError(ErrorCodes.conflict, 'principal: the account key is always its own OWNER', { field: 'principal' });
   }
@@ -52,7 +56,7 @@ export const authorizeSigner: ActionHandler = async (deps, caller, action) => {
   await deps.db.transaction().execute(async (trx) => {
     await deps.accounts.ensure(caller.account, trx);
     const before = await signerView(trx, caller.account, principal, true);
-    await deps.accounts.authorizeSigner(caller.account, principal, role as SignerRole, agents?.map((a) => a.id) ?? null, trx);
+    await deps.accounts.authorizeSigner(caller.account, principal, role, agents?.map((a) => a.id) ?? null, trx);
     // With the change, in its transaction: the key (public), its role and agents; never more.
     await recordAudit(trx, {
       ...auditBy(caller),
@@ -70,7 +74,7 @@ export const authorizeSigner: ActionHandler = async (deps, caller, action) => {
  * the next envelope it signs is refused with `forbidden`. Only an OWNER may; the account key
  * itself cannot be revoked.
  */
-export const revokeSigner: ActionHandler = async (deps, caller, action) => {
+export const revokeSigner: ActionHandler<'RevokeSigner'> = async (deps, caller, action) => {
   const principal = principalOf(action.principal);
   if (principal === caller.account) {
     throw new WireError(ErrorCodes.conflict, 'principal: the account key is always its own OWNER', { field: 'principal' });

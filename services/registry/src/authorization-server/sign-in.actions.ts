@@ -16,7 +16,7 @@ function hostOf(url: string): string {
  * which nobody verified, and the document's host), where the browser goes back to, the agent.
  * Never a code, a cookie or a nonce. OWNER only.
  */
-export const listSignInRequests: ActionHandler = async (deps, caller) => {
+export const listSignInRequests: ActionHandler<'ListSignInRequests'> = async (deps, caller) => {
   const rows = await new SignInsRepository(deps.db).listPending(caller.account);
   return {
     signIns: rows.map((r) => ({
@@ -39,7 +39,7 @@ export const listSignInRequests: ActionHandler = async (deps, caller) => {
  * with a code (approve) or `access_denied` (deny). An unknown or expired id is `not_found`, one
  * decided already `conflict`. OWNER only.
  */
-export const decideSignIn: ActionHandler = async (deps, caller, action) => {
+export const decideSignIn: ActionHandler<'DecideSignIn'> = async (deps, caller, action) => {
   const id = action.id;
   if (typeof id !== 'string' || !ID_RE.test(id)) throw invalidInput('id', 'must be a sign-in id (si_ and 32 hex digits)');
   const decision = action.decision;

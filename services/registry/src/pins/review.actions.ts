@@ -1,9 +1,9 @@
-import { decodePayload, encodePayload, ErrorCodes, invalidInput, WireError, type ToolChangeView } from '@mcpx/contracts';
+import { decodePayload, encodePayload, ErrorCodes, invalidInput, WireError, type ActionResponse, type ToolChangeView } from '@mcpx/contracts';
 import { buildToolDocuments, contractCid, contractWarnings, diffContracts, documentCid, inputCompatible, projectToolNames, toolContract, type RemoteTool } from '@mcpx/domain';
 import { metrics, trace } from '@opentelemetry/api';
 import { recordAudit } from '../audit/audit-log.js';
 import { serverDiscovered } from '../events/registry-events.js';
-import type { ActionDeps, ActionHandler, Caller } from '../actions/context.js';
+import type { ActionDeps, ActionHandler, ActionInput, Caller } from '../actions/context.js';
 import type { McpServerRecord } from '../repositories/mcp-servers.repository.js';
 import { evaluatePins, pinModeOf, type AcceptedContract } from './pin-policy.js';
 import { acceptContracts, acceptedContracts, applyPins, lockServer } from './pin-store.js';
@@ -34,7 +34,7 @@ function mayReview(deps: ActionDeps, caller: Caller): void {
  * the held changes of the account's pinned servers (pending by default), each with its diff
  * against the accepted contract and its warnings.
  */
-export const listToolChanges: ActionHandler = async (deps, caller, action) => {
+export const listToolChanges: ActionHandler<'ListToolChanges'> = async (deps, caller, action) => {
   const only = action.server === undefined ? undefined : serverName(action.server);
   const status = action.status ?? 'pending';
   if (!STATUSES.includes(status as (typeof STATUSES)[number])) throw invalidInput('status', 'must be pending, rejected or all');
@@ -171,9 +171,9 @@ function documentCidOnAccept(deps: ActionDeps, server: McpServerRecord, remote: 
 async function decideChange(
   deps: ActionDeps,
   caller: Caller,
-  action: Record<string, unknown>,
+  action: ActionInput<'AcceptToolChange' | 'RejectToolChange'>,
   decision: 'accept' | 'reject',
-): Promise<{ server: McpServerRecord; view: Record<string, unknown>; toolsChanged: boolean }> {
+): Promise<{ server: McpServerRecord; view: ActionResponse<'AcceptToolChange' | 'RejectToolChange'>; toolsChanged: boolean }> {
   mayReview(deps, caller);
   const name = serverName(action.server);
   const tool = toolName(action.tool);
@@ -238,9 +238,9 @@ async function decideChange(
  * re-projects that tool, each granting agent gets one agent-tools-changed). A `cid` that is no
  * longer the held one (the server changed the tool again) is a `conflict` naming the current one.
  */
-export const acceptToolChange: ActionHandler = async (deps, caller, action) => {
+export const acceptToolChange: ActionHandler<'AcceptToolChange'> = async (deps, caller, action) => {
   const { server, view } = await decideChange(deps, caller, action, 'accept');
-  observeDecision('accepted', server.name, String(view.tool));
+  observeDecision('accepted', server.name, view.tool);
   deps.log.info('tool change accepted', { account: caller.account, server: server.name, tool: view.tool, cid: view.cid });
   return view;
 };
@@ -250,9 +250,9 @@ export const acceptToolChange: ActionHandler = async (deps, caller, action) => {
  * (withheld, or the accepted contract kept) and is not asked about again while the server keeps
  * offering that same contract; a different one is a new review.
  */
-export const rejectToolChange: ActionHandler = async (deps, caller, action) => {
+export const rejectToolChange: ActionHandler<'RejectToolChange'> = async (deps, caller, action) => {
   const { server, view } = await decideChange(deps, caller, action, 'reject');
-  observeDecision('rejected', server.name, String(view.tool));
+  observeDecision('rejected', server.name, view.tool);
   deps.log.info('tool change rejected', { account: caller.account, server: server.name, tool: view.tool, cid: view.cid });
   return view;
 };
