@@ -1,8 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compileValidator, type JsonObject, type McpToolDocument } from '@mcpx/domain';
 import { createDb } from '@mcpx/db';
-import { CALL_REQUEST_LIMITS, decodeCallRequest, parseCallRequest, MAX_CALL_TIMEOUT_MS, MAX_REQUEST_BYTES } from '@mcpx/proxy';
-import { StrictRules, decodePayload, encodePayload } from '@mcpx/contracts';
+import { CALL_REQUEST_LIMITS, MAX_CALL_TIMEOUT_MS, MAX_REQUEST_BYTES, StrictRules, decodeCallRequest, decodePayload, encodePayload, parseCallRequest } from '@mcpx/contracts';
 import { startTestMcpServer, type TestMcpServer, type TestTool } from '../servers/index.js';
 import { ProxySystem } from '../support/proxy-system.js';
 

@@ -19,11 +19,13 @@ import {
   decodeServerDeletedEvent,
   decodeServerDiscoveredEvent,
   decodeStrict,
+  decodeToolReviewRequestedEvent,
   decodeToolsObserved,
   encodePayload,
+  parseCallRequest,
+  proxyResultValue,
 } from '@mcpx/contracts';
 import { generateKeyPair, parseEnvelope, signAction, verifySignature } from '@mcpx/envelope';
-import { parseCallRequest } from '@mcpx/proxy';
 
 /**
  * Property-based fuzzing (issue 11, Tests): the strict decoder, every NATS payload decoder, the
@@ -127,6 +129,7 @@ const payloadValue: fc.Arbitrary<unknown> = fc.letrec((tie) => ({
 // Not `__proto__`: the wire refuses that key (a test below), so a valid payload never holds it.
 const id = fc.stringMatching(/^[A-Za-z0-9_-]{1,20}$/).filter((s) => s !== '__proto__');
 const hex = fc.stringMatching(/^[0-9a-f]{1,64}$/);
+const cid = fc.stringMatching(/^b[a-z2-7]{20,60}$/);
 const tool = fc.record({ name: id, description: fc.option(fc.string({ maxLength: 30 }), { nil: undefined }), inputSchema: fc.constant({ type: 'object' }) });
 
 /** Valid payloads of every subscribed subject, with their decoders. */
@@ -178,6 +181,28 @@ const decoders: Array<[string, (b: Uint8Array) => unknown, fc.Arbitrary<unknown>
     'input answered',
     decodeInputAnsweredEvent,
     fc.record({ account: id, inputRequestId: id, agent: id, run: id, tool: id, server: id, answeredBy: fc.string({ maxLength: 20 }), answeredAt: id, expiresAt: id }),
+  ],
+  [
+    'tool review requested',
+    decodeToolReviewRequestedEvent,
+    fc.record({
+      account: id,
+      server: id,
+      changes: fc.array(fc.record({ tool: fc.stringMatching(/^[A-Za-z0-9 _.:-]{1,40}$/), cid, kind: fc.constantFrom('new', 'changed'), withheld: fc.boolean() }), { maxLength: 5 }),
+      pending: fc.nat(),
+    }),
+  ],
+  // A call reply's result, strictly decoded as a reply is, then checked in place.
+  [
+    'call result',
+    (b) => proxyResultValue(decodeStrict(b, 'result'), 'result'),
+    fc.record({
+      summary: fc.string({ maxLength: 30 }),
+      text: fc.option(fc.string({ maxLength: 30 }), { nil: undefined }),
+      result: fc.option(payloadValue, { nil: undefined }),
+      images: fc.option(fc.array(fc.record({ data: fc.base64String({ maxLength: 40 }), mimeType: fc.constant('image/png') }), { maxLength: 2 }), { nil: undefined }),
+      durationMs: fc.nat(),
+    }),
   ],
   ['request', (b) => decodeRequest(b), fc.dictionary(id, payloadValue, { maxKeys: 4 })],
   ['reply', decodeReply, fc.record({ ok: fc.boolean(), value: payloadValue })],

@@ -81,15 +81,43 @@ export function oneOf<const V extends string>(...values: V[]): Rule<V> {
   };
 }
 
+/** A string matching `re` (a name's or an id's grammar); `says` completes "must be …". */
+export function matching(re: RegExp, says: string): Rule<string> {
+  return (v, field) => {
+    if (typeof v !== 'string' || !re.test(v)) throw invalidInput(field, `must be ${says}`);
+    return v;
+  };
+}
+
+/** A safe integer of at least 0 (a count). */
+export const count: Rule<number> = (v, field) => {
+  if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0) throw invalidInput(field, 'must be an integer of at least 0');
+  return v;
+};
+
 /** The rule, or absent (`undefined`). */
 export function optional<T>(rule: Rule<T>): Rule<T | undefined> {
   return (v, field) => (v === undefined ? undefined : rule(v, field));
 }
 
-/** A list whose every item meets `item` (named `field[i]`). */
-export function list<T>(item: Rule<T>): Rule<T[]> {
+/** The rule, or absent: `null` and `undefined` alike (a field a caller may send as null). */
+export function absentOrNull<T>(rule: Rule<T>): Rule<T | undefined> {
+  return (v, field) => (v === undefined || v === null ? undefined : rule(v, field));
+}
+
+/** A field that must be absent; `says` is why it is never taken ("must be …" does not fit it). */
+export function refused(says: string): Rule<undefined> {
+  return (v, field) => {
+    if (v !== undefined) throw invalidInput(field, says);
+    return undefined;
+  };
+}
+
+/** A list whose every item meets `item` (named `field[i]`), of at most `max` items when given. */
+export function list<T>(item: Rule<T>, max?: number): Rule<T[]> {
   return (v, field) => {
     if (!Array.isArray(v)) throw invalidInput(field, 'must be a list');
+    if (max !== undefined && v.length > max) throw invalidInput(field, `must hold at most ${max} items`);
     return v.map((x: unknown, i) => item(x, `${field}[${i}]`));
   };
 }
@@ -124,12 +152,15 @@ export function shape<S extends Table>(table: S): Rule<Shaped<S>> {
 
 /**
  * A map whose fields named in `table` are checked, kept whole as sent: a document whose CID is
- * computed over all of it (a field this reader does not know must reach the next one unchanged).
+ * computed over all of it (a field this reader does not know must reach the next one unchanged),
+ * or a value on a hot path (no copy is made of the map; a field's own rule may still build its
+ * value, which is dropped).
  */
 export function checkedMap<S extends Table>(table: S): Rule<Shaped<S>> {
-  const fields = shape(table);
+  const keys = Object.keys(table);
   return (v, field) => {
-    fields(v, field);
+    if (!isMap(v)) throw invalidInput(field === '' ? 'payload' : field, 'must be a map');
+    for (const k of keys) table[k]!(v[k], pathOf(field, k));
     // Every field of the table was checked just above; the others are kept as sent, unread.
     return v as Shaped<S>;
   };
@@ -163,4 +194,4 @@ export const jsonObject: Rule<JsonObject> = (v, field) => {
 };
 
 /** The rules as one object, for a decoder written outside this package. */
-export const FieldRules = { str, anyStr, int, num, bool, anything, anyMap, jsonObject, oneOf, optional, list, mapOf, shape, checkedMap } as const;
+export const FieldRules = { str, anyStr, int, count, num, bool, anything, anyMap, jsonObject, matching, oneOf, optional, absentOrNull, refused, list, mapOf, shape, checkedMap } as const;

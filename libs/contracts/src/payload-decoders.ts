@@ -1,9 +1,10 @@
 import { Permission, type RemoteTool } from '@mcpx/domain';
 import { invalidInput } from './errors.js';
-import { anyMap, anyStr, anything, bool, int, isMap, list, mapOf, num, oneOf, optional, payloadDecoder, shape, str, type Rule } from './field-rules.js';
+import { anyMap, anyStr, anything, bool, count, int, isMap, list, mapOf, matching, num, oneOf, optional, payloadDecoder, shape, str, type Rule } from './field-rules.js';
 import type { InputAnsweredEvent, InputRequestedEvent } from './inputs.js';
 import type { OAuthRefreshAnswer, OAuthRefreshRequest } from './oauth-refresh.js';
 import { ServerStates, Transports } from './payloads.js';
+import { REVIEW_CHANGES_MAX, type ToolReviewRequestedEvent } from './reviews.js';
 import type {
   AgentChangedEvent,
   AgentToolsChangedEvent,
@@ -155,6 +156,27 @@ export const decodeInputRequestedEvent: (bytes: Uint8Array) => InputRequestedEve
 
 /** `mcp.inputs.answered.<acct>`. */
 export const decodeInputAnsweredEvent: (bytes: Uint8Array) => InputAnsweredEvent = payloadDecoder('inputAnswered', { ...inputFields, answeredBy: anyStr, answeredAt: str });
+
+/**
+ * `mcp.reviews.requested.<acct>`. Its names reach a browser's event stream, so each is held to its
+ * grammar: a server name, a remote tool name as discovery keeps it (1-512 characters, no control
+ * characters), a CIDv1 in base32.
+ */
+export const decodeToolReviewRequestedEvent: (bytes: Uint8Array) => ToolReviewRequestedEvent = payloadDecoder('toolReviewRequested', {
+  account: str,
+  server: matching(/^[A-Za-z0-9_-]{1,128}$/, 'a server name (1-128 letters, digits, _ or -)'),
+  changes: list(
+    shape({
+      // eslint-disable-next-line no-control-regex
+      tool: matching(/^[^\u0000-\u001f\u007f-\u009f]{1,512}$/u, 'a tool name (1-512 characters, no control characters)'),
+      cid: matching(/^b[a-z2-7]{20,120}$/, 'a CID (base32)'),
+      kind: oneOf('new', 'changed'),
+      withheld: bool,
+    }),
+    REVIEW_CHANGES_MAX,
+  ),
+  pending: count,
+});
 
 /**
  * A request of a request/reply endpoint: strictly decoded and a map (every request is), its

@@ -6,13 +6,13 @@ import {
   WireError,
   decodeStrict,
   encodePayload,
+  proxyResultValue,
   type InputRequestItem,
   type ProxyCallReply,
   type ProxyCallRequest,
   type ProxyCancel,
   type RunEnded,
   type Subjects,
-  type WireErrorShape,
 } from '@mcpx/contracts';
 import type { ProxyResult } from '@mcpx/domain';
 import { traceHeaders, type Counter, type Meter } from '@mcpx/telemetry';
@@ -388,9 +388,10 @@ export class ProxyClient {
 
 /**
  * A reply of the proxy's call endpoint, strictly decoded and checked (`{ok, instance, result |
- * error}`). A malformed one is the responder's fault: `maybe_executed` (the call may have run,
- * so it is never retried) with `field: 'reply'` (and the decoder's rule), never a crash or a
- * half-read reply.
+ * error}`), its result by `proxyResultValue` of `@mcpx/contracts`. A malformed one is the
+ * responder's fault: `maybe_executed` (the call may have run, so it is never retried) naming the
+ * field (`reply`, with the decoder's rule; `reply.result.durationMs`, …), never a crash or a
+ * half-read reply. An error of any shape is rebuilt as a typed one (`WireError.from`).
  */
 function decodeCallReply(bytes: Uint8Array): ProxyCallReply {
   const malformed = (field: string, rule?: unknown): WireError =>
@@ -405,11 +406,14 @@ function decodeCallReply(bytes: Uint8Array): ProxyCallReply {
   }
   if (typeof r.instance !== 'string' || r.instance === '') throw malformed('reply.instance');
   if (r.ok === true) {
-    const result = r.result;
-    if (result === null || typeof result !== 'object' || Array.isArray(result) || ArrayBuffer.isView(result)) throw malformed('reply.result');
-    return { ok: true, instance: r.instance, result: result as ProxyResult };
+    let result: ProxyResult;
+    try {
+      result = proxyResultValue(r.result, 'reply.result');
+    } catch (e) {
+      throw malformed(e instanceof WireError && typeof e.details.field === 'string' ? e.details.field : 'reply.result');
+    }
+    return { ok: true, instance: r.instance, result };
   }
-  // `WireError.from` turns any error shape into a typed error.
-  if (r.ok === false) return { ok: false, instance: r.instance, error: r.error as WireErrorShape };
+  if (r.ok === false) return { ok: false, instance: r.instance, error: WireError.from(r.error).toJSON() };
   throw malformed('reply.ok');
 }

@@ -1,10 +1,9 @@
 import type { MsgHdrs, NatsConnection } from '@nats-io/transport-node';
 import { startMicroService, type ServiceMsg } from '@mcpx/bus';
-import { QueueGroups, encodePayload, malformedMessageFields, toWireError, type ProxyCallReply, type Subjects } from '@mcpx/contracts';
+import { QueueGroups, decodeCallRequest, encodePayload, malformedMessageFields, toWireError, type ProxyCallReply, type Subjects } from '@mcpx/contracts';
 import type { Logger } from '@mcpx/log';
 import { extractTraceContext } from '@mcpx/telemetry';
 import { toWire, type CallHandler } from './call-handler.js';
-import { decodeCallRequest } from './call-request.js';
 
 /** The micro-service name of the proxy when NATS_PREFIX is empty. */
 export const PROXY_SERVICE_NAME = 'mcpx-proxy';

@@ -14,7 +14,6 @@ import { startCallService, type ProxyStats } from './call-service.js';
 import { callGates, callLimiter, connectRedis, connectionPool } from './wiring.js';
 
 export { PROXY_SERVICE_NAME, proxyServiceName } from './call-service.js';
-export { CALL_REQUEST_LIMITS, MAX_CALL_TIMEOUT_MS, MAX_REQUEST_BYTES, decodeCallRequest, parseCallRequest } from './call-request.js';
 export type { ProxyStats } from './call-service.js';
 
 export interface ProxyOptions {

@@ -1,0 +1,111 @@
+import type { ProxyImage, ProxyResult } from '@mcpx/domain';
+import { decodeStrict } from './codec.js';
+import { invalidInput } from './errors.js';
+import { absentOrNull, anyStr, anything, bool, checkedMap, isMap, list, matching, num, optional, refused, shape, type Rule } from './field-rules.js';
+import { INPUT_REQUEST_ID_RE } from './inputs.js';
+import type { ProxyCallRequest } from './payloads.js';
+import { PAYLOAD_LIMITS, type StrictLimits } from './strict-cbor.js';
+
+/**
+ * The proxy's call on the wire, both ways: the request the proxy decodes (`decodeCallRequest`)
+ * and the result a caller reads from its reply (`proxyResultValue`), in the field rules of the
+ * payload decoders. Both run once per call: neither copies what it checks deeper than the
+ * request's top level.
+ */
+
+/** A call may take at most 120 s (docs/limits.md#the-call). */
+export const MAX_CALL_TIMEOUT_MS = 120_000;
+/**
+ * A call request bigger than this is refused before it is decoded (NATS' default max payload is
+ * 1 MiB; a server configured larger must not let one request pin the proxy's memory).
+ */
+export const MAX_REQUEST_BYTES = 1024 * 1024;
+/** The strict decoder's limits for a call request: the payload limits, held to {@link MAX_REQUEST_BYTES}. */
+export const CALL_REQUEST_LIMITS: StrictLimits = { ...PAYLOAD_LIMITS, maxBytes: MAX_REQUEST_BYTES };
+
+const id = matching(/^[A-Za-z0-9_-]{1,128}$/, '1-128 letters, digits, _ or -');
+
+/** A map of the caller's, kept as sent (its values are the remote server's to check). */
+function mapSaying(says: string): Rule<Record<string, unknown>> {
+  return (v, field) => {
+    if (!isMap(v)) throw invalidInput(field, says);
+    return v;
+  };
+}
+
+const toolName: Rule<string> = (v, field) => {
+  if (typeof v !== 'string' || v === '' || v.length > 128) throw invalidInput(field, 'must name a tool');
+  return v;
+};
+
+/** The tool's arguments: absent or null is none. */
+const callArguments: Rule<Record<string, unknown>> = (v, field) => (v === undefined || v === null ? {} : mapSaying('must be an object')(v, field));
+
+/** A positive timeout, held to {@link MAX_CALL_TIMEOUT_MS}. */
+const callTimeout: Rule<number | undefined> = (v, field) => {
+  if (v === undefined) return undefined;
+  if (typeof v !== 'number' || !Number.isFinite(v) || v <= 0) throw invalidInput(field, 'must be a positive number of milliseconds');
+  return Math.min(v, MAX_CALL_TIMEOUT_MS);
+};
+
+const answerFlags = shape({ sampling: optional(bool), forms: optional(bool) });
+/** What the runtime answers itself: only the flags that are `true` are kept. */
+const answers: Rule<{ sampling?: boolean; forms?: boolean }> = (v, field) => {
+  if (!isMap(v)) throw invalidInput(field, 'must be {sampling?, forms?}');
+  const a = answerFlags(v, field);
+  return { ...(a.sampling === true ? { sampling: true } : {}), ...(a.forms === true ? { forms: true } : {}) };
+};
+
+/** The request's fields, in the order they are checked (the first bad one is named). */
+const callRequestFields = shape({
+  arguments: callArguments,
+  timeoutMs: callTimeout,
+  tool: toolName,
+  account: id,
+  agent: id,
+  run: id,
+  callId: id,
+  approvalId: absentOrNull(id),
+  // The server's requestState is kept sealed by the proxy; a caller never supplies one.
+  requestState: refused("is never taken from a caller: the proxy keeps the server's state and sends it back itself (re-send with inputRequestId)"),
+  inputRequestId: absentOrNull(matching(INPUT_REQUEST_ID_RE, 'an input request id (inp_…)')),
+  inputResponses: absentOrNull(mapSaying('must be a map of answers by request key')),
+  answers: absentOrNull(answers),
+});
+
+/**
+ * Checks the shape of a decoded call request, naming the first bad field: a new request holding
+ * only the fields it names (`arguments` and `inputResponses` kept as sent).
+ */
+export function parseCallRequest(raw: unknown): ProxyCallRequest {
+  if (!isMap(raw)) throw invalidInput('request', 'must be a map');
+  const req = callRequestFields(raw, '');
+  if (req.inputResponses !== undefined && req.inputRequestId === undefined) throw invalidInput('inputResponses', 'goes with the inputRequestId it answers');
+  return req;
+}
+
+/**
+ * Decodes a call request's bytes with the one strict decoder (`decodeStrict`: DAG-CBOR rules,
+ * bounded size and depth, {@link CALL_REQUEST_LIMITS}), then checks its shape: a typed
+ * `invalid_input` naming `request` (with the broken rule) or the first bad field, never a crash.
+ */
+export function decodeCallRequest(data: Uint8Array): ProxyCallRequest {
+  return parseCallRequest(decodeStrict(data, 'request', CALL_REQUEST_LIMITS));
+}
+
+const image: Rule<ProxyImage> = checkedMap({ data: anyStr, mimeType: anyStr });
+
+/**
+ * The `result` of an `ok` call reply (docs/call.md#results): its fields checked in place and the
+ * map kept as sent, no copy (the structured `result` is the server's, passed on unread). A field
+ * that breaks its rule throws `invalid_input` naming it (`<field>.durationMs`,
+ * `<field>.images[0].data`); the reader decides whose fault that is.
+ */
+export const proxyResultValue: Rule<ProxyResult> = checkedMap({
+  summary: anyStr,
+  argument: optional(anyStr),
+  text: optional(anyStr),
+  result: anything,
+  images: optional(list(image)),
+  durationMs: num,
+});
