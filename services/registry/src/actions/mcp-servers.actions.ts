@@ -1,4 +1,5 @@
-import { encodePayload, ErrorCodes, WireError, type ActionResponse } from '@mcpx/contracts';
+import { ErrorCodes, WireError, type ActionResponse } from '@mcpx/contracts';
+import { DiscoveredToolsColumn } from '@mcpx/credentials';
 import type { StoredServerConfig } from '../repositories/mcp-servers.repository.js';
 import { redactServer } from './redaction.js';
 import { headerSecretName, isOwnSecretRef, ownedSecretNames } from '../credentials/server-headers.js';
@@ -175,7 +176,7 @@ async function changePin(caller: Caller, trx: Kysely<Database>, previous: McpSer
     await acceptContracts(trx, caller.account, saved.id, saved.tools, actor);
     await trx
       .updateTable('registry.mcp_servers')
-      .set({ discovered_cbor: encodePayload(saved.tools), discovered_hash: saved.toolsHash })
+      .set({ discovered_cbor: DiscoveredToolsColumn.encode(saved.tools), discovered_hash: saved.toolsHash })
       .where('account_id', '=', caller.account)
       .where('id', '=', saved.id)
       .execute();

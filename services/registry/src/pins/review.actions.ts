@@ -4,7 +4,7 @@ import { metrics, trace } from '@opentelemetry/api';
 import { recordAudit } from '../audit/audit-log.js';
 import { serverDiscovered } from '../events/registry-events.js';
 import type { ActionDeps, ActionHandler, ActionInput, Caller } from '../actions/context.js';
-import type { McpServerRecord } from '../repositories/mcp-servers.repository.js';
+import { discoveredTools, type McpServerRecord } from '../repositories/mcp-servers.repository.js';
 import { evaluatePins, pinModeOf, type AcceptedContract } from './pin-policy.js';
 import { acceptContracts, acceptedContracts, applyPins, lockServer } from './pin-store.js';
 
@@ -153,7 +153,7 @@ async function serverListing(deps: ActionDeps, server: McpServerRecord): Promise
     deps.db.selectFrom('registry.mcp_servers').select('discovered_cbor').where('account_id', '=', server.accountId).where('id', '=', server.id).executeTakeFirst(),
     deps.permissions.forServer(server.accountId, server.id),
   ]);
-  return { raw: row?.discovered_cbor == null ? null : decodePayload<RemoteTool[]>(row.discovered_cbor), overrides };
+  return { raw: row === undefined || row.discovered_cbor === null ? null : discoveredTools(row), overrides };
 }
 
 /** The document agents get once `remote` is accepted: built from the list acceptance would give, with the owner's overrides. */
