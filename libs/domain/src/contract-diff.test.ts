@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { contractCid, diffContracts, diffSchemas, diffText, inputCompatible, toolContract } from './contract-diff.js';
+import { contractCid, diffContracts, diffSchemas, diffText, documentContractCid, inputCompatible, toolContract } from './contract-diff.js';
+import { buildToolDocuments } from './document.js';
+import { ToolNameStyle } from './types.js';
 
 const schema = { type: 'object', properties: { to: { type: 'string' }, n: { type: 'integer', maximum: 10 } }, required: ['to'] };
 
@@ -16,6 +18,25 @@ describe('contract CIDs', () => {
     expect(contractCid({ ...a, name: 'other' })).toBe(contractCid(a));
     // Unknown annotation fields are not part of what a document carries.
     expect(contractCid({ ...a, annotations: { readOnlyHint: true, vendorThing: 1 } as never })).toBe(contractCid(a));
+  });
+});
+
+describe('documentContractCid', () => {
+  it('is the contract CID of the remote tool the document was built from, whatever the name style, level or override', () => {
+    const tools = [
+      { name: 'send', description: '  Send.  ', inputSchema: schema, annotations: { readOnlyHint: true, vendorThing: 1 } as never },
+      { name: 'bare' },
+      { name: 'titled', title: 'Titled', inputSchema: { type: 'object' }, outputSchema: { type: 'object', properties: { ok: { type: 'boolean' } } }, annotations: { destructiveHint: true } },
+      { name: 'annotated-title', annotations: { title: ' From annotations ' } },
+      { name: 'long', description: 'x'.repeat(200_000), inputSchema: { type: 'object', properties: { a: { type: 'string' } } } },
+    ];
+    for (const style of [ToolNameStyle.double_underscore, ToolNameStyle.prefixed]) {
+      const docs = buildToolDocuments('mail', tools, { style, overrides: { send: 'always_ask' } });
+      expect(docs).toHaveLength(tools.length);
+      for (const doc of docs) expect(documentContractCid(doc)).toBe(contractCid(tools.find((t) => t.name === doc.remoteName)!));
+    }
+    const [doc] = buildToolDocuments('mail', [tools[0]!], { style: ToolNameStyle.double_underscore });
+    expect(documentContractCid({ ...doc!, description: 'Send it.' })).not.toBe(contractCid(tools[0]!));
   });
 });
 

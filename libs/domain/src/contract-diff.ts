@@ -1,6 +1,6 @@
 import { documentCid, encodeCanonical } from './cid.js';
 import { buildToolDocuments } from './document.js';
-import { isPlainObject, ToolNameStyle, type JsonObject, type JsonValue, type RemoteTool, type ToolAnnotations } from './types.js';
+import { isPlainObject, ToolNameStyle, type JsonObject, type JsonValue, type McpToolDocument, type RemoteTool, type ToolAnnotations } from './types.js';
 
 /**
  * What a remote tool promises an agent, as its document carries it: the fields a model reads and
@@ -35,6 +35,23 @@ export function toolContract(tool: RemoteTool): ToolContract {
  */
 export function contractCid(tool: RemoteTool): string {
   return documentCid(toolContract(tool));
+}
+
+/**
+ * The contract CID of a tool document: the contract it carries (title, description, schemas,
+ * annotations), as {@link contractCid} computes it for the remote tool the document was built
+ * from. A pinned server's projected documents carry the accepted contracts, so this is the CID a
+ * person accepted.
+ */
+export function documentContractCid(doc: McpToolDocument): string {
+  const contract: ToolContract = {
+    ...(doc.title !== undefined ? { title: doc.title } : {}),
+    description: doc.description,
+    inputSchema: doc.inputSchema,
+    ...(doc.outputSchema !== undefined ? { outputSchema: doc.outputSchema } : {}),
+    ...(doc.annotations !== undefined ? { annotations: doc.annotations } : {}),
+  };
+  return documentCid(contract);
 }
 
 /** One piece of a text diff: kept, added or removed words (with their spacing). */

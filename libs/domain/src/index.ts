@@ -44,7 +44,7 @@ export type { AgentToolDocument, LambdaToolDocument } from './lambda.js';
 export { BUILTIN_SERVERS, builtinEndpoint, builtinServerId, builtinsOfVendor, findBuiltin, findVendor, isBuiltinServerId, parseBuiltinServerId, vendorTokenEndpoint } from './builtin-catalog.js';
 export type { BuiltinServer, BuiltinVendor } from './builtin-catalog.js';
 
-export { contractCid, diffContracts, diffSchemas, diffText, inputCompatible, toolContract } from './contract-diff.js';
+export { contractCid, diffContracts, documentContractCid, diffSchemas, diffText, inputCompatible, toolContract } from './contract-diff.js';
 export type { AnnotationChange, ContractDiff, SchemaAspect, SchemaChange, TextChange, ToolContract } from './contract-diff.js';
 export { ContractWarningCodes, LONG_DESCRIPTION_CHARS, contractWarnings, nameSkeleton } from './contract-warnings.js';
 export type { ContractWarning, ContractWarningCode, WarningContext } from './contract-warnings.js';

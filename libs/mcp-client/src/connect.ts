@@ -17,10 +17,23 @@ import { httpStatusOf, isEraFailure, McpClientError, McpClientErrorCode, network
 import { trackedFetch, type FetchObservations } from './tracked-fetch.js';
 export { inputRequestOf, isInputRequired } from './connection.js';
 import { Connection, type ConnectionCore, type McpConnection, type McpTransportKind } from './connection.js';
+import { ListedTools } from './listed-tools.js';
 import { StreamEndAwareTransport } from './stream-end-transport.js';
 
 export type { ElicitationHandler, SamplingHandler } from './elicitation.js';
-export type { CallToolOptions, InputRequest, InputRequiredCallResult, ListToolsOptions, McpCallResult, McpConnection, McpListenOptions, McpTransportKind, ToolsWithHints } from './connection.js';
+export type {
+  CallToolOptions,
+  CurrentTools,
+  CurrentToolsOptions,
+  InputRequest,
+  InputRequiredCallResult,
+  ListToolsOptions,
+  McpCallResult,
+  McpConnection,
+  McpListenOptions,
+  McpTransportKind,
+  ToolsWithHints,
+} from './connection.js';
 
 export interface ConnectMcpOptions {
   url: string;
@@ -44,7 +57,10 @@ export interface ConnectMcpOptions {
   request?: McpHttpRequest;
   /** Aborts the connect (not the connection once established). */
   signal?: AbortSignal;
-  /** Called on a legacy server's `notifications/tools/list_changed`; re-list with `listTools()`. Modern: see `listen`. */
+  /**
+   * Called on a legacy server's `notifications/tools/list_changed`, and on `markToolsChanged()`;
+   * re-list with `listTools()`. Modern: see `listen`.
+   */
   onToolsListChanged?: () => void;
   /**
    * The server's cached era verdict (from an earlier connection's `verdict`, of the same auth
@@ -94,7 +110,8 @@ export async function connectMcp(opts: ConnectMcpOptions): Promise<McpConnection
   const url = parseServerUrl(opts.url);
   const timeoutMs = opts.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
   const deadline = connectDeadline(timeoutMs, opts.signal);
-  const run = { url, opts, deadline, timeoutMs };
+  const listed = new ListedTools();
+  const run = { url, opts, deadline, timeoutMs, listed };
   const fetchFn = opts.fetch ?? globalThis.fetch;
   const context = {
     secrets: Object.values(opts.headers ?? {}),
@@ -106,6 +123,8 @@ export async function connectMcp(opts: ConnectMcpOptions): Promise<McpConnection
     onElicitation: opts.onElicitation,
     onSampling: opts.onSampling,
     traceCarrier: opts.traceCarrier,
+    listed,
+    onToolsListChanged: opts.onToolsListChanged,
   };
   try {
     const prior = opts.prior !== undefined && usablePrior(opts.prior, opts.transport) ? opts.prior : undefined;
@@ -140,6 +159,8 @@ interface ConnectRun {
   opts: ConnectMcpOptions;
   deadline: Deadline;
   timeoutMs: number;
+  /** The connection's listings: every core it connects (a re-probe's too) reports list changes here. */
+  listed: ListedTools;
 }
 
 /** A prior this connect can use: a verdict whose transport agrees with a pinned one, and a sound discover result. */
@@ -267,16 +288,16 @@ async function connectWith(kind: McpTransportKind, run: ConnectRun, prior: Prior
   if (onSampling) {
     client.setRequestHandler('sampling/createMessage', async (request, ctx) => await onSampling(request.params, { signal: ctx.mcpReq.signal }));
   }
+  // Heard by the connection (its listing is stale), then by the caller.
   const onToolsListChanged = opts.onToolsListChanged;
-  if (onToolsListChanged) {
-    client.setNotificationHandler('notifications/tools/list_changed', () => {
-      try {
-        onToolsListChanged();
-      } catch {
-        // A listener's failure must not break the connection.
-      }
-    });
-  }
+  client.setNotificationHandler('notifications/tools/list_changed', () => {
+    run.listed.heard();
+    try {
+      onToolsListChanged?.();
+    } catch {
+      // A listener's failure must not break the connection.
+    }
+  });
   const secrets = Object.values(opts.headers ?? {});
   const where = `MCP connect to ${redactUrl(url)} (${kind === 'http' ? 'Streamable HTTP' : 'SSE'})`;
   let verdict: EraVerdict;

@@ -18,6 +18,9 @@ import type { McpHttpRequest } from './http-request.js';
 import { elicitationAnswerer, type ElicitationHandler, type SamplingHandler } from './elicitation.js';
 import { toolCall, traceMeta, type LegacyTarget, type ModernTarget, type ToolCallTarget } from './tool-call.js';
 import type { FetchObservations } from './tracked-fetch.js';
+import type { CurrentTools, ListedTools, ToolsWithHints } from './listed-tools.js';
+
+export type { CurrentTools, ToolsWithHints } from './listed-tools.js';
 
 /** The transport a connection ended up on. */
 export type McpTransportKind = 'http' | 'sse';
@@ -96,11 +99,14 @@ export interface ListToolsOptions {
   signal?: AbortSignal;
 }
 
-/** A tool list with the first page's 2026-07-28 cache hints (absent on legacy servers). */
-export interface ToolsWithHints {
-  tools: Tool[];
-  ttlMs?: number;
-  cacheScope?: 'public' | 'private';
+export interface CurrentToolsOptions {
+  /**
+   * The longest a listing stands, whatever the server says (its `ttlMs` above this is held to it;
+   * a legacy server that announces its list changes is trusted this long).
+   */
+  maxAgeMs: number;
+  /** Per page of a new listing. Default 60 s. */
+  timeoutMs?: number;
 }
 
 export interface McpListenOptions {
@@ -133,6 +139,22 @@ export interface McpConnection {
   listTools(opts?: ListToolsOptions): Promise<Tool[]>;
   /** {@link listTools} with the first page's `ttlMs`/`cacheScope`. */
   listToolsWithHints(opts?: ListToolsOptions): Promise<ToolsWithHints>;
+  /**
+   * The tools the server lists now, as far as this connection can tell: its last listing (any
+   * {@link listTools} on it) while that is fresh, else a new listing that concurrent callers
+   * share. Fresh means no `notifications/tools/list_changed` heard since it was asked for (nor
+   * {@link markToolsChanged}), and younger than the server lets a client keep it: a modern list's
+   * `ttlMs` (absent: 0, stale at once, as the 2026-07-28 caching rules say); a legacy server's only
+   * while it advertises `tools.listChanged` (it says when its list changes); never longer than
+   * `maxAgeMs`. Throws {@link McpClientError}.
+   */
+  currentTools(opts: CurrentToolsOptions): Promise<CurrentTools>;
+  /**
+   * Takes the server's tool list as changed, as its `notifications/tools/list_changed` would: the
+   * last listing is stale, and the connect option's `onToolsListChanged` runs (its owner lists
+   * again). For a caller that found a change the server did not announce.
+   */
+  markToolsChanged(): void;
   /**
    * On a modern connection whose server advertises `tools.listChanged`: opens
    * `subscriptions/listen` with `{toolsListChanged: true}`; `onToolsListChanged` runs on each
@@ -178,6 +200,10 @@ export interface ConnectionContext {
   fromPrior: boolean;
   /** Connects afresh with no prior (mode auto): the re-probe of a stale modern prior. */
   reprobe: () => Promise<ConnectionCore>;
+  /** The connection's listings and the list changes heard (a legacy server's notifications reach it from the connect). */
+  listed: ListedTools;
+  /** The connect option `onToolsListChanged` (see {@link McpConnection.markToolsChanged}). */
+  onToolsListChanged: (() => void) | undefined;
 }
 
 /** An established connection: the pass-through call path, paged listing, and an idempotent close. */
@@ -238,7 +264,30 @@ export class Connection implements McpConnection {
   }
 
   async listToolsWithHints(opts: ListToolsOptions = {}): Promise<ToolsWithHints> {
-    return await this.#withReprobe(async (core) => await this.#listOn(core, opts), opts.signal);
+    // Every listing is the connection's latest word on its tools; one bound to a caller's signal is not shared.
+    return await this.#ctx.listed.track(() => this.#withReprobe(async (core) => await this.#listOn(core, opts), opts.signal), opts.signal === undefined, Date.now());
+  }
+
+  async currentTools(opts: CurrentToolsOptions): Promise<CurrentTools> {
+    this.#assertOpen();
+    const list = (): Promise<ToolsWithHints> => this.#withReprobe(async (core) => await this.#listOn(core, opts.timeoutMs === undefined ? {} : { timeoutMs: opts.timeoutMs }), undefined);
+    return await this.#ctx.listed.current((listed) => this.#freshForMs(listed, opts.maxAgeMs), list, Date.now());
+  }
+
+  markToolsChanged(): void {
+    this.#ctx.listed.heard();
+    try {
+      this.#ctx.onToolsListChanged?.();
+    } catch {
+      // The owner's failure is its own.
+    }
+  }
+
+  /** How long a listing of this connection stands (see {@link McpConnection.currentTools}). */
+  #freshForMs(listed: ToolsWithHints, maxAgeMs: number): number {
+    const core = this.#core;
+    if (core.verdict.era === 'modern') return Math.min(listed.ttlMs ?? 0, maxAgeMs);
+    return core.client.getServerCapabilities()?.tools?.listChanged === true ? maxAgeMs : 0;
   }
 
   async close(): Promise<void> {
@@ -319,6 +368,7 @@ export class Connection implements McpConnection {
       throw new McpClientError(McpClientErrorCode.ProtocolError, 'the server does not advertise tools.listChanged', { transport: core.kind });
     }
     core.client.setNotificationHandler('notifications/tools/list_changed', () => {
+      this.#ctx.listed.heard();
       try {
         onToolsListChanged();
       } catch {

@@ -5,6 +5,8 @@ export {
   isInputRequired,
   type CallToolOptions,
   type ConnectMcpOptions,
+  type CurrentTools,
+  type CurrentToolsOptions,
   type ElicitationHandler,
   type SamplingHandler,
   type InputRequest,

@@ -14,6 +14,8 @@ import { CallChannel, raceQuestion, type LegacyAsks, type PushedQuestion } from 
 import { CallMetrics, type CallTarget } from './call-metrics.js';
 import type { OAuthTokens } from './oauth-tokens.js';
 import { missingToolError } from './held-tools.js';
+import type { ServerEntry } from './server-entry.js';
+import { StrictPins, type PinMode } from './strict-pins.js';
 import { sentCall, toWire } from './wire-errors.js';
 
 export { toWire } from './wire-errors.js';
@@ -55,6 +57,8 @@ export interface CallHandlerDeps {
   inputs?: InputGate;
   /** Legacy servers' pushed `elicitation/create`, held while a person answers (absent: such a question is refused). */
   legacyAsks?: LegacyAsks;
+  /** Strict pinning's check before a call goes out (default: one over the catalog's connection). */
+  pins?: StrictPins;
 }
 
 /**
@@ -75,8 +79,10 @@ export class CallHandler {
   private readonly rejections: Counter;
   private readonly resumed = { resumed: 0, failed: 0 };
   private total = 0;
+  private readonly pins: StrictPins;
 
   constructor(private readonly deps: CallHandlerDeps) {
+    this.pins = deps.pins ?? new StrictPins(deps.catalog.database, deps.meter);
     this.calls = deps.meter.createCounter('mcpx_proxy_calls_total', { description: 'Calls by result code' });
     this.resumptions = deps.meter.createCounter('mcpx_proxy_stream_resumptions_total', { description: 'Broken tools/call response streams resumed with Last-Event-ID, by outcome' });
     this.duration = deps.meter.createHistogram('mcpx_proxy_call_duration_ms', { unit: 'ms', description: 'Call time, end to end in the proxy' });
@@ -235,7 +241,9 @@ export class CallHandler {
     }
     // A legacy server that pushed its question is still holding its request: the answer goes to it.
     if (resumption?.record.era === 'legacy') return await this.resumeParked(req, doc, resumption, { formsByRuntime: agent.formsByRuntime === true, approved }, started, span);
-    let server = catalog.serverNow(req.account, doc.server) ?? (await catalog.server(req.account, doc.server));
+    const found = this.serverAndPin(req.account, doc.server);
+    const { server: stored, pin } = found instanceof Promise ? await found : found;
+    let server = stored;
     if (server === null) throw new WireError(ErrorCodes.notFound, `no MCP server named ${doc.server}`, { server: doc.server });
     if (server.oauth !== undefined && this.deps.oauth?.expiring(server)) server = await this.deps.oauth.refreshed(req.account, doc.server, server);
     span.setAttribute('mcp.server', doc.server);
@@ -278,14 +286,30 @@ export class CallHandler {
       const channel = this.deps.legacyAsks !== undefined ? new CallChannel() : undefined;
       // The era of the connection the call went out on (set at once when the run's connection was ready).
       let era: McpConnection['era'] | undefined;
-      const call = (conn: McpConnection) => {
-        era = conn.era;
+      const callOn = (conn: McpConnection) => {
         const untrack = channel !== undefined && conn.era === 'legacy' ? this.deps.legacyAsks!.track(conn, channel) : undefined;
         const out = this.upstreamCall(ctx, attrs, conn, (client) =>
           sentCall(conn.callTool(params, { timeoutMs, signal: ctl.signal, tool, onResume: (outcome) => this.resumedStream(client, doc.server, outcome) })),
         );
         if (untrack !== undefined) out.then(untrack, untrack);
         return out;
+      };
+      // A strictly pinned server's call goes out only while the server lists the accepted contract
+      // on this connection (./strict-pins.ts); other modes go straight out.
+      const call = (conn: McpConnection) => {
+        era = conn.era;
+        if (pin !== 'strict') return callOn(conn);
+        const checking = this.step(ctx, 'proxy.pin.check', { [McpAttributes.toolName]: doc.remoteName, [McpAttributes.server]: doc.server });
+        return this.pins.verify(conn, req.account, doc, timeoutMs).then(
+          () => {
+            endWithOutcome(checking);
+            return callOn(conn);
+          },
+          (err: unknown) => {
+            endWithOutcome(checking, toWire(err).code);
+            throw err;
+          },
+        );
       };
       const send = async (): Promise<Awaited<ReturnType<McpConnection['callTool']>>> => {
         try {
@@ -356,6 +380,21 @@ export class CallHandler {
         release?.();
       }
     }
+  }
+
+  /**
+   * The server's catalog entry and pin mode: at once when both are known for the warm entry, else
+   * read together (the mode once per catalog entry, beside the catalog's own read).
+   */
+  private serverAndPin(account: string, name: string): { server: ServerEntry | null; pin: PinMode } | Promise<{ server: ServerEntry | null; pin: PinMode }> {
+    const { catalog } = this.deps;
+    const warm = catalog.serverNow(account, name);
+    const known = warm === undefined ? undefined : this.pins.modeNow(account, name, warm);
+    if (warm !== undefined && known !== undefined) return { server: warm, pin: known };
+    return Promise.all([warm ?? catalog.server(account, name), this.pins.readMode(account, name)]).then(([server, pin]) => {
+      if (server !== null) this.pins.remember(account, name, server, pin);
+      return { server, pin };
+    });
   }
 
   /**

@@ -1,0 +1,154 @@
+import type { Counter, Meter } from '@opentelemetry/api';
+import { ErrorCodes, WireError } from '@mcpx/contracts';
+import { decodeServerConfig, type ProxyReads, type StoredServerConfig } from '@mcpx/credentials';
+import { contractCid, documentContractCid, type McpToolDocument } from '@mcpx/domain';
+import { McpClientError, type McpConnection, type Tool } from '@mcpx/mcp-client';
+import type { ServerEntry } from './server-entry.js';
+
+/** A server's pin mode as its stored config gives it (absent: off). */
+export type PinMode = NonNullable<StoredServerConfig['pin']>;
+
+/**
+ * The longest a connection's listing stands for a strict server's calls, whatever the server says:
+ * a modern list's `ttlMs` above it is held to it, and a legacy server that announces its list
+ * changes is trusted this long between them.
+ */
+export const STRICT_LISTING_MAX_AGE_MS = 30_000;
+/** A strict server's changed tool is reported at most this often per server (the registry lists a pinned server itself at most once per 30 s). */
+const REPORT_EVERY_MS = 30_000;
+/** How long a strict call waits for its connection's listing (within the call's own timeout). */
+const LISTING_TIMEOUT_MS = 30_000;
+/** Servers whose pin mode, or last report, is remembered (the oldest goes first). */
+const REMEMBERED = 10_000;
+
+/** What a strict check found: the listing's CID is the accepted one, or not, or the server no longer lists the tool. */
+type Outcome = 'match' | 'mismatch' | 'unlisted' | 'unverified';
+
+/**
+ * Strict pinning on the call path. A `strict` server's calls go out only while the server lists
+ * the contract a person accepted: before each call, the contract the server lists on the call's
+ * own connection (its current listing: see `McpConnection.currentTools`) is compared by CID with
+ * the one the call's document carries. A mismatch refuses the call with `held_for_review` (nothing
+ * is sent) and tells the connection its list changed, so the proxy's quiet discovery reports it
+ * and the registry holds the change for review. A listing that cannot be had refuses the call too
+ * (fail closed).
+ *
+ * Other modes pay nothing on the warm path: the mode is known from the server's catalog entry
+ * (read once per entry, beside the catalog's own read of it) and only `strict` lists anything.
+ */
+export class StrictPins {
+  /** By `account:server`: the mode read for the catalog entry `entry` (a new entry is read again). */
+  private readonly modes = new Map<string, { entry: ServerEntry; mode: PinMode }>();
+  private readonly reported = new Map<string, number>();
+  private readonly accepted = new WeakMap<McpToolDocument, string>();
+  private readonly listed = new WeakMap<Tool, string>();
+  private readonly checks: Counter;
+
+  constructor(
+    /** The owners' tables (the catalog's connection, reads only). */
+    private readonly db: ProxyReads,
+    meter: Meter,
+  ) {
+    this.checks = meter.createCounter('mcpx_proxy_strict_checks_total', {
+      description: "Strict-pinned servers' calls checked against the contract their connection lists, by outcome (match, mismatch, unlisted, unverified) and listing (reused, listed)",
+    });
+  }
+
+  /** The mode of `server` if it was read for this catalog entry (no I/O). */
+  modeNow(account: string, server: string, entry: ServerEntry): PinMode | undefined {
+    const known = this.modes.get(`${account}:${server}`);
+    return known?.entry === entry ? known.mode : undefined;
+  }
+
+  /** The server's pin mode from its row (a built-in, or a server gone: off). */
+  async readMode(account: string, server: string): Promise<PinMode> {
+    const row = await this.db.selectFrom('registry.mcp_servers').select('config_cbor').where('account_id', '=', account).where('name', '=', server).executeTakeFirst();
+    return row === undefined ? 'off' : (decodeServerConfig(row.config_cbor).pin ?? 'off');
+  }
+
+  /** Remembers `mode` as read for the catalog entry `entry`. */
+  remember(account: string, server: string, entry: ServerEntry, mode: PinMode): void {
+    remember(this.modes, `${account}:${server}`, { entry, mode });
+  }
+
+  /**
+   * Resolves when the tool of `doc` is listed on `conn` with the contract `doc` carries; else
+   * throws: `held_for_review` (the server lists another contract: `details.cid` is it),
+   * `not_found` (the server no longer lists the tool), `transport_error` with `reason:
+   * contract_unverified` (no listing could be had: nothing was called, the call may be sent
+   * again). An `unauthorized` or `session_expired` listing is thrown as the client's error, so the
+   * call's one retry (a token refreshed, a session renewed) applies to it as to the call.
+   */
+  async verify(conn: McpConnection, account: string, doc: McpToolDocument, timeoutMs: number): Promise<void> {
+    let listing;
+    try {
+      listing = await conn.currentTools({ maxAgeMs: STRICT_LISTING_MAX_AGE_MS, timeoutMs: Math.min(timeoutMs, LISTING_TIMEOUT_MS) });
+    } catch (err) {
+      this.count('unverified', 'listed');
+      if (err instanceof McpClientError && (err.code === 'unauthorized' || err.code === 'session_expired' || err.code === 'cancelled')) throw err;
+      const why = err instanceof Error ? err.message : 'the listing failed';
+      throw new WireError(
+        ErrorCodes.transportError,
+        `the ${doc.server} MCP server is strictly pinned and its tool list could not be read to check ${doc.name}'s contract before the call (${why}); nothing was called`,
+        { server: doc.server, tool: doc.name, reason: 'contract_unverified' },
+      );
+    }
+    const how = listing.reused ? 'reused' : 'listed';
+    const tool = listing.tools.find((t) => t.name === doc.remoteName);
+    if (tool === undefined) {
+      this.count('unlisted', how);
+      this.report(account, doc.server, conn);
+      throw new WireError(ErrorCodes.notFound, `the ${doc.server} MCP server no longer lists ${doc.remoteName}; nothing was called`, { field: 'tool', server: doc.server, tool: doc.name });
+    }
+    const now = this.listedCid(tool);
+    if (now === this.acceptedCid(doc)) {
+      this.count('match', how);
+      return;
+    }
+    this.count('mismatch', how);
+    this.report(account, doc.server, conn);
+    throw new WireError(
+      ErrorCodes.heldForReview,
+      `${doc.name} is held for review: the strictly pinned ${doc.server} MCP server now lists a contract for it that no person has accepted (ListToolChanges); nothing was called`,
+      { server: doc.server, tool: doc.name, cid: now },
+    );
+  }
+
+  /** The connection's list changed under the registry: quiet discovery reports it (at most once per server per {@link REPORT_EVERY_MS}). */
+  private report(account: string, server: string, conn: McpConnection): void {
+    const key = `${account}:${server}`;
+    const last = this.reported.get(key);
+    if (last !== undefined && Date.now() - last < REPORT_EVERY_MS) return;
+    this.reported.delete(key);
+    remember(this.reported, key, Date.now());
+    conn.markToolsChanged();
+  }
+
+  private acceptedCid(doc: McpToolDocument): string {
+    let cid = this.accepted.get(doc);
+    if (cid === undefined) {
+      cid = documentContractCid(doc);
+      this.accepted.set(doc, cid);
+    }
+    return cid;
+  }
+
+  private listedCid(tool: Tool): string {
+    let cid = this.listed.get(tool);
+    if (cid === undefined) {
+      cid = contractCid(tool);
+      this.listed.set(tool, cid);
+    }
+    return cid;
+  }
+
+  private count(outcome: Outcome, listing: 'reused' | 'listed'): void {
+    this.checks.add(1, { outcome, listing });
+  }
+}
+
+function remember<V>(map: Map<string, V>, key: string, value: V): void {
+  map.delete(key);
+  map.set(key, value);
+  if (map.size > REMEMBERED) map.delete(map.keys().next().value as string);
+}

@@ -1,0 +1,227 @@
+import { createServer, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { decodePayload, type AgentToolsChangedEvent } from '@mcpx/contracts';
+import { startTestMcpServer, type TestMcpServer, type TestMcpServerOptions } from '../servers/index.js';
+import { listenOnLoopback } from '../servers/loopback.js';
+import { shiftingTools, ToolShifts } from '../servers/shifting-tools.js';
+import type { ApiClient } from '../support/api-client.js';
+import { RegistryHarness } from '../support/registry-harness.js';
+import { eventually } from '../support/system.js';
+
+type Tools = Record<string, string>;
+interface Change {
+  tool: string;
+  cid: string;
+  documentCid?: string;
+  status: string;
+  withheld: boolean;
+}
+
+/**
+ * Strict pinning on the call path, against real servers on loopback that change a tool between
+ * two calls with no refresh in between: the proxy compares the contract the server lists on the
+ * call's connection with the accepted one before the call goes out. The registry, the projector
+ * and a proxy in this process, real Postgres, NATS and Redis.
+ */
+describe('strict pinning: a call never runs against a contract nobody accepted', () => {
+  let h: RegistryHarness;
+  const closers: Array<() => Promise<void>> = [];
+  beforeAll(async () => {
+    h = await RegistryHarness.start({ proxy: true });
+  });
+  afterAll(async () => {
+    await h?.stop();
+    for (const close of closers) await close().catch(() => undefined);
+  });
+
+  const start = async (opts: TestMcpServerOptions = {}): Promise<TestMcpServer> => {
+    const s = await startTestMcpServer({ era: 'modern', tools: shiftingTools(), ...opts });
+    closers.push(() => s.close());
+    return s;
+  };
+  const agentTools = async (api: ApiClient, agent: string): Promise<Tools> => {
+    const r = await api.act('ListAgentTools', { agent });
+    return Object.fromEntries((r.tools as Array<{ name: string; cid: string }>).map((t) => [t.name, t.cid]));
+  };
+  const changes = async (api: ApiClient): Promise<Change[]> => (await api.act('ListToolChanges', {})).changes;
+  /** An account with `mail` at `url` pinned `pin` and an agent granted it, its two tools projected. */
+  const account = async (url: string, pin: 'strict' | 'review' | 'off') => {
+    const api = h.api();
+    await api.act('SetMcpServer', { name: 'mail', config: { url, pin } });
+    const { agent } = await api.act('CreateAgent', { name: 'bot', definition: { mcpServers: ['mail'] } });
+    const before = await eventually(async () => {
+      const t = await agentTools(api, agent.id);
+      return Object.keys(t).length === 2 ? t : undefined;
+    }, 15_000);
+    const send = (run?: string) =>
+      api
+        .act('InvokeTool', { agent: agent.id, tool: 'mail__send_email', arguments: { to: 'a@b.c' }, ...(run ? { run } : {}) })
+        .catch((e: unknown) => e as { code: string; details: Record<string, unknown> });
+    return { api, agent: agent.id as string, before, send };
+  };
+
+  it('modern server, no cache hint: a changed description between two calls refuses the second with held_for_review, the server not called; the change is held for review with no refresh', async () => {
+    const remote = await start();
+    const { api, agent, before, send } = await account(remote.url, 'strict');
+    expect(await send()).toMatchObject({ result: { text: 'sent to a@b.c' } });
+    const calls = remote.stats.calls;
+    remote.setTools(ToolShifts.description());
+    const refused = await send();
+    expect(refused).toMatchObject({ code: 'held_for_review', details: { server: 'mail', tool: 'mail__send_email' } });
+    expect(remote.stats.calls).toBe(calls);
+    // The proxy's quiet discovery reported the list; the registry listed the server itself and held it.
+    const held = await eventually(
+      async () => {
+        const c = await changes(api);
+        return c.length > 0 ? c : undefined;
+      },
+      15_000,
+      'the change to be held',
+    );
+    expect(held).toEqual([expect.objectContaining({ tool: 'send_email', status: 'pending', withheld: true, cid: refused.details.cid })]);
+    await eventually(async () => ((await agentTools(api, agent))['mail__send_email'] === undefined ? true : undefined), 15_000, 'the tool to be withheld');
+    expect(await send()).toMatchObject({ code: 'held_for_review', details: { cid: refused.details.cid } });
+    expect(remote.stats.calls).toBe(calls);
+    // The other tool's contract did not change: it still runs.
+    expect((await agentTools(api, agent))['mail__lookup']).toBe(before['mail__lookup']);
+    expect(await api.act('InvokeTool', { agent, tool: 'mail__lookup', arguments: { q: 'x' } })).toMatchObject({ result: { text: 'found x' } });
+  });
+
+  it('accepting the withheld incompatible change re-projects exactly that CID with one agent-tools-changed, and the call runs against it', async () => {
+    const remote = await start();
+    const { api, agent, before, send } = await account(remote.url, 'strict');
+    expect(await send()).toMatchObject({ result: { text: 'sent to a@b.c' } });
+    remote.setTools(ToolShifts.schema());
+    expect(await send()).toMatchObject({ code: 'held_for_review' });
+    const [change] = await eventually(
+      async () => {
+        const c = await changes(api);
+        return c.length > 0 ? c : undefined;
+      },
+      15_000,
+      'the change to be held',
+    );
+    await eventually(async () => ((await agentTools(api, agent))['mail__send_email'] === undefined ? true : undefined), 15_000, 'the tool to be withheld');
+    const captured = await h.capture(`agents.tools.changed.${api.principal}.${agent}`);
+    await api.act('AcceptToolChange', { server: 'mail', tool: 'send_email', cid: change!.cid });
+    const after = await eventually(
+      async () => {
+        const t = await agentTools(api, agent);
+        return t['mail__send_email'] !== undefined ? t : undefined;
+      },
+      15_000,
+      'the accepted tool to be projected',
+    );
+    expect(after).toEqual({ mail__lookup: before['mail__lookup'], mail__send_email: change!.documentCid });
+    await eventually(async () => (captured.messages.length > 0 ? true : undefined), 15_000, 'agent-tools-changed');
+    // A second event would follow the first at once: give it time to show up.
+    await new Promise((r) => setTimeout(r, 500));
+    captured.stop();
+    const events = captured.messages.map((m) => decodePayload<AgentToolsChangedEvent>(m.data));
+    expect(events).toHaveLength(1);
+    expect(events[0]).toMatchObject({ added: { mail__send_email: change!.documentCid }, changed: {}, removed: [] });
+    // The new contract is the accepted one now: the call (with the now required bcc) runs.
+    const calls = remote.stats.calls;
+    expect(await api.act('InvokeTool', { agent, tool: 'mail__send_email', arguments: { to: 'a@b.c', bcc: 'c@d.e' } })).toMatchObject({ result: { text: 'sent to a@b.c' } });
+    expect(remote.stats.calls).toBe(calls + 1);
+  });
+
+  it("legacy server: the session's tools/list_changed makes the connection's listing stale; the next call on the run is refused, the server not called", async () => {
+    const remote = await start({ era: 'legacy' });
+    const { send } = await account(remote.url, 'strict');
+    const run = `strict-${Date.now()}`;
+    expect(await send(run)).toMatchObject({ result: { text: 'sent to a@b.c' } });
+    const calls = remote.stats.calls;
+    const lists = remote.stats.listCalls;
+    remote.setTools(ToolShifts.description());
+    // The proxy heard the notification: its quiet discovery listed the server again.
+    await eventually(async () => (remote.stats.listCalls > lists ? true : undefined), 15_000, 'the notification to be heard');
+    expect(await send(run)).toMatchObject({ code: 'held_for_review', details: { server: 'mail', tool: 'mail__send_email' } });
+    expect(remote.stats.calls).toBe(calls);
+  });
+
+  it('a list with a cache hint is reused within it: strict calls cost no listing each', async () => {
+    const remote = await start({ listHints: { ttlMs: 60_000, cacheScope: 'private' } });
+    const { send } = await account(remote.url, 'strict');
+    // One run: its connection stays open between the calls (a call without one opens its own).
+    const run = `hinted-${Date.now()}`;
+    expect(await send(run)).toMatchObject({ result: { text: 'sent to a@b.c' } });
+    const lists = remote.stats.listCalls;
+    for (let i = 0; i < 5; i++) expect(await send(run)).toMatchObject({ result: { text: 'sent to a@b.c' } });
+    expect(remote.stats.listCalls).toBe(lists);
+  });
+
+  it('no listing to be had: the strict call is refused (transport_error, contract_unverified) and the server not called', async () => {
+    const remote = await start();
+    const front = await listFailingFront(remote.url);
+    closers.push(() => front.close());
+    const { send } = await account(front.url, 'strict');
+    expect(await send()).toMatchObject({ result: { text: 'sent to a@b.c' } });
+    const calls = remote.stats.calls;
+    front.failLists = true;
+    expect(await send()).toMatchObject({ code: 'transport_error', details: { server: 'mail', tool: 'mail__send_email', reason: 'contract_unverified' } });
+    expect(remote.stats.calls).toBe(calls);
+    front.failLists = false;
+    expect(await send()).toMatchObject({ result: { text: 'sent to a@b.c' } });
+  });
+
+  it("review and off: today's behaviour, the call runs against what the server now lists and the proxy lists nothing for it", async () => {
+    for (const pin of ['review', 'off'] as const) {
+      const remote = await start();
+      const { send } = await account(remote.url, pin);
+      const run = `${pin}-${Date.now()}`;
+      expect(await send(run)).toMatchObject({ result: { text: 'sent to a@b.c' } });
+      // The connection's opening listing (quiet discovery) may land just after the first call.
+      await eventually(async () => (remote.stats.listCalls >= 2 ? true : undefined), 15_000, 'the opening listing');
+      const lists = remote.stats.listCalls;
+      const calls = remote.stats.calls;
+      remote.setTools(ToolShifts.description());
+      expect(await send(run)).toMatchObject({ result: { text: 'sent to a@b.c' } });
+      expect(remote.stats.calls).toBe(calls + 1);
+      expect(remote.stats.listCalls).toBe(lists);
+    }
+  });
+});
+
+/**
+ * A forwarder in front of a modern server that answers `tools/list` with HTTP 503 while
+ * `failLists` is set (a server whose listing fails while its calls would still run).
+ */
+async function listFailingFront(target: string): Promise<{ url: string; failLists: boolean; close(): Promise<void> }> {
+  const state = { failLists: false };
+  const server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const body = Buffer.concat(chunks);
+      let method: unknown;
+      try {
+        method = (JSON.parse(body.toString('utf8')) as { method?: unknown }).method;
+      } catch {
+        method = undefined;
+      }
+      if (state.failLists && method === 'tools/list') {
+        res.writeHead(503, { 'content-type': 'text/plain' }).end('listing unavailable');
+        return;
+      }
+      const to = new URL(req.url ?? '/', target);
+      const upstream = httpRequest(to, { method: req.method, headers: { ...req.headers, host: to.host } }, (up) => {
+        res.writeHead(up.statusCode ?? 502, up.headers);
+        up.pipe(res);
+      });
+      upstream.on('error', () => res.destroy());
+      upstream.end(body);
+    });
+  });
+  const listening = await listenOnLoopback(server);
+  return {
+    url: `http://127.0.0.1:${listening.port}/mcp`,
+    get failLists() {
+      return state.failLists;
+    },
+    set failLists(v: boolean) {
+      state.failLists = v;
+    },
+    close: () => listening.close(),
+  };
+}
