@@ -1,4 +1,4 @@
-import { ErrorCodes, WireError, approvalDecidedEvent, encodePayload, invalidInput, type ApprovalView } from '@mcpx/contracts';
+import { ErrorCodes, WireError, approvalDecidedEvent, invalidInput, type ApprovalDecidedEvent, type ApprovalView } from '@mcpx/contracts';
 import { ARGUMENTS_SHOWN_MAX_BYTES, type ApprovalRecord } from '@mcpx/locks';
 import { auditBy, recordAudit } from '../audit/audit-log.js';
 import type { ActionDeps, ActionHandler, ActionInput, Caller } from './context.js';
@@ -41,7 +41,7 @@ function approvalId(value: unknown): string {
  * NATS, at most once: `ListApprovals` stays the source of truth. No argument value goes out.
  */
 function publishDecided(deps: ActionDeps, r: ApprovalRecord, decision: 'approved' | 'denied'): void {
-  deps.bus.nc.publish(deps.bus.subjects.approvalDecided(r.account), encodePayload(approvalDecidedEvent(r, decision)));
+  deps.bus.notify<ApprovalDecidedEvent>(deps.bus.subjects.approvalDecided(r.account), approvalDecidedEvent(r, decision));
 }
 
 async function decide(deps: ActionDeps, caller: Caller, action: ActionInput<'ApproveToolCall' | 'DenyToolCall'>, decision: 'approved' | 'denied'): Promise<{ approval: ApprovalView }> {

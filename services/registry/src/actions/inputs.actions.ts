@@ -3,7 +3,6 @@ import {
   INPUT_REQUEST_ID_RE,
   WireError,
   checkElicitContent,
-  encodePayload,
   invalidInput,
   type ElicitAnswer,
   type InputAnsweredEvent,
@@ -64,7 +63,7 @@ function publishAnswered(deps: ActionDeps, r: InputRecord): void {
     answeredAt: new Date(r.answeredAt ?? Date.now()).toISOString(),
     expiresAt: new Date(r.expiresAt).toISOString(),
   };
-  deps.bus.nc.publish(deps.bus.subjects.inputAnswered(r.account), encodePayload(event));
+  deps.bus.notify<InputAnsweredEvent>(deps.bus.subjects.inputAnswered(r.account), event);
 }
 
 /**

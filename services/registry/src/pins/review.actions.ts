@@ -1,11 +1,11 @@
-import { decodePayload, encodePayload, ErrorCodes, invalidInput, WireError, type ActionResponse, type ToolChangeView } from '@mcpx/contracts';
+import { decodePayload, ErrorCodes, invalidInput, REVIEW_CHANGES_MAX, WireError, type ActionResponse, type ToolChangeView, type ToolReviewRequestedEvent } from '@mcpx/contracts';
 import { buildToolDocuments, contractCid, contractWarnings, diffContracts, documentCid, inputCompatible, projectToolNames, toolContract, type RemoteTool } from '@mcpx/domain';
 import { metrics, trace } from '@opentelemetry/api';
 import { recordAudit } from '../audit/audit-log.js';
 import { serverDiscovered } from '../events/registry-events.js';
 import type { ActionDeps, ActionHandler, ActionInput, Caller } from '../actions/context.js';
 import { discoveredTools, type McpServerRecord } from '../repositories/mcp-servers.repository.js';
-import { evaluatePins, pinModeOf, type AcceptedContract } from './pin-policy.js';
+import { evaluatePins, pinModeOf, type AcceptedContract, type WantedChange } from './pin-policy.js';
 import { acceptContracts, acceptedContracts, applyPins, lockServer } from './pin-store.js';
 
 const STATUSES = ['pending', 'rejected', 'all'] as const;
@@ -267,12 +267,11 @@ function observeDecision(decision: 'accepted' | 'rejected', server: string, tool
 }
 
 /** The review-requested notification (core NATS, at most once): which tools of which server wait. */
-export function publishReviewRequested(deps: { bus: ActionDeps['bus'] }, server: McpServerRecord, changes: ReadonlyArray<{ tool: string; cid: string; kind: string; withheld: boolean }>): void {
-  const payload = {
+export function publishReviewRequested(deps: { bus: ActionDeps['bus'] }, server: McpServerRecord, changes: ReadonlyArray<Pick<WantedChange, 'tool' | 'cid' | 'kind' | 'withheld'>>): void {
+  deps.bus.notify<ToolReviewRequestedEvent>(deps.bus.subjects.reviewRequested(server.accountId), {
     account: server.accountId,
     server: server.name,
-    changes: changes.slice(0, 100).map((c) => ({ tool: c.tool, cid: c.cid, kind: c.kind, withheld: c.withheld })),
+    changes: changes.slice(0, REVIEW_CHANGES_MAX).map((c) => ({ tool: c.tool, cid: c.cid, kind: c.kind, withheld: c.withheld })),
     pending: (server.status.heldTools ?? []).filter((h) => h.state === 'pending').length,
-  };
-  deps.bus.nc.publish(deps.bus.subjects.reviewRequested(server.accountId), encodePayload(payload));
+  });
 }
