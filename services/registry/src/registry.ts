@@ -13,7 +13,7 @@ import { oauthStartHandler } from './credentials/oauth/oauth-start.js';
 import { bindUnboundSecretsOnce } from './credentials/secret-binding.js';
 import { Reprober } from './discovery/reprober.js';
 import { EventOutbox } from './events/outbox.js';
-import { createHttpServer } from './http-server.js';
+import { createHttpServer } from './http/http-server.js';
 import { postgresPortOf } from './http/dependency-errors.js';
 import { EventStream } from './http/event-stream.js';
 import { answerOAuthRefresh } from './nats/oauth-refresh-responder.js';

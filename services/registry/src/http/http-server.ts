@@ -7,13 +7,13 @@ import { serveConsole } from '@mcpx/console';
 import type { Logger } from '@mcpx/log';
 import { withSpan } from '@mcpx/telemetry';
 import { LeaseQuota, QUOTA_DEFAULTS, RateLimiter, type QuotaLimits } from '@mcpx/locks';
-import { AccountQuotas, QuotaKinds, quotaExceeded, rateLimited } from './actions/account-quotas.js';
+import { AccountQuotas, QuotaKinds, quotaExceeded, rateLimited } from '../actions/account-quotas.js';
 import { TrustedProxies } from '@mcpx/config/trusted-proxies';
-import { dispatchAction, isKnownAction, type ActionDeps } from './actions/index.js';
-import { dependencyUnavailable } from './http/dependency-errors.js';
-import { authenticate, parseEnvelope } from './http/envelope-auth.js';
-import type { EventStream } from './http/event-stream.js';
-import { OAUTH_CALLBACK_PATH, OAUTH_CLIENT_METADATA_PATH, OAUTH_START_PATH } from './credentials/oauth/paths.js';
+import { dispatchAction, isKnownAction, type ActionDeps } from '../actions/index.js';
+import { dependencyUnavailable } from './dependency-errors.js';
+import { authenticate, parseEnvelope } from './envelope-auth.js';
+import type { EventStream } from './event-stream.js';
+import { OAUTH_CALLBACK_PATH, OAUTH_CLIENT_METADATA_PATH, OAUTH_START_PATH } from '../credentials/oauth/paths.js';
 
 export const MAX_BODY_BYTES = 1024 * 1024;
 
