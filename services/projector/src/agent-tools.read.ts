@@ -1,10 +1,11 @@
 import type { Subscription } from '@nats-io/transport-node';
 import type { Bus } from '@mcpx/bus';
-import { ErrorCodes, QueueGroups, WireError, decodeAgentToolsRequest, decodePayload, type AgentToolsReply } from '@mcpx/contracts';
+import { ErrorCodes, QueueGroups, WireError, decodeAgentToolsRequest, type AgentToolsReply } from '@mcpx/contracts';
 import { ToolDocumentColumn } from '@mcpx/credentials';
 import type { Db } from '@mcpx/db';
-import { promotableTools, providerTools, renderToolIndex, renderToolListing, type AgentToolDocument, type LambdaToolDocument, type ToolNameStyle } from '@mcpx/domain';
+import { promotableTools, providerTools, renderToolIndex, renderToolListing, type AgentToolDocument, type ToolNameStyle } from '@mcpx/domain';
 import { effectiveSet, heldConflicts, mcpEntries } from './agent-sets.js';
+import { LambdaToolColumn } from './lambda-tools.column.js';
 import { nameList, requireId } from './request-fields.js';
 
 /** At most this many names may be asked to be promoted at once. */
@@ -18,7 +19,7 @@ async function readSnapshot(db: Db, account: string, agent: string) {
     db.selectFrom('projector.lambda_tools').select(['name', 'cid', 'doc_cbor']).where('account_id', '=', account).where('agent_id', '=', agent).orderBy('name').execute(),
     heldConflicts(db, account, row?.servers ?? []),
   ]);
-  const lambdas = lambdaRows.map((l) => ({ ...decodePayload<LambdaToolDocument>(l.doc_cbor), cid: l.cid }));
+  const lambdas = lambdaRows.map((l) => ({ ...LambdaToolColumn.decode(l.doc_cbor), cid: l.cid }));
   const set = effectiveSet(entries, new Map(lambdas.map((l) => [l.name, l.cid])));
   // The mcp tools the set kept (a lambda document never has an mcp document's CID).
   const mcp = entries.filter((e) => set.tools[e.name] === e.cid).sort((a, b) => (a.name < b.name ? -1 : 1));

@@ -5,7 +5,6 @@ import {
   ErrorCodes,
   QueueGroups,
   WireError,
-  encodePayload,
   invalidInput,
   decodeDeleteLambdaToolRequest,
   decodeSetLambdaToolRequest,
@@ -18,6 +17,7 @@ import type { Database, Db } from '@mcpx/db';
 import { LambdaDocumentError, buildLambdaDocument, documentCid } from '@mcpx/domain';
 import type { Logger } from '@mcpx/log';
 import { agentSet, lockAgent, mcpEntries } from './agent-sets.js';
+import { LambdaToolColumn } from './lambda-tools.column.js';
 import type { AgentChange, ChangeLog } from './change-log.js';
 import { nextPending, upsertAgentRow } from './projection.js';
 import { requireId } from './request-fields.js';
@@ -61,13 +61,14 @@ export class LambdaTools {
       throw err;
     }
     const cid = documentCid(doc);
+    const docCbor = LambdaToolColumn.encode(doc);
     return this.change(account, agent, doc.name, async (trx, servers, lambdas) => {
       const mcp = (await mcpEntries(trx, account, servers)).find((e) => e.name === doc.name);
       if (mcp !== undefined && !lambdas.has(doc.name)) throw refuseMcp(doc.name, mcp.server, 'replaced');
       await trx
         .insertInto('projector.lambda_tools')
-        .values({ account_id: account, agent_id: agent, name: doc.name, cid, doc_cbor: encodePayload(doc) })
-        .onConflict((oc) => oc.columns(['account_id', 'agent_id', 'name']).doUpdateSet({ cid, doc_cbor: encodePayload(doc) }))
+        .values({ account_id: account, agent_id: agent, name: doc.name, cid, doc_cbor: docCbor })
+        .onConflict((oc) => oc.columns(['account_id', 'agent_id', 'name']).doUpdateSet({ cid, doc_cbor: docCbor }))
         .execute();
       return cid;
     });

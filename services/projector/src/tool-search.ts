@@ -1,7 +1,8 @@
 import { sql } from 'kysely';
 import type { Subscription } from '@nats-io/transport-node';
 import type { Bus } from '@mcpx/bus';
-import { QueueGroups, checkSearchInput, decodePayload, decodeRequest, familyOf, type SearchInput, type ToolSearchFamily, type ToolSearchReply } from '@mcpx/contracts';
+import { QueueGroups, checkSearchInput, decodeRequest, familyOf, type SearchInput, type ToolSearchFamily, type ToolSearchReply } from '@mcpx/contracts';
+import { StoredShapeError, ToolDocumentColumn } from '@mcpx/credentials';
 import type { Db } from '@mcpx/db';
 import type { McpToolDocument } from '@mcpx/domain';
 import type { Logger } from '@mcpx/log';
@@ -120,6 +121,8 @@ export function serveToolSearch(bus: Bus, db: Db): Subscription {
 /**
  * Fills the search text of documents written before search existed (their `description` is
  * NULL) from their stored documents. Idempotent and safe with several instances; a no-op once done.
+ * A document its column's codec refuses is logged (column and field, never a value) and left
+ * unfilled: one bad row does not stop the projector from starting.
  */
 export async function backfillSearchText(db: Db, log: Logger, batch = 500): Promise<number> {
   let filled = 0;
@@ -132,10 +135,17 @@ export async function backfillSearchText(db: Db, log: Logger, batch = 500): Prom
     }
     const rows = await q.orderBy('account_id').orderBy('server').orderBy('name').limit(batch).execute();
     for (const r of rows) {
-      const doc = decodePayload<Partial<McpToolDocument>>(r.doc_cbor);
+      let doc: McpToolDocument;
+      try {
+        doc = ToolDocumentColumn.decode(r.doc_cbor);
+      } catch (err) {
+        if (!(err instanceof StoredShapeError)) throw err;
+        log.warn('a stored tool document does not decode; its search text is left unfilled', { account: r.account_id, server: r.server, cid: r.cid, column: err.column, field: err.field });
+        continue;
+      }
       await db
         .updateTable('projector.tool_documents')
-        .set({ remote_name: typeof doc.remoteName === 'string' ? doc.remoteName : r.name, description: typeof doc.description === 'string' ? doc.description : '' })
+        .set({ remote_name: doc.remoteName, description: doc.description })
         .where('account_id', '=', r.account_id)
         .where('server', '=', r.server)
         .where('name', '=', r.name)
