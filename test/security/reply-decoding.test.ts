@@ -39,7 +39,7 @@ describe("the proxy client reads a rogue responder's replies as typed errors (re
   });
 
   it('every malformed call reply is maybe_executed (the call may have run: never retried) naming the reply, and the next good reply is a result', async () => {
-    const replies = [...malformedReplies.map(([, b]) => b), encodePayload({ ok: true, instance: 'p1', result: { content: [], text: 'fine' } })];
+    const replies = [...malformedReplies.map(([, b]) => b), encodePayload({ ok: true, instance: 'p1', result: { content: [], text: 'fine', summary: 'ok', durationMs: 1 } })];
     let i = 0;
     // A responder in the proxies' queue group answering in turn with each reply.
     const sub = nc.subscribe(subjects.proxyCall, { queue: 'proxy', callback: (_e, m) => void m.respond(replies[i++]) });

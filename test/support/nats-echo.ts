@@ -24,7 +24,7 @@ async function serveEcho(url: string): Promise<void> {
     if (err) return;
     const req = decodeStrict<{ tool: string; arguments: { text?: unknown } }>(msg.data, 'request');
     const text = typeof req.arguments.text === 'string' ? req.arguments.text : '';
-    msg.respond(encodePayload({ ok: true, instance: ECHO_INSTANCE, result: { tool: req.tool, server: 'echo', text, durationMs: 0 } }));
+    msg.respond(encodePayload({ ok: true, instance: ECHO_INSTANCE, result: { tool: req.tool, server: 'echo', summary: 'echo', text, durationMs: 0 } }));
   };
   // The group subject and the instance's own, as a proxy instance: the client's later calls of a run go to the second.
   nc.subscribe(subjects.proxyCall, { callback });
