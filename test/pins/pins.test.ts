@@ -159,6 +159,34 @@ describe('contract pinning', () => {
     await expect(api.act('AcceptToolChange', { server: 'mail', tool: 'send_email', cid: 'not a cid' })).rejects.toMatchObject({ code: 'invalid_input', details: { field: 'cid' } });
   });
 
+  it('review: accepting a withheld incompatible change re-projects exactly that CID with one agent-tools-changed', async () => {
+    const { api, remote, agent, before } = await pinnedAccount('review');
+    remote.setTools(ToolShifts.schema());
+    await refreshed(api, 'mail');
+    const [change] = await changes(api, 'mail');
+    expect(change).toMatchObject({ tool: 'send_email', withheld: true, compatible: false });
+    await eventually(async () => ((await agentTools(api, agent)).tools['mail__send_email'] === undefined ? true : undefined), 15_000, 'the tool to be withheld');
+    const captured = await h.capture(`agents.tools.changed.${api.principal}.${agent}`);
+    await api.act('AcceptToolChange', { server: 'mail', tool: 'send_email', cid: change!.cid });
+    const after = await eventually(
+      async () => {
+        const t = await agentTools(api, agent);
+        return t.tools['mail__send_email'] !== undefined ? t : undefined;
+      },
+      15_000,
+      'the accepted tool to be projected',
+    );
+    expect(after.tools).toEqual({ mail__lookup: before.tools['mail__lookup'], mail__send_email: change!.documentCid });
+    expect(after.conflicts).toEqual([]);
+    await eventually(async () => (captured.messages.length > 0 ? true : undefined), 15_000, 'agent-tools-changed');
+    // A second event would follow the first at once: give it time to show up.
+    await new Promise((r) => setTimeout(r, 500));
+    captured.stop();
+    const events = captured.messages.map((m) => decodePayload<AgentToolsChangedEvent>(m.data));
+    expect(events).toHaveLength(1);
+    expect(events[0]).toMatchObject({ added: { mail__send_email: change!.documentCid }, changed: {}, removed: [] });
+  });
+
   it('review: a new tool, a renamed tool and a homoglyph rename are withheld until accepted; annotation changes are held with their warnings', async () => {
     const { api, remote, agent } = await pinnedAccount('review');
     remote.setTools(ToolShifts.added());
