@@ -173,6 +173,36 @@ describe('the agent MCP endpoint on two instances (its own NATS user, no affinit
     expect(stream.events.some((e) => e.data?.approvalId === forged.approvalId)).toBe(false);
   });
 
+  it("only the endpoint asks the registry to audit a token holder's decision: the runtime's and the proxy's requests are refused by NATS and write nothing", async () => {
+    // A decision through an endpoint process on its own user: the registry wrote its entry.
+    const approver = await token('ops', { userMayApprove: true });
+    const client = new Client({ name: 'audited', version: '1.0.0' }, { versionNegotiation: { mode: 'auto' }, capabilities: { elicitation: { form: {} } } });
+    client.setRequestHandler('elicitation/create', () => Promise.resolve({ action: 'decline' as const }));
+    await client.connect(new StreamableHTTPClientTransport(new URL(agentUrl(endpoints[0]!, 'ops')), { requestInit: { headers: { authorization: `Bearer ${approver.token}` } } }));
+    clients.push(client);
+    const declined = await client.callTool({ name: 'db__drop_table', arguments: { table: 'audit-attack' } });
+    const approvalId = errorOf(declined).details.approvalId as string;
+    type Audit = { action: string; signer: string; target: { name: string } };
+    const entries = async (): Promise<Audit[]> => (await api.act<{ events: Audit[] }>('ListAuditEvents', {})).events.filter((e) => e.target.name === approvalId);
+    expect((await entries()).map((e) => [e.action, e.signer])).toEqual([['DenyToolCall', `agent-token:${approver.id}`]]);
+    // Anyone else asking (to fill the log, or to learn which approvals exist) is refused by NATS.
+    for (const role of ['runtime', 'proxy', 'projector'] as const) {
+      const nc = await nats.connectAs(role);
+      conns.push(nc);
+      const refused = await nc.request(subjects.registryTokenDecisionAudit, encodePayload({ account: api.principal, approvalId }), { timeout: 5_000 }).then(
+        () => undefined,
+        (e: Error) => e.message,
+      );
+      expect(refused, role).toMatch(/permissions violation/i);
+    }
+    // Nor may anyone but the registry answer it (a fake registry would swallow the entries).
+    const endpointUser = await nats.connectAs('endpoint');
+    conns.push(endpointUser);
+    const fake = endpointUser.subscribe(subjects.registryTokenDecisionAudit);
+    expect(String(await fake.closed)).toMatch(/permissions violation/i);
+    expect(await entries()).toHaveLength(1);
+  });
+
   it("a 2025 client's answer posted to the other instance goes on with the call there; another token's answer is not taken", async () => {
     const { token: t } = await token('ops', { userMayApprove: true });
     const intruder = await token('ops', { userMayApprove: true });

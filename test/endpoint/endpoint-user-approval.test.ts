@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { approvalTools } from '../approvals/approval-tools.js';
+import { request } from '@mcpx/bus';
+import { tokenDecisionAuditReplyValue, type TokenDecisionAuditReply } from '@mcpx/contracts';
 import { loadEndpointConfig, startEndpoint } from '@mcpx/endpoint';
 import { freePort, startTestMcpServer, type TestMcpServer } from '../servers/index.js';
 import { startEndpointSystem, type EndpointSystem } from './endpoint-harness.js';
@@ -185,5 +187,74 @@ describe('the agent MCP endpoint: the client user approves (modern clients)', ()
     expect(errorOf(answer.result as never)).toMatchObject({ code: 'invalid_input', details: { field: 'requestState' } });
     const { approvals } = await sys.system.api.act<{ approvals: Array<{ arguments: unknown }> }>('ListApprovals', {});
     expect(approvals.some((a) => (a.arguments as { table?: string }).table === 'plainuse')).toBe(true);
+  });
+
+  it("the registry writes a token holder's decision into the audit log, once: the endpoint's request again answers already; an owner's decision, a pending or unknown approval, a malformed request write nothing", async () => {
+    type Audit = { action: string; signer: string; role: string; target: { kind: string; name: string }; after: Record<string, unknown> };
+    const entriesOf = async (approvalId: string): Promise<Audit[]> => (await sys.system.api.act<{ events: Audit[] }>('ListAuditEvents', {})).events.filter((e) => e.target.name === approvalId);
+    const ask = (payload: unknown): Promise<TokenDecisionAuditReply> => request(sys.system.nc, sys.system.subjects.registryTokenDecisionAudit, payload, tokenDecisionAuditReplyValue, 5_000);
+    const account = sys.system.api.principal;
+
+    // A decision through the endpoint: written once, by the registry, worded from the approval store.
+    const client = await connect(approver.token, 'decline', []);
+    const declined = await client.callTool({ name: 'db__drop_table', arguments: { table: 'audited' } });
+    const approvalId = errorOf(declined).details.approvalId as string;
+    expect(await entriesOf(approvalId)).toEqual([
+      expect.objectContaining({
+        action: 'DenyToolCall',
+        signer: `agent-token:${approver.id}`,
+        role: 'agent_token',
+        after: expect.objectContaining({ decision: 'denied', tool: 'db__drop_table', by: 'token_holder' }),
+      }),
+    ]);
+    // A retry of the endpoint's request (its first answer lost): nothing more is written.
+    await expect(ask({ account, approvalId })).resolves.toEqual({ audit: 'already' });
+    await expect(Promise.all([ask({ account, approvalId }), ask({ account, approvalId })])).resolves.toEqual([{ audit: 'already' }, { audit: 'already' }]);
+    expect(await entriesOf(approvalId)).toHaveLength(1);
+
+    // A pending approval, then the owner's decision: not the endpoint's to audit (the action did).
+    const waiting = await (await connect(plain.token, 'accept', [])).callTool({ name: 'db__drop_table', arguments: { table: 'owner' } });
+    const ownerId = errorOf(waiting).details.approvalId as string;
+    await expect(ask({ account, approvalId: ownerId })).rejects.toMatchObject({ code: 'conflict', details: { field: 'approvalId' } });
+    await sys.system.api.act('ApproveToolCall', { approvalId: ownerId });
+    await expect(ask({ account, approvalId: ownerId })).rejects.toMatchObject({ code: 'conflict', details: { field: 'approvalId' } });
+    expect((await entriesOf(ownerId)).map((e) => [e.action, e.role])).toEqual([['ApproveToolCall', 'OWNER']]);
+    // Unknown, another account's, malformed.
+    await expect(ask({ account, approvalId: 'apr_unknown' })).rejects.toMatchObject({ code: 'not_found' });
+    await expect(ask({ account: 'acct_someone_else', approvalId })).rejects.toMatchObject({ code: 'not_found' });
+    await expect(ask({ account, approvalId: 7 })).rejects.toMatchObject({ code: 'invalid_input', details: { field: 'approvalId' } });
+    expect(await entriesOf('apr_unknown')).toEqual([]);
+  });
+
+  it("a registry that does not answer: the user's decision stands, its missing entry is logged naming the approval; the entry is written once when asked again", async () => {
+    const accept = { inputResponses: { [APPROVAL_KEY]: { action: 'accept', content: {} } } };
+    const first = await raw(approver.token, { table: 'unaudited' });
+    const state = first.result?.requestState as string;
+    const { approvals } = await sys.system.api.act<{ approvals: Array<{ id: string; arguments: unknown }> }>('ListApprovals', {});
+    const approvalId = approvals.find((a) => (a.arguments as { table?: string }).table === 'unaudited')!.id;
+    // An instance whose bus reaches no registry (another namespace of the same NATS): the answer is decided there.
+    const lines: string[] = [];
+    const alone = await startEndpoint(loadEndpointConfig({ ...sys.system.env, NATS_PREFIX: 'nobody.', HTTP_PORT: '0', INSTANCE_ID: 'endpoint-alone' }), {
+      telemetry: sys.system.telemetry,
+      logSink: (line) => void lines.push(line),
+    });
+    try {
+      await modernCall(`${alone.url}/v1/agents/ops/mcp`, approver.token, 'db__drop_table', { table: 'unaudited' }, { elicitation: { form: {} } }, { requestState: state, ...accept });
+    } finally {
+      await alone.stop();
+    }
+    // Decided (the owner can no longer decide it), not audited, and said so.
+    await expect(sys.system.api.act('DenyToolCall', { approvalId })).rejects.toMatchObject({ code: 'conflict', details: { reason: 'decided' } });
+    const entries = async (): Promise<number> =>
+      (await sys.system.api.act<{ events: Array<{ target: { name: string } }> }>('ListAuditEvents', {})).events.filter((e) => e.target.name === approvalId).length;
+    expect(await entries()).toBe(0);
+    const missing = lines.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.msg === 'audit entry of a token holder decision not written');
+    expect(missing).toEqual([expect.objectContaining({ level: 'error', approval: approvalId, attempts: 3 })]);
+    // Asked again (twice at once): one entry.
+    const ask = (): Promise<TokenDecisionAuditReply> =>
+      request(sys.system.nc, sys.system.subjects.registryTokenDecisionAudit, { account: sys.system.api.principal, approvalId }, tokenDecisionAuditReplyValue, 5_000);
+    const replies = await Promise.all([ask(), ask()]);
+    expect(replies.map((r) => r.audit).sort()).toEqual(['already', 'recorded']);
+    expect(await entries()).toBe(1);
   });
 });

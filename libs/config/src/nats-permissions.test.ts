@@ -40,6 +40,9 @@ describe('the NATS permission model (docs/bus.md#users)', () => {
       }
       expect(who('publish', `${p}registry.oauth.refresh`, prefix)).toEqual(['proxy', 'operator']);
       expect(who('subscribe', `${p}registry.oauth.refresh`, prefix)).toEqual(['registry', 'operator']);
+      // A token holder's decision to audit: asked by the endpoint only, answered by the registry only.
+      expect(who('publish', `${p}registry.approvals.token-decided`, prefix)).toEqual(['endpoint', 'operator']);
+      expect(who('subscribe', `${p}registry.approvals.token-decided`, prefix)).toEqual(['registry', 'operator']);
       expect(who('subscribe', `${p}agents.tools.changed.acct.agent`, prefix)).toEqual(['registry', 'proxy', 'endpoint', 'runtime', 'operator']);
     });
   }

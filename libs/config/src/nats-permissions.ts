@@ -6,8 +6,9 @@
  * Users (one per service, the agent runtime, and an operator):
  * - `registry` — publishes `mcp.events.>` (the only one), `mcp.approvals.decided.*`,
  *   `mcp.inputs.answered.*`, requests the
- *   projector's endpoints and the proxy (InvokeTool, EndRun); answers `registry.oauth.refresh`;
- *   reads `mcp.proxy.tools.observed` and the events it streams to browsers.
+ *   projector's endpoints and the proxy (InvokeTool, EndRun); answers `registry.oauth.refresh`
+ *   and `registry.approvals.token-decided`; reads `mcp.proxy.tools.observed` and the events it
+ *   streams to browsers.
  * - `projector` — publishes `agents.tools.changed.>` (the only one); answers `projector.*`;
  *   consumes `MCP_EVENTS` through its durable `projector`.
  * - `proxy` — the only one that subscribes to `mcp.proxy.call`, `mcp.proxy.<instance>.call`,
@@ -16,7 +17,9 @@
  *   runtime does, and besides publishes `mcp.approvals.decided.*` (the decision of a client's
  *   user it applied, as the registry publishes an owner's) and talks to its other instances on
  *   `mcp.endpoint.>` (a legacy client's answer that reached the wrong instance, the capabilities
- *   a legacy client declared); reads `agents.tools.changed.>`.
+ *   a legacy client declared) and asks the registry to audit that decision on
+ *   `registry.approvals.token-decided` (the only one that may: the registry writes the entry from
+ *   its approval store); reads `agents.tools.changed.>`.
  * - `runtime` — the set a platform hands its agent runtime: requests `mcp.proxy.call`,
  *   `mcp.proxy.<instance>.call` and `mcp.proxy.calls.held`, publishes `mcp.proxy.cancel` and
  *   `mcp.runs.ended.>`, reads `mcp.approvals.decided.*` (`callAwaitingApproval`),
@@ -153,6 +156,7 @@ export function natsPermissions(role: NatsRole, user: string, prefix = ''): Nats
         subscribe: [
           inbox,
           `${p}registry.oauth.refresh`,
+          `${p}registry.approvals.token-decided`,
           `${p}mcp.proxy.tools.observed`,
           // The browser event stream (GET /v1/events) and InvokeTool's wait for a decision.
           `${p}agents.tools.changed.>`,
@@ -204,7 +208,7 @@ export function natsPermissions(role: NatsRole, user: string, prefix = ''): Nats
       // Not the runtime's user: a runtime may not announce decisions (it would forge them), the
       // endpoint applies a client's user's decision and says so, as the registry does an owner's.
       return {
-        publish: [...callProxy, `${p}mcp.approvals.decided.*`, `${p}mcp.endpoint.>`],
+        publish: [...callProxy, `${p}mcp.approvals.decided.*`, `${p}mcp.endpoint.>`, `${p}registry.approvals.token-decided`],
         subscribe: [inbox, `${p}agents.tools.changed.>`, `${p}mcp.endpoint.>`],
         allowResponses: replies,
       };

@@ -53,6 +53,22 @@ export interface TokenDecisionAuditReply {
   audit: 'recorded' | 'already';
 }
 
+/**
+ * How the approval store and the audit log name a token holder who decided an approval through
+ * the endpoint: `agent-token:<token id>` (never the token).
+ */
+export const TOKEN_DECIDER_PREFIX = 'agent-token:';
+
+/** The decider of a token holder's decision (`agent-token:<token id>`). */
+export function tokenDecider(tokenId: string): string {
+  return `${TOKEN_DECIDER_PREFIX}${tokenId}`;
+}
+
+/** Whether a decider names a token holder ({@link tokenDecider}), not an owner. */
+export function isTokenDecider(decidedBy: string | undefined): boolean {
+  return decidedBy !== undefined && decidedBy.length > TOKEN_DECIDER_PREFIX.length && decidedBy.startsWith(TOKEN_DECIDER_PREFIX);
+}
+
 /** `mcp.endpoint.<instance>.answer`'s request. */
 export const decodeForwardedAnswer: (bytes: Uint8Array) => ForwardedAnswer = payloadDecoder('answer', { token: anyStr, id: anyStr, result: optional(anyMap) });
 

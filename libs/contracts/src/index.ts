@@ -26,7 +26,16 @@ export {
   oauthRefreshAnswerValue,
 } from './payload-decoders.js';
 export { CALL_REQUEST_LIMITS, MAX_CALL_TIMEOUT_MS, MAX_REQUEST_BYTES, decodeCallRequest, parseCallRequest, proxyResultValue } from './proxy-call.js';
-export { decodeClientDeclared, decodeForwardedAnswer, decodeTokenDecisionAudit, forwardedAnswerReplyValue, tokenDecisionAuditReplyValue } from './endpoint-messages.js';
+export {
+  TOKEN_DECIDER_PREFIX,
+  decodeClientDeclared,
+  decodeForwardedAnswer,
+  decodeTokenDecisionAudit,
+  forwardedAnswerReplyValue,
+  isTokenDecider,
+  tokenDecider,
+  tokenDecisionAuditReplyValue,
+} from './endpoint-messages.js';
 export type { ClientDeclared, ForwardedAnswer, ForwardedAnswerReply, TokenDecisionAudit, TokenDecisionAuditReply } from './endpoint-messages.js';
 export { agentToolsReplyValue, decodeAgentToolsRequest, decodeDeleteLambdaToolRequest, decodeSetLambdaToolRequest, lambdaToolReplyValue, toolSearchReplyValue } from './reply-decoders.js';
 export { FieldRules, payloadDecoder } from './field-rules.js';

@@ -13,6 +13,7 @@ import { notify, retryStartup } from '@mcpx/bus';
 import { Redis } from 'ioredis';
 import { AgentServers, SERVER_NAME } from './agent-server.js';
 import { AgentTokens } from './agent-tokens.js';
+import { DecisionAudit } from './decision-audit.js';
 import type { EndpointConfig } from './config.js';
 import { endpointFetch } from './http.js';
 import { LeanCalls } from './lean-calls.js';
@@ -96,7 +97,7 @@ export async function startEndpoint(config: EndpointConfig, opts: EndpointOption
   // Approvals by the client's user: decided in the store the owner's decisions use.
   const approvals = new UserApprovals({
     store: new ApprovalStore(redis, config.redisPrefix, { ttlMs: config.approvalTtlMs }),
-    db,
+    audit: new DecisionAudit({ nc: runtime.nc, subjects, log }),
     keyring: config.keyring,
     log,
     announce: (event) => notify(runtime.nc, subjects.approvalDecided(event.account), event),

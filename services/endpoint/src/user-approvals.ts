@@ -1,11 +1,11 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import type { KeyringEntry } from '@mcpx/config';
-import { ErrorCodes, WireError, approvalDecidedEvent, invalidInput, type ApprovalDecidedEvent } from '@mcpx/contracts';
-import type { Db } from '@mcpx/db';
+import { ErrorCodes, WireError, approvalDecidedEvent, invalidInput, tokenDecider, type ApprovalDecidedEvent } from '@mcpx/contracts';
 import { encodeCanonical, sha256Hex } from '@mcpx/domain';
 import type { ApprovalRecord, ApprovalStore } from '@mcpx/locks';
 import type { Logger } from '@mcpx/log';
 import type { TokenGrant } from './agent-tokens.js';
+import type { DecisionAudit } from './decision-audit.js';
 
 /** How a `requestState` of an approval question starts (told apart from an input request's id). */
 export const APPROVAL_STATE_PREFIX = 'mcpx-apv1.';
@@ -37,7 +37,8 @@ export interface UserVerdict {
 
 export interface UserApprovalsDeps {
   store: ApprovalStore;
-  db: Db;
+  /** The registry's audit entry of each decision taken here. */
+  audit: Pick<DecisionAudit, 'record'>;
   /** The deployment's key ring (the newest key seals); empty: a key of this process. */
   keyring: KeyringEntry[];
   log: Logger;
@@ -63,21 +64,16 @@ function stateAad(grant: TokenGrant): string {
   return `mcpx endpoint approval\u0000${grant.account}\u0000${grant.id}`;
 }
 
-/** Who decided, as the approval and the audit log record it: the token (never the token itself). */
-export function tokenDecider(grant: TokenGrant): string {
-  return `agent-token:${grant.id}`;
-}
-
 /**
  * Approval by the MCP client's user (issue 14 point 3): when the owner issued the token with
  * `userMayApprove`, an always_ask call that stops for approval is asked of the client's user as a
  * form elicitation ("Approve <tool> with <arguments>?"), carrying a `requestState` sealed with
  * the deployment's key (AES-256-GCM, bound to the account and the token; inside: the approval id,
  * the tool, the arguments' hash and the approval's deadline). The retry's answer decides the
- * approval as the token holder (recorded on the approval and in the audit log as
- * `agent-token:<id>`), in the same Redis step an owner's decision takes, so the first decision wins
- * and a decided approval is never decided again; the call then runs once, by the proxy's own
- * consumption of the approval.
+ * approval as the token holder (recorded on the approval as `agent-token:<id>`), in the same
+ * Redis step an owner's decision takes, so the first decision wins and a decided approval is never
+ * decided again; the registry then writes its audit entry ({@link DecisionAudit}); the call runs
+ * once, by the proxy's own consumption of the approval.
  */
 export class UserApprovals {
   private readonly keys: Map<string, Buffer>;
@@ -171,7 +167,7 @@ export class UserApprovals {
     const answer = action === 'accept' || action === 'decline' ? action : 'cancel';
     if (answer === 'cancel') return { approvalId: payload.a, answer };
     const decision = answer === 'accept' ? 'approved' : 'denied';
-    const out = await this.deps.store.decide(grant.account, payload.a, decision, tokenDecider(grant));
+    const out = await this.deps.store.decide(grant.account, payload.a, decision, tokenDecider(grant.id));
     if (out.ok) {
       this.deps.log.info('tool call approval decided by the token holder', { account: grant.account, approval: payload.a, decision, tool, token: grant.id });
       try {
@@ -180,19 +176,9 @@ export class UserApprovals {
         // The decision stands (it is in the store); only its notice is lost: ListApprovals says it.
         this.deps.log.warn('notice of a token holder decision not sent', { err: err as Error, approval: payload.a });
       }
-      await this.deps.db
-        .insertInto('registry.audit_events')
-        .values({
-          account_id: grant.account,
-          signer: tokenDecider(grant),
-          role: 'agent_token',
-          action: decision === 'approved' ? 'ApproveToolCall' : 'DenyToolCall',
-          target_kind: 'approval',
-          target: payload.a,
-          after: JSON.stringify({ decision, tool: out.record.tool, server: out.record.server, agent: out.record.agent, run: out.record.run, by: 'token_holder' }),
-        })
-        .execute()
-        .catch((err: unknown) => this.deps.log.warn('audit entry of a token holder decision not written', { err: err as Error, approval: payload.a }));
+      // Written by the registry, the audit log's owner, before the call goes on (retried; a
+      // registry that never answers leaves the decision standing and the missing entry logged).
+      await this.deps.audit.record(grant.account, payload.a);
     }
     return { approvalId: payload.a, answer };
   }
