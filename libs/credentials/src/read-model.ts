@@ -32,11 +32,12 @@ export function proxyReads(db: Db): ProxyReads {
 }
 
 /**
- * The tables the agent MCP endpoint (services/endpoint) may read to list an agent's tools: the
- * agent's grant (the registry's), its projection and the projected documents (the projector's).
- * The same hot-path exception as the proxy's, narrower: the endpoint writes none of them.
+ * The tables the agent MCP endpoint (services/endpoint) may read: the agent tokens it checks and
+ * the agents they name, an agent's projection and the projected documents it lists (the first two
+ * the registry's, the last two the projector's). The same hot-path exception as the proxy's,
+ * narrower: the endpoint writes none of them.
  */
-export type EndpointReadModel = Pick<Database, 'registry.agents' | 'projector.agent_tools' | 'projector.tool_documents'>;
+export type EndpointReadModel = Pick<Database, 'registry.agent_tokens' | 'registry.agents' | 'projector.agent_tools' | 'projector.tool_documents'>;
 
 /** Reads only (`selectFrom`), of the {@link EndpointReadModel}'s tables only. */
 export type EndpointReads = Pick<Kysely<EndpointReadModel>, 'selectFrom'>;

@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { AGENT_TOKENS_CHANNEL, agentTokenHash, isAgentTokenShape } from '@mcpx/contracts';
-import type { Db } from '@mcpx/db';
+import type { EndpointReads } from '@mcpx/credentials';
 import type { Logger } from '@mcpx/log';
 
 /** Who a valid token speaks for. */
@@ -40,7 +40,7 @@ export class AgentTokens {
   private notices = 0;
 
   constructor(
-    private readonly db: Db,
+    private readonly db: EndpointReads,
     private readonly databaseUrl: string,
     private readonly log: Logger,
   ) {}

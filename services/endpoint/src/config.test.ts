@@ -51,4 +51,30 @@ describe("the endpoint's settings (the one settings parser of @mcpx/config)", ()
     expect(loadEndpointConfig({}).keyring).toEqual([]);
     expect(refusal({ OUTBOUND_PROFILE: 'production', SECRETS_KEYRING: LOCAL_DEV_KEYRING })).toMatchObject({ code: 'invalid_config', setting: 'SECRETS_KEYRING' });
   });
+
+  it('reads ENDPOINT_PUBLIC_URL once: the public URL, its host allowed, and the OAuth resource base', () => {
+    expect(loadEndpointConfig({})).toMatchObject({ publicUrl: 'http://127.0.0.1:8083' });
+    expect(loadEndpointConfig({}).oauth).toBeUndefined();
+    const c = loadEndpointConfig({ ENDPOINT_PUBLIC_URL: 'https://mcp.example.com//' });
+    expect(c.publicUrl).toBe('https://mcp.example.com');
+    expect(c.allowedHosts).toContain('mcp.example.com');
+    expect(() => loadEndpointConfig({ ENDPOINT_PUBLIC_URL: 'nope' })).toThrow(/ENDPOINT_PUBLIC_URL/);
+  });
+
+  it('OAuth is off unless ENDPOINT_AUTHORIZATION_SERVER is set; a malformed value stops the start, naming it', () => {
+    expect(loadEndpointConfig({ ENDPOINT_AUTHORIZATION_SERVER: ' ' }).oauth).toBeUndefined();
+    expect(loadEndpointConfig({ ENDPOINT_AUTHORIZATION_SERVER: 'https://mcpx.example.com/', ENDPOINT_PUBLIC_URL: 'https://mcp.example.com' }).oauth).toEqual({
+      authorizationServer: 'https://mcpx.example.com',
+      publicUrl: 'https://mcp.example.com',
+    });
+    // Without a public URL: resource URLs on each request's origin.
+    expect(loadEndpointConfig({ ENDPOINT_AUTHORIZATION_SERVER: 'http://127.0.0.1:8080' }).oauth).toEqual({ authorizationServer: 'http://127.0.0.1:8080' });
+    for (const bad of ['mcpx.example.com', 'ftp://mcpx.example.com', 'https://mcpx.example.com/?a=1', 'https://mcpx.example.com/#x']) {
+      expect(() => loadEndpointConfig({ ENDPOINT_AUTHORIZATION_SERVER: bad }), bad).toThrow(/ENDPOINT_AUTHORIZATION_SERVER/);
+    }
+    expect(() => loadEndpointConfig({ ENDPOINT_AUTHORIZATION_SERVER: 'https://a.example', ENDPOINT_PUBLIC_URL: 'nope' })).toThrow(/ENDPOINT_PUBLIC_URL/);
+    // A public URL with a query is a base for nothing under OAuth (as before, taken without it).
+    expect(() => loadEndpointConfig({ ENDPOINT_AUTHORIZATION_SERVER: 'https://a.example', ENDPOINT_PUBLIC_URL: 'https://mcp.example.com/?x=1' })).toThrow(/ENDPOINT_PUBLIC_URL/);
+    expect(loadEndpointConfig({ ENDPOINT_PUBLIC_URL: 'https://mcp.example.com/?x=1' }).oauth).toBeUndefined();
+  });
 });

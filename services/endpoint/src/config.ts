@@ -12,6 +12,7 @@ import {
   type NatsCredentials,
 } from '@mcpx/config';
 import { TrustedProxies } from '@mcpx/config/trusted-proxies';
+import type { OAuthResourceOptions } from './oauth-resource.js';
 
 /** The endpoint's settings, read once from the environment by main.ts. */
 export interface EndpointConfig {
@@ -57,6 +58,12 @@ export interface EndpointConfig {
   approvalTtlMs: number;
   /** `ENDPOINT_LEAN_CALLS` (default on; `off`: every request through the SDK's handler). */
   leanCalls: boolean;
+  /**
+   * OAuth sign-in with the registry as authorization server (`ENDPOINT_AUTHORIZATION_SERVER`, the
+   * registry's public URL; its resource URLs on `ENDPOINT_PUBLIC_URL` when set, else on each
+   * request's origin). Absent: agent tokens only.
+   */
+  oauth?: OAuthResourceOptions;
   instanceId: string;
   logLevel: 'debug' | 'info' | 'warn' | 'error';
   otlpEndpoint: string | undefined;
@@ -80,9 +87,31 @@ function keyringOf(env: NodeJS.ProcessEnv): KeyringEntry[] {
   return keyring;
 }
 
-/** IPv6 host names are bracketed in Host headers (`[::1]`); the allow-lists hold them that way. */
-function hostOf(url: URL): string {
-  return url.hostname;
+/**
+ * An http(s) URL from `env[name]`, trimmed and without trailing slashes; undefined when unset or
+ * blank. `bare`: no query or fragment either (a base other URLs are built on). A malformed value
+ * stops the start, naming the variable.
+ */
+function httpUrlSetting(env: NodeJS.ProcessEnv, name: string, bare: boolean): string | undefined {
+  const raw = env[name]?.trim();
+  if (raw === undefined || raw === '') return undefined;
+  const value = raw.replace(/\/+$/, '');
+  const url = URL.canParse(value) ? new URL(value) : undefined;
+  if (url === undefined || !/^https?:$/.test(url.protocol)) throw new Error(bare ? `${name} must be an http(s) URL without query or fragment` : `${name} must be an http(s) URL`);
+  if (bare && (url.search !== '' || url.hash !== '')) throw new Error(`${name} must be an http(s) URL without query or fragment`);
+  return value;
+}
+
+/**
+ * `ENDPOINT_PUBLIC_URL` (read once) and the OAuth settings built on it: with
+ * `ENDPOINT_AUTHORIZATION_SERVER` set, both must be bare http(s) URLs.
+ */
+function publicSettings(env: NodeJS.ProcessEnv, httpPort: number): { publicUrl: string; oauth?: OAuthResourceOptions } {
+  const authorizationServer = httpUrlSetting(env, 'ENDPOINT_AUTHORIZATION_SERVER', true);
+  const explicit = httpUrlSetting(env, 'ENDPOINT_PUBLIC_URL', authorizationServer !== undefined);
+  const publicUrl = explicit ?? `http://127.0.0.1:${httpPort}`;
+  if (authorizationServer === undefined) return { publicUrl };
+  return { publicUrl, oauth: { authorizationServer, ...(explicit !== undefined ? { publicUrl: explicit } : {}) } };
 }
 
 export function loadEndpointConfig(env: NodeJS.ProcessEnv): EndpointConfig {
@@ -90,9 +119,9 @@ export function loadEndpointConfig(env: NodeJS.ProcessEnv): EndpointConfig {
   const internalHttpPort = portSetting(env, 'INTERNAL_HTTP_PORT', httpPort === 0 ? 0 : DEFAULT_INTERNAL_PORT);
   if (internalHttpPort !== 0 && internalHttpPort === httpPort) throw new Error('INTERNAL_HTTP_PORT must differ from HTTP_PORT');
   const httpHost = env.HTTP_HOST || '127.0.0.1';
-  const publicUrl = (env.ENDPOINT_PUBLIC_URL || `http://127.0.0.1:${httpPort}`).replace(/\/+$/, '');
-  if (!URL.canParse(publicUrl) || !/^https?:$/.test(new URL(publicUrl).protocol)) throw new Error('ENDPOINT_PUBLIC_URL must be an http(s) URL');
-  const publicHost = hostOf(new URL(publicUrl));
+  const { publicUrl, oauth } = publicSettings(env, httpPort);
+  // IPv6 host names are bracketed in Host headers (`[::1]`), as URL's hostname gives them.
+  const publicHost = new URL(publicUrl).hostname;
   const allowedHosts = list(env.ENDPOINT_ALLOWED_HOSTS);
   const hosts = allowedHosts.length > 0 ? allowedHosts : [...new Set(['localhost', '127.0.0.1', '[::1]', publicHost])];
   const origins = list(env.ENDPOINT_ALLOWED_ORIGINS);
@@ -135,6 +164,7 @@ export function loadEndpointConfig(env: NodeJS.ProcessEnv): EndpointConfig {
     keyring: keyringOf(env),
     approvalTtlMs: approvalTtlMs || 10 * 60_000,
     leanCalls,
+    ...(oauth !== undefined ? { oauth } : {}),
     instanceId: env.INSTANCE_ID ?? `endpoint-${process.pid}-${Math.random().toString(36).slice(2, 8)}`,
     logLevel: level,
     otlpEndpoint: env.OTEL_EXPORTER_OTLP_ENDPOINT || undefined,

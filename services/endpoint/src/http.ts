@@ -1,7 +1,7 @@
 import { validateHostHeader, validateOriginHeader } from '@modelcontextprotocol/server';
 import type { AgentTokens, TokenGrant } from './agent-tokens.js';
 import type { AgentServers } from './agent-server.js';
-import { PROTECTED_RESOURCE_PREFIX, bearerChallenge, checkOAuthResource, oauthResourceFromEnv, protectedResourceMetadata, type OAuthResourceOptions } from './oauth-resource.js';
+import { PROTECTED_RESOURCE_PREFIX, bearerChallenge, protectedResourceMetadata, type OAuthResourceOptions } from './oauth-resource.js';
 import type { TokenFailures } from './token-failures.js';
 import type { ToolSets } from './tool-sets.js';
 
@@ -20,9 +20,9 @@ export interface EndpointHttpOptions {
   corsOrigins: string[];
   isReady: () => boolean;
   /**
-   * OAuth sign-in with the registry as authorization server: protected-resource metadata per agent
-   * endpoint and a 401 that points to it. Absent: read from `ENDPOINT_AUTHORIZATION_SERVER` (and
-   * `ENDPOINT_PUBLIC_URL`); unset there too: agent tokens only.
+   * OAuth sign-in with the registry as authorization server (`EndpointConfig.oauth`):
+   * protected-resource metadata per agent endpoint and a 401 that points to it. Absent: agent
+   * tokens only.
    */
   oauth?: OAuthResourceOptions;
 }
@@ -88,7 +88,7 @@ function withHeaders(res: Response, headers: Record<string, string>): Response {
  */
 export function endpointFetch(deps: EndpointHttpDeps, opts: EndpointHttpOptions): (request: Request, clientAddress: string) => Promise<Response> {
   let legacyStreams = 0;
-  const oauth = opts.oauth !== undefined ? checkOAuthResource(opts.oauth) : oauthResourceFromEnv(process.env);
+  const oauth = opts.oauth;
 
   const legacyStream = (grant: TokenGrant, signal: AbortSignal): Response => {
     if (legacyStreams >= MAX_LEGACY_STREAMS) return rpcError(503, -32000, 'too many open notification streams on this instance; retry', { 'retry-after': '5' });

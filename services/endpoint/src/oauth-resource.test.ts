@@ -1,22 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { bearerChallenge, oauthResourceFromEnv, protectedResourceMetadata } from './oauth-resource.js';
+import { bearerChallenge, protectedResourceMetadata } from './oauth-resource.js';
 
 const PATH = '/v1/agents/0b9f0d52-6d2e-4a43-9a3c-0f7b6d5e2a11/mcp';
 
-describe("the endpoint's OAuth settings and answers", () => {
-  it('is off unless ENDPOINT_AUTHORIZATION_SERVER is set; a malformed value stops the start, naming it', () => {
-    expect(oauthResourceFromEnv({})).toBeUndefined();
-    expect(oauthResourceFromEnv({ ENDPOINT_AUTHORIZATION_SERVER: ' ' })).toBeUndefined();
-    expect(oauthResourceFromEnv({ ENDPOINT_AUTHORIZATION_SERVER: 'https://mcpx.example.com/', ENDPOINT_PUBLIC_URL: 'https://mcp.example.com' })).toEqual({
-      authorizationServer: 'https://mcpx.example.com',
-      publicUrl: 'https://mcp.example.com',
-    });
-    for (const bad of ['mcpx.example.com', 'ftp://mcpx.example.com', 'https://mcpx.example.com/?a=1', 'https://mcpx.example.com/#x']) {
-      expect(() => oauthResourceFromEnv({ ENDPOINT_AUTHORIZATION_SERVER: bad }), bad).toThrow(/ENDPOINT_AUTHORIZATION_SERVER/);
-    }
-    expect(() => oauthResourceFromEnv({ ENDPOINT_AUTHORIZATION_SERVER: 'https://a.example', ENDPOINT_PUBLIC_URL: 'nope' })).toThrow(/ENDPOINT_PUBLIC_URL/);
-  });
-
+describe("the endpoint's OAuth answers", () => {
   it('describes an agent endpoint by its public URL (else the request origin) and names the registry', () => {
     const request = new URL(`http://127.0.0.1:8083${PATH}/`);
     expect(protectedResourceMetadata({ authorizationServer: 'https://mcpx.example.com', publicUrl: 'https://mcp.example.com' }, request, `${PATH}/`)).toEqual({

@@ -10,34 +10,12 @@
 /** RFC 9728 §3: the well-known prefix, followed by the resource's path. */
 export const PROTECTED_RESOURCE_PREFIX = '/.well-known/oauth-protected-resource';
 
+/** The OAuth settings (read and checked by `loadEndpointConfig`). */
 export interface OAuthResourceOptions {
   /** The authorization server's issuer: the registry's public URL (e.g. `https://mcpx.example.com`). */
   authorizationServer: string;
   /** The endpoint's public base URL (`ENDPOINT_PUBLIC_URL`): resource URLs are built on it; absent: on the request's own origin. */
   publicUrl?: string;
-}
-
-function httpUrl(value: string, name: string): string {
-  const v = value.trim().replace(/\/+$/, '');
-  if (!URL.canParse(v) || !/^https?:$/.test(new URL(v).protocol) || new URL(v).search !== '' || new URL(v).hash !== '') throw new Error(`${name} must be an http(s) URL without query or fragment`);
-  return v;
-}
-
-/**
- * OAuth sign-in settings from the environment: `ENDPOINT_AUTHORIZATION_SERVER` (the registry's
- * public URL; unset: no OAuth, agent tokens only) and `ENDPOINT_PUBLIC_URL`. A malformed value
- * stops the start, naming the variable.
- */
-export function oauthResourceFromEnv(env: NodeJS.ProcessEnv): OAuthResourceOptions | undefined {
-  const as = env.ENDPOINT_AUTHORIZATION_SERVER;
-  if (as === undefined || as.trim() === '') return undefined;
-  const publicUrl = env.ENDPOINT_PUBLIC_URL;
-  return { authorizationServer: httpUrl(as, 'ENDPOINT_AUTHORIZATION_SERVER'), ...(publicUrl !== undefined && publicUrl.trim() !== '' ? { publicUrl: httpUrl(publicUrl, 'ENDPOINT_PUBLIC_URL') } : {}) };
-}
-
-/** The settings checked once (a malformed URL fails the start). */
-export function checkOAuthResource(opts: OAuthResourceOptions): OAuthResourceOptions {
-  return { authorizationServer: httpUrl(opts.authorizationServer, 'authorizationServer'), ...(opts.publicUrl !== undefined ? { publicUrl: httpUrl(opts.publicUrl, 'publicUrl') } : {}) };
 }
 
 /** The resource URL of an agent endpoint path, as clients reach it. */

@@ -1,0 +1,150 @@
+// The endpoint's parts, built from its configuration: what `startEndpoint` puts together on one screen.
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Redis } from 'ioredis';
+import { notify, retryStartup } from '@mcpx/bus';
+import type { TrustedProxies } from '@mcpx/config/trusted-proxies';
+import type { Subjects } from '@mcpx/contracts';
+import { ApprovalStore, RateLimiter } from '@mcpx/locks';
+import type { Logger } from '@mcpx/log';
+import { connectRuntime, type RuntimeConnection } from '@mcpx/proxy-client';
+import type { Meter } from '@mcpx/telemetry';
+import { toNodeHandler } from '@modelcontextprotocol/node';
+import type { NatsConnection } from '@nats-io/transport-node';
+import type { AgentServers } from './agent-server.js';
+import type { AgentTokens } from './agent-tokens.js';
+import type { EndpointConfig } from './config.js';
+import { DecisionAudit } from './decision-audit.js';
+import { LeanCalls } from './lean-calls.js';
+import { LegacyClients } from './legacy-clients.js';
+import { TokenFailures } from './token-failures.js';
+import type { ToolSets } from './tool-sets.js';
+import { UserApprovals } from './user-approvals.js';
+import { serveWithBody } from './web-fallback.js';
+
+/** A failing limit is reported at most this often (it admits meanwhile). */
+const LIMIT_WARNING_EVERY_MS = 10_000;
+
+/** The instance's id as one subject token (it names the instance's subject and its questions' ids). */
+export function instanceToken(instanceId: string): string {
+  return instanceId.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 128) || 'endpoint';
+}
+
+/**
+ * The endpoint's NATS connection: the runtime's (connectRuntime: no async stack traces per
+ * request, its user's own inbox, no JetStream) on the endpoint's own user. A node that is not
+ * listening yet is waited for, with backoff and bounded, like every service (`retryStartup`).
+ */
+export function connectNats(config: EndpointConfig, instance: string, log: Logger, meter: Meter): Promise<RuntimeConnection> {
+  const creds = config.natsCredentials;
+  const connect = (): Promise<RuntimeConnection> =>
+    connectRuntime({ url: config.natsUrl, prefix: config.natsPrefix, name: `endpoint ${instance}`, meter, ...(creds ? { credentials: { user: creds.user, pass: creds.pass } } : {}) });
+  return retryStartup('connect', connect, { log });
+}
+
+/** Redis, failing fast: the failed-token limit must not queue behind an outage (it admits instead). */
+export async function connectRedis(config: EndpointConfig, log: Logger): Promise<Redis> {
+  const redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 1, enableOfflineQueue: false, commandTimeout: 1_000, lazyConnect: true });
+  redis.on('error', () => {});
+  await redis.connect().catch((err: unknown) => log.warn('redis unavailable: the failed-token limit admits until it answers', { err: err as Error }));
+  return redis;
+}
+
+/** The per-address limit on failed token attempts, shared by the instances through Redis. */
+export function tokenFailures(redis: Redis, config: EndpointConfig, log: Logger): TokenFailures {
+  let lastWarning = 0;
+  const limiter = new RateLimiter(redis, config.redisPrefix, {
+    onError: (err) => {
+      if (Date.now() - lastWarning < LIMIT_WARNING_EVERY_MS) return;
+      lastWarning = Date.now();
+      log.warn('failed-token limit unavailable, admitting', { err });
+    },
+  });
+  return new TokenFailures(limiter, config.tokenFailuresPerAddress);
+}
+
+/**
+ * Approvals by the client's user: decided in the store the owner's decisions use, announced as the
+ * registry announces an owner's, audited by the registry.
+ */
+export function userApprovals(d: { config: EndpointConfig; redis: Redis; nc: NatsConnection; subjects: Subjects; log: Logger }): UserApprovals {
+  const { config, nc, subjects, log } = d;
+  if (config.keyring.length === 0) log.warn('SECRETS_KEYRING unset: approval questions are sealed with a key of this instance only');
+  return new UserApprovals({
+    store: new ApprovalStore(d.redis, config.redisPrefix, { ttlMs: config.approvalTtlMs }),
+    audit: new DecisionAudit({ nc, subjects, log }),
+    keyring: config.keyring,
+    log,
+    announce: (event) => notify(nc, subjects.approvalDecided(event.account), event),
+  });
+}
+
+/**
+ * The lean path (`ENDPOINT_LEAN_CALLS`): single tools/call requests the SDK would take as they are,
+ * answered beside it with the same bytes; undefined when off.
+ */
+export function leanCalls(d: {
+  config: EndpointConfig;
+  instance: string;
+  nc: NatsConnection;
+  subjects: Subjects;
+  redis: Redis;
+  log: Logger;
+  tokens: AgentTokens;
+  toolSets: ToolSets;
+  failures: TokenFailures;
+  servers: AgentServers;
+  serverInfo: { name: string; version: string };
+}): LeanCalls | undefined {
+  const { config, log } = d;
+  if (!config.leanCalls) return undefined;
+  return new LeanCalls({
+    tokens: d.tokens,
+    toolSets: d.toolSets,
+    failures: d.failures,
+    calls: d.servers.calls,
+    clients: new LegacyClients({ nc: d.nc, subjects: d.subjects, instance: d.instance, redis: d.redis, redisPrefix: config.redisPrefix, log }),
+    allowedHosts: config.allowedHosts,
+    serverInfo: d.serverInfo,
+    onError: (err) => log.warn('mcp request failed', { err }),
+  });
+}
+
+/**
+ * The public HTTP server, listening: each request with the client's address (the socket's peer,
+ * or what trusted proxies say), through the lean path when it takes it, else the SDK's handler.
+ */
+export async function listenPublic(d: {
+  config: EndpointConfig;
+  trusted: TrustedProxies;
+  fetch: (request: Request, clientAddress: string) => Promise<Response>;
+  lean: LeanCalls | undefined;
+  log: Logger;
+}): Promise<{ url: string; close(): Promise<void> }> {
+  const { fetch, lean } = d;
+  const onerror = (err: Error): void => d.log.warn('endpoint request failed', { err });
+  const http = createServer((req, res) => {
+    const address = d.trusted.clientAddress(req);
+    const viaSdk = (r: IncomingMessage, s: ServerResponse, body: string | undefined): void => {
+      if (body === undefined) void toNodeHandler({ fetch: (request) => fetch(request, address) }, { onerror })(r, s);
+      else void serveWithBody(r, s, body, (request) => fetch(request, address), onerror);
+    };
+    if (lean === undefined) viaSdk(req, res, undefined);
+    else lean.handle(req, res, address, viaSdk);
+  });
+  // Long-lived notification streams: no request timeout, idle sockets closed by keep-alive rules.
+  http.requestTimeout = 0;
+  http.keepAliveTimeout = 65_000;
+  await new Promise<void>((resolve, reject) => {
+    http.once('error', reject);
+    http.listen(d.config.httpPort, d.config.httpHost, resolve);
+  });
+  const addr = http.address() as AddressInfo;
+  return {
+    url: `http://${addr.address.includes(':') ? `[${addr.address}]` : addr.address}:${addr.port}`,
+    close: async () => {
+      http.closeAllConnections();
+      await new Promise<void>((r) => http.close(() => r()));
+    },
+  };
+}
