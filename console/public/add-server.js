@@ -29,8 +29,12 @@ const LABELS = {
 const CHOICES = ['auth', 'grant', 'credential'];
 let ctx = null; // {load, currentAgent}
 
+/**
+ * The add-server form's controls by name (`form().url.value`), as index.html names them.
+ * @returns {Record<string, any>}
+ */
 function form() {
-  return $('add-form').elements;
+  return /** @type {HTMLFormElement} */ ($('add-form')).elements;
 }
 
 function suggestName(url) {
@@ -52,7 +56,7 @@ function suggestName(url) {
 function showChosenSections() {
   for (const name of CHOICES) {
     const chosen = form()[name].value;
-    for (const section of document.querySelectorAll(`#add-form [data-${name}]`)) section.hidden = section.dataset[name] !== chosen;
+    for (const section of /** @type {NodeListOf<HTMLElement>} */ (document.querySelectorAll(`#add-form [data-${name}]`))) section.hidden = section.dataset[name] !== chosen;
   }
 }
 
@@ -106,11 +110,11 @@ async function save() {
     popup?.close();
     $('add-result').textContent = '';
     // The registry's error names its field (config.…) and never repeats a value.
-    showErrors([{ field: 'server', message: err.message }]);
+    showErrors([{ field: 'server', message: /** @type {Error} */ (err).message }]);
     return;
   }
   clearSecrets();
-  $('add-dialog').close();
+  /** @type {HTMLDialogElement} */ ($('add-dialog')).close();
   const { server } = res;
   if (server.status.state === 'ok') say(`${server.name}: connected, ${server.tools.length} tools`);
   else if (!res.authorizationUrl) say(`${server.name}: saved, but ${server.status.error ?? server.status.state}`, true);
@@ -128,12 +132,12 @@ async function save() {
 export function initAddServer(context) {
   ctx = context;
   $('server-add').addEventListener('click', () => {
-    $('add-form').reset();
+    /** @type {HTMLFormElement} */ ($('add-form')).reset();
     delete form().name.dataset.touched;
     $('add-result').textContent = '';
     showErrors([]);
     showChosenSections();
-    $('add-dialog').showModal();
+    /** @type {HTMLDialogElement} */ ($('add-dialog')).showModal();
   });
   // Closing the dialog by any way empties what was typed into the secret fields.
   $('add-dialog').addEventListener('close', clearSecrets);

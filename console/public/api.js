@@ -88,13 +88,10 @@ export class ActionError extends Error {
 /**
  * Signs and sends one action; returns its result or throws an {@link ActionError}. The request
  * and response of each type are those of the contracts' action map (`ACTION_MAP`), published as
- * the OpenAPI document at `/v1/openapi.json`.
- * @template {import('@mcpx/contracts').ActionType} T
- * @param {T} type
- * @param {import('@mcpx/contracts').ActionRequest<T>} [fields]
- * @returns {Promise<import('@mcpx/contracts').ActionResponse<T>>}
+ * the OpenAPI document at `/v1/openapi.json`; the type checker holds every call to them.
+ * @type {import('./action-types.js').Act}
  */
-export async function act(type, fields = {}) {
+export async function act(type, fields) {
   if (!key) throw new Error('create or load a key first');
   for (let attempt = 0; ; attempt++) {
     // A fresh envelope each time: its nonce is single-use.

@@ -12,14 +12,15 @@ import { initSignIn, renderSignIn } from './sign-in.js';
 import { $, el, run, say } from './ui.js';
 
 const AGENT_STORAGE = 'mcpx.agent';
+/** @type {{ servers: import('./action-types.js').RedactedMcpServer[]; agents: import('./action-types.js').AgentView[] }} */
 const state = { servers: [], agents: [] };
 
 function currentAgent() {
-  return state.agents.find((a) => a.id === $('agent-select').value) ?? null;
+  return state.agents.find((a) => a.id === /** @type {HTMLSelectElement} */ ($('agent-select')).value) ?? null;
 }
 
 function renderAgents() {
-  const select = $('agent-select');
+  const select = /** @type {HTMLSelectElement} */ ($('agent-select'));
   const keep = select.value || localStorage.getItem(AGENT_STORAGE) || '';
   select.replaceChildren(...state.agents.map((a) => el('option', { value: a.id, textContent: a.name })));
   if (state.agents.some((a) => a.id === keep)) select.value = keep;
@@ -136,13 +137,13 @@ initEndpoint({ currentAgent });
 initSignIn();
 
 $('key-new').addEventListener('click', () => void run(async () => start(await newKey())));
-$('key-paste').addEventListener('click', () => $('key-dialog').showModal());
+$('key-paste').addEventListener('click', () => /** @type {HTMLDialogElement} */ ($('key-dialog')).showModal());
 $('key-use').addEventListener(
   'click',
   () =>
     void run(async () => {
-      const text = $('key-text').value;
-      $('key-text').value = '';
+      const text = /** @type {HTMLTextAreaElement} */ ($('key-text')).value;
+      /** @type {HTMLTextAreaElement} */ ($('key-text')).value = '';
       let stored;
       try {
         stored = JSON.parse(text);
@@ -161,7 +162,7 @@ $('key-forget').addEventListener(
     }),
 );
 $('agent-select').addEventListener('change', () => {
-  localStorage.setItem(AGENT_STORAGE, $('agent-select').value);
+  localStorage.setItem(AGENT_STORAGE, /** @type {HTMLSelectElement} */ ($('agent-select')).value);
   renderServers();
   void run(renderTools);
   void run(renderEndpoint);
@@ -170,11 +171,11 @@ $('agent-create').addEventListener(
   'click',
   () =>
     void run(async () => {
-      const { agent } = await act('CreateAgent', { name: $('agent-name').value.trim(), definition: { mcpServers: [] } });
+      const { agent } = await act('CreateAgent', { name: /** @type {HTMLInputElement} */ ($('agent-name')).value.trim(), definition: { mcpServers: [] } });
       localStorage.setItem(AGENT_STORAGE, agent.id);
-      $('agent-name').value = '';
+      /** @type {HTMLInputElement} */ ($('agent-name')).value = '';
       await load();
-      $('agent-select').value = agent.id;
+      /** @type {HTMLSelectElement} */ ($('agent-select')).value = agent.id;
       renderServers();
       await renderTools();
     }),

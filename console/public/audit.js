@@ -1,6 +1,6 @@
 // The account's audit log (ListAuditEvents), newest first, one page at a time: who (the signer),
 // what, when, before and after. The registry never puts a secret in it.
-import { act } from './api.js';
+import { ActionError, act } from './api.js';
 import { $, el, run } from './ui.js';
 import { visible } from './review.js';
 
@@ -27,13 +27,13 @@ function entry(e) {
 
 /** The newest page again (`more`: the next older page, appended). */
 export async function loadAudit(more = false) {
-  const action = $('audit-action').value.trim();
+  const action = /** @type {HTMLInputElement} */ ($('audit-action')).value.trim();
   let res;
   try {
     res = await act('ListAuditEvents', { limit: 25, ...(action !== '' ? { action } : {}), ...(more && cursor ? { cursor } : {}) });
   } catch (err) {
     // The log is the OWNER's: another signer's console goes on without it.
-    if (err.code === 'forbidden') {
+    if (err instanceof ActionError && err.code === 'forbidden') {
       $('audit').hidden = true;
       return;
     }

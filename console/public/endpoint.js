@@ -72,9 +72,9 @@ export function initEndpoint(deps) {
       ' its user may approve',
     ),
   );
-  $('endpoint-base').value = endpointBase();
+  /** @type {HTMLInputElement} */ ($('endpoint-base')).value = endpointBase();
   $('endpoint-base').addEventListener('change', () => {
-    const v = $('endpoint-base').value.trim();
+    const v = /** @type {HTMLInputElement} */ ($('endpoint-base')).value.trim();
     if (v === '') localStorage.removeItem(BASE_STORAGE);
     else localStorage.setItem(BASE_STORAGE, v);
     void run(renderEndpoint);
@@ -85,11 +85,11 @@ export function initEndpoint(deps) {
       void run(async () => {
         const agent = currentAgent();
         if (!agent) throw new Error('pick an agent first');
-        const name = $('endpoint-token-name').value.trim();
-        const userMayApprove = $('endpoint-token-approve').checked;
+        const name = /** @type {HTMLInputElement} */ ($('endpoint-token-name')).value.trim();
+        const userMayApprove = /** @type {HTMLInputElement} */ ($('endpoint-token-approve')).checked;
         const created = await act('CreateAgentToken', { agent: agent.id, ...(name ? { name } : {}), ...(userMayApprove ? { userMayApprove } : {}) });
-        $('endpoint-token-name').value = '';
-        $('endpoint-token-approve').checked = false;
+        /** @type {HTMLInputElement} */ ($('endpoint-token-name')).value = '';
+        /** @type {HTMLInputElement} */ ($('endpoint-token-approve')).checked = false;
         await renderEndpoint();
         // Shown this once: only its hash is kept.
         $('endpoint-new-token').replaceChildren(

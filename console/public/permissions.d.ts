@@ -1,4 +1,6 @@
 /** See permissions.js. */
+import type { ActionResponse } from './action-types.js';
+
 export type Level = 'act' | 'always_ask';
 export interface ListedTool {
   name: string;
@@ -7,13 +9,8 @@ export interface ListedTool {
   inheritedPermission?: Level;
   [field: string]: unknown;
 }
-export interface PermissionReply {
-  server: string;
-  tool: string;
-  permission: Level;
-  inherited: Level;
-  overridden: boolean;
-}
+/** SetToolPermission's answer (the action map's). */
+export type PermissionReply = ActionResponse<'SetToolPermission'>;
 export const PERMISSION_LEVELS: readonly Level[];
 export const INHERITED: '';
 export function levelLabel(level: Level): string;

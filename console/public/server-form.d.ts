@@ -1,4 +1,6 @@
 /** See server-form.js. */
+import type { ActionRequest } from './action-types.js';
+
 export const AUTH_METHODS: readonly ['oauth', 'bearer', 'headers', 'none'];
 export const OAUTH_GRANTS: readonly ['authorization_code', 'client_credentials'];
 export const KEY_ALGS: readonly string[];
@@ -10,6 +12,6 @@ export const MAX_PRIVATE_KEY_BYTES: number;
 export const MAX_SCOPE_BYTES: number;
 export function parseHeaderLines(text: string): { headers: Record<string, string>; errors: Array<{ line: number; message: string }> };
 export function serverConfig(values: Record<string, string | undefined>): {
-  config: Record<string, unknown>;
+  config: ActionRequest<'SetMcpServer'>['config'];
   errors: Array<{ field: string; line?: number; message: string }>;
 };

@@ -173,7 +173,7 @@ export function renderServers() {
   const agent = ctx.currentAgent();
   const list = $('server-list');
   // Drawing the list again must not drop the keyboard focus of the control in use.
-  const focused = list.contains(document.activeElement) ? document.activeElement.dataset.focusKey : undefined;
+  const focused = list.contains(document.activeElement) ? /** @type {HTMLElement} */ (document.activeElement).dataset.focusKey : undefined;
   list.replaceChildren(...servers.map((s) => serverItem(s, agent)));
-  if (focused !== undefined) [...list.querySelectorAll('[data-focus-key]')].find((n) => n.dataset.focusKey === focused)?.focus();
+  if (focused !== undefined) [.../** @type {NodeListOf<HTMLElement>} */ (list.querySelectorAll('[data-focus-key]'))].find((n) => n.dataset.focusKey === focused)?.focus();
 }

@@ -32,7 +32,7 @@ async function change(serverName, tool, choice) {
     const server = ctx.state.servers.find((s) => s.name === serverName);
     if (latest() && server) server.tools = server.tools.map((t) => (t.name === tool.name ? withPermission(t, reply) : t));
   } catch (err) {
-    if (latest()) errors.set(key, `not changed: ${err.message}`);
+    if (latest()) errors.set(key, `not changed: ${/** @type {Error} */ (err).message}`);
   } finally {
     if (latest()) {
       pending.delete(key);
@@ -74,7 +74,7 @@ function toolItem(s, t) {
   item.addEventListener('click', () => {
     $('contract-title').textContent = t.toolName;
     $('contract-body').textContent = JSON.stringify({ description: t.description, inputSchema: t.inputSchema, permission: t.permission, overridden: t.permissionOverridden === true }, null, 2);
-    $('contract-dialog').showModal();
+    /** @type {HTMLDialogElement} */ ($('contract-dialog')).showModal();
   });
   return item;
 }

@@ -20,6 +20,6 @@ export async function run(fn) {
   try {
     await fn();
   } catch (err) {
-    say(err.message, true);
+    say(/** @type {Error} */ (err).message, true);
   }
 }
