@@ -3,7 +3,7 @@ import { loadEndpointConfig, startEndpoint } from './endpoint.js';
 /**
  * The endpoint process: configuration from the environment (HTTP_PORT, ENDPOINT_PUBLIC_URL,
  * ENDPOINT_ALLOWED_HOSTS, ENDPOINT_ALLOWED_ORIGINS, ENDPOINT_CORS_ORIGINS, ENDPOINT_PAGE_SIZE,
- * ENDPOINT_LEAN_CALLS, and the shared DATABASE_URL, NATS_*, REDIS_URL, SECRETS_KEYRING,
+ * ENDPOINT_LEAN_CALLS, ENDPOINT_AUTHORIZATION_SERVER, and the shared DATABASE_URL, NATS_*, REDIS_URL, SECRETS_KEYRING,
  * APPROVAL_TTL_MS, OUTBOUND_PROFILE), then the service.
  */
 async function main(): Promise<void> {
