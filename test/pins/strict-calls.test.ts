@@ -173,15 +173,32 @@ describe('strict pinning: a call never runs against a contract nobody accepted',
       expect(await send(run)).toMatchObject({ result: { text: 'sent to a@b.c' } });
       // The connection's opening listing (quiet discovery) may land just after the first call.
       await eventually(async () => (remote.stats.listCalls >= 2 ? true : undefined), 15_000, 'the opening listing');
-      const lists = remote.stats.listCalls;
       const calls = remote.stats.calls;
       remote.setTools(ToolShifts.description());
+      // The registry listens for the server's list changes and lists it itself: let that settle,
+      // so that what is counted below is the call's alone.
+      const lists = await steady(() => remote.stats.listCalls);
       expect(await send(run)).toMatchObject({ result: { text: 'sent to a@b.c' } });
       expect(remote.stats.calls).toBe(calls + 1);
       expect(remote.stats.listCalls).toBe(lists);
     }
   });
 });
+
+/** `read()` once it has not moved for 750 ms (at most 10 s). */
+async function steady(read: () => number): Promise<number> {
+  let value = read();
+  let since = Date.now();
+  for (const deadline = Date.now() + 10_000; Date.now() < deadline;) {
+    await new Promise((r) => setTimeout(r, 50));
+    const now = read();
+    if (now !== value) {
+      value = now;
+      since = Date.now();
+    } else if (Date.now() - since >= 750) return value;
+  }
+  throw new Error('the count did not settle within 10 s');
+}
 
 /**
  * A forwarder in front of a modern server that answers `tools/list` with HTTP 503 while

@@ -13,7 +13,7 @@ import { inputRoundOf, type InputGate, type Resumption } from './input-requests.
 import { CallChannel, raceQuestion, type LegacyAsks, type PushedQuestion } from './legacy-inputs.js';
 import { CallMetrics, type CallTarget } from './call-metrics.js';
 import type { OAuthTokens } from './oauth-tokens.js';
-import { missingToolError } from './held-tools.js';
+import { missingToolError, unlistedToolError } from './held-tools.js';
 import type { ServerEntry } from './server-entry.js';
 import { StrictPins, type PinMode } from './strict-pins.js';
 import { sentCall, toWire } from './wire-errors.js';
@@ -181,7 +181,8 @@ export class CallHandler {
     const cid = agent.tools.get(req.tool);
     if (cid === undefined) throw await missingToolError(catalog, req, agent.grants);
     const entry = catalog.documentNow(req.account, cid) ?? (await catalog.document(req.account, cid));
-    if (entry === null) throw new WireError(ErrorCodes.notFound, `no tool ${req.tool} is enabled for this agent`, { field: 'tool' });
+    // The registry no longer lists the tool: withheld a moment ago (say so), or gone.
+    if (entry === null) throw await unlistedToolError(catalog, req, cid);
     const { doc } = entry;
     // The metrics' labels: names from the registry's document, never from the request.
     target.server = doc.server;

@@ -1,5 +1,5 @@
-import { ErrorCodes, WireError, type ProxyCallRequest } from '@mcpx/contracts';
-import { readHeldTool } from '@mcpx/credentials';
+import { decodePayload, ErrorCodes, WireError, type ProxyCallRequest } from '@mcpx/contracts';
+import { readHeldTool, readToolDocument, type ProxyReads } from '@mcpx/credentials';
 import type { Catalog } from './catalog.js';
 
 /** How long a look-up of held tools is reused (a refused call never costs more than one query per this long). */
@@ -13,6 +13,36 @@ interface Held {
 
 const memo = new WeakMap<Catalog, Map<string, Held>>();
 
+/** The held servers for `key`, read by `read` at most once per {@link HELD_TTL_MS}; null when the read failed. */
+async function heldFor(catalog: Catalog, key: string, read: (db: ProxyReads) => Promise<Held['servers']>): Promise<Held['servers'] | null> {
+  let entries = memo.get(catalog);
+  if (entries === undefined) {
+    entries = new Map();
+    memo.set(catalog, entries);
+  }
+  let held = entries.get(key);
+  if (held === undefined || Date.now() - held.at > HELD_TTL_MS) {
+    try {
+      // The catalog's own connection to the owners' tables (reads only).
+      held = { at: Date.now(), servers: await read(catalog.database) };
+    } catch {
+      return null;
+    }
+    entries.delete(key);
+    entries.set(key, held);
+    if (entries.size > HELD_ENTRIES) entries.delete(entries.keys().next().value as string);
+  }
+  return held.servers;
+}
+
+function heldError(tool: string, server: string, cid: string): WireError {
+  return new WireError(ErrorCodes.heldForReview, `${tool} is held for review: the ${server} MCP server changed its contract (or added it), and no person has accepted it yet (ListToolChanges)`, {
+    server,
+    tool,
+    cid,
+  });
+}
+
 /**
  * The error of a call to a tool that is not in the agent's set: `held_for_review` when a granted
  * pinned server withholds a tool of that name until a person reviews its changed or new contract,
@@ -22,35 +52,38 @@ const memo = new WeakMap<Catalog, Map<string, Held>>();
  */
 export async function missingToolError(catalog: Catalog, req: ProxyCallRequest, grants: ReadonlySet<string>): Promise<WireError> {
   const missing = new WireError(ErrorCodes.notFound, `no tool ${req.tool} is enabled for this agent`, { field: 'tool' });
-  // The catalog's own connection to the owners' tables (reads only).
-  const db = catalog.database;
   if (typeof req.tool !== 'string' || req.tool === '' || req.tool.length > 256) return missing;
-  let entries = memo.get(catalog);
-  if (entries === undefined) {
-    entries = new Map();
-    memo.set(catalog, entries);
+  const servers = await heldFor(catalog, `tool\u0000${req.account}\u0000${req.tool}`, (db) => readHeldTool(db, req.account, req.tool));
+  const granted = servers?.find((h) => grants.has(h.server));
+  return granted === undefined ? missing : heldError(req.tool, granted.server, granted.cid);
+}
+
+/**
+ * The error of a call whose projected document (CID `cid`) the catalog does not give (no such
+ * document, or its server's row no longer lists the tool): `held_for_review` when the registry has
+ * just withheld the tool for review (its server's held tools say so, before the projector has taken
+ * it out of the agent's set), else `not_found`. Refused calls only; the look-up is reused as
+ * {@link missingToolError}'s.
+ */
+export async function unlistedToolError(catalog: Catalog, req: ProxyCallRequest, cid: string): Promise<WireError> {
+  const missing = new WireError(ErrorCodes.notFound, `no tool ${req.tool} is enabled for this agent`, { field: 'tool' });
+  const servers = await heldFor(catalog, `doc\u0000${req.account}\u0000${cid}`, async (db) => {
+    const doc = await readToolDocument(db, req.account, cid);
+    return doc === null ? [] : await readWithheld(db, req.account, doc.server, doc.remoteName);
+  });
+  const held = servers?.[0];
+  return held === undefined ? missing : heldError(req.tool, held.server, held.cid);
+}
+
+/** The server's status entry withholding `remoteName` (`registry.mcp_servers.held_cbor`, written with its tools), if any. */
+async function readWithheld(db: ProxyReads, account: string, server: string, remoteName: string): Promise<Held['servers']> {
+  const row = await db.selectFrom('registry.mcp_servers').select('held_cbor').where('account_id', '=', account).where('name', '=', server).executeTakeFirst();
+  if (row?.held_cbor == null) return [];
+  const held = decodePayload<unknown>(row.held_cbor);
+  if (!Array.isArray(held)) return [];
+  for (const h of held as unknown[]) {
+    const entry = h as { name?: unknown; cid?: unknown; withheld?: unknown } | null;
+    if (entry?.name === remoteName && entry.withheld === true && typeof entry.cid === 'string') return [{ server, cid: entry.cid }];
   }
-  const key = `${req.account}\u0000${req.tool}`;
-  let held = entries.get(key);
-  if (held === undefined || Date.now() - held.at > HELD_TTL_MS) {
-    try {
-      held = { at: Date.now(), servers: await readHeldTool(db, req.account, req.tool) };
-    } catch {
-      return missing;
-    }
-    entries.delete(key);
-    entries.set(key, held);
-    if (entries.size > HELD_ENTRIES) entries.delete(entries.keys().next().value as string);
-  }
-  const granted = held.servers.find((h) => grants.has(h.server));
-  if (granted === undefined) return missing;
-  return new WireError(
-    ErrorCodes.heldForReview,
-    `${req.tool} is held for review: the ${granted.server} MCP server changed its contract (or added it), and no person has accepted it yet (ListToolChanges)`,
-    {
-      server: granted.server,
-      tool: req.tool,
-      cid: granted.cid,
-    },
-  );
+  return [];
 }
