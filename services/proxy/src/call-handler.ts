@@ -1,12 +1,11 @@
 import { SpanKind, SpanStatusCode, context, trace, type Attributes, type Context, type Counter, type Histogram, type Meter, type Span, type Tracer } from '@opentelemetry/api';
-import { ErrorCodes, WireError, type ProxyCallRequest } from '@mcpx/contracts';
+import { ErrorCodes, MAX_CALL_TIMEOUT_MS, WireError, type ProxyCallRequest } from '@mcpx/contracts';
 import { TEXT_LIMIT_BYTES, carriesProtoKey, flattenCallResult, isErrorResult, jsonSizeExceeds, type FlattenLimits, type McpToolDocument, type ProxyResult } from '@mcpx/domain';
 import type { CallLimiter, CallLimits } from '@mcpx/locks';
 import { McpClientError, isInputRequired, type CallToolOptions, type CreateMessageResult, type ElicitResult, type McpCallResult, type McpConnection } from '@mcpx/mcp-client';
 import { McpAttributes, endWithOutcome } from '@mcpx/telemetry';
 import { argumentsHash, type ApprovalGate } from './approval-gate.js';
 import { approvalStep, limitRefusal, limitRefusalKind, retryDecision } from './call-decisions.js';
-import { MAX_CALL_TIMEOUT_MS } from './call-request.js';
 import type { Catalog } from './catalog.js';
 import type { ConnectionPool } from './connection-pool.js';
 import { inputRoundOf, type InputGate, type Resumption } from './input-requests.js';
