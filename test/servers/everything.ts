@@ -22,20 +22,38 @@ export function everythingServerEntry(): string {
   return join(dirname(require.resolve('@modelcontextprotocol/server-everything/package.json')), 'dist', 'index.js');
 }
 
+/** What the server prints on stderr once it listens (streamableHttp, then sse). */
+const LISTENING = /(?:listening on|running on) port (\d+)/i;
+
 /**
- * Spawns the reference "everything" MCP server on a free port and waits (bounded) until it
- * accepts TCP connections.
+ * Spawns the reference "everything" MCP server on a free port and waits (bounded) until it says
+ * it listens on that port. Its own line, not a TCP accept: another process that took the port
+ * between `freePort` and the bind would accept while this server exits on EADDRINUSE. A server
+ * that exits before listening is started again on another port (three tries).
  */
 export async function startEverythingServer(transport: 'streamableHttp' | 'sse'): Promise<EverythingServer> {
-  const port = await freePort();
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startOnce(transport, await freePort());
+    } catch (err) {
+      if (!(err instanceof ExitedEarly) || attempt >= 3) throw err;
+    }
+  }
+}
+
+class ExitedEarly extends Error {}
+
+async function startOnce(transport: 'streamableHttp' | 'sse', port: number): Promise<EverythingServer> {
   const child = spawn(process.execPath, [everythingServerEntry(), transport], {
     env: { ...process.env, PORT: String(port) },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   let stderr = '';
+  let listening = false;
   child.stderr.setEncoding('utf8');
   child.stderr.on('data', (chunk: string) => {
     stderr = (stderr + chunk).slice(-4_000);
+    if (LISTENING.exec(stderr)?.[1] === String(port)) listening = true;
   });
   const exited = new Promise<void>((resolve) => {
     if (child.exitCode !== null || child.signalCode !== null) resolve();
@@ -52,15 +70,15 @@ export async function startEverythingServer(transport: 'streamableHttp' | 'sse')
   }
 
   const deadline = Date.now() + READY_TIMEOUT_MS;
-  while (!(await accepts(port))) {
+  while (!listening || !(await accepts(port))) {
     if (child.exitCode !== null || child.signalCode !== null) {
-      throw new Error(`server-everything exited (${child.exitCode ?? child.signalCode}) before listening: ${stderr}`);
+      throw new ExitedEarly(`server-everything exited (${child.exitCode ?? child.signalCode}) before listening on port ${port}: ${stderr}`);
     }
     if (Date.now() > deadline) {
       await close();
       throw new Error(`server-everything did not listen on port ${port} within ${READY_TIMEOUT_MS} ms: ${stderr}`);
     }
-    await sleep(100);
+    await sleep(50);
   }
   const path = transport === 'sse' ? '/sse' : '/mcp';
   return { url: `http://127.0.0.1:${port}${path}`, port, close };
