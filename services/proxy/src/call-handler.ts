@@ -2,6 +2,7 @@ import { SpanKind, SpanStatusCode, context, trace, type Attributes, type Context
 import { ErrorCodes, MAX_CALL_TIMEOUT_MS, WireError, type ProxyCallRequest } from '@mcpx/contracts';
 import { TEXT_LIMIT_BYTES, carriesProtoKey, flattenCallResult, isErrorResult, jsonSizeExceeds, type FlattenLimits, type McpToolDocument, type ProxyResult } from '@mcpx/domain';
 import type { CallLimiter, CallLimits } from '@mcpx/locks';
+import type { Logger } from '@mcpx/log';
 import { McpClientError, isInputRequired, type CallToolOptions, type CreateMessageResult, type ElicitResult, type McpCallResult, type McpConnection } from '@mcpx/mcp-client';
 import { McpAttributes, endWithOutcome } from '@mcpx/telemetry';
 import { argumentsHash, type ApprovalGate } from './approval-gate.js';
@@ -58,6 +59,8 @@ export interface CallHandlerDeps {
   legacyAsks?: LegacyAsks;
   /** Strict pinning's check before a call goes out (default: one over the catalog's connection). */
   pins?: StrictPins;
+  /** Where a call's unexpected fault (answered `internal`) is logged: never swallowed. */
+  log?: Logger;
 }
 
 /**
@@ -140,6 +143,8 @@ export class CallHandler {
     } catch (err) {
       const wire = toWire(err);
       code = wire.code;
+      // A fault of ours: the caller sees only `internal`; the operator sees what it was.
+      if (wire.code === ErrorCodes.internal) this.deps.log?.error('a call failed with an unexpected error', { tool: req.tool, err: err as Error });
       span.setStatus({ code: SpanStatusCode.ERROR, message: wire.message });
       span.setAttributes({ 'mcpx.error_code': wire.code, [McpAttributes.errorCode]: wire.code });
       throw wire;

@@ -71,6 +71,7 @@ export async function startProxy(config: Config, opts: ProxyOptions = {}): Promi
     inputs,
     legacyAsks,
     oauth: new OAuthTokens({ nc: bus.nc, subjects: bus.subjects, catalog, tracer: telemetry.tracer, meter: telemetry.meter }),
+    log,
   });
   const stats = (): ProxyStats => ({ instance, ...pool.stats, inflight: handler.inflightCount, ...handler.counts, invalidations: catalog.invalidations });
 

@@ -269,6 +269,15 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
     );
     for (const r of rss) say(`soak: ${r.instance} RSS ${r.startMiB.toFixed(0)} → ${r.endMiB.toFixed(0)} MiB (${r.growthMiB >= 0 ? '+' : ''}${r.growthMiB.toFixed(1)} MiB; bound ${maxGrowthMiB} MiB)`);
     for (const e of errors.slice(0, 20)) say(`soak error: ${e}`);
+    // What the services logged at error level (the stack runs them at LOG_LEVEL=error): the cause
+    // behind an `internal` a caller saw.
+    if (errors.length > 0) {
+      const logged = s
+        .allLogs()
+        .split('\n')
+        .filter((l) => l.includes('"level":"error"'));
+      for (const l of logged.slice(0, 20)) say(`soak service error: ${l.slice(0, 1_000)}`);
+    }
     if (resets.length > 0) say(`soak: ${resets.length} upstream socket resets (bound ${maxResets}): ${resets.slice(0, 5).join('; ')}`);
     for (const f of failures) say(`soak failed: ${f}`);
     say(`${errors.length} errors`);
