@@ -48,7 +48,7 @@ describe('a projector killed mid-batch converges when restarted', () => {
       remoteTools(50, (i) => (i === 7 ? 'Changed.' : `Tool number ${i}.`)),
     );
     // Polled often: the kill follows the first event as closely as the test can.
-    for (const end = Date.now() + 30_000; h.published.length === 0; ) {
+    for (const end = Date.now() + 30_000; h.published.length === 0;) {
       if (Date.now() > end) throw new Error('timed out waiting for the first event of the change');
       await new Promise((r) => setTimeout(r, 5));
     }
