@@ -1,11 +1,12 @@
 import { createServer, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decodePayload, type AgentToolsChangedEvent } from '@mcpx/contracts';
+import { startProxy, type RunningProxy } from '@mcpx/proxy';
 import { startTestMcpServer, type TestMcpServer, type TestMcpServerOptions } from '../servers/index.js';
 import { listenOnLoopback } from '../servers/loopback.js';
 import { shiftingTools, ToolShifts } from '../servers/shifting-tools.js';
 import type { ApiClient } from '../support/api-client.js';
-import { RegistryHarness } from '../support/registry-harness.js';
+import { RegistryHarness, testTelemetry } from '../support/registry-harness.js';
 import { eventually } from '../support/system.js';
 
 type Tools = Record<string, string>;
@@ -182,6 +183,65 @@ describe('strict pinning: a call never runs against a contract nobody accepted',
       expect(remote.stats.calls).toBe(calls + 1);
       expect(remote.stats.listCalls).toBe(lists);
     }
+  });
+});
+
+/**
+ * A server's pin mode is part of its credentials as the proxy reads them, with its catalog entry:
+ * a `SetMcpServer` that changes the pin must reach a proxy whose entry of the server is warm. The
+ * proxy is this test's own, so its count of applied invalidations can be read.
+ */
+describe('strict pinning: a pin changed to strict reaches a warm proxy with the server event', () => {
+  let h: RegistryHarness;
+  let proxy: RunningProxy;
+  let remote: TestMcpServer | undefined;
+  beforeAll(async () => {
+    h = await RegistryHarness.start();
+    proxy = await startProxy(h.config('proxy'), { telemetry: await testTelemetry(), logSink: (line) => void h.logs.push(line) });
+  });
+  afterAll(async () => {
+    await proxy?.stop();
+    await h?.stop();
+    await remote?.close();
+  });
+
+  it('review → strict: the first call after the server event is checked against the accepted contract; the server is not called', async () => {
+    // Every message since the proxy started: the proxy applies one invalidation per event of these kinds.
+    const captured = await h.capture();
+    const base = proxy.stats().invalidations;
+    const { subjects } = h;
+    const invalidating = (): number =>
+      captured.messages.filter((m) => (subjects.parseServerEvent(m.subject) ?? subjects.parseAgentChanged(m.subject) ?? subjects.parseAgentToolsChanged(m.subject)) !== null).length;
+    remote = await startTestMcpServer({ era: 'modern', tools: shiftingTools() });
+    const api = h.api();
+    await api.act('SetMcpServer', { name: 'mail', config: { url: remote.url, pin: 'review' } });
+    const { agent } = await api.act('CreateAgent', { name: 'bot', definition: { mcpServers: ['mail'] } });
+    await eventually(
+      async () => {
+        const r = await api.act('ListAgentTools', { agent: agent.id });
+        return r.tools.length === 2 ? true : undefined;
+      },
+      15_000,
+      'the tools to be projected',
+    );
+    const send = () => api.act('InvokeTool', { agent: agent.id, tool: 'mail__send_email', arguments: { to: 'a@b.c' } }).catch((e: unknown) => e as { code: string; details: Record<string, unknown> });
+    // The proxy's entry of the server is warm, read as `review`.
+    expect(await send()).toMatchObject({ result: { text: 'sent to a@b.c' } });
+    const from = captured.messages.length;
+    await api.act('SetMcpServer', { name: 'mail', config: { url: remote.url, pin: 'strict' } });
+    await eventually(
+      async () => {
+        const event = captured.messages.slice(from).some((m) => subjects.parseServerEvent(m.subject)?.server === 'mail');
+        return event && proxy.stats().invalidations - base >= invalidating() ? true : undefined;
+      },
+      15_000,
+      'the proxy to apply the server event',
+    );
+    captured.stop();
+    const calls = remote.stats.calls;
+    remote.setTools(ToolShifts.description());
+    expect(await send()).toMatchObject({ code: 'held_for_review', details: { server: 'mail', tool: 'mail__send_email' } });
+    expect(remote.stats.calls).toBe(calls);
   });
 });
 

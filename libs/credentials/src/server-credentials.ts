@@ -22,6 +22,12 @@ export interface ServerCredentials {
    * (epoch ms) is when it should be renewed (a vendor token's only when it has a refresh token).
    */
   oauth?: { tokenHash?: string; expiresAt?: number; kind?: RenewalKind; refreshable?: boolean };
+  /**
+   * The server's contract pinning (`config.pin`; absent: off, as for every built-in). Read with the
+   * rest of the row, so the proxy knows whether a call needs its strict check without a query of
+   * its own (docs/servers.md, the registry's pins/pin-policy.ts).
+   */
+  pin?: 'review' | 'strict';
 }
 
 /** The server record fields a reading needs (a registry record, or a row read by name). */
@@ -84,7 +90,12 @@ export class CredentialReader {
         if (opened.origin !== undefined && opened.origin === origin) headers[header.toLowerCase()] = opened.value;
       }
     }
-    const base = { url: config.url, ...(config.transport ? { transport: config.transport } : {}), headers };
+    const base = {
+      url: config.url,
+      ...(config.transport ? { transport: config.transport } : {}),
+      headers,
+      ...(config.pin === 'review' || config.pin === 'strict' ? { pin: config.pin } : {}),
+    };
     if (config.auth !== 'oauth') return base;
     const kind: RenewalKind = config.oauthClient?.grant === OAuthGrants.clientCredentials ? 'client_credentials' : 'authorization_code';
     const row = await this.db

@@ -14,8 +14,7 @@ import { CallChannel, raceQuestion, type LegacyAsks, type PushedQuestion } from 
 import { CallMetrics, type CallTarget } from './call-metrics.js';
 import type { OAuthTokens } from './oauth-tokens.js';
 import { missingToolError, unlistedToolError } from './held-tools.js';
-import type { ServerEntry } from './server-entry.js';
-import { StrictPins, type PinMode } from './strict-pins.js';
+import { StrictPins } from './strict-pins.js';
 import { sentCall, toWire } from './wire-errors.js';
 
 export { toWire } from './wire-errors.js';
@@ -57,7 +56,7 @@ export interface CallHandlerDeps {
   inputs?: InputGate;
   /** Legacy servers' pushed `elicitation/create`, held while a person answers (absent: such a question is refused). */
   legacyAsks?: LegacyAsks;
-  /** Strict pinning's check before a call goes out (default: one over the catalog's connection). */
+  /** Strict pinning's check before a call goes out (default: a new one). */
   pins?: StrictPins;
   /** Where a call's unexpected fault (answered `internal`) is logged: never swallowed. */
   log?: Logger;
@@ -84,7 +83,7 @@ export class CallHandler {
   private readonly pins: StrictPins;
 
   constructor(private readonly deps: CallHandlerDeps) {
-    this.pins = deps.pins ?? new StrictPins(deps.catalog.database, deps.meter);
+    this.pins = deps.pins ?? new StrictPins(deps.meter);
     this.calls = deps.meter.createCounter('mcpx_proxy_calls_total', { description: 'Calls by result code' });
     this.resumptions = deps.meter.createCounter('mcpx_proxy_stream_resumptions_total', { description: 'Broken tools/call response streams resumed with Last-Event-ID, by outcome' });
     this.duration = deps.meter.createHistogram('mcpx_proxy_call_duration_ms', { unit: 'ms', description: 'Call time, end to end in the proxy' });
@@ -246,10 +245,10 @@ export class CallHandler {
     }
     // A legacy server that pushed its question is still holding its request: the answer goes to it.
     if (resumption?.record.era === 'legacy') return await this.resumeParked(req, doc, resumption, { formsByRuntime: agent.formsByRuntime === true, approved }, started, span);
-    const found = this.serverAndPin(req.account, doc.server);
-    const { server: stored, pin } = found instanceof Promise ? await found : found;
-    let server = stored;
+    // The warm entry without an await; its pin mode is part of it (read with its credentials).
+    let server = this.deps.catalog.serverNow(req.account, doc.server) ?? (await this.deps.catalog.server(req.account, doc.server));
     if (server === null) throw new WireError(ErrorCodes.notFound, `no MCP server named ${doc.server}`, { server: doc.server });
+    const pin = server.pin;
     if (server.oauth !== undefined && this.deps.oauth?.expiring(server)) server = await this.deps.oauth.refreshed(req.account, doc.server, server);
     span.setAttribute('mcp.server', doc.server);
     const timeoutMs = Math.min(req.timeoutMs ?? MAX_CALL_TIMEOUT_MS, MAX_CALL_TIMEOUT_MS);
@@ -385,21 +384,6 @@ export class CallHandler {
         release?.();
       }
     }
-  }
-
-  /**
-   * The server's catalog entry and pin mode: at once when both are known for the warm entry, else
-   * read together (the mode once per catalog entry, beside the catalog's own read).
-   */
-  private serverAndPin(account: string, name: string): { server: ServerEntry | null; pin: PinMode } | Promise<{ server: ServerEntry | null; pin: PinMode }> {
-    const { catalog } = this.deps;
-    const warm = catalog.serverNow(account, name);
-    const known = warm === undefined ? undefined : this.pins.modeNow(account, name, warm);
-    if (warm !== undefined && known !== undefined) return { server: warm, pin: known };
-    return Promise.all([warm ?? catalog.server(account, name), this.pins.readMode(account, name)]).then(([server, pin]) => {
-      if (server !== null) this.pins.remember(account, name, server, pin);
-      return { server, pin };
-    });
   }
 
   /**

@@ -1,12 +1,7 @@
 import type { Counter, Meter } from '@opentelemetry/api';
 import { ErrorCodes, WireError } from '@mcpx/contracts';
-import { decodeServerConfig, type ProxyReads, type StoredServerConfig } from '@mcpx/credentials';
 import { contractCid, documentContractCid, type McpToolDocument } from '@mcpx/domain';
 import { McpClientError, type McpConnection, type Tool } from '@mcpx/mcp-client';
-import type { ServerEntry } from './server-entry.js';
-
-/** A server's pin mode as its stored config gives it (absent: off). */
-export type PinMode = NonNullable<StoredServerConfig['pin']>;
 
 /**
  * The longest a connection's listing stands for a strict server's calls, whatever the server says:
@@ -18,7 +13,7 @@ export const STRICT_LISTING_MAX_AGE_MS = 30_000;
 const REPORT_EVERY_MS = 30_000;
 /** How long a strict call waits for its connection's listing (within the call's own timeout). */
 const LISTING_TIMEOUT_MS = 30_000;
-/** Servers whose pin mode, or last report, is remembered (the oldest goes first). */
+/** Servers whose last report is remembered (the oldest goes first). */
 const REMEMBERED = 10_000;
 
 /** What a strict check found: the listing's CID is the accepted one, or not, or the server no longer lists the tool. */
@@ -33,42 +28,19 @@ type Outcome = 'match' | 'mismatch' | 'unlisted' | 'unverified';
  * and the registry holds the change for review. A listing that cannot be had refuses the call too
  * (fail closed).
  *
- * Other modes pay nothing on the warm path: the mode is known from the server's catalog entry
- * (read once per entry, beside the catalog's own read of it) and only `strict` lists anything.
+ * Other modes pay nothing: the mode is part of the server's catalog entry (`ServerEntry.pin`, read
+ * with its credentials from the same row), and only `strict` lists anything.
  */
 export class StrictPins {
-  /** By `account:server`: the mode read for the catalog entry `entry` (a new entry is read again). */
-  private readonly modes = new Map<string, { entry: ServerEntry; mode: PinMode }>();
   private readonly reported = new Map<string, number>();
   private readonly accepted = new WeakMap<McpToolDocument, string>();
   private readonly listed = new WeakMap<Tool, string>();
   private readonly checks: Counter;
 
-  constructor(
-    /** The owners' tables (the catalog's connection, reads only). */
-    private readonly db: ProxyReads,
-    meter: Meter,
-  ) {
+  constructor(meter: Meter) {
     this.checks = meter.createCounter('mcpx_proxy_strict_checks_total', {
       description: "Strict-pinned servers' calls checked against the contract their connection lists, by outcome (match, mismatch, unlisted, unverified) and listing (reused, listed)",
     });
-  }
-
-  /** The mode of `server` if it was read for this catalog entry (no I/O). */
-  modeNow(account: string, server: string, entry: ServerEntry): PinMode | undefined {
-    const known = this.modes.get(`${account}:${server}`);
-    return known?.entry === entry ? known.mode : undefined;
-  }
-
-  /** The server's pin mode from its row (a built-in, or a server gone: off). */
-  async readMode(account: string, server: string): Promise<PinMode> {
-    const row = await this.db.selectFrom('registry.mcp_servers').select('config_cbor').where('account_id', '=', account).where('name', '=', server).executeTakeFirst();
-    return row === undefined ? 'off' : (decodeServerConfig(row.config_cbor).pin ?? 'off');
-  }
-
-  /** Remembers `mode` as read for the catalog entry `entry`. */
-  remember(account: string, server: string, entry: ServerEntry, mode: PinMode): void {
-    remember(this.modes, `${account}:${server}`, { entry, mode });
   }
 
   /**
