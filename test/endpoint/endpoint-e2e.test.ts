@@ -1,9 +1,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEverythingServer, type EverythingServer } from '../servers/everything.js';
 import { freePort } from '../servers/index.js';
 import { ApiClient } from '../support/api-client.js';
+import { entryArgs } from '../support/bundles.js';
 import { cliEnvFor, runCli } from '../support/cli.js';
 import { uniqueNamespace } from '../support/env.js';
 import { NatsAuthServer } from '../support/nats-auth-server.js';
@@ -32,7 +32,7 @@ describe('the agent MCP endpoint end to end (processes, NATS with least privileg
     [system, everything] = await Promise.all([ProcessSystem.start({ env: { NATS_PREFIX: prefix }, natsEnv: (s) => nats.env(s) }), startEverythingServer('streamableHttp')]);
     const port = await freePort();
     endpointUrl = `http://127.0.0.1:${port}`;
-    endpoint = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'services', 'endpoint', 'src', 'main.ts')], {
+    endpoint = spawn(process.execPath, entryArgs('endpoint'), {
       cwd: ROOT,
       env: {
         ...process.env,

@@ -1,6 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as TransportV1 } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -11,6 +10,7 @@ import { encodePayload, makeSubjects, type ApprovalDecidedEvent, type Subjects }
 import { approvalTools } from '../approvals/approval-tools.js';
 import { freePort, startTestMcpServer, type TestMcpServer } from '../servers/index.js';
 import { ApiClient } from '../support/api-client.js';
+import { entryArgs } from '../support/bundles.js';
 import { uniqueNamespace } from '../support/env.js';
 import { NatsAuthServer } from '../support/nats-auth-server.js';
 import { SseSubscriber } from '../support/sse-client.js';
@@ -53,7 +53,7 @@ describe('the agent MCP endpoint on two instances (its own NATS user, no affinit
     const port = await freePort();
     const url = `http://127.0.0.1:${port}`;
     const logs: string[] = [];
-    const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'services', 'endpoint', 'src', 'main.ts')], {
+    const child = spawn(process.execPath, entryArgs('endpoint'), {
       cwd: ROOT,
       env: {
         ...process.env,

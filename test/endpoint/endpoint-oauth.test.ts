@@ -17,6 +17,7 @@ import { startEverythingServer, type EverythingServer } from '../servers/everyth
 import { freePort } from '../servers/index.js';
 import { startTlsFront, type TlsFront } from '../servers/tls-front.js';
 import { ApiClient } from '../support/api-client.js';
+import { entryArgs } from '../support/bundles.js';
 import { cliEnvFor, runCli } from '../support/cli.js';
 import { createDb } from '@mcpx/db';
 import { TestBrowser } from '../support/oauth-browser.js';
@@ -106,7 +107,7 @@ describe('OAuth sign-in to the agent endpoint (the registry as authorization ser
     ]);
     const port = await freePort();
     endpointUrl = `http://127.0.0.1:${port}`;
-    endpoint = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'services', 'endpoint', 'src', 'main.ts')], {
+    endpoint = spawn(process.execPath, entryArgs('endpoint'), {
       cwd: ROOT,
       env: {
         ...process.env,

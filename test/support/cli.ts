@@ -3,6 +3,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { ApiClient } from './api-client.js';
+import { entryArgs } from './bundles.js';
 import { ROOT } from './system.js';
 
 export interface CliResult {
@@ -33,7 +34,7 @@ export function runCommand(command: string, args: string[], env: Record<string, 
  * wrapper, which would start a second node for every command and outlive a kill).
  */
 export function runCli(args: string[], env: Record<string, string>): Promise<CliResult> {
-  return runCommand(process.execPath, ['--import', 'tsx', join(ROOT, 'cli', 'src', 'main.ts'), ...args], env);
+  return runCommand(process.execPath, [...entryArgs('mcpx'), ...args], env);
 }
 
 /**

@@ -1,9 +1,13 @@
 import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { connect as tcpConnect } from 'node:net';
 import pg from 'pg';
 import { createDb, migrate } from '@mcpx/db';
 import { randomBytes } from 'node:crypto';
 import { TEMPLATE_PREFIX, serviceUrls } from './env.js';
+import { buildBundles } from './bundles.js';
 
 function answers(url: string, defaultPort: number): Promise<boolean> {
   const u = new URL(url);
@@ -97,6 +101,13 @@ export default async function setup(): Promise<() => Promise<void>> {
   const template = `${TEMPLATE_PREFIX}${run}`;
   process.env.MCPX_TEST_RUN = run;
   process.env.MCPX_TEMPLATE_DB = template;
+  // The services and the CLI bundled once for the run (./bundles.ts); MCPX_TEST_BUNDLES=off runs the sources through tsx.
+  let bundles: string | undefined;
+  if (process.env.MCPX_TEST_BUNDLES !== 'off') {
+    bundles = mkdtempSync(join(tmpdir(), `mcpx-bundles-${run}-`));
+    await buildBundles(bundles);
+    process.env.MCPX_TEST_BUNDLES = bundles;
+  }
   const admin = new pg.Client({ connectionString: serviceUrls().postgres });
   await admin.connect();
   await admin.query('SELECT pg_advisory_lock(hashtext($1))', [runLockKey(run)]);
@@ -116,5 +127,6 @@ export default async function setup(): Promise<() => Promise<void>> {
     for (const row of mine.rows) await admin.query(`DROP DATABASE IF EXISTS "${row.datname}" WITH (FORCE)`).catch(() => undefined);
     await admin.end();
     for (const stop of stops) await stop();
+    if (bundles !== undefined) rmSync(bundles, { recursive: true, force: true });
   };
 }

@@ -7,8 +7,8 @@ import { ProxyClient, type CallInput, type CallOutcome } from '@mcpx/proxy-clien
 import { startRegistry } from '@mcpx/registry';
 import { setupTelemetry, type Telemetry } from '@mcpx/telemetry';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { join } from 'node:path';
 import { freePort } from '../servers/free-port.js';
+import { entryArgs } from './bundles.js';
 import { ApiClient } from './api-client.js';
 import { serviceUrls, type TestDatabase } from './env.js';
 import { ROOT, eventually, systemEnv } from './system.js';
@@ -168,7 +168,7 @@ async function spawnProxyOnce(system: ProxySystem, extraEnv: Record<string, stri
   const logs: string[] = [];
   // Node itself with tsx as a loader (not the tsx wrapper): a SIGKILL must kill the very process
   // that holds the connections, not a relay in front of it.
-  const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', join(ROOT, 'services', 'proxy', 'src', 'main.ts')], {
+  const child = spawn(process.execPath, [...nodeArgs, ...entryArgs('proxy')], {
     cwd: ROOT,
     env: { ...process.env, ...system.env, ...extraEnv, HTTP_PORT: String(port), HTTP_HOST: '127.0.0.1', INTERNAL_HTTP_PORT: String(internalPort), INSTANCE_ID: instance },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -8,6 +8,7 @@ import { startProxy } from '@mcpx/proxy';
 import { startRegistry } from '@mcpx/registry';
 import type { Telemetry } from '@mcpx/telemetry';
 import { freePort } from '../servers/free-port.js';
+import { entryArgs } from './bundles.js';
 import { createTestDatabase, serviceUrls, uniqueNamespace, type TestDatabase } from './env.js';
 
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -107,7 +108,7 @@ export class ProcessSystem {
     const instance = `${name}-${this.services.filter((s) => s.name === name).length + 1}-${port}`;
     const logs: string[] = [];
     // node itself (not the tsx wrapper), so that a kill reaches the service's own process.
-    const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'services', name, 'src', 'main.ts')], {
+    const child = spawn(process.execPath, entryArgs(name), {
       cwd: ROOT,
       env: { ...process.env, ...this.env, ...this.natsEnv(name), HTTP_PORT: String(port), HTTP_HOST: '127.0.0.1', INTERNAL_HTTP_PORT: String(internalPort), INSTANCE_ID: instance },
       stdio: ['ignore', 'pipe', 'pipe'],

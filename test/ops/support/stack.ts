@@ -15,6 +15,7 @@ import { createDb, migrate } from '@mcpx/db';
 import { generateKeyPair } from '@mcpx/envelope';
 import { ProxyClient, type CallInput, type CallOutcome } from '@mcpx/proxy-client';
 import { freePorts } from './infra.js';
+import { entryArgs } from '../../support/bundles.js';
 import { ApiClient } from '../../support/api-client.js';
 import { createTestDatabase, serviceUrls } from '../../support/env.js';
 
@@ -171,7 +172,7 @@ export class Stack {
     const [port, internalPort] = (await freePorts(2)) as [number, number];
     const instance = `${name}-${++this.counter}-${port}`;
     const logs: string[] = [];
-    const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'services', name, 'src', 'main.ts')], {
+    const child = spawn(process.execPath, entryArgs(name), {
       cwd: ROOT,
       env: { ...process.env, ...this.env, ...extraEnv, HTTP_PORT: String(port), HTTP_HOST: '127.0.0.1', INTERNAL_HTTP_PORT: String(internalPort), INSTANCE_ID: instance },
       stdio: ['ignore', 'pipe', 'pipe'],
