@@ -15,7 +15,7 @@ export { endpointReads, proxyReads, readEraVerdict } from './read-model.js';
 export type { EndpointReadModel, EndpointReads, ProxyReadModel, ProxyReads } from './read-model.js';
 export { StoredShapeError, cborShape, jsonShape } from './reads/stored-shape.js';
 export type { StoredShape } from './reads/stored-shape.js';
-export { BuiltinToolsColumn, DiscoveredToolsColumn, ServerToolsColumn, readServerTools } from './reads/server-tools.js';
+export { BuiltinToolsColumn, DiscoveredToolsColumn, HeldChangesColumn, ServerToolsColumn, ToolChangeColumn, ToolContractColumn, readServerTools, readWithheldTool } from './reads/server-tools.js';
 export type { ServerToolRows } from './reads/server-tools.js';
 export { AgentDefinitionColumn, ToolMapColumn, readAgent, readAgentToolSet } from './reads/agents.js';
 export type { AgentRows, AgentToolSetRows } from './reads/agents.js';

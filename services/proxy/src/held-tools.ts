@@ -1,5 +1,5 @@
-import { decodePayload, ErrorCodes, WireError, type ProxyCallRequest } from '@mcpx/contracts';
-import { readHeldTool, readToolDocument, type ProxyReads } from '@mcpx/credentials';
+import { ErrorCodes, WireError, type ProxyCallRequest } from '@mcpx/contracts';
+import { readHeldTool, readToolDocument, readWithheldTool, type ProxyReads } from '@mcpx/credentials';
 import type { Catalog } from './catalog.js';
 
 /** How long a look-up of held tools is reused (a refused call never costs more than one query per this long). */
@@ -69,21 +69,8 @@ export async function unlistedToolError(catalog: Catalog, req: ProxyCallRequest,
   const missing = new WireError(ErrorCodes.notFound, `no tool ${req.tool} is enabled for this agent`, { field: 'tool' });
   const servers = await heldFor(catalog, `doc\u0000${req.account}\u0000${cid}`, async (db) => {
     const doc = await readToolDocument(db, req.account, cid);
-    return doc === null ? [] : await readWithheld(db, req.account, doc.server, doc.remoteName);
+    return doc === null ? [] : await readWithheldTool(db, req.account, doc.server, doc.remoteName);
   });
   const held = servers?.[0];
   return held === undefined ? missing : heldError(req.tool, held.server, held.cid);
-}
-
-/** The server's status entry withholding `remoteName` (`registry.mcp_servers.held_cbor`, written with its tools), if any. */
-async function readWithheld(db: ProxyReads, account: string, server: string, remoteName: string): Promise<Held['servers']> {
-  const row = await db.selectFrom('registry.mcp_servers').select('held_cbor').where('account_id', '=', account).where('name', '=', server).executeTakeFirst();
-  if (row?.held_cbor == null) return [];
-  const held = decodePayload<unknown>(row.held_cbor);
-  if (!Array.isArray(held)) return [];
-  for (const h of held as unknown[]) {
-    const entry = h as { name?: unknown; cid?: unknown; withheld?: unknown } | null;
-    if (entry?.name === remoteName && entry.withheld === true && typeof entry.cid === 'string') return [{ server, cid: entry.cid }];
-  }
-  return [];
 }

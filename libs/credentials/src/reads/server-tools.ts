@@ -1,9 +1,9 @@
-import { FieldRules, type Rule } from '@mcpx/contracts';
+import { FieldRules, type HeldToolStatus, type Rule } from '@mcpx/contracts';
 import { builtinServerId, findBuiltin, type RemoteTool } from '@mcpx/domain';
 import type { ProxyReads } from '../read-model.js';
 import { cborShape } from './stored-shape.js';
 
-const { str, anyStr, optional, list, checkedMap } = FieldRules;
+const { str, anyStr, bool, oneOf, optional, list, shape, checkedMap } = FieldRules;
 
 /**
  * A remote tool as the registry keeps it (`sanitizeTools` in its discovery): a name and optional
@@ -19,6 +19,26 @@ export const ServerToolsColumn = cborShape('registry.mcp_servers.tools_cbor', st
 export const DiscoveredToolsColumn = cborShape('registry.mcp_servers.discovered_cbor', storedTools);
 /** `registry.builtin_discoveries.tools_cbor`: a built-in's tools of its last discovery for the account. */
 export const BuiltinToolsColumn = cborShape('registry.builtin_discoveries.tools_cbor', storedTools);
+/** `registry.tool_contracts.tool_cbor`: a pinned server's accepted contract of one tool, as the server listed it. */
+export const ToolContractColumn = cborShape('registry.tool_contracts.tool_cbor', storedTool);
+/** `registry.tool_changes.tool_cbor`: a pinned server's held change of one tool, as the server listed it. */
+export const ToolChangeColumn = cborShape('registry.tool_changes.tool_cbor', storedTool);
+
+/** A held change as the server's status shows it (`ServerStatus.heldTools`). */
+const heldChange: Rule<HeldToolStatus> = shape({
+  name: str,
+  cid: anyStr,
+  reason: oneOf('held_for_review'),
+  state: oneOf('pending', 'rejected'),
+  withheld: bool,
+});
+
+/**
+ * `registry.mcp_servers.held_cbor`: a pinned server's held changes, written with its tools (null
+ * when none is held); the registry shows them in the server's status, the proxy reads which tools
+ * are withheld ({@link readWithheldTool}).
+ */
+export const HeldChangesColumn = cborShape('registry.mcp_servers.held_cbor', list(heldChange));
 
 /** What decides the levels of one server's tools: its tools and the owner's overrides (tool → level, unchecked). */
 export interface ServerToolRows {
@@ -55,4 +75,16 @@ export async function readServerTools(db: ProxyReads, account: string, name: str
 
 function byTool(rows: ReadonlyArray<{ tool: string; permission: string }>): Record<string, string> {
   return Object.fromEntries(rows.map((o) => [o.tool, o.permission]));
+}
+
+/**
+ * The held change withholding the server's tool `remoteName` from agents (a change a person has
+ * not accepted yet): its server and the held contract's CID; empty when the account has no such
+ * server or it withholds no such tool.
+ */
+export async function readWithheldTool(db: ProxyReads, account: string, server: string, remoteName: string): Promise<Array<{ server: string; cid: string }>> {
+  const row = await db.selectFrom('registry.mcp_servers').select('held_cbor').where('account_id', '=', account).where('name', '=', server).executeTakeFirst();
+  if (row === undefined || row.held_cbor === null) return [];
+  const held = HeldChangesColumn.decode(row.held_cbor).find((h) => h.name === remoteName && h.withheld);
+  return held === undefined ? [] : [{ server, cid: held.cid }];
 }

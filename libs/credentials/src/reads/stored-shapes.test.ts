@@ -2,7 +2,7 @@ import { encodePayload } from '@mcpx/contracts';
 import { buildToolDocuments, type RemoteTool } from '@mcpx/domain';
 import { describe, expect, it } from 'vitest';
 import { AgentDefinitionColumn, ToolMapColumn } from './agents.js';
-import { BuiltinToolsColumn, DiscoveredToolsColumn, ServerToolsColumn } from './server-tools.js';
+import { BuiltinToolsColumn, DiscoveredToolsColumn, HeldChangesColumn, ServerToolsColumn, ToolChangeColumn, ToolContractColumn } from './server-tools.js';
 import { StoredShapeError } from './stored-shape.js';
 import { HeldToolsColumn, ToolDocumentColumn } from './tool-documents.js';
 
@@ -42,6 +42,34 @@ describe('stored tool lists (tools_cbor, discovered_cbor)', () => {
 
   it('refuses to write what a reader would refuse (the writer encodes through the same rule)', () => {
     expect(refusal(() => ServerToolsColumn.encode([{ name: '' }])).field).toBe('tools_cbor[0].name');
+  });
+});
+
+describe("a pinned server's contracts and held changes (tool_contracts, tool_changes, held_cbor)", () => {
+  it('round-trips one tool whole through the accepted and the held column', () => {
+    for (const column of [ToolContractColumn, ToolChangeColumn]) {
+      for (const tool of tools) expect(column.decode(column.encode(tool))).toEqual(tool);
+    }
+  });
+
+  it('refuses a tool of another shape with a typed error naming the column and the field', () => {
+    const noName = refusal(() => ToolChangeColumn.decode(encodePayload({ description: 'secret-value' })));
+    expect(noName).toMatchObject({ code: 'stored_shape_invalid', column: 'registry.tool_changes.tool_cbor', field: 'tool_cbor.name' });
+    expect(noName.message).not.toContain('secret-value');
+    expect(refusal(() => ToolContractColumn.decode(encodePayload([tools[0]])))).toMatchObject({ column: 'registry.tool_contracts.tool_cbor', field: 'tool_cbor' });
+    expect(refusal(() => ToolChangeColumn.encode({ name: '' })).field).toBe('tool_cbor.name');
+  });
+
+  it('round-trips held changes and refuses a row of another shape, on decode and on encode', () => {
+    const held = [
+      { name: 'send', cid: 'bafy1', reason: 'held_for_review' as const, state: 'pending' as const, withheld: true },
+      { name: 'lookup', cid: 'bafy2', reason: 'held_for_review' as const, state: 'rejected' as const, withheld: false },
+    ];
+    expect(HeldChangesColumn.decode(HeldChangesColumn.encode(held))).toEqual(held);
+    const notWithheld = refusal(() => HeldChangesColumn.decode(encodePayload([{ name: 'send', cid: 'bafy1', reason: 'held_for_review', state: 'pending', withheld: 'yes' }])));
+    expect(notWithheld).toMatchObject({ code: 'stored_shape_invalid', column: 'registry.mcp_servers.held_cbor', field: 'held_cbor[0].withheld' });
+    expect(refusal(() => HeldChangesColumn.decode(encodePayload({ send: 'bafy1' }))).field).toBe('held_cbor');
+    expect(refusal(() => HeldChangesColumn.encode([{ ...held[0]!, state: 'accepted' as 'pending' }])).field).toBe('held_cbor[0].state');
   });
 });
 

@@ -1,7 +1,7 @@
 import { sql, type Kysely } from 'kysely';
-import { decodePayload, encodePayload, type ServerStatus } from '@mcpx/contracts';
+import { encodePayload, type ServerStatus } from '@mcpx/contracts';
 import type { Database } from '@mcpx/db';
-import { DiscoveredToolsColumn, ServerToolsColumn } from '@mcpx/credentials';
+import { DiscoveredToolsColumn, HeldChangesColumn, ServerToolsColumn, ToolChangeColumn, ToolContractColumn } from '@mcpx/credentials';
 import { contractCid, type RemoteTool } from '@mcpx/domain';
 import { recordAudit, SYSTEM_SIGNER } from '../audit/audit-log.js';
 import { discoveredTools, storedStatus, toRecord, type McpServerRecord } from '../repositories/mcp-servers.repository.js';
@@ -26,7 +26,7 @@ export interface PinnedWrite {
 
 export async function acceptedContracts(db: Q, account: string, serverId: string): Promise<Map<string, AcceptedContract>> {
   const rows = await db.selectFrom('registry.tool_contracts').select(['tool', 'cid', 'tool_cbor']).where('account_id', '=', account).where('server_id', '=', serverId).execute();
-  return new Map(rows.map((r) => [r.tool, { tool: r.tool, cid: r.cid, remote: decodePayload<RemoteTool>(r.tool_cbor) }]));
+  return new Map(rows.map((r) => [r.tool, { tool: r.tool, cid: r.cid, remote: ToolContractColumn.decode(r.tool_cbor) }]));
 }
 
 export async function storedChanges(db: Q, account: string, serverId: string): Promise<Map<string, StoredChange>> {
@@ -41,7 +41,7 @@ export async function acceptContracts(trx: Q, account: string, serverId: string,
   for (const t of tools) {
     if (seen.has(t.name)) continue;
     seen.add(t.name);
-    rows.push({ account_id: account, server_id: serverId, tool: t.name, cid: contractCid(t), tool_cbor: encodePayload(t), accepted_by: actor.signer, accepted_at: new Date() });
+    rows.push({ account_id: account, server_id: serverId, tool: t.name, cid: contractCid(t), tool_cbor: ToolContractColumn.encode(t), accepted_by: actor.signer, accepted_at: new Date() });
   }
   for (let i = 0; i < rows.length; i += 500) {
     await trx
@@ -100,7 +100,7 @@ export async function applyPins(
   for (const c of requested) {
     const row = {
       cid: c.cid,
-      tool_cbor: encodePayload(c.remote),
+      tool_cbor: ToolChangeColumn.encode(c.remote),
       previous_cid: c.previousCid,
       kind: c.kind,
       compatible: c.compatible,
@@ -134,7 +134,7 @@ export async function applyPins(
       generation: sql<number>`CASE WHEN tools_hash = ${hash} THEN generation ELSE generation + 1 END`,
       discovered_cbor: DiscoveredToolsColumn.encode(raw),
       discovered_hash: rawHash,
-      held_cbor: held.length > 0 ? encodePayload(held) : null,
+      held_cbor: held.length > 0 ? HeldChangesColumn.encode(held) : null,
       updated_at: new Date(),
       ...(extra.status !== undefined ? { status_cbor: encodePayload(storedStatus(extra.status)) } : {}),
       ...(extra.nextProbeAt !== undefined ? { next_probe_at: extra.nextProbeAt } : {}),

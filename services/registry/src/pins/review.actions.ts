@@ -1,5 +1,6 @@
-import { decodePayload, ErrorCodes, invalidInput, REVIEW_CHANGES_MAX, WireError, type ActionResponse, type ToolChangeView, type ToolReviewRequestedEvent } from '@mcpx/contracts';
+import { ErrorCodes, invalidInput, REVIEW_CHANGES_MAX, WireError, type ActionResponse, type ToolChangeView, type ToolReviewRequestedEvent } from '@mcpx/contracts';
 import { buildToolDocuments, contractCid, contractWarnings, diffContracts, documentCid, inputCompatible, projectToolNames, toolContract, type RemoteTool } from '@mcpx/domain';
+import { ToolChangeColumn } from '@mcpx/credentials';
 import { metrics, trace } from '@opentelemetry/api';
 import { recordAudit } from '../audit/audit-log.js';
 import { serverDiscovered } from '../events/registry-events.js';
@@ -76,7 +77,7 @@ export const listToolChanges: ActionHandler<'ListToolChanges'> = async (deps, ca
       accepted = await acceptedContracts(deps.db, caller.account, server.id);
       contracts.set(server.id, accepted);
     }
-    const remote = decodePayload<RemoteTool>(row.tool_cbor);
+    const remote = ToolChangeColumn.decode(row.tool_cbor);
     let listing = listings.get(server.id);
     if (listing === undefined) {
       listing = serverListing(deps, server);
@@ -201,7 +202,7 @@ async function decideChange(
       .where('tool', '=', tool)
       .executeTakeFirst();
     if (decision === 'accept') {
-      await acceptContracts(trx, caller.account, server.id, [decodePayload<RemoteTool>(change.tool_cbor)], actor);
+      await acceptContracts(trx, caller.account, server.id, [ToolChangeColumn.decode(change.tool_cbor)], actor);
       await trx.deleteFrom('registry.tool_changes').where('account_id', '=', caller.account).where('server_id', '=', server.id).where('tool', '=', tool).execute();
     } else {
       await trx

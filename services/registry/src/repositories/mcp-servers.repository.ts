@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { sql, type Kysely, type Selectable } from 'kysely';
-import { decodePayload, encodePayload, type HeldToolStatus, type ServerStatus } from '@mcpx/contracts';
+import { decodePayload, encodePayload, type ServerStatus } from '@mcpx/contracts';
 import type { Database, Db, McpServersTable } from '@mcpx/db';
 import type { RemoteTool } from '@mcpx/domain';
-import { DiscoveredToolsColumn, ServerToolsColumn, decodeServerConfig, readEraVerdict, type StoredServerConfig } from '@mcpx/credentials';
+import { DiscoveredToolsColumn, HeldChangesColumn, ServerToolsColumn, decodeServerConfig, readEraVerdict, type StoredServerConfig } from '@mcpx/credentials';
 
 /** `config_cbor` (static headers in the clear, secret headers as references): the one shape, in `@mcpx/credentials`. */
 export type { StoredServerConfig };
@@ -33,7 +33,7 @@ export function storedStatus(status: ServerStatus): ServerStatus {
 
 function statusOf(row: Selectable<McpServersTable>): ServerStatus {
   const status = storedStatus(decodePayload<ServerStatus>(row.status_cbor));
-  const held = row.held_cbor === null ? [] : decodePayload<HeldToolStatus[]>(row.held_cbor);
+  const held = row.held_cbor === null ? [] : HeldChangesColumn.decode(row.held_cbor);
   return held.length > 0 ? { ...status, heldTools: held } : status;
 }
 
