@@ -13,6 +13,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { entryArgs } from '../support/bundles.js';
 
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const MODULES = join(ROOT, 'test', 'node_modules');
@@ -85,10 +86,11 @@ export async function runConformance(revision: Revision, opts: { baseline?: bool
   const dir = packageDir('@modelcontextprotocol/conformance');
   const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { version: string; bin: Record<string, string> };
   const bin = join(dir, pkg.bin.conformance ?? 'dist/index.js');
-  const tsx = join(ROOT, 'node_modules', '.bin', 'tsx');
+  // The client under test: its bundle when the run built one (./support/bundles.ts), else its source through tsx.
+  const client = [process.execPath, ...entryArgs('conformance-client')].join(' ');
   // The tool starts every scenario's client at once and kills one after its timeout (30 s by
   // default): on a loaded two-core machine that kills healthy clients, so allow two minutes.
-  const args = [bin, 'client', '--command', `${tsx} test/conformance/client-harness.ts`, '--requirements', revision, '--timeout', String(opts.clientTimeoutMs ?? 120_000)];
+  const args = [bin, 'client', '--command', client, '--requirements', revision, '--timeout', String(opts.clientTimeoutMs ?? 120_000)];
   if (opts.baseline) args.push('--expected-failures', baselinePath(revision));
   const started = Date.now();
   const { text: raw, code } = await collect(node, args, opts.timeoutMs ?? 380_000);

@@ -21,6 +21,8 @@ export const BUNDLE_ENTRIES = {
   proxy: 'services/proxy/src/main.ts',
   endpoint: 'services/endpoint/src/main.ts',
   mcpx: 'cli/src/main.ts',
+  /** The conformance tool's client under test: started once per scenario. */
+  'conformance-client': 'test/conformance/client-harness.ts',
 } as const;
 
 export type BundleName = keyof typeof BUNDLE_ENTRIES;

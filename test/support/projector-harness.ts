@@ -1,6 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { join } from 'node:path';
 import { sql } from 'kysely';
 import { DeliverPolicy } from '@nats-io/jetstream';
 import type { Subscription } from '@nats-io/transport-node';
@@ -13,6 +12,7 @@ import { startProjector, type RunningProjector } from '@mcpx/projector';
 import { createTestDatabase, serviceUrls, uniqueNamespace, type TestDatabase } from './env.js';
 import { freePort } from '../servers/free-port.js';
 import { ROOT, eventually } from './system.js';
+import { entryArgs } from './bundles.js';
 
 /** A projector running as its own process (`services/projector/src/main.ts`). */
 export interface ProjectorProcess {
@@ -82,12 +82,11 @@ export class ProjectorHarness {
     // Its own internal port too: the default is fixed, and processes side by side would share it.
     const internalPort = await freePort();
     const logs: string[] = [];
-    const child = spawn(join(ROOT, 'node_modules', '.bin', 'tsx'), [join(ROOT, 'services', 'projector', 'src', 'main.ts')], {
+    const child = spawn(process.execPath, entryArgs('projector'), {
       cwd: ROOT,
       env: { ...process.env, ...this.env, ...env, HTTP_PORT: String(port), HTTP_HOST: '127.0.0.1', INTERNAL_HTTP_PORT: String(internalPort), INSTANCE_ID: `projector-proc-${port}` },
       stdio: ['ignore', 'pipe', 'pipe'],
-      // Its own process group: tsx runs the service in a child process, and a SIGKILL of the
-      // wrapper alone would leave the projector running.
+      // Its own process group, which a kill ends whole (whatever runs the service).
       detached: true,
     });
     child.stdout?.on('data', (d: Buffer) => logs.push(d.toString('utf8')));
