@@ -17,6 +17,7 @@ import {
 import type { ProxyResult } from '@mcpx/domain';
 import { traceHeaders, type Counter, type Meter } from '@mcpx/telemetry';
 import { watchDecisions, watchInputAnswers } from './decisions.js';
+import { publishNotification } from './notifications.js';
 
 /** The proxy's own call timeout (120 s, docs/limits.md#the-call); the request waits a little longer. */
 export const DEFAULT_CALL_TIMEOUT_MS = 120_000;
@@ -294,14 +295,14 @@ export class ProxyClient {
 
   async cancel(account: string, run: string, callId: string): Promise<void> {
     const msg: ProxyCancel = { account, run, callId };
-    this.nc.publish(this.subjects.proxyCancel, encodePayload(msg));
+    publishNotification(this.nc, this.subjects.proxyCancel, msg);
     await this.nc.flush();
   }
 
   /** Ends a run: every proxy instance closes the run's pool. */
   async endRun(account: string, run: string): Promise<void> {
     const msg: RunEnded = { account, run };
-    this.nc.publish(this.subjects.runEnded(account, run), encodePayload(msg));
+    publishNotification(this.nc, this.subjects.runEnded(account, run), msg);
     this.sticky.delete(run);
     await this.nc.flush();
   }
