@@ -1,19 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { encodePayload } from './codec.js';
 import { decodeClientDeclared, decodeForwardedAnswer, decodeTokenDecisionAudit, forwardedAnswerReplyValue, tokenDecisionAuditReplyValue } from './endpoint-messages.js';
-import { WireError } from './errors.js';
 
-/** The field a decoder's refusal names (it must be an invalid_input WireError). */
-function refusedField(f: () => unknown): unknown {
-  try {
-    f();
-  } catch (e) {
-    expect(e).toBeInstanceOf(WireError);
-    expect((e as WireError).code).toBe('invalid_input');
-    return (e as WireError).details.field;
-  }
-  throw new Error('not refused');
-}
+import { refusedField } from './refused-field.test-support.js';
 
 describe("the endpoint's messages", () => {
   it('a forwarded answer keeps its checked fields only; a malformed one is refused naming the field', () => {

@@ -1,21 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { encodePayload } from './codec.js';
-import { WireError } from './errors.js';
 import { anyStr, int, list, mapOf, oneOf, optional, shape, str } from './field-rules.js';
 import { decodeAgentToolsChangedEvent, decodeServerDiscoveredEvent, decodeToolsObserved, oauthRefreshAnswerValue } from './payload-decoders.js';
 import { agentToolsReplyValue, lambdaToolReplyValue } from './reply-decoders.js';
 
-/** The field a decoder's refusal names (it must be an invalid_input WireError). */
-function refusedField(f: () => unknown): unknown {
-  try {
-    f();
-  } catch (e) {
-    expect(e).toBeInstanceOf(WireError);
-    expect((e as WireError).code).toBe('invalid_input');
-    return (e as WireError).details.field;
-  }
-  throw new Error('not refused');
-}
+import { refusedField } from './refused-field.test-support.js';
 
 const discovered = {
   account: 'acct',

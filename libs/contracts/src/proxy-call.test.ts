@@ -1,20 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { encodePayload } from './codec.js';
-import { WireError } from './errors.js';
 import { decodeToolReviewRequestedEvent } from './payload-decoders.js';
 import { MAX_CALL_TIMEOUT_MS, decodeCallRequest, parseCallRequest, proxyResultValue } from './proxy-call.js';
 
-/** The field a decoder's refusal names (it must be an invalid_input WireError). */
-function refusedField(f: () => unknown): unknown {
-  try {
-    f();
-  } catch (e) {
-    expect(e).toBeInstanceOf(WireError);
-    expect((e as WireError).code).toBe('invalid_input');
-    return (e as WireError).details.field;
-  }
-  throw new Error('not refused');
-}
+import { refusedField } from './refused-field.test-support.js';
 
 describe('the call request', () => {
   const base = { account: 'a', agent: 'b', run: 'r', callId: 'c', tool: 't', arguments: { q: 1 } };
