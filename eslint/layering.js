@@ -38,6 +38,18 @@ export const TOP_FLOORS = {
 
 const ALLOWED = { ...LIBRARY_FLOORS, ...TOP_FLOORS };
 
+/**
+ * The one relative import allowed to leave its package: the console's type declarations
+ * (`console/public/*.d.ts`) import the action map's types from the contracts library's sources, so
+ * the console's plain JavaScript is type-checked against it (tsconfig.public.json) while the
+ * browser loads nothing of the workspace. Type-only imports and re-exports, from a `.d.ts` there,
+ * of `libs/contracts/src` only; anything else still leaves its package.
+ */
+function typesForTheConsole(file, root, node, target) {
+  const kind = node.importKind ?? node.exportKind;
+  return kind === 'type' && dirname(file) === join(root, 'console', 'public') && file.endsWith('.d.ts') && target.startsWith(join(root, 'libs', 'contracts', 'src') + sep);
+}
+
 const packageCache = new Map();
 
 /** The workspace package a file belongs to: its nearest package.json below the root, or undefined. */
@@ -85,7 +97,7 @@ export const floorsRule = {
     const pkg = packageOf(file, root);
     if (pkg === undefined || !(relative(root, pkg.dir).startsWith('libs') || relative(root, pkg.dir).startsWith('services') || ['cli', 'console'].includes(relative(root, pkg.dir)))) return {};
     const test = isTestFile(file);
-    const check = (node, spec) => {
+    const check = (node, spec, declaration) => {
       if (typeof spec !== 'string') return;
       if (spec.startsWith('@mcpx/')) {
         const to = packageName(spec);
@@ -102,12 +114,13 @@ export const floorsRule = {
       const target = resolve(dirname(file), spec);
       if (target === pkg.dir || target.startsWith(pkg.dir + sep)) return;
       if (test && target.startsWith(join(root, 'test') + sep)) return;
+      if (declaration !== undefined && typesForTheConsole(file, root, declaration, target)) return;
       context.report({ node, messageId: 'leaves', data: { from: pkg.name, spec } });
     };
     return {
-      ImportDeclaration: (node) => check(node.source, node.source.value),
-      ExportNamedDeclaration: (node) => node.source && check(node.source, node.source.value),
-      ExportAllDeclaration: (node) => check(node.source, node.source.value),
+      ImportDeclaration: (node) => check(node.source, node.source.value, node),
+      ExportNamedDeclaration: (node) => node.source && check(node.source, node.source.value, node),
+      ExportAllDeclaration: (node) => check(node.source, node.source.value, node),
       ImportExpression: (node) => node.source.type === 'Literal' && check(node.source, node.source.value),
     };
   },

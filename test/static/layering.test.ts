@@ -1,3 +1,4 @@
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ESLint } from 'eslint';
 import tseslint from 'typescript-eslint';
@@ -46,5 +47,19 @@ describe('the floors of the house', () => {
     expect(await problems('libs/mcp-client/src/x.ts', "import { x } from '../../../test/servers/index.js';\n")).toHaveLength(1);
     expect(await problems('libs/mcp-client/src/test/x.test.ts', "import { x } from '../../../../test/servers/index.js';\n")).toEqual([]);
     expect(await problems('services/proxy/src/a/b.ts', "import { x } from '../c.js';\n")).toEqual([]);
+  });
+
+  it("the console's type declarations alone may import the contracts' sources, types only", async () => {
+    // The file as it is: eslint's own config does not lint it, so the rule is run on it here.
+    const declarations = await readFile(join(ROOT, 'console/public/action-types.d.ts'), 'utf8');
+    expect(await problems('console/public/action-types.d.ts', declarations)).toEqual([]);
+    const types = "import type { ActionType } from '../../libs/contracts/src/index.js';\nexport type { ActionRequest } from '../../libs/contracts/src/index.js';\n";
+    expect(await problems('console/public/other.d.ts', types)).toEqual([]);
+    // A value import, another package's sources, a file that is not a declaration, or one elsewhere: still leaving.
+    expect(await problems('console/public/other.d.ts', "import { ErrorCodes } from '../../libs/contracts/src/index.js';\n")).toHaveLength(1);
+    expect(await problems('console/public/other.d.ts', "import type { Db } from '../../libs/db/src/index.js';\n")).toHaveLength(1);
+    expect(await problems('console/public/other.ts', types)).toHaveLength(2);
+    expect(await problems('console/src/other.d.ts', "import type { ActionType } from '../../libs/contracts/src/index.js';\n")).toHaveLength(1);
+    expect(await problems('cli/src/x.d.ts', "import type { ActionType } from '../../libs/contracts/src/index.js';\n")).toHaveLength(1);
   });
 });
