@@ -23,6 +23,7 @@ export {
   decodeServerDiscoveredEvent,
   decodeToolReviewRequestedEvent,
   decodeToolsObserved,
+  heldToolStatus,
   oauthRefreshAnswerValue,
 } from './payload-decoders.js';
 export { CALL_REQUEST_LIMITS, MAX_CALL_TIMEOUT_MS, MAX_REQUEST_BYTES, decodeCallRequest, parseCallRequest, proxyResultValue } from './proxy-call.js';

@@ -47,7 +47,8 @@ const remoteTool: Rule<RemoteTool> = shape({
   annotations: optional(anyMap),
 });
 
-const heldToolStatus: Rule<HeldToolStatus> = shape({
+/** A held change as a server's status shows it (`ServerStatus.heldTools`); the registry's `held_cbor` column keeps the same (`@mcpx/credentials`). */
+export const heldToolStatus: Rule<HeldToolStatus> = shape({
   name: str,
   cid: anyStr,
   reason: oneOf('held_for_review'),

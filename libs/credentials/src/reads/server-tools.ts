@@ -1,9 +1,9 @@
-import { FieldRules, type HeldToolStatus, type Rule } from '@mcpx/contracts';
+import { FieldRules, heldToolStatus, type Rule } from '@mcpx/contracts';
 import { builtinServerId, findBuiltin, type RemoteTool } from '@mcpx/domain';
 import type { ProxyReads } from '../read-model.js';
 import { cborShape } from './stored-shape.js';
 
-const { str, anyStr, bool, oneOf, optional, list, shape, checkedMap } = FieldRules;
+const { str, anyStr, optional, list, checkedMap } = FieldRules;
 
 /**
  * A remote tool as the registry keeps it (`sanitizeTools` in its discovery): a name and optional
@@ -24,21 +24,12 @@ export const ToolContractColumn = cborShape('registry.tool_contracts.tool_cbor',
 /** `registry.tool_changes.tool_cbor`: a pinned server's held change of one tool, as the server listed it. */
 export const ToolChangeColumn = cborShape('registry.tool_changes.tool_cbor', storedTool);
 
-/** A held change as the server's status shows it (`ServerStatus.heldTools`). */
-const heldChange: Rule<HeldToolStatus> = shape({
-  name: str,
-  cid: anyStr,
-  reason: oneOf('held_for_review'),
-  state: oneOf('pending', 'rejected'),
-  withheld: bool,
-});
-
 /**
  * `registry.mcp_servers.held_cbor`: a pinned server's held changes, written with its tools (null
  * when none is held); the registry shows them in the server's status, the proxy reads which tools
  * are withheld ({@link readWithheldTool}).
  */
-export const HeldChangesColumn = cborShape('registry.mcp_servers.held_cbor', list(heldChange));
+export const HeldChangesColumn = cborShape('registry.mcp_servers.held_cbor', list(heldToolStatus));
 
 /** What decides the levels of one server's tools: its tools and the owner's overrides (tool → level, unchecked). */
 export interface ServerToolRows {
