@@ -9,25 +9,17 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { chownSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { connect as tcpConnect, createServer, type Server } from 'node:net';
+import { connect as tcpConnect } from 'node:net';
 import pg from 'pg';
 import { freePort } from '../../servers/free-port.js';
 
-/** `n` distinct free ports (each held until all are found, then released; another process may still take one). */
+/** `n` distinct free ports (from the test worker's own block: see ../../servers/free-port.ts). */
 export async function freePorts(n: number): Promise<number[]> {
-  const servers = await Promise.all(
-    Array.from(
-      { length: n },
-      () =>
-        new Promise<Server>((resolve, reject) => {
-          const srv = createServer();
-          srv.once('error', reject);
-          srv.listen(0, '127.0.0.1', () => resolve(srv));
-        }),
-    ),
-  );
-  const ports = servers.map((srv) => (srv.address() as { port: number }).port);
-  await Promise.all(servers.map((srv) => new Promise<void>((r) => srv.close(() => r()))));
+  const ports: number[] = [];
+  while (ports.length < n) {
+    const port = await freePort();
+    if (!ports.includes(port)) ports.push(port);
+  }
   return ports;
 }
 
