@@ -10,7 +10,7 @@
  *   through the endpoint's stateless legacy serving → NATS → the proxy → the same upstream.
  *
  * Sequential: 1,000 calls one at a time (p50, p99); concurrent: 3,000 calls from 32 callers on one
- * client (calls/s). The goals (issue 14): at 32 concurrent, the endpoint keeps ≥ 0.8× the direct
+ * client (calls/s). The goals: at 32 concurrent, the endpoint keeps ≥ 0.8× the direct
  * throughput; sequential p50 within +1 ms of direct. CPU per call of the endpoint and the proxy
  * processes is read from /proc. Every rule is on in the path (token check, validation, grant,
  * limits set high, tracing and metrics). `ENDPOINT_LEAN_CALLS=off` in the environment serves every
@@ -206,7 +206,7 @@ async function main(): Promise<void> {
       '|---|---|---|---|---|---|',
       ...rows.map((r) => `| ${r.what} | ${r.calls} | ${f(r.perSecond, 0)} | ${f(r.p50, 3)} | ${f(r.p99, 3)} | ${r.cpu} |`),
       '',
-      'goals (issue 14): at 32 concurrent ≥ 0.8× direct; sequential p50 ≤ direct + 1 ms',
+      'goals: at 32 concurrent ≥ 0.8× direct; sequential p50 ≤ direct + 1 ms',
       `- modern: 32 callers ${f(mvc.perSecond / mdc.perSecond)}× direct (${mvc.perSecond / mdc.perSecond >= 0.8 ? 'met' : 'NOT met'}); sequential p50 +${f(mvs.p50 - mds.p50, 3)} ms (${mvs.p50 - mds.p50 <= 1 ? 'met' : 'NOT met'})`,
       `- legacy: 32 callers ${f(lvc.perSecond / ldc.perSecond)}× direct (${lvc.perSecond / ldc.perSecond >= 0.8 ? 'met' : 'NOT met'}); sequential p50 +${f(lvs.p50 - lds.p50, 3)} ms (${lvs.p50 - lds.p50 <= 1 ? 'met' : 'NOT met'})`,
       `CPU-bound ceiling at ${CALLERS} callers (direct CPU per call / endpoint path's, nats-server not counted): modern ${f(cpuCeiling(mdc, mvc))}×, legacy ${f(cpuCeiling(ldc, lvc))}×`,

@@ -1,4 +1,4 @@
 // `pnpm bench load`: proxied calls/s with 1, 2 and 3 proxies, and the projector at 100,000 agents
-// against bare JetStream publishes (issue 16, point 7). It lives in the test package, which has the
+// against bare JetStream publishes. It lives in the test package, which has the
 // workspace libraries as dependencies; see test/ops/bench/load-bench.ts.
 import '../test/ops/bench/load-bench.js';

@@ -1,4 +1,4 @@
-// The multi-node run by hand (issue 16, point 4): a three-node NATS cluster on loopback (R3
+// The multi-node run by hand: a three-node NATS cluster on loopback (R3
 // streams), two registries, two projectors, three proxies; one NATS node and one proxy killed
 // mid-load and restarted. Prints calls/s, p50/p99, errors and the time to recover.
 //   npm run bench -- multi-node [--phase-ms 20000] [--accounts 5] [--concurrency 8]

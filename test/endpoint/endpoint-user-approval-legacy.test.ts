@@ -13,7 +13,7 @@ const errorOf = (result: { _meta?: Record<string, unknown> }): ErrorMeta => resu
 const textOf = (result: object): string => ((result as { content?: unknown }).content as Array<{ text?: string }> | undefined)?.[0]?.text ?? '';
 
 /**
- * Approval by the client's user for 2025-era clients (issue 14 point 3): a real SDK v1 client that
+ * Approval by the client's user for 2025-era clients: a real SDK v1 client that
  * declared elicitation in its initialize gets an `elicitation/create` request on its call's SSE
  * stream (the lean path's doing: the SDK's stateless legacy serving cannot send one) and its
  * answer goes on with the call (a server's question the agent lets its runtime answer too); a

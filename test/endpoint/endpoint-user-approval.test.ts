@@ -14,7 +14,7 @@ const textOf = (result: { content?: unknown }): string => (result.content as Arr
 const APPROVAL_KEY = 'mcpx_approval';
 
 /**
- * Approval by the MCP client's user (issue 14 point 3): a token the owner issued with
+ * Approval by the MCP client's user: a token the owner issued with
  * `userMayApprove` has its always_ask calls asked of the client's user (a form elicitation through
  * `input_required`), answered by a real SDK v2 client; accept runs the call once, decline refuses
  * it, the owner may decide first. Attacks with the raw wire: a forged state, a replayed one, one

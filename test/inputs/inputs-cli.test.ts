@@ -6,7 +6,7 @@ import { eventually } from '../support/system.js';
 import type { InputRequestView } from '@mcpx/contracts';
 import { pendingInputs, startInputSystem } from './input-system.js';
 
-/** A server's question from the terminal (issue 13's "done when"): `mcpx call` shows it, `mcpx inputs answer` lets the call finish. */
+/** A server's question from the terminal: `mcpx call` shows it, `mcpx inputs answer` lets the call finish. */
 describe('mcpx inputs and call --wait-input', () => {
   let system: ProxySystem;
   let upstream: InputMcpServer;

@@ -11,7 +11,7 @@ import { ApiClient } from '../support/api-client.js';
 import { SseSubscriber } from '../support/sse-client.js';
 
 /**
- * Input requests end to end (issue 13): a real SDK v2 server answers `input_required` mid-call, the
+ * Input requests end to end: a real SDK v2 server answers `input_required` mid-call, the
  * proxy records the question (its `requestState` sealed in Redis, never shown), a person answers
  * it through the action API (the console's and the CLI's path), and the re-sent call goes on,
  * once, for its own run, tool and arguments only.

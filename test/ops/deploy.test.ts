@@ -1,5 +1,5 @@
 /**
- * deploy/ (issue 16, point 3): the kustomize base (deploy/k8s) and the production overlay
+ * deploy/: the kustomize base (deploy/k8s) and the production overlay
  * (deploy/overlays/production) rendered, every object validated against the Kubernetes schemas
  * (kubernetes-models), and the project's own rules: every container has requests, limits and
  * /healthz probes; every Deployment a PodDisruptionBudget; the proxy an autoscaler; nothing but the

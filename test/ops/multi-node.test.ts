@@ -1,5 +1,5 @@
 /**
- * The multi-node run (issue 16, point 4) in `npm test`: a three-node NATS cluster with R3
+ * The multi-node run in `npm test`: a three-node NATS cluster with R3
  * streams, two registries, two projectors and three proxies; one NATS node and one proxy killed
  * mid-load and restarted. test/ops/support/multi-node-run.ts says what it checks;
  * `npm run bench -- multi-node [--phase-ms N]` runs it longer by hand.

@@ -1,5 +1,5 @@
 /**
- * The observability stack (issue 16, point 2), proven with the real programs installed here: a
+ * The observability stack, proven with the real programs installed here: a
  * real Prometheus (Debian's package) scrapes every service's /metrics on its internal port, and
  * answers every query of the provisioned Grafana dashboard with data from real traffic (calls ok
  * and failing, discoveries, projections, a quota rejection); the dashboard's metric names are

@@ -1,5 +1,5 @@
 /**
- * Two minutes of the soak (issue 16, point 6) in `npm test`: mixed load (calls, discoveries,
+ * Two minutes of the soak in `npm test`: mixed load (calls, discoveries,
  * grants, approvals) on the services as processes. Fails on any error (an upstream socket closed
  * under a call on an overloaded box is counted apart, bounded at 1 % of the calls), a service that exits, a
  * window that answers no call, p99 drift beyond SOAK_BOUNDS (rising in every window, the last

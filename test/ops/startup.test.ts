@@ -1,5 +1,5 @@
 /**
- * Start-up against a NATS node that is not ready (issue 16): a service started on a cluster node
+ * Start-up against a NATS node that is not ready: a service started on a cluster node
  * whose JetStream has no meta leader yet (two of three nodes started late), or against a node that
  * is not listening yet, waits and retries with backoff — logged, its /healthz not answering 200
  * meanwhile — instead of exiting, and works once the cluster forms. The wait is bounded, and an

@@ -1,5 +1,5 @@
 /**
- * A replayed event (issue 16, point 7: replay ≤ 50 ms) is answered from one indexed read, before
+ * A replayed event is answered from one indexed read, before
  * any transaction or lock: here the locks the projector's change path takes are held by another
  * session, and the replay is still acked (publishing nothing), while a new generation waits for
  * the lock and applies once it is released. A replay whose change is still open is not short-cut:

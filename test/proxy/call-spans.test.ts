@@ -16,7 +16,7 @@ const ARG_TEXT = 'arg-value-5b1f0c-never-in-a-span';
 const ARG_BAD = 'arg-value-9d2e7a-not-a-number';
 
 /**
- * The call path's spans (issue 16 point 1), read from the real services in this process through an
+ * The call path's spans, read from the real services in this process through an
  * in-memory exporter: `proxy.call` and its steps (`proxy.validate`, `proxy.grant`,
  * `proxy.approval`, `proxy.pool.acquire`, `mcp tools/call`) with the MCP and GenAI semantic
  * convention attributes, for a modern and a legacy server.

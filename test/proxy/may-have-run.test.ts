@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ProxySystem } from '../support/proxy-system.js';
 
 /**
- * "Nothing ran" and "may have run" are different codes on the wire (issue 12): `transport_error`
+ * "Nothing ran" and "may have run" are different codes on the wire: `transport_error`
  * (retryable) only when the request never reached the server; `maybe_executed` (never retried by
  * the proxy or its client) when it may have run. Against a legacy server speaking Streamable HTTP
  * by hand on loopback, counting the `tools/call` requests it receives: a call whose response

@@ -1,7 +1,7 @@
 /**
  * Attack: an AGENT signer (an agent runtime's key, the model's side) reads the account's servers
  * to find the authorization URL of a server waiting for its owner, and opens it to complete the
- * owner's OAuth (issue 11, "Why" 5 and Deliver 7). No status carries a URL any more (an OWNER or
+ * owner's OAuth. No status carries a URL any more (an OWNER or
  * WRITER asks for a ticket of their own); the AGENT's view says the owner must authorize, and
  * the AGENT may not ask for a ticket.
  */

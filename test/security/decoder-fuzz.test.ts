@@ -28,7 +28,7 @@ import {
 import { generateKeyPair, parseEnvelope, signAction, verifySignature } from '@mcpx/envelope';
 
 /**
- * Property-based fuzzing (issue 11, Tests): the strict decoder, every NATS payload decoder, the
+ * Property-based fuzzing: the strict decoder, every NATS payload decoder, the
  * envelope parser (with the signature check behind it) and the proxy's call request, fed arbitrary
  * bytes, CBOR "token soup" (the heads attacks are made of) and mutated valid encodings. Each
  * answers with a value or a typed `invalid_input` naming a field — never another throw. Runs are

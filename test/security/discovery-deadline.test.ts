@@ -1,7 +1,6 @@
 /**
  * Attack: a remote server answers discovery slowly and at length, each answer within every
- * per-request bound, to hold its account's discovery slots (issue 11, "Why" 5: one account held
- * all 16 slots for about 50 minutes; Deliver 8: "a discovery has a total deadline"). It lists a
+ * per-request bound, to hold its account's discovery slots. It lists a
  * hundred tools a page at a time, each page a new cursor (a cursor that repeats is caught
  * sooner), and every request waits a while before it is answered. The discovery must end at its total deadline with a status naming that bound
  * (not the page cap, not a request timeout), free its slot, and leave the registry serving.

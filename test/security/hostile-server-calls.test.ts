@@ -11,7 +11,7 @@ import { watchPeakRss } from '../servers/hostile-peak-rss.js';
 import { ProxySystem, spawnProxyProcess, type ProxyProcess } from '../support/proxy-system.js';
 import { eventually } from '../support/system.js';
 
-/** The memory an attack may add to the proxy's peak (issue 11, Deliver 5). */
+/** The memory an attack may add to the proxy's peak. */
 const MAX_GROWTH_MIB = 64;
 
 const serverName = (body: HostileBody): string => body.replace(/-/g, '_');

@@ -1,6 +1,6 @@
 /**
  * Attack: a remote MCP server answers discovery's `tools/list` with a body built to exhaust the
- * registry's memory (issue 11, "Why" 4: a gzip bomb ended the registry process). The registry
+ * registry's memory. The registry
  * runs as its own process, so its peak RSS is its own; the hostile server runs here.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -9,7 +9,7 @@ import { watchPeakRss } from '../servers/hostile-peak-rss.js';
 import { ApiClient } from '../support/api-client.js';
 import { ProcessSystem, type ServiceProcess } from '../support/system.js';
 
-/** The memory an attack may add to the registry's peak (issue 11, Deliver 5). */
+/** The memory an attack may add to the registry's peak. */
 const MAX_GROWTH_MIB = 64;
 
 interface ServerView {

@@ -11,7 +11,7 @@ import { ProcessSystem, eventually } from '../support/system.js';
 /**
  * The stack's NATS with the project's authorization (docs/bus.md#users), the three services connected
  * with their own users, and an attacker holding the runtime's credentials (or none): each attack
- * of issue 11 is refused with the permission violation the client sees, and a call through the
+ * in SECURITY.md is refused with the permission violation the client sees, and a call through the
  * proxy still works after every one of them.
  */
 describe('NATS least privilege against the real services', () => {

@@ -1,6 +1,6 @@
 /**
  * Attack: an OAuth authorization completed by a browser other than the one of the person who
- * started it (issue 11, "Why" 5 and Deliver 7). Whoever got hold of an authorization link (a
+ * started it. Whoever got hold of an authorization link (a
  * ticket, the authorization server's URL behind it, or the callback URL with its code and state)
  * tries to complete the owner's authorization, or to spoil it, from another browser. A signed
  * action hands an OWNER or WRITER a single-use ticket URL; opening it sets an HttpOnly,

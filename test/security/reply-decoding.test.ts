@@ -7,7 +7,7 @@ import { DEFAULT_LIVENESS, ProxyClient } from '@mcpx/proxy-client';
 import { serviceUrls, uniqueNamespace } from '../support/env.js';
 
 /**
- * Replies are NATS payloads too (issue 11, Deliver 4): whoever answers a request — a proxy for the
+ * Replies are NATS payloads too: whoever answers a request — a proxy for the
  * runtime's call, the registry for the proxy's OAuth refresh — may answer with anything. Each
  * reply is strictly decoded and checked; a malformed one is the responder's fault (`internal`; a call's: `maybe_executed`,
  * `field: 'reply…'`), never a crash, a hang or a half-read value, and the next good reply is read.

@@ -1,5 +1,5 @@
 /**
- * `npm start`'s Docker fallback (issue 11, Deliver 9): the compose file refuses to start Postgres
+ * `npm start`'s Docker fallback: the compose file refuses to start Postgres
  * and Redis without passwords, so the fallback must supply them, and the services it starts must
  * connect with the same ones. No Docker engine runs here: the credentials it would hand to
  * `docker compose` and to the services are checked, and that they are kept for the next start

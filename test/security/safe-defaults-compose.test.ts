@@ -1,6 +1,5 @@
 /**
- * The deployment files' defaults (issue 11, "Why" 5: the compose file sealed with a committed dev
- * key, trusted every Postgres connection and published every port on all interfaces). No Docker
+ * The deployment files' defaults. No Docker
  * engine or cluster runs here, so the files themselves are read: what they would run with.
  */
 import { readFileSync } from 'node:fs';

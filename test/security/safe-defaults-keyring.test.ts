@@ -1,6 +1,6 @@
 /**
  * Attack: a deployment that kept the development key ring seals every owner's tokens with a key
- * published in the source (issue 11, "Why" 5: the compose file sealed with a committed dev key).
+ * published in the source.
  * Outside the local profile each service refuses to start with it — under its own id or any other,
  * alone or beside a real key — naming the setting and printing no key material.
  */

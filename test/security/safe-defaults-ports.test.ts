@@ -1,6 +1,6 @@
 /**
  * Attack: anyone who reaches a service's public port reads its metrics and stats — every
- * account's call counts, servers and runs (issue 11, "Why" 5 and Deliver 9). The three services run
+ * account's call counts, servers and runs. The three services run
  * as their own processes, the way they are deployed; the public ports must answer 404 for
  * `/metrics` and `/stats`, and the internal port (loopback by default) serves them beside `/healthz`.
  */

@@ -4,7 +4,7 @@ import { RegistryHarness } from '../support/registry-harness.js';
 import type { ApiClient } from '../support/api-client.js';
 
 /**
- * The attack of issue 11 ("Why" 2) against the real registry: an unauthenticated ~500-byte CBOR
+ * The attack against the real registry: an unauthenticated ~500-byte CBOR
  * body whose shared values (tags 28/29) unfold exponentially once the envelope is re-encoded for
  * the signature check. It, and its cousins, must be refused with 400 `invalid_input` naming
  * `body` — and the registry must go on answering: `/healthz` right after, then a signed action.

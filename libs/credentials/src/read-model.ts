@@ -4,7 +4,7 @@ import type { Database, Db } from '@mcpx/db';
 
 /**
  * The tables the proxy may read on its hot path, and nothing else: the one exception to "reads go
- * through the owner" (DESIGN.md §3), written down as a type. The registry owns the first nine, the
+ * through the owner" (the README's layout: data has one owner), written down as a type. The registry owns the first nine, the
  * projector the last three; the proxy writes none of them.
  */
 export type ProxyReadModel = Pick<

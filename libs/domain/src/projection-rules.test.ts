@@ -18,7 +18,7 @@ async function referenceCid(value: unknown): Promise<string> {
   return CID.create(1, dagCbor.code, await sha256.digest(dagCbor.encode(value))).toString();
 }
 
-/** The rules of issue 4 point 1, over the remote names and schemas servers really send. */
+/** The projection rules (docs/names.md), over the remote names and schemas servers really send. */
 describe('projection rules on hostile remote input', () => {
   it('projects unicode, empty and 500-character remote names to distinct, bounded, well-formed names', () => {
     const remotes = ['创建问题', 'créer_ticket', 'café ☕', '😀', '', 'tool', 'x'.repeat(500), `${'x'.repeat(499)}y`, 'a\u0000b', 'Ω'.repeat(500)];

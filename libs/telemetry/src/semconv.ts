@@ -2,7 +2,7 @@ import { SpanStatusCode, type Meter, type Span } from '@opentelemetry/api';
 
 /**
  * The attribute names of the MCP and GenAI semantic conventions the spans of discovery, projection
- * and calls carry (issue 16, point 1), in one place so every service spells them alike. Values are
+ * and calls carry, in one place so every service spells them alike. Values are
  * names, codes and counts, never an argument value or a secret.
  */
 export const McpAttributes = {

@@ -65,7 +65,7 @@ function stateAad(grant: TokenGrant): string {
 }
 
 /**
- * Approval by the MCP client's user (issue 14 point 3): when the owner issued the token with
+ * Approval by the MCP client's user: when the owner issued the token with
  * `userMayApprove`, an always_ask call that stops for approval is asked of the client's user as a
  * form elicitation ("Approve <tool> with <arguments>?"), carrying a `requestState` sealed with
  * the deployment's key (AES-256-GCM, bound to the account and the token; inside: the approval id,

@@ -122,7 +122,7 @@ export class CallHandler {
     const started = performance.now();
     const key = `${req.account}:${req.run}:${req.callId}`;
     this.held.add(key);
-    // The call's span (issue 16: MCP and GenAI semantic conventions), and its steps' spans below:
+    // The call's span (MCP and GenAI semantic conventions), and its steps' spans below:
     // `proxy.validate`, `proxy.grant`, `proxy.approval` (an always_ask tool), `proxy.pool.acquire`
     // (when the call waits for a connection: a handshake, or another call's), `mcp tools/call`
     // (the upstream request). Names, ids, codes and counts only: never an argument value.

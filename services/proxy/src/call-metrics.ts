@@ -33,7 +33,7 @@ export interface CallTarget {
 }
 
 /**
- * The call path's metrics (issue 16): `mcpx_call_duration_ms{mcpx_server, gen_ai_tool_name,
+ * The call path's metrics: `mcpx_call_duration_ms{mcpx_server, gen_ai_tool_name,
  * outcome}` (p50/p99 per server on the dashboard) and `mcpx_call_errors_total{code, mcpx_server}`.
  * Rate-limit and quota refusals are `mcpx_quota_rejections_total{kind}` where they are decided.
  */

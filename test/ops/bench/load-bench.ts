@@ -1,5 +1,5 @@
 /**
- * `pnpm bench load` (issue 16, point 7), two parts in one run on this machine:
+ * `pnpm bench load`, two parts in one run on this machine:
  *
  * 1. Proxied calls/s with 1, 2 and 3 proxy instances (processes), the rest of the stack as
  *    processes too, against one upstream in a process of its own (the test server's `echo`,

@@ -1,5 +1,5 @@
 /**
- * `pnpm soak --minutes N [--max-growth-mib M]` (issue 16, point 6): the soak of
+ * `pnpm soak --minutes N [--max-growth-mib M]`: the soak of
  * test/ops/support/soak-run.ts for N minutes. Prints the report (its last line `N errors`) and
  * exits non-zero on any error or bound broken (SOAK_BOUNDS: RSS growth per service, p99 drift).
  */

@@ -1,5 +1,5 @@
 /**
- * Faults of the infrastructure under load (issue 16, point 5), with private NATS, Postgres and
+ * Faults of the infrastructure under load, with private NATS, Postgres and
  * Redis processes (never the machine's) and the services as processes:
  * - NATS killed and restarted under call load: calls fail typed and retryable while it is down,
  *   resume by themselves, and JetStream loses nothing (a change after the restart projects);
@@ -8,7 +8,7 @@
  * - Redis down: signed actions fail closed (the nonce check cannot run), calls fail closed at the
  *   call limiter; both resume when it is back;
  * - a registry killed between its commit and its event: the event, written with the commit in the
- *   registry's outbox, is published by the next registry's sweep, exactly once (issue 12).
+ *   registry's outbox, is published by the next registry's sweep, exactly once.
  * Each prints what the user sees and the recovery time (docs/operations.md has the lines).
  */
 import pg from 'pg';
@@ -260,7 +260,7 @@ describe.skipIf(!have.nats)('a registry killed between its commit and its event'
     await nats?.destroy();
   });
 
-  // The outbox (issue 12): the registry writes the agent's event in the transaction that commits
+  // The outbox: the registry writes the agent's event in the transaction that commits
   // the agent and publishes it after; killed in between, the row stays, and the next registry's
   // sweep (one runs at its start) publishes it with its message id (stored once).
   it('the committed agent still reaches the projector (its tools are projected) after a new registry starts', async () => {

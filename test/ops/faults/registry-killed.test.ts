@@ -1,6 +1,6 @@
 /**
  * A registry killed (SIGKILL, a real process) between the commit of a change and the publish of
- * its JetStream event, for every kind of event the registry sends (issue 12): a discovery's
+ * its JetStream event, for every kind of event the registry sends: a discovery's
  * `server.discovered` (SetMcpServer), a permission change's (SetToolPermission), a review
  * decision's (AcceptToolChange), a vendor connection's built-ins' (SetVendorConnection), and a
  * deleted server's `server.deleted` (DeleteMcpServer); `agent.changed` is the infrastructure

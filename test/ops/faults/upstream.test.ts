@@ -1,5 +1,5 @@
 /**
- * Faults of the remote MCP server (issue 16, point 5), against the services as processes:
+ * Faults of the remote MCP server, against the services as processes:
  * - restarted mid-run: the next call of the run makes one fresh handshake, nothing runs twice;
  * - accepts and never answers: the call ends at its own timeout with `timeout`, the discovery at
  *   its deadline with a status naming it, the proxy serves the next call of another server;

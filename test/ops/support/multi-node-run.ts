@@ -1,5 +1,5 @@
 /**
- * The multi-node run (issue 16, point 4), on one box: a three-node NATS cluster on loopback
+ * The multi-node run, on one box: a three-node NATS cluster on loopback
  * (routes between every pair, streams with replicas 3), two registries, two projectors and three
  * proxies, each service connected to a node of its own; steady call and discovery load from
  * several accounts; then one NATS node and one proxy killed mid-load and restarted (a new proxy

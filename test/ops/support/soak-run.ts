@@ -1,5 +1,5 @@
 /**
- * The soak (issue 16, point 6): mixed load on the whole stack as processes (one registry, one
+ * The soak: mixed load on the whole stack as processes (one registry, one
  * projector, two proxies) against two upstreams (modern and legacy) in this process, for N
  * minutes:
  * - calls (five per run, runs ended), from four callers, each starting a run every 500 ms at most
