@@ -15,7 +15,7 @@ import { CallMetrics, type CallTarget } from './call-metrics.js';
 import type { OAuthTokens } from './oauth-tokens.js';
 import { missingToolError, unlistedToolError } from './held-tools.js';
 import { StrictPins } from './strict-pins.js';
-import { sentCall, toWire } from './wire-errors.js';
+import { beforeSend, sentCall, toWire } from './wire-errors.js';
 
 export { toWire } from './wire-errors.js';
 
@@ -224,7 +224,9 @@ export class CallHandler {
     let resumption: Resumption | undefined;
     if (req.inputRequestId !== undefined) {
       if (this.deps.inputs === undefined) throw new WireError(ErrorCodes.inputRefused, 'input requests are not available here', { reason: 'unknown', tool: doc.name });
-      resumption = await this.deps.inputs.resume(req, doc, argumentsHash(req.arguments));
+      resumption = await this.deps.inputs.resume(req, doc, argumentsHash(req.arguments)).catch((err: unknown) => {
+        throw beforeSend(err);
+      });
       span.setAttribute('mcpx.input_round', resumption.round);
       span.addEvent('input request answered: resuming the call', { 'mcpx.input_request': req.inputRequestId });
     }
@@ -237,8 +239,9 @@ export class CallHandler {
         await context.with(trace.setSpan(ctx, approving), () => this.deps.approvals!.admit(req, doc));
         endWithOutcome(approving, undefined, 'approved');
       } catch (err) {
-        endWithOutcome(approving, toWire(err).code);
-        throw err;
+        const wire = beforeSend(err);
+        endWithOutcome(approving, toWire(wire).code);
+        throw wire;
       }
       span.setAttribute('mcpx.approved', true);
       approved = true;

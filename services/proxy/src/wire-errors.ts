@@ -1,4 +1,5 @@
 import { ErrorCodes, WireError } from '@mcpx/contracts';
+import { isRedisUnavailable, REDIS_RETRY_AFTER_MS } from '@mcpx/locks';
 import { McpClientError } from '@mcpx/mcp-client';
 import { OutboundRefusedError } from '@mcpx/outbound';
 
@@ -110,4 +111,15 @@ export function toWire(err: unknown): WireError {
 
 function maybeExecuted(why: string): WireError {
   return new WireError(ErrorCodes.maybeExecuted, `the call may have run on the server, but its answer was lost (${why}); it was not retried`);
+}
+
+/**
+ * For a step before the call is sent (an approval consumed or recorded, an answered question
+ * looked up): Redis out of reach, or a command that timed out, is the typed `unavailable`
+ * (dependency redis, retry after a moment; nothing was sent to the server), never `internal`.
+ * Anything else is returned as it is.
+ */
+export function beforeSend(err: unknown): unknown {
+  if (err instanceof WireError || !isRedisUnavailable(err)) return err;
+  return new WireError(ErrorCodes.unavailable, 'redis is unavailable: the call was not sent to the server', { dependency: 'redis', retryAfterMs: REDIS_RETRY_AFTER_MS });
 }

@@ -15,7 +15,7 @@ import pg from 'pg';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { WireError } from '@mcpx/contracts';
-import { echoTool, startTestMcpServer, type TestMcpServer } from '../../servers/index.js';
+import { echoTool, startTestMcpServer, type TestMcpServer, type TestTool } from '../../servers/index.js';
 import { startFaultyFront, type FaultyFront } from '../support/faulty-front.js';
 import { available, PrivateNats, PrivatePostgres, PrivateRedis } from '../support/infra.js';
 import { LoadLoop, formatSummary } from '../support/load.js';
@@ -165,10 +165,18 @@ describe.skipIf(!have.redis)('Redis down', () => {
   let agent: string;
 
   beforeAll(async () => {
-    [redis, upstream] = await Promise.all([PrivateRedis.create(), startTestMcpServer({ era: 'modern', tools: [echoTool()] })]);
+    // A destructive tool besides: its call needs an approval, which lives in Redis.
+    const drop: TestTool = {
+      name: 'drop',
+      description: 'Drops it.',
+      inputSchema: { type: 'object' },
+      annotations: { destructiveHint: true },
+      handler: () => ({ content: [{ type: 'text', text: 'dropped' }] }),
+    };
+    [redis, upstream] = await Promise.all([PrivateRedis.create(), startTestMcpServer({ era: 'modern', tools: [echoTool(), drop] })]);
     stack = await Stack.start({ redis: redis.url });
     await stack.setServer('up', upstream.url);
-    agent = await stack.createAgent('agent', ['up'], 1);
+    agent = await stack.createAgent('agent', ['up'], 2);
   }, 120_000);
 
   afterAll(async () => {
@@ -212,6 +220,16 @@ describe.skipIf(!have.redis)('Redis down', () => {
     );
     const callLine = call.ok ? `calls degrade: served without the limiter (${call.text})` : `calls fail closed with ${call.code} ("${call.message}")`;
     if (!call.ok) expect(['transport_error', 'server_error', 'rate_limited', 'quota_exceeded', 'unavailable', 'timeout']).toContain(call.code);
+    // A call that needs an approval: its step in Redis fails as the store's outage, typed and
+    // retryable, the server not called; never `internal`.
+    const upstreamCalls = upstream.stats.calls;
+    const asking = await stack.call(agent, 'during', 'up__drop', {}, { timeoutMs: 10_000 }).catch((e: unknown) => e);
+    expect(asking).toBeInstanceOf(WireError);
+    expect((asking as WireError).code).toBe('unavailable');
+    expect((asking as WireError).details).toMatchObject({ dependency: 'redis' });
+    expect((asking as WireError).retryable).toBe(true);
+    expect(JSON.stringify((asking as WireError).toJSON())).not.toMatch(/redis:\/\/|password|Stream isn't|ECONN/i);
+    expect(upstream.stats.calls).toBe(upstreamCalls);
 
     const upAt = Date.now();
     await redis.start();

@@ -146,6 +146,21 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
     // it. The connector reports it truly (maybe_executed, never retried; a connect fails), so it is
     // counted apart and bounded rather than an error; anything else is an error.
     const resets: string[] = [];
+    // A store's outage said as such (`unavailable`: retryable, nothing sent) is retried after its
+    // hint, as the wire tells a runtime to (a starved box's Redis command can time out in the
+    // overloaded first seconds); counted apart and bounded. It fails the soak if it persists.
+    let retried = 0;
+    const again = async <T>(fn: () => Promise<T>): Promise<T> => {
+      for (let attempt = 1; ; attempt++) {
+        try {
+          return await fn();
+        } catch (err) {
+          if (!(err instanceof WireError) || err.code !== 'unavailable' || attempt >= 3) throw err;
+          retried++;
+          await pause(err.retryAfterMs ?? 500);
+        }
+      }
+    };
     const fail = (what: string, err: unknown): void => {
       const text = `${what}: ${err instanceof WireError ? `${err.code} ${err.message}` : (err as Error).message}`;
       (UPSTREAM_RESET.test(text) ? resets : errors).push(text);
@@ -182,7 +197,7 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
           const t0 = Date.now();
           try {
             const server = c % 2 === 0 ? 'm' : 'l';
-            const out = await s.call(agent, run, `${server}__echo`, { text: `${w}.${r}.${c}` });
+            const out = await again(() => s.call(agent, run, `${server}__echo`, { text: `${w}.${r}.${c}` }));
             if (out.result.text !== `echo: ${w}.${r}.${c}`) errors.push(`call ${run}: wrong answer ${out.result.text ?? ''}`);
             samples.push({ at: t0, ms: Date.now() - t0 });
             counts.calls++;
@@ -220,12 +235,12 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
       for (let n = 0; Date.now() < end; n++) {
         const run = `approve-${n}`;
         try {
-          const stopped = await s.callError(agent, run, 'm__drop_table', { table: `t${n}` });
+          const stopped = await again(() => s.callError(agent, run, 'm__drop_table', { table: `t${n}` }).then((e) => (e.code === 'unavailable' ? Promise.reject(e) : e)));
           if (stopped.code !== 'approval_required') throw stopped;
           const approvalId = stopped.details.approvalId as string;
-          await s.api.act('ApproveToolCall', { approvalId });
+          await again(() => s.api.act('ApproveToolCall', { approvalId }));
           const before = dropped;
-          const out = await s.call(agent, run, 'm__drop_table', { table: `t${n}` }, { approvalId });
+          const out = await again(() => s.call(agent, run, 'm__drop_table', { table: `t${n}` }, { approvalId }));
           if (out.result.text !== `dropped t${n}` || dropped !== before + 1) errors.push(`approval ${n}: ran ${dropped - before} times`);
           counts.approvals++;
         } catch (err) {
@@ -261,6 +276,7 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
     const failures = soakFailures({ windows, rss, errors: errors.length }, { maxGrowthMiB, maxP99Ratio, maxP99RiseMs });
     const maxResets = Math.max(2, Math.ceil(counts.calls * 0.01));
     if (resets.length > maxResets) failures.push(`${resets.length} upstream socket resets (bound ${maxResets}: 1 % of the calls)`);
+    if (retried > maxResets) failures.push(`${retried} retries after unavailable (bound ${maxResets}: 1 % of the calls)`);
 
     say(`soak: ${opts.minutes} min, ${counts.calls} calls in ${counts.runs} runs, ${counts.discoveries} discoveries, ${counts.grants} grant changes, ${counts.approvals} approvals`);
     say(
@@ -279,6 +295,7 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
       for (const l of logged.slice(0, 20)) say(`soak service error: ${l.slice(0, 1_000)}`);
     }
     if (resets.length > 0) say(`soak: ${resets.length} upstream socket resets (bound ${maxResets}): ${resets.slice(0, 5).join('; ')}`);
+    if (retried > 0) say(`soak: ${retried} retries after unavailable (bound ${maxResets})`);
     for (const f of failures) say(`soak failed: ${f}`);
     say(`${errors.length} errors`);
     return { counts, errors, windows, windowMs, warmupMs, driftMs, rss, failures, lines };
