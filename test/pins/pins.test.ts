@@ -4,7 +4,7 @@ import { decodePayload, encodePayload, type AgentToolsChangedEvent, type ToolsOb
 import { startTestMcpServer, type TestMcpServer } from '../servers/index.js';
 import { shiftingTools, ToolShifts } from '../servers/shifting-tools.js';
 import type { ApiClient } from '../support/api-client.js';
-import { RegistryHarness } from '../support/registry-harness.js';
+import { RegistryHarness, settledToolsChanged } from '../support/registry-harness.js';
 import { eventually } from '../support/system.js';
 import { SseSubscriber } from '../support/sse-client.js';
 import { pruneAuditEvents } from '../../services/registry/src/audit/audit-log.js';
@@ -178,11 +178,7 @@ describe('contract pinning', () => {
     );
     expect(after.tools).toEqual({ mail__lookup: before.tools['mail__lookup'], mail__send_email: change!.documentCid });
     expect(after.conflicts).toEqual([]);
-    await eventually(async () => (captured.messages.length > 0 ? true : undefined), 15_000, 'agent-tools-changed');
-    // A second event would follow the first at once: give it time to show up.
-    await new Promise((r) => setTimeout(r, 500));
-    captured.stop();
-    const events = captured.messages.map((m) => decodePayload<AgentToolsChangedEvent>(m.data));
+    const events = await settledToolsChanged(captured);
     expect(events).toHaveLength(1);
     expect(events[0]).toMatchObject({ added: { mail__send_email: change!.documentCid }, changed: {}, removed: [] });
   });

@@ -1,12 +1,11 @@
 import { createServer, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { decodePayload, type AgentToolsChangedEvent } from '@mcpx/contracts';
 import { startProxy, type RunningProxy } from '@mcpx/proxy';
 import { startTestMcpServer, type TestMcpServer, type TestMcpServerOptions } from '../servers/index.js';
 import { listenOnLoopback } from '../servers/loopback.js';
 import { shiftingTools, ToolShifts } from '../servers/shifting-tools.js';
 import type { ApiClient } from '../support/api-client.js';
-import { RegistryHarness, testTelemetry } from '../support/registry-harness.js';
+import { RegistryHarness, settledToolsChanged, testTelemetry } from '../support/registry-harness.js';
 import { eventually } from '../support/system.js';
 
 type Tools = Record<string, string>;
@@ -114,11 +113,7 @@ describe('strict pinning: a call never runs against a contract nobody accepted',
       'the accepted tool to be projected',
     );
     expect(after).toEqual({ mail__lookup: before['mail__lookup'], mail__send_email: change!.documentCid });
-    await eventually(async () => (captured.messages.length > 0 ? true : undefined), 15_000, 'agent-tools-changed');
-    // A second event would follow the first at once: give it time to show up.
-    await new Promise((r) => setTimeout(r, 500));
-    captured.stop();
-    const events = captured.messages.map((m) => decodePayload<AgentToolsChangedEvent>(m.data));
+    const events = await settledToolsChanged(captured);
     expect(events).toHaveLength(1);
     expect(events[0]).toMatchObject({ added: { mail__send_email: change!.documentCid }, changed: {}, removed: [] });
     // The new contract is the accepted one now: the call (with the now required bcc) runs.

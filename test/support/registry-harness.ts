@@ -2,7 +2,7 @@ import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { sql } from 'kysely';
 import pg from 'pg';
 import { loadConfig, type Config } from '@mcpx/config';
-import { makeSubjects, type Subjects } from '@mcpx/contracts';
+import { decodePayload, makeSubjects, type AgentToolsChangedEvent, type Subjects } from '@mcpx/contracts';
 import { createDb, type Db } from '@mcpx/db';
 import type { LogSink } from '@mcpx/log';
 import { startProjector } from '@mcpx/projector';
@@ -10,7 +10,7 @@ import { startRegistry, type RegistryOptions, type RunningRegistry } from '@mcpx
 import { setupTelemetry, type Telemetry } from '@mcpx/telemetry';
 import { ApiClient } from './api-client.js';
 import { serviceUrls } from './env.js';
-import { systemEnv } from './system.js';
+import { eventually, systemEnv } from './system.js';
 import type { TestDatabase } from './env.js';
 
 export interface HarnessOptions {
@@ -199,4 +199,15 @@ export class RegistryHarness {
     await settleConnections(this.db.name);
     await this.db.drop().catch(() => undefined);
   }
+}
+
+/**
+ * The agent-tools-changed events a capture holds once the first has come and half a second more
+ * has passed (a second event would follow the first at once); the capture is stopped.
+ */
+export async function settledToolsChanged(captured: { messages: CapturedMessage[]; stop(): void }): Promise<AgentToolsChangedEvent[]> {
+  await eventually(async () => (captured.messages.length > 0 ? true : undefined), 15_000, 'agent-tools-changed');
+  await new Promise((r) => setTimeout(r, 500));
+  captured.stop();
+  return captured.messages.map((m) => decodePayload<AgentToolsChangedEvent>(m.data));
 }
