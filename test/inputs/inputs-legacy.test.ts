@@ -144,4 +144,16 @@ describe('a legacy server that pushes elicitation/create (and sampling/createMes
     expect(err).toMatchObject({ code: 'input_refused', details: { reason: 'lost' } });
     expect(upstream.stats.calls).toBe(calls);
   });
+  it('an answer over 64 KiB of JSON is refused naming content, and the question still waits: a good answer then finishes the call', async () => {
+    const asked = await askedInput(system.call('old-agent', 'lg-big', 'old__deploy', { env: 'prod' }));
+    const tooBig = await failure(system.api.act('AnswerInputRequest', { id: asked.inputRequestId, action: 'accept', content: { confirm: true, note: 'x'.repeat(70_000) } }));
+    expect(tooBig.code).toBe('invalid_input');
+    expect(tooBig.details).toMatchObject({ field: 'content' });
+    expect(tooBig.message).toContain('64 KiB');
+    // Nothing was taken: the question is still listed, and answered well it lets the call go on.
+    expect((await pendingInputs(system)).some((r: InputRequestView) => r.id === asked.inputRequestId)).toBe(true);
+    await system.api.act('AnswerInputRequest', { id: asked.inputRequestId, action: 'accept', content: { confirm: true } });
+    const done = await system.call('old-agent', 'lg-big', 'old__deploy', { env: 'prod' }, { inputRequestId: asked.inputRequestId });
+    expect(textOf(done.result)).toBe('Deployed to prod');
+  });
 });
