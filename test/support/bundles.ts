@@ -62,12 +62,13 @@ export async function buildBundles(outDir: string): Promise<void> {
 }
 
 /**
- * The node arguments that start `name`: its bundle when the run built one, else its sources
- * through tsx (node itself with tsx as a loader, so a kill reaches the very process).
+ * The node arguments that start `name`: its bundle when the run built one, else (or with
+ * `fromSources`) its sources through tsx (node itself with tsx as a loader, so a kill reaches the
+ * very process).
  */
-export function entryArgs(name: BundleName): string[] {
+export function entryArgs(name: BundleName, opts: { fromSources?: boolean } = {}): string[] {
   const dir = process.env.MCPX_TEST_BUNDLES;
-  if (dir !== undefined && dir !== '' && dir !== 'off') {
+  if (opts.fromSources !== true && dir !== undefined && dir !== '' && dir !== 'off') {
     const bundle = join(dir, `${name}.mjs`);
     if (existsSync(bundle)) return [bundle];
   }

@@ -159,18 +159,26 @@ export class RegistryHarness {
     return { messages, stop: () => sub.unsubscribe() };
   }
 
-  /** A digest of every row of every registry and projector table: equal digests, nothing written. */
-  async tableDigest(): Promise<Record<string, string>> {
-    const tables = await sql<{ t: string }>`
-      SELECT table_schema || '.' || table_name AS t FROM information_schema.tables
-      WHERE table_schema IN ('registry', 'projector') AND table_type = 'BASE TABLE' AND table_name NOT LIKE 'kysely_%'
+  /**
+   * A digest of every row of every registry and projector table: equal digests, nothing written.
+   * With `account`, a table that names its account is digested for that account's rows only, so
+   * the background work of the file's other accounts (a re-probe, a re-list) does not count.
+   */
+  async tableDigest(account?: string): Promise<Record<string, string>> {
+    const tables = await sql<{ t: string; scoped: boolean }>`
+      SELECT t.table_schema || '.' || t.table_name AS t,
+             EXISTS (SELECT 1 FROM information_schema.columns c
+                     WHERE c.table_schema = t.table_schema AND c.table_name = t.table_name AND c.column_name = 'account_id') AS scoped
+      FROM information_schema.tables t
+      WHERE t.table_schema IN ('registry', 'projector') AND t.table_type = 'BASE TABLE' AND t.table_name NOT LIKE 'kysely_%'
       ORDER BY 1`.execute(this.sql);
     const out: Record<string, string> = {};
-    for (const { t } of tables.rows) {
+    for (const { t, scoped } of tables.rows) {
       const [schema, table] = t.split('.') as [string, string];
+      const where = account !== undefined && scoped ? sql`WHERE x.account_id::text = ${account}` : sql``;
       const r = await sql<{ n: number; d: string }>`
         SELECT count(*)::int AS n, md5(coalesce(string_agg(x::text, '|' ORDER BY x::text), '')) AS d
-        FROM ${sql.table(`${schema}.${table}`)} x`.execute(this.sql);
+        FROM ${sql.table(`${schema}.${table}`)} x ${where}`.execute(this.sql);
       out[t] = `${r.rows[0]?.n}:${r.rows[0]?.d}`;
     }
     return out;
@@ -181,11 +189,11 @@ export class RegistryHarness {
    * agree (at most ten seconds). A "nothing written" check starts from this, not from a digest
    * taken while the projection of the test's own set-up is still landing.
    */
-  async settledDigest(): Promise<Record<string, string>> {
-    let last = await this.tableDigest();
+  async settledDigest(account?: string): Promise<Record<string, string>> {
+    let last = await this.tableDigest(account);
     for (let i = 0; i < 40; i++) {
       await new Promise((r) => setTimeout(r, 250));
-      const next = await this.tableDigest();
+      const next = await this.tableDigest(account);
       if (JSON.stringify(next) === JSON.stringify(last)) return next;
       last = next;
     }

@@ -134,7 +134,8 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
   const [modern, legacy] = await Promise.all([startTestMcpServer({ era: 'modern', tools: [echoTool(), dropTool] }), startTestMcpServer({ era: 'legacy', tools: [echoTool()] })]);
   let stack: Stack | undefined;
   try {
-    stack = await Stack.start({ registries: 0, projectors: 0, proxies: 0, env: { LOG_LEVEL: 'error' } });
+    // From the sources, as the image runs them: the soak measures the processes' own memory.
+    stack = await Stack.start({ registries: 0, projectors: 0, proxies: 0, env: { LOG_LEVEL: 'error' }, fromSources: true });
     const s = stack;
     // Side by side: on a loaded box four service starts one after the other took a minute.
     await Promise.all([s.spawn('registry'), s.spawn('projector'), s.spawn('proxy'), s.spawn('proxy')]);

@@ -37,6 +37,11 @@ export interface StackOptions {
   env?: Record<string, string>;
   /** Let the stack's processes print their logs here too (default: kept in memory). */
   echoLogs?: boolean;
+  /**
+   * Run the services from their sources through tsx, as `npm start` and the image do, rather than
+   * the test run's bundles: for a run that measures the processes themselves (the soak's memory).
+   */
+  fromSources?: boolean;
 }
 
 export interface ServiceProcess {
@@ -102,6 +107,7 @@ export class Stack {
     private readonly dropDb: () => Promise<void>,
     readonly nc: NatsConnection,
     private readonly echoLogs: boolean,
+    private readonly fromSources = false,
   ) {
     this.subjects = makeSubjects(env.NATS_PREFIX ?? '');
     this.client = new ProxyClient(nc, this.subjects);
@@ -124,7 +130,7 @@ export class Stack {
       ...opts.env,
     };
     const nc = await connect({ servers: natsUrl.split(','), maxReconnectAttempts: -1, reconnectTimeWait: 250, name: 'ops runtime' });
-    const stack = new Stack(env, () => db.drop(), nc, opts.echoLogs ?? false);
+    const stack = new Stack(env, () => db.drop(), nc, opts.echoLogs ?? false, opts.fromSources ?? false);
     try {
       for (let i = 0; i < (opts.registries ?? 1); i++) await stack.spawn('registry');
       for (let i = 0; i < (opts.projectors ?? 1); i++) await stack.spawn('projector');
@@ -172,7 +178,7 @@ export class Stack {
     const [port, internalPort] = (await freePorts(2)) as [number, number];
     const instance = `${name}-${++this.counter}-${port}`;
     const logs: string[] = [];
-    const child = spawn(process.execPath, entryArgs(name), {
+    const child = spawn(process.execPath, entryArgs(name, { fromSources: this.fromSources }), {
       cwd: ROOT,
       env: { ...process.env, ...this.env, ...extraEnv, HTTP_PORT: String(port), HTTP_HOST: '127.0.0.1', INTERNAL_HTTP_PORT: String(internalPort), INSTANCE_ID: instance },
       stdio: ['ignore', 'pipe', 'pipe'],
