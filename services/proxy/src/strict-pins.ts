@@ -33,8 +33,9 @@ type Outcome = 'match' | 'mismatch' | 'unlisted' | 'unverified';
  */
 export class StrictPins {
   private readonly reported = new Map<string, number>();
-  private readonly accepted = new WeakMap<McpToolDocument, string>();
-  private readonly listed = new WeakMap<Tool, string>();
+  /** CIDs computed once per document and per listed tool object (both are kept while in use). */
+  private readonly acceptedCid = memoByObject<McpToolDocument>(documentContractCid);
+  private readonly listedCid = memoByObject<Tool>(contractCid);
   private readonly checks: Counter;
 
   constructor(meter: Meter) {
@@ -96,24 +97,6 @@ export class StrictPins {
     conn.markToolsChanged();
   }
 
-  private acceptedCid(doc: McpToolDocument): string {
-    let cid = this.accepted.get(doc);
-    if (cid === undefined) {
-      cid = documentContractCid(doc);
-      this.accepted.set(doc, cid);
-    }
-    return cid;
-  }
-
-  private listedCid(tool: Tool): string {
-    let cid = this.listed.get(tool);
-    if (cid === undefined) {
-      cid = contractCid(tool);
-      this.listed.set(tool, cid);
-    }
-    return cid;
-  }
-
   private count(outcome: Outcome, listing: 'reused' | 'listed'): void {
     this.checks.add(1, { outcome, listing });
   }
@@ -123,4 +106,17 @@ function remember<V>(map: Map<string, V>, key: string, value: V): void {
   map.delete(key);
   map.set(key, value);
   if (map.size > REMEMBERED) map.delete(map.keys().next().value as string);
+}
+
+/** `fn` remembered per argument object (forgotten with it). */
+function memoByObject<K extends object>(fn: (key: K) => string): (key: K) => string {
+  const seen = new WeakMap<K, string>();
+  return (key) => {
+    let value = seen.get(key);
+    if (value === undefined) {
+      value = fn(key);
+      seen.set(key, value);
+    }
+    return value;
+  };
 }
