@@ -7,8 +7,12 @@ import { createServer } from 'node:net';
  * child starts. (A port freed by `listen(0)` could be handed to another process at once: a
  * service then died on EADDRINUSE while another test's service answered its health check.)
  */
-const BLOCK_BASE = 20_000;
 const BLOCK_SIZE = 1_500;
+/**
+ * Where worker 1's block starts. `MCPX_TEST_PORT_BASE` moves it, so two test runs on one machine
+ * (two checkouts, each run with `MCPX_TEST_WORKERS=1`) can take blocks that do not overlap.
+ */
+const BLOCK_BASE = Number(process.env.MCPX_TEST_PORT_BASE ?? '') || 20_000;
 let next = 0;
 
 function block(): number | undefined {
