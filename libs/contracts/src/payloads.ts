@@ -144,6 +144,12 @@ export interface ProxyCallRequest {
    * `forms` (it answers form elicitations, when the agent's definition lets it). Absent: neither.
    */
   answers?: { sampling?: boolean; forms?: boolean };
+  /**
+   * The caller speaks MCP and wants the server's content whole (the agent endpoint): the result
+   * carries `content`, `isError` and `meta` instead of `text` and `images`, and a result the
+   * server marked `isError` is such a result, not `server_error` (docs/call.md#whole-content).
+   */
+  content?: boolean;
 }
 
 /**

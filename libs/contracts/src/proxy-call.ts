@@ -1,7 +1,7 @@
-import type { ProxyImage, ProxyResult } from '@mcpx/domain';
+import { CONTENT_MAX_BLOCKS, type ContentBlock, type ProxyImage, type ProxyResult } from '@mcpx/domain';
 import { decodeStrict } from './codec.js';
 import { invalidInput } from './errors.js';
-import { absentOrNull, anyStr, anything, bool, checkedMap, isMap, list, matching, num, optional, refused, shape, type Rule } from './field-rules.js';
+import { absentOrNull, anyMap, anyStr, anything, bool, checkedMap, isMap, list, matching, num, optional, refused, shape, type Rule } from './field-rules.js';
 import { INPUT_REQUEST_ID_RE } from './inputs.js';
 import type { ProxyCallRequest } from './payloads.js';
 import { PAYLOAD_LIMITS, type StrictLimits } from './strict-cbor.js';
@@ -56,6 +56,9 @@ const answers: Rule<{ sampling?: boolean; forms?: boolean }> = (v, field) => {
   return { ...(a.sampling === true ? { sampling: true } : {}), ...(a.forms === true ? { forms: true } : {}) };
 };
 
+/** Whether the caller wants the server's content whole (`true`); `false` is the same as absent. */
+const wantsContent: Rule<true | undefined> = (v, field) => (bool(v, field) ? true : undefined);
+
 /** The request's fields, in the order they are checked (the first bad one is named). */
 const callRequestFields = shape({
   arguments: callArguments,
@@ -71,6 +74,7 @@ const callRequestFields = shape({
   inputRequestId: absentOrNull(matching(INPUT_REQUEST_ID_RE, 'an input request id (inp_…)')),
   inputResponses: absentOrNull(mapSaying('must be a map of answers by request key')),
   answers: absentOrNull(answers),
+  content: absentOrNull(wantsContent),
 });
 
 /**
@@ -94,12 +98,19 @@ export function decodeCallRequest(data: Uint8Array): ProxyCallRequest {
 }
 
 const image: Rule<ProxyImage> = checkedMap({ data: anyStr, mimeType: anyStr });
+/** A content block: a map with a `type`, its other fields the server's, kept as sent (the caller passes them on). */
+const block: Rule<ContentBlock> = checkedMap({ type: anyStr });
+/** `isError` is sent only when true. */
+const trueOnly: Rule<true> = (v, field) => {
+  if (v !== true) throw invalidInput(field, 'must be true when present');
+  return true;
+};
 
 /**
  * The `result` of an `ok` call reply (docs/call.md#results): its fields checked in place and the
  * map kept as sent, no copy (the structured `result` is the server's, passed on unread). A field
  * that breaks its rule throws `invalid_input` naming it (`<field>.durationMs`,
- * `<field>.images[0].data`); the reader decides whose fault that is.
+ * `<field>.images[0].data`, `<field>.content[3].type`); the reader decides whose fault that is.
  */
 export const proxyResultValue: Rule<ProxyResult> = checkedMap({
   summary: anyStr,
@@ -107,5 +118,9 @@ export const proxyResultValue: Rule<ProxyResult> = checkedMap({
   text: optional(anyStr),
   result: anything,
   images: optional(list(image)),
+  // The whole content (asked with `content: true`): the blocks and a closing marker at most.
+  content: optional(list(block, CONTENT_MAX_BLOCKS + 1)),
+  isError: optional(trueOnly),
+  meta: optional(anyMap),
   durationMs: num,
 });

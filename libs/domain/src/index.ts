@@ -31,6 +31,20 @@ export {
   isErrorResult,
 } from './result.js';
 export type { CallResultLike, FlattenCallInput, FlattenLimits, ProxyImage, ProxyResult } from './result.js';
+export {
+  CONNECTOR_META_PREFIX,
+  CONTENT_MAX_BLOCKS,
+  CONTENT_MAX_DEPTH,
+  CONTENT_META_MAX_BYTES,
+  DEFAULT_CONTENT_LIMITS,
+  OMITTED_META_KEY,
+  omittedBlock,
+  serverMeta,
+  shapeBlock,
+  wholeContent,
+} from './content.js';
+export type { ContentBlock, ContentLimits, OmittedReason, WholeContent } from './content.js';
+export { blockFacts, describeFacts, markerLabel, type BlockFacts } from './content-facts.js';
 
 export { INDEX_BUDGET_BYTES, INDEX_COLLAPSE_ABOVE, INDEX_DESCRIPTION_MAX_CHARS, renderToolIndex, renderToolListing, summarizeDescription } from './index-render.js';
 export type { IndexedTool, RenderToolIndexOptions } from './index-render.js';

@@ -6,6 +6,14 @@ import { jsonStringBytes } from './schema.js';
  * costs at most about `maxBytes` steps and never overflows the stack.
  */
 export function jsonSizeExceeds(value: unknown, maxBytes: number): boolean {
+  return jsonSizeWithin(value, maxBytes) === undefined;
+}
+
+/**
+ * The UTF-8 length of `value`'s canonical JSON when it is at most `maxBytes`, else undefined;
+ * the same bounded walk as {@link jsonSizeExceeds}.
+ */
+export function jsonSizeWithin(value: unknown, maxBytes: number): number | undefined {
   let budget = maxBytes;
   const stack: unknown[] = [value];
   while (stack.length > 0) {
@@ -28,7 +36,7 @@ export function jsonSizeExceeds(value: unknown, maxBytes: number): boolean {
         if (v === null) budget -= 4;
         else if (Array.isArray(v)) {
           budget -= 2 + Math.max(0, v.length - 1);
-          if (budget < 0) return true;
+          if (budget < 0) return undefined;
           for (let i = v.length - 1; i >= 0; i--) stack.push(v[i] === undefined ? null : v[i]);
         } else {
           budget -= 1;
@@ -39,7 +47,7 @@ export function jsonSizeExceeds(value: unknown, maxBytes: number): boolean {
             // The key, its colon, and a comma or the closing brace.
             budget -= jsonStringBytes(key) + 2;
             first = false;
-            if (budget < 0) return true;
+            if (budget < 0) return undefined;
             stack.push(item);
           }
           if (first) budget -= 1;
@@ -51,9 +59,9 @@ export function jsonSizeExceeds(value: unknown, maxBytes: number): boolean {
         // No JSON form: JSON.stringify drops these members.
         break;
     }
-    if (budget < 0) return true;
+    if (budget < 0) return undefined;
   }
-  return false;
+  return maxBytes - budget;
 }
 
 /** Values nested deeper than this have no key (they compare unequal to everything). */

@@ -30,7 +30,7 @@ describe('flattenCallResult', () => {
     expect(flattenCallResult(call({}, { t: '😀'.repeat(ARGUMENT_MAX_CHARS) })).argument).toBe('😀'.repeat(ARGUMENT_MAX_CHARS));
   });
 
-  it('joins text, embedded resources and links, and passes structured content through', () => {
+  it('joins text and embedded resource text, names what text cannot carry, and passes structured content through', () => {
     const structured = { id: 4, tags: ['a'] };
     const r = flattenCallResult(
       call({
@@ -38,7 +38,10 @@ describe('flattenCallResult', () => {
           { type: 'text', text: 'one' },
           { type: 'resource', resource: { uri: 'file:///a.txt', text: 'two' } },
           { type: 'resource_link', uri: 'https://x/y', name: 'y' },
+          { type: 'resource_link', uri: 'file:///r.pdf', name: 'r', mimeType: 'application/pdf', size: 5000 },
           { type: 'resource', resource: { uri: 'file:///b.bin', blob: 'AAAA' } },
+          { type: 'resource', resource: { uri: 'file:///c.bin', mimeType: 'application/zip', blob: Buffer.alloc(300).toString('base64') } },
+          { type: 'audio', data: 'AAAA', mimeType: 'audio/wav' },
           { type: 'text', text: '' },
           { type: 'mystery' },
           'junk',
@@ -48,7 +51,19 @@ describe('flattenCallResult', () => {
         structuredContent: structured,
       }),
     );
-    expect(r.text).toBe('one\ntwo\n[resource: https://x/y]\n[resource: file:///b.bin]\nthree');
+    expect(r.text?.split('\n')).toEqual([
+      'one',
+      'two',
+      '[resource link: https://x/y]',
+      '[resource link: file:///r.pdf, application/pdf, 5000 bytes]',
+      '[resource omitted: file:///b.bin, 3 bytes]',
+      '[resource omitted: file:///c.bin, application/zip, 300 bytes]',
+      '[audio omitted: audio/wav, 3 bytes]',
+      '[mystery omitted]',
+      '[string omitted]',
+      '[null omitted]',
+      'three',
+    ]);
     expect(r.result).toBe(structured);
   });
 
@@ -103,7 +118,7 @@ describe('flattenCallResult', () => {
     const r = flattenCallResult(call({ content }));
     expect(r.images).toEqual([{ data: small, mimeType: 'image/png' }]);
     expect(r.text).toBe(
-      '[image omitted: image/png, 10 bytes over the limit]\n[image omitted: image/png, not a base64 image]\n' + '[image omitted: text/html, not a base64 image]\n[audio omitted: audio/wav]',
+      '[image omitted: image/png, 10 bytes over the limit]\n[image omitted: image/png, not a base64 image]\n' + '[image omitted: text/html, not a base64 image]\n[audio omitted: audio/wav, 1000 bytes]',
     );
   });
 

@@ -1,6 +1,9 @@
 import { isPlainObject } from './types.js';
 import { boundText, codePointLength, truncateUtf8, utf8ByteLength } from './utf8.js';
 import { jsonSizeExceeds } from './json-measure.js';
+import { base64DecodedLength, blockFacts, describeFacts, isBase64 } from './content-facts.js';
+
+export { base64DecodedLength, isBase64 } from './content-facts.js';
 
 /** `text` is cut to this many UTF-8 bytes, then a visible marker is appended. */
 export const TEXT_LIMIT_BYTES = 262_144;
@@ -17,13 +20,24 @@ export interface ProxyImage {
   mimeType: string;
 }
 
-/** What a call of an mcp tool answers (docs/call.md#results): a row label, text, structured result and images. */
+/**
+ * What a call of an mcp tool answers (docs/call.md#results): a row label, text, structured result
+ * and images. A caller that asked for the whole content (`content: true` on the call, the agent
+ * endpoint) gets `content`, `isError` and `meta` instead of `text` and `images`
+ * (docs/call.md#whole-content).
+ */
 export interface ProxyResult {
   summary: string;
   argument?: string;
   text?: string;
   result?: unknown;
   images?: ProxyImage[];
+  /** The server's content blocks in its order, bounded (`./content.ts`). */
+  content?: Array<{ type: string } & Record<string, unknown>>;
+  /** The server marked the result an error (sent so only with `content`; otherwise it is `server_error`). */
+  isError?: true;
+  /** The result's `_meta`, without the connector's own keys. */
+  meta?: Record<string, unknown>;
   durationMs: number;
 }
 
@@ -60,11 +74,14 @@ const DEFAULT_LIMITS: FlattenLimits = {
 
 /**
  * A remote result flattened for the agent. `summary` uses the document name: `<tool> · <argument>`,
- * or `Ran <tool> on the <server> MCP server` without an argument. `text` joins text parts, embedded
- * resource text and `[resource: <uri>]` lines for links and binary resources with "\n"; past
- * `textBytes` it is cut on a character boundary and `\n…[truncated: N bytes omitted]` is appended.
- * Images over a per-image, count or total bound become `[image omitted: …]` lines in `text`.
- * `result` is `structuredContent` as is. Empty text and no images are omitted, not empty.
+ * or `Ran <tool> on the <server> MCP server` without an argument. `text` joins text parts and
+ * embedded resource text with "\n"; what text cannot carry is named on a line of its own, never
+ * dropped: `[resource link: <uri>, <mimeType>, <n> bytes]`, `[resource omitted: …]` for a binary
+ * embedded resource, `[audio omitted: <mimeType>, <n> bytes]`, `[<type> omitted]` for a block MCP
+ * does not define. Past `textBytes` it is cut on a character boundary and
+ * `\n…[truncated: N bytes omitted]` is appended. Images over a per-image, count or total bound
+ * become `[image omitted: …]` lines in `text`. `result` is `structuredContent` as is. Empty text
+ * and no images are omitted, not empty.
  */
 export function flattenCallResult(input: FlattenCallInput, limits?: Partial<FlattenLimits>): ProxyResult {
   const lim = { ...DEFAULT_LIMITS, ...limits };
@@ -73,8 +90,10 @@ export function flattenCallResult(input: FlattenCallInput, limits?: Partial<Flat
   let imageBytes = 0;
   const result: CallResultLike = isPlainObject(input.result) ? input.result : {};
   for (const part of contentParts(result)) {
-    if (part.type === 'image') {
+    if (!isPlainObject(part)) text.add(omittedLine(part));
+    else if (part.type === 'image') {
       const mimeType = typeof part.mimeType === 'string' ? part.mimeType : 'unknown';
+      const named = blockFacts(part).mimeType ?? 'unknown';
       const data = part.data;
       const size = typeof data === 'string' ? base64DecodedLength(data) : 0;
       let omitted: string | undefined;
@@ -83,16 +102,15 @@ export function flattenCallResult(input: FlattenCallInput, limits?: Partial<Flat
       else if (size > lim.imageBytes) omitted = `${size - lim.imageBytes} bytes over the limit`;
       else if (imageBytes + size > lim.imagesTotalBytes) omitted = `${imageBytes + size - lim.imagesTotalBytes} bytes over the limit`;
       else if (!isBase64(data)) omitted = 'not a base64 image';
-      if (omitted !== undefined) text.add(`[image omitted: ${mimeType}, ${omitted}]`);
+      if (omitted !== undefined) text.add(`[image omitted: ${named}, ${omitted}]`);
       else {
         images.push({ data: data as string, mimeType });
         imageBytes += size;
       }
-    } else if (part.type === 'audio') {
-      text.add(`[audio omitted: ${typeof part.mimeType === 'string' ? part.mimeType : 'unknown'}]`);
     } else {
-      const line = textOfPart(part);
-      if (line !== undefined) text.add(line);
+      const carried = textOfPart(part);
+      if (carried === undefined) text.add(omittedLine(part));
+      else if (carried !== '') text.add(carried);
     }
   }
 
@@ -135,7 +153,7 @@ export function isErrorResult(result: CallResultLike): string | undefined {
   const text = new BoundedText(ERROR_TEXT_MAX_BYTES);
   for (const part of contentParts(result)) {
     const line = textOfPart(part);
-    if (line !== undefined) text.add(line);
+    if (line !== undefined && line !== '') text.add(line);
   }
   let message = text.toString().trim();
   if (message === '' && result.structuredContent !== undefined && !jsonSizeExceeds(result.structuredContent, 64 * 1024)) {
@@ -148,39 +166,26 @@ export function isErrorResult(result: CallResultLike): string | undefined {
   return message === '' ? 'the MCP server reported an error without a message' : boundText(message, ERROR_TEXT_MAX_BYTES);
 }
 
-/**
- * Standard base64, padded or not. Providers reject a turn whose inline image is not base64, so a
- * bad one is dropped here. Plain scans, no backtracking regex, because the data can be megabytes.
- */
-export function isBase64(data: string): boolean {
-  if (data.length % 4 === 1) return false;
-  const pad = data.endsWith('==') ? 2 : data.endsWith('=') ? 1 : 0;
-  if (pad > 0 && data.length % 4 !== 0) return false;
-  return !/[^A-Za-z0-9+/]/.test(pad === 0 ? data : data.slice(0, -pad));
-}
-
-/** Decoded size of base64 `data`, from its length alone (the data is not decoded). */
-export function base64DecodedLength(data: string): number {
-  let padding = 0;
-  if (data.endsWith('==')) padding = 2;
-  else if (data.endsWith('=')) padding = 1;
-  return Math.max(0, Math.floor(((data.length - padding) * 3) / 4));
-}
-
-function* contentParts(result: CallResultLike): Generator<Record<string, unknown>> {
+/** The content's blocks, as sent (a part that is not a map is named by the flattening, not skipped). */
+function* contentParts(result: CallResultLike): Generator<unknown> {
   if (!Array.isArray(result.content)) return;
-  for (const part of result.content) if (isPlainObject(part)) yield part;
+  yield* result.content;
 }
 
-function textOfPart(part: Record<string, unknown>): string | undefined {
-  if (part.type === 'text') return typeof part.text === 'string' && part.text !== '' ? part.text : undefined;
-  if (part.type === 'resource_link') return typeof part.uri === 'string' ? `[resource: ${part.uri}]` : undefined;
-  if (part.type === 'resource' && isPlainObject(part.resource)) {
-    const { text, uri } = part.resource;
-    if (typeof text === 'string' && text !== '') return text;
-    return typeof uri === 'string' ? `[resource: ${uri}]` : undefined;
-  }
+/** The text a block carries: a text block's, an embedded resource's. */
+function textOfPart(part: unknown): string | undefined {
+  if (!isPlainObject(part)) return undefined;
+  if (part.type === 'text') return typeof part.text === 'string' ? part.text : undefined;
+  if (part.type === 'resource' && isPlainObject(part.resource) && typeof part.resource.text === 'string') return part.resource.text;
   return undefined;
+}
+
+/** The line that names a block text cannot carry (an empty text carries nothing, and says nothing). */
+function omittedLine(part: unknown): string {
+  const facts = blockFacts(part);
+  const said = describeFacts(facts);
+  if (facts.type === 'resource_link' && facts.uri !== undefined) return `[resource link: ${said}]`;
+  return `[${facts.type} omitted${said === '' ? '' : `: ${said}`}]`;
 }
 
 /** Lines joined with "\n", keeping at most `maxBytes` and counting (not copying) the rest. */

@@ -41,6 +41,8 @@ export interface CallInput {
   inputResponses?: Record<string, unknown>;
   /** What this runtime answers itself: sampling (it samples its model), forms (when the agent's definition lets it). */
   answers?: { sampling?: boolean; forms?: boolean };
+  /** The server's content whole (an MCP caller): `content`, `isError`, `meta` instead of `text` and `images`. */
+  content?: boolean;
 }
 
 /** The `details` of an `input_required` error: what the server asks, by whom it is answered. */
@@ -175,6 +177,7 @@ export class ProxyClient {
       ...(input.inputRequestId !== undefined ? { inputRequestId: input.inputRequestId } : {}),
       ...(input.inputResponses !== undefined ? { inputResponses: input.inputResponses } : {}),
       ...(input.answers !== undefined ? { answers: input.answers } : {}),
+      ...(input.content === true ? { content: true } : {}),
     };
     const timeout = (input.timeoutMs ?? DEFAULT_CALL_TIMEOUT_MS) + REPLY_MARGIN_MS;
     const payload = encodePayload(req);

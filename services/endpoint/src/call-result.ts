@@ -1,5 +1,5 @@
 import { ErrorCodes, type WireError } from '@mcpx/contracts';
-import type { ProxyResult } from '@mcpx/domain';
+import { OMITTED_META_KEY, isErrorResult, serverMeta, type ProxyResult } from '@mcpx/domain';
 import type { CallToolResult } from '@modelcontextprotocol/server';
 
 /** `_meta` key of the connector's own fields on a result (the error, the approval to re-send with). */
@@ -9,17 +9,43 @@ export const META_APPROVAL_ID = 'io.mcpx/approvalId';
 /** `_meta` key of a `tools/call` request that re-sends a call whose server's question the account owner answered. */
 export const META_INPUT_REQUEST_ID = 'io.mcpx/inputRequestId';
 
-/** The proxy's flattened result as MCP content: the bounded text, the images, the structured result. */
+const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
+
+/**
+ * The proxy's result as the MCP result the server sent (docs/endpoint.md#results): its content
+ * blocks in order with their annotations and `_meta` (markers where a bound stopped one), its
+ * `structuredContent`, `isError` and `_meta`, none of the connector's own keys but those it adds:
+ * a server's `isError` result also carries `_meta["io.mcpx/error"]` with `server_error` and the
+ * server's (bounded) text, as every failed call does. A structured result that is not an object
+ * (MCP allows only objects) is named by a marker block. A proxy that does not send the whole
+ * content yet answers with the flattened result: {@link flattenedToolResult}.
+ */
 export function callToolResult(result: ProxyResult): CallToolResult {
+  if (result.content === undefined) return flattenedToolResult(result);
+  const content = [...result.content] as CallToolResult['content'];
+  const out: CallToolResult = { content };
+  const structured = result.result;
+  if (isObject(structured)) out.structuredContent = structured;
+  else if (structured !== undefined) {
+    content.push({ type: 'text', text: '[structured result omitted: not a JSON object]', _meta: { [OMITTED_META_KEY]: { type: 'structuredContent', reason: 'malformed' } } });
+  }
+  const meta: Record<string, unknown> = serverMeta(result.meta) ?? {};
+  if (result.isError === true) {
+    out.isError = true;
+    const message = isErrorResult({ isError: true, content: result.content }) ?? '';
+    meta[META_ERROR] = { code: ErrorCodes.serverError, message, details: {} };
+  }
+  if (Object.keys(meta).length > 0) out._meta = meta;
+  return out;
+}
+
+/** The runtime's flattened result as MCP content: the bounded text, the images, the structured result. */
+export function flattenedToolResult(result: ProxyResult): CallToolResult {
   const content: CallToolResult['content'] = [];
   if (result.text !== undefined && result.text !== '') content.push({ type: 'text', text: result.text });
   for (const image of result.images ?? []) content.push({ type: 'image', data: image.data, mimeType: image.mimeType });
   const structured = result.result;
-  const isObject = structured !== null && typeof structured === 'object' && !Array.isArray(structured);
-  return {
-    content,
-    ...(isObject ? { structuredContent: structured } : {}),
-  };
+  return { content, ...(isObject(structured) ? { structuredContent: structured } : {}) };
 }
 
 /** What a client is told beyond the message: the fields it acts on, never anything secret. */

@@ -221,6 +221,7 @@ export class ToolCalls {
         ...(inputRequestId !== undefined ? { inputRequestId } : {}),
         ...(inputRequestId !== undefined && inputResponses !== undefined && Object.keys(inputResponses).length > 0 ? { inputResponses } : {}),
         ...(Object.keys(answers).length > 0 ? { answers } : {}),
+        content: true,
       });
       return callToolResult(result);
     } catch (err) {

@@ -1,6 +1,6 @@
 import { SpanKind, SpanStatusCode, context, trace, type Attributes, type Context, type Counter, type Histogram, type Meter, type Span, type Tracer } from '@opentelemetry/api';
 import { ErrorCodes, MAX_CALL_TIMEOUT_MS, WireError, type ProxyCallRequest } from '@mcpx/contracts';
-import { TEXT_LIMIT_BYTES, carriesProtoKey, flattenCallResult, isErrorResult, jsonSizeExceeds, type FlattenLimits, type McpToolDocument, type ProxyResult } from '@mcpx/domain';
+import { TEXT_LIMIT_BYTES, flattenCallResult, isErrorResult, type ContentLimits, type FlattenLimits, type McpToolDocument, type ProxyResult } from '@mcpx/domain';
 import type { CallLimiter, CallLimits } from '@mcpx/locks';
 import type { Logger } from '@mcpx/log';
 import { McpClientError, isInputRequired, type CallToolOptions, type CreateMessageResult, type ElicitResult, type McpCallResult, type McpConnection } from '@mcpx/mcp-client';
@@ -16,6 +16,7 @@ import type { OAuthTokens } from './oauth-tokens.js';
 import { missingToolError, unlistedToolError } from './held-tools.js';
 import { StrictPins } from './strict-pins.js';
 import { beforeSend, sentCall, toWire } from './wire-errors.js';
+import { contentReplyLimits, structuredFault, wholeCallResult } from './whole-result.js';
 
 export { toWire } from './wire-errors.js';
 
@@ -23,6 +24,8 @@ export interface ReplyLimits {
   flatten: Partial<FlattenLimits>;
   /** JSON bytes of `result` (structuredContent) passed on; a bigger one is replaced by a marker in `text`. */
   resultBytes: number;
+  /** Whole content (a call with `content: true`), within the same payload. */
+  content?: Partial<ContentLimits>;
 }
 
 /**
@@ -33,7 +36,7 @@ export function replyLimits(maxPayload: number): ReplyLimits {
   const resultBytes = 256 * 1024;
   const left = Math.max(0, maxPayload - TEXT_LIMIT_BYTES - resultBytes - 64 * 1024);
   const images = Math.floor((left * 3) / 4);
-  return { flatten: { imageBytes: images, imagesTotalBytes: images }, resultBytes };
+  return { flatten: { imageBytes: images, imagesTotalBytes: images }, resultBytes, content: contentReplyLimits(maxPayload, resultBytes) };
 }
 
 export interface CallHandlerDeps {
@@ -409,8 +412,12 @@ export class CallHandler {
     }
   }
 
-  /** A complete result as the runtime shows it (an `isError` one is the server's error), within the reply's bounds. */
+  /**
+   * A complete result as the runtime shows it (an `isError` one is the server's error), or whole
+   * for a caller that asked so (`content`: `./whole-result.ts`), within the reply's bounds.
+   */
   private finish(doc: McpToolDocument, req: ProxyCallRequest, result: McpCallResult, started: number): ProxyResult {
+    if (req.content === true) return wholeCallResult(doc, req, result, Math.round(performance.now() - started), this.deps.replyLimits);
     const errorText = isErrorResult(result);
     if (errorText !== undefined) throw new WireError(ErrorCodes.serverError, errorText || `${doc.name} reported an error`, { server: doc.server });
     const bounds = this.deps.replyLimits;
@@ -425,16 +432,11 @@ export class CallHandler {
       },
       bounds?.flatten,
     );
-    if (bounds !== undefined && flat.result !== undefined && jsonSizeExceeds(flat.result, bounds.resultBytes)) {
+    // Left out with a line that says so; the call ran, so its text still goes.
+    const fault = structuredFault(flat.result, bounds?.resultBytes);
+    if (fault !== undefined) {
       delete flat.result;
-      const marker = `[structured result omitted: more than ${bounds.resultBytes} bytes of JSON]`;
-      flat.text = flat.text === undefined ? marker : `${flat.text}\n${marker}`;
-    }
-    // The wire refuses the key (the runtime's decoder would refuse the whole reply): the call ran, so its text still goes.
-    if (flat.result !== undefined && carriesProtoKey(flat.result)) {
-      delete flat.result;
-      const marker = '[structured result omitted: it carries the key "__proto__"]';
-      flat.text = flat.text === undefined ? marker : `${flat.text}\n${marker}`;
+      flat.text = flat.text === undefined ? fault.text : `${flat.text}\n${fault.text}`;
     }
     return flat;
   }
