@@ -24,6 +24,9 @@ const resourceTool: TestTool = {
       { type: 'text', text: 'contents follow' },
       { type: 'resource', resource: { uri: `file:///${String(args.path)}`, mimeType: 'text/plain', text: 'line one\nline two' } },
       { type: 'resource_link', uri: 'file:///elsewhere', name: 'elsewhere' },
+      { type: 'resource_link', uri: 'file:///report.pdf', name: 'report', mimeType: 'application/pdf', size: 48_213 },
+      { type: 'resource', resource: { uri: 'file:///data.bin', mimeType: 'application/octet-stream', blob: Buffer.alloc(600, 1).toString('base64') } },
+      { type: 'audio', data: Buffer.alloc(1200, 2).toString('base64'), mimeType: 'audio/wav' },
     ],
   }),
 };
@@ -110,9 +113,19 @@ describe.each(['modern', 'legacy'] as const)(
       expect(huge.result.text).toMatch(/^\[image omitted: image\/png, \d+ bytes over the limit\]$/);
     });
 
-    it('includes embedded resource text and names linked resources', async () => {
+    it('includes embedded resource text, and names linked resources, binary resources and audio (URI, type, size) rather than dropping them', async () => {
       const { result } = await system.call('agent', 'r1', 'demo__read_file', { path: 'notes.txt' });
-      expect(result.text).toBe('contents follow\nline one\nline two\n[resource: file:///elsewhere]');
+      expect(result.text?.split('\n')).toEqual([
+        'contents follow',
+        'line one',
+        'line two',
+        '[resource link: file:///elsewhere]',
+        '[resource link: file:///report.pdf, application/pdf, 48213 bytes]',
+        '[resource omitted: file:///data.bin, application/octet-stream, 600 bytes]',
+        '[audio omitted: audio/wav, 1200 bytes]',
+      ]);
+      expect(result.images).toBeUndefined();
+      expect(result.content).toBeUndefined();
       expect(result.summary).toBe('demo__read_file · notes.txt');
     });
 
@@ -126,6 +139,29 @@ describe.each(['modern', 'legacy'] as const)(
       const err = await system.callError('agent', 'r1', 'demo__fail');
       expect(err.code).toBe('server_error');
       expect(err.message).toBe('the disk is full');
+    });
+
+    it('asked for the whole content (content: true), answers the blocks in order, a server error as a result, and markers past the bounds', async () => {
+      const { result } = await system.call('agent', 'r1', 'demo__read_file', { path: 'notes.txt' }, { content: true });
+      expect(result.summary).toBe('demo__read_file · notes.txt');
+      expect(result.text).toBeUndefined();
+      expect(result.content?.map((b) => b.type)).toEqual(['text', 'resource', 'resource_link', 'resource_link', 'resource', 'audio']);
+      expect(result.content?.[3]).toEqual({ type: 'resource_link', uri: 'file:///report.pdf', name: 'report', mimeType: 'application/pdf', size: 48_213 });
+      const failed = await system.call('agent', 'r1', 'demo__fail', {}, { content: true });
+      expect(failed.result).toMatchObject({ isError: true, content: [{ type: 'text', text: 'the disk is full' }] });
+      // Within NATS' 1 MiB: the 2 MiB image is a marker in its place, the tiny one follows.
+      const huge = await system.call('agent', 'r1', 'demo__huge_image', {}, { content: true });
+      expect(huge.result.content?.[0]).toMatchObject({ type: 'text', _meta: { 'io.mcpx/omitted': { type: 'image', mimeType: 'image/png', bytes: 2 * 1024 * 1024, reason: 'binaryBytes' } } });
+      expect(huge.result.content?.[1]).toEqual({ type: 'image', data: TINY_PNG_BASE64, mimeType: 'image/png' });
+      const big = await system.call('agent', 'r1', 'demo__big', {}, { content: true });
+      expect(big.result.content?.[0]?.text).toBe(`${'x'.repeat(TEXT_LIMIT_BYTES)}\n…[truncated: ${1024 * 1024 - TEXT_LIMIT_BYTES} bytes omitted; a text is held to ${TEXT_LIMIT_BYTES} bytes]`);
+      const proto = await system.call('agent', 'r1', 'demo__proto_result', {}, { content: true });
+      expect(proto.result.result).toBeUndefined();
+      expect(proto.result.content?.at(-1)).toEqual({
+        type: 'text',
+        text: '[structured result omitted: it carries the key "__proto__"]',
+        _meta: { 'io.mcpx/omitted': { type: 'structuredContent', reason: 'proto_key' } },
+      });
     });
 
     it('answers a contract miss with the contract (touch-expand) and calls nothing', async () => {
