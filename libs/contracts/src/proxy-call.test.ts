@@ -16,6 +16,9 @@ describe('the call request', () => {
     const resumed = parseCallRequest({ ...base, inputRequestId: 'inp_x1', inputResponses: { k: { action: 'accept' } } });
     expect(resumed).toMatchObject({ inputRequestId: 'inp_x1', inputResponses: { k: { action: 'accept' } } });
     expect(decodeCallRequest(encodePayload(base))).toEqual(base);
+    expect(parseCallRequest({ ...base, content: true }).content).toBe(true);
+    expect(parseCallRequest({ ...base, content: false })).toEqual(base);
+    expect(parseCallRequest({ ...base, content: null })).toEqual(base);
   });
 
   it('names the first bad field', () => {
@@ -29,6 +32,7 @@ describe('the call request', () => {
     expect(refusedField(() => parseCallRequest({ ...base, inputRequestId: 'x' }))).toBe('inputRequestId');
     expect(refusedField(() => parseCallRequest({ ...base, inputResponses: { k: 1 } }))).toBe('inputResponses');
     expect(refusedField(() => parseCallRequest({ ...base, answers: { forms: 'yes' } }))).toBe('answers.forms');
+    expect(refusedField(() => parseCallRequest({ ...base, content: 'yes' }))).toBe('content');
   });
 });
 
@@ -39,6 +43,8 @@ describe("the call reply's result", () => {
     expect(proxyResultValue(result, 'result')).toBe(result);
     const bare = { summary: '', durationMs: 0.5 };
     expect(proxyResultValue(bare, 'result')).toBe(bare);
+    const whole = { summary: 's', content: [{ type: 'text', text: 'a', annotations: { priority: 1 } }, { type: 'resource_link', uri: 'file:///x', name: 'x' }], isError: true, meta: { k: 1 }, durationMs: 1 };
+    expect(proxyResultValue(whole, 'result')).toBe(whole);
   });
 
   it('a malformed result names its field', () => {
@@ -47,6 +53,11 @@ describe("the call reply's result", () => {
     expect(refusedField(() => proxyResultValue({ ...result, durationMs: '12' }, 'reply.result'))).toBe('reply.result.durationMs');
     expect(refusedField(() => proxyResultValue({ ...result, text: 3 }, 'reply.result'))).toBe('reply.result.text');
     expect(refusedField(() => proxyResultValue({ ...result, images: [{ data: 1, mimeType: 'image/png' }] }, 'reply.result'))).toBe('reply.result.images[0].data');
+    expect(refusedField(() => proxyResultValue({ ...result, content: [{ type: 'text' }, { text: 'untyped' }] }, 'reply.result'))).toBe('reply.result.content[1].type');
+    expect(refusedField(() => proxyResultValue({ ...result, content: { type: 'text' } }, 'reply.result'))).toBe('reply.result.content');
+    expect(refusedField(() => proxyResultValue({ ...result, content: Array.from({ length: 1002 }, () => ({ type: 'text' })) }, 'reply.result'))).toBe('reply.result.content');
+    expect(refusedField(() => proxyResultValue({ ...result, isError: false }, 'reply.result'))).toBe('reply.result.isError');
+    expect(refusedField(() => proxyResultValue({ ...result, meta: [1] }, 'reply.result'))).toBe('reply.result.meta');
   });
 });
 

@@ -81,12 +81,10 @@ export function omittedBlock(facts: BlockFacts, reason: OmittedReason, limit?: n
 /** `meta` without the connector's own keys; undefined when nothing is left or it is not a map. */
 export function serverMeta(meta: unknown): Record<string, unknown> | undefined {
   if (!isPlainObject(meta)) return undefined;
-  let out: Record<string, unknown> | undefined;
-  for (const key of Object.keys(meta)) {
-    if (key.startsWith(CONNECTOR_META_PREFIX)) continue;
-    (out ??= {})[key] = meta[key];
-  }
-  return out;
+  // fromEntries defines each key (an assignment of "__proto__" would set the prototype instead,
+  // hiding the key from the check that refuses it).
+  const kept = Object.entries(meta).filter(([key]) => !key.startsWith(CONNECTOR_META_PREFIX));
+  return kept.length === 0 ? undefined : Object.fromEntries(kept);
 }
 
 /** Whether a value nests deeper than `max` levels (iterative; called on values already size-bounded). */
