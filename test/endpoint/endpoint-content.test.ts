@@ -16,7 +16,7 @@ const callers: Record<'v2 (2026-07-28)' | 'v1 (2025-11-25)', Caller> = {
     const client = new Client({ name: 'content-v2', version: '1.0.0' }, { versionNegotiation: { mode: 'auto' } });
     await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } }));
     try {
-      return (await client.callTool({ name: tool, arguments: args })) as Result;
+      return await client.callTool({ name: tool, arguments: args });
     } finally {
       await client.close();
     }
@@ -25,7 +25,7 @@ const callers: Record<'v2 (2026-07-28)' | 'v1 (2025-11-25)', Caller> = {
     const client = new V1Client({ name: 'content-v1', version: '1.0.0' });
     await client.connect(new V1Transport(new URL(url), { requestInit: { headers } }));
     try {
-      return (await client.callTool({ name: tool, arguments: args })) as Result;
+      return await client.callTool({ name: tool, arguments: args });
     } finally {
       await client.close();
     }
@@ -68,8 +68,14 @@ describe('the agent MCP endpoint: content whole, as the server sent it', () => {
   let token = '';
 
   beforeAll(async () => {
-    [sys, upstream] = await Promise.all([startEndpointSystem({ endpointEnv: { ENDPOINT_LEAN_CALLS: 'on' } }), startTestMcpServer({ era: 'dual', tools: [...everyBlockTools(), ...hostileContentTools()] })]);
-    sdkOnly = await startEndpoint(loadEndpointConfig({ ...sys.system.env, HTTP_PORT: '0', INSTANCE_ID: 'endpoint-content-sdk', ENDPOINT_LEAN_CALLS: 'off' }), { telemetry: sys.system.telemetry, logSink: () => {} });
+    [sys, upstream] = await Promise.all([
+      startEndpointSystem({ endpointEnv: { ENDPOINT_LEAN_CALLS: 'on' } }),
+      startTestMcpServer({ era: 'dual', tools: [...everyBlockTools(), ...hostileContentTools()] }),
+    ]);
+    sdkOnly = await startEndpoint(loadEndpointConfig({ ...sys.system.env, HTTP_PORT: '0', INSTANCE_ID: 'endpoint-content-sdk', ENDPOINT_LEAN_CALLS: 'off' }), {
+      telemetry: sys.system.telemetry,
+      logSink: () => {},
+    });
     await sys.system.setServer('docs', upstream.url);
     await sys.system.createAgent('reader', ['docs'], 5);
     ({ token } = await sys.token('reader'));
@@ -119,8 +125,18 @@ describe('the agent MCP endpoint: content whole, as the server sent it', () => {
     for (const [path, url] of paths()) {
       const r = await callers['v2 (2026-07-28)'](url, auth(), 'docs__blob', { mib: 2 });
       expect(r.isError, path).toBeUndefined();
-      expect(r.content?.map((b) => b.text), path).toEqual(['before', expect.stringMatching(/^\[resource omitted: file:\/\/\/huge\.bin, application\/octet-stream, 2097152 bytes; one block's data is held to \d+ bytes\]$/), 'after']);
-      expect(omitted(r.content?.[1]), path).toEqual({ type: 'resource', uri: 'file:///huge.bin', mimeType: 'application/octet-stream', bytes: 2 * 1024 * 1024, reason: 'binaryBytes', limit: expect.any(Number) });
+      expect(
+        r.content?.map((b) => b.text),
+        path,
+      ).toEqual(['before', expect.stringMatching(/^\[resource omitted: file:\/\/\/huge\.bin, application\/octet-stream, 2097152 bytes; one block's data is held to \d+ bytes\]$/), 'after']);
+      expect(omitted(r.content?.[1]), path).toEqual({
+        type: 'resource',
+        uri: 'file:///huge.bin',
+        mimeType: 'application/octet-stream',
+        bytes: 2 * 1024 * 1024,
+        reason: 'binaryBytes',
+        limit: expect.any(Number),
+      });
     }
   });
 
@@ -147,7 +163,7 @@ describe('the agent MCP endpoint: content whole, as the server sent it', () => {
     }
   });
 
-  it("replaces a block whose other fields are over their bound, and keeps the next", async () => {
+  it('replaces a block whose other fields are over their bound, and keeps the next', async () => {
     const r = await callers['v1 (2025-11-25)'](sys.urlOf('reader'), auth(), 'docs__fat_meta');
     expect(r.content?.[0]?.text).toBe("[text omitted: 3 bytes; a block's other fields are held to 65536 bytes]");
     expect(omitted(r.content?.[0])).toEqual({ type: 'text', bytes: 3, reason: 'metaBytes', limit: 65_536 });

@@ -27,7 +27,11 @@ export function everyBlockResult(isError = false): CallToolResult {
       _meta: { 'example.com/etag': 'abc' },
     },
     { type: 'resource', resource: { uri: 'file:///notes.md', mimeType: 'text/markdown', text: '# Notes\n\nline two', _meta: { 'example.com/rev': 3 } }, annotations: { priority: 0.5 } },
-    { type: 'resource', resource: { uri: 'file:///data.bin', mimeType: 'application/octet-stream', blob: Buffer.from([0, 1, 2, 3, 254, 255]).toString('base64') }, _meta: { 'example.com/kind': 'raw' } },
+    {
+      type: 'resource',
+      resource: { uri: 'file:///data.bin', mimeType: 'application/octet-stream', blob: Buffer.from([0, 1, 2, 3, 254, 255]).toString('base64') },
+      _meta: { 'example.com/kind': 'raw' },
+    },
     { type: 'text', text: 'That is all.' },
   ];
   return {

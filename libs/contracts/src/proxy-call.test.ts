@@ -43,7 +43,16 @@ describe("the call reply's result", () => {
     expect(proxyResultValue(result, 'result')).toBe(result);
     const bare = { summary: '', durationMs: 0.5 };
     expect(proxyResultValue(bare, 'result')).toBe(bare);
-    const whole = { summary: 's', content: [{ type: 'text', text: 'a', annotations: { priority: 1 } }, { type: 'resource_link', uri: 'file:///x', name: 'x' }], isError: true, meta: { k: 1 }, durationMs: 1 };
+    const whole = {
+      summary: 's',
+      content: [
+        { type: 'text', text: 'a', annotations: { priority: 1 } },
+        { type: 'resource_link', uri: 'file:///x', name: 'x' },
+      ],
+      isError: true,
+      meta: { k: 1 },
+      durationMs: 1,
+    };
     expect(proxyResultValue(whole, 'result')).toBe(whole);
   });
 

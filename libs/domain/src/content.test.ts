@@ -26,7 +26,15 @@ describe('wholeContent', () => {
   });
 
   it('cuts a text over its bound with the runtime marker and the bound named', () => {
-    const r = wholeContent({ content: [{ type: 'text', text: 'é'.repeat(10) }, { type: 'resource', resource: { uri: 'u:', text: 'abcdefghij' } }] }, { textBytes: 7 });
+    const r = wholeContent(
+      {
+        content: [
+          { type: 'text', text: 'é'.repeat(10) },
+          { type: 'resource', resource: { uri: 'u:', text: 'abcdefghij' } },
+        ],
+      },
+      { textBytes: 7 },
+    );
     expect(r.content[0]?.text).toBe('ééé\n…[truncated: 14 bytes omitted; a text is held to 7 bytes]');
     expect((r.content[1]?.resource as { text: string }).text).toBe('abcdefg\n…[truncated: 3 bytes omitted; a text is held to 7 bytes]');
   });
@@ -34,7 +42,7 @@ describe('wholeContent', () => {
   it('replaces what it cannot pass on by a marker saying what and why', () => {
     const deep: Record<string, unknown> = {};
     let at = deep;
-    for (let i = 0; i <= CONTENT_MAX_DEPTH; i++) at = (at.n = {}) as Record<string, unknown>;
+    for (let i = 0; i <= CONTENT_MAX_DEPTH; i++) at = at.n = {};
     const parts = [
       { type: 'image', data: b64(100), mimeType: 'image/png' },
       { type: 'audio', data: 'not base64!', mimeType: 'audio/wav' },

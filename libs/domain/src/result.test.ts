@@ -118,7 +118,8 @@ describe('flattenCallResult', () => {
     const r = flattenCallResult(call({ content }));
     expect(r.images).toEqual([{ data: small, mimeType: 'image/png' }]);
     expect(r.text).toBe(
-      '[image omitted: image/png, 10 bytes over the limit]\n[image omitted: image/png, not a base64 image]\n' + '[image omitted: text/html, not a base64 image]\n[audio omitted: audio/wav, 1000 bytes]',
+      '[image omitted: image/png, 10 bytes over the limit]\n[image omitted: image/png, not a base64 image]\n' +
+        '[image omitted: text/html, not a base64 image]\n[audio omitted: audio/wav, 1000 bytes]',
     );
   });
 
