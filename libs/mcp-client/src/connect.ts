@@ -13,6 +13,7 @@ import {
 import type { ElicitationHandler, SamplingHandler } from './elicitation.js';
 import { fetchAsRequest, type McpHttpRequest } from './http-request.js';
 import { assertDiscover, discoverFault, isEraVerdict, type EraVerdict } from './era-verdict.js';
+import { redactErrorChain, requestSecrets } from './scrub.js';
 import { httpStatusOf, isEraFailure, McpClientError, McpClientErrorCode, networkCause, redactUrl, scrub, UNSUPPORTED_PROTOCOL_VERSION, type McpClientErrorDetails } from './errors.js';
 import { trackedFetch, type FetchObservations } from './tracked-fetch.js';
 export { inputRequestOf, isInputRequired } from './connection.js';
@@ -114,7 +115,7 @@ export async function connectMcp(opts: ConnectMcpOptions): Promise<McpConnection
   const run = { url, opts, deadline, timeoutMs, listed };
   const fetchFn = opts.fetch ?? globalThis.fetch;
   const context = {
-    secrets: Object.values(opts.headers ?? {}),
+    secrets: requestSecrets(url, opts.headers),
     url,
     request: opts.request ?? fetchAsRequest(fetchFn),
     headers: { ...opts.headers },
@@ -298,7 +299,7 @@ async function connectWith(kind: McpTransportKind, run: ConnectRun, prior: Prior
       // A listener's failure must not break the connection.
     }
   });
-  const secrets = Object.values(opts.headers ?? {});
+  const secrets = requestSecrets(url, opts.headers);
   const where = `MCP connect to ${redactUrl(url)} (${kind === 'http' ? 'Streamable HTTP' : 'SSE'})`;
   let verdict: EraVerdict;
   try {
@@ -382,6 +383,9 @@ async function connectError(err: unknown, ctx: ConnectErrorContext): Promise<Mcp
   const where = `MCP connect to ${redactUrl(ctx.url)} (${ctx.kind === 'http' ? 'Streamable HTTP' : 'SSE'})`;
   const base: McpClientErrorDetails = { transport: ctx.kind };
   const cause = { cause: err };
+  // The SDK's errors carry the server's text as it came, and a log line writes an error's causes.
+  redactErrorChain(err, ctx.secrets);
+  redactErrorChain(ctx.observations.lastNetworkError, ctx.secrets);
   if (ctx.opts.signal?.aborted) {
     return new McpClientError(McpClientErrorCode.Cancelled, `${where} cancelled`, base, cause);
   }
