@@ -97,7 +97,7 @@ export async function startSecretEchoServer(): Promise<SecretEchoServer> {
     if (message.id === undefined) return void res.writeHead(202).end();
     const id = message.id;
     const answer = (result: unknown, headers: Record<string, string> = {}): void => json(res, 200, { jsonrpc: '2.0', id, result }, headers);
-    switch (message.method) {
+    switch (message.method ?? '') {
       case 'initialize':
         return answer({ protocolVersion: message.params?.protocolVersion ?? '2025-11-25', capabilities: { tools: {} }, serverInfo: { name: 'secret-echo', version: '1.0.0' } }, { 'mcp-session-id': randomUUID() });
       case 'ping':

@@ -13,7 +13,7 @@ import {
 import type { ElicitationHandler, SamplingHandler } from './elicitation.js';
 import { fetchAsRequest, type McpHttpRequest } from './http-request.js';
 import { assertDiscover, discoverFault, isEraVerdict, type EraVerdict } from './era-verdict.js';
-import { redactErrorChain, requestSecrets } from './scrub.js';
+import { redactErrorChain, requestSecrets, scrubberOf } from './scrub.js';
 import { httpStatusOf, isEraFailure, McpClientError, McpClientErrorCode, networkCause, redactUrl, scrub, UNSUPPORTED_PROTOCOL_VERSION, type McpClientErrorDetails } from './errors.js';
 import { trackedFetch, type FetchObservations } from './tracked-fetch.js';
 export { inputRequestOf, isInputRequired } from './connection.js';
@@ -107,15 +107,16 @@ const DEFAULT_CONNECT_TIMEOUT_MS = 30_000;
  * trusted). When both transports fail, the Streamable HTTP error is thrown (`details.fallbackError`
  * has the other).
  */
-export async function connectMcp(opts: ConnectMcpOptions): Promise<McpConnection> {
-  const url = parseServerUrl(opts.url);
+export async function connectMcp(given: ConnectMcpOptions): Promise<McpConnection> {
+  const url = parseServerUrl(given.url);
+  const opts = withScrubbedQuestions(given, requestSecrets(url, given.headers));
   const timeoutMs = opts.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
   const deadline = connectDeadline(timeoutMs, opts.signal);
   const listed = new ListedTools();
   const run = { url, opts, deadline, timeoutMs, listed };
   const fetchFn = opts.fetch ?? globalThis.fetch;
   const context = {
-    secrets: requestSecrets(url, opts.headers),
+    secrets: opts.secrets,
     url,
     request: opts.request ?? fetchAsRequest(fetchFn),
     headers: { ...opts.headers },
@@ -259,6 +260,22 @@ function connectDeadline(timeoutMs: number, outer: AbortSignal | undefined): Dea
       clearTimeout(timer);
       outer?.removeEventListener('abort', onAbort);
     },
+  };
+}
+
+/**
+ * The options with the request's secrets (`requestSecrets`) and handlers that see a server's
+ * pushed question (`elicitation/create`, `sampling/createMessage`) with every form of those
+ * secrets redacted: its text goes to a person or a runtime, never back to the server.
+ */
+function withScrubbedQuestions(opts: ConnectMcpOptions, secrets: string[]): ConnectMcpOptions & { secrets: string[] } {
+  const scrubber = scrubberOf(secrets);
+  const { onElicitation, onSampling } = opts;
+  return {
+    ...opts,
+    secrets,
+    ...(onElicitation !== undefined ? { onElicitation: (params, ctx) => onElicitation(scrubber.redactJson(params), ctx) } : {}),
+    ...(onSampling !== undefined ? { onSampling: (params, ctx) => onSampling(scrubber.redactJson(params), ctx) } : {}),
   };
 }
 
