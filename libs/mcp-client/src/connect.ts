@@ -13,6 +13,7 @@ import {
 import type { ElicitationHandler, SamplingHandler } from './elicitation.js';
 import { fetchAsRequest, type McpHttpRequest } from './http-request.js';
 import { assertDiscover, discoverFault, isEraVerdict, type EraVerdict } from './era-verdict.js';
+import { redactErrorChain, requestSecrets, scrubberOf } from './scrub.js';
 import { httpStatusOf, isEraFailure, McpClientError, McpClientErrorCode, networkCause, redactUrl, scrub, UNSUPPORTED_PROTOCOL_VERSION, type McpClientErrorDetails } from './errors.js';
 import { trackedFetch, type FetchObservations } from './tracked-fetch.js';
 export { inputRequestOf, isInputRequired } from './connection.js';
@@ -106,15 +107,16 @@ const DEFAULT_CONNECT_TIMEOUT_MS = 30_000;
  * trusted). When both transports fail, the Streamable HTTP error is thrown (`details.fallbackError`
  * has the other).
  */
-export async function connectMcp(opts: ConnectMcpOptions): Promise<McpConnection> {
-  const url = parseServerUrl(opts.url);
+export async function connectMcp(given: ConnectMcpOptions): Promise<McpConnection> {
+  const url = parseServerUrl(given.url);
+  const opts = withScrubbedQuestions(given, requestSecrets(url, given.headers));
   const timeoutMs = opts.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
   const deadline = connectDeadline(timeoutMs, opts.signal);
   const listed = new ListedTools();
   const run = { url, opts, deadline, timeoutMs, listed };
   const fetchFn = opts.fetch ?? globalThis.fetch;
   const context = {
-    secrets: Object.values(opts.headers ?? {}),
+    secrets: opts.secrets,
     url,
     request: opts.request ?? fetchAsRequest(fetchFn),
     headers: { ...opts.headers },
@@ -262,6 +264,22 @@ function connectDeadline(timeoutMs: number, outer: AbortSignal | undefined): Dea
 }
 
 /**
+ * The options with the request's secrets (`requestSecrets`) and handlers that see a server's
+ * pushed question (`elicitation/create`, `sampling/createMessage`) with every form of those
+ * secrets redacted: its text goes to a person or a runtime, never back to the server.
+ */
+function withScrubbedQuestions(opts: ConnectMcpOptions, secrets: string[]): ConnectMcpOptions & { secrets: string[] } {
+  const scrubber = scrubberOf(secrets);
+  const { onElicitation, onSampling } = opts;
+  return {
+    ...opts,
+    secrets,
+    ...(onElicitation !== undefined ? { onElicitation: (params, ctx) => onElicitation(scrubber.redactJson(params), ctx) } : {}),
+    ...(onSampling !== undefined ? { onSampling: (params, ctx) => onSampling(scrubber.redactJson(params), ctx) } : {}),
+  };
+}
+
+/**
  * One SDK client on one transport: mode auto on Streamable HTTP (the SDK probes, or adopts
  * `prior`), the plain legacy handshake on SSE (a 2025-era transport).
  */
@@ -298,7 +316,7 @@ async function connectWith(kind: McpTransportKind, run: ConnectRun, prior: Prior
       // A listener's failure must not break the connection.
     }
   });
-  const secrets = Object.values(opts.headers ?? {});
+  const secrets = requestSecrets(url, opts.headers);
   const where = `MCP connect to ${redactUrl(url)} (${kind === 'http' ? 'Streamable HTTP' : 'SSE'})`;
   let verdict: EraVerdict;
   try {
@@ -382,6 +400,9 @@ async function connectError(err: unknown, ctx: ConnectErrorContext): Promise<Mcp
   const where = `MCP connect to ${redactUrl(ctx.url)} (${ctx.kind === 'http' ? 'Streamable HTTP' : 'SSE'})`;
   const base: McpClientErrorDetails = { transport: ctx.kind };
   const cause = { cause: err };
+  // The SDK's errors carry the server's text as it came, and a log line writes an error's causes.
+  redactErrorChain(err, ctx.secrets);
+  redactErrorChain(ctx.observations.lastNetworkError, ctx.secrets);
   if (ctx.opts.signal?.aborted) {
     return new McpClientError(McpClientErrorCode.Cancelled, `${where} cancelled`, base, cause);
   }

@@ -13,6 +13,7 @@ import {
   type Transport,
 } from '@modelcontextprotocol/client';
 import { shouldReprobe, type EraVerdict } from './era-verdict.js';
+import { scrubberOf } from './scrub.js';
 import { classifyMcpError, isStaleModernPrior, McpClientError, McpClientErrorCode, type ClassifyContext } from './errors.js';
 import type { McpHttpRequest } from './http-request.js';
 import { elicitationAnswerer, type ElicitationHandler, type SamplingHandler } from './elicitation.js';
@@ -301,7 +302,7 @@ export class Connection implements McpConnection {
     const target = this.#target(core);
     if (target !== undefined) {
       try {
-        return (await toolCall(target, sent, {
+        const result = (await toolCall(target, sent, {
           timeoutMs,
           ...(opts.signal ? { signal: opts.signal } : {}),
           ...(opts.tool ? { tool: opts.tool } : {}),
@@ -309,6 +310,7 @@ export class Connection implements McpConnection {
           ...(opts.resetTimeoutOnProgress ? { resetTimeoutOnProgress: true } : {}),
           ...(opts.onResume ? { onResume: opts.onResume } : {}),
         })) as McpCallResult;
+        return this.#scrubbed(result);
       } catch (error) {
         throw classifyMcpError(error, undefined, this.#classifyContext(core));
       }
@@ -321,7 +323,7 @@ export class Connection implements McpConnection {
       options.resetTimeoutOnProgress = opts.resetTimeoutOnProgress ?? false;
     }
     try {
-      return await core.client.request({ method: 'tools/call', params: sent }, options);
+      return this.#scrubbed(await core.client.request({ method: 'tools/call', params: sent }, options));
     } catch (error) {
       throw classifyMcpError(error, opts.signal, this.#classifyContext(core));
     }
@@ -355,7 +357,7 @@ export class Connection implements McpConnection {
       cursor = next;
     }
     out.tools = [...byName.values()];
-    return out;
+    return this.#scrubbed(out);
   }
 
   async #listen(onToolsListChanged: () => void, opts: McpListenOptions = {}): Promise<{ close(): Promise<void> }> {
@@ -501,6 +503,14 @@ export class Connection implements McpConnection {
     if (this.#closed) {
       throw new McpClientError(McpClientErrorCode.TransportError, 'MCP connection is closed', { transport: this.transport });
     }
+  }
+
+  /**
+   * A result or listing with every form of the request's secrets redacted (`./scrub.ts`): a
+   * secret the connector sent never comes back through it, even when the server echoes it.
+   */
+  #scrubbed<T>(value: T): T {
+    return scrubberOf(this.#ctx.secrets).redactJson(value);
   }
 
   #classifyContext(core: ConnectionCore): ClassifyContext {

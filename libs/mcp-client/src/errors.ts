@@ -1,3 +1,4 @@
+import { redactErrorChain, redactSecrets, type SecretScrubber } from './scrub.js';
 import { ProtocolError, SdkError, SdkErrorCode, SdkHttpError, SseError, UnauthorizedError } from '@modelcontextprotocol/client';
 
 /**
@@ -84,12 +85,12 @@ export function redactUrl(url: string | URL): string {
 
 const MAX_DETAIL_CHARS = 300;
 
-/** Replaces every occurrence of a secret with `[redacted]` and bounds the text. */
-export function scrub(text: string, secrets: readonly string[] = []): string {
-  let out = text;
-  for (const secret of secrets) {
-    if (secret.length >= 4) out = out.split(secret).join('[redacted]');
-  }
+/**
+ * Replaces every form of every secret (see `./scrub.ts`: bare token, base64, URL-encoded, any
+ * case) with `[redacted]` and bounds the text.
+ */
+export function scrub(text: string, secrets: readonly string[] | SecretScrubber = []): string {
+  const out = redactSecrets(text, secrets);
   return out.length > MAX_DETAIL_CHARS ? `${out.slice(0, MAX_DETAIL_CHARS)}…` : out;
 }
 
@@ -186,7 +187,7 @@ function detailOf(err: unknown, secrets: readonly string[]): string {
 }
 
 export interface ClassifyContext {
-  /** Header values to scrub from any text taken from the error. */
+  /** The request's secret values (`requestSecrets`): every form of each is scrubbed from any text taken from the error. */
   secrets?: readonly string[];
   /** `WWW-Authenticate` value of the last 401 seen on this connection. */
   wwwAuthenticate?: string;
@@ -201,8 +202,10 @@ export interface ClassifyContext {
  * RequestTimeout, so only `signal.aborted` tells a cancel from a timeout.
  */
 export function classifyMcpError(err: unknown, signal?: AbortSignal, ctx: ClassifyContext = {}): McpClientError {
-  if (err instanceof McpClientError) return err;
   const secrets = ctx.secrets ?? [];
+  // The SDK's errors carry the server's text as it came, and a log line writes an error's causes.
+  redactErrorChain(err, secrets);
+  if (err instanceof McpClientError) return err;
   const base: McpClientErrorDetails = ctx.transport === undefined ? {} : { transport: ctx.transport };
   const cause = { cause: err };
   if (signal?.aborted) {

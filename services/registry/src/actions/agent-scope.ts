@@ -6,7 +6,8 @@ import type { Action, ActionDeps, Caller } from './context.js';
  * Keeps an AGENT signer to the agents it is bound to (`AuthorizeSigner {role: 'AGENT', agents}`):
  * an action naming another agent of the account is `forbidden` (field `agent`), an action that
  * would range over every agent (SearchTools without `agent`) must name one, and ListAgents lists
- * only the bound ones (`filterAgents`). Other roles pass unchanged.
+ * only the bound ones (`filterAgents`), ListMcpServers only their servers (`grantedServers`).
+ * Other roles pass unchanged.
  */
 export async function checkAgentScope(deps: ActionDeps, caller: Caller, action: Action): Promise<readonly string[] | undefined> {
   if (caller.role !== 'AGENT') return undefined;
@@ -29,4 +30,14 @@ export async function checkAgentScope(deps: ActionDeps, caller: Caller, action: 
 /** ListAgents for an AGENT signer: only the agents it is bound to. */
 export function filterAgents(result: ActionResponse<'ListAgents'>, bound: readonly string[]): ActionResponse<'ListAgents'> {
   return { ...result, agents: result.agents.filter((a) => bound.includes(a.id)) };
+}
+
+/**
+ * The names of the servers an AGENT signer's bound agents are granted (ListMcpServers shows it
+ * only those); undefined for the other roles, who see every server of the account.
+ */
+export async function grantedServers(deps: ActionDeps, caller: Caller): Promise<ReadonlySet<string> | undefined> {
+  if (caller.role !== 'AGENT') return undefined;
+  const [bound, agents] = await Promise.all([deps.accounts.boundAgents(caller.account, caller.signer), deps.agents.list(caller.account)]);
+  return new Set(agents.filter((a) => bound.includes(a.id)).flatMap((a) => a.definition.mcpServers));
 }

@@ -1,7 +1,8 @@
 import { ErrorCodes, WireError, type ActionResponse } from '@mcpx/contracts';
 import { DiscoveredToolsColumn } from '@mcpx/credentials';
 import type { StoredServerConfig } from '../repositories/mcp-servers.repository.js';
-import { redactServer } from './redaction.js';
+import { keptUrl, redactServer } from './redaction.js';
+import { grantedServers } from './agent-scope.js';
 import { headerSecretName, isOwnSecretRef, ownedSecretNames } from '../credentials/server-headers.js';
 import { urlOrigin } from '../credentials/secret-origin.js';
 import { forgetOAuthState } from '../repositories/oauth-reset.repository.js';
@@ -25,12 +26,22 @@ import type { Kysely } from 'kysely';
 import type { Database } from '@mcpx/db';
 
 export const listMcpServers: ActionHandler<'ListMcpServers'> = async (deps, caller) => {
-  // Three independent reads in one round trip's time (the list is the console's most frequent read).
-  const [servers, overrides, builtins] = await Promise.all([deps.servers.list(caller.account), deps.permissions.forAccount(caller.account), deps.builtins?.lit(caller.account) ?? []]);
-  // An AGENT signer's view never holds an authorization URL (it completes the owner's OAuth).
+  // Independent reads in one round trip's time (the list is the console's most frequent read).
+  const [servers, overrides, builtins, granted] = await Promise.all([
+    deps.servers.list(caller.account),
+    deps.permissions.forAccount(caller.account),
+    deps.builtins?.lit(caller.account) ?? [],
+    grantedServers(deps, caller),
+  ]);
+  // An AGENT signer sees only the servers its agents are granted, never an authorization URL
+  // (it completes the owner's OAuth), and the URL's query only as `[redacted]` (redaction.ts).
   const role = caller.role;
+  const shown = (s: McpServerRecord): boolean => granted === undefined || granted.has(s.name);
   return {
-    servers: [...servers.map((s) => redactServer(s, deps.style, overrides.get(s.id), { role })), ...builtins.map((s) => redactServer(s, deps.style, overrides.get(s.id), { builtin: true, role }))],
+    servers: [
+      ...servers.filter(shown).map((s) => redactServer(s, deps.style, overrides.get(s.id), { role })),
+      ...builtins.filter(shown).map((s) => redactServer(s, deps.style, overrides.get(s.id), { builtin: true, role })),
+    ],
   };
 };
 
@@ -61,6 +72,8 @@ export const setMcpServer: ActionHandler<'SetMcpServer'> = async (deps, caller, 
     }
     await deps.accounts.ensure(caller.account, trx);
     const previous = await deps.servers.find(caller.account, name, trx);
+    // A WRITER's edit sends back the URL it was shown, its query redacted: the stored one stays.
+    config.url = keptUrl(config.url, previous);
     await guardSet(deps, caller, trx, name, previous, config.url);
     // A new server counts against the account's quota; the transaction writes nothing when refused.
     if (previous === null) await accountQuotas(deps).checkNewServer(trx, caller.account);
@@ -144,7 +157,7 @@ export const setMcpServer: ActionHandler<'SetMcpServer'> = async (deps, caller, 
     deps.log.info('server moved to another origin: its stored secrets were dropped', { account: caller.account, server: name, headers: dropped.headers, oauth: dropped.oauth });
   if (oauthClient !== undefined) await deps.oauth?.preRegister(saved, oauthClient);
   const discovered = await deps.discovery.discover(saved, 'set');
-  const answer = await withAuthorization(deps, discovered, async (s) => redactServer(s, deps.style, await deps.permissions.forServer(caller.account, s.id)));
+  const answer = await withAuthorization(deps, discovered, async (s) => redactServer(s, deps.style, await deps.permissions.forServer(caller.account, s.id), { role: caller.role }));
   return dropped === undefined ? answer : { ...answer, droppedSecrets: dropped };
 };
 
@@ -210,12 +223,12 @@ export const refreshMcpServer: ActionHandler<'RefreshMcpServer'> = async (deps, 
   const builtin = await builtins?.find(caller.account, name);
   if (builtins && builtin) {
     const refreshed = await builtins.refresh(builtin);
-    return { server: redactServer(refreshed, deps.style, await deps.permissions.forServer(caller.account, refreshed.id), { builtin: true }) };
+    return { server: redactServer(refreshed, deps.style, await deps.permissions.forServer(caller.account, refreshed.id), { builtin: true, role: caller.role }) };
   }
   const server = await deps.servers.find(caller.account, name);
   if (server === null) throw new WireError(ErrorCodes.notFound, `name: no MCP server named ${name}`, { field: 'name' });
   const discovered = await deps.discovery.discover(server, 'refresh');
-  return withAuthorization(deps, discovered, async (s) => redactServer(s, deps.style, await deps.permissions.forServer(caller.account, s.id)));
+  return withAuthorization(deps, discovered, async (s) => redactServer(s, deps.style, await deps.permissions.forServer(caller.account, s.id), { role: caller.role }));
 };
 
 /**

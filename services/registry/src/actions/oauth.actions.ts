@@ -61,7 +61,7 @@ export const authorizeMcpServer: ActionHandler<'AuthorizeMcpServer'> = async (de
   if (usesClientCredentials(server)) {
     throw new WireError(ErrorCodes.invalidInput, `name: ${name} uses the OAuth client credentials grant: nobody signs in for it (RefreshMcpServer discovers it again)`, { field: 'name' });
   }
-  const out = await withAuthorization(deps, server, async (s) => redactServer(s, deps.style, await deps.permissions.forServer(caller.account, s.id)), { fresh: true });
+  const out = await withAuthorization(deps, server, async (s) => redactServer(s, deps.style, await deps.permissions.forServer(caller.account, s.id), { role: caller.role }), { fresh: true });
   // Who asked for an authorization of which server, and how it went: never the URL (its ticket
   // completes the authorization), a token or the authorization server's error text.
   const outcome = out.authorizationUrl !== undefined ? 'authorization_url_issued' : out.authorizationError !== undefined ? 'failed' : 'authorized';

@@ -15,14 +15,56 @@ export type AgentServerStatus = Omit<ServerStatus, 'authorizationUrl'> & { needs
 /** Who a redacted server is shown to: an AGENT signer gets {@link AgentServerStatus}. */
 export interface RedactOptions {
   builtin?: boolean;
-  /** The caller's role (`caller.role`); absent: an OWNER's or WRITER's view. */
+  /**
+   * The caller's role (`caller.role`). Only an OWNER sees the URL's query and fragment as stored
+   * (see {@link shownUrl}); absent, the URL is redacted as for a WRITER.
+   */
   role?: string;
 }
 
+const REDACTED = '[redacted]';
+
 /**
- * The only shape in which a server leaves the registry: header names, never header values. Each
- * tool shows its effective permission: the owner's override, else the inherited level. An AGENT
- * signer never sees the status' authorization URL (see {@link AgentServerStatus}).
+ * A server's URL as `role` sees it. Some vendors take their key only in the query
+ * (`?api_key=…`), so SetMcpServer accepts one, and the key is then a secret like a header value:
+ * everyone but an OWNER sees each query value (a bare `?key` whole) and the fragment as
+ * `[redacted]`, the parameter names as they are; userinfo (refused at SetMcpServer, possible in
+ * older rows) is dropped. A WRITER who sends this form back in SetMcpServer keeps the stored URL
+ * (`keptUrl`).
+ */
+export function shownUrl(url: string, role: string | undefined): string {
+  if (role === 'OWNER') return url;
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return '[invalid url]';
+  }
+  if (parsed.search === '' && parsed.hash === '' && parsed.username === '' && parsed.password === '') return url;
+  parsed.username = '';
+  parsed.password = '';
+  if (parsed.search !== '') {
+    const pairs = parsed.search.slice(1).split('&');
+    parsed.search = pairs.map((pair) => (pair === '' ? '' : pair.includes('=') ? `${pair.slice(0, pair.indexOf('='))}=${REDACTED}` : REDACTED)).join('&');
+  }
+  if (parsed.hash !== '') parsed.hash = REDACTED;
+  return parsed.toString();
+}
+
+/**
+ * The URL a SetMcpServer stores: the stored one when `given` is its redacted form (a WRITER's
+ * edit that kept the URL it was shown), else `given`.
+ */
+export function keptUrl(given: string, previous: McpServerRecord | null): string {
+  if (previous === null || given === previous.config.url) return given;
+  return given === shownUrl(previous.config.url, undefined) ? previous.config.url : given;
+}
+
+/**
+ * The only shape in which a server leaves the registry: header names, never header values; the
+ * URL's query values only to an OWNER ({@link shownUrl}). Each tool shows its effective
+ * permission: the owner's override, else the inherited level. An AGENT signer never sees the
+ * status' authorization URL (see {@link AgentServerStatus}).
  */
 export function redactServer(server: McpServerRecord, style: ToolNameStyle, overrides: ToolOverrides = {}, opts: RedactOptions = {}): RedactedMcpServer {
   const builtin = opts.builtin === true;
@@ -35,7 +77,7 @@ export function redactServer(server: McpServerRecord, style: ToolNameStyle, over
   return {
     id: server.id,
     name: server.name,
-    url: server.config.url,
+    url: shownUrl(server.config.url, opts.role),
     transport: server.config.transport ?? null,
     headerNames: Object.keys(server.config.headers ?? {}),
     secretHeaderNames,

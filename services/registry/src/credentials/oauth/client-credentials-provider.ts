@@ -1,6 +1,7 @@
 import {
   createPrivateKeyJwtAuth,
   describeOAuthError,
+  redactSecrets,
   runOAuth,
   type AddClientAuthentication,
   type OAuthClientInformationMixed,
@@ -202,7 +203,8 @@ export async function requestClientCredentialsToken(store: OAuthStateStore, targ
 
 /** An owner-facing error for whatever the flow threw, with every secret value cut out. */
 function clientCredentialsError(err: unknown, secrets: string[]): ClientCredentialsError {
-  const scrub = (message: string): string => secrets.reduce((m, s) => m.split(s).join('[redacted]'), message).slice(0, 300);
+  // Every form of each (bare, base64, URL-encoded, any case): the one rule of `@mcpx/mcp-client`.
+  const scrub = (message: string): string => redactSecrets(message, secrets).slice(0, 300);
   if (err instanceof ClientCredentialsError) return new ClientCredentialsError(scrub(err.message), err.refused);
   // The SDK's OAuthError: the authorization server's own error code.
   const code = err instanceof Error && err.name === 'OAuthError' ? (err as { code?: unknown }).code : undefined;
