@@ -131,7 +131,7 @@ describe('the schema rule: kept whole, checked within bounds, the rest let throu
 
   it('a non-object root falls back to {type: object}, which admits any object', () => {
     for (const inputSchema of [{ type: 'string' }, ['x'], 'nonsense', null]) {
-      const [doc] = buildToolDocuments('odd', [{ name: 'odd', inputSchema: inputSchema as never }], { style: ToolNameStyle.double_underscore });
+      const [doc] = buildToolDocuments('odd', [{ name: 'odd', inputSchema }], { style: ToolNameStyle.double_underscore });
       expect(doc!.inputSchema).toEqual({ type: 'object' });
       expect(validateArguments(doc!.inputSchema, { anything: [1, 2] })).toEqual({ ok: true });
     }
