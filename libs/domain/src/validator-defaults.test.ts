@@ -40,6 +40,10 @@ describe('defaults of required properties', () => {
     };
     expect(errors(validateArguments(schema, {}))).toEqual(['/c required']);
     expect(validateArguments(schema, { c: 'x' })).toEqual({ ok: true, filled: { c: 'x', a: 1 } });
+    // A filled property is present for dependentRequired, as it will be on the server.
+    const dependent: JsonObject = { ...schema, dependentRequired: { a: ['b'], d: ['a'] } };
+    expect(errors(validateArguments(dependent, { c: 'x' }))).toEqual(['/b dependentRequired']);
+    expect(validateArguments(dependent, { c: 'x', b: 2, d: 0 })).toEqual({ ok: true, filled: { c: 'x', b: 2, d: 0, a: 1 } });
   });
 
   it('checks a filled default like a sent value, and a sent value is never replaced', () => {

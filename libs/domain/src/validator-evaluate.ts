@@ -318,11 +318,11 @@ function checkObject(node: Node, o: Record<string, unknown>, ctx: Ctx): void {
   if (node.dependentRequired !== undefined) {
     if (!charge(ctx, node.dependentRequired.length >> 5)) return;
     for (const [key, names] of node.dependentRequired) {
-      if (!present(o, key)) continue;
+      if (!present(o, key) && ctx.fills?.has(o, key) !== true) continue;
       if (!charge(ctx, names.length >> 5)) return;
       for (const name of names) {
         if (halted(ctx)) return;
-        if (!present(o, name)) missing(ctx, name, 'dependentRequired', `is required when ${shorten(JSON.stringify(key), 64)} is present`);
+        if (!present(o, name) && ctx.fills?.has(o, name) !== true) missing(ctx, name, 'dependentRequired', `is required when ${shorten(JSON.stringify(key), 64)} is present`);
       }
     }
   }
