@@ -1,7 +1,9 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import type { ApprovalView } from '@mcpx/contracts';
-import { deepArguments, deepSchema, deepSchemaTool, echoTool, screenshotTool, startTestMcpServer, type TestMcpServer } from '../servers/index.js';
+import { chainTool, deepArguments, deepSchema, deepSchemaTool, echoTool, screenshotTool, startTestMcpServer, type TestMcpServer } from '../servers/index.js';
 import { startEndpointSystem, type EndpointSystem } from '../endpoint/endpoint-harness.js';
 
 type Listed = { name: string; inputSchema?: Record<string, unknown> };
@@ -24,7 +26,7 @@ describe('the schema rule: tools the server accepts are accepted', () => {
   let upstream: TestMcpServer;
 
   beforeAll(async () => {
-    const tools = [screenshotTool(), screenshotTool('screenshot_ask', { destructiveHint: true }), deepSchemaTool(40), echoTool()];
+    const tools = [screenshotTool(), screenshotTool('screenshot_ask', { destructiveHint: true }), deepSchemaTool(40), chainTool('chain', 100), echoTool()];
     [sys, upstream] = await Promise.all([startEndpointSystem(), startTestMcpServer({ era: 'dual', tools })]);
     await sys.system.setServer('web', upstream.url);
     await sys.system.createAgent('browser', ['web'], tools.length);
@@ -43,7 +45,7 @@ describe('the schema rule: tools the server accepts are accepted', () => {
     expect(web?.status.state).toBe('ok');
     expect(web?.status.skippedTools).toBeUndefined();
     const { tools } = await sys.system.api.act<{ tools: Listed[] }>('ListAgentTools', { agent: sys.system.agentId('browser') });
-    expect(tools.map((t) => t.name).sort()).toEqual(['web__deep', 'web__echo', 'web__screenshot_ask', 'web__take_screenshot']);
+    expect(tools.map((t) => t.name).sort()).toEqual(['web__chain', 'web__deep', 'web__echo', 'web__screenshot_ask', 'web__take_screenshot']);
     expect(tools.find((t) => t.name === 'web__deep')?.inputSchema).toEqual(deepSchema(40));
     expect(tools.find((t) => t.name === 'web__take_screenshot')?.inputSchema).toEqual(keptScreenshotSchema());
   });
@@ -77,6 +79,20 @@ describe('the schema rule: tools the server accepts are accepted', () => {
   it('calls the 40-deep tool with its arguments whole', async () => {
     const args = deepArguments(40, { leaf: 'bottom' });
     expect(text(await sys.system.call('browser', 'r3', 'web__deep', args))).toBe(`received ${JSON.stringify(args)}`);
+  });
+
+  it('lets through what the validator cannot check (100 $refs in a row), and counts filled and unchecked calls per server', async () => {
+    expect(text(await sys.system.call('browser', 'r5', 'web__chain', { a: 1 }))).toBe('chain ran');
+    const srv = createServer((req, res) => sys.system.telemetry.metricsHandler(req, res));
+    await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
+    const metrics = await (await fetch(`http://127.0.0.1:${(srv.address() as AddressInfo).port}/metrics`)).text();
+    await new Promise<void>((r) => srv.close(() => r()));
+    const value = (kind: string): number => {
+      const line = metrics.split('\n').find((l) => l.startsWith('mcpx_call_validation_total{') && l.includes(`kind="${kind}"`) && l.includes('mcpx_server="web"'));
+      return Number(line?.split(' ').pop() ?? 0);
+    };
+    expect(value('default_filled')).toBeGreaterThanOrEqual(2);
+    expect(value('unchecked')).toBeGreaterThanOrEqual(1);
   });
 
   it('an approval shows the filled arguments, and the same call re-sent after it runs with them', async () => {

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compileValidator, type JsonObject } from '@mcpx/domain';
 import { CALL_REQUEST_LIMITS, MAX_CALL_TIMEOUT_MS, MAX_REQUEST_BYTES, StrictRules, decodeCallRequest, encodePayload, parseCallRequest } from '@mcpx/contracts';
-import { startTestMcpServer, type TestMcpServer, type TestTool } from '../servers/index.js';
+import { chainTool, startTestMcpServer, type TestMcpServer, type TestTool } from '../servers/index.js';
 import { ProxySystem } from '../support/proxy-system.js';
 
 /** Hostile schemas and arguments: every case ends with an answer, bounded in work, never a hang or a crash. */
@@ -68,22 +68,6 @@ const orderTool: TestTool = {
   },
   handler: (args) => ({ content: [{ type: 'text', text: `ordered ${(args.lines as unknown[]).length} lines` }] }),
 };
-
-/**
- * A hostile schema: an `n`-deep `$ref` chain under property `a`. `$defs` is an array so even a
- * 10,000-deep chain fits in the 256 KiB a tool document keeps (`#/$defs/9999` indexes it).
- */
-function chainTool(name: string, n: number): TestTool {
-  return {
-    name,
-    inputSchema: {
-      type: 'object',
-      properties: { a: { $ref: '#/$defs/0' } },
-      $defs: [...Array.from({ length: n }, (_, i) => ({ $ref: `#/$defs/${i + 1}` })), { type: 'string' }],
-    },
-    handler: () => ({ content: [{ type: 'text', text: `${name} ran` }] }),
-  };
-}
 
 describe('$ref schemas through the real proxy', () => {
   let system: ProxySystem;

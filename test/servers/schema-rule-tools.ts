@@ -49,3 +49,19 @@ export function deepArguments(levels: number, leaf: Record<string, unknown>): Re
 export function deepSchemaTool(levels = 40, name = 'deep'): TestTool {
   return { name, description: `A tool whose input nests ${levels} levels.`, inputSchema: deepSchema(levels), handler: received };
 }
+
+/**
+ * A hostile schema: an `n`-deep `$ref` chain under property `a`. `$defs` is an array so even a
+ * 10,000-deep chain fits in the 256 KiB a tool document keeps (`#/$defs/9999` indexes it).
+ */
+export function chainTool(name: string, n: number): TestTool {
+  return {
+    name,
+    inputSchema: {
+      type: 'object',
+      properties: { a: { $ref: '#/$defs/0' } },
+      $defs: [...Array.from({ length: n }, (_, i) => ({ $ref: `#/$defs/${i + 1}` })), { type: 'string' }],
+    },
+    handler: () => ({ content: [{ type: 'text', text: `${name} ran` }] }),
+  };
+}

@@ -193,7 +193,10 @@ export class CallHandler {
     const validating = this.step(ctx, 'proxy.validate', { [McpAttributes.toolName]: doc.remoteName, [McpAttributes.server]: doc.server });
     const check = entry.validate(req.arguments);
     // Names and flags only, never a value: a default filled, a part past the validator's bounds let through.
-    if (check.ok) validating.setAttributes({ 'mcpx.arguments.filled': check.filled !== undefined, 'mcpx.validation.partial': check.partial !== undefined });
+    if (check.ok) {
+      validating.setAttributes({ 'mcpx.arguments.filled': check.filled !== undefined, 'mcpx.validation.partial': check.partial !== undefined });
+      this.metrics.validated(target, check);
+    }
     endWithOutcome(validating, check.ok ? undefined : ErrorCodes.invalidArguments);
     if (!check.ok) {
       // Touch-expand: a miss answers with the real contract, and nothing is called.
