@@ -55,9 +55,7 @@ describe('the schema rule: tools the server accepts are accepted', () => {
     expect(text(await sys.system.call('browser', 'r1', 'web__take_screenshot', { type: 'png' }))).toBe('received {"type":"png","scale":"css"}');
     expect(text(await sys.system.call('browser', 'r1', 'web__take_screenshot', {}))).toBe('received {"type":"png","scale":"css"}');
     // What the caller sends is never replaced.
-    expect(text(await sys.system.call('browser', 'r1', 'web__take_screenshot', { type: 'jpeg', scale: 'device', fullPage: true }))).toBe(
-      'received {"type":"jpeg","scale":"device","fullPage":true}',
-    );
+    expect(text(await sys.system.call('browser', 'r1', 'web__take_screenshot', { type: 'jpeg', scale: 'device', fullPage: true }))).toBe('received {"type":"jpeg","scale":"device","fullPage":true}');
     expect(upstream.stats.calls).toBe(before + 3);
   });
 
