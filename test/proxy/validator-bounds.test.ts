@@ -1,21 +1,24 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { compileValidator, type JsonObject, type McpToolDocument } from '@mcpx/domain';
-import { createDb } from '@mcpx/db';
-import { CALL_REQUEST_LIMITS, MAX_CALL_TIMEOUT_MS, MAX_REQUEST_BYTES, StrictRules, decodeCallRequest, decodePayload, encodePayload, parseCallRequest } from '@mcpx/contracts';
-import { startTestMcpServer, type TestMcpServer, type TestTool } from '../servers/index.js';
+import { compileValidator, type JsonObject } from '@mcpx/domain';
+import { CALL_REQUEST_LIMITS, MAX_CALL_TIMEOUT_MS, MAX_REQUEST_BYTES, StrictRules, decodeCallRequest, encodePayload, parseCallRequest } from '@mcpx/contracts';
+import { chainTool, startTestMcpServer, type TestMcpServer, type TestTool } from '../servers/index.js';
 import { ProxySystem } from '../support/proxy-system.js';
 
 /** Hostile schemas and arguments: every case ends with an answer, bounded in work, never a hang or a crash. */
 describe('the bounded validator on the proxy hot path', () => {
-  it('compiles a schema nested 10,000 levels deep and refuses a value that follows it past the depth limit', () => {
+  it('compiles a schema nested 10,000 levels deep, checks a value 64 levels down and lets the deeper part through', () => {
     let schema: JsonObject = { type: 'string' };
     for (let i = 0; i < 10_000; i++) schema = { type: 'object', properties: { a: schema } };
     const validate = compileValidator(schema);
-    let value: unknown = 'x';
-    for (let i = 0; i < 40; i++) value = { a: value };
-    const result = validate(value);
+    const nest = (levels: number, leaf: unknown): unknown => {
+      let value = leaf;
+      for (let i = 0; i < levels; i++) value = { a: value };
+      return value;
+    };
+    expect(validate(nest(70, 1))).toEqual({ ok: true, partial: `${'/a'.repeat(65)}: the arguments nest deeper than 64 levels` });
+    const result = validate(nest(40, 1));
     expect(result.ok).toBe(false);
-    if (!result.ok) expect(result.errors[0]?.keyword).toBe('depth');
+    if (!result.ok) expect(result.errors[0]?.keyword).toBe('type');
   });
 
   it('handles an enum of 200,000 values and a schema with 200,000 properties', () => {
@@ -29,11 +32,10 @@ describe('the bounded validator on the proxy hot path', () => {
     expect(compileValidator({ type: 'object', properties })({ p5: 'x' }).ok).toBe(false);
   });
 
-  it('stops at the node budget on a 200,000-item array, and at the size bound on a huge string', () => {
+  it('stops at the node budget on a 200,000-item array (the rest let through), and refuses at the size bound on a huge string', () => {
     const v = compileValidator({ type: 'object', properties: { xs: { type: 'array', items: { type: 'number' } } } });
     const many = v({ xs: Array.from({ length: 200_000 }, () => 1) });
-    expect(many.ok).toBe(false);
-    if (!many.ok) expect(many.errors[0]?.keyword).toBe('limit');
+    expect(many).toEqual({ ok: true, partial: '/xs/9998: more than 10000 units of validation work' });
     const big = v({ s: 'x'.repeat(2 * 1024 * 1024) });
     expect(big.ok).toBe(false);
     if (!big.ok) expect(big.errors[0]?.keyword).toBe('size');
@@ -67,37 +69,14 @@ const orderTool: TestTool = {
   handler: (args) => ({ content: [{ type: 'text', text: `ordered ${(args.lines as unknown[]).length} lines` }] }),
 };
 
-/**
- * A hostile schema: an `n`-deep `$ref` chain under property `a`. `$defs` is an array so even a
- * 10,000-deep chain fits in the 256 KiB a tool document keeps (`#/$defs/9999` indexes it).
- */
-function chainTool(name: string, n: number): TestTool {
-  return {
-    name,
-    inputSchema: {
-      type: 'object',
-      properties: { a: { $ref: '#/$defs/0' } },
-      $defs: [...Array.from({ length: n }, (_, i) => ({ $ref: `#/$defs/${i + 1}` })), { type: 'string' }],
-    },
-    handler: () => ({ content: [{ type: 'text', text: `${name} ran` }] }),
-  };
-}
-
-/** A tool whose schema is harmless on its server; the test rewrites its stored document (see below). */
-const staleTool: TestTool = {
-  name: 'stale',
-  inputSchema: { type: 'object', properties: { a: { type: 'string' } } },
-  handler: () => ({ content: [{ type: 'text', text: 'stale ran' }] }),
-};
-
 describe('$ref schemas through the real proxy', () => {
   let system: ProxySystem;
   let upstream: TestMcpServer;
 
   beforeAll(async () => {
-    [system, upstream] = await Promise.all([ProxySystem.start(), startTestMcpServer({ tools: [orderTool, staleTool, chainTool('chain', 200), chainTool('deep_chain', 10_000)] })]);
+    [system, upstream] = await Promise.all([ProxySystem.start(), startTestMcpServer({ tools: [orderTool, chainTool('chain', 200), chainTool('deep_chain', 10_000)] })]);
     await system.setServer('shop', upstream.url);
-    await system.createAgent('agent', ['shop'], 2);
+    await system.createAgent('agent', ['shop'], 3);
   });
 
   afterAll(async () => {
@@ -120,46 +99,18 @@ describe('$ref schemas through the real proxy', () => {
     expect(upstream.stats.calls).toBe(before);
   });
 
-  it("refuses a call whose stored schema the validator cannot evaluate as the server schema's fault (server_error naming the server), calling nothing; other arguments and tools keep working", async () => {
-    // Discovery now skips such a tool (next test); a document stored before it did, or by another
-    // version of the registry, still reaches the proxy: its stored schema is made a 200-deep chain.
-    const db = createDb(system.db.url, { applicationName: 'validator-bounds-test', max: 1 });
-    try {
-      const row = await db.selectFrom('projector.tool_documents').select(['cid', 'doc_cbor']).where('account_id', '=', system.account).where('name', '=', 'shop__stale').executeTakeFirstOrThrow();
-      const doc = decodePayload<McpToolDocument>(row.doc_cbor);
-      const chained = { ...doc, inputSchema: chainTool('stale', 200).inputSchema as JsonObject };
-      await db
-        .updateTable('projector.tool_documents')
-        .set({ doc_cbor: encodePayload(chained) })
-        .where('account_id', '=', system.account)
-        .where('cid', '=', row.cid)
-        .execute();
-    } finally {
-      await db.destroy();
-    }
-    const before = upstream.stats.calls;
-    const err = await system.callError('agent', 'r2', 'shop__stale', { a: 'x' });
-    expect(err.code).toBe('server_error');
-    expect(err.details).toMatchObject({ server: 'shop', tool: 'shop__stale', reason: 'invalid_schema', pointer: '/a' });
-    expect(err.details.errors).toEqual([expect.objectContaining({ path: '/a', keyword: '$ref', fault: 'schema' })]);
-    expect(err.message).toMatch(/shop MCP server.*more than 64 \$refs in a row/);
-    expect(upstream.stats.calls).toBe(before);
-    // An argument the chain does not reach is checked as usual.
-    expect((await system.call('agent', 'r2', 'shop__stale', {})).result.text).toBe('stale ran');
-    expect((await system.call('agent', 'r2', 'shop__order', { lines: [{ sku: 'b', qty: 1 }] })).result.text).toBe('ordered 1 lines');
-  });
-
-  it('a 200-deep and a 10,000-deep $ref chain are named in the server status (skipped) and nothing else breaks', async () => {
-    const { servers } = await system.api.act<{ servers: { name: string; status: { state: string; skippedTools?: { name: string; reason: string }[] } }[] }>('ListMcpServers', {});
+  it('keeps a 200-deep and a 10,000-deep $ref chain (nothing skipped) and calls them: the part past the bounds is left to the server', async () => {
+    const { servers } = await system.api.act<{ servers: { name: string; status: { state: string; skippedTools?: unknown[] } }[] }>('ListMcpServers', {});
     const shop = servers.find((s) => s.name === 'shop');
     expect(shop?.status.state).toBe('ok');
-    expect(shop?.status.skippedTools).toEqual(
-      expect.arrayContaining([
-        { name: 'chain', reason: expect.stringMatching(/more than 64 \$refs in a row/) },
-        { name: 'deep_chain', reason: expect.any(String) },
-      ]),
-    );
-    for (const tool of ['shop__chain', 'shop__deep_chain']) expect((await system.callError('agent', 'r3', tool, { a: 'x' })).code).toBe('not_found');
+    expect(shop?.status.skippedTools).toBeUndefined();
+    const before = upstream.stats.calls;
+    for (const tool of ['shop__chain', 'shop__deep_chain']) {
+      expect((await system.call('agent', 'r3', tool, { a: 'x' })).result.text).toBe(`${tool.slice('shop__'.length)} ran`);
+      // Past 64 $refs in a row the validator cannot judge `a`: the server decides, not the connector.
+      expect((await system.call('agent', 'r3', tool, { a: 1 })).result.text).toBe(`${tool.slice('shop__'.length)} ran`);
+    }
+    expect(upstream.stats.calls).toBe(before + 4);
     expect((await system.call('agent', 'r3', 'shop__order', { lines: [{ sku: 'c', qty: 3 }] })).result.text).toBe('ordered 1 lines');
   });
 });

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decodePayload, encodePayload, type RedactedMcpServer } from '@mcpx/contracts';
 import { createDb } from '@mcpx/db';
-import { echoTool, startTestMcpServer, type TestMcpServer, type TestTool } from '../servers/index.js';
+import { deepSchema, echoTool, startTestMcpServer, type TestMcpServer, type TestTool } from '../servers/index.js';
 import { cliEnvFor, runCli } from '../support/cli.js';
 import { RegistryHarness } from '../support/registry-harness.js';
 
@@ -25,7 +25,7 @@ interface SetAnswer {
 /**
  * Discovery's bounds over a whole probe and over what it keeps, against real SDK servers on
  * loopback: a server that answers page after page, each within one body's bound; a config that
- * names another server's secret; tools whose input schemas the validator would refuse in part.
+ * names another server's secret; tools whose input schemas are odd, deep, or past the bounds a document keeps.
  */
 describe('discovery bounds', () => {
   let h: RegistryHarness;
@@ -99,34 +99,44 @@ describe('discovery bounds', () => {
   });
 
   for (const era of ['legacy', 'modern'] as const) {
-    it(`${era}: a $ref cycle and a 65 to about 10,000 long $ref chain show in the status before any call, and in servers show`, async () => {
+    it(`${era}: no tool is skipped for its schema's shape or depth; only a schema past 256 KiB or 256 levels, named in the status and in servers show`, async () => {
       const tool = (name: string, inputSchema: Record<string, unknown>): TestTool => ({ ...echoTool(), name, inputSchema });
-      // 9,901 $refs in a row: just under the 10,000 subschemas past which a schema is refused for its size alone.
+      const wide = { type: 'object', properties: Object.fromEntries(Array.from({ length: 12_000 }, (_, i) => [`p${i}`, {}])) };
+      const kept = [
+        tool('deep_ok', chain(63)),
+        // $ref cycles and chains longer than the validator follows: the validator lets that part through.
+        tool('cycle', CYCLE),
+        tool('chain65', chain(64)),
+        tool('chain10k', chain(9_900)),
+        tool('self', { type: 'object', $ref: '#' }),
+        // 40 levels of properties (81 of JSON), and 12,000 subschemas.
+        tool('deep40', deepSchema(40)),
+        tool('wide', wide),
+      ];
       const up = track(
         await startTestMcpServer({
           era,
-          tools: [echoTool(), tool('deep_ok', chain(63)), tool('cycle', CYCLE), tool('chain65', chain(64)), tool('chain10k', chain(9_900)), tool('self', { type: 'object', $ref: '#' })],
+          tools: [echoTool(), ...kept, tool('huge', { type: 'object', description: 'x'.repeat(300 * 1024) }), tool('abyss', deepSchema(130))],
         }),
       );
       const api = h.api();
       const { server } = await api.act<SetAnswer>('SetMcpServer', { name: 'schemas', config: { url: up.url } });
       expect(server.status.error).toBeUndefined();
       expect(server.status.state).toBe('ok');
-      // 64 $refs in a row are followed: that tool stays.
-      expect(server.tools.map((t) => t.name)).toEqual(['echo', 'deep_ok']);
+      expect(server.tools.map((t) => t.name)).toEqual(['echo', ...kept.map((t) => t.name)]);
+      // Kept whole.
+      for (const t of kept) expect(server.tools.find((s) => s.name === t.name)?.inputSchema, t.name).toEqual(t.inputSchema);
       expect(server.status.skippedTools).toEqual([
-        { name: 'cycle', reason: 'the input schema has a $ref cycle that consumes no input at /$defs/a' },
-        { name: 'chain65', reason: 'the input schema chains more than 64 $refs in a row at /properties/a' },
-        { name: 'chain10k', reason: 'the input schema chains more than 64 $refs in a row at /properties/a' },
-        { name: 'self', reason: 'the input schema has a $ref cycle that consumes no input at /' },
+        { name: 'huge', reason: 'its input schema is larger than 262144 bytes of JSON' },
+        { name: 'abyss', reason: 'its input schema is nested deeper than 256 levels of JSON' },
       ]);
       expect(up.stats.calls).toBe(0);
 
       const { env } = cliEnvFor(api);
       const show = await runCli(['servers', 'show', 'schemas'], env);
       expect(show.code).toBe(0);
-      expect(show.stdout).toContain('skipped tool: cycle — the input schema has a $ref cycle that consumes no input at /$defs/a');
-      expect(show.stdout).toContain('skipped tool: chain10k — the input schema chains more than 64 $refs in a row at /properties/a');
+      expect(show.stdout).toContain('skipped tool: huge — its input schema is larger than 262144 bytes of JSON');
+      expect(show.stdout).toContain('skipped tool: abyss — its input schema is nested deeper than 256 levels of JSON');
     });
   }
 });

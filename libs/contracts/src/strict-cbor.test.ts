@@ -126,8 +126,8 @@ describe('decodeStrict', () => {
       b[levels] = 0x00;
       return b;
     };
-    expect(refusal(nested(129))).toMatchObject({ rule: StrictRules.depth });
-    expect(decodeStrict(nested(128), 'payload')).toBeInstanceOf(Array);
+    expect(refusal(nested(321))).toMatchObject({ rule: StrictRules.depth });
+    expect(decodeStrict(nested(320), 'payload')).toBeInstanceOf(Array);
   });
 
   it('bounds bytes and items', () => {

@@ -12,10 +12,11 @@ export interface StrictLimits {
 }
 
 /**
- * Depth 128 leaves room for what legitimately nests deepest: a tool schema (up to the 64 levels
- * `SCHEMA_MAX_DEPTH` keeps) inside an event, a reply or a lambda document, a few levels down.
+ * Depth 320 leaves room for what legitimately nests deepest: a tool schema (up to the 256 levels
+ * `SCHEMA_MAX_DEPTH` keeps: no tool is dropped for its schema's depth below that) inside an event,
+ * a reply or a lambda document, a few levels down. Decoding stays iterative here and bounded.
  */
-const MAX_DEPTH = 128;
+const MAX_DEPTH = 320;
 
 /** NATS payloads: the server's max_payload bounds them first (1 MiB by default, 64 MiB at most). */
 export const PAYLOAD_LIMITS: StrictLimits = { maxBytes: 64 * 1024 * 1024, maxDepth: MAX_DEPTH, maxItems: 1_000_000 };

@@ -4,7 +4,7 @@ export type { JsonObject, JsonValue, McpToolDocument, RemoteTool, ToolAnnotation
 
 export { PREFIXED_SLUG_RE, SERVER_NAME_RE, TOOL_NAME_MAX_LENGTH, projectToolNames, sanitizeRemoteName, serverToolPrefix, validateServerName } from './names.js';
 
-export { SCHEMA_MAX_BYTES, SCHEMA_MAX_DEPTH, normalizeInputSchema, normalizeOutputSchema } from './schema.js';
+export { SCHEMA_MAX_BYTES, SCHEMA_MAX_DEPTH, normalizeInputSchema, normalizeOutputSchema, schemaBoundsFault } from './schema.js';
 
 export { READ_VERBS, WRITE_VERBS, inheritPermission } from './permission.js';
 
@@ -16,7 +16,6 @@ export { jsonSizeExceeds } from './json-measure.js';
 export { sha256, sha256Hex } from './sha256.js';
 
 export { DEFAULT_VALIDATION_LIMITS, compileValidator, validateArguments } from './validator.js';
-export { inputSchemaFault } from './validator-faults.js';
 export type { ArgumentValidator, ValidationIssue, ValidationLimits, ValidationResult } from './validator.js';
 
 export {

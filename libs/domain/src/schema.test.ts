@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { SCHEMA_MAX_BYTES, jsonStringBytes, normalizeInputSchema, normalizeOutputSchema } from './schema.js';
+import { SCHEMA_MAX_BYTES, SCHEMA_MAX_DEPTH, jsonStringBytes, normalizeInputSchema, normalizeOutputSchema, schemaBoundsFault } from './schema.js';
 import { encodeCanonical } from './cid.js';
 
 describe('normalizeInputSchema', () => {
@@ -49,7 +49,7 @@ describe('normalizeInputSchema', () => {
     expect(Object.keys(props)).toEqual(['__proto__']);
   });
 
-  it('replaces a schema over 256 KiB or deeper than 64 levels', () => {
+  it('replaces a schema over 256 KiB or deeper than 256 levels, and schemaBoundsFault names which', () => {
     const big = { type: 'object', description: 'x'.repeat(SCHEMA_MAX_BYTES) };
     expect(normalizeInputSchema(big)).toEqual({ type: 'object' });
     expect(normalizeOutputSchema(big)).toBeUndefined();
@@ -62,9 +62,18 @@ describe('normalizeInputSchema', () => {
       for (let i = 1; i < depth; i++) s = { type: 'object', properties: { a: s } };
       return s;
     };
-    // properties + a child: each level is two objects deep.
-    expect(normalizeInputSchema(nest(32))).toEqual(nest(32));
-    expect(normalizeInputSchema(nest(33))).toEqual({ type: 'object' });
+    // properties + a child: each level is two objects deep. 40 levels of properties are kept whole.
+    expect(normalizeInputSchema(nest(40))).toEqual(nest(40));
+    expect(normalizeInputSchema(nest(128))).toEqual(nest(128));
+    expect(normalizeInputSchema(nest(129))).toEqual({ type: 'object' });
+
+    expect(schemaBoundsFault(nest(128))).toBeUndefined();
+    expect(schemaBoundsFault(nest(129))).toBe(`nested deeper than ${SCHEMA_MAX_DEPTH} levels of JSON`);
+    expect(schemaBoundsFault(big)).toBe(`larger than ${SCHEMA_MAX_BYTES} bytes of JSON`);
+    expect(schemaBoundsFault(fits)).toBeUndefined();
+    // A root that is not an object schema is no fault: it falls back to {type: 'object'}.
+    for (const root of [undefined, 'x', [], { type: 'string' }]) expect(schemaBoundsFault(root)).toBeUndefined();
+    expect(normalizeInputSchema({ type: 'array', items: { type: 'string' } })).toEqual({ type: 'object' });
   });
 
   it('stops early on a huge schema instead of copying it', () => {

@@ -1,19 +1,25 @@
 import type { JsonObject, JsonValue } from './types.js';
 import { utf8ByteLength } from './utf8.js';
 
-/** A schema whose canonical JSON is larger than this is replaced (remote schemas are untrusted). */
+/** A schema whose canonical JSON is larger than this is not kept (remote schemas are untrusted). */
 export const SCHEMA_MAX_BYTES = 256 * 1024;
-/** A schema nested deeper than this is replaced; the root object is depth 1. */
-export const SCHEMA_MAX_DEPTH = 64;
+/**
+ * A schema nested deeper than this (levels of JSON: the root object is 1) is not kept. Far above
+ * any real schema (40 levels of nested object properties are 81); it keeps every layer that
+ * stores, encodes or decodes a document (strict CBOR allows 320) clear of its own depth bound.
+ */
+export const SCHEMA_MAX_DEPTH = 256;
 
 /**
  * The input schema a tool document carries: the remote schema whole, minus the root's `$schema`
  * and `$id`, as plain JSON (undefined dropped, non-finite numbers as null, like JSON.stringify).
+ * Nothing is dropped for its shape: the local validator checks what it models and lets the rest
+ * through.
  *
  * The root must be a plain object whose `type` is `'object'` or absent (then `type: 'object'` is
- * added). Anything else, and any schema whose canonical JSON (JSON.stringify, no whitespace) is
- * over 256 KiB of UTF-8 or nested deeper than 64, becomes `{type: 'object'}`: the remote server
- * still validates, and the local validator ignores what it does not model anyway.
+ * added); any other root becomes `{type: 'object'}`. So does a schema past the bounds (canonical
+ * JSON over 256 KiB of UTF-8, or nested deeper than 256): discovery does not keep such a tool
+ * (see {@link schemaBoundsFault}), so this fallback only guards other callers.
  */
 export function normalizeInputSchema(schema: unknown): JsonObject {
   return normalizeObjectSchema(schema) ?? { type: 'object' };
@@ -24,10 +30,28 @@ export function normalizeOutputSchema(schema: unknown): JsonObject | undefined {
   return normalizeObjectSchema(schema);
 }
 
+/**
+ * Why `schema` (a tool's input or output schema) is past the bounds a document keeps, or
+ * undefined: the one reason discovery skips a tool for its schema, named in the server's status.
+ * A root that is not an object schema is no fault (it falls back to `{type: 'object'}`).
+ */
+export function schemaBoundsFault(schema: unknown): string | undefined {
+  const bounded = boundedSchema(schema);
+  if (bounded === 'bytes') return `larger than ${SCHEMA_MAX_BYTES} bytes of JSON`;
+  if (bounded === 'depth') return `nested deeper than ${SCHEMA_MAX_DEPTH} levels of JSON`;
+  return undefined;
+}
+
 function normalizeObjectSchema(schema: unknown): JsonObject | undefined {
-  if (!isObjectLike(schema)) return undefined;
+  const bounded = boundedSchema(schema);
+  return typeof bounded === 'object' ? bounded : undefined;
+}
+
+/** The schema as a document keeps it, or what keeps it out: its root's shape, its size or its depth. */
+function boundedSchema(schema: unknown): JsonObject | 'shape' | 'bytes' | 'depth' {
+  if (!isObjectLike(schema)) return 'shape';
   const type = schema.type;
-  if (type !== undefined && type !== 'object') return undefined;
+  if (type !== undefined && type !== 'object') return 'shape';
   const root: Record<string, unknown> = {};
   for (const key of Object.keys(schema)) {
     if (key === '$schema' || key === '$id') continue;
@@ -36,7 +60,8 @@ function normalizeObjectSchema(schema: unknown): JsonObject | undefined {
   if (type === undefined) root.type = 'object';
   const budget = { bytes: SCHEMA_MAX_BYTES };
   const json = toJson(root, 1, budget);
-  if (json === TOO_BIG || json === undefined || !isObjectLike(json)) return undefined;
+  if (json === TOO_BIG) return budget.bytes < 0 ? 'bytes' : 'depth';
+  if (json === undefined || !isObjectLike(json)) return 'shape';
   return json;
 }
 

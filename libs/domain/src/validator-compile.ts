@@ -119,6 +119,7 @@ class Compiler {
     if (Array.isArray(s.required)) {
       const required = s.required.filter((k): k is string => typeof k === 'string');
       if (required.length > 0) node.required = [...new Set(required)];
+      if (node.required !== undefined && isSchemaObject(s.properties)) node.defaults = requiredDefaults(node.required, s.properties);
     }
     // additionalProperties is relative to properties *and* patternProperties; without modelling
     // patterns it cannot be judged, so it is skipped rather than refusing valid input.
@@ -181,6 +182,16 @@ function compileEnum(node: Node, values: unknown[], keyword: 'enum' | 'const', b
   node.enumKeyword = keyword;
   const shown = values.slice(0, 10).map((v) => jsonKey(v, { nodes: 100 }) ?? '?');
   node.enumText = shown.join(', ') + (values.length > 10 ? `, … (${values.length} values)` : '') || '(none)';
+}
+
+/** The `default` of each required property's own subschema (a `$ref`'s target is not consulted). */
+function requiredDefaults(required: readonly string[], properties: Record<string, unknown>): Map<string, unknown> | undefined {
+  let defaults: Map<string, unknown> | undefined;
+  for (const key of required) {
+    const sub = Object.hasOwn(properties, key) ? properties[key] : undefined;
+    if (isSchemaObject(sub) && Object.hasOwn(sub, 'default') && sub.default !== undefined) (defaults ??= new Map()).set(key, sub.default);
+  }
+  return defaults;
 }
 
 function isSchemaObject(v: unknown): v is Record<string, unknown> {

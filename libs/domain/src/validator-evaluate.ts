@@ -1,8 +1,9 @@
 // Evaluates a value against a compiled schema graph, bounded in work, depth and issues.
 import { codePointLength } from './utf8.js';
 import { jsonKey } from './json-measure.js';
-import { ARRAY, BOOLEAN, INTEGER, NULL, NUMBER, OBJECT, STRING, type Node } from './validator-node.js';
+import { ARRAY, NUMBER, OBJECT, STRING, TRIVIAL, describeType, typeBits, type Node } from './validator-node.js';
 import type { ValidationIssue, ValidationLimits } from './validator-types.js';
+import { Fills } from './validator-defaults.js';
 
 /**
  * Nodes with in-place keywords (`$ref`, `allOf`, …) open on one path at most. With the value's
@@ -11,15 +12,26 @@ import type { ValidationIssue, ValidationLimits } from './validator-types.js';
 export const MAX_EVALUATION_DEPTH = 256;
 
 interface Ctx {
-  /** The result. Refusals (limit, depth, $ref) always land here. */
+  /** The result: the mismatches of the root's own evaluation (each one is certain). */
   out: ValidationIssue[];
   /** Where mismatches go now: `out`, or the throwaway list of an `anyOf`/`oneOf`/`not` trial. */
   sink: ValidationIssue[];
   /** The sink's capacity: a trial needs only its first mismatch. */
   cap: number;
-  /** Trials open: a refusal inside one makes its verdict unknown, so it stops everything. */
+  /** Trials open: defaults are filled only outside them (a branch that is tried may not apply). */
   trials: number;
+  /**
+   * Some part of the value in the current scope (the root, or the open trial) was not checked: a
+   * bound was hit there. A scope with no mismatch and this set has an unknown verdict, which
+   * `anyOf`/`oneOf`/`not` never turn into a refusal.
+   */
+  unknown: boolean;
+  /** Why the first part was left unchecked (reported as the result's `partial`). */
+  reason: string | undefined;
+  /** A global bound (work, `$ref`s followed) was hit: nothing more is checked. */
   aborted: boolean;
+  /** Defaults filled into objects of the value (outside trials), applied to a copy at the end. */
+  fills: Fills | undefined;
   /** Work units spent (see `ValidationLimits.maxNodes`). */
   work: number;
   refs: number;
@@ -38,15 +50,34 @@ export interface EvaluationStats {
   refs: number;
 }
 
+/** What one evaluation found: mismatches, why a part was left unchecked, and the defaults filled. */
+export interface Evaluation {
+  issues: ValidationIssue[];
+  partial?: string;
+  fills?: Fills;
+}
+
 /** Issues of `value` against `root` (empty when it matches); `stats`, when given, receives the work spent. */
 export function evaluate(root: Node, value: unknown, limits: ValidationLimits, stats?: EvaluationStats): ValidationIssue[] {
+  return evaluateFully(root, value, limits, stats).issues;
+}
+
+/**
+ * Evaluates `value` against `root`. A bound hit leaves that part unchecked (`partial` says why)
+ * instead of refusing: the remote server still validates, and a value is refused only for a
+ * mismatch the validator is sure of.
+ */
+export function evaluateFully(root: Node, value: unknown, limits: ValidationLimits, stats?: EvaluationStats): Evaluation {
   const out: ValidationIssue[] = [];
   const ctx: Ctx = {
     out,
     sink: out,
     cap: limits.maxIssues,
     trials: 0,
+    unknown: false,
+    reason: undefined,
     aborted: false,
+    fills: undefined,
     work: 0,
     refs: 0,
     refDepth: 0,
@@ -57,7 +88,10 @@ export function evaluate(root: Node, value: unknown, limits: ValidationLimits, s
   };
   visit(root, value, ctx);
   if (stats !== undefined) [stats.work, stats.refs] = [ctx.work, ctx.refs];
-  return out;
+  const result: Evaluation = { issues: out };
+  if (ctx.unknown && ctx.reason !== undefined) result.partial = ctx.reason;
+  if (ctx.fills !== undefined) result.fills = ctx.fills;
+  return result;
 }
 
 function halted(ctx: Ctx): boolean {
@@ -69,38 +103,33 @@ function mismatch(ctx: Ctx, keyword: string, message: string): void {
   ctx.sink.push({ path: pointer(ctx.path), keyword, message });
 }
 
-/** The value cannot be judged (a bound was hit): not a mismatch, so a trial cannot turn it into a pass. */
-function refuse(ctx: Ctx, keyword: string, message: string, stop = false, fault?: 'schema'): void {
+/**
+ * A bound was hit here: this part of the value is left unchecked, never refused (the remote
+ * server still validates it). `stop` ends the whole evaluation (a global budget is spent).
+ */
+function unchecked(ctx: Ctx, message: string, stop = false): void {
   if (ctx.aborted) return;
-  if (ctx.out.length < ctx.limits.maxIssues) {
-    ctx.out.push(fault === undefined ? { path: pointer(ctx.path), keyword, message } : { path: pointer(ctx.path), keyword, message, fault });
-  }
-  if (stop || ctx.trials > 0 || ctx.out.length >= ctx.limits.maxIssues) ctx.aborted = true;
+  ctx.unknown = true;
+  ctx.reason ??= `${pointer(ctx.path) || '/'}: ${message}`;
+  if (stop) ctx.aborted = true;
 }
 
-/** The schema cannot be evaluated here (see `ValidationIssue.fault`). */
-function schemaFault(ctx: Ctx, keyword: string, message: string): void {
-  refuse(ctx, keyword, message, false, 'schema');
-}
-
-/** Spends `units` of work; false (and the validation refused) once the budget is gone. */
+/** Spends `units` of work; false (and the rest left unchecked) once the budget is gone. */
 function charge(ctx: Ctx, units: number): boolean {
   ctx.work += units;
   if (ctx.work <= ctx.limits.maxNodes) return true;
-  refuse(ctx, 'limit', `arguments are too complex to validate (more than ${ctx.limits.maxNodes} nodes)`, true);
+  unchecked(ctx, `more than ${ctx.limits.maxNodes} units of validation work`, true);
   return false;
 }
 
 function visit(node: Node, value: unknown, ctx: Ctx): void {
   if (!node.checks || halted(ctx)) return;
-  if (++ctx.work > ctx.limits.maxNodes) return refuse(ctx, 'limit', `arguments are too complex to validate (more than ${ctx.limits.maxNodes} nodes)`, true);
-  if (ctx.path.length > ctx.limits.maxDepth) return refuse(ctx, 'depth', `arguments nest deeper than ${ctx.limits.maxDepth} levels`);
+  if (++ctx.work > ctx.limits.maxNodes) return unchecked(ctx, `more than ${ctx.limits.maxNodes} units of validation work`, true);
+  if (ctx.path.length > ctx.limits.maxDepth) return unchecked(ctx, `the arguments nest deeper than ${ctx.limits.maxDepth} levels`);
   if (!node.inPlace) return check(node, value, ctx);
   // Only nodes with in-place keywords can close a cycle, so only they are tracked.
-  if (ctx.chain.indexOf(node, ctx.base) !== -1) {
-    return schemaFault(ctx, '$ref', 'the schema refers back to itself here without consuming input (a $ref cycle)');
-  }
-  if (ctx.chain.length >= MAX_EVALUATION_DEPTH) return schemaFault(ctx, 'depth', `the schema nests deeper than ${MAX_EVALUATION_DEPTH} levels here`);
+  if (ctx.chain.indexOf(node, ctx.base) !== -1) return unchecked(ctx, 'the schema refers back to itself here without consuming input (a $ref cycle)');
+  if (ctx.chain.length >= MAX_EVALUATION_DEPTH) return unchecked(ctx, `the schema nests deeper than ${MAX_EVALUATION_DEPTH} levels here`);
   ctx.chain.push(node);
   check(node, value, ctx);
   ctx.chain.pop();
@@ -138,12 +167,8 @@ function descend(node: Node, value: unknown, key: string | number, ctx: Ctx): vo
 
 function applicators(node: Node, value: unknown, ctx: Ctx): void {
   if (node.ref !== undefined && !halted(ctx)) {
-    if (++ctx.refs > ctx.limits.maxRefs) {
-      return refuse(ctx, 'limit', `the schema's $refs were followed more than ${ctx.limits.maxRefs} times`, true);
-    }
-    if (ctx.refDepth >= ctx.limits.maxRefDepth) {
-      return schemaFault(ctx, '$ref', `more than ${ctx.limits.maxRefDepth} $refs in a row here (${shorten(node.refText ?? '')})`);
-    }
+    if (++ctx.refs > ctx.limits.maxRefs) return unchecked(ctx, `the schema's $refs were followed more than ${ctx.limits.maxRefs} times`, true);
+    if (ctx.refDepth >= ctx.limits.maxRefDepth) return unchecked(ctx, `more than ${ctx.limits.maxRefDepth} $refs in a row here (${shorten(node.refText ?? '')})`);
     ctx.refDepth++;
     visit(node.ref, value, ctx);
     ctx.refDepth--;
@@ -152,51 +177,64 @@ function applicators(node: Node, value: unknown, ctx: Ctx): void {
     if (halted(ctx)) return;
     visit(sub, value, ctx);
   }
-  if (node.anyOf !== undefined && !halted(ctx)) {
-    let first: ValidationIssue | undefined;
-    for (const sub of node.anyOf) {
-      const miss = trial(sub, value, ctx);
-      if (ctx.aborted) return;
-      if (miss === undefined) {
-        first = undefined;
-        break;
-      }
-      first ??= miss;
-    }
-    if (first !== undefined) mismatch(ctx, 'anyOf', `must match at least one of the ${node.anyOf.length} schemas in anyOf (the first fails: ${describe(first)})`);
-  }
+  if (node.anyOf !== undefined && !halted(ctx)) anyOf(node.anyOf, value, ctx);
   if (node.oneOf !== undefined && !halted(ctx)) oneOf(node.oneOf, value, ctx);
   if (node.not !== undefined && !halted(ctx)) {
     const miss = trial(node.not, value, ctx);
-    if (!ctx.aborted && miss === undefined) mismatch(ctx, 'not', 'must not match the schema in not');
+    if (ctx.aborted) return;
+    if (miss === UNKNOWN) unchecked(ctx, 'the schema in not could not be checked');
+    else if (miss === undefined) mismatch(ctx, 'not', 'must not match the schema in not');
   }
+}
+
+function anyOf(branches: readonly Node[], value: unknown, ctx: Ctx): void {
+  let first: ValidationIssue | undefined;
+  let unknown = false;
+  for (const sub of branches) {
+    const miss = trial(sub, value, ctx);
+    if (ctx.aborted) return;
+    if (miss === undefined) return;
+    if (miss === UNKNOWN) unknown = true;
+    else first ??= miss;
+  }
+  // A branch that could not be checked may match: not a refusal.
+  if (unknown) unchecked(ctx, 'a schema in anyOf could not be checked');
+  else mismatch(ctx, 'anyOf', `must match at least one of the ${branches.length} schemas in anyOf (the first fails: ${describe(first)})`);
 }
 
 function oneOf(branches: readonly Node[], value: unknown, ctx: Ctx): void {
   const matched: number[] = [];
   let first: ValidationIssue | undefined;
+  let unknown = false;
   for (let i = 0; i < branches.length && matched.length < 2; i++) {
     const miss = trial(branches[i]!, value, ctx);
     if (ctx.aborted) return;
     if (miss === undefined) matched.push(i);
+    else if (miss === UNKNOWN) unknown = true;
     else first ??= miss;
   }
   const n = branches.length;
-  if (matched.length === 0) mismatch(ctx, 'oneOf', `must match exactly one of the ${n} schemas in oneOf, and matches none (the first fails: ${describe(first)})`);
-  else if (matched.length > 1) mismatch(ctx, 'oneOf', `must match exactly one of the ${n} schemas in oneOf, and matches schemas ${matched[0]} and ${matched[1]}`);
+  if (matched.length > 1) mismatch(ctx, 'oneOf', `must match exactly one of the ${n} schemas in oneOf, and matches schemas ${matched[0]} and ${matched[1]}`);
+  else if (unknown) unchecked(ctx, 'a schema in oneOf could not be checked');
+  else if (matched.length === 0) mismatch(ctx, 'oneOf', `must match exactly one of the ${n} schemas in oneOf, and matches none (the first fails: ${describe(first)})`);
 }
 
-/** Evaluates `node` on the side: its first mismatch, or undefined when the value matches. */
+/** A trial's verdict when a bound left part of it unchecked and nothing in it failed. */
+const UNKNOWN: ValidationIssue = { path: '', keyword: 'unknown', message: 'not checked' };
+
+/** Evaluates `node` on the side: its first mismatch, {@link UNKNOWN}, or undefined when the value matches. */
 function trial(node: Node, value: unknown, ctx: Ctx): ValidationIssue | undefined {
   if (!node.checks) return undefined;
-  const [sink, cap] = [ctx.sink, ctx.cap];
+  const [sink, cap, unknown] = [ctx.sink, ctx.cap, ctx.unknown];
   const mine: ValidationIssue[] = [];
-  [ctx.sink, ctx.cap] = [mine, 1];
+  [ctx.sink, ctx.cap, ctx.unknown] = [mine, 1, false];
   ctx.trials++;
   visit(node, value, ctx);
   ctx.trials--;
-  [ctx.sink, ctx.cap] = [sink, cap];
-  return mine[0];
+  const verdict = mine[0] ?? (ctx.unknown ? UNKNOWN : undefined);
+  // A global bound hit inside the trial leaves everything after it unchecked, outside it too.
+  [ctx.sink, ctx.cap, ctx.unknown] = [sink, cap, unknown || ctx.aborted];
+  return verdict;
 }
 
 function describe(issue: ValidationIssue | undefined): string {
@@ -264,26 +302,38 @@ function checkObject(node: Node, o: Record<string, unknown>, ctx: Ctx): void {
     if (!charge(ctx, node.required.length >> 5)) return;
     for (const key of node.required) {
       if (halted(ctx)) return;
-      if (!present(o, key)) missing(ctx, key, 'required', 'is required');
+      if (present(o, key) || ctx.fills?.has(o, key)) continue;
+      if (node.defaults?.has(key) === true) {
+        // A required property with a default is what the server fills itself. Outside a trial it
+        // is filled (and checked like a sent value below); a branch being tried may not apply, so
+        // there it is only checked as if sent.
+        const value = node.defaults.get(key);
+        if (ctx.trials === 0) (ctx.fills ??= new Fills()).add(o, ctx.path, key, value);
+        else descend(node.properties?.get(key) ?? TRIVIAL, value, key, ctx);
+        continue;
+      }
+      missing(ctx, key, 'required', 'is required');
     }
   }
   if (node.dependentRequired !== undefined) {
     if (!charge(ctx, node.dependentRequired.length >> 5)) return;
     for (const [key, names] of node.dependentRequired) {
-      if (!present(o, key)) continue;
+      if (!present(o, key) && ctx.fills?.has(o, key) !== true) continue;
       if (!charge(ctx, names.length >> 5)) return;
       for (const name of names) {
         if (halted(ctx)) return;
-        if (!present(o, name)) missing(ctx, name, 'dependentRequired', `is required when ${shorten(JSON.stringify(key), 64)} is present`);
+        if (!present(o, name) && ctx.fills?.has(o, name) !== true) missing(ctx, name, 'dependentRequired', `is required when ${shorten(JSON.stringify(key), 64)} is present`);
       }
     }
   }
   if (node.properties === undefined && node.additional === undefined) return;
   const keys = Object.keys(o);
   if (!charge(ctx, keys.length >> 5)) return;
+  const filled = ctx.fills?.of(o);
+  if (filled !== undefined) for (const key of filled.keys()) if (!present(o, key)) keys.push(key);
   for (const key of keys) {
     if (halted(ctx)) return;
-    const item = o[key];
+    const item = o[key] !== undefined ? o[key] : filled?.get(key);
     if (item === undefined) continue;
     const sub = node.properties?.get(key) ?? node.additional;
     if (sub === undefined) continue;
@@ -311,39 +361,4 @@ function pointer(path: readonly (string | number)[]): string {
   let out = '';
   for (const part of path) out += `/${String(part).replace(/~/g, '~0').replace(/\//g, '~1')}`;
   return out;
-}
-
-function typeBits(value: unknown): number {
-  switch (typeof value) {
-    case 'string':
-      return STRING;
-    case 'number':
-      if (!Number.isFinite(value)) return 0;
-      return Number.isInteger(value) ? INTEGER | NUMBER : NUMBER;
-    case 'bigint':
-      return INTEGER | NUMBER;
-    case 'boolean':
-      return BOOLEAN;
-    case 'object': {
-      if (value === null) return NULL;
-      if (Array.isArray(value)) return ARRAY;
-      const proto: unknown = Object.getPrototypeOf(value);
-      return proto === Object.prototype || proto === null ? OBJECT : 0;
-    }
-    case 'undefined':
-    case 'function':
-    case 'symbol':
-      return 0;
-  }
-}
-
-function describeType(value: unknown, bits: number): string {
-  if (bits & STRING) return 'string';
-  if (bits & INTEGER) return 'integer';
-  if (bits & NUMBER) return 'number';
-  if (bits & BOOLEAN) return 'boolean';
-  if (bits & NULL) return 'null';
-  if (bits & ARRAY) return 'array';
-  if (bits & OBJECT) return 'object';
-  return value === undefined ? 'nothing' : 'a value that is not JSON';
 }

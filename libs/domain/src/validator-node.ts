@@ -57,6 +57,8 @@ export interface Node {
   /** `$ref` resolved inside the schema; its text is kept for messages. */
   ref?: Node;
   refText?: string;
+  /** Required properties whose subschema in `properties` has a `default`: filled when missing. */
+  defaults?: Map<string, unknown>;
   allOf?: Node[];
   anyOf?: Node[];
   oneOf?: Node[];
@@ -95,6 +97,7 @@ export function blankNode(): Node {
     dependentRequired: undefined,
     ref: undefined,
     refText: undefined,
+    defaults: undefined,
     allOf: undefined,
     anyOf: undefined,
     oneOf: undefined,
@@ -121,4 +124,41 @@ export function valueChildren(node: Node): Node[] {
   if (node.properties !== undefined) for (const n of node.properties.values()) out.push(n);
   if (node.additional !== undefined) out.push(node.additional);
   return out;
+}
+
+/** The type bits of a value (0: not a JSON value). */
+export function typeBits(value: unknown): number {
+  switch (typeof value) {
+    case 'string':
+      return STRING;
+    case 'number':
+      if (!Number.isFinite(value)) return 0;
+      return Number.isInteger(value) ? INTEGER | NUMBER : NUMBER;
+    case 'bigint':
+      return INTEGER | NUMBER;
+    case 'boolean':
+      return BOOLEAN;
+    case 'object': {
+      if (value === null) return NULL;
+      if (Array.isArray(value)) return ARRAY;
+      const proto: unknown = Object.getPrototypeOf(value);
+      return proto === Object.prototype || proto === null ? OBJECT : 0;
+    }
+    case 'undefined':
+    case 'function':
+    case 'symbol':
+      return 0;
+  }
+}
+
+/** The JSON type of a value, for messages. */
+export function describeType(value: unknown, bits: number): string {
+  if (bits & STRING) return 'string';
+  if (bits & INTEGER) return 'integer';
+  if (bits & NUMBER) return 'number';
+  if (bits & BOOLEAN) return 'boolean';
+  if (bits & NULL) return 'null';
+  if (bits & ARRAY) return 'array';
+  if (bits & OBJECT) return 'object';
+  return value === undefined ? 'nothing' : 'a value that is not JSON';
 }

@@ -200,25 +200,30 @@ describe('validateArguments', () => {
     expect(small.ok ? 0 : small.errors.length).toBe(3);
   });
 
-  it('bounds depth: a value the schema follows past 32 levels is refused', () => {
+  it('bounds depth: a value the schema follows is checked 64 levels deep, and deeper parts are let through', () => {
     let schema: JsonObject = { type: 'string' };
-    for (let i = 0; i < 40; i++) schema = { type: 'array', items: schema };
-    let value: unknown = 'x';
-    for (let i = 0; i < 40; i++) value = [value];
-    expect(errors(validateArguments(schema, value))).toEqual([`${'/0'.repeat(33)} depth`]);
+    for (let i = 0; i < 70; i++) schema = { type: 'array', items: schema };
+    let value: unknown = 1;
+    for (let i = 0; i < 70; i++) value = [value];
+    expect(validateArguments(schema, value)).toEqual({ ok: true, partial: `${'/0'.repeat(65)}: the arguments nest deeper than 64 levels` });
+    // A mismatch within the bound is refused: 40 levels down.
+    let forty: unknown = 1;
+    for (let i = 0; i < 40; i++) forty = [forty];
+    expect(errors(validateArguments(schema, forty))).toEqual([`${'/0'.repeat(40)} type`]);
     // An unconstrained deep value is fine: nothing follows it.
     let deep: unknown = 1;
     for (let i = 0; i < 10_000; i++) deep = [deep];
     expect(validateArguments({ type: 'object', properties: { d: {} } }, { d: deep }).ok).toBe(true);
   });
 
-  it('bounds work: more than 10,000 visited nodes is refused', () => {
-    const r = validateArguments(
-      { type: 'array', items: { type: 'integer' } },
-      Array.from({ length: 20_000 }, () => 1),
-    );
+  it('bounds work: past 10,000 visited nodes the rest is let through, and mismatches found before stay', () => {
+    const items = Array.from({ length: 20_000 }, (): unknown => 1);
+    const r = validateArguments({ type: 'array', items: { type: 'integer' } }, items);
     // The root array is the first node, so the 10,000th item is the first over the limit.
-    expect(errors(r)).toEqual(['/9999 limit']);
+    expect(r).toEqual({ ok: true, partial: '/9999: more than 10000 units of validation work' });
+    items[5] = 'x';
+    items[15_000] = 'y';
+    expect(errors(validateArguments({ type: 'array', items: { type: 'integer' } }, items))).toEqual(['/5 type']);
     expect(compileValidator({ type: 'array', items: { type: 'integer' } }, { maxNodes: 30_000 })(Array.from({ length: 20_000 }, () => 1)).ok).toBe(true);
   });
 

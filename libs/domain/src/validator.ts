@@ -1,7 +1,7 @@
-import type { JsonObject } from './types.js';
+import { isPlainObject, type JsonObject } from './types.js';
 import { jsonSizeExceeds } from './json-measure.js';
 import { compileSchema } from './validator-compile.js';
-import { evaluate } from './validator-evaluate.js';
+import { evaluateFully } from './validator-evaluate.js';
 import { DEFAULT_VALIDATION_LIMITS, type ArgumentValidator, type ValidationLimits, type ValidationResult } from './validator-types.js';
 
 export { DEFAULT_VALIDATION_LIMITS };
@@ -17,11 +17,17 @@ export type { ArgumentValidator, ValidationIssue, ValidationLimits, ValidationRe
  * siblings as 2020-12 says. Every other keyword (pattern, format, if/then/else, …) and a `$ref` that
  * names another document or nothing is ignored, leaving it to the remote server.
  *
+ * A required property left out whose own subschema has a `default` is filled with it (outside
+ * anyOf/oneOf/not branches, where it only counts as present) and checked like a sent value; the
+ * result's `filled` is the copy to send.
+ *
  * The schema is only read, never changed or expanded: a `$ref` is an edge in the compiled graph,
- * so a recursive schema costs its size. Work is bounded by `limits`: a value past a limit is
- * refused with a `size`, `depth`, `limit` or `$ref` issue (a `$ref` cycle that consumes no input,
- * or more than `maxRefDepth` `$ref`s in a row), so a hostile schema or value cannot make a call
- * hang. Issues name the value's JSON pointer and the keyword that failed.
+ * so a recursive schema costs its size. Work is bounded by `limits`: a part of the value past a
+ * bound (depth, work, `$ref`s, a `$ref` cycle that consumes no input) is left unchecked and let
+ * through (`partial` says where and why), so a hostile schema or value cannot make a call hang and
+ * a schema beyond the validator's model never refuses a call its server accepts. Only arguments
+ * over `maxBytes` are refused outright (`size`). Issues name the value's JSON pointer and the
+ * keyword that failed.
  */
 export function compileValidator(schema: JsonObject | boolean, limits?: Partial<ValidationLimits>): ArgumentValidator {
   const lim: ValidationLimits = { ...DEFAULT_VALIDATION_LIMITS, ...limits };
@@ -30,8 +36,12 @@ export function compileValidator(schema: JsonObject | boolean, limits?: Partial<
     if (jsonSizeExceeds(value, lim.maxBytes)) {
       return { ok: false, errors: [{ path: '', keyword: 'size', message: `arguments are larger than ${lim.maxBytes} bytes of JSON` }] };
     }
-    const issues = evaluate(root, value, lim);
-    return issues.length === 0 ? { ok: true } : { ok: false, errors: issues };
+    const { issues, partial, fills } = evaluateFully(root, value, lim);
+    if (issues.length > 0) return { ok: false, errors: issues };
+    const result: ValidationResult = { ok: true };
+    if (partial !== undefined) result.partial = partial;
+    if (fills !== undefined && isPlainObject(value)) result.filled = fills.apply(value);
+    return result;
   };
 }
 

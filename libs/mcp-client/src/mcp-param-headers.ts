@@ -32,9 +32,13 @@ const UNREACHABLE_KEYWORDS = [
   'definitions',
   'dependentSchemas',
 ];
-/** Deeper schemas than this are refused rather than walked (hostile input is bounded). */
+/**
+ * The walk looks for annotations this deep at most (hostile input is bounded): deeper parts are
+ * not walked, and the tool is kept (no tool is dropped for its schema's depth). An annotation
+ * below it is not seen, so it gets no header.
+ */
 const MAX_DEPTH = 32;
-/** Schema nodes visited per tool before the walk gives up (and refuses the tool). */
+/** Schema nodes visited per tool at most; the walk ends there, keeping what it found. */
 const MAX_NODES = 10_000;
 
 /**
@@ -42,7 +46,8 @@ const MAX_NODES = 10_000;
  * Tool Parameters"), each with the first reason found: an annotation must sit on a property
  * reached through `properties` keys only, be a non-empty RFC 9110 token, be on a primitive-typed
  * property, and be case-insensitively unique within the tool. Such a tool cannot be called
- * correctly, so discovery refuses to project it and says why. Pure and bounded (depth, nodes).
+ * correctly, so discovery refuses to project it and says why. Pure and bounded: the walk stops at
+ * 32 levels and 10,000 subschemas, and what lies beyond is not judged (the tool is kept).
  */
 export function invalidMcpHeaderTools(tools: readonly Tool[]): InvalidMcpHeaderTool[] {
   const out: InvalidMcpHeaderTool[] = [];
@@ -66,8 +71,7 @@ export function mcpHeaderFault(inputSchema: unknown, found?: Declaration[]): str
   const visit = (node: unknown, path: readonly string[], reachable: boolean): string | undefined => {
     if (node === null || typeof node !== 'object' || Array.isArray(node)) return undefined;
     nodes += 1;
-    if (nodes > MAX_NODES) return `the input schema has more than ${MAX_NODES} subschemas`;
-    if (path.length > MAX_DEPTH) return `the input schema is nested deeper than ${MAX_DEPTH}`;
+    if (nodes > MAX_NODES || path.length > MAX_DEPTH) return undefined;
     const schema = node as Record<string, unknown>;
     if (Object.hasOwn(schema, ANNOTATION)) {
       const where = path.length === 0 ? 'the schema root' : path.join('.');

@@ -195,27 +195,23 @@ export class CallHandler {
     target.tool = doc.remoteName;
     const validating = this.step(ctx, 'proxy.validate', { [McpAttributes.toolName]: doc.remoteName, [McpAttributes.server]: doc.server });
     const check = entry.validate(req.arguments);
-    endWithOutcome(validating, check.ok ? undefined : check.errors.some((e) => e.fault === 'schema') ? ErrorCodes.serverError : ErrorCodes.invalidArguments);
+    // Names and flags only, never a value: a default filled, a part past the validator's bounds let through.
+    if (check.ok) {
+      validating.setAttributes({ 'mcpx.arguments.filled': check.filled !== undefined, 'mcpx.validation.partial': check.partial !== undefined });
+      this.metrics.validated(target, check);
+    }
+    endWithOutcome(validating, check.ok ? undefined : ErrorCodes.invalidArguments);
     if (!check.ok) {
-      // A schema the validator cannot evaluate (a $ref cycle, an over-long $ref chain) is the
-      // server's fault, not the arguments': say so and name the server. Nothing is called.
-      const faults = check.errors.filter((e) => e.fault === 'schema');
-      const first = faults[0];
-      if (first !== undefined) {
-        throw new WireError(ErrorCodes.serverError, `the ${doc.server} MCP server's input schema for ${doc.name} cannot be evaluated at ${first.path || '/'}: ${first.message}`, {
-          server: doc.server,
-          tool: doc.name,
-          reason: 'invalid_schema',
-          pointer: first.path,
-          errors: faults,
-        });
-      }
       // Touch-expand: a miss answers with the real contract, and nothing is called.
       throw new WireError(ErrorCodes.invalidArguments, `arguments do not match ${doc.name}: ${check.errors.map((e) => `${e.path || '/'} ${e.message}`).join('; ')}`, {
         errors: check.errors,
         contract: { name: doc.name, description: doc.description, inputSchema: doc.inputSchema },
       });
     }
+    // The defaults the server would fill itself are filled here: from now on the call is these
+    // arguments, so what a person approves, what an approval or input request is bound to, and
+    // what is sent are one value.
+    if (check.filled !== undefined) req = { ...req, arguments: check.filled };
     // The projection is a cache of the grant, never the authority.
     const granting = this.step(ctx, 'proxy.grant', { [McpAttributes.server]: doc.server });
     const granted = agent.grants.has(doc.server);

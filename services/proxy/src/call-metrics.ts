@@ -36,16 +36,30 @@ export interface CallTarget {
  * The call path's metrics: `mcpx_call_duration_ms{mcpx_server, gen_ai_tool_name,
  * outcome}` (p50/p99 per server on the dashboard) and `mcpx_call_errors_total{code, mcpx_server}`.
  * Rate-limit and quota refusals are `mcpx_quota_rejections_total{kind}` where they are decided.
+ * `mcpx_call_validation_total{mcpx_server, kind}` counts calls whose arguments got a default
+ * filled (`default_filled`) or had a part past the validator's bounds let through (`unchecked`).
  */
 export class CallMetrics {
   private readonly duration: Histogram;
   private readonly errors: Counter;
+  private readonly validation: Counter;
   private readonly servers = new Set<string>();
   private readonly tools = new Set<string>();
 
   constructor(meter: Meter) {
     this.duration = meter.createHistogram('mcpx_call_duration_ms', { unit: 'ms', description: 'Call time in the proxy, by server, tool and outcome (ok, refused, error, lost)' });
     this.errors = meter.createCounter('mcpx_call_errors_total', { description: 'Failed calls by error code and server' });
+    this.validation = meter.createCounter('mcpx_call_validation_total', {
+      description: 'Calls whose arguments got a default filled (default_filled) or had a part past the validator bounds let through (unchecked), by server',
+    });
+  }
+
+  /** A validation that filled a default or left a part unchecked (nothing is counted for a plain pass). */
+  validated(target: CallTarget, check: { filled?: unknown; partial?: string }): void {
+    if (check.filled === undefined && check.partial === undefined) return;
+    const { server } = this.labels(target);
+    if (check.filled !== undefined) this.validation.add(1, { [McpAttributes.server]: server, kind: 'default_filled' });
+    if (check.partial !== undefined) this.validation.add(1, { [McpAttributes.server]: server, kind: 'unchecked' });
   }
 
   /** The label values of a call's target within {@link CALL_LABEL_LIMITS}. */

@@ -301,9 +301,17 @@ describe('invalidMcpHeaderTools', () => {
     for (const entry of invalid) expect(entry.reason.length).toBeGreaterThan(10);
   });
 
-  it('refuses a hostile deep schema without walking it all', () => {
+  it('keeps a deep or wide schema, walking it only within its bounds', () => {
     let deep: Record<string, unknown> = { type: 'string' };
     for (let i = 0; i < 10_000; i += 1) deep = { type: 'object', properties: { n: deep } };
-    expect(invalidMcpHeaderTools([tool('deep', deep)])[0]?.reason).toMatch(/deeper than/);
+    // 10,000 levels deep, and a broken annotation past the depth the walk looks at: not judged.
+    let brokenDeep: Record<string, unknown> = { type: 'object', 'x-mcp-header': 'Bad Name' };
+    for (let i = 0; i < 40; i += 1) brokenDeep = { type: 'object', properties: { n: brokenDeep } };
+    const wide = { properties: Object.fromEntries(Array.from({ length: 20_000 }, (_, i) => [`p${i}`, { type: 'string' }])) };
+    expect(invalidMcpHeaderTools([tool('deep', deep), tool('broken-deep', brokenDeep), tool('wide', wide)])).toEqual([]);
+    // Within the bounds a broken annotation is still found.
+    let shallow: Record<string, unknown> = { type: 'object', 'x-mcp-header': 'Bad Name' };
+    for (let i = 0; i < 20; i += 1) shallow = { type: 'object', properties: { n: shallow } };
+    expect(invalidMcpHeaderTools([tool('broken-shallow', shallow)]).map((t) => t.name)).toEqual(['broken-shallow']);
   });
 });

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { carriesProtoKey, encodeCanonical, inputSchemaFault, type RemoteTool } from '@mcpx/domain';
+import { carriesProtoKey, encodeCanonical, schemaBoundsFault, type RemoteTool } from '@mcpx/domain';
 import { invalidMcpHeaderTools } from '@mcpx/mcp-client';
 
 /** Bounds on a remote server's tool list (its data is untrusted). */
@@ -28,38 +28,31 @@ export function sanitizeTools(tools: unknown[]): RemoteTool[] {
  * (the server's status names each):
  * - an invalid `x-mcp-header` annotation (MCP 2026-07-28): the tool cannot be called as the
  *   server expects;
- * - an input schema the validator will refuse to evaluate in part (a `$ref` cycle that consumes
- *   no input, a chain of more `$ref`s in a row than it follows): every call that reaches that
- *   part would fail with an error the agent cannot fix, so the owner sees why before any call,
- *   and agents are not handed the schema.
+ * - the key `__proto__` anywhere: it would not survive as an own property;
+ * - an input or output schema past the bounds a document keeps (256 KiB of JSON, 256 levels).
+ * No tool is skipped for its schema's depth or shape within those bounds: the document keeps the
+ * schema whole, and the validator checks what it models and lets the rest through.
  */
 export function screenTools(tools: RemoteTool[]): { kept: RemoteTool[]; skipped: Array<{ name: string; reason: string }> } {
   const skipped = invalidMcpHeaderTools(tools as Parameters<typeof invalidMcpHeaderTools>[0]).map((t) => ({ name: t.name, reason: t.reason }));
   const refused = new Set(skipped.map((t) => t.name));
   for (const tool of tools) {
     if (refused.has(tool.name)) continue;
-    if (carriesProtoKey(tool)) {
-      skipped.push({ name: tool.name, reason: 'it carries the key "__proto__", which the connector does not pass on (it would not survive as an own property)' });
-      refused.add(tool.name);
-      continue;
-    }
-    if (tool.inputSchema === undefined) continue;
-    const fault = schemaFault(tool.inputSchema);
-    if (fault === undefined) continue;
-    skipped.push({ name: tool.name, reason: fault });
+    const reason = carriesProtoKey(tool) ? 'it carries the key "__proto__", which the connector does not pass on (it would not survive as an own property)' : boundsFault(tool);
+    if (reason === undefined) continue;
+    skipped.push({ name: tool.name, reason });
     refused.add(tool.name);
   }
   if (skipped.length === 0) return { kept: tools, skipped };
   return { kept: tools.filter((t) => !refused.has(t.name)), skipped };
 }
 
-/** {@link inputSchemaFault}, and a schema it cannot walk counted as a fault rather than a crash. */
-function schemaFault(schema: unknown): string | undefined {
-  try {
-    return inputSchemaFault(schema);
-  } catch {
-    return 'the input schema could not be checked';
-  }
+/** Why a tool's schemas are past the document's bounds (see `schemaBoundsFault`), or undefined. */
+function boundsFault(tool: RemoteTool): string | undefined {
+  const input = schemaBoundsFault(tool.inputSchema);
+  if (input !== undefined) return `its input schema is ${input}`;
+  const output = schemaBoundsFault(tool.outputSchema);
+  return output === undefined ? undefined : `its output schema is ${output}`;
 }
 
 /** The canonical hash of a tool list: equal lists hash equal whatever their key order. */
