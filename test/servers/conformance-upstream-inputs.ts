@@ -94,9 +94,7 @@ export function registerInputTools(server: McpServer, codec: RequestStateCodec<S
     const inputRequests: InputRequests = {};
     if (declared?.elicitation !== undefined) inputRequests.user_name = ask('What is your name?', 'name', 'string');
     // `sampling` and `roots` are deprecated in 2026-07-28 but still the declared vocabulary.
-    // eslint-disable-next-line @typescript-eslint/no-deprecated -- read on purpose, see above
     if (declared?.sampling !== undefined) inputRequests.greeting = greet('Generate a short greeting');
-    // eslint-disable-next-line @typescript-eslint/no-deprecated -- read on purpose, see above
     if (declared?.roots !== undefined) inputRequests.client_roots = inputRequired.listRoots();
     if (Object.keys(inputRequests).length === 0) return text('No declared client capability supports an in-band input request');
     return inputRequired({ inputRequests });
@@ -118,7 +116,7 @@ async function multiRound(ctx: ServerContext, seal: (state: State) => Promise<st
     return inputRequired({ inputRequests: { step2: ask('Step 2: What is your favorite color?', 'color', 'string') }, requestState: await seal({ tool: 'multi_round', round: 2, name }) });
   }
   const color = acceptedContent<{ color: string }>(ctx.mcpReq.inputResponses, 'step2')?.color ?? 'unknown';
-  return text(`Multi-round complete: ${String(state?.name ?? 'unknown')} likes ${color}`);
+  return text(`Multi-round complete: ${typeof state?.name === 'string' ? state.name : 'unknown'} likes ${color}`);
 }
 
 /** prompts/get answers input_required too (the non-tool-request scenario). */

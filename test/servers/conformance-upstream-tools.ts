@@ -69,7 +69,6 @@ export function registerFixedTools(server: McpServer): void {
         },
         allOf: [{ anyOf: [{ required: ['phone'] }, { required: ['email'] }] }],
         if: { properties: { contactMethod: { const: 'phone' } }, required: ['contactMethod'] },
-        // eslint-disable-next-line unicorn/no-thenable -- `then` is a JSON Schema keyword
         then: { required: ['phone'] },
         else: { required: ['email'] },
         additionalProperties: false,
@@ -122,7 +121,6 @@ export function registerTriggerTools(server: McpServer, notify: ChangeNotifier):
 async function elicited(ctx: ServerContext, params: ElicitRequestFormParams, label: string): Promise<CallToolResult> {
   try {
     // The 2025 era's push-style request (the 2026-07-28 tools answer input_required instead).
-    // eslint-disable-next-line @typescript-eslint/no-deprecated -- the 2025 era is what this tool serves
     const result = await ctx.mcpReq.elicitInput(params);
     return text(`${label}: action=${result.action}, content=${JSON.stringify(result.content ?? {})}`);
   } catch (err) {
@@ -166,7 +164,6 @@ const ENUMS_SCHEMA = {
 export function registerPushTools(server: McpServer): void {
   server.registerTool('test_sampling', { description: 'Asks the client for an LLM completion', inputSchema: z.object({ prompt: z.string() }) }, async (args, ctx) => {
     try {
-      // eslint-disable-next-line @typescript-eslint/no-deprecated -- the 2025 era is what this tool serves
       const result = await ctx.mcpReq.requestSampling({ messages: [{ role: 'user', content: { type: 'text', text: args.prompt } }], maxTokens: 100 });
       const content = Array.isArray(result.content) ? result.content[0] : result.content;
       return text(`LLM response: ${content?.type === 'text' ? content.text : 'No response'}`);

@@ -43,7 +43,7 @@ function createFixture(codec: RequestStateCodec<Record<string, unknown>>, notify
       completions: {},
     },
     // A re-sent request whose requestState fails the seal is refused (-32602) before its handler.
-    requestState: { verify: codec.verify },
+    requestState: { verify: (state, ctx) => codec.verify(state, ctx) },
   });
   registerFixedTools(server);
   registerNotifyingTools(server);
@@ -122,10 +122,9 @@ export async function startConformanceUpstream(opts: { port?: number } = {}): Pr
   const codec = createRequestStateCodec<Record<string, unknown>>({ key: crypto.getRandomValues(new Uint8Array(32)) });
   // The triggers publish on the modern handler's listen streams; the handler is made after the
   // factory that needs it, so the factory reaches it through this late-bound notifier.
-  let modern: ReturnType<typeof createMcpHandler> | undefined;
-  const notify: ChangeNotifier = { toolsChanged: () => modern?.notify.toolsChanged(), promptsChanged: () => modern?.notify.promptsChanged() };
+  const notify: ChangeNotifier = { toolsChanged: () => modern.notify.toolsChanged(), promptsChanged: () => modern.notify.promptsChanged() };
   const create = (): McpServer => createFixture(codec, notify);
-  modern = createMcpHandler(create, { legacy: 'reject' });
+  const modern = createMcpHandler(create, { legacy: 'reject' });
   const modernNode = toNodeHandler(modern);
   const legacy = new LegacySessions(create);
   const hostAllowed = localhostHostValidation();
