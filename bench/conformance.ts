@@ -131,7 +131,8 @@ async function serverPart(): Promise<string> {
       );
       for (const { revision, direct, through } of pairs) {
         for (const s of through.scenarios) {
-          process.stdout.write(`direct ${verdict(direct, s.name)}, through ${verdict(through, s.name)}  server ${revision}  ${s.name}${s.notScored ? '  [not scored]' : ''}\n`);
+          const plain = (run: ServerLegRun): string => verdict(run, s.name).replaceAll('**', '');
+          process.stdout.write(`direct ${plain(direct)}, through ${plain(through)}  server ${revision}  ${s.name}${s.notScored ? '  [not scored]' : ''}\n`);
         }
       }
       process.stdout.write('\n');
