@@ -14,7 +14,7 @@
  */
 import { spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
-import { availableParallelism, loadavg } from 'node:os';
+import { availableParallelism, loadavg, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { REVISIONS, ROOT, baselineReasons, runConformance, summaryLine, type ConformanceRun, type Revision } from '../test/conformance/run-conformance.js';
 import { endpointBaselinePath, runServerLeg, serverSummaryLine, startServerLegs, type Face, type ServerLegRun } from '../test/conformance/server-legs.js';
@@ -35,7 +35,7 @@ function table(run: ConformanceRun): string[] {
   ];
 }
 
-const when = (): string => `${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC, ${availableParallelism()} cores, load average ${loadavg()[0]!.toFixed(1)} at the end`;
+const when = (): string => `${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC, ${availableParallelism()} cores, ${Math.round(totalmem() / 2 ** 30)} GiB, load average ${loadavg()[0]!.toFixed(1)} at the end`;
 
 async function clientPart(): Promise<string> {
   const runs: ConformanceRun[] = [];
