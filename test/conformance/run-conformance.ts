@@ -100,6 +100,12 @@ export async function runConformance(revision: Revision, opts: { baseline?: bool
   return await runTool(revision, args, opts.timeoutMs ?? 380_000);
 }
 
+/** Runs the conformance tool with `args` (its entry first): what it printed (no colours) and its exit code. */
+export async function runToolRaw(args: string[], timeoutMs: number): Promise<{ output: string; code: number }> {
+  const { text, code } = await collect(conformanceTool().node, args, timeoutMs);
+  return { output: text.replace(ANSI, ''), code };
+}
+
 /** Runs the conformance tool with `args` (its entry first) and parses what it printed. */
 export async function runTool(revision: Revision, args: string[], timeoutMs: number): Promise<ConformanceRun> {
   const { node, version } = conformanceTool();

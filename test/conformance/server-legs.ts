@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startTokenFront } from '../endpoint/conformance-front.js';
 import { startEndpointSystem, type EndpointSystem } from '../endpoint/endpoint-harness.js';
-import { ROOT, conformanceTool, runTool, type ConformanceRun, type Revision } from './run-conformance.js';
+import { ROOT, conformanceTool, runTool, runToolRaw, type ConformanceRun, type Revision } from './run-conformance.js';
 
 /** The name the fixture is registered under, and the agent it is granted to. */
 export const FIXTURE_SERVER = 'conformance';
@@ -81,6 +81,8 @@ export async function startServerLegs(fixtureUrl: string): Promise<ServerLegs> {
   }
 }
 
+const SCENARIO_TIMEOUT_MS = 60_000;
+
 export type ServerLegRun = ConformanceRun & {
   /** Per failed scenario: its first failing checks and the tool's messages (bounded). */
   notes: Map<string, string>;
@@ -101,7 +103,7 @@ export type ServerLegRun = ConformanceRun & {
 export async function runServerLeg(revision: Revision, url: string, opts: { baseline?: string; scenarioTimeoutMs?: number; timeoutMs?: number } = {}): Promise<ServerLegRun> {
   const dir = await mkdtemp(join(tmpdir(), 'mcpx-conformance-'));
   try {
-    const args = [conformanceTool().bin, 'server', '--url', url, '--requirements', revision, '--timeout', String(opts.scenarioTimeoutMs ?? 60_000), '--output-dir', dir];
+    const args = [conformanceTool().bin, 'server', '--url', url, '--requirements', revision, '--timeout', String(opts.scenarioTimeoutMs ?? SCENARIO_TIMEOUT_MS), '--output-dir', dir];
     if (opts.baseline !== undefined) args.push('--expected-failures', opts.baseline);
     const run = await runTool(revision, args, opts.timeoutMs ?? 600_000);
     return { ...run, notes: await checkNotes(dir, 'FAILURE'), warnings: await checkNotes(dir, 'WARNING') };
@@ -140,4 +142,22 @@ async function checkNotes(dir: string, status: 'FAILURE' | 'WARNING'): Promise<M
     if (failed.length > 0) notes.set(scenario, failed.slice(0, 2).join('; ') + (failed.length > 2 ? ` (+${failed.length - 2} more)` : ''));
   }
   return notes;
+}
+
+/**
+ * Of `failing`, those that fail again when run alone. On a loaded machine a scenario can fail
+ * once for the load (a socket dropped mid-flow); a second run tells that from a failure that
+ * holds. Each one that passes the second time is reported on stderr, not hidden.
+ */
+export async function failingAgain(revision: Revision, url: string, failing: string[]): Promise<string[]> {
+  const still: string[] = [];
+  for (const scenario of failing) {
+    // Alone, a scenario runs at the revision's wire version, as the requirement set runs it.
+    const args = [conformanceTool().bin, 'server', '--url', url, '--scenario', scenario, '--spec-version', revision, '--timeout', String(SCENARIO_TIMEOUT_MS)];
+    const tally = /Passed: (\d+)\/(\d+), (\d+) failed, (\d+) warnings/.exec((await runToolRaw(args, 2 * SCENARIO_TIMEOUT_MS)).output);
+    if (tally !== null && Number(tally[2]) > 0 && tally[3] === '0' && tally[4] === '0') {
+      process.stderr.write(`conformance ${revision} ${scenario} at ${url}: failed once, passed when run again\n`);
+    } else still.push(scenario);
+  }
+  return still;
 }
