@@ -35,7 +35,8 @@ function table(run: ConformanceRun): string[] {
   ];
 }
 
-const when = (): string => `${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC, ${availableParallelism()} cores, ${Math.round(totalmem() / 2 ** 30)} GiB, load average ${loadavg()[0]!.toFixed(1)} at the end`;
+const when = (): string =>
+  `${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC, ${availableParallelism()} cores, ${Math.round(totalmem() / 2 ** 30)} GiB, load average ${loadavg()[0]!.toFixed(1)} at the end`;
 
 async function clientPart(): Promise<string> {
   const runs: ConformanceRun[] = [];

@@ -41,23 +41,31 @@ describe('MCP server conformance, directly and through the agent endpoint', () =
     await fixture?.close();
   }, 60_000);
 
-  it.each(REVISIONS)('%s: the fixture passes every scored scenario directly', async (revision) => {
-    const direct = await run('direct', revision);
-    expect(direct.scored.total, direct.output.slice(-3000)).toBeGreaterThan(0);
-    const failing = [...direct.scenarios.filter((s) => !s.notScored && !s.ok).map((s) => s.name), ...warnedScored(direct)];
-    expect(await failingAgain(revision, legs!.directUrl, failing), notesOf(direct)).toEqual([]);
-  }, 660_000);
+  it.each(REVISIONS)(
+    '%s: the fixture passes every scored scenario directly',
+    async (revision) => {
+      const direct = await run('direct', revision);
+      expect(direct.scored.total, direct.output.slice(-3000)).toBeGreaterThan(0);
+      const failing = [...direct.scenarios.filter((s) => !s.notScored && !s.ok).map((s) => s.name), ...warnedScored(direct)];
+      expect(await failingAgain(revision, legs!.directUrl, failing), notesOf(direct)).toEqual([]);
+    },
+    660_000,
+  );
 
-  it.each(REVISIONS)('%s: through the endpoint, fails only the scenarios its baseline lists, each with a reason', async (revision) => {
-    const reasons = baselineReasons(revision, endpointBaselinePath(revision));
-    for (const [entry, why] of reasons) expect(why, `${entry} needs a reason in the baseline`).not.toBe('');
-    const through = await run('through', revision);
-    expect(through.scored.total, through.output.slice(-3000)).toBeGreaterThan(0);
-    // Scenarios pass through the endpoint (the leg reached the fixture), and what fails is listed.
-    expect(through.scored.passed).toBeGreaterThan(0);
-    const unexpected = await failingAgain(revision, legs!.throughUrl, through.unexpectedFailures);
-    expect({ unexpected, stale: through.staleEntries }, notesOf(through)).toEqual({ unexpected: [], stale: [] });
-    // Without a failure it did not expect, the tool's own verdict is a pass.
-    if (through.unexpectedFailures.length === 0) expect(through.exitCode, through.output.slice(-3000)).toBe(0);
-  }, 660_000);
+  it.each(REVISIONS)(
+    '%s: through the endpoint, fails only the scenarios its baseline lists, each with a reason',
+    async (revision) => {
+      const reasons = baselineReasons(revision, endpointBaselinePath(revision));
+      for (const [entry, why] of reasons) expect(why, `${entry} needs a reason in the baseline`).not.toBe('');
+      const through = await run('through', revision);
+      expect(through.scored.total, through.output.slice(-3000)).toBeGreaterThan(0);
+      // Scenarios pass through the endpoint (the leg reached the fixture), and what fails is listed.
+      expect(through.scored.passed).toBeGreaterThan(0);
+      const unexpected = await failingAgain(revision, legs!.throughUrl, through.unexpectedFailures);
+      expect({ unexpected, stale: through.staleEntries }, notesOf(through)).toEqual({ unexpected: [], stale: [] });
+      // Without a failure it did not expect, the tool's own verdict is a pass.
+      if (through.unexpectedFailures.length === 0) expect(through.exitCode, through.output.slice(-3000)).toBe(0);
+    },
+    660_000,
+  );
 });

@@ -43,7 +43,11 @@ export function registerPrompts(server: McpServer): void {
   }));
   server.registerPrompt(
     'test_prompt_with_arguments',
-    { title: 'Prompt with arguments', description: 'Two required arguments', argsSchema: z.object({ arg1: z.string().describe('First test argument'), arg2: z.string().describe('Second test argument') }) },
+    {
+      title: 'Prompt with arguments',
+      description: 'Two required arguments',
+      argsSchema: z.object({ arg1: z.string().describe('First test argument'), arg2: z.string().describe('Second test argument') }),
+    },
     (args) => ({ messages: [{ role: 'user', content: { type: 'text', text: `Prompt with arguments: arg1='${args.arg1}', arg2='${args.arg2}'` } }] }),
   );
   server.registerPrompt(

@@ -57,7 +57,10 @@ export function registerInputTools(server: McpServer, codec: RequestStateCodec<S
   });
   tool('test_input_required_result_sampling', 'Asks for an LLM completion (sampling)', async (ctx) => {
     const answer = response<{ content?: { text?: unknown } }>(ctx, 'capital_question');
-    if (answer === undefined) return inputRequired({ inputRequests: { capital_question: inputRequired.createMessage({ messages: [{ role: 'user', content: { type: 'text', text: 'What is the capital of France?' } }], maxTokens: 100 }) } });
+    if (answer === undefined)
+      return inputRequired({
+        inputRequests: { capital_question: inputRequired.createMessage({ messages: [{ role: 'user', content: { type: 'text', text: 'What is the capital of France?' } }], maxTokens: 100 }) },
+      });
     return text(`Sampling response: ${typeof answer.content?.text === 'string' ? answer.content.text : JSON.stringify(answer)}`);
   });
   tool('test_input_required_result_list_roots', 'Asks for the client’s roots', async (ctx) => {
