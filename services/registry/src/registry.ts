@@ -73,7 +73,7 @@ export async function startRegistry(config: Config, opts: RegistryOptions = {}):
   let publicUrl = opts.publicUrl ?? '';
   const box = new SecretBox(config.keyring);
   const floor = { config, opts, db, redis, bus, box, log, telemetry, fetch: tracingFetch(outboundFetch), singleFlight: new SingleFlight(redis, config.redisPrefix), publicUrl: () => publicUrl };
-  const repos = repositories(db, box);
+  const repos = repositories(db, box, config.accounts);
   const creds = credentialsRoom(floor, repos.servers);
   // Every JetStream event of the registry is written with the commit of its change and published after it.
   const outbox = new EventOutbox({ db, bus, log, meter: telemetry.meter, tracer: telemetry.tracer });
