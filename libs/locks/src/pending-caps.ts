@@ -33,24 +33,28 @@ export function capArg(max: number | undefined): number {
 
 /**
  * A ledger of the bytes waiting records keep: a sorted set of members scored by their deadline,
- * and a hash of each member's bytes with their sum under `#`. `settle` drops what is past its
- * deadline (and its bytes from the sum) and answers the sum; `charge` adds a member; `release`
- * takes one out early (a decision, a complete answer). Only these three touch a ledger, so the
- * sum never drifts from its members.
+ * and a hash of each member's bytes with their sum under `#`. `held` answers the sum of the
+ * members not past their deadline without writing; `settle` drops the members past it (and their
+ * bytes from the sum); `charge` adds a member; `release` takes one out early (a decision, a
+ * complete answer). Only these touch a ledger, so the sum never drifts from its members.
  */
 export const LEDGER_LUA = `
-local function settle(ledger, sizes, now)
+local function expired(ledger, sizes, now)
   local gone = redis.call('ZRANGEBYSCORE', ledger, '-inf', now)
-  if #gone > 0 then
-    local freed = 0
-    for _, m in ipairs(gone) do
-      freed = freed + (tonumber(redis.call('HGET', sizes, m)) or 0)
-      redis.call('HDEL', sizes, m)
-    end
-    redis.call('ZREMRANGEBYSCORE', ledger, '-inf', now)
-    redis.call('HINCRBY', sizes, '#', -freed)
-  end
-  return math.max(0, tonumber(redis.call('HGET', sizes, '#')) or 0)
+  local freed = 0
+  for _, m in ipairs(gone) do freed = freed + (tonumber(redis.call('HGET', sizes, m)) or 0) end
+  return gone, freed
+end
+local function held(ledger, sizes, now)
+  local _, freed = expired(ledger, sizes, now)
+  return math.max(0, (tonumber(redis.call('HGET', sizes, '#')) or 0) - freed)
+end
+local function settle(ledger, sizes, now)
+  local gone, freed = expired(ledger, sizes, now)
+  if #gone == 0 then return end
+  for _, m in ipairs(gone) do redis.call('HDEL', sizes, m) end
+  redis.call('ZREMRANGEBYSCORE', ledger, '-inf', now)
+  redis.call('HINCRBY', sizes, '#', -freed)
 end
 local function charge(ledger, sizes, member, deadline, bytes, keepMs)
   redis.call('ZADD', ledger, deadline, member)
@@ -69,36 +73,38 @@ end
 `;
 
 // KEYS[1] the record, KEYS[2] the account's pending index, KEYS[3] the agent's, KEYS[4] every
-// account's (trimmed here and when counted: its size is what waits); all scored by the deadline.
+// account's; all scored by the deadline (what is past it no longer waits, and is trimmed here).
 // KEYS[5..6] the account's bytes ledger (set, sizes), KEYS[7..8] every account's.
 // ARGV: now, the record, how long it is kept (ms), its deadline, its id, the agent's cap, the
 // account's cap (0: none), its member in every account's index, the account's bytes cap, the
 // global cap, the global bytes cap, the record's bytes. The counts and the creation are one step:
 // racing calls never pass a cap. Returns 'ok', or the cap that is full (`<scope>` for a count,
 // `<scope>_bytes` for bytes); nothing is written then.
+// The caps are read without writing, and the record's SET is the first write: Redis refuses a
+// script's first write when it is at maxmemory (a later one it lets through), so on a full Redis
+// the script fails as a whole with its OOM error and nothing is written.
 const CREATE_PENDING = `${LEDGER_LUA}
 local now = tonumber(ARGV[1])
 local bytes = tonumber(ARGV[12])
-redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
-redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
-redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now)
+local live = '(' .. ARGV[1]
 local agentMax = tonumber(ARGV[6])
-if agentMax > 0 and redis.call('ZCARD', KEYS[3]) >= agentMax then return 'agent' end
+if agentMax > 0 and redis.call('ZCOUNT', KEYS[3], live, '+inf') >= agentMax then return 'agent' end
 local accountMax = tonumber(ARGV[7])
-if accountMax > 0 and redis.call('ZCARD', KEYS[2]) >= accountMax then return 'account' end
+if accountMax > 0 and redis.call('ZCOUNT', KEYS[2], live, '+inf') >= accountMax then return 'account' end
 local accountBytes = tonumber(ARGV[9])
-if accountBytes > 0 and settle(KEYS[5], KEYS[6], now) + bytes > accountBytes then return 'account_bytes' end
+if accountBytes > 0 and held(KEYS[5], KEYS[6], now) + bytes > accountBytes then return 'account_bytes' end
 local globalMax = tonumber(ARGV[10])
-if globalMax > 0 and redis.call('ZCARD', KEYS[4]) >= globalMax then return 'global' end
+if globalMax > 0 and redis.call('ZCOUNT', KEYS[4], live, '+inf') >= globalMax then return 'global' end
 local globalBytes = tonumber(ARGV[11])
-if globalBytes > 0 and settle(KEYS[7], KEYS[8], now) + bytes > globalBytes then return 'global_bytes' end
+if globalBytes > 0 and held(KEYS[7], KEYS[8], now) + bytes > globalBytes then return 'global_bytes' end
 redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
-redis.call('ZADD', KEYS[2], ARGV[4], ARGV[5])
-redis.call('PEXPIRE', KEYS[2], ARGV[3])
-redis.call('ZADD', KEYS[3], ARGV[4], ARGV[5])
-redis.call('PEXPIRE', KEYS[3], ARGV[3])
-redis.call('ZADD', KEYS[4], ARGV[4], ARGV[8])
-redis.call('PEXPIRE', KEYS[4], ARGV[3])
+for i = 2, 4 do
+  redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', now)
+  redis.call('ZADD', KEYS[i], ARGV[4], i == 4 and ARGV[8] or ARGV[5])
+  redis.call('PEXPIRE', KEYS[i], ARGV[3])
+end
+settle(KEYS[5], KEYS[6], now)
+settle(KEYS[7], KEYS[8], now)
 charge(KEYS[5], KEYS[6], ARGV[5], ARGV[4], bytes, ARGV[3])
 charge(KEYS[7], KEYS[8], ARGV[8], ARGV[4], bytes, ARGV[3])
 return 'ok'
