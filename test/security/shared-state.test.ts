@@ -96,11 +96,19 @@ describe('accounts closed: only accounts an operator created act', () => {
     expect((await accountsCommand(system, 'create', 'not-a-key')).code).toBe(2);
     const created = await accountsCommand(system, 'create', system.account, system.account);
     expect(created.code, created.stderr).toBe(0);
-    expect(created.stdout.trim().split('\n').map((l) => JSON.parse(l) as unknown)).toEqual([
+    expect(
+      created.stdout
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as unknown),
+    ).toEqual([
       { principal: system.account, created: true },
       { principal: system.account, created: false },
     ]);
-    const listed = (await accountsCommand(system, 'list')).stdout.trim().split('\n').map((l) => JSON.parse(l) as { principal: string });
+    const listed = (await accountsCommand(system, 'list')).stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { principal: string });
     expect(listed.map((a) => a.principal)).toEqual([system.account]);
 
     // The created account acts, and hands out signers as before.

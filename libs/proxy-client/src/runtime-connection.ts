@@ -52,7 +52,11 @@ export async function connectRuntime(opts: RuntimeConnectionOptions): Promise<Ru
   // caller if it fails); the client turns every failure into a typed error of its own, and the
   // captures were half of its CPU per call at 32 concurrent callers.
   const nc = await connect({ servers: opts.url.split(','), name: opts.name ?? 'mcpx runtime', maxReconnectAttempts: opts.maxReconnectAttempts ?? -1, noAsyncTraces: true, ...auth });
-  const client = new ProxyClient(nc, makeSubjects(opts.prefix ?? ''), { ...(opts.liveness ? { liveness: opts.liveness } : {}), ...(opts.meter ? { meter: opts.meter } : {}), endpointRuns: opts.endpointRuns === true });
+  const client = new ProxyClient(nc, makeSubjects(opts.prefix ?? ''), {
+    ...(opts.liveness ? { liveness: opts.liveness } : {}),
+    ...(opts.meter ? { meter: opts.meter } : {}),
+    endpointRuns: opts.endpointRuns === true,
+  });
   return {
     nc,
     client,

@@ -11,7 +11,7 @@
  */
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { WireError, type ApprovalView } from '@mcpx/contracts';
+import type { ApprovalView, WireError } from '@mcpx/contracts';
 import type { TestMcpServer } from '../../servers/index.js';
 import { startInputMcpServer, type InputMcpServer } from '../../servers/input-mcp-server.js';
 import type { ProxySystem } from '../../support/proxy-system.js';
