@@ -4,8 +4,9 @@
  * - with accounts closed (ACCOUNTS=closed, as compose and k8s run), a fresh key is refused before
  *   anything is written or kept (no account row, no nonce), and the operator's command creates
  *   the accounts that may act;
- * - with accounts open (`npm start`), fresh accounts flooding approvals stop at the deployment's
- *   cap with a typed error, and an earlier account's approval is still there to decide and use;
+ * - with accounts open (`npm start`), fresh accounts flooding approvals (and questions) stop at the
+ *   deployment's cap with a typed error, and an earlier account's approval (or question) is still
+ *   there to decide (answer) and use;
  * - an account's waiting approvals are charged in bytes: big arguments stop at its byte budget;
  * - the endpoint's runs (`ep-<token>`) are reserved: an AGENT signer cannot use an endpoint
  *   client's approval through InvokeTool, and a runtime's proxy client refuses such runs.
@@ -20,11 +21,13 @@ import { WireError, type ApprovalView } from '@mcpx/contracts';
 import { generateKeyPair } from '@mcpx/envelope';
 import { ProxyClient } from '@mcpx/proxy-client';
 import type { TestMcpServer } from '../servers/index.js';
+import type { InputMcpServer } from '../servers/input-mcp-server.js';
 import { ApiClient } from '../support/api-client.js';
 import { serviceUrls } from '../support/env.js';
 import { ProxySystem } from '../support/proxy-system.js';
 import { ROOT, eventually } from '../support/system.js';
 import { actionError, startApprovalSystem, stoppedCall } from '../approvals/approval-tools.js';
+import { INPUT_TOOLS, askedInput, failure, startInputSystem, textOf } from '../inputs/input-system.js';
 
 const run = promisify(execFile);
 
@@ -235,5 +238,37 @@ describe("the endpoint's runs are reserved", () => {
 
     // The approval is still the endpoint client's to use, once.
     expect((await endpoint.call({ ...call, approvalId })).result.text).toBe('dropped users');
+  });
+});
+
+describe('accounts open: input requests capped across accounts', () => {
+  let system: ProxySystem;
+  let upstream: InputMcpServer;
+
+  beforeAll(async () => {
+    ({ system, upstream } = await startInputSystem({ env: { QUOTA_PENDING_INPUTS_TOTAL: '3' } }));
+  });
+  afterAll(async () => {
+    await system?.stop();
+    await upstream?.close();
+  });
+
+  it("fresh accounts' questions stop at the deployment's cap (quota_exceeded naming it); the first account's question is still answered and used", async () => {
+    const mine = await askedInput(system.call('ops-agent', 'mine', 'ops__deploy', { env: 'prod' }));
+    const api = new ApiClient(system.api.apiUrl);
+    await api.act('SetMcpServer', { name: 'ops', config: { url: upstream.url } });
+    const { agent } = await api.act<{ agent: { id: string } }>('CreateAgent', { name: 'flood', definition: { mcpServers: ['ops'] } });
+    await eventually(async () => ((await api.act<{ tools: unknown[] }>('ListAgentTools', { agent: agent.id })).tools.length >= INPUT_TOOLS ? true : undefined), 15_000, 'tools');
+    const flood = await Promise.all(
+      Array.from({ length: 6 }, (_, i) => failure(system.client.call({ account: api.principal, agent: agent.id, run: `f-${i}`, tool: 'ops__deploy', arguments: { env: `e${i}` } }))),
+    );
+    expect(flood.filter((e) => e.code === 'input_required')).toHaveLength(2);
+    for (const e of flood.filter((x) => x.code !== 'input_required')) {
+      expect(e.code).toBe('quota_exceeded');
+      expect(e.details).toMatchObject({ field: 'global', limit: 'pending_inputs_total', max: 3 });
+    }
+    await system.api.act('AnswerInputRequest', { id: mine.inputRequestId, action: 'accept', content: { confirm: true } });
+    const done = await system.call('ops-agent', 'mine', 'ops__deploy', { env: 'prod' }, { inputRequestId: mine.inputRequestId });
+    expect(textOf(done.result)).toBe('Deployed to prod');
   });
 });
