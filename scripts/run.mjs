@@ -47,6 +47,7 @@ const targets = {
   bench: [bin('tsx'), [`bench/${rest[0] ?? 'proxy'}.ts`, ...rest.slice(1)]],
   soak: [bin('tsx'), ['scripts/soak.ts', ...rest]],
   'rotate-secrets': [bin('tsx'), ['services/registry/src/rotate-secrets.ts', ...rest]],
+  accounts: [bin('tsx'), ['services/registry/src/accounts-command.ts', ...rest]],
 };
 const target = targets[command];
 if (target === undefined) {

@@ -22,6 +22,8 @@ const env = {
   REDIS_URL: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379',
   // The local profile lets a developer connect servers on their own machine over plain http.
   OUTBOUND_PROFILE: process.env.OUTBOUND_PROFILE ?? 'local',
+  // Any key is an account on a developer's machine (compose and k8s close them: ACCOUNTS=closed).
+  ACCOUNTS: process.env.ACCOUNTS ?? 'open',
 };
 let nats: AuthNats | undefined;
 

@@ -101,7 +101,10 @@ async function keysOf(redis: Redis, system: ProxySystem, kind: string): Promise<
   do {
     const [next, keys] = await redis.scan(cursor, 'MATCH', `${system.env.REDIS_PREFIX ?? ''}${kind}*`, 'COUNT', 1000);
     cursor = next;
-    for (const key of keys) out[key] = (await redis.type(key)) === 'zset' ? await redis.zcard(key) : await redis.strlen(key);
+    for (const key of keys) {
+      const type = await redis.type(key);
+      out[key] = type === 'zset' ? await redis.zcard(key) : type === 'hash' ? await redis.hlen(key) : await redis.strlen(key);
+    }
   } while (cursor !== '0');
   return out;
 }

@@ -64,6 +64,13 @@ describe('docker-compose.yml', () => {
     for (const user of ['RUNTIME', 'OPERATOR']) expect(compose).toContain(`NATS_${user}_PASSWORD: \${NATS_${user}_PASSWORD:?`);
   });
 
+  it('bounds Redis and evicts nothing (a full Redis refuses writes, typed unavailable), and closes accounts to operator-created ones', () => {
+    const redis = compose.slice(compose.indexOf('\n  redis:'), compose.indexOf('\n  otel-collector:'));
+    expect(redis).toMatch(/--maxmemory 256mb --maxmemory-policy noeviction/);
+    expect(compose).toMatch(/ACCOUNTS: \$\{ACCOUNTS:-closed\}/);
+    expect(compose).not.toMatch(/ACCOUNTS: \$\{ACCOUNTS:-open\}|ACCOUNTS: open/);
+  });
+
   it('runs every service in the production profile with its metrics on the internal port', () => {
     expect(compose).toMatch(/OUTBOUND_PROFILE: production/);
     for (const port of ['9080', '9081', '9082', '9083']) expect(compose).toContain(`INTERNAL_HTTP_PORT: "${port}"`);
@@ -83,6 +90,14 @@ describe('deploy/k8s', () => {
     expect(service).toContain(`port: ${port}`);
     expect(service).not.toContain(internal);
     expect(service).not.toContain('internal');
+  });
+
+  it('closes accounts (operator-created only) and states the bound Redis must have (maxmemory, noeviction)', () => {
+    expect(k8s('registry.yaml')).toContain('- { name: ACCOUNTS, value: closed }');
+    for (const name of ['projector', 'proxy', 'endpoint', 'config']) expect(k8s(`${name}.yaml`)).not.toMatch(/ACCOUNTS/);
+    const datastores = k8s('datastores.yaml');
+    expect(datastores).toMatch(/maxmemory-policy noeviction/);
+    expect(datastores).toMatch(/maxmemory 256mb/);
   });
 
   it('keeps the database and Redis URLs (with their passwords) and the key ring in Secrets, with placeholders only', () => {

@@ -73,6 +73,13 @@ export interface Config {
   /** Quotas and rate limits per account, agent, signer, address and instance (`QUOTA_*`, `RATE_*`; see `quotas.ts`). */
   quotas: QuotaSettings;
   /**
+   * How accounts come to exist (`ACCOUNTS`, read by the registry): `open` (the default), any key
+   * is an account, created by its first action that writes; `closed`, only accounts an operator
+   * created (`npm run accounts -- create <principal>`) are served, and an envelope of any other
+   * account is refused (`forbidden`, naming `account`) before anything is written or kept.
+   */
+  accounts: AccountCreation;
+  /**
    * The proxies in front of the registry whose `X-Forwarded-For` is believed for the per-address
    * rate limit (`TRUSTED_PROXIES`: addresses and CIDRs, comma separated; none by default: the
    * socket's peer is the client). Checked by the registry at its start.
@@ -214,6 +221,16 @@ export function parseBuiltinVendorClients(value: string | undefined): Record<str
   });
 }
 
+/** How accounts come to exist: by any key's first write (`open`), or by an operator only (`closed`). */
+export type AccountCreation = 'open' | 'closed';
+
+function parseAccounts(env: NodeJS.ProcessEnv): AccountCreation {
+  const v = env.ACCOUNTS ?? '';
+  if (v === '' || v === 'open') return 'open';
+  if (v === 'closed') return 'closed';
+  throw new Error('ACCOUNTS must be open or closed');
+}
+
 export function loadConfig(service: keyof typeof DEFAULT_PORTS, env: NodeJS.ProcessEnv): Config {
   const profile = parseProfile(env);
   const keyringText = env.SECRETS_KEYRING ?? (profile === 'local' ? LOCAL_DEV_KEYRING : undefined);
@@ -263,6 +280,7 @@ export function loadConfig(service: keyof typeof DEFAULT_PORTS, env: NodeJS.Proc
     builtinTokenEndpoints: parseBuiltinTokenEndpoints(env.BUILTIN_TOKEN_ENDPOINTS),
     builtinVendorClients: parseBuiltinVendorClients(env.BUILTIN_VENDOR_CLIENTS),
     quotas: parseQuotas(env),
+    accounts: parseAccounts(env),
     trustedProxies: (env.TRUSTED_PROXIES ?? '')
       .split(',')
       .map((e) => e.trim())

@@ -33,6 +33,24 @@ export interface QuotaSettings {
    * be many times the size of an approval, and the two are sized apart.
    */
   pendingInputsPerAccount: number;
+  /**
+   * Bytes of waiting approvals (their stored records, shown arguments included) one account may
+   * hold in Redis at once (`QUOTA_PENDING_APPROVAL_BYTES_PER_ACCOUNT`): the count alone lets an
+   * account keep 1,000 × 64 KiB. A decided approval gives its bytes back and keeps no arguments.
+   */
+  pendingApprovalBytesPerAccount: number;
+  /** Bytes of waiting input requests one account may hold in Redis at once (`QUOTA_PENDING_INPUT_BYTES_PER_ACCOUNT`). */
+  pendingInputBytesPerAccount: number;
+  /**
+   * Approvals waiting across every account (`QUOTA_PENDING_APPROVALS_TOTAL`) and their bytes
+   * (`QUOTA_PENDING_APPROVAL_BYTES_TOTAL`): one Redis holds them for all tenants (beside the
+   * nonces, locks and limits), so the deployment refuses new ones before Redis runs out.
+   */
+  pendingApprovalsTotal: number;
+  pendingApprovalBytesTotal: number;
+  /** Input requests waiting across every account (`QUOTA_PENDING_INPUTS_TOTAL`) and their bytes (`QUOTA_PENDING_INPUT_BYTES_TOTAL`). */
+  pendingInputsTotal: number;
+  pendingInputBytesTotal: number;
   /** `GET /v1/events` streams an account may hold open at once, across instances (`QUOTA_EVENT_STREAMS_PER_ACCOUNT`). */
   eventStreamsPerAccount: number;
   /** Discoveries of one account in flight at once, across instances (`QUOTA_DISCOVERIES_PER_ACCOUNT`). */
@@ -60,6 +78,14 @@ export const DEFAULT_QUOTAS: Readonly<QuotaSettings> = Object.freeze({
   pendingApprovalsPerAccount: 1_000,
   // Four agents' full queues: a person answers questions one at a time, and an input request can weigh many approvals.
   pendingInputsPerAccount: 200,
+  // 128 approvals of the largest shown arguments, or 1,000 of 8 KiB.
+  pendingApprovalBytesPerAccount: 8 * 1024 * 1024,
+  pendingInputBytesPerAccount: 8 * 1024 * 1024,
+  // Both kinds together at their byte caps fill half of the 256 MiB the deployments give Redis.
+  pendingApprovalsTotal: 50_000,
+  pendingApprovalBytesTotal: 64 * 1024 * 1024,
+  pendingInputsTotal: 20_000,
+  pendingInputBytesTotal: 64 * 1024 * 1024,
   eventStreamsPerAccount: 20,
   discoveriesPerAccount: 4,
   discoveryDeadlineMs: 60_000,
@@ -93,6 +119,12 @@ export function parseQuotas(env: NodeJS.ProcessEnv): QuotaSettings {
     pendingApprovalsPerAgent: count(env, 'QUOTA_PENDING_APPROVALS_PER_AGENT', d.pendingApprovalsPerAgent),
     pendingApprovalsPerAccount: count(env, 'QUOTA_PENDING_APPROVALS_PER_ACCOUNT', d.pendingApprovalsPerAccount),
     pendingInputsPerAccount: count(env, 'QUOTA_PENDING_INPUTS_PER_ACCOUNT', d.pendingInputsPerAccount),
+    pendingApprovalBytesPerAccount: count(env, 'QUOTA_PENDING_APPROVAL_BYTES_PER_ACCOUNT', d.pendingApprovalBytesPerAccount),
+    pendingInputBytesPerAccount: count(env, 'QUOTA_PENDING_INPUT_BYTES_PER_ACCOUNT', d.pendingInputBytesPerAccount),
+    pendingApprovalsTotal: count(env, 'QUOTA_PENDING_APPROVALS_TOTAL', d.pendingApprovalsTotal),
+    pendingApprovalBytesTotal: count(env, 'QUOTA_PENDING_APPROVAL_BYTES_TOTAL', d.pendingApprovalBytesTotal),
+    pendingInputsTotal: count(env, 'QUOTA_PENDING_INPUTS_TOTAL', d.pendingInputsTotal),
+    pendingInputBytesTotal: count(env, 'QUOTA_PENDING_INPUT_BYTES_TOTAL', d.pendingInputBytesTotal),
     eventStreamsPerAccount: count(env, 'QUOTA_EVENT_STREAMS_PER_ACCOUNT', d.eventStreamsPerAccount),
     discoveriesPerAccount: count(env, 'QUOTA_DISCOVERIES_PER_ACCOUNT', d.discoveriesPerAccount),
     discoveryDeadlineMs: count(env, 'DISCOVERY_DEADLINE_MS', d.discoveryDeadlineMs),

@@ -15,6 +15,14 @@ import { PAYLOAD_LIMITS, type StrictLimits } from './strict-cbor.js';
 
 /** A call may take at most 120 s (docs/limits.md#the-call). */
 export const MAX_CALL_TIMEOUT_MS = 120_000;
+
+/**
+ * The runs of the agent MCP endpoint: `ep-<token id>`, one per bearer token, to which the approvals
+ * a token's user may decide are bound. Reserved for the endpoint: the registry's `InvokeTool` and
+ * `EndRun` refuse them (`invalid_input` naming `run`), and so does a runtime's proxy client, so no
+ * signer or runtime can use (or end) an endpoint client's approvals and runs.
+ */
+export const ENDPOINT_RUN_PREFIX = 'ep-';
 /**
  * A call request bigger than this is refused before it is decoded (NATS' default max payload is
  * 1 MiB; a server configured larger must not let one request pin the proxy's memory).

@@ -20,7 +20,10 @@ async function keysUnder(redis: Redis, prefix: string): Promise<Record<string, n
   do {
     const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 500);
     cursor = next;
-    for (const key of keys) out[key] = (await redis.type(key)) === 'zset' ? await redis.zcard(key) : await redis.strlen(key);
+    for (const key of keys) {
+      const type = await redis.type(key);
+      out[key] = type === 'zset' ? await redis.zcard(key) : type === 'hash' ? await redis.hlen(key) : await redis.strlen(key);
+    }
   } while (cursor !== '0');
   return out;
 }
@@ -158,5 +161,64 @@ describe('ApprovalStore.countPending: approvals waiting across accounts (real Re
     expect(await store.countPending()).toBe(1);
     clock.now += 1_000;
     expect(await store.countPending()).toBe(0);
+  });
+});
+
+describe('ApprovalStore bytes and global caps: what one account, and all of them, keep waiting in Redis (real Redis)', () => {
+  const redis = new Redis(redisUrl);
+  afterAll(async () => {
+    await redis.quit();
+  });
+
+  /** Arguments that make a stored record of about `kib` KiB. */
+  const sized = (kib: number, account = 'acct') => ({ ...input, account, arguments: { blob: 'x'.repeat(kib * 1024) } as unknown });
+
+  it("the account's bytes budget counts the stored records: over it nothing is written and the refusal names the account and the bytes; a decision or the deadline gives the bytes back", async () => {
+    const { store, clock, prefix } = storeAt(redis);
+    const caps = { maxPendingBytesPerAccount: 100 * 1024 };
+    const raced = await Promise.allSettled(Array.from({ length: 12 }, () => store.create(sized(30), caps)));
+    const created = raced.filter((r) => r.status === 'fulfilled').map((r) => (r as PromiseFulfilledResult<{ id: string }>).value);
+    expect(created).toHaveLength(3);
+    for (const r of raced) if (r.status === 'rejected') expect(r.reason).toMatchObject({ name: 'PendingApprovalsFullError', scope: 'account', unit: 'bytes', max: 100 * 1024 });
+
+    const before = await keysUnder(redis, prefix);
+    await expect(store.create(sized(30), caps)).rejects.toMatchObject({ scope: 'account', unit: 'bytes' });
+    expect(await keysUnder(redis, prefix)).toEqual(before);
+    // Small ones still fit; another account has a budget of its own.
+    await store.create(sized(1), caps);
+    await store.create(sized(30, 'other'), caps);
+
+    // A decision gives its bytes back, and the kept record drops the arguments it showed.
+    const decided = await store.decide('acct', created[0]!.id, 'denied', 'owner');
+    expect(decided).toMatchObject({ ok: true, record: { argumentsJson: expect.stringContaining('xxxx') } });
+    expect((await redis.get(`${prefix}approval:acct:${created[0]!.id}`))?.length).toBeLessThan(1024);
+    await store.create(sized(30), caps);
+    await expect(store.create(sized(30), caps)).rejects.toMatchObject({ unit: 'bytes' });
+    // Past the deadline every byte is back.
+    clock.now += TTL_MS;
+    for (let i = 0; i < 3; i++) await store.create(sized(30), caps);
+  });
+
+  it("the global caps count every account's waiting approvals: a flood of fresh accounts stops at the cap, named global, and an earlier account's approval is still there to decide", async () => {
+    const { store, prefix } = storeAt(redis);
+    const mine = await store.create(input);
+    const caps = { maxPendingPerAccount: 100, maxPendingGlobal: 20, maxPendingBytesGlobal: 0 };
+    const flood = await Promise.allSettled(Array.from({ length: 60 }, (_, i) => store.create({ ...input, account: `fresh${i % 3}` }, caps)));
+    expect(flood.filter((r) => r.status === 'fulfilled')).toHaveLength(19);
+    for (const r of flood) if (r.status === 'rejected') expect(r.reason).toMatchObject({ scope: 'global', unit: 'count', max: 20 });
+    const before = await keysUnder(redis, prefix);
+    await expect(store.create({ ...input, account: 'fresh9' }, caps)).rejects.toMatchObject({ scope: 'global' });
+    expect(await keysUnder(redis, prefix)).toEqual(before);
+    expect((await store.listPending('acct')).map((r) => r.id)).toEqual([mine.id]);
+    expect(await store.decide('acct', mine.id, 'approved', 'owner')).toMatchObject({ ok: true });
+    // The decision made room.
+    await store.create({ ...input, account: 'fresh9' }, caps);
+
+    // The global bytes cap, the same way.
+    const bytes = storeAt(redis).store;
+    const byteCaps = { maxPendingBytesGlobal: 64 * 1024 };
+    await bytes.create(sized(30, 'a'), byteCaps);
+    await bytes.create(sized(30, 'b'), byteCaps);
+    await expect(bytes.create(sized(30, 'c'), byteCaps)).rejects.toMatchObject({ scope: 'global', unit: 'bytes', max: 64 * 1024 });
   });
 });

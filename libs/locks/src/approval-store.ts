@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import { capArg, createPending, type PendingCaps, type PendingScope } from './pending-caps.js';
+import { createPending, LEDGER_LUA, ledgerKeys, type PendingCaps, type PendingScope, type PendingUnit } from './pending-caps.js';
 
 /**
  * An approval (docs/limits.md#approvals-and-input-requests) waits for a human this long (ms) unless the operator says otherwise, and
@@ -75,51 +75,61 @@ export type DecideOutcome = { ok: true; record: ApprovalRecord } | { ok: false; 
 export type ConsumeReason = 'unknown' | 'expired' | 'denied' | 'used' | 'pending' | 'mismatch';
 export type ConsumeOutcome = { ok: true; record: ApprovalRecord } | { ok: false; reason: ConsumeReason; record?: ApprovalRecord };
 
-// KEYS[1] the record, KEYS[2] the account's pending index; ARGV: now, decision, decided by, the
-// approved call's use deadline, how long an approved record is kept (ms), the prefix of the
-// agents' pending indexes (the record names its agent; one Redis, not a cluster), the index of
-// every account's pending approvals (the waiting gauge's).
-const DECIDE = `
+// KEYS[1] the record, KEYS[2] the account's pending index, KEYS[3..4] the account's bytes
+// ledger, KEYS[5..6] every account's; ARGV: now, decision, decided by, the approved call's use
+// deadline, how long an approved record is kept (ms), the prefix of the agents' pending indexes
+// (the record names its agent; one Redis, not a cluster), the index of every account's pending
+// approvals (the waiting gauge's). A decided approval no longer waits: its bytes are released,
+// and its stored record drops the shown arguments (the answer still carries them), so what an
+// account holds in Redis past its decisions is small.
+const DECIDE = `${LEDGER_LUA}
 local raw = redis.call('GET', KEYS[1])
 if not raw then return {'unknown'} end
 local r = cjson.decode(raw)
 if r.status ~= 'pending' then return {'decided', raw} end
 local now = tonumber(ARGV[1])
-if now >= r.expiresAt then
+local function unlist()
   redis.call('ZREM', KEYS[2], r.id)
   redis.call('ZREM', ARGV[6] .. r.agent, r.id)
   redis.call('ZREM', ARGV[7], r.id)
+  release(KEYS[3], KEYS[4], r.id)
+  release(KEYS[5], KEYS[6], r.id)
+end
+if now >= r.expiresAt then
+  unlist()
   return {'expired', raw}
 end
 r.status = ARGV[2]
 r.decidedAt = now
 r.decidedBy = ARGV[3]
-local enc
+if r.status == 'approved' then r.expiresAt = tonumber(ARGV[4]) end
+local shown = r.argumentsJson
+r.argumentsJson = nil
+local stored = cjson.encode(r)
+r.argumentsJson = shown
+-- Unlisted first: that frees memory, so a full Redis (maxmemory) still takes the decision.
+unlist()
 if r.status == 'approved' then
-  r.expiresAt = tonumber(ARGV[4])
-  enc = cjson.encode(r)
-  redis.call('SET', KEYS[1], enc, 'PX', ARGV[5])
+  redis.call('SET', KEYS[1], stored, 'PX', ARGV[5])
 else
-  enc = cjson.encode(r)
-  redis.call('SET', KEYS[1], enc, 'KEEPTTL')
+  redis.call('SET', KEYS[1], stored, 'KEEPTTL')
 end
-redis.call('ZREM', KEYS[2], r.id)
-redis.call('ZREM', ARGV[6] .. r.agent, r.id)
-redis.call('ZREM', ARGV[7], r.id)
-return {'ok', enc}
+return {'ok', cjson.encode(r)}
 `;
 
 /**
- * {@link ApprovalStore.create} refused: the agent (`scope: 'agent'`) or its account (`'account'`)
- * has `max` approvals waiting for a human. Nothing was recorded.
+ * {@link ApprovalStore.create} refused: the agent (`scope: 'agent'`), its account (`'account'`)
+ * or the deployment (`'global'`) has `max` approvals (`unit: 'count'`) or `max` bytes of them
+ * (`'bytes'`) waiting for a human. Nothing was recorded.
  */
 export class PendingApprovalsFullError extends Error {
   override readonly name = 'PendingApprovalsFullError';
   constructor(
     readonly max: number,
     readonly scope: PendingScope = 'agent',
+    readonly unit: PendingUnit = 'count',
   ) {
-    super(`the ${scope} has ${max} approvals waiting`);
+    super(unit === 'count' ? `the ${scope} has ${max} approvals waiting` : `the ${scope}'s waiting approvals hold ${max} bytes`);
   }
 }
 
@@ -185,11 +195,17 @@ export class ApprovalStore {
     return `${this.prefix}approvals-agent:${account}:`;
   }
 
+  /** The bytes ledgers of the account's and every account's waiting approvals. */
+  private ledgers(account: string): { account: ReturnType<typeof ledgerKeys>; all: ReturnType<typeof ledgerKeys> } {
+    return { account: ledgerKeys(`${this.prefix}approvals-bytes:${account}`), all: ledgerKeys(`${this.prefix}approvals-bytes-all`) };
+  }
+
   /**
-   * Records a pending approval of one call. With `maxPendingPerAgent` or `maxPendingPerAccount`
-   * (> 0) the agent's and the account's waiting approvals are counted and the new one recorded in
-   * one step (a Lua script): at either cap nothing is recorded and {@link PendingApprovalsFullError}
-   * (naming the scope and its cap) is thrown, however many calls of however many agents race.
+   * Records a pending approval of one call. With caps (> 0: the agent's and the account's counts,
+   * the account's bytes, the deployment's count and bytes) the waiting approvals are counted and
+   * the new one recorded in one step (a Lua script): at a full cap nothing is recorded and
+   * {@link PendingApprovalsFullError} (naming the scope, the unit and the cap) is thrown, however
+   * many calls of however many agents and accounts race. Its bytes are its stored record's.
    */
   async create(input: ApprovalBinding & { account: string; server: string; remoteName: string; arguments: unknown }, opts: PendingCaps = {}): Promise<ApprovalRecord> {
     const now = this.now();
@@ -209,21 +225,21 @@ export class ApprovalStore {
     };
     if (Buffer.byteLength(json) <= ARGUMENTS_SHOWN_MAX_BYTES) record.argumentsJson = json;
     const keep = this.ttlMs + TOMBSTONE_MS;
-    const perAgent = capArg(opts.maxPendingPerAgent);
-    const perAccount = capArg(opts.maxPendingPerAccount);
-    const created = await createPending(
+    const ledgers = this.ledgers(input.account);
+    const refused = await createPending(
       this.redis,
       {
         record: this.recordKey(input.account, record.id),
         accountIndex: this.indexKey(input.account),
         agentIndex: `${this.agentIndexPrefix(input.account)}${input.agent}`,
         allIndex: this.allPendingKey(),
+        accountLedger: ledgers.account,
+        allLedger: ledgers.all,
       },
       { now, json: JSON.stringify(record), keepMs: keep, deadline: record.expiresAt, id: record.id, allMember: record.id },
-      { perAgent, perAccount },
+      opts,
     );
-    if (created === 'agent') throw new PendingApprovalsFullError(perAgent, 'agent');
-    if (created === 'account') throw new PendingApprovalsFullError(perAccount, 'account');
+    if (refused !== undefined) throw new PendingApprovalsFullError(refused.max, refused.scope, refused.unit);
     return record;
   }
 
@@ -239,11 +255,16 @@ export class ApprovalStore {
 
   async decide(account: string, id: string, decision: 'approved' | 'denied', by: string): Promise<DecideOutcome> {
     const now = this.now();
+    const ledgers = this.ledgers(account);
     const out = (await this.redis.eval(
       DECIDE,
-      2,
+      6,
       this.recordKey(account, id),
       this.indexKey(account),
+      ledgers.account.set,
+      ledgers.account.sizes,
+      ledgers.all.set,
+      ledgers.all.sizes,
       now,
       decision,
       by,

@@ -1,15 +1,33 @@
-import { randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
-import { InputStore, PendingInputsFullError, type InputCreate } from './input-store.js';
+import { InputStore, PendingInputsFullError, type AnswerSealer, type InputCreate } from './input-store.js';
 
 const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const TTL_MS = 60_000;
 
+/** AES-256-GCM with one key, the shape of the deployment's SecretBox (the services pass theirs). */
+function sealer(key = randomBytes(32)): AnswerSealer {
+  return {
+    seal(plaintext, aad) {
+      const iv = randomBytes(12);
+      const c = createCipheriv('aes-256-gcm', key, iv).setAAD(Buffer.from(aad));
+      const body = Buffer.concat([c.update(plaintext, 'utf8'), c.final()]);
+      return { keyId: 't', ciphertext: Buffer.concat([iv, body, c.getAuthTag()]) };
+    },
+    open(sealed, aad) {
+      const buf = Buffer.from(sealed.ciphertext);
+      const d = createDecipheriv('aes-256-gcm', key, buf.subarray(0, 12)).setAAD(Buffer.from(aad));
+      d.setAuthTag(buf.subarray(buf.length - 16));
+      return Buffer.concat([d.update(buf.subarray(12, buf.length - 16)), d.final()]).toString('utf8');
+    },
+  };
+}
+
 function storeAt(redis: Redis): { store: InputStore; clock: { now: number }; prefix: string } {
   const clock = { now: 1_700_000_000_000 };
   const prefix = `mcpx-t${randomBytes(4).toString('hex')}:`;
-  return { store: new InputStore(redis, prefix, { ttlMs: TTL_MS, now: () => clock.now }), clock, prefix };
+  return { store: new InputStore(redis, prefix, { box: sealer(), ttlMs: TTL_MS, now: () => clock.now }), clock, prefix };
 }
 
 /** Every key under a prefix with its size, to see that a refusal wrote nothing. */
@@ -19,7 +37,10 @@ async function keysUnder(redis: Redis, prefix: string): Promise<Record<string, n
   do {
     const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 500);
     cursor = next;
-    for (const key of keys) out[key] = (await redis.type(key)) === 'zset' ? await redis.zcard(key) : await redis.strlen(key);
+    for (const key of keys) {
+      const type = await redis.type(key);
+      out[key] = type === 'zset' ? await redis.zcard(key) : type === 'hash' ? await redis.hlen(key) : await redis.strlen(key);
+    }
   } while (cursor !== '0');
   return out;
 }
@@ -53,7 +74,7 @@ describe('InputStore (real Redis)', () => {
   });
 
   it('lists a pending request, takes each question once, completes with the last, and is used once for its own call', async () => {
-    const { store, clock } = storeAt(redis);
+    const { store, clock, prefix } = storeAt(redis);
     const r = await store.create(base(['confirm', 'region']));
     expect((await store.listPending('acct')).map((x) => x.id)).toEqual([r.id]);
     expect(await store.consume('acct', r.id, binding)).toMatchObject({ ok: false, reason: 'pending' });
@@ -72,7 +93,14 @@ describe('InputStore (real Redis)', () => {
     // The stored strings come back byte for byte (no script re-encodes them: an empty list stays a list).
     const got = await store.get('acct', r.id);
     expect(got?.requestsJson).toBe(base([]).requestsJson);
-    expect(got?.answers.confirm).toBe('{"action":"accept","content":{"confirm":true,"tags":[]}}');
+    expect(store.openAnswer(got!, 'confirm')).toBe('{"action":"accept","content":{"confirm":true,"tags":[]}}');
+    // Sealed where it is kept: the stored record holds no answer's content.
+    const stored = (await redis.get(`${prefix}input:acct:${r.id}`)) ?? '';
+    expect(stored).toContain('"confirm"');
+    expect(stored).not.toContain('content');
+    expect(stored).not.toContain('accept');
+    // Bound to its request and question: an answer moved to another question does not open.
+    expect(() => store.openAnswer({ ...got!, answers: { region: got!.answers.confirm! } }, 'region')).toThrow();
     expect(got?.sealedState).toBe('k1.AAAA');
 
     expect(await store.consume('acct', r.id, { ...binding, argsHash: 'b'.repeat(64) })).toMatchObject({ ok: false, reason: 'mismatch' });
@@ -153,6 +181,18 @@ describe('InputStore caps: waiting input requests per agent and per account (rea
     await expect(store.create({ ...base(['confirm']), agent: 'fresh2' }, caps)).rejects.toMatchObject({ scope: 'account' });
     // A cap of 0 is none.
     await store.create({ ...base(['confirm']), agent: 'fresh2' }, { maxPendingPerAgent: 3, maxPendingPerAccount: 0 });
+  });
+  it("the account's bytes budget and the global caps refuse alike, naming scope and unit; a complete answer gives the bytes back", async () => {
+    const { store } = storeAt(redis);
+    const one = Buffer.byteLength(JSON.stringify({ ...base(['confirm']), id: 'inp_' + 'x'.repeat(22) })) + 200;
+    const caps = { maxPendingBytesPerAccount: one * 2, maxPendingGlobal: 3 };
+    const a = await store.create(base(['confirm']), caps);
+    await store.create(base(['confirm']), caps);
+    await expect(store.create(base(['confirm']), caps)).rejects.toMatchObject({ name: 'PendingInputsFullError', scope: 'account', unit: 'bytes', max: one * 2 });
+    await store.create({ ...base(['confirm']), account: 'other' }, caps);
+    await expect(store.create({ ...base(['confirm']), account: 'third' }, caps)).rejects.toMatchObject({ scope: 'global', unit: 'count', max: 3 });
+    expect((await store.answer('acct', a.id, 'confirm', '{"action":"accept"}', 'owner')).ok).toBe(true);
+    await store.create(base(['confirm']), caps);
   });
 });
 

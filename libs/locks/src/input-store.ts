@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import { capArg, createPending, type PendingCaps, type PendingScope } from './pending-caps.js';
+import { createPending, LEDGER_LUA, ledgerKeys, type LedgerKeys, type PendingCaps, type PendingScope, type PendingUnit } from './pending-caps.js';
 
 /** An input request waits for its answer this long (ms), and once answered, the call may be re-sent for as long again. */
 export const DEFAULT_INPUT_TTL_MS = 10 * 60_000;
@@ -36,7 +36,11 @@ export interface InputRecord extends InputBinding {
   personKeys: string;
   /** Person keys not answered yet. */
   remaining: number;
-  /** A person's answers by key (each the JSON of an `ElicitAnswer`). */
+  /**
+   * A person's answers by key, each the JSON of an `ElicitAnswer` sealed with the deployment's key
+   * ring (`<keyId>.<base64 ciphertext>`, bound to the account, the request and the key): read one
+   * with {@link InputStore.openAnswer}. Redis never holds what a person typed in the clear.
+   */
   answers: Record<string, string>;
   /** The server's `requestState`, sealed by the proxy (`<keyId>.<base64 ciphertext>`); never shown, never unsealed outside the proxy. */
   sealedState?: string;
@@ -61,20 +65,27 @@ export type AnswerOutcome = { ok: true; record: InputRecord; complete: boolean }
 export type InputConsumeReason = 'unknown' | 'expired' | 'used' | 'pending' | 'mismatch';
 export type InputConsumeOutcome = { ok: true; record: InputRecord } | { ok: false; reason: InputConsumeReason; record?: InputRecord };
 
-// KEYS[1] the record, KEYS[2] the account's pending index; ARGV: now, key, answer JSON, by, the
-// re-send deadline once complete, how long an answered record is kept (ms), the index of every
-// account's pending input requests (the waiting gauge's), the prefix of the account's agents'
-// pending indexes (the record names its agent; one Redis, not a cluster).
-const ANSWER = `
+// KEYS[1] the record, KEYS[2] the account's pending index, KEYS[3..4] the account's bytes ledger,
+// KEYS[5..6] every account's; ARGV: now, key, the sealed answer, by, the re-send deadline once
+// complete, how long an answered record is kept (ms), the index of every account's pending input
+// requests (the waiting gauge's), the prefix of the account's agents' pending indexes (the record
+// names its agent; one Redis, not a cluster). A complete request no longer waits: its bytes are
+// released.
+const ANSWER = `${LEDGER_LUA}
 local raw = redis.call('GET', KEYS[1])
 if not raw then return {'unknown'} end
 local r = cjson.decode(raw)
 if r.status ~= 'pending' then return {'decided', raw} end
 local now = tonumber(ARGV[1])
-if now >= r.expiresAt then
+local function unlist()
   redis.call('ZREM', KEYS[2], r.id)
   redis.call('ZREM', ARGV[8] .. r.agent, r.id)
   redis.call('ZREM', ARGV[7], r.account .. ':' .. r.id)
+  release(KEYS[3], KEYS[4], r.id)
+  release(KEYS[5], KEYS[6], r.account .. ':' .. r.id)
+end
+if now >= r.expiresAt then
+  unlist()
   return {'expired', raw}
 end
 if not string.find(r.personKeys, ',' .. ARGV[2] .. ',', 1, true) then return {'not_asked', raw} end
@@ -90,9 +101,7 @@ if r.remaining <= 0 then
   r.expiresAt = tonumber(ARGV[5])
   enc = cjson.encode(r)
   redis.call('SET', KEYS[1], enc, 'PX', ARGV[6])
-  redis.call('ZREM', KEYS[2], r.id)
-  redis.call('ZREM', ARGV[8] .. r.agent, r.id)
-  redis.call('ZREM', ARGV[7], r.account .. ':' .. r.id)
+  unlist()
   return {'complete', enc}
 end
 enc = cjson.encode(r)
@@ -101,17 +110,35 @@ return {'ok', enc}
 `;
 
 /**
- * {@link InputStore.create} refused: the agent (`scope: 'agent'`) or its account (`'account'`) has
- * `max` input requests waiting for a person. Nothing was recorded.
+ * {@link InputStore.create} refused: the agent (`scope: 'agent'`), its account (`'account'`) or
+ * the deployment (`'global'`) has `max` input requests (`unit: 'count'`) or `max` bytes of them
+ * (`'bytes'`) waiting for a person. Nothing was recorded.
  */
 export class PendingInputsFullError extends Error {
   override readonly name = 'PendingInputsFullError';
   constructor(
     readonly max: number,
     readonly scope: PendingScope = 'agent',
+    readonly unit: PendingUnit = 'count',
   ) {
-    super(`the ${scope} has ${max} input requests waiting`);
+    super(unit === 'count' ? `the ${scope} has ${max} input requests waiting` : `the ${scope}'s waiting input requests hold ${max} bytes`);
   }
+}
+
+/**
+ * Seals and opens a person's answers (the deployment's `SecretBox`: AES-256-GCM over the key ring,
+ * the same sealing as a server's `requestState`). The registry seals what a person answers, the
+ * proxy opens it for the call it was asked for.
+ */
+export interface AnswerSealer {
+  seal(plaintext: string, aad: string): { keyId: string; ciphertext: Uint8Array };
+  /** Throws when the ciphertext does not open (altered, another key ring, another request). */
+  open(sealed: { keyId: string; ciphertext: Uint8Array }, aad: string): string;
+}
+
+/** The additional data that binds a sealed answer to its account, input request and question. */
+function answerAad(account: string, id: string, key: string): string {
+  return `input-answer\u0000${account}\u0000${id}\u0000${key}`;
 }
 
 // KEYS[1] the record; ARGV: now, agent, run, tool, argsHash. Used before expired: a replay says so.
@@ -148,7 +175,7 @@ export class InputStore {
   constructor(
     private readonly redis: Redis,
     private readonly prefix: string,
-    private readonly opts: { ttlMs?: number; now?: () => number } = {},
+    private readonly opts: { box: AnswerSealer; ttlMs?: number; now?: () => number },
   ) {}
 
   get ttlMs(): number {
@@ -184,6 +211,11 @@ export class InputStore {
     return `${this.prefix}inputs-agent:${account}:`;
   }
 
+  /** The bytes ledgers of the account's and every account's waiting input requests. */
+  private ledgers(account: string): { account: LedgerKeys; all: LedgerKeys } {
+    return { account: ledgerKeys(`${this.prefix}inputs-bytes:${account}`), all: ledgerKeys(`${this.prefix}inputs-bytes-all`) };
+  }
+
   /**
    * Records an input request. One with no question for a person (the runtime answers everything)
    * is `answered` at once, never listed and never counted. One for a person, with
@@ -210,21 +242,21 @@ export class InputStore {
       await this.redis.set(this.recordKey(input.account, record.id), JSON.stringify(record), 'PX', keep);
       return record;
     }
-    const perAgent = capArg(opts.maxPendingPerAgent);
-    const perAccount = capArg(opts.maxPendingPerAccount);
-    const created = await createPending(
+    const ledgers = this.ledgers(input.account);
+    const refused = await createPending(
       this.redis,
       {
         record: this.recordKey(input.account, record.id),
         accountIndex: this.indexKey(input.account),
         agentIndex: `${this.agentIndexPrefix(input.account)}${input.agent}`,
         allIndex: this.allPendingKey(),
+        accountLedger: ledgers.account,
+        allLedger: ledgers.all,
       },
       { now, json: JSON.stringify(record), keepMs: keep, deadline: record.expiresAt, id: record.id, allMember: `${input.account}:${record.id}` },
-      { perAgent, perAccount },
+      opts,
     );
-    if (created === 'agent') throw new PendingInputsFullError(perAgent, 'agent');
-    if (created === 'account') throw new PendingInputsFullError(perAccount, 'account');
+    if (refused !== undefined) throw new PendingInputsFullError(refused.max, refused.scope, refused.unit);
     return record;
   }
 
@@ -240,14 +272,20 @@ export class InputStore {
    */
   async answer(account: string, id: string, key: string, answerJson: string, by: string): Promise<AnswerOutcome> {
     const now = this.now();
+    const sealed = this.opts.box.seal(answerJson, answerAad(account, id, key));
+    const ledgers = this.ledgers(account);
     const out = (await this.redis.eval(
       ANSWER,
-      2,
+      6,
       this.recordKey(account, id),
       this.indexKey(account),
+      ledgers.account.set,
+      ledgers.account.sizes,
+      ledgers.all.set,
+      ledgers.all.sizes,
       now,
       key,
-      answerJson,
+      `${sealed.keyId}.${Buffer.from(sealed.ciphertext).toString('base64')}`,
       by,
       now + this.ttlMs,
       this.ttlMs + TOMBSTONE_MS,
@@ -256,6 +294,19 @@ export class InputStore {
     )) as [string, string?];
     if (out[0] === 'ok' || out[0] === 'complete') return { ok: true, record: parse(out[1]), complete: out[0] === 'complete' };
     return { ok: false, reason: out[0] as AnswerReason, ...(out[1] ? { record: parse(out[1]) } : {}) };
+  }
+
+  /**
+   * A person's answer to question `key` of a record, opened (the JSON of an `ElicitAnswer`), or
+   * undefined when not answered. Throws when the stored answer does not open (it was altered, or
+   * moved from another request or question).
+   */
+  openAnswer(record: InputRecord, key: string): string | undefined {
+    const sealed = record.answers[key];
+    if (sealed === undefined) return undefined;
+    const dot = sealed.indexOf('.');
+    if (dot <= 0) throw new Error('a stored answer is not sealed');
+    return this.opts.box.open({ keyId: sealed.slice(0, dot), ciphertext: Buffer.from(sealed.slice(dot + 1), 'base64') }, answerAad(record.account, record.id, key));
   }
 
   /**

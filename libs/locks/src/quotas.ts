@@ -132,6 +132,12 @@ export interface QuotaLimits {
   pendingApprovalsPerAgent: number;
   pendingApprovalsPerAccount: number;
   pendingInputsPerAccount: number;
+  pendingApprovalBytesPerAccount: number;
+  pendingInputBytesPerAccount: number;
+  pendingApprovalsTotal: number;
+  pendingApprovalBytesTotal: number;
+  pendingInputsTotal: number;
+  pendingInputBytesTotal: number;
   eventStreamsPerAccount: number;
   discoveriesPerAccount: number;
   discoveryDeadlineMs: number;
@@ -152,6 +158,12 @@ export const QUOTA_DEFAULTS: Readonly<QuotaLimits> = Object.freeze({
   pendingApprovalsPerAgent: 50,
   pendingApprovalsPerAccount: 1_000,
   pendingInputsPerAccount: 200,
+  pendingApprovalBytesPerAccount: 8 * 1024 * 1024,
+  pendingInputBytesPerAccount: 8 * 1024 * 1024,
+  pendingApprovalsTotal: 50_000,
+  pendingApprovalBytesTotal: 64 * 1024 * 1024,
+  pendingInputsTotal: 20_000,
+  pendingInputBytesTotal: 64 * 1024 * 1024,
   eventStreamsPerAccount: 20,
   discoveriesPerAccount: 4,
   discoveryDeadlineMs: 60_000,

@@ -25,6 +25,15 @@ export const REDIS_RETRY_AFTER_MS = 1_000;
 const UNAVAILABLE_MESSAGES = ["Stream isn't writeable and enableOfflineQueue options is false", 'Connection is closed.', 'Command timed out'];
 
 /**
+ * A reply whose error code (its first word, as Redis sends it) is `OOM`: the write was refused
+ * because Redis is at its `maxmemory`. A script's first write refused so reaches the caller with
+ * the same code (and nothing of the script was written).
+ */
+export function isOutOfMemory(err: Error): boolean {
+  return err.message.startsWith('OOM ');
+}
+
+/**
  * Whether `err` says Redis could not be reached (as opposed to a reply error of a command that
  * ran): the offline queue is off, the connection is closed, the command timed out, or its retries
  * are spent. `status` (the client's, when known) counts a plain error raised while the client is
@@ -32,7 +41,9 @@ const UNAVAILABLE_MESSAGES = ["Stream isn't writeable and enableOfflineQueue opt
  */
 export function isRedisUnavailable(err: unknown, status?: string): boolean {
   if (!(err instanceof Error)) return false;
-  if (err.name === 'ReplyError') return false;
+  // A full Redis (maxmemory reached, policy noeviction) refuses writes with the OOM error code:
+  // nothing was written and it passes once memory is freed, so it is an outage, not a fault.
+  if (err.name === 'ReplyError') return isOutOfMemory(err);
   if (err.name === 'MaxRetriesPerRequestError') return true;
   if (UNAVAILABLE_MESSAGES.some((m) => err.message.startsWith(m))) return true;
   return status !== undefined && status !== 'ready' && err.constructor === Error;

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { NatsConnection } from '@nats-io/transport-node';
 import {
+  ENDPOINT_RUN_PREFIX,
   ErrorCodes,
   INPUT_LIMITS,
   WireError,
@@ -129,12 +130,18 @@ export class ProxyClient {
 
   private readonly liveness: LivenessOptions;
   private readonly checks: Counter | undefined;
+  private readonly endpointRuns: boolean;
 
+  /**
+   * `endpointRuns`: this client is the agent endpoint's, and may call in its runs
+   * (`ep-<token id>`); any other client refuses them (`invalid_input` naming `run`).
+   */
   constructor(
     private readonly nc: NatsConnection,
     private readonly subjects: Subjects,
-    opts: { liveness?: LivenessOptions; meter?: Meter } = {},
+    opts: { liveness?: LivenessOptions; meter?: Meter; endpointRuns?: boolean } = {},
   ) {
+    this.endpointRuns = opts.endpointRuns === true;
     this.liveness = opts.liveness ?? DEFAULT_LIVENESS;
     this.checks = opts.meter?.createCounter('mcpx_proxy_client_held_checks_total', { description: 'Checks that a long call is still held by a proxy instance, by answer (here, silent, lost)' });
   }
@@ -164,6 +171,9 @@ export class ProxyClient {
 
   /** Runs one call; throws a WireError with the proxy's typed code when it fails. */
   async call(input: CallInput): Promise<CallOutcome> {
+    if (!this.endpointRuns && input.run.startsWith(ENDPOINT_RUN_PREFIX)) {
+      throw new WireError(ErrorCodes.invalidInput, `run: must not start with ${ENDPOINT_RUN_PREFIX}: those runs are the agent endpoint's`, { field: 'run' });
+    }
     const callId = input.callId ?? randomUUID();
     const req: ProxyCallRequest = {
       account: input.account,

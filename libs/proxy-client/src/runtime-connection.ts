@@ -22,6 +22,8 @@ export interface RuntimeConnectionOptions {
   maxReconnectAttempts?: number;
   liveness?: LivenessOptions;
   meter?: Meter;
+  /** The agent endpoint's connection: its client may call in the endpoint's runs (`ep-…`); no runtime's may. */
+  endpointRuns?: boolean;
 }
 
 export interface RuntimeConnection {
@@ -50,7 +52,11 @@ export async function connectRuntime(opts: RuntimeConnectionOptions): Promise<Ru
   // caller if it fails); the client turns every failure into a typed error of its own, and the
   // captures were half of its CPU per call at 32 concurrent callers.
   const nc = await connect({ servers: opts.url.split(','), name: opts.name ?? 'mcpx runtime', maxReconnectAttempts: opts.maxReconnectAttempts ?? -1, noAsyncTraces: true, ...auth });
-  const client = new ProxyClient(nc, makeSubjects(opts.prefix ?? ''), { ...(opts.liveness ? { liveness: opts.liveness } : {}), ...(opts.meter ? { meter: opts.meter } : {}) });
+  const client = new ProxyClient(nc, makeSubjects(opts.prefix ?? ''), {
+    ...(opts.liveness ? { liveness: opts.liveness } : {}),
+    ...(opts.meter ? { meter: opts.meter } : {}),
+    endpointRuns: opts.endpointRuns === true,
+  });
   return {
     nc,
     client,

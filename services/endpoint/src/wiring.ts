@@ -38,7 +38,14 @@ export function instanceToken(instanceId: string): string {
 export function connectNats(config: EndpointConfig, instance: string, log: Logger, meter: Meter): Promise<RuntimeConnection> {
   const creds = config.natsCredentials;
   const connect = (): Promise<RuntimeConnection> =>
-    connectRuntime({ url: config.natsUrl, prefix: config.natsPrefix, name: `endpoint ${instance}`, meter, ...(creds ? { credentials: { user: creds.user, pass: creds.pass } } : {}) });
+    connectRuntime({
+      url: config.natsUrl,
+      prefix: config.natsPrefix,
+      name: `endpoint ${instance}`,
+      meter,
+      endpointRuns: true,
+      ...(creds ? { credentials: { user: creds.user, pass: creds.pass } } : {}),
+    });
   return retryStartup('connect', connect, { log });
 }
 

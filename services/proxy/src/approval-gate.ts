@@ -2,6 +2,7 @@ import { ErrorCodes, WireError, type ApprovalRequestedEvent, type ProxyCallReque
 import { encodeCanonical, sha256Hex, type McpToolDocument } from '@mcpx/domain';
 import type { Counter, Meter } from '@opentelemetry/api';
 import { PendingApprovalsFullError, QUOTA_DEFAULTS, type ApprovalRecord, type ApprovalStore, type ConsumeOutcome, type ConsumeReason, type PendingCaps } from '@mcpx/locks';
+import { pendingFullError, pendingStoreDown } from './pending-refusals.js';
 
 /** Hex sha-256 of the canonical (dag-cbor) encoding of a call's arguments: key order does not count. */
 export function argumentsHash(args: Record<string, unknown>): string {
@@ -33,6 +34,11 @@ export interface ApprovalGateDeps {
   maxPendingPerAgent?: number;
   /** Approvals one account, all its agents together, may have waiting at once (`config.quotas.pendingApprovalsPerAccount`; default 1000; 0 = no cap). */
   maxPendingPerAccount?: number;
+  /** Bytes of waiting approvals one account may hold (`config.quotas.pendingApprovalBytesPerAccount`; default 8 MiB; 0 = no cap). */
+  maxPendingBytesPerAccount?: number;
+  /** Approvals, and their bytes, waiting across every account (`config.quotas.pendingApprovalsTotal`, `pendingApprovalBytesTotal`; 0 = no cap). */
+  maxPendingGlobal?: number;
+  maxPendingBytesGlobal?: number;
   /** Where refusals are counted (`mcpx_quota_rejections_total{kind}`). */
   meter?: Meter;
 }
@@ -48,9 +54,13 @@ export class ApprovalGate {
   private readonly rejections: Counter | undefined;
 
   constructor(private readonly deps: ApprovalGateDeps) {
+    const d = QUOTA_DEFAULTS;
     this.caps = {
-      maxPendingPerAgent: deps.maxPendingPerAgent ?? QUOTA_DEFAULTS.pendingApprovalsPerAgent,
-      maxPendingPerAccount: deps.maxPendingPerAccount ?? QUOTA_DEFAULTS.pendingApprovalsPerAccount,
+      maxPendingPerAgent: deps.maxPendingPerAgent ?? d.pendingApprovalsPerAgent,
+      maxPendingPerAccount: deps.maxPendingPerAccount ?? d.pendingApprovalsPerAccount,
+      maxPendingBytesPerAccount: deps.maxPendingBytesPerAccount ?? d.pendingApprovalBytesPerAccount,
+      maxPendingGlobal: deps.maxPendingGlobal ?? d.pendingApprovalsTotal,
+      maxPendingBytesGlobal: deps.maxPendingBytesGlobal ?? d.pendingApprovalBytesTotal,
     };
     this.rejections = deps.meter?.createCounter('mcpx_quota_rejections_total', { description: 'Requests refused by a quota or rate limit, by kind' });
   }
@@ -66,17 +76,12 @@ export class ApprovalGate {
     try {
       return await this.deps.store.create(input, this.caps);
     } catch (err) {
-      if (!(err instanceof PendingApprovalsFullError)) throw err;
+      if (!(err instanceof PendingApprovalsFullError)) throw pendingStoreDown(err, 'approval');
       full = err;
     }
-    const { scope, max } = full;
-    this.rejections?.add(1, { kind: `pending_approvals_per_${scope}` });
-    throw new WireError(ErrorCodes.quotaExceeded, `${scope}: ${max} approvals of this ${scope} are waiting for a human; decide some before ${tool} can ask for another`, {
-      field: scope,
-      limit: `pending_approvals_per_${scope}`,
-      max,
-      tool,
-    });
+    const error = pendingFullError('approval', full, tool);
+    this.rejections?.add(1, { kind: String(error.details.limit) });
+    throw error;
   }
 
   /** Returns when the call may go ahead; throws `approval_required` or `approval_refused`. */

@@ -14,6 +14,7 @@ import {
 import type { McpToolDocument } from '@mcpx/domain';
 import { PendingInputsFullError, QUOTA_DEFAULTS, newInputRequestId, type InputConsumeReason, type InputRecord, type InputStore, type PendingCaps } from '@mcpx/locks';
 import type { SecretBox } from '@mcpx/secrets';
+import { pendingFullError, pendingStoreDown } from './pending-refusals.js';
 
 /** What a re-sent call carries to the server: the answers by key, and the server's own state, unsealed. */
 export interface Resumption {
@@ -37,6 +38,11 @@ export interface InputGateDeps {
   maxPendingPerAgent?: number;
   /** Input requests one account, all its agents together, may have waiting for a person at once (`config.quotas.pendingInputsPerAccount`; default 200; 0 = no cap). */
   maxPendingPerAccount?: number;
+  /** Bytes of waiting input requests one account may hold (`config.quotas.pendingInputBytesPerAccount`; default 8 MiB; 0 = no cap). */
+  maxPendingBytesPerAccount?: number;
+  /** Input requests, and their bytes, waiting across every account (`config.quotas.pendingInputsTotal`, `pendingInputBytesTotal`; 0 = no cap). */
+  maxPendingGlobal?: number;
+  maxPendingBytesGlobal?: number;
   meter?: Meter;
 }
 
@@ -104,9 +110,13 @@ export class InputGate {
   private readonly rejections: Counter | undefined;
 
   constructor(private readonly deps: InputGateDeps) {
+    const d = QUOTA_DEFAULTS;
     this.caps = {
-      maxPendingPerAgent: deps.maxPendingPerAgent ?? QUOTA_DEFAULTS.pendingApprovalsPerAgent,
-      maxPendingPerAccount: deps.maxPendingPerAccount ?? QUOTA_DEFAULTS.pendingInputsPerAccount,
+      maxPendingPerAgent: deps.maxPendingPerAgent ?? d.pendingApprovalsPerAgent,
+      maxPendingPerAccount: deps.maxPendingPerAccount ?? d.pendingInputsPerAccount,
+      maxPendingBytesPerAccount: deps.maxPendingBytesPerAccount ?? d.pendingInputBytesPerAccount,
+      maxPendingGlobal: deps.maxPendingGlobal ?? d.pendingInputsTotal,
+      maxPendingBytesGlobal: deps.maxPendingBytesGlobal ?? d.pendingInputBytesTotal,
     };
     this.rounds = deps.meter?.createCounter('mcpx_proxy_input_requests_total', { description: 'Input requests of tool calls, by outcome (asked, resumed, refused) and era' });
     this.rejections = deps.meter?.createCounter('mcpx_quota_rejections_total', { description: 'Requests refused by a quota or rate limit, by kind' });
@@ -175,17 +185,12 @@ export class InputGate {
     try {
       return await this.deps.store.create(input, this.caps);
     } catch (err) {
-      if (!(err instanceof PendingInputsFullError)) throw err;
+      if (!(err instanceof PendingInputsFullError)) throw pendingStoreDown(err, 'input');
       full = err;
     }
-    const { scope, max } = full;
-    this.rejections?.add(1, { kind: `pending_inputs_per_${scope}` });
-    throw new WireError(ErrorCodes.quotaExceeded, `${scope}: ${max} input requests of this ${scope} are waiting for a person; answer some before ${doc.name} can ask another`, {
-      field: scope,
-      limit: `pending_inputs_per_${scope}`,
-      max,
-      tool: doc.name,
-    });
+    const error = pendingFullError('input', full, doc.name);
+    this.rejections?.add(1, { kind: String(error.details.limit) });
+    throw error;
   }
 
   /**
@@ -295,7 +300,13 @@ export class InputGate {
     }
     for (const item of items) {
       if (item.answerBy !== 'person') continue;
-      const raw = out.record.answers[item.key];
+      let raw: string | undefined;
+      try {
+        raw = this.deps.store.openAnswer(out.record, item.key);
+      } catch {
+        this.rounds?.add(1, { outcome: 'refused', reason: 'tampered' });
+        throw refused(doc, 'tampered', "a person's stored answer does not open (it was altered); ask again by calling the tool afresh", { inputRequestId: id });
+      }
       responses[item.key] = raw === undefined ? { action: 'cancel' } : (JSON.parse(raw) as ElicitAnswer);
     }
     this.rounds?.add(1, { outcome: 'resumed', era: out.record.era });

@@ -90,7 +90,9 @@ export function connectionPool(d: { config: Config; db: Db; bus: Bus; log: Logge
 export function callGates(d: { config: Config; bus: Bus; redis: Redis; log: Logger; telemetry: Telemetry }): { approvals: ApprovalGate; inputs: InputGate } {
   const { config, bus, telemetry } = d;
   const approvalStore = new ApprovalStore(d.redis, config.redisPrefix, { ttlMs: config.approvalTtlMs });
-  const inputStore = new InputStore(d.redis, config.redisPrefix, { ttlMs: config.approvalTtlMs });
+  const box = new SecretBox(config.keyring);
+  // A person's answers are sealed by the registry with the same key ring and opened here.
+  const inputStore = new InputStore(d.redis, config.redisPrefix, { box, ttlMs: config.approvalTtlMs });
   registerWaitingGauges(telemetry.meter, { approvals: approvalStore, inputs: inputStore }, d.log);
   const approvals = new ApprovalGate({
     store: approvalStore,
@@ -98,15 +100,21 @@ export function callGates(d: { config: Config; bus: Bus; redis: Redis; log: Logg
     subject: (account) => bus.subjects.approvalRequested(account),
     maxPendingPerAgent: config.quotas.pendingApprovalsPerAgent,
     maxPendingPerAccount: config.quotas.pendingApprovalsPerAccount,
+    maxPendingBytesPerAccount: config.quotas.pendingApprovalBytesPerAccount,
+    maxPendingGlobal: config.quotas.pendingApprovalsTotal,
+    maxPendingBytesGlobal: config.quotas.pendingApprovalBytesTotal,
     meter: telemetry.meter,
   });
   const inputs = new InputGate({
     store: inputStore,
-    box: new SecretBox(config.keyring),
+    box,
     notify: (subject, event) => bus.notify(subject, event),
     subject: (account) => bus.subjects.inputRequested(account),
     maxPendingPerAgent: config.quotas.pendingApprovalsPerAgent,
     maxPendingPerAccount: config.quotas.pendingInputsPerAccount,
+    maxPendingBytesPerAccount: config.quotas.pendingInputBytesPerAccount,
+    maxPendingGlobal: config.quotas.pendingInputsTotal,
+    maxPendingBytesGlobal: config.quotas.pendingInputBytesTotal,
     meter: telemetry.meter,
   });
   return { approvals, inputs };

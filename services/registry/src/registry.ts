@@ -1,7 +1,7 @@
 import type { Config } from '@mcpx/config';
 import { TrustedProxies } from '@mcpx/config/trusted-proxies';
-import { ApprovalStore, RateLimiter, SingleFlight } from '@mcpx/locks';
-import { createLogger, type LogSink } from '@mcpx/log';
+import { ApprovalStore, RateLimiter, SingleFlight, redisMemoryProblems, redisMemorySettings } from '@mcpx/locks';
+import { createLogger, type Logger, type LogSink } from '@mcpx/log';
 import { createOutboundFetch } from '@mcpx/outbound';
 import { SecretBox } from '@mcpx/secrets';
 import { responseCutRecorder, setupTelemetry, startHealthServer, tracingFetch, type Telemetry } from '@mcpx/telemetry';
@@ -68,12 +68,14 @@ export async function startRegistry(config: Config, opts: RegistryOptions = {}):
   const trustedProxies = new TrustedProxies(config.trustedProxies);
   const telemetry = opts.telemetry ?? (await setupTelemetry({ serviceName: 'registry', serviceInstanceId: config.instanceId, ...(config.otlpEndpoint ? { otlpEndpoint: config.otlpEndpoint } : {}) }));
   const { db, redis, bus } = await openConnections(config, log);
+  // A Redis that is unbounded or evicts is said at start (deploy/k8s/datastores.yaml): never fatal.
+  await warnRedisMemory(redis, log);
   const outboundFetch = createOutboundFetch(config.outbound, { onResponseCut: responseCutRecorder(telemetry.meter) });
   // Known once the server listens (a test's port 0); the operator's public URL wins.
   let publicUrl = opts.publicUrl ?? '';
   const box = new SecretBox(config.keyring);
   const floor = { config, opts, db, redis, bus, box, log, telemetry, fetch: tracingFetch(outboundFetch), singleFlight: new SingleFlight(redis, config.redisPrefix), publicUrl: () => publicUrl };
-  const repos = repositories(db, box);
+  const repos = repositories(db, box, config.accounts);
   const creds = credentialsRoom(floor, repos.servers);
   // Every JetStream event of the registry is written with the commit of its change and published after it.
   const outbox = new EventOutbox({ db, bus, log, meter: telemetry.meter, tracer: telemetry.tracer });
@@ -151,4 +153,10 @@ export async function startRegistry(config: Config, opts: RegistryOptions = {}):
       if (opts.telemetry === undefined) await telemetry.shutdown();
     },
   };
+}
+
+/** Logs what is wrong with Redis's memory bound (no maxmemory, an evicting policy), if anything. */
+async function warnRedisMemory(redis: Parameters<typeof redisMemorySettings>[0], log: Logger): Promise<void> {
+  const settings = await redisMemorySettings(redis).catch(() => undefined);
+  for (const problem of settings === undefined ? [] : redisMemoryProblems(settings)) log.warn('redis memory', { problem });
 }

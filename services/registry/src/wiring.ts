@@ -1,6 +1,6 @@
 import { Redis } from 'ioredis';
 import { connectBus, type Bus } from '@mcpx/bus';
-import type { Config } from '@mcpx/config';
+import type { AccountCreation, Config } from '@mcpx/config';
 import { CredentialReader } from '@mcpx/credentials';
 import { createDb, migrate, type Db } from '@mcpx/db';
 import type { SingleFlight } from '@mcpx/locks';
@@ -63,9 +63,9 @@ export async function openConnections(config: Config, log: Logger): Promise<{ db
 }
 
 /** The repositories of the registry's own tables. */
-export function repositories(db: Db, box: SecretBox) {
+export function repositories(db: Db, box: SecretBox, accounts: AccountCreation = 'open') {
   return {
-    accounts: new AccountsRepository(db),
+    accounts: new AccountsRepository(db, accounts),
     agents: new AgentsRepository(db),
     servers: new McpServersRepository(db),
     secrets: new SecretsRepository(db, box),
@@ -194,7 +194,8 @@ export function actionDeps(d: FloorDeps, repos: Repositories, creds: Credentials
     outbound: config.outbound,
     approvals: new ApprovalStore(redis, config.redisPrefix, { ttlMs: config.approvalTtlMs }),
     runAgents: new RunAgents(redis, config.redisPrefix),
-    inputs: new InputStore(redis, config.redisPrefix, { ttlMs: config.approvalTtlMs }),
+    // A person's answers are sealed here with the deployment's key ring; the proxy opens them.
+    inputs: new InputStore(redis, config.redisPrefix, { box: d.box, ttlMs: config.approvalTtlMs }),
     oauth: creds.oauth,
     builtins: floor.builtins,
     pins: { defaultMode: config.pinAudit.pinDefault, writersMayReview: config.pinAudit.writersMayReview },

@@ -202,13 +202,17 @@ export async function waitJetStreamReady(nodes: PrivateNats[], timeoutMs = 30_00
 export class PrivateRedis extends Managed {
   readonly name: string;
 
-  private constructor(readonly port: number) {
+  private constructor(
+    readonly port: number,
+    private readonly extra: string[],
+  ) {
     super();
     this.name = `redis-${port}`;
   }
 
-  static async create(): Promise<PrivateRedis> {
-    const r = new PrivateRedis(await freePort());
+  /** `extra`: more arguments of redis-server (e.g. `--maxmemory 4mb` for a Redis that fills up). */
+  static async create(extra: string[] = []): Promise<PrivateRedis> {
+    const r = new PrivateRedis(await freePort(), extra);
     await r.start();
     return r;
   }
@@ -218,7 +222,7 @@ export class PrivateRedis extends Managed {
   }
 
   protected command(): { bin: string; args: string[] } {
-    return { bin: 'redis-server', args: ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'] };
+    return { bin: 'redis-server', args: ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', ...this.extra] };
   }
 }
 

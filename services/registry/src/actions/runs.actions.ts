@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { ErrorCodes, INPUT_REQUEST_ID_RE, WireError, invalidInput } from '@mcpx/contracts';
+import { ENDPOINT_RUN_PREFIX, ErrorCodes, INPUT_REQUEST_ID_RE, WireError, invalidInput } from '@mcpx/contracts';
 import { findAgent } from './agents.actions.js';
 import type { ActionHandler } from './context.js';
 
@@ -10,6 +10,8 @@ const MAX_TIMEOUT_MS = 600_000;
 
 function runField(value: unknown): string {
   if (typeof value !== 'string' || !RUN_RE.test(value)) throw invalidInput('run', 'must be 1-128 letters, digits, _ or -');
+  // The endpoint's runs carry its token holders' approvals: no signer calls in (or ends) one.
+  if (value.startsWith(ENDPOINT_RUN_PREFIX)) throw invalidInput('run', `must not start with ${ENDPOINT_RUN_PREFIX}: those runs are the agent endpoint's`);
   return value;
 }
 

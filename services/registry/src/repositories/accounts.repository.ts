@@ -1,12 +1,47 @@
 import type { Kysely } from 'kysely';
+import type { AccountCreation } from '@mcpx/config';
 import type { Database, Db } from '@mcpx/db';
 
 export type SignerRole = 'OWNER' | 'AGENT' | 'WRITER';
 
 export class AccountsRepository {
-  constructor(private readonly db: Db) {}
+  /**
+   * @param creation how accounts come to exist (`ACCOUNTS`): `open`, any key's first write creates
+   * its account; `closed`, only {@link create} (the operator's command) does.
+   */
+  constructor(
+    private readonly db: Db,
+    readonly creation: AccountCreation = 'open',
+  ) {}
 
-  /** Creates the account of a principal on its first action that writes; idempotent. */
+  /**
+   * Whether an envelope of `account` may be served at all: always when accounts are open (its
+   * first write creates it), only an existing account when they are closed.
+   */
+  async admits(account: string): Promise<boolean> {
+    return this.creation === 'open' || (await this.exists(account));
+  }
+
+  /** Creates the account of a principal (the operator's command); whether it is new. */
+  async create(principal: string): Promise<boolean> {
+    const res = await this.db
+      .insertInto('registry.accounts')
+      .values({ id: principal, principal })
+      .onConflict((oc) => oc.column('id').doNothing())
+      .executeTakeFirst();
+    return Number(res.numInsertedOrUpdatedRows ?? 0n) > 0;
+  }
+
+  /** Every account, oldest first, with when it was created (the operator's listing). */
+  async list(): Promise<Array<{ principal: string; createdAt: Date }>> {
+    const rows = await this.db.selectFrom('registry.accounts').select(['principal', 'created_at']).orderBy('created_at').orderBy('id').execute();
+    return rows.map((r) => ({ principal: r.principal, createdAt: r.created_at }));
+  }
+
+  /**
+   * Creates the account of a principal on its first action that writes; idempotent. With
+   * accounts closed the account exists already (an envelope of any other is refused first).
+   */
   async ensure(principal: string, trx: Kysely<Database> = this.db): Promise<void> {
     await trx
       .insertInto('registry.accounts')
