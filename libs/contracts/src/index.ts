@@ -26,7 +26,7 @@ export {
   heldToolStatus,
   oauthRefreshAnswerValue,
 } from './payload-decoders.js';
-export { CALL_REQUEST_LIMITS, MAX_CALL_TIMEOUT_MS, MAX_REQUEST_BYTES, decodeCallRequest, parseCallRequest, proxyResultValue } from './proxy-call.js';
+export { CALL_REQUEST_LIMITS, MAX_CALL_TIMEOUT_MS, MAX_REQUEST_BYTES, decodeCallRequest, encodeCallRequest, parseCallRequest, proxyResultValue } from './proxy-call.js';
 export {
   TOKEN_DECIDER_PREFIX,
   decodeClientDeclared,

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { encodePayload } from './codec.js';
 import { decodeToolReviewRequestedEvent } from './payload-decoders.js';
-import { MAX_CALL_TIMEOUT_MS, decodeCallRequest, parseCallRequest, proxyResultValue } from './proxy-call.js';
+import { WireError } from './errors.js';
+import { MAX_CALL_TIMEOUT_MS, MAX_REQUEST_BYTES, decodeCallRequest, encodeCallRequest, parseCallRequest, proxyResultValue } from './proxy-call.js';
 
 import { refusedField } from './refused-field.test-support.js';
 
@@ -29,6 +30,37 @@ describe('the call request', () => {
     expect(refusedField(() => parseCallRequest({ ...base, inputRequestId: 'x' }))).toBe('inputRequestId');
     expect(refusedField(() => parseCallRequest({ ...base, inputResponses: { k: 1 } }))).toBe('inputResponses');
     expect(refusedField(() => parseCallRequest({ ...base, answers: { forms: 'yes' } }))).toBe('answers.forms');
+  });
+});
+
+describe('the call request past its bounds', () => {
+  const base = { account: 'a', agent: 'b', run: 'r', callId: 'c', tool: 't', arguments: {} };
+  const nested = (levels: number): unknown => {
+    let v: unknown = 'leaf';
+    for (let i = 0; i < levels; i++) v = [v];
+    return v;
+  };
+  const detailsOf = (fn: () => unknown): Record<string, unknown> => {
+    try {
+      fn();
+    } catch (err) {
+      if (err instanceof WireError && err.code === 'invalid_input') return err.details;
+      throw err;
+    }
+    throw new Error('expected invalid_input');
+  };
+
+  it('is refused before it is encoded or sent, naming the caller value and the bound', () => {
+    expect(detailsOf(() => encodeCallRequest({ ...base, arguments: { d: nested(10_000) } }))).toMatchObject({ field: 'arguments', rule: 'depth', limit: 128 });
+    expect(detailsOf(() => encodeCallRequest({ ...base, arguments: { s: 'x'.repeat(MAX_REQUEST_BYTES) } }))).toMatchObject({ field: 'arguments', rule: 'size', limit: MAX_REQUEST_BYTES });
+    expect(detailsOf(() => encodeCallRequest({ ...base, arguments: { s: 'x'.repeat(1000) } }, 512))).toMatchObject({ field: 'arguments', limit: 512 });
+    expect(detailsOf(() => encodeCallRequest({ ...base, inputRequestId: 'inp_1', inputResponses: { k: 'x'.repeat(MAX_REQUEST_BYTES) } }))).toMatchObject({ field: 'inputResponses', rule: 'size' });
+    expect(decodeCallRequest(encodeCallRequest({ ...base, arguments: { d: nested(100) } }))).toEqual({ ...base, arguments: { d: nested(100) } });
+  });
+
+  it('decoded, a bound crossed inside arguments names arguments; elsewhere the request', () => {
+    expect(detailsOf(() => decodeCallRequest(encodePayload({ ...base, arguments: { d: nested(200) } })))).toMatchObject({ field: 'arguments', rule: 'depth', limit: 128 });
+    expect(detailsOf(() => decodeCallRequest(encodePayload({ ...base, other: nested(200) })))).toMatchObject({ field: 'request', rule: 'depth', limit: 128, key: 'other' });
   });
 });
 
