@@ -5,7 +5,7 @@ import { SpanKind, type Counter, type Histogram, type Meter, type Tracer } from 
 import { BODY_LIMITS, ErrorCodes, WireError, checkValueBounds, decodeStrict, encodePayload, invalidInput, openApiDocument, toWireError } from '@mcpx/contracts';
 import { serveConsole } from '@mcpx/console';
 import type { Logger } from '@mcpx/log';
-import { withSpan } from '@mcpx/telemetry';
+import { clientTraceOrigin, withSpan } from '@mcpx/telemetry';
 import { LeaseQuota, QUOTA_DEFAULTS, RateLimiter, type QuotaLimits } from '@mcpx/locks';
 import { AccountQuotas, QuotaKinds, quotaExceeded, rateLimited } from '../actions/account-quotas.js';
 import { TrustedProxies } from '@mcpx/config/trusted-proxies';
@@ -199,7 +199,8 @@ export function createHttpServer(deps: HttpDeps): Server {
           await admitSigner(caller.signer);
           return dispatchAction(actionDeps, caller, envelope.action);
         },
-        { kind: SpanKind.SERVER },
+        // A new trace linked to the client's traceparent, never its child (SECURITY.md).
+        { kind: SpanKind.SERVER, ...clientTraceOrigin(req.headers) },
       );
       requests.add(1, { action: type, code: 'ok' });
       send(res, 200, result, cbor);
