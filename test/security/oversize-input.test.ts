@@ -85,7 +85,7 @@ describe('oversize and too-deep arguments are invalid_input naming the bound, at
     expect(big.body.error).toMatchObject({ code: 'invalid_input', details: { limit: 1024 * 1024 } });
     const deep = await sys.system.api.raw(`{"action":{"type":"InvokeTool","arguments":${deepJson(10_000)}}}`);
     expect(deep.status).toBe(400);
-    expect(deep.body.error).toMatchObject({ code: 'invalid_input', details: { rule: 'depth', limit: 128 } });
+    expect(deep.body.error).toMatchObject({ code: 'invalid_input', details: { field: 'arguments', rule: 'depth', limit: 128 } });
     expect(upstream.stats.calls).toBe(before);
     expect((await sys.system.api.act('InvokeTool', { agent, tool: 'demo__take', arguments: {} })).result.text).toBe('taken');
   });

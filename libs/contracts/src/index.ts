@@ -4,7 +4,7 @@ export { encodePayload, decodePayload } from './codec.js';
 export { decodeStrict } from './codec.js';
 export { BODY_LIMITS, PAYLOAD_LIMITS, StrictRules, scanStrictCbor } from './strict-cbor.js';
 export type { StrictLimits, StrictRule } from './strict-cbor.js';
-export { checkValueBounds } from './value-bounds.js';
+export { boundInField, checkValueBounds } from './value-bounds.js';
 export { guardCallback, malformedMessageFields } from './guard-callback.js';
 export type { CallbackLog } from './guard-callback.js';
 export {

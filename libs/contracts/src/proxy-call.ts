@@ -1,11 +1,11 @@
 import type { ProxyImage, ProxyResult } from '@mcpx/domain';
 import { decodeStrict, encodePayload } from './codec.js';
-import { ErrorCodes, WireError, invalidInput } from './errors.js';
+import { invalidInput } from './errors.js';
 import { absentOrNull, anyStr, anything, bool, checkedMap, isMap, list, matching, num, optional, refused, shape, type Rule } from './field-rules.js';
 import { INPUT_REQUEST_ID_RE } from './inputs.js';
 import type { ProxyCallRequest } from './payloads.js';
 import { PAYLOAD_LIMITS, StrictRules, type StrictLimits } from './strict-cbor.js';
-import { checkValueBounds } from './value-bounds.js';
+import { boundInField, checkValueBounds } from './value-bounds.js';
 
 /**
  * The proxy's call on the wire, both ways: the request the proxy decodes (`decodeCallRequest`)
@@ -95,24 +95,10 @@ export function decodeCallRequest(data: Uint8Array): ProxyCallRequest {
   try {
     raw = decodeStrict(data, 'request', CALL_REQUEST_LIMITS);
   } catch (err) {
-    throw namedEntry(err);
+    // Too deep inside `arguments` names `arguments`, as the rest of the request's checks do.
+    throw boundInField(err, 0);
   }
   return parseCallRequest(raw);
-}
-
-/** The caller's own values in a call request: the fields a bound is named by when it is crossed inside them. */
-const CALLER_VALUES: ReadonlySet<string> = new Set(['arguments', 'inputResponses']);
-
-/**
- * A depth or item bound crossed inside `arguments` (or `inputResponses`) names that field, as the
- * rest of the request's checks do, with the bound (`details.limit`); any other error as it is.
- */
-function namedEntry(err: unknown): unknown {
-  if (!(err instanceof WireError) || err.code !== ErrorCodes.invalidInput) return err;
-  const { key, rule, limit } = err.details as { key?: unknown; rule?: unknown; limit?: unknown };
-  if (typeof key !== 'string' || !CALLER_VALUES.has(key)) return err;
-  const message = err.message.slice(err.message.indexOf(': ') + 2);
-  return invalidInput(key, message, { rule, limit });
 }
 
 /**
