@@ -1,15 +1,10 @@
 import type { AuditEventView, ToolChangeView } from '@mcpx/contracts';
-import type { SchemaChange } from '@mcpx/domain';
+import { displayText, type SchemaChange } from '@mcpx/domain';
 import { UsageError, flag, need, type ParsedArgs, type Print } from './args.js';
 import { readKey, sendAction, type CliEnv } from './client.js';
 
-// Characters a reviewer could not otherwise see: shown as <U+XXXX>.
-const INVISIBLE = /[\u200B-\u200F\u202A-\u202E\u2060-\u2069\uFEFF\u180E\u00AD\u061C]|[\u{E0000}-\u{E007F}]/gu;
-
-/** Text with every invisible or direction-changing character made visible. */
-export function visible(text: string): string {
-  return text.replace(INVISIBLE, (ch) => `<U+${(ch.codePointAt(0) ?? 0).toString(16).toUpperCase().padStart(4, '0')}>`);
-}
+// A reviewer sees every invisible or direction-changing character as <U+XXXX> (the domain's rule).
+const visible = displayText;
 
 function json(v: unknown): string {
   return v === undefined ? '(none)' : visible(JSON.stringify(v));

@@ -9,7 +9,7 @@ import { initAudit, loadAudit } from './audit.js';
 import { initServers, renderServers } from './servers.js';
 import { initEndpoint, renderEndpoint } from './endpoint.js';
 import { initSignIn, renderSignIn } from './sign-in.js';
-import { $, el, run, say } from './ui.js';
+import { $, el, run, say, setText } from './ui.js';
 
 const AGENT_STORAGE = 'mcpx.agent';
 /** @type {{ servers: import('./action-types.js').RedactedMcpServer[]; agents: import('./action-types.js').AgentView[] }} */
@@ -33,7 +33,7 @@ async function renderTools() {
     return;
   }
   const res = await act('ListAgentTools', { agent: agent.id });
-  $('tool-index').textContent = res.index || 'No tools: enable a server above.';
+  setText($('tool-index'), res.index || 'No tools: enable a server above.');
 }
 
 async function toggleGrant(server, on) {

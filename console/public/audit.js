@@ -2,7 +2,7 @@
 // what, when, before and after. The registry never puts a secret in it.
 import { ActionError, act } from './api.js';
 import { $, el, run } from './ui.js';
-import { visible } from './review.js';
+import { displayText } from './display-text.js';
 
 let cursor;
 
@@ -11,14 +11,14 @@ function who(e) {
 }
 
 function entry(e) {
-  const change = e.before !== undefined || e.after !== undefined ? `${visible(JSON.stringify(e.before ?? null))} → ${visible(JSON.stringify(e.after ?? null))}` : '';
+  const change = e.before !== undefined || e.after !== undefined ? `${displayText(JSON.stringify(e.before ?? null))} → ${displayText(JSON.stringify(e.after ?? null))}` : '';
   const li = el(
     'li',
     { className: 'audit' },
     el('span', { className: 'muted', textContent: new Date(e.at).toLocaleString() }),
     el('span', { textContent: who(e) }),
     el('strong', { textContent: e.action }),
-    el('span', { textContent: `${e.target.kind} ${visible(e.target.name)}` }),
+    el('span', { textContent: `${e.target.kind} ${displayText(e.target.name)}` }),
     el('code', { className: 'audit-change', textContent: change }),
   );
   li.dataset.action = e.action;

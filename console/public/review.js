@@ -2,18 +2,14 @@
 // description as a word diff, its schema and annotation changes and its warnings, and Accept /
 // Reject. Kept live by tool-review-requested and mcp-servers-changed; ListToolChanges is the truth.
 import { act } from './api.js';
+import { displayText } from './display-text.js';
 import { $, el, run, say } from './ui.js';
 
 let changes = [];
 let onDecided = () => undefined;
 
-// Characters a reviewer could not otherwise see, shown as <U+XXXX>.
-const INVISIBLE = /[\u200B-\u200F\u202A-\u202E\u2060-\u2069\uFEFF\u180E\u00AD\u061C]|[\u{E0000}-\u{E007F}]/gu;
-
-/** Text with every invisible or direction-changing character made visible. */
-export function visible(text) {
-  return String(text).replace(INVISIBLE, (ch) => `<U+${ch.codePointAt(0).toString(16).toUpperCase().padStart(4, '0')}>`);
-}
+// A reviewer sees every invisible or direction-changing character as <U+XXXX> (displayText).
+const visible = displayText;
 
 const show = (v) => (v === undefined ? '(none)' : visible(JSON.stringify(v)));
 

@@ -4,7 +4,7 @@
 // reloads the list, which stays the source of truth. A failed change is shown next to its tool.
 import { act } from './api.js';
 import { InheritedLevels, choiceOf, permissionOptions, setPermissionFields, toolKey, withPermission } from './permissions.js';
-import { $, el } from './ui.js';
+import { $, el, setText } from './ui.js';
 
 const inherited = new InheritedLevels();
 /** Tool key → the choice in flight and its turn: when changes overlap, the latest one wins. */
@@ -72,8 +72,8 @@ function toolItem(s, t) {
   if (t.permission) item.dataset.permission = t.permission;
   if (t.permissionOverridden === true) item.dataset.overridden = 'true';
   item.addEventListener('click', () => {
-    $('contract-title').textContent = t.toolName;
-    $('contract-body').textContent = JSON.stringify({ description: t.description, inputSchema: t.inputSchema, permission: t.permission, overridden: t.permissionOverridden === true }, null, 2);
+    setText($('contract-title'), t.toolName);
+    setText($('contract-body'), JSON.stringify({ description: t.description, inputSchema: t.inputSchema, permission: t.permission, overridden: t.permissionOverridden === true }, null, 2));
     /** @type {HTMLDialogElement} */ ($('contract-dialog')).showModal();
   });
   return item;

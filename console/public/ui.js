@@ -1,17 +1,29 @@
-// Small DOM helpers shared by the console's views. Text is always set as text, never as HTML.
+// Small DOM helpers shared by the console's views. Text is always set as text, never as HTML, and
+// shown through displayText: remote strings (names, descriptions, errors, arguments, questions)
+// carry no bidi override or invisible character the reader cannot see.
+import { displayText } from './display-text.js';
 
 export const $ = (id) => document.getElementById(id);
 
-/** `el('button', {className: 'quiet', textContent: 'Close'}, child…)` */
+/** Properties that a person reads: shown escaped. Others (`value`, `href`, …) are data, kept exact. */
+const SHOWN_PROPS = new Set(['textContent', 'title', 'placeholder']);
+
+/** `el('button', {className: 'quiet', textContent: 'Close'}, child…)`; string children are text. */
 export function el(tag, props = {}, ...children) {
-  const node = Object.assign(document.createElement(tag), props);
-  node.append(...children);
+  const shown = Object.fromEntries(Object.entries(props).map(([k, v]) => [k, SHOWN_PROPS.has(k) && typeof v === 'string' ? displayText(v) : v]));
+  const node = Object.assign(document.createElement(tag), shown);
+  node.append(...children.map((c) => (typeof c === 'string' ? displayText(c) : c)));
   return node;
+}
+
+/** Sets a node's text, shown escaped. */
+export function setText(node, text) {
+  node.textContent = displayText(text);
 }
 
 /** The status line under the page. */
 export function say(text, isError = false) {
-  $('message').textContent = text;
+  setText($('message'), text);
   $('message').className = isError ? 'chip error' : 'muted';
 }
 

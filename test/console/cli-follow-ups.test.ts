@@ -1,3 +1,5 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateKeyPair } from '@mcpx/envelope';
 import { dropTool } from '../approvals/approval-tools.js';
@@ -10,21 +12,26 @@ import { ProxySystem } from '../support/proxy-system.js';
 const TITLE = '\u001b]0;evil\u0007';
 const CLEAR = '\u001b[2J';
 const C1_CSI = '\u009b2J';
+/** A right-to-left override: what follows reads backwards (`gnp.exe` shows as `exe.png`). */
+const RLO = '\u202E';
 // eslint-disable-next-line no-control-regex
 const CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/;
+/** Bidi controls and zero-width characters: none may reach the terminal as it is. */
+const INVISIBLE = /[\u061c\u200b-\u200f\u202a-\u202e\u2060\u2066-\u2069\ufeff]/;
 
 function escapingTool() {
   return {
     name: 'greet',
-    description: `Greets.${TITLE}${CLEAR} Really.`,
+    description: `Greets.${TITLE}${CLEAR} Really.${RLO}gnp.exe\u200B`,
     inputSchema: { type: 'object', properties: { name: { type: 'string' } } },
-    handler: () => ({ content: [{ type: 'text' as const, text: `hello${TITLE}${CLEAR}${C1_CSI} there` }] }),
+    handler: () => ({ content: [{ type: 'text' as const, text: `hello${TITLE}${CLEAR}${C1_CSI} there${RLO}txt` }] }),
   };
 }
 
 /**
  * The CLI against the real system (registry, projector, proxy on the real Postgres, Redis and NATS,
- * MCP servers on loopback): remote strings reach the terminal without control characters, a move
+ * MCP servers on loopback): remote strings reach the terminal with every control, bidi and invisible
+ * character shown as its code point, a move
  * to another origin says which secrets were dropped, and signers are authorized and revoked.
  */
 describe('mcpx: remote text, dropped secrets, signers', { timeout: 180_000 }, () => {
@@ -51,7 +58,7 @@ describe('mcpx: remote text, dropped secrets, signers', { timeout: 180_000 }, ()
     await Promise.all([upstream?.close(), keyed?.close(), moved?.close()]);
   });
 
-  it("strips terminal escapes from a tool's description and a result's text in human output; --json keeps them exact", async () => {
+  it('shows terminal escapes, bidi controls and zero-width characters as code points in human output; --json keeps them exact', async () => {
     const outputs = await Promise.all([
       runCli(['servers', 'show', 'hostile'], env),
       runCli(['servers', 'list'], env),
@@ -62,33 +69,58 @@ describe('mcpx: remote text, dropped secrets, signers', { timeout: 180_000 }, ()
     for (const out of outputs) {
       expect(out.code, out.stderr).toBe(0);
       expect(out.stdout.replace(/[\n\t]/g, '')).not.toMatch(CONTROL);
-      expect(out.stdout).not.toContain('evil');
+      expect(out.stdout).not.toMatch(INVISIBLE);
     }
-    const [show, , , search, call] = outputs;
-    expect(show?.stdout).toContain('hostile__greet  [act] — Greets. Really.');
-    expect(search?.stdout).toContain('Greets. Really.');
-    expect(call?.stdout).toContain('hello there');
+    const [show, , ls, search, call] = outputs;
+    const shown = 'Greets.<U+001B>]0;evil<U+0007><U+001B>[2J Really.<U+202E>gnp.exe<U+200B>';
+    expect(show?.stdout).toContain(`hostile__greet  [act] — ${shown}`);
+    expect(ls?.stdout).toContain('<U+202E>gnp.exe');
+    expect(search?.stdout).toContain('Really.<U+202E>gnp.exe');
+    expect(call?.stdout).toContain('hello<U+001B>]0;evil<U+0007><U+001B>[2J<U+009B>2J there<U+202E>txt');
 
     const json = await runCli(['call', '--agent', 'ops', 'hostile__greet', '{}', '--json'], env);
     expect(json.code, json.stderr).toBe(0);
-    expect((JSON.parse(json.stdout) as { text: string }).text).toBe(`hello${TITLE}${CLEAR}${C1_CSI} there`);
+    expect((JSON.parse(json.stdout) as { text: string }).text).toBe(`hello${TITLE}${CLEAR}${C1_CSI} there${RLO}txt`);
     const listed = JSON.parse((await runCli(['servers', 'show', 'hostile', '--json'], env)).stdout) as { tools: Array<{ description?: string }> };
-    expect(listed.tools.map((t) => t.description)).toContain(`Greets.${TITLE}${CLEAR} Really.`);
+    expect(listed.tools.map((t) => t.description)).toContain(`Greets.${TITLE}${CLEAR} Really.${RLO}gnp.exe\u200B`);
   });
 
-  it("strips them from an approval's arguments and from error lines", async () => {
-    const stopped = await runCli(['call', '--agent', 'ops', 'hostile__drop_table', JSON.stringify({ table: `users${C1_CSI}\u0085` })], env);
+  it("shows a server's status error with its bidi control as a code point", async () => {
+    // A real loopback server that fails every request with a body that reads backwards.
+    const failing = createServer((_req, res) => {
+      res.writeHead(500, { 'content-type': 'text/plain' });
+      res.end(`upstream broke ${RLO}gnp.exe`);
+    });
+    await new Promise<void>((resolve) => failing.listen(0, '127.0.0.1', resolve));
+    try {
+      const url = `http://127.0.0.1:${(failing.address() as AddressInfo).port}/mcp`;
+      await runCli(['servers', 'set', 'broken', url], env);
+      const show = await runCli(['servers', 'show', 'broken'], env);
+      const json = JSON.parse((await runCli(['servers', 'show', 'broken', '--json'], env)).stdout) as { status?: { error?: string }; server?: { status?: { error?: string } } };
+      const error = json.status?.error ?? json.server?.status?.error ?? '';
+      expect(error).toContain(RLO);
+      expect(show.stdout).toContain('<U+202E>gnp.exe');
+      expect(show.stdout).not.toMatch(INVISIBLE);
+    } finally {
+      await new Promise<void>((resolve) => failing.close(() => resolve()));
+    }
+  });
+
+  it("shows them in an approval's arguments and in error lines", async () => {
+    const stopped = await runCli(['call', '--agent', 'ops', 'hostile__drop_table', JSON.stringify({ table: `users${C1_CSI}\u0085${RLO}` })], env);
     expect(stopped.code).not.toBe(0);
     expect(stopped.stderr).toContain('approval_required');
     const list = await runCli(['approvals', 'list'], env);
     expect(list.code, list.stderr).toBe(0);
-    expect(list.stdout).toContain('arguments: {"table":"users"}');
+    expect(list.stdout).toContain('arguments: {"table":"users<U+009B>2J<U+0085><U+202E>"}');
     expect(list.stdout.replace(/[\n\t]/g, '')).not.toMatch(CONTROL);
+    expect(list.stdout).not.toMatch(INVISIBLE);
 
-    const unknown = await runCli(['call', '--agent', 'ops', `hostile__${TITLE}nope`, '{}'], env);
+    const unknown = await runCli(['call', '--agent', 'ops', `hostile__${TITLE}${RLO}nope`, '{}'], env);
     expect(unknown.code).not.toBe(0);
     expect(unknown.stderr).toMatch(/^error: /);
     expect(unknown.stderr.replace(/[\n\t]/g, '')).not.toMatch(CONTROL);
+    expect(unknown.stderr).not.toMatch(INVISIBLE);
   });
 
   it('servers set says which stored secrets a move to another origin dropped (human line and --json)', async () => {

@@ -82,6 +82,27 @@ describe('one trace from action or call to the remote server; secrets never leak
       expect(projected.parentSpanContext?.traceId).toBe(traceId);
     });
 
+    it("starts an action's trace anew, linked to the client's traceparent: the server never sees the client's trace", async () => {
+      const api = new ApiClient(system.apiUrl);
+      const clientTrace = era === 'modern' ? '6a1e5b2c3d4f5a6b7c8d9e0f1a2b3c4d' : '7b2f6c3d4e5a6b7c8d9e0f1a2b3c4d5e';
+      const res = await fetch(new URL('/v1/actions', system.apiUrl), {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', traceparent: `00-${clientTrace}-b7ad6b7169203331-01` },
+        body: JSON.stringify(api.envelope({ type: 'SetMcpServer', name: 'linked', config: { url: upstream.url, secretHeaders: { Authorization: `Bearer ${SECRET}` } } })),
+      });
+      expect(res.status).toBe(200);
+      const action = spans('action SetMcpServer').find((s) => s.links.some((l) => l.context.traceId === clientTrace));
+      expect(action).toBeDefined();
+      const traceId = action!.spanContext().traceId;
+      expect(traceId).not.toBe(clientTrace);
+      expect(action!.parentSpanContext).toBeUndefined();
+      expect(action!.links).toEqual([expect.objectContaining({ context: expect.objectContaining({ traceId: clientTrace, spanId: 'b7ad6b7169203331' }) })]);
+      // Discovery runs in the action's new trace, and that is what the server received.
+      expect(spans('registry.discover').some((s) => s.spanContext().traceId === traceId)).toBe(true);
+      expect(traceIdsSeen(upstream)).toContain(traceId);
+      expect(traceIdsSeen(upstream)).not.toContain(clientTrace);
+    });
+
     it('follows a call from the runtime through the proxy to the server, sending the secret only there', async () => {
       const api = new ApiClient(system.apiUrl);
       await api.act('SetMcpServer', { name: 'secure', config: { url: upstream.url, secretHeaders: { Authorization: `Bearer ${SECRET}` } } });

@@ -79,7 +79,7 @@ export function modernCall(
   return post(url, token, { jsonrpc: '2.0', id, method: 'tools/call', params }, { 'mcp-protocol-version': MODERN_VERSION, 'mcp-method': 'tools/call', 'mcp-name': name });
 }
 
-/** A 2025-11-25 `tools/call` as an SDK v1 client sends it after its (stateless) initialize. */
-export function legacyCall(url: string, token: string, name: string, args: Record<string, unknown>, id: number = nextId++): Promise<RpcAnswer> {
-  return post(url, token, { jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } }, { 'mcp-protocol-version': '2025-11-25' });
+/** A 2025-11-25 `tools/call` as an SDK v1 client sends it after its (stateless) initialize; `headers` added (e.g. `traceparent`). */
+export function legacyCall(url: string, token: string, name: string, args: Record<string, unknown>, id: number = nextId++, headers: Record<string, string> = {}): Promise<RpcAnswer> {
+  return post(url, token, { jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } }, { 'mcp-protocol-version': '2025-11-25', ...headers });
 }

@@ -135,7 +135,10 @@ describe('call request decoding', () => {
         return e;
       }
     };
-    expect(refusedBy(encodePayload({ ...base, arguments: { deep } }))).toMatchObject({ code: 'invalid_input', details: { field: 'request', rule: StrictRules.depth } });
+    expect(refusedBy(encodePayload({ ...base, arguments: { deep } }))).toMatchObject({
+      code: 'invalid_input',
+      details: { field: 'arguments', rule: StrictRules.depth, limit: CALL_REQUEST_LIMITS.maxDepth },
+    });
     expect(refusedBy(encodePayload({ ...base, arguments: { s: 'y'.repeat(MAX_REQUEST_BYTES) } }))).toMatchObject({ code: 'invalid_input', details: { field: 'request', rule: StrictRules.size } });
     expect(refusedBy(Uint8Array.from([0xd8, 28, 0xa0]))).toMatchObject({ code: 'invalid_input', details: { field: 'request', rule: StrictRules.tag } });
     expect(refusedBy(Uint8Array.from([0xbf, 0xff]))).toMatchObject({ code: 'invalid_input', details: { field: 'request', rule: StrictRules.indefiniteLength } });

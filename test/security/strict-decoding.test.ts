@@ -88,7 +88,6 @@ describe('strict decoding of action bodies: the shared-value bomb and its cousin
     ['an indefinite-length map', () => concat(bytes(0xbf), encodePayload('a'), encodePayload(1), bytes(0xff)), 'indefinite_length'],
     ['an indefinite-length array inside the action', () => envelopeWith(bytes(0x9f, 0x01, 0x02, 0xff)), 'indefinite_length'],
     ['an indefinite-length text', () => envelopeWith(bytes(0x7f, 0x61, 0x61, 0xff)), 'indefinite_length'],
-    ['a 100,000-deep array', () => envelopeWith(concat(new Uint8Array(100_000).fill(0x81), bytes(0x00))), 'depth'],
     ['a date tag (not 42)', () => envelopeWith(bytes(0xc1, 0x1a, 0x65, 0x00, 0x00, 0x00)), 'tag'],
     ['a bignum tag', () => envelopeWith(bytes(0xc2, 0x48, 1, 2, 3, 4, 5, 6, 7, 8)), 'tag'],
     ['a huge declared byte string with a short body', () => bytes(0x5b, 0x00, 0x00, 0x00, 0xff, 0xff, 0xff, 0xff, 0xff, 0x00, 0x01), 'truncated'],
@@ -105,12 +104,16 @@ describe('strict decoding of action bodies: the shared-value bomb and its cousin
     await stillServes();
   });
 
-  it('holds a JSON body to the same bounds: a 100,000-deep array is invalid_input naming body', async () => {
+  it("refuses a 100,000-deep array, CBOR or JSON, with 400 invalid_input naming the action's field it lies in and the bound", async () => {
     const env = api.envelope({ type: 'SetMcpServer', name: 'x' });
     const json = JSON.stringify({ ...env, action: { ...env.action, config: '@' } }).replace('"@"', `${'['.repeat(100_000)}${']'.repeat(100_000)}`);
-    const answer = await post(json, 'application/json');
-    expect(answer.status).toBe(400);
-    expect(answer.body.error).toMatchObject({ code: 'invalid_input', details: { field: 'body', rule: 'depth' } });
+    for (const answer of [await post(envelopeWith(concat(new Uint8Array(100_000).fill(0x81), bytes(0x00)))), await post(json, 'application/json')]) {
+      expect(answer.status).toBe(400);
+      expect(answer.body.error).toMatchObject({ code: 'invalid_input', details: { field: 'config', rule: 'depth', limit: 128 } });
+    }
+    // Outside any action field, the body is named.
+    const bare = await post(`${'['.repeat(100_000)}${']'.repeat(100_000)}`, 'application/json');
+    expect(bare.body.error).toMatchObject({ code: 'invalid_input', details: { field: 'body', rule: 'depth', limit: 128 } });
     await stillServes();
   });
 

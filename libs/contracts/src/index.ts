@@ -4,7 +4,7 @@ export { encodePayload, decodePayload } from './codec.js';
 export { decodeStrict } from './codec.js';
 export { BODY_LIMITS, PAYLOAD_LIMITS, StrictRules, scanStrictCbor } from './strict-cbor.js';
 export type { StrictLimits, StrictRule } from './strict-cbor.js';
-export { checkValueBounds } from './value-bounds.js';
+export { boundInField, checkValueBounds } from './value-bounds.js';
 export { guardCallback, malformedMessageFields } from './guard-callback.js';
 export type { CallbackLog } from './guard-callback.js';
 export {
@@ -26,7 +26,7 @@ export {
   heldToolStatus,
   oauthRefreshAnswerValue,
 } from './payload-decoders.js';
-export { CALL_REQUEST_LIMITS, ENDPOINT_RUN_PREFIX, MAX_CALL_TIMEOUT_MS, MAX_REQUEST_BYTES, decodeCallRequest, parseCallRequest, proxyResultValue } from './proxy-call.js';
+export { CALL_REQUEST_LIMITS, ENDPOINT_RUN_PREFIX, MAX_CALL_TIMEOUT_MS, MAX_REQUEST_BYTES, decodeCallRequest, encodeCallRequest, parseCallRequest, proxyResultValue } from './proxy-call.js';
 export {
   TOKEN_DECIDER_PREFIX,
   decodeClientDeclared,

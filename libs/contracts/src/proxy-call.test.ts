@@ -1,7 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { encodePayload } from './codec.js';
 import { decodeToolReviewRequestedEvent } from './payload-decoders.js';
-import { MAX_CALL_TIMEOUT_MS, decodeCallRequest, parseCallRequest, proxyResultValue } from './proxy-call.js';
+import { decodeStrict } from './codec.js';
+import { WireError } from './errors.js';
+import { BODY_LIMITS } from './strict-cbor.js';
+import { boundInField, checkValueBounds } from './value-bounds.js';
+import { MAX_CALL_TIMEOUT_MS, MAX_REQUEST_BYTES, decodeCallRequest, encodeCallRequest, parseCallRequest, proxyResultValue } from './proxy-call.js';
 
 import { refusedField } from './refused-field.test-support.js';
 
@@ -33,6 +37,38 @@ describe('the call request', () => {
     expect(refusedField(() => parseCallRequest({ ...base, inputResponses: { k: 1 } }))).toBe('inputResponses');
     expect(refusedField(() => parseCallRequest({ ...base, answers: { forms: 'yes' } }))).toBe('answers.forms');
     expect(refusedField(() => parseCallRequest({ ...base, content: 'yes' }))).toBe('content');
+  });
+});
+
+describe('the call request past its bounds', () => {
+  const base = { account: 'a', agent: 'b', run: 'r', callId: 'c', tool: 't', arguments: {} };
+  const nested = (levels: number): unknown => {
+    let v: unknown = 'leaf';
+    for (let i = 0; i < levels; i++) v = [v];
+    return v;
+  };
+  const detailsOf = (fn: () => unknown): Record<string, unknown> => {
+    try {
+      fn();
+    } catch (err) {
+      if (err instanceof WireError && err.code === 'invalid_input') return err.details;
+      throw err;
+    }
+    throw new Error('expected invalid_input');
+  };
+
+  it('is refused before it is encoded or sent, naming the caller value and the bound', () => {
+    expect(detailsOf(() => encodeCallRequest({ ...base, arguments: { d: nested(10_000) } }))).toMatchObject({ field: 'arguments', rule: 'depth', limit: 128 });
+    expect(detailsOf(() => encodeCallRequest({ ...base, arguments: { s: 'x'.repeat(MAX_REQUEST_BYTES) } }))).toMatchObject({ field: 'arguments', rule: 'size', limit: MAX_REQUEST_BYTES });
+    expect(detailsOf(() => encodeCallRequest({ ...base, arguments: { s: 'x'.repeat(1000) } }, 512))).toMatchObject({ field: 'arguments', limit: 512 });
+    expect(detailsOf(() => encodeCallRequest({ ...base, inputRequestId: 'inp_1', inputResponses: { k: 'x'.repeat(MAX_REQUEST_BYTES) } }))).toMatchObject({ field: 'inputResponses', rule: 'size' });
+    expect(decodeCallRequest(encodeCallRequest({ ...base, arguments: { d: nested(100) } }))).toEqual({ ...base, arguments: { d: nested(100) } });
+  });
+
+  it('decoded, a bound crossed inside arguments names arguments; outside any field, the request', () => {
+    expect(detailsOf(() => decodeCallRequest(encodePayload({ ...base, arguments: { d: nested(200) } })))).toMatchObject({ field: 'arguments', rule: 'depth', limit: 128 });
+    expect(detailsOf(() => decodeCallRequest(encodePayload({ ...base, other: nested(200) })))).toMatchObject({ field: 'other', rule: 'depth', limit: 128 });
+    expect(detailsOf(() => decodeCallRequest(encodePayload([nested(200)])))).toMatchObject({ field: 'request', rule: 'depth', limit: 128, path: [] });
   });
 });
 
@@ -86,5 +122,37 @@ describe('the tool-review-requested notification', () => {
     expect(refusedField(() => decodeToolReviewRequestedEvent(encodePayload({ ...event, changes: [{ ...change, kind: 'gone' }] })))).toBe('changes[0].kind');
     expect(refusedField(() => decodeToolReviewRequestedEvent(encodePayload({ ...event, pending: -1 })))).toBe('pending');
     expect(refusedField(() => decodeToolReviewRequestedEvent(encodePayload({ ...event, changes: Array.from({ length: 101 }, () => change) })))).toBe('changes');
+  });
+});
+
+describe('a bound crossed inside a field names the field', () => {
+  let deep: unknown = 'leaf';
+  for (let i = 0; i < 200; i++) deep = [deep];
+  const thrown = (fn: () => unknown): unknown => {
+    try {
+      fn();
+    } catch (err) {
+      return err;
+    }
+    throw new Error('expected a throw');
+  };
+  const body = { account: 'a', action: { type: 'InvokeTool', tool: 't', arguments: { deep } } };
+
+  it('the decoder and the JSON walk both say the keys leading to it, at most two', () => {
+    const fromCbor = thrown(() => decodeStrict(encodePayload(body), 'body', BODY_LIMITS)) as WireError;
+    const fromJson = thrown(() => checkValueBounds(body, 'body', BODY_LIMITS)) as WireError;
+    for (const err of [fromCbor, fromJson]) expect(err.details).toMatchObject({ field: 'body', rule: 'depth', limit: 128, path: ['action', 'arguments'] });
+    // An array on the way ends the path: its elements have no key.
+    expect((thrown(() => checkValueBounds({ list: [{ x: deep }] }, 'body', BODY_LIMITS)) as WireError).details.path).toEqual(['list']);
+    expect((thrown(() => decodeStrict(encodePayload({ list: [{ x: deep }] }), 'body', BODY_LIMITS)) as WireError).details.path).toEqual(['list']);
+  });
+
+  it('boundInField names the key at its level, with the rule and the bound; other errors pass as they are', () => {
+    const err = thrown(() => checkValueBounds(body, 'body', BODY_LIMITS));
+    expect((boundInField(err, 1) as WireError).details).toEqual({ field: 'arguments', rule: 'depth', limit: 128 });
+    expect((boundInField(err, 0) as WireError).details).toMatchObject({ field: 'action' });
+    expect(boundInField(err, 2)).toBe(err);
+    const other = new Error('x');
+    expect(boundInField(other, 0)).toBe(other);
   });
 });

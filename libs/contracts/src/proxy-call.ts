@@ -1,10 +1,11 @@
 import { CONTENT_MAX_BLOCKS, type ContentBlock, type ProxyImage, type ProxyResult } from '@mcpx/domain';
-import { decodeStrict } from './codec.js';
+import { decodeStrict, encodePayload } from './codec.js';
 import { invalidInput } from './errors.js';
 import { absentOrNull, anyMap, anyStr, anything, bool, checkedMap, isMap, list, matching, num, optional, refused, shape, type Rule } from './field-rules.js';
 import { INPUT_REQUEST_ID_RE } from './inputs.js';
 import type { ProxyCallRequest } from './payloads.js';
-import { PAYLOAD_LIMITS, type StrictLimits } from './strict-cbor.js';
+import { PAYLOAD_LIMITS, StrictRules, type StrictLimits } from './strict-cbor.js';
+import { boundInField, checkValueBounds } from './value-bounds.js';
 
 /**
  * The proxy's call on the wire, both ways: the request the proxy decodes (`decodeCallRequest`)
@@ -102,7 +103,32 @@ export function parseCallRequest(raw: unknown): ProxyCallRequest {
  * `invalid_input` naming `request` (with the broken rule) or the first bad field, never a crash.
  */
 export function decodeCallRequest(data: Uint8Array): ProxyCallRequest {
-  return parseCallRequest(decodeStrict(data, 'request', CALL_REQUEST_LIMITS));
+  let raw: unknown;
+  try {
+    raw = decodeStrict(data, 'request', CALL_REQUEST_LIMITS);
+  } catch (err) {
+    // Too deep inside `arguments` names `arguments`, as the rest of the request's checks do.
+    throw boundInField(err, 0);
+  }
+  return parseCallRequest(raw);
+}
+
+/**
+ * Encodes a call request for the proxy, refusing (`invalid_input`, nothing sent) what the proxy
+ * could not take: `arguments` or `inputResponses` past the depth or item bounds (checked before
+ * encoding, which recurses), and a request larger than {@link MAX_REQUEST_BYTES} or the NATS
+ * server's `maxPayload`, whichever is smaller, named by the larger of the two caller values. Each
+ * refusal carries the bound in `details.limit`.
+ */
+export function encodeCallRequest(req: ProxyCallRequest, maxPayload: number = MAX_REQUEST_BYTES): Uint8Array {
+  checkValueBounds(req.arguments, 'arguments', CALL_REQUEST_LIMITS);
+  if (req.inputResponses !== undefined) checkValueBounds(req.inputResponses, 'inputResponses', CALL_REQUEST_LIMITS);
+  const payload = encodePayload(req);
+  const limit = Math.min(MAX_REQUEST_BYTES, maxPayload);
+  if (payload.byteLength <= limit) return payload;
+  const answers = req.inputResponses === undefined ? 0 : encodePayload(req.inputResponses).byteLength;
+  const field = answers > payload.byteLength / 2 ? 'inputResponses' : 'arguments';
+  throw invalidInput(field, `the call would be ${payload.byteLength} bytes, more than the ${limit} a call may be`, { rule: StrictRules.size, limit });
 }
 
 const image: Rule<ProxyImage> = checkedMap({ data: anyStr, mimeType: anyStr });

@@ -68,8 +68,31 @@ function keyString(bytes: Uint8Array, start: number, end: number): string {
   return keyDecoder.decode(bytes.subarray(start, end));
 }
 
-function refuse(field: string, rule: StrictRule, message: string, offset: number): WireError {
-  return invalidInput(field, `${message} (at byte ${offset})`, { rule, offset });
+function refuse(field: string, rule: StrictRule, message: string, offset: number, extra: Record<string, unknown> = {}): WireError {
+  return invalidInput(field, `${message} (at byte ${offset})`, { rule, offset, ...extra });
+}
+
+/**
+ * A bound crossed (depth, items): `details.limit` is the bound, and `details.path` the map keys
+ * (at most {@link BOUND_PATH_KEYS}) leading to where it was crossed (`['arguments']`,
+ * `['action', 'arguments']`), so a caller can name the field it lies in (`boundInField`).
+ */
+function overBound(field: string, rule: StrictRule, message: string, offset: number, limit: number, path: string[]): WireError {
+  return refuse(field, rule, message, offset, { limit, path });
+}
+
+/** How many map keys from the top a bound's `details.path` names at most. */
+export const BOUND_PATH_KEYS = 2;
+
+/** The keys of the open maps from the top, while every container from the top is a map. */
+function openPath(isMap: readonly boolean[], keyAt: ReadonlyArray<string | undefined>): string[] {
+  const path: string[] = [];
+  for (let i = 0; i < Math.min(isMap.length, BOUND_PATH_KEYS); i++) {
+    const key = keyAt[i];
+    if (isMap[i] !== true || key === undefined) break;
+    path.push(key);
+  }
+  return path;
 }
 
 /** True when `bytes[start, end)` is well-formed UTF-8 (no overlongs, surrogates or values past U+10FFFF). */
@@ -113,7 +136,8 @@ function isUtf8(bytes: Uint8Array, start: number, end: number): boolean {
  * - integers within ±(2^53 − 1), so each decodes to a plain number (DAG-CBOR allows 64 bits; a
  *   BigInt would surprise every consumer);
  * - depth at most `maxDepth`, at most `maxItems` items, nothing after the item.
- * Throws an `invalid_input` WireError naming `field`, with `details.rule` and `details.offset`.
+ * Throws an `invalid_input` WireError naming `field`, with `details.rule` and `details.offset` (and,
+ * past a bound, `details.limit` and `details.path`).
  * Lengths need not be minimal, nor keys sorted: the producers' encoder (cbor-x) writes neither.
  */
 export function scanStrictCbor(bytes: Uint8Array, field: string, limits: StrictLimits): void {
@@ -130,13 +154,15 @@ export function scanStrictCbor(bytes: Uint8Array, field: string, limits: StrictL
   let items = 0;
   let pos = 0;
   let done = false;
+  // The key being read in each of the first open maps, named when a bound is crossed inside it.
+  const keyAt: Array<string | undefined> = [];
 
   while (!done) {
     if (pos >= n) throw refuse(field, StrictRules.truncated, 'the bytes end inside an item', pos);
     const at = pos;
     const top = remaining.length - 1;
     const atKey = top >= 0 && isMap[top] === true && remaining[top]! % 2 === 0;
-    if (++items > limits.maxItems) throw refuse(field, StrictRules.items, `more than ${limits.maxItems} items`, at);
+    if (++items > limits.maxItems) throw overBound(field, StrictRules.items, `more than ${limits.maxItems} items`, at, limits.maxItems, openPath(isMap, keyAt));
     const head = bytes[pos++]!;
     const major = head >> 5;
     const info = head & 31;
@@ -172,6 +198,7 @@ export function scanStrictCbor(bytes: Uint8Array, field: string, limits: StrictL
             const key = keyString(bytes, pos, pos + arg);
             // cbor-x renames it (it would set the object's prototype), so the value would not be what was sent (or signed).
             if (key === '__proto__') throw refuse(field, StrictRules.mapKey, 'the map key "__proto__" is refused', at);
+            if (top < BOUND_PATH_KEYS) keyAt[top] = key;
             const seen = keys[top];
             const first = firstKey[top];
             if (seen !== undefined) {
@@ -194,14 +221,15 @@ export function scanStrictCbor(bytes: Uint8Array, field: string, limits: StrictL
         // Every item takes at least one byte: a count beyond the bytes left cannot be honest.
         if (count > n - pos) throw refuse(field, StrictRules.truncated, 'declared length runs past the end of the bytes', at);
         if (count > 0) {
-          if (remaining.length + 1 > limits.maxDepth) throw refuse(field, StrictRules.depth, `nested deeper than ${limits.maxDepth} levels`, at);
+          if (remaining.length + 1 > limits.maxDepth) throw overBound(field, StrictRules.depth, `nested deeper than ${limits.maxDepth} levels`, at, limits.maxDepth, openPath(isMap, keyAt));
           remaining.push(count);
           isMap.push(major === 5);
+          if (remaining.length <= BOUND_PATH_KEYS) keyAt[remaining.length - 1] = undefined;
           keys.push(undefined);
           firstKey.push(undefined);
           opened = true;
         } else if (remaining.length + 1 > limits.maxDepth) {
-          throw refuse(field, StrictRules.depth, `nested deeper than ${limits.maxDepth} levels`, at);
+          throw overBound(field, StrictRules.depth, `nested deeper than ${limits.maxDepth} levels`, at, limits.maxDepth, openPath(isMap, keyAt));
         }
         break;
       }

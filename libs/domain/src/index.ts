@@ -62,3 +62,4 @@ export type { AnnotationChange, ContractDiff, SchemaAspect, SchemaChange, TextCh
 export { ContractWarningCodes, LONG_DESCRIPTION_CHARS, contractWarnings, nameSkeleton } from './contract-warnings.js';
 export type { ContractWarning, ContractWarningCode, WarningContext } from './contract-warnings.js';
 export { carriesProtoKey } from './proto-key.js';
+export { codePointLabel, displayText } from './display-text.js';

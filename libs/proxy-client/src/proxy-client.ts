@@ -6,6 +6,7 @@ import {
   INPUT_LIMITS,
   WireError,
   decodeStrict,
+  encodeCallRequest,
   encodePayload,
   proxyResultValue,
   type InputRequestItem,
@@ -190,7 +191,8 @@ export class ProxyClient {
       ...(input.content === true ? { content: true } : {}),
     };
     const timeout = (input.timeoutMs ?? DEFAULT_CALL_TIMEOUT_MS) + REPLY_MARGIN_MS;
-    const payload = encodePayload(req);
+    // Refused here, typed and naming the bound, rather than failing in the encoder or at NATS.
+    const payload = encodeCallRequest(req, this.nc.info?.max_payload);
     const held: ProxyCancel = { account: input.account, run: input.run, callId };
     const reply = await this.watch(this.exchange(input.run, payload, timeout), held);
     this.remember(input.run, reply.instance);

@@ -1,10 +1,12 @@
 import { SpanKind, SpanStatusCode, context, trace } from '@opentelemetry/api';
-import type { Attributes, Context, Span, Tracer } from '@opentelemetry/api';
+import type { Attributes, Context, Link, Span, Tracer } from '@opentelemetry/api';
 
 export interface WithSpanOptions {
   kind?: SpanKind;
   /** Parent context, e.g. from `extractTraceContext(msg.headers)`; default: the active one. */
   parent?: Context;
+  /** Links to other traces, e.g. the client's (`clientTraceOrigin`). */
+  links?: Link[];
 }
 
 /**
@@ -14,7 +16,7 @@ export interface WithSpanOptions {
  */
 export async function withSpan<T>(tracer: Tracer, name: string, attrs: Attributes, fn: (span: Span) => Promise<T>, opts: WithSpanOptions = {}): Promise<T> {
   const parent = opts.parent ?? context.active();
-  const span = tracer.startSpan(name, { kind: opts.kind ?? SpanKind.INTERNAL, attributes: attrs }, parent);
+  const span = tracer.startSpan(name, { kind: opts.kind ?? SpanKind.INTERNAL, attributes: attrs, ...(opts.links !== undefined ? { links: opts.links } : {}) }, parent);
   try {
     return await context.with(trace.setSpan(parent, span), () => fn(span));
   } catch (err) {

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { context, propagation, SpanKind, SpanStatusCode, trace, type Counter, type Histogram, type Tracer } from '@opentelemetry/api';
+import { context, SpanKind, SpanStatusCode, trace, type Counter, type Histogram, type Tracer } from '@opentelemetry/api';
+import { clientTraceOrigin } from '@mcpx/telemetry';
 import { ErrorCodes, INPUT_REQUEST_ID_RE, WireError, toWireError, type InputRequestItem } from '@mcpx/contracts';
 import { isRedisUnavailable, REDIS_RETRY_AFTER_MS } from '@mcpx/locks';
 import type { ProxyClient } from '@mcpx/proxy-client';
@@ -57,16 +58,6 @@ export interface ToolCallsDeps {
   onError: (err: Error) => void;
 }
 
-/** The trace context a client sent: `_meta.traceparent` (2026-07-28), else the HTTP headers. */
-function parentContext(meta: Record<string, unknown> | undefined, headers: ToolCallInput['headers']): ReturnType<typeof context.active> {
-  const carrier: Record<string, string> = {};
-  const tp = meta?.traceparent ?? headers?.traceparent ?? undefined;
-  const ts = meta?.tracestate ?? headers?.tracestate ?? undefined;
-  if (typeof tp === 'string') carrier.traceparent = tp;
-  if (typeof ts === 'string') carrier.tracestate = ts;
-  return propagation.extract(context.active(), carrier);
-}
-
 /**
  * The proxy's `input_required` (every question addressed to the runtime, i.e. this client) as this
  * endpoint's own `input_required`: the same questions by key, and the input request id as the
@@ -113,10 +104,11 @@ export class ToolCalls {
   /** Runs the call; throws (a ProtocolError) only for a tool the agent does not have. */
   async call(input: ToolCallInput): Promise<CallToolResult | InputRequiredResult> {
     const { grant, name } = input;
-    const parent = parentContext(input.meta, input.headers);
+    // A new trace linked to the client's (`_meta.traceparent` of 2026-07-28, else the HTTP headers), never its child.
+    const { parent, links } = clientTraceOrigin(input.meta, input.headers);
     const span = this.deps.tracer.startSpan(
       'endpoint.tools/call',
-      { kind: SpanKind.SERVER, attributes: { 'mcpx.account': grant.account, 'mcpx.agent': grant.agent, 'mcpx.tool': name, 'mcpx.endpoint.path': input.path } },
+      { kind: SpanKind.SERVER, attributes: { 'mcpx.account': grant.account, 'mcpx.agent': grant.agent, 'mcpx.tool': name, 'mcpx.endpoint.path': input.path }, links },
       parent,
     );
     const started = performance.now();

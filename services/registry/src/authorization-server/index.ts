@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Db } from '@mcpx/db';
 import type { RateLimit, RateLimiter } from '@mcpx/locks';
 import type { Logger } from '@mcpx/log';
-import { SpanKind, withSpan, type Counter, type Meter, type Tracer } from '@mcpx/telemetry';
+import { SpanKind, clientTraceOrigin, withSpan, type Counter, type Meter, type Tracer } from '@mcpx/telemetry';
 import { authorize, continueSignIn, type SignInFlowDeps } from './authorize.js';
 import { signInPage, sendJson } from './pages.js';
 import { AS_METADATA_PATH, AUTHORIZE_PATH, CONTINUE_PATH, REVOKE_PATH, TOKEN_PATH } from './paths.js';
@@ -92,7 +92,7 @@ export function createAuthorizationServer(deps: AuthorizationServerDeps): Author
         span.setAttribute('mcpx.oauth_server.outcome', outcome);
         return outcome;
       },
-      { kind: SpanKind.SERVER },
+      { kind: SpanKind.SERVER, ...clientTraceOrigin(req.headers) },
     )
       .then((outcome) => steps.add(1, { step: name, outcome }))
       .catch((err: unknown) => {

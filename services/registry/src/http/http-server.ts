@@ -2,10 +2,10 @@ import type { Redis } from 'ioredis';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createHash } from 'node:crypto';
 import { SpanKind, type Counter, type Histogram, type Meter, type Tracer } from '@opentelemetry/api';
-import { BODY_LIMITS, ErrorCodes, WireError, checkValueBounds, decodeStrict, encodePayload, invalidInput, openApiDocument, toWireError } from '@mcpx/contracts';
+import { BODY_LIMITS, ErrorCodes, WireError, boundInField, checkValueBounds, decodeStrict, encodePayload, invalidInput, openApiDocument, toWireError } from '@mcpx/contracts';
 import { serveConsole } from '@mcpx/console';
 import type { Logger } from '@mcpx/log';
-import { withSpan } from '@mcpx/telemetry';
+import { clientTraceOrigin, withSpan } from '@mcpx/telemetry';
 import { LeaseQuota, QUOTA_DEFAULTS, RateLimiter, type QuotaLimits } from '@mcpx/locks';
 import { AccountQuotas, QuotaKinds, quotaExceeded, rateLimited } from '../actions/account-quotas.js';
 import { TrustedProxies } from '@mcpx/config/trusted-proxies';
@@ -82,9 +82,19 @@ function readBody(req: IncomingMessage): Promise<Buffer> {
 /**
  * Decodes an action body, bounded the same way whatever its format: CBOR through the strict
  * decoder (no shared-value or other tags, no indefinite lengths, depth, items), JSON parsed and
- * then held to the same depth and item bounds. Both refusals are `invalid_input` naming `body`.
+ * then held to the same depth and item bounds. Both refusals are `invalid_input` naming `body`, or
+ * the action's field a depth or item bound was crossed in (`arguments`).
  */
 function decodeBody(raw: Buffer, cbor: boolean): unknown {
+  try {
+    return decodeBodyValue(raw, cbor);
+  } catch (err) {
+    // Too deep or too many items inside an action's field (`action.arguments`) names that field.
+    throw boundInField(err, 1);
+  }
+}
+
+function decodeBodyValue(raw: Buffer, cbor: boolean): unknown {
   if (cbor) return decodeStrict(raw, 'body', BODY_LIMITS);
   let body: unknown;
   try {
@@ -199,7 +209,8 @@ export function createHttpServer(deps: HttpDeps): Server {
           await admitSigner(caller.signer);
           return dispatchAction(actionDeps, caller, envelope.action);
         },
-        { kind: SpanKind.SERVER },
+        // A new trace linked to the client's traceparent, never its child (SECURITY.md).
+        { kind: SpanKind.SERVER, ...clientTraceOrigin(req.headers) },
       );
       requests.add(1, { action: type, code: 'ok' });
       send(res, 200, result, cbor);

@@ -1,0 +1,2 @@
+/** See display-text.js. */
+export function displayText(text: unknown): string;
