@@ -58,7 +58,8 @@ describe('runOAuth scrubs what the authorization server echoes', () => {
       (e: unknown) => e as Error,
     );
     expect(err).toBeInstanceOf(Error);
-    const text = JSON.stringify({ message: err?.message, stack: err?.stack, cause: String((err as { cause?: unknown })?.cause ?? '') });
+    const cause = err?.cause instanceof Error ? err.cause.message : '';
+    const text = JSON.stringify({ message: err?.message, stack: err?.stack, cause });
     expect(text).toContain('[redacted]');
     for (const form of [REFRESH, REFRESH.toUpperCase(), Buffer.from(REFRESH).toString('base64'), CLIENT_SECRET, encodeURIComponent(CLIENT_SECRET), '3d9c27ab51', '8e02b6f4d1c7']) {
       expect(text.toLowerCase()).not.toContain(form.toLowerCase());
