@@ -15,7 +15,9 @@
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { randomUUID } from 'node:crypto';
+import { ProtocolError } from '@modelcontextprotocol/server';
 import { listenOnLoopback } from './loopback.js';
+import type { TestTool } from './test-tools.js';
 
 export interface SecretEchoServer {
   origin: string;
@@ -135,4 +137,23 @@ function callTool(res: ServerResponse, id: string | number, tool: string, line: 
     default:
       return json(res, 200, { jsonrpc: '2.0', id, result: { content: [{ type: 'text', text: 'plain' }] } });
   }
+}
+
+/** Tools that echo on a modern (2026-07-28) SDK server (`startTestMcpServer({era: 'modern', tools})`): the secrets are the test's own. */
+export const MODERN_ECHO_TOOLS = ['rpc_error', 'is_error', 'echo_result'] as const;
+
+export function modernEchoTools(secrets: string[]): TestTool[] {
+  const inputSchema = { type: 'object', properties: { form: { type: 'string' } } };
+  const line = (args: Record<string, unknown>): string => formsLine(secrets, typeof args.form === 'string' ? args.form : undefined);
+  return [
+    {
+      name: 'rpc_error',
+      inputSchema,
+      handler: (args) => {
+        throw new ProtocolError(-32000, `the server saw ${line(args)}`);
+      },
+    },
+    { name: 'is_error', inputSchema, handler: (args) => ({ content: [{ type: 'text', text: `the server saw ${line(args)}` }], isError: true }) },
+    { name: 'echo_result', inputSchema, handler: (args) => ({ content: [{ type: 'text', text: `the server saw ${line(args)}` }], structuredContent: { echoed: line(args) } }) },
+  ];
 }
