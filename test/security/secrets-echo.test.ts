@@ -123,7 +123,11 @@ describe('secrets echoed by an upstream reach nobody', () => {
   });
 
   /** A call's answer or typed error, as its caller sees it. */
-  const outcome = (p: Promise<unknown>): Promise<unknown> => p.then((ok) => ({ ok }), (err: unknown) => ({ err: err instanceof Error ? { ...err, message: err.message } : err }));
+  const outcome = (p: Promise<unknown>): Promise<unknown> =>
+    p.then(
+      (ok) => ({ ok }),
+      (err: unknown) => ({ err: err instanceof Error ? { ...err, message: err.message } : err }),
+    );
 
   /** Reads an account's event stream as the console does, for `signer`, until `stop` aborts. */
   function eventStream(api: ApiClient, stop: AbortSignal): { text: () => string; done: Promise<void> } {
@@ -159,11 +163,13 @@ describe('secrets echoed by an upstream reach nobody', () => {
       byRole.AGENT!.push(await agentSigner.act('ListMcpServers'));
     }
     // Each form echoed to each role through InvokeTool.
-    for (const [i, [role, api]] of ([
-      ['OWNER', owner],
-      ['WRITER', writer],
-      ['AGENT', agentSigner],
-    ] as const).entries()) {
+    for (const [i, [role, api]] of (
+      [
+        ['OWNER', owner],
+        ['WRITER', writer],
+        ['AGENT', agentSigner],
+      ] as const
+    ).entries()) {
       for (const call of callsOf(i)) byRole[role]!.push(await outcome(api.act('InvokeTool', { agent: agentId, ...call })));
     }
 
@@ -180,7 +186,8 @@ describe('secrets echoed by an upstream reach nobody', () => {
 
     // The agent runtime over NATS: every form through every tool.
     const runtime = new ProxyClient(nc, makeSubjects(system.env.NATS_PREFIX ?? ''));
-    for (const form of FORM_NAMES) for (const tool of TOOLS) byRole.runtime!.push(await outcome(runtime.call({ account: owner.principal, agent: agentId, run: 'echo-run', tool, arguments: { form } })));
+    for (const form of FORM_NAMES)
+      for (const tool of TOOLS) byRole.runtime!.push(await outcome(runtime.call({ account: owner.principal, agent: agentId, run: 'echo-run', tool, arguments: { form } })));
     // And every form at once, in a result.
     byRole.runtime!.push(await outcome(runtime.call({ account: owner.principal, agent: agentId, run: 'echo-run', tool: 'echo__echo_result', arguments: {} })));
     await runtime.endRun(owner.principal, 'echo-run');

@@ -22,7 +22,13 @@ describe('runOAuth scrubs what the authorization server echoes', () => {
         const json = (status: number, body: unknown): void => void res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
         if (path === '/.well-known/oauth-protected-resource/mcp' || path === '/.well-known/oauth-protected-resource') return json(200, { resource: `${origin}/mcp`, authorization_servers: [origin] });
         if (path === '/.well-known/oauth-authorization-server') {
-          return json(200, { issuer: origin, authorization_endpoint: `${origin}/authorize`, token_endpoint: `${origin}/token`, response_types_supported: ['code'], code_challenge_methods_supported: ['S256'] });
+          return json(200, {
+            issuer: origin,
+            authorization_endpoint: `${origin}/authorize`,
+            token_endpoint: `${origin}/token`,
+            response_types_supported: ['code'],
+            code_challenge_methods_supported: ['S256'],
+          });
         }
         if (path === '/token') {
           const form = new URLSearchParams(Buffer.concat(chunks).toString());
