@@ -83,8 +83,8 @@ describe('registry actions', () => {
     await writer.act('CreateAgent', { name: 'w-agent', definition: { mcpServers: ['second'] } });
     await owner.act('AuthorizeSigner', { principal: agentKey.principal, role: 'AGENT', agents: ['w-agent'] });
     await expect(writer.act('AuthorizeSigner', { principal: generateKeyPair().principal, role: 'OWNER' })).rejects.toMatchObject({ code: 'forbidden' });
-    // An AGENT reads.
-    expect((await agentSigner.act('ListMcpServers')).servers.map((s: { name: string }) => s.name)).toEqual(['demo', 'second']);
+    // An AGENT reads, and sees only the servers of the agents it is bound to (w-agent: second).
+    expect((await agentSigner.act('ListMcpServers')).servers.map((s: { name: string }) => s.name)).toEqual(['second']);
     await agentSigner.act('GetAgent', { agent: 'w-agent' });
     await expect(agentSigner.act('SetMcpServer', { name: 'x', config: { url: upstream.url } })).rejects.toMatchObject({ code: 'forbidden' });
     await expect(agentSigner.act('DeleteMcpServer', { name: 'demo' })).rejects.toMatchObject({ code: 'forbidden' });

@@ -7,10 +7,25 @@ import { generateKeyPair } from '@mcpx/envelope';
 import { loadEndpointConfig, startEndpoint, type RunningEndpoint } from '@mcpx/endpoint';
 import { ProxyClient } from '@mcpx/proxy-client';
 import { setupTelemetry, type Telemetry } from '@mcpx/telemetry';
-import { ECHO_TOOLS, FORM_NAMES, echoedForms, startSecretEchoServer, type SecretEchoServer } from '../servers/secret-echo-server.js';
+import { ECHO_TOOLS, FORM_NAMES, MODERN_ECHO_TOOLS, echoedForms, modernEchoTools, startSecretEchoServer, type SecretEchoServer } from '../servers/secret-echo-server.js';
+import { startTestMcpServer, type TestMcpServer } from '../servers/index.js';
 import { ApiClient } from '../support/api-client.js';
 import { serviceUrls } from '../support/env.js';
 import { InProcessSystem, eventually } from '../support/system.js';
+
+/** Every echoing tool, by its agent-facing name: the legacy server's and the modern one's. */
+const TOOLS = [...ECHO_TOOLS.map((t) => `echo__${t}`), ...MODERN_ECHO_TOOLS.map((t) => `modern__${t}`)];
+
+/**
+ * The calls a face makes: each form once, through a tool that turns with the form (`offset` turns
+ * each face differently, so the faces together cover more pairs), and every form at once in the
+ * results (`isError` and ordinary, of both servers: a result is not cut to 300 characters).
+ */
+function callsOf(offset: number): Array<{ tool: string; arguments: Record<string, string> }> {
+  const each = FORM_NAMES.map((form, i) => ({ tool: TOOLS[(i + offset) % TOOLS.length]!, arguments: { form } }));
+  const all = ['echo__is_error', 'echo__echo_result', 'modern__is_error', 'modern__echo_result'].map((tool) => ({ tool, arguments: {} }));
+  return [...each, ...all];
+}
 
 /** The bearer token: `/`, `+` and `=` so its encoded forms differ from it. */
 const TOKEN = 'sk/Echo+7c41d9e2b8=Leak';
@@ -53,6 +68,8 @@ describe('secrets echoed by an upstream reach nobody', () => {
   let endpoint: RunningEndpoint;
   let nc: NatsConnection;
   let upstream: SecretEchoServer;
+  /** A modern-era SDK server whose tools echo the same forms. */
+  let modern: TestMcpServer;
   let owner: ApiClient;
   let writer: ApiClient;
   let agentSigner: ApiClient;
@@ -61,7 +78,11 @@ describe('secrets echoed by an upstream reach nobody', () => {
   beforeAll(async () => {
     telemetry = await setupTelemetry({ serviceName: 'mcpx-secrets-echo', spanExporter: exporter });
     const logSink = (line: string): void => void logLines.push(line);
-    [system, upstream] = await Promise.all([InProcessSystem.start({ telemetry, logSink, env: { LOG_LEVEL: 'debug' } }), startSecretEchoServer()]);
+    [system, upstream, modern] = await Promise.all([
+      InProcessSystem.start({ telemetry, logSink, env: { LOG_LEVEL: 'debug' } }),
+      startSecretEchoServer(),
+      startTestMcpServer({ era: 'modern', tools: modernEchoTools([TOKEN, QUERY_KEY]), requireHeader: { name: 'Authorization', value: `Bearer ${TOKEN}` } }),
+    ]);
     endpoint = await startEndpoint(loadEndpointConfig({ ...system.env, HTTP_PORT: '0', INSTANCE_ID: 'endpoint-secrets', LOG_LEVEL: 'debug' }), { telemetry, logSink });
     nc = await connect({ servers: serviceUrls().nats });
     nc.subscribe(`${system.env.NATS_PREFIX}>`, { callback: (_e, msg) => void natsPayloads.push(Buffer.from(msg.data).toString('latin1')) });
@@ -78,7 +99,9 @@ describe('secrets echoed by an upstream reach nobody', () => {
     ] as const) {
       await owner.act('SetMcpServer', { name, config: { url: upstream.url(mode, query), secretHeaders } });
     }
-    const { agent } = await owner.act('CreateAgent', { name: 'bound', definition: { mcpServers: ['echo', 'c500', 'c401'] } });
+    const modernSet = await owner.act('SetMcpServer', { name: 'modern', config: { url: `${modern.url}${query}`, secretHeaders } });
+    expect(modernSet.server.status).toMatchObject({ state: 'ok', era: 'modern' });
+    const { agent } = await owner.act('CreateAgent', { name: 'bound', definition: { mcpServers: ['echo', 'c500', 'c401', 'modern'] } });
     agentId = agent.id;
     await owner.act('CreateAgent', { name: 'other', definition: { mcpServers: ['hidden'] } });
     const writerKey = generateKeyPair();
@@ -87,7 +110,7 @@ describe('secrets echoed by an upstream reach nobody', () => {
     await owner.act('AuthorizeSigner', { principal: agentKey.principal, role: 'AGENT', agents: ['bound'] });
     writer = new ApiClient(system.apiUrl, writerKey, owner.principal);
     agentSigner = new ApiClient(system.apiUrl, agentKey, owner.principal);
-    await eventually(async () => ((await owner.act('ListAgentTools', { agent: agentId })).tools.length >= 6 ? true : undefined), 20_000, 'the echo tools projected');
+    await eventually(async () => ((await owner.act('ListAgentTools', { agent: agentId })).tools.length >= 9 ? true : undefined), 20_000, 'the echo tools projected');
   }, 120_000);
 
   afterAll(async () => {
@@ -95,11 +118,16 @@ describe('secrets echoed by an upstream reach nobody', () => {
     await endpoint?.stop();
     await system?.stop();
     await upstream?.close();
+    await modern?.close();
     await telemetry?.shutdown();
   });
 
   /** A call's answer or typed error, as its caller sees it. */
-  const outcome = (p: Promise<unknown>): Promise<unknown> => p.then((ok) => ({ ok }), (err: unknown) => ({ err: err instanceof Error ? { ...err, message: err.message } : err }));
+  const outcome = (p: Promise<unknown>): Promise<unknown> =>
+    p.then(
+      (ok) => ({ ok }),
+      (err: unknown) => ({ err: err instanceof Error ? { ...err, message: err.message } : err }),
+    );
 
   /** Reads an account's event stream as the console does, for `signer`, until `stop` aborts. */
   function eventStream(api: ApiClient, stop: AbortSignal): { text: () => string; done: Promise<void> } {
@@ -134,13 +162,15 @@ describe('secrets echoed by an upstream reach nobody', () => {
       }
       byRole.AGENT!.push(await agentSigner.act('ListMcpServers'));
     }
-    // Each tool echoes each form, called by each role through InvokeTool.
-    for (const [role, api] of [
-      ['OWNER', owner],
-      ['WRITER', writer],
-      ['AGENT', agentSigner],
-    ] as const) {
-      for (const form of FORM_NAMES) for (const tool of ECHO_TOOLS) byRole[role]!.push(await outcome(api.act('InvokeTool', { agent: agentId, tool: `echo__${tool}`, arguments: { form } })));
+    // Each form echoed to each role through InvokeTool.
+    for (const [i, [role, api]] of (
+      [
+        ['OWNER', owner],
+        ['WRITER', writer],
+        ['AGENT', agentSigner],
+      ] as const
+    ).entries()) {
+      for (const call of callsOf(i)) byRole[role]!.push(await outcome(api.act('InvokeTool', { agent: agentId, ...call })));
     }
 
     // An endpoint client: the agent's token, the MCP SDK's client.
@@ -149,14 +179,15 @@ describe('secrets echoed by an upstream reach nobody', () => {
     await client.connect(new StreamableHTTPClientTransport(new URL(`${endpoint.url}/v1/agents/bound/mcp`), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
     try {
       byRole.endpoint!.push(await client.listTools());
-      for (const form of FORM_NAMES) for (const tool of ECHO_TOOLS) byRole.endpoint!.push(await outcome(client.callTool({ name: `echo__${tool}`, arguments: { form } })));
+      for (const call of callsOf(3)) byRole.endpoint!.push(await outcome(client.callTool({ name: call.tool, arguments: call.arguments })));
     } finally {
       await client.close();
     }
 
-    // The agent runtime over NATS.
+    // The agent runtime over NATS: every form through every tool.
     const runtime = new ProxyClient(nc, makeSubjects(system.env.NATS_PREFIX ?? ''));
-    for (const form of FORM_NAMES) for (const tool of ECHO_TOOLS) byRole.runtime!.push(await outcome(runtime.call({ account: owner.principal, agent: agentId, run: 'echo-run', tool: `echo__${tool}`, arguments: { form } })));
+    for (const form of FORM_NAMES)
+      for (const tool of TOOLS) byRole.runtime!.push(await outcome(runtime.call({ account: owner.principal, agent: agentId, run: 'echo-run', tool, arguments: { form } })));
     // And every form at once, in a result.
     byRole.runtime!.push(await outcome(runtime.call({ account: owner.principal, agent: agentId, run: 'echo-run', tool: 'echo__echo_result', arguments: {} })));
     await runtime.endRun(owner.principal, 'echo-run');
@@ -169,6 +200,7 @@ describe('secrets echoed by an upstream reach nobody', () => {
     // The upstream did receive both secrets and echoed them (the attack ran).
     expect(upstream.received.authorization).toContain(`Bearer ${TOKEN}`);
     expect(upstream.received.apiKey).toContain(QUERY_KEY);
+    expect(modern.stats.headersSeen.get('authorization')).toContain(`Bearer ${TOKEN}`);
     // Every form was echoed by each failing connect.
     expect(new Set(upstream.formsSent.c500)).toEqual(new Set(FORM_NAMES));
     expect(new Set(upstream.formsSent.c401)).toEqual(new Set(FORM_NAMES));
@@ -180,6 +212,10 @@ describe('secrets echoed by an upstream reach nobody', () => {
     // An echoed result still arrives, with the secret cut out.
     expect(JSON.stringify(byRole.runtime!.at(-1))).toContain('[redacted]');
     expect(JSON.stringify(byRole.runtime!.at(-1))).toContain('base64OfHeaderLine=');
+    // The modern server's echoes arrived too (its error and its result), scrubbed.
+    const modernSeen = JSON.stringify(byRole.runtime!.filter((_o, i) => TOOLS[i % TOOLS.length]!.startsWith('modern__')));
+    expect(modernSeen).toContain('the server saw');
+    expect(modernSeen).toContain('[redacted]');
 
     const ownerText = JSON.stringify(byRole.OWNER);
     const spans = JSON.stringify(exporter.getFinishedSpans().map((s) => ({ n: s.name, a: s.attributes, e: s.events, st: s.status })));
@@ -208,9 +244,9 @@ describe('secrets echoed by an upstream reach nobody', () => {
 
   it('an AGENT signer lists only the servers of the agents it is bound to; only the OWNER sees the URL query', async () => {
     const names = async (api: ApiClient): Promise<string[]> => ((await api.act('ListMcpServers')).servers as Array<{ name: string }>).map((s) => s.name).sort();
-    expect(await names(owner)).toEqual(['c401', 'c500', 'echo', 'hidden']);
-    expect(await names(writer)).toEqual(['c401', 'c500', 'echo', 'hidden']);
-    expect(await names(agentSigner)).toEqual(['c401', 'c500', 'echo']);
+    expect(await names(owner)).toEqual(['c401', 'c500', 'echo', 'hidden', 'modern']);
+    expect(await names(writer)).toEqual(['c401', 'c500', 'echo', 'hidden', 'modern']);
+    expect(await names(agentSigner)).toEqual(['c401', 'c500', 'echo', 'modern']);
     const urlOf = async (api: ApiClient): Promise<string> => ((await api.act('ListMcpServers')).servers as Array<{ name: string; url: string }>).find((s) => s.name === 'echo')!.url;
     expect(await urlOf(owner)).toBe(upstream.url('ok', `?api_key=${QUERY_KEY}`));
     expect(await urlOf(writer)).toBe(upstream.url('ok', '?api_key=[redacted]'));

@@ -15,7 +15,9 @@
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { randomUUID } from 'node:crypto';
+import { ProtocolError } from '@modelcontextprotocol/server';
 import { listenOnLoopback } from './loopback.js';
+import type { TestTool } from './test-tools.js';
 
 export interface SecretEchoServer {
   origin: string;
@@ -54,7 +56,13 @@ export const FORM_NAMES = Object.keys(echoedForms('x'));
 
 /** One line of the form `pick` (every form without one) of every secret the request carried (a status text allows no line breaks). */
 function formsLine(secrets: string[], pick?: string): string {
-  return secrets.flatMap((s) => Object.entries(echoedForms(s)).filter(([k]) => pick === undefined || k === pick).map(([k, v]) => `${k}=${v}`)).join(' ; ');
+  return secrets
+    .flatMap((s) =>
+      Object.entries(echoedForms(s))
+        .filter(([k]) => pick === undefined || k === pick)
+        .map(([k, v]) => `${k}=${v}`),
+    )
+    .join(' ; ');
 }
 
 async function readBody(req: IncomingMessage): Promise<string> {
@@ -67,7 +75,12 @@ function json(res: ServerResponse, status: number, body: unknown, headers: Recor
   res.writeHead(status, { 'content-type': 'application/json', ...headers }).end(JSON.stringify(body));
 }
 
-const TOOLS = [...ECHO_TOOLS, 'plain'].map((name) => ({ name, description: `Echo test tool ${name}.`, inputSchema: { type: 'object', properties: { form: { type: 'string' } } }, annotations: { readOnlyHint: true } }));
+const TOOLS = [...ECHO_TOOLS, 'plain'].map((name) => ({
+  name,
+  description: `Echo test tool ${name}.`,
+  inputSchema: { type: 'object', properties: { form: { type: 'string' } } },
+  annotations: { readOnlyHint: true },
+}));
 
 /** Starts the server on 127.0.0.1 (a free port). */
 export async function startSecretEchoServer(): Promise<SecretEchoServer> {
@@ -99,7 +112,10 @@ export async function startSecretEchoServer(): Promise<SecretEchoServer> {
     const answer = (result: unknown, headers: Record<string, string> = {}): void => json(res, 200, { jsonrpc: '2.0', id, result }, headers);
     switch (message.method ?? '') {
       case 'initialize':
-        return answer({ protocolVersion: message.params?.protocolVersion ?? '2025-11-25', capabilities: { tools: {} }, serverInfo: { name: 'secret-echo', version: '1.0.0' } }, { 'mcp-session-id': randomUUID() });
+        return answer(
+          { protocolVersion: message.params?.protocolVersion ?? '2025-11-25', capabilities: { tools: {} }, serverInfo: { name: 'secret-echo', version: '1.0.0' } },
+          { 'mcp-session-id': randomUUID() },
+        );
       case 'ping':
         return answer({});
       case 'tools/list':
@@ -135,4 +151,23 @@ function callTool(res: ServerResponse, id: string | number, tool: string, line: 
     default:
       return json(res, 200, { jsonrpc: '2.0', id, result: { content: [{ type: 'text', text: 'plain' }] } });
   }
+}
+
+/** Tools that echo on a modern (2026-07-28) SDK server (`startTestMcpServer({era: 'modern', tools})`): the secrets are the test's own. */
+export const MODERN_ECHO_TOOLS = ['rpc_error', 'is_error', 'echo_result'] as const;
+
+export function modernEchoTools(secrets: string[]): TestTool[] {
+  const inputSchema = { type: 'object', properties: { form: { type: 'string' } } };
+  const line = (args: Record<string, unknown>): string => formsLine(secrets, typeof args.form === 'string' ? args.form : undefined);
+  return [
+    {
+      name: 'rpc_error',
+      inputSchema,
+      handler: (args) => {
+        throw new ProtocolError(-32000, `the server saw ${line(args)}`);
+      },
+    },
+    { name: 'is_error', inputSchema, handler: (args) => ({ content: [{ type: 'text', text: `the server saw ${line(args)}` }], isError: true }) },
+    { name: 'echo_result', inputSchema, handler: (args) => ({ content: [{ type: 'text', text: `the server saw ${line(args)}` }], structuredContent: { echoed: line(args) } }) },
+  ];
 }

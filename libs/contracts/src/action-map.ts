@@ -194,7 +194,12 @@ const providerTools = { openai: arr(anyObject), anthropic: arr(anyObject) };
 
 /** Every action: the one list the registry dispatches and the OpenAPI document describes. */
 export const ACTION_MAP: { readonly [T in ActionType]: ActionSpec } = {
-  ListMcpServers: { summary: "The account's remote MCP servers, redacted", roles: ALL, request: nothing, response: obj({ servers: arr(ref('RedactedMcpServer')) }, ['servers']) },
+  ListMcpServers: {
+    summary: "The account's remote MCP servers, redacted (an AGENT signer: its agents' servers)",
+    roles: ALL,
+    request: nothing,
+    response: obj({ servers: arr(ref('RedactedMcpServer')) }, ['servers']),
+  },
   SetMcpServer: {
     summary: 'Creates or replaces a remote MCP server and discovers its tools',
     roles: WRITERS,

@@ -67,6 +67,14 @@ describe('classifyMcpError', () => {
     expect(error.message).toContain('[redacted]');
   });
 
+  it('scrubs every form of a header secret, from the message and from the causes a log line writes', () => {
+    const raw = httpError(500, `echo ${Buffer.from('abcd-secret-1').toString('base64')} ABCD-SECRET-1 abcd%2Dsecret%2D1`);
+    const error = classifyMcpError(raw, undefined, { secrets: ['Bearer abcd-secret-1'] });
+    expect(error.message).toBe('MCP server answered HTTP 500: echo [redacted] [redacted] [redacted]');
+    expect(raw.message).not.toMatch(/secret/i);
+    expect(JSON.stringify(raw.data)).not.toMatch(/secret/i);
+  });
+
   it('returns an McpClientError unchanged', () => {
     const error = new McpClientError('timeout', 'x');
     expect(classifyMcpError(error)).toBe(error);

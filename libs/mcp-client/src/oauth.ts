@@ -5,8 +5,44 @@
  * the code exchange and refresh; the caller supplies an {@link OAuthClientProvider} that stores
  * client information and tokens exactly as received.
  */
-export { auth as runOAuth, UnauthorizedError } from '@modelcontextprotocol/client';
+import { auth, type AuthResult, type OAuthClientProvider } from '@modelcontextprotocol/client';
+import { redactErrorChain } from './scrub.js';
+
+export { UnauthorizedError } from '@modelcontextprotocol/client';
 export type { AddClientAuthentication, AuthResult as OAuthResult, OAuthClientProvider, OAuthDiscoveryState } from '@modelcontextprotocol/client';
+
+/**
+ * The SDK's `auth()`, with what it throws scrubbed (`./scrub.ts`) of every form of the flow's
+ * secrets: the tokens, the client secret, the PKCE verifier and the authorization code, as held
+ * before the attempt and after it. An authorization server's error text may echo any of them,
+ * and that text reaches log lines and owners' answers.
+ */
+export async function runOAuth(provider: OAuthClientProvider, options: Parameters<typeof auth>[1]): Promise<AuthResult> {
+  const before = await oauthSecrets(provider);
+  try {
+    return await auth(provider, options);
+  } catch (err) {
+    const codes = options.authorizationCode !== undefined ? [options.authorizationCode] : [];
+    redactErrorChain(err, [...before, ...(await oauthSecrets(provider)), ...codes]);
+    throw err;
+  }
+}
+
+/** The secret values a provider holds now (none when it cannot say). */
+async function oauthSecrets(provider: OAuthClientProvider): Promise<string[]> {
+  const read = async <T>(fn: () => T | Promise<T>): Promise<T | undefined> => {
+    try {
+      return await fn();
+    } catch {
+      return undefined;
+    }
+  };
+  const tokens = await read(() => provider.tokens());
+  const client = await read(() => provider.clientInformation());
+  const verifier = await read(() => provider.codeVerifier());
+  const values = [tokens?.access_token, tokens?.refresh_token, tokens?.id_token, client?.client_secret, verifier];
+  return values.filter((v): v is string => typeof v === 'string' && v !== '');
+}
 /**
  * RFC 7523 `private_key_jwt` client authentication for the client credentials grant: signs a
  * short-lived assertion (iss = sub = client id, aud = the authorization server's issuer, a fresh

@@ -220,7 +220,13 @@ export function redactErrorChain(err: unknown, secrets: readonly string[] | Secr
     rewrite(current, 'message', scrubber);
     rewrite(current, 'stack', scrubber);
     const data = (current as { data?: unknown }).data;
-    if (data !== null && typeof data === 'object') scrubber.redactJson(data);
+    if (data !== null && typeof data === 'object') {
+      try {
+        scrubber.redactJson(data);
+      } catch {
+        // Frozen data keeps its text; the error's message above is what is shown and logged.
+      }
+    }
     pending.push(current.cause);
     if (current instanceof AggregateError) pending.push(...(current.errors as unknown[]));
   }

@@ -4,7 +4,7 @@ import { ErrorCodes, WireError } from '@mcpx/contracts';
 import { findVendor, vendorTokenEndpoint, type BuiltinVendor } from '@mcpx/domain';
 import type { SingleFlight } from '@mcpx/locks';
 import type { Logger } from '@mcpx/log';
-import { boundedOAuthFetch } from '@mcpx/mcp-client';
+import { boundedOAuthFetch, redactSecrets } from '@mcpx/mcp-client';
 import { safeUrlForTelemetry, withSpan } from '@mcpx/telemetry';
 import { compareAndRefresh, type RefreshOutcome } from './compare-and-refresh.js';
 import type { VendorConnectionsRepository, VendorTokens } from './vendor-connections.repository.js';
@@ -119,7 +119,10 @@ export class VendorCredentials {
     const endpoint = vendorTokenEndpoint(vendor, this.deps.tokenEndpoints);
     const body = new URLSearchParams({ grant_type: 'refresh_token', refresh_token: refreshToken, client_id: client.clientId });
     if (client.clientSecret !== undefined) body.set('client_secret', client.clientSecret);
-    const failed = (why: string): WireError => new WireError(ErrorCodes.transportError, `the ${vendor.displayName} token endpoint could not refresh the connection (${why})`, { vendor: vendor.name });
+    // The vendor's error code is shown: scrubbed of what was sent, in case it echoes one (`@mcpx/mcp-client`'s rule).
+    const sent = [refreshToken, ...(client.clientSecret !== undefined ? [client.clientSecret] : [])];
+    const failed = (why: string): WireError =>
+      new WireError(ErrorCodes.transportError, `the ${vendor.displayName} token endpoint could not refresh the connection (${redactSecrets(why, sent)})`, { vendor: vendor.name });
     return withSpan(
       this.deps.tracer,
       'oauth token refresh',
