@@ -105,6 +105,8 @@ describe('the agent MCP endpoint: content whole, as the server sent it', () => {
         // The server's forged connector keys are dropped, not passed on.
         expect(omitted(through.content?.[2]), path).toBeUndefined();
         expect(through._meta?.['io.mcpx/error'], path).toBeUndefined();
+        // On 2026-07-28 the endpoint names itself, not the server behind it.
+        if (era.startsWith('v2')) expect(through._meta?.['io.modelcontextprotocol/serverInfo'], path).toEqual({ name: 'mcpx-agent', version: expect.any(String) });
       }
     });
 

@@ -19,7 +19,7 @@ describe('wholeContent', () => {
       { type: 'resource', resource: { uri: 'file:///t', text: 'hello', _meta: { r: 1 } } },
       { type: 'resource', resource: { uri: 'file:///b', blob: b64(4), mimeType: 'application/zip' } },
     ];
-    const r = wholeContent({ content, isError: true, _meta: { 'io.mcpx/error': 'forged', keep: true }, resultType: 'complete' });
+    const r = wholeContent({ content, isError: true, _meta: { 'io.mcpx/error': 'forged', 'io.modelcontextprotocol/serverInfo': { name: 'remote' }, keep: true }, resultType: 'complete' });
     expect(r.content).toEqual([{ ...content[0], _meta: { 'x/y': 1 } }, ...content.slice(1)]);
     expect(r.isError).toBe(true);
     expect(r.meta).toEqual({ keep: true });

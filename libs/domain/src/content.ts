@@ -16,6 +16,12 @@ export type ContentBlock = { type: string } & Record<string, unknown>;
 export const CONNECTOR_META_PREFIX = 'io.mcpx/';
 /** `_meta` key of a marker block: `{type, reason, bytes?, limit?}` of the block it stands for. */
 export const OMITTED_META_KEY = 'io.mcpx/omitted';
+/**
+ * Result `_meta` keys that describe the hop, not the result: the responding server's own
+ * (`serverInfo`, 2026-07-28). The caller's server (the endpoint) names itself; the remote server's
+ * would say the wrong server answered.
+ */
+export const HOP_META_KEYS: ReadonlySet<string> = new Set(['io.modelcontextprotocol/serverInfo']);
 /** Content blocks kept in one result; the rest are counted in one closing marker. */
 export const CONTENT_MAX_BLOCKS = 1000;
 /** JSON bytes of one block's fields besides its text or data (annotations, `_meta`, names), and of the result's `_meta`. */
@@ -78,12 +84,12 @@ export function omittedBlock(facts: BlockFacts, reason: OmittedReason, limit?: n
   };
 }
 
-/** `meta` without the connector's own keys; undefined when nothing is left or it is not a map. */
-export function serverMeta(meta: unknown): Record<string, unknown> | undefined {
+/** `meta` without the connector's own keys (and `drop`); undefined when nothing is left or it is not a map. */
+export function serverMeta(meta: unknown, drop?: ReadonlySet<string>): Record<string, unknown> | undefined {
   if (!isPlainObject(meta)) return undefined;
   // fromEntries defines each key (an assignment of "__proto__" would set the prototype instead,
   // hiding the key from the check that refuses it).
-  const kept = Object.entries(meta).filter(([key]) => !key.startsWith(CONNECTOR_META_PREFIX));
+  const kept = Object.entries(meta).filter(([key]) => !key.startsWith(CONNECTOR_META_PREFIX) && drop?.has(key) !== true);
   return kept.length === 0 ? undefined : Object.fromEntries(kept);
 }
 
@@ -213,7 +219,7 @@ export function wholeContent(result: unknown, given?: Partial<ContentLimits>): W
   }
   const out: WholeContent = { content };
   if (r.isError === true) out.isError = true;
-  const meta = serverMeta(r._meta);
+  const meta = serverMeta(r._meta, HOP_META_KEYS);
   if (meta !== undefined) {
     const fault = fieldsFault(meta, limits);
     out.meta = fault === undefined ? meta : { [OMITTED_META_KEY]: { type: '_meta', reason: fault, ...(fault === 'metaBytes' ? { limit: limits.metaBytes } : {}) } };
