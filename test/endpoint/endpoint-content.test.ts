@@ -1,8 +1,10 @@
+import { InMemorySpanExporter } from '@opentelemetry/sdk-trace';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as V1Transport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { loadEndpointConfig, startEndpoint, type RunningEndpoint } from '@mcpx/endpoint';
+import { setupTelemetry, type Telemetry } from '@mcpx/telemetry';
 import { startTestMcpServer, type TestMcpServer } from '../servers/index.js';
 import { everyBlockTools, hostileContentTools } from '../servers/content-tools.js';
 import { startEndpointSystem, type EndpointSystem } from './endpoint-harness.js';
@@ -66,14 +68,17 @@ describe('the agent MCP endpoint: content whole, as the server sent it', () => {
   let sdkOnly: RunningEndpoint;
   let upstream: TestMcpServer;
   let token = '';
+  const exporter = new InMemorySpanExporter();
+  let telemetry: Telemetry;
 
   beforeAll(async () => {
+    telemetry = await setupTelemetry({ serviceName: 'endpoint-content-test', spanExporter: exporter });
     [sys, upstream] = await Promise.all([
-      startEndpointSystem({ endpointEnv: { ENDPOINT_LEAN_CALLS: 'on' } }),
+      startEndpointSystem({ telemetry, endpointEnv: { ENDPOINT_LEAN_CALLS: 'on' } }),
       startTestMcpServer({ era: 'dual', tools: [...everyBlockTools(), ...hostileContentTools()] }),
     ]);
     sdkOnly = await startEndpoint(loadEndpointConfig({ ...sys.system.env, HTTP_PORT: '0', INSTANCE_ID: 'endpoint-content-sdk', ENDPOINT_LEAN_CALLS: 'off' }), {
-      telemetry: sys.system.telemetry,
+      telemetry,
       logSink: () => {},
     });
     await sys.system.setServer('docs', upstream.url);
@@ -85,6 +90,7 @@ describe('the agent MCP endpoint: content whole, as the server sent it', () => {
     await sdkOnly?.stop();
     await sys?.stop();
     await upstream?.close();
+    await telemetry?.shutdown();
   });
 
   const auth = (): Record<string, string> => ({ authorization: `Bearer ${token}` });
@@ -120,6 +126,14 @@ describe('the agent MCP endpoint: content whole, as the server sent it', () => {
         expect(error.code, path).toBe('server_error');
         expect(error.message, path).toContain('The image above is a one-pixel chart.');
       }
+      // Counted as the server error it is, by the endpoint (its span's outcome) and by the proxy (its results by code).
+      const outcomes = exporter
+        .getFinishedSpans()
+        .filter((x) => x.name === 'endpoint.tools/call' && x.attributes['mcpx.tool'] === 'docs__every_block_error')
+        .map((x) => x.attributes['mcpx.outcome']);
+      expect(outcomes.length).toBeGreaterThanOrEqual(2);
+      expect(new Set(outcomes)).toEqual(new Set(['server_error']));
+      expect(sys.system.proxies[0]!.stats().results.server_error).toBeGreaterThanOrEqual(2);
     });
   }
 
