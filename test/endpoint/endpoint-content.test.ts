@@ -179,6 +179,16 @@ describe('the agent MCP endpoint: content whole, as the server sent it', () => {
     }
   });
 
+  it('holds blocks whose CBOR outgrows their JSON to what the reply can carry', async () => {
+    const r = await callers['v2 (2026-07-28)'](sys.urlOf('reader'), auth(), 'docs__float_meta');
+    expect(r.isError).toBeUndefined();
+    const kept = r.content!.filter((b) => omitted(b) === undefined);
+    expect(kept.length).toBeGreaterThan(100);
+    expect(kept.length).toBeLessThan(1000);
+    expect(kept[0]).toEqual({ type: 'text', text: 'b0', _meta: { f: Array.from({ length: 160 }, () => 0.1) } });
+    expect(omitted(r.content!.at(-1))).toMatchObject({ reason: 'totalBytes' });
+  });
+
   it('replaces a block whose other fields are over their bound, and keeps the next', async () => {
     const r = await callers['v1 (2025-11-25)'](sys.urlOf('reader'), auth(), 'docs__fat_meta');
     expect(r.content?.[0]?.text).toBe("[text omitted: 3 bytes; a block's other fields are held to 65536 bytes]");

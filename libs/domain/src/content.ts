@@ -3,7 +3,7 @@
 // marker block in its place that says what it was and which bound. docs/call.md#whole-content.
 
 import { base64DecodedLength, blockFacts, describeFacts, isBase64, type BlockFacts } from './content-facts.js';
-import { jsonSizeExceeds, jsonSizeWithin } from './json-measure.js';
+import { jsonSizeExceeds, wireSizeWithin } from './json-measure.js';
 import { carriesProtoKey } from './proto-key.js';
 import { IMAGE_MAX_BYTES, IMAGES_MAX_TOTAL_BYTES, TEXT_LIMIT_BYTES } from './result.js';
 import { isPlainObject } from './types.js';
@@ -35,7 +35,7 @@ export interface ContentLimits {
   textBytes: number;
   /** One image's, audio clip's or embedded blob's decoded bytes: replaced past it ({@link IMAGE_MAX_BYTES}). */
   binaryBytes: number;
-  /** JSON bytes of all blocks together; a block past it is replaced ({@link IMAGES_MAX_TOTAL_BYTES}; the proxy sizes it to its reply). */
+  /** Bytes of all blocks together, as JSON or CBOR (the larger); a block past it is replaced ({@link IMAGES_MAX_TOTAL_BYTES}; the proxy sizes it to its reply). */
   totalBytes: number;
   /** Blocks kept ({@link CONTENT_MAX_BLOCKS}). */
   blocks: number;
@@ -196,11 +196,11 @@ export function wholeContent(result: unknown, given?: Partial<ContentLimits>): W
     }
     const shaped = shapeBlock(part, limits);
     const left = limits.totalBytes - used;
-    let size = jsonSizeWithin(shaped, left);
+    let size = wireSizeWithin(shaped, left);
     let kept = shaped;
     if (size === undefined) {
       kept = omittedBlock(blockFacts(part), 'totalBytes', limits.totalBytes);
-      size = jsonSizeWithin(kept, left);
+      size = wireSizeWithin(kept, left);
     }
     if (size === undefined) {
       rest = { count: 1, reason: 'totalBytes' };
