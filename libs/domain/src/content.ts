@@ -3,7 +3,7 @@
 // marker block in its place that says what it was and which bound. docs/call.md#whole-content.
 
 import { base64DecodedLength, blockFacts, describeFacts, isBase64, type BlockFacts } from './content-facts.js';
-import { jsonSizeExceeds, wireSizeWithin } from './json-measure.js';
+import { wireSizeWithin } from './json-measure.js';
 import { carriesProtoKey } from './proto-key.js';
 import { IMAGE_MAX_BYTES, IMAGES_MAX_TOTAL_BYTES, TEXT_LIMIT_BYTES } from './result.js';
 import { isPlainObject } from './types.js';
@@ -39,7 +39,7 @@ export interface ContentLimits {
   totalBytes: number;
   /** Blocks kept ({@link CONTENT_MAX_BLOCKS}). */
   blocks: number;
-  /** One block's other fields, and the result's `_meta` ({@link CONTENT_META_MAX_BYTES}). */
+  /** One block's other fields, and the result's `_meta`, as JSON or CBOR ({@link CONTENT_META_MAX_BYTES}). */
   metaBytes: number;
 }
 
@@ -107,7 +107,7 @@ function nestsDeeper(value: unknown, max: number): boolean {
 
 /** Why `fields` (a block without its text or data) cannot go as sent, if it cannot. */
 function fieldsFault(fields: unknown, limits: ContentLimits): OmittedReason | undefined {
-  if (jsonSizeExceeds(fields, limits.metaBytes)) return 'metaBytes';
+  if (wireSizeWithin(fields, limits.metaBytes) === undefined) return 'metaBytes';
   if (nestsDeeper(fields, CONTENT_MAX_DEPTH)) return 'depth';
   return carriesProtoKey(fields) ? 'proto_key' : undefined;
 }
