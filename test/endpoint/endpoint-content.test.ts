@@ -1,8 +1,10 @@
+import { InMemorySpanExporter } from '@opentelemetry/sdk-trace';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as V1Transport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { loadEndpointConfig, startEndpoint, type RunningEndpoint } from '@mcpx/endpoint';
+import { setupTelemetry, type Telemetry } from '@mcpx/telemetry';
 import { startTestMcpServer, type TestMcpServer } from '../servers/index.js';
 import { everyBlockTools, hostileContentTools } from '../servers/content-tools.js';
 import { startEndpointSystem, type EndpointSystem } from './endpoint-harness.js';
@@ -66,14 +68,17 @@ describe('the agent MCP endpoint: content whole, as the server sent it', () => {
   let sdkOnly: RunningEndpoint;
   let upstream: TestMcpServer;
   let token = '';
+  const exporter = new InMemorySpanExporter();
+  let telemetry: Telemetry;
 
   beforeAll(async () => {
+    telemetry = await setupTelemetry({ serviceName: 'endpoint-content-test', spanExporter: exporter });
     [sys, upstream] = await Promise.all([
-      startEndpointSystem({ endpointEnv: { ENDPOINT_LEAN_CALLS: 'on' } }),
+      startEndpointSystem({ telemetry, endpointEnv: { ENDPOINT_LEAN_CALLS: 'on' } }),
       startTestMcpServer({ era: 'dual', tools: [...everyBlockTools(), ...hostileContentTools()] }),
     ]);
     sdkOnly = await startEndpoint(loadEndpointConfig({ ...sys.system.env, HTTP_PORT: '0', INSTANCE_ID: 'endpoint-content-sdk', ENDPOINT_LEAN_CALLS: 'off' }), {
-      telemetry: sys.system.telemetry,
+      telemetry,
       logSink: () => {},
     });
     await sys.system.setServer('docs', upstream.url);
@@ -85,6 +90,7 @@ describe('the agent MCP endpoint: content whole, as the server sent it', () => {
     await sdkOnly?.stop();
     await sys?.stop();
     await upstream?.close();
+    await telemetry?.shutdown();
   });
 
   const auth = (): Record<string, string> => ({ authorization: `Bearer ${token}` });
@@ -105,6 +111,8 @@ describe('the agent MCP endpoint: content whole, as the server sent it', () => {
         // The server's forged connector keys are dropped, not passed on.
         expect(omitted(through.content?.[2]), path).toBeUndefined();
         expect(through._meta?.['io.mcpx/error'], path).toBeUndefined();
+        // On 2026-07-28 the endpoint names itself, not the server behind it.
+        if (era.startsWith('v2')) expect(through._meta?.['io.modelcontextprotocol/serverInfo'], path).toEqual({ name: 'mcpx-agent', version: expect.any(String) });
       }
     });
 
@@ -118,6 +126,14 @@ describe('the agent MCP endpoint: content whole, as the server sent it', () => {
         expect(error.code, path).toBe('server_error');
         expect(error.message, path).toContain('The image above is a one-pixel chart.');
       }
+      // Counted as the server error it is, by the endpoint (its span's outcome) and by the proxy (its results by code).
+      const outcomes = exporter
+        .getFinishedSpans()
+        .filter((x) => x.name === 'endpoint.tools/call' && x.attributes['mcpx.tool'] === 'docs__every_block_error')
+        .map((x) => x.attributes['mcpx.outcome']);
+      expect(outcomes.length).toBeGreaterThanOrEqual(2);
+      expect(new Set(outcomes)).toEqual(new Set(['server_error']));
+      expect(sys.system.proxies[0]!.stats().results.server_error).toBeGreaterThanOrEqual(2);
     });
   }
 
@@ -161,6 +177,16 @@ describe('the agent MCP endpoint: content whole, as the server sent it', () => {
       expect(r.content?.[1000]?.text, path).toBe('[99000 more content blocks omitted; a result is held to 1000 blocks]');
       expect(omitted(r.content?.[1000]), path).toEqual({ type: 'blocks', count: 99_000, reason: 'blocks', limit: 1000 });
     }
+  });
+
+  it('holds blocks whose CBOR outgrows their JSON to what the reply can carry', async () => {
+    const r = await callers['v2 (2026-07-28)'](sys.urlOf('reader'), auth(), 'docs__float_meta');
+    expect(r.isError).toBeUndefined();
+    const kept = r.content!.filter((b) => omitted(b) === undefined);
+    expect(kept.length).toBeGreaterThan(100);
+    expect(kept.length).toBeLessThan(1000);
+    expect(kept[0]).toEqual({ type: 'text', text: 'b0', _meta: { f: Array.from({ length: 160 }, () => 0.1) } });
+    expect(omitted(r.content!.at(-1))).toMatchObject({ reason: 'totalBytes' });
   });
 
   it('replaces a block whose other fields are over their bound, and keeps the next', async () => {

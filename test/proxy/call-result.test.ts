@@ -26,6 +26,8 @@ describe("the proxy client decodes a call reply's result (real NATS)", () => {
       ['reply.result.durationMs', { ...good, durationMs: 'slow' }],
       ['reply.result.summary', { text: 'no summary', durationMs: 1 }],
       ['reply.result.images[0].mimeType', { ...good, images: [{ data: 'iVBO' }] }],
+      ['reply.result.content[1].type', { ...good, content: [{ type: 'text', text: 'a' }, { text: 'untyped' }] }],
+      ['reply.result.isError', { ...good, content: [], isError: 'yes' }],
     ];
     const answers = [...replies.map(([, result]) => result), good];
     let i = 0;

@@ -52,7 +52,8 @@ export function everyBlockTools(): TestTool[] {
 
 /**
  * A hostile server's results: `blob {mib}` one embedded blob of that many MiB (between two texts),
- * `many {count}` that many text blocks, `fat_meta` a block whose `_meta` is 100 KiB.
+ * `many {count}` that many text blocks, `float_meta` blocks whose `_meta` CBOR writes at twice
+ * its JSON's size, `fat_meta` a block whose `_meta` is 100 KiB.
  */
 export function hostileContentTools(): TestTool[] {
   return [
@@ -71,6 +72,12 @@ export function hostileContentTools(): TestTool[] {
       name: 'many',
       inputSchema: { type: 'object', properties: { count: { type: 'number' } }, required: ['count'] },
       handler: (args) => ({ content: Array.from({ length: Number(args.count) }, (_, i) => ({ type: 'text' as const, text: `block ${i}` })) }),
+    },
+    {
+      // 1000 blocks of 640 bytes of JSON each (160 floats): within the reply as JSON, 2.25 times that as CBOR.
+      name: 'float_meta',
+      inputSchema: { type: 'object' },
+      handler: () => ({ content: Array.from({ length: 1000 }, (_, i) => ({ type: 'text' as const, text: `b${i}`, _meta: { f: Array.from({ length: 160 }, () => 0.1) } })) }),
     },
     {
       name: 'fat_meta',

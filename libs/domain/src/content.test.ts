@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { CONTENT_MAX_DEPTH, DEFAULT_CONTENT_LIMITS, OMITTED_META_KEY, shapeBlock, wholeContent, type ContentBlock } from './content.js';
 import { markerLabel } from './content-facts.js';
-import { jsonSizeExceeds } from './json-measure.js';
+import { jsonSizeExceeds, jsonSizeWithin, wireSizeWithin } from './json-measure.js';
 import { TEXT_LIMIT_BYTES } from './result.js';
 
 const b64 = (bytes: number): string => Buffer.alloc(bytes, 9).toString('base64');
@@ -19,7 +19,7 @@ describe('wholeContent', () => {
       { type: 'resource', resource: { uri: 'file:///t', text: 'hello', _meta: { r: 1 } } },
       { type: 'resource', resource: { uri: 'file:///b', blob: b64(4), mimeType: 'application/zip' } },
     ];
-    const r = wholeContent({ content, isError: true, _meta: { 'io.mcpx/error': 'forged', keep: true }, resultType: 'complete' });
+    const r = wholeContent({ content, isError: true, _meta: { 'io.mcpx/error': 'forged', 'io.modelcontextprotocol/serverInfo': { name: 'remote' }, keep: true }, resultType: 'complete' });
     expect(r.content).toEqual([{ ...content[0], _meta: { 'x/y': 1 } }, ...content.slice(1)]);
     expect(r.isError).toBe(true);
     expect(r.meta).toEqual({ keep: true });
@@ -106,6 +106,20 @@ describe('wholeContent', () => {
         expect(kept.length).toBeLessThanOrEqual(40);
       }),
     );
+  });
+});
+
+describe('wireSizeWithin', () => {
+  it('is at least the JSON size, and counts a number as CBOR may write it (9 bytes)', () => {
+    fc.assert(
+      fc.property(fc.jsonValue(), (v) => {
+        const json = jsonSizeWithin(v, 1e9)!;
+        expect(wireSizeWithin(v, 1e9)).toBeGreaterThanOrEqual(json);
+      }),
+    );
+    expect(jsonSizeWithin({ f: [0.1, 0.1] }, 100)).toBe(15);
+    expect(wireSizeWithin({ f: [0.1, 0.1] }, 100)).toBe(15 + 2 * 6 + 3 * 3);
+    expect(wireSizeWithin({ f: [0.1, 0.1] }, 20)).toBeUndefined();
   });
 });
 

@@ -3,7 +3,7 @@
 // marker block in its place that says what it was and which bound. docs/call.md#whole-content.
 
 import { base64DecodedLength, blockFacts, describeFacts, isBase64, type BlockFacts } from './content-facts.js';
-import { jsonSizeExceeds, jsonSizeWithin } from './json-measure.js';
+import { wireSizeWithin } from './json-measure.js';
 import { carriesProtoKey } from './proto-key.js';
 import { IMAGE_MAX_BYTES, IMAGES_MAX_TOTAL_BYTES, TEXT_LIMIT_BYTES } from './result.js';
 import { isPlainObject } from './types.js';
@@ -16,6 +16,12 @@ export type ContentBlock = { type: string } & Record<string, unknown>;
 export const CONNECTOR_META_PREFIX = 'io.mcpx/';
 /** `_meta` key of a marker block: `{type, reason, bytes?, limit?}` of the block it stands for. */
 export const OMITTED_META_KEY = 'io.mcpx/omitted';
+/**
+ * Result `_meta` keys that describe the hop, not the result: the responding server's own
+ * (`serverInfo`, 2026-07-28). The caller's server (the endpoint) names itself; the remote server's
+ * would say the wrong server answered.
+ */
+export const HOP_META_KEYS: ReadonlySet<string> = new Set(['io.modelcontextprotocol/serverInfo']);
 /** Content blocks kept in one result; the rest are counted in one closing marker. */
 export const CONTENT_MAX_BLOCKS = 1000;
 /** JSON bytes of one block's fields besides its text or data (annotations, `_meta`, names), and of the result's `_meta`. */
@@ -29,11 +35,11 @@ export interface ContentLimits {
   textBytes: number;
   /** One image's, audio clip's or embedded blob's decoded bytes: replaced past it ({@link IMAGE_MAX_BYTES}). */
   binaryBytes: number;
-  /** JSON bytes of all blocks together; a block past it is replaced ({@link IMAGES_MAX_TOTAL_BYTES}; the proxy sizes it to its reply). */
+  /** Bytes of all blocks together, as JSON or CBOR (the larger); a block past it is replaced ({@link IMAGES_MAX_TOTAL_BYTES}; the proxy sizes it to its reply). */
   totalBytes: number;
   /** Blocks kept ({@link CONTENT_MAX_BLOCKS}). */
   blocks: number;
-  /** One block's other fields, and the result's `_meta` ({@link CONTENT_META_MAX_BYTES}). */
+  /** One block's other fields, and the result's `_meta`, as JSON or CBOR ({@link CONTENT_META_MAX_BYTES}). */
   metaBytes: number;
 }
 
@@ -78,12 +84,12 @@ export function omittedBlock(facts: BlockFacts, reason: OmittedReason, limit?: n
   };
 }
 
-/** `meta` without the connector's own keys; undefined when nothing is left or it is not a map. */
-export function serverMeta(meta: unknown): Record<string, unknown> | undefined {
+/** `meta` without the connector's own keys (and `drop`); undefined when nothing is left or it is not a map. */
+export function serverMeta(meta: unknown, drop?: ReadonlySet<string>): Record<string, unknown> | undefined {
   if (!isPlainObject(meta)) return undefined;
   // fromEntries defines each key (an assignment of "__proto__" would set the prototype instead,
   // hiding the key from the check that refuses it).
-  const kept = Object.entries(meta).filter(([key]) => !key.startsWith(CONNECTOR_META_PREFIX));
+  const kept = Object.entries(meta).filter(([key]) => !key.startsWith(CONNECTOR_META_PREFIX) && drop?.has(key) !== true);
   return kept.length === 0 ? undefined : Object.fromEntries(kept);
 }
 
@@ -101,7 +107,7 @@ function nestsDeeper(value: unknown, max: number): boolean {
 
 /** Why `fields` (a block without its text or data) cannot go as sent, if it cannot. */
 function fieldsFault(fields: unknown, limits: ContentLimits): OmittedReason | undefined {
-  if (jsonSizeExceeds(fields, limits.metaBytes)) return 'metaBytes';
+  if (wireSizeWithin(fields, limits.metaBytes) === undefined) return 'metaBytes';
   if (nestsDeeper(fields, CONTENT_MAX_DEPTH)) return 'depth';
   return carriesProtoKey(fields) ? 'proto_key' : undefined;
 }
@@ -190,11 +196,11 @@ export function wholeContent(result: unknown, given?: Partial<ContentLimits>): W
     }
     const shaped = shapeBlock(part, limits);
     const left = limits.totalBytes - used;
-    let size = jsonSizeWithin(shaped, left);
+    let size = wireSizeWithin(shaped, left);
     let kept = shaped;
     if (size === undefined) {
       kept = omittedBlock(blockFacts(part), 'totalBytes', limits.totalBytes);
-      size = jsonSizeWithin(kept, left);
+      size = wireSizeWithin(kept, left);
     }
     if (size === undefined) {
       rest = { count: 1, reason: 'totalBytes' };
@@ -213,7 +219,7 @@ export function wholeContent(result: unknown, given?: Partial<ContentLimits>): W
   }
   const out: WholeContent = { content };
   if (r.isError === true) out.isError = true;
-  const meta = serverMeta(r._meta);
+  const meta = serverMeta(r._meta, HOP_META_KEYS);
   if (meta !== undefined) {
     const fault = fieldsFault(meta, limits);
     out.meta = fault === undefined ? meta : { [OMITTED_META_KEY]: { type: '_meta', reason: fault, ...(fault === 'metaBytes' ? { limit: limits.metaBytes } : {}) } };

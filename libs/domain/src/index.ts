@@ -36,6 +36,7 @@ export {
   CONTENT_MAX_DEPTH,
   CONTENT_META_MAX_BYTES,
   DEFAULT_CONTENT_LIMITS,
+  HOP_META_KEYS,
   OMITTED_META_KEY,
   omittedBlock,
   serverMeta,

@@ -14,6 +14,20 @@ export function jsonSizeExceeds(value: unknown, maxBytes: number): boolean {
  * the same bounded walk as {@link jsonSizeExceeds}.
  */
 export function jsonSizeWithin(value: unknown, maxBytes: number): number | undefined {
+  return measure(value, maxBytes, 0, 0);
+}
+
+/**
+ * A size that neither `value`'s JSON nor its CBOR (the bus's codec) exceeds, when it is at most
+ * `maxBytes`, else undefined. CBOR can be the longer: a string's or a container's head takes up to
+ * 5 bytes where JSON's quotes or brackets take 2, and a number up to 9 bytes (`0.1` is 3 in JSON).
+ */
+export function wireSizeWithin(value: unknown, maxBytes: number): number | undefined {
+  return measure(value, maxBytes, 3, 9);
+}
+
+/** The bounded walk: JSON's length, plus `slack` per string, key and container, numbers at least `numberMin`. */
+function measure(value: unknown, maxBytes: number, slack: number, numberMin: number): number | undefined {
   let budget = maxBytes;
   const stack: unknown[] = [value];
   while (stack.length > 0) {
@@ -21,13 +35,13 @@ export function jsonSizeWithin(value: unknown, maxBytes: number): number | undef
     switch (typeof v) {
       case 'string':
         // Each UTF-16 unit is at least one byte, so a long string fails before being scanned.
-        budget -= v.length + 2 > budget ? v.length + 2 : jsonStringBytes(v);
+        budget -= slack + (v.length + 2 > budget ? v.length + 2 : jsonStringBytes(v));
         break;
       case 'number':
-        budget -= Number.isFinite(v) ? String(v).length : 4;
+        budget -= Math.max(numberMin, Number.isFinite(v) ? String(v).length : 4);
         break;
       case 'bigint':
-        budget -= String(v).length;
+        budget -= Math.max(numberMin, String(v).length);
         break;
       case 'boolean':
         budget -= v ? 4 : 5;
@@ -35,17 +49,17 @@ export function jsonSizeWithin(value: unknown, maxBytes: number): number | undef
       case 'object':
         if (v === null) budget -= 4;
         else if (Array.isArray(v)) {
-          budget -= 2 + Math.max(0, v.length - 1);
+          budget -= slack + 2 + Math.max(0, v.length - 1);
           if (budget < 0) return undefined;
           for (let i = v.length - 1; i >= 0; i--) stack.push(v[i] === undefined ? null : v[i]);
         } else {
-          budget -= 1;
+          budget -= slack + 1;
           let first = true;
           for (const key of Object.keys(v)) {
             const item = (v as Record<string, unknown>)[key];
             if (item === undefined) continue;
             // The key, its colon, and a comma or the closing brace.
-            budget -= jsonStringBytes(key) + 2;
+            budget -= slack + jsonStringBytes(key) + 2;
             first = false;
             if (budget < 0) return undefined;
             stack.push(item);

@@ -215,6 +215,7 @@ export class ToolCalls {
         ...(Object.keys(answers).length > 0 ? { answers } : {}),
         content: true,
       });
+      if (result.isError === true) outcome.value = ErrorCodes.serverError;
       return callToolResult(result);
     } catch (err) {
       const wire = err instanceof WireError ? err : toWireError(err);

@@ -141,7 +141,10 @@ export class CallHandler {
     const target: CallTarget = {};
     const ctx = trace.setSpan(parent, span);
     try {
-      return await context.with(ctx, () => this.execute(req, key, started, span, target, ctx));
+      const result = await context.with(ctx, () => this.execute(req, key, started, span, target, ctx));
+      // A server's error passed on whole (`content`) is counted as the server_error it is for the runtime.
+      if (result.isError === true) code = ErrorCodes.serverError;
+      return result;
     } catch (err) {
       const wire = toWire(err);
       code = wire.code;
