@@ -3,7 +3,7 @@ import { encodePayload } from './codec.js';
 import { decodeToolReviewRequestedEvent } from './payload-decoders.js';
 import { decodeStrict } from './codec.js';
 import { WireError } from './errors.js';
-import { BODY_LIMITS } from './strict-cbor.js';
+import { BODY_LIMITS, PAYLOAD_LIMITS } from './strict-cbor.js';
 import { boundInField, checkValueBounds } from './value-bounds.js';
 import { MAX_CALL_TIMEOUT_MS, MAX_REQUEST_BYTES, decodeCallRequest, encodeCallRequest, parseCallRequest, proxyResultValue } from './proxy-call.js';
 
@@ -58,7 +58,7 @@ describe('the call request past its bounds', () => {
   };
 
   it('is refused before it is encoded or sent, naming the caller value and the bound', () => {
-    expect(detailsOf(() => encodeCallRequest({ ...base, arguments: { d: nested(10_000) } }))).toMatchObject({ field: 'arguments', rule: 'depth', limit: 128 });
+    expect(detailsOf(() => encodeCallRequest({ ...base, arguments: { d: nested(10_000) } }))).toMatchObject({ field: 'arguments', rule: 'depth', limit: PAYLOAD_LIMITS.maxDepth });
     expect(detailsOf(() => encodeCallRequest({ ...base, arguments: { s: 'x'.repeat(MAX_REQUEST_BYTES) } }))).toMatchObject({ field: 'arguments', rule: 'size', limit: MAX_REQUEST_BYTES });
     expect(detailsOf(() => encodeCallRequest({ ...base, arguments: { s: 'x'.repeat(1000) } }, 512))).toMatchObject({ field: 'arguments', limit: 512 });
     expect(detailsOf(() => encodeCallRequest({ ...base, inputRequestId: 'inp_1', inputResponses: { k: 'x'.repeat(MAX_REQUEST_BYTES) } }))).toMatchObject({ field: 'inputResponses', rule: 'size' });
@@ -66,9 +66,9 @@ describe('the call request past its bounds', () => {
   });
 
   it('decoded, a bound crossed inside arguments names arguments; outside any field, the request', () => {
-    expect(detailsOf(() => decodeCallRequest(encodePayload({ ...base, arguments: { d: nested(200) } })))).toMatchObject({ field: 'arguments', rule: 'depth', limit: 128 });
-    expect(detailsOf(() => decodeCallRequest(encodePayload({ ...base, other: nested(200) })))).toMatchObject({ field: 'other', rule: 'depth', limit: 128 });
-    expect(detailsOf(() => decodeCallRequest(encodePayload([nested(200)])))).toMatchObject({ field: 'request', rule: 'depth', limit: 128, path: [] });
+    expect(detailsOf(() => decodeCallRequest(encodePayload({ ...base, arguments: { d: nested(PAYLOAD_LIMITS.maxDepth + 80) } })))).toMatchObject({ field: 'arguments', rule: 'depth', limit: PAYLOAD_LIMITS.maxDepth });
+    expect(detailsOf(() => decodeCallRequest(encodePayload({ ...base, other: nested(PAYLOAD_LIMITS.maxDepth + 80) })))).toMatchObject({ field: 'other', rule: 'depth', limit: PAYLOAD_LIMITS.maxDepth });
+    expect(detailsOf(() => decodeCallRequest(encodePayload([nested(PAYLOAD_LIMITS.maxDepth + 80)])))).toMatchObject({ field: 'request', rule: 'depth', limit: PAYLOAD_LIMITS.maxDepth, path: [] });
   });
 });
 
@@ -127,7 +127,7 @@ describe('the tool-review-requested notification', () => {
 
 describe('a bound crossed inside a field names the field', () => {
   let deep: unknown = 'leaf';
-  for (let i = 0; i < 200; i++) deep = [deep];
+  for (let i = 0; i < BODY_LIMITS.maxDepth + 80; i++) deep = [deep];
   const thrown = (fn: () => unknown): unknown => {
     try {
       fn();
@@ -141,7 +141,7 @@ describe('a bound crossed inside a field names the field', () => {
   it('the decoder and the JSON walk both say the keys leading to it, at most two', () => {
     const fromCbor = thrown(() => decodeStrict(encodePayload(body), 'body', BODY_LIMITS)) as WireError;
     const fromJson = thrown(() => checkValueBounds(body, 'body', BODY_LIMITS)) as WireError;
-    for (const err of [fromCbor, fromJson]) expect(err.details).toMatchObject({ field: 'body', rule: 'depth', limit: 128, path: ['action', 'arguments'] });
+    for (const err of [fromCbor, fromJson]) expect(err.details).toMatchObject({ field: 'body', rule: 'depth', limit: PAYLOAD_LIMITS.maxDepth, path: ['action', 'arguments'] });
     // An array on the way ends the path: its elements have no key.
     expect((thrown(() => checkValueBounds({ list: [{ x: deep }] }, 'body', BODY_LIMITS)) as WireError).details.path).toEqual(['list']);
     expect((thrown(() => decodeStrict(encodePayload({ list: [{ x: deep }] }), 'body', BODY_LIMITS)) as WireError).details.path).toEqual(['list']);
@@ -149,7 +149,7 @@ describe('a bound crossed inside a field names the field', () => {
 
   it('boundInField names the key at its level, with the rule and the bound; other errors pass as they are', () => {
     const err = thrown(() => checkValueBounds(body, 'body', BODY_LIMITS));
-    expect((boundInField(err, 1) as WireError).details).toEqual({ field: 'arguments', rule: 'depth', limit: 128 });
+    expect((boundInField(err, 1) as WireError).details).toEqual({ field: 'arguments', rule: 'depth', limit: PAYLOAD_LIMITS.maxDepth });
     expect((boundInField(err, 0) as WireError).details).toMatchObject({ field: 'action' });
     expect(boundInField(err, 2)).toBe(err);
     const other = new Error('x');
