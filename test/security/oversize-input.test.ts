@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MAX_REQUEST_BYTES, WireError, decodePayload, encodePayload, type ProxyCallReply } from '@mcpx/contracts';
+import { MAX_REQUEST_BYTES, PAYLOAD_LIMITS, WireError, decodePayload, encodePayload, type ProxyCallReply } from '@mcpx/contracts';
 import { startEndpointSystem, type EndpointSystem } from '../endpoint/endpoint-harness.js';
 import { MODERN_VERSION, post } from '../endpoint/raw-mcp.js';
 import { startTestMcpServer, type TestMcpServer, type TestTool } from '../servers/index.js';
@@ -57,7 +57,7 @@ describe('oversize and too-deep arguments are invalid_input naming the bound, at
     const before = upstream.stats.calls;
     const call = (args: Record<string, unknown>) => () => sys.system.call('ops', 'r-nats', 'demo__take', args);
     expect(await refusalOf(call(fourMb()))).toMatchObject({ code: 'invalid_input', details: { field: 'arguments', rule: 'size', limit: MAX_REQUEST_BYTES } });
-    expect(await refusalOf(call(JSON.parse(deepJson(10_000)) as Record<string, unknown>))).toMatchObject({ code: 'invalid_input', details: { field: 'arguments', rule: 'depth', limit: 128 } });
+    expect(await refusalOf(call(JSON.parse(deepJson(10_000)) as Record<string, unknown>))).toMatchObject({ code: 'invalid_input', details: { field: 'arguments', rule: 'depth', limit: PAYLOAD_LIMITS.maxDepth } });
     expect(await refusalOf(call(floats()))).toMatchObject({ code: 'invalid_input', details: { field: 'arguments', rule: 'size', limit: MAX_REQUEST_BYTES } });
     expect(upstream.stats.calls).toBe(before);
     expect((await sys.system.call('ops', 'r-nats', 'demo__take', { small: true })).result.text).toBe('taken');
@@ -71,7 +71,7 @@ describe('oversize and too-deep arguments are invalid_input naming the bound, at
     const reply = decodePayload<ProxyCallReply>((await sys.system.nc.request(sys.system.subjects.proxyCall, encodePayload(req), { timeout: 10_000 })).data);
     expect(reply.ok).toBe(false);
     if (reply.ok) return;
-    expect(reply.error).toMatchObject({ code: 'invalid_input', details: { field: 'arguments', rule: 'depth', limit: 128 } });
+    expect(reply.error).toMatchObject({ code: 'invalid_input', details: { field: 'arguments', rule: 'depth', limit: PAYLOAD_LIMITS.maxDepth } });
     expect(upstream.stats.calls).toBe(before);
   });
 
@@ -85,7 +85,7 @@ describe('oversize and too-deep arguments are invalid_input naming the bound, at
     expect(big.body.error).toMatchObject({ code: 'invalid_input', details: { limit: 1024 * 1024 } });
     const deep = await sys.system.api.raw(`{"action":{"type":"InvokeTool","arguments":${deepJson(10_000)}}}`);
     expect(deep.status).toBe(400);
-    expect(deep.body.error).toMatchObject({ code: 'invalid_input', details: { field: 'arguments', rule: 'depth', limit: 128 } });
+    expect(deep.body.error).toMatchObject({ code: 'invalid_input', details: { field: 'arguments', rule: 'depth', limit: PAYLOAD_LIMITS.maxDepth } });
     expect(upstream.stats.calls).toBe(before);
     expect((await sys.system.api.act('InvokeTool', { agent, tool: 'demo__take', arguments: {} })).result.text).toBe('taken');
   });
@@ -110,7 +110,7 @@ describe('oversize and too-deep arguments are invalid_input naming the bound, at
     expect(errorOf(big)).toMatchObject({ code: 'invalid_input', details: { field: 'arguments', rule: 'size', limit: MAX_REQUEST_BYTES } });
     const deep = await call(deepJson(10_000));
     expect(deep.status).toBe(200);
-    expect(errorOf(deep)).toMatchObject({ code: 'invalid_input', details: { field: 'arguments', rule: 'depth', limit: 128 } });
+    expect(errorOf(deep)).toMatchObject({ code: 'invalid_input', details: { field: 'arguments', rule: 'depth', limit: PAYLOAD_LIMITS.maxDepth } });
     expect(upstream.stats.calls).toBe(before);
     const fine = await call('{"small":true}');
     expect(JSON.stringify(fine.result?.content)).toContain('taken');
