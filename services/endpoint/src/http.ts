@@ -1,15 +1,13 @@
 import { validateHostHeader, validateOriginHeader } from '@modelcontextprotocol/server';
-import type { AgentTokens, TokenGrant } from './agent-tokens.js';
+import type { AgentTokens } from './agent-tokens.js';
 import type { AgentServers } from './agent-server.js';
+import { LegacyStreams } from './legacy-streams.js';
 import { PROTECTED_RESOURCE_PREFIX, bearerChallenge, protectedResourceMetadata, type OAuthResourceOptions } from './oauth-resource.js';
 import type { TokenFailures } from './token-failures.js';
 import type { ToolSets } from './tool-sets.js';
 
 /** `/v1/agents/<agent>/mcp`: the agent by id or by name (the token says whose). */
 const PATH_RE = /^\/v1\/agents\/([A-Za-z0-9_.~%-]{1,200})\/mcp\/?$/;
-/** Legacy GET streams one instance keeps open at once (each holds a socket). */
-const MAX_LEGACY_STREAMS = 4_096;
-const KEEPALIVE_MS = 15_000;
 
 export interface EndpointHttpOptions {
   /** Host names (no port) a request's `Host` may carry: DNS-rebinding protection. */
@@ -87,47 +85,8 @@ function withHeaders(res: Response, headers: Record<string, string>): Response {
  * sent when the agent's tool set changes.
  */
 export function endpointFetch(deps: EndpointHttpDeps, opts: EndpointHttpOptions): (request: Request, clientAddress: string) => Promise<Response> {
-  let legacyStreams = 0;
+  const legacy = new LegacyStreams(deps.toolSets);
   const oauth = opts.oauth;
-
-  const legacyStream = (grant: TokenGrant, signal: AbortSignal): Response => {
-    if (legacyStreams >= MAX_LEGACY_STREAMS) return rpcError(503, -32000, 'too many open notification streams on this instance; retry', { 'retry-after': '5' });
-    legacyStreams++;
-    const enc = new TextEncoder();
-    let cleanup = (): void => {};
-    const body = new ReadableStream<Uint8Array>({
-      start(controller) {
-        const send = (text: string): void => {
-          try {
-            controller.enqueue(enc.encode(text));
-          } catch {
-            cleanup();
-          }
-        };
-        const unwatch = deps.toolSets.watch(grant.account, grant.agent, () => send(`event: message\ndata: ${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' })}\n\n`));
-        const keepalive = setInterval(() => send(': keepalive\n\n'), KEEPALIVE_MS);
-        let done = false;
-        cleanup = () => {
-          if (done) return;
-          done = true;
-          legacyStreams--;
-          unwatch();
-          clearInterval(keepalive);
-          try {
-            controller.close();
-          } catch {
-            // already closed
-          }
-        };
-        signal.addEventListener('abort', () => cleanup(), { once: true });
-        send(': open\n\n');
-      },
-      cancel() {
-        cleanup();
-      },
-    });
-    return new Response(body, { status: 200, headers: { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' } });
-  };
 
   /** A refused token: counted against the address, and 429 instead of 401 once it is over its limit. */
   const refuseToken = async (why: string, clientAddress: string, unauthorized: () => Response, cors: Record<string, string>): Promise<Response> => {
@@ -224,7 +183,9 @@ export function endpointFetch(deps: EndpointHttpDeps, opts: EndpointHttpOptions)
       );
     }
     if (request.method === 'GET' && (request.headers.get('accept') ?? '').includes('text/event-stream')) {
-      return withHeaders(legacyStream(grant, request.signal), cors);
+      const stream = legacy.stream(grant, request.signal);
+      if (!(stream instanceof Response)) return rpcError(503, -32000, 'too many open notification streams on this instance; retry', { 'retry-after': '5' });
+      return withHeaders(stream, cors);
     }
     const handler = deps.servers.handlerFor(grant);
     const res = await handler.fetch(request, {
