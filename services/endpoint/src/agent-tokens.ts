@@ -19,9 +19,14 @@ export interface TokenGrant {
 /** Why a token was refused (said to the client as `invalid_token`, with no more detail than this). */
 export type TokenRefusal = 'missing' | 'malformed' | 'unknown' | 'expired' | 'revoked';
 
+/** Why a watched token stopped granting (`AgentTokens.watch`). */
+export type TokenEnd = 'revoked' | 'expired';
+
 /** A verdict is kept this long at most (a backstop: revocations arrive on the channel at once). */
 const CACHE_MS = 60_000;
 const MAX_CACHED = 50_000;
+/** The longest delay a Node timer takes; a later expiry is reached in steps of it. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /**
  * Checks the endpoint's bearer tokens against `registry.agent_tokens` (by SHA-256, read only).
@@ -38,6 +43,10 @@ export class AgentTokens {
   private retry: NodeJS.Timeout | undefined;
   /** Counts revocation notices: a read that one overtook does not cache what it read. */
   private notices = 0;
+  /** The token hash each grant was read for (the channel names hashes; a grant never carries one). */
+  private readonly hashes = new WeakMap<TokenGrant, string>();
+  /** Who is told when a token stops granting (open notification streams), by token hash. */
+  private readonly watchers = new Map<string, Set<(why: TokenEnd) => void>>();
 
   constructor(
     private readonly db: EndpointReads,
@@ -72,6 +81,9 @@ export class AgentTokens {
       if (n.channel !== AGENT_TOKENS_CHANNEL || typeof n.payload !== 'string') return;
       this.notices++;
       this.cache.delete(n.payload);
+      // Every notice means the hash no longer grants (revoked, its sign-in ended, or replaced by
+      // a refresh): its open streams end now, without a read.
+      this.end(n.payload, 'revoked');
     });
     await client.connect();
     await client.query(`LISTEN ${AGENT_TOKENS_CHANNEL}`);
@@ -81,6 +93,69 @@ export class AgentTokens {
     }
     this.listener = client;
     this.listening = true;
+    // Notices sent while the channel was down are lost: the watched tokens are read again.
+    await this.recheckWatched();
+  }
+
+  /** Reads every watched token again and ends those that no longer grant. */
+  private async recheckWatched(): Promise<void> {
+    for (const hash of [...this.watchers.keys()]) {
+      const verdict = await this.read(hash).catch((err: unknown) => {
+        this.log.warn('open streams not rechecked: token read failed', { err: err as Error });
+        return undefined;
+      });
+      if (typeof verdict === 'string') this.end(hash, verdict === 'expired' ? 'expired' : 'revoked');
+    }
+  }
+
+  private end(hash: string, why: TokenEnd): void {
+    const ended = this.watchers.get(hash);
+    if (ended === undefined) return;
+    this.watchers.delete(hash);
+    for (const f of ended) f(why);
+  }
+
+  /**
+   * Calls `ended` once when the grant's token stops granting: revoked (the registry's notice on
+   * the channel, heard by every instance; or found revoked when the channel comes back after a
+   * loss) or expired (a timer at its expiry). The returned function stops watching. A grant
+   * not read by this instance's `verify` is ended at once.
+   */
+  watch(grant: TokenGrant, ended: (why: TokenEnd) => void): () => void {
+    const hash = this.hashes.get(grant);
+    let done = false;
+    let timer: NodeJS.Timeout | undefined;
+    const once = (why: TokenEnd): void => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      this.watchers.get(hash ?? '')?.delete(once);
+      ended(why);
+    };
+    if (hash === undefined) {
+      queueMicrotask(() => once('revoked'));
+      return () => undefined;
+    }
+    const set = this.watchers.get(hash) ?? new Set();
+    set.add(once);
+    this.watchers.set(hash, set);
+    const expiresAt = grant.expiresAt;
+    const schedule = (): void => {
+      if (expiresAt === undefined || done) return;
+      const left = expiresAt - Date.now();
+      if (left <= 0) return once('expired');
+      timer = setTimeout(schedule, Math.min(left, MAX_TIMER_MS));
+      timer.unref();
+    };
+    schedule();
+    return () => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      const watching = this.watchers.get(hash);
+      watching?.delete(once);
+      if (watching?.size === 0) this.watchers.delete(hash);
+    };
   }
 
   private scheduleReconnect(): void {
@@ -113,7 +188,26 @@ export class AgentTokens {
       if (hit.grant.expiresAt !== undefined && hit.grant.expiresAt <= now) return 'expired';
       return hit.grant;
     }
-    const notices = this.notices;
+    let notices = this.notices;
+    let grant = await this.read(hash);
+    if (notices !== this.notices) {
+      // A notice overtook the read and may have been this token's: read it again, so that a
+      // stream opened with this grant does not outlive a revocation it never heard of.
+      notices = this.notices;
+      grant = await this.read(hash);
+    }
+    if (typeof grant === 'string') return grant;
+    this.hashes.set(grant, hash);
+    if (this.listening && notices === this.notices) {
+      this.cache.set(hash, { grant, at: now });
+      if (this.cache.size > MAX_CACHED) this.cache.delete(this.cache.keys().next().value as string);
+    }
+    return grant;
+  }
+
+  /** The row of a token hash as a grant, or why it does not grant. */
+  private async read(hash: string): Promise<TokenGrant | TokenRefusal> {
+    const now = Date.now();
     const row = await this.db
       .selectFrom('registry.agent_tokens as t')
       .innerJoin('registry.agents as a', (j) => j.onRef('a.id', '=', 't.agent_id').onRef('a.account_id', '=', 't.account_id'))
@@ -123,7 +217,7 @@ export class AgentTokens {
     if (row === undefined) return 'unknown';
     if (row.revoked_at !== null) return 'revoked';
     if (row.expires_at !== null && row.expires_at.getTime() <= now) return 'expired';
-    const grant: TokenGrant = {
+    return {
       id: row.id,
       account: row.account_id,
       agent: row.agent_id,
@@ -131,10 +225,5 @@ export class AgentTokens {
       userMayApprove: row.user_may_approve,
       ...(row.expires_at !== null ? { expiresAt: row.expires_at.getTime() } : {}),
     };
-    if (this.listening && notices === this.notices) {
-      this.cache.set(hash, { grant, at: now });
-      if (this.cache.size > MAX_CACHED) this.cache.delete(this.cache.keys().next().value as string);
-    }
-    return grant;
   }
 }
