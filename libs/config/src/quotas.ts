@@ -35,6 +35,15 @@ export interface QuotaSettings {
   pendingInputsPerAccount: number;
   /** `GET /v1/events` streams an account may hold open at once, across instances (`QUOTA_EVENT_STREAMS_PER_ACCOUNT`). */
   eventStreamsPerAccount: number;
+  /**
+   * `GET /v1/events` streams one client address may hold open at once, across instances
+   * (`QUOTA_EVENT_STREAMS_PER_ADDRESS`): any fresh key is an account, so the per-account bound
+   * alone does not stop one client opening streams under ever new keys. Taken before the
+   * envelope's signature is checked.
+   */
+  eventStreamsPerAddress: number;
+  /** `GET /v1/events` streams one registry process holds open at once (`QUOTA_EVENT_STREAMS_PER_PROCESS`): each holds a socket and five subscriptions. */
+  eventStreamsPerProcess: number;
   /** Discoveries of one account in flight at once, across instances (`QUOTA_DISCOVERIES_PER_ACCOUNT`). */
   discoveriesPerAccount: number;
   /** The total deadline of one discovery, connect to last page (`DISCOVERY_DEADLINE_MS`). */
@@ -61,6 +70,9 @@ export const DEFAULT_QUOTAS: Readonly<QuotaSettings> = Object.freeze({
   // Four agents' full queues: a person answers questions one at a time, and an input request can weigh many approvals.
   pendingInputsPerAccount: 200,
   eventStreamsPerAccount: 20,
+  // Five accounts' worth: a person's consoles and tools, or a few people behind one NAT.
+  eventStreamsPerAddress: 100,
+  eventStreamsPerProcess: 2_000,
   discoveriesPerAccount: 4,
   discoveryDeadlineMs: 60_000,
   reprobeMaxFailures: 10,
@@ -94,6 +106,8 @@ export function parseQuotas(env: NodeJS.ProcessEnv): QuotaSettings {
     pendingApprovalsPerAccount: count(env, 'QUOTA_PENDING_APPROVALS_PER_ACCOUNT', d.pendingApprovalsPerAccount),
     pendingInputsPerAccount: count(env, 'QUOTA_PENDING_INPUTS_PER_ACCOUNT', d.pendingInputsPerAccount),
     eventStreamsPerAccount: count(env, 'QUOTA_EVENT_STREAMS_PER_ACCOUNT', d.eventStreamsPerAccount),
+    eventStreamsPerAddress: count(env, 'QUOTA_EVENT_STREAMS_PER_ADDRESS', d.eventStreamsPerAddress),
+    eventStreamsPerProcess: count(env, 'QUOTA_EVENT_STREAMS_PER_PROCESS', d.eventStreamsPerProcess),
     discoveriesPerAccount: count(env, 'QUOTA_DISCOVERIES_PER_ACCOUNT', d.discoveriesPerAccount),
     discoveryDeadlineMs: count(env, 'DISCOVERY_DEADLINE_MS', d.discoveryDeadlineMs),
     reprobeMaxFailures: count(env, 'REPROBE_MAX_FAILURES', d.reprobeMaxFailures),

@@ -133,6 +133,8 @@ export interface QuotaLimits {
   pendingApprovalsPerAccount: number;
   pendingInputsPerAccount: number;
   eventStreamsPerAccount: number;
+  eventStreamsPerAddress: number;
+  eventStreamsPerProcess: number;
   discoveriesPerAccount: number;
   discoveryDeadlineMs: number;
   reprobeMaxFailures: number;
@@ -153,6 +155,8 @@ export const QUOTA_DEFAULTS: Readonly<QuotaLimits> = Object.freeze({
   pendingApprovalsPerAccount: 1_000,
   pendingInputsPerAccount: 200,
   eventStreamsPerAccount: 20,
+  eventStreamsPerAddress: 100,
+  eventStreamsPerProcess: 2_000,
   discoveriesPerAccount: 4,
   discoveryDeadlineMs: 60_000,
   reprobeMaxFailures: 10,
