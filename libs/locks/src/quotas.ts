@@ -135,6 +135,9 @@ export interface QuotaLimits {
   eventStreamsPerAccount: number;
   eventStreamsPerAddress: number;
   eventStreamsPerProcess: number;
+  pendingSignInsPerClient: number;
+  pendingSignInsPerAddress: number;
+  pendingSignIns: number;
   discoveriesPerAccount: number;
   discoveryDeadlineMs: number;
   reprobeMaxFailures: number;
@@ -157,6 +160,9 @@ export const QUOTA_DEFAULTS: Readonly<QuotaLimits> = Object.freeze({
   eventStreamsPerAccount: 20,
   eventStreamsPerAddress: 100,
   eventStreamsPerProcess: 2_000,
+  pendingSignInsPerClient: 5,
+  pendingSignInsPerAddress: 8,
+  pendingSignIns: 10_000,
   discoveriesPerAccount: 4,
   discoveryDeadlineMs: 60_000,
   reprobeMaxFailures: 10,
