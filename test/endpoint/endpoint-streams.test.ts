@@ -1,6 +1,7 @@
 import { request as httpRequest } from 'node:http';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadEndpointConfig, startEndpoint } from '@mcpx/endpoint';
 import { startTestMcpServer, type TestMcpServer } from '../servers/index.js';
 import { ApiClient } from '../support/api-client.js';
 import { eventually } from '../support/system.js';
@@ -134,24 +135,30 @@ describe('the agent MCP endpoint: notification streams per party', () => {
     expect(metrics).toMatch(/mcpx_endpoint_requests_total\{[^}]*outcome="streams_per_account"[^}]*\} [1-9]/);
   }, 60_000);
 
-  it("ends a token's open streams within seconds of its revocation, and those of another token not", async () => {
+  it("ends a token's open streams within seconds of its revocation, on every instance, and those of another token not", async () => {
     const api = new ApiClient(sys.system.api.apiUrl);
     await api.act('CreateAgent', { name: 'one', definition: { mcpServers: [] } });
     const revoked = await api.act<{ token: string; id: string }>('CreateAgentToken', { agent: 'one' });
     const kept = await api.act<{ token: string; id: string }>('CreateAgentToken', { agent: 'one' });
-    const url = `${sys.endpoint.url}/v1/agents/one/mcp`;
-    const legacy = keep(await open(url, revoked.token, 'legacy'));
-    const listen = keep(await open(url, revoked.token, 'listen'));
-    const survivor = keep(await open(url, kept.token, 'legacy'));
-    expect([legacy.status, listen.status, survivor.status]).toEqual([200, 200, 200]);
-    expect(await settled(legacy.ended, 500)).toBe(false);
+    const second = await startEndpoint(loadEndpointConfig({ ...sys.system.env, HTTP_PORT: '0', INSTANCE_ID: 'endpoint-streams-2' }), { telemetry: sys.system.telemetry, logSink: () => {} });
+    try {
+      const url = `${sys.endpoint.url}/v1/agents/one/mcp`;
+      const legacy = keep(await open(url, revoked.token, 'legacy'));
+      const listen = keep(await open(url, revoked.token, 'listen'));
+      const elsewhere = keep(await open(`${second.url}/v1/agents/one/mcp`, revoked.token, 'legacy'));
+      const survivor = keep(await open(url, kept.token, 'legacy'));
+      expect([legacy.status, listen.status, elsewhere.status, survivor.status]).toEqual([200, 200, 200, 200]);
+      expect(await settled(legacy.ended, 500)).toBe(false);
 
-    await api.act('RevokeAgentToken', { id: revoked.id });
-    expect(await settled(Promise.all([legacy.ended, listen.ended]), 10_000)).toBe(true);
-    expect(await legacy.ended).toContain(': token revoked');
-    expect(await settled(survivor.ended, 500)).toBe(false);
-    // The revoked token opens no new one.
-    expect((await open(url, revoked.token, 'legacy')).status).toBe(401);
+      await api.act('RevokeAgentToken', { id: revoked.id });
+      expect(await settled(Promise.all([legacy.ended, listen.ended, elsewhere.ended]), 10_000)).toBe(true);
+      expect(await legacy.ended).toContain(': token revoked');
+      expect(await settled(survivor.ended, 500)).toBe(false);
+      // The revoked token opens no new one.
+      expect((await open(url, revoked.token, 'legacy')).status).toBe(401);
+    } finally {
+      await second.stop();
+    }
   }, 60_000);
 
   it("ends a token's open stream when it expires", async () => {
