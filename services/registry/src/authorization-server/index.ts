@@ -6,7 +6,8 @@ import { SpanKind, withSpan, type Counter, type Meter, type Tracer } from '@mcpx
 import { authorize, continueSignIn, type SignInFlowDeps } from './authorize.js';
 import { signInPage, sendJson } from './pages.js';
 import { AS_METADATA_PATH, AUTHORIZE_PATH, CONTINUE_PATH, REVOKE_PATH, TOKEN_PATH } from './paths.js';
-import { SignInsRepository, type PendingSignInBounds } from './sign-ins.repository.js';
+import type { PendingSignInBounds } from './pending-sign-ins.js';
+import { SignInsRepository } from './sign-ins.repository.js';
 import { OPEN_CORS, revoke, token } from './token.js';
 
 export { decideSignIn, listSignInRequests } from './sign-in.actions.js';

@@ -2,6 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
 import { AGENT_TOKENS_CHANNEL, AGENT_TOKEN_PREFIX, agentTokenHash } from '@mcpx/contracts';
 import type { Database, Db } from '@mcpx/db';
+import { MAX_PENDING_SIGN_INS, NO_BOUNDS, pendingLimitFor, type PendingSignInBounds, type PendingSignInLimit } from './pending-sign-ins.js';
 
 type OAuthSignInsTable = Database['registry.oauth_sign_ins'];
 
@@ -13,30 +14,6 @@ export const AUTHORIZATION_CODE_MS = 60_000;
 export const ACCESS_TOKEN_MS = 60 * 60_000;
 /** How long a refresh token may be used (once: each use gives a new one). */
 export const REFRESH_TOKEN_MS = 30 * 86_400_000;
-/** Pending sign-ins one account holds at once: the authorize endpoint is open to anyone. */
-export const MAX_PENDING_SIGN_INS = 20;
-/**
- * The bounds a new pending sign-in is held to besides the account's {@link MAX_PENDING_SIGN_INS}
- * (the configuration's `quotas`; 0 = no bound): per client document in one account, per
- * requesting address across accounts, and in all.
- */
-export interface PendingSignInBounds {
-  pendingSignInsPerClient: number;
-  pendingSignInsPerAddress: number;
-  pendingSignIns: number;
-}
-
-/** The limit a refused sign-in met (said in the refusal and counted as the step's outcome). */
-export const PendingSignInLimits = {
-  account: 'pending_sign_ins_per_account',
-  client: 'pending_sign_ins_per_client',
-  address: 'pending_sign_ins_per_address',
-  total: 'pending_sign_ins',
-} as const;
-export type PendingSignInLimit = (typeof PendingSignInLimits)[keyof typeof PendingSignInLimits];
-
-const NO_BOUNDS: PendingSignInBounds = { pendingSignInsPerClient: 0, pendingSignInsPerAddress: 0, pendingSignIns: 0 };
-
 /** Active agent tokens one agent may hold (the same bound as CreateAgentToken's). */
 export const MAX_ACTIVE_TOKENS_PER_AGENT = 20;
 
@@ -47,14 +24,6 @@ export type SignInRow = Omit<OAuthSignInsTable, 'created_at'> & { created_at: Da
 /** SHA-256 (hex) of a secret (cookie, nonce, code, refresh token): the only form stored. */
 export function secretHash(value: string): string {
   return createHash('sha256').update(value, 'utf8').digest('hex');
-}
-
-/**
- * Who asked for a sign-in, as stored: the SHA-256 of the client's address under a label of its
- * own (the address itself is not kept; the hash only tells one requester from another).
- */
-export function requesterHash(address: string): string {
-  return secretHash(`oauth-sign-in-requester:${address}`);
 }
 
 /** 32 random bytes, base64url (43 characters). */
@@ -134,7 +103,7 @@ export class SignInsRepository {
     state: string | null;
     codeChallenge: string;
     browserHash: string;
-    /** SHA-256 of the client address that asked (see {@link requesterHash}). */
+    /** SHA-256 of the client address that asked (`requesterHash`). */
     requesterHash: string;
   }): Promise<{ id: string } | { refused: PendingSignInLimit }> {
     const id = `si_${randomBytes(16).toString('hex')}`;
@@ -149,7 +118,7 @@ export class SignInsRepository {
         .where('status', 'in', ['pending', 'approved', 'denied', 'code_issued', 'ended'])
         .where('expires_at', '<', sql<Date>`now() - interval '1 day'`)
         .execute();
-      const refused = await this.fullFor(trx, input);
+      const refused = await pendingLimitFor(trx, this.bounds, input);
       if (refused !== undefined) return { refused };
       await trx
         .insertInto('registry.oauth_sign_ins')
@@ -180,35 +149,6 @@ export class SignInsRepository {
         .execute();
       return { id };
     });
-  }
-
-  /** The first bound a new pending sign-in would go over, inside the creating transaction. */
-  private async fullFor(trx: Kysely<Database>, input: { account: string; clientId: string; requesterHash: string }): Promise<PendingSignInLimit | undefined> {
-    const b = this.bounds;
-    const perAccount = await trx
-      .selectFrom('registry.oauth_sign_ins')
-      .select((eb) => eb.fn.countAll<number>().as('n'))
-      .select((eb) => eb.fn.countAll<number>().filterWhere('client_id', '=', input.clientId).as('client'))
-      .where('account_id', '=', input.account)
-      .where('status', '=', 'pending')
-      .where('expires_at', '>', sql<Date>`now()`)
-      .executeTakeFirstOrThrow();
-    if (Number(perAccount.n) >= MAX_PENDING_SIGN_INS) return PendingSignInLimits.account;
-    if (b.pendingSignInsPerClient > 0 && Number(perAccount.client) >= b.pendingSignInsPerClient) return PendingSignInLimits.client;
-    if (b.pendingSignInsPerAddress > 0 && (await this.countPending(trx, input.requesterHash)) >= b.pendingSignInsPerAddress) return PendingSignInLimits.address;
-    if (b.pendingSignIns > 0 && (await this.countPending(trx)) >= b.pendingSignIns) return PendingSignInLimits.total;
-    return undefined;
-  }
-
-  /** Pending sign-ins not yet expired, of every account: of one requester, or all (the partial indexes' rows). */
-  private async countPending(trx: Kysely<Database>, requester?: string): Promise<number> {
-    let q = trx
-      .selectFrom('registry.oauth_sign_ins')
-      .select((eb) => eb.fn.countAll<number>().as('n'))
-      .where('status', '=', 'pending')
-      .where('expires_at', '>', sql<Date>`now()`);
-    if (requester !== undefined) q = q.where('requester_hash', '=', requester);
-    return Number((await q.executeTakeFirstOrThrow()).n);
   }
 
   /** The account's sign-ins waiting for a decision, oldest first, with their agent's name. */
