@@ -49,11 +49,6 @@ export class StreamSlots {
     private readonly onEnded: (why: TokenEnd) => void = () => {},
   ) {}
 
-  /** Streams open now (in all). */
-  get open(): number {
-    return this.total;
-  }
-
   /**
    * A slot for one stream of `grant`, or the refusal naming the full limit. Taken at once after
    * the token is verified (no await between), so a revocation is not missed meanwhile.
