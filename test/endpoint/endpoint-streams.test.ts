@@ -56,6 +56,17 @@ async function open(url: string, token: string, kind: 'legacy' | 'listen'): Prom
   return { status: res.status, body: '', retryAfter: null, ended, abort: () => ctl.abort() };
 }
 
+/** A statement on the system's database, as an operator would run it. */
+async function sql(sys: EndpointSystem, text: string, values: unknown[]): Promise<void> {
+  const client = new pg.Client({ connectionString: sys.system.db.url });
+  await client.connect();
+  try {
+    await client.query(text, values);
+  } finally {
+    await client.end();
+  }
+}
+
 /** Whether `p` settled within `ms` (a bounded wait, not a timing assertion). */
 async function settled(p: Promise<unknown>, ms: number): Promise<boolean> {
   let timer: NodeJS.Timeout | undefined;
@@ -166,17 +177,26 @@ describe('the agent MCP endpoint: notification streams per party', () => {
     await api.act('CreateAgent', { name: 'one', definition: { mcpServers: [] } });
     const short = await api.act<{ token: string; id: string }>('CreateAgentToken', { agent: 'one' });
     // Tokens expire in whole days: the row is moved to expire in three seconds, before any use.
-    const client = new pg.Client({ connectionString: sys.system.db.url });
-    await client.connect();
-    try {
-      await client.query(`update registry.agent_tokens set expires_at = now() + interval '3 seconds' where id = $1`, [short.id]);
-    } finally {
-      await client.end();
-    }
+    await sql(sys, `update registry.agent_tokens set expires_at = now() + interval '3 seconds' where id = $1`, [short.id]);
     const stream = keep(await open(`${sys.endpoint.url}/v1/agents/one/mcp`, short.token, 'listen'));
     expect(stream.status).toBe(200);
     expect(await settled(stream.ended, 15_000)).toBe(true);
     expect(await stream.ended).toContain(': token expired');
+  }, 60_000);
+
+  it('ends the stream of a token whose row goes without a notice (deleted by hand) at the next recheck', async () => {
+    const api = new ApiClient(sys.system.api.apiUrl);
+    await api.act('CreateAgent', { name: 'one', definition: { mcpServers: [] } });
+    const gone = await api.act<{ token: string; id: string }>('CreateAgentToken', { agent: 'one' });
+    const stays = await api.act<{ token: string }>('CreateAgentToken', { agent: 'one' });
+    const url = `${sys.endpoint.url}/v1/agents/one/mcp`;
+    const stream = keep(await open(url, gone.token, 'legacy'));
+    const other = keep(await open(url, stays.token, 'listen'));
+    expect([stream.status, other.status]).toEqual([200, 200]);
+    await sql(sys, 'delete from registry.agent_tokens where id = $1', [gone.id]);
+    // The tokens of open streams are read again every 15 s: bounded at twice that and a margin.
+    expect(await settled(stream.ended, 40_000)).toBe(true);
+    expect(await settled(other.ended, 100)).toBe(false);
   }, 60_000);
 
   it('answers a Host with userinfo with 400 naming host, not 500', async () => {

@@ -27,6 +27,13 @@ const CACHE_MS = 60_000;
 const MAX_CACHED = 50_000;
 /** The longest delay a Node timer takes; a later expiry is reached in steps of it. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
+/**
+ * How often the tokens of open streams are read again: a backstop for what sends no notice (an
+ * agent deleted takes its tokens with it) and for notices lost while the channel was down.
+ */
+const RECHECK_MS = 15_000;
+/** Token hashes read in one recheck query. */
+const RECHECK_BATCH = 500;
 
 /**
  * Checks the endpoint's bearer tokens against `registry.agent_tokens` (by SHA-256, read only).
@@ -41,6 +48,8 @@ export class AgentTokens {
   private listening = false;
   private closed = false;
   private retry: NodeJS.Timeout | undefined;
+  private recheck: NodeJS.Timeout | undefined;
+  private rechecking = false;
   /** Counts revocation notices: a read that one overtook does not cache what it read. */
   private notices = 0;
   /** The token hash each grant was read for (the channel names hashes; a grant never carries one). */
@@ -56,6 +65,8 @@ export class AgentTokens {
 
   /** Opens the listening connection (and keeps reopening it when it drops). */
   async start(): Promise<void> {
+    this.recheck = setInterval(() => void this.recheckWatched(), RECHECK_MS);
+    this.recheck.unref();
     await this.connect().catch((err: unknown) => {
       this.log.warn('token revocation channel unavailable: tokens are read on every request until it is back', { err: err as Error });
       this.scheduleReconnect();
@@ -97,15 +108,38 @@ export class AgentTokens {
     await this.recheckWatched();
   }
 
-  /** Reads every watched token again and ends those that no longer grant. */
+  /**
+   * Reads every watched token again, in batches, and ends those that no longer grant (revoked,
+   * gone with their agent, expired). A failed read ends nothing: the next round decides.
+   */
   private async recheckWatched(): Promise<void> {
-    for (const hash of [...this.watchers.keys()]) {
-      const verdict = await this.read(hash).catch((err: unknown) => {
-        this.log.warn('open streams not rechecked: token read failed', { err: err as Error });
-        return undefined;
-      });
-      if (typeof verdict === 'string') this.end(hash, verdict === 'expired' ? 'expired' : 'revoked');
+    if (this.rechecking || this.watchers.size === 0) return;
+    this.rechecking = true;
+    try {
+      const hashes = [...this.watchers.keys()];
+      for (let i = 0; i < hashes.length; i += RECHECK_BATCH) {
+        const batch = hashes.slice(i, i + RECHECK_BATCH);
+        const live = new Set(await this.granting(batch));
+        for (const hash of batch) if (!live.has(hash)) this.end(hash, 'revoked');
+      }
+    } catch (err) {
+      this.log.warn('open streams not rechecked: token read failed', { err: err as Error });
+    } finally {
+      this.rechecking = false;
     }
+  }
+
+  /** Which of `hashes` still grant: their row is there, with its agent, not revoked, not expired. */
+  private async granting(hashes: string[]): Promise<string[]> {
+    const rows = await this.db
+      .selectFrom('registry.agent_tokens as t')
+      .innerJoin('registry.agents as a', (j) => j.onRef('a.id', '=', 't.agent_id').onRef('a.account_id', '=', 't.account_id'))
+      .select('t.token_hash')
+      .where('t.token_hash', 'in', hashes)
+      .where('t.revoked_at', 'is', null)
+      .where((eb) => eb.or([eb('t.expires_at', 'is', null), eb('t.expires_at', '>', new Date())]))
+      .execute();
+    return rows.map((r) => r.token_hash);
   }
 
   private end(hash: string, why: TokenEnd): void {
@@ -117,8 +151,8 @@ export class AgentTokens {
 
   /**
    * Calls `ended` once when the grant's token stops granting: revoked (the registry's notice on
-   * the channel, heard by every instance; or found revoked when the channel comes back after a
-   * loss) or expired (a timer at its expiry). The returned function stops watching. A grant
+   * the channel, heard by every instance; or found revoked or gone with its agent by the recheck
+   * every 15 s and when the channel comes back after a loss) or expired (a timer at its expiry). The returned function stops watching. A grant
    * not read by this instance's `verify` is ended at once.
    */
   watch(grant: TokenGrant, ended: (why: TokenEnd) => void): () => void {
@@ -170,6 +204,7 @@ export class AgentTokens {
   async close(): Promise<void> {
     this.closed = true;
     clearTimeout(this.retry);
+    clearInterval(this.recheck);
     const l = this.listener;
     this.listener = undefined;
     this.listening = false;
