@@ -37,12 +37,17 @@ async function open(url: string, token: string, kind: 'legacy' | 'listen'): Prom
             method: 'subscriptions/listen',
             params: {
               notifications: { toolsListChanged: true },
-              _meta: { 'io.modelcontextprotocol/protocolVersion': MODERN_VERSION, 'io.modelcontextprotocol/clientCapabilities': {}, 'io.modelcontextprotocol/clientInfo': { name: 'raw', version: '1.0.0' } },
+              _meta: {
+                'io.modelcontextprotocol/protocolVersion': MODERN_VERSION,
+                'io.modelcontextprotocol/clientCapabilities': {},
+                'io.modelcontextprotocol/clientInfo': { name: 'raw', version: '1.0.0' },
+              },
             },
           }),
         };
   const res = await fetch(url, init);
-  if (!(res.headers.get('content-type') ?? '').includes('text/event-stream')) return { status: res.status, body: await res.text(), retryAfter: res.headers.get('retry-after'), ended: Promise.resolve(''), abort: () => ctl.abort() };
+  if (!(res.headers.get('content-type') ?? '').includes('text/event-stream'))
+    return { status: res.status, body: await res.text(), retryAfter: res.headers.get('retry-after'), ended: Promise.resolve(''), abort: () => ctl.abort() };
   const reader = (res.body as ReadableStream<Uint8Array>).getReader();
   const dec = new TextDecoder();
   const ended = (async () => {
@@ -135,11 +140,15 @@ describe('the agent MCP endpoint: notification streams per party', () => {
     // A stream closed by its client frees its slot.
     const first = streams.find((s) => s.status === 200) as OpenStream;
     first.abort();
-    await eventually(async () => {
-      const s = await open(sys.urlOf('one'), third, 'legacy');
-      if (s.status !== 200) return undefined;
-      return keep(s);
-    }, 15_000, 'a slot freed by a closed stream');
+    await eventually(
+      async () => {
+        const s = await open(sys.urlOf('one'), third, 'legacy');
+        if (s.status !== 200) return undefined;
+        return keep(s);
+      },
+      15_000,
+      'a slot freed by a closed stream',
+    );
 
     const metrics = await (await fetch(`${sys.endpoint.internalUrl}/metrics`)).text();
     expect(metrics).toMatch(/mcpx_endpoint_requests_total\{[^}]*outcome="streams_per_token"[^}]*\} [1-9]/);
@@ -205,7 +214,13 @@ describe('the agent MCP endpoint: notification streams per party', () => {
     for (const host of [`user@127.0.0.1:${port}`, `user:pw@localhost`, '127.0.0.1/x', 'a b']) {
       const answer = await new Promise<{ status: number; body: string }>((resolve, reject) => {
         const req = httpRequest(
-          { host: '127.0.0.1', port, path: '/v1/agents/one/mcp', method: 'POST', headers: { host, authorization: `Bearer ${token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' } },
+          {
+            host: '127.0.0.1',
+            port,
+            path: '/v1/agents/one/mcp',
+            method: 'POST',
+            headers: { host, authorization: `Bearer ${token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+          },
           (res) => {
             let body = '';
             res.on('data', (c: Buffer) => (body += c.toString()));

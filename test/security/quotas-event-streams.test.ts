@@ -62,10 +62,14 @@ describe('event streams per client address and per process', () => {
     expect(keep(await openFrom(h.apiUrl, '198.51.100.31')).status).toBe(200);
     // A stream the attacker closes frees its address's slot.
     open.shift()?.close();
-    await eventually(async () => {
-      const s = await openFrom(h.apiUrl, attacker);
-      return s.status === 200 ? keep(s) : undefined;
-    }, 10_000, 'an address slot freed by a close');
+    await eventually(
+      async () => {
+        const s = await openFrom(h.apiUrl, attacker);
+        return s.status === 200 ? keep(s) : undefined;
+      },
+      10_000,
+      'an address slot freed by a close',
+    );
   });
 
   it('refuses any address once the process holds its streams; a closed stream makes room', async () => {
@@ -80,10 +84,14 @@ describe('event streams per client address and per process', () => {
     expect(refused.body.error).toMatchObject({ code: 'rate_limited', details: { limit: 'event_streams_per_process', max: PER_PROCESS } });
     expect(Number(refused.retryAfter)).toBeGreaterThanOrEqual(1);
     open.find((s) => s.status === 200)?.close();
-    await eventually(async () => {
-      const s = await openFrom(h.apiUrl, '203.0.113.201');
-      return s.status === 200 ? keep(s) : undefined;
-    }, 10_000, 'a process slot freed by a close');
+    await eventually(
+      async () => {
+        const s = await openFrom(h.apiUrl, '203.0.113.201');
+        return s.status === 200 ? keep(s) : undefined;
+      },
+      10_000,
+      'a process slot freed by a close',
+    );
   });
 
   it('counts the refusals by kind', async () => {

@@ -77,7 +77,15 @@ describe('pending OAuth sign-ins per client, per address and in all', () => {
     const { agent } = accounts[account] as { agent: string };
     const u = new URL(`${system.apiUrl}/v1/oauth-server/authorize`);
     const challenge = createHash('sha256').update(randomBytes(32).toString('base64url')).digest('base64url');
-    const params = { response_type: 'code', client_id: `${front.origin}/clients/${client}.json`, redirect_uri: REDIRECT, code_challenge: challenge, code_challenge_method: 'S256', state: 's', resource: `http://127.0.0.1:1/v1/agents/${agent}/mcp` };
+    const params = {
+      response_type: 'code',
+      client_id: `${front.origin}/clients/${client}.json`,
+      redirect_uri: REDIRECT,
+      code_challenge: challenge,
+      code_challenge_method: 'S256',
+      state: 's',
+      resource: `http://127.0.0.1:1/v1/agents/${agent}/mcp`,
+    };
     for (const [k, v] of Object.entries(params)) u.searchParams.set(k, v);
     const res = await fetch(u, { redirect: 'manual', headers: { 'x-forwarded-for': address } });
     await res.body?.cancel();
@@ -90,7 +98,7 @@ describe('pending OAuth sign-ins per client, per address and in all', () => {
 
   const pendingOf = async (account: number): Promise<number> => (await (accounts[account] as { api: ApiClient }).api.act('ListSignInRequests')).signIns.length;
 
-  it("refuses a flood from one client and from one address past their bounds, while another client from another address reaches the owner", async () => {
+  it('refuses a flood from one client and from one address past their bounds, while another client from another address reaches the owner', async () => {
     const attacker = '198.51.100.40';
     for (let i = 0; i < PER_CLIENT; i++) expect(await signIn(0, 'flood', attacker)).toBe('pending');
     expect(await signIn(0, 'flood', attacker)).toBe('pending_sign_ins_per_client');

@@ -17,7 +17,15 @@ function refusal(env: NodeJS.ProcessEnv): { code?: string; setting?: string; mes
 describe("the endpoint's settings (the one settings parser of @mcpx/config)", () => {
   it('takes the defaults when unset or empty', () => {
     const c = loadEndpointConfig({ HTTP_PORT: '', ENDPOINT_PAGE_SIZE: '', ENDPOINT_LEAN_CALLS: '' });
-    expect(c).toMatchObject({ httpPort: 8083, internalHttpPort: 9083, pageSize: 100, tokenFailuresPerAddress: { ratePerSecond: 0.2, burst: 20 }, streams: { perToken: 8, perAccount: 64, perInstance: 4096 }, approvalTtlMs: 600_000, leanCalls: true });
+    expect(c).toMatchObject({
+      httpPort: 8083,
+      internalHttpPort: 9083,
+      pageSize: 100,
+      tokenFailuresPerAddress: { ratePerSecond: 0.2, burst: 20 },
+      streams: { perToken: 8, perAccount: 64, perInstance: 4096 },
+      approvalTtlMs: 600_000,
+      leanCalls: true,
+    });
     expect(loadEndpointConfig({ HTTP_PORT: '0' }).internalHttpPort).toBe(0);
     expect(loadEndpointConfig({ ENDPOINT_LEAN_CALLS: 'off' }).leanCalls).toBe(false);
   });

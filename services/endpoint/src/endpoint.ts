@@ -70,7 +70,14 @@ export async function startEndpoint(config: EndpointConfig, opts: EndpointOption
   let ready = false;
   const fetch = endpointFetch(
     { tokens, servers, toolSets, failures },
-    { allowedHosts: config.allowedHosts, allowedOrigins: config.allowedOrigins, corsOrigins: config.corsOrigins, isReady: () => ready, streams: config.streams, ...(config.oauth ? { oauth: config.oauth } : {}) },
+    {
+      allowedHosts: config.allowedHosts,
+      allowedOrigins: config.allowedOrigins,
+      corsOrigins: config.corsOrigins,
+      isReady: () => ready,
+      streams: config.streams,
+      ...(config.oauth ? { oauth: config.oauth } : {}),
+    },
   );
   const serverInfo = { name: SERVER_NAME, version: VERSION };
   const lean = leanCalls({ config, instance, nc: runtime.nc, subjects, redis, log, tokens, toolSets, failures, servers, serverInfo });

@@ -39,11 +39,7 @@ export const NO_BOUNDS: PendingSignInBounds = { pendingSignInsPerClient: 0, pend
  * The first bound a new pending sign-in would go over, counted inside the transaction that would
  * create it (which holds the account row's lock and the requester's advisory lock).
  */
-export async function pendingLimitFor(
-  trx: Kysely<Database>,
-  b: PendingSignInBounds,
-  input: { account: string; clientId: string; requesterHash: string },
-): Promise<PendingSignInLimit | undefined> {
+export async function pendingLimitFor(trx: Kysely<Database>, b: PendingSignInBounds, input: { account: string; clientId: string; requesterHash: string }): Promise<PendingSignInLimit | undefined> {
   const perAccount = await trx
     .selectFrom('registry.oauth_sign_ins')
     .select((eb) => eb.fn.countAll<number>().as('n'))
