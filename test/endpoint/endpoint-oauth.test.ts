@@ -101,6 +101,10 @@ describe('OAuth sign-in to the agent endpoint (the registry as authorization ser
           OUTBOUND_ALLOW_PRIVATE: '127.0.0.1/32',
           NODE_EXTRA_CA_CERTS: join(caDir, 'ca.pem'),
           OTEL_EXPORTER_OTLP_ENDPOINT: otlp,
+          // Every sign-in here comes from loopback: the per-client and per-address bounds are
+          // test/security/quotas-sign-ins.test.ts's; this file holds the account's own.
+          QUOTA_PENDING_SIGN_INS_PER_CLIENT: '0',
+          QUOTA_PENDING_SIGN_INS_PER_ADDRESS: '0',
         },
       }),
       startEverythingServer('streamableHttp'),
@@ -618,6 +622,7 @@ describe('OAuth sign-in to the agent endpoint (the registry as authorization ser
     for (let i = pending; i < 20; i++) await openAuthorization(browser, authorizeUrl({ ...base, state: `p${i}` }));
     const over = await browser.request(authorizeUrl({ ...base, state: 'over' }));
     expect(Object.fromEntries(new URL(over.location ?? '').searchParams)).toMatchObject({ error: 'temporarily_unavailable', state: 'over', iss: system.apiUrl });
+    expect(new URL(over.location ?? '').searchParams.get('error_description')).toContain('pending_sign_ins_per_account');
     expect((await api.act('ListSignInRequests')).signIns).toHaveLength(20);
     // A denial frees a place.
     const first = (await api.act('ListSignInRequests')).signIns[0];

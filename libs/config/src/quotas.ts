@@ -53,6 +53,25 @@ export interface QuotaSettings {
   pendingInputBytesTotal: number;
   /** `GET /v1/events` streams an account may hold open at once, across instances (`QUOTA_EVENT_STREAMS_PER_ACCOUNT`). */
   eventStreamsPerAccount: number;
+  /**
+   * `GET /v1/events` streams one client address may hold open at once, across instances
+   * (`QUOTA_EVENT_STREAMS_PER_ADDRESS`): any fresh key is an account, so the per-account bound
+   * alone does not stop one client opening streams under ever new keys. Taken before the
+   * envelope's signature is checked.
+   */
+  eventStreamsPerAddress: number;
+  /** `GET /v1/events` streams one registry process holds open at once (`QUOTA_EVENT_STREAMS_PER_PROCESS`): each holds a socket and five subscriptions. */
+  eventStreamsPerProcess: number;
+  /**
+   * OAuth sign-ins to the agent endpoint waiting for the owner's decision that one client (its
+   * metadata document URL) may hold in one account (`QUOTA_PENDING_SIGN_INS_PER_CLIENT`): the
+   * authorize endpoint is open to anyone, and one client must not take all 20 of an account's.
+   */
+  pendingSignInsPerClient: number;
+  /** Pending sign-ins the requests of one client address may hold, across accounts (`QUOTA_PENDING_SIGN_INS_PER_ADDRESS`). */
+  pendingSignInsPerAddress: number;
+  /** Pending sign-ins the database holds, all accounts together (`QUOTA_PENDING_SIGN_INS`): refused before the table fills. */
+  pendingSignIns: number;
   /** Discoveries of one account in flight at once, across instances (`QUOTA_DISCOVERIES_PER_ACCOUNT`). */
   discoveriesPerAccount: number;
   /** The total deadline of one discovery, connect to last page (`DISCOVERY_DEADLINE_MS`). */
@@ -87,6 +106,14 @@ export const DEFAULT_QUOTAS: Readonly<QuotaSettings> = Object.freeze({
   pendingInputsTotal: 20_000,
   pendingInputBytesTotal: 64 * 1024 * 1024,
   eventStreamsPerAccount: 20,
+  // Five accounts' worth: a person's consoles and tools, or a few people behind one NAT.
+  eventStreamsPerAddress: 100,
+  eventStreamsPerProcess: 2_000,
+  // A client starts one sign-in per person and agent; a few pending at once is a person retrying.
+  pendingSignInsPerClient: 5,
+  // Under half an account's 20: a stranger needs three addresses to fill one account's slots.
+  pendingSignInsPerAddress: 8,
+  pendingSignIns: 10_000,
   discoveriesPerAccount: 4,
   discoveryDeadlineMs: 60_000,
   reprobeMaxFailures: 10,
@@ -126,6 +153,11 @@ export function parseQuotas(env: NodeJS.ProcessEnv): QuotaSettings {
     pendingInputsTotal: count(env, 'QUOTA_PENDING_INPUTS_TOTAL', d.pendingInputsTotal),
     pendingInputBytesTotal: count(env, 'QUOTA_PENDING_INPUT_BYTES_TOTAL', d.pendingInputBytesTotal),
     eventStreamsPerAccount: count(env, 'QUOTA_EVENT_STREAMS_PER_ACCOUNT', d.eventStreamsPerAccount),
+    eventStreamsPerAddress: count(env, 'QUOTA_EVENT_STREAMS_PER_ADDRESS', d.eventStreamsPerAddress),
+    eventStreamsPerProcess: count(env, 'QUOTA_EVENT_STREAMS_PER_PROCESS', d.eventStreamsPerProcess),
+    pendingSignInsPerClient: count(env, 'QUOTA_PENDING_SIGN_INS_PER_CLIENT', d.pendingSignInsPerClient),
+    pendingSignInsPerAddress: count(env, 'QUOTA_PENDING_SIGN_INS_PER_ADDRESS', d.pendingSignInsPerAddress),
+    pendingSignIns: count(env, 'QUOTA_PENDING_SIGN_INS', d.pendingSignIns),
     discoveriesPerAccount: count(env, 'QUOTA_DISCOVERIES_PER_ACCOUNT', d.discoveriesPerAccount),
     discoveryDeadlineMs: count(env, 'DISCOVERY_DEADLINE_MS', d.discoveryDeadlineMs),
     reprobeMaxFailures: count(env, 'REPROBE_MAX_FAILURES', d.reprobeMaxFailures),

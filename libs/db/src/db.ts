@@ -15,6 +15,7 @@ import * as registryHeldTools from './migrations/registry-20261201T1420-held-too
 import * as registryEventOutbox from './migrations/registry-20261201T1525-event-outbox.js';
 import * as registryAgentTokenUserApproval from './migrations/registry-20261201T1710-agent-token-user-approval.js';
 import * as registryOAuthSignIns from './migrations/registry-20261201T1700-oauth-sign-ins.js';
+import * as registrySignInRequester from './migrations/registry-20261206T0300-sign-in-requester.js';
 import * as projectorHeldTools from './migrations/projector-20261201T1415-held-tools.js';
 import * as projectorInit from './migrations/projector-20261130T0800-init.js';
 import * as projectorSearch from './migrations/projector-20261130T0900-search.js';
@@ -80,6 +81,7 @@ const MIGRATIONS = {
     '20261201T1525-event-outbox': registryEventOutbox,
     '20261201T1700-oauth-sign-ins': registryOAuthSignIns,
     '20261201T1710-agent-token-user-approval': registryAgentTokenUserApproval,
+    '20261206T0300-sign-in-requester': registrySignInRequester,
   },
   projector: {
     '20261130T0800-init': projectorInit,

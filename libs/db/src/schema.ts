@@ -311,6 +311,8 @@ export interface OAuthSignInsTable {
   decided_by: string | null;
   ended_at: Date | null;
   end_reason: string | null;
+  /** SHA-256 (hex) of the client address that asked for the sign-in (null on rows written before it was kept). */
+  requester_hash: string | null;
 }
 
 /** A refresh token of an OAuth sign-in (its SHA-256), current or spent. */

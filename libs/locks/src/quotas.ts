@@ -139,6 +139,11 @@ export interface QuotaLimits {
   pendingInputsTotal: number;
   pendingInputBytesTotal: number;
   eventStreamsPerAccount: number;
+  eventStreamsPerAddress: number;
+  eventStreamsPerProcess: number;
+  pendingSignInsPerClient: number;
+  pendingSignInsPerAddress: number;
+  pendingSignIns: number;
   discoveriesPerAccount: number;
   discoveryDeadlineMs: number;
   reprobeMaxFailures: number;
@@ -165,6 +170,11 @@ export const QUOTA_DEFAULTS: Readonly<QuotaLimits> = Object.freeze({
   pendingInputsTotal: 20_000,
   pendingInputBytesTotal: 64 * 1024 * 1024,
   eventStreamsPerAccount: 20,
+  eventStreamsPerAddress: 100,
+  eventStreamsPerProcess: 2_000,
+  pendingSignInsPerClient: 5,
+  pendingSignInsPerAddress: 8,
+  pendingSignIns: 10_000,
   discoveriesPerAccount: 4,
   discoveryDeadlineMs: 60_000,
   reprobeMaxFailures: 10,

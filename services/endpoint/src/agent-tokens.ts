@@ -19,9 +19,21 @@ export interface TokenGrant {
 /** Why a token was refused (said to the client as `invalid_token`, with no more detail than this). */
 export type TokenRefusal = 'missing' | 'malformed' | 'unknown' | 'expired' | 'revoked';
 
+/** Why a watched token stopped granting (`AgentTokens.watch`). */
+export type TokenEnd = 'revoked' | 'expired';
+
 /** A verdict is kept this long at most (a backstop: revocations arrive on the channel at once). */
 const CACHE_MS = 60_000;
 const MAX_CACHED = 50_000;
+/** The longest delay a Node timer takes; a later expiry is reached in steps of it. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+/**
+ * How often the tokens of open streams are read again: a backstop for what sends no notice (an
+ * agent deleted takes its tokens with it) and for notices lost while the channel was down.
+ */
+const RECHECK_MS = 15_000;
+/** Token hashes read in one recheck query. */
+const RECHECK_BATCH = 500;
 
 /**
  * Checks the endpoint's bearer tokens against `registry.agent_tokens` (by SHA-256, read only).
@@ -36,8 +48,14 @@ export class AgentTokens {
   private listening = false;
   private closed = false;
   private retry: NodeJS.Timeout | undefined;
+  private recheck: NodeJS.Timeout | undefined;
+  private rechecking = false;
   /** Counts revocation notices: a read that one overtook does not cache what it read. */
   private notices = 0;
+  /** The token hash each grant was read for (the channel names hashes; a grant never carries one). */
+  private readonly hashes = new WeakMap<TokenGrant, string>();
+  /** Who is told when a token stops granting (open notification streams), by token hash. */
+  private readonly watchers = new Map<string, Set<(why: TokenEnd) => void>>();
 
   constructor(
     private readonly db: EndpointReads,
@@ -47,6 +65,8 @@ export class AgentTokens {
 
   /** Opens the listening connection (and keeps reopening it when it drops). */
   async start(): Promise<void> {
+    this.recheck = setInterval(() => void this.recheckWatched(), RECHECK_MS);
+    this.recheck.unref();
     await this.connect().catch((err: unknown) => {
       this.log.warn('token revocation channel unavailable: tokens are read on every request until it is back', { err: err as Error });
       this.scheduleReconnect();
@@ -72,6 +92,9 @@ export class AgentTokens {
       if (n.channel !== AGENT_TOKENS_CHANNEL || typeof n.payload !== 'string') return;
       this.notices++;
       this.cache.delete(n.payload);
+      // Every notice means the hash no longer grants (revoked, its sign-in ended, or replaced by
+      // a refresh): its open streams end now, without a read.
+      this.end(n.payload, 'revoked');
     });
     await client.connect();
     await client.query(`LISTEN ${AGENT_TOKENS_CHANNEL}`);
@@ -81,6 +104,92 @@ export class AgentTokens {
     }
     this.listener = client;
     this.listening = true;
+    // Notices sent while the channel was down are lost: the watched tokens are read again.
+    await this.recheckWatched();
+  }
+
+  /**
+   * Reads every watched token again, in batches, and ends those that no longer grant (revoked,
+   * gone with their agent, expired). A failed read ends nothing: the next round decides.
+   */
+  private async recheckWatched(): Promise<void> {
+    if (this.rechecking || this.watchers.size === 0) return;
+    this.rechecking = true;
+    try {
+      const hashes = [...this.watchers.keys()];
+      for (let i = 0; i < hashes.length; i += RECHECK_BATCH) {
+        const batch = hashes.slice(i, i + RECHECK_BATCH);
+        const live = new Set(await this.granting(batch));
+        for (const hash of batch) if (!live.has(hash)) this.end(hash, 'revoked');
+      }
+    } catch (err) {
+      this.log.warn('open streams not rechecked: token read failed', { err: err as Error });
+    } finally {
+      this.rechecking = false;
+    }
+  }
+
+  /** Which of `hashes` still grant: their row is there, with its agent, not revoked, not expired. */
+  private async granting(hashes: string[]): Promise<string[]> {
+    const rows = await this.db
+      .selectFrom('registry.agent_tokens as t')
+      .innerJoin('registry.agents as a', (j) => j.onRef('a.id', '=', 't.agent_id').onRef('a.account_id', '=', 't.account_id'))
+      .select('t.token_hash')
+      .where('t.token_hash', 'in', hashes)
+      .where('t.revoked_at', 'is', null)
+      .where((eb) => eb.or([eb('t.expires_at', 'is', null), eb('t.expires_at', '>', new Date())]))
+      .execute();
+    return rows.map((r) => r.token_hash);
+  }
+
+  private end(hash: string, why: TokenEnd): void {
+    const ended = this.watchers.get(hash);
+    if (ended === undefined) return;
+    this.watchers.delete(hash);
+    for (const f of ended) f(why);
+  }
+
+  /**
+   * Calls `ended` once when the grant's token stops granting: revoked (the registry's notice on
+   * the channel, heard by every instance; or found revoked or gone with its agent by the recheck
+   * every 15 s and when the channel comes back after a loss) or expired (a timer at its expiry). The returned function stops watching. A grant
+   * not read by this instance's `verify` is ended at once.
+   */
+  watch(grant: TokenGrant, ended: (why: TokenEnd) => void): () => void {
+    const hash = this.hashes.get(grant);
+    let done = false;
+    let timer: NodeJS.Timeout | undefined;
+    const once = (why: TokenEnd): void => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      this.watchers.get(hash ?? '')?.delete(once);
+      ended(why);
+    };
+    if (hash === undefined) {
+      queueMicrotask(() => once('revoked'));
+      return () => undefined;
+    }
+    const set = this.watchers.get(hash) ?? new Set();
+    set.add(once);
+    this.watchers.set(hash, set);
+    const expiresAt = grant.expiresAt;
+    const schedule = (): void => {
+      if (expiresAt === undefined || done) return;
+      const left = expiresAt - Date.now();
+      if (left <= 0) return once('expired');
+      timer = setTimeout(schedule, Math.min(left, MAX_TIMER_MS));
+      timer.unref();
+    };
+    schedule();
+    return () => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      const watching = this.watchers.get(hash);
+      watching?.delete(once);
+      if (watching?.size === 0) this.watchers.delete(hash);
+    };
   }
 
   private scheduleReconnect(): void {
@@ -95,6 +204,7 @@ export class AgentTokens {
   async close(): Promise<void> {
     this.closed = true;
     clearTimeout(this.retry);
+    clearInterval(this.recheck);
     const l = this.listener;
     this.listener = undefined;
     this.listening = false;
@@ -113,7 +223,26 @@ export class AgentTokens {
       if (hit.grant.expiresAt !== undefined && hit.grant.expiresAt <= now) return 'expired';
       return hit.grant;
     }
-    const notices = this.notices;
+    let notices = this.notices;
+    let grant = await this.read(hash);
+    if (notices !== this.notices) {
+      // A notice overtook the read and may have been this token's: read it again, so that a
+      // stream opened with this grant does not outlive a revocation it never heard of.
+      notices = this.notices;
+      grant = await this.read(hash);
+    }
+    if (typeof grant === 'string') return grant;
+    this.hashes.set(grant, hash);
+    if (this.listening && notices === this.notices) {
+      this.cache.set(hash, { grant, at: now });
+      if (this.cache.size > MAX_CACHED) this.cache.delete(this.cache.keys().next().value as string);
+    }
+    return grant;
+  }
+
+  /** The row of a token hash as a grant, or why it does not grant. */
+  private async read(hash: string): Promise<TokenGrant | TokenRefusal> {
+    const now = Date.now();
     const row = await this.db
       .selectFrom('registry.agent_tokens as t')
       .innerJoin('registry.agents as a', (j) => j.onRef('a.id', '=', 't.agent_id').onRef('a.account_id', '=', 't.account_id'))
@@ -123,7 +252,7 @@ export class AgentTokens {
     if (row === undefined) return 'unknown';
     if (row.revoked_at !== null) return 'revoked';
     if (row.expires_at !== null && row.expires_at.getTime() <= now) return 'expired';
-    const grant: TokenGrant = {
+    return {
       id: row.id,
       account: row.account_id,
       agent: row.agent_id,
@@ -131,10 +260,5 @@ export class AgentTokens {
       userMayApprove: row.user_may_approve,
       ...(row.expires_at !== null ? { expiresAt: row.expires_at.getTime() } : {}),
     };
-    if (this.listening && notices === this.notices) {
-      this.cache.set(hash, { grant, at: now });
-      if (this.cache.size > MAX_CACHED) this.cache.delete(this.cache.keys().next().value as string);
-    }
-    return grant;
   }
 }

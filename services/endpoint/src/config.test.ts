@@ -17,7 +17,15 @@ function refusal(env: NodeJS.ProcessEnv): { code?: string; setting?: string; mes
 describe("the endpoint's settings (the one settings parser of @mcpx/config)", () => {
   it('takes the defaults when unset or empty', () => {
     const c = loadEndpointConfig({ HTTP_PORT: '', ENDPOINT_PAGE_SIZE: '', ENDPOINT_LEAN_CALLS: '' });
-    expect(c).toMatchObject({ httpPort: 8083, internalHttpPort: 9083, pageSize: 100, tokenFailuresPerAddress: { ratePerSecond: 0.2, burst: 20 }, approvalTtlMs: 600_000, leanCalls: true });
+    expect(c).toMatchObject({
+      httpPort: 8083,
+      internalHttpPort: 9083,
+      pageSize: 100,
+      tokenFailuresPerAddress: { ratePerSecond: 0.2, burst: 20 },
+      streams: { perToken: 8, perAccount: 64, perInstance: 4096 },
+      approvalTtlMs: 600_000,
+      leanCalls: true,
+    });
     expect(loadEndpointConfig({ HTTP_PORT: '0' }).internalHttpPort).toBe(0);
     expect(loadEndpointConfig({ ENDPOINT_LEAN_CALLS: 'off' }).leanCalls).toBe(false);
   });
@@ -32,6 +40,9 @@ describe("the endpoint's settings (the one settings parser of @mcpx/config)", ()
       ['ENDPOINT_PAGE_SIZE', '1001'],
       ['ENDPOINT_TOKEN_FAILURES_PER_ADDRESS', 'fast'],
       ['ENDPOINT_TOKEN_FAILURES_PER_ADDRESS_BURST', '0'],
+      ['ENDPOINT_STREAMS_PER_TOKEN', '0'],
+      ['ENDPOINT_STREAMS_PER_ACCOUNT', 'many'],
+      ['ENDPOINT_STREAMS_PER_INSTANCE', '1.5'],
       ['APPROVAL_TTL_MS', '-5'],
       ['ENDPOINT_LEAN_CALLS', 'maybe'],
     ] as const) {

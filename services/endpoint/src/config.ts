@@ -47,6 +47,13 @@ export interface EndpointConfig {
    */
   tokenFailuresPerAddress: { ratePerSecond: number; burst: number };
   /**
+   * Open notification streams (a 2025 client's GET, a 2026-07-28 `subscriptions/listen`) one
+   * instance holds: `ENDPOINT_STREAMS_PER_TOKEN` (default 8), `ENDPOINT_STREAMS_PER_ACCOUNT`
+   * (64) and `ENDPOINT_STREAMS_PER_INSTANCE` (4096); past one, 429 (503 for the instance's) with
+   * `Retry-After`, naming the limit.
+   */
+  streams: { perToken: number; perAccount: number; perInstance: number };
+  /**
    * `SECRETS_KEYRING` (the deployment's, as the other services read it): seals the `requestState`
    * of the approval questions the endpoint asks MCP clients' users, so that any instance opens
    * them. Unset under the local profile (`OUTBOUND_PROFILE=local`, what `npm start` runs): the
@@ -114,6 +121,16 @@ function publicSettings(env: NodeJS.ProcessEnv, httpPort: number): { publicUrl: 
   return { publicUrl, oauth: { authorizationServer, ...(explicit !== undefined ? { publicUrl: explicit } : {}) } };
 }
 
+/** The bounds on open notification streams (`StreamSlots`), each a whole number of at least 1. */
+function streamLimits(env: NodeJS.ProcessEnv): EndpointConfig['streams'] {
+  const bound = (name: string, fallback: number): number => integerSetting(env, name, { fallback, min: 1, message: `${name} must be a whole number of at least 1` });
+  return {
+    perToken: bound('ENDPOINT_STREAMS_PER_TOKEN', 8),
+    perAccount: bound('ENDPOINT_STREAMS_PER_ACCOUNT', 64),
+    perInstance: bound('ENDPOINT_STREAMS_PER_INSTANCE', 4_096),
+  };
+}
+
 export function loadEndpointConfig(env: NodeJS.ProcessEnv): EndpointConfig {
   const httpPort = portSetting(env, 'HTTP_PORT', DEFAULT_ENDPOINT_PORT);
   const internalHttpPort = portSetting(env, 'INTERNAL_HTTP_PORT', httpPort === 0 ? 0 : DEFAULT_INTERNAL_PORT);
@@ -134,6 +151,7 @@ export function loadEndpointConfig(env: NodeJS.ProcessEnv): EndpointConfig {
     min: 1,
     message: 'ENDPOINT_TOKEN_FAILURES_PER_ADDRESS_BURST must be a whole number of at least 1',
   });
+  const streams = streamLimits(env);
   const trustedProxies = list(env.TRUSTED_PROXIES);
   // A malformed entry stops the start, naming it.
   new TrustedProxies(trustedProxies);
@@ -161,6 +179,7 @@ export function loadEndpointConfig(env: NodeJS.ProcessEnv): EndpointConfig {
     redisPrefix: env.REDIS_PREFIX ?? 'mcpx:',
     trustedProxies,
     tokenFailuresPerAddress: { ratePerSecond: failRate, burst: failBurst },
+    streams,
     keyring: keyringOf(env),
     approvalTtlMs: approvalTtlMs || 10 * 60_000,
     leanCalls,

@@ -70,11 +70,18 @@ export async function startEndpoint(config: EndpointConfig, opts: EndpointOption
   let ready = false;
   const fetch = endpointFetch(
     { tokens, servers, toolSets, failures },
-    { allowedHosts: config.allowedHosts, allowedOrigins: config.allowedOrigins, corsOrigins: config.corsOrigins, isReady: () => ready, ...(config.oauth ? { oauth: config.oauth } : {}) },
+    {
+      allowedHosts: config.allowedHosts,
+      allowedOrigins: config.allowedOrigins,
+      corsOrigins: config.corsOrigins,
+      isReady: () => ready,
+      streams: config.streams,
+      ...(config.oauth ? { oauth: config.oauth } : {}),
+    },
   );
   const serverInfo = { name: SERVER_NAME, version: VERSION };
   const lean = leanCalls({ config, instance, nc: runtime.nc, subjects, redis, log, tokens, toolSets, failures, servers, serverInfo });
-  const http = await listenPublic({ config, trusted, fetch, lean, log });
+  const http = await listenPublic({ config, trusted, fetch, lean, log, refused: (reason) => servers.refused(reason) });
   const internal = await startHealthServer({ port: config.internalHttpPort, host: config.internalHttpHost, service: 'endpoint', isReady: () => ready, metricsHandler: telemetry.metricsHandler });
   ready = true;
   log.info('endpoint ready', { url: http.url, internal: internal.url, publicUrl: config.publicUrl, allowedHosts: config.allowedHosts, cors: config.corsOrigins });

@@ -1,15 +1,15 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { validateHostHeader, validateOriginHeader } from '@modelcontextprotocol/server';
-import type { AgentTokens, TokenGrant } from './agent-tokens.js';
+import type { AgentTokens } from './agent-tokens.js';
 import type { AgentServers } from './agent-server.js';
+import { LegacyStreams } from './legacy-streams.js';
+import { StreamSlot, StreamSlots, type StreamLimits, type StreamRefusal } from './stream-slots.js';
 import { PROTECTED_RESOURCE_PREFIX, bearerChallenge, protectedResourceMetadata, type OAuthResourceOptions } from './oauth-resource.js';
 import type { TokenFailures } from './token-failures.js';
 import type { ToolSets } from './tool-sets.js';
 
 /** `/v1/agents/<agent>/mcp`: the agent by id or by name (the token says whose). */
 const PATH_RE = /^\/v1\/agents\/([A-Za-z0-9_.~%-]{1,200})\/mcp\/?$/;
-/** Legacy GET streams one instance keeps open at once (each holds a socket). */
-const MAX_LEGACY_STREAMS = 4_096;
-const KEEPALIVE_MS = 15_000;
 
 export interface EndpointHttpOptions {
   /** Host names (no port) a request's `Host` may carry: DNS-rebinding protection. */
@@ -25,6 +25,8 @@ export interface EndpointHttpOptions {
    * tokens only.
    */
   oauth?: OAuthResourceOptions;
+  /** Open notification streams per token, per account and per instance (`StreamSlots`). */
+  streams: StreamLimits;
 }
 
 export interface EndpointHttpDeps {
@@ -62,6 +64,46 @@ function tooManyFailures(retryAfterMs: number, cors: Record<string, string>): Re
   );
 }
 
+/** A Host header's one legal shape: a name or bracketed IPv6 address and an optional port. */
+const HOST_RE = /^(?:\[[0-9A-Fa-f:.]{2,45}\]|[A-Za-z0-9_.-]{1,253})(?::[0-9]{1,5})?$/;
+
+/**
+ * Whether a request's `Host` cannot be a URL's authority (userinfo such as `user@host`, a path, a
+ * space): such a request is refused with 400 before a URL is built on it (which would throw, a 500).
+ * An absent Host is not malformed here: the Host check refuses it.
+ */
+function malformedHost(host: string | undefined): boolean {
+  return host !== undefined && !HOST_RE.test(host);
+}
+
+const MALFORMED_HOST = JSON.stringify({
+  jsonrpc: '2.0',
+  error: { code: -32600, message: 'Bad Request: malformed Host header', data: { code: 'invalid_input', details: { field: 'host' } } },
+  id: null,
+});
+
+/**
+ * Answers a request whose `Host` is malformed with 400 naming the field (its value is not
+ * repeated), before anything builds a URL on it; true when it did. Counted as the refusal `host`.
+ */
+export function refusedMalformedHost(req: IncomingMessage, res: ServerResponse, refused: (reason: string) => void): boolean {
+  if (!malformedHost(req.headers.host)) return false;
+  refused('host');
+  res.writeHead(400, { 'content-type': 'application/json', connection: 'close' }).end(MALFORMED_HOST);
+  return true;
+}
+
+function tooManyStreams(r: StreamRefusal, cors: Record<string, string>): Response {
+  return rpcError(r.status, -32000, r.message, { 'retry-after': String(r.retryAfterSeconds), ...cors }, r.data);
+}
+
+/** A request that opens a long-lived notification stream: a 2025 client's GET, a 2026-07-28 listen. */
+function streamKind(request: Request): 'legacy' | 'listen' | undefined {
+  if (request.method === 'GET') return (request.headers.get('accept') ?? '').includes('text/event-stream') ? 'legacy' : undefined;
+  // The SDK refuses a listen whose Mcp-Method header is missing or names another method.
+  return request.method === 'POST' && request.headers.get('mcp-method')?.trim() === 'subscriptions/listen' ? 'listen' : undefined;
+}
+
 function corsHeaders(origin: string | null, opts: EndpointHttpOptions): Record<string, string> {
   if (origin === null || !opts.corsOrigins.includes(origin)) return {};
   return {
@@ -87,47 +129,9 @@ function withHeaders(res: Response, headers: Record<string, string>): Response {
  * sent when the agent's tool set changes.
  */
 export function endpointFetch(deps: EndpointHttpDeps, opts: EndpointHttpOptions): (request: Request, clientAddress: string) => Promise<Response> {
-  let legacyStreams = 0;
+  const legacy = new LegacyStreams(deps.toolSets);
+  const slots = new StreamSlots(opts.streams, deps.tokens, (why) => deps.servers.counted('notifications/stream', `token_${why}`));
   const oauth = opts.oauth;
-
-  const legacyStream = (grant: TokenGrant, signal: AbortSignal): Response => {
-    if (legacyStreams >= MAX_LEGACY_STREAMS) return rpcError(503, -32000, 'too many open notification streams on this instance; retry', { 'retry-after': '5' });
-    legacyStreams++;
-    const enc = new TextEncoder();
-    let cleanup = (): void => {};
-    const body = new ReadableStream<Uint8Array>({
-      start(controller) {
-        const send = (text: string): void => {
-          try {
-            controller.enqueue(enc.encode(text));
-          } catch {
-            cleanup();
-          }
-        };
-        const unwatch = deps.toolSets.watch(grant.account, grant.agent, () => send(`event: message\ndata: ${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' })}\n\n`));
-        const keepalive = setInterval(() => send(': keepalive\n\n'), KEEPALIVE_MS);
-        let done = false;
-        cleanup = () => {
-          if (done) return;
-          done = true;
-          legacyStreams--;
-          unwatch();
-          clearInterval(keepalive);
-          try {
-            controller.close();
-          } catch {
-            // already closed
-          }
-        };
-        signal.addEventListener('abort', () => cleanup(), { once: true });
-        send(': open\n\n');
-      },
-      cancel() {
-        cleanup();
-      },
-    });
-    return new Response(body, { status: 200, headers: { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' } });
-  };
 
   /** A refused token: counted against the address, and 429 instead of 401 once it is over its limit. */
   const refuseToken = async (why: string, clientAddress: string, unauthorized: () => Response, cors: Record<string, string>): Promise<Response> => {
@@ -223,13 +227,23 @@ export function endpointFetch(deps: EndpointHttpDeps, opts: EndpointHttpOptions)
         cors,
       );
     }
-    if (request.method === 'GET' && (request.headers.get('accept') ?? '').includes('text/event-stream')) {
-      return withHeaders(legacyStream(grant, request.signal), cors);
+    const kind = streamKind(request);
+    // Taken before any await: a revocation heard meanwhile is not missed.
+    const slot = kind === undefined ? undefined : slots.take(grant);
+    if (slot !== undefined && !(slot instanceof StreamSlot)) {
+      deps.servers.refused(slot.data.details.limit);
+      return tooManyStreams(slot, cors);
     }
+    if (kind === 'legacy' && slot !== undefined) return withHeaders(slot.hold(legacy.stream(grant, request.signal)), cors);
     const handler = deps.servers.handlerFor(grant);
-    const res = await handler.fetch(request, {
-      authInfo: { token: grant.id, clientId: grant.id, scopes: [], ...(grant.expiresAt !== undefined ? { expiresAt: Math.floor(grant.expiresAt / 1000) } : {}) },
-    });
-    return withHeaders(res, cors);
+    const res = await handler
+      .fetch(request, {
+        authInfo: { token: grant.id, clientId: grant.id, scopes: [], ...(grant.expiresAt !== undefined ? { expiresAt: Math.floor(grant.expiresAt / 1000) } : {}) },
+      })
+      .catch((err: unknown) => {
+        slot?.release();
+        throw err;
+      });
+    return withHeaders(slot?.hold(res) ?? res, cors);
   };
 }

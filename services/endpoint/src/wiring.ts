@@ -14,6 +14,7 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import type { AgentServers } from './agent-server.js';
 import type { AgentTokens } from './agent-tokens.js';
 import type { EndpointConfig } from './config.js';
+import { refusedMalformedHost } from './http.js';
 import { DecisionAudit } from './decision-audit.js';
 import { LeanCalls } from './lean-calls.js';
 import { LegacyClients } from './legacy-clients.js';
@@ -127,10 +128,14 @@ export async function listenPublic(d: {
   fetch: (request: Request, clientAddress: string) => Promise<Response>;
   lean: LeanCalls | undefined;
   log: Logger;
+  /** Counts a request refused here (a malformed Host). */
+  refused: (reason: string) => void;
 }): Promise<{ url: string; close(): Promise<void> }> {
   const { fetch, lean } = d;
   const onerror = (err: Error): void => d.log.warn('endpoint request failed', { err });
   const http = createServer((req, res) => {
+    // Before any URL is built on the Host (a userinfo in it would throw: a 500).
+    if (refusedMalformedHost(req, res, d.refused)) return;
     const address = d.trusted.clientAddress(req);
     const viaSdk = (r: IncomingMessage, s: ServerResponse, body: string | undefined): void => {
       if (body === undefined) void toNodeHandler({ fetch: (request) => fetch(request, address) }, { onerror })(r, s);

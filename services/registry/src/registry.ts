@@ -106,6 +106,7 @@ export async function startRegistry(config: Config, opts: RegistryOptions = {}):
       tracer: telemetry.tracer,
       meter: telemetry.meter,
       rates: { limiter: new RateLimiter(redis, config.redisPrefix), clientAddress: (req) => trustedProxies.clientAddress(req) },
+      bounds: config.quotas,
     }),
   });
   // NATS faces: quiet discoveries from the proxies, their token refreshes, the endpoint's token decisions to audit.

@@ -9,6 +9,8 @@ export const QuotaKinds = {
   servers: 'servers_per_account',
   agents: 'agents_per_account',
   eventStreams: 'event_streams_per_account',
+  eventStreamsPerAddress: 'event_streams_per_address',
+  eventStreamsPerProcess: 'event_streams_per_process',
   actionsPerSigner: 'actions_per_signer',
   actionsPerAddress: 'actions_per_address',
 } as const;
@@ -19,9 +21,9 @@ export function quotaExceeded(field: string, kind: string, max: number, message:
   return new WireError(ErrorCodes.quotaExceeded, `${field}: ${message}`, { field, limit: kind, max, ...(retryAfterMs !== undefined ? { retryAfterMs: Math.max(1, Math.ceil(retryAfterMs)) } : {}) });
 }
 
-/** A `rate_limited` error with the limit's name and when to try again. */
-export function rateLimited(kind: string, retryAfterMs: number, message: string): WireError {
-  return new WireError(ErrorCodes.rateLimited, message, { limit: kind, retryAfterMs: Math.max(1, Math.ceil(retryAfterMs)) });
+/** A `rate_limited` error with the limit's name (and its value, for a count held) and when to try again. */
+export function rateLimited(kind: string, retryAfterMs: number, message: string, max?: number): WireError {
+  return new WireError(ErrorCodes.rateLimited, message, { limit: kind, ...(max !== undefined ? { max } : {}), retryAfterMs: Math.max(1, Math.ceil(retryAfterMs)) });
 }
 
 /**

@@ -4,6 +4,7 @@ import type { Logger } from '@mcpx/log';
 import { ClientMetadataError, fetchClientMetadata } from './client-metadata.js';
 import { redirect, signInPage } from './pages.js';
 import { AS_BASE_PATH, CONSOLE_PATH, CONSOLE_SIGN_IN_FRAGMENT } from './paths.js';
+import { PendingSignInLimits, requesterHash, type PendingSignInLimit } from './pending-sign-ins.js';
 import { SIGN_IN_PENDING_MS, randomSecret, secretHash, type SignInRow, type SignInsRepository } from './sign-ins.repository.js';
 
 /** RFC 7636: 43 to 128 unreserved characters (a verifier; a S256 challenge is exactly 43). */
@@ -22,14 +23,26 @@ export interface SignInFlowDeps {
   fetch: typeof globalThis.fetch;
   /** The issuer: the registry's public URL (no trailing slash). */
   issuer: () => string;
+  /** The address a request comes from (the socket's peer, or what trusted proxies say). */
+  clientAddress: (req: IncomingMessage) => string;
   log: Logger;
 }
+
+/** What a refused sign-in's client is told, per limit (the limit named, for its logs). */
+const PENDING_REFUSALS: Record<PendingSignInLimit, string> = {
+  [PendingSignInLimits.account]: 'the account has too many sign-ins waiting for a decision',
+  [PendingSignInLimits.client]: 'this client has too many sign-ins waiting for a decision in this account',
+  [PendingSignInLimits.address]: 'too many sign-ins requested from this address are waiting for a decision',
+  [PendingSignInLimits.total]: 'the authorization server holds too many sign-ins waiting for a decision',
+};
 
 /** An OAuth error said to the client through its redirect URI (RFC 6749 §4.1.2.1, with RFC 9207 `iss`). */
 class RedirectableError extends Error {
   constructor(
     readonly error: string,
     readonly description: string,
+    /** The step's outcome when it is not the error itself (a refusal's limit). */
+    readonly outcome: string = error,
   ) {
     super(description);
   }
@@ -134,7 +147,7 @@ export async function authorize(deps: SignInFlowDeps, req: IncomingMessage, res:
     if (resource === undefined) throw new RedirectableError('invalid_target', 'resource is required: the agent endpoint URL (RFC 8707)');
     const agent = await resolveResource(deps.db, resource);
     const cookie = randomSecret();
-    const id = await deps.signIns.createPending({
+    const created = await deps.signIns.createPending({
       account: agent.account,
       agent: agent.id,
       clientId: client.clientId,
@@ -145,15 +158,20 @@ export async function authorize(deps: SignInFlowDeps, req: IncomingMessage, res:
       state,
       codeChallenge: challenge,
       browserHash: secretHash(cookie),
+      requesterHash: requesterHash(deps.clientAddress(req)),
     });
-    if (id === undefined) throw new RedirectableError('temporarily_unavailable', 'the account has too many sign-ins waiting for a decision; try again later');
+    if ('refused' in created) {
+      deps.log.info('oauth sign-in refused: too many pending', { account: agent.account, agent: agent.id, limit: created.refused, client: client.clientId });
+      throw new RedirectableError('temporarily_unavailable', `${PENDING_REFUSALS[created.refused]} (${created.refused}); try again later`, created.refused);
+    }
+    const id = created.id;
     redirect(res, `${issuer}${CONSOLE_PATH}#${CONSOLE_SIGN_IN_FRAGMENT}${id}`, { 'set-cookie': cookieHeader(issuer, id, cookie, Math.floor(SIGN_IN_PENDING_MS / 1000)) });
     deps.log.info('oauth sign-in requested', { account: agent.account, agent: agent.id, signIn: id, client: client.clientId });
     return 'pending';
   } catch (err) {
     if (!(err instanceof RedirectableError)) throw err;
     redirect(res, answerUrl(redirectUri, { error: err.error, error_description: err.description, state }, issuer));
-    return err.error;
+    return err.outcome;
   }
 }
 

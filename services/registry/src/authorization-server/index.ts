@@ -6,6 +6,7 @@ import { SpanKind, clientTraceOrigin, withSpan, type Counter, type Meter, type T
 import { authorize, continueSignIn, type SignInFlowDeps } from './authorize.js';
 import { signInPage, sendJson } from './pages.js';
 import { AS_METADATA_PATH, AUTHORIZE_PATH, CONTINUE_PATH, REVOKE_PATH, TOKEN_PATH } from './paths.js';
+import type { PendingSignInBounds } from './pending-sign-ins.js';
 import { SignInsRepository } from './sign-ins.repository.js';
 import { OPEN_CORS, revoke, token } from './token.js';
 
@@ -26,6 +27,8 @@ export interface AuthorizationServerDeps {
    * shared Redis buckets and the address a request comes from. Absent: no limit.
    */
   rates?: { limiter: RateLimiter; clientAddress: (req: IncomingMessage) => string };
+  /** Pending sign-ins per client document, per requesting address and in all (the configuration's `quotas`; absent: none but the account's). */
+  bounds?: PendingSignInBounds;
 }
 
 /** Authorization requests one client address may make: each fetches a metadata document. */
@@ -64,9 +67,10 @@ export function authorizationServerMetadata(issuer: string): Record<string, unkn
  * in a span, a metric, a log line or an error.
  */
 export function createAuthorizationServer(deps: AuthorizationServerDeps): AuthorizationServerRoutes {
-  const signIns = new SignInsRepository(deps.db);
+  const signIns = new SignInsRepository(deps.db, deps.bounds);
   const issuer = (): string => deps.publicUrl().replace(/\/+$/, '');
-  const flow: SignInFlowDeps = { db: deps.db, signIns, fetch: deps.fetch, issuer, log: deps.log };
+  const clientAddress = deps.rates?.clientAddress ?? ((req: IncomingMessage): string => req.socket.remoteAddress ?? '');
+  const flow: SignInFlowDeps = { db: deps.db, signIns, fetch: deps.fetch, issuer, clientAddress, log: deps.log };
   const steps: Counter = deps.meter.createCounter('mcpx_oauth_sign_ins_total', { description: 'OAuth sign-ins to the agent endpoint: steps (authorize, continue, token, revoke) by outcome' });
 
   /** Over its address's limit: answered 429 with Retry-After (the outcome), else undefined. */

@@ -2,6 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
 import { AGENT_TOKENS_CHANNEL, AGENT_TOKEN_PREFIX, agentTokenHash } from '@mcpx/contracts';
 import type { Database, Db } from '@mcpx/db';
+import { MAX_PENDING_SIGN_INS, NO_BOUNDS, pendingLimitFor, type PendingSignInBounds, type PendingSignInLimit } from './pending-sign-ins.js';
 
 type OAuthSignInsTable = Database['registry.oauth_sign_ins'];
 
@@ -13,8 +14,6 @@ export const AUTHORIZATION_CODE_MS = 60_000;
 export const ACCESS_TOKEN_MS = 60 * 60_000;
 /** How long a refresh token may be used (once: each use gives a new one). */
 export const REFRESH_TOKEN_MS = 30 * 86_400_000;
-/** Pending sign-ins one account holds at once: the authorize endpoint is open to anyone. */
-export const MAX_PENDING_SIGN_INS = 20;
 /** Active agent tokens one agent may hold (the same bound as CreateAgentToken's). */
 export const MAX_ACTIVE_TOKENS_PER_AGENT = 20;
 
@@ -84,9 +83,15 @@ export function tokenName(clientName: string, clientId: string): string {
  * {@link AGENT_TOKENS_CHANNEL} in the same transaction, exactly like an agent token.
  */
 export class SignInsRepository {
-  constructor(private readonly db: Db) {}
+  constructor(
+    private readonly db: Db,
+    private readonly bounds: PendingSignInBounds = NO_BOUNDS,
+  ) {}
 
-  /** A new pending sign-in; refused (undefined) when the account already holds its pending maximum. */
+  /**
+   * A new pending sign-in, or the limit that refuses it: the account's pending maximum, the
+   * client's share of it, the requesting address's (across accounts), or the database's.
+   */
   async createPending(input: {
     account: string;
     agent: string;
@@ -98,11 +103,14 @@ export class SignInsRepository {
     state: string | null;
     codeChallenge: string;
     browserHash: string;
-  }): Promise<string | undefined> {
+    /** SHA-256 of the client address that asked (`requesterHash`). */
+    requesterHash: string;
+  }): Promise<{ id: string } | { refused: PendingSignInLimit }> {
     const id = `si_${randomBytes(16).toString('hex')}`;
     return this.db.transaction().execute(async (trx) => {
-      // One writer per account at a time, so two requests cannot both pass the count.
+      // One writer per account, and per requesting address, at a time: two requests cannot both pass a count.
       await trx.selectFrom('registry.accounts').select('id').where('id', '=', input.account).forUpdate().executeTakeFirst();
+      await sql`select pg_advisory_xact_lock(hashtext(${`oauth-sign-in-requester:${input.requesterHash}`}))`.execute(trx);
       // Requests that ended or were never finished go after a day.
       await trx
         .deleteFrom('registry.oauth_sign_ins')
@@ -110,14 +118,8 @@ export class SignInsRepository {
         .where('status', 'in', ['pending', 'approved', 'denied', 'code_issued', 'ended'])
         .where('expires_at', '<', sql<Date>`now() - interval '1 day'`)
         .execute();
-      const pending = await trx
-        .selectFrom('registry.oauth_sign_ins')
-        .select((eb) => eb.fn.countAll<number>().as('n'))
-        .where('account_id', '=', input.account)
-        .where('status', '=', 'pending')
-        .where('expires_at', '>', sql<Date>`now()`)
-        .executeTakeFirstOrThrow();
-      if (Number(pending.n) >= MAX_PENDING_SIGN_INS) return undefined;
+      const refused = await pendingLimitFor(trx, this.bounds, input);
+      if (refused !== undefined) return { refused };
       await trx
         .insertInto('registry.oauth_sign_ins')
         .values({
@@ -142,9 +144,10 @@ export class SignInsRepository {
           decided_by: null,
           ended_at: null,
           end_reason: null,
+          requester_hash: input.requesterHash,
         })
         .execute();
-      return id;
+      return { id };
     });
   }
 

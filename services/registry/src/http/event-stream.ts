@@ -72,6 +72,11 @@ function strings(fields: Record<string, unknown>): Record<string, string> {
 export interface StreamGuards {
   /** Throws `rate_limited` when the client's address is over its rate (before anything else). */
   admitAddress: () => Promise<void>;
+  /**
+   * Takes one of the process's stream slots and one of the client address's, before the envelope
+   * is read (throws `rate_limited` naming the limit); returns their release.
+   */
+  admitPeer: () => Promise<() => void>;
   /** Takes one of the account's stream slots (throws `quota_exceeded`); returns its release. */
   admitStream: (account: string) => Promise<() => void>;
   /** The agents an AGENT signer is bound to. */
@@ -87,6 +92,7 @@ export interface StreamGuards {
 
 const NO_GUARDS: StreamGuards = {
   admitAddress: () => Promise.resolve(),
+  admitPeer: () => Promise.resolve(() => {}),
   admitStream: () => Promise.resolve(() => {}),
   boundAgents: () => Promise.resolve([]),
   retryAfter: () => ({}),
@@ -102,7 +108,9 @@ const NO_GUARDS: StreamGuards = {
  * `mcp-servers-changed` says only `{kind, server}`: the bus event's status and tools are not
  * passed on (the console re-reads the server through the API). An AGENT signer's stream gets the
  * `agent-tools-changed` events of the agents it is bound to and nothing else. Each open stream
- * holds one of the account's stream slots, across instances, until it closes.
+ * holds one of the account's stream slots and one of its client address's (both across
+ * instances) and one of the process's, until it closes; the address's and the process's are
+ * taken before the envelope is read.
  */
 export class EventStream {
   private open = 0;
@@ -122,8 +130,10 @@ export class EventStream {
     let caller: Caller;
     let release: () => void;
     let agents: Set<string> | null = null;
+    let releasePeer = (): void => {};
     try {
       await guards.admitAddress();
+      releasePeer = await guards.admitPeer();
       const raw = url.searchParams.get('envelope');
       if (raw === null) throw invalidInput('envelope', 'query parameter is required');
       let body: { action?: { type?: unknown } };
@@ -135,8 +145,14 @@ export class EventStream {
       if (body?.action?.type !== 'SubscribeEvents') throw invalidInput('action.type', 'must be SubscribeEvents');
       caller = await auth(body);
       if (caller.role === 'AGENT') agents = new Set(await guards.boundAgents(caller.account, caller.signer));
-      release = await guards.admitStream(caller.account);
+      const releaseAccount = await guards.admitStream(caller.account);
+      const peer = releasePeer;
+      release = () => {
+        releaseAccount();
+        peer();
+      };
     } catch (err) {
+      releasePeer();
       const wire = toWireError(err);
       res.writeHead(wire.httpStatus, { 'content-type': 'application/json', ...guards.retryAfter(wire) });
       res.end(JSON.stringify({ error: wire.toJSON() }));

@@ -167,6 +167,45 @@ export function createHttpServer(deps: HttpDeps): Server {
     throw rateLimited(QuotaKinds.actionsPerSigner, decision.retryAfterMs, 'too many actions from this signer; retry later');
   }
 
+  /** Event streams this process holds (admitted, until released). */
+  let streamsHere = 0;
+  /** A full process says to come back after this long (streams end when their clients go). */
+  const PROCESS_STREAMS_RETRY_MS = 5_000;
+
+  /**
+   * Holds one of this process's event-stream slots and one of the client address's (across
+   * instances) while its stream is open: taken before the envelope is read, so a flood under
+   * fresh keys (each one an account) costs no signature check past its address's bound.
+   */
+  async function admitPeer(req: IncomingMessage): Promise<() => void> {
+    const maxHere = limits.eventStreamsPerProcess;
+    if (maxHere > 0 && streamsHere >= maxHere) {
+      quotas.rejected(QuotaKinds.eventStreamsPerProcess);
+      throw rateLimited(QuotaKinds.eventStreamsPerProcess, PROCESS_STREAMS_RETRY_MS, `this registry instance holds its ${maxHere} open event streams; retry later`, maxHere);
+    }
+    streamsHere++;
+    let freed = false;
+    const free = (): void => {
+      if (!freed) streamsHere--;
+      freed = true;
+    };
+    const max = limits.eventStreamsPerAddress;
+    const address = (deps.trustedProxies ?? NO_TRUSTED_PROXIES).clientAddress(req);
+    const decision = await streams.acquire('event-streams-address', address, max).catch((err: unknown) => {
+      free();
+      throw err;
+    });
+    if (!decision.ok) {
+      free();
+      quotas.rejected(QuotaKinds.eventStreamsPerAddress);
+      throw rateLimited(QuotaKinds.eventStreamsPerAddress, decision.retryAfterMs, `this address holds its ${max} open event streams; close one first`, max);
+    }
+    return () => {
+      free();
+      decision.lease.release();
+    };
+  }
+
   /** Holds one of the account's event-stream slots while its stream is open. */
   async function admitStream(account: string): Promise<() => void> {
     const max = limits.eventStreamsPerAccount;
@@ -252,6 +291,7 @@ export function createHttpServer(deps: HttpDeps): Server {
         },
         {
           admitAddress: () => admitAddress(req),
+          admitPeer: () => admitPeer(req),
           admitStream,
           boundAgents: (account, signer) => deps.actions.accounts.boundAgents(account, signer),
           retryAfter: retryAfterHeader,
