@@ -66,8 +66,8 @@ describe('the inbound guard', () => {
     expect(lines[0]).toMatchObject({ msg: 'inbound requests refused', refused: { deadline: 1 } });
   });
 
-  it('refuses a body past the budget with 503 and Retry-After, and the next one at once', async () => {
-    const { port, guard } = await guarded({ bodyBudgetBytes: 64 * 1024, bodyTimeoutMs: 5_000 });
+  it("refuses a body past the budget (here: the address's quarter of it) with 503 and Retry-After", async () => {
+    const { port, guard } = await guarded({ bodyBudgetBytes: 256 * 1024, bodyTimeoutMs: 5_000 });
     const holder = client(port, post('/', 200_000), 'x'.repeat(60 * 1024));
     await expect.poll(() => guard.budget.buffered).toBeGreaterThan(32 * 1024);
     const over = client(port, post('/', 200_000), 'y'.repeat(20 * 1024));
@@ -116,9 +116,22 @@ describe('the body budget', () => {
     expect(b.take(6)).toBe(true);
     expect(b.take(5)).toBe(false);
     expect(b.take(4)).toBe(true);
-    expect(b.full).toBe(true);
+    expect(b.full()).toBe(true);
     b.give(10);
     expect(b.buffered).toBe(0);
+  });
+
+  it('holds one address to its share, and takes without an address against the whole only', () => {
+    const b = new BodyBudget(100, 25);
+    expect(b.take(25, 'a')).toBe(true);
+    expect(b.take(1, 'a')).toBe(false);
+    expect(b.full('a')).toBe(true);
+    expect(b.take(25, 'b')).toBe(true);
+    expect(b.take(50)).toBe(true);
+    expect(b.full()).toBe(true);
+    b.give(25, 'a');
+    expect(b.full('a')).toBe(false);
+    expect(b.buffered).toBe(75);
   });
 });
 

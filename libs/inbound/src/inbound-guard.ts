@@ -3,7 +3,7 @@ import type { Socket } from 'node:net';
 import type { InboundLimits } from '@mcpx/config';
 import type { Meter } from '@opentelemetry/api';
 import { BodyBudget } from './budget.js';
-import { capConnections } from './connection-cap.js';
+import { capConnections, plainAddress } from './connection-cap.js';
 import { RefusalLog, type WarnLogger } from './refusal-log.js';
 import { InboundReason, refusal, type InboundRefusal } from './refusals.js';
 
@@ -11,6 +11,8 @@ import { InboundReason, refusal, type InboundRefusal } from './refusals.js';
 const LINGER_MS = 1_000;
 /** Node's own request deadline, a backstop over the headers and body deadlines. */
 const BACKSTOP_MS = 5_000;
+/** The share of the budget one peer address may hold. */
+const ADDRESS_SHARE = 4;
 
 export interface InboundGuardOptions {
   limits: InboundLimits;
@@ -50,7 +52,7 @@ export class InboundGuard {
   private readonly refusals: RefusalLog | undefined;
 
   constructor(private readonly opts: InboundGuardOptions) {
-    this.budget = new BodyBudget(opts.limits.bodyBudgetBytes);
+    this.budget = new BodyBudget(opts.limits.bodyBudgetBytes, Math.floor(opts.limits.bodyBudgetBytes / ADDRESS_SHARE));
     this.refusals = opts.log !== undefined ? new RefusalLog(opts.log) : undefined;
     if (opts.meter !== undefined) {
       const refused = opts.meter.createCounter('mcpx_inbound_refused_total', { description: 'Requests and connections refused before their body was in, by reason (deadline, budget, connections, too_large)' });
@@ -103,7 +105,10 @@ export class InboundGuard {
   read(req: IncomingMessage, res: ServerResponse, maxBytes: number): Promise<Buffer | undefined> {
     const declared = Number(req.headers['content-length'] ?? 0);
     if (declared > maxBytes) return this.refused(req, res, refusal('too_large', { name: 'maxBodyBytes', limit: maxBytes }));
-    if (this.budget.full) return this.refused(req, res, this.overBudget());
+    const peer = plainAddress(req.socket.remoteAddress);
+    // A trusted proxy's socket carries many clients: it counts against the whole budget only.
+    const address = this.opts.exempt?.(peer) === true ? undefined : peer;
+    if (this.budget.full(address)) return this.refused(req, res, this.overBudget());
     return new Promise((resolve) => {
       const chunks: Buffer[] = [];
       let size = 0;
@@ -111,14 +116,14 @@ export class InboundGuard {
       const finish = (body: Buffer | undefined): void => {
         if (done) return;
         done = true;
-        this.budget.give(size);
+        this.budget.give(size, address);
         this.readers.delete(req);
         req.off('data', onData);
         resolve(body);
       };
       const onData = (chunk: Buffer): void => {
         const over = size + chunk.length > maxBytes ? refusal('too_large', { name: 'maxBodyBytes', limit: maxBytes }) : undefined;
-        const taken = over === undefined && this.budget.take(chunk.length);
+        const taken = over === undefined && this.budget.take(chunk.length, address);
         if (!taken) {
           finish(undefined);
           this.refuse(req, res, over ?? this.overBudget());
