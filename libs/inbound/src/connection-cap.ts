@@ -1,15 +1,16 @@
 import type { Server } from 'node:http';
 import type { Socket } from 'node:net';
 
+const CAPPED_BODY = JSON.stringify({ error: { code: 'unavailable', message: 'too many open connections from this address; retry' } });
 /** What a capped socket is told before it is closed: a whole HTTP answer, since no request was read. */
 const CAPPED_ANSWER = [
   'HTTP/1.1 503 Service Unavailable',
   'content-type: application/json',
   'retry-after: 5',
   'connection: close',
-  'content-length: 93',
+  `content-length: ${Buffer.byteLength(CAPPED_BODY)}`,
   '',
-  '{"error":{"code":"unavailable","message":"too many open connections from this address; retry"}}',
+  CAPPED_BODY,
 ].join('\r\n');
 
 /** An address without an IPv4-mapped prefix (`::ffff:127.0.0.1` is 127.0.0.1). */

@@ -100,6 +100,10 @@ describe('the inbound guard', () => {
     const c = client(port, '');
     await c.closed;
     expect(c.received()).toMatch(/^HTTP\/1\.1 503 .*too many open connections/s);
+    // A whole answer: its declared length is its body's.
+    const [head, body] = c.received().split('\r\n\r\n');
+    expect(Number(/content-length: (\d+)/.exec(head!)?.[1])).toBe(Buffer.byteLength(body!));
+    expect(JSON.parse(body!)).toMatchObject({ error: { code: 'unavailable' } });
     a.socket.destroy();
     await a.closed;
     await new Promise((r) => setTimeout(r, 50));
