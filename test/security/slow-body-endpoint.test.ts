@@ -29,7 +29,7 @@ describe('the endpoint under slow-body floods', () => {
     await api.act('CreateAgent', { name: 'ops', definition: { mcpServers: [] } });
     token = (await api.act<{ token: string }>('CreateAgentToken', { agent: 'ops' })).token;
     [flooded, small] = await Promise.all([
-      startEndpointProcess(system, { ENDPOINT_BODY_TIMEOUT_MS: String(BODY_TIMEOUT_MS), ENDPOINT_CONNECTIONS_PER_ADDRESS: '1000' }),
+      startEndpointProcess(system, { ENDPOINT_BODY_TIMEOUT_MS: String(BODY_TIMEOUT_MS), ENDPOINT_HEADERS_TIMEOUT_MS: String(BODY_TIMEOUT_MS), ENDPOINT_CONNECTIONS_PER_ADDRESS: '1000' }),
       startEndpointProcess(system, { ENDPOINT_BODY_BUDGET_BYTES: String(MiB), ENDPOINT_CONNECTIONS_PER_ADDRESS: '20' }),
     ]);
   }, 180_000);
@@ -47,7 +47,7 @@ describe('the endpoint under slow-body floods', () => {
     return c.received();
   };
 
-  it('200 stalled bodies of 4 MiB-1: RSS grows at most 64 MiB, each connection is closed by the deadline, another address is served meanwhile', async () => {
+  it('200 stalled bodies of 4 MiB-1 and stalled headers: RSS grows at most 64 MiB, each connection is closed by its deadline, another address is served meanwhile', async () => {
     const pid = flooded.child.pid!;
     const peak = watchPeakRss(pid);
     const conns: HeldConnection[] = [];
@@ -55,9 +55,11 @@ describe('the endpoint under slow-body floods', () => {
     for (let i = 0; i < 100; i++) conns.push(await hold(flooded.url, postHead(PATH, 4 * MiB - 1, MCP)));
     // Half with a valid token: read, until the deadline cuts them.
     for (let i = 0; i < 100; i++) conns.push(await hold(flooded.url, postHead(PATH, 4 * MiB - 1, { ...MCP, authorization: `Bearer ${token}` })));
+    // And a few that never finish their headers.
+    for (let i = 0; i < 10; i++) conns.push(await hold(flooded.url, `POST ${PATH} HTTP/1.1\r\nhost: 127.0.0.1\r\n`));
     // The unauthenticated send all but one byte of their bodies (or what the service takes before
     // it closes), the authenticated 128 KiB (all held: 12.5 MiB, under the address's share), then all stall.
-    await Promise.all(conns.map((c, i) => sendBody(c, i < 100 ? 4 * MiB - 2 : 128 * 1024)));
+    await Promise.all(conns.slice(0, 200).map((c, i) => sendBody(c, i < 100 ? 4 * MiB - 2 : 128 * 1024)));
     const legit = await legitInitialize(flooded, '127.0.0.2');
     expect(legit).toMatch(/^HTTP\/1\.1 200 /);
     expect(legit).toContain('"protocolVersion"');
@@ -65,7 +67,7 @@ describe('the endpoint under slow-body floods', () => {
     expect(await closedWithin(conns, BODY_TIMEOUT_MS + 15_000)).toBe(0);
     console.info(`endpoint flood: peak RSS growth ${peak.growthMiB().toFixed(1)} MiB over ${(peak.baseline / MiB).toFixed(0)} MiB`);
     expect(peak.growthMiB()).toBeLessThanOrEqual(64);
-    const authenticated = conns.slice(100);
+    const authenticated = conns.slice(100, 200);
     expect(authenticated.filter((c) => /^HTTP\/1\.1 408 /.test(c.received())).length).toBe(100);
     expect(authenticated[0]!.received()).toContain('"bound":"bodyTimeoutMs"');
     expect(await metric(flooded.internalUrl, 'mcpx_inbound_refused_total', 'reason="deadline"')).toBeGreaterThanOrEqual(100);

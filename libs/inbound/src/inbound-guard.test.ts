@@ -22,7 +22,7 @@ async function guarded(limits: Partial<InboundLimits>): Promise<{ port: number; 
     answer: (_req, res, r) => res.writeHead(r.status, { 'content-type': 'application/json' }).end(JSON.stringify({ reason: r.reason, bound: r.bound })),
     log: { warn: (msg, fields) => lines.push({ msg, ...fields }) },
   });
-  const server = createServer((req, res) => {
+  const server = createServer(InboundGuard.serverOptions, (req, res) => {
     if (!guard.admit(req, res)) return;
     if (req.url === '/refuse') return void res.writeHead(401).end('no');
     void guard.read(req, res, 1024 * 1024).then((body) => {
@@ -64,6 +64,13 @@ describe('the inbound guard', () => {
     expect(c.received()).toMatch(/^HTTP\/1\.1 408 .*connection: close.*"reason":"deadline"/is);
     expect(guard.budget.buffered).toBe(0);
     expect(lines[0]).toMatchObject({ msg: 'inbound requests refused', refused: { deadline: 1 } });
+  });
+
+  it('closes a socket whose headers stall past the headers deadline', async () => {
+    const { port } = await guarded({ headersTimeoutMs: 500 });
+    const c = client(port, 'POST / HTTP/1.1\r\nhost: x\r\n');
+    await c.closed;
+    expect(c.received()).toMatch(/^(HTTP\/1\.1 408 |$)/);
   });
 
   it("refuses a body past the budget (here: the address's quarter of it) with 503 and Retry-After", async () => {

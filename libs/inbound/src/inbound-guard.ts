@@ -62,6 +62,12 @@ export class InboundGuard {
     }
   }
 
+  /**
+   * Options for `createServer`: how often Node looks for requests past their headers or request
+   * deadline (its default, 30 s, would let a stalled header live that much longer).
+   */
+  static readonly serverOptions = { connectionsCheckingInterval: 1_000 } as const;
+
   /** Sets the server's deadlines and caps its sockets per peer address. */
   attach(server: Server): void {
     const l = this.opts.limits;

@@ -124,7 +124,7 @@ export async function listenPublic(d: {
 }): Promise<{ url: string; close(): Promise<void> }> {
   const guard = new InboundGuard({ limits: d.config.inbound, exempt: (address) => d.trusted.has(address), meter: d.meter, log: d.log, answer: answerRefusal });
   const onError = (err: Error): void => d.log.warn('endpoint request failed', { err });
-  const http = createServer(gatedRequests({ handler: d.handler, lean: d.lean, guard, trusted: d.trusted, onError }));
+  const http = createServer(InboundGuard.serverOptions, gatedRequests({ handler: d.handler, lean: d.lean, guard, trusted: d.trusted, onError }));
   // Deadlines for headers and bodies, idle keep-alive sockets closed; responses (notification
   // streams) are not timed.
   guard.attach(http);

@@ -4,7 +4,7 @@ import { createHash } from 'node:crypto';
 import { SpanKind, type Counter, type Histogram, type Meter, type Tracer } from '@opentelemetry/api';
 import { BODY_LIMITS, ErrorCodes, WireError, checkValueBounds, decodeStrict, encodePayload, invalidInput, openApiDocument, toWireError } from '@mcpx/contracts';
 import { serveConsole } from '@mcpx/console';
-import { refusalMessage, type InboundGuard, type InboundRefusal } from '@mcpx/inbound';
+import { InboundGuard, refusalMessage, type InboundRefusal } from '@mcpx/inbound';
 import type { Logger } from '@mcpx/log';
 import { withSpan } from '@mcpx/telemetry';
 import { LeaseQuota, QUOTA_DEFAULTS, RateLimiter, type QuotaLimits } from '@mcpx/locks';
@@ -220,7 +220,7 @@ export function createHttpServer(deps: HttpDeps): Server {
   }
 
   const openapi = openApiBytes();
-  const server = createServer((req, res) => {
+  const server = createServer(InboundGuard.serverOptions, (req, res) => {
     // A socket over its address's cap is closed; a body's deadline starts.
     if (!deps.inbound.admit(req, res)) return;
     const url = new URL(req.url ?? '/', 'http://registry');
