@@ -42,7 +42,11 @@ export function inboundLimits(env: NodeJS.ProcessEnv, prefix: string, defaults: 
     headersTimeoutMs: ms('HEADERS_TIMEOUT_MS', d.headersTimeoutMs),
     bodyTimeoutMs: ms('BODY_TIMEOUT_MS', d.bodyTimeoutMs),
     keepAliveTimeoutMs: ms('KEEPALIVE_TIMEOUT_MS', d.keepAliveTimeoutMs),
-    bodyBudgetBytes: integerSetting(env, `${prefix}_BODY_BUDGET_BYTES`, { fallback: d.bodyBudgetBytes, min: 64 * 1024, message: `${prefix}_BODY_BUDGET_BYTES must be a whole number of bytes of at least 65536` }),
+    bodyBudgetBytes: integerSetting(env, `${prefix}_BODY_BUDGET_BYTES`, {
+      fallback: d.bodyBudgetBytes,
+      min: 64 * 1024,
+      message: `${prefix}_BODY_BUDGET_BYTES must be a whole number of bytes of at least 65536`,
+    }),
     connectionsPerAddress: integerSetting(env, `${prefix}_CONNECTIONS_PER_ADDRESS`, {
       fallback: d.connectionsPerAddress,
       min: 0,

@@ -55,7 +55,9 @@ export class InboundGuard {
     this.budget = new BodyBudget(opts.limits.bodyBudgetBytes, Math.floor(opts.limits.bodyBudgetBytes / ADDRESS_SHARE));
     this.refusals = opts.log !== undefined ? new RefusalLog(opts.log) : undefined;
     if (opts.meter !== undefined) {
-      const refused = opts.meter.createCounter('mcpx_inbound_refused_total', { description: 'Requests and connections refused before their body was in, by reason (deadline, budget, connections, too_large)' });
+      const refused = opts.meter.createCounter('mcpx_inbound_refused_total', {
+        description: 'Requests and connections refused before their body was in, by reason (deadline, budget, connections, too_large)',
+      });
       const gauge = opts.meter.createObservableGauge('mcpx_inbound_buffered_bytes', { unit: 'By', description: 'Bytes of request bodies buffered now, across all requests of the process' });
       gauge.addCallback((r) => r.observe(this.budget.buffered));
       this.counted = (reason) => refused.add(1, { reason });

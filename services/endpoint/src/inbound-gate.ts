@@ -47,7 +47,13 @@ async function writeUnread(req: IncomingMessage, res: ServerResponse, response: 
  * the body, bounded in size, time and the process's budget, then the lean path when it takes the
  * request, else the SDK's.
  */
-export function gatedRequests(d: { handler: EndpointHandler; lean: LeanCalls | undefined; guard: InboundGuard; trusted: TrustedProxies; onError: (err: Error) => void }): (req: IncomingMessage, res: ServerResponse) => void {
+export function gatedRequests(d: {
+  handler: EndpointHandler;
+  lean: LeanCalls | undefined;
+  guard: InboundGuard;
+  trusted: TrustedProxies;
+  onError: (err: Error) => void;
+}): (req: IncomingMessage, res: ServerResponse) => void {
   const serve = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const address = d.trusted.clientAddress(req);
     const verdict = await d.handler.admit(headersOnly(req), address);

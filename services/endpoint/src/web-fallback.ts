@@ -18,7 +18,13 @@ export function webHeaders(req: IncomingMessage): Headers {
  * `Request` (URL from Host, the headers, the body, a signal that fires when the client goes away)
  * and the `Response` written back with its status, headers and streamed body (flow-controlled).
  */
-export async function serveWithBody(req: IncomingMessage, res: ServerResponse, body: string | undefined, handle: (request: Request) => Promise<Response>, onError: (err: Error) => void): Promise<void> {
+export async function serveWithBody(
+  req: IncomingMessage,
+  res: ServerResponse,
+  body: string | undefined,
+  handle: (request: Request) => Promise<Response>,
+  onError: (err: Error) => void,
+): Promise<void> {
   let finished = false;
   const abort = new AbortController();
   res.on('close', () => {
