@@ -57,6 +57,8 @@ export function gatedRequests(d: {
   const serve = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const address = d.trusted.clientAddress(req);
     const verdict = await d.handler.admit(headersOnly(req), address);
+    // The body's deadline passed while the headers were judged: answered (408) already.
+    if (res.headersSent) return;
     if (verdict instanceof Response) return writeUnread(req, res, verdict);
     let body: string | undefined;
     if (hasBody(req)) {
