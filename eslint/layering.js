@@ -12,6 +12,7 @@ export const LIBRARY_FLOORS = {
   '@mcpx/log': [],
   '@mcpx/mcp-client': [],
   '@mcpx/outbound': [],
+  '@mcpx/inbound': ['@mcpx/config'],
   '@mcpx/telemetry': [],
   '@mcpx/contracts': ['@mcpx/domain'],
   '@mcpx/secrets': ['@mcpx/config'],

@@ -11,3 +11,5 @@ export { integerSetting, nonNegativeNumberSetting, onOffSetting, portSetting } f
 export type { IntegerSetting } from './settings.js';
 export { loadRegistrySettings } from './registry-settings.js';
 export type { RegistrySettings } from './registry-settings.js';
+export { DEFAULT_INBOUND_LIMITS, inboundLimits } from './inbound.js';
+export type { InboundLimits } from './inbound.js';

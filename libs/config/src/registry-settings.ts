@@ -1,3 +1,4 @@
+import { inboundLimits, type InboundLimits } from './inbound.js';
 import { integerSetting } from './settings.js';
 
 /**
@@ -5,7 +6,9 @@ import { integerSetting } from './settings.js';
  * - `REGISTRY_REPROBE_BASE_MS`: the base of the re-probe backoff of servers in error (default 5 s);
  * - `REGISTRY_DISCOVERY_CONCURRENCY`: remote discoveries one instance runs at once (default 16);
  * - `REGISTRY_PUBLIC_URL`: where owners' browsers reach it (the OAuth callback; default its listen address);
- * - `REGISTRY_OAUTH_CLIENT_METADATA=off`: no OAuth client ID metadata document, registration only.
+ * - `REGISTRY_OAUTH_CLIENT_METADATA=off`: no OAuth client ID metadata document, registration only;
+ * - `REGISTRY_HEADERS_TIMEOUT_MS`, `_BODY_TIMEOUT_MS`, `_KEEPALIVE_TIMEOUT_MS`, `_BODY_BUDGET_BYTES`,
+ *   `_CONNECTIONS_PER_ADDRESS`: the bounds of its HTTP face before a request is known (`inbound`).
  * Absent fields take the registry's defaults.
  */
 export interface RegistrySettings {
@@ -13,6 +16,7 @@ export interface RegistrySettings {
   discoveryConcurrency?: number;
   publicUrl?: string;
   clientMetadataDocument?: false;
+  inbound: InboundLimits;
 }
 
 /** Reads the registry's settings; throws a `ConfigError` naming the variable of a malformed value. */
@@ -25,5 +29,6 @@ export function loadRegistrySettings(env: NodeJS.ProcessEnv): RegistrySettings {
     ...(discoveryConcurrency !== undefined ? { discoveryConcurrency } : {}),
     ...(env.REGISTRY_PUBLIC_URL ? { publicUrl: env.REGISTRY_PUBLIC_URL.replace(/\/+$/, '') } : {}),
     ...(env.REGISTRY_OAUTH_CLIENT_METADATA === 'off' ? { clientMetadataDocument: false as const } : {}),
+    inbound: inboundLimits(env, 'REGISTRY'),
   };
 }

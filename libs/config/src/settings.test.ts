@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from './config-error.js';
+import { DEFAULT_INBOUND_LIMITS } from './inbound.js';
 import { parseInternalHttp } from './internal-http.js';
 import { loadRegistrySettings } from './registry-settings.js';
 import { integerSetting, nonNegativeNumberSetting, onOffSetting, portSetting } from './settings.js';
@@ -43,7 +44,9 @@ describe('the one settings parser', () => {
       reprobeBaseMs: 250,
       publicUrl: 'https://r.example',
       clientMetadataDocument: false,
+      inbound: DEFAULT_INBOUND_LIMITS,
     });
+    expect(loadRegistrySettings({ REGISTRY_BODY_TIMEOUT_MS: '2500' }).inbound.bodyTimeoutMs).toBe(2500);
     expect(() => loadRegistrySettings({ REGISTRY_DISCOVERY_CONCURRENCY: '0' })).toThrow('REGISTRY_DISCOVERY_CONCURRENCY must be a positive integer');
     expect(() => parseInternalHttp('proxy', { INTERNAL_HTTP_PORT: 'x' }, 80)).toThrow('INTERNAL_HTTP_PORT must be a port number');
     expect(parseInternalHttp('proxy', {}, 0).internalHttpPort).toBe(0);

@@ -1,5 +1,6 @@
 import {
   LOCAL_DEV_KEYRING,
+  inboundLimits,
   integerSetting,
   nonNegativeNumberSetting,
   onOffSetting,
@@ -8,6 +9,7 @@ import {
   parseProfile,
   portSetting,
   refuseDevelopmentKeys,
+  type InboundLimits,
   type KeyringEntry,
   type NatsCredentials,
 } from '@mcpx/config';
@@ -63,6 +65,12 @@ export interface EndpointConfig {
   keyring: KeyringEntry[];
   /** `APPROVAL_TTL_MS`, as the proxy and the registry read it: how long an approved call may be re-sent. */
   approvalTtlMs: number;
+  /**
+   * The bounds held before a request is admitted (`ENDPOINT_HEADERS_TIMEOUT_MS`, `_BODY_TIMEOUT_MS`,
+   * `_KEEPALIVE_TIMEOUT_MS` (default 65 s here, above the usual load balancer's idle 60 s),
+   * `_BODY_BUDGET_BYTES`, `_CONNECTIONS_PER_ADDRESS`; `@mcpx/inbound`).
+   */
+  inbound: InboundLimits;
   /** `ENDPOINT_LEAN_CALLS` (default on; `off`: every request through the SDK's handler). */
   leanCalls: boolean;
   /**
@@ -183,6 +191,7 @@ export function loadEndpointConfig(env: NodeJS.ProcessEnv): EndpointConfig {
     keyring: keyringOf(env),
     approvalTtlMs: approvalTtlMs || 10 * 60_000,
     leanCalls,
+    inbound: inboundLimits(env, 'ENDPOINT', { keepAliveTimeoutMs: 65_000 }),
     ...(oauth !== undefined ? { oauth } : {}),
     instanceId: env.INSTANCE_ID ?? `endpoint-${process.pid}-${Math.random().toString(36).slice(2, 8)}`,
     logLevel: level,

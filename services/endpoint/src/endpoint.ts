@@ -7,7 +7,7 @@ import { setupTelemetry, startHealthServer, type Telemetry } from '@mcpx/telemet
 import { AgentServers, SERVER_NAME } from './agent-server.js';
 import { AgentTokens } from './agent-tokens.js';
 import type { EndpointConfig } from './config.js';
-import { endpointFetch } from './http.js';
+import { endpointHandler } from './http.js';
 import { ToolSets } from './tool-sets.js';
 import { connectNats, connectRedis, instanceToken, leanCalls, listenPublic, tokenFailures, userApprovals } from './wiring.js';
 
@@ -68,7 +68,7 @@ export async function startEndpoint(config: EndpointConfig, opts: EndpointOption
     onError: (err) => log.warn('mcp request failed', { err }),
   });
   let ready = false;
-  const fetch = endpointFetch(
+  const handler = endpointHandler(
     { tokens, servers, toolSets, failures },
     {
       allowedHosts: config.allowedHosts,
@@ -80,8 +80,8 @@ export async function startEndpoint(config: EndpointConfig, opts: EndpointOption
     },
   );
   const serverInfo = { name: SERVER_NAME, version: VERSION };
-  const lean = leanCalls({ config, instance, nc: runtime.nc, subjects, redis, log, tokens, toolSets, failures, servers, serverInfo });
-  const http = await listenPublic({ config, trusted, fetch, lean, log, refused: (reason) => servers.refused(reason) });
+  const lean = leanCalls({ config, instance, nc: runtime.nc, subjects, redis, log, toolSets, failures, servers, serverInfo });
+  const http = await listenPublic({ config, trusted, handler, lean, log, meter: telemetry.meter, refused: (reason) => servers.refused(reason) });
   const internal = await startHealthServer({ port: config.internalHttpPort, host: config.internalHttpHost, service: 'endpoint', isReady: () => ready, metricsHandler: telemetry.metricsHandler });
   ready = true;
   log.info('endpoint ready', { url: http.url, internal: internal.url, publicUrl: config.publicUrl, allowedHosts: config.allowedHosts, cors: config.corsOrigins });

@@ -120,15 +120,28 @@ function withHeaders(res: Response, headers: Record<string, string>): Response {
   return new Response(res.body, { status: res.status, statusText: res.statusText, headers: h });
 }
 
+/** A request its headers admitted: the token's grant, and the CORS headers its answer carries. */
+export interface Admitted {
+  grant: TokenGrant;
+  cors: Record<string, string>;
+}
+
 /**
- * The endpoint's web-standard request handler: `/healthz`, and `/v1/agents/<agent>/mcp` behind,
- * in this order, the Host check (DNS rebinding), the Origin check, the CORS preflight (only for
- * configured origins), the bearer token (agent-scoped; the path must name the token's agent),
- * then the agent's MCP handler. A legacy client's GET opens the notification stream (the
- * stateless 2025 serving has none of its own), on which `notifications/tools/list_changed` is
- * sent when the agent's tool set changes.
+ * The endpoint's web-standard request handler, in two steps so that no body is read before the
+ * client is known. `admit` answers from the method, path and headers alone (it never reads the
+ * body): `/healthz`, and `/v1/agents/<agent>/mcp` behind, in this order, the Host check (DNS
+ * rebinding), the Origin check, the CORS preflight (only for configured origins), the bearer
+ * token (agent-scoped; the path must name the token's agent); what passes is `Admitted`. `serve`
+ * then hands an admitted request (its body read) to the agent's MCP handler. A legacy client's GET
+ * opens the notification stream (the stateless 2025 serving has none of its own), on which
+ * `notifications/tools/list_changed` is sent when the agent's tool set changes.
  */
-export function endpointFetch(deps: EndpointHttpDeps, opts: EndpointHttpOptions): (request: Request, clientAddress: string) => Promise<Response> {
+export interface EndpointHandler {
+  admit(request: Request, clientAddress: string): Promise<Response | Admitted>;
+  serve(request: Request, admitted: Admitted): Promise<Response>;
+}
+
+export function endpointHandler(deps: EndpointHttpDeps, opts: EndpointHttpOptions): EndpointHandler {
   const legacy = new LegacyStreams(deps.toolSets);
   const slots = new StreamSlots(opts.streams, deps.tokens, (why) => deps.servers.counted('notifications/stream', `token_${why}`));
   const oauth = opts.oauth;
@@ -160,7 +173,7 @@ export function endpointFetch(deps: EndpointHttpDeps, opts: EndpointHttpOptions)
     return json(200, protectedResourceMetadata(oauth, url, path), { 'cache-control': 'public, max-age=300', ...open });
   };
 
-  return async (request, clientAddress) => {
+  const admit = async (request: Request, clientAddress: string): Promise<Response | Admitted> => {
     const url = new URL(request.url);
     if (url.pathname === '/healthz' && request.method === 'GET') {
       const ready = opts.isReady();
@@ -227,8 +240,13 @@ export function endpointFetch(deps: EndpointHttpDeps, opts: EndpointHttpOptions)
         cors,
       );
     }
+    return { grant, cors };
+  };
+
+  const serve = async (request: Request, { grant, cors }: Admitted): Promise<Response> => {
     const kind = streamKind(request);
-    // Taken before any await: a revocation heard meanwhile is not missed.
+    // Taken before any await of its own. A revocation heard while a listen's body was read is
+    // caught by the tokens' recheck of open streams (AgentTokens), within its period.
     const slot = kind === undefined ? undefined : slots.take(grant);
     if (slot !== undefined && !(slot instanceof StreamSlot)) {
       deps.servers.refused(slot.data.details.limit);
@@ -246,4 +264,6 @@ export function endpointFetch(deps: EndpointHttpDeps, opts: EndpointHttpOptions)
       });
     return withHeaders(slot?.hold(res) ?? res, cors);
   };
+
+  return { admit, serve };
 }

@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isInputRequiredResult, ProtocolError, SUPPORTED_PROTOCOL_VERSIONS, validateHostHeader, type CallToolResult, type InputRequiredResult } from '@modelcontextprotocol/server';
 import type { McpToolDocument } from '@mcpx/domain';
-import type { AgentTokens, TokenGrant } from './agent-tokens.js';
+import type { TokenGrant } from './agent-tokens.js';
 import type { Declared, LegacyClients } from './legacy-clients.js';
 import { declaresForms, type ToolCalls } from './tool-calls.js';
 import type { TokenFailures } from './token-failures.js';
@@ -11,7 +11,7 @@ import type { ToolSets } from './tool-sets.js';
 const PATH_RE = /^\/v1\/agents\/([A-Za-z0-9_.~%-]{1,200})\/mcp\/?$/;
 const MODERN_VERSION = '2026-07-28';
 const LEGACY_VERSIONS = new Set<string>(SUPPORTED_PROTOCOL_VERSIONS);
-/** Bodies the lean path reads; a larger one (or one without a length) goes to the SDK as it is. */
+/** Bodies the lean path takes; a larger one (or one without a length) goes to the SDK as it is. */
 const LEAN_MAX_BODY = 256 * 1024;
 const PARAM_KEYS = new Set(['name', 'arguments', '_meta']);
 const BODY_KEYS = new Set(['jsonrpc', 'id', 'method', 'params']);
@@ -24,7 +24,6 @@ const MAX_ROUNDS = 8;
 const SSE_HEADERS = { 'cache-control': 'no-cache, no-transform', connection: 'keep-alive', 'content-type': 'text/event-stream', 'x-accel-buffering': 'no' };
 
 export interface LeanCallsDeps {
-  tokens: AgentTokens;
   toolSets: ToolSets;
   failures: TokenFailures;
   calls: ToolCalls;
@@ -36,8 +35,8 @@ export interface LeanCallsDeps {
   onError: (err: Error) => void;
 }
 
-/** What the SDK path is handed when the lean path does not serve a request: the body when it was read. */
-export type Fallback = (req: IncomingMessage, res: ServerResponse, body: string | undefined) => void;
+/** What the SDK path is handed when the lean path does not serve a request, with its body. */
+export type Fallback = (req: IncomingMessage, res: ServerResponse, body: string) => void;
 
 type Json = Record<string, unknown>;
 
@@ -91,10 +90,11 @@ function rpcErrorJson(id: string | number, err: unknown): string {
 /**
  * The lean `tools/call` path beside the SDK's handler: a POST whose body is one `tools/call` of a
  * tool the agent has, from a client whose request the SDK would take as it is (Host allowed, no
- * Origin, a valid token of the path's agent, the 2026-07-28 envelope and headers consistent, or a
- * plain 2025 call), is answered here with the bytes the SDK's path writes (JSON on 2026-07-28;
- * one SSE event on 2025), through the same {@link ToolCalls}. Everything else, refusals
- * included, goes to the SDK's path unchanged, so each rule has one implementation.
+ * Origin, the 2026-07-28 envelope and headers consistent, or a plain 2025 call), is answered here with the bytes the SDK's path writes (JSON on 2026-07-28;
+ * one SSE event on 2025), through the same {@link ToolCalls}. It is handed requests whose headers
+ * were admitted (the token of the path's agent: `EndpointHandler.admit`) and whose body was read
+ * within the inbound bounds; everything else goes to the SDK's path unchanged, so each rule has
+ * one implementation.
  *
  * It also does for 2025 clients what the SDK's stateless serving cannot: a client that declared
  * elicitation (or sampling) in its initialize gets the questions of its call (an approval its
@@ -111,9 +111,9 @@ export class LeanCalls {
     deps.clients.listen((tokenId, id, result) => this.take(tokenId, id, result));
   }
 
-  /** Serves `req` here or hands it to `fallback` (with its body, when read). */
-  handle(req: IncomingMessage, res: ServerResponse, clientAddress: string, fallback: Fallback): void {
-    this.serve(req, res, clientAddress, fallback).catch((err: unknown) => {
+  /** Serves an admitted request (its token's `grant`, its `body` read) here or hands it to `fallback`. */
+  handle(req: IncomingMessage, res: ServerResponse, clientAddress: string, grant: TokenGrant, body: string, fallback: Fallback): void {
+    this.serve(req, res, clientAddress, grant, body, fallback).catch((err: unknown) => {
       this.deps.onError(err as Error);
       if (!res.headersSent) {
         res.writeHead(500, { 'content-type': 'application/json' });
@@ -122,15 +122,9 @@ export class LeanCalls {
     });
   }
 
-  private async serve(req: IncomingMessage, res: ServerResponse, clientAddress: string, fallback: Fallback): Promise<void> {
+  private async serve(req: IncomingMessage, res: ServerResponse, clientAddress: string, grant: TokenGrant, body: string, fallback: Fallback): Promise<void> {
     const candidate = this.candidate(req, clientAddress);
-    if (candidate === undefined) return fallback(req, res, undefined);
-    const body = await readBody(req, candidate.length);
-    // The client went away mid-body: nothing to answer.
-    if (body === undefined) return void res.destroy();
-    // A refusal, or a fault reading the token (the database), is the SDK path's to answer.
-    const grant = await this.deps.tokens.verify(header(req, 'authorization') ?? null).catch(() => undefined);
-    if (grant === undefined || typeof grant === 'string' || !namesAgent(candidate.agent, grant)) return fallback(req, res, body);
+    if (candidate === undefined || Buffer.byteLength(body) !== candidate.length) return fallback(req, res, body);
     let msg: unknown;
     try {
       msg = JSON.parse(body);
@@ -149,11 +143,10 @@ export class LeanCalls {
     else await this.legacy(req, res, grant, call);
   }
 
-  /** A POST the lean path may serve, judged from its headers alone: the agent named and the body's length. */
-  private candidate(req: IncomingMessage, clientAddress: string): { agent: string; length: number; modern: boolean } | undefined {
+  /** A POST the lean path may serve, judged from its headers alone: the body's length and the era. */
+  private candidate(req: IncomingMessage, clientAddress: string): { length: number; modern: boolean } | undefined {
     if (req.method !== 'POST') return undefined;
-    const m = PATH_RE.exec((req.url ?? '').split('?')[0] ?? '');
-    if (m === null) return undefined;
+    if (!PATH_RE.test((req.url ?? '').split('?')[0] ?? '')) return undefined;
     if (!(header(req, 'content-type') ?? '').startsWith('application/json')) return undefined;
     const length = Number(header(req, 'content-length'));
     if (!Number.isSafeInteger(length) || length <= 0 || length > LEAN_MAX_BODY) return undefined;
@@ -174,7 +167,7 @@ export class LeanCalls {
     }
     if (!validateHostHeader(header(req, 'host') ?? null, this.deps.allowedHosts).ok) return undefined;
     if (this.deps.failures.blocked(clientAddress) !== undefined) return undefined;
-    return { agent: m[1] as string, length, modern };
+    return { length, modern };
   }
 
   /** The call of a body that is exactly one `tools/call` the SDK would take; else undefined. */
@@ -350,28 +343,6 @@ export class LeanCalls {
     for (const q of this.questions.values()) q.resolve(undefined);
     this.questions.clear();
   }
-}
-
-function namesAgent(segment: string, grant: TokenGrant): boolean {
-  try {
-    const named = decodeURIComponent(segment);
-    return named === grant.agent || named === grant.agentName;
-  } catch {
-    return false;
-  }
-}
-
-/** The body of `length` bytes as UTF-8; undefined when the client sent less (it went away). */
-async function readBody(req: IncomingMessage, length: number): Promise<string | undefined> {
-  const chunks: Buffer[] = [];
-  let received = 0;
-  for await (const chunk of req) {
-    const b = chunk as Buffer;
-    received += b.length;
-    if (received > length) return undefined;
-    chunks.push(b);
-  }
-  return received === length ? Buffer.concat(chunks).toString('utf8') : undefined;
 }
 
 /** An abort signal fired when the client goes away before the answer is written. */

@@ -1,27 +1,27 @@
 // The endpoint's parts, built from its configuration: what `startEndpoint` puts together on one screen.
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Redis } from 'ioredis';
 import { notify, retryStartup } from '@mcpx/bus';
 import type { TrustedProxies } from '@mcpx/config/trusted-proxies';
 import type { Subjects } from '@mcpx/contracts';
 import { ApprovalStore, RateLimiter } from '@mcpx/locks';
+import { InboundGuard } from '@mcpx/inbound';
 import type { Logger } from '@mcpx/log';
 import { connectRuntime, type RuntimeConnection } from '@mcpx/proxy-client';
 import type { Meter } from '@mcpx/telemetry';
-import { toNodeHandler } from '@modelcontextprotocol/node';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { AgentServers } from './agent-server.js';
-import type { AgentTokens } from './agent-tokens.js';
 import type { EndpointConfig } from './config.js';
 import { refusedMalformedHost } from './http.js';
 import { DecisionAudit } from './decision-audit.js';
+import type { EndpointHandler } from './http.js';
+import { answerRefusal, gatedRequests } from './inbound-gate.js';
 import { LeanCalls } from './lean-calls.js';
 import { LegacyClients } from './legacy-clients.js';
 import { TokenFailures } from './token-failures.js';
 import type { ToolSets } from './tool-sets.js';
 import { UserApprovals } from './user-approvals.js';
-import { serveWithBody } from './web-fallback.js';
 
 /** A failing limit is reported at most this often (it admits meanwhile). */
 const LIMIT_WARNING_EVERY_MS = 10_000;
@@ -98,7 +98,6 @@ export function leanCalls(d: {
   subjects: Subjects;
   redis: Redis;
   log: Logger;
-  tokens: AgentTokens;
   toolSets: ToolSets;
   failures: TokenFailures;
   servers: AgentServers;
@@ -107,7 +106,6 @@ export function leanCalls(d: {
   const { config, log } = d;
   if (!config.leanCalls) return undefined;
   return new LeanCalls({
-    tokens: d.tokens,
     toolSets: d.toolSets,
     failures: d.failures,
     calls: d.servers.calls,
@@ -120,33 +118,31 @@ export function leanCalls(d: {
 
 /**
  * The public HTTP server, listening: each request with the client's address (the socket's peer,
- * or what trusted proxies say), through the lean path when it takes it, else the SDK's handler.
+ * or what trusted proxies say), held to the inbound bounds (`ENDPOINT_*` of `InboundLimits`: no
+ * body read before its headers are admitted, body deadline and budget, sockets per peer address;
+ * trusted proxies' sockets are not capped), through the lean path when it takes it, else the SDK's.
  */
 export async function listenPublic(d: {
   config: EndpointConfig;
   trusted: TrustedProxies;
-  fetch: (request: Request, clientAddress: string) => Promise<Response>;
+  handler: EndpointHandler;
   lean: LeanCalls | undefined;
   log: Logger;
-  /** Counts a request refused here (a malformed Host). */
+  meter: Meter;
+  /** Counts a request refused before the gate (a malformed Host). */
   refused: (reason: string) => void;
 }): Promise<{ url: string; close(): Promise<void> }> {
-  const { fetch, lean } = d;
-  const onerror = (err: Error): void => d.log.warn('endpoint request failed', { err });
-  const http = createServer((req, res) => {
+  const guard = new InboundGuard({ limits: d.config.inbound, exempt: (address) => d.trusted.has(address), meter: d.meter, log: d.log, answer: answerRefusal });
+  const onError = (err: Error): void => d.log.warn('endpoint request failed', { err });
+  const gated = gatedRequests({ handler: d.handler, lean: d.lean, guard, trusted: d.trusted, onError });
+  const http = createServer(InboundGuard.serverOptions, (req, res) => {
     // Before any URL is built on the Host (a userinfo in it would throw: a 500).
     if (refusedMalformedHost(req, res, d.refused)) return;
-    const address = d.trusted.clientAddress(req);
-    const viaSdk = (r: IncomingMessage, s: ServerResponse, body: string | undefined): void => {
-      if (body === undefined) void toNodeHandler({ fetch: (request) => fetch(request, address) }, { onerror })(r, s);
-      else void serveWithBody(r, s, body, (request) => fetch(request, address), onerror);
-    };
-    if (lean === undefined) viaSdk(req, res, undefined);
-    else lean.handle(req, res, address, viaSdk);
+    gated(req, res);
   });
-  // Long-lived notification streams: no request timeout, idle sockets closed by keep-alive rules.
-  http.requestTimeout = 0;
-  http.keepAliveTimeout = 65_000;
+  // Deadlines for headers and bodies, idle keep-alive sockets closed; responses (notification
+  // streams) are not timed.
+  guard.attach(http);
   await new Promise<void>((resolve, reject) => {
     http.once('error', reject);
     http.listen(d.config.httpPort, d.config.httpHost, resolve);

@@ -11,6 +11,7 @@ async function main(): Promise<void> {
     ...(settings.publicUrl !== undefined ? { publicUrl: settings.publicUrl } : {}),
     // An https public URL offers OAuth client ID metadata documents; `off` keeps to registration.
     ...(settings.clientMetadataDocument === false ? { clientMetadataDocument: false } : {}),
+    inbound: settings.inbound,
   };
   const registry = await startRegistry(loadConfig('registry', process.env), opts);
   const stop = (): void => void registry.stop().then(() => process.exit(0));

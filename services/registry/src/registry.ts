@@ -1,5 +1,6 @@
-import type { Config } from '@mcpx/config';
+import { DEFAULT_INBOUND_LIMITS, type Config, type InboundLimits } from '@mcpx/config';
 import { TrustedProxies } from '@mcpx/config/trusted-proxies';
+import { InboundGuard } from '@mcpx/inbound';
 import { ApprovalStore, RateLimiter, SingleFlight, redisMemoryProblems, redisMemorySettings } from '@mcpx/locks';
 import { createLogger, type Logger, type LogSink } from '@mcpx/log';
 import { createOutboundFetch } from '@mcpx/outbound';
@@ -13,7 +14,7 @@ import { oauthStartHandler } from './credentials/oauth/oauth-start.js';
 import { bindUnboundSecretsOnce } from './credentials/secret-binding.js';
 import { Reprober } from './discovery/reprober.js';
 import { EventOutbox } from './events/outbox.js';
-import { createHttpServer } from './http/http-server.js';
+import { answerInboundRefusal, createHttpServer } from './http/http-server.js';
 import { postgresPortOf } from './http/dependency-errors.js';
 import { EventStream } from './http/event-stream.js';
 import { answerOAuthRefresh } from './nats/oauth-refresh-responder.js';
@@ -46,6 +47,8 @@ export interface RegistryOptions {
    * Off for a registry whose public URL authorization servers cannot reach.
    */
   clientMetadataDocument?: boolean;
+  /** The bounds of the HTTP face before a request is known (default `DEFAULT_INBOUND_LIMITS`; `REGISTRY_BODY_TIMEOUT_MS` and the others in main.ts). */
+  inbound?: InboundLimits;
 }
 
 export interface RunningRegistry {
@@ -81,7 +84,16 @@ export async function startRegistry(config: Config, opts: RegistryOptions = {}):
   const outbox = new EventOutbox({ db, bus, log, meter: telemetry.meter, tracer: telemetry.tracer });
   const { discovery, builtins } = discoveryFloor(floor, repos, creds, outbox);
   let ready = false;
+  // Every body (the action API's, the token endpoint's forms) is read through one guard: one budget, one deadline.
+  const inbound = new InboundGuard({
+    limits: opts.inbound ?? DEFAULT_INBOUND_LIMITS,
+    exempt: (address) => trustedProxies.has(address),
+    meter: telemetry.meter,
+    log,
+    answer: answerInboundRefusal,
+  });
   const server = createHttpServer({
+    inbound,
     actions: actionDeps(floor, repos, creds, { discovery, builtins }, outbox),
     redis,
     redisPrefix: config.redisPrefix,
@@ -107,6 +119,7 @@ export async function startRegistry(config: Config, opts: RegistryOptions = {}):
       meter: telemetry.meter,
       rates: { limiter: new RateLimiter(redis, config.redisPrefix), clientAddress: (req) => trustedProxies.clientAddress(req) },
       bounds: config.quotas,
+      readBody: (req, res, maxBytes) => inbound.read(req, res, maxBytes),
     }),
   });
   // NATS faces: quiet discoveries from the proxies, their token refreshes, the endpoint's token decisions to audit.

@@ -8,7 +8,7 @@ import { signInPage, sendJson } from './pages.js';
 import { AS_METADATA_PATH, AUTHORIZE_PATH, CONTINUE_PATH, REVOKE_PATH, TOKEN_PATH } from './paths.js';
 import type { PendingSignInBounds } from './pending-sign-ins.js';
 import { SignInsRepository } from './sign-ins.repository.js';
-import { OPEN_CORS, revoke, token } from './token.js';
+import { OPEN_CORS, revoke, token, type TokenDeps } from './token.js';
 
 export { decideSignIn, listSignInRequests } from './sign-in.actions.js';
 export { AS_METADATA_PATH, AUTHORIZE_PATH, CONTINUE_PATH, REVOKE_PATH, TOKEN_PATH } from './paths.js';
@@ -29,6 +29,8 @@ export interface AuthorizationServerDeps {
   rates?: { limiter: RateLimiter; clientAddress: (req: IncomingMessage) => string };
   /** Pending sign-ins per client document, per requesting address and in all (the configuration's `quotas`; absent: none but the account's). */
   bounds?: PendingSignInBounds;
+  /** The registry's bounded body reader (`InboundGuard.read`), for the token and revocation forms. */
+  readBody: TokenDeps['readBody'];
 }
 
 /** Authorization requests one client address may make: each fetches a metadata document. */
@@ -78,7 +80,7 @@ export function createAuthorizationServer(deps: AuthorizationServerDeps): Author
     if (deps.rates === undefined) return undefined;
     const decision = await deps.rates.limiter.take(`oauth-${name}`, deps.rates.clientAddress(req), name === 'authorize' ? AUTHORIZE_PER_ADDRESS : TOKEN_PER_ADDRESS);
     if (decision.ok) return undefined;
-    req.resume();
+    // Answered unread: the inbound guard closes the connection after the answer.
     const retry = { 'retry-after': String(Math.max(1, Math.ceil(decision.retryAfterMs / 1000))) };
     if (name === 'token')
       sendJson(res, 429, { error: 'temporarily_unavailable', error_description: 'too many token requests from this address; retry later' }, { 'cache-control': 'no-store', ...OPEN_CORS, ...retry });
@@ -143,13 +145,13 @@ export function createAuthorizationServer(deps: AuthorizationServerDeps): Author
     }
     if (path === REVOKE_PATH) {
       if (req.method === 'OPTIONS') preflight(res, 'POST');
-      else if (req.method === 'POST') step('revoke', req, res, () => revoke({ signIns, log: deps.log }, req, res));
+      else if (req.method === 'POST') step('revoke', req, res, () => revoke({ signIns, log: deps.log, readBody: deps.readBody }, req, res));
       else return false;
       return true;
     }
     if (path === TOKEN_PATH) {
       if (req.method === 'OPTIONS') preflight(res, 'POST');
-      else if (req.method === 'POST') step('token', req, res, () => token({ signIns, log: deps.log }, req, res));
+      else if (req.method === 'POST') step('token', req, res, () => token({ signIns, log: deps.log, readBody: deps.readBody }, req, res));
       else return false;
       return true;
     }

@@ -14,6 +14,8 @@ export const OPEN_CORS = { 'access-control-allow-origin': '*' } as const;
 export interface TokenDeps {
   signIns: SignInsRepository;
   log: Logger;
+  /** The registry's bounded body reader (`InboundGuard.read`): undefined when it refused (and answered) or the client went away. */
+  readBody: (req: IncomingMessage, res: ServerResponse, maxBytes: number) => Promise<Buffer | undefined>;
 }
 
 /** An OAuth error of the token endpoint (RFC 6749 §5.2). */
@@ -27,35 +29,17 @@ class TokenError extends Error {
   }
 }
 
-function readForm(req: IncomingMessage): Promise<URLSearchParams> {
+/**
+ * The form of a token or revocation request. Its type and declared length are checked before a
+ * byte is read; the body is read by the registry's bounded reader (`@mcpx/inbound`: its deadline
+ * and the process's budget), which answers its own refusals: then undefined.
+ */
+async function readForm(deps: TokenDeps, req: IncomingMessage, res: ServerResponse): Promise<URLSearchParams | undefined> {
   const type = (req.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase();
-  if (type !== 'application/x-www-form-urlencoded') {
-    req.resume();
-    return Promise.reject(new TokenError('invalid_request', 'the body must be application/x-www-form-urlencoded'));
-  }
-  if (Number(req.headers['content-length'] ?? 0) > MAX_TOKEN_REQUEST_BYTES) {
-    req.resume();
-    return Promise.reject(new TokenError('invalid_request', `the body must be at most ${MAX_TOKEN_REQUEST_BYTES} bytes`));
-  }
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let over = false;
-    req.on('data', (c: Buffer) => {
-      if (over) return;
-      size += c.length;
-      if (size > MAX_TOKEN_REQUEST_BYTES) {
-        over = true;
-        reject(new TokenError('invalid_request', `the body must be at most ${MAX_TOKEN_REQUEST_BYTES} bytes`));
-        return;
-      }
-      chunks.push(c);
-    });
-    req.on('end', () => {
-      if (!over) resolve(new URLSearchParams(Buffer.concat(chunks).toString('utf8')));
-    });
-    req.on('error', reject);
-  });
+  if (type !== 'application/x-www-form-urlencoded') throw new TokenError('invalid_request', 'the body must be application/x-www-form-urlencoded');
+  if (Number(req.headers['content-length'] ?? 0) > MAX_TOKEN_REQUEST_BYTES) throw new TokenError('invalid_request', `the body must be at most ${MAX_TOKEN_REQUEST_BYTES} bytes`);
+  const raw = await deps.readBody(req, res, MAX_TOKEN_REQUEST_BYTES);
+  return raw === undefined ? undefined : new URLSearchParams(raw.toString('utf8'));
 }
 
 function param(form: URLSearchParams, name: string, required: true): string;
@@ -96,7 +80,8 @@ function tokenResponse(t: IssuedTokens): Record<string, unknown> {
 export async function revoke(deps: TokenDeps, req: IncomingMessage, res: ServerResponse): Promise<string> {
   const headers = { ...NO_STORE_HEADERS, ...OPEN_CORS };
   try {
-    const form = await readForm(req);
+    const form = await readForm(deps, req, res);
+    if (form === undefined) return 'body_refused';
     const tokenValue = param(form, 'token', true);
     const clientId = param(form, 'client_id', true);
     const ended = await deps.signIns.revokeByToken(tokenValue, clientId);
@@ -122,7 +107,8 @@ export async function revoke(deps: TokenDeps, req: IncomingMessage, res: ServerR
 export async function token(deps: TokenDeps, req: IncomingMessage, res: ServerResponse): Promise<string> {
   const headers = { ...NO_STORE_HEADERS, ...OPEN_CORS };
   try {
-    const form = await readForm(req);
+    const form = await readForm(deps, req, res);
+    if (form === undefined) return 'body_refused';
     const grantType = param(form, 'grant_type', true);
     const clientId = param(form, 'client_id', true);
     const resource = param(form, 'resource', false);

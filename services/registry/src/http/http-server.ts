@@ -4,6 +4,7 @@ import { createHash } from 'node:crypto';
 import { SpanKind, type Counter, type Histogram, type Meter, type Tracer } from '@opentelemetry/api';
 import { BODY_LIMITS, ErrorCodes, WireError, boundInField, checkValueBounds, decodeStrict, encodePayload, invalidInput, openApiDocument, toWireError } from '@mcpx/contracts';
 import { serveConsole } from '@mcpx/console';
+import { InboundGuard, refusalMessage, type InboundRefusal } from '@mcpx/inbound';
 import type { Logger } from '@mcpx/log';
 import { clientTraceOrigin, withSpan } from '@mcpx/telemetry';
 import { LeaseQuota, QUOTA_DEFAULTS, RateLimiter, type QuotaLimits } from '@mcpx/locks';
@@ -14,6 +15,9 @@ import { dependencyUnavailable } from './dependency-errors.js';
 import { authenticate, parseEnvelope } from './envelope-auth.js';
 import type { EventStream } from './event-stream.js';
 import { OAUTH_CALLBACK_PATH, OAUTH_CLIENT_METADATA_PATH, OAUTH_START_PATH } from '../credentials/oauth/paths.js';
+import { AS_BASE_PATH } from '../authorization-server/paths.js';
+import { NO_STORE_HEADERS, sendJson } from '../authorization-server/pages.js';
+import { OPEN_CORS } from '../authorization-server/token.js';
 
 export const MAX_BODY_BYTES = 1024 * 1024;
 
@@ -38,6 +42,12 @@ export interface HttpDeps {
   trustedProxies?: TrustedProxies;
   /** `GET /v1/oauth/client-metadata.json`: the OAuth client ID metadata document (absent: none). */
   oauthClientMetadata?: (req: IncomingMessage, res: ServerResponse) => void;
+  /**
+   * The bounds held before a request is known (`REGISTRY_*` of `InboundLimits`): the server's
+   * deadlines and sockets per address, every body read through it (its `answer` is
+   * {@link answerInboundRefusal}).
+   */
+  inbound: InboundGuard;
   /** The authorization server of the agent endpoint's OAuth sign-in: true when it answered the route (absent: none). */
   authorizationServer?: (req: IncomingMessage, res: ServerResponse, url: URL) => boolean;
 }
@@ -47,36 +57,24 @@ function bodyTooLarge(): WireError {
 }
 
 /**
- * Reads the body up to {@link MAX_BODY_BYTES}. A larger one is refused (413) from its
- * Content-Length before anything is read, or once the limit is passed; the rest is drained, not
- * buffered, so the client reads the answer instead of a reset connection.
+ * A refusal of the inbound bounds (`@mcpx/inbound`: deadline 408, budget 503, too large 413) in
+ * the registry's shapes: on the authorization server's routes an OAuth error
+ * (`invalid_request`, or `temporarily_unavailable` for the budget), elsewhere the API's typed
+ * error (`invalid_input` naming `body` and the bound, or `unavailable` with its wait).
  */
-function readBody(req: IncomingMessage): Promise<Buffer> {
-  const declared = Number(req.headers['content-length'] ?? 0);
-  if (Number.isFinite(declared) && declared > MAX_BODY_BYTES) {
-    req.resume();
-    return Promise.reject(bodyTooLarge());
+export function answerInboundRefusal(req: IncomingMessage, res: ServerResponse, r: InboundRefusal): void {
+  const message = refusalMessage(r);
+  if ((req.url ?? '').startsWith(`${AS_BASE_PATH}/`)) {
+    sendJson(res, r.status, { error: r.reason === 'budget' ? 'temporarily_unavailable' : 'invalid_request', error_description: message }, { ...NO_STORE_HEADERS, ...OPEN_CORS });
+    return;
   }
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let over = false;
-    req.on('data', (chunk: Buffer) => {
-      if (over) return;
-      size += chunk.length;
-      if (size > MAX_BODY_BYTES) {
-        over = true;
-        chunks.length = 0;
-        reject(bodyTooLarge());
-        return;
-      }
-      chunks.push(chunk);
-    });
-    req.on('end', () => {
-      if (!over) resolve(Buffer.concat(chunks));
-    });
-    req.on('error', reject);
-  });
+  const wire =
+    r.reason === 'budget'
+      ? new WireError(ErrorCodes.unavailable, message, { retryAfterMs: (r.retryAfterSeconds ?? 1) * 1000 })
+      : r.reason === 'too_large'
+        ? bodyTooLarge()
+        : invalidInput('body', message, { bound: r.bound.name, limit: r.bound.limit, status: r.status });
+  send(res, r.status, { error: wire.toJSON() }, isCbor(req));
 }
 
 /**
@@ -220,12 +218,12 @@ export function createHttpServer(deps: HttpDeps): Server {
     const started = performance.now();
     let type = 'unknown';
     try {
-      await admitAddress(req).catch((err: unknown) => {
-        // Refused unread: drain the body so the client reads the answer.
-        req.resume();
-        throw err;
-      });
-      const raw = await readBody(req);
+      // The credential is inside the signed body: the address's rate first, then the bounded read
+      // (a refusal is answered unread and the connection closed after it).
+      await admitAddress(req);
+      const raw = await deps.inbound.read(req, res, MAX_BODY_BYTES);
+      // Refused (answered by the guard: too large, too slow, over the budget) or the client went away.
+      if (raw === undefined) return;
       let body: unknown;
       try {
         body = decodeBody(raw, cbor);
@@ -272,7 +270,9 @@ export function createHttpServer(deps: HttpDeps): Server {
   }
 
   const openapi = openApiBytes();
-  return createServer((req, res) => {
+  const server = createServer(InboundGuard.serverOptions, (req, res) => {
+    // A socket over its address's cap is closed; a body's deadline starts.
+    if (!deps.inbound.admit(req, res)) return;
     const url = new URL(req.url ?? '/', 'http://registry');
     if (req.method === 'POST' && url.pathname === '/v1/actions') {
       void handleAction(req, res);
@@ -320,4 +320,6 @@ export function createHttpServer(deps: HttpDeps): Server {
       send(res, 404, { error: new WireError(ErrorCodes.notFound, `no route ${req.method} ${url.pathname}`).toJSON() }, false);
     }
   });
+  deps.inbound.attach(server);
+  return server;
 }
