@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { validateHostHeader, validateOriginHeader } from '@modelcontextprotocol/server';
-import type { AgentTokens } from './agent-tokens.js';
+import type { AgentTokens, TokenGrant } from './agent-tokens.js';
 import type { AgentServers } from './agent-server.js';
 import { LegacyStreams } from './legacy-streams.js';
 import { StreamSlot, StreamSlots, type StreamLimits, type StreamRefusal } from './stream-slots.js';
