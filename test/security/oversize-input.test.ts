@@ -66,7 +66,7 @@ describe('oversize and too-deep arguments are invalid_input naming the bound, at
   it('raw NATS: a request nested too deep inside its arguments names arguments, not the request', async () => {
     const before = upstream.stats.calls;
     let deep: unknown = 'leaf';
-    for (let i = 0; i < 200; i++) deep = [deep];
+    for (let i = 0; i < PAYLOAD_LIMITS.maxDepth + 80; i++) deep = [deep];
     const req = { account: sys.system.account, agent, run: 'r-raw', callId: 'c1', tool: 'demo__take', arguments: { deep } };
     const reply = decodePayload<ProxyCallReply>((await sys.system.nc.request(sys.system.subjects.proxyCall, encodePayload(req), { timeout: 10_000 })).data);
     expect(reply.ok).toBe(false);

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { decodePayload, decodeStrict, encodePayload } from '@mcpx/contracts';
+import { BODY_LIMITS, decodePayload, decodeStrict, encodePayload } from '@mcpx/contracts';
 import { RegistryHarness } from '../support/registry-harness.js';
 import type { ApiClient } from '../support/api-client.js';
 
@@ -109,11 +109,11 @@ describe('strict decoding of action bodies: the shared-value bomb and its cousin
     const json = JSON.stringify({ ...env, action: { ...env.action, config: '@' } }).replace('"@"', `${'['.repeat(100_000)}${']'.repeat(100_000)}`);
     for (const answer of [await post(envelopeWith(concat(new Uint8Array(100_000).fill(0x81), bytes(0x00)))), await post(json, 'application/json')]) {
       expect(answer.status).toBe(400);
-      expect(answer.body.error).toMatchObject({ code: 'invalid_input', details: { field: 'config', rule: 'depth', limit: 128 } });
+      expect(answer.body.error).toMatchObject({ code: 'invalid_input', details: { field: 'config', rule: 'depth', limit: BODY_LIMITS.maxDepth } });
     }
     // Outside any action field, the body is named.
     const bare = await post(`${'['.repeat(100_000)}${']'.repeat(100_000)}`, 'application/json');
-    expect(bare.body.error).toMatchObject({ code: 'invalid_input', details: { field: 'body', rule: 'depth', limit: 128 } });
+    expect(bare.body.error).toMatchObject({ code: 'invalid_input', details: { field: 'body', rule: 'depth', limit: BODY_LIMITS.maxDepth } });
     await stillServes();
   });
 
