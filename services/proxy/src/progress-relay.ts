@@ -16,8 +16,8 @@ export interface UpstreamProgress {
 
 /** One call's relay: `progress` is the upstream request's `onProgress`; `close` ends it when the call does. */
 export interface CallProgressSink {
-  progress(p: UpstreamProgress): void;
-  close(): void;
+  readonly progress: (p: UpstreamProgress) => void;
+  readonly close: () => void;
 }
 
 /**
