@@ -6,6 +6,8 @@ import { StreamableHTTPClientTransport as V1Transport } from '@modelcontextproto
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import type { CallProgress } from '@mcpx/contracts';
 import { progressTool, startEverythingServer, startTestMcpServer, type EverythingServer, type TestMcpServer } from '../servers/index.js';
+import { cliEnvFor, runCli } from '../support/cli.js';
+import { serviceUrls } from '../support/env.js';
 import { startEndpointSystem, type EndpointSystem } from './endpoint-harness.js';
 
 type Seen = { progress: number; total?: number; message?: string };
@@ -145,5 +147,17 @@ describe('progress end to end: upstream → proxy → runtime and endpoint clien
     } finally {
       await client.close();
     }
+  }, 90_000);
+
+  it('mcpx call over NATS prints the progress lines on stderr while it waits, and none with --json', async () => {
+    const { env } = cliEnvFor(sys.system.api, { MCPX_NATS_URL: serviceUrls().nats, MCPX_NATS_PREFIX: sys.system.env.NATS_PREFIX ?? '' });
+    const shown = await runCli(['call', '--agent', 'worker', 'mo__progress', '{"steps":3,"gapMs":200}'], env);
+    expect(shown.code, shown.stderr).toBe(0);
+    expect(shown.stdout).toContain('done after 3');
+    expect(shown.stderr.split('\n').filter((l) => l.startsWith('progress '))).toEqual(['progress 1/3: step 1 of 3', 'progress 2/3: step 2 of 3', 'progress 3/3: step 3 of 3']);
+    const quiet = await runCli(['call', '--agent', 'worker', 'mo__progress', '{"steps":3,"gapMs":200}', '--json'], env);
+    expect(quiet.code, quiet.stderr).toBe(0);
+    expect(JSON.parse(quiet.stdout)).toMatchObject({ text: expect.stringContaining('done after 3') });
+    expect(quiet.stderr).not.toContain('progress');
   }, 90_000);
 });
