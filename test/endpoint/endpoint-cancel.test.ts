@@ -25,11 +25,7 @@ describe('the agent MCP endpoint: a client’s cancel reaches the remote server'
 
   beforeAll(async () => {
     const ping = { name: 'ping', handler: () => ({ content: [{ type: 'text' as const, text: 'pong' }] }) };
-    [sys, upstream, old] = await Promise.all([
-      startEndpointSystem(),
-      startTestMcpServer({ era: 'modern', tools: [holdTool, ping] }),
-      startTestMcpServer({ era: 'legacy', tools: [holdTool, ping] }),
-    ]);
+    [sys, upstream, old] = await Promise.all([startEndpointSystem(), startTestMcpServer({ era: 'modern', tools: [holdTool, ping] }), startTestMcpServer({ era: 'legacy', tools: [holdTool, ping] })]);
     await sys.system.setServer('up', upstream.url);
     await sys.system.setServer('old', old.url);
     await sys.system.createAgent('worker', ['up', 'old'], 4);
@@ -41,9 +37,9 @@ describe('the agent MCP endpoint: a client’s cancel reaches the remote server'
     await Promise.all([upstream?.close(), old?.close()]);
   });
 
-  const started = async (...tags: string[]): Promise<void> =>
+  const started = async (...tags: string[]): Promise<boolean> =>
     await eventually(async () => (tags.every((t) => seen.get(t)?.started) ? true : undefined), 20_000, `${tags.join(', ')}: the remote calls to start`);
-  const cancelledUpstream = async (tag: string): Promise<void> => await eventually(async () => (seen.get(tag)?.cancelled ? true : undefined), 20_000, `${tag}: the remote server to see the cancel`);
+  const cancelledUpstream = async (tag: string): Promise<boolean> => await eventually(async () => (seen.get(tag)?.cancelled ? true : undefined), 20_000, `${tag}: the remote server to see the cancel`);
 
   const headers = (): Record<string, string> => ({ authorization: `Bearer ${token}` });
 

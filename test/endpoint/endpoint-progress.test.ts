@@ -92,7 +92,14 @@ describe('progress end to end: upstream → proxy → runtime and endpoint clien
     await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
     const metrics = await (await fetch(`http://127.0.0.1:${(srv.address() as AddressInfo).port}/metrics`)).text();
     await new Promise<void>((r) => srv.close(() => r()));
-    const count = (outcome: string): number => Number(metrics.split('\n').find((l) => l.startsWith('mcpx_proxy_progress_events_total{') && l.includes(`outcome="${outcome}"`))?.split(' ').pop() ?? 0);
+    const count = (outcome: string): number =>
+      Number(
+        metrics
+          .split('\n')
+          .find((l) => l.startsWith('mcpx_proxy_progress_events_total{') && l.includes(`outcome="${outcome}"`))
+          ?.split(' ')
+          .pop() ?? 0,
+      );
     expect(count('dropped')).toBeGreaterThan(3_000);
     expect(count('relayed')).toBeGreaterThan(0);
     // 10,000 on one response stream pass the outbound bound of events per stream: a typed failure

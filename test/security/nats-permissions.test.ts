@@ -86,7 +86,14 @@ describe('NATS least privilege against the real services', () => {
   it("a runtime hears its call's progress on its own credentials, and cannot forge one (only the proxy publishes it)", async () => {
     await eventually(async () => (JSON.stringify(await api.act('ListAgentTools', { agent })).includes('demo__progress') ? true : undefined), 30_000, 'demo__progress projected');
     const heard: number[] = [];
-    const out = await runtime.client.call({ account: api.principal, agent, run: 'run-progress', tool: 'demo__progress', arguments: { steps: 2, gapMs: 200 }, onProgress: (p) => heard.push(p.progress) });
+    const out = await runtime.client.call({
+      account: api.principal,
+      agent,
+      run: 'run-progress',
+      tool: 'demo__progress',
+      arguments: { steps: 2, gapMs: 200 },
+      onProgress: (p) => heard.push(p.progress),
+    });
     expect(out.result.text).toContain('done after 2');
     expect(heard).toEqual([1, 2]);
     const subject = subjects.callProgress(api.principal, 'run-progress', 'forged');

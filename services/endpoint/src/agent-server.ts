@@ -213,9 +213,7 @@ export class AgentServers {
         signal: ctx.mcpReq.signal,
         path: 'sdk',
         // The server's progress, under the client's own token, on this request's response stream.
-        ...(progressToken !== undefined
-          ? { progress: (p: CallProgress) => void ctx.mcpReq.notify({ method: 'notifications/progress', params: { progressToken, ...p } }).catch(() => undefined) }
-          : {}),
+        ...(progressToken !== undefined ? { progress: (p: CallProgress) => void ctx.mcpReq.notify({ method: 'notifications/progress', params: { progressToken, ...p } }).catch(() => undefined) } : {}),
       });
     });
     return server;
