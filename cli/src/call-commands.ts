@@ -2,7 +2,7 @@
 // needs no NATS credentials; operators holding the runtime's NATS credentials may go over NATS
 // instead (`--nats URL`, or MCPX_NATS_URL).
 import { randomUUID } from 'node:crypto';
-import { ErrorCodes, WireError, type AgentView } from '@mcpx/contracts';
+import { ErrorCodes, WireError, type AgentView, type CallProgress } from '@mcpx/contracts';
 import type { ProxyResult } from '@mcpx/domain';
 import { UsageError, flag, need, type ParsedArgs, type Print } from './args.js';
 import { loadRuns, readKey, saveRuns, sendAction, withProxy, type CliEnv } from './client.js';
@@ -33,6 +33,8 @@ interface CallRequest {
   inputRequestId: string | undefined;
   /** `--wait-input SECONDS`: wait for a person to answer the server's questions, every round. */
   waitInputSeconds: number | undefined;
+  /** Progress lines on stderr while the call runs (not under `--json`). */
+  showProgress: boolean;
 }
 
 function parseCall(args: ParsedArgs): CallRequest {
@@ -65,8 +67,17 @@ function parseCall(args: ParsedArgs): CallRequest {
     waitSeconds,
     inputRequestId: flag(args, 'input'),
     waitInputSeconds,
+    showProgress: flag(args, 'json') !== 'true',
   };
 }
+
+/** One line per progress event of the server's: `progress 2/5: copying` (its text made safe for a terminal). */
+export function progressLine(p: CallProgress): string {
+  const amount = p.total !== undefined ? `${p.progress}/${p.total}` : String(p.progress);
+  return terminalText(`progress ${amount}${p.message !== undefined && p.message !== '' ? `: ${p.message}` : ''}`);
+}
+
+const showProgress = (p: CallProgress): void => void process.stderr.write(`${progressLine(p)}\n`);
 
 const approvalOf = (err: unknown): { approvalId: string; run: string | undefined } | undefined => {
   if (!(err instanceof WireError) || err.code !== ErrorCodes.approvalRequired || typeof err.details.approvalId !== 'string') return undefined;
@@ -187,6 +198,8 @@ async function callOverNats(env: CliEnv, key: KeyPair, req: CallRequest): Promis
       ...(req.timeoutMs !== undefined ? { timeoutMs: req.timeoutMs } : {}),
       ...(req.approvalId !== undefined ? { approvalId: req.approvalId } : {}),
       ...(req.inputRequestId !== undefined ? { inputRequestId: req.inputRequestId } : {}),
+      // The server's progress, heard while the call runs (the HTTP path's InvokeTool answers once, at the end).
+      ...(req.showProgress ? { onProgress: showProgress } : {}),
     };
     try {
       const waitSeconds = req.waitSeconds;

@@ -350,4 +350,5 @@ every command: --json (machine-readable output), --api URL, --key-file PATH
 environment: MCPX_API_URL (http://127.0.0.1:8080), MCPX_KEY_FILE (~/.mcpx/key.json)
 operators only: call and runs end over NATS instead of the API with --nats URL (or MCPX_NATS_URL) and the
   runtime's NATS user: --nats-user U --nats-password P (MCPX_NATS_USER, MCPX_NATS_PASSWORD) or
-  --nats-credentials FILE (MCPX_NATS_CREDENTIALS; npm start writes one); MCPX_NATS_PREFIX (none)`;
+  --nats-credentials FILE (MCPX_NATS_CREDENTIALS; npm start writes one); MCPX_NATS_PREFIX (none);
+  a call over NATS prints the server's progress on stderr while it runs (not with --json)`;

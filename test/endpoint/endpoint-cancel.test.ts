@@ -2,33 +2,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as V1Transport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
-import { startTestMcpServer, type TestMcpServer, type TestTool } from '../servers/index.js';
+import { holdTool as hold, startTestMcpServer, type HeldCalls, type TestMcpServer } from '../servers/index.js';
 import { eventually } from '../support/system.js';
+import { post } from './raw-mcp.js';
 import { startEndpointSystem, type EndpointSystem } from './endpoint-harness.js';
 
 /** What the remote server saw of each `hold` call, by its `tag`. */
-const seen = new Map<string, { started: boolean; cancelled: boolean }>();
-
-/** `hold {tag}` answers only after a minute, and notes when its request is cancelled. */
-const holdTool: TestTool = {
-  name: 'hold',
-  inputSchema: { type: 'object', properties: { tag: { type: 'string' } }, required: ['tag'] },
-  handler: async (args, { signal }) => {
-    const entry = { started: true, cancelled: false };
-    seen.set(String(args.tag), entry);
-    await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(resolve, 60_000);
-      const onAbort = (): void => {
-        clearTimeout(timer);
-        entry.cancelled = true;
-        reject(new Error('cancelled'));
-      };
-      if (signal.aborted) onAbort();
-      else signal.addEventListener('abort', onAbort, { once: true });
-    });
-    return { content: [{ type: 'text', text: 'held' }] };
-  },
-};
+const seen: HeldCalls = new Map();
+const holdTool = hold(seen);
 
 /**
  * A client's cancel reaches the remote server: the SDK v2 client (2026-07-28) and the SDK v1
@@ -39,22 +20,26 @@ const holdTool: TestTool = {
 describe('the agent MCP endpoint: a client’s cancel reaches the remote server', () => {
   let sys: EndpointSystem;
   let upstream: TestMcpServer;
+  let old: TestMcpServer;
   let token: string;
 
   beforeAll(async () => {
-    [sys, upstream] = await Promise.all([
-      startEndpointSystem(),
-      startTestMcpServer({ era: 'modern', tools: [holdTool, { name: 'ping', handler: () => ({ content: [{ type: 'text', text: 'pong' }] }) }] }),
-    ]);
+    const ping = { name: 'ping', handler: () => ({ content: [{ type: 'text' as const, text: 'pong' }] }) };
+    [sys, upstream, old] = await Promise.all([startEndpointSystem(), startTestMcpServer({ era: 'modern', tools: [holdTool, ping] }), startTestMcpServer({ era: 'legacy', tools: [holdTool, ping] })]);
     await sys.system.setServer('up', upstream.url);
-    await sys.system.createAgent('worker', ['up'], 2);
+    await sys.system.setServer('old', old.url);
+    await sys.system.createAgent('worker', ['up', 'old'], 4);
     ({ token } = await sys.token('worker'));
   }, 120_000);
 
   afterAll(async () => {
     await sys?.stop();
-    await upstream?.close();
+    await Promise.all([upstream?.close(), old?.close()]);
   });
+
+  const started = async (...tags: string[]): Promise<boolean> =>
+    await eventually(async () => (tags.every((t) => seen.get(t)?.started) ? true : undefined), 20_000, `${tags.join(', ')}: the remote calls to start`);
+  const cancelledUpstream = async (tag: string): Promise<boolean> => await eventually(async () => (seen.get(tag)?.cancelled ? true : undefined), 20_000, `${tag}: the remote server to see the cancel`);
 
   const headers = (): Record<string, string> => ({ authorization: `Bearer ${token}` });
 
@@ -90,5 +75,50 @@ describe('the agent MCP endpoint: a client’s cancel reaches the remote server'
     } finally {
       await client.close();
     }
+  }, 90_000);
+
+  it('a runtime’s cancel reaches a modern and a legacy server; a cancel naming the call under another run or account is ignored', async () => {
+    const { client, account } = sys.system;
+    for (const server of ['up', 'old']) {
+      const run = `rt-${server}`;
+      const kept = sys.system.call('worker', run, `${server}__hold`, { tag: `${server}-kept` }, { callId: 'c-kept', timeoutMs: 60_000 });
+      const cut = sys.system.call('worker', run, `${server}__hold`, { tag: `${server}-cut` }, { callId: 'c-cut', timeoutMs: 60_000 });
+      kept.catch(() => undefined);
+      cut.catch(() => undefined);
+      await started(`${server}-kept`, `${server}-cut`);
+      // Another run's and another account's cancel of the same call id, then the call's own cancel
+      // of its sibling: one connection, so the proxy hears them in this order.
+      await client.cancel(account, `${run}-other`, 'c-kept');
+      await client.cancel(`${account}x`, run, 'c-kept');
+      await client.cancel(account, run, 'c-cut');
+      await expect(cut).rejects.toMatchObject({ code: 'cancelled' });
+      await cancelledUpstream(`${server}-cut`);
+      expect(seen.get(`${server}-kept`)?.cancelled).toBe(false);
+      expect(sys.system.proxies.reduce((n, p) => n + p.stats().inflight, 0)).toBe(1);
+      await client.cancel(account, run, 'c-kept');
+      await expect(kept).rejects.toMatchObject({ code: 'cancelled' });
+      await cancelledUpstream(`${server}-kept`);
+    }
+  }, 120_000);
+
+  it('a 2025 client’s notifications/cancelled stops only its own token’s call: another token naming the same request id is ignored', async () => {
+    const other = (await sys.token('worker')).token;
+    const url = sys.urlOf('worker');
+    const legacy = { 'mcp-protocol-version': '2025-11-25' };
+    const call = (id: number, tag: string) => post(url, token, { jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'old__hold', arguments: { tag } } }, legacy);
+    const cancel = (who: string, requestId: number) => post(url, who, { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId } }, legacy);
+    const kept = call(7001, 'tok-kept');
+    const cut = call(7002, 'tok-cut');
+    kept.catch(() => undefined);
+    cut.catch(() => undefined);
+    await started('tok-kept', 'tok-cut');
+    // The endpoint sends both cancels it applies on one NATS connection: the proxy hears them in order.
+    expect((await cancel(other, 7001)).status).toBe(202);
+    expect((await cancel(token, 7002)).status).toBe(202);
+    await cancelledUpstream('tok-cut');
+    expect(seen.get('tok-kept')?.cancelled).toBe(false);
+    expect((await cancel(token, 7001)).status).toBe(202);
+    await cancelledUpstream('tok-kept');
+    await Promise.allSettled([kept, cut]);
   }, 90_000);
 });

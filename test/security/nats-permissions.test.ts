@@ -2,7 +2,7 @@ import { connect, type NatsConnection, type Subscription } from '@nats-io/transp
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encodePayload, makeSubjects, type ServerDiscoveredEvent, type Subjects } from '@mcpx/contracts';
 import { connectRuntime, type RuntimeConnection } from '@mcpx/proxy-client';
-import { startTestMcpServer, type TestMcpServer } from '../servers/index.js';
+import { defaultTools, progressTool, startTestMcpServer, type TestMcpServer } from '../servers/index.js';
 import { ApiClient } from '../support/api-client.js';
 import { uniqueNamespace } from '../support/env.js';
 import { NatsAuthServer } from '../support/nats-auth-server.js';
@@ -26,7 +26,7 @@ describe('NATS least privilege against the real services', () => {
 
   beforeAll(async () => {
     nats = await NatsAuthServer.start({ prefix });
-    [system, upstream] = await Promise.all([ProcessSystem.start({ env: { NATS_PREFIX: prefix }, natsEnv: (s) => nats.env(s) }), startTestMcpServer()]);
+    [system, upstream] = await Promise.all([ProcessSystem.start({ env: { NATS_PREFIX: prefix }, natsEnv: (s) => nats.env(s) }), startTestMcpServer({ tools: [...defaultTools(), progressTool()] })]);
     subjects = makeSubjects(prefix);
     api = new ApiClient(system.apiUrl);
     await api.act('SetMcpServer', { name: 'demo', config: { url: upstream.url } });
@@ -81,6 +81,24 @@ describe('NATS least privilege against the real services', () => {
     const js = await import('@nats-io/jetstream');
     await expect(js.jetstream(runtime.nc).publish(subject, encodePayload(forged))).rejects.toThrow(`Permissions Violation for Publish to "${subject}"`);
     expect(await callEcho('after-forgery')).toContain('after-forgery');
+  });
+
+  it("a runtime hears its call's progress on its own credentials, and cannot forge one (only the proxy publishes it)", async () => {
+    await eventually(async () => (JSON.stringify(await api.act('ListAgentTools', { agent })).includes('demo__progress') ? true : undefined), 30_000, 'demo__progress projected');
+    const heard: number[] = [];
+    const out = await runtime.client.call({
+      account: api.principal,
+      agent,
+      run: 'run-progress',
+      tool: 'demo__progress',
+      arguments: { steps: 2, gapMs: 200 },
+      onProgress: (p) => heard.push(p.progress),
+    });
+    expect(out.result.text).toContain('done after 2');
+    expect(heard).toEqual([1, 2]);
+    const subject = subjects.callProgress(api.principal, 'run-progress', 'forged');
+    expect(await publishRefused(runtime.nc, subject, encodePayload({ progress: 1 }))).toBe(`Permissions Violation for Publish to "${subject}"`);
+    expect(await callEcho('after-progress-forgery')).toContain('after-progress-forgery');
   });
 
   it('a runtime cannot answer calls: no subscription to mcp.proxy.call, the sticky route or cancels', async () => {

@@ -4,4 +4,20 @@ export { ClientCredentialsGrant, type ClientAuthMethod, type MachineClient } fro
 export { everythingServerEntry, startEverythingServer, type EverythingServer } from './everything.js';
 export { startTestMcpServer, type TestMcpServer, type TestMcpServerOptions, type TestMcpServerStats } from './mcp-test-server.js';
 export { chainTool, deepArguments, deepSchema, deepSchemaTool, screenshotTool } from './schema-rule-tools.js';
-export { addTool, bigTextTool, defaultTools, echoTool, errorTool, imageTool, slowTool, structuredTool, TINY_PNG_BASE64, type JsonSchema, type TestTool, type TestToolExtra } from './test-tools.js';
+export {
+  addTool,
+  bigTextTool,
+  defaultTools,
+  echoTool,
+  errorTool,
+  holdTool,
+  imageTool,
+  progressTool,
+  slowTool,
+  structuredTool,
+  TINY_PNG_BASE64,
+  type JsonSchema,
+  type TestTool,
+  type TestToolExtra,
+  type HeldCalls,
+} from './test-tools.js';

@@ -135,7 +135,12 @@ export async function startTestMcpServer(opts: TestMcpServerOptions = {}): Promi
       if (!tool) {
         return { content: [{ type: 'text', text: `Unknown tool: ${request.params.name}` }], isError: true };
       }
-      return await tool.handler(request.params.arguments ?? {}, { signal: extra.signal });
+      const token = request.params._meta?.progressToken;
+      const progress = async (value: number, total?: number, message?: string): Promise<void> => {
+        if (token === undefined) return;
+        await extra.sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress: value, total, message } });
+      };
+      return await tool.handler(request.params.arguments ?? {}, { signal: extra.signal, progress });
     });
     return server;
   }

@@ -45,7 +45,12 @@ export function modernMcpHandler(opts: ModernHandlerOptions): { handle: NodeMcpR
       const tool = opts.tools().find((t) => t.name === request.params.name);
       if (!tool) return { content: [{ type: 'text', text: `Unknown tool: ${request.params.name}` }], isError: true };
       // Test tools are written against the 2025 result type; the shapes agree on the wire.
-      return await tool.handler(request.params.arguments ?? {}, { signal: ctx.mcpReq.signal });
+      const token = request.params._meta?.progressToken;
+      const progress = async (value: number, total?: number, message?: string): Promise<void> => {
+        if (token === undefined) return;
+        await ctx.mcpReq.notify({ method: 'notifications/progress', params: { progressToken: token, progress: value, total, message } });
+      };
+      return await tool.handler(request.params.arguments ?? {}, { signal: ctx.mcpReq.signal, progress });
     });
     return server;
   };

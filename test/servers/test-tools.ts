@@ -7,6 +7,54 @@ export type JsonSchema = Record<string, unknown>;
 export interface TestToolExtra {
   /** Aborted when the client cancels the request (or its session goes away). */
   signal: AbortSignal;
+  /** Sends `notifications/progress` for the request's progress token (none when the client sent none). */
+  progress(progress: number, total?: number, message?: string): Promise<void>;
+}
+
+/** What the remote server saw of each `hold` call, by its `tag`. */
+export type HeldCalls = Map<string, { started: boolean; cancelled: boolean }>;
+
+/** `hold {tag}` answers only after a minute, and notes in `seen` when it started and when its request is cancelled. */
+export function holdTool(seen: HeldCalls, name = 'hold'): TestTool {
+  return {
+    name,
+    inputSchema: { type: 'object', properties: { tag: { type: 'string' } }, required: ['tag'] },
+    handler: async (args, { signal }) => {
+      const entry = { started: true, cancelled: false };
+      seen.set(String(args.tag), entry);
+      await new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(resolve, 60_000);
+        const onAbort = (): void => {
+          clearTimeout(timer);
+          entry.cancelled = true;
+          reject(new Error('cancelled'));
+        };
+        if (signal.aborted) onAbort();
+        else signal.addEventListener('abort', onAbort, { once: true });
+      });
+      return text('held');
+    },
+  };
+}
+
+/**
+ * `progress {steps, gapMs?, flood?}`: sends `steps` progress notifications (`step i of n`), `gapMs`
+ * apart (250 by default), or as fast as it can with `flood`, then answers `done after <steps>`.
+ */
+export function progressTool(name = 'progress'): TestTool {
+  return {
+    name,
+    inputSchema: { type: 'object', properties: { steps: { type: 'integer' }, gapMs: { type: 'integer' }, flood: { type: 'boolean' } }, required: ['steps'] },
+    handler: async (args, extra) => {
+      const steps = Number(args.steps);
+      const gap = args.flood === true ? 0 : Number(args.gapMs ?? 250);
+      for (let i = 1; i <= steps; i++) {
+        await extra.progress(i, steps, `step ${i} of ${steps}`);
+        if (gap > 0 && i < steps) await new Promise((resolve) => setTimeout(resolve, gap));
+      }
+      return text(`done after ${steps}`);
+    },
+  };
 }
 
 /** A tool served by the test MCP server; schemas and annotations are passed through verbatim. */

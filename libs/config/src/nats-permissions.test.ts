@@ -44,6 +44,10 @@ describe('the NATS permission model (docs/bus.md#users)', () => {
       expect(who('publish', `${p}registry.approvals.token-decided`, prefix)).toEqual(['endpoint', 'operator']);
       expect(who('subscribe', `${p}registry.approvals.token-decided`, prefix)).toEqual(['registry', 'operator']);
       expect(who('subscribe', `${p}agents.tools.changed.acct.agent`, prefix)).toEqual(['registry', 'proxy', 'endpoint', 'runtime', 'operator']);
+      // A call's progress: told by the proxy running it only, heard by the callers (a runtime, the endpoint).
+      expect(who('publish', `${p}mcp.calls.progress.acct.run.call`, prefix)).toEqual(['proxy', 'operator']);
+      expect(who('subscribe', `${p}mcp.calls.progress.acct.run.call`, prefix)).toEqual(['endpoint', 'runtime', 'operator']);
+      expect(who('subscribe', `${p}mcp.calls.progress.acct.run.call.more`, prefix)).toEqual(['operator']);
     });
   }
 

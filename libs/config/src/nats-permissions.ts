@@ -12,7 +12,8 @@
  * - `projector` — publishes `agents.tools.changed.>` (the only one); answers `projector.*`;
  *   consumes `MCP_EVENTS` through its durable `projector`.
  * - `proxy` — the only one that subscribes to `mcp.proxy.call`, `mcp.proxy.<instance>.call`,
- *   `mcp.proxy.cancel`, `mcp.proxy.calls.held`, `mcp.runs.ended.>` and its `$SRV` subjects.
+ *   `mcp.proxy.cancel`, `mcp.proxy.calls.held`, `mcp.runs.ended.>` and its `$SRV` subjects;
+ *   the only one that publishes a call's progress (`mcp.calls.progress.<acct>.<run>.<callId>`).
  * - `endpoint` — the agent MCP endpoint (services/endpoint): calls through the proxy as the
  *   runtime does, and besides publishes `mcp.approvals.decided.*` (the decision of a client's
  *   user it applied, as the registry publishes an owner's) and talks to its other instances on
@@ -23,8 +24,9 @@
  * - `runtime` — the set a platform hands its agent runtime: requests `mcp.proxy.call`,
  *   `mcp.proxy.<instance>.call` and `mcp.proxy.calls.held`, publishes `mcp.proxy.cancel` and
  *   `mcp.runs.ended.>`, reads `mcp.approvals.decided.*` (`callAwaitingApproval`),
- *   `mcp.inputs.answered.*` (`callAwaitingInput`) and
- *   `agents.tools.changed.>` (core NATS: no JetStream API).
+ *   `mcp.inputs.answered.*` (`callAwaitingInput`), its calls' progress
+ *   (`mcp.calls.progress.*.*.*`, a call's `onProgress`) and
+ *   `agents.tools.changed.>` (core NATS: no JetStream API). The endpoint hears progress too.
  * - `operator` — everything (`>`), for people with the operator's credentials only.
  *
  * Replies: every user but the operator receives replies only on its own inbox prefix
@@ -136,6 +138,8 @@ export function natsPermissions(role: NatsRole, user: string, prefix = ''): Nats
   const inbox = `${inboxPrefixOf(user)}.>`;
   const replies = { maxMsgs: 1, expiresMs: RESPONSE_WINDOW_MS };
   const { events } = streamNames(prefix);
+  // A call's progress: published by the proxy running it, heard by its caller (a runtime, the endpoint).
+  const callProgress = `${p}mcp.calls.progress.*.*.*`;
   const callProxy = [`${p}mcp.proxy.call`, `${p}mcp.proxy.*.call`, `${p}mcp.proxy.calls.held`, `${p}mcp.proxy.cancel`, `${p}mcp.runs.ended.>`];
   switch (role) {
     case 'registry':
@@ -186,7 +190,7 @@ export function natsPermissions(role: NatsRole, user: string, prefix = ''): Nats
     case 'proxy': {
       const svc = p === '' ? PROXY_SERVICE : `${p.slice(0, -1)}-${PROXY_SERVICE}`;
       return {
-        publish: [`${p}mcp.proxy.tools.observed`, `${p}mcp.approvals.requested.*`, `${p}mcp.inputs.requested.*`, `${p}registry.oauth.refresh`, ...ensureStreamsApi(prefix)],
+        publish: [`${p}mcp.proxy.tools.observed`, callProgress, `${p}mcp.approvals.requested.*`, `${p}mcp.inputs.requested.*`, `${p}registry.oauth.refresh`, ...ensureStreamsApi(prefix)],
         subscribe: [
           inbox,
           ...callProxy,
@@ -209,13 +213,13 @@ export function natsPermissions(role: NatsRole, user: string, prefix = ''): Nats
       // endpoint applies a client's user's decision and says so, as the registry does an owner's.
       return {
         publish: [...callProxy, `${p}mcp.approvals.decided.*`, `${p}mcp.endpoint.>`, `${p}registry.approvals.token-decided`],
-        subscribe: [inbox, `${p}agents.tools.changed.>`, `${p}mcp.endpoint.>`],
+        subscribe: [inbox, callProgress, `${p}agents.tools.changed.>`, `${p}mcp.endpoint.>`],
         allowResponses: replies,
       };
     case 'runtime':
       return {
         publish: callProxy,
-        subscribe: [inbox, `${p}mcp.approvals.decided.*`, `${p}mcp.inputs.answered.*`, `${p}agents.tools.changed.>`],
+        subscribe: [inbox, `${p}mcp.approvals.decided.*`, `${p}mcp.inputs.answered.*`, callProgress, `${p}agents.tools.changed.>`],
         allowResponses: false,
       };
     case 'operator':

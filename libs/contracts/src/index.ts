@@ -15,6 +15,7 @@ export {
   decodeInputAnsweredEvent,
   decodeInputRequestedEvent,
   decodeOAuthRefreshRequest,
+  decodeCallProgress,
   decodeProxyCancel,
   decodeReply,
   decodeRequest,
@@ -43,7 +44,7 @@ export { FieldRules, payloadDecoder } from './field-rules.js';
 export type { Rule, Shaped, Table } from './field-rules.js';
 export { ERROR_TRAITS, ErrorCodes, WireError, invalidInput, toWireError } from './errors.js';
 export type { ErrorCode, ErrorDetails, ErrorDetailsMap, ErrorTraits, WireErrorShape } from './errors.js';
-export { Transports, ServerStates, approvalDecidedEvent } from './payloads.js';
+export { PROGRESS_MESSAGE_MAX_CHARS, Transports, ServerStates, approvalDecidedEvent } from './payloads.js';
 export type {
   Transport,
   ServerState,
@@ -57,6 +58,7 @@ export type {
   ProxyCallReply,
   Reply,
   ProxyCancel,
+  CallProgress,
   RunEnded,
   ToolsObserved,
   AgentToolsRequest,

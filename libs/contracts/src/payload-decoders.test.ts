@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { encodePayload } from './codec.js';
 import { anyStr, int, list, mapOf, oneOf, optional, shape, str } from './field-rules.js';
-import { decodeAgentToolsChangedEvent, decodeServerDiscoveredEvent, decodeToolsObserved, oauthRefreshAnswerValue } from './payload-decoders.js';
+import { decodeAgentToolsChangedEvent, decodeCallProgress, decodeServerDiscoveredEvent, decodeToolsObserved, oauthRefreshAnswerValue } from './payload-decoders.js';
 import { agentToolsReplyValue, lambdaToolReplyValue } from './reply-decoders.js';
 
 import { refusedField } from './refused-field.test-support.js';
@@ -59,6 +59,14 @@ describe('payload decoders: every field checked, nothing unchecked passed on', (
     const observed = { account: 'acct', server: 'github', tools: [], transport: 'sse', verdict: { era: 'modern' }, authContext: 'ab12' };
     expect(decodeToolsObserved(encodePayload(observed))).toEqual(observed);
     expect(refusedField(() => decodeToolsObserved(encodePayload({ ...observed, authContext: 1 })))).toBe('authContext');
+  });
+
+  it("a call's progress: finite numbers, a bounded message, nothing else kept", () => {
+    expect(decodeCallProgress(encodePayload({ progress: 2, total: 5, message: 'two', extra: 'x' }))).toEqual({ progress: 2, total: 5, message: 'two' });
+    expect(decodeCallProgress(encodePayload({ progress: 0.5 }))).toEqual({ progress: 0.5 });
+    expect(refusedField(() => decodeCallProgress(encodePayload({ progress: '1' })))).toBe('progress');
+    expect(refusedField(() => decodeCallProgress(encodePayload({ progress: 1, total: 'x' })))).toBe('total');
+    expect(refusedField(() => decodeCallProgress(encodePayload({ progress: 1, message: 'm'.repeat(1025) })))).toBe('message');
   });
 
   it("an agent's tool change: its maps of CIDs hold strings only", () => {

@@ -3,7 +3,7 @@ import { invalidInput } from './errors.js';
 import { anyMap, anyStr, anything, bool, count, int, isMap, list, mapOf, matching, num, oneOf, optional, payloadDecoder, shape, str, type Rule } from './field-rules.js';
 import type { InputAnsweredEvent, InputRequestedEvent } from './inputs.js';
 import type { OAuthRefreshAnswer, OAuthRefreshRequest } from './oauth-refresh.js';
-import { ServerStates, Transports } from './payloads.js';
+import { PROGRESS_MESSAGE_MAX_CHARS, ServerStates, Transports } from './payloads.js';
 import { REVIEW_CHANGES_MAX, type ToolReviewRequestedEvent } from './reviews.js';
 import type {
   AgentChangedEvent,
@@ -11,6 +11,7 @@ import type {
   ApprovalDecidedEvent,
   ApprovalRequestedEvent,
   HeldToolStatus,
+  CallProgress,
   ProxyCancel,
   RunEnded,
   ServerDeletedEvent,
@@ -82,6 +83,16 @@ export const decodeOAuthRefreshRequest: (bytes: Uint8Array) => OAuthRefreshReque
 
 /** `mcp.proxy.cancel` and `mcp.proxy.calls.held` (both name one call). */
 export const decodeProxyCancel: (bytes: Uint8Array) => ProxyCancel = payloadDecoder('cancel', { account: str, run: str, callId: str });
+
+/** A progress message within {@link PROGRESS_MESSAGE_MAX_CHARS} (the proxy cuts longer ones before it publishes). */
+const progressMessage: Rule<string> = (v, field) => {
+  const text = anyStr(v, field);
+  if (text.length > PROGRESS_MESSAGE_MAX_CHARS) throw invalidInput(field, `must be at most ${PROGRESS_MESSAGE_MAX_CHARS} characters`);
+  return text;
+};
+
+/** `mcp.calls.progress.<acct>.<run>.<callId>`. */
+export const decodeCallProgress: (bytes: Uint8Array) => CallProgress = payloadDecoder('progress', { progress: num, total: optional(num), message: optional(progressMessage) });
 
 /** `mcp.runs.ended.<acct>.<run>`. */
 export const decodeRunEnded: (bytes: Uint8Array) => RunEnded = payloadDecoder('runEnded', { account: str, run: str });

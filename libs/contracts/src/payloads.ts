@@ -150,7 +150,25 @@ export interface ProxyCallRequest {
    * server marked `isError` is such a result, not `server_error` (docs/call.md#whole-content).
    */
   content?: boolean;
+  /**
+   * The caller listens for the server's progress while the call runs: the proxy asks the server
+   * with a progress token of its own and publishes each notification, bounded, on
+   * `mcp.calls.progress.<acct>.<run>.<callId>` as a {@link CallProgress} (docs/call.md#progress).
+   */
+  progress?: boolean;
 }
+
+/** Payload of `mcp.calls.progress.<acct>.<run>.<callId>`: one progress notification of the call's server. */
+export interface CallProgress {
+  /** The server's progress value (finite; MCP says it increases). */
+  progress: number;
+  total?: number;
+  /** The server's message, cut to {@link PROGRESS_MESSAGE_MAX_CHARS}. */
+  message?: string;
+}
+
+/** The longest progress message passed on (longer ones are cut). */
+export const PROGRESS_MESSAGE_MAX_CHARS = 1024;
 
 /**
  * The one reply envelope of every request/reply endpoint: a value, or a typed error

@@ -23,6 +23,8 @@ describe('the call request', () => {
     expect(parseCallRequest({ ...base, content: true }).content).toBe(true);
     expect(parseCallRequest({ ...base, content: false })).toEqual(base);
     expect(parseCallRequest({ ...base, content: null })).toEqual(base);
+    expect(parseCallRequest({ ...base, progress: true }).progress).toBe(true);
+    expect(parseCallRequest({ ...base, progress: false })).toEqual(base);
   });
 
   it('names the first bad field', () => {
@@ -37,6 +39,7 @@ describe('the call request', () => {
     expect(refusedField(() => parseCallRequest({ ...base, inputResponses: { k: 1 } }))).toBe('inputResponses');
     expect(refusedField(() => parseCallRequest({ ...base, answers: { forms: 'yes' } }))).toBe('answers.forms');
     expect(refusedField(() => parseCallRequest({ ...base, content: 'yes' }))).toBe('content');
+    expect(refusedField(() => parseCallRequest({ ...base, progress: 1 }))).toBe('progress');
   });
 });
 

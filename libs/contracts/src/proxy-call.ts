@@ -65,7 +65,7 @@ const answers: Rule<{ sampling?: boolean; forms?: boolean }> = (v, field) => {
   return { ...(a.sampling === true ? { sampling: true } : {}), ...(a.forms === true ? { forms: true } : {}) };
 };
 
-/** Whether the caller wants the server's content whole (`true`); `false` is the same as absent. */
+/** A flag the caller sets (`content`: the server's content whole; `progress`: its progress); `false` is the same as absent. */
 const wantsContent: Rule<true | undefined> = (v, field) => (bool(v, field) ? true : undefined);
 
 /** The request's fields, in the order they are checked (the first bad one is named). */
@@ -84,6 +84,7 @@ const callRequestFields = shape({
   inputResponses: absentOrNull(mapSaying('must be a map of answers by request key')),
   answers: absentOrNull(answers),
   content: absentOrNull(wantsContent),
+  progress: absentOrNull(wantsContent),
 });
 
 /**

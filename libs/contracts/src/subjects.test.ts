@@ -61,6 +61,12 @@ describe('subject parsers beside their builders', () => {
     for (const bad of ['a.b', '*', '>', '', 'x'.repeat(129)]) expect(() => s.endpointAnswer(bad)).toThrow();
   });
 
+  it("a call's progress subject: account, run and call id, each one token", () => {
+    const s = makeSubjects('t1.');
+    expect(s.callProgress('acct', 'run-1', 'call_1')).toBe('t1.mcp.calls.progress.acct.run-1.call_1');
+    for (const bad of ['a.b', '*', '>', '']) expect(() => s.callProgress('acct', 'run', bad)).toThrow();
+  });
+
   it("an account's server events: a wildcard the parser's subjects fall under", () => {
     const s = makeSubjects();
     expect(s.serverEventsOf('acct')).toBe('mcp.events.server.*.acct.*');

@@ -47,6 +47,11 @@ export interface Subjects {
    * asks during a long call, so that a proxy that died mid-call costs seconds, not the call timeout.
    */
   readonly proxyCallHeld: string;
+  /**
+   * `mcp.calls.progress.<acct>.<run>.<callId>` — a call's progress, published by the proxy running it
+   * (a call sent with `progress: true`), heard by its caller while it waits (docs/call.md#progress).
+   */
+  callProgress(account: string, run: string, callId: string): string;
   /** `mcp.runs.ended.<acct>.<run>` */
   runEnded(account: string, run: string): string;
   /** `mcp.runs.ended.>` */
@@ -180,6 +185,7 @@ export function makeSubjects(prefix = ''): Subjects {
     proxyInstanceCall: (i) => `${p}mcp.proxy.${t(i)}.call`,
     proxyCancel: `${p}mcp.proxy.cancel`,
     proxyCallHeld: `${p}mcp.proxy.calls.held`,
+    callProgress: (a, r, c) => `${p}mcp.calls.progress.${t(a)}.${t(r)}.${t(c)}`,
     runEnded: (a, r) => `${p}mcp.runs.ended.${t(a)}.${t(r)}`,
     runEndedAll: `${p}mcp.runs.ended.>`,
     toolsObserved: `${p}mcp.proxy.tools.observed`,

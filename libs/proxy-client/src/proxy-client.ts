@@ -5,10 +5,12 @@ import {
   ErrorCodes,
   INPUT_LIMITS,
   WireError,
+  decodeCallProgress,
   decodeStrict,
   encodeCallRequest,
   encodePayload,
   proxyResultValue,
+  type CallProgress,
   type InputRequestItem,
   type ProxyCallReply,
   type ProxyCallRequest,
@@ -45,6 +47,12 @@ export interface CallInput {
   answers?: { sampling?: boolean; forms?: boolean };
   /** The server's content whole (an MCP caller): `content`, `isError`, `meta` instead of `text` and `images`. */
   content?: boolean;
+  /**
+   * Told of the server's progress while the call runs (docs/call.md#progress): the call is sent
+   * with `progress: true` and its progress subject heard until the reply. At most 10 a second,
+   * in the server's order; a malformed event is skipped.
+   */
+  onProgress?: (progress: CallProgress) => void;
 }
 
 /** The `details` of an `input_required` error: what the server asks, by whom it is answered. */
@@ -121,6 +129,26 @@ function isNoResponders(err: unknown): boolean {
   return e?.name === 'NoRespondersError' || e?.code === '503' || /no responders/i.test(e?.message ?? '');
 }
 
+/** Hears a call's progress subject: each event decoded by its field rules (a malformed one skipped), handed on in order. */
+function listenProgress(nc: NatsConnection, subject: string, onProgress: (progress: CallProgress) => void): { unsubscribe(): void } {
+  return nc.subscribe(subject, {
+    callback: (err, msg) => {
+      if (err !== null) return;
+      let value: CallProgress;
+      try {
+        value = decodeCallProgress(msg.data);
+      } catch {
+        return;
+      }
+      try {
+        onProgress(value);
+      } catch {
+        // The caller's listener: its fault must not end the subscription.
+      }
+    },
+  });
+}
+
 /**
  * The agent runtime's side of the proxy: the first call of a run goes to the queue group, the
  * reply names the instance, and the run's later calls go to `mcp.proxy.<instance>.call` so that
@@ -189,12 +217,21 @@ export class ProxyClient {
       ...(input.inputResponses !== undefined ? { inputResponses: input.inputResponses } : {}),
       ...(input.answers !== undefined ? { answers: input.answers } : {}),
       ...(input.content === true ? { content: true } : {}),
+      ...(input.onProgress !== undefined ? { progress: true } : {}),
     };
     const timeout = (input.timeoutMs ?? DEFAULT_CALL_TIMEOUT_MS) + REPLY_MARGIN_MS;
     // Refused here, typed and naming the bound, rather than failing in the encoder or at NATS.
     const payload = encodeCallRequest(req, this.nc.info?.max_payload);
     const held: ProxyCancel = { account: input.account, run: input.run, callId };
-    const reply = await this.watch(this.exchange(input.run, payload, timeout), held);
+    // Subscribed before the request goes out on the same connection, so the server knows the
+    // subscription before the proxy can publish on it.
+    const heard = input.onProgress !== undefined ? listenProgress(this.nc, this.subjects.callProgress(input.account, input.run, callId), input.onProgress) : undefined;
+    let reply: ProxyCallReply;
+    try {
+      reply = await this.watch(this.exchange(input.run, payload, timeout), held);
+    } finally {
+      heard?.unsubscribe();
+    }
     this.remember(input.run, reply.instance);
     if (!reply.ok) throw WireError.from(reply.error);
     return { result: reply.result, instance: reply.instance, callId };

@@ -1,9 +1,10 @@
 import type { Counter, Histogram, Meter, Tracer } from '@opentelemetry/api';
 import type { McpToolDocument } from '@mcpx/domain';
+import type { CallProgress } from '@mcpx/contracts';
 import type { ProxyClient } from '@mcpx/proxy-client';
 import { createMcpHandler, ProtocolError, ProtocolErrorCode, ResourceNotFoundError, Server, type McpHttpHandler, type Tool } from '@modelcontextprotocol/server';
 import type { TokenGrant } from './agent-tokens.js';
-import { declaresForms, ToolCalls } from './tool-calls.js';
+import { declaresForms, progressTokenOf, ToolCalls } from './tool-calls.js';
 import type { AgentToolSet, ToolSets } from './tool-sets.js';
 import type { UserApprovals } from './user-approvals.js';
 
@@ -197,11 +198,13 @@ export class AgentServers {
       // What this client can answer itself, as it declared: forms (elicitation) and sampling (the
       // server backfills a 2026-07-28 request's from its envelope).
       const caps = server.getClientCapabilities() ?? {};
+      const meta = ctx.mcpReq._meta ?? params._meta;
+      const progressToken = progressTokenOf(meta);
       return this.calls.call({
         grant,
         name: params.name,
         arguments: params.arguments ?? {},
-        meta: ctx.mcpReq._meta ?? params._meta,
+        meta,
         headers: { traceparent: ctx.http?.req?.headers.get('traceparent'), tracestate: ctx.http?.req?.headers.get('tracestate') },
         requestState: mcpReq.requestState?.(),
         ...(mcpReq.inputResponses !== undefined ? { inputResponses: mcpReq.inputResponses } : {}),
@@ -209,6 +212,8 @@ export class AgentServers {
         requestId: ctx.mcpReq.id,
         signal: ctx.mcpReq.signal,
         path: 'sdk',
+        // The server's progress, under the client's own token, on this request's response stream.
+        ...(progressToken !== undefined ? { progress: (p: CallProgress) => void ctx.mcpReq.notify({ method: 'notifications/progress', params: { progressToken, ...p } }).catch(() => undefined) } : {}),
       });
     });
     return server;

@@ -179,7 +179,7 @@ export class LeanCalls {
     for (const k of Object.keys(params)) if (!PARAM_KEYS.has(k)) return undefined;
     if (params.arguments !== undefined && !isObject(params.arguments)) return undefined;
     const meta = params._meta;
-    if (meta !== undefined && !isObject(meta)) return undefined;
+    if (meta !== undefined && (!isObject(meta) || meta.progressToken !== undefined)) return undefined; // progress streams: the SDK's path
     let caps: Json = {};
     if (modern) {
       if (meta === undefined || meta['io.modelcontextprotocol/protocolVersion'] !== MODERN_VERSION || header(req, 'mcp-name') !== params.name) return undefined;

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { context, SpanKind, SpanStatusCode, trace, type Counter, type Histogram, type Tracer } from '@opentelemetry/api';
 import { clientTraceOrigin } from '@mcpx/telemetry';
-import { ErrorCodes, INPUT_REQUEST_ID_RE, WireError, toWireError, type InputRequestItem } from '@mcpx/contracts';
+import { ErrorCodes, INPUT_REQUEST_ID_RE, WireError, toWireError, type CallProgress, type InputRequestItem } from '@mcpx/contracts';
 import { isRedisUnavailable, REDIS_RETRY_AFTER_MS } from '@mcpx/locks';
 import type { ProxyClient } from '@mcpx/proxy-client';
 import { inputRequired, ProtocolError, ProtocolErrorCode, type CallToolResult, type InputRequiredResult } from '@modelcontextprotocol/server';
@@ -32,6 +32,18 @@ export interface ToolCallInput {
   signal: AbortSignal;
   /** Which path serves it (a span attribute): the SDK's handler, or the lean path beside it. */
   path: 'sdk' | 'lean';
+  /**
+   * Sends the client a `notifications/progress` for its own `progressToken` (set when the request's
+   * `_meta` carried one): the server's progress, relayed by the proxy (docs/endpoint.md#progress).
+   */
+  progress?: (progress: CallProgress) => void;
+}
+
+/** The client's `_meta.progressToken` (a string or an integer, as MCP says), or undefined. */
+export function progressTokenOf(meta: Record<string, unknown> | undefined): string | number | undefined {
+  const token = meta?.progressToken;
+  if (typeof token === 'string' && token.length <= 256) return token;
+  return typeof token === 'number' && Number.isSafeInteger(token) ? token : undefined;
 }
 
 /**
@@ -200,6 +212,15 @@ export class ToolCalls {
     const calls = this.inflight.get(inflightKey);
     if (calls === undefined) this.inflight.set(inflightKey, [onAbort]);
     else calls.push(onAbort);
+    let relayed = 0;
+    const progress = input.progress;
+    const onProgress =
+      progress === undefined
+        ? undefined
+        : (p: CallProgress): void => {
+            relayed++;
+            progress(p);
+          };
     try {
       const { result } = await this.deps.proxy.call({
         account: grant.account,
@@ -214,6 +235,7 @@ export class ToolCalls {
         ...(inputRequestId !== undefined && inputResponses !== undefined && Object.keys(inputResponses).length > 0 ? { inputResponses } : {}),
         ...(Object.keys(answers).length > 0 ? { answers } : {}),
         content: true,
+        ...(onProgress !== undefined ? { onProgress } : {}),
       });
       if (result.isError === true) outcome.value = ErrorCodes.serverError;
       return callToolResult(result);
@@ -242,6 +264,7 @@ export class ToolCalls {
       if (wire.code === ErrorCodes.internal) this.deps.onError(err as Error);
       return refused(wire);
     } finally {
+      if (progress !== undefined) span.setAttribute('mcpx.progress.relayed', relayed);
       input.signal.removeEventListener('abort', onAbort);
       const left = this.inflight.get(inflightKey)?.filter((f) => f !== onAbort);
       if (left === undefined || left.length === 0) this.inflight.delete(inflightKey);

@@ -12,6 +12,7 @@ import type { ConnectionPool } from './connection-pool.js';
 import { inputRoundOf, type InputGate, type Resumption } from './input-requests.js';
 import { CallChannel, raceQuestion, type LegacyAsks, type PushedQuestion } from './legacy-inputs.js';
 import { CallMetrics, type CallTarget } from './call-metrics.js';
+import type { ProgressRelay } from './progress-relay.js';
 import type { OAuthTokens } from './oauth-tokens.js';
 import { missingToolError, unlistedToolError } from './held-tools.js';
 import { StrictPins } from './strict-pins.js';
@@ -63,6 +64,8 @@ export interface CallHandlerDeps {
   pins?: StrictPins;
   /** Where a call's unexpected fault (answered `internal`) is logged: never swallowed. */
   log?: Logger;
+  /** Relays the server's progress of a call sent with `progress: true` (absent: such a call runs without it). */
+  progress?: ProgressRelay;
 }
 
 /**
@@ -273,6 +276,7 @@ export class CallHandler {
 
     const ctl = new AbortController();
     this.inflight.set(key, ctl);
+    const progress = req.progress === true ? this.deps.progress?.open(req, span) : undefined;
     // Set once a legacy call is held for a person: its lease and its place in flight end with the server's call.
     let parkedOut = false;
     try {
@@ -298,7 +302,15 @@ export class CallHandler {
       const callOn = (conn: McpConnection) => {
         const untrack = channel !== undefined && conn.era === 'legacy' ? this.deps.legacyAsks!.track(conn, channel) : undefined;
         const out = this.upstreamCall(ctx, attrs, conn, (client) =>
-          sentCall(conn.callTool(params, { timeoutMs, signal: ctl.signal, tool, onResume: (outcome) => this.resumedStream(client, doc.server, outcome) })),
+          sentCall(
+            conn.callTool(params, {
+              timeoutMs,
+              signal: ctl.signal,
+              tool,
+              onResume: (outcome) => this.resumedStream(client, doc.server, outcome),
+              ...(progress !== undefined ? { onProgress: progress.progress } : {}),
+            }),
+          ),
         );
         if (untrack !== undefined) out.then(untrack, untrack);
         return out;
@@ -384,6 +396,7 @@ export class CallHandler {
       }
       return this.finish(doc, req, result, started);
     } finally {
+      progress?.close();
       if (!parkedOut) {
         this.inflight.delete(key);
         release?.();

@@ -9,6 +9,7 @@ import { responseCutRecorder, setupTelemetry, startServiceHttp, type Telemetry }
 import { LegacyAsks } from './legacy-inputs.js';
 import { CallHandler, replyLimits } from './call-handler.js';
 import { Catalog } from './catalog.js';
+import { ProgressRelay } from './progress-relay.js';
 import { OAuthTokens } from './oauth-tokens.js';
 import { startCallService, type ProxyStats } from './call-service.js';
 import { callGates, callLimiter, connectRedis, connectionPool } from './wiring.js';
@@ -72,6 +73,7 @@ export async function startProxy(config: Config, opts: ProxyOptions = {}): Promi
     legacyAsks,
     oauth: new OAuthTokens({ nc: bus.nc, subjects: bus.subjects, catalog, tracer: telemetry.tracer, meter: telemetry.meter }),
     log,
+    progress: new ProgressRelay((subject, value) => bus.notify(subject, value), bus.subjects, telemetry.meter),
   });
   const stats = (): ProxyStats => ({ instance, ...pool.stats, inflight: handler.inflightCount, ...handler.counts, invalidations: catalog.invalidations });
 
