@@ -57,7 +57,10 @@ describe('oversize and too-deep arguments are invalid_input naming the bound, at
     const before = upstream.stats.calls;
     const call = (args: Record<string, unknown>) => () => sys.system.call('ops', 'r-nats', 'demo__take', args);
     expect(await refusalOf(call(fourMb()))).toMatchObject({ code: 'invalid_input', details: { field: 'arguments', rule: 'size', limit: MAX_REQUEST_BYTES } });
-    expect(await refusalOf(call(JSON.parse(deepJson(10_000)) as Record<string, unknown>))).toMatchObject({ code: 'invalid_input', details: { field: 'arguments', rule: 'depth', limit: PAYLOAD_LIMITS.maxDepth } });
+    expect(await refusalOf(call(JSON.parse(deepJson(10_000)) as Record<string, unknown>))).toMatchObject({
+      code: 'invalid_input',
+      details: { field: 'arguments', rule: 'depth', limit: PAYLOAD_LIMITS.maxDepth },
+    });
     expect(await refusalOf(call(floats()))).toMatchObject({ code: 'invalid_input', details: { field: 'arguments', rule: 'size', limit: MAX_REQUEST_BYTES } });
     expect(upstream.stats.calls).toBe(before);
     expect((await sys.system.call('ops', 'r-nats', 'demo__take', { small: true })).result.text).toBe('taken');

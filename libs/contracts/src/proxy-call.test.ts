@@ -69,8 +69,16 @@ describe('the call request past its bounds', () => {
   });
 
   it('decoded, a bound crossed inside arguments names arguments; outside any field, the request', () => {
-    expect(detailsOf(() => decodeCallRequest(encodePayload({ ...base, arguments: { d: nested(PAYLOAD_LIMITS.maxDepth + 80) } })))).toMatchObject({ field: 'arguments', rule: 'depth', limit: PAYLOAD_LIMITS.maxDepth });
-    expect(detailsOf(() => decodeCallRequest(encodePayload({ ...base, other: nested(PAYLOAD_LIMITS.maxDepth + 80) })))).toMatchObject({ field: 'other', rule: 'depth', limit: PAYLOAD_LIMITS.maxDepth });
+    expect(detailsOf(() => decodeCallRequest(encodePayload({ ...base, arguments: { d: nested(PAYLOAD_LIMITS.maxDepth + 80) } })))).toMatchObject({
+      field: 'arguments',
+      rule: 'depth',
+      limit: PAYLOAD_LIMITS.maxDepth,
+    });
+    expect(detailsOf(() => decodeCallRequest(encodePayload({ ...base, other: nested(PAYLOAD_LIMITS.maxDepth + 80) })))).toMatchObject({
+      field: 'other',
+      rule: 'depth',
+      limit: PAYLOAD_LIMITS.maxDepth,
+    });
     expect(detailsOf(() => decodeCallRequest(encodePayload([nested(PAYLOAD_LIMITS.maxDepth + 80)])))).toMatchObject({ field: 'request', rule: 'depth', limit: PAYLOAD_LIMITS.maxDepth, path: [] });
   });
 });
