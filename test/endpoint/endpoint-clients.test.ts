@@ -12,9 +12,9 @@ import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { everyBlockTools } from '../servers/content-tools.js';
 import { echoTool, startTestMcpServer, type TestMcpServer } from '../servers/index.js';
+import { EVERY_BLOCK_TYPES, lessConnectorKeys, type Result } from './client-results.js';
 import { startEndpointSystem, type EndpointSystem } from './endpoint-harness.js';
 
-type Result = Record<string, unknown> & { content?: Array<Record<string, unknown>>; _meta?: Record<string, unknown> };
 type ListedTool = { name: string; description?: string; inputSchema: unknown };
 
 /** One MCP client library as its users drive it: list the tools, call one (a connection each, closed after). */
@@ -142,26 +142,6 @@ const DRIVERS: Record<string, Driver> = {
 };
 
 /**
- * A result less what is not the server's to compare: the connector's `_meta` keys (`io.mcpx/…`,
- * which the test server forges to prove they are dropped), each server's own info, and
- * `resultType` (2026-07-28), at the result's and each block's level.
- */
-function lessConnectorKeys(result: Result): Result {
-  const strip = (meta: unknown): Record<string, unknown> | undefined => {
-    if (meta === null || typeof meta !== 'object') return undefined;
-    const kept = Object.fromEntries(Object.entries(meta).filter(([k]) => !k.startsWith('io.mcpx/') && k !== 'io.modelcontextprotocol/serverInfo'));
-    return Object.keys(kept).length === 0 ? undefined : kept;
-  };
-  const withMeta = <T extends Record<string, unknown>>(v: T): T => {
-    const { _meta, ...rest } = v;
-    const meta = strip(_meta);
-    return (meta === undefined ? rest : { ...rest, _meta: meta }) as T;
-  };
-  const { resultType: _resultType, ...rest } = result;
-  return withMeta({ ...rest, content: result.content?.map((b) => withMeta(b)) });
-}
-
-/**
  * Real clients of several ecosystems, each against the same upstream directly and through the
  * agent's endpoint: the same tools listed (under `<server>__`, with the same descriptions and
  * schemas), and the same call answered with the same result (every block type in order, with
@@ -202,7 +182,7 @@ describe('the agent MCP endpoint: real clients of several ecosystems, direct and
       expect(throughEcho.content).toEqual(directEcho.content);
 
       const direct = await driver.call(upstream.url, {}, 'every_block', {});
-      expect(direct.content?.map((b) => b.type)).toEqual(['text', 'image', 'text', 'audio', 'resource_link', 'resource', 'resource', 'text']);
+      expect(direct.content?.map((b) => b.type)).toEqual(EVERY_BLOCK_TYPES);
       const viaEndpoint = await driver.call(through, auth, 'docs__every_block', {});
       expect(lessConnectorKeys(viaEndpoint)).toEqual(lessConnectorKeys(direct));
       // The server's forged connector key is dropped, not passed on.
