@@ -45,9 +45,9 @@ function serverLine(s: RedactedMcpServer): string {
     case 'ok':
       return `${s.name}  connected, ${toolCount(s.tools.length)}  ${host}${auth}${s.status.transport ? ` (${s.status.transport})` : ''}${s.era !== undefined ? `  ${eraText(s)}` : ''}${pin}`;
     case 'error':
-      return `${s.name}  unreachable: ${s.status.error ?? 'unknown error'}  ${host}${auth}${s.tools.length > 0 ? ` (keeps ${toolCount(s.tools.length)})` : ''}`;
+      return `${s.name}  unreachable: ${s.status.summary ?? s.status.error ?? 'unknown error'}  ${host}${auth}${s.tools.length > 0 ? ` (keeps ${toolCount(s.tools.length)})` : ''}`;
     case 'auth_required':
-      return `${s.name}  waiting for authorization: ${s.status.error ?? ''}  ${host}${auth}`;
+      return `${s.name}  waiting for authorization: ${s.status.summary ?? s.status.error ?? ''}  ${host}${auth}`;
     case 'unknown':
       return `${s.name}  not checked yet  ${host}${auth}`;
   }
@@ -66,6 +66,8 @@ function serverDetail(s: RedactedMcpServer): string {
   if (s.headerNames.length > 0) lines.push(`  headers: ${s.headerNames.join(', ')}`);
   if (s.secretHeaderNames.length > 0) lines.push(`  secret headers: ${s.secretHeaderNames.join(', ')}`);
   if (s.oauthClient !== undefined) lines.push(`  oauth client: ${oauthClientLine(s.oauthClient)}`);
+  // The one line above says it in words; the failure as it came is here (and in --json).
+  if (s.status.summary !== undefined && s.status.error !== undefined) lines.push(`  detail: ${s.status.error}`);
   if (s.status.checkedAt) lines.push(`  checked: ${s.status.checkedAt}${s.status.lastOkAt ? `, last ok: ${s.status.lastOkAt}` : ''}`);
   for (const t of s.tools) {
     const level = t.permission === undefined ? '' : `  [${t.permission}${t.permissionOverridden ? ', set by the owner' : ''}]`;
@@ -120,8 +122,14 @@ const serversSet: Command = async (env, args, io, json) => {
     ...(res.authorizationError !== undefined ? { authorizationError: res.authorizationError } : {}),
     ...(res.droppedSecrets !== undefined ? { droppedSecrets: res.droppedSecrets } : {}),
   };
-  print(io, json, shown, () => serverLine(server) + droppedSecretsLine(res.droppedSecrets) + authorizationLines(res));
+  print(io, json, shown, () => serverLine(server) + droppedSecretsLine(res.droppedSecrets) + authorizationLines(res) + savedInErrorLine(server));
 };
+
+/** After a failed connect: the server is saved and probed again; where the failure as it came is. */
+function savedInErrorLine(server: RedactedMcpServer): string {
+  if (server.status.state !== 'error') return '';
+  return `\n  saved; probed again in the background (mcpx servers refresh ${server.name} tries now); the failure as it came: mcpx servers show ${server.name}`;
+}
 
 const serversList: Command = async (env, _args, io, json) => {
   const key = await readKey(env.keyFile);

@@ -7,7 +7,7 @@ import { initInputs, inputEvents, loadInputs } from './inputs.js';
 import { initReviews, loadReviews, reviewEvents } from './review.js';
 import { initAudit, loadAudit } from './audit.js';
 import { initServers, renderServers } from './servers.js';
-import { initEndpoint, renderEndpoint } from './endpoint.js';
+import { initEndpoint, loadEndpointSettings, renderEndpoint } from './endpoint.js';
 import { initSignIn, renderSignIn } from './sign-in.js';
 import { $, el, run, say, setText } from './ui.js';
 
@@ -109,6 +109,8 @@ async function start(stored) {
   $('principal').textContent = `account ${stored.principal.slice(0, 12)}…`;
   $('principal').title = stored.principal;
   say('');
+  // The endpoint's URL comes from the deployment's settings before any view shows it.
+  await loadEndpointSettings();
   await Promise.all([load(), loadApprovals(), loadInputs(), loadReviews(), loadAudit(), renderSignIn()]);
   const reload = coalesced(load);
   // A server's change (a discovery, a review) may hold or release tool changes, and is audited.
