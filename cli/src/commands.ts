@@ -62,7 +62,8 @@ function serverDetail(s: RedactedMcpServer): string {
   const lines = [serverLine(s), `  id: ${s.id}`, `  url: ${s.url}`, `  transport: ${s.transport ?? 'auto'}`];
   if (s.era !== undefined) lines.push(`  protocol: ${eraText(s)}`);
   for (const t of s.status.skippedTools ?? []) lines.push(`  skipped tool: ${t.name} — ${t.reason}`);
-  for (const t of s.status.heldTools ?? []) lines.push(`  held for review: ${t.name} ${t.cid} (${t.state}${t.withheld ? ', withheld from agents' : ', agents keep the accepted contract'})`);
+  for (const t of s.status.heldTools ?? [])
+    lines.push(`  held for review: ${t.name}, held contract ${t.cid} (${t.state}${t.withheld ? ', withheld from agents' : ', agents keep the accepted contract'})`);
   if (s.headerNames.length > 0) lines.push(`  headers: ${s.headerNames.join(', ')}`);
   if (s.secretHeaderNames.length > 0) lines.push(`  secret headers: ${s.secretHeaderNames.join(', ')}`);
   if (s.oauthClient !== undefined) lines.push(`  oauth client: ${oauthClientLine(s.oauthClient)}`);
@@ -349,7 +350,7 @@ export const USAGE = `usage: mcpx <command> [--json]
   vendors disconnect VENDOR   (built-in servers: github, linear)
   call --agent AGENT [--run RUN] [--timeout-ms MS] [--approval ID | --wait-approval SECONDS] [--input ID | --wait-input SECONDS] TOOL ['{json arguments}']
   approvals list | approvals approve ID | approvals deny ID
-  inputs list | inputs answer ID (--accept NAME=VALUE... | --content JSON | --done | --decline | --cancel) [--key KEY]
+  inputs list | inputs answer ID (--accept NAME=VALUE [NAME=VALUE...] | --content JSON | --done | --decline | --cancel) [--key KEY]
       (a server's question in the middle of a call: answer it, then the waiting call goes on)
   runs end RUN
   signers authorize PRINCIPAL --role OWNER|WRITER|AGENT [--agent AGENT]...   (AGENT: bound to the agents named)
