@@ -16,17 +16,10 @@ function size(bytes: number): string {
 function shape(value: unknown): string {
   if (value === null) return 'null';
   if (Array.isArray(value)) return `${value.length} item${value.length === 1 ? '' : 's'}`;
-  switch (typeof value) {
-    case 'string':
-      return value.length <= 24 && !/[\n\r]/.test(value) ? JSON.stringify(value) : `text (${value.length} chars)`;
-    case 'number':
-    case 'boolean':
-      return String(value);
-    case 'object':
-      return `{${Object.keys(value).length} fields}`;
-    default:
-      return typeof value;
-  }
+  if (typeof value === 'string') return value.length <= 24 && !/[\n\r]/.test(value) ? JSON.stringify(value) : `text (${value.length} chars)`;
+  if (typeof value === 'number' || typeof value === 'boolean') return String(value);
+  if (typeof value === 'object') return `{${Object.keys(value).length} fields}`;
+  return typeof value;
 }
 
 /** `structured content (61 B): charts 1, files 3 items` — the top-level fields, bounded. */
