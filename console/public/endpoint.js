@@ -26,7 +26,7 @@ export function endpointBase() {
   return localStorage.getItem(BASE_STORAGE) || settingsBase;
 }
 
-function endpointUrl(agent) {
+export function endpointUrl(agent) {
   return `${endpointBase().replace(/\/+$/, '')}/v1/agents/${encodeURIComponent(agent.id)}/mcp`;
 }
 
