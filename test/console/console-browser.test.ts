@@ -143,7 +143,7 @@ describe.skipIf(!HAS_CHROMIUM)(`the console in a real browser${HAS_CHROMIUM ? ''
   /** Opens a room by its address (`#/servers`, `#/agents/<id>`) and waits until it is shown. */
   async function room(hash: string): Promise<void> {
     await page.evaluate(`location.hash = ${JSON.stringify(hash)}`);
-    await page.locator('main > section[data-room]:not(.away)').first().waitFor();
+    await page.locator('main > section[data-room]:not(.away):not([hidden])').first().waitFor();
   }
   /** The current agent's page (its grants, its tools, its endpoint). */
   const agentPage = async (): Promise<void> => room(`#/agents/${await page.locator('#agent-select').inputValue()}`);
