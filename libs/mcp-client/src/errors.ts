@@ -42,6 +42,8 @@ export interface McpClientErrorDetails {
   transport?: 'http' | 'sse';
   /** Message of the SSE fallback's failure when both transports failed (the first error is thrown). */
   fallbackError?: string;
+  /** The socket or TLS error code of a network failure (`ECONNREFUSED`, `ERR_SSL_WRONG_VERSION_NUMBER`). */
+  socketCode?: string;
 }
 
 /**

@@ -4,7 +4,7 @@ import type { ServerStatus, Transport } from '@mcpx/contracts';
 import type { RemoteTool } from '@mcpx/domain';
 import { QUOTA_DEFAULTS, type LeaseQuota, type QuotaLimits, type SingleFlight } from '@mcpx/locks';
 import type { Logger } from '@mcpx/log';
-import { CONNECTOR_CAPABILITIES, connectMcp, resourceMetadataUrl, type EraVerdict, type McpConnection } from '@mcpx/mcp-client';
+import { CONNECTOR_CAPABILITIES, connectMcp, explainConnectFailure, resourceMetadataUrl, type EraVerdict, type McpConnection } from '@mcpx/mcp-client';
 import { budgetedFetch, ResponseBound } from '@mcpx/outbound';
 import { McpAttributes, safeUrlForTelemetry, traceCarrier, withSpan } from '@mcpx/telemetry';
 import { discoveryErrorCode, tracedRequests } from './discovery-telemetry.js';
@@ -185,6 +185,8 @@ interface Outcome {
   /** The list's freshness hints, when the server gave them (bounded). */
   hints?: { ttlMs?: number; cacheScope?: 'public' | 'private' };
   error?: string;
+  /** The failure in words with what to try (`explainConnectFailure`), when it can be said. */
+  summary?: string;
   /** A failure's stable code (see {@link discoveryErrorCode}), for spans and metrics. */
   code?: string;
   authRequired?: boolean;
@@ -513,7 +515,13 @@ export class Discovery {
           this.challenges.set(server.id, challenge);
           if (this.challenges.size > 10_000) this.challenges.delete(this.challenges.keys().next().value as string);
         }
-        return { error: e.message ?? 'connect failed', code: discoveryErrorCode(err), authRequired: e.code === 'unauthorized' && (target.renew !== undefined || wantsOAuth(e.wwwAuthenticate)) };
+        const summary = explainConnectFailure(err, server.config.url, server.config.auth);
+        return {
+          error: e.message ?? 'connect failed',
+          ...(summary !== undefined ? { summary } : {}),
+          code: discoveryErrorCode(err),
+          authRequired: e.code === 'unauthorized' && (target.renew !== undefined || wantsOAuth(e.wwwAuthenticate)),
+        };
       }
     }
     try {
@@ -644,6 +652,7 @@ export class Discovery {
           status = {
             state: outcome.authRequired ? 'auth_required' : 'error',
             error: outcome.error ?? 'discovery failed',
+            ...(outcome.summary !== undefined ? { summary: outcome.summary } : {}),
             checkedAt: now.toISOString(),
             failures,
             ...(previous.lastOkAt ? { lastOkAt: previous.lastOkAt } : {}),

@@ -3,7 +3,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { createHash } from 'node:crypto';
 import { SpanKind, type Counter, type Histogram, type Meter, type Tracer } from '@opentelemetry/api';
 import { BODY_LIMITS, ErrorCodes, WireError, boundInField, checkValueBounds, decodeStrict, encodePayload, invalidInput, openApiDocument, toWireError } from '@mcpx/contracts';
-import { serveConsole } from '@mcpx/console';
+import { serveConsole, type ConsoleSettings } from '@mcpx/console';
 import { InboundGuard, refusalMessage, type InboundRefusal } from '@mcpx/inbound';
 import type { Logger } from '@mcpx/log';
 import { clientTraceOrigin, withSpan } from '@mcpx/telemetry';
@@ -32,6 +32,8 @@ export interface HttpDeps {
   meter: Meter;
   events: EventStream;
   isReady: () => boolean;
+  /** What the console learns of the deployment (`/console/settings.json`; absent: the defaults). */
+  console?: ConsoleSettings;
   /** `GET /v1/oauth/callback` (absent: no OAuth). */
   oauthCallback?: (req: IncomingMessage, res: ServerResponse, url: URL) => Promise<void>;
   /** `GET /v1/oauth/start?ticket=…`: opens an authorization ticket in a browser (absent: no OAuth). */
@@ -313,7 +315,7 @@ export function createHttpServer(deps: HttpDeps): Server {
       const ready = deps.isReady();
       send(res, ready ? 200 : 503, { ok: ready, service: 'registry' }, false);
     } else if (req.method === 'GET') {
-      void serveConsole(url.pathname, res).then((served) => {
+      void serveConsole(url.pathname, res, deps.console).then((served) => {
         if (!served) send(res, 404, { error: new WireError(ErrorCodes.notFound, `no route GET ${url.pathname}`).toJSON() }, false);
       });
     } else {
