@@ -1,6 +1,6 @@
 import { context, trace, type Context, type Counter, type Meter, type Span, type Tracer, type UpDownCounter } from '@opentelemetry/api';
 import { McpAttributes, endWithOutcome } from '@mcpx/telemetry';
-import { QUOTA_DEFAULTS } from '@mcpx/locks';
+import { DEFAULT_QUOTAS } from '@mcpx/config';
 import {
   McpClientError,
   connectMcp,
@@ -164,7 +164,7 @@ export class ConnectionPool {
     const key = `${account}:${run}`;
     let pool = this.runs.get(key);
     if (pool === undefined) {
-      this.refuseWhenFull('runs_per_proxy', this.runs.size, this.opts.maxRuns ?? QUOTA_DEFAULTS.runsPerProxy, 'runs');
+      this.refuseWhenFull('runs_per_proxy', this.runs.size, this.opts.maxRuns ?? DEFAULT_QUOTAS.runsPerProxy, 'runs');
       pool = { account, run, connections: new Map(), lastUsed: Date.now(), active: 0 };
       this.runs.set(key, pool);
     }
@@ -189,7 +189,7 @@ export class ConnectionPool {
           slot = { promise: Promise.resolve(reused), conn: reused, authContext, verdictReported: true };
           pool.connections.set(server, slot);
         } else {
-          this.refuseWhenFull('connections_per_proxy', this.openCount + this.connecting, this.opts.maxConnections ?? QUOTA_DEFAULTS.connectionsPerProxy, 'remote connections');
+          this.refuseWhenFull('connections_per_proxy', this.openCount + this.connecting, this.opts.maxConnections ?? DEFAULT_QUOTAS.connectionsPerProxy, 'remote connections');
           acquiring = this.acquireSpan(parent, server, true);
           // The connect runs under the acquire span: its era and verdict are recorded there.
           const connecting =
