@@ -14,7 +14,7 @@ import {
   type McpConnection,
 } from '@mcpx/mcp-client';
 import { MemoryEraVerdicts, authContextOf, type EraVerdictSource } from './era-verdicts.js';
-import type { ServerEntry } from './server-entry.js';
+import type { ServerCredentials } from '@mcpx/credentials';
 import { capRefusal, runIsIdle, shareable, slotStep, verdictOutcome, type InstanceLimit } from './pool-rules.js';
 import { toWire } from './wire-errors.js';
 
@@ -160,7 +160,7 @@ export class ConnectionPool {
    * (its own handshake, or one another call started) gets a `proxy.pool.acquire` span under
    * `parent`; one whose connection is ready costs no span.
    */
-  async use<T>(account: string, run: string, server: string, entry: ServerEntry, fn: (conn: McpConnection) => Promise<T>, fresh = false, parent?: Context): Promise<T> {
+  async use<T>(account: string, run: string, server: string, entry: ServerCredentials, fn: (conn: McpConnection) => Promise<T>, fresh = false, parent?: Context): Promise<T> {
     const key = `${account}:${run}`;
     let pool = this.runs.get(key);
     if (pool === undefined) {
@@ -255,7 +255,7 @@ export class ConnectionPool {
     return shared.conn;
   }
 
-  private async connect(account: string, server: string, entry: ServerEntry, authContext: string): Promise<McpConnection> {
+  private async connect(account: string, server: string, entry: ServerCredentials, authContext: string): Promise<McpConnection> {
     // The notification handler is registered before the connection exists; it reads it from here.
     const opened: { conn?: McpConnection } = {};
     const probeKey = `${account}\u0000${server}\u0000${authContext}`;
