@@ -1,6 +1,16 @@
 import { randomUUID } from 'node:crypto';
 import { listen, notify, payload, request, serve } from '@mcpx/bus';
-import { NatsFailures, decodeClientDeclared, decodeForwardedAnswer, encodePayload, forwardedAnswerReplyValue, natsFailure, type ClientDeclared, type ForwardedAnswer, type Subjects } from '@mcpx/contracts';
+import {
+  NatsFailures,
+  decodeClientDeclared,
+  decodeForwardedAnswer,
+  encodePayload,
+  forwardedAnswerReplyValue,
+  natsFailure,
+  type ClientDeclared,
+  type ForwardedAnswer,
+  type Subjects,
+} from '@mcpx/contracts';
 import type { Logger } from '@mcpx/log';
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import type { Redis } from 'ioredis';
