@@ -1,7 +1,8 @@
 import { ErrorCodes, WireError, type ApprovalRequestedEvent, type ProxyCallRequest } from '@mcpx/contracts';
 import { encodeCanonical, sha256Hex, type McpToolDocument } from '@mcpx/domain';
 import type { Counter, Meter } from '@opentelemetry/api';
-import { PendingApprovalsFullError, QUOTA_DEFAULTS, type ApprovalRecord, type ApprovalStore, type ConsumeOutcome, type ConsumeReason, type PendingCaps } from '@mcpx/locks';
+import { DEFAULT_QUOTAS } from '@mcpx/config';
+import { PendingApprovalsFullError, type ApprovalRecord, type ApprovalStore, type ConsumeOutcome, type ConsumeReason, type PendingCaps } from '@mcpx/locks';
 import { pendingFullError, pendingStoreDown } from './pending-refusals.js';
 
 /** Hex sha-256 of the canonical (dag-cbor) encoding of a call's arguments: key order does not count. */
@@ -54,7 +55,7 @@ export class ApprovalGate {
   private readonly rejections: Counter | undefined;
 
   constructor(private readonly deps: ApprovalGateDeps) {
-    const d = QUOTA_DEFAULTS;
+    const d = DEFAULT_QUOTAS;
     this.caps = {
       maxPendingPerAgent: deps.maxPendingPerAgent ?? d.pendingApprovalsPerAgent,
       maxPendingPerAccount: deps.maxPendingPerAccount ?? d.pendingApprovalsPerAccount,

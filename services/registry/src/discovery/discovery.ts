@@ -2,7 +2,8 @@ import { SpanKind, trace, type Counter, type Histogram, type Meter, type Tracer 
 import type { Bus } from '@mcpx/bus';
 import type { ServerStatus, Transport } from '@mcpx/contracts';
 import type { RemoteTool } from '@mcpx/domain';
-import { QUOTA_DEFAULTS, type LeaseQuota, type QuotaLimits, type SingleFlight } from '@mcpx/locks';
+import { DEFAULT_QUOTAS, type QuotaSettings } from '@mcpx/config';
+import type { LeaseQuota, SingleFlight } from '@mcpx/locks';
 import type { Logger } from '@mcpx/log';
 import { CONNECTOR_CAPABILITIES, connectMcp, explainConnectFailure, resourceMetadataUrl, type EraVerdict, type McpConnection } from '@mcpx/mcp-client';
 import { budgetedFetch, ResponseBound } from '@mcpx/outbound';
@@ -116,12 +117,12 @@ export interface DiscoveryDeps {
   /** The owner's per-tool permission overrides, carried on every discovery event. */
   permissions?: ToolPermissionsRepository;
   /**
-   * Quotas (`config.quotas`; default {@link QUOTA_DEFAULTS}): `discoveriesPerAccount` of one account
+   * Quotas (`config.quotas`; default {@link DEFAULT_QUOTAS}): `discoveriesPerAccount` of one account
    * run at once on this instance (the rest of that account's wait, holding none of the instance's
    * slots), `discoveryDeadlineMs` bounds one discovery from connect to last page, and after
    * `reprobeMaxFailures` failures in a row the re-prober leaves the server until its owner refreshes it.
    */
-  quotas?: Pick<QuotaLimits, 'discoveriesPerAccount' | 'discoveryDeadlineMs' | 'reprobeMaxFailures'>;
+  quotas?: Pick<QuotaSettings, 'discoveriesPerAccount' | 'discoveryDeadlineMs' | 'reprobeMaxFailures'>;
   /**
    * Contract pinning: who hears of a change held for review (a pinned server's discoveries are
    * recorded in the outbox's transaction). Absent: pins are not applied (tests of discovery alone).
@@ -209,7 +210,7 @@ export class Discovery {
   private readonly slots: Semaphore;
   /** Each account's own bound, in front of {@link slots}: one account cannot hold them all. */
   private readonly accountSlots = new Map<string, Semaphore>();
-  private readonly quotas: Pick<QuotaLimits, 'discoveriesPerAccount' | 'discoveryDeadlineMs' | 'reprobeMaxFailures'>;
+  private readonly quotas: Pick<QuotaSettings, 'discoveriesPerAccount' | 'discoveryDeadlineMs' | 'reprobeMaxFailures'>;
   /** The `resource_metadata` URL of each server's last OAuth challenge (server id → URL), for the OAuth step. */
   private readonly challenges = new Map<string, URL>();
   /** The account's mcp_servers rows: what {@link discover} works on unless told otherwise. */
@@ -239,7 +240,7 @@ export class Discovery {
       overrides: async (account, serverId, trx) => deps.permissions?.forServer(account, serverId, trx),
     };
     this.slots = new Semaphore(deps.concurrency ?? DISCOVERY_LIMITS.concurrency);
-    this.quotas = deps.quotas ?? QUOTA_DEFAULTS;
+    this.quotas = deps.quotas ?? DEFAULT_QUOTAS;
     this.streams = new ListenStreams({ singleFlight: deps.singleFlight, log: deps.log, meter: deps.meter, tracer: deps.tracer });
     this.runs = deps.meter.createCounter('mcpx_discovery_total', { description: 'Discoveries by result (ok, error, auth_required), error code (ok when none), trigger and kind' });
     this.duration = deps.meter.createHistogram('mcpx_discovery_duration_ms', { description: 'Discovery time by result, error code (ok when none), trigger and kind', unit: 'ms' });

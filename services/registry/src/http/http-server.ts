@@ -7,7 +7,8 @@ import { serveConsole, type ConsoleSettings } from '@mcpx/console';
 import { InboundGuard, refusalMessage, type InboundRefusal } from '@mcpx/inbound';
 import type { Logger } from '@mcpx/log';
 import { clientTraceOrigin, withSpan } from '@mcpx/telemetry';
-import { LeaseQuota, QUOTA_DEFAULTS, RateLimiter, type QuotaLimits } from '@mcpx/locks';
+import { DEFAULT_QUOTAS, type QuotaSettings } from '@mcpx/config';
+import { LeaseQuota, RateLimiter } from '@mcpx/locks';
 import { AccountQuotas, QuotaKinds, quotaExceeded, rateLimited } from '../actions/account-quotas.js';
 import { TrustedProxies } from '@mcpx/config/trusted-proxies';
 import { dispatchAction, isKnownAction, type ActionDeps } from '../actions/index.js';
@@ -39,7 +40,7 @@ export interface HttpDeps {
   /** `GET /v1/oauth/start?ticket=…`: opens an authorization ticket in a browser (absent: no OAuth). */
   oauthStart?: (req: IncomingMessage, res: ServerResponse, url: URL) => Promise<void>;
   /** Quotas and rate limits (`config.quotas`; absent: the defaults). */
-  quotas?: QuotaLimits;
+  quotas?: QuotaSettings;
   /** Whose `X-Forwarded-For` the per-address limit believes (`TRUSTED_PROXIES`; absent: nobody's). */
   trustedProxies?: TrustedProxies;
   /** `GET /v1/oauth/client-metadata.json`: the OAuth client ID metadata document (absent: none). */
@@ -138,7 +139,7 @@ export function createHttpServer(deps: HttpDeps): Server {
   const requests: Counter = deps.meter.createCounter('mcpx_actions_total', { description: 'Actions by type and result code' });
   const duration: Histogram = deps.meter.createHistogram('mcpx_action_duration_ms', { unit: 'ms', description: 'Action time' });
   const refused: Counter = deps.meter.createCounter('mcpx_action_bodies_refused_total', { description: 'Action bodies the decoder refused, by format and rule' });
-  const limits = deps.quotas ?? QUOTA_DEFAULTS;
+  const limits = deps.quotas ?? DEFAULT_QUOTAS;
   const quotas = new AccountQuotas(limits, deps.meter);
   let lastLimitWarning = 0;
   const limitError = (err: Error): void => {
