@@ -4,7 +4,7 @@ import type { CallProgress } from '@mcpx/contracts';
 import type { ProxyClient } from '@mcpx/proxy-client';
 import { createMcpHandler, ProtocolError, ProtocolErrorCode, ResourceNotFoundError, Server, type McpHttpHandler, type Tool } from '@modelcontextprotocol/server';
 import type { TokenGrant } from './agent-tokens.js';
-import { declaresForms, progressTokenOf, ToolCalls } from './tool-calls.js';
+import { declaresForms, progressTokenOf, ToolCalls, unknownTool } from './tool-calls.js';
 import type { AgentToolSet, ToolSets } from './tool-sets.js';
 import type { UserApprovals } from './user-approvals.js';
 
@@ -53,10 +53,13 @@ function decodeCursor(cursor: string): string {
   return name;
 }
 
-/** A document as an MCP tool: its contract whole, its permission level in `_meta`. */
-function toTool(doc: McpToolDocument): Tool {
+/**
+ * A document as an MCP tool: its contract whole, its permission level in `_meta`; named as the
+ * merged face names it (`<server>__<tool>`) or, on a per-server face, by its server's own name.
+ */
+function toTool(doc: McpToolDocument, perServer = false): Tool {
   return {
-    name: doc.name,
+    name: perServer ? doc.remoteName : doc.name,
     ...(doc.title !== undefined ? { title: doc.title } : {}),
     description: doc.description,
     inputSchema: doc.inputSchema as Tool['inputSchema'],
@@ -123,14 +126,15 @@ export class AgentServers {
   }
 
   /** The handler of the token's agent (made on first use, the oldest dropped past the cap). */
-  handlerFor(grant: TokenGrant): McpHttpHandler {
+  handlerFor(grant: TokenGrant, face?: string): McpHttpHandler {
     this.remember(grant);
-    const key = `${grant.account}:${grant.agent}`;
+    // The per-server face of one server has a handler of its own (its own names, its own streams).
+    const key = face === undefined ? `${grant.account}:${grant.agent}` : `${grant.account}:${grant.agent}\u0000${face}`;
     const hit = this.handlers.get(key);
     if (hit !== undefined) return hit.handler;
     // A token of this agent not remembered (dropped past the cap meanwhile): no rights beyond the call.
     const grantOf = (tokenId: string | undefined): TokenGrant => this.grants.get(tokenId ?? '') ?? { ...grant, id: tokenId ?? 'unknown', userMayApprove: false };
-    const handler = createMcpHandler(({ authInfo }) => this.server(grantOf(authInfo?.clientId)), {
+    const handler = createMcpHandler(({ authInfo }) => this.server(grantOf(authInfo?.clientId), face), {
       legacy: 'stateless',
       onerror: (err) => this.deps.onError(err),
     });
@@ -159,8 +163,27 @@ export class AgentServers {
     return set;
   }
 
-  /** The per-request server of a token's request (its calls go in the run `ep-<token id>`). */
-  private server(grant: TokenGrant): Server {
+  /**
+   * The tools a face serves, sorted by the names it lists them under, and the document of a name
+   * as it lists it: the whole set (merged names), or one server's tools (their own names).
+   */
+  private async faceTools(
+    account: string,
+    agent: string,
+    face: string | undefined,
+  ): Promise<{ tools: McpToolDocument[]; listed: (doc: McpToolDocument) => string; find: (name: string) => McpToolDocument | undefined }> {
+    const set = await this.toolSet(account, agent);
+    if (face === undefined) return { tools: set.tools, listed: (d) => d.name, find: (n) => set.byName.get(n) };
+    // A grant revoked since the request was admitted: the face serves nothing.
+    const own = set.granted.has(face) ? set.byServer.get(face) : undefined;
+    return { tools: own?.tools ?? [], listed: (d) => d.remoteName, find: (n) => own?.byRemote.get(n) };
+  }
+
+  /**
+   * The per-request server of a token's request (its calls go in the run `ep-<token id>`), on the
+   * merged face or on the per-server face of `face`.
+   */
+  private server(grant: TokenGrant, face?: string): Server {
     const { account, agent } = grant;
     // Tools are what an agent has; its prompts and resources are none (yet): empty lists, with the
     // same cache hints, rather than "method not found" to clients that ask.
@@ -173,19 +196,19 @@ export class AgentServers {
     server.setRequestHandler('resources/templates/list', listResourceTemplates);
     server.setRequestHandler('resources/read', readResource);
     server.setRequestHandler('tools/list', async (request) => {
-      const set = await this.toolSet(account, agent);
+      const { tools, listed } = await this.faceTools(account, agent, face);
       const cursor = request.params?.cursor;
       const after = cursor === undefined ? undefined : decodeCursor(cursor);
-      const start = after === undefined ? 0 : set.tools.findIndex((t) => t.name > after);
-      const page = start < 0 ? [] : set.tools.slice(start, start + this.deps.pageSize);
+      const start = after === undefined ? 0 : tools.findIndex((t) => listed(t) > after);
+      const page = start < 0 ? [] : tools.slice(start, start + this.deps.pageSize);
       const last = page.at(-1);
-      const more = start >= 0 && start + this.deps.pageSize < set.tools.length && last !== undefined;
+      const more = start >= 0 && start + this.deps.pageSize < tools.length && last !== undefined;
       this.metrics.requests.add(1, { method: 'tools/list', outcome: 'ok' });
       return {
-        tools: page.map(toTool),
+        tools: page.map((d) => toTool(d, face !== undefined)),
         ttlMs: LIST_TTL_MS,
         cacheScope: 'private' as const,
-        ...(more ? { nextCursor: encodeCursor(last.name) } : {}),
+        ...(more ? { nextCursor: encodeCursor(listed(last)) } : {}),
       };
     });
     // A 2025 client's cancel of a call that another request (instance) serves.
@@ -200,9 +223,19 @@ export class AgentServers {
       const caps = server.getClientCapabilities() ?? {};
       const meta = ctx.mcpReq._meta ?? params._meta;
       const progressToken = progressTokenOf(meta);
+      // On a per-server face the tool is named by its server: the call is that of its document.
+      let name = params.name;
+      if (face !== undefined) {
+        const doc = (await this.faceTools(account, agent, face)).find(params.name);
+        if (doc === undefined) {
+          this.metrics.requests.add(1, { method: 'tools/call', outcome: 'unknown_tool' });
+          throw unknownTool(params.name);
+        }
+        name = doc.name;
+      }
       return this.calls.call({
         grant,
-        name: params.name,
+        name,
         arguments: params.arguments ?? {},
         meta,
         headers: { traceparent: ctx.http?.req?.headers.get('traceparent'), tracestate: ctx.http?.req?.headers.get('tracestate') },
