@@ -7,8 +7,10 @@ import { setupTelemetry, type Telemetry } from '@mcpx/telemetry';
 import { addTool, echoTool, progressTool, startTestMcpServer, type TestMcpServer } from '../servers/index.js';
 import { dropTool } from '../approvals/approval-tools.js';
 import { ApiClient } from '../support/api-client.js';
+import { cliEnvFor, runCli } from '../support/cli.js';
 import { eventually } from '../support/system.js';
 import { startEndpointSystem, type EndpointSystem } from './endpoint-harness.js';
+import { INSPECTORS, lastJson, runInspector } from './inspector-clis.js';
 import { MODERN_VERSION, modernCall, post } from './raw-mcp.js';
 
 type ErrorMeta = { code: string; details: Record<string, unknown> };
@@ -199,6 +201,34 @@ describe('the per-server face of an agent endpoint', () => {
     expect(malformed.status).toBe(400);
     expect(JSON.parse(malformed.body)).toMatchObject({ error: { code: 'invalid_input', details: { field: 'server' } } });
   });
+
+  it('prints the face’s URL and client configs with mcpx agents endpoint --server; the Inspector CLI lists and calls through it', async () => {
+    const { env } = cliEnvFor(sys.system.api, { MCPX_ENDPOINT_URL: sys.endpoint.url });
+    const shown = await runCli(['agents', 'endpoint', 'ops', '--server', 'db', '--token', token, '--json'], env);
+    expect(shown.code, shown.stderr).toBe(0);
+    const printed = JSON.parse(shown.stdout) as { url: string; server: string; snippets: Record<string, string> };
+    expect(printed.url).toBe(`${sys.endpoint.url}/v1/agents/${agentId}/servers/db/mcp`);
+    expect(printed.server).toBe('db');
+    expect(printed.snippets.vscode).toContain(printed.url);
+    expect(printed.snippets.mcpServers).toContain('mcpx-ops-db');
+    const human = await runCli(['agents', 'endpoint', 'ops', '--server', 'db'], env);
+    expect(human.stdout).toContain(printed.url);
+    expect(human.stdout).toContain('server db alone');
+    // A server the agent is not granted: refused with what to do, no URL printed.
+    const refused = await runCli(['agents', 'endpoint', 'ops', '--server', 'hidden', '--json'], env);
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain('not granted the server "hidden"');
+    expect(refused.stdout).not.toContain('/servers/hidden/');
+
+    const { bin, mode } = INSPECTORS['inspector 2.x'];
+    const common = [...mode, printed.url, '--transport', 'http', '--header', `Authorization: Bearer ${token}`];
+    const list = await runInspector(bin, [...common, '--method', 'tools/list']);
+    expect(list.code, list.stderr).toBe(0);
+    expect(lastJson(list.stdout).tools.map((t: { name: string }) => t.name)).toEqual(['add', 'drop_table', 'echo', 'progress']);
+    const call = await runInspector(bin, [...common, '--method', 'tools/call', '--tool-name', 'echo', '--tool-arg', 'text=inspected']);
+    expect(call.code, call.stderr).toBe(0);
+    expect(JSON.stringify(lastJson(call.stdout).content)).toContain('inspected');
+  }, 120_000);
 
   it('stops serving a server once its grant is revoked', async () => {
     const { token: second } = await sys.token('ops');
