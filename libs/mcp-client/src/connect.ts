@@ -33,6 +33,8 @@ export type {
   McpConnection,
   McpListenOptions,
   McpTransportKind,
+  RelayedMethod,
+  RelayOptions,
   ToolsWithHints,
 } from './connection.js';
 

@@ -2,7 +2,8 @@ import type { Counter, Histogram, Meter, Tracer } from '@opentelemetry/api';
 import type { McpToolDocument } from '@mcpx/domain';
 import type { CallProgress } from '@mcpx/contracts';
 import type { ProxyClient } from '@mcpx/proxy-client';
-import { createMcpHandler, ProtocolError, ProtocolErrorCode, ResourceNotFoundError, Server, type McpHttpHandler, type Tool } from '@modelcontextprotocol/server';
+import { createMcpHandler, ProtocolError, ProtocolErrorCode, Server, type McpHttpHandler, type Tool } from '@modelcontextprotocol/server';
+import { registerRelayed } from './relayed.js';
 import type { TokenGrant } from './agent-tokens.js';
 import { declaresForms, progressTokenOf, ToolCalls, unknownTool } from './tool-calls.js';
 import type { AgentToolSet, ToolSets } from './tool-sets.js';
@@ -30,17 +31,8 @@ interface Metrics {
   duration: Histogram;
 }
 
-const SERVER_OPTIONS = { capabilities: { tools: { listChanged: true }, prompts: {}, resources: {} } };
+const SERVER_OPTIONS = { capabilities: { tools: { listChanged: true }, prompts: {}, resources: {}, completions: {} } };
 const LIST_HINTS = { ttlMs: LIST_TTL_MS, cacheScope: 'private' as const };
-const listPrompts = (): { prompts: []; ttlMs: number; cacheScope: 'private' } => ({ prompts: [], ...LIST_HINTS });
-const getPrompt = (request: { params: { name: string } }): never => {
-  throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Unknown prompt: ${request.params.name.slice(0, 128)}`);
-};
-const listResources = (): { resources: []; ttlMs: number; cacheScope: 'private' } => ({ resources: [], ...LIST_HINTS });
-const listResourceTemplates = (): { resourceTemplates: []; ttlMs: number; cacheScope: 'private' } => ({ resourceTemplates: [], ...LIST_HINTS });
-const readResource = (request: { params: { uri: string } }): never => {
-  throw new ResourceNotFoundError(request.params.uri.slice(0, 512));
-};
 
 /** A `tools/list` cursor: the last name of the previous page (stable while the set changes). */
 function encodeCursor(name: string): string {
@@ -185,16 +177,11 @@ export class AgentServers {
    */
   private server(grant: TokenGrant, face?: string): Server {
     const { account, agent } = grant;
-    // Tools are what an agent has; its prompts and resources are none (yet): empty lists, with the
-    // same cache hints, rather than "method not found" to clients that ask.
     // (A server per request is what the stateless serving asks for; what does not depend on the
-    // request is made once: the info, the capabilities, the empty lists' handlers.)
+    // request is made once: the info, the capabilities.)
     const server = new Server(this.info, SERVER_OPTIONS);
-    server.setRequestHandler('prompts/list', listPrompts);
-    server.setRequestHandler('prompts/get', getPrompt);
-    server.setRequestHandler('resources/list', listResources);
-    server.setRequestHandler('resources/templates/list', listResourceTemplates);
-    server.setRequestHandler('resources/read', readResource);
+    // Resources, templates, prompts and completions of the granted servers, through the proxy.
+    registerRelayed(server, grant, face, { toolSets: this.deps.toolSets, proxy: this.deps.proxy, tracer: this.deps.tracer, requests: this.metrics.requests, hints: LIST_HINTS });
     server.setRequestHandler('tools/list', async (request) => {
       const { tools, listed } = await this.faceTools(account, agent, face);
       const cursor = request.params?.cursor;
