@@ -9,6 +9,7 @@ import { createMcpHandler, Server } from '@modelcontextprotocol/server';
 import { ProxyClient } from '@mcpx/proxy-client';
 import { setupTelemetry, type Telemetry } from '@mcpx/telemetry';
 import { startConformanceUpstream, type ConformanceUpstream } from '../servers/conformance-upstream.js';
+import { startEverythingServer, type EverythingServer } from '../servers/everything.js';
 import { listenOnLoopback, type Listening } from '../servers/loopback.js';
 import { startEndpointSystem, type EndpointSystem } from './endpoint-harness.js';
 
@@ -77,20 +78,22 @@ describe('resources and prompts through the endpoint faces', () => {
   let sys: EndpointSystem;
   let conf: ConformanceUpstream;
   let hostile: Awaited<ReturnType<typeof startHostileUpstream>>;
+  let everything: EverythingServer;
   let token = '';
 
   beforeAll(async () => {
     telemetry = await setupTelemetry({ serviceName: 'endpoint-faces-resources-test', spanExporter: exporter });
-    [sys, conf, hostile] = await Promise.all([startEndpointSystem({ telemetry }), startConformanceUpstream(), startHostileUpstream()]);
+    [sys, conf, hostile, everything] = await Promise.all([startEndpointSystem({ telemetry }), startConformanceUpstream(), startHostileUpstream(), startEverythingServer('streamableHttp')]);
     await sys.system.setServer('conf', conf.url);
     await sys.system.setServer('wild', hostile.url);
-    await sys.system.createAgent('reader', ['conf', 'wild'], 2);
+    await sys.system.setServer('everything', everything.url);
+    await sys.system.createAgent('reader', ['conf', 'wild', 'everything'], 3);
     ({ token } = await sys.token('reader'));
   }, 120_000);
 
   afterAll(async () => {
     await sys?.stop();
-    await Promise.all([conf?.close(), hostile?.close()]);
+    await Promise.all([conf?.close(), hostile?.close(), everything?.close()]);
     await telemetry?.shutdown();
   });
 
@@ -139,6 +142,24 @@ describe('resources and prompts through the endpoint faces', () => {
       expect(text.contents[0]).toMatchObject({ uri: 'test://static-text', text: 'This is the content of the static text resource.' });
       const got = await client.getPrompt({ name: 'test_simple_prompt' });
       expect(got.messages[0]?.content).toEqual({ type: 'text', text: 'This is a simple prompt for testing.' });
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('relays a legacy (2025-11-25) server’s resources and prompts: server-everything on its face', async () => {
+    const client = await connect(faceUrl('everything'));
+    try {
+      const { resources, nextCursor } = await client.listResources();
+      expect(resources.length).toBeGreaterThan(0);
+      expect(typeof nextCursor === 'string' || nextCursor === undefined).toBe(true);
+      const first = resources[0]!;
+      const read = await client.readResource({ uri: first.uri });
+      expect(read.contents[0]?.uri).toBe(first.uri);
+      const { prompts } = await client.listPrompts();
+      expect(prompts.length).toBeGreaterThan(0);
+      const simple = prompts.find((p) => (p.arguments ?? []).every((a) => a.required !== true));
+      if (simple !== undefined) expect((await client.getPrompt({ name: simple.name })).messages.length).toBeGreaterThan(0);
     } finally {
       await client.close();
     }

@@ -34,6 +34,12 @@ interface Metrics {
 const SERVER_OPTIONS = { capabilities: { tools: { listChanged: true }, prompts: {}, resources: {}, completions: {} } };
 const LIST_HINTS = { ttlMs: LIST_TTL_MS, cacheScope: 'private' as const };
 
+/** Whether `v` is `{<key>: {…}}`: the only shape of a retry's `inputResponses`. */
+function isAnswerMap(v: unknown): boolean {
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) return false;
+  return Object.values(v).every((a) => a !== null && typeof a === 'object' && !Array.isArray(a));
+}
+
 /** A `tools/list` cursor: the last name of the previous page (stable while the set changes). */
 function encodeCursor(name: string): string {
   return Buffer.from(name, 'utf8').toString('base64url');
@@ -204,6 +210,10 @@ export class AgentServers {
     });
     server.setRequestHandler('tools/call', async (request, ctx) => {
       const params = request.params;
+      // A retry's answers are a map of objects by request key; anything else (null, a number) is
+      // a protocol error, refused before the proxy is asked.
+      const answers = 'inputResponses' in params ? (params as { inputResponses?: unknown }).inputResponses : (ctx.mcpReq.inputResponses as unknown);
+      if (answers !== undefined && !isAnswerMap(answers)) throw new ProtocolError(ProtocolErrorCode.InvalidParams, 'inputResponses: must be a map of answers (objects) by request key');
       const mcpReq = ctx.mcpReq;
       // What this client can answer itself, as it declared: forms (elicitation) and sampling (the
       // server backfills a 2026-07-28 request's from its envelope).

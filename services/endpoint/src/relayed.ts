@@ -182,7 +182,16 @@ export function registerRelayed(server: Server, grant: TokenGrant, face: string 
   if (face !== undefined) {
     const pass = (method: RelayMethod, list: boolean) => async (request: { params?: unknown }) => {
       const { _meta: _drop, ...params } = (request.params ?? {}) as Record<string, unknown>;
-      const r = await relay(face, method, params);
+      let r: Result;
+      try {
+        r = await relay(face, method, params);
+      } catch (err) {
+        // A read's miss names its URI in `data.uri`, as MCP asks of a server (SEP-2164).
+        if (method === 'resources/read' && err instanceof ProtocolError && err.code === ProtocolErrorCode.InvalidParams && typeof params.uri === 'string') {
+          throw new ProtocolError(err.code, err.message, { ...(err.data as Record<string, unknown> | undefined), uri: params.uri.slice(0, 2_048) });
+        }
+        throw err;
+      }
       return list ? withHints(r) : r;
     };
     server.setRequestHandler('resources/list', pass('resources/list', true) as never);
