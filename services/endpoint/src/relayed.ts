@@ -187,7 +187,7 @@ export function registerRelayed(server: Server, grant: TokenGrant, face: string 
         r = await relay(face, method, params);
       } catch (err) {
         // A read's miss names its URI in `data.uri`, as MCP asks of a server (SEP-2164).
-        if (method === 'resources/read' && err instanceof ProtocolError && err.code === ProtocolErrorCode.InvalidParams && typeof params.uri === 'string') {
+        if (method === 'resources/read' && err instanceof ProtocolError && err.code === (ProtocolErrorCode.InvalidParams as number) && typeof params.uri === 'string') {
           throw new ProtocolError(err.code, err.message, { ...(err.data as Record<string, unknown> | undefined), uri: params.uri.slice(0, 2_048) });
         }
         throw err;
