@@ -338,7 +338,7 @@ export const USAGE = `usage: mcpx <command> [--json]
   servers list | show NAME | refresh NAME | delete NAME
   agents create NAME [--grant SERVER]...
   agents grant AGENT SERVER... | agents revoke AGENT SERVER... | agents show AGENT | agents list
-  agents endpoint AGENT [--token T]   (the agent's MCP endpoint URL and client config; --endpoint URL or MCPX_ENDPOINT_URL)
+  agents endpoint AGENT [--server NAME] [--token T]   (the agent's MCP endpoint URL and client config; --server: one server's face; --endpoint URL or MCPX_ENDPOINT_URL)
   agents tokens new AGENT [--name N] [--expires-days D] [--user-may-approve] | agents tokens list AGENT | agents tokens revoke ID
   tools ls --agent AGENT | tools index --agent AGENT | tools show --agent AGENT TOOL
   tools search QUERY [--family mcp:SLUG] [--agent AGENT] [--limit N]

@@ -35,16 +35,27 @@ export function clientSnippets(name: string, url: string, token: string): Record
   };
 }
 
-/** `agents endpoint AGENT [--token T] [--endpoint URL]`: the URL and config snippets. */
+/**
+ * `agents endpoint AGENT [--server NAME] [--token T] [--endpoint URL]`: the URL and config
+ * snippets of the agent's merged face, or with `--server` of the per-server face of one server its
+ * grant names (that server's tools, resources and prompts under their own names).
+ */
 export async function agentsEndpoint(env: CliEnv, args: ParsedArgs, print: Print): Promise<void> {
   const { agent } = await sendAction<{ agent: AgentView }>(env, await readKey(env.keyFile), { type: 'GetAgent', agent: need(args, 2, 'AGENT') });
-  const url = `${endpointBase(env, args)}/v1/agents/${agent.id}/mcp`;
+  const server = flag(args, 'server');
+  if (server === 'true' || server === '') throw new UsageError('--server needs the name of a server granted to the agent');
+  if (server !== undefined && !agent.grants.mcpServers.includes(server)) {
+    throw new UsageError(`${agent.name} is not granted the server ${JSON.stringify(server.slice(0, 64))}: grant it with mcpx agents grant ${agent.name} ${server.slice(0, 64)}`);
+  }
+  const base = `${endpointBase(env, args)}/v1/agents/${agent.id}`;
+  const url = server === undefined ? `${base}/mcp` : `${base}/servers/${encodeURIComponent(server)}/mcp`;
   const token = flag(args, 'token') ?? '<TOKEN>';
-  const name = `mcpx-${agent.name}`.replace(/[^A-Za-z0-9_-]/g, '-');
+  const name = (server === undefined ? `mcpx-${agent.name}` : `mcpx-${agent.name}-${server}`).replace(/[^A-Za-z0-9_-]/g, '-');
   const snippets = clientSnippets(name, url, token);
-  print({ agent: agent.name, id: agent.id, url, snippets }, () =>
+  const what = server === undefined ? `MCP endpoint of agent ${agent.name}: ${url}` : `MCP endpoint of agent ${agent.name}, server ${server} alone (its tools under their own names): ${url}`;
+  print({ agent: agent.name, id: agent.id, ...(server !== undefined ? { server } : {}), url, snippets }, () =>
     [
-      `MCP endpoint of agent ${agent.name}: ${url}`,
+      what,
       `  both protocol eras (2026-07-28 and 2025-11-25), Streamable HTTP; header Authorization: Bearer <token>`,
       token === '<TOKEN>' ? '  a token: mcpx agents tokens new ' + agent.name + '   (then --token T here fills it in below)' : '',
       '',

@@ -194,6 +194,8 @@ export function natsPermissions(role: NatsRole, user: string, prefix = ''): Nats
         subscribe: [
           inbox,
           ...callProxy,
+          // Resources, prompts and completions of granted servers, for the agent endpoint.
+          `${p}mcp.proxy.relay`,
           // Cache invalidation of grants and documents.
           `${p}agents.tools.changed.>`,
           `${p}mcp.events.agent.changed.>`,
@@ -212,7 +214,7 @@ export function natsPermissions(role: NatsRole, user: string, prefix = ''): Nats
       // Not the runtime's user: a runtime may not announce decisions (it would forge them), the
       // endpoint applies a client's user's decision and says so, as the registry does an owner's.
       return {
-        publish: [...callProxy, `${p}mcp.approvals.decided.*`, `${p}mcp.endpoint.>`, `${p}registry.approvals.token-decided`],
+        publish: [...callProxy, `${p}mcp.proxy.relay`, `${p}mcp.approvals.decided.*`, `${p}mcp.endpoint.>`, `${p}registry.approvals.token-decided`],
         subscribe: [inbox, callProgress, `${p}agents.tools.changed.>`, `${p}mcp.endpoint.>`],
         allowResponses: replies,
       };

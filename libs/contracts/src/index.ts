@@ -27,6 +27,24 @@ export {
   heldToolStatus,
   oauthRefreshAnswerValue,
 } from './payload-decoders.js';
+export {
+  MAX_PROMPT_ARGUMENT_BYTES,
+  MAX_PROMPT_ARGUMENTS,
+  MAX_RELAY_REQUEST_BYTES,
+  MAX_RELAY_TIMEOUT_MS,
+  MAX_URI_LENGTH,
+  RELAY_METHODS,
+  RELAY_REQUEST_LIMITS,
+  decodeRelayReply,
+  decodeRelayRequest,
+  encodeRelayRequest,
+  parseRelayRequest,
+  relayParams,
+  resourceUriFault,
+  type RelayMethod,
+  type RelayReply,
+  type RelayRequest,
+} from './relay.js';
 export { CALL_REQUEST_LIMITS, ENDPOINT_RUN_PREFIX, MAX_CALL_TIMEOUT_MS, MAX_REQUEST_BYTES, decodeCallRequest, encodeCallRequest, parseCallRequest, proxyResultValue } from './proxy-call.js';
 export {
   TOKEN_DECIDER_PREFIX,

@@ -41,6 +41,8 @@ export interface Subjects {
   proxyInstanceCall(instance: string): string;
   /** `mcp.proxy.cancel` */
   readonly proxyCancel: string;
+  /** `mcp.proxy.relay` — queue group `proxy`: resources, prompts, completions of a granted server (./relay.ts) */
+  readonly proxyRelay: string;
   /**
    * `mcp.proxy.calls.held` — request to every instance (no queue group), payload {@link ProxyCancel}'s
    * shape: the instance working on the call answers `{instance}`, the others stay silent. A caller
@@ -184,6 +186,7 @@ export function makeSubjects(prefix = ''): Subjects {
     proxyCall: `${p}mcp.proxy.call`,
     proxyInstanceCall: (i) => `${p}mcp.proxy.${t(i)}.call`,
     proxyCancel: `${p}mcp.proxy.cancel`,
+    proxyRelay: `${p}mcp.proxy.relay`,
     proxyCallHeld: `${p}mcp.proxy.calls.held`,
     callProgress: (a, r, c) => `${p}mcp.calls.progress.${t(a)}.${t(r)}.${t(c)}`,
     runEnded: (a, r) => `${p}mcp.runs.ended.${t(a)}.${t(r)}`,

@@ -34,6 +34,8 @@ export type {
   McpConnection,
   McpListenOptions,
   McpTransportKind,
+  RelayedMethod,
+  RelayOptions,
   ToolsWithHints,
 } from './connection.js';
 

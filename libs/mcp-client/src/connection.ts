@@ -114,6 +114,15 @@ export interface McpListenOptions {
   signal?: AbortSignal;
 }
 
+/** The methods {@link McpConnection.relay} sends. */
+export type RelayedMethod = 'resources/list' | 'resources/templates/list' | 'resources/read' | 'prompts/list' | 'prompts/get' | 'completion/complete';
+
+export interface RelayOptions {
+  /** Default 60 s. */
+  timeoutMs?: number;
+  signal?: AbortSignal;
+}
+
 export interface McpConnection {
   readonly client: Client;
   /** The transport in use. */
@@ -140,6 +149,13 @@ export interface McpConnection {
   listTools(opts?: ListToolsOptions): Promise<Tool[]>;
   /** {@link listTools} with the first page's `ttlMs`/`cacheScope`. */
   listToolsWithHints(opts?: ListToolsOptions): Promise<ToolsWithHints>;
+  /**
+   * One request of the methods a gateway relays as they are (`resources/*`, `prompts/*`,
+   * `completion/complete`): the server's result, checked by the SDK against the method's result
+   * schema, secrets scrubbed; the server's capabilities are not checked here (the caller does).
+   * A server's JSON-RPC error is `protocol_error` with its `mcpCode`. Throws {@link McpClientError}.
+   */
+  relay(method: RelayedMethod, params: Record<string, unknown>, opts?: RelayOptions): Promise<Record<string, unknown>>;
   /**
    * The tools the server lists now, as far as this connection can tell: its last listing (any
    * {@link listTools} on it) while that is fresh, else a new listing that concurrent callers
@@ -258,6 +274,21 @@ export class Connection implements McpConnection {
   callTool(params: CallToolRequest['params'], opts: CallToolOptions = {}): Promise<McpCallResult> {
     // No async frame of its own: the call path's hops are counted per call.
     return this.#withReprobe((core) => this.#callOn(core, params, opts), opts.signal);
+  }
+
+  async relay(method: RelayedMethod, params: Record<string, unknown>, opts: RelayOptions = {}): Promise<Record<string, unknown>> {
+    return await this.#withReprobe(async (core) => {
+      const options: RequestOptions = { timeout: opts.timeoutMs ?? DEFAULT_LIST_TIMEOUT_MS };
+      if (opts.signal) options.signal = opts.signal;
+      const meta = core.verdict.era === 'modern' ? traceMeta(this.#ctx.traceCarrier) : undefined;
+      const sent = meta === undefined ? params : { ...params, _meta: meta };
+      try {
+        const result = (await core.client.request({ method, params: sent }, options)) as Record<string, unknown>;
+        return this.#scrubbed(result);
+      } catch (error) {
+        throw classifyMcpError(error, opts.signal, this.#classifyContext(core));
+      }
+    }, opts.signal);
   }
 
   async listTools(opts: ListToolsOptions = {}): Promise<Tool[]> {

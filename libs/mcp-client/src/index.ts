@@ -16,6 +16,8 @@ export {
   type McpConnection,
   type McpListenOptions,
   type McpTransportKind,
+  type RelayedMethod,
+  type RelayOptions,
   type ToolsWithHints,
 } from './connect.js';
 export type { McpHttpRequest, McpHttpRequestOptions, RawBody, RawResponse } from './http-request.js';

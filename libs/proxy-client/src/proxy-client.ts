@@ -8,8 +8,11 @@ import {
   WireError,
   decodeCallProgress,
   decodeStrict,
+  MAX_RELAY_TIMEOUT_MS,
+  decodeRelayReply,
   encodeCallRequest,
   encodePayload,
+  encodeRelayRequest,
   natsFailure,
   proxyResultValue,
   type CallProgress,
@@ -17,6 +20,7 @@ import {
   type ProxyCallReply,
   type ProxyCallRequest,
   type ProxyCancel,
+  type RelayRequest,
   type RunEnded,
   type Subjects,
 } from '@mcpx/contracts';
@@ -198,6 +202,30 @@ export class ProxyClient {
       const oldest = this.sticky.keys().next();
       if (oldest.done !== true) this.sticky.delete(oldest.value);
     }
+  }
+
+  /**
+   * Relays one request of a granted server's resources, prompts or completions through the proxy
+   * (`mcp.proxy.relay`): the server's result, bounded. Params that the proxy would refuse are
+   * refused here (`invalid_input` naming the field), nothing sent; a failure is a WireError with
+   * the proxy's typed code (a server's own JSON-RPC error keeps its `mcpCode` in the details).
+   */
+  async relay(req: RelayRequest): Promise<Record<string, unknown>> {
+    const payload = encodeRelayRequest(req);
+    const timeout = Math.min(req.timeoutMs ?? MAX_RELAY_TIMEOUT_MS, MAX_RELAY_TIMEOUT_MS) + REPLY_MARGIN_MS;
+    let data: Uint8Array;
+    try {
+      const headers = traceHeaders();
+      data = (await this.nc.request(this.subjects.proxyRelay, payload, headers === undefined ? { timeout } : { timeout, headers })).data;
+    } catch (err) {
+      if (isNoResponders(err)) throw new WireError(ErrorCodes.transportError, 'no proxy instance is running to take the request');
+      const e = err as { name?: string; message?: string };
+      if (e.name === 'TimeoutError' || /timeout/i.test(e.message ?? '')) throw new WireError('timeout', 'the proxy did not answer in time');
+      throw err;
+    }
+    const reply = decodeRelayReply(data);
+    if (!reply.ok) throw WireError.from(reply.error);
+    return reply.result;
   }
 
   /** Runs one call; throws a WireError with the proxy's typed code when it fails. */

@@ -2,9 +2,10 @@ import type { Counter, Histogram, Meter, Tracer } from '@opentelemetry/api';
 import type { McpToolDocument } from '@mcpx/domain';
 import type { CallProgress } from '@mcpx/contracts';
 import type { ProxyClient } from '@mcpx/proxy-client';
-import { createMcpHandler, ProtocolError, ProtocolErrorCode, ResourceNotFoundError, Server, type McpHttpHandler, type Tool } from '@modelcontextprotocol/server';
+import { createMcpHandler, ProtocolError, ProtocolErrorCode, Server, type McpHttpHandler, type Tool } from '@modelcontextprotocol/server';
+import { registerRelayed } from './relayed.js';
 import type { TokenGrant } from './agent-tokens.js';
-import { declaresForms, progressTokenOf, ToolCalls } from './tool-calls.js';
+import { declaresForms, progressTokenOf, ToolCalls, unknownTool } from './tool-calls.js';
 import { CompactFaces } from './compact-face.js';
 import type { AgentToolSet, ToolSets } from './tool-sets.js';
 import type { UserApprovals } from './user-approvals.js';
@@ -31,17 +32,14 @@ interface Metrics {
   duration: Histogram;
 }
 
-const SERVER_OPTIONS = { capabilities: { tools: { listChanged: true }, prompts: {}, resources: {} } };
+const SERVER_OPTIONS = { capabilities: { tools: { listChanged: true }, prompts: {}, resources: {}, completions: {} } };
 const LIST_HINTS = { ttlMs: LIST_TTL_MS, cacheScope: 'private' as const };
-const listPrompts = (): { prompts: []; ttlMs: number; cacheScope: 'private' } => ({ prompts: [], ...LIST_HINTS });
-const getPrompt = (request: { params: { name: string } }): never => {
-  throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Unknown prompt: ${request.params.name.slice(0, 128)}`);
-};
-const listResources = (): { resources: []; ttlMs: number; cacheScope: 'private' } => ({ resources: [], ...LIST_HINTS });
-const listResourceTemplates = (): { resourceTemplates: []; ttlMs: number; cacheScope: 'private' } => ({ resourceTemplates: [], ...LIST_HINTS });
-const readResource = (request: { params: { uri: string } }): never => {
-  throw new ResourceNotFoundError(request.params.uri.slice(0, 512));
-};
+
+/** Whether `v` is `{<key>: {…}}`: the only shape of a retry's `inputResponses`. */
+function isAnswerMap(v: unknown): boolean {
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) return false;
+  return Object.values(v).every((a) => a !== null && typeof a === 'object' && !Array.isArray(a));
+}
 
 /** A `tools/list` cursor: the last name of the previous page (stable while the set changes). */
 function encodeCursor(name: string): string {
@@ -54,10 +52,13 @@ function decodeCursor(cursor: string): string {
   return name;
 }
 
-/** A document as an MCP tool: its contract whole, its permission level in `_meta`. */
-export function toTool(doc: McpToolDocument): Tool {
+/**
+ * A document as an MCP tool: its contract whole, its permission level in `_meta`; named as the
+ * merged face names it (`<server>__<tool>`) or, on a per-server face, by its server's own name.
+ */
+export function toTool(doc: McpToolDocument, perServer = false): Tool {
   return {
-    name: doc.name,
+    name: perServer ? doc.remoteName : doc.name,
     ...(doc.title !== undefined ? { title: doc.title } : {}),
     description: doc.description,
     inputSchema: doc.inputSchema as Tool['inputSchema'],
@@ -144,13 +145,18 @@ export class AgentServers {
   }
 
   /** The handler of the token's agent (made on first use, the oldest dropped past the cap). */
-  handlerFor(grant: TokenGrant, face: 'full' | 'compact' = 'full'): McpHttpHandler {
+  /**
+   * The handler of the token's agent (made on first use, the oldest dropped past the cap): the
+   * merged face, the compact face (over the merged set), or one server's face (`server`).
+   */
+  handlerFor(grant: TokenGrant, face: 'full' | 'compact' = 'full', server?: string): McpHttpHandler {
     this.remember(grant);
-    if (face === 'compact') return this.compact.handlerFor(grant);
-    const key = `${grant.account}:${grant.agent}`;
+    if (face === 'compact' && server === undefined) return this.compact.handlerFor(grant);
+    // The per-server face of one server has a handler of its own (its own names, its own streams).
+    const key = server === undefined ? `${grant.account}:${grant.agent}` : `${grant.account}:${grant.agent}\u0000${server}`;
     const hit = this.handlers.get(key);
     if (hit !== undefined) return hit.handler;
-    const handler = createMcpHandler(({ authInfo }) => this.server(this.grantOf(authInfo?.clientId, grant)), {
+    const handler = createMcpHandler(({ authInfo }) => this.server(this.grantOf(authInfo?.clientId, grant), server), {
       legacy: 'stateless',
       onerror: (err) => this.deps.onError(err),
     });
@@ -179,33 +185,47 @@ export class AgentServers {
     return set;
   }
 
-  /** The per-request server of a token's request (its calls go in the run `ep-<token id>`). */
-  private server(grant: TokenGrant): Server {
+  /**
+   * The tools a face serves, sorted by the names it lists them under, and the document of a name
+   * as it lists it: the whole set (merged names), or one server's tools (their own names).
+   */
+  private async faceTools(
+    account: string,
+    agent: string,
+    face: string | undefined,
+  ): Promise<{ tools: McpToolDocument[]; listed: (doc: McpToolDocument) => string; find: (name: string) => McpToolDocument | undefined }> {
+    const set = await this.toolSet(account, agent);
+    if (face === undefined) return { tools: set.tools, listed: (d) => d.name, find: (n) => set.byName.get(n) };
+    // A grant revoked since the request was admitted: the face serves nothing.
+    const own = set.granted.has(face) ? set.byServer.get(face) : undefined;
+    return { tools: own?.tools ?? [], listed: (d) => d.remoteName, find: (n) => own?.byRemote.get(n) };
+  }
+
+  /**
+   * The per-request server of a token's request (its calls go in the run `ep-<token id>`), on the
+   * merged face or on the per-server face of `face`.
+   */
+  private server(grant: TokenGrant, face?: string): Server {
     const { account, agent } = grant;
-    // Tools are what an agent has; its prompts and resources are none (yet): empty lists, with the
-    // same cache hints, rather than "method not found" to clients that ask.
     // (A server per request is what the stateless serving asks for; what does not depend on the
-    // request is made once: the info, the capabilities, the empty lists' handlers.)
+    // request is made once: the info, the capabilities.)
     const server = new Server(this.info, SERVER_OPTIONS);
-    server.setRequestHandler('prompts/list', listPrompts);
-    server.setRequestHandler('prompts/get', getPrompt);
-    server.setRequestHandler('resources/list', listResources);
-    server.setRequestHandler('resources/templates/list', listResourceTemplates);
-    server.setRequestHandler('resources/read', readResource);
+    // Resources, templates, prompts and completions of the granted servers, through the proxy.
+    registerRelayed(server, grant, face, { toolSets: this.deps.toolSets, proxy: this.deps.proxy, tracer: this.deps.tracer, requests: this.metrics.requests, hints: LIST_HINTS });
     server.setRequestHandler('tools/list', async (request) => {
-      const set = await this.toolSet(account, agent);
+      const { tools, listed } = await this.faceTools(account, agent, face);
       const cursor = request.params?.cursor;
       const after = cursor === undefined ? undefined : decodeCursor(cursor);
-      const start = after === undefined ? 0 : set.tools.findIndex((t) => t.name > after);
-      const page = start < 0 ? [] : set.tools.slice(start, start + this.deps.pageSize);
+      const start = after === undefined ? 0 : tools.findIndex((t) => listed(t) > after);
+      const page = start < 0 ? [] : tools.slice(start, start + this.deps.pageSize);
       const last = page.at(-1);
-      const more = start >= 0 && start + this.deps.pageSize < set.tools.length && last !== undefined;
+      const more = start >= 0 && start + this.deps.pageSize < tools.length && last !== undefined;
       this.metrics.requests.add(1, { method: 'tools/list', outcome: 'ok' });
       return {
-        tools: page.map(toTool),
+        tools: page.map((d) => toTool(d, face !== undefined)),
         ttlMs: LIST_TTL_MS,
         cacheScope: 'private' as const,
-        ...(more ? { nextCursor: encodeCursor(last.name) } : {}),
+        ...(more ? { nextCursor: encodeCursor(listed(last)) } : {}),
       };
     });
     // A 2025 client's cancel of a call that another request (instance) serves.
@@ -214,15 +234,29 @@ export class AgentServers {
     });
     server.setRequestHandler('tools/call', async (request, ctx) => {
       const params = request.params;
+      // A retry's answers are a map of objects by request key; anything else (null, a number) is
+      // a protocol error, refused before the proxy is asked.
+      const answers = 'inputResponses' in params ? (params as { inputResponses?: unknown }).inputResponses : (ctx.mcpReq.inputResponses as unknown);
+      if (answers !== undefined && !isAnswerMap(answers)) throw new ProtocolError(ProtocolErrorCode.InvalidParams, 'inputResponses: must be a map of answers (objects) by request key');
       const mcpReq = ctx.mcpReq;
       // What this client can answer itself, as it declared: forms (elicitation) and sampling (the
       // server backfills a 2026-07-28 request's from its envelope).
       const caps = server.getClientCapabilities() ?? {};
       const meta = ctx.mcpReq._meta ?? params._meta;
       const progressToken = progressTokenOf(meta);
+      // On a per-server face the tool is named by its server: the call is that of its document.
+      let name = params.name;
+      if (face !== undefined) {
+        const doc = (await this.faceTools(account, agent, face)).find(params.name);
+        if (doc === undefined) {
+          this.metrics.requests.add(1, { method: 'tools/call', outcome: 'unknown_tool' });
+          throw unknownTool(params.name);
+        }
+        name = doc.name;
+      }
       return this.calls.call({
         grant,
-        name: params.name,
+        name,
         arguments: params.arguments ?? {},
         meta,
         headers: { traceparent: ctx.http?.req?.headers.get('traceparent'), tracestate: ctx.http?.req?.headers.get('tracestate') },

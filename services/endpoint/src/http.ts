@@ -8,9 +8,7 @@ import { PROTECTED_RESOURCE_PREFIX, bearerChallenge, protectedResourceMetadata, 
 import { wantsCompact } from './compact-face.js';
 import type { TokenFailures } from './token-failures.js';
 import type { ToolSets } from './tool-sets.js';
-
-/** `/v1/agents/<agent>/mcp`: the agent by id or by name (the token says whose). */
-const PATH_RE = /^\/v1\/agents\/([A-Za-z0-9_.~%-]{1,200})\/mcp\/?$/;
+import { facePath } from './faces.js';
 
 export interface EndpointHttpOptions {
   /** Host names (no port) a request's `Host` may carry: DNS-rebinding protection. */
@@ -125,14 +123,18 @@ function withHeaders(res: Response, headers: Record<string, string>): Response {
 export interface Admitted {
   grant: TokenGrant;
   cors: Record<string, string>;
+  /** The per-server face's server (granted to the token's agent); absent on the merged face. */
+  server?: string;
 }
 
 /**
  * The endpoint's web-standard request handler, in two steps so that no body is read before the
  * client is known. `admit` answers from the method, path and headers alone (it never reads the
- * body): `/healthz`, and `/v1/agents/<agent>/mcp` behind, in this order, the Host check (DNS
+ * body): `/healthz`, and `/v1/agents/<agent>/mcp` (and its per-server face
+ * `/v1/agents/<agent>/servers/<server>/mcp`, ./faces.ts) behind, in this order, the Host check (DNS
  * rebinding), the Origin check, the CORS preflight (only for configured origins), the bearer
- * token (agent-scoped; the path must name the token's agent); what passes is `Admitted`. `serve`
+ * token (agent-scoped; the path must name the token's agent, and a server its grant names); what
+ * passes is `Admitted`. `serve`
  * then hands an admitted request (its body read) to the agent's MCP handler. A legacy client's GET
  * opens the notification stream (the stateless 2025 serving has none of its own), on which
  * `notifications/tools/list_changed` is sent when the agent's tool set changes.
@@ -146,6 +148,11 @@ export function endpointHandler(deps: EndpointHttpDeps, opts: EndpointHttpOption
   const legacy = new LegacyStreams(deps.toolSets);
   const slots = new StreamSlots(opts.streams, deps.tokens, (why) => deps.servers.counted('notifications/stream', `token_${why}`));
   const oauth = opts.oauth;
+  /** Whether the token's agent's grant names `server` now (a deleted agent's names none). */
+  const grantedServer = async (grant: TokenGrant, server: string): Promise<boolean> => {
+    const set = await deps.toolSets.get(grant.account, grant.agent);
+    return set?.granted.has(server) === true;
+  };
 
   /** A refused token: counted against the address, and 429 instead of 401 once it is over its limit. */
   const refuseToken = async (why: string, clientAddress: string, unauthorized: () => Response, cors: Record<string, string>): Promise<Response> => {
@@ -162,7 +169,7 @@ export function endpointHandler(deps: EndpointHttpDeps, opts: EndpointHttpOption
    */
   const resourceMetadata = (request: Request, url: URL): Response => {
     const path = url.pathname.slice(PROTECTED_RESOURCE_PREFIX.length);
-    if (PATH_RE.exec(path) === null || oauth === undefined) return json(404, { error: { code: 'not_found', message: 'no such route' } });
+    if (facePath(path) === undefined || oauth === undefined) return json(404, { error: { code: 'not_found', message: 'no such route' } });
     if (!validateHostHeader(request.headers.get('host'), opts.allowedHosts).ok) {
       deps.servers.refused('host');
       return rpcError(403, -32000, 'Forbidden: host not allowed');
@@ -181,8 +188,8 @@ export function endpointHandler(deps: EndpointHttpDeps, opts: EndpointHttpOption
       return json(ready ? 200 : 503, { ok: ready, service: 'endpoint' });
     }
     if (oauth !== undefined && url.pathname.startsWith(`${PROTECTED_RESOURCE_PREFIX}/`)) return resourceMetadata(request, url);
-    const m = PATH_RE.exec(url.pathname);
-    if (m === null) return json(404, { error: { code: 'not_found', message: 'no such route' } });
+    const m = facePath(url.pathname);
+    if (m === undefined) return json(404, { error: { code: 'not_found', message: 'no such route' } });
 
     const host = validateHostHeader(request.headers.get('host'), opts.allowedHosts);
     if (!host.ok) {
@@ -227,12 +234,21 @@ export function endpointHandler(deps: EndpointHttpDeps, opts: EndpointHttpOption
       );
     }
     let named: string;
+    let server: string | undefined;
     try {
-      named = decodeURIComponent(m[1] as string);
+      named = decodeURIComponent(m.agent);
     } catch {
       return json(400, { error: { code: 'invalid_input', message: 'agent: not a valid path segment', details: { field: 'agent' } } }, cors);
     }
-    if (named !== grant.agent && named !== grant.agentName) {
+    try {
+      server = m.server === undefined ? undefined : decodeURIComponent(m.server);
+    } catch {
+      return json(400, { error: { code: 'invalid_input', message: 'server: not a valid path segment', details: { field: 'server' } } }, cors);
+    }
+    // A per-server face of a server the agent's grant does not name (unknown, another account's,
+    // revoked) is refused exactly as another agent's path is: the path is no oracle of names.
+    const ownAgent = named === grant.agent || named === grant.agentName;
+    if (!ownAgent || (server !== undefined && !(await grantedServer(grant, server)))) {
       // Said the same way as an unknown token: a token does not reveal which agents exist.
       return refuseToken(
         'agent',
@@ -241,10 +257,10 @@ export function endpointHandler(deps: EndpointHttpDeps, opts: EndpointHttpOption
         cors,
       );
     }
-    return { grant, cors };
+    return { grant, cors, ...(server !== undefined ? { server } : {}) };
   };
 
-  const serve = async (request: Request, { grant, cors }: Admitted): Promise<Response> => {
+  const serve = async (request: Request, { grant, cors, server }: Admitted): Promise<Response> => {
     const kind = streamKind(request);
     // Taken before any await of its own. A revocation heard while a listen's body was read is
     // caught by the tokens' recheck of open streams (AgentTokens), within its period.
@@ -254,7 +270,7 @@ export function endpointHandler(deps: EndpointHttpDeps, opts: EndpointHttpOption
       return tooManyStreams(slot, cors);
     }
     if (kind === 'legacy' && slot !== undefined) return withHeaders(slot.hold(legacy.stream(grant, request.signal)), cors);
-    const handler = deps.servers.handlerFor(grant, wantsCompact(new URL(request.url)) ? 'compact' : 'full');
+    const handler = deps.servers.handlerFor(grant, wantsCompact(new URL(request.url)) ? 'compact' : 'full', server);
     const res = await handler
       .fetch(request, {
         authInfo: { token: grant.id, clientId: grant.id, scopes: [], ...(grant.expiresAt !== undefined ? { expiresAt: Math.floor(grant.expiresAt / 1000) } : {}) },

@@ -68,7 +68,7 @@ export function gatedRequests(d: {
       body = raw.toString('utf8');
     }
     const viaSdk = (r: IncomingMessage, s: ServerResponse, b: string | undefined): void => void serveWithBody(r, s, b, (request) => d.handler.serve(request, verdict), d.onError);
-    if (d.lean !== undefined && body !== undefined) d.lean.handle(req, res, address, verdict.grant, body, viaSdk);
+    if (d.lean !== undefined && body !== undefined) d.lean.handle(req, res, address, verdict.grant, body, viaSdk, verdict.server);
     else viaSdk(req, res, body);
   };
   return (req, res) => {

@@ -6,9 +6,8 @@ import type { Declared, LegacyClients } from './legacy-clients.js';
 import { declaresForms, type ToolCalls } from './tool-calls.js';
 import type { TokenFailures } from './token-failures.js';
 import type { ToolSets } from './tool-sets.js';
+import { FACE_PATH_RE } from './faces.js';
 
-/** `/v1/agents/<agent>/mcp` (as http.ts reads it). */
-const PATH_RE = /^\/v1\/agents\/([A-Za-z0-9_.~%-]{1,200})\/mcp\/?$/;
 const MODERN_VERSION = '2026-07-28';
 const LEGACY_VERSIONS = new Set<string>(SUPPORTED_PROTOCOL_VERSIONS);
 /** Bodies the lean path takes; a larger one (or one without a length) goes to the SDK as it is. */
@@ -111,9 +110,12 @@ export class LeanCalls {
     deps.clients.listen((tokenId, id, result) => this.take(tokenId, id, result));
   }
 
-  /** Serves an admitted request (its token's `grant`, its `body` read) here or hands it to `fallback`. */
-  handle(req: IncomingMessage, res: ServerResponse, clientAddress: string, grant: TokenGrant, body: string, fallback: Fallback): void {
-    this.serve(req, res, clientAddress, grant, body, fallback).catch((err: unknown) => {
+  /**
+   * Serves an admitted request (its token's `grant`, its `body` read; `server` on a per-server
+   * face) here or hands it to `fallback`.
+   */
+  handle(req: IncomingMessage, res: ServerResponse, clientAddress: string, grant: TokenGrant, body: string, fallback: Fallback, server?: string): void {
+    this.serve(req, res, clientAddress, grant, body, fallback, server).catch((err: unknown) => {
       this.deps.onError(err as Error);
       if (!res.headersSent) {
         res.writeHead(500, { 'content-type': 'application/json' });
@@ -122,7 +124,7 @@ export class LeanCalls {
     });
   }
 
-  private async serve(req: IncomingMessage, res: ServerResponse, clientAddress: string, grant: TokenGrant, body: string, fallback: Fallback): Promise<void> {
+  private async serve(req: IncomingMessage, res: ServerResponse, clientAddress: string, grant: TokenGrant, body: string, fallback: Fallback, server: string | undefined): Promise<void> {
     const candidate = this.candidate(req, clientAddress);
     if (candidate === undefined || Buffer.byteLength(body) !== candidate.length) return fallback(req, res, body);
     let msg: unknown;
@@ -137,16 +139,18 @@ export class LeanCalls {
     const call = this.callOf(msg, candidate.modern, req);
     if (call === undefined) return fallback(req, res, body);
     const set = await this.deps.toolSets.get(grant.account, grant.agent).catch(() => null);
-    const doc = set?.byName.get(call.name);
+    // On a per-server face the client names the tool by its server's name; the call is its document's.
+    const doc = server === undefined ? set?.byName.get(call.name) : set?.granted.has(server) === true ? set.byServer.get(server)?.byRemote.get(call.name) : undefined;
     if (doc === undefined || mirrorsHeaders(doc)) return fallback(req, res, body);
-    if (candidate.modern) await this.modern(req, res, grant, call);
-    else await this.legacy(req, res, grant, call);
+    const named = { ...call, name: doc.name };
+    if (candidate.modern) await this.modern(req, res, grant, named);
+    else await this.legacy(req, res, grant, named);
   }
 
   /** A POST the lean path may serve, judged from its headers alone: the body's length and the era. */
   private candidate(req: IncomingMessage, clientAddress: string): { length: number; modern: boolean } | undefined {
     if (req.method !== 'POST') return undefined;
-    if (!PATH_RE.test((req.url ?? '').split('?')[0] ?? '')) return undefined;
+    if (!FACE_PATH_RE.test((req.url ?? '').split('?')[0] ?? '')) return undefined;
     if (!(header(req, 'content-type') ?? '').startsWith('application/json')) return undefined;
     const length = Number(header(req, 'content-length'));
     if (!Number.isSafeInteger(length) || length <= 0 || length > LEAN_MAX_BODY) return undefined;

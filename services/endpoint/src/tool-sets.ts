@@ -11,6 +11,31 @@ export interface AgentToolSet {
   /** Sorted by name (the order of `tools/list`, deterministic). */
   tools: McpToolDocument[];
   byName: Map<string, McpToolDocument>;
+  /** The servers the agent's grant names (the per-server face serves only these). */
+  granted: ReadonlySet<string>;
+  /** Each granted server's tools in the set, for its per-server face: sorted by remote name, and by it. */
+  byServer: Map<string, ServerTools>;
+}
+
+/** One server's tools in an agent's set, under their own (remote) names. */
+export interface ServerTools {
+  tools: McpToolDocument[];
+  byRemote: Map<string, McpToolDocument>;
+}
+
+/** The per-server views of a set's tools (each list sorted by remote name). */
+function byServer(tools: McpToolDocument[]): Map<string, ServerTools> {
+  const out = new Map<string, ServerTools>();
+  for (const doc of tools) {
+    let s = out.get(doc.server);
+    if (s === undefined) out.set(doc.server, (s = { tools: [], byRemote: new Map() }));
+    // Two documents of one server under one remote name cannot both be served by it: the first (by merged name) is.
+    if (s.byRemote.has(doc.remoteName)) continue;
+    s.byRemote.set(doc.remoteName, doc);
+    s.tools.push(doc);
+  }
+  for (const s of out.values()) s.tools.sort((a, b) => (a.remoteName < b.remoteName ? -1 : a.remoteName > b.remoteName ? 1 : 0));
+  return out;
 }
 
 /** Sets kept at most (the oldest goes first). */
@@ -115,6 +140,6 @@ export class ToolSets {
       tools.push(doc);
     }
     tools.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-    return { version: rows.version, tools, byName: new Map(tools.map((t) => [t.name, t])) };
+    return { version: rows.version, tools, byName: new Map(tools.map((t) => [t.name, t])), granted: grants, byServer: byServer(tools) };
   }
 }

@@ -1,7 +1,7 @@
 import { metrics, trace } from '@opentelemetry/api';
 import { describe, expect, it } from 'vitest';
 import { makeSubjects, type CallProgress } from '@mcpx/contracts';
-import { ProgressRelay } from './progress-relay.js';
+import { PROGRESS_BURST, ProgressRelay } from './progress-relay.js';
 
 describe("the proxy's progress relay", () => {
   const open = () => {
@@ -11,19 +11,21 @@ describe("the proxy's progress relay", () => {
     return { sent, sink };
   };
 
-  it("sends the first event at once on the call's subject; those sooner than its turn are replaced by the latest, which goes out at the call's end", () => {
+  it("sends the first events (the burst) at once on the call's subject; those sooner than their turn are replaced by the latest, which goes out at the call's end", () => {
     const { sent, sink } = open();
     sink.progress({ progress: 1, total: 10, message: 'one' });
     for (let i = 2; i <= 500; i++) sink.progress({ progress: i, total: 500 });
-    expect(sent).toEqual([{ subject: 't1.mcp.calls.progress.acct.run-1.call-1', value: { progress: 1, total: 10, message: 'one' } }]);
+    expect(sent[0]).toEqual({ subject: 't1.mcp.calls.progress.acct.run-1.call-1', value: { progress: 1, total: 10, message: 'one' } });
+    expect(sent.map((s) => s.value.progress)).toEqual([1, 2, 3].slice(0, PROGRESS_BURST));
     sink.close();
     expect(sent.map((s) => s.value)).toEqual([
       { progress: 1, total: 10, message: 'one' },
+      ...[2, 3].slice(0, PROGRESS_BURST - 1).map((p) => ({ progress: p, total: 500 })),
       { progress: 500, total: 500 },
     ]);
     // Nothing after the call's end.
     sink.progress({ progress: 501 });
-    expect(sent).toHaveLength(2);
+    expect(sent).toHaveLength(PROGRESS_BURST + 1);
   });
 
   it('drops a value that is not a finite number, keeps only finite totals and cuts a long message', () => {

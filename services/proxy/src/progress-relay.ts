@@ -6,6 +6,12 @@ import { PROGRESS_MESSAGE_MAX_CHARS, type CallProgress, type ProxyCallRequest, t
  * a server that floods its notifications costs the bus this, the latest of each interval kept.
  */
 export const PROGRESS_EVENTS_PER_SECOND = 10;
+/**
+ * Events that may go at once before the rate applies (a token bucket of this size, refilled at
+ * {@link PROGRESS_EVENTS_PER_SECOND}): a server's few quick steps (0, 50, 100 within milliseconds)
+ * reach the caller whole; a flood is held to the rate.
+ */
+export const PROGRESS_BURST = 3;
 
 /** A call's progress as the upstream request reports it (`Progress` of the MCP client). */
 export interface UpstreamProgress {
@@ -23,8 +29,8 @@ export interface CallProgressSink {
 /**
  * Relays the progress notifications of calls sent with `progress: true` (the proxy asked the server
  * with a progress token of its own) to `mcp.calls.progress.<acct>.<run>.<callId>`, where the caller
- * listens. Bounded per call: at most {@link PROGRESS_EVENTS_PER_SECOND} a second, an event that
- * arrives sooner waits for its turn and is replaced by a later one (counted dropped); the last one
+ * listens. Bounded per call: at most {@link PROGRESS_EVENTS_PER_SECOND} a second after a burst of
+ * {@link PROGRESS_BURST}, an event that arrives sooner waits for its turn and is replaced by a later one (counted dropped); the last one
  * waiting goes out when the call ends, before its reply. A value that is not a finite number is
  * dropped; a message is cut to {@link PROGRESS_MESSAGE_MAX_CHARS}. Counted by outcome
  * (`mcpx_proxy_progress_events_total`), and the call's span says how many went and were dropped.
@@ -46,12 +52,20 @@ export class ProgressRelay {
   open(req: Pick<ProxyCallRequest, 'account' | 'run' | 'callId'>, span: Span): CallProgressSink {
     const subject = this.subjects.callProgress(req.account, req.run, req.callId);
     const counts = { relayed: 0, dropped: 0, invalid: 0 };
-    let last = -Infinity;
+    // The bucket: `tokens` at the time `at`, refilled one per interval up to the burst.
+    let tokens = PROGRESS_BURST;
+    let at = performance.now();
     let waiting: CallProgress | undefined;
     let timer: NodeJS.Timeout | undefined;
     let closed = false;
+    const refill = (): void => {
+      const now = performance.now();
+      tokens = Math.min(PROGRESS_BURST, tokens + (now - at) / this.intervalMs);
+      at = now;
+    };
     const send = (value: CallProgress): void => {
-      last = performance.now();
+      refill();
+      tokens = Math.max(0, tokens - 1);
       try {
         this.publish(subject, value);
       } catch {
@@ -76,8 +90,9 @@ export class ProgressRelay {
           this.events.add(1, { outcome: 'invalid' });
           return;
         }
-        const wait = last + this.intervalMs - performance.now();
-        if (wait <= 0 && timer === undefined) return send(value);
+        refill();
+        const wait = (1 - tokens) * this.intervalMs;
+        if (tokens >= 1 && timer === undefined) return send(value);
         if (waiting !== undefined) {
           if (counts.dropped === 0) span.addEvent('progress bounded: events dropped', { 'mcpx.progress.per_second': 1000 / this.intervalMs });
           counts.dropped++;

@@ -13,6 +13,7 @@ import { Catalog } from './catalog.js';
 import { ProgressRelay } from './progress-relay.js';
 import { OAuthTokens } from './oauth-tokens.js';
 import { startCallService, type ProxyStats } from './call-service.js';
+import { RelayRequests } from './relay-requests.js';
 import { callGates, callLimiter, connectRedis, connectionPool } from './wiring.js';
 
 export { PROXY_SERVICE_NAME, proxyServiceName } from './call-service.js';
@@ -62,6 +63,7 @@ export async function startProxy(config: Config, opts: ProxyOptions = {}): Promi
   const limits = { maxConcurrency: config.proxy.maxConcurrencyPerServer, ratePerSecond: config.proxy.ratePerServer };
   const maxPayload = bus.nc.info?.max_payload ?? 1024 * 1024;
   const { approvals, inputs } = callGates({ config, bus, redis, log, telemetry });
+  const oauth = new OAuthTokens({ nc: bus.nc, subjects: bus.subjects, catalog, tracer: telemetry.tracer, meter: telemetry.meter });
   const handler = new CallHandler({
     catalog,
     pool,
@@ -74,13 +76,16 @@ export async function startProxy(config: Config, opts: ProxyOptions = {}): Promi
     approvals,
     inputs,
     legacyAsks,
-    oauth: new OAuthTokens({ nc: bus.nc, subjects: bus.subjects, catalog, tracer: telemetry.tracer, meter: telemetry.meter }),
+    oauth,
     log,
     progress: new ProgressRelay((subject, value) => bus.notify(subject, value), bus.subjects, telemetry.meter),
   });
   const stats = (): ProxyStats => ({ instance, ...pool.stats, inflight: handler.inflightCount, ...handler.counts, invalidations: catalog.invalidations });
 
   const service = await startCallService({ nc: bus.nc, subjects: bus.subjects, instance, handler, stats, log });
+  // Resources, prompts and completions of granted servers (the agent endpoint's): ./relay-requests.ts.
+  const relay = new RelayRequests({ nc: bus.nc, subjects: bus.subjects, instance, catalog, pool, tracer: telemetry.tracer, meter: telemetry.meter, oauth, maxPayload, log });
+  relay.start();
   // Core-NATS notifications, decoded strictly: one that does not decode is logged (without its
   // bytes) and dropped, and nothing a handler throws reaches the connection.
   const subs = [
@@ -119,6 +124,7 @@ export async function startProxy(config: Config, opts: ProxyOptions = {}): Promi
       (stopping ??= (async () => {
         ready = false;
         await service.stop().catch((err: unknown) => log.warn('service stop failed', { err: err as Error }));
+        relay.stop();
         for (const s of subs) s.unsubscribe();
         catalog.close();
         await pool.closeAll();

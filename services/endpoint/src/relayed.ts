@@ -1,0 +1,235 @@
+import { SpanKind, SpanStatusCode, type Counter, type Tracer } from '@opentelemetry/api';
+import { ErrorCodes, WireError, toWireError, type RelayMethod } from '@mcpx/contracts';
+import type { ProxyClient } from '@mcpx/proxy-client';
+import { ProtocolError, ProtocolErrorCode, type Server } from '@modelcontextprotocol/server';
+import type { TokenGrant } from './agent-tokens.js';
+import type { ToolSets } from './tool-sets.js';
+
+/**
+ * Resources, resource templates, prompts and completions of an agent's granted servers, relayed
+ * through the proxy (`mcp.proxy.relay`: it holds the connections and credentials), on both faces
+ * (docs/endpoint.md#resources-and-prompts):
+ * - the per-server face serves its server's under their own names and URIs, as the server says them;
+ * - the merged face names a prompt `<server>__<prompt>` and wraps a resource's URI in a URI that
+ *   names its server: `mcpx://<server>/<URI, percent-encoded>`, or `ui://<server>/<URI,
+ *   percent-encoded>` for an MCP Apps `ui://` resource (its scheme kept, so a host still knows it
+ *   is an app). Both map back exactly; a name or URI that does not is refused as unknown.
+ */
+
+/** A page of a list, as the face answers it (the server's cache hints kept, or the endpoint's). */
+type Result = Record<string, unknown>;
+
+export interface RelayedDeps {
+  toolSets: ToolSets;
+  proxy: ProxyClient;
+  tracer: Tracer;
+  requests: Counter;
+  /** The hints a list page carries when its server gives none (2026-07-28 requires them). */
+  hints: { ttlMs: number; cacheScope: 'private' };
+}
+
+const WRAPPED_RE = /^(mcpx|ui):\/\/([A-Za-z0-9_.-]{1,64})\/(.*)$/s;
+
+/** The merged face's URI of a server's resource URI (or template). */
+export function wrapUri(server: string, uri: string, template = false): string {
+  const scheme = uri.toLowerCase().startsWith('ui://') ? 'ui' : 'mcpx';
+  let inner = encodeURIComponent(uri);
+  // A template's placeholders stay placeholders (a client expands them in place).
+  if (template) inner = inner.replace(/%7B/g, '{').replace(/%7D/g, '}');
+  return `${scheme}://${server}/${inner}`;
+}
+
+/** The server and its own URI of a merged face's URI; undefined when it is not one. */
+export function unwrapUri(wrapped: string): { server: string; uri: string } | undefined {
+  const m = WRAPPED_RE.exec(wrapped);
+  if (m === null) return undefined;
+  let uri: string;
+  try {
+    uri = decodeURIComponent(m[3] as string);
+  } catch {
+    return undefined;
+  }
+  // The scheme says which kind it wraps: a ui:// face URI wraps only a ui:// resource, and back.
+  if ((m[1] === 'ui') !== uri.toLowerCase().startsWith('ui://')) return undefined;
+  return { server: m[2] as string, uri };
+}
+
+/** The merged face's prompt name: `<server>__<prompt>`; split at the first `__`. */
+export function unwrapName(name: string): { server: string; name: string } | undefined {
+  const at = name.indexOf('__');
+  if (at <= 0 || at + 2 >= name.length) return undefined;
+  return { server: name.slice(0, at), name: name.slice(at + 2) };
+}
+
+/** A merged list's cursor: the server whose page comes next, and that server's own cursor. */
+function encodeMergedCursor(server: string, cursor: string | undefined): string {
+  return Buffer.from(JSON.stringify(cursor === undefined ? [server] : [server, cursor]), 'utf8').toString('base64url');
+}
+
+function decodeMergedCursor(cursor: string): { server: string; cursor?: string } {
+  try {
+    if (cursor.length > 2_048) throw new Error('long');
+    const v = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown;
+    if (Array.isArray(v) && typeof v[0] === 'string' && (v.length === 1 || (v.length === 2 && typeof v[1] === 'string')))
+      return { server: v[0], ...(v.length === 2 ? { cursor: v[1] as string } : {}) };
+  } catch {
+    // below
+  }
+  throw new ProtocolError(ProtocolErrorCode.InvalidParams, 'Invalid cursor');
+}
+
+/** A relay's failure as the MCP error a client expects: the server's own code when it gave one. */
+function protocolErrorOf(err: unknown, method: RelayMethod): ProtocolError {
+  if (err instanceof ProtocolError) return err;
+  const wire = err instanceof WireError ? err : toWireError(err);
+  const data = { code: wire.code, details: wire.details };
+  const mcpCode = (wire.details as { mcpCode?: unknown }).mcpCode;
+  if (typeof mcpCode === 'number' && Number.isInteger(mcpCode) && mcpCode < 0) return new ProtocolError(mcpCode === -32002 ? ProtocolErrorCode.InvalidParams : mcpCode, wire.message, data);
+  if (wire.code === ErrorCodes.invalidInput) return new ProtocolError(ProtocolErrorCode.InvalidParams, wire.message, data);
+  if (wire.code === ErrorCodes.notGranted || wire.code === ErrorCodes.notFound) return new ProtocolError(ProtocolErrorCode.InvalidParams, `${method}: ${wire.message}`, data);
+  return new ProtocolError(ProtocolErrorCode.InternalError, wire.message, data);
+}
+
+const unknownName = (what: string, value: string): ProtocolError => new ProtocolError(ProtocolErrorCode.InvalidParams, `Unknown ${what}: ${value.slice(0, 256)}`);
+
+/**
+ * Registers the relayed methods on a face's per-request `server`: the per-server face of `face`,
+ * or the merged face (`face` undefined).
+ */
+export function registerRelayed(server: Server, grant: TokenGrant, face: string | undefined, deps: RelayedDeps): void {
+  const run = `ep-${grant.id}`;
+  /** One relayed request: its span and its count, the proxy's failure as an MCP error. */
+  const relay = async (target: string, method: RelayMethod, params: Record<string, unknown>): Promise<Result> => {
+    const span = deps.tracer.startSpan(`endpoint.${method}`, {
+      kind: SpanKind.SERVER,
+      attributes: { 'mcpx.account': grant.account, 'mcpx.agent': grant.agent, 'mcp.server': target, 'mcpx.face': face === undefined ? 'merged' : 'server' },
+    });
+    let outcome = 'ok';
+    try {
+      return await deps.proxy.relay({ account: grant.account, agent: grant.agent, run, server: target, method, params });
+    } catch (err) {
+      const e = protocolErrorOf(err, method);
+      outcome = err instanceof WireError ? err.code : 'error';
+      span.setStatus({ code: SpanStatusCode.ERROR, message: e.message });
+      throw e;
+    } finally {
+      span.setAttribute('mcpx.outcome', outcome);
+      span.end();
+      deps.requests.add(1, { method, outcome });
+    }
+  };
+  /** The servers the token's agent is granted now, sorted (the merged face's order). */
+  const granted = async (): Promise<string[]> => {
+    const set = await deps.toolSets.get(grant.account, grant.agent);
+    if (set === null) throw new ProtocolError(ProtocolErrorCode.InvalidRequest, 'the agent no longer exists');
+    return [...set.granted].sort();
+  };
+  const withHints = (r: Result): Result => ({
+    ...r,
+    ttlMs: typeof r.ttlMs === 'number' ? r.ttlMs : deps.hints.ttlMs,
+    cacheScope: r.cacheScope === 'public' || r.cacheScope === 'private' ? r.cacheScope : deps.hints.cacheScope,
+  });
+  const cursorOf = (params: unknown): string | undefined => {
+    const c = (params as { cursor?: unknown } | undefined)?.cursor;
+    return typeof c === 'string' ? c : undefined;
+  };
+
+  /** A merged list: one server's page at a time, in server order, the cursor naming where it goes on. */
+  const mergedList = async (method: RelayMethod, key: string, rename: (server: string, item: Record<string, unknown>) => Record<string, unknown>, cursor: string | undefined): Promise<Result> => {
+    const servers = await granted();
+    const at = cursor === undefined ? { server: servers[0] } : decodeMergedCursor(cursor);
+    let i = at.server === undefined ? servers.length : servers.indexOf(at.server);
+    if (i < 0) throw new ProtocolError(ProtocolErrorCode.InvalidParams, 'Invalid cursor');
+    let upstream = cursor === undefined ? undefined : (at as { cursor?: string }).cursor;
+    const unavailable: string[] = [];
+    // Empty servers are passed over, so a page is empty only at the end.
+    for (; i < servers.length; i++, upstream = undefined) {
+      const s = servers[i] as string;
+      let page: Result;
+      try {
+        page = await relay(s, method, upstream === undefined ? {} : { cursor: upstream });
+      } catch {
+        unavailable.push(s);
+        continue;
+      }
+      const items = Array.isArray(page[key]) ? (page[key] as Array<Record<string, unknown>>) : [];
+      const next = typeof page.nextCursor === 'string' ? encodeMergedCursor(s, page.nextCursor) : servers[i + 1] !== undefined ? encodeMergedCursor(servers[i + 1] as string, undefined) : undefined;
+      if (items.length === 0 && next !== undefined && typeof page.nextCursor !== 'string') continue;
+      return {
+        [key]: items.map((item) => rename(s, item)),
+        ...deps.hints,
+        ...(next !== undefined ? { nextCursor: next } : {}),
+        ...(unavailable.length > 0 ? { _meta: { 'io.mcpx/unavailable': unavailable } } : {}),
+      };
+    }
+    return { [key]: [], ...deps.hints, ...(unavailable.length > 0 ? { _meta: { 'io.mcpx/unavailable': unavailable } } : {}) };
+  };
+
+  /** A merged face's URI or name mapped back to a granted server's; unknown otherwise. */
+  const resourceOf = async (uri: string): Promise<{ server: string; uri: string }> => {
+    const back = unwrapUri(uri);
+    if (back === undefined || !(await granted()).includes(back.server)) throw unknownName('resource', uri);
+    return back;
+  };
+  const promptOf = async (name: string): Promise<{ server: string; name: string }> => {
+    const back = unwrapName(name);
+    if (back === undefined || !(await granted()).includes(back.server)) throw unknownName('prompt', name);
+    return back;
+  };
+  const wrapContents = (s: string, r: Result): Result =>
+    Array.isArray(r.contents) ? { ...r, contents: (r.contents as Array<Record<string, unknown>>).map((c) => (typeof c.uri === 'string' ? { ...c, uri: wrapUri(s, c.uri) } : c)) } : r;
+
+  if (face !== undefined) {
+    const pass = (method: RelayMethod, list: boolean) => async (request: { params?: unknown }) => {
+      const { _meta: _drop, ...params } = (request.params ?? {}) as Record<string, unknown>;
+      let r: Result;
+      try {
+        r = await relay(face, method, params);
+      } catch (err) {
+        // A read's miss names its URI in `data.uri`, as MCP asks of a server (SEP-2164).
+        if (method === 'resources/read' && err instanceof ProtocolError && err.code === (ProtocolErrorCode.InvalidParams as number) && typeof params.uri === 'string') {
+          throw new ProtocolError(err.code, err.message, { ...(err.data as Record<string, unknown> | undefined), uri: params.uri.slice(0, 2_048) });
+        }
+        throw err;
+      }
+      return list ? withHints(r) : r;
+    };
+    server.setRequestHandler('resources/list', pass('resources/list', true) as never);
+    server.setRequestHandler('resources/templates/list', pass('resources/templates/list', true) as never);
+    server.setRequestHandler('resources/read', pass('resources/read', false) as never);
+    server.setRequestHandler('prompts/list', pass('prompts/list', true) as never);
+    server.setRequestHandler('prompts/get', pass('prompts/get', false) as never);
+    server.setRequestHandler('completion/complete', pass('completion/complete', false) as never);
+    return;
+  }
+
+  server.setRequestHandler('prompts/list', (async (request: { params?: unknown }) =>
+    mergedList('prompts/list', 'prompts', (s, p) => ({ ...p, name: `${s}__${String(p.name)}` }), cursorOf(request.params))) as never);
+  server.setRequestHandler('resources/list', (async (request: { params?: unknown }) =>
+    mergedList('resources/list', 'resources', (s, r) => ({ ...r, uri: wrapUri(s, String(r.uri)) }), cursorOf(request.params))) as never);
+  server.setRequestHandler('resources/templates/list', (async (request: { params?: unknown }) =>
+    mergedList('resources/templates/list', 'resourceTemplates', (s, t) => ({ ...t, uriTemplate: wrapUri(s, String(t.uriTemplate), true) }), cursorOf(request.params))) as never);
+  server.setRequestHandler('resources/read', (async (request: { params: { uri: string } }) => {
+    const back = await resourceOf(request.params.uri);
+    return wrapContents(back.server, await relay(back.server, 'resources/read', { uri: back.uri }));
+  }) as never);
+  server.setRequestHandler('prompts/get', (async (request: { params: { name: string; arguments?: Record<string, string> } }) => {
+    const back = await promptOf(request.params.name);
+    return await relay(back.server, 'prompts/get', { name: back.name, ...(request.params.arguments !== undefined ? { arguments: request.params.arguments } : {}) });
+  }) as never);
+  server.setRequestHandler('completion/complete', (async (request: { params: { ref: { type: string; name?: string; uri?: string }; argument: unknown; context?: unknown } }) => {
+    const { ref, argument, context } = request.params;
+    let target: string;
+    let own: Record<string, unknown>;
+    if (ref.type === 'ref/prompt') {
+      const back = await promptOf(String(ref.name));
+      target = back.server;
+      own = { type: 'ref/prompt', name: back.name };
+    } else {
+      const back = await resourceOf(String(ref.uri).replace(/\{/g, '%7B').replace(/\}/g, '%7D'));
+      target = back.server;
+      own = { type: 'ref/resource', uri: back.uri };
+    }
+    return await relay(target, 'completion/complete', { ref: own, argument, ...(context !== undefined ? { context } : {}) });
+  }) as never);
+}

@@ -1,0 +1,294 @@
+import type { NatsConnection, Subscription } from '@nats-io/transport-node';
+import { SpanKind, SpanStatusCode, trace, context, type Context, type Counter, type Histogram, type Meter, type Tracer } from '@opentelemetry/api';
+import {
+  ErrorCodes,
+  MAX_RELAY_TIMEOUT_MS,
+  QueueGroups,
+  WireError,
+  decodeRelayRequest,
+  encodePayload,
+  resourceUriFault,
+  type RelayMethod,
+  type RelayReply,
+  type RelayRequest,
+  type Subjects,
+} from '@mcpx/contracts';
+import type { Logger } from '@mcpx/log';
+import { McpClientError, McpClientErrorCode, type McpConnection } from '@mcpx/mcp-client';
+import { McpAttributes, extractTraceContext } from '@mcpx/telemetry';
+import type { Catalog } from './catalog.js';
+import type { ConnectionPool } from './connection-pool.js';
+import type { OAuthTokens } from './oauth-tokens.js';
+import { toWire } from './wire-errors.js';
+
+/** A relayed result is kept at most this long, whatever `ttlMs` the server gives. */
+export const RELAY_CACHE_MAX_TTL_MS = 300_000;
+/** Results kept at most, and their JSON bytes together. */
+const CACHE_MAX_ENTRIES = 2_000;
+const CACHE_MAX_BYTES = 32 * 1024 * 1024;
+/** A result bigger than this is never cached (it is still relayed, bounded). */
+const CACHE_MAX_RESULT_BYTES = 256 * 1024;
+/** Room left in a reply for its envelope and the markers. */
+const REPLY_MARGIN_BYTES = 16 * 1024;
+
+/** The capability a server declares for a method, and what a method answers when it declares none. */
+const CAPABILITY: Record<RelayMethod, 'resources' | 'prompts' | 'completions'> = {
+  'resources/list': 'resources',
+  'resources/templates/list': 'resources',
+  'resources/read': 'resources',
+  'prompts/list': 'prompts',
+  'prompts/get': 'prompts',
+  'completion/complete': 'completions',
+};
+/** The list each result carries (bounded item by item). */
+const ITEMS: Record<RelayMethod, string> = {
+  'resources/list': 'resources',
+  'resources/templates/list': 'resourceTemplates',
+  'resources/read': 'contents',
+  'prompts/list': 'prompts',
+  'prompts/get': 'messages',
+  'completion/complete': 'completion',
+};
+
+/** What a server that declares no such capability is taken to answer (lists are empty, nothing else exists). */
+function undeclared(req: RelayRequest): Record<string, unknown> {
+  switch (req.method) {
+    case 'resources/list':
+      return { resources: [] };
+    case 'resources/templates/list':
+      return { resourceTemplates: [] };
+    case 'prompts/list':
+      return { prompts: [] };
+    case 'completion/complete':
+      return { completion: { values: [], hasMore: false } };
+    case 'resources/read':
+      throw new WireError(ErrorCodes.notFound, `the ${req.server} MCP server has no resources`, { field: 'uri', server: req.server, mcpCode: -32002 });
+    case 'prompts/get':
+      throw new WireError(ErrorCodes.notFound, `the ${req.server} MCP server has no prompts`, { field: 'name', server: req.server, mcpCode: -32602 });
+  }
+}
+
+const byteLength = (v: unknown): number => Buffer.byteLength(JSON.stringify(v) ?? '');
+
+/**
+ * A server's result within `maxBytes` of JSON: the listed resources and templates whose URI breaks
+ * the URI rule (`..`, `javascript:`, control or bidi characters) are left out, and the items past
+ * the bound too (a read's contents and a prompt's messages are replaced by a text that says what
+ * and why, so their places stay); `_meta["io.mcpx/omitted"]` counts what was left out and why.
+ */
+export function boundRelayResult(method: RelayMethod, result: Record<string, unknown>, maxBytes: number): Record<string, unknown> {
+  const key = ITEMS[method];
+  const items = result[key];
+  if (!Array.isArray(items)) {
+    if (byteLength(result) <= maxBytes) return result;
+    throw new WireError(ErrorCodes.serverError, `the server's ${method} result is larger than the ${maxBytes} bytes a relayed result may be`, { limit: maxBytes });
+  }
+  let unsafe = 0;
+  let kept: unknown[] = items;
+  if (method === 'resources/list' || method === 'resources/templates/list') {
+    kept = items.filter((item) => {
+      const uri = (item as { uri?: unknown; uriTemplate?: unknown } | null)?.[method === 'resources/list' ? 'uri' : 'uriTemplate'];
+      const fault = resourceUriFault(typeof uri === 'string' ? uri.replace(/\{[^{}]{1,64}\}/g, 'x') : uri);
+      if (fault !== undefined) unsafe++;
+      return fault === undefined;
+    });
+  }
+  const rest = { ...result, [key]: [] };
+  let budget = maxBytes - byteLength(rest) - 1_024;
+  const out: unknown[] = [];
+  let over = 0;
+  for (const item of kept) {
+    const size = byteLength(item) + 1;
+    if (size <= budget) {
+      out.push(item);
+      budget -= size;
+      continue;
+    }
+    over++;
+    const marker = `[mcpx: left out: ${size} bytes, over the ${maxBytes}-byte bound of a relayed result]`;
+    if (method === 'resources/read') {
+      const c = item as { uri?: unknown; mimeType?: unknown };
+      const placed = { uri: typeof c.uri === 'string' ? c.uri.slice(0, 2_048) : '', ...(typeof c.mimeType === 'string' ? { mimeType: c.mimeType.slice(0, 128) } : {}), text: marker };
+      budget -= byteLength(placed);
+      if (budget > 0) out.push(placed);
+    } else if (method === 'prompts/get') {
+      const role = (item as { role?: unknown }).role === 'assistant' ? 'assistant' : 'user';
+      const placed = { role, content: { type: 'text', text: marker } };
+      budget -= byteLength(placed);
+      if (budget > 0) out.push(placed);
+    }
+  }
+  if (unsafe === 0 && over === 0) return result;
+  const meta = typeof result._meta === 'object' && result._meta !== null ? (result._meta as Record<string, unknown>) : {};
+  return { ...result, [key]: out, _meta: { ...meta, 'io.mcpx/omitted': { ...(unsafe > 0 ? { unsafeUris: unsafe } : {}), ...(over > 0 ? { overLimit: over, limit: maxBytes } : {}) } } };
+}
+
+/** Results kept by the server's `ttlMs`, per auth context (account and server: the credentials used). */
+export class RelayCache {
+  private readonly entries = new Map<string, { until: number; result: Record<string, unknown>; bytes: number }>();
+  private bytes = 0;
+
+  get(key: string, now = Date.now()): Record<string, unknown> | undefined {
+    const hit = this.entries.get(key);
+    if (hit === undefined) return undefined;
+    if (hit.until > now) return hit.result;
+    this.drop(key);
+    return undefined;
+  }
+
+  /** Keeps `result` when it says how long it may be kept (`ttlMs` > 0), at most {@link RELAY_CACHE_MAX_TTL_MS}. */
+  put(key: string, result: Record<string, unknown>, now = Date.now()): void {
+    const ttl = result.ttlMs;
+    if (typeof ttl !== 'number' || !Number.isFinite(ttl) || ttl <= 0) return;
+    const bytes = byteLength(result);
+    if (bytes > CACHE_MAX_RESULT_BYTES) return;
+    this.drop(key);
+    this.entries.set(key, { until: now + Math.min(ttl, RELAY_CACHE_MAX_TTL_MS), result, bytes });
+    this.bytes += bytes;
+    while (this.entries.size > CACHE_MAX_ENTRIES || this.bytes > CACHE_MAX_BYTES) this.drop(this.entries.keys().next().value as string);
+  }
+
+  /** Forgets a server's results (its configuration or credentials changed). */
+  forget(account: string, server: string): void {
+    const prefix = `${account}\u0000${server}\u0000`;
+    for (const k of [...this.entries.keys()]) if (k.startsWith(prefix)) this.drop(k);
+  }
+
+  private drop(key: string): void {
+    const e = this.entries.get(key);
+    if (e === undefined) return;
+    this.entries.delete(key);
+    this.bytes -= e.bytes;
+  }
+}
+
+export interface RelayDeps {
+  nc: NatsConnection;
+  subjects: Subjects;
+  instance: string;
+  catalog: Catalog;
+  pool: ConnectionPool;
+  tracer: Tracer;
+  meter: Meter;
+  oauth?: OAuthTokens;
+  /** The NATS connection's max payload: a reply stays within it. */
+  maxPayload: number;
+  log: Logger;
+}
+
+/** A server's JSON-RPC error as a wire error that keeps its code (`mcpCode`), so a client gets the server's answer. */
+function relayError(err: unknown, req: RelayRequest): WireError {
+  if (err instanceof McpClientError && err.code === McpClientErrorCode.ProtocolError && typeof err.details.mcpCode === 'number') {
+    const mcpCode = err.details.mcpCode;
+    const code = mcpCode === -32002 ? ErrorCodes.notFound : mcpCode === -32602 ? ErrorCodes.invalidInput : ErrorCodes.serverError;
+    return new WireError(code, err.message.slice(0, 1_024), { server: req.server, mcpCode, ...(code === ErrorCodes.invalidInput ? { field: 'params' } : {}) });
+  }
+  return toWire(err);
+}
+
+/**
+ * `mcp.proxy.relay` (queue group `proxy`): a granted server's resources, resource templates,
+ * prompts and completions, over the run's pooled connection (the credentials stay here), each
+ * result bounded ({@link boundRelayResult}) and kept by the server's `ttlMs` per account and server.
+ * A span (`proxy.relay`) and the metrics `mcpx_proxy_relay_total` (by method and outcome) and
+ * `mcpx_proxy_relay_duration_ms` per request. Every request gets a reply; a malformed one a typed
+ * `invalid_input` naming the field.
+ */
+export class RelayRequests {
+  private sub: Subscription | undefined;
+  private readonly cache = new RelayCache();
+  private readonly total: Counter;
+  private readonly duration: Histogram;
+
+  constructor(private readonly deps: RelayDeps) {
+    this.total = deps.meter.createCounter('mcpx_proxy_relay_total', { description: 'Relayed resources, prompts and completions requests, by method and outcome' });
+    this.duration = deps.meter.createHistogram('mcpx_proxy_relay_duration_ms', { unit: 'ms', description: 'Relayed requests, end to end in the proxy' });
+  }
+
+  start(): void {
+    const { nc, subjects, instance, log } = this.deps;
+    this.sub = nc.subscribe(subjects.proxyRelay, {
+      queue: QueueGroups.proxy,
+      callback: (err, msg) => {
+        if (err !== null) return;
+        const reply = (body: RelayReply): void => {
+          try {
+            msg.respond(encodePayload(body));
+          } catch (e) {
+            log.warn('relay reply failed', { err: e as Error });
+          }
+        };
+        let req: RelayRequest;
+        try {
+          req = decodeRelayRequest(msg.data);
+        } catch (e) {
+          this.total.add(1, { method: 'unknown', outcome: ErrorCodes.invalidInput });
+          reply({ ok: false, instance, error: toWire(e).toJSON() });
+          return;
+        }
+        this.handle(req, extractTraceContext(msg.headers)).then(
+          (result) => reply({ ok: true, instance, result }),
+          (e: unknown) => reply({ ok: false, instance, error: toWire(e).toJSON() }),
+        );
+      },
+    });
+  }
+
+  stop(): void {
+    this.sub?.unsubscribe();
+  }
+
+  /** Forgets what was cached of a server (its configuration changed). */
+  forget(account: string, server: string): void {
+    this.cache.forget(account, server);
+  }
+
+  async handle(req: RelayRequest, parent: Context): Promise<Record<string, unknown>> {
+    const started = performance.now();
+    const span = this.deps.tracer.startSpan(
+      'proxy.relay',
+      { kind: SpanKind.SERVER, attributes: { 'mcp.account': req.account, 'mcpx.agent': req.agent, 'mcpx.run': req.run, [McpAttributes.methodName]: req.method, [McpAttributes.server]: req.server } },
+      parent,
+    );
+    let outcome = 'ok';
+    try {
+      return await context.with(trace.setSpan(parent, span), () => this.relay(req, span));
+    } catch (err) {
+      const wire = relayError(err, req);
+      outcome = wire.code;
+      if (wire.code === ErrorCodes.internal) this.deps.log.error('a relayed request failed with an unexpected error', { method: req.method, err: err as Error });
+      span.setStatus({ code: SpanStatusCode.ERROR, message: wire.message });
+      throw wire;
+    } finally {
+      span.setAttribute(McpAttributes.outcome, outcome);
+      span.end();
+      this.total.add(1, { method: req.method, outcome });
+      this.duration.record(performance.now() - started, { method: req.method, outcome });
+    }
+  }
+
+  private async relay(req: RelayRequest, span: ReturnType<Tracer['startSpan']>): Promise<Record<string, unknown>> {
+    const { catalog } = this.deps;
+    const agent = catalog.agentNow(req.account, req.agent) ?? (await catalog.agent(req.account, req.agent));
+    if (agent === null) throw new WireError(ErrorCodes.notFound, 'this account has no such agent', { field: 'agent' });
+    // The grant itself, as for a call: never the projection.
+    if (!agent.grants.has(req.server)) throw new WireError(ErrorCodes.notGranted, `the agent is not granted the ${req.server} MCP server`, { server: req.server });
+    let server = catalog.serverNow(req.account, req.server) ?? (await catalog.server(req.account, req.server));
+    if (server === null) throw new WireError(ErrorCodes.notFound, `no MCP server named ${req.server}`, { server: req.server });
+    const key = `${req.account}\u0000${req.server}\u0000${req.method}\u0000${JSON.stringify(req.params)}`;
+    const hit = this.cache.get(key);
+    span.setAttribute('mcpx.cache.hit', hit !== undefined);
+    if (hit !== undefined) return hit;
+    if (server.oauth !== undefined && this.deps.oauth?.expiring(server)) server = await this.deps.oauth.refreshed(req.account, req.server, server);
+    const timeoutMs = Math.min(req.timeoutMs ?? MAX_RELAY_TIMEOUT_MS, MAX_RELAY_TIMEOUT_MS);
+    const send = async (conn: McpConnection): Promise<Record<string, unknown>> => {
+      const caps = conn.client.getServerCapabilities() as Record<string, unknown> | undefined;
+      if (caps?.[CAPABILITY[req.method]] === undefined) return undeclared(req);
+      return await conn.relay(req.method, req.params, { timeoutMs });
+    };
+    const raw = await this.deps.pool.use(req.account, req.run, req.server, server, send, false, trace.setSpan(context.active(), span));
+    const result = boundRelayResult(req.method, raw, Math.max(64 * 1024, this.deps.maxPayload - REPLY_MARGIN_BYTES));
+    this.cache.put(key, result);
+    return result;
+  }
+}
