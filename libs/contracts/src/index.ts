@@ -99,3 +99,5 @@ export type { ActionOf, ActionRequest, ActionRequests, ActionResponse, ActionRes
 export { openApiDocument } from './openapi.js';
 export { REVIEW_CHANGES_MAX } from './reviews.js';
 export type { AuditEventView, ToolChangeView, ToolReviewRequestedEvent } from './reviews.js';
+export { CALL_OUTCOME_FILTERS, CALL_PAGE } from './activity.js';
+export type { CallFigures, CallOutcome, CallOutcomeFilter, CallView, ServerCallFigures } from './activity.js';
