@@ -11,6 +11,7 @@ import { integerSetting, onOffSetting } from './settings.js';
  *   past it a call is not recorded (counted in `mcpx_activity_dropped_total{reason="buffer_full"}`),
  *   never held up.
  * - `ACTIVITY_FLUSH_MS` (default 1,000, 50 to 60,000): how often a proxy writes what it holds.
+ * - `ACTIVITY_PRUNE_MS` (default 600,000, at least 100): how often a proxy trims the log (jittered).
  */
 export interface ActivitySettings {
   enabled: boolean;
@@ -18,6 +19,7 @@ export interface ActivitySettings {
   maxCallsPerAccount: number;
   buffer: number;
   flushMs: number;
+  pruneMs: number;
 }
 
 export const DEFAULT_ACTIVITY_SETTINGS: Readonly<ActivitySettings> = {
@@ -26,6 +28,7 @@ export const DEFAULT_ACTIVITY_SETTINGS: Readonly<ActivitySettings> = {
   maxCallsPerAccount: 1_000_000,
   buffer: 20_000,
   flushMs: 1_000,
+  pruneMs: 600_000,
 };
 
 export function parseActivity(env: NodeJS.ProcessEnv): ActivitySettings {
@@ -36,5 +39,6 @@ export function parseActivity(env: NodeJS.ProcessEnv): ActivitySettings {
     maxCallsPerAccount: integerSetting(env, 'ACTIVITY_MAX_CALLS_PER_ACCOUNT', { fallback: d.maxCallsPerAccount, min: 1_000 }),
     buffer: integerSetting(env, 'ACTIVITY_BUFFER', { fallback: d.buffer, min: 100 }),
     flushMs: integerSetting(env, 'ACTIVITY_FLUSH_MS', { fallback: d.flushMs, min: 50, max: 60_000, message: 'ACTIVITY_FLUSH_MS must be a number of milliseconds from 50 to 60000' }),
+    pruneMs: integerSetting(env, 'ACTIVITY_PRUNE_MS', { fallback: d.pruneMs, min: 100 }),
   };
 }

@@ -82,7 +82,8 @@ export class ActivityRecorder {
     const taskId = (req as { taskId?: unknown }).taskId;
     this.rows.push({
       account: req.account,
-      at: Date.now() - ms,
+      // Whole milliseconds: the cursor of ListCalls is a time in ms and must name a row exactly.
+      at: Math.round(Date.now() - ms),
       agent: req.agent,
       run: req.run,
       callId: req.callId,

@@ -62,15 +62,15 @@ export class PostgresActivityStore implements ActivityStore {
       if (n < PRUNE_BATCH) break;
     }
     for (const account of accounts) {
-      // The newest call past the cap, read along the account's index; everything from it back goes.
-      const edge = await sql<{ at: Date; id: number }>`
-        SELECT at, id FROM activity.calls WHERE account_id = ${account} ORDER BY at DESC, id DESC OFFSET ${maxPerAccount} LIMIT 1`.execute(this.db);
-      const row = edge.rows[0];
-      if (row === undefined) continue;
+      // The newest call past the cap, found along the account's index (in SQL: its time keeps its
+      // microseconds); it and everything older go, a batch at a time.
       for (;;) {
         const r = await sql`
           DELETE FROM activity.calls WHERE id IN (
-            SELECT id FROM activity.calls WHERE account_id = ${account} AND (at, id) <= (${row.at}, ${row.id}) ORDER BY at DESC, id DESC LIMIT ${PRUNE_BATCH})`.execute(this.db);
+            SELECT id FROM activity.calls
+            WHERE account_id = ${account}
+              AND (at, id) <= (SELECT at, id FROM activity.calls WHERE account_id = ${account} ORDER BY at DESC, id DESC OFFSET ${maxPerAccount} LIMIT 1)
+            ORDER BY at DESC, id DESC LIMIT ${PRUNE_BATCH})`.execute(this.db);
         const n = Number(r.numAffectedRows ?? 0);
         total += n;
         if (n < PRUNE_BATCH) break;

@@ -151,6 +151,6 @@ async function startActivity(config: Config, db: ReturnType<typeof createDb>, te
     log,
     buffer: a.buffer,
     flushMs: a.flushMs,
-    retention: { days: a.retentionDays, maxCallsPerAccount: a.maxCallsPerAccount },
+    retention: { days: a.retentionDays, maxCallsPerAccount: a.maxCallsPerAccount, everyMs: a.pruneMs },
   }).start();
 }
