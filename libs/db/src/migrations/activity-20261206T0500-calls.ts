@@ -7,7 +7,7 @@ import { sql, type Kysely } from 'kysely';
  * never an argument or a result.
  *
  * Pages are newest first by `(at, id)`, so every index ends with `at DESC, id DESC` after the
- * account and the filter it serves: all calls, by agent, by server (and tool), by tool, failed
+ * account and the filter it serves: all calls, by agent, by server, by tool (a tool name holds its server's, so server and tool go along it), failed
  * ones (partial), and by time alone for retention. The account-wide index carries what the per-server figures read, so they are
  * answered from the index alone.
  */
@@ -36,7 +36,7 @@ export async function up(db: Kysely<any>): Promise<void> {
     .execute();
   await sql`CREATE INDEX calls_account_at ON activity.calls (account_id, at DESC, id DESC) INCLUDE (server, outcome, duration_ms)`.execute(db);
   await sql`CREATE INDEX calls_account_agent_at ON activity.calls (account_id, agent, at DESC, id DESC)`.execute(db);
-  await sql`CREATE INDEX calls_account_server_at ON activity.calls (account_id, server, tool, at DESC, id DESC)`.execute(db);
+  await sql`CREATE INDEX calls_account_server_at ON activity.calls (account_id, server, at DESC, id DESC)`.execute(db);
   await sql`CREATE INDEX calls_account_tool_at ON activity.calls (account_id, tool, at DESC, id DESC)`.execute(db);
   // Retention by age deletes the oldest calls of every account.
   await sql`CREATE INDEX calls_at ON activity.calls (at)`.execute(db);
