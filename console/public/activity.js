@@ -3,6 +3,7 @@
 // never an argument or a result. Live by polling: the event stream carries no call events (a call
 // is written by the proxies in batches, a second or so after it ends), so while the view is shown
 // and its page visible, the newest page is read again every few seconds and merged in.
+/* global CSSStyleSheet -- a browser global the console's lint config does not list */
 import { el } from './ui.js';
 
 /** How often the live tail reads the newest page, and how often the figures are read again. */
@@ -21,12 +22,16 @@ const STYLE = `
 .activity .scroll { overflow-x: auto; }
 `;
 
+/**
+ * The view's own rules, as a constructed style sheet: the console's Content Security Policy
+ * (`style-src 'self'`) refuses a `<style>` element, not a sheet built through the CSSOM. (The
+ * console's style.css may take them over.)
+ */
 function ensureStyle() {
-  if (document.querySelector('style[data-activity]')) return;
-  const style = document.createElement('style');
-  style.dataset.activity = 'true';
-  style.textContent = STYLE;
-  document.head.append(style);
+  if (document.adoptedStyleSheets.some((sheet) => sheet.cssRules[0]?.cssText.startsWith('.activity table'))) return;
+  const sheet = new CSSStyleSheet();
+  sheet.replaceSync(STYLE);
+  document.adoptedStyleSheets = [...document.adoptedStyleSheets, sheet];
 }
 
 const ms = (v) => (v === null || v === undefined ? '–' : `${v} ms`);
