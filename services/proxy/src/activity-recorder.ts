@@ -1,4 +1,4 @@
-import { SpanStatusCode, type Counter, type Histogram, type Meter, type Tracer } from '@opentelemetry/api';
+import { ROOT_CONTEXT, SpanStatusCode, type Counter, type Histogram, type Meter, type Tracer } from '@opentelemetry/api';
 import type { ProxyCallRequest } from '@mcpx/contracts';
 import type { Logger } from '@mcpx/log';
 import type { ActivityStore, CallRecord } from './activity-store.js';
@@ -170,7 +170,8 @@ export class ActivityRecorder {
   /** One batch from the front: written, or put back (the buffer keeps its bound). Never throws. */
   private writeOnce(): Promise<void> {
     const batch = this.rows.splice(0, this.batch);
-    const span = this.opts.tracer?.startSpan('proxy.activity.write', { attributes: { 'mcpx.activity.rows': batch.length } });
+    // A trace of its own: a batch belongs to no one call.
+    const span = this.opts.tracer?.startSpan('proxy.activity.write', { attributes: { 'mcpx.activity.rows': batch.length } }, ROOT_CONTEXT);
     const started = performance.now();
     const done = this.opts.store.write(batch).then(
       () => {
