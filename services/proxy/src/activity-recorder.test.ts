@@ -19,8 +19,15 @@ class MemoryStore implements ActivityStore {
   }
 }
 
-const req = (i: number, extra: Partial<ProxyCallRequest> = {}): ProxyCallRequest =>
-  ({ account: 'acct', agent: 'ag', run: 'r', callId: `c${i}`, tool: 'demo__echo', arguments: { secret: 'never' }, ...extra });
+const req = (i: number, extra: Partial<ProxyCallRequest> = {}): ProxyCallRequest => ({
+  account: 'acct',
+  agent: 'ag',
+  run: 'r',
+  callId: `c${i}`,
+  tool: 'demo__echo',
+  arguments: { secret: 'never' },
+  ...extra,
+});
 
 function recorder(store: ActivityStore, buffer = 100, batch = 10): ActivityRecorder {
   return new ActivityRecorder({ store, meter: metrics.getMeter('test'), buffer, flushMs: 60_000, batch });
