@@ -21,7 +21,12 @@
  * - the floor of the NATS hop, in the same run: the runtime's ProxyClient to a responder in a
  *   process of its own that decodes the request and answers at once (no upstream, no proxy), and
  *   that hop followed by the raw undici POST (what a proxied call costs at the least: the two
- *   hops, each process's own minimum work, nothing else).
+ *   hops, each process's own minimum work, nothing else);
+ * - the call log (docs/activity.md) on and off, side by side: two more proxy processes at once,
+ *   one recording (`ACTIVITY=on`, the default) and one not (`ACTIVITY=off`), each with a run of
+ *   its own stuck to it, measured in turns (on, off, on, off…) at 32 callers on the modern server;
+ *   the proxy's CPU per call of each, and the ratio (goal: recording adds ≤ 2 %). `BENCH_QUICK=1`
+ *   runs it too (`PROXY_BENCH=activity` runs only it).
  */
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -143,6 +148,60 @@ async function rawModernClient(url: string): Promise<{ call: (i: number) => Prom
   };
 }
 
+/** Turns of each side in the call log comparison (on, off, on, off, …). */
+const ACTIVITY_ROUNDS = QUICK ? 3 : 4;
+
+/** The call log on and off, side by side: see the header. Returns the report's lines. */
+async function activityComparison(system: ProxySystem): Promise<string[]> {
+  const rowOf = (p: Phase): string => `| ${p.what} | ${p.calls} | ${(p.calls / p.seconds).toFixed(0)} | ${p.p50.toFixed(3)} | ${p.p99.toFixed(3)} | ${p.cpuPerCallMs.toFixed(3)} | - |`;
+  const on = await spawnProxyProcess(system, { ACTIVITY: 'on' });
+  const off = await spawnProxyProcess(system, { ACTIVITY: 'off' });
+  try {
+    system.client.stick('log-on', on.instance);
+    system.client.stick('log-off', off.instance);
+    const call = (run: string) => (i: number) => system.call('magent', run, 'mbench__echo', { text: `m${i}` });
+    await run(WARMUP, CALLERS, call('log-on'));
+    await run(WARMUP, CALLERS, call('log-off'));
+    const phases: Phase[] = [];
+    for (let round = 0; round < ACTIVITY_ROUNDS; round++) {
+      for (const [side, p] of [
+        ['on', on],
+        ['off', off],
+      ] as const) {
+        const before = (await proxyStats(p)).cpu;
+        const r = await run(CONCURRENT, CALLERS, call(`log-${side}`));
+        const after = (await proxyStats(p)).cpu;
+        phases.push({
+          what: `modern: NATS + proxy, ${CALLERS} callers, call log ${side} (turn ${round + 1})`,
+          calls: CONCURRENT,
+          ...r,
+          cpuPerCallMs: (cpuMs(after) - cpuMs(before)) / CONCURRENT,
+          upstreamCpuPerCallMs: 0,
+        });
+      }
+    }
+    const mean = (side: string, f: (p: Phase) => number): number => {
+      const ps = phases.filter((p) => p.what.includes(`call log ${side}`));
+      return ps.reduce((n, p) => n + f(p), 0) / ps.length;
+    };
+    const cpuOn = mean('on', (p) => p.cpuPerCallMs);
+    const cpuOff = mean('off', (p) => p.cpuPerCallMs);
+    const rateOn = mean('on', (p) => p.calls / p.seconds);
+    const rateOff = mean('off', (p) => p.calls / p.seconds);
+    return [
+      '',
+      '| phase | calls | calls/s | p50 ms | p99 ms | CPU ms/call (proxy process) | upstream CPU ms/call |',
+      '|---|---|---|---|---|---|---|',
+      ...phases.map(rowOf),
+      '',
+      `call log, ${CALLERS} callers, mean of ${ACTIVITY_ROUNDS} turns each: proxy CPU per call on ${cpuOn.toFixed(3)} ms, off ${cpuOff.toFixed(3)} ms: recording adds ${((cpuOn / cpuOff - 1) * 100).toFixed(1)} % (goal ≤ 2 %); calls/s on / off = ${(rateOn / rateOff).toFixed(3)}`,
+    ];
+  } finally {
+    await on.stop();
+    await off.stop();
+  }
+}
+
 async function main(): Promise<void> {
   const warnings: string[] = [];
   process.on('warning', (w) => warnings.push(`${w.name}: ${w.message}`));
@@ -169,6 +228,10 @@ async function main(): Promise<void> {
     await direct.connect(new StreamableHTTPClientTransport(new URL(upstream.url)));
     await directModern.connect(new ModernStreamableHTTPClientTransport(new URL(modernUp.url)));
     if (directModern.getProtocolEra() !== 'modern') throw new Error('the modern upstream was not reached in the modern era');
+    if (process.env.PROXY_BENCH === 'activity') {
+      process.stdout.write(`machine: ${availableParallelism()} cores, node ${process.version}, ${new Date().toISOString().slice(0, 10)}\n${(await activityComparison(system)).join('\n')}\n`);
+      return;
+    }
 
     const directCall = (i: number) => direct.callTool({ name: 'echo', arguments: { text: `m${i}` } });
     const proxiedCall = (i: number) => system.call('agent', 'bench-run', 'bench__echo', { text: `m${i}` });
@@ -243,8 +306,9 @@ async function main(): Promise<void> {
       `floor, what the runtime's ProxyClient adds to a plain nats.js request (CPU of this process per call): sequential ${fmt(es.cpuPerCallMs - eps.cpuPerCallMs, 3)} ms (${fmt(es.cpuPerCallMs, 3)} vs ${fmt(eps.cpuPerCallMs, 3)}), ${CALLERS} callers ${fmt(ec.cpuPerCallMs - epc.cpuPerCallMs, 3)} ms (${fmt(ec.cpuPerCallMs, 3)} vs ${fmt(epc.cpuPerCallMs, 3)}); p50 ${fmt(es.p50, 3)} vs ${fmt(eps.p50, 3)} ms`,
       `floor, NATS echo + raw POST: sequential p50 ${fmt(ers.p50, 3)} ms (raw + ${fmt(ers.p50 - mrs.p50, 3)} ms; the proxy's p50 is ${fmt(mps.p50 - ers.p50, 3)} ms above it); ${CALLERS} callers ${fmt(rate(erc), 0)} calls/s = ${fmt(rate(erc) / rate(mrc), 3)} × raw (proxy: ${fmt(rate(mpc) / rate(erc), 3)} × this floor)`,
     ];
+    const callLog = await activityComparison(system);
     if (QUICK) {
-      process.stdout.write(`${[...header, ...phases.map(rowOf), '', ...modernSummary].join('\n')}\n`);
+      process.stdout.write(`${[...header, ...phases.map(rowOf), '', ...modernSummary, ...callLog].join('\n')}\n`);
       return;
     }
 
@@ -285,6 +349,7 @@ async function main(): Promise<void> {
       `proxy calls/s per core (concurrent calls / proxy CPU seconds): ${fmt(1000 / pc.cpuPerCallMs, 0)}`,
       `proxy RSS: ${fmt(rssBefore / 2 ** 20, 1)} MiB before, ${fmt(loaded.rss / 2 ** 20, 1)} MiB with ${loaded.runs} runs / ${loaded.connections} open connections`,
       `MaxListenersExceededWarning in the proxy: ${proxyWarned ? 'SEEN' : 'none'}; in this process (the plain SDK client, the baseline): ${directWarned ? 'seen' : 'none'}`,
+      ...callLog,
     ];
     process.stdout.write(`${out.join('\n')}\n`);
   } finally {

@@ -10,10 +10,15 @@
  *   and with 16 concurrent clients;
  * - contract pinning: a discovery (RefreshMcpServer) of a 200-tool server with no change, pinned
  *   (`pin: review`) and unpinned, interleaved one by one so that both see the same box
- *   (`REGISTRY_BENCH=pins` runs only this part).
+ *   (`REGISTRY_BENCH=pins` runs only this part);
+ * - the call log: ListCalls over 1,000,000 recorded calls of one account (seeded in SQL over 30
+ *   days, 4 agents, 20 servers of 5 tools, 5 % failed), a page of 50 per filter (none, agent,
+ *   server, server and tool, failed, a time range, the next page by cursor, a page past the end)
+ *   and GetCallFigures, each sequential (`REGISTRY_BENCH=activity` runs only this part).
  */
 import { availableParallelism, totalmem } from 'node:os';
 import { echoTool, startTestMcpServer, type TestMcpServer } from '../test/servers/index.js';
+import { seedCalls } from '../test/activity/seed-calls.js';
 import { ApiClient } from '../test/support/api-client.js';
 import { RegistryHarness } from '../test/support/registry-harness.js';
 
@@ -103,7 +108,50 @@ async function pinnedDiscovery(rounds = 150): Promise<Row[]> {
   }
 }
 
+const ACTIVITY_CALLS = 1_000_000;
+
+/** ListCalls and GetCallFigures over a million-call account, one filtered page at a time. */
+async function callLog(rounds = 200): Promise<Row[]> {
+  const h = await RegistryHarness.start({ projector: false, env: { LOG_LEVEL: 'warn', RATE_ACTIONS_PER_SIGNER: '0', RATE_ACTIONS_PER_ADDRESS: '0' } });
+  try {
+    const api = h.api();
+    const agents: string[] = [];
+    for (let i = 0; i < 4; i++) agents.push((await api.act<{ agent: { id: string } }>('CreateAgent', { name: `agent-${i}`, definition: { mcpServers: [] } })).agent.id);
+    const seeding = performance.now();
+    await seedCalls(h.sql, api.principal, agents, ACTIVITY_CALLS);
+    const seeded = (performance.now() - seeding) / 1000;
+    const week = new Date(Date.now() - 7 * 86_400_000).toISOString();
+    const sixDays = new Date(Date.now() - 6 * 86_400_000).toISOString();
+    const first = await api.act<{ nextCursor?: string }>('ListCalls', { server: 's03' });
+    const filters: Array<[string, Record<string, unknown>]> = [
+      ['no filter', {}],
+      ['agent', { agent: 'agent-2' }],
+      ['server', { server: 's03' }],
+      ['server and tool', { server: 's03', tool: 's03__tool_3' }],
+      ['failed', { outcome: 'failed' }],
+      ['agent, failed', { agent: 'agent-1', outcome: 'failed' }],
+      ['server, a day a week ago', { server: 's11', since: week, until: sixDays }],
+      ['server, next page by cursor', { server: 's03', cursor: first.nextCursor }],
+      ['past the end', { cursor: `${Date.now() - 40 * 86_400_000}.1` }],
+    ];
+    const rows: Row[] = [];
+    for (const [label, f] of filters) {
+      const page = await api.act<{ calls: unknown[] }>('ListCalls', f);
+      rows.push(await measure(`ListCalls, ${label} (1,000,000 calls)`, rounds, 1, () => api.act('ListCalls', f), `${page.calls.length} calls a page, sequential`));
+    }
+    rows.push(await measure('GetCallFigures (1,000,000 calls, 33,000 in 24 h, 20 servers)', 50, 1, () => api.act('GetCallFigures'), 'sequential'));
+    rows.push({ what: `seed 1,000,000 calls (one INSERT, six indexes)`, ops: ACTIVITY_CALLS, seconds: seeded, p50: 0, p99: 0, note: 'setup, for scale' });
+    return rows;
+  } finally {
+    await h.stop();
+  }
+}
+
 async function main(): Promise<void> {
+  if (process.env.REGISTRY_BENCH === 'activity') {
+    report(await callLog());
+    return;
+  }
   if (process.env.REGISTRY_BENCH === 'pins') {
     report(await pinnedDiscovery());
     return;
@@ -166,6 +214,7 @@ async function main(): Promise<void> {
     await Promise.all(upstreams.map((u) => u.close()));
   }
   rows.push(...(await pinnedDiscovery()));
+  rows.push(...(await callLog()));
   report(rows);
 }
 

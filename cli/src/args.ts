@@ -4,7 +4,7 @@ export interface ParsedArgs {
   flags: Map<string, string[]>;
 }
 
-const BOOLEAN_FLAGS = new Set(['json', 'force', 'help', 'done', 'decline', 'cancel', 'user-may-approve']);
+const BOOLEAN_FLAGS = new Set(['json', 'force', 'help', 'done', 'decline', 'cancel', 'user-may-approve', 'failed', 'figures']);
 
 export class UsageError extends Error {}
 

@@ -13,6 +13,7 @@ import { terminalText, toolCount } from './terminal-text.js';
 import { toolsPermission, vendorsConnect, vendorsDisconnect } from './trust-commands.js';
 import { agentsEndpoint, agentsTokens } from './endpoint-commands.js';
 import { audit, toolsDecide, toolsReview } from './review-commands.js';
+import { activity } from './activity-commands.js';
 
 export interface Io {
   out(text: string): void;
@@ -314,6 +315,7 @@ export const COMMANDS: Record<string, Command> = {
   'tools accept': printing(toolsDecide('AcceptToolChange')),
   'tools reject': printing(toolsDecide('RejectToolChange')),
   audit: printing(audit),
+  activity: printing(activity),
   'vendors connect': printing(vendorsConnect),
   'vendors disconnect': printing(vendorsDisconnect),
   'runs end': printing(runsEnd),
@@ -346,6 +348,9 @@ export const USAGE = `usage: mcpx <command> [--json]
   tools review [SERVER] [--status pending|rejected|all]   (a pinned server's held tool changes, with their diffs)
   tools accept SERVER TOOL CID | tools reject SERVER TOOL CID
   audit [--action A] [--kind server|agent|tool|approval|input] [--target T] [--signer S] [--since ISO] [--until ISO] [--limit N] [--cursor C]
+  activity [--agent A] [--server S] [--tool T] [--failed | --outcome ok|refused|error|lost] [--since ISO] [--until ISO] [--limit N] [--cursor C]
+      (what agents called: time, result code, duration; never arguments or results)
+  activity --figures [--server S]   (per server: calls, error rate, p50/p95 over the last hour and 24 hours)
   vendors connect VENDOR (--access-token T [--refresh-token R] [--expires-at ISO] | --tokens-file PATH)
   vendors disconnect VENDOR   (built-in servers: github, linear)
   call --agent AGENT [--run RUN] [--timeout-ms MS] [--approval ID | --wait-approval SECONDS] [--input ID | --wait-input SECONDS] TOOL ['{json arguments}']

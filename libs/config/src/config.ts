@@ -3,6 +3,7 @@ import { nonNegativeNumberSetting, onOffSetting, portSetting } from './settings.
 import { inboxPrefixOf } from './nats-permissions.js';
 import { parseQuotas, type QuotaSettings } from './quotas.js';
 import { parsePinAudit, type PinAuditSettings } from './pins-audit.js';
+import { parseActivity, type ActivitySettings } from './activity.js';
 import { LOCAL_DEV_KEYRING, parseProfile, refuseDevelopmentKeys } from './profile.js';
 
 /**
@@ -87,6 +88,8 @@ export interface Config {
   trustedProxies: string[];
   /** Contract pinning and the audit log's retention (`PIN_DEFAULT`, `PIN_WRITERS_MAY_REVIEW`, `AUDIT_RETENTION_DAYS`; see `pins-audit.ts`). */
   pinAudit: PinAuditSettings;
+  /** The call log: recording, retention and the proxy's buffer (`ACTIVITY*`; see `activity.ts`). */
+  activity: ActivitySettings;
 }
 
 /**
@@ -286,5 +289,6 @@ export function loadConfig(service: keyof typeof DEFAULT_PORTS, env: NodeJS.Proc
       .map((e) => e.trim())
       .filter((e) => e !== ''),
     pinAudit: parsePinAudit(env),
+    activity: parseActivity(env),
   };
 }

@@ -15,3 +15,5 @@ export { DEFAULT_INBOUND_LIMITS, inboundLimits } from './inbound.js';
 export type { InboundLimits } from './inbound.js';
 export { DEFAULT_QUOTAS, parseQuotas } from './quotas.js';
 export type { QuotaSettings, RateSetting } from './quotas.js';
+export { DEFAULT_ACTIVITY_SETTINGS, parseActivity } from './activity.js';
+export type { ActivitySettings } from './activity.js';

@@ -1,4 +1,5 @@
 import type { Permission, ProxyResult } from '@mcpx/domain';
+import type { CallOutcomeFilter, CallView, ServerCallFigures } from './activity.js';
 import type { AgentTokenView } from './agent-tokens.js';
 import type { AgentDefinition, AgentView, McpServerConfigInput, RedactedMcpServer } from './api.js';
 import { ActionTypes, type ActionType } from './api.js';
@@ -62,6 +63,9 @@ export interface ActionRequests {
   RevokeAgentToken: { id: string };
   ListSignInRequests: Record<string, never>;
   DecideSignIn: { id: string; decision: 'approve' | 'deny' };
+  /** Newest first; `agent` by id or name, `since`/`until` ISO 8601 times, `cursor` from the previous page. */
+  ListCalls: { agent?: AgentRef; server?: string; tool?: string; outcome?: CallOutcomeFilter; since?: string; until?: string; limit?: number; cursor?: string };
+  GetCallFigures: { server?: string };
 }
 
 /** What SetMcpServer dropped because the server moved to another origin (names only, never values). */
@@ -144,6 +148,8 @@ export interface ActionResponses {
   RevokeAgentToken: { id: string; revoked: boolean };
   ListSignInRequests: { signIns: SignInRequestView[] };
   DecideSignIn: { id: string; decision: 'approve' | 'deny'; continueUrl: string };
+  ListCalls: { calls: CallView[]; nextCursor?: string };
+  GetCallFigures: { at: string; servers: ServerCallFigures[] };
 }
 
 /** An OAuth sign-in to an agent endpoint waiting for the owner's decision (never a code, cookie or nonce). */
@@ -415,6 +421,18 @@ export const ACTION_MAP: { readonly [T in ActionType]: ActionSpec } = {
     response: obj({ id: str, decision: { enum: ['approve', 'deny'] }, continueUrl: str }, ['id', 'decision', 'continueUrl']),
     errors: ['not_found', 'conflict'],
   },
+  ListCalls: {
+    summary: "The account's recorded calls (metadata only), newest first, filtered and paged",
+    roles: WRITERS,
+    request: obj({ agent, server: str, tool: str, outcome: { enum: ['ok', 'failed', 'refused', 'error', 'lost'] }, since: str, until: str, limit: int, cursor: str }),
+    response: obj({ calls: arr(ref('CallView')), nextCursor: str }, ['calls']),
+  },
+  GetCallFigures: {
+    summary: 'Per server: calls, error rate, p50 and p95 duration over the last hour and 24 hours',
+    roles: WRITERS,
+    request: obj({ server: str }),
+    response: obj({ at: str, servers: arr(obj({ server: str, lastHour: ref('CallFigures'), lastDay: ref('CallFigures') }, ['server', 'lastHour', 'lastDay'])) }, ['at', 'servers']),
+  },
 };
 
 /** The action types, in the map's order. */
@@ -469,6 +487,32 @@ export const ACTION_COMPONENTS: Record<string, JsonSchema> = {
     },
     ['url'],
   ),
+  CallView: obj(
+    {
+      id: str,
+      at: str,
+      agent: obj({ id: str, name: str }, ['id']),
+      run: str,
+      callId: str,
+      server: str,
+      tool: str,
+      code: str,
+      outcome: { enum: ['ok', 'refused', 'error', 'lost'] },
+      durationMs: int,
+      era: { enum: ['modern', 'legacy'] },
+      approvalId: str,
+      inputRequestId: str,
+      taskId: str,
+    },
+    ['id', 'at', 'agent', 'run', 'callId', 'tool', 'code', 'outcome', 'durationMs'],
+  ),
+  CallFigures: obj({ calls: int, failed: int, errorRate: { type: 'number' }, p50Ms: { type: ['integer', 'null'] }, p95Ms: { type: ['integer', 'null'] } }, [
+    'calls',
+    'failed',
+    'errorRate',
+    'p50Ms',
+    'p95Ms',
+  ]),
   RedactedMcpServer: obj(
     {
       id: str,

@@ -192,5 +192,9 @@ export const ActionTypes = {
   ListSignInRequests: 'ListSignInRequests',
   /** `{id, decision: 'approve'|'deny'}` → `{id, decision, continueUrl}`; OWNER only. The browser that started the sign-in opens continueUrl. */
   DecideSignIn: 'DecideSignIn',
+  /** `{agent?, server?, tool?, outcome?, since?, until?, limit?, cursor?}` → `{calls, nextCursor?}`: the call log (docs/activity.md). */
+  ListCalls: 'ListCalls',
+  /** `{server?}` → `{at, servers}`: per server, calls, error rate, p50 and p95 over 1 h and 24 h. */
+  GetCallFigures: 'GetCallFigures',
 } as const;
 export type ActionType = (typeof ActionTypes)[keyof typeof ActionTypes];

@@ -119,3 +119,5 @@ export { REVIEW_CHANGES_MAX } from './reviews.js';
 export type { AuditEventView, ToolChangeView, ToolReviewRequestedEvent } from './reviews.js';
 export { NatsFailures, natsFailure } from './nats-failures.js';
 export type { NatsFailure } from './nats-failures.js';
+export { CALL_OUTCOME_FILTERS, CALL_PAGE } from './activity.js';
+export type { CallFigures, CallOutcome, CallOutcomeFilter, CallView, ServerCallFigures } from './activity.js';

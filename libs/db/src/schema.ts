@@ -334,6 +334,25 @@ export interface EventOutboxTable {
   created_at: ColumnType<Date, never, never>;
 }
 
+/** activity schema: written by the proxy only (one row per call, metadata only), read by the registry. */
+export interface ActivityCallsTable {
+  id: Generated<number>;
+  account_id: string;
+  at: Timestamp;
+  agent: string;
+  run: string;
+  call_id: string;
+  server: string | null;
+  tool: string;
+  code: string;
+  outcome: 'ok' | 'refused' | 'error' | 'lost';
+  duration_ms: number;
+  era: 'modern' | 'legacy' | null;
+  approval_id: string | null;
+  input_request_id: string | null;
+  task_id: string | null;
+}
+
 export interface Database {
   'registry.accounts': AccountsTable;
   'registry.signers': SignersTable;
@@ -359,4 +378,5 @@ export interface Database {
   'projector.agent_tools': AgentToolsTable;
   'projector.lambda_tools': LambdaToolsTable;
   'projector.open_changes': OpenChangesTable;
+  'activity.calls': ActivityCallsTable;
 }

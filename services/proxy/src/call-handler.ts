@@ -13,6 +13,7 @@ import { inputRoundOf, type InputGate, type Resumption } from './input-requests.
 import { CallChannel, raceQuestion, type LegacyAsks, type PushedQuestion } from './legacy-inputs.js';
 import { CallMetrics, type CallTarget } from './call-metrics.js';
 import type { ProgressRelay } from './progress-relay.js';
+import type { ActivityRecorder } from './activity-recorder.js';
 import type { OAuthTokens } from './oauth-tokens.js';
 import { missingToolError, unlistedToolError } from './held-tools.js';
 import { StrictPins } from './strict-pins.js';
@@ -66,6 +67,8 @@ export interface CallHandlerDeps {
   log?: Logger;
   /** Relays the server's progress of a call sent with `progress: true` (absent: such a call runs without it). */
   progress?: ProgressRelay;
+  /** The call log (docs/activity.md): each call's metadata, held and written off the call path (absent: not recorded). */
+  activity?: ActivityRecorder;
 }
 
 /**
@@ -160,7 +163,9 @@ export class CallHandler {
       this.held.delete(key);
       span.setAttribute(McpAttributes.outcome, code);
       span.end();
-      this.count(code, performance.now() - started, target);
+      const ms = performance.now() - started;
+      this.count(code, ms, target);
+      this.deps.activity?.record(req, target, code, ms);
     }
   }
 
@@ -252,6 +257,7 @@ export class CallHandler {
       approved = true;
     }
     // A legacy server that pushed its question is still holding its request: the answer goes to it.
+    if (resumption?.record.era === 'legacy') target.era = 'legacy';
     if (resumption?.record.era === 'legacy') return await this.resumeParked(req, doc, resumption, { formsByRuntime: agent.formsByRuntime === true, approved }, started, span);
     // The warm entry without an await; its pin mode is part of it (read with its credentials).
     let server = this.deps.catalog.serverNow(req.account, doc.server) ?? (await this.deps.catalog.server(req.account, doc.server));
@@ -319,6 +325,7 @@ export class CallHandler {
       // on this connection (./strict-pins.ts); other modes go straight out.
       const call = (conn: McpConnection) => {
         era = conn.era;
+        target.era = conn.era;
         if (pin !== 'strict') return callOn(conn);
         const checking = this.step(ctx, 'proxy.pin.check', { [McpAttributes.toolName]: doc.remoteName, [McpAttributes.server]: doc.server });
         return this.pins.verify(conn, req.account, doc, timeoutMs).then(

@@ -1,5 +1,5 @@
 import type { Counter, Histogram, Meter } from '@opentelemetry/api';
-import { ERROR_TRAITS, type ErrorCode } from '@mcpx/contracts';
+import { ERROR_TRAITS, type CallOutcome, type ErrorCode } from '@mcpx/contracts';
 import { McpAttributes } from '@mcpx/telemetry';
 
 /**
@@ -12,8 +12,8 @@ import { McpAttributes } from '@mcpx/telemetry';
  */
 export const CALL_LABEL_LIMITS = { servers: 200, toolsTotal: 1_000 } as const;
 
-/** A call's outcome, by what it says about the remote server (bounded: four values). */
-export type CallOutcome = 'ok' | 'refused' | 'error' | 'lost';
+/** A call's outcome, by what it says about the remote server (bounded: four values; defined in `@mcpx/contracts`). */
+export type { CallOutcome };
 
 /**
  * `ok`; `refused`: nothing ran (invalid arguments, not granted, a rate limit, a down server…);
@@ -30,6 +30,8 @@ export function outcomeOf(code: string): CallOutcome {
 export interface CallTarget {
   server?: string;
   tool?: string;
+  /** The era of the connection the call went out on (the call log keeps it). */
+  era?: 'modern' | 'legacy';
 }
 
 /**

@@ -2,7 +2,7 @@ import { connectBus, payload, respond } from '@mcpx/bus';
 import type { Config } from '@mcpx/config';
 import { decodeProxyCancel, decodeRunEnded } from '@mcpx/contracts';
 import { proxyReads } from '@mcpx/credentials';
-import { createDb } from '@mcpx/db';
+import { createDb, migrate } from '@mcpx/db';
 import { createLogger, type LogSink } from '@mcpx/log';
 import { SecretBox } from '@mcpx/secrets';
 import { createOutboundFetch } from '@mcpx/outbound';
@@ -14,6 +14,8 @@ import { ProgressRelay } from './progress-relay.js';
 import { OAuthTokens } from './oauth-tokens.js';
 import { startCallService, type ProxyStats } from './call-service.js';
 import { RelayRequests } from './relay-requests.js';
+import { ActivityRecorder } from './activity-recorder.js';
+import { PostgresActivityStore } from './activity-store.js';
 import { callGates, callLimiter, connectRedis, connectionPool } from './wiring.js';
 
 export { PROXY_SERVICE_NAME, proxyServiceName } from './call-service.js';
@@ -64,6 +66,8 @@ export async function startProxy(config: Config, opts: ProxyOptions = {}): Promi
   const maxPayload = bus.nc.info?.max_payload ?? 1024 * 1024;
   const { approvals, inputs } = callGates({ config, bus, redis, log, telemetry });
   const oauth = new OAuthTokens({ nc: bus.nc, subjects: bus.subjects, catalog, tracer: telemetry.tracer, meter: telemetry.meter });
+  // The call log (docs/activity.md): written by proxies in batches, read by the registry's ListCalls.
+  const activity = config.activity.enabled ? await startActivity(config, db, telemetry, log) : undefined;
   const handler = new CallHandler({
     catalog,
     pool,
@@ -79,6 +83,7 @@ export async function startProxy(config: Config, opts: ProxyOptions = {}): Promi
     oauth,
     log,
     progress: new ProgressRelay((subject, value) => bus.notify(subject, value), bus.subjects, telemetry.meter),
+    ...(activity !== undefined ? { activity } : {}),
   });
   const stats = (): ProxyStats => ({ instance, ...pool.stats, inflight: handler.inflightCount, ...handler.counts, invalidations: catalog.invalidations });
 
@@ -128,6 +133,7 @@ export async function startProxy(config: Config, opts: ProxyOptions = {}): Promi
         for (const s of subs) s.unsubscribe();
         catalog.close();
         await pool.closeAll();
+        await activity?.stop();
         await health.close();
         await bus.close();
         await limiter.close();
@@ -137,4 +143,23 @@ export async function startProxy(config: Config, opts: ProxyOptions = {}): Promi
         if (opts.telemetry === undefined) await telemetry.shutdown();
       })()),
   };
+}
+
+/**
+ * The call log's recorder, its table brought up to date first (the registry does the same: whichever
+ * starts first). A database that does not answer now does not stop the proxy: the recorder holds
+ * calls and retries, and the migration is tried again at the next start.
+ */
+async function startActivity(config: Config, db: ReturnType<typeof createDb>, telemetry: Telemetry, log: ReturnType<typeof createLogger>): Promise<ActivityRecorder> {
+  await migrate(db, 'activity').catch((err: unknown) => log.warn('call log migration failed: calls are held and retried', { err: err as Error }));
+  const a = config.activity;
+  return new ActivityRecorder({
+    store: new PostgresActivityStore(db),
+    meter: telemetry.meter,
+    tracer: telemetry.tracer,
+    log,
+    buffer: a.buffer,
+    flushMs: a.flushMs,
+    retention: { days: a.retentionDays, maxCallsPerAccount: a.maxCallsPerAccount, everyMs: a.pruneMs },
+  }).start();
 }

@@ -39,6 +39,8 @@ export async function openConnections(config: Config, log: Logger): Promise<{ db
   const allowHttpHosts = config.outbound.profile === 'local' ? ['*'] : config.outbound.allowHttpHosts;
   const db = createDb(config.databaseUrl, { allowHttpHosts, applicationName: 'registry', onIdleError: (err) => log.warn('database connection dropped', { err }) });
   await migrate(db, 'registry');
+  // The proxies' call log, which ListCalls reads (the proxies migrate it too: whichever starts first).
+  await migrate(db, 'activity');
   // An action that needs Redis while it is down is refused at once and typed (`unavailable`), not
   // queued behind the client's reconnects: no offline queue, a command timeout, one retry.
   const redis = new Redis(config.redisUrl, { ...REDIS_FAIL_FAST, lazyConnect: true });

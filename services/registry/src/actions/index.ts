@@ -17,6 +17,7 @@ import { setToolPermission } from './permissions.actions.js';
 import { deleteVendorConnection, setVendorConnection } from './builtins.actions.js';
 import { createAgentToken, listAgentTokens, revokeAgentToken } from './agent-tokens.actions.js';
 import { decideSignIn, listSignInRequests } from '../authorization-server/sign-in.actions.js';
+import { getCallFigures, listCalls } from './activity.actions.js';
 
 export type { Action, ActionDeps, ActionHandler, ActionInput, Caller } from './context.js';
 
@@ -69,6 +70,9 @@ const HANDLERS: { readonly [T in ActionType]: ActionHandler<T> } = {
   // OAuth sign-ins to the endpoint (the registry as authorization server): the owner consents in the console.
   ListSignInRequests: listSignInRequests,
   DecideSignIn: decideSignIn,
+  // The call log (docs/activity.md): what agents did, metadata only.
+  ListCalls: listCalls,
+  GetCallFigures: getCallFigures,
 };
 
 export function isKnownAction(type: string): type is ActionType {
