@@ -19,6 +19,20 @@ export {
   type ToolsWithHints,
 } from './connect.js';
 export type { McpHttpRequest, McpHttpRequestOptions, RawBody, RawResponse } from './http-request.js';
+export {
+  TASKS_EXTENSION_ID,
+  TaskDialect,
+  UpstreamTaskStatus,
+  createdTaskOf,
+  isTerminalStatus,
+  offersTasksExtension,
+  taskRequest,
+  upstreamTaskOf,
+  withTaskSupport,
+  type TaskRequestOptions,
+  type TaskWireTarget,
+  type UpstreamTask,
+} from './tasks.js';
 export { discoverFault, isEraVerdict, type EraVerdict } from './era-verdict.js';
 export { invalidMcpHeaderTools, type InvalidMcpHeaderTool } from './mcp-param-headers.js';
 export { classifyMcpError, McpClientError, McpClientErrorCode, redactUrl, type ClassifyContext, type McpClientErrorDetails } from './errors.js';

@@ -15,6 +15,7 @@ import { HttpStatusError, McpClientError, McpClientErrorCode } from './errors.js
 import type { McpHttpRequest, RawResponse } from './http-request.js';
 import { mcpParamHeaders, encodeMcpParamValue } from './mcp-param-headers.js';
 import { resumeResponse } from './sse-resume.js';
+import { withTasksExtension } from './tasks.js';
 
 /**
  * The library's one `tools/call` path, for both eras, beside the SDK client that owns the rest of
@@ -83,6 +84,8 @@ export interface ToolCallOptions {
   resetTimeoutOnProgress?: boolean;
   /** Told when a broken legacy response stream was resumed, or could not be. */
   onResume?: (outcome: 'resumed' | 'failed') => void;
+  /** A task-augmented modern call: the tasks extension is declared in `_meta` (docs/tasks.md). */
+  tasks?: boolean;
 }
 
 /** A modern `input_required` result as the server sent it, with the resultType checked. */
@@ -207,7 +210,7 @@ function maybeExecuted(detail: string, cause: unknown): McpClientError {
  * with `{}`, anything else with -32601) by a POST on the session, in the background. The call's
  * signal aborts the handler when the call ends first.
  */
-function answerServerRequest(target: LegacyTarget, m: JsonRpcOther, signal: AbortSignal): void {
+export function answerServerRequest(target: LegacyTarget, m: JsonRpcOther, signal: AbortSignal): void {
   const id = m.id;
   if (typeof id !== 'string' && typeof id !== 'number') return;
   const respond = (answer: { result: unknown } | { error: { code: number; message: string } }): void => {
@@ -257,7 +260,7 @@ function modernRequest(
     ...params._meta,
     ...(progressToken !== undefined ? { progressToken } : {}),
     [PROTOCOL_VERSION_META_KEY]: target.protocolVersion,
-    [CLIENT_CAPABILITIES_META_KEY]: target.capabilities,
+    [CLIENT_CAPABILITIES_META_KEY]: opts.tasks === true ? withTasksExtension(target.capabilities) : target.capabilities,
     [CLIENT_INFO_META_KEY]: target.clientInfo,
   };
   const body = JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { ...params, _meta: meta } });
@@ -283,7 +286,7 @@ function legacyRequest(target: LegacyTarget, id: string, params: CallToolRequest
  * server's {@link ProtocolError}, as the SDK delivers it (HTTP 400 whose body is the error
  * response to our id).
  */
-async function readAnswer(res: RawResponse, scanner: SseResponseScanner, era: 'modern' | 'legacy'): Promise<JsonRpcResponse | undefined> {
+export async function readAnswer(res: RawResponse, scanner: SseResponseScanner, era: 'modern' | 'legacy'): Promise<JsonRpcResponse | undefined> {
   const { statusCode, body } = res;
   if (statusCode < 200 || statusCode > 299) {
     const text = await readErrorText(body);
@@ -313,7 +316,7 @@ function jsonRpcErrorOf(text: string, id: string): ProtocolError | undefined {
   return new ProtocolError(e.code, typeof e.message === 'string' ? e.message : 'error', e.data);
 }
 
-function resultObject(message: JsonRpcResponse | undefined, era: 'modern' | 'legacy'): Record<string, unknown> {
+export function resultObject(message: JsonRpcResponse | undefined, era: 'modern' | 'legacy'): Record<string, unknown> {
   if (message === undefined) {
     if (era === 'modern') throw maybeExecuted('the response stream ended before the result', undefined);
     throw new McpClientError(McpClientErrorCode.TransportError, 'MCP response ended before the result, with no event id to resume from: the server may have executed the call', { transport: 'http' });
@@ -353,6 +356,9 @@ function modernResult(message: JsonRpcResponse | undefined): CallToolResult | In
     if (state !== undefined && typeof state !== 'string') throw invalidResult('requestState is not a string');
     return result as unknown as InputRequiredWire;
   }
+  // A task the call created (the tasks extension, declared only on a task-augmented call): the
+  // caller reads it with `createdTaskOf`.
+  if (type === 'task') return result as unknown as CallToolResult;
   throw invalidResult(typeof type === 'string' ? `an unsupported resultType ${JSON.stringify(type.slice(0, 64))}` : 'a resultType that is not a string');
 }
 
