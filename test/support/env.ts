@@ -66,6 +66,7 @@ export async function createTestDatabase(): Promise<TestDatabase> {
     try {
       await migrate(db, 'registry');
       await migrate(db, 'projector');
+      await migrate(db, 'proxy');
     } finally {
       await db.destroy();
     }

@@ -119,6 +119,7 @@ export default async function setup(): Promise<() => Promise<void>> {
   try {
     await migrate(db, 'registry');
     await migrate(db, 'projector');
+    await migrate(db, 'proxy');
   } finally {
     await db.destroy();
   }

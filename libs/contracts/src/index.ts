@@ -99,3 +99,19 @@ export type { ActionOf, ActionRequest, ActionRequests, ActionResponse, ActionRes
 export { openApiDocument } from './openapi.js';
 export { REVIEW_CHANGES_MAX } from './reviews.js';
 export type { AuditEventView, ToolChangeView, ToolReviewRequestedEvent } from './reviews.js';
+export {
+  TASK_ID_RE,
+  TASK_LIST_MAX,
+  TaskStates,
+  decodeTaskEvent,
+  decodeTaskReply,
+  decodeTaskRequest,
+  encodeTaskRequest,
+  isFinalTaskState,
+  taskViewValue,
+  type TaskEvent,
+  type TaskReply,
+  type TaskRequest,
+  type TaskState,
+  type TaskView,
+} from './tasks.js';

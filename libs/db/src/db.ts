@@ -16,6 +16,7 @@ import * as registryEventOutbox from './migrations/registry-20261201T1525-event-
 import * as registryAgentTokenUserApproval from './migrations/registry-20261201T1710-agent-token-user-approval.js';
 import * as registryOAuthSignIns from './migrations/registry-20261201T1700-oauth-sign-ins.js';
 import * as registrySignInRequester from './migrations/registry-20261206T0300-sign-in-requester.js';
+import * as proxyTasks from './migrations/proxy-20261206T0500-tasks.js';
 import * as projectorHeldTools from './migrations/projector-20261201T1415-held-tools.js';
 import * as projectorInit from './migrations/projector-20261130T0800-init.js';
 import * as projectorSearch from './migrations/projector-20261130T0900-search.js';
@@ -88,6 +89,9 @@ const MIGRATIONS = {
     '20261130T0900-search': projectorSearch,
     '20261201T0900-mcp-name-conflicts': projectorNameConflicts,
     '20261201T1415-held-tools': projectorHeldTools,
+  },
+  proxy: {
+    '20261206T0500-tasks': proxyTasks,
   },
 } satisfies Record<string, Record<string, Migration>>;
 

@@ -25,4 +25,5 @@ export type {
   ToolContractsTable,
   ToolChangesTable,
   AuditEventsTable,
+  TasksTable,
 } from './schema.js';

@@ -132,6 +132,7 @@ export interface QuotaLimits {
   pendingApprovalsPerAgent: number;
   pendingApprovalsPerAccount: number;
   pendingInputsPerAccount: number;
+  runningTasksPerAccount: number;
   pendingApprovalBytesPerAccount: number;
   pendingInputBytesPerAccount: number;
   pendingApprovalsTotal: number;
@@ -163,6 +164,7 @@ export const QUOTA_DEFAULTS: Readonly<QuotaLimits> = Object.freeze({
   pendingApprovalsPerAgent: 50,
   pendingApprovalsPerAccount: 1_000,
   pendingInputsPerAccount: 200,
+  runningTasksPerAccount: 100,
   pendingApprovalBytesPerAccount: 8 * 1024 * 1024,
   pendingInputBytesPerAccount: 8 * 1024 * 1024,
   pendingApprovalsTotal: 50_000,
