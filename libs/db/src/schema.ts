@@ -342,6 +342,7 @@ export interface TasksTable {
   run: string;
   server: string;
   tool: string;
+  remote_name: string;
   upstream_task_id: string;
   dialect: string;
   protocol_version: string;

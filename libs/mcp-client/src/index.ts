@@ -55,3 +55,4 @@ export {
   type OAuthTokens,
 } from './oauth.js';
 export type { CallToolResult, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult, InputRequiredResult, Tool } from '@modelcontextprotocol/client';
+export { ProtocolError } from '@modelcontextprotocol/client';

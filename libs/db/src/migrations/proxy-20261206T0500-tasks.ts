@@ -16,6 +16,7 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('run', 'text', (c) => c.notNull())
     .addColumn('server', 'text', (c) => c.notNull())
     .addColumn('tool', 'text', (c) => c.notNull())
+    .addColumn('remote_name', 'text', (c) => c.notNull())
     .addColumn('upstream_task_id', 'text', (c) => c.notNull())
     .addColumn('dialect', 'text', (c) => c.notNull())
     .addColumn('protocol_version', 'text', (c) => c.notNull())
