@@ -2,6 +2,7 @@ import { CLIENT_CAPABILITIES_META_KEY, CLIENT_INFO_META_KEY, PROTOCOL_VERSION_ME
 import { SseResponseScanner, type JsonRpcOther } from './body-reader.js';
 import { McpClientError, McpClientErrorCode } from './errors.js';
 import type { McpHttpRequest } from './http-request.js';
+import { encodeMcpParamValue } from './mcp-param-headers.js';
 import { answerServerRequest, readAnswer, resultObject, type LegacyTarget } from './tool-call.js';
 
 /**
@@ -73,14 +74,14 @@ export function withTaskSupport(tools: Tool[], era: 'modern' | 'legacy', capabil
   return tools.map((t) => {
     const execution = (t as { execution?: { taskSupport?: unknown } }).execution;
     if (typeof execution?.taskSupport === 'string') return t;
-    return { ...t, execution: { ...(execution ?? {}), taskSupport: 'optional' } } as Tool;
+    return { ...t, execution: { ...(execution ?? {}), taskSupport: 'optional' } };
   });
 }
 
 /** The client capabilities of a task-augmented modern call: the given ones plus the tasks extension. */
 export function withTasksExtension(capabilities: ClientCapabilities): ClientCapabilities {
   const extensions = (capabilities as { extensions?: Record<string, unknown> }).extensions ?? {};
-  return { ...capabilities, extensions: { ...extensions, [TASKS_EXTENSION_ID]: {} } } as ClientCapabilities;
+  return { ...capabilities, extensions: { ...extensions, [TASKS_EXTENSION_ID]: {} } };
 }
 
 /**
@@ -177,6 +178,8 @@ export async function taskRequest(target: TaskWireTarget, method: string, params
   let sent: Record<string, unknown> = params;
   if (target.era === 'modern') {
     headers['mcp-method'] = method;
+    // The task methods name their task in `Mcp-Name` (2026-07-28: the header mirrors `params.taskId`).
+    if (typeof params.taskId === 'string') headers['mcp-name'] = encodeMcpParamValue(params.taskId);
     sent = {
       ...params,
       _meta: {
@@ -211,9 +214,16 @@ export async function taskRequest(target: TaskWireTarget, method: string, params
     const status = (err as { status?: unknown }).status;
     const detail = err instanceof Error ? err.message : String(err);
     // A legacy session the server no longer knows (it restarted, or ended it): its tasks went with it.
-    if (status === 404 && target.era === 'legacy') throw new McpClientError(McpClientErrorCode.SessionExpired, `MCP ${method}: the server no longer knows the session its task lives in`, { transport: 'http', status: 404 }, { cause: err });
-    if (status === 401 || status === 403) throw new McpClientError(McpClientErrorCode.Unauthorized, `MCP ${method}: the server refused the credentials (HTTP ${status})`, { transport: 'http', status }, { cause: err });
-    throw new McpClientError(McpClientErrorCode.TransportError, `MCP ${method} failed: ${detail.slice(0, 300)}`, { transport: 'http', ...(typeof status === 'number' ? { status } : {}) }, { cause: err });
+    if (status === 404 && target.era === 'legacy')
+      throw new McpClientError(McpClientErrorCode.SessionExpired, `MCP ${method}: the server no longer knows the session its task lives in`, { transport: 'http', status: 404 }, { cause: err });
+    if (status === 401 || status === 403)
+      throw new McpClientError(McpClientErrorCode.Unauthorized, `MCP ${method}: the server refused the credentials (HTTP ${status})`, { transport: 'http', status }, { cause: err });
+    throw new McpClientError(
+      McpClientErrorCode.TransportError,
+      `MCP ${method} failed: ${detail.slice(0, 300)}`,
+      { transport: 'http', ...(typeof status === 'number' ? { status } : {}) },
+      { cause: err },
+    );
   } finally {
     clearTimeout(timer);
     opts.signal?.removeEventListener('abort', onAbort);

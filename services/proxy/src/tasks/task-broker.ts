@@ -232,7 +232,9 @@ export class TaskBroker {
     if (lostTask(err)) {
       const message = 'the server no longer knows the task (it restarted, or dropped it): it cannot finish';
       const outcome: StoredOutcome = { ok: false, error: { code: ErrorCodes.serverError, message, details: { task: row.id, reason: 'task_lost' } } };
-      const finished = await this.deps.store.finish(row.id, this.deps.instance, { state: TaskStates.failed, statusMessage: message, result: encodePayload(outcome), error: { code: 'task_lost', message } }).catch(() => null);
+      const finished = await this.deps.store
+        .finish(row.id, this.deps.instance, { state: TaskStates.failed, statusMessage: message, result: encodePayload(outcome), error: { code: 'task_lost', message } })
+        .catch(() => null);
       if (finished !== null) this.close(finished, 'task_lost');
       return 'task_lost';
     }
@@ -242,7 +244,12 @@ export class TaskBroker {
     const wait = Math.min(row.poll_interval_ms * 2 ** Math.min(n, 6), this.deps.settings.pollMaxMs);
     this.deps.log.warn('a task poll failed; polled again later', { task: row.id, server: row.server, code: toWire(err).code, attempt: n });
     await this.deps.store
-      .polled(row.id, this.deps.instance, { state: row.state as TaskState, statusMessage: row.status_message, pollIntervalMs: row.poll_interval_ms, nextPollAt: new Date(Date.now() + this.jitter(wait)) })
+      .polled(row.id, this.deps.instance, {
+        state: row.state as TaskState,
+        statusMessage: row.status_message,
+        pollIntervalMs: row.poll_interval_ms,
+        nextPollAt: new Date(Date.now() + this.jitter(wait)),
+      })
       .catch(() => false);
     return 'error';
   }
@@ -269,7 +276,12 @@ export class TaskBroker {
   async cancel(row: TaskRow): Promise<TaskRow | null> {
     await this.cancelUpstream(row);
     const outcome: StoredOutcome = { ok: false, error: { code: ErrorCodes.cancelled, message: 'the task was cancelled', details: { task: row.id } } };
-    const finished = await this.deps.store.finish(row.id, null, { state: TaskStates.cancelled, statusMessage: 'cancelled by the caller', result: encodePayload(outcome), error: { code: ErrorCodes.cancelled, message: 'the task was cancelled' } });
+    const finished = await this.deps.store.finish(row.id, null, {
+      state: TaskStates.cancelled,
+      statusMessage: 'cancelled by the caller',
+      result: encodePayload(outcome),
+      error: { code: ErrorCodes.cancelled, message: 'the task was cancelled' },
+    });
     if (finished !== null) this.close(finished, ErrorCodes.cancelled);
     return finished;
   }
@@ -299,7 +311,15 @@ export class TaskBroker {
   }
 
   private event(account: string, agent: string, task: string, state: TaskState, statusMessage: string | null, errorCode?: string): void {
-    const event: TaskEvent = { account, agent, task, state, at: Date.now(), ...(statusMessage !== null ? { statusMessage: statusMessage.slice(0, STATUS_MESSAGE_MAX) } : {}), ...(errorCode ? { errorCode } : {}) };
+    const event: TaskEvent = {
+      account,
+      agent,
+      task,
+      state,
+      at: Date.now(),
+      ...(statusMessage !== null ? { statusMessage: statusMessage.slice(0, STATUS_MESSAGE_MAX) } : {}),
+      ...(errorCode ? { errorCode } : {}),
+    };
     try {
       this.deps.publish(this.deps.subjects.taskStatus(account, task), event);
     } catch (err) {

@@ -59,7 +59,8 @@ export class TaskCalls {
     const max = this.deps.maxRunningPerAccount;
     if (max <= 0) return;
     const open = await this.deps.store.countOpen(account);
-    if (open >= max) throw new WireError(ErrorCodes.quotaExceeded, `this account has ${open} tasks running, the most it may (QUOTA_RUNNING_TASKS_PER_ACCOUNT)`, { limit: 'running_tasks_per_account', max });
+    if (open >= max)
+      throw new WireError(ErrorCodes.quotaExceeded, `this account has ${open} tasks running, the most it may (QUOTA_RUNNING_TASKS_PER_ACCOUNT)`, { limit: 'running_tasks_per_account', max });
   }
 
   /**
@@ -69,7 +70,8 @@ export class TaskCalls {
   async brokered(c: BrokeredCall): Promise<ProxyResult | undefined> {
     const created = createdTaskOf(c.result, c.era);
     if (created === undefined) return undefined;
-    if (c.target === undefined) throw new WireError(ErrorCodes.transportError, 'the server made the call a task on a connection the connector cannot poll tasks on (legacy SSE)', { server: c.doc.server });
+    if (c.target === undefined)
+      throw new WireError(ErrorCodes.transportError, 'the server made the call a task on a connection the connector cannot poll tasks on (legacy SSE)', { server: c.doc.server });
     const row = await this.deps.broker.adopt(
       {
         id: c.taskId,

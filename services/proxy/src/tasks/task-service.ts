@@ -55,7 +55,8 @@ async function answer(d: { store: TaskStore; broker: TaskBroker }, req: TaskRequ
     }
     case 'result': {
       if (row.result_cbor === null) {
-        if (!isFinalTaskState(row.state)) throw new WireError(ErrorCodes.conflict, `the task is ${row.state}: its result is not there yet (wait for it with waitTask)`, { task: row.id, state: row.state });
+        if (!isFinalTaskState(row.state))
+          throw new WireError(ErrorCodes.conflict, `the task is ${row.state}: its result is not there yet (wait for it with waitTask)`, { task: row.id, state: row.state });
         throw new WireError(ErrorCodes.notFound, 'the task kept no result', { task: row.id, state: row.state });
       }
       await d.store.taken(req.account, req.task);

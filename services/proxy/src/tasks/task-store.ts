@@ -189,9 +189,15 @@ export class TaskStore {
     return await this.db.selectFrom('proxy.tasks').selectAll().where('finished_at', 'is', null).where('expires_at', '<=', new Date()).limit(limit).execute();
   }
 
-  /** Finished tasks whose ttl ended: their rows (and results) go. */
+  /**
+   * A finished task's result goes when its ttl ends (taken or not; a task that ended in error
+   * keeps its short typed error); its row stays an hour more, so its end can still be read.
+   */
   async purge(limit: number): Promise<number> {
-    const r = await sql`DELETE FROM proxy.tasks WHERE id IN (SELECT id FROM proxy.tasks WHERE finished_at IS NOT NULL AND expires_at <= now() LIMIT ${limit})`.execute(this.db);
+    await sql`UPDATE proxy.tasks SET result_cbor = NULL WHERE id IN (
+      SELECT id FROM proxy.tasks WHERE finished_at IS NOT NULL AND expires_at <= now() AND state = 'completed' AND result_cbor IS NOT NULL LIMIT ${limit})`.execute(this.db);
+    const r = await sql`DELETE FROM proxy.tasks WHERE id IN (
+      SELECT id FROM proxy.tasks WHERE finished_at IS NOT NULL AND expires_at <= now() - interval '1 hour' LIMIT ${limit})`.execute(this.db);
     return Number(r.numAffectedRows ?? 0);
   }
 }
