@@ -5,7 +5,8 @@ import type { Logger } from '@mcpx/log';
 import { McpClientError, McpClientErrorCode, ProtocolError, isTerminalStatus, taskRequest, upstreamTaskOf, type TaskWireTarget, type UpstreamTask } from '@mcpx/mcp-client';
 import { McpAttributes, endWithOutcome } from '@mcpx/telemetry';
 import { toWire } from '../wire-errors.js';
-import { TaskStore, type NewTask, type TaskRow } from './task-store.js';
+import type { TaskStore} from './task-store.js';
+import { type NewTask, type TaskRow } from './task-store.js';
 
 /** What `tasks/result` of a finished task holds: the call's reply as the caller would have had it. */
 export type StoredOutcome = { ok: true; result: ProxyResult } | { ok: false; error: WireErrorShape };
@@ -199,7 +200,7 @@ export class TaskBroker {
   private async ended(row: TaskRow, task: UpstreamTask, target: TaskWireTarget, era: 'modern' | 'legacy'): Promise<void> {
     const durationMs = Date.now() - new Date(row.created_at).getTime();
     let outcome: StoredOutcome;
-    let state: TaskState = task.status as TaskState;
+    let state: TaskState = task.status;
     if (task.status === 'cancelled') {
       outcome = { ok: false, error: { code: ErrorCodes.cancelled, message: 'the task was cancelled', details: { task: row.id } } };
     } else if (era === 'modern') {
@@ -347,7 +348,7 @@ function lostTask(err: unknown): boolean {
 
 /** A stored outcome, read back. */
 export function readOutcome(bytes: Uint8Array): StoredOutcome {
-  return decodePayload(bytes) as StoredOutcome;
+  return decodePayload<StoredOutcome>(bytes);
 }
 
 export { isFinalTaskState };
