@@ -388,7 +388,7 @@ export class CallHandler {
           result,
           era: era ?? 'legacy',
           target: taskTarget,
-          authContext: authContextOf(server!.url, server!.headers),
+          authContext: authContextOf(server.url, server.headers),
           started,
           remainingMs: timeoutMs - (performance.now() - started),
         });

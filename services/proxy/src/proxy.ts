@@ -98,7 +98,13 @@ export async function startProxy(config: Config, opts: ProxyOptions = {}): Promi
     onEnded: (row) => void pool.endRun(row.account_id, taskRun(row.id)),
     onPolled: (row) => pool.touch(row.account_id, taskRun(row.id)),
   });
-  const taskCalls: TaskCalls = new TaskCalls({ broker, store: taskStore, maxRunningPerAccount: config.quotas.runningTasksPerAccount, flatten: limitsOfReply.flatten, resultBytes: limitsOfReply.resultBytes });
+  const taskCalls: TaskCalls = new TaskCalls({
+    broker,
+    store: taskStore,
+    maxRunningPerAccount: config.quotas.runningTasksPerAccount,
+    flatten: limitsOfReply.flatten,
+    resultBytes: limitsOfReply.resultBytes,
+  });
   const handler = new CallHandler({
     catalog,
     pool,

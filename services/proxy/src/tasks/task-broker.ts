@@ -5,7 +5,7 @@ import type { Logger } from '@mcpx/log';
 import { McpClientError, McpClientErrorCode, ProtocolError, isTerminalStatus, taskRequest, upstreamTaskOf, type TaskWireTarget, type UpstreamTask } from '@mcpx/mcp-client';
 import { McpAttributes, endWithOutcome } from '@mcpx/telemetry';
 import { toWire } from '../wire-errors.js';
-import type { TaskStore} from './task-store.js';
+import type { TaskStore } from './task-store.js';
 import { type NewTask, type TaskRow } from './task-store.js';
 
 /** What `tasks/result` of a finished task holds: the call's reply as the caller would have had it. */
