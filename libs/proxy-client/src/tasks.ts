@@ -17,7 +17,12 @@ import {
 import type { ProxyResult } from '@mcpx/domain';
 import { traceHeaders } from '@mcpx/telemetry';
 
-const REQUEST_TIMEOUT_MS = 30_000;
+/**
+ * Each request waits this long, and is sent again twice: every operation is idempotent, and a
+ * request delivered to an instance that died as it arrived is lost (core NATS is at most once).
+ */
+const REQUEST_TIMEOUT_MS = 5_000;
+const REQUEST_ATTEMPTS = 3;
 
 /**
  * The runtime's side of brokered tasks (docs/tasks.md): a call that outlived the call bound
@@ -98,14 +103,20 @@ export class TaskClient {
 
   private async ask(req: TaskRequest): Promise<unknown> {
     const headers = traceHeaders();
-    let data: Uint8Array;
-    try {
-      data = (await this.nc.request(this.subjects.proxyTasks, encodeTaskRequest(req), headers === undefined ? { timeout: REQUEST_TIMEOUT_MS } : { timeout: REQUEST_TIMEOUT_MS, headers })).data;
-    } catch (err) {
-      const e = err as { name?: string; message?: string };
-      if (e.name === 'TimeoutError' || /timeout/i.test(e.message ?? '')) throw new WireError(ErrorCodes.timeout, 'the proxy did not answer in time');
-      if (/no responders/i.test(e.message ?? '')) throw new WireError(ErrorCodes.transportError, 'no proxy is running');
-      throw err;
+    const payload = encodeTaskRequest(req);
+    let data: Uint8Array | undefined;
+    for (let attempt = 1; data === undefined; attempt++) {
+      try {
+        data = (await this.nc.request(this.subjects.proxyTasks, payload, headers === undefined ? { timeout: REQUEST_TIMEOUT_MS } : { timeout: REQUEST_TIMEOUT_MS, headers })).data;
+      } catch (err) {
+        const e = err as { name?: string; message?: string };
+        const timedOut = e.name === 'TimeoutError' || /timeout/i.test(e.message ?? '');
+        const noResponders = /no responders/i.test(e.message ?? '');
+        if ((timedOut || noResponders) && attempt < REQUEST_ATTEMPTS) continue;
+        if (timedOut) throw new WireError(ErrorCodes.timeout, 'the proxy did not answer in time');
+        if (noResponders) throw new WireError(ErrorCodes.transportError, 'no proxy is running');
+        throw err;
+      }
     }
     const reply = decodeTaskReply(data);
     if (!reply.ok) throw WireError.from(reply.error);
