@@ -172,7 +172,7 @@ export async function toolCall(target: ToolCallTarget, params: CallToolRequest['
       }
       opts.onResume?.('resumed');
     }
-    return target.era === 'modern' ? modernResult(message) : legacyResult(message);
+    return target.era === 'modern' ? modernResult(message, opts.tasks === true) : legacyResult(message);
   } catch (err) {
     if (why === 'timeout') {
       if (target.era === 'legacy' && (sent || controller.signal.aborted)) target.cancelled(id, 'timeout');
@@ -337,7 +337,7 @@ function legacyResult(message: JsonRpcResponse | undefined): CallToolResult {
 }
 
 /** A modern result, its `resultType` checked as the SDK's 2026-07-28 codec does. */
-function modernResult(message: JsonRpcResponse | undefined): CallToolResult | InputRequiredWire {
+function modernResult(message: JsonRpcResponse | undefined, tasks: boolean): CallToolResult | InputRequiredWire {
   const result = resultObject(message, 'modern');
   const type = result.resultType;
   // Absent means complete (SEP-2322: "the client MUST assume complete"; the conformance suite
@@ -356,9 +356,9 @@ function modernResult(message: JsonRpcResponse | undefined): CallToolResult | In
     if (state !== undefined && typeof state !== 'string') throw invalidResult('requestState is not a string');
     return result as unknown as InputRequiredWire;
   }
-  // A task the call created (the tasks extension, declared only on a task-augmented call): the
-  // caller reads it with `createdTaskOf`.
-  if (type === 'task') return result as unknown as CallToolResult;
+  // A task the call created: only when the call declared the tasks extension (a task-augmented
+  // call); the caller reads it with `createdTaskOf`. Unasked, a task is as unsupported as any.
+  if (type === 'task' && tasks) return result as unknown as CallToolResult;
   throw invalidResult(typeof type === 'string' ? `an unsupported resultType ${JSON.stringify(type.slice(0, 64))}` : 'a resultType that is not a string');
 }
 
