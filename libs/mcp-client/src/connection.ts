@@ -307,7 +307,15 @@ export class Connection implements McpConnection {
     const target = this.#target(this.#core);
     if (target === undefined) return undefined;
     if (target.era === 'modern') {
-      return { era: 'modern', url: target.url, request: target.request, headers: target.headers, protocolVersion: target.protocolVersion, clientInfo: target.clientInfo, capabilities: target.capabilities };
+      return {
+        era: 'modern',
+        url: target.url,
+        request: target.request,
+        headers: target.headers,
+        protocolVersion: target.protocolVersion,
+        clientInfo: target.clientInfo,
+        capabilities: target.capabilities,
+      };
     }
     return {
       era: 'legacy',
@@ -555,7 +563,7 @@ export class Connection implements McpConnection {
 /** The call's params with the answers to an earlier `input_required` result (`inputResponses`, `requestState`). */
 function withInputResponses(params: CallToolRequest['params'], opts: CallToolOptions, era: 'modern' | 'legacy'): CallToolRequest['params'] {
   // 2025-11-25 tasks: the call asks for a task with `task: {ttl}` (the modern dialect declares the extension instead).
-  if (opts.task !== undefined && era === 'legacy') params = { ...params, task: { ttl: opts.task.ttlMs } } as CallToolRequest['params'];
+  if (opts.task !== undefined && era === 'legacy') params = { ...params, task: { ttl: opts.task.ttlMs } };
   if (opts.inputResponses === undefined && opts.requestState === undefined) return params;
   return {
     ...params,
