@@ -101,6 +101,21 @@ describe('NATS least privilege against the real services', () => {
     expect(await callEcho('after-progress-forgery')).toContain('after-progress-forgery');
   });
 
+  it('a runtime reads its tasks and hears their status on its own credentials, and cannot forge a status nor answer for the proxy', async () => {
+    const { TaskClient } = await import('@mcpx/proxy-client');
+    const tasks = new TaskClient(runtime.nc, subjects);
+    expect(await tasks.listTasks(api.principal)).toEqual([]);
+    const listening = runtime.nc.subscribe(subjects.taskEventsOf(api.principal));
+    await runtime.nc.flush();
+    const subject = subjects.taskStatus(api.principal, 'tsk_aaaaaaaaaaaaaaaaaaaaaaaa');
+    const forged = { account: api.principal, agent, task: 'tsk_aaaaaaaaaaaaaaaaaaaaaaaa', state: 'completed', at: Date.now() };
+    expect(await publishRefused(runtime.nc, subject, encodePayload(forged))).toBe(`Permissions Violation for Publish to "${subject}"`);
+    const err = await subscriptionError(runtime.nc.subscribe(subjects.proxyTasks, { queue: 'proxy' }));
+    expect(err).toMatchObject({ name: 'PermissionViolationError', message: `Permissions Violation for Subscription to "${subjects.proxyTasks}" using queue "proxy"` });
+    listening.unsubscribe();
+    expect(await callEcho('after-task-forgery')).toContain('after-task-forgery');
+  });
+
   it('a runtime cannot answer calls: no subscription to mcp.proxy.call, the sticky route or cancels', async () => {
     for (const subject of [subjects.proxyCall, subjects.proxyInstanceCall('proxy-1'), `${prefix}mcp.proxy.*.call`]) {
       const err = await subscriptionError(runtime.nc.subscribe(subject, { queue: 'proxy' }));

@@ -67,6 +67,7 @@ export async function createTestDatabase(): Promise<TestDatabase> {
       await migrate(db, 'registry');
       await migrate(db, 'projector');
       await migrate(db, 'activity');
+      await migrate(db, 'proxy');
     } finally {
       await db.destroy();
     }

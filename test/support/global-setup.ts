@@ -120,6 +120,7 @@ export default async function setup(): Promise<() => Promise<void>> {
     await migrate(db, 'registry');
     await migrate(db, 'projector');
     await migrate(db, 'activity');
+    await migrate(db, 'proxy');
   } finally {
     await db.destroy();
   }

@@ -139,7 +139,21 @@ export interface ProxySettings {
    * declared, so a legacy server cannot ask). Absent: on.
    */
   legacyElicitation?: boolean;
+  /** Brokered tasks (docs/tasks.md); absent: the defaults of {@link DEFAULT_TASK_SETTINGS}. */
+  tasks?: TaskSettings;
 }
+
+export interface TaskSettings {
+  /** The longest a task is kept, whatever its server asks (`TASK_MAX_TTL_MS`, 24 h); it ends `expired` then. */
+  maxTtlMs: number;
+  /** How long an instance's claim on a task's polling holds without renewal (`TASK_LEASE_MS`, 10 s): another takes over after it. */
+  leaseMs: number;
+  /** Bounds on a server's `pollInterval` (`TASK_POLL_MIN_MS` 250 ms, `TASK_POLL_MAX_MS` 30 s). */
+  pollMinMs: number;
+  pollMaxMs: number;
+}
+
+export const DEFAULT_TASK_SETTINGS: Readonly<TaskSettings> = { maxTtlMs: 24 * 3_600_000, leaseMs: 10_000, pollMinMs: 250, pollMaxMs: 30_000 };
 
 /** Defaults of {@link ProxySettings}: generous enough for one busy run, small enough to protect a server. */
 export const DEFAULT_PROXY_SETTINGS: Readonly<ProxySettings> = {
@@ -277,6 +291,12 @@ export function loadConfig(service: keyof typeof DEFAULT_PORTS, env: NodeJS.Proc
       ratePerServer: nonNegativeNumberSetting(env, 'PROXY_RATE_PER_SERVER', DEFAULT_PROXY_SETTINGS.ratePerServer),
       idleMs: nonNegativeNumberSetting(env, 'PROXY_IDLE_MS', DEFAULT_PROXY_SETTINGS.idleMs) || DEFAULT_PROXY_SETTINGS.idleMs,
       legacyElicitation: onOffSetting(env, 'PROXY_LEGACY_ELICITATION', true),
+      tasks: {
+        maxTtlMs: nonNegativeNumberSetting(env, 'TASK_MAX_TTL_MS', DEFAULT_TASK_SETTINGS.maxTtlMs) || DEFAULT_TASK_SETTINGS.maxTtlMs,
+        leaseMs: nonNegativeNumberSetting(env, 'TASK_LEASE_MS', DEFAULT_TASK_SETTINGS.leaseMs) || DEFAULT_TASK_SETTINGS.leaseMs,
+        pollMinMs: nonNegativeNumberSetting(env, 'TASK_POLL_MIN_MS', DEFAULT_TASK_SETTINGS.pollMinMs) || DEFAULT_TASK_SETTINGS.pollMinMs,
+        pollMaxMs: nonNegativeNumberSetting(env, 'TASK_POLL_MAX_MS', DEFAULT_TASK_SETTINGS.pollMaxMs) || DEFAULT_TASK_SETTINGS.pollMaxMs,
+      },
     },
     approvalTtlMs: nonNegativeNumberSetting(env, 'APPROVAL_TTL_MS', DEFAULT_APPROVAL_TTL_MS) || DEFAULT_APPROVAL_TTL_MS,
     builtinEndpoints: parseBuiltinEndpoints(env.BUILTIN_ENDPOINTS),

@@ -1,5 +1,5 @@
-export { loadConfig, parseKeyring, parseNatsCredentials, DEFAULT_PROXY_SETTINGS } from './config.js';
-export type { AccountCreation, Config, OutboundPolicy, KeyringEntry, NatsCredentials, ProxySettings, VendorClient } from './config.js';
+export { loadConfig, parseKeyring, parseNatsCredentials, DEFAULT_PROXY_SETTINGS, DEFAULT_TASK_SETTINGS } from './config.js';
+export type { AccountCreation, Config, OutboundPolicy, KeyringEntry, NatsCredentials, ProxySettings, TaskSettings, VendorClient } from './config.js';
 export { DEFAULT_AUDIT_RETENTION_DAYS, parsePinAudit } from './pins-audit.js';
 export type { PinAuditSettings } from './pins-audit.js';
 export { NatsRoles, RESPONSE_WINDOW_MS, inboxPrefixOf, natsPermissions, natsUserEntries, renderNatsServerConfig } from './nats-permissions.js';

@@ -13,7 +13,8 @@
  *   consumes `MCP_EVENTS` through its durable `projector`.
  * - `proxy` — the only one that subscribes to `mcp.proxy.call`, `mcp.proxy.<instance>.call`,
  *   `mcp.proxy.cancel`, `mcp.proxy.calls.held`, `mcp.runs.ended.>` and its `$SRV` subjects;
- *   the only one that publishes a call's progress (`mcp.calls.progress.<acct>.<run>.<callId>`).
+ *   the only one that publishes a call's progress (`mcp.calls.progress.<acct>.<run>.<callId>`)
+ *   and a task's status (`mcp.tasks.<acct>.<task>`); answers `mcp.proxy.tasks`.
  * - `endpoint` — the agent MCP endpoint (services/endpoint): calls through the proxy as the
  *   runtime does, and besides publishes `mcp.approvals.decided.*` (the decision of a client's
  *   user it applied, as the registry publishes an owner's) and talks to its other instances on
@@ -22,7 +23,8 @@
  *   `registry.approvals.token-decided` (the only one that may: the registry writes the entry from
  *   its approval store); reads `agents.tools.changed.>`.
  * - `runtime` — the set a platform hands its agent runtime: requests `mcp.proxy.call`,
- *   `mcp.proxy.<instance>.call` and `mcp.proxy.calls.held`, publishes `mcp.proxy.cancel` and
+ *   `mcp.proxy.<instance>.call`, `mcp.proxy.calls.held` and `mcp.proxy.tasks`, reads task
+ *   status (`mcp.tasks.>`), publishes `mcp.proxy.cancel` and
  *   `mcp.runs.ended.>`, reads `mcp.approvals.decided.*` (`callAwaitingApproval`),
  *   `mcp.inputs.answered.*` (`callAwaitingInput`), its calls' progress
  *   (`mcp.calls.progress.*.*.*`, a call's `onProgress`) and
@@ -140,7 +142,9 @@ export function natsPermissions(role: NatsRole, user: string, prefix = ''): Nats
   const { events } = streamNames(prefix);
   // A call's progress: published by the proxy running it, heard by its caller (a runtime, the endpoint).
   const callProgress = `${p}mcp.calls.progress.*.*.*`;
-  const callProxy = [`${p}mcp.proxy.call`, `${p}mcp.proxy.*.call`, `${p}mcp.proxy.calls.held`, `${p}mcp.proxy.cancel`, `${p}mcp.runs.ended.>`];
+  const callProxy = [`${p}mcp.proxy.call`, `${p}mcp.proxy.*.call`, `${p}mcp.proxy.calls.held`, `${p}mcp.proxy.cancel`, `${p}mcp.runs.ended.>`, `${p}mcp.proxy.tasks`];
+  // A brokered task's status changes (docs/tasks.md): published only by the proxy polling it.
+  const taskEvents = `${p}mcp.tasks.>`;
   switch (role) {
     case 'registry':
       return {
@@ -168,6 +172,7 @@ export function natsPermissions(role: NatsRole, user: string, prefix = ''): Nats
           `${p}mcp.approvals.>`,
           `${p}mcp.inputs.>`,
           `${p}mcp.reviews.>`,
+          taskEvents,
         ],
         allowResponses: replies,
       };
@@ -190,7 +195,7 @@ export function natsPermissions(role: NatsRole, user: string, prefix = ''): Nats
     case 'proxy': {
       const svc = p === '' ? PROXY_SERVICE : `${p.slice(0, -1)}-${PROXY_SERVICE}`;
       return {
-        publish: [`${p}mcp.proxy.tools.observed`, callProgress, `${p}mcp.approvals.requested.*`, `${p}mcp.inputs.requested.*`, `${p}registry.oauth.refresh`, ...ensureStreamsApi(prefix)],
+        publish: [`${p}mcp.proxy.tools.observed`, callProgress, taskEvents, `${p}mcp.approvals.requested.*`, `${p}mcp.inputs.requested.*`, `${p}registry.oauth.refresh`, ...ensureStreamsApi(prefix)],
         subscribe: [
           inbox,
           ...callProxy,
@@ -215,13 +220,13 @@ export function natsPermissions(role: NatsRole, user: string, prefix = ''): Nats
       // endpoint applies a client's user's decision and says so, as the registry does an owner's.
       return {
         publish: [...callProxy, `${p}mcp.proxy.relay`, `${p}mcp.approvals.decided.*`, `${p}mcp.endpoint.>`, `${p}registry.approvals.token-decided`],
-        subscribe: [inbox, callProgress, `${p}agents.tools.changed.>`, `${p}mcp.endpoint.>`],
+        subscribe: [inbox, callProgress, taskEvents, `${p}agents.tools.changed.>`, `${p}mcp.endpoint.>`],
         allowResponses: replies,
       };
     case 'runtime':
       return {
         publish: callProxy,
-        subscribe: [inbox, `${p}mcp.approvals.decided.*`, `${p}mcp.inputs.answered.*`, callProgress, `${p}agents.tools.changed.>`],
+        subscribe: [inbox, `${p}mcp.approvals.decided.*`, `${p}mcp.inputs.answered.*`, callProgress, taskEvents, `${p}agents.tools.changed.>`],
         allowResponses: false,
       };
     case 'operator':

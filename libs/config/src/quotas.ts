@@ -34,6 +34,12 @@ export interface QuotaSettings {
    */
   pendingInputsPerAccount: number;
   /**
+   * Brokered tasks one account may have running at once, across every agent and proxy instance
+   * (`QUOTA_RUNNING_TASKS_PER_ACCOUNT`; docs/tasks.md#bounds): each is a row polled until it ends.
+   * A call that would create one more is refused before it is sent (`quota_exceeded`).
+   */
+  runningTasksPerAccount: number;
+  /**
    * Bytes of waiting approvals (their stored records, shown arguments included) one account may
    * hold in Redis at once (`QUOTA_PENDING_APPROVAL_BYTES_PER_ACCOUNT`): the count alone lets an
    * account keep 1,000 × 64 KiB. A decided approval gives its bytes back and keeps no arguments.
@@ -97,6 +103,8 @@ export const DEFAULT_QUOTAS: Readonly<QuotaSettings> = Object.freeze({
   pendingApprovalsPerAccount: 1_000,
   // Four agents' full queues: a person answers questions one at a time, and an input request can weigh many approvals.
   pendingInputsPerAccount: 200,
+  // One `tasks/get` per task per poll interval: 100 tasks at a 1 s interval is 100 polls a second for one account.
+  runningTasksPerAccount: 100,
   // 128 approvals of the largest shown arguments, or 1,000 of 8 KiB.
   pendingApprovalBytesPerAccount: 8 * 1024 * 1024,
   pendingInputBytesPerAccount: 8 * 1024 * 1024,
@@ -146,6 +154,7 @@ export function parseQuotas(env: NodeJS.ProcessEnv): QuotaSettings {
     pendingApprovalsPerAgent: count(env, 'QUOTA_PENDING_APPROVALS_PER_AGENT', d.pendingApprovalsPerAgent),
     pendingApprovalsPerAccount: count(env, 'QUOTA_PENDING_APPROVALS_PER_ACCOUNT', d.pendingApprovalsPerAccount),
     pendingInputsPerAccount: count(env, 'QUOTA_PENDING_INPUTS_PER_ACCOUNT', d.pendingInputsPerAccount),
+    runningTasksPerAccount: count(env, 'QUOTA_RUNNING_TASKS_PER_ACCOUNT', d.runningTasksPerAccount),
     pendingApprovalBytesPerAccount: count(env, 'QUOTA_PENDING_APPROVAL_BYTES_PER_ACCOUNT', d.pendingApprovalBytesPerAccount),
     pendingInputBytesPerAccount: count(env, 'QUOTA_PENDING_INPUT_BYTES_PER_ACCOUNT', d.pendingInputBytesPerAccount),
     pendingApprovalsTotal: count(env, 'QUOTA_PENDING_APPROVALS_TOTAL', d.pendingApprovalsTotal),

@@ -121,3 +121,19 @@ export { NatsFailures, natsFailure } from './nats-failures.js';
 export type { NatsFailure } from './nats-failures.js';
 export { CALL_OUTCOME_FILTERS, CALL_PAGE } from './activity.js';
 export type { CallFigures, CallOutcome, CallOutcomeFilter, CallView, ServerCallFigures } from './activity.js';
+export {
+  TASK_ID_RE,
+  TASK_LIST_MAX,
+  TaskStates,
+  decodeTaskEvent,
+  decodeTaskReply,
+  decodeTaskRequest,
+  encodeTaskRequest,
+  isFinalTaskState,
+  taskViewValue,
+  type TaskEvent,
+  type TaskReply,
+  type TaskRequest,
+  type TaskState,
+  type TaskView,
+} from './tasks.js';

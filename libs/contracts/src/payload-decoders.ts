@@ -46,6 +46,8 @@ const remoteTool: Rule<RemoteTool> = shape({
   inputSchema: anything,
   outputSchema: anything,
   annotations: optional(anyMap),
+  // `taskSupport` only (docs/tasks.md): read by the document builder, which keeps `required` or `optional`.
+  execution: optional(anyMap),
 });
 
 /** A held change as a server's status shows it (`ServerStatus.heldTools`); the registry's `held_cbor` column keeps the same (`@mcpx/credentials`). */

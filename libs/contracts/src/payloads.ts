@@ -162,6 +162,12 @@ export interface ProxyCallRequest {
    * `mcp.calls.progress.<acct>.<run>.<callId>` as a {@link CallProgress} (docs/call.md#progress).
    */
   progress?: boolean;
+  /**
+   * Asks for a task-augmented call of a tool whose task support is `optional`: the call answers
+   * with the result when the task ends within the call bound, else with a task handle
+   * (docs/tasks.md). A `required` tool's call is always task-augmented.
+   */
+  task?: boolean;
 }
 
 /** Payload of `mcp.calls.progress.<acct>.<run>.<callId>`: one progress notification of the call's server. */

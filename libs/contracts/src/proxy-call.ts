@@ -1,7 +1,7 @@
 import { CONTENT_MAX_BLOCKS, type ContentBlock, type ProxyImage, type ProxyResult } from '@mcpx/domain';
 import { decodeStrict, encodePayload } from './codec.js';
 import { invalidInput } from './errors.js';
-import { absentOrNull, anyMap, anyStr, anything, bool, checkedMap, isMap, list, matching, num, optional, refused, shape, type Rule } from './field-rules.js';
+import { absentOrNull, anyMap, anyStr, anything, bool, checkedMap, isMap, list, matching, num, optional, refused, shape, str, type Rule } from './field-rules.js';
 import { INPUT_REQUEST_ID_RE } from './inputs.js';
 import type { ProxyCallRequest } from './payloads.js';
 import { PAYLOAD_LIMITS, StrictRules, type StrictLimits } from './strict-cbor.js';
@@ -85,6 +85,8 @@ const callRequestFields = shape({
   answers: absentOrNull(answers),
   content: absentOrNull(wantsContent),
   progress: absentOrNull(wantsContent),
+  // Asks for a task-augmented call of a tool whose task support is `optional` (docs/tasks.md).
+  task: absentOrNull(wantsContent),
 });
 
 /**
@@ -157,5 +159,7 @@ export const proxyResultValue: Rule<ProxyResult> = checkedMap({
   content: optional(list(block, CONTENT_MAX_BLOCKS + 1)),
   isError: optional(trueOnly),
   meta: optional(anyMap),
+  // A call that became a task and outlived the call bound (docs/tasks.md#the-handle).
+  task: optional(checkedMap({ id: str, state: str, statusMessage: optional(anyStr) })),
   durationMs: num,
 });

@@ -1,4 +1,4 @@
-import { Permission, type AnthropicTool, type LambdaToolDocument, type McpToolDocument, type OpenAiTool } from '@mcpx/domain';
+import { Permission, TaskSupport, type AnthropicTool, type LambdaToolDocument, type McpToolDocument, type OpenAiTool } from '@mcpx/domain';
 import { decodeRequest } from './payload-decoders.js';
 import { anyMap, anyStr, anything, bool, checkedMap, int, jsonObject, list, num, oneOf, optional, shape, str, type Rule } from './field-rules.js';
 import type { AgentToolsRequest, AgentToolsReply, DeleteLambdaToolRequest, LambdaToolReply, ProviderToolSet, SetLambdaToolRequest } from './payloads.js';
@@ -32,6 +32,7 @@ const mcpDocument: Rule<McpToolDocument & { cid: string }> = checkedMap({
   permission: oneOf(Permission.act, Permission.always_ask),
   server: str,
   remoteName: str,
+  taskSupport: optional(oneOf(TaskSupport.required, TaskSupport.optional)),
   cid: str,
 });
 

@@ -120,6 +120,19 @@ export interface Subjects {
   readonly endpointClientsDeclared: string;
   /** `mcp.events.server.*.<acct>.*` — both server events of one account. */
   serverEventsOf(account: string): string;
+  /**
+   * `mcp.tasks.<acct>.<task>` — core NATS publish by the proxy instance polling a task, at each
+   * change of its state or status message: a `TaskEvent` (tasks.ts). A notification only: the
+   * task's row is the source of truth (`mcp.proxy.tasks` reads it), so a missed event loses nothing.
+   */
+  taskStatus(account: string, task: string): string;
+  /** `mcp.tasks.<acct>.>` — every task event of one account. */
+  taskEventsOf(account: string): string;
+  /**
+   * `mcp.proxy.tasks` — request/reply (queue group `proxy`): the runtime (and the registry) read,
+   * list, cancel a task and take its result: a `TaskRequest`, answered `{ok, value | error}` (tasks.ts).
+   */
+  readonly proxyTasks: string;
 
   // The parsers, each beside its builder's grammar: a subject of another shape, another prefix, or
   // a token outside the token grammar parses to null (never a guess by position).
@@ -208,6 +221,9 @@ export function makeSubjects(prefix = ''): Subjects {
     endpointAnswer: (i) => `${p}mcp.endpoint.${t(i)}.answer`,
     endpointClientsDeclared: `${p}mcp.endpoint.clients.declared`,
     serverEventsOf: (a) => `${p}mcp.events.server.*.${t(a)}.*`,
+    taskStatus: (a, k) => `${p}mcp.tasks.${t(a)}.${t(k)}`,
+    taskEventsOf: (a) => `${p}mcp.tasks.${t(a)}.>`,
+    proxyTasks: `${p}mcp.proxy.tasks`,
     parseServerEvent: (subject) => {
       const [kind, account, server] = tokensAfter(subject, `${p}mcp.events.server.`, 3) ?? [];
       const k = kindOf(kind, SERVER_EVENT_KINDS);

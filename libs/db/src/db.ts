@@ -17,6 +17,7 @@ import * as registryAgentTokenUserApproval from './migrations/registry-20261201T
 import * as registryOAuthSignIns from './migrations/registry-20261201T1700-oauth-sign-ins.js';
 import * as registrySignInRequester from './migrations/registry-20261206T0300-sign-in-requester.js';
 import * as activityCalls from './migrations/activity-20261206T0500-calls.js';
+import * as proxyTasks from './migrations/proxy-20261206T0500-tasks.js';
 import * as projectorHeldTools from './migrations/projector-20261201T1415-held-tools.js';
 import * as projectorInit from './migrations/projector-20261130T0800-init.js';
 import * as projectorSearch from './migrations/projector-20261130T0900-search.js';
@@ -93,6 +94,9 @@ const MIGRATIONS = {
   // Written by the proxy (its call log), read by the registry: both bring it up to date at their start.
   activity: {
     '20261206T0500-calls': activityCalls,
+  },
+  proxy: {
+    '20261206T0500-tasks': proxyTasks,
   },
 } satisfies Record<string, Record<string, Migration>>;
 

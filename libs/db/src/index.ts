@@ -26,4 +26,5 @@ export type {
   ToolChangesTable,
   AuditEventsTable,
   ActivityCallsTable,
+  TasksTable,
 } from './schema.js';

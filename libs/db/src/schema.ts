@@ -353,6 +353,38 @@ export interface ActivityCallsTable {
   task_id: string | null;
 }
 
+/** proxy schema: owned by the proxy service (docs/tasks.md). */
+export interface TasksTable {
+  id: string;
+  account_id: string;
+  agent_id: string;
+  run: string;
+  server: string;
+  tool: string;
+  remote_name: string;
+  upstream_task_id: string;
+  dialect: string;
+  protocol_version: string;
+  session_id: string | null;
+  auth_context: string;
+  state: string;
+  status_message: string | null;
+  poll_interval_ms: number;
+  next_poll_at: Timestamp;
+  expires_at: Timestamp;
+  lease_owner: string | null;
+  lease_until: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+  result_cbor: Uint8Array | null;
+  error_code: string | null;
+  error_message: string | null;
+  input_request_id: string | null;
+  polls: Generated<number>;
+  created_at: Generated<Date>;
+  updated_at: Generated<Date>;
+  finished_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+  taken_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+}
+
 export interface Database {
   'registry.accounts': AccountsTable;
   'registry.signers': SignersTable;
@@ -379,4 +411,5 @@ export interface Database {
   'projector.lambda_tools': LambdaToolsTable;
   'projector.open_changes': OpenChangesTable;
   'activity.calls': ActivityCallsTable;
+  'proxy.tasks': TasksTable;
 }

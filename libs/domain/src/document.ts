@@ -1,4 +1,4 @@
-import { isPermission, isPlainObject } from './types.js';
+import { TaskSupport, isPermission, isPlainObject } from './types.js';
 import type { McpToolDocument, Permission, RemoteTool, ToolAnnotations, ToolNameStyle } from './types.js';
 import { projectToolNames } from './names.js';
 import { normalizeInputSchema, normalizeOutputSchema } from './schema.js';
@@ -53,9 +53,18 @@ export function buildToolDocuments(server: string, tools: readonly RemoteTool[],
     const outputSchema = normalizeOutputSchema(tool.outputSchema);
     if (outputSchema !== undefined) doc.outputSchema = outputSchema;
     if (annotations !== undefined) doc.annotations = annotations;
+    const taskSupport = taskSupportOf(tool.execution);
+    if (taskSupport !== undefined) doc.taskSupport = taskSupport;
     docs.push(doc);
   }
   return docs;
+}
+
+/** A listed tool's `execution.taskSupport` as a document keeps it: `required` or `optional`, else none (`forbidden`, absent, anything else). */
+export function taskSupportOf(execution: unknown): TaskSupport | undefined {
+  if (!isPlainObject(execution)) return undefined;
+  const v = execution.taskSupport;
+  return v === TaskSupport.required || v === TaskSupport.optional ? v : undefined;
 }
 
 /**

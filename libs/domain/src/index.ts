@@ -1,5 +1,5 @@
 // The public surface of @mcpx/domain: pure rules for remote MCP tools, no I/O.
-export { Permission, ToolNameStyle, isPermission, isToolNameStyle, isPlainObject } from './types.js';
+export { Permission, TaskSupport, ToolNameStyle, isPermission, isToolNameStyle, isPlainObject } from './types.js';
 export type { JsonObject, JsonValue, McpToolDocument, RemoteTool, ToolAnnotations } from './types.js';
 
 export { PREFIXED_SLUG_RE, SERVER_NAME_RE, TOOL_NAME_MAX_LENGTH, projectToolNames, sanitizeRemoteName, serverToolPrefix, validateServerName } from './names.js';
@@ -8,7 +8,7 @@ export { SCHEMA_MAX_BYTES, SCHEMA_MAX_DEPTH, normalizeInputSchema, normalizeOutp
 
 export { READ_VERBS, WRITE_VERBS, inheritPermission } from './permission.js';
 
-export { DESCRIPTION_MAX_BYTES, TITLE_MAX_BYTES, buildToolDocuments, normalizeAnnotations } from './document.js';
+export { DESCRIPTION_MAX_BYTES, TITLE_MAX_BYTES, buildToolDocuments, normalizeAnnotations, taskSupportOf } from './document.js';
 export type { BuildToolDocumentsOptions } from './document.js';
 
 export { documentCid, encodeCanonical } from './cid.js';
@@ -29,7 +29,7 @@ export {
   flattenCallResult,
   isErrorResult,
 } from './result.js';
-export type { CallResultLike, FlattenCallInput, FlattenLimits, ProxyImage, ProxyResult } from './result.js';
+export type { CallResultLike, FlattenCallInput, FlattenLimits, ProxyImage, ProxyResult, TaskHandle } from './result.js';
 export {
   CONNECTOR_META_PREFIX,
   CONTENT_MAX_BLOCKS,

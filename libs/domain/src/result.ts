@@ -38,7 +38,19 @@ export interface ProxyResult {
   isError?: true;
   /** The result's `_meta`, without the connector's own keys. */
   meta?: Record<string, unknown>;
+  /**
+   * Set instead of a result when the call became a task that outlived the call bound
+   * (docs/tasks.md): its id, state and the server's last status message.
+   */
+  task?: TaskHandle;
   durationMs: number;
+}
+
+/** A running task as a call's answer names it (docs/tasks.md#the-handle). */
+export interface TaskHandle {
+  id: string;
+  state: string;
+  statusMessage?: string;
 }
 
 /** The parts of an MCP `tools/call` result this library reads; everything in it is untrusted. */

@@ -21,7 +21,24 @@ export interface RemoteTool {
   inputSchema?: unknown;
   outputSchema?: unknown;
   annotations?: ToolAnnotations;
+  /**
+   * How the tool runs: `taskSupport` of the 2025-11-25 revision's experimental tasks (`required`,
+   * `optional`, `forbidden`), or `optional` recorded by discovery for every tool of a 2026-07-28
+   * server that advertises the tasks extension (`io.modelcontextprotocol/tasks`), where the server
+   * decides per call (docs/tasks.md).
+   */
+  execution?: { taskSupport?: string };
 }
+
+/**
+ * Whether a call of a tool is task-augmented (docs/tasks.md): `required` always, `optional` when
+ * the caller asks (or the call would outlive the call bound). Absent on a document: never.
+ */
+export const TaskSupport = {
+  required: 'required',
+  optional: 'optional',
+} as const;
+export type TaskSupport = (typeof TaskSupport)[keyof typeof TaskSupport];
 
 /**
  * How much a human must be involved in a call: `act` runs without stopping, `always_ask` stops
@@ -60,6 +77,8 @@ export interface McpToolDocument {
   permission: Permission;
   server: string;
   remoteName: string;
+  /** The tool's task support (`required` or `optional`); absent: its calls are never task-augmented. */
+  taskSupport?: TaskSupport;
 }
 
 export function isPermission(value: unknown): value is Permission {

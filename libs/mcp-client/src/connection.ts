@@ -17,6 +17,7 @@ import { scrubberOf } from './scrub.js';
 import { callRan, classifyMcpError, isStaleModernPrior, McpClientError, McpClientErrorCode, type ClassifyContext } from './errors.js';
 import type { McpHttpRequest } from './http-request.js';
 import { elicitationAnswerer, type ElicitationHandler, type SamplingHandler } from './elicitation.js';
+import { withTaskSupport, type TaskWireTarget } from './tasks.js';
 import { toolCall, traceMeta, type LegacyTarget, type ModernTarget, type ToolCallTarget } from './tool-call.js';
 import type { FetchObservations } from './tracked-fetch.js';
 import type { CurrentTools, ListedTools, ToolsWithHints } from './listed-tools.js';
@@ -90,6 +91,11 @@ export interface CallToolOptions {
    * never used to validate the result.
    */
   tool?: Tool;
+  /**
+   * A task-augmented call (docs/tasks.md): legacy sends `params.task: {ttl}`, modern declares the
+   * tasks extension in `_meta`. The result may then be a created task (`createdTaskOf`).
+   */
+  task?: { ttlMs: number };
 }
 
 export interface ListToolsOptions {
@@ -179,6 +185,12 @@ export interface McpConnection {
    * notifications through `ConnectMcpOptions.onToolsListChanged`).
    */
   readonly listen?: (onToolsListChanged: () => void, opts?: McpListenOptions) => Promise<{ close(): Promise<void> }>;
+  /**
+   * Where this connection's task requests go (`taskRequest` of ./tasks.ts): a modern connection,
+   * or a legacy Streamable HTTP session (its id included: a legacy task lives in its session).
+   * Undefined on a legacy SSE connection (tasks are not brokered there).
+   */
+  taskTarget(): TaskWireTarget | undefined;
   /** Ends the session (best effort) and closes the transport. Idempotent. */
   close(): Promise<void>;
   readonly closed: boolean;
@@ -322,6 +334,31 @@ export class Connection implements McpConnection {
     return core.client.getServerCapabilities()?.tools?.listChanged === true ? maxAgeMs : 0;
   }
 
+  taskTarget(): TaskWireTarget | undefined {
+    const target = this.#target(this.#core);
+    if (target === undefined) return undefined;
+    if (target.era === 'modern') {
+      return {
+        era: 'modern',
+        url: target.url,
+        request: target.request,
+        headers: target.headers,
+        protocolVersion: target.protocolVersion,
+        clientInfo: target.clientInfo,
+        capabilities: target.capabilities,
+      };
+    }
+    return {
+      era: 'legacy',
+      url: target.url,
+      request: target.request,
+      headers: target.headers,
+      protocolVersion: target.protocolVersion ?? this.#core.verdict.protocolVersion,
+      sessionId: target.sessionId,
+      ...(target.serverRequest !== undefined ? { serverRequest: target.serverRequest } : {}),
+    };
+  }
+
   async close(): Promise<void> {
     this.#closing ??= this.#close();
     await this.#closing;
@@ -329,7 +366,7 @@ export class Connection implements McpConnection {
 
   async #callOn(core: ConnectionCore, params: CallToolRequest['params'], opts: CallToolOptions): Promise<McpCallResult> {
     const timeoutMs = opts.timeoutMs ?? DEFAULT_CALL_TIMEOUT_MS;
-    const sent = withInputResponses(params, opts);
+    const sent = withInputResponses(params, opts, core.verdict.era);
     const target = this.#target(core);
     if (target !== undefined) {
       try {
@@ -341,6 +378,7 @@ export class Connection implements McpConnection {
           ...(opts.resetTimeoutOnProgress ? { resetTimeoutOnProgress: true } : {}),
           ...(opts.onResume ? { onResume: opts.onResume } : {}),
           classify: this.#classifyContext(core),
+          ...(opts.task !== undefined && target.era === 'modern' ? { tasks: true } : {}),
         })) as McpCallResult;
         return this.#scrubbed(result);
       } catch (error) {
@@ -383,6 +421,8 @@ export class Connection implements McpConnection {
         throw classifyMcpError(error, opts.signal, this.#classifyContext(core));
       }
       if (page === 0) copyHints(result, out);
+      // A modern server with the tasks extension: each tool may run as a task (./tasks.ts).
+      result = { ...result, tools: withTaskSupport(result.tools, core.verdict.era, core.client.getServerCapabilities()) };
       for (const tool of result.tools) if (!byName.has(tool.name)) byName.set(tool.name, tool);
       const next = result.nextCursor;
       if (next === undefined || seenCursors.has(next)) break;
@@ -554,7 +594,9 @@ export class Connection implements McpConnection {
 }
 
 /** The call's params with the answers to an earlier `input_required` result (`inputResponses`, `requestState`). */
-function withInputResponses(params: CallToolRequest['params'], opts: CallToolOptions): CallToolRequest['params'] {
+function withInputResponses(params: CallToolRequest['params'], opts: CallToolOptions, era: 'modern' | 'legacy'): CallToolRequest['params'] {
+  // 2025-11-25 tasks: the call asks for a task with `task: {ttl}` (the modern dialect declares the extension instead).
+  if (opts.task !== undefined && era === 'legacy') params = { ...params, task: { ttl: opts.task.ttlMs } };
   if (opts.inputResponses === undefined && opts.requestState === undefined) return params;
   return {
     ...params,

@@ -21,6 +21,20 @@ export {
   type ToolsWithHints,
 } from './connect.js';
 export type { McpHttpRequest, McpHttpRequestOptions, RawBody, RawResponse } from './http-request.js';
+export {
+  TASKS_EXTENSION_ID,
+  TaskDialect,
+  UpstreamTaskStatus,
+  createdTaskOf,
+  isTerminalStatus,
+  offersTasksExtension,
+  taskRequest,
+  upstreamTaskOf,
+  withTaskSupport,
+  type TaskRequestOptions,
+  type TaskWireTarget,
+  type UpstreamTask,
+} from './tasks.js';
 export { discoverFault, isEraVerdict, type EraVerdict } from './era-verdict.js';
 export { invalidMcpHeaderTools, type InvalidMcpHeaderTool } from './mcp-param-headers.js';
 export { explainConnectFailure, socketErrorCode, type ConfiguredAuth } from './connect-failure.js';
@@ -44,3 +58,4 @@ export {
   type OAuthTokens,
 } from './oauth.js';
 export type { CallToolResult, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult, InputRequiredResult, Tool } from '@modelcontextprotocol/client';
+export { ProtocolError } from '@modelcontextprotocol/client';

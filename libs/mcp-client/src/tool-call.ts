@@ -15,6 +15,7 @@ import { callRan, classifyMcpError, HttpStatusError, McpClientError, McpClientEr
 import type { McpHttpRequest, RawResponse } from './http-request.js';
 import { mcpParamHeaders, encodeMcpParamValue } from './mcp-param-headers.js';
 import { resumeResponse } from './sse-resume.js';
+import { withTasksExtension } from './tasks.js';
 
 /**
  * The library's one `tools/call` path, for both eras, beside the SDK client that owns the rest of
@@ -85,6 +86,8 @@ export interface ToolCallOptions {
   onResume?: (outcome: 'resumed' | 'failed') => void;
   /** How the connection classifies a failure (secrets to scrub, the last challenge, the era). */
   classify?: ClassifyContext;
+  /** A task-augmented modern call: the tasks extension is declared in `_meta` (docs/tasks.md). */
+  tasks?: boolean;
 }
 
 /** A modern `input_required` result as the server sent it, with the resultType checked. */
@@ -171,7 +174,7 @@ export async function toolCall(target: ToolCallTarget, params: CallToolRequest['
       }
       opts.onResume?.('resumed');
     }
-    return target.era === 'modern' ? modernResult(message) : legacyResult(message);
+    return target.era === 'modern' ? modernResult(message, opts.tasks === true) : legacyResult(message);
   } catch (err) {
     // Every failure leaves as an McpClientError saying what may have run (set here, where it is known).
     if (why === 'timeout') {
@@ -215,7 +218,7 @@ function maybeExecuted(detail: string, cause: unknown): McpClientError {
  * with `{}`, anything else with -32601) by a POST on the session, in the background. The call's
  * signal aborts the handler when the call ends first.
  */
-function answerServerRequest(target: LegacyTarget, m: JsonRpcOther, signal: AbortSignal): void {
+export function answerServerRequest(target: LegacyTarget, m: JsonRpcOther, signal: AbortSignal): void {
   const id = m.id;
   if (typeof id !== 'string' && typeof id !== 'number') return;
   const respond = (answer: { result: unknown } | { error: { code: number; message: string } }): void => {
@@ -265,7 +268,7 @@ function modernRequest(
     ...params._meta,
     ...(progressToken !== undefined ? { progressToken } : {}),
     [PROTOCOL_VERSION_META_KEY]: target.protocolVersion,
-    [CLIENT_CAPABILITIES_META_KEY]: target.capabilities,
+    [CLIENT_CAPABILITIES_META_KEY]: opts.tasks === true ? withTasksExtension(target.capabilities) : target.capabilities,
     [CLIENT_INFO_META_KEY]: target.clientInfo,
   };
   const body = JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { ...params, _meta: meta } });
@@ -291,7 +294,7 @@ function legacyRequest(target: LegacyTarget, id: string, params: CallToolRequest
  * server's {@link ProtocolError}, as the SDK delivers it (HTTP 400 whose body is the error
  * response to our id).
  */
-async function readAnswer(res: RawResponse, scanner: SseResponseScanner, era: 'modern' | 'legacy'): Promise<JsonRpcResponse | undefined> {
+export async function readAnswer(res: RawResponse, scanner: SseResponseScanner, era: 'modern' | 'legacy'): Promise<JsonRpcResponse | undefined> {
   const { statusCode, body } = res;
   if (statusCode < 200 || statusCode > 299) {
     const text = await readErrorText(body);
@@ -321,7 +324,7 @@ function jsonRpcErrorOf(text: string, id: string): ProtocolError | undefined {
   return new ProtocolError(e.code, typeof e.message === 'string' ? e.message : 'error', e.data);
 }
 
-function resultObject(message: JsonRpcResponse | undefined, era: 'modern' | 'legacy'): Record<string, unknown> {
+export function resultObject(message: JsonRpcResponse | undefined, era: 'modern' | 'legacy'): Record<string, unknown> {
   if (message === undefined) {
     if (era === 'modern') throw maybeExecuted('the response stream ended before the result', undefined);
     throw new McpClientError(McpClientErrorCode.TransportError, 'MCP response ended before the result, with no event id to resume from: the server may have executed the call', {
@@ -345,7 +348,7 @@ function legacyResult(message: JsonRpcResponse | undefined): CallToolResult {
 }
 
 /** A modern result, its `resultType` checked as the SDK's 2026-07-28 codec does. */
-function modernResult(message: JsonRpcResponse | undefined): CallToolResult | InputRequiredWire {
+function modernResult(message: JsonRpcResponse | undefined, tasks: boolean): CallToolResult | InputRequiredWire {
   const result = resultObject(message, 'modern');
   const type = result.resultType;
   // Absent means complete (SEP-2322: "the client MUST assume complete"; the conformance suite
@@ -364,6 +367,9 @@ function modernResult(message: JsonRpcResponse | undefined): CallToolResult | In
     if (state !== undefined && typeof state !== 'string') throw invalidResult('requestState is not a string');
     return result as unknown as InputRequiredWire;
   }
+  // A task the call created: only when the call declared the tasks extension (a task-augmented
+  // call); the caller reads it with `createdTaskOf`. Unasked, a task is as unsupported as any.
+  if (type === 'task' && tasks) return result as unknown as CallToolResult;
   throw invalidResult(typeof type === 'string' ? `an unsupported resultType ${JSON.stringify(type.slice(0, 64))}` : 'a resultType that is not a string');
 }
 

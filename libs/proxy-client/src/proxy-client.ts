@@ -53,6 +53,8 @@ export interface CallInput {
   answers?: { sampling?: boolean; forms?: boolean };
   /** The server's content whole (an MCP caller): `content`, `isError`, `meta` instead of `text` and `images`. */
   content?: boolean;
+  /** Asks for a task-augmented call of a tool whose task support is `optional` (docs/tasks.md). */
+  task?: boolean;
   /**
    * Told of the server's progress while the call runs (docs/call.md#progress): the call is sent
    * with `progress: true` and its progress subject heard until the reply. At most 10 a second,
@@ -248,6 +250,7 @@ export class ProxyClient {
       ...(input.answers !== undefined ? { answers: input.answers } : {}),
       ...(input.content === true ? { content: true } : {}),
       ...(input.onProgress !== undefined ? { progress: true } : {}),
+      ...(input.task === true ? { task: true } : {}),
     };
     const timeout = (input.timeoutMs ?? DEFAULT_CALL_TIMEOUT_MS) + REPLY_MARGIN_MS;
     // Refused here, typed and naming the bound, rather than failing in the encoder or at NATS.

@@ -19,6 +19,8 @@ import { missingToolError, unlistedToolError } from './held-tools.js';
 import { StrictPins } from './strict-pins.js';
 import { beforeSend, sentCall, toWire } from './wire-errors.js';
 import { contentReplyLimits, structuredFault, wholeCallResult } from './whole-result.js';
+import { authContextOf } from './era-verdicts.js';
+import { newTaskId, taskRun, type TaskCalls } from './tasks/task-calls.js';
 
 export { toWire } from './wire-errors.js';
 
@@ -69,6 +71,8 @@ export interface CallHandlerDeps {
   progress?: ProgressRelay;
   /** The call log (docs/activity.md): each call's metadata, held and written off the call path (absent: not recorded). */
   activity?: ActivityRecorder;
+  /** Brokers task-augmented calls (docs/tasks.md); absent, a tool's task support is not used. */
+  tasks?: TaskCalls;
 }
 
 /**
@@ -280,6 +284,16 @@ export class CallHandler {
       release = admission.release;
     }
 
+    // A task-augmented call (docs/tasks.md): refused past the account's running-tasks cap before
+    // it is sent, and sent on a pool run of its own (a legacy task lives in its session).
+    const tasks = this.deps.tasks;
+    const taskId = tasks !== undefined && tasks.wanted(doc, req) ? newTaskId() : undefined;
+    if (taskId !== undefined) {
+      await tasks!.admit(req.account);
+      span.setAttribute('mcpx.task', taskId);
+    }
+    let taskTarget: ReturnType<McpConnection['taskTarget']>;
+
     const ctl = new AbortController();
     this.inflight.set(key, ctl);
     const progress = req.progress === true ? this.deps.progress?.open(req, span) : undefined;
@@ -315,6 +329,7 @@ export class CallHandler {
               tool,
               onResume: (outcome) => this.resumedStream(client, doc.server, outcome),
               ...(progress !== undefined ? { onProgress: progress.progress } : {}),
+              ...(taskId !== undefined ? { task: { ttlMs: tasks!.maxTtlMs } } : {}),
             }),
           ),
         );
@@ -326,6 +341,7 @@ export class CallHandler {
       const call = (conn: McpConnection) => {
         era = conn.era;
         target.era = conn.era;
+        if (taskId !== undefined) taskTarget = conn.taskTarget();
         if (pin !== 'strict') return callOn(conn);
         const checking = this.step(ctx, 'proxy.pin.check', { [McpAttributes.toolName]: doc.remoteName, [McpAttributes.server]: doc.server });
         return this.pins.verify(conn, req.account, doc, timeoutMs).then(
@@ -341,7 +357,7 @@ export class CallHandler {
       };
       const send = async (): Promise<Awaited<ReturnType<McpConnection['callTool']>>> => {
         try {
-          return await this.deps.pool.use(req.account, req.run, doc.server, server!, call, false, ctx);
+          return await this.deps.pool.use(req.account, taskId !== undefined ? taskRun(taskId) : req.run, doc.server, server!, call, false, ctx);
         } catch (err) {
           // One retry, and only when the answer proves nothing ran (see retryDecision).
           const next = retryDecision({
@@ -355,7 +371,7 @@ export class CallHandler {
             span.addEvent('oauth token refused: refreshing once');
             server = await this.deps.oauth!.refreshed(req.account, doc.server, server!);
           } else span.addEvent('session expired: reconnecting once');
-          return await this.deps.pool.use(req.account, req.run, doc.server, server!, call, true, ctx);
+          return await this.deps.pool.use(req.account, taskId !== undefined ? taskRun(taskId) : req.run, doc.server, server!, call, true, ctx);
         }
       };
       const pending = send();
@@ -371,6 +387,22 @@ export class CallHandler {
               };
               pending.then(done, done);
             });
+      if (taskId !== undefined) {
+        const brokered = await tasks!.brokered({
+          req,
+          doc,
+          taskId,
+          result,
+          era: era ?? 'legacy',
+          target: taskTarget,
+          authContext: authContextOf(server.url, server.headers),
+          started,
+          remainingMs: timeoutMs - (performance.now() - started),
+        });
+        if (brokered !== undefined) return brokered;
+        // The server answered the call itself: the task's pool run holds nothing more.
+        void this.deps.pool.endRun(req.account, taskRun(taskId));
+      }
       // An input request (2026-07-28 `input_required`) is no result: the questions are recorded
       // and the call stops with `input_required` (a round with only a `requestState` and no
       // question is sent straight back, a bounded number of times).

@@ -88,6 +88,12 @@ export interface ConnectionPoolOptions {
   maxConnections?: number;
   /** Traces a call's wait for its connection (`proxy.pool.acquire`) under the `parent` given to {@link ConnectionPool.use}. */
   tracer?: Tracer;
+  /**
+   * Runs whose sessions outlive this instance's stop (a brokered task's: its legacy session holds
+   * the task, and another instance takes it over with the session's id). Their connections are
+   * not ended by {@link ConnectionPool.closeAll}.
+   */
+  keepOnClose?: (run: string) => boolean;
 }
 
 /**
@@ -371,6 +377,13 @@ export class ConnectionPool {
 
   async closeAll(): Promise<void> {
     clearInterval(this.sweeper);
-    await Promise.all([...this.runs.values()].map((p) => this.endRun(p.account, p.run)));
+    const keep = this.opts.keepOnClose;
+    await Promise.all([...this.runs.values()].filter((p) => keep === undefined || !keep(p.run)).map((p) => this.endRun(p.account, p.run)));
+  }
+
+  /** Keeps a run from going idle (a brokered task's session, polled by this instance). */
+  touch(account: string, run: string): void {
+    const pool = this.runs.get(`${account}:${run}`);
+    if (pool !== undefined) pool.lastUsed = Date.now();
   }
 }

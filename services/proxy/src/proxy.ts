@@ -1,12 +1,13 @@
 import { connectBus, payload, respond } from '@mcpx/bus';
-import type { Config } from '@mcpx/config';
 import { decodeProxyCancel, decodeRunEnded } from '@mcpx/contracts';
+import { DEFAULT_TASK_SETTINGS, type Config } from '@mcpx/config';
 import { proxyReads } from '@mcpx/credentials';
 import { createDb, migrate } from '@mcpx/db';
+import { CONNECTOR_CAPABILITIES } from '@mcpx/mcp-client';
 import { createLogger, type LogSink } from '@mcpx/log';
 import { SecretBox } from '@mcpx/secrets';
 import { createOutboundFetch } from '@mcpx/outbound';
-import { responseCutRecorder, setupTelemetry, startServiceHttp, type Telemetry } from '@mcpx/telemetry';
+import { responseCutRecorder, setupTelemetry, startServiceHttp, tracingRequest, type Telemetry } from '@mcpx/telemetry';
 import { LegacyAsks } from './legacy-inputs.js';
 import { CallHandler, replyLimits } from './call-handler.js';
 import { Catalog } from './catalog.js';
@@ -17,6 +18,10 @@ import { RelayRequests } from './relay-requests.js';
 import { ActivityRecorder } from './activity-recorder.js';
 import { PostgresActivityStore } from './activity-store.js';
 import { callGates, callLimiter, connectRedis, connectionPool } from './wiring.js';
+import { TaskBroker, type StoredOutcome } from './tasks/task-broker.js';
+import { TaskCalls, taskRun } from './tasks/task-calls.js';
+import { startTaskService } from './tasks/task-service.js';
+import { TaskStore } from './tasks/task-store.js';
 
 export { PROXY_SERVICE_NAME, proxyServiceName } from './call-service.js';
 export type { ProxyStats } from './call-service.js';
@@ -44,6 +49,8 @@ export async function startProxy(config: Config, opts: ProxyOptions = {}): Promi
   const log = createLogger('proxy', { level: config.logLevel, fields: { instance }, ...(opts.logSink ? { sink: opts.logSink } : {}) });
   const telemetry = opts.telemetry ?? (await setupTelemetry({ serviceName: 'proxy', serviceInstanceId: instance, ...(config.otlpEndpoint ? { otlpEndpoint: config.otlpEndpoint } : {}) }));
   const db = createDb(config.databaseUrl, { applicationName: 'proxy', max: 10, onIdleError: (err) => log.warn('database connection dropped', { err }) });
+  // The proxy's own schema: the tasks it brokers (docs/tasks.md).
+  await migrate(db, 'proxy');
   const bus = await connectBus({
     url: config.natsUrl,
     name: `proxy ${instance}`,
@@ -68,6 +75,43 @@ export async function startProxy(config: Config, opts: ProxyOptions = {}): Promi
   const oauth = new OAuthTokens({ nc: bus.nc, subjects: bus.subjects, catalog, tracer: telemetry.tracer, meter: telemetry.meter });
   // The call log (docs/activity.md): written by proxies in batches, read by the registry's ListCalls.
   const activity = config.activity.enabled ? await startActivity(config, db, telemetry, log) : undefined;
+  const limitsOfReply = replyLimits(maxPayload);
+  // Brokered tasks: rows in Postgres, polled under a lease by one instance at a time.
+  const taskStore = new TaskStore(db);
+  const taskRequestFn = tracingRequest(outboundFetch.request);
+  const broker: TaskBroker = new TaskBroker({
+    store: taskStore,
+    instance,
+    settings: config.proxy.tasks ?? DEFAULT_TASK_SETTINGS,
+    target: async (row) => {
+      const entry = await catalog.server(row.account_id, row.server);
+      if (entry === null) throw new Error(`the server ${row.server} is no longer connected`);
+      return {
+        era: row.dialect === '2026-07-28' ? 'modern' : 'legacy',
+        url: new URL(entry.url),
+        request: taskRequestFn,
+        headers: entry.headers,
+        protocolVersion: row.protocol_version,
+        ...(row.session_id !== null ? { sessionId: row.session_id } : {}),
+        capabilities: CONNECTOR_CAPABILITIES,
+      };
+    },
+    shape: (row, result, ms): StoredOutcome => taskCalls.shape(row, result, ms),
+    publish: (subject, event) => bus.notify(subject, event),
+    subjects: bus.subjects,
+    tracer: telemetry.tracer,
+    meter: telemetry.meter,
+    log,
+    onEnded: (row) => void pool.endRun(row.account_id, taskRun(row.id)),
+    onPolled: (row) => pool.touch(row.account_id, taskRun(row.id)),
+  });
+  const taskCalls: TaskCalls = new TaskCalls({
+    broker,
+    store: taskStore,
+    maxRunningPerAccount: config.quotas.runningTasksPerAccount,
+    flatten: limitsOfReply.flatten,
+    resultBytes: limitsOfReply.resultBytes,
+  });
   const handler = new CallHandler({
     catalog,
     pool,
@@ -76,7 +120,8 @@ export async function startProxy(config: Config, opts: ProxyOptions = {}): Promi
     limiter,
     limits,
     instance,
-    replyLimits: replyLimits(maxPayload),
+    replyLimits: limitsOfReply,
+    tasks: taskCalls,
     approvals,
     inputs,
     legacyAsks,
@@ -91,6 +136,8 @@ export async function startProxy(config: Config, opts: ProxyOptions = {}): Promi
   // Resources, prompts and completions of granted servers (the agent endpoint's): ./relay-requests.ts.
   const relay = new RelayRequests({ nc: bus.nc, subjects: bus.subjects, instance, catalog, pool, tracer: telemetry.tracer, meter: telemetry.meter, oauth, maxPayload, log });
   relay.start();
+  const taskService = startTaskService({ nc: bus.nc, subjects: bus.subjects, store: taskStore, broker, log });
+  broker.start();
   // Core-NATS notifications, decoded strictly: one that does not decode is logged (without its
   // bytes) and dropped, and nothing a handler throws reaches the connection.
   const subs = [
@@ -130,6 +177,8 @@ export async function startProxy(config: Config, opts: ProxyOptions = {}): Promi
         ready = false;
         await service.stop().catch((err: unknown) => log.warn('service stop failed', { err: err as Error }));
         relay.stop();
+        taskService.unsubscribe();
+        await broker.stop();
         for (const s of subs) s.unsubscribe();
         catalog.close();
         await pool.closeAll();

@@ -69,6 +69,8 @@ export function connectionPool(
       // Per instance: a runtime's proxy client routes a refused new run to another instance.
       maxRuns: d.config.quotas.runsPerProxy,
       maxConnections: d.config.quotas.connectionsPerProxy,
+      // A brokered task's legacy session holds the task: it outlives this instance (docs/tasks.md).
+      keepOnClose: (run) => run.startsWith('task-'),
     },
     {
       onOpen: (a, s, c) => quiet.observe(a, s, c),

@@ -78,6 +78,7 @@ async function createDatabaseOn(serverUrl: string): Promise<{ url: string; drop(
   try {
     await migrate(db, 'registry');
     await migrate(db, 'projector');
+    await migrate(db, 'proxy');
   } finally {
     await db.destroy();
   }

@@ -18,6 +18,9 @@ export function sanitizeTools(tools: unknown[]): RemoteTool[] {
     if (tool.inputSchema !== undefined) clean.inputSchema = tool.inputSchema;
     if (tool.outputSchema !== undefined) clean.outputSchema = tool.outputSchema;
     if (tool.annotations !== null && typeof tool.annotations === 'object') clean.annotations = tool.annotations;
+    // Only `taskSupport`, and only a short string of it (docs/tasks.md): nothing else of `execution` is kept.
+    const taskSupport = (tool.execution as { taskSupport?: unknown } | null | undefined)?.taskSupport;
+    if (typeof taskSupport === 'string' && taskSupport.length <= 32) clean.execution = { taskSupport };
     out.push(clean);
   }
   return out;

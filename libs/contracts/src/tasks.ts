@@ -1,0 +1,147 @@
+import { decodeStrict, encodePayload } from './codec.js';
+import { invalidInput } from './errors.js';
+import { anyStr, anything, checkedMap, int, isMap, matching, num, oneOf, optional, payloadDecoder, shape, str, type Rule } from './field-rules.js';
+import type { WireErrorShape } from './errors.js';
+
+/**
+ * Brokered tasks (docs/tasks.md): what crosses the bus about them. A task's id is the
+ * connector's own (`tsk_` and 24 base32 characters), never the server's.
+ */
+export const TASK_ID_RE = /^tsk_[a-z2-7]{24}$/;
+
+/** A task's state as the connector shows it: the server's, plus `expired` (its ttl ended first). */
+export const TaskStates = {
+  working: 'working',
+  inputRequired: 'input_required',
+  completed: 'completed',
+  failed: 'failed',
+  cancelled: 'cancelled',
+  expired: 'expired',
+} as const;
+export type TaskState = (typeof TaskStates)[keyof typeof TaskStates];
+const TASK_STATES = Object.values(TaskStates);
+
+/** Whether a state is final: the row is no longer polled. */
+export function isFinalTaskState(state: string): boolean {
+  return state === TaskStates.completed || state === TaskStates.failed || state === TaskStates.cancelled || state === TaskStates.expired;
+}
+
+/** Payload of `mcp.tasks.<acct>.<task>`: one change of a task's state or status message. */
+export interface TaskEvent {
+  account: string;
+  agent: string;
+  task: string;
+  state: TaskState;
+  statusMessage?: string;
+  /** The input request its server's questions were recorded as (state `input_required`). */
+  inputRequestId?: string;
+  /** Set on `failed` and `expired`: why, as a stable code. */
+  errorCode?: string;
+  /** Epoch ms. */
+  at: number;
+}
+
+/** A task as `mcp.proxy.tasks` shows it: never its arguments, its result (see `result`) or its credentials. */
+export interface TaskView {
+  id: string;
+  agent: string;
+  run: string;
+  server: string;
+  tool: string;
+  state: TaskState;
+  statusMessage?: string;
+  dialect: string;
+  inputRequestId?: string;
+  error?: { code: string; message: string };
+  /** Whether a result is kept (a completed task's, until it is taken or its ttl ends). */
+  resultReady: boolean;
+  createdAt: string;
+  updatedAt: string;
+  expiresAt: string;
+  finishedAt?: string;
+}
+
+/** `mcp.proxy.tasks`' request: one operation on the account's tasks. */
+export type TaskRequest =
+  | { op: 'get'; account: string; task: string }
+  | { op: 'cancel'; account: string; task: string }
+  | { op: 'result'; account: string; task: string }
+  | { op: 'list'; account: string; agent?: string; limit?: number };
+
+/** `mcp.proxy.tasks`' reply: a `TaskView` (get, cancel), `{tasks}` (list) or a call's result (result). */
+export type TaskReply = { ok: true; value: unknown } | { ok: false; error: WireErrorShape };
+
+/** At most this many tasks in one list. */
+export const TASK_LIST_MAX = 200;
+
+const id = matching(/^[A-Za-z0-9_-]{1,128}$/, 'an id');
+const taskId = matching(TASK_ID_RE, 'a task id (tsk_…)');
+const state = oneOf(...TASK_STATES);
+
+const requestFields = shape({
+  op: oneOf('get', 'cancel', 'result', 'list'),
+  account: id,
+  task: optional(taskId),
+  agent: optional(id),
+  limit: optional(int),
+});
+
+/** Decodes `mcp.proxy.tasks`' request; a bad field is `invalid_input` naming it. */
+export function decodeTaskRequest(bytes: Uint8Array): TaskRequest {
+  const v = decodeStrict(bytes, 'request');
+  if (!isMap(v)) throw invalidInput('request', 'must be a map');
+  const r = requestFields(v, '');
+  if (r.op === 'list') {
+    if (r.limit !== undefined && (r.limit < 1 || r.limit > TASK_LIST_MAX)) throw invalidInput('limit', `must be 1 to ${TASK_LIST_MAX}`);
+    return { op: 'list', account: r.account, ...(r.agent !== undefined ? { agent: r.agent } : {}), ...(r.limit !== undefined ? { limit: r.limit } : {}) };
+  }
+  if (r.task === undefined) throw invalidInput('task', 'is required');
+  return { op: r.op, account: r.account, task: r.task };
+}
+
+export function encodeTaskRequest(req: TaskRequest): Uint8Array {
+  return encodePayload(req);
+}
+
+/** Decodes a `mcp.tasks.<acct>.<task>` event; a bad field is `invalid_input` naming it. */
+export const decodeTaskEvent: (bytes: Uint8Array) => TaskEvent = payloadDecoder('taskEvent', {
+  account: id,
+  agent: id,
+  task: taskId,
+  state,
+  statusMessage: optional(anyStr),
+  inputRequestId: optional(str),
+  errorCode: optional(str),
+  at: num,
+});
+
+/** A `TaskView`, checked in place. */
+export const taskViewValue: Rule<TaskView> = checkedMap({
+  id: taskId,
+  agent: str,
+  run: str,
+  server: str,
+  tool: str,
+  state,
+  statusMessage: optional(anyStr),
+  dialect: str,
+  inputRequestId: optional(str),
+  error: optional(checkedMap({ code: str, message: anyStr })),
+  resultReady: (v: unknown, field: string) => {
+    if (typeof v !== 'boolean') throw invalidInput(field, 'must be a boolean');
+    return v;
+  },
+  createdAt: str,
+  updatedAt: str,
+  expiresAt: str,
+  finishedAt: optional(str),
+});
+
+/** Decodes `mcp.proxy.tasks`' reply envelope (the value is checked by the caller, per op). */
+export function decodeTaskReply(bytes: Uint8Array): TaskReply {
+  const v = decodeStrict(bytes, 'reply');
+  if (!isMap(v)) throw invalidInput('reply', 'must be a map');
+  if (v.ok === true) return { ok: true, value: anything(v.value, 'reply.value') };
+  if (v.ok === false && isMap(v.error)) return { ok: false, error: v.error as unknown as WireErrorShape };
+  throw invalidInput('reply.ok', 'must be a boolean');
+}

@@ -1,0 +1,130 @@
+import type { NatsConnection } from '@nats-io/transport-node';
+import {
+  ErrorCodes,
+  TASK_ID_RE,
+  WireError,
+  decodeTaskEvent,
+  decodeTaskReply,
+  encodeTaskRequest,
+  isFinalTaskState,
+  proxyResultValue,
+  taskViewValue,
+  type Subjects,
+  type TaskEvent,
+  type TaskRequest,
+  type TaskView,
+} from '@mcpx/contracts';
+import type { ProxyResult } from '@mcpx/domain';
+import { traceHeaders } from '@mcpx/telemetry';
+
+/**
+ * Each request waits this long, and is sent again twice: every operation is idempotent, and a
+ * request delivered to an instance that died as it arrived is lost (core NATS is at most once).
+ */
+const REQUEST_TIMEOUT_MS = 5_000;
+const REQUEST_ATTEMPTS = 3;
+
+/**
+ * The runtime's side of brokered tasks (docs/tasks.md): a call that outlived the call bound
+ * answered `{task: {id, state, statusMessage}}`; these read it, wait for it (events, not
+ * polling), cancel it and take its result. Any proxy instance answers (`mcp.proxy.tasks`).
+ */
+export class TaskClient {
+  constructor(
+    private readonly nc: NatsConnection,
+    private readonly subjects: Subjects,
+  ) {}
+
+  /** The task as it stands. `not_found` for a task of another account or none. */
+  async getTask(account: string, task: string): Promise<TaskView> {
+    return taskViewValue(await this.ask({ op: 'get', account, task: checkedId(task) }), 'task');
+  }
+
+  /** The account's tasks (one agent's when named), newest first. */
+  async listTasks(account: string, opts: { agent?: string; limit?: number } = {}): Promise<TaskView[]> {
+    const value = (await this.ask({ op: 'list', account, ...opts })) as { tasks?: unknown };
+    if (!Array.isArray(value?.tasks)) throw new WireError(ErrorCodes.internal, 'malformed task list from the proxy', { field: 'tasks' });
+    return value.tasks.map((t, i) => taskViewValue(t, `tasks[${i}]`));
+  }
+
+  /** Asks the server to cancel the task; it ends `cancelled` (a task that had ended is answered as it stands). */
+  async cancelTask(account: string, task: string): Promise<TaskView> {
+    return taskViewValue(await this.ask({ op: 'cancel', account, task: checkedId(task) }), 'task');
+  }
+
+  /**
+   * The result of a finished task, as its call would have answered; a task that failed, was
+   * cancelled or expired throws the typed error it ended with; one still open `conflict`.
+   */
+  async taskResult(account: string, task: string): Promise<ProxyResult> {
+    return proxyResultValue(await this.ask({ op: 'result', account, task: checkedId(task) }), 'result');
+  }
+
+  /**
+   * Waits until the task ends (or `timeoutMs` passes: it is answered as it stands then), hearing
+   * its status events (`mcp.tasks.<acct>.<task>`; `onStatus` is told each) rather than polling.
+   * The row is read once after subscribing, so an end that came before the subscription is not missed.
+   */
+  async waitTask(account: string, task: string, opts: { timeoutMs?: number; onStatus?: (event: TaskEvent) => void; signal?: AbortSignal } = {}): Promise<TaskView> {
+    const id = checkedId(task);
+    const sub = this.nc.subscribe(this.subjects.taskStatus(account, id));
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      const ended = new Promise<void>((resolve) => {
+        void (async () => {
+          for await (const msg of sub) {
+            let event: TaskEvent;
+            try {
+              event = decodeTaskEvent(msg.data);
+            } catch {
+              continue;
+            }
+            if (event.account !== account || event.task !== id) continue;
+            opts.onStatus?.(event);
+            if (isFinalTaskState(event.state)) return resolve();
+          }
+          resolve();
+        })();
+      });
+      await this.nc.flush();
+      const now = await this.getTask(account, id);
+      if (isFinalTaskState(now.state)) return now;
+      const stop = new Promise<void>((resolve) => {
+        if (opts.timeoutMs !== undefined) timer = setTimeout(resolve, opts.timeoutMs);
+        opts.signal?.addEventListener('abort', () => resolve(), { once: true });
+      });
+      await Promise.race([ended, stop]);
+      return await this.getTask(account, id);
+    } finally {
+      if (timer !== undefined) clearTimeout(timer);
+      sub.unsubscribe();
+    }
+  }
+
+  private async ask(req: TaskRequest): Promise<unknown> {
+    const headers = traceHeaders();
+    const payload = encodeTaskRequest(req);
+    let data: Uint8Array | undefined;
+    for (let attempt = 1; data === undefined; attempt++) {
+      try {
+        data = (await this.nc.request(this.subjects.proxyTasks, payload, headers === undefined ? { timeout: REQUEST_TIMEOUT_MS } : { timeout: REQUEST_TIMEOUT_MS, headers })).data;
+      } catch (err) {
+        const e = err as { name?: string; message?: string };
+        const timedOut = e.name === 'TimeoutError' || /timeout/i.test(e.message ?? '');
+        const noResponders = /no responders/i.test(e.message ?? '');
+        if ((timedOut || noResponders) && attempt < REQUEST_ATTEMPTS) continue;
+        if (timedOut) throw new WireError(ErrorCodes.timeout, 'the proxy did not answer in time');
+        if (noResponders) throw new WireError(ErrorCodes.transportError, 'no proxy is running');
+        throw err;
+      }
+    }
+    const reply = decodeTaskReply(data);
+    if (!reply.ok) throw WireError.from(reply.error);
+    return reply.value;
+  }
+}
+
+function checkedId(task: string): string {
+  if (!TASK_ID_RE.test(task)) throw new WireError(ErrorCodes.invalidInput, 'task must be a task id (tsk_…)', { field: 'task' });
+  return task;
+}

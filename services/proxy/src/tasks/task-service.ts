@@ -1,0 +1,68 @@
+import type { Msg, NatsConnection, Subscription } from '@nats-io/transport-node';
+import { ErrorCodes, QueueGroups, WireError, decodeTaskRequest, encodePayload, isFinalTaskState, type Subjects, type TaskReply, type TaskRequest } from '@mcpx/contracts';
+import type { Logger } from '@mcpx/log';
+import { toWire } from '../wire-errors.js';
+import { readOutcome, type TaskBroker } from './task-broker.js';
+import { taskView, type TaskStore } from './task-store.js';
+
+const LIST_DEFAULT = 50;
+
+/**
+ * `mcp.proxy.tasks` (queue group `proxy`): any instance answers, from the rows, for the account
+ * named in the request (a task of another account is `not_found`, as one that never was). `get`
+ * and `list` show tasks, never results; `result` answers a finished task's stored reply (the
+ * result, or the typed error it ended with) and an open one's `conflict`; `cancel` asks the
+ * server and ends the task `cancelled`.
+ */
+export function startTaskService(d: { nc: NatsConnection; subjects: Subjects; store: TaskStore; broker: TaskBroker; log: Logger }): Subscription {
+  const reply = (msg: Msg, body: TaskReply): void => {
+    try {
+      msg.respond(encodePayload(body));
+    } catch (err) {
+      d.log.warn('a task reply could not be sent', { err: err as Error });
+    }
+  };
+  return d.nc.subscribe(d.subjects.proxyTasks, {
+    queue: QueueGroups.proxy,
+    callback: (err, msg) => {
+      if (err !== null) return;
+      let req: TaskRequest;
+      try {
+        req = decodeTaskRequest(msg.data);
+      } catch (e) {
+        reply(msg, { ok: false, error: toWire(e).toJSON() });
+        return;
+      }
+      answer(d, req).then(
+        (value) => reply(msg, { ok: true, value }),
+        (e: unknown) => reply(msg, { ok: false, error: toWire(e).toJSON() }),
+      );
+    },
+  });
+}
+
+async function answer(d: { store: TaskStore; broker: TaskBroker }, req: TaskRequest): Promise<unknown> {
+  if (req.op === 'list') return { tasks: (await d.store.list(req.account, req.agent, req.limit ?? LIST_DEFAULT)).map(taskView) };
+  const row = await d.store.get(req.account, req.task);
+  if (row === null) throw new WireError(ErrorCodes.notFound, 'this account has no such task', { field: 'task' });
+  switch (req.op) {
+    case 'get':
+      return taskView(row);
+    case 'cancel': {
+      if (isFinalTaskState(row.state)) return taskView(row);
+      const ended = await d.broker.cancel(row);
+      return taskView(ended ?? (await d.store.get(req.account, req.task)) ?? row);
+    }
+    case 'result': {
+      if (row.result_cbor === null) {
+        if (!isFinalTaskState(row.state))
+          throw new WireError(ErrorCodes.conflict, `the task is ${row.state}: its result is not there yet (wait for it with waitTask)`, { task: row.id, state: row.state });
+        throw new WireError(ErrorCodes.notFound, 'the task kept no result', { task: row.id, state: row.state });
+      }
+      await d.store.taken(req.account, req.task);
+      const outcome = readOutcome(row.result_cbor);
+      if (!outcome.ok) throw WireError.from(outcome.error);
+      return outcome.result;
+    }
+  }
+}

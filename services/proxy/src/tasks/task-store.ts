@@ -1,0 +1,233 @@
+import { randomBytes } from 'node:crypto';
+import { sql, type Selectable } from 'kysely';
+import { TaskStates, TASK_LIST_MAX, type TaskState, type TaskView } from '@mcpx/contracts';
+import type { Db, TasksTable } from '@mcpx/db';
+
+export type TaskRow = Selectable<TasksTable>;
+
+/** A new task's row, written before its handle goes back to anyone. */
+export interface NewTask {
+  id: string;
+  account: string;
+  agent: string;
+  run: string;
+  server: string;
+  tool: string;
+  remoteName: string;
+  upstreamTaskId: string;
+  dialect: string;
+  protocolVersion: string;
+  sessionId?: string;
+  authContext: string;
+  state: TaskState;
+  statusMessage?: string;
+  pollIntervalMs: number;
+  ttlMs: number;
+  /** The creating instance: it polls first (its lease starts with the row). */
+  owner: string;
+  leaseMs: number;
+}
+
+const BASE32 = 'abcdefghijklmnopqrstuvwxyz234567';
+
+/** `tsk_` and 24 base32 characters (120 random bits): the connector's id, never the server's. */
+export function newTaskId(): string {
+  const bytes = randomBytes(15);
+  let bits = 0;
+  let value = 0;
+  let out = '';
+  for (const b of bytes) {
+    value = (value << 8) | b;
+    bits += 8;
+    while (bits >= 5) {
+      out += BASE32[(value >>> (bits - 5)) & 31];
+      bits -= 5;
+    }
+  }
+  return `tsk_${out}`;
+}
+
+const OPEN = [TaskStates.working, TaskStates.inputRequired];
+
+/**
+ * The proxy's tasks (`proxy.tasks`): thin queries, every one naming its account or the lease
+ * holder. The lease lives in the row: an instance claims due tasks with `FOR UPDATE SKIP LOCKED`
+ * (two instances never claim one task), renews its own by claiming them again, and every write
+ * of a poll's outcome is fenced by `lease_owner`, so an instance that lost its lease (it stalled
+ * past it) cannot overwrite what the new holder found.
+ */
+export class TaskStore {
+  constructor(private readonly db: Db) {}
+
+  async create(t: NewTask): Promise<void> {
+    const now = Date.now();
+    await this.db
+      .insertInto('proxy.tasks')
+      .values({
+        id: t.id,
+        account_id: t.account,
+        agent_id: t.agent,
+        run: t.run,
+        server: t.server,
+        tool: t.tool,
+        remote_name: t.remoteName,
+        upstream_task_id: t.upstreamTaskId,
+        dialect: t.dialect,
+        protocol_version: t.protocolVersion,
+        session_id: t.sessionId ?? null,
+        auth_context: t.authContext,
+        state: t.state,
+        status_message: t.statusMessage ?? null,
+        poll_interval_ms: t.pollIntervalMs,
+        next_poll_at: new Date(now + t.pollIntervalMs),
+        expires_at: new Date(now + t.ttlMs),
+        lease_owner: t.owner,
+        lease_until: new Date(now + t.leaseMs),
+      })
+      .execute();
+  }
+
+  /** Open tasks of the account (the running-tasks quota counts them). */
+  async countOpen(account: string): Promise<number> {
+    const row = await this.db
+      .selectFrom('proxy.tasks')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .where('account_id', '=', account)
+      .where('finished_at', 'is', null)
+      .executeTakeFirst();
+    return Number(row?.n ?? 0);
+  }
+
+  /**
+   * Claims up to `limit` open tasks due for a poll whose lease is free, lapsed or already this
+   * instance's, and holds them for `leaseMs`. Returns the claimed rows.
+   */
+  async claimDue(owner: string, leaseMs: number, limit: number): Promise<TaskRow[]> {
+    const result = await sql<TaskRow>`
+      UPDATE proxy.tasks SET lease_owner = ${owner}, lease_until = now() + make_interval(secs => ${leaseMs / 1000})
+      WHERE id IN (
+        SELECT id FROM proxy.tasks
+        WHERE finished_at IS NULL AND next_poll_at <= now()
+          AND (lease_until IS NULL OR lease_until < now() OR lease_owner = ${owner})
+        ORDER BY next_poll_at
+        LIMIT ${limit}
+        FOR UPDATE SKIP LOCKED)
+      RETURNING *`.execute(this.db);
+    return result.rows;
+  }
+
+  /** Renews this instance's lease on a task it works on (a long `tasks/result`); false when it is no longer its own. */
+  async renew(id: string, owner: string, leaseMs: number): Promise<boolean> {
+    const r = await sql`UPDATE proxy.tasks SET lease_until = now() + make_interval(secs => ${leaseMs / 1000})
+      WHERE id = ${id} AND lease_owner = ${owner} AND finished_at IS NULL`.execute(this.db);
+    return Number(r.numAffectedRows ?? 0) === 1;
+  }
+
+  /** Records a poll's outcome (still open) and when to poll next; false when the lease is no longer this instance's. */
+  async polled(id: string, owner: string, next: { state: TaskState; statusMessage: string | null; pollIntervalMs: number; nextPollAt: Date; inputRequestId?: string | null }): Promise<boolean> {
+    const r = await this.db
+      .updateTable('proxy.tasks')
+      .set({
+        state: next.state,
+        status_message: next.statusMessage,
+        poll_interval_ms: next.pollIntervalMs,
+        next_poll_at: next.nextPollAt,
+        updated_at: new Date(),
+        polls: sql`polls + 1`,
+        ...(next.inputRequestId !== undefined ? { input_request_id: next.inputRequestId } : {}),
+      })
+      .where('id', '=', id)
+      .where('lease_owner', '=', owner)
+      .where('finished_at', 'is', null)
+      .executeTakeFirst();
+    return Number(r.numUpdatedRows) === 1;
+  }
+
+  /**
+   * Ends a task (once: a finished row is never written again). `owner` fences a poller's write;
+   * null lets any instance end it (a cancel, an expiry). Returns the row as ended, or null when it
+   * had ended already (or the lease was lost).
+   */
+  async finish(id: string, owner: string | null, end: { state: TaskState; statusMessage?: string | null; result?: Uint8Array; error?: { code: string; message: string } }): Promise<TaskRow | null> {
+    let q = this.db
+      .updateTable('proxy.tasks')
+      .set({
+        state: end.state,
+        ...(end.statusMessage !== undefined ? { status_message: end.statusMessage } : {}),
+        result_cbor: end.result ?? null,
+        error_code: end.error?.code ?? null,
+        error_message: end.error?.message ?? null,
+        finished_at: new Date(),
+        updated_at: new Date(),
+        lease_owner: null,
+        lease_until: null,
+      })
+      .where('id', '=', id)
+      .where('finished_at', 'is', null);
+    if (owner !== null) q = q.where('lease_owner', '=', owner);
+    return (await q.returningAll().executeTakeFirst()) ?? null;
+  }
+
+  async get(account: string, id: string): Promise<TaskRow | null> {
+    return (await this.db.selectFrom('proxy.tasks').selectAll().where('account_id', '=', account).where('id', '=', id).executeTakeFirst()) ?? null;
+  }
+
+  /** The account's tasks (one agent's, when named), newest first. */
+  async list(account: string, agent: string | undefined, limit: number): Promise<TaskRow[]> {
+    let q = this.db.selectFrom('proxy.tasks').selectAll().where('account_id', '=', account);
+    if (agent !== undefined) q = q.where('agent_id', '=', agent);
+    return await q.orderBy('created_at', 'desc').limit(Math.min(limit, TASK_LIST_MAX)).execute();
+  }
+
+  /** Marks the result taken (the first time); the result stays until the task's ttl ends. */
+  async taken(account: string, id: string): Promise<void> {
+    await this.db.updateTable('proxy.tasks').set({ taken_at: new Date() }).where('account_id', '=', account).where('id', '=', id).where('taken_at', 'is', null).execute();
+  }
+
+  /** Open tasks past their ttl, claimed for expiry by this instance (at most `limit`). */
+  async expiring(limit: number): Promise<TaskRow[]> {
+    return await this.db.selectFrom('proxy.tasks').selectAll().where('finished_at', 'is', null).where('expires_at', '<=', new Date()).limit(limit).execute();
+  }
+
+  /**
+   * A finished task's result goes when its ttl ends (taken or not; a task that ended in error
+   * keeps its short typed error); its row stays an hour more, so its end can still be read.
+   */
+  async purge(limit: number): Promise<number> {
+    await sql`UPDATE proxy.tasks SET result_cbor = NULL WHERE id IN (
+      SELECT id FROM proxy.tasks WHERE finished_at IS NOT NULL AND expires_at <= now() AND state = 'completed' AND result_cbor IS NOT NULL LIMIT ${limit})`.execute(this.db);
+    const r = await sql`DELETE FROM proxy.tasks WHERE id IN (
+      SELECT id FROM proxy.tasks WHERE finished_at IS NOT NULL AND expires_at <= now() - interval '1 hour' LIMIT ${limit})`.execute(this.db);
+    return Number(r.numAffectedRows ?? 0);
+  }
+}
+
+/** Whether a row's state is open (still polled). */
+export function isOpen(row: TaskRow): boolean {
+  return row.finished_at === null && (OPEN as string[]).includes(row.state);
+}
+
+/** A row as `mcp.proxy.tasks` shows it: never its result, session or auth context. */
+export function taskView(row: TaskRow): TaskView {
+  return {
+    id: row.id,
+    agent: row.agent_id,
+    run: row.run,
+    server: row.server,
+    tool: row.tool,
+    state: row.state as TaskState,
+    ...(row.status_message !== null ? { statusMessage: row.status_message } : {}),
+    dialect: row.dialect,
+    ...(row.input_request_id !== null && row.state === TaskStates.inputRequired ? { inputRequestId: row.input_request_id } : {}),
+    ...(row.error_code !== null ? { error: { code: row.error_code, message: row.error_message ?? '' } } : {}),
+    resultReady: row.result_cbor !== null,
+    createdAt: iso(row.created_at),
+    updatedAt: iso(row.updated_at),
+    expiresAt: iso(row.expires_at),
+    ...(row.finished_at !== null ? { finishedAt: iso(row.finished_at) } : {}),
+  };
+}
+
+function iso(d: Date | string): string {
+  return (d instanceof Date ? d : new Date(d)).toISOString();
+}

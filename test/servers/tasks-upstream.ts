@@ -1,0 +1,164 @@
+import { createServer, type Server as HttpServer } from 'node:http';
+import { randomUUID } from 'node:crypto';
+import { createMcpHandler, ProtocolError, ProtocolErrorCode, Server } from '@modelcontextprotocol/server';
+import { toNodeHandler } from '@modelcontextprotocol/node';
+import { z } from 'zod';
+
+/** The 2026-07-28 tasks extension's identifier (SEP-2663). */
+export const TASKS_EXTENSION = 'io.modelcontextprotocol/tasks';
+
+export interface TasksUpstreamOptions {
+  /** How long `long-export` runs (default 3 minutes; tests shorten it). */
+  durationMs?: number;
+  /** The `pollIntervalMs` the server suggests (default 500). */
+  pollIntervalMs?: number;
+  /** The task ttl the server keeps (default 10 minutes). */
+  ttlMs?: number;
+  port?: number;
+}
+
+interface ServerTask {
+  taskId: string;
+  status: 'working' | 'completed' | 'failed' | 'cancelled';
+  statusMessage?: string;
+  createdAt: string;
+  lastUpdatedAt: string;
+  result?: Record<string, unknown>;
+  endsAt: number;
+  format: string;
+}
+
+export interface TasksUpstream {
+  url: string;
+  port: number;
+  stats: { calls: number; gets: Map<string, number>; cancels: number; created: number };
+  /** Forgets every task (as a restart does) without closing the port. */
+  forget(): void;
+  close(): Promise<void>;
+}
+
+const SERVER_INFO = { name: 'mcpx-tasks-upstream', version: '0.1.0' };
+
+/**
+ * A modern (2026-07-28 only) server on the SDK v2 that speaks the tasks extension: it advertises
+ * `io.modelcontextprotocol/tasks`, and a `tools/call` of `long-export` whose `_meta` client
+ * capabilities declare the extension is answered with a created task (`resultType: 'task'`);
+ * `tasks/get` reports it, with the result inline once it completed; `tasks/cancel` cancels.
+ * `never-ends` is a task that stays `working`. `quick` answers at once even when asked for a task.
+ * The SDK v2 has no tasks runtime: the task methods are served by handlers registered with schemas.
+ */
+export async function startTasksUpstream(opts: TasksUpstreamOptions = {}): Promise<TasksUpstream> {
+  const durationMs = opts.durationMs ?? 180_000;
+  const pollIntervalMs = opts.pollIntervalMs ?? 500;
+  const ttlMs = opts.ttlMs ?? 600_000;
+  let tasks = new Map<string, ServerTask>();
+  const stats = { calls: 0, gets: new Map<string, number>(), cancels: 0, created: 0 };
+  const now = (): string => new Date().toISOString();
+  const advance = (t: ServerTask): void => {
+    if (t.status !== 'working') return;
+    const left = t.endsAt - Date.now();
+    if (left <= 0) {
+      t.status = 'completed';
+      t.statusMessage = 'done';
+      t.result = { content: [{ type: 'text', text: `export ready: ${t.format}` }], structuredContent: { format: t.format, rows: 42 } };
+      t.lastUpdatedAt = now();
+      return;
+    }
+    const message = `exporting (${Math.max(0, Math.ceil(left / 1000))} s left)`;
+    if (message !== t.statusMessage) {
+      t.statusMessage = message;
+      t.lastUpdatedAt = now();
+    }
+  };
+  const wire = (t: ServerTask): Record<string, unknown> => ({
+    taskId: t.taskId,
+    status: t.status,
+    ...(t.statusMessage !== undefined ? { statusMessage: t.statusMessage } : {}),
+    createdAt: t.createdAt,
+    lastUpdatedAt: t.lastUpdatedAt,
+    ttlMs,
+    pollIntervalMs,
+    ...(t.status === 'completed' && t.result ? { result: t.result } : {}),
+    ...(t.status === 'failed' ? { error: { code: -32603, message: 'export failed' } } : {}),
+  });
+  const factory = (): Server => {
+    const server = new Server(SERVER_INFO, { capabilities: { tools: {}, extensions: { [TASKS_EXTENSION]: {} } } });
+    server.setRequestHandler(
+      'tools/list',
+      () =>
+        ({
+          tools: [
+            { name: 'long-export', description: 'Exports a report; runs for minutes as a task.', inputSchema: { type: 'object', properties: { format: { type: 'string' } }, required: ['format'] } },
+            { name: 'never-ends', description: 'A task that never finishes.', inputSchema: { type: 'object', properties: {} } },
+            { name: 'quick', description: 'Answers at once.', inputSchema: { type: 'object', properties: {} } },
+          ],
+          ttlMs: 0,
+          cacheScope: 'public',
+        }) as never,
+    );
+    server.setRequestHandler('tools/call', (request) => {
+      stats.calls++;
+      // The request's declared capabilities (2026-07-28: each request carries them in its _meta).
+      const caps = server.getClientCapabilities() as { extensions?: Record<string, unknown> } | undefined;
+      const asked = caps?.extensions?.[TASKS_EXTENSION] !== undefined;
+      const name = request.params.name;
+      if (name === 'quick' || !asked) return { content: [{ type: 'text', text: `${name} ran at once` }] };
+      const t: ServerTask = {
+        taskId: randomUUID(),
+        status: 'working',
+        statusMessage: 'queued',
+        createdAt: now(),
+        lastUpdatedAt: now(),
+        endsAt: name === 'never-ends' ? Number.POSITIVE_INFINITY : Date.now() + durationMs,
+        format: typeof request.params.arguments?.format === 'string' ? request.params.arguments.format : 'csv',
+      };
+      tasks.set(t.taskId, t);
+      stats.created++;
+      return { resultType: 'task', ...wire(t) } as never;
+    });
+    // Extension methods that reuse the 2025 names: served with schemas of their own (the SDK's way).
+    const taskIdParams = { params: z.object({ taskId: z.string() }).passthrough() };
+    const find = (taskId: string): ServerTask => {
+      const t = tasks.get(taskId);
+      if (t === undefined) throw new ProtocolError(ProtocolErrorCode.InvalidParams, 'Task not found');
+      return t;
+    };
+    server.setRequestHandler('tasks/get', taskIdParams, (params) => {
+      const t = find(params.taskId);
+      stats.gets.set(t.taskId, (stats.gets.get(t.taskId) ?? 0) + 1);
+      advance(t);
+      return wire(t);
+    });
+    server.setRequestHandler('tasks/cancel', taskIdParams, (params) => {
+      const t = find(params.taskId);
+      stats.cancels++;
+      if (t.status === 'working') Object.assign(t, { status: 'cancelled', statusMessage: 'cancelled', lastUpdatedAt: now() });
+      return {};
+    });
+    return server;
+  };
+  const handler = createMcpHandler(factory, { legacy: 'reject' });
+  const node = toNodeHandler(handler);
+  const http: HttpServer = createServer((req, res) => {
+    if (req.url?.startsWith('/mcp') !== true) {
+      res.writeHead(404).end();
+      return;
+    }
+    void node(req, res);
+  });
+  await new Promise<void>((resolve) => http.listen(opts.port ?? 0, '127.0.0.1', resolve));
+  const port = (http.address() as { port: number }).port;
+  return {
+    url: `http://127.0.0.1:${port}/mcp`,
+    port,
+    stats,
+    forget: () => {
+      tasks = new Map();
+    },
+    close: async () => {
+      await handler.close();
+      http.closeAllConnections();
+      await new Promise<void>((r) => http.close(() => r()));
+    },
+  };
+}
