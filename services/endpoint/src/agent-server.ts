@@ -4,7 +4,7 @@ import type { CallProgress } from '@mcpx/contracts';
 import type { ProxyClient } from '@mcpx/proxy-client';
 import { createMcpHandler, ProtocolError, ProtocolErrorCode, ResourceNotFoundError, Server, type McpHttpHandler, type Tool } from '@modelcontextprotocol/server';
 import type { TokenGrant } from './agent-tokens.js';
-import { declaresForms, progressTokenOf, ToolCalls } from './tool-calls.js';
+import { declaresForms, declaresUrl, progressTokenOf, ToolCalls } from './tool-calls.js';
 import type { AgentToolSet, ToolSets } from './tool-sets.js';
 import type { UserApprovals } from './user-approvals.js';
 
@@ -208,7 +208,7 @@ export class AgentServers {
         headers: { traceparent: ctx.http?.req?.headers.get('traceparent'), tracestate: ctx.http?.req?.headers.get('tracestate') },
         requestState: mcpReq.requestState?.(),
         ...(mcpReq.inputResponses !== undefined ? { inputResponses: mcpReq.inputResponses } : {}),
-        caps: { elicitation: declaresForms(caps.elicitation), sampling: caps.sampling !== undefined },
+        caps: { elicitation: declaresForms(caps.elicitation), elicitationUrl: declaresUrl(caps.elicitation), sampling: caps.sampling !== undefined },
         requestId: ctx.mcpReq.id,
         signal: ctx.mcpReq.signal,
         path: 'sdk',
