@@ -173,12 +173,7 @@ export class UserApprovals {
    * token has no such right, the approval is not this call's, or its arguments are too large to
    * show).
    */
-  async ask(
-    grant: TokenGrant,
-    tool: string,
-    args: Record<string, unknown>,
-    approvalId: string,
-  ): Promise<ApprovalQuestion | undefined> {
+  async ask(grant: TokenGrant, tool: string, args: Record<string, unknown>, approvalId: string): Promise<ApprovalQuestion | undefined> {
     if (!grant.userMayApprove) return undefined;
     const hash = argumentsHash(args);
     if (hash === undefined) return undefined;
