@@ -78,12 +78,12 @@ describe('approvals any client can finish: the same call re-sent runs once', () 
       const client = new ClientV2({ name: 'resend', version: '1.0.0' }, { versionNegotiation: { mode: 'auto' } });
       await client.connect(new TransportV2(new URL(url(path)), { requestInit: { headers } }));
       closers.push(() => client.close());
-      return (args) => client.callTool({ name: 'db__drop_table', arguments: args }) as Promise<Result>;
+      return (args) => client.callTool({ name: 'db__drop_table', arguments: args });
     }
     const client = new ClientV1({ name: 'resend', version: '1.0.0' });
     await client.connect(new TransportV1(new URL(url(path)), { requestInit: { headers } }));
     closers.push(() => client.close());
-    return (args) => client.callTool({ name: 'db__drop_table', arguments: args }) as Promise<Result>;
+    return (args) => client.callTool({ name: 'db__drop_table', arguments: args });
   };
 
   const pendingOf = async (table: string): Promise<ApprovalView[]> =>
