@@ -3,57 +3,16 @@ import { Client as ClientV2, StreamableHTTPClientTransport as TransportV2 } from
 import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as TransportV1 } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { ApprovalView } from '@mcpx/contracts';
-import { loadEndpointConfig, startEndpoint, type RunningEndpoint } from '@mcpx/endpoint';
 import { approvalTools, stoppedCall } from '../approvals/approval-tools.js';
 import { startTestMcpServer, type TestMcpServer } from '../servers/index.js';
-import { ProxySystem } from '../support/proxy-system.js';
+import { startApprovalEndpoints, type Path } from './approval-endpoints.js';
 
 type ErrorMeta = { code: string; message: string; details: Record<string, unknown> };
 type Result = { content?: unknown; isError?: boolean; _meta?: Record<string, unknown> };
 const errorOf = (result: Result): ErrorMeta => (result._meta?.['io.mcpx/error'] as ErrorMeta | undefined) ?? { code: 'none', message: '', details: {} };
 const textOf = (result: Result): string => (result.content as Array<{ text?: string }> | undefined)?.[0]?.text ?? '';
 type Call = (args: Record<string, unknown>) => Promise<Result>;
-type Path = 'lean' | 'sdk';
 type Era = 'v2 (2026-07-28)' | 'v1 (2025-11-25)';
-
-/**
- * A system (registry, projector, proxy on real NATS, Postgres, Redis) with two endpoints in front:
- * one serving calls on the lean path, one through the SDK's handler only (`ENDPOINT_LEAN_CALLS=off`),
- * each with `CONSOLE_URL` set to the registry (which serves the console).
- */
-export async function startApprovalEndpoints(): Promise<{ system: ProxySystem; endpoints: Record<Path, RunningEndpoint>; consoleUrl: string; stop: () => Promise<void> }> {
-  const system = await ProxySystem.start();
-  const consoleUrl = system.api.apiUrl.replace(/\/+$/, '');
-  const endpoints: Partial<Record<Path, RunningEndpoint>> = {};
-  try {
-    for (const path of ['lean', 'sdk'] as const) {
-      endpoints[path] = await startEndpoint(
-        loadEndpointConfig({
-          ...system.env,
-          HTTP_PORT: '0',
-          INSTANCE_ID: `endpoint-${path}-${Math.random().toString(36).slice(2, 8)}`,
-          ENDPOINT_LEAN_CALLS: path === 'lean' ? 'on' : 'off',
-          CONSOLE_URL: consoleUrl,
-        }),
-        { telemetry: system.telemetry, logSink: () => {} },
-      );
-    }
-  } catch (err) {
-    for (const e of Object.values(endpoints)) await e.stop().catch(() => undefined);
-    await system.stop();
-    throw err;
-  }
-  const all = endpoints as Record<Path, RunningEndpoint>;
-  return {
-    system,
-    endpoints: all,
-    consoleUrl,
-    stop: async () => {
-      for (const e of Object.values(all)) await e.stop().catch(() => undefined);
-      await system.stop();
-    },
-  };
-}
 
 /**
  * Approvals any client can finish: an always_ask call stops with a result naming the approval and
