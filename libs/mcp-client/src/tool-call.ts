@@ -83,6 +83,8 @@ export interface ToolCallOptions {
   resetTimeoutOnProgress?: boolean;
   /** Told when a broken legacy response stream was resumed, or could not be. */
   onResume?: (outcome: 'resumed' | 'failed') => void;
+  /** Capabilities this call declares beyond the target's (modern: merged into `_meta`). */
+  capabilities?: ClientCapabilities;
 }
 
 /** A modern `input_required` result as the server sent it, with the resultType checked. */
@@ -257,7 +259,7 @@ function modernRequest(
     ...params._meta,
     ...(progressToken !== undefined ? { progressToken } : {}),
     [PROTOCOL_VERSION_META_KEY]: target.protocolVersion,
-    [CLIENT_CAPABILITIES_META_KEY]: target.capabilities,
+    [CLIENT_CAPABILITIES_META_KEY]: opts.capabilities === undefined ? target.capabilities : { ...target.capabilities, ...opts.capabilities },
     [CLIENT_INFO_META_KEY]: target.clientInfo,
   };
   const body = JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { ...params, _meta: meta } });

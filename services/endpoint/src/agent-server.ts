@@ -208,7 +208,7 @@ export class AgentServers {
         headers: { traceparent: ctx.http?.req?.headers.get('traceparent'), tracestate: ctx.http?.req?.headers.get('tracestate') },
         requestState: mcpReq.requestState?.(),
         ...(mcpReq.inputResponses !== undefined ? { inputResponses: mcpReq.inputResponses } : {}),
-        caps: { elicitation: declaresForms(caps.elicitation), elicitationUrl: declaresUrl(caps.elicitation), sampling: caps.sampling !== undefined },
+        caps: { elicitation: declaresForms(caps.elicitation), elicitationUrl: declaresUrl(caps.elicitation), sampling: caps.sampling !== undefined, roots: caps.roots !== undefined },
         requestId: ctx.mcpReq.id,
         signal: ctx.mcpReq.signal,
         path: 'sdk',

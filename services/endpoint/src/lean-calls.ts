@@ -216,7 +216,12 @@ export class LeanCalls {
     const abort = abortOnClose(res);
     let text: string;
     try {
-      const declared = { elicitation: declaresForms(call.caps.elicitation), elicitationUrl: declaresUrl(call.caps.elicitation), sampling: call.caps.sampling !== undefined };
+      const declared = {
+        elicitation: declaresForms(call.caps.elicitation),
+        elicitationUrl: declaresUrl(call.caps.elicitation),
+        sampling: call.caps.sampling !== undefined,
+        roots: call.caps.roots !== undefined,
+      };
       const result = await this.deps.calls.call(this.callInput(req, grant, call, declared, abort.signal));
       const json = isInputRequiredResult(result) ? inputRequiredJson(result, this.deps.serverInfo) : resultJson(result, true, this.deps.serverInfo);
       text = JSON.stringify({ result: json, jsonrpc: '2.0', id: call.id });

@@ -29,7 +29,7 @@ export interface ToolCallInput {
    * What the client can answer itself, as it declared: forms (elicitation), URL questions (URL
    * elicitation: the console link of an owner's decision) and sampling.
    */
-  caps: { elicitation?: boolean; elicitationUrl?: boolean; sampling?: boolean };
+  caps: { elicitation?: boolean; elicitationUrl?: boolean; sampling?: boolean; roots?: boolean };
   /** The JSON-RPC request id (a 2025 client's cancel names it). */
   requestId: string | number;
   signal: AbortSignal;
@@ -91,6 +91,7 @@ function passOnInputRequired(err: WireError): InputRequiredResult | undefined {
   for (const q of items as InputRequestItem[]) {
     if (q.kind === 'form') inputRequests[q.key] = { method: 'elicitation/create', params: { mode: 'form', message: q.message, requestedSchema: q.requestedSchema } };
     else if (q.kind === 'sampling') inputRequests[q.key] = { method: 'sampling/createMessage', params: q.params };
+    else if (q.kind === 'roots') inputRequests[q.key] = { method: 'roots/list', params: {} };
     else return undefined;
   }
   return inputRequired({ inputRequests: inputRequests as Parameters<typeof inputRequired>[0]['inputRequests'], requestState: id });
@@ -235,7 +236,11 @@ export class ToolCalls {
     const metaInput = meta?.[META_INPUT_REQUEST_ID];
     const inputRequestId = typeof echoed === 'string' && INPUT_REQUEST_ID_RE.test(echoed) ? echoed : typeof metaInput === 'string' && INPUT_REQUEST_ID_RE.test(metaInput) ? metaInput : undefined;
     const inputResponses = input.inputResponses;
-    const answers = { ...(input.caps.elicitation === true ? { forms: true } : {}), ...(input.caps.sampling === true ? { sampling: true } : {}) };
+    const answers = {
+      ...(input.caps.elicitation === true ? { forms: true } : {}),
+      ...(input.caps.sampling === true ? { sampling: true } : {}),
+      ...(input.caps.roots === true ? { roots: true } : {}),
+    };
     const callId = randomUUID();
     const run = `ep-${grant.id}`;
     let cancelled = false;
