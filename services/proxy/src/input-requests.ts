@@ -162,7 +162,12 @@ export class InputGate {
         // `roots`); the connector has none of its own to give.
         if (req.answers?.roots !== true) {
           this.rounds?.add(1, { outcome: 'refused', reason: 'roots_unsupported' });
-          throw refused(doc, 'roots_unsupported', 'the server asks for roots, which the calling runtime does not declare it shares (answers.roots), and this connector has none of its own (roots are deprecated in 2026-07-28)', { key });
+          throw refused(
+            doc,
+            'roots_unsupported',
+            'the server asks for roots, which the calling runtime does not declare it shares (answers.roots), and this connector has none of its own (roots are deprecated in 2026-07-28)',
+            { key },
+          );
         }
         items.push({ key, kind: 'roots', answerBy: 'runtime' });
         continue;
