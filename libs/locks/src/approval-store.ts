@@ -286,8 +286,10 @@ export class ApprovalStore {
     );
     if (refused !== undefined) throw new PendingApprovalsFullError(refused.max, refused.scope, refused.unit);
     // The call's index, for a re-send without the id: as long as the record may still be used
-    // (a decision late in the pending window leaves a full window to re-send).
-    await this.redis.set(this.callKey(input.account, record), record.id, 'PX', 2 * this.ttlMs + TOMBSTONE_MS);
+    // (a decision late in the pending window leaves a full window to re-send). Best effort: the
+    // approval is recorded either way and works with its id; without the index (a full Redis) a
+    // bare re-send asks for a new one rather than run.
+    await this.redis.set(this.callKey(input.account, record), record.id, 'PX', 2 * this.ttlMs + TOMBSTONE_MS).catch(() => undefined);
     return record;
   }
 

@@ -2,7 +2,17 @@ import { ErrorCodes, WireError, type ApprovalRequestedEvent, type ProxyCallReque
 import { encodeCanonical, sha256Hex, type McpToolDocument } from '@mcpx/domain';
 import { trace, type Counter, type Meter } from '@opentelemetry/api';
 import type { Logger } from '@mcpx/log';
-import { PendingApprovalsFullError, QUOTA_DEFAULTS, type ApprovalRecord, type ApprovalStore, type ConsumeOutcome, type ConsumeReason, type PendingCaps } from '@mcpx/locks';
+import {
+  isRedisUnavailable,
+  PendingApprovalsFullError,
+  QUOTA_DEFAULTS,
+  REDIS_RETRY_AFTER_MS,
+  type ApprovalRecord,
+  type ApprovalStore,
+  type ConsumeOutcome,
+  type ConsumeReason,
+  type PendingCaps,
+} from '@mcpx/locks';
 import { pendingFullError, pendingStoreDown } from './pending-refusals.js';
 
 /** Hex sha-256 of the canonical (dag-cbor) encoding of a call's arguments: key order does not count. */
@@ -100,13 +110,17 @@ export class ApprovalGate {
     const binding = { agent: req.agent, run: req.run, tool: req.tool, argsHash };
     const span = trace.getActiveSpan();
     if (req.approvalId !== undefined) {
-      const out = await this.deps.store.consume(req.account, req.approvalId, binding);
+      const out = await this.deps.store.consume(req.account, req.approvalId, binding).catch((err: unknown) => {
+        throw approvalsDown(err);
+      });
       const refusal = consumeRefusal(out, req.approvalId, doc);
       if (refusal !== undefined) throw refusal;
       this.used(req, doc, req.approvalId, 'id');
       return;
     }
-    const claim = await this.deps.store.claimByCall(req.account, binding);
+    const claim = await this.deps.store.claimByCall(req.account, binding).catch((err: unknown) => {
+      throw approvalsDown(err);
+    });
     if (claim.ok) {
       this.used(req, doc, claim.record.id, 'call');
       return;
@@ -144,6 +158,15 @@ export class ApprovalGate {
     span?.setAttribute('mcpx.approval.matched', matched);
     this.deps.log?.info('approved tool call admitted', { account: req.account, agent: req.agent, run: req.run, tool: doc.name, approval: approvalId, matched });
   }
+}
+
+/**
+ * A Redis that cannot be read or written while an approval is looked up or used: the typed
+ * `unavailable` (retry after a moment; the call did not run, nothing was used). Anything else as it is.
+ */
+function approvalsDown(err: unknown): unknown {
+  if (err instanceof WireError || !isRedisUnavailable(err)) return err;
+  return new WireError(ErrorCodes.unavailable, 'redis is unavailable: the approval could not be checked, and the call did not run', { dependency: 'redis', retryAfterMs: REDIS_RETRY_AFTER_MS });
 }
 
 /**
