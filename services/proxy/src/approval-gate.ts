@@ -127,7 +127,7 @@ export class ApprovalGate {
     }
     if (claim.reason === 'pending') {
       span?.setAttribute('mcpx.approval.id', claim.record.id);
-      throw approvalRequiredError(doc, claim.record.id, new Date(claim.record.expiresAt).toISOString(), 'still waits for');
+      throw approvalRequiredError(doc, claim.record.id, new Date(claim.record.expiresAt).toISOString());
     }
     if (claim.reason === 'denied') {
       span?.setAttribute('mcpx.approval.id', claim.record.id);
@@ -148,7 +148,7 @@ export class ApprovalGate {
     };
     this.deps.notify(this.deps.subject(req.account), event);
     span?.setAttribute('mcpx.approval.id', record.id);
-    throw approvalRequiredError(doc, record.id, event.expiresAt, 'needs');
+    throw approvalRequiredError(doc, record.id, event.expiresAt);
   }
 
   /** The use of an approval, recorded: on the call's span and in the log (who, which call, how it was matched). */
@@ -171,10 +171,11 @@ function approvalsDown(err: unknown): unknown {
 
 /**
  * The refusal of a call that waits for a human: the approval's id and deadline. The same call
- * re-sent once it is approved runs, with or without the id.
+ * re-sent once it is approved runs, with or without the id; re-sent before, it gets the same
+ * refusal (the same words too: the endpoint's two serving paths answer alike).
  */
-function approvalRequiredError(doc: Pick<McpToolDocument, 'name' | 'server'>, approvalId: string, expiresAt: string, verb: 'needs' | 'still waits for'): WireError {
-  return new WireError(ErrorCodes.approvalRequired, `${doc.name} ${verb} a human's approval before it runs; re-send the same call (same arguments) once it is approved`, {
+function approvalRequiredError(doc: Pick<McpToolDocument, 'name' | 'server'>, approvalId: string, expiresAt: string): WireError {
+  return new WireError(ErrorCodes.approvalRequired, `${doc.name} needs a human's approval before it runs; re-send the same call (same arguments) once it is approved`, {
     approvalId,
     tool: doc.name,
     server: doc.server,
