@@ -15,6 +15,13 @@
  * processes is read from /proc. Every rule is on in the path (token check, validation, grant,
  * limits set high, tracing and metrics). `ENDPOINT_LEAN_CALLS=off` in the environment serves every
  * request through the SDK's handler (the lean tools/call path is on by default), to compare the two.
+ *
+ * The floor of this architecture, in the same run: a bare relay (test/support/bare-relay.ts: a
+ * `node:http` server that decodes the body and sends it over NATS to a responder in a process of
+ * its own that POSTs it with undici) between the same client and the same upstream. Its goals:
+ * at 32 callers the endpoint keeps ≥ 0.8× the relay's throughput; endpoint + proxy CPU per call
+ * ≤ 1.5× relay + responder; sequential p50 ≤ the relay's + 0.5 ms. `BENCH_QUICK=1`: the modern
+ * rows only.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -22,9 +29,11 @@ import { availableParallelism, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { Client, ModernClient, ModernStreamableHTTPClientTransport, StreamableHTTPClientTransport } from '../test/support/sdk-client.js';
 import { freePort } from '../test/servers/free-port.js';
+import { startBareRelay, type BareRelay } from '../test/support/bare-relay.js';
 import { ProxySystem, spawnProxyProcess, type ProxyProcess } from '../test/support/proxy-system.js';
 import { ROOT, eventually } from '../test/support/system.js';
 
+const QUICK = process.env.BENCH_QUICK === '1';
 const SEQUENTIAL = Number(process.env.BENCH_SEQUENTIAL ?? 1_000);
 const CONCURRENT = Number(process.env.BENCH_CONCURRENT ?? 3_000);
 const CALLERS = 32;
@@ -108,10 +117,26 @@ interface Row {
   perSecond: number;
   p50: number;
   p99: number;
-  /** CPU ms per call: this process (the client), the upstream's, and for endpoint rows the endpoint's and the proxy's processes. */
+  /** CPU ms per call: this process (the client), the upstream's, and for endpoint rows the endpoint's and the proxy's processes (the relay's and the responder's for relay rows). */
   cpu: string;
   /** The CPU ms per call of the processes measured, summed (the nats-server's is not: it may be shared). */
   cpuTotal: number;
+  /** The CPU ms per call of the gateway's own two processes (endpoint + proxy, or relay + responder). */
+  cpuGateway: number;
+}
+
+/** The endpoint's figures against the bare relay's, as the goals read them. */
+function floorLines(era: string, viaSeq: Row, viaConc: Row, relaySeq: Row, relayConc: Row): string[] {
+  const f = (n: number, d = 2): string => n.toFixed(d);
+  const tput = viaConc.perSecond / relayConc.perSecond;
+  const cpu = viaConc.cpuGateway / relayConc.cpuGateway;
+  const cpuSeq = viaSeq.cpuGateway / relaySeq.cpuGateway;
+  const p50 = viaSeq.p50 - relaySeq.p50;
+  return [
+    `- ${era}: ${CALLERS} callers ${f(tput)}× the relay's throughput (goal ≥ 0.8: ${tput >= 0.8 ? 'met' : 'NOT met'}); ` +
+      `endpoint + proxy CPU ${f(viaConc.cpuGateway, 3)} ms/call = ${f(cpu)}× relay + responder's ${f(relayConc.cpuGateway, 3)} (goal ≤ 1.5: ${cpu <= 1.5 ? 'met' : 'NOT met'}; sequential ${f(cpuSeq)}×); ` +
+      `sequential p50 ${f(viaSeq.p50, 3)} ms = relay's ${f(relaySeq.p50, 3)} + ${f(p50, 3)} ms (goal ≤ +0.5: ${p50 <= 0.5 ? 'met' : 'NOT met'})`,
+  ];
 }
 
 /**
@@ -134,10 +159,12 @@ async function main(): Promise<void> {
   });
   let proxy: ProxyProcess | undefined;
   let endpoint: { url: string; child: ChildProcess; logs: string[] } | undefined;
+  let relay: BareRelay | undefined;
   const clients: Array<{ close(): Promise<void> }> = [];
   try {
     proxy = await spawnProxyProcess(system);
     endpoint = await startEndpointProcess(system);
+    relay = await startBareRelay({ modern: modernUp.url, legacy: legacyUp.url });
     await system.setServer('mbench', modernUp.url);
     await system.setServer('lbench', legacyUp.url);
     await system.createAgent('bench', ['mbench', 'lbench'], 2);
@@ -161,7 +188,12 @@ async function main(): Promise<void> {
     await legacyDirect.connect(new StreamableHTTPClientTransport(new URL(legacyUp.url), { fetch: fetchNoSignal }));
     const legacyVia = new Client({ name: 'bench-endpoint-v1', version: '0' });
     await legacyVia.connect(new StreamableHTTPClientTransport(agentUrl, { requestInit: { headers }, fetch: fetchNoSignal }));
-    clients.push(modernDirect, modernVia, legacyDirect, legacyVia);
+    const modernRelay = new ModernClient({ name: 'bench-relay-v2', version: '0' }, { versionNegotiation: { mode: 'auto' } });
+    await modernRelay.connect(new ModernStreamableHTTPClientTransport(new URL(relay.urlOf('modern')), { fetch: fetchNoSignal }));
+    if (modernRelay.getProtocolEra() !== 'modern') throw new Error('the modern client did not reach the modern era through the relay');
+    const legacyRelay = new Client({ name: 'bench-relay-v1', version: '0' });
+    await legacyRelay.connect(new StreamableHTTPClientTransport(new URL(relay.urlOf('legacy')), { fetch: fetchNoSignal }));
+    clients.push(modernDirect, modernVia, legacyDirect, legacyVia, modernRelay, legacyRelay);
 
     const check = (out: { isError?: unknown; content?: unknown }): void => {
       if (out.isError === true) throw new Error(`a call failed: ${JSON.stringify(out.content).slice(0, 300)}`);
@@ -171,45 +203,66 @@ async function main(): Promise<void> {
       modernVia: async (i: number) => check(await modernVia.callTool({ name: 'mbench__echo', arguments: { text: `m${i}` } })),
       legacyDirect: async (i: number) => check((await legacyDirect.callTool({ name: 'echo', arguments: { text: `m${i}` } })) as never),
       legacyVia: async (i: number) => check((await legacyVia.callTool({ name: 'lbench__echo', arguments: { text: `m${i}` } })) as never),
+      modernRelay: async (i: number) => check(await modernRelay.callTool({ name: 'echo', arguments: { text: `m${i}` } })),
+      legacyRelay: async (i: number) => check((await legacyRelay.callTool({ name: 'echo', arguments: { text: `m${i}` } })) as never),
     };
     const rows: Row[] = [];
-    const measure = async (what: string, total: number, conc: number, op: (i: number) => Promise<unknown>, via: boolean, upstreamPid: number | undefined): Promise<Row> => {
+    const measure = async (what: string, total: number, conc: number, op: (i: number) => Promise<unknown>, path: 'direct' | 'endpoint' | 'relay', upstreamPid: number | undefined): Promise<Row> => {
+      const via = path !== 'direct';
+      // The gateway's two processes: the endpoint and the proxy, or the relay and its responder.
+      const pids = path === 'relay' ? [relay?.relayPid, relay?.responderPid] : [endpoint?.child.pid, proxy?.child.pid];
       await run(WARMUP, conc, op);
-      const before = [cpuOf(endpoint?.child.pid), cpuOf(proxy?.child.pid), cpuOf(upstreamPid)];
+      const before = [cpuOf(pids[0]), cpuOf(pids[1]), cpuOf(upstreamPid)];
       const self = process.cpuUsage();
       const r = await run(total, conc, op);
       const selfMs = (process.cpuUsage(self).user + process.cpuUsage(self).system) / 1000;
-      const endpointMs = cpuOf(endpoint?.child.pid) - (before[0] ?? 0);
-      const proxyMs = cpuOf(proxy?.child.pid) - (before[1] ?? 0);
+      const endpointMs = cpuOf(pids[0]) - (before[0] ?? 0);
+      const proxyMs = cpuOf(pids[1]) - (before[1] ?? 0);
       const upstreamMs = cpuOf(upstreamPid) - (before[2] ?? 0);
       const per = (ms: number): string => (ms / total).toFixed(3);
-      const cpu = via ? `client ${per(selfMs)}, upstream ${per(upstreamMs)}, endpoint ${per(endpointMs)}, proxy ${per(proxyMs)}` : `client ${per(selfMs)}, upstream ${per(upstreamMs)}`;
+      const [first, second] = path === 'relay' ? ['relay', 'responder'] : ['endpoint', 'proxy'];
+      const cpu = via ? `client ${per(selfMs)}, upstream ${per(upstreamMs)}, ${first} ${per(endpointMs)}, ${second} ${per(proxyMs)}` : `client ${per(selfMs)}, upstream ${per(upstreamMs)}`;
       const cpuTotal = (selfMs + upstreamMs + (via ? endpointMs + proxyMs : 0)) / total;
-      const row = { what, calls: total, perSecond: total / r.seconds, p50: r.p50, p99: r.p99, cpu, cpuTotal };
+      const row = { what, calls: total, perSecond: total / r.seconds, p50: r.p50, p99: r.p99, cpu, cpuTotal, cpuGateway: via ? (endpointMs + proxyMs) / total : 0 };
       rows.push(row);
       return row;
     };
-    const mds = await measure('modern: SDK v2 direct, sequential', SEQUENTIAL, 1, ops.modernDirect, false, modernUp.pid);
-    const mvs = await measure('modern: SDK v2 through the endpoint, sequential', SEQUENTIAL, 1, ops.modernVia, true, modernUp.pid);
-    const mdc = await measure(`modern: SDK v2 direct, ${CALLERS} callers`, CONCURRENT, CALLERS, ops.modernDirect, false, modernUp.pid);
-    const mvc = await measure(`modern: SDK v2 through the endpoint, ${CALLERS} callers`, CONCURRENT, CALLERS, ops.modernVia, true, modernUp.pid);
-    const lds = await measure('legacy: SDK v1 direct, sequential', SEQUENTIAL, 1, ops.legacyDirect, false, legacyUp.pid);
-    const lvs = await measure('legacy: SDK v1 through the endpoint, sequential', SEQUENTIAL, 1, ops.legacyVia, true, legacyUp.pid);
-    const ldc = await measure(`legacy: SDK v1 direct, ${CALLERS} callers`, CONCURRENT, CALLERS, ops.legacyDirect, false, legacyUp.pid);
-    const lvc = await measure(`legacy: SDK v1 through the endpoint, ${CALLERS} callers`, CONCURRENT, CALLERS, ops.legacyVia, true, legacyUp.pid);
+    const mds = await measure('modern: SDK v2 direct, sequential', SEQUENTIAL, 1, ops.modernDirect, 'direct', modernUp.pid);
+    const mrs = await measure('modern: SDK v2 through the bare relay, sequential', SEQUENTIAL, 1, ops.modernRelay, 'relay', modernUp.pid);
+    const mvs = await measure('modern: SDK v2 through the endpoint, sequential', SEQUENTIAL, 1, ops.modernVia, 'endpoint', modernUp.pid);
+    const mdc = await measure(`modern: SDK v2 direct, ${CALLERS} callers`, CONCURRENT, CALLERS, ops.modernDirect, 'direct', modernUp.pid);
+    const mrc = await measure(`modern: SDK v2 through the bare relay, ${CALLERS} callers`, CONCURRENT, CALLERS, ops.modernRelay, 'relay', modernUp.pid);
+    const mvc = await measure(`modern: SDK v2 through the endpoint, ${CALLERS} callers`, CONCURRENT, CALLERS, ops.modernVia, 'endpoint', modernUp.pid);
+    const legacy = QUICK
+      ? undefined
+      : {
+          lds: await measure('legacy: SDK v1 direct, sequential', SEQUENTIAL, 1, ops.legacyDirect, 'direct', legacyUp.pid),
+          lrs: await measure('legacy: SDK v1 through the bare relay, sequential', SEQUENTIAL, 1, ops.legacyRelay, 'relay', legacyUp.pid),
+          lvs: await measure('legacy: SDK v1 through the endpoint, sequential', SEQUENTIAL, 1, ops.legacyVia, 'endpoint', legacyUp.pid),
+          ldc: await measure(`legacy: SDK v1 direct, ${CALLERS} callers`, CONCURRENT, CALLERS, ops.legacyDirect, 'direct', legacyUp.pid),
+          lrc: await measure(`legacy: SDK v1 through the bare relay, ${CALLERS} callers`, CONCURRENT, CALLERS, ops.legacyRelay, 'relay', legacyUp.pid),
+          lvc: await measure(`legacy: SDK v1 through the endpoint, ${CALLERS} callers`, CONCURRENT, CALLERS, ops.legacyVia, 'endpoint', legacyUp.pid),
+        };
 
     const f = (n: number, d = 2): string => n.toFixed(d);
     const lines = [
-      `machine: ${availableParallelism()} cores, ${(totalmem() / 2 ** 30).toFixed(1)} GiB, node ${process.version}; ${new Date().toISOString()}`,
+      `machine: ${availableParallelism()} cores, ${(totalmem() / 2 ** 30).toFixed(1)} GiB, node ${process.version}; ${new Date().toISOString()}${QUICK ? ' (BENCH_QUICK: modern rows only)' : ''}`,
       '',
       '| phase | calls | calls/s | p50 ms | p99 ms | CPU ms/call |',
       '|---|---|---|---|---|---|',
       ...rows.map((r) => `| ${r.what} | ${r.calls} | ${f(r.perSecond, 0)} | ${f(r.p50, 3)} | ${f(r.p99, 3)} | ${r.cpu} |`),
       '',
-      'goals: at 32 concurrent ≥ 0.8× direct; sequential p50 ≤ direct + 1 ms',
-      `- modern: 32 callers ${f(mvc.perSecond / mdc.perSecond)}× direct (${mvc.perSecond / mdc.perSecond >= 0.8 ? 'met' : 'NOT met'}); sequential p50 +${f(mvs.p50 - mds.p50, 3)} ms (${mvs.p50 - mds.p50 <= 1 ? 'met' : 'NOT met'})`,
-      `- legacy: 32 callers ${f(lvc.perSecond / ldc.perSecond)}× direct (${lvc.perSecond / ldc.perSecond >= 0.8 ? 'met' : 'NOT met'}); sequential p50 +${f(lvs.p50 - lds.p50, 3)} ms (${lvs.p50 - lds.p50 <= 1 ? 'met' : 'NOT met'})`,
-      `CPU-bound ceiling at ${CALLERS} callers (direct CPU per call / endpoint path's, nats-server not counted): modern ${f(cpuCeiling(mdc, mvc))}×, legacy ${f(cpuCeiling(ldc, lvc))}×`,
+      'the floor (the bare relay, same client and upstream): goals at 32 callers ≥ 0.8× its throughput; endpoint + proxy CPU per call ≤ 1.5× relay + responder; sequential p50 ≤ its + 0.5 ms',
+      ...floorLines('modern', mvs, mvc, mrs, mrc),
+      ...(legacy ? floorLines('legacy', legacy.lvs, legacy.lvc, legacy.lrs, legacy.lrc) : []),
+      'against direct: at 32 concurrent ≥ 0.8× direct; sequential p50 ≤ direct + 1 ms',
+      `- modern: 32 callers ${f(mvc.perSecond / mdc.perSecond)}× direct (${mvc.perSecond / mdc.perSecond >= 0.8 ? 'met' : 'NOT met'}; the relay ${f(mrc.perSecond / mdc.perSecond)}×); sequential p50 +${f(mvs.p50 - mds.p50, 3)} ms (${mvs.p50 - mds.p50 <= 1 ? 'met' : 'NOT met'}; the relay +${f(mrs.p50 - mds.p50, 3)})`,
+      ...(legacy
+        ? [
+            `- legacy: 32 callers ${f(legacy.lvc.perSecond / legacy.ldc.perSecond)}× direct (${legacy.lvc.perSecond / legacy.ldc.perSecond >= 0.8 ? 'met' : 'NOT met'}; the relay ${f(legacy.lrc.perSecond / legacy.ldc.perSecond)}×); sequential p50 +${f(legacy.lvs.p50 - legacy.lds.p50, 3)} ms (${legacy.lvs.p50 - legacy.lds.p50 <= 1 ? 'met' : 'NOT met'}; the relay +${f(legacy.lrs.p50 - legacy.lds.p50, 3)})`,
+          ]
+        : []),
+      `CPU-bound ceiling at ${CALLERS} callers (direct CPU per call / the path's, nats-server not counted): endpoint modern ${f(cpuCeiling(mdc, mvc))}×, relay modern ${f(cpuCeiling(mdc, mrc))}×${legacy ? `; endpoint legacy ${f(cpuCeiling(legacy.ldc, legacy.lvc))}×, relay legacy ${f(cpuCeiling(legacy.ldc, legacy.lrc))}×` : ''}`,
       `warnings in this process: ${warnings.length === 0 ? 'none' : `${warnings.length}: ${warnings.slice(0, 2).join('; ')}`}`,
     ];
     process.stdout.write(lines.join('\n') + '\n');
@@ -220,6 +273,7 @@ async function main(): Promise<void> {
       endpoint.child.kill('SIGTERM');
       await exited;
     }
+    relay?.stop();
     await proxy?.stop();
     await system.stop();
     modernUp.stop();

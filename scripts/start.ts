@@ -71,6 +71,8 @@ async function settleEndpointPort(): Promise<void> {
 
 /** The MCP endpoint's public URL (what `mcpx agents endpoint` prints), unless the operator set one. */
 function endpointEnv(name: keyof typeof PORTS): Record<string, string> {
+  // The console (served by the registry) shows the endpoint's URL and client configs.
+  if (name === 'registry') return { ENDPOINT_PUBLIC_URL: process.env.ENDPOINT_PUBLIC_URL ?? `http://127.0.0.1:${PORTS.endpoint}` };
   if (name !== 'endpoint') return {};
   // OAuth sign-in to the endpoint: the registry (where browsers reach it) is the authorization server.
   const registry = process.env.REGISTRY_PUBLIC_URL ?? `http://127.0.0.1:${PORTS.registry}`;

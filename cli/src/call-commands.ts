@@ -3,22 +3,14 @@
 // instead (`--nats URL`, or MCPX_NATS_URL).
 import { randomUUID } from 'node:crypto';
 import { ErrorCodes, WireError, type AgentView, type CallProgress } from '@mcpx/contracts';
-import type { ProxyResult } from '@mcpx/domain';
 import { UsageError, flag, need, type ParsedArgs, type Print } from './args.js';
 import { loadRuns, readKey, saveRuns, sendAction, withProxy, type CliEnv } from './client.js';
 import type { KeyPair } from '@mcpx/envelope';
 import { terminalText } from './terminal-text.js';
+import { renderResult } from './result-summary.js';
+import type { ProxyResult } from '@mcpx/domain';
 import { questionLines } from './input-commands.js';
 import { inputRequiredOf, type InputRequired } from '@mcpx/proxy-client';
-
-function renderResult(r: ProxyResult): string {
-  const lines = [r.summary];
-  if (r.text !== undefined) lines.push(r.text);
-  if (r.result !== undefined) lines.push(JSON.stringify(r.result, null, 2));
-  if (r.images !== undefined && r.images.length > 0) lines.push(`[${r.images.length} image(s)]`);
-  lines.push(`(${r.durationMs} ms)`);
-  return lines.join('\n');
-}
 
 interface CallRequest {
   agentRef: string;

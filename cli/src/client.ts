@@ -1,7 +1,7 @@
 import { mkdir, readFile, writeFile, chmod } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { WireError, type ActionRequest, type ActionResponse, type ActionType } from '@mcpx/contracts';
+import { NatsFailures, WireError, natsFailure, type ActionRequest, type ActionResponse, type ActionType } from '@mcpx/contracts';
 import { signAction, type KeyPair } from '@mcpx/envelope';
 import { connectRuntime, type ProxyClient, type RuntimeConnection, type RuntimeCredentials } from '@mcpx/proxy-client';
 
@@ -90,8 +90,7 @@ export async function withProxy<T>(env: CliEnv, fn: (proxy: ProxyClient, nc: Nat
   try {
     conn = await connectRuntime({ url: env.natsUrl, prefix: env.natsPrefix, name: 'mcpx cli', maxReconnectAttempts: 0, ...(env.natsCredentials ? { credentials: env.natsCredentials } : {}) });
   } catch (err) {
-    const e = err as { name?: string };
-    if (e.name === 'AuthorizationError') {
+    if (natsFailure(err) === NatsFailures.refused) {
       throw new Error(
         `NATS at ${env.natsUrl} refused ${env.natsCredentials ? `the user ${env.natsCredentials.user}` : 'an anonymous connection'}: the NATS mode is for operators with the runtime's credentials (--nats-user/--nats-password); without --nats, calls go through the API`,
         { cause: err },

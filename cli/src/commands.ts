@@ -45,9 +45,9 @@ function serverLine(s: RedactedMcpServer): string {
     case 'ok':
       return `${s.name}  connected, ${toolCount(s.tools.length)}  ${host}${auth}${s.status.transport ? ` (${s.status.transport})` : ''}${s.era !== undefined ? `  ${eraText(s)}` : ''}${pin}`;
     case 'error':
-      return `${s.name}  unreachable: ${s.status.error ?? 'unknown error'}  ${host}${auth}${s.tools.length > 0 ? ` (keeps ${toolCount(s.tools.length)})` : ''}`;
+      return `${s.name}  unreachable: ${s.status.summary ?? s.status.error ?? 'unknown error'}  ${host}${auth}${s.tools.length > 0 ? ` (keeps ${toolCount(s.tools.length)})` : ''}`;
     case 'auth_required':
-      return `${s.name}  waiting for authorization: ${s.status.error ?? ''}  ${host}${auth}`;
+      return `${s.name}  waiting for authorization: ${s.status.summary ?? s.status.error ?? ''}  ${host}${auth}`;
     case 'unknown':
       return `${s.name}  not checked yet  ${host}${auth}`;
   }
@@ -62,10 +62,13 @@ function serverDetail(s: RedactedMcpServer): string {
   const lines = [serverLine(s), `  id: ${s.id}`, `  url: ${s.url}`, `  transport: ${s.transport ?? 'auto'}`];
   if (s.era !== undefined) lines.push(`  protocol: ${eraText(s)}`);
   for (const t of s.status.skippedTools ?? []) lines.push(`  skipped tool: ${t.name} — ${t.reason}`);
-  for (const t of s.status.heldTools ?? []) lines.push(`  held for review: ${t.name} ${t.cid} (${t.state}${t.withheld ? ', withheld from agents' : ', agents keep the accepted contract'})`);
+  for (const t of s.status.heldTools ?? [])
+    lines.push(`  held for review: ${t.name}, held contract ${t.cid} (${t.state}${t.withheld ? ', withheld from agents' : ', agents keep the accepted contract'})`);
   if (s.headerNames.length > 0) lines.push(`  headers: ${s.headerNames.join(', ')}`);
   if (s.secretHeaderNames.length > 0) lines.push(`  secret headers: ${s.secretHeaderNames.join(', ')}`);
   if (s.oauthClient !== undefined) lines.push(`  oauth client: ${oauthClientLine(s.oauthClient)}`);
+  // The one line above says it in words; the failure as it came is here (and in --json).
+  if (s.status.summary !== undefined && s.status.error !== undefined) lines.push(`  detail: ${s.status.error}`);
   if (s.status.checkedAt) lines.push(`  checked: ${s.status.checkedAt}${s.status.lastOkAt ? `, last ok: ${s.status.lastOkAt}` : ''}`);
   for (const t of s.tools) {
     const level = t.permission === undefined ? '' : `  [${t.permission}${t.permissionOverridden ? ', set by the owner' : ''}]`;
@@ -120,8 +123,14 @@ const serversSet: Command = async (env, args, io, json) => {
     ...(res.authorizationError !== undefined ? { authorizationError: res.authorizationError } : {}),
     ...(res.droppedSecrets !== undefined ? { droppedSecrets: res.droppedSecrets } : {}),
   };
-  print(io, json, shown, () => serverLine(server) + droppedSecretsLine(res.droppedSecrets) + authorizationLines(res));
+  print(io, json, shown, () => serverLine(server) + droppedSecretsLine(res.droppedSecrets) + authorizationLines(res) + savedInErrorLine(server));
 };
+
+/** After a failed connect: the server is saved and probed again; where the failure as it came is. */
+function savedInErrorLine(server: RedactedMcpServer): string {
+  if (server.status.state !== 'error') return '';
+  return `\n  saved; probed again in the background (mcpx servers refresh ${server.name} tries now); the failure as it came: mcpx servers show ${server.name}`;
+}
 
 const serversList: Command = async (env, _args, io, json) => {
   const key = await readKey(env.keyFile);
@@ -341,7 +350,7 @@ export const USAGE = `usage: mcpx <command> [--json]
   vendors disconnect VENDOR   (built-in servers: github, linear)
   call --agent AGENT [--run RUN] [--timeout-ms MS] [--approval ID | --wait-approval SECONDS] [--input ID | --wait-input SECONDS] TOOL ['{json arguments}']
   approvals list | approvals approve ID | approvals deny ID
-  inputs list | inputs answer ID (--accept NAME=VALUE... | --content JSON | --done | --decline | --cancel) [--key KEY]
+  inputs list | inputs answer ID (--accept NAME=VALUE [NAME=VALUE...] | --content JSON | --done | --decline | --cancel) [--key KEY]
       (a server's question in the middle of a call: answer it, then the waiting call goes on)
   runs end RUN
   signers authorize PRINCIPAL --role OWNER|WRITER|AGENT [--agent AGENT]...   (AGENT: bound to the agents named)

@@ -16,6 +16,9 @@ export function endpointBase(env: CliEnv, args: ParsedArgs): string {
   return api.origin;
 }
 
+/** The MCP Inspector release the printed command pins (the workspace's). */
+export const INSPECTOR_VERSION = '2.12.0';
+
 /** Config snippets of common MCP clients for one endpoint (the token, or a placeholder). */
 export function clientSnippets(name: string, url: string, token: string): Record<string, string> {
   const auth = `Bearer ${token}`;
@@ -25,7 +28,10 @@ export function clientSnippets(name: string, url: string, token: string): Record
     // VS Code (.vscode/mcp.json).
     vscode: JSON.stringify({ servers: { [name]: { type: 'http', url, headers: { Authorization: auth } } } }, null, 2),
     claudeCode: `claude mcp add --transport http ${name} ${url} --header "Authorization: ${auth}"`,
-    inspector: `npx @modelcontextprotocol/inspector --cli ${url} --transport http --header "Authorization: ${auth}" --method tools/list`,
+    // The Inspector 2.x needs Node 22.19 or later: npx runs it on a Node 22 of its own (the `node`
+    // package), so the command works where the system's Node is 20 (there a bare `npx
+    // @modelcontextprotocol/inspector` picks an old release that cannot reach a URL).
+    inspector: `npx -y -p node@22 -p @modelcontextprotocol/inspector@${INSPECTOR_VERSION} -- mcp-inspector --cli ${url} --transport http --header "Authorization: ${auth}" --method tools/list`,
   };
 }
 

@@ -66,6 +66,21 @@ function typedValue(name: string, raw: string, p: RestrictedProperty | undefined
   }
 }
 
+/**
+ * The `NAME=VALUE` answers of `--accept`: `--accept a=1 --accept b=2`, and as a shell reads
+ * `--accept name=Alice integer=5`, the words after it. A word that is no `NAME=VALUE` is refused,
+ * never dropped: an answer the person gave is sent whole or not at all.
+ */
+function acceptValues(args: ParsedArgs): string[] {
+  const given = flags(args, 'accept');
+  const extra = args.positionals.slice(3);
+  if (extra.length === 0) return given;
+  if (given.length === 0) throw new UsageError(`unexpected ${extra[0]}: inputs answer takes one ID`);
+  const bad = extra.find((w) => w.indexOf('=') <= 0);
+  if (bad !== undefined) throw new UsageError(`--accept takes NAME=VALUE words; ${bad} is not one`);
+  return [...given, ...extra];
+}
+
 /** `mcpx inputs list`: the input requests waiting for a person, each question with what it takes. */
 export async function inputsList(env: CliEnv, _args: ParsedArgs, print: Print): Promise<void> {
   const key = await readKey(env.keyFile);
@@ -79,14 +94,14 @@ export async function inputsList(env: CliEnv, _args: ParsedArgs, print: Print): 
 }
 
 /**
- * `mcpx inputs answer ID (--accept NAME=VALUE… | --content JSON | --done | --decline | --cancel) [--key KEY]`:
+ * `mcpx inputs answer ID (--accept NAME=VALUE [NAME=VALUE…] | --content JSON | --done | --decline | --cancel) [--key KEY]`:
  * answers one question of an input request. Values are typed by the form (the registry checks them
  * against the requested schema); `--done` accepts a URL question once the person is through.
  */
 export async function inputsAnswer(env: CliEnv, args: ParsedArgs, print: Print): Promise<void> {
   const id = need(args, 2, 'ID');
   const key = await readKey(env.keyFile);
-  const accepts = flags(args, 'accept');
+  const accepts = acceptValues(args);
   const content = flag(args, 'content');
   const verbs = [
     accepts.length > 0 || content !== undefined ? 'accept' : undefined,

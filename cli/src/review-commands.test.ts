@@ -48,7 +48,11 @@ describe('mcpx tools review: a change as a reviewer reads it', () => {
     const text = changeText(view(send, changed, { incompatibility: ['bcc is now required'] }));
     const lines = text.split('\n');
     expect(lines[0]).toBe('mail/send_email  (mail__send_email)  changed  pending  withheld from agents until reviewed');
-    expect(lines[1]).toBe(`  cid: ${contractCid(changed)}  (accepted: ${contractCid(send)})`);
+    // Each CID says which it is (issue 24): the held contract, the accepted one, the document.
+    expect(lines[1]).toBe(`  held contract:     ${contractCid(changed)}  (the change; accept or reject names it)`);
+    expect(lines[2]).toBe(`  accepted contract: ${contractCid(send)}  (what agents have now)`);
+    expect(changeText(view(send, changed, { documentCid: 'bafydocument' })).split('\n')[3]).toBe('  tool document:     bafydocument  (what agents get once the change is accepted)');
+    expect(changeText(view(undefined, send)).split('\n')[2]).toBe('  accepted contract: none  (a new tool)');
     expect(lines).toEqual(
       expect.arrayContaining([
         '  incompatible: bcc is now required',

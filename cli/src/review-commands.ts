@@ -18,14 +18,23 @@ function schemaLine(c: SchemaChange): string {
   return `    ~ ${at} ${what}: ${json(c.before)} → ${json(c.after)}`;
 }
 
+/**
+ * The three CIDs of a held change, each with its role: the held contract (what accept and reject
+ * name), the accepted one agents have now, the tool document agents get once it is accepted.
+ */
+export function cidLines(c: Pick<ToolChangeView, 'cid' | 'previousCid' | 'documentCid' | 'kind'>): string[] {
+  const lines = [`  held contract:     ${c.cid}  (the change; accept or reject names it)`];
+  lines.push(
+    c.previousCid !== undefined ? `  accepted contract: ${c.previousCid}  (what agents have now)` : `  accepted contract: none  (${c.kind === 'new' ? 'a new tool' : 'nothing accepted yet'})`,
+  );
+  if (c.documentCid !== undefined) lines.push(`  tool document:     ${c.documentCid}  (what agents get once the change is accepted)`);
+  return lines;
+}
+
 /** A change as a reviewer reads it: the verdict, warnings, the description as a word diff ([-removed-] {+added+}), schema and annotation changes. */
 export function changeText(c: ToolChangeView): string {
   const effect = c.withheld ? 'withheld from agents until reviewed' : 'agents keep the accepted contract meanwhile';
-  const lines = [
-    `${c.server}/${visible(c.tool)}  (${c.toolName})  ${c.kind === 'new' ? 'new tool' : 'changed'}  ${c.status}  ${effect}`,
-    `  cid: ${c.cid}${c.previousCid !== undefined ? `  (accepted: ${c.previousCid})` : ''}`,
-  ];
-  if (c.documentCid !== undefined) lines.push(`  agents get document ${c.documentCid} once accepted`);
+  const lines = [`${c.server}/${visible(c.tool)}  (${c.toolName})  ${c.kind === 'new' ? 'new tool' : 'changed'}  ${c.status}  ${effect}`, ...cidLines(c)];
   for (const reason of c.incompatibility ?? []) lines.push(`  incompatible: ${visible(reason)}`);
   if (c.warnings.length > 0) {
     lines.push('  warnings:');

@@ -27,7 +27,7 @@ const LABELS = {
 };
 /** Radio groups whose choice shows the sections marked `data-<name>="<value>"` and hides the others. */
 const CHOICES = ['auth', 'grant', 'credential'];
-let ctx = null; // {load, currentAgent}
+let ctx = null; // {load, agents}
 
 /**
  * The add-server form's controls by name (`form().url.value`), as index.html names them.
@@ -94,9 +94,46 @@ function clearSecrets() {
   for (const name of SECRET_FIELDS) form()[name].value = '';
 }
 
+/** The agent ticks of the dialog, one per agent of the account, none ticked: nothing is granted unasked. */
+function drawAgentTicks() {
+  const agents = ctx.agents();
+  $('add-grants-none').hidden = agents.length > 0;
+  $('add-grant-list').replaceChildren(
+    ...agents.map((a) => {
+      const box = el('input', { type: 'checkbox', name: 'grantAgent', value: a.id });
+      box.setAttribute('aria-label', `give it to ${a.name}`);
+      return el('label', { className: 'inline' }, box, ` ${a.name}`);
+    }),
+  );
+}
+
+/** The ids of the agents ticked in the dialog. */
+function tickedAgents() {
+  return [.../** @type {NodeListOf<HTMLInputElement>} */ (document.querySelectorAll('#add-grant-list input[name="grantAgent"]:checked'))].map((b) => b.value);
+}
+
+/**
+ * Grants the new server to the ticked agents, and only once it connected: a server that failed
+ * (or waits for authorization) is granted by nobody; the status line says which agents wait.
+ */
+async function grantTicked(server, ticked) {
+  if (ticked.length === 0) return;
+  const agents = ctx.agents().filter((a) => ticked.includes(a.id));
+  if (server.status.state !== 'ok') {
+    say(`${server.name}: saved but not connected, so not given to ${agents.map((a) => a.name).join(', ')}: tick it on the agent's page once it connects`, true);
+    return;
+  }
+  for (const agent of agents) {
+    if (agent.grants.mcpServers.includes(server.name)) continue;
+    await act('UpdateAgent', { agent: agent.id, definition: { mcpServers: [...agent.grants.mcpServers, server.name] } });
+  }
+}
+
 async function save() {
   const name = form().name.value.trim();
   const { config, errors } = serverConfig(formValues());
+  // Read before the dialog closes: the agents the owner ticked, and only those.
+  const ticked = tickedAgents();
   if (name === '') errors.unshift({ field: 'name', message: 'the name is required' });
   showErrors(errors);
   if (errors.length > 0) return;
@@ -117,15 +154,12 @@ async function save() {
   /** @type {HTMLDialogElement} */ ($('add-dialog')).close();
   const { server } = res;
   if (server.status.state === 'ok') say(`${server.name}: connected, ${server.tools.length} tools`);
-  else if (!res.authorizationUrl) say(`${server.name}: saved, but ${server.status.error ?? server.status.state}`, true);
+  else if (!res.authorizationUrl) say(`${server.name}: saved, but ${server.status.summary ?? server.status.error ?? server.status.state}`, true);
   followAuthorization(server.name, res, popup);
   // A move to another origin drops the stored secrets: say which, so the owner enters them again.
   const dropped = droppedSecretsText(res.droppedSecrets);
   if (dropped !== '') say(`${server.name}: ${dropped}`, true);
-  const agent = ctx.currentAgent();
-  if (agent && !agent.grants.mcpServers.includes(server.name)) {
-    await act('UpdateAgent', { agent: agent.id, definition: { mcpServers: [...agent.grants.mcpServers, server.name] } });
-  }
+  await grantTicked(server, ticked);
   await ctx.load();
 }
 
@@ -137,6 +171,7 @@ export function initAddServer(context) {
     $('add-result').textContent = '';
     showErrors([]);
     showChosenSections();
+    drawAgentTicks();
     /** @type {HTMLDialogElement} */ ($('add-dialog')).showModal();
   });
   // Closing the dialog by any way empties what was typed into the secret fields.

@@ -1,5 +1,6 @@
-// The web console: the account key, agents and their tools, and the wiring of the views (servers,
-// add-server, approvals) to the signed action API and the account's event stream.
+// The web console: the account key, the rooms (router.js: servers, a server's page, agents, an
+// agent's page, approvals, questions, reviews, tasks, activity, audit, endpoint, signers), and the
+// wiring of each view to the signed action API and the account's event stream.
 import { act, followEvents, forgetKey, importKeyFile, newKey, principal, savedKey, useKey } from './api.js';
 import { initAddServer } from './add-server.js';
 import { approvalEvents, initApprovals, loadApprovals } from './approvals.js';
@@ -7,9 +8,12 @@ import { initInputs, inputEvents, loadInputs } from './inputs.js';
 import { initReviews, loadReviews, reviewEvents } from './review.js';
 import { initAudit, loadAudit } from './audit.js';
 import { initServers, renderServers } from './servers.js';
-import { initEndpoint, renderEndpoint } from './endpoint.js';
+import { initEndpoint, loadEndpointSettings, renderEndpoint } from './endpoint.js';
 import { initSignIn, renderSignIn } from './sign-in.js';
-import { $, el, run, say, setText } from './ui.js';
+import { redrawServerPageTools, renderServerPage } from './server-page.js';
+import { renderAgentList, renderAgentPage } from './agent-page.js';
+import { currentRoute, go, initRouter, setSignedIn } from './router.js';
+import { $, el, link, run, say, wireFilters } from './ui.js';
 
 const AGENT_STORAGE = 'mcpx.agent';
 /** @type {{ servers: import('./action-types.js').RedactedMcpServer[]; agents: import('./action-types.js').AgentView[] }} */
@@ -24,20 +28,67 @@ function renderAgents() {
   const keep = select.value || localStorage.getItem(AGENT_STORAGE) || '';
   select.replaceChildren(...state.agents.map((a) => el('option', { value: a.id, textContent: a.name })));
   if (state.agents.some((a) => a.id === keep)) select.value = keep;
+  renderAgentList(state.agents, state.servers);
 }
 
-async function renderTools() {
-  const agent = currentAgent();
-  if (!agent) {
-    $('tool-index').textContent = 'Pick an agent.';
-    return;
+/** Makes `id` the current agent (the header's choice, kept in this browser). */
+function pickAgent(id) {
+  const select = /** @type {HTMLSelectElement} */ ($('agent-select'));
+  if (!state.agents.some((a) => a.id === id) || select.value === id) return;
+  select.value = id;
+  localStorage.setItem(AGENT_STORAGE, id);
+  renderServers();
+}
+
+/** The activity view (activity.js) in `root`, narrowed to a server or an agent when given. */
+async function mountActivity(root, filter = {}) {
+  const { mountActivity: mount } = await import('./activity.js');
+  await mount(root, { act, ...filter });
+}
+
+/** Draws the page the address names, when it is one that shows loaded state. */
+async function renderPage(route = currentRoute()) {
+  if (!principal()) return;
+  if (route.room === 'server') await renderServerPage(route.param, state.servers, mountActivity);
+  else if (route.room === 'agent') {
+    const agent = state.agents.find((a) => a.id === route.param || a.name === route.param);
+    if (agent) pickAgent(agent.id);
+    await renderAgentPage(route.param, { agents: state.agents, servers: state.servers, toggleGrant, mountActivity });
   }
-  const res = await act('ListAgentTools', { agent: agent.id });
-  setText($('tool-index'), res.index || 'No tools: enable a server above.');
 }
 
-async function toggleGrant(server, on) {
-  const agent = currentAgent();
+/** Runs when a room is shown: loads what only that room shows. */
+function enter(route) {
+  if (!principal()) return;
+  if (route.room === 'activity') void run(() => mountActivity($('activity-root')));
+  else if (route.room === 'tasks')
+    void run(async () => {
+      const { mountTasks } = await import('./tasks.js');
+      await mountTasks($('tasks-root'), { act });
+    });
+  else if (route.room === 'signers') void run(loadSignIns);
+  else void run(() => renderPage(route));
+}
+
+/** Sign-in requests waiting for the owner (ListSignInRequests): the signers room and its count. */
+async function loadSignIns() {
+  const { signIns } = await act('ListSignInRequests');
+  $('sign-in-count').textContent = signIns.length > 0 ? String(signIns.length) : '';
+  $('sign-ins-empty').hidden = signIns.length > 0;
+  $('sign-in-list').replaceChildren(
+    ...signIns.map((s) =>
+      el(
+        'li',
+        {},
+        link(`#sign-in=${s.id}`, `${s.client.name} (unverified name, ${s.client.host})`),
+        el('span', { className: 'muted', textContent: ` for agent ${s.agent.name} · expires ${new Date(s.expiresAt).toLocaleTimeString()}` }),
+      ),
+    ),
+  );
+}
+
+/** Grants or withdraws `server` for `agent` (the current one unless named). */
+async function toggleGrant(server, on, agent = currentAgent()) {
   if (!agent) return;
   const grants = on ? [...new Set([...agent.grants.mcpServers, server])] : agent.grants.mcpServers.filter((g) => g !== server);
   await run(async () => {
@@ -101,7 +152,15 @@ async function loadOnce() {
   state.agents = a.agents;
   renderAgents();
   renderServers();
-  await Promise.all([renderTools(), renderEndpoint()]);
+  // A new account has nothing yet: the servers room says where to start.
+  $('first-run').hidden = !(state.servers.length === 0 && state.agents.length === 0);
+  await Promise.all([renderPage(), renderEndpoint()]);
+}
+
+/** After a permission change: the server list and, when open, the server page's tools. */
+function renderServerViews() {
+  renderServers();
+  if (currentRoute().room === 'server') redrawServerPageTools(state.servers);
 }
 
 async function start(stored) {
@@ -109,7 +168,10 @@ async function start(stored) {
   $('principal').textContent = `account ${stored.principal.slice(0, 12)}…`;
   $('principal').title = stored.principal;
   say('');
-  await Promise.all([load(), loadApprovals(), loadInputs(), loadReviews(), loadAudit(), renderSignIn()]);
+  // The endpoint's URL comes from the deployment's settings before any view shows it.
+  await loadEndpointSettings();
+  await Promise.all([load(), loadApprovals(), loadInputs(), loadReviews(), loadAudit(), renderSignIn(), loadSignIns()]);
+  setSignedIn(true);
   const reload = coalesced(load);
   // A server's change (a discovery, a review) may hold or release tool changes, and is audited.
   const reloadServers = coalesced(() => Promise.all([load(), loadReviews(), loadAudit()]));
@@ -117,7 +179,7 @@ async function start(stored) {
     // (Re)connected: catch up on whatever changed while the stream was down.
     open: () => {
       document.body.dataset.live = 'true';
-      void run(() => Promise.all([load(), loadApprovals(), loadInputs(), loadReviews(), loadAudit()]));
+      void run(() => Promise.all([load(), loadApprovals(), loadInputs(), loadReviews(), loadAudit(), loadSignIns()]));
     },
     'agent-tools-changed': reload,
     'mcp-servers-changed': reloadServers,
@@ -127,8 +189,8 @@ async function start(stored) {
   });
 }
 
-initServers({ state, load, currentAgent, toggleGrant });
-initAddServer({ load, currentAgent });
+initServers({ state, load, currentAgent, toggleGrant, render: renderServerViews });
+initAddServer({ load, agents: () => state.agents });
 initApprovals(() => state.agents);
 initInputs(() => state.agents);
 initReviews(() => void run(() => Promise.all([load(), loadAudit()])));
@@ -136,8 +198,10 @@ initAudit();
 initEndpoint({ currentAgent });
 initSignIn();
 
-$('key-new').addEventListener('click', () => void run(async () => start(await newKey())));
-$('key-paste').addEventListener('click', () => /** @type {HTMLDialogElement} */ ($('key-dialog')).showModal());
+initRouter(enter);
+wireFilters();
+for (const id of ['key-new', 'welcome-key']) $(id).addEventListener('click', () => void run(async () => start(await newKey())));
+for (const id of ['key-paste', 'welcome-paste']) $(id).addEventListener('click', () => /** @type {HTMLDialogElement} */ ($('key-dialog')).showModal());
 $('key-use').addEventListener(
   'click',
   () =>
@@ -162,9 +226,11 @@ $('key-forget').addEventListener(
     }),
 );
 $('agent-select').addEventListener('change', () => {
-  localStorage.setItem(AGENT_STORAGE, /** @type {HTMLSelectElement} */ ($('agent-select')).value);
+  const id = /** @type {HTMLSelectElement} */ ($('agent-select')).value;
+  localStorage.setItem(AGENT_STORAGE, id);
   renderServers();
-  void run(renderTools);
+  // On an agent's page the header's choice opens that agent's page.
+  if (currentRoute().room === 'agent') go(`#/agents/${encodeURIComponent(id)}`);
   void run(renderEndpoint);
 });
 $('agent-create').addEventListener(
@@ -177,12 +243,12 @@ $('agent-create').addEventListener(
       await load();
       /** @type {HTMLSelectElement} */ ($('agent-select')).value = agent.id;
       renderServers();
-      await renderTools();
+      go(`#/agents/${encodeURIComponent(agent.id)}`);
     }),
 );
 
 void run(async () => {
   const saved = await savedKey();
   if (saved) await start(saved);
-  else say('Create a key (or use the one `mcpx keys new` wrote) to start.');
+  else setSignedIn(false);
 });

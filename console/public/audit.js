@@ -1,8 +1,8 @@
 // The account's audit log (ListAuditEvents), newest first, one page at a time: who (the signer),
-// what, when, before and after. The registry never puts a secret in it.
+// what, when, and what changed field by field. The registry never puts a secret in it.
 import { ActionError, act } from './api.js';
 import { $, el, run } from './ui.js';
-import { displayText } from './display-text.js';
+import { auditChanges } from './audit-diff.js';
 
 let cursor;
 
@@ -10,17 +10,45 @@ function who(e) {
   return e.role === 'system' ? 'registry' : `${e.role} ${e.signer.slice(0, 12)}…`;
 }
 
-function entry(e) {
-  const change = e.before !== undefined || e.after !== undefined ? `${displayText(JSON.stringify(e.before ?? null))} → ${displayText(JSON.stringify(e.after ?? null))}` : '';
-  const li = el(
-    'li',
-    { className: 'audit' },
-    el('span', { className: 'muted', textContent: new Date(e.at).toLocaleString() }),
-    el('span', { textContent: who(e) }),
-    el('strong', { textContent: e.action }),
-    el('span', { textContent: `${e.target.kind} ${displayText(e.target.name)}` }),
-    el('code', { className: 'audit-change', textContent: change }),
+/** The change field by field: `field  before → after` rows, only what differs. */
+export function changeTable(before, after) {
+  const rows = auditChanges(before, after);
+  if (rows.length === 0) return null;
+  return el(
+    'table',
+    { className: 'audit-change' },
+    el('thead', {}, el('tr', {}, el('th', { textContent: 'field' }), el('th', { textContent: 'before' }), el('th', { textContent: 'after' }))),
+    el(
+      'tbody',
+      {},
+      ...rows.map((r) => {
+        const tr = el(
+          'tr',
+          {},
+          el('td', { className: 'field', textContent: r.field }),
+          el('td', { className: 'before', textContent: r.before }),
+          el('td', { className: 'after', textContent: r.after }),
+        );
+        tr.dataset.kind = r.kind;
+        return tr;
+      }),
+    ),
   );
+}
+
+/** One entry: when, who, what and on what; its change as a table of fields. */
+export function entry(e) {
+  const head = el(
+    'div',
+    { className: 'audit-head' },
+    el('span', { className: 'muted', textContent: new Date(e.at).toLocaleString() }),
+    el('strong', { textContent: e.action }),
+    el('span', { textContent: `${e.target.kind} ${e.target.name}` }),
+    el('span', { className: 'muted', textContent: who(e) }),
+  );
+  const li = el('li', { className: 'audit' }, head);
+  const table = e.before !== undefined || e.after !== undefined ? changeTable(e.before, e.after) : null;
+  if (table) li.append(table);
   li.dataset.action = e.action;
   return li;
 }

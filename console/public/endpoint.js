@@ -1,18 +1,32 @@
 // The current agent's MCP endpoint: its URL for MCP clients outside the platform, its bearer
 // tokens (ListAgentTokens; a new one is shown here once and never again; revoke), and a config
-// snippet. The endpoint is a service of its own: its base URL is this page's host on port 8083
-// unless the owner sets another (kept in this browser).
+// snippet. The endpoint is a service of its own: its base URL is what the registry's settings say
+// (`settings.json`: `ENDPOINT_PUBLIC_URL`, else `ENDPOINT_PORT` on this page's host), unless the
+// owner sets another here (kept in this browser).
 import { act } from './api.js';
 import { $, el, run, say } from './ui.js';
 
 const BASE_STORAGE = 'mcpx.endpointBase';
 let currentAgent = () => null;
+/** The endpoint's base URL from the deployment's settings; until they are read, this page's host on the default port. */
+let settingsBase = '';
 
-function endpointBase() {
-  return localStorage.getItem(BASE_STORAGE) || `${location.protocol}//${location.hostname}:8083`;
+/** Reads the deployment's endpoint URL (`/console/settings.json`) once. */
+export async function loadEndpointSettings() {
+  const res = await fetch('settings.json');
+  if (!res.ok) throw new Error(`the console settings could not be read (HTTP ${res.status})`);
+  const body = await res.json();
+  settingsBase = typeof body?.endpoint?.url === 'string' ? body.endpoint.url : `${location.protocol}//${location.hostname}:${Number(body?.endpoint?.port) || 8083}`;
+  /** @type {HTMLInputElement} */ ($('endpoint-base')).placeholder = settingsBase;
+  /** @type {HTMLInputElement} */ ($('endpoint-base')).value = endpointBase();
 }
 
-function endpointUrl(agent) {
+/** The endpoint's base URL: the owner's choice in this browser, else the deployment's. */
+export function endpointBase() {
+  return localStorage.getItem(BASE_STORAGE) || settingsBase;
+}
+
+export function endpointUrl(agent) {
   return `${endpointBase().replace(/\/+$/, '')}/v1/agents/${encodeURIComponent(agent.id)}/mcp`;
 }
 

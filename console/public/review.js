@@ -56,7 +56,19 @@ function changeItem(c) {
     el('span', { className: 'muted', textContent: `${c.kind === 'new' ? 'new tool' : 'changed'} · ${c.withheld ? 'withheld from agents' : 'agents keep the accepted contract'}` }),
     el('span', { className: 'actions-always' }, accept, reject),
   );
-  const li = el('li', { className: 'review' }, head, el('p', { className: 'muted cid', textContent: `cid ${c.cid}${c.documentCid ? ` · agents get ${c.documentCid}` : ''}` }));
+  const li = el(
+    'li',
+    { className: 'review' },
+    head,
+    el('p', {
+      className: 'muted cid',
+      textContent: [
+        `held contract ${c.cid}`,
+        c.previousCid ? `accepted contract (agents have now) ${c.previousCid}` : 'no accepted contract',
+        ...(c.documentCid ? [`tool document once accepted ${c.documentCid}`] : []),
+      ].join(' · '),
+    }),
+  );
   li.dataset.tool = c.tool;
   li.dataset.server = c.server;
   if (c.warnings.length > 0)

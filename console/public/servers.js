@@ -15,7 +15,7 @@ const isMachine = (s) => s.oauthClient?.grant === 'client_credentials';
 
 export function initServers(context) {
   ctx = context;
-  initToolList({ state: context.state, render: renderServers });
+  initToolList({ state: context.state, render: () => (context.render ?? renderServers)() });
 }
 
 function statusChip(s) {
@@ -58,6 +58,29 @@ export async function authorize(name, popup = openAuthorizationWindow()) {
   }
 }
 
+/**
+ * A server saved with no auth (or a token) whose server asks for OAuth: saved again with OAuth
+ * (same URL, transport and pin), then authorized in the popup opened by the click.
+ */
+export async function switchToOAuth(s, popup) {
+  try {
+    const res = await act('SetMcpServer', {
+      name: s.name,
+      config: { url: s.url, auth: 'oauth', ...(s.transport ? { transport: s.transport } : {}), ...(s.pin && s.pin !== 'off' ? { pin: s.pin } : {}) },
+    });
+    followAuthorization(s.name, res, popup);
+    await ctx.load();
+  } catch (err) {
+    discard(popup);
+    throw err;
+  }
+}
+
+/** What a server's status says to a person: its one line (what to try) when there is one, else its error. */
+export function statusText(s) {
+  return s.status.summary ?? s.status.error ?? '';
+}
+
 /** After SetMcpServer or AuthorizeMcpServer: sends the popup to the authorization URL, if any. */
 export function followAuthorization(name, res, popup) {
   if (res.authorizationUrl) {
@@ -89,13 +112,19 @@ function button(text, onClick) {
   return b;
 }
 
-function serverActions(s) {
+export function serverActions(s) {
   const actions = el('span', { className: 'actions' });
   if (s.status.state === 'auth_required' && s.auth === 'oauth' && !isMachine(s)) {
     // Opened inside the click: the popup must not wait for the round trip.
     const authorizeButton = button('Authorize', () => void run(() => authorize(s.name, openAuthorizationWindow())));
     authorizeButton.classList.add('primary');
     actions.append(authorizeButton);
+  } else if (s.status.state === 'auth_required' && s.auth !== 'oauth' && !s.builtin) {
+    // Added with another method, the server asks for OAuth: switch it to OAuth and sign in, in one click.
+    const oauthButton = button('Authorize with OAuth', () => void run(() => switchToOAuth(s, openAuthorizationWindow())));
+    oauthButton.classList.add('primary');
+    oauthButton.title = 'This server signs in with OAuth: save it with OAuth and authorize in a popup';
+    actions.append(oauthButton);
   }
   const refresh = button(
     'Refresh',
@@ -136,40 +165,60 @@ function pinChip(s) {
   return chip;
 }
 
-function serverItem(s, agent) {
-  const box = el('input', { type: 'checkbox', title: agent ? `enable for ${agent.name}` : 'pick an agent first', disabled: !agent });
-  box.checked = !!agent && agent.grants.mcpServers.includes(s.name);
-  box.addEventListener('click', (e) => e.stopPropagation());
-  box.addEventListener('change', () => void ctx.toggleGrant(s.name, box.checked));
-  const info = el('span', {}, statusChip(s));
+/** The status line of a server's chips: state, auth, era, pin (the list and the server page). */
+export function serverChips(s) {
+  const info = el('span', { className: 'chips' }, statusChip(s));
   if (s.hasSecrets || s.auth === 'oauth') info.append(' ', el('span', { className: 'chip auth', textContent: s.auth === 'oauth' ? 'OAuth' : 'Auth' }));
   if (s.era) info.append(' ', eraChip(s));
   if (s.pin !== undefined && s.pin !== 'off') info.append(' ', pinChip(s));
-  let host = s.url;
+  return info;
+}
+
+export function hostOf(url) {
   try {
-    host = new URL(s.url).host;
+    return new URL(url).host;
   } catch {
-    // keep the URL as it is
+    return url;
   }
-  const row = el('div', { className: 'server-row' }, box, el('strong', { textContent: s.name }), info, el('span', { className: 'muted', textContent: host }), serverActions(s));
-  row.addEventListener('click', () => {
+}
+
+function serverItem(s, agent) {
+  const box = el('input', { type: 'checkbox', title: agent ? `give its tools to ${agent.name}` : 'pick an agent first', disabled: !agent });
+  box.setAttribute('aria-label', agent ? `${s.name} for agent ${agent.name}` : `${s.name}: pick an agent first`);
+  box.checked = !!agent && agent.grants.mcpServers.includes(s.name);
+  box.addEventListener('change', () => void ctx.toggleGrant(s.name, box.checked));
+  const open = expanded.has(s.name);
+  const toggle = button(open ? 'Tools ▾' : 'Tools ▸', () => {
     if (expanded.has(s.name)) expanded.delete(s.name);
     else expanded.add(s.name);
     renderServers();
   });
+  toggle.classList.add('quiet', 'tools-toggle');
+  toggle.setAttribute('aria-expanded', String(open));
+  toggle.setAttribute('aria-label', `tools of ${s.name}`);
+  toggle.dataset.focusKey = `tools\n${s.name}`;
+  const name = el('strong', {}, el('a', { href: `#/servers/${encodeURIComponent(s.name)}`, className: 'server-link', textContent: s.name }));
+  const row = el('div', { className: 'server-row' }, box, name, serverChips(s), el('span', { className: 'muted host', textContent: hostOf(s.url) }), toggle, serverActions(s));
   const li = el('li', { className: 'server' }, row);
   li.dataset.server = s.name;
+  li.dataset.state = s.status.state;
+  if (s.pin !== undefined && s.pin !== 'off') li.dataset.tags = 'pinned';
+  // Found by its tools too: a search for a tool's name finds the server that has it.
+  li.dataset.search = [s.url, ...s.tools.map((t) => `${t.toolName} ${t.description ?? ''}`)].join(' ');
   if (s.oauthClient) li.append(clientLine(s.oauthClient));
-  if (s.status.state !== 'ok' && s.status.error) li.append(el('div', { className: 'error-text', textContent: s.status.error }));
+  if (s.status.state !== 'ok' && statusText(s) !== '') li.append(el('div', { className: 'error-text', textContent: statusText(s) }));
   // Tools the server lists that agents do not get, and why: nothing is lost without a word.
   for (const t of s.status.skippedTools ?? []) li.append(el('div', { className: 'skipped-tool muted', textContent: `Not offered: ${t.name} — ${t.reason}` }));
-  if (expanded.has(s.name)) li.append(toolList(s));
+  if (open) li.append(toolList(s));
   return li;
 }
 
 export function renderServers() {
   const { servers } = ctx.state;
   $('servers-empty').hidden = servers.length > 0;
+  // What waits for the owner: servers to authorize and servers that cannot be reached.
+  const waiting = servers.filter((s) => s.status.state === 'auth_required' || s.status.state === 'error').length;
+  $('server-wait-count').textContent = waiting > 0 ? String(waiting) : '';
   const agent = ctx.currentAgent();
   const list = $('server-list');
   // Drawing the list again must not drop the keyboard focus of the control in use.

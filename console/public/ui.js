@@ -35,3 +35,57 @@ export async function run(fn) {
     say(/** @type {Error} */ (err).message, true);
   }
 }
+
+/** A link within the console (`#/servers/acme`); its text shown escaped. */
+export function link(href, text, className = '') {
+  return el('a', { href, textContent: text, ...(className ? { className } : {}) });
+}
+
+/** Whether `li` matches the query `q` (lower case): its text, and what it names in `data-search`. */
+function matches(li, q) {
+  if (q === '') return true;
+  return `${li.textContent ?? ''} ${li.dataset.search ?? ''}`.toLowerCase().includes(q);
+}
+
+/**
+ * The search box and choice filters of every list: an `input[data-filter=LIST]` hides the items
+ * of list `LIST` whose text does not hold what was typed; a `select[data-filter-state=LIST]`
+ * those whose `data-state` (or `data-tags`) is not the one chosen. Lists are drawn again often:
+ * the filter follows each new drawing, and a list with items none of which match says so.
+ */
+export function wireFilters(root = document) {
+  const apply = (listId) => {
+    const list = $(listId);
+    if (!list) return;
+    const q = [...root.querySelectorAll(`input[data-filter="${listId}"]`)]
+      .map((i) => /** @type {HTMLInputElement} */ (i).value.trim().toLowerCase())
+      .join(' ')
+      .trim();
+    const states = [...root.querySelectorAll(`select[data-filter-state="${listId}"]`)].map((s) => /** @type {HTMLSelectElement} */ (s).value).filter((v) => v !== '');
+    let shown = 0;
+    for (const li of /** @type {HTMLElement[]} */ ([...list.children])) {
+      const tags = `${li.dataset.state ?? ''} ${li.dataset.tags ?? ''}`.split(' ');
+      const keep = matches(li, q) && states.every((s) => tags.includes(s));
+      li.classList.toggle('filtered-out', !keep);
+      if (keep) shown += 1;
+    }
+    let none = $(`${listId}-none`);
+    if (!none) {
+      none = el('p', { id: `${listId}-none`, className: 'muted filter-none', textContent: 'Nothing matches.' });
+      list.after(none);
+    }
+    none.hidden = !(list.children.length > 0 && shown === 0);
+  };
+  const ids = new Set(
+    [...root.querySelectorAll('[data-filter], [data-filter-state]')].map((n) => /** @type {HTMLElement} */ (n).dataset.filter ?? /** @type {HTMLElement} */ (n).dataset.filterState ?? ''),
+  );
+  for (const id of ids) {
+    const list = $(id);
+    if (!list) continue;
+    for (const control of root.querySelectorAll(`[data-filter="${id}"], [data-filter-state="${id}"]`)) {
+      control.addEventListener('input', () => apply(id));
+      control.addEventListener('change', () => apply(id));
+    }
+    new window.MutationObserver(() => apply(id)).observe(list, { childList: true });
+  }
+}

@@ -1,5 +1,6 @@
 import { generateKeyPairSync } from 'node:crypto';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type BrowserContext, type Page, type Route } from 'playwright-core';
@@ -22,6 +23,10 @@ const SECRET = 'acme-5d20c7e1-never-in-the-page';
 const MACHINE_SECRET = 'm2m-8f3a61d2-never-in-the-page';
 /** The vendor token a built-in server borrows. */
 const VENDOR_TOKEN = 'gho_consolePermissions';
+/** The agent endpoint's public URL as the deployment sets it (`ENDPOINT_PUBLIC_URL`): the console shows it, never a port of its own. */
+const ENDPOINT_PUBLIC_URL = 'https://agents.example.test';
+/** Where the walk saves its screenshots (docs/console/ for the project's; unset: none are saved). */
+const SHOTS = process.env.MCPX_CONSOLE_SCREENSHOTS;
 
 /**
  * The console driven in a real Chromium against the real system (registry, projector and proxy on
@@ -39,6 +44,15 @@ const VENDOR_TOKEN = 'gho_consolePermissions';
  */
 const PAGE_WAIT_MS = 60_000;
 
+/** A loopback port that nothing listens on (bound, then closed). */
+async function closedPort(): Promise<number> {
+  const probe = createServer();
+  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+  const { port } = probe.address() as { port: number };
+  await new Promise<void>((resolve) => probe.close(() => resolve()));
+  return port;
+}
+
 describe.skipIf(!HAS_CHROMIUM)(`the console in a real browser${HAS_CHROMIUM ? '' : ` (skipped: no Chromium at ${CHROMIUM}; install it or set CHROMIUM_PATH)`}`, { timeout: 180_000 }, () => {
   let system: ProxySystem;
   let acme: TestMcpServer;
@@ -47,23 +61,35 @@ describe.skipIf(!HAS_CHROMIUM)(`the console in a real browser${HAS_CHROMIUM ? ''
   let machineAs: TestOAuthServer;
   let machine: TestMcpServer;
   let vendor: TestMcpServer;
+  let plain: TestMcpServer;
   let userDataDir: string;
+  /** What the browser said was wrong: console errors and 404 answers, over the whole file. */
+  const consoleErrors: string[] = [];
+  const notFound: string[] = [];
   let context: BrowserContext;
   let page: Page;
 
   beforeAll(async () => {
     vendor = await startTestMcpServer({ tools: vendorTools(), requireHeader: { name: 'Authorization', value: `Bearer ${VENDOR_TOKEN}` } });
     [system, acme, as, machineAs] = await Promise.all([
-      ProxySystem.start({ env: { BUILTIN_ENDPOINTS: `github=${vendor.url}` } }),
+      ProxySystem.start({ env: { BUILTIN_ENDPOINTS: `github=${vendor.url}` }, registry: { endpoint: { publicUrl: ENDPOINT_PUBLIC_URL } } }),
       startTestMcpServer({ era: 'modern', tools: approvalTools(), requireHeader: { name: 'X-Acme-Token', value: SECRET } }),
       startOAuthServer(),
       startOAuthServer({ clientCredentials: { authMethods: ['client_secret_basic', 'private_key_jwt'] } }),
     ]);
-    [guarded, machine] = await Promise.all([startProtectedMcpServer(as, { era: 'modern' }), startProtectedMcpServer(machineAs)]);
+    [guarded, machine, plain] = await Promise.all([startProtectedMcpServer(as, { era: 'modern' }), startProtectedMcpServer(machineAs), startTestMcpServer({ era: 'modern' })]);
     userDataDir = mkdtempSync(join(tmpdir(), 'mcpx-console-'));
     context = await chromium.launchPersistentContext(userDataDir, { executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
     context.setDefaultTimeout(PAGE_WAIT_MS);
     page = context.pages()[0] ?? (await context.newPage());
+    page.on('console', (m) => {
+      // A request this file aborts on purpose (a failing network) is said by the browser as an error.
+      if (m.type() === 'error' && !m.text().includes('net::ERR_FAILED')) consoleErrors.push(m.text());
+    });
+    page.on('pageerror', (e) => consoleErrors.push(e.message));
+    context.on('response', (r) => {
+      if (r.status() === 404) notFound.push(r.url());
+    });
     await page.goto(`${system.api.apiUrl}/console/`);
   });
 
@@ -71,7 +97,7 @@ describe.skipIf(!HAS_CHROMIUM)(`the console in a real browser${HAS_CHROMIUM ? ''
     await context?.close();
     if (userDataDir) rmSync(userDataDir, { recursive: true, force: true });
     await system?.stop();
-    await Promise.all([acme?.close(), guarded?.close(), machine?.close(), vendor?.close()]);
+    await Promise.all([acme?.close(), guarded?.close(), machine?.close(), vendor?.close(), plain?.close()]);
     await Promise.all([as?.close(), machineAs?.close()]);
   });
 
@@ -101,9 +127,11 @@ describe.skipIf(!HAS_CHROMIUM)(`the console in a real browser${HAS_CHROMIUM ? ''
     await page.waitForFunction(`document.activeElement?.getAttribute('aria-label') === 'permission of ${toolName}'`);
     const run = `permissions-${slug}`;
     const id = await eventually(() => stoppedCall(system, agent, run, toolName, args).catch(() => undefined), PAGE_WAIT_MS, `${toolName} to ask`);
+    await room('#/approvals');
     const approval = page.locator(`#approval-list li[data-approval="${id}"]`);
     await approval.getByRole('button', { name: 'Deny' }).click();
     await approval.waitFor({ state: 'detached' });
+    await room('#/servers');
 
     await permissionOf(toolName).selectOption('');
     await row('[data-permission="act"]:not([data-overridden])').waitFor();
@@ -112,14 +140,26 @@ describe.skipIf(!HAS_CHROMIUM)(`the console in a real browser${HAS_CHROMIUM ? ''
     expect(out.result.text).toBe(expected);
   }
 
-  async function openAddDialog(url: string, name: string, auth: 'oauth' | 'bearer' | 'headers' | 'none'): Promise<void> {
+  /** Opens a room by its address (`#/servers`, `#/agents/<id>`) and waits until it is shown. */
+  async function room(hash: string): Promise<void> {
+    await page.evaluate(`location.hash = ${JSON.stringify(hash)}`);
+    await page.locator('main > section[data-room]:not(.away):not([hidden])').first().waitFor();
+  }
+  /** The current agent's page (its grants, its tools, its endpoint). */
+  const agentPage = async (): Promise<void> => room(`#/agents/${await page.locator('#agent-select').inputValue()}`);
+
+  async function openAddDialog(url: string, name: string, auth: 'oauth' | 'bearer' | 'headers' | 'none', grantTo: string[] = []): Promise<void> {
+    await room('#/servers');
     await page.click('#server-add');
+    for (const agent of grantTo) await page.check(`#add-grant-list input[aria-label="give it to ${agent}"]`);
     await page.fill('#add-form input[name="url"]', url);
     await page.fill('#add-form input[name="name"]', name);
     await page.check(`#add-form input[name="auth"][value="${auth}"]`);
   }
 
   it('signs with a key made in the browser, then with a key file, and creates an agent', async () => {
+    // No key yet: the first-run screen says what to do.
+    await page.locator('#welcome:not(.away)', { hasText: 'Make a key' }).waitFor();
     await page.click('#key-new');
     await page.locator('body[data-live="true"]').waitFor(); // the signed event stream is open
     expect(await page.locator('#principal').textContent()).toMatch(/^account /);
@@ -155,6 +195,7 @@ describe.skipIf(!HAS_CHROMIUM)(`the console in a real browser${HAS_CHROMIUM ? ''
     await page.locator(`#principal[title="${system.account}"]`).waitFor();
     await page.locator('body[data-live="true"]').waitFor();
 
+    await room('#/agents');
     await page.fill('#agent-name', 'helper');
     await page.click('#agent-create');
     await page.locator('#agent-select option', { hasText: 'helper' }).waitFor({ state: 'attached' });
@@ -162,7 +203,7 @@ describe.skipIf(!HAS_CHROMIUM)(`the console in a real browser${HAS_CHROMIUM ? ''
   });
 
   it('adds a server with custom headers one per line: a bad line is named, the values never stay in the page', async () => {
-    await openAddDialog(acme.url, 'acme', 'headers');
+    await openAddDialog(acme.url, 'acme', 'headers', ['helper']);
     await page.fill('#add-form textarea[name="headers"]', `X-Acme-Token: ${SECRET}\nX-Tenant acme\n\nContent-Type: text/plain`);
     await page.click('#add-save');
     await page.locator('#add-errors li[data-line="2"]', { hasText: 'no colon' }).waitFor();
@@ -175,10 +216,12 @@ describe.skipIf(!HAS_CHROMIUM)(`the console in a real browser${HAS_CHROMIUM ? ''
     await page.locator('#add-dialog').waitFor({ state: 'hidden' });
     await server('acme').locator('.chip[data-state="ok"]', { hasText: '3 tools' }).waitFor();
     expect(await server('acme').locator('.chip.era').textContent()).toBe('modern 2026-07-28');
-    await server('acme').locator('strong').click();
+    await server('acme').getByRole('button', { name: 'tools of acme' }).click();
     await server('acme').locator('.tools li', { hasText: 'acme__drop_table' }).waitFor();
-    // Granted to the agent on the spot; the projection reaches the page through the event stream.
+    // Granted to the agent ticked in the dialog; the projection reaches the page through the event stream.
+    await agentPage();
     await page.locator('#tool-index', { hasText: 'acme__drop_table' }).waitFor();
+    await room('#/servers');
 
     expect(acme.stats.headersSeen.get('x-acme-token')).toContain(SECRET);
     expect(acme.stats.headersSeen.get('x-tenant')).toContain('acme');
@@ -230,8 +273,8 @@ describe.skipIf(!HAS_CHROMIUM)(`the console in a real browser${HAS_CHROMIUM ? ''
   });
 
   /** Opens the add-server dialog on OAuth, machine to machine, for `clientId`. */
-  async function openMachineDialog(url: string, name: string, clientId: string): Promise<void> {
-    await openAddDialog(url, name, 'oauth');
+  async function openMachineDialog(url: string, name: string, clientId: string, grantTo: string[] = []): Promise<void> {
+    await openAddDialog(url, name, 'oauth', grantTo);
     await page.check('#add-form input[name="grant"][value="client_credentials"]');
     await page.fill('#add-form input[name="machineClientId"]', clientId);
   }
@@ -247,7 +290,7 @@ describe.skipIf(!HAS_CHROMIUM)(`the console in a real browser${HAS_CHROMIUM ? ''
   it('adds a machine to machine oauth server with a client secret: no popup, connected with its tools, the secret gone from the page', async () => {
     machineAs.registerMachineClient('console-m2m', { secret: MACHINE_SECRET });
     const opened = pagesOpened();
-    await openMachineDialog(machine.url, 'machine', '');
+    await openMachineDialog(machine.url, 'machine', '', ['helper']);
     await page.click('#add-save');
     await page.locator('#add-errors li[data-field="clientId"]', { hasText: 'Client ID: the client ID is required for machine to machine' }).waitFor();
     await page.locator('#add-errors li[data-field="clientSecret"]', { hasText: 'Client secret: paste the client secret' }).waitFor();
@@ -263,9 +306,11 @@ describe.skipIf(!HAS_CHROMIUM)(`the console in a real browser${HAS_CHROMIUM ? ''
     expect(await server('machine').locator('.chip.era').textContent()).toMatch(/^legacy 2025-\d\d-\d\d$/);
     expect(await server('machine').locator('.oauth-client[data-grant="client_credentials"]').textContent()).toBe('OAuth client ID console-m2m · machine to machine · secret set · scope mcp:tools');
     expect(await server('machine').getByRole('button', { name: 'Authorize' }).count()).toBe(0);
-    await server('machine').locator('strong').click();
+    await server('machine').getByRole('button', { name: 'tools of machine' }).click();
     await server('machine').locator('.tools li', { hasText: 'machine__echo' }).waitFor();
+    await agentPage();
     await page.locator('#tool-index', { hasText: 'machine__echo' }).waitFor();
+    await room('#/servers');
     // The token came from the token endpoint: nobody signed in and no window opened.
     expect(machineAs.stats.clientCredentialsGrants).toBe(1);
     expect(machineAs.stats.authorizations).toBe(0);
@@ -322,6 +367,9 @@ describe.skipIf(!HAS_CHROMIUM)(`the console in a real browser${HAS_CHROMIUM ? ''
   it('shows a call that asks in the approvals view, live; Approve lets the re-sent call run, Deny refuses it', async () => {
     const agent = await page.locator('#agent-select').inputValue();
     const id = await stoppedCall(system, agent, 'browser-run', 'acme__drop_table', { table: 'users' });
+    // Counted in the navigation, live, whatever room is open.
+    await page.locator('#nav #approval-count', { hasText: '1' }).waitFor();
+    await room('#/approvals');
     const item = page.locator(`#approval-list li[data-approval="${id}"]`);
     await item.locator('strong', { hasText: 'acme__drop_table' }).waitFor();
     expect(await item.locator('.arguments').textContent()).toContain('"users"');
@@ -339,6 +387,7 @@ describe.skipIf(!HAS_CHROMIUM)(`the console in a real browser${HAS_CHROMIUM ? ''
     expect(err.code).toBe('approval_refused');
     await page.locator('#approvals-empty').waitFor();
     expect(await pageText()).not.toContain(SECRET);
+    await room('#/servers');
   });
 
   it('shows the permission level of each tool and lets the owner override it; a failed change stays next to its tool', async () => {
@@ -384,8 +433,10 @@ describe.skipIf(!HAS_CHROMIUM)(`the console in a real browser${HAS_CHROMIUM ? ''
     // The vendor connection lights the built-in up; the page learns of it from the event stream.
     await system.api.act('SetVendorConnection', { vendor: 'github', accessToken: VENDOR_TOKEN });
     await server('github').locator('input[type="checkbox"]').click();
+    await agentPage();
     await page.locator('#tool-index', { hasText: 'github__get_issue' }).waitFor();
-    await server('github').locator('strong').click();
+    await room('#/servers');
+    await server('github').getByRole('button', { name: 'tools of github' }).click();
     await server('github').locator('.tools li[data-tool="create_issue"][data-permission="always_ask"]').waitFor();
     expect(await chosen('github__create_issue').textContent()).toBe('inherited (always ask)');
     expect(await chosen('github__get_issue').textContent()).toBe('inherited (act)');
@@ -417,5 +468,159 @@ describe.skipIf(!HAS_CHROMIUM)(`the console in a real browser${HAS_CHROMIUM ? ''
     await page.locator('#message.error', { hasText: 'wander: moved to another origin, so its stored secrets were dropped: re-enter the secret header X-Acme-Token' }).waitFor();
     expect(vendor.stats.headersSeen.get('x-acme-token')).toBeUndefined();
     expect(await pageText()).not.toContain(SECRET);
+  });
+
+  it("shows the agent endpoint's URL and client config from the deployment's settings, not a port of its own", async () => {
+    const agent = await page.locator('#agent-select').inputValue();
+    await room('#/endpoint');
+    await page.locator('#endpoint-url', { hasText: ENDPOINT_PUBLIC_URL }).waitFor();
+    expect(await page.locator('#endpoint-url').textContent()).toBe(`${ENDPOINT_PUBLIC_URL}/v1/agents/${agent}/mcp`);
+    expect(await page.locator('#endpoint-snippet').textContent()).toContain(`"url": "${ENDPOINT_PUBLIC_URL}/v1/agents/${agent}/mcp"`);
+    expect(await pageText()).not.toContain(':8083');
+    // The agent's page shows it too, and one face per server it may use.
+    await agentPage();
+    await page.locator('#agent-endpoint code', { hasText: `${ENDPOINT_PUBLIC_URL}/v1/agents/${agent}/servers/acme/mcp` }).waitFor();
+  });
+
+  it('Add server grants only the agents ticked, and none when the connect fails', async () => {
+    const grantsOf = async (name: string): Promise<string[]> =>
+      (await system.api.act<{ agents: Array<{ name: string; grants: { mcpServers: string[] } }> }>('ListAgents')).agents.find((a) => a.name === name)?.grants.mcpServers ?? [];
+    await room('#/agents');
+    await page.fill('#agent-name', 'second');
+    await page.click('#agent-create');
+    await page.locator('#agent-page[data-agent]:not(.away) h2', { hasText: 'second' }).waitFor();
+
+    // Nothing ticked: connected, and given to nobody (the current agent included).
+    await openAddDialog(plain.url, 'plain', 'none');
+    await page.click('#add-save');
+    await page.locator('#add-dialog').waitFor({ state: 'hidden' });
+    await server('plain').locator('.chip[data-state="ok"]').waitFor();
+    expect(await grantsOf('second')).not.toContain('plain');
+    expect(await grantsOf('helper')).not.toContain('plain');
+
+    // Ticked, but it does not connect: saved, given to nobody, and the page says why.
+    const down = `http://127.0.0.1:${await closedPort()}/mcp`;
+    await openAddDialog(down, 'offline', 'none', ['second']);
+    await page.click('#add-save');
+    await page.locator('#add-dialog').waitFor({ state: 'hidden' });
+    await server('offline').locator('.chip[data-state="error"]').waitFor();
+    await page.locator('#message.error', { hasText: 'offline: saved but not connected, so not given to second' }).waitFor();
+    await server('offline').locator('.error-text', { hasText: '(connection refused): is the server running, and is the port right?' }).waitFor();
+    expect(await grantsOf('second')).not.toContain('offline');
+
+    // Ticked and connected: given to that agent only.
+    await openAddDialog(plain.url, 'plain2', 'none', ['second']);
+    await page.click('#add-save');
+    await page.locator('#add-dialog').waitFor({ state: 'hidden' });
+    await eventually(async () => ((await grantsOf('second')).includes('plain2') ? true : undefined), PAGE_WAIT_MS, 'plain2 granted to second');
+    expect(await grantsOf('helper')).not.toContain('plain2');
+    await page.selectOption('#agent-select', { label: 'helper' });
+  });
+
+  it('a server added with "None" that signs in with OAuth says so and offers Authorize, which connects it', async () => {
+    await openAddDialog(guarded.url, 'signin', 'none');
+    await page.click('#add-save');
+    await page.locator('#add-dialog').waitFor({ state: 'hidden' });
+    await server('signin').locator('.chip[data-state="auth_required"]').waitFor();
+    await server('signin').locator('.error-text', { hasText: 'this server signs in with OAuth' }).waitFor();
+    const button = server('signin').getByRole('button', { name: 'Authorize with OAuth' });
+    const [popup] = await Promise.all([page.waitForEvent('popup'), button.click()]);
+    if (!popup.isClosed()) await popup.waitForEvent('close');
+    await server('signin').locator('.chip[data-state="ok"]', { hasText: '2 tools' }).waitFor();
+    const { servers } = await system.api.act<{ servers: RedactedMcpServer[] }>('ListMcpServers');
+    expect(servers.find((x) => x.name === 'signin')?.auth).toBe('oauth');
+  });
+
+  it('walks the rooms: live counts, search and filters, a server page with its failure in words, an agent page, the audit diff; usable at 390 px; no console error or 404', async () => {
+    const shot = async (name: string): Promise<void> => {
+      if (SHOTS !== undefined) await page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: name.startsWith('phone') ? false : true });
+    };
+    if (SHOTS !== undefined) mkdirSync(SHOTS, { recursive: true });
+    await page.setViewportSize({ width: 1280, height: 860 });
+    // A server that answers 404 at a wrong path, and a call waiting for approval: what a person looks for.
+    await system.api.act('SetMcpServer', { name: 'typo', config: { url: acme.url.replace(/\/mcp$/, '/mpc') } });
+    const agent = await page.locator('#agent-select').inputValue();
+    const waiting = await stoppedCall(system, agent, 'walk-run', 'acme__drop_table', { table: 'invoices' });
+
+    await room('#/servers');
+    await server('typo').locator('.error-text', { hasText: 'the server answered 404 at /mpc; MCP servers usually serve /mcp' }).waitFor();
+    // What waits for a person is counted in the navigation: the approval, the servers in trouble.
+    await page.locator('#nav #approval-count', { hasText: '1' }).waitFor();
+    expect(Number(await page.locator('#nav #server-wait-count').textContent())).toBeGreaterThanOrEqual(2);
+    await shot('servers');
+
+    // Search finds a server by one of its tools; the status filter narrows to the failing ones.
+    await page.fill('#server-search', 'drop_table');
+    await server('acme').waitFor();
+    const found = await page.locator('#server-list li.server:not(.filtered-out)').evaluateAll((els) => els.map((e) => [e.getAttribute('data-server'), e.getAttribute('data-search') ?? '']));
+    expect(found.map(([name]) => name)).toContain('acme');
+    for (const [, search] of found) expect(search).toContain('drop_table');
+    expect(found.length).toBeLessThan(await page.locator('#server-list li.server').count());
+    await page.fill('#server-search', 'no-such-thing');
+    await page.locator('#server-list-none:not([hidden])').waitFor();
+    await page.fill('#server-search', '');
+    await page.selectOption('#server-state', 'error');
+    const failing = await page.locator('#server-list li.server:not(.filtered-out)').evaluateAll((els) => els.map((e) => e.getAttribute('data-server')));
+    expect(failing).toEqual(expect.arrayContaining(['typo', 'offline']));
+    expect(failing).not.toContain('acme');
+    await page.selectOption('#server-state', '');
+
+    // A server's page, one click from the list: the failure in words, the raw detail on request, its history.
+    await server('typo').locator('a.server-link').click();
+    await page.locator('#server-page:not(.away) .status-summary', { hasText: 'MCP servers usually serve /mcp' }).waitFor();
+    expect(await page.locator('#server-page .raw-error pre').textContent()).toContain('HTTP 404');
+    await page.locator('#server-history li', { hasText: 'SetMcpServer' }).waitFor();
+    await room('#/servers/acme');
+    await page.locator('#server-page-tools li[data-tool="drop_table"][data-permission="always_ask"]').waitFor();
+    await page.fill('#server-tool-search', 'echo');
+    expect(await page.locator('#server-page-tools li:not(.filtered-out)').count()).toBe(1);
+    await page.fill('#server-tool-search', '');
+    await shot('server-page');
+
+    // The agent's page: what it may use, its tools with their levels, its endpoint.
+    await agentPage();
+    await page.locator('#tool-index li[data-tool="acme__drop_table"][data-permission="always_ask"]', { hasText: 'always ask' }).waitFor();
+    expect(await page.locator('#agent-grants input[aria-label="acme for agent helper"]').isChecked()).toBe(true);
+    await shot('agent-page');
+
+    await room('#/approvals');
+    await page.locator(`#approval-list li[data-approval="${waiting}"]`).waitFor();
+    await shot('approvals');
+
+    // The audit log's change, field by field.
+    await room('#/audit');
+    await page.fill('#audit-action', 'SetToolPermission');
+    await page.locator('#audit-action').dispatchEvent('change');
+    const row = page.locator('#audit-list li.audit table.audit-change tr[data-kind]').first();
+    await row.waitFor();
+    expect(await row.locator('td.field').textContent()).toBeTruthy();
+    await page.fill('#audit-action', '');
+    await page.locator('#audit-action').dispatchEvent('change');
+    await page.locator('#audit-list li.audit[data-action="SetMcpServer"] table.audit-change').first().waitFor();
+    await shot('audit');
+
+    for (const r of ['#/questions', '#/reviews', '#/tasks', '#/activity', '#/signers']) await room(r);
+    await room('#/endpoint');
+    await shot('endpoint');
+
+    // A phone: the navigation folds behind Menu; nothing is wider than the screen.
+    await page.setViewportSize({ width: 390, height: 844 });
+    await room('#/servers');
+    expect(await page.locator('#nav').isVisible()).toBe(false);
+    expect(await page.evaluate<number>('document.documentElement.scrollWidth')).toBeLessThanOrEqual(390);
+    await shot('phone-servers');
+    await page.click('#nav-toggle');
+    await page.locator('#nav').waitFor();
+    await shot('phone-nav');
+    await page.locator('#nav a[data-room="agents"]').click();
+    await page.locator('#agents:not(.away)').waitFor();
+    expect(await page.locator('#nav').isVisible()).toBe(false);
+    await room('#/servers/acme');
+    expect(await page.evaluate<number>('document.documentElement.scrollWidth')).toBeLessThanOrEqual(390);
+    await shot('phone-server-page');
+    await page.setViewportSize({ width: 1280, height: 860 });
+
+    expect(consoleErrors).toEqual([]);
+    expect(notFound).toEqual([]);
   });
 });

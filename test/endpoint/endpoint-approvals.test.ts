@@ -1,11 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
-import { approvalTools } from '../approvals/approval-tools.js';
-import { startTestMcpServer, type TestMcpServer } from '../servers/index.js';
-import { startEndpointSystem, type EndpointSystem } from './endpoint-harness.js';
-
-type ErrorMeta = { code: string; message: string; details: Record<string, unknown> };
-const errorOf = (result: { _meta?: Record<string, unknown> }): ErrorMeta => result._meta?.['io.mcpx/error'] as ErrorMeta;
+import type { Client } from '@modelcontextprotocol/client';
+import type { TestMcpServer } from '../servers/index.js';
+import { connectAgentClient, errorOf, startEndpointApprovalSystem, type EndpointSystem } from './endpoint-harness.js';
 
 /**
  * Approvals and limits through the endpoint: an always_ask tool stops for the owner and comes back
@@ -18,12 +14,8 @@ describe('the agent MCP endpoint: approvals are tool results', () => {
   let client: Client;
 
   beforeAll(async () => {
-    [sys, upstream] = await Promise.all([startEndpointSystem(), startTestMcpServer({ era: 'modern', tools: approvalTools() })]);
-    await sys.system.setServer('db', upstream.url);
-    await sys.system.createAgent('ops', ['db'], 3);
-    const { token } = await sys.token('ops');
-    client = new Client({ name: 'approvals', version: '1.0.0' }, { versionNegotiation: { mode: 'auto' } });
-    await client.connect(new StreamableHTTPClientTransport(new URL(sys.urlOf('ops')), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
+    ({ sys, upstream } = await startEndpointApprovalSystem());
+    client = await connectAgentClient(sys, 'ops', 'approvals');
   }, 120_000);
 
   afterAll(async () => {

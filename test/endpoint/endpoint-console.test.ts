@@ -46,8 +46,12 @@ describe.skipIf(!HAS_CHROMIUM)('the console shows each agent’s MCP endpoint an
   it('makes a token that opens the endpoint, lists it, and revokes it', async () => {
     await page.locator('#key-new').click();
     await page.locator('#principal').filter({ hasText: 'account' }).waitFor();
+    // The console shows one room at a time: agents, then the endpoint's.
+    await page.evaluate("location.hash = '#/agents'");
     await page.locator('#agent-name').fill('browser');
     await page.locator('#agent-create').click();
+    await page.locator('#agent-page h2', { hasText: 'browser' }).waitFor();
+    await page.evaluate("location.hash = '#/endpoint'");
     await page.locator('#endpoint-url').filter({ hasText: '/v1/agents/' }).waitFor();
     // Point the page at this system's endpoint service.
     await page.locator('#endpoint-base').fill(sys.endpoint.url);

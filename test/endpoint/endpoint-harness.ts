@@ -1,6 +1,17 @@
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { loadEndpointConfig, startEndpoint, type RunningEndpoint } from '@mcpx/endpoint';
 import type { Telemetry } from '@mcpx/telemetry';
+import { approvalTools } from '../approvals/approval-tools.js';
+import { startTestMcpServer, type TestMcpServer } from '../servers/index.js';
 import { ProxySystem, type ProxySystemOptions } from '../support/proxy-system.js';
+
+/** The connector's error as a tool result carries it (`_meta['io.mcpx/error']`). */
+export type ErrorMeta = { code: string; message: string; details: Record<string, unknown> };
+
+/** The connector's error of a tool result (undefined on a result that has none). */
+export const errorOf = (result: { _meta?: Record<string, unknown> }): ErrorMeta => result._meta?.['io.mcpx/error'] as ErrorMeta;
+
+export type EndpointSystemOptions = ProxySystemOptions & { endpointEnv?: Record<string, string>; telemetry?: Telemetry; logSink?: (line: string) => void };
 
 export interface EndpointSystem {
   system: ProxySystem;
@@ -19,7 +30,7 @@ export interface EndpointSystem {
  * `ENDPOINT_LEAN_CALLS=off` in the test run's environment serves every request through the SDK's
  * handler (the endpoint tests then prove the SDK path alone; by default both paths serve).
  */
-export async function startEndpointSystem(opts: ProxySystemOptions & { endpointEnv?: Record<string, string>; telemetry?: Telemetry; logSink?: (line: string) => void } = {}): Promise<EndpointSystem> {
+export async function startEndpointSystem(opts: EndpointSystemOptions = {}): Promise<EndpointSystem> {
   const system = await ProxySystem.start(opts);
   let endpoint: RunningEndpoint;
   try {
@@ -50,4 +61,31 @@ export async function startEndpointSystem(opts: ProxySystemOptions & { endpointE
       await system.stop();
     },
   };
+}
+
+/**
+ * The approval suites' system: {@link startEndpointSystem} (`opts` as it takes them) and a modern
+ * test server of the approval tools (`drop_table` destructive, `add` read-only, `echo`), set as
+ * server `db` and granted to agent `ops` once its three tools are projected. If the server or the
+ * agent cannot be set, both are stopped before the error is thrown.
+ */
+export async function startEndpointApprovalSystem(opts: EndpointSystemOptions = {}): Promise<{ sys: EndpointSystem; upstream: TestMcpServer }> {
+  const [sys, upstream] = await Promise.all([startEndpointSystem(opts), startTestMcpServer({ era: 'modern', tools: approvalTools() })]);
+  try {
+    await sys.system.setServer('db', upstream.url);
+    await sys.system.createAgent('ops', ['db'], 3);
+  } catch (err) {
+    await sys.stop();
+    await upstream.close();
+    throw err;
+  }
+  return { sys, upstream };
+}
+
+/** An SDK v2 client (era probed) connected to `agent`'s endpoint with a new token of the agent. */
+export async function connectAgentClient(sys: EndpointSystem, agent: string, name: string): Promise<Client> {
+  const { token } = await sys.token(agent);
+  const client = new Client({ name, version: '1.0.0' }, { versionNegotiation: { mode: 'auto' } });
+  await client.connect(new StreamableHTTPClientTransport(new URL(sys.urlOf(agent)), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
+  return client;
 }

@@ -15,9 +15,8 @@ import { uniqueNamespace } from '../support/env.js';
 import { NatsAuthServer } from '../support/nats-auth-server.js';
 import { SseSubscriber } from '../support/sse-client.js';
 import { ProcessSystem, ROOT, eventually } from '../support/system.js';
+import { errorOf } from './endpoint-harness.js';
 
-type ErrorMeta = { code: string; message: string; details: Record<string, unknown> };
-const errorOf = (result: { _meta?: Record<string, unknown> }): ErrorMeta => result._meta?.['io.mcpx/error'] as ErrorMeta;
 const textOf = (result: object): string => ((result as { content?: unknown }).content as Array<{ text?: string }> | undefined)?.[0]?.text ?? '';
 
 /** One endpoint process on the `endpoint` NATS user. */

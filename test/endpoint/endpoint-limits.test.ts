@@ -1,11 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
-import { approvalTools } from '../approvals/approval-tools.js';
-import { startTestMcpServer, type TestMcpServer } from '../servers/index.js';
-import { startEndpointSystem, type EndpointSystem } from './endpoint-harness.js';
-
-type ErrorMeta = { code: string; message: string; details: Record<string, unknown> };
-const errorOf = (result: { _meta?: Record<string, unknown> }): ErrorMeta => result._meta?.['io.mcpx/error'] as ErrorMeta;
+import type { Client } from '@modelcontextprotocol/client';
+import type { TestMcpServer } from '../servers/index.js';
+import { connectAgentClient, errorOf, startEndpointApprovalSystem, type EndpointSystem } from './endpoint-harness.js';
 
 /**
  * The per-server rate limit through the endpoint: a call over it is a tool result with
@@ -18,12 +14,8 @@ describe('the agent MCP endpoint: limits are tool results', () => {
   let client: Client;
 
   beforeAll(async () => {
-    [sys, upstream] = await Promise.all([startEndpointSystem({ env: { PROXY_RATE_PER_SERVER: '0.5' } }), startTestMcpServer({ era: 'modern', tools: approvalTools() })]);
-    await sys.system.setServer('db', upstream.url);
-    await sys.system.createAgent('ops', ['db'], 3);
-    const { token } = await sys.token('ops');
-    client = new Client({ name: 'limits', version: '1.0.0' }, { versionNegotiation: { mode: 'auto' } });
-    await client.connect(new StreamableHTTPClientTransport(new URL(sys.urlOf('ops')), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
+    ({ sys, upstream } = await startEndpointApprovalSystem({ env: { PROXY_RATE_PER_SERVER: '0.5' } }));
+    client = await connectAgentClient(sys, 'ops', 'limits');
   }, 120_000);
 
   afterAll(async () => {

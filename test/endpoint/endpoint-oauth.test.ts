@@ -640,6 +640,8 @@ describe('OAuth sign-in to the agent endpoint (the registry as authorization ser
       await page.goto(`${system.apiUrl}/console/`);
       await page.locator('#key-new').click();
       await page.locator('#principal').filter({ hasText: 'account' }).waitFor();
+      // The console shows one room at a time.
+      await page.evaluate("location.hash = '#/agents'");
       await page.locator('#agent-name').fill('console-agent');
       await page.locator('#agent-create').click();
       await page.locator('#agent-select option', { hasText: 'console-agent' }).waitFor({ state: 'attached' });

@@ -3,9 +3,7 @@ import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as V1Transport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { bigTextTool, echoTool, errorTool, imageTool, startTestMcpServer, structuredTool, TINY_PNG_BASE64, type TestMcpServer } from '../servers/index.js';
-import { startEndpointSystem, type EndpointSystem } from './endpoint-harness.js';
-
-type ErrorMeta = { code: string; message: string; details: Record<string, unknown> };
+import { startEndpointSystem, type EndpointSystem, type ErrorMeta } from './endpoint-harness.js';
 
 /**
  * Result shaping through the endpoint, as both SDK clients see it: images passed on, structured

@@ -2,14 +2,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
-import { approvalTools } from '../approvals/approval-tools.js';
-import { startTestMcpServer, type TestMcpServer } from '../servers/index.js';
+import type { TestMcpServer } from '../servers/index.js';
 import { startInputMcpServer, type InputMcpServer } from '../servers/input-mcp-server.js';
 import { INPUT_TOOLS } from '../inputs/input-system.js';
-import { startEndpointSystem, type EndpointSystem } from './endpoint-harness.js';
+import { errorOf, startEndpointApprovalSystem, type EndpointSystem } from './endpoint-harness.js';
 
-type ErrorMeta = { code: string; message: string; details: Record<string, unknown> };
-const errorOf = (result: { _meta?: Record<string, unknown> }): ErrorMeta => result._meta?.['io.mcpx/error'] as ErrorMeta;
 const textOf = (result: object): string => ((result as { content?: unknown }).content as Array<{ text?: string }> | undefined)?.[0]?.text ?? '';
 
 /**
@@ -40,9 +37,7 @@ describe.skipIf(process.env.ENDPOINT_LEAN_CALLS === 'off')('the agent MCP endpoi
   };
 
   beforeAll(async () => {
-    [sys, upstream, inputs] = await Promise.all([startEndpointSystem(), startTestMcpServer({ era: 'modern', tools: approvalTools() }), startInputMcpServer()]);
-    await sys.system.setServer('db', upstream.url);
-    await sys.system.createAgent('ops', ['db'], 3);
+    [{ sys, upstream }, inputs] = await Promise.all([startEndpointApprovalSystem(), startInputMcpServer()]);
     await sys.system.setServer('deploys', inputs.url);
     const runtime = await sys.system.createAgent('answers', ['deploys'], INPUT_TOOLS);
     await sys.system.api.act('UpdateAgent', { agent: runtime, definition: { mcpServers: ['deploys'], inputs: { forms: 'runtime' } } });

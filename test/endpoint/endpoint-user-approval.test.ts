@@ -1,15 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
-import { approvalTools } from '../approvals/approval-tools.js';
 import { request } from '@mcpx/bus';
 import { tokenDecisionAuditReplyValue, type TokenDecisionAuditReply } from '@mcpx/contracts';
 import { loadEndpointConfig, startEndpoint } from '@mcpx/endpoint';
-import { freePort, startTestMcpServer, type TestMcpServer } from '../servers/index.js';
-import { startEndpointSystem, type EndpointSystem } from './endpoint-harness.js';
+import { freePort, type TestMcpServer } from '../servers/index.js';
+import { errorOf, startEndpointApprovalSystem, type EndpointSystem } from './endpoint-harness.js';
 import { modernCall, type RpcAnswer } from './raw-mcp.js';
 
-type ErrorMeta = { code: string; message: string; details: Record<string, unknown> };
-const errorOf = (result: { _meta?: Record<string, unknown> }): ErrorMeta => result._meta?.['io.mcpx/error'] as ErrorMeta;
 const textOf = (result: { content?: unknown }): string => (result.content as Array<{ text?: string }> | undefined)?.[0]?.text ?? '';
 const APPROVAL_KEY = 'mcpx_approval';
 
@@ -44,9 +41,7 @@ describe('the agent MCP endpoint: the client user approves (modern clients)', ()
     modernCall(sys.urlOf('ops'), token, 'db__drop_table', args, { elicitation: { form: {} } }, extra);
 
   beforeAll(async () => {
-    [sys, upstream] = await Promise.all([startEndpointSystem(), startTestMcpServer({ era: 'modern', tools: approvalTools() })]);
-    await sys.system.setServer('db', upstream.url);
-    await sys.system.createAgent('ops', ['db'], 3);
+    ({ sys, upstream } = await startEndpointApprovalSystem());
     [approver, other, plain] = await Promise.all([
       sys.token('ops', { name: 'approver', userMayApprove: true }),
       sys.token('ops', { name: 'other', userMayApprove: true }),

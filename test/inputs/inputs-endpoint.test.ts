@@ -1,11 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { startInputMcpServer, type InputMcpServer } from '../servers/input-mcp-server.js';
-import { startEndpointSystem, type EndpointSystem } from '../endpoint/endpoint-harness.js';
+import { errorOf, startEndpointSystem, type EndpointSystem } from '../endpoint/endpoint-harness.js';
 import { INPUT_TOOLS, pendingInputs } from './input-system.js';
 
-type ErrorMeta = { code: string; message: string; details: Record<string, unknown> };
-const errorOf = (result: { _meta?: Record<string, unknown> }): ErrorMeta => result._meta?.['io.mcpx/error'] as ErrorMeta;
 const textOf = (result: { content?: unknown }): string => (result.content as Array<{ text?: string }> | undefined)?.[0]?.text ?? '';
 
 /**

@@ -162,7 +162,7 @@ describe("the README's pinning walk-through, as printed", () => {
       expect(missing, `${step.line}\nprinted:\n${out!.stdout}`).toEqual([]);
       const accept = /accept: mcpx tools accept mail send_email (\S+)/.exec(out!.stdout);
       if (accept) lastCid = accept[1];
-      const announced = /agents get document (\S+) once accepted/.exec(out!.stdout);
+      const announced = /tool document: +(\S+) +\(what agents get once the change is accepted\)/.exec(out!.stdout);
       if (announced) documentCid = announced[1];
       if (args[0] === 'tools' && args[1] === 'show') shown.push(out!.stdout);
     }

@@ -50,7 +50,11 @@ describe.skipIf(!HAS_CHROMIUM)(`the console reviews held tool changes${HAS_CHROM
     await page.click('#key-use');
     await page.locator(`#principal[title="${api.principal}"]`).waitFor();
     await page.locator('body[data-live="true"]').waitFor();
+    await room('#/reviews');
   });
+
+  /** The console shows one room at a time: open the one named by `hash`. */
+  const room = (hash: string): Promise<void> => page.evaluate(`location.hash = ${JSON.stringify(hash)}`);
 
   afterAll(async () => {
     await context?.close();
@@ -93,6 +97,7 @@ describe.skipIf(!HAS_CHROMIUM)(`the console reviews held tool changes${HAS_CHROM
       const tools = (await api.act('ListAgentTools', { agent: agent.id })).tools as Array<{ name: string; cid: string }>;
       return tools.find((t) => t.name === 'mail__send_email')?.cid === change!.documentCid ? true : undefined;
     }, 15_000);
+    await room('#/audit');
     await page.locator('#audit-list li.audit[data-action="AcceptToolChange"]').waitFor();
     const audit = (await page.locator('#audit-list').textContent()) ?? '';
     for (const action of ['SetMcpServer', 'PinBaseline', 'CreateAgent', 'ToolChangeHeld', 'AcceptToolChange']) expect(audit).toContain(action);
@@ -106,6 +111,7 @@ describe.skipIf(!HAS_CHROMIUM)(`the console reviews held tool changes${HAS_CHROM
 
   it("Reject from the page: the new tool stays out of the agent's set, the count falls, and the audit view shows who rejected it", async () => {
     const agent = ((await api.act('ListAgents')).agents as Array<{ id: string }>)[0]!.id;
+    await room('#/reviews');
     const added = ToolShifts.added().find((t) => t.name === 'delete_all')!;
     // The list the first test accepted, and one tool more.
     remote.setTools([...poisoned(), added]);
@@ -121,6 +127,7 @@ describe.skipIf(!HAS_CHROMIUM)(`the console reviews held tool changes${HAS_CHROM
     expect(await api.act('ListToolChanges', { status: 'rejected' })).toMatchObject({ changes: [{ tool: 'delete_all', status: 'rejected' }] });
     const tools = (await api.act('ListAgentTools', { agent })).tools as Array<{ name: string }>;
     expect(tools.map((t) => t.name)).not.toContain('mail__delete_all');
+    await room('#/audit');
     await page.fill('#audit-action', 'RejectToolChange');
     await page.locator('#audit-action').dispatchEvent('change');
     const entry = page.locator('#audit-list li.audit[data-action="RejectToolChange"]');

@@ -4,7 +4,7 @@ import { WireError, makeSubjects, type Subjects } from '@mcpx/contracts';
 import { startProjector } from '@mcpx/projector';
 import { startProxy, type RunningProxy } from '@mcpx/proxy';
 import { ProxyClient, type CallInput, type CallOutcome } from '@mcpx/proxy-client';
-import { startRegistry } from '@mcpx/registry';
+import { startRegistry, type RegistryOptions } from '@mcpx/registry';
 import { setupTelemetry, type Telemetry } from '@mcpx/telemetry';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { freePort } from '../servers/free-port.js';
@@ -18,6 +18,8 @@ export interface ProxySystemOptions {
   env?: Record<string, string>;
   /** Proxy instances in this process (default 1). */
   proxies?: number;
+  /** Options of the registry beyond its configuration (e.g. `endpoint`, what the console shows). */
+  registry?: Pick<RegistryOptions, 'endpoint'>;
 }
 
 /**
@@ -50,7 +52,7 @@ export class ProxySystem {
     const config = (service: 'registry' | 'projector' | 'proxy', i = 0) => loadConfig(service, { ...env, HTTP_PORT: '0', INSTANCE_ID: `${service}-${i}-${Math.random().toString(36).slice(2, 8)}` });
     const quiet = { telemetry, logSink: () => {} };
     try {
-      const registry = await startRegistry(config('registry'), quiet);
+      const registry = await startRegistry(config('registry'), { ...quiet, ...opts.registry });
       stops.push(() => registry.stop());
       const projector = await startProjector(config('projector'), quiet);
       stops.push(() => projector.stop());

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { connect, errors as natsErrors, type Msg, type MsgHdrs, type NatsConnection, type Subscription } from '@nats-io/transport-node';
 import { jetstream, jetstreamManager, JetStreamApiCodes, JetStreamApiError, RetentionPolicy, StorageType, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
-import { makeSubjects, type Subjects } from '@mcpx/contracts';
+import { NatsFailures, makeSubjects, natsFailure, type Subjects } from '@mcpx/contracts';
 import { JetStreamPublisher } from './jetstream-publisher.js';
 import { listen, type ListenOptions } from './listen.js';
 import { notify } from './notify.js';
@@ -144,26 +144,31 @@ export async function ensureStreams(jsm: JetStreamManager, subjects: Subjects): 
  */
 const TRANSIENT_JETSTREAM_CODES: ReadonlySet<number> = new Set([10005, 10008, 10009, 10039, 10118]);
 
-/** nats.js' names of the errors a starting node gives: not listening, timed out, no responders, JetStream not answering. */
-const TRANSIENT_ERROR_NAMES: ReadonlySet<string> = new Set(['ConnectionError', 'TimeoutError', 'NoResponders', 'NoRespondersError', 'JetStreamNotEnabled']);
-/** Errors that waiting does not heal. */
-const PERMANENT_ERROR_NAMES: ReadonlySet<string> = new Set(['AuthorizationError', 'PermissionViolationError', 'UserAuthenticationExpiredError']);
-
 /**
  * Whether a start-up failure is one a node that is still starting or catching up gives, worth
  * waiting out: the server not listening yet, a request timing out, no responders ("JetStream not
  * enabled"), or a JetStream API answer of 503 or one of the transient codes. Authentication,
- * permissions and a stream's bad configuration are not: they do not heal by waiting.
+ * permissions and a stream's bad configuration are not: they do not heal by waiting. NATS's own
+ * failures are told apart by class, in one place (`natsFailure` of the contracts).
  */
 export function isTransientStartupError(err: unknown): boolean {
   if (!(err instanceof Error)) return false;
-  // By name: the NATS libraries set one on each of their errors, and a library may bring its own
-  // copy of the core classes (instanceof would miss them).
-  if (PERMANENT_ERROR_NAMES.has(err.name)) return false;
-  if (TRANSIENT_ERROR_NAMES.has(err.name)) return true;
-  if (err instanceof natsErrors.RequestError || err.name === 'RequestError') return isTransientStartupError(err.cause);
+  switch (natsFailure(err)) {
+    case NatsFailures.unreachable:
+    case NatsFailures.timeout:
+    case NatsFailures.noResponders:
+      return true;
+    case NatsFailures.refused:
+    case NatsFailures.closed:
+      return false;
+    case NatsFailures.lost:
+    case undefined:
+      break;
+  }
+  if (err instanceof natsErrors.RequestError) return isTransientStartupError(err.cause);
   if (err instanceof JetStreamApiError) return err.status === 503 || TRANSIENT_JETSTREAM_CODES.has(err.code);
-  return false;
+  // @nats-io/jetstream does not export this class: its name is all there is to tell it by.
+  return err.name === 'JetStreamNotEnabled';
 }
 
 /**

@@ -13,3 +13,5 @@ export { loadRegistrySettings } from './registry-settings.js';
 export type { RegistrySettings } from './registry-settings.js';
 export { DEFAULT_INBOUND_LIMITS, inboundLimits } from './inbound.js';
 export type { InboundLimits } from './inbound.js';
+export { DEFAULT_QUOTAS, parseQuotas } from './quotas.js';
+export type { QuotaSettings, RateSetting } from './quotas.js';

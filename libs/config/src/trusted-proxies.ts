@@ -40,6 +40,9 @@ export class TrustedProxies {
 
   /** Whether `address` (an IPv4-mapped IPv6 address counts as its IPv4 one) is a trusted proxy. */
   has(address: string): boolean {
+    // None configured (the usual case): nothing to parse or look up (it was a BlockList check, a
+    // SocketAddress made, on every request and every read of a body).
+    if (this.size === 0) return false;
     const a = plain(address);
     const family = isIP(a);
     if (family === 0) return false;

@@ -99,3 +99,5 @@ export type { ActionOf, ActionRequest, ActionRequests, ActionResponse, ActionRes
 export { openApiDocument } from './openapi.js';
 export { REVIEW_CHANGES_MAX } from './reviews.js';
 export type { AuditEventView, ToolChangeView, ToolReviewRequestedEvent } from './reviews.js';
+export { NatsFailures, natsFailure } from './nats-failures.js';
+export type { NatsFailure } from './nats-failures.js';

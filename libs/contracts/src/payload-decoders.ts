@@ -61,6 +61,7 @@ export const heldToolStatus: Rule<HeldToolStatus> = shape({
 const serverStatus: Rule<ServerStatus> = shape({
   state: oneOf(ServerStates.ok, ServerStates.error, ServerStates.authRequired, ServerStates.unknown),
   error: optional(anyStr),
+  summary: optional(anyStr),
   checkedAt: optional(anyStr),
   lastOkAt: optional(anyStr),
   transport: optional(transport),

@@ -16,7 +16,13 @@ export type ServerState = (typeof ServerStates)[keyof typeof ServerStates];
 /** `status_cbor` of an mcp_servers record. Times are ISO-8601 strings. */
 export interface ServerStatus {
   state: ServerState;
+  /** The failure as it came (bounded, scrubbed; never a secret): the detail a person asks for. */
   error?: string;
+  /**
+   * The failure in one line a person understands, with what to try ("the server answered 404 at
+   * /mpc; MCP servers usually serve /mcp"); absent when nothing better than `error` can be said.
+   */
+  summary?: string;
   checkedAt?: string;
   lastOkAt?: string;
   /** The transport the last successful discovery used (recorded when it was found by fallback). */

@@ -2,6 +2,7 @@ export {
   AuthMethods,
   CLIENT_ASSERTION_ALGS,
   OAuthGrants,
+  ServerConfigColumn,
   decodeServerConfig,
   headerSecretName,
   isOwnSecretRef,

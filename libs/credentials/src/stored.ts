@@ -1,5 +1,6 @@
-import { decodePayload, type Transport } from '@mcpx/contracts';
+import { FieldRules, Transports, type Shaped } from '@mcpx/contracts';
 import { oauthSecretAad, vendorTokensAad, type Sealed, type SecretBox } from '@mcpx/secrets';
+import { cborShape, jsonShape } from './reads/stored-shape.js';
 
 /**
  * The stored shapes of a server's credentials, defined once: the registry writes them and the
@@ -31,36 +32,47 @@ export type OAuthGrant = (typeof OAuthGrants)[keyof typeof OAuthGrants];
 export const CLIENT_ASSERTION_ALGS = ['ES256', 'ES384', 'ES512', 'RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512'] as const;
 export type ClientAssertionAlg = (typeof CLIENT_ASSERTION_ALGS)[number];
 
-/** `config.oauth` as the server's config keeps it (in the clear): which credential is sealed, never its value. */
-export interface StoredOAuthClient {
-  clientId: string;
-  grant: OAuthGrant;
-  credential?: 'client_secret' | 'private_key';
-  keyAlg?: ClientAssertionAlg;
-  scope?: string;
-}
+const { str, anyStr, num, optional, oneOf, mapOf, shape, checkedMap } = FieldRules;
 
-/** `registry.mcp_servers.config_cbor`: static headers in the clear, secret headers as references to account secrets. */
-export interface StoredServerConfig {
-  url: string;
-  transport?: Transport;
-  headers?: Record<string, string>;
+/** `config.oauth` as the server's config keeps it (in the clear): which credential is sealed, never its value. */
+const storedOAuthClientTable = {
+  clientId: str,
+  grant: oneOf(OAuthGrants.authorizationCode, OAuthGrants.clientCredentials),
+  credential: optional(oneOf('client_secret', 'private_key')),
+  keyAlg: optional(oneOf(...CLIENT_ASSERTION_ALGS)),
+  scope: optional(anyStr),
+};
+export type StoredOAuthClient = Shaped<typeof storedOAuthClientTable>;
+
+/**
+ * `registry.mcp_servers.config_cbor`, defined once by its field rules (the type follows from
+ * them): static headers in the clear, secret headers as references to account secrets. Kept
+ * whole as stored (a field this version does not know survives a read and a rewrite).
+ */
+const storedServerConfigTable = {
+  url: str,
+  transport: optional(oneOf(Transports.http, Transports.sse)),
+  headers: optional(mapOf(anyStr)),
   /** header name → secret name (only the server's own, {@link headerSecretName}, is ever sent) */
-  secretRefs?: Record<string, string>;
+  secretRefs: optional(mapOf(str)),
   /**
    * `oauth`: the registry runs OAuth 2.1 against the server and sends the token it holds;
    * `bearer`/`headers`/`none`: see {@link AuthMethods} (a bearer token is the `Authorization` secret ref).
    */
-  auth?: AuthMethod;
+  auth: optional(oneOf(AuthMethods.oauth, AuthMethods.bearer, AuthMethods.headers, AuthMethods.none)),
   /** `auth: 'oauth'` with a pre-registered client: its id and grant; its secret or key is sealed elsewhere. */
-  oauthClient?: StoredOAuthClient;
+  oauthClient: optional(shape(storedOAuthClientTable)),
   /** Contract pinning (`off` | `review` | `strict`; absent: `off`), see the registry's pins/pin-policy.ts. */
-  pin?: 'off' | 'review' | 'strict';
-}
+  pin: optional(oneOf('off', 'review', 'strict')),
+};
+export type StoredServerConfig = Shaped<typeof storedServerConfigTable>;
 
-/** A stored server config from its column. */
+/** The column's shape: its writer encodes through it, its readers decode through it (never a cast). */
+export const ServerConfigColumn = cborShape('registry.mcp_servers.config_cbor', checkedMap(storedServerConfigTable));
+
+/** A stored server config from its column, checked field by field ({@link StoredShapeError} naming the first wrong one). */
 export function decodeServerConfig(bytes: Uint8Array): StoredServerConfig {
-  return decodePayload<StoredServerConfig>(bytes);
+  return ServerConfigColumn.decode(bytes);
 }
 
 /** The secret name that holds a server's header value: `mcp-<server>-<header, lowercased>`. */
@@ -76,16 +88,21 @@ export function isOwnSecretRef(server: string, header: string, ref: string): boo
 /**
  * A token response as the registry keeps it: exactly as the authorization server sent it (RFC 6749
  * §5.1 names, snake_case), issuer and all, so the SDK reads back what it stored. The one casing of
- * every stored token (a vendor connection's too, {@link sealVendorTokens}).
+ * every stored token (a vendor connection's too, {@link sealVendorTokens}). Checked field by
+ * field when opened, kept whole (the fields the rules do not name go back to the SDK unchanged).
  */
-export interface StoredOAuthTokens {
-  access_token: string;
-  token_type: string;
-  refresh_token?: string;
-  expires_in?: number;
-  scope?: string;
-  id_token?: string;
-}
+const storedOAuthTokensTable = {
+  access_token: str,
+  token_type: str,
+  refresh_token: optional(anyStr),
+  expires_in: optional(num),
+  scope: optional(anyStr),
+  id_token: optional(anyStr),
+};
+export type StoredOAuthTokens = Shaped<typeof storedOAuthTokensTable>;
+
+/** The opened `registry.oauth_connections.tokens_sealed` (JSON inside the seal), checked by its rules. */
+const SealedOAuthTokens = jsonShape('registry.oauth_connections.tokens_sealed', checkedMap(storedOAuthTokensTable));
 
 /** The sealed token columns of `registry.oauth_connections`. */
 export interface SealedTokenColumns {
@@ -105,7 +122,8 @@ export function sealOAuthTokens(box: SecretBox, account: string, serverId: strin
  */
 export function openOAuthTokens(box: SecretBox, account: string, serverId: string, row: SealedTokenColumns | undefined, serverUrl: string): StoredOAuthTokens | undefined {
   if (!row?.tokens_key_id || !row.tokens_sealed || row.tokens_server_url !== serverUrl) return undefined;
-  return JSON.parse(box.open({ keyId: row.tokens_key_id, ciphertext: row.tokens_sealed }, oauthSecretAad(account, serverId, 'tokens'))) as StoredOAuthTokens;
+  const opened = box.open({ keyId: row.tokens_key_id, ciphertext: row.tokens_sealed }, oauthSecretAad(account, serverId, 'tokens'));
+  return SealedOAuthTokens.check(JSON.parse(opened));
 }
 
 /** The tokens of a vendor connection (SetVendorConnection's names; `expiresAt` ISO 8601). */

@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { REDIS_NOW_MS } from './redis-lua.js';
 import type { Redis } from 'ioredis';
-import type { RateLimit } from './rate-limiter.js';
 
 /**
  * Takes a lease under a cap in one round trip: drop expired leases, refuse when `max` are held,
@@ -121,65 +120,3 @@ export class LeaseQuota {
     }
   }
 }
-
-/**
- * The quota settings as the services use them; the configuration's `quotas` (libs/config
- * `QuotaSettings`) has this shape, 0 meaning "no limit" for each.
- */
-export interface QuotaLimits {
-  serversPerAccount: number;
-  agentsPerAccount: number;
-  pendingApprovalsPerAgent: number;
-  pendingApprovalsPerAccount: number;
-  pendingInputsPerAccount: number;
-  pendingApprovalBytesPerAccount: number;
-  pendingInputBytesPerAccount: number;
-  pendingApprovalsTotal: number;
-  pendingApprovalBytesTotal: number;
-  pendingInputsTotal: number;
-  pendingInputBytesTotal: number;
-  eventStreamsPerAccount: number;
-  eventStreamsPerAddress: number;
-  eventStreamsPerProcess: number;
-  pendingSignInsPerClient: number;
-  pendingSignInsPerAddress: number;
-  pendingSignIns: number;
-  discoveriesPerAccount: number;
-  discoveryDeadlineMs: number;
-  reprobeMaxFailures: number;
-  runsPerProxy: number;
-  connectionsPerProxy: number;
-  actionsPerSigner: RateLimit;
-  actionsPerAddress: RateLimit;
-}
-
-/**
- * The defaults of the configuration's `quotas` (libs/config `DEFAULT_QUOTAS`; a test holds the two
- * equal), for a service wired without them. libs/config/README.md names each one's variable.
- */
-export const QUOTA_DEFAULTS: Readonly<QuotaLimits> = Object.freeze({
-  serversPerAccount: 200,
-  agentsPerAccount: 10_000,
-  pendingApprovalsPerAgent: 50,
-  pendingApprovalsPerAccount: 1_000,
-  pendingInputsPerAccount: 200,
-  pendingApprovalBytesPerAccount: 8 * 1024 * 1024,
-  pendingInputBytesPerAccount: 8 * 1024 * 1024,
-  pendingApprovalsTotal: 50_000,
-  pendingApprovalBytesTotal: 64 * 1024 * 1024,
-  pendingInputsTotal: 20_000,
-  pendingInputBytesTotal: 64 * 1024 * 1024,
-  eventStreamsPerAccount: 20,
-  eventStreamsPerAddress: 100,
-  eventStreamsPerProcess: 2_000,
-  pendingSignInsPerClient: 5,
-  pendingSignInsPerAddress: 8,
-  pendingSignIns: 10_000,
-  discoveriesPerAccount: 4,
-  discoveryDeadlineMs: 60_000,
-  reprobeMaxFailures: 10,
-  runsPerProxy: 10_000,
-  connectionsPerProxy: 2_000,
-  actionsPerSigner: Object.freeze({ ratePerSecond: 20, burst: 80 }),
-  actionsPerAddress: Object.freeze({ ratePerSecond: 50, burst: 100 }),
-});

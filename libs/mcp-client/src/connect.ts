@@ -1,3 +1,4 @@
+import { socketErrorCode } from './connect-failure.js';
 import {
   Client,
   ProtocolError,
@@ -423,17 +424,23 @@ async function connectError(err: unknown, ctx: ConnectErrorContext): Promise<Mcp
   if (status !== undefined) {
     // The probe reports a failed server/discover by status alone: the server's body says more.
     const probeBody = err instanceof SdkError && err.code === SdkErrorCode.EraNegotiationFailed ? await ctx.observations.lastErrorBody : undefined;
-    const body = probeBody !== undefined ? scrub(probeBody.trim(), ctx.secrets) : responseText(err, ctx.secrets);
+    const body = withoutHtml(probeBody !== undefined ? scrub(probeBody.trim(), ctx.secrets) : responseText(err, ctx.secrets));
     return new McpClientError(McpClientErrorCode.ConnectFailed, `${where} failed: HTTP ${status}${body ? ` (${body})` : ''}`, { ...base, status }, cause);
   }
   if (network !== undefined) {
-    return new McpClientError(McpClientErrorCode.ConnectFailed, `${where} failed: ${scrub(network, ctx.secrets)}`, base, cause);
+    const socketCode = socketErrorCode(err) ?? socketErrorCode(ctx.observations.lastNetworkError);
+    return new McpClientError(McpClientErrorCode.ConnectFailed, `${where} failed: ${scrub(network, ctx.secrets)}`, socketCode !== undefined ? { ...base, socketCode } : base, cause);
   }
   if (err instanceof ProtocolError) {
     const code = err.code === UNSUPPORTED_PROTOCOL_VERSION ? McpClientErrorCode.EraNegotiationFailed : McpClientErrorCode.ConnectFailed;
     return new McpClientError(code, `${where} failed: server error ${err.code}: ${responseText(err, ctx.secrets)}`, { ...base, mcpCode: err.code }, cause);
   }
   return new McpClientError(McpClientErrorCode.ConnectFailed, `${where} failed: ${responseText(err, ctx.secrets)}`, base, cause);
+}
+
+/** A web page where an MCP answer was expected: named, never shown (its markup is noise on one line). */
+function withoutHtml(body: string): string {
+  return /^(<!doctype html|<html|<head|<body|<\?xml)|<\/(html|body|head|title|p|h1|pre)>/i.test(body) ? 'an HTML page, not an MCP answer' : body;
 }
 
 /** The SDK error's text without its prefixes: for an HTTP error, the server's response body. */

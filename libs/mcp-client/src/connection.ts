@@ -14,7 +14,7 @@ import {
 } from '@modelcontextprotocol/client';
 import { shouldReprobe, type EraVerdict } from './era-verdict.js';
 import { scrubberOf } from './scrub.js';
-import { classifyMcpError, isStaleModernPrior, McpClientError, McpClientErrorCode, type ClassifyContext } from './errors.js';
+import { callRan, classifyMcpError, isStaleModernPrior, McpClientError, McpClientErrorCode, type ClassifyContext } from './errors.js';
 import type { McpHttpRequest } from './http-request.js';
 import { elicitationAnswerer, type ElicitationHandler, type SamplingHandler } from './elicitation.js';
 import { toolCall, traceMeta, type LegacyTarget, type ModernTarget, type ToolCallTarget } from './tool-call.js';
@@ -315,6 +315,7 @@ export class Connection implements McpConnection {
           ...(opts.resetTimeoutOnProgress ? { resetTimeoutOnProgress: true } : {}),
           ...(opts.onResume ? { onResume: opts.onResume } : {}),
           ...(opts.capabilities ? { capabilities: opts.capabilities } : {}),
+          classify: this.#classifyContext(core),
         })) as McpCallResult;
         return this.#scrubbed(result);
       } catch (error) {
@@ -331,7 +332,8 @@ export class Connection implements McpConnection {
     try {
       return this.#scrubbed(await core.client.request({ method: 'tools/call', params: sent }, options));
     } catch (error) {
-      throw classifyMcpError(error, opts.signal, this.#classifyContext(core));
+      // The SDK says nothing of whether its POST went out: what ran follows from its error's type.
+      throw classifyMcpError(error, opts.signal, { ...this.#classifyContext(core), ran: callRan(error, false) });
     }
   }
 

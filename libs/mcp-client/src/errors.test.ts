@@ -1,6 +1,6 @@
 import { ProtocolError, ProtocolErrorCode, SdkError, SdkErrorCode, SdkHttpError } from '@modelcontextprotocol/client';
 import { describe, expect, it } from 'vitest';
-import { classifyMcpError, McpClientError, redactUrl } from './errors.js';
+import { callRan, classifyMcpError, HttpStatusError, McpClientError, redactUrl } from './errors.js';
 
 function httpError(status: number, text: string): SdkHttpError {
   return new SdkHttpError(SdkErrorCode.ClientHttpNotImplemented, `Error POSTing to endpoint: ${text}`, { status, text });
@@ -78,6 +78,43 @@ describe('classifyMcpError', () => {
   it('returns an McpClientError unchanged', () => {
     const error = new McpClientError('timeout', 'x');
     expect(classifyMcpError(error)).toBe(error);
+  });
+});
+
+describe('what a failed call ran', () => {
+  it('is none only where the failure proves the server never ran it', () => {
+    expect(callRan(fetchFailed('connect ECONNREFUSED 127.0.0.1:1', 'ECONNREFUSED'), false)).toBe('none');
+    expect(callRan(new TypeError('fetch failed', { cause: new AggregateError([Object.assign(new Error(''), { code: 'EHOSTUNREACH' })]) }), false)).toBe('none');
+    expect(callRan(new HttpStatusError(429, 'slow down'), true)).toBe('none');
+    expect(callRan(new HttpStatusError(401, 'no'), true)).toBe('none');
+    expect(callRan(new ProtocolError(-32022, 'Unsupported protocol version'), true)).toBe('none');
+    expect(callRan(new SdkError(SdkErrorCode.NotConnected, 'Not connected'), false)).toBe('none');
+  });
+
+  it('is maybe for anything after the request may have been written', () => {
+    expect(callRan(fetchFailed('other side closed', 'UND_ERR_SOCKET'), false)).toBe('maybe');
+    expect(callRan(fetchFailed('read ECONNRESET', 'ECONNRESET'), false)).toBe('maybe');
+    expect(callRan(new HttpStatusError(502, 'bad gateway'), true)).toBe('maybe');
+    expect(callRan(new HttpStatusError(499, 'closed'), true)).toBe('maybe');
+    expect(callRan(new ProtocolError(-32603, 'internal'), true)).toBe('maybe');
+    expect(callRan(new SdkError(SdkErrorCode.ConnectionClosed, 'Connection closed'), false)).toBe('maybe');
+    // The library's own error about an answer that had begun (a body too large): the request ran or may have.
+    expect(callRan(new McpClientError('transport_error', 'too large'), true)).toBe('maybe');
+  });
+
+  it('does not read messages: a refused-looking message on a reset socket is still maybe', () => {
+    expect(callRan(fetchFailed('connect ECONNREFUSED 127.0.0.1:1', 'ECONNRESET'), false)).toBe('maybe');
+    expect(callRan(new Error('MCP connection is closed (may have executed: no)'), false)).toBe('maybe');
+  });
+
+  it('is carried by the error, with a default by code where no one says', () => {
+    expect(new McpClientError('connect_failed', 'x').ran).toBe('none');
+    expect(new McpClientError('timeout', 'x').ran).toBe('maybe');
+    expect(new McpClientError('maybe_executed', 'x').ran).toBe('maybe');
+    const said = classifyMcpError(fetchFailed('other side closed', 'UND_ERR_SOCKET'), undefined, { ran: 'maybe' });
+    expect(said).toMatchObject({ code: 'transport_error', ran: 'maybe' });
+    expect(said.withRan('maybe')).toBe(said);
+    expect(said.withRan('none')).toMatchObject({ code: 'transport_error', ran: 'none', message: said.message });
   });
 });
 

@@ -31,6 +31,20 @@ export const McpClientErrorCode = {
 } as const;
 export type McpClientErrorCode = (typeof McpClientErrorCode)[keyof typeof McpClientErrorCode];
 
+/**
+ * What a failed request may have run on the server:
+ * - `none`: provably nothing: it was never sent, no byte of it reached the server (the connect
+ *   was refused, the name did not resolve), or the server refused it before running it (an HTTP
+ *   status of {@link REFUSED_UNRUN}, a 401, a lost legacy session, a refused protocol version);
+ * - `maybe`: it went out and its answer is lost, broken, late or cancelled: it may have run, so
+ *   nothing sends it again on its own.
+ */
+export const McpClientRan = {
+  None: 'none',
+  Maybe: 'maybe',
+} as const;
+export type McpClientRan = (typeof McpClientRan)[keyof typeof McpClientRan];
+
 export interface McpClientErrorDetails {
   /** HTTP status of the failing response, when there was one. */
   status?: number;
@@ -42,6 +56,19 @@ export interface McpClientErrorDetails {
   transport?: 'http' | 'sse';
   /** Message of the SSE fallback's failure when both transports failed (the first error is thrown). */
   fallbackError?: string;
+  /** The socket or TLS error code of a network failure (`ECONNREFUSED`, `ERR_SSL_WRONG_VERSION_NUMBER`). */
+  socketCode?: string;
+  /** What the failed request may have run; unset: {@link defaultRan} of the code. */
+  ran?: McpClientRan;
+}
+
+/**
+ * What an error of a code says ran when the place that threw it does not say: a timed-out,
+ * cancelled or broken call may have run; the other codes are thrown before a request goes out,
+ * or answer one the server refused. The call path sets `ran` on every error it throws.
+ */
+function defaultRan(code: McpClientErrorCode): McpClientRan {
+  return code === McpClientErrorCode.MaybeExecuted || code === McpClientErrorCode.Timeout || code === McpClientErrorCode.Cancelled ? McpClientRan.Maybe : McpClientRan.None;
 }
 
 /**
@@ -56,16 +83,27 @@ export class McpClientError extends Error {
   readonly status: number | undefined;
   readonly mcpCode: number | undefined;
   readonly wwwAuthenticate: string | undefined;
+  /** What the failed request may have run on the server (see {@link McpClientRan}). */
+  readonly ran: McpClientRan;
   readonly details: McpClientErrorDetails;
 
   constructor(code: McpClientErrorCode, message: string, details: McpClientErrorDetails = {}, options?: { cause?: unknown }) {
     super(message, options);
     this.code = code;
     this.retryable = code === McpClientErrorCode.SessionExpired;
+    this.ran = details.ran ?? defaultRan(code);
     this.details = details;
     this.status = details.status;
     this.mcpCode = details.mcpCode;
     this.wwwAuthenticate = details.wwwAuthenticate;
+  }
+
+  /** The same error, saying `ran` (itself when it already does). */
+  withRan(ran: McpClientRan): McpClientError {
+    if (ran === this.ran) return this;
+    const copy = new McpClientError(this.code, this.message, { ...this.details, ran }, this.cause === undefined ? undefined : { cause: this.cause });
+    if (this.stack !== undefined) copy.stack = this.stack;
+    return copy;
   }
 }
 
@@ -194,6 +232,8 @@ export interface ClassifyContext {
   transport?: 'http' | 'sse';
   /** The connection's era: a lost session is a legacy-only notion. */
   era?: 'modern' | 'legacy';
+  /** What the failed request may have run, when the caller knows (the call path: {@link callRan}). */
+  ran?: McpClientRan;
 }
 
 /**
@@ -202,6 +242,11 @@ export interface ClassifyContext {
  * RequestTimeout, so only `signal.aborted` tells a cancel from a timeout.
  */
 export function classifyMcpError(err: unknown, signal?: AbortSignal, ctx: ClassifyContext = {}): McpClientError {
+  const classified = classify(err, signal, ctx);
+  return ctx.ran === undefined ? classified : classified.withRan(ctx.ran);
+}
+
+function classify(err: unknown, signal: AbortSignal | undefined, ctx: ClassifyContext): McpClientError {
   const secrets = ctx.secrets ?? [];
   // The SDK's errors carry the server's text as it came, and a log line writes an error's causes.
   redactErrorChain(err, secrets);
@@ -257,6 +302,54 @@ function unauthorizedError(status: number | undefined, ctx: ClassifyContext, bas
   const challenge = cause.cause instanceof HttpStatusError && cause.cause.wwwAuthenticate !== undefined ? cause.cause.wwwAuthenticate : ctx.wwwAuthenticate;
   if (challenge !== undefined) details.wwwAuthenticate = challenge;
   return new McpClientError(McpClientErrorCode.Unauthorized, 'MCP server answered 401 Unauthorized: check the configured credentials', details, cause);
+}
+
+/**
+ * HTTP statuses that refuse a request before it is processed (malformed, unauthorized, forbidden,
+ * no such endpoint, method or media type, too large, throttled). Not every 4xx: a server that
+ * aborts a request it was running answers 499 (the SDK's, on close), and 408 or 409 can follow
+ * work done.
+ */
+const REFUSED_UNRUN: ReadonlySet<number> = new Set([400, 401, 403, 404, 405, 406, 411, 413, 414, 415, 421, 429, 431]);
+
+/**
+ * Socket error codes (Node's `code`, not a message) that prove no byte of the request reached the
+ * server: the connect itself failed.
+ */
+const UNSENT_SOCKET_CODES: ReadonlySet<string> = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL']);
+
+/**
+ * What a failed `tools/call` may have run, decided by type, status and socket code (never by a
+ * message): `none` when the failure proves the server never ran it (no socket could be opened,
+ * an HTTP refusal of {@link REFUSED_UNRUN} answering the request itself, a refused protocol
+ * version, a connection already closed before the request was written); `maybe` for anything
+ * after the request may have been written (a dropped or reset connection, a broken or malformed
+ * answer, a 5xx, a JSON-RPC error, a timeout). `answered`: the response to the request had begun
+ * (its status was read), so a later failure of this library's own (a body too large, a stream
+ * that could not be resumed) broke an answer, and the request ran or may have.
+ */
+export function callRan(err: unknown, answered: boolean): McpClientRan {
+  if (err instanceof McpClientError) return answered ? McpClientRan.Maybe : err.ran;
+  if (isEraFailure(err)) return McpClientRan.None;
+  if (err instanceof ProtocolError) return McpClientRan.Maybe;
+  if (err instanceof SdkError && !(err instanceof SdkHttpError) && err.code === SdkErrorCode.NotConnected) return McpClientRan.None;
+  const status = httpStatusOf(err);
+  if (status !== undefined) return REFUSED_UNRUN.has(status) ? McpClientRan.None : McpClientRan.Maybe;
+  if (answered) return McpClientRan.Maybe;
+  return socketCodes(err).some((code) => UNSENT_SOCKET_CODES.has(code)) ? McpClientRan.None : McpClientRan.Maybe;
+}
+
+/** The socket codes along an error's causes (happy-eyeballs' AggregateError's errors too). */
+function socketCodes(err: unknown, depth = 0): string[] {
+  const out: string[] = [];
+  let current = err;
+  for (let d = depth; d < 8 && current instanceof Error; d++) {
+    const code = (current as { code?: unknown }).code;
+    if (typeof code === 'string') out.push(code);
+    if (current instanceof AggregateError) for (const inner of current.errors as unknown[]) out.push(...socketCodes(inner, d + 1));
+    current = current.cause;
+  }
+  return out;
 }
 
 /**

@@ -21,7 +21,8 @@ export {
 export type { McpHttpRequest, McpHttpRequestOptions, RawBody, RawResponse } from './http-request.js';
 export { discoverFault, isEraVerdict, type EraVerdict } from './era-verdict.js';
 export { invalidMcpHeaderTools, type InvalidMcpHeaderTool } from './mcp-param-headers.js';
-export { classifyMcpError, McpClientError, McpClientErrorCode, redactUrl, type ClassifyContext, type McpClientErrorDetails } from './errors.js';
+export { explainConnectFailure, socketErrorCode, type ConfiguredAuth } from './connect-failure.js';
+export { classifyMcpError, McpClientError, McpClientErrorCode, McpClientRan, redactUrl, type ClassifyContext, type McpClientErrorDetails } from './errors.js';
 export { redactErrorChain, redactSecrets, requestSecrets, scrubberOf, SecretScrubber, REDACTED } from './scrub.js';
 export {
   resourceMetadataUrl,

@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { McpClientError, McpClientErrorCode } from './errors.js';
+import { McpClientError, McpClientErrorCode, McpClientRan } from './errors.js';
 import type { McpHttpRequest } from './http-request.js';
 import { discard, header, mediaType, readSseResponse, type JsonRpcResponse, type SseResponseScanner } from './body-reader.js';
 
@@ -94,7 +94,7 @@ function resumeError(why: string, status: number | undefined, cause?: unknown): 
   return new McpClientError(
     McpClientErrorCode.TransportError,
     `MCP response stream broke before the result and could not be resumed: ${why}; the server may have executed the call`,
-    status === undefined ? { transport: 'http' } : { transport: 'http', status },
+    status === undefined ? { transport: 'http', ran: McpClientRan.Maybe } : { transport: 'http', status, ran: McpClientRan.Maybe },
     cause === undefined ? undefined : { cause },
   );
 }

@@ -11,7 +11,7 @@ import {
   type Tool,
 } from '@modelcontextprotocol/client';
 import { discard, findResponse, header, mediaType, readErrorText, readJsonBody, readSseResponse, SseResponseScanner, type JsonRpcOther, type JsonRpcResponse } from './body-reader.js';
-import { HttpStatusError, McpClientError, McpClientErrorCode } from './errors.js';
+import { callRan, classifyMcpError, HttpStatusError, McpClientError, McpClientErrorCode, McpClientRan, type ClassifyContext } from './errors.js';
 import type { McpHttpRequest, RawResponse } from './http-request.js';
 import { mcpParamHeaders, encodeMcpParamValue } from './mcp-param-headers.js';
 import { resumeResponse } from './sse-resume.js';
@@ -85,6 +85,8 @@ export interface ToolCallOptions {
   onResume?: (outcome: 'resumed' | 'failed') => void;
   /** Capabilities this call declares beyond the target's (modern: merged into `_meta`). */
   capabilities?: ClientCapabilities;
+  /** How the connection classifies a failure (secrets to scrub, the last challenge, the era). */
+  classify?: ClassifyContext;
 }
 
 /** A modern `input_required` result as the server sent it, with the resultType checked. */
@@ -173,22 +175,28 @@ export async function toolCall(target: ToolCallTarget, params: CallToolRequest['
     }
     return target.era === 'modern' ? modernResult(message) : legacyResult(message);
   } catch (err) {
+    // Every failure leaves as an McpClientError saying what may have run (set here, where it is known).
     if (why === 'timeout') {
       if (target.era === 'legacy' && (sent || controller.signal.aborted)) target.cancelled(id, 'timeout');
-      throw new McpClientError(McpClientErrorCode.Timeout, `MCP request timed out after ${opts.timeoutMs} ms`, { transport: 'http' }, { cause: err });
+      throw new McpClientError(McpClientErrorCode.Timeout, `MCP request timed out after ${opts.timeoutMs} ms`, { transport: 'http', ran: McpClientRan.Maybe }, { cause: err });
     }
     if (why === 'cancelled') {
       // Modern: closing the request's connection is the cancellation (no session to notify).
       if (target.era === 'legacy') target.cancelled(id, 'cancelled by the caller');
-      throw new McpClientError(McpClientErrorCode.Cancelled, 'MCP request cancelled', { transport: 'http' }, { cause: err });
+      throw new McpClientError(McpClientErrorCode.Cancelled, 'MCP request cancelled', { transport: 'http', ran: McpClientRan.Maybe }, { cause: err });
     }
     if (sent && !(err instanceof McpClientError) && !(err instanceof ProtocolError) && !(err instanceof HttpStatusError)) {
       // The request reached the server and the answer broke off: it may have run.
       const detail = err instanceof Error ? err.message : String(err);
       if (target.era === 'modern') throw maybeExecuted(detail, err);
-      throw new McpClientError(McpClientErrorCode.TransportError, `MCP connection dropped during the call (the server may have executed it): ${detail}`, { transport: 'http' }, { cause: err });
+      throw new McpClientError(
+        McpClientErrorCode.TransportError,
+        `MCP connection dropped during the call (the server may have executed it): ${detail}`,
+        { transport: 'http', ran: McpClientRan.Maybe },
+        { cause: err },
+      );
     }
-    throw err;
+    throw classifyMcpError(err, undefined, { ...opts.classify, ran: callRan(err, sent) });
   } finally {
     clearTimeout(timer);
     outer?.removeEventListener('abort', onAbort);
@@ -318,7 +326,10 @@ function jsonRpcErrorOf(text: string, id: string): ProtocolError | undefined {
 function resultObject(message: JsonRpcResponse | undefined, era: 'modern' | 'legacy'): Record<string, unknown> {
   if (message === undefined) {
     if (era === 'modern') throw maybeExecuted('the response stream ended before the result', undefined);
-    throw new McpClientError(McpClientErrorCode.TransportError, 'MCP response ended before the result, with no event id to resume from: the server may have executed the call', { transport: 'http' });
+    throw new McpClientError(McpClientErrorCode.TransportError, 'MCP response ended before the result, with no event id to resume from: the server may have executed the call', {
+      transport: 'http',
+      ran: McpClientRan.Maybe,
+    });
   }
   if (message.error !== undefined) {
     const e = message.error;

@@ -4,11 +4,13 @@ import {
   ENDPOINT_RUN_PREFIX,
   ErrorCodes,
   INPUT_LIMITS,
+  NatsFailures,
   WireError,
   decodeCallProgress,
   decodeStrict,
   encodeCallRequest,
   encodePayload,
+  natsFailure,
   proxyResultValue,
   type CallProgress,
   type InputRequestItem,
@@ -124,9 +126,9 @@ export interface LivenessOptions {
 
 export const DEFAULT_LIVENESS: LivenessOptions = { afterMs: 5_000, everyMs: 5_000, answerMs: 2_000, misses: 3 };
 
+/** Nobody listens on the subject (told by nats.js' class, `./nats-failures.ts` of the contracts). */
 function isNoResponders(err: unknown): boolean {
-  const e = err as { code?: string; name?: string; message?: string };
-  return e?.name === 'NoRespondersError' || e?.code === '503' || /no responders/i.test(e?.message ?? '');
+  return natsFailure(err) === NatsFailures.noResponders;
 }
 
 /** Hears a call's progress subject: each event decoded by its field rules (a malformed one skipped), handed on in order. */
@@ -428,12 +430,20 @@ export class ProxyClient {
       const headers = traceHeaders();
       data = (await this.nc.request(subject, payload, headers === undefined ? { timeout } : { timeout, headers })).data;
     } catch (err) {
-      if (isNoResponders(err)) throw err;
-      const e = err as { name?: string; message?: string };
-      if (e.name === 'TimeoutError' || /timeout/i.test(e.message ?? '')) {
-        throw new WireError('timeout', 'the proxy did not answer in time');
+      // No responders goes up as it is (the caller tries the queue group, or says transport_error).
+      switch (natsFailure(err)) {
+        case NatsFailures.timeout:
+          throw new WireError(ErrorCodes.timeout, 'the proxy did not answer in time');
+        case NatsFailures.closed:
+          throw new WireError(ErrorCodes.transportError, 'the connection to NATS is closed: the call was not sent');
+        case NatsFailures.lost:
+          throw new WireError(ErrorCodes.maybeExecuted, 'the connection to NATS dropped while the call was out: it may have run; it was not retried');
+        case NatsFailures.noResponders:
+        case NatsFailures.unreachable:
+        case NatsFailures.refused:
+        case undefined:
+          throw err;
       }
-      throw err;
     }
     return decodeCallReply(data);
   }

@@ -5,6 +5,7 @@ import type { ProxyClient } from '@mcpx/proxy-client';
 import { createMcpHandler, ProtocolError, ProtocolErrorCode, ResourceNotFoundError, Server, type McpHttpHandler, type Tool } from '@modelcontextprotocol/server';
 import type { TokenGrant } from './agent-tokens.js';
 import { declaresForms, declaresUrl, progressTokenOf, ToolCalls } from './tool-calls.js';
+import { CompactFaces } from './compact-face.js';
 import type { AgentToolSet, ToolSets } from './tool-sets.js';
 import type { UserApprovals } from './user-approvals.js';
 
@@ -54,7 +55,7 @@ function decodeCursor(cursor: string): string {
 }
 
 /** A document as an MCP tool: its contract whole, its permission level in `_meta`. */
-function toTool(doc: McpToolDocument): Tool {
+export function toTool(doc: McpToolDocument): Tool {
   return {
     name: doc.name,
     ...(doc.title !== undefined ? { title: doc.title } : {}),
@@ -84,6 +85,8 @@ export class AgentServers {
    * requests names its token (`authInfo.clientId`), whose grant (its rights) the server is made with.
    */
   private readonly grants = new Map<string, TokenGrant>();
+  /** The compact face (`?tools=compact`, compact-face.ts): three tools over the same calls. */
+  readonly compact: CompactFaces;
 
   constructor(
     private readonly deps: AgentServerDeps,
@@ -103,6 +106,24 @@ export class AgentServers {
       duration: this.metrics.duration,
       onError: deps.onError,
     });
+    this.compact = new CompactFaces(
+      {
+        toolSets: deps.toolSets,
+        calls: this.calls,
+        tracer: deps.tracer,
+        grantOf: (tokenId, fallback) => this.grantOf(tokenId, fallback),
+        counted: (method, outcome) => this.counted(method, outcome),
+        toTool,
+        info: this.info,
+        onError: deps.onError,
+      },
+      maxHandlers,
+    );
+  }
+
+  /** A token id's remembered grant; one not remembered (dropped past the cap meanwhile) has no rights beyond the call. */
+  grantOf(tokenId: string | undefined, fallback: TokenGrant): TokenGrant {
+    return this.grants.get(tokenId ?? '') ?? { ...fallback, id: tokenId ?? 'unknown', userMayApprove: false };
   }
 
   /** Counts a request answered (a method other than tools/call, e.g. by the lean path). */
@@ -123,14 +144,13 @@ export class AgentServers {
   }
 
   /** The handler of the token's agent (made on first use, the oldest dropped past the cap). */
-  handlerFor(grant: TokenGrant): McpHttpHandler {
+  handlerFor(grant: TokenGrant, face: 'full' | 'compact' = 'full'): McpHttpHandler {
     this.remember(grant);
+    if (face === 'compact') return this.compact.handlerFor(grant);
     const key = `${grant.account}:${grant.agent}`;
     const hit = this.handlers.get(key);
     if (hit !== undefined) return hit.handler;
-    // A token of this agent not remembered (dropped past the cap meanwhile): no rights beyond the call.
-    const grantOf = (tokenId: string | undefined): TokenGrant => this.grants.get(tokenId ?? '') ?? { ...grant, id: tokenId ?? 'unknown', userMayApprove: false };
-    const handler = createMcpHandler(({ authInfo }) => this.server(grantOf(authInfo?.clientId)), {
+    const handler = createMcpHandler(({ authInfo }) => this.server(this.grantOf(authInfo?.clientId, grant)), {
       legacy: 'stateless',
       onerror: (err) => this.deps.onError(err),
     });
@@ -149,7 +169,7 @@ export class AgentServers {
     const all = [...this.handlers.values()];
     this.handlers.clear();
     for (const h of all) h.unwatch();
-    await Promise.all(all.map((h) => h.handler.close().catch(() => undefined)));
+    await Promise.all([...all.map((h) => h.handler.close().catch(() => undefined)), this.compact.close()]);
   }
 
   private async toolSet(account: string, agent: string): Promise<AgentToolSet> {

@@ -5,6 +5,7 @@ import type { AgentServers } from './agent-server.js';
 import { LegacyStreams } from './legacy-streams.js';
 import { StreamSlot, StreamSlots, type StreamLimits, type StreamRefusal } from './stream-slots.js';
 import { PROTECTED_RESOURCE_PREFIX, bearerChallenge, protectedResourceMetadata, type OAuthResourceOptions } from './oauth-resource.js';
+import { wantsCompact } from './compact-face.js';
 import type { TokenFailures } from './token-failures.js';
 import type { ToolSets } from './tool-sets.js';
 
@@ -253,7 +254,7 @@ export function endpointHandler(deps: EndpointHttpDeps, opts: EndpointHttpOption
       return tooManyStreams(slot, cors);
     }
     if (kind === 'legacy' && slot !== undefined) return withHeaders(slot.hold(legacy.stream(grant, request.signal)), cors);
-    const handler = deps.servers.handlerFor(grant);
+    const handler = deps.servers.handlerFor(grant, wantsCompact(new URL(request.url)) ? 'compact' : 'full');
     const res = await handler
       .fetch(request, {
         authInfo: { token: grant.id, clientId: grant.id, scopes: [], ...(grant.expiresAt !== undefined ? { expiresAt: Math.floor(grant.expiresAt / 1000) } : {}) },

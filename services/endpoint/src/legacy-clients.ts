@@ -1,6 +1,16 @@
 import { randomUUID } from 'node:crypto';
 import { listen, notify, payload, request, serve } from '@mcpx/bus';
-import { decodeClientDeclared, decodeForwardedAnswer, encodePayload, forwardedAnswerReplyValue, type ClientDeclared, type ForwardedAnswer, type Subjects } from '@mcpx/contracts';
+import {
+  NatsFailures,
+  decodeClientDeclared,
+  decodeForwardedAnswer,
+  encodePayload,
+  forwardedAnswerReplyValue,
+  natsFailure,
+  type ClientDeclared,
+  type ForwardedAnswer,
+  type Subjects,
+} from '@mcpx/contracts';
 import type { Logger } from '@mcpx/log';
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import type { Redis } from 'ioredis';
@@ -97,7 +107,7 @@ export class LegacyClients {
       return reply.taken;
     } catch (err) {
       // No such instance (gone, or an id a client made up): said by NATS at once, not worth a line.
-      if (!/no responders/i.test((err as Error).message ?? '')) this.deps.log.warn('answer of a 2025 client not handed to the instance that asked', { err: err as Error, instance: holder });
+      if (natsFailure(err) !== NatsFailures.noResponders) this.deps.log.warn('answer of a 2025 client not handed to the instance that asked', { err: err as Error, instance: holder });
       return false;
     }
   }

@@ -1,18 +1,9 @@
 import { ErrorCodes, WireError, type ApprovalRequestedEvent, type ProxyCallRequest } from '@mcpx/contracts';
 import { encodeCanonical, sha256Hex, type McpToolDocument } from '@mcpx/domain';
 import { trace, type Counter, type Meter } from '@opentelemetry/api';
+import { DEFAULT_QUOTAS } from '@mcpx/config';
 import type { Logger } from '@mcpx/log';
-import {
-  isRedisUnavailable,
-  PendingApprovalsFullError,
-  QUOTA_DEFAULTS,
-  REDIS_RETRY_AFTER_MS,
-  type ApprovalRecord,
-  type ApprovalStore,
-  type ConsumeOutcome,
-  type ConsumeReason,
-  type PendingCaps,
-} from '@mcpx/locks';
+import { isRedisUnavailable, PendingApprovalsFullError, REDIS_RETRY_AFTER_MS, type ApprovalRecord, type ApprovalStore, type ConsumeOutcome, type ConsumeReason, type PendingCaps } from '@mcpx/locks';
 import { pendingFullError, pendingStoreDown } from './pending-refusals.js';
 
 /** Hex sha-256 of the canonical (dag-cbor) encoding of a call's arguments: key order does not count. */
@@ -67,7 +58,7 @@ export class ApprovalGate {
   private readonly rejections: Counter | undefined;
 
   constructor(private readonly deps: ApprovalGateDeps) {
-    const d = QUOTA_DEFAULTS;
+    const d = DEFAULT_QUOTAS;
     this.caps = {
       maxPendingPerAgent: deps.maxPendingPerAgent ?? d.pendingApprovalsPerAgent,
       maxPendingPerAccount: deps.maxPendingPerAccount ?? d.pendingApprovalsPerAccount,

@@ -1,11 +1,10 @@
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import { listen, subjectOnly } from '@mcpx/bus';
 import type { CallbackLog, Subjects } from '@mcpx/contracts';
-import { CredentialReader, readAgent, readToolDocument, type ProxyReads } from '@mcpx/credentials';
+import { CredentialReader, readAgent, readToolDocument, type ProxyReads, type ServerCredentials } from '@mcpx/credentials';
 import { compileValidator, type ArgumentValidator, type McpToolDocument } from '@mcpx/domain';
 import { createLogger } from '@mcpx/log';
 import type { SecretBox } from '@mcpx/secrets';
-import type { ServerEntry } from './server-entry.js';
 import { loadServerLevels, type ServerLevels } from './tool-levels.js';
 
 export interface AgentEntry {
@@ -41,7 +40,7 @@ interface ProjectedDocument extends DocumentEntry {
 export class Catalog {
   private readonly agents = new Memo<AgentEntry>();
   private readonly documents = new Memo<ProjectedDocument>();
-  private readonly servers = new Memo<ServerEntry>();
+  private readonly servers = new Memo<ServerCredentials>();
   private readonly levels = new Memo<ServerLevels>();
   private readonly subs: Subscription[] = [];
   /** Invalidations seen (tests and stats read it to know an event has been applied). */
@@ -108,7 +107,7 @@ export class Catalog {
     return levels === undefined ? undefined : (withLevel(projected, levels) ?? undefined);
   }
 
-  serverNow(account: string, name: string): ServerEntry | undefined {
+  serverNow(account: string, name: string): ServerCredentials | undefined {
     return this.servers.now(`${account}:${name}`);
   }
 
@@ -130,7 +129,7 @@ export class Catalog {
     return levels === null ? null : withLevel(projected, levels);
   }
 
-  server(account: string, name: string): Promise<ServerEntry | null> {
+  server(account: string, name: string): Promise<ServerCredentials | null> {
     return this.servers.get(`${account}:${name}`, () => this.loadServer(account, name));
   }
 
@@ -150,7 +149,7 @@ export class Catalog {
   }
 
   /** A custom server's row by name, else a built-in lit by a vendor connection (see `CredentialReader.byName`). */
-  private loadServer(account: string, name: string): Promise<ServerEntry | null> {
+  private loadServer(account: string, name: string): Promise<ServerCredentials | null> {
     return this.credentials.byName(account, name);
   }
 

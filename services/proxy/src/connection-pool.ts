@@ -1,6 +1,6 @@
 import { context, trace, type Context, type Counter, type Meter, type Span, type Tracer, type UpDownCounter } from '@opentelemetry/api';
 import { McpAttributes, endWithOutcome } from '@mcpx/telemetry';
-import { QUOTA_DEFAULTS } from '@mcpx/locks';
+import { DEFAULT_QUOTAS } from '@mcpx/config';
 import {
   McpClientError,
   connectMcp,
@@ -14,7 +14,7 @@ import {
   type McpConnection,
 } from '@mcpx/mcp-client';
 import { MemoryEraVerdicts, authContextOf, type EraVerdictSource } from './era-verdicts.js';
-import type { ServerEntry } from './server-entry.js';
+import type { ServerCredentials } from '@mcpx/credentials';
 import { capRefusal, runIsIdle, shareable, slotStep, verdictOutcome, type InstanceLimit } from './pool-rules.js';
 import { toWire } from './wire-errors.js';
 
@@ -160,11 +160,11 @@ export class ConnectionPool {
    * (its own handshake, or one another call started) gets a `proxy.pool.acquire` span under
    * `parent`; one whose connection is ready costs no span.
    */
-  async use<T>(account: string, run: string, server: string, entry: ServerEntry, fn: (conn: McpConnection) => Promise<T>, fresh = false, parent?: Context): Promise<T> {
+  async use<T>(account: string, run: string, server: string, entry: ServerCredentials, fn: (conn: McpConnection) => Promise<T>, fresh = false, parent?: Context): Promise<T> {
     const key = `${account}:${run}`;
     let pool = this.runs.get(key);
     if (pool === undefined) {
-      this.refuseWhenFull('runs_per_proxy', this.runs.size, this.opts.maxRuns ?? QUOTA_DEFAULTS.runsPerProxy, 'runs');
+      this.refuseWhenFull('runs_per_proxy', this.runs.size, this.opts.maxRuns ?? DEFAULT_QUOTAS.runsPerProxy, 'runs');
       pool = { account, run, connections: new Map(), lastUsed: Date.now(), active: 0 };
       this.runs.set(key, pool);
     }
@@ -189,7 +189,7 @@ export class ConnectionPool {
           slot = { promise: Promise.resolve(reused), conn: reused, authContext, verdictReported: true };
           pool.connections.set(server, slot);
         } else {
-          this.refuseWhenFull('connections_per_proxy', this.openCount + this.connecting, this.opts.maxConnections ?? QUOTA_DEFAULTS.connectionsPerProxy, 'remote connections');
+          this.refuseWhenFull('connections_per_proxy', this.openCount + this.connecting, this.opts.maxConnections ?? DEFAULT_QUOTAS.connectionsPerProxy, 'remote connections');
           acquiring = this.acquireSpan(parent, server, true);
           // The connect runs under the acquire span: its era and verdict are recorded there.
           const connecting =
@@ -255,7 +255,7 @@ export class ConnectionPool {
     return shared.conn;
   }
 
-  private async connect(account: string, server: string, entry: ServerEntry, authContext: string): Promise<McpConnection> {
+  private async connect(account: string, server: string, entry: ServerCredentials, authContext: string): Promise<McpConnection> {
     // The notification handler is registered before the connection exists; it reads it from here.
     const opened: { conn?: McpConnection } = {};
     const probeKey = `${account}\u0000${server}\u0000${authContext}`;

@@ -12,7 +12,8 @@ import {
   type RestrictedSchema,
 } from '@mcpx/contracts';
 import type { McpToolDocument } from '@mcpx/domain';
-import { PendingInputsFullError, QUOTA_DEFAULTS, newInputRequestId, type InputConsumeReason, type InputRecord, type InputStore, type PendingCaps } from '@mcpx/locks';
+import { DEFAULT_QUOTAS } from '@mcpx/config';
+import { PendingInputsFullError, newInputRequestId, type InputConsumeReason, type InputRecord, type InputStore, type PendingCaps } from '@mcpx/locks';
 import type { SecretBox } from '@mcpx/secrets';
 import { pendingFullError, pendingStoreDown } from './pending-refusals.js';
 
@@ -132,7 +133,7 @@ export class InputGate {
   private readonly rejections: Counter | undefined;
 
   constructor(private readonly deps: InputGateDeps) {
-    const d = QUOTA_DEFAULTS;
+    const d = DEFAULT_QUOTAS;
     this.caps = {
       maxPendingPerAgent: deps.maxPendingPerAgent ?? d.pendingApprovalsPerAgent,
       maxPendingPerAccount: deps.maxPendingPerAccount ?? d.pendingInputsPerAccount,

@@ -2,10 +2,9 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import type { Counter, Meter, Tracer } from '@opentelemetry/api';
 import { request } from '@mcpx/bus';
 import { ErrorCodes, WireError, oauthRefreshAnswerValue, type OAuthRefreshAnswer, type OAuthRefreshRequest, type Subjects } from '@mcpx/contracts';
-import { expiring, REFRESH_BEFORE_EXPIRY_MS } from '@mcpx/credentials';
+import { expiring, REFRESH_BEFORE_EXPIRY_MS, type ServerCredentials } from '@mcpx/credentials';
 import { withSpan } from '@mcpx/telemetry';
 import type { Catalog } from './catalog.js';
-import type { ServerEntry } from './server-entry.js';
 
 /** Refresh an access token this long before it expires (one margin, the registry's too). */
 export { REFRESH_BEFORE_EXPIRY_MS };
@@ -30,7 +29,7 @@ export interface OAuthTokensDeps {
  * for a built-in server, the vendor whose connection the owner must make again).
  */
 export class OAuthTokens {
-  private readonly inflight = new Map<string, Promise<ServerEntry>>();
+  private readonly inflight = new Map<string, Promise<ServerCredentials>>();
   private readonly refreshes: Counter | undefined;
 
   constructor(private readonly deps: OAuthTokensDeps) {
@@ -38,7 +37,7 @@ export class OAuthTokens {
   }
 
   /** Whether `entry`'s token expires within {@link REFRESH_BEFORE_EXPIRY_MS}. */
-  expiring(entry: ServerEntry, now = Date.now()): boolean {
+  expiring(entry: ServerCredentials, now = Date.now()): boolean {
     return expiring(entry, now);
   }
 
@@ -46,7 +45,7 @@ export class OAuthTokens {
    * A fresh entry for `server` after its token (held in `entry`) expired or was refused. Calls of
    * this proxy that need the same refresh share one request.
    */
-  refreshed(account: string, server: string, entry: ServerEntry): Promise<ServerEntry> {
+  refreshed(account: string, server: string, entry: ServerCredentials): Promise<ServerCredentials> {
     const key = `${account}:${server}:${entry.oauth?.tokenHash ?? ''}`;
     let p = this.inflight.get(key);
     if (p === undefined) {
@@ -56,8 +55,8 @@ export class OAuthTokens {
     return p;
   }
 
-  private async observed(account: string, server: string, run: () => Promise<ServerEntry>): Promise<ServerEntry> {
-    const counted = async (): Promise<ServerEntry> => {
+  private async observed(account: string, server: string, run: () => Promise<ServerCredentials>): Promise<ServerCredentials> {
+    const counted = async (): Promise<ServerCredentials> => {
       let result = 'ok';
       try {
         return await run();
@@ -71,7 +70,7 @@ export class OAuthTokens {
     return this.deps.tracer ? withSpan(this.deps.tracer, 'proxy.token_refresh', { 'mcp.account': account, 'mcp.server': server }, counted) : counted();
   }
 
-  private async refresh(account: string, server: string, entry: ServerEntry): Promise<ServerEntry> {
+  private async refresh(account: string, server: string, entry: ServerCredentials): Promise<ServerCredentials> {
     const req: OAuthRefreshRequest = { account, server, ...(entry.oauth?.tokenHash ? { staleTokenHash: entry.oauth.tokenHash } : {}) };
     let reply: OAuthRefreshAnswer;
     try {

@@ -1,6 +1,7 @@
 import { connectBus, payload, respond } from '@mcpx/bus';
 import type { Config } from '@mcpx/config';
 import { decodeProxyCancel, decodeRunEnded } from '@mcpx/contracts';
+import { proxyReads } from '@mcpx/credentials';
 import { createDb } from '@mcpx/db';
 import { createLogger, type LogSink } from '@mcpx/log';
 import { SecretBox } from '@mcpx/secrets';
@@ -51,11 +52,13 @@ export async function startProxy(config: Config, opts: ProxyOptions = {}): Promi
   const limiter = callLimiter(redis, config, log);
   // A body cut at a bound is counted, and the call's span says why its answer stopped short.
   const outboundFetch = createOutboundFetch(config.outbound, { onResponseCut: responseCutRecorder(telemetry.meter) });
-  const catalog = new Catalog(db, new SecretBox(config.keyring), config.builtinEndpoints);
+  // The proxy reads the owners' tables its read model names, and writes none (a write does not compile).
+  const reads = proxyReads(db);
+  const catalog = new Catalog(reads, new SecretBox(config.keyring), config.builtinEndpoints);
   catalog.listen(bus.nc, bus.subjects, log);
   // Legacy servers ask by pushing elicitation/create during a call: held here while a person answers.
   const legacyAsks = new LegacyAsks();
-  const pool = connectionPool({ config, db, bus, log, telemetry, outboundFetch, idleMs: opts.idleMs ?? config.proxy.idleMs }, legacyAsks);
+  const pool = connectionPool({ config, db: reads, bus, log, telemetry, outboundFetch, idleMs: opts.idleMs ?? config.proxy.idleMs }, legacyAsks);
   const limits = { maxConcurrency: config.proxy.maxConcurrencyPerServer, ratePerSecond: config.proxy.ratePerServer };
   const maxPayload = bus.nc.info?.max_payload ?? 1024 * 1024;
   const { approvals, inputs } = callGates({ config, bus, redis, log, telemetry });

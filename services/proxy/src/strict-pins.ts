@@ -28,7 +28,7 @@ type Outcome = 'match' | 'mismatch' | 'unlisted' | 'unverified';
  * and the registry holds the change for review. A listing that cannot be had refuses the call too
  * (fail closed).
  *
- * Other modes pay nothing: the mode is part of the server's catalog entry (`ServerEntry.pin`, read
+ * Other modes pay nothing: the mode is part of the server's catalog entry (`ServerCredentials.pin`, read
  * with its credentials from the same row), and only `strict` lists anything.
  */
 export class StrictPins {

@@ -26,8 +26,8 @@ function levels(tools: readonly RemoteTool[], overrides: Overrides, builtin: boo
 }
 
 /**
- * Reads a server's levels from the registry's rows (`readServerTools` of `@mcpx/credentials`, the
- * one reading of them beside their stored shape). Null when the account has no such server.
+ * Reads a server's levels from the registry's rows (`readServerTools` of `@mcpx/credentials`,
+ * decoded by the columns' own shapes). Null when the account has no such server.
  */
 export async function loadServerLevels(db: ProxyReads, account: string, name: string): Promise<ServerLevels | null> {
   const rows = await readServerTools(db, account, name);

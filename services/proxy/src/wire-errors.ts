@@ -1,15 +1,16 @@
-import { ErrorCodes, WireError } from '@mcpx/contracts';
+import { ERROR_TRAITS, ErrorCodes, WireError, type ErrorCode } from '@mcpx/contracts';
 import { isRedisUnavailable, REDIS_RETRY_AFTER_MS } from '@mcpx/locks';
-import { McpClientError } from '@mcpx/mcp-client';
+import { McpClientError, McpClientRan, type McpClientErrorCode } from '@mcpx/mcp-client';
 import { OutboundRefusedError } from '@mcpx/outbound';
 
 /**
- * Errors thrown once the call's request was handed to the remote server's connection (the
- * `tools/call` itself, not the connect before it). Only these may have run on the server.
+ * Errors thrown once the call was handed to the remote server's connection (the `tools/call`
+ * itself, not the connect before it). The MCP client says what ran on each of its own errors
+ * (`McpClientError.ran`); this set is for anything else thrown there, which may have run.
  */
 const sent = new WeakSet<object>();
 
-/** Marks what `call` throws as thrown after the request went out (see {@link toWire}). */
+/** Marks what `call` throws as thrown after the request was handed over (see {@link toWire}). */
 export async function sentCall<T>(call: Promise<T>): Promise<T> {
   try {
     return await call;
@@ -19,42 +20,32 @@ export async function sentCall<T>(call: Promise<T>): Promise<T> {
   }
 }
 
+/** The wire code of each MCP client code, before what ran is weighed. */
+const CLIENT_WIRE_CODES: { readonly [C in McpClientErrorCode]: ErrorCode } = {
+  unauthorized: ErrorCodes.authRequired,
+  timeout: ErrorCodes.timeout,
+  cancelled: ErrorCodes.cancelled,
+  protocol_error: ErrorCodes.serverError,
+  maybe_executed: ErrorCodes.maybeExecuted,
+  transport_error: ErrorCodes.transportError,
+  era_negotiation_failed: ErrorCodes.transportError,
+  connect_failed: ErrorCodes.transportError,
+  session_expired: ErrorCodes.transportError,
+};
+
 /**
- * HTTP statuses that refuse a request before it is processed (malformed, forbidden, no such
- * endpoint, method or media type, too large, throttled). Not every 4xx: a server that aborts a
- * request it was running answers 499 (the SDK's, on close), 408 or 409 can follow work done.
+ * The wire code of an MCP client error follows from its code and from what ran: a code whose
+ * traits (`ERROR_TRAITS`) say nothing ran is never said of a request that may have run; that is
+ * `maybe_executed` (never retried).
  */
-const REFUSED_UNRUN = new Set([400, 403, 404, 405, 406, 411, 413, 414, 415, 421, 429, 431]);
-
-/** Socket errors that prove no byte of the request reached the server. */
-const UNSENT_CAUSE = /\b(ECONNREFUSED|ENOTFOUND|EAI_AGAIN|EHOSTUNREACH|ENETUNREACH|EADDRNOTAVAIL)\b/;
-
-/**
- * Whether a transport failure after the request was handed over still proves the server never
- * ran it: a connection that was already closed, a refused socket, or an HTTP refusal answering
- * the request itself ({@link REFUSED_UNRUN}; not a refused resumption). Anything else (a dropped or broken response, a 5xx, a
- * malformed or oversized answer) may have run.
- */
-function provablyUnsent(err: McpClientError): boolean {
-  // The client's own word that the request was out (a broken stream it could not resume).
-  if (/may have executed/.test(err.message)) return false;
-  if (err.status !== undefined && REFUSED_UNRUN.has(err.status)) return true;
-  if (err.cause === undefined && /connection is closed/.test(err.message)) return true;
-  return causes(err.cause).some((c) => UNSENT_CAUSE.test(c));
-}
-
-/** The socket codes and messages along an error's causes (happy-eyeballs' AggregateError too). */
-function causes(err: unknown): string[] {
-  const out: string[] = [];
-  let current = err;
-  for (let depth = 0; depth < 8 && current instanceof Error; depth++) {
-    const code = (current as { code?: unknown }).code;
-    if (typeof code === 'string') out.push(code);
-    out.push(current.message);
-    if (current instanceof AggregateError) out.push(...current.errors.flatMap((e) => causes(e)));
-    current = current.cause;
-  }
-  return out;
+function clientWire(err: McpClientError): WireError {
+  const code = CLIENT_WIRE_CODES[err.code];
+  if (err.ran === McpClientRan.Maybe && ERROR_TRAITS[code].ran === 'none') return maybeExecuted(err.message);
+  if (code === ErrorCodes.cancelled) return new WireError(code, 'the call was cancelled');
+  if (code === ErrorCodes.serverError) return new WireError(code, err.message, err.mcpCode !== undefined ? { mcpCode: err.mcpCode } : {});
+  // The request went out and its answer was lost: never retried, the caller decides.
+  if (code === ErrorCodes.maybeExecuted) return maybeExecuted(err.message);
+  return new WireError(code, err.message);
 }
 
 /** The outbound policy's refusal somewhere in an error's causes. */
@@ -70,7 +61,8 @@ function outboundRefusal(err: unknown): OutboundRefusedError | undefined {
 /**
  * Maps the MCP client's local errors onto the wire codes the runtime shows the model. The one
  * rule that matters: `transport_error` (retryable) only when nothing ran; a failure after the
- * request went out that does not prove otherwise is `maybe_executed` (never retried).
+ * request went out that does not prove otherwise is `maybe_executed` (never retried). What ran
+ * is the client's word (`McpClientError.ran`), never read from a message.
  */
 export function toWire(err: unknown): WireError {
   if (err instanceof WireError) return err;
@@ -82,30 +74,8 @@ export function toWire(err: unknown): WireError {
       ...(refused.address !== undefined ? { kind: refused.address.kind } : {}),
     });
   }
-  const afterSend = err !== null && typeof err === 'object' && sent.has(err);
-  if (err instanceof McpClientError) {
-    switch (err.code) {
-      case 'unauthorized':
-        return new WireError(ErrorCodes.authRequired, err.message);
-      case 'timeout':
-        return new WireError(ErrorCodes.timeout, err.message);
-      case 'cancelled':
-        return new WireError(ErrorCodes.cancelled, 'the call was cancelled');
-      case 'protocol_error':
-        return new WireError(ErrorCodes.serverError, err.message, err.mcpCode !== undefined ? { mcpCode: err.mcpCode } : {});
-      case 'maybe_executed':
-        // The request went out and its answer was lost: never retried, the caller decides.
-        return maybeExecuted(err.message);
-      case 'transport_error':
-        if (afterSend && !provablyUnsent(err)) return maybeExecuted(err.message);
-        return new WireError(ErrorCodes.transportError, err.message);
-      case 'era_negotiation_failed':
-      case 'connect_failed':
-      case 'session_expired':
-        return new WireError(ErrorCodes.transportError, err.message);
-    }
-  }
-  if (afterSend) return maybeExecuted('the call failed after it was sent');
+  if (err instanceof McpClientError) return clientWire(err);
+  if (err !== null && typeof err === 'object' && sent.has(err)) return maybeExecuted('the call failed after it was sent');
   return new WireError(ErrorCodes.internal, 'internal error');
 }
 

@@ -2,7 +2,7 @@
 import { Redis } from 'ioredis';
 import type { Bus } from '@mcpx/bus';
 import type { Config } from '@mcpx/config';
-import type { Db } from '@mcpx/db';
+import type { ProxyReads } from '@mcpx/credentials';
 import { ApprovalStore, CallLimiter, InputStore } from '@mcpx/locks';
 import type { Logger } from '@mcpx/log';
 import { CONNECTOR_CAPABILITIES, type ElicitRequestParams, type McpConnection } from '@mcpx/mcp-client';
@@ -47,7 +47,10 @@ export function callLimiter(redis: Redis, config: Config, log: Logger): CallLimi
  * The connections to remote servers: per run (legacy sessions) or shared (modern), each opening
  * reported by quiet discovery, a legacy server's pushed questions held by `legacyAsks`.
  */
-export function connectionPool(d: { config: Config; db: Db; bus: Bus; log: Logger; telemetry: Telemetry; outboundFetch: OutboundFetch; idleMs: number }, legacyAsks: LegacyAsks): ConnectionPool {
+export function connectionPool(
+  d: { config: Config; db: ProxyReads; bus: Bus; log: Logger; telemetry: Telemetry; outboundFetch: OutboundFetch; idleMs: number },
+  legacyAsks: LegacyAsks,
+): ConnectionPool {
   const quiet = new QuietDiscovery((msg) => d.bus.notify(d.bus.subjects.toolsObserved, msg), d.log);
   return new ConnectionPool(
     {

@@ -11,6 +11,8 @@ async function main(): Promise<void> {
     ...(settings.publicUrl !== undefined ? { publicUrl: settings.publicUrl } : {}),
     // An https public URL offers OAuth client ID metadata documents; `off` keeps to registration.
     ...(settings.clientMetadataDocument === false ? { clientMetadataDocument: false } : {}),
+    // The agent endpoint as the console shows it (ENDPOINT_PUBLIC_URL, ENDPOINT_PORT).
+    endpoint: settings.endpoint,
     inbound: settings.inbound,
   };
   const registry = await startRegistry(loadConfig('registry', process.env), opts);

@@ -49,6 +49,11 @@ export interface RegistryOptions {
   clientMetadataDocument?: boolean;
   /** The bounds of the HTTP face before a request is known (default `DEFAULT_INBOUND_LIMITS`; `REGISTRY_BODY_TIMEOUT_MS` and the others in main.ts). */
   inbound?: InboundLimits;
+  /**
+   * The agent endpoint as the console shows it (its URL, client configs): `publicUrl`
+   * (`ENDPOINT_PUBLIC_URL`), else `port` (`ENDPOINT_PORT`, default 8083) on the console's own host.
+   */
+  endpoint?: { publicUrl?: string; port?: number };
 }
 
 export interface RunningRegistry {
@@ -106,6 +111,7 @@ export async function startRegistry(config: Config, opts: RegistryOptions = {}):
     // Dropped malformed notifications are logged where the registry logs (without their bytes).
     events: new EventStream(bus.nc, bus.subjects, log),
     isReady: () => ready,
+    console: { endpoint: opts.endpoint ?? {} },
     oauthCallback: oauthCallbackHandler({ oauth: creds.oauth, discovery, tickets: creds.tickets, log }),
     oauthStart: oauthStartHandler({ tickets: creds.tickets, store: creds.oauthStore, log, tracer: telemetry.tracer }),
     ...(opts.clientMetadataDocument === false ? {} : { oauthClientMetadata: clientMetadataDocumentHandler(() => publicUrl) }),

@@ -2,7 +2,7 @@ import type { Counter, Meter } from '@opentelemetry/api';
 import { sql, type Kysely } from 'kysely';
 import { ErrorCodes, WireError } from '@mcpx/contracts';
 import type { Database } from '@mcpx/db';
-import { QUOTA_DEFAULTS, type QuotaLimits } from '@mcpx/locks';
+import { DEFAULT_QUOTAS, type QuotaSettings } from '@mcpx/config';
 
 /** The kinds a refusal is counted by (`mcpx_quota_rejections_total{kind}`): a fixed set, never input. */
 export const QuotaKinds = {
@@ -34,7 +34,7 @@ export class AccountQuotas {
   private readonly rejections: Counter;
 
   constructor(
-    readonly limits: QuotaLimits = QUOTA_DEFAULTS,
+    readonly limits: QuotaSettings = DEFAULT_QUOTAS,
     meter?: Meter,
   ) {
     this.rejections = meter?.createCounter('mcpx_quota_rejections_total', { description: 'Requests refused by a quota or rate limit, by kind' }) ?? NOOP_COUNTER;

@@ -2,9 +2,10 @@ import { SpanKind, trace, type Counter, type Histogram, type Meter, type Tracer 
 import type { Bus } from '@mcpx/bus';
 import type { ServerStatus, Transport } from '@mcpx/contracts';
 import type { RemoteTool } from '@mcpx/domain';
-import { QUOTA_DEFAULTS, type LeaseQuota, type QuotaLimits, type SingleFlight } from '@mcpx/locks';
+import { DEFAULT_QUOTAS, type QuotaSettings } from '@mcpx/config';
+import type { LeaseQuota, SingleFlight } from '@mcpx/locks';
 import type { Logger } from '@mcpx/log';
-import { CONNECTOR_CAPABILITIES, connectMcp, resourceMetadataUrl, type EraVerdict, type McpConnection } from '@mcpx/mcp-client';
+import { CONNECTOR_CAPABILITIES, connectMcp, explainConnectFailure, resourceMetadataUrl, type EraVerdict, type McpConnection } from '@mcpx/mcp-client';
 import { budgetedFetch, ResponseBound } from '@mcpx/outbound';
 import { McpAttributes, safeUrlForTelemetry, traceCarrier, withSpan } from '@mcpx/telemetry';
 import { discoveryErrorCode, tracedRequests } from './discovery-telemetry.js';
@@ -116,12 +117,12 @@ export interface DiscoveryDeps {
   /** The owner's per-tool permission overrides, carried on every discovery event. */
   permissions?: ToolPermissionsRepository;
   /**
-   * Quotas (`config.quotas`; default {@link QUOTA_DEFAULTS}): `discoveriesPerAccount` of one account
+   * Quotas (`config.quotas`; default {@link DEFAULT_QUOTAS}): `discoveriesPerAccount` of one account
    * run at once on this instance (the rest of that account's wait, holding none of the instance's
    * slots), `discoveryDeadlineMs` bounds one discovery from connect to last page, and after
    * `reprobeMaxFailures` failures in a row the re-prober leaves the server until its owner refreshes it.
    */
-  quotas?: Pick<QuotaLimits, 'discoveriesPerAccount' | 'discoveryDeadlineMs' | 'reprobeMaxFailures'>;
+  quotas?: Pick<QuotaSettings, 'discoveriesPerAccount' | 'discoveryDeadlineMs' | 'reprobeMaxFailures'>;
   /**
    * Contract pinning: who hears of a change held for review (a pinned server's discoveries are
    * recorded in the outbox's transaction). Absent: pins are not applied (tests of discovery alone).
@@ -185,6 +186,8 @@ interface Outcome {
   /** The list's freshness hints, when the server gave them (bounded). */
   hints?: { ttlMs?: number; cacheScope?: 'public' | 'private' };
   error?: string;
+  /** The failure in words with what to try (`explainConnectFailure`), when it can be said. */
+  summary?: string;
   /** A failure's stable code (see {@link discoveryErrorCode}), for spans and metrics. */
   code?: string;
   authRequired?: boolean;
@@ -207,7 +210,7 @@ export class Discovery {
   private readonly slots: Semaphore;
   /** Each account's own bound, in front of {@link slots}: one account cannot hold them all. */
   private readonly accountSlots = new Map<string, Semaphore>();
-  private readonly quotas: Pick<QuotaLimits, 'discoveriesPerAccount' | 'discoveryDeadlineMs' | 'reprobeMaxFailures'>;
+  private readonly quotas: Pick<QuotaSettings, 'discoveriesPerAccount' | 'discoveryDeadlineMs' | 'reprobeMaxFailures'>;
   /** The `resource_metadata` URL of each server's last OAuth challenge (server id → URL), for the OAuth step. */
   private readonly challenges = new Map<string, URL>();
   /** The account's mcp_servers rows: what {@link discover} works on unless told otherwise. */
@@ -237,7 +240,7 @@ export class Discovery {
       overrides: async (account, serverId, trx) => deps.permissions?.forServer(account, serverId, trx),
     };
     this.slots = new Semaphore(deps.concurrency ?? DISCOVERY_LIMITS.concurrency);
-    this.quotas = deps.quotas ?? QUOTA_DEFAULTS;
+    this.quotas = deps.quotas ?? DEFAULT_QUOTAS;
     this.streams = new ListenStreams({ singleFlight: deps.singleFlight, log: deps.log, meter: deps.meter, tracer: deps.tracer });
     this.runs = deps.meter.createCounter('mcpx_discovery_total', { description: 'Discoveries by result (ok, error, auth_required), error code (ok when none), trigger and kind' });
     this.duration = deps.meter.createHistogram('mcpx_discovery_duration_ms', { description: 'Discovery time by result, error code (ok when none), trigger and kind', unit: 'ms' });
@@ -513,7 +516,13 @@ export class Discovery {
           this.challenges.set(server.id, challenge);
           if (this.challenges.size > 10_000) this.challenges.delete(this.challenges.keys().next().value as string);
         }
-        return { error: e.message ?? 'connect failed', code: discoveryErrorCode(err), authRequired: e.code === 'unauthorized' && (target.renew !== undefined || wantsOAuth(e.wwwAuthenticate)) };
+        const summary = explainConnectFailure(err, server.config.url, server.config.auth);
+        return {
+          error: e.message ?? 'connect failed',
+          ...(summary !== undefined ? { summary } : {}),
+          code: discoveryErrorCode(err),
+          authRequired: e.code === 'unauthorized' && (target.renew !== undefined || wantsOAuth(e.wwwAuthenticate)),
+        };
       }
     }
     try {
@@ -644,6 +653,7 @@ export class Discovery {
           status = {
             state: outcome.authRequired ? 'auth_required' : 'error',
             error: outcome.error ?? 'discovery failed',
+            ...(outcome.summary !== undefined ? { summary: outcome.summary } : {}),
             checkedAt: now.toISOString(),
             failures,
             ...(previous.lastOkAt ? { lastOkAt: previous.lastOkAt } : {}),

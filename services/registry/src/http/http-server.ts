@@ -3,11 +3,12 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { createHash } from 'node:crypto';
 import { SpanKind, type Counter, type Histogram, type Meter, type Tracer } from '@opentelemetry/api';
 import { BODY_LIMITS, ErrorCodes, WireError, boundInField, checkValueBounds, decodeStrict, encodePayload, invalidInput, openApiDocument, toWireError } from '@mcpx/contracts';
-import { serveConsole } from '@mcpx/console';
+import { serveConsole, type ConsoleSettings } from '@mcpx/console';
 import { InboundGuard, refusalMessage, type InboundRefusal } from '@mcpx/inbound';
 import type { Logger } from '@mcpx/log';
 import { clientTraceOrigin, withSpan } from '@mcpx/telemetry';
-import { LeaseQuota, QUOTA_DEFAULTS, RateLimiter, type QuotaLimits } from '@mcpx/locks';
+import { DEFAULT_QUOTAS, type QuotaSettings } from '@mcpx/config';
+import { LeaseQuota, RateLimiter } from '@mcpx/locks';
 import { AccountQuotas, QuotaKinds, quotaExceeded, rateLimited } from '../actions/account-quotas.js';
 import { TrustedProxies } from '@mcpx/config/trusted-proxies';
 import { dispatchAction, isKnownAction, type ActionDeps } from '../actions/index.js';
@@ -32,12 +33,14 @@ export interface HttpDeps {
   meter: Meter;
   events: EventStream;
   isReady: () => boolean;
+  /** What the console learns of the deployment (`/console/settings.json`; absent: the defaults). */
+  console?: ConsoleSettings;
   /** `GET /v1/oauth/callback` (absent: no OAuth). */
   oauthCallback?: (req: IncomingMessage, res: ServerResponse, url: URL) => Promise<void>;
   /** `GET /v1/oauth/start?ticket=…`: opens an authorization ticket in a browser (absent: no OAuth). */
   oauthStart?: (req: IncomingMessage, res: ServerResponse, url: URL) => Promise<void>;
   /** Quotas and rate limits (`config.quotas`; absent: the defaults). */
-  quotas?: QuotaLimits;
+  quotas?: QuotaSettings;
   /** Whose `X-Forwarded-For` the per-address limit believes (`TRUSTED_PROXIES`; absent: nobody's). */
   trustedProxies?: TrustedProxies;
   /** `GET /v1/oauth/client-metadata.json`: the OAuth client ID metadata document (absent: none). */
@@ -136,7 +139,7 @@ export function createHttpServer(deps: HttpDeps): Server {
   const requests: Counter = deps.meter.createCounter('mcpx_actions_total', { description: 'Actions by type and result code' });
   const duration: Histogram = deps.meter.createHistogram('mcpx_action_duration_ms', { unit: 'ms', description: 'Action time' });
   const refused: Counter = deps.meter.createCounter('mcpx_action_bodies_refused_total', { description: 'Action bodies the decoder refused, by format and rule' });
-  const limits = deps.quotas ?? QUOTA_DEFAULTS;
+  const limits = deps.quotas ?? DEFAULT_QUOTAS;
   const quotas = new AccountQuotas(limits, deps.meter);
   let lastLimitWarning = 0;
   const limitError = (err: Error): void => {
@@ -313,7 +316,7 @@ export function createHttpServer(deps: HttpDeps): Server {
       const ready = deps.isReady();
       send(res, ready ? 200 : 503, { ok: ready, service: 'registry' }, false);
     } else if (req.method === 'GET') {
-      void serveConsole(url.pathname, res).then((served) => {
+      void serveConsole(url.pathname, res, deps.console).then((served) => {
         if (!served) send(res, 404, { error: new WireError(ErrorCodes.notFound, `no route GET ${url.pathname}`).toJSON() }, false);
       });
     } else {
