@@ -8,6 +8,7 @@ import { agentNames } from './agent-names.js';
 /** One question as a person reads it: the message, then the fields of a form or the URL to open. */
 export function questionLines(q: InputRequestItem): string[] {
   if (q.kind === 'sampling') return [`  [${q.key}] a sampling request (answered by the agent's runtime)`];
+  if (q.kind === 'roots') return [`  [${q.key}] a request for the client's roots (answered by the agent's runtime)`];
   const who = q.answerBy === 'runtime' ? " (answered by the agent's runtime)" : '';
   const lines = [`  [${q.key}] ${q.message}${who}`];
   if (q.kind === 'url') {

@@ -100,7 +100,8 @@ describe('owner overrides and approval expiry', () => {
     const { approval } = await system.api.act<{ approval: ApprovalView }>('ApproveToolCall', { approvalId: approved });
     // Approved: usable for the TTL from the decision.
     expect(Date.parse(approval.expiresAt) - Date.parse(approval.decidedAt!)).toBe(TTL_MS);
-    const undecided = await stoppedCall(system, 'agent', 'e1', 'db__drop_table', { table: 'late' });
+    // Another run's call (the same call re-sent bare would use the approval just given).
+    const undecided = await stoppedCall(system, 'agent', 'e2', 'db__drop_table', { table: 'late' });
     await new Promise((r) => setTimeout(r, TTL_MS + 200));
     const before = upstream.stats.calls;
     const err = await system.callError('agent', 'e1', 'db__drop_table', { table: 'late' }, { approvalId: approved });

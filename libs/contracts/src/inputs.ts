@@ -13,7 +13,9 @@ export type InputAnswerer = 'person' | 'runtime';
 export type InputRequestItem =
   | { key: string; kind: 'form'; answerBy: InputAnswerer; message: string; requestedSchema: RestrictedSchema }
   | { key: string; kind: 'url'; answerBy: 'person'; message: string; url: string; elicitationId?: string }
-  | { key: string; kind: 'sampling'; answerBy: 'runtime'; params: Record<string, unknown> };
+  | { key: string; kind: 'sampling'; answerBy: 'runtime'; params: Record<string, unknown> }
+  /** `roots/list`: asked of a runtime that declares it shares roots (the endpoint's client that declared `roots`). */
+  | { key: string; kind: 'roots'; answerBy: 'runtime' };
 
 /** An answer to one form or URL elicitation (the 2026-07-28 `ElicitResult`). */
 export interface ElicitAnswer {

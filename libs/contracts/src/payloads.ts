@@ -147,9 +147,10 @@ export interface ProxyCallRequest {
   inputResponses?: Record<string, unknown>;
   /**
    * What the runtime can answer itself: `sampling` (it samples its model for the server) and
-   * `forms` (it answers form elicitations, when the agent's definition lets it). Absent: neither.
+   * `forms` (it answers form elicitations, when the agent's definition lets it), `roots` (it shares
+   * its roots: `roots/list`). Absent: none.
    */
-  answers?: { sampling?: boolean; forms?: boolean };
+  answers?: { sampling?: boolean; forms?: boolean; roots?: boolean };
   /**
    * The caller speaks MCP and wants the server's content whole (the agent endpoint): the result
    * carries `content`, `isError` and `meta` instead of `text` and `images`, and a result the

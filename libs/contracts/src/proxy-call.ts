@@ -57,12 +57,12 @@ const callTimeout: Rule<number | undefined> = (v, field) => {
   return Math.min(v, MAX_CALL_TIMEOUT_MS);
 };
 
-const answerFlags = shape({ sampling: optional(bool), forms: optional(bool) });
+const answerFlags = shape({ sampling: optional(bool), forms: optional(bool), roots: optional(bool) });
 /** What the runtime answers itself: only the flags that are `true` are kept. */
-const answers: Rule<{ sampling?: boolean; forms?: boolean }> = (v, field) => {
-  if (!isMap(v)) throw invalidInput(field, 'must be {sampling?, forms?}');
+const answers: Rule<{ sampling?: boolean; forms?: boolean; roots?: boolean }> = (v, field) => {
+  if (!isMap(v)) throw invalidInput(field, 'must be {sampling?, forms?, roots?}');
   const a = answerFlags(v, field);
-  return { ...(a.sampling === true ? { sampling: true } : {}), ...(a.forms === true ? { forms: true } : {}) };
+  return { ...(a.sampling === true ? { sampling: true } : {}), ...(a.forms === true ? { forms: true } : {}), ...(a.roots === true ? { roots: true } : {}) };
 };
 
 /** A flag the caller sets (`content`: the server's content whole; `progress`: its progress); `false` is the same as absent. */

@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { createPending, LEDGER_LUA, ledgerKeys, type PendingCaps, type PendingScope, type PendingUnit } from './pending-caps.js';
 
@@ -74,6 +74,13 @@ export interface ApprovalRecord extends ApprovalBinding {
 export type DecideOutcome = { ok: true; record: ApprovalRecord } | { ok: false; reason: 'unknown' | 'expired' | 'decided'; record?: ApprovalRecord };
 export type ConsumeReason = 'unknown' | 'expired' | 'denied' | 'used' | 'pending' | 'mismatch';
 export type ConsumeOutcome = { ok: true; record: ApprovalRecord } | { ok: false; reason: ConsumeReason; record?: ApprovalRecord };
+/**
+ * What the approval of a call re-sent without its id means ({@link ApprovalStore.claimByCall}):
+ * `ok`, it was approved for exactly this call and is now used; `pending`, the owner has not
+ * decided yet (the same approval, no new one); `denied`, refused until its deadline; `none`, no
+ * live approval of this call (never asked, used, expired): ask for a new one.
+ */
+export type ClaimOutcome = { ok: true; record: ApprovalRecord } | { ok: false; reason: 'pending' | 'denied'; record: ApprovalRecord } | { ok: false; reason: 'none' };
 
 // KEYS[1] the record, KEYS[2] the account's pending index, KEYS[3..4] the account's bytes
 // ledger, KEYS[5..6] every account's; ARGV: now, decision, decided by, the approved call's use
@@ -151,6 +158,35 @@ redis.call('SET', KEYS[1], enc, 'KEEPTTL')
 return {'ok', enc}
 `;
 
+// KEYS[1] the call's index (its approval's id); ARGV: now, the account's record key prefix, agent,
+// run, tool, argsHash. The approval of a call re-sent without its id: used here when approved
+// (one step, so racing re-sends run it once), kept while pending, refused while denied; an index
+// that names nothing live is dropped so the next re-send asks again.
+const CLAIM = `
+local id = redis.call('GET', KEYS[1])
+if not id then return {'none'} end
+local raw = redis.call('GET', ARGV[2] .. id)
+if not raw then
+  redis.call('DEL', KEYS[1])
+  return {'none'}
+end
+local r = cjson.decode(raw)
+if r.agent ~= ARGV[3] or r.run ~= ARGV[4] or r.tool ~= ARGV[5] or r.argsHash ~= ARGV[6] then return {'none'} end
+local now = tonumber(ARGV[1])
+if r.status == 'used' or now >= r.expiresAt then
+  redis.call('DEL', KEYS[1])
+  return {'none'}
+end
+if r.status == 'denied' then return {'denied', raw} end
+if r.status ~= 'approved' then return {'pending', raw} end
+r.status = 'used'
+r.usedAt = now
+local enc = cjson.encode(r)
+redis.call('SET', ARGV[2] .. id, enc, 'KEEPTTL')
+redis.call('DEL', KEYS[1])
+return {'ok', enc}
+`;
+
 /** Approval ids: `apr_` and 128 random bits (a valid subject token and request field). */
 function newApprovalId(): string {
   return `apr_${randomBytes(16).toString('base64url')}`;
@@ -180,6 +216,15 @@ export class ApprovalStore {
 
   private recordKey(account: string, id: string): string {
     return `${this.prefix}approval:${account}:${id}`;
+  }
+
+  /**
+   * The index of one call's approval: the account, and a digest of the agent, the run, the tool
+   * and the arguments' hash (a re-send of the same call finds it; nothing else does).
+   */
+  private callKey(account: string, binding: ApprovalBinding): string {
+    const digest = createHash('sha256').update([binding.agent, binding.run, binding.tool, binding.argsHash].join('\u0000')).digest('base64url');
+    return `${this.prefix}approval-call:${account}:${digest}`;
   }
 
   private indexKey(account: string): string {
@@ -240,7 +285,27 @@ export class ApprovalStore {
       opts,
     );
     if (refused !== undefined) throw new PendingApprovalsFullError(refused.max, refused.scope, refused.unit);
+    // The call's index, for a re-send without the id: as long as the record may still be used
+    // (a decision late in the pending window leaves a full window to re-send). Best effort: the
+    // approval is recorded either way and works with its id; without the index (a full Redis) a
+    // bare re-send asks for a new one rather than run.
+    await this.redis.set(this.callKey(input.account, record), record.id, 'PX', 2 * this.ttlMs + TOMBSTONE_MS).catch(() => undefined);
     return record;
+  }
+
+  /**
+   * The approval of a call re-sent without its id (same agent, run, tool and arguments' hash as
+   * the call it was asked for): used once when approved, else what stops the call
+   * ({@link ClaimOutcome}). Two approvals asked at once for one call: the later is the one found.
+   */
+  async claimByCall(account: string, binding: ApprovalBinding): Promise<ClaimOutcome> {
+    const out = (await this.redis.eval(CLAIM, 1, this.callKey(account, binding), this.now(), this.recordKey(account, ''), binding.agent, binding.run, binding.tool, binding.argsHash)) as [
+      string,
+      string?,
+    ];
+    if (out[0] === 'ok') return { ok: true, record: parse(out[1]) };
+    if (out[0] === 'pending' || out[0] === 'denied') return { ok: false, reason: out[0], record: parse(out[1]) };
+    return { ok: false, reason: 'none' };
   }
 
   /**

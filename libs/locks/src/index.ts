@@ -4,7 +4,7 @@ export { CallLimiter } from './call-limiter.js';
 export type { Admission, CallLimits, CallLimiterOptions } from './call-limiter.js';
 export { ApprovalStatuses, ApprovalStore, ARGUMENTS_SHOWN_MAX_BYTES, canonicalArgumentsJson, DEFAULT_APPROVAL_TTL_MS, PendingApprovalsFullError } from './approval-store.js';
 export type { PendingCaps, PendingScope, PendingUnit } from './pending-caps.js';
-export type { ApprovalBinding, ApprovalRecord, ApprovalStatus, ConsumeOutcome, ConsumeReason, DecideOutcome } from './approval-store.js';
+export type { ApprovalBinding, ApprovalRecord, ApprovalStatus, ClaimOutcome, ConsumeOutcome, ConsumeReason, DecideOutcome } from './approval-store.js';
 export { RateLimiter } from './rate-limiter.js';
 export type { RateDecision, RateLimit } from './rate-limiter.js';
 export { LeaseQuota } from './quotas.js';

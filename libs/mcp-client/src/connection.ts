@@ -86,6 +86,11 @@ export interface CallToolOptions {
   /** That result's `requestState`, sent back unchanged with the retry (modern only). */
   requestState?: string;
   /**
+   * Capabilities this call declares beyond the connection's (modern only: a request's `_meta`
+   * carries them), e.g. `roots` when the caller behind the call shares its roots.
+   */
+  capabilities?: ClientCapabilities;
+  /**
    * The tool's definition as listed: on a modern server its `x-mcp-header` parameters are
    * mirrored as `Mcp-Param-<Name>` headers (the SDK reads them from here). Its `outputSchema` is
    * never used to validate the result.
@@ -377,6 +382,7 @@ export class Connection implements McpConnection {
           ...(opts.onProgress ? { onProgress: opts.onProgress } : {}),
           ...(opts.resetTimeoutOnProgress ? { resetTimeoutOnProgress: true } : {}),
           ...(opts.onResume ? { onResume: opts.onResume } : {}),
+          ...(opts.capabilities ? { capabilities: opts.capabilities } : {}),
           classify: this.#classifyContext(core),
           ...(opts.task !== undefined && target.era === 'modern' ? { tasks: true } : {}),
         })) as McpCallResult;

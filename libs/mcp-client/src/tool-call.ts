@@ -84,6 +84,8 @@ export interface ToolCallOptions {
   resetTimeoutOnProgress?: boolean;
   /** Told when a broken legacy response stream was resumed, or could not be. */
   onResume?: (outcome: 'resumed' | 'failed') => void;
+  /** Capabilities this call declares beyond the target's (modern: merged into `_meta`). */
+  capabilities?: ClientCapabilities;
   /** How the connection classifies a failure (secrets to scrub, the last challenge, the era). */
   classify?: ClassifyContext;
   /** A task-augmented modern call: the tasks extension is declared in `_meta` (docs/tasks.md). */
@@ -268,7 +270,7 @@ function modernRequest(
     ...params._meta,
     ...(progressToken !== undefined ? { progressToken } : {}),
     [PROTOCOL_VERSION_META_KEY]: target.protocolVersion,
-    [CLIENT_CAPABILITIES_META_KEY]: opts.tasks === true ? withTasksExtension(target.capabilities) : target.capabilities,
+    [CLIENT_CAPABILITIES_META_KEY]: callCapabilities(target.capabilities, opts),
     [CLIENT_INFO_META_KEY]: target.clientInfo,
   };
   const body = JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { ...params, _meta: meta } });
@@ -375,4 +377,10 @@ function modernResult(message: JsonRpcResponse | undefined, tasks: boolean): Cal
 
 function invalidResult(why: string): McpClientError {
   return new McpClientError(McpClientErrorCode.ProtocolError, `MCP server answered tools/call with an invalid result: ${why}`, { transport: 'http' });
+}
+
+/** What a call declares: the connection's capabilities, the call's own on top, the tasks extension when it asks for a task. */
+function callCapabilities(base: ClientCapabilities, opts: { capabilities?: ClientCapabilities; tasks?: boolean }): ClientCapabilities {
+  const merged = opts.capabilities === undefined ? base : { ...base, ...opts.capabilities };
+  return opts.tasks === true ? withTasksExtension(merged) : merged;
 }

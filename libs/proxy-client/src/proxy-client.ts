@@ -49,8 +49,8 @@ export interface CallInput {
   inputRequestId?: string;
   /** The runtime's own answers to that input request's questions addressed to it (by key). */
   inputResponses?: Record<string, unknown>;
-  /** What this runtime answers itself: sampling (it samples its model), forms (when the agent's definition lets it). */
-  answers?: { sampling?: boolean; forms?: boolean };
+  /** What this runtime answers itself: sampling (it samples its model), forms (when the agent's definition lets it), roots (it shares its roots). */
+  answers?: { sampling?: boolean; forms?: boolean; roots?: boolean };
   /** The server's content whole (an MCP caller): `content`, `isError`, `meta` instead of `text` and `images`. */
   content?: boolean;
   /** Asks for a task-augmented call of a tool whose task support is `optional` (docs/tasks.md). */

@@ -5,7 +5,7 @@ import type { ProxyClient } from '@mcpx/proxy-client';
 import { createMcpHandler, ProtocolError, ProtocolErrorCode, Server, type McpHttpHandler, type Tool } from '@modelcontextprotocol/server';
 import { registerRelayed } from './relayed.js';
 import type { TokenGrant } from './agent-tokens.js';
-import { declaresForms, progressTokenOf, ToolCalls, unknownTool } from './tool-calls.js';
+import { declaresForms, declaresUrl, progressTokenOf, ToolCalls, unknownTool } from './tool-calls.js';
 import { CompactFaces } from './compact-face.js';
 import type { AgentToolSet, ToolSets } from './tool-sets.js';
 import type { UserApprovals } from './user-approvals.js';
@@ -262,7 +262,7 @@ export class AgentServers {
         headers: { traceparent: ctx.http?.req?.headers.get('traceparent'), tracestate: ctx.http?.req?.headers.get('tracestate') },
         requestState: mcpReq.requestState?.(),
         ...(mcpReq.inputResponses !== undefined ? { inputResponses: mcpReq.inputResponses } : {}),
-        caps: { elicitation: declaresForms(caps.elicitation), sampling: caps.sampling !== undefined },
+        caps: { elicitation: declaresForms(caps.elicitation), elicitationUrl: declaresUrl(caps.elicitation), sampling: caps.sampling !== undefined, roots: caps.roots !== undefined },
         requestId: ctx.mcpReq.id,
         signal: ctx.mcpReq.signal,
         path: 'sdk',

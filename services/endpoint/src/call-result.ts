@@ -52,7 +52,8 @@ export function flattenedToolResult(result: ProxyResult): CallToolResult {
 function hint(err: WireError): string {
   const d = err.details;
   if (err.code === ErrorCodes.approvalRequired && typeof d.approvalId === 'string') {
-    return ` The account owner decides approval ${d.approvalId}; once approved, call the tool again with the same arguments and _meta {"${META_APPROVAL_ID}": "${d.approvalId}"}.`;
+    const where = typeof d.decideAt === 'string' ? ` at ${d.decideAt}` : ' in the console';
+    return ` The account owner decides approval ${d.approvalId}${where}; once approved, call the tool again with the same arguments: it runs once.`;
   }
   if (err.code === ErrorCodes.inputRequired && typeof d.inputRequestId === 'string') {
     return ` The account owner answers input request ${d.inputRequestId}; once answered, call the tool again with the same arguments and _meta {"${META_INPUT_REQUEST_ID}": "${d.inputRequestId}"}.`;

@@ -88,4 +88,13 @@ describe("the endpoint's settings (the one settings parser of @mcpx/config)", ()
     expect(() => loadEndpointConfig({ ENDPOINT_AUTHORIZATION_SERVER: 'https://a.example', ENDPOINT_PUBLIC_URL: 'https://mcp.example.com/?x=1' })).toThrow(/ENDPOINT_PUBLIC_URL/);
     expect(loadEndpointConfig({ ENDPOINT_PUBLIC_URL: 'https://mcp.example.com/?x=1' }).oauth).toBeUndefined();
   });
+
+  it('CONSOLE_URL is the base of approval links: default the authorization server (the registry), else none; a malformed value stops the start, naming it', () => {
+    expect(loadEndpointConfig({}).consoleUrl).toBeUndefined();
+    expect(loadEndpointConfig({ ENDPOINT_AUTHORIZATION_SERVER: 'https://mcpx.example.com/' }).consoleUrl).toBe('https://mcpx.example.com');
+    expect(loadEndpointConfig({ ENDPOINT_AUTHORIZATION_SERVER: 'https://mcpx.example.com', CONSOLE_URL: 'https://console.example.com//' }).consoleUrl).toBe('https://console.example.com');
+    for (const bad of ['console.example.com', 'javascript:alert(1)', 'https://console.example.com/?a=1']) {
+      expect(() => loadEndpointConfig({ CONSOLE_URL: bad }), bad).toThrow(/CONSOLE_URL/);
+    }
+  });
 });

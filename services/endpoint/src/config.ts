@@ -66,6 +66,12 @@ export interface EndpointConfig {
   /** `APPROVAL_TTL_MS`, as the proxy and the registry read it: how long an approved call may be re-sent. */
   approvalTtlMs: number;
   /**
+   * `CONSOLE_URL`: where the account owner's console is reached (the registry serves it), the base
+   * of the link a refused always_ask call names; default `ENDPOINT_AUTHORIZATION_SERVER` (the
+   * registry), else none (the refusal names the approval alone).
+   */
+  consoleUrl?: string;
+  /**
    * The bounds held before a request is admitted (`ENDPOINT_HEADERS_TIMEOUT_MS`, `_BODY_TIMEOUT_MS`,
    * `_KEEPALIVE_TIMEOUT_MS` (default 65 s here, above the usual load balancer's idle 60 s),
    * `_BODY_BUDGET_BYTES`, `_CONNECTIONS_PER_ADDRESS`; `@mcpx/inbound`).
@@ -168,6 +174,7 @@ export function loadEndpointConfig(env: NodeJS.ProcessEnv): EndpointConfig {
   const creds = parseNatsCredentials(env);
   const approvalTtlMs = nonNegativeNumberSetting(env, 'APPROVAL_TTL_MS', 10 * 60_000, 'APPROVAL_TTL_MS must be a non-negative number of milliseconds');
   const leanCalls = onOffSetting(env, 'ENDPOINT_LEAN_CALLS', true);
+  const consoleUrl = httpUrlSetting(env, 'CONSOLE_URL', true) ?? oauth?.authorizationServer;
   return {
     databaseUrl: env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/mcpx',
     natsUrl: env.NATS_URL ?? 'nats://127.0.0.1:4222',
@@ -191,6 +198,7 @@ export function loadEndpointConfig(env: NodeJS.ProcessEnv): EndpointConfig {
     keyring: keyringOf(env),
     approvalTtlMs: approvalTtlMs || 10 * 60_000,
     leanCalls,
+    ...(consoleUrl !== undefined ? { consoleUrl } : {}),
     inbound: inboundLimits(env, 'ENDPOINT', { keepAliveTimeoutMs: 65_000 }),
     ...(oauth !== undefined ? { oauth } : {}),
     instanceId: env.INSTANCE_ID ?? `endpoint-${process.pid}-${Math.random().toString(36).slice(2, 8)}`,

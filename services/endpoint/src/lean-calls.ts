@@ -3,7 +3,7 @@ import { isInputRequiredResult, ProtocolError, SUPPORTED_PROTOCOL_VERSIONS, vali
 import type { McpToolDocument } from '@mcpx/domain';
 import type { TokenGrant } from './agent-tokens.js';
 import type { Declared, LegacyClients } from './legacy-clients.js';
-import { declaresForms, type ToolCalls } from './tool-calls.js';
+import { declaresForms, declaresUrl, type ToolCalls } from './tool-calls.js';
 import type { TokenFailures } from './token-failures.js';
 import type { ToolSets } from './tool-sets.js';
 import { FACE_PATH_RE } from './faces.js';
@@ -220,7 +220,13 @@ export class LeanCalls {
     const abort = abortOnClose(res);
     let text: string;
     try {
-      const result = await this.deps.calls.call(this.callInput(req, grant, call, { elicitation: declaresForms(call.caps.elicitation), sampling: call.caps.sampling !== undefined }, abort.signal));
+      const declared = {
+        elicitation: declaresForms(call.caps.elicitation),
+        elicitationUrl: declaresUrl(call.caps.elicitation),
+        sampling: call.caps.sampling !== undefined,
+        roots: call.caps.roots !== undefined,
+      };
+      const result = await this.deps.calls.call(this.callInput(req, grant, call, declared, abort.signal));
       const json = isInputRequiredResult(result) ? inputRequiredJson(result, this.deps.serverInfo) : resultJson(result, true, this.deps.serverInfo);
       text = JSON.stringify({ result: json, jsonrpc: '2.0', id: call.id });
     } catch (err) {

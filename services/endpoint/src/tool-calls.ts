@@ -8,7 +8,7 @@ import { inputRequired, ProtocolError, ProtocolErrorCode, type CallToolResult, t
 import type { TokenGrant } from './agent-tokens.js';
 import { META_APPROVAL_ID, META_INPUT_REQUEST_ID, callToolResult, errorResult } from './call-result.js';
 import type { ToolSets } from './tool-sets.js';
-import { APPROVAL_INPUT_KEY, UserApprovals } from './user-approvals.js';
+import { APPROVAL_INPUT_KEY, UserApprovals, type ApprovalQuestion } from './user-approvals.js';
 
 /** The proxy's own call timeout; a client's request may ask for less in `_meta`, never more. */
 const CALL_TIMEOUT_MS = 120_000;
@@ -25,8 +25,11 @@ export interface ToolCallInput {
   /** A 2026-07-28 retry's `requestState` and `inputResponses`. */
   requestState?: unknown;
   inputResponses?: Record<string, unknown>;
-  /** What the client can answer itself, as it declared: forms (elicitation) and sampling. */
-  caps: { elicitation?: boolean; sampling?: boolean };
+  /**
+   * What the client can answer itself, as it declared: forms (elicitation), URL questions (URL
+   * elicitation: the console link of an owner's decision) and sampling.
+   */
+  caps: { elicitation?: boolean; elicitationUrl?: boolean; sampling?: boolean; roots?: boolean };
   /** The JSON-RPC request id (a 2025 client's cancel names it). */
   requestId: string | number;
   signal: AbortSignal;
@@ -53,6 +56,11 @@ export function progressTokenOf(meta: Record<string, unknown> | undefined): stri
 export function declaresForms(elicitation: unknown): boolean {
   if (elicitation === null || typeof elicitation !== 'object' || Array.isArray(elicitation)) return false;
   return Object.keys(elicitation).length === 0 || 'form' in elicitation;
+}
+
+/** Whether a client's declared `elicitation` capability covers URL questions (`{url: …}`). */
+export function declaresUrl(elicitation: unknown): boolean {
+  return elicitation !== null && typeof elicitation === 'object' && !Array.isArray(elicitation) && 'url' in elicitation;
 }
 
 /** Thrown for a tool the agent does not have: the MCP answer (InvalidParams), before the proxy is asked. */
@@ -83,6 +91,7 @@ function passOnInputRequired(err: WireError): InputRequiredResult | undefined {
   for (const q of items as InputRequestItem[]) {
     if (q.kind === 'form') inputRequests[q.key] = { method: 'elicitation/create', params: { mode: 'form', message: q.message, requestedSchema: q.requestedSchema } };
     else if (q.kind === 'sampling') inputRequests[q.key] = { method: 'sampling/createMessage', params: q.params };
+    else if (q.kind === 'roots') inputRequests[q.key] = { method: 'roots/list', params: {} };
     else return undefined;
   }
   return inputRequired({ inputRequests: inputRequests as Parameters<typeof inputRequired>[0]['inputRequests'], requestState: id });
@@ -139,6 +148,33 @@ export class ToolCalls {
     }
   }
 
+  /** The question of an approval the call waits for, when this client can answer one (see {@link ToolCalls.run}). */
+  private async approvalQuestion(input: ToolCallInput, approvalId: string): Promise<{ kind: 'form' | 'url'; question: ApprovalQuestion } | undefined> {
+    const { grant, name } = input;
+    const asked = (kind: 'form' | 'url', q: Promise<ApprovalQuestion | undefined>): Promise<{ kind: 'form' | 'url'; question: ApprovalQuestion } | undefined> =>
+      q.then(
+        (question) => (question === undefined ? undefined : { kind, question }),
+        (e: unknown) => {
+          this.deps.onError(e as Error);
+          return undefined;
+        },
+      );
+    if (input.caps.elicitation === true && grant.userMayApprove) {
+      const form = await asked('form', this.deps.approvals.ask(grant, name, input.arguments, approvalId));
+      if (form !== undefined) return form;
+    }
+    if (input.caps.elicitationUrl === true) return asked('url', this.deps.approvals.askUrl(grant, name, input.arguments, approvalId));
+    return undefined;
+  }
+
+  /** An approval's refusal with the console link where the owner decides it (`details.decideAt`), when one is set. */
+  private withLink(wire: WireError): WireError {
+    const id = wire.details.approvalId;
+    if (wire.code !== ErrorCodes.approvalRequired || typeof id !== 'string') return wire;
+    const link = this.deps.approvals.link(id);
+    return link === undefined ? wire : new WireError(wire.code, wire.message, { ...wire.details, decideAt: link });
+  }
+
   private async run(input: ToolCallInput, span: ReturnType<Tracer['startSpan']>, outcome: { value: string }): Promise<CallToolResult | InputRequiredResult> {
     const { grant, name, meta } = input;
     const set = await this.deps.toolSets.get(grant.account, grant.agent);
@@ -151,7 +187,7 @@ export class ToolCalls {
     const refused = (wire: WireError): CallToolResult => {
       outcome.value = wire.code;
       span.setAttribute('mcpx.error.code', wire.code);
-      return errorResult(wire);
+      return errorResult(this.withLink(wire));
     };
     let approvalId: string | undefined;
     const metaApproval = meta?.[META_APPROVAL_ID];
@@ -189,7 +225,9 @@ export class ToolCalls {
         );
       }
       // Approved now (or decided before by the owner: the proxy's use of the approval says which).
-      approvalId = verdict.approvalId;
+      // A URL question's answer decides nothing: the call is re-sent as it is, and the proxy finds
+      // its approval by the call's digest.
+      if (verdict.answer !== 'resend') approvalId = verdict.approvalId;
     }
     // A server's question passed on to this client comes back with the answers and the id as its
     // requestState (bound by the proxy to this run, tool and arguments, used once); one the owner
@@ -198,7 +236,11 @@ export class ToolCalls {
     const metaInput = meta?.[META_INPUT_REQUEST_ID];
     const inputRequestId = typeof echoed === 'string' && INPUT_REQUEST_ID_RE.test(echoed) ? echoed : typeof metaInput === 'string' && INPUT_REQUEST_ID_RE.test(metaInput) ? metaInput : undefined;
     const inputResponses = input.inputResponses;
-    const answers = { ...(input.caps.elicitation === true ? { forms: true } : {}), ...(input.caps.sampling === true ? { sampling: true } : {}) };
+    const answers = {
+      ...(input.caps.elicitation === true ? { forms: true } : {}),
+      ...(input.caps.sampling === true ? { sampling: true } : {}),
+      ...(input.caps.roots === true ? { roots: true } : {}),
+    };
     const callId = randomUUID();
     const run = `ep-${grant.id}`;
     let cancelled = false;
@@ -248,17 +290,16 @@ export class ToolCalls {
         outcome.value = 'input_required';
         return passed;
       }
-      // A new approval this token's user may give: asked of the client's user, when it can answer forms.
-      const newApproval = wire.code === ErrorCodes.approvalRequired && approvalId === undefined && typeof wire.details.approvalId === 'string' ? wire.details.approvalId : undefined;
-      if (newApproval !== undefined && input.caps.elicitation === true && grant.userMayApprove) {
-        const question = await this.deps.approvals.ask(grant, name, input.arguments, newApproval).catch((e: unknown) => {
-          this.deps.onError(e as Error);
-          return undefined;
-        });
+      // An approval the call waits for: asked of the client's user as a form when the token's
+      // user may give it and the client answers forms; else, to a client that opens URL questions,
+      // the console link where the owner decides it; else a refusal naming both.
+      const waiting = wire.code === ErrorCodes.approvalRequired && approvalId === undefined && typeof wire.details.approvalId === 'string' ? wire.details.approvalId : undefined;
+      if (waiting !== undefined) {
+        const question = await this.approvalQuestion(input, waiting);
         if (question !== undefined) {
           outcome.value = 'approval_asked';
-          span.setAttribute('mcpx.approval.asked', true);
-          return inputRequired(question as Parameters<typeof inputRequired>[0]);
+          span.setAttribute('mcpx.approval.asked', question.kind);
+          return inputRequired(question.question as Parameters<typeof inputRequired>[0]);
         }
       }
       if (wire.code === ErrorCodes.internal) this.deps.onError(err as Error);

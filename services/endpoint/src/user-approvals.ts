@@ -20,19 +20,34 @@ export const ARGUMENTS_IN_QUESTION_MAX = 8 * 1024;
 /** A `requestState` longer than this is not one of ours (read no further). */
 const STATE_MAX_CHARS = 1_024;
 
-/** What a sealed approval state binds: the approval, the tool, the arguments' hash, its deadline. */
+/**
+ * What a sealed approval state binds: the approval, the tool, the arguments' hash, its deadline,
+ * and the question's kind (`u`: the URL question of an owner's decision; absent: the token user's
+ * form).
+ */
 interface StatePayload {
   a: string;
   n: string;
   h: string;
   e: number;
+  k?: 'u';
 }
 
 /** The answer of the client's user, as applied: the approval id and what was decided. */
 export interface UserVerdict {
   approvalId: string;
-  /** accept → approved, decline → denied, cancel (or nothing) → left to the owner. */
-  answer: 'accept' | 'decline' | 'cancel';
+  /**
+   * accept → approved, decline → denied, cancel (or nothing) → left to the owner; `resend`: the
+   * answer to a URL question (the owner decides in the console): nothing decided here, the call
+   * is re-sent and runs if the owner approved it.
+   */
+  answer: 'accept' | 'decline' | 'cancel' | 'resend';
+}
+
+/** The question of an approval, as `input_required` carries it. */
+export interface ApprovalQuestion {
+  inputRequests: Record<string, { method: 'elicitation/create'; params: Record<string, unknown> }>;
+  requestState: string;
 }
 
 export interface UserApprovalsDeps {
@@ -48,6 +63,8 @@ export interface UserApprovalsDeps {
    * registry sends for an owner's decision (core NATS, at most once).
    */
   announce: (event: ApprovalDecidedEvent) => void;
+  /** The console's base URL (`CONSOLE_URL`): where the owner decides an approval. */
+  consoleUrl?: string;
 }
 
 /** Hex sha-256 of the canonical encoding of the arguments, as the proxy binds approvals; undefined when they have none. */
@@ -113,11 +130,41 @@ export class UserApprovals {
       decipher.setAuthTag(raw.subarray(raw.length - 16));
       const text = Buffer.concat([decipher.update(raw.subarray(12, raw.length - 16)), decipher.final()]).toString('utf8');
       const p = JSON.parse(text) as Partial<StatePayload>;
-      if (typeof p.a !== 'string' || typeof p.n !== 'string' || typeof p.h !== 'string' || typeof p.e !== 'number') return undefined;
+      if (typeof p.a !== 'string' || typeof p.n !== 'string' || typeof p.h !== 'string' || typeof p.e !== 'number' || (p.k !== undefined && p.k !== 'u')) return undefined;
       return p as StatePayload;
     } catch {
       return undefined;
     }
+  }
+
+  /**
+   * The console page where the owner decides an approval (`<console>/?approval=<id>#approvals`),
+   * or undefined when no console URL is set.
+   */
+  link(approvalId: string): string | undefined {
+    const base = this.deps.consoleUrl;
+    return base === undefined ? undefined : `${base}/?approval=${encodeURIComponent(approvalId)}#approvals`;
+  }
+
+  /**
+   * The owner's decision as a URL question (URL elicitation) for a client that declared it can
+   * open one: the console link and a sealed state bound to this token, tool and arguments. Its
+   * answer decides nothing: the retry re-sends the call, which runs once the owner approved it
+   * (the proxy matches it by its digest). Undefined without a console URL, or for an approval
+   * that is not this call's pending one.
+   */
+  async askUrl(grant: TokenGrant, tool: string, args: Record<string, unknown>, approvalId: string): Promise<ApprovalQuestion | undefined> {
+    const url = this.link(approvalId);
+    const hash = argumentsHash(args);
+    if (url === undefined || hash === undefined) return undefined;
+    const record = await this.deps.store.get(grant.account, approvalId);
+    if (record === null || !this.isThisCall(record, grant, tool, hash) || record.status !== 'pending') return undefined;
+    const requestState = this.seal({ a: record.id, n: tool, h: hash, e: record.expiresAt, k: 'u' }, grant);
+    const message = `${tool} needs the account owner's approval (approval ${record.id}). Open the console to decide, then continue: the same call runs once approved.`;
+    return {
+      inputRequests: { [APPROVAL_INPUT_KEY]: { method: 'elicitation/create', params: { mode: 'url', message, url, elicitationId: record.id } } },
+      requestState,
+    };
   }
 
   /**
@@ -126,12 +173,7 @@ export class UserApprovals {
    * token has no such right, the approval is not this call's, or its arguments are too large to
    * show).
    */
-  async ask(
-    grant: TokenGrant,
-    tool: string,
-    args: Record<string, unknown>,
-    approvalId: string,
-  ): Promise<{ inputRequests: Record<string, { method: 'elicitation/create'; params: Record<string, unknown> }>; requestState: string } | undefined> {
+  async ask(grant: TokenGrant, tool: string, args: Record<string, unknown>, approvalId: string): Promise<ApprovalQuestion | undefined> {
     if (!grant.userMayApprove) return undefined;
     const hash = argumentsHash(args);
     if (hash === undefined) return undefined;
@@ -162,6 +204,8 @@ export class UserApprovals {
     const payload = this.open(state, grant);
     if (payload === undefined) throw invalidInput('requestState', 'not an approval question this endpoint asked this token');
     if (payload.n !== tool || payload.h !== argumentsHash(args)) throw invalidInput('requestState', 'the approval question was asked for another tool or other arguments');
+    // The owner decides a URL question's approval: its answer only says the call may be re-sent.
+    if (payload.k === 'u') return { approvalId: payload.a, answer: (response as { action?: unknown } | undefined)?.action === 'accept' ? 'resend' : 'cancel' };
     if (!grant.userMayApprove) throw new WireError(ErrorCodes.forbidden, 'this token may not approve its calls: the account owner decides them', { field: 'requestState', approvalId: payload.a });
     const action = (response as { action?: unknown } | undefined)?.action;
     const answer = action === 'accept' || action === 'decline' ? action : 'cancel';

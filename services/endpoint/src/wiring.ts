@@ -83,6 +83,7 @@ export function userApprovals(d: { config: EndpointConfig; redis: Redis; nc: Nat
     audit: new DecisionAudit({ nc, subjects, log }),
     keyring: config.keyring,
     log,
+    ...(config.consoleUrl !== undefined ? { consoleUrl: config.consoleUrl } : {}),
     announce: (event) => notify(nc, subjects.approvalDecided(event.account), event),
   });
 }

@@ -1,8 +1,9 @@
 import { ErrorCodes, WireError, type ApprovalRequestedEvent, type ProxyCallRequest } from '@mcpx/contracts';
 import { encodeCanonical, sha256Hex, type McpToolDocument } from '@mcpx/domain';
-import type { Counter, Meter } from '@opentelemetry/api';
+import { trace, type Counter, type Meter } from '@opentelemetry/api';
 import { DEFAULT_QUOTAS } from '@mcpx/config';
-import { PendingApprovalsFullError, type ApprovalRecord, type ApprovalStore, type ConsumeOutcome, type ConsumeReason, type PendingCaps } from '@mcpx/locks';
+import type { Logger } from '@mcpx/log';
+import { isRedisUnavailable, PendingApprovalsFullError, REDIS_RETRY_AFTER_MS, type ApprovalRecord, type ApprovalStore, type ConsumeOutcome, type ConsumeReason, type PendingCaps } from '@mcpx/locks';
 import { pendingFullError, pendingStoreDown } from './pending-refusals.js';
 
 /** Hex sha-256 of the canonical (dag-cbor) encoding of a call's arguments: key order does not count. */
@@ -42,6 +43,8 @@ export interface ApprovalGateDeps {
   maxPendingBytesGlobal?: number;
   /** Where refusals are counted (`mcpx_quota_rejections_total{kind}`). */
   meter?: Meter;
+  /** Where each use of an approval is recorded (the audit log holds the owner's decision). */
+  log?: Pick<Logger, 'info'>;
 }
 
 /**
@@ -85,31 +88,90 @@ export class ApprovalGate {
     throw error;
   }
 
-  /** Returns when the call may go ahead; throws `approval_required` or `approval_refused`. */
+  /**
+   * Returns when the call may go ahead; throws `approval_required` or `approval_refused`. A call
+   * that names its approval (`approvalId`) uses that one; a call re-sent without it uses the
+   * approval asked for this very call (same agent, run, tool and arguments' digest): approved,
+   * it runs once; still pending, it waits on the same approval (no new one); denied, it is
+   * refused until the approval's deadline. Otherwise (never asked, used, expired) a new approval
+   * is asked for.
+   */
   async admit(req: ProxyCallRequest, doc: McpToolDocument): Promise<void> {
     const argsHash = argumentsHash(req.arguments);
     const binding = { agent: req.agent, run: req.run, tool: req.tool, argsHash };
-    if (req.approvalId === undefined) {
-      const record = await this.createWithin({ ...binding, account: req.account, server: doc.server, remoteName: doc.remoteName, arguments: req.arguments }, doc.name);
-      const event: ApprovalRequestedEvent = {
-        account: req.account,
-        approvalId: record.id,
-        ...binding,
-        server: doc.server,
-        remoteName: doc.remoteName,
-        expiresAt: new Date(record.expiresAt).toISOString(),
-      };
-      this.deps.notify(this.deps.subject(req.account), event);
-      throw new WireError(ErrorCodes.approvalRequired, `${doc.name} needs a human's approval before it runs; re-send the same call with approvalId once it is approved`, {
-        approvalId: record.id,
+    const span = trace.getActiveSpan();
+    if (req.approvalId !== undefined) {
+      const out = await this.deps.store.consume(req.account, req.approvalId, binding).catch((err: unknown) => {
+        throw approvalsDown(err);
+      });
+      const refusal = consumeRefusal(out, req.approvalId, doc);
+      if (refusal !== undefined) throw refusal;
+      this.used(req, doc, req.approvalId, 'id');
+      return;
+    }
+    const claim = await this.deps.store.claimByCall(req.account, binding).catch((err: unknown) => {
+      throw approvalsDown(err);
+    });
+    if (claim.ok) {
+      this.used(req, doc, claim.record.id, 'call');
+      return;
+    }
+    if (claim.reason === 'pending') {
+      span?.setAttribute('mcpx.approval.id', claim.record.id);
+      throw approvalRequiredError(doc, claim.record.id, new Date(claim.record.expiresAt).toISOString());
+    }
+    if (claim.reason === 'denied') {
+      span?.setAttribute('mcpx.approval.id', claim.record.id);
+      throw new WireError(ErrorCodes.approvalRefused, `${doc.name}: ${REFUSALS.denied}; this call is refused until ${new Date(claim.record.expiresAt).toISOString()}`, {
+        approvalId: claim.record.id,
+        reason: 'denied',
         tool: doc.name,
-        server: doc.server,
-        expiresAt: event.expiresAt,
       });
     }
-    const refusal = consumeRefusal(await this.deps.store.consume(req.account, req.approvalId, binding), req.approvalId, doc);
-    if (refusal !== undefined) throw refusal;
+    const record = await this.createWithin({ ...binding, account: req.account, server: doc.server, remoteName: doc.remoteName, arguments: req.arguments }, doc.name);
+    const event: ApprovalRequestedEvent = {
+      account: req.account,
+      approvalId: record.id,
+      ...binding,
+      server: doc.server,
+      remoteName: doc.remoteName,
+      expiresAt: new Date(record.expiresAt).toISOString(),
+    };
+    this.deps.notify(this.deps.subject(req.account), event);
+    span?.setAttribute('mcpx.approval.id', record.id);
+    throw approvalRequiredError(doc, record.id, event.expiresAt);
   }
+
+  /** The use of an approval, recorded: on the call's span and in the log (who, which call, how it was matched). */
+  private used(req: ProxyCallRequest, doc: McpToolDocument, approvalId: string, matched: 'id' | 'call'): void {
+    const span = trace.getActiveSpan();
+    span?.setAttribute('mcpx.approval.id', approvalId);
+    span?.setAttribute('mcpx.approval.matched', matched);
+    this.deps.log?.info('approved tool call admitted', { account: req.account, agent: req.agent, run: req.run, tool: doc.name, approval: approvalId, matched });
+  }
+}
+
+/**
+ * A Redis that cannot be read or written while an approval is looked up or used: the typed
+ * `unavailable` (retry after a moment; the call did not run, nothing was used). Anything else as it is.
+ */
+function approvalsDown(err: unknown): unknown {
+  if (err instanceof WireError || !isRedisUnavailable(err)) return err;
+  return new WireError(ErrorCodes.unavailable, 'redis is unavailable: the approval could not be checked, and the call did not run', { dependency: 'redis', retryAfterMs: REDIS_RETRY_AFTER_MS });
+}
+
+/**
+ * The refusal of a call that waits for a human: the approval's id and deadline. The same call
+ * re-sent once it is approved runs, with or without the id; re-sent before, it gets the same
+ * refusal (the same words too: the endpoint's two serving paths answer alike).
+ */
+function approvalRequiredError(doc: Pick<McpToolDocument, 'name' | 'server'>, approvalId: string, expiresAt: string): WireError {
+  return new WireError(ErrorCodes.approvalRequired, `${doc.name} needs a human's approval before it runs; re-send the same call (same arguments) once it is approved`, {
+    approvalId,
+    tool: doc.name,
+    server: doc.server,
+    expiresAt,
+  });
 }
 
 /**

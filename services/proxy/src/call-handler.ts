@@ -328,6 +328,8 @@ export class CallHandler {
               signal: ctl.signal,
               tool,
               onResume: (outcome) => this.resumedStream(client, doc.server, outcome),
+              // A caller that shares its roots declares them to the server for this call.
+              ...(req.answers?.roots === true ? { capabilities: { roots: {} } } : {}),
               ...(progress !== undefined ? { onProgress: progress.progress } : {}),
               ...(taskId !== undefined ? { task: { ttlMs: tasks!.maxTtlMs } } : {}),
             }),

@@ -95,6 +95,28 @@ function checkSamplingAnswer(v: unknown, at: string): Record<string, unknown> {
   return v;
 }
 
+/** Roots one answer may list, and the characters of one root's URI and name. */
+const ROOTS_MAX = 100;
+const ROOT_URI_MAX = 2_048;
+const ROOT_NAME_MAX = 200;
+
+/** A runtime's answer to `roots/list`: `{roots: [{uri, name?}]}`, bounded, each URI a `file:` URI (as MCP says). */
+function checkRootsAnswer(v: unknown, at: string): Record<string, unknown> {
+  if (!isMap(v) || !Array.isArray(v.roots)) throw new WireError(ErrorCodes.invalidInput, `${at}: must be a roots result {roots: [{uri, name?}]}`, { field: at });
+  if (v.roots.length > ROOTS_MAX) throw new WireError(ErrorCodes.invalidInput, `${at}.roots: at most ${ROOTS_MAX} roots`, { field: `${at}.roots` });
+  const roots = v.roots.map((r: unknown, i: number) => {
+    const field = `${at}.roots.${i}`;
+    if (!isMap(r) || typeof r.uri !== 'string' || r.uri.length > ROOT_URI_MAX || !r.uri.startsWith('file://')) {
+      throw new WireError(ErrorCodes.invalidInput, `${field}.uri: must be a file:// URI of at most ${ROOT_URI_MAX} characters`, { field: `${field}.uri` });
+    }
+    if (r.name !== undefined && (typeof r.name !== 'string' || r.name.length > ROOT_NAME_MAX)) {
+      throw new WireError(ErrorCodes.invalidInput, `${field}.name: must be a string of at most ${ROOT_NAME_MAX} characters`, { field: `${field}.name` });
+    }
+    return { uri: r.uri, ...(typeof r.name === 'string' ? { name: r.name } : {}) };
+  });
+  return { roots };
+}
+
 /**
  * The people-and-runtime side of a server's questions (2026-07-28 `input_required`). A call whose
  * server answers `input_required` is recorded as an input request (its `requestState` sealed, never
@@ -137,8 +159,19 @@ export class InputGate {
       const { method, params } = inputRequests[key]!;
       const p = isMap(params) ? params : {};
       if (method === 'roots/list') {
-        this.rounds?.add(1, { outcome: 'refused', reason: 'roots_unsupported' });
-        throw refused(doc, 'roots_unsupported', 'the server asks for roots, which this connector does not share (roots are deprecated in 2026-07-28)', { key });
+        // Only a runtime that shares its own roots answers (the endpoint's client that declared
+        // `roots`); the connector has none of its own to give.
+        if (req.answers?.roots !== true) {
+          this.rounds?.add(1, { outcome: 'refused', reason: 'roots_unsupported' });
+          throw refused(
+            doc,
+            'roots_unsupported',
+            'the server asks for roots, which the calling runtime does not declare it shares (answers.roots), and this connector has none of its own (roots are deprecated in 2026-07-28)',
+            { key },
+          );
+        }
+        items.push({ key, kind: 'roots', answerBy: 'runtime' });
+        continue;
       }
       if (method === 'sampling/createMessage') {
         if (req.answers?.sampling !== true) {
@@ -279,8 +312,9 @@ export class InputGate {
       if (v === undefined) {
         throw new WireError(ErrorCodes.invalidInput, `inputResponses.${item.key}: the runtime must answer this question of ${doc.name}`, { field: `inputResponses.${item.key}`, inputRequestId: id });
       }
+      const at = `inputResponses.${item.key}`;
       responses[item.key] =
-        item.kind === 'sampling' ? checkSamplingAnswer(v, `inputResponses.${item.key}`) : checkElicitAnswer(v, item.kind === 'form' ? item.requestedSchema : undefined, `inputResponses.${item.key}`);
+        item.kind === 'sampling' ? checkSamplingAnswer(v, at) : item.kind === 'roots' ? checkRootsAnswer(v, at) : checkElicitAnswer(v, item.kind === 'form' ? item.requestedSchema : undefined, at);
     }
     let requestState: string | undefined;
     if (found.sealedState !== undefined) {
@@ -334,7 +368,7 @@ export function inputRoundOf(result: unknown): { inputRequests: Record<string, {
 
 /** The typed `input_required` of a recorded round: what to answer, by whom, until when. */
 export function inputRequiredError(doc: McpToolDocument, record: InputRecord, items: InputRequestItem[]): WireError {
-  const first = items.find((i): i is Extract<InputRequestItem, { message: string }> => i.kind !== 'sampling');
+  const first = items.find((i): i is Extract<InputRequestItem, { message: string }> => 'message' in i);
   const forPerson = items.some((i) => i.answerBy === 'person');
   const question = first?.message ? `: "${first.message.slice(0, 200)}"` : '';
   const who = forPerson ? 'a person answers it' : 'the runtime answers it';

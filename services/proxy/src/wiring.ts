@@ -109,6 +109,7 @@ export function callGates(d: { config: Config; bus: Bus; redis: Redis; log: Logg
     maxPendingGlobal: config.quotas.pendingApprovalsTotal,
     maxPendingBytesGlobal: config.quotas.pendingApprovalBytesTotal,
     meter: telemetry.meter,
+    log: d.log,
   });
   const inputs = new InputGate({
     store: inputStore,

