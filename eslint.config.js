@@ -8,7 +8,11 @@ export default tseslint.config(
   ...tseslint.configs.recommendedTypeChecked,
   {
     languageOptions: {
-      parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname },
+      // One program for the whole tree (tsconfig.eslint.json, the build's options): the project
+      // service would build one per tsconfig, each holding the sources of all it references, and
+      // parse the shared sources and declarations again and again. A TypeScript file outside it
+      // fails the lint ("not included in the project"): add its folder there.
+      parserOptions: { project: './tsconfig.eslint.json', tsconfigRootDir: import.meta.dirname },
     },
     rules: {
       '@typescript-eslint/no-floating-promises': 'error',

@@ -21,6 +21,13 @@ export default defineConfig({
     hookTimeout: 180_000,
     pool: 'forks',
     maxWorkers: workers,
+    // A worker process runs file after file with the modules it has loaded: the services, the SDKs
+    // and the test servers are imported once per worker, not once per file (that import was most
+    // of a run's time on a small machine). The files share no state but what they make and stop
+    // themselves: nothing is mocked or stubbed, no test sets process.env, and telemetry's global
+    // providers are replaced by each set-up. MCPX_TEST_ISOLATE=1 gives each file a fresh process
+    // (to tell a leak between files from a failure of the file's own).
+    isolate: process.env.MCPX_TEST_ISOLATE === '1',
     sequence: { sequencer: LongFirstSequencer },
   },
 });
