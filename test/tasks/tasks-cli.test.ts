@@ -1,0 +1,138 @@
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { generateKeyPair } from '@mcpx/envelope';
+import { cliEnvFor, runCli } from '../support/cli.js';
+import { serviceUrls } from '../support/env.js';
+import { ProxySystem } from '../support/proxy-system.js';
+import { startTasksUpstream, type TasksUpstream } from '../servers/tasks-upstream.js';
+
+const TASK_ID = /(tsk_[a-z2-7]{24})/;
+
+/**
+ * A person's side of brokered tasks (docs/tasks.md): `mcpx call` waits for a task with its status
+ * on stderr and prints its result; `--no-wait` prints the handle; `mcpx tasks show|list|result|
+ * cancel` over NATS, for the key's account only. The real system (registry, projector, proxy on
+ * NATS, Postgres, Redis) and a modern SDK v2 server speaking the 2026-07-28 tasks extension.
+ */
+describe('mcpx call on a task and mcpx tasks', { timeout: 180_000 }, () => {
+  let system: ProxySystem;
+  let upstream: TasksUpstream;
+  let env: Record<string, string>;
+  let dir: string;
+
+  beforeAll(async () => {
+    [system, upstream] = await Promise.all([ProxySystem.start({ env: { TASK_LEASE_MS: '1500', TASK_POLL_MIN_MS: '100' } }), startTasksUpstream({ durationMs: 3_000, pollIntervalMs: 250 })]);
+    await system.setServer('modern', upstream.url);
+    await system.createAgent('reports', ['modern'], 2);
+    ({ env, dir } = cliEnvFor(system.api, { MCPX_NATS_URL: serviceUrls().nats, MCPX_NATS_PREFIX: system.env.NATS_PREFIX ?? '' }));
+  }, 120_000);
+
+  afterAll(async () => {
+    await system?.stop();
+    await upstream?.close();
+  });
+
+  it('a call that becomes a task past its bound waits for it, shows its status on stderr, and prints the result', async () => {
+    const before = upstream.stats.created;
+    const out = await runCli(['call', '--agent', 'reports', '--task', '--timeout-ms', '800', 'modern__long-export', '{"format":"pdf"}'], env);
+    expect(out.code, out.stderr).toBe(0);
+    expect(upstream.stats.created).toBe(before + 1);
+    const id = TASK_ID.exec(out.stderr)?.[1];
+    expect(id, out.stderr).toBeDefined();
+    // The handle's line, then the broker's events: the server's status text, then the end.
+    expect(out.stderr).toMatch(new RegExp(`task ${id!} working: exporting \\(\\d+ s left\\)`));
+    expect(out.stderr).toContain(`task ${id!} completed`);
+    expect(out.stdout).toContain('export ready: pdf');
+    expect(out.stdout).toContain('structured content');
+    // The result was taken by the wait: the task says so.
+    const show = await runCli(['tasks', 'show', id!, '--json'], env);
+    expect(show.code, show.stderr).toBe(0);
+    expect((JSON.parse(show.stdout) as { task: { state: string; tool: string } }).task).toMatchObject({ state: 'completed', tool: 'modern__long-export' });
+  });
+
+  it('--json waits without status lines and prints the whole result', async () => {
+    const out = await runCli(['call', '--agent', 'reports', '--task', '--timeout-ms', '800', 'modern__long-export', '{"format":"csv"}', '--json'], env);
+    expect(out.code, out.stderr).toBe(0);
+    expect(out.stderr).not.toContain('task tsk_');
+    const result = JSON.parse(out.stdout) as { text: string; result: unknown; taskId: string; task?: unknown };
+    expect(result.text).toBe('export ready: csv');
+    expect(result.result).toEqual({ format: 'csv', rows: 42 });
+    expect(result.taskId).toMatch(TASK_ID);
+    expect(result.task).toBeUndefined();
+  });
+
+  it('--no-wait prints the handle and exits 0; tasks result is a conflict while it runs, the result once it ended', async () => {
+    const out = await runCli(['call', '--agent', 'reports', '--task', '--no-wait', '--timeout-ms', '500', 'modern__long-export', '{"format":"xml"}', '--json'], env);
+    expect(out.code, out.stderr).toBe(0);
+    const handle = (JSON.parse(out.stdout) as { task: { id: string; state: string } }).task;
+    expect(handle.id).toMatch(TASK_ID);
+    expect(handle.state).toBe('working');
+    const early = await runCli(['tasks', 'result', handle.id], env);
+    expect(early.code).toBe(1);
+    expect(early.stderr).toContain('error: conflict');
+
+    const list = await runCli(['tasks', 'list', '--agent', 'reports'], env);
+    expect(list.code, list.stderr).toBe(0);
+    expect(list.stdout).toMatch(new RegExp(`${handle.id}  (working|completed)  modern__long-export  agent reports`));
+
+    // Wait for the end as a person would: the task's show says its result is ready.
+    let shown = '';
+    for (let i = 0; i < 60 && !shown.includes('result ready'); i++) {
+      shown = (await runCli(['tasks', 'show', handle.id], env)).stdout;
+      if (!shown.includes('result ready')) await new Promise((r) => setTimeout(r, 500));
+    }
+    expect(shown).toContain(`task ${handle.id}: completed`);
+    const result = await runCli(['tasks', 'result', handle.id], env);
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stdout).toContain('export ready: xml');
+  });
+
+  it('tasks cancel asks the server and the task ends cancelled; its result is the typed cancel', async () => {
+    const out = await runCli(['call', '--agent', 'reports', '--task', '--no-wait', '--timeout-ms', '500', 'modern__never-ends', '{}'], env);
+    expect(out.code, out.stderr).toBe(0);
+    const id = TASK_ID.exec(out.stdout)?.[1];
+    expect(id, out.stdout).toBeDefined();
+    expect(out.stdout).toContain(`mcpx tasks cancel ${id!}`);
+    const cancels = upstream.stats.cancels;
+    const cancelled = await runCli(['tasks', 'cancel', id!], env);
+    expect(cancelled.code, cancelled.stderr).toBe(0);
+    expect(cancelled.stdout.trim()).toBe(`task ${id!}: cancelled`);
+    expect(upstream.stats.cancels).toBe(cancels + 1);
+    const result = await runCli(['tasks', 'result', id!], env);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain('error: cancelled');
+  });
+
+  it("another account's key cannot read, cancel or take a task: not_found, and the task runs on", async () => {
+    const out = await runCli(['call', '--agent', 'reports', '--task', '--no-wait', '--timeout-ms', '500', 'modern__never-ends', '{}', '--json'], env);
+    const id = (JSON.parse(out.stdout) as { task: { id: string } }).task.id;
+    const otherKey = join(dir, 'other-key.json');
+    writeFileSync(otherKey, JSON.stringify(generateKeyPair()), { mode: 0o600 });
+    const other = { ...env, MCPX_KEY_FILE: otherKey };
+    for (const verb of ['show', 'cancel', 'result']) {
+      const res = await runCli(['tasks', verb, id], other);
+      expect(res.code, `${verb}: ${res.stdout}`).toBe(1);
+      expect(res.stderr).toContain('error: not_found');
+    }
+    const list = await runCli(['tasks', 'list', '--json'], other);
+    expect(list.code, list.stderr).toBe(0);
+    expect(JSON.parse(list.stdout)).toEqual({ tasks: [] });
+    const mine = await runCli(['tasks', 'show', id, '--json'], env);
+    expect((JSON.parse(mine.stdout) as { task: { state: string } }).task.state).toBe('working');
+    await runCli(['tasks', 'cancel', id], env);
+  });
+
+  it('without NATS, tasks and --task are refused with how to use them; a bad id is a usage error', async () => {
+    const noNats = { ...env, MCPX_NATS_URL: '' };
+    const tasks = await runCli(['tasks', 'list'], noNats);
+    expect(tasks.code).toBe(2);
+    expect(tasks.stderr).toContain('mcpx tasks goes over NATS');
+    const call = await runCli(['call', '--agent', 'reports', '--task', 'modern__long-export', '{"format":"pdf"}'], noNats);
+    expect(call.code).toBe(2);
+    expect(call.stderr).toContain('--task goes over NATS');
+    const bad = await runCli(['tasks', 'show', 'tsk_../../x'], env);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('is not a task id');
+  });
+});
