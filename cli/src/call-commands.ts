@@ -226,7 +226,7 @@ async function callOverNats(env: CliEnv, key: KeyPair, req: CallRequest): Promis
 export async function call(env: CliEnv, args: ParsedArgs, print: Print): Promise<void> {
   const req = parseCall(args);
   // InvokeTool has no way to ask for a task, and the registry none to wait for one: both are the NATS mode's.
-  if (req.task && !env.viaNats) throw new UsageError('--task goes over NATS (--nats URL with the runtime\'s credentials); through the API only a tool whose task support is required runs as a task');
+  if (req.task && !env.viaNats) throw new UsageError("--task goes over NATS (--nats URL with the runtime's credentials); through the API only a tool whose task support is required runs as a task");
   const key = await readKey(env.keyFile);
   const outcome = env.viaNats ? await callOverNats(env, key, req) : await callOverHttp(env, key, req);
   const extra = { run: outcome.run, ...('instance' in outcome ? { instance: outcome.instance } : {}) };

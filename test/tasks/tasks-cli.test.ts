@@ -5,6 +5,7 @@ import { generateKeyPair } from '@mcpx/envelope';
 import { cliEnvFor, runCli } from '../support/cli.js';
 import { serviceUrls } from '../support/env.js';
 import { ProxySystem } from '../support/proxy-system.js';
+import { startEverythingServer, type EverythingServer } from '../servers/index.js';
 import { startTasksUpstream, type TasksUpstream } from '../servers/tasks-upstream.js';
 
 const TASK_ID = /(tsk_[a-z2-7]{24})/;
@@ -13,24 +14,31 @@ const TASK_ID = /(tsk_[a-z2-7]{24})/;
  * A person's side of brokered tasks (docs/tasks.md): `mcpx call` waits for a task with its status
  * on stderr and prints its result; `--no-wait` prints the handle; `mcpx tasks show|list|result|
  * cancel` over NATS, for the key's account only. The real system (registry, projector, proxy on
- * NATS, Postgres, Redis) and a modern SDK v2 server speaking the 2026-07-28 tasks extension.
+ * NATS, Postgres, Redis), a modern SDK v2 server speaking the 2026-07-28 tasks extension and
+ * server-everything's `simulate-research-query` (2025-11-25 tasks, `required`).
  */
 describe('mcpx call on a task and mcpx tasks', { timeout: 180_000 }, () => {
   let system: ProxySystem;
   let upstream: TasksUpstream;
+  let everything: EverythingServer;
   let env: Record<string, string>;
   let dir: string;
 
   beforeAll(async () => {
-    [system, upstream] = await Promise.all([ProxySystem.start({ env: { TASK_LEASE_MS: '1500', TASK_POLL_MIN_MS: '100' } }), startTasksUpstream({ durationMs: 3_000, pollIntervalMs: 250 })]);
+    [system, upstream, everything] = await Promise.all([
+      ProxySystem.start({ env: { TASK_LEASE_MS: '1500', TASK_POLL_MIN_MS: '100' } }),
+      startTasksUpstream({ durationMs: 3_000, pollIntervalMs: 250 }),
+      startEverythingServer('streamableHttp'),
+    ]);
     await system.setServer('modern', upstream.url);
-    await system.createAgent('reports', ['modern'], 2);
+    await system.setServer('every', everything.url);
+    await system.createAgent('reports', ['modern', 'every'], 12);
     ({ env, dir } = cliEnvFor(system.api, { MCPX_NATS_URL: serviceUrls().nats, MCPX_NATS_PREFIX: system.env.NATS_PREFIX ?? '' }));
   }, 120_000);
 
   afterAll(async () => {
     await system?.stop();
-    await upstream?.close();
+    await Promise.all([upstream?.close(), everything?.close()]);
   });
 
   it('a call that becomes a task past its bound waits for it, shows its status on stderr, and prints the result', async () => {
@@ -45,7 +53,7 @@ describe('mcpx call on a task and mcpx tasks', { timeout: 180_000 }, () => {
     expect(out.stderr).toContain(`task ${id!} completed`);
     expect(out.stdout).toContain('export ready: pdf');
     expect(out.stdout).toContain('structured content');
-    // The result was taken by the wait: the task says so.
+    // The task the call waited for is the broker's, ended.
     const show = await runCli(['tasks', 'show', id!, '--json'], env);
     expect(show.code, show.stderr).toBe(0);
     expect((JSON.parse(show.stdout) as { task: { state: string; tool: string } }).task).toMatchObject({ state: 'completed', tool: 'modern__long-export' });
@@ -121,6 +129,31 @@ describe('mcpx call on a task and mcpx tasks', { timeout: 180_000 }, () => {
     const mine = await runCli(['tasks', 'show', id, '--json'], env);
     expect((JSON.parse(mine.stdout) as { task: { state: string } }).task.state).toBe('working');
     await runCli(['tasks', 'cancel', id], env);
+  });
+
+  it('a required tool (2025-11-25) is a task without --task: the call waits for the report; through the API the handle is printed with what to do', async () => {
+    const waited = await runCli(['call', '--agent', 'reports', '--timeout-ms', '500', 'every__simulate-research-query', '{"topic":"tides"}'], env);
+    expect(waited.code, waited.stderr).toBe(0);
+    expect(waited.stderr).toMatch(/task tsk_[a-z2-7]{24} working/);
+    expect(waited.stderr).toMatch(/task tsk_[a-z2-7]{24} completed/);
+    expect(waited.stdout).toContain('# Research Report: tides');
+
+    const viaApi = await runCli(['call', '--agent', 'reports', '--timeout-ms', '500', 'every__simulate-research-query', '{"topic":"reefs"}'], { ...env, MCPX_NATS_URL: '' });
+    expect(viaApi.code, viaApi.stderr).toBe(0);
+    const id = TASK_ID.exec(viaApi.stdout)?.[1];
+    expect(id, viaApi.stdout).toBeDefined();
+    expect(viaApi.stdout).toContain(`mcpx tasks result ${id!}`);
+    expect(viaApi.stdout).toContain('over NATS');
+    // The task the API's call made is the account's, and an operator waits for it over NATS.
+    let shown = '';
+    for (let i = 0; i < 60 && !shown.includes('result ready'); i++) {
+      shown = (await runCli(['tasks', 'show', id!], env)).stdout;
+      if (!shown.includes('result ready')) await new Promise((r) => setTimeout(r, 500));
+    }
+    expect(shown).toContain(`task ${id!}: completed`);
+    const report = await runCli(['tasks', 'result', id!], env);
+    expect(report.code, report.stderr).toBe(0);
+    expect(report.stdout).toContain('# Research Report: reefs');
   });
 
   it('without NATS, tasks and --task are refused with how to use them; a bad id is a usage error', async () => {
