@@ -59,13 +59,24 @@ async function withTasks<T>(env: CliEnv, fn: (tasks: TaskClient, account: string
  */
 export async function waitForTask(env: CliEnv, handle: TaskHandle, showStatus: boolean): Promise<ProxyResult> {
   return await withTasks(env, async (tasks, account) => {
+    let shown = '';
     const show = (e: Pick<TaskEvent, 'task' | 'state' | 'statusMessage' | 'errorCode'>): void => {
+      shown = e.state;
       if (showStatus) process.stderr.write(`${taskStatusLine(e)}\n`);
     };
     show({ task: handle.id, state: handle.state as TaskEvent['state'], ...(handle.statusMessage !== undefined ? { statusMessage: handle.statusMessage } : {}) });
     const now = await tasks.getTask(account, handle.id);
     const timeoutMs = Math.max(0, Date.parse(now.expiresAt) - Date.now()) + EXPIRY_GRACE_MS;
     const ended = await tasks.waitTask(account, handle.id, { timeoutMs, onStatus: show });
+    // An end heard from the row rather than an event (it came before the subscription) is shown too.
+    if (ended.state !== shown) {
+      show({
+        task: ended.id,
+        state: ended.state,
+        ...(ended.statusMessage !== undefined ? { statusMessage: ended.statusMessage } : {}),
+        ...(ended.error !== undefined ? { errorCode: ended.error.code } : {}),
+      });
+    }
     if (!isFinalTaskState(ended.state)) {
       throw new WireError(ErrorCodes.timeout, `task ${handle.id} is still ${ended.state} past its expiry: see mcpx tasks show ${handle.id}`, { task: handle.id });
     }

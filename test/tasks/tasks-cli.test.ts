@@ -1,10 +1,14 @@
+import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateKeyPair } from '@mcpx/envelope';
+import { TaskClient } from '@mcpx/proxy-client';
 import { cliEnvFor, runCli } from '../support/cli.js';
 import { serviceUrls } from '../support/env.js';
 import { ProxySystem } from '../support/proxy-system.js';
+import { entryArgs } from '../support/bundles.js';
+import { ROOT, eventually } from '../support/system.js';
 import { startEverythingServer, type EverythingServer } from '../servers/index.js';
 import { startTasksUpstream, type TasksUpstream } from '../servers/tasks-upstream.js';
 
@@ -129,6 +133,32 @@ describe('mcpx call on a task and mcpx tasks', { timeout: 180_000 }, () => {
     const mine = await runCli(['tasks', 'show', id, '--json'], env);
     expect((JSON.parse(mine.stdout) as { task: { state: string } }).task.state).toBe('working');
     await runCli(['tasks', 'cancel', id], env);
+  });
+
+  it('a task cancelled while the call waits ends the call with the typed cancel (exit 1), never a hang', async () => {
+    // The CLI in its own process, its stderr read as it comes: cancelled once it is waiting (it printed the handle).
+    const child = spawn(process.execPath, [...entryArgs('mcpx'), 'call', '--agent', 'reports', '--task', '--timeout-ms', '500', 'modern__never-ends', '{}'], {
+      cwd: ROOT,
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString('utf8')));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString('utf8')));
+    const exited = new Promise<number>((resolve) => child.on('exit', (code) => resolve(code ?? 1)));
+    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
+    try {
+      const id = await eventually(async () => /task (tsk_[a-z2-7]{24}) working/.exec(stderr)?.[1], 30_000, 'the call waiting for its task');
+      await new TaskClient(system.nc, system.subjects).cancelTask(system.account, id);
+      expect(await exited).toBe(1);
+      expect(stderr).toContain(`task ${id} cancelled`);
+      expect(stderr).toContain('error: cancelled');
+      expect(stdout).toBe('');
+    } finally {
+      clearTimeout(timer);
+      child.kill('SIGKILL');
+    }
   });
 
   it('a required tool (2025-11-25) is a task without --task: the call waits for the report; through the API the handle is printed with what to do', async () => {
