@@ -24,24 +24,27 @@ function taskId(args: ParsedArgs): string {
   return id;
 }
 
+/** A server's status text on one line: its newlines would let it pose as lines of ours. */
+const oneLine = (text: string): string => text.replace(/[\r\n]+/g, ' ');
+
 /** One status line on stderr: `task tsk_… working: exporting (3 s left)` (the server's text made safe for a terminal). */
 export function taskStatusLine(e: Pick<TaskEvent, 'task' | 'state' | 'statusMessage' | 'errorCode'>): string {
-  const message = e.statusMessage !== undefined && e.statusMessage !== '' ? `: ${e.statusMessage}` : '';
+  const message = e.statusMessage !== undefined && e.statusMessage !== '' ? `: ${oneLine(e.statusMessage)}` : '';
   const code = e.errorCode !== undefined ? ` (${e.errorCode})` : '';
   return terminalText(`task ${e.task} ${e.state}${code}${message}`);
 }
 
 function taskLine(t: TaskView, names: ReadonlyMap<string, string>): string {
-  const message = t.statusMessage !== undefined && t.statusMessage !== '' ? `  ${t.statusMessage}` : '';
+  const message = t.statusMessage !== undefined && t.statusMessage !== '' ? `  ${oneLine(t.statusMessage)}` : '';
   return `${t.id}  ${t.state}  ${t.tool}  agent ${names.get(t.agent) ?? t.agent}  created ${t.createdAt}${message}`;
 }
 
 function taskText(t: TaskView, names: ReadonlyMap<string, string>): string {
   return [
-    `task ${t.id}: ${t.state}${t.statusMessage !== undefined && t.statusMessage !== '' ? ` (${t.statusMessage})` : ''}`,
+    `task ${t.id}: ${t.state}${t.statusMessage !== undefined && t.statusMessage !== '' ? ` (${oneLine(t.statusMessage)})` : ''}`,
     `  tool ${t.tool}  server ${t.server}  agent ${names.get(t.agent) ?? t.agent}  run ${t.run}  dialect ${t.dialect}`,
     `  created ${t.createdAt}  updated ${t.updatedAt}  ${t.finishedAt !== undefined ? `finished ${t.finishedAt}` : `expires ${t.expiresAt}`}`,
-    ...(t.error !== undefined ? [`  error ${t.error.code}: ${t.error.message}`] : []),
+    ...(t.error !== undefined ? [`  error ${t.error.code}: ${oneLine(t.error.message)}`] : []),
     ...(t.inputRequestId !== undefined ? [`  waiting for input: mcpx inputs answer ${t.inputRequestId} …`] : []),
     ...(t.resultReady ? [`  result ready: mcpx tasks result ${t.id}`] : []),
   ].join('\n');
