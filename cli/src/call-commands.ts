@@ -11,6 +11,7 @@ import { renderResult } from './result-summary.js';
 import type { ProxyResult } from '@mcpx/domain';
 import { questionLines } from './input-commands.js';
 import { inputRequiredOf, type InputRequired } from '@mcpx/proxy-client';
+import { waitForTask } from './task-commands.js';
 
 interface CallRequest {
   agentRef: string;
@@ -27,6 +28,10 @@ interface CallRequest {
   waitInputSeconds: number | undefined;
   /** Progress lines on stderr while the call runs (not under `--json`). */
   showProgress: boolean;
+  /** `--task`: ask for a task-augmented call of an `optional` tool (a `required` one's always is). NATS mode only. */
+  task: boolean;
+  /** `--no-wait`: a call answered with a task handle prints the handle instead of waiting for the task. */
+  noWait: boolean;
 }
 
 function parseCall(args: ParsedArgs): CallRequest {
@@ -60,6 +65,8 @@ function parseCall(args: ParsedArgs): CallRequest {
     inputRequestId: flag(args, 'input'),
     waitInputSeconds,
     showProgress: flag(args, 'json') !== 'true',
+    task: flag(args, 'task') === 'true',
+    noWait: flag(args, 'no-wait') === 'true',
   };
 }
 
@@ -190,6 +197,7 @@ async function callOverNats(env: CliEnv, key: KeyPair, req: CallRequest): Promis
       ...(req.timeoutMs !== undefined ? { timeoutMs: req.timeoutMs } : {}),
       ...(req.approvalId !== undefined ? { approvalId: req.approvalId } : {}),
       ...(req.inputRequestId !== undefined ? { inputRequestId: req.inputRequestId } : {}),
+      ...(req.task ? { task: true } : {}),
       // The server's progress, heard while the call runs (the HTTP path's InvokeTool answers once, at the end).
       ...(req.showProgress ? { onProgress: showProgress } : {}),
     };
@@ -217,9 +225,25 @@ async function callOverNats(env: CliEnv, key: KeyPair, req: CallRequest): Promis
 
 export async function call(env: CliEnv, args: ParsedArgs, print: Print): Promise<void> {
   const req = parseCall(args);
+  // InvokeTool has no way to ask for a task, and the registry none to wait for one: both are the NATS mode's.
+  if (req.task && !env.viaNats) throw new UsageError("--task goes over NATS (--nats URL with the runtime's credentials); through the API only a tool whose task support is required runs as a task");
   const key = await readKey(env.keyFile);
   const outcome = env.viaNats ? await callOverNats(env, key, req) : await callOverHttp(env, key, req);
-  print({ ...outcome.result, run: outcome.run, ...('instance' in outcome ? { instance: outcome.instance } : {}) }, () => renderResult(outcome.result));
+  const extra = { run: outcome.run, ...('instance' in outcome ? { instance: outcome.instance } : {}) };
+  const handle = outcome.result.task;
+  if (handle === undefined || req.noWait || !env.viaNats) {
+    print({ ...outcome.result, ...extra }, () => renderResult(outcome.result) + (handle !== undefined ? `\n${taskHint(handle.id, env.viaNats)}` : ''));
+    return;
+  }
+  // The call outlived its bound as a task: wait for it (its status on stderr), then print its result as the call's.
+  const result = await waitForTask(env, handle, req.showProgress);
+  print({ ...result, ...extra, taskId: handle.id }, () => renderResult(result));
+}
+
+/** What a person does with a handle: wait, read, cancel or take the result (the NATS mode's `mcpx tasks`). */
+function taskHint(id: string, viaNats: boolean): string {
+  const how = `mcpx tasks show ${id} | mcpx tasks result ${id} | mcpx tasks cancel ${id}`;
+  return viaNats ? how : `${how} (over NATS: --nats URL with the runtime's credentials)`;
 }
 
 export async function runsEnd(env: CliEnv, args: ParsedArgs, print: Print): Promise<void> {

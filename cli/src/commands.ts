@@ -8,6 +8,7 @@ import { agentNames } from './agent-names.js';
 import { droppedSecretsLine, type DroppedSecrets } from './dropped-secrets.js';
 import { authorizationLines, oauthClientLine, preRegisteredClient, serversAuthorize, type AuthorizationAnswer } from './oauth-commands.js';
 import { inputsAnswer, inputsList } from './input-commands.js';
+import { tasksCancel, tasksList, tasksResult, tasksShow } from './task-commands.js';
 import { signersAuthorize, signersRevoke } from './signer-commands.js';
 import { terminalText, toolCount } from './terminal-text.js';
 import { toolsPermission, vendorsConnect, vendorsDisconnect } from './trust-commands.js';
@@ -326,6 +327,10 @@ export const COMMANDS: Record<string, Command> = {
   'approvals deny': decideApproval('DenyToolCall'),
   'inputs list': printing(inputsList),
   'inputs answer': printing(inputsAnswer),
+  'tasks list': printing(tasksList),
+  'tasks show': printing(tasksShow),
+  'tasks cancel': printing(tasksCancel),
+  'tasks result': printing(tasksResult),
   call: printing(call),
 };
 
@@ -353,16 +358,18 @@ export const USAGE = `usage: mcpx <command> [--json]
   activity --figures [--server S]   (per server: calls, error rate, p50/p95 over the last hour and 24 hours)
   vendors connect VENDOR (--access-token T [--refresh-token R] [--expires-at ISO] | --tokens-file PATH)
   vendors disconnect VENDOR   (built-in servers: github, linear)
-  call --agent AGENT [--run RUN] [--timeout-ms MS] [--approval ID | --wait-approval SECONDS] [--input ID | --wait-input SECONDS] TOOL ['{json arguments}']
+  call --agent AGENT [--run RUN] [--timeout-ms MS] [--approval ID | --wait-approval SECONDS] [--input ID | --wait-input SECONDS] [--task] [--no-wait] TOOL ['{json arguments}']
+      (a call that becomes a task past its bound waits for it, its status on stderr; --no-wait prints the handle)
   approvals list | approvals approve ID | approvals deny ID
   inputs list | inputs answer ID (--accept NAME=VALUE [NAME=VALUE...] | --content JSON | --done | --decline | --cancel) [--key KEY]
       (a server's question in the middle of a call: answer it, then the waiting call goes on)
   runs end RUN
+  tasks list [--agent AGENT] [--limit N] | tasks show ID | tasks cancel ID | tasks result ID   (over NATS, see below)
   signers authorize PRINCIPAL --role OWNER|WRITER|AGENT [--agent AGENT]...   (AGENT: bound to the agents named)
   signers revoke PRINCIPAL
 every command: --json (machine-readable output), --api URL, --key-file PATH
 environment: MCPX_API_URL (http://127.0.0.1:8080), MCPX_KEY_FILE (~/.mcpx/key.json)
-operators only: call and runs end over NATS instead of the API with --nats URL (or MCPX_NATS_URL) and the
+operators only: call, runs end and tasks over NATS instead of the API with --nats URL (or MCPX_NATS_URL) and the
   runtime's NATS user: --nats-user U --nats-password P (MCPX_NATS_USER, MCPX_NATS_PASSWORD) or
   --nats-credentials FILE (MCPX_NATS_CREDENTIALS; npm start writes one); MCPX_NATS_PREFIX (none);
   a call over NATS prints the server's progress on stderr while it runs (not with --json)`;
