@@ -11,7 +11,7 @@ const ROOT = { uri: 'file:///home/user/project', name: 'project' };
 
 /**
  * A server's questions go to the endpoint's client itself when it declared it can answer them:
- * forms (the agent lets its runtime answer them), sampling and, new here, roots (`roots/list`:
+ * forms (whatever the agent's `inputs.forms` says), sampling and, new here, roots (`roots/list`:
  * the client's roots are declared to the server for the call and its answer carried back). The
  * conformance fixture's `input_required` tools (2026-07-28) behind the endpoint, a real SDK v2
  * client answering, on both serving paths. Attack: the question's `requestState` presented by

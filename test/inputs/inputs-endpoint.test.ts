@@ -8,8 +8,9 @@ const textOf = (result: { content?: unknown }): string => (result.content as Arr
 
 /**
  * Input requests through the agent's own MCP endpoint (the re-exported door): a question for the
- * account owner is a tool result naming the input request, re-sent with it in `_meta` once
- * answered; a question the agent lets its runtime answer goes on to the endpoint's MCP client as
+ * account owner (a form to a client that declared no elicitation) is a tool result naming the
+ * input request, re-sent with it in `_meta` once answered; a form to a client that declared
+ * elicitation, and sampling to one that declared sampling, go on to the endpoint's MCP client as
  * its own `input_required` (the client answers with its elicitation or sampling handler, and the
  * server's requestState never leaves the proxy).
  */
@@ -53,8 +54,8 @@ describe('input requests through the agent MCP endpoint', () => {
     await upstream?.close();
   });
 
-  it('a question for the owner is a tool result naming it; answered, the call re-sent with _meta io.mcpx/inputRequestId finishes', async () => {
-    const client = await connect('owner-asks', { elicit: true });
+  it('a question for the owner (the client declared no elicitation) is a tool result naming it; answered, the call re-sent with _meta io.mcpx/inputRequestId finishes', async () => {
+    const client = await connect('owner-asks');
     const stopped = await client.callTool({ name: 'ops__deploy', arguments: { env: 'prod' } });
     expect(stopped.isError).toBe(true);
     const err = errorOf(stopped);
@@ -82,7 +83,7 @@ describe('input requests through the agent MCP endpoint', () => {
     await sys.system.api.act('AnswerInputRequest', { id: listed!.id, action: 'cancel' });
   });
 
-  it('forms the agent lets its runtime answer, and sampling, go on to the endpoint client, which answers them itself', async () => {
+  it('forms and sampling go on to the endpoint client that declared them, which answers them itself', async () => {
     const client = await connect('client-answers', { elicit: true, sample: true });
     const deployed = await client.callTool({ name: 'ops__deploy', arguments: { env: 'eu' } });
     expect(textOf(deployed)).toBe('Deployed to eu');

@@ -1,4 +1,13 @@
-import { fromJsonSchema, type CallToolResult, type ContentBlock, type ElicitRequestFormParams, type McpServer, type ServerContext } from '@modelcontextprotocol/server';
+import {
+  fromJsonSchema,
+  inputRequired,
+  type CallToolResult,
+  type ContentBlock,
+  type ElicitRequestFormParams,
+  type InputRequiredResult,
+  type McpServer,
+  type ServerContext,
+} from '@modelcontextprotocol/server';
 import * as z from 'zod/v4';
 
 /**
@@ -118,12 +127,22 @@ export function registerTriggerTools(server: McpServer, notify: ChangeNotifier):
   });
 }
 
-async function elicited(ctx: ServerContext, params: ElicitRequestFormParams, label: string): Promise<CallToolResult> {
+/**
+ * The SDK's refusal to push a request to the client while serving 2026-07-28, where a server
+ * answers `input_required` instead (as a dual-era server does: the connector's proxy speaks
+ * 2026-07-28 to this fixture while the endpoint's client may speak 2025).
+ */
+const cannotPush = (err: unknown): boolean => err instanceof Error && err.message.includes('not available on protocol revision 2026-07-28');
+
+async function elicited(ctx: ServerContext, params: ElicitRequestFormParams, label: string): Promise<CallToolResult | InputRequiredResult> {
+  const answered = ctx.mcpReq.inputResponses?.elicitation as { action?: string; content?: unknown } | undefined;
+  if (answered !== undefined) return text(`${label}: action=${String(answered.action)}, content=${JSON.stringify(answered.content ?? {})}`);
   try {
-    // The 2025 era's push-style request (the 2026-07-28 tools answer input_required instead).
+    // The 2025 era's push-style request.
     const result = await ctx.mcpReq.elicitInput(params);
     return text(`${label}: action=${result.action}, content=${JSON.stringify(result.content ?? {})}`);
   } catch (err) {
+    if (cannotPush(err)) return inputRequired({ inputRequests: { elicitation: inputRequired.elicit(params) } });
     return text(`Elicitation not supported or error: ${err instanceof Error ? err.message : String(err)}`);
   }
 }
@@ -163,11 +182,17 @@ const ENUMS_SCHEMA = {
 /** The 2025 era's server-to-client requests during a call (sampling and elicitation). */
 export function registerPushTools(server: McpServer): void {
   server.registerTool('test_sampling', { description: 'Asks the client for an LLM completion', inputSchema: z.object({ prompt: z.string() }) }, async (args, ctx) => {
+    const request = { messages: [{ role: 'user' as const, content: { type: 'text' as const, text: args.prompt } }], maxTokens: 100 };
+    const said = (result: { content?: unknown }): CallToolResult => {
+      const content = (Array.isArray(result.content) ? result.content[0] : result.content) as { type?: string; text?: string } | undefined;
+      return text(`LLM response: ${content?.type === 'text' ? String(content.text) : 'No response'}`);
+    };
+    const answered = ctx.mcpReq.inputResponses?.sampling as { content?: unknown } | undefined;
+    if (answered !== undefined) return said(answered);
     try {
-      const result = await ctx.mcpReq.requestSampling({ messages: [{ role: 'user', content: { type: 'text', text: args.prompt } }], maxTokens: 100 });
-      const content = Array.isArray(result.content) ? result.content[0] : result.content;
-      return text(`LLM response: ${content?.type === 'text' ? content.text : 'No response'}`);
+      return said(await ctx.mcpReq.requestSampling(request));
     } catch (err) {
+      if (cannotPush(err)) return inputRequired({ inputRequests: { sampling: inputRequired.createMessage(request) } });
       return text(`Sampling not supported or error: ${err instanceof Error ? err.message : String(err)}`);
     }
   });

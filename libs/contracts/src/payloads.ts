@@ -147,8 +147,9 @@ export interface ProxyCallRequest {
   inputResponses?: Record<string, unknown>;
   /**
    * What the runtime can answer itself: `sampling` (it samples its model for the server) and
-   * `forms` (it answers form elicitations, when the agent's definition lets it), `roots` (it shares
-   * its roots: `roots/list`). Absent: none.
+   * `forms` (it answers form elicitations: a runtime when the agent's definition lets it, the agent
+   * endpoint's client whenever it declared form elicitation), `roots` (it shares its roots:
+   * `roots/list`). Absent: none.
    */
   answers?: { sampling?: boolean; forms?: boolean; roots?: boolean };
   /**

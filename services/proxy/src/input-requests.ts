@@ -1,5 +1,6 @@
 import type { Counter, Meter } from '@opentelemetry/api';
 import {
+  ENDPOINT_RUN_PREFIX,
   ErrorCodes,
   INPUT_LIMITS,
   WireError,
@@ -154,6 +155,11 @@ export class InputGate {
     const keys = Object.keys(inputRequests);
     if (keys.length > INPUT_LIMITS.requestsPerRound) throw serverFault(doc, `${keys.length} questions at once; at most ${INPUT_LIMITS.requestsPerRound}`);
     const items: InputRequestItem[] = [];
+    // A form goes to the caller when it declares it answers forms and either the agent's definition
+    // lets its runtime answer them (`inputs.forms: "runtime"`, a setting about an unattended NATS
+    // runtime), or the caller is the agent endpoint's MCP client (its `ep-` run, which no runtime
+    // may use): a client that declared form elicitation shows the form to its own user.
+    const endpointClient = req.run.startsWith(ENDPOINT_RUN_PREFIX);
     for (const key of keys) {
       if (!/^[A-Za-z0-9_.:-]{1,64}$/.test(key)) throw serverFault(doc, 'a request key that is not 1-64 letters, digits or _ . : -');
       const { method, params } = inputRequests[key]!;
@@ -204,7 +210,7 @@ export class InputGate {
       } catch (err) {
         throw serverFault(doc, err instanceof WireError ? err.message : 'an invalid requested schema', { key });
       }
-      items.push({ key, kind: 'form', answerBy: formsByRuntime && req.answers?.forms === true ? 'runtime' : 'person', message, requestedSchema: schema });
+      items.push({ key, kind: 'form', answerBy: req.answers?.forms === true && (formsByRuntime || endpointClient) ? 'runtime' : 'person', message, requestedSchema: schema });
     }
     return items;
   }
