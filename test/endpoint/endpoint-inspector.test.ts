@@ -1,9 +1,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { spawn } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { INSPECTORS, lastJson, runInspector as run } from './inspector-clis.js';
+import { INSPECTORS, lastJson, runInspector as run, runProcess, type ProcessResult } from './inspector-clis.js';
 import { EVERY_BLOCK_TYPES, lessConnectorKeys } from './client-results.js';
 import { everyBlockTools } from '../servers/content-tools.js';
 import { startEverythingServer, type EverythingServer } from '../servers/everything.js';
@@ -12,26 +11,14 @@ import { cliEnvFor, runCli } from '../support/cli.js';
 import { startEndpointSystem, type EndpointSystem } from './endpoint-harness.js';
 
 /** Runs a shell command line as a user types it, on this process's Node (20) first on the PATH, from an empty folder. */
-function shell(line: string, timeoutMs: number): Promise<{ code: number; stdout: string; stderr: string }> {
+async function shell(line: string, timeoutMs: number): Promise<ProcessResult> {
   const cwd = mkdtempSync(join(tmpdir(), 'mcpx-printed-'));
-  return new Promise((resolve, reject) => {
-    const child = spawn('/bin/sh', ['-c', line], {
-      cwd,
-      env: { ...process.env, PATH: `${dirname(process.execPath)}:${process.env.PATH ?? ''}`, NO_COLOR: '1', npm_config_yes: 'true', npm_config_update_notifier: 'false' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString('utf8')));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString('utf8')));
-    child.on('error', reject);
-    child.on('exit', (code) => {
-      clearTimeout(timer);
-      rmSync(cwd, { recursive: true, force: true });
-      resolve({ code: code ?? 1, stdout, stderr });
-    });
-  });
+  const env = { ...process.env, PATH: `${dirname(process.execPath)}:${process.env.PATH ?? ''}`, NO_COLOR: '1', npm_config_yes: 'true', npm_config_update_notifier: 'false' };
+  try {
+    return await runProcess('/bin/sh', ['-c', line], { cwd, env }, timeoutMs);
+  } finally {
+    rmSync(cwd, { recursive: true, force: true });
+  }
 }
 
 /**

@@ -22,17 +22,16 @@ function nodeFor(bin: string): string {
   return Object.values(INSPECTORS).find((i) => i.bin === bin)?.node ?? process.execPath;
 }
 
-export function runInspector(bin: string, args: string[], timeoutMs = 60_000): Promise<{ code: number; stdout: string; stderr: string }> {
+export interface ProcessResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs a command to its end (killed past `timeoutMs`), its output collected. */
+export function runProcess(command: string, args: string[], options: { cwd: string; env: NodeJS.ProcessEnv }, timeoutMs: number): Promise<ProcessResult> {
   return new Promise((resolve, reject) => {
-    // A catalog of its own (the 2.x client writes one), and no colours. The working directory is
-    // the bin's own: inspector-cli 1.0.3 looks for its package.json relative to the working
-    // directory (`fs.existsSync('../package.json')`) but imports it relative to its module, so it
-    // only starts from its build folder (an upstream bug; its launcher has the same).
-    const child = spawn(nodeFor(bin), [bin, ...args], {
-      cwd: dirname(bin),
-      env: { ...process.env, NO_COLOR: '1', MCP_CATALOG_PATH: join(tmpdir(), `mcpx-inspector-catalog-${process.pid}.json`) },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn(command, args, { ...options, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
@@ -44,6 +43,15 @@ export function runInspector(bin: string, args: string[], timeoutMs = 60_000): P
       resolve({ code: code ?? 1, stdout, stderr });
     });
   });
+}
+
+export function runInspector(bin: string, args: string[], timeoutMs = 60_000): Promise<ProcessResult> {
+  // A catalog of its own (the 2.x client writes one), and no colours. The working directory is
+  // the bin's own: inspector-cli 1.0.3 looks for its package.json relative to the working
+  // directory (`fs.existsSync('../package.json')`) but imports it relative to its module, so it
+  // only starts from its build folder (an upstream bug; its launcher has the same).
+  const env = { ...process.env, NO_COLOR: '1', MCP_CATALOG_PATH: join(tmpdir(), `mcpx-inspector-catalog-${process.pid}.json`) };
+  return runProcess(nodeFor(bin), [bin, ...args], { cwd: dirname(bin), env }, timeoutMs);
 }
 
 /** The JSON document a CLI printed (the last one, whatever it logged before). */

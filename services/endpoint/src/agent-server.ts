@@ -2,8 +2,9 @@ import type { Counter, Histogram, Meter, Tracer } from '@opentelemetry/api';
 import type { McpToolDocument } from '@mcpx/domain';
 import type { CallProgress } from '@mcpx/contracts';
 import type { ProxyClient } from '@mcpx/proxy-client';
-import { createMcpHandler, ProtocolError, ProtocolErrorCode, Server, type McpHttpHandler, type Tool } from '@modelcontextprotocol/server';
+import { ProtocolError, ProtocolErrorCode, Server, type McpHttpHandler, type Tool } from '@modelcontextprotocol/server';
 import { registerRelayed } from './relayed.js';
+import { FaceHandlers } from './face-handlers.js';
 import type { TokenGrant } from './agent-tokens.js';
 import { declaresForms, declaresUrl, progressTokenOf, ToolCalls, unknownTool } from './tool-calls.js';
 import { CompactFaces } from './compact-face.js';
@@ -76,7 +77,7 @@ export function toTool(doc: McpToolDocument, perServer = false): Tool {
  * `notify.toolsChanged()` reaches exactly that agent's `subscriptions/listen` streams.
  */
 export class AgentServers {
-  private readonly handlers = new Map<string, { handler: McpHttpHandler; unwatch: () => void }>();
+  private readonly handlers: FaceHandlers;
   private readonly metrics: Metrics;
   private readonly info: { name: string; version: string };
   /** `tools/call`, shared with the lean path. */
@@ -94,6 +95,7 @@ export class AgentServers {
     private readonly maxHandlers = 10_000,
   ) {
     this.info = { name: SERVER_NAME, version: deps.version };
+    this.handlers = new FaceHandlers(deps.toolSets, deps.onError, maxHandlers);
     this.metrics = {
       requests: deps.meter.createCounter('mcpx_endpoint_requests_total', { description: 'MCP requests to agent endpoints, by method and outcome' }),
       duration: deps.meter.createHistogram('mcpx_endpoint_call_duration_ms', { description: 'tools/call through the agent endpoint, end to end (ms)', unit: 'ms' }),
@@ -154,28 +156,11 @@ export class AgentServers {
     if (face === 'compact' && server === undefined) return this.compact.handlerFor(grant);
     // The per-server face of one server has a handler of its own (its own names, its own streams).
     const key = server === undefined ? `${grant.account}:${grant.agent}` : `${grant.account}:${grant.agent}\u0000${server}`;
-    const hit = this.handlers.get(key);
-    if (hit !== undefined) return hit.handler;
-    const handler = createMcpHandler(({ authInfo }) => this.server(this.grantOf(authInfo?.clientId, grant), server), {
-      legacy: 'stateless',
-      onerror: (err) => this.deps.onError(err),
-    });
-    const unwatch = this.deps.toolSets.watch(grant.account, grant.agent, () => handler.notify.toolsChanged());
-    this.handlers.set(key, { handler, unwatch });
-    if (this.handlers.size > this.maxHandlers) {
-      const [oldKey, old] = this.handlers.entries().next().value as [string, { handler: McpHttpHandler; unwatch: () => void }];
-      this.handlers.delete(oldKey);
-      old.unwatch();
-      void old.handler.close();
-    }
-    return handler;
+    return this.handlers.get(key, grant.account, grant.agent, (clientId) => this.server(this.grantOf(clientId, grant), server));
   }
 
   async close(): Promise<void> {
-    const all = [...this.handlers.values()];
-    this.handlers.clear();
-    for (const h of all) h.unwatch();
-    await Promise.all([...all.map((h) => h.handler.close().catch(() => undefined)), this.compact.close()]);
+    await Promise.all([this.handlers.close(), this.compact.close()]);
   }
 
   private async toolSet(account: string, agent: string): Promise<AgentToolSet> {

@@ -1,8 +1,9 @@
 import { SpanKind, SpanStatusCode, type Tracer } from '@opentelemetry/api';
 import { ErrorCodes, WireError, type CallProgress } from '@mcpx/contracts';
 import type { McpToolDocument } from '@mcpx/domain';
-import { createMcpHandler, Server, type CallToolResult, type InputRequiredResult, type McpHttpHandler, type Tool } from '@modelcontextprotocol/server';
+import { Server, type CallToolResult, type InputRequiredResult, type McpHttpHandler, type Tool } from '@modelcontextprotocol/server';
 import type { TokenGrant } from './agent-tokens.js';
+import { FaceHandlers } from './face-handlers.js';
 import { errorResult } from './call-result.js';
 import { declaresForms, progressTokenOf, type ToolCalls } from './tool-calls.js';
 import type { AgentToolSet, ToolSets } from './tool-sets.js';
@@ -235,37 +236,21 @@ const LIST_TTL_MS = 60_000;
  * `tools/call` of one of the agent's tools works as on the full face.
  */
 export class CompactFaces {
-  private readonly handlers = new Map<string, { handler: McpHttpHandler; unwatch: () => void }>();
+  private readonly handlers: FaceHandlers;
 
   constructor(
     private readonly deps: CompactFacesDeps,
-    private readonly maxHandlers = 10_000,
-  ) {}
-
-  handlerFor(grant: TokenGrant): McpHttpHandler {
-    const key = `${grant.account}:${grant.agent}`;
-    const hit = this.handlers.get(key);
-    if (hit !== undefined) return hit.handler;
-    const handler = createMcpHandler(({ authInfo }) => this.server(this.deps.grantOf(authInfo?.clientId, grant)), {
-      legacy: 'stateless',
-      onerror: (err) => this.deps.onError(err),
-    });
-    const unwatch = this.deps.toolSets.watch(grant.account, grant.agent, () => handler.notify.toolsChanged());
-    this.handlers.set(key, { handler, unwatch });
-    if (this.handlers.size > this.maxHandlers) {
-      const [oldKey, old] = this.handlers.entries().next().value as [string, { handler: McpHttpHandler; unwatch: () => void }];
-      this.handlers.delete(oldKey);
-      old.unwatch();
-      void old.handler.close();
-    }
-    return handler;
+    maxHandlers = 10_000,
+  ) {
+    this.handlers = new FaceHandlers(deps.toolSets, deps.onError, maxHandlers);
   }
 
-  async close(): Promise<void> {
-    const all = [...this.handlers.values()];
-    this.handlers.clear();
-    for (const h of all) h.unwatch();
-    await Promise.all(all.map((h) => h.handler.close().catch(() => undefined)));
+  handlerFor(grant: TokenGrant): McpHttpHandler {
+    return this.handlers.get(`${grant.account}:${grant.agent}`, grant.account, grant.agent, (clientId) => this.server(this.deps.grantOf(clientId, grant)));
+  }
+
+  close(): Promise<void> {
+    return this.handlers.close();
   }
 
   /** `search` or `describe`, answered here from the set: a span and a count each. */
