@@ -4,6 +4,7 @@ import type { CallProgress } from '@mcpx/contracts';
 import type { ProxyClient } from '@mcpx/proxy-client';
 import { ProtocolError, ProtocolErrorCode, Server, type McpHttpHandler, type Tool } from '@modelcontextprotocol/server';
 import { registerRelayed } from './relayed.js';
+import { registerSubscribe, type LegacySubscriptions } from './legacy-subscriptions.js';
 import { FaceHandlers } from './face-handlers.js';
 import type { TokenGrant } from './agent-tokens.js';
 import { declaresForms, declaresUrl, progressTokenOf, ToolCalls, unknownTool } from './tool-calls.js';
@@ -26,6 +27,8 @@ export interface AgentServerDeps {
   pageSize: number;
   version: string;
   onError: (err: Error) => void;
+  /** A 2025 client's `resources/subscribe` (absent: not offered). */
+  legacySubscriptions?: LegacySubscriptions;
 }
 
 interface Metrics {
@@ -33,7 +36,9 @@ interface Metrics {
   duration: Histogram;
 }
 
-const SERVER_OPTIONS = { capabilities: { tools: { listChanged: true }, prompts: {}, resources: {}, completions: {} } };
+// Subscriptions and list changes: what the granted servers say reaches the face's clients
+// (subscriptions.ts); a server that cannot is named where it cannot (a listen's ack, an error).
+const SERVER_OPTIONS = { capabilities: { tools: { listChanged: true }, prompts: { listChanged: true }, resources: { subscribe: true, listChanged: true }, completions: {} } };
 const LIST_HINTS = { ttlMs: LIST_TTL_MS, cacheScope: 'private' as const };
 
 /** Whether `v` is `{<key>: {…}}`: the only shape of a retry's `inputResponses`. */
@@ -197,6 +202,7 @@ export class AgentServers {
     const server = new Server(this.info, SERVER_OPTIONS);
     // Resources, templates, prompts and completions of the granted servers, through the proxy.
     registerRelayed(server, grant, face, { toolSets: this.deps.toolSets, proxy: this.deps.proxy, tracer: this.deps.tracer, requests: this.metrics.requests, hints: LIST_HINTS });
+    if (this.deps.legacySubscriptions !== undefined) registerSubscribe(server, grant, face, this.deps.legacySubscriptions, (method, outcome) => this.counted(method, outcome));
     server.setRequestHandler('tools/list', async (request) => {
       const { tools, listed } = await this.faceTools(account, agent, face);
       const cursor = request.params?.cursor;
