@@ -17,6 +17,7 @@ import { startCallService, type ProxyStats } from './call-service.js';
 import { RelayRequests } from './relay-requests.js';
 import { UpstreamWatches } from './upstream-watches.js';
 import { UpstreamContexts } from './watch-contexts.js';
+import { StoredEraVerdicts } from './era-verdicts.js';
 import { ActivityRecorder } from './activity-recorder.js';
 import { PostgresActivityStore } from './activity-store.js';
 import { callGates, callLimiter, connectRedis, connectionPool } from './wiring.js';
@@ -139,7 +140,7 @@ export async function startProxy(config: Config, opts: ProxyOptions = {}): Promi
   const relay = new RelayRequests({ nc: bus.nc, subjects: bus.subjects, instance, catalog, pool, tracer: telemetry.tracer, meter: telemetry.meter, oauth, maxPayload, log });
   relay.start();
   // The endpoint's upstream subscriptions (resource updates, list changes): ./upstream-watches.ts.
-  const contexts = new UpstreamContexts({ connectTimeoutMs: 30_000, fetch: tracingFetch(outboundFetch) });
+  const contexts = new UpstreamContexts({ connectTimeoutMs: 30_000, fetch: tracingFetch(outboundFetch), verdicts: new StoredEraVerdicts(reads) });
   const watches = new UpstreamWatches({ nc: bus.nc, subjects: bus.subjects, instance, catalog, contexts, tracer: telemetry.tracer, meter: telemetry.meter, log });
   watches.start();
   const taskService = startTaskService({ nc: bus.nc, subjects: bus.subjects, store: taskStore, broker, log });

@@ -1,6 +1,7 @@
 import { NoticeKinds, WireError, ErrorCodes, type NoticeKind } from '@mcpx/contracts';
 import type { ServerCredentials } from '@mcpx/credentials';
 import { connectMcp, type ConnectMcpOptions, type McpConnection } from '@mcpx/mcp-client';
+import { authContextOf, type EraVerdictSource } from './era-verdicts.js';
 
 /** The connection that carries one auth context's upstream subscriptions (account, server, credentials). */
 export interface WatchContext {
@@ -21,6 +22,8 @@ export interface OpenedWatch {
 export interface WatchContextOptions {
   connectTimeoutMs: number;
   fetch?: typeof fetch;
+  /** The era verdicts the calls' connections learnt: a modern server is then reached with no probe. */
+  verdicts?: EraVerdictSource;
 }
 
 type NoticeListener = (ctx: WatchContext, kind: NoticeKind, uri: string | undefined) => void;
@@ -63,7 +66,9 @@ export class UpstreamContexts {
 
   private async connect(ctx: WatchContext, creds: ServerCredentials): Promise<McpConnection> {
     const heard = (kind: NoticeKind, uri?: string): void => this.noticeListener(ctx, kind, uri);
+    const prior = await this.opts.verdicts?.get(ctx.account, ctx.server, authContextOf(creds.url, creds.headers)).catch(() => undefined);
     const options: ConnectMcpOptions = {
+      ...(prior !== undefined ? { prior } : {}),
       url: creds.url,
       headers: creds.headers,
       connectTimeoutMs: this.opts.connectTimeoutMs,
