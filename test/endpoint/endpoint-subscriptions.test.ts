@@ -34,12 +34,16 @@ async function legacyClient(url: string, token: string): Promise<{ client: V1Cli
 
 /** Says `uri` changed until `got` sees it (a GET stream may open just after the subscribe answers). */
 async function updatedUntil(upstream: SubscribingUpstream, uri: string, got: () => boolean): Promise<void> {
-  await eventually(async () => {
-    if (got()) return true;
-    upstream.update(uri);
-    await new Promise((r) => setTimeout(r, 300));
-    return got() ? true : undefined;
-  }, 20_000, `an update of ${uri}`);
+  await eventually(
+    async () => {
+      if (got()) return true;
+      upstream.update(uri);
+      await new Promise((r) => setTimeout(r, 300));
+      return got() ? true : undefined;
+    },
+    20_000,
+    `an update of ${uri}`,
+  );
 }
 
 /**
@@ -196,7 +200,13 @@ describe('subscriptions through the endpoint faces', () => {
       const uris = Array.from({ length: PER_TOKEN + 1 }, (_, i) => `test://watched/x${i}`);
       const refused = await fetch(face('watcher', 'live'), {
         method: 'POST',
-        headers: { authorization: `Bearer ${tokenC}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-method': 'subscriptions/listen', 'mcp-protocol-version': '2026-07-28' },
+        headers: {
+          authorization: `Bearer ${tokenC}`,
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          'mcp-method': 'subscriptions/listen',
+          'mcp-protocol-version': '2026-07-28',
+        },
         body: JSON.stringify({
           jsonrpc: '2.0',
           id: 7,

@@ -107,7 +107,12 @@ export async function startSubscribingUpstream(opts: { eras?: 'both' | 'legacy' 
       const body = req.method === 'POST' ? await readJson(req) : undefined;
       const m = body as { method?: string; params?: { notifications?: { resourceSubscriptions?: string[] } } } | undefined;
       if (m?.method === 'subscriptions/listen') asked.push(...(m.params?.notifications?.resourceSubscriptions ?? []));
-      const inbound = classifyInboundRequest({ httpMethod: req.method ?? 'GET', protocolVersionHeader: header(req.headers['mcp-protocol-version']), mcpMethodHeader: header(req.headers['mcp-method']), body });
+      const inbound = classifyInboundRequest({
+        httpMethod: req.method ?? 'GET',
+        protocolVersionHeader: header(req.headers['mcp-protocol-version']),
+        mcpMethodHeader: header(req.headers['mcp-method']),
+        body,
+      });
       if (opts.eras !== 'legacy' && inbound.kind !== 'legacy') return await modernNode(req, res, body);
       await legacy(req, res, body);
     })().catch(() => {

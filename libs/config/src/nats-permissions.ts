@@ -196,7 +196,16 @@ export function natsPermissions(role: NatsRole, user: string, prefix = ''): Nats
       const svc = p === '' ? PROXY_SERVICE : `${p.slice(0, -1)}-${PROXY_SERVICE}`;
       return {
         // Upstream notices (list changes, resource updates) of the subscriptions it holds: only the proxy says them.
-        publish: [`${p}mcp.proxy.tools.observed`, callProgress, taskEvents, `${p}mcp.notices.>`, `${p}mcp.approvals.requested.*`, `${p}mcp.inputs.requested.*`, `${p}registry.oauth.refresh`, ...ensureStreamsApi(prefix)],
+        publish: [
+          `${p}mcp.proxy.tools.observed`,
+          callProgress,
+          taskEvents,
+          `${p}mcp.notices.>`,
+          `${p}mcp.approvals.requested.*`,
+          `${p}mcp.inputs.requested.*`,
+          `${p}registry.oauth.refresh`,
+          ...ensureStreamsApi(prefix),
+        ],
         subscribe: [
           inbox,
           ...callProxy,

@@ -68,7 +68,13 @@ const positive: Rule<number> = (v, field) => {
 };
 
 const watchFields = shape({ op: oneOf('hold', 'release'), account: id, agent: id, holder: id, server: serverName, kind: oneOf(WatchKinds.lists, WatchKinds.resource), uri: optional(uriRule) });
-const noticeFields = shape({ account: id, server: serverName, kind: oneOf(NoticeKinds.tools, NoticeKinds.prompts, NoticeKinds.resources, NoticeKinds.updated), uri: optional(uriRule), count: positive });
+const noticeFields = shape({
+  account: id,
+  server: serverName,
+  kind: oneOf(NoticeKinds.tools, NoticeKinds.prompts, NoticeKinds.resources, NoticeKinds.updated),
+  uri: optional(uriRule),
+  count: positive,
+});
 
 /** A watch request checked: only its fields, a resource hold with its URI and a lists hold without. */
 export function parseWatchRequest(raw: unknown): WatchRequest {

@@ -30,7 +30,12 @@ function protocolErrorOf(err: unknown, uri: string): ProtocolError {
   if (err instanceof SubscriptionRefusal) return new ProtocolError(-32000, err.message, { code: ErrorCodes.rateLimited, details: { field: 'uri', limit: err.limit, max: err.max } });
   const wire = err instanceof WireError ? err : new WireError(ErrorCodes.internal, 'the subscription failed');
   const mcpCode = (wire.details as { mcpCode?: unknown }).mcpCode;
-  const code = typeof mcpCode === 'number' && Number.isInteger(mcpCode) && mcpCode < 0 ? mcpCode : wire.code === ErrorCodes.notGranted || wire.code === ErrorCodes.notFound ? ProtocolErrorCode.InvalidParams : ProtocolErrorCode.InternalError;
+  const code =
+    typeof mcpCode === 'number' && Number.isInteger(mcpCode) && mcpCode < 0
+      ? mcpCode
+      : wire.code === ErrorCodes.notGranted || wire.code === ErrorCodes.notFound
+        ? ProtocolErrorCode.InvalidParams
+        : ProtocolErrorCode.InternalError;
   return new ProtocolError(code, wire.message, { code: wire.code, details: wire.details, uri: uri.slice(0, 2_048) });
 }
 

@@ -25,7 +25,7 @@ function filterOf(body: unknown): Filter | undefined {
   if (f === null || typeof f !== 'object' || Array.isArray(f)) return undefined;
   const rs = (f as Filter).resourceSubscriptions;
   if (rs !== undefined && (!Array.isArray(rs) || !rs.every((u) => typeof u === 'string'))) return undefined;
-  return f as Filter;
+  return f;
 }
 
 /**

@@ -20,7 +20,8 @@ import type { Logger } from '@mcpx/log';
 import { McpAttributes, extractTraceContext } from '@mcpx/telemetry';
 import type { Catalog } from './catalog.js';
 import { NoticeCoalescer } from './notice-coalescer.js';
-import { UpstreamContexts, type WatchContext } from './watch-contexts.js';
+import type { UpstreamContexts } from './watch-contexts.js';
+import { type WatchContext } from './watch-contexts.js';
 import { toWire } from './wire-errors.js';
 
 /** The bounds on the upstream subscriptions one proxy instance holds. */
@@ -198,7 +199,10 @@ export class UpstreamWatches {
   private refuseWhenFull(account: string): void {
     const mine = this.perAccount.get(account) ?? 0;
     if (mine >= this.limits.perAccount)
-      throw new WireError(ErrorCodes.quotaExceeded, `this account holds ${this.limits.perAccount} upstream subscriptions on this proxy instance`, { limit: 'subscriptions_per_account', max: this.limits.perAccount });
+      throw new WireError(ErrorCodes.quotaExceeded, `this account holds ${this.limits.perAccount} upstream subscriptions on this proxy instance`, {
+        limit: 'subscriptions_per_account',
+        max: this.limits.perAccount,
+      });
     if (this.entries.size >= this.limits.perInstance)
       throw new WireError(ErrorCodes.rateLimited, `this proxy instance holds ${this.limits.perInstance} upstream subscriptions`, { limit: 'subscriptions_per_proxy', max: this.limits.perInstance });
   }
