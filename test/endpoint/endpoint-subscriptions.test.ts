@@ -126,6 +126,9 @@ describe('subscriptions through the endpoint faces', () => {
       await updatedUntil(old, 'test://watched/3', () => direct.updates.length > 0 && merged.updates.length > 0);
       expect(new Set(direct.updates)).toEqual(new Set(['test://watched/3']));
       expect(new Set(merged.updates)).toEqual(new Set([wrapped]));
+      // The server's list changes come on the GET streams unasked, as from a 2025 server.
+      old.listsChanged();
+      await eventually(async () => (direct.toolsChanged() > 0 && merged.toolsChanged() > 0 ? true : undefined), 10_000, 'the list change on the GET streams');
       await direct.client.unsubscribeResource({ uri: 'test://watched/3' });
       await merged.client.unsubscribeResource({ uri: wrapped });
       await eventually(async () => (old.legacySubscriptions() === 0 ? true : undefined), 10_000, 'the upstream release');
