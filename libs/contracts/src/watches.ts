@@ -31,8 +31,8 @@ export interface WatchRequest {
 
 /**
  * The proxy's answer: `live` when an upstream subscription carries the hold, `none` when the
- * server has nothing to say of it (it declares no list changes); a resource the server cannot
- * subscribe to is an error (`unsupported`... named in `details.reason`).
+ * server has nothing to say of it (it declares no list changes); a resource of a server that
+ * declares no subscriptions is an error (`not_found`, the server's `-32601` in `details.mcpCode`).
  */
 export type WatchReply = { ok: true; instance: string; upstream: 'live' | 'none' } | { ok: false; instance: string; error: WireErrorShape };
 
