@@ -66,8 +66,12 @@ export class LegacySubscriptions {
     for (const key of [...this.sessions.keys()]) this.drop(key);
   }
 
+  private keyOf(grant: TokenGrant, face: string | undefined, id: string): string {
+    return `${grant.id}\u0000${face ?? ''}\u0000${id}`;
+  }
+
   private session(grant: TokenGrant, face: string | undefined, id: string): Session {
-    const key = `${grant.id}\u0000${face ?? ''}\u0000${id}`;
+    const key = this.keyOf(grant, face, id);
     let s = this.sessions.get(key);
     if (s === undefined) this.sessions.set(key, (s = { grant, face, resources: new Map(), streams: new Set(), lists: [], sinks: new Map(), idleSince: Date.now() }));
     return s;
@@ -77,8 +81,7 @@ export class LegacySubscriptions {
   async subscribe(grant: TokenGrant, face: string | undefined, id: string, uri: string): Promise<void> {
     const resource = await this.subs.resolve(grant, face, uri);
     if (resource === undefined) throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Unknown resource: ${uri.slice(0, 256)}`, { uri: uri.slice(0, 2_048) });
-    const s = this.session(grant, face, id);
-    if (s.resources.has(resource.asClient)) return;
+    if (this.sessions.get(this.keyOf(grant, face, id))?.resources.has(resource.asClient) === true) return;
     try {
       this.subs.take(grant, 1);
     } catch (err) {
@@ -91,6 +94,8 @@ export class LegacySubscriptions {
       this.subs.give(grant, 1);
       throw protocolErrorOf(err, uri);
     }
+    // The session as it is now (a stream's end may have dropped an empty one meanwhile).
+    const s = this.session(grant, face, id);
     if (s.resources.has(resource.asClient)) {
       // Subscribed twice at once: the second hold is not needed.
       this.subs.holds.release(target);
@@ -103,7 +108,7 @@ export class LegacySubscriptions {
 
   /** `resources/unsubscribe`: a URI not subscribed is no error (as servers answer it). */
   async unsubscribe(grant: TokenGrant, face: string | undefined, id: string, uri: string): Promise<void> {
-    const s = this.sessions.get(`${grant.id}\u0000${face ?? ''}\u0000${id}`);
+    const s = this.sessions.get(this.keyOf(grant, face, id));
     if (s === undefined) return;
     // The merged face's URI as it was kept (its canonical wrapping), whatever encoding the client used.
     const key = (await this.subs.resolve(grant, face, uri))?.asClient ?? uri;
@@ -130,6 +135,8 @@ export class LegacySubscriptions {
       if (s.streams.size > 0) return;
       s.idleSince = Date.now();
       for (const t of s.lists.splice(0)) this.subs.holds.release(t);
+      // Nothing subscribed: nothing to keep (a client cycling session ids leaves no trail).
+      if (s.resources.size === 0) this.drop(this.keyOf(grant, face, id));
     };
   }
 

@@ -42,9 +42,10 @@ export async function openListen(subs: Subscriptions, grant: TokenGrant, face: s
   if (filter === undefined) return undefined;
   const asked = [...new Set((filter.resourceSubscriptions as string[] | undefined) ?? [])];
   const resolved = (await Promise.all(asked.map((u) => subs.resolve(grant, face, u)))).filter((r): r is FacedResource => r !== undefined);
-  subs.take(grant, resolved.length);
   const lists = filter.toolsListChanged === true || filter.promptsListChanged === true || filter.resourcesListChanged === true;
   const servers = lists ? await subs.servers(grant, face) : [];
+  // Counted after the last await that may throw: a refusal or a failure leaves no count behind.
+  subs.take(grant, resolved.length);
   const held: HoldTarget[] = [];
   const fed: Array<() => void> = [];
   const hold = async (target: HoldTarget): Promise<boolean> => {
