@@ -96,6 +96,32 @@ function tooManyStreams(r: StreamRefusal, cors: Record<string, string>): Respons
   return rpcError(r.status, -32000, r.message, { 'retry-after': String(r.retryAfterSeconds), ...cors }, r.data);
 }
 
+/**
+ * What `admit` judges: a request's method, target and headers, read from the node request as they
+ * are. No web `Request` (undici's header list, URL and abort signal) is built for it: every call
+ * passes here, and most are answered by the lean path, which never needs one.
+ */
+export interface RequestHead {
+  method: string;
+  /** The absolute URL of the request (its origin from `Host`), parsed once. */
+  url: URL;
+  /** A header's value as web `Headers.get` gives it (repeated ones joined by `, `), or null. */
+  header(name: string): string | null;
+}
+
+/** A node request's head for `admit` (its Host already found well-formed: `refusedMalformedHost`). */
+export function requestHead(req: IncomingMessage): RequestHead {
+  const headers = req.headers;
+  return {
+    method: req.method ?? 'GET',
+    url: new URL(`http://${headers.host ?? 'localhost'}${req.url ?? '/'}`),
+    header: (name) => {
+      const v = headers[name];
+      return v === undefined ? null : Array.isArray(v) ? v.join(', ') : v;
+    },
+  };
+}
+
 /** A request that opens a long-lived notification stream: a 2025 client's GET, a 2026-07-28 listen. */
 function streamKind(request: Request): 'legacy' | 'listen' | undefined {
   if (request.method === 'GET') return (request.headers.get('accept') ?? '').includes('text/event-stream') ? 'legacy' : undefined;
@@ -140,7 +166,7 @@ export interface Admitted {
  * `notifications/tools/list_changed` is sent when the agent's tool set changes.
  */
 export interface EndpointHandler {
-  admit(request: Request, clientAddress: string): Promise<Response | Admitted>;
+  admit(request: RequestHead, clientAddress: string): Promise<Response | Admitted>;
   serve(request: Request, admitted: Admitted): Promise<Response>;
 }
 
@@ -167,10 +193,10 @@ export function endpointHandler(deps: EndpointHttpDeps, opts: EndpointHttpOption
    * RFC 9728 metadata of one agent endpoint: public (any origin may read it, no credentials),
    * behind the same Host check as the endpoint itself.
    */
-  const resourceMetadata = (request: Request, url: URL): Response => {
+  const resourceMetadata = (request: RequestHead, url: URL): Response => {
     const path = url.pathname.slice(PROTECTED_RESOURCE_PREFIX.length);
     if (facePath(path) === undefined || oauth === undefined) return json(404, { error: { code: 'not_found', message: 'no such route' } });
-    if (!validateHostHeader(request.headers.get('host'), opts.allowedHosts).ok) {
+    if (!validateHostHeader(request.header('host'), opts.allowedHosts).ok) {
       deps.servers.refused('host');
       return rpcError(403, -32000, 'Forbidden: host not allowed');
     }
@@ -181,8 +207,8 @@ export function endpointHandler(deps: EndpointHttpDeps, opts: EndpointHttpOption
     return json(200, protectedResourceMetadata(oauth, url, path), { 'cache-control': 'public, max-age=300', ...open });
   };
 
-  const admit = async (request: Request, clientAddress: string): Promise<Response | Admitted> => {
-    const url = new URL(request.url);
+  const admit = async (request: RequestHead, clientAddress: string): Promise<Response | Admitted> => {
+    const url = request.url;
     if (url.pathname === '/healthz' && request.method === 'GET') {
       const ready = opts.isReady();
       return json(ready ? 200 : 503, { ok: ready, service: 'endpoint' });
@@ -191,12 +217,12 @@ export function endpointHandler(deps: EndpointHttpDeps, opts: EndpointHttpOption
     const m = facePath(url.pathname);
     if (m === undefined) return json(404, { error: { code: 'not_found', message: 'no such route' } });
 
-    const host = validateHostHeader(request.headers.get('host'), opts.allowedHosts);
+    const host = validateHostHeader(request.header('host'), opts.allowedHosts);
     if (!host.ok) {
       deps.servers.refused('host');
       return rpcError(403, -32000, `Forbidden: ${host.message}`);
     }
-    const origin = request.headers.get('origin');
+    const origin = request.header('origin');
     if (!validateOriginHeader(origin, opts.allowedOrigins).ok) {
       deps.servers.refused('origin');
       return rpcError(403, -32000, 'Forbidden: origin not allowed');
@@ -222,7 +248,7 @@ export function endpointHandler(deps: EndpointHttpDeps, opts: EndpointHttpOption
       deps.servers.refused('token_failures_limited');
       return tooManyFailures(blocked, cors);
     }
-    const grant = await deps.tokens.verify(request.headers.get('authorization'));
+    const grant = await deps.tokens.verify(request.header('authorization'));
     if (typeof grant === 'string') {
       const challenge = bearerChallenge(oauth, url, url.pathname, grant !== 'missing');
       return refuseToken(

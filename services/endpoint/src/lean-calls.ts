@@ -5,7 +5,7 @@ import type { TokenGrant } from './agent-tokens.js';
 import type { Declared, LegacyClients } from './legacy-clients.js';
 import { declaresForms, declaresUrl, type ToolCalls } from './tool-calls.js';
 import type { TokenFailures } from './token-failures.js';
-import type { ToolSets } from './tool-sets.js';
+import type { AgentToolSet, ToolSets } from './tool-sets.js';
 import { FACE_PATH_RE } from './faces.js';
 
 const MODERN_VERSION = '2026-07-28';
@@ -38,6 +38,9 @@ export interface LeanCallsDeps {
 export type Fallback = (req: IncomingMessage, res: ServerResponse, body: string) => void;
 
 type Json = Record<string, unknown>;
+
+/** A `tools/call` the lean path serves: the request's call under the tool's merged name, and the set it was found in. */
+type LeanCall = NonNullable<ReturnType<LeanCalls['callOf']>> & { toolSet: AgentToolSet };
 
 function isObject(v: unknown): v is Json {
   return v !== null && typeof v === 'object' && !Array.isArray(v);
@@ -141,8 +144,8 @@ export class LeanCalls {
     const set = await this.deps.toolSets.get(grant.account, grant.agent).catch(() => null);
     // On a per-server face the client names the tool by its server's name; the call is its document's.
     const doc = server === undefined ? set?.byName.get(call.name) : set?.granted.has(server) === true ? set.byServer.get(server)?.byRemote.get(call.name) : undefined;
-    if (doc === undefined || mirrorsHeaders(doc)) return fallback(req, res, body);
-    const named = { ...call, name: doc.name };
+    if (set === null || doc === undefined || mirrorsHeaders(doc)) return fallback(req, res, body);
+    const named = { ...call, name: doc.name, toolSet: set };
     if (candidate.modern) await this.modern(req, res, grant, named);
     else await this.legacy(req, res, grant, named);
   }
@@ -199,7 +202,7 @@ export class LeanCalls {
   private callInput(
     req: IncomingMessage,
     grant: TokenGrant,
-    call: NonNullable<ReturnType<LeanCalls['callOf']>>,
+    call: LeanCall,
     caps: Parameters<LeanCallsDeps['calls']['call']>[0]['caps'],
     signal: AbortSignal,
   ): Parameters<LeanCallsDeps['calls']['call']>[0] {
@@ -213,10 +216,11 @@ export class LeanCalls {
       requestId: call.id,
       signal,
       path: 'lean',
+      toolSet: call.toolSet,
     };
   }
 
-  private async modern(req: IncomingMessage, res: ServerResponse, grant: TokenGrant, call: NonNullable<ReturnType<LeanCalls['callOf']>>): Promise<void> {
+  private async modern(req: IncomingMessage, res: ServerResponse, grant: TokenGrant, call: LeanCall): Promise<void> {
     const abort = abortOnClose(res);
     let text: string;
     try {
@@ -237,11 +241,11 @@ export class LeanCalls {
     }
     if (res.destroyed) return;
     res.writeHead(200, { 'content-type': 'application/json' });
-    res.write(text);
-    res.end();
+    // The same bytes as a write and an end, sent at once (no uncork deferred to the next tick).
+    res.end(text);
   }
 
-  private async legacy(req: IncomingMessage, res: ServerResponse, grant: TokenGrant, call: NonNullable<ReturnType<LeanCalls['callOf']>>): Promise<void> {
+  private async legacy(req: IncomingMessage, res: ServerResponse, grant: TokenGrant, call: LeanCall): Promise<void> {
     const abort = abortOnClose(res);
     const declared = await this.deps.clients.declared(grant.id);
     let text: string;
@@ -278,8 +282,7 @@ export class LeanCalls {
     }
     if (res.destroyed) return;
     if (!res.headersSent) res.writeHead(200, SSE_HEADERS);
-    res.write(`event: message\ndata: ${text}\n\n`);
-    res.end();
+    res.end(`event: message\ndata: ${text}\n\n`);
   }
 
   /**
