@@ -243,7 +243,14 @@ async function main(): Promise<void> {
       legacyBase: async (i: number) => check((await legacyBase.callTool({ name: 'lbench__echo', arguments: { text: `m${i}` } })) as never),
     };
     const rows: Row[] = [];
-    const measure = async (what: string, total: number, conc: number, op: (i: number) => Promise<unknown>, path: 'direct' | 'endpoint' | 'relay' | 'baseline', upstreamPid: number | undefined): Promise<Row> => {
+    const measure = async (
+      what: string,
+      total: number,
+      conc: number,
+      op: (i: number) => Promise<unknown>,
+      path: 'direct' | 'endpoint' | 'relay' | 'baseline',
+      upstreamPid: number | undefined,
+    ): Promise<Row> => {
       const via = path !== 'direct';
       // The gateway's two processes: the endpoint and the proxy, or the relay and its responder.
       const pids = path === 'relay' ? [relay?.relayPid, relay?.responderPid] : [(path === 'baseline' ? baseline : endpoint)?.child.pid, proxy?.child.pid];
