@@ -198,13 +198,18 @@ export class LeanCalls {
     return { id: msg.id, name: params.name, arguments: params.arguments ?? {}, meta, caps };
   }
 
-  /** What both eras hand the shared call: the request's tool, arguments, trace headers and the client's declared answers. */
+  /**
+   * What both eras hand the shared call: the request's tool, arguments, trace headers and the
+   * client's declared answers; the tool set the tool was found in only when `fresh` (a later round
+   * of a 2025 call, which may come minutes later, reads the set again).
+   */
   private callInput(
     req: IncomingMessage,
     grant: TokenGrant,
     call: LeanCall,
     caps: Parameters<LeanCallsDeps['calls']['call']>[0]['caps'],
     signal: AbortSignal,
+    fresh = true,
   ): Parameters<LeanCallsDeps['calls']['call']>[0] {
     return {
       grant,
@@ -216,7 +221,7 @@ export class LeanCalls {
       requestId: call.id,
       signal,
       path: 'lean',
-      toolSet: call.toolSet,
+      ...(fresh ? { toolSet: call.toolSet } : {}),
     };
   }
 
@@ -255,7 +260,7 @@ export class LeanCalls {
       let final: CallToolResult | undefined;
       for (let round = 1; final === undefined; round++) {
         const result = await this.deps.calls.call({
-          ...this.callInput(req, grant, call, declared, abort.signal),
+          ...this.callInput(req, grant, call, declared, abort.signal, round === 1),
           ...(requestState !== undefined ? { requestState } : {}),
           ...(inputResponses !== undefined ? { inputResponses } : {}),
         });
