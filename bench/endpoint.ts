@@ -87,13 +87,28 @@ async function startUpstream(era: 'modern' | 'legacy'): Promise<{ url: string; p
   return { url, pid: child.pid, stop: () => child.kill('SIGTERM') };
 }
 
-async function startEndpointProcess(system: ProxySystem): Promise<{ url: string; child: ChildProcess; logs: string[] }> {
+/**
+ * `BENCH_PROFILE=<dir>`: the endpoint and the proxy each write a V8 CPU profile when they stop,
+ * in `<dir>/endpoint` and `<dir>/proxy` (the main thread's is the `.0.` file).
+ */
+function profileArgs(role: 'endpoint' | 'proxy'): string[] {
+  const dir = process.env.BENCH_PROFILE;
+  return dir ? ['--cpu-prof', `--cpu-prof-dir=${join(dir, role)}`] : [];
+}
+
+/**
+ * `BENCH_BASELINE_ROOT=<checkout>`: a second endpoint, run from another checkout of the project
+ * (e.g. a worktree of the commit before a change, its dependencies installed), on the same system,
+ * proxy and upstreams, measured in the same run as this checkout's: the comparison of two codes
+ * that a shared, noisy box allows. Absent: no baseline rows.
+ */
+const BASELINE_ROOT = process.env.BENCH_BASELINE_ROOT;
+
+async function startEndpointProcess(system: ProxySystem, root = ROOT): Promise<{ url: string; child: ChildProcess; logs: string[] }> {
   const port = await freePort();
   const logs: string[] = [];
-  // BENCH_PROFILE=<dir>: the endpoint writes a V8 CPU profile there when it stops.
-  const profile = process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [];
-  const child = spawn(process.execPath, [...profile, '--import', 'tsx', join(ROOT, 'services', 'endpoint', 'src', 'main.ts')], {
-    cwd: ROOT,
+  const child = spawn(process.execPath, [...(root === ROOT ? profileArgs('endpoint') : []), '--import', 'tsx', join(root, 'services', 'endpoint', 'src', 'main.ts')], {
+    cwd: root,
     env: { ...process.env, ...system.env, HTTP_PORT: String(port), INTERNAL_HTTP_PORT: String(await freePort()), LOG_LEVEL: 'warn', INSTANCE_ID: `endpoint-bench-${port}` },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -139,6 +154,16 @@ function floorLines(era: string, viaSeq: Row, viaConc: Row, relaySeq: Row, relay
   ];
 }
 
+/** This checkout's endpoint against the baseline checkout's, same run: the endpoint process's own CPU per call, throughput, p50. */
+function baselineLines(era: string, viaSeq: Row, viaConc: Row, baseSeq: Row, baseConc: Row): string[] {
+  const endpointMs = (r: Row): number => Number(/endpoint ([0-9.]+)/.exec(r.cpu)?.[1] ?? NaN);
+  const f = (n: number, d = 2): string => n.toFixed(d);
+  return [
+    `- ${era} against the baseline endpoint (${BASELINE_ROOT}): endpoint CPU per call ${f(endpointMs(viaConc), 3)} vs ${f(endpointMs(baseConc), 3)} ms at ${CALLERS} callers (${f(endpointMs(viaConc) / endpointMs(baseConc))}×), ` +
+      `${f(endpointMs(viaSeq), 3)} vs ${f(endpointMs(baseSeq), 3)} sequential (${f(endpointMs(viaSeq) / endpointMs(baseSeq))}×); throughput ${f(viaConc.perSecond / baseConc.perSecond)}×; sequential p50 ${f(viaSeq.p50 - baseSeq.p50, 3)} ms`,
+  ];
+}
+
 /**
  * What the CPU allows at 32 callers when every process shares the box's cores: the direct path's
  * CPU per call over the endpoint path's. A ratio above it cannot be measured on this box however
@@ -159,11 +184,13 @@ async function main(): Promise<void> {
   });
   let proxy: ProxyProcess | undefined;
   let endpoint: { url: string; child: ChildProcess; logs: string[] } | undefined;
+  let baseline: { url: string; child: ChildProcess; logs: string[] } | undefined;
   let relay: BareRelay | undefined;
   const clients: Array<{ close(): Promise<void> }> = [];
   try {
-    proxy = await spawnProxyProcess(system);
+    proxy = await spawnProxyProcess(system, {}, profileArgs('proxy'));
     endpoint = await startEndpointProcess(system);
+    if (BASELINE_ROOT !== undefined) baseline = await startEndpointProcess(system, BASELINE_ROOT);
     relay = await startBareRelay({ modern: modernUp.url, legacy: legacyUp.url });
     await system.setServer('mbench', modernUp.url);
     await system.setServer('lbench', legacyUp.url);
@@ -194,6 +221,13 @@ async function main(): Promise<void> {
     const legacyRelay = new Client({ name: 'bench-relay-v1', version: '0' });
     await legacyRelay.connect(new StreamableHTTPClientTransport(new URL(relay.urlOf('legacy')), { fetch: fetchNoSignal }));
     clients.push(modernDirect, modernVia, legacyDirect, legacyVia, modernRelay, legacyRelay);
+    // The baseline endpoint's clients: the same as the endpoint's, on the other process (else the endpoint's, unused).
+    const baseUrl = baseline === undefined ? agentUrl : new URL(`${baseline.url}/v1/agents/bench/mcp`);
+    const modernBase = new ModernClient({ name: 'bench-baseline-v2', version: '0' }, { versionNegotiation: { mode: 'auto' } });
+    await modernBase.connect(new ModernStreamableHTTPClientTransport(baseUrl, { requestInit: { headers }, fetch: fetchNoSignal }));
+    const legacyBase = new Client({ name: 'bench-baseline-v1', version: '0' });
+    await legacyBase.connect(new StreamableHTTPClientTransport(baseUrl, { requestInit: { headers }, fetch: fetchNoSignal }));
+    clients.push(modernBase, legacyBase);
 
     const check = (out: { isError?: unknown; content?: unknown }): void => {
       if (out.isError === true) throw new Error(`a call failed: ${JSON.stringify(out.content).slice(0, 300)}`);
@@ -205,12 +239,21 @@ async function main(): Promise<void> {
       legacyVia: async (i: number) => check((await legacyVia.callTool({ name: 'lbench__echo', arguments: { text: `m${i}` } })) as never),
       modernRelay: async (i: number) => check(await modernRelay.callTool({ name: 'echo', arguments: { text: `m${i}` } })),
       legacyRelay: async (i: number) => check((await legacyRelay.callTool({ name: 'echo', arguments: { text: `m${i}` } })) as never),
+      modernBase: async (i: number) => check(await modernBase.callTool({ name: 'mbench__echo', arguments: { text: `m${i}` } })),
+      legacyBase: async (i: number) => check((await legacyBase.callTool({ name: 'lbench__echo', arguments: { text: `m${i}` } })) as never),
     };
     const rows: Row[] = [];
-    const measure = async (what: string, total: number, conc: number, op: (i: number) => Promise<unknown>, path: 'direct' | 'endpoint' | 'relay', upstreamPid: number | undefined): Promise<Row> => {
+    const measure = async (
+      what: string,
+      total: number,
+      conc: number,
+      op: (i: number) => Promise<unknown>,
+      path: 'direct' | 'endpoint' | 'relay' | 'baseline',
+      upstreamPid: number | undefined,
+    ): Promise<Row> => {
       const via = path !== 'direct';
       // The gateway's two processes: the endpoint and the proxy, or the relay and its responder.
-      const pids = path === 'relay' ? [relay?.relayPid, relay?.responderPid] : [endpoint?.child.pid, proxy?.child.pid];
+      const pids = path === 'relay' ? [relay?.relayPid, relay?.responderPid] : [(path === 'baseline' ? baseline : endpoint)?.child.pid, proxy?.child.pid];
       await run(WARMUP, conc, op);
       const before = [cpuOf(pids[0]), cpuOf(pids[1]), cpuOf(upstreamPid)];
       const self = process.cpuUsage();
@@ -230,18 +273,22 @@ async function main(): Promise<void> {
     const mds = await measure('modern: SDK v2 direct, sequential', SEQUENTIAL, 1, ops.modernDirect, 'direct', modernUp.pid);
     const mrs = await measure('modern: SDK v2 through the bare relay, sequential', SEQUENTIAL, 1, ops.modernRelay, 'relay', modernUp.pid);
     const mvs = await measure('modern: SDK v2 through the endpoint, sequential', SEQUENTIAL, 1, ops.modernVia, 'endpoint', modernUp.pid);
+    const mbs = baseline && (await measure('modern: SDK v2 through the baseline endpoint, sequential', SEQUENTIAL, 1, ops.modernBase, 'baseline', modernUp.pid));
     const mdc = await measure(`modern: SDK v2 direct, ${CALLERS} callers`, CONCURRENT, CALLERS, ops.modernDirect, 'direct', modernUp.pid);
     const mrc = await measure(`modern: SDK v2 through the bare relay, ${CALLERS} callers`, CONCURRENT, CALLERS, ops.modernRelay, 'relay', modernUp.pid);
     const mvc = await measure(`modern: SDK v2 through the endpoint, ${CALLERS} callers`, CONCURRENT, CALLERS, ops.modernVia, 'endpoint', modernUp.pid);
+    const mbc = baseline && (await measure(`modern: SDK v2 through the baseline endpoint, ${CALLERS} callers`, CONCURRENT, CALLERS, ops.modernBase, 'baseline', modernUp.pid));
     const legacy = QUICK
       ? undefined
       : {
           lds: await measure('legacy: SDK v1 direct, sequential', SEQUENTIAL, 1, ops.legacyDirect, 'direct', legacyUp.pid),
           lrs: await measure('legacy: SDK v1 through the bare relay, sequential', SEQUENTIAL, 1, ops.legacyRelay, 'relay', legacyUp.pid),
           lvs: await measure('legacy: SDK v1 through the endpoint, sequential', SEQUENTIAL, 1, ops.legacyVia, 'endpoint', legacyUp.pid),
+          lbs: baseline && (await measure('legacy: SDK v1 through the baseline endpoint, sequential', SEQUENTIAL, 1, ops.legacyBase, 'baseline', legacyUp.pid)),
           ldc: await measure(`legacy: SDK v1 direct, ${CALLERS} callers`, CONCURRENT, CALLERS, ops.legacyDirect, 'direct', legacyUp.pid),
           lrc: await measure(`legacy: SDK v1 through the bare relay, ${CALLERS} callers`, CONCURRENT, CALLERS, ops.legacyRelay, 'relay', legacyUp.pid),
           lvc: await measure(`legacy: SDK v1 through the endpoint, ${CALLERS} callers`, CONCURRENT, CALLERS, ops.legacyVia, 'endpoint', legacyUp.pid),
+          lbc: baseline && (await measure(`legacy: SDK v1 through the baseline endpoint, ${CALLERS} callers`, CONCURRENT, CALLERS, ops.legacyBase, 'baseline', legacyUp.pid)),
         };
 
     const f = (n: number, d = 2): string => n.toFixed(d);
@@ -263,14 +310,17 @@ async function main(): Promise<void> {
           ]
         : []),
       `CPU-bound ceiling at ${CALLERS} callers (direct CPU per call / the path's, nats-server not counted): endpoint modern ${f(cpuCeiling(mdc, mvc))}×, relay modern ${f(cpuCeiling(mdc, mrc))}×${legacy ? `; endpoint legacy ${f(cpuCeiling(legacy.ldc, legacy.lvc))}×, relay legacy ${f(cpuCeiling(legacy.ldc, legacy.lrc))}×` : ''}`,
+      ...(mbs && mbc ? baselineLines('modern', mvs, mvc, mbs, mbc) : []),
+      ...(legacy?.lbs && legacy.lbc ? baselineLines('legacy', legacy.lvs, legacy.lvc, legacy.lbs, legacy.lbc) : []),
       `warnings in this process: ${warnings.length === 0 ? 'none' : `${warnings.length}: ${warnings.slice(0, 2).join('; ')}`}`,
     ];
     process.stdout.write(lines.join('\n') + '\n');
   } finally {
     for (const c of clients) await c.close().catch(() => undefined);
-    if (endpoint && endpoint.child.exitCode === null) {
-      const exited = new Promise((r) => endpoint!.child.once('exit', r));
-      endpoint.child.kill('SIGTERM');
+    for (const e of [endpoint, baseline]) {
+      if (e === undefined || e.child.exitCode !== null) continue;
+      const exited = new Promise((r) => e.child.once('exit', r));
+      e.child.kill('SIGTERM');
       await exited;
     }
     relay?.stop();

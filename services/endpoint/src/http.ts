@@ -102,6 +102,32 @@ function tooManyStreams(r: StreamRefusal, cors: Record<string, string>): Respons
   return rpcError(r.status, -32000, r.message, { 'retry-after': String(r.retryAfterSeconds), ...cors }, r.data);
 }
 
+/**
+ * What `admit` judges: a request's method, target and headers, read from the node request as they
+ * are. No web `Request` (undici's header list, URL and abort signal) is built for it: every call
+ * passes here, and most are answered by the lean path, which never needs one.
+ */
+export interface RequestHead {
+  method: string;
+  /** The absolute URL of the request (its origin from `Host`), parsed once. */
+  url: URL;
+  /** A header's value as web `Headers.get` gives it (repeated ones joined by `, `), or null. */
+  header(name: string): string | null;
+}
+
+/** A node request's head for `admit` (its Host already found well-formed: `refusedMalformedHost`). */
+export function requestHead(req: IncomingMessage): RequestHead {
+  const headers = req.headers;
+  return {
+    method: req.method ?? 'GET',
+    url: new URL(`http://${headers.host ?? 'localhost'}${req.url ?? '/'}`),
+    header: (name) => {
+      const v = headers[name];
+      return v === undefined ? null : Array.isArray(v) ? v.join(', ') : v;
+    },
+  };
+}
+
 /** A request that opens a long-lived notification stream: a 2025 client's GET, a 2026-07-28 listen. */
 function streamKind(request: Request): 'legacy' | 'listen' | undefined {
   if (request.method === 'GET') return (request.headers.get('accept') ?? '').includes('text/event-stream') ? 'legacy' : undefined;
@@ -146,37 +172,152 @@ export interface Admitted {
  * `notifications/tools/list_changed` is sent when the agent's tool set changes.
  */
 export interface EndpointHandler {
-  admit(request: Request, clientAddress: string): Promise<Response | Admitted>;
+  admit(request: RequestHead, clientAddress: string): Promise<Response | Admitted>;
   serve(request: Request, admitted: Admitted): Promise<Response>;
 }
 
 export function endpointHandler(deps: EndpointHttpDeps, opts: EndpointHttpOptions): EndpointHandler {
-  const legacy = new LegacyStreams(deps.toolSets, deps.legacySubscriptions);
-  const slots = new StreamSlots(opts.streams, deps.tokens, (why) => deps.servers.counted('notifications/stream', `token_${why}`));
-  const oauth = opts.oauth;
+  return new EndpointRequests(deps, opts);
+}
+
+/** The headers of a CORS preflight's answer (only for configured origins: `cors` is empty for others). */
+function preflight(cors: Record<string, string>): Response {
+  if (Object.keys(cors).length === 0) return new Response(null, { status: 405, headers: { allow: 'GET, POST, DELETE' } });
+  return new Response(null, {
+    status: 204,
+    headers: {
+      ...cors,
+      'access-control-allow-methods': 'GET, POST, DELETE',
+      'access-control-allow-headers': 'authorization, content-type, accept, mcp-protocol-version, mcp-session-id, mcp-method, mcp-name, last-event-id, traceparent, tracestate',
+      'access-control-max-age': '600',
+    },
+  });
+}
+
+/** A face path's agent and server segments, percent-decoded; a segment that does not decode is refused (400) naming it. */
+function faceNames(m: { agent: string; server?: string }, cors: Record<string, string>): { agent: string; server: string | undefined } | Response {
+  let agent: string;
+  try {
+    agent = decodeURIComponent(m.agent);
+  } catch {
+    return json(400, { error: { code: 'invalid_input', message: 'agent: not a valid path segment', details: { field: 'agent' } } }, cors);
+  }
+  try {
+    return { agent, server: m.server === undefined ? undefined : decodeURIComponent(m.server) };
+  } catch {
+    return json(400, { error: { code: 'invalid_input', message: 'server: not a valid path segment', details: { field: 'server' } } }, cors);
+  }
+}
+
+/** {@link EndpointHandler}: `admit` in two steps (the route and the browser's checks, then the token), `serve`. */
+class EndpointRequests implements EndpointHandler {
+  private readonly legacy: LegacyStreams;
+  private readonly slots: StreamSlots;
+
+  constructor(
+    private readonly deps: EndpointHttpDeps,
+    private readonly opts: EndpointHttpOptions,
+  ) {
+    this.legacy = new LegacyStreams(deps.toolSets, deps.legacySubscriptions);
+    this.slots = new StreamSlots(opts.streams, deps.tokens, (why) => deps.servers.counted('notifications/stream', `token_${why}`));
+  }
+
+  async admit(request: RequestHead, clientAddress: string): Promise<Response | Admitted> {
+    const routed = this.route(request);
+    if (routed instanceof Response) return routed;
+    return this.authorize(request, routed.face, routed.cors, clientAddress);
+  }
+
+  /**
+   * The first step: `/healthz`, the OAuth metadata, or an agent face behind the Host check (DNS
+   * rebinding), the Origin check and the CORS preflight; the face's raw segments and the CORS
+   * headers its answer carries, or the answer.
+   */
+  private route(request: RequestHead): Response | { face: { agent: string; server?: string }; cors: Record<string, string> } {
+    const { deps, opts } = this;
+    const url = request.url;
+    if (url.pathname === '/healthz' && request.method === 'GET') {
+      const ready = opts.isReady();
+      return json(ready ? 200 : 503, { ok: ready, service: 'endpoint' });
+    }
+    if (opts.oauth !== undefined && url.pathname.startsWith(`${PROTECTED_RESOURCE_PREFIX}/`)) return this.resourceMetadata(request, url);
+    const face = facePath(url.pathname);
+    if (face === undefined) return json(404, { error: { code: 'not_found', message: 'no such route' } });
+    const host = validateHostHeader(request.header('host'), opts.allowedHosts);
+    if (!host.ok) {
+      deps.servers.refused('host');
+      return rpcError(403, -32000, `Forbidden: ${host.message}`);
+    }
+    const origin = request.header('origin');
+    if (!validateOriginHeader(origin, opts.allowedOrigins).ok) {
+      deps.servers.refused('origin');
+      return rpcError(403, -32000, 'Forbidden: origin not allowed');
+    }
+    const cors = corsHeaders(origin, opts);
+    if (request.method === 'OPTIONS') return preflight(cors);
+    return { face, cors };
+  }
+
+  /**
+   * The second step: the bearer token (agent-scoped; the path must name the token's agent, and a
+   * server its grant names), behind the per-address limit on failed tokens.
+   */
+  private async authorize(request: RequestHead, face: { agent: string; server?: string }, cors: Record<string, string>, clientAddress: string): Promise<Response | Admitted> {
+    const { deps, opts } = this;
+    const url = request.url;
+    // An address over its failed-token limit is refused before its token is read: a right guess
+    // and a wrong one get the same answer until it may try again.
+    const blocked = deps.failures.blocked(clientAddress);
+    if (blocked !== undefined) {
+      deps.servers.refused('token_failures_limited');
+      return tooManyFailures(blocked, cors);
+    }
+    const grant = await deps.tokens.verify(request.header('authorization'));
+    if (typeof grant === 'string') {
+      const challenge = bearerChallenge(opts.oauth, url, url.pathname, grant !== 'missing');
+      const message = grant === 'missing' ? 'Unauthorized: a bearer token of this agent is required' : 'Unauthorized: the token is not valid';
+      return this.refuseToken(grant, clientAddress, () => rpcError(401, -32001, message, { 'www-authenticate': challenge, ...cors }), cors);
+    }
+    const names = faceNames(face, cors);
+    if (names instanceof Response) return names;
+    const { server } = names;
+    // A per-server face of a server the agent's grant does not name (unknown, another account's,
+    // revoked) is refused exactly as another agent's path is: the path is no oracle of names.
+    const ownAgent = names.agent === grant.agent || names.agent === grant.agentName;
+    if (!ownAgent || (server !== undefined && !(await this.grantedServer(grant, server)))) {
+      // Said the same way as an unknown token: a token does not reveal which agents exist.
+      const challenge = bearerChallenge(opts.oauth, url, url.pathname, true);
+      return this.refuseToken('agent', clientAddress, () => rpcError(401, -32001, 'Unauthorized: the token is not valid for this agent', { 'www-authenticate': challenge, ...cors }), cors);
+    }
+    return { grant, cors, ...(server !== undefined ? { server } : {}) };
+  }
+
   /** Whether the token's agent's grant names `server` now (a deleted agent's names none). */
-  const grantedServer = async (grant: TokenGrant, server: string): Promise<boolean> => {
-    const set = await deps.toolSets.get(grant.account, grant.agent);
+  private async grantedServer(grant: TokenGrant, server: string): Promise<boolean> {
+    const set = await this.deps.toolSets.get(grant.account, grant.agent);
     return set?.granted.has(server) === true;
-  };
+  }
 
   /** A refused token: counted against the address, and 429 instead of 401 once it is over its limit. */
-  const refuseToken = async (why: string, clientAddress: string, unauthorized: () => Response, cors: Record<string, string>): Promise<Response> => {
+  private async refuseToken(why: string, clientAddress: string, unauthorized: () => Response, cors: Record<string, string>): Promise<Response> {
+    const { deps } = this;
     deps.servers.refused(`token_${why}`);
     const over = why === 'missing' ? undefined : await deps.failures.failed(clientAddress);
     if (over === undefined) return unauthorized();
     deps.servers.refused('token_failures_limited');
     return tooManyFailures(over, cors);
-  };
+  }
 
   /**
    * RFC 9728 metadata of one agent endpoint: public (any origin may read it, no credentials),
    * behind the same Host check as the endpoint itself.
    */
-  const resourceMetadata = (request: Request, url: URL): Response => {
+  private resourceMetadata(request: RequestHead, url: URL): Response {
+    const { deps, opts } = this;
+    const oauth = opts.oauth;
     const path = url.pathname.slice(PROTECTED_RESOURCE_PREFIX.length);
     if (facePath(path) === undefined || oauth === undefined) return json(404, { error: { code: 'not_found', message: 'no such route' } });
-    if (!validateHostHeader(request.headers.get('host'), opts.allowedHosts).ok) {
+    if (!validateHostHeader(request.header('host'), opts.allowedHosts).ok) {
       deps.servers.refused('host');
       return rpcError(403, -32000, 'Forbidden: host not allowed');
     }
@@ -185,97 +326,19 @@ export function endpointHandler(deps: EndpointHttpDeps, opts: EndpointHttpOption
       return new Response(null, { status: 204, headers: { ...open, 'access-control-allow-methods': 'GET', 'access-control-allow-headers': 'mcp-protocol-version', 'access-control-max-age': '600' } });
     if (request.method !== 'GET') return new Response(null, { status: 405, headers: { allow: 'GET' } });
     return json(200, protectedResourceMetadata(oauth, url, path), { 'cache-control': 'public, max-age=300', ...open });
-  };
+  }
 
-  const admit = async (request: Request, clientAddress: string): Promise<Response | Admitted> => {
-    const url = new URL(request.url);
-    if (url.pathname === '/healthz' && request.method === 'GET') {
-      const ready = opts.isReady();
-      return json(ready ? 200 : 503, { ok: ready, service: 'endpoint' });
-    }
-    if (oauth !== undefined && url.pathname.startsWith(`${PROTECTED_RESOURCE_PREFIX}/`)) return resourceMetadata(request, url);
-    const m = facePath(url.pathname);
-    if (m === undefined) return json(404, { error: { code: 'not_found', message: 'no such route' } });
-
-    const host = validateHostHeader(request.headers.get('host'), opts.allowedHosts);
-    if (!host.ok) {
-      deps.servers.refused('host');
-      return rpcError(403, -32000, `Forbidden: ${host.message}`);
-    }
-    const origin = request.headers.get('origin');
-    if (!validateOriginHeader(origin, opts.allowedOrigins).ok) {
-      deps.servers.refused('origin');
-      return rpcError(403, -32000, 'Forbidden: origin not allowed');
-    }
-    const cors = corsHeaders(origin, opts);
-    if (request.method === 'OPTIONS') {
-      if (Object.keys(cors).length === 0) return new Response(null, { status: 405, headers: { allow: 'GET, POST, DELETE' } });
-      return new Response(null, {
-        status: 204,
-        headers: {
-          ...cors,
-          'access-control-allow-methods': 'GET, POST, DELETE',
-          'access-control-allow-headers': 'authorization, content-type, accept, mcp-protocol-version, mcp-session-id, mcp-method, mcp-name, last-event-id, traceparent, tracestate',
-          'access-control-max-age': '600',
-        },
-      });
-    }
-
-    // An address over its failed-token limit is refused before its token is read: a right guess
-    // and a wrong one get the same answer until it may try again.
-    const blocked = deps.failures.blocked(clientAddress);
-    if (blocked !== undefined) {
-      deps.servers.refused('token_failures_limited');
-      return tooManyFailures(blocked, cors);
-    }
-    const grant = await deps.tokens.verify(request.headers.get('authorization'));
-    if (typeof grant === 'string') {
-      const challenge = bearerChallenge(oauth, url, url.pathname, grant !== 'missing');
-      return refuseToken(
-        grant,
-        clientAddress,
-        () =>
-          rpcError(401, -32001, grant === 'missing' ? 'Unauthorized: a bearer token of this agent is required' : 'Unauthorized: the token is not valid', { 'www-authenticate': challenge, ...cors }),
-        cors,
-      );
-    }
-    let named: string;
-    let server: string | undefined;
-    try {
-      named = decodeURIComponent(m.agent);
-    } catch {
-      return json(400, { error: { code: 'invalid_input', message: 'agent: not a valid path segment', details: { field: 'agent' } } }, cors);
-    }
-    try {
-      server = m.server === undefined ? undefined : decodeURIComponent(m.server);
-    } catch {
-      return json(400, { error: { code: 'invalid_input', message: 'server: not a valid path segment', details: { field: 'server' } } }, cors);
-    }
-    // A per-server face of a server the agent's grant does not name (unknown, another account's,
-    // revoked) is refused exactly as another agent's path is: the path is no oracle of names.
-    const ownAgent = named === grant.agent || named === grant.agentName;
-    if (!ownAgent || (server !== undefined && !(await grantedServer(grant, server)))) {
-      // Said the same way as an unknown token: a token does not reveal which agents exist.
-      return refuseToken(
-        'agent',
-        clientAddress,
-        () => rpcError(401, -32001, 'Unauthorized: the token is not valid for this agent', { 'www-authenticate': bearerChallenge(oauth, url, url.pathname, true), ...cors }),
-        cors,
-      );
-    }
-    return { grant, cors, ...(server !== undefined ? { server } : {}) };
-  };
-
-  const serve = async (request: Request, { grant, cors, server }: Admitted): Promise<Response> => {
+  async serve(request: Request, { grant, cors, server }: Admitted): Promise<Response> {
+    const { deps } = this;
     const kind = streamKind(request);
     // Taken before any await of its own. A revocation heard while a listen's body was read is
     // caught by the tokens' recheck of open streams (AgentTokens), within its period.
-    const slot = kind === undefined ? undefined : slots.take(grant);
+    const slot = kind === undefined ? undefined : this.slots.take(grant);
     if (slot !== undefined && !(slot instanceof StreamSlot)) {
       deps.servers.refused(slot.data.details.limit);
       return tooManyStreams(slot, cors);
     }
-    if (kind === 'legacy' && slot !== undefined) return withHeaders(slot.hold(legacy.stream(grant, server, sessionOf(request.headers.get('mcp-session-id')), request.signal)), cors);
+    if (kind === 'legacy' && slot !== undefined) return withHeaders(slot.hold(this.legacy.stream(grant, server, sessionOf(request.headers.get('mcp-session-id')), request.signal)), cors);
     const handler = deps.servers.handlerFor(grant, wantsCompact(new URL(request.url)) ? 'compact' : 'full', server);
     // A listen's subscriptions are held upstream before the SDK acknowledges it; a 2025
     // initialize gets a session id (./face-streams.ts). Only those bodies are read here.
@@ -312,7 +375,5 @@ export function endpointHandler(deps: EndpointHttpDeps, opts: EndpointHttpOption
       });
     const answered = kind === undefined ? withSession(parsedBody, res) : res;
     return withHeaders(slot?.hold(answered, release) ?? answered, cors);
-  };
-
-  return { admit, serve };
+  }
 }

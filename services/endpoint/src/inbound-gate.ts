@@ -1,9 +1,9 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { TrustedProxies } from '@mcpx/config/trusted-proxies';
 import { hasBody, refusalMessage, type InboundGuard, type InboundRefusal } from '@mcpx/inbound';
-import type { EndpointHandler } from './http.js';
+import { requestHead, type EndpointHandler } from './http.js';
 import type { LeanCalls } from './lean-calls.js';
-import { serveWithBody, webHeaders } from './web-fallback.js';
+import { serveWithBody } from './web-fallback.js';
 
 /** The largest request body the endpoint reads (the MCP SDK's own default bound). */
 export const MAX_BODY_BYTES = 4 * 1024 * 1024;
@@ -22,11 +22,6 @@ export function answerRefusal(_req: IncomingMessage, res: ServerResponse, r: Inb
   });
   res.writeHead(r.status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
   res.end(body);
-}
-
-/** The request's method, URL and headers as a web `Request` without its body: what `admit` judges. */
-function headersOnly(req: IncomingMessage): Request {
-  return new Request(`http://${req.headers.host ?? 'localhost'}${req.url ?? '/'}`, { method: req.method ?? 'GET', headers: webHeaders(req) });
 }
 
 /** An answer given from the headers (a refusal, health, metadata: small, whole) written out; the body, if any, stays unread. */
@@ -56,7 +51,7 @@ export function gatedRequests(d: {
 }): (req: IncomingMessage, res: ServerResponse) => void {
   const serve = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const address = d.trusted.clientAddress(req);
-    const verdict = await d.handler.admit(headersOnly(req), address);
+    const verdict = await d.handler.admit(requestHead(req), address);
     // The body's deadline passed while the headers were judged: answered (408) already.
     if (res.headersSent) return;
     if (verdict instanceof Response) return writeUnread(req, res, verdict);

@@ -5,7 +5,7 @@ import type { TokenGrant } from './agent-tokens.js';
 import type { Declared, LegacyClients } from './legacy-clients.js';
 import { declaresForms, declaresUrl, type ToolCalls } from './tool-calls.js';
 import type { TokenFailures } from './token-failures.js';
-import type { ToolSets } from './tool-sets.js';
+import type { AgentToolSet, ToolSets } from './tool-sets.js';
 import { FACE_PATH_RE } from './faces.js';
 
 const MODERN_VERSION = '2026-07-28';
@@ -38,6 +38,9 @@ export interface LeanCallsDeps {
 export type Fallback = (req: IncomingMessage, res: ServerResponse, body: string) => void;
 
 type Json = Record<string, unknown>;
+
+/** A `tools/call` the lean path serves: the request's call under the tool's merged name, and the set it was found in. */
+type LeanCall = NonNullable<ReturnType<LeanCalls['callOf']>> & { toolSet: AgentToolSet };
 
 function isObject(v: unknown): v is Json {
   return v !== null && typeof v === 'object' && !Array.isArray(v);
@@ -141,8 +144,8 @@ export class LeanCalls {
     const set = await this.deps.toolSets.get(grant.account, grant.agent).catch(() => null);
     // On a per-server face the client names the tool by its server's name; the call is its document's.
     const doc = server === undefined ? set?.byName.get(call.name) : set?.granted.has(server) === true ? set.byServer.get(server)?.byRemote.get(call.name) : undefined;
-    if (doc === undefined || mirrorsHeaders(doc)) return fallback(req, res, body);
-    const named = { ...call, name: doc.name };
+    if (set === null || doc === undefined || mirrorsHeaders(doc)) return fallback(req, res, body);
+    const named = { ...call, name: doc.name, toolSet: set };
     if (candidate.modern) await this.modern(req, res, grant, named);
     else await this.legacy(req, res, grant, named);
   }
@@ -196,13 +199,18 @@ export class LeanCalls {
     return { id: msg.id, name: params.name, arguments: params.arguments ?? {}, meta, caps };
   }
 
-  /** What both eras hand the shared call: the request's tool, arguments, trace headers and the client's declared answers. */
+  /**
+   * What both eras hand the shared call: the request's tool, arguments, trace headers and the
+   * client's declared answers; the tool set the tool was found in only when `fresh` (a later round
+   * of a 2025 call, which may come minutes later, reads the set again).
+   */
   private callInput(
     req: IncomingMessage,
     grant: TokenGrant,
-    call: NonNullable<ReturnType<LeanCalls['callOf']>>,
+    call: LeanCall,
     caps: Parameters<LeanCallsDeps['calls']['call']>[0]['caps'],
     signal: AbortSignal,
+    fresh = true,
   ): Parameters<LeanCallsDeps['calls']['call']>[0] {
     return {
       grant,
@@ -214,10 +222,11 @@ export class LeanCalls {
       requestId: call.id,
       signal,
       path: 'lean',
+      ...(fresh ? { toolSet: call.toolSet } : {}),
     };
   }
 
-  private async modern(req: IncomingMessage, res: ServerResponse, grant: TokenGrant, call: NonNullable<ReturnType<LeanCalls['callOf']>>): Promise<void> {
+  private async modern(req: IncomingMessage, res: ServerResponse, grant: TokenGrant, call: LeanCall): Promise<void> {
     const abort = abortOnClose(res);
     let text: string;
     // A handler's JSON-RPC error is answered with 200, but for -32021 (400), as the SDK answers it.
@@ -241,11 +250,11 @@ export class LeanCalls {
     }
     if (res.destroyed) return;
     res.writeHead(status, { 'content-type': 'application/json' });
-    res.write(text);
-    res.end();
+    // The same bytes as a write and an end, sent at once (no uncork deferred to the next tick).
+    res.end(text);
   }
 
-  private async legacy(req: IncomingMessage, res: ServerResponse, grant: TokenGrant, call: NonNullable<ReturnType<LeanCalls['callOf']>>): Promise<void> {
+  private async legacy(req: IncomingMessage, res: ServerResponse, grant: TokenGrant, call: LeanCall): Promise<void> {
     const abort = abortOnClose(res);
     const declared = await this.deps.clients.declared(grant.id);
     let text: string;
@@ -255,7 +264,7 @@ export class LeanCalls {
       let final: CallToolResult | undefined;
       for (let round = 1; final === undefined; round++) {
         const result = await this.deps.calls.call({
-          ...this.callInput(req, grant, call, declared, abort.signal),
+          ...this.callInput(req, grant, call, declared, abort.signal, round === 1),
           ...(requestState !== undefined ? { requestState } : {}),
           ...(inputResponses !== undefined ? { inputResponses } : {}),
         });
@@ -282,8 +291,7 @@ export class LeanCalls {
     }
     if (res.destroyed) return;
     if (!res.headersSent) res.writeHead(200, SSE_HEADERS);
-    res.write(`event: message\ndata: ${text}\n\n`);
-    res.end();
+    res.end(`event: message\ndata: ${text}\n\n`);
   }
 
   /**

@@ -7,7 +7,7 @@ import type { ProxyClient } from '@mcpx/proxy-client';
 import { inputRequired, MissingRequiredClientCapabilityError, ProtocolError, ProtocolErrorCode, type CallToolResult, type InputRequiredResult } from '@modelcontextprotocol/server';
 import type { TokenGrant } from './agent-tokens.js';
 import { META_APPROVAL_ID, META_INPUT_REQUEST_ID, callToolResult, errorResult } from './call-result.js';
-import type { ToolSets } from './tool-sets.js';
+import type { AgentToolSet, ToolSets } from './tool-sets.js';
 import { APPROVAL_INPUT_KEY, UserApprovals, type ApprovalQuestion } from './user-approvals.js';
 
 /** The proxy's own call timeout; a client's request may ask for less in `_meta`, never more. */
@@ -35,6 +35,8 @@ export interface ToolCallInput {
   signal: AbortSignal;
   /** Which path serves it (a span attribute): the SDK's handler, or the lean path beside it. */
   path: 'sdk' | 'lean';
+  /** The agent's tool set as the serving path just read it (the call is judged on the same set, without reading it again). */
+  toolSet?: AgentToolSet;
   /**
    * Sends the client a `notifications/progress` for its own `progressToken` (set when the request's
    * `_meta` carried one): the server's progress, relayed by the proxy (docs/endpoint.md#progress).
@@ -182,7 +184,7 @@ export class ToolCalls {
 
   private async run(input: ToolCallInput, span: ReturnType<Tracer['startSpan']>, outcome: { value: string }): Promise<CallToolResult | InputRequiredResult> {
     const { grant, name, meta } = input;
-    const set = await this.deps.toolSets.get(grant.account, grant.agent);
+    const set = input.toolSet ?? (await this.deps.toolSets.get(grant.account, grant.agent));
     // The token's agent was deleted since the token was read.
     if (set === null) throw new ProtocolError(ProtocolErrorCode.InvalidRequest, 'the agent no longer exists');
     if (!set.byName.has(name)) {
