@@ -4,6 +4,7 @@ import { projectToolNames } from './names.js';
 import { normalizeInputSchema, normalizeOutputSchema } from './schema.js';
 import { inheritPermission } from './permission.js';
 import { boundText } from './utf8.js';
+import { toolMetaOf } from './tool-meta.js';
 
 /** A document's description is cut to this many UTF-8 bytes (an ellipsis included). */
 export const DESCRIPTION_MAX_BYTES = 8 * 1024;
@@ -55,6 +56,8 @@ export function buildToolDocuments(server: string, tools: readonly RemoteTool[],
     if (annotations !== undefined) doc.annotations = annotations;
     const taskSupport = taskSupportOf(tool.execution);
     if (taskSupport !== undefined) doc.taskSupport = taskSupport;
+    const meta = toolMetaOf(tool._meta);
+    if (meta !== undefined) doc._meta = meta;
     docs.push(doc);
   }
   return docs;

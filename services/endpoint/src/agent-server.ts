@@ -1,9 +1,9 @@
 import type { Counter, Histogram, Meter, Tracer } from '@opentelemetry/api';
-import type { McpToolDocument } from '@mcpx/domain';
+import { withAppUri, type McpToolDocument } from '@mcpx/domain';
 import type { CallProgress } from '@mcpx/contracts';
 import type { ProxyClient } from '@mcpx/proxy-client';
 import { ProtocolError, ProtocolErrorCode, Server, type McpHttpHandler, type Tool } from '@modelcontextprotocol/server';
-import { registerRelayed } from './relayed.js';
+import { registerRelayed, wrapUri } from './relayed.js';
 import { FaceHandlers } from './face-handlers.js';
 import type { TokenGrant } from './agent-tokens.js';
 import { declaresForms, declaresUrl, progressTokenOf, ToolCalls, unknownTool } from './tool-calls.js';
@@ -54,8 +54,20 @@ function decodeCursor(cursor: string): string {
 }
 
 /**
- * A document as an MCP tool: its contract whole, its permission level in `_meta`; named as the
- * merged face names it (`<server>__<tool>`) or, on a per-server face, by its server's own name.
+ * The tool's own `_meta` as a face lists it (docs/endpoint.md#mcp-apps): as the server listed it
+ * on the per-server face; on the merged face an MCP Apps tool's `ui.resourceUri` is the merged
+ * face's URI of that resource (`wrapUri`), so a host reads the app through the same face.
+ */
+function ownMeta(doc: McpToolDocument, perServer: boolean): Record<string, unknown> | undefined {
+  const meta = doc._meta;
+  if (meta === undefined || perServer) return meta;
+  return withAppUri(meta, (uri) => wrapUri(doc.server, uri));
+}
+
+/**
+ * A document as an MCP tool: its contract whole, the tool's own `_meta` (see {@link ownMeta}) and
+ * its permission level and server under the connector's keys; named as the merged face names it
+ * (`<server>__<tool>`) or, on a per-server face, by its server's own name.
  */
 export function toTool(doc: McpToolDocument, perServer = false): Tool {
   return {
@@ -65,7 +77,7 @@ export function toTool(doc: McpToolDocument, perServer = false): Tool {
     inputSchema: doc.inputSchema as Tool['inputSchema'],
     ...(doc.outputSchema !== undefined ? { outputSchema: doc.outputSchema } : {}),
     ...(doc.annotations !== undefined ? { annotations: doc.annotations } : {}),
-    _meta: { 'io.mcpx/permission': doc.permission, 'io.mcpx/server': doc.server },
+    _meta: { ...ownMeta(doc, perServer), 'io.mcpx/permission': doc.permission, 'io.mcpx/server': doc.server },
   };
 }
 
