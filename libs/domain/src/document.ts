@@ -56,7 +56,8 @@ export function buildToolDocuments(server: string, tools: readonly RemoteTool[],
     if (annotations !== undefined) doc.annotations = annotations;
     const taskSupport = taskSupportOf(tool.execution);
     if (taskSupport !== undefined) doc.taskSupport = taskSupport;
-    const meta = toolMetaOf(tool._meta);
+    // What discovery kept of the tool's `_meta` (its marker of what it left out is the connector's).
+    const meta = toolMetaOf(tool._meta, { kept: true });
     if (meta !== undefined) doc._meta = meta;
     docs.push(doc);
   }

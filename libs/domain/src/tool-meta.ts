@@ -25,14 +25,20 @@ export const LEGACY_UI_RESOURCE_URI_KEY = 'ui/resourceUri';
  * while the whole stays within {@link TOOL_META_MAX_BYTES} of JSON. A key that is not kept (past the
  * bound, nested past {@link TOOL_META_MAX_DEPTH}, or carrying `__proto__`) is named, not dropped
  * silently: `_meta["io.mcpx/omitted"]` is `{keys: [...], limit}`. Undefined when nothing is left.
+ *
+ * Discovery applies it to what a server lists; `kept: true` applies it again to a `_meta` that
+ * discovery already kept (a remote tool of an event, when its document is built): the marker
+ * discovery wrote is the connector's own and stays, its names counted with any new ones.
  */
-export function toolMetaOf(value: unknown): JsonObject | undefined {
+export function toolMetaOf(value: unknown, opts: { kept?: boolean } = {}): JsonObject | undefined {
+  const earlier = opts.kept === true && isPlainObject(value) ? omittedKeys(value[OMITTED_META_KEY]) : [];
   const meta = serverMeta(value);
-  if (meta === undefined) return undefined;
+  if (meta === undefined && earlier.length === 0) return undefined;
+  if (meta === undefined) return { [OMITTED_META_KEY]: { keys: earlier, limit: TOOL_META_MAX_BYTES } };
   const keys = Object.keys(meta);
   const ordered = keys.includes(UI_META_KEY) ? [UI_META_KEY, ...keys.filter((k) => k !== UI_META_KEY)] : keys;
   const kept: Array<[string, unknown]> = [];
-  const omitted: string[] = [];
+  const omitted: string[] = [...earlier];
   // Room for the marker itself (a few names and the limit).
   let budget = TOOL_META_MAX_BYTES - 1_024;
   for (const key of ordered) {
@@ -48,6 +54,15 @@ export function toolMetaOf(value: unknown): JsonObject | undefined {
   if (omitted.length > 0) kept.push([OMITTED_META_KEY, { keys: omitted, limit: TOOL_META_MAX_BYTES }]);
   // fromEntries defines each key (an assignment of "__proto__" would set a prototype instead).
   return kept.length === 0 ? undefined : (Object.fromEntries(kept) as JsonObject);
+}
+
+/** The key names a marker of an earlier pass holds (at most 16 strings). */
+function omittedKeys(marker: unknown): string[] {
+  if (!isPlainObject(marker) || !Array.isArray(marker.keys)) return [];
+  return (marker.keys as unknown[])
+    .filter((k): k is string => typeof k === 'string')
+    .slice(0, 16)
+    .map((k) => k.slice(0, 128));
 }
 
 /**
