@@ -54,6 +54,11 @@ export interface Subjects {
    * (a call sent with `progress: true`), heard by its caller while it waits (docs/call.md#progress).
    */
   callProgress(account: string, run: string, callId: string): string;
+  /**
+   * `mcp.calls.log.<acct>.<run>.<callId>` — a call's log messages, published by the proxy running it
+   * (a call sent with a `logLevel`), heard by its caller while it waits (docs/endpoint.md#logging).
+   */
+  callLog(account: string, run: string, callId: string): string;
   /** `mcp.runs.ended.<acct>.<run>` */
   runEnded(account: string, run: string): string;
   /** `mcp.runs.ended.>` */
@@ -202,6 +207,7 @@ export function makeSubjects(prefix = ''): Subjects {
     proxyRelay: `${p}mcp.proxy.relay`,
     proxyCallHeld: `${p}mcp.proxy.calls.held`,
     callProgress: (a, r, c) => `${p}mcp.calls.progress.${t(a)}.${t(r)}.${t(c)}`,
+    callLog: (a, r, c) => `${p}mcp.calls.log.${t(a)}.${t(r)}.${t(c)}`,
     runEnded: (a, r) => `${p}mcp.runs.ended.${t(a)}.${t(r)}`,
     runEndedAll: `${p}mcp.runs.ended.>`,
     toolsObserved: `${p}mcp.proxy.tools.observed`,
