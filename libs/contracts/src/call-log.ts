@@ -46,3 +46,16 @@ const loggerName: Rule<string> = (v, field) => {
 
 /** `mcp.calls.log.<acct>.<run>.<callId>` (the bus's strict decoding bounds `data`). */
 export const decodeCallLog: (bytes: Uint8Array) => CallLog = payloadDecoder('log', { level: logLevel, logger: optional(loggerName), data: anything });
+
+/**
+ * Payload of `mcp.endpoint.clients.log-level`: the log level a 2025 client of a token set
+ * (`logging/setLevel` on the endpoint), announced by the instance it reached to the others.
+ */
+export interface ClientLogLevel {
+  instance: string;
+  token: string;
+  level: LogLevel;
+}
+
+/** `mcp.endpoint.clients.log-level`. */
+export const decodeClientLogLevel: (bytes: Uint8Array) => ClientLogLevel = payloadDecoder('logLevel', { instance: anyStr, token: anyStr, level: logLevel });

@@ -123,6 +123,8 @@ export interface Subjects {
    * instances (Redis holds the same for an instance that missed it).
    */
   readonly endpointClientsDeclared: string;
+  /** `mcp.endpoint.clients.log-level` — the log level a 2025 client of a token set, told by the instance it reached to the others (`ClientLogLevel`). */
+  readonly endpointClientsLogLevel: string;
   /** `mcp.events.server.*.<acct>.*` — both server events of one account. */
   serverEventsOf(account: string): string;
   /**
@@ -226,6 +228,7 @@ export function makeSubjects(prefix = ''): Subjects {
     registryTokenDecisionAudit: `${p}registry.approvals.token-decided`,
     endpointAnswer: (i) => `${p}mcp.endpoint.${t(i)}.answer`,
     endpointClientsDeclared: `${p}mcp.endpoint.clients.declared`,
+    endpointClientsLogLevel: `${p}mcp.endpoint.clients.log-level`,
     serverEventsOf: (a) => `${p}mcp.events.server.*.${t(a)}.*`,
     taskStatus: (a, k) => `${p}mcp.tasks.${t(a)}.${t(k)}`,
     taskEventsOf: (a) => `${p}mcp.tasks.${t(a)}.>`,

@@ -1,8 +1,8 @@
 import type { Counter, Histogram, Meter, Tracer } from '@opentelemetry/api';
 import { withAppUri, type McpToolDocument } from '@mcpx/domain';
-import type { CallProgress } from '@mcpx/contracts';
+import { isLogLevel, type CallLog, type CallProgress, type LogLevel } from '@mcpx/contracts';
 import type { ProxyClient } from '@mcpx/proxy-client';
-import { ProtocolError, ProtocolErrorCode, Server, type McpHttpHandler, type Tool } from '@modelcontextprotocol/server';
+import { LOG_LEVEL_META_KEY, PROTOCOL_VERSION_META_KEY, ProtocolError, ProtocolErrorCode, Server, type McpHttpHandler, type Tool } from '@modelcontextprotocol/server';
 import { registerRelayed, wrapUri } from './relayed.js';
 import { FaceHandlers } from './face-handlers.js';
 import type { TokenGrant } from './agent-tokens.js';
@@ -10,6 +10,7 @@ import { declaresForms, declaresUrl, progressTokenOf, ToolCalls, unknownTool } f
 import { CompactFaces } from './compact-face.js';
 import type { AgentToolSet, ToolSets } from './tool-sets.js';
 import type { UserApprovals } from './user-approvals.js';
+import type { LogLevels } from './log-levels.js';
 
 export const SERVER_NAME = 'mcpx-agent';
 /** How long a client may keep a `tools/list` page (`ttlMs`): list_changed says sooner when it changes. */
@@ -24,6 +25,8 @@ export interface AgentServerDeps {
   approvals: UserApprovals;
   /** Tools per `tools/list` page. */
   pageSize: number;
+  /** The log level each token's 2025 client set (`logging/setLevel`; docs/endpoint.md#logging). */
+  logLevels: LogLevels;
   version: string;
   onError: (err: Error) => void;
 }
@@ -33,7 +36,8 @@ interface Metrics {
   duration: Histogram;
 }
 
-const SERVER_OPTIONS = { capabilities: { tools: { listChanged: true }, prompts: {}, resources: {}, completions: {} } };
+// `logging`: the granted servers' log messages of a call reach the client that asked (docs/endpoint.md#logging).
+const SERVER_OPTIONS = { capabilities: { tools: { listChanged: true }, prompts: {}, resources: {}, completions: {}, logging: {} } };
 const LIST_HINTS = { ttlMs: LIST_TTL_MS, cacheScope: 'private' as const };
 
 /** Whether `v` is `{<key>: {…}}`: the only shape of a retry's `inputResponses`. */
@@ -141,6 +145,11 @@ export class AgentServers {
     return this.grants.get(tokenId ?? '') ?? { ...fallback, id: tokenId ?? 'unknown', userMayApprove: false };
   }
 
+  /** The log level each token's 2025 client set (the lean path leaves a call of such a token to the SDK's, which streams). */
+  get logLevels(): LogLevels {
+    return this.deps.logLevels;
+  }
+
   /** Counts a request answered (a method other than tools/call, e.g. by the lean path). */
   counted(method: string, outcome: string): void {
     this.metrics.requests.add(1, { method, outcome });
@@ -199,6 +208,18 @@ export class AgentServers {
   }
 
   /**
+   * The level of a call's log messages the client asked for: a 2026-07-28 request's own `_meta`
+   * logLevel (none there: no logs, as that revision says), else the level the token's 2025 client set.
+   */
+  private async logLevelOf(grant: TokenGrant, meta: Record<string, unknown> | undefined): Promise<LogLevel | undefined> {
+    if (meta?.[PROTOCOL_VERSION_META_KEY] !== undefined) {
+      const level = meta[LOG_LEVEL_META_KEY];
+      return isLogLevel(level) ? level : undefined;
+    }
+    return await this.deps.logLevels.get(grant.id);
+  }
+
+  /**
    * The per-request server of a token's request (its calls go in the run `ep-<token id>`), on the
    * merged face or on the per-server face of `face`.
    */
@@ -225,6 +246,14 @@ export class AgentServers {
         ...(more ? { nextCursor: encodeCursor(listed(last)) } : {}),
       };
     });
+    // A 2025 client's level for its token's calls (2026-07-28 has no logging/setLevel: each request's `_meta` carries it).
+    server.setRequestHandler('logging/setLevel', async (request) => {
+      const level = request.params.level;
+      if (!isLogLevel(level)) throw new ProtocolError(ProtocolErrorCode.InvalidParams, 'level: must be an MCP log level');
+      await this.deps.logLevels.set(grant.id, level);
+      this.metrics.requests.add(1, { method: 'logging/setLevel', outcome: 'ok' });
+      return {};
+    });
     // A 2025 client's cancel of a call that another request (instance) serves.
     server.setNotificationHandler('notifications/cancelled', (notification) => {
       this.calls.cancelled(grant, (notification.params as { requestId?: unknown } | undefined)?.requestId);
@@ -241,6 +270,7 @@ export class AgentServers {
       const caps = server.getClientCapabilities() ?? {};
       const meta = ctx.mcpReq._meta ?? params._meta;
       const progressToken = progressTokenOf(meta);
+      const logLevel = await this.logLevelOf(grant, meta);
       // On a per-server face the tool is named by its server: the call is that of its document.
       let name = params.name;
       if (face !== undefined) {
@@ -265,6 +295,8 @@ export class AgentServers {
         path: 'sdk',
         // The server's progress, under the client's own token, on this request's response stream.
         ...(progressToken !== undefined ? { progress: (p: CallProgress) => void ctx.mcpReq.notify({ method: 'notifications/progress', params: { progressToken, ...p } }).catch(() => undefined) } : {}),
+        // The server's log messages at the client's level, on the same stream.
+        ...(logLevel !== undefined ? { logLevel, log: (l: CallLog) => void ctx.mcpReq.notify({ method: 'notifications/message', params: { ...l } }).catch(() => undefined) } : {}),
       });
     });
     return server;

@@ -5,6 +5,7 @@ import { createDb } from '@mcpx/db';
 import { createLogger, type LogSink } from '@mcpx/log';
 import { setupTelemetry, startHealthServer, type Telemetry } from '@mcpx/telemetry';
 import { AgentServers, SERVER_NAME } from './agent-server.js';
+import { LogLevels } from './log-levels.js';
 import { AgentTokens } from './agent-tokens.js';
 import type { EndpointConfig } from './config.js';
 import { endpointHandler } from './http.js';
@@ -56,8 +57,12 @@ export async function startEndpoint(config: EndpointConfig, opts: EndpointOption
   await tokens.start();
   const toolSets = new ToolSets(reads);
   toolSets.listen(runtime.nc, subjects, log);
+  // The log level each token's 2025 client set (logging/setLevel), across instances.
+  const logLevels = new LogLevels({ nc: runtime.nc, subjects, instance, redis, redisPrefix: config.redisPrefix, log });
+  logLevels.listen();
   await runtime.nc.flush();
   const servers = new AgentServers({
+    logLevels,
     approvals: userApprovals({ config, redis, nc: runtime.nc, subjects, log }),
     toolSets,
     proxy: runtime.client,
@@ -93,6 +98,7 @@ export async function startEndpoint(config: EndpointConfig, opts: EndpointOption
       (stopping ??= (async () => {
         ready = false;
         lean?.close();
+        logLevels.close();
         await servers.close();
         await http.close();
         await internal.close();

@@ -3,6 +3,7 @@ import { isInputRequiredResult, ProtocolError, SUPPORTED_PROTOCOL_VERSIONS, vali
 import type { McpToolDocument } from '@mcpx/domain';
 import type { TokenGrant } from './agent-tokens.js';
 import type { Declared, LegacyClients } from './legacy-clients.js';
+import type { LogLevels } from './log-levels.js';
 import { declaresForms, declaresUrl, type ToolCalls } from './tool-calls.js';
 import type { TokenFailures } from './token-failures.js';
 import type { ToolSets } from './tool-sets.js';
@@ -28,6 +29,8 @@ export interface LeanCallsDeps {
   calls: ToolCalls;
   /** What 2025 clients declared, and their answers, across the endpoint's instances. */
   clients: LegacyClients;
+  /** The log levels 2025 clients set: a call of such a token streams its logs, on the SDK's path. */
+  logLevels: LogLevels;
   allowedHosts: string[];
   /** The server's name and version, as the SDK's results carry them in `_meta` (2026-07-28). */
   serverInfo: { name: string; version: string };
@@ -138,6 +141,8 @@ export class LeanCalls {
     if (!candidate.modern && msg.method === 'initialize') await this.rememberInitialize(grant, msg);
     const call = this.callOf(msg, candidate.modern, req);
     if (call === undefined) return fallback(req, res, body);
+    // A 2025 client that set a log level gets its call's log messages on a stream: the SDK's path.
+    if (!candidate.modern && (await this.deps.logLevels.get(grant.id)) !== undefined) return fallback(req, res, body);
     const set = await this.deps.toolSets.get(grant.account, grant.agent).catch(() => null);
     // On a per-server face the client names the tool by its server's name; the call is its document's.
     const doc = server === undefined ? set?.byName.get(call.name) : set?.granted.has(server) === true ? set.byServer.get(server)?.byRemote.get(call.name) : undefined;
@@ -183,7 +188,8 @@ export class LeanCalls {
     for (const k of Object.keys(params)) if (!PARAM_KEYS.has(k)) return undefined;
     if (params.arguments !== undefined && !isObject(params.arguments)) return undefined;
     const meta = params._meta;
-    if (meta !== undefined && (!isObject(meta) || meta.progressToken !== undefined)) return undefined; // progress streams: the SDK's path
+    // Progress and log messages stream: the SDK's path.
+    if (meta !== undefined && (!isObject(meta) || meta.progressToken !== undefined || meta['io.modelcontextprotocol/logLevel'] !== undefined)) return undefined;
     let caps: Json = {};
     if (modern) {
       if (meta === undefined || meta['io.modelcontextprotocol/protocolVersion'] !== MODERN_VERSION || header(req, 'mcp-name') !== params.name) return undefined;
