@@ -2,7 +2,7 @@ import type { Counter, Histogram, Meter, Tracer } from '@opentelemetry/api';
 import { withAppUri, type McpToolDocument } from '@mcpx/domain';
 import { isLogLevel, type CallLog, type CallProgress, type LogLevel } from '@mcpx/contracts';
 import type { ProxyClient } from '@mcpx/proxy-client';
-import { LOG_LEVEL_META_KEY, PROTOCOL_VERSION_META_KEY, ProtocolError, ProtocolErrorCode, Server, type McpHttpHandler, type Tool } from '@modelcontextprotocol/server';
+import { LOG_LEVEL_META_KEY, ProtocolError, ProtocolErrorCode, Server, type McpHttpHandler, type Tool } from '@modelcontextprotocol/server';
 import { registerRelayed, wrapUri } from './relayed.js';
 import { FaceHandlers } from './face-handlers.js';
 import type { TokenGrant } from './agent-tokens.js';
@@ -208,12 +208,13 @@ export class AgentServers {
   }
 
   /**
-   * The level of a call's log messages the client asked for: a 2026-07-28 request's own `_meta`
-   * logLevel (none there: no logs, as that revision says), else the level the token's 2025 client set.
+   * The level of a call's log messages the client asked for: a 2026-07-28 request's own logLevel
+   * (its `_meta` envelope, which the SDK lifts out of `_meta`; none there: no logs, as that revision
+   * says), else the level the token's 2025 client set.
    */
-  private async logLevelOf(grant: TokenGrant, meta: Record<string, unknown> | undefined): Promise<LogLevel | undefined> {
-    if (meta?.[PROTOCOL_VERSION_META_KEY] !== undefined) {
-      const level = meta[LOG_LEVEL_META_KEY];
+  private async logLevelOf(grant: TokenGrant, envelope: Record<string, unknown> | undefined): Promise<LogLevel | undefined> {
+    if (envelope !== undefined) {
+      const level = envelope[LOG_LEVEL_META_KEY];
       return isLogLevel(level) ? level : undefined;
     }
     return await this.deps.logLevels.get(grant.id);
@@ -270,7 +271,7 @@ export class AgentServers {
       const caps = server.getClientCapabilities() ?? {};
       const meta = ctx.mcpReq._meta ?? params._meta;
       const progressToken = progressTokenOf(meta);
-      const logLevel = await this.logLevelOf(grant, meta);
+      const logLevel = await this.logLevelOf(grant, (ctx.mcpReq as { envelope?: Record<string, unknown> }).envelope);
       // On a per-server face the tool is named by its server: the call is that of its document.
       let name = params.name;
       if (face !== undefined) {
