@@ -27,7 +27,7 @@ async function startNoisyUpstream(): Promise<{ url: string; close(): Promise<voi
       cacheScope: 'private' as const,
     }));
     server.setRequestHandler('tools/call', async (request, ctx) => {
-      const log = (params: Record<string, unknown>) => ctx.mcpReq.notify({ method: 'notifications/message', params } as never);
+      const log = (params: Record<string, unknown>) => ctx.mcpReq.notify({ method: 'notifications/message', params });
       if (request.params.name === 'flood') {
         for (let i = 0; i < FLOOD; i++) await log({ level: 'info', data: i });
       } else {

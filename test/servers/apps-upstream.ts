@@ -37,7 +37,9 @@ export async function startAppsUpstream(): Promise<{ url: string; close(): Promi
   const factory = (): Server => {
     const server = new Server({ name: 'apps-upstream', version: '1.0.0' }, { capabilities: { tools: {}, resources: {} } });
     server.setRequestHandler('tools/list', () => ({ tools, ttlMs: 0, cacheScope: 'private' as const }));
-    server.setRequestHandler('tools/call', (request) => ({ content: [{ type: 'text' as const, text: `weather for ${String(request.params.arguments?.city ?? 'here')}` }] }));
+    server.setRequestHandler('tools/call', (request) => ({
+      content: [{ type: 'text' as const, text: `weather for ${typeof request.params.arguments?.city === 'string' ? request.params.arguments.city : 'here'}` }],
+    }));
     server.setRequestHandler('resources/list', () => ({
       resources: Object.entries(contents).map(([uri, c]) => ({ uri, name: uri, ...(c.mimeType !== undefined ? { mimeType: c.mimeType } : {}) })),
       ttlMs: 0,

@@ -198,7 +198,16 @@ export function natsPermissions(role: NatsRole, user: string, prefix = ''): Nats
     case 'proxy': {
       const svc = p === '' ? PROXY_SERVICE : `${p.slice(0, -1)}-${PROXY_SERVICE}`;
       return {
-        publish: [`${p}mcp.proxy.tools.observed`, callProgress, callLog, taskEvents, `${p}mcp.approvals.requested.*`, `${p}mcp.inputs.requested.*`, `${p}registry.oauth.refresh`, ...ensureStreamsApi(prefix)],
+        publish: [
+          `${p}mcp.proxy.tools.observed`,
+          callProgress,
+          callLog,
+          taskEvents,
+          `${p}mcp.approvals.requested.*`,
+          `${p}mcp.inputs.requested.*`,
+          `${p}registry.oauth.refresh`,
+          ...ensureStreamsApi(prefix),
+        ],
         subscribe: [
           inbox,
           ...callProxy,
