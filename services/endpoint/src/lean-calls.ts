@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isInputRequiredResult, ProtocolError, SUPPORTED_PROTOCOL_VERSIONS, validateHostHeader, type CallToolResult, type InputRequiredResult } from '@modelcontextprotocol/server';
+import type { CallLog } from '@mcpx/contracts';
 import type { McpToolDocument } from '@mcpx/domain';
 import type { TokenGrant } from './agent-tokens.js';
 import type { Declared, LegacyClients } from './legacy-clients.js';
@@ -29,7 +30,7 @@ export interface LeanCallsDeps {
   calls: ToolCalls;
   /** What 2025 clients declared, and their answers, across the endpoint's instances. */
   clients: LegacyClients;
-  /** The log levels 2025 clients set: a call of such a token streams its logs, on the SDK's path. */
+  /** The log levels 2025 clients set: a call of such a token streams its server's log messages (docs/endpoint.md#logging). */
   logLevels: LogLevels;
   allowedHosts: string[];
   /** The server's name and version, as the SDK's results carry them in `_meta` (2026-07-28). */
@@ -141,8 +142,6 @@ export class LeanCalls {
     if (!candidate.modern && msg.method === 'initialize') await this.rememberInitialize(grant, msg);
     const call = this.callOf(msg, candidate.modern, req);
     if (call === undefined) return fallback(req, res, body);
-    // A 2025 client that set a log level gets its call's log messages on a stream: the SDK's path.
-    if (!candidate.modern && (await this.deps.logLevels.get(grant.id)) !== undefined) return fallback(req, res, body);
     const set = await this.deps.toolSets.get(grant.account, grant.agent).catch(() => null);
     // On a per-server face the client names the tool by its server's name; the call is its document's.
     const doc = server === undefined ? set?.byName.get(call.name) : set?.granted.has(server) === true ? set.byServer.get(server)?.byRemote.get(call.name) : undefined;
@@ -250,6 +249,19 @@ export class LeanCalls {
   private async legacy(req: IncomingMessage, res: ServerResponse, grant: TokenGrant, call: NonNullable<ReturnType<LeanCalls['callOf']>>): Promise<void> {
     const abort = abortOnClose(res);
     const declared = await this.deps.clients.declared(grant.id);
+    // A level the token's client set: the server's log messages go on the call's stream, as the SDK's path sends them.
+    const logLevel = await this.deps.logLevels.get(grant.id);
+    const logs =
+      logLevel === undefined
+        ? {}
+        : {
+            logLevel,
+            log: (l: CallLog): void => {
+              if (res.destroyed) return;
+              if (!res.headersSent) res.writeHead(200, SSE_HEADERS);
+              res.write(`event: message\ndata: ${JSON.stringify({ method: 'notifications/message', params: l, jsonrpc: '2.0' })}\n\n`);
+            },
+          };
     let text: string;
     try {
       let requestState: string | undefined;
@@ -258,6 +270,7 @@ export class LeanCalls {
       for (let round = 1; final === undefined; round++) {
         const result = await this.deps.calls.call({
           ...this.callInput(req, grant, call, declared, abort.signal),
+          ...logs,
           ...(requestState !== undefined ? { requestState } : {}),
           ...(inputResponses !== undefined ? { inputResponses } : {}),
         });
