@@ -113,6 +113,8 @@ describe('log messages of a call through the endpoint', () => {
       // The other token set no level: its identical call asks for no logs and hears none.
       await silent.callTool({ name: 'test_tool_with_logging', arguments: {} });
       expect(other).toEqual([]);
+      // Not an MCP level: refused, typed; the token's level stays.
+      await expect(client.setLoggingLevel('loud' as never)).rejects.toMatchObject({ code: -32602 });
       // Above the messages' level: none.
       await client.setLoggingLevel('warning');
       logs.length = 0;

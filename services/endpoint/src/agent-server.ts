@@ -250,10 +250,18 @@ export class AgentServers {
     // A 2025 client's level for its token's calls (2026-07-28 has no logging/setLevel: each request's `_meta` carries it).
     server.setRequestHandler('logging/setLevel', async (request) => {
       const level = request.params.level;
-      if (!isLogLevel(level)) throw new ProtocolError(ProtocolErrorCode.InvalidParams, 'level: must be an MCP log level');
-      await this.deps.logLevels.set(grant.id, level);
-      this.metrics.requests.add(1, { method: 'logging/setLevel', outcome: 'ok' });
-      return {};
+      const span = this.deps.tracer.startSpan('endpoint.logging/setLevel', { attributes: { 'mcpx.account': account, 'mcpx.agent': agent, 'mcpx.log.level': String(level).slice(0, 16) } });
+      try {
+        if (!isLogLevel(level)) throw new ProtocolError(ProtocolErrorCode.InvalidParams, 'level: must be an MCP log level');
+        await this.deps.logLevels.set(grant.id, level);
+        this.metrics.requests.add(1, { method: 'logging/setLevel', outcome: 'ok' });
+        return {};
+      } catch (err) {
+        this.metrics.requests.add(1, { method: 'logging/setLevel', outcome: 'invalid_input' });
+        throw err;
+      } finally {
+        span.end();
+      }
     });
     // A 2025 client's cancel of a call that another request (instance) serves.
     server.setNotificationHandler('notifications/cancelled', (notification) => {
