@@ -38,6 +38,24 @@ interface Metrics {
 
 // `logging`: the granted servers' log messages of a call reach the client that asked (docs/endpoint.md#logging).
 const SERVER_OPTIONS = { capabilities: { tools: { listChanged: true }, prompts: {}, resources: {}, completions: {}, logging: {} } };
+/**
+ * `logging/setLevel`'s params, checked here so that a level that is not MCP's is the client's
+ * `-32602` naming `level` (the SDK's own check of a spec method answers `-32603`).
+ */
+const SET_LEVEL_PARAMS = {
+  params: {
+    '~standard': {
+      version: 1 as const,
+      vendor: 'mcpx',
+      validate: (v: unknown) => {
+        const level = (v as { level?: unknown } | null)?.level;
+        return isLogLevel(level)
+          ? { value: { level } }
+          : { issues: [{ message: 'level: must be an MCP log level (debug, info, notice, warning, error, critical, alert, emergency)', path: ['level'] }] };
+      },
+    },
+  },
+};
 const LIST_HINTS = { ttlMs: LIST_TTL_MS, cacheScope: 'private' as const };
 
 /** Whether `v` is `{<key>: {…}}`: the only shape of a retry's `inputResponses`. */
@@ -248,17 +266,14 @@ export class AgentServers {
       };
     });
     // A 2025 client's level for its token's calls (2026-07-28 has no logging/setLevel: each request's `_meta` carries it).
-    server.setRequestHandler('logging/setLevel', async (request) => {
-      const level = request.params.level;
-      const span = this.deps.tracer.startSpan('endpoint.logging/setLevel', { attributes: { 'mcpx.account': account, 'mcpx.agent': agent, 'mcpx.log.level': String(level).slice(0, 16) } });
+    server.setRequestHandler('logging/setLevel', SET_LEVEL_PARAMS, async (params) => {
+      // Checked by SET_LEVEL_PARAMS before the handler runs.
+      const { level } = params as { level: LogLevel };
+      const span = this.deps.tracer.startSpan('endpoint.logging/setLevel', { attributes: { 'mcpx.account': account, 'mcpx.agent': agent, 'mcpx.log.level': level } });
       try {
-        if (!isLogLevel(level)) throw new ProtocolError(ProtocolErrorCode.InvalidParams, 'level: must be an MCP log level');
         await this.deps.logLevels.set(grant.id, level);
         this.metrics.requests.add(1, { method: 'logging/setLevel', outcome: 'ok' });
         return {};
-      } catch (err) {
-        this.metrics.requests.add(1, { method: 'logging/setLevel', outcome: 'invalid_input' });
-        throw err;
       } finally {
         span.end();
       }
