@@ -48,6 +48,9 @@ describe('the NATS permission model (docs/bus.md#users)', () => {
       expect(who('publish', `${p}mcp.calls.progress.acct.run.call`, prefix)).toEqual(['proxy', 'operator']);
       expect(who('subscribe', `${p}mcp.calls.progress.acct.run.call`, prefix)).toEqual(['endpoint', 'runtime', 'operator']);
       expect(who('subscribe', `${p}mcp.calls.progress.acct.run.call.more`, prefix)).toEqual(['operator']);
+      // A call's log messages: told by the proxy running it only, heard by the endpoint (its client asked).
+      expect(who('publish', `${p}mcp.calls.log.acct.run.call`, prefix)).toEqual(['proxy', 'operator']);
+      expect(who('subscribe', `${p}mcp.calls.log.acct.run.call`, prefix)).toEqual(['endpoint', 'operator']);
     });
   }
 

@@ -13,7 +13,8 @@
  *   consumes `MCP_EVENTS` through its durable `projector`.
  * - `proxy` — the only one that subscribes to `mcp.proxy.call`, `mcp.proxy.<instance>.call`,
  *   `mcp.proxy.cancel`, `mcp.proxy.calls.held`, `mcp.runs.ended.>` and its `$SRV` subjects;
- *   the only one that publishes a call's progress (`mcp.calls.progress.<acct>.<run>.<callId>`)
+ *   the only one that publishes a call's progress (`mcp.calls.progress.<acct>.<run>.<callId>`),
+ *   its log messages (`mcp.calls.log.<acct>.<run>.<callId>`, heard by the endpoint only)
  *   and a task's status (`mcp.tasks.<acct>.<task>`); answers `mcp.proxy.tasks`.
  * - `endpoint` — the agent MCP endpoint (services/endpoint): calls through the proxy as the
  *   runtime does, and besides publishes `mcp.approvals.decided.*` (the decision of a client's
@@ -142,6 +143,8 @@ export function natsPermissions(role: NatsRole, user: string, prefix = ''): Nats
   const { events } = streamNames(prefix);
   // A call's progress: published by the proxy running it, heard by its caller (a runtime, the endpoint).
   const callProgress = `${p}mcp.calls.progress.*.*.*`;
+  // A call's log messages (docs/endpoint.md#logging): published by the proxy running it, heard by the endpoint.
+  const callLog = `${p}mcp.calls.log.*.*.*`;
   const callProxy = [`${p}mcp.proxy.call`, `${p}mcp.proxy.*.call`, `${p}mcp.proxy.calls.held`, `${p}mcp.proxy.cancel`, `${p}mcp.runs.ended.>`, `${p}mcp.proxy.tasks`];
   // A brokered task's status changes (docs/tasks.md): published only by the proxy polling it.
   const taskEvents = `${p}mcp.tasks.>`;
@@ -199,6 +202,7 @@ export function natsPermissions(role: NatsRole, user: string, prefix = ''): Nats
         publish: [
           `${p}mcp.proxy.tools.observed`,
           callProgress,
+          callLog,
           taskEvents,
           `${p}mcp.notices.>`,
           `${p}mcp.approvals.requested.*`,
@@ -233,7 +237,7 @@ export function natsPermissions(role: NatsRole, user: string, prefix = ''): Nats
       // endpoint applies a client's user's decision and says so, as the registry does an owner's.
       return {
         publish: [...callProxy, `${p}mcp.proxy.relay`, `${p}mcp.proxy.watch`, `${p}mcp.proxy.*.watch`, `${p}mcp.approvals.decided.*`, `${p}mcp.endpoint.>`, `${p}registry.approvals.token-decided`],
-        subscribe: [inbox, callProgress, taskEvents, `${p}agents.tools.changed.>`, `${p}mcp.endpoint.>`, `${p}mcp.notices.>`],
+        subscribe: [inbox, callProgress, callLog, taskEvents, `${p}agents.tools.changed.>`, `${p}mcp.endpoint.>`, `${p}mcp.notices.>`],
         allowResponses: replies,
       };
     case 'runtime':

@@ -1,4 +1,6 @@
 export { makeSubjects, subjectToken, QueueGroups } from './subjects.js';
+export { CALL_LOGGER_MAX_CHARS, CALL_LOG_DATA_MAX_BYTES, LOG_LEVELS, decodeCallLog, decodeClientLogLevel, isLogLevel, logLevelPasses } from './call-log.js';
+export type { CallLog, ClientLogLevel, LogLevel } from './call-log.js';
 export type { Subjects } from './subjects.js';
 export { encodePayload, decodePayload } from './codec.js';
 export { decodeStrict } from './codec.js';

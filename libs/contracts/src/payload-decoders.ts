@@ -48,6 +48,8 @@ const remoteTool: Rule<RemoteTool> = shape({
   annotations: optional(anyMap),
   // `taskSupport` only (docs/tasks.md): read by the document builder, which keeps `required` or `optional`.
   execution: optional(anyMap),
+  // The tool's `_meta` (MCP Apps' `ui.resourceUri`…): the document builder keeps it bounded (`toolMetaOf`).
+  _meta: optional(anyMap),
 });
 
 /** A held change as a server's status shows it (`ServerStatus.heldTools`); the registry's `held_cbor` column keeps the same (`@mcpx/credentials`). */

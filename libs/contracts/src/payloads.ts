@@ -1,4 +1,5 @@
 import type { AnthropicTool, LambdaToolDocument, McpToolDocument, OpenAiTool, Permission, ProxyResult, RemoteTool } from '@mcpx/domain';
+import type { LogLevel } from './call-log.js';
 import type { WireErrorShape } from './errors.js';
 
 /** The transport a server is reached over: pinned by its config or found by discovery. */
@@ -164,6 +165,13 @@ export interface ProxyCallRequest {
    * `mcp.calls.progress.<acct>.<run>.<callId>` as a {@link CallProgress} (docs/call.md#progress).
    */
   progress?: boolean;
+  /**
+   * The caller listens for the server's log messages at this level and above while the call runs:
+   * the proxy asks the server for them (a modern request's `_meta` logLevel, `logging/setLevel` on
+   * a legacy session) and publishes each, bounded, on `mcp.calls.log.<acct>.<run>.<callId>` as a
+   * `CallLog` (docs/endpoint.md#logging). Absent: the server is not asked for logs.
+   */
+  logLevel?: LogLevel;
   /**
    * Asks for a task-augmented call of a tool whose task support is `optional`: the call answers
    * with the result when the task ends within the call bound, else with a task handle

@@ -3,6 +3,7 @@ import { decodeStrict, encodePayload } from './codec.js';
 import { invalidInput } from './errors.js';
 import { absentOrNull, anyMap, anyStr, anything, bool, checkedMap, isMap, list, matching, num, optional, refused, shape, str, type Rule } from './field-rules.js';
 import { INPUT_REQUEST_ID_RE } from './inputs.js';
+import { logLevel } from './call-log.js';
 import type { ProxyCallRequest } from './payloads.js';
 import { PAYLOAD_LIMITS, StrictRules, type StrictLimits } from './strict-cbor.js';
 import { boundInField, checkValueBounds } from './value-bounds.js';
@@ -85,6 +86,8 @@ const callRequestFields = shape({
   answers: absentOrNull(answers),
   content: absentOrNull(wantsContent),
   progress: absentOrNull(wantsContent),
+  // The server's log messages at this level and above, while the call runs (docs/endpoint.md#logging).
+  logLevel: absentOrNull(logLevel),
   // Asks for a task-augmented call of a tool whose task support is `optional` (docs/tasks.md).
   task: absentOrNull(wantsContent),
 });

@@ -33,6 +33,7 @@ const mcpDocument: Rule<McpToolDocument & { cid: string }> = checkedMap({
   server: str,
   remoteName: str,
   taskSupport: optional(oneOf(TaskSupport.required, TaskSupport.optional)),
+  _meta: optional(jsonObject),
   cid: str,
 });
 

@@ -54,6 +54,11 @@ export interface Subjects {
    * (a call sent with `progress: true`), heard by its caller while it waits (docs/call.md#progress).
    */
   callProgress(account: string, run: string, callId: string): string;
+  /**
+   * `mcp.calls.log.<acct>.<run>.<callId>` — a call's log messages, published by the proxy running it
+   * (a call sent with a `logLevel`), heard by its caller while it waits (docs/endpoint.md#logging).
+   */
+  callLog(account: string, run: string, callId: string): string;
   /** `mcp.runs.ended.<acct>.<run>` */
   runEnded(account: string, run: string): string;
   /** `mcp.runs.ended.>` */
@@ -118,6 +123,8 @@ export interface Subjects {
    * instances (Redis holds the same for an instance that missed it).
    */
   readonly endpointClientsDeclared: string;
+  /** `mcp.endpoint.clients.log-level` — the log level a 2025 client of a token set, told by the instance it reached to the others (`ClientLogLevel`). */
+  readonly endpointClientsLogLevel: string;
   /** `mcp.events.server.*.<acct>.*` — both server events of one account. */
   serverEventsOf(account: string): string;
   /**
@@ -218,6 +225,7 @@ export function makeSubjects(prefix = ''): Subjects {
     proxyRelay: `${p}mcp.proxy.relay`,
     proxyCallHeld: `${p}mcp.proxy.calls.held`,
     callProgress: (a, r, c) => `${p}mcp.calls.progress.${t(a)}.${t(r)}.${t(c)}`,
+    callLog: (a, r, c) => `${p}mcp.calls.log.${t(a)}.${t(r)}.${t(c)}`,
     runEnded: (a, r) => `${p}mcp.runs.ended.${t(a)}.${t(r)}`,
     runEndedAll: `${p}mcp.runs.ended.>`,
     toolsObserved: `${p}mcp.proxy.tools.observed`,
@@ -236,6 +244,7 @@ export function makeSubjects(prefix = ''): Subjects {
     registryTokenDecisionAudit: `${p}registry.approvals.token-decided`,
     endpointAnswer: (i) => `${p}mcp.endpoint.${t(i)}.answer`,
     endpointClientsDeclared: `${p}mcp.endpoint.clients.declared`,
+    endpointClientsLogLevel: `${p}mcp.endpoint.clients.log-level`,
     serverEventsOf: (a) => `${p}mcp.events.server.*.${t(a)}.*`,
     taskStatus: (a, k) => `${p}mcp.tasks.${t(a)}.${t(k)}`,
     taskEventsOf: (a) => `${p}mcp.tasks.${t(a)}.>`,

@@ -4,6 +4,7 @@ import { projectToolNames } from './names.js';
 import { normalizeInputSchema, normalizeOutputSchema } from './schema.js';
 import { inheritPermission } from './permission.js';
 import { boundText } from './utf8.js';
+import { toolMetaOf } from './tool-meta.js';
 
 /** A document's description is cut to this many UTF-8 bytes (an ellipsis included). */
 export const DESCRIPTION_MAX_BYTES = 8 * 1024;
@@ -55,6 +56,9 @@ export function buildToolDocuments(server: string, tools: readonly RemoteTool[],
     if (annotations !== undefined) doc.annotations = annotations;
     const taskSupport = taskSupportOf(tool.execution);
     if (taskSupport !== undefined) doc.taskSupport = taskSupport;
+    // What discovery kept of the tool's `_meta` (its marker of what it left out is the connector's).
+    const meta = toolMetaOf(tool._meta, { kept: true });
+    if (meta !== undefined) doc._meta = meta;
     docs.push(doc);
   }
   return docs;

@@ -63,4 +63,5 @@ export type { AnnotationChange, ContractDiff, SchemaAspect, SchemaChange, TextCh
 export { ContractWarningCodes, LONG_DESCRIPTION_CHARS, contractWarnings, nameSkeleton } from './contract-warnings.js';
 export type { ContractWarning, ContractWarningCode, WarningContext } from './contract-warnings.js';
 export { carriesProtoKey } from './proto-key.js';
+export { LEGACY_UI_RESOURCE_URI_KEY, TOOL_META_MAX_BYTES, TOOL_META_MAX_DEPTH, UI_META_KEY, toolAppUri, toolMetaOf, withAppUri } from './tool-meta.js';
 export { codePointLabel, displayText } from './display-text.js';

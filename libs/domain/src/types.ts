@@ -28,6 +28,11 @@ export interface RemoteTool {
    * decides per call (docs/tasks.md).
    */
   execution?: { taskSupport?: string };
+  /**
+   * The tool's `_meta` as the server listed it (e.g. MCP Apps' `ui.resourceUri`); the document
+   * keeps it bounded, without the connector's own keys (`toolMetaOf`).
+   */
+  _meta?: Record<string, unknown>;
 }
 
 /**
@@ -79,6 +84,11 @@ export interface McpToolDocument {
   remoteName: string;
   /** The tool's task support (`required` or `optional`); absent: its calls are never task-augmented. */
   taskSupport?: TaskSupport;
+  /**
+   * The tool's `_meta` as its server listed it, less the connector's own keys and bounded
+   * (`toolMetaOf`): MCP Apps' `ui.resourceUri` among others. Not part of the contract (pins).
+   */
+  _meta?: JsonObject;
 }
 
 export function isPermission(value: unknown): value is Permission {

@@ -7,6 +7,7 @@ import {
   type Implementation,
   type InputRequiredResult,
   type ListToolsResult,
+  type LoggingLevel,
   type Progress,
   type RequestOptions,
   type Tool,
@@ -76,6 +77,17 @@ export interface CallToolOptions {
   onProgress?: (progress: Progress) => void;
   /** Restart the timeout on each progress notification (requests progress). */
   resetTimeoutOnProgress?: boolean;
+  /**
+   * Ask the server for its log messages at this level and above: a modern request's `_meta`
+   * logLevel; on a legacy session `logging/setLevel` first, when the server declares logging and
+   * the session's level is another (the level stays the session's). With {@link onLog}.
+   */
+  logLevel?: LoggingLevel;
+  /**
+   * Told of each `notifications/message` on the call's response stream (params unchecked: the
+   * caller bounds them). Not on a legacy SSE connection (its messages go to the connection).
+   */
+  onLog?: (params: unknown) => void;
   /** Told when a broken legacy response stream was resumed (`Last-Event-ID`), or could not be. */
   onResume?: (outcome: 'resumed' | 'failed') => void;
   /**
@@ -373,6 +385,7 @@ export class Connection implements McpConnection {
     const timeoutMs = opts.timeoutMs ?? DEFAULT_CALL_TIMEOUT_MS;
     const sent = withInputResponses(params, opts, core.verdict.era);
     const target = this.#target(core);
+    if (opts.logLevel !== undefined && core.verdict.era === 'legacy') await this.#sessionLogLevel(core, opts.logLevel, opts.signal);
     if (target !== undefined) {
       try {
         const result = (await toolCall(target, sent, {
@@ -385,6 +398,8 @@ export class Connection implements McpConnection {
           ...(opts.capabilities ? { capabilities: opts.capabilities } : {}),
           classify: this.#classifyContext(core),
           ...(opts.task !== undefined && target.era === 'modern' ? { tasks: true } : {}),
+          ...(opts.logLevel !== undefined && target.era === 'modern' ? { logLevel: opts.logLevel } : {}),
+          ...(opts.onLog !== undefined ? { onLog: opts.onLog } : {}),
         })) as McpCallResult;
         return this.#scrubbed(result);
       } catch (error) {
@@ -403,6 +418,23 @@ export class Connection implements McpConnection {
     } catch (error) {
       // The SDK says nothing of whether its POST went out: what ran follows from its error's type.
       throw classifyMcpError(error, opts.signal, { ...this.#classifyContext(core), ran: callRan(error, false) });
+    }
+  }
+
+  /** The log level set on each legacy session (by its core), so `logging/setLevel` goes out only on a change. */
+  readonly #sessionLevels = new WeakMap<ConnectionCore, LoggingLevel>();
+
+  /**
+   * Sets a legacy session's log level when the server declares logging and the level is another
+   * than the one set last. A failure does not fail the call: it runs without the server's logs.
+   */
+  async #sessionLogLevel(core: ConnectionCore, level: LoggingLevel, signal: AbortSignal | undefined): Promise<void> {
+    if (this.#sessionLevels.get(core) === level || core.client.getServerCapabilities()?.logging === undefined) return;
+    this.#sessionLevels.set(core, level);
+    try {
+      await core.client.setLoggingLevel(level, { timeout: 10_000, ...(signal !== undefined ? { signal } : {}) });
+    } catch {
+      this.#sessionLevels.delete(core);
     }
   }
 

@@ -1,6 +1,7 @@
 import {
   CLIENT_CAPABILITIES_META_KEY,
   CLIENT_INFO_META_KEY,
+  LOG_LEVEL_META_KEY,
   PROTOCOL_VERSION_META_KEY,
   ProtocolError,
   type CallToolRequest,
@@ -90,6 +91,13 @@ export interface ToolCallOptions {
   classify?: ClassifyContext;
   /** A task-augmented modern call: the tasks extension is declared in `_meta` (docs/tasks.md). */
   tasks?: boolean;
+  /**
+   * The least severe log level the caller wants of this call (modern: `_meta` logLevel; a legacy
+   * session's level is set beforehand by the connection). Unset: a modern server logs nothing.
+   */
+  logLevel?: string;
+  /** Told of each `notifications/message` on the call's response stream (unchecked: the caller bounds it). */
+  onLog?: (params: unknown) => void;
 }
 
 /** A modern `input_required` result as the server sent it, with the resultType checked. */
@@ -136,11 +144,15 @@ export async function toolCall(target: ToolCallTarget, params: CallToolRequest['
 
   const progressToken = opts.onProgress !== undefined || opts.resetTimeoutOnProgress === true ? id : undefined;
   const onOther =
-    progressToken === undefined && target.era === 'modern'
+    progressToken === undefined && target.era === 'modern' && opts.onLog === undefined
       ? undefined
       : (m: JsonRpcOther): void => {
           if (target.era === 'legacy' && m.id !== undefined) {
             answerServerRequest(target, m, controller.signal);
+            return;
+          }
+          if (m.method === 'notifications/message') {
+            opts.onLog?.(m.params);
             return;
           }
           const p = m.params as ({ progressToken?: unknown } & Progress) | undefined;
@@ -269,6 +281,7 @@ function modernRequest(
     ...target.traceMeta(),
     ...params._meta,
     ...(progressToken !== undefined ? { progressToken } : {}),
+    ...(opts.logLevel !== undefined ? { [LOG_LEVEL_META_KEY]: opts.logLevel } : {}),
     [PROTOCOL_VERSION_META_KEY]: target.protocolVersion,
     [CLIENT_CAPABILITIES_META_KEY]: callCapabilities(target.capabilities, opts),
     [CLIENT_INFO_META_KEY]: target.clientInfo,

@@ -6,6 +6,7 @@ import {
   INPUT_LIMITS,
   NatsFailures,
   WireError,
+  decodeCallLog,
   decodeCallProgress,
   decodeStrict,
   MAX_RELAY_TIMEOUT_MS,
@@ -15,8 +16,10 @@ import {
   encodeRelayRequest,
   natsFailure,
   proxyResultValue,
+  type CallLog,
   type CallProgress,
   type InputRequestItem,
+  type LogLevel,
   type ProxyCallReply,
   type ProxyCallRequest,
   type ProxyCancel,
@@ -61,6 +64,13 @@ export interface CallInput {
    * in the server's order; a malformed event is skipped.
    */
   onProgress?: (progress: CallProgress) => void;
+  /**
+   * The server's log messages at this level and above, while the call runs
+   * (docs/endpoint.md#logging): the call is sent with `logLevel` and its log subject heard until
+   * the reply, each message told to `onLog` (a malformed one is skipped). Both or neither.
+   */
+  logLevel?: LogLevel;
+  onLog?: (log: CallLog) => void;
 }
 
 /** The `details` of an `input_required` error: what the server asks, by whom it is answered. */
@@ -138,18 +148,19 @@ function isNoResponders(err: unknown): boolean {
 }
 
 /** Hears a call's progress subject: each event decoded by its field rules (a malformed one skipped), handed on in order. */
-function listenProgress(nc: NatsConnection, subject: string, onProgress: (progress: CallProgress) => void): { unsubscribe(): void } {
+/** One subject of a call's notifications (progress, log messages), each decoded and told to `on` while the call runs. */
+function listenCall<T>(nc: NatsConnection, subject: string, decode: (bytes: Uint8Array) => T, on: (value: T) => void): { unsubscribe(): void } {
   return nc.subscribe(subject, {
     callback: (err, msg) => {
       if (err !== null) return;
-      let value: CallProgress;
+      let value: T;
       try {
-        value = decodeCallProgress(msg.data);
+        value = decode(msg.data);
       } catch {
         return;
       }
       try {
-        onProgress(value);
+        on(value);
       } catch {
         // The caller's listener: its fault must not end the subscription.
       }
@@ -250,6 +261,7 @@ export class ProxyClient {
       ...(input.answers !== undefined ? { answers: input.answers } : {}),
       ...(input.content === true ? { content: true } : {}),
       ...(input.onProgress !== undefined ? { progress: true } : {}),
+      ...(input.logLevel !== undefined && input.onLog !== undefined ? { logLevel: input.logLevel } : {}),
       ...(input.task === true ? { task: true } : {}),
     };
     const timeout = (input.timeoutMs ?? DEFAULT_CALL_TIMEOUT_MS) + REPLY_MARGIN_MS;
@@ -258,12 +270,14 @@ export class ProxyClient {
     const held: ProxyCancel = { account: input.account, run: input.run, callId };
     // Subscribed before the request goes out on the same connection, so the server knows the
     // subscription before the proxy can publish on it.
-    const heard = input.onProgress !== undefined ? listenProgress(this.nc, this.subjects.callProgress(input.account, input.run, callId), input.onProgress) : undefined;
+    const heard = input.onProgress !== undefined ? listenCall(this.nc, this.subjects.callProgress(input.account, input.run, callId), decodeCallProgress, input.onProgress) : undefined;
+    const logs = req.logLevel !== undefined ? listenCall(this.nc, this.subjects.callLog(input.account, input.run, callId), decodeCallLog, input.onLog!) : undefined;
     let reply: ProxyCallReply;
     try {
       reply = await this.watch(this.exchange(input.run, payload, timeout), held);
     } finally {
       heard?.unsubscribe();
+      logs?.unsubscribe();
     }
     this.remember(input.run, reply.instance);
     if (!reply.ok) throw WireError.from(reply.error);

@@ -1,9 +1,9 @@
 import type { Counter, Histogram, Meter, Tracer } from '@opentelemetry/api';
-import type { McpToolDocument } from '@mcpx/domain';
-import type { CallProgress } from '@mcpx/contracts';
+import { withAppUri, type McpToolDocument } from '@mcpx/domain';
+import { isLogLevel, type CallLog, type CallProgress, type LogLevel } from '@mcpx/contracts';
 import type { ProxyClient } from '@mcpx/proxy-client';
-import { ProtocolError, ProtocolErrorCode, Server, type McpHttpHandler, type Tool } from '@modelcontextprotocol/server';
-import { registerRelayed } from './relayed.js';
+import { LOG_LEVEL_META_KEY, ProtocolError, ProtocolErrorCode, Server, type McpHttpHandler, type Tool } from '@modelcontextprotocol/server';
+import { registerRelayed, wrapUri } from './relayed.js';
 import { registerSubscribe, type LegacySubscriptions } from './legacy-subscriptions.js';
 import { FaceHandlers } from './face-handlers.js';
 import type { TokenGrant } from './agent-tokens.js';
@@ -11,6 +11,7 @@ import { declaresForms, declaresUrl, progressTokenOf, ToolCalls, unknownTool } f
 import { CompactFaces } from './compact-face.js';
 import type { AgentToolSet, ToolSets } from './tool-sets.js';
 import type { UserApprovals } from './user-approvals.js';
+import type { LogLevels } from './log-levels.js';
 
 export const SERVER_NAME = 'mcpx-agent';
 /** How long a client may keep a `tools/list` page (`ttlMs`): list_changed says sooner when it changes. */
@@ -25,6 +26,8 @@ export interface AgentServerDeps {
   approvals: UserApprovals;
   /** Tools per `tools/list` page. */
   pageSize: number;
+  /** The log level each token's 2025 client set (`logging/setLevel`; docs/endpoint.md#logging). */
+  logLevels: LogLevels;
   version: string;
   onError: (err: Error) => void;
   /** A 2025 client's `resources/subscribe` (absent: not offered). */
@@ -38,7 +41,26 @@ interface Metrics {
 
 // Subscriptions and list changes: what the granted servers say reaches the face's clients
 // (subscriptions.ts); a server that cannot is named where it cannot (a listen's ack, an error).
-const SERVER_OPTIONS = { capabilities: { tools: { listChanged: true }, prompts: { listChanged: true }, resources: { subscribe: true, listChanged: true }, completions: {} } };
+// `logging`: the granted servers' log messages of a call reach the client that asked (docs/endpoint.md#logging).
+const SERVER_OPTIONS = { capabilities: { tools: { listChanged: true }, prompts: { listChanged: true }, resources: { subscribe: true, listChanged: true }, completions: {}, logging: {} } };
+/**
+ * `logging/setLevel`'s params, checked here so that a level that is not MCP's is the client's
+ * `-32602` naming `level` (the SDK's own check of a spec method answers `-32603`).
+ */
+const SET_LEVEL_PARAMS = {
+  params: {
+    '~standard': {
+      version: 1 as const,
+      vendor: 'mcpx',
+      validate: (v: unknown) => {
+        const level = (v as { level?: unknown } | null)?.level;
+        return isLogLevel(level)
+          ? { value: { level } }
+          : { issues: [{ message: 'level: must be an MCP log level (debug, info, notice, warning, error, critical, alert, emergency)', path: ['level'] }] };
+      },
+    },
+  },
+};
 const LIST_HINTS = { ttlMs: LIST_TTL_MS, cacheScope: 'private' as const };
 
 /** Whether `v` is `{<key>: {…}}`: the only shape of a retry's `inputResponses`. */
@@ -59,8 +81,20 @@ function decodeCursor(cursor: string): string {
 }
 
 /**
- * A document as an MCP tool: its contract whole, its permission level in `_meta`; named as the
- * merged face names it (`<server>__<tool>`) or, on a per-server face, by its server's own name.
+ * The tool's own `_meta` as a face lists it (docs/endpoint.md#mcp-apps): as the server listed it
+ * on the per-server face; on the merged face an MCP Apps tool's `ui.resourceUri` is the merged
+ * face's URI of that resource (`wrapUri`), so a host reads the app through the same face.
+ */
+function ownMeta(doc: McpToolDocument, perServer: boolean): Record<string, unknown> | undefined {
+  const meta = doc._meta;
+  if (meta === undefined || perServer) return meta;
+  return withAppUri(meta, (uri) => wrapUri(doc.server, uri));
+}
+
+/**
+ * A document as an MCP tool: its contract whole, the tool's own `_meta` (see {@link ownMeta}) and
+ * its permission level and server under the connector's keys; named as the merged face names it
+ * (`<server>__<tool>`) or, on a per-server face, by its server's own name.
  */
 export function toTool(doc: McpToolDocument, perServer = false): Tool {
   return {
@@ -70,7 +104,7 @@ export function toTool(doc: McpToolDocument, perServer = false): Tool {
     inputSchema: doc.inputSchema as Tool['inputSchema'],
     ...(doc.outputSchema !== undefined ? { outputSchema: doc.outputSchema } : {}),
     ...(doc.annotations !== undefined ? { annotations: doc.annotations } : {}),
-    _meta: { 'io.mcpx/permission': doc.permission, 'io.mcpx/server': doc.server },
+    _meta: { ...ownMeta(doc, perServer), 'io.mcpx/permission': doc.permission, 'io.mcpx/server': doc.server },
   };
 }
 
@@ -134,6 +168,11 @@ export class AgentServers {
     return this.grants.get(tokenId ?? '') ?? { ...fallback, id: tokenId ?? 'unknown', userMayApprove: false };
   }
 
+  /** The log level each token's 2025 client set (the lean path leaves a call of such a token to the SDK's, which streams). */
+  get logLevels(): LogLevels {
+    return this.deps.logLevels;
+  }
+
   /** Counts a request answered (a method other than tools/call, e.g. by the lean path). */
   counted(method: string, outcome: string): void {
     this.metrics.requests.add(1, { method, outcome });
@@ -192,6 +231,19 @@ export class AgentServers {
   }
 
   /**
+   * The level of a call's log messages the client asked for: a 2026-07-28 request's own logLevel
+   * (its `_meta` envelope, which the SDK lifts out of `_meta`; none there: no logs, as that revision
+   * says), else the level the token's 2025 client set.
+   */
+  private async logLevelOf(grant: TokenGrant, envelope: Record<string, unknown> | undefined): Promise<LogLevel | undefined> {
+    if (envelope !== undefined) {
+      const level = envelope[LOG_LEVEL_META_KEY];
+      return isLogLevel(level) ? level : undefined;
+    }
+    return await this.deps.logLevels.get(grant.id);
+  }
+
+  /**
    * The per-request server of a token's request (its calls go in the run `ep-<token id>`), on the
    * merged face or on the per-server face of `face`.
    */
@@ -219,6 +271,19 @@ export class AgentServers {
         ...(more ? { nextCursor: encodeCursor(listed(last)) } : {}),
       };
     });
+    // A 2025 client's level for its token's calls (2026-07-28 has no logging/setLevel: each request's `_meta` carries it).
+    server.setRequestHandler('logging/setLevel', SET_LEVEL_PARAMS, async (params) => {
+      // Checked by SET_LEVEL_PARAMS before the handler runs.
+      const { level } = params as { level: LogLevel };
+      const span = this.deps.tracer.startSpan('endpoint.logging/setLevel', { attributes: { 'mcpx.account': account, 'mcpx.agent': agent, 'mcpx.log.level': level } });
+      try {
+        await this.deps.logLevels.set(grant.id, level);
+        this.metrics.requests.add(1, { method: 'logging/setLevel', outcome: 'ok' });
+        return {};
+      } finally {
+        span.end();
+      }
+    });
     // A 2025 client's cancel of a call that another request (instance) serves.
     server.setNotificationHandler('notifications/cancelled', (notification) => {
       this.calls.cancelled(grant, (notification.params as { requestId?: unknown } | undefined)?.requestId);
@@ -235,6 +300,7 @@ export class AgentServers {
       const caps = server.getClientCapabilities() ?? {};
       const meta = ctx.mcpReq._meta ?? params._meta;
       const progressToken = progressTokenOf(meta);
+      const logLevel = await this.logLevelOf(grant, (ctx.mcpReq as { envelope?: Record<string, unknown> }).envelope);
       // On a per-server face the tool is named by its server: the call is that of its document.
       let name = params.name;
       if (face !== undefined) {
@@ -259,6 +325,8 @@ export class AgentServers {
         path: 'sdk',
         // The server's progress, under the client's own token, on this request's response stream.
         ...(progressToken !== undefined ? { progress: (p: CallProgress) => void ctx.mcpReq.notify({ method: 'notifications/progress', params: { progressToken, ...p } }).catch(() => undefined) } : {}),
+        // The server's log messages at the client's level, on the same stream.
+        ...(logLevel !== undefined ? { logLevel, log: (l: CallLog) => void ctx.mcpReq.notify({ method: 'notifications/message', params: { ...l } }).catch(() => undefined) } : {}),
       });
     });
     return server;

@@ -5,6 +5,7 @@ import { createDb } from '@mcpx/db';
 import { createLogger, type LogSink } from '@mcpx/log';
 import { setupTelemetry, startHealthServer, type Telemetry } from '@mcpx/telemetry';
 import { AgentServers, SERVER_NAME } from './agent-server.js';
+import { LogLevels } from './log-levels.js';
 import { AgentTokens } from './agent-tokens.js';
 import type { EndpointConfig } from './config.js';
 import { endpointHandler } from './http.js';
@@ -64,8 +65,12 @@ export async function startEndpoint(config: EndpointConfig, opts: EndpointOption
   holds.start();
   const subscriptions = new Subscriptions(holds, toolSets, config.subscriptions);
   const legacySubscriptions = new LegacySubscriptions(subscriptions);
+  // The log level each token's 2025 client set (logging/setLevel), across instances.
+  const logLevels = new LogLevels({ nc: runtime.nc, subjects, instance, redis, redisPrefix: config.redisPrefix, log });
+  logLevels.listen();
   await runtime.nc.flush();
   const servers = new AgentServers({
+    logLevels,
     legacySubscriptions,
     approvals: userApprovals({ config, redis, nc: runtime.nc, subjects, log }),
     toolSets,
@@ -102,6 +107,7 @@ export async function startEndpoint(config: EndpointConfig, opts: EndpointOption
       (stopping ??= (async () => {
         ready = false;
         lean?.close();
+        logLevels.close();
         await servers.close();
         legacySubscriptions.close();
         await holds.close();

@@ -1,8 +1,10 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isInputRequiredResult, ProtocolError, ProtocolErrorCode, SUPPORTED_PROTOCOL_VERSIONS, validateHostHeader, type CallToolResult, type InputRequiredResult } from '@modelcontextprotocol/server';
+import type { CallLog } from '@mcpx/contracts';
 import type { McpToolDocument } from '@mcpx/domain';
 import type { TokenGrant } from './agent-tokens.js';
 import type { Declared, LegacyClients } from './legacy-clients.js';
+import type { LogLevels } from './log-levels.js';
 import { declaresForms, declaresUrl, type ToolCalls } from './tool-calls.js';
 import type { TokenFailures } from './token-failures.js';
 import type { AgentToolSet, ToolSets } from './tool-sets.js';
@@ -28,6 +30,8 @@ export interface LeanCallsDeps {
   calls: ToolCalls;
   /** What 2025 clients declared, and their answers, across the endpoint's instances. */
   clients: LegacyClients;
+  /** The log levels 2025 clients set: a call of such a token streams its server's log messages (docs/endpoint.md#logging). */
+  logLevels: LogLevels;
   allowedHosts: string[];
   /** The server's name and version, as the SDK's results carry them in `_meta` (2026-07-28). */
   serverInfo: { name: string; version: string };
@@ -187,7 +191,8 @@ export class LeanCalls {
     for (const k of Object.keys(params)) if (!PARAM_KEYS.has(k)) return undefined;
     if (params.arguments !== undefined && !isObject(params.arguments)) return undefined;
     const meta = params._meta;
-    if (meta !== undefined && (!isObject(meta) || meta.progressToken !== undefined)) return undefined; // progress streams: the SDK's path
+    // Progress and log messages stream: the SDK's path.
+    if (meta !== undefined && (!isObject(meta) || meta.progressToken !== undefined || meta['io.modelcontextprotocol/logLevel'] !== undefined)) return undefined;
     let caps: Json = {};
     if (modern) {
       if (meta === undefined || meta['io.modelcontextprotocol/protocolVersion'] !== MODERN_VERSION || header(req, 'mcp-name') !== params.name) return undefined;
@@ -257,6 +262,19 @@ export class LeanCalls {
   private async legacy(req: IncomingMessage, res: ServerResponse, grant: TokenGrant, call: LeanCall): Promise<void> {
     const abort = abortOnClose(res);
     const declared = await this.deps.clients.declared(grant.id);
+    // A level the token's client set: the server's log messages go on the call's stream, as the SDK's path sends them.
+    const logLevel = await this.deps.logLevels.get(grant.id);
+    const logs =
+      logLevel === undefined
+        ? {}
+        : {
+            logLevel,
+            log: (l: CallLog): void => {
+              if (res.destroyed) return;
+              if (!res.headersSent) res.writeHead(200, SSE_HEADERS);
+              res.write(`event: message\ndata: ${JSON.stringify({ method: 'notifications/message', params: l, jsonrpc: '2.0' })}\n\n`);
+            },
+          };
     let text: string;
     try {
       let requestState: string | undefined;
@@ -265,6 +283,7 @@ export class LeanCalls {
       for (let round = 1; final === undefined; round++) {
         const result = await this.deps.calls.call({
           ...this.callInput(req, grant, call, declared, abort.signal, round === 1),
+          ...logs,
           ...(requestState !== undefined ? { requestState } : {}),
           ...(inputResponses !== undefined ? { inputResponses } : {}),
         });

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { context, SpanKind, SpanStatusCode, trace, type Counter, type Histogram, type Tracer } from '@opentelemetry/api';
 import { clientTraceOrigin } from '@mcpx/telemetry';
-import { ErrorCodes, INPUT_REQUEST_ID_RE, WireError, toWireError, type CallProgress, type InputRequestItem } from '@mcpx/contracts';
+import { ErrorCodes, INPUT_REQUEST_ID_RE, WireError, toWireError, type CallLog, type CallProgress, type InputRequestItem, type LogLevel } from '@mcpx/contracts';
 import { isRedisUnavailable, REDIS_RETRY_AFTER_MS } from '@mcpx/locks';
 import type { ProxyClient } from '@mcpx/proxy-client';
 import { inputRequired, MissingRequiredClientCapabilityError, ProtocolError, ProtocolErrorCode, type CallToolResult, type InputRequiredResult } from '@modelcontextprotocol/server';
@@ -42,6 +42,12 @@ export interface ToolCallInput {
    * `_meta` carried one): the server's progress, relayed by the proxy (docs/endpoint.md#progress).
    */
   progress?: (progress: CallProgress) => void;
+  /**
+   * The server's log messages at `logLevel` and above, each sent to the client as
+   * `notifications/message` by `log` (docs/endpoint.md#logging). Both or neither.
+   */
+  logLevel?: LogLevel;
+  log?: (log: CallLog) => void;
 }
 
 /** The client's `_meta.progressToken` (a string or an integer, as MCP says), or undefined. */
@@ -270,6 +276,15 @@ export class ToolCalls {
             relayed++;
             progress(p);
           };
+    let logged = 0;
+    const log = input.log;
+    const onLog =
+      log === undefined || input.logLevel === undefined
+        ? undefined
+        : (l: CallLog): void => {
+            logged++;
+            log(l);
+          };
     try {
       const { result } = await this.deps.proxy.call({
         account: grant.account,
@@ -285,6 +300,7 @@ export class ToolCalls {
         ...(Object.keys(answers).length > 0 ? { answers } : {}),
         content: true,
         ...(onProgress !== undefined ? { onProgress } : {}),
+        ...(onLog !== undefined ? { logLevel: input.logLevel, onLog } : {}),
       });
       if (result.isError === true) outcome.value = ErrorCodes.serverError;
       return callToolResult(result);
@@ -319,6 +335,7 @@ export class ToolCalls {
       return refused(wire);
     } finally {
       if (progress !== undefined) span.setAttribute('mcpx.progress.relayed', relayed);
+      if (onLog !== undefined) span.setAttributes({ 'mcpx.log.level': input.logLevel!, 'mcpx.log.relayed': logged });
       input.signal.removeEventListener('abort', onAbort);
       const left = this.inflight.get(inflightKey)?.filter((f) => f !== onAbort);
       if (left === undefined || left.length === 0) this.inflight.delete(inflightKey);

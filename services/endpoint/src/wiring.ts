@@ -111,6 +111,7 @@ export function leanCalls(d: {
     failures: d.failures,
     calls: d.servers.calls,
     clients: new LegacyClients({ nc: d.nc, subjects: d.subjects, instance: d.instance, redis: d.redis, redisPrefix: config.redisPrefix, log }),
+    logLevels: d.servers.logLevels,
     allowedHosts: config.allowedHosts,
     serverInfo: d.serverInfo,
     onError: (err) => log.warn('mcp request failed', { err }),

@@ -13,6 +13,7 @@ import { inputRoundOf, type InputGate, type Resumption } from './input-requests.
 import { CallChannel, raceQuestion, type LegacyAsks, type PushedQuestion } from './legacy-inputs.js';
 import { CallMetrics, type CallTarget } from './call-metrics.js';
 import type { ProgressRelay } from './progress-relay.js';
+import type { LogRelay } from './log-relay.js';
 import type { ActivityRecorder } from './activity-recorder.js';
 import type { OAuthTokens } from './oauth-tokens.js';
 import { missingToolError, unlistedToolError } from './held-tools.js';
@@ -69,6 +70,8 @@ export interface CallHandlerDeps {
   log?: Logger;
   /** Relays the server's progress of a call sent with `progress: true` (absent: such a call runs without it). */
   progress?: ProgressRelay;
+  /** Relays the server's log messages of a call sent with a `logLevel` (absent: such a call runs without them). */
+  logs?: LogRelay;
   /** The call log (docs/activity.md): each call's metadata, held and written off the call path (absent: not recorded). */
   activity?: ActivityRecorder;
   /** Brokers task-augmented calls (docs/tasks.md); absent, a tool's task support is not used. */
@@ -297,6 +300,7 @@ export class CallHandler {
     const ctl = new AbortController();
     this.inflight.set(key, ctl);
     const progress = req.progress === true ? this.deps.progress?.open(req, span) : undefined;
+    const logs = req.logLevel !== undefined ? this.deps.logs?.open(req, req.logLevel, span) : undefined;
     // Set once a legacy call is held for a person: its lease and its place in flight end with the server's call.
     let parkedOut = false;
     try {
@@ -331,6 +335,7 @@ export class CallHandler {
               // A caller that shares its roots declares them to the server for this call.
               ...(req.answers?.roots === true ? { capabilities: { roots: {} } } : {}),
               ...(progress !== undefined ? { onProgress: progress.progress } : {}),
+              ...(logs !== undefined ? { logLevel: req.logLevel, onLog: logs.message } : {}),
               ...(taskId !== undefined ? { task: { ttlMs: tasks!.maxTtlMs } } : {}),
             }),
           ),
@@ -438,6 +443,7 @@ export class CallHandler {
       return this.finish(doc, req, result, started);
     } finally {
       progress?.close();
+      logs?.close();
       if (!parkedOut) {
         this.inflight.delete(key);
         release?.();

@@ -12,6 +12,7 @@ import { LegacyAsks } from './legacy-inputs.js';
 import { CallHandler, replyLimits } from './call-handler.js';
 import { Catalog } from './catalog.js';
 import { ProgressRelay } from './progress-relay.js';
+import { LogRelay } from './log-relay.js';
 import { OAuthTokens } from './oauth-tokens.js';
 import { startCallService, type ProxyStats } from './call-service.js';
 import { RelayRequests } from './relay-requests.js';
@@ -131,6 +132,7 @@ export async function startProxy(config: Config, opts: ProxyOptions = {}): Promi
     oauth,
     log,
     progress: new ProgressRelay((subject, value) => bus.notify(subject, value), bus.subjects, telemetry.meter),
+    logs: new LogRelay((subject, value) => bus.notify(subject, value), bus.subjects, telemetry.meter),
     ...(activity !== undefined ? { activity } : {}),
   });
   const stats = (): ProxyStats => ({ instance, ...pool.stats, inflight: handler.inflightCount, ...handler.counts, invalidations: catalog.invalidations });

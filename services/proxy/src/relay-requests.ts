@@ -20,6 +20,7 @@ import type { Catalog } from './catalog.js';
 import type { ConnectionPool } from './connection-pool.js';
 import type { OAuthTokens } from './oauth-tokens.js';
 import { toWire } from './wire-errors.js';
+import { screenAppContents } from './app-resources.js';
 
 /** A relayed result is kept at most this long, whatever `ttlMs` the server gives. */
 export const RELAY_CACHE_MAX_TTL_MS = 300_000;
@@ -120,7 +121,9 @@ export function boundRelayResult(method: RelayMethod, result: Record<string, unk
   }
   if (unsafe === 0 && over === 0) return result;
   const meta = typeof result._meta === 'object' && result._meta !== null ? (result._meta as Record<string, unknown>) : {};
-  return { ...result, [key]: out, _meta: { ...meta, 'io.mcpx/omitted': { ...(unsafe > 0 ? { unsafeUris: unsafe } : {}), ...(over > 0 ? { overLimit: over, limit: maxBytes } : {}) } } };
+  // What an earlier step left out (./app-resources.ts) is counted beside.
+  const earlier = typeof meta['io.mcpx/omitted'] === 'object' && meta['io.mcpx/omitted'] !== null ? (meta['io.mcpx/omitted'] as Record<string, unknown>) : {};
+  return { ...result, [key]: out, _meta: { ...meta, 'io.mcpx/omitted': { ...earlier, ...(unsafe > 0 ? { unsafeUris: unsafe } : {}), ...(over > 0 ? { overLimit: over, limit: maxBytes } : {}) } } };
 }
 
 /** Results kept by the server's `ttlMs`, per auth context (account and server: the credentials used). */
@@ -287,7 +290,10 @@ export class RelayRequests {
       return await conn.relay(req.method, req.params, { timeoutMs });
     };
     const raw = await this.deps.pool.use(req.account, req.run, req.server, server, send, false, trace.setSpan(context.active(), span));
-    const result = boundRelayResult(req.method, raw, Math.max(64 * 1024, this.deps.maxPayload - REPLY_MARGIN_BYTES));
+    // A ui:// resource that is not HTML is not passed on as an app (./app-resources.ts).
+    const screened = req.method === 'resources/read' ? screenAppContents(raw) : raw;
+    if (screened !== raw) span.setAttribute('mcpx.apps.not_html', true);
+    const result = boundRelayResult(req.method, screened, Math.max(64 * 1024, this.deps.maxPayload - REPLY_MARGIN_BYTES));
     this.cache.put(key, result);
     return result;
   }

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { carriesProtoKey, encodeCanonical, schemaBoundsFault, type RemoteTool } from '@mcpx/domain';
+import { carriesProtoKey, encodeCanonical, schemaBoundsFault, toolMetaOf, type RemoteTool } from '@mcpx/domain';
 import { invalidMcpHeaderTools } from '@mcpx/mcp-client';
 
 /** Bounds on a remote server's tool list (its data is untrusted). */
@@ -21,6 +21,9 @@ export function sanitizeTools(tools: unknown[]): RemoteTool[] {
     // Only `taskSupport`, and only a short string of it (docs/tasks.md): nothing else of `execution` is kept.
     const taskSupport = (tool.execution as { taskSupport?: unknown } | null | undefined)?.taskSupport;
     if (typeof taskSupport === 'string' && taskSupport.length <= 32) clean.execution = { taskSupport };
+    // The tool's `_meta` (MCP Apps' `ui.resourceUri`), bounded and less the connector's own keys as a document keeps it.
+    const meta = toolMetaOf(tool._meta);
+    if (meta !== undefined) clean._meta = meta;
     out.push(clean);
   }
   return out;
