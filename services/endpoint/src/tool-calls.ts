@@ -6,6 +6,7 @@ import { isRedisUnavailable, REDIS_RETRY_AFTER_MS } from '@mcpx/locks';
 import type { ProxyClient } from '@mcpx/proxy-client';
 import { inputRequired, ProtocolError, ProtocolErrorCode, type CallToolResult, type InputRequiredResult } from '@modelcontextprotocol/server';
 import type { TokenGrant } from './agent-tokens.js';
+import { foreignState, isInputState, stateRefusal } from './input-states.js';
 import { META_APPROVAL_ID, META_INPUT_REQUEST_ID, callToolResult, errorResult } from './call-result.js';
 import type { ToolSets } from './tool-sets.js';
 import { APPROVAL_INPUT_KEY, UserApprovals, type ApprovalQuestion } from './user-approvals.js';
@@ -83,7 +84,7 @@ export interface ToolCallsDeps {
  * endpoint's own `input_required`: the same questions by key, and the input request id as the
  * `requestState` (the server's own state stays sealed in the proxy).
  */
-function passOnInputRequired(err: WireError): InputRequiredResult | undefined {
+export function passOnInputRequired(err: WireError): InputRequiredResult | undefined {
   const id = err.details.inputRequestId;
   const items = err.details.requests;
   if (typeof id !== 'string' || !Array.isArray(items) || items.length === 0) return undefined;
@@ -122,7 +123,10 @@ export class ToolCalls {
     if (calls?.length === 1) calls[0]?.();
   }
 
-  /** Runs the call; throws (a ProtocolError) only for a tool the agent does not have. */
+  /**
+   * Runs the call; throws (a ProtocolError) only for a tool the agent does not have and for a
+   * `requestState` it will not take (input-states.ts).
+   */
   async call(input: ToolCallInput): Promise<CallToolResult | InputRequiredResult> {
     const { grant, name } = input;
     // A new trace linked to the client's (`_meta.traceparent` of 2026-07-28, else the HTTP headers), never its child.
@@ -233,6 +237,11 @@ export class ToolCalls {
     // requestState (bound by the proxy to this run, tool and arguments, used once); one the owner
     // answered is re-sent with the id in _meta.
     const echoed = input.requestState;
+    // A state this endpoint never gives is refused before anything is asked (input-states.ts).
+    if (echoed !== undefined && !UserApprovals.isState(echoed) && !isInputState(echoed)) {
+      outcome.value = ErrorCodes.invalidInput;
+      throw foreignState();
+    }
     const metaInput = meta?.[META_INPUT_REQUEST_ID];
     const inputRequestId = typeof echoed === 'string' && INPUT_REQUEST_ID_RE.test(echoed) ? echoed : typeof metaInput === 'string' && INPUT_REQUEST_ID_RE.test(metaInput) ? metaInput : undefined;
     const inputResponses = input.inputResponses;
@@ -283,6 +292,12 @@ export class ToolCalls {
       return callToolResult(result);
     } catch (err) {
       const wire = err instanceof WireError ? err : toWireError(err);
+      // An echoed input request id the proxy will not take: refused as a state, not as a tool result.
+      const badState = isInputState(echoed) ? stateRefusal(wire) : undefined;
+      if (badState !== undefined) {
+        outcome.value = wire.code;
+        throw badState;
+      }
       // Questions the client may answer itself go on to it as input_required (the SDK pushes
       // them as elicitation/create to a 2025 client); the owner's stay a tool result naming them.
       const passed = wire.code === ErrorCodes.inputRequired && wire.details.forPerson === false ? passOnInputRequired(wire) : undefined;
