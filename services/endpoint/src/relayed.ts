@@ -151,7 +151,7 @@ export function registerRelayed(server: Server, grant: TokenGrant, face: string 
       const asked = rounds !== undefined && err instanceof WireError && err.code === ErrorCodes.inputRequired ? passOnInputRequired(err) : undefined;
       if (asked !== undefined) {
         outcome = 'input_required';
-        return asked as unknown as Result;
+        return asked;
       }
       const badState = rounds?.fields.inputRequestId !== undefined && err instanceof WireError ? stateRefusal(err) : undefined;
       const e = badState ?? protocolErrorOf(err, method);
