@@ -71,7 +71,8 @@ describe('input requests through the agent MCP endpoint', () => {
   });
 
   it("a URL question goes to the person only: the endpoint's client (a model's host) is told an input request waits, never the URL", async () => {
-    const client = await connect('client-answers', { elicit: true, sample: true });
+    // A client that declared no way to answer: the server is told the connector's (a person opens URLs).
+    const client = await connect('client-answers');
     const stopped = await client.callTool({ name: 'ops__sign_in', arguments: {} });
     expect(stopped.isError).toBe(true);
     const err = errorOf(stopped);
@@ -94,10 +95,13 @@ describe('input requests through the agent MCP endpoint', () => {
     expect(textOf(summary)).toBe('summary: short');
     expect(await pendingInputs(sys.system)).toEqual([]);
 
-    // A client that cannot sample is told why, as a tool result.
+    // A client that declared forms but no sampling is declared so to the server, which may not ask
+    // it to sample: the server's own refusal (-32021, missing capability) comes back as a tool result.
     const mute = await connect('client-answers', { elicit: true });
     const refused = await mute.callTool({ name: 'ops__summarize', arguments: { text: 'a diff' } });
     expect(refused.isError).toBe(true);
-    expect(errorOf(refused)).toMatchObject({ code: 'input_refused', details: { reason: 'sampling_unsupported' } });
+    expect(errorOf(refused), JSON.stringify(refused)).toMatchObject({ code: 'server_error' });
+    expect(JSON.stringify(refused)).toContain('-32021');
+    expect(await pendingInputs(sys.system)).toEqual([]);
   });
 });
