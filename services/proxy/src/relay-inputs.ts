@@ -2,7 +2,8 @@ import type { Span } from '@opentelemetry/api';
 import { ErrorCodes, INPUT_METHODS, WireError, type RelayRequest } from '@mcpx/contracts';
 import type { RelayOptions } from '@mcpx/mcp-client';
 import { argumentsHash } from './approval-gate.js';
-import { capabilitiesOf, inputRoundOf, type InputAsker, type InputGate, type InputTarget } from './input-requests.js';
+import { capabilitiesOf } from './declared-capabilities.js';
+import { inputRoundOf, type InputAsker, type InputGate, type InputTarget } from './input-requests.js';
 
 /** Sends the relayed request's method with `params` (and the options of its input rounds) on the run's connection. */
 export type RelaySend = (params: Record<string, unknown>, opts: Pick<RelayOptions, 'allowInputRequired' | 'onlyCapabilities'>) => Promise<Record<string, unknown>>;
