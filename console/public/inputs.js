@@ -28,15 +28,18 @@ function field(name, p, required, key) {
     control = el('input', { id, type: 'checkbox', checked: p.default === true });
     read = () => control.checked;
   } else if (p.type === 'array') {
-    const options = p.items?.enum ?? [];
-    const names = p.items?.enumNames ?? options;
+    // Untitled (items.enum) or titled (items.anyOf [{const, title}]), as the server wrote it.
+    const options = p.items?.enum ?? (p.items?.anyOf ?? []).map((o) => o.const);
+    const names = p.items?.enumNames ?? (p.items?.anyOf ?? []).map((o) => o.title);
     const boxes = options.map((v) => el('input', { type: 'checkbox', value: v, checked: Array.isArray(p.default) && p.default.includes(v) }));
     control = el('fieldset', { id, className: 'multi' }, el('legend', { textContent: p.title ?? name }), ...boxes.map((b, i) => el('label', { className: 'inline' }, b, ` ${names[i] ?? b.value}`)));
     read = () => boxes.filter((b) => b.checked).map((b) => b.value);
     return { node: el('div', { className: 'input-field' }, control, ...(help ? [help] : [])), name, read };
-  } else if (p.type === 'string' && Array.isArray(p.enum)) {
-    const names = p.enumNames ?? p.enum;
-    control = el('select', { id }, ...(required ? [] : [el('option', { value: '', textContent: '—' })]), ...p.enum.map((v, i) => el('option', { value: v, textContent: names[i] ?? v })));
+  } else if (p.type === 'string' && (Array.isArray(p.enum) || Array.isArray(p.oneOf))) {
+    // Untitled (enum), legacy titled (enum + enumNames) or titled (oneOf [{const, title}]).
+    const values = p.enum ?? p.oneOf.map((o) => o.const);
+    const names = p.enumNames ?? (p.oneOf ?? []).map((o) => o.title);
+    control = el('select', { id }, ...(required ? [] : [el('option', { value: '', textContent: '—' })]), ...values.map((v, i) => el('option', { value: v, textContent: names[i] ?? v })));
     if (typeof p.default === 'string') control.value = p.default;
     read = () => (control.value === '' ? undefined : control.value);
   } else if (p.type === 'number' || p.type === 'integer') {

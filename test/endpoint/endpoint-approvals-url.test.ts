@@ -1,5 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport as V1Transport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { approvalTools } from '../approvals/approval-tools.js';
 import { startTestMcpServer, type TestMcpServer } from '../servers/index.js';
 import { startApprovalEndpoints, type Path } from './approval-endpoints.js';
@@ -82,6 +85,28 @@ describe('approvals any client can finish: a URL question to a client that opens
     expect(id).toMatch(/^apr_/);
     expect(q.url).toBe(`${stack.consoleUrl}/?approval=${id}#approvals`);
     expect(q.message).toContain(id);
+  });
+
+  it('a 2025 client (SDK v1) that declared URL elicitation gets a URL-mode elicitation/create with its elicitationId: the approval', async () => {
+    const asked: Question[] = [];
+    const client = new V1Client({ name: 'url-v1', version: '1.0.0' }, { capabilities: { elicitation: { url: {} } } });
+    client.setRequestHandler(ElicitRequestSchema, async (req) => {
+      const q = req.params as Question;
+      asked.push(q);
+      await stack.system.api.act('ApproveToolCall', { approvalId: approvalOf(q) });
+      return { action: 'accept' as const };
+    });
+    await client.connect(new V1Transport(new URL(url('lean')), { requestInit: { headers: { authorization: `Bearer ${tokens.plain}` } } }));
+    const before = upstream.stats.calls;
+    try {
+      const ran = (await client.callTool({ name: 'db__drop_table', arguments: { table: 'url-v1' } })) as Result;
+      expect(textOf(ran), JSON.stringify(ran)).toBe('dropped url-v1');
+    } finally {
+      await client.close();
+    }
+    expect(upstream.stats.calls).toBe(before + 1);
+    expect(asked).toHaveLength(1);
+    expect(asked[0]).toMatchObject({ mode: 'url', url: `${stack.consoleUrl}/?approval=${approvalOf(asked[0]!)}#approvals`, elicitationId: approvalOf(asked[0]!) });
   });
 
   it.each(['lean', 'sdk'] as const)('%s path: the user declines to open it: nothing runs, the refusal names the approval and the link', async (path) => {

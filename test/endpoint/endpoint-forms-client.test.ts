@@ -113,14 +113,14 @@ describe('forms to the endpoint client that declared elicitation', () => {
     expect(Object.keys(asked.result?.inputRequests as object)).toEqual(['confirm']);
     const answer = { requestState, inputResponses: { confirm: { action: 'accept', content: { confirm: true } } } };
     const before = upstream.stats.responsesSeen.length;
+    // Refused as a server refuses a state that fails its check: a JSON-RPC error naming requestState.
     const stolen = await modernCall(url, other, 'ops__deploy', { env: 'prod' }, caps, answer);
-    expect(stolen.result?.isError).toBe(true);
-    expect(errorOf(stolen.result as never)).toMatchObject({ code: 'input_refused', details: { reason: 'mismatch' } });
+    expect(stolen.message?.error).toMatchObject({ code: -32602, data: { code: 'input_refused', details: { reason: 'mismatch', field: 'requestState' } } });
     expect(upstream.stats.responsesSeen.slice(before).filter((r) => r !== undefined)).toEqual([]);
     // The token's own answer is taken, once.
     const done = await modernCall(url, mine, 'ops__deploy', { env: 'prod' }, caps, answer);
     expect(textOf(done.result as Result)).toBe('Deployed to prod');
     const again = await modernCall(url, mine, 'ops__deploy', { env: 'prod' }, caps, answer);
-    expect(errorOf(again.result as never)).toMatchObject({ code: 'input_refused', details: { reason: 'used' } });
+    expect(again.message?.error).toMatchObject({ code: -32602, data: { code: 'input_refused', details: { reason: 'used', field: 'requestState' } } });
   });
 });

@@ -72,6 +72,25 @@ describe('input requests to the endpoint client that can answer them', () => {
     expect(await call('test_input_required_result_capabilities')).toBe('Capability-aware input requests fulfilled');
   });
 
+  it('a prompt asks too: prompts/get goes through the same input rounds, answered by the client', async () => {
+    const client = await connect('sdk', false);
+    const got = await client.getPrompt({ name: 'conf__test_input_required_result_prompt' });
+    expect(got.messages).toEqual([{ role: 'user', content: { type: 'text', text: 'Use the following context: my-context' } }]);
+  });
+
+  it('a client that declared sampling only is asked only for sampling: the server sees its capabilities, no form goes to the owner', async () => {
+    const client = new Client({ name: 'sampling-only', version: '1.0.0' }, { versionNegotiation: { mode: 'auto' }, capabilities: { sampling: {} } });
+    client.setRequestHandler('sampling/createMessage', () => Promise.resolve({ role: 'assistant' as const, content: { type: 'text' as const, text: 'Hi' }, model: 'client-model' }));
+    await client.connect(new StreamableHTTPClientTransport(new URL(url('sdk')), { requestInit: { headers: { authorization: `Bearer ${tokens.mine}` } } }));
+    clients.push(client);
+    const out = (await client.callTool({ name: 'conf__test_input_required_result_capabilities', arguments: {} })) as Result;
+    expect(out.isError, JSON.stringify(out)).toBeFalsy();
+    expect(textOf(out)).toBe('Capability-aware input requests fulfilled');
+    // On the wire: the round it is given holds the sampling question alone.
+    const asked = await modernCall(url('lean'), tokens.mine, 'conf__test_input_required_result_capabilities', {}, { sampling: {} });
+    expect(Object.values(asked.result?.inputRequests as Record<string, { method: string }>).map((q) => q.method)).toEqual(['sampling/createMessage']);
+  });
+
   it('a client that shares no roots is not asked for them: the roots question is refused, naming why', async () => {
     const client = await connect('lean', false);
     const out = (await client.callTool({ name: 'conf__test_input_required_result_list_roots', arguments: {} })) as Result;
@@ -88,9 +107,14 @@ describe('input requests to the endpoint client that can answer them', () => {
     const answer = { requestState, inputResponses: { client_roots: { roots: [{ uri: 'file:///etc' }] } } };
     for (const path of ['lean', 'sdk'] as const) {
       const stolen = await modernCall(url(path), tokens.other, 'conf__test_input_required_result_list_roots', {}, caps, answer);
-      expect(stolen.result?.isError).toBe(true);
-      expect(errorOf(stolen.result as Result)?.code).toBe('input_refused');
-      expect(errorOf(stolen.result as Result)?.details.reason).toBe('mismatch');
+      expect(stolen.message?.error).toMatchObject({ code: -32602, data: { code: 'input_refused', details: { reason: 'mismatch', field: 'requestState' } } });
+    }
+    // A state altered on the way (the conformance tampered-state attack) is no state of ours: refused before anything is asked.
+    for (const path of ['lean', 'sdk'] as const) {
+      const tampered = await modernCall(url(path), tokens.mine, 'conf__test_input_required_result_list_roots', {}, caps, { ...answer, requestState: `${requestState}-TAMPERED` });
+      expect(tampered.message?.error).toMatchObject({ code: -32602, data: { details: { field: 'requestState' } } });
+      const foreign = await modernCall(url(path), tokens.mine, 'conf__test_input_required_result_list_roots', {}, caps, { ...answer, requestState: 'eyJzZXJ2ZXIiOiJzdGF0ZSJ9' });
+      expect(foreign.message?.error).toMatchObject({ code: -32602, data: { code: 'invalid_input', details: { field: 'requestState' } } });
     }
     // Its own token's answer is taken, once.
     const mine = await modernCall(url('sdk'), tokens.mine, 'conf__test_input_required_result_list_roots', {}, caps, answer);

@@ -71,7 +71,8 @@ describe('input requests through the agent MCP endpoint', () => {
   });
 
   it("a URL question goes to the person only: the endpoint's client (a model's host) is told an input request waits, never the URL", async () => {
-    const client = await connect('client-answers', { elicit: true, sample: true });
+    // A client that declared no way to answer: the server is told the connector's (a person opens URLs).
+    const client = await connect('client-answers');
     const stopped = await client.callTool({ name: 'ops__sign_in', arguments: {} });
     expect(stopped.isError).toBe(true);
     const err = errorOf(stopped);
@@ -94,8 +95,10 @@ describe('input requests through the agent MCP endpoint', () => {
     expect(textOf(summary)).toBe('summary: short');
     expect(await pendingInputs(sys.system)).toEqual([]);
 
-    // A 2026-07-28 client that cannot sample is refused as the revision says: -32021 naming sampling.
+    // A 2026-07-28 client that declared forms but no sampling is declared so to the server, which may
+    // not ask it to sample: the server's own refusal reaches the client as the revision says, -32021.
     const mute = await connect('client-answers', { elicit: true });
-    await expect(mute.callTool({ name: 'ops__summarize', arguments: { text: 'a diff' } })).rejects.toMatchObject({ code: -32021, data: { requiredCapabilities: { sampling: {} } } });
+    await expect(mute.callTool({ name: 'ops__summarize', arguments: { text: 'a diff' } })).rejects.toMatchObject({ code: -32021 });
+    expect(await pendingInputs(sys.system)).toEqual([]);
   });
 });

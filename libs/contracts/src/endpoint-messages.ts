@@ -33,6 +33,8 @@ export interface ClientDeclared {
   token: string;
   elicitation: boolean;
   sampling: boolean;
+  /** Whether it opens URL questions (`elicitation.url`); absent from an older instance: no. */
+  elicitationUrl?: boolean;
 }
 
 /**
@@ -76,7 +78,13 @@ export const decodeForwardedAnswer: (bytes: Uint8Array) => ForwardedAnswer = pay
 export const forwardedAnswerReplyValue: Rule<ForwardedAnswerReply> = shape({ taken: bool });
 
 /** `mcp.endpoint.clients.declared`. */
-export const decodeClientDeclared: (bytes: Uint8Array) => ClientDeclared = payloadDecoder('declared', { instance: anyStr, token: anyStr, elicitation: bool, sampling: bool });
+export const decodeClientDeclared: (bytes: Uint8Array) => ClientDeclared = payloadDecoder('declared', {
+  instance: anyStr,
+  token: anyStr,
+  elicitation: bool,
+  sampling: bool,
+  elicitationUrl: optional(bool),
+});
 
 /** `registry.approvals.token-decided`'s request. */
 export const decodeTokenDecisionAudit: (bytes: Uint8Array) => TokenDecisionAudit = payloadDecoder('tokenDecisionAudit', { account: str, approvalId: str });

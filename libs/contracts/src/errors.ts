@@ -58,7 +58,8 @@ export const ErrorCodes = {
    * `expired`, `used` (a replay), `mismatch` (another agent, run, tool or arguments), `tampered`
    * (its sealed state does not open), `sampling_unsupported` (the runtime does not sample),
    * `roots_unsupported` (roots are refused), `too_many_rounds`, `state_too_large` (the server's
-   * `requestState` is over `INPUT_LIMITS.requestStateBytes`), `lost` (a legacy call's instance is gone).
+   * `requestState` is over `INPUT_LIMITS.requestStateBytes`), `lost` (a legacy call's instance is gone),
+   * `unanswerable` (a relayed prompt's or resource's question its client did not declare it answers).
    */
   inputRefused: 'input_refused',
   /**

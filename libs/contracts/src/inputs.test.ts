@@ -47,8 +47,25 @@ describe('the restricted elicitation schema', () => {
 
   it('keeps only what a form shows and an answer is checked against', () => {
     expect(schema.properties.email).toEqual({ type: 'string', format: 'email', title: 'Email' });
-    expect(schema.properties.plan).toEqual({ type: 'string', enum: ['free', 'team'], enumNames: ['Free', 'Team'] });
-    expect(schema.properties.features).toEqual({ type: 'array', items: { type: 'string', enum: ['sso', 'audit'], enumNames: ['SSO', 'Audit'] }, maxItems: 2 });
+    // SEP-1330's enum forms stay as the server wrote them: titled oneOf / anyOf, untitled enum, legacy enumNames.
+    expect(schema.properties.plan).toEqual({
+      type: 'string',
+      oneOf: [
+        { const: 'free', title: 'Free' },
+        { const: 'team', title: 'Team' },
+      ],
+    });
+    expect(schema.properties.size).toEqual({ type: 'string', enum: ['s', 'm'], enumNames: ['Small', 'Medium'] });
+    expect(schema.properties.features).toEqual({
+      type: 'array',
+      items: {
+        anyOf: [
+          { const: 'sso', title: 'SSO' },
+          { const: 'audit', title: 'Audit' },
+        ],
+      },
+      maxItems: 2,
+    });
     expect('$schema' in schema).toBe(false);
   });
 

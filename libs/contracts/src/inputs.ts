@@ -135,24 +135,32 @@ function stringList(v: unknown, max: number): string[] | undefined {
   return v as string[];
 }
 
-/** `[{const, title}]` → the values and their titles (the titled enum forms of the restricted schema). */
-function titledOptions(v: unknown): { values: string[]; titles: string[] } | undefined {
+/** `[{const, title}]`, bounded: the titled options of SEP-1330 (a missing title is the value's own). */
+function titledOptions(v: unknown): Array<{ const: string; title: string }> | undefined {
   if (!Array.isArray(v) || v.length === 0 || v.length > INPUT_LIMITS.enumValues) return undefined;
-  const values: string[] = [];
-  const titles: string[] = [];
+  const out: Array<{ const: string; title: string }> = [];
   for (const o of v) {
-    if (!isMap(o) || typeof o.const !== 'string') return undefined;
-    values.push(o.const);
-    titles.push(boundedText(o.title, INPUT_LIMITS.titleChars) ?? o.const);
+    if (!isMap(o) || typeof o.const !== 'string' || o.const.length > INPUT_LIMITS.valueChars) return undefined;
+    out.push({ const: o.const, title: boundedText(o.title, INPUT_LIMITS.titleChars) ?? o.const });
   }
-  return { values, titles };
+  return out;
+}
+
+/** The values a single select (`enum`, or titled `oneOf`) or a multi-select's items (`enum`, or titled `anyOf`) offer. */
+export function offeredValues(p: Record<string, unknown> | undefined): string[] | undefined {
+  if (p === undefined) return undefined;
+  if (Array.isArray(p.enum)) return p.enum as string[];
+  const titled = (p.oneOf ?? p.anyOf) as Array<{ const: string }> | undefined;
+  return Array.isArray(titled) ? titled.map((o) => o.const) : undefined;
 }
 
 /**
  * Checks a server's `requestedSchema` against the restricted elicitation schema (a flat object of
  * strings with formats, numbers with inclusive bounds, booleans, single- and multi-select enums)
  * and returns a normalized copy holding only what a form can show and an answer can be checked
- * against. Throws `invalid_input` naming `requestedSchema.<path>`: the caller turns it into the
+ * against, bounded; each enum keeps the form the server gave it (SEP-1330: titled `oneOf` /
+ * `items.anyOf`, untitled `enum` / `items.enum`, the deprecated `enumNames`), and a default only
+ * when it is one of the offered values. Throws `invalid_input` naming `requestedSchema.<path>`: the caller turns it into the
  * server's fault.
  */
 export function checkRequestedSchema(schema: unknown, at = 'requestedSchema'): RestrictedSchema {
@@ -184,14 +192,20 @@ function checkProperty(p: unknown, at: string): RestrictedProperty {
   switch (p.type) {
     case 'string': {
       const out: RestrictedProperty = { type: 'string', ...common };
-      const options = p.oneOf !== undefined ? titledOptions(p.oneOf) : undefined;
-      if (p.oneOf !== undefined && options === undefined) throw invalidInput(`${at}.oneOf`, 'must be [{const, title}] options');
-      const values = options?.values ?? (p.enum !== undefined ? stringList(p.enum, INPUT_LIMITS.enumValues) : undefined);
-      if (p.enum !== undefined && values === undefined) throw invalidInput(`${at}.enum`, `must be 1-${INPUT_LIMITS.enumValues} strings`);
-      if (values !== undefined) {
+      // Each of SEP-1330's forms is kept as the server wrote it: titled (`oneOf`), untitled
+      // (`enum`), or the deprecated titled `enum` with `enumNames`; a client tells them apart.
+      let values: string[] | undefined;
+      if (p.oneOf !== undefined) {
+        const options = titledOptions(p.oneOf);
+        if (options === undefined) throw invalidInput(`${at}.oneOf`, `must be 1-${INPUT_LIMITS.enumValues} [{const, title}] options`);
+        out.oneOf = options;
+        values = options.map((o) => o.const);
+      } else if (p.enum !== undefined) {
+        values = stringList(p.enum, INPUT_LIMITS.enumValues);
+        if (values === undefined) throw invalidInput(`${at}.enum`, `must be 1-${INPUT_LIMITS.enumValues} strings`);
         out.enum = values;
-        const names = options?.titles ?? stringList(p.enumNames, INPUT_LIMITS.enumValues);
-        if (names !== undefined && names.length === values.length) out.enumNames = names;
+        const names = stringList(p.enumNames, INPUT_LIMITS.enumValues);
+        if (names !== undefined && names.length === values.length) out.enumNames = names.map((n) => n.slice(0, INPUT_LIMITS.titleChars));
       }
       if (p.format !== undefined) {
         if (typeof p.format !== 'string' || !FORMATS.has(p.format)) throw invalidInput(`${at}.format`, 'must be email, uri, date or date-time');
@@ -203,7 +217,7 @@ function checkProperty(p: unknown, at: string): RestrictedProperty {
         if (n === undefined || !Number.isInteger(n) || n < 0) throw invalidInput(`${at}.${k}`, 'must be a non-negative integer');
         out[k] = n;
       }
-      if (typeof p.default === 'string') out.default = p.default.slice(0, INPUT_LIMITS.valueChars);
+      if (typeof p.default === 'string' && p.default.length <= INPUT_LIMITS.valueChars && (values === undefined || values.includes(p.default))) out.default = p.default;
       return out;
     }
     case 'number':
@@ -228,9 +242,10 @@ function checkProperty(p: unknown, at: string): RestrictedProperty {
       const items = p.items;
       if (!isMap(items)) throw invalidInput(`${at}.items`, 'a multi-select needs items with enum or anyOf');
       const options = items.anyOf !== undefined ? titledOptions(items.anyOf) : undefined;
-      const values = options?.values ?? (items.type === 'string' ? stringList(items.enum, INPUT_LIMITS.enumValues) : undefined);
+      const values = options?.map((o) => o.const) ?? (items.type === 'string' ? stringList(items.enum, INPUT_LIMITS.enumValues) : undefined);
       if (values === undefined) throw invalidInput(`${at}.items`, `a multi-select needs 1-${INPUT_LIMITS.enumValues} string options (enum or anyOf [{const, title}])`);
-      const out: RestrictedProperty = { type: 'array', ...common, items: { type: 'string', enum: values, ...(options ? { enumNames: options.titles } : {}) } };
+      // Titled (`items.anyOf`) or untitled (`items.enum`), as the server wrote it (SEP-1330).
+      const out: RestrictedProperty = { type: 'array', ...common, items: options !== undefined ? { anyOf: options } : { type: 'string', enum: values } };
       for (const k of ['minItems', 'maxItems'] as const) {
         if (p[k] === undefined) continue;
         const n = finite(p[k]);
@@ -304,7 +319,8 @@ function checkValue(p: RestrictedProperty, v: unknown, at: string): ElicitValue 
       const max = p.maxLength as number | undefined;
       if (min !== undefined && v.length < min) throw fail(`must be at least ${min} characters`);
       if (max !== undefined && v.length > max) throw fail(`must be at most ${max} characters`);
-      if (Array.isArray(p.enum) && !(p.enum as string[]).includes(v)) throw fail('must be one of the offered values');
+      const offered = offeredValues(p);
+      if (offered !== undefined && !offered.includes(v)) throw fail('must be one of the offered values');
       if (typeof p.format === 'string' && !formatOk(p.format, v)) throw fail(`must be a valid ${p.format}`);
       return v;
     }
@@ -320,7 +336,7 @@ function checkValue(p: RestrictedProperty, v: unknown, at: string): ElicitValue 
       if (typeof v !== 'boolean') throw fail('must be true or false');
       return v;
     case 'array': {
-      const options = (p.items as { enum?: string[] } | undefined)?.enum ?? [];
+      const options = offeredValues(p.items as Record<string, unknown> | undefined) ?? [];
       if (!Array.isArray(v) || !v.every((x) => typeof x === 'string')) throw fail('must be a list of the offered values');
       if (v.length > options.length || new Set(v).size !== v.length) throw fail('must not repeat a value');
       if (!v.every((x) => options.includes(x))) throw fail('must be a list of the offered values');

@@ -36,7 +36,7 @@ export const CALL_REQUEST_LIMITS: StrictLimits = { ...PAYLOAD_LIMITS, maxBytes: 
 const id = matching(/^[A-Za-z0-9_-]{1,128}$/, '1-128 letters, digits, _ or -');
 
 /** A map of the caller's, kept as sent (its values are the remote server's to check). */
-function mapSaying(says: string): Rule<Record<string, unknown>> {
+export function mapSaying(says: string): Rule<Record<string, unknown>> {
   return (v, field) => {
     if (!isMap(v)) throw invalidInput(field, says);
     return v;
@@ -59,8 +59,8 @@ const callTimeout: Rule<number | undefined> = (v, field) => {
 };
 
 const answerFlags = shape({ sampling: optional(bool), forms: optional(bool), roots: optional(bool) });
-/** What the runtime answers itself: only the flags that are `true` are kept. */
-const answers: Rule<{ sampling?: boolean; forms?: boolean; roots?: boolean }> = (v, field) => {
+/** What the runtime answers itself: only the flags that are `true` are kept (a relayed request's too). */
+export const answers: Rule<{ sampling?: boolean; forms?: boolean; roots?: boolean }> = (v, field) => {
   if (!isMap(v)) throw invalidInput(field, 'must be {sampling?, forms?, roots?}');
   const a = answerFlags(v, field);
   return { ...(a.sampling === true ? { sampling: true } : {}), ...(a.forms === true ? { forms: true } : {}), ...(a.roots === true ? { roots: true } : {}) };

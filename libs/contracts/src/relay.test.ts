@@ -61,4 +61,23 @@ describe('the relay request (mcp.proxy.relay)', () => {
     expect(() => decodeRelayRequest(encodePayload({ ...base, method: 'prompts/get', params: { name: 'p', arguments: { a: deep } } }))).toThrow(expect.objectContaining({ code: 'invalid_input' }));
     expect(() => decodeRelayRequest(new Uint8Array([0xff, 0x00]))).toThrow(expect.objectContaining({ code: 'invalid_input' }));
   });
+
+  it('carries an input round only where a server may ask (prompts/get, resources/read), answers only with the id they go with', () => {
+    const prompt: RelayRequest = { ...base, method: 'prompts/get', params: { name: 'p' }, answers: { forms: true }, inputRequestId: 'inp_abc', inputResponses: { q: { action: 'accept' } } };
+    expect(decodeRelayRequest(encodeRelayRequest(prompt))).toEqual(prompt);
+    // Flags that are not true say nothing, and are not kept.
+    expect(decodeRelayRequest(encodePayload({ ...base, answers: { forms: false } }))).toEqual(base);
+    const field = (raw: Record<string, unknown>): unknown => {
+      try {
+        decodeRelayRequest(encodePayload(raw));
+      } catch (err) {
+        return (err as { details?: { field?: string } }).details?.field;
+      }
+      return undefined;
+    };
+    expect(field({ ...base, method: 'resources/list', params: {}, inputRequestId: 'inp_abc' })).toBe('inputRequestId');
+    expect(field({ ...base, inputResponses: { q: { action: 'accept' } } })).toBe('inputResponses');
+    expect(field({ ...base, inputRequestId: 'not-an-id' })).toBe('inputRequestId');
+    expect(field({ ...base, inputRequestId: 'inp_abc', inputResponses: [1] })).toBe('inputResponses');
+  });
 });

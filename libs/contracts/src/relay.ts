@@ -2,6 +2,8 @@ import { decodeStrict, encodePayload } from './codec.js';
 import { ErrorCodes, WireError, invalidInput, type WireErrorShape } from './errors.js';
 import { absentOrNull, isMap, matching, oneOf, shape, type Rule } from './field-rules.js';
 import { PAYLOAD_LIMITS, StrictRules, type StrictLimits } from './strict-cbor.js';
+import { INPUT_REQUEST_ID_RE } from './inputs.js';
+import { answers, mapSaying } from './proxy-call.js';
 import { boundInField } from './value-bounds.js';
 
 /**
@@ -26,7 +28,18 @@ export interface RelayRequest {
   /** The method's params, checked by {@link relayParams}. */
   params: Record<string, unknown>;
   timeoutMs?: number;
+  /**
+   * What the caller (the endpoint's client) answers itself, as it declared; for the methods where
+   * a server may answer `input_required` ({@link INPUT_METHODS}) the server is told exactly these.
+   */
+  answers?: { sampling?: boolean; forms?: boolean; roots?: boolean };
+  /** A re-sent request: the input request its answers go with (its server's state stays in the proxy). */
+  inputRequestId?: string;
+  inputResponses?: Record<string, unknown>;
 }
+
+/** The relayed methods a 2026-07-28 server may answer with `input_required` (SEP-2322). */
+export const INPUT_METHODS: ReadonlySet<RelayMethod> = new Set(['prompts/get', 'resources/read']);
 
 export type RelayReply = { ok: true; instance: string; result: Record<string, unknown> } | { ok: false; instance: string; error: WireErrorShape };
 
@@ -163,13 +176,30 @@ const relayTimeout: Rule<number | undefined> = (v, field) => {
   if (typeof v !== 'number' || !Number.isFinite(v) || v <= 0) throw invalidInput(field, 'must be a positive number of milliseconds');
   return Math.min(v, MAX_RELAY_TIMEOUT_MS);
 };
-const relayFields = shape({ account: id, agent: id, run: id, server: serverName, method: oneOf(...RELAY_METHODS), timeoutMs: relayTimeout });
+const relayFields = shape({
+  account: id,
+  agent: id,
+  run: id,
+  server: serverName,
+  method: oneOf(...RELAY_METHODS),
+  timeoutMs: relayTimeout,
+  answers: absentOrNull(answers),
+  inputRequestId: absentOrNull(matching(INPUT_REQUEST_ID_RE, 'an input request id (inp_…)')),
+  inputResponses: absentOrNull(mapSaying('must be a map of answers by request key')),
+});
 
 /** Checks a decoded relay request: a new request holding only its fields, params checked for its method. */
 export function parseRelayRequest(raw: unknown): RelayRequest {
   if (!isMap(raw)) throw invalidInput('request', 'must be a map');
   const head = relayFields(raw, '');
-  return { ...head, params: relayParams(head.method, raw.params) };
+  if (head.inputRequestId !== undefined && !INPUT_METHODS.has(head.method)) throw invalidInput('inputRequestId', `${head.method} has no input rounds`);
+  if (head.inputResponses !== undefined && head.inputRequestId === undefined) throw invalidInput('inputResponses', 'goes with the inputRequestId it answers');
+  const out: RelayRequest = { account: head.account, agent: head.agent, run: head.run, server: head.server, method: head.method, params: relayParams(head.method, raw.params) };
+  if (head.timeoutMs !== undefined) out.timeoutMs = head.timeoutMs;
+  if (head.answers !== undefined && Object.keys(head.answers).length > 0) out.answers = head.answers;
+  if (head.inputRequestId !== undefined) out.inputRequestId = head.inputRequestId;
+  if (head.inputResponses !== undefined) out.inputResponses = head.inputResponses;
+  return out;
 }
 
 /** Decodes a relay request's bytes with the strict decoder ({@link RELAY_REQUEST_LIMITS}), then checks its shape. */

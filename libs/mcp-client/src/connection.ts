@@ -1,4 +1,5 @@
 import {
+  CLIENT_CAPABILITIES_META_KEY,
   StreamableHTTPClientTransport,
   type CallToolRequest,
   type CallToolResult,
@@ -103,6 +104,12 @@ export interface CallToolOptions {
    */
   capabilities?: ClientCapabilities;
   /**
+   * The capabilities this call declares instead of the connection's (modern only): a gateway's
+   * call on behalf of a client that declared its own, so the server asks only what that client
+   * can answer. `capabilities` is not used with it.
+   */
+  onlyCapabilities?: ClientCapabilities;
+  /**
    * The tool's definition as listed: on a modern server its `x-mcp-header` parameters are
    * mirrored as `Mcp-Param-<Name>` headers (the SDK reads them from here). Its `outputSchema` is
    * never used to validate the result.
@@ -144,6 +151,13 @@ export interface RelayOptions {
   /** Default 60 s. */
   timeoutMs?: number;
   signal?: AbortSignal;
+  /**
+   * Hands a 2026-07-28 `input_required` result back as it is (`prompts/get`, `resources/read`),
+   * for the caller to ask its own client, instead of failing the request.
+   */
+  allowInputRequired?: boolean;
+  /** The capabilities the request declares instead of the connection's (modern only, in `_meta`). */
+  onlyCapabilities?: ClientCapabilities;
 }
 
 export interface McpConnection {
@@ -309,8 +323,13 @@ export class Connection implements McpConnection {
     return await this.#withReprobe(async (core) => {
       const options: RequestOptions = { timeout: opts.timeoutMs ?? DEFAULT_LIST_TIMEOUT_MS };
       if (opts.signal) options.signal = opts.signal;
-      const meta = core.verdict.era === 'modern' ? traceMeta(this.#ctx.traceCarrier) : undefined;
+      const modern = core.verdict.era === 'modern';
+      // The SDK's envelope gives way to keys a request's `_meta` sets itself.
+      const declared = modern && opts.onlyCapabilities !== undefined ? { [CLIENT_CAPABILITIES_META_KEY]: opts.onlyCapabilities } : undefined;
+      const trace = modern ? traceMeta(this.#ctx.traceCarrier) : undefined;
+      const meta = trace === undefined && declared === undefined ? undefined : { ...trace, ...declared };
       const sent = meta === undefined ? params : { ...params, _meta: meta };
+      if (modern && opts.allowInputRequired === true) options.allowInputRequired = true;
       try {
         const result = (await core.client.request({ method, params: sent }, options)) as Record<string, unknown>;
         return this.#scrubbed(result);
@@ -396,6 +415,7 @@ export class Connection implements McpConnection {
           ...(opts.resetTimeoutOnProgress ? { resetTimeoutOnProgress: true } : {}),
           ...(opts.onResume ? { onResume: opts.onResume } : {}),
           ...(opts.capabilities ? { capabilities: opts.capabilities } : {}),
+          ...(opts.onlyCapabilities ? { onlyCapabilities: opts.onlyCapabilities } : {}),
           classify: this.#classifyContext(core),
           ...(opts.task !== undefined && target.era === 'modern' ? { tasks: true } : {}),
           ...(opts.logLevel !== undefined && target.era === 'modern' ? { logLevel: opts.logLevel } : {}),

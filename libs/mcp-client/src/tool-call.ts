@@ -87,6 +87,8 @@ export interface ToolCallOptions {
   onResume?: (outcome: 'resumed' | 'failed') => void;
   /** Capabilities this call declares beyond the target's (modern: merged into `_meta`). */
   capabilities?: ClientCapabilities;
+  /** Capabilities this call declares instead of the target's (modern); `capabilities` is then not used. */
+  onlyCapabilities?: ClientCapabilities;
   /** How the connection classifies a failure (secrets to scrub, the last challenge, the era). */
   classify?: ClassifyContext;
   /** A task-augmented modern call: the tasks extension is declared in `_meta` (docs/tasks.md). */
@@ -392,8 +394,8 @@ function invalidResult(why: string): McpClientError {
   return new McpClientError(McpClientErrorCode.ProtocolError, `MCP server answered tools/call with an invalid result: ${why}`, { transport: 'http' });
 }
 
-/** What a call declares: the connection's capabilities, the call's own on top, the tasks extension when it asks for a task. */
-function callCapabilities(base: ClientCapabilities, opts: { capabilities?: ClientCapabilities; tasks?: boolean }): ClientCapabilities {
-  const merged = opts.capabilities === undefined ? base : { ...base, ...opts.capabilities };
+/** What a call declares: the connection's capabilities, the call's own on top (or instead), the tasks extension when it asks for a task. */
+function callCapabilities(base: ClientCapabilities, opts: { capabilities?: ClientCapabilities; onlyCapabilities?: ClientCapabilities; tasks?: boolean }): ClientCapabilities {
+  const merged = opts.onlyCapabilities ?? (opts.capabilities === undefined ? base : { ...base, ...opts.capabilities });
   return opts.tasks === true ? withTasksExtension(merged) : merged;
 }

@@ -322,7 +322,10 @@ export class LeanCalls {
     const entries = Object.entries((result.inputRequests ?? {}) as Record<string, { method: string; params?: unknown }>);
     const answers = await Promise.all(
       entries.map(async ([key, q]): Promise<[string, Json]> => {
-        const can = q.method === 'elicitation/create' ? declared.elicitation : q.method === 'sampling/createMessage' ? declared.sampling : false;
+        // A URL question (an approval's console link) goes to a client that opens them, with its
+        // elicitationId, as 2025-11-25 requires of URL-mode elicitation; a form to one that answers forms.
+        const url = q.method === 'elicitation/create' && (q.params as { mode?: unknown } | undefined)?.mode === 'url';
+        const can = q.method === 'elicitation/create' ? (url ? declared.elicitationUrl === true : declared.elicitation) : q.method === 'sampling/createMessage' ? declared.sampling : false;
         if (!can || this.questions.size >= MAX_PENDING_QUESTIONS || signal.aborted) return [key, { action: 'cancel' }];
         const id = this.deps.clients.questionId();
         const answered = new Promise<Json | undefined>((resolve) => {
@@ -375,7 +378,7 @@ export class LeanCalls {
 
   private async rememberInitialize(grant: TokenGrant, msg: Json): Promise<void> {
     const caps = isObject(msg.params) && isObject(msg.params.capabilities) ? msg.params.capabilities : {};
-    await this.deps.clients.remember(grant.id, { elicitation: declaresForms(caps.elicitation), sampling: caps.sampling !== undefined });
+    await this.deps.clients.remember(grant.id, { elicitation: declaresForms(caps.elicitation), sampling: caps.sampling !== undefined, elicitationUrl: declaresUrl(caps.elicitation) });
   }
 
   /** Stops the questions waiting (the service is stopping): each is answered as not answered. */

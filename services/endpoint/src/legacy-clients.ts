@@ -15,10 +15,11 @@ import type { Logger } from '@mcpx/log';
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import type { Redis } from 'ioredis';
 
-/** What a 2025 client of a token declared in its `initialize`: whether it answers forms, and sampling. */
+/** What a 2025 client of a token declared in its `initialize`: whether it answers forms, opens URL questions, and samples. */
 export interface Declared {
   elicitation: boolean;
   sampling: boolean;
+  elicitationUrl?: boolean;
 }
 
 type Json = Record<string, unknown>;
@@ -85,7 +86,7 @@ export class LegacyClients {
         subjects.endpointClientsDeclared,
         payload(decodeClientDeclared),
         (m) => {
-          if (m.instance !== instance) this.keep(m.token, { elicitation: m.elicitation, sampling: m.sampling });
+          if (m.instance !== instance) this.keep(m.token, { elicitation: m.elicitation, sampling: m.sampling, elicitationUrl: m.elicitationUrl === true });
         },
         { what: 'declared capabilities of a 2025 client', log },
       ),
@@ -121,7 +122,7 @@ export class LegacyClients {
       const raw = await this.deps.redis.get(this.key(tokenId));
       if (raw !== null) {
         const m = JSON.parse(raw) as unknown;
-        if (isObject(m)) found = { elicitation: m.elicitation === true, sampling: m.sampling === true };
+        if (isObject(m)) found = { elicitation: m.elicitation === true, sampling: m.sampling === true, elicitationUrl: m.elicitationUrl === true };
       }
     } catch (err) {
       // Redis unreachable: the call goes on as for a client that declared nothing (it is not asked).

@@ -1,9 +1,11 @@
 import { SpanKind, SpanStatusCode, type Counter, type Tracer } from '@opentelemetry/api';
-import { ErrorCodes, WireError, toWireError, type RelayMethod } from '@mcpx/contracts';
+import { ErrorCodes, INPUT_METHODS, WireError, toWireError, type RelayMethod } from '@mcpx/contracts';
 import type { ProxyClient } from '@mcpx/proxy-client';
 import { ProtocolError, ProtocolErrorCode, type Server } from '@modelcontextprotocol/server';
 import type { TokenGrant } from './agent-tokens.js';
 import type { ToolSets } from './tool-sets.js';
+import { foreignState, isInputState, stateRefusal } from './input-states.js';
+import { declaresForms, passOnInputRequired } from './tool-calls.js';
 
 /**
  * Resources, resource templates, prompts and completions of an agent's granted servers, relayed
@@ -90,6 +92,43 @@ function protocolErrorOf(err: unknown, method: RelayMethod): ProtocolError {
   return new ProtocolError(ProtocolErrorCode.InternalError, wire.message, data);
 }
 
+/** What a relayed `prompts/get` or `resources/read` carries for its input rounds (relay.ts `INPUT_METHODS`). */
+interface InputRound {
+  fields: { answers?: { forms?: boolean; sampling?: boolean; roots?: boolean }; inputRequestId?: string; inputResponses?: Record<string, unknown> };
+}
+
+/** The request handler's context, as far as input rounds read it. */
+interface RoundContext {
+  mcpReq: { requestState?: () => unknown; inputResponses?: Record<string, unknown> };
+}
+
+/**
+ * A request's input round: what its client declared it answers (the server is told exactly that),
+ * and on a retry the input request id it echoes as `requestState` with its answers. A state this
+ * endpoint never gives is refused (input-states.ts); answers that are not a map of objects are a
+ * protocol error, as on tools/call.
+ */
+function inputRound(server: Server, ctx: RoundContext | undefined): InputRound {
+  const caps = server.getClientCapabilities() ?? {};
+  const answers = {
+    ...(declaresForms(caps.elicitation) ? { forms: true } : {}),
+    ...(caps.sampling !== undefined ? { sampling: true } : {}),
+    ...(caps.roots !== undefined ? { roots: true } : {}),
+  };
+  const state = ctx?.mcpReq.requestState?.();
+  const responses = ctx?.mcpReq.inputResponses;
+  if (state !== undefined && !isInputState(state)) throw foreignState();
+  if (responses !== undefined && (responses === null || typeof responses !== 'object' || Object.values(responses).some((a) => a === null || typeof a !== 'object' || Array.isArray(a)))) {
+    throw new ProtocolError(ProtocolErrorCode.InvalidParams, 'inputResponses: must be a map of answers (objects) by request key');
+  }
+  return {
+    fields: {
+      ...(Object.keys(answers).length > 0 ? { answers } : {}),
+      ...(isInputState(state) ? { inputRequestId: state, ...(responses !== undefined ? { inputResponses: responses } : {}) } : {}),
+    },
+  };
+}
+
 const unknownName = (what: string, value: string): ProtocolError => new ProtocolError(ProtocolErrorCode.InvalidParams, `Unknown ${what}: ${value.slice(0, 256)}`);
 
 /**
@@ -99,16 +138,23 @@ const unknownName = (what: string, value: string): ProtocolError => new Protocol
 export function registerRelayed(server: Server, grant: TokenGrant, face: string | undefined, deps: RelayedDeps): void {
   const run = `ep-${grant.id}`;
   /** One relayed request: its span and its count, the proxy's failure as an MCP error. */
-  const relay = async (target: string, method: RelayMethod, params: Record<string, unknown>): Promise<Result> => {
+  const relay = async (target: string, method: RelayMethod, params: Record<string, unknown>, rounds?: InputRound): Promise<Result> => {
     const span = deps.tracer.startSpan(`endpoint.${method}`, {
       kind: SpanKind.SERVER,
       attributes: { 'mcpx.account': grant.account, 'mcpx.agent': grant.agent, 'mcp.server': target, 'mcpx.face': face === undefined ? 'merged' : 'server' },
     });
     let outcome = 'ok';
     try {
-      return await deps.proxy.relay({ account: grant.account, agent: grant.agent, run, server: target, method, params });
+      return await deps.proxy.relay({ account: grant.account, agent: grant.agent, run, server: target, method, params, ...rounds?.fields });
     } catch (err) {
-      const e = protocolErrorOf(err, method);
+      // The server's questions, all the client's own (the proxy refuses any other), as its input_required.
+      const asked = rounds !== undefined && err instanceof WireError && err.code === ErrorCodes.inputRequired ? passOnInputRequired(err) : undefined;
+      if (asked !== undefined) {
+        outcome = 'input_required';
+        return asked;
+      }
+      const badState = rounds?.fields.inputRequestId !== undefined && err instanceof WireError ? stateRefusal(err) : undefined;
+      const e = badState ?? protocolErrorOf(err, method);
       outcome = err instanceof WireError ? err.code : 'error';
       span.setStatus({ code: SpanStatusCode.ERROR, message: e.message });
       throw e;
@@ -180,11 +226,11 @@ export function registerRelayed(server: Server, grant: TokenGrant, face: string 
     Array.isArray(r.contents) ? { ...r, contents: (r.contents as Array<Record<string, unknown>>).map((c) => (typeof c.uri === 'string' ? { ...c, uri: wrapUri(s, c.uri) } : c)) } : r;
 
   if (face !== undefined) {
-    const pass = (method: RelayMethod, list: boolean) => async (request: { params?: unknown }) => {
-      const { _meta: _drop, ...params } = (request.params ?? {}) as Record<string, unknown>;
+    const pass = (method: RelayMethod, list: boolean) => async (request: { params?: unknown }, ctx?: RoundContext) => {
+      const { _meta: _drop, inputResponses: _answers, requestState: _state, ...params } = (request.params ?? {}) as Record<string, unknown>;
       let r: Result;
       try {
-        r = await relay(face, method, params);
+        r = await relay(face, method, params, INPUT_METHODS.has(method) ? inputRound(server, ctx) : undefined);
       } catch (err) {
         // A read's miss names its URI in `data.uri`, as MCP asks of a server (SEP-2164).
         if (method === 'resources/read' && err instanceof ProtocolError && err.code === (ProtocolErrorCode.InvalidParams as number) && typeof params.uri === 'string') {
@@ -209,13 +255,14 @@ export function registerRelayed(server: Server, grant: TokenGrant, face: string 
     mergedList('resources/list', 'resources', (s, r) => ({ ...r, uri: wrapUri(s, String(r.uri)) }), cursorOf(request.params))) as never);
   server.setRequestHandler('resources/templates/list', (async (request: { params?: unknown }) =>
     mergedList('resources/templates/list', 'resourceTemplates', (s, t) => ({ ...t, uriTemplate: wrapUri(s, String(t.uriTemplate), true) }), cursorOf(request.params))) as never);
-  server.setRequestHandler('resources/read', (async (request: { params: { uri: string } }) => {
+  server.setRequestHandler('resources/read', (async (request: { params: { uri: string } }, ctx?: RoundContext) => {
     const back = await resourceOf(request.params.uri);
-    return wrapContents(back.server, await relay(back.server, 'resources/read', { uri: back.uri }));
+    const r = await relay(back.server, 'resources/read', { uri: back.uri }, inputRound(server, ctx));
+    return r.resultType === 'input_required' ? r : wrapContents(back.server, r);
   }) as never);
-  server.setRequestHandler('prompts/get', (async (request: { params: { name: string; arguments?: Record<string, string> } }) => {
+  server.setRequestHandler('prompts/get', (async (request: { params: { name: string; arguments?: Record<string, string> } }, ctx?: RoundContext) => {
     const back = await promptOf(request.params.name);
-    return await relay(back.server, 'prompts/get', { name: back.name, ...(request.params.arguments !== undefined ? { arguments: request.params.arguments } : {}) });
+    return await relay(back.server, 'prompts/get', { name: back.name, ...(request.params.arguments !== undefined ? { arguments: request.params.arguments } : {}) }, inputRound(server, ctx));
   }) as never);
   server.setRequestHandler('completion/complete', (async (request: { params: { ref: { type: string; name?: string; uri?: string }; argument: unknown; context?: unknown } }) => {
     const { ref, argument, context } = request.params;

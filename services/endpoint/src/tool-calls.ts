@@ -6,6 +6,7 @@ import { isRedisUnavailable, REDIS_RETRY_AFTER_MS } from '@mcpx/locks';
 import type { ProxyClient } from '@mcpx/proxy-client';
 import { inputRequired, MissingRequiredClientCapabilityError, ProtocolError, ProtocolErrorCode, type CallToolResult, type InputRequiredResult } from '@modelcontextprotocol/server';
 import type { TokenGrant } from './agent-tokens.js';
+import { foreignState, isInputState, stateRefusal } from './input-states.js';
 import { META_APPROVAL_ID, META_INPUT_REQUEST_ID, callToolResult, errorResult } from './call-result.js';
 import type { AgentToolSet, ToolSets } from './tool-sets.js';
 import { APPROVAL_INPUT_KEY, UserApprovals, type ApprovalQuestion } from './user-approvals.js';
@@ -91,12 +92,15 @@ export interface ToolCallsDeps {
  * endpoint's own `input_required`: the same questions by key, and the input request id as the
  * `requestState` (the server's own state stays sealed in the proxy).
  */
+/** MCP 2026-07-28's MissingRequiredClientCapability. */
+const MISSING_CAPABILITY = -32021;
+
 /** Whether a request's `_meta` is the 2026-07-28 envelope (a 2025 request carries no protocol version there). */
 function isModern(meta: unknown): boolean {
   return meta !== null && typeof meta === 'object' && typeof (meta as Record<string, unknown>)['io.modelcontextprotocol/protocolVersion'] === 'string';
 }
 
-function passOnInputRequired(err: WireError): InputRequiredResult | undefined {
+export function passOnInputRequired(err: WireError): InputRequiredResult | undefined {
   const id = err.details.inputRequestId;
   const items = err.details.requests;
   if (typeof id !== 'string' || !Array.isArray(items) || items.length === 0) return undefined;
@@ -135,7 +139,10 @@ export class ToolCalls {
     if (calls?.length === 1) calls[0]?.();
   }
 
-  /** Runs the call; throws (a ProtocolError) only for a tool the agent does not have, or a capability a 2026-07-28 client did not declare. */
+  /**
+   * Runs the call; throws (a ProtocolError) only for a tool the agent does not have, a capability
+   * a 2026-07-28 client did not declare, and a `requestState` it will not take (input-states.ts).
+   */
   async call(input: ToolCallInput): Promise<CallToolResult | InputRequiredResult> {
     const { grant, name } = input;
     // A new trace linked to the client's (`_meta.traceparent` of 2026-07-28, else the HTTP headers), never its child.
@@ -246,6 +253,11 @@ export class ToolCalls {
     // requestState (bound by the proxy to this run, tool and arguments, used once); one the owner
     // answered is re-sent with the id in _meta.
     const echoed = input.requestState;
+    // A state this endpoint never gives is refused before anything is asked (input-states.ts).
+    if (echoed !== undefined && !UserApprovals.isState(echoed) && !isInputState(echoed)) {
+      outcome.value = ErrorCodes.invalidInput;
+      throw foreignState();
+    }
     const metaInput = meta?.[META_INPUT_REQUEST_ID];
     const inputRequestId = typeof echoed === 'string' && INPUT_REQUEST_ID_RE.test(echoed) ? echoed : typeof metaInput === 'string' && INPUT_REQUEST_ID_RE.test(metaInput) ? metaInput : undefined;
     const inputResponses = input.inputResponses;
@@ -306,6 +318,12 @@ export class ToolCalls {
       return callToolResult(result);
     } catch (err) {
       const wire = err instanceof WireError ? err : toWireError(err);
+      // An echoed input request id the proxy will not take: refused as a state, not as a tool result.
+      const badState = isInputState(echoed) ? stateRefusal(wire) : undefined;
+      if (badState !== undefined) {
+        outcome.value = wire.code;
+        throw badState;
+      }
       // Questions the client may answer itself go on to it as input_required (the SDK pushes
       // them as elicitation/create to a 2025 client); the owner's stay a tool result naming them.
       const passed = wire.code === ErrorCodes.inputRequired && wire.details.forPerson === false ? passOnInputRequired(wire) : undefined;
@@ -330,6 +348,11 @@ export class ToolCalls {
       if (wire.code === ErrorCodes.inputRefused && wire.details.reason === 'sampling_unsupported' && isModern(input.meta)) {
         outcome.value = 'missing_capability';
         throw new MissingRequiredClientCapabilityError({ requiredCapabilities: { sampling: {} } });
+      }
+      // The server's own -32021 (told what this client declared, it asked for what the client lacks): an error, as directly.
+      if (wire.code === ErrorCodes.serverError && wire.details.mcpCode === MISSING_CAPABILITY && isModern(input.meta)) {
+        outcome.value = 'missing_capability';
+        throw new ProtocolError(MISSING_CAPABILITY, wire.message);
       }
       if (wire.code === ErrorCodes.internal) this.deps.onError(err as Error);
       return refused(wire);

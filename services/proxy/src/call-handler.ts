@@ -9,6 +9,7 @@ import { argumentsHash, type ApprovalGate } from './approval-gate.js';
 import { approvalStep, limitRefusal, limitRefusalKind, retryDecision } from './call-decisions.js';
 import type { Catalog } from './catalog.js';
 import type { ConnectionPool } from './connection-pool.js';
+import { declaredFor } from './declared-capabilities.js';
 import { inputRoundOf, type InputGate, type Resumption } from './input-requests.js';
 import { CallChannel, raceQuestion, type LegacyAsks, type PushedQuestion } from './legacy-inputs.js';
 import { CallMetrics, type CallTarget } from './call-metrics.js';
@@ -319,6 +320,7 @@ export class CallHandler {
       if (resumption !== undefined) {
         params = { ...params, inputResponses: resumption.inputResponses, ...(resumption.requestState !== undefined ? { requestState: resumption.requestState } : {}) } as typeof params;
       }
+      const declared = declaredFor(req);
       // A legacy server may push a question during the call: it is routed to this call's channel.
       const channel = this.deps.legacyAsks !== undefined ? new CallChannel() : undefined;
       // The era of the connection the call went out on (set at once when the run's connection was ready).
@@ -332,8 +334,9 @@ export class CallHandler {
               signal: ctl.signal,
               tool,
               onResume: (outcome) => this.resumedStream(client, doc.server, outcome),
-              // A caller that shares its roots declares them to the server for this call.
-              ...(req.answers?.roots === true ? { capabilities: { roots: {} } } : {}),
+              // The endpoint's client that declared what it answers is declared as it is (see
+              // declaredFor); another caller that shares its roots declares them for this call.
+              ...(declared !== undefined ? { onlyCapabilities: declared } : req.answers?.roots === true ? { capabilities: { roots: {} } } : {}),
               ...(progress !== undefined ? { onProgress: progress.progress } : {}),
               ...(logs !== undefined ? { logLevel: req.logLevel, onLog: logs.message } : {}),
               ...(taskId !== undefined ? { task: { ttlMs: tasks!.maxTtlMs } } : {}),

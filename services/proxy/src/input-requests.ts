@@ -18,6 +18,11 @@ import { PendingInputsFullError, newInputRequestId, type InputConsumeReason, typ
 import type { SecretBox } from '@mcpx/secrets';
 import { pendingFullError, pendingStoreDown } from './pending-refusals.js';
 
+/** Who asks, and for what: a call's request, or a relayed request's (`prompts/get`, `resources/read`). */
+export type InputAsker = Pick<ProxyCallRequest, 'account' | 'agent' | 'run' | 'tool' | 'answers' | 'inputRequestId' | 'inputResponses'>;
+/** Whose question it is: a tool's document, or the prompt or resource of a relayed request. */
+export type InputTarget = Pick<McpToolDocument, 'name' | 'server' | 'remoteName'>;
+
 /** What a re-sent call carries to the server: the answers by key, and the server's own state, unsealed. */
 export interface Resumption {
   inputResponses: Record<string, unknown>;
@@ -73,7 +78,7 @@ function jsonBytes(v: unknown): number {
   }
 }
 
-function serverFault(doc: McpToolDocument, why: string, extra: Record<string, unknown> = {}): WireError {
+function serverFault(doc: InputTarget, why: string, extra: Record<string, unknown> = {}): WireError {
   return new WireError(ErrorCodes.serverError, `the ${doc.server} MCP server asked for input that cannot be shown (${why})`, {
     server: doc.server,
     tool: doc.name,
@@ -82,7 +87,7 @@ function serverFault(doc: McpToolDocument, why: string, extra: Record<string, un
   });
 }
 
-function refused(doc: McpToolDocument, reason: string, message: string, extra: Record<string, unknown> = {}): WireError {
+function refused(doc: InputTarget, reason: string, message: string, extra: Record<string, unknown> = {}): WireError {
   return new WireError(ErrorCodes.inputRefused, `${doc.name}: ${message}`, { reason, tool: doc.name, server: doc.server, ...extra });
 }
 
@@ -151,7 +156,7 @@ export class InputGate {
    * the typed error of a question this connector does not answer (roots; sampling for a runtime
    * that does not sample) or cannot show (a schema outside the restricted one).
    */
-  classify(req: ProxyCallRequest, doc: McpToolDocument, inputRequests: Record<string, { method: string; params?: unknown }>, formsByRuntime: boolean): InputRequestItem[] {
+  classify(req: InputAsker, doc: InputTarget, inputRequests: Record<string, { method: string; params?: unknown }>, formsByRuntime: boolean): InputRequestItem[] {
     const keys = Object.keys(inputRequests);
     if (keys.length > INPUT_LIMITS.requestsPerRound) throw serverFault(doc, `${keys.length} questions at once; at most ${INPUT_LIMITS.requestsPerRound}`);
     const items: InputRequestItem[] = [];
@@ -220,7 +225,7 @@ export class InputGate {
    * quota waiting for a person: then the call fails with `quota_exceeded` and nothing is recorded.
    * The store counts both and records in one step, so racing calls never pass a cap.
    */
-  private async createWithin(input: Parameters<InputStore['create']>[0], doc: McpToolDocument): Promise<InputRecord> {
+  private async createWithin(input: Parameters<InputStore['create']>[0], doc: InputTarget): Promise<InputRecord> {
     let full: PendingInputsFullError;
     try {
       return await this.deps.store.create(input, this.caps);
@@ -238,8 +243,8 @@ export class InputGate {
    * id, the questions and who answers them (never the server's `requestState`).
    */
   async stop(
-    req: ProxyCallRequest,
-    doc: McpToolDocument,
+    req: InputAsker,
+    doc: InputTarget,
     items: InputRequestItem[],
     ctx: { argsHash: string; round: number; approved: boolean; era: 'modern' | 'legacy'; requestState?: string; holder?: string },
   ): Promise<never> {
@@ -292,7 +297,7 @@ export class InputGate {
    * answered, `input_refused` for anything that cannot be used, `invalid_input` for a runtime
    * answer that does not fit.
    */
-  async resume(req: ProxyCallRequest, doc: McpToolDocument, argsHash: string): Promise<Resumption> {
+  async resume(req: InputAsker, doc: InputTarget, argsHash: string): Promise<Resumption> {
     const id = req.inputRequestId!;
     const binding = { agent: req.agent, run: req.run, tool: req.tool, argsHash };
     const found = await this.deps.store.get(req.account, id);
@@ -354,7 +359,7 @@ export class InputGate {
     return { inputResponses: responses, ...(requestState !== undefined ? { requestState } : {}), round: out.record.round, approved: out.record.approved, record: out.record };
   }
 
-  private refusal(doc: McpToolDocument, id: string, reason: InputConsumeReason): WireError {
+  private refusal(doc: InputTarget, id: string, reason: InputConsumeReason): WireError {
     this.rounds?.add(1, { outcome: 'refused', reason });
     return refused(doc, reason, REFUSALS[reason], { inputRequestId: id });
   }
@@ -373,7 +378,7 @@ export function inputRoundOf(result: unknown): { inputRequests: Record<string, {
 }
 
 /** The typed `input_required` of a recorded round: what to answer, by whom, until when. */
-export function inputRequiredError(doc: McpToolDocument, record: InputRecord, items: InputRequestItem[]): WireError {
+export function inputRequiredError(doc: InputTarget, record: InputRecord, items: InputRequestItem[]): WireError {
   const first = items.find((i): i is Extract<InputRequestItem, { message: string }> => 'message' in i);
   const forPerson = items.some((i) => i.answerBy === 'person');
   const question = first?.message ? `: "${first.message.slice(0, 200)}"` : '';

@@ -139,7 +139,7 @@ export async function startProxy(config: Config, opts: ProxyOptions = {}): Promi
 
   const service = await startCallService({ nc: bus.nc, subjects: bus.subjects, instance, handler, stats, log });
   // Resources, prompts and completions of granted servers (the agent endpoint's): ./relay-requests.ts.
-  const relay = new RelayRequests({ nc: bus.nc, subjects: bus.subjects, instance, catalog, pool, tracer: telemetry.tracer, meter: telemetry.meter, oauth, maxPayload, log });
+  const relay = new RelayRequests({ nc: bus.nc, subjects: bus.subjects, instance, catalog, pool, tracer: telemetry.tracer, meter: telemetry.meter, oauth, maxPayload, log, inputs });
   relay.start();
   // The endpoint's upstream subscriptions (resource updates, list changes): ./upstream-watches.ts.
   const contexts = new UpstreamContexts({ connectTimeoutMs: 30_000, fetch: tracingFetch(outboundFetch), verdicts: new StoredEraVerdicts(reads) });

@@ -2,6 +2,7 @@ import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import { SpanKind, SpanStatusCode, trace, context, type Context, type Counter, type Histogram, type Meter, type Tracer } from '@opentelemetry/api';
 import {
   ErrorCodes,
+  INPUT_METHODS,
   MAX_RELAY_TIMEOUT_MS,
   QueueGroups,
   WireError,
@@ -18,6 +19,8 @@ import { McpClientError, McpClientErrorCode, type McpConnection } from '@mcpx/mc
 import { McpAttributes, extractTraceContext } from '@mcpx/telemetry';
 import type { Catalog } from './catalog.js';
 import type { ConnectionPool } from './connection-pool.js';
+import type { InputGate } from './input-requests.js';
+import { relayWithInputs, type RelaySend } from './relay-inputs.js';
 import type { OAuthTokens } from './oauth-tokens.js';
 import { toWire } from './wire-errors.js';
 import { screenAppContents } from './app-resources.js';
@@ -177,6 +180,8 @@ export interface RelayDeps {
   /** The NATS connection's max payload: a reply stays within it. */
   maxPayload: number;
   log: Logger;
+  /** Input rounds of a relayed prompt or read (relay-inputs.ts); absent, such a question fails the request. */
+  inputs?: InputGate;
 }
 
 /** A server's JSON-RPC error as a wire error that keeps its code (`mcpCode`), so a client gets the server's answer. */
@@ -278,23 +283,30 @@ export class RelayRequests {
     if (!agent.grants.has(req.server)) throw new WireError(ErrorCodes.notGranted, `the agent is not granted the ${req.server} MCP server`, { server: req.server });
     let server = catalog.serverNow(req.account, req.server) ?? (await catalog.server(req.account, req.server));
     if (server === null) throw new WireError(ErrorCodes.notFound, `no MCP server named ${req.server}`, { server: req.server });
-    const key = `${req.account}\u0000${req.server}\u0000${req.method}\u0000${JSON.stringify(req.params)}`;
-    const hit = this.cache.get(key);
+    // What the caller declared it answers can change a prompt's or a read's result: it is part of the key.
+    const key = `${req.account}\u0000${req.server}\u0000${req.method}\u0000${JSON.stringify(req.params)}\u0000${INPUT_METHODS.has(req.method) ? JSON.stringify(req.answers ?? {}) : ''}`;
+    // A re-sent request's result is its client's answers': never taken from, nor kept in, the cache.
+    const cacheable = req.inputRequestId === undefined;
+    const hit = cacheable ? this.cache.get(key) : undefined;
     span.setAttribute('mcpx.cache.hit', hit !== undefined);
     if (hit !== undefined) return hit;
     if (server.oauth !== undefined && this.deps.oauth?.expiring(server)) server = await this.deps.oauth.refreshed(req.account, req.server, server);
     const timeoutMs = Math.min(req.timeoutMs ?? MAX_RELAY_TIMEOUT_MS, MAX_RELAY_TIMEOUT_MS);
-    const send = async (conn: McpConnection): Promise<Record<string, unknown>> => {
-      const caps = conn.client.getServerCapabilities() as Record<string, unknown> | undefined;
-      if (caps?.[CAPABILITY[req.method]] === undefined) return undeclared(req);
-      return await conn.relay(req.method, req.params, { timeoutMs });
-    };
-    const raw = await this.deps.pool.use(req.account, req.run, req.server, server, send, false, trace.setSpan(context.active(), span));
+    const sendOn =
+      (params: Record<string, unknown>, opts: Parameters<RelaySend>[1]) =>
+      async (conn: McpConnection): Promise<Record<string, unknown>> => {
+        const caps = conn.client.getServerCapabilities() as Record<string, unknown> | undefined;
+        if (caps?.[CAPABILITY[req.method]] === undefined) return undeclared(req);
+        return await conn.relay(req.method, params, { timeoutMs, ...opts });
+      };
+    const target = server;
+    const send: RelaySend = (params, opts) => this.deps.pool.use(req.account, req.run, req.server, target, sendOn(params, opts), false, trace.setSpan(context.active(), span));
+    const raw = await relayWithInputs(req, send, this.deps.inputs, span);
     // A ui:// resource that is not HTML is not passed on as an app (./app-resources.ts).
     const screened = req.method === 'resources/read' ? screenAppContents(raw) : raw;
     if (screened !== raw) span.setAttribute('mcpx.apps.not_html', true);
     const result = boundRelayResult(req.method, screened, Math.max(64 * 1024, this.deps.maxPayload - REPLY_MARGIN_BYTES));
-    this.cache.put(key, result);
+    if (cacheable) this.cache.put(key, result);
     return result;
   }
 }
