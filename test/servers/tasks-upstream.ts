@@ -70,6 +70,7 @@ export async function startTasksUpstream(opts: TasksUpstreamOptions = {}): Promi
   const stats = { calls: 0, gets: new Map<string, number>(), cancels: 0, created: 0, updates: 0 };
   const now = (): string => new Date().toISOString();
   const advance = (t: ServerTask): void => {
+    if (t.status === 'working' && t.question !== undefined) Object.assign(t, { status: 'input_required', statusMessage: 'which format?', lastUpdatedAt: now() });
     if (t.status !== 'working') return;
     const left = t.endsAt - Date.now();
     if (left <= 0) {
@@ -130,8 +131,9 @@ export async function startTasksUpstream(opts: TasksUpstreamOptions = {}): Promi
         format: typeof request.params.arguments?.format === 'string' ? request.params.arguments.format : 'csv',
       };
       if (name === 'clarify-export') {
-        // SEP-2663: the task asks in `tasks/get` (`inputRequests`), answered with `tasks/update`.
-        Object.assign(t, { status: 'input_required', statusMessage: 'which format?', endsAt: Number.POSITIVE_INFINITY, question: CLARIFY_QUESTION });
+        // SEP-2663: the task asks in `tasks/get` (`inputRequests`), answered with `tasks/update`;
+        // it is created `working` and asks from its first `tasks/get` on.
+        Object.assign(t, { endsAt: Number.POSITIVE_INFINITY, question: CLARIFY_QUESTION });
       }
       tasks.set(t.taskId, t);
       stats.created++;
@@ -150,12 +152,13 @@ export async function startTasksUpstream(opts: TasksUpstreamOptions = {}): Promi
       advance(t);
       return wire(t);
     });
-    const updateParams = { params: z.object({ taskId: z.string(), inputResponses: z.record(z.string(), z.unknown()) }).passthrough() };
-    server.setRequestHandler('tasks/update', updateParams, (params) => {
+    server.setRequestHandler('tasks/update', taskIdParams, (params, ctx) => {
       const t = find(params.taskId);
       stats.updates++;
       if (t.status !== 'input_required') return {};
-      const answer = params.inputResponses.format as { action?: string; content?: { format?: unknown } } | undefined;
+      // The SDK lifts a request's `inputResponses` off its params (they are the MRTR retry's field).
+      const responses = (ctx.mcpReq as { inputResponses?: Record<string, unknown> }).inputResponses ?? {};
+      const answer = responses.format as { action?: string; content?: { format?: unknown } } | undefined;
       const chosen = answer?.action === 'accept' && typeof answer.content?.format === 'string' ? answer.content.format : 'csv (no answer)';
       Object.assign(t, { status: 'working', statusMessage: `exporting as ${chosen}`, format: chosen, endsAt: Date.now() + durationMs, question: undefined, lastUpdatedAt: now() });
       return {};

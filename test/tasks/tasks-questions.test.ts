@@ -85,12 +85,14 @@ describe("a task's question answered by a person", { timeout: 180_000 }, () => {
     const asked = await waitingFor('modern__clarify-export');
     expect(asked.requests.map((r) => r.key)).toEqual(['format']);
     expect(modern.stats.updates).toBe(0);
+    // The task names the question it waits on.
+    expect(await client.getTask(system.account, id!)).toMatchObject({ state: 'input_required', inputRequestId: asked.id });
     const answer = await runCli(['inputs', 'answer', asked.id, '--accept', 'format=parquet'], env);
     expect(answer.code, answer.stderr).toBe(0);
     const ended = await waiting;
-    expect(ended.state).toBe('completed');
-    // The event of the question named its input request; the answer went once.
-    expect(events.some((e) => e.state === 'input_required' && e.inputRequestId === asked.id)).toBe(true);
+    expect(ended.state, JSON.stringify(ended)).toBe('completed');
+    // The task went on from the answer, and the answer went once.
+    expect(events.some((e) => e.state === 'working')).toBe(true);
     expect(modern.stats.updates).toBe(1);
     const result = await client.taskResult(system.account, id!);
     expect(result.text).toBe('export ready: parquet');
