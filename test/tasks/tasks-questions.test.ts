@@ -1,12 +1,31 @@
+import { spawn } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TaskEvent } from '@mcpx/contracts';
 import { TaskClient } from '@mcpx/proxy-client';
-import { cliEnvFor, runCli } from '../support/cli.js';
+import { cliEnvFor, runCli, type CliResult } from '../support/cli.js';
+import { entryArgs } from '../support/bundles.js';
 import { serviceUrls } from '../support/env.js';
 import { ProxySystem } from '../support/proxy-system.js';
-import { eventually } from '../support/system.js';
+import { ROOT, eventually } from '../support/system.js';
 import { startEverythingServer, type EverythingServer } from '../servers/index.js';
 import { startTasksUpstream, type TasksUpstream } from '../servers/tasks-upstream.js';
+
+/** `mcpx` in its own process, killed after `ms`. */
+function runCliWithin(ms: number, args: string[], env: Record<string, string>): Promise<CliResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [...entryArgs('mcpx'), ...args], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString('utf8')));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString('utf8')));
+    const timer = setTimeout(() => child.kill('SIGKILL'), ms);
+    child.on('error', reject);
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      resolve({ code: code ?? 1, stdout, stderr });
+    });
+  });
+}
 
 interface InputsList {
   inputRequests: Array<{ id: string; tool: string; requests: Array<{ key: string; message?: string }> }>;
@@ -55,7 +74,8 @@ describe("a task's question answered by a person", { timeout: 180_000 }, () => {
     );
 
   it('mcpx call of the ambiguous research query waits; its question is answered with mcpx inputs answer, and the report uses the answer (2025-11-25)', async () => {
-    const call = runCli(['call', '--agent', 'researcher', '--timeout-ms', '500', 'every__simulate-research-query', '{"topic":"python","ambiguous":true}'], env);
+    // The CLI in its own process, bounded by the test (a loaded box may pass runCli's 60 s).
+    const call = runCliWithin(120_000, ['call', '--agent', 'researcher', '--timeout-ms', '500', 'every__simulate-research-query', '{"topic":"python","ambiguous":true}'], env);
     const asked = await waitingFor('every__simulate-research-query');
     expect(asked.requests[0]?.message).toContain('could have multiple interpretations');
     // The task names the question it waits on.
