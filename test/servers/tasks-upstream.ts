@@ -15,6 +15,10 @@ export interface TasksUpstreamOptions {
   /** The task ttl the server keeps (default 10 minutes). */
   ttlMs?: number;
   port?: number;
+  /** Told of each task created (the bench measures from `endsAt`, when the task is done upstream). */
+  onCreated?: (task: { taskId: string; endsAt: number; format: string }) => void;
+  /** Told of each `tasks/get` (the bench counts them per task). */
+  onGet?: (taskId: string) => void;
 }
 
 interface ServerTask {
@@ -137,6 +141,7 @@ export async function startTasksUpstream(opts: TasksUpstreamOptions = {}): Promi
       }
       tasks.set(t.taskId, t);
       stats.created++;
+      opts.onCreated?.({ taskId: t.taskId, endsAt: t.endsAt, format: t.format });
       return { resultType: 'task', ...wire(t) } as never;
     });
     // Extension methods that reuse the 2025 names: served with schemas of their own (the SDK's way).
@@ -149,6 +154,7 @@ export async function startTasksUpstream(opts: TasksUpstreamOptions = {}): Promi
     server.setRequestHandler('tasks/get', taskIdParams, (params) => {
       const t = find(params.taskId);
       stats.gets.set(t.taskId, (stats.gets.get(t.taskId) ?? 0) + 1);
+      opts.onGet?.(t.taskId);
       advance(t);
       return wire(t);
     });
