@@ -25,11 +25,7 @@ describe('tasks through faults', { timeout: 180_000 }, () => {
   let db: pg.Client;
 
   beforeAll(async () => {
-    [system, modern, everything] = await Promise.all([
-      ProxySystem.start({ proxies: 0 }),
-      startTasksUpstream({ durationMs: 5_000, pollIntervalMs: 300 }),
-      startEverythingServer('streamableHttp'),
-    ]);
+    [system, modern, everything] = await Promise.all([ProxySystem.start({ proxies: 0 }), startTasksUpstream({ durationMs: 5_000, pollIntervalMs: 300 }), startEverythingServer('streamableHttp')]);
     const env = { TASK_LEASE_MS: LONG_LEASE_MS, TASK_POLL_MIN_MS: '100', TASK_POLL_MAX_MS: '1000', LOG_LEVEL: 'warn' };
     procs = await Promise.all([spawnProxyProcess(system, env), spawnProxyProcess(system, env)]);
     await system.setServer('modern', modern.url);
@@ -47,7 +43,8 @@ describe('tasks through faults', { timeout: 180_000 }, () => {
     await Promise.all([modern?.close(), everything?.close()]);
   });
 
-  const leaseOf = async (id: string): Promise<string | null> => ((await db.query<{ lease_owner: string | null }>('SELECT lease_owner FROM proxy.tasks WHERE id = $1', [id])).rows[0]?.lease_owner ?? null);
+  const leaseOf = async (id: string): Promise<string | null> =>
+    (await db.query<{ lease_owner: string | null }>('SELECT lease_owner FROM proxy.tasks WHERE id = $1', [id])).rows[0]?.lease_owner ?? null;
 
   it("the upstream restarted mid-task: a 2025 task's session is gone, the task ends failed with task_lost, never hangs", async () => {
     const out = await system.call('agent', 'r-restart', 'every__simulate-research-query', { topic: 'storms' }, { timeoutMs: 1_500 });

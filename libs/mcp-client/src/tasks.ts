@@ -216,7 +216,12 @@ export async function taskRequest(target: TaskWireTarget, method: string, params
     // A legacy session the server no longer knows (it restarted, or ended it): its tasks went with it
     // (404, or SDK v1 servers' 400 "No valid session ID").
     if (target.era === 'legacy' && isSessionLost(err))
-      throw new McpClientError(McpClientErrorCode.SessionExpired, `MCP ${method}: the server no longer knows the session its task lives in`, { transport: 'http', ...(typeof status === 'number' ? { status } : {}) }, { cause: err });
+      throw new McpClientError(
+        McpClientErrorCode.SessionExpired,
+        `MCP ${method}: the server no longer knows the session its task lives in`,
+        { transport: 'http', ...(typeof status === 'number' ? { status } : {}) },
+        { cause: err },
+      );
     if (status === 401 || status === 403)
       throw new McpClientError(McpClientErrorCode.Unauthorized, `MCP ${method}: the server refused the credentials (HTTP ${status})`, { transport: 'http', status }, { cause: err });
     throw new McpClientError(

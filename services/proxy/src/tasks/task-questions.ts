@@ -51,7 +51,7 @@ export class TaskQuestions {
   private readonly rounds: Counter;
 
   constructor(private readonly deps: TaskQuestionsDeps) {
-    this.rounds = deps.meter.createCounter('mcpx_proxy_task_questions_total', { description: "Questions of brokered tasks, by outcome (asked, answered, gone, refused) and dialect" });
+    this.rounds = deps.meter.createCounter('mcpx_proxy_task_questions_total', { description: 'Questions of brokered tasks, by outcome (asked, answered, gone, refused) and dialect' });
   }
 
   /** Told of each poll's task status: an `input_required` round is asked, or its answer sent. */
