@@ -44,7 +44,7 @@ type Answers = { state: 'waiting' } | { state: 'answered'; responses: Record<str
  */
 export class TaskQuestions {
   /** Legacy `tasks/result` streams this instance holds open, by task. */
-  private readonly streams = new Map<string, Promise<Streamed>>();
+  private readonly streams = new Map<string, { result: Promise<Streamed>; abort: AbortController }>();
   /** The modern rounds this instance answered, by task (a `tasks/get` may still show one until the server moves on). */
   private readonly answered = new Map<string, string>();
   private readonly stopping = new AbortController();
@@ -69,11 +69,13 @@ export class TaskQuestions {
 
   /** The legacy question stream's end for a task, when this instance holds one (the task's result, or the server's error). */
   streamed(id: string): Promise<Streamed> | undefined {
-    return this.streams.get(id);
+    return this.streams.get(id)?.result;
   }
 
   /** Forgets what this instance held for an ended task. */
   ended(id: string): void {
+    // A stream still open (the task was cancelled, or expired) has nothing more to bring.
+    this.streams.get(id)?.abort.abort();
     this.streams.delete(id);
     this.answered.delete(id);
   }
@@ -86,12 +88,14 @@ export class TaskQuestions {
   private openStream(row: TaskRow, target: TaskWireTarget): void {
     const withQuestions: TaskWireTarget = { ...target, serverRequest: (method, params, signal) => this.pushed(row, method, params, signal) };
     const timeoutMs = Math.max(1_000, new Date(row.expires_at).getTime() - Date.now());
-    const stream = taskRequest(withQuestions, 'tasks/result', { taskId: row.upstream_task_id }, { timeoutMs, signal: this.stopping.signal }).then(
+    const abort = new AbortController();
+    const signal = AbortSignal.any([abort.signal, this.stopping.signal]);
+    const stream = taskRequest(withQuestions, 'tasks/result', { taskId: row.upstream_task_id }, { timeoutMs, signal }).then(
       (result): Streamed => ({ result }),
       (err: unknown): Streamed => {
         // A stream that broke says nothing of the task: the next poll opens another.
         if (!(err instanceof ProtocolError)) {
-          if (this.streams.get(row.id) === stream) this.streams.delete(row.id);
+          if (this.streams.get(row.id)?.result === stream) this.streams.delete(row.id);
           this.deps.log.info("a task's question stream ended without its result", { task: row.id, code: toWire(err).code });
           throw err;
         }
@@ -100,7 +104,7 @@ export class TaskQuestions {
     );
     // Nobody may await it (the task may be cancelled): its failure is logged above, never unhandled.
     stream.catch(() => {});
-    this.streams.set(row.id, stream);
+    this.streams.set(row.id, { result: stream, abort });
   }
 
   /** A question the legacy server pushed on the stream: recorded, then answered once a person did (or cancelled when it cannot be). */
