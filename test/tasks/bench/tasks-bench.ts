@@ -27,9 +27,9 @@ const WINDOW_MS = QUICK ? 30_000 : 60_000;
 const SAMPLE_POLL_MS = 1_000;
 const SAMPLE_DURATION_MS = 3_000;
 const SAMPLES = QUICK ? 10 : 30;
-/** Callers creating the tasks at once: each call waits out its bound (2 s) before it answers with the handle. */
-const CREATORS = 400;
-const CALL_BOUND_MS = 2_000;
+/** Callers creating the tasks at once: each call waits out its bound (5 s) before it answers with the handle. */
+const CREATORS = 1_000;
+const CALL_BOUND_MS = 5_000;
 const JITTER = 0.1;
 
 interface ProxyStatsView {
@@ -91,16 +91,20 @@ async function main(): Promise<void> {
     const createdAt = performance.now();
     let next = 0;
     let failed = 0;
+    let firstError: string | undefined;
     await Promise.all(
       Array.from({ length: CREATORS }, async () => {
         for (let i = next++; i < OPEN_TASKS; i = next++) {
-          const out = await system.call('bench', `open-${i % 500}`, 'load__never-ends', {}, { task: true, timeoutMs: CALL_BOUND_MS }).catch(() => undefined);
+          const out = await system.call('bench', `open-${i % 500}`, 'load__never-ends', {}, { task: true, timeoutMs: CALL_BOUND_MS }).catch((err: unknown) => {
+            firstError ??= err instanceof Error ? `${(err as { code?: string }).code ?? err.name}: ${err.message}` : String(err);
+            return undefined;
+          });
           if (out?.result.task === undefined) failed++;
         }
       }),
     );
     const createSeconds = (performance.now() - createdAt) / 1000;
-    print(`created ${OPEN_TASKS - failed} tasks in ${createSeconds.toFixed(1)} s (${((OPEN_TASKS - failed) / createSeconds).toFixed(0)}/s), ${failed} failed`);
+    print(`created ${OPEN_TASKS - failed} tasks in ${createSeconds.toFixed(1)} s (${((OPEN_TASKS - failed) / createSeconds).toFixed(0)}/s), ${failed} failed${firstError !== undefined ? ` (the first: ${firstError.slice(0, 300)})` : ''}`);
 
     // Settle one poll interval, then the window: polls per proxy, gets per task.
     await new Promise((r) => setTimeout(r, LOAD_POLL_MS));

@@ -85,6 +85,7 @@ export class TaskBroker {
             instance: deps.instance,
             log: deps.log,
             meter: deps.meter,
+            tracer: deps.tracer,
             announce: (row, inputRequestId) => this.event(row.account_id, row.agent_id, row.id, TaskStates.inputRequired, row.status_message, undefined, inputRequestId),
           });
     this.polls = deps.meter.createCounter('mcpx_proxy_task_polls_total', { description: 'tasks/get polls of brokered tasks, by outcome' });

@@ -1,4 +1,4 @@
-import type { Counter, Meter } from '@opentelemetry/api';
+import type { Counter, Meter, Tracer } from '@opentelemetry/api';
 import { ErrorCodes, WireError, type ProxyCallRequest } from '@mcpx/contracts';
 import type { McpToolDocument } from '@mcpx/domain';
 import type { Logger } from '@mcpx/log';
@@ -15,6 +15,7 @@ export interface TaskQuestionsDeps {
   announce: (row: TaskRow, inputRequestId: string) => void;
   log: Logger;
   meter: Meter;
+  tracer: Tracer;
 }
 
 /** How often a waiting question's input request is read again for its answer (Redis, one GET). */
@@ -143,8 +144,23 @@ export class TaskQuestions {
     return undefined;
   }
 
-  /** Records a round as an input request for a person, and says so on the task's row and subject. */
+  /** Records a round as an input request for a person, and says so on the task's row and subject; under a `proxy.task.question` span. */
   private async ask(row: TaskRow, questions: Record<string, { method: string; params?: unknown }>, era: 'modern' | 'legacy'): Promise<Asked> {
+    const span = this.deps.tracer.startSpan('proxy.task.question', { attributes: { 'mcp.account': row.account_id, 'mcpx.task': row.id, 'mcpx.task.dialect': row.dialect, 'mcp.server': row.server } });
+    try {
+      const asked = await this.record(row, questions, era);
+      span.setAttribute('mcpx.task.question', asked.ok ? 'asked' : asked.error.code);
+      if (asked.ok) span.setAttribute('mcpx.input_request', asked.inputRequestId);
+      return asked;
+    } catch (err) {
+      span.recordException(err as Error);
+      throw err;
+    } finally {
+      span.end();
+    }
+  }
+
+  private async record(row: TaskRow, questions: Record<string, { method: string; params?: unknown }>, era: 'modern' | 'legacy'): Promise<Asked> {
     const req = requestOf(row);
     const doc = docOf(row);
     let id: string | undefined;
