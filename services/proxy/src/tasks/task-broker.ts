@@ -1,17 +1,14 @@
 import { SpanKind, type Counter, type Histogram, type Meter, type Tracer } from '@opentelemetry/api';
-import { ErrorCodes, TaskStates, type WireError, decodePayload, encodePayload, isFinalTaskState, type Subjects, type TaskEvent, type TaskState, type WireErrorShape } from '@mcpx/contracts';
-import type { ProxyResult } from '@mcpx/domain';
+import { ErrorCodes, TaskStates, type WireError, encodePayload, isFinalTaskState, type Subjects, type TaskEvent, type TaskState } from '@mcpx/contracts';
 import type { Logger } from '@mcpx/log';
-import { McpClientError, McpClientErrorCode, ProtocolError, isTerminalStatus, taskRequest, upstreamTaskOf, type TaskWireTarget, type UpstreamTask } from '@mcpx/mcp-client';
+import { ProtocolError, isTerminalStatus, taskRequest, upstreamTaskOf, type TaskWireTarget, type UpstreamTask } from '@mcpx/mcp-client';
 import { McpAttributes, endWithOutcome } from '@mcpx/telemetry';
 import type { InputGate } from '../input-requests.js';
 import { toWire } from '../wire-errors.js';
+import { lostTask, type StoredOutcome } from './task-outcome.js';
 import { TaskQuestions } from './task-questions.js';
 import type { TaskStore } from './task-store.js';
 import { type NewTask, type TaskRow } from './task-store.js';
-
-/** What `tasks/result` of a finished task holds: the call's reply as the caller would have had it. */
-export type StoredOutcome = { ok: true; result: ProxyResult } | { ok: false; error: WireErrorShape };
 
 export interface TaskBrokerSettings {
   maxTtlMs: number;
@@ -391,15 +388,5 @@ export class TaskBroker {
   }
 }
 
-/** Whether a poll's failure says the server no longer knows the task: its session is gone, or it answers the id is unknown (-32602). */
-function lostTask(err: unknown): boolean {
-  if (err instanceof McpClientError && err.code === McpClientErrorCode.SessionExpired) return true;
-  return err instanceof ProtocolError && err.code === -32602;
-}
-
-/** A stored outcome, read back. */
-export function readOutcome(bytes: Uint8Array): StoredOutcome {
-  return decodePayload<StoredOutcome>(bytes);
-}
-
 export { isFinalTaskState };
+export { readOutcome, type StoredOutcome } from './task-outcome.js';
