@@ -113,11 +113,7 @@ export class TaskBroker {
     }
   }
 
-  /**
-   * A poll's `tasks/get` ends well within its lease: one that outlived the lease would let
-   * another instance claim the task and poll it too (the bench saw gets 34 ms apart at a load
-   * average over 80 with the 30 s bound and a 10 s lease).
-   */
+  /** A poll's `tasks/get` ends within its lease: one outliving it lets another instance poll the task too (seen under heavy load). */
   private get getTimeoutMs(): number {
     return Math.max(1_000, Math.min(GET_TIMEOUT_MS, Math.floor(this.deps.settings.leaseMs / 2)));
   }
