@@ -38,7 +38,7 @@ interface InputsList {
  * `elicitation/create` on the `tasks/result` stream) and a modern SDK v2 server's `clarify-export`
  * (2026-07-28: `inputRequests` in `tasks/get`, answered with `tasks/update`).
  */
-describe("a task's question answered by a person", { timeout: 180_000 }, () => {
+describe("a task's question answered by a person", { timeout: 240_000 }, () => {
   let system: ProxySystem;
   let everything: EverythingServer;
   let modern: TasksUpstream;
@@ -69,13 +69,14 @@ describe("a task's question answered by a person", { timeout: 180_000 }, () => {
         if (list.code !== 0) return undefined;
         return (JSON.parse(list.stdout) as InputsList).inputRequests.find((r) => r.tool === tool);
       },
-      60_000,
+      120_000,
       `an input request of ${tool}`,
     );
 
   it('mcpx call of the ambiguous research query waits; its question is answered with mcpx inputs answer, and the report uses the answer (2025-11-25)', async () => {
-    // The CLI in its own process, bounded by the test (a loaded box may pass runCli's 60 s).
-    const call = runCliWithin(120_000, ['call', '--agent', 'researcher', '--timeout-ms', '500', 'every__simulate-research-query', '{"topic":"python","ambiguous":true}'], env);
+    // The CLI in its own process, bounded by the test (a loaded box may pass runCli's 60 s); the
+    // call's bound leaves its tools/call time to answer on a loaded box (the task asks ~2 s in).
+    const call = runCliWithin(180_000, ['call', '--agent', 'researcher', '--timeout-ms', '3000', 'every__simulate-research-query', '{"topic":"python","ambiguous":true}'], env);
     const asked = await waitingFor('every__simulate-research-query');
     expect(asked.requests[0]?.message).toContain('could have multiple interpretations');
     // The task names the question it waits on.
