@@ -27,7 +27,7 @@ describe('a task through a NATS restart', { timeout: 180_000 }, () => {
     nats = await NatsAuthServer.start({ prefix });
     [system, upstream] = await Promise.all([
       ProcessSystem.start({ env: { NATS_PREFIX: prefix, TASK_POLL_MIN_MS: '100', TASK_LEASE_MS: '3000' }, natsEnv: (s) => nats.env(s) }),
-      startTasksUpstream({ durationMs: 2_000, pollIntervalMs: 200 }),
+      startTasksUpstream({ durationMs: 6_000, pollIntervalMs: 200 }),
     ]);
     api = new ApiClient(system.apiUrl);
     await api.act('SetMcpServer', { name: 'modern', config: { url: upstream.url } });
@@ -46,12 +46,12 @@ describe('a task through a NATS restart', { timeout: 180_000 }, () => {
 
   it('the task ends while NATS is down; after the restart the runtime hears of it once and takes the result', async () => {
     const tasks = new TaskClient(runtime.nc, makeSubjects(prefix));
-    const out = await runtime.client.call({ account: api.principal, agent, run: 'nr-1', tool: 'modern__long-export', arguments: { format: 'json' }, task: true, timeoutMs: 500 });
+    const out = await runtime.client.call({ account: api.principal, agent, run: 'nr-1', tool: 'modern__long-export', arguments: { format: 'json' }, task: true, timeoutMs: 2_000 });
     const id = out.result.task!.id;
     const events: TaskEvent[] = [];
     const waiting = tasks.waitTask(api.principal, id, { timeoutMs: 120_000, onStatus: (e) => events.push(e) });
     // Down for longer than the task has left: it completes upstream, and in its row, meanwhile.
-    await nats.restart(4_000);
+    await nats.restart(8_000);
     const ended = await waiting;
     expect(ended.state).toBe('completed');
     expect(events.filter((e) => e.state === 'completed').length).toBeLessThanOrEqual(1);
