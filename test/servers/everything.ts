@@ -41,6 +41,11 @@ export async function startEverythingServer(transport: 'streamableHttp' | 'sse')
   }
 }
 
+/** Starts server-everything on a given port (a restart on the port a stopped one had). */
+export async function startEverythingServerAt(transport: 'streamableHttp' | 'sse', port: number): Promise<EverythingServer> {
+  return await startOnce(transport, port);
+}
+
 class ExitedEarly extends Error {}
 
 async function startOnce(transport: 'streamableHttp' | 'sse', port: number): Promise<EverythingServer> {

@@ -15,23 +15,29 @@ export interface TasksUpstreamOptions {
   /** The task ttl the server keeps (default 10 minutes). */
   ttlMs?: number;
   port?: number;
+  /** Told of each task created (the bench measures from `endsAt`, when the task is done upstream). */
+  onCreated?: (task: { taskId: string; endsAt: number; format: string }) => void;
+  /** Told of each `tasks/get` (the bench counts them per task). */
+  onGet?: (taskId: string) => void;
 }
 
 interface ServerTask {
   taskId: string;
-  status: 'working' | 'completed' | 'failed' | 'cancelled';
+  status: 'working' | 'input_required' | 'completed' | 'failed' | 'cancelled';
   statusMessage?: string;
   createdAt: string;
   lastUpdatedAt: string;
   result?: Record<string, unknown>;
   endsAt: number;
   format: string;
+  /** `clarify-export`: the question it waits on, until `tasks/update` answers it. */
+  question?: Record<string, unknown>;
 }
 
 export interface TasksUpstream {
   url: string;
   port: number;
-  stats: { calls: number; gets: Map<string, number>; cancels: number; created: number };
+  stats: { calls: number; gets: Map<string, number>; cancels: number; created: number; updates: number };
   /** Forgets every task (as a restart does) without closing the port. */
   forget(): void;
   close(): Promise<void>;
@@ -39,12 +45,25 @@ export interface TasksUpstream {
 
 const SERVER_INFO = { name: 'mcpx-tasks-upstream', version: '0.1.0' };
 
+/** `clarify-export`'s question: a form with one choice. */
+const CLARIFY_QUESTION = {
+  format: {
+    method: 'elicitation/create',
+    params: {
+      mode: 'form',
+      message: 'Which format should the export have?',
+      requestedSchema: { type: 'object', properties: { format: { type: 'string', enum: ['csv', 'pdf', 'parquet'] } }, required: ['format'] },
+    },
+  },
+};
+
 /**
  * A modern (2026-07-28 only) server on the SDK v2 that speaks the tasks extension: it advertises
  * `io.modelcontextprotocol/tasks`, and a `tools/call` of `long-export` whose `_meta` client
  * capabilities declare the extension is answered with a created task (`resultType: 'task'`);
  * `tasks/get` reports it, with the result inline once it completed; `tasks/cancel` cancels.
- * `never-ends` is a task that stays `working`. `quick` answers at once even when asked for a task.
+ * `never-ends` is a task that stays `working`. `clarify-export` asks a question first (`input_required`
+ * with `inputRequests` in `tasks/get`) and exports in the format `tasks/update` answers. `quick` answers at once even when asked for a task.
  * The SDK v2 has no tasks runtime: the task methods are served by handlers registered with schemas.
  */
 export async function startTasksUpstream(opts: TasksUpstreamOptions = {}): Promise<TasksUpstream> {
@@ -52,9 +71,10 @@ export async function startTasksUpstream(opts: TasksUpstreamOptions = {}): Promi
   const pollIntervalMs = opts.pollIntervalMs ?? 500;
   const ttlMs = opts.ttlMs ?? 600_000;
   let tasks = new Map<string, ServerTask>();
-  const stats = { calls: 0, gets: new Map<string, number>(), cancels: 0, created: 0 };
+  const stats = { calls: 0, gets: new Map<string, number>(), cancels: 0, created: 0, updates: 0 };
   const now = (): string => new Date().toISOString();
   const advance = (t: ServerTask): void => {
+    if (t.status === 'working' && t.question !== undefined) Object.assign(t, { status: 'input_required', statusMessage: 'which format?', lastUpdatedAt: now() });
     if (t.status !== 'working') return;
     const left = t.endsAt - Date.now();
     if (left <= 0) {
@@ -80,6 +100,7 @@ export async function startTasksUpstream(opts: TasksUpstreamOptions = {}): Promi
     pollIntervalMs,
     ...(t.status === 'completed' && t.result ? { result: t.result } : {}),
     ...(t.status === 'failed' ? { error: { code: -32603, message: 'export failed' } } : {}),
+    ...(t.status === 'input_required' && t.question ? { inputRequests: t.question } : {}),
   });
   const factory = (): Server => {
     const server = new Server(SERVER_INFO, { capabilities: { tools: {}, extensions: { [TASKS_EXTENSION]: {} } } });
@@ -91,6 +112,7 @@ export async function startTasksUpstream(opts: TasksUpstreamOptions = {}): Promi
             { name: 'long-export', description: 'Exports a report; runs for minutes as a task.', inputSchema: { type: 'object', properties: { format: { type: 'string' } }, required: ['format'] } },
             { name: 'never-ends', description: 'A task that never finishes.', inputSchema: { type: 'object', properties: {} } },
             { name: 'quick', description: 'Answers at once.', inputSchema: { type: 'object', properties: {} } },
+            { name: 'clarify-export', description: 'Asks which format (input_required), then exports as a task.', inputSchema: { type: 'object', properties: {} } },
           ],
           ttlMs: 0,
           cacheScope: 'public',
@@ -112,8 +134,14 @@ export async function startTasksUpstream(opts: TasksUpstreamOptions = {}): Promi
         endsAt: name === 'never-ends' ? Number.POSITIVE_INFINITY : Date.now() + durationMs,
         format: typeof request.params.arguments?.format === 'string' ? request.params.arguments.format : 'csv',
       };
+      if (name === 'clarify-export') {
+        // SEP-2663: the task asks in `tasks/get` (`inputRequests`), answered with `tasks/update`;
+        // it is created `working` and asks from its first `tasks/get` on.
+        Object.assign(t, { endsAt: Number.POSITIVE_INFINITY, question: CLARIFY_QUESTION });
+      }
       tasks.set(t.taskId, t);
       stats.created++;
+      opts.onCreated?.({ taskId: t.taskId, endsAt: t.endsAt, format: t.format });
       return { resultType: 'task', ...wire(t) } as never;
     });
     // Extension methods that reuse the 2025 names: served with schemas of their own (the SDK's way).
@@ -126,13 +154,25 @@ export async function startTasksUpstream(opts: TasksUpstreamOptions = {}): Promi
     server.setRequestHandler('tasks/get', taskIdParams, (params) => {
       const t = find(params.taskId);
       stats.gets.set(t.taskId, (stats.gets.get(t.taskId) ?? 0) + 1);
+      opts.onGet?.(t.taskId);
       advance(t);
       return wire(t);
+    });
+    server.setRequestHandler('tasks/update', taskIdParams, (params, ctx) => {
+      const t = find(params.taskId);
+      stats.updates++;
+      if (t.status !== 'input_required') return {};
+      // The SDK lifts a request's `inputResponses` off its params (they are the MRTR retry's field).
+      const responses = (ctx.mcpReq as { inputResponses?: Record<string, unknown> }).inputResponses ?? {};
+      const answer = responses.format as { action?: string; content?: { format?: unknown } } | undefined;
+      const chosen = answer?.action === 'accept' && typeof answer.content?.format === 'string' ? answer.content.format : 'csv (no answer)';
+      Object.assign(t, { status: 'working', statusMessage: `exporting as ${chosen}`, format: chosen, endsAt: Date.now() + durationMs, question: undefined, lastUpdatedAt: now() });
+      return {};
     });
     server.setRequestHandler('tasks/cancel', taskIdParams, (params) => {
       const t = find(params.taskId);
       stats.cancels++;
-      if (t.status === 'working') Object.assign(t, { status: 'cancelled', statusMessage: 'cancelled', lastUpdatedAt: now() });
+      if (t.status === 'working' || t.status === 'input_required') Object.assign(t, { status: 'cancelled', statusMessage: 'cancelled', lastUpdatedAt: now() });
       return {};
     });
     return server;

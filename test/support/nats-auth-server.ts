@@ -23,7 +23,7 @@ export class NatsAuthServer {
     readonly url: string,
     readonly prefix: string,
     readonly users: Record<NatsRole, NatsUser & { password: string }>,
-    private readonly child: ChildProcess,
+    private child: ChildProcess,
     private readonly dir: string,
     private readonly logFile: string,
   ) {}
@@ -68,7 +68,23 @@ export class NatsAuthServer {
     return await readFile(this.logFile, 'utf8').catch(() => '');
   }
 
+  /**
+   * Stops the server and starts it again on the same port with the same users (a restart):
+   * `downMs` after it stopped. JetStream's store stays.
+   */
+  async restart(downMs = 0): Promise<void> {
+    await this.halt();
+    if (downMs > 0) await new Promise((r) => setTimeout(r, downMs));
+    this.child = spawn(natsServerBinary(), ['-c', join(this.dir, 'nats.conf'), '-l', this.logFile], { stdio: 'ignore' });
+    await this.waitReady(20_000);
+  }
+
   async stop(): Promise<void> {
+    await this.halt();
+    await rm(this.dir, { recursive: true, force: true });
+  }
+
+  private async halt(): Promise<void> {
     if (this.child.exitCode === null && this.child.signalCode === null) {
       const exited = new Promise((r) => this.child.once('exit', r));
       this.child.kill('SIGTERM');
@@ -76,7 +92,6 @@ export class NatsAuthServer {
       await exited;
       clearTimeout(timer);
     }
-    await rm(this.dir, { recursive: true, force: true });
   }
 
   async [Symbol.asyncDispose](): Promise<void> {

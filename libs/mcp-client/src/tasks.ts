@@ -1,6 +1,6 @@
 import { CLIENT_CAPABILITIES_META_KEY, CLIENT_INFO_META_KEY, PROTOCOL_VERSION_META_KEY, ProtocolError, type ClientCapabilities, type Implementation, type Tool } from '@modelcontextprotocol/client';
 import { SseResponseScanner, type JsonRpcOther } from './body-reader.js';
-import { McpClientError, McpClientErrorCode } from './errors.js';
+import { McpClientError, McpClientErrorCode, isSessionLost } from './errors.js';
 import type { McpHttpRequest } from './http-request.js';
 import { encodeMcpParamValue } from './mcp-param-headers.js';
 import { answerServerRequest, readAnswer, resultObject, type LegacyTarget } from './tool-call.js';
@@ -213,9 +213,15 @@ export async function taskRequest(target: TaskWireTarget, method: string, params
     if (err instanceof McpClientError || err instanceof ProtocolError) throw err;
     const status = (err as { status?: unknown }).status;
     const detail = err instanceof Error ? err.message : String(err);
-    // A legacy session the server no longer knows (it restarted, or ended it): its tasks went with it.
-    if (status === 404 && target.era === 'legacy')
-      throw new McpClientError(McpClientErrorCode.SessionExpired, `MCP ${method}: the server no longer knows the session its task lives in`, { transport: 'http', status: 404 }, { cause: err });
+    // A legacy session the server no longer knows (it restarted, or ended it): its tasks went with it
+    // (404, or SDK v1 servers' 400 "No valid session ID").
+    if (target.era === 'legacy' && isSessionLost(err))
+      throw new McpClientError(
+        McpClientErrorCode.SessionExpired,
+        `MCP ${method}: the server no longer knows the session its task lives in`,
+        { transport: 'http', ...(typeof status === 'number' ? { status } : {}) },
+        { cause: err },
+      );
     if (status === 401 || status === 403)
       throw new McpClientError(McpClientErrorCode.Unauthorized, `MCP ${method}: the server refused the credentials (HTTP ${status})`, { transport: 'http', status }, { cause: err });
     throw new McpClientError(

@@ -1,4 +1,4 @@
-import type { NatsConnection } from '@nats-io/transport-node';
+import type { NatsConnection, Status } from '@nats-io/transport-node';
 import {
   ErrorCodes,
   TASK_ID_RE,
@@ -63,14 +63,18 @@ export class TaskClient {
   /**
    * Waits until the task ends (or `timeoutMs` passes: it is answered as it stands then), hearing
    * its status events (`mcp.tasks.<acct>.<task>`; `onStatus` is told each) rather than polling.
-   * The row is read once after subscribing, so an end that came before the subscription is not missed.
+   * The row is read once after subscribing, so an end that came before the subscription is not
+   * missed, and again after each reconnection to NATS (events published while the connection was
+   * down are not delivered). A read that fails for an outage (`unavailable`, `timeout`,
+   * `transport_error`) is not the task's end: the wait goes on.
    */
   async waitTask(account: string, task: string, opts: { timeoutMs?: number; onStatus?: (event: TaskEvent) => void; signal?: AbortSignal } = {}): Promise<TaskView> {
     const id = checkedId(task);
     const sub = this.nc.subscribe(this.subjects.taskStatus(account, id));
+    const statuses = this.nc.status() as AsyncIterable<Status> & { stop?: () => void };
     let timer: NodeJS.Timeout | undefined;
     try {
-      const ended = new Promise<void>((resolve) => {
+      const ended = new Promise<'ended'>((resolve) => {
         void (async () => {
           for await (const msg of sub) {
             let event: TaskEvent;
@@ -81,22 +85,30 @@ export class TaskClient {
             }
             if (event.account !== account || event.task !== id) continue;
             opts.onStatus?.(event);
-            if (isFinalTaskState(event.state)) return resolve();
+            if (isFinalTaskState(event.state)) return resolve('ended');
           }
-          resolve();
+          resolve('ended');
         })();
       });
-      await this.nc.flush();
-      const now = await this.getTask(account, id);
-      if (isFinalTaskState(now.state)) return now;
-      const stop = new Promise<void>((resolve) => {
-        if (opts.timeoutMs !== undefined) timer = setTimeout(resolve, opts.timeoutMs);
-        opts.signal?.addEventListener('abort', () => resolve(), { once: true });
+      let reconnected: () => void = () => {};
+      void (async () => {
+        for await (const s of statuses) if (s.type === 'reconnect') reconnected();
+      })().catch(() => {});
+      const stop = new Promise<'stop'>((resolve) => {
+        if (opts.timeoutMs !== undefined) timer = setTimeout(() => resolve('stop'), opts.timeoutMs);
+        opts.signal?.addEventListener('abort', () => resolve('stop'), { once: true });
       });
-      await Promise.race([ended, stop]);
+      await this.nc.flush();
+      for (;;) {
+        const now = await this.getTask(account, id).catch(passingOutage);
+        if (now !== undefined && isFinalTaskState(now.state)) return now;
+        const woke = await Promise.race([ended, stop, new Promise<'reconnect'>((resolve) => (reconnected = () => resolve('reconnect')))]);
+        if (woke !== 'reconnect') break;
+      }
       return await this.getTask(account, id);
     } finally {
       if (timer !== undefined) clearTimeout(timer);
+      statuses.stop?.();
       sub.unsubscribe();
     }
   }
@@ -122,6 +134,12 @@ export class TaskClient {
     if (!reply.ok) throw WireError.from(reply.error);
     return reply.value;
   }
+}
+
+/** A read that failed for an outage (the proxies' store, NATS) says nothing of the task: undefined. */
+function passingOutage(err: unknown): undefined {
+  if (err instanceof WireError && (err.code === ErrorCodes.unavailable || err.code === ErrorCodes.timeout || err.code === ErrorCodes.transportError)) return undefined;
+  throw err;
 }
 
 function checkedId(task: string): string {

@@ -108,6 +108,8 @@ export async function startProxy(config: Config, opts: ProxyOptions = {}): Promi
     log,
     onEnded: (row) => void pool.endRun(row.account_id, taskRun(row.id)),
     onPolled: (row) => pool.touch(row.account_id, taskRun(row.id)),
+    // A task's questions are input requests, as a call's are.
+    inputs,
   });
   const taskCalls: TaskCalls = new TaskCalls({
     broker,

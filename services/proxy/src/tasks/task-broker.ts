@@ -1,15 +1,14 @@
 import { SpanKind, type Counter, type Histogram, type Meter, type Tracer } from '@opentelemetry/api';
-import { ErrorCodes, TaskStates, decodePayload, encodePayload, isFinalTaskState, type Subjects, type TaskEvent, type TaskState, type WireErrorShape } from '@mcpx/contracts';
-import type { ProxyResult } from '@mcpx/domain';
+import { ErrorCodes, TaskStates, type WireError, encodePayload, isFinalTaskState, type Subjects, type TaskEvent, type TaskState } from '@mcpx/contracts';
 import type { Logger } from '@mcpx/log';
-import { McpClientError, McpClientErrorCode, ProtocolError, isTerminalStatus, taskRequest, upstreamTaskOf, type TaskWireTarget, type UpstreamTask } from '@mcpx/mcp-client';
+import { ProtocolError, isTerminalStatus, taskRequest, upstreamTaskOf, type TaskWireTarget, type UpstreamTask } from '@mcpx/mcp-client';
 import { McpAttributes, endWithOutcome } from '@mcpx/telemetry';
+import type { InputGate } from '../input-requests.js';
 import { toWire } from '../wire-errors.js';
+import { lostTask, type StoredOutcome } from './task-outcome.js';
+import { TaskQuestions } from './task-questions.js';
 import type { TaskStore } from './task-store.js';
 import { type NewTask, type TaskRow } from './task-store.js';
-
-/** What `tasks/result` of a finished task holds: the call's reply as the caller would have had it. */
-export type StoredOutcome = { ok: true; result: ProxyResult } | { ok: false; error: WireErrorShape };
 
 export interface TaskBrokerSettings {
   maxTtlMs: number;
@@ -35,6 +34,8 @@ export interface TaskBrokerDeps {
   onEnded?: (row: TaskRow) => void;
   /** Told after each poll this instance made of a task (a legacy task's session is kept from idling). */
   onPolled?: (row: TaskRow) => void;
+  /** The input-request path a task's questions (`input_required`) take; absent: they are not asked. */
+  inputs?: InputGate;
 }
 
 /** How often the poll loop looks for due tasks. */
@@ -69,8 +70,21 @@ export class TaskBroker {
   private readonly pollDuration: Histogram;
   private readonly lifecycle: Counter;
   private readonly inflight = new Set<string>();
+  private readonly questions: TaskQuestions | undefined;
 
   constructor(private readonly deps: TaskBrokerDeps) {
+    this.questions =
+      deps.inputs === undefined
+        ? undefined
+        : new TaskQuestions({
+            inputs: deps.inputs,
+            store: deps.store,
+            instance: deps.instance,
+            log: deps.log,
+            meter: deps.meter,
+            tracer: deps.tracer,
+            announce: (row, inputRequestId) => this.event(row.account_id, row.agent_id, row.id, TaskStates.inputRequired, row.status_message, undefined, inputRequestId),
+          });
     this.polls = deps.meter.createCounter('mcpx_proxy_task_polls_total', { description: 'tasks/get polls of brokered tasks, by outcome' });
     this.pollDuration = deps.meter.createHistogram('mcpx_proxy_task_poll_duration_ms', { unit: 'ms', description: 'One poll of a brokered task (tasks/get, and tasks/result when it ended)' });
     this.lifecycle = deps.meter.createCounter('mcpx_proxy_tasks_total', { description: 'Brokered tasks by event: created, completed, failed, cancelled, expired, taken_over' });
@@ -81,11 +95,27 @@ export class TaskBroker {
     this.timer.unref();
   }
 
+  /**
+   * Stops polling: polls under way finish (bounded), held question streams close, and this
+   * instance's leases are released so another instance takes its tasks at its next tick, not
+   * `leaseMs` later. Tasks whose poll is still under way keep their lease until it lapses.
+   */
   async stop(): Promise<void> {
     if (this.timer !== undefined) clearInterval(this.timer);
     this.timer = undefined;
-    // Polls under way finish (bounded by their timeouts); their leases lapse for another instance.
-    for (let i = 0; i < 50 && this.inflight.size > 0; i++) await new Promise((r) => setTimeout(r, 100));
+    this.questions?.stop();
+    for (let i = 0; i < 50 && (this.inflight.size > 0 || this.ticking); i++) await new Promise((r) => setTimeout(r, 100));
+    try {
+      const released = await this.deps.store.release(this.deps.instance, [...this.inflight]);
+      if (released > 0) this.deps.log.info('task leases released for another instance', { tasks: released });
+    } catch (err) {
+      this.deps.log.warn('task leases could not be released: they lapse instead', { err: err as Error });
+    }
+  }
+
+  /** A poll's `tasks/get` ends within its lease: one outliving it lets another instance poll the task too (seen under heavy load). */
+  private get getTimeoutMs(): number {
+    return Math.max(1_000, Math.min(GET_TIMEOUT_MS, Math.floor(this.deps.settings.leaseMs / 2)));
   }
 
   /** The ttl a new task asks its server for, and keeps at most. */
@@ -170,11 +200,15 @@ export class TaskBroker {
     try {
       const target = this.live.get(row.id) ?? (await this.deps.target(row));
       const era = row.dialect === '2026-07-28' ? 'modern' : 'legacy';
-      const task = upstreamTaskOf(await taskRequest(target, 'tasks/get', { taskId: row.upstream_task_id }, { timeoutMs: GET_TIMEOUT_MS }), era, 'tasks/get');
+      const task = upstreamTaskOf(await taskRequest(target, 'tasks/get', { taskId: row.upstream_task_id }, { timeoutMs: this.getTimeoutMs }), era, 'tasks/get');
       this.failures.delete(row.id);
       outcome = task.status;
       if (isTerminalStatus(task.status)) await this.ended(row, task, target, era);
-      else await this.progressed(row, task);
+      else if (await this.progressed(row, task)) {
+        // A question goes to the input-request path; one the connector cannot put to anyone ends the task.
+        const refusal = await this.questions?.polled(row, task, target, era);
+        if (refusal !== undefined) await this.refused(row, refusal);
+      }
       this.deps.onPolled?.(row);
     } catch (err) {
       outcome = await this.failed(row, err);
@@ -188,13 +222,28 @@ export class TaskBroker {
     }
   }
 
-  private async progressed(row: TaskRow, task: UpstreamTask): Promise<void> {
+  private async progressed(row: TaskRow, task: UpstreamTask): Promise<boolean> {
     const interval = this.interval(task.pollIntervalMs ?? row.poll_interval_ms);
     const message = task.statusMessage ?? null;
     const state = task.status as TaskState;
     const ok = await this.deps.store.polled(row.id, this.deps.instance, { state, statusMessage: message, pollIntervalMs: interval, nextPollAt: new Date(Date.now() + this.jitter(interval)) });
-    if (!ok) return;
+    if (!ok) return false;
     if (state !== row.state || message !== row.status_message) this.event(row.account_id, row.agent_id, row.id, state, message);
+    return true;
+  }
+
+  /** A task whose question cannot be asked (a kind the connector does not answer, a quota): it ends `failed` with that error, and its server is asked to cancel it. */
+  private async refused(row: TaskRow, error: WireError): Promise<void> {
+    const outcome: StoredOutcome = { ok: false, error: error.toJSON() };
+    const finished = await this.deps.store.finish(row.id, this.deps.instance, {
+      state: TaskStates.failed,
+      statusMessage: error.message.slice(0, STATUS_MESSAGE_MAX),
+      result: encodePayload(outcome),
+      error: { code: error.code, message: error.message },
+    });
+    if (finished === null) return;
+    this.close(finished, error.code);
+    void this.cancelUpstream(finished);
   }
 
   private async ended(row: TaskRow, task: UpstreamTask, target: TaskWireTarget, era: 'modern' | 'legacy'): Promise<void> {
@@ -209,9 +258,11 @@ export class TaskBroker {
           ? this.deps.shape(row, task.result, durationMs)
           : { ok: false, error: { code: ErrorCodes.serverError, message: task.error?.message ?? 'the task failed', details: { task: row.id, mcpCode: task.error?.code ?? -32603 } } };
     } else {
-      // 2025-11-25: the result (or the failure) is fetched with tasks/result, once.
+      // 2025-11-25: the result (or the failure) is fetched with tasks/result, once (the question stream's, when one is open).
       try {
-        const result = await taskRequest(target, 'tasks/result', { taskId: row.upstream_task_id }, { timeoutMs: RESULT_TIMEOUT_MS });
+        const streamed = await this.questions?.streamed(row.id);
+        if (streamed !== undefined && 'error' in streamed) throw streamed.error;
+        const result = streamed?.result ?? (await taskRequest(target, 'tasks/result', { taskId: row.upstream_task_id }, { timeoutMs: RESULT_TIMEOUT_MS }));
         outcome = this.deps.shape(row, result, durationMs);
       } catch (err) {
         if (!(err instanceof ProtocolError)) throw err;
@@ -300,6 +351,7 @@ export class TaskBroker {
   private close(row: TaskRow, errorCode: string | undefined): void {
     this.live.delete(row.id);
     this.failures.delete(row.id);
+    this.questions?.ended(row.id);
     this.lifecycle.add(1, { event: row.state, dialect: row.dialect });
     this.event(row.account_id, row.agent_id, row.id, row.state as TaskState, row.status_message, errorCode);
     const set = this.waiters.get(row.id);
@@ -311,7 +363,7 @@ export class TaskBroker {
     }
   }
 
-  private event(account: string, agent: string, task: string, state: TaskState, statusMessage: string | null, errorCode?: string): void {
+  private event(account: string, agent: string, task: string, state: TaskState, statusMessage: string | null, errorCode?: string, inputRequestId?: string): void {
     const event: TaskEvent = {
       account,
       agent,
@@ -320,6 +372,7 @@ export class TaskBroker {
       at: Date.now(),
       ...(statusMessage !== null ? { statusMessage: statusMessage.slice(0, STATUS_MESSAGE_MAX) } : {}),
       ...(errorCode ? { errorCode } : {}),
+      ...(inputRequestId !== undefined ? { inputRequestId } : {}),
     };
     try {
       this.deps.publish(this.deps.subjects.taskStatus(account, task), event);
@@ -340,15 +393,5 @@ export class TaskBroker {
   }
 }
 
-/** Whether a poll's failure says the server no longer knows the task: its session is gone, or it answers the id is unknown (-32602). */
-function lostTask(err: unknown): boolean {
-  if (err instanceof McpClientError && err.code === McpClientErrorCode.SessionExpired) return true;
-  return err instanceof ProtocolError && err.code === -32602;
-}
-
-/** A stored outcome, read back. */
-export function readOutcome(bytes: Uint8Array): StoredOutcome {
-  return decodePayload<StoredOutcome>(bytes);
-}
-
 export { isFinalTaskState };
+export { readOutcome, type StoredOutcome } from './task-outcome.js';

@@ -33,12 +33,40 @@ export function startTaskService(d: { nc: NatsConnection; subjects: Subjects; st
         reply(msg, { ok: false, error: toWire(e).toJSON() });
         return;
       }
-      answer(d, req).then(
+      answerOnce(d, req).then(
         (value) => reply(msg, { ok: true, value }),
         (e: unknown) => reply(msg, { ok: false, error: toWire(e).toJSON() }),
       );
     },
   });
+}
+
+/** SQLSTATE classes and codes of a connection lost or refused (not of a statement that failed). */
+const PG_LOST = /^(08|57P0[1-3])/;
+/** What node-postgres says when the connection it lent is gone. */
+const PG_GONE = ['Connection terminated', 'Client has encountered a connection error and is not queryable', 'Client was closed and is not queryable'];
+
+/** Whether a store failure is its connection lost (a restart, an admin's terminate), not the request's fault. */
+function postgresLost(err: unknown): boolean {
+  if (!(err instanceof Error) || err instanceof WireError) return false;
+  const code = (err as { code?: unknown }).code;
+  return (typeof code === 'string' && PG_LOST.test(code)) || PG_GONE.some((m) => err.message.startsWith(m));
+}
+
+/**
+ * A request answered once more when the store's connection was lost under it (the pool has
+ * dropped that connection; the next is fresh), else `unavailable` (retryable), never `internal`.
+ * Every operation is idempotent (a cancel of an ended task answers it as it stands).
+ */
+async function answerOnce(d: { store: TaskStore; broker: TaskBroker }, req: TaskRequest): Promise<unknown> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await answer(d, req);
+    } catch (err) {
+      if (!postgresLost(err)) throw err;
+      if (attempt >= 2) throw new WireError(ErrorCodes.unavailable, 'the task store is unavailable: try again', { dependency: 'postgres', retryAfterMs: 1_000 });
+    }
+  }
 }
 
 async function answer(d: { store: TaskStore; broker: TaskBroker }, req: TaskRequest): Promise<unknown> {

@@ -179,6 +179,29 @@ export class TaskStore {
     return await q.orderBy('created_at', 'desc').limit(Math.min(limit, TASK_LIST_MAX)).execute();
   }
 
+  /** Names the input request a task's open question waits on (null: answered), fenced by the lease holder. */
+  async asked(id: string, owner: string, inputRequestId: string | null): Promise<boolean> {
+    const r = await this.db
+      .updateTable('proxy.tasks')
+      .set({ input_request_id: inputRequestId, updated_at: new Date() })
+      .where('id', '=', id)
+      .where('lease_owner', '=', owner)
+      .where('finished_at', 'is', null)
+      .executeTakeFirst();
+    return Number(r.numUpdatedRows) === 1;
+  }
+
+  /**
+   * Gives up this instance's leases (a graceful stop), but those of tasks still being polled
+   * (`busy`): another instance claims the rest at its next tick instead of waiting for them to lapse.
+   */
+  async release(owner: string, busy: string[]): Promise<number> {
+    let q = this.db.updateTable('proxy.tasks').set({ lease_owner: null, lease_until: null }).where('lease_owner', '=', owner).where('finished_at', 'is', null);
+    if (busy.length > 0) q = q.where('id', 'not in', busy);
+    const r = await q.executeTakeFirst();
+    return Number(r.numUpdatedRows);
+  }
+
   /** Marks the result taken (the first time); the result stays until the task's ttl ends. */
   async taken(account: string, id: string): Promise<void> {
     await this.db.updateTable('proxy.tasks').set({ taken_at: new Date() }).where('account_id', '=', account).where('id', '=', id).where('taken_at', 'is', null).execute();

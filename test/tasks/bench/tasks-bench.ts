@@ -1,0 +1,216 @@
+/**
+ * `pnpm bench tasks`: brokered tasks at scale (docs/tasks.md). Three proxy processes on one
+ * registry, projector, Postgres, Redis and NATS; a modern task server of the tests' own (SDK v2,
+ * the 2026-07-28 tasks extension) in this process.
+ *
+ * - 10,000 open tasks (`never-ends`, the server's poll interval 10 s) created through the proxies
+ *   by runtime calls (each proxy polls the tasks it created, under its lease);
+ * - the poll load per proxy over a window (its `mcpx_proxy_task_polls_total`): spread within ±20 %
+ *   of the mean;
+ * - `tasks/get` per task, counted by the server: no two of one task closer than the poll interval
+ *   less its jitter (−10 %), and the mean per task per interval;
+ * - each proxy's RSS before the tasks and with them open: the growth per open task;
+ * - while they are open, sample tasks on a second server (poll interval 1 s, done 3 s after their
+ *   creation) awaited by a runtime with `waitTask`: the time from the task being done upstream to
+ *   the runtime hearing it ended (goal: within one poll interval + 100 ms).
+ * `BENCH_QUICK=1`: 1,000 tasks, a shorter window.
+ */
+import { availableParallelism, loadavg, totalmem } from 'node:os';
+import { TaskClient } from '@mcpx/proxy-client';
+import { startTasksUpstream } from '../../servers/tasks-upstream.js';
+import { ProxySystem, spawnProxyProcess, type ProxyProcess } from '../../support/proxy-system.js';
+
+const QUICK = process.env.BENCH_QUICK === '1';
+const OPEN_TASKS = Number(process.env.BENCH_TASKS ?? (QUICK ? 1_000 : 10_000));
+const LOAD_POLL_MS = 10_000;
+const WINDOW_MS = QUICK ? 30_000 : 60_000;
+const SAMPLE_POLL_MS = 1_000;
+const SAMPLE_DURATION_MS = 3_000;
+const SAMPLES = QUICK ? 10 : 30;
+/** Callers creating the tasks at once: each call waits out its bound (5 s) before it answers with the handle. */
+const CREATORS = Number(process.env.BENCH_CREATORS ?? 200);
+const CALL_BOUND_MS = 5_000;
+const JITTER = 0.1;
+
+interface ProxyStatsView {
+  rss: number;
+}
+
+async function statsOf(p: ProxyProcess): Promise<ProxyStatsView> {
+  return (await (await fetch(`${p.internalUrl}/stats`)).json()) as ProxyStatsView;
+}
+
+/** A proxy's `tasks/get` polls so far (every outcome), from its Prometheus text. */
+async function pollsOf(p: ProxyProcess): Promise<number> {
+  const text = await (await fetch(`${p.internalUrl}/metrics`)).text();
+  let n = 0;
+  for (const line of text.split('\n')) if (line.startsWith('mcpx_proxy_task_polls_total')) n += Number(line.slice(line.lastIndexOf(' ') + 1)) || 0;
+  return n;
+}
+
+function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
+}
+
+const mb = (bytes: number): string => `${(bytes / 1024 / 1024).toFixed(1)} MB`;
+const print = (line: string): void => void process.stdout.write(`${line}\n`);
+
+async function main(): Promise<void> {
+  const gets = new Map<string, number[]>();
+  const ends = new Map<string, number>();
+  const load = await startTasksUpstream({ pollIntervalMs: LOAD_POLL_MS, ttlMs: 3_600_000, onGet: (id) => void (gets.get(id) ?? gets.set(id, []).get(id)!).push(Date.now()) });
+  const samples = await startTasksUpstream({ pollIntervalMs: SAMPLE_POLL_MS, durationMs: SAMPLE_DURATION_MS, onCreated: (t) => void ends.set(t.format, t.endsAt) });
+  const env = {
+    LOG_LEVEL: 'warn',
+    QUOTA_RUNNING_TASKS_PER_ACCOUNT: String(OPEN_TASKS * 2),
+    // Each task's call goes out on a pool run of its own (docs/tasks.md): the caps must hold them.
+    PROXY_MAX_RUNS: String(OPEN_TASKS * 2),
+    PROXY_MAX_CONNECTIONS: String(OPEN_TASKS * 2),
+    PROXY_MAX_CONCURRENCY_PER_SERVER: '0',
+    PROXY_RATE_PER_SERVER: '0',
+  };
+  const system = await ProxySystem.start({ proxies: 0, env });
+  const procs: ProxyProcess[] = [];
+  try {
+    // One at a time: three starting at once on a loaded box can pass the start's bound.
+    for (let i = 0; i < 3; i++) procs.push(await spawnProxyProcess(system, env));
+    await system.setServer('load', load.url);
+    await system.setServer('sample', samples.url);
+    await system.createAgent('bench', ['load', 'sample'], 6);
+    const tasks = new TaskClient(system.nc, system.subjects);
+    print(
+      `machine: ${availableParallelism()} cores, ${mb(totalmem())}; load average ${loadavg()
+        .map((l) => l.toFixed(2))
+        .join(' ')}; ${OPEN_TASKS} open tasks, 3 proxies`,
+    );
+
+    // Warm each proxy's call path, then its RSS before the tasks.
+    await Promise.all(Array.from({ length: 30 }, (_, i) => system.call('bench', `warm-${i}`, 'load__quick', {})));
+    const rssBefore = await Promise.all(procs.map(async (p) => (await statsOf(p)).rss));
+
+    const createdAt = performance.now();
+    let next = 0;
+    let failed = 0;
+    let firstError: string | undefined;
+    await Promise.all(
+      Array.from({ length: CREATORS }, async () => {
+        for (let i = next++; i < OPEN_TASKS; i = next++) {
+          const out = await system.call('bench', `open-${i % 500}`, 'load__never-ends', {}, { task: true, timeoutMs: CALL_BOUND_MS }).catch((err: unknown) => {
+            firstError ??= err instanceof Error ? `${(err as { code?: string }).code ?? err.name}: ${err.message}` : String(err);
+            return undefined;
+          });
+          if (out?.result.task === undefined) failed++;
+        }
+      }),
+    );
+    const createSeconds = (performance.now() - createdAt) / 1000;
+    print(
+      `created ${OPEN_TASKS - failed} tasks in ${createSeconds.toFixed(1)} s (${((OPEN_TASKS - failed) / createSeconds).toFixed(0)}/s), ${failed} failed${firstError !== undefined ? ` (the first: ${firstError.slice(0, 300)})` : ''}`,
+    );
+
+    // Settle one poll interval, then the window: polls per proxy, gets per task.
+    await new Promise((r) => setTimeout(r, LOAD_POLL_MS));
+    const pollsAtStart = await Promise.all(procs.map(pollsOf));
+    const windowStart = Date.now();
+    const sampleLatencies = await sampleLatency(system, tasks, ends);
+    const left = WINDOW_MS - (Date.now() - windowStart);
+    if (left > 0) await new Promise((r) => setTimeout(r, left));
+    const windowEnd = Date.now();
+    const polls = (await Promise.all(procs.map(pollsOf))).map((n, i) => n - pollsAtStart[i]!);
+    const rssAfter = await Promise.all(procs.map(async (p) => (await statsOf(p)).rss));
+
+    const mean = polls.reduce((a, b) => a + b, 0) / polls.length;
+    const spread = polls.map((n) => (mean === 0 ? 0 : (n - mean) / mean));
+    print(
+      `polls per proxy in ${((windowEnd - windowStart) / 1000).toFixed(0)} s: ${polls.join(', ')} (${spread.map((s) => `${s >= 0 ? '+' : ''}${(s * 100).toFixed(1)} %`).join(', ')} of the mean); goal ±20 %: ${spread.every((s) => Math.abs(s) <= 0.2) ? 'met' : 'NOT met'}`,
+    );
+    const expected = (OPEN_TASKS - failed) * ((windowEnd - windowStart) / LOAD_POLL_MS);
+    print(
+      `all polls ${polls.reduce((a, b) => a + b, 0)} in the window, ${expected.toFixed(0)} expected at one per task per ${LOAD_POLL_MS / 1000} s (${((polls.reduce((a, b) => a + b, 0) / expected) * 100).toFixed(0)} %)`,
+    );
+
+    let closest = Number.POSITIVE_INFINITY;
+    let tooClose = 0;
+    let inWindow = 0;
+    for (const times of gets.values()) {
+      for (let i = 1; i < times.length; i++) {
+        const gap = times[i]! - times[i - 1]!;
+        closest = Math.min(closest, gap);
+        if (gap < LOAD_POLL_MS * (1 - JITTER) - 50) tooClose++;
+      }
+      inWindow += times.filter((t) => t >= windowStart && t < windowEnd).length;
+    }
+    const perTaskPerInterval = inWindow / (OPEN_TASKS - failed) / ((windowEnd - windowStart) / LOAD_POLL_MS);
+    print(
+      `tasks/get per task: closest two ${closest} ms apart (interval ${LOAD_POLL_MS} ms, jitter ±10 %), ${tooClose} gaps under the interval less its jitter; ${perTaskPerInterval.toFixed(2)} per task per interval; goal at most one: ${tooClose === 0 && perTaskPerInterval <= 1.0 ? 'met' : 'NOT met'}`,
+    );
+
+    for (const [i, p] of procs.entries()) {
+      const share =
+        (polls[i]! /
+          Math.max(
+            1,
+            polls.reduce((a, b) => a + b, 0),
+          )) *
+        (OPEN_TASKS - failed);
+      print(
+        `proxy ${i + 1}: RSS ${mb(rssBefore[i]!)} → ${mb(rssAfter[i]!)}, about ${share.toFixed(0)} open tasks: ${((rssAfter[i]! - rssBefore[i]!) / Math.max(1, share) / 1024).toFixed(1)} KiB per open task (${p.instance})`,
+      );
+    }
+    const goal = SAMPLE_POLL_MS + 100;
+    for (const [what, list] of [
+      ['its end heard (the event)', sampleLatencies.heard],
+      ['its result in hand (taskResult)', sampleLatencies.result],
+    ] as const) {
+      const sorted = [...list].sort((a, b) => a - b);
+      print(
+        `a finished task reaching a waiting runtime, ${what} (${sorted.length} tasks, poll interval ${SAMPLE_POLL_MS} ms), from done upstream: p50 ${percentile(sorted, 50).toFixed(0)} ms, p99 ${percentile(sorted, 99).toFixed(0)} ms, max ${(sorted.at(-1) ?? 0).toFixed(0)} ms; goal ≤ ${goal} ms: ${(sorted.at(-1) ?? Infinity) <= goal ? 'met' : `NOT met (${sorted.filter((l) => l > goal).length} over)`}`,
+      );
+    }
+    print(
+      `load average at the end ${loadavg()
+        .map((l) => l.toFixed(2))
+        .join(' ')}`,
+    );
+  } finally {
+    await Promise.all(procs.map((p) => p.stop().catch(() => undefined)));
+    await system.stop();
+    await Promise.all([load.close(), samples.close()]);
+  }
+}
+
+/**
+ * Sample tasks, a few at a time: each created with a format of its own (the server says when it is
+ * done, by format), awaited with `waitTask`; the time from done upstream to the runtime hearing
+ * the end, then its result taken.
+ */
+async function sampleLatency(system: ProxySystem, tasks: TaskClient, ends: Map<string, number>): Promise<{ heard: number[]; result: number[]; missed: number }> {
+  const out = { heard: [] as number[], result: [] as number[], missed: 0 };
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: 3 }, async () => {
+      for (let i = next++; i < SAMPLES; i = next++) {
+        const format = `sample-${i}`;
+        const call = await system.call('bench', `sample-${i}`, 'sample__long-export', { format }, { task: true, timeoutMs: CALL_BOUND_MS }).catch(() => undefined);
+        const id = call?.result.task?.id;
+        if (id === undefined) {
+          out.missed++;
+          continue;
+        }
+        let heard: number | undefined;
+        const ended = await tasks.waitTask(system.account, id, { timeoutMs: 60_000, onStatus: (e) => void (e.state === 'completed' ? (heard ??= Date.now()) : undefined) });
+        if (ended.state !== 'completed') {
+          out.missed++;
+          continue;
+        }
+        await tasks.taskResult(system.account, id);
+        const done = ends.get(format)!;
+        out.heard.push((heard ?? Date.now()) - done);
+        out.result.push(Date.now() - done);
+      }
+    }),
+  );
+  return out;
+}
+
+await main();
