@@ -1,8 +1,10 @@
 import type { Counter, Histogram, Meter, Tracer } from '@opentelemetry/api';
 import type { McpToolDocument } from '@mcpx/domain';
 import type { CallProgress } from '@mcpx/contracts';
-import type { ProxyClient } from '@mcpx/proxy-client';
-import { ProtocolError, ProtocolErrorCode, Server, type McpHttpHandler, type Tool } from '@modelcontextprotocol/server';
+import type { ProxyClient, TaskClient } from '@mcpx/proxy-client';
+import { ProtocolError, ProtocolErrorCode, type McpHttpHandler, type Server, type Tool } from '@modelcontextprotocol/server';
+import { EndpointTasks } from './endpoint-tasks.js';
+import { TASK_CAPABILITIES, TaskAwareServer, asksForTask, declaresTasksExtension, type TaskEra } from './task-wire.js';
 import { registerRelayed } from './relayed.js';
 import { FaceHandlers } from './face-handlers.js';
 import type { TokenGrant } from './agent-tokens.js';
@@ -25,6 +27,8 @@ export interface AgentServerDeps {
   /** Tools per `tools/list` page. */
   pageSize: number;
   version: string;
+  /** The proxy's task service: task-augmented calls and `tasks/*` for the clients that declare tasks (absent: none). */
+  tasks?: TaskClient;
   onError: (err: Error) => void;
 }
 
@@ -34,6 +38,7 @@ interface Metrics {
 }
 
 const SERVER_OPTIONS = { capabilities: { tools: { listChanged: true }, prompts: {}, resources: {}, completions: {} } };
+const TASK_SERVER_OPTIONS = { capabilities: { ...SERVER_OPTIONS.capabilities, ...TASK_CAPABILITIES } };
 const LIST_HINTS = { ttlMs: LIST_TTL_MS, cacheScope: 'private' as const };
 
 /** Whether `v` is `{<key>: {…}}`: the only shape of a retry's `inputResponses`. */
@@ -65,6 +70,8 @@ export function toTool(doc: McpToolDocument, perServer = false): Tool {
     inputSchema: doc.inputSchema as Tool['inputSchema'],
     ...(doc.outputSchema !== undefined ? { outputSchema: doc.outputSchema } : {}),
     ...(doc.annotations !== undefined ? { annotations: doc.annotations } : {}),
+    // 2025-11-25 clients read a task tool's support here (the SDK drops it toward 2026-07-28 ones).
+    ...(doc.taskSupport !== undefined ? { execution: { taskSupport: doc.taskSupport } } : {}),
     _meta: { 'io.mcpx/permission': doc.permission, 'io.mcpx/server': doc.server },
   };
 }
@@ -89,6 +96,8 @@ export class AgentServers {
   private readonly grants = new Map<string, TokenGrant>();
   /** The compact face (`?tools=compact`, compact-face.ts): three tools over the same calls. */
   readonly compact: CompactFaces;
+  /** Tasks of the clients that declare them (docs/endpoint.md#tasks). */
+  private readonly tasks: EndpointTasks | undefined;
 
   constructor(
     private readonly deps: AgentServerDeps,
@@ -100,7 +109,9 @@ export class AgentServers {
       requests: deps.meter.createCounter('mcpx_endpoint_requests_total', { description: 'MCP requests to agent endpoints, by method and outcome' }),
       duration: deps.meter.createHistogram('mcpx_endpoint_call_duration_ms', { description: 'tools/call through the agent endpoint, end to end (ms)', unit: 'ms' }),
     };
+    this.tasks = deps.tasks === undefined ? undefined : new EndpointTasks({ tasks: deps.tasks, tracer: deps.tracer, requests: this.metrics.requests });
     this.calls = new ToolCalls({
+      ...(this.tasks !== undefined ? { tasks: this.tasks } : {}),
       toolSets: deps.toolSets,
       proxy: deps.proxy,
       tracer: deps.tracer,
@@ -187,6 +198,17 @@ export class AgentServers {
   }
 
   /**
+   * The dialect of a `tools/call` that asks for a task of a tool that has task support: a 2025
+   * call with `params.task`, a 2026-07-28 one whose client declared the tasks extension.
+   */
+  private async taskAsked(server: Server, params: { name: string }, caps: unknown, account: string, agent: string, face: string | undefined): Promise<TaskEra | undefined> {
+    const era: TaskEra = (server.getNegotiatedProtocolVersion() ?? '') >= '2026-07-28' ? 'modern' : 'legacy';
+    if (!(era === 'modern' ? declaresTasksExtension(caps) : asksForTask(params))) return undefined;
+    const doc = (await this.faceTools(account, agent, face)).find(params.name);
+    return doc?.taskSupport === undefined ? undefined : era;
+  }
+
+  /**
    * The per-request server of a token's request (its calls go in the run `ep-<token id>`), on the
    * merged face or on the per-server face of `face`.
    */
@@ -194,7 +216,8 @@ export class AgentServers {
     const { account, agent } = grant;
     // (A server per request is what the stateless serving asks for; what does not depend on the
     // request is made once: the info, the capabilities.)
-    const server = new Server(this.info, SERVER_OPTIONS);
+    const server = new TaskAwareServer(this.info, this.tasks === undefined ? SERVER_OPTIONS : TASK_SERVER_OPTIONS);
+    this.tasks?.register(server, grant);
     // Resources, templates, prompts and completions of the granted servers, through the proxy.
     registerRelayed(server, grant, face, { toolSets: this.deps.toolSets, proxy: this.deps.proxy, tracer: this.deps.tracer, requests: this.metrics.requests, hints: LIST_HINTS });
     server.setRequestHandler('tools/list', async (request) => {
@@ -239,6 +262,7 @@ export class AgentServers {
         }
         name = doc.name;
       }
+      const task = this.tasks === undefined ? undefined : await this.taskAsked(server, params, caps, account, agent, face);
       return this.calls.call({
         grant,
         name,
@@ -251,6 +275,7 @@ export class AgentServers {
         requestId: ctx.mcpReq.id,
         signal: ctx.mcpReq.signal,
         path: 'sdk',
+        ...(task !== undefined ? { task } : {}),
         // The server's progress, under the client's own token, on this request's response stream.
         ...(progressToken !== undefined ? { progress: (p: CallProgress) => void ctx.mcpReq.notify({ method: 'notifications/progress', params: { progressToken, ...p } }).catch(() => undefined) } : {}),
       });
