@@ -177,8 +177,12 @@ describe('endpoint: tasks for the clients that declare them', () => {
     expect(modern.stats.cancels).toBe(cancels + 1);
     const after = await legacyTaskRequest(tokenA, 'tasks/get', { taskId });
     expect(after.result?.status).toBe('cancelled');
+    // Cancelling an ended task: 2025 refuses it, 2026-07-28 acknowledges it (idempotent).
     const again = await legacyTaskRequest(tokenA, 'tasks/cancel', { taskId });
     expect(again.message?.error?.code).toBe(-32602);
+    const ack = await modernTaskRequest(tokenA, 'tasks/cancel', { taskId });
+    expect(ack.result).toMatchObject({ resultType: 'complete' });
+    expect(ack.result).not.toHaveProperty('taskId');
   });
 
   it('2025 tasks/result waits for the task and answers its result, tied to the task', async () => {
@@ -212,12 +216,26 @@ describe('endpoint: tasks for the clients that declare them', () => {
     expect(waited.result).toMatchObject({ content: [{ type: 'text', text: 'export ready: xml' }] });
   });
 
-  it('tasks/update is refused with why: a task asks nothing of the client (its questions go to the account owner)', async () => {
+  it('tasks/update of a task that asks nothing is acknowledged; task requests without the declared extension are refused (-32021)', async () => {
     const created = await modernTaskRequest(tokenA, 'tools/call', { name: 'modern__never-ends', arguments: {} });
     const taskId = created.result?.taskId as string;
     const update = await modernTaskRequest(tokenA, 'tasks/update', { taskId, inputResponses: {} });
-    expect(update.message?.error?.code).toBe(-32602);
-    expect(update.message?.error?.message).toContain('asks nothing of this client');
+    expect(update.result).toMatchObject({ resultType: 'complete' });
+    const undeclared = await post(
+      faceUrl(),
+      tokenA,
+      {
+        jsonrpc: '2.0',
+        id: 9,
+        method: 'tasks/get',
+        params: {
+          taskId,
+          _meta: { 'io.modelcontextprotocol/protocolVersion': MODERN_VERSION, 'io.modelcontextprotocol/clientCapabilities': {}, 'io.modelcontextprotocol/clientInfo': { name: 'raw', version: '1' } },
+        },
+      },
+      { 'mcp-protocol-version': MODERN_VERSION, 'mcp-method': 'tasks/get', 'mcp-name': taskId },
+    );
+    expect(undeclared.message?.error?.code).toBe(-32021);
     await modernTaskRequest(tokenA, 'tasks/cancel', { taskId });
   });
 });

@@ -2,11 +2,14 @@ import { SpanKind, SpanStatusCode, type Counter, type Tracer } from '@openteleme
 import { ENDPOINT_RUN_PREFIX, ErrorCodes, TASK_ID_RE, TASK_LIST_MAX, WireError, isFinalTaskState, toWireError, type TaskView } from '@mcpx/contracts';
 import type { TaskHandle } from '@mcpx/domain';
 import type { TaskClient } from '@mcpx/proxy-client';
-import { ProtocolError, ProtocolErrorCode, type CallToolResult, type Server } from '@modelcontextprotocol/server';
+import { MissingRequiredClientCapabilityError, ProtocolError, ProtocolErrorCode, type CallToolResult, type Server } from '@modelcontextprotocol/server';
 import { z } from 'zod';
 import type { TokenGrant } from './agent-tokens.js';
 import { callToolResult, errorResult } from './call-result.js';
-import { RELATED_TASK_META_KEY, createTaskResult, wireTask, type TaskEra } from './task-wire.js';
+import { RELATED_TASK_META_KEY, TASKS_EXTENSION_ID, createTaskResult, declaresTasksExtension, wireTask, type TaskEra } from './task-wire.js';
+
+/** SEP-2575's MissingRequiredClientCapability: a request that needs a capability its client did not declare. */
+const MISSING_CLIENT_CAPABILITY = -32021;
 
 /** `_meta` key of a `tools/call` that waits for a task an earlier call of the same tool left running (clients without tasks). */
 export const META_TASK_ID = 'io.mcpx/taskId';
@@ -43,12 +46,19 @@ export class EndpointTasks {
 
   /** Registers `tasks/get`, `tasks/result`, `tasks/list`, `tasks/cancel` and `tasks/update` on a request's server (the SDK keeps each to its era). */
   register(server: Server, grant: TokenGrant): void {
-    const era = (): TaskEra => ((server.getNegotiatedProtocolVersion() ?? '') >= '2026-07-28' ? 'modern' : 'legacy');
+    // A 2026-07-28 request's era, checked for the extension: one whose client did not declare it is
+    // refused as SEP-2575 says (MissingRequiredClientCapability), before any task is looked at.
+    const era = (): TaskEra => {
+      if ((server.getNegotiatedProtocolVersion() ?? '') < '2026-07-28') return 'legacy';
+      if (!declaresTasksExtension(server.getClientCapabilities()))
+        throw new MissingRequiredClientCapabilityError({ requiredCapabilities: { extensions: { [TASKS_EXTENSION_ID]: {} } } }, `this request does not declare the ${TASKS_EXTENSION_ID} extension`);
+      return 'modern';
+    };
     server.setRequestHandler('tasks/get', taskIdParams, (params) => this.traced('tasks/get', grant, () => this.get(grant, params.taskId, era())));
     server.setRequestHandler('tasks/result', taskIdParams, (params, ctx) => this.traced('tasks/result', grant, () => this.result(grant, params.taskId, ctx.mcpReq.signal)));
     server.setRequestHandler('tasks/list', listParams, () => this.traced('tasks/list', grant, () => this.list(grant)));
     server.setRequestHandler('tasks/cancel', taskIdParams, (params) => this.traced('tasks/cancel', grant, () => this.cancel(grant, params.taskId, era())));
-    server.setRequestHandler('tasks/update', updateParams, (params) => this.traced('tasks/update', grant, () => this.update(grant, params.taskId)));
+    server.setRequestHandler('tasks/update', updateParams, (params) => this.traced('tasks/update', grant, () => (era(), this.update(grant, params.taskId))));
   }
 
   /**
@@ -96,7 +106,7 @@ export class EndpointTasks {
       return await run();
     } catch (err) {
       const e = err instanceof ProtocolError ? err : protocolErrorOf(err);
-      outcome = e.code === (ProtocolErrorCode.InvalidParams as number) ? 'not_found' : 'error';
+      outcome = e.code === (ProtocolErrorCode.InvalidParams as number) ? 'refused' : e.code === MISSING_CLIENT_CAPABILITY ? 'undeclared' : 'error';
       span.setStatus({ code: SpanStatusCode.ERROR, message: e.message });
       throw e;
     } finally {
@@ -163,16 +173,26 @@ export class EndpointTasks {
 
   private async cancel(grant: TokenGrant, id: string, era: TaskEra): Promise<Record<string, unknown>> {
     const view = await this.own(grant, id);
-    if (isFinalTaskState(view.state)) throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Cannot cancel task: already ${view.state}`);
+    // 2026-07-28 acknowledges the cancel of an ended task as it does any (idempotent); 2025 refuses it.
+    if (isFinalTaskState(view.state)) {
+      if (era === 'modern') return {};
+      throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Cannot cancel task: already ${view.state}`);
+    }
     const ended = await this.deps.tasks.cancelTask(grant.account, id);
     return era === 'modern' ? {} : wireTask(ended, 'legacy');
   }
 
-  /** 2026-07-28 `tasks/update`: a task's questions go to the account owner, so there is nothing for the client to answer. */
+  /**
+   * 2026-07-28 `tasks/update`: a task's questions go to the account owner (its input request),
+   * never to the endpoint's client, so an update has nothing to deliver. To a task that asks
+   * nothing it is acknowledged (answers nobody asked for are ignored, as SEP-2663 says); to a
+   * task waiting for an answer it is refused, naming the input request the owner answers.
+   */
   private async update(grant: TokenGrant, id: string): Promise<Record<string, unknown>> {
     const view = await this.own(grant, id);
+    if (view.state !== 'input_required') return {};
     const who = view.inputRequestId === undefined ? '' : ` (input request ${view.inputRequestId})`;
-    throw new ProtocolError(ProtocolErrorCode.InvalidParams, `task ${id} asks nothing of this client: a task's questions are answered by the account owner${who}`);
+    throw new ProtocolError(ProtocolErrorCode.InvalidParams, `task ${id} waits for the account owner's answer${who}: a task's questions are not asked of the endpoint's client`);
   }
 }
 
