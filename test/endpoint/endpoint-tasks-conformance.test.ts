@@ -37,7 +37,7 @@ const TASK_SCENARIOS: ReadonlyArray<{ scenario: string; failing?: string[]; why?
     failing: ['sep-2663-server-returns-missing-capability-when-required'],
     why: 'by design: a client that did not declare tasks calling a required task tool is answered as a runtime is (the result within the call bound, else a result naming the task), never refused',
   },
-]; why?: string }> = [{ scenario: 'tasks-capability-negotiation' }, { scenario: 'tasks-dispatch-and-envelope' }, { scenario: 'tasks-lifecycle' }, { scenario: 'tasks-mrtr-composition' }, { scenario: 'tasks-mrtr-input' }, { scenario: 'tasks-request-headers' }, { scenario: 'tasks-request-state-removal' }, { scenario: 'tasks-required-task-error' }, { scenario: 'tasks-status-notifications' }, { scenario: 'tasks-wire-fields' }];
+];
 
 describe('tasks conformance of the agent endpoint (2026-07-28 tasks extension)', () => {
   let sys: EndpointSystem;

@@ -66,7 +66,7 @@ export async function startConformanceTasksUpstream(): Promise<{ url: string; cl
       const asked = caps?.extensions?.[TASKS_EXTENSION] !== undefined;
       const args = request.params.arguments ?? {};
       const name = request.params.name;
-      if (name === 'greet') return text(`Hello, ${String(args.name ?? 'world')}!`) as never;
+      if (name === 'greet') return text(`Hello, ${typeof args.name === 'string' ? args.name : 'world'}!`) as never;
       const seconds = typeof args.seconds === 'number' ? args.seconds : 1;
       const label = typeof args.label === 'string' ? args.label : 'job';
       const ending: FixtureTask['ending'] =
