@@ -94,10 +94,8 @@ describe('input requests through the agent MCP endpoint', () => {
     expect(textOf(summary)).toBe('summary: short');
     expect(await pendingInputs(sys.system)).toEqual([]);
 
-    // A client that cannot sample is told why, as a tool result.
+    // A 2026-07-28 client that cannot sample is refused as the revision says: -32021 naming sampling.
     const mute = await connect('client-answers', { elicit: true });
-    const refused = await mute.callTool({ name: 'ops__summarize', arguments: { text: 'a diff' } });
-    expect(refused.isError).toBe(true);
-    expect(errorOf(refused)).toMatchObject({ code: 'input_refused', details: { reason: 'sampling_unsupported' } });
+    await expect(mute.callTool({ name: 'ops__summarize', arguments: { text: 'a diff' } })).rejects.toMatchObject({ code: -32021, data: { requiredCapabilities: { sampling: {} } } });
   });
 });

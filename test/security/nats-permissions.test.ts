@@ -116,6 +116,19 @@ describe('NATS least privilege against the real services', () => {
     expect(await callEcho('after-task-forgery')).toContain('after-task-forgery');
   });
 
+  it("a runtime can neither hold an upstream subscription, forge a server's notice, nor hear another's (only the proxy says them, only the endpoint hears them)", async () => {
+    const forged = { account: api.principal, server: 'demo', kind: 'updated', uri: 'test://forged', count: 1 };
+    const notice = subjects.upstreamNotice(api.principal, 'demo');
+    expect(await publishRefused(runtime.nc, notice, encodePayload(forged))).toBe(`Permissions Violation for Publish to "${notice}"`);
+    const err = await subscriptionError(runtime.nc.subscribe(subjects.upstreamNoticesAll));
+    expect(err).toMatchObject({ name: 'PermissionViolationError', message: `Permissions Violation for Subscription to "${subjects.upstreamNoticesAll}"` });
+    const hold = { op: 'hold', account: api.principal, agent, holder: 'forged', server: 'demo', kind: 'lists' };
+    for (const subject of [subjects.proxyWatch, subjects.proxyInstanceWatch('proxy-1')]) {
+      expect(await publishRefused(runtime.nc, subject, encodePayload(hold))).toBe(`Permissions Violation for Publish to "${subject}"`);
+    }
+    expect(await callEcho('after-notice-forgery')).toContain('after-notice-forgery');
+  });
+
   it('a runtime cannot answer calls: no subscription to mcp.proxy.call, the sticky route or cancels', async () => {
     for (const subject of [subjects.proxyCall, subjects.proxyInstanceCall('proxy-1'), `${prefix}mcp.proxy.*.call`]) {
       const err = await subscriptionError(runtime.nc.subscribe(subject, { queue: 'proxy' }));

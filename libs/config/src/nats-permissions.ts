@@ -196,12 +196,25 @@ export function natsPermissions(role: NatsRole, user: string, prefix = ''): Nats
     case 'proxy': {
       const svc = p === '' ? PROXY_SERVICE : `${p.slice(0, -1)}-${PROXY_SERVICE}`;
       return {
-        publish: [`${p}mcp.proxy.tools.observed`, callProgress, taskEvents, `${p}mcp.approvals.requested.*`, `${p}mcp.inputs.requested.*`, `${p}registry.oauth.refresh`, ...ensureStreamsApi(prefix)],
+        // Upstream notices (list changes, resource updates) of the subscriptions it holds: only the proxy says them.
+        publish: [
+          `${p}mcp.proxy.tools.observed`,
+          callProgress,
+          taskEvents,
+          `${p}mcp.notices.>`,
+          `${p}mcp.approvals.requested.*`,
+          `${p}mcp.inputs.requested.*`,
+          `${p}registry.oauth.refresh`,
+          ...ensureStreamsApi(prefix),
+        ],
         subscribe: [
           inbox,
           ...callProxy,
           // Resources, prompts and completions of granted servers, for the agent endpoint.
           `${p}mcp.proxy.relay`,
+          // The endpoint's holds of upstream subscriptions (any instance, then the holding one).
+          `${p}mcp.proxy.watch`,
+          `${p}mcp.proxy.*.watch`,
           // Cache invalidation of grants and documents.
           `${p}agents.tools.changed.>`,
           `${p}mcp.events.agent.changed.>`,
@@ -220,8 +233,8 @@ export function natsPermissions(role: NatsRole, user: string, prefix = ''): Nats
       // Not the runtime's user: a runtime may not announce decisions (it would forge them), the
       // endpoint applies a client's user's decision and says so, as the registry does an owner's.
       return {
-        publish: [...callProxy, `${p}mcp.proxy.relay`, `${p}mcp.approvals.decided.*`, `${p}mcp.endpoint.>`, `${p}registry.approvals.token-decided`],
-        subscribe: [inbox, callProgress, taskEvents, `${p}agents.tools.changed.>`, `${p}mcp.endpoint.>`],
+        publish: [...callProxy, `${p}mcp.proxy.relay`, `${p}mcp.proxy.watch`, `${p}mcp.proxy.*.watch`, `${p}mcp.approvals.decided.*`, `${p}mcp.endpoint.>`, `${p}registry.approvals.token-decided`],
+        subscribe: [inbox, callProgress, taskEvents, `${p}agents.tools.changed.>`, `${p}mcp.endpoint.>`, `${p}mcp.notices.>`],
         allowResponses: replies,
       };
     case 'runtime':

@@ -45,6 +45,22 @@ export {
   type RelayReply,
   type RelayRequest,
 } from './relay.js';
+export {
+  NoticeKinds,
+  WATCH_LEASE_MS,
+  WatchKinds,
+  decodeUpstreamNotice,
+  decodeWatchReply,
+  decodeWatchRequest,
+  encodeWatchRequest,
+  parseUpstreamNotice,
+  parseWatchRequest,
+  type NoticeKind,
+  type UpstreamNotice,
+  type WatchKind,
+  type WatchReply,
+  type WatchRequest,
+} from './watches.js';
 export { CALL_REQUEST_LIMITS, ENDPOINT_RUN_PREFIX, MAX_CALL_TIMEOUT_MS, MAX_REQUEST_BYTES, decodeCallRequest, encodeCallRequest, parseCallRequest, proxyResultValue } from './proxy-call.js';
 export {
   TOKEN_DECIDER_PREFIX,

@@ -135,6 +135,22 @@ export interface Subjects {
    * list, cancel a task and take its result: a `TaskRequest`, answered `{ok, value | error}` (tasks.ts).
    */
   readonly proxyTasks: string;
+  /**
+   * `mcp.proxy.watch` — request/reply (queue group `proxy`): the endpoint's hold of an upstream
+   * subscription, a `WatchRequest` (watches.ts); renewals and the release go to the instance that
+   * answered, {@link proxyInstanceWatch}.
+   */
+  readonly proxyWatch: string;
+  /** `mcp.proxy.<instance>.watch` — the same request, to the instance that holds the subscription. */
+  proxyInstanceWatch(instance: string): string;
+  /**
+   * `mcp.notices.<acct>.<server>` — core NATS publish by the proxy holding an upstream
+   * subscription: an `UpstreamNotice` (watches.ts), a list change or a resource update, coalesced.
+   * Only the proxy publishes here, only the endpoint listens.
+   */
+  upstreamNotice(account: string, server: string): string;
+  /** `mcp.notices.>` — every upstream notice. */
+  readonly upstreamNoticesAll: string;
 
   // The parsers, each beside its builder's grammar: a subject of another shape, another prefix, or
   // a token outside the token grammar parses to null (never a guess by position).
@@ -227,6 +243,12 @@ export function makeSubjects(prefix = ''): Subjects {
     taskEventsOf: (a) => `${p}mcp.tasks.${t(a)}.>`,
     taskEventsAll: `${p}mcp.tasks.>`,
     proxyTasks: `${p}mcp.proxy.tasks`,
+    proxyWatch: `${p}mcp.proxy.watch`,
+    proxyInstanceWatch: (i) => `${p}mcp.proxy.${t(i)}.watch`,
+    // A server name may hold dots (`[A-Za-z0-9_.-]`): as a subject token they become `_`; the
+    // payload names the server exactly, and it is what the listener reads.
+    upstreamNotice: (a, s) => `${p}mcp.notices.${t(a)}.${t(s.replace(/\./g, '_'))}`,
+    upstreamNoticesAll: `${p}mcp.notices.>`,
     parseServerEvent: (subject) => {
       const [kind, account, server] = tokensAfter(subject, `${p}mcp.events.server.`, 3) ?? [];
       const k = kindOf(kind, SERVER_EVENT_KINDS);

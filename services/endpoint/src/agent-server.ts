@@ -6,6 +6,7 @@ import { ProtocolError, ProtocolErrorCode, type McpHttpHandler, type Server, typ
 import { EndpointTasks } from './endpoint-tasks.js';
 import { TASK_CAPABILITIES, TaskAwareServer, asksForTask, declaresTasksExtension, type TaskEra } from './task-wire.js';
 import { registerRelayed } from './relayed.js';
+import { registerSubscribe, type LegacySubscriptions } from './legacy-subscriptions.js';
 import { FaceHandlers } from './face-handlers.js';
 import type { TokenGrant } from './agent-tokens.js';
 import { declaresForms, declaresUrl, progressTokenOf, ToolCalls, unknownTool } from './tool-calls.js';
@@ -30,6 +31,8 @@ export interface AgentServerDeps {
   /** The proxy's task service: task-augmented calls and `tasks/*` for the clients that declare tasks (absent: none). */
   tasks?: TaskClient;
   onError: (err: Error) => void;
+  /** A 2025 client's `resources/subscribe` (absent: not offered). */
+  legacySubscriptions?: LegacySubscriptions;
 }
 
 interface Metrics {
@@ -37,7 +40,9 @@ interface Metrics {
   duration: Histogram;
 }
 
-const SERVER_OPTIONS = { capabilities: { tools: { listChanged: true }, prompts: {}, resources: {}, completions: {} } };
+// Subscriptions and list changes: what the granted servers say reaches the face's clients
+// (subscriptions.ts); a server that cannot is named where it cannot (a listen's ack, an error).
+const SERVER_OPTIONS = { capabilities: { tools: { listChanged: true }, prompts: { listChanged: true }, resources: { subscribe: true, listChanged: true }, completions: {} } };
 const TASK_SERVER_OPTIONS = { capabilities: { ...SERVER_OPTIONS.capabilities, ...TASK_CAPABILITIES } };
 const LIST_HINTS = { ttlMs: LIST_TTL_MS, cacheScope: 'private' as const };
 
@@ -220,6 +225,7 @@ export class AgentServers {
     this.tasks?.register(server, grant);
     // Resources, templates, prompts and completions of the granted servers, through the proxy.
     registerRelayed(server, grant, face, { toolSets: this.deps.toolSets, proxy: this.deps.proxy, tracer: this.deps.tracer, requests: this.metrics.requests, hints: LIST_HINTS });
+    if (this.deps.legacySubscriptions !== undefined) registerSubscribe(server, grant, face, this.deps.legacySubscriptions, (method, outcome) => this.counted(method, outcome));
     server.setRequestHandler('tools/list', async (request) => {
       const { tools, listed } = await this.faceTools(account, agent, face);
       const cursor = request.params?.cursor;

@@ -56,6 +56,12 @@ export interface EndpointConfig {
    */
   streams: { perToken: number; perAccount: number; perInstance: number };
   /**
+   * Resource subscriptions (a 2025 client's `resources/subscribe`, the URIs of a 2026-07-28
+   * `subscriptions/listen`) held on one instance: `ENDPOINT_SUBSCRIPTIONS_PER_TOKEN` (default 100)
+   * and `ENDPOINT_SUBSCRIPTIONS_PER_ACCOUNT` (1000); past one, refused naming the limit.
+   */
+  subscriptions: { perToken: number; perAccount: number };
+  /**
    * `SECRETS_KEYRING` (the deployment's, as the other services read it): seals the `requestState`
    * of the approval questions the endpoint asks MCP clients' users, so that any instance opens
    * them. Unset under the local profile (`OUTBOUND_PROFILE=local`, what `npm start` runs): the
@@ -145,6 +151,12 @@ function streamLimits(env: NodeJS.ProcessEnv): EndpointConfig['streams'] {
   };
 }
 
+/** The bounds on resource subscriptions (`Subscriptions`), each a whole number of at least 1. */
+function subscriptionLimits(env: NodeJS.ProcessEnv): EndpointConfig['subscriptions'] {
+  const bound = (name: string, fallback: number): number => integerSetting(env, name, { fallback, min: 1, message: `${name} must be a whole number of at least 1` });
+  return { perToken: bound('ENDPOINT_SUBSCRIPTIONS_PER_TOKEN', 100), perAccount: bound('ENDPOINT_SUBSCRIPTIONS_PER_ACCOUNT', 1_000) };
+}
+
 export function loadEndpointConfig(env: NodeJS.ProcessEnv): EndpointConfig {
   const httpPort = portSetting(env, 'HTTP_PORT', DEFAULT_ENDPOINT_PORT);
   const internalHttpPort = portSetting(env, 'INTERNAL_HTTP_PORT', httpPort === 0 ? 0 : DEFAULT_INTERNAL_PORT);
@@ -195,6 +207,7 @@ export function loadEndpointConfig(env: NodeJS.ProcessEnv): EndpointConfig {
     trustedProxies,
     tokenFailuresPerAddress: { ratePerSecond: failRate, burst: failBurst },
     streams,
+    subscriptions: subscriptionLimits(env),
     keyring: keyringOf(env),
     approvalTtlMs: approvalTtlMs || 10 * 60_000,
     leanCalls,

@@ -10,6 +10,9 @@ import { AgentTokens } from './agent-tokens.js';
 import type { EndpointConfig } from './config.js';
 import { endpointHandler } from './http.js';
 import { ToolSets } from './tool-sets.js';
+import { LegacySubscriptions } from './legacy-subscriptions.js';
+import { Subscriptions } from './subscriptions.js';
+import { UpstreamHolds } from './upstream-holds.js';
 import { connectNats, connectRedis, instanceToken, leanCalls, listenPublic, tokenFailures, userApprovals } from './wiring.js';
 
 export { loadEndpointConfig, DEFAULT_ENDPOINT_PORT } from './config.js';
@@ -57,8 +60,14 @@ export async function startEndpoint(config: EndpointConfig, opts: EndpointOption
   await tokens.start();
   const toolSets = new ToolSets(reads);
   toolSets.listen(runtime.nc, subjects, log);
+  // Resource subscriptions and the servers' list changes, held upstream by the proxy (docs/endpoint.md#subscriptions).
+  const holds = new UpstreamHolds({ nc: runtime.nc, subjects, instance, tracer: telemetry.tracer, meter: telemetry.meter, log });
+  holds.start();
+  const subscriptions = new Subscriptions(holds, toolSets, config.subscriptions);
+  const legacySubscriptions = new LegacySubscriptions(subscriptions);
   await runtime.nc.flush();
   const servers = new AgentServers({
+    legacySubscriptions,
     approvals: userApprovals({ config, redis, nc: runtime.nc, subjects, log }),
     toolSets,
     proxy: runtime.client,
@@ -71,7 +80,7 @@ export async function startEndpoint(config: EndpointConfig, opts: EndpointOption
   });
   let ready = false;
   const handler = endpointHandler(
-    { tokens, servers, toolSets, failures },
+    { tokens, servers, toolSets, failures, subscriptions, legacySubscriptions },
     {
       allowedHosts: config.allowedHosts,
       allowedOrigins: config.allowedOrigins,
@@ -96,6 +105,8 @@ export async function startEndpoint(config: EndpointConfig, opts: EndpointOption
         ready = false;
         lean?.close();
         await servers.close();
+        legacySubscriptions.close();
+        await holds.close();
         await http.close();
         await internal.close();
         toolSets.close();

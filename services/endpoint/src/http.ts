@@ -9,6 +9,9 @@ import { wantsCompact } from './compact-face.js';
 import type { TokenFailures } from './token-failures.js';
 import type { ToolSets } from './tool-sets.js';
 import { facePath } from './faces.js';
+import { mayInitialize, prepareListen, readBody, withSession } from './face-streams.js';
+import { sessionOf, type LegacySubscriptions } from './legacy-subscriptions.js';
+import type { Subscriptions } from './subscriptions.js';
 
 export interface EndpointHttpOptions {
   /** Host names (no port) a request's `Host` may carry: DNS-rebinding protection. */
@@ -34,6 +37,9 @@ export interface EndpointHttpDeps {
   toolSets: ToolSets;
   /** The per-address limit on failed token attempts. */
   failures: TokenFailures;
+  /** Resource subscriptions and upstream list changes (absent: only the agent's own tool set changes). */
+  subscriptions?: Subscriptions;
+  legacySubscriptions?: LegacySubscriptions;
 }
 
 function json(status: number, body: unknown, headers: Record<string, string> = {}): Response {
@@ -145,7 +151,7 @@ export interface EndpointHandler {
 }
 
 export function endpointHandler(deps: EndpointHttpDeps, opts: EndpointHttpOptions): EndpointHandler {
-  const legacy = new LegacyStreams(deps.toolSets);
+  const legacy = new LegacyStreams(deps.toolSets, deps.legacySubscriptions);
   const slots = new StreamSlots(opts.streams, deps.tokens, (why) => deps.servers.counted('notifications/stream', `token_${why}`));
   const oauth = opts.oauth;
   /** Whether the token's agent's grant names `server` now (a deleted agent's names none). */
@@ -269,17 +275,43 @@ export function endpointHandler(deps: EndpointHttpDeps, opts: EndpointHttpOption
       deps.servers.refused(slot.data.details.limit);
       return tooManyStreams(slot, cors);
     }
-    if (kind === 'legacy' && slot !== undefined) return withHeaders(slot.hold(legacy.stream(grant, request.signal)), cors);
+    if (kind === 'legacy' && slot !== undefined) return withHeaders(slot.hold(legacy.stream(grant, server, sessionOf(request.headers.get('mcp-session-id')), request.signal)), cors);
     const handler = deps.servers.handlerFor(grant, wantsCompact(new URL(request.url)) ? 'compact' : 'full', server);
+    // A listen's subscriptions are held upstream before the SDK acknowledges it; a 2025
+    // initialize gets a session id (./face-streams.ts). Only those bodies are read here.
+    let forward = request;
+    let parsedBody: unknown;
+    let release: (() => void) | undefined;
+    if (deps.subscriptions !== undefined && (kind === 'listen' || (kind === undefined && mayInitialize(request)))) {
+      const read = await readBody(request);
+      forward = read.request;
+      parsedBody = read.parsed;
+      if (kind === 'listen') {
+        const prepared = await prepareListen(deps.subscriptions, grant, server, handler, read.parsed).catch((err: unknown) => {
+          slot?.release();
+          throw err;
+        });
+        if (prepared instanceof Response) {
+          slot?.release();
+          deps.servers.refused('subscriptions');
+          return withHeaders(prepared, cors);
+        }
+        parsedBody = prepared.body;
+        release = prepared.release;
+      }
+    }
     const res = await handler
-      .fetch(request, {
+      .fetch(forward, {
         authInfo: { token: grant.id, clientId: grant.id, scopes: [], ...(grant.expiresAt !== undefined ? { expiresAt: Math.floor(grant.expiresAt / 1000) } : {}) },
+        ...(parsedBody !== undefined ? { parsedBody } : {}),
       })
       .catch((err: unknown) => {
         slot?.release();
+        release?.();
         throw err;
       });
-    return withHeaders(slot?.hold(res) ?? res, cors);
+    const answered = kind === undefined ? withSession(parsedBody, res) : res;
+    return withHeaders(slot?.hold(answered, release) ?? answered, cors);
   };
 
   return { admit, serve };

@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { isInputRequiredResult, ProtocolError, SUPPORTED_PROTOCOL_VERSIONS, validateHostHeader, type CallToolResult, type InputRequiredResult } from '@modelcontextprotocol/server';
+import { isInputRequiredResult, ProtocolError, ProtocolErrorCode, SUPPORTED_PROTOCOL_VERSIONS, validateHostHeader, type CallToolResult, type InputRequiredResult } from '@modelcontextprotocol/server';
 import type { McpToolDocument } from '@mcpx/domain';
 import type { TokenGrant } from './agent-tokens.js';
 import type { Declared, LegacyClients } from './legacy-clients.js';
@@ -157,8 +157,9 @@ export class LeanCalls {
     if (!(header(req, 'content-type') ?? '').startsWith('application/json')) return undefined;
     const length = Number(header(req, 'content-length'));
     if (!Number.isSafeInteger(length) || length <= 0 || length > LEAN_MAX_BODY) return undefined;
-    // Browsers (an Origin), sessions and mirrored tool parameters: the SDK's path checks them.
-    if (req.headers.origin !== undefined || req.headers['mcp-session-id'] !== undefined) return undefined;
+    // Browsers (an Origin) and mirrored tool parameters: the SDK's path checks them. A session id
+    // is a 2025 client's (the endpoint issued it at initialize; the serving is stateless).
+    if (req.headers.origin !== undefined || (req.headers['mcp-session-id'] !== undefined && header(req, 'mcp-method') !== undefined)) return undefined;
     for (const name of Object.keys(req.headers)) if (name.startsWith('mcp-param-')) return undefined;
     const method = header(req, 'mcp-method');
     const version = header(req, 'mcp-protocol-version');
@@ -222,6 +223,8 @@ export class LeanCalls {
   private async modern(req: IncomingMessage, res: ServerResponse, grant: TokenGrant, call: NonNullable<ReturnType<LeanCalls['callOf']>>): Promise<void> {
     const abort = abortOnClose(res);
     let text: string;
+    // A handler's JSON-RPC error is answered with 200, but for -32021 (400), as the SDK answers it.
+    let status = 200;
     try {
       const declared = {
         elicitation: declaresForms(call.caps.elicitation),
@@ -234,12 +237,13 @@ export class LeanCalls {
       text = JSON.stringify({ result: json, jsonrpc: '2.0', id: call.id });
     } catch (err) {
       if (!(err instanceof ProtocolError)) this.deps.onError(err as Error);
+      if (err instanceof ProtocolError && err.code === (ProtocolErrorCode.MissingRequiredClientCapability as number)) status = 400;
       text = rpcErrorJson(call.id, err);
     } finally {
       abort.done();
     }
     if (res.destroyed) return;
-    res.writeHead(200, { 'content-type': 'application/json' });
+    res.writeHead(status, { 'content-type': 'application/json' });
     res.write(text);
     res.end();
   }

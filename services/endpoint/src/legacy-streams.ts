@@ -1,4 +1,5 @@
 import type { TokenGrant } from './agent-tokens.js';
+import type { LegacySubscriptions, StreamMessage } from './legacy-subscriptions.js';
 import type { ToolSets } from './tool-sets.js';
 
 const KEEPALIVE_MS = 15_000;
@@ -7,16 +8,25 @@ const SSE_HEADERS = { 'content-type': 'text/event-stream', 'cache-control': 'no-
 /**
  * A 2025 client's GET notification stream (the stateless legacy serving has none of its own): an
  * SSE stream on which `notifications/tools/list_changed` is sent when the agent's tool set changes,
- * with a keepalive comment every 15 s. How many may be open, and when one ends before its client
- * closes it, is `StreamSlots`' (./stream-slots.ts).
+ * and (./legacy-subscriptions.ts) the updates of the resources this client subscribed to and the
+ * list changes its face's servers announce, with a keepalive comment every 15 s. How many may be
+ * open, and when one ends before its client closes it, is `StreamSlots`' (./stream-slots.ts).
  */
 export class LegacyStreams {
-  constructor(private readonly toolSets: ToolSets) {}
+  constructor(
+    private readonly toolSets: ToolSets,
+    private readonly subscriptions?: LegacySubscriptions,
+  ) {}
 
-  /** The stream of the grant's agent, ended when `signal` aborts or its reader cancels it. */
-  stream(grant: TokenGrant, signal: AbortSignal): Response {
+  /**
+   * The stream of the grant's agent on a face (`face`: the per-server face's server) for the
+   * client of `session` (its `Mcp-Session-Id`, '' for none), ended when `signal` aborts or its
+   * reader cancels it.
+   */
+  stream(grant: TokenGrant, face: string | undefined, session: string, signal: AbortSignal): Response {
     const enc = new TextEncoder();
     const toolSets = this.toolSets;
+    const subscriptions = this.subscriptions;
     let cleanup = (): void => {};
     const body = new ReadableStream<Uint8Array>({
       start(controller) {
@@ -27,13 +37,16 @@ export class LegacyStreams {
             cleanup();
           }
         };
-        const unwatch = toolSets.watch(grant.account, grant.agent, () => send(`event: message\ndata: ${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' })}\n\n`));
+        const message = (m: StreamMessage): void => send(`event: message\ndata: ${JSON.stringify({ jsonrpc: '2.0', ...m })}\n\n`);
+        const unwatch = toolSets.watch(grant.account, grant.agent, () => message({ method: 'notifications/tools/list_changed' }));
+        const detach = subscriptions?.stream(grant, face, session, message) ?? ((): void => {});
         const keepalive = setInterval(() => send(': keepalive\n\n'), KEEPALIVE_MS);
         let done = false;
         cleanup = () => {
           if (done) return;
           done = true;
           unwatch();
+          detach();
           clearInterval(keepalive);
           try {
             controller.close();

@@ -108,18 +108,24 @@ export class StreamSlot {
     });
   }
 
-  /** Frees the slot (the stream did not open, or ended). */
+  private onEnd: (() => void) | undefined;
+
+  /** Frees the slot (the stream did not open, or ended), and what the stream held (`hold`'s `onEnd`). */
   release(): void {
     this.unwatch();
     this.free();
+    const end = this.onEnd;
+    this.onEnd = undefined;
+    end?.();
   }
 
   /**
    * The response's SSE body, holding the slot until it ends; closed (a last comment saying why)
    * when the token stops granting. A response that is not a stream (a refusal, an error) frees
-   * the slot at once.
+   * the slot at once. `onEnd` runs once when the slot is freed (the stream's subscriptions go).
    */
-  hold(res: Response): Response {
+  hold(res: Response, onEnd?: () => void): Response {
+    this.onEnd = onEnd;
     const source = res.body;
     if (source === null || !SSE.test(res.headers.get('content-type') ?? '')) {
       this.release();

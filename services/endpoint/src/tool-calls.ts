@@ -4,7 +4,7 @@ import { clientTraceOrigin } from '@mcpx/telemetry';
 import { ErrorCodes, INPUT_REQUEST_ID_RE, WireError, toWireError, type CallProgress, type InputRequestItem } from '@mcpx/contracts';
 import { isRedisUnavailable, REDIS_RETRY_AFTER_MS } from '@mcpx/locks';
 import type { ProxyClient } from '@mcpx/proxy-client';
-import { inputRequired, ProtocolError, ProtocolErrorCode, type CallToolResult, type InputRequiredResult } from '@modelcontextprotocol/server';
+import { inputRequired, MissingRequiredClientCapabilityError, ProtocolError, ProtocolErrorCode, type CallToolResult, type InputRequiredResult } from '@modelcontextprotocol/server';
 import type { TokenGrant } from './agent-tokens.js';
 import type { EndpointTasks } from './endpoint-tasks.js';
 import type { TaskEra } from './task-wire.js';
@@ -89,6 +89,11 @@ export interface ToolCallsDeps {
  * endpoint's own `input_required`: the same questions by key, and the input request id as the
  * `requestState` (the server's own state stays sealed in the proxy).
  */
+/** Whether a request's `_meta` is the 2026-07-28 envelope (a 2025 request carries no protocol version there). */
+function isModern(meta: unknown): boolean {
+  return meta !== null && typeof meta === 'object' && typeof (meta as Record<string, unknown>)['io.modelcontextprotocol/protocolVersion'] === 'string';
+}
+
 function passOnInputRequired(err: WireError): InputRequiredResult | undefined {
   const id = err.details.inputRequestId;
   const items = err.details.requests;
@@ -128,7 +133,7 @@ export class ToolCalls {
     if (calls?.length === 1) calls[0]?.();
   }
 
-  /** Runs the call; throws (a ProtocolError) only for a tool the agent does not have. */
+  /** Runs the call; throws (a ProtocolError) only for a tool the agent does not have, or a capability a 2026-07-28 client did not declare. */
   async call(input: ToolCallInput): Promise<CallToolResult | InputRequiredResult> {
     const { grant, name } = input;
     // A new trace linked to the client's (`_meta.traceparent` of 2026-07-28, else the HTTP headers), never its child.
@@ -316,6 +321,12 @@ export class ToolCalls {
           span.setAttribute('mcpx.approval.asked', question.kind);
           return inputRequired(question.question as Parameters<typeof inputRequired>[0]);
         }
+      }
+      // A 2026-07-28 client that declared no sampling, of a server that asks its model: the
+      // revision's MissingRequiredClientCapability (-32021, HTTP 400), as the server says it directly.
+      if (wire.code === ErrorCodes.inputRefused && wire.details.reason === 'sampling_unsupported' && isModern(input.meta)) {
+        outcome.value = 'missing_capability';
+        throw new MissingRequiredClientCapabilityError({ requiredCapabilities: { sampling: {} } });
       }
       if (wire.code === ErrorCodes.internal) this.deps.onError(err as Error);
       return refused(wire);

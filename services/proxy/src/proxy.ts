@@ -7,7 +7,7 @@ import { CONNECTOR_CAPABILITIES } from '@mcpx/mcp-client';
 import { createLogger, type LogSink } from '@mcpx/log';
 import { SecretBox } from '@mcpx/secrets';
 import { createOutboundFetch } from '@mcpx/outbound';
-import { responseCutRecorder, setupTelemetry, startServiceHttp, tracingRequest, type Telemetry } from '@mcpx/telemetry';
+import { responseCutRecorder, setupTelemetry, startServiceHttp, tracingFetch, tracingRequest, type Telemetry } from '@mcpx/telemetry';
 import { LegacyAsks } from './legacy-inputs.js';
 import { CallHandler, replyLimits } from './call-handler.js';
 import { Catalog } from './catalog.js';
@@ -15,6 +15,9 @@ import { ProgressRelay } from './progress-relay.js';
 import { OAuthTokens } from './oauth-tokens.js';
 import { startCallService, type ProxyStats } from './call-service.js';
 import { RelayRequests } from './relay-requests.js';
+import { UpstreamWatches } from './upstream-watches.js';
+import { UpstreamContexts } from './watch-contexts.js';
+import { StoredEraVerdicts } from './era-verdicts.js';
 import { ActivityRecorder } from './activity-recorder.js';
 import { PostgresActivityStore } from './activity-store.js';
 import { callGates, callLimiter, connectRedis, connectionPool } from './wiring.js';
@@ -136,6 +139,10 @@ export async function startProxy(config: Config, opts: ProxyOptions = {}): Promi
   // Resources, prompts and completions of granted servers (the agent endpoint's): ./relay-requests.ts.
   const relay = new RelayRequests({ nc: bus.nc, subjects: bus.subjects, instance, catalog, pool, tracer: telemetry.tracer, meter: telemetry.meter, oauth, maxPayload, log });
   relay.start();
+  // The endpoint's upstream subscriptions (resource updates, list changes): ./upstream-watches.ts.
+  const contexts = new UpstreamContexts({ connectTimeoutMs: 30_000, fetch: tracingFetch(outboundFetch), verdicts: new StoredEraVerdicts(reads) });
+  const watches = new UpstreamWatches({ nc: bus.nc, subjects: bus.subjects, instance, catalog, contexts, tracer: telemetry.tracer, meter: telemetry.meter, log });
+  watches.start();
   const taskService = startTaskService({ nc: bus.nc, subjects: bus.subjects, store: taskStore, broker, log });
   broker.start();
   // Core-NATS notifications, decoded strictly: one that does not decode is logged (without its
@@ -177,6 +184,7 @@ export async function startProxy(config: Config, opts: ProxyOptions = {}): Promi
         ready = false;
         await service.stop().catch((err: unknown) => log.warn('service stop failed', { err: err as Error }));
         relay.stop();
+        await watches.stop();
         taskService.unsubscribe();
         await broker.stop();
         for (const s of subs) s.unsubscribe();
