@@ -1,6 +1,6 @@
 // `mcpx tasks list|show|cancel|result` and the wait of `mcpx call` on a task (docs/tasks.md):
 // over NATS with the runtime's credentials, as `mcpx call --nats`, for the key's account only.
-// The registry has no task actions: a task is read where it is brokered, `mcp.proxy.tasks`.
+// A task is read where it is brokered, `mcp.proxy.tasks` (the registry's task actions are not used here yet).
 import { ErrorCodes, TASK_ID_RE, WireError, isFinalTaskState, makeSubjects, type TaskEvent, type TaskView } from '@mcpx/contracts';
 import type { ProxyResult, TaskHandle } from '@mcpx/domain';
 import { TaskClient } from '@mcpx/proxy-client';

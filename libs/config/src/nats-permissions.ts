@@ -7,8 +7,9 @@
  * - `registry` — publishes `mcp.events.>` (the only one), `mcp.approvals.decided.*`,
  *   `mcp.inputs.answered.*`, requests the
  *   projector's endpoints and the proxy (InvokeTool, EndRun); answers `registry.oauth.refresh`
- *   and `registry.approvals.token-decided`; reads `mcp.proxy.tools.observed` and the events it
- *   streams to browsers.
+ *   and `registry.approvals.token-decided`; reads `mcp.proxy.tools.observed`, the events it
+ *   streams to browsers and the proxies' task events (`mcp.tasks.>`, for the audit log); asks
+ *   `mcp.proxy.tasks` for the task actions.
  * - `projector` — publishes `agents.tools.changed.>` (the only one); answers `projector.*`;
  *   consumes `MCP_EVENTS` through its durable `projector`.
  * - `proxy` — the only one that subscribes to `mcp.proxy.call`, `mcp.proxy.<instance>.call`,

@@ -7,6 +7,7 @@ import type { ErrorCode } from './errors.js';
 import type { InputRequestView } from './inputs.js';
 import type { AgentToolsReply, ApprovalView, ProviderToolSet } from './payloads.js';
 import type { AuditEventView, ToolChangeView } from './reviews.js';
+import type { TaskView } from './tasks.js';
 
 /**
  * The action API, typed end to end: per action type its request and response, the roles that may
@@ -66,6 +67,10 @@ export interface ActionRequests {
   /** Newest first; `agent` by id or name, `since`/`until` ISO 8601 times, `cursor` from the previous page. */
   ListCalls: { agent?: AgentRef; server?: string; tool?: string; outcome?: CallOutcomeFilter; since?: string; until?: string; limit?: number; cursor?: string };
   GetCallFigures: { server?: string };
+  /** Newest first; `agent` by id or name; at most `TASK_LIST_MAX`. */
+  ListTasks: { agent?: AgentRef; limit?: number };
+  GetTask: { task: string };
+  CancelTask: { task: string };
 }
 
 /** What SetMcpServer dropped because the server moved to another origin (names only, never values). */
@@ -150,6 +155,9 @@ export interface ActionResponses {
   DecideSignIn: { id: string; decision: 'approve' | 'deny'; continueUrl: string };
   ListCalls: { calls: CallView[]; nextCursor?: string };
   GetCallFigures: { at: string; servers: ServerCallFigures[] };
+  ListTasks: { tasks: TaskView[] };
+  GetTask: { task: TaskView };
+  CancelTask: { task: TaskView };
 }
 
 /** An OAuth sign-in to an agent endpoint waiting for the owner's decision (never a code, cookie or nonce). */
@@ -192,6 +200,27 @@ const ALL: readonly ActionRole[] = ['OWNER', 'WRITER', 'AGENT'];
 const WRITERS: readonly ActionRole[] = ['OWNER', 'WRITER'];
 const OWNER: readonly ActionRole[] = ['OWNER'];
 const nothing = obj({});
+/** A brokered task as the task actions show it (`TaskView`): never its arguments, result or credentials. */
+const taskView = obj(
+  {
+    id: str,
+    agent: str,
+    run: str,
+    server: str,
+    tool: str,
+    state: { enum: ['working', 'input_required', 'completed', 'failed', 'cancelled', 'expired'] },
+    statusMessage: str,
+    dialect: str,
+    inputRequestId: str,
+    error: obj({ code: str, message: str }, ['code', 'message']),
+    resultReady: bool,
+    createdAt: str,
+    updatedAt: str,
+    expiresAt: str,
+    finishedAt: str,
+  },
+  ['id', 'agent', 'run', 'server', 'tool', 'state', 'dialect', 'resultReady', 'createdAt', 'updatedAt', 'expiresAt'],
+);
 const review = obj({ server: str, tool: str, cid: str }, ['server', 'tool', 'cid']);
 const reviewed = obj({ server: str, tool: str, cid: str, decision: { enum: ['accepted', 'rejected'] }, withheld: bool }, ['server', 'tool', 'cid', 'decision']);
 const discovered = { server: ref('RedactedMcpServer'), authorizationUrl: str, authorizationError: str };
@@ -432,6 +461,27 @@ export const ACTION_MAP: { readonly [T in ActionType]: ActionSpec } = {
     roles: WRITERS,
     request: obj({ server: str }),
     response: obj({ at: str, servers: arr(obj({ server: str, lastHour: ref('CallFigures'), lastDay: ref('CallFigures') }, ['server', 'lastHour', 'lastDay'])) }, ['at', 'servers']),
+  },
+  ListTasks: {
+    summary: "The account's brokered tasks (one agent's when named), newest first, without their results",
+    roles: WRITERS,
+    request: obj({ agent, limit: int }),
+    response: obj({ tasks: arr(taskView) }, ['tasks']),
+    errors: ['not_found', 'timeout', 'transport_error'],
+  },
+  GetTask: {
+    summary: 'One brokered task as it stands',
+    roles: WRITERS,
+    request: obj({ task: str }, ['task']),
+    response: obj({ task: taskView }, ['task']),
+    errors: ['not_found', 'timeout', 'transport_error'],
+  },
+  CancelTask: {
+    summary: "Asks a task's server to cancel it; the task ends cancelled",
+    roles: WRITERS,
+    request: obj({ task: str }, ['task']),
+    response: obj({ task: taskView }, ['task']),
+    errors: ['not_found', 'timeout', 'transport_error'],
   },
 };
 

@@ -196,5 +196,11 @@ export const ActionTypes = {
   ListCalls: 'ListCalls',
   /** `{server?}` → `{at, servers}`: per server, calls, error rate, p50 and p95 over 1 h and 24 h. */
   GetCallFigures: 'GetCallFigures',
+  /** `{agent?, limit?}` → `{tasks}`: the account's brokered tasks (one agent's when named), newest first, never their results (docs/tasks.md#people). */
+  ListTasks: 'ListTasks',
+  /** `{task}` → `{task}`: one task as it stands. */
+  GetTask: 'GetTask',
+  /** `{task}` → `{task}`: asks the task's server to cancel it; it ends `cancelled` (one that had ended is answered as it stands). */
+  CancelTask: 'CancelTask',
 } as const;
 export type ActionType = (typeof ActionTypes)[keyof typeof ActionTypes];

@@ -178,6 +178,12 @@ export interface ProxyCallRequest {
    * (docs/tasks.md). A `required` tool's call is always task-augmented.
    */
   task?: boolean;
+  /**
+   * How long a task-augmented call waits for its task to end before it answers with the handle
+   * (at most what is left of the call bound; 0: the handle at once). The agent endpoint's client
+   * that asked for a task polls it itself (docs/endpoint.md#tasks).
+   */
+  taskWaitMs?: number;
 }
 
 /** Payload of `mcp.calls.progress.<acct>.<run>.<callId>`: one progress notification of the call's server. */

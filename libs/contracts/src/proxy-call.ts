@@ -66,6 +66,12 @@ export const answers: Rule<{ sampling?: boolean; forms?: boolean; roots?: boolea
   return { ...(a.sampling === true ? { sampling: true } : {}), ...(a.forms === true ? { forms: true } : {}), ...(a.roots === true ? { roots: true } : {}) };
 };
 
+/** How long a task-augmented call waits for its task (0 to the call bound). */
+const taskWait: Rule<number> = (v, field) => {
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < 0) throw invalidInput(field, 'must be a whole number of milliseconds, 0 or more');
+  return Math.min(v, MAX_CALL_TIMEOUT_MS);
+};
+
 /** A flag the caller sets (`content`: the server's content whole; `progress`: its progress); `false` is the same as absent. */
 const wantsContent: Rule<true | undefined> = (v, field) => (bool(v, field) ? true : undefined);
 
@@ -90,6 +96,7 @@ const callRequestFields = shape({
   logLevel: absentOrNull(logLevel),
   // Asks for a task-augmented call of a tool whose task support is `optional` (docs/tasks.md).
   task: absentOrNull(wantsContent),
+  taskWaitMs: absentOrNull(taskWait),
 });
 
 /**

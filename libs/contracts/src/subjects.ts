@@ -135,6 +135,8 @@ export interface Subjects {
   taskStatus(account: string, task: string): string;
   /** `mcp.tasks.<acct>.>` — every task event of one account. */
   taskEventsOf(account: string): string;
+  /** `mcp.tasks.>` — every task event of every account (the registry's audit of tasks, queue group `registry`). */
+  readonly taskEventsAll: string;
   /**
    * `mcp.proxy.tasks` — request/reply (queue group `proxy`): the runtime (and the registry) read,
    * list, cancel a task and take its result: a `TaskRequest`, answered `{ok, value | error}` (tasks.ts).
@@ -248,6 +250,7 @@ export function makeSubjects(prefix = ''): Subjects {
     serverEventsOf: (a) => `${p}mcp.events.server.*.${t(a)}.*`,
     taskStatus: (a, k) => `${p}mcp.tasks.${t(a)}.${t(k)}`,
     taskEventsOf: (a) => `${p}mcp.tasks.${t(a)}.>`,
+    taskEventsAll: `${p}mcp.tasks.>`,
     proxyTasks: `${p}mcp.proxy.tasks`,
     proxyWatch: `${p}mcp.proxy.watch`,
     proxyInstanceWatch: (i) => `${p}mcp.proxy.${t(i)}.watch`,

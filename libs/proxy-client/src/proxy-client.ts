@@ -58,6 +58,8 @@ export interface CallInput {
   content?: boolean;
   /** Asks for a task-augmented call of a tool whose task support is `optional` (docs/tasks.md). */
   task?: boolean;
+  /** How long a task-augmented call waits for its task before answering with the handle (0: at once). */
+  taskWaitMs?: number;
   /**
    * Told of the server's progress while the call runs (docs/call.md#progress): the call is sent
    * with `progress: true` and its progress subject heard until the reply. At most 10 a second,
@@ -263,6 +265,7 @@ export class ProxyClient {
       ...(input.onProgress !== undefined ? { progress: true } : {}),
       ...(input.logLevel !== undefined && input.onLog !== undefined ? { logLevel: input.logLevel } : {}),
       ...(input.task === true ? { task: true } : {}),
+      ...(input.taskWaitMs !== undefined ? { taskWaitMs: input.taskWaitMs } : {}),
     };
     const timeout = (input.timeoutMs ?? DEFAULT_CALL_TIMEOUT_MS) + REPLY_MARGIN_MS;
     // Refused here, typed and naming the bound, rather than failing in the encoder or at NATS.

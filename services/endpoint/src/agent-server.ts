@@ -1,8 +1,10 @@
 import type { Counter, Histogram, Meter, Tracer } from '@opentelemetry/api';
 import { withAppUri, type McpToolDocument } from '@mcpx/domain';
 import { isLogLevel, type CallLog, type CallProgress, type LogLevel } from '@mcpx/contracts';
-import type { ProxyClient } from '@mcpx/proxy-client';
-import { LOG_LEVEL_META_KEY, ProtocolError, ProtocolErrorCode, Server, type McpHttpHandler, type Tool } from '@modelcontextprotocol/server';
+import type { ProxyClient, TaskClient } from '@mcpx/proxy-client';
+import { LOG_LEVEL_META_KEY, ProtocolError, ProtocolErrorCode, type McpHttpHandler, type Server, type Tool } from '@modelcontextprotocol/server';
+import { EndpointTasks } from './endpoint-tasks.js';
+import { TASK_CAPABILITIES, TaskAwareServer, asksForTask, declaresTasksExtension, type TaskEra } from './task-wire.js';
 import { registerRelayed, wrapUri } from './relayed.js';
 import { registerSubscribe, type LegacySubscriptions } from './legacy-subscriptions.js';
 import { FaceHandlers } from './face-handlers.js';
@@ -29,6 +31,8 @@ export interface AgentServerDeps {
   /** The log level each token's 2025 client set (`logging/setLevel`; docs/endpoint.md#logging). */
   logLevels: LogLevels;
   version: string;
+  /** The proxy's task service: task-augmented calls and `tasks/*` for the clients that declare tasks (absent: none). */
+  tasks?: TaskClient;
   onError: (err: Error) => void;
   /** A 2025 client's `resources/subscribe` (absent: not offered). */
   legacySubscriptions?: LegacySubscriptions;
@@ -61,6 +65,7 @@ const SET_LEVEL_PARAMS = {
     },
   },
 };
+const TASK_SERVER_OPTIONS = { capabilities: { ...SERVER_OPTIONS.capabilities, ...TASK_CAPABILITIES } };
 const LIST_HINTS = { ttlMs: LIST_TTL_MS, cacheScope: 'private' as const };
 
 /** Whether `v` is `{<key>: {…}}`: the only shape of a retry's `inputResponses`. */
@@ -104,6 +109,8 @@ export function toTool(doc: McpToolDocument, perServer = false): Tool {
     inputSchema: doc.inputSchema as Tool['inputSchema'],
     ...(doc.outputSchema !== undefined ? { outputSchema: doc.outputSchema } : {}),
     ...(doc.annotations !== undefined ? { annotations: doc.annotations } : {}),
+    // 2025-11-25 clients read a task tool's support here (the SDK drops it toward 2026-07-28 ones).
+    ...(doc.taskSupport !== undefined ? { execution: { taskSupport: doc.taskSupport } } : {}),
     _meta: { ...ownMeta(doc, perServer), 'io.mcpx/permission': doc.permission, 'io.mcpx/server': doc.server },
   };
 }
@@ -128,6 +135,8 @@ export class AgentServers {
   private readonly grants = new Map<string, TokenGrant>();
   /** The compact face (`?tools=compact`, compact-face.ts): three tools over the same calls. */
   readonly compact: CompactFaces;
+  /** Tasks of the clients that declare them (docs/endpoint.md#tasks). */
+  private readonly tasks: EndpointTasks | undefined;
 
   constructor(
     private readonly deps: AgentServerDeps,
@@ -139,7 +148,9 @@ export class AgentServers {
       requests: deps.meter.createCounter('mcpx_endpoint_requests_total', { description: 'MCP requests to agent endpoints, by method and outcome' }),
       duration: deps.meter.createHistogram('mcpx_endpoint_call_duration_ms', { description: 'tools/call through the agent endpoint, end to end (ms)', unit: 'ms' }),
     };
+    this.tasks = deps.tasks === undefined ? undefined : new EndpointTasks({ tasks: deps.tasks, tracer: deps.tracer, requests: this.metrics.requests });
     this.calls = new ToolCalls({
+      ...(this.tasks !== undefined ? { tasks: this.tasks } : {}),
       toolSets: deps.toolSets,
       proxy: deps.proxy,
       tracer: deps.tracer,
@@ -244,6 +255,17 @@ export class AgentServers {
   }
 
   /**
+   * The dialect of a `tools/call` that asks for a task of a tool that has task support: a 2025
+   * call with `params.task`, a 2026-07-28 one whose client declared the tasks extension.
+   */
+  private async taskAsked(server: Server, params: { name: string }, caps: unknown, account: string, agent: string, face: string | undefined): Promise<TaskEra | undefined> {
+    const era: TaskEra = (server.getNegotiatedProtocolVersion() ?? '') >= '2026-07-28' ? 'modern' : 'legacy';
+    if (!(era === 'modern' ? declaresTasksExtension(caps) : asksForTask(params))) return undefined;
+    const doc = (await this.faceTools(account, agent, face)).find(params.name);
+    return doc?.taskSupport === undefined ? undefined : era;
+  }
+
+  /**
    * The per-request server of a token's request (its calls go in the run `ep-<token id>`), on the
    * merged face or on the per-server face of `face`.
    */
@@ -251,7 +273,8 @@ export class AgentServers {
     const { account, agent } = grant;
     // (A server per request is what the stateless serving asks for; what does not depend on the
     // request is made once: the info, the capabilities.)
-    const server = new Server(this.info, SERVER_OPTIONS);
+    const server = new TaskAwareServer(this.info, this.tasks === undefined ? SERVER_OPTIONS : TASK_SERVER_OPTIONS);
+    this.tasks?.register(server, grant);
     // Resources, templates, prompts and completions of the granted servers, through the proxy.
     registerRelayed(server, grant, face, { toolSets: this.deps.toolSets, proxy: this.deps.proxy, tracer: this.deps.tracer, requests: this.metrics.requests, hints: LIST_HINTS });
     if (this.deps.legacySubscriptions !== undefined) registerSubscribe(server, grant, face, this.deps.legacySubscriptions, (method, outcome) => this.counted(method, outcome));
@@ -311,6 +334,7 @@ export class AgentServers {
         }
         name = doc.name;
       }
+      const task = this.tasks === undefined ? undefined : await this.taskAsked(server, params, caps, account, agent, face);
       return this.calls.call({
         grant,
         name,
@@ -323,6 +347,7 @@ export class AgentServers {
         requestId: ctx.mcpReq.id,
         signal: ctx.mcpReq.signal,
         path: 'sdk',
+        ...(task !== undefined ? { task } : {}),
         // The server's progress, under the client's own token, on this request's response stream.
         ...(progressToken !== undefined ? { progress: (p: CallProgress) => void ctx.mcpReq.notify({ method: 'notifications/progress', params: { progressToken, ...p } }).catch(() => undefined) } : {}),
         // The server's log messages at the client's level, on the same stream.

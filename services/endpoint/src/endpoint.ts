@@ -1,3 +1,4 @@
+import { TaskClient } from '@mcpx/proxy-client';
 import { TrustedProxies } from '@mcpx/config/trusted-proxies';
 import { makeSubjects } from '@mcpx/contracts';
 import { endpointReads } from '@mcpx/credentials';
@@ -75,6 +76,7 @@ export async function startEndpoint(config: EndpointConfig, opts: EndpointOption
     approvals: userApprovals({ config, redis, nc: runtime.nc, subjects, log }),
     toolSets,
     proxy: runtime.client,
+    tasks: new TaskClient(runtime.nc, subjects),
     tracer: telemetry.tracer,
     meter: telemetry.meter,
     pageSize: config.pageSize,

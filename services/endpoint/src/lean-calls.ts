@@ -9,6 +9,7 @@ import { declaresForms, declaresUrl, type ToolCalls } from './tool-calls.js';
 import type { TokenFailures } from './token-failures.js';
 import type { AgentToolSet, ToolSets } from './tool-sets.js';
 import { FACE_PATH_RE } from './faces.js';
+import { declaresTasksExtension } from './task-wire.js';
 
 const MODERN_VERSION = '2026-07-28';
 const LEGACY_VERSIONS = new Set<string>(SUPPORTED_PROTOCOL_VERSIONS);
@@ -149,6 +150,8 @@ export class LeanCalls {
     // On a per-server face the client names the tool by its server's name; the call is its document's.
     const doc = server === undefined ? set?.byName.get(call.name) : set?.granted.has(server) === true ? set.byServer.get(server)?.byRemote.get(call.name) : undefined;
     if (set === null || doc === undefined || mirrorsHeaders(doc)) return fallback(req, res, body);
+    // A task tool's call by a client that declared tasks may become a task: the SDK's path answers it.
+    if (doc.taskSupport !== undefined && declaresTasksExtension(call.caps)) return fallback(req, res, body);
     const named = { ...call, name: doc.name, toolSet: set };
     if (candidate.modern) await this.modern(req, res, grant, named);
     else await this.legacy(req, res, grant, named);

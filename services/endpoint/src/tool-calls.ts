@@ -7,6 +7,8 @@ import type { ProxyClient } from '@mcpx/proxy-client';
 import { inputRequired, MissingRequiredClientCapabilityError, ProtocolError, ProtocolErrorCode, type CallToolResult, type InputRequiredResult } from '@modelcontextprotocol/server';
 import type { TokenGrant } from './agent-tokens.js';
 import { foreignState, isInputState, stateRefusal } from './input-states.js';
+import type { EndpointTasks } from './endpoint-tasks.js';
+import type { TaskEra } from './task-wire.js';
 import { META_APPROVAL_ID, META_INPUT_REQUEST_ID, callToolResult, errorResult } from './call-result.js';
 import type { AgentToolSet, ToolSets } from './tool-sets.js';
 import { APPROVAL_INPUT_KEY, UserApprovals, type ApprovalQuestion } from './user-approvals.js';
@@ -49,6 +51,8 @@ export interface ToolCallInput {
    */
   logLevel?: LogLevel;
   log?: (log: CallLog) => void;
+  /** The client asked for a task, in this dialect: a task tool's call answers at once with the created task (docs/endpoint.md#tasks). */
+  task?: TaskEra;
 }
 
 /** The client's `_meta.progressToken` (a string or an integer, as MCP says), or undefined. */
@@ -85,6 +89,8 @@ export interface ToolCallsDeps {
   requests: Counter;
   duration: Histogram;
   onError: (err: Error) => void;
+  /** Calls that became tasks (absent: a task's handle is answered as the proxy words it). */
+  tasks?: EndpointTasks;
 }
 
 /**
@@ -266,6 +272,9 @@ export class ToolCalls {
       ...(input.caps.sampling === true ? { sampling: true } : {}),
       ...(input.caps.roots === true ? { roots: true } : {}),
     };
+    // A call re-sent to wait for the task an earlier one left running (a client without tasks).
+    const resumedTask = this.deps.tasks?.resumed(meta);
+    if (resumedTask !== undefined) return await this.deps.tasks!.resume(grant, name, resumedTask, input.signal);
     const callId = randomUUID();
     const run = `ep-${grant.id}`;
     let cancelled = false;
@@ -313,7 +322,13 @@ export class ToolCalls {
         content: true,
         ...(onProgress !== undefined ? { onProgress } : {}),
         ...(onLog !== undefined ? { logLevel: input.logLevel, onLog } : {}),
+        // A client that asked for a task polls it itself: the handle at once.
+        ...(input.task !== undefined ? { task: true, taskWaitMs: 0 } : {}),
       });
+      if (result.task !== undefined && this.deps.tasks !== undefined) {
+        outcome.value = 'task';
+        return await this.deps.tasks.answer(grant, name, result.task, input.task);
+      }
       if (result.isError === true) outcome.value = ErrorCodes.serverError;
       return callToolResult(result);
     } catch (err) {

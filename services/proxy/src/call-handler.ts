@@ -407,7 +407,7 @@ export class CallHandler {
           target: taskTarget,
           authContext: authContextOf(server.url, server.headers),
           started,
-          remainingMs: timeoutMs - (performance.now() - started),
+          remainingMs: Math.min(timeoutMs - (performance.now() - started), req.taskWaitMs ?? MAX_CALL_TIMEOUT_MS),
         });
         if (brokered !== undefined) return brokered;
         // The server answered the call itself: the task's pool run holds nothing more.

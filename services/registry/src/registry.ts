@@ -20,6 +20,7 @@ import { EventStream } from './http/event-stream.js';
 import { answerOAuthRefresh } from './nats/oauth-refresh-responder.js';
 import { consumeObservedTools } from './nats/observed-tools.js';
 import { answerTokenDecisionAudit } from './nats/token-decision-audit.js';
+import { recordTaskAudit } from './nats/task-audit.js';
 import { actionDeps, credentialsRoom, discoveryFloor, openConnections, repositories } from './wiring.js';
 
 /** The action types the registry dispatches (the OpenAPI document at `/v1/openapi.json` describes each). */
@@ -132,6 +133,8 @@ export async function startRegistry(config: Config, opts: RegistryOptions = {}):
   const observed = consumeObservedTools({ bus, discovery, log, meter: telemetry.meter, servers: repos.servers, others: [builtins] });
   const oauthRefresh = answerOAuthRefresh({ bus, servers: repos.servers, oauth: creds.oauth, discovery, log, builtins });
   const tokenDecisions = answerTokenDecisionAudit({ bus, db, approvals: new ApprovalStore(redis, config.redisPrefix, { ttlMs: config.approvalTtlMs }), log });
+  // Brokered tasks' creation, cancellation and expiry, heard from the proxies' task events.
+  const taskAudit = recordTaskAudit({ bus, db, log });
   // Background work: re-probes, a first probe of unprobed built-ins, unbound secrets, the outbox, audit retention.
   const reprober = new Reprober([repos.servers, builtins], discovery, log, { intervalMs: opts.reprobe?.intervalMs ?? Math.min(2_000, opts.reprobe?.baseMs ?? 2_000), batch: 50, concurrency: 8 });
   const unprobed = await builtins.scheduleUnprobed();
@@ -162,6 +165,7 @@ export async function startRegistry(config: Config, opts: RegistryOptions = {}):
       observed.unsubscribe();
       oauthRefresh.unsubscribe();
       tokenDecisions.unsubscribe();
+      taskAudit.unsubscribe();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await internal.close();

@@ -18,6 +18,7 @@ import { deleteVendorConnection, setVendorConnection } from './builtins.actions.
 import { createAgentToken, listAgentTokens, revokeAgentToken } from './agent-tokens.actions.js';
 import { decideSignIn, listSignInRequests } from '../authorization-server/sign-in.actions.js';
 import { getCallFigures, listCalls } from './activity.actions.js';
+import { cancelTask, getTask, listTasks } from './tasks.actions.js';
 
 export type { Action, ActionDeps, ActionHandler, ActionInput, Caller } from './context.js';
 
@@ -73,6 +74,10 @@ const HANDLERS: { readonly [T in ActionType]: ActionHandler<T> } = {
   // The call log (docs/activity.md): what agents did, metadata only.
   ListCalls: listCalls,
   GetCallFigures: getCallFigures,
+  // Brokered tasks (docs/tasks.md#people), asked of the proxy's task service.
+  ListTasks: listTasks,
+  GetTask: getTask,
+  CancelTask: cancelTask,
 };
 
 export function isKnownAction(type: string): type is ActionType {

@@ -14,7 +14,7 @@ export interface AuditEntry {
   /** The signer's role (`OWNER`, `WRITER`, `AGENT`), or `system`. */
   role: string;
   action: string;
-  target: { kind: 'server' | 'agent' | 'tool' | 'approval' | 'input' | 'signer' | 'account' | 'vendor' | 'token'; name: string };
+  target: { kind: 'server' | 'agent' | 'tool' | 'approval' | 'input' | 'signer' | 'account' | 'vendor' | 'token' | 'task'; name: string };
   /** The state before and after, as plain JSON: never a secret (redacted views only; see {@link auditView}). */
   before?: unknown;
   after?: unknown;

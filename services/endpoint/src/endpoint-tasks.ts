@@ -1,0 +1,220 @@
+import { SpanKind, SpanStatusCode, type Counter, type Tracer } from '@opentelemetry/api';
+import { ENDPOINT_RUN_PREFIX, ErrorCodes, TASK_ID_RE, TASK_LIST_MAX, WireError, isFinalTaskState, toWireError, type TaskView } from '@mcpx/contracts';
+import type { TaskHandle } from '@mcpx/domain';
+import type { TaskClient } from '@mcpx/proxy-client';
+import { MissingRequiredClientCapabilityError, ProtocolError, ProtocolErrorCode, type CallToolResult, type Server } from '@modelcontextprotocol/server';
+import { z } from 'zod';
+import type { TokenGrant } from './agent-tokens.js';
+import { callToolResult, errorResult } from './call-result.js';
+import { RELATED_TASK_META_KEY, TASKS_EXTENSION_ID, createTaskResult, declaresTasksExtension, wireTask, type TaskEra } from './task-wire.js';
+
+/** SEP-2575's MissingRequiredClientCapability: a request that needs a capability its client did not declare. */
+const MISSING_CLIENT_CAPABILITY = -32021;
+
+/** `_meta` key of a `tools/call` that waits for a task an earlier call of the same tool left running (clients without tasks). */
+export const META_TASK_ID = 'io.mcpx/taskId';
+
+/** A `tasks/result` (and a resumed call) waits this long for its task, then says it still runs. */
+const RESULT_WAIT_MS = 110_000;
+
+export interface EndpointTasksDeps {
+  /** `mcp.proxy.tasks`: the broker's rows, read by any proxy instance. */
+  tasks: TaskClient;
+  tracer: Tracer;
+  /** The endpoint's request counter (`mcpx_endpoint_requests_total{method,outcome}`). */
+  requests: Counter;
+}
+
+const taskIdParams = { params: z.object({ taskId: z.string().max(256) }).passthrough() };
+const listParams = { params: z.object({ cursor: z.string().max(256).optional() }).passthrough() };
+const updateParams = { params: z.object({ taskId: z.string().max(256), inputResponses: z.record(z.string(), z.unknown()).optional() }).passthrough() };
+
+/** The answer of every task a token does not hold: the same as a task that never was. */
+const notFound = (): ProtocolError => new ProtocolError(ProtocolErrorCode.InvalidParams, 'Task not found');
+
+/**
+ * The endpoint's side of brokered tasks (docs/endpoint.md#tasks): a call of a task tool by a
+ * client that asked for a task answers at once with the created task; its `tasks/*` requests
+ * are answered from the proxy's task service (`mcp.proxy.tasks`), for the tasks made by the
+ * request's own token only (the run `ep-<token id>` of the row): another token's task, of the
+ * same agent or not, is "Task not found", as one that never was. A client that asked for none
+ * is answered as a runtime is: the result within the call bound, else a result naming the task.
+ * A span (`endpoint.tasks/<verb>`) and the endpoint's request count per request.
+ */
+export class EndpointTasks {
+  constructor(private readonly deps: EndpointTasksDeps) {}
+
+  /** Registers `tasks/get`, `tasks/result`, `tasks/list`, `tasks/cancel` and `tasks/update` on a request's server (the SDK keeps each to its era). */
+  register(server: Server, grant: TokenGrant): void {
+    // A 2026-07-28 request's era, checked for the extension: one whose client did not declare it is
+    // refused as SEP-2575 says (MissingRequiredClientCapability), before any task is looked at.
+    const era = (): TaskEra => {
+      if ((server.getNegotiatedProtocolVersion() ?? '') < '2026-07-28') return 'legacy';
+      if (!declaresTasksExtension(server.getClientCapabilities()))
+        throw new MissingRequiredClientCapabilityError({ requiredCapabilities: { extensions: { [TASKS_EXTENSION_ID]: {} } } }, `this request does not declare the ${TASKS_EXTENSION_ID} extension`);
+      return 'modern';
+    };
+    server.setRequestHandler('tasks/get', taskIdParams, (params) => this.traced('tasks/get', grant, () => this.get(grant, params.taskId, era())));
+    server.setRequestHandler('tasks/result', taskIdParams, (params, ctx) => this.traced('tasks/result', grant, () => this.result(grant, params.taskId, ctx.mcpReq.signal)));
+    server.setRequestHandler('tasks/list', listParams, () => this.traced('tasks/list', grant, () => this.list(grant)));
+    server.setRequestHandler('tasks/cancel', taskIdParams, (params) => this.traced('tasks/cancel', grant, () => this.cancel(grant, params.taskId, era())));
+    server.setRequestHandler('tasks/update', updateParams, (params) => this.traced('tasks/update', grant, () => (era(), this.update(grant, params.taskId))));
+  }
+
+  /**
+   * The answer of a call that became a task: to a client that asked for one, the created task in
+   * its dialect; to any other, a result that names the task and how to take its result.
+   */
+  async answer(grant: TokenGrant, tool: string, handle: TaskHandle, asked: TaskEra | undefined): Promise<CallToolResult> {
+    if (asked !== undefined) {
+      const view = await this.deps.tasks.getTask(grant.account, handle.id).catch(() => undefined);
+      if (view !== undefined) return createTaskResult(view, asked);
+    }
+    return runningResult(tool, handle);
+  }
+
+  /** The task id of a call's `_meta["io.mcpx/taskId"]`, when it names one. */
+  resumed(meta: Record<string, unknown> | undefined): string | undefined {
+    const id = meta?.[META_TASK_ID];
+    return typeof id === 'string' && TASK_ID_RE.test(id) ? id : undefined;
+  }
+
+  /**
+   * A call re-sent with `_meta["io.mcpx/taskId"]` by a client without tasks: it waits for that
+   * task (its token's, of this tool) within the call bound and answers its result, or again that
+   * it runs. A task of another token, or of another tool, is refused as unknown.
+   */
+  async resume(grant: TokenGrant, tool: string, id: string, signal: AbortSignal): Promise<CallToolResult> {
+    let view: TaskView;
+    try {
+      view = await this.own(grant, id);
+    } catch (err) {
+      if (err instanceof ProtocolError) return errorResult(new WireError(ErrorCodes.notFound, `${META_TASK_ID}: this token has no task ${id}`, { field: META_TASK_ID }));
+      throw err;
+    }
+    if (view.tool !== tool) return errorResult(new WireError(ErrorCodes.invalidInput, `${META_TASK_ID}: task ${id} is a call of ${view.tool}, not of ${tool}`, { field: META_TASK_ID }));
+    const ended = isFinalTaskState(view.state) ? view : await this.deps.tasks.waitTask(grant.account, id, { timeoutMs: RESULT_WAIT_MS, signal });
+    if (!isFinalTaskState(ended.state)) return runningResult(tool, { id, state: ended.state, ...(ended.statusMessage !== undefined ? { statusMessage: ended.statusMessage } : {}) });
+    return await this.outcome(grant, ended);
+  }
+
+  /** One task request: its span, its count, a fault of the connector's as an internal error (a refusal as the client's). */
+  private async traced<T>(method: string, grant: TokenGrant, run: () => Promise<T>): Promise<T> {
+    const span = this.deps.tracer.startSpan(`endpoint.${method}`, { kind: SpanKind.SERVER, attributes: { 'mcpx.account': grant.account, 'mcpx.agent': grant.agent } });
+    let outcome = 'ok';
+    try {
+      return await run();
+    } catch (err) {
+      const e = err instanceof ProtocolError ? err : protocolErrorOf(err);
+      outcome = e.code === (ProtocolErrorCode.InvalidParams as number) ? 'refused' : e.code === MISSING_CLIENT_CAPABILITY ? 'undeclared' : 'error';
+      span.setStatus({ code: SpanStatusCode.ERROR, message: e.message });
+      throw e;
+    } finally {
+      span.setAttribute('mcpx.outcome', outcome);
+      span.end();
+      this.deps.requests.add(1, { method, outcome });
+    }
+  }
+
+  /** The task, when the request's token made it; "Task not found" otherwise (another token's, another account's, none). */
+  private async own(grant: TokenGrant, id: string): Promise<TaskView> {
+    if (!TASK_ID_RE.test(id)) throw notFound();
+    let view: TaskView;
+    try {
+      view = await this.deps.tasks.getTask(grant.account, id);
+    } catch (err) {
+      if (err instanceof WireError && err.code === ErrorCodes.notFound) throw notFound();
+      throw err;
+    }
+    if (view.run !== `${ENDPOINT_RUN_PREFIX}${grant.id}` || view.agent !== grant.agent) throw notFound();
+    return view;
+  }
+
+  private async get(grant: TokenGrant, id: string, era: TaskEra): Promise<Record<string, unknown>> {
+    const view = await this.own(grant, id);
+    const task = wireTask(view, era);
+    if (era === 'legacy' || !isFinalTaskState(view.state) || view.state === 'cancelled') return task;
+    // 2026-07-28: a completed task carries its result, a failed one its error, inline.
+    if (view.state === 'completed') return { ...task, result: await this.outcome(grant, view) };
+    return { ...task, error: { code: ProtocolErrorCode.InternalError, message: view.error?.message ?? 'the task failed', data: { code: view.error?.code ?? ErrorCodes.serverError } } };
+  }
+
+  /** 2025-11-25 `tasks/result`: waits for the task to end (bounded), then its result as the call would have answered. */
+  private async result(grant: TokenGrant, id: string, signal: AbortSignal): Promise<CallToolResult> {
+    const view = await this.own(grant, id);
+    const ended = isFinalTaskState(view.state) ? view : await this.deps.tasks.waitTask(grant.account, id, { timeoutMs: RESULT_WAIT_MS, signal });
+    if (!isFinalTaskState(ended.state))
+      throw new ProtocolError(ProtocolErrorCode.InternalError, `task ${id} is still ${ended.state}: ask again, or poll tasks/get`, { code: ErrorCodes.timeout, taskId: id });
+    const result = await this.outcome(grant, ended);
+    return { ...result, _meta: { ...(result._meta ?? {}), [RELATED_TASK_META_KEY]: { taskId: id } } };
+  }
+
+  /**
+   * An ended task's result as a tool result: the result, or the typed error it ended with
+   * (`isError`, as every failed call is). The task's stored error names the task in its details,
+   * which tells it from a fault on the way (the proxy not answering), thrown as the connector's.
+   */
+  private async outcome(grant: TokenGrant, view: TaskView): Promise<CallToolResult> {
+    try {
+      return callToolResult(await this.deps.tasks.taskResult(grant.account, view.id));
+    } catch (err) {
+      if (!(err instanceof WireError)) throw err;
+      if (err.details.task === view.id) return errorResult(err);
+      throw err;
+    }
+  }
+
+  /** 2025-11-25 `tasks/list`: the token's tasks among its agent's latest, newest first, in one page. */
+  private async list(grant: TokenGrant): Promise<{ tasks: Array<Record<string, unknown>> }> {
+    const all = await this.deps.tasks.listTasks(grant.account, { agent: grant.agent, limit: TASK_LIST_MAX });
+    const run = `${ENDPOINT_RUN_PREFIX}${grant.id}`;
+    return { tasks: all.filter((t) => t.run === run).map((t) => wireTask(t, 'legacy')) };
+  }
+
+  private async cancel(grant: TokenGrant, id: string, era: TaskEra): Promise<Record<string, unknown>> {
+    const view = await this.own(grant, id);
+    // 2026-07-28 acknowledges the cancel of an ended task as it does any (idempotent); 2025 refuses it.
+    if (isFinalTaskState(view.state)) {
+      if (era === 'modern') return {};
+      throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Cannot cancel task: already ${view.state}`);
+    }
+    const ended = await this.deps.tasks.cancelTask(grant.account, id);
+    return era === 'modern' ? {} : wireTask(ended, 'legacy');
+  }
+
+  /**
+   * 2026-07-28 `tasks/update`: a task's questions go to the account owner (its input request),
+   * never to the endpoint's client, so an update has nothing to deliver. To a task that asks
+   * nothing it is acknowledged (answers nobody asked for are ignored, as SEP-2663 says); to a
+   * task waiting for an answer it is refused, naming the input request the owner answers.
+   */
+  private async update(grant: TokenGrant, id: string): Promise<Record<string, unknown>> {
+    const view = await this.own(grant, id);
+    if (view.state !== 'input_required') return {};
+    const who = view.inputRequestId === undefined ? '' : ` (input request ${view.inputRequestId})`;
+    throw new ProtocolError(ProtocolErrorCode.InvalidParams, `task ${id} waits for the account owner's answer${who}: a task's questions are not asked of the endpoint's client`);
+  }
+}
+
+/** A task's fault as the MCP error a client expects: an outage of the connector's, never the client's fault. */
+function protocolErrorOf(err: unknown): ProtocolError {
+  const wire = err instanceof WireError ? err : toWireError(err);
+  return new ProtocolError(ProtocolErrorCode.InternalError, wire.message, { code: wire.code });
+}
+
+/** The result of a call whose task still runs, for a client that asked for no task: what it is and how to take its result. */
+export function runningResult(tool: string, handle: TaskHandle): CallToolResult {
+  const status = handle.statusMessage ? `${handle.state}: ${handle.statusMessage}` : handle.state;
+  return {
+    content: [
+      {
+        type: 'text',
+        text:
+          `${tool} is still running as task ${handle.id} (${status}); it goes on after this answer. ` +
+          `To wait for its result, call ${tool} again with the same arguments and _meta {"${META_TASK_ID}": "${handle.id}"}, ` +
+          `or ask tasks/result (MCP tasks) for taskId ${handle.id} on this endpoint with this token.`,
+      },
+    ],
+    _meta: { 'io.mcpx/task': { id: handle.id, state: handle.state, ...(handle.statusMessage !== undefined ? { statusMessage: handle.statusMessage } : {}) } },
+  };
+}

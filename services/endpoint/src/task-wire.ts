@@ -1,0 +1,123 @@
+import { TaskStates, type TaskView } from '@mcpx/contracts';
+import { Server, type CallToolResult } from '@modelcontextprotocol/server';
+
+/**
+ * Tasks as the endpoint's clients see them (docs/endpoint.md#tasks), in the two dialects:
+ * - 2025-11-25: the `tasks` capability, a tool's `execution.taskSupport`, a call asking with
+ *   `params.task`, answered `{task: {taskId, status, ttl, pollInterval, …}}`; `tasks/get`,
+ *   `tasks/result`, `tasks/list`, `tasks/cancel`.
+ * - 2026-07-28: the tasks extension `io.modelcontextprotocol/tasks` (SEP-2663): a call whose
+ *   `_meta` client capabilities declare it may be answered `{resultType: 'task', taskId, status,
+ *   ttlMs, pollIntervalMs, …}`; `tasks/get` carries the result or the error inline; `tasks/update`,
+ *   `tasks/cancel`; no `tasks/list` and no `tasks/result`.
+ * The task's id is the connector's (`tsk_…`), never the server's.
+ */
+export const TASKS_EXTENSION_ID = 'io.modelcontextprotocol/tasks';
+
+/** `_meta` key (2025-11-25) tying a `tasks/result` answer to its task. */
+export const RELATED_TASK_META_KEY = 'io.modelcontextprotocol/related-task';
+
+/** Which dialect a request speaks. */
+export type TaskEra = 'legacy' | 'modern';
+
+/**
+ * How often the endpoint asks its clients to poll. The task's row is read, never its server: the
+ * broker polls the server at the server's own pace, once for every reader.
+ */
+export const CLIENT_POLL_INTERVAL_MS = 1_000;
+
+/** The endpoint's server capabilities for tasks: the 2025 `tasks` capability and the 2026 extension (the SDK drops each where its era has none). */
+export const TASK_CAPABILITIES = {
+  tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } },
+  extensions: { [TASKS_EXTENSION_ID]: {} },
+};
+
+/** Whether a 2026-07-28 request's declared client capabilities include the tasks extension. */
+export function declaresTasksExtension(capabilities: unknown): boolean {
+  const ext = (capabilities as { extensions?: unknown } | null | undefined)?.extensions;
+  if (ext === null || typeof ext !== 'object' || Array.isArray(ext)) return false;
+  const v = (ext as Record<string, unknown>)[TASKS_EXTENSION_ID];
+  return v !== null && typeof v === 'object' && !Array.isArray(v);
+}
+
+/** Whether a 2025-11-25 `tools/call`'s params ask for a task (`task: {ttl?}`). */
+export function asksForTask(params: unknown): boolean {
+  const task = (params as { task?: unknown } | null | undefined)?.task;
+  return task !== null && typeof task === 'object' && !Array.isArray(task);
+}
+
+/**
+ * The state a client is shown: the connector's `expired` is a `failed` task to MCP, and an
+ * `input_required` one shows `working` (its questions go to the account owner's input requests,
+ * not to the endpoint's client: nothing the client could answer, docs/tasks.md#not-yet).
+ */
+export function clientStatus(view: TaskView): 'working' | 'completed' | 'failed' | 'cancelled' {
+  switch (view.state) {
+    case TaskStates.completed:
+      return 'completed';
+    case TaskStates.cancelled:
+      return 'cancelled';
+    case TaskStates.failed:
+    case TaskStates.expired:
+      return 'failed';
+    case TaskStates.working:
+    case TaskStates.inputRequired:
+      return 'working';
+  }
+}
+
+/** The status text a client is shown: the server's, or why the connector ended the task. */
+function statusMessageOf(view: TaskView): string | undefined {
+  if (view.state === TaskStates.inputRequired) {
+    const id = view.inputRequestId === undefined ? '' : ` (input request ${view.inputRequestId})`;
+    return `waiting for the account owner to answer the server's question${id}`;
+  }
+  if (view.error !== undefined && (view.state === TaskStates.failed || view.state === TaskStates.expired)) return `${view.error.code}: ${view.error.message}`.slice(0, 1_024);
+  return view.statusMessage;
+}
+
+/** How long the task is kept from its creation (its expiry is the connector's, at most `TASK_MAX_TTL_MS`). */
+function ttlOf(view: TaskView): number {
+  return Math.max(0, Date.parse(view.expiresAt) - Date.parse(view.createdAt));
+}
+
+/** A task in a dialect's words, without a result: `tasks/get`'s and `tasks/list`'s items, a creation's body. */
+export function wireTask(view: TaskView, era: TaskEra): Record<string, unknown> {
+  const message = statusMessageOf(view);
+  const common = { taskId: view.id, status: clientStatus(view), ...(message !== undefined ? { statusMessage: message } : {}), createdAt: view.createdAt, lastUpdatedAt: view.updatedAt };
+  return era === 'modern' ? { ...common, ttlMs: ttlOf(view), pollIntervalMs: CLIENT_POLL_INTERVAL_MS } : { ...common, ttl: ttlOf(view), pollInterval: CLIENT_POLL_INTERVAL_MS };
+}
+
+/** Results the handler made as created tasks: the SDK's tools/call check is not for them ({@link TaskAwareServer}). */
+const createdTasks = new WeakSet<object>();
+
+/** A `tools/call` answer that creates a task, in the request's dialect. */
+export function createTaskResult(view: TaskView, era: TaskEra): CallToolResult {
+  const body = era === 'modern' ? { resultType: 'task', ...wireTask(view, era) } : { task: wireTask(view, era) };
+  createdTasks.add(body);
+  // Not a CallToolResult: the tools/call handler hands it back as one, TaskAwareServer writes it as it is.
+  return body as unknown as CallToolResult;
+}
+
+/**
+ * The endpoint's per-request MCP server, which may answer `tools/call` with a created task. The
+ * SDK checks a `tools/call` result against its era's CallToolResult, which a 2025 CreateTaskResult
+ * (`{task}`, no `content`) is not: a result made by {@link createTaskResult} passes that check
+ * with an empty placeholder and goes out as it was made. Every other result is checked as before.
+ */
+export class TaskAwareServer extends Server {
+  protected override _wrapHandler(method: string, handler: Parameters<Server['_wrapHandler']>[1]): ReturnType<Server['_wrapHandler']> {
+    if (method !== 'tools/call') return super._wrapHandler(method, handler);
+    return async (request, ctx) => {
+      let created: object | undefined;
+      const checked = super._wrapHandler(method, async (req, c) => {
+        const out = await handler(req, c);
+        if (!createdTasks.has(out)) return out;
+        created = out;
+        return { content: [] };
+      });
+      const result = await checked(request, ctx);
+      return (created as typeof result | undefined) ?? result;
+    };
+  }
+}
