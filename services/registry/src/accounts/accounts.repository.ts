@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely';
 import type { AccountCreation } from '@mcpx/config';
 import type { Database, Db } from '@mcpx/db';
 
-export type SignerRole = 'OWNER' | 'AGENT' | 'WRITER';
+import type { SignerRole } from '../shared/action-handler.js';
 
 export class AccountsRepository {
   /**

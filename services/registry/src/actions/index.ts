@@ -1,25 +1,26 @@
 import { ACTION_MAP, ErrorCodes, WireError, type ActionResponse, type ActionType } from '@mcpx/contracts';
-import { listAgentTools, promoteTools } from './agent-tools.actions.js';
-import { createAgent, getAgent, listAgents, updateAgent } from './agents.actions.js';
-import { endRun, invokeTool } from './runs.actions.js';
-import type { Action, ActionDeps, ActionHandler, ActionInput, Caller } from './context.js';
-import { deleteMcpServer, listMcpServers, refreshMcpServer, setMcpServer } from './mcp-servers.actions.js';
-import { deleteLambdaTool, setLambdaTool } from './lambda.actions.js';
-import { authorizeMcpServer } from './oauth.actions.js';
-import { searchTools } from './search.actions.js';
-import { authorizeSigner, revokeSigner } from './signers.actions.js';
-import { checkAgentScope, filterAgents } from './agent-scope.js';
-import { approveToolCall, denyToolCall, listApprovals } from './approvals.actions.js';
-import { acceptToolChange, listToolChanges, rejectToolChange } from '../pins/review.actions.js';
+import { listAgentTools, promoteTools } from '../agents/agent-tools.actions.js';
+import { createAgent, getAgent, listAgents, updateAgent } from '../agents/agents.actions.js';
+import { endRun, invokeTool } from '../agents/runs.actions.js';
+import type { ActionHandler } from '../shared/action-handler.js';
+import type { Action, ActionDeps, ActionInput, Caller } from './context.js';
+import { deleteMcpServer, listMcpServers, refreshMcpServer, setMcpServer } from '../servers/mcp-servers.actions.js';
+import { deleteLambdaTool, setLambdaTool } from '../agents/lambda.actions.js';
+import { authorizeMcpServer } from '../servers/oauth.actions.js';
+import { searchTools } from '../agents/search.actions.js';
+import { authorizeSigner, revokeSigner } from '../signers/signers.actions.js';
+import { checkAgentScope, filterAgents } from '../agents/agent-scope.js';
+import { approveToolCall, denyToolCall, listApprovals } from '../review/approvals.actions.js';
+import { acceptToolChange, listToolChanges, rejectToolChange } from '../review/review.actions.js';
 import { listAuditEventsAction } from '../audit/audit.actions.js';
-import { answerInputRequest, listInputRequests } from './inputs.actions.js';
-import { setToolPermission } from './permissions.actions.js';
-import { deleteVendorConnection, setVendorConnection } from './builtins.actions.js';
-import { createAgentToken, listAgentTokens, revokeAgentToken } from './agent-tokens.actions.js';
+import { answerInputRequest, listInputRequests } from '../review/inputs.actions.js';
+import { setToolPermission } from '../servers/permissions.actions.js';
+import { deleteVendorConnection, setVendorConnection } from '../servers/builtins.actions.js';
+import { createAgentToken, listAgentTokens, revokeAgentToken } from '../agents/agent-tokens.actions.js';
 import { decideSignIn, listSignInRequests } from '../authorization-server/sign-in.actions.js';
-import { getCallFigures, listCalls } from './activity.actions.js';
+import { getCallFigures, listCalls } from '../activity/activity.actions.js';
 
-export type { Action, ActionDeps, ActionHandler, ActionInput, Caller } from './context.js';
+export type { Action, ActionDeps, ActionInput, Caller } from './context.js';
 
 /**
  * The handler of each action type: every type of the action map (`ACTION_MAP` of
@@ -27,7 +28,7 @@ export type { Action, ActionDeps, ActionHandler, ActionInput, Caller } from './c
  * OWNER), and no other. Each handler's answer is typed by the map's response of its type, so a
  * missing handler, or one that answers another shape, does not compile.
  */
-const HANDLERS: { readonly [T in ActionType]: ActionHandler<T> } = {
+const HANDLERS: { readonly [T in ActionType]: ActionHandler<T, ActionDeps> } = {
   ListMcpServers: listMcpServers,
   SetMcpServer: setMcpServer,
   RefreshMcpServer: refreshMcpServer,
@@ -91,7 +92,7 @@ function isKnown(action: Action): action is ActionInput<ActionType> & Action {
 
 /** Runs the handler of `action.type` (the type ties the handler to its input and answer). */
 function handle<T extends ActionType>(deps: ActionDeps, caller: Caller, action: ActionInput<T>): Promise<ActionResponse<T>> {
-  const handler: ActionHandler<T> = HANDLERS[action.type];
+  const handler: ActionHandler<T, ActionDeps> = HANDLERS[action.type];
   return handler(deps, caller, action);
 }
 

@@ -1,6 +1,17 @@
 import { sql } from 'kysely';
 import { CALL_OUTCOME_FILTERS, CALL_PAGE, invalidInput, type CallFigures, type CallOutcomeFilter, type CallView } from '@mcpx/contracts';
-import type { ActionDeps, ActionHandler } from './context.js';
+import type { ActionType } from '@mcpx/contracts';
+import type { Db } from '@mcpx/db';
+import type { AgentsRepository } from '../agents/agents.repository.js';
+import type { ActionHandler } from '../shared/action-handler.js';
+
+/** What the call log's actions use: the calls' table and the agents they name. */
+export interface ActivityDeps {
+  db: Db;
+  agents: AgentsRepository;
+}
+
+type ActivityAction<T extends ActionType> = ActionHandler<T, ActivityDeps>;
 
 /**
  * The call log (docs/activity.md), read from `activity.calls` (written by the proxies). Every
@@ -74,7 +85,7 @@ export function parseCallQuery(action: Record<string, unknown>): CallQuery {
 }
 
 /** An agent named by id or name: the account's agent of that name, else the value as an id (the calls of a deleted agent stay findable). */
-async function agentId(deps: ActionDeps, account: string, ref: string): Promise<string> {
+async function agentId(deps: ActivityDeps, account: string, ref: string): Promise<string> {
   const agent = await deps.agents.find(account, ref);
   return agent?.id ?? ref;
 }
@@ -84,7 +95,7 @@ async function agentId(deps: ActionDeps, account: string, ref: string): Promise<
  * nextCursor?}`: the account's calls, newest first, one page at a time; `nextCursor` gives the
  * next (older) page. OWNER and WRITER.
  */
-export const listCalls: ActionHandler<'ListCalls'> = async (deps, caller, action) => {
+export const listCalls: ActivityAction<'ListCalls'> = async (deps, caller, action) => {
   const q = parseCallQuery(action);
   const account = caller.account;
   let query = deps.db.selectFrom('activity.calls').selectAll().where('account_id', '=', account);
@@ -130,7 +141,7 @@ export const listCalls: ActionHandler<'ListCalls'> = async (deps, caller, action
   return rows.length > q.limit && last !== undefined ? { calls, nextCursor: `${last.at.getTime()}.${last.id}` } : { calls };
 };
 
-async function agentNames(deps: ActionDeps, account: string, ids: string[]): Promise<Map<string, string>> {
+async function agentNames(deps: ActivityDeps, account: string, ids: string[]): Promise<Map<string, string>> {
   const unique = [...new Set(ids)];
   if (unique.length === 0) return new Map();
   const rows = await deps.db.selectFrom('registry.agents').select(['id', 'name']).where('account_id', '=', account).where('id', 'in', unique).execute();
@@ -162,7 +173,7 @@ function figures(calls: number, failed: number, p50: number | null, p95: number 
  * and the last 24 hours. Calls refused before their tool was found name no server and are left
  * out. OWNER and WRITER.
  */
-export const getCallFigures: ActionHandler<'GetCallFigures'> = async (deps, caller, action) => {
+export const getCallFigures: ActivityAction<'GetCallFigures'> = async (deps, caller, action) => {
   const server = text(action, 'server');
   const now = new Date();
   const hour = new Date(now.getTime() - 3_600_000);

@@ -1,6 +1,7 @@
 import { ErrorCodes, WireError, type ActionResponse } from '@mcpx/contracts';
 import { findAgent } from './agents.actions.js';
-import type { Action, ActionDeps, Caller } from './context.js';
+import type { AgentsDeps } from './agents-deps.js';
+import type { Action, Caller } from '../shared/action-handler.js';
 
 /**
  * Keeps an AGENT signer to the agents it is bound to (`AuthorizeSigner {role: 'AGENT', agents}`):
@@ -9,7 +10,7 @@ import type { Action, ActionDeps, Caller } from './context.js';
  * only the bound ones (`filterAgents`), ListMcpServers only their servers (`grantedServers`).
  * Other roles pass unchanged.
  */
-export async function checkAgentScope(deps: ActionDeps, caller: Caller, action: Action): Promise<readonly string[] | undefined> {
+export async function checkAgentScope(deps: AgentsDeps, caller: Caller, action: Action): Promise<readonly string[] | undefined> {
   if (caller.role !== 'AGENT') return undefined;
   const bound = await deps.accounts.boundAgents(caller.account, caller.signer);
   const named = action.agent;
@@ -36,7 +37,7 @@ export function filterAgents(result: ActionResponse<'ListAgents'>, bound: readon
  * The names of the servers an AGENT signer's bound agents are granted (ListMcpServers shows it
  * only those); undefined for the other roles, who see every server of the account.
  */
-export async function grantedServers(deps: ActionDeps, caller: Caller): Promise<ReadonlySet<string> | undefined> {
+export async function grantedServers(deps: AgentsDeps, caller: Caller): Promise<ReadonlySet<string> | undefined> {
   if (caller.role !== 'AGENT') return undefined;
   const [bound, agents] = await Promise.all([deps.accounts.boundAgents(caller.account, caller.signer), deps.agents.list(caller.account)]);
   return new Set(agents.filter((a) => bound.includes(a.id)).flatMap((a) => a.definition.mcpServers));

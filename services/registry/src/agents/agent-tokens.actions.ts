@@ -1,8 +1,8 @@
 import { ErrorCodes, WireError, invalidInput } from '@mcpx/contracts';
 import { auditBy, recordAudit } from '../audit/audit-log.js';
-import { AgentTokensRepository, tokenView } from '../repositories/agent-tokens.repository.js';
+import { AgentTokensRepository, tokenView } from './agent-tokens.repository.js';
 import { findAgent } from './agents.actions.js';
-import type { ActionHandler } from './context.js';
+import type { AgentsAction } from './agents-deps.js';
 
 /** Active (neither revoked nor expired) tokens one agent may hold at once. */
 export const MAX_ACTIVE_AGENT_TOKENS = 20;
@@ -41,7 +41,7 @@ function userMayApprove(value: unknown): boolean {
  * elicitation), instead of waiting for the owner; the owner may still decide them first. The token is in this answer and nowhere else (only its
  * SHA-256 is stored); at most {@link MAX_ACTIVE_AGENT_TOKENS} active ones per agent. OWNER only.
  */
-export const createAgentToken: ActionHandler<'CreateAgentToken'> = async (deps, caller, action) => {
+export const createAgentToken: AgentsAction<'CreateAgentToken'> = async (deps, caller, action) => {
   const agent = await findAgent(deps, caller.account, action.agent);
   const name = tokenName(action.name);
   const now = Date.now();
@@ -75,7 +75,7 @@ export const createAgentToken: ActionHandler<'CreateAgentToken'> = async (deps, 
 };
 
 /** `ListAgentTokens {agent}` → `{agent, tokens}`: newest first, with their state; never a token or a hash. OWNER only. */
-export const listAgentTokens: ActionHandler<'ListAgentTokens'> = async (deps, caller, action) => {
+export const listAgentTokens: AgentsAction<'ListAgentTokens'> = async (deps, caller, action) => {
   const agent = await findAgent(deps, caller.account, action.agent);
   const rows = await new AgentTokensRepository(deps.db).list(caller.account, agent.id);
   const now = Date.now();
@@ -87,7 +87,7 @@ export const listAgentTokens: ActionHandler<'ListAgentTokens'> = async (deps, ca
  * answers (`revoked: false` when it was revoked already). An id the account does not hold is
  * `not_found`. OWNER only.
  */
-export const revokeAgentToken: ActionHandler<'RevokeAgentToken'> = async (deps, caller, action) => {
+export const revokeAgentToken: AgentsAction<'RevokeAgentToken'> = async (deps, caller, action) => {
   const id = action.id;
   if (typeof id !== 'string' || !ID_RE.test(id)) throw invalidInput('id', 'must be a token id (at_ and 18 hex digits)');
   const { found, revoked } = await new AgentTokensRepository(deps.db).revoke(caller.account, id);

@@ -1,9 +1,9 @@
 import { agentToolsReplyValue, invalidInput, type AgentToolsReply, type AgentToolsRequest } from '@mcpx/contracts';
 import { findAgent } from './agents.actions.js';
-import type { ActionDeps, ActionHandler } from './context.js';
+import type { AgentsAction, AgentsDeps } from './agents-deps.js';
 
 /** Reads an agent's tool set from its owner, the projector. */
-async function agentTools(deps: ActionDeps, account: string, agent: string, requested?: string[]): Promise<AgentToolsReply> {
+async function agentTools(deps: AgentsDeps, account: string, agent: string, requested?: string[]): Promise<AgentToolsReply> {
   const req: AgentToolsRequest = requested === undefined ? { account, agent } : { account, agent, requested };
   return deps.bus.request(deps.bus.subjects.projectorAgentTools, req, agentToolsReplyValue, 10_000);
 }
@@ -17,7 +17,7 @@ export function requestedNames(value: unknown, field: string): string[] {
  * ListAgentTools: the agent's enabled documents with their contracts, its index and listing, its
  * lambdas, the provider formats of its enabled documents and, with `requested`, the promotion rule.
  */
-export const listAgentTools: ActionHandler<'ListAgentTools'> = async (deps, caller, action) => {
+export const listAgentTools: AgentsAction<'ListAgentTools'> = async (deps, caller, action) => {
   const agent = (await findAgent(deps, caller.account, action.agent)).id;
   const requested = action.requested === undefined ? undefined : requestedNames(action.requested, 'requested');
   const reply = await agentTools(deps, caller.account, agent, requested);
@@ -35,7 +35,7 @@ export const listAgentTools: ActionHandler<'ListAgentTools'> = async (deps, call
 };
 
 /** PromoteTools {agent, names}: the names the promotion rule admits and their provider formats. */
-export const promoteTools: ActionHandler<'PromoteTools'> = async (deps, caller, action) => {
+export const promoteTools: AgentsAction<'PromoteTools'> = async (deps, caller, action) => {
   const agent = (await findAgent(deps, caller.account, action.agent)).id;
   const reply = await agentTools(deps, caller.account, agent, requestedNames(action.names, 'names'));
   return { agent, version: reply.version, ...(reply.promoted ?? { names: [], openai: [], anthropic: [] }) };

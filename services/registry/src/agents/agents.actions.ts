@@ -1,12 +1,12 @@
 import { ErrorCodes, WireError, invalidInput, type AgentView } from '@mcpx/contracts';
-import type { AgentRecord } from '../repositories/agents.repository.js';
-import { validateAgentInputs, validateAgentName, validateGrantList } from './validation.js';
-import { accountQuotas } from './account-quotas.js';
+import type { AgentRecord } from './agents.repository.js';
+import { validateAgentInputs, validateAgentName, validateGrantList } from './agent-validation.js';
+import { accountQuotas } from '../shared/quotas.js';
 import { auditBy, recordAudit } from '../audit/audit-log.js';
-import { auditAgent } from '../audit/audit-views.js';
+import { auditAgent } from './agent-audit.js';
 import type { OutboxEvent } from '../events/outbox.js';
-import { agentChanged } from '../events/registry-events.js';
-import type { ActionDeps, ActionHandler } from './context.js';
+import { agentChanged } from './agent-events.js';
+import type { AgentsAction, AgentsDeps } from './agents-deps.js';
 
 export function agentView(agent: AgentRecord): AgentView {
   return {
@@ -20,12 +20,12 @@ export function agentView(agent: AgentRecord): AgentView {
 }
 
 /** The agent-changed event of an agent's revision (its message id makes a second publish a no-op). */
-export function agentChangedEvent(deps: ActionDeps, agent: AgentRecord): OutboxEvent {
+export function agentChangedEvent(deps: Pick<AgentsDeps, 'bus'>, agent: AgentRecord): OutboxEvent {
   return agentChanged(deps.bus.subjects, agent);
 }
 
 /** Each granted name must be a server of the caller's account. */
-async function checkGrants(deps: ActionDeps, account: string, grants: string[]): Promise<void> {
+async function checkGrants(deps: AgentsDeps, account: string, grants: string[]): Promise<void> {
   const existing = await deps.servers.existingNames(account, grants);
   // A built-in lit by a vendor connection may be granted like a server of the account's own.
   for (const b of (await deps.builtins?.lit(account)) ?? []) existing.add(b.name);
@@ -33,14 +33,15 @@ async function checkGrants(deps: ActionDeps, account: string, grants: string[]):
   if (missing >= 0) throw invalidInput(`definition.mcpServers[${missing}]`, `no MCP server named ${grants[missing]}`);
 }
 
-export async function findAgent(deps: ActionDeps, account: string, ref: unknown): Promise<AgentRecord> {
+/** The caller's agent named by `ref` (its id or name), or `not_found` naming the field. */
+export async function findAgent(deps: Pick<AgentsDeps, 'agents'>, account: string, ref: unknown): Promise<AgentRecord> {
   if (typeof ref !== 'string' || ref === '' || ref.length > 128) throw invalidInput('agent', 'must name an agent (id or name)');
   const agent = await deps.agents.find(account, ref);
   if (agent === null) throw new WireError(ErrorCodes.notFound, `agent: no agent ${ref}`, { field: 'agent' });
   return agent;
 }
 
-export const createAgent: ActionHandler<'CreateAgent'> = async (deps, caller, action) => {
+export const createAgent: AgentsAction<'CreateAgent'> = async (deps, caller, action) => {
   const name = validateAgentName(action.name);
   const grants = validateGrantList(action.definition);
   const inputs = validateAgentInputs(action.definition);
@@ -70,7 +71,7 @@ export const createAgent: ActionHandler<'CreateAgent'> = async (deps, caller, ac
   return { agent: agentView(agent) };
 };
 
-export const updateAgent: ActionHandler<'UpdateAgent'> = async (deps, caller, action) => {
+export const updateAgent: AgentsAction<'UpdateAgent'> = async (deps, caller, action) => {
   const current = await findAgent(deps, caller.account, action.agent);
   const grants = validateGrantList(action.definition);
   const inputs = validateAgentInputs(action.definition);
@@ -90,6 +91,6 @@ export const updateAgent: ActionHandler<'UpdateAgent'> = async (deps, caller, ac
   return { agent: agentView(agent) };
 };
 
-export const getAgent: ActionHandler<'GetAgent'> = async (deps, caller, action) => ({ agent: agentView(await findAgent(deps, caller.account, action.agent)) });
+export const getAgent: AgentsAction<'GetAgent'> = async (deps, caller, action) => ({ agent: agentView(await findAgent(deps, caller.account, action.agent)) });
 
-export const listAgents: ActionHandler<'ListAgents'> = async (deps, caller) => ({ agents: (await deps.agents.list(caller.account)).map(agentView) });
+export const listAgents: AgentsAction<'ListAgents'> = async (deps, caller) => ({ agents: (await deps.agents.list(caller.account)).map(agentView) });

@@ -1,10 +1,10 @@
 import { ErrorCodes, WireError, invalidInput, lambdaToolReplyValue, type DeleteLambdaToolRequest, type SetLambdaToolRequest } from '@mcpx/contracts';
 import { auditBy, recordAudit } from '../audit/audit-log.js';
 import { findAgent } from './agents.actions.js';
-import type { ActionHandler } from './context.js';
+import type { AgentsAction } from './agents-deps.js';
 
 /** SetLambdaTool {agent, name, document}: refused (`conflict`) over an mcp tool's name. */
-export const setLambdaTool: ActionHandler<'SetLambdaTool'> = async (deps, caller, action) => {
+export const setLambdaTool: AgentsAction<'SetLambdaTool'> = async (deps, caller, action) => {
   const agent = await findAgent(deps, caller.account, action.agent);
   if (typeof action.name !== 'string') throw invalidInput('name', 'must be a string');
   const req: SetLambdaToolRequest = { account: caller.account, agent: agent.id, name: action.name, document: action.document };
@@ -22,7 +22,7 @@ export const setLambdaTool: ActionHandler<'SetLambdaTool'> = async (deps, caller
 };
 
 /** DeleteLambdaTool {agent, name}: refused (`conflict`) for an mcp document. */
-export const deleteLambdaTool: ActionHandler<'DeleteLambdaTool'> = async (deps, caller, action) => {
+export const deleteLambdaTool: AgentsAction<'DeleteLambdaTool'> = async (deps, caller, action) => {
   const agent = await findAgent(deps, caller.account, action.agent);
   if (typeof action.name !== 'string' || action.name === '') throw invalidInput('name', 'must name a lambda');
   const req: DeleteLambdaToolRequest = { account: caller.account, agent: agent.id, name: action.name };

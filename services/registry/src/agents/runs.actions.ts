@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { ENDPOINT_RUN_PREFIX, ErrorCodes, INPUT_REQUEST_ID_RE, WireError, invalidInput } from '@mcpx/contracts';
 import { findAgent } from './agents.actions.js';
-import type { ActionHandler } from './context.js';
+import type { AgentsAction } from './agents-deps.js';
 
 /** A run id is one subject token (`mcp.runs.ended.<acct>.<run>`). */
 const RUN_RE = /^[A-Za-z0-9_-]{1,128}$/;
@@ -23,7 +23,7 @@ function runField(value: unknown): string {
  * the one the approval names); `inputRequestId` re-sends a call whose server's question a person
  * answered (its run too). The person answers; the registry never answers for the runtime.
  */
-export const invokeTool: ActionHandler<'InvokeTool'> = async (deps, caller, action) => {
+export const invokeTool: AgentsAction<'InvokeTool'> = async (deps, caller, action) => {
   const agent = await findAgent(deps, caller.account, action.agent);
   if (typeof action.tool !== 'string' || action.tool === '' || action.tool.length > 256) throw invalidInput('tool', 'must name a tool');
   const args = action.arguments ?? {};
@@ -74,7 +74,7 @@ export const invokeTool: ActionHandler<'InvokeTool'> = async (deps, caller, acti
  * of another agent, or one the registry never carried (started over NATS, or long ago), is
  * `forbidden` on `run`, and nothing is ended.
  */
-export const endRun: ActionHandler<'EndRun'> = async (deps, caller, action) => {
+export const endRun: AgentsAction<'EndRun'> = async (deps, caller, action) => {
   const run = runField(action.run);
   if (caller.role === 'AGENT') {
     const [bound, agents] = await Promise.all([deps.accounts.boundAgents(caller.account, caller.signer), deps.runAgents?.agents(caller.account, run) ?? Promise.resolve([])]);

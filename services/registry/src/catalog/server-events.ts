@@ -1,13 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import type { AgentChangedEvent, ServerDeletedEvent, ServerDiscoveredEvent, Subjects } from '@mcpx/contracts';
+import type { ServerDeletedEvent, ServerDiscoveredEvent, Subjects } from '@mcpx/contracts';
 import type { Permission } from '@mcpx/domain';
-import type { AgentRecord } from '../repositories/agents.repository.js';
-import type { McpServerRecord } from '../repositories/mcp-servers.repository.js';
-import type { OutboxEvent } from './outbox.js';
+import type { McpServerRecord } from './mcp-servers.repository.js';
+import type { OutboxEvent } from '../events/outbox.js';
 
 /**
- * The registry's JetStream events (`mcp.events.*`), each built once with its subject and message
- * id, for the outbox to write with the commit of its change. The message id is what JetStream
+ * The registry's JetStream events of servers (`mcp.events.server.*`; an agent's are in
+ * agents/agent-events.ts), each built once with its subject and message id, for the outbox to
+ * write with the commit of its change. The message id is what JetStream
  * de-duplicates on: an outbox row published twice (a crash after the publish, before the row's
  * delete) is stored once.
  */
@@ -46,10 +46,4 @@ export function serverDiscovered(subjects: Subjects, saved: McpServerRecord, too
 export function serverDeleted(subjects: Subjects, account: string, server: string, serverId: string): OutboxEvent {
   const payload: ServerDeletedEvent = { account, server, serverId };
   return { subject: subjects.serverDeleted(account, server), payload, msgId: `deleted-${serverId}` };
-}
-
-/** `mcp.events.agent.changed.<acct>.<agent>` of an agent's revision (one id per revision). */
-export function agentChanged(subjects: Subjects, agent: AgentRecord): OutboxEvent {
-  const payload: AgentChangedEvent = { account: agent.accountId, agent: agent.id, revision: agent.revision, mcpServers: agent.definition.mcpServers };
-  return { subject: subjects.agentChanged(agent.accountId, agent.id), payload, msgId: `agent-${agent.id}-${agent.revision}` };
 }

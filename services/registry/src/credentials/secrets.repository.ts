@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { Database, Db } from '@mcpx/db';
 import { secretAad, type SecretBox } from '@mcpx/secrets';
-import { bindToOrigin } from '../credentials/secret-origin.js';
+import { bindToOrigin } from './secret-origin.js';
 
 /**
  * Account secrets, sealed with the key ring; plaintext exists only in memory, on the way out.

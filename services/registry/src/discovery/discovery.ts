@@ -13,19 +13,21 @@ import { withDiscoveryLease } from './discovery-leases.js';
 import { nextProbeDelayMs, relistDelayMs } from './discovery-schedule.js';
 import { authContextOf, isAuthContext, parseEraVerdict } from './era-verdicts.js';
 import { ListenStreams, type ListenTarget } from './listen-streams.js';
-import { listHints, sanitizeTools, screenTools, TOOL_LIMITS, toolsHash } from './remote-tools.js';
-import type { McpServerRecord, McpServersRepository } from '../repositories/mcp-servers.repository.js';
-import type { ToolOverrides, ToolPermissionsRepository } from '../repositories/tool-permissions.repository.js';
+import { listHints, sanitizeTools, screenTools, TOOL_LIMITS, toolsHash } from '../catalog/remote-tools.js';
+import type { McpServerRecord, McpServersRepository } from '../catalog/mcp-servers.repository.js';
+import type { ToolOverrides, ToolPermissionsRepository } from '../catalog/tool-permissions.repository.js';
 import type { CredentialReader, ServerCredentials } from '@mcpx/credentials';
-import { pinModeOf, type WantedChange } from '../pins/pin-policy.js';
-import { recordPinnedDiscovery } from '../pins/pin-store.js';
+import { pinModeOf, type WantedChange } from '../review/pin-policy.js';
+import { recordPinnedDiscovery } from '../review/pin-store.js';
 import type { Database } from '@mcpx/db';
 import type { Kysely } from 'kysely';
 import type { EventOutbox } from '../events/outbox.js';
-import { serverDiscovered } from '../events/registry-events.js';
+import { serverDiscovered } from '../catalog/server-events.js';
+import { CredentialError } from '../shared/credential-error.js';
+import { Semaphore } from '../shared/semaphore.js';
 
 export { nextProbeDelayMs, REPROBE_BACKOFF, RELIST, relistDelayMs } from './discovery-schedule.js';
-export { sanitizeTools, screenTools, toolsHash } from './remote-tools.js';
+export { sanitizeTools, screenTools, toolsHash } from '../catalog/remote-tools.js';
 
 /** How long after a discovery's deadline its fetch's own deadline cuts what is still open. */
 const FETCH_DEADLINE_GRACE_MS = 1_000;
@@ -53,30 +55,6 @@ export const DISCOVERY_LIMITS = {
  */
 export function wantsOAuth(wwwAuthenticate: string | undefined): boolean {
   return wwwAuthenticate !== undefined && /resource_metadata\s*=/i.test(wwwAuthenticate);
-}
-
-/** A counting semaphore: at most `limit` holders at once, the rest wait in order. */
-class Semaphore {
-  private active = 0;
-  private readonly waiting: Array<() => void> = [];
-  constructor(private readonly limit: number) {}
-
-  /** No holder and nobody waiting. */
-  get idle(): boolean {
-    return this.active === 0 && this.waiting.length === 0;
-  }
-
-  async run<T>(fn: () => Promise<T>): Promise<T> {
-    if (this.active >= this.limit) await new Promise<void>((resolve) => this.waiting.push(resolve));
-    else this.active++;
-    try {
-      return await fn();
-    } finally {
-      const next = this.waiting.shift();
-      if (next) next();
-      else this.active--;
-    }
-  }
 }
 
 export interface DiscoveryDeps {
@@ -128,20 +106,6 @@ export interface DiscoveryDeps {
    * recorded in the outbox's transaction). Absent: pins are not applied (tests of discovery alone).
    */
   pins?: { requested: (server: McpServerRecord, changes: WantedChange[]) => void };
-}
-
-/**
- * A credential that could not be prepared for a probe: `message` is for the owner (never a
- * secret) and becomes the recorded error; `authRequired` when only the owner can fix it.
- */
-export class CredentialError extends Error {
-  override readonly name = 'CredentialError';
-  constructor(
-    message: string,
-    readonly authRequired = false,
-  ) {
-    super(message);
-  }
 }
 
 /**

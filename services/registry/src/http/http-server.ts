@@ -9,7 +9,7 @@ import type { Logger } from '@mcpx/log';
 import { clientTraceOrigin, withSpan } from '@mcpx/telemetry';
 import { DEFAULT_QUOTAS, type QuotaSettings } from '@mcpx/config';
 import { LeaseQuota, RateLimiter } from '@mcpx/locks';
-import { AccountQuotas, QuotaKinds, quotaExceeded, rateLimited } from '../actions/account-quotas.js';
+import { AccountQuotas, QuotaKinds, quotaExceeded, rateLimited } from '../shared/quotas.js';
 import { TrustedProxies } from '@mcpx/config/trusted-proxies';
 import { dispatchAction, isKnownAction, type ActionDeps } from '../actions/index.js';
 import { dependencyUnavailable } from './dependency-errors.js';

@@ -1,7 +1,8 @@
 import { ErrorCodes, WireError, approvalDecidedEvent, invalidInput, type ApprovalDecidedEvent, type ApprovalView } from '@mcpx/contracts';
 import { ARGUMENTS_SHOWN_MAX_BYTES, type ApprovalRecord } from '@mcpx/locks';
 import { auditBy, recordAudit } from '../audit/audit-log.js';
-import type { ActionDeps, ActionHandler, ActionInput, Caller } from './context.js';
+import type { ReviewAction, ReviewDeps } from './review-deps.js';
+import type { ActionInput, Caller } from '../shared/action-handler.js';
 
 const APPROVAL_ID_RE = /^apr_[A-Za-z0-9_-]{1,64}$/;
 
@@ -26,7 +27,7 @@ export function approvalView(r: ApprovalRecord): ApprovalView {
 }
 
 /** `ListApprovals {}` → `{approvals}`: the account's approvals still waiting for a human, oldest first. */
-export const listApprovals: ActionHandler<'ListApprovals'> = async (deps, caller) => {
+export const listApprovals: ReviewAction<'ListApprovals'> = async (deps, caller) => {
   const pending = await deps.approvals.listPending(caller.account);
   return { approvals: pending.map(approvalView) };
 };
@@ -40,11 +41,11 @@ function approvalId(value: unknown): string {
  * Tells the account's subscribers (the console, a waiting runtime) that a call was decided. Core
  * NATS, at most once: `ListApprovals` stays the source of truth. No argument value goes out.
  */
-function publishDecided(deps: ActionDeps, r: ApprovalRecord, decision: 'approved' | 'denied'): void {
+function publishDecided(deps: ReviewDeps, r: ApprovalRecord, decision: 'approved' | 'denied'): void {
   deps.bus.notify<ApprovalDecidedEvent>(deps.bus.subjects.approvalDecided(r.account), approvalDecidedEvent(r, decision));
 }
 
-async function decide(deps: ActionDeps, caller: Caller, action: ActionInput<'ApproveToolCall' | 'DenyToolCall'>, decision: 'approved' | 'denied'): Promise<{ approval: ApprovalView }> {
+async function decide(deps: ReviewDeps, caller: Caller, action: ActionInput<'ApproveToolCall' | 'DenyToolCall'>, decision: 'approved' | 'denied'): Promise<{ approval: ApprovalView }> {
   const id = approvalId(action.approvalId);
   if (decision === 'approved') {
     // Nobody approves what they were not shown: a call whose arguments were too large to keep for
@@ -89,7 +90,7 @@ async function decide(deps: ActionDeps, caller: Caller, action: ActionInput<'App
 }
 
 /** `ApproveToolCall {approvalId}` → `{approval}`: the runtime may now re-send that call, once. OWNER only. */
-export const approveToolCall: ActionHandler<'ApproveToolCall'> = (deps, caller, action) => decide(deps, caller, action, 'approved');
+export const approveToolCall: ReviewAction<'ApproveToolCall'> = (deps, caller, action) => decide(deps, caller, action, 'approved');
 
 /** `DenyToolCall {approvalId}` → `{approval}`: the call it was for is refused. OWNER only. */
-export const denyToolCall: ActionHandler<'DenyToolCall'> = (deps, caller, action) => decide(deps, caller, action, 'denied');
+export const denyToolCall: ReviewAction<'DenyToolCall'> = (deps, caller, action) => decide(deps, caller, action, 'denied');

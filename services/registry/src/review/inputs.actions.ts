@@ -11,7 +11,7 @@ import {
 } from '@mcpx/contracts';
 import type { InputRecord, InputStore } from '@mcpx/locks';
 import { auditBy, recordAudit } from '../audit/audit-log.js';
-import type { ActionDeps, ActionHandler } from './context.js';
+import type { ReviewAction, ReviewDeps } from './review-deps.js';
 
 /** An input request as responses show it: the questions, never the server's state nor an answer's content. */
 export function inputRequestView(r: InputRecord): InputRequestView {
@@ -35,13 +35,13 @@ export function inputRequestView(r: InputRecord): InputRequestView {
   return view;
 }
 
-function store(deps: ActionDeps): InputStore {
+function store(deps: ReviewDeps): InputStore {
   if (deps.inputs === undefined) throw new WireError(ErrorCodes.internal, 'input requests are not available here');
   return deps.inputs;
 }
 
 /** `ListInputRequests {}` → `{inputRequests}`: the account's input requests waiting for a person, oldest first. */
-export const listInputRequests: ActionHandler<'ListInputRequests'> = async (deps, caller) => {
+export const listInputRequests: ReviewAction<'ListInputRequests'> = async (deps, caller) => {
   const pending = await store(deps).listPending(caller.account);
   return { inputRequests: pending.map(inputRequestView) };
 };
@@ -51,7 +51,7 @@ export const listInputRequests: ActionHandler<'ListInputRequests'> = async (deps
  * question of an input request. Core NATS, at most once: the store stays the source of truth. No
  * answer's content goes out.
  */
-function publishAnswered(deps: ActionDeps, r: InputRecord): void {
+function publishAnswered(deps: ReviewDeps, r: InputRecord): void {
   const event: InputAnsweredEvent = {
     account: r.account,
     inputRequestId: r.id,
@@ -74,7 +74,7 @@ function publishAnswered(deps: ActionDeps, r: InputRecord): void {
  * (default: the only one still unanswered). Once every question is answered, the runtime may re-send
  * the call with `inputRequestId`, once. OWNER only.
  */
-export const answerInputRequest: ActionHandler<'AnswerInputRequest'> = async (deps, caller, action) => {
+export const answerInputRequest: ReviewAction<'AnswerInputRequest'> = async (deps, caller, action) => {
   const inputs = store(deps);
   const id = action.id ?? action.inputRequestId;
   if (typeof id !== 'string' || !INPUT_REQUEST_ID_RE.test(id)) throw invalidInput('id', 'must be an input request id (inp_…)');

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { contractCid, type RemoteTool } from '@mcpx/domain';
 import { evaluatePins, pinnedToolsHash, pinModeOf, type AcceptedContract, type StoredChange } from './pin-policy.js';
-import { toolsHash } from '../discovery/remote-tools.js';
+import { toolsHash } from '../catalog/remote-tools.js';
 
 const send: RemoteTool = { name: 'send', description: 'Send.', inputSchema: { type: 'object', properties: { to: { type: 'string' } }, required: ['to'] } };
 const look: RemoteTool = { name: 'look', description: 'Look.', annotations: { readOnlyHint: true } };

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { HeldToolStatus } from '@mcpx/contracts';
 import { contractCid, encodeCanonical, inheritPermission, inputCompatible, normalizeAnnotations, Permission, toolContract, type RemoteTool } from '@mcpx/domain';
-import { toolsHash } from '../discovery/remote-tools.js';
+import { toolsHash } from '../catalog/remote-tools.js';
 
 /**
  * A server's pin policy (`SetMcpServer` `config.pin`):

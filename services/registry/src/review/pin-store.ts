@@ -4,8 +4,8 @@ import type { Database } from '@mcpx/db';
 import { DiscoveredToolsColumn, HeldChangesColumn, ServerToolsColumn, ToolChangeColumn, ToolContractColumn } from '@mcpx/credentials';
 import { contractCid, type RemoteTool } from '@mcpx/domain';
 import { recordAudit, SYSTEM_SIGNER } from '../audit/audit-log.js';
-import { discoveredTools, storedStatus, toRecord, type McpServerRecord } from '../repositories/mcp-servers.repository.js';
-import { toolsHash } from '../discovery/remote-tools.js';
+import { discoveredTools, storedStatus, toRecord, type McpServerRecord } from '../catalog/mcp-servers.repository.js';
+import { toolsHash } from '../catalog/remote-tools.js';
 import { evaluatePins, heldStatus, pinModeOf, pinnedToolsHash, type AcceptedContract, type PinEvaluation, type StoredChange, type WantedChange } from './pin-policy.js';
 
 type Q = Kysely<Database>;

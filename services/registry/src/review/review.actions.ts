@@ -3,9 +3,10 @@ import { buildToolDocuments, contractCid, contractWarnings, diffContracts, docum
 import { ToolChangeColumn } from '@mcpx/credentials';
 import { metrics, trace } from '@opentelemetry/api';
 import { recordAudit } from '../audit/audit-log.js';
-import { serverDiscovered } from '../events/registry-events.js';
-import type { ActionDeps, ActionHandler, ActionInput, Caller } from '../actions/context.js';
-import { discoveredTools, type McpServerRecord } from '../repositories/mcp-servers.repository.js';
+import { serverDiscovered } from '../catalog/server-events.js';
+import type { ReviewAction, ReviewDeps } from './review-deps.js';
+import type { ActionInput, Caller } from '../shared/action-handler.js';
+import { discoveredTools, type McpServerRecord } from '../catalog/mcp-servers.repository.js';
 import { evaluatePins, pinModeOf, type AcceptedContract, type WantedChange } from './pin-policy.js';
 import { acceptContracts, acceptedContracts, applyPins, lockServer } from './pin-store.js';
 
@@ -22,7 +23,7 @@ function toolName(v: unknown): string {
 }
 
 /** Reviews are an OWNER's; a WRITER's only where the operator's policy lets writers review (`PIN_WRITERS_MAY_REVIEW`). */
-function mayReview(deps: ActionDeps, caller: Caller): void {
+function mayReview(deps: ReviewDeps, caller: Caller): void {
   if (caller.role === 'OWNER') return;
   if (caller.role === 'WRITER' && deps.pins?.writersMayReview === true) return;
   throw new WireError(ErrorCodes.forbidden, `signer: a ${caller.role} signer may not decide a tool review here (only an OWNER${deps.pins?.writersMayReview === true ? ' or a WRITER' : ''})`, {
@@ -35,7 +36,7 @@ function mayReview(deps: ActionDeps, caller: Caller): void {
  * the held changes of the account's pinned servers (pending by default), each with its diff
  * against the accepted contract and its warnings.
  */
-export const listToolChanges: ActionHandler<'ListToolChanges'> = async (deps, caller, action) => {
+export const listToolChanges: ReviewAction<'ListToolChanges'> = async (deps, caller, action) => {
   const only = action.server === undefined ? undefined : serverName(action.server);
   const status = action.status ?? 'pending';
   if (!STATUSES.includes(status as (typeof STATUSES)[number])) throw invalidInput('status', 'must be pending, rejected or all');
@@ -89,7 +90,7 @@ export const listToolChanges: ActionHandler<'ListToolChanges'> = async (deps, ca
 };
 
 async function changeView(
-  deps: ActionDeps,
+  deps: ReviewDeps,
   server: McpServerRecord,
   row: {
     tool: string;
@@ -149,7 +150,7 @@ interface ServerListing {
   overrides: Record<string, 'act' | 'always_ask'>;
 }
 
-async function serverListing(deps: ActionDeps, server: McpServerRecord): Promise<ServerListing> {
+async function serverListing(deps: ReviewDeps, server: McpServerRecord): Promise<ServerListing> {
   const [row, overrides] = await Promise.all([
     deps.db.selectFrom('registry.mcp_servers').select('discovered_cbor').where('account_id', '=', server.accountId).where('id', '=', server.id).executeTakeFirst(),
     deps.permissions.forServer(server.accountId, server.id),
@@ -158,7 +159,7 @@ async function serverListing(deps: ActionDeps, server: McpServerRecord): Promise
 }
 
 /** The document agents get once `remote` is accepted: built from the list acceptance would give, with the owner's overrides. */
-function documentCidOnAccept(deps: ActionDeps, server: McpServerRecord, remote: RemoteTool, accepted: ReadonlyMap<string, AcceptedContract>, listing: ServerListing): { documentCid?: string } {
+function documentCidOnAccept(deps: ReviewDeps, server: McpServerRecord, remote: RemoteTool, accepted: ReadonlyMap<string, AcceptedContract>, listing: ServerListing): { documentCid?: string } {
   if (listing.raw === null) return {};
   // Accepting makes the held contract the accepted one: evaluate with it.
   const next = new Map(accepted);
@@ -170,7 +171,7 @@ function documentCidOnAccept(deps: ActionDeps, server: McpServerRecord, remote: 
 
 /** The change `{server, tool, cid}` names, locked with its server; typed errors naming the field otherwise. */
 async function decideChange(
-  deps: ActionDeps,
+  deps: ReviewDeps,
   caller: Caller,
   action: ActionInput<'AcceptToolChange' | 'RejectToolChange'>,
   decision: 'accept' | 'reject',
@@ -239,7 +240,7 @@ async function decideChange(
  * re-projects that tool, each granting agent gets one agent-tools-changed). A `cid` that is no
  * longer the held one (the server changed the tool again) is a `conflict` naming the current one.
  */
-export const acceptToolChange: ActionHandler<'AcceptToolChange'> = async (deps, caller, action) => {
+export const acceptToolChange: ReviewAction<'AcceptToolChange'> = async (deps, caller, action) => {
   const { server, view } = await decideChange(deps, caller, action, 'accept');
   observeDecision('accepted', server.name, view.tool);
   deps.log.info('tool change accepted', { account: caller.account, server: server.name, tool: view.tool, cid: view.cid });
@@ -251,7 +252,7 @@ export const acceptToolChange: ActionHandler<'AcceptToolChange'> = async (deps, 
  * (withheld, or the accepted contract kept) and is not asked about again while the server keeps
  * offering that same contract; a different one is a new review.
  */
-export const rejectToolChange: ActionHandler<'RejectToolChange'> = async (deps, caller, action) => {
+export const rejectToolChange: ReviewAction<'RejectToolChange'> = async (deps, caller, action) => {
   const { server, view } = await decideChange(deps, caller, action, 'reject');
   observeDecision('rejected', server.name, view.tool);
   deps.log.info('tool change rejected', { account: caller.account, server: server.name, tool: view.tool, cid: view.cid });
@@ -268,7 +269,7 @@ function observeDecision(decision: 'accepted' | 'rejected', server: string, tool
 }
 
 /** The review-requested notification (core NATS, at most once): which tools of which server wait. */
-export function publishReviewRequested(deps: { bus: ActionDeps['bus'] }, server: McpServerRecord, changes: ReadonlyArray<Pick<WantedChange, 'tool' | 'cid' | 'kind' | 'withheld'>>): void {
+export function publishReviewRequested(deps: { bus: ReviewDeps['bus'] }, server: McpServerRecord, changes: ReadonlyArray<Pick<WantedChange, 'tool' | 'cid' | 'kind' | 'withheld'>>): void {
   deps.bus.notify<ToolReviewRequestedEvent>(deps.bus.subjects.reviewRequested(server.accountId), {
     account: server.accountId,
     server: server.name,

@@ -1,18 +1,18 @@
 import { ErrorCodes, WireError, invalidInput } from '@mcpx/contracts';
 import { builtinsOfVendor } from '@mcpx/domain';
 import { auditBy, recordAudit } from '../audit/audit-log.js';
-import { auditAgent } from '../audit/audit-views.js';
+import { auditAgent } from '../agents/agent-audit.js';
 import type { BuiltinServers } from '../builtins/builtin-servers.js';
-import type { AgentRecord } from '../repositories/agents.repository.js';
+import type { AgentRecord } from '../agents/agents.repository.js';
 import type { VendorTokens } from '../credentials/vendor-connections.repository.js';
 import { redactServer } from './redaction.js';
-import { agentChangedEvent } from './agents.actions.js';
-import type { ActionDeps, ActionHandler } from './context.js';
+import { agentChangedEvent } from '../agents/agents.actions.js';
+import type { ServersAction, ServersDeps } from './servers-deps.js';
 import { guardVendorDisconnect } from './override-guard.js';
 
 const MAX_TOKEN_BYTES = 8192;
 
-function builtinsOf(deps: ActionDeps): BuiltinServers {
+function builtinsOf(deps: ServersDeps): BuiltinServers {
   if (deps.builtins === undefined) throw new WireError(ErrorCodes.invalidInput, 'action.type: built-in servers are not enabled here', { field: 'action.type' });
   return deps.builtins;
 }
@@ -48,7 +48,7 @@ function validateTokens(action: Record<string, unknown>): VendorTokens {
  * connection to the vendor (tokens sealed, never shown again) and lights up its built-in servers,
  * whose tools reach the projector at once (their fallback list until they are discovered).
  */
-export const setVendorConnection: ActionHandler<'SetVendorConnection'> = async (deps, caller, action) => {
+export const setVendorConnection: ServersAction<'SetVendorConnection'> = async (deps, caller, action) => {
   const builtins = builtinsOf(deps);
   const vendor = validateVendor(action.vendor);
   const tokens = validateTokens(action);
@@ -69,7 +69,7 @@ export const setVendorConnection: ActionHandler<'SetVendorConnection'> = async (
  * `{vendor}` → `{vendor, servers}` (the slugs that went dark): deletes the connection, takes its
  * built-ins out of every agent's grant (each agent's change is an event) and drops their documents.
  */
-export const deleteVendorConnection: ActionHandler<'DeleteVendorConnection'> = async (deps, caller, action) => {
+export const deleteVendorConnection: ServersAction<'DeleteVendorConnection'> = async (deps, caller, action) => {
   const builtins = builtinsOf(deps);
   const vendor = validateVendor(action.vendor);
   const slugs = builtinsOfVendor(vendor).map((b) => b.slug);

@@ -1,31 +1,32 @@
 import { ErrorCodes, WireError, type ActionResponse } from '@mcpx/contracts';
 import { DiscoveredToolsColumn } from '@mcpx/credentials';
-import type { StoredServerConfig } from '../repositories/mcp-servers.repository.js';
+import type { StoredServerConfig } from '../catalog/mcp-servers.repository.js';
 import { keptUrl, redactServer } from './redaction.js';
-import { grantedServers } from './agent-scope.js';
+import { grantedServers } from '../agents/agent-scope.js';
 import { headerSecretName, isOwnSecretRef, ownedSecretNames } from '../credentials/server-headers.js';
 import { urlOrigin } from '../credentials/secret-origin.js';
-import { forgetOAuthState } from '../repositories/oauth-reset.repository.js';
+import { forgetOAuthState } from '../credentials/oauth-reset.repository.js';
 import { guardDelete, guardSet } from './override-guard.js';
 import { keepsStoredHeader, withBearerToken } from '../credentials/auth-config.js';
 import { refuseBuiltinSlug } from '../builtins/builtin-names.js';
 import { validateServerConfig, validateServerNameInput } from './validation.js';
-import { agentChangedEvent } from './agents.actions.js';
-import { serverDeleted } from '../events/registry-events.js';
+import { agentChangedEvent } from '../agents/agents.actions.js';
+import { serverDeleted } from '../catalog/server-events.js';
 import { storedOAuthClient, validatePreRegisteredClient, type PreRegisteredClient } from '../credentials/oauth/oauth-client-config.js';
 import { withAuthorization } from './oauth.actions.js';
-import { accountQuotas } from './account-quotas.js';
-import type { ActionHandler, Caller } from './context.js';
+import { accountQuotas } from '../shared/quotas.js';
+import type { ServersAction } from './servers-deps.js';
+import type { Caller } from '../shared/action-handler.js';
 import { auditBy, recordAudit } from '../audit/audit-log.js';
-import { auditServer } from '../audit/audit-views.js';
-import { isPinMode, pinModeOf, type PinMode } from '../pins/pin-policy.js';
-import { acceptContracts, clearPins } from '../pins/pin-store.js';
-import { toRecord, type McpServerRecord } from '../repositories/mcp-servers.repository.js';
+import { auditServer } from './server-audit.js';
+import { isPinMode, pinModeOf, type PinMode } from '../review/pin-policy.js';
+import { acceptContracts, clearPins } from '../review/pin-store.js';
+import { toRecord, type McpServerRecord } from '../catalog/mcp-servers.repository.js';
 import { contractCid } from '@mcpx/domain';
 import type { Kysely } from 'kysely';
 import type { Database } from '@mcpx/db';
 
-export const listMcpServers: ActionHandler<'ListMcpServers'> = async (deps, caller) => {
+export const listMcpServers: ServersAction<'ListMcpServers'> = async (deps, caller) => {
   // Independent reads in one round trip's time (the list is the console's most frequent read).
   const [servers, overrides, builtins, granted] = await Promise.all([
     deps.servers.list(caller.account),
@@ -57,7 +58,7 @@ type DroppedSecrets = NonNullable<ActionResponse<'SetMcpServer'>['droppedSecrets
  * a `secretRefs` entry that tries to keep one across the move is refused). `secretRefs` may name
  * only secrets the server already holds under its own names.
  */
-export const setMcpServer: ActionHandler<'SetMcpServer'> = async (deps, caller, action) => {
+export const setMcpServer: ServersAction<'SetMcpServer'> = async (deps, caller, action) => {
   const name = validateServerNameInput(action.name, deps.style);
   const { pin: pinGiven, rest: configInput } = takePin(action.config);
   const config = validateServerConfig(configInput, deps.outbound, name);
@@ -217,7 +218,7 @@ function oauthClientConfig(auth: string | undefined, given: PreRegisteredClient 
   return previous?.oauthClient !== undefined ? { oauthClient: previous.oauthClient } : {};
 }
 
-export const refreshMcpServer: ActionHandler<'RefreshMcpServer'> = async (deps, caller, action) => {
+export const refreshMcpServer: ServersAction<'RefreshMcpServer'> = async (deps, caller, action) => {
   const name = validateServerNameInput(action.name, deps.style);
   const builtins = deps.builtins;
   const builtin = await builtins?.find(caller.account, name);
@@ -235,7 +236,7 @@ export const refreshMcpServer: ActionHandler<'RefreshMcpServer'> = async (deps, 
  * Deletes the record and the header secrets it owns, removes the name from every agent's grant
  * (each agent's change is an event), then tells the projector to drop the documents.
  */
-export const deleteMcpServer: ActionHandler<'DeleteMcpServer'> = async (deps, caller, action) => {
+export const deleteMcpServer: ServersAction<'DeleteMcpServer'> = async (deps, caller, action) => {
   const name = validateServerNameInput(action.name, deps.style);
   await deps.outbox.commit(async (trx, emit) => {
     const found = await deps.servers.lock(caller.account, name, trx);

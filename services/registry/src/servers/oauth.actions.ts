@@ -3,9 +3,9 @@ import { describeOAuthError } from '@mcpx/mcp-client';
 import { auditBy, recordAudit } from '../audit/audit-log.js';
 import { usesClientCredentials } from '../credentials/oauth/client-credentials-tokens.js';
 import { redactServer } from './redaction.js';
-import type { McpServerRecord } from '../repositories/mcp-servers.repository.js';
+import type { McpServerRecord } from '../catalog/mcp-servers.repository.js';
 import { validateServerNameInput } from './validation.js';
-import type { ActionDeps, ActionHandler } from './context.js';
+import type { ServersAction, ServersDeps } from './servers-deps.js';
 
 /**
  * The answer for a server just discovered. An oauth server that answered 401 with OAuth metadata
@@ -15,7 +15,7 @@ import type { ActionDeps, ActionHandler } from './context.js';
  * complete the authorization. Abandoning it costs nothing. The status never carries a URL.
  */
 export async function withAuthorization(
-  deps: ActionDeps,
+  deps: ServersDeps,
   server: McpServerRecord,
   redact: (server: McpServerRecord) => Promise<RedactedMcpServer>,
   opts: { fresh?: boolean } = {},
@@ -53,7 +53,7 @@ function withoutStatusUrl(server: RedactedMcpServer): RedactedMcpServer {
 }
 
 /** `AuthorizeMcpServer {name}`: a fresh authorization URL for an oauth server. */
-export const authorizeMcpServer: ActionHandler<'AuthorizeMcpServer'> = async (deps, caller, action) => {
+export const authorizeMcpServer: ServersAction<'AuthorizeMcpServer'> = async (deps, caller, action) => {
   const name = validateServerNameInput(action.name, deps.style);
   const server = await deps.servers.find(caller.account, name);
   if (server === null) throw new WireError(ErrorCodes.notFound, `name: no MCP server named ${name}`, { field: 'name' });

@@ -2,10 +2,11 @@ import type { Kysely } from 'kysely';
 import { ErrorCodes, WireError } from '@mcpx/contracts';
 import type { Database } from '@mcpx/db';
 import { Permission } from '@mcpx/domain';
-import type { McpServerRecord } from '../repositories/mcp-servers.repository.js';
-import type { ToolOverrides } from '../repositories/tool-permissions.repository.js';
+import type { McpServerRecord } from '../catalog/mcp-servers.repository.js';
+import type { ToolOverrides } from '../catalog/tool-permissions.repository.js';
 import { urlOrigin } from '../credentials/secret-origin.js';
-import type { ActionDeps, Caller } from './context.js';
+import type { ServersDeps } from './servers-deps.js';
+import type { Caller } from '../shared/action-handler.js';
 
 /** The tools an owner made `always_ask` (a human stops every call of them). */
 export function alwaysAskTools(overrides: ToolOverrides | undefined): string[] {
@@ -29,7 +30,7 @@ function ownerOnly(what: string, server: string, tools: string[]): WireError {
  * (or move one) onto the origin of a server with such overrides (a re-add under a new name);
  * DeleteMcpServer is guarded by {@link guardDelete}.
  */
-export async function guardSet(deps: ActionDeps, caller: Caller, trx: Kysely<Database>, name: string, previous: McpServerRecord | null, url: string): Promise<void> {
+export async function guardSet(deps: ServersDeps, caller: Caller, trx: Kysely<Database>, name: string, previous: McpServerRecord | null, url: string): Promise<void> {
   if (caller.role === 'OWNER') return;
   const target = urlOrigin(url);
   const moved = previous === null || urlOrigin(previous.config.url) !== target;
@@ -47,7 +48,7 @@ export async function guardSet(deps: ActionDeps, caller: Caller, trx: Kysely<Dat
 }
 
 /** DeleteMcpServer of a server with `always_ask` overrides is the owner's (the overrides go with it). */
-export async function guardDelete(deps: ActionDeps, caller: Caller, trx: Kysely<Database>, server: McpServerRecord): Promise<void> {
+export async function guardDelete(deps: ServersDeps, caller: Caller, trx: Kysely<Database>, server: McpServerRecord): Promise<void> {
   if (caller.role === 'OWNER') return;
   const held = alwaysAskTools(await deps.permissions.forServer(caller.account, server.id, trx));
   if (held.length > 0) throw ownerOnly('delete this server', server.name, held);
@@ -58,7 +59,7 @@ export async function guardDelete(deps: ActionDeps, caller: Caller, trx: Kysely<
  * connection): the owner's to do when any is `always_ask`. For the action to call inside its
  * transaction, before the connection is removed.
  */
-export async function guardVendorDisconnect(deps: ActionDeps, caller: Caller, trx: Kysely<Database>, slugs: readonly string[]): Promise<void> {
+export async function guardVendorDisconnect(deps: ServersDeps, caller: Caller, trx: Kysely<Database>, slugs: readonly string[]): Promise<void> {
   if (caller.role === 'OWNER') return;
   const held = await deps.permissions.alwaysAskOfBuiltins(caller.account, slugs, trx);
   const first = held[0];

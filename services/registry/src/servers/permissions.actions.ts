@@ -1,9 +1,9 @@
 import { ErrorCodes, WireError, invalidInput, type ActionResponse } from '@mcpx/contracts';
 import { Permission, inheritPermission, isPermission, normalizeAnnotations } from '@mcpx/domain';
-import { serverDiscovered } from '../events/registry-events.js';
-import type { McpServerRecord } from '../repositories/mcp-servers.repository.js';
-import type { ToolOverrides } from '../repositories/tool-permissions.repository.js';
-import type { ActionHandler } from './context.js';
+import { serverDiscovered } from '../catalog/server-events.js';
+import type { McpServerRecord } from '../catalog/mcp-servers.repository.js';
+import type { ToolOverrides } from '../catalog/tool-permissions.repository.js';
+import type { ServersAction } from './servers-deps.js';
 import { auditBy, recordAudit } from '../audit/audit-log.js';
 
 /**
@@ -19,7 +19,7 @@ import { auditBy, recordAudit } from '../audit/audit-log.js';
  * works the same way (its override is keyed by its server id, so it lasts as long as the vendor
  * connection; its inherited level is the name heuristic's where annotations say nothing).
  */
-export const setToolPermission: ActionHandler<'SetToolPermission'> = async (deps, caller, action) => {
+export const setToolPermission: ServersAction<'SetToolPermission'> = async (deps, caller, action) => {
   const { server: name, tool, permission } = action;
   if (typeof name !== 'string' || name === '' || name.length > 64) throw invalidInput('server', 'must name an MCP server');
   if (typeof tool !== 'string' || tool === '' || tool.length > 512) throw invalidInput('tool', "must be a tool's remote name");

@@ -2,8 +2,8 @@ import type { RedactedMcpServer, ServerStatus } from '@mcpx/contracts';
 import { inheritPermission, isPermission, normalizeAnnotations, projectToolNames, type ToolNameStyle } from '@mcpx/domain';
 import { effectiveAuth } from '../credentials/auth-method.js';
 import type { StoredOAuthClient } from '../credentials/oauth/oauth-client-config.js';
-import type { McpServerRecord } from '../repositories/mcp-servers.repository.js';
-import type { ToolOverrides } from '../repositories/tool-permissions.repository.js';
+import type { McpServerRecord } from '../catalog/mcp-servers.repository.js';
+import type { ToolOverrides } from '../catalog/tool-permissions.repository.js';
 
 /**
  * A server's status as an AGENT signer (an agent runtime, a model's side) sees it: never the

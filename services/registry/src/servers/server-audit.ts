@@ -1,5 +1,5 @@
 import { safeUrlForTelemetry } from '@mcpx/telemetry';
-import type { McpServerRecord } from '../repositories/mcp-servers.repository.js';
+import type { McpServerRecord } from '../catalog/mcp-servers.repository.js';
 import { effectiveAuth } from '../credentials/auth-method.js';
 
 /**
@@ -18,10 +18,4 @@ export function auditServer(server: McpServerRecord | null | undefined): Record<
     ...(server.config.oauthClient !== undefined ? { oauthClientId: server.config.oauthClient.clientId } : {}),
     pin: server.config.pin ?? 'off',
   };
-}
-
-/** An agent as the audit log keeps it: its name and grants. */
-export function auditAgent(agent: { name: string; definition: { mcpServers: string[] } } | null | undefined): Record<string, unknown> | null {
-  if (agent === null || agent === undefined) return null;
-  return { name: agent.name, mcpServers: [...agent.definition.mcpServers] };
 }

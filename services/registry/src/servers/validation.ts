@@ -1,27 +1,19 @@
-import { invalidInput, type McpServerConfigInput, type Transport } from '@mcpx/contracts';
+import { invalidInput, type McpServerConfigInput } from '@mcpx/contracts';
 import { validateServerName, type ToolNameStyle } from '@mcpx/domain';
 import type { OutboundPolicy } from '@mcpx/config';
-import { applyAuthMethod, isAuthMethod, type AuthMethod } from '../credentials/auth-method.js';
+import { applyAuthMethod, isAuthMethod } from '../credentials/auth-method.js';
 import { headerSecretName, isOwnSecretRef } from '../credentials/server-headers.js';
+import type { ValidServerConfig } from '../credentials/valid-server-config.js';
+import { isPlainObject, onlyKeys } from '../shared/field-checks.js';
 
 /** An agent may be granted at most 16 servers (docs/limits.md#servers-and-agents). */
-export const MAX_GRANTS = 16;
 export const MAX_URL_BYTES = 2048;
 export const MAX_HEADERS = 16;
 export const MAX_HEADER_VALUE_BYTES = 4096;
 const HEADER_NAME_RE = /^[A-Za-z0-9-]{1,128}$/;
-const AGENT_NAME_RE = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
 const SECRET_NAME_RE = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
 /** Headers the transport owns; a configured value would break or spoof the protocol. */
 const RESERVED_HEADERS = new Set(['host', 'content-length', 'content-type', 'accept', 'mcp-session-id', 'mcp-protocol-version', 'transfer-encoding', 'connection']);
-
-function isPlainObject(v: unknown): v is Record<string, unknown> {
-  return v !== null && typeof v === 'object' && !Array.isArray(v);
-}
-
-function onlyKeys(obj: Record<string, unknown>, allowed: string[], field: string): void {
-  for (const k of Object.keys(obj)) if (!allowed.includes(k)) throw invalidInput(`${field}.${k}`, 'is not a known field');
-}
 
 export function validateServerNameInput(name: unknown, style: ToolNameStyle): string {
   if (typeof name !== 'string') throw invalidInput('name', 'must be a string');
@@ -50,18 +42,6 @@ function validateHeaderMap(value: unknown, field: string): Record<string, string
     out[name] = v;
   }
   return out;
-}
-
-export interface ValidServerConfig {
-  url: string;
-  transport?: Transport;
-  headers: Record<string, string>;
-  secretHeaders: Record<string, string>;
-  secretRefs: Record<string, string>;
-  /** As given (absent stays absent: the effective method is then derived, see `effectiveAuth`). */
-  auth?: AuthMethod;
-  /** `auth: 'bearer'` only; absent on an update keeps the stored token. */
-  token?: string;
 }
 
 /**
@@ -108,41 +88,4 @@ export function validateServerConfig(config: unknown, policy: OutboundPolicy, na
   if (distinct.size > MAX_HEADERS) throw invalidInput('config.headers', `at most ${MAX_HEADERS} headers`);
   const valid: ValidServerConfig = { url: url.toString(), ...(input.transport ? { transport: input.transport } : {}), headers, secretHeaders, secretRefs, ...(input.auth ? { auth: input.auth } : {}) };
   return applyAuthMethod(valid, input.token);
-}
-
-export function validateAgentName(name: unknown): string {
-  if (typeof name !== 'string' || !AGENT_NAME_RE.test(name)) {
-    throw invalidInput('name', 'must be 1-64 letters, digits, _ . or -, starting with a letter or digit');
-  }
-  return name;
-}
-
-/** Validates `definition.mcpServers`: de-duplicated, at most 16. Existence is checked by the caller. */
-/**
- * `definition.inputs` of an agent: `{forms: 'person' | 'runtime'}` — who answers its servers' form
- * elicitations (a person by default). Returns the part of the definition to store (empty: default).
- */
-export function validateAgentInputs(definition: unknown): { inputs?: { forms: 'runtime' } } {
-  if (!isPlainObject(definition) || definition.inputs === undefined || definition.inputs === null) return {};
-  const inputs = definition.inputs;
-  if (!isPlainObject(inputs)) throw invalidInput('definition.inputs', 'must be {forms: "person" | "runtime"}');
-  onlyKeys(inputs, ['forms'], 'definition.inputs');
-  if (inputs.forms !== undefined && inputs.forms !== 'person' && inputs.forms !== 'runtime') throw invalidInput('definition.inputs.forms', 'must be person or runtime');
-  return inputs.forms === 'runtime' ? { inputs: { forms: 'runtime' } } : {};
-}
-
-export function validateGrantList(definition: unknown): string[] {
-  if (definition === undefined) return [];
-  if (!isPlainObject(definition)) throw invalidInput('definition', 'must be an object');
-  onlyKeys(definition, ['mcpServers', 'inputs'], 'definition');
-  const list = definition.mcpServers;
-  if (list === undefined) return [];
-  if (!Array.isArray(list)) throw invalidInput('definition.mcpServers', 'must be an array of server names');
-  const out: string[] = [];
-  for (const [i, item] of list.entries()) {
-    if (typeof item !== 'string' || item === '' || item.length > 64) throw invalidInput(`definition.mcpServers[${i}]`, 'must be a server name');
-    if (!out.includes(item)) out.push(item);
-  }
-  if (out.length > MAX_GRANTS) throw invalidInput('definition.mcpServers', `at most ${MAX_GRANTS} servers may be granted`);
-  return out;
 }

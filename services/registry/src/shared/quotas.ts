@@ -92,13 +92,3 @@ const DEFAULT_ACCOUNT_QUOTAS = new AccountQuotas();
 export function accountQuotas(deps: { quotas?: AccountQuotas }): AccountQuotas {
   return deps.quotas ?? DEFAULT_ACCOUNT_QUOTAS;
 }
-
-declare module './context.js' {
-  interface ActionDeps {
-    /**
-     * Per-account quotas (servers, agents). Absent: the defaults, uncounted. Declared here until
-     * the field moves into ActionDeps itself.
-     */
-    quotas?: AccountQuotas;
-  }
-}

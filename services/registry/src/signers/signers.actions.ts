@@ -3,9 +3,24 @@ import { publicKeyFromPrincipal } from '@mcpx/envelope';
 import type { Kysely } from 'kysely';
 import type { Database } from '@mcpx/db';
 import { auditBy, recordAudit } from '../audit/audit-log.js';
-import type { SignerRole } from '../repositories/accounts.repository.js';
-import { findAgent } from './agents.actions.js';
-import type { ActionHandler } from './context.js';
+import type { SignerRole } from '../shared/action-handler.js';
+import { findAgent } from '../agents/agents.actions.js';
+import type { ActionType } from '@mcpx/contracts';
+import type { Db } from '@mcpx/db';
+import type { Logger } from '@mcpx/log';
+import type { AccountsRepository } from '../accounts/accounts.repository.js';
+import type { AgentsRepository } from '../agents/agents.repository.js';
+import type { ActionHandler } from '../shared/action-handler.js';
+
+/** What the signers' actions use: the account's signers, and its agents an AGENT signer is bound to. */
+export interface SignersDeps {
+  db: Db;
+  accounts: AccountsRepository;
+  agents: AgentsRepository;
+  log: Logger;
+}
+
+type SignersAction<T extends ActionType> = ActionHandler<T, SignersDeps>;
 
 const ROLES: readonly SignerRole[] = ['OWNER', 'AGENT', 'WRITER'];
 /** The agents one AGENT signer may be bound to (a runtime serves a few agents, not a fleet). */
@@ -28,7 +43,7 @@ function principalOf(value: unknown): string {
  * agents it serves (`agents`: names or ids, 1 to 64, required for AGENT and refused for the other
  * roles), and may act for no other. Setting it again replaces role and agents. Only an OWNER may.
  */
-export const authorizeSigner: ActionHandler<'AuthorizeSigner'> = async (deps, caller, action) => {
+export const authorizeSigner: SignersAction<'AuthorizeSigner'> = async (deps, caller, action) => {
   const principal = principalOf(action.principal);
   const { role } = action;
   if (!isRole(role)) throw invalidInput('role', 'must be OWNER, WRITER or AGENT');
@@ -74,7 +89,7 @@ export const authorizeSigner: ActionHandler<'AuthorizeSigner'> = async (deps, ca
  * the next envelope it signs is refused with `forbidden`. Only an OWNER may; the account key
  * itself cannot be revoked.
  */
-export const revokeSigner: ActionHandler<'RevokeSigner'> = async (deps, caller, action) => {
+export const revokeSigner: SignersAction<'RevokeSigner'> = async (deps, caller, action) => {
   const principal = principalOf(action.principal);
   if (principal === caller.account) {
     throw new WireError(ErrorCodes.conflict, 'principal: the account key is always its own OWNER', { field: 'principal' });
