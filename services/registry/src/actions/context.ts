@@ -1,7 +1,9 @@
 import type { Tracer } from '@opentelemetry/api';
+import type { ActionType } from '@mcpx/contracts';
 import type { AgentsDeps } from '../agents/agents-deps.js';
 import type { ReviewDeps } from '../review/review-deps.js';
 import type { ServersDeps } from '../servers/servers-deps.js';
+import type { ActionHandler as RoomHandler } from '../shared/action-handler.js';
 
 export type { Action, ActionInput, Caller } from '../shared/action-handler.js';
 
@@ -13,3 +15,6 @@ export type { Action, ActionInput, Caller } from '../shared/action-handler.js';
 export interface ActionDeps extends AgentsDeps, ReviewDeps, ServersDeps {
   tracer: Tracer;
 }
+
+/** A handler given the whole of {@link ActionDeps}: the dispatch table's, and an action of this room's own. */
+export type ActionHandler<T extends ActionType> = RoomHandler<T, ActionDeps>;

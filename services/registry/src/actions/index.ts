@@ -2,8 +2,7 @@ import { ACTION_MAP, ErrorCodes, WireError, type ActionResponse, type ActionType
 import { listAgentTools, promoteTools } from '../agents/agent-tools.actions.js';
 import { createAgent, getAgent, listAgents, updateAgent } from '../agents/agents.actions.js';
 import { endRun, invokeTool } from '../agents/runs.actions.js';
-import type { ActionHandler } from '../shared/action-handler.js';
-import type { Action, ActionDeps, ActionInput, Caller } from './context.js';
+import type { Action, ActionDeps, ActionHandler, ActionInput, Caller } from './context.js';
 import { deleteMcpServer, listMcpServers, refreshMcpServer, setMcpServer } from '../servers/mcp-servers.actions.js';
 import { deleteLambdaTool, setLambdaTool } from '../agents/lambda.actions.js';
 import { authorizeMcpServer } from '../servers/oauth.actions.js';
@@ -20,7 +19,7 @@ import { createAgentToken, listAgentTokens, revokeAgentToken } from '../agents/a
 import { decideSignIn, listSignInRequests } from '../authorization-server/sign-in.actions.js';
 import { getCallFigures, listCalls } from '../activity/activity.actions.js';
 
-export type { Action, ActionDeps, ActionInput, Caller } from './context.js';
+export type { Action, ActionDeps, ActionHandler, ActionInput, Caller } from './context.js';
 
 /**
  * The handler of each action type: every type of the action map (`ACTION_MAP` of
@@ -28,7 +27,7 @@ export type { Action, ActionDeps, ActionInput, Caller } from './context.js';
  * OWNER), and no other. Each handler's answer is typed by the map's response of its type, so a
  * missing handler, or one that answers another shape, does not compile.
  */
-const HANDLERS: { readonly [T in ActionType]: ActionHandler<T, ActionDeps> } = {
+const HANDLERS: { readonly [T in ActionType]: ActionHandler<T> } = {
   ListMcpServers: listMcpServers,
   SetMcpServer: setMcpServer,
   RefreshMcpServer: refreshMcpServer,
@@ -92,7 +91,7 @@ function isKnown(action: Action): action is ActionInput<ActionType> & Action {
 
 /** Runs the handler of `action.type` (the type ties the handler to its input and answer). */
 function handle<T extends ActionType>(deps: ActionDeps, caller: Caller, action: ActionInput<T>): Promise<ActionResponse<T>> {
-  const handler: ActionHandler<T, ActionDeps> = HANDLERS[action.type];
+  const handler: ActionHandler<T> = HANDLERS[action.type];
   return handler(deps, caller, action);
 }
 
