@@ -51,6 +51,54 @@ function typesForTheConsole(file, root, node, target) {
   return kind === 'type' && dirname(file) === join(root, 'console', 'public') && file.endsWith('.d.ts') && target.startsWith(join(root, 'libs', 'contracts', 'src') + sep);
 }
 
+/**
+ * The registry's rooms (folders of services/registry/src), cut by what each owns, and the rooms
+ * each may import (its own always). Files at the top of src/ and the transports (`http/`,
+ * `nats/`) are the top floor: they may import any room, and no room imports them.
+ */
+export const REGISTRY_ROOMS = {
+  shared: [],
+  accounts: ['shared'],
+  events: ['shared'],
+  audit: ['shared'],
+  catalog: ['shared', 'events', 'audit'],
+  review: ['shared', 'events', 'audit', 'catalog'],
+  discovery: ['shared', 'events', 'audit', 'catalog', 'review'],
+  credentials: ['shared', 'events', 'audit', 'catalog', 'discovery'],
+  builtins: ['shared', 'events', 'audit', 'catalog', 'discovery', 'credentials'],
+  agents: ['shared', 'accounts', 'events', 'audit', 'catalog', 'builtins'],
+  signers: ['shared', 'accounts', 'audit', 'agents'],
+  activity: ['shared', 'agents'],
+  'authorization-server': ['shared', 'audit'],
+  servers: ['shared', 'accounts', 'events', 'audit', 'catalog', 'review', 'discovery', 'credentials', 'builtins', 'agents'],
+  actions: ['shared', 'accounts', 'audit', 'review', 'agents', 'signers', 'activity', 'authorization-server', 'servers'],
+};
+
+/** The registry's top floor: the transports; the files directly in src/ are on it too. */
+export const REGISTRY_TOP = ['http', 'nats'];
+
+const REGISTRY_SRC = join('services', 'registry', 'src');
+
+/** The room of a file of the registry's sources: its first folder under src/, or '' for a file directly in src/. */
+function roomOf(file, root) {
+  const parts = relative(join(root, REGISTRY_SRC), file).split(sep);
+  return parts.length > 1 ? parts[0] : '';
+}
+
+/** Whether a relative import from `file` (in the registry) to `target` keeps the room table; the problem to report if not. */
+function roomProblem(file, target, root) {
+  const src = join(root, REGISTRY_SRC) + sep;
+  if (!file.startsWith(src) || !target.startsWith(src)) return undefined;
+  const from = roomOf(file, root);
+  const to = roomOf(target, root);
+  if (from === to || from === '' || REGISTRY_TOP.includes(from)) return undefined;
+  const allowed = REGISTRY_ROOMS[from];
+  if (allowed === undefined) return { messageId: 'unknownRoom', data: { from } };
+  if (to === '' || REGISTRY_TOP.includes(to)) return { messageId: 'upward', data: { from, to: to === '' ? relative(src, target) : `${to}/` } };
+  if (allowed.includes(to)) return undefined;
+  return { messageId: 'room', data: { from, to, allowed: allowed.length === 0 ? 'no other room' : allowed.join(', ') } };
+}
+
 const packageCache = new Map();
 
 /** The workspace package a file belongs to: its nearest package.json below the root, or undefined. */
@@ -90,6 +138,9 @@ export const floorsRule = {
       floor: '{{from}} may not import {{to}}: {{from}} stands on {{allowed}} (eslint/layering.js)',
       unknown: '{{from}} is not on a floor of eslint/layering.js: give it one',
       leaves: 'a relative import must stay in {{from}}: "{{spec}}" leaves it (import the other package by its name)',
+      room: "the registry's room {{from}}/ may not import {{to}}/: {{from}}/ stands on {{allowed}} (REGISTRY_ROOMS, eslint/layering.js)",
+      upward: "the registry's room {{from}}/ may not import {{to}}: that is the top floor, which stands on the rooms (eslint/layering.js)",
+      unknownRoom: 'services/registry/src/{{from}}/ is not a room of REGISTRY_ROOMS (eslint/layering.js): give it a floor',
     },
   },
   create(context) {
@@ -113,7 +164,11 @@ export const floorsRule = {
       }
       if (!spec.startsWith('.')) return;
       const target = resolve(dirname(file), spec);
-      if (target === pkg.dir || target.startsWith(pkg.dir + sep)) return;
+      if (target === pkg.dir || target.startsWith(pkg.dir + sep)) {
+        const problem = roomProblem(file, target, root);
+        if (problem !== undefined) context.report({ node, ...problem });
+        return;
+      }
       if (test && target.startsWith(join(root, 'test') + sep)) return;
       if (declaration !== undefined && typesForTheConsole(file, root, declaration, target)) return;
       context.report({ node, messageId: 'leaves', data: { from: pkg.name, spec } });

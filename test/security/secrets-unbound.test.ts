@@ -11,7 +11,7 @@ import { loadConfig } from '@mcpx/config';
 import type { RedactedMcpServer } from '@mcpx/contracts';
 import { createDb, type Db } from '@mcpx/db';
 import { SecretBox, secretAad, unbind, urlOrigin } from '@mcpx/secrets';
-import { McpServersRepository } from '../../services/registry/src/repositories/mcp-servers.repository.js';
+import { McpServersRepository } from '../../services/registry/src/catalog/mcp-servers.repository.js';
 import { bindUnboundSecrets, bindUnboundSecretsOnce } from '../../services/registry/src/credentials/secret-binding.js';
 import { startTestMcpServer, type TestMcpServer } from '../servers/index.js';
 import { serviceUrls } from '../support/env.js';

@@ -1,7 +1,7 @@
 import { loadConfig } from '@mcpx/config';
 import { createDb, migrate } from '@mcpx/db';
 import { publicKeyFromPrincipal } from '@mcpx/envelope';
-import { AccountsRepository } from './repositories/accounts.repository.js';
+import { AccountsRepository } from './accounts/accounts.repository.js';
 
 const USAGE = 'usage: accounts create <principal>… | accounts list';
 

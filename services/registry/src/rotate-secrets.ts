@@ -1,7 +1,7 @@
 import { loadConfig } from '@mcpx/config';
 import { createDb, migrate } from '@mcpx/db';
 import { SecretBox } from '@mcpx/secrets';
-import { McpServersRepository } from './repositories/mcp-servers.repository.js';
+import { McpServersRepository } from './catalog/mcp-servers.repository.js';
 import { bindUnboundSecrets } from './credentials/secret-binding.js';
 import { rotateSealedValues } from './credentials/secrets-rotation.js';
 

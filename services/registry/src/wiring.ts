@@ -21,12 +21,12 @@ import { VendorConnectionsRepository } from './credentials/vendor-connections.re
 import { VendorCredentials } from './credentials/vendor-credentials.js';
 import { Discovery } from './discovery/discovery.js';
 import type { EventOutbox } from './events/outbox.js';
-import { publishReviewRequested } from './pins/review.actions.js';
-import { AccountsRepository } from './repositories/accounts.repository.js';
-import { AgentsRepository } from './repositories/agents.repository.js';
-import { McpServersRepository } from './repositories/mcp-servers.repository.js';
-import { SecretsRepository } from './repositories/secrets.repository.js';
-import { ToolPermissionsRepository } from './repositories/tool-permissions.repository.js';
+import { publishReviewRequested } from './review/review.actions.js';
+import { AccountsRepository } from './accounts/accounts.repository.js';
+import { AgentsRepository } from './agents/agents.repository.js';
+import { McpServersRepository } from './catalog/mcp-servers.repository.js';
+import { SecretsRepository } from './credentials/secrets.repository.js';
+import { ToolPermissionsRepository } from './catalog/tool-permissions.repository.js';
 
 /**
  * The registry's floors, each built from a plain deps object: what `startRegistry` (registry.ts)

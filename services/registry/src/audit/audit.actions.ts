@@ -1,4 +1,5 @@
-import type { ActionHandler } from '../actions/context.js';
+import type { Db } from '@mcpx/db';
+import type { ActionHandler } from '../shared/action-handler.js';
 import { listAuditEvents, parseAuditQuery } from './audit-log.js';
 
 /**
@@ -6,4 +7,4 @@ import { listAuditEvents, parseAuditQuery } from './audit-log.js';
  * `{events, nextCursor?}`: the account's audit log, newest first, one page at a time (50 by
  * default, at most 200); `nextCursor` gives the next (older) page. OWNER only.
  */
-export const listAuditEventsAction: ActionHandler<'ListAuditEvents'> = async (deps, caller, action) => listAuditEvents(deps.db, caller.account, parseAuditQuery(action));
+export const listAuditEventsAction: ActionHandler<'ListAuditEvents', { db: Db }> = async (deps, caller, action) => listAuditEvents(deps.db, caller.account, parseAuditQuery(action));

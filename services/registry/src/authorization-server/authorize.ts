@@ -5,7 +5,8 @@ import { ClientMetadataError, fetchClientMetadata } from './client-metadata.js';
 import { redirect, signInPage } from './pages.js';
 import { AS_BASE_PATH, CONSOLE_PATH, CONSOLE_SIGN_IN_FRAGMENT } from './paths.js';
 import { PendingSignInLimits, requesterHash, type PendingSignInLimit } from './pending-sign-ins.js';
-import { SIGN_IN_PENDING_MS, randomSecret, secretHash, type SignInRow, type SignInsRepository } from './sign-ins.repository.js';
+import { SIGN_IN_PENDING_MS, randomSecret, secretHash } from './sign-in-secrets.js';
+import type { SignInRow, SignInsRepository } from './sign-ins.repository.js';
 
 /** RFC 7636: 43 to 128 unreserved characters (a verifier; a S256 challenge is exactly 43). */
 export const PKCE_VALUE_RE = /^[A-Za-z0-9._~-]{43,128}$/;

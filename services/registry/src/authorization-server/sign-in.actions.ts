@@ -1,8 +1,19 @@
 import { ErrorCodes, WireError, invalidInput } from '@mcpx/contracts';
-import type { ActionHandler } from '../actions/context.js';
+import type { ActionType } from '@mcpx/contracts';
+import type { Db } from '@mcpx/db';
+import type { Logger } from '@mcpx/log';
+import type { ActionHandler } from '../shared/action-handler.js';
 import { auditBy, recordAudit } from '../audit/audit-log.js';
 import { CONTINUE_PATH } from './paths.js';
 import { SignInsRepository } from './sign-ins.repository.js';
+
+/** What the sign-in actions use: the sign-ins' tables. */
+export interface SignInActionDeps {
+  db: Db;
+  log: Logger;
+}
+
+type SignInAction<T extends ActionType> = ActionHandler<T, SignInActionDeps>;
 
 const ID_RE = /^si_[0-9a-f]{32}$/;
 
@@ -16,7 +27,7 @@ function hostOf(url: string): string {
  * which nobody verified, and the document's host), where the browser goes back to, the agent.
  * Never a code, a cookie or a nonce. OWNER only.
  */
-export const listSignInRequests: ActionHandler<'ListSignInRequests'> = async (deps, caller) => {
+export const listSignInRequests: SignInAction<'ListSignInRequests'> = async (deps, caller) => {
   const rows = await new SignInsRepository(deps.db).listPending(caller.account);
   return {
     signIns: rows.map((r) => ({
@@ -39,7 +50,7 @@ export const listSignInRequests: ActionHandler<'ListSignInRequests'> = async (de
  * with a code (approve) or `access_denied` (deny). An unknown or expired id is `not_found`, one
  * decided already `conflict`. OWNER only.
  */
-export const decideSignIn: ActionHandler<'DecideSignIn'> = async (deps, caller, action) => {
+export const decideSignIn: SignInAction<'DecideSignIn'> = async (deps, caller, action) => {
   const id = action.id;
   if (typeof id !== 'string' || !ID_RE.test(id)) throw invalidInput('id', 'must be a sign-in id (si_ and 32 hex digits)');
   const decision = action.decision;

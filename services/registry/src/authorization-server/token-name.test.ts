@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { tokenName } from './sign-ins.repository.js';
+import { tokenName } from './sign-in-secrets.js';
 
 /** The agent-token name alphabet (what RevokeAgentToken's list shows and the CLI prints). */
 const NAME_RE = /^[\p{L}\p{N} ._:@()/+-]{1,64}$/u;

@@ -3,7 +3,8 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from '@mcpx/log';
 import { PKCE_VALUE_RE } from './authorize.js';
 import { NO_STORE_HEADERS, sendJson } from './pages.js';
-import { GrantRefused, type IssuedTokens, type SignInRow, type SignInsRepository } from './sign-ins.repository.js';
+import { GrantRefused, type IssuedTokens } from './sign-in-secrets.js';
+import type { SignInRow, SignInsRepository } from './sign-ins.repository.js';
 
 /** The largest token request read (a few short parameters). */
 export const MAX_TOKEN_REQUEST_BYTES = 16 * 1024;

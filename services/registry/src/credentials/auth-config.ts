@@ -1,7 +1,7 @@
 import { invalidInput } from '@mcpx/contracts';
 import { AuthMethods, BEARER_HEADER, effectiveAuth } from './auth-method.js';
-import type { StoredServerConfig } from '../repositories/mcp-servers.repository.js';
-import type { ValidServerConfig } from '../actions/validation.js';
+import type { StoredServerConfig } from '../catalog/mcp-servers.repository.js';
+import type { ValidServerConfig } from './valid-server-config.js';
 
 const isBearerHeader = (header: string): boolean => header.toLowerCase() === BEARER_HEADER.toLowerCase();
 

@@ -2,7 +2,7 @@ import type { Redis } from 'ioredis';
 import { sql } from 'kysely';
 import type { Db } from '@mcpx/db';
 import { secretAad, type SecretBox } from '@mcpx/secrets';
-import type { McpServersRepository } from '../repositories/mcp-servers.repository.js';
+import type { McpServersRepository } from '../catalog/mcp-servers.repository.js';
 import { bindToOrigin, unbind, urlOrigin } from './secret-origin.js';
 
 export interface BindingReport {

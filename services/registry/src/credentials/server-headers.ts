@@ -1,5 +1,5 @@
 import { headerSecretName, isOwnSecretRef } from '@mcpx/credentials';
-import type { StoredServerConfig } from '../repositories/mcp-servers.repository.js';
+import type { StoredServerConfig } from '../catalog/mcp-servers.repository.js';
 
 /**
  * The header secret names (`mcp-<server>-<header>`) are defined once, beside the reading that

@@ -1,5 +1,5 @@
 import type { LeaseQuota } from '@mcpx/locks';
-import { quotaExceeded } from '../actions/account-quotas.js';
+import { quotaExceeded } from '../shared/quotas.js';
 
 /** The lease kind of a discovery in flight (`<prefix>quota:discoveries:{<account>}`). */
 const KIND = 'discoveries';

@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { REPROBE_BACKOFF, nextProbeDelayMs, toolsHash, wantsOAuth } from './discovery.js';
+import { toolsHash } from '../catalog/remote-tools.js';
+import { REPROBE_BACKOFF, nextProbeDelayMs } from './discovery-schedule.js';
+import { wantsOAuth } from './discovery-types.js';
 
 describe('re-probe backoff', () => {
   it('doubles per failure from the base, caps at the maximum, with ±20 % jitter', () => {

@@ -1,6 +1,6 @@
 import type { Logger } from '@mcpx/log';
 import type { Discovery, DiscoveryTarget } from './discovery.js';
-import type { McpServerRecord } from '../repositories/mcp-servers.repository.js';
+import type { McpServerRecord } from '../catalog/mcp-servers.repository.js';
 
 /** Servers of one kind that may be due for a re-probe: the mcp_servers rows, or built-ins. */
 export interface ReprobeSource {

@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import { ErrorCodes, WireError, type ActionEnvelope } from '@mcpx/contracts';
 import { ENVELOPE_MAX_SKEW_MS, parseEnvelope, verifySignature } from '@mcpx/envelope';
-import type { AccountsRepository } from '../repositories/accounts.repository.js';
+import type { AccountsRepository } from '../accounts/accounts.repository.js';
 import type { Caller } from '../actions/index.js';
 
 /** The envelope's shape (it lives with the envelope, so tests and the fuzzers reach it). */

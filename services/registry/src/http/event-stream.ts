@@ -17,7 +17,7 @@ import {
 } from '@mcpx/contracts';
 import { createLogger } from '@mcpx/log';
 import type { Caller } from '../actions/index.js';
-import { reviewEventData } from '../pins/review-events.js';
+import { reviewEventData } from '../review/review-events.js';
 
 const HEARTBEAT_MS = 15_000;
 

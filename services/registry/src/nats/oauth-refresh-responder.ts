@@ -5,7 +5,7 @@ import { findBuiltin } from '@mcpx/domain';
 import type { Logger } from '@mcpx/log';
 import type { BuiltinServers } from '../builtins/builtin-servers.js';
 import type { Discovery } from '../discovery/discovery.js';
-import type { McpServersRepository } from '../repositories/mcp-servers.repository.js';
+import type { McpServersRepository } from '../catalog/mcp-servers.repository.js';
 import { isClientCredentialsRefusal } from '../credentials/oauth/client-credentials-tokens.js';
 import type { OAuthService } from '../credentials/oauth/oauth-service.js';
 

@@ -5,9 +5,9 @@ import { QueueGroups, decodeToolsObserved, type ToolsObserved } from '@mcpx/cont
 import type { Logger } from '@mcpx/log';
 import type { Discovery, DiscoveryTarget } from '../discovery/discovery.js';
 import { loweredLevels } from './lowered-levels.js';
-import { pinModeOf } from '../pins/pin-policy.js';
-import { sanitizeTools, screenTools, toolsHash } from '../discovery/remote-tools.js';
-import type { McpServerRecord } from '../repositories/mcp-servers.repository.js';
+import { pinModeOf } from '../review/pin-policy.js';
+import { sanitizeTools, screenTools, toolsHash } from '../catalog/remote-tools.js';
+import type { McpServerRecord } from '../catalog/mcp-servers.repository.js';
 
 /** A proxy's list that would lower a level starts at most one discovery of that server per this long (per instance). */
 export const REDISCOVERY_COOLDOWN_MS = 30_000;

@@ -1,7 +1,7 @@
 import { ErrorCodes, WireError } from '@mcpx/contracts';
 import type { Logger } from '@mcpx/log';
-import { CredentialError } from '../../discovery/discovery.js';
-import type { McpServerRecord } from '../../repositories/mcp-servers.repository.js';
+import { CredentialError } from '../../shared/credential-error.js';
+import type { McpServerRecord } from '../../catalog/mcp-servers.repository.js';
 import { expiring, type ServerCredentials } from '@mcpx/credentials';
 import { accessTokenHash } from './access-tokens.js';
 import { compareAndRefresh } from '../compare-and-refresh.js';

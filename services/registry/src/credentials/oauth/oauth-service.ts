@@ -3,7 +3,7 @@ import { LockBusyError, type SingleFlight } from '@mcpx/locks';
 import type { Logger } from '@mcpx/log';
 import { boundedOAuthFetch, runOAuth } from '@mcpx/mcp-client';
 import { withSpan, type Counter, type Meter, type Tracer } from '@mcpx/telemetry';
-import type { McpServerRecord, McpServersRepository } from '../../repositories/mcp-servers.repository.js';
+import type { McpServerRecord, McpServersRepository } from '../../catalog/mcp-servers.repository.js';
 import { ClientCredentialsTokens, usesClientCredentials } from './client-credentials-tokens.js';
 import { preRegisteredState, type PreRegisteredClient } from './oauth-client-config.js';
 import type { OAuthConnectionsRepository } from './oauth-connections.repository.js';

@@ -1,0 +1,106 @@
+import { ErrorCodes, WireError, invalidInput } from '@mcpx/contracts';
+import { auditBy, recordAudit } from '../audit/audit-log.js';
+import { AgentTokensRepository, tokenView } from './agent-tokens.repository.js';
+import { findAgent } from './agents.actions.js';
+import type { AgentsAction } from './agents-deps.js';
+
+/** Active (neither revoked nor expired) tokens one agent may hold at once. */
+export const MAX_ACTIVE_AGENT_TOKENS = 20;
+/** The longest life a token may be given (ten years); none given: it lives until revoked. */
+export const MAX_TOKEN_DAYS = 3650;
+const NAME_RE = /^[\p{L}\p{N} ._:@()/+-]{1,64}$/u;
+const ID_RE = /^at_[0-9a-f]{18}$/;
+const DAY_MS = 86_400_000;
+
+function tokenName(value: unknown): string {
+  if (value === undefined || value === null) return 'token';
+  if (typeof value !== 'string' || !NAME_RE.test(value) || value.trim() === '') {
+    throw invalidInput('name', 'must be 1-64 letters, digits, spaces or ._:@()/+-');
+  }
+  return value.trim();
+}
+
+function expiry(value: unknown, now: number): Date | null {
+  if (value === undefined || value === null) return null;
+  if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0 || value > MAX_TOKEN_DAYS) {
+    throw invalidInput('expiresInDays', `must be a number of days above 0 and at most ${MAX_TOKEN_DAYS}`);
+  }
+  return new Date(now + Math.round(value * DAY_MS));
+}
+
+function userMayApprove(value: unknown): boolean {
+  if (value === undefined || value === null) return false;
+  if (typeof value !== 'boolean') throw invalidInput('userMayApprove', 'must be true or false');
+  return value;
+}
+
+/**
+ * `CreateAgentToken {agent, name?, expiresInDays?, userMayApprove?}` → `{token, ...AgentTokenView}`:
+ * a bearer token of the agent's MCP endpoint. With `userMayApprove: true` its holder (the MCP
+ * client's user) may approve the token's own always_ask calls when the endpoint asks (an
+ * elicitation), instead of waiting for the owner; the owner may still decide them first. The token is in this answer and nowhere else (only its
+ * SHA-256 is stored); at most {@link MAX_ACTIVE_AGENT_TOKENS} active ones per agent. OWNER only.
+ */
+export const createAgentToken: AgentsAction<'CreateAgentToken'> = async (deps, caller, action) => {
+  const agent = await findAgent(deps, caller.account, action.agent);
+  const name = tokenName(action.name);
+  const now = Date.now();
+  const expiresAt = expiry(action.expiresInDays, now);
+  const mayApprove = userMayApprove(action.userMayApprove);
+  const tokens = new AgentTokensRepository(deps.db);
+  const { token, row } = await deps.db.transaction().execute(async (trx) => {
+    // One writer per agent at a time, so two concurrent creations cannot both pass the count.
+    await trx.selectFrom('registry.agents').select('id').where('account_id', '=', caller.account).where('id', '=', agent.id).forUpdate().executeTakeFirst();
+    const active = await tokens.countActive(caller.account, agent.id, trx);
+    if (active >= MAX_ACTIVE_AGENT_TOKENS) {
+      throw new WireError(ErrorCodes.quotaExceeded, `agent: ${agent.name} already has ${active} active tokens (revoke one first)`, {
+        field: 'agent',
+        limit: 'agentTokens',
+        max: MAX_ACTIVE_AGENT_TOKENS,
+      });
+    }
+    const created = await tokens.create(caller.account, agent.id, name, expiresAt, trx, { userMayApprove: mayApprove });
+    // A token reaches the agent's tools from outside (and may approve its calls): audited with it, by id, never the token.
+    await recordAudit(trx, {
+      ...auditBy(caller),
+      action: 'CreateAgentToken',
+      target: { kind: 'token', name: created.row.id },
+      before: null,
+      after: { agent: agent.name, name, expiresAt: expiresAt?.toISOString() ?? null, userMayApprove: mayApprove },
+    });
+    return created;
+  });
+  deps.log.info('agent token issued', { account: caller.account, agent: agent.id, token: row.id, userMayApprove: mayApprove });
+  return { token, ...tokenView(row, agent.name, now) };
+};
+
+/** `ListAgentTokens {agent}` → `{agent, tokens}`: newest first, with their state; never a token or a hash. OWNER only. */
+export const listAgentTokens: AgentsAction<'ListAgentTokens'> = async (deps, caller, action) => {
+  const agent = await findAgent(deps, caller.account, action.agent);
+  const rows = await new AgentTokensRepository(deps.db).list(caller.account, agent.id);
+  const now = Date.now();
+  return { agent: agent.name, tokens: rows.map((r) => tokenView(r, agent.name, now)) };
+};
+
+/**
+ * `RevokeAgentToken {id}` → `{id, revoked}`: the endpoint refuses the token from the moment this
+ * answers (`revoked: false` when it was revoked already). An id the account does not hold is
+ * `not_found`. OWNER only.
+ */
+export const revokeAgentToken: AgentsAction<'RevokeAgentToken'> = async (deps, caller, action) => {
+  const id = action.id;
+  if (typeof id !== 'string' || !ID_RE.test(id)) throw invalidInput('id', 'must be a token id (at_ and 18 hex digits)');
+  const { found, revoked } = await new AgentTokensRepository(deps.db).revoke(caller.account, id);
+  if (!found) throw new WireError(ErrorCodes.notFound, `id: no token ${id}`, { field: 'id' });
+  // A second revoke changes nothing and records nothing.
+  if (revoked)
+    await recordAudit(deps.db, {
+      ...auditBy(caller),
+      action: 'RevokeAgentToken',
+      target: { kind: 'token', name: id },
+      before: { revoked: false },
+      after: { revoked: true },
+    });
+  deps.log.info('agent token revoked', { account: caller.account, token: id, revoked });
+  return { id, revoked };
+};

@@ -1,0 +1,59 @@
+import { TASK_ID_RE, TASK_LIST_MAX, invalidInput, type TaskView } from '@mcpx/contracts';
+import { TaskClient } from '@mcpx/proxy-client';
+import { auditBy, recordAudit } from '../audit/audit-log.js';
+import { findAgent } from './agents.actions.js';
+import type { AgentsAction, AgentsDeps } from './agents-deps.js';
+
+/**
+ * Brokered tasks for people (docs/tasks.md#people): the signer's account's tasks, asked of the
+ * proxy's task service (`mcp.proxy.tasks`, any instance answers from the rows) with the
+ * registry's NATS user, for the signer's own account only: a task of another account is
+ * `not_found`, as one that never was. Tasks are shown, never their results (those go to the
+ * caller that made the call). A cancel is the signer's act and is audited as one.
+ */
+
+const clients = new WeakMap<AgentsDeps['bus'], TaskClient>();
+
+/** The task service's client over the registry's bus (one per bus). */
+function tasksOf(deps: AgentsDeps): TaskClient {
+  let client = clients.get(deps.bus);
+  if (client === undefined) clients.set(deps.bus, (client = new TaskClient(deps.bus.nc, deps.bus.subjects)));
+  return client;
+}
+
+function taskField(value: unknown): string {
+  if (typeof value !== 'string' || !TASK_ID_RE.test(value)) throw invalidInput('task', 'must be a task id (tsk_ and 24 letters or digits)');
+  return value;
+}
+
+/** `ListTasks {agent?, limit?}` → `{tasks}`: newest first; `agent` by id or name (an unknown one is `not_found`). */
+export const listTasks: AgentsAction<'ListTasks'> = async (deps, caller, action) => {
+  const limit = action.limit ?? undefined;
+  if (limit !== undefined && (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1 || limit > TASK_LIST_MAX))
+    throw invalidInput('limit', `must be an integer from 1 to ${TASK_LIST_MAX}`);
+  const agent = action.agent === undefined || action.agent === null ? undefined : (await findAgent(deps, caller.account, action.agent)).id;
+  const tasks = await tasksOf(deps).listTasks(caller.account, { ...(agent !== undefined ? { agent } : {}), ...(limit !== undefined ? { limit } : {}) });
+  return { tasks };
+};
+
+/** `GetTask {task}` → `{task}`. */
+export const getTask: AgentsAction<'GetTask'> = async (deps, caller, action) => ({ task: await tasksOf(deps).getTask(caller.account, taskField(action.task)) });
+
+/** What the audit log keeps of a task: where it runs and how it stands, never its arguments or result. */
+function auditTask(t: TaskView): Record<string, unknown> {
+  return { state: t.state, agent: t.agent, server: t.server, tool: t.tool, run: t.run, ...(t.error !== undefined ? { error: t.error.code } : {}) };
+}
+
+/**
+ * `CancelTask {task}` → `{task}`: the server is asked to cancel it and the task ends `cancelled`;
+ * a task that had ended is answered as it stands, and nothing is recorded. The cancel is
+ * recorded in the audit log with the signer.
+ */
+export const cancelTask: AgentsAction<'CancelTask'> = async (deps, caller, action) => {
+  const id = taskField(action.task);
+  const tasks = tasksOf(deps);
+  const before = await tasks.getTask(caller.account, id);
+  const task = await tasks.cancelTask(caller.account, id);
+  if (before.state !== task.state) await recordAudit(deps.db, { ...auditBy(caller), action: 'CancelTask', target: { kind: 'task', name: id }, before: auditTask(before), after: auditTask(task) });
+  return { task };
+};

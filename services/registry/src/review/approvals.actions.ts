@@ -1,0 +1,96 @@
+import { ErrorCodes, WireError, approvalDecidedEvent, invalidInput, type ApprovalDecidedEvent, type ApprovalView } from '@mcpx/contracts';
+import { ARGUMENTS_SHOWN_MAX_BYTES, type ApprovalRecord } from '@mcpx/locks';
+import { auditBy, recordAudit } from '../audit/audit-log.js';
+import type { ReviewAction, ReviewDeps } from './review-deps.js';
+import type { ActionInput, Caller } from '../shared/action-handler.js';
+
+const APPROVAL_ID_RE = /^apr_[A-Za-z0-9_-]{1,64}$/;
+
+/** An approval as responses show it (times as ISO-8601, the arguments when they were kept). */
+export function approvalView(r: ApprovalRecord): ApprovalView {
+  const view: ApprovalView = {
+    id: r.id,
+    agent: r.agent,
+    run: r.run,
+    tool: r.tool,
+    server: r.server,
+    remoteName: r.remoteName,
+    argsHash: r.argsHash,
+    status: r.status,
+    createdAt: new Date(r.createdAt).toISOString(),
+    expiresAt: new Date(r.expiresAt).toISOString(),
+  };
+  if (r.argumentsJson !== undefined) view.arguments = JSON.parse(r.argumentsJson) as unknown;
+  if (r.decidedAt !== undefined) view.decidedAt = new Date(r.decidedAt).toISOString();
+  if (r.decidedBy !== undefined) view.decidedBy = r.decidedBy;
+  return view;
+}
+
+/** `ListApprovals {}` → `{approvals}`: the account's approvals still waiting for a human, oldest first. */
+export const listApprovals: ReviewAction<'ListApprovals'> = async (deps, caller) => {
+  const pending = await deps.approvals.listPending(caller.account);
+  return { approvals: pending.map(approvalView) };
+};
+
+function approvalId(value: unknown): string {
+  if (typeof value !== 'string' || !APPROVAL_ID_RE.test(value)) throw invalidInput('approvalId', 'must be an approval id (apr_…)');
+  return value;
+}
+
+/**
+ * Tells the account's subscribers (the console, a waiting runtime) that a call was decided. Core
+ * NATS, at most once: `ListApprovals` stays the source of truth. No argument value goes out.
+ */
+function publishDecided(deps: ReviewDeps, r: ApprovalRecord, decision: 'approved' | 'denied'): void {
+  deps.bus.notify<ApprovalDecidedEvent>(deps.bus.subjects.approvalDecided(r.account), approvalDecidedEvent(r, decision));
+}
+
+async function decide(deps: ReviewDeps, caller: Caller, action: ActionInput<'ApproveToolCall' | 'DenyToolCall'>, decision: 'approved' | 'denied'): Promise<{ approval: ApprovalView }> {
+  const id = approvalId(action.approvalId);
+  if (decision === 'approved') {
+    // Nobody approves what they were not shown: a call whose arguments were too large to keep for
+    // display can only be denied (the runtime may send it again with smaller arguments).
+    const record = await deps.approvals.get(caller.account, id);
+    if (record !== null && record.status === 'pending' && record.argumentsJson === undefined) {
+      throw new WireError(
+        ErrorCodes.conflict,
+        `approvalId: the arguments of approval ${id} are larger than ${ARGUMENTS_SHOWN_MAX_BYTES / 1024} KiB and cannot be shown, so they cannot be approved; deny it`,
+        {
+          field: 'approvalId',
+          reason: 'arguments_not_shown',
+        },
+      );
+    }
+  }
+  const out = await deps.approvals.decide(caller.account, id, decision, caller.signer);
+  if (out.ok) {
+    deps.log.info('tool call approval decided', { account: caller.account, approval: id, decision, tool: out.record.tool, run: out.record.run });
+    publishDecided(deps, out.record, decision);
+    // The decision lives in Redis: its audit entry follows it (never the call's arguments).
+    await recordAudit(deps.db, {
+      ...auditBy(caller),
+      action: decision === 'approved' ? 'ApproveToolCall' : 'DenyToolCall',
+      target: { kind: 'approval', name: id },
+      after: { decision, tool: out.record.tool, server: out.record.server, agent: out.record.agent, run: out.record.run },
+    });
+    return { approval: approvalView(out.record) };
+  }
+  switch (out.reason) {
+    case 'unknown':
+      throw new WireError(ErrorCodes.notFound, `approvalId: no approval ${id}`, { field: 'approvalId' });
+    case 'expired':
+      throw new WireError(ErrorCodes.conflict, `approvalId: approval ${id} expired`, { field: 'approvalId', reason: 'expired' });
+    case 'decided':
+      throw new WireError(ErrorCodes.conflict, `approvalId: approval ${id} was already decided (${out.record?.status ?? 'decided'})`, {
+        field: 'approvalId',
+        reason: 'decided',
+        ...(out.record ? { status: out.record.status } : {}),
+      });
+  }
+}
+
+/** `ApproveToolCall {approvalId}` → `{approval}`: the runtime may now re-send that call, once. OWNER only. */
+export const approveToolCall: ReviewAction<'ApproveToolCall'> = (deps, caller, action) => decide(deps, caller, action, 'approved');
+
+/** `DenyToolCall {approvalId}` → `{approval}`: the call it was for is refused. OWNER only. */
+export const denyToolCall: ReviewAction<'DenyToolCall'> = (deps, caller, action) => decide(deps, caller, action, 'denied');

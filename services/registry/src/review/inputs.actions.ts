@@ -1,0 +1,132 @@
+import {
+  ErrorCodes,
+  INPUT_REQUEST_ID_RE,
+  WireError,
+  checkElicitContent,
+  invalidInput,
+  type ElicitAnswer,
+  type InputAnsweredEvent,
+  type InputRequestItem,
+  type InputRequestView,
+} from '@mcpx/contracts';
+import type { InputRecord, InputStore } from '@mcpx/locks';
+import { auditBy, recordAudit } from '../audit/audit-log.js';
+import type { ReviewAction, ReviewDeps } from './review-deps.js';
+
+/** An input request as responses show it: the questions, never the server's state nor an answer's content. */
+export function inputRequestView(r: InputRecord): InputRequestView {
+  const view: InputRequestView = {
+    id: r.id,
+    agent: r.agent,
+    run: r.run,
+    tool: r.tool,
+    server: r.server,
+    remoteName: r.remoteName,
+    round: r.round,
+    era: r.era,
+    requests: JSON.parse(r.requestsJson) as InputRequestItem[],
+    status: r.status,
+    answered: Object.keys(r.answers),
+    createdAt: new Date(r.createdAt).toISOString(),
+    expiresAt: new Date(r.expiresAt).toISOString(),
+  };
+  if (r.answeredAt !== undefined) view.answeredAt = new Date(r.answeredAt).toISOString();
+  if (r.answeredBy !== undefined) view.answeredBy = r.answeredBy;
+  return view;
+}
+
+function store(deps: ReviewDeps): InputStore {
+  if (deps.inputs === undefined) throw new WireError(ErrorCodes.internal, 'input requests are not available here');
+  return deps.inputs;
+}
+
+/** `ListInputRequests {}` → `{inputRequests}`: the account's input requests waiting for a person, oldest first. */
+export const listInputRequests: ReviewAction<'ListInputRequests'> = async (deps, caller) => {
+  const pending = await store(deps).listPending(caller.account);
+  return { inputRequests: pending.map(inputRequestView) };
+};
+
+/**
+ * Tells the account's subscribers (the console, a waiting runtime) that a person answered every
+ * question of an input request. Core NATS, at most once: the store stays the source of truth. No
+ * answer's content goes out.
+ */
+function publishAnswered(deps: ReviewDeps, r: InputRecord): void {
+  const event: InputAnsweredEvent = {
+    account: r.account,
+    inputRequestId: r.id,
+    agent: r.agent,
+    run: r.run,
+    tool: r.tool,
+    server: r.server,
+    answeredBy: r.answeredBy ?? '',
+    answeredAt: new Date(r.answeredAt ?? Date.now()).toISOString(),
+    expiresAt: new Date(r.expiresAt).toISOString(),
+  };
+  deps.bus.notify<InputAnsweredEvent>(deps.bus.subjects.inputAnswered(r.account), event);
+}
+
+/**
+ * `AnswerInputRequest {id, action: 'accept'|'decline'|'cancel', content?, key?}` → `{inputRequest}`.
+ * A person's answer to one question of a pending input request: `content` (with `accept`) is
+ * checked against the question's requested schema (bounded); a URL question is accepted once the
+ * person says it is done, with no content. `key` names the question when the round asks several
+ * (default: the only one still unanswered). Once every question is answered, the runtime may re-send
+ * the call with `inputRequestId`, once. OWNER only.
+ */
+export const answerInputRequest: ReviewAction<'AnswerInputRequest'> = async (deps, caller, action) => {
+  const inputs = store(deps);
+  const id = action.id ?? action.inputRequestId;
+  if (typeof id !== 'string' || !INPUT_REQUEST_ID_RE.test(id)) throw invalidInput('id', 'must be an input request id (inp_…)');
+  const record = await inputs.get(caller.account, id);
+  if (record === null) throw new WireError(ErrorCodes.notFound, `id: no input request ${id}`, { field: 'id' });
+  const items = JSON.parse(record.requestsJson) as InputRequestItem[];
+  const open = items.filter((i) => i.answerBy === 'person' && !Object.hasOwn(record.answers, i.key));
+  let key: string;
+  if (action.key !== undefined && action.key !== null) {
+    if (typeof action.key !== 'string' || !items.some((i) => i.key === action.key && i.answerBy === 'person')) throw invalidInput('key', `must name a question of ${id} that a person answers`);
+    key = action.key;
+  } else if (open.length === 1) {
+    key = open[0]!.key;
+  } else if (open.length === 0) {
+    throw new WireError(ErrorCodes.conflict, `id: input request ${id} has no question left to answer (${record.status})`, { field: 'id', reason: 'decided', status: record.status });
+  } else {
+    throw invalidInput('key', `input request ${id} asks ${open.length} questions; name one (${open.map((i) => i.key).join(', ')})`);
+  }
+  const item = items.find((i) => i.key === key)!;
+  const verb = action.action;
+  if (verb !== 'accept' && verb !== 'decline' && verb !== 'cancel') throw invalidInput('action', 'must be accept, decline or cancel');
+  if (verb !== 'accept' && action.content !== undefined && action.content !== null) throw invalidInput('content', 'is given only with accept');
+  if (item.kind === 'url' && action.content !== undefined && action.content !== null)
+    throw invalidInput('content', 'a URL question takes no content: accept it once the person is done in the browser');
+  const answer: ElicitAnswer = verb === 'accept' && item.kind === 'form' ? { action: verb, content: checkElicitContent(item.requestedSchema, action.content ?? {}, 'content') } : { action: verb };
+  const out = await inputs.answer(caller.account, id, key, JSON.stringify(answer), caller.signer);
+  if (out.ok) {
+    deps.log.info('input request answered', { account: caller.account, inputRequest: id, key, action: answer.action, tool: out.record.tool, run: out.record.run, complete: out.complete });
+    if (out.complete) publishAnswered(deps, out.record);
+    // The answer lives in Redis: its audit entry follows it (never the content a person typed).
+    await recordAudit(deps.db, {
+      ...auditBy(caller),
+      action: 'AnswerInputRequest',
+      target: { kind: 'input', name: id },
+      after: { action: answer.action, key, tool: out.record.tool, server: out.record.server, agent: out.record.agent, run: out.record.run, complete: out.complete },
+    });
+    return { inputRequest: inputRequestView(out.record) };
+  }
+  switch (out.reason) {
+    case 'unknown':
+      throw new WireError(ErrorCodes.notFound, `id: no input request ${id}`, { field: 'id' });
+    case 'expired':
+      throw new WireError(ErrorCodes.conflict, `id: input request ${id} expired`, { field: 'id', reason: 'expired' });
+    case 'not_asked':
+      throw invalidInput('key', `input request ${id} asks no question ${key} of a person`);
+    case 'answered_already':
+      throw new WireError(ErrorCodes.conflict, `key: question ${key} of input request ${id} was already answered`, { field: 'key', reason: 'answered' });
+    case 'decided':
+      throw new WireError(ErrorCodes.conflict, `id: input request ${id} was already answered (${out.record?.status ?? 'answered'})`, {
+        field: 'id',
+        reason: 'decided',
+        ...(out.record ? { status: out.record.status } : {}),
+      });
+  }
+};

@@ -1,0 +1,75 @@
+import { ErrorCodes, WireError, type RedactedMcpServer } from '@mcpx/contracts';
+import { describeOAuthError } from '@mcpx/mcp-client';
+import { auditBy, recordAudit } from '../audit/audit-log.js';
+import { usesClientCredentials } from '../credentials/oauth/client-credentials-tokens.js';
+import { redactServer } from './redaction.js';
+import type { McpServerRecord } from '../catalog/mcp-servers.repository.js';
+import { validateServerNameInput } from './validation.js';
+import type { ServersAction, ServersDeps } from './servers-deps.js';
+
+/**
+ * The answer for a server just discovered. An oauth server that answered 401 with OAuth metadata
+ * gets its stored tokens refreshed (then it is discovered again) or, without usable tokens, an
+ * authorization URL for the signer to open: a single-use ticket URL of the registry (see
+ * `OAuthTickets`), never the authorization server's, so that only the browser that opens it can
+ * complete the authorization. Abandoning it costs nothing. The status never carries a URL.
+ */
+export async function withAuthorization(
+  deps: ServersDeps,
+  server: McpServerRecord,
+  redact: (server: McpServerRecord) => Promise<RedactedMcpServer>,
+  opts: { fresh?: boolean } = {},
+): Promise<{ server: RedactedMcpServer; authorizationUrl?: string; authorizationError?: string }> {
+  const oauth = deps.oauth;
+  const wanted = opts.fresh === true || server.status.state === 'auth_required';
+  // A client credentials server never waits for an owner: its discovery gets tokens itself.
+  if (oauth === undefined || server.config.auth !== 'oauth' || !wanted || usesClientCredentials(server)) return { server: await redact(server) };
+  try {
+    const challenge = deps.discovery.resourceMetadataUrl(server.id);
+    let outcome = await oauth.ensure(server, { ...opts, ...(challenge ? { resourceMetadataUrl: challenge } : {}) });
+    if (outcome.state === 'authorized') {
+      const rediscovered = await deps.discovery.discover(server, 'authorized');
+      if (rediscovered.status.state !== 'auth_required') return { server: await redact(rediscovered) };
+      // The refreshed token is refused too: only a new authorization helps.
+      server = rediscovered;
+      outcome = await oauth.ensure(server, { fresh: true, ...(challenge ? { resourceMetadataUrl: challenge } : {}) });
+    }
+    if (outcome.state === 'authorized') return { server: withoutStatusUrl(await redact(server)) };
+    return { server: withoutStatusUrl(await redact(server)), authorizationUrl: await oauth.ticketUrl(server, outcome.authorizationUrl) };
+  } catch (err) {
+    deps.log.warn('oauth authorization could not start', { account: server.accountId, server: server.name, err: err as Error });
+    return { server: await redact(server), authorizationError: `OAuth: ${describeOAuthError(err)}` };
+  }
+}
+
+/**
+ * A status recorded before authorizations were bound to a browser may still hold the
+ * authorization server's URL, which no longer completes on its own: not shown.
+ */
+function withoutStatusUrl(server: RedactedMcpServer): RedactedMcpServer {
+  if (server.status.authorizationUrl === undefined) return server;
+  const { authorizationUrl: _dropped, ...status } = server.status;
+  return { ...server, status };
+}
+
+/** `AuthorizeMcpServer {name}`: a fresh authorization URL for an oauth server. */
+export const authorizeMcpServer: ServersAction<'AuthorizeMcpServer'> = async (deps, caller, action) => {
+  const name = validateServerNameInput(action.name, deps.style);
+  const server = await deps.servers.find(caller.account, name);
+  if (server === null) throw new WireError(ErrorCodes.notFound, `name: no MCP server named ${name}`, { field: 'name' });
+  if (server.config.auth !== 'oauth') throw new WireError(ErrorCodes.invalidInput, `name: ${name} does not use OAuth (config.auth is not oauth)`, { field: 'name' });
+  if (usesClientCredentials(server)) {
+    throw new WireError(ErrorCodes.invalidInput, `name: ${name} uses the OAuth client credentials grant: nobody signs in for it (RefreshMcpServer discovers it again)`, { field: 'name' });
+  }
+  const out = await withAuthorization(deps, server, async (s) => redactServer(s, deps.style, await deps.permissions.forServer(caller.account, s.id), { role: caller.role }), { fresh: true });
+  // Who asked for an authorization of which server, and how it went: never the URL (its ticket
+  // completes the authorization), a token or the authorization server's error text.
+  const outcome = out.authorizationUrl !== undefined ? 'authorization_url_issued' : out.authorizationError !== undefined ? 'failed' : 'authorized';
+  await recordAudit(deps.db, {
+    ...auditBy(caller),
+    action: 'AuthorizeMcpServer',
+    target: { kind: 'server', name: server.name },
+    after: { outcome, state: out.server.status.state },
+  });
+  return out;
+};
