@@ -24,7 +24,6 @@
  * rows only.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { availableParallelism, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { Client, ModernClient, ModernStreamableHTTPClientTransport, StreamableHTTPClientTransport } from '../test/support/sdk-client.js';
@@ -32,6 +31,7 @@ import { freePort } from '../test/servers/free-port.js';
 import { startBareRelay, type BareRelay } from '../test/support/bare-relay.js';
 import { ProxySystem, spawnProxyProcess, type ProxyProcess } from '../test/support/proxy-system.js';
 import { ROOT, eventually } from '../test/support/system.js';
+import { processCpuMs, runPhase, startEchoUpstream } from './support/measure.js';
 
 const QUICK = process.env.BENCH_QUICK === '1';
 const SEQUENTIAL = Number(process.env.BENCH_SEQUENTIAL ?? 1_000);
@@ -40,52 +40,6 @@ const CALLERS = 32;
 // Enough for the endpoint's and the proxy's V8 to have compiled their hot paths before a phase is measured
 // (bench/proxy.ts found 300 too few: compiler threads were a quarter of the proxy's CPU in the first phases).
 const WARMUP = Number(process.env.BENCH_WARMUP ?? 1_500);
-
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
-}
-
-async function run(total: number, concurrency: number, op: (i: number) => Promise<unknown>): Promise<{ seconds: number; p50: number; p99: number }> {
-  const latencies: number[] = new Array<number>(total);
-  let next = 0;
-  const started = performance.now();
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      for (;;) {
-        const i = next++;
-        if (i >= total) return;
-        const t = performance.now();
-        await op(i);
-        latencies[i] = performance.now() - t;
-      }
-    }),
-  );
-  const seconds = (performance.now() - started) / 1000;
-  latencies.sort((a, b) => a - b);
-  return { seconds, p50: percentile(latencies, 50), p99: percentile(latencies, 99) };
-}
-
-/** CPU milliseconds a process has used (utime + stime from /proc, in clock ticks of 10 ms). */
-function cpuOf(pid: number | undefined): number {
-  if (pid === undefined) return 0;
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-    return (Number(fields[11]) + Number(fields[12])) * 10;
-  } catch {
-    return 0;
-  }
-}
-
-async function startUpstream(era: 'modern' | 'legacy'): Promise<{ url: string; pid: number | undefined; stop: () => void }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'test', 'servers', 'echo-upstream-main.ts'), '--era', era], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
-  const stderr: string[] = [];
-  child.stderr.on('data', (d: Buffer) => stderr.push(d.toString()));
-  const url = await new Promise<string>((resolve, reject) => {
-    child.stdout.once('data', (d: Buffer) => resolve((JSON.parse(d.toString()) as { url: string }).url));
-    child.once('exit', (code) => reject(new Error(`upstream exited ${code}: ${stderr.join('')}`)));
-  });
-  return { url, pid: child.pid, stop: () => child.kill('SIGTERM') };
-}
 
 async function startEndpointProcess(system: ProxySystem): Promise<{ url: string; child: ChildProcess; logs: string[] }> {
   const port = await freePort();
@@ -152,7 +106,7 @@ function cpuCeiling(direct: Row, via: Row): number {
 async function main(): Promise<void> {
   const warnings: string[] = [];
   process.on('warning', (w) => warnings.push(`${w.name}: ${w.message}`));
-  const [modernUp, legacyUp] = await Promise.all([startUpstream('modern'), startUpstream('legacy')]);
+  const [modernUp, legacyUp] = await Promise.all([startEchoUpstream('modern'), startEchoUpstream('legacy')]);
   const system = await ProxySystem.start({
     proxies: 0,
     env: { PROXY_MAX_CONCURRENCY_PER_SERVER: '100000', PROXY_RATE_PER_SERVER: '1000000', PROXY_MAX_RUNS: '100000', PROXY_MAX_CONNECTIONS: '100000', LOG_LEVEL: 'warn' },
@@ -211,14 +165,14 @@ async function main(): Promise<void> {
       const via = path !== 'direct';
       // The gateway's two processes: the endpoint and the proxy, or the relay and its responder.
       const pids = path === 'relay' ? [relay?.relayPid, relay?.responderPid] : [endpoint?.child.pid, proxy?.child.pid];
-      await run(WARMUP, conc, op);
-      const before = [cpuOf(pids[0]), cpuOf(pids[1]), cpuOf(upstreamPid)];
+      await runPhase(WARMUP, conc, op);
+      const before = [processCpuMs(pids[0]), processCpuMs(pids[1]), processCpuMs(upstreamPid)];
       const self = process.cpuUsage();
-      const r = await run(total, conc, op);
+      const r = await runPhase(total, conc, op);
       const selfMs = (process.cpuUsage(self).user + process.cpuUsage(self).system) / 1000;
-      const endpointMs = cpuOf(pids[0]) - (before[0] ?? 0);
-      const proxyMs = cpuOf(pids[1]) - (before[1] ?? 0);
-      const upstreamMs = cpuOf(upstreamPid) - (before[2] ?? 0);
+      const endpointMs = processCpuMs(pids[0]) - (before[0] ?? 0);
+      const proxyMs = processCpuMs(pids[1]) - (before[1] ?? 0);
+      const upstreamMs = processCpuMs(upstreamPid) - (before[2] ?? 0);
       const per = (ms: number): string => (ms / total).toFixed(3);
       const [first, second] = path === 'relay' ? ['relay', 'responder'] : ['endpoint', 'proxy'];
       const cpu = via ? `client ${per(selfMs)}, upstream ${per(upstreamMs)}, ${first} ${per(endpointMs)}, ${second} ${per(proxyMs)}` : `client ${per(selfMs)}, upstream ${per(upstreamMs)}`;
