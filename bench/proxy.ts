@@ -28,8 +28,6 @@
  *   the proxy's CPU per call of each, and the ratio (goal: recording adds ≤ 2 %). `BENCH_QUICK=1`
  *   runs it too (`PROXY_BENCH=activity` runs only it).
  */
-import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { availableParallelism, totalmem } from 'node:os';
 import { join } from 'node:path';
@@ -38,6 +36,7 @@ import { Client, ModernClient, ModernStreamableHTTPClientTransport, StreamableHT
 import { startNatsEcho } from '../test/support/nats-echo.js';
 import { ProxySystem, spawnProxyProcess, type ProxyProcess } from '../test/support/proxy-system.js';
 import { ROOT } from '../test/support/system.js';
+import { runPhase, startEchoUpstream } from './support/measure.js';
 
 // BENCH_QUICK=1: the modern rows only, fewer calls, no RSS phases (for iterating on the call path;
 // the recorded figures come from the full run). It also prints the upstream process's CPU per call.
@@ -66,55 +65,10 @@ interface Phase {
   upstreamCpuPerCallMs: number;
 }
 
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
-}
-
-async function run(total: number, concurrency: number, op: (i: number) => Promise<unknown>): Promise<{ seconds: number; p50: number; p99: number }> {
-  const latencies: number[] = new Array<number>(total);
-  let next = 0;
-  const started = performance.now();
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      for (;;) {
-        const i = next++;
-        if (i >= total) return;
-        const t = performance.now();
-        await op(i);
-        latencies[i] = performance.now() - t;
-      }
-    }),
-  );
-  const seconds = (performance.now() - started) / 1000;
-  latencies.sort((a, b) => a - b);
-  return { seconds, p50: percentile(latencies, 50), p99: percentile(latencies, 99) };
-}
-
 const cpuMs = (u: NodeJS.CpuUsage): number => (u.user + u.system) / 1000;
 
 async function proxyStats(p: ProxyProcess): Promise<{ cpu: NodeJS.CpuUsage; rss: number; connections: number; runs: number }> {
   return (await (await fetch(`${p.internalUrl}/stats`)).json()) as { cpu: NodeJS.CpuUsage; rss: number; connections: number; runs: number };
-}
-
-/** A child process's CPU time so far (user + system, ms), from /proc (Linux; 0 elsewhere). */
-function childCpuMs(pid: number | undefined): number {
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
-  } catch {
-    return 0;
-  }
-}
-
-async function startUpstream(era: 'modern' | 'legacy'): Promise<{ url: string; stop: () => void; stderr: string[]; cpuMs: () => number }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'test', 'servers', 'echo-upstream-main.ts'), '--era', era], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
-  const stderr: string[] = [];
-  child.stderr.on('data', (d: Buffer) => stderr.push(d.toString()));
-  const url = await new Promise<string>((resolve, reject) => {
-    child.stdout.once('data', (d: Buffer) => resolve((JSON.parse(d.toString()) as { url: string }).url));
-    child.once('exit', (code) => reject(new Error(`upstream exited ${code}: ${stderr.join('')}`)));
-  });
-  return { url, stop: () => child.kill('SIGTERM'), stderr, cpuMs: () => childCpuMs(child.pid) };
 }
 
 type UndiciPool = {
@@ -160,8 +114,8 @@ async function activityComparison(system: ProxySystem): Promise<string[]> {
     system.client.stick('log-on', on.instance);
     system.client.stick('log-off', off.instance);
     const call = (run: string) => (i: number) => system.call('magent', run, 'mbench__echo', { text: `m${i}` });
-    await run(WARMUP, CALLERS, call('log-on'));
-    await run(WARMUP, CALLERS, call('log-off'));
+    await runPhase(WARMUP, CALLERS, call('log-on'));
+    await runPhase(WARMUP, CALLERS, call('log-off'));
     const phases: Phase[] = [];
     for (let round = 0; round < ACTIVITY_ROUNDS; round++) {
       for (const [side, p] of [
@@ -169,7 +123,7 @@ async function activityComparison(system: ProxySystem): Promise<string[]> {
         ['off', off],
       ] as const) {
         const before = (await proxyStats(p)).cpu;
-        const r = await run(CONCURRENT, CALLERS, call(`log-${side}`));
+        const r = await runPhase(CONCURRENT, CALLERS, call(`log-${side}`));
         const after = (await proxyStats(p)).cpu;
         phases.push({
           what: `modern: NATS + proxy, ${CALLERS} callers, call log ${side} (turn ${round + 1})`,
@@ -205,8 +159,8 @@ async function activityComparison(system: ProxySystem): Promise<string[]> {
 async function main(): Promise<void> {
   const warnings: string[] = [];
   process.on('warning', (w) => warnings.push(`${w.name}: ${w.message}`));
-  const upstream = await startUpstream('legacy');
-  const modernUp = await startUpstream('modern');
+  const upstream = await startEchoUpstream('legacy');
+  const modernUp = await startEchoUpstream('modern');
   const system = await ProxySystem.start({
     proxies: 0,
     // Limits on (Redis-shared, admitted from leased slots and tokens), set high enough not to refuse the benchmark.
@@ -250,20 +204,20 @@ async function main(): Promise<void> {
     const phases: Phase[] = [];
     const upstreamOf = (what: string): (() => number) => (what.startsWith('NATS echo') ? () => echo.cpuMs() : what.startsWith('modern') ? modernUp.cpuMs : upstream.cpuMs);
     const measureDirect = async (what: string, total: number, conc: number, op: (i: number) => Promise<unknown> = directCall): Promise<Phase> => {
-      await run(WARMUP, conc, op);
+      await runPhase(WARMUP, conc, op);
       const before = process.cpuUsage();
       const upBefore = upstreamOf(what)();
-      const r = await run(total, conc, op);
+      const r = await runPhase(total, conc, op);
       const phase = { what, calls: total, ...r, cpuPerCallMs: cpuMs(process.cpuUsage(before)) / total, upstreamCpuPerCallMs: (upstreamOf(what)() - upBefore) / total };
       phases.push(phase);
       return phase;
     };
     const measureProxied = async (what: string, total: number, conc: number, op: (i: number) => Promise<unknown> = proxiedCall): Promise<{ clientCpuPerCallMs: number }> => {
-      await run(WARMUP, conc, op);
+      await runPhase(WARMUP, conc, op);
       const before = (await proxyStats(proxy)).cpu;
       const clientBefore = process.cpuUsage();
       const upBefore = upstreamOf(what)();
-      const r = await run(total, conc, op);
+      const r = await runPhase(total, conc, op);
       const clientCpu = cpuMs(process.cpuUsage(clientBefore));
       const upstreamCpuPerCallMs = (upstreamOf(what)() - upBefore) / total;
       const after = (await proxyStats(proxy)).cpu;
@@ -319,7 +273,7 @@ async function main(): Promise<void> {
 
     // Resident memory with 1,000 runs, each holding one open connection (a session upstream).
     const rssBefore = (await proxyStats(proxy)).rss;
-    await run(RUNS_FOR_RSS, 50, (i) => system.call('agent', `rss-${i}`, 'bench__echo', { text: 'x' }));
+    await runPhase(RUNS_FOR_RSS, 50, (i) => system.call('agent', `rss-${i}`, 'bench__echo', { text: 'x' }));
     const loaded = await proxyStats(proxy);
     // Then the modern goal's own measure: a fresh proxy process (the one above holds 1,000 legacy
     // sessions and the heap the call phases grew), warmed with the same modern calls, then
@@ -327,9 +281,9 @@ async function main(): Promise<void> {
     await proxy.stop();
     fresh = await spawnProxyProcess(system, {}, []);
     const freshProxy = fresh;
-    await run(WARMUP, CALLERS, (i) => system.call('magent', 'mwarm-run', 'mbench__echo', { text: `m${i}` }));
+    await runPhase(WARMUP, CALLERS, (i) => system.call('magent', 'mwarm-run', 'mbench__echo', { text: `m${i}` }));
     const modernRssBefore = (await proxyStats(freshProxy)).rss;
-    await run(MODERN_RUNS_FOR_RSS, 50, (i) => system.call('magent', `mrss-${i}`, 'mbench__echo', { text: 'x' }));
+    await runPhase(MODERN_RUNS_FOR_RSS, 50, (i) => system.call('magent', `mrss-${i}`, 'mbench__echo', { text: 'x' }));
     const modernLoaded = await proxyStats(freshProxy);
 
     const [ds, ps, dc, pc] = phases.slice(12) as [Phase, Phase, Phase, Phase];

@@ -21,6 +21,7 @@ import { echoTool, startTestMcpServer, type TestMcpServer } from '../test/server
 import { seedCalls } from '../test/activity/seed-calls.js';
 import { ApiClient } from '../test/support/api-client.js';
 import { RegistryHarness } from '../test/support/registry-harness.js';
+import { percentile } from './support/measure.js';
 
 const UPSTREAMS = 20;
 const SERVERS = 200;
@@ -34,11 +35,6 @@ interface Row {
   p50: number;
   p99: number;
   note: string;
-}
-
-function percentile(sorted: number[], p: number): number {
-  if (sorted.length === 0) return 0;
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
 }
 
 /** Runs `total` operations with `concurrency` workers; returns throughput and latencies. */

@@ -1,8 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { ApprovalView } from '@mcpx/contracts';
 import type { TestMcpServer } from '../servers/index.js';
 import type { ProxySystem } from '../support/proxy-system.js';
-import { actionError, startApprovalSystem, stoppedCall } from './approval-tools.js';
+import { actionError, approvalSystemPerSuite, stoppedCall } from './approval-tools.js';
 
 /**
  * What a human approves is what they were shown: the whole arguments, keys sorted, never a cut;
@@ -12,13 +12,7 @@ describe('approvals show the whole canonical arguments, or refuse to approve', (
   let system: ProxySystem;
   let upstream: TestMcpServer;
 
-  beforeAll(async () => {
-    ({ system, upstream } = await startApprovalSystem());
-  });
-  afterAll(async () => {
-    await system?.stop();
-    await upstream?.close();
-  });
+  approvalSystemPerSuite((started) => ({ system, upstream } = started));
 
   const pending = async (id: string): Promise<ApprovalView> => {
     const { approvals } = await system.api.act<{ approvals: ApprovalView[] }>('ListApprovals');

@@ -1,3 +1,4 @@
+import { afterAll, beforeAll } from 'vitest';
 import { WireError } from '@mcpx/contracts';
 import { addTool, echoTool, startTestMcpServer, type TestMcpServer, type TestTool } from '../servers/index.js';
 import { ProxySystem, type ProxySystemOptions } from '../support/proxy-system.js';
@@ -36,6 +37,22 @@ export async function startApprovalSystem(opts: ProxySystemOptions & { agent?: s
     throw err;
   }
   return { system, upstream };
+}
+
+/**
+ * A suite's approval system: started (as {@link startApprovalSystem} with `opts`) before the
+ * suite's tests and handed to `use` (the suite keeps it in its own variables), stopped after them.
+ */
+export function approvalSystemPerSuite(use: (started: { system: ProxySystem; upstream: TestMcpServer }) => void, opts: Parameters<typeof startApprovalSystem>[0] = {}): void {
+  let started: { system: ProxySystem; upstream: TestMcpServer } | undefined;
+  beforeAll(async () => {
+    started = await startApprovalSystem(opts);
+    use(started);
+  });
+  afterAll(async () => {
+    await started?.system.stop();
+    await started?.upstream.close();
+  });
 }
 
 /** The approval id of a call that stopped for a human (fails the test otherwise). */

@@ -1,7 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { echoTool, startTestMcpServer, type TestMcpServer, type TestTool } from '../servers/index.js';
+import { describe, expect, it } from 'vitest';
+import type { TestMcpServer, TestTool } from '../servers/index.js';
 import { cliEnvFor, runCli } from '../support/cli.js';
-import { RegistryHarness } from '../support/registry-harness.js';
+import type { RegistryHarness } from '../support/registry-harness.js';
+import { eraServersPerSuite } from './era-servers.js';
 
 /** A header name with a space is no RFC 9110 token: the tool cannot be called as the server expects. */
 const badHeaderTool: TestTool = {
@@ -16,17 +17,7 @@ describe('mcpx shows eras', () => {
   let modern: TestMcpServer;
   let legacy: TestMcpServer;
 
-  beforeAll(async () => {
-    [h, modern, legacy] = await Promise.all([
-      RegistryHarness.start(),
-      startTestMcpServer({ era: 'modern', tools: [echoTool(), badHeaderTool] }),
-      startTestMcpServer({ era: 'legacy', tools: [echoTool()] }),
-    ]);
-  });
-  afterAll(async () => {
-    await h?.stop();
-    await Promise.all([modern?.close(), legacy?.close()]);
-  });
+  eraServersPerSuite((started) => ({ h, modern, legacy } = started), [badHeaderTool]);
 
   it('servers list and show name the era and version; show names a skipped tool and why', async () => {
     const { env } = cliEnvFor(h.api());

@@ -1,8 +1,9 @@
 import { createServer } from 'node:http';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { decodePayload, encodePayload, type ToolsObserved } from '@mcpx/contracts';
-import { echoTool, startTestMcpServer, type TestMcpServer, type TestTool } from '../servers/index.js';
-import { RegistryHarness } from '../support/registry-harness.js';
+import type { TestMcpServer, TestTool } from '../servers/index.js';
+import type { RegistryHarness } from '../support/registry-harness.js';
+import { eraServersPerSuite } from './era-servers.js';
 import { eventually } from '../support/system.js';
 import { listenOnLoopback } from '../servers/loopback.js';
 
@@ -59,17 +60,7 @@ describe('era verdicts in the registry', () => {
   let modern: TestMcpServer;
   let legacy: TestMcpServer;
 
-  beforeAll(async () => {
-    [h, modern, legacy] = await Promise.all([
-      RegistryHarness.start(),
-      startTestMcpServer({ era: 'modern', tools: [echoTool(), badHeaderTool] }),
-      startTestMcpServer({ era: 'legacy', tools: [echoTool()] }),
-    ]);
-  });
-  afterAll(async () => {
-    await h?.stop();
-    await Promise.all([modern, legacy].map((s) => s?.close()));
-  });
+  eraServersPerSuite((started) => ({ h, modern, legacy } = started), [badHeaderTool]);
 
   it('a modern server: the first discovery probes once; every later one connects with the verdict, zero discovers and zero handshakes', async () => {
     const api = h.api();

@@ -1,9 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { encodePayload, type RedactedMcpServer, type ServerDiscoveredEvent } from '@mcpx/contracts';
 import type { TestMcpServer } from '../servers/index.js';
 import type { ProxySystem } from '../support/proxy-system.js';
 import { eventually } from '../support/system.js';
-import { startApprovalSystem, stoppedCall } from '../approvals/approval-tools.js';
+import { approvalSystemPerSuite, stoppedCall } from '../approvals/approval-tools.js';
 
 type ToolRow = { name: string; permission: string; cid: string };
 
@@ -17,13 +17,7 @@ describe('a forged discovery event', () => {
   let system: ProxySystem;
   let upstream: TestMcpServer;
 
-  beforeAll(async () => {
-    ({ system, upstream } = await startApprovalSystem());
-  });
-  afterAll(async () => {
-    await system?.stop();
-    await upstream?.close();
-  });
+  approvalSystemPerSuite((started) => ({ system, upstream } = started));
 
   const tools = async (): Promise<ToolRow[]> => (await system.api.act<{ tools: ToolRow[] }>('ListAgentTools', { agent: system.agentId('agent') })).tools;
   const listServers = async (): Promise<RedactedMcpServer[]> => (await system.api.act<{ servers: RedactedMcpServer[] }>('ListMcpServers')).servers;

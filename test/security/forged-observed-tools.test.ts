@@ -1,9 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { encodePayload, type RedactedMcpServer, type ToolsObserved } from '@mcpx/contracts';
 import type { TestMcpServer } from '../servers/index.js';
 import type { ProxySystem } from '../support/proxy-system.js';
 import { eventually } from '../support/system.js';
-import { startApprovalSystem, stoppedCall } from '../approvals/approval-tools.js';
+import { approvalSystemPerSuite, stoppedCall } from '../approvals/approval-tools.js';
 
 /**
  * Quiet discovery trusts a proxy's tool list — and anyone who can publish on
@@ -16,13 +16,7 @@ describe('a forged tools-observed message', () => {
   let system: ProxySystem;
   let upstream: TestMcpServer;
 
-  beforeAll(async () => {
-    ({ system, upstream } = await startApprovalSystem());
-  });
-  afterAll(async () => {
-    await system?.stop();
-    await upstream?.close();
-  });
+  approvalSystemPerSuite((started) => ({ system, upstream } = started));
 
   const db = async (): Promise<RedactedMcpServer> => {
     const { servers } = await system.api.act<{ servers: RedactedMcpServer[] }>('ListMcpServers');

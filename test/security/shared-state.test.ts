@@ -26,7 +26,7 @@ import { ApiClient } from '../support/api-client.js';
 import { serviceUrls } from '../support/env.js';
 import { ProxySystem } from '../support/proxy-system.js';
 import { ROOT, eventually } from '../support/system.js';
-import { actionError, startApprovalSystem, stoppedCall } from '../approvals/approval-tools.js';
+import { actionError, approvalSystemPerSuite, stoppedCall } from '../approvals/approval-tools.js';
 import { INPUT_TOOLS, askedInput, failure, startInputSystem, textOf } from '../inputs/input-system.js';
 
 const run = promisify(execFile);
@@ -149,14 +149,8 @@ describe('accounts open: waiting approvals charged in bytes, and capped across a
   let system: ProxySystem;
   let upstream: TestMcpServer;
 
-  beforeAll(async () => {
-    ({ system, upstream } = await startApprovalSystem({
-      env: { QUOTA_PENDING_APPROVALS_TOTAL: String(TOTAL), QUOTA_PENDING_APPROVAL_BYTES_PER_ACCOUNT: String(BYTES) },
-    }));
-  });
-  afterAll(async () => {
-    await system?.stop();
-    await upstream?.close();
+  approvalSystemPerSuite((started) => ({ system, upstream } = started), {
+    env: { QUOTA_PENDING_APPROVALS_TOTAL: String(TOTAL), QUOTA_PENDING_APPROVAL_BYTES_PER_ACCOUNT: String(BYTES) },
   });
 
   it("big arguments stop at the account's byte budget (quota_exceeded naming it, nothing recorded); a flood of fresh accounts stops at the deployment's cap; the first account's approval is decided and used", async () => {
@@ -201,13 +195,7 @@ describe("the endpoint's runs are reserved", () => {
   let system: ProxySystem;
   let upstream: TestMcpServer;
 
-  beforeAll(async () => {
-    ({ system, upstream } = await startApprovalSystem());
-  });
-  afterAll(async () => {
-    await system?.stop();
-    await upstream?.close();
-  });
+  approvalSystemPerSuite((started) => ({ system, upstream } = started));
 
   it("an AGENT signer cannot use an endpoint client's approval (InvokeTool refuses the run, invalid_input naming run); the approval stays for the endpoint's call; a runtime's client refuses such runs too", async () => {
     // The endpoint's client calls in the token's run, as services/endpoint does.

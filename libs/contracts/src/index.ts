@@ -131,8 +131,9 @@ export type {
 } from './inputs.js';
 export { ActionTypes } from './api.js';
 export type { McpServerConfigInput, RedactedTool, RedactedMcpServer, RedactedOAuthClient, AgentDefinition, AgentView, ActionEnvelope, ActionType } from './api.js';
-export { ACTION_COMPONENTS, ACTION_MAP, ACTION_TYPES } from './action-map.js';
-export type { ActionOf, ActionRequest, ActionRequests, ActionResponse, ActionResponses, ActionRole, ActionSpec, JsonSchema } from './action-map.js';
+export { ACTION_MAP, ACTION_TYPES } from './action-map.js';
+export { ACTION_COMPONENTS } from './action-schemas.js';
+export type { ActionOf, ActionRequest, ActionRequests, ActionResponse, ActionResponses, ActionRole, ActionSpec, JsonSchema } from './action-types.js';
 export { openApiDocument } from './openapi.js';
 export { REVIEW_CHANGES_MAX } from './reviews.js';
 export type { AuditEventView, ToolChangeView, ToolReviewRequestedEvent } from './reviews.js';

@@ -1,4 +1,6 @@
-import { ACTION_COMPONENTS, ACTION_MAP, ACTION_TYPES, type JsonSchema } from './action-map.js';
+import { ACTION_MAP, ACTION_TYPES } from './action-map.js';
+import { ACTION_COMPONENTS } from './action-schemas.js';
+import type { JsonSchema } from './action-types.js';
 import { ERROR_TRAITS, ErrorCodes, type ErrorCode } from './errors.js';
 
 /**

@@ -145,144 +145,163 @@ export function scanStrictCbor(bytes: Uint8Array, field: string, limits: StrictL
   if (n === 0) throw refuse(field, StrictRules.empty, 'empty payload', 0);
   if (n > limits.maxBytes) throw invalidInput(field, `larger than ${limits.maxBytes} bytes`, { rule: StrictRules.size, limit: limits.maxBytes });
   const view = new DataView(bytes.buffer, bytes.byteOffset, n);
-  // Items still expected by each open container (a map expects 2 per entry), whether it is a
-  // map, and the keys seen in that map so far (made on its second key).
-  const remaining: number[] = [];
-  const isMap: boolean[] = [];
-  const keys: Array<Set<string> | undefined> = [];
-  const firstKey: Array<string | undefined> = [];
+  const open = new OpenContainers(field, limits);
+  const { remaining, isMap } = open;
   let items = 0;
   let pos = 0;
-  let done = false;
-  // The key being read in each of the first open maps, named when a bound is crossed inside it.
-  const keyAt: Array<string | undefined> = [];
-
-  while (!done) {
+  for (;;) {
     if (pos >= n) throw refuse(field, StrictRules.truncated, 'the bytes end inside an item', pos);
     const at = pos;
     const top = remaining.length - 1;
     const atKey = top >= 0 && isMap[top] === true && remaining[top]! % 2 === 0;
-    if (++items > limits.maxItems) throw overBound(field, StrictRules.items, `more than ${limits.maxItems} items`, at, limits.maxItems, openPath(isMap, keyAt));
+    if (++items > limits.maxItems) throw open.overBound(StrictRules.items, `more than ${limits.maxItems} items`, at, limits.maxItems);
     const head = bytes[pos++]!;
     const major = head >> 5;
     const info = head & 31;
-    let arg: number;
-    if (info < 24) arg = info;
-    else if (info <= 27) {
+    let arg = info;
+    if (info >= 24) {
+      if (info > 27) throw badHead(field, major, info, at);
       const width = 1 << (info - 24);
       if (pos + width > n) throw refuse(field, StrictRules.truncated, 'the bytes end inside a head', at);
-      if (width === 1) arg = bytes[pos]!;
-      else if (width === 2) arg = view.getUint16(pos);
-      else if (width === 4) arg = view.getUint32(pos);
-      else arg = major === 7 ? 0 : view.getUint32(pos) * TWO_POW_32 + view.getUint32(pos + 4);
+      arg = major === 7 ? 0 : readUint(bytes, view, pos, width);
       if (major !== 7) pos += width;
-    } else if (info === 31) {
-      throw refuse(field, StrictRules.indefiniteLength, major === 7 ? 'a break code outside an indefinite-length item' : 'indefinite-length items are not allowed (DAG-CBOR)', at);
-    } else {
-      throw refuse(field, StrictRules.reserved, 'reserved additional information', at);
     }
     if (atKey && major !== 3) throw refuse(field, StrictRules.mapKey, 'map keys must be text strings (DAG-CBOR)', at);
-
-    let opened = false;
-    switch (major) {
-      case 0:
-      case 1:
-        if (arg > Number.MAX_SAFE_INTEGER) throw refuse(field, StrictRules.integerRange, 'integer beyond ±(2^53 − 1)', at);
-        break;
-      case 2:
-      case 3: {
-        if (arg > n - pos) throw refuse(field, StrictRules.truncated, 'declared length runs past the end of the bytes', at);
-        if (major === 3) {
-          if (!isUtf8(bytes, pos, pos + arg)) throw refuse(field, StrictRules.utf8, 'text is not valid UTF-8', at);
-          if (atKey) {
-            const key = keyString(bytes, pos, pos + arg);
-            // cbor-x renames it (it would set the object's prototype), so the value would not be what was sent (or signed).
-            if (key === '__proto__') throw refuse(field, StrictRules.mapKey, 'the map key "__proto__" is refused', at);
-            if (top < BOUND_PATH_KEYS) keyAt[top] = key;
-            const seen = keys[top];
-            const first = firstKey[top];
-            if (seen !== undefined) {
-              if (seen.has(key)) throw refuse(field, StrictRules.duplicateKey, 'a map key appears twice', at);
-              seen.add(key);
-            } else if (first === undefined) {
-              firstKey[top] = key;
-            } else {
-              if (first === key) throw refuse(field, StrictRules.duplicateKey, 'a map key appears twice', at);
-              keys[top] = new Set([first, key]);
-            }
-          }
-        }
-        pos += arg;
-        break;
+    if (major <= 1) {
+      if (arg > Number.MAX_SAFE_INTEGER) throw refuse(field, StrictRules.integerRange, 'integer beyond ±(2^53 − 1)', at);
+    } else if (major <= 3) {
+      if (arg > n - pos) throw refuse(field, StrictRules.truncated, 'declared length runs past the end of the bytes', at);
+      if (major === 3) {
+        if (!isUtf8(bytes, pos, pos + arg)) throw refuse(field, StrictRules.utf8, 'text is not valid UTF-8', at);
+        if (atKey) open.key(keyString(bytes, pos, pos + arg), at);
       }
-      case 4:
-      case 5: {
-        const count = major === 5 ? arg * 2 : arg;
-        // Every item takes at least one byte: a count beyond the bytes left cannot be honest.
-        if (count > n - pos) throw refuse(field, StrictRules.truncated, 'declared length runs past the end of the bytes', at);
-        if (count > 0) {
-          if (remaining.length + 1 > limits.maxDepth) throw overBound(field, StrictRules.depth, `nested deeper than ${limits.maxDepth} levels`, at, limits.maxDepth, openPath(isMap, keyAt));
-          remaining.push(count);
-          isMap.push(major === 5);
-          if (remaining.length <= BOUND_PATH_KEYS) keyAt[remaining.length - 1] = undefined;
-          keys.push(undefined);
-          firstKey.push(undefined);
-          opened = true;
-        } else if (remaining.length + 1 > limits.maxDepth) {
-          throw overBound(field, StrictRules.depth, `nested deeper than ${limits.maxDepth} levels`, at, limits.maxDepth, openPath(isMap, keyAt));
-        }
-        break;
-      }
-      case 6: {
-        if (arg !== CID_TAG || info !== 24) throw refuse(field, StrictRules.tag, `tag ${arg} is not allowed (DAG-CBOR allows only tag 42)`, at);
-        // A CID: a byte string led by the identity multibase prefix. Read it here, as one item.
-        const inner = pos;
-        const b = bytes[inner];
-        if (b === undefined || b >> 5 !== 2 || (b & 31) > 27) throw refuse(field, StrictRules.tag, 'tag 42 must wrap a byte string', inner);
-        const innerInfo = b & 31;
-        let len = innerInfo;
-        let p = inner + 1;
-        if (innerInfo >= 24) {
-          const width = 1 << (innerInfo - 24);
-          if (p + width > n) throw refuse(field, StrictRules.truncated, 'the bytes end inside a head', inner);
-          len = width === 1 ? bytes[p]! : width === 2 ? view.getUint16(p) : width === 4 ? view.getUint32(p) : view.getUint32(p) * TWO_POW_32 + view.getUint32(p + 4);
-          p += width;
-        }
-        if (len > n - p) throw refuse(field, StrictRules.truncated, 'declared length runs past the end of the bytes', inner);
-        if (len === 0 || bytes[p] !== 0) throw refuse(field, StrictRules.tag, 'a CID must start with the 0x00 prefix', inner);
-        pos = p + len;
-        break;
-      }
-      default: {
-        // Major 7: false, true, null and 64-bit floats only.
-        if (info === 20 || info === 21 || info === 22) break;
-        if (info === 27) {
-          if (!Number.isFinite(view.getFloat64(pos))) throw refuse(field, StrictRules.float, 'NaN and infinities are not allowed (DAG-CBOR)', at);
-          pos += 8;
-          break;
-        }
-        if (info === 25 || info === 26) throw refuse(field, StrictRules.float, 'floats must be 64-bit (DAG-CBOR)', at);
-        throw refuse(field, StrictRules.simpleValue, info === 23 ? 'undefined is not allowed (DAG-CBOR)' : 'simple values other than false, true and null are not allowed', at);
-      }
+      pos += arg;
+    } else if (major <= 5) {
+      // Every item takes at least one byte: a count beyond the bytes left cannot be honest.
+      if ((major === 5 ? arg * 2 : arg) > n - pos) throw refuse(field, StrictRules.truncated, 'declared length runs past the end of the bytes', at);
+      if (open.push(major === 5, arg, at)) continue;
+    } else if (major === 6) {
+      pos = cidEnd(bytes, view, pos, arg, info, field, at);
+    } else {
+      pos = simpleEnd(view, pos, info, field, at);
     }
-    if (opened) continue;
-    // The item is complete: close every container it completes.
-    for (;;) {
-      const last = remaining.length - 1;
-      if (last < 0) {
-        done = true;
-        break;
-      }
-      const left = remaining[last]! - 1;
-      if (left > 0) {
-        remaining[last] = left;
-        break;
-      }
-      remaining.pop();
-      isMap.pop();
-      keys.pop();
-      firstKey.pop();
-    }
+    if (open.closeCompleted()) break;
   }
   if (pos !== n) throw refuse(field, StrictRules.trailingBytes, 'bytes after the end of the item', pos);
+}
+
+/** The head's additional information is 28–31: a break code or indefinite length (refused in DAG-CBOR) or reserved. */
+function badHead(field: string, major: number, info: number, at: number): WireError {
+  if (info === 31) return refuse(field, StrictRules.indefiniteLength, major === 7 ? 'a break code outside an indefinite-length item' : 'indefinite-length items are not allowed (DAG-CBOR)', at);
+  return refuse(field, StrictRules.reserved, 'reserved additional information', at);
+}
+
+/** A big-endian unsigned integer of `width` (1, 2, 4 or 8) bytes at `pos` (8 bytes: as a number, exact to 2^53). */
+function readUint(bytes: Uint8Array, view: DataView, pos: number, width: number): number {
+  if (width === 1) return bytes[pos]!;
+  if (width === 2) return view.getUint16(pos);
+  if (width === 4) return view.getUint32(pos);
+  return view.getUint32(pos) * TWO_POW_32 + view.getUint32(pos + 4);
+}
+
+/** Where a tag's item ends: only tag 42 over a byte string led by the identity multibase prefix (a CID), read here as one item. */
+function cidEnd(bytes: Uint8Array, view: DataView, inner: number, tag: number, info: number, field: string, at: number): number {
+  if (tag !== CID_TAG || info !== 24) throw refuse(field, StrictRules.tag, `tag ${tag} is not allowed (DAG-CBOR allows only tag 42)`, at);
+  const n = bytes.byteLength;
+  const b = bytes[inner];
+  if (b === undefined || b >> 5 !== 2 || (b & 31) > 27) throw refuse(field, StrictRules.tag, 'tag 42 must wrap a byte string', inner);
+  const innerInfo = b & 31;
+  let len = innerInfo;
+  let p = inner + 1;
+  if (innerInfo >= 24) {
+    const width = 1 << (innerInfo - 24);
+    if (p + width > n) throw refuse(field, StrictRules.truncated, 'the bytes end inside a head', inner);
+    len = readUint(bytes, view, p, width);
+    p += width;
+  }
+  if (len > n - p) throw refuse(field, StrictRules.truncated, 'declared length runs past the end of the bytes', inner);
+  if (len === 0 || bytes[p] !== 0) throw refuse(field, StrictRules.tag, 'a CID must start with the 0x00 prefix', inner);
+  return p + len;
+}
+
+/** Where a major-7 item ends: false, true, null and finite 64-bit floats only. */
+function simpleEnd(view: DataView, pos: number, info: number, field: string, at: number): number {
+  if (info === 20 || info === 21 || info === 22) return pos;
+  if (info === 27) {
+    if (!Number.isFinite(view.getFloat64(pos))) throw refuse(field, StrictRules.float, 'NaN and infinities are not allowed (DAG-CBOR)', at);
+    return pos + 8;
+  }
+  if (info === 25 || info === 26) throw refuse(field, StrictRules.float, 'floats must be 64-bit (DAG-CBOR)', at);
+  throw refuse(field, StrictRules.simpleValue, info === 23 ? 'undefined is not allowed (DAG-CBOR)' : 'simple values other than false, true and null are not allowed', at);
+}
+
+/**
+ * The containers open in a {@link scanStrictCbor} pass: for each, the items it still expects (a
+ * map expects 2 per entry), whether it is a map, and the keys seen in that map so far (a set
+ * made on its second key).
+ */
+class OpenContainers {
+  readonly remaining: number[] = [];
+  readonly isMap: boolean[] = [];
+  private readonly keys: Array<Set<string> | undefined> = [];
+  private readonly firstKey: Array<string | undefined> = [];
+  /** The key being read in each of the first open maps, named when a bound is crossed inside it. */
+  private readonly keyAt: Array<string | undefined> = [];
+
+  constructor(
+    private readonly field: string,
+    private readonly limits: StrictLimits,
+  ) {}
+
+  overBound(rule: StrictRule, message: string, at: number, limit: number): WireError {
+    return overBound(this.field, rule, message, at, limit, openPath(this.isMap, this.keyAt));
+  }
+
+  /** Opens an array or map of `arg` entries (none is opened for an empty one); true when one was opened. */
+  push(map: boolean, arg: number, at: number): boolean {
+    if (this.remaining.length + 1 > this.limits.maxDepth) throw this.overBound(StrictRules.depth, `nested deeper than ${this.limits.maxDepth} levels`, at, this.limits.maxDepth);
+    if (arg === 0) return false;
+    this.remaining.push(map ? arg * 2 : arg);
+    this.isMap.push(map);
+    if (this.remaining.length <= BOUND_PATH_KEYS) this.keyAt[this.remaining.length - 1] = undefined;
+    this.keys.push(undefined);
+    this.firstKey.push(undefined);
+    return true;
+  }
+
+  /** A key of the innermost open map: never `__proto__`, at most once per map. */
+  key(key: string, at: number): void {
+    const top = this.remaining.length - 1;
+    // cbor-x renames it (it would set the object's prototype), so the value would not be what was sent (or signed).
+    if (key === '__proto__') throw refuse(this.field, StrictRules.mapKey, 'the map key "__proto__" is refused', at);
+    if (top < BOUND_PATH_KEYS) this.keyAt[top] = key;
+    const seen = this.keys[top];
+    const first = this.firstKey[top];
+    if (seen !== undefined) {
+      if (seen.has(key)) throw refuse(this.field, StrictRules.duplicateKey, 'a map key appears twice', at);
+      seen.add(key);
+    } else if (first === undefined) {
+      this.firstKey[top] = key;
+    } else {
+      if (first === key) throw refuse(this.field, StrictRules.duplicateKey, 'a map key appears twice', at);
+      this.keys[top] = new Set([first, key]);
+    }
+  }
+
+  /** An item is complete: closes every container it completes. True when that was the top-level item. */
+  closeCompleted(): boolean {
+    for (;;) {
+      const last = this.remaining.length - 1;
+      if (last < 0) return true;
+      const left = this.remaining[last]! - 1;
+      if (left > 0) {
+        this.remaining[last] = left;
+        return false;
+      }
+      this.remaining.pop();
+      this.isMap.pop();
+      this.keys.pop();
+      this.firstKey.pop();
+    }
+  }
 }

@@ -12,14 +12,6 @@ export type {
   BuiltinDiscoveriesTable,
   BuiltinToolPermissionsTable,
   ToolPermissionsTable,
-  ToolDocumentsTable,
-  ProjectedServersTable,
-  AgentSetsTable,
-  AgentToolsTable,
-  LambdaToolsTable,
-  OpenChangesTable,
-  ToolsDiff,
-  PendingToolsEvent,
   EraVerdictsTable,
   AgentTokensTable,
   ToolContractsTable,
@@ -28,3 +20,4 @@ export type {
   ActivityCallsTable,
   TasksTable,
 } from './schema.js';
+export type { AgentSetsTable, AgentToolsTable, LambdaToolsTable, OpenChangesTable, PendingToolsEvent, ProjectedServersTable, ToolDocumentsTable, ToolsDiff } from './schema-projector.js';

@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import { createPending, LEDGER_LUA, ledgerKeys, type PendingCaps, type PendingScope, type PendingUnit } from './pending-caps.js';
+import { createPending, PendingFullError, type PendingCaps, type PendingScope, type PendingUnit } from './pending-caps.js';
+import { countAllPending, listAccountPending, PendingRecordKeys, settlePendingLua } from './pending-records.js';
 
 /**
  * An approval (docs/limits.md#approvals-and-input-requests) waits for a human this long (ms) unless the operator says otherwise, and
@@ -34,9 +35,6 @@ export function canonicalArgumentsJson(value: unknown): string {
   };
   return JSON.stringify(sort(value ?? {}), null, 2);
 }
-/** At most this many pending approvals are listed at once. */
-const LIST_MAX = 200;
-
 export const ApprovalStatuses = { pending: 'pending', approved: 'approved', denied: 'denied', used: 'used' } as const;
 export type ApprovalStatus = (typeof ApprovalStatuses)[keyof typeof ApprovalStatuses];
 
@@ -89,24 +87,7 @@ export type ClaimOutcome = { ok: true; record: ApprovalRecord } | { ok: false; r
 // approvals (the waiting gauge's). A decided approval no longer waits: its bytes are released,
 // and its stored record drops the shown arguments (the answer still carries them), so what an
 // account holds in Redis past its decisions is small.
-const DECIDE = `${LEDGER_LUA}
-local raw = redis.call('GET', KEYS[1])
-if not raw then return {'unknown'} end
-local r = cjson.decode(raw)
-if r.status ~= 'pending' then return {'decided', raw} end
-local now = tonumber(ARGV[1])
-local function unlist()
-  redis.call('ZREM', KEYS[2], r.id)
-  redis.call('ZREM', ARGV[6] .. r.agent, r.id)
-  redis.call('ZREM', ARGV[7], r.id)
-  release(KEYS[3], KEYS[4], r.id)
-  release(KEYS[5], KEYS[6], r.id)
-end
-if now >= r.expiresAt then
-  unlist()
-  return {'expired', raw}
-end
-r.status = ARGV[2]
+const DECIDE = `${settlePendingLua('ARGV[6]', 'ARGV[7]', 'r.id')}r.status = ARGV[2]
 r.decidedAt = now
 r.decidedBy = ARGV[3]
 if r.status == 'approved' then r.expiresAt = tonumber(ARGV[4]) end
@@ -129,14 +110,10 @@ return {'ok', cjson.encode(r)}
  * or the deployment (`'global'`) has `max` approvals (`unit: 'count'`) or `max` bytes of them
  * (`'bytes'`) waiting for a human. Nothing was recorded.
  */
-export class PendingApprovalsFullError extends Error {
+export class PendingApprovalsFullError extends PendingFullError {
   override readonly name = 'PendingApprovalsFullError';
-  constructor(
-    readonly max: number,
-    readonly scope: PendingScope = 'agent',
-    readonly unit: PendingUnit = 'count',
-  ) {
-    super(unit === 'count' ? `the ${scope} has ${max} approvals waiting` : `the ${scope}'s waiting approvals hold ${max} bytes`);
+  constructor(max: number, scope: PendingScope = 'agent', unit: PendingUnit = 'count') {
+    super(max, scope, unit, 'approvals');
   }
 }
 
@@ -200,11 +177,15 @@ function newApprovalId(): string {
  * Keys name the account, so no lookup of one account can reach another's approvals.
  */
 export class ApprovalStore {
+  private readonly keys: PendingRecordKeys;
+
   constructor(
     private readonly redis: Redis,
     private readonly prefix: string,
     private readonly opts: { ttlMs?: number; now?: () => number } = {},
-  ) {}
+  ) {
+    this.keys = new PendingRecordKeys(prefix, 'approval', 'approvals');
+  }
 
   get ttlMs(): number {
     return this.opts.ttlMs ?? DEFAULT_APPROVAL_TTL_MS;
@@ -214,10 +195,6 @@ export class ApprovalStore {
     return this.opts.now?.() ?? Date.now();
   }
 
-  private recordKey(account: string, id: string): string {
-    return `${this.prefix}approval:${account}:${id}`;
-  }
-
   /**
    * The index of one call's approval: the account, and a digest of the agent, the run, the tool
    * and the arguments' hash (a re-send of the same call finds it; nothing else does).
@@ -225,24 +202,6 @@ export class ApprovalStore {
   private callKey(account: string, binding: ApprovalBinding): string {
     const digest = createHash('sha256').update([binding.agent, binding.run, binding.tool, binding.argsHash].join('\u0000')).digest('base64url');
     return `${this.prefix}approval-call:${account}:${digest}`;
-  }
-
-  private indexKey(account: string): string {
-    return `${this.prefix}approvals:${account}`;
-  }
-
-  /** Every account's pending approvals (ids are random: one index for all accounts). */
-  private allPendingKey(): string {
-    return `${this.prefix}approvals-pending-all`;
-  }
-
-  private agentIndexPrefix(account: string): string {
-    return `${this.prefix}approvals-agent:${account}:`;
-  }
-
-  /** The bytes ledgers of the account's and every account's waiting approvals. */
-  private ledgers(account: string): { account: ReturnType<typeof ledgerKeys>; all: ReturnType<typeof ledgerKeys> } {
-    return { account: ledgerKeys(`${this.prefix}approvals-bytes:${account}`), all: ledgerKeys(`${this.prefix}approvals-bytes-all`) };
   }
 
   /**
@@ -270,17 +229,9 @@ export class ApprovalStore {
     };
     if (Buffer.byteLength(json) <= ARGUMENTS_SHOWN_MAX_BYTES) record.argumentsJson = json;
     const keep = this.ttlMs + TOMBSTONE_MS;
-    const ledgers = this.ledgers(input.account);
     const refused = await createPending(
       this.redis,
-      {
-        record: this.recordKey(input.account, record.id),
-        accountIndex: this.indexKey(input.account),
-        agentIndex: `${this.agentIndexPrefix(input.account)}${input.agent}`,
-        allIndex: this.allPendingKey(),
-        accountLedger: ledgers.account,
-        allLedger: ledgers.all,
-      },
+      this.keys.forCreate(input.account, input.agent, record.id),
       { now, json: JSON.stringify(record), keepMs: keep, deadline: record.expiresAt, id: record.id, allMember: record.id },
       opts,
     );
@@ -299,7 +250,7 @@ export class ApprovalStore {
    * ({@link ClaimOutcome}). Two approvals asked at once for one call: the later is the one found.
    */
   async claimByCall(account: string, binding: ApprovalBinding): Promise<ClaimOutcome> {
-    const out = (await this.redis.eval(CLAIM, 1, this.callKey(account, binding), this.now(), this.recordKey(account, ''), binding.agent, binding.run, binding.tool, binding.argsHash)) as [
+    const out = (await this.redis.eval(CLAIM, 1, this.callKey(account, binding), this.now(), this.keys.record(account, ''), binding.agent, binding.run, binding.tool, binding.argsHash)) as [
       string,
       string?,
     ];
@@ -314,29 +265,23 @@ export class ApprovalStore {
    */
   /** One approval of the account as stored (any status), or null when unknown or forgotten. */
   async get(account: string, id: string): Promise<ApprovalRecord | null> {
-    const raw = await this.redis.get(this.recordKey(account, id));
+    const raw = await this.redis.get(this.keys.record(account, id));
     return raw === null ? null : parse(raw);
   }
 
   async decide(account: string, id: string, decision: 'approved' | 'denied', by: string): Promise<DecideOutcome> {
     const now = this.now();
-    const ledgers = this.ledgers(account);
     const out = (await this.redis.eval(
       DECIDE,
       6,
-      this.recordKey(account, id),
-      this.indexKey(account),
-      ledgers.account.set,
-      ledgers.account.sizes,
-      ledgers.all.set,
-      ledgers.all.sizes,
+      ...this.keys.settling(account, id),
       now,
       decision,
       by,
       now + this.ttlMs,
       this.ttlMs + TOMBSTONE_MS,
-      this.agentIndexPrefix(account),
-      this.allPendingKey(),
+      this.keys.agentIndexPrefix(account),
+      this.keys.allPending(),
     )) as [string, string?];
     return out[0] === 'ok' ? { ok: true, record: parse(out[1]) } : { ok: false, reason: out[0] as 'unknown' | 'expired' | 'decided', ...(out[1] ? { record: parse(out[1]) } : {}) };
   }
@@ -347,31 +292,18 @@ export class ApprovalStore {
    * refused with the reason, and leaves the approval as it was.
    */
   async consume(account: string, id: string, binding: ApprovalBinding): Promise<ConsumeOutcome> {
-    const out = (await this.redis.eval(CONSUME, 1, this.recordKey(account, id), this.now(), binding.agent, binding.run, binding.tool, binding.argsHash)) as [string, string?];
+    const out = (await this.redis.eval(CONSUME, 1, this.keys.record(account, id), this.now(), binding.agent, binding.run, binding.tool, binding.argsHash)) as [string, string?];
     return out[0] === 'ok' ? { ok: true, record: parse(out[1]) } : { ok: false, reason: out[0] as ConsumeReason, ...(out[1] ? { record: parse(out[1]) } : {}) };
   }
 
   /** How many approvals wait for a person, across every account (pending, unexpired). */
-  async countPending(): Promise<number> {
-    const out = await this.redis.multi().zremrangebyscore(this.allPendingKey(), '-inf', this.now()).zcard(this.allPendingKey()).exec();
-    const card = out?.[1];
-    if (card === undefined || card[0] !== null) throw card?.[0] ?? new Error('the pending count was not read');
-    return Number(card[1]);
+  countPending(): Promise<number> {
+    return countAllPending(this.redis, this.keys, this.now());
   }
 
   /** The account's pending, unexpired approvals, oldest first. */
-  async listPending(account: string): Promise<ApprovalRecord[]> {
-    const now = this.now();
-    const index = this.indexKey(account);
-    await this.redis.zremrangebyscore(index, '-inf', now);
-    const ids = await this.redis.zrangebyscore(index, `(${now}`, '+inf', 'LIMIT', 0, LIST_MAX);
-    if (ids.length === 0) return [];
-    const raws = await this.redis.mget(ids.map((id) => this.recordKey(account, id)));
-    return raws
-      .filter((r): r is string => r !== null)
-      .map(parse)
-      .filter((r) => r.status === ApprovalStatuses.pending && r.expiresAt > now)
-      .sort((a, b) => a.createdAt - b.createdAt);
+  listPending(account: string): Promise<ApprovalRecord[]> {
+    return listAccountPending(this.redis, this.keys, account, this.now(), parse);
   }
 }
 

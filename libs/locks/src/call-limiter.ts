@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { leaseNeeds, shouldPrefetch, splitIdleSlots, tokenBatch, type HeldForScope } from './lease-rules.js';
-import { REDIS_NOW_MS, REFILL_BUCKET } from './redis-lua.js';
+import { REDIS_NOW_MS, REFILL_BUCKET, withCommands } from './redis-lua.js';
 import type { Redis } from 'ioredis';
 
 /**
@@ -169,11 +169,7 @@ export class CallLimiter {
     private readonly prefix: string,
     private readonly opts: CallLimiterOptions = {},
   ) {
-    const r = redis as unknown as Partial<LimiterRedis>;
-    if (typeof r.mcpxLease !== 'function') redis.defineCommand('mcpxLease', { numberOfKeys: 2, lua: LEASE });
-    if (typeof r.mcpxRenew !== 'function') redis.defineCommand('mcpxRenew', { numberOfKeys: 1, lua: RENEW });
-    if (typeof r.mcpxGiveBack !== 'function') redis.defineCommand('mcpxGiveBack', { numberOfKeys: 1, lua: GIVE_BACK });
-    this.redis = redis as unknown as LimiterRedis;
+    this.redis = withCommands<LimiterRedis>(redis, { mcpxLease: { keys: 2, lua: LEASE }, mcpxRenew: { keys: 1, lua: RENEW }, mcpxGiveBack: { keys: 1, lua: GIVE_BACK } });
     this.retryMs = opts.concurrencyRetryMs ?? 200;
     this.holdMs = opts.slotHoldMs ?? 200;
     this.slotTtlMs = opts.slotTtlMs ?? 15_000;

@@ -1,6 +1,7 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
+import { keysUnder, testClock } from './redis-keys.test-support.js';
 import { InputStore, PendingInputsFullError, type AnswerSealer, type InputCreate } from './input-store.js';
 
 const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -25,24 +26,8 @@ function sealer(key = randomBytes(32)): AnswerSealer {
 }
 
 function storeAt(redis: Redis): { store: InputStore; clock: { now: number }; prefix: string } {
-  const clock = { now: 1_700_000_000_000 };
-  const prefix = `mcpx-t${randomBytes(4).toString('hex')}:`;
+  const { clock, prefix } = testClock();
   return { store: new InputStore(redis, prefix, { box: sealer(), ttlMs: TTL_MS, now: () => clock.now }), clock, prefix };
-}
-
-/** Every key under a prefix with its size, to see that a refusal wrote nothing. */
-async function keysUnder(redis: Redis, prefix: string): Promise<Record<string, number>> {
-  const out: Record<string, number> = {};
-  let cursor = '0';
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 500);
-    cursor = next;
-    for (const key of keys) {
-      const type = await redis.type(key);
-      out[key] = type === 'zset' ? await redis.zcard(key) : type === 'hash' ? await redis.hlen(key) : await redis.strlen(key);
-    }
-  } while (cursor !== '0');
-  return out;
 }
 
 const binding = { agent: 'ag', run: 'r1', tool: 'ops__deploy', argsHash: 'a'.repeat(64) };

@@ -1,13 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import { createPending, LEDGER_LUA, ledgerKeys, type LedgerKeys, type PendingCaps, type PendingScope, type PendingUnit } from './pending-caps.js';
+import { createPending, PendingFullError, type PendingCaps, type PendingScope, type PendingUnit } from './pending-caps.js';
+import { countAllPending, listAccountPending, PendingRecordKeys, settlePendingLua } from './pending-records.js';
 
 /** An input request waits for its answer this long (ms), and once answered, the call may be re-sent for as long again. */
 export const DEFAULT_INPUT_TTL_MS = 10 * 60_000;
 /** A used or expired input request is kept this much longer, so a late use says why it fails. */
 const TOMBSTONE_MS = 60 * 60_000;
-/** At most this many pending input requests are listed at once. */
-const LIST_MAX = 200;
 
 export type InputRecordStatus = 'pending' | 'answered' | 'used';
 
@@ -71,24 +70,7 @@ export type InputConsumeOutcome = { ok: true; record: InputRecord } | { ok: fals
 // requests (the waiting gauge's), the prefix of the account's agents' pending indexes (the record
 // names its agent; one Redis, not a cluster). A complete request no longer waits: its bytes are
 // released.
-const ANSWER = `${LEDGER_LUA}
-local raw = redis.call('GET', KEYS[1])
-if not raw then return {'unknown'} end
-local r = cjson.decode(raw)
-if r.status ~= 'pending' then return {'decided', raw} end
-local now = tonumber(ARGV[1])
-local function unlist()
-  redis.call('ZREM', KEYS[2], r.id)
-  redis.call('ZREM', ARGV[8] .. r.agent, r.id)
-  redis.call('ZREM', ARGV[7], r.account .. ':' .. r.id)
-  release(KEYS[3], KEYS[4], r.id)
-  release(KEYS[5], KEYS[6], r.account .. ':' .. r.id)
-end
-if now >= r.expiresAt then
-  unlist()
-  return {'expired', raw}
-end
-if not string.find(r.personKeys, ',' .. ARGV[2] .. ',', 1, true) then return {'not_asked', raw} end
+const ANSWER = `${settlePendingLua('ARGV[8]', 'ARGV[7]', "r.account .. ':' .. r.id")}if not string.find(r.personKeys, ',' .. ARGV[2] .. ',', 1, true) then return {'not_asked', raw} end
 if type(r.answers) ~= 'table' then r.answers = {} end
 if r.answers[ARGV[2]] then return {'answered_already', raw} end
 r.answers[ARGV[2]] = ARGV[3]
@@ -114,14 +96,10 @@ return {'ok', enc}
  * the deployment (`'global'`) has `max` input requests (`unit: 'count'`) or `max` bytes of them
  * (`'bytes'`) waiting for a person. Nothing was recorded.
  */
-export class PendingInputsFullError extends Error {
+export class PendingInputsFullError extends PendingFullError {
   override readonly name = 'PendingInputsFullError';
-  constructor(
-    readonly max: number,
-    readonly scope: PendingScope = 'agent',
-    readonly unit: PendingUnit = 'count',
-  ) {
-    super(unit === 'count' ? `the ${scope} has ${max} input requests waiting` : `the ${scope}'s waiting input requests hold ${max} bytes`);
+  constructor(max: number, scope: PendingScope = 'agent', unit: PendingUnit = 'count') {
+    super(max, scope, unit, 'input requests');
   }
 }
 
@@ -172,11 +150,15 @@ export function newInputRequestId(): string {
  * agent, run, tool and arguments of the call it was asked for. Keys name the account.
  */
 export class InputStore {
+  private readonly keys: PendingRecordKeys;
+
   constructor(
     private readonly redis: Redis,
-    private readonly prefix: string,
+    prefix: string,
     private readonly opts: { box: AnswerSealer; ttlMs?: number; now?: () => number },
-  ) {}
+  ) {
+    this.keys = new PendingRecordKeys(prefix, 'input', 'inputs');
+  }
 
   get ttlMs(): number {
     return this.opts.ttlMs ?? DEFAULT_INPUT_TTL_MS;
@@ -186,34 +168,9 @@ export class InputStore {
     return this.opts.now?.() ?? Date.now();
   }
 
-  private recordKey(account: string, id: string): string {
-    return `${this.prefix}input:${account}:${id}`;
-  }
-
-  /** Every account's pending input requests (members `<account>:<id>`: an id may be the caller's). */
-  private allPendingKey(): string {
-    return `${this.prefix}inputs-pending-all`;
-  }
-
   /** How many input requests wait for a person, across every account (pending, unexpired). */
-  async countPending(): Promise<number> {
-    const out = await this.redis.multi().zremrangebyscore(this.allPendingKey(), '-inf', this.now()).zcard(this.allPendingKey()).exec();
-    const card = out?.[1];
-    if (card === undefined || card[0] !== null) throw card?.[0] ?? new Error('the pending count was not read');
-    return Number(card[1]);
-  }
-
-  private indexKey(account: string): string {
-    return `${this.prefix}inputs:${account}`;
-  }
-
-  private agentIndexPrefix(account: string): string {
-    return `${this.prefix}inputs-agent:${account}:`;
-  }
-
-  /** The bytes ledgers of the account's and every account's waiting input requests. */
-  private ledgers(account: string): { account: LedgerKeys; all: LedgerKeys } {
-    return { account: ledgerKeys(`${this.prefix}inputs-bytes:${account}`), all: ledgerKeys(`${this.prefix}inputs-bytes-all`) };
+  countPending(): Promise<number> {
+    return countAllPending(this.redis, this.keys, this.now());
   }
 
   /**
@@ -239,20 +196,12 @@ export class InputStore {
     const keep = this.ttlMs * 2 + TOMBSTONE_MS;
     if (record.status !== 'pending') {
       record.answeredBy = 'runtime';
-      await this.redis.set(this.recordKey(input.account, record.id), JSON.stringify(record), 'PX', keep);
+      await this.redis.set(this.keys.record(input.account, record.id), JSON.stringify(record), 'PX', keep);
       return record;
     }
-    const ledgers = this.ledgers(input.account);
     const refused = await createPending(
       this.redis,
-      {
-        record: this.recordKey(input.account, record.id),
-        accountIndex: this.indexKey(input.account),
-        agentIndex: `${this.agentIndexPrefix(input.account)}${input.agent}`,
-        allIndex: this.allPendingKey(),
-        accountLedger: ledgers.account,
-        allLedger: ledgers.all,
-      },
+      this.keys.forCreate(input.account, input.agent, record.id),
       { now, json: JSON.stringify(record), keepMs: keep, deadline: record.expiresAt, id: record.id, allMember: `${input.account}:${record.id}` },
       opts,
     );
@@ -262,7 +211,7 @@ export class InputStore {
 
   /** One input request of the account as stored (any status), or null when unknown or forgotten. */
   async get(account: string, id: string): Promise<InputRecord | null> {
-    const raw = await this.redis.get(this.recordKey(account, id));
+    const raw = await this.redis.get(this.keys.record(account, id));
     return raw === null ? null : parse(raw);
   }
 
@@ -273,24 +222,18 @@ export class InputStore {
   async answer(account: string, id: string, key: string, answerJson: string, by: string): Promise<AnswerOutcome> {
     const now = this.now();
     const sealed = this.opts.box.seal(answerJson, answerAad(account, id, key));
-    const ledgers = this.ledgers(account);
     const out = (await this.redis.eval(
       ANSWER,
       6,
-      this.recordKey(account, id),
-      this.indexKey(account),
-      ledgers.account.set,
-      ledgers.account.sizes,
-      ledgers.all.set,
-      ledgers.all.sizes,
+      ...this.keys.settling(account, id),
       now,
       key,
       `${sealed.keyId}.${Buffer.from(sealed.ciphertext).toString('base64')}`,
       by,
       now + this.ttlMs,
       this.ttlMs + TOMBSTONE_MS,
-      this.allPendingKey(),
-      this.agentIndexPrefix(account),
+      this.keys.allPending(),
+      this.keys.agentIndexPrefix(account),
     )) as [string, string?];
     if (out[0] === 'ok' || out[0] === 'complete') return { ok: true, record: parse(out[1]), complete: out[0] === 'complete' };
     return { ok: false, reason: out[0] as AnswerReason, ...(out[1] ? { record: parse(out[1]) } : {}) };
@@ -315,23 +258,13 @@ export class InputStore {
    * with the reason, and leaves the request as it was.
    */
   async consume(account: string, id: string, binding: InputBinding): Promise<InputConsumeOutcome> {
-    const out = (await this.redis.eval(CONSUME, 1, this.recordKey(account, id), this.now(), binding.agent, binding.run, binding.tool, binding.argsHash)) as [string, string?];
+    const out = (await this.redis.eval(CONSUME, 1, this.keys.record(account, id), this.now(), binding.agent, binding.run, binding.tool, binding.argsHash)) as [string, string?];
     return out[0] === 'ok' ? { ok: true, record: parse(out[1]) } : { ok: false, reason: out[0] as InputConsumeReason, ...(out[1] ? { record: parse(out[1]) } : {}) };
   }
 
   /** The account's input requests waiting for a person, oldest first. */
-  async listPending(account: string): Promise<InputRecord[]> {
-    const now = this.now();
-    const index = this.indexKey(account);
-    await this.redis.zremrangebyscore(index, '-inf', now);
-    const ids = await this.redis.zrangebyscore(index, `(${now}`, '+inf', 'LIMIT', 0, LIST_MAX);
-    if (ids.length === 0) return [];
-    const raws = await this.redis.mget(ids.map((id) => this.recordKey(account, id)));
-    return raws
-      .filter((r): r is string => r !== null)
-      .map(parse)
-      .filter((r) => r.status === 'pending' && r.expiresAt > now)
-      .sort((a, b) => a.createdAt - b.createdAt);
+  listPending(account: string): Promise<InputRecord[]> {
+    return listAccountPending(this.redis, this.keys, account, this.now(), parse);
   }
 }
 

@@ -26,6 +26,18 @@ export interface PendingCaps {
   maxPendingBytesGlobal?: number;
 }
 
+/** A creation refused at a full cap: `max` of `what` (`unit: 'count'`) or `max` bytes of them (`'bytes'`) wait in `scope`. */
+export class PendingFullError extends Error {
+  constructor(
+    readonly max: number,
+    readonly scope: PendingScope,
+    readonly unit: PendingUnit,
+    what: string,
+  ) {
+    super(unit === 'count' ? `the ${scope} has ${max} ${what} waiting` : `the ${scope}'s waiting ${what} hold ${max} bytes`);
+  }
+}
+
 /** A cap as the stores' scripts take it: a whole number, 0 for none. */
 export function capArg(max: number | undefined): number {
   return max !== undefined && Number.isFinite(max) && max > 0 ? Math.floor(max) : 0;

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { REDIS_NOW_MS } from './redis-lua.js';
+import { REDIS_NOW_MS, withCommands } from './redis-lua.js';
 import type { Redis } from 'ioredis';
 
 /**
@@ -65,10 +65,7 @@ export class LeaseQuota {
     private readonly prefix: string,
     private readonly opts: LeaseQuotaOptions = {},
   ) {
-    const r = redis as unknown as Partial<LeaseRedis>;
-    if (typeof r.mcpxQuotaAcquire !== 'function') redis.defineCommand('mcpxQuotaAcquire', { numberOfKeys: 1, lua: ACQUIRE });
-    if (typeof r.mcpxQuotaRenew !== 'function') redis.defineCommand('mcpxQuotaRenew', { numberOfKeys: 1, lua: RENEW });
-    this.redis = redis as unknown as LeaseRedis;
+    this.redis = withCommands<LeaseRedis>(redis, { mcpxQuotaAcquire: { keys: 1, lua: ACQUIRE }, mcpxQuotaRenew: { keys: 1, lua: RENEW } });
     this.ttlMs = opts.ttlMs ?? 30_000;
   }
 

@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import { REDIS_NOW_MS, REFILL_BUCKET } from './redis-lua.js';
+import { REDIS_NOW_MS, REFILL_BUCKET, withCommands } from './redis-lua.js';
 
 /**
  * One token bucket per key, refilled at `rate` tokens per second up to `burst`, one token taken
@@ -46,8 +46,7 @@ export class RateLimiter {
     private readonly prefix: string,
     private readonly opts: { onError?: (err: Error) => void } = {},
   ) {
-    if (typeof (redis as unknown as Partial<BucketRedis>).mcpxTakeToken !== 'function') redis.defineCommand('mcpxTakeToken', { numberOfKeys: 1, lua: TAKE });
-    this.redis = redis as unknown as BucketRedis;
+    this.redis = withCommands<BucketRedis>(redis, { mcpxTakeToken: { keys: 1, lua: TAKE } });
   }
 
   /** Takes one token of `kind`'s bucket for `key`, or says how long until one is there. */

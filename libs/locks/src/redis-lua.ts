@@ -1,3 +1,5 @@
+import type { Redis } from 'ioredis';
+
 /**
  * Lua pieces shared by the Redis scripts of the limiters (`CallLimiter`, `RateLimiter`), so the
  * two buckets refill by one rule.
@@ -28,3 +30,22 @@ local function save(key, t, rate, burst, now)
   redis.call('PEXPIRE', key, math.ceil(burst * 1000 / rate) + 1000)
 end
 `;
+
+/** A Lua command to define on a client: how many of its arguments are keys, and its script. */
+export interface LuaCommand {
+  keys: number;
+  lua: string;
+}
+
+/**
+ * The client with `commands` defined on it (each once: a client shared by several limiters, or
+ * handed to a second one, keeps the first definition), typed as `T`, the client plus the
+ * commands' methods.
+ */
+export function withCommands<T>(redis: Redis, commands: Record<string, LuaCommand>): T {
+  const defined = redis as unknown as Record<string, unknown>;
+  for (const [name, command] of Object.entries(commands)) {
+    if (typeof defined[name] !== 'function') redis.defineCommand(name, { numberOfKeys: command.keys, lua: command.lua });
+  }
+  return redis as unknown as T;
+}

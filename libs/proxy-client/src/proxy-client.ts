@@ -8,18 +8,12 @@ import {
   WireError,
   decodeCallLog,
   decodeCallProgress,
-  decodeStrict,
   MAX_RELAY_TIMEOUT_MS,
   decodeRelayReply,
   encodeCallRequest,
   encodePayload,
   encodeRelayRequest,
   natsFailure,
-  proxyResultValue,
-  type CallLog,
-  type CallProgress,
-  type InputRequestItem,
-  type LogLevel,
   type ProxyCallReply,
   type ProxyCallRequest,
   type ProxyCancel,
@@ -27,10 +21,11 @@ import {
   type RunEnded,
   type Subjects,
 } from '@mcpx/contracts';
-import type { ProxyResult } from '@mcpx/domain';
 import { traceHeaders, type Counter, type Meter } from '@mcpx/telemetry';
 import { watchDecisions, watchInputAnswers } from './decisions.js';
 import { publishNotification } from './notifications.js';
+import { decodeCallReply, listenCall } from './call-reply.js';
+import { DEFAULT_LIVENESS, inputRequiredOf, type ApprovalWait, type CallInput, type CallOutcome, type InputRequired, type InputWait, type LivenessOptions } from './call-types.js';
 
 /** The proxy's own call timeout (120 s, docs/limits.md#the-call); the request waits a little longer. */
 export const DEFAULT_CALL_TIMEOUT_MS = 120_000;
@@ -38,137 +33,12 @@ const REPLY_MARGIN_MS = 5_000;
 /** How many runs' instances a client remembers at most. */
 export const MAX_STICKY_RUNS = 10_000;
 
-export interface CallInput {
-  account: string;
-  agent: string;
-  run: string;
-  tool: string;
-  arguments?: Record<string, unknown>;
-  callId?: string;
-  timeoutMs?: number;
-  /** The approval of an earlier `approval_required` answer: re-send the same call with it. */
-  approvalId?: string;
-  /** The input request of an earlier `input_required` answer, once answered: re-send the same call with it. */
-  inputRequestId?: string;
-  /** The runtime's own answers to that input request's questions addressed to it (by key). */
-  inputResponses?: Record<string, unknown>;
-  /** What this runtime answers itself: sampling (it samples its model), forms (when the agent's definition lets it), roots (it shares its roots). */
-  answers?: { sampling?: boolean; forms?: boolean; roots?: boolean };
-  /** The server's content whole (an MCP caller): `content`, `isError`, `meta` instead of `text` and `images`. */
-  content?: boolean;
-  /** Asks for a task-augmented call of a tool whose task support is `optional` (docs/tasks.md). */
-  task?: boolean;
-  /** How long a task-augmented call waits for its task before answering with the handle (0: at once). */
-  taskWaitMs?: number;
-  /**
-   * Told of the server's progress while the call runs (docs/call.md#progress): the call is sent
-   * with `progress: true` and its progress subject heard until the reply. At most 10 a second,
-   * in the server's order; a malformed event is skipped.
-   */
-  onProgress?: (progress: CallProgress) => void;
-  /**
-   * The server's log messages at this level and above, while the call runs
-   * (docs/endpoint.md#logging): the call is sent with `logLevel` and its log subject heard until
-   * the reply, each message told to `onLog` (a malformed one is skipped). Both or neither.
-   */
-  logLevel?: LogLevel;
-  onLog?: (log: CallLog) => void;
-}
-
-/** The `details` of an `input_required` error: what the server asks, by whom it is answered. */
-export interface InputRequired {
-  inputRequestId: string;
-  tool: string;
-  server: string;
-  round: number;
-  forPerson: boolean;
-  requests: InputRequestItem[];
-  expiresAt: string;
-  /** Through InvokeTool: the run the call must be re-sent in. */
-  run?: string;
-  /** A re-send found the request still waiting for a person. */
-  waiting?: boolean;
-}
-
-/** How {@link ProxyClient.callAwaitingInput} waits for answers. */
-export interface InputWait {
-  /** How long to wait for a person, all rounds together. */
-  waitMs: number;
-  /** Re-send at least this often while a person has not answered (the answered event is at most once). Default 5 s. */
-  pollMs?: number;
-  /** Told at each round a person must answer (show the question and its id). */
-  onInputRequired?: (request: InputRequired) => void;
-  /**
-   * Answers the questions addressed to the runtime (`answerBy: 'runtime'`: sampling, and forms
-   * when the agent lets the runtime answer them), by key. The model never sees `requestState`:
-   * it stays in the proxy. Absent: a round with such a question fails with its `input_required`.
-   */
-  answer?: (questions: InputRequestItem[], request: InputRequired) => Promise<Record<string, unknown>>;
-}
-
-/** The `input_required` details of an error, or undefined. */
-export function inputRequiredOf(err: unknown): InputRequired | undefined {
-  if (!(err instanceof WireError) || err.code !== ErrorCodes.inputRequired) return undefined;
-  const d = err.details as Partial<InputRequired>;
-  return typeof d.inputRequestId === 'string' && Array.isArray(d.requests) ? (d as InputRequired) : undefined;
-}
-
-/** How {@link ProxyClient.callAwaitingApproval} waits for a human. */
-export interface ApprovalWait {
-  waitMs: number;
-  /** Re-send at least this often (the decision event is at most once). Default 5 s. */
-  pollMs?: number;
-  /** Told once the call stopped, with the approval to decide. */
-  onApprovalRequired?: (approvalId: string) => void;
-}
-
-export interface CallOutcome {
-  result: ProxyResult;
-  /** The proxy instance that ran the call; later calls of the run go straight to it. */
-  instance: string;
-  callId: string;
-}
-
-/**
- * How a caller notices that the proxy instance running its call died: after `afterMs` it asks
- * every `everyMs` whether an instance still holds the call (`mcp.proxy.calls.held`, `answerMs` to
- * answer); `misses` silences in a row end the wait with `call_lost`. Calls shorter than `afterMs`
- * cost nothing.
- */
-export interface LivenessOptions {
-  afterMs: number;
-  everyMs: number;
-  answerMs: number;
-  misses: number;
-}
-
-export const DEFAULT_LIVENESS: LivenessOptions = { afterMs: 5_000, everyMs: 5_000, answerMs: 2_000, misses: 3 };
-
 /** Nobody listens on the subject (told by nats.js' class, `./nats-failures.ts` of the contracts). */
 function isNoResponders(err: unknown): boolean {
   return natsFailure(err) === NatsFailures.noResponders;
 }
 
 /** Hears a call's progress subject: each event decoded by its field rules (a malformed one skipped), handed on in order. */
-/** One subject of a call's notifications (progress, log messages), each decoded and told to `on` while the call runs. */
-function listenCall<T>(nc: NatsConnection, subject: string, decode: (bytes: Uint8Array) => T, on: (value: T) => void): { unsubscribe(): void } {
-  return nc.subscribe(subject, {
-    callback: (err, msg) => {
-      if (err !== null) return;
-      let value: T;
-      try {
-        value = decode(msg.data);
-      } catch {
-        return;
-      }
-      try {
-        on(value);
-      } catch {
-        // The caller's listener: its fault must not end the subscription.
-      }
-    },
-  });
-}
 
 /**
  * The agent runtime's side of the proxy: the first call of a run goes to the queue group, the
@@ -495,36 +365,4 @@ export class ProxyClient {
     }
     return decodeCallReply(data);
   }
-}
-
-/**
- * A reply of the proxy's call endpoint, strictly decoded and checked (`{ok, instance, result |
- * error}`), its result by `proxyResultValue` of `@mcpx/contracts`. A malformed one is the
- * responder's fault: `maybe_executed` (the call may have run, so it is never retried) naming the
- * field (`reply`, with the decoder's rule; `reply.result.durationMs`, …), never a crash or a
- * half-read reply. An error of any shape is rebuilt as a typed one (`WireError.from`).
- */
-function decodeCallReply(bytes: Uint8Array): ProxyCallReply {
-  const malformed = (field: string, rule?: unknown): WireError =>
-    new WireError(ErrorCodes.maybeExecuted, 'malformed reply from the proxy (the call may have run); it was not retried', { field, ...(rule !== undefined ? { rule } : {}) });
-  let r: Record<string, unknown>;
-  try {
-    const v = decodeStrict(bytes, 'reply');
-    if (v === null || typeof v !== 'object' || Array.isArray(v) || ArrayBuffer.isView(v)) throw malformed('reply');
-    r = v as Record<string, unknown>;
-  } catch (e) {
-    throw malformed('reply', e instanceof WireError ? e.details.rule : undefined);
-  }
-  if (typeof r.instance !== 'string' || r.instance === '') throw malformed('reply.instance');
-  if (r.ok === true) {
-    let result: ProxyResult;
-    try {
-      result = proxyResultValue(r.result, 'reply.result');
-    } catch (e) {
-      throw malformed(e instanceof WireError && typeof e.details.field === 'string' ? e.details.field : 'reply.result');
-    }
-    return { ok: true, instance: r.instance, result };
-  }
-  if (r.ok === false) return { ok: false, instance: r.instance, error: WireError.from(r.error).toJSON() };
-  throw malformed('reply.ok');
 }

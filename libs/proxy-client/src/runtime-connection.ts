@@ -1,7 +1,8 @@
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { makeSubjects } from '@mcpx/contracts';
 import type { Meter } from '@mcpx/telemetry';
-import { ProxyClient, type LivenessOptions } from './proxy-client.js';
+import type { LivenessOptions } from './call-types.js';
+import { ProxyClient } from './proxy-client.js';
 
 /** A NATS user and password, e.g. the stack's `runtime` user (docs/bus.md#users). */
 export interface RuntimeCredentials {

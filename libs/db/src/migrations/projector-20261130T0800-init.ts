@@ -1,4 +1,5 @@
 import { sql, type Kysely } from 'kysely';
+import { agentToolsQuery } from './agent-tools-view.js';
 
 export async function up(db: Kysely<any>): Promise<void> {
   await sql`CREATE SCHEMA IF NOT EXISTS projector`.execute(db);
@@ -63,22 +64,7 @@ export async function up(db: Kysely<any>): Promise<void> {
     .execute();
   // The agent's effective mcp tool set as readers (the proxy, ListAgentTools) see it: every tool
   // of every granted, projected server, minus names a lambda of the agent holds (the conflicts).
-  await sql`
-    CREATE VIEW projector.agent_tools AS
-    SELECT a.account_id, a.agent_id, a.servers, a.revision, a.version, a.pending, a.updated_at,
-      COALESCE((
-        SELECT jsonb_object_agg(t.key, t.value)
-        FROM projector.projected_servers p CROSS JOIN LATERAL jsonb_each(p.tools) t
-        WHERE p.account_id = a.account_id AND p.server = ANY (a.servers)
-          AND NOT EXISTS (SELECT 1 FROM projector.lambda_tools l WHERE l.account_id = a.account_id AND l.agent_id = a.agent_id AND l.name = t.key)
-      ), '{}'::jsonb) AS tools,
-      COALESCE((
-        SELECT jsonb_agg(jsonb_build_object('name', t.key, 'server', p.server, 'heldBy', 'lambda') ORDER BY t.key)
-        FROM projector.projected_servers p CROSS JOIN LATERAL jsonb_each(p.tools) t
-        WHERE p.account_id = a.account_id AND p.server = ANY (a.servers)
-          AND EXISTS (SELECT 1 FROM projector.lambda_tools l WHERE l.account_id = a.account_id AND l.agent_id = a.agent_id AND l.name = t.key)
-      ), '[]'::jsonb) AS conflicts
-    FROM projector.agent_sets a`.execute(db);
+  await sql`CREATE VIEW projector.agent_tools AS ${agentToolsQuery('lambda-held')}`.execute(db);
 }
 
 export async function down(db: Kysely<any>): Promise<void> {

@@ -1,0 +1,61 @@
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { ROOT } from '../../test/support/system.js';
+
+/** The value at percentile `p` of an ascending list (0 for an empty one). */
+export function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
+}
+
+/** Runs `total` operations over `concurrency` workers; the phase's seconds and its latencies' p50 and p99 (ms). */
+export async function runPhase(total: number, concurrency: number, op: (i: number) => Promise<unknown>): Promise<{ seconds: number; p50: number; p99: number }> {
+  const latencies: number[] = new Array<number>(total);
+  let next = 0;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      for (;;) {
+        const i = next++;
+        if (i >= total) return;
+        const t = performance.now();
+        await op(i);
+        latencies[i] = performance.now() - t;
+      }
+    }),
+  );
+  const seconds = (performance.now() - started) / 1000;
+  latencies.sort((a, b) => a - b);
+  return { seconds, p50: percentile(latencies, 50), p99: percentile(latencies, 99) };
+}
+
+/** CPU milliseconds a process has used (utime + stime from /proc, in clock ticks of 10 ms; 0 elsewhere or for no process). */
+export function processCpuMs(pid: number | undefined): number {
+  if (pid === undefined) return 0;
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  } catch {
+    return 0;
+  }
+}
+
+/** The loopback echo MCP server of one era (test/servers/echo-upstream-main.ts) in its own process. */
+export interface EchoUpstream {
+  url: string;
+  pid: number | undefined;
+  stderr: string[];
+  cpuMs: () => number;
+  stop: () => void;
+}
+
+export async function startEchoUpstream(era: 'modern' | 'legacy'): Promise<EchoUpstream> {
+  const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'test', 'servers', 'echo-upstream-main.ts'), '--era', era], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  const stderr: string[] = [];
+  child.stderr.on('data', (d: Buffer) => stderr.push(d.toString()));
+  const url = await new Promise<string>((resolve, reject) => {
+    child.stdout.once('data', (d: Buffer) => resolve((JSON.parse(d.toString()) as { url: string }).url));
+    child.once('exit', (code) => reject(new Error(`upstream exited ${code}: ${stderr.join('')}`)));
+  });
+  return { url, pid: child.pid, stderr, cpuMs: () => processCpuMs(child.pid), stop: () => child.kill('SIGTERM') };
+}
