@@ -8,7 +8,7 @@ export const LIBRARY_FLOORS = {
   '@mcpx/domain': [],
   '@mcpx/config': [],
   '@mcpx/db': [],
-  '@mcpx/locks': [],
+  '@mcpx/shared-state': [],
   '@mcpx/log': [],
   '@mcpx/mcp-client': [],
   '@mcpx/outbound': [],
@@ -19,7 +19,7 @@ export const LIBRARY_FLOORS = {
   '@mcpx/bus': ['@mcpx/contracts', '@mcpx/telemetry'],
   '@mcpx/envelope': ['@mcpx/contracts'],
   '@mcpx/proxy-client': ['@mcpx/contracts', '@mcpx/domain', '@mcpx/telemetry'],
-  '@mcpx/credentials': ['@mcpx/contracts', '@mcpx/db', '@mcpx/domain', '@mcpx/secrets'],
+  '@mcpx/stored': ['@mcpx/contracts', '@mcpx/db', '@mcpx/domain', '@mcpx/secrets'],
 };
 
 const LIBRARIES = Object.keys(LIBRARY_FLOORS);

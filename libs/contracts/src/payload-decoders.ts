@@ -52,7 +52,7 @@ const remoteTool: Rule<RemoteTool> = shape({
   _meta: optional(anyMap),
 });
 
-/** A held change as a server's status shows it (`ServerStatus.heldTools`); the registry's `held_cbor` column keeps the same (`@mcpx/credentials`). */
+/** A held change as a server's status shows it (`ServerStatus.heldTools`); the registry's `held_cbor` column keeps the same (`@mcpx/stored`). */
 export const heldToolStatus: Rule<HeldToolStatus> = shape({
   name: str,
   cid: anyStr,

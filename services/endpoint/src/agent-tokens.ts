@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { AGENT_TOKENS_CHANNEL, agentTokenHash, isAgentTokenShape } from '@mcpx/contracts';
-import type { EndpointReads } from '@mcpx/credentials';
+import type { EndpointReads } from '@mcpx/stored';
 import type { Logger } from '@mcpx/log';
 
 /** Who a valid token speaks for. */

@@ -1,7 +1,7 @@
 import { TaskClient } from '@mcpx/proxy-client';
 import { TrustedProxies } from '@mcpx/config/trusted-proxies';
 import { makeSubjects } from '@mcpx/contracts';
-import { endpointReads } from '@mcpx/credentials';
+import { endpointReads } from '@mcpx/stored';
 import { createDb } from '@mcpx/db';
 import { createLogger, type LogSink } from '@mcpx/log';
 import { setupTelemetry, startHealthServer, type Telemetry } from '@mcpx/telemetry';

@@ -1,4 +1,4 @@
-import type { RateLimit, RateLimiter } from '@mcpx/locks';
+import type { RateLimit, RateLimiter } from '@mcpx/shared-state';
 
 /** Addresses one instance remembers as refused at once (the oldest forgotten past it). */
 const MAX_BLOCKED = 100_000;

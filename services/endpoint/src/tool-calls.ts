@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { context, SpanKind, SpanStatusCode, trace, type Counter, type Histogram, type Tracer } from '@opentelemetry/api';
 import { clientTraceOrigin } from '@mcpx/telemetry';
 import { ErrorCodes, INPUT_REQUEST_ID_RE, WireError, toWireError, type CallLog, type CallProgress, type InputRequestItem, type LogLevel } from '@mcpx/contracts';
-import { isRedisUnavailable, REDIS_RETRY_AFTER_MS } from '@mcpx/locks';
+import { isRedisUnavailable, REDIS_RETRY_AFTER_MS } from '@mcpx/shared-state';
 import type { ProxyClient } from '@mcpx/proxy-client';
 import { inputRequired, MissingRequiredClientCapabilityError, ProtocolError, ProtocolErrorCode, type CallToolResult, type InputRequiredResult } from '@modelcontextprotocol/server';
 import type { TokenGrant } from './agent-tokens.js';

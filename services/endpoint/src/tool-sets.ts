@@ -1,7 +1,7 @@
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import { listen, subjectOnly } from '@mcpx/bus';
 import type { CallbackLog, Subjects } from '@mcpx/contracts';
-import { readAgentToolSet, readToolDocuments, type EndpointReads } from '@mcpx/credentials';
+import { readAgentToolSet, readToolDocuments, type EndpointReads } from '@mcpx/stored';
 import type { McpToolDocument } from '@mcpx/domain';
 
 /** One agent's callable tool set as the endpoint lists it: mcp documents of granted servers, by name. */
@@ -126,7 +126,7 @@ export class ToolSets {
   }
 
   private async load(account: string, agent: string): Promise<AgentToolSet | null> {
-    // Read and decoded by the functions and codecs their writers encode with (@mcpx/credentials).
+    // Read and decoded by the functions and codecs their writers encode with (@mcpx/stored).
     const rows = await readAgentToolSet(this.db, account, agent);
     if (rows === null) return null;
     const grants = new Set(rows.definition.mcpServers);

@@ -2,7 +2,7 @@ import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import type { KeyringEntry } from '@mcpx/config';
 import { ErrorCodes, WireError, approvalDecidedEvent, invalidInput, tokenDecider, type ApprovalDecidedEvent } from '@mcpx/contracts';
 import { encodeCanonical, sha256Hex } from '@mcpx/domain';
-import type { ApprovalRecord, ApprovalStore } from '@mcpx/locks';
+import type { ApprovalRecord, ApprovalStore } from '@mcpx/shared-state';
 import type { Logger } from '@mcpx/log';
 import type { TokenGrant } from './agent-tokens.js';
 import type { DecisionAudit } from './decision-audit.js';

@@ -5,7 +5,7 @@ import { Redis } from 'ioredis';
 import { notify, retryStartup } from '@mcpx/bus';
 import type { TrustedProxies } from '@mcpx/config/trusted-proxies';
 import type { Subjects } from '@mcpx/contracts';
-import { ApprovalStore, RateLimiter } from '@mcpx/locks';
+import { ApprovalStore, RateLimiter } from '@mcpx/shared-state';
 import { InboundGuard } from '@mcpx/inbound';
 import type { Logger } from '@mcpx/log';
 import { connectRuntime, type RuntimeConnection } from '@mcpx/proxy-client';

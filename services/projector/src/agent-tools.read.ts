@@ -1,7 +1,7 @@
 import type { Subscription } from '@nats-io/transport-node';
 import type { Bus } from '@mcpx/bus';
 import { ErrorCodes, QueueGroups, WireError, decodeAgentToolsRequest, type AgentToolsReply } from '@mcpx/contracts';
-import { ToolDocumentColumn } from '@mcpx/credentials';
+import { ToolDocumentColumn } from '@mcpx/stored';
 import type { Db } from '@mcpx/db';
 import { promotableTools, providerTools, renderToolIndex, renderToolListing, type AgentToolDocument, type ToolNameStyle } from '@mcpx/domain';
 import { effectiveSet, heldConflicts, mcpEntries } from './agent-sets.js';

@@ -1,5 +1,5 @@
 import { FieldRules, type Rule } from '@mcpx/contracts';
-import { cborShape } from '@mcpx/credentials';
+import { cborShape } from '@mcpx/stored';
 import type { LambdaToolDocument } from '@mcpx/domain';
 
 const { str, anyStr, bool, oneOf, jsonObject, checkedMap } = FieldRules;

@@ -1,7 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 import type { Counter, Histogram, Meter, Tracer } from '@opentelemetry/api';
 import type { AgentChangedEvent, ServerDeletedEvent, ServerDiscoveredEvent } from '@mcpx/contracts';
-import { HeldToolsColumn, ToolDocumentColumn, ToolMapColumn } from '@mcpx/credentials';
+import { HeldToolsColumn, ToolDocumentColumn, ToolMapColumn } from '@mcpx/stored';
 import type { Database, Db, PendingToolsEvent, ToolsDiff } from '@mcpx/db';
 import { buildToolDocuments, documentCid, isBuiltinServerId, isPlainObject, projectToolNames, type ToolNameStyle } from '@mcpx/domain';
 import type { Logger } from '@mcpx/log';

@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import type { Subscription } from '@nats-io/transport-node';
 import type { Bus } from '@mcpx/bus';
 import { QueueGroups, checkSearchInput, decodeRequest, familyOf, type SearchInput, type ToolSearchFamily, type ToolSearchReply } from '@mcpx/contracts';
-import { StoredShapeError, ToolDocumentColumn } from '@mcpx/credentials';
+import { StoredShapeError, ToolDocumentColumn } from '@mcpx/stored';
 import type { Db } from '@mcpx/db';
 import type { McpToolDocument } from '@mcpx/domain';
 import type { Logger } from '@mcpx/log';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { ApprovalRecord, ConsumeReason } from '@mcpx/locks';
+import type { ApprovalRecord, ConsumeReason } from '@mcpx/shared-state';
 import { argumentsHash, consumeRefusal } from './approval-gate.js';
 
 const doc = { name: 'github__delete_repo', server: 'github' };

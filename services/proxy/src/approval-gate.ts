@@ -3,7 +3,16 @@ import { encodeCanonical, sha256Hex, type McpToolDocument } from '@mcpx/domain';
 import { trace, type Counter, type Meter } from '@opentelemetry/api';
 import { DEFAULT_QUOTAS } from '@mcpx/config';
 import type { Logger } from '@mcpx/log';
-import { isRedisUnavailable, PendingApprovalsFullError, REDIS_RETRY_AFTER_MS, type ApprovalRecord, type ApprovalStore, type ConsumeOutcome, type ConsumeReason, type PendingCaps } from '@mcpx/locks';
+import {
+  isRedisUnavailable,
+  PendingApprovalsFullError,
+  REDIS_RETRY_AFTER_MS,
+  type ApprovalRecord,
+  type ApprovalStore,
+  type ConsumeOutcome,
+  type ConsumeReason,
+  type PendingCaps,
+} from '@mcpx/shared-state';
 import { pendingFullError, pendingStoreDown } from './pending-refusals.js';
 
 /** Hex sha-256 of the canonical (dag-cbor) encoding of a call's arguments: key order does not count. */

@@ -1,6 +1,6 @@
 import { ErrorCodes, WireError } from '@mcpx/contracts';
 import { Permission } from '@mcpx/domain';
-import type { Admission, CallLimits } from '@mcpx/locks';
+import type { Admission, CallLimits } from '@mcpx/shared-state';
 
 /**
  * The decision rules of a call, pure (no I/O, no clock), so each is tested on its own in

@@ -1,7 +1,7 @@
 import { SpanKind, SpanStatusCode, context, trace, type Attributes, type Context, type Counter, type Histogram, type Meter, type Span, type Tracer } from '@opentelemetry/api';
 import { ErrorCodes, MAX_CALL_TIMEOUT_MS, WireError, type ProxyCallRequest } from '@mcpx/contracts';
 import { TEXT_LIMIT_BYTES, flattenCallResult, isErrorResult, type ContentLimits, type FlattenLimits, type McpToolDocument, type ProxyResult } from '@mcpx/domain';
-import type { CallLimiter, CallLimits } from '@mcpx/locks';
+import type { CallLimiter, CallLimits } from '@mcpx/shared-state';
 import type { Logger } from '@mcpx/log';
 import { McpClientError, isInputRequired, type CallToolOptions, type CreateMessageResult, type ElicitResult, type McpCallResult, type McpConnection } from '@mcpx/mcp-client';
 import { McpAttributes, endWithOutcome } from '@mcpx/telemetry';

@@ -1,7 +1,7 @@
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import { listen, subjectOnly } from '@mcpx/bus';
 import type { CallbackLog, Subjects } from '@mcpx/contracts';
-import { CredentialReader, readAgent, readToolDocument, type ProxyReads, type ServerCredentials } from '@mcpx/credentials';
+import { CredentialReader, readAgent, readToolDocument, type ProxyReads, type ServerCredentials } from '@mcpx/stored';
 import { compileValidator, type ArgumentValidator, type McpToolDocument } from '@mcpx/domain';
 import { createLogger } from '@mcpx/log';
 import type { SecretBox } from '@mcpx/secrets';
@@ -45,7 +45,7 @@ export class Catalog {
   private readonly subs: Subscription[] = [];
   /** Invalidations seen (tests and stats read it to know an event has been applied). */
   invalidations = 0;
-  /** Server credentials, read as the registry's discovery reads them (`@mcpx/credentials`). */
+  /** Server credentials, read as the registry's discovery reads them (`@mcpx/stored`). */
   private readonly credentials: CredentialReader;
 
   constructor(

@@ -14,7 +14,7 @@ import {
   type McpConnection,
 } from '@mcpx/mcp-client';
 import { MemoryEraVerdicts, authContextOf, type EraVerdictSource } from './era-verdicts.js';
-import type { ServerCredentials } from '@mcpx/credentials';
+import type { ServerCredentials } from '@mcpx/stored';
 import { capRefusal, runIsIdle, shareable, slotStep, verdictOutcome, type InstanceLimit } from './pool-rules.js';
 import { toWire } from './wire-errors.js';
 

@@ -1,4 +1,4 @@
-import { readEraVerdict, type ProxyReads } from '@mcpx/credentials';
+import { readEraVerdict, type ProxyReads } from '@mcpx/stored';
 import type { EraVerdict } from '@mcpx/mcp-client';
 
 /** The auth context a verdict is keyed by: one copy, in `@mcpx/contracts`, shared with the other service. */
@@ -52,7 +52,7 @@ export class StoredEraVerdicts implements EraVerdictSource {
   async get(account: string, server: string, authContext: string): Promise<EraVerdict | undefined> {
     const hit = this.memory.now(account, server, authContext);
     if (hit !== undefined) return hit;
-    // The registry's own reading of it (`@mcpx/credentials`); a failed read costs a probe, never the call.
+    // The registry's own reading of it (`@mcpx/stored`); a failed read costs a probe, never the call.
     const stored = await readEraVerdict(this.db, account, server, authContext).catch(() => undefined);
     if (stored === undefined) return undefined;
     const verdict = asVerdict(stored);

@@ -1,5 +1,5 @@
 import { ErrorCodes, WireError, type ProxyCallRequest } from '@mcpx/contracts';
-import { readHeldTool, readToolDocument, readWithheldTool, type ProxyReads } from '@mcpx/credentials';
+import { readHeldTool, readToolDocument, readWithheldTool, type ProxyReads } from '@mcpx/stored';
 import type { Catalog } from './catalog.js';
 
 /** How long a look-up of held tools is reused (a refused call never costs more than one query per this long). */

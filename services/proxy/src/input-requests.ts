@@ -14,7 +14,7 @@ import {
 } from '@mcpx/contracts';
 import type { McpToolDocument } from '@mcpx/domain';
 import { DEFAULT_QUOTAS } from '@mcpx/config';
-import { PendingInputsFullError, newInputRequestId, type InputConsumeReason, type InputRecord, type InputStore, type PendingCaps } from '@mcpx/locks';
+import { PendingInputsFullError, newInputRequestId, type InputConsumeReason, type InputRecord, type InputStore, type PendingCaps } from '@mcpx/shared-state';
 import type { SecretBox } from '@mcpx/secrets';
 import { pendingFullError, pendingStoreDown } from './pending-refusals.js';
 

@@ -2,7 +2,7 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import type { Counter, Meter, Tracer } from '@opentelemetry/api';
 import { request } from '@mcpx/bus';
 import { ErrorCodes, WireError, oauthRefreshAnswerValue, type OAuthRefreshAnswer, type OAuthRefreshRequest, type Subjects } from '@mcpx/contracts';
-import { expiring, REFRESH_BEFORE_EXPIRY_MS, type ServerCredentials } from '@mcpx/credentials';
+import { expiring, REFRESH_BEFORE_EXPIRY_MS, type ServerCredentials } from '@mcpx/stored';
 import { withSpan } from '@mcpx/telemetry';
 import type { Catalog } from './catalog.js';
 

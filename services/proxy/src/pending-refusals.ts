@@ -1,5 +1,5 @@
 import { ErrorCodes, WireError } from '@mcpx/contracts';
-import { isRedisUnavailable, REDIS_RETRY_AFTER_MS, type PendingScope, type PendingUnit } from '@mcpx/locks';
+import { isRedisUnavailable, REDIS_RETRY_AFTER_MS, type PendingScope, type PendingUnit } from '@mcpx/shared-state';
 
 /** What waits for a person: an approval of an `always_ask` call, or a server's question. */
 export type PendingKind = 'approval' | 'input';

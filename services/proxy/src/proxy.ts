@@ -1,7 +1,7 @@
 import { connectBus, payload, respond } from '@mcpx/bus';
 import { decodeProxyCancel, decodeRunEnded } from '@mcpx/contracts';
 import { DEFAULT_TASK_SETTINGS, type Config } from '@mcpx/config';
-import { proxyReads } from '@mcpx/credentials';
+import { proxyReads } from '@mcpx/stored';
 import { createDb, migrate } from '@mcpx/db';
 import { CONNECTOR_CAPABILITIES } from '@mcpx/mcp-client';
 import { createLogger, type LogSink } from '@mcpx/log';

@@ -1,4 +1,4 @@
-import { readServerTools, type ProxyReads } from '@mcpx/credentials';
+import { readServerTools, type ProxyReads } from '@mcpx/stored';
 import { inheritPermission, isPermission, normalizeAnnotations, type Permission, type RemoteTool } from '@mcpx/domain';
 
 /**
@@ -26,7 +26,7 @@ function levels(tools: readonly RemoteTool[], overrides: Overrides, builtin: boo
 }
 
 /**
- * Reads a server's levels from the registry's rows (`readServerTools` of `@mcpx/credentials`,
+ * Reads a server's levels from the registry's rows (`readServerTools` of `@mcpx/stored`,
  * decoded by the columns' own shapes). Null when the account has no such server.
  */
 export async function loadServerLevels(db: ProxyReads, account: string, name: string): Promise<ServerLevels | null> {

@@ -1,5 +1,5 @@
 import { NoticeKinds, WireError, ErrorCodes, type NoticeKind } from '@mcpx/contracts';
-import type { ServerCredentials } from '@mcpx/credentials';
+import type { ServerCredentials } from '@mcpx/stored';
 import { connectMcp, type ConnectMcpOptions, type McpConnection } from '@mcpx/mcp-client';
 import { authContextOf, type EraVerdictSource } from './era-verdicts.js';
 

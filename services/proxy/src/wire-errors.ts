@@ -1,5 +1,5 @@
 import { ERROR_TRAITS, ErrorCodes, WireError, type ErrorCode } from '@mcpx/contracts';
-import { isRedisUnavailable, REDIS_RETRY_AFTER_MS } from '@mcpx/locks';
+import { isRedisUnavailable, REDIS_RETRY_AFTER_MS } from '@mcpx/shared-state';
 import { McpClientError, McpClientRan, type McpClientErrorCode } from '@mcpx/mcp-client';
 import { OutboundRefusedError } from '@mcpx/outbound';
 

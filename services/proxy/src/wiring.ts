@@ -2,8 +2,8 @@
 import { Redis } from 'ioredis';
 import type { Bus } from '@mcpx/bus';
 import type { Config } from '@mcpx/config';
-import type { ProxyReads } from '@mcpx/credentials';
-import { ApprovalStore, CallLimiter, InputStore } from '@mcpx/locks';
+import type { ProxyReads } from '@mcpx/stored';
+import { ApprovalStore, CallLimiter, InputStore } from '@mcpx/shared-state';
 import type { Logger } from '@mcpx/log';
 import { CONNECTOR_CAPABILITIES, type ElicitRequestParams, type McpConnection } from '@mcpx/mcp-client';
 import type { OutboundFetch } from '@mcpx/outbound';

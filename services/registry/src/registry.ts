@@ -1,7 +1,7 @@
 import { DEFAULT_INBOUND_LIMITS, type Config, type InboundLimits } from '@mcpx/config';
 import { TrustedProxies } from '@mcpx/config/trusted-proxies';
 import { InboundGuard } from '@mcpx/inbound';
-import { ApprovalStore, RateLimiter, SingleFlight, redisMemoryProblems, redisMemorySettings } from '@mcpx/locks';
+import { ApprovalStore, RateLimiter, SingleFlight, redisMemoryProblems, redisMemorySettings } from '@mcpx/shared-state';
 import { createLogger, type Logger, type LogSink } from '@mcpx/log';
 import { createOutboundFetch } from '@mcpx/outbound';
 import { SecretBox } from '@mcpx/secrets';

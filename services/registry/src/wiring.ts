@@ -1,10 +1,10 @@
 import { Redis } from 'ioredis';
 import { connectBus, type Bus } from '@mcpx/bus';
 import type { AccountCreation, Config } from '@mcpx/config';
-import { CredentialReader } from '@mcpx/credentials';
+import { CredentialReader } from '@mcpx/stored';
 import { createDb, migrate, type Db } from '@mcpx/db';
-import type { SingleFlight } from '@mcpx/locks';
-import { ApprovalStore, InputStore, LeaseQuota, REDIS_FAIL_FAST, RunAgents } from '@mcpx/locks';
+import type { SingleFlight } from '@mcpx/shared-state';
+import { ApprovalStore, InputStore, LeaseQuota, REDIS_FAIL_FAST, RunAgents } from '@mcpx/shared-state';
 import type { Logger } from '@mcpx/log';
 import { ProxyClient } from '@mcpx/proxy-client';
 import type { SecretBox } from '@mcpx/secrets';

@@ -1,7 +1,7 @@
 import type { Bus } from '@mcpx/bus';
 import type { ActionType } from '@mcpx/contracts';
 import type { Db } from '@mcpx/db';
-import type { RunAgents } from '@mcpx/locks';
+import type { RunAgents } from '@mcpx/shared-state';
 import type { Logger } from '@mcpx/log';
 import type { ProxyClient } from '@mcpx/proxy-client';
 import type { AccountsRepository } from '../accounts/accounts.repository.js';

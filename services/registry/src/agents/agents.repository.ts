@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Kysely, Selectable } from 'kysely';
 import type { AgentDefinition } from '@mcpx/contracts';
-import { AgentDefinitionColumn } from '@mcpx/credentials';
+import { AgentDefinitionColumn } from '@mcpx/stored';
 import type { AgentsTable, Database, Db } from '@mcpx/db';
 
 export interface AgentRecord {

@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Db } from '@mcpx/db';
-import type { RateLimit, RateLimiter } from '@mcpx/locks';
+import type { RateLimit, RateLimiter } from '@mcpx/shared-state';
 import type { Logger } from '@mcpx/log';
 import { SpanKind, clientTraceOrigin, withSpan, type Counter, type Meter, type Tracer } from '@mcpx/telemetry';
 import { authorize, continueSignIn, type SignInFlowDeps } from './authorize.js';

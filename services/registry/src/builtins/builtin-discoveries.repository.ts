@@ -1,7 +1,7 @@
 import { sql, type Kysely, type Selectable } from 'kysely';
 import { decodePayload, encodePayload, type ServerStatus } from '@mcpx/contracts';
 import type { BuiltinDiscoveriesTable, Database, Db } from '@mcpx/db';
-import { BuiltinToolsColumn } from '@mcpx/credentials';
+import { BuiltinToolsColumn } from '@mcpx/stored';
 import type { RemoteTool } from '@mcpx/domain';
 
 export interface BuiltinDiscovery {

@@ -17,7 +17,7 @@ import type { ReprobeSource } from '../discovery/reprober.js';
 import type { BuiltinDiscoveriesRepository, BuiltinDiscovery } from './builtin-discoveries.repository.js';
 import type { VendorConnection, VendorConnectionsRepository, VendorTokens } from '../credentials/vendor-connections.repository.js';
 import type { VendorCredentials, VendorRefreshOutcome } from '../credentials/vendor-credentials.js';
-import { expiring, type CredentialReader } from '@mcpx/credentials';
+import { expiring, type CredentialReader } from '@mcpx/stored';
 
 export interface BuiltinServersDeps {
   db: Db;

@@ -3,9 +3,9 @@ import { sql, type Kysely, type Selectable } from 'kysely';
 import { decodePayload, encodePayload, type ServerStatus } from '@mcpx/contracts';
 import type { Database, Db, McpServersTable } from '@mcpx/db';
 import type { RemoteTool } from '@mcpx/domain';
-import { DiscoveredToolsColumn, HeldChangesColumn, ServerToolsColumn, decodeServerConfig, readEraVerdict, type StoredServerConfig } from '@mcpx/credentials';
+import { DiscoveredToolsColumn, HeldChangesColumn, ServerToolsColumn, decodeServerConfig, readEraVerdict, type StoredServerConfig } from '@mcpx/stored';
 
-/** `config_cbor` (static headers in the clear, secret headers as references): the one shape, in `@mcpx/credentials`. */
+/** `config_cbor` (static headers in the clear, secret headers as references): the one shape, in `@mcpx/stored`. */
 export type { StoredServerConfig };
 
 export interface McpServerRecord {
@@ -168,7 +168,7 @@ export class McpServersRepository {
    * recorded, or one recorded under another auth context (never reused across contexts).
    */
   eraVerdict(account: string, server: string, authContext: string): Promise<unknown> {
-    // The one reading, shared with the proxy (`@mcpx/credentials`), beside this writer.
+    // The one reading, shared with the proxy (`@mcpx/stored`), beside this writer.
     return readEraVerdict(this.db, account, server, authContext);
   }
 

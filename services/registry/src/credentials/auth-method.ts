@@ -1,7 +1,7 @@
 import { invalidInput } from '@mcpx/contracts';
-import { AuthMethods, type AuthMethod } from '@mcpx/credentials';
+import { AuthMethods, type AuthMethod } from '@mcpx/stored';
 
-/** How a custom server authenticates (`config.auth`): the stored vocabulary, defined in `@mcpx/credentials`. */
+/** How a custom server authenticates (`config.auth`): the stored vocabulary, defined in `@mcpx/stored`. */
 export { AuthMethods, type AuthMethod };
 
 /** The header a bearer token travels in; under `bearer` no other source may set it. */

@@ -7,7 +7,7 @@ import { bindToOrigin } from './secret-origin.js';
  * Account secrets, sealed with the key ring; plaintext exists only in memory, on the way out.
  * Each value is sealed together with the origin it was stored for (see ./secret-origin.ts) and
  * opens only for that origin: what a discovery or a call sends is read by `CredentialReader`
- * (`@mcpx/credentials`), never from here.
+ * (`@mcpx/stored`), never from here.
  */
 export class SecretsRepository {
   constructor(

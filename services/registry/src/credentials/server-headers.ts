@@ -1,9 +1,9 @@
-import { headerSecretName, isOwnSecretRef } from '@mcpx/credentials';
+import { headerSecretName, isOwnSecretRef } from '@mcpx/stored';
 import type { StoredServerConfig } from '../catalog/mcp-servers.repository.js';
 
 /**
  * The header secret names (`mcp-<server>-<header>`) are defined once, beside the reading that
- * sends only them (`@mcpx/credentials`, which discovery and the proxy both read headers with).
+ * sends only them (`@mcpx/stored`, which discovery and the proxy both read headers with).
  */
 export { headerSecretName, isOwnSecretRef };
 

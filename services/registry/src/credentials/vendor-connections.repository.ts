@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { Database, Db } from '@mcpx/db';
-import { openVendorTokens, sealVendorTokens, type VendorTokens } from '@mcpx/credentials';
+import { openVendorTokens, sealVendorTokens, type VendorTokens } from '@mcpx/stored';
 import type { SecretBox } from '@mcpx/secrets';
 
-/** The tokens of a vendor connection, as SetVendorConnection takes them (sealed in the one stored casing, `@mcpx/credentials`). */
+/** The tokens of a vendor connection, as SetVendorConnection takes them (sealed in the one stored casing, `@mcpx/stored`). */
 export type { VendorTokens };
 
 export interface VendorConnection {

@@ -2,7 +2,7 @@ import { SpanKind, type Counter, type Meter, type Tracer } from '@opentelemetry/
 import type { VendorClient } from '@mcpx/config';
 import { ErrorCodes, WireError } from '@mcpx/contracts';
 import { findVendor, vendorTokenEndpoint, type BuiltinVendor } from '@mcpx/domain';
-import type { SingleFlight } from '@mcpx/locks';
+import type { SingleFlight } from '@mcpx/shared-state';
 import type { Logger } from '@mcpx/log';
 import { boundedOAuthFetch, redactSecrets } from '@mcpx/mcp-client';
 import { safeUrlForTelemetry, withSpan } from '@mcpx/telemetry';

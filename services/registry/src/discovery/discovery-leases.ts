@@ -1,4 +1,4 @@
-import type { LeaseQuota } from '@mcpx/locks';
+import type { LeaseQuota } from '@mcpx/shared-state';
 import { quotaExceeded } from '../shared/quotas.js';
 
 /** The lease kind of a discovery in flight (`<prefix>quota:discoveries:{<account>}`). */

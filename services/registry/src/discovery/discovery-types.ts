@@ -1,10 +1,10 @@
 import type { Bus } from '@mcpx/bus';
 import type { ServerStatus, Transport } from '@mcpx/contracts';
 import type { QuotaSettings } from '@mcpx/config';
-import type { CredentialReader, ServerCredentials } from '@mcpx/credentials';
+import type { CredentialReader, ServerCredentials } from '@mcpx/stored';
 import type { Database } from '@mcpx/db';
 import type { RemoteTool } from '@mcpx/domain';
-import type { LeaseQuota, SingleFlight } from '@mcpx/locks';
+import type { LeaseQuota, SingleFlight } from '@mcpx/shared-state';
 import type { Logger } from '@mcpx/log';
 import type { EraVerdict } from '@mcpx/mcp-client';
 import type { Meter, Tracer } from '@opentelemetry/api';

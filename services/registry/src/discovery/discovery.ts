@@ -266,7 +266,7 @@ function customRows(deps: DiscoveryDeps): DiscoveryTarget {
     find: (account, name) => deps.servers.find(account, name),
     headers: async (server) => {
       try {
-        // Read as the proxy reads them (`@mcpx/credentials`): only the server's own secrets, each
+        // Read as the proxy reads them (`@mcpx/stored`): only the server's own secrets, each
         // only to the origin it was sealed for, and its OAuth token; renewed first when it is about to expire.
         const held = await deps.credentials.custom(server.accountId, server);
         if (deps.oauthFreshen !== undefined && (await deps.oauthFreshen(server, held))) return (await deps.credentials.custom(server.accountId, server)).headers;

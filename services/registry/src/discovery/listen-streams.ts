@@ -1,5 +1,5 @@
 import { SpanKind, SpanStatusCode, trace, type Counter, type Meter, type Tracer, type UpDownCounter } from '@opentelemetry/api';
-import { LockBusyError, type SingleFlight } from '@mcpx/locks';
+import { LockBusyError, type SingleFlight } from '@mcpx/shared-state';
 import type { Logger } from '@mcpx/log';
 import type { McpConnection } from '@mcpx/mcp-client';
 import { McpAttributes } from '@mcpx/telemetry';

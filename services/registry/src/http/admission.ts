@@ -3,7 +3,7 @@ import type { Redis } from 'ioredis';
 import type { Meter } from '@opentelemetry/api';
 import { DEFAULT_QUOTAS, type QuotaSettings } from '@mcpx/config';
 import { TrustedProxies } from '@mcpx/config/trusted-proxies';
-import { LeaseQuota, RateLimiter } from '@mcpx/locks';
+import { LeaseQuota, RateLimiter } from '@mcpx/shared-state';
 import type { Logger } from '@mcpx/log';
 import { AccountQuotas, QuotaKinds, quotaExceeded, rateLimited } from '../shared/quotas.js';
 

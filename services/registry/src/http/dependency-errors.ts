@@ -1,5 +1,5 @@
 import { ErrorCodes, WireError } from '@mcpx/contracts';
-import { isRedisUnavailable, REDIS_RETRY_AFTER_MS } from '@mcpx/locks';
+import { isRedisUnavailable, REDIS_RETRY_AFTER_MS } from '@mcpx/shared-state';
 
 /** What an action refused for a Postgres outage tells its caller to wait (the pool reconnects per request). */
 export const POSTGRES_RETRY_AFTER_MS = 1_000;

@@ -3,7 +3,7 @@ import type { Subscription } from '@nats-io/transport-node';
 import type { Bus } from '@mcpx/bus';
 import { ErrorCodes, QueueGroups, WireError, decodeTokenDecisionAudit, isTokenDecider, type TokenDecisionAudit, type TokenDecisionAuditReply } from '@mcpx/contracts';
 import type { Db } from '@mcpx/db';
-import type { ApprovalStore } from '@mcpx/locks';
+import type { ApprovalStore } from '@mcpx/shared-state';
 import type { Logger } from '@mcpx/log';
 import { recordAudit } from '../audit/audit-log.js';
 

@@ -1,5 +1,5 @@
 import { ErrorCodes, WireError, approvalDecidedEvent, invalidInput, type ApprovalDecidedEvent, type ApprovalView } from '@mcpx/contracts';
-import { ARGUMENTS_SHOWN_MAX_BYTES, type ApprovalRecord } from '@mcpx/locks';
+import { ARGUMENTS_SHOWN_MAX_BYTES, type ApprovalRecord } from '@mcpx/shared-state';
 import { auditBy, recordAudit } from '../audit/audit-log.js';
 import type { ReviewAction, ReviewDeps } from './review-deps.js';
 import type { ActionInput, Caller } from '../shared/action-handler.js';

@@ -9,7 +9,7 @@ import {
   type InputRequestItem,
   type InputRequestView,
 } from '@mcpx/contracts';
-import type { InputRecord, InputStore } from '@mcpx/locks';
+import type { InputRecord, InputStore } from '@mcpx/shared-state';
 import { auditBy, recordAudit } from '../audit/audit-log.js';
 import type { ReviewAction, ReviewDeps } from './review-deps.js';
 

@@ -1,7 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 import { encodePayload, type ServerStatus } from '@mcpx/contracts';
 import type { Database } from '@mcpx/db';
-import { DiscoveredToolsColumn, HeldChangesColumn, ServerToolsColumn, ToolChangeColumn, ToolContractColumn } from '@mcpx/credentials';
+import { DiscoveredToolsColumn, HeldChangesColumn, ServerToolsColumn, ToolChangeColumn, ToolContractColumn } from '@mcpx/stored';
 import { contractCid, type RemoteTool } from '@mcpx/domain';
 import { recordAudit, SYSTEM_SIGNER } from '../audit/audit-log.js';
 import { discoveredTools, storedStatus, toRecord, type McpServerRecord } from '../catalog/mcp-servers.repository.js';

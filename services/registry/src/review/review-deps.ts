@@ -2,7 +2,7 @@ import type { Bus } from '@mcpx/bus';
 import type { ActionType } from '@mcpx/contracts';
 import type { Db } from '@mcpx/db';
 import type { ToolNameStyle } from '@mcpx/domain';
-import type { ApprovalStore, InputStore } from '@mcpx/locks';
+import type { ApprovalStore, InputStore } from '@mcpx/shared-state';
 import type { Logger } from '@mcpx/log';
 import type { McpServersRepository } from '../catalog/mcp-servers.repository.js';
 import type { ToolPermissionsRepository } from '../catalog/tool-permissions.repository.js';

@@ -1,6 +1,6 @@
 import { ErrorCodes, invalidInput, REVIEW_CHANGES_MAX, WireError, type ActionResponse, type ToolChangeView, type ToolReviewRequestedEvent } from '@mcpx/contracts';
 import { buildToolDocuments, contractCid, contractWarnings, diffContracts, documentCid, inputCompatible, projectToolNames, toolContract, type RemoteTool } from '@mcpx/domain';
-import { ToolChangeColumn } from '@mcpx/credentials';
+import { ToolChangeColumn } from '@mcpx/stored';
 import { metrics, trace } from '@opentelemetry/api';
 import { recordAudit } from '../audit/audit-log.js';
 import { serverDiscovered } from '../catalog/server-events.js';

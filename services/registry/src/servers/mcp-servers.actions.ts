@@ -1,5 +1,5 @@
 import { ErrorCodes, WireError, type ActionResponse } from '@mcpx/contracts';
-import { DiscoveredToolsColumn } from '@mcpx/credentials';
+import { DiscoveredToolsColumn } from '@mcpx/stored';
 import type { StoredServerConfig } from '../catalog/mcp-servers.repository.js';
 import { keptUrl, redactServer } from './redaction.js';
 import { grantedServers } from '../agents/agent-scope.js';

@@ -2,7 +2,7 @@ import { ErrorCodes, WireError } from '@mcpx/contracts';
 import type { Logger } from '@mcpx/log';
 import { CredentialError } from '../../shared/credential-error.js';
 import type { McpServerRecord } from '../../catalog/mcp-servers.repository.js';
-import { expiring, type ServerCredentials } from '@mcpx/credentials';
+import { expiring, type ServerCredentials } from '@mcpx/stored';
 import { accessTokenHash } from './access-tokens.js';
 import { compareAndRefresh } from '../compare-and-refresh.js';
 import { ClientCredentialsError, requestClientCredentialsToken, type ClientCredentialsTarget } from './client-credentials-provider.js';
@@ -64,7 +64,7 @@ export class ClientCredentialsTokens {
   }
 
   /**
-   * Before a discovery: whether `held` (read by `@mcpx/credentials`) needed its token replaced
+   * Before a discovery: whether `held` (read by `@mcpx/stored`) needed its token replaced
    * first, and was. Without a stored token there is none: the server's 401 names its metadata, and
    * {@link renew} gets a token from there. Refused credentials are the server's error (a
    * {@link CredentialError}: the owner must fix `config.oauth`, signing in would not help), an

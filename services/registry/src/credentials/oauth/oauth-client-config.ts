@@ -1,9 +1,9 @@
 import { createPrivateKey } from 'node:crypto';
 import { invalidInput } from '@mcpx/contracts';
-import { CLIENT_ASSERTION_ALGS, OAuthGrants, type ClientAssertionAlg, type OAuthGrant, type StoredOAuthClient } from '@mcpx/credentials';
+import { CLIENT_ASSERTION_ALGS, OAuthGrants, type ClientAssertionAlg, type OAuthGrant, type StoredOAuthClient } from '@mcpx/stored';
 import type { OAuthClientInformationMixed } from '@mcpx/mcp-client';
 
-/** The grants, assertion algorithms and stored client of `config.oauth`: defined once in `@mcpx/credentials`. */
+/** The grants, assertion algorithms and stored client of `config.oauth`: defined once in `@mcpx/stored`. */
 export { CLIENT_ASSERTION_ALGS, OAuthGrants, type ClientAssertionAlg, type OAuthGrant, type StoredOAuthClient };
 
 /** `config.oauth` of SetMcpServer: a client the owner registered with the authorization server. */

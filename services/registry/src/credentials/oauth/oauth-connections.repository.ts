@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Db } from '@mcpx/db';
 import type { OAuthClientInformationMixed, OAuthDiscoveryState, OAuthTokens } from '@mcpx/mcp-client';
-import { openOAuthTokens, sealOAuthTokens } from '@mcpx/credentials';
+import { openOAuthTokens, sealOAuthTokens } from '@mcpx/stored';
 import { oauthSecretAad, type SecretBox } from '@mcpx/secrets';
 import type { ClientCredentialsState } from './oauth-client-config.js';
 
@@ -65,7 +65,7 @@ export class OAuthConnectionsRepository {
       .where('account_id', '=', account)
       .where('server_id', '=', serverId)
       .executeTakeFirst();
-    // The codec the proxy reads with (`@mcpx/credentials`): tokens as received, bound to the URL they were issued for.
+    // The codec the proxy reads with (`@mcpx/stored`): tokens as received, bound to the URL they were issued for.
     const tokens: OAuthTokens | undefined = openOAuthTokens(this.box, account, serverId, row, serverUrl);
     return tokens === undefined ? undefined : { tokens, expiresAt: row?.tokens_expire_at ?? null };
   }

@@ -1,5 +1,5 @@
 import { ErrorCodes, WireError } from '@mcpx/contracts';
-import { LockBusyError, type SingleFlight } from '@mcpx/locks';
+import { LockBusyError, type SingleFlight } from '@mcpx/shared-state';
 import type { Logger } from '@mcpx/log';
 import { boundedOAuthFetch, runOAuth } from '@mcpx/mcp-client';
 import { withSpan, type Counter, type Meter, type Tracer } from '@mcpx/telemetry';
@@ -8,7 +8,7 @@ import { ClientCredentialsTokens, usesClientCredentials } from './client-credent
 import { preRegisteredState, type PreRegisteredClient } from './oauth-client-config.js';
 import type { OAuthConnectionsRepository } from './oauth-connections.repository.js';
 import { RegistryOAuthProvider } from './oauth-provider.js';
-import { expiring, type ServerCredentials } from '@mcpx/credentials';
+import { expiring, type ServerCredentials } from '@mcpx/stored';
 import { compareAndRefresh } from '../compare-and-refresh.js';
 import { issuerMatches } from './authorization-response.js';
 import { mixUpError } from './mix-up-errors.js';
@@ -173,7 +173,7 @@ export class OAuthService {
   }
 
   /**
-   * Before a discovery: whether `held` (the server's credentials as `@mcpx/credentials` reads
+   * Before a discovery: whether `held` (the server's credentials as `@mcpx/stored` reads
    * them) needed its token renewed first, and was. A token about to expire is refreshed; a failed
    * refresh leaves the old one, whose 401 then says `auth_required`. A client credentials token is
    * replaced (see {@link ClientCredentialsTokens.freshen}).
