@@ -24,7 +24,6 @@
  * rows only.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { availableParallelism, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { Client, ModernClient, ModernStreamableHTTPClientTransport, StreamableHTTPClientTransport } from '../test/support/sdk-client.js';
@@ -32,6 +31,7 @@ import { freePort } from '../test/servers/free-port.js';
 import { startBareRelay, type BareRelay } from '../test/support/bare-relay.js';
 import { ProxySystem, spawnProxyProcess, type ProxyProcess } from '../test/support/proxy-system.js';
 import { ROOT, eventually } from '../test/support/system.js';
+import { processCpuMs as cpuOf, runPhase as run, startEchoUpstream as startUpstream } from './support/measure.js';
 
 const QUICK = process.env.BENCH_QUICK === '1';
 const SEQUENTIAL = Number(process.env.BENCH_SEQUENTIAL ?? 1_000);
@@ -40,52 +40,6 @@ const CALLERS = 32;
 // Enough for the endpoint's and the proxy's V8 to have compiled their hot paths before a phase is measured
 // (bench/proxy.ts found 300 too few: compiler threads were a quarter of the proxy's CPU in the first phases).
 const WARMUP = Number(process.env.BENCH_WARMUP ?? 1_500);
-
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
-}
-
-async function run(total: number, concurrency: number, op: (i: number) => Promise<unknown>): Promise<{ seconds: number; p50: number; p99: number }> {
-  const latencies: number[] = new Array<number>(total);
-  let next = 0;
-  const started = performance.now();
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      for (;;) {
-        const i = next++;
-        if (i >= total) return;
-        const t = performance.now();
-        await op(i);
-        latencies[i] = performance.now() - t;
-      }
-    }),
-  );
-  const seconds = (performance.now() - started) / 1000;
-  latencies.sort((a, b) => a - b);
-  return { seconds, p50: percentile(latencies, 50), p99: percentile(latencies, 99) };
-}
-
-/** CPU milliseconds a process has used (utime + stime from /proc, in clock ticks of 10 ms). */
-function cpuOf(pid: number | undefined): number {
-  if (pid === undefined) return 0;
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-    return (Number(fields[11]) + Number(fields[12])) * 10;
-  } catch {
-    return 0;
-  }
-}
-
-async function startUpstream(era: 'modern' | 'legacy'): Promise<{ url: string; pid: number | undefined; stop: () => void }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'test', 'servers', 'echo-upstream-main.ts'), '--era', era], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
-  const stderr: string[] = [];
-  child.stderr.on('data', (d: Buffer) => stderr.push(d.toString()));
-  const url = await new Promise<string>((resolve, reject) => {
-    child.stdout.once('data', (d: Buffer) => resolve((JSON.parse(d.toString()) as { url: string }).url));
-    child.once('exit', (code) => reject(new Error(`upstream exited ${code}: ${stderr.join('')}`)));
-  });
-  return { url, pid: child.pid, stop: () => child.kill('SIGTERM') };
-}
 
 /**
  * `BENCH_PROFILE=<dir>`: the endpoint and the proxy each write a V8 CPU profile when they stop,

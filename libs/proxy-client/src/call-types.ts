@@ -1,42 +1,26 @@
-import { ErrorCodes, WireError, type CallLog, type CallProgress, type InputRequestItem, type LogLevel } from '@mcpx/contracts';
+import { ErrorCodes, WireError, type CallLog, type CallProgress, type InputRequestItem, type ProxyCallRequest } from '@mcpx/contracts';
 import type { ProxyResult } from '@mcpx/domain';
 
-export interface CallInput {
-  account: string;
-  agent: string;
-  run: string;
-  tool: string;
-  arguments?: Record<string, unknown>;
-  callId?: string;
-  timeoutMs?: number;
-  /** The approval of an earlier `approval_required` answer: re-send the same call with it. */
-  approvalId?: string;
-  /** The input request of an earlier `input_required` answer, once answered: re-send the same call with it. */
-  inputRequestId?: string;
-  /** The runtime's own answers to that input request's questions addressed to it (by key). */
-  inputResponses?: Record<string, unknown>;
-  /** What this runtime answers itself: sampling (it samples its model), forms (when the agent's definition lets it), roots (it shares its roots). */
-  answers?: { sampling?: boolean; forms?: boolean; roots?: boolean };
-  /** The server's content whole (an MCP caller): `content`, `isError`, `meta` instead of `text` and `images`. */
-  content?: boolean;
-  /** Asks for a task-augmented call of a tool whose task support is `optional` (docs/tasks.md). */
-  task?: boolean;
-  /** How long a task-augmented call waits for its task before answering with the handle (0: at once). */
-  taskWaitMs?: number;
-  /**
-   * Told of the server's progress while the call runs (docs/call.md#progress): the call is sent
-   * with `progress: true` and its progress subject heard until the reply. At most 10 a second,
-   * in the server's order; a malformed event is skipped.
-   */
-  onProgress?: (progress: CallProgress) => void;
-  /**
-   * The server's log messages at this level and above, while the call runs
-   * (docs/endpoint.md#logging): the call is sent with `logLevel` and its log subject heard until
-   * the reply, each message told to `onLog` (a malformed one is skipped). Both or neither.
-   */
-  logLevel?: LogLevel;
-  onLog?: (log: CallLog) => void;
-}
+/**
+ * A call as the runtime asks for it: the fields of the proxy's call request (`ProxyCallRequest`
+ * of `@mcpx/contracts`, documented there), the arguments, id and options optional, and the
+ * listeners of its progress and log messages.
+ */
+export type CallInput = Pick<ProxyCallRequest, 'account' | 'agent' | 'run' | 'tool'> &
+  Partial<Pick<ProxyCallRequest, 'arguments' | 'callId' | 'timeoutMs' | 'approvalId' | 'inputRequestId' | 'inputResponses' | 'answers' | 'content' | 'task' | 'taskWaitMs' | 'logLevel'>> & {
+    /**
+     * Told of the server's progress while the call runs (docs/call.md#progress): the call is sent
+     * with `progress: true` and its progress subject heard until the reply. At most 10 a second,
+     * in the server's order; a malformed event is skipped.
+     */
+    onProgress?: (progress: CallProgress) => void;
+    /**
+     * The server's log messages at `logLevel` and above, while the call runs
+     * (docs/endpoint.md#logging): its log subject heard until the reply, each message told to
+     * `onLog` (a malformed one is skipped). Both or neither.
+     */
+    onLog?: (log: CallLog) => void;
+  };
 
 /** The `details` of an `input_required` error: what the server asks, by whom it is answered. */
 export interface InputRequired {
