@@ -91,11 +91,14 @@ describe('input requests to the endpoint client that can answer them', () => {
     expect(Object.values(asked.result?.inputRequests as Record<string, { method: string }>).map((q) => q.method)).toEqual(['sampling/createMessage']);
   });
 
-  it('a client that shares no roots is not asked for them: the roots question is refused, naming why', async () => {
+  it('a client that shares no roots is not asked for them: the server, told so, refuses as it would directly (-32021)', async () => {
     const client = await connect('lean', false);
-    const out = (await client.callTool({ name: 'conf__test_input_required_result_list_roots', arguments: {} })) as Result;
-    expect(out.isError).toBe(true);
-    expect(JSON.stringify(out)).not.toContain(ROOT.uri);
+    const refused = await client.callTool({ name: 'conf__test_input_required_result_list_roots', arguments: {} }).then(
+      (out) => ({ out }),
+      (err: unknown) => ({ err }),
+    );
+    expect(refused, JSON.stringify(refused)).toMatchObject({ err: { code: -32021 } });
+    expect(JSON.stringify(refused)).not.toContain(ROOT.uri);
   });
 
   it("attack: another token presenting a client's question's requestState answers nothing", async () => {

@@ -8,6 +8,9 @@ import type { ApiClient } from '../support/api-client.js';
 import { RegistryHarness, settledToolsChanged, testTelemetry } from '../support/registry-harness.js';
 import { eventually } from '../support/system.js';
 
+/** How long a discovery's hold, a projection or a listing may take on a busy machine (a wait, not a measure). */
+const HELD_WAIT_MS = 45_000;
+
 type Tools = Record<string, string>;
 interface Change {
   tool: string;
@@ -52,7 +55,7 @@ describe('strict pinning: a call never runs against a contract nobody accepted',
     const before = await eventually(async () => {
       const t = await agentTools(api, agent.id);
       return Object.keys(t).length === 2 ? t : undefined;
-    }, 15_000);
+    }, HELD_WAIT_MS);
     const send = (run?: string) =>
       api
         .act('InvokeTool', { agent: agent.id, tool: 'mail__send_email', arguments: { to: 'a@b.c' }, ...(run ? { run } : {}) })
@@ -75,11 +78,11 @@ describe('strict pinning: a call never runs against a contract nobody accepted',
         const c = await changes(api);
         return c.length > 0 ? c : undefined;
       },
-      15_000,
+      HELD_WAIT_MS,
       'the change to be held',
     );
     expect(held).toEqual([expect.objectContaining({ tool: 'send_email', status: 'pending', withheld: true, cid: refused.details.cid })]);
-    await eventually(async () => ((await agentTools(api, agent))['mail__send_email'] === undefined ? true : undefined), 15_000, 'the tool to be withheld');
+    await eventually(async () => ((await agentTools(api, agent))['mail__send_email'] === undefined ? true : undefined), HELD_WAIT_MS, 'the tool to be withheld');
     expect(await send()).toMatchObject({ code: 'held_for_review', details: { cid: refused.details.cid } });
     expect(remote.stats.calls).toBe(calls);
     // The other tool's contract did not change: it still runs.
@@ -98,10 +101,10 @@ describe('strict pinning: a call never runs against a contract nobody accepted',
         const c = await changes(api);
         return c.length > 0 ? c : undefined;
       },
-      15_000,
+      HELD_WAIT_MS,
       'the change to be held',
     );
-    await eventually(async () => ((await agentTools(api, agent))['mail__send_email'] === undefined ? true : undefined), 15_000, 'the tool to be withheld');
+    await eventually(async () => ((await agentTools(api, agent))['mail__send_email'] === undefined ? true : undefined), HELD_WAIT_MS, 'the tool to be withheld');
     const captured = await h.capture(`agents.tools.changed.${api.principal}.${agent}`);
     await api.act('AcceptToolChange', { server: 'mail', tool: 'send_email', cid: change!.cid });
     const after = await eventually(
@@ -109,7 +112,7 @@ describe('strict pinning: a call never runs against a contract nobody accepted',
         const t = await agentTools(api, agent);
         return t['mail__send_email'] !== undefined ? t : undefined;
       },
-      15_000,
+      HELD_WAIT_MS,
       'the accepted tool to be projected',
     );
     expect(after).toEqual({ mail__lookup: before['mail__lookup'], mail__send_email: change!.documentCid });
@@ -131,7 +134,7 @@ describe('strict pinning: a call never runs against a contract nobody accepted',
     const lists = remote.stats.listCalls;
     remote.setTools(ToolShifts.description());
     // The proxy heard the notification: its quiet discovery listed the server again.
-    await eventually(async () => (remote.stats.listCalls > lists ? true : undefined), 15_000, 'the notification to be heard');
+    await eventually(async () => (remote.stats.listCalls > lists ? true : undefined), HELD_WAIT_MS, 'the notification to be heard');
     expect(await send(run)).toMatchObject({ code: 'held_for_review', details: { server: 'mail', tool: 'mail__send_email' } });
     expect(remote.stats.calls).toBe(calls);
   });
@@ -168,7 +171,7 @@ describe('strict pinning: a call never runs against a contract nobody accepted',
       const run = `${pin}-${Date.now()}`;
       expect(await send(run)).toMatchObject({ result: { text: 'sent to a@b.c' } });
       // The connection's opening listing (quiet discovery) may land just after the first call.
-      await eventually(async () => (remote.stats.listCalls >= 2 ? true : undefined), 15_000, 'the opening listing');
+      await eventually(async () => (remote.stats.listCalls >= 2 ? true : undefined), HELD_WAIT_MS, 'the opening listing');
       const calls = remote.stats.calls;
       remote.setTools(ToolShifts.description());
       // The registry listens for the server's list changes and lists it itself: let that settle,
@@ -216,7 +219,7 @@ describe('strict pinning: a pin changed to strict reaches a warm proxy with the 
         const r = await api.act('ListAgentTools', { agent: agent.id });
         return r.tools.length === 2 ? true : undefined;
       },
-      15_000,
+      HELD_WAIT_MS,
       'the tools to be projected',
     );
     const send = () => api.act('InvokeTool', { agent: agent.id, tool: 'mail__send_email', arguments: { to: 'a@b.c' } }).catch((e: unknown) => e as { code: string; details: Record<string, unknown> });
@@ -229,7 +232,7 @@ describe('strict pinning: a pin changed to strict reaches a warm proxy with the 
         const event = captured.messages.slice(from).some((m) => subjects.parseServerEvent(m.subject)?.server === 'mail');
         return event && proxy.stats().invalidations - base >= invalidating() ? true : undefined;
       },
-      15_000,
+      HELD_WAIT_MS,
       'the proxy to apply the server event',
     );
     captured.stop();
