@@ -1,16 +1,18 @@
 import type { Reporter, TestModule } from 'vitest/node';
 
-/** Prints the plain closing line `N passed, N failed[, N skipped]` that CI reads. */
+/** Prints the plain closing line `N passed, N failed[, N skipped]` that CI reads, after the tests that passed only on a retry. */
 export default class CountReporter implements Reporter {
   onTestRunEnd(modules: ReadonlyArray<TestModule>, errors: ReadonlyArray<unknown>): void {
     let passed = 0;
     let failed = 0;
     let skipped = 0;
+    const flaky: string[] = [];
     for (const mod of modules) {
       let failedHere = 0;
       for (const test of mod.children.allTests()) {
         const state = test.result().state;
         if (state === 'passed') passed++;
+        if (state === 'passed' && test.diagnostic()?.flaky === true) flaky.push(`${mod.moduleId} > ${test.fullName}`);
         else if (state === 'failed') failedHere++;
         else skipped++;
       }
@@ -19,6 +21,8 @@ export default class CountReporter implements Reporter {
       failed += failedHere > 0 ? failedHere : mod.state() === 'failed' ? 1 : 0;
     }
     failed += errors.length;
+    // Named, never hidden: a test that passed only on its retry (CI's `retry: 1`) is a flake to fix.
+    for (const name of flaky) process.stdout.write(`\npassed on a retry (a flake to fix): ${name}`);
     const tail = skipped > 0 ? `, ${skipped} skipped` : '';
     process.stdout.write(`\n${passed} passed, ${failed} failed${tail}\n`);
   }
