@@ -11,8 +11,8 @@ export default class CountReporter implements Reporter {
       let failedHere = 0;
       for (const test of mod.children.allTests()) {
         const state = test.result().state;
-        if (state === 'passed') passed++;
         if (state === 'passed' && test.diagnostic()?.flaky === true) flaky.push(`${mod.moduleId} > ${test.fullName}`);
+        if (state === 'passed') passed++;
         else if (state === 'failed') failedHere++;
         else skipped++;
       }
