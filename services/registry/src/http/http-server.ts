@@ -1,33 +1,22 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createHash } from 'node:crypto';
-import type { Redis } from 'ioredis';
-import type { Meter, Tracer } from '@opentelemetry/api';
 import { BODY_LIMITS, ErrorCodes, WireError, checkValueBounds, invalidInput, openApiDocument } from '@mcpx/contracts';
 import { serveConsole, type ConsoleSettings } from '@mcpx/console';
 import type { QuotaSettings } from '@mcpx/config';
 import type { TrustedProxies } from '@mcpx/config/trusted-proxies';
 import { InboundGuard, refusalMessage, type InboundRefusal } from '@mcpx/inbound';
-import type { Logger } from '@mcpx/log';
-import type { ActionDeps } from '../actions/index.js';
 import { NO_STORE_HEADERS, sendJson } from '../authorization-server/pages.js';
 import { AS_BASE_PATH } from '../authorization-server/paths.js';
 import { OPEN_CORS } from '../authorization-server/token.js';
 import { OAUTH_CALLBACK_PATH, OAUTH_CLIENT_METADATA_PATH, OAUTH_START_PATH } from '../credentials/oauth/paths.js';
-import { actionRoute } from './action-route.js';
+import { actionRoute, type ActionRouteDeps } from './action-route.js';
 import { Admission } from './admission.js';
 import { authenticate, parseEnvelope } from './envelope-auth.js';
 import type { EventStream } from './event-stream.js';
 import { bodyTooLarge, isCbor, retryAfterHeader, send } from './http-codec.js';
 
-export interface HttpDeps {
-  actions: ActionDeps;
-  redis: Redis;
-  redisPrefix: string;
-  /** The database's port: a refused connection to it is Postgres's outage (`unavailable`). */
-  postgresPort?: number;
-  log: Logger;
-  tracer: Tracer;
-  meter: Meter;
+/** The action route's own (./action-route.ts) less what the server makes for it, and the rest of the server's. */
+export interface HttpDeps extends Omit<ActionRouteDeps, 'admission'> {
   events: EventStream;
   isReady: () => boolean;
   /** What the console learns of the deployment (`/console/settings.json`; absent: the defaults). */
