@@ -16,8 +16,23 @@ import { spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism, loadavg, totalmem } from 'node:os';
 import { join } from 'node:path';
-import { REVISIONS, ROOT, baselineReasons, runConformance, summaryLine, type ConformanceRun, type Revision } from '../test/conformance/run-conformance.js';
-import { endpointBaselinePath, runServerLeg, serverSummaryLine, startServerLegs, type Face, type ServerLegRun } from '../test/conformance/server-legs.js';
+import {
+  REVISIONS,
+  ROOT,
+  baselineReasons,
+  runConformance,
+  summaryLine,
+  type ConformanceRun,
+  type Revision,
+} from '../test/conformance/run-conformance.js';
+import {
+  endpointBaselinePath,
+  runServerLeg,
+  serverSummaryLine,
+  startServerLegs,
+  type Face,
+  type ServerLegRun,
+} from '../test/conformance/server-legs.js';
 
 function table(run: ConformanceRun): string[] {
   const reasons = baselineReasons(run.revision);
@@ -29,7 +44,8 @@ function table(run: ConformanceRun): string[] {
     '| scenario | result | checks passed | checks failed | note |',
     '|---|---|---:|---:|---|',
     ...run.scenarios.map(
-      (s) => `| ${s.name} | ${s.ok ? 'pass' : '**fail**'} | ${s.passed} | ${s.failed} | ${s.notScored ? 'not scored for this revision' : s.ok ? '' : (reasons.get(s.name) ?? 'not in the baseline')} |`,
+      (s) =>
+        `| ${s.name} | ${s.ok ? 'pass' : '**fail**'} | ${s.passed} | ${s.failed} | ${s.notScored ? 'not scored for this revision' : s.ok ? '' : (reasons.get(s.name) ?? 'not in the baseline')} |`,
     ),
     '',
   ];
@@ -44,7 +60,9 @@ async function clientPart(): Promise<string> {
     const run = await runConformance(revision);
     runs.push(run);
     for (const s of run.scenarios) {
-      process.stdout.write(`${s.ok ? 'pass' : 'FAIL'}  ${revision}  ${s.name}  (${s.passed} checks passed, ${s.failed} failed)${s.notScored ? '  [not scored]' : ''}\n`);
+      process.stdout.write(
+        `${s.ok ? 'pass' : 'FAIL'}  ${revision}  ${s.name}  (${s.passed} checks passed, ${s.failed} failed)${s.notScored ? '  [not scored]' : ''}\n`,
+      );
     }
   }
   process.stdout.write('\n');
@@ -67,7 +85,11 @@ async function clientPart(): Promise<string> {
 
 /** The fixture in a process of its own (it does not share the endpoint's CPU budget). */
 async function startFixture(): Promise<{ url: string; stop(): void }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'test', 'servers', 'conformance-upstream-main.ts')], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', join(ROOT, 'test', 'servers', 'conformance-upstream-main.ts')],
+    { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   const stderr: string[] = [];
   child.stderr.on('data', (d: Buffer) => stderr.push(d.toString()));
   const url = await new Promise<string>((resolve, reject) => {
@@ -126,18 +148,24 @@ async function serverPart(): Promise<string> {
       // The four legs side by side; scenarios within a leg run one after another.
       const pairs: ServerPair[] = await Promise.all(
         REVISIONS.map(async (revision) => {
-          const [direct, through] = await Promise.all([runServerLeg(revision, legs.directUrl), runServerLeg(revision, legs.throughUrl)]);
+          const [direct, through] = await Promise.all([
+            runServerLeg(revision, legs.directUrl),
+            runServerLeg(revision, legs.throughUrl),
+          ]);
           return { revision, direct, through };
         }),
       );
       for (const { revision, direct, through } of pairs) {
         for (const s of through.scenarios) {
           const plain = (run: ServerLegRun): string => verdict(run, s.name).replaceAll('**', '');
-          process.stdout.write(`direct ${plain(direct)}, through ${plain(through)}  server ${revision}  ${s.name}${s.notScored ? '  [not scored]' : ''}\n`);
+          process.stdout.write(
+            `direct ${plain(direct)}, through ${plain(through)}  server ${revision}  ${s.name}${s.notScored ? '  [not scored]' : ''}\n`,
+          );
         }
       }
       process.stdout.write('\n');
-      for (const { direct, through } of pairs) process.stdout.write(`${serverSummaryLine(through, direct, legs.face)}\n`);
+      for (const { direct, through } of pairs)
+        process.stdout.write(`${serverSummaryLine(through, direct, legs.face)}\n`);
       return serverSection(pairs, legs.face);
     } finally {
       await legs.stop();
@@ -190,8 +218,15 @@ function record(part: 'client' | 'server', body: string): void {
   const start = current.indexOf('\n## Conformance\n');
   const after = start === -1 ? -1 : current.indexOf('\n## ', start + 1);
   const section = start === -1 ? '' : current.slice(start + 1, after === -1 ? undefined : after);
-  const legacyClient = section.includes(marker('client')) ? undefined : section.replace(/^## Conformance\n+/, '').replace(/\n+$/, '');
-  const parts = { client: block(section, 'client') ?? (legacyClient ? `${marker('client')}\n${legacyClient}\n${marker('client', true)}` : ''), server: block(section, 'server') ?? '' };
+  const legacyClient = section.includes(marker('client'))
+    ? undefined
+    : section.replace(/^## Conformance\n+/, '').replace(/\n+$/, '');
+  const parts = {
+    client:
+      block(section, 'client') ??
+      (legacyClient ? `${marker('client')}\n${legacyClient}\n${marker('client', true)}` : ''),
+    server: block(section, 'server') ?? '',
+  };
   parts[part] = `${marker(part)}\n${body}\n${marker(part, true)}`;
   const next = `${['## Conformance', parts.client, parts.server].filter((x) => x !== '').join('\n\n')}\n`;
   if (start === -1) writeFileSync(file, `${current.replace(/\n*$/, '\n')}\n${next}`);
@@ -201,7 +236,8 @@ function record(part: 'client' | 'server', body: string): void {
 
 async function main(): Promise<void> {
   const only = process.argv[2];
-  if (only !== undefined && only !== 'client' && only !== 'server') throw new Error(`usage: pnpm bench conformance [client|server], got ${only}`);
+  if (only !== undefined && only !== 'client' && only !== 'server')
+    throw new Error(`usage: pnpm bench conformance [client|server], got ${only}`);
   if (only !== 'server') record('client', await clientPart());
   if (only !== 'client') record('server', await serverPart());
 }

@@ -26,7 +26,12 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { availableParallelism, totalmem } from 'node:os';
 import { join } from 'node:path';
-import { Client, ModernClient, ModernStreamableHTTPClientTransport, StreamableHTTPClientTransport } from '../test/support/sdk-client.js';
+import {
+  Client,
+  ModernClient,
+  ModernStreamableHTTPClientTransport,
+  StreamableHTTPClientTransport,
+} from '../test/support/sdk-client.js';
 import { freePort } from '../test/servers/free-port.js';
 import { startBareRelay, type BareRelay } from '../test/support/bare-relay.js';
 import { ProxySystem, spawnProxyProcess, type ProxyProcess } from '../test/support/proxy-system.js';
@@ -58,14 +63,33 @@ function profileArgs(role: 'endpoint' | 'proxy'): string[] {
  */
 const BASELINE_ROOT = process.env.BENCH_BASELINE_ROOT;
 
-async function startEndpointProcess(system: ProxySystem, root = ROOT): Promise<{ url: string; child: ChildProcess; logs: string[] }> {
+async function startEndpointProcess(
+  system: ProxySystem,
+  root = ROOT,
+): Promise<{ url: string; child: ChildProcess; logs: string[] }> {
   const port = await freePort();
   const logs: string[] = [];
-  const child = spawn(process.execPath, [...(root === ROOT ? profileArgs('endpoint') : []), '--import', 'tsx', join(root, 'services', 'endpoint', 'src', 'main.ts')], {
-    cwd: root,
-    env: { ...process.env, ...system.env, HTTP_PORT: String(port), INTERNAL_HTTP_PORT: String(await freePort()), LOG_LEVEL: 'warn', INSTANCE_ID: `endpoint-bench-${port}` },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawn(
+    process.execPath,
+    [
+      ...(root === ROOT ? profileArgs('endpoint') : []),
+      '--import',
+      'tsx',
+      join(root, 'services', 'endpoint', 'src', 'main.ts'),
+    ],
+    {
+      cwd: root,
+      env: {
+        ...process.env,
+        ...system.env,
+        HTTP_PORT: String(port),
+        INTERNAL_HTTP_PORT: String(await freePort()),
+        LOG_LEVEL: 'warn',
+        INSTANCE_ID: `endpoint-bench-${port}`,
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   child.stdout?.on('data', (d: Buffer) => logs.push(d.toString()));
   child.stderr?.on('data', (d: Buffer) => logs.push(d.toString()));
   const url = `http://127.0.0.1:${port}`;
@@ -134,7 +158,13 @@ async function main(): Promise<void> {
   const [modernUp, legacyUp] = await Promise.all([startUpstream('modern'), startUpstream('legacy')]);
   const system = await ProxySystem.start({
     proxies: 0,
-    env: { PROXY_MAX_CONCURRENCY_PER_SERVER: '100000', PROXY_RATE_PER_SERVER: '1000000', PROXY_MAX_RUNS: '100000', PROXY_MAX_CONNECTIONS: '100000', LOG_LEVEL: 'warn' },
+    env: {
+      PROXY_MAX_CONCURRENCY_PER_SERVER: '100000',
+      PROXY_RATE_PER_SERVER: '1000000',
+      PROXY_MAX_RUNS: '100000',
+      PROXY_MAX_CONNECTIONS: '100000',
+      LOG_LEVEL: 'warn',
+    },
   });
   let proxy: ProxyProcess | undefined;
   let endpoint: { url: string; child: ChildProcess; logs: string[] } | undefined;
@@ -160,41 +190,77 @@ async function main(): Promise<void> {
     };
     const agentUrl = new URL(`${endpoint.url}/v1/agents/bench/mcp`);
 
-    const modernDirect = new ModernClient({ name: 'bench-direct-v2', version: '0' }, { versionNegotiation: { mode: 'auto' } });
-    await modernDirect.connect(new ModernStreamableHTTPClientTransport(new URL(modernUp.url), { fetch: fetchNoSignal }));
-    const modernVia = new ModernClient({ name: 'bench-endpoint-v2', version: '0' }, { versionNegotiation: { mode: 'auto' } });
-    await modernVia.connect(new ModernStreamableHTTPClientTransport(agentUrl, { requestInit: { headers }, fetch: fetchNoSignal }));
-    if (modernDirect.getProtocolEra() !== 'modern' || modernVia.getProtocolEra() !== 'modern') throw new Error('a modern client did not reach the modern era');
+    const modernDirect = new ModernClient(
+      { name: 'bench-direct-v2', version: '0' },
+      { versionNegotiation: { mode: 'auto' } },
+    );
+    await modernDirect.connect(
+      new ModernStreamableHTTPClientTransport(new URL(modernUp.url), { fetch: fetchNoSignal }),
+    );
+    const modernVia = new ModernClient(
+      { name: 'bench-endpoint-v2', version: '0' },
+      { versionNegotiation: { mode: 'auto' } },
+    );
+    await modernVia.connect(
+      new ModernStreamableHTTPClientTransport(agentUrl, { requestInit: { headers }, fetch: fetchNoSignal }),
+    );
+    if (modernDirect.getProtocolEra() !== 'modern' || modernVia.getProtocolEra() !== 'modern')
+      throw new Error('a modern client did not reach the modern era');
     const legacyDirect = new Client({ name: 'bench-direct-v1', version: '0' });
     await legacyDirect.connect(new StreamableHTTPClientTransport(new URL(legacyUp.url), { fetch: fetchNoSignal }));
     const legacyVia = new Client({ name: 'bench-endpoint-v1', version: '0' });
-    await legacyVia.connect(new StreamableHTTPClientTransport(agentUrl, { requestInit: { headers }, fetch: fetchNoSignal }));
-    const modernRelay = new ModernClient({ name: 'bench-relay-v2', version: '0' }, { versionNegotiation: { mode: 'auto' } });
-    await modernRelay.connect(new ModernStreamableHTTPClientTransport(new URL(relay.urlOf('modern')), { fetch: fetchNoSignal }));
-    if (modernRelay.getProtocolEra() !== 'modern') throw new Error('the modern client did not reach the modern era through the relay');
+    await legacyVia.connect(
+      new StreamableHTTPClientTransport(agentUrl, { requestInit: { headers }, fetch: fetchNoSignal }),
+    );
+    const modernRelay = new ModernClient(
+      { name: 'bench-relay-v2', version: '0' },
+      { versionNegotiation: { mode: 'auto' } },
+    );
+    await modernRelay.connect(
+      new ModernStreamableHTTPClientTransport(new URL(relay.urlOf('modern')), { fetch: fetchNoSignal }),
+    );
+    if (modernRelay.getProtocolEra() !== 'modern')
+      throw new Error('the modern client did not reach the modern era through the relay');
     const legacyRelay = new Client({ name: 'bench-relay-v1', version: '0' });
-    await legacyRelay.connect(new StreamableHTTPClientTransport(new URL(relay.urlOf('legacy')), { fetch: fetchNoSignal }));
+    await legacyRelay.connect(
+      new StreamableHTTPClientTransport(new URL(relay.urlOf('legacy')), { fetch: fetchNoSignal }),
+    );
     clients.push(modernDirect, modernVia, legacyDirect, legacyVia, modernRelay, legacyRelay);
     // The baseline endpoint's clients: the same as the endpoint's, on the other process (else the endpoint's, unused).
     const baseUrl = baseline === undefined ? agentUrl : new URL(`${baseline.url}/v1/agents/bench/mcp`);
-    const modernBase = new ModernClient({ name: 'bench-baseline-v2', version: '0' }, { versionNegotiation: { mode: 'auto' } });
-    await modernBase.connect(new ModernStreamableHTTPClientTransport(baseUrl, { requestInit: { headers }, fetch: fetchNoSignal }));
+    const modernBase = new ModernClient(
+      { name: 'bench-baseline-v2', version: '0' },
+      { versionNegotiation: { mode: 'auto' } },
+    );
+    await modernBase.connect(
+      new ModernStreamableHTTPClientTransport(baseUrl, { requestInit: { headers }, fetch: fetchNoSignal }),
+    );
     const legacyBase = new Client({ name: 'bench-baseline-v1', version: '0' });
-    await legacyBase.connect(new StreamableHTTPClientTransport(baseUrl, { requestInit: { headers }, fetch: fetchNoSignal }));
+    await legacyBase.connect(
+      new StreamableHTTPClientTransport(baseUrl, { requestInit: { headers }, fetch: fetchNoSignal }),
+    );
     clients.push(modernBase, legacyBase);
 
     const check = (out: { isError?: unknown; content?: unknown }): void => {
       if (out.isError === true) throw new Error(`a call failed: ${JSON.stringify(out.content).slice(0, 300)}`);
     };
     const ops = {
-      modernDirect: async (i: number) => check(await modernDirect.callTool({ name: 'echo', arguments: { text: `m${i}` } })),
-      modernVia: async (i: number) => check(await modernVia.callTool({ name: 'mbench__echo', arguments: { text: `m${i}` } })),
-      legacyDirect: async (i: number) => check((await legacyDirect.callTool({ name: 'echo', arguments: { text: `m${i}` } })) as never),
-      legacyVia: async (i: number) => check((await legacyVia.callTool({ name: 'lbench__echo', arguments: { text: `m${i}` } })) as never),
-      modernRelay: async (i: number) => check(await modernRelay.callTool({ name: 'echo', arguments: { text: `m${i}` } })),
-      legacyRelay: async (i: number) => check((await legacyRelay.callTool({ name: 'echo', arguments: { text: `m${i}` } })) as never),
-      modernBase: async (i: number) => check(await modernBase.callTool({ name: 'mbench__echo', arguments: { text: `m${i}` } })),
-      legacyBase: async (i: number) => check((await legacyBase.callTool({ name: 'lbench__echo', arguments: { text: `m${i}` } })) as never),
+      modernDirect: async (i: number) =>
+        check(await modernDirect.callTool({ name: 'echo', arguments: { text: `m${i}` } })),
+      modernVia: async (i: number) =>
+        check(await modernVia.callTool({ name: 'mbench__echo', arguments: { text: `m${i}` } })),
+      legacyDirect: async (i: number) =>
+        check((await legacyDirect.callTool({ name: 'echo', arguments: { text: `m${i}` } })) as never),
+      legacyVia: async (i: number) =>
+        check((await legacyVia.callTool({ name: 'lbench__echo', arguments: { text: `m${i}` } })) as never),
+      modernRelay: async (i: number) =>
+        check(await modernRelay.callTool({ name: 'echo', arguments: { text: `m${i}` } })),
+      legacyRelay: async (i: number) =>
+        check((await legacyRelay.callTool({ name: 'echo', arguments: { text: `m${i}` } })) as never),
+      modernBase: async (i: number) =>
+        check(await modernBase.callTool({ name: 'mbench__echo', arguments: { text: `m${i}` } })),
+      legacyBase: async (i: number) =>
+        check((await legacyBase.callTool({ name: 'lbench__echo', arguments: { text: `m${i}` } })) as never),
     };
     const rows: Row[] = [];
     const measure = async (
@@ -207,7 +273,10 @@ async function main(): Promise<void> {
     ): Promise<Row> => {
       const via = path !== 'direct';
       // The gateway's two processes: the endpoint and the proxy, or the relay and its responder.
-      const pids = path === 'relay' ? [relay?.relayPid, relay?.responderPid] : [(path === 'baseline' ? baseline : endpoint)?.child.pid, proxy?.child.pid];
+      const pids =
+        path === 'relay'
+          ? [relay?.relayPid, relay?.responderPid]
+          : [(path === 'baseline' ? baseline : endpoint)?.child.pid, proxy?.child.pid];
       await run(WARMUP, conc, op);
       const before = [cpuOf(pids[0]), cpuOf(pids[1]), cpuOf(upstreamPid)];
       const self = process.cpuUsage();
@@ -218,31 +287,162 @@ async function main(): Promise<void> {
       const upstreamMs = cpuOf(upstreamPid) - (before[2] ?? 0);
       const per = (ms: number): string => (ms / total).toFixed(3);
       const [first, second] = path === 'relay' ? ['relay', 'responder'] : ['endpoint', 'proxy'];
-      const cpu = via ? `client ${per(selfMs)}, upstream ${per(upstreamMs)}, ${first} ${per(endpointMs)}, ${second} ${per(proxyMs)}` : `client ${per(selfMs)}, upstream ${per(upstreamMs)}`;
+      const cpu = via
+        ? `client ${per(selfMs)}, upstream ${per(upstreamMs)}, ${first} ${per(endpointMs)}, ${second} ${per(proxyMs)}`
+        : `client ${per(selfMs)}, upstream ${per(upstreamMs)}`;
       const cpuTotal = (selfMs + upstreamMs + (via ? endpointMs + proxyMs : 0)) / total;
-      const row = { what, calls: total, perSecond: total / r.seconds, p50: r.p50, p99: r.p99, cpu, cpuTotal, cpuGateway: via ? (endpointMs + proxyMs) / total : 0 };
+      const row = {
+        what,
+        calls: total,
+        perSecond: total / r.seconds,
+        p50: r.p50,
+        p99: r.p99,
+        cpu,
+        cpuTotal,
+        cpuGateway: via ? (endpointMs + proxyMs) / total : 0,
+      };
       rows.push(row);
       return row;
     };
-    const mds = await measure('modern: SDK v2 direct, sequential', SEQUENTIAL, 1, ops.modernDirect, 'direct', modernUp.pid);
-    const mrs = await measure('modern: SDK v2 through the bare relay, sequential', SEQUENTIAL, 1, ops.modernRelay, 'relay', modernUp.pid);
-    const mvs = await measure('modern: SDK v2 through the endpoint, sequential', SEQUENTIAL, 1, ops.modernVia, 'endpoint', modernUp.pid);
-    const mbs = baseline && (await measure('modern: SDK v2 through the baseline endpoint, sequential', SEQUENTIAL, 1, ops.modernBase, 'baseline', modernUp.pid));
-    const mdc = await measure(`modern: SDK v2 direct, ${CALLERS} callers`, CONCURRENT, CALLERS, ops.modernDirect, 'direct', modernUp.pid);
-    const mrc = await measure(`modern: SDK v2 through the bare relay, ${CALLERS} callers`, CONCURRENT, CALLERS, ops.modernRelay, 'relay', modernUp.pid);
-    const mvc = await measure(`modern: SDK v2 through the endpoint, ${CALLERS} callers`, CONCURRENT, CALLERS, ops.modernVia, 'endpoint', modernUp.pid);
-    const mbc = baseline && (await measure(`modern: SDK v2 through the baseline endpoint, ${CALLERS} callers`, CONCURRENT, CALLERS, ops.modernBase, 'baseline', modernUp.pid));
+    const mds = await measure(
+      'modern: SDK v2 direct, sequential',
+      SEQUENTIAL,
+      1,
+      ops.modernDirect,
+      'direct',
+      modernUp.pid,
+    );
+    const mrs = await measure(
+      'modern: SDK v2 through the bare relay, sequential',
+      SEQUENTIAL,
+      1,
+      ops.modernRelay,
+      'relay',
+      modernUp.pid,
+    );
+    const mvs = await measure(
+      'modern: SDK v2 through the endpoint, sequential',
+      SEQUENTIAL,
+      1,
+      ops.modernVia,
+      'endpoint',
+      modernUp.pid,
+    );
+    const mbs =
+      baseline &&
+      (await measure(
+        'modern: SDK v2 through the baseline endpoint, sequential',
+        SEQUENTIAL,
+        1,
+        ops.modernBase,
+        'baseline',
+        modernUp.pid,
+      ));
+    const mdc = await measure(
+      `modern: SDK v2 direct, ${CALLERS} callers`,
+      CONCURRENT,
+      CALLERS,
+      ops.modernDirect,
+      'direct',
+      modernUp.pid,
+    );
+    const mrc = await measure(
+      `modern: SDK v2 through the bare relay, ${CALLERS} callers`,
+      CONCURRENT,
+      CALLERS,
+      ops.modernRelay,
+      'relay',
+      modernUp.pid,
+    );
+    const mvc = await measure(
+      `modern: SDK v2 through the endpoint, ${CALLERS} callers`,
+      CONCURRENT,
+      CALLERS,
+      ops.modernVia,
+      'endpoint',
+      modernUp.pid,
+    );
+    const mbc =
+      baseline &&
+      (await measure(
+        `modern: SDK v2 through the baseline endpoint, ${CALLERS} callers`,
+        CONCURRENT,
+        CALLERS,
+        ops.modernBase,
+        'baseline',
+        modernUp.pid,
+      ));
     const legacy = QUICK
       ? undefined
       : {
-          lds: await measure('legacy: SDK v1 direct, sequential', SEQUENTIAL, 1, ops.legacyDirect, 'direct', legacyUp.pid),
-          lrs: await measure('legacy: SDK v1 through the bare relay, sequential', SEQUENTIAL, 1, ops.legacyRelay, 'relay', legacyUp.pid),
-          lvs: await measure('legacy: SDK v1 through the endpoint, sequential', SEQUENTIAL, 1, ops.legacyVia, 'endpoint', legacyUp.pid),
-          lbs: baseline && (await measure('legacy: SDK v1 through the baseline endpoint, sequential', SEQUENTIAL, 1, ops.legacyBase, 'baseline', legacyUp.pid)),
-          ldc: await measure(`legacy: SDK v1 direct, ${CALLERS} callers`, CONCURRENT, CALLERS, ops.legacyDirect, 'direct', legacyUp.pid),
-          lrc: await measure(`legacy: SDK v1 through the bare relay, ${CALLERS} callers`, CONCURRENT, CALLERS, ops.legacyRelay, 'relay', legacyUp.pid),
-          lvc: await measure(`legacy: SDK v1 through the endpoint, ${CALLERS} callers`, CONCURRENT, CALLERS, ops.legacyVia, 'endpoint', legacyUp.pid),
-          lbc: baseline && (await measure(`legacy: SDK v1 through the baseline endpoint, ${CALLERS} callers`, CONCURRENT, CALLERS, ops.legacyBase, 'baseline', legacyUp.pid)),
+          lds: await measure(
+            'legacy: SDK v1 direct, sequential',
+            SEQUENTIAL,
+            1,
+            ops.legacyDirect,
+            'direct',
+            legacyUp.pid,
+          ),
+          lrs: await measure(
+            'legacy: SDK v1 through the bare relay, sequential',
+            SEQUENTIAL,
+            1,
+            ops.legacyRelay,
+            'relay',
+            legacyUp.pid,
+          ),
+          lvs: await measure(
+            'legacy: SDK v1 through the endpoint, sequential',
+            SEQUENTIAL,
+            1,
+            ops.legacyVia,
+            'endpoint',
+            legacyUp.pid,
+          ),
+          lbs:
+            baseline &&
+            (await measure(
+              'legacy: SDK v1 through the baseline endpoint, sequential',
+              SEQUENTIAL,
+              1,
+              ops.legacyBase,
+              'baseline',
+              legacyUp.pid,
+            )),
+          ldc: await measure(
+            `legacy: SDK v1 direct, ${CALLERS} callers`,
+            CONCURRENT,
+            CALLERS,
+            ops.legacyDirect,
+            'direct',
+            legacyUp.pid,
+          ),
+          lrc: await measure(
+            `legacy: SDK v1 through the bare relay, ${CALLERS} callers`,
+            CONCURRENT,
+            CALLERS,
+            ops.legacyRelay,
+            'relay',
+            legacyUp.pid,
+          ),
+          lvc: await measure(
+            `legacy: SDK v1 through the endpoint, ${CALLERS} callers`,
+            CONCURRENT,
+            CALLERS,
+            ops.legacyVia,
+            'endpoint',
+            legacyUp.pid,
+          ),
+          lbc:
+            baseline &&
+            (await measure(
+              `legacy: SDK v1 through the baseline endpoint, ${CALLERS} callers`,
+              CONCURRENT,
+              CALLERS,
+              ops.legacyBase,
+              'baseline',
+              legacyUp.pid,
+            )),
         };
 
     const f = (n: number, d = 2): string => n.toFixed(d);
@@ -251,7 +451,9 @@ async function main(): Promise<void> {
       '',
       '| phase | calls | calls/s | p50 ms | p99 ms | CPU ms/call |',
       '|---|---|---|---|---|---|',
-      ...rows.map((r) => `| ${r.what} | ${r.calls} | ${f(r.perSecond, 0)} | ${f(r.p50, 3)} | ${f(r.p99, 3)} | ${r.cpu} |`),
+      ...rows.map(
+        (r) => `| ${r.what} | ${r.calls} | ${f(r.perSecond, 0)} | ${f(r.p50, 3)} | ${f(r.p99, 3)} | ${r.cpu} |`,
+      ),
       '',
       'the floor (the bare relay, same client and upstream): goals at 32 callers ≥ 0.8× its throughput; endpoint + proxy CPU per call ≤ 1.5× relay + responder; sequential p50 ≤ its + 0.5 ms',
       ...floorLines('modern', mvs, mvc, mrs, mrc),

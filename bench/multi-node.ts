@@ -6,7 +6,9 @@
 import { parseArgs } from 'node:util';
 import { runMultiNode } from '../test/ops/support/multi-node-run.js';
 
-const { values } = parseArgs({ options: { 'phase-ms': { type: 'string' }, accounts: { type: 'string' }, concurrency: { type: 'string' } } });
+const { values } = parseArgs({
+  options: { 'phase-ms': { type: 'string' }, accounts: { type: 'string' }, concurrency: { type: 'string' } },
+});
 const r = await runMultiNode({
   phaseMs: Number(values['phase-ms'] ?? 10_000),
   accounts: Number(values.accounts ?? 3),

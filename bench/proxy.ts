@@ -32,7 +32,12 @@ import { createRequire } from 'node:module';
 import { availableParallelism, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { Client, ModernClient, ModernStreamableHTTPClientTransport, StreamableHTTPClientTransport } from '../test/support/sdk-client.js';
+import {
+  Client,
+  ModernClient,
+  ModernStreamableHTTPClientTransport,
+  StreamableHTTPClientTransport,
+} from '../test/support/sdk-client.js';
 import { startNatsEcho } from '../test/support/nats-echo.js';
 import { ProxySystem, spawnProxyProcess, type ProxyProcess } from '../test/support/proxy-system.js';
 import { ROOT } from '../test/support/system.js';
@@ -67,19 +72,35 @@ interface Phase {
 
 const cpuMs = (u: NodeJS.CpuUsage): number => (u.user + u.system) / 1000;
 
-async function proxyStats(p: ProxyProcess): Promise<{ cpu: NodeJS.CpuUsage; rss: number; connections: number; runs: number }> {
-  return (await (await fetch(`${p.internalUrl}/stats`)).json()) as { cpu: NodeJS.CpuUsage; rss: number; connections: number; runs: number };
+async function proxyStats(
+  p: ProxyProcess,
+): Promise<{ cpu: NodeJS.CpuUsage; rss: number; connections: number; runs: number }> {
+  return (await (await fetch(`${p.internalUrl}/stats`)).json()) as {
+    cpu: NodeJS.CpuUsage;
+    rss: number;
+    connections: number;
+    runs: number;
+  };
 }
 
 type UndiciPool = {
-  request(opts: { method: string; path: string; headers: Record<string, string>; body: string }): Promise<{ statusCode: number; body: { json(): Promise<unknown> } }>;
+  request(opts: {
+    method: string;
+    path: string;
+    headers: Record<string, string>;
+    body: string;
+  }): Promise<{ statusCode: number; body: { json(): Promise<unknown> } }>;
   close(): Promise<void>;
 };
 
 /** undici, as the outbound library declares it (the floor: one POST per call, keep-alive, nothing else). */
-async function rawModernClient(url: string): Promise<{ call: (i: number) => Promise<unknown>; close: () => Promise<void> }> {
+async function rawModernClient(
+  url: string,
+): Promise<{ call: (i: number) => Promise<unknown>; close: () => Promise<void> }> {
   const undiciPath = createRequire(join(ROOT, 'libs', 'outbound', 'package.json')).resolve('undici');
-  const { Pool } = (await import(pathToFileURL(undiciPath).href)) as { Pool: new (origin: string, opts: { connections: number }) => UndiciPool };
+  const { Pool } = (await import(pathToFileURL(undiciPath).href)) as {
+    Pool: new (origin: string, opts: { connections: number }) => UndiciPool;
+  };
   const target = new URL(url);
   const pool = new Pool(target.origin, { connections: CALLERS });
   const headers = {
@@ -89,10 +110,19 @@ async function rawModernClient(url: string): Promise<{ call: (i: number) => Prom
     'mcp-method': 'tools/call',
     'mcp-name': 'echo',
   };
-  const meta = { 'io.modelcontextprotocol/protocolVersion': MODERN, 'io.modelcontextprotocol/clientCapabilities': {}, 'io.modelcontextprotocol/clientInfo': { name: 'bench-raw', version: '0' } };
+  const meta = {
+    'io.modelcontextprotocol/protocolVersion': MODERN,
+    'io.modelcontextprotocol/clientCapabilities': {},
+    'io.modelcontextprotocol/clientInfo': { name: 'bench-raw', version: '0' },
+  };
   return {
     call: async (i) => {
-      const body = JSON.stringify({ jsonrpc: '2.0', id: i, method: 'tools/call', params: { name: 'echo', arguments: { text: `m${i}` }, _meta: meta } });
+      const body = JSON.stringify({
+        jsonrpc: '2.0',
+        id: i,
+        method: 'tools/call',
+        params: { name: 'echo', arguments: { text: `m${i}` }, _meta: meta },
+      });
       const res = await pool.request({ method: 'POST', path: target.pathname, headers, body });
       const out = (await res.body.json()) as { result?: unknown };
       if (res.statusCode !== 200 || out.result === undefined) throw new Error(`raw call answered ${res.statusCode}`);
@@ -107,7 +137,8 @@ const ACTIVITY_ROUNDS = QUICK ? 3 : 4;
 
 /** The call log on and off, side by side: see the header. Returns the report's lines. */
 async function activityComparison(system: ProxySystem): Promise<string[]> {
-  const rowOf = (p: Phase): string => `| ${p.what} | ${p.calls} | ${(p.calls / p.seconds).toFixed(0)} | ${p.p50.toFixed(3)} | ${p.p99.toFixed(3)} | ${p.cpuPerCallMs.toFixed(3)} | - |`;
+  const rowOf = (p: Phase): string =>
+    `| ${p.what} | ${p.calls} | ${(p.calls / p.seconds).toFixed(0)} | ${p.p50.toFixed(3)} | ${p.p99.toFixed(3)} | ${p.cpuPerCallMs.toFixed(3)} | - |`;
   const on = await spawnProxyProcess(system, { ACTIVITY: 'on' });
   const off = await spawnProxyProcess(system, { ACTIVITY: 'off' });
   try {
@@ -164,13 +195,22 @@ async function main(): Promise<void> {
   const system = await ProxySystem.start({
     proxies: 0,
     // Limits on (Redis-shared, admitted from leased slots and tokens), set high enough not to refuse the benchmark.
-    env: { PROXY_MAX_CONCURRENCY_PER_SERVER: '100000', PROXY_RATE_PER_SERVER: '1000000', PROXY_MAX_RUNS: '100000', PROXY_MAX_CONNECTIONS: '100000', LOG_LEVEL: 'warn' },
+    env: {
+      PROXY_MAX_CONCURRENCY_PER_SERVER: '100000',
+      PROXY_RATE_PER_SERVER: '1000000',
+      PROXY_MAX_RUNS: '100000',
+      PROXY_MAX_CONNECTIONS: '100000',
+      LOG_LEVEL: 'warn',
+    },
   });
   // BENCH_PROFILE=<dir>: the proxy writes a V8 CPU profile there when it stops (node --cpu-prof).
   const profileDir = process.env.BENCH_PROFILE;
   const proxy = await spawnProxyProcess(system, {}, profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []);
   const direct = new Client({ name: 'bench-direct', version: '0' });
-  const directModern = new ModernClient({ name: 'bench-direct-v2', version: '0' }, { versionNegotiation: { mode: 'auto' } });
+  const directModern = new ModernClient(
+    { name: 'bench-direct-v2', version: '0' },
+    { versionNegotiation: { mode: 'auto' } },
+  );
   const raw = await rawModernClient(modernUp.url);
   const echo = await startNatsEcho();
   let fresh: ProxyProcess | undefined;
@@ -181,9 +221,12 @@ async function main(): Promise<void> {
     await system.createAgent('magent', ['mbench'], 1);
     await direct.connect(new StreamableHTTPClientTransport(new URL(upstream.url)));
     await directModern.connect(new ModernStreamableHTTPClientTransport(new URL(modernUp.url)));
-    if (directModern.getProtocolEra() !== 'modern') throw new Error('the modern upstream was not reached in the modern era');
+    if (directModern.getProtocolEra() !== 'modern')
+      throw new Error('the modern upstream was not reached in the modern era');
     if (process.env.PROXY_BENCH === 'activity') {
-      process.stdout.write(`machine: ${availableParallelism()} cores, node ${process.version}, ${new Date().toISOString().slice(0, 10)}\n${(await activityComparison(system)).join('\n')}\n`);
+      process.stdout.write(
+        `machine: ${availableParallelism()} cores, node ${process.version}, ${new Date().toISOString().slice(0, 10)}\n${(await activityComparison(system)).join('\n')}\n`,
+      );
       return;
     }
 
@@ -194,7 +237,14 @@ async function main(): Promise<void> {
     const modernProxiedCall = (i: number) => system.call('magent', 'mbench-run', 'mbench__echo', { text: `m${i}` });
 
     // The floor: the same runtime client and payload as a proxied call, to the echo responder; then that hop and the raw POST, one after the other.
-    const echoCall = (i: number) => echo.client.call({ account: 'a', agent: 'magent', run: 'echo-run', tool: 'mbench__echo', arguments: { text: `m${i}` } });
+    const echoCall = (i: number) =>
+      echo.client.call({
+        account: 'a',
+        agent: 'magent',
+        run: 'echo-run',
+        tool: 'mbench__echo',
+        arguments: { text: `m${i}` },
+      });
     const plainEchoCall = (i: number) => echo.plain({ text: `m${i}` });
     const echoThenRaw = async (i: number) => {
       await echoCall(i);
@@ -202,17 +252,34 @@ async function main(): Promise<void> {
     };
 
     const phases: Phase[] = [];
-    const upstreamOf = (what: string): (() => number) => (what.startsWith('NATS echo') ? () => echo.cpuMs() : what.startsWith('modern') ? modernUp.cpuMs : upstream.cpuMs);
-    const measureDirect = async (what: string, total: number, conc: number, op: (i: number) => Promise<unknown> = directCall): Promise<Phase> => {
+    const upstreamOf = (what: string): (() => number) =>
+      what.startsWith('NATS echo') ? () => echo.cpuMs() : what.startsWith('modern') ? modernUp.cpuMs : upstream.cpuMs;
+    const measureDirect = async (
+      what: string,
+      total: number,
+      conc: number,
+      op: (i: number) => Promise<unknown> = directCall,
+    ): Promise<Phase> => {
       await runPhase(WARMUP, conc, op);
       const before = process.cpuUsage();
       const upBefore = upstreamOf(what)();
       const r = await runPhase(total, conc, op);
-      const phase = { what, calls: total, ...r, cpuPerCallMs: cpuMs(process.cpuUsage(before)) / total, upstreamCpuPerCallMs: (upstreamOf(what)() - upBefore) / total };
+      const phase = {
+        what,
+        calls: total,
+        ...r,
+        cpuPerCallMs: cpuMs(process.cpuUsage(before)) / total,
+        upstreamCpuPerCallMs: (upstreamOf(what)() - upBefore) / total,
+      };
       phases.push(phase);
       return phase;
     };
-    const measureProxied = async (what: string, total: number, conc: number, op: (i: number) => Promise<unknown> = proxiedCall): Promise<{ clientCpuPerCallMs: number }> => {
+    const measureProxied = async (
+      what: string,
+      total: number,
+      conc: number,
+      op: (i: number) => Promise<unknown> = proxiedCall,
+    ): Promise<{ clientCpuPerCallMs: number }> => {
       await runPhase(WARMUP, conc, op);
       const before = (await proxyStats(proxy)).cpu;
       const clientBefore = process.cpuUsage();
@@ -221,7 +288,13 @@ async function main(): Promise<void> {
       const clientCpu = cpuMs(process.cpuUsage(clientBefore));
       const upstreamCpuPerCallMs = (upstreamOf(what)() - upBefore) / total;
       const after = (await proxyStats(proxy)).cpu;
-      phases.push({ what, calls: total, ...r, cpuPerCallMs: (cpuMs(after) - cpuMs(before)) / total, upstreamCpuPerCallMs });
+      phases.push({
+        what,
+        calls: total,
+        ...r,
+        cpuPerCallMs: (cpuMs(after) - cpuMs(before)) / total,
+        upstreamCpuPerCallMs,
+      });
       return { clientCpuPerCallMs: clientCpu / total };
     };
 
@@ -232,15 +305,35 @@ async function main(): Promise<void> {
     const mps = phases.at(-1)!;
     const mdc = await measureDirect(`modern: direct SDK v2, ${CALLERS} callers`, CONCURRENT, CALLERS, modernDirectCall);
     const mrc = await measureDirect(`modern: raw undici POST, ${CALLERS} callers`, CONCURRENT, CALLERS, raw.call);
-    const mconcClient = await measureProxied(`modern: NATS + proxy, ${CALLERS} callers`, CONCURRENT, CALLERS, modernProxiedCall);
+    const mconcClient = await measureProxied(
+      `modern: NATS + proxy, ${CALLERS} callers`,
+      CONCURRENT,
+      CALLERS,
+      modernProxiedCall,
+    );
     const mpc = phases.at(-1)!;
     // The floor (the "upstream CPU" column of the echo rows is the responder's).
     const es = await measureDirect('NATS echo (runtime ProxyClient, no proxy), sequential', SEQUENTIAL, 1, echoCall);
     const eps = await measureDirect('NATS echo (plain nats.js request), sequential', SEQUENTIAL, 1, plainEchoCall);
     const ers = await measureDirect('modern: NATS echo + raw undici POST, sequential', SEQUENTIAL, 1, echoThenRaw);
-    const ec = await measureDirect(`NATS echo (runtime ProxyClient, no proxy), ${CALLERS} callers`, CONCURRENT, CALLERS, echoCall);
-    const epc = await measureDirect(`NATS echo (plain nats.js request), ${CALLERS} callers`, CONCURRENT, CALLERS, plainEchoCall);
-    const erc = await measureDirect(`modern: NATS echo + raw undici POST, ${CALLERS} callers`, CONCURRENT, CALLERS, echoThenRaw);
+    const ec = await measureDirect(
+      `NATS echo (runtime ProxyClient, no proxy), ${CALLERS} callers`,
+      CONCURRENT,
+      CALLERS,
+      echoCall,
+    );
+    const epc = await measureDirect(
+      `NATS echo (plain nats.js request), ${CALLERS} callers`,
+      CONCURRENT,
+      CALLERS,
+      plainEchoCall,
+    );
+    const erc = await measureDirect(
+      `modern: NATS echo + raw undici POST, ${CALLERS} callers`,
+      CONCURRENT,
+      CALLERS,
+      echoThenRaw,
+    );
     const fmt = (n: number, d = 2): string => n.toFixed(d);
     const rate = (p: Phase): number => p.calls / p.seconds;
     const header = [

@@ -38,7 +38,13 @@ interface Row {
 }
 
 /** Runs `total` operations with `concurrency` workers; returns throughput and latencies. */
-async function measure(what: string, total: number, concurrency: number, op: (i: number) => Promise<unknown>, note = ''): Promise<Row> {
+async function measure(
+  what: string,
+  total: number,
+  concurrency: number,
+  op: (i: number) => Promise<unknown>,
+  note = '',
+): Promise<Row> {
   const latencies: number[] = [];
   let next = 0;
   const started = performance.now();
@@ -59,9 +65,16 @@ async function measure(what: string, total: number, concurrency: number, op: (i:
 
 /** A 200-tool server discovered with no change, pinned and unpinned, interleaved; then once with a change held. */
 async function pinnedDiscovery(rounds = 150): Promise<Row[]> {
-  const tools = Array.from({ length: 200 }, (_, i) => ({ ...echoTool(), name: `tool_${i}`, description: `Tool number ${i}: echoes its text back.` }));
+  const tools = Array.from({ length: 200 }, (_, i) => ({
+    ...echoTool(),
+    name: `tool_${i}`,
+    description: `Tool number ${i}: echoes its text back.`,
+  }));
   const upstream = await startTestMcpServer({ era: 'modern', tools });
-  const h = await RegistryHarness.start({ projector: false, env: { LOG_LEVEL: 'warn', RATE_ACTIONS_PER_SIGNER: '0', RATE_ACTIONS_PER_ADDRESS: '0' } });
+  const h = await RegistryHarness.start({
+    projector: false,
+    env: { LOG_LEVEL: 'warn', RATE_ACTIONS_PER_SIGNER: '0', RATE_ACTIONS_PER_ADDRESS: '0' },
+  });
   try {
     const api = h.api();
     await api.act('SetMcpServer', { name: 'unpinned', config: { url: upstream.url } });
@@ -69,27 +82,48 @@ async function pinnedDiscovery(rounds = 150): Promise<Row[]> {
     const lat: Record<'pinned' | 'unpinned', number[]> = { pinned: [], unpinned: [] };
     const time: Record<'pinned' | 'unpinned', number> = { pinned: 0, unpinned: 0 };
     // Warm both (JIT, connections), then alternate so drift hits both alike.
-    for (let i = 0; i < 20; i++) for (const name of ['unpinned', 'pinned'] as const) await api.act('RefreshMcpServer', { name });
+    for (let i = 0; i < 20; i++)
+      for (const name of ['unpinned', 'pinned'] as const) await api.act('RefreshMcpServer', { name });
     for (let i = 0; i < rounds; i++) {
       for (const name of i % 2 === 0 ? (['unpinned', 'pinned'] as const) : (['pinned', 'unpinned'] as const)) {
         const t0 = performance.now();
         const { server } = await api.act('RefreshMcpServer', { name });
         const ms = performance.now() - t0;
-        if (server.status.state !== 'ok' || server.tools.length !== 200 || (server.pendingReviews ?? 0) !== 0) throw new Error(`${name}: ${server.status.error ?? 'unexpected listing'}`);
+        if (server.status.state !== 'ok' || server.tools.length !== 200 || (server.pendingReviews ?? 0) !== 0)
+          throw new Error(`${name}: ${server.status.error ?? 'unexpected listing'}`);
         lat[name].push(ms);
         time[name] += ms;
       }
     }
     const row = (name: 'pinned' | 'unpinned', note: string): Row => {
       const sorted = [...lat[name]].sort((a, b) => a - b);
-      return { what: `discover a 200-tool server, no change (${name})`, ops: rounds, seconds: time[name] / 1000, p50: percentile(sorted, 50), p99: percentile(sorted, 99), note };
+      return {
+        what: `discover a 200-tool server, no change (${name})`,
+        ops: rounds,
+        seconds: time[name] / 1000,
+        p50: percentile(sorted, 50),
+        p99: percentile(sorted, 99),
+        note,
+      };
     };
     const ratio = time.pinned / time.unpinned;
-    const rows = [row('unpinned', 'sequential, interleaved'), row('pinned', `sequential, interleaved; pinned/unpinned time ${ratio.toFixed(2)}`)];
+    const rows = [
+      row('unpinned', 'sequential, interleaved'),
+      row('pinned', `sequential, interleaved; pinned/unpinned time ${ratio.toFixed(2)}`),
+    ];
     // One changed tool: the discovery that holds it (evaluates all 200 contracts) and the accept.
     upstream.setTools(tools.map((t, i) => (i === 7 ? { ...t, description: `${t.description} Changed.` } : t)));
-    const held = await measure('discover a 200-tool pinned server, one change held', 1, 1, () => api.act('RefreshMcpServer', { name: 'pinned' }), 'evaluates every contract once');
-    const [change] = (await api.act('ListToolChanges', { server: 'pinned' })).changes as Array<{ tool: string; cid: string }>;
+    const held = await measure(
+      'discover a 200-tool pinned server, one change held',
+      1,
+      1,
+      () => api.act('RefreshMcpServer', { name: 'pinned' }),
+      'evaluates every contract once',
+    );
+    const [change] = (await api.act('ListToolChanges', { server: 'pinned' })).changes as Array<{
+      tool: string;
+      cid: string;
+    }>;
     const accept = await measure(
       'AcceptToolChange (200-tool server)',
       1,
@@ -108,11 +142,22 @@ const ACTIVITY_CALLS = 1_000_000;
 
 /** ListCalls and GetCallFigures over a million-call account, one filtered page at a time. */
 async function callLog(rounds = 200): Promise<Row[]> {
-  const h = await RegistryHarness.start({ projector: false, env: { LOG_LEVEL: 'warn', RATE_ACTIONS_PER_SIGNER: '0', RATE_ACTIONS_PER_ADDRESS: '0' } });
+  const h = await RegistryHarness.start({
+    projector: false,
+    env: { LOG_LEVEL: 'warn', RATE_ACTIONS_PER_SIGNER: '0', RATE_ACTIONS_PER_ADDRESS: '0' },
+  });
   try {
     const api = h.api();
     const agents: string[] = [];
-    for (let i = 0; i < 4; i++) agents.push((await api.act<{ agent: { id: string } }>('CreateAgent', { name: `agent-${i}`, definition: { mcpServers: [] } })).agent.id);
+    for (let i = 0; i < 4; i++)
+      agents.push(
+        (
+          await api.act<{ agent: { id: string } }>('CreateAgent', {
+            name: `agent-${i}`,
+            definition: { mcpServers: [] },
+          })
+        ).agent.id,
+      );
     const seeding = performance.now();
     await seedCalls(h.sql, api.principal, agents, ACTIVITY_CALLS);
     const seeded = (performance.now() - seeding) / 1000;
@@ -133,10 +178,33 @@ async function callLog(rounds = 200): Promise<Row[]> {
     const rows: Row[] = [];
     for (const [label, f] of filters) {
       const page = await api.act<{ calls: unknown[] }>('ListCalls', f);
-      rows.push(await measure(`ListCalls, ${label} (1,000,000 calls)`, rounds, 1, () => api.act('ListCalls', f), `${page.calls.length} calls a page, sequential`));
+      rows.push(
+        await measure(
+          `ListCalls, ${label} (1,000,000 calls)`,
+          rounds,
+          1,
+          () => api.act('ListCalls', f),
+          `${page.calls.length} calls a page, sequential`,
+        ),
+      );
     }
-    rows.push(await measure('GetCallFigures (1,000,000 calls, 33,000 in 24 h, 20 servers)', 50, 1, () => api.act('GetCallFigures'), 'sequential'));
-    rows.push({ what: `seed 1,000,000 calls (one INSERT, six indexes)`, ops: ACTIVITY_CALLS, seconds: seeded, p50: 0, p99: 0, note: 'setup, for scale' });
+    rows.push(
+      await measure(
+        'GetCallFigures (1,000,000 calls, 33,000 in 24 h, 20 servers)',
+        50,
+        1,
+        () => api.act('GetCallFigures'),
+        'sequential',
+      ),
+    );
+    rows.push({
+      what: `seed 1,000,000 calls (one INSERT, six indexes)`,
+      ops: ACTIVITY_CALLS,
+      seconds: seeded,
+      p50: 0,
+      p99: 0,
+      note: 'setup, for scale',
+    });
     return rows;
   } finally {
     await h.stop();
@@ -153,8 +221,13 @@ async function main(): Promise<void> {
     return;
   }
   const tools = Array.from({ length: TOOLS_PER_SERVER }, (_, i) => ({ ...echoTool(), name: `tool_${i}` }));
-  const upstreams: TestMcpServer[] = await Promise.all(Array.from({ length: UPSTREAMS }, () => startTestMcpServer({ tools })));
-  const h = await RegistryHarness.start({ projector: false, env: { LOG_LEVEL: 'warn', RATE_ACTIONS_PER_SIGNER: '0', RATE_ACTIONS_PER_ADDRESS: '0' } });
+  const upstreams: TestMcpServer[] = await Promise.all(
+    Array.from({ length: UPSTREAMS }, () => startTestMcpServer({ tools })),
+  );
+  const h = await RegistryHarness.start({
+    projector: false,
+    env: { LOG_LEVEL: 'warn', RATE_ACTIONS_PER_SIGNER: '0', RATE_ACTIONS_PER_ADDRESS: '0' },
+  });
   const rows: Row[] = [];
   try {
     const big = h.api();
@@ -168,7 +241,8 @@ async function main(): Promise<void> {
         SERVERS,
         async (i) => {
           const { server } = await big.act('SetMcpServer', { name: name(i), config: { url: urlOf(i) } });
-          if (server.status.state !== 'ok' || server.tools.length !== TOOLS_PER_SERVER) throw new Error(`${name(i)}: ${server.status.error}`);
+          if (server.status.state !== 'ok' || server.tools.length !== TOOLS_PER_SERVER)
+            throw new Error(`${name(i)}: ${server.status.error}`);
         },
         'bound 16 (default)',
       ),
@@ -203,8 +277,24 @@ async function main(): Promise<void> {
       rows.push(await measure(`ListMcpServers (${label})`, n, 1, () => api.act('ListMcpServers'), 'sequential'));
       rows.push(await measure(`ListMcpServers (${label})`, n, 16, () => api.act('ListMcpServers'), '16 concurrent'));
     }
-    rows.push(await measure('SetMcpServer, unchanged config', 300, 1, () => small.act('SetMcpServer', { name: name(0), config: { url: urlOf(0) } }), 'sequential, one server'));
-    rows.push(await measure('SetMcpServer, unchanged config', 600, 16, (i) => small.act('SetMcpServer', { name: name(i % 10), config: { url: urlOf(i % 10) } }), '16 concurrent, 10 servers'));
+    rows.push(
+      await measure(
+        'SetMcpServer, unchanged config',
+        300,
+        1,
+        () => small.act('SetMcpServer', { name: name(0), config: { url: urlOf(0) } }),
+        'sequential, one server',
+      ),
+    );
+    rows.push(
+      await measure(
+        'SetMcpServer, unchanged config',
+        600,
+        16,
+        (i) => small.act('SetMcpServer', { name: name(i % 10), config: { url: urlOf(i % 10) } }),
+        '16 concurrent, 10 servers',
+      ),
+    );
   } finally {
     await h.stop();
     await Promise.all(upstreams.map((u) => u.close()));
@@ -219,7 +309,9 @@ function report(rows: Row[]): void {
   process.stdout.write(`\nregistry benchmark — ${machine}\n\n`);
   process.stdout.write('| what | ops | ops/s | p50 ms | p99 ms | note |\n|---|---:|---:|---:|---:|---|\n');
   for (const r of rows) {
-    process.stdout.write(`| ${r.what} | ${r.ops} | ${(r.ops / r.seconds).toFixed(0)} | ${r.p50.toFixed(1)} | ${r.p99.toFixed(1)} | ${r.note} |\n`);
+    process.stdout.write(
+      `| ${r.what} | ${r.ops} | ${(r.ops / r.seconds).toFixed(0)} | ${r.p50.toFixed(1)} | ${r.p99.toFixed(1)} | ${r.note} |\n`,
+    );
   }
 }
 

@@ -13,7 +13,10 @@
  * - flood: 10,000 updates of one resource at once: how many reached the client, once settled.
  * `BENCH_ROUNDS` (default 60): the rounds of the first two.
  */
-import { ModernClient as Client, ModernStreamableHTTPClientTransport as StreamableHTTPClientTransport } from '../test/support/sdk-client.js';
+import {
+  ModernClient as Client,
+  ModernStreamableHTTPClientTransport as StreamableHTTPClientTransport,
+} from '../test/support/sdk-client.js';
 import { startSubscribingUpstream, type SubscribingUpstream } from '../test/servers/subscribing-upstream.js';
 import { startEndpointSystem } from '../test/endpoint/endpoint-harness.js';
 
@@ -83,7 +86,9 @@ async function leg(name: string, upstream: SubscribingUpstream, url: string, tok
   await sub.close();
   const fans = await Promise.all(Array.from({ length: FAN }, () => connect(url, token)));
   const listensBefore = upstream.listens();
-  const fanSubs = await Promise.all(fans.map((c) => c.client.listen({ resourceSubscriptions: ['test://watched/fan'] })));
+  const fanSubs = await Promise.all(
+    fans.map((c) => c.client.listen({ resourceSubscriptions: ['test://watched/fan'] })),
+  );
   const listensFan = upstream.listens() - listensBefore;
   const t = performance.now();
   const all = Promise.all(fans.map((c) => c.wait('test://watched/fan')));
@@ -109,18 +114,30 @@ async function leg(name: string, upstream: SubscribingUpstream, url: string, tok
   console.log(`${name}:`);
   console.log(`  listen open   cold ${coldMs.toFixed(1)} ms; warm ${stats(opens)}`);
   console.log(`  update heard  ${stats(updates)}`);
-  console.log(`  fan-out       ${FAN} clients heard one update in ${fanMs.toFixed(1)} ms over ${listensFan} upstream listen(s)`);
-  console.log(`  flood         10,000 updates reached the client as ${flooded} (the first after ${firstMs.toFixed(0)} ms)`);
+  console.log(
+    `  fan-out       ${FAN} clients heard one update in ${fanMs.toFixed(1)} ms over ${listensFan} upstream listen(s)`,
+  );
+  console.log(
+    `  flood         10,000 updates reached the client as ${flooded} (the first after ${firstMs.toFixed(0)} ms)`,
+  );
 }
 
 async function main(): Promise<void> {
-  const [sys, upstream] = await Promise.all([startEndpointSystem({ endpointEnv: { ENDPOINT_STREAMS_PER_TOKEN: '64' } }), startSubscribingUpstream()]);
+  const [sys, upstream] = await Promise.all([
+    startEndpointSystem({ endpointEnv: { ENDPOINT_STREAMS_PER_TOKEN: '64' } }),
+    startSubscribingUpstream(),
+  ]);
   try {
     await sys.system.setServer('live', upstream.url);
     await sys.system.createAgent('bench', ['live'], 1);
     const { token } = await sys.token('bench');
     await leg('direct', upstream, upstream.url);
-    await leg('through the endpoint (per-server face)', upstream, `${sys.endpoint.url}/v1/agents/bench/servers/live/mcp`, token);
+    await leg(
+      'through the endpoint (per-server face)',
+      upstream,
+      `${sys.endpoint.url}/v1/agents/bench/servers/live/mcp`,
+      token,
+    );
   } finally {
     await sys.stop();
     await upstream.close();

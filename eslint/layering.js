@@ -48,7 +48,12 @@ const ALLOWED = { ...LIBRARY_FLOORS, ...TOP_FLOORS };
  */
 function typesForTheConsole(file, root, node, target) {
   const kind = node.importKind ?? node.exportKind;
-  return kind === 'type' && dirname(file) === join(root, 'console', 'public') && file.endsWith('.d.ts') && target.startsWith(join(root, 'libs', 'contracts', 'src') + sep);
+  return (
+    kind === 'type' &&
+    dirname(file) === join(root, 'console', 'public') &&
+    file.endsWith('.d.ts') &&
+    target.startsWith(join(root, 'libs', 'contracts', 'src') + sep)
+  );
 }
 
 /**
@@ -70,8 +75,29 @@ export const REGISTRY_ROOMS = {
   signers: ['shared', 'accounts', 'audit', 'agents'],
   activity: ['shared', 'agents'],
   'authorization-server': ['shared', 'audit'],
-  servers: ['shared', 'accounts', 'events', 'audit', 'catalog', 'review', 'discovery', 'credentials', 'builtins', 'agents'],
-  actions: ['shared', 'accounts', 'audit', 'review', 'agents', 'signers', 'activity', 'authorization-server', 'servers'],
+  servers: [
+    'shared',
+    'accounts',
+    'events',
+    'audit',
+    'catalog',
+    'review',
+    'discovery',
+    'credentials',
+    'builtins',
+    'agents',
+  ],
+  actions: [
+    'shared',
+    'accounts',
+    'audit',
+    'review',
+    'agents',
+    'signers',
+    'activity',
+    'authorization-server',
+    'servers',
+  ],
 };
 
 /** The registry's top floor: the transports; the files directly in src/ are on it too. */
@@ -94,9 +120,13 @@ function roomProblem(file, target, root) {
   if (from === to || from === '' || REGISTRY_TOP.includes(from)) return undefined;
   const allowed = REGISTRY_ROOMS[from];
   if (allowed === undefined) return { messageId: 'unknownRoom', data: { from } };
-  if (to === '' || REGISTRY_TOP.includes(to)) return { messageId: 'upward', data: { from, to: to === '' ? relative(src, target) : `${to}/` } };
+  if (to === '' || REGISTRY_TOP.includes(to))
+    return { messageId: 'upward', data: { from, to: to === '' ? relative(src, target) : `${to}/` } };
   if (allowed.includes(to)) return undefined;
-  return { messageId: 'room', data: { from, to, allowed: allowed.length === 0 ? 'no other room' : allowed.join(', ') } };
+  return {
+    messageId: 'room',
+    data: { from, to, allowed: allowed.length === 0 ? 'no other room' : allowed.join(', ') },
+  };
 }
 
 const packageCache = new Map();
@@ -132,22 +162,35 @@ function packageName(spec) {
 export const floorsRule = {
   meta: {
     type: 'problem',
-    docs: { description: 'A package imports only the workspace packages its floor allows, and a relative import stays in its package.' },
+    docs: {
+      description:
+        'A package imports only the workspace packages its floor allows, and a relative import stays in its package.',
+    },
     schema: [],
     messages: {
       floor: '{{from}} may not import {{to}}: {{from}} stands on {{allowed}} (eslint/layering.js)',
       unknown: '{{from}} is not on a floor of eslint/layering.js: give it one',
       leaves: 'a relative import must stay in {{from}}: "{{spec}}" leaves it (import the other package by its name)',
       room: "the registry's room {{from}}/ may not import {{to}}/: {{from}}/ stands on {{allowed}} (REGISTRY_ROOMS, eslint/layering.js)",
-      upward: "the registry's room {{from}}/ may not import {{to}}: that is the top floor, which stands on the rooms (eslint/layering.js)",
-      unknownRoom: 'services/registry/src/{{from}}/ is not a room of REGISTRY_ROOMS (eslint/layering.js): give it a floor',
+      upward:
+        "the registry's room {{from}}/ may not import {{to}}: that is the top floor, which stands on the rooms (eslint/layering.js)",
+      unknownRoom:
+        'services/registry/src/{{from}}/ is not a room of REGISTRY_ROOMS (eslint/layering.js): give it a floor',
     },
   },
   create(context) {
     const file = context.filename;
     const root = context.cwd;
     const pkg = packageOf(file, root);
-    if (pkg === undefined || !(relative(root, pkg.dir).startsWith('libs') || relative(root, pkg.dir).startsWith('services') || ['cli', 'console'].includes(relative(root, pkg.dir)))) return {};
+    if (
+      pkg === undefined ||
+      !(
+        relative(root, pkg.dir).startsWith('libs') ||
+        relative(root, pkg.dir).startsWith('services') ||
+        ['cli', 'console'].includes(relative(root, pkg.dir))
+      )
+    )
+      return {};
     const test = isTestFile(file);
     const check = (node, spec, declaration) => {
       if (typeof spec !== 'string') return;
@@ -159,7 +202,16 @@ export const floorsRule = {
           context.report({ node, messageId: 'unknown', data: { from: pkg.name } });
           return;
         }
-        if (!allowed.includes(to)) context.report({ node, messageId: 'floor', data: { from: pkg.name, to, allowed: allowed.length === 0 ? 'nothing of the workspace' : allowed.join(', ') } });
+        if (!allowed.includes(to))
+          context.report({
+            node,
+            messageId: 'floor',
+            data: {
+              from: pkg.name,
+              to,
+              allowed: allowed.length === 0 ? 'nothing of the workspace' : allowed.join(', '),
+            },
+          });
         return;
       }
       if (!spec.startsWith('.')) return;

@@ -31,7 +31,11 @@ if (needsInstall()) {
   const [bin, pre] = pnpmCommand();
   process.stderr.write(`installing dependencies with pnpm ${PNPM_VERSION}…\n`);
   // Install output goes to stderr so that `npm run mcpx -- … --json` keeps a clean stdout.
-  const res = spawnSync(bin, [...pre, 'install', '--frozen-lockfile'], { cwd: root, stdio: ['ignore', 2, 2], env: { ...process.env, npm_config_yes: 'true' } });
+  const res = spawnSync(bin, [...pre, 'install', '--frozen-lockfile'], {
+    cwd: root,
+    stdio: ['ignore', 2, 2],
+    env: { ...process.env, npm_config_yes: 'true' },
+  });
   if (res.status !== 0) {
     process.stderr.write('dependency install failed\n');
     process.exit(res.status ?? 1);

@@ -48,7 +48,9 @@ const PORT_VARS = { registry: 'REGISTRY', projector: 'PROJECTOR', proxy: 'PROXY'
 function internalPortEnv(name: keyof typeof PORTS): Record<string, string> {
   const given = process.env[`${PORT_VARS[name]}_INTERNAL_PORT`];
   if (given !== undefined && given !== '') return { INTERNAL_HTTP_PORT: given };
-  return Object.values(PORT_VARS).some((v) => process.env[`${v}_PORT`] !== undefined) ? { INTERNAL_HTTP_PORT: '0' } : {};
+  return Object.values(PORT_VARS).some((v) => process.env[`${v}_PORT`] !== undefined)
+    ? { INTERNAL_HTTP_PORT: '0' }
+    : {};
 }
 
 /**
@@ -72,7 +74,8 @@ async function settleEndpointPort(): Promise<void> {
 /** The MCP endpoint's public URL (what `mcpx agents endpoint` prints), unless the operator set one. */
 function endpointEnv(name: keyof typeof PORTS): Record<string, string> {
   // The console (served by the registry) shows the endpoint's URL and client configs.
-  if (name === 'registry') return { ENDPOINT_PUBLIC_URL: process.env.ENDPOINT_PUBLIC_URL ?? `http://127.0.0.1:${PORTS.endpoint}` };
+  if (name === 'registry')
+    return { ENDPOINT_PUBLIC_URL: process.env.ENDPOINT_PUBLIC_URL ?? `http://127.0.0.1:${PORTS.endpoint}` };
   if (name !== 'endpoint') return {};
   // OAuth sign-in to the endpoint: the registry (where browsers reach it) is the authorization server.
   const registry = process.env.REGISTRY_PUBLIC_URL ?? `http://127.0.0.1:${PORTS.registry}`;
@@ -88,11 +91,19 @@ const children: ChildProcess[] = [];
 function startService(name: keyof typeof PORTS): ChildProcess {
   const child = spawn(join(root, 'node_modules', '.bin', 'tsx'), [`services/${name}/src/main.ts`], {
     cwd: root,
-    env: { ...env, ...natsEnv(name), ...internalPortEnv(name), ...endpointEnv(name), HTTP_PORT: String(PORTS[name]), INSTANCE_ID: `${name}-local` },
+    env: {
+      ...env,
+      ...natsEnv(name),
+      ...internalPortEnv(name),
+      ...endpointEnv(name),
+      HTTP_PORT: String(PORTS[name]),
+      INSTANCE_ID: `${name}-local`,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const prefix = (chunk: Buffer): void => {
-    for (const line of chunk.toString('utf8').split('\n')) if (line.trim() !== '') process.stdout.write(`[${name}] ${line}\n`);
+    for (const line of chunk.toString('utf8').split('\n'))
+      if (line.trim() !== '') process.stdout.write(`[${name}] ${line}\n`);
   };
   child.stdout?.on('data', prefix);
   child.stderr?.on('data', prefix);
@@ -133,15 +144,30 @@ process.on('SIGINT', () => void stop(0));
 process.on('SIGTERM', () => void stop(0));
 
 try {
-  if (!Number.isInteger(natsPort) || natsPort <= 0 || natsPort > 65535) throw new Error('MCPX_NATS_PORT must be a port number');
-  const deps = await ensureDependencies({ databaseUrl: env.DATABASE_URL, ...(givenNatsUrl !== undefined ? { natsUrl: givenNatsUrl } : {}), redisUrl: env.REDIS_URL, dataDir, log });
+  if (!Number.isInteger(natsPort) || natsPort <= 0 || natsPort > 65535)
+    throw new Error('MCPX_NATS_PORT must be a port number');
+  const deps = await ensureDependencies({
+    databaseUrl: env.DATABASE_URL,
+    ...(givenNatsUrl !== undefined ? { natsUrl: givenNatsUrl } : {}),
+    redisUrl: env.REDIS_URL,
+    dataDir,
+    log,
+  });
   stopDeps = () => deps.stop();
   // Postgres and Redis started by Docker compose have passwords: the services connect with them.
   env.DATABASE_URL = deps.databaseUrl;
   env.REDIS_URL = deps.redisUrl;
   if (givenNatsUrl === undefined) {
     try {
-      nats = await startAuthNats({ databaseUrl: env.DATABASE_URL, redisUrl: env.REDIS_URL, dataDir, log, host: '127.0.0.1', port: natsPort, prefix: process.env.NATS_PREFIX ?? '' });
+      nats = await startAuthNats({
+        databaseUrl: env.DATABASE_URL,
+        redisUrl: env.REDIS_URL,
+        dataDir,
+        log,
+        host: '127.0.0.1',
+        port: natsPort,
+        prefix: process.env.NATS_PREFIX ?? '',
+      });
     } catch (err) {
       await deps.stop();
       throw err;
@@ -165,12 +191,16 @@ try {
   await waitHealthy('endpoint');
   if (nats !== undefined) {
     log(`NATS at ${nats.url} (its own users and permissions; no anonymous access)`);
-    log(`the agent runtime's NATS credentials: ${relative(process.cwd(), nats.runtimeCredentialsFile) || nats.runtimeCredentialsFile} (user ${nats.users.runtime.user}; mode 0600)`);
+    log(
+      `the agent runtime's NATS credentials: ${relative(process.cwd(), nats.runtimeCredentialsFile) || nats.runtimeCredentialsFile} (user ${nats.users.runtime.user}; mode 0600)`,
+    );
   } else {
     log(`NATS at ${givenNatsUrl} (as configured)`);
   }
   log(`API ready at http://127.0.0.1:${PORTS.registry}`);
-  log(`MCP endpoint at http://127.0.0.1:${PORTS.endpoint}/v1/agents/<agent>/mcp (mcpx agents endpoint AGENT, mcpx agents tokens new AGENT)`);
+  log(
+    `MCP endpoint at http://127.0.0.1:${PORTS.endpoint}/v1/agents/<agent>/mcp (mcpx agents endpoint AGENT, mcpx agents tokens new AGENT)`,
+  );
   log('try: npm run mcpx -- keys new   (the README has a five-minute tour); Ctrl-C stops everything');
 } catch (err) {
   log(`failed: ${(err as Error).message}`);

@@ -9,7 +9,11 @@ export function percentile(sorted: number[], p: number): number {
 }
 
 /** Runs `total` operations over `concurrency` workers; the phase's seconds and its latencies' p50 and p99 (ms). */
-export async function runPhase(total: number, concurrency: number, op: (i: number) => Promise<unknown>): Promise<{ seconds: number; p50: number; p99: number }> {
+export async function runPhase(
+  total: number,
+  concurrency: number,
+  op: (i: number) => Promise<unknown>,
+): Promise<{ seconds: number; p50: number; p99: number }> {
   const latencies: number[] = new Array<number>(total);
   let next = 0;
   const started = performance.now();
@@ -50,7 +54,11 @@ export interface EchoUpstream {
 }
 
 export async function startEchoUpstream(era: 'modern' | 'legacy'): Promise<EchoUpstream> {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'test', 'servers', 'echo-upstream-main.ts'), '--era', era], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', join(ROOT, 'test', 'servers', 'echo-upstream-main.ts'), '--era', era],
+    { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   const stderr: string[] = [];
   child.stderr.on('data', (d: Buffer) => stderr.push(d.toString()));
   const url = await new Promise<string>((resolve, reject) => {

@@ -11,7 +11,10 @@ export async function activity(env: CliEnv, args: ParsedArgs, print: Print): Pro
   const key = await readKey(env.keyFile);
   if (flag(args, 'figures') !== undefined) {
     const server = flag(args, 'server');
-    const res = await sendAction<{ at: string; servers: ServerCallFigures[] }>(env, key, { type: 'GetCallFigures', ...(server !== undefined ? { server } : {}) });
+    const res = await sendAction<{ at: string; servers: ServerCallFigures[] }>(env, key, {
+      type: 'GetCallFigures',
+      ...(server !== undefined ? { server } : {}),
+    });
     print(res, () => figuresText(res.servers));
     return;
   }
@@ -28,7 +31,11 @@ export async function activity(env: CliEnv, args: ParsedArgs, print: Print): Pro
   }
   if (failed) filters.outcome = 'failed';
   else if (outcome !== undefined) filters.outcome = outcome;
-  const res = await sendAction<{ calls: CallView[]; nextCursor?: string }>(env, key, { type: 'ListCalls', ...(n !== undefined ? { limit: n } : {}), ...filters });
+  const res = await sendAction<{ calls: CallView[]; nextCursor?: string }>(env, key, {
+    type: 'ListCalls',
+    ...(n !== undefined ? { limit: n } : {}),
+    ...filters,
+  });
   print(res, () => {
     if (res.calls.length === 0) return 'no calls recorded';
     const lines = res.calls.map(callLine);
@@ -48,7 +55,9 @@ function callLine(c: CallView): string {
   ]
     .filter((x) => x !== undefined)
     .join(', ');
-  return terminalText(`${c.at}  ${c.code.padEnd(18)}  ${`${c.durationMs} ms`.padStart(8)}  ${who}  ${c.tool}  run ${c.run}${extra !== '' ? `  (${extra})` : ''}`);
+  return terminalText(
+    `${c.at}  ${c.code.padEnd(18)}  ${`${c.durationMs} ms`.padStart(8)}  ${who}  ${c.tool}  run ${c.run}${extra !== '' ? `  (${extra})` : ''}`,
+  );
 }
 
 /** The filters of this page, to ask for the next one with the same. */
@@ -67,5 +76,7 @@ function window(f: CallFigures): string {
 
 function figuresText(servers: ServerCallFigures[]): string {
   if (servers.length === 0) return 'no calls in the last 24 hours';
-  return servers.map((s) => terminalText(`${s.server}\n  last hour: ${window(s.lastHour)}\n  last 24 h: ${window(s.lastDay)}`)).join('\n');
+  return servers
+    .map((s) => terminalText(`${s.server}\n  last hour: ${window(s.lastHour)}\n  last 24 h: ${window(s.lastDay)}`))
+    .join('\n');
 }

@@ -4,7 +4,19 @@ export interface ParsedArgs {
   flags: Map<string, string[]>;
 }
 
-const BOOLEAN_FLAGS = new Set(['json', 'force', 'help', 'done', 'decline', 'cancel', 'user-may-approve', 'failed', 'figures', 'task', 'no-wait']);
+const BOOLEAN_FLAGS = new Set([
+  'json',
+  'force',
+  'help',
+  'done',
+  'decline',
+  'cancel',
+  'user-may-approve',
+  'failed',
+  'figures',
+  'task',
+  'no-wait',
+]);
 
 export class UsageError extends Error {}
 

@@ -44,16 +44,23 @@ function parseCall(args: ParsedArgs): CallRequest {
   } catch {
     throw new UsageError('the arguments must be a JSON object, e.g. \'{"text":"hi"}\'');
   }
-  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw new UsageError('the arguments must be a JSON object');
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed))
+    throw new UsageError('the arguments must be a JSON object');
   const timeout = flag(args, 'timeout-ms');
   const timeoutMs = timeout === undefined ? undefined : Number(timeout);
-  if (timeoutMs !== undefined && !(Number.isFinite(timeoutMs) && timeoutMs > 0)) throw new UsageError('--timeout-ms takes a positive number of milliseconds');
+  if (timeoutMs !== undefined && !(Number.isFinite(timeoutMs) && timeoutMs > 0))
+    throw new UsageError('--timeout-ms takes a positive number of milliseconds');
   const waitFlag = flag(args, 'wait-approval');
   const waitSeconds = waitFlag === undefined ? undefined : Number(waitFlag);
-  if (waitSeconds !== undefined && !(Number.isFinite(waitSeconds) && waitSeconds > 0 && waitSeconds <= 3600)) throw new UsageError('--wait-approval takes seconds, 1 to 3600');
+  if (waitSeconds !== undefined && !(Number.isFinite(waitSeconds) && waitSeconds > 0 && waitSeconds <= 3600))
+    throw new UsageError('--wait-approval takes seconds, 1 to 3600');
   const waitInputFlag = flag(args, 'wait-input');
   const waitInputSeconds = waitInputFlag === undefined ? undefined : Number(waitInputFlag);
-  if (waitInputSeconds !== undefined && !(Number.isFinite(waitInputSeconds) && waitInputSeconds > 0 && waitInputSeconds <= 3600)) throw new UsageError('--wait-input takes seconds, 1 to 3600');
+  if (
+    waitInputSeconds !== undefined &&
+    !(Number.isFinite(waitInputSeconds) && waitInputSeconds > 0 && waitInputSeconds <= 3600)
+  )
+    throw new UsageError('--wait-input takes seconds, 1 to 3600');
   return {
     agentRef,
     tool,
@@ -79,11 +86,19 @@ export function progressLine(p: CallProgress): string {
 const showProgress = (p: CallProgress): void => void process.stderr.write(`${progressLine(p)}\n`);
 
 const approvalOf = (err: unknown): { approvalId: string; run: string | undefined } | undefined => {
-  if (!(err instanceof WireError) || err.code !== ErrorCodes.approvalRequired || typeof err.details.approvalId !== 'string') return undefined;
+  if (
+    !(err instanceof WireError) ||
+    err.code !== ErrorCodes.approvalRequired ||
+    typeof err.details.approvalId !== 'string'
+  )
+    return undefined;
   return { approvalId: err.details.approvalId, run: typeof err.details.run === 'string' ? err.details.run : undefined };
 };
 
-const hint = (seconds: number, id: string): void => void process.stderr.write(terminalText(`waiting up to ${seconds} s for a human to approve ${id} (mcpx approvals approve ${id})\n`));
+const hint = (seconds: number, id: string): void =>
+  void process.stderr.write(
+    terminalText(`waiting up to ${seconds} s for a human to approve ${id} (mcpx approvals approve ${id})\n`),
+  );
 
 /** What a waiting `mcpx call` tells the person: the server's question, its id, and how to answer it. */
 const inputHint = (seconds: number, r: InputRequired): void => {
@@ -99,8 +114,16 @@ const inputHint = (seconds: number, r: InputRequired): void => {
 const APPROVAL_POLL_MS = 2_000;
 
 /** One call through InvokeTool; with `--wait-approval`, re-sent with the approval until a human decides. */
-async function callOverHttp(env: CliEnv, key: KeyPair, req: CallRequest): Promise<{ result: ProxyResult; run: string }> {
-  const invoke = (run: string | undefined, approvalId: string | undefined, inputRequestId = req.inputRequestId): Promise<{ result: ProxyResult; run: string }> =>
+async function callOverHttp(
+  env: CliEnv,
+  key: KeyPair,
+  req: CallRequest,
+): Promise<{ result: ProxyResult; run: string }> {
+  const invoke = (
+    run: string | undefined,
+    approvalId: string | undefined,
+    inputRequestId = req.inputRequestId,
+  ): Promise<{ result: ProxyResult; run: string }> =>
     sendAction(env, key, {
       type: 'InvokeTool',
       agent: req.agentRef,
@@ -115,7 +138,8 @@ async function callOverHttp(env: CliEnv, key: KeyPair, req: CallRequest): Promis
     return await invoke(req.givenRun, req.approvalId);
   } catch (err) {
     const asked = inputRequiredOf(err);
-    if (asked !== undefined && req.waitInputSeconds !== undefined) return await waitForInput(req, asked, err, (run, id) => invoke(run, req.approvalId, id), env, key);
+    if (asked !== undefined && req.waitInputSeconds !== undefined)
+      return await waitForInput(req, asked, err, (run, id) => invoke(run, req.approvalId, id), env, key);
     const pending = approvalOf(err);
     if (pending === undefined || req.waitSeconds === undefined || req.approvalId !== undefined) throw err;
     hint(req.waitSeconds, pending.approvalId);
@@ -134,7 +158,8 @@ async function callOverHttp(env: CliEnv, key: KeyPair, req: CallRequest): Promis
         }
       }
     } finally {
-      if (req.givenRun === undefined && run !== undefined) await sendAction(env, key, { type: 'EndRun', run }).catch(() => undefined);
+      if (req.givenRun === undefined && run !== undefined)
+        await sendAction(env, key, { type: 'EndRun', run }).catch(() => undefined);
     }
   }
 }
@@ -176,12 +201,17 @@ async function waitForInput(
       }
     }
   } finally {
-    if (req.givenRun === undefined && run !== undefined) await sendAction(env, key, { type: 'EndRun', run }).catch(() => undefined);
+    if (req.givenRun === undefined && run !== undefined)
+      await sendAction(env, key, { type: 'EndRun', run }).catch(() => undefined);
   }
 }
 
 /** The operators' path: the call over NATS with the runtime's credentials; sticky instances persist per key file. */
-async function callOverNats(env: CliEnv, key: KeyPair, req: CallRequest): Promise<{ result: ProxyResult; run: string; instance: string }> {
+async function callOverNats(
+  env: CliEnv,
+  key: KeyPair,
+  req: CallRequest,
+): Promise<{ result: ProxyResult; run: string; instance: string }> {
   const { agent } = await sendAction<{ agent: AgentView }>(env, key, { type: 'GetAgent', agent: req.agentRef });
   const run = req.givenRun ?? `cli-${randomUUID()}`;
   return await withProxy(env, async (proxy) => {
@@ -206,14 +236,25 @@ async function callOverNats(env: CliEnv, key: KeyPair, req: CallRequest): Promis
       const waitInput = req.waitInputSeconds;
       const outcome =
         waitInput !== undefined
-          ? await proxy.callAwaitingInput(input, { waitMs: waitInput * 1000, pollMs: APPROVAL_POLL_MS, onInputRequired: (r) => inputHint(Math.max(1, waitInput), r) })
+          ? await proxy.callAwaitingInput(input, {
+              waitMs: waitInput * 1000,
+              pollMs: APPROVAL_POLL_MS,
+              onInputRequired: (r) => inputHint(Math.max(1, waitInput), r),
+            })
           : waitSeconds === undefined
             ? await proxy.call(input)
-            : await proxy.callAwaitingApproval(input, { waitMs: waitSeconds * 1000, onApprovalRequired: (id) => hint(waitSeconds, id) });
+            : await proxy.callAwaitingApproval(input, {
+                waitMs: waitSeconds * 1000,
+                onApprovalRequired: (id) => hint(waitSeconds, id),
+              });
       return { result: outcome.result, run, instance: outcome.instance };
     } catch (err) {
       // An approval is bound to the run: the re-sent call must name the same one.
-      if (err instanceof WireError && (err.code === ErrorCodes.approvalRequired || err.code === ErrorCodes.inputRequired)) throw new WireError(err.code, err.message, { ...err.details, run });
+      if (
+        err instanceof WireError &&
+        (err.code === ErrorCodes.approvalRequired || err.code === ErrorCodes.inputRequired)
+      )
+        throw new WireError(err.code, err.message, { ...err.details, run });
       throw err;
     } finally {
       const instance = proxy.instanceOf(run);
@@ -226,13 +267,19 @@ async function callOverNats(env: CliEnv, key: KeyPair, req: CallRequest): Promis
 export async function call(env: CliEnv, args: ParsedArgs, print: Print): Promise<void> {
   const req = parseCall(args);
   // InvokeTool has no way to ask for a task, and the registry none to wait for one: both are the NATS mode's.
-  if (req.task && !env.viaNats) throw new UsageError("--task goes over NATS (--nats URL with the runtime's credentials); through the API only a tool whose task support is required runs as a task");
+  if (req.task && !env.viaNats)
+    throw new UsageError(
+      "--task goes over NATS (--nats URL with the runtime's credentials); through the API only a tool whose task support is required runs as a task",
+    );
   const key = await readKey(env.keyFile);
   const outcome = env.viaNats ? await callOverNats(env, key, req) : await callOverHttp(env, key, req);
   const extra = { run: outcome.run, ...('instance' in outcome ? { instance: outcome.instance } : {}) };
   const handle = outcome.result.task;
   if (handle === undefined || req.noWait || !env.viaNats) {
-    print({ ...outcome.result, ...extra }, () => renderResult(outcome.result) + (handle !== undefined ? `\n${taskHint(handle.id, env.viaNats)}` : ''));
+    print(
+      { ...outcome.result, ...extra },
+      () => renderResult(outcome.result) + (handle !== undefined ? `\n${taskHint(handle.id, env.viaNats)}` : ''),
+    );
     return;
   }
   // The call outlived its bound as a task: wait for it (its status on stderr), then print its result as the call's.

@@ -1,7 +1,14 @@
 import { mkdir, readFile, writeFile, chmod } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { NatsFailures, WireError, natsFailure, type ActionRequest, type ActionResponse, type ActionType } from '@mcpx/contracts';
+import {
+  NatsFailures,
+  WireError,
+  natsFailure,
+  type ActionRequest,
+  type ActionResponse,
+  type ActionType,
+} from '@mcpx/contracts';
 import { signAction, type KeyPair } from '@mcpx/envelope';
 import { connectRuntime, type ProxyClient, type RuntimeConnection, type RuntimeCredentials } from '@mcpx/proxy-client';
 
@@ -24,7 +31,11 @@ export interface CliEnv {
  * (`--nats-credentials PATH` or MCPX_NATS_CREDENTIALS, the JSON `{user, password}` that `npm start`
  * writes) fills in when neither is given. Both a user and a password, or neither.
  */
-export async function natsCredentialsFrom(given: { user?: string | undefined; pass?: string | undefined; file?: string | undefined }): Promise<RuntimeCredentials | undefined> {
+export async function natsCredentialsFrom(given: {
+  user?: string | undefined;
+  pass?: string | undefined;
+  file?: string | undefined;
+}): Promise<RuntimeCredentials | undefined> {
   let { user, pass } = given;
   if (user === undefined && pass === undefined && given.file !== undefined) {
     let parsed: { user?: unknown; password?: unknown };
@@ -33,7 +44,8 @@ export async function natsCredentialsFrom(given: { user?: string | undefined; pa
     } catch {
       throw new Error(`cannot read NATS credentials from ${given.file} (a JSON file {"user", "password"})`);
     }
-    if (typeof parsed.user !== 'string' || typeof parsed.password !== 'string') throw new Error(`${given.file} must hold {"user", "password"}`);
+    if (typeof parsed.user !== 'string' || typeof parsed.password !== 'string')
+      throw new Error(`${given.file} must hold {"user", "password"}`);
     ({ user, password: pass } = { user: parsed.user, password: parsed.password });
   }
   if ((user ?? '') === '' && (pass ?? '') === '') return undefined;
@@ -50,7 +62,8 @@ export async function readKey(keyFile: string): Promise<KeyPair> {
     throw new Error(`no key at ${keyFile}: run \`mcpx keys new\` first (or set MCPX_KEY_FILE)`);
   }
   const key = JSON.parse(text) as Partial<KeyPair>;
-  if (typeof key.principal !== 'string' || typeof key.seed !== 'string') throw new Error(`${keyFile} is not an mcpx key file`);
+  if (typeof key.principal !== 'string' || typeof key.seed !== 'string')
+    throw new Error(`${keyFile} is not an mcpx key file`);
   return { principal: key.principal, seed: key.seed };
 }
 
@@ -61,7 +74,11 @@ export async function writeKey(keyFile: string, key: KeyPair): Promise<void> {
 }
 
 /** Signs and sends one action; returns its result or throws the typed error the API sent. */
-export async function sendAction<T>(env: CliEnv, key: KeyPair, action: { type: string } & Record<string, unknown>): Promise<T> {
+export async function sendAction<T>(
+  env: CliEnv,
+  key: KeyPair,
+  action: { type: string } & Record<string, unknown>,
+): Promise<T> {
   const envelope = signAction(key, key.principal, action);
   let res: Response;
   try {
@@ -72,23 +89,40 @@ export async function sendAction<T>(env: CliEnv, key: KeyPair, action: { type: s
     });
   } catch (err) {
     const cause = (err as { cause?: { code?: string } }).cause?.code;
-    throw new Error(`cannot reach the API at ${env.apiUrl}${cause ? ` (${cause})` : ''}: is it running? (npm start)`, { cause: err });
+    throw new Error(`cannot reach the API at ${env.apiUrl}${cause ? ` (${cause})` : ''}: is it running? (npm start)`, {
+      cause: err,
+    });
   }
   const body = (await res.json().catch(() => ({}))) as { error?: unknown };
-  if (!res.ok || body.error !== undefined) throw WireError.from(body.error ?? { code: 'internal', message: `HTTP ${res.status}` });
+  if (!res.ok || body.error !== undefined)
+    throw WireError.from(body.error ?? { code: 'internal', message: `HTTP ${res.status}` });
   return body as T;
 }
 
 /** One action of the action map: its request checked against the map, its response typed by it. */
-export function act<A extends ActionType>(env: CliEnv, key: KeyPair, type: A, request: ActionRequest<A>): Promise<ActionResponse<A>> {
+export function act<A extends ActionType>(
+  env: CliEnv,
+  key: KeyPair,
+  type: A,
+  request: ActionRequest<A>,
+): Promise<ActionResponse<A>> {
   return sendAction<ActionResponse<A>>(env, key, { ...request, type });
 }
 
 /** Runs `fn` with a NATS connection and a proxy client (the operators' mode); sticky instances persist per key file. */
-export async function withProxy<T>(env: CliEnv, fn: (proxy: ProxyClient, nc: NatsConnection) => Promise<T>): Promise<T> {
+export async function withProxy<T>(
+  env: CliEnv,
+  fn: (proxy: ProxyClient, nc: NatsConnection) => Promise<T>,
+): Promise<T> {
   let conn: RuntimeConnection;
   try {
-    conn = await connectRuntime({ url: env.natsUrl, prefix: env.natsPrefix, name: 'mcpx cli', maxReconnectAttempts: 0, ...(env.natsCredentials ? { credentials: env.natsCredentials } : {}) });
+    conn = await connectRuntime({
+      url: env.natsUrl,
+      prefix: env.natsPrefix,
+      name: 'mcpx cli',
+      maxReconnectAttempts: 0,
+      ...(env.natsCredentials ? { credentials: env.natsCredentials } : {}),
+    });
   } catch (err) {
     if (natsFailure(err) === NatsFailures.refused) {
       throw new Error(

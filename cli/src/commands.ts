@@ -6,7 +6,13 @@ import { call, runsEnd } from './call-commands.js';
 import { act, readKey, sendAction, writeKey, type CliEnv } from './client.js';
 import { agentNames } from './agent-names.js';
 import { droppedSecretsLine, type DroppedSecrets } from './dropped-secrets.js';
-import { authorizationLines, oauthClientLine, preRegisteredClient, serversAuthorize, type AuthorizationAnswer } from './oauth-commands.js';
+import {
+  authorizationLines,
+  oauthClientLine,
+  preRegisteredClient,
+  serversAuthorize,
+  type AuthorizationAnswer,
+} from './oauth-commands.js';
 import { inputsAnswer, inputsList } from './input-commands.js';
 import { tasksCancel, tasksList, tasksResult, tasksShow } from './task-commands.js';
 import { signersAuthorize, signersRevoke } from './signer-commands.js';
@@ -42,7 +48,10 @@ function serverLine(s: RedactedMcpServer): string {
   })();
   // As the console marks them: a server signed in with OAuth, or one sending a stored secret.
   const auth = s.auth === 'oauth' ? ' [oauth]' : s.hasSecrets || s.auth === 'bearer' ? ' [auth]' : '';
-  const pin = s.pin !== undefined && s.pin !== 'off' ? `  [pinned: ${s.pin}${s.pendingReviews ? `, ${s.pendingReviews} to review: mcpx tools review ${s.name}` : ''}]` : '';
+  const pin =
+    s.pin !== undefined && s.pin !== 'off'
+      ? `  [pinned: ${s.pin}${s.pendingReviews ? `, ${s.pendingReviews} to review: mcpx tools review ${s.name}` : ''}]`
+      : '';
   switch (s.status.state) {
     case 'ok':
       return `${s.name}  connected, ${toolCount(s.tools.length)}  ${host}${auth}${s.status.transport ? ` (${s.status.transport})` : ''}${s.era !== undefined ? `  ${eraText(s)}` : ''}${pin}`;
@@ -65,15 +74,19 @@ function serverDetail(s: RedactedMcpServer): string {
   if (s.era !== undefined) lines.push(`  protocol: ${eraText(s)}`);
   for (const t of s.status.skippedTools ?? []) lines.push(`  skipped tool: ${t.name} — ${t.reason}`);
   for (const t of s.status.heldTools ?? [])
-    lines.push(`  held for review: ${t.name}, held contract ${t.cid} (${t.state}${t.withheld ? ', withheld from agents' : ', agents keep the accepted contract'})`);
+    lines.push(
+      `  held for review: ${t.name}, held contract ${t.cid} (${t.state}${t.withheld ? ', withheld from agents' : ', agents keep the accepted contract'})`,
+    );
   if (s.headerNames.length > 0) lines.push(`  headers: ${s.headerNames.join(', ')}`);
   if (s.secretHeaderNames.length > 0) lines.push(`  secret headers: ${s.secretHeaderNames.join(', ')}`);
   if (s.oauthClient !== undefined) lines.push(`  oauth client: ${oauthClientLine(s.oauthClient)}`);
   // The one line above says it in words; the failure as it came is here (and in --json).
   if (s.status.summary !== undefined && s.status.error !== undefined) lines.push(`  detail: ${s.status.error}`);
-  if (s.status.checkedAt) lines.push(`  checked: ${s.status.checkedAt}${s.status.lastOkAt ? `, last ok: ${s.status.lastOkAt}` : ''}`);
+  if (s.status.checkedAt)
+    lines.push(`  checked: ${s.status.checkedAt}${s.status.lastOkAt ? `, last ok: ${s.status.lastOkAt}` : ''}`);
   for (const t of s.tools) {
-    const level = t.permission === undefined ? '' : `  [${t.permission}${t.permissionOverridden ? ', set by the owner' : ''}]`;
+    const level =
+      t.permission === undefined ? '' : `  [${t.permission}${t.permissionOverridden ? ', set by the owner' : ''}]`;
     lines.push(`  - ${t.toolName}${level}${t.description ? ` — ${t.description.split('\n')[0]}` : ''}`);
   }
   return lines.join('\n');
@@ -90,21 +103,29 @@ const keysNew: Command = async (env, args, io, json) => {
   }
   const key = generateKeyPair();
   await writeKey(env.keyFile, key);
-  print(io, json, { principal: key.principal, keyFile: env.keyFile }, () => `account ${key.principal}\nkey written to ${env.keyFile}`);
+  print(
+    io,
+    json,
+    { principal: key.principal, keyFile: env.keyFile },
+    () => `account ${key.principal}\nkey written to ${env.keyFile}`,
+  );
 };
 
 const serversSet: Command = async (env, args, io, json) => {
   const name = need(args, 2, 'NAME');
   const url = need(args, 3, 'URL');
   const transport = flag(args, 'transport');
-  if (transport !== undefined && transport !== 'http' && transport !== 'sse') throw new UsageError('--transport is http or sse');
+  if (transport !== undefined && transport !== 'http' && transport !== 'sse')
+    throw new UsageError('--transport is http or sse');
   const headers = keyValues(flags(args, 'header'), 'header');
   const secretHeaders = keyValues(flags(args, 'secret-header'), 'secret-header');
   const auth = flag(args, 'auth');
-  if (auth !== undefined && !['oauth', 'bearer', 'headers', 'none'].includes(auth)) throw new UsageError('--auth is oauth, bearer, headers or none');
+  if (auth !== undefined && !['oauth', 'bearer', 'headers', 'none'].includes(auth))
+    throw new UsageError('--auth is oauth, bearer, headers or none');
   const token = flag(args, 'token');
   const pin = flag(args, 'pin');
-  if (pin !== undefined && !['off', 'review', 'strict'].includes(pin)) throw new UsageError('--pin is off, review or strict');
+  if (pin !== undefined && !['off', 'review', 'strict'].includes(pin))
+    throw new UsageError('--pin is off, review or strict');
   const config = {
     url,
     ...(pin !== undefined ? { pin } : {}),
@@ -116,7 +137,11 @@ const serversSet: Command = async (env, args, io, json) => {
     ...preRegisteredClient(args),
   };
   const key = await readKey(env.keyFile);
-  const res = await sendAction<AuthorizationAnswer & { droppedSecrets?: DroppedSecrets }>(env, key, { type: 'SetMcpServer', name, config });
+  const res = await sendAction<AuthorizationAnswer & { droppedSecrets?: DroppedSecrets }>(env, key, {
+    type: 'SetMcpServer',
+    name,
+    config,
+  });
   const { server } = res;
   // JSON keeps the server as before; an oauth server adds where to authorize, a move what was dropped.
   const shown = {
@@ -125,7 +150,13 @@ const serversSet: Command = async (env, args, io, json) => {
     ...(res.authorizationError !== undefined ? { authorizationError: res.authorizationError } : {}),
     ...(res.droppedSecrets !== undefined ? { droppedSecrets: res.droppedSecrets } : {}),
   };
-  print(io, json, shown, () => serverLine(server) + droppedSecretsLine(res.droppedSecrets) + authorizationLines(res) + savedInErrorLine(server));
+  print(
+    io,
+    json,
+    shown,
+    () =>
+      serverLine(server) + droppedSecretsLine(res.droppedSecrets) + authorizationLines(res) + savedInErrorLine(server),
+  );
 };
 
 /** After a failed connect: the server is saved and probed again; where the failure as it came is. */
@@ -137,7 +168,9 @@ function savedInErrorLine(server: RedactedMcpServer): string {
 const serversList: Command = async (env, _args, io, json) => {
   const key = await readKey(env.keyFile);
   const res = await act(env, key, 'ListMcpServers', {});
-  print(io, json, res, () => (res.servers.length === 0 ? 'no servers yet: mcpx servers set NAME URL' : res.servers.map(serverLine).join('\n')));
+  print(io, json, res, () =>
+    res.servers.length === 0 ? 'no servers yet: mcpx servers set NAME URL' : res.servers.map(serverLine).join('\n'),
+  );
 };
 
 const serversShow: Command = async (env, args, io, json) => {
@@ -163,7 +196,10 @@ const serversDelete: Command = async (env, args, io, json) => {
 
 const agentsCreate: Command = async (env, args, io, json) => {
   const key = await readKey(env.keyFile);
-  const { agent } = await act(env, key, 'CreateAgent', { name: need(args, 2, 'NAME'), definition: { mcpServers: flags(args, 'grant') } });
+  const { agent } = await act(env, key, 'CreateAgent', {
+    name: need(args, 2, 'NAME'),
+    definition: { mcpServers: flags(args, 'grant') },
+  });
   print(io, json, agent, () => agentLine(agent));
 };
 
@@ -174,7 +210,9 @@ function changeGrants(add: boolean): Command {
     if (servers.length === 0) throw new UsageError('name at least one SERVER');
     const key = await readKey(env.keyFile);
     const { agent: current } = await act(env, key, 'GetAgent', { agent: ref });
-    const grants = add ? [...current.definition.mcpServers, ...servers.filter((s) => !current.definition.mcpServers.includes(s))] : current.definition.mcpServers.filter((s) => !servers.includes(s));
+    const grants = add
+      ? [...current.definition.mcpServers, ...servers.filter((s) => !current.definition.mcpServers.includes(s))]
+      : current.definition.mcpServers.filter((s) => !servers.includes(s));
     const { agent } = await act(env, key, 'UpdateAgent', { agent: current.id, definition: { mcpServers: grants } });
     print(io, json, agent, () => agentLine(agent));
   };
@@ -189,7 +227,9 @@ const agentsShow: Command = async (env, args, io, json) => {
 const agentsList: Command = async (env, _args, io, json) => {
   const key = await readKey(env.keyFile);
   const res = await act(env, key, 'ListAgents', {});
-  print(io, json, res, () => (res.agents.length === 0 ? 'no agents yet: mcpx agents create NAME' : res.agents.map(agentLine).join('\n')));
+  print(io, json, res, () =>
+    res.agents.length === 0 ? 'no agents yet: mcpx agents create NAME' : res.agents.map(agentLine).join('\n'),
+  );
 };
 
 interface AgentTools {
@@ -210,8 +250,15 @@ async function agentTools(env: CliEnv, args: ParsedArgs): Promise<AgentTools> {
 const toolsLs: Command = async (env, args, io, json) => {
   const res = await agentTools(env, args);
   // Tools a pinned server holds for review are in no set: say so, and where to review them.
-  const held = res.conflicts.filter((c) => c.heldBy === 'held_for_review').map((c) => `held for review: ${c.name} (${c.server}): mcpx tools review ${c.server}`);
-  print(io, json, res, () => [res.tools.length === 0 ? 'no tools: grant a server with `mcpx agents grant AGENT SERVER`' : res.listing, ...held].join('\n'));
+  const held = res.conflicts
+    .filter((c) => c.heldBy === 'held_for_review')
+    .map((c) => `held for review: ${c.name} (${c.server}): mcpx tools review ${c.server}`);
+  print(io, json, res, () =>
+    [
+      res.tools.length === 0 ? 'no tools: grant a server with `mcpx agents grant AGENT SERVER`' : res.listing,
+      ...held,
+    ].join('\n'),
+  );
 };
 
 const toolsIndex: Command = async (env, args, io, json) => {
@@ -224,7 +271,10 @@ const toolsShow: Command = async (env, args, io, json) => {
   const res = await agentTools(env, args);
   const doc = res.tools.find((t) => t.name === name);
   const held = res.conflicts.find((c) => c.name === name && c.heldBy === 'held_for_review');
-  if (doc === undefined && held !== undefined) throw new Error(`held_for_review: ${name} waits for a review of its changed or new contract: mcpx tools review ${held.server}`);
+  if (doc === undefined && held !== undefined)
+    throw new Error(
+      `held_for_review: ${name} waits for a review of its changed or new contract: mcpx tools review ${held.server}`,
+    );
   if (doc === undefined) throw new Error(`not_found: no tool ${name} for this agent`);
   print(io, json, doc, () => JSON.stringify(doc, null, 2));
 };
@@ -246,7 +296,16 @@ const toolsSearch: Command = async (env, args, io, json) => {
   print(io, json, res, () =>
     res.families.length === 0
       ? `no tools match "${query}"`
-      : res.families.map((f) => [f.family, ...f.tools.map((t) => `  ${t.name}  ${t.score.toFixed(2)}${t.description ? `  ${t.description.split('\n')[0]}` : ''}`)].join('\n')).join('\n'),
+      : res.families
+          .map((f) =>
+            [
+              f.family,
+              ...f.tools.map(
+                (t) => `  ${t.name}  ${t.score.toFixed(2)}${t.description ? `  ${t.description.split('\n')[0]}` : ''}`,
+              ),
+            ].join('\n'),
+          )
+          .join('\n'),
   );
 };
 
@@ -267,7 +326,8 @@ function canonicalJson(value: unknown): string {
 
 /** One pending approval with its whole canonical arguments: what is shown is what is approved. */
 function approvalLine(a: ApprovalView, names: ReadonlyMap<string, string>): string {
-  const args = a.arguments === undefined ? '(too large to show: this call can only be denied)' : canonicalJson(a.arguments);
+  const args =
+    a.arguments === undefined ? '(too large to show: this call can only be denied)' : canonicalJson(a.arguments);
   return `${a.id}  ${a.tool}  run ${a.run}  agent ${names.get(a.agent) ?? a.agent}  expires ${a.expiresAt}\n  arguments: ${args}`;
 }
 
@@ -281,14 +341,25 @@ const approvalsList: Command = async (env, _args, io, json) => {
         key,
         res.approvals.map((a) => a.agent),
       );
-  print(io, json, res, () => (res.approvals.length === 0 ? 'no calls are waiting for approval' : res.approvals.map((a) => approvalLine(a, names)).join('\n')));
+  print(io, json, res, () =>
+    res.approvals.length === 0
+      ? 'no calls are waiting for approval'
+      : res.approvals.map((a) => approvalLine(a, names)).join('\n'),
+  );
 };
 
 function decideApproval(type: 'ApproveToolCall' | 'DenyToolCall'): Command {
   return async (env, args, io, json) => {
     const approvalId = need(args, 2, 'ID');
-    const { approval } = await sendAction<{ approval: ApprovalView }>(env, await readKey(env.keyFile), { type, approvalId });
-    print(io, json, approval, () => (approval.status === 'approved' ? `approved ${approval.id}: re-send the call with --run ${approval.run} --approval ${approval.id}` : `denied ${approval.id}`));
+    const { approval } = await sendAction<{ approval: ApprovalView }>(env, await readKey(env.keyFile), {
+      type,
+      approvalId,
+    });
+    print(io, json, approval, () =>
+      approval.status === 'approved'
+        ? `approved ${approval.id}: re-send the call with --run ${approval.run} --approval ${approval.id}`
+        : `denied ${approval.id}`,
+    );
   };
 }
 

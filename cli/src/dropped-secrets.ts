@@ -17,8 +17,12 @@ export function droppedSecretsLine(dropped: DroppedSecrets | undefined): string 
   if (dropped === undefined || (dropped.headers.length === 0 && !dropped.oauth)) return '';
   const parts: string[] = [];
   const headers = dropped.headers.filter((h) => h.toLowerCase() !== 'authorization');
-  if (dropped.headers.length !== headers.length) parts.push('the Authorization header, i.e. the bearer token (give it again with --token)');
-  if (headers.length > 0) parts.push(`secret header${headers.length > 1 ? 's' : ''} ${headers.join(', ')} (give ${headers.length > 1 ? 'them' : 'it'} again with --secret-header)`);
+  if (dropped.headers.length !== headers.length)
+    parts.push('the Authorization header, i.e. the bearer token (give it again with --token)');
+  if (headers.length > 0)
+    parts.push(
+      `secret header${headers.length > 1 ? 's' : ''} ${headers.join(', ')} (give ${headers.length > 1 ? 'them' : 'it'} again with --secret-header)`,
+    );
   if (dropped.oauth) parts.push('the OAuth client and tokens (authorize again: mcpx servers authorize NAME)');
   return `\n  moved to another origin, so its stored secrets were dropped: ${parts.join('; ')}`;
 }

@@ -8,7 +8,8 @@ import { readKey, sendAction, type CliEnv } from './client.js';
 export function endpointBase(env: CliEnv, args: ParsedArgs): string {
   const given = flag(args, 'endpoint');
   if (given !== undefined) {
-    if (!URL.canParse(given) || !/^https?:$/.test(new URL(given).protocol)) throw new UsageError('--endpoint must be an http(s) URL');
+    if (!URL.canParse(given) || !/^https?:$/.test(new URL(given).protocol))
+      throw new UsageError('--endpoint must be an http(s) URL');
     return given.replace(/\/+$/, '');
   }
   const api = new URL(env.apiUrl);
@@ -41,23 +42,37 @@ export function clientSnippets(name: string, url: string, token: string): Record
  * grant names (that server's tools, resources and prompts under their own names).
  */
 export async function agentsEndpoint(env: CliEnv, args: ParsedArgs, print: Print): Promise<void> {
-  const { agent } = await sendAction<{ agent: AgentView }>(env, await readKey(env.keyFile), { type: 'GetAgent', agent: need(args, 2, 'AGENT') });
+  const { agent } = await sendAction<{ agent: AgentView }>(env, await readKey(env.keyFile), {
+    type: 'GetAgent',
+    agent: need(args, 2, 'AGENT'),
+  });
   const server = flag(args, 'server');
-  if (server === 'true' || server === '') throw new UsageError('--server needs the name of a server granted to the agent');
+  if (server === 'true' || server === '')
+    throw new UsageError('--server needs the name of a server granted to the agent');
   if (server !== undefined && !agent.grants.mcpServers.includes(server)) {
-    throw new UsageError(`${agent.name} is not granted the server ${JSON.stringify(server.slice(0, 64))}: grant it with mcpx agents grant ${agent.name} ${server.slice(0, 64)}`);
+    throw new UsageError(
+      `${agent.name} is not granted the server ${JSON.stringify(server.slice(0, 64))}: grant it with mcpx agents grant ${agent.name} ${server.slice(0, 64)}`,
+    );
   }
   const base = `${endpointBase(env, args)}/v1/agents/${agent.id}`;
   const url = server === undefined ? `${base}/mcp` : `${base}/servers/${encodeURIComponent(server)}/mcp`;
   const token = flag(args, 'token') ?? '<TOKEN>';
-  const name = (server === undefined ? `mcpx-${agent.name}` : `mcpx-${agent.name}-${server}`).replace(/[^A-Za-z0-9_-]/g, '-');
+  const name = (server === undefined ? `mcpx-${agent.name}` : `mcpx-${agent.name}-${server}`).replace(
+    /[^A-Za-z0-9_-]/g,
+    '-',
+  );
   const snippets = clientSnippets(name, url, token);
-  const what = server === undefined ? `MCP endpoint of agent ${agent.name}: ${url}` : `MCP endpoint of agent ${agent.name}, server ${server} alone (its tools under their own names): ${url}`;
+  const what =
+    server === undefined
+      ? `MCP endpoint of agent ${agent.name}: ${url}`
+      : `MCP endpoint of agent ${agent.name}, server ${server} alone (its tools under their own names): ${url}`;
   print({ agent: agent.name, id: agent.id, ...(server !== undefined ? { server } : {}), url, snippets }, () =>
     [
       what,
       `  both protocol eras (2026-07-28 and 2025-11-25), Streamable HTTP; header Authorization: Bearer <token>`,
-      token === '<TOKEN>' ? '  a token: mcpx agents tokens new ' + agent.name + '   (then --token T here fills it in below)' : '',
+      token === '<TOKEN>'
+        ? '  a token: mcpx agents tokens new ' + agent.name + '   (then --token T here fills it in below)'
+        : '',
       '',
       'Cursor, Windsurf and other mcpServers files:',
       snippets.mcpServers ?? '',
@@ -94,7 +109,8 @@ export async function agentsTokens(env: CliEnv, args: ParsedArgs, print: Print):
       const agent = need(args, 3, 'AGENT');
       const days = flag(args, 'expires-days');
       const expiresInDays = days === undefined ? undefined : Number(days);
-      if (expiresInDays !== undefined && !Number.isFinite(expiresInDays)) throw new UsageError('--expires-days must be a number of days');
+      if (expiresInDays !== undefined && !Number.isFinite(expiresInDays))
+        throw new UsageError('--expires-days must be a number of days');
       const name = flag(args, 'name');
       const res = await sendAction<AgentTokenView & { token: string }>(env, key, {
         type: 'CreateAgentToken',
@@ -115,13 +131,25 @@ export async function agentsTokens(env: CliEnv, args: ParsedArgs, print: Print):
       return;
     }
     case 'list': {
-      const res = await sendAction<{ agent: string; tokens: AgentTokenView[] }>(env, key, { type: 'ListAgentTokens', agent: need(args, 3, 'AGENT') });
-      print(res, () => (res.tokens.length === 0 ? `no tokens for ${res.agent}: mcpx agents tokens new ${res.agent}` : res.tokens.map(tokenLine).join('\n')));
+      const res = await sendAction<{ agent: string; tokens: AgentTokenView[] }>(env, key, {
+        type: 'ListAgentTokens',
+        agent: need(args, 3, 'AGENT'),
+      });
+      print(res, () =>
+        res.tokens.length === 0
+          ? `no tokens for ${res.agent}: mcpx agents tokens new ${res.agent}`
+          : res.tokens.map(tokenLine).join('\n'),
+      );
       return;
     }
     case 'revoke': {
-      const res = await sendAction<{ id: string; revoked: boolean }>(env, key, { type: 'RevokeAgentToken', id: need(args, 3, 'ID') });
-      print(res, () => (res.revoked ? `revoked ${res.id}: the endpoint refuses it from now on` : `${res.id} was revoked already`));
+      const res = await sendAction<{ id: string; revoked: boolean }>(env, key, {
+        type: 'RevokeAgentToken',
+        id: need(args, 3, 'ID'),
+      });
+      print(res, () =>
+        res.revoked ? `revoked ${res.id}: the endpoint refuses it from now on` : `${res.id} was revoked already`,
+      );
       return;
     }
     default:

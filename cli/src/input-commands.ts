@@ -1,6 +1,12 @@
 // `mcpx inputs list` and `mcpx inputs answer ID …`: a server's questions asked in the middle of a
 // tool call (2026-07-28 input_required), answered by the account's owner.
-import { ErrorCodes, WireError, type InputRequestItem, type InputRequestView, type RestrictedProperty } from '@mcpx/contracts';
+import {
+  ErrorCodes,
+  WireError,
+  type InputRequestItem,
+  type InputRequestView,
+  type RestrictedProperty,
+} from '@mcpx/contracts';
 import { UsageError, flag, flags, need, type ParsedArgs, type Print } from './args.js';
 import { readKey, sendAction, type CliEnv } from './client.js';
 import { agentNames } from './agent-names.js';
@@ -16,7 +22,8 @@ export function questionLines(q: InputRequestItem): string[] {
     return lines;
   }
   const required = new Set(q.requestedSchema.required ?? []);
-  for (const [name, p] of Object.entries(q.requestedSchema.properties)) lines.push(`    ${name}${required.has(name) ? '' : '?'}: ${propertyText(p)}`);
+  for (const [name, p] of Object.entries(q.requestedSchema.properties))
+    lines.push(`    ${name}${required.has(name) ? '' : '?'}: ${propertyText(p)}`);
   return lines;
 }
 
@@ -30,7 +37,12 @@ function propertyText(p: RestrictedProperty): string {
     }
     case 'number':
     case 'integer': {
-      const bounds = [typeof p.minimum === 'number' ? `>= ${p.minimum}` : '', typeof p.maximum === 'number' ? `<= ${p.maximum}` : ''].filter(Boolean).join(', ');
+      const bounds = [
+        typeof p.minimum === 'number' ? `>= ${p.minimum}` : '',
+        typeof p.maximum === 'number' ? `<= ${p.maximum}` : '',
+      ]
+        .filter(Boolean)
+        .join(', ');
       return `${p.type}${bounds ? ` ${bounds}` : ''}${title}`;
     }
     case 'boolean':
@@ -90,7 +102,11 @@ export async function inputsList(env: CliEnv, _args: ParsedArgs, print: Print): 
     key,
     res.inputRequests.map((r) => r.agent),
   );
-  print(res, () => (res.inputRequests.length === 0 ? 'no calls are waiting for input' : res.inputRequests.map((r) => inputLines(r, names)).join('\n')));
+  print(res, () =>
+    res.inputRequests.length === 0
+      ? 'no calls are waiting for input'
+      : res.inputRequests.map((r) => inputLines(r, names)).join('\n'),
+  );
 }
 
 /**
@@ -109,7 +125,10 @@ export async function inputsAnswer(env: CliEnv, args: ParsedArgs, print: Print):
     flag(args, 'decline') === 'true' ? 'decline' : undefined,
     flag(args, 'cancel') === 'true' ? 'cancel' : undefined,
   ].filter((v): v is string => v !== undefined);
-  if (verbs.length !== 1) throw new UsageError('inputs answer ID takes one of --accept NAME=VALUE… (or --content JSON), --done, --decline, --cancel');
+  if (verbs.length !== 1)
+    throw new UsageError(
+      'inputs answer ID takes one of --accept NAME=VALUE… (or --content JSON), --done, --decline, --cancel',
+    );
   const verb = verbs[0]!;
   const questionKey = flag(args, 'key');
   const action: { type: string; key?: string } & Record<string, unknown> = {
@@ -127,19 +146,37 @@ export async function inputsAnswer(env: CliEnv, args: ParsedArgs, print: Print):
       }
     } else {
       // The form tells each value's type: look the question up.
-      const { inputRequests } = await sendAction<{ inputRequests: InputRequestView[] }>(env, key, { type: 'ListInputRequests' });
+      const { inputRequests } = await sendAction<{ inputRequests: InputRequestView[] }>(env, key, {
+        type: 'ListInputRequests',
+      });
       const request = inputRequests.find((r) => r.id === id);
-      if (request === undefined) throw new WireError(ErrorCodes.notFound, `id: no input request ${id} is waiting for a person`, { field: 'id' });
+      if (request === undefined)
+        throw new WireError(ErrorCodes.notFound, `id: no input request ${id} is waiting for a person`, { field: 'id' });
       const open = request.requests.filter((q) => q.answerBy === 'person' && !request.answered.includes(q.key));
-      const question = questionKey !== undefined ? request.requests.find((q) => q.key === questionKey) : open.length === 1 ? open[0] : undefined;
-      if (question === undefined) throw new UsageError(`input request ${id} asks ${open.length} questions: name one with --key (${open.map((q) => q.key).join(', ')})`);
-      if (question.kind !== 'form') throw new UsageError(`question ${question.key} is not a form: answer it with --done, --decline or --cancel`);
+      const question =
+        questionKey !== undefined
+          ? request.requests.find((q) => q.key === questionKey)
+          : open.length === 1
+            ? open[0]
+            : undefined;
+      if (question === undefined)
+        throw new UsageError(
+          `input request ${id} asks ${open.length} questions: name one with --key (${open.map((q) => q.key).join(', ')})`,
+        );
+      if (question.kind !== 'form')
+        throw new UsageError(`question ${question.key} is not a form: answer it with --done, --decline or --cancel`);
       const values: Record<string, unknown> = {};
       for (const pair of accepts) {
         const eq = pair.indexOf('=');
         if (eq <= 0) throw new UsageError('--accept takes NAME=VALUE');
         const name = pair.slice(0, eq);
-        values[name] = typedValue(name, pair.slice(eq + 1), Object.hasOwn(question.requestedSchema.properties, name) ? question.requestedSchema.properties[name] : undefined);
+        values[name] = typedValue(
+          name,
+          pair.slice(eq + 1),
+          Object.hasOwn(question.requestedSchema.properties, name)
+            ? question.requestedSchema.properties[name]
+            : undefined,
+        );
       }
       action.content = values;
       if (questionKey === undefined) action.key = question.key;

@@ -21,14 +21,17 @@ async function main(argv: string[]): Promise<number> {
   }
   const json = flag(args, 'json') === 'true';
   const [a, b] = args.positionals;
-  const command = (a !== undefined && b !== undefined ? COMMANDS[`${a} ${b}`] : undefined) ?? (a !== undefined ? COMMANDS[a] : undefined);
+  const command =
+    (a !== undefined && b !== undefined ? COMMANDS[`${a} ${b}`] : undefined) ??
+    (a !== undefined ? COMMANDS[a] : undefined);
   if (command === undefined || flag(args, 'help') === 'true') {
     process.stderr.write(`${USAGE}\n`);
     return a === undefined || flag(args, 'help') === 'true' ? 0 : 2;
   }
   const natsUrl = flag(args, 'nats') ?? (process.env.MCPX_NATS_URL || undefined);
   // The MCP endpoint's URL (agents endpoint, agents tokens new): the flag wins over the environment.
-  if (flag(args, 'endpoint') === undefined && process.env.MCPX_ENDPOINT_URL) args.flags.set('endpoint', [process.env.MCPX_ENDPOINT_URL]);
+  if (flag(args, 'endpoint') === undefined && process.env.MCPX_ENDPOINT_URL)
+    args.flags.set('endpoint', [process.env.MCPX_ENDPOINT_URL]);
   try {
     const natsCredentials = await natsCredentialsFrom({
       user: flag(args, 'nats-user') ?? (process.env.MCPX_NATS_USER || undefined),
@@ -57,9 +60,16 @@ async function main(argv: string[]): Promise<number> {
       else writeErr(`error: ${err.code}: ${err.message}${field}\n`);
       if (!json && err.code === 'approval_required' && typeof err.details.approvalId === 'string') {
         const run = typeof err.details.run === 'string' ? ` --run ${err.details.run}` : '';
-        writeErr(`approval: ${err.details.approvalId}\n  mcpx approvals approve ${err.details.approvalId}, then repeat the call with${run} --approval ${err.details.approvalId}\n`);
+        writeErr(
+          `approval: ${err.details.approvalId}\n  mcpx approvals approve ${err.details.approvalId}, then repeat the call with${run} --approval ${err.details.approvalId}\n`,
+        );
       }
-      if (!json && err.code === 'input_required' && typeof err.details.inputRequestId === 'string' && Array.isArray(err.details.requests)) {
+      if (
+        !json &&
+        err.code === 'input_required' &&
+        typeof err.details.inputRequestId === 'string' &&
+        Array.isArray(err.details.requests)
+      ) {
         const id = err.details.inputRequestId;
         const run = typeof err.details.run === 'string' ? ` --run ${err.details.run}` : '';
         writeErr(

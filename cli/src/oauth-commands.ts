@@ -41,14 +41,18 @@ export function preRegisteredClient(args: ParsedArgs): { oauth?: McpServerConfig
     if (orphan !== undefined) throw new UsageError(`--${orphan[0]} needs --client-id`);
     return {};
   }
-  if (grant !== undefined && grant !== 'authorization_code' && grant !== 'client_credentials') throw new UsageError('--grant is authorization_code or client_credentials');
-  if ((keyFile === undefined) !== (keyAlg === undefined)) throw new UsageError('--private-key-file and --key-alg go together');
+  if (grant !== undefined && grant !== 'authorization_code' && grant !== 'client_credentials')
+    throw new UsageError('--grant is authorization_code or client_credentials');
+  if ((keyFile === undefined) !== (keyAlg === undefined))
+    throw new UsageError('--private-key-file and --key-alg go together');
   let privateKey: string | undefined;
   if (keyFile !== undefined) {
     try {
       privateKey = readFileSync(keyFile, 'utf8');
     } catch (err) {
-      throw new UsageError(`--private-key-file: cannot read ${keyFile} (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+      throw new UsageError(
+        `--private-key-file: cannot read ${keyFile} (${(err as NodeJS.ErrnoException).code ?? 'error'})`,
+      );
     }
   }
   return {
@@ -56,7 +60,9 @@ export function preRegisteredClient(args: ParsedArgs): { oauth?: McpServerConfig
       clientId,
       ...(clientSecret !== undefined ? { clientSecret } : {}),
       ...(grant !== undefined ? { grant } : {}),
-      ...(privateKey !== undefined ? { privateKey, keyAlg: keyAlg as NonNullable<McpServerConfigInput['oauth']>['keyAlg'] } : {}),
+      ...(privateKey !== undefined
+        ? { privateKey, keyAlg: keyAlg as NonNullable<McpServerConfigInput['oauth']>['keyAlg'] }
+        : {}),
       ...(scope !== undefined ? { scope } : {}),
     },
   };
@@ -64,7 +70,11 @@ export function preRegisteredClient(args: ParsedArgs): { oauth?: McpServerConfig
 
 /** A pre-registered client as `servers show` prints it: which credential is set, never its value. */
 export function oauthClientLine(c: RedactedOAuthClient): string {
-  const credential = c.hasPrivateKey ? `private key set (${c.keyAlg ?? '?'})` : c.hasClientSecret ? 'client secret set' : 'no secret';
+  const credential = c.hasPrivateKey
+    ? `private key set (${c.keyAlg ?? '?'})`
+    : c.hasClientSecret
+      ? 'client secret set'
+      : 'no secret';
   return `${c.clientId} (${c.grant}, ${credential}${c.scope !== undefined ? `, scope ${c.scope}` : ''})`;
 }
 

@@ -16,7 +16,8 @@ function size(bytes: number): string {
 function shape(value: unknown): string {
   if (value === null) return 'null';
   if (Array.isArray(value)) return `${value.length} item${value.length === 1 ? '' : 's'}`;
-  if (typeof value === 'string') return value.length <= 24 && !/[\n\r]/.test(value) ? JSON.stringify(value) : `text (${value.length} chars)`;
+  if (typeof value === 'string')
+    return value.length <= 24 && !/[\n\r]/.test(value) ? JSON.stringify(value) : `text (${value.length} chars)`;
   if (typeof value === 'number' || typeof value === 'boolean') return String(value);
   if (typeof value === 'object') return `{${Object.keys(value).length} fields}`;
   return typeof value;
@@ -40,7 +41,14 @@ export function blocksLine(r: ProxyResult): string | undefined {
   const images = r.images ?? [];
   if (r.content !== undefined) {
     for (const block of r.content)
-      if (block.type !== 'text' && block.type !== 'image') count(block.type === 'resource_link' ? 'resource link' : block.type === 'resource' ? 'embedded resource' : block.type);
+      if (block.type !== 'text' && block.type !== 'image')
+        count(
+          block.type === 'resource_link'
+            ? 'resource link'
+            : block.type === 'resource'
+              ? 'embedded resource'
+              : block.type,
+        );
   }
   const parts: string[] = [];
   if (images.length > 0) {

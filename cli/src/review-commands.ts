@@ -25,16 +25,22 @@ function schemaLine(c: SchemaChange): string {
 export function cidLines(c: Pick<ToolChangeView, 'cid' | 'previousCid' | 'documentCid' | 'kind'>): string[] {
   const lines = [`  held contract:     ${c.cid}  (the change; accept or reject names it)`];
   lines.push(
-    c.previousCid !== undefined ? `  accepted contract: ${c.previousCid}  (what agents have now)` : `  accepted contract: none  (${c.kind === 'new' ? 'a new tool' : 'nothing accepted yet'})`,
+    c.previousCid !== undefined
+      ? `  accepted contract: ${c.previousCid}  (what agents have now)`
+      : `  accepted contract: none  (${c.kind === 'new' ? 'a new tool' : 'nothing accepted yet'})`,
   );
-  if (c.documentCid !== undefined) lines.push(`  tool document:     ${c.documentCid}  (what agents get once the change is accepted)`);
+  if (c.documentCid !== undefined)
+    lines.push(`  tool document:     ${c.documentCid}  (what agents get once the change is accepted)`);
   return lines;
 }
 
 /** A change as a reviewer reads it: the verdict, warnings, the description as a word diff ([-removed-] {+added+}), schema and annotation changes. */
 export function changeText(c: ToolChangeView): string {
   const effect = c.withheld ? 'withheld from agents until reviewed' : 'agents keep the accepted contract meanwhile';
-  const lines = [`${c.server}/${visible(c.tool)}  (${c.toolName})  ${c.kind === 'new' ? 'new tool' : 'changed'}  ${c.status}  ${effect}`, ...cidLines(c)];
+  const lines = [
+    `${c.server}/${visible(c.tool)}  (${c.toolName})  ${c.kind === 'new' ? 'new tool' : 'changed'}  ${c.status}  ${effect}`,
+    ...cidLines(c),
+  ];
   for (const reason of c.incompatibility ?? []) lines.push(`  incompatible: ${visible(reason)}`);
   if (c.warnings.length > 0) {
     lines.push('  warnings:');
@@ -43,7 +49,11 @@ export function changeText(c: ToolChangeView): string {
   if (c.diff.title !== undefined) lines.push(`  title: ${json(c.diff.title.before)} → ${json(c.diff.title.after)}`);
   if (c.diff.descriptionChanged || c.kind === 'new') {
     lines.push('  description:');
-    const text = c.diff.description.map((p) => (p.op === 'same' ? visible(p.text) : p.op === 'added' ? `{+${visible(p.text)}+}` : `[-${visible(p.text)}-]`)).join('');
+    const text = c.diff.description
+      .map((p) =>
+        p.op === 'same' ? visible(p.text) : p.op === 'added' ? `{+${visible(p.text)}+}` : `[-${visible(p.text)}-]`,
+      )
+      .join('');
     for (const line of (text === '' ? '(empty)' : text).split('\n')) lines.push(`    ${line}`);
   }
   if (c.diff.inputSchema.length > 0) {
@@ -58,7 +68,10 @@ export function changeText(c: ToolChangeView): string {
     lines.push('  annotations:');
     for (const a of c.diff.annotations) lines.push(`    ~ ${a.key}: ${json(a.before)} → ${json(a.after)}`);
   }
-  lines.push(`  accept: mcpx tools accept ${c.server} ${visible(c.tool)} ${c.cid}`, `  reject: mcpx tools reject ${c.server} ${visible(c.tool)} ${c.cid}`);
+  lines.push(
+    `  accept: mcpx tools accept ${c.server} ${visible(c.tool)} ${c.cid}`,
+    `  reject: mcpx tools reject ${c.server} ${visible(c.tool)} ${c.cid}`,
+  );
   return lines.join('\n');
 }
 
@@ -66,14 +79,17 @@ export function changeText(c: ToolChangeView): string {
 export async function toolsReview(env: CliEnv, args: ParsedArgs, print: Print): Promise<void> {
   const server = args.positionals[2];
   const status = flag(args, 'status');
-  if (status !== undefined && !['pending', 'rejected', 'all'].includes(status)) throw new UsageError('--status is pending, rejected or all');
+  if (status !== undefined && !['pending', 'rejected', 'all'].includes(status))
+    throw new UsageError('--status is pending, rejected or all');
   const res = await sendAction<{ changes: ToolChangeView[] }>(env, await readKey(env.keyFile), {
     type: 'ListToolChanges',
     ...(server !== undefined ? { server } : {}),
     ...(status !== undefined ? { status } : {}),
   });
   print(res, () =>
-    res.changes.length === 0 ? `no tool changes ${status === 'rejected' ? 'rejected' : 'waiting for review'}${server !== undefined ? ` on ${server}` : ''}` : res.changes.map(changeText).join('\n\n'),
+    res.changes.length === 0
+      ? `no tool changes ${status === 'rejected' ? 'rejected' : 'waiting for review'}${server !== undefined ? ` on ${server}` : ''}`
+      : res.changes.map(changeText).join('\n\n'),
   );
 }
 
@@ -83,7 +99,11 @@ export function toolsDecide(decision: 'AcceptToolChange' | 'RejectToolChange') {
     const server = need(args, 2, 'SERVER');
     const tool = need(args, 3, 'TOOL');
     const cid = need(args, 4, 'CID');
-    const res = await sendAction<{ server: string; tool: string; cid: string; decision: string; withheld?: boolean }>(env, await readKey(env.keyFile), { type: decision, server, tool, cid });
+    const res = await sendAction<{ server: string; tool: string; cid: string; decision: string; withheld?: boolean }>(
+      env,
+      await readKey(env.keyFile),
+      { type: decision, server, tool, cid },
+    );
     print(res, () =>
       res.decision === 'accepted'
         ? `accepted ${res.server}/${visible(res.tool)} ${res.cid}: agents get it now`
@@ -110,12 +130,17 @@ export async function audit(env: CliEnv, args: ParsedArgs, print: Print): Promis
     const v = flag(args, f);
     if (v !== undefined) filters[field] = v;
   }
-  const res = await sendAction<{ events: AuditEventView[]; nextCursor?: string }>(env, await readKey(env.keyFile), { type: 'ListAuditEvents', ...(n !== undefined ? { limit: n } : {}), ...filters });
+  const res = await sendAction<{ events: AuditEventView[]; nextCursor?: string }>(env, await readKey(env.keyFile), {
+    type: 'ListAuditEvents',
+    ...(n !== undefined ? { limit: n } : {}),
+    ...filters,
+  });
   print(res, () => {
     if (res.events.length === 0) return 'no audit entries';
     const lines = res.events.map((e) => {
       const who = e.role === 'system' ? 'registry' : `${e.role} ${e.signer.slice(0, 12)}…`;
-      const change = e.before !== undefined || e.after !== undefined ? `  ${json(e.before ?? null)} → ${json(e.after ?? null)}` : '';
+      const change =
+        e.before !== undefined || e.after !== undefined ? `  ${json(e.before ?? null)} → ${json(e.after ?? null)}` : '';
       return `${e.at}  ${who}  ${e.action}  ${e.target.kind} ${visible(e.target.name)}${change}`;
     });
     if (res.nextCursor !== undefined) lines.push(`older: mcpx audit --cursor ${res.nextCursor}`);

@@ -14,9 +14,11 @@ interface SignerAnswer {
 export async function signersAuthorize(env: CliEnv, args: ParsedArgs, print: Print): Promise<void> {
   const principal = need(args, 2, 'PRINCIPAL');
   const role = flag(args, 'role')?.toUpperCase();
-  if (role === undefined || !(ROLES as readonly string[]).includes(role)) throw new UsageError('--role is OWNER, WRITER or AGENT');
+  if (role === undefined || !(ROLES as readonly string[]).includes(role))
+    throw new UsageError('--role is OWNER, WRITER or AGENT');
   const agents = flags(args, 'agent');
-  if (role === 'AGENT' && agents.length === 0) throw new UsageError('an AGENT signer is bound to the agents it acts for: name at least one with --agent NAME');
+  if (role === 'AGENT' && agents.length === 0)
+    throw new UsageError('an AGENT signer is bound to the agents it acts for: name at least one with --agent NAME');
   if (role !== 'AGENT' && agents.length > 0) throw new UsageError('--agent is for an AGENT signer only');
   const { signer } = await sendAction<SignerAnswer>(env, await readKey(env.keyFile), {
     type: 'AuthorizeSigner',
@@ -24,12 +26,23 @@ export async function signersAuthorize(env: CliEnv, args: ParsedArgs, print: Pri
     role,
     ...(agents.length > 0 ? { agents } : {}),
   });
-  print({ signer }, () => `authorized ${signer.principal} as ${signer.role}${signer.agents !== undefined ? ` for agents ${signer.agents.join(', ')}` : ''}`);
+  print(
+    { signer },
+    () =>
+      `authorized ${signer.principal} as ${signer.role}${signer.agents !== undefined ? ` for agents ${signer.agents.join(', ')}` : ''}`,
+  );
 }
 
 /** `signers revoke PRINCIPAL`: the key's next signed action is refused. */
 export async function signersRevoke(env: CliEnv, args: ParsedArgs, print: Print): Promise<void> {
   const principal = need(args, 2, 'PRINCIPAL');
-  const res = await sendAction<{ revoked: boolean }>(env, await readKey(env.keyFile), { type: 'RevokeSigner', principal });
-  print({ principal, ...res }, () => (res.revoked ? `revoked ${principal}: it may no longer act for this account` : `${principal} was not a signer of this account`));
+  const res = await sendAction<{ revoked: boolean }>(env, await readKey(env.keyFile), {
+    type: 'RevokeSigner',
+    principal,
+  });
+  print({ principal, ...res }, () =>
+    res.revoked
+      ? `revoked ${principal}: it may no longer act for this account`
+      : `${principal} was not a signer of this account`,
+  );
 }

@@ -1,7 +1,15 @@
 // `mcpx tasks list|show|cancel|result` and the wait of `mcpx call` on a task (docs/tasks.md):
 // over NATS with the runtime's credentials, as `mcpx call --nats`, for the key's account only.
 // A task is read where it is brokered, `mcp.proxy.tasks` (the registry's task actions are not used here yet).
-import { ErrorCodes, TASK_ID_RE, WireError, isFinalTaskState, makeSubjects, type TaskEvent, type TaskView } from '@mcpx/contracts';
+import {
+  ErrorCodes,
+  TASK_ID_RE,
+  WireError,
+  isFinalTaskState,
+  makeSubjects,
+  type TaskEvent,
+  type TaskView,
+} from '@mcpx/contracts';
 import type { ProxyResult, TaskHandle } from '@mcpx/domain';
 import { TaskClient } from '@mcpx/proxy-client';
 import { UsageError, flag, need, type ParsedArgs, type Print } from './args.js';
@@ -15,7 +23,10 @@ const EXPIRY_GRACE_MS = 30_000;
 
 /** The NATS mode only: a user without it is told how, never sent to a NATS it cannot use. */
 function needNats(env: CliEnv, what: string): void {
-  if (!env.viaNats) throw new UsageError(`${what} goes over NATS with the runtime's credentials: add --nats URL (or MCPX_NATS_URL) and --nats-user/--nats-password or --nats-credentials`);
+  if (!env.viaNats)
+    throw new UsageError(
+      `${what} goes over NATS with the runtime's credentials: add --nats URL (or MCPX_NATS_URL) and --nats-user/--nats-password or --nats-credentials`,
+    );
 }
 
 function taskId(args: ParsedArgs): string {
@@ -67,7 +78,11 @@ export async function waitForTask(env: CliEnv, handle: TaskHandle, showStatus: b
       shown = e.state;
       if (showStatus) process.stderr.write(`${taskStatusLine(e)}\n`);
     };
-    show({ task: handle.id, state: handle.state as TaskEvent['state'], ...(handle.statusMessage !== undefined ? { statusMessage: handle.statusMessage } : {}) });
+    show({
+      task: handle.id,
+      state: handle.state as TaskEvent['state'],
+      ...(handle.statusMessage !== undefined ? { statusMessage: handle.statusMessage } : {}),
+    });
     const now = await tasks.getTask(account, handle.id);
     const timeoutMs = Math.max(0, Date.parse(now.expiresAt) - Date.now()) + EXPIRY_GRACE_MS;
     const ended = await tasks.waitTask(account, handle.id, { timeoutMs, onStatus: show });
@@ -81,7 +96,11 @@ export async function waitForTask(env: CliEnv, handle: TaskHandle, showStatus: b
       });
     }
     if (!isFinalTaskState(ended.state)) {
-      throw new WireError(ErrorCodes.timeout, `task ${handle.id} is still ${ended.state} past its expiry: see mcpx tasks show ${handle.id}`, { task: handle.id });
+      throw new WireError(
+        ErrorCodes.timeout,
+        `task ${handle.id} is still ${ended.state} past its expiry: see mcpx tasks show ${handle.id}`,
+        { task: handle.id },
+      );
     }
     return await tasks.taskResult(account, handle.id);
   });
@@ -92,11 +111,14 @@ export async function tasksList(env: CliEnv, args: ParsedArgs, print: Print): Pr
   needNats(env, 'mcpx tasks');
   const limitFlag = flag(args, 'limit');
   const limit = limitFlag === undefined ? undefined : Number(limitFlag);
-  if (limit !== undefined && !(Number.isInteger(limit) && limit > 0 && limit <= 200)) throw new UsageError('--limit takes a number, 1 to 200');
+  if (limit !== undefined && !(Number.isInteger(limit) && limit > 0 && limit <= 200))
+    throw new UsageError('--limit takes a number, 1 to 200');
   const agentRef = flag(args, 'agent');
   // An agent is named by its name or id; the broker knows ids only.
   const agent = agentRef === undefined ? undefined : await agentIdOf(env, agentRef);
-  const list = await withTasks(env, (tasks, account) => tasks.listTasks(account, { ...(agent !== undefined ? { agent } : {}), ...(limit !== undefined ? { limit } : {}) }));
+  const list = await withTasks(env, (tasks, account) =>
+    tasks.listTasks(account, { ...(agent !== undefined ? { agent } : {}), ...(limit !== undefined ? { limit } : {}) }),
+  );
   const names = await namesOf(env, list);
   print({ tasks: list }, () => (list.length === 0 ? 'no tasks' : list.map((t) => taskLine(t, names)).join('\n')));
 }

@@ -4,20 +4,36 @@ import { UsageError, flag, need, type ParsedArgs, type Print } from './args.js';
 import { readKey, sendAction, type CliEnv } from './client.js';
 import { toolCount } from './terminal-text.js';
 
-const LEVELS: Record<string, 'act' | 'always_ask' | null> = { act: 'act', always_ask: 'always_ask', 'always-ask': 'always_ask', inherited: null };
+const LEVELS: Record<string, 'act' | 'always_ask' | null> = {
+  act: 'act',
+  always_ask: 'always_ask',
+  'always-ask': 'always_ask',
+  inherited: null,
+};
 
 /** `tools permission SERVER TOOL act|always_ask|inherited`: the owner's level of one tool (its remote name). */
 export async function toolsPermission(env: CliEnv, args: ParsedArgs, print: Print): Promise<void> {
   const [server, tool, level] = args.positionals.slice(2);
-  if (server === undefined || tool === undefined || level === undefined) throw new UsageError('usage: tools permission SERVER TOOL act|always_ask|inherited');
+  if (server === undefined || tool === undefined || level === undefined)
+    throw new UsageError('usage: tools permission SERVER TOOL act|always_ask|inherited');
   if (!(level in LEVELS)) throw new UsageError('the level is act, always_ask or inherited');
-  const res = await sendAction<{ server: string; tool: string; permission: string; inherited: string; overridden: boolean }>(env, await readKey(env.keyFile), {
+  const res = await sendAction<{
+    server: string;
+    tool: string;
+    permission: string;
+    inherited: string;
+    overridden: boolean;
+  }>(env, await readKey(env.keyFile), {
     type: 'SetToolPermission',
     server,
     tool,
     permission: LEVELS[level] ?? null,
   });
-  print(res, () => `${res.server} ${res.tool}: ${res.permission}${res.overridden ? ` (the owner's; inherited: ${res.inherited})` : ' (inherited)'}`);
+  print(
+    res,
+    () =>
+      `${res.server} ${res.tool}: ${res.permission}${res.overridden ? ` (the owner's; inherited: ${res.inherited})` : ' (inherited)'}`,
+  );
 }
 
 /**
@@ -40,15 +56,29 @@ export async function vendorsConnect(env: CliEnv, args: ParsedArgs, print: Print
     if (accessToken === undefined) throw new UsageError('--access-token T or --tokens-file PATH is required');
     const refreshToken = flag(args, 'refresh-token');
     const expiresAt = flag(args, 'expires-at');
-    tokens = { accessToken, ...(refreshToken !== undefined ? { refreshToken } : {}), ...(expiresAt !== undefined ? { expiresAt } : {}) };
+    tokens = {
+      accessToken,
+      ...(refreshToken !== undefined ? { refreshToken } : {}),
+      ...(expiresAt !== undefined ? { expiresAt } : {}),
+    };
   }
-  const res = await sendAction<{ vendor: string; servers: RedactedMcpServer[] }>(env, await readKey(env.keyFile), { ...tokens, type: 'SetVendorConnection', vendor });
-  print(res, () => `connected ${res.vendor}: ${res.servers.map((s) => `${s.name} (${toolCount(s.tools.length)})`).join(', ')}`);
+  const res = await sendAction<{ vendor: string; servers: RedactedMcpServer[] }>(env, await readKey(env.keyFile), {
+    ...tokens,
+    type: 'SetVendorConnection',
+    vendor,
+  });
+  print(
+    res,
+    () => `connected ${res.vendor}: ${res.servers.map((s) => `${s.name} (${toolCount(s.tools.length)})`).join(', ')}`,
+  );
 }
 
 /** `vendors disconnect VENDOR`: its built-ins go dark, out of every agent's grant. */
 export async function vendorsDisconnect(env: CliEnv, args: ParsedArgs, print: Print): Promise<void> {
   const vendor = need(args, 2, 'VENDOR');
-  const res = await sendAction<{ vendor: string; servers: string[] }>(env, await readKey(env.keyFile), { type: 'DeleteVendorConnection', vendor });
+  const res = await sendAction<{ vendor: string; servers: string[] }>(env, await readKey(env.keyFile), {
+    type: 'DeleteVendorConnection',
+    vendor,
+  });
   print(res, () => `disconnected ${res.vendor}: ${res.servers.join(', ')} went dark`);
 }

@@ -52,8 +52,19 @@ function figureRow(s) {
 
 /** One call: when, who, where, how it ended, how long it took. */
 function callRow(c) {
-  const result = el('span', { className: `chip ${c.outcome === 'ok' ? 'ok' : 'error'}`, textContent: c.code, title: c.outcome });
-  const extra = [c.era, c.approvalId && `approval ${c.approvalId}`, c.inputRequestId && `input ${c.inputRequestId}`, c.taskId && `task ${c.taskId}`].filter(Boolean).join(', ');
+  const result = el('span', {
+    className: `chip ${c.outcome === 'ok' ? 'ok' : 'error'}`,
+    textContent: c.code,
+    title: c.outcome,
+  });
+  const extra = [
+    c.era,
+    c.approvalId && `approval ${c.approvalId}`,
+    c.inputRequestId && `input ${c.inputRequestId}`,
+    c.taskId && `task ${c.taskId}`,
+  ]
+    .filter(Boolean)
+    .join(', ');
   const tr = el(
     'tr',
     {},
@@ -87,7 +98,8 @@ export async function mountActivity(root, ctx) {
   let figuresAt = 0;
   let stopped = false;
 
-  const input = (name, value, label) => el('input', { name, value: value ?? '', placeholder: label, title: label, size: 14 });
+  const input = (name, value, label) =>
+    el('input', { name, value: value ?? '', placeholder: label, title: label, size: 14 });
   const agent = input('agent', ctx.agent, 'agent');
   const server = input('server', ctx.server, 'server');
   const tool = input('tool', '', 'tool');
@@ -99,7 +111,17 @@ export async function mountActivity(root, ctx) {
   const empty = el('p', { className: 'muted', textContent: 'No calls recorded yet with these filters.' });
   const older = el('button', { type: 'button', className: 'quiet', textContent: 'Older' });
   const noFigures = el('p', { className: 'muted', textContent: 'No calls in the last 24 hours.' });
-  const form = el('form', {}, agent, server, tool, el('label', {}, failed, ' failed only'), el('button', { type: 'submit', textContent: 'Apply' }), el('label', {}, live, ' live'), status);
+  const form = el(
+    'form',
+    {},
+    agent,
+    server,
+    tool,
+    el('label', {}, failed, ' failed only'),
+    el('button', { type: 'submit', textContent: 'Apply' }),
+    el('label', {}, live, ' live'),
+    status,
+  );
   const th = (t, cls = '') => el('th', { textContent: t, className: cls });
   root.replaceChildren(
     el(
@@ -138,7 +160,26 @@ export async function mountActivity(root, ctx) {
       el(
         'div',
         { className: 'scroll' },
-        el('table', { className: 'activity-calls' }, el('thead', {}, el('tr', {}, th('Time'), th('Agent'), th('Server'), th('Tool'), th('Result'), th('Duration', 'num'), th('Run'))), callsBody),
+        el(
+          'table',
+          { className: 'activity-calls' },
+          el(
+            'thead',
+            {},
+            el(
+              'tr',
+              {},
+              th('Time'),
+              th('Agent'),
+              th('Server'),
+              th('Tool'),
+              th('Result'),
+              th('Duration', 'num'),
+              th('Run'),
+            ),
+          ),
+          callsBody,
+        ),
       ),
       empty,
       older,

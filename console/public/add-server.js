@@ -56,7 +56,10 @@ function suggestName(url) {
 function showChosenSections() {
   for (const name of CHOICES) {
     const chosen = form()[name].value;
-    for (const section of /** @type {NodeListOf<HTMLElement>} */ (document.querySelectorAll(`#add-form [data-${name}]`))) section.hidden = section.dataset[name] !== chosen;
+    for (const section of /** @type {NodeListOf<HTMLElement>} */ (
+      document.querySelectorAll(`#add-form [data-${name}]`)
+    ))
+      section.hidden = section.dataset[name] !== chosen;
   }
 }
 
@@ -73,7 +76,14 @@ function formValues() {
     grant: f.grant.value,
     clientId: machine ? f.machineClientId.value : f.clientId.value,
     clientSecret: machine ? (f.credential.value === 'secret' ? f.machineClientSecret.value : '') : f.clientSecret.value,
-    ...(machine ? { credential: f.credential.value, privateKey: f.credential.value === 'key' ? f.privateKey.value : '', keyAlg: f.keyAlg.value, scope: f.scope.value } : {}),
+    ...(machine
+      ? {
+          credential: f.credential.value,
+          privateKey: f.credential.value === 'key' ? f.privateKey.value : '',
+          keyAlg: f.keyAlg.value,
+          scope: f.scope.value,
+        }
+      : {}),
   };
 }
 
@@ -109,7 +119,11 @@ function drawAgentTicks() {
 
 /** The ids of the agents ticked in the dialog. */
 function tickedAgents() {
-  return [.../** @type {NodeListOf<HTMLInputElement>} */ (document.querySelectorAll('#add-grant-list input[name="grantAgent"]:checked'))].map((b) => b.value);
+  return [
+    .../** @type {NodeListOf<HTMLInputElement>} */ (
+      document.querySelectorAll('#add-grant-list input[name="grantAgent"]:checked')
+    ),
+  ].map((b) => b.value);
 }
 
 /**
@@ -120,12 +134,18 @@ async function grantTicked(server, ticked) {
   if (ticked.length === 0) return;
   const agents = ctx.agents().filter((a) => ticked.includes(a.id));
   if (server.status.state !== 'ok') {
-    say(`${server.name}: saved but not connected, so not given to ${agents.map((a) => a.name).join(', ')}: tick it on the agent's page once it connects`, true);
+    say(
+      `${server.name}: saved but not connected, so not given to ${agents.map((a) => a.name).join(', ')}: tick it on the agent's page once it connects`,
+      true,
+    );
     return;
   }
   for (const agent of agents) {
     if (agent.grants.mcpServers.includes(server.name)) continue;
-    await act('UpdateAgent', { agent: agent.id, definition: { mcpServers: [...agent.grants.mcpServers, server.name] } });
+    await act('UpdateAgent', {
+      agent: agent.id,
+      definition: { mcpServers: [...agent.grants.mcpServers, server.name] },
+    });
   }
 }
 
@@ -138,7 +158,8 @@ async function save() {
   showErrors(errors);
   if (errors.length > 0) return;
   // Signing in opens a popup, and a popup must be opened by the click; a machine client never signs in.
-  const popup = config.auth === 'oauth' && config.oauth?.grant !== 'client_credentials' ? openAuthorizationWindow() : null;
+  const popup =
+    config.auth === 'oauth' && config.oauth?.grant !== 'client_credentials' ? openAuthorizationWindow() : null;
   $('add-result').textContent = 'Connecting…';
   let res;
   try {
@@ -154,7 +175,8 @@ async function save() {
   /** @type {HTMLDialogElement} */ ($('add-dialog')).close();
   const { server } = res;
   if (server.status.state === 'ok') say(`${server.name}: connected, ${server.tools.length} tools`);
-  else if (!res.authorizationUrl) say(`${server.name}: saved, but ${server.status.summary ?? server.status.error ?? server.status.state}`, true);
+  else if (!res.authorizationUrl)
+    say(`${server.name}: saved, but ${server.status.summary ?? server.status.error ?? server.status.state}`, true);
   followAuthorization(server.name, res, popup);
   // A move to another origin drops the stored secrets: say which, so the owner enters them again.
   const dropped = droppedSecretsText(res.droppedSecrets);
@@ -181,7 +203,8 @@ export function initAddServer(context) {
   });
   form().name.addEventListener('input', (e) => (e.target.dataset.touched = '1'));
   for (const name of CHOICES) {
-    for (const radio of document.querySelectorAll(`#add-form input[name="${name}"]`)) radio.addEventListener('change', showChosenSections);
+    for (const radio of document.querySelectorAll(`#add-form input[name="${name}"]`))
+      radio.addEventListener('change', showChosenSections);
   }
   form().keyAlg.replaceChildren(...KEY_ALGS.map((alg) => el('option', { value: alg, textContent: alg })));
   // Mistakes before saving are listed in the dialog; a failure after it (the grant) goes to the status line.

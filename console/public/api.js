@@ -8,7 +8,9 @@ import { clearStoredKey, loadStoredKey, storeKey, takeLegacyKeyFile } from './ke
 const RATE_RETRIES = 3;
 const RATE_RETRY_MAX_MS = 5_000;
 
-const PKCS8_PREFIX = new Uint8Array([0x30, 0x2e, 0x02, 0x01, 0x00, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x04, 0x22, 0x04, 0x20]);
+const PKCS8_PREFIX = new Uint8Array([
+  0x30, 0x2e, 0x02, 0x01, 0x00, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x04, 0x22, 0x04, 0x20,
+]);
 /** How long to wait before opening a dropped event stream again. */
 const RECONNECT_MS = 2000;
 
@@ -51,7 +53,8 @@ export async function newKey() {
 
 /** Imports a key file (`{principal, seed}`, as `mcpx keys new` writes it) non-extractable, and keeps only that. */
 export async function importKeyFile(file) {
-  if (typeof file?.principal !== 'string' || typeof file?.seed !== 'string') throw new Error('not an mcpx key file (needs principal and seed)');
+  if (typeof file?.principal !== 'string' || typeof file?.seed !== 'string')
+    throw new Error('not an mcpx key file (needs principal and seed)');
   const pkcs8 = new Uint8Array([...PKCS8_PREFIX, ...fromB64url(file.seed)]);
   const privateKey = await crypto.subtle.importKey('pkcs8', pkcs8, { name: 'Ed25519' }, false, ['sign']);
   const entry = { principal: file.principal, privateKey };
@@ -95,7 +98,11 @@ export async function act(type, fields) {
   if (!key) throw new Error('create or load a key first');
   for (let attempt = 0; ; attempt++) {
     // A fresh envelope each time: its nonce is single-use.
-    const res = await fetch('/v1/actions', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(await envelope({ type, ...fields })) });
+    const res = await fetch('/v1/actions', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(await envelope({ type, ...fields })),
+    });
     const body = await res.json().catch(() => ({}));
     if (res.ok && !body.error) return body;
     const error = body.error ?? { code: 'internal', message: `HTTP ${res.status}` };

@@ -81,7 +81,10 @@ async function loadSignIns() {
         'li',
         {},
         link(`#sign-in=${s.id}`, `${s.client.name} (unverified name, ${s.client.host})`),
-        el('span', { className: 'muted', textContent: ` for agent ${s.agent.name} · expires ${new Date(s.expiresAt).toLocaleTimeString()}` }),
+        el('span', {
+          className: 'muted',
+          textContent: ` for agent ${s.agent.name} · expires ${new Date(s.expiresAt).toLocaleTimeString()}`,
+        }),
       ),
     ),
   );
@@ -90,7 +93,9 @@ async function loadSignIns() {
 /** Grants or withdraws `server` for `agent` (the current one unless named). */
 async function toggleGrant(server, on, agent = currentAgent()) {
   if (!agent) return;
-  const grants = on ? [...new Set([...agent.grants.mcpServers, server])] : agent.grants.mcpServers.filter((g) => g !== server);
+  const grants = on
+    ? [...new Set([...agent.grants.mcpServers, server])]
+    : agent.grants.mcpServers.filter((g) => g !== server);
   await run(async () => {
     await act('UpdateAgent', { agent: agent.id, definition: { mcpServers: grants } });
     await load();
@@ -200,8 +205,10 @@ initSignIn();
 
 initRouter(enter);
 wireFilters();
-for (const id of ['key-new', 'welcome-key']) $(id).addEventListener('click', () => void run(async () => start(await newKey())));
-for (const id of ['key-paste', 'welcome-paste']) $(id).addEventListener('click', () => /** @type {HTMLDialogElement} */ ($('key-dialog')).showModal());
+for (const id of ['key-new', 'welcome-key'])
+  $(id).addEventListener('click', () => void run(async () => start(await newKey())));
+for (const id of ['key-paste', 'welcome-paste'])
+  $(id).addEventListener('click', () => /** @type {HTMLDialogElement} */ ($('key-dialog')).showModal());
 $('key-use').addEventListener(
   'click',
   () =>
@@ -237,7 +244,10 @@ $('agent-create').addEventListener(
   'click',
   () =>
     void run(async () => {
-      const { agent } = await act('CreateAgent', { name: /** @type {HTMLInputElement} */ ($('agent-name')).value.trim(), definition: { mcpServers: [] } });
+      const { agent } = await act('CreateAgent', {
+        name: /** @type {HTMLInputElement} */ ($('agent-name')).value.trim(),
+        definition: { mcpServers: [] },
+      });
       localStorage.setItem(AGENT_STORAGE, agent.id);
       /** @type {HTMLInputElement} */ ($('agent-name')).value = '';
       await load();

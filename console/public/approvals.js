@@ -60,7 +60,9 @@ function approvalItem(a, agents) {
     // Arguments too large to show cannot be approved (the registry refuses it too).
     approve.disabled = true;
     approve.title = 'the arguments are too large to show, so they cannot be approved';
-    li.append(el('p', { className: 'muted', textContent: 'arguments too large to show: this call can only be denied' }));
+    li.append(
+      el('p', { className: 'muted', textContent: 'arguments too large to show: this call can only be denied' }),
+    );
   }
   return li;
 }

@@ -8,7 +8,13 @@ const MAX_VALUE_CHARS = 160;
 
 /** `value` flattened into `path → leaf` (arrays and deep objects are leaves). */
 function flatten(value, prefix, out, depth) {
-  if (value !== null && typeof value === 'object' && !Array.isArray(value) && depth < MAX_DEPTH && (Object.keys(value).length > 0 || prefix === '')) {
+  if (
+    value !== null &&
+    typeof value === 'object' &&
+    !Array.isArray(value) &&
+    depth < MAX_DEPTH &&
+    (Object.keys(value).length > 0 || prefix === '')
+  ) {
     for (const [k, v] of Object.entries(value)) flatten(v, prefix === '' ? k : `${prefix}.${k}`, out, depth + 1);
   } else {
     out.set(prefix === '' ? '(value)' : prefix, value);

@@ -17,7 +17,17 @@ export function changeTable(before, after) {
   return el(
     'table',
     { className: 'audit-change' },
-    el('thead', {}, el('tr', {}, el('th', { textContent: 'field' }), el('th', { textContent: 'before' }), el('th', { textContent: 'after' }))),
+    el(
+      'thead',
+      {},
+      el(
+        'tr',
+        {},
+        el('th', { textContent: 'field' }),
+        el('th', { textContent: 'before' }),
+        el('th', { textContent: 'after' }),
+      ),
+    ),
     el(
       'tbody',
       {},
@@ -58,7 +68,11 @@ export async function loadAudit(more = false) {
   const action = /** @type {HTMLInputElement} */ ($('audit-action')).value.trim();
   let res;
   try {
-    res = await act('ListAuditEvents', { limit: 25, ...(action !== '' ? { action } : {}), ...(more && cursor ? { cursor } : {}) });
+    res = await act('ListAuditEvents', {
+      limit: 25,
+      ...(action !== '' ? { action } : {}),
+      ...(more && cursor ? { cursor } : {}),
+    });
   } catch (err) {
     // The log is the OWNER's: another signer's console goes on without it.
     if (err instanceof ActionError && err.code === 'forbidden') {

@@ -11,7 +11,17 @@ function head(major, n, out) {
   else {
     const hi = Math.floor(n / 0x100000000);
     const lo = n >>> 0;
-    out.push((major << 5) | 27, (hi >>> 24) & 0xff, (hi >> 16) & 0xff, (hi >> 8) & 0xff, hi & 0xff, (lo >>> 24) & 0xff, (lo >> 16) & 0xff, (lo >> 8) & 0xff, lo & 0xff);
+    out.push(
+      (major << 5) | 27,
+      (hi >>> 24) & 0xff,
+      (hi >> 16) & 0xff,
+      (hi >> 8) & 0xff,
+      hi & 0xff,
+      (lo >>> 24) & 0xff,
+      (lo >> 16) & 0xff,
+      (lo >> 8) & 0xff,
+      lo & 0xff,
+    );
   }
 }
 

@@ -16,7 +16,10 @@ export async function loadEndpointSettings() {
   const res = await fetch('settings.json');
   if (!res.ok) throw new Error(`the console settings could not be read (HTTP ${res.status})`);
   const body = await res.json();
-  settingsBase = typeof body?.endpoint?.url === 'string' ? body.endpoint.url : `${location.protocol}//${location.hostname}:${Number(body?.endpoint?.port) || 8083}`;
+  settingsBase =
+    typeof body?.endpoint?.url === 'string'
+      ? body.endpoint.url
+      : `${location.protocol}//${location.hostname}:${Number(body?.endpoint?.port) || 8083}`;
   /** @type {HTMLInputElement} */ ($('endpoint-base')).placeholder = settingsBase;
   /** @type {HTMLInputElement} */ ($('endpoint-base')).value = endpointBase();
 }
@@ -32,7 +35,11 @@ export function endpointUrl(agent) {
 
 function snippet(agent, token) {
   const name = `mcpx-${agent.name}`.replace(/[^A-Za-z0-9_-]/g, '-');
-  return JSON.stringify({ mcpServers: { [name]: { url: endpointUrl(agent), headers: { Authorization: `Bearer ${token}` } } } }, null, 2);
+  return JSON.stringify(
+    { mcpServers: { [name]: { url: endpointUrl(agent), headers: { Authorization: `Bearer ${token}` } } } },
+    null,
+    2,
+  );
 }
 
 function tokenItem(t) {
@@ -47,13 +54,17 @@ function tokenItem(t) {
         await renderEndpoint();
       }),
   );
-  const when = t.state === 'revoked' ? `revoked ${t.revokedAt}` : t.expiresAt ? `expires ${t.expiresAt}` : 'never expires';
+  const when =
+    t.state === 'revoked' ? `revoked ${t.revokedAt}` : t.expiresAt ? `expires ${t.expiresAt}` : 'never expires';
   return el(
     'li',
     { className: 'token-row' },
     el('strong', { textContent: t.name }),
     el('span', { className: `chip ${t.state === 'active' ? 'ok' : 'error'}`, textContent: t.state }),
-    el('span', { className: 'muted', textContent: ` ${t.id} · created ${t.createdAt} · ${when}${t.userMayApprove ? ' · its user may approve its always_ask calls' : ''} ` }),
+    el('span', {
+      className: 'muted',
+      textContent: ` ${t.id} · created ${t.createdAt} · ${when}${t.userMayApprove ? ' · its user may approve its always_ask calls' : ''} `,
+    }),
     revoke,
   );
 }
@@ -101,7 +112,11 @@ export function initEndpoint(deps) {
         if (!agent) throw new Error('pick an agent first');
         const name = /** @type {HTMLInputElement} */ ($('endpoint-token-name')).value.trim();
         const userMayApprove = /** @type {HTMLInputElement} */ ($('endpoint-token-approve')).checked;
-        const created = await act('CreateAgentToken', { agent: agent.id, ...(name ? { name } : {}), ...(userMayApprove ? { userMayApprove } : {}) });
+        const created = await act('CreateAgentToken', {
+          agent: agent.id,
+          ...(name ? { name } : {}),
+          ...(userMayApprove ? { userMayApprove } : {}),
+        });
         /** @type {HTMLInputElement} */ ($('endpoint-token-name')).value = '';
         /** @type {HTMLInputElement} */ ($('endpoint-token-approve')).checked = false;
         await renderEndpoint();

@@ -31,15 +31,27 @@ function field(name, p, required, key) {
     // Untitled (items.enum) or titled (items.anyOf [{const, title}]), as the server wrote it.
     const options = p.items?.enum ?? (p.items?.anyOf ?? []).map((o) => o.const);
     const names = p.items?.enumNames ?? (p.items?.anyOf ?? []).map((o) => o.title);
-    const boxes = options.map((v) => el('input', { type: 'checkbox', value: v, checked: Array.isArray(p.default) && p.default.includes(v) }));
-    control = el('fieldset', { id, className: 'multi' }, el('legend', { textContent: p.title ?? name }), ...boxes.map((b, i) => el('label', { className: 'inline' }, b, ` ${names[i] ?? b.value}`)));
+    const boxes = options.map((v) =>
+      el('input', { type: 'checkbox', value: v, checked: Array.isArray(p.default) && p.default.includes(v) }),
+    );
+    control = el(
+      'fieldset',
+      { id, className: 'multi' },
+      el('legend', { textContent: p.title ?? name }),
+      ...boxes.map((b, i) => el('label', { className: 'inline' }, b, ` ${names[i] ?? b.value}`)),
+    );
     read = () => boxes.filter((b) => b.checked).map((b) => b.value);
     return { node: el('div', { className: 'input-field' }, control, ...(help ? [help] : [])), name, read };
   } else if (p.type === 'string' && (Array.isArray(p.enum) || Array.isArray(p.oneOf))) {
     // Untitled (enum), legacy titled (enum + enumNames) or titled (oneOf [{const, title}]).
     const values = p.enum ?? p.oneOf.map((o) => o.const);
     const names = p.enumNames ?? (p.oneOf ?? []).map((o) => o.title);
-    control = el('select', { id }, ...(required ? [] : [el('option', { value: '', textContent: '—' })]), ...values.map((v, i) => el('option', { value: v, textContent: names[i] ?? v })));
+    control = el(
+      'select',
+      { id },
+      ...(required ? [] : [el('option', { value: '', textContent: '—' })]),
+      ...values.map((v, i) => el('option', { value: v, textContent: names[i] ?? v })),
+    );
     if (typeof p.default === 'string') control.value = p.default;
     read = () => (control.value === '' ? undefined : control.value);
   } else if (p.type === 'number' || p.type === 'integer') {
@@ -54,7 +66,12 @@ function field(name, p, required, key) {
     if (typeof p.maxLength === 'number') control.maxLength = p.maxLength;
     if (typeof p.default === 'string') control.value = p.default;
     // A date-time field reads local time; the answer carries it in ISO-8601 with its offset.
-    read = () => (control.value === '' ? undefined : p.format === 'date-time' ? new Date(control.value).toISOString() : control.value);
+    read = () =>
+      control.value === ''
+        ? undefined
+        : p.format === 'date-time'
+          ? new Date(control.value).toISOString()
+          : control.value;
   }
   return { node: el('div', { className: 'input-field' }, label, control, ...(help ? [help] : [])), name, read };
 }
@@ -64,7 +81,9 @@ async function answer(r, q, body, buttons) {
   await run(async () => {
     try {
       await act('AnswerInputRequest', { id: r.id, key: q.key, ...body });
-      say(`${r.tool}: ${body.action === 'accept' ? 'answered, the call goes on' : `${body.action === 'decline' ? 'declined' : 'cancelled'}, the server is told`}`);
+      say(
+        `${r.tool}: ${body.action === 'accept' ? 'answered, the call goes on' : `${body.action === 'decline' ? 'declined' : 'cancelled'}, the server is told`}`,
+      );
     } finally {
       await loadInputs();
     }
@@ -80,23 +99,42 @@ function refusals(r, q, buttons) {
 }
 
 function question(r, q) {
-  const box = el('div', { className: 'input-question' }, el('p', { className: 'input-message', textContent: q.message }));
+  const box = el(
+    'div',
+    { className: 'input-question' },
+    el('p', { className: 'input-message', textContent: q.message }),
+  );
   box.dataset.key = q.key;
   if (q.kind === 'url') {
     // Opened for the person, in a tab of their own; the console never fetches it.
-    const link = el('a', { href: q.url, target: '_blank', rel: 'noopener noreferrer', textContent: `Open ${new URL(q.url).host}` });
+    const link = el('a', {
+      href: q.url,
+      target: '_blank',
+      rel: 'noopener noreferrer',
+      textContent: `Open ${new URL(q.url).host}`,
+    });
     const done = el('button', { type: 'button', className: 'primary', textContent: 'Done' });
     done.title = 'I finished in the browser tab';
     const others = refusals(r, q, [done]);
     done.addEventListener('click', () => void answer(r, q, { action: 'accept' }, [done, ...others]));
-    box.append(el('p', { className: 'muted', textContent: q.url }), el('div', { className: 'row' }, link, done, ...others));
+    box.append(
+      el('p', { className: 'muted', textContent: q.url }),
+      el('div', { className: 'row' }, link, done, ...others),
+    );
     return box;
   }
   const required = new Set(q.requestedSchema.required ?? []);
-  const fields = Object.entries(q.requestedSchema.properties).map(([name, p]) => field(name, p, required.has(name), q.key));
+  const fields = Object.entries(q.requestedSchema.properties).map(([name, p]) =>
+    field(name, p, required.has(name), q.key),
+  );
   const submit = el('button', { type: 'submit', className: 'primary', textContent: 'Submit' });
   const others = refusals(r, q, [submit]);
-  const form = el('form', { className: 'input-form' }, ...fields.map((f) => f.node), el('div', { className: 'row' }, submit, ...others));
+  const form = el(
+    'form',
+    { className: 'input-form' },
+    ...fields.map((f) => f.node),
+    el('div', { className: 'row' }, submit, ...others),
+  );
   form.addEventListener('submit', (e) => {
     e.preventDefault();
     if (!form.reportValidity()) return;
@@ -116,7 +154,10 @@ function inputItem(r) {
     'div',
     { className: 'approval-row' },
     el('strong', { textContent: r.tool }),
-    el('span', { className: 'muted', textContent: `agent ${agentName(r.agent)} · run ${r.run}${r.round > 1 ? ` · round ${r.round}` : ''}` }),
+    el('span', {
+      className: 'muted',
+      textContent: `agent ${agentName(r.agent)} · run ${r.run}${r.round > 1 ? ` · round ${r.round}` : ''}`,
+    }),
     el('span', { className: 'muted', textContent: `expires ${new Date(r.expiresAt).toLocaleTimeString()}` }),
   );
   const open = r.requests.filter((q) => q.answerBy === 'person' && !r.answered.includes(q.key));

@@ -24,7 +24,12 @@ export function openAuthorizationWindow() {
  */
 export function authorizeIn(popup, server, url, onClosed) {
   if (!popup || popup.closed) {
-    const link = el('a', { href: url, target: '_blank', rel: 'noopener noreferrer', textContent: `authorize ${server}` });
+    const link = el('a', {
+      href: url,
+      target: '_blank',
+      rel: 'noopener noreferrer',
+      textContent: `authorize ${server}`,
+    });
     $('message').replaceChildren(`${server} needs authorization: `, link);
     $('message').className = 'muted';
     return;

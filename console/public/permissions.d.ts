@@ -16,8 +16,15 @@ export const INHERITED: '';
 export function levelLabel(level: Level): string;
 export function choiceOf(tool: ListedTool): Level | '';
 export function permissionOptions(inherited: Level | null): Array<{ value: Level | ''; label: string }>;
-export function setPermissionFields(server: string, tool: string, choice: string): { server: string; tool: string; permission: Level | null };
-export function withPermission<T extends ListedTool>(tool: T, reply: Pick<PermissionReply, 'permission' | 'overridden'>): T;
+export function setPermissionFields(
+  server: string,
+  tool: string,
+  choice: string,
+): { server: string; tool: string; permission: Level | null };
+export function withPermission<T extends ListedTool>(
+  tool: T,
+  reply: Pick<PermissionReply, 'permission' | 'overridden'>,
+): T;
 export class InheritedLevels {
   of(server: string, tool: ListedTool): Level | null;
   learn(reply: Pick<PermissionReply, 'server' | 'tool' | 'inherited'>): void;

@@ -17,13 +17,18 @@ export function levelLabel(level) {
 
 /** The control's value for a tool of ListMcpServers: its override, or {@link INHERITED}. */
 export function choiceOf(tool) {
-  return tool.permissionOverridden === true && PERMISSION_LEVELS.includes(tool.permission) ? tool.permission : INHERITED;
+  return tool.permissionOverridden === true && PERMISSION_LEVELS.includes(tool.permission)
+    ? tool.permission
+    : INHERITED;
 }
 
 /** The control's options: "inherited (level)" (just "inherited" while the level is unknown), then each level. */
 export function permissionOptions(inherited) {
   return [
-    { value: INHERITED, label: PERMISSION_LEVELS.includes(inherited) ? `inherited (${levelLabel(inherited)})` : 'inherited' },
+    {
+      value: INHERITED,
+      label: PERMISSION_LEVELS.includes(inherited) ? `inherited (${levelLabel(inherited)})` : 'inherited',
+    },
     ...PERMISSION_LEVELS.map((level) => ({ value: level, label: levelLabel(level) })),
   ];
 }
@@ -33,14 +38,19 @@ export function permissionOptions(inherited) {
  * name its server lists, not the re-exported one). Throws on a value the control never offers.
  */
 export function setPermissionFields(server, tool, choice) {
-  if (choice !== INHERITED && !PERMISSION_LEVELS.includes(choice)) throw new Error(`not a permission level: ${String(choice)}`);
+  if (choice !== INHERITED && !PERMISSION_LEVELS.includes(choice))
+    throw new Error(`not a permission level: ${String(choice)}`);
   return { server, tool, permission: choice === INHERITED ? null : choice };
 }
 
 /** The tool as ListMcpServers shows it after a SetToolPermission reply `{permission, overridden}`. */
 export function withPermission(tool, reply) {
   const { permissionOverridden: _, ...rest } = tool;
-  return { ...rest, permission: reply.permission, ...(reply.overridden === true ? { permissionOverridden: true } : {}) };
+  return {
+    ...rest,
+    permission: reply.permission,
+    ...(reply.overridden === true ? { permissionOverridden: true } : {}),
+  };
 }
 
 /** What the page knows of the level each tool inherits, by server and remote tool name. */
@@ -54,13 +64,15 @@ export class InheritedLevels {
       this.#levels.set(key, tool.inheritedPermission);
       return tool.inheritedPermission;
     }
-    if (tool.permissionOverridden !== true && PERMISSION_LEVELS.includes(tool.permission)) this.#levels.set(key, tool.permission);
+    if (tool.permissionOverridden !== true && PERMISSION_LEVELS.includes(tool.permission))
+      this.#levels.set(key, tool.permission);
     return this.#levels.get(key) ?? null;
   }
 
   /** Learns from a SetToolPermission reply `{server, tool, inherited}`. */
   learn(reply) {
-    if (PERMISSION_LEVELS.includes(reply.inherited)) this.#levels.set(toolKey(reply.server, reply.tool), reply.inherited);
+    if (PERMISSION_LEVELS.includes(reply.inherited))
+      this.#levels.set(toolKey(reply.server, reply.tool), reply.inherited);
   }
 }
 

@@ -50,11 +50,15 @@ function integerBits(der, { start, end }) {
 export function describePrivateKey(pem) {
   const text = String(pem ?? '').trim();
   const convert = 'convert it with openssl pkcs8 -topk8 -nocrypt';
-  if (text.startsWith('-----BEGIN ENCRYPTED PRIVATE KEY-----')) return { problem: `is encrypted: paste it unencrypted (${convert})` };
+  if (text.startsWith('-----BEGIN ENCRYPTED PRIVATE KEY-----'))
+    return { problem: `is encrypted: paste it unencrypted (${convert})` };
   const traditional = /^-----BEGIN (RSA|EC) PRIVATE KEY-----/.exec(text);
-  if (traditional) return { problem: `is a traditional ${traditional[1]} key, not PKCS#8 (-----BEGIN PRIVATE KEY-----): ${convert}` };
+  if (traditional)
+    return { problem: `is a traditional ${traditional[1]} key, not PKCS#8 (-----BEGIN PRIVATE KEY-----): ${convert}` };
   const body = PKCS8.exec(text)?.[1];
-  const notPkcs8 = { problem: 'must be an unencrypted PEM PKCS#8 private key (-----BEGIN PRIVATE KEY----- … -----END PRIVATE KEY-----)' };
+  const notPkcs8 = {
+    problem: 'must be an unencrypted PEM PKCS#8 private key (-----BEGIN PRIVATE KEY----- … -----END PRIVATE KEY-----)',
+  };
   if (body === undefined) return notPkcs8;
   try {
     const der = Uint8Array.from(atob(body.replace(/\s+/g, '')), (c) => c.charCodeAt(0));
@@ -64,7 +68,14 @@ export function describePrivateKey(pem) {
     const algorithm = element(der, version.end);
     const oid = element(der, algorithm.start);
     const privateKey = element(der, algorithm.end);
-    if (info.tag !== 0x30 || version.tag !== 0x02 || algorithm.tag !== 0x30 || oid.tag !== 0x06 || privateKey.tag !== 0x04) return notPkcs8;
+    if (
+      info.tag !== 0x30 ||
+      version.tag !== 0x02 ||
+      algorithm.tag !== 0x30 ||
+      oid.tag !== 0x06 ||
+      privateKey.tag !== 0x04
+    )
+      return notPkcs8;
     const kind = OIDS[hex(der.subarray(oid.start, oid.end))] ?? 'unknown';
     if (kind === 'ec') {
       const params = element(der, oid.end);
@@ -86,7 +97,8 @@ export function describePrivateKey(pem) {
 /** The algorithms that can sign with a described key (none for a problem or an unusable key). */
 export function algsFor(key) {
   if (key.kind === 'ec') return KEY_ALGS.filter((alg) => CURVE_OF_ALG[alg] === key.curve);
-  if (key.kind === 'rsa' && key.bits >= MIN_RSA_BITS) return KEY_ALGS.filter((alg) => alg.startsWith('RS') || alg.startsWith('PS'));
+  if (key.kind === 'rsa' && key.bits >= MIN_RSA_BITS)
+    return KEY_ALGS.filter((alg) => alg.startsWith('RS') || alg.startsWith('PS'));
   return [];
 }
 
@@ -101,5 +113,7 @@ export function keyInWords(key) {
 
 /** What `alg` needs of its key, in words. */
 export function needsOf(alg) {
-  return alg in CURVE_OF_ALG ? `an EC ${CURVE_OF_ALG[alg]} key` : `an RSA (not RSASSA-PSS) key of at least ${MIN_RSA_BITS} bits`;
+  return alg in CURVE_OF_ALG
+    ? `an EC ${CURVE_OF_ALG[alg]} key`
+    : `an RSA (not RSASSA-PSS) key of at least ${MIN_RSA_BITS} bits`;
 }

@@ -27,7 +27,13 @@ function schemaLine(c) {
 
 function descriptionDiff(parts) {
   if (parts.length === 0) return el('p', { className: 'muted', textContent: '(empty)' });
-  return el('p', { className: 'text-diff' }, ...parts.map((p) => el(p.op === 'added' ? 'ins' : p.op === 'removed' ? 'del' : 'span', { textContent: visible(p.text) })));
+  return el(
+    'p',
+    { className: 'text-diff' },
+    ...parts.map((p) =>
+      el(p.op === 'added' ? 'ins' : p.op === 'removed' ? 'del' : 'span', { textContent: visible(p.text) }),
+    ),
+  );
 }
 
 async function decide(c, type, buttons) {
@@ -35,7 +41,9 @@ async function decide(c, type, buttons) {
   await run(async () => {
     try {
       await act(type, { server: c.server, tool: c.tool, cid: c.cid });
-      say(`${c.server}/${visible(c.tool)}: ${type === 'AcceptToolChange' ? 'accepted, agents get it now' : 'rejected'}`);
+      say(
+        `${c.server}/${visible(c.tool)}: ${type === 'AcceptToolChange' ? 'accepted, agents get it now' : 'rejected'}`,
+      );
     } finally {
       await loadReviews();
       onDecided();
@@ -53,7 +61,10 @@ function changeItem(c) {
     'div',
     { className: 'review-row' },
     el('strong', { textContent: `${c.server}/${visible(c.tool)}` }),
-    el('span', { className: 'muted', textContent: `${c.kind === 'new' ? 'new tool' : 'changed'} · ${c.withheld ? 'withheld from agents' : 'agents keep the accepted contract'}` }),
+    el('span', {
+      className: 'muted',
+      textContent: `${c.kind === 'new' ? 'new tool' : 'changed'} · ${c.withheld ? 'withheld from agents' : 'agents keep the accepted contract'}`,
+    }),
     el('span', { className: 'actions-always' }, accept, reject),
   );
   const li = el(
@@ -72,16 +83,39 @@ function changeItem(c) {
   li.dataset.tool = c.tool;
   li.dataset.server = c.server;
   if (c.warnings.length > 0)
-    li.append(el('ul', { className: 'warnings' }, ...c.warnings.map((w) => el('li', { className: 'chip error', textContent: `${w.code} (${w.field}): ${visible(w.message)}` }))));
-  for (const reason of c.incompatibility ?? []) li.append(el('p', { className: 'muted', textContent: `incompatible: ${visible(reason)}` }));
-  if (c.diff.title) li.append(el('p', { textContent: `title: ${show(c.diff.title.before)} → ${show(c.diff.title.after)}` }));
-  if (c.diff.descriptionChanged || c.kind === 'new') li.append(el('h3', { textContent: 'Description' }), descriptionDiff(c.diff.description));
-  if (c.diff.inputSchema.length > 0) li.append(el('h3', { textContent: 'Input schema' }), el('ul', { className: 'schema-diff' }, ...c.diff.inputSchema.map(schemaLine)));
-  if (c.diff.outputSchema.length > 0) li.append(el('h3', { textContent: 'Output schema' }), el('ul', { className: 'schema-diff' }, ...c.diff.outputSchema.map(schemaLine)));
+    li.append(
+      el(
+        'ul',
+        { className: 'warnings' },
+        ...c.warnings.map((w) =>
+          el('li', { className: 'chip error', textContent: `${w.code} (${w.field}): ${visible(w.message)}` }),
+        ),
+      ),
+    );
+  for (const reason of c.incompatibility ?? [])
+    li.append(el('p', { className: 'muted', textContent: `incompatible: ${visible(reason)}` }));
+  if (c.diff.title)
+    li.append(el('p', { textContent: `title: ${show(c.diff.title.before)} → ${show(c.diff.title.after)}` }));
+  if (c.diff.descriptionChanged || c.kind === 'new')
+    li.append(el('h3', { textContent: 'Description' }), descriptionDiff(c.diff.description));
+  if (c.diff.inputSchema.length > 0)
+    li.append(
+      el('h3', { textContent: 'Input schema' }),
+      el('ul', { className: 'schema-diff' }, ...c.diff.inputSchema.map(schemaLine)),
+    );
+  if (c.diff.outputSchema.length > 0)
+    li.append(
+      el('h3', { textContent: 'Output schema' }),
+      el('ul', { className: 'schema-diff' }, ...c.diff.outputSchema.map(schemaLine)),
+    );
   if (c.diff.annotations.length > 0)
     li.append(
       el('h3', { textContent: 'Annotations' }),
-      el('ul', { className: 'schema-diff' }, ...c.diff.annotations.map((a) => el('li', { textContent: `~ ${a.key}: ${show(a.before)} → ${show(a.after)}` }))),
+      el(
+        'ul',
+        { className: 'schema-diff' },
+        ...c.diff.annotations.map((a) => el('li', { textContent: `~ ${a.key}: ${show(a.before)} → ${show(a.after)}` })),
+      ),
     );
   return li;
 }

@@ -6,7 +6,21 @@ import { $ } from './ui.js';
 
 /** Rooms of the navigation, and the pages that belong to one (a server's page to Servers). */
 const PARENT = { server: 'servers', agent: 'agents', welcome: 'servers' };
-const ROOMS = new Set(['welcome', 'servers', 'server', 'agents', 'agent', 'approvals', 'questions', 'reviews', 'tasks', 'activity', 'audit', 'endpoint', 'signers']);
+const ROOMS = new Set([
+  'welcome',
+  'servers',
+  'server',
+  'agents',
+  'agent',
+  'approvals',
+  'questions',
+  'reviews',
+  'tasks',
+  'activity',
+  'audit',
+  'endpoint',
+  'signers',
+]);
 
 /** The room and its parameter (a server's name, an agent's id) the address names. */
 export function currentRoute() {
@@ -26,7 +40,8 @@ let signedOut = true;
 /** Shows the room the address names (the first-run screen while no key is in use). */
 export function show() {
   const route = signedOut ? { room: 'welcome', param: '' } : currentRoute();
-  for (const section of /** @type {NodeListOf<HTMLElement>} */ (document.querySelectorAll('main > section[data-room]'))) section.classList.toggle('away', section.dataset.room !== route.room);
+  for (const section of /** @type {NodeListOf<HTMLElement>} */ (document.querySelectorAll('main > section[data-room]')))
+    section.classList.toggle('away', section.dataset.room !== route.room);
   const navRoom = PARENT[route.room] ?? route.room;
   for (const a of /** @type {NodeListOf<HTMLAnchorElement>} */ (document.querySelectorAll('#nav a[data-room]'))) {
     if (a.dataset.room === navRoom && !signedOut) a.setAttribute('aria-current', 'page');

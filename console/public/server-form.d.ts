@@ -10,7 +10,10 @@ export const MAX_CLIENT_ID_BYTES: number;
 export const MAX_CLIENT_SECRET_BYTES: number;
 export const MAX_PRIVATE_KEY_BYTES: number;
 export const MAX_SCOPE_BYTES: number;
-export function parseHeaderLines(text: string): { headers: Record<string, string>; errors: Array<{ line: number; message: string }> };
+export function parseHeaderLines(text: string): {
+  headers: Record<string, string>;
+  errors: Array<{ line: number; message: string }>;
+};
 export function serverConfig(values: Record<string, string | undefined>): {
   config: ActionRequest<'SetMcpServer'>['config'];
   errors: Array<{ field: string; line?: number; message: string }>;

@@ -12,7 +12,16 @@ export const MAX_HEADERS = 16;
 export const MAX_HEADER_VALUE_BYTES = 4096;
 const HEADER_NAME_RE = /^[A-Za-z0-9-]{1,128}$/;
 /** Headers the transport owns (the registry refuses them too). */
-const RESERVED_HEADERS = new Set(['host', 'content-length', 'content-type', 'accept', 'mcp-session-id', 'mcp-protocol-version', 'transfer-encoding', 'connection']);
+const RESERVED_HEADERS = new Set([
+  'host',
+  'content-length',
+  'content-type',
+  'accept',
+  'mcp-session-id',
+  'mcp-protocol-version',
+  'transfer-encoding',
+  'connection',
+]);
 /** `config.oauth.grant`: sign in (the default), or machine to machine. */
 export const OAUTH_GRANTS = ['authorization_code', 'client_credentials'];
 export const MAX_CLIENT_ID_BYTES = 512;
@@ -61,7 +70,8 @@ function headerLineProblem(raw, seen) {
   if (seen.has(lower)) return `${name} is already given on line ${seen.get(lower)}`;
   if (value === '') return `${name} has no value`;
   if (value.includes('\0')) return `the value of ${name} must not contain NUL`;
-  if (bytes(value) > MAX_HEADER_VALUE_BYTES) return `the value of ${name} is longer than ${MAX_HEADER_VALUE_BYTES} bytes`;
+  if (bytes(value) > MAX_HEADER_VALUE_BYTES)
+    return `the value of ${name} is longer than ${MAX_HEADER_VALUE_BYTES} bytes`;
   return null;
 }
 
@@ -89,12 +99,14 @@ export function serverConfig(values) {
       .trim()
       .replace(/^Bearer\s+/i, '');
     if (token === '') errors.push({ field: 'token', message: 'paste the token' });
-    else if (/\s|\0/.test(token)) errors.push({ field: 'token', message: 'the token must not contain spaces or line breaks' });
+    else if (/\s|\0/.test(token))
+      errors.push({ field: 'token', message: 'the token must not contain spaces or line breaks' });
     else config.token = token;
   } else if (auth === 'headers') {
     const parsed = parseHeaderLines(values.headers);
     for (const e of parsed.errors) errors.push({ field: 'headers', line: e.line, message: e.message });
-    if (parsed.errors.length === 0 && Object.keys(parsed.headers).length === 0) errors.push({ field: 'headers', line: 0, message: 'give at least one header, one per line: Name: value' });
+    if (parsed.errors.length === 0 && Object.keys(parsed.headers).length === 0)
+      errors.push({ field: 'headers', line: 0, message: 'give at least one header, one per line: Name: value' });
     config.secretHeaders = parsed.headers;
   } else if (auth === 'oauth') {
     const oauth = oauthClient(values, errors);
@@ -112,7 +124,10 @@ export function serverConfig(values) {
 function oauthClient(values, errors) {
   const grant = values.grant || OAUTH_GRANTS[0];
   if (!OAUTH_GRANTS.includes(grant)) {
-    errors.push({ field: 'grant', message: 'pick sign in (authorization code) or machine to machine (client credentials)' });
+    errors.push({
+      field: 'grant',
+      message: 'pick sign in (authorization code) or machine to machine (client credentials)',
+    });
     return undefined;
   }
   const clientId = String(values.clientId ?? '').trim();
@@ -122,27 +137,38 @@ function oauthClient(values, errors) {
   const before = errors.length;
   if (clientId === '') {
     if (machine) errors.push({ field: 'clientId', message: 'the client ID is required for machine to machine' });
-    else if (clientSecret !== '') errors.push({ field: 'clientSecret', message: 'a client secret needs its client ID' });
+    else if (clientSecret !== '')
+      errors.push({ field: 'clientSecret', message: 'a client secret needs its client ID' });
   } else if (bytes(clientId) > MAX_CLIENT_ID_BYTES || [...clientId].some((c) => c < ' ' || c === '\x7f')) {
-    errors.push({ field: 'clientId', message: `the client ID must be at most ${MAX_CLIENT_ID_BYTES} bytes, without control characters` });
+    errors.push({
+      field: 'clientId',
+      message: `the client ID must be at most ${MAX_CLIENT_ID_BYTES} bytes, without control characters`,
+    });
   }
   if (!machine) {
     checkSecret(clientSecret, errors);
-    return errors.length === before && clientId !== '' ? { clientId, ...(clientSecret !== '' ? { clientSecret } : {}) } : undefined;
+    return errors.length === before && clientId !== ''
+      ? { clientId, ...(clientSecret !== '' ? { clientSecret } : {}) }
+      : undefined;
   }
   const client = { clientId, grant };
   const credential = values.credential || (privateKey !== '' && clientSecret === '' ? 'key' : 'secret');
   if (credential === 'key') {
     const keyAlg = String(values.keyAlg ?? '');
     const algKnown = KEY_ALGS.includes(keyAlg);
-    if (!algKnown) errors.push({ field: 'keyAlg', message: `pick the algorithm the key signs with: ${KEY_ALGS.join(', ')}` });
-    if (privateKey === '') errors.push({ field: 'privateKey', message: 'paste the private key (PEM PKCS#8, -----BEGIN PRIVATE KEY-----)' });
-    else if (bytes(privateKey) > MAX_PRIVATE_KEY_BYTES) errors.push({ field: 'privateKey', message: `the private key is longer than ${MAX_PRIVATE_KEY_BYTES} bytes` });
+    if (!algKnown)
+      errors.push({ field: 'keyAlg', message: `pick the algorithm the key signs with: ${KEY_ALGS.join(', ')}` });
+    if (privateKey === '')
+      errors.push({ field: 'privateKey', message: 'paste the private key (PEM PKCS#8, -----BEGIN PRIVATE KEY-----)' });
+    else if (bytes(privateKey) > MAX_PRIVATE_KEY_BYTES)
+      errors.push({ field: 'privateKey', message: `the private key is longer than ${MAX_PRIVATE_KEY_BYTES} bytes` });
     else if (algKnown) checkKeyFits(privateKey, keyAlg, errors);
     Object.assign(client, { privateKey, keyAlg });
   } else if (credential === 'secret') {
-    if (clientSecret === '') errors.push({ field: 'clientSecret', message: 'paste the client secret (or use a private key)' });
-    else if (privateKey !== '' && !values.credential) errors.push({ field: 'privateKey', message: 'give a client secret or a private key, not both' });
+    if (clientSecret === '')
+      errors.push({ field: 'clientSecret', message: 'paste the client secret (or use a private key)' });
+    else if (privateKey !== '' && !values.credential)
+      errors.push({ field: 'privateKey', message: 'give a client secret or a private key, not both' });
     checkSecret(clientSecret, errors);
     client.clientSecret = clientSecret;
   } else errors.push({ field: 'credential', message: 'pick a client secret or a private key' });
@@ -153,14 +179,21 @@ function oauthClient(values, errors) {
     .join(' ');
   if (scope !== '') {
     if (bytes(scope) > MAX_SCOPE_BYTES || !SCOPE_RE.test(scope))
-      errors.push({ field: 'scope', message: `scope tokens are separated by spaces, hold no " or \\, and are at most ${MAX_SCOPE_BYTES} bytes in all` });
+      errors.push({
+        field: 'scope',
+        message: `scope tokens are separated by spaces, hold no " or \\, and are at most ${MAX_SCOPE_BYTES} bytes in all`,
+      });
     client.scope = scope;
   }
   return errors.length === before ? client : undefined;
 }
 
 function checkSecret(secret, errors) {
-  if (bytes(secret) > MAX_CLIENT_SECRET_BYTES) errors.push({ field: 'clientSecret', message: `the client secret is longer than ${MAX_CLIENT_SECRET_BYTES} bytes` });
+  if (bytes(secret) > MAX_CLIENT_SECRET_BYTES)
+    errors.push({
+      field: 'clientSecret',
+      message: `the client secret is longer than ${MAX_CLIENT_SECRET_BYTES} bytes`,
+    });
 }
 
 /** The key is a PKCS#8 key that `alg` signs with; never a word of its contents in a message. */
@@ -172,6 +205,14 @@ function checkKeyFits(pem, alg, errors) {
   }
   const fits = algsFor(key);
   if (fits.includes(alg)) return;
-  if (fits.length === 0) errors.push({ field: 'privateKey', message: `the private key is ${keyInWords(key)}: ${alg} signs with ${needsOf(alg)}` });
-  else errors.push({ field: 'keyAlg', message: `${alg} signs with ${needsOf(alg)}, and the key is ${keyInWords(key)}: pick ${fits.join(' or ')}` });
+  if (fits.length === 0)
+    errors.push({
+      field: 'privateKey',
+      message: `the private key is ${keyInWords(key)}: ${alg} signs with ${needsOf(alg)}`,
+    });
+  else
+    errors.push({
+      field: 'keyAlg',
+      message: `${alg} signs with ${needsOf(alg)}, and the key is ${keyInWords(key)}: pick ${fits.join(' or ')}`,
+    });
 }

@@ -14,29 +14,52 @@ function statusBlock(s) {
   const facts = [];
   if (s.status.checkedAt) facts.push(`checked ${new Date(s.status.checkedAt).toLocaleString()}`);
   if (s.status.lastOkAt) facts.push(`last connected ${new Date(s.status.lastOkAt).toLocaleString()}`);
-  if ((s.status.failures ?? 0) > 0) facts.push(`${s.status.failures} failed ${s.status.failures === 1 ? 'try' : 'tries'} in a row`);
+  if ((s.status.failures ?? 0) > 0)
+    facts.push(`${s.status.failures} failed ${s.status.failures === 1 ? 'try' : 'tries'} in a row`);
   if (s.status.transport) facts.push(`transport ${s.status.transport}`);
   const box = el('div', { className: 'status-block' });
-  if (s.status.state === 'ok') box.append(el('p', { className: 'ok-text', textContent: `Connected: ${s.tools.length} tools.` }));
+  if (s.status.state === 'ok')
+    box.append(el('p', { className: 'ok-text', textContent: `Connected: ${s.tools.length} tools.` }));
   else if (s.status.state === 'unknown') box.append(el('p', { className: 'muted', textContent: 'Not checked yet.' }));
   else box.append(el('p', { className: 'error-text status-summary', textContent: statusText(s) }));
   if (facts.length > 0) box.append(el('p', { className: 'muted', textContent: facts.join(' · ') }));
   // The failure as it came (bounded, no secret): for whoever wants the detail, never in the way.
   if (s.status.summary !== undefined && s.status.error !== undefined)
-    box.append(el('details', { className: 'raw-error' }, el('summary', { textContent: 'Details' }), el('pre', { textContent: s.status.error })));
+    box.append(
+      el(
+        'details',
+        { className: 'raw-error' },
+        el('summary', { textContent: 'Details' }),
+        el('pre', { textContent: s.status.error }),
+      ),
+    );
   return box;
 }
 
 function pinBlock(s) {
-  if (s.pin === undefined || s.pin === 'off') return el('p', { className: 'muted', textContent: 'Not pinned: tool changes reach agents as the server makes them.' });
-  const box = el('div', {}, el('p', { textContent: `Pinned (${s.pin}): changed tools wait for a review${s.pin === 'strict' ? ' and are withheld meanwhile' : ''}.` }));
+  if (s.pin === undefined || s.pin === 'off')
+    return el('p', {
+      className: 'muted',
+      textContent: 'Not pinned: tool changes reach agents as the server makes them.',
+    });
+  const box = el(
+    'div',
+    {},
+    el('p', {
+      textContent: `Pinned (${s.pin}): changed tools wait for a review${s.pin === 'strict' ? ' and are withheld meanwhile' : ''}.`,
+    }),
+  );
   const held = s.status.heldTools ?? [];
   if (held.length > 0) {
     box.append(
       el(
         'ul',
         { className: 'held' },
-        ...held.map((t) => el('li', { textContent: `${t.name}: held contract ${t.cid} (${t.state}${t.withheld ? ', withheld from agents' : ', agents keep the accepted contract'})` })),
+        ...held.map((t) =>
+          el('li', {
+            textContent: `${t.name}: held contract ${t.cid} (${t.state}${t.withheld ? ', withheld from agents' : ', agents keep the accepted contract'})`,
+          }),
+        ),
       ),
     );
     box.append(link('#/reviews', 'Review the held changes'));
@@ -50,7 +73,16 @@ async function historyBlock(s) {
     const { events } = await act('ListAuditEvents', { targetKind: 'server', target: s.name, limit: HISTORY });
     for (const e of events) {
       const table = changeTable(e.before, e.after);
-      list.append(el('li', {}, el('span', { className: 'muted', textContent: new Date(e.at).toLocaleString() }), ' ', el('strong', { textContent: e.action }), ...(table ? [table] : [])));
+      list.append(
+        el(
+          'li',
+          {},
+          el('span', { className: 'muted', textContent: new Date(e.at).toLocaleString() }),
+          ' ',
+          el('strong', { textContent: e.action }),
+          ...(table ? [table] : []),
+        ),
+      );
     }
     if (events.length === 0) list.append(el('li', { className: 'muted', textContent: 'No changes recorded.' }));
   } catch {
@@ -66,7 +98,10 @@ export async function renderServerPage(name, servers, mountActivity) {
   const s = servers.find((x) => x.name === name);
   $('server-page').dataset.server = name;
   if (!s) {
-    body.replaceChildren(el('p', { textContent: `No server ${name} in this account.` }), link('#/servers', 'All servers'));
+    body.replaceChildren(
+      el('p', { textContent: `No server ${name} in this account.` }),
+      link('#/servers', 'All servers'),
+    );
     return;
   }
   const search = el('input', { type: 'search', placeholder: 'Search its tools', id: 'server-tool-search' });
@@ -76,7 +111,8 @@ export async function renderServerPage(name, servers, mountActivity) {
   search.dataset.filter = tools.id;
   search.addEventListener('input', () => {
     const q = search.value.trim().toLowerCase();
-    for (const li of /** @type {HTMLElement[]} */ ([...tools.children])) li.classList.toggle('filtered-out', q !== '' && !(li.textContent ?? '').toLowerCase().includes(q));
+    for (const li of /** @type {HTMLElement[]} */ ([...tools.children]))
+      li.classList.toggle('filtered-out', q !== '' && !(li.textContent ?? '').toLowerCase().includes(q));
   });
   const activity = el('div', { id: 'server-activity' });
   body.replaceChildren(
@@ -106,11 +142,16 @@ export function redrawServerPageTools(servers) {
   const name = $('server-page').dataset.server;
   const s = servers.find((x) => x.name === name);
   if (!old || !s) return;
-  const focused = old.contains(document.activeElement) ? /** @type {HTMLElement} */ (document.activeElement).dataset.focusKey : undefined;
+  const focused = old.contains(document.activeElement)
+    ? /** @type {HTMLElement} */ (document.activeElement).dataset.focusKey
+    : undefined;
   const tools = toolList(s);
   tools.id = 'server-page-tools';
   old.replaceWith(tools);
   const search = /** @type {HTMLInputElement | null} */ ($('server-tool-search'));
   search?.dispatchEvent(new window.Event('input'));
-  if (focused !== undefined) [.../** @type {NodeListOf<HTMLElement>} */ (tools.querySelectorAll('[data-focus-key]'))].find((n) => n.dataset.focusKey === focused)?.focus();
+  if (focused !== undefined)
+    [.../** @type {NodeListOf<HTMLElement>} */ (tools.querySelectorAll('[data-focus-key]'))]
+      .find((n) => n.dataset.focusKey === focused)
+      ?.focus();
 }

@@ -37,7 +37,10 @@ function statusChip(s) {
 
 /** The protocol era and version the server was last discovered with (`modern 2026-07-28`). */
 function eraChip(s) {
-  const chip = el('span', { className: 'chip era', textContent: s.protocolVersion ? `${s.era} ${s.protocolVersion}` : s.era });
+  const chip = el('span', {
+    className: 'chip era',
+    textContent: s.protocolVersion ? `${s.era} ${s.protocolVersion}` : s.era,
+  });
   chip.dataset.era = s.era;
   return chip;
 }
@@ -66,7 +69,12 @@ export async function switchToOAuth(s, popup) {
   try {
     const res = await act('SetMcpServer', {
       name: s.name,
-      config: { url: s.url, auth: 'oauth', ...(s.transport ? { transport: s.transport } : {}), ...(s.pin && s.pin !== 'off' ? { pin: s.pin } : {}) },
+      config: {
+        url: s.url,
+        auth: 'oauth',
+        ...(s.transport ? { transport: s.transport } : {}),
+        ...(s.pin && s.pin !== 'off' ? { pin: s.pin } : {}),
+      },
     });
     followAuthorization(s.name, res, popup);
     await ctx.load();
@@ -121,7 +129,10 @@ export function serverActions(s) {
     actions.append(authorizeButton);
   } else if (s.status.state === 'auth_required' && s.auth !== 'oauth' && !s.builtin) {
     // Added with another method, the server asks for OAuth: switch it to OAuth and sign in, in one click.
-    const oauthButton = button('Authorize with OAuth', () => void run(() => switchToOAuth(s, openAuthorizationWindow())));
+    const oauthButton = button(
+      'Authorize with OAuth',
+      () => void run(() => switchToOAuth(s, openAuthorizationWindow())),
+    );
     oauthButton.classList.add('primary');
     oauthButton.title = 'This server signs in with OAuth: save it with OAuth and authorize in a popup';
     actions.append(oauthButton);
@@ -132,7 +143,12 @@ export function serverActions(s) {
       void run(async () => {
         const res = await act('RefreshMcpServer', { name: s.name });
         const server = res.server;
-        say(server.status.state === 'ok' ? `${s.name}: connected, ${server.tools.length} tools` : `${s.name}: ${server.status.error ?? server.status.state}`, server.status.state !== 'ok');
+        say(
+          server.status.state === 'ok'
+            ? `${s.name}: connected, ${server.tools.length} tools`
+            : `${s.name}: ${server.status.error ?? server.status.state}`,
+          server.status.state !== 'ok',
+        );
         await ctx.load();
       }),
   );
@@ -149,7 +165,11 @@ export function serverActions(s) {
 
 /** `oauthClient` in words: "client ID ci · machine to machine · key set (ES256) · scope mcp:tools". */
 function clientLine(client) {
-  const credential = client.hasPrivateKey ? `key set${client.keyAlg ? ` (${client.keyAlg})` : ''}` : client.hasClientSecret ? 'secret set' : 'no secret';
+  const credential = client.hasPrivateKey
+    ? `key set${client.keyAlg ? ` (${client.keyAlg})` : ''}`
+    : client.hasClientSecret
+      ? 'secret set'
+      : 'no secret';
   const parts = [`client ID ${client.clientId}`, GRANT_LABELS[client.grant] ?? client.grant, credential];
   if (client.scope) parts.push(`scope ${client.scope}`);
   const line = el('div', { className: 'oauth-client muted', textContent: `OAuth ${parts.join(' · ')}` });
@@ -160,7 +180,10 @@ function clientLine(client) {
 /** A pinned server's mode and, while any wait, how many of its tool changes wait for a review (`ListMcpServers` `pin`, `pendingReviews`). */
 function pinChip(s) {
   const waiting = s.pendingReviews > 0 ? ` · ${s.pendingReviews} to review` : '';
-  const chip = el('span', { className: `chip pin${waiting ? ' auth' : ''}`, textContent: `pinned: ${s.pin}${waiting}` });
+  const chip = el('span', {
+    className: `chip pin${waiting ? ' auth' : ''}`,
+    textContent: `pinned: ${s.pin}${waiting}`,
+  });
   chip.dataset.pendingReviews = String(s.pendingReviews ?? 0);
   return chip;
 }
@@ -168,7 +191,8 @@ function pinChip(s) {
 /** The status line of a server's chips: state, auth, era, pin (the list and the server page). */
 export function serverChips(s) {
   const info = el('span', { className: 'chips' }, statusChip(s));
-  if (s.hasSecrets || s.auth === 'oauth') info.append(' ', el('span', { className: 'chip auth', textContent: s.auth === 'oauth' ? 'OAuth' : 'Auth' }));
+  if (s.hasSecrets || s.auth === 'oauth')
+    info.append(' ', el('span', { className: 'chip auth', textContent: s.auth === 'oauth' ? 'OAuth' : 'Auth' }));
   if (s.era) info.append(' ', eraChip(s));
   if (s.pin !== undefined && s.pin !== 'off') info.append(' ', pinChip(s));
   return info;
@@ -183,7 +207,11 @@ export function hostOf(url) {
 }
 
 function serverItem(s, agent) {
-  const box = el('input', { type: 'checkbox', title: agent ? `give its tools to ${agent.name}` : 'pick an agent first', disabled: !agent });
+  const box = el('input', {
+    type: 'checkbox',
+    title: agent ? `give its tools to ${agent.name}` : 'pick an agent first',
+    disabled: !agent,
+  });
   box.setAttribute('aria-label', agent ? `${s.name} for agent ${agent.name}` : `${s.name}: pick an agent first`);
   box.checked = !!agent && agent.grants.mcpServers.includes(s.name);
   box.addEventListener('change', () => void ctx.toggleGrant(s.name, box.checked));
@@ -197,8 +225,21 @@ function serverItem(s, agent) {
   toggle.setAttribute('aria-expanded', String(open));
   toggle.setAttribute('aria-label', `tools of ${s.name}`);
   toggle.dataset.focusKey = `tools\n${s.name}`;
-  const name = el('strong', {}, el('a', { href: `#/servers/${encodeURIComponent(s.name)}`, className: 'server-link', textContent: s.name }));
-  const row = el('div', { className: 'server-row' }, box, name, serverChips(s), el('span', { className: 'muted host', textContent: hostOf(s.url) }), toggle, serverActions(s));
+  const name = el(
+    'strong',
+    {},
+    el('a', { href: `#/servers/${encodeURIComponent(s.name)}`, className: 'server-link', textContent: s.name }),
+  );
+  const row = el(
+    'div',
+    { className: 'server-row' },
+    box,
+    name,
+    serverChips(s),
+    el('span', { className: 'muted host', textContent: hostOf(s.url) }),
+    toggle,
+    serverActions(s),
+  );
   const li = el('li', { className: 'server' }, row);
   li.dataset.server = s.name;
   li.dataset.state = s.status.state;
@@ -206,9 +247,11 @@ function serverItem(s, agent) {
   // Found by its tools too: a search for a tool's name finds the server that has it.
   li.dataset.search = [s.url, ...s.tools.map((t) => `${t.toolName} ${t.description ?? ''}`)].join(' ');
   if (s.oauthClient) li.append(clientLine(s.oauthClient));
-  if (s.status.state !== 'ok' && statusText(s) !== '') li.append(el('div', { className: 'error-text', textContent: statusText(s) }));
+  if (s.status.state !== 'ok' && statusText(s) !== '')
+    li.append(el('div', { className: 'error-text', textContent: statusText(s) }));
   // Tools the server lists that agents do not get, and why: nothing is lost without a word.
-  for (const t of s.status.skippedTools ?? []) li.append(el('div', { className: 'skipped-tool muted', textContent: `Not offered: ${t.name} — ${t.reason}` }));
+  for (const t of s.status.skippedTools ?? [])
+    li.append(el('div', { className: 'skipped-tool muted', textContent: `Not offered: ${t.name} — ${t.reason}` }));
   if (open) li.append(toolList(s));
   return li;
 }
@@ -222,7 +265,12 @@ export function renderServers() {
   const agent = ctx.currentAgent();
   const list = $('server-list');
   // Drawing the list again must not drop the keyboard focus of the control in use.
-  const focused = list.contains(document.activeElement) ? /** @type {HTMLElement} */ (document.activeElement).dataset.focusKey : undefined;
+  const focused = list.contains(document.activeElement)
+    ? /** @type {HTMLElement} */ (document.activeElement).dataset.focusKey
+    : undefined;
   list.replaceChildren(...servers.map((s) => serverItem(s, agent)));
-  if (focused !== undefined) [.../** @type {NodeListOf<HTMLElement>} */ (list.querySelectorAll('[data-focus-key]'))].find((n) => n.dataset.focusKey === focused)?.focus();
+  if (focused !== undefined)
+    [.../** @type {NodeListOf<HTMLElement>} */ (list.querySelectorAll('[data-focus-key]'))]
+      .find((n) => n.dataset.focusKey === focused)
+      ?.focus();
 }

@@ -40,15 +40,31 @@ export async function renderSignIn() {
   const s = signIns.find((x) => x.id === id);
   const body = $('sign-in-body');
   if (!s) {
-    body.replaceChildren(el('p', { textContent: 'This sign-in request has expired, was decided already, or is not for this account. Start it again from the client.' }));
+    body.replaceChildren(
+      el('p', {
+        textContent:
+          'This sign-in request has expired, was decided already, or is not for this account. Start it again from the client.',
+      }),
+    );
     $('sign-in-actions').replaceChildren(el('button', { type: 'button', textContent: 'Dismiss', onclick: forget }));
     return;
   }
   body.replaceChildren(
-    el('p', {}, el('strong', { className: 'sign-in-client', textContent: s.client.name }), el('span', { className: 'chip auth', textContent: 'unverified name' })),
+    el(
+      'p',
+      {},
+      el('strong', { className: 'sign-in-client', textContent: s.client.name }),
+      el('span', { className: 'chip auth', textContent: 'unverified name' }),
+    ),
     el('p', { textContent: `wants to use the tools of agent "${s.agent.name}" through its MCP endpoint.` }),
-    el('p', { className: 'muted', textContent: `Client document: ${s.client.host} · goes back to: ${s.redirectHost} · expires ${s.expiresAt}` }),
-    el('p', { className: 'muted', textContent: 'Approve only if you started this sign-in from that client just now, in this browser.' }),
+    el('p', {
+      className: 'muted',
+      textContent: `Client document: ${s.client.host} · goes back to: ${s.redirectHost} · expires ${s.expiresAt}`,
+    }),
+    el('p', {
+      className: 'muted',
+      textContent: 'Approve only if you started this sign-in from that client just now, in this browser.',
+    }),
   );
   const approve = el('button', { type: 'button', id: 'sign-in-approve', textContent: 'Approve' });
   const deny = el('button', { type: 'button', id: 'sign-in-deny', className: 'quiet', textContent: 'Deny' });

@@ -29,14 +29,22 @@ function ensureStyle() {
 }
 
 const OPEN = new Set(['working', 'input_required']);
-const CHIP = { working: 'auth', input_required: 'auth', completed: 'ok', failed: 'error', cancelled: '', expired: 'error' };
+const CHIP = {
+  working: 'auth',
+  input_required: 'auth',
+  completed: 'ok',
+  failed: 'error',
+  cancelled: '',
+  expired: 'error',
+};
 
 /** When a time was, shown in the reader's zone with the exact instant as its title. */
 const when = (iso) => el('td', { textContent: iso ? new Date(iso).toLocaleString() : '–', title: iso ?? '' });
 
 /** What the task says now: the server's status message, or why it ended. */
 function statusText(t) {
-  if (t.state === 'input_required') return `waiting for an answer${t.inputRequestId ? ` (input request ${t.inputRequestId}, in Questions)` : ''}`;
+  if (t.state === 'input_required')
+    return `waiting for an answer${t.inputRequestId ? ` (input request ${t.inputRequestId}, in Questions)` : ''}`;
   if (t.error) return `${t.error.code}: ${t.error.message}`;
   return t.statusMessage ?? '';
 }
@@ -56,12 +64,27 @@ export async function mountTasks(root, ctx) {
   let timer;
   let stopped = false;
 
-  const agentPick = el('select', { name: 'agent', title: 'agent' }, el('option', { value: '', textContent: 'All agents' }));
+  const agentPick = el(
+    'select',
+    { name: 'agent', title: 'agent' },
+    el('option', { value: '', textContent: 'All agents' }),
+  );
   const openOnly = el('input', { type: 'checkbox', name: 'open' });
   const status = el('span', { className: 'muted' });
   const body = el('tbody');
-  const empty = el('p', { className: 'muted', textContent: 'No tasks. A call of a task tool that outlives the call bound shows here while it runs, and after it ended.' });
-  const form = el('form', {}, agentPick, el('label', {}, openOnly, ' running only'), el('button', { type: 'submit', textContent: 'Refresh' }), status);
+  const empty = el('p', {
+    className: 'muted',
+    textContent:
+      'No tasks. A call of a task tool that outlives the call bound shows here while it runs, and after it ended.',
+  });
+  const form = el(
+    'form',
+    {},
+    agentPick,
+    el('label', {}, openOnly, ' running only'),
+    el('button', { type: 'submit', textContent: 'Refresh' }),
+    status,
+  );
   const th = (t) => el('th', { textContent: t });
   root.replaceChildren(
     el(
@@ -71,7 +94,27 @@ export async function mountTasks(root, ctx) {
       el(
         'div',
         { className: 'scroll' },
-        el('table', { className: 'task-list' }, el('thead', {}, el('tr', {}, th('Tool'), th('Agent'), th('State'), th('Status'), th('Started'), th('Ended'), th('Task'), th(''))), body),
+        el(
+          'table',
+          { className: 'task-list' },
+          el(
+            'thead',
+            {},
+            el(
+              'tr',
+              {},
+              th('Tool'),
+              th('Agent'),
+              th('State'),
+              th('Status'),
+              th('Started'),
+              th('Ended'),
+              th('Task'),
+              th(''),
+            ),
+          ),
+          body,
+        ),
       ),
       empty,
     ),
@@ -106,7 +149,11 @@ export async function mountTasks(root, ctx) {
     ];
     const actions = el('td');
     if (OPEN.has(t.state)) {
-      const button = el('button', { type: 'button', textContent: 'Cancel', title: 'Ask the server to cancel this task' });
+      const button = el('button', {
+        type: 'button',
+        textContent: 'Cancel',
+        title: 'Ask the server to cancel this task',
+      });
       button.addEventListener('click', () => void cancel(t, button));
       actions.append(button);
     }

@@ -3,7 +3,14 @@
 // treated alike. A reply updates the row at once; the mcp-servers-changed event that follows
 // reloads the list, which stays the source of truth. A failed change is shown next to its tool.
 import { act } from './api.js';
-import { InheritedLevels, choiceOf, permissionOptions, setPermissionFields, toolKey, withPermission } from './permissions.js';
+import {
+  InheritedLevels,
+  choiceOf,
+  permissionOptions,
+  setPermissionFields,
+  toolKey,
+  withPermission,
+} from './permissions.js';
 import { $, el, setText } from './ui.js';
 
 const inherited = new InheritedLevels();
@@ -30,7 +37,8 @@ async function change(serverName, tool, choice) {
     const reply = await act('SetToolPermission', setPermissionFields(serverName, tool.name, choice));
     inherited.learn(reply);
     const server = ctx.state.servers.find((s) => s.name === serverName);
-    if (latest() && server) server.tools = server.tools.map((t) => (t.name === tool.name ? withPermission(t, reply) : t));
+    if (latest() && server)
+      server.tools = server.tools.map((t) => (t.name === tool.name ? withPermission(t, reply) : t));
   } catch (err) {
     if (latest()) errors.set(key, `not changed: ${/** @type {Error} */ (err).message}`);
   } finally {
@@ -45,7 +53,9 @@ let errorIds = 0;
 
 function permissionControl(s, t) {
   const key = toolKey(s.name, t.name);
-  const options = permissionOptions(inherited.of(s.name, t)).map((o) => el('option', { value: o.value, textContent: o.label }));
+  const options = permissionOptions(inherited.of(s.name, t)).map((o) =>
+    el('option', { value: o.value, textContent: o.label }),
+  );
   const select = el('select', { className: 'permission' }, ...options);
   select.value = pending.get(key)?.choice ?? choiceOf(t);
   select.setAttribute('aria-label', `permission of ${t.toolName}`);
@@ -66,14 +76,29 @@ function permissionControl(s, t) {
 }
 
 function toolItem(s, t) {
-  const text = el('span', { className: 'tool-text', textContent: `${t.toolName}${t.description ? ` — ${t.description.split('\n')[0]}` : ''}` });
+  const text = el('span', {
+    className: 'tool-text',
+    textContent: `${t.toolName}${t.description ? ` — ${t.description.split('\n')[0]}` : ''}`,
+  });
   const item = el('li', {}, text, ...permissionControl(s, t));
   item.dataset.tool = t.name;
   if (t.permission) item.dataset.permission = t.permission;
   if (t.permissionOverridden === true) item.dataset.overridden = 'true';
   item.addEventListener('click', () => {
     setText($('contract-title'), t.toolName);
-    setText($('contract-body'), JSON.stringify({ description: t.description, inputSchema: t.inputSchema, permission: t.permission, overridden: t.permissionOverridden === true }, null, 2));
+    setText(
+      $('contract-body'),
+      JSON.stringify(
+        {
+          description: t.description,
+          inputSchema: t.inputSchema,
+          permission: t.permission,
+          overridden: t.permissionOverridden === true,
+        },
+        null,
+        2,
+      ),
+    );
     /** @type {HTMLDialogElement} */ ($('contract-dialog')).showModal();
   });
   return item;

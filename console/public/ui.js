@@ -10,7 +10,9 @@ const SHOWN_PROPS = new Set(['textContent', 'title', 'placeholder']);
 
 /** `el('button', {className: 'quiet', textContent: 'Close'}, child…)`; string children are text. */
 export function el(tag, props = {}, ...children) {
-  const shown = Object.fromEntries(Object.entries(props).map(([k, v]) => [k, SHOWN_PROPS.has(k) && typeof v === 'string' ? displayText(v) : v]));
+  const shown = Object.fromEntries(
+    Object.entries(props).map(([k, v]) => [k, SHOWN_PROPS.has(k) && typeof v === 'string' ? displayText(v) : v]),
+  );
   const node = Object.assign(document.createElement(tag), shown);
   node.append(...children.map((c) => (typeof c === 'string' ? displayText(c) : c)));
   return node;
@@ -61,7 +63,9 @@ export function wireFilters(root = document) {
       .map((i) => /** @type {HTMLInputElement} */ (i).value.trim().toLowerCase())
       .join(' ')
       .trim();
-    const states = [...root.querySelectorAll(`select[data-filter-state="${listId}"]`)].map((s) => /** @type {HTMLSelectElement} */ (s).value).filter((v) => v !== '');
+    const states = [...root.querySelectorAll(`select[data-filter-state="${listId}"]`)]
+      .map((s) => /** @type {HTMLSelectElement} */ (s).value)
+      .filter((v) => v !== '');
     let shown = 0;
     for (const li of /** @type {HTMLElement[]} */ ([...list.children])) {
       const tags = `${li.dataset.state ?? ''} ${li.dataset.tags ?? ''}`.split(' ');
@@ -77,7 +81,9 @@ export function wireFilters(root = document) {
     none.hidden = !(list.children.length > 0 && shown === 0);
   };
   const ids = new Set(
-    [...root.querySelectorAll('[data-filter], [data-filter-state]')].map((n) => /** @type {HTMLElement} */ (n).dataset.filter ?? /** @type {HTMLElement} */ (n).dataset.filterState ?? ''),
+    [...root.querySelectorAll('[data-filter], [data-filter-state]')].map(
+      (n) => /** @type {HTMLElement} */ (n).dataset.filter ?? /** @type {HTMLElement} */ (n).dataset.filterState ?? '',
+    ),
   );
   for (const id of ids) {
     const list = $(id);

@@ -24,8 +24,12 @@ export interface ConsoleSettings {
  * The settings document: the endpoint's base URL when the operator gave one, else its port, for
  * the page to put on the host it was loaded from. Public facts of the deployment, no secret.
  */
-export function consoleSettingsDocument(settings: ConsoleSettings | undefined): { endpoint: { url: string | null; port: number } } {
-  return { endpoint: { url: settings?.endpoint.publicUrl ?? null, port: settings?.endpoint.port ?? DEFAULT_ENDPOINT_PORT } };
+export function consoleSettingsDocument(settings: ConsoleSettings | undefined): {
+  endpoint: { url: string | null; port: number };
+} {
+  return {
+    endpoint: { url: settings?.endpoint.publicUrl ?? null, port: settings?.endpoint.port ?? DEFAULT_ENDPOINT_PORT },
+  };
 }
 
 /**
@@ -33,7 +37,11 @@ export function consoleSettingsDocument(settings: ConsoleSettings | undefined): 
  * of the same signed action API as the CLI: it signs in the browser with the account key, so the
  * server holds nothing more for it. Returns false when the path is not the console's.
  */
-export async function serveConsole(pathname: string, res: ServerResponse, settings?: ConsoleSettings): Promise<boolean> {
+export async function serveConsole(
+  pathname: string,
+  res: ServerResponse,
+  settings?: ConsoleSettings,
+): Promise<boolean> {
   if (pathname === '/' || pathname === '/console') {
     res.writeHead(302, { location: '/console/' });
     res.end();
@@ -41,7 +49,11 @@ export async function serveConsole(pathname: string, res: ServerResponse, settin
   }
   if (!pathname.startsWith('/console/')) return false;
   if (pathname === '/console/settings.json') {
-    res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'no-cache', 'x-content-type-options': 'nosniff' });
+    res.writeHead(200, {
+      'content-type': 'application/json',
+      'cache-control': 'no-cache',
+      'x-content-type-options': 'nosniff',
+    });
     res.end(JSON.stringify(consoleSettingsDocument(settings)));
     return true;
   }
@@ -57,7 +69,8 @@ export async function serveConsole(pathname: string, res: ServerResponse, settin
       'cache-control': 'no-cache',
       // The OAuth popup needs nothing here: window.open is not a fetch, and the callback page
       // that closes it carries its own policy.
-      'content-security-policy': "default-src 'self'; style-src 'self'; script-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+      'content-security-policy':
+        "default-src 'self'; style-src 'self'; script-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
       'x-content-type-options': 'nosniff',
     });
     res.end(body);

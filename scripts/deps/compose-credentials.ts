@@ -22,7 +22,8 @@ function newPassword(): string {
 function readKept(file: string): Partial<ComposeCredentials['env']> {
   if (!existsSync(file)) return {};
   const parsed = JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
-  const pick = (k: string): string | undefined => (typeof parsed[k] === 'string' && /^[0-9a-f]{16,128}$/.test(parsed[k]) ? parsed[k] : undefined);
+  const pick = (k: string): string | undefined =>
+    typeof parsed[k] === 'string' && /^[0-9a-f]{16,128}$/.test(parsed[k]) ? parsed[k] : undefined;
   const out: Partial<ComposeCredentials['env']> = {};
   const pg = pick('POSTGRES_PASSWORD');
   const redis = pick('REDIS_PASSWORD');
@@ -38,7 +39,10 @@ function readKept(file: string): Partial<ComposeCredentials['env']> {
  * and kept under the data folder, so that a restart meets the volume's password again. The URLs
  * returned carry the passwords: the services started beside the containers connect with them.
  */
-export function composeCredentials(opts: { databaseUrl: string; redisUrl: string; dataDir: string }, processEnv: NodeJS.ProcessEnv = process.env): ComposeCredentials {
+export function composeCredentials(
+  opts: { databaseUrl: string; redisUrl: string; dataDir: string },
+  processEnv: NodeJS.ProcessEnv = process.env,
+): ComposeCredentials {
   const file = join(opts.dataDir, COMPOSE_CREDENTIALS_FILE);
   const kept = readKept(file);
   const database = new URL(opts.databaseUrl);

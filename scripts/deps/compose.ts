@@ -39,7 +39,12 @@ export function composeArgs(opts: EnsureDependenciesOptions): string[] {
  * Starts the compose services of the missing endpoints and waits until they are healthy;
  * `extraEnv` reaches the compose file's variables (the NATS users' passwords, say).
  */
-export async function startWithCompose(compose: string[], missing: Endpoint[], opts: EnsureDependenciesOptions, extraEnv: Record<string, string> = {}): Promise<Stopper> {
+export async function startWithCompose(
+  compose: string[],
+  missing: Endpoint[],
+  opts: EnsureDependenciesOptions,
+  extraEnv: Record<string, string> = {},
+): Promise<Stopper> {
   const [file, ...prefix] = compose as [string, ...string[]];
   const services = missing.map((e) => e.name);
   // The compose file publishes each port from POSTGRES_PORT/NATS_PORT/REDIS_PORT, so the
@@ -60,10 +65,17 @@ export async function startWithCompose(compose: string[], missing: Endpoint[], o
   return {
     label: `${services.join(', ')} (docker compose)`,
     stop: async () => {
-      await runOrThrow('docker compose stop', file, [...prefix, ...composeArgs(opts), 'stop', ...services], { env, timeoutMs: 120_000 });
+      await runOrThrow('docker compose stop', file, [...prefix, ...composeArgs(opts), 'stop', ...services], {
+        env,
+        timeoutMs: 120_000,
+      });
     },
     kill: () => {
-      spawnSync(file, [...prefix, ...composeArgs(opts), 'stop', ...services], { env, stdio: 'ignore', timeout: 60_000 });
+      spawnSync(file, [...prefix, ...composeArgs(opts), 'stop', ...services], {
+        env,
+        stdio: 'ignore',
+        timeout: 60_000,
+      });
     },
   };
 }

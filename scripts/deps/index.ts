@@ -69,7 +69,14 @@ export async function ensureDependencies(opts: EnsureDependenciesOptions): Promi
   try {
     const remote = missing.filter((e) => !isLocalHost(e.host));
     if (remote.length > 0) {
-      throw new Error(remote.map((e) => `${e.label} is not reachable at ${e.shownUrl}, which is not a local address, so it is not started here`).join('; '));
+      throw new Error(
+        remote
+          .map(
+            (e) =>
+              `${e.label} is not reachable at ${e.shownUrl}, which is not a local address, so it is not started here`,
+          )
+          .join('; '),
+      );
     }
 
     let postgresAdmin: PsqlRunner | undefined;
@@ -88,7 +95,12 @@ export async function ensureDependencies(opts: EnsureDependenciesOptions): Promi
       const unavailable = plan.filter((p) => p.binary === undefined);
       if (unavailable.length > 0) {
         throw new Error(
-          unavailable.map(({ endpoint: e }) => `${e.label} is not reachable at ${e.shownUrl} and neither Docker nor ${BINARY_NAMES[e.name]} was found: ${INSTALL_HINTS[e.name]}`).join('\n'),
+          unavailable
+            .map(
+              ({ endpoint: e }) =>
+                `${e.label} is not reachable at ${e.shownUrl} and neither Docker nor ${BINARY_NAMES[e.name]} was found: ${INSTALL_HINTS[e.name]}`,
+            )
+            .join('\n'),
         );
       }
       await mkdir(opts.dataDir, { recursive: true });

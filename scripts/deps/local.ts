@@ -13,7 +13,9 @@ import type { Endpoint, EnsureDependenciesOptions, Stopper } from './types.js';
 export type LocalBinary = string | PostgresBinaries;
 
 /** For each missing endpoint, the binary that would serve it, or undefined when none is installed. */
-export async function planLocal(missing: Endpoint[]): Promise<Array<{ endpoint: Endpoint; binary: LocalBinary | undefined }>> {
+export async function planLocal(
+  missing: Endpoint[],
+): Promise<Array<{ endpoint: Endpoint; binary: LocalBinary | undefined }>> {
   return Promise.all(
     missing.map(async (endpoint) => {
       switch (endpoint.name) {
@@ -35,16 +37,41 @@ export async function startLocal(e: Endpoint, binary: LocalBinary, opts: EnsureD
   if (e.name === 'nats') {
     const storeDir = join(opts.dataDir, 'nats');
     await mkdir(storeDir, { recursive: true });
-    return startChild(e, binary, ['-js', '-sd', storeDir, '-a', address, '-p', String(e.port)], join(opts.dataDir, 'nats.log'), opts);
+    return startChild(
+      e,
+      binary,
+      ['-js', '-sd', storeDir, '-a', address, '-p', String(e.port)],
+      join(opts.dataDir, 'nats.log'),
+      opts,
+    );
   }
   const dir = join(opts.dataDir, 'redis');
   await mkdir(dir, { recursive: true });
-  const args = ['--port', String(e.port), '--bind', address, '--save', '', '--appendonly', 'no', '--dir', dir, '--daemonize', 'no'];
+  const args = [
+    '--port',
+    String(e.port),
+    '--bind',
+    address,
+    '--save',
+    '',
+    '--appendonly',
+    'no',
+    '--dir',
+    dir,
+    '--daemonize',
+    'no',
+  ];
   return startChild(e, binary, args, join(opts.dataDir, 'redis.log'), opts);
 }
 
 /** Runs a server binary with its output in `logFile` until it answers on the endpoint's port. */
-export async function startChild(e: Endpoint, binary: string, args: string[], logFile: string, opts: EnsureDependenciesOptions): Promise<Stopper> {
+export async function startChild(
+  e: Endpoint,
+  binary: string,
+  args: string[],
+  logFile: string,
+  opts: EnsureDependenciesOptions,
+): Promise<Stopper> {
   const log = await open(logFile, 'a');
   let child: ChildProcess;
   try {

@@ -63,7 +63,13 @@ async function loadOrCreatePasswords(dir: string): Promise<Record<NatsRole, stri
  * Whether a NATS server answers at host:port and takes `user`/`pass`: the protocol's own
  * handshake (INFO, CONNECT, PING → PONG or -ERR), so no client library is needed here.
  */
-export function natsAccepts(host: string, port: number, user: string, pass: string, timeoutMs = 3_000): Promise<boolean> {
+export function natsAccepts(
+  host: string,
+  port: number,
+  user: string,
+  pass: string,
+  timeoutMs = 3_000,
+): Promise<boolean> {
   return new Promise((done) => {
     const socket = tcpConnect({ host, port });
     let buffer = '';
@@ -78,7 +84,9 @@ export function natsAccepts(host: string, port: number, user: string, pass: stri
       buffer += chunk.toString('utf8');
       if (!sent && buffer.includes('\r\n')) {
         sent = true;
-        socket.write(`CONNECT ${JSON.stringify({ user, pass, verbose: false, pedantic: false, protocol: 1 })}\r\nPING\r\n`);
+        socket.write(
+          `CONNECT ${JSON.stringify({ user, pass, verbose: false, pedantic: false, protocol: 1 })}\r\nPING\r\n`,
+        );
         buffer = buffer.slice(buffer.indexOf('\r\n') + 2);
       }
       if (sent && buffer.includes('PONG')) finish(true);
@@ -99,10 +107,16 @@ export async function startAuthNats(opts: AuthNatsOptions): Promise<AuthNats> {
   await mkdir(dir, { recursive: true, mode: 0o700 });
   await chmod(dir, 0o700);
   const passwords = await loadOrCreatePasswords(dir);
-  const users = Object.fromEntries(ROLES.map((role) => [role, { user: role, password: passwords[role] }])) as AuthNats['users'];
+  const users = Object.fromEntries(
+    ROLES.map((role) => [role, { user: role, password: passwords[role] }]),
+  ) as AuthNats['users'];
   const url = `nats://${opts.host}:${opts.port}`;
   const runtimeCredentialsFile = join(dir, 'runtime.json');
-  await writeSecretFile(runtimeCredentialsFile, JSON.stringify({ url, user: users.runtime.user, password: users.runtime.password, prefix: opts.prefix }, null, 2) + '\n');
+  await writeSecretFile(
+    runtimeCredentialsFile,
+    JSON.stringify({ url, user: users.runtime.user, password: users.runtime.password, prefix: opts.prefix }, null, 2) +
+      '\n',
+  );
   const endpoint: Endpoint = { name: 'nats', label: 'NATS (auth)', host: opts.host, port: opts.port, shownUrl: url };
 
   if (await tcpReachable(opts.host, opts.port, 1_000)) {
@@ -110,13 +124,18 @@ export async function startAuthNats(opts: AuthNatsOptions): Promise<AuthNats> {
       // This data folder's NATS, started by another `npm start`; one of an older version may not
       // know a user added since (the endpoint's, say), and that service would be refused later.
       const unknown: NatsRole[] = [];
-      for (const role of ROLES) if (!(await natsAccepts(opts.host, opts.port, users[role].user, users[role].password))) unknown.push(role);
+      for (const role of ROLES)
+        if (!(await natsAccepts(opts.host, opts.port, users[role].user, users[role].password))) unknown.push(role);
       if (unknown.length > 0)
-        throw new Error(`the NATS running at ${url} for this data folder does not know the user ${unknown.join(', ')} (started by an older npm start): stop that npm start, then run this one again`);
+        throw new Error(
+          `the NATS running at ${url} for this data folder does not know the user ${unknown.join(', ')} (started by an older npm start): stop that npm start, then run this one again`,
+        );
       opts.log(`NATS: using the running authenticated NATS at ${url}`);
       return { url, users, runtimeCredentialsFile, stopper: undefined };
     }
-    throw new Error(`something else listens on ${opts.host}:${opts.port} (not this data folder's NATS): stop it, or set MCPX_NATS_PORT`);
+    throw new Error(
+      `something else listens on ${opts.host}:${opts.port} (not this data folder's NATS): stop it, or set MCPX_NATS_PORT`,
+    );
   }
 
   const storeDir = join(opts.dataDir, 'nats');
@@ -137,9 +156,11 @@ export async function startAuthNats(opts: AuthNatsOptions): Promise<AuthNats> {
     return { url, users, runtimeCredentialsFile, stopper };
   }
   const compose = await dockerComposeCommand();
-  if (compose === undefined) throw new Error('NATS: neither nats-server nor Docker was found: install nats-server (https://nats.io) or Docker');
+  if (compose === undefined)
+    throw new Error('NATS: neither nats-server nor Docker was found: install nats-server (https://nats.io) or Docker');
   // The compose file's nats-server reads deploy/nats/nats.conf (the same permissions, no prefix).
-  if (opts.prefix !== '') throw new Error("NATS_PREFIX needs a local nats-server (the compose file's NATS has the unprefixed permissions)");
+  if (opts.prefix !== '')
+    throw new Error("NATS_PREFIX needs a local nats-server (the compose file's NATS has the unprefixed permissions)");
   const env = Object.fromEntries(ROLES.map((role) => [NATS_PASSWORD_ENV[role], passwords[role]]));
   const stopper = await startWithCompose(compose, [endpoint], opts, env);
   return { url, users, runtimeCredentialsFile, stopper };

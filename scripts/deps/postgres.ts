@@ -42,12 +42,17 @@ export async function findPostgres(): Promise<PostgresBinaries | undefined> {
 /** Postgres refuses to run as root: as root, commands run as the `postgres` user. */
 function asPostgresUser(file: string, args: string[]): [string, string[]] {
   if (process.getuid?.() !== 0) return [file, args];
-  if (spawnSync('runuser', ['--help'], { stdio: 'ignore' }).status === 0) return ['runuser', ['-u', 'postgres', '--', file, ...args]];
+  if (spawnSync('runuser', ['--help'], { stdio: 'ignore' }).status === 0)
+    return ['runuser', ['-u', 'postgres', '--', file, ...args]];
   return ['su', ['postgres', '-s', '/bin/sh', '-c', [file, ...args].map(shellQuote).join(' ')]];
 }
 
 /** Starts (creating it on first use) a private cluster in `<dataDir>/pg` with trust authentication. */
-export async function startPostgres(e: Endpoint, bin: PostgresBinaries, opts: EnsureDependenciesOptions): Promise<Stopper> {
+export async function startPostgres(
+  e: Endpoint,
+  bin: PostgresBinaries,
+  opts: EnsureDependenciesOptions,
+): Promise<Stopper> {
   const dataDir = resolve(opts.dataDir, 'pg');
   const socketDir = resolve(opts.dataDir, 'pg-sock');
   const logFile = resolve(opts.dataDir, 'postgres.log');
@@ -74,14 +79,34 @@ export async function startPostgres(e: Endpoint, bin: PostgresBinaries, opts: En
   );
   if (!hasCluster) {
     opts.log(`${e.label}: initdb ${dataDir}`);
-    const [file, args] = asPostgresUser(bin.initdb, ['-D', dataDir, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--no-instructions']);
+    const [file, args] = asPostgresUser(bin.initdb, [
+      '-D',
+      dataDir,
+      '-U',
+      'postgres',
+      '--auth=trust',
+      '-E',
+      'UTF8',
+      '--no-instructions',
+    ]);
     await runOrThrow('initdb', file, args, { cwd: dataDir, timeoutMs: 120_000 });
   }
 
   const listen = e.host === 'localhost' ? 'localhost' : bindAddress(e.host);
   const serverOptions = `-p ${e.port} -k ${shellQuote(socketDir)} -c listen_addresses=${shellQuote(listen)}`;
   opts.log(`${e.label}: pg_ctl start on ${listen}:${e.port} (data: ${dataDir}, log: ${logFile})`);
-  const [file, args] = asPostgresUser(bin.pgCtl, ['-D', dataDir, '-o', serverOptions, '-l', logFile, '-w', '-t', '60', 'start']);
+  const [file, args] = asPostgresUser(bin.pgCtl, [
+    '-D',
+    dataDir,
+    '-o',
+    serverOptions,
+    '-l',
+    logFile,
+    '-w',
+    '-t',
+    '60',
+    'start',
+  ]);
   try {
     await runOrThrow('pg_ctl start', file, args, { cwd: dataDir, timeoutMs: 90_000 });
     await waitForPort(e, 30_000);
@@ -101,7 +126,9 @@ export async function startPostgres(e: Endpoint, bin: PostgresBinaries, opts: En
     kill: () => {
       if (stopped) return;
       // The first line of postmaster.pid is the postmaster's pid; SIGINT is a fast shutdown.
-      const pid = Number(spawnSync('head', ['-n1', join(dataDir, 'postmaster.pid')], { encoding: 'utf8' }).stdout?.trim());
+      const pid = Number(
+        spawnSync('head', ['-n1', join(dataDir, 'postmaster.pid')], { encoding: 'utf8' }).stdout?.trim(),
+      );
       if (pid > 0) {
         try {
           process.kill(pid, 'SIGINT');
@@ -143,7 +170,11 @@ function adminConnection(databaseUrl: string): { url: string; env: NodeJS.Proces
 
 function psqlRunner(psql: string, databaseUrl: string): PsqlRunner {
   const { url, env } = adminConnection(databaseUrl);
-  return (sql) => runOrThrow('psql', psql, ['-X', '-q', '-t', '-A', '-v', 'ON_ERROR_STOP=1', '-d', url, '-c', sql], { env, timeoutMs: 30_000 });
+  return (sql) =>
+    runOrThrow('psql', psql, ['-X', '-q', '-t', '-A', '-v', 'ON_ERROR_STOP=1', '-d', url, '-c', sql], {
+      env,
+      timeoutMs: 30_000,
+    });
 }
 
 /** psql next to the binaries of a locally started cluster, if there is one. */
@@ -188,7 +219,11 @@ export function composePsql(compose: string[], opts: EnsureDependenciesOptions):
  * started, a failure is fatal; for one that was already running it is only reported (the
  * migration step will then fail with the server's own message).
  */
-export async function ensureDatabase(opts: EnsureDependenciesOptions, psql: PsqlRunner | undefined, ownServer: boolean): Promise<void> {
+export async function ensureDatabase(
+  opts: EnsureDependenciesOptions,
+  psql: PsqlRunner | undefined,
+  ownServer: boolean,
+): Promise<void> {
   const { database } = adminConnection(opts.databaseUrl);
   if (!psql) {
     opts.log(`Postgres: psql not found, not checking that database ${JSON.stringify(database)} exists`);

@@ -29,7 +29,8 @@ export async function waitForPort(e: Endpoint, timeoutMs: number, exited?: () =>
     if (await tcpReachable(e.host, e.port, 500)) return;
     const why = exited?.();
     if (why !== undefined) throw new Error(`${e.label} exited before it answered on ${e.host}:${e.port}: ${why}`);
-    if (Date.now() > deadline) throw new Error(`${e.label} did not answer on ${e.host}:${e.port} within ${timeoutMs / 1000} s`);
+    if (Date.now() > deadline)
+      throw new Error(`${e.label} did not answer on ${e.host}:${e.port} within ${timeoutMs / 1000} s`);
     await new Promise((r) => setTimeout(r, 200));
   }
 }
@@ -49,10 +50,20 @@ export interface RunOptions {
 /** Runs a command to completion; never rejects: a failure to start is a non-zero `code`. */
 export function run(file: string, args: string[], options: RunOptions = {}): Promise<CommandResult> {
   return new Promise((done) => {
-    execFile(file, args, { timeout: options.timeoutMs ?? 60_000, env: options.env ?? process.env, cwd: options.cwd, maxBuffer: 16 * 1024 * 1024 }, (err, stdout, stderr) => {
-      const code = err === null ? 0 : typeof err.code === 'number' ? err.code : 1;
-      done({ code, stdout: String(stdout), stderr: String(stderr) || (err && code !== 0 ? err.message : '') });
-    });
+    execFile(
+      file,
+      args,
+      {
+        timeout: options.timeoutMs ?? 60_000,
+        env: options.env ?? process.env,
+        cwd: options.cwd,
+        maxBuffer: 16 * 1024 * 1024,
+      },
+      (err, stdout, stderr) => {
+        const code = err === null ? 0 : typeof err.code === 'number' ? err.code : 1;
+        done({ code, stdout: String(stdout), stderr: String(stderr) || (err && code !== 0 ? err.message : '') });
+      },
+    );
   });
 }
 

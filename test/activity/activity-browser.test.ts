@@ -9,7 +9,16 @@ import { eventually } from '../support/system.js';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const HAS_CHROMIUM = existsSync(CHROMIUM);
-const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const CHROMIUM_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
 const PAGE_WAIT_MS = 60_000;
 const CANARY = 'canary-31b9-argument';
 
@@ -23,14 +32,25 @@ describe.skipIf(!HAS_CHROMIUM)('the console activity view in a real browser', { 
   const errors: string[] = [];
 
   beforeAll(async () => {
-    [system, upstream] = await Promise.all([ProxySystem.start({ env: { ACTIVITY_FLUSH_MS: '50' } }), startTestMcpServer({ era: 'modern', tools: [echoTool(), errorTool()] })]);
+    [system, upstream] = await Promise.all([
+      ProxySystem.start({ env: { ACTIVITY_FLUSH_MS: '50' } }),
+      startTestMcpServer({ era: 'modern', tools: [echoTool(), errorTool()] }),
+    ]);
     await system.setServer('demo', upstream.url);
     await system.createAgent('helper', ['demo'], 2);
     await system.call('helper', 'r1', 'demo__echo', { text: CANARY });
     await system.call('helper', 'r1', 'demo__echo', { text: 'two' });
-    await eventually(async () => ((await system.api.act<{ calls: unknown[] }>('ListCalls')).calls.length === 2 ? true : undefined), 15_000, 'two calls recorded');
+    await eventually(
+      async () => ((await system.api.act<{ calls: unknown[] }>('ListCalls')).calls.length === 2 ? true : undefined),
+      15_000,
+      'two calls recorded',
+    );
     userDataDir = mkdtempSync(join(tmpdir(), 'mcpx-activity-'));
-    context = await chromium.launchPersistentContext(userDataDir, { executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
+    context = await chromium.launchPersistentContext(userDataDir, {
+      executablePath: CHROMIUM,
+      headless: true,
+      args: CHROMIUM_ARGS,
+    });
     context.setDefaultTimeout(PAGE_WAIT_MS);
     page = context.pages()[0] ?? (await context.newPage());
     page.on('pageerror', (e) => errors.push(e.message));
@@ -68,7 +88,9 @@ describe.skipIf(!HAS_CHROMIUM)('the console activity view in a real browser', { 
       window.activityView = await mountActivity(root, { act });
     })()`);
     await page.locator('#activity-root .activity-figures tr[data-server="demo"]').waitFor();
-    expect(await page.locator('#activity-root .activity-figures tr[data-server="demo"] td').first().textContent()).toBe('2');
+    expect(await page.locator('#activity-root .activity-figures tr[data-server="demo"] td').first().textContent()).toBe(
+      '2',
+    );
     await eventually(async () => ((await rows().count()) === 2 ? true : undefined), PAGE_WAIT_MS, 'two rows');
     expect(await rows().first().textContent()).toContain('demo__echo');
     expect(await rows().first().textContent()).toContain('helper');

@@ -10,7 +10,10 @@ describe('mcpx activity: what agents did, from the terminal', { timeout: 180_000
   let env: Record<string, string>;
 
   beforeAll(async () => {
-    [system, upstream] = await Promise.all([ProxySystem.start({ env: { ACTIVITY_FLUSH_MS: '50' } }), startTestMcpServer({ era: 'modern', tools: [echoTool(), errorTool()] })]);
+    [system, upstream] = await Promise.all([
+      ProxySystem.start({ env: { ACTIVITY_FLUSH_MS: '50' } }),
+      startTestMcpServer({ era: 'modern', tools: [echoTool(), errorTool()] }),
+    ]);
     await system.setServer('demo', upstream.url);
     await system.createAgent('writer', ['demo'], 2);
     await system.createAgent('reader', ['demo'], 2);
@@ -18,7 +21,11 @@ describe('mcpx activity: what agents did, from the terminal', { timeout: 180_000
     await system.call('writer', 'w-run', 'demo__echo', { text: 'hello' });
     await system.callError('writer', 'w-run', 'demo__fail', {});
     await system.call('reader', 'r-run', 'demo__echo', { text: 'hi' });
-    await eventually(async () => ((await system.api.act<{ calls: unknown[] }>('ListCalls')).calls.length === 3 ? true : undefined), 15_000, 'three calls recorded');
+    await eventually(
+      async () => ((await system.api.act<{ calls: unknown[] }>('ListCalls')).calls.length === 3 ? true : undefined),
+      15_000,
+      'three calls recorded',
+    );
   });
 
   afterAll(async () => {
@@ -31,7 +38,9 @@ describe('mcpx activity: what agents did, from the terminal', { timeout: 180_000
     expect(out.code, out.stderr).toBe(0);
     const lines = out.stdout.trim().split('\n');
     expect(lines).toHaveLength(3);
-    expect(lines[0]).toMatch(/^\d{4}-\d\d-\d\dT\S+Z {2}ok\s+\d+ ms {2}reader {2}demo__echo {2}run r-run {2}\(modern\)$/);
+    expect(lines[0]).toMatch(
+      /^\d{4}-\d\d-\d\dT\S+Z {2}ok\s+\d+ ms {2}reader {2}demo__echo {2}run r-run {2}\(modern\)$/,
+    );
     expect(lines[1]).toMatch(/ {2}server_error\s+\d+ ms {2}writer {2}demo__fail {2}run w-run/);
   });
 
@@ -57,7 +66,9 @@ describe('mcpx activity: what agents did, from the terminal', { timeout: 180_000
   it('prints per-server figures with --figures', async () => {
     const out = await runCli(['activity', '--figures'], env);
     expect(out.code, out.stderr).toBe(0);
-    expect(out.stdout).toMatch(/^demo\n {2}last hour: 3 calls, 33\.3% failed, p50 \d+ ms, p95 \d+ ms\n {2}last 24 h: 3 calls, 33\.3% failed/);
+    expect(out.stdout).toMatch(
+      /^demo\n {2}last hour: 3 calls, 33\.3% failed, p50 \d+ ms, p95 \d+ ms\n {2}last 24 h: 3 calls, 33\.3% failed/,
+    );
   });
 
   it('refuses bad input in words, naming the field, with a failing exit code', async () => {

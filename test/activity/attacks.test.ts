@@ -28,18 +28,45 @@ describe('the call log under attack: hostile filters, forged cursors, another ac
   let db: pg.Client;
 
   beforeAll(async () => {
-    [system, upstream] = await Promise.all([ProxySystem.start({ env: { ACTIVITY_FLUSH_MS: '50' } }), startTestMcpServer({ era: 'modern', tools: [echoTool()] })]);
+    [system, upstream] = await Promise.all([
+      ProxySystem.start({ env: { ACTIVITY_FLUSH_MS: '50' } }),
+      startTestMcpServer({ era: 'modern', tools: [echoTool()] }),
+    ]);
     await system.setServer('demo', upstream.url);
     await system.createAgent('victim-agent', ['demo'], 1);
     for (let i = 0; i < 3; i++) await system.call('victim-agent', 'victim-run', 'demo__echo', { text: `secret ${i}` });
-    await eventually(async () => ((await system.api.act<Page>('ListCalls')).calls.length === 3 ? true : undefined), 15_000, 'the victim calls recorded');
+    await eventually(
+      async () => ((await system.api.act<Page>('ListCalls')).calls.length === 3 ? true : undefined),
+      15_000,
+      'the victim calls recorded',
+    );
     // Another account on the same registry, with its own server, agent and one call.
     intruder = new ApiClient(system.api.apiUrl);
     await intruder.act('SetMcpServer', { name: 'demo', config: { url: upstream.url } });
-    const { agent } = await intruder.act<{ agent: { id: string } }>('CreateAgent', { name: 'intruder-agent', definition: { mcpServers: ['demo'] } });
-    await eventually(async () => ((await intruder.act<{ tools: unknown[] }>('ListAgentTools', { agent: agent.id })).tools.length > 0 ? true : undefined), 15_000, 'intruder tools');
-    await system.client.call({ account: intruder.principal, agent: agent.id, run: 'intruder-run', tool: 'demo__echo', arguments: { text: 'mine' } });
-    await eventually(async () => ((await intruder.act<Page>('ListCalls')).calls.length === 1 ? true : undefined), 15_000, 'the intruder call recorded');
+    const { agent } = await intruder.act<{ agent: { id: string } }>('CreateAgent', {
+      name: 'intruder-agent',
+      definition: { mcpServers: ['demo'] },
+    });
+    await eventually(
+      async () =>
+        (await intruder.act<{ tools: unknown[] }>('ListAgentTools', { agent: agent.id })).tools.length > 0
+          ? true
+          : undefined,
+      15_000,
+      'intruder tools',
+    );
+    await system.client.call({
+      account: intruder.principal,
+      agent: agent.id,
+      run: 'intruder-run',
+      tool: 'demo__echo',
+      arguments: { text: 'mine' },
+    });
+    await eventually(
+      async () => ((await intruder.act<Page>('ListCalls')).calls.length === 1 ? true : undefined),
+      15_000,
+      'the intruder call recorded',
+    );
     db = new pg.Client({ connectionString: system.db.url });
     await db.connect();
   });
@@ -109,15 +136,23 @@ describe('the call log under attack: hostile filters, forged cursors, another ac
     const paged = await intruder.act<Page>('ListCalls', { cursor });
     for (const c of paged.calls) expect(victim.map((v) => v.id)).not.toContain(c.id);
     // Figures: only the intruder's one call on its own `demo`.
-    const figures = await intruder.act<{ servers: Array<{ server: string; lastDay: { calls: number } }> }>('GetCallFigures');
-    expect(figures.servers).toEqual([expect.objectContaining({ server: 'demo', lastDay: expect.objectContaining({ calls: 1 }) })]);
+    const figures = await intruder.act<{ servers: Array<{ server: string; lastDay: { calls: number } }> }>(
+      'GetCallFigures',
+    );
+    expect(figures.servers).toEqual([
+      expect.objectContaining({ server: 'demo', lastDay: expect.objectContaining({ calls: 1 }) }),
+    ]);
     // And the other way round.
     expect((await system.api.act<Page>('ListCalls', { agent: theirs[0]!.agent.id })).calls).toEqual([]);
   });
 
   it('answers an AGENT signer with forbidden (the log is for the owner and writers)', async () => {
     const agentKey = new ApiClient(system.api.apiUrl, undefined, system.api.principal);
-    await system.api.act('AuthorizeSigner', { principal: agentKey.key.principal, role: 'AGENT', agents: [system.agentId('victim-agent')] });
+    await system.api.act('AuthorizeSigner', {
+      principal: agentKey.key.principal,
+      role: 'AGENT',
+      agents: [system.agentId('victim-agent')],
+    });
     const err = await refusal(agentKey.act('ListCalls'));
     expect(err.code).toBe('forbidden');
     expect((await refusal(agentKey.act('GetCallFigures'))).code).toBe('forbidden');

@@ -84,11 +84,25 @@ describe('the call log: every call recorded off the call path, read back through
       expect(c.callId).toMatch(/\S/);
     }
     const byTool = (tool: string) => all.filter((c) => c.tool === tool);
-    const [echo, invalid] = [byTool('demo__echo').find((c) => c.code === 'ok'), byTool('demo__echo').find((c) => c.code !== 'ok')];
-    expect(echo).toMatchObject({ agent: { id: system.agentId('alpha'), name: 'alpha' }, run: 'run-1', server: 'demo', code: 'ok', outcome: 'ok', era: 'modern' });
+    const [echo, invalid] = [
+      byTool('demo__echo').find((c) => c.code === 'ok'),
+      byTool('demo__echo').find((c) => c.code !== 'ok'),
+    ];
+    expect(echo).toMatchObject({
+      agent: { id: system.agentId('alpha'), name: 'alpha' },
+      run: 'run-1',
+      server: 'demo',
+      code: 'ok',
+      outcome: 'ok',
+      era: 'modern',
+    });
     expect(invalid).toMatchObject({ server: 'demo', code: 'invalid_arguments', outcome: 'refused' });
     expect(byTool('old__echo')[0]).toMatchObject({ server: 'old', code: 'ok', era: 'legacy' });
-    expect(byTool('demo__add')[0]).toMatchObject({ agent: { id: system.agentId('beta'), name: 'beta' }, run: 'run-2', code: 'ok' });
+    expect(byTool('demo__add')[0]).toMatchObject({
+      agent: { id: system.agentId('beta'), name: 'beta' },
+      run: 'run-2',
+      code: 'ok',
+    });
     expect(byTool('demo__fail')[0]).toMatchObject({ server: 'demo', code: 'server_error', outcome: 'error' });
     // A tool that was never found names no server.
     expect(byTool('demo__nope')[0]).toMatchObject({ code: 'not_found', outcome: 'refused' });
@@ -104,19 +118,37 @@ describe('the call log: every call recorded off the call path, read back through
 
   it('filters by agent (name or id), server, tool, outcome and time, each along its index', async () => {
     await calls(6);
-    expect((await system.api.act<Page>('ListCalls', { agent: 'beta' })).calls.map((c) => c.tool).sort()).toEqual(['demo__add', 'demo__fail']);
+    expect((await system.api.act<Page>('ListCalls', { agent: 'beta' })).calls.map((c) => c.tool).sort()).toEqual([
+      'demo__add',
+      'demo__fail',
+    ]);
     expect((await system.api.act<Page>('ListCalls', { agent: system.agentId('beta') })).calls).toHaveLength(2);
-    expect((await system.api.act<Page>('ListCalls', { server: 'old' })).calls.map((c) => c.tool)).toEqual(['old__echo']);
+    expect((await system.api.act<Page>('ListCalls', { server: 'old' })).calls.map((c) => c.tool)).toEqual([
+      'old__echo',
+    ]);
     expect((await system.api.act<Page>('ListCalls', { tool: 'demo__echo' })).calls).toHaveLength(2);
-    expect((await system.api.act<Page>('ListCalls', { server: 'demo', tool: 'demo__echo', outcome: 'ok' })).calls).toHaveLength(1);
+    expect(
+      (await system.api.act<Page>('ListCalls', { server: 'demo', tool: 'demo__echo', outcome: 'ok' })).calls,
+    ).toHaveLength(1);
     const failed = await system.api.act<Page>('ListCalls', { outcome: 'failed' });
     expect(failed.calls.map((c) => c.code).sort()).toEqual(['invalid_arguments', 'not_found', 'server_error']);
-    expect((await system.api.act<Page>('ListCalls', { outcome: 'error' })).calls.map((c) => c.code)).toEqual(['server_error']);
+    expect((await system.api.act<Page>('ListCalls', { outcome: 'error' })).calls.map((c) => c.code)).toEqual([
+      'server_error',
+    ]);
     expect((await system.api.act<Page>('ListCalls', { agent: 'alpha', outcome: 'refused' })).calls).toHaveLength(2);
     const future = new Date(Date.now() + 3_600_000).toISOString();
     expect((await system.api.act<Page>('ListCalls', { since: future })).calls).toEqual([]);
-    expect((await system.api.act<Page>('ListCalls', { until: new Date(Date.now() - 3_600_000).toISOString() })).calls).toEqual([]);
-    expect((await system.api.act<Page>('ListCalls', { since: new Date(Date.now() - 3_600_000).toISOString(), until: future })).calls).toHaveLength(6);
+    expect(
+      (await system.api.act<Page>('ListCalls', { until: new Date(Date.now() - 3_600_000).toISOString() })).calls,
+    ).toEqual([]);
+    expect(
+      (
+        await system.api.act<Page>('ListCalls', {
+          since: new Date(Date.now() - 3_600_000).toISOString(),
+          until: future,
+        })
+      ).calls,
+    ).toHaveLength(6);
   });
 
   it('pages with a cursor: every call once, in order, then an empty end', async () => {
@@ -124,7 +156,10 @@ describe('the call log: every call recorded off the call path, read back through
     const seen: string[] = [];
     let cursor: string | undefined;
     for (let i = 0; i < 10; i++) {
-      const page: Page = await system.api.act<Page>('ListCalls', { limit: 4, ...(cursor !== undefined ? { cursor } : {}) });
+      const page: Page = await system.api.act<Page>('ListCalls', {
+        limit: 4,
+        ...(cursor !== undefined ? { cursor } : {}),
+      });
       seen.push(...page.calls.map((c) => c.id));
       cursor = page.nextCursor;
       if (cursor === undefined) break;
@@ -132,12 +167,20 @@ describe('the call log: every call recorded off the call path, read back through
     expect(seen).toEqual(all.map((c) => c.id));
     // A page past the end is empty, not an error.
     const last = all.at(-1)!;
-    expect((await system.api.act<Page>('ListCalls', { cursor: `${Date.parse(last.at)}.${last.id}` })).calls).toEqual([]);
+    expect((await system.api.act<Page>('ListCalls', { cursor: `${Date.parse(last.at)}.${last.id}` })).calls).toEqual(
+      [],
+    );
   });
 
   it('gives per-server figures over the last hour and 24 hours: calls, failed, error rate, p50 and p95', async () => {
     await calls(6);
-    const { servers } = await system.api.act<{ servers: Array<{ server: string; lastHour: Record<string, number | null>; lastDay: Record<string, number | null> }> }>('GetCallFigures');
+    const { servers } = await system.api.act<{
+      servers: Array<{
+        server: string;
+        lastHour: Record<string, number | null>;
+        lastDay: Record<string, number | null>;
+      }>;
+    }>('GetCallFigures');
     const demo = servers.find((s) => s.server === 'demo')!;
     const old = servers.find((s) => s.server === 'old')!;
     // The call whose tool was never found names no server: not counted for one.

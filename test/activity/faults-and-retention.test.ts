@@ -11,7 +11,14 @@ describe('the call log when Postgres refuses its writes, and its retention by ag
 
   beforeAll(async () => {
     [system, upstream] = await Promise.all([
-      ProxySystem.start({ env: { ACTIVITY_FLUSH_MS: '50', ACTIVITY_MAX_CALLS_PER_ACCOUNT: '1000', ACTIVITY_RETENTION_DAYS: '7', ACTIVITY_PRUNE_MS: '300' } }),
+      ProxySystem.start({
+        env: {
+          ACTIVITY_FLUSH_MS: '50',
+          ACTIVITY_MAX_CALLS_PER_ACCOUNT: '1000',
+          ACTIVITY_RETENTION_DAYS: '7',
+          ACTIVITY_PRUNE_MS: '300',
+        },
+      }),
       startTestMcpServer({ era: 'modern', tools: [echoTool()] }),
     ]);
     await system.setServer('demo', upstream.url);
@@ -26,22 +33,45 @@ describe('the call log when Postgres refuses its writes, and its retention by ag
     await upstream?.close();
   });
 
-  const count = async (): Promise<number> => (await db.query<{ n: number }>('SELECT count(*)::int AS n FROM activity.calls')).rows[0]!.n;
+  const count = async (): Promise<number> =>
+    (await db.query<{ n: number }>('SELECT count(*)::int AS n FROM activity.calls')).rows[0]!.n;
 
   it('keeps answering calls while the log cannot be written, holds them, and writes them once it can', async () => {
     await system.call('agent', 'run', 'demo__echo', { text: 'first' });
     await eventually(async () => ((await count()) === 1 ? true : undefined), 15_000, 'the first call written');
     // The proxy's writes now fail in Postgres itself (the table is gone for the proxy).
     await db.query('ALTER TABLE activity.calls RENAME TO calls_away');
-    for (let i = 0; i < 5; i++) expect((await system.call('agent', 'run', 'demo__echo', { text: `during ${i}` })).result.text).toBe(`echo: during ${i}`);
+    for (let i = 0; i < 5; i++)
+      expect((await system.call('agent', 'run', 'demo__echo', { text: `during ${i}` })).result.text).toBe(
+        `echo: during ${i}`,
+      );
     // Failed writes are counted where operators look.
     const metrics = async () => (await (await fetch(`${system.proxies[0]!.internalUrl}/metrics`)).text()).split('\n');
-    await eventually(async () => ((await metrics()).some((l) => /^mcpx_activity_write_failures_total\S* [1-9]/.test(l)) ? true : undefined), 15_000, 'a failed write counted');
+    await eventually(
+      async () =>
+        (await metrics()).some((l) => /^mcpx_activity_write_failures_total\S* [1-9]/.test(l)) ? true : undefined,
+      15_000,
+      'a failed write counted',
+    );
     // Held meanwhile (a batch being retried is out of the count while its write is in flight).
-    await eventually(async () => ((await metrics()).find((l) => l.startsWith('mcpx_activity_held'))?.endsWith(' 5') === true ? true : undefined), 15_000, 'five calls held');
+    await eventually(
+      async () =>
+        (await metrics()).find((l) => l.startsWith('mcpx_activity_held'))?.endsWith(' 5') === true ? true : undefined,
+      15_000,
+      'five calls held',
+    );
     await db.query('ALTER TABLE activity.calls_away RENAME TO calls');
-    await eventually(async () => ((await count()) === 6 ? true : undefined), 45_000, 'the held calls written after the outage');
-    await eventually(async () => ((await metrics()).find((l) => l.startsWith('mcpx_activity_held'))?.endsWith(' 0') === true ? true : undefined), 15_000, 'nothing held');
+    await eventually(
+      async () => ((await count()) === 6 ? true : undefined),
+      45_000,
+      'the held calls written after the outage',
+    );
+    await eventually(
+      async () =>
+        (await metrics()).find((l) => l.startsWith('mcpx_activity_held'))?.endsWith(' 0') === true ? true : undefined,
+      15_000,
+      'nothing held',
+    );
   });
 
   it('deletes calls past the retention age, and an account’s oldest calls past its cap', async () => {
@@ -71,7 +101,10 @@ describe('the call log when Postgres refuses its writes, and its retention by ag
       'the log trimmed to 1,000 calls of the account and none past 7 days',
     );
     // The newest calls stay: the real ones of this test are among them.
-    const kept = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM activity.calls WHERE account_id = $1 AND run = 'run'`, [account]);
+    const kept = await db.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM activity.calls WHERE account_id = $1 AND run = 'run'`,
+      [account],
+    );
     expect(kept.rows[0]!.n).toBe(7);
   });
 });

@@ -18,10 +18,21 @@ describe('ListCalls over a large account: every filter is answered along an inde
   let api: ApiClient;
 
   beforeAll(async () => {
-    h = await RegistryHarness.start({ projector: false, env: { LOG_LEVEL: 'warn', RATE_ACTIONS_PER_SIGNER: '0', RATE_ACTIONS_PER_ADDRESS: '0' } });
+    h = await RegistryHarness.start({
+      projector: false,
+      env: { LOG_LEVEL: 'warn', RATE_ACTIONS_PER_SIGNER: '0', RATE_ACTIONS_PER_ADDRESS: '0' },
+    });
     api = h.api();
     const agents: string[] = [];
-    for (let i = 0; i < 4; i++) agents.push((await api.act<{ agent: { id: string } }>('CreateAgent', { name: `agent-${i}`, definition: { mcpServers: [] } })).agent.id);
+    for (let i = 0; i < 4; i++)
+      agents.push(
+        (
+          await api.act<{ agent: { id: string } }>('CreateAgent', {
+            name: `agent-${i}`,
+            definition: { mcpServers: [] },
+          })
+        ).agent.id,
+      );
     await seedCalls(h.sql, api.principal, agents, CALLS);
   });
 
@@ -33,7 +44,9 @@ describe('ListCalls over a large account: every filter is answered along an inde
     const r = await sql<{
       seq: number;
       idx: number;
-    }>`SELECT seq_scan::int AS seq, coalesce(idx_scan, 0)::int AS idx FROM pg_stat_user_tables WHERE schemaname = 'activity' AND relname = 'calls'`.execute(h.sql);
+    }>`SELECT seq_scan::int AS seq, coalesce(idx_scan, 0)::int AS idx FROM pg_stat_user_tables WHERE schemaname = 'activity' AND relname = 'calls'`.execute(
+      h.sql,
+    );
     return r.rows[0]!;
   };
 
@@ -63,7 +76,9 @@ describe('ListCalls over a large account: every filter is answered along an inde
       if (typeof f.agent === 'string') expect(page.calls.every((c) => c.agent.name === f.agent)).toBe(true);
     }
     // Past the end, and a made-up cursor: empty pages.
-    expect((await api.act<{ calls: unknown[] }>('ListCalls', { cursor: `${Date.now() - 40 * 86_400_000}.1` })).calls).toEqual([]);
+    expect(
+      (await api.act<{ calls: unknown[] }>('ListCalls', { cursor: `${Date.now() - 40 * 86_400_000}.1` })).calls,
+    ).toEqual([]);
     expect((await api.act<{ calls: unknown[] }>('ListCalls', { server: 'nope' })).calls).toEqual([]);
     // Each backend reports its counters when it goes idle: wait until every query above is counted.
     const after = await eventually(

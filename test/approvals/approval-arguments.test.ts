@@ -23,7 +23,11 @@ describe('approvals show the whole canonical arguments, or refuse to approve', (
 
   it("lists the arguments whole, with every object's keys sorted, whatever order the runtime sent", async () => {
     const long = 'y'.repeat(5_000);
-    const id = await stoppedCall(system, 'agent', 'r-sorted', 'db__drop_table', { zeta: { b: 1, a: 2 }, table: 'users', alpha: long });
+    const id = await stoppedCall(system, 'agent', 'r-sorted', 'db__drop_table', {
+      zeta: { b: 1, a: 2 },
+      table: 'users',
+      alpha: long,
+    });
     const view = await pending(id);
     expect(view.arguments).toEqual({ alpha: long, table: 'users', zeta: { a: 2, b: 1 } });
     expect(Object.keys(view.arguments as object)).toEqual(['alpha', 'table', 'zeta']);
@@ -32,7 +36,10 @@ describe('approvals show the whole canonical arguments, or refuse to approve', (
 
   it('refuses to approve arguments too large to show, lets them be denied, and calls nothing', async () => {
     const before = upstream.stats.calls;
-    const id = await stoppedCall(system, 'agent', 'r-big', 'db__drop_table', { table: 'users', note: 'z'.repeat(70 * 1024) });
+    const id = await stoppedCall(system, 'agent', 'r-big', 'db__drop_table', {
+      table: 'users',
+      note: 'z'.repeat(70 * 1024),
+    });
     expect((await pending(id)).arguments).toBeUndefined();
     const refused = await actionError(system.api.act('ApproveToolCall', { approvalId: id }));
     expect(refused.code).toBe('conflict');

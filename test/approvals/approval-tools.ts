@@ -25,9 +25,14 @@ export function approvalTools(): TestTool[] {
  * three tools are projected. If the server or the agent cannot be set, both are stopped before the
  * error is thrown.
  */
-export async function startApprovalSystem(opts: ProxySystemOptions & { agent?: string; era?: 'modern' | 'dual' | 'legacy' } = {}): Promise<{ system: ProxySystem; upstream: TestMcpServer }> {
+export async function startApprovalSystem(
+  opts: ProxySystemOptions & { agent?: string; era?: 'modern' | 'dual' | 'legacy' } = {},
+): Promise<{ system: ProxySystem; upstream: TestMcpServer }> {
   const { agent = 'agent', era = 'legacy', ...systemOpts } = opts;
-  const [system, upstream] = await Promise.all([ProxySystem.start(systemOpts), startTestMcpServer({ era, tools: approvalTools() })]);
+  const [system, upstream] = await Promise.all([
+    ProxySystem.start(systemOpts),
+    startTestMcpServer({ era, tools: approvalTools() }),
+  ]);
   try {
     await system.setServer('db', upstream.url);
     await system.createAgent(agent, ['db'], 3);
@@ -43,7 +48,10 @@ export async function startApprovalSystem(opts: ProxySystemOptions & { agent?: s
  * A suite's approval system: started (as {@link startApprovalSystem} with `opts`) before the
  * suite's tests and handed to `use` (the suite keeps it in its own variables), stopped after them.
  */
-export function approvalSystemPerSuite(use: (started: { system: ProxySystem; upstream: TestMcpServer }) => void, opts: Parameters<typeof startApprovalSystem>[0] = {}): void {
+export function approvalSystemPerSuite(
+  use: (started: { system: ProxySystem; upstream: TestMcpServer }) => void,
+  opts: Parameters<typeof startApprovalSystem>[0] = {},
+): void {
   let started: { system: ProxySystem; upstream: TestMcpServer } | undefined;
   beforeAll(async () => {
     started = await startApprovalSystem(opts);
@@ -56,7 +64,13 @@ export function approvalSystemPerSuite(use: (started: { system: ProxySystem; ups
 }
 
 /** The approval id of a call that stopped for a human (fails the test otherwise). */
-export async function stoppedCall(system: ProxySystem, agent: string, run: string, tool: string, args: Record<string, unknown>): Promise<string> {
+export async function stoppedCall(
+  system: ProxySystem,
+  agent: string,
+  run: string,
+  tool: string,
+  args: Record<string, unknown>,
+): Promise<string> {
   const err = await system.callError(agent, run, tool, args);
   if (err.code !== 'approval_required') throw new Error(`expected approval_required, got ${err.code}: ${err.message}`);
   const id = err.details.approvalId;

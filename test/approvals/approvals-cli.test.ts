@@ -14,7 +14,10 @@ describe('mcpx approvals and call --wait-approval (a modern server)', { timeout:
 
   beforeAll(async () => {
     ({ system, upstream } = await startApprovalSystem({ agent: 'ops', era: 'modern' }));
-    ({ env } = cliEnvFor(system.api, { MCPX_NATS_URL: serviceUrls().nats, MCPX_NATS_PREFIX: system.env.NATS_PREFIX ?? '' }));
+    ({ env } = cliEnvFor(system.api, {
+      MCPX_NATS_URL: serviceUrls().nats,
+      MCPX_NATS_PREFIX: system.env.NATS_PREFIX ?? '',
+    }));
   });
 
   afterAll(async () => {
@@ -23,7 +26,10 @@ describe('mcpx approvals and call --wait-approval (a modern server)', { timeout:
   });
 
   it('stops a destructive call, lists it, approves it, and the re-sent call runs; a denied one is refused', async () => {
-    const stopped = await runCli(['call', '--agent', 'ops', '--run', 'cli-r1', 'db__drop_table', '{"table":"users"}', '--json'], env);
+    const stopped = await runCli(
+      ['call', '--agent', 'ops', '--run', 'cli-r1', 'db__drop_table', '{"table":"users"}', '--json'],
+      env,
+    );
     expect(stopped.code).not.toBe(0);
     const id = /(apr_[A-Za-z0-9_-]+)/.exec(stopped.stderr)?.[1];
     expect(id, stopped.stderr).toBeDefined();
@@ -33,27 +39,39 @@ describe('mcpx approvals and call --wait-approval (a modern server)', { timeout:
     expect(list.stdout).toContain('arguments: {"table":"users"}');
     const approved = await runCli(['approvals', 'approve', id!], env);
     expect(approved.stdout.trim()).toBe(`approved ${id!}: re-send the call with --run cli-r1 --approval ${id!}`);
-    const ran = await runCli(['call', '--agent', 'ops', '--run', 'cli-r1', '--approval', id!, 'db__drop_table', '{"table":"users"}'], env);
+    const ran = await runCli(
+      ['call', '--agent', 'ops', '--run', 'cli-r1', '--approval', id!, 'db__drop_table', '{"table":"users"}'],
+      env,
+    );
     expect(ran.code, ran.stderr).toBe(0);
     expect(ran.stdout).toContain('dropped users');
 
-    const again = await runCli(['call', '--agent', 'ops', '--run', 'cli-r2', 'db__drop_table', '{"table":"orders"}'], env);
+    const again = await runCli(
+      ['call', '--agent', 'ops', '--run', 'cli-r2', 'db__drop_table', '{"table":"orders"}'],
+      env,
+    );
     const second = /(apr_[A-Za-z0-9_-]+)/.exec(again.stderr)?.[1];
     expect((await runCli(['approvals', 'deny', second!], env)).stdout.trim()).toBe(`denied ${second!}`);
-    const refused = await runCli(['call', '--agent', 'ops', '--run', 'cli-r2', '--approval', second!, 'db__drop_table', '{"table":"orders"}'], env);
+    const refused = await runCli(
+      ['call', '--agent', 'ops', '--run', 'cli-r2', '--approval', second!, 'db__drop_table', '{"table":"orders"}'],
+      env,
+    );
     expect(refused.code).not.toBe(0);
     expect(refused.stderr).toContain('denied');
   });
 
   it('call --wait-approval waits for the owner and prints the result once approved', async () => {
     const before = upstream.stats.calls;
-    const waiting = runCli(['call', '--agent', 'ops', '--wait-approval', '60', 'db__drop_table', '{"table":"sessions"}'], env);
+    const waiting = runCli(
+      ['call', '--agent', 'ops', '--wait-approval', '60', 'db__drop_table', '{"table":"sessions"}'],
+      env,
+    );
     const approval = await eventually(
       async () => {
         const res = await runCli(['approvals', 'list', '--json'], env);
-        return (JSON.parse(res.stdout) as { approvals: Array<{ id: string; status: string; arguments?: { table?: string } }> }).approvals.find(
-          (a) => a.status === 'pending' && a.arguments?.table === 'sessions',
-        );
+        return (
+          JSON.parse(res.stdout) as { approvals: Array<{ id: string; status: string; arguments?: { table?: string } }> }
+        ).approvals.find((a) => a.status === 'pending' && a.arguments?.table === 'sessions');
       },
       30_000,
       'the waiting call to stop',

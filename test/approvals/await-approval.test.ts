@@ -22,16 +22,33 @@ describe('a call that waits for its approval (a modern server)', () => {
     await upstream?.close();
   });
 
-  const input = (run: string, table: string) => ({ account: system.account, agent: system.agentId('agent'), run, tool: 'db__drop_table', arguments: { table } });
+  const input = (run: string, table: string) => ({
+    account: system.account,
+    agent: system.agentId('agent'),
+    run,
+    tool: 'db__drop_table',
+    arguments: { table },
+  });
 
   /** The pending approval of `run`, once the stopped call has recorded it. */
   const pending = (run: string): Promise<ApprovalView> =>
-    eventually(async () => (await system.api.act<{ approvals: ApprovalView[] }>('ListApprovals')).approvals.find((a) => a.run === run && a.status === 'pending'), 15_000, `the approval of ${run}`);
+    eventually(
+      async () =>
+        (await system.api.act<{ approvals: ApprovalView[] }>('ListApprovals')).approvals.find(
+          (a) => a.run === run && a.status === 'pending',
+        ),
+      15_000,
+      `the approval of ${run}`,
+    );
 
   it('runs the call once the owner approves (the decision event wakes it, long before the re-send)', async () => {
     const told: string[] = [];
     const before = upstream.stats.calls;
-    const waiting = system.client.callAwaitingApproval(input('wait-1', 'users'), { waitMs: 60_000, pollMs: 60_000, onApprovalRequired: (id) => told.push(id) });
+    const waiting = system.client.callAwaitingApproval(input('wait-1', 'users'), {
+      waitMs: 60_000,
+      pollMs: 60_000,
+      onApprovalRequired: (id) => told.push(id),
+    });
     const approval = await pending('wait-1');
     expect(upstream.stats.calls).toBe(before);
     await system.api.act('ApproveToolCall', { approvalId: approval.id });

@@ -36,7 +36,9 @@ describe('the window to re-send an approved call starts at the decision', () => 
   it('approved near the end of the pending window, re-sent after creation + TTL: runs once, a replay is refused', async () => {
     const args = { table: 'late_decision' };
     const id = await stoppedCall(system, 'agent', 'w1', 'db__drop_table', args);
-    const pending = (await system.api.act<{ approvals: ApprovalView[] }>('ListApprovals')).approvals.find((a) => a.id === id);
+    const pending = (await system.api.act<{ approvals: ApprovalView[] }>('ListApprovals')).approvals.find(
+      (a) => a.id === id,
+    );
     expect(pending?.status).toBe('pending');
     const decisionDeadline = Date.parse(pending!.expiresAt);
     expect(decisionDeadline - Date.parse(pending!.createdAt)).toBe(TTL_MS);
@@ -50,7 +52,11 @@ describe('the window to re-send an approved call starts at the decision', () => 
     expect(useDeadline).toBeGreaterThan(decisionDeadline);
     // The approval-decided event tells a waiting runtime the same window.
     const decided = await stream.waitFor('approval-decided', (d: { approvalId?: string }) => d.approvalId === id);
-    expect(decided.data).toMatchObject({ decision: 'approved', decidedAt: approval.decidedAt, expiresAt: approval.expiresAt });
+    expect(decided.data).toMatchObject({
+      decision: 'approved',
+      decidedAt: approval.decidedAt,
+      expiresAt: approval.expiresAt,
+    });
 
     // Re-sent once the original creation + TTL has passed (and the decision's window has not).
     await until(decisionDeadline + 200);

@@ -32,7 +32,13 @@ describe('owner overrides and approval expiry', () => {
     const inherited = await tool('db__add');
     expect(inherited.permission).toBe('act');
     const set = await system.api.act('SetToolPermission', { server: 'db', tool: 'add', permission: 'always_ask' });
-    expect(set).toMatchObject({ server: 'db', tool: 'add', permission: 'always_ask', inherited: 'act', overridden: true });
+    expect(set).toMatchObject({
+      server: 'db',
+      tool: 'add',
+      permission: 'always_ask',
+      inherited: 'act',
+      overridden: true,
+    });
     const asked = await eventually(
       async () => {
         const t = await tool('db__add');
@@ -43,7 +49,11 @@ describe('owner overrides and approval expiry', () => {
     );
     expect(asked.cid).not.toBe(inherited.cid);
     const { servers } = await system.api.act<{ servers: RedactedMcpServer[] }>('ListMcpServers');
-    expect(servers[0]!.tools.find((t) => t.name === 'add')).toMatchObject({ permission: 'always_ask', permissionOverridden: true, inheritedPermission: 'act' });
+    expect(servers[0]!.tools.find((t) => t.name === 'add')).toMatchObject({
+      permission: 'always_ask',
+      permissionOverridden: true,
+      inheritedPermission: 'act',
+    });
     expect(servers[0]!.tools.find((t) => t.name === 'drop_table')).toMatchObject({ permission: 'always_ask' });
     // The proxy follows the new document: the read-only tool now stops for a human.
     const before = upstream.stats.calls;
@@ -80,23 +90,46 @@ describe('owner overrides and approval expiry', () => {
   it('keeps an override across a refresh, and lets the owner waive a destructive hint', async () => {
     await system.api.act('SetToolPermission', { server: 'db', tool: 'drop_table', permission: 'act' });
     await system.api.act('RefreshMcpServer', { name: 'db' });
-    await eventually(async () => ((await tool('db__drop_table')).permission === 'act' ? true : undefined), 15_000, 'the override projected');
+    await eventually(
+      async () => ((await tool('db__drop_table')).permission === 'act' ? true : undefined),
+      15_000,
+      'the override projected',
+    );
     expect((await system.call('agent', 'o2', 'db__drop_table', { table: 't' })).result.text).toBe('dropped t');
     await system.api.act('RefreshMcpServer', { name: 'db' });
     expect((await tool('db__drop_table')).permission).toBe('act');
     await system.api.act('SetToolPermission', { server: 'db', tool: 'drop_table', permission: null });
-    await eventually(async () => ((await tool('db__drop_table')).permission === 'always_ask' ? true : undefined), 15_000, 'back to inherited');
+    await eventually(
+      async () => ((await tool('db__drop_table')).permission === 'always_ask' ? true : undefined),
+      15_000,
+      'back to inherited',
+    );
   });
 
   it('refuses bad overrides', async () => {
-    expect((await actionError(system.api.act('SetToolPermission', { server: 'db', tool: 'nope', permission: 'act' }))).code).toBe('not_found');
-    expect((await actionError(system.api.act('SetToolPermission', { server: 'nope', tool: 'add', permission: 'act' }))).code).toBe('not_found');
-    expect((await actionError(system.api.act('SetToolPermission', { server: 'db', tool: 'add', permission: 'sometimes' }))).code).toBe('invalid_input');
+    expect(
+      (await actionError(system.api.act('SetToolPermission', { server: 'db', tool: 'nope', permission: 'act' }))).code,
+    ).toBe('not_found');
+    expect(
+      (await actionError(system.api.act('SetToolPermission', { server: 'nope', tool: 'add', permission: 'act' }))).code,
+    ).toBe('not_found');
+    expect(
+      (await actionError(system.api.act('SetToolPermission', { server: 'db', tool: 'add', permission: 'sometimes' })))
+        .code,
+    ).toBe('invalid_input');
   });
 
   it('refuses an approval that expired (APPROVAL_TTL_MS), used or decided late', async () => {
-    await eventually(async () => ((await tool('db__drop_table')).permission === 'always_ask' ? true : undefined), 15_000, 'always_ask');
-    const approved = await eventually(async () => stoppedCall(system, 'agent', 'e1', 'db__drop_table', { table: 'late' }).catch(() => undefined), 15_000, 'a stop');
+    await eventually(
+      async () => ((await tool('db__drop_table')).permission === 'always_ask' ? true : undefined),
+      15_000,
+      'always_ask',
+    );
+    const approved = await eventually(
+      async () => stoppedCall(system, 'agent', 'e1', 'db__drop_table', { table: 'late' }).catch(() => undefined),
+      15_000,
+      'a stop',
+    );
     const { approval } = await system.api.act<{ approval: ApprovalView }>('ApproveToolCall', { approvalId: approved });
     // Approved: usable for the TTL from the decision.
     expect(Date.parse(approval.expiresAt) - Date.parse(approval.decidedAt!)).toBe(TTL_MS);
@@ -111,6 +144,8 @@ describe('owner overrides and approval expiry', () => {
     const late = await actionError(system.api.act('ApproveToolCall', { approvalId: undecided }));
     expect(late.code).toBe('conflict');
     expect(late.details.reason).toBe('expired');
-    expect((await system.api.act<{ approvals: ApprovalView[] }>('ListApprovals')).approvals.some((a) => a.id === undecided)).toBe(false);
+    expect(
+      (await system.api.act<{ approvals: ApprovalView[] }>('ListApprovals')).approvals.some((a) => a.id === undecided),
+    ).toBe(false);
   });
 });

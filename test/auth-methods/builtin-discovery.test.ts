@@ -22,7 +22,10 @@ describe('built-in discovery: single flight and background re-probe', () => {
   const closers: Array<() => Promise<void>> = [];
 
   beforeAll(async () => {
-    upstream = await startTestMcpServer({ requireHeader: { name: 'Authorization', value: `Bearer ${TOKEN}` }, tools: [{ ...echoTool(), annotations: { readOnlyHint: true } }] });
+    upstream = await startTestMcpServer({
+      requireHeader: { name: 'Authorization', value: `Bearer ${TOKEN}` },
+      tools: [{ ...echoTool(), annotations: { readOnlyHint: true } }],
+    });
     // Every request to the github endpoint takes 150 ms, so racing refreshes overlap for sure.
     slow = await startFrontServer({ mode: 'forward', target: upstream.url, delayMs: 150 });
     downPort = await freePort();
@@ -39,11 +42,15 @@ describe('built-in discovery: single flight and background re-probe', () => {
     await upstream?.close();
   });
 
-  const status = async (api: ApiClient, slug: string): Promise<RedactedMcpServer | undefined> => ((await api.act('ListMcpServers')).servers as RedactedMcpServer[]).find((s) => s.name === slug);
+  const status = async (api: ApiClient, slug: string): Promise<RedactedMcpServer | undefined> =>
+    ((await api.act('ListMcpServers')).servers as RedactedMcpServer[]).find((s) => s.name === slug);
 
   it('a just-lit built-in is discovered in the background; two concurrent refreshes on two registries list tools once', async () => {
     const api = h.api();
-    const lit = await api.act<{ servers: RedactedMcpServer[] }>('SetVendorConnection', { vendor: 'github', accessToken: TOKEN });
+    const lit = await api.act<{ servers: RedactedMcpServer[] }>('SetVendorConnection', {
+      vendor: 'github',
+      accessToken: TOKEN,
+    });
     expect(lit.servers[0]!.status.state).toBe('unknown');
     // Nobody pressed refresh: the re-probe discovers it (the fallback list gives way to the real one).
     const ok = await eventually(
@@ -58,7 +65,10 @@ describe('built-in discovery: single flight and background re-probe', () => {
 
     const second = await h.addRegistry();
     const lists = upstream.stats.listCalls;
-    const [a, b] = await Promise.all([api.act('RefreshMcpServer', { name: 'github' }), new ApiClient(second.url, api.key).act('RefreshMcpServer', { name: 'github' })]);
+    const [a, b] = await Promise.all([
+      api.act('RefreshMcpServer', { name: 'github' }),
+      new ApiClient(second.url, api.key).act('RefreshMcpServer', { name: 'github' }),
+    ]);
     expect(upstream.stats.listCalls - lists).toBe(1);
     expect(a.server).toMatchObject({ name: 'github', builtin: true, status: { state: 'ok' } });
     expect(b.server).toEqual(a.server);
@@ -102,7 +112,10 @@ describe('built-in discovery: single flight and background re-probe', () => {
     // While it is down, its fallback list still serves.
     expect(failing.tools.map((t) => t.name)).toEqual(findBuiltin('linear')!.fallbackTools.map((t) => t.name));
 
-    const back = await startTestMcpServer({ port: downPort, requireHeader: { name: 'Authorization', value: `Bearer ${TOKEN}` } });
+    const back = await startTestMcpServer({
+      port: downPort,
+      requireHeader: { name: 'Authorization', value: `Bearer ${TOKEN}` },
+    });
     closers.push(() => back.close());
     const recovered = await eventually(
       async () => {

@@ -28,9 +28,16 @@ describe('built-in servers: quiet discovery through the proxy', () => {
 
   beforeAll(async () => {
     // The github built-in's test endpoint answers only with the vendor's token.
-    upstream = await startTestMcpServer({ requireHeader: { name: 'Authorization', value: `Bearer ${TOKEN}` }, tools: [{ ...echoTool(), annotations: { readOnlyHint: true } }] });
+    upstream = await startTestMcpServer({
+      requireHeader: { name: 'Authorization', value: `Bearer ${TOKEN}` },
+      tools: [{ ...echoTool(), annotations: { readOnlyHint: true } }],
+    });
     // No background probe within the test: only the proxy's observation can bring the new list.
-    h = await RegistryHarness.start({ proxy: true, registry: { reprobe: { baseMs: 600_000 } }, env: { BUILTIN_ENDPOINTS: `github=${upstream.url}` } });
+    h = await RegistryHarness.start({
+      proxy: true,
+      registry: { reprobe: { baseMs: 600_000 } },
+      env: { BUILTIN_ENDPOINTS: `github=${upstream.url}` },
+    });
     runtime = new ProxyClient(h.nc, h.subjects);
   });
   afterAll(async () => {
@@ -44,8 +51,15 @@ describe('built-in servers: quiet discovery through the proxy', () => {
     const discovered = (await api.act<{ server: RedactedMcpServer }>('RefreshMcpServer', { name: 'github' })).server;
     expect(discovered).toMatchObject({ builtin: true, status: { state: 'ok' } });
     expect(discovered.tools.map((t) => t.name)).toEqual(['echo']);
-    const { agent } = await api.act<{ agent: { id: string } }>('CreateAgent', { name: 'dev', definition: { mcpServers: ['github'] } });
-    await eventually(async () => ((await agentTools(api, 'dev')).join() === 'github__echo' ? true : undefined), 15_000, 'the discovered tools projected');
+    const { agent } = await api.act<{ agent: { id: string } }>('CreateAgent', {
+      name: 'dev',
+      definition: { mcpServers: ['github'] },
+    });
+    await eventually(
+      async () => ((await agentTools(api, 'dev')).join() === 'github__echo' ? true : undefined),
+      15_000,
+      'the discovered tools projected',
+    );
 
     // The server's tools change while it is ok; nothing has connected since.
     upstream.setTools([{ ...echoTool(), annotations: { readOnlyHint: true } }, addTool()]);
@@ -53,7 +67,13 @@ describe('built-in servers: quiet discovery through the proxy', () => {
 
     // A new run's first call opens a connection; the proxy lists its tools on the way.
     const run = 'observe-1';
-    const out = await runtime.call({ account: api.principal, agent: agent.id, run, tool: 'github__echo', arguments: { text: 'hi' } });
+    const out = await runtime.call({
+      account: api.principal,
+      agent: agent.id,
+      run,
+      tool: 'github__echo',
+      arguments: { text: 'hi' },
+    });
     expect(out.result.text).toBe('echo: hi');
     try {
       const recorded = await eventually(
@@ -66,13 +86,23 @@ describe('built-in servers: quiet discovery through the proxy', () => {
       );
       expect(recorded.status.state).toBe('ok');
       expect(recorded.tools.map((t) => t.name).sort()).toEqual(['add', 'echo']);
-      await eventually(async () => ((await agentTools(api, 'dev')).includes('github__add') ? true : undefined), 15_000, "the agent's tools changed");
+      await eventually(
+        async () => ((await agentTools(api, 'dev')).includes('github__add') ? true : undefined),
+        15_000,
+        "the agent's tools changed",
+      );
       expect(await agentTools(api, 'dev')).toEqual(['github__add', 'github__echo']);
     } finally {
       await runtime.endRun(api.principal, run);
     }
     // And the new tool runs, with the vendor's token.
-    const added = await runtime.call({ account: api.principal, agent: agent.id, run: 'observe-2', tool: 'github__add', arguments: { a: 2, b: 3 } });
+    const added = await runtime.call({
+      account: api.principal,
+      agent: agent.id,
+      run: 'observe-2',
+      tool: 'github__add',
+      arguments: { a: 2, b: 3 },
+    });
     expect(added.result.text).toBe('5');
     await runtime.endRun(api.principal, 'observe-2');
   });

@@ -26,7 +26,10 @@ describe('per-tool permission overrides on built-in servers', () => {
   let upstream: TestMcpServer;
 
   beforeAll(async () => {
-    upstream = await startTestMcpServer({ requireHeader: { name: 'Authorization', value: `Bearer ${TOKEN}` }, tools: vendorTools() });
+    upstream = await startTestMcpServer({
+      requireHeader: { name: 'Authorization', value: `Bearer ${TOKEN}` },
+      tools: vendorTools(),
+    });
     system = await ProxySystem.start({ env: { BUILTIN_ENDPOINTS: `github=${upstream.url}` } });
   });
   afterAll(async () => {
@@ -49,7 +52,10 @@ describe('per-tool permission overrides on built-in servers', () => {
       15_000,
       what,
     );
-  const listed = async (): Promise<RedactedMcpServer> => (await system.api.act<{ servers: RedactedMcpServer[] }>('ListMcpServers')).servers.find((s) => s.name === 'github')!;
+  const listed = async (): Promise<RedactedMcpServer> =>
+    (await system.api.act<{ servers: RedactedMcpServer[] }>('ListMcpServers')).servers.find(
+      (s) => s.name === 'github',
+    )!;
 
   it('asks before a read-like tool and lets a write-like one act; survives a discovery; goes with the connection', async () => {
     const api = system.api;
@@ -61,27 +67,52 @@ describe('per-tool permission overrides on built-in servers', () => {
     expect((await tool('github__create_issue')).permission).toBe('always_ask');
 
     const set = await api.act('SetToolPermission', { server: 'github', tool: 'get_issue', permission: 'always_ask' });
-    expect(set).toEqual({ server: 'github', tool: 'get_issue', permission: 'always_ask', inherited: 'act', overridden: true });
+    expect(set).toEqual({
+      server: 'github',
+      tool: 'get_issue',
+      permission: 'always_ask',
+      inherited: 'act',
+      overridden: true,
+    });
     const asked = await until('github__get_issue', 'always_ask', 'the override projected');
     expect(asked.cid).not.toBe(inherited.cid);
-    expect((await listed()).tools.find((t) => t.name === 'get_issue')).toMatchObject({ permission: 'always_ask', permissionOverridden: true, inheritedPermission: 'act' });
+    expect((await listed()).tools.find((t) => t.name === 'get_issue')).toMatchObject({
+      permission: 'always_ask',
+      permissionOverridden: true,
+      inheritedPermission: 'act',
+    });
     // The proxy follows the new document: a real call stops for a human and never reaches the server.
     const before = upstream.stats.calls;
     await eventually(
-      async () => ((await system.callError('dev', 'r1', 'github__get_issue', { owner: 'o', repo: 'r', issue_number: 1 }).catch(() => undefined))?.code === 'approval_required' ? true : undefined),
+      async () =>
+        (
+          await system
+            .callError('dev', 'r1', 'github__get_issue', { owner: 'o', repo: 'r', issue_number: 1 })
+            .catch(() => undefined)
+        )?.code === 'approval_required'
+          ? true
+          : undefined,
       15_000,
       'the proxy to ask',
     );
     expect(upstream.stats.calls).toBe(before);
 
     // `act` on a write-like tool: the call goes through without a human.
-    expect(await api.act('SetToolPermission', { server: 'github', tool: 'create_issue', permission: 'act' })).toMatchObject({ permission: 'act', inherited: 'always_ask', overridden: true });
+    expect(
+      await api.act('SetToolPermission', { server: 'github', tool: 'create_issue', permission: 'act' }),
+    ).toMatchObject({ permission: 'act', inherited: 'always_ask', overridden: true });
     await until('github__create_issue', 'act', 'the waiver projected');
-    expect((await system.call('dev', 'r2', 'github__create_issue', { owner: 'o', repo: 'r', title: 'x' })).result.text).toBe('created x');
+    expect(
+      (await system.call('dev', 'r2', 'github__create_issue', { owner: 'o', repo: 'r', title: 'x' })).result.text,
+    ).toBe('created x');
 
     // A discovery replaces the fallback list; the overrides stay and ride on its event.
     expect((await api.act('RefreshMcpServer', { name: 'github' })).server).toMatchObject({ status: { state: 'ok' } });
-    await eventually(async () => ((await tool('github__get_issue')).description === 'Get an issue.' ? true : undefined), 15_000, 'the discovered list projected');
+    await eventually(
+      async () => ((await tool('github__get_issue')).description === 'Get an issue.' ? true : undefined),
+      15_000,
+      'the discovered list projected',
+    );
     expect((await tool('github__get_issue')).permission).toBe('always_ask');
     expect((await tool('github__create_issue')).permission).toBe('act');
     const after = (await listed()).tools.map((t) => [t.name, t.permission, t.permissionOverridden ?? false]);
@@ -91,10 +122,19 @@ describe('per-tool permission overrides on built-in servers', () => {
     ]);
 
     // Back to inherited.
-    expect(await api.act('SetToolPermission', { server: 'github', tool: 'get_issue', permission: null })).toMatchObject({ permission: 'act', overridden: false });
+    expect(await api.act('SetToolPermission', { server: 'github', tool: 'get_issue', permission: null })).toMatchObject(
+      { permission: 'act', overridden: false },
+    );
     await until('github__get_issue', 'act', 'back to inherited');
     await eventually(
-      async () => ((await system.call('dev', 'r3', 'github__get_issue', { owner: 'o', repo: 'r', issue_number: 7 }).catch(() => undefined))?.result.text === 'issue 7' ? true : undefined),
+      async () =>
+        (
+          await system
+            .call('dev', 'r3', 'github__get_issue', { owner: 'o', repo: 'r', issue_number: 7 })
+            .catch(() => undefined)
+        )?.result.text === 'issue 7'
+          ? true
+          : undefined,
       15_000,
       'the proxy to act again',
     );
@@ -103,7 +143,13 @@ describe('per-tool permission overrides on built-in servers', () => {
     await api.act('DeleteVendorConnection', { vendor: 'github' });
     const db = createDb(system.db.url, { max: 1 });
     try {
-      expect(await db.selectFrom('registry.builtin_tool_permissions').select('tool').where('account_id', '=', api.principal).execute()).toEqual([]);
+      expect(
+        await db
+          .selectFrom('registry.builtin_tool_permissions')
+          .select('tool')
+          .where('account_id', '=', api.principal)
+          .execute(),
+      ).toEqual([]);
     } finally {
       await db.destroy();
     }
@@ -115,10 +161,20 @@ describe('per-tool permission overrides on built-in servers', () => {
 
   it('refuses bad overrides by field, and reaches no other account', async () => {
     const api = system.api;
-    expect((await actionError(api.act('SetToolPermission', { server: 'github', tool: 'nope', permission: 'act' }))).details).toMatchObject({ field: 'tool' });
-    expect((await actionError(api.act('SetToolPermission', { server: 'github', tool: 'get_issue', permission: 'sometimes' }))).details).toMatchObject({ field: 'permission' });
+    expect(
+      (await actionError(api.act('SetToolPermission', { server: 'github', tool: 'nope', permission: 'act' }))).details,
+    ).toMatchObject({ field: 'tool' });
+    expect(
+      (
+        await actionError(
+          api.act('SetToolPermission', { server: 'github', tool: 'get_issue', permission: 'sometimes' }),
+        )
+      ).details,
+    ).toMatchObject({ field: 'permission' });
     const other = new ApiClient(api.apiUrl);
-    const err = await actionError(other.act('SetToolPermission', { server: 'github', tool: 'get_issue', permission: 'act' }));
+    const err = await actionError(
+      other.act('SetToolPermission', { server: 'github', tool: 'get_issue', permission: 'act' }),
+    );
     expect(err.code).toBe('not_found');
     expect(err.details).toMatchObject({ field: 'server' });
   });

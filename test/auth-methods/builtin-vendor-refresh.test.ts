@@ -1,7 +1,13 @@
 import type { Subscription } from '@nats-io/transport-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WireError, type RedactedMcpServer } from '@mcpx/contracts';
-import { startOAuthServer, startProtectedMcpServer, startTestMcpServer, type TestMcpServer, type TestOAuthServer } from '../servers/index.js';
+import {
+  startOAuthServer,
+  startProtectedMcpServer,
+  startTestMcpServer,
+  type TestMcpServer,
+  type TestOAuthServer,
+} from '../servers/index.js';
 import { startFrontServer, type FrontServer } from '../servers/front-server.js';
 import { ApiClient } from '../support/api-client.js';
 import { ProxySystem } from '../support/proxy-system.js';
@@ -28,7 +34,10 @@ describe('vendor token refresh for built-in servers', () => {
     // echo has no hints (a built-in asks by the name heuristic); add says it only reads (act).
     upstream = await startProtectedMcpServer(as);
     client = await registerVendorClient(as);
-    system = await ProxySystem.start({ proxies: 2, env: { BUILTIN_ENDPOINTS: `github=${upstream.url}`, ...vendorEnv(as, client) } });
+    system = await ProxySystem.start({
+      proxies: 2,
+      env: { BUILTIN_ENDPOINTS: `github=${upstream.url}`, ...vendorEnv(as, client) },
+    });
     // Every message of the system's namespace, to prove no token or client secret travels.
     wire = system.nc.subscribe(`${system.subjects.prefix}>`, { callback: (_e, msg) => void seen.push(msg.data) });
   });
@@ -40,14 +49,21 @@ describe('vendor token refresh for built-in servers', () => {
     await as?.close();
   });
 
-  const github = async (api: ApiClient): Promise<RedactedMcpServer> => (await api.act<{ servers: RedactedMcpServer[] }>('ListMcpServers')).servers.find((s) => s.name === 'github')!;
+  const github = async (api: ApiClient): Promise<RedactedMcpServer> =>
+    (await api.act<{ servers: RedactedMcpServer[] }>('ListMcpServers')).servers.find((s) => s.name === 'github')!;
 
   it('two racing proxies refresh an expired vendor token once; a revoked refresh token is auth_required, once', async () => {
     const api = system.api;
     await api.act('SetVendorConnection', { vendor: 'github', ...(await authorizeVendor(as, client)) });
     expect((await api.act('RefreshMcpServer', { name: 'github' })).server).toMatchObject({ status: { state: 'ok' } });
     await system.createAgent('dev', ['github'], 2);
-    await eventually(async () => ((await api.act('ListAgentTools', { agent: system.agentId('dev') })).tools.some((t: { name: string }) => t.name === 'github__add') ? true : undefined));
+    await eventually(async () =>
+      (await api.act('ListAgentTools', { agent: system.agentId('dev') })).tools.some(
+        (t: { name: string }) => t.name === 'github__add',
+      )
+        ? true
+        : undefined,
+    );
     const instances = system.proxies.map((p) => p.instance);
     const call = (run: string, instance: string, a: number) => {
       system.client.stick(run, instance);
@@ -57,7 +73,9 @@ describe('vendor token refresh for built-in servers', () => {
 
     const refreshes = as.stats.refreshes;
     as.provider.expireAccessTokens();
-    const raced = await Promise.all(instances.flatMap((inst, i) => [call(`warm-${i}`, inst, 10 + i), call(`new-${i}`, inst, 20 + i)]));
+    const raced = await Promise.all(
+      instances.flatMap((inst, i) => [call(`warm-${i}`, inst, 10 + i), call(`new-${i}`, inst, 20 + i)]),
+    );
     expect(raced.map((r) => r.result.text).sort()).toEqual(['11', '12', '21', '22']);
     expect(as.stats.refreshes).toBe(refreshes + 1);
     expect(as.stats.refreshReplays).toBe(0);
@@ -92,8 +110,15 @@ describe('vendor token refresh for built-in servers', () => {
 
     // The owner connects the vendor again: calls work again.
     const again = await authorizeVendor(as, client);
-    expect((await api.act('SetVendorConnection', { vendor: 'github', ...again })).servers[0].status.state).toBe('unknown');
-    await eventually(async () => ((await call('after', instances[1]!, 3).catch(() => undefined))?.result.text === '4' ? true : undefined), 15_000, 'calls after reconnecting');
+    expect((await api.act('SetVendorConnection', { vendor: 'github', ...again })).servers[0].status.state).toBe(
+      'unknown',
+    );
+    await eventually(
+      async () =>
+        (await call('after', instances[1]!, 3).catch(() => undefined))?.result.text === '4' ? true : undefined,
+      15_000,
+      'calls after reconnecting',
+    );
 
     // Nothing secret in any answer or message.
     const secrets = [...as.issuedTokens(), client.clientSecret];
@@ -116,14 +141,44 @@ describe('vendor token refresh for built-in servers', () => {
 
     // The refreshed token is good for an hour: a call uses it as is.
     const { agent } = await api.act('CreateAgent', { name: 'soon', definition: { mcpServers: ['github'] } });
-    await eventually(async () => ((await api.act('ListAgentTools', { agent: agent.id })).tools.some((t: { name: string }) => t.name === 'github__add') ? true : undefined));
-    expect((await system.client.call({ account: api.principal, agent: agent.id, run: 'soon-1', tool: 'github__add', arguments: { a: 2, b: 2 } })).result.text).toBe('4');
+    await eventually(async () =>
+      (await api.act('ListAgentTools', { agent: agent.id })).tools.some(
+        (t: { name: string }) => t.name === 'github__add',
+      )
+        ? true
+        : undefined,
+    );
+    expect(
+      (
+        await system.client.call({
+          account: api.principal,
+          agent: agent.id,
+          run: 'soon-1',
+          tool: 'github__add',
+          arguments: { a: 2, b: 2 },
+        })
+      ).result.text,
+    ).toBe('4');
     expect(as.stats.refreshes).toBe(before.refreshes + 1);
 
     // A connection expiring soon again: the proxy refreshes before the call, never sending a dead token.
-    await api.act('SetVendorConnection', { vendor: 'github', ...(await authorizeVendor(as, client)), expiresAt: new Date(Date.now() + 5_000).toISOString() });
+    await api.act('SetVendorConnection', {
+      vendor: 'github',
+      ...(await authorizeVendor(as, client)),
+      expiresAt: new Date(Date.now() + 5_000).toISOString(),
+    });
     const refreshes = as.stats.refreshes;
-    expect((await system.client.call({ account: api.principal, agent: agent.id, run: 'soon-2', tool: 'github__add', arguments: { a: 3, b: 3 } })).result.text).toBe('6');
+    expect(
+      (
+        await system.client.call({
+          account: api.principal,
+          agent: agent.id,
+          run: 'soon-2',
+          tool: 'github__add',
+          arguments: { a: 3, b: 3 },
+        })
+      ).result.text,
+    ).toBe('6');
     expect(as.stats.refreshes).toBe(refreshes + 1);
     expect(as.stats.refused).toBe(before.refused);
     expect(as.stats.refreshReplays).toBe(before.replays);
@@ -141,7 +196,11 @@ describe('a vendor token endpoint that fails', () => {
     broken = await startFrontServer({ mode: 'echo', status: 500 });
     h = await RegistryHarness.start({
       registry: { reprobe: { baseMs: 600_000 } },
-      env: { BUILTIN_ENDPOINTS: `github=${upstream.url}`, BUILTIN_TOKEN_ENDPOINTS: `github=${broken.origin}/token`, BUILTIN_VENDOR_CLIENTS: 'github=client-id:topsecret-client' },
+      env: {
+        BUILTIN_ENDPOINTS: `github=${upstream.url}`,
+        BUILTIN_TOKEN_ENDPOINTS: `github=${broken.origin}/token`,
+        BUILTIN_VENDOR_CLIENTS: 'github=client-id:topsecret-client',
+      },
     });
   });
   afterAll(async () => {

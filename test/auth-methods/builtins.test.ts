@@ -35,7 +35,11 @@ describe('built-in servers: a vendor connection lights them up, no mcp_servers r
     });
     // No background probe within the test (a just-lit built-in is probed after the backoff's
     // first step): what serves before any discovery is the fallback list.
-    h = await RegistryHarness.start({ proxy: true, registry: { reprobe: { baseMs: 600_000 } }, env: { BUILTIN_ENDPOINTS: `github=${upstream.url}` } });
+    h = await RegistryHarness.start({
+      proxy: true,
+      registry: { reprobe: { baseMs: 600_000 } },
+      env: { BUILTIN_ENDPOINTS: `github=${upstream.url}` },
+    });
   });
   afterAll(async () => {
     await h?.stop();
@@ -45,7 +49,9 @@ describe('built-in servers: a vendor connection lights them up, no mcp_servers r
   it('lights up, serves its fallback list before any discovery, is granted, called with the vendor token, refreshed, and goes dark', async () => {
     const api = h.api();
     expect((await api.act('ListMcpServers')).servers).toEqual([]);
-    await expect(api.act('CreateAgent', { name: 'early', definition: { mcpServers: ['github'] } })).rejects.toMatchObject({ code: 'invalid_input' });
+    await expect(
+      api.act('CreateAgent', { name: 'early', definition: { mcpServers: ['github'] } }),
+    ).rejects.toMatchObject({ code: 'invalid_input' });
 
     const lit = await api.act<{ vendor: string; servers: RedactedMcpServer[] }>('SetVendorConnection', {
       vendor: 'github',
@@ -57,24 +63,41 @@ describe('built-in servers: a vendor connection lights them up, no mcp_servers r
     expect(JSON.stringify(lit)).not.toContain('ghr_refresh456');
     expect(lit.servers).toHaveLength(1);
     const fallback = findBuiltin('github')!.fallbackTools.map((t) => t.name);
-    expect(lit.servers[0]).toMatchObject({ name: 'github', builtin: true, url: upstream.url, auth: 'oauth', status: { state: 'unknown' } });
+    expect(lit.servers[0]).toMatchObject({
+      name: 'github',
+      builtin: true,
+      url: upstream.url,
+      auth: 'oauth',
+      status: { state: 'unknown' },
+    });
     expect(lit.servers[0]!.id).toMatch(/^builtin:github:/);
     expect(lit.servers[0]!.tools.map((t) => t.name)).toEqual(fallback);
     // Permissions of a built-in: annotations first, else the name heuristic.
     const levels = Object.fromEntries(lit.servers[0]!.tools.map((t) => [t.name, t.permission]));
     expect(levels).toEqual({ get_issue: 'act', search_repositories: 'act', create_issue: 'always_ask' });
     // No row of its own; the tokens sealed.
-    expect(await h.sql.selectFrom('registry.mcp_servers').select('name').where('account_id', '=', api.principal).execute()).toEqual([]);
-    const conn = await h.sql.selectFrom('registry.vendor_connections').selectAll().where('account_id', '=', api.principal).executeTakeFirstOrThrow();
+    expect(
+      await h.sql.selectFrom('registry.mcp_servers').select('name').where('account_id', '=', api.principal).execute(),
+    ).toEqual([]);
+    const conn = await h.sql
+      .selectFrom('registry.vendor_connections')
+      .selectAll()
+      .where('account_id', '=', api.principal)
+      .executeTakeFirstOrThrow();
     expect(Buffer.from(conn.tokens_sealed).toString('latin1')).not.toContain(TOKEN);
-    expect((await api.act('ListMcpServers')).servers.map((s: RedactedMcpServer) => [s.name, s.builtin])).toEqual([['github', true]]);
+    expect((await api.act('ListMcpServers')).servers.map((s: RedactedMcpServer) => [s.name, s.builtin])).toEqual([
+      ['github', true],
+    ]);
 
     // Granted like any server; its fallback tools are projected before anything was discovered.
     await api.act('CreateAgent', { name: 'dev', definition: { mcpServers: ['github'] } });
     const listedBefore = upstream.stats.listCalls;
     await eventually(async () => ((await toolNames(api, 'dev')).length === 3 ? true : undefined));
     expect(await toolNames(api, 'dev')).toEqual(fallback.map((n) => `github__${n}`).sort());
-    const agentTools = (await api.act('ListAgentTools', { agent: 'dev' })).tools as Array<{ name: string; permission: string }>;
+    const agentTools = (await api.act('ListAgentTools', { agent: 'dev' })).tools as Array<{
+      name: string;
+      permission: string;
+    }>;
     expect(agentTools.find((t) => t.name === 'github__create_issue')?.permission).toBe('always_ask');
     expect(upstream.stats.listCalls).toBe(listedBefore);
 
@@ -85,7 +108,10 @@ describe('built-in servers: a vendor connection lights them up, no mcp_servers r
     expect(refreshed.tools.find((t) => t.name === 'echo')?.permission).toBe('act');
     await eventually(async () => ((await toolNames(api, 'dev')).includes('github__echo') ? true : undefined));
     expect(await toolNames(api, 'dev')).toEqual(['github__add', 'github__echo']);
-    expect((await api.act('ListMcpServers')).servers[0].tools.map((t: { name: string }) => t.name).sort()).toEqual(['add', 'echo']);
+    expect((await api.act('ListMcpServers')).servers[0].tools.map((t: { name: string }) => t.name).sort()).toEqual([
+      'add',
+      'echo',
+    ]);
 
     // A call goes through the proxy to the endpoint, carrying the vendor's token.
     const callsBefore = upstream.stats.calls;
@@ -95,7 +121,10 @@ describe('built-in servers: a vendor connection lights them up, no mcp_servers r
     expect(new Set(upstream.stats.headersSeen.get('authorization'))).toEqual(new Set([`Bearer ${TOKEN}`]));
 
     // Disconnecting the vendor: the built-in goes dark, leaves the grant, its documents go.
-    expect(await api.act('DeleteVendorConnection', { vendor: 'github' })).toEqual({ vendor: 'github', servers: ['github'] });
+    expect(await api.act('DeleteVendorConnection', { vendor: 'github' })).toEqual({
+      vendor: 'github',
+      servers: ['github'],
+    });
     expect((await api.act('ListMcpServers')).servers).toEqual([]);
     expect((await api.act('GetAgent', { agent: 'dev' })).agent.definition.mcpServers).toEqual([]);
     await eventually(async () => ((await toolNames(api, 'dev')).length === 0 ? true : undefined));
@@ -112,7 +141,9 @@ describe('built-in servers: a vendor connection lights them up, no mcp_servers r
     const b = h.api();
     await a.act('SetVendorConnection', { vendor: 'github', accessToken: TOKEN });
     expect((await b.act('ListMcpServers')).servers).toEqual([]);
-    await expect(b.act('CreateAgent', { name: 'x', definition: { mcpServers: ['github'] } })).rejects.toMatchObject({ code: 'invalid_input' });
+    await expect(b.act('CreateAgent', { name: 'x', definition: { mcpServers: ['github'] } })).rejects.toMatchObject({
+      code: 'invalid_input',
+    });
     await expect(b.act('RefreshMcpServer', { name: 'github' })).rejects.toMatchObject({ code: 'not_found' });
   });
 
@@ -132,7 +163,10 @@ describe('built-in servers: a vendor connection lights them up, no mcp_servers r
       expect(err, JSON.stringify(fields)).toMatchObject({ code: 'invalid_input', details: { field } });
       expect(JSON.stringify(err)).not.toContain('with space');
     }
-    expect(await refused(api.act('DeleteVendorConnection', { vendor: 'github' }))).toMatchObject({ code: 'not_found', details: { field: 'vendor' } });
+    expect(await refused(api.act('DeleteVendorConnection', { vendor: 'github' }))).toMatchObject({
+      code: 'not_found',
+      details: { field: 'vendor' },
+    });
     expect(await h.tableDigest()).toEqual(before);
   });
 });

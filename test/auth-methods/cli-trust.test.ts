@@ -21,9 +21,15 @@ describe('mcpx tools permission and vendors', { timeout: 180_000 }, () => {
 
   beforeAll(async () => {
     upstream = await startTestMcpServer({ tools: [echoTool(), addTool()] });
-    vendorUpstream = await startTestMcpServer({ requireHeader: { name: 'Authorization', value: `Bearer ${VENDOR_TOKEN}` }, tools: [echoTool()] });
+    vendorUpstream = await startTestMcpServer({
+      requireHeader: { name: 'Authorization', value: `Bearer ${VENDOR_TOKEN}` },
+      tools: [echoTool()],
+    });
     telemetry = await setupTelemetry({ serviceName: 'mcpx-cli-trust', spanExporter: new InMemorySpanExporter() });
-    system = await InProcessSystem.start({ telemetry, env: { BUILTIN_ENDPOINTS: `github=${vendorUpstream.url}`, REGISTRY_REPROBE_BASE_MS: '600000' } });
+    system = await InProcessSystem.start({
+      telemetry,
+      env: { BUILTIN_ENDPOINTS: `github=${vendorUpstream.url}`, REGISTRY_REPROBE_BASE_MS: '600000' },
+    });
     ({ env, dir } = cliEnvFor(new ApiClient(system.apiUrl)));
   });
 
@@ -41,10 +47,17 @@ describe('mcpx tools permission and vendors', { timeout: 180_000 }, () => {
     const ask = await runCli(['tools', 'permission', 'demo', 'add', 'always_ask'], env);
     expect(ask.code, ask.stderr).toBe(0);
     expect(ask.stdout.trim()).toBe("demo add: always_ask (the owner's; inherited: act)");
-    expect((await runCli(['servers', 'show', 'demo'], env)).stdout).toMatch(/demo__add {2}\[always_ask, set by the owner\]/);
+    expect((await runCli(['servers', 'show', 'demo'], env)).stdout).toMatch(
+      /demo__add {2}\[always_ask, set by the owner\]/,
+    );
 
     const back = await runCli(['tools', 'permission', 'demo', 'add', 'inherited', '--json'], env);
-    expect(JSON.parse(back.stdout)).toMatchObject({ server: 'demo', tool: 'add', permission: 'act', overridden: false });
+    expect(JSON.parse(back.stdout)).toMatchObject({
+      server: 'demo',
+      tool: 'add',
+      permission: 'act',
+      overridden: false,
+    });
 
     const bad = await runCli(['tools', 'permission', 'demo', 'add', 'sometimes'], env);
     expect(bad.code).not.toBe(0);
@@ -62,7 +75,9 @@ describe('mcpx tools permission and vendors', { timeout: 180_000 }, () => {
     expect(refreshed.stdout).toMatch(/^github {2}connected, 1 tool/);
 
     const file = join(dir, 'tokens.json');
-    writeFileSync(file, JSON.stringify({ accessToken: VENDOR_TOKEN, expiresAt: '2099-01-01T00:00:00Z' }), { mode: 0o600 });
+    writeFileSync(file, JSON.stringify({ accessToken: VENDOR_TOKEN, expiresAt: '2099-01-01T00:00:00Z' }), {
+      mode: 0o600,
+    });
     const again = await runCli(['vendors', 'connect', 'github', '--tokens-file', file, '--json'], env);
     expect(again.code, again.stderr).toBe(0);
     expect(JSON.parse(again.stdout)).toMatchObject({ vendor: 'github', servers: [{ name: 'github', builtin: true }] });
@@ -77,6 +92,7 @@ describe('mcpx tools permission and vendors', { timeout: 180_000 }, () => {
     const missing = await runCli(['vendors', 'connect', 'github'], env);
     expect(missing.code).not.toBe(0);
     expect(missing.stderr).toContain('--access-token T or --tokens-file PATH is required');
-    for (const out of [connect, refreshed, again, off, none]) expect(out.stdout + out.stderr).not.toContain(VENDOR_TOKEN);
+    for (const out of [connect, refreshed, again, off, none])
+      expect(out.stdout + out.stderr).not.toContain(VENDOR_TOKEN);
   });
 });

@@ -33,11 +33,17 @@ export async function registerVendorClient(as: TestOAuthServer): Promise<VendorC
 
 /** `BUILTIN_TOKEN_ENDPOINTS` and `BUILTIN_VENDOR_CLIENTS` for `vendor` at `as`. */
 export function vendorEnv(as: TestOAuthServer, client: VendorClient, vendor = 'github'): Record<string, string> {
-  return { BUILTIN_TOKEN_ENDPOINTS: `${vendor}=${new URL('token', as.issuer).href}`, BUILTIN_VENDOR_CLIENTS: `${vendor}=${client.clientId}:${client.clientSecret}` };
+  return {
+    BUILTIN_TOKEN_ENDPOINTS: `${vendor}=${new URL('token', as.issuer).href}`,
+    BUILTIN_VENDOR_CLIENTS: `${vendor}=${client.clientId}:${client.clientSecret}`,
+  };
 }
 
 /** One authorization-code grant (auto-approved by the test server): SetVendorConnection's fields. */
-export async function authorizeVendor(as: TestOAuthServer, client: VendorClient): Promise<{ accessToken: string; refreshToken: string; expiresAt: string }> {
+export async function authorizeVendor(
+  as: TestOAuthServer,
+  client: VendorClient,
+): Promise<{ accessToken: string; refreshToken: string; expiresAt: string }> {
   const verifier = randomBytes(32).toString('base64url');
   const authorize = new URL('authorize', as.issuer);
   authorize.search = new URLSearchParams({
@@ -54,9 +60,20 @@ export async function authorizeVendor(as: TestOAuthServer, client: VendorClient)
   const res = await fetch(new URL('token', as.issuer), {
     method: 'POST',
     headers: { 'content-type': 'application/x-www-form-urlencoded' },
-    body: new URLSearchParams({ grant_type: 'authorization_code', code, code_verifier: verifier, redirect_uri: REDIRECT_URI, client_id: client.clientId, client_secret: client.clientSecret }),
+    body: new URLSearchParams({
+      grant_type: 'authorization_code',
+      code,
+      code_verifier: verifier,
+      redirect_uri: REDIRECT_URI,
+      client_id: client.clientId,
+      client_secret: client.clientSecret,
+    }),
   });
   if (!res.ok) throw new Error(`code exchange failed: HTTP ${res.status}`);
   const tokens = (await res.json()) as { access_token: string; refresh_token: string; expires_in: number };
-  return { accessToken: tokens.access_token, refreshToken: tokens.refresh_token, expiresAt: new Date(Date.now() + tokens.expires_in * 1000).toISOString() };
+  return {
+    accessToken: tokens.access_token,
+    refreshToken: tokens.refresh_token,
+    expiresAt: new Date(Date.now() + tokens.expires_in * 1000).toISOString(),
+  };
 }

@@ -1,7 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseKeyring } from '@mcpx/config';
 import { SecretBox, vendorTokensAad } from '@mcpx/secrets';
-import { startOAuthServer, startProtectedMcpServer, type TestMcpServer, type TestOAuthServer } from '../servers/index.js';
+import {
+  startOAuthServer,
+  startProtectedMcpServer,
+  type TestMcpServer,
+  type TestOAuthServer,
+} from '../servers/index.js';
 import { startFrontServer, type FrontServer } from '../servers/front-server.js';
 import { RegistryHarness } from '../support/registry-harness.js';
 import { eventually } from '../support/system.js';
@@ -48,15 +53,25 @@ describe('a vendor refresh racing the owner', () => {
     as.provider.expireAccessTokens();
     const before = slowToken.requests;
     const refresh = api.act('RefreshMcpServer', { name: 'github' });
-    await eventually(async () => (slowToken.requests > before ? true : undefined), 15_000, 'the refresh to reach the token endpoint');
+    await eventually(
+      async () => (slowToken.requests > before ? true : undefined),
+      15_000,
+      'the refresh to reach the token endpoint',
+    );
     const owners = await authorizeVendor(as, client);
     await api.act('SetVendorConnection', { vendor: 'github', ...owners });
     await refresh;
 
-    const row = await h.sql.selectFrom('registry.vendor_connections').select(['tokens_key_id', 'tokens_sealed']).where('account_id', '=', api.principal).executeTakeFirstOrThrow();
+    const row = await h.sql
+      .selectFrom('registry.vendor_connections')
+      .select(['tokens_key_id', 'tokens_sealed'])
+      .where('account_id', '=', api.principal)
+      .executeTakeFirstOrThrow();
     const box = new SecretBox(parseKeyring(h.env.SECRETS_KEYRING));
     // Sealed in the one stored casing of tokens (RFC 6749 names).
-    const stored = JSON.parse(box.open({ keyId: row.tokens_key_id, ciphertext: row.tokens_sealed }, vendorTokensAad(api.principal, 'github'))) as { access_token: string; refresh_token?: string };
+    const stored = JSON.parse(
+      box.open({ keyId: row.tokens_key_id, ciphertext: row.tokens_sealed }, vendorTokensAad(api.principal, 'github')),
+    ) as { access_token: string; refresh_token?: string };
     expect(stored.access_token).toBe(owners.accessToken);
     expect(stored.refresh_token).toBe(owners.refreshToken);
     // And the owner's tokens work: the built-in discovers with them.

@@ -15,7 +15,16 @@
  * turned into sealed state as the registry does, and the registry's client credentials provider
  * asks the token endpoint directly (nobody authorizes).
  */
-import { McpClientError, boundedOAuthFetch, connectMcp, resourceMetadataUrl, runOAuth, type ElicitationHandler, type McpConnection, type OAuthTokens } from '@mcpx/mcp-client';
+import {
+  McpClientError,
+  boundedOAuthFetch,
+  connectMcp,
+  resourceMetadataUrl,
+  runOAuth,
+  type ElicitationHandler,
+  type McpConnection,
+  type OAuthTokens,
+} from '@mcpx/mcp-client';
 import {
   RegistryOAuthProvider,
   preRegisteredState,
@@ -44,17 +53,33 @@ class MemoryStore implements OAuthStateStore {
 
   async updateClient(_account: string, _serverId: string, patch: Partial<OAuthClientState>): Promise<void> {
     const next = { ...this.state, ...patch };
-    for (const key of Object.keys(patch) as Array<keyof OAuthClientState>) if (patch[key] === undefined) delete next[key];
+    for (const key of Object.keys(patch) as Array<keyof OAuthClientState>)
+      if (patch[key] === undefined) delete next[key];
     this.state = next;
   }
 
-  async tokens(_account: string, _serverId: string, serverUrl: string): Promise<{ tokens: OAuthTokens; expiresAt: Date | null } | undefined> {
+  async tokens(
+    _account: string,
+    _serverId: string,
+    serverUrl: string,
+  ): Promise<{ tokens: OAuthTokens; expiresAt: Date | null } | undefined> {
     return this.held?.url === serverUrl ? { tokens: this.held.tokens, expiresAt: this.held.expiresAt } : undefined;
   }
 
-  async saveTokens(_account: string, _serverId: string, tokens: OAuthTokens | undefined, serverUrl: string | null): Promise<void> {
+  async saveTokens(
+    _account: string,
+    _serverId: string,
+    tokens: OAuthTokens | undefined,
+    serverUrl: string | null,
+  ): Promise<void> {
     this.held =
-      tokens === undefined || serverUrl === null ? undefined : { tokens, expiresAt: tokens.expires_in === undefined ? null : new Date(Date.now() + tokens.expires_in * 1000), url: serverUrl };
+      tokens === undefined || serverUrl === null
+        ? undefined
+        : {
+            tokens,
+            expiresAt: tokens.expires_in === undefined ? null : new Date(Date.now() + tokens.expires_in * 1000),
+            url: serverUrl,
+          };
   }
 
   async setPendingState(): Promise<void> {}
@@ -91,7 +116,8 @@ const acceptAsOffered: ElicitationHandler = async () => ({ action: 'accept', con
 
 async function main(): Promise<void> {
   const serverUrl = process.argv.at(-1);
-  if (serverUrl === undefined || !/^https?:\/\//.test(serverUrl)) throw new Error('usage: client-harness.ts <server url>');
+  if (serverUrl === undefined || !/^https?:\/\//.test(serverUrl))
+    throw new Error('usage: client-harness.ts <server url>');
   const scenario = process.env.MCP_CONFORMANCE_SCENARIO ?? '';
   const context = JSON.parse(process.env.MCP_CONFORMANCE_CONTEXT ?? '{}') as Context;
   const store = new MemoryStore();
@@ -103,7 +129,9 @@ async function main(): Promise<void> {
         clientId: context.client_id,
         ...(context.client_secret ? { clientSecret: context.client_secret } : {}),
         ...(machine ? { grant: 'client_credentials' } : {}),
-        ...(machine && context.private_key_pem ? { privateKey: context.private_key_pem, keyAlg: context.signing_algorithm } : {}),
+        ...(machine && context.private_key_pem
+          ? { privateKey: context.private_key_pem, keyAlg: context.signing_algorithm }
+          : {}),
       },
       'oauth',
     );
@@ -157,7 +185,11 @@ async function main(): Promise<void> {
       fetchFn: oauthFetch,
     };
     if (machine) {
-      await requestClientCredentialsToken(store, { account: 'conformance', serverId: 'conformance', serverUrl }, { fetchFn: oauthFetch, ...(metadataUrl ? { resourceMetadataUrl: metadataUrl } : {}) });
+      await requestClientCredentialsToken(
+        store,
+        { account: 'conformance', serverId: 'conformance', serverUrl },
+        { fetchFn: oauthFetch, ...(metadataUrl ? { resourceMetadataUrl: metadataUrl } : {}) },
+      );
       log(`client credentials token (${authorizations})`);
       return;
     }
@@ -171,10 +203,15 @@ async function main(): Promise<void> {
       const res = await fetch(url, { redirect: 'manual' });
       const location = res.headers.get('location');
       const response = location ? readAuthorizationResponse(new URL(location).searchParams) : undefined;
-      if (response?.code === undefined) throw new Error(`the authorization server answered ${res.status} without a code`);
+      if (response?.code === undefined)
+        throw new Error(`the authorization server answered ${res.status} without a code`);
       const callback = providerFor('callback');
       // RFC 9207: the response's `iss` goes with the code; the SDK checks it before redeeming.
-      result = await runOAuth(callback, { ...options, authorizationCode: response.code, ...(response.iss !== undefined ? { iss: response.iss } : {}) });
+      result = await runOAuth(callback, {
+        ...options,
+        authorizationCode: response.code,
+        ...(response.iss !== undefined ? { iss: response.iss } : {}),
+      });
       await callback.persistDiscovery();
     }
     if (result !== 'AUTHORIZED') throw new Error(`authorization ended ${result}`);
@@ -201,19 +238,32 @@ async function main(): Promise<void> {
         });
         return await fn(conn);
       } catch (err) {
-        const e = err as McpClientError & { status?: number; wwwAuthenticate?: string; details?: { status?: number; wwwAuthenticate?: string } };
+        const e = err as McpClientError & {
+          status?: number;
+          wwwAuthenticate?: string;
+          details?: { status?: number; wwwAuthenticate?: string };
+        };
         const status = e.status ?? e.details?.status ?? lastRefusalStatus;
         const challenge = e.wwwAuthenticate ?? e.details?.wwwAuthenticate ?? lastChallenge;
-        const refused = err instanceof McpClientError && (e.code === 'unauthorized' || status === 403) && challenge !== undefined;
+        const refused =
+          err instanceof McpClientError && (e.code === 'unauthorized' || status === 403) && challenge !== undefined;
         // A connect whose socket was reset (a keep-alive socket the scenario server closed while a
         // loaded machine left it idle) is tried again: a connect is discovery or a handshake, safe
         // to repeat, and nothing was called yet.
-        if (!refused && conn === undefined && e.code === 'connect_failed' && /ECONNRESET|socket hang up|other side closed|EPIPE/.test(e.message) && ++resets <= 2) {
+        if (
+          !refused &&
+          conn === undefined &&
+          e.code === 'connect_failed' &&
+          /ECONNRESET|socket hang up|other side closed|EPIPE/.test(e.message) &&
+          ++resets <= 2
+        ) {
           log(`connect reset, again (${resets}): ${e.message}`);
           continue;
         }
         if (!refused) {
-          log(`not an auth refusal: ${JSON.stringify({ code: e.code, status, details: e.details, challenge, last: lastChallenge })}`);
+          log(
+            `not an auth refusal: ${JSON.stringify({ code: e.code, status, details: e.details, challenge, last: lastChallenge })}`,
+          );
           throw err;
         }
         log(`refused (${status ?? e.code}): ${challenge}`);

@@ -22,7 +22,10 @@ describe.each(REVISIONS)('MCP client conformance, requirements %s', (revision) =
     const run = await runConformance(revision, { baseline: true });
     expect(run.scenarios.length).toBeGreaterThan(0);
     // On a failure, the clients' stderr says why (the tool prints it per failed client).
-    expect({ unexpected: run.unexpectedFailures, stale: run.staleEntries }, clientErrors(run.output)).toEqual({ unexpected: [], stale: [] });
+    expect({ unexpected: run.unexpectedFailures, stale: run.staleEntries }, clientErrors(run.output)).toEqual({
+      unexpected: [],
+      stale: [],
+    });
     expect(run.exitCode, run.output.slice(-3000)).toBe(0);
   }, 400_000);
 });

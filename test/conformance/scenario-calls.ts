@@ -23,7 +23,10 @@ export async function callListed(conn: McpConnection, calls: readonly ToolCall[]
   const tools = new Map((await conn.listTools()).map((t) => [t.name, t]));
   for (const call of calls) {
     const tool = tools.get(call.name);
-    const r = await conn.callTool({ name: call.name, arguments: call.arguments ?? {} }, tool !== undefined ? { tool } : {});
+    const r = await conn.callTool(
+      { name: call.name, arguments: call.arguments ?? {} },
+      tool !== undefined ? { tool } : {},
+    );
     log(`${call.name} → ${JSON.stringify(r.content ?? r)}`);
   }
 }
@@ -54,10 +57,20 @@ export async function callWithInputRounds(conn: McpConnection, log: Log): Promis
     let result: McpCallResult = await conn.callTool({ name, arguments: {} });
     for (let round = 0; isInputRequired(result); round++) {
       if (round === 3) throw new Error(`${name} keeps asking for input`);
-      const { inputRequests, requestState } = result as { inputRequests?: Record<string, { method: string; params?: unknown }>; requestState?: string };
-      const inputResponses = Object.fromEntries(Object.entries(inputRequests ?? {}).map(([key, req]) => [key, answer(req)]));
+      const { inputRequests, requestState } = result as {
+        inputRequests?: Record<string, { method: string; params?: unknown }>;
+        requestState?: string;
+      };
+      const inputResponses = Object.fromEntries(
+        Object.entries(inputRequests ?? {}).map(([key, req]) => [key, answer(req)]),
+      );
       if (between !== undefined) await conn.callTool({ name: between, arguments: {} });
-      result = await conn.callTool({ name, arguments: {}, inputResponses, ...(requestState !== undefined ? { requestState } : {}) } as Parameters<McpConnection['callTool']>[0]);
+      result = await conn.callTool({
+        name,
+        arguments: {},
+        inputResponses,
+        ...(requestState !== undefined ? { requestState } : {}),
+      } as Parameters<McpConnection['callTool']>[0]);
     }
     log(`${name} → ${JSON.stringify(result.content)}`);
   }
@@ -75,7 +88,8 @@ function answer(req: { method: string; params?: unknown }): Record<string, unkno
 
 /** An object fitting a JSON Schema's properties (all of them with `all`, else the required ones). */
 function sampleObject(schema: unknown, all = false): Record<string, unknown> {
-  const s = schema as { properties?: Record<string, { type?: unknown; default?: unknown }>; required?: string[] } | undefined;
+  const s = schema as
+    { properties?: Record<string, { type?: unknown; default?: unknown }>; required?: string[] } | undefined;
   const out: Record<string, unknown> = {};
   for (const [key, prop] of Object.entries(s?.properties ?? {})) {
     if (!all && !(s?.required ?? []).includes(key)) continue;

@@ -1,7 +1,15 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startConformanceUpstream, type ConformanceUpstream } from '../servers/conformance-upstream.js';
 import { REVISIONS, baselineReasons, type Revision } from './run-conformance.js';
-import { endpointBaselinePath, failingAgain, runServerLeg, startServerLegs, type ServerLegRun, type ServerLegs, warnedScored } from './server-legs.js';
+import {
+  endpointBaselinePath,
+  failingAgain,
+  runServerLeg,
+  startServerLegs,
+  type ServerLegRun,
+  type ServerLegs,
+  warnedScored,
+} from './server-legs.js';
 
 const notesOf = (run: ServerLegRun): string =>
   [...run.notes, ...run.warnings]
@@ -29,7 +37,10 @@ describe('MCP server conformance, directly and through the agent endpoint', () =
     legs = await startServerLegs(fixture.url);
     for (const revision of REVISIONS) {
       runs.set(`direct ${revision}`, runServerLeg(revision, legs.directUrl));
-      runs.set(`through ${revision}`, runServerLeg(revision, legs.throughUrl, { baseline: endpointBaselinePath(revision) }));
+      runs.set(
+        `through ${revision}`,
+        runServerLeg(revision, legs.throughUrl, { baseline: endpointBaselinePath(revision) }),
+      );
     }
     // Awaited by the tests; a failure surfaces there, not as an unhandled rejection.
     for (const p of runs.values()) p.catch(() => undefined);
@@ -46,7 +57,10 @@ describe('MCP server conformance, directly and through the agent endpoint', () =
     async (revision) => {
       const direct = await run('direct', revision);
       expect(direct.scored.total, direct.output.slice(-3000)).toBeGreaterThan(0);
-      const failing = [...direct.scenarios.filter((s) => !s.notScored && !s.ok).map((s) => s.name), ...warnedScored(direct)];
+      const failing = [
+        ...direct.scenarios.filter((s) => !s.notScored && !s.ok).map((s) => s.name),
+        ...warnedScored(direct),
+      ];
       expect(await failingAgain(revision, legs!.directUrl, failing), notesOf(direct)).toEqual([]);
     },
     660_000,

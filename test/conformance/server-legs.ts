@@ -43,7 +43,12 @@ async function answers(url: string): Promise<boolean> {
   const res = await fetch(url, {
     method: 'POST',
     headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'face-probe', version: '1' } } }),
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'face-probe', version: '1' } },
+    }),
     signal: AbortSignal.timeout(15_000),
   });
   await res.body?.cancel();
@@ -100,10 +105,25 @@ export type ServerLegRun = ConformanceRun & {
  * scenario gets a minute (the tool's default is 30 s): on a loaded machine a slow one is not a
  * failure; none waits out its time today, directly or through the endpoint.
  */
-export async function runServerLeg(revision: Revision, url: string, opts: { baseline?: string; scenarioTimeoutMs?: number; timeoutMs?: number } = {}): Promise<ServerLegRun> {
+export async function runServerLeg(
+  revision: Revision,
+  url: string,
+  opts: { baseline?: string; scenarioTimeoutMs?: number; timeoutMs?: number } = {},
+): Promise<ServerLegRun> {
   const dir = await mkdtemp(join(tmpdir(), 'mcpx-conformance-'));
   try {
-    const args = [conformanceTool().bin, 'server', '--url', url, '--requirements', revision, '--timeout', String(opts.scenarioTimeoutMs ?? SCENARIO_TIMEOUT_MS), '--output-dir', dir];
+    const args = [
+      conformanceTool().bin,
+      'server',
+      '--url',
+      url,
+      '--requirements',
+      revision,
+      '--timeout',
+      String(opts.scenarioTimeoutMs ?? SCENARIO_TIMEOUT_MS),
+      '--output-dir',
+      dir,
+    ];
     if (opts.baseline !== undefined) args.push('--expected-failures', opts.baseline);
     const run = await runTool(revision, args, opts.timeoutMs ?? 600_000);
     return { ...run, notes: await checkNotes(dir, 'FAILURE'), warnings: await checkNotes(dir, 'WARNING') };
@@ -120,7 +140,8 @@ export function warnedScored(run: ServerLegRun): string[] {
 /** The line `pnpm bench conformance` prints per revision. */
 export function serverSummaryLine(through: ServerLegRun, direct: ServerLegRun, face: Face): string {
   const n = (r: ServerLegRun): string => `${r.scored.passed}/${r.scored.total}`;
-  const warned = (r: ServerLegRun): string => (warnedScored(r).length === 0 ? '' : `, ${warnedScored(r).length} of them with a warning`);
+  const warned = (r: ServerLegRun): string =>
+    warnedScored(r).length === 0 ? '' : `, ${warnedScored(r).length} of them with a warning`;
   return `server ${through.revision}: through the endpoint ${n(through)} (direct ${n(direct)}${warned(direct)}) — ${face} face${warned(through)}`;
 }
 
@@ -138,8 +159,14 @@ async function checkNotes(dir: string, status: 'FAILURE' | 'WARNING'): Promise<M
     const scenario = /^server-(.+)-\d{4}-\d{2}-\d{2}T/.exec(entry)?.[1];
     if (scenario === undefined) continue;
     const checks = JSON.parse(await readFile(join(dir, entry, 'checks.json'), 'utf8').catch(() => '[]')) as Check[];
-    const failed = checks.filter((c) => c.status === status).map((c) => `${c.id ?? '?'}: ${(c.errorMessage ?? c.details?.message ?? status.toLowerCase()).replace(/\s+/g, ' ').slice(0, 160)}`);
-    if (failed.length > 0) notes.set(scenario, failed.slice(0, 2).join('; ') + (failed.length > 2 ? ` (+${failed.length - 2} more)` : ''));
+    const failed = checks
+      .filter((c) => c.status === status)
+      .map(
+        (c) =>
+          `${c.id ?? '?'}: ${(c.errorMessage ?? c.details?.message ?? status.toLowerCase()).replace(/\s+/g, ' ').slice(0, 160)}`,
+      );
+    if (failed.length > 0)
+      notes.set(scenario, failed.slice(0, 2).join('; ') + (failed.length > 2 ? ` (+${failed.length - 2} more)` : ''));
   }
   return notes;
 }
@@ -153,8 +180,21 @@ export async function failingAgain(revision: Revision, url: string, failing: str
   const still: string[] = [];
   for (const scenario of failing) {
     // Alone, a scenario runs at the revision's wire version, as the requirement set runs it.
-    const args = [conformanceTool().bin, 'server', '--url', url, '--scenario', scenario, '--spec-version', revision, '--timeout', String(SCENARIO_TIMEOUT_MS)];
-    const tally = /Passed: (\d+)\/(\d+), (\d+) failed, (\d+) warnings/.exec((await runToolRaw(args, 2 * SCENARIO_TIMEOUT_MS)).output);
+    const args = [
+      conformanceTool().bin,
+      'server',
+      '--url',
+      url,
+      '--scenario',
+      scenario,
+      '--spec-version',
+      revision,
+      '--timeout',
+      String(SCENARIO_TIMEOUT_MS),
+    ];
+    const tally = /Passed: (\d+)\/(\d+), (\d+) failed, (\d+) warnings/.exec(
+      (await runToolRaw(args, 2 * SCENARIO_TIMEOUT_MS)).output,
+    );
     if (tally !== null && Number(tally[2]) > 0 && tally[3] === '0' && tally[4] === '0') {
       process.stderr.write(`conformance ${revision} ${scenario} at ${url}: failed once, passed when run again\n`);
     } else still.push(scenario);

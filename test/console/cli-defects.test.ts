@@ -30,7 +30,10 @@ describe('mcpx: several --accept values, a call result in short', { timeout: 300
         {
           name: 'read_file',
           inputSchema: { type: 'object' },
-          handler: () => ({ content: [{ type: 'text', text: 'read /data/blob.bin (96 KiB)' }], structuredContent: { path: '/data/blob.bin', size: 98_304, data: FILE_BYTES } }),
+          handler: () => ({
+            content: [{ type: 'text', text: 'read /data/blob.bin (96 KiB)' }],
+            structuredContent: { path: '/data/blob.bin', size: 98_304, data: FILE_BYTES },
+          }),
         },
       ],
     });
@@ -51,7 +54,10 @@ describe('mcpx: several --accept values, a call result in short', { timeout: 300
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain('--accept takes NAME=VALUE words; seats is not one');
 
-    const out = await runCli(['inputs', 'answer', id, '--accept', 'email=alice@example.com', 'seats=5', 'plan=team'], env);
+    const out = await runCli(
+      ['inputs', 'answer', id, '--accept', 'email=alice@example.com', 'seats=5', 'plan=team'],
+      env,
+    );
     expect(out.code, out.stderr).toBe(0);
     expect(out.stdout).toContain(`answered ${id}`);
     const done = await system.call('ops-agent', 'multi-1', 'ops__profile', {}, { inputRequestId: id });
@@ -64,7 +70,9 @@ describe('mcpx: several --accept values, a call result in short', { timeout: 300
     expect(read.code, read.stderr).toBe(0);
     const lines = read.stdout.trim().split('\n');
     expect(lines).toContain('read /data/blob.bin (96 KiB)');
-    expect(lines).toContain('[structured content (128.0 KB): path "/data/blob.bin", size 98304, data text (131072 chars)]');
+    expect(lines).toContain(
+      '[structured content (128.0 KB): path "/data/blob.bin", size 98304, data text (131072 chars)]',
+    );
     expect(read.stdout).not.toContain(FILE_BYTES.slice(0, 64));
     expect(read.stdout.length).toBeLessThan(1024);
 

@@ -81,7 +81,9 @@ describe('mcpx: remote text, dropped secrets, signers', { timeout: 180_000 }, ()
     const json = await runCli(['call', '--agent', 'ops', 'hostile__greet', '{}', '--json'], env);
     expect(json.code, json.stderr).toBe(0);
     expect((JSON.parse(json.stdout) as { text: string }).text).toBe(`hello${TITLE}${CLEAR}${C1_CSI} there${RLO}txt`);
-    const listed = JSON.parse((await runCli(['servers', 'show', 'hostile', '--json'], env)).stdout) as { tools: Array<{ description?: string }> };
+    const listed = JSON.parse((await runCli(['servers', 'show', 'hostile', '--json'], env)).stdout) as {
+      tools: Array<{ description?: string }>;
+    };
     expect(listed.tools.map((t) => t.description)).toContain(`Greets.${TITLE}${CLEAR} Really.${RLO}gnp.exe\u200B`);
   });
 
@@ -96,7 +98,10 @@ describe('mcpx: remote text, dropped secrets, signers', { timeout: 180_000 }, ()
       const url = `http://127.0.0.1:${(failing.address() as AddressInfo).port}/mcp`;
       await runCli(['servers', 'set', 'broken', url], env);
       const show = await runCli(['servers', 'show', 'broken'], env);
-      const json = JSON.parse((await runCli(['servers', 'show', 'broken', '--json'], env)).stdout) as { status?: { error?: string }; server?: { status?: { error?: string } } };
+      const json = JSON.parse((await runCli(['servers', 'show', 'broken', '--json'], env)).stdout) as {
+        status?: { error?: string };
+        server?: { status?: { error?: string } };
+      };
       const error = json.status?.error ?? json.server?.status?.error ?? '';
       expect(error).toContain(RLO);
       expect(show.stdout).toContain('<U+202E>gnp.exe');
@@ -107,7 +112,10 @@ describe('mcpx: remote text, dropped secrets, signers', { timeout: 180_000 }, ()
   });
 
   it("shows them in an approval's arguments and in error lines", async () => {
-    const stopped = await runCli(['call', '--agent', 'ops', 'hostile__drop_table', JSON.stringify({ table: `users${C1_CSI}\u0085${RLO}` })], env);
+    const stopped = await runCli(
+      ['call', '--agent', 'ops', 'hostile__drop_table', JSON.stringify({ table: `users${C1_CSI}\u0085${RLO}` })],
+      env,
+    );
     expect(stopped.code).not.toBe(0);
     expect(stopped.stderr).toContain('approval_required');
     const list = await runCli(['approvals', 'list'], env);
@@ -124,17 +132,24 @@ describe('mcpx: remote text, dropped secrets, signers', { timeout: 180_000 }, ()
   });
 
   it('servers set says which stored secrets a move to another origin dropped (human line and --json)', async () => {
-    const first = await runCli(['servers', 'set', 'moving', keyed.url, '--secret-header', 'X-Api-Key=k-first-origin'], env);
+    const first = await runCli(
+      ['servers', 'set', 'moving', keyed.url, '--secret-header', 'X-Api-Key=k-first-origin'],
+      env,
+    );
     expect(first.code, first.stderr).toBe(0);
     expect(first.stdout).toMatch(/^moving {2}connected/);
     expect(first.stdout).not.toContain('dropped');
 
     const human = await runCli(['servers', 'set', 'moving', moved.url], env);
     expect(human.code, human.stderr).toBe(0);
-    expect(human.stdout).toContain('moved to another origin, so its stored secrets were dropped: secret header X-Api-Key (give it again with --secret-header)');
+    expect(human.stdout).toContain(
+      'moved to another origin, so its stored secrets were dropped: secret header X-Api-Key (give it again with --secret-header)',
+    );
     expect(human.stdout).not.toContain('k-first-origin');
 
-    expect((await runCli(['servers', 'set', 'moving', keyed.url, '--secret-header', 'X-Api-Key=k-first-origin'], env)).code).toBe(0);
+    expect(
+      (await runCli(['servers', 'set', 'moving', keyed.url, '--secret-header', 'X-Api-Key=k-first-origin'], env)).code,
+    ).toBe(0);
     const json = await runCli(['servers', 'set', 'moving', moved.url, '--json'], env);
     expect(json.code, json.stderr).toBe(0);
     const answer = JSON.parse(json.stdout) as { name: string; droppedSecrets?: unknown; secretHeaderNames: string[] };
@@ -157,13 +172,21 @@ describe('mcpx: remote text, dropped secrets, signers', { timeout: 180_000 }, ()
     await asWriter.act('ListMcpServers');
 
     const agentKey = generateKeyPair();
-    const agent = await runCli(['signers', 'authorize', agentKey.principal, '--role', 'AGENT', '--agent', 'ops', '--json'], env);
+    const agent = await runCli(
+      ['signers', 'authorize', agentKey.principal, '--role', 'AGENT', '--agent', 'ops', '--json'],
+      env,
+    );
     expect(agent.code, agent.stderr).toBe(0);
-    expect(JSON.parse(agent.stdout)).toEqual({ signer: { principal: agentKey.principal, role: 'AGENT', agents: ['ops'] } });
+    expect(JSON.parse(agent.stdout)).toEqual({
+      signer: { principal: agentKey.principal, role: 'AGENT', agents: ['ops'] },
+    });
     const unbound = await runCli(['signers', 'authorize', agentKey.principal, '--role', 'AGENT'], env);
     expect(unbound.code).toBe(2);
     expect(unbound.stderr).toContain('--agent NAME');
-    const noAgent = await runCli(['signers', 'authorize', agentKey.principal, '--role', 'AGENT', '--agent', 'nobody'], env);
+    const noAgent = await runCli(
+      ['signers', 'authorize', agentKey.principal, '--role', 'AGENT', '--agent', 'nobody'],
+      env,
+    );
     expect(noAgent.code).toBe(1);
     expect(noAgent.stderr).toContain('(field agents[0])');
     const badRole = await runCli(['signers', 'authorize', writer.principal, '--role', 'ADMIN'], env);

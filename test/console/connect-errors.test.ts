@@ -1,7 +1,14 @@
 import { createServer } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RedactedMcpServer } from '@mcpx/contracts';
-import { startEverythingServer, startOAuthServer, startProtectedMcpServer, type EverythingServer, type TestMcpServer, type TestOAuthServer } from '../servers/index.js';
+import {
+  startEverythingServer,
+  startOAuthServer,
+  startProtectedMcpServer,
+  type EverythingServer,
+  type TestMcpServer,
+  type TestOAuthServer,
+} from '../servers/index.js';
 import { cliEnvFor, runCli } from '../support/cli.js';
 import { ProxySystem } from '../support/proxy-system.js';
 
@@ -28,7 +35,11 @@ describe('connect errors a person understands', { timeout: 180_000 }, () => {
   let env: Record<string, string>;
 
   beforeAll(async () => {
-    [system, everything, as] = await Promise.all([ProxySystem.start(), startEverythingServer('streamableHttp'), startOAuthServer()]);
+    [system, everything, as] = await Promise.all([
+      ProxySystem.start(),
+      startEverythingServer('streamableHttp'),
+      startOAuthServer(),
+    ]);
     guarded = await startProtectedMcpServer(as, { era: 'modern' });
     ({ env } = cliEnvFor(system.api));
   });
@@ -39,7 +50,8 @@ describe('connect errors a person understands', { timeout: 180_000 }, () => {
     await as?.close();
   });
 
-  const set = async (name: string, config: Record<string, unknown>): Promise<RedactedMcpServer> => (await system.api.act<{ server: RedactedMcpServer }>('SetMcpServer', { name, config })).server;
+  const set = async (name: string, config: Record<string, unknown>): Promise<RedactedMcpServer> =>
+    (await system.api.act<{ server: RedactedMcpServer }>('SetMcpServer', { name, config })).server;
 
   it('a 404 at a wrong path: "MCP servers usually serve /mcp", and the HTML page is never shown', async () => {
     const wrong = everything.url.replace(/\/mcp$/, '/mpc');
@@ -69,7 +81,9 @@ describe('connect errors a person understands', { timeout: 180_000 }, () => {
     const port = new URL(everything.url).port;
     const server = await set('tls', { url: `https://127.0.0.1:${port}/mcp` });
     expect(server.status.state).toBe('error');
-    expect(server.status.summary).toBe(`https to 127.0.0.1:${port}, which does not speak TLS: use http:// for a plain server, or the server's https port`);
+    expect(server.status.summary).toBe(
+      `https to 127.0.0.1:${port}, which does not speak TLS: use http:// for a plain server, or the server's https port`,
+    );
     expect(server.status.error).toBeTruthy();
   });
 
@@ -77,16 +91,22 @@ describe('connect errors a person understands', { timeout: 180_000 }, () => {
     const port = await closedPort();
     const server = await set('down', { url: `http://127.0.0.1:${port}/mcp` });
     expect(server.status.state).toBe('error');
-    expect(server.status.summary).toBe(`nothing answers at 127.0.0.1:${port} (connection refused): is the server running, and is the port right?`);
+    expect(server.status.summary).toBe(
+      `nothing answers at 127.0.0.1:${port} (connection refused): is the server running, and is the port right?`,
+    );
     expect(server.status.error).toContain('ECONNREFUSED');
   });
 
   it('a 401 with OAuth metadata on a server set with no auth: "set it with --auth oauth"', async () => {
     const server = await set('signin', { url: guarded.url, auth: 'none' });
     expect(server.status.state).toBe('auth_required');
-    expect(server.status.summary).toBe('this server signs in with OAuth: set it with --auth oauth (in the console: Authorize)');
+    expect(server.status.summary).toBe(
+      'this server signs in with OAuth: set it with --auth oauth (in the console: Authorize)',
+    );
     const out = await runCli(['servers', 'list'], env);
-    expect(out.stdout).toContain('signin  waiting for authorization: this server signs in with OAuth: set it with --auth oauth');
+    expect(out.stdout).toContain(
+      'signin  waiting for authorization: this server signs in with OAuth: set it with --auth oauth',
+    );
   });
 
   it('a server that connects carries no summary', async () => {

@@ -9,7 +9,16 @@ import { ProxySystem } from '../support/proxy-system.js';
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const HAS_CHROMIUM = existsSync(CHROMIUM);
 /** Without the background-networking flags Chromium dials out, and a closed network refuses it. */
-const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const CHROMIUM_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
 /** A browser on a busy machine is slow to draw: each wait is bounded at a minute. */
 const PAGE_WAIT_MS = 60_000;
 
@@ -29,12 +38,19 @@ describe.skipIf(!HAS_CHROMIUM)('the console tasks room in a real browser', { tim
   const consoleErrors: string[] = [];
 
   beforeAll(async () => {
-    [system, modern] = await Promise.all([ProxySystem.start({ env: { TASK_LEASE_MS: '1500', TASK_POLL_MIN_MS: '100' } }), startTasksUpstream({ durationMs: 1_500, pollIntervalMs: 250 })]);
+    [system, modern] = await Promise.all([
+      ProxySystem.start({ env: { TASK_LEASE_MS: '1500', TASK_POLL_MIN_MS: '100' } }),
+      startTasksUpstream({ durationMs: 1_500, pollIntervalMs: 250 }),
+    ]);
     await system.setServer('modern', modern.url);
     await system.createAgent('exporter', ['modern'], 3);
     await system.createAgent('idle', ['modern'], 3);
     userDataDir = mkdtempSync(join(tmpdir(), 'mcpx-console-tasks-'));
-    context = await chromium.launchPersistentContext(userDataDir, { executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
+    context = await chromium.launchPersistentContext(userDataDir, {
+      executablePath: CHROMIUM,
+      headless: true,
+      args: CHROMIUM_ARGS,
+    });
     context.setDefaultTimeout(PAGE_WAIT_MS);
     page = context.pages()[0] ?? (await context.newPage());
     page.on('console', (m) => {
@@ -55,11 +71,22 @@ describe.skipIf(!HAS_CHROMIUM)('the console tasks room in a real browser', { tim
     await modern?.close();
   });
 
-  const row = (id: string, state?: string) => page.locator(`.task-list tr[data-task="${id}"]${state === undefined ? '' : `[data-state="${state}"]`}`);
+  const row = (id: string, state?: string) =>
+    page.locator(`.task-list tr[data-task="${id}"]${state === undefined ? '' : `[data-state="${state}"]`}`);
 
   it('lists running and finished tasks per agent; the owner cancels a running one', async () => {
-    const running = (await system.call('exporter', 'tasks-room-1', 'modern__never-ends', {}, { task: true, timeoutMs: 500 })).result.task!.id;
-    const finishing = (await system.call('exporter', 'tasks-room-2', 'modern__long-export', { format: 'csv' }, { task: true, timeoutMs: 300 })).result.task!.id;
+    const running = (
+      await system.call('exporter', 'tasks-room-1', 'modern__never-ends', {}, { task: true, timeoutMs: 500 })
+    ).result.task!.id;
+    const finishing = (
+      await system.call(
+        'exporter',
+        'tasks-room-2',
+        'modern__long-export',
+        { format: 'csv' },
+        { task: true, timeoutMs: 300 },
+      )
+    ).result.task!.id;
     await page.evaluate(`location.hash = '#/tasks'`);
     await page.locator('#tasks:not(.away)').waitFor();
     // The finished task shows as completed (the room reads the list again while shown), with no Cancel.
@@ -78,7 +105,10 @@ describe.skipIf(!HAS_CHROMIUM)('the console tasks room in a real browser', { tim
     await row(running).getByRole('button', { name: 'Cancel' }).click();
     await row(running, 'cancelled').waitFor();
     expect(modern.stats.cancels).toBe(cancels + 1);
-    const { events } = await system.api.act<{ events: Array<{ action: string; signer: string }> }>('ListAuditEvents', { action: 'CancelTask', target: running });
+    const { events } = await system.api.act<{ events: Array<{ action: string; signer: string }> }>('ListAuditEvents', {
+      action: 'CancelTask',
+      target: running,
+    });
     expect(events).toEqual([expect.objectContaining({ action: 'CancelTask', signer: system.account })]);
     expect(consoleErrors).toEqual([]);
   });

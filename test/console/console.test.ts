@@ -20,7 +20,11 @@ describe('the console signs the same bytes as the CLI', () => {
 
   it('produces the signing bytes of a real envelope', () => {
     const key = generateKeyPair();
-    const env = signAction(key, key.principal, { type: 'SetMcpServer', name: 'gh', config: { url: 'https://x.example/mcp', headers: { 'X-A': '1' } } });
+    const env = signAction(key, key.principal, {
+      type: 'SetMcpServer',
+      name: 'gh',
+      config: { url: 'https://x.example/mcp', headers: { 'X-A': '1' } },
+    });
     expect(Buffer.from(encodeCanonical({ ...env, sig: '' }))).toEqual(Buffer.from(signingBytes(env)));
   });
 });

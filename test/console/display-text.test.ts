@@ -10,7 +10,8 @@ import { ROOT } from '../support/system.js';
 function* blocks(): Generator<string> {
   for (let start = 0; start <= 0x10ffff; start += 0x1000) {
     let s = '';
-    for (let c = start; c < Math.min(start + 0x1000, 0x110000); c++) if (c < 0xd800 || c > 0xdfff) s += String.fromCodePoint(c);
+    for (let c = start; c < Math.min(start + 0x1000, 0x110000); c++)
+      if (c < 0xd800 || c > 0xdfff) s += String.fromCodePoint(c);
     yield s;
   }
 }
@@ -58,7 +59,10 @@ describe("the console's DOM helpers show remote text escaped", () => {
 
   it('el: textContent, title and string children escaped; value kept exact; say escapes the status line', async () => {
     const message = new FakeElement('div');
-    g.document = { createElement: (tag: string) => new FakeElement(tag), getElementById: (id: string) => (id === 'message' ? message : null) };
+    g.document = {
+      createElement: (tag: string) => new FakeElement(tag),
+      getElementById: (id: string) => (id === 'message' ? message : null),
+    };
     // A computed specifier: the module's JavaScript as it is, with no type declaration to load it by.
     const ui = (await import(pathToFileURL(join(ROOT, 'console/public/ui.js')).href)) as Ui;
 

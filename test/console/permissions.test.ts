@@ -1,6 +1,13 @@
 import { describe, expect, it } from 'vitest';
 // The console's own module, loaded as the browser loads it.
-import { INHERITED, InheritedLevels, choiceOf, permissionOptions, setPermissionFields, withPermission } from '../../console/public/permissions.js';
+import {
+  INHERITED,
+  InheritedLevels,
+  choiceOf,
+  permissionOptions,
+  setPermissionFields,
+  withPermission,
+} from '../../console/public/permissions.js';
 
 describe('tool permission levels in the console', () => {
   it('shows an override as its level and anything else as inherited', () => {
@@ -19,8 +26,16 @@ describe('tool permission levels in the console', () => {
   });
 
   it('sends the remote name, and null to go back to inherited', () => {
-    expect(setPermissionFields('acme', 'add', 'always_ask')).toEqual({ server: 'acme', tool: 'add', permission: 'always_ask' });
-    expect(setPermissionFields('github', 'get_issue', '')).toEqual({ server: 'github', tool: 'get_issue', permission: null });
+    expect(setPermissionFields('acme', 'add', 'always_ask')).toEqual({
+      server: 'acme',
+      tool: 'add',
+      permission: 'always_ask',
+    });
+    expect(setPermissionFields('github', 'get_issue', '')).toEqual({
+      server: 'github',
+      tool: 'get_issue',
+      permission: null,
+    });
     expect(() => setPermissionFields('acme', 'add', 'sometimes')).toThrow('not a permission level');
   });
 
@@ -39,6 +54,13 @@ describe('tool permission levels in the console', () => {
     expect(levels.of('acme', { name: 'add', permission: 'always_ask', permissionOverridden: true })).toBe('act');
     expect(levels.of('other', { name: 'add', permission: 'always_ask', permissionOverridden: true })).toBeNull();
     // ListMcpServers names the inherited level of every tool, overridden or not.
-    expect(levels.of('fresh', { name: 'add', permission: 'always_ask', permissionOverridden: true, inheritedPermission: 'act' })).toBe('act');
+    expect(
+      levels.of('fresh', {
+        name: 'add',
+        permission: 'always_ask',
+        permissionOverridden: true,
+        inheritedPermission: 'act',
+      }),
+    ).toBe('act');
   });
 });

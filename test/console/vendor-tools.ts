@@ -7,7 +7,17 @@ import type { TestTool } from '../servers/index.js';
 export function vendorTools(): TestTool[] {
   const text = (t: string) => ({ content: [{ type: 'text' as const, text: t }] });
   return [
-    { name: 'get_issue', description: 'Get an issue.', inputSchema: { type: 'object', properties: { issue_number: { type: 'number' } } }, handler: (a) => text(`issue ${String(a.issue_number)}`) },
-    { name: 'create_issue', description: 'Open an issue.', inputSchema: { type: 'object', properties: { title: { type: 'string' } } }, handler: (a) => text(`created ${String(a.title)}`) },
+    {
+      name: 'get_issue',
+      description: 'Get an issue.',
+      inputSchema: { type: 'object', properties: { issue_number: { type: 'number' } } },
+      handler: (a) => text(`issue ${String(a.issue_number)}`),
+    },
+    {
+      name: 'create_issue',
+      description: 'Open an issue.',
+      inputSchema: { type: 'object', properties: { title: { type: 'string' } } },
+      handler: (a) => text(`created ${String(a.title)}`),
+    },
   ];
 }

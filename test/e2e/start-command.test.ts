@@ -47,14 +47,23 @@ describe('the start command', () => {
 
   beforeAll(async () => {
     db = await createTestDatabase();
-    ports = { registry: await freePort(), projector: await freePort(), proxy: await freePort(), nats: await freePort() };
+    ports = {
+      registry: await freePort(),
+      projector: await freePort(),
+      proxy: await freePort(),
+      nats: await freePort(),
+    };
     dataDir = mkdtempSync(join(tmpdir(), 'mcpx-start-'));
   });
 
   afterAll(async () => {
     // A failed run leaves the command up: ask it to stop its services before anything is killed.
     for (const pid of pids.slice().reverse()) if (alive(pid)) process.kill(pid, 'SIGTERM');
-    await eventually(async () => (pids.every((pid) => !alive(pid)) ? true : undefined), 20_000, 'the start command to stop').catch(() => undefined);
+    await eventually(
+      async () => (pids.every((pid) => !alive(pid)) ? true : undefined),
+      20_000,
+      'the start command to stop',
+    ).catch(() => undefined);
     for (const pid of pids) if (alive(pid)) process.kill(pid, 'SIGKILL');
     await db?.drop();
     if (dataDir !== undefined) rmSync(dataDir, { recursive: true, force: true });
@@ -79,21 +88,39 @@ describe('the start command', () => {
     // Stands in for npm: starts the command, prints its pid, and is then killed without a word.
     const parent = spawn(
       process.execPath,
-      ['-e', "const c = require('node:child_process').spawn(process.execPath, ['scripts/run.mjs', 'start'], { stdio: 'ignore' }); console.log(c.pid); setInterval(() => {}, 1000);"],
+      [
+        '-e',
+        "const c = require('node:child_process').spawn(process.execPath, ['scripts/run.mjs', 'start'], { stdio: 'ignore' }); console.log(c.pid); setInterval(() => {}, 1000);",
+      ],
       { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'inherit'] },
     );
-    const runPid = await new Promise<number>((resolve) => parent.stdout.once('data', (d: Buffer) => resolve(Number(d.toString().trim()))));
+    const runPid = await new Promise<number>((resolve) =>
+      parent.stdout.once('data', (d: Buffer) => resolve(Number(d.toString().trim()))),
+    );
     pids.push(parent.pid!, runPid);
 
     const base = `http://127.0.0.1:${ports.registry}`;
-    await eventually(async () => ((await answers(`${base}/healthz`)) && (await answers(`http://127.0.0.1:${ports.proxy}/healthz`)) ? true : undefined), 90_000, 'everything up');
+    await eventually(
+      async () =>
+        (await answers(`${base}/healthz`)) && (await answers(`http://127.0.0.1:${ports.proxy}/healthz`))
+          ? true
+          : undefined,
+      90_000,
+      'everything up',
+    );
     expect(await answers(`http://127.0.0.1:${ports.projector}/healthz`)).toBe(true);
     expect(await (await fetch(`${base}/console/`)).text()).toContain('<!doctype html>');
     expect(await portAnswers(ports.nats)).toBe(true);
 
     parent.kill('SIGKILL');
     await eventually(
-      async () => (!alive(runPid) && !(await answers(`${base}/healthz`)) && !(await answers(`http://127.0.0.1:${ports.proxy}/healthz`)) && !(await portAnswers(ports.nats)) ? true : undefined),
+      async () =>
+        !alive(runPid) &&
+        !(await answers(`${base}/healthz`)) &&
+        !(await answers(`http://127.0.0.1:${ports.proxy}/healthz`)) &&
+        !(await portAnswers(ports.nats))
+          ? true
+          : undefined,
       30_000,
       'everything stopped',
     );

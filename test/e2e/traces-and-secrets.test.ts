@@ -26,12 +26,19 @@ describe('one trace from action or call to the remote server; secrets never leak
 
   beforeAll(async () => {
     telemetry = await setupTelemetry({ serviceName: 'mcpx-test', spanExporter: exporter });
-    system = await InProcessSystem.start({ telemetry, logSink: (line) => logLines.push(line), env: { LOG_LEVEL: 'debug' } });
+    system = await InProcessSystem.start({
+      telemetry,
+      logSink: (line) => logLines.push(line),
+      env: { LOG_LEVEL: 'debug' },
+    });
     nc = await connect({ servers: serviceUrls().nats });
     // Every message of this system's namespace, raw: a secret would show up in its bytes.
     nc.subscribe(`${system.env.NATS_PREFIX}>`, {
       callback: (_e, msg) => {
-        natsPayloads.push(Buffer.from(msg.data).toString('latin1') + JSON.stringify([...(msg.headers?.keys() ?? [])].map((k) => [k, msg.headers?.values(k)])));
+        natsPayloads.push(
+          Buffer.from(msg.data).toString('latin1') +
+            JSON.stringify([...(msg.headers?.keys() ?? [])].map((k) => [k, msg.headers?.values(k)])),
+        );
       },
     });
     nc.subscribe('_INBOX.>', {
@@ -51,7 +58,10 @@ describe('one trace from action or call to the remote server; secrets never leak
   const traceIdOf = (tp: string): string => tp.split('-')[1] ?? '';
   /** The trace ids a server received: in the `traceparent` header, or (modern) in a request's `_meta`. */
   const traceIdsSeen = (up: TestMcpServer): string[] =>
-    [...up.stats.traceparents, ...[...up.stats.metaSeen.values()].flat().map((m) => (typeof m.traceparent === 'string' ? m.traceparent : ''))].map(traceIdOf);
+    [
+      ...up.stats.traceparents,
+      ...[...up.stats.metaSeen.values()].flat().map((m) => (typeof m.traceparent === 'string' ? m.traceparent : '')),
+    ].map(traceIdOf);
 
   /** Both eras in one system: the same trace and the same secret, to a modern and to a legacy server. */
   describe.each(['modern', 'legacy'] as const)('a %s server', (era) => {
@@ -65,7 +75,10 @@ describe('one trace from action or call to the remote server; secrets never leak
 
     it('follows SetMcpServer from the action through discovery to the server and into the projector', async () => {
       const api = new ApiClient(system.apiUrl);
-      const res = await api.act('SetMcpServer', { name: 'secure', config: { url: upstream.url, secretHeaders: { Authorization: `Bearer ${SECRET}` } } });
+      const res = await api.act('SetMcpServer', {
+        name: 'secure',
+        config: { url: upstream.url, secretHeaders: { Authorization: `Bearer ${SECRET}` } },
+      });
       expect(res.server.status.state).toBe('ok');
       expect(res.server.secretHeaderNames).toEqual(['Authorization']);
       expect(res.server.hasSecrets).toBe(true);
@@ -78,7 +91,11 @@ describe('one trace from action or call to the remote server; secrets never leak
       // The remote server received the same trace context.
       expect(traceIdsSeen(upstream)).toContain(traceId);
       // The projector continued the trace across JetStream.
-      const projected = await eventually(async () => spans('projector.discovered').find((s) => s.spanContext().traceId === traceId), 15_000, 'the projector span');
+      const projected = await eventually(
+        async () => spans('projector.discovered').find((s) => s.spanContext().traceId === traceId),
+        15_000,
+        'the projector span',
+      );
       expect(projected.parentSpanContext?.traceId).toBe(traceId);
     });
 
@@ -88,7 +105,13 @@ describe('one trace from action or call to the remote server; secrets never leak
       const res = await fetch(new URL('/v1/actions', system.apiUrl), {
         method: 'POST',
         headers: { 'content-type': 'application/json', traceparent: `00-${clientTrace}-b7ad6b7169203331-01` },
-        body: JSON.stringify(api.envelope({ type: 'SetMcpServer', name: 'linked', config: { url: upstream.url, secretHeaders: { Authorization: `Bearer ${SECRET}` } } })),
+        body: JSON.stringify(
+          api.envelope({
+            type: 'SetMcpServer',
+            name: 'linked',
+            config: { url: upstream.url, secretHeaders: { Authorization: `Bearer ${SECRET}` } },
+          }),
+        ),
       });
       expect(res.status).toBe(200);
       const action = spans('action SetMcpServer').find((s) => s.links.some((l) => l.context.traceId === clientTrace));
@@ -96,7 +119,11 @@ describe('one trace from action or call to the remote server; secrets never leak
       const traceId = action!.spanContext().traceId;
       expect(traceId).not.toBe(clientTrace);
       expect(action!.parentSpanContext).toBeUndefined();
-      expect(action!.links).toEqual([expect.objectContaining({ context: expect.objectContaining({ traceId: clientTrace, spanId: 'b7ad6b7169203331' }) })]);
+      expect(action!.links).toEqual([
+        expect.objectContaining({
+          context: expect.objectContaining({ traceId: clientTrace, spanId: 'b7ad6b7169203331' }),
+        }),
+      ]);
       // Discovery runs in the action's new trace, and that is what the server received.
       expect(spans('registry.discover').some((s) => s.spanContext().traceId === traceId)).toBe(true);
       expect(traceIdsSeen(upstream)).toContain(traceId);
@@ -105,19 +132,36 @@ describe('one trace from action or call to the remote server; secrets never leak
 
     it('follows a call from the runtime through the proxy to the server, sending the secret only there', async () => {
       const api = new ApiClient(system.apiUrl);
-      await api.act('SetMcpServer', { name: 'secure', config: { url: upstream.url, secretHeaders: { Authorization: `Bearer ${SECRET}` } } });
+      await api.act('SetMcpServer', {
+        name: 'secure',
+        config: { url: upstream.url, secretHeaders: { Authorization: `Bearer ${SECRET}` } },
+      });
       const { agent } = await api.act('CreateAgent', { name: 'runner', definition: { mcpServers: ['secure'] } });
-      await eventually(async () => ((await api.act('ListAgentTools', { agent: agent.id })).tools.length === 2 ? true : undefined), 15_000, 'tools');
+      await eventually(
+        async () => ((await api.act('ListAgentTools', { agent: agent.id })).tools.length === 2 ? true : undefined),
+        15_000,
+        'tools',
+      );
 
       const proxy = new ProxyClient(nc, makeSubjects(system.env.NATS_PREFIX));
       const root = telemetry.tracer.startSpan('agent.turn');
       const outcome = await context.with(trace.setSpan(context.active(), root), () =>
-        proxy.call({ account: api.principal, agent: agent.id, run: 'trace-run', tool: 'secure__echo', arguments: { text: 'traced' } }),
+        proxy.call({
+          account: api.principal,
+          agent: agent.id,
+          run: 'trace-run',
+          tool: 'secure__echo',
+          arguments: { text: 'traced' },
+        }),
       );
       root.end();
       expect(outcome.result.text).toBe('echo: traced');
       const traceId = root.spanContext().traceId;
-      await eventually(async () => spans('proxy.call').find((s) => s.spanContext().traceId === traceId), 5_000, 'the proxy span');
+      await eventually(
+        async () => spans('proxy.call').find((s) => s.spanContext().traceId === traceId),
+        5_000,
+        'the proxy span',
+      );
       expect(spans('mcp tools/call').some((s) => s.spanContext().traceId === traceId)).toBe(true);
       expect(traceIdsSeen(upstream)).toContain(traceId);
       await proxy.endRun(api.principal, 'trace-run');
@@ -129,7 +173,9 @@ describe('one trace from action or call to the remote server; secrets never leak
       // The secret went to the server that needs it…
       expect(upstream.stats.headersSeen.get('authorization')).toContain(`Bearer ${SECRET}`);
       // …and nowhere else: responses, log lines, NATS messages (events, requests, replies), spans.
-      const spanText = JSON.stringify(exporter.getFinishedSpans().map((s) => ({ n: s.name, a: s.attributes, e: s.events, st: s.status })));
+      const spanText = JSON.stringify(
+        exporter.getFinishedSpans().map((s) => ({ n: s.name, a: s.attributes, e: s.events, st: s.status })),
+      );
       for (const [where, text] of [
         ['responses', responses],
         ['logs', logLines.join('\n')],

@@ -23,7 +23,11 @@ describe('walking skeleton: registry → projector → proxy', { timeout: 180_00
   let cliEnv: Record<string, string>;
 
   beforeAll(async () => {
-    [system, upstream, modern] = await Promise.all([ProcessSystem.start(), startTestMcpServer(), startTestMcpServer({ era: 'modern' })]);
+    [system, upstream, modern] = await Promise.all([
+      ProcessSystem.start(),
+      startTestMcpServer(),
+      startTestMcpServer({ era: 'modern' }),
+    ]);
     nc = await connect({ servers: serviceUrls().nats });
     cliEnv = {
       MCPX_API_URL: system.apiUrl,
@@ -45,76 +49,84 @@ describe('walking skeleton: registry → projector → proxy', { timeout: 180_00
     return JSON.parse(res.stdout);
   };
 
-  it.each(['modern', 'legacy'] as const)('connects a %s server, grants it, projects its tools and calls one through the proxy', async (era) => {
-    const server$ = era === 'modern' ? modern : upstream;
-    const key = await mcpx('keys', 'new', '--force');
-    expect(key.principal).toMatch(/^[A-Za-z0-9_-]{43}$/);
-    const account: string = key.principal;
+  it.each(['modern', 'legacy'] as const)(
+    'connects a %s server, grants it, projects its tools and calls one through the proxy',
+    async (era) => {
+      const server$ = era === 'modern' ? modern : upstream;
+      const key = await mcpx('keys', 'new', '--force');
+      expect(key.principal).toMatch(/^[A-Za-z0-9_-]{43}$/);
+      const account: string = key.principal;
 
-    const agent = await mcpx('agents', 'create', 'helper');
-    expect(agent.grants.mcpServers).toEqual([]);
+      const agent = await mcpx('agents', 'create', 'helper');
+      expect(agent.grants.mcpServers).toEqual([]);
 
-    const server = await mcpx('servers', 'set', 'demo', server$.url);
-    expect(server.status.state).toBe('ok');
-    expect(server.status.era).toBe(era);
-    expect(server.tools.map((t: { toolName: string }) => t.toolName).sort()).toEqual(['demo__add', 'demo__echo']);
-    expect(server.transport).toBeNull();
-    expect(server.status.transport).toBe('http');
+      const server = await mcpx('servers', 'set', 'demo', server$.url);
+      expect(server.status.state).toBe('ok');
+      expect(server.status.era).toBe(era);
+      expect(server.tools.map((t: { toolName: string }) => t.toolName).sort()).toEqual(['demo__add', 'demo__echo']);
+      expect(server.transport).toBeNull();
+      expect(server.status.transport).toBe('http');
 
-    const subjects = makeSubjects(system.env.NATS_PREFIX);
-    const changed: AgentToolsChangedEvent[] = [];
-    const sub = nc.subscribe(subjects.agentToolsChanged(account, agent.id), {
-      callback: (_err, msg) => {
-        changed.push(decodePayload<AgentToolsChangedEvent>(msg.data));
-      },
-    });
-    await nc.flush();
+      const subjects = makeSubjects(system.env.NATS_PREFIX);
+      const changed: AgentToolsChangedEvent[] = [];
+      const sub = nc.subscribe(subjects.agentToolsChanged(account, agent.id), {
+        callback: (_err, msg) => {
+          changed.push(decodePayload<AgentToolsChangedEvent>(msg.data));
+        },
+      });
+      await nc.flush();
 
-    const granted = await mcpx('agents', 'grant', 'helper', 'demo');
-    expect(granted.grants.mcpServers).toEqual(['demo']);
+      const granted = await mcpx('agents', 'grant', 'helper', 'demo');
+      expect(granted.grants.mcpServers).toEqual(['demo']);
 
-    const event = await eventually(async () => changed[0], 15_000, 'agent-tools-changed');
-    expect(Object.keys(event.added).sort()).toEqual(['demo__add', 'demo__echo']);
-    expect(event.removed).toEqual([]);
-    expect(event.version).toBeGreaterThanOrEqual(1);
-    sub.unsubscribe();
+      const event = await eventually(async () => changed[0], 15_000, 'agent-tools-changed');
+      expect(Object.keys(event.added).sort()).toEqual(['demo__add', 'demo__echo']);
+      expect(event.removed).toEqual([]);
+      expect(event.version).toBeGreaterThanOrEqual(1);
+      sub.unsubscribe();
 
-    const tools = await mcpx('tools', 'ls', '--agent', 'helper');
-    expect(tools.tools.map((t: { name: string }) => t.name)).toEqual(['demo__add', 'demo__echo']);
-    const echo = tools.tools.find((t: { name: string }) => t.name === 'demo__echo');
-    expect(echo).toMatchObject({ kind: 'mcp', server: 'demo', remoteName: 'echo', permission: 'act' });
-    expect(echo.cid).toBe(event.added.demo__echo);
-    expect(tools.index).toContain('- demo__echo — ');
-    expect(tools.index).toContain('(demo MCP)');
+      const tools = await mcpx('tools', 'ls', '--agent', 'helper');
+      expect(tools.tools.map((t: { name: string }) => t.name)).toEqual(['demo__add', 'demo__echo']);
+      const echo = tools.tools.find((t: { name: string }) => t.name === 'demo__echo');
+      expect(echo).toMatchObject({ kind: 'mcp', server: 'demo', remoteName: 'echo', permission: 'act' });
+      expect(echo.cid).toBe(event.added.demo__echo);
+      expect(tools.index).toContain('- demo__echo — ');
+      expect(tools.index).toContain('(demo MCP)');
 
-    const handshakesBefore = server$.stats.handshakes;
-    const probesBefore = server$.stats.discovers;
-    const first = await mcpx('call', '--agent', 'helper', '--run', 'run-1', 'demo__echo', '{"text":"hello"}');
-    expect(first.text).toBe('echo: hello');
-    expect(first.summary).toBe('demo__echo · hello');
-    expect(first.argument).toBe('hello');
-    const second = await mcpx('call', '--agent', 'helper', '--run', 'run-1', 'demo__add', '{"a":2,"b":3}');
-    expect(second.result).toEqual({ sum: 5 });
-    expect(second.summary).toBe('Ran demo__add on the demo MCP server');
-    if (era === 'legacy') {
-      // One handshake for the run, shared by its calls.
-      expect(server$.stats.handshakes - handshakesBefore).toBe(1);
-    } else {
-      // No handshake at all, and no probe either: the proxy connects with the registry's verdict.
-      expect(server$.stats.handshakes).toBe(0);
-      expect(server$.stats.discovers - probesBefore).toBe(0);
-    }
-    expect(second.instance).toBe(first.instance);
+      const handshakesBefore = server$.stats.handshakes;
+      const probesBefore = server$.stats.discovers;
+      const first = await mcpx('call', '--agent', 'helper', '--run', 'run-1', 'demo__echo', '{"text":"hello"}');
+      expect(first.text).toBe('echo: hello');
+      expect(first.summary).toBe('demo__echo · hello');
+      expect(first.argument).toBe('hello');
+      const second = await mcpx('call', '--agent', 'helper', '--run', 'run-1', 'demo__add', '{"a":2,"b":3}');
+      expect(second.result).toEqual({ sum: 5 });
+      expect(second.summary).toBe('Ran demo__add on the demo MCP server');
+      if (era === 'legacy') {
+        // One handshake for the run, shared by its calls.
+        expect(server$.stats.handshakes - handshakesBefore).toBe(1);
+      } else {
+        // No handshake at all, and no probe either: the proxy connects with the registry's verdict.
+        expect(server$.stats.handshakes).toBe(0);
+        expect(server$.stats.discovers - probesBefore).toBe(0);
+      }
+      expect(second.instance).toBe(first.instance);
 
-    const proxy = system.services.find((s) => s.name === 'proxy');
-    const stats = async () => (await (await fetch(`${proxy?.internalUrl}/stats`)).json()) as { connections: number; runs: number };
-    expect((await stats()).connections).toBe(1);
-    expect((await stats()).runs).toBe(1);
-    const ended = await mcpx('runs', 'end', 'run-1');
-    expect(ended.ended).toBe(true);
-    await eventually(async () => ((await stats()).connections === 0 ? true : undefined), 10_000, 'the run pool to close');
-    expect((await stats()).runs).toBe(0);
-  });
+      const proxy = system.services.find((s) => s.name === 'proxy');
+      const stats = async () =>
+        (await (await fetch(`${proxy?.internalUrl}/stats`)).json()) as { connections: number; runs: number };
+      expect((await stats()).connections).toBe(1);
+      expect((await stats()).runs).toBe(1);
+      const ended = await mcpx('runs', 'end', 'run-1');
+      expect(ended.ended).toBe(true);
+      await eventually(
+        async () => ((await stats()).connections === 0 ? true : undefined),
+        10_000,
+        'the run pool to close',
+      );
+      expect((await stats()).runs).toBe(0);
+    },
+  );
 
   it('saves a server that cannot be reached, with status error and the exact connect error', async () => {
     await mcpx('keys', 'new', '--force');

@@ -4,7 +4,10 @@
 import { createMCPClient } from '@ai-sdk/mcp';
 
 const [url, token, name, args] = process.argv.slice(2);
-const client = await createMCPClient({ transport: { type: 'http', url, headers: { authorization: `Bearer ${token}` } }, name: 'ai-sdk-approvals' });
+const client = await createMCPClient({
+  transport: { type: 'http', url, headers: { authorization: `Bearer ${token}` } },
+  name: 'ai-sdk-approvals',
+});
 try {
   const tools = await client.tools();
   const tool = tools[name];

@@ -9,7 +9,12 @@ export type Path = 'lean' | 'sdk';
  * one serving calls on the lean path, one through the SDK's handler only (`ENDPOINT_LEAN_CALLS=off`),
  * each with `CONSOLE_URL` set to the registry (which serves the console).
  */
-export async function startApprovalEndpoints(): Promise<{ system: ProxySystem; endpoints: Record<Path, RunningEndpoint>; consoleUrl: string; stop: () => Promise<void> }> {
+export async function startApprovalEndpoints(): Promise<{
+  system: ProxySystem;
+  endpoints: Record<Path, RunningEndpoint>;
+  consoleUrl: string;
+  stop: () => Promise<void>;
+}> {
   const system = await ProxySystem.start();
   const consoleUrl = system.api.apiUrl.replace(/\/+$/, '');
   const endpoints: Partial<Record<Path, RunningEndpoint>> = {};

@@ -1,5 +1,8 @@
 /** A tool result as a client library hands it over. */
-export type Result = Record<string, unknown> & { content?: Array<Record<string, unknown>>; _meta?: Record<string, unknown> };
+export type Result = Record<string, unknown> & {
+  content?: Array<Record<string, unknown>>;
+  _meta?: Record<string, unknown>;
+};
 
 /**
  * A result less what is not the server's to compare: the connector's `_meta` keys (`io.mcpx/…`,
@@ -9,7 +12,9 @@ export type Result = Record<string, unknown> & { content?: Array<Record<string, 
 export function lessConnectorKeys(result: Result): Result {
   const strip = (meta: unknown): Record<string, unknown> | undefined => {
     if (meta === null || typeof meta !== 'object') return undefined;
-    const kept = Object.fromEntries(Object.entries(meta).filter(([k]) => !k.startsWith('io.mcpx/') && k !== 'io.modelcontextprotocol/serverInfo'));
+    const kept = Object.fromEntries(
+      Object.entries(meta).filter(([k]) => !k.startsWith('io.mcpx/') && k !== 'io.modelcontextprotocol/serverInfo'),
+    );
     return Object.keys(kept).length === 0 ? undefined : kept;
   };
   const withMeta = <T extends Record<string, unknown>>(v: T): T => {

@@ -31,7 +31,10 @@ describe('approvals any client can finish: the Inspector CLI 2.x and the AI SDK'
   let token: string;
 
   beforeAll(async () => {
-    [stack, upstream] = await Promise.all([startApprovalEndpoints(), startTestMcpServer({ era: 'modern', tools: approvalTools() })]);
+    [stack, upstream] = await Promise.all([
+      startApprovalEndpoints(),
+      startTestMcpServer({ era: 'modern', tools: approvalTools() }),
+    ]);
     await stack.system.setServer('db', upstream.url);
     await stack.system.createAgent('ops', ['db'], 3);
     ({ token } = await stack.system.api.act<{ token: string }>('CreateAgentToken', { agent: 'ops', name: 'clients' }));
@@ -47,7 +50,21 @@ describe('approvals any client can finish: the Inspector CLI 2.x and the AI SDK'
       const { bin, mode } = INSPECTORS['inspector 2.x'];
       const url = `${stack.endpoints.lean.url}/v1/agents/ops/mcp`;
       const out = await run(
-        [bin, ...mode, url, '--transport', 'http', '--header', `Authorization: Bearer ${token}`, '--method', 'tools/call', '--tool-name', 'db__drop_table', '--tool-arg', `table=${table}`],
+        [
+          bin,
+          ...mode,
+          url,
+          '--transport',
+          'http',
+          '--header',
+          `Authorization: Bearer ${token}`,
+          '--method',
+          'tools/call',
+          '--tool-name',
+          'db__drop_table',
+          '--tool-arg',
+          `table=${table}`,
+        ],
         dirname(bin),
       );
       // It prints the result either way, and exits 5 (`tool_is_error`) for an isError result.
@@ -57,7 +74,10 @@ describe('approvals any client can finish: the Inspector CLI 2.x and the AI SDK'
     },
     '@ai-sdk/mcp': async (table) => {
       const url = `${stack.endpoints.sdk.url}/v1/agents/ops/mcp`;
-      const out = await run([AI_SDK_CALL, url, token, 'db__drop_table', JSON.stringify({ table })], dirname(AI_SDK_CALL));
+      const out = await run(
+        [AI_SDK_CALL, url, token, 'db__drop_table', JSON.stringify({ table })],
+        dirname(AI_SDK_CALL),
+      );
       expect(out.code, out.stderr).toBe(0);
       return JSON.parse(out.stdout) as Result;
     },

@@ -10,7 +10,8 @@ import { modernCall } from './raw-mcp.js';
 
 type ErrorMeta = { code: string; message: string; details: Record<string, unknown> };
 type Result = { content?: unknown; isError?: boolean; _meta?: Record<string, unknown> };
-const errorOf = (result: Result): ErrorMeta => (result._meta?.['io.mcpx/error'] as ErrorMeta | undefined) ?? { code: 'none', message: '', details: {} };
+const errorOf = (result: Result): ErrorMeta =>
+  (result._meta?.['io.mcpx/error'] as ErrorMeta | undefined) ?? { code: 'none', message: '', details: {} };
 const textOf = (result: Result): string => (result.content as Array<{ text?: string }> | undefined)?.[0]?.text ?? '';
 type Question = { mode?: string; url?: string; elicitationId?: string; message: string };
 /** The approval a URL question's console link names. */
@@ -40,22 +41,39 @@ describe('approvals any client can finish: a URL question to a client that opens
     elicitation: { form?: Record<string, never>; url?: Record<string, never> },
     onQuestion: (q: Question) => Promise<'accept' | 'decline' | 'cancel'>,
   ): Promise<Client> => {
-    const client = new Client({ name: 'url-approvals', version: '1.0.0' }, { versionNegotiation: { mode: 'auto' }, capabilities: { elicitation } });
+    const client = new Client(
+      { name: 'url-approvals', version: '1.0.0' },
+      { versionNegotiation: { mode: 'auto' }, capabilities: { elicitation } },
+    );
     client.setRequestHandler('elicitation/create', async (req) => {
       const action = await onQuestion(req.params);
-      return action === 'accept' ? { action, ...((req.params as Question).mode === 'url' ? {} : { content: {} }) } : { action };
+      return action === 'accept'
+        ? { action, ...((req.params as Question).mode === 'url' ? {} : { content: {} }) }
+        : { action };
     });
-    await client.connect(new StreamableHTTPClientTransport(new URL(url(path)), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(url(path)), {
+        requestInit: { headers: { authorization: `Bearer ${token}` } },
+      }),
+    );
     clients.push(client);
     return client;
   };
 
   beforeAll(async () => {
-    [stack, upstream] = await Promise.all([startApprovalEndpoints(), startTestMcpServer({ era: 'modern', tools: approvalTools() })]);
+    [stack, upstream] = await Promise.all([
+      startApprovalEndpoints(),
+      startTestMcpServer({ era: 'modern', tools: approvalTools() }),
+    ]);
     await stack.system.setServer('db', upstream.url);
     await stack.system.createAgent('ops', ['db'], 3);
-    const token = async (fields: Record<string, unknown>): Promise<string> => (await stack.system.api.act<{ token: string }>('CreateAgentToken', { agent: 'ops', ...fields })).token;
-    [tokens.plain, tokens.other, tokens.mayApprove] = await Promise.all([token({ name: 'plain' }), token({ name: 'other' }), token({ name: 'may-approve', userMayApprove: true })]);
+    const token = async (fields: Record<string, unknown>): Promise<string> =>
+      (await stack.system.api.act<{ token: string }>('CreateAgentToken', { agent: 'ops', ...fields })).token;
+    [tokens.plain, tokens.other, tokens.mayApprove] = await Promise.all([
+      token({ name: 'plain' }),
+      token({ name: 'other' }),
+      token({ name: 'may-approve', userMayApprove: true }),
+    ]);
   }, 120_000);
 
   afterAll(async () => {
@@ -64,28 +82,31 @@ describe('approvals any client can finish: a URL question to a client that opens
     await upstream?.close();
   });
 
-  it.each(['lean', 'sdk'] as const)('%s path: asked the console link; the owner approves there, the client answers, the call runs once', async (path) => {
-    const table = `url-${path}`;
-    const asked: Question[] = [];
-    const client = await connect(path, tokens.plain, { url: {} }, async (q) => {
-      asked.push(q);
-      // The user opens the link; the owner decides there (the console's signed action).
-      await stack.system.api.act('ApproveToolCall', { approvalId: approvalOf(q) });
-      return 'accept';
-    });
-    const before = upstream.stats.calls;
-    const ran = (await client.callTool({ name: 'db__drop_table', arguments: { table } })) as Result;
-    expect(textOf(ran)).toBe(`dropped ${table}`);
-    expect(upstream.stats.calls).toBe(before + 1);
-    expect(asked).toHaveLength(1);
-    const q = asked[0]!;
-    expect(q.mode).toBe('url');
-    // 2026-07-28 URL questions carry no elicitationId (the SDK drops it): the link names the approval.
-    const id = approvalOf(q);
-    expect(id).toMatch(/^apr_/);
-    expect(q.url).toBe(`${stack.consoleUrl}/?approval=${id}#approvals`);
-    expect(q.message).toContain(id);
-  });
+  it.each(['lean', 'sdk'] as const)(
+    '%s path: asked the console link; the owner approves there, the client answers, the call runs once',
+    async (path) => {
+      const table = `url-${path}`;
+      const asked: Question[] = [];
+      const client = await connect(path, tokens.plain, { url: {} }, async (q) => {
+        asked.push(q);
+        // The user opens the link; the owner decides there (the console's signed action).
+        await stack.system.api.act('ApproveToolCall', { approvalId: approvalOf(q) });
+        return 'accept';
+      });
+      const before = upstream.stats.calls;
+      const ran = (await client.callTool({ name: 'db__drop_table', arguments: { table } })) as Result;
+      expect(textOf(ran)).toBe(`dropped ${table}`);
+      expect(upstream.stats.calls).toBe(before + 1);
+      expect(asked).toHaveLength(1);
+      const q = asked[0]!;
+      expect(q.mode).toBe('url');
+      // 2026-07-28 URL questions carry no elicitationId (the SDK drops it): the link names the approval.
+      const id = approvalOf(q);
+      expect(id).toMatch(/^apr_/);
+      expect(q.url).toBe(`${stack.consoleUrl}/?approval=${id}#approvals`);
+      expect(q.message).toContain(id);
+    },
+  );
 
   it('a 2025 client (SDK v1) that declared URL elicitation gets a URL-mode elicitation/create with its elicitationId: the approval', async () => {
     const asked: Question[] = [];
@@ -96,7 +117,9 @@ describe('approvals any client can finish: a URL question to a client that opens
       await stack.system.api.act('ApproveToolCall', { approvalId: approvalOf(q) });
       return { action: 'accept' as const };
     });
-    await client.connect(new V1Transport(new URL(url('lean')), { requestInit: { headers: { authorization: `Bearer ${tokens.plain}` } } }));
+    await client.connect(
+      new V1Transport(new URL(url('lean')), { requestInit: { headers: { authorization: `Bearer ${tokens.plain}` } } }),
+    );
     const before = upstream.stats.calls;
     try {
       const ran = (await client.callTool({ name: 'db__drop_table', arguments: { table: 'url-v1' } })) as Result;
@@ -106,22 +129,34 @@ describe('approvals any client can finish: a URL question to a client that opens
     }
     expect(upstream.stats.calls).toBe(before + 1);
     expect(asked).toHaveLength(1);
-    expect(asked[0]).toMatchObject({ mode: 'url', url: `${stack.consoleUrl}/?approval=${approvalOf(asked[0]!)}#approvals`, elicitationId: approvalOf(asked[0]!) });
+    expect(asked[0]).toMatchObject({
+      mode: 'url',
+      url: `${stack.consoleUrl}/?approval=${approvalOf(asked[0]!)}#approvals`,
+      elicitationId: approvalOf(asked[0]!),
+    });
   });
 
-  it.each(['lean', 'sdk'] as const)('%s path: the user declines to open it: nothing runs, the refusal names the approval and the link', async (path) => {
-    const client = await connect(path, tokens.plain, { url: {} }, () => Promise.resolve('decline'));
-    const before = upstream.stats.calls;
-    const out = (await client.callTool({ name: 'db__drop_table', arguments: { table: `declined-${path}` } })) as Result;
-    expect(out.isError).toBe(true);
-    expect(errorOf(out).code).toBe('approval_required');
-    const id = errorOf(out).details.approvalId as string;
-    expect(errorOf(out).details.decideAt).toBe(`${stack.consoleUrl}/?approval=${id}#approvals`);
-    expect(upstream.stats.calls).toBe(before);
-    // Declining the link decides nothing: the approval still waits for the owner.
-    const { approvals } = await stack.system.api.act<{ approvals: Array<{ id: string; status: string }> }>('ListApprovals');
-    expect(approvals.find((a) => a.id === id)?.status).toBe('pending');
-  });
+  it.each(['lean', 'sdk'] as const)(
+    '%s path: the user declines to open it: nothing runs, the refusal names the approval and the link',
+    async (path) => {
+      const client = await connect(path, tokens.plain, { url: {} }, () => Promise.resolve('decline'));
+      const before = upstream.stats.calls;
+      const out = (await client.callTool({
+        name: 'db__drop_table',
+        arguments: { table: `declined-${path}` },
+      })) as Result;
+      expect(out.isError).toBe(true);
+      expect(errorOf(out).code).toBe('approval_required');
+      const id = errorOf(out).details.approvalId as string;
+      expect(errorOf(out).details.decideAt).toBe(`${stack.consoleUrl}/?approval=${id}#approvals`);
+      expect(upstream.stats.calls).toBe(before);
+      // Declining the link decides nothing: the approval still waits for the owner.
+      const { approvals } = await stack.system.api.act<{ approvals: Array<{ id: string; status: string }> }>(
+        'ListApprovals',
+      );
+      expect(approvals.find((a) => a.id === id)?.status).toBe('pending');
+    },
+  );
 
   it('a client that declares forms alone, with a token that may not approve, gets the refusal naming the link', async () => {
     const asked: Question[] = [];
@@ -156,18 +191,32 @@ describe('approvals any client can finish: a URL question to a client that opens
     const question = (first.result?.inputRequests as Record<string, { params: Question }>).mcpx_approval!.params;
     const before = upstream.stats.calls;
     // Not decided yet: the answer re-sends, the call still waits, the same question comes back.
-    const early = await modernCall(url('lean'), tokens.plain, 'db__drop_table', { table: 'stolen' }, caps, { requestState: state, inputResponses: { mcpx_approval: { action: 'accept' } } });
+    const early = await modernCall(url('lean'), tokens.plain, 'db__drop_table', { table: 'stolen' }, caps, {
+      requestState: state,
+      inputResponses: { mcpx_approval: { action: 'accept' } },
+    });
     expect(early.result?.resultType).toBe('input_required');
-    expect(approvalOf((early.result?.inputRequests as Record<string, { params: Question }>).mcpx_approval!.params)).toBe(approvalOf(question));
+    expect(
+      approvalOf((early.result?.inputRequests as Record<string, { params: Question }>).mcpx_approval!.params),
+    ).toBe(approvalOf(question));
     await stack.system.api.act('ApproveToolCall', { approvalId: approvalOf(question) });
     // Another token's retry with the state: refused, naming the field; nothing runs.
     for (const path of ['lean', 'sdk'] as const) {
-      const stolen = await modernCall(url(path), tokens.other, 'db__drop_table', { table: 'stolen' }, caps, { requestState: state, inputResponses: { mcpx_approval: { action: 'accept' } } });
-      expect(errorOf(stolen.result as Result)).toMatchObject({ code: 'invalid_input', details: { field: 'requestState' } });
+      const stolen = await modernCall(url(path), tokens.other, 'db__drop_table', { table: 'stolen' }, caps, {
+        requestState: state,
+        inputResponses: { mcpx_approval: { action: 'accept' } },
+      });
+      expect(errorOf(stolen.result as Result)).toMatchObject({
+        code: 'invalid_input',
+        details: { field: 'requestState' },
+      });
     }
     expect(upstream.stats.calls).toBe(before);
     // The owner's token re-sends: it runs once.
-    const ran = await modernCall(url('sdk'), tokens.plain, 'db__drop_table', { table: 'stolen' }, caps, { requestState: state, inputResponses: { mcpx_approval: { action: 'accept' } } });
+    const ran = await modernCall(url('sdk'), tokens.plain, 'db__drop_table', { table: 'stolen' }, caps, {
+      requestState: state,
+      inputResponses: { mcpx_approval: { action: 'accept' } },
+    });
     expect(textOf(ran.result as Result)).toBe('dropped stolen');
     expect(upstream.stats.calls).toBe(before + 1);
   });

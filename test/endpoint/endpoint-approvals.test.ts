@@ -37,11 +37,19 @@ describe('the agent MCP endpoint: approvals are tool results', () => {
     expect(upstream.stats.calls).toBe(before);
 
     await sys.system.api.act('ApproveToolCall', { approvalId });
-    const ran = await client.callTool({ name: 'db__drop_table', arguments: { table: 'users' }, _meta: { 'io.mcpx/approvalId': approvalId } });
+    const ran = await client.callTool({
+      name: 'db__drop_table',
+      arguments: { table: 'users' },
+      _meta: { 'io.mcpx/approvalId': approvalId },
+    });
     expect(ran.isError).toBeFalsy();
     expect(ran.content).toEqual([{ type: 'text', text: 'dropped users' }]);
     // Used once: a replay is refused, as a tool result.
-    const replay = await client.callTool({ name: 'db__drop_table', arguments: { table: 'users' }, _meta: { 'io.mcpx/approvalId': approvalId } });
+    const replay = await client.callTool({
+      name: 'db__drop_table',
+      arguments: { table: 'users' },
+      _meta: { 'io.mcpx/approvalId': approvalId },
+    });
     expect(replay.isError).toBe(true);
     expect(errorOf(replay).code).toBe('approval_refused');
     expect(upstream.stats.calls).toBe(before + 1);
@@ -51,7 +59,11 @@ describe('the agent MCP endpoint: approvals are tool results', () => {
     const stopped = await client.callTool({ name: 'db__drop_table', arguments: { table: 'orders' } });
     const approvalId = errorOf(stopped).details.approvalId as string;
     await sys.system.api.act('DenyToolCall', { approvalId });
-    const denied = await client.callTool({ name: 'db__drop_table', arguments: { table: 'orders' }, _meta: { 'io.mcpx/approvalId': approvalId } });
+    const denied = await client.callTool({
+      name: 'db__drop_table',
+      arguments: { table: 'orders' },
+      _meta: { 'io.mcpx/approvalId': approvalId },
+    });
     expect(denied.isError).toBe(true);
     expect(errorOf(denied)).toMatchObject({ code: 'approval_refused', details: { reason: 'denied' } });
   });

@@ -34,7 +34,11 @@ describe('MCP Apps through the endpoint faces', () => {
 
   const v2 = async (url: string): Promise<Client> => {
     const client = new Client({ name: 'apps-host', version: '1.0.0' }, { versionNegotiation: { mode: 'auto' } });
-    await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(url), {
+        requestInit: { headers: { authorization: `Bearer ${token}` } },
+      }),
+    );
     return client;
   };
   const perServer = (): string => `${sys.endpoint.url}/v1/agents/viewer/servers/apps/mcp`;
@@ -74,7 +78,9 @@ describe('MCP Apps through the endpoint faces', () => {
     const wrapped = `ui://apps/${encodeURIComponent(APP_URI)}`;
     const client = await v2(merged());
     const v1 = new V1Client({ name: 'apps-host-v1', version: '1.0.0' });
-    await v1.connect(new V1Transport(new URL(merged()), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
+    await v1.connect(
+      new V1Transport(new URL(merged()), { requestInit: { headers: { authorization: `Bearer ${token}` } } }),
+    );
     try {
       for (const c of [client, v1]) {
         const meta = await metaOf(c, 'apps__weather');
@@ -94,7 +100,9 @@ describe('MCP Apps through the endpoint faces', () => {
   });
 
   it('hands a NATS runtime the document with the tool’s _meta as the server wrote it (ListAgentTools)', async () => {
-    const { tools } = await sys.system.api.act<{ tools: Array<{ name: string; _meta?: Meta }> }>('ListAgentTools', { agent: agentId });
+    const { tools } = await sys.system.api.act<{ tools: Array<{ name: string; _meta?: Meta }> }>('ListAgentTools', {
+      agent: agentId,
+    });
     const weather = tools.find((t) => t.name === 'apps__weather');
     expect(weather?._meta?.ui?.resourceUri).toBe(APP_URI);
     expect(Object.keys(weather?._meta ?? {}).filter((k) => k.startsWith('io.mcpx/'))).toEqual(['io.mcpx/omitted']);
@@ -107,11 +115,20 @@ describe('MCP Apps through the endpoint faces', () => {
       for (const [c, uri, shown] of [
         [client, 'ui://weather/app.js', 'ui://weather/app.js'],
         [client, 'ui://weather/bare', 'ui://weather/bare'],
-        [mergedClient, `ui://apps/${encodeURIComponent('ui://weather/app.js')}`, `ui://apps/${encodeURIComponent('ui://weather/app.js')}`],
+        [
+          mergedClient,
+          `ui://apps/${encodeURIComponent('ui://weather/app.js')}`,
+          `ui://apps/${encodeURIComponent('ui://weather/app.js')}`,
+        ],
       ] as const) {
         const read = await c.readResource({ uri });
         expect(read.contents).toHaveLength(1);
-        const content = read.contents[0] as { uri: string; mimeType?: string; text?: string; _meta?: Record<string, unknown> };
+        const content = read.contents[0] as {
+          uri: string;
+          mimeType?: string;
+          text?: string;
+          _meta?: Record<string, unknown>;
+        };
         expect(content.uri).toBe(shown);
         expect(content.mimeType).toBe('text/plain');
         expect(content.text).toMatch(/must be HTML/);

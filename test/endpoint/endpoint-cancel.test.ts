@@ -25,7 +25,11 @@ describe('the agent MCP endpoint: a client’s cancel reaches the remote server'
 
   beforeAll(async () => {
     const ping = { name: 'ping', handler: () => ({ content: [{ type: 'text' as const, text: 'pong' }] }) };
-    [sys, upstream, old] = await Promise.all([startEndpointSystem(), startTestMcpServer({ era: 'modern', tools: [holdTool, ping] }), startTestMcpServer({ era: 'legacy', tools: [holdTool, ping] })]);
+    [sys, upstream, old] = await Promise.all([
+      startEndpointSystem(),
+      startTestMcpServer({ era: 'modern', tools: [holdTool, ping] }),
+      startTestMcpServer({ era: 'legacy', tools: [holdTool, ping] }),
+    ]);
     await sys.system.setServer('up', upstream.url);
     await sys.system.setServer('old', old.url);
     await sys.system.createAgent('worker', ['up', 'old'], 4);
@@ -38,8 +42,17 @@ describe('the agent MCP endpoint: a client’s cancel reaches the remote server'
   });
 
   const started = async (...tags: string[]): Promise<boolean> =>
-    await eventually(async () => (tags.every((t) => seen.get(t)?.started) ? true : undefined), 20_000, `${tags.join(', ')}: the remote calls to start`);
-  const cancelledUpstream = async (tag: string): Promise<boolean> => await eventually(async () => (seen.get(tag)?.cancelled ? true : undefined), 20_000, `${tag}: the remote server to see the cancel`);
+    await eventually(
+      async () => (tags.every((t) => seen.get(t)?.started) ? true : undefined),
+      20_000,
+      `${tags.join(', ')}: the remote calls to start`,
+    );
+  const cancelledUpstream = async (tag: string): Promise<boolean> =>
+    await eventually(
+      async () => (seen.get(tag)?.cancelled ? true : undefined),
+      20_000,
+      `${tag}: the remote server to see the cancel`,
+    );
 
   const headers = (): Record<string, string> => ({ authorization: `Bearer ${token}` });
 
@@ -48,19 +61,38 @@ describe('the agent MCP endpoint: a client’s cancel reaches the remote server'
     const abort = new AbortController();
     const pending = call(abort.signal);
     pending.catch(() => undefined);
-    await eventually(async () => (seen.get(tag)?.started ? true : undefined), 20_000, `${tag}: the remote call to start`);
+    await eventually(
+      async () => (seen.get(tag)?.started ? true : undefined),
+      20_000,
+      `${tag}: the remote call to start`,
+    );
     abort.abort();
     await expect(pending).rejects.toThrow();
-    await eventually(async () => (seen.get(tag)?.cancelled ? true : undefined), 20_000, `${tag}: the remote server to see the cancel`);
-    await eventually(async () => (sys.system.proxies.every((p) => p.stats().inflight === 0) ? true : undefined), 20_000, `${tag}: no call left in flight`);
+    await eventually(
+      async () => (seen.get(tag)?.cancelled ? true : undefined),
+      20_000,
+      `${tag}: the remote server to see the cancel`,
+    );
+    await eventually(
+      async () => (sys.system.proxies.every((p) => p.stats().inflight === 0) ? true : undefined),
+      20_000,
+      `${tag}: no call left in flight`,
+    );
   }
 
   it('passes an SDK v2 client’s abort on to the remote call', async () => {
     const client = new Client({ name: 'cancel-v2', version: '1.0.0' }, { versionNegotiation: { mode: 'auto' } });
-    await client.connect(new StreamableHTTPClientTransport(new URL(sys.urlOf('worker')), { requestInit: { headers: headers() } }));
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(sys.urlOf('worker')), { requestInit: { headers: headers() } }),
+    );
     try {
-      await cancelThrough((signal) => client.callTool({ name: 'up__hold', arguments: { tag: 'v2' } }, { signal, timeout: 90_000 }), 'v2');
-      expect(await client.callTool({ name: 'up__ping', arguments: {} })).toMatchObject({ content: [{ type: 'text', text: 'pong' }] });
+      await cancelThrough(
+        (signal) => client.callTool({ name: 'up__hold', arguments: { tag: 'v2' } }, { signal, timeout: 90_000 }),
+        'v2',
+      );
+      expect(await client.callTool({ name: 'up__ping', arguments: {} })).toMatchObject({
+        content: [{ type: 'text', text: 'pong' }],
+      });
     } finally {
       await client.close();
     }
@@ -70,8 +102,14 @@ describe('the agent MCP endpoint: a client’s cancel reaches the remote server'
     const client = new V1Client({ name: 'cancel-v1', version: '1.0.0' });
     await client.connect(new V1Transport(new URL(sys.urlOf('worker')), { requestInit: { headers: headers() } }));
     try {
-      await cancelThrough((signal) => client.callTool({ name: 'up__hold', arguments: { tag: 'v1' } }, undefined, { signal, timeout: 90_000 }), 'v1');
-      expect(await client.callTool({ name: 'up__ping', arguments: {} })).toMatchObject({ content: [{ type: 'text', text: 'pong' }] });
+      await cancelThrough(
+        (signal) =>
+          client.callTool({ name: 'up__hold', arguments: { tag: 'v1' } }, undefined, { signal, timeout: 90_000 }),
+        'v1',
+      );
+      expect(await client.callTool({ name: 'up__ping', arguments: {} })).toMatchObject({
+        content: [{ type: 'text', text: 'pong' }],
+      });
     } finally {
       await client.close();
     }
@@ -81,8 +119,20 @@ describe('the agent MCP endpoint: a client’s cancel reaches the remote server'
     const { client, account } = sys.system;
     for (const server of ['up', 'old']) {
       const run = `rt-${server}`;
-      const kept = sys.system.call('worker', run, `${server}__hold`, { tag: `${server}-kept` }, { callId: 'c-kept', timeoutMs: 60_000 });
-      const cut = sys.system.call('worker', run, `${server}__hold`, { tag: `${server}-cut` }, { callId: 'c-cut', timeoutMs: 60_000 });
+      const kept = sys.system.call(
+        'worker',
+        run,
+        `${server}__hold`,
+        { tag: `${server}-kept` },
+        { callId: 'c-kept', timeoutMs: 60_000 },
+      );
+      const cut = sys.system.call(
+        'worker',
+        run,
+        `${server}__hold`,
+        { tag: `${server}-cut` },
+        { callId: 'c-cut', timeoutMs: 60_000 },
+      );
       kept.catch(() => undefined);
       cut.catch(() => undefined);
       await started(`${server}-kept`, `${server}-cut`);
@@ -105,8 +155,15 @@ describe('the agent MCP endpoint: a client’s cancel reaches the remote server'
     const other = (await sys.token('worker')).token;
     const url = sys.urlOf('worker');
     const legacy = { 'mcp-protocol-version': '2025-11-25' };
-    const call = (id: number, tag: string) => post(url, token, { jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'old__hold', arguments: { tag } } }, legacy);
-    const cancel = (who: string, requestId: number) => post(url, who, { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId } }, legacy);
+    const call = (id: number, tag: string) =>
+      post(
+        url,
+        token,
+        { jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'old__hold', arguments: { tag } } },
+        legacy,
+      );
+    const cancel = (who: string, requestId: number) =>
+      post(url, who, { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId } }, legacy);
     const kept = call(7001, 'tok-kept');
     const cut = call(7002, 'tok-cut');
     kept.catch(() => undefined);

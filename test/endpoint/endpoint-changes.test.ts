@@ -18,7 +18,11 @@ describe('the agent MCP endpoint: list_changed when a grant changes', () => {
   let token: string;
 
   beforeAll(async () => {
-    [sys, alpha, beta] = await Promise.all([startEndpointSystem(), startTestMcpServer({ era: 'modern' }), startTestMcpServer()]);
+    [sys, alpha, beta] = await Promise.all([
+      startEndpointSystem(),
+      startTestMcpServer({ era: 'modern' }),
+      startTestMcpServer(),
+    ]);
     await sys.system.setServer('alpha', alpha.url);
     await sys.system.setServer('beta', beta.url);
     await sys.system.createAgent('watcher', ['alpha'], 1);
@@ -37,7 +41,9 @@ describe('the agent MCP endpoint: list_changed when a grant changes', () => {
     modern.setNotificationHandler('notifications/tools/list_changed', () => {
       modernHeard++;
     });
-    await modern.connect(new StreamableHTTPClientTransport(new URL(sys.urlOf('watcher')), { requestInit: { headers } }));
+    await modern.connect(
+      new StreamableHTTPClientTransport(new URL(sys.urlOf('watcher')), { requestInit: { headers } }),
+    );
     const subscription = await modern.listen({ toolsListChanged: true });
 
     const legacy = new V1Client({ name: 'v1-listen', version: '1.0.0' });
@@ -53,7 +59,11 @@ describe('the agent MCP endpoint: list_changed when a grant changes', () => {
       await eventually(async () => (await legacy.listTools()).tools.length > 0 || undefined, 10_000, 'legacy list');
 
       await sys.system.api.act('UpdateAgent', { agent: 'watcher', definition: { mcpServers: ['alpha', 'beta'] } });
-      await eventually(async () => (modernHeard > 0 && legacyHeard > 0 ? true : undefined), 20_000, 'both clients notified');
+      await eventually(
+        async () => (modernHeard > 0 && legacyHeard > 0 ? true : undefined),
+        20_000,
+        'both clients notified',
+      );
       const after = (await modern.listTools()).tools.map((t) => t.name);
       expect(after.some((n) => n.startsWith('beta__'))).toBe(true);
       const legacyAfter = (await legacy.listTools()).tools.map((t) => t.name);
@@ -62,7 +72,11 @@ describe('the agent MCP endpoint: list_changed when a grant changes', () => {
       // A revoked grant: notified again, and the server's tools are gone from the list.
       const [m, l] = [modernHeard, legacyHeard];
       await sys.system.api.act('UpdateAgent', { agent: 'watcher', definition: { mcpServers: ['beta'] } });
-      await eventually(async () => (modernHeard > m && legacyHeard > l ? true : undefined), 20_000, 'both clients notified of the revoke');
+      await eventually(
+        async () => (modernHeard > m && legacyHeard > l ? true : undefined),
+        20_000,
+        'both clients notified of the revoke',
+      );
       const revoked = (await modern.listTools()).tools.map((t) => t.name);
       expect(revoked.length).toBeGreaterThan(0);
       expect(revoked.every((n) => n.startsWith('beta__'))).toBe(true);

@@ -47,7 +47,11 @@ describe('the agent MCP endpoint: the compact face', () => {
   let token: string;
 
   beforeAll(async () => {
-    [sys, big, other] = await Promise.all([startEndpointSystem(), startTestMcpServer({ era: 'modern', tools: bigTools() }), startTestMcpServer({ era: 'modern' })]);
+    [sys, big, other] = await Promise.all([
+      startEndpointSystem(),
+      startTestMcpServer({ era: 'modern', tools: bigTools() }),
+      startTestMcpServer({ era: 'modern' }),
+    ]);
     await sys.system.setServer('big', big.url);
     // Registered in the account, not granted to the agent.
     await sys.system.setServer('other', other.url);
@@ -75,7 +79,9 @@ describe('the agent MCP endpoint: the compact face', () => {
     await direct.connect(new StreamableHTTPClientTransport(new URL(big.url)));
     try {
       const full = new Client({ name: 'full', version: '1.0.0' }, { versionNegotiation: { mode: 'auto' } });
-      await full.connect(new StreamableHTTPClientTransport(new URL(sys.urlOf(agentId)), { requestInit: { headers: headers() } }));
+      await full.connect(
+        new StreamableHTTPClientTransport(new URL(sys.urlOf(agentId)), { requestInit: { headers: headers() } }),
+      );
       let fullCount = 0;
       let cursor: string | undefined;
       let fullForecast: unknown;
@@ -94,24 +100,40 @@ describe('the agent MCP endpoint: the compact face', () => {
 
       const found = await client.callTool({ name: 'search', arguments: { query: 'weather forecast for a city' } });
       expect(found.isError).toBeFalsy();
-      const answer = found.structuredContent as { tools: Array<{ name: string; server: string; permission: string }>; total: number };
+      const answer = found.structuredContent as {
+        tools: Array<{ name: string; server: string; permission: string }>;
+        total: number;
+      };
       expect(answer.tools[0]).toMatchObject({ name: 'big__weather_forecast', server: 'big' });
       expect(JSON.parse(textOf(found))).toEqual(answer);
       // An empty query pages through every tool by name.
-      const all = (await client.callTool({ name: 'search', arguments: { query: '', limit: 50, offset: 100 } })).structuredContent as { tools: Array<{ name: string }>; total: number };
+      const all = (await client.callTool({ name: 'search', arguments: { query: '', limit: 50, offset: 100 } }))
+        .structuredContent as { tools: Array<{ name: string }>; total: number };
       expect(all.total).toBe(NUMBERED + 1);
-      expect(all.tools.map((t) => t.name)).toEqual([...Array.from({ length: 20 }, (_, i) => `big__op_${String(100 + i).padStart(3, '0')}`), 'big__weather_forecast']);
+      expect(all.tools.map((t) => t.name)).toEqual([
+        ...Array.from({ length: 20 }, (_, i) => `big__op_${String(100 + i).padStart(3, '0')}`),
+        'big__weather_forecast',
+      ]);
 
-      const described = await client.callTool({ name: 'describe', arguments: { names: ['big__weather_forecast', 'nope__x'] } });
+      const described = await client.callTool({
+        name: 'describe',
+        arguments: { names: ['big__weather_forecast', 'nope__x'] },
+      });
       expect(described.structuredContent).toEqual({ tools: [fullForecast], unknown: ['nope__x'] });
 
-      const viaCompact = await client.callTool({ name: 'call', arguments: { name: 'big__weather_forecast', arguments: { city: 'Oslo' } } });
+      const viaCompact = await client.callTool({
+        name: 'call',
+        arguments: { name: 'big__weather_forecast', arguments: { city: 'Oslo' } },
+      });
       const viaServer = await direct.callTool({ name: 'weather_forecast', arguments: { city: 'Oslo' } });
       expect(viaCompact.content).toEqual(viaServer.content);
       expect(viaCompact.structuredContent).toEqual(viaServer.structuredContent);
 
       // Every rule of the gateway holds on the inner call: the contract, here.
-      const bad = await client.callTool({ name: 'call', arguments: { name: 'big__weather_forecast', arguments: { city: 7 } } });
+      const bad = await client.callTool({
+        name: 'call',
+        arguments: { name: 'big__weather_forecast', arguments: { city: 7 } },
+      });
       expect(bad.isError).toBe(true);
       expect((bad._meta?.['io.mcpx/error'] as { code: string }).code).toBe('invalid_arguments');
     } finally {
@@ -124,15 +146,22 @@ describe('the agent MCP endpoint: the compact face', () => {
     const client = await v2();
     try {
       const before = other.stats.calls;
-      const refused = await client.callTool({ name: 'call', arguments: { name: 'other__echo', arguments: { text: 'x' } } });
+      const refused = await client.callTool({
+        name: 'call',
+        arguments: { name: 'other__echo', arguments: { text: 'x' } },
+      });
       expect(refused.isError).toBe(true);
       expect(refused._meta?.['io.mcpx/error']).toMatchObject({ code: 'invalid_input', details: { field: 'name' } });
       expect(textOf(refused)).toMatch(/not a tool of this agent/);
       // Named directly, as on the full face: unknown.
       await expect(client.callTool({ name: 'other__echo', arguments: { text: 'x' } })).rejects.toThrow(/Unknown tool/);
       // describe does not reveal it either.
-      expect((await client.callTool({ name: 'describe', arguments: { names: ['other__echo'] } })).structuredContent).toEqual({ tools: [], unknown: ['other__echo'] });
-      expect((await client.callTool({ name: 'search', arguments: { query: 'echo' } })).structuredContent).toMatchObject({ tools: [], total: 0 });
+      expect(
+        (await client.callTool({ name: 'describe', arguments: { names: ['other__echo'] } })).structuredContent,
+      ).toEqual({ tools: [], unknown: ['other__echo'] });
+      expect((await client.callTool({ name: 'search', arguments: { query: 'echo' } })).structuredContent).toMatchObject(
+        { tools: [], total: 0 },
+      );
       expect(other.stats.calls).toBe(before);
     } finally {
       await client.close();
@@ -147,18 +176,44 @@ describe('the agent MCP endpoint: the compact face', () => {
       return r._meta?.['io.mcpx/error'];
     };
     try {
-      expect(await errorOf('search', { query: 'a'.repeat(1_000_000) })).toMatchObject({ code: 'invalid_input', details: { field: 'query', limit: 256 } });
-      expect(await errorOf('search', { query: { $regex: '.*' } })).toMatchObject({ code: 'invalid_input', details: { field: 'query' } });
-      expect(await errorOf('search', { query: 'x', limit: 1e9 })).toMatchObject({ code: 'invalid_input', details: { field: 'limit' } });
-      expect(await errorOf('search', { query: 'x', offset: -1 })).toMatchObject({ code: 'invalid_input', details: { field: 'offset' } });
-      expect(await errorOf('describe', { names: Array.from({ length: 10_000 }, (_, i) => `n${i}`) })).toMatchObject({ code: 'invalid_input', details: { field: 'names' } });
-      expect(await errorOf('describe', { names: ['x'.repeat(10_000)] })).toMatchObject({ code: 'invalid_input', details: { field: 'names/0' } });
-      expect(await errorOf('call', { name: 'x'.repeat(10_000) })).toMatchObject({ code: 'invalid_input', details: { field: 'name' } });
-      expect(await errorOf('call', { name: 'big__op_001', arguments: [1, 2] })).toMatchObject({ code: 'invalid_input', details: { field: 'arguments' } });
+      expect(await errorOf('search', { query: 'a'.repeat(1_000_000) })).toMatchObject({
+        code: 'invalid_input',
+        details: { field: 'query', limit: 256 },
+      });
+      expect(await errorOf('search', { query: { $regex: '.*' } })).toMatchObject({
+        code: 'invalid_input',
+        details: { field: 'query' },
+      });
+      expect(await errorOf('search', { query: 'x', limit: 1e9 })).toMatchObject({
+        code: 'invalid_input',
+        details: { field: 'limit' },
+      });
+      expect(await errorOf('search', { query: 'x', offset: -1 })).toMatchObject({
+        code: 'invalid_input',
+        details: { field: 'offset' },
+      });
+      expect(await errorOf('describe', { names: Array.from({ length: 10_000 }, (_, i) => `n${i}`) })).toMatchObject({
+        code: 'invalid_input',
+        details: { field: 'names' },
+      });
+      expect(await errorOf('describe', { names: ['x'.repeat(10_000)] })).toMatchObject({
+        code: 'invalid_input',
+        details: { field: 'names/0' },
+      });
+      expect(await errorOf('call', { name: 'x'.repeat(10_000) })).toMatchObject({
+        code: 'invalid_input',
+        details: { field: 'name' },
+      });
+      expect(await errorOf('call', { name: 'big__op_001', arguments: [1, 2] })).toMatchObject({
+        code: 'invalid_input',
+        details: { field: 'arguments' },
+      });
       // A catastrophic-backtracking pattern, control and bidi characters: words, matched as text.
       const pattern = await client.callTool({ name: 'search', arguments: { query: '(a+)+$ .* \u0000\u202e weather' } });
       expect(pattern.isError).toBeFalsy();
-      expect((pattern.structuredContent as { tools: Array<{ name: string }> }).tools[0]?.name).toBe('big__weather_forecast');
+      expect((pattern.structuredContent as { tools: Array<{ name: string }> }).tools[0]?.name).toBe(
+        'big__weather_forecast',
+      );
       // The endpoint serves on.
       expect((await client.listTools()).tools).toHaveLength(3);
     } finally {
@@ -175,7 +230,10 @@ describe('the agent MCP endpoint: the compact face', () => {
     await legacy.connect(new V1Transport(compactUrl(), { requestInit: { headers: headers() } }));
     try {
       expect((await legacy.listTools()).tools.map((t) => t.name)).toEqual(['search', 'describe', 'call']);
-      const r = await legacy.request({ method: 'tools/call', params: { name: 'call', arguments: { name: 'big__op_007', arguments: {} } } }, CallToolResultSchema);
+      const r = await legacy.request(
+        { method: 'tools/call', params: { name: 'call', arguments: { name: 'big__op_007', arguments: {} } } },
+        CallToolResultSchema,
+      );
       expect(r.content).toEqual([{ type: 'text', text: 'op 7' }]);
       // The GET stream opens on its own after the handshake: wait for it, then change the grant.
       await eventually(async () => ((await legacy.listTools()).tools.length === 3 ? true : undefined), 10_000, 'list');
@@ -184,8 +242,15 @@ describe('the agent MCP endpoint: the compact face', () => {
       await eventually(async () => (heard > 0 ? true : undefined), 20_000, 'list_changed on the compact face');
       await eventually(
         async () => {
-          const found = await legacy.request({ method: 'tools/call', params: { name: 'search', arguments: { query: 'echo' } } }, CallToolResultSchema);
-          return (found.structuredContent as { tools: Array<{ name: string }> }).tools.some((t) => t.name === 'other__echo') ? true : undefined;
+          const found = await legacy.request(
+            { method: 'tools/call', params: { name: 'search', arguments: { query: 'echo' } } },
+            CallToolResultSchema,
+          );
+          return (found.structuredContent as { tools: Array<{ name: string }> }).tools.some(
+            (t) => t.name === 'other__echo',
+          )
+            ? true
+            : undefined;
         },
         20_000,
         'the granted server searchable',

@@ -27,7 +27,10 @@ const require = createRequire(import.meta.url);
 const mcpRemoteBin = join(dirname(require.resolve('mcp-remote/package.json')), 'dist', 'proxy.js');
 
 /** Opens a client, runs `fn`, closes it whatever happens. */
-async function using<C extends { close(): Promise<unknown> }, T>(open: () => Promise<C>, fn: (c: C) => Promise<T>): Promise<T> {
+async function using<C extends { close(): Promise<unknown> }, T>(
+  open: () => Promise<C>,
+  fn: (c: C) => Promise<T>,
+): Promise<T> {
   const c = await open();
   try {
     return await fn(c);
@@ -36,7 +39,8 @@ async function using<C extends { close(): Promise<unknown> }, T>(open: () => Pro
   }
 }
 
-const sdkV2 = (): Promise<Client> => Promise.resolve(new Client({ name: 'matrix-v2', version: '1.0.0' }, { versionNegotiation: { mode: 'auto' } }));
+const sdkV2 = (): Promise<Client> =>
+  Promise.resolve(new Client({ name: 'matrix-v2', version: '1.0.0' }, { versionNegotiation: { mode: 'auto' } }));
 
 /**
  * `mcp-remote` (a stdio bridge that desktop clients run) on this process's Node, driven over stdio
@@ -55,7 +59,13 @@ async function mcpRemote(url: string, headers: Record<string, string>): Promise<
   const client = new V1Client({ name: 'matrix-mcp-remote', version: '1.0.0' });
   const transport = new StdioClientTransport({
     command: process.execPath,
-    args: [mcpRemoteBin, url, '--transport', 'http-only', ...(Object.keys(headers).length > 0 ? ['--header-file', file] : [])],
+    args: [
+      mcpRemoteBin,
+      url,
+      '--transport',
+      'http-only',
+      ...(Object.keys(headers).length > 0 ? ['--header-file', file] : []),
+    ],
     env: { ...(process.env as Record<string, string>), MCP_REMOTE_CONFIG_DIR: dir },
     stderr: 'ignore',
   });
@@ -91,7 +101,10 @@ const DRIVERS: Record<string, Driver> = {
         async () => new V1Client({ name: 'matrix-v1', version: '1.0.0' }),
         async (c) => {
           await c.connect(new V1Transport(new URL(url), { requestInit: { headers } }));
-          return await c.request({ method: 'tools/call', params: { name: tool, arguments: args } }, CallToolResultSchema);
+          return await c.request(
+            { method: 'tools/call', params: { name: tool, arguments: args } },
+            CallToolResultSchema,
+          );
         },
       ),
   },
@@ -136,7 +149,11 @@ const DRIVERS: Record<string, Driver> = {
     call: (url, headers, tool, args) =>
       using(
         () => mcpRemote(url, headers),
-        async (c) => (await c.request({ method: 'tools/call', params: { name: tool, arguments: args } }, CallToolResultSchema)) as Result,
+        async (c) =>
+          (await c.request(
+            { method: 'tools/call', params: { name: tool, arguments: args } },
+            CallToolResultSchema,
+          )) as Result,
       ),
   },
 };
@@ -154,7 +171,10 @@ describe('the agent MCP endpoint: real clients of several ecosystems, direct and
   let token: string;
 
   beforeAll(async () => {
-    [sys, upstream] = await Promise.all([startEndpointSystem(), startTestMcpServer({ era: 'dual', tools: [echoTool(), ...everyBlockTools()] })]);
+    [sys, upstream] = await Promise.all([
+      startEndpointSystem(),
+      startTestMcpServer({ era: 'dual', tools: [echoTool(), ...everyBlockTools()] }),
+    ]);
     await sys.system.setServer('docs', upstream.url);
     agentId = await sys.system.createAgent('matrix', ['docs'], 3);
     ({ token } = await sys.token('matrix'));
@@ -173,9 +193,15 @@ describe('the agent MCP endpoint: real clients of several ecosystems, direct and
       const through = sys.urlOf(agentId);
 
       const [directTools, throughTools] = [await driver.list(upstream.url, {}), await driver.list(through, auth)];
-      const shape = (t: ListedTool, prefix = ''): ListedTool => ({ name: `${prefix}${t.name}`, description: t.description, inputSchema: t.inputSchema });
+      const shape = (t: ListedTool, prefix = ''): ListedTool => ({
+        name: `${prefix}${t.name}`,
+        description: t.description,
+        inputSchema: t.inputSchema,
+      });
       expect(directTools.length).toBe(3);
-      expect(throughTools.map((t) => shape(t)).sort((a, b) => a.name.localeCompare(b.name))).toEqual(directTools.map((t) => shape(t, 'docs__')).sort((a, b) => a.name.localeCompare(b.name)));
+      expect(throughTools.map((t) => shape(t)).sort((a, b) => a.name.localeCompare(b.name))).toEqual(
+        directTools.map((t) => shape(t, 'docs__')).sort((a, b) => a.name.localeCompare(b.name)),
+      );
 
       const directEcho = await driver.call(upstream.url, {}, 'echo', { text: `hi from ${which}` });
       const throughEcho = await driver.call(through, auth, 'docs__echo', { text: `hi from ${which}` });
@@ -186,7 +212,9 @@ describe('the agent MCP endpoint: real clients of several ecosystems, direct and
       const viaEndpoint = await driver.call(through, auth, 'docs__every_block', {});
       expect(lessConnectorKeys(viaEndpoint)).toEqual(lessConnectorKeys(direct));
       // The server's forged connector key is dropped, not passed on.
-      expect((viaEndpoint.content?.[2]?._meta as Record<string, unknown> | undefined)?.['io.mcpx/omitted']).toBeUndefined();
+      expect(
+        (viaEndpoint.content?.[2]?._meta as Record<string, unknown> | undefined)?.['io.mcpx/omitted'],
+      ).toBeUndefined();
     },
     120_000,
   );

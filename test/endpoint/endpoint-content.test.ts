@@ -10,7 +10,12 @@ import { everyBlockTools, hostileContentTools } from '../servers/content-tools.j
 import { startEndpointSystem, type EndpointSystem } from './endpoint-harness.js';
 
 type Result = Record<string, unknown> & { content?: Array<Record<string, unknown>>; _meta?: Record<string, unknown> };
-type Caller = (url: string, headers: Record<string, string>, tool: string, args?: Record<string, unknown>) => Promise<Result>;
+type Caller = (
+  url: string,
+  headers: Record<string, string>,
+  tool: string,
+  args?: Record<string, unknown>,
+) => Promise<Result>;
 
 /** The SDK v2 client (2026-07-28 against a server that speaks it) and the SDK v1 client (2025-11-25). */
 const callers: Record<'v2 (2026-07-28)' | 'v1 (2025-11-25)', Caller> = {
@@ -42,7 +47,9 @@ const callers: Record<'v2 (2026-07-28)' | 'v1 (2025-11-25)', Caller> = {
 function lessConnectorKeys(result: Result): Result {
   const strip = (meta: unknown): Record<string, unknown> | undefined => {
     if (meta === null || typeof meta !== 'object') return undefined;
-    const kept = Object.fromEntries(Object.entries(meta).filter(([k]) => !k.startsWith('io.mcpx/') && k !== 'io.modelcontextprotocol/serverInfo'));
+    const kept = Object.fromEntries(
+      Object.entries(meta).filter(([k]) => !k.startsWith('io.mcpx/') && k !== 'io.modelcontextprotocol/serverInfo'),
+    );
     return Object.keys(kept).length === 0 ? undefined : kept;
   };
   const withMeta = <T extends Record<string, unknown>>(v: T): T => {
@@ -54,7 +61,8 @@ function lessConnectorKeys(result: Result): Result {
   return withMeta({ ...rest, content: result.content?.map((b) => withMeta(b)) });
 }
 
-const omitted = (block: Record<string, unknown> | undefined): Record<string, unknown> | undefined => (block?._meta as Record<string, Record<string, unknown>> | undefined)?.['io.mcpx/omitted'];
+const omitted = (block: Record<string, unknown> | undefined): Record<string, unknown> | undefined =>
+  (block?._meta as Record<string, Record<string, unknown>> | undefined)?.['io.mcpx/omitted'];
 
 /**
  * Content whole through the agent endpoint: every block type in the server's order with its
@@ -77,10 +85,18 @@ describe('the agent MCP endpoint: content whole, as the server sent it', () => {
       startEndpointSystem({ telemetry, endpointEnv: { ENDPOINT_LEAN_CALLS: 'on' } }),
       startTestMcpServer({ era: 'dual', tools: [...everyBlockTools(), ...hostileContentTools()] }),
     ]);
-    sdkOnly = await startEndpoint(loadEndpointConfig({ ...sys.system.env, HTTP_PORT: '0', INSTANCE_ID: 'endpoint-content-sdk', ENDPOINT_LEAN_CALLS: 'off' }), {
-      telemetry,
-      logSink: () => {},
-    });
+    sdkOnly = await startEndpoint(
+      loadEndpointConfig({
+        ...sys.system.env,
+        HTTP_PORT: '0',
+        INSTANCE_ID: 'endpoint-content-sdk',
+        ENDPOINT_LEAN_CALLS: 'off',
+      }),
+      {
+        telemetry,
+        logSink: () => {},
+      },
+    );
     await sys.system.setServer('docs', upstream.url);
     await sys.system.createAgent('reader', ['docs'], 5);
     ({ token } = await sys.token('reader'));
@@ -103,7 +119,16 @@ describe('the agent MCP endpoint: content whole, as the server sent it', () => {
     it(`gives the ${era} client every block, its annotations and _meta, structuredContent and the result's _meta as the server sent them`, async () => {
       const direct = await call(upstream.url, {}, 'every_block');
       // The direct result has what the test compares: the forged keys, the order, the types.
-      expect(direct.content?.map((b) => b.type)).toEqual(['text', 'image', 'text', 'audio', 'resource_link', 'resource', 'resource', 'text']);
+      expect(direct.content?.map((b) => b.type)).toEqual([
+        'text',
+        'image',
+        'text',
+        'audio',
+        'resource_link',
+        'resource',
+        'resource',
+        'text',
+      ]);
       expect((direct.content?.[2]?._meta as Record<string, unknown>)['io.mcpx/omitted']).toEqual({ forged: true });
       for (const [path, url] of paths()) {
         const through = await call(url, auth(), 'docs__every_block');
@@ -112,7 +137,11 @@ describe('the agent MCP endpoint: content whole, as the server sent it', () => {
         expect(omitted(through.content?.[2]), path).toBeUndefined();
         expect(through._meta?.['io.mcpx/error'], path).toBeUndefined();
         // On 2026-07-28 the endpoint names itself, not the server behind it.
-        if (era.startsWith('v2')) expect(through._meta?.['io.modelcontextprotocol/serverInfo'], path).toEqual({ name: 'mcpx-agent', version: expect.any(String) });
+        if (era.startsWith('v2'))
+          expect(through._meta?.['io.modelcontextprotocol/serverInfo'], path).toEqual({
+            name: 'mcpx-agent',
+            version: expect.any(String),
+          });
       }
     });
 
@@ -144,7 +173,13 @@ describe('the agent MCP endpoint: content whole, as the server sent it', () => {
       expect(
         r.content?.map((b) => b.text),
         path,
-      ).toEqual(['before', expect.stringMatching(/^\[resource omitted: file:\/\/\/huge\.bin, application\/octet-stream, 2097152 bytes; one block's data is held to \d+ bytes\]$/), 'after']);
+      ).toEqual([
+        'before',
+        expect.stringMatching(
+          /^\[resource omitted: file:\/\/\/huge\.bin, application\/octet-stream, 2097152 bytes; one block's data is held to \d+ bytes\]$/,
+        ),
+        'after',
+      ]);
       expect(omitted(r.content?.[1]), path).toEqual({
         type: 'resource',
         uri: 'file:///huge.bin',
@@ -174,8 +209,15 @@ describe('the agent MCP endpoint: content whole, as the server sent it', () => {
       const r = await callers['v2 (2026-07-28)'](url, auth(), 'docs__many', { count: 100_000 });
       expect(r.content, path).toHaveLength(1001);
       expect(r.content?.[999], path).toEqual({ type: 'text', text: 'block 999' });
-      expect(r.content?.[1000]?.text, path).toBe('[99000 more content blocks omitted; a result is held to 1000 blocks]');
-      expect(omitted(r.content?.[1000]), path).toEqual({ type: 'blocks', count: 99_000, reason: 'blocks', limit: 1000 });
+      expect(r.content?.[1000]?.text, path).toBe(
+        '[99000 more content blocks omitted; a result is held to 1000 blocks]',
+      );
+      expect(omitted(r.content?.[1000]), path).toEqual({
+        type: 'blocks',
+        count: 99_000,
+        reason: 'blocks',
+        limit: 1000,
+      });
     }
   });
 

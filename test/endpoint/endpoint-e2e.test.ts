@@ -29,7 +29,10 @@ describe('the agent MCP endpoint end to end (processes, NATS with least privileg
 
   beforeAll(async () => {
     nats = await NatsAuthServer.start({ prefix });
-    [system, everything] = await Promise.all([ProcessSystem.start({ env: { NATS_PREFIX: prefix }, natsEnv: (s) => nats.env(s) }), startEverythingServer('streamableHttp')]);
+    [system, everything] = await Promise.all([
+      ProcessSystem.start({ env: { NATS_PREFIX: prefix }, natsEnv: (s) => nats.env(s) }),
+      startEverythingServer('streamableHttp'),
+    ]);
     const port = await freePort();
     endpointUrl = `http://127.0.0.1:${port}`;
     endpoint = spawn(process.execPath, entryArgs('endpoint'), {
@@ -79,7 +82,11 @@ describe('the agent MCP endpoint end to end (processes, NATS with least privileg
     await mcpx('keys', 'new', '--force');
     await mcpx('servers', 'set', 'everything', everything.url);
     const agent = await mcpx('agents', 'create', 'helper', '--grant', 'everything');
-    await eventually(async () => ((await mcpx('tools', 'ls', '--agent', 'helper')).tools.length >= 16 ? true : undefined), 30_000, 'tools projected');
+    await eventually(
+      async () => ((await mcpx('tools', 'ls', '--agent', 'helper')).tools.length >= 16 ? true : undefined),
+      30_000,
+      'tools projected',
+    );
 
     const issued = await mcpx('agents', 'tokens', 'new', 'helper', '--name', 'inspector');
     expect(issued.token).toMatch(/^mcpx_at_/);
@@ -99,7 +106,15 @@ describe('the agent MCP endpoint end to end (processes, NATS with least privileg
     // and sampling, as discovery and the proxy both do; after a call, still 16.
     expect(names).toHaveLength(16);
     expect(names.every((n) => n.startsWith('everything__'))).toBe(true);
-    const call = await runInspector(bin, [...common, '--method', 'tools/call', '--tool-name', 'everything__echo', '--tool-arg', 'message=done']);
+    const call = await runInspector(bin, [
+      ...common,
+      '--method',
+      'tools/call',
+      '--tool-name',
+      'everything__echo',
+      '--tool-arg',
+      'message=done',
+    ]);
     expect(call.code, call.stderr).toBe(0);
     expect(lastJson(call.stdout).content).toEqual([{ type: 'text', text: 'Echo: done' }]);
     // The proxy's own listing of the server (made as the call connected) agrees with discovery's: no flip.

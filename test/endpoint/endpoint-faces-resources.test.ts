@@ -14,26 +14,53 @@ import { listenOnLoopback, type Listening } from '../servers/loopback.js';
 import { startEndpointSystem, type EndpointSystem } from './endpoint-harness.js';
 
 /** What the hostile upstream lists: URIs a client must never be handed, one fine one, an app, a huge one. */
-const HOSTILE_URIS = ['file:///srv/../etc/passwd', 'test://a/%2e%2e/b', 'javascript:alert(1)', 'JavaScript:alert(2)', 'test://x\u202Egnp.exe', 'test://bell\u0007'];
+const HOSTILE_URIS = [
+  'file:///srv/../etc/passwd',
+  'test://a/%2e%2e/b',
+  'javascript:alert(1)',
+  'JavaScript:alert(2)',
+  'test://x\u202Egnp.exe',
+  'test://bell\u0007',
+];
 const BIG_BYTES = 3 * 1024 * 1024;
 
 /** A modern SDK v2 server that lists hostile resource URIs and answers a read with 3 MiB, plus an echo tool. */
-async function startHostileUpstream(): Promise<{ url: string; reads: () => number; lists: () => number; close(): Promise<void> }> {
+async function startHostileUpstream(): Promise<{
+  url: string;
+  reads: () => number;
+  lists: () => number;
+  close(): Promise<void>;
+}> {
   let reads = 0;
   let lists = 0;
   const factory = (): Server => {
-    const server = new Server({ name: 'hostile-resources', version: '1.0.0' }, { capabilities: { tools: {}, resources: {}, prompts: {} } });
-    server.setRequestHandler('tools/list', () => ({ tools: [{ name: 'echo', inputSchema: { type: 'object' } }], ttlMs: 0, cacheScope: 'private' as const }));
+    const server = new Server(
+      { name: 'hostile-resources', version: '1.0.0' },
+      { capabilities: { tools: {}, resources: {}, prompts: {} } },
+    );
+    server.setRequestHandler('tools/list', () => ({
+      tools: [{ name: 'echo', inputSchema: { type: 'object' } }],
+      ttlMs: 0,
+      cacheScope: 'private' as const,
+    }));
     server.setRequestHandler('tools/call', () => ({ content: [{ type: 'text' as const, text: 'ok' }] }));
     server.setRequestHandler('resources/list', () => {
       lists++;
       return {
-        resources: [...HOSTILE_URIS.map((uri, i) => ({ uri, name: `bad${i}` })), { uri: 'test://fine', name: 'fine' }, { uri: 'test://big', name: 'big' }],
+        resources: [
+          ...HOSTILE_URIS.map((uri, i) => ({ uri, name: `bad${i}` })),
+          { uri: 'test://fine', name: 'fine' },
+          { uri: 'test://big', name: 'big' },
+        ],
         ttlMs: 60_000,
         cacheScope: 'private' as const,
       };
     });
-    server.setRequestHandler('resources/templates/list', () => ({ resourceTemplates: [], ttlMs: 0, cacheScope: 'private' as const }));
+    server.setRequestHandler('resources/templates/list', () => ({
+      resourceTemplates: [],
+      ttlMs: 0,
+      cacheScope: 'private' as const,
+    }));
     server.setRequestHandler('resources/read', (request) => {
       reads++;
       const uri = request.params.uri;
@@ -46,8 +73,16 @@ async function startHostileUpstream(): Promise<{ url: string; reads: () => numbe
         };
       return { contents: [{ uri, mimeType: 'text/plain', text: `read ${uri}` }] };
     });
-    server.setRequestHandler('prompts/list', () => ({ prompts: [{ name: 'p', arguments: [{ name: 'x' }] }], ttlMs: 0, cacheScope: 'private' as const }));
-    server.setRequestHandler('prompts/get', (request) => ({ messages: [{ role: 'user' as const, content: { type: 'text' as const, text: `x=${String(request.params.arguments?.x)}` } }] }));
+    server.setRequestHandler('prompts/list', () => ({
+      prompts: [{ name: 'p', arguments: [{ name: 'x' }] }],
+      ttlMs: 0,
+      cacheScope: 'private' as const,
+    }));
+    server.setRequestHandler('prompts/get', (request) => ({
+      messages: [
+        { role: 'user' as const, content: { type: 'text' as const, text: `x=${String(request.params.arguments?.x)}` } },
+      ],
+    }));
     return server;
   };
   const handler = createMcpHandler(factory, { legacy: 'stateless' });
@@ -83,7 +118,12 @@ describe('resources and prompts through the endpoint faces', () => {
 
   beforeAll(async () => {
     telemetry = await setupTelemetry({ serviceName: 'endpoint-faces-resources-test', spanExporter: exporter });
-    [sys, conf, hostile, everything] = await Promise.all([startEndpointSystem({ telemetry }), startConformanceUpstream(), startHostileUpstream(), startEverythingServer('streamableHttp')]);
+    [sys, conf, hostile, everything] = await Promise.all([
+      startEndpointSystem({ telemetry }),
+      startConformanceUpstream(),
+      startHostileUpstream(),
+      startEverythingServer('streamableHttp'),
+    ]);
     await sys.system.setServer('conf', conf.url);
     await sys.system.setServer('wild', hostile.url);
     await sys.system.setServer('everything', everything.url);
@@ -100,7 +140,11 @@ describe('resources and prompts through the endpoint faces', () => {
   const faceUrl = (server: string): string => `${sys.endpoint.url}/v1/agents/reader/servers/${server}/mcp`;
   const connect = async (url: string): Promise<Client> => {
     const client = new Client({ name: 'v2-resources', version: '1.0.0' }, { versionNegotiation: { mode: 'auto' } });
-    await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(url), {
+        requestInit: { headers: { authorization: `Bearer ${token}` } },
+      }),
+    );
     return client;
   };
 
@@ -108,9 +152,13 @@ describe('resources and prompts through the endpoint faces', () => {
     const client = await connect(faceUrl('conf'));
     try {
       const { resources } = await client.listResources();
-      expect(resources.map((r) => r.uri)).toEqual(expect.arrayContaining(['test://static-text', 'test://static-binary']));
+      expect(resources.map((r) => r.uri)).toEqual(
+        expect.arrayContaining(['test://static-text', 'test://static-binary']),
+      );
       const text = await client.readResource({ uri: 'test://static-text' });
-      expect(text.contents).toEqual([{ uri: 'test://static-text', mimeType: 'text/plain', text: 'This is the content of the static text resource.' }]);
+      expect(text.contents).toEqual([
+        { uri: 'test://static-text', mimeType: 'text/plain', text: 'This is the content of the static text resource.' },
+      ]);
       const blob = await client.readResource({ uri: 'test://static-binary' });
       expect((blob.contents[0] as { blob?: string }).blob?.length).toBeGreaterThan(10);
       const { resourceTemplates } = await client.listResourceTemplates();
@@ -118,12 +166,19 @@ describe('resources and prompts through the endpoint faces', () => {
       const data = await client.readResource({ uri: 'test://template/42/data' });
       expect(JSON.parse((data.contents[0] as { text: string }).text)).toMatchObject({ id: '42', templateTest: true });
       const { prompts } = await client.listPrompts();
-      expect(prompts.map((p) => p.name)).toEqual(expect.arrayContaining(['test_simple_prompt', 'test_prompt_with_arguments', 'test_prompt_with_image']));
+      expect(prompts.map((p) => p.name)).toEqual(
+        expect.arrayContaining(['test_simple_prompt', 'test_prompt_with_arguments', 'test_prompt_with_image']),
+      );
       const got = await client.getPrompt({ name: 'test_prompt_with_arguments', arguments: { arg1: 'a', arg2: 'b' } });
-      expect(got.messages).toEqual([{ role: 'user', content: { type: 'text', text: "Prompt with arguments: arg1='a', arg2='b'" } }]);
+      expect(got.messages).toEqual([
+        { role: 'user', content: { type: 'text', text: "Prompt with arguments: arg1='a', arg2='b'" } },
+      ]);
       const image = await client.getPrompt({ name: 'test_prompt_with_image' });
       expect(image.messages.map((m) => m.content.type)).toEqual(['image', 'text']);
-      const done = await client.complete({ ref: { type: 'ref/prompt', name: 'test_prompt_with_arguments' }, argument: { name: 'arg1', value: 'x' } });
+      const done = await client.complete({
+        ref: { type: 'ref/prompt', name: 'test_prompt_with_arguments' },
+        argument: { name: 'arg1', value: 'x' },
+      });
       expect(done.completion.values).toEqual([]);
       // The server's own miss, as the server says it (a client sees its error, not an empty answer).
       await expect(client.getPrompt({ name: 'no_such_prompt' })).rejects.toThrow();
@@ -131,15 +186,22 @@ describe('resources and prompts through the endpoint faces', () => {
       await client.close();
     }
     const spans = exporter.getFinishedSpans().map((s) => s.name);
-    expect(spans).toEqual(expect.arrayContaining(['endpoint.resources/read', 'endpoint.prompts/get', 'endpoint.completion/complete']));
+    expect(spans).toEqual(
+      expect.arrayContaining(['endpoint.resources/read', 'endpoint.prompts/get', 'endpoint.completion/complete']),
+    );
   });
 
   it('serves an SDK v1 client (2025-11-25) the same resources and prompts', async () => {
     const client = new V1Client({ name: 'v1-resources', version: '1.0.0' });
-    await client.connect(new V1Transport(new URL(faceUrl('conf')), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
+    await client.connect(
+      new V1Transport(new URL(faceUrl('conf')), { requestInit: { headers: { authorization: `Bearer ${token}` } } }),
+    );
     try {
       const text = await client.readResource({ uri: 'test://static-text' });
-      expect(text.contents[0]).toMatchObject({ uri: 'test://static-text', text: 'This is the content of the static text resource.' });
+      expect(text.contents[0]).toMatchObject({
+        uri: 'test://static-text',
+        text: 'This is the content of the static text resource.',
+      });
       const got = await client.getPrompt({ name: 'test_simple_prompt' });
       expect(got.messages[0]?.content).toEqual({ type: 'text', text: 'This is a simple prompt for testing.' });
     } finally {
@@ -159,7 +221,8 @@ describe('resources and prompts through the endpoint faces', () => {
       const { prompts } = await client.listPrompts();
       expect(prompts.length).toBeGreaterThan(0);
       const simple = prompts.find((p) => (p.arguments ?? []).every((a) => a.required !== true));
-      if (simple !== undefined) expect((await client.getPrompt({ name: simple.name })).messages.length).toBeGreaterThan(0);
+      if (simple !== undefined)
+        expect((await client.getPrompt({ name: simple.name })).messages.length).toBeGreaterThan(0);
     } finally {
       await client.close();
     }
@@ -190,17 +253,23 @@ describe('resources and prompts through the endpoint faces', () => {
       const wrapped = `mcpx://conf/${encodeURIComponent('test://static-text')}`;
       expect(uris).toContain(wrapped);
       const read = await client.readResource({ uri: wrapped });
-      expect(read.contents).toEqual([{ uri: wrapped, mimeType: 'text/plain', text: 'This is the content of the static text resource.' }]);
+      expect(read.contents).toEqual([
+        { uri: wrapped, mimeType: 'text/plain', text: 'This is the content of the static text resource.' },
+      ]);
       const { resourceTemplates } = await client.listResourceTemplates();
       const template = resourceTemplates.find((t) => t.uriTemplate.startsWith('mcpx://conf/'))?.uriTemplate ?? '';
-      expect(template).toBe(`mcpx://conf/${encodeURIComponent('test://template/').replace(/%7B/g, '{')}{id}${encodeURIComponent('/data')}`);
+      expect(template).toBe(
+        `mcpx://conf/${encodeURIComponent('test://template/').replace(/%7B/g, '{')}{id}${encodeURIComponent('/data')}`,
+      );
       const expanded = await client.readResource({ uri: template.replace('{id}', '7') });
       expect((expanded.contents[0] as { text: string }).text).toContain('"id":"7"');
       // Names that do not map back to a granted server are unknown, whatever the server has.
       await expect(client.getPrompt({ name: 'test_simple_prompt' })).rejects.toThrow(/Unknown prompt/);
       await expect(client.getPrompt({ name: 'nobody__test_simple_prompt' })).rejects.toThrow(/Unknown prompt/);
       await expect(client.readResource({ uri: 'test://static-text' })).rejects.toThrow(/Unknown resource/);
-      await expect(client.readResource({ uri: `ui://conf/${encodeURIComponent('test://static-text')}` })).rejects.toThrow(/Unknown resource/);
+      await expect(
+        client.readResource({ uri: `ui://conf/${encodeURIComponent('test://static-text')}` }),
+      ).rejects.toThrow(/Unknown resource/);
     } finally {
       await client.close();
     }
@@ -213,7 +282,8 @@ describe('resources and prompts through the endpoint faces', () => {
       for (const uri of HOSTILE_URIS) {
         const err = await client.readResource({ uri }).then(
           () => undefined,
-          (e: unknown) => e as { code?: number; message: string; data?: { code?: string; details?: { field?: string } } },
+          (e: unknown) =>
+            e as { code?: number; message: string; data?: { code?: string; details?: { field?: string } } },
         );
         expect(err, uri).toBeDefined();
         expect(err?.code).toBe(-32602);
@@ -223,7 +293,12 @@ describe('resources and prompts through the endpoint faces', () => {
       const deep = `${'{"d":'.repeat(10_000)}"leaf"${'}'.repeat(10_000)}`;
       const raw = await fetch(faceUrl('wild'), {
         method: 'POST',
-        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-11-25' },
+        headers: {
+          authorization: `Bearer ${token}`,
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          'mcp-protocol-version': '2025-11-25',
+        },
         body: `{"jsonrpc":"2.0","id":1,"method":"prompts/get","params":{"name":"p","arguments":{"x":${deep}}}}`,
       });
       const text = await raw.text();
@@ -235,7 +310,14 @@ describe('resources and prompts through the endpoint faces', () => {
     // The proxy refuses the same from a caller that skips the endpoint's checks (its own decoder).
     const direct = new ProxyClient(sys.system.nc, sys.system.subjects);
     await expect(
-      direct.relay({ account: sys.system.account, agent: sys.system.agentId('reader'), run: 'r1', server: 'wild', method: 'resources/read', params: { uri: 'javascript:alert(1)' } }),
+      direct.relay({
+        account: sys.system.account,
+        agent: sys.system.agentId('reader'),
+        run: 'r1',
+        server: 'wild',
+        method: 'resources/read',
+        params: { uri: 'javascript:alert(1)' },
+      }),
     ).rejects.toMatchObject({
       code: 'invalid_input',
       details: { field: 'params.uri' },
@@ -251,7 +333,9 @@ describe('resources and prompts through the endpoint faces', () => {
       const big = await client.readResource({ uri: 'test://big' });
       expect(big.contents).toHaveLength(2);
       expect((big.contents[0] as { text: string }).text).toBe('a'.repeat(64));
-      expect((big.contents[1] as { text: string }).text).toMatch(/^\[mcpx: left out: \d+ bytes, over the \d+-byte bound of a relayed result\]$/);
+      expect((big.contents[1] as { text: string }).text).toMatch(
+        /^\[mcpx: left out: \d+ bytes, over the \d+-byte bound of a relayed result\]$/,
+      );
       expect((big._meta as Record<string, unknown>)['io.mcpx/omitted']).toMatchObject({ overLimit: 1 });
     } finally {
       await client.close();
@@ -260,7 +344,14 @@ describe('resources and prompts through the endpoint faces', () => {
 
   it('keeps a result by the server’s ttlMs per account and server: the second list does not reach the server', async () => {
     const direct = new ProxyClient(sys.system.nc, sys.system.subjects);
-    const req = { account: sys.system.account, agent: sys.system.agentId('reader'), run: 'ttl-run', server: 'wild', method: 'resources/list' as const, params: {} };
+    const req = {
+      account: sys.system.account,
+      agent: sys.system.agentId('reader'),
+      run: 'ttl-run',
+      server: 'wild',
+      method: 'resources/list' as const,
+      params: {},
+    };
     const first = await direct.relay(req);
     expect(first.ttlMs).toBe(60_000);
     const listed = hostile.lists();

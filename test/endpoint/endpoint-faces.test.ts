@@ -14,10 +14,13 @@ import { INSPECTORS, lastJson, runInspector } from './inspector-clis.js';
 import { MODERN_VERSION, modernCall, post } from './raw-mcp.js';
 
 type ErrorMeta = { code: string; details: Record<string, unknown> };
-const errorOf = (result: { _meta?: Record<string, unknown> }): ErrorMeta => result._meta?.['io.mcpx/error'] as ErrorMeta;
+const errorOf = (result: { _meta?: Record<string, unknown> }): ErrorMeta =>
+  result._meta?.['io.mcpx/error'] as ErrorMeta;
 
 /** Every page of tools/list, in order (either SDK's client). */
-async function listAll(client: { listTools(params?: { cursor?: string }): Promise<{ tools: Array<{ name: string }>; nextCursor?: string }> }): Promise<any[]> {
+async function listAll(client: {
+  listTools(params?: { cursor?: string }): Promise<{ tools: Array<{ name: string }>; nextCursor?: string }>;
+}): Promise<any[]> {
   const all: any[] = [];
   let cursor: string | undefined;
   for (let i = 0; i < 100; i++) {
@@ -50,7 +53,10 @@ describe('the per-server face of an agent endpoint', () => {
     telemetry = await setupTelemetry({ serviceName: 'endpoint-faces-test', spanExporter: exporter });
     [sys, db, old, hidden] = await Promise.all([
       // Two tools per page, so the face's own listing pages; no failed-token limit (the attacks below fail on purpose).
-      startEndpointSystem({ telemetry, endpointEnv: { ENDPOINT_PAGE_SIZE: '2', ENDPOINT_TOKEN_FAILURES_PER_ADDRESS: '0' } }),
+      startEndpointSystem({
+        telemetry,
+        endpointEnv: { ENDPOINT_PAGE_SIZE: '2', ENDPOINT_TOKEN_FAILURES_PER_ADDRESS: '0' },
+      }),
       startTestMcpServer({ era: 'modern', tools: [echoTool(), addTool(), dropTool(), progressTool()] }),
       startTestMcpServer({ era: 'legacy', tools: [echoTool()] }),
       startTestMcpServer({ era: 'modern', tools: [echoTool()] }),
@@ -68,7 +74,8 @@ describe('the per-server face of an agent endpoint', () => {
     await telemetry?.shutdown();
   });
 
-  const faceUrl = (server: string, agent = 'ops'): string => `${sys.endpoint.url}/v1/agents/${encodeURIComponent(agent)}/servers/${encodeURIComponent(server)}/mcp`;
+  const faceUrl = (server: string, agent = 'ops'): string =>
+    `${sys.endpoint.url}/v1/agents/${encodeURIComponent(agent)}/servers/${encodeURIComponent(server)}/mcp`;
   const auth = (): Record<string, string> => ({ authorization: `Bearer ${token}` });
   const pathsOf = (tool: string): string[] =>
     exporter
@@ -78,19 +85,29 @@ describe('the per-server face of an agent endpoint', () => {
 
   it('serves an SDK v2 client one server’s tools under their own names, paged, and calls them', async () => {
     const client = new Client({ name: 'v2-face', version: '1.0.0' }, { versionNegotiation: { mode: 'auto' } });
-    await client.connect(new StreamableHTTPClientTransport(new URL(faceUrl('db', agentId)), { requestInit: { headers: auth() } }));
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(faceUrl('db', agentId)), { requestInit: { headers: auth() } }),
+    );
     try {
       const tools = await listAll(client);
       expect(tools.map((t) => t.name)).toEqual(['add', 'drop_table', 'echo', 'progress']);
-      expect(tools.find((t) => t.name === 'drop_table')?._meta).toMatchObject({ 'io.mcpx/permission': 'always_ask', 'io.mcpx/server': 'db' });
-      expect(tools.find((t) => t.name === 'echo')?.inputSchema).toMatchObject({ type: 'object', properties: { text: { type: 'string' } } });
+      expect(tools.find((t) => t.name === 'drop_table')?._meta).toMatchObject({
+        'io.mcpx/permission': 'always_ask',
+        'io.mcpx/server': 'db',
+      });
+      expect(tools.find((t) => t.name === 'echo')?.inputSchema).toMatchObject({
+        type: 'object',
+        properties: { text: { type: 'string' } },
+      });
       const before = db.stats.calls;
       const out = await client.callTool({ name: 'echo', arguments: { text: 'through the face' } });
       expect(out.isError).toBeFalsy();
       expect(JSON.stringify(out.content)).toContain('through the face');
       expect(db.stats.calls).toBe(before + 1);
       // The merged face's names are not this face's, and another server's tools are not here.
-      await expect(client.callTool({ name: 'db__echo', arguments: { text: 'x' } })).rejects.toThrow(/Unknown tool: db__echo/);
+      await expect(client.callTool({ name: 'db__echo', arguments: { text: 'x' } })).rejects.toThrow(
+        /Unknown tool: db__echo/,
+      );
       // The contract is checked as on the merged face: a miss never reaches the server.
       const bad = await client.callTool({ name: 'add', arguments: { a: 'one', b: 2 } });
       expect(bad.isError).toBe(true);
@@ -121,19 +138,30 @@ describe('the per-server face of an agent endpoint', () => {
     const merged = await modernCall(sys.urlOf('ops'), token, 'db__echo', { text: 'same' }, {});
     expect(lean.result?.content).toEqual(merged.result?.content);
     // A 2025 call (one SSE event), and one with a progress token (the SDK's path serves it).
-    const legacy = await post(faceUrl('db'), token, { jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'echo', arguments: { text: 'same' } } }, { 'mcp-protocol-version': '2025-11-25' });
+    const legacy = await post(
+      faceUrl('db'),
+      token,
+      { jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'echo', arguments: { text: 'same' } } },
+      { 'mcp-protocol-version': '2025-11-25' },
+    );
     expect(legacy.result?.content).toEqual(merged.result?.content);
     const withProgress = await post(
       faceUrl('db'),
       token,
-      { jsonrpc: '2.0', id: 8, method: 'tools/call', params: { name: 'echo', arguments: { text: 'same' }, _meta: { progressToken: 'p1' } } },
+      {
+        jsonrpc: '2.0',
+        id: 8,
+        method: 'tools/call',
+        params: { name: 'echo', arguments: { text: 'same' }, _meta: { progressToken: 'p1' } },
+      },
       { 'mcp-protocol-version': '2025-11-25' },
     );
     expect(withProgress.result?.content).toEqual(merged.result?.content);
     await eventually(async () => (pathsOf('db__echo').length >= 4 ? true : undefined), 10_000, 'four call spans');
     const paths = pathsOf('db__echo');
     expect(paths).toContain('sdk');
-    if (process.env.ENDPOINT_LEAN_CALLS !== 'off') expect(paths.filter((p) => p === 'lean').length).toBeGreaterThanOrEqual(2);
+    if (process.env.ENDPOINT_LEAN_CALLS !== 'off')
+      expect(paths.filter((p) => p === 'lean').length).toBeGreaterThanOrEqual(2);
     // An unknown tool on the lean path's shape goes to the SDK's answer: invalid params, its own name.
     const unknown = await modernCall(faceUrl('db'), token, 'db__echo', {}, {});
     expect(unknown.message?.error?.message).toMatch(/Unknown tool: db__echo/);
@@ -141,10 +169,15 @@ describe('the per-server face of an agent endpoint', () => {
 
   it('relays progress to a 2026-07-28 client of the face', async () => {
     const client = new Client({ name: 'v2-progress', version: '1.0.0' }, { versionNegotiation: { mode: 'auto' } });
-    await client.connect(new StreamableHTTPClientTransport(new URL(faceUrl('db')), { requestInit: { headers: auth() } }));
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(faceUrl('db')), { requestInit: { headers: auth() } }),
+    );
     try {
       const seen: number[] = [];
-      const out = await client.callTool({ name: 'progress', arguments: { steps: 2 } }, { onprogress: (p) => seen.push(p.progress) });
+      const out = await client.callTool(
+        { name: 'progress', arguments: { steps: 2 } },
+        { onprogress: (p) => seen.push(p.progress) },
+      );
       expect(out.isError).toBeFalsy();
       expect(seen.length).toBeGreaterThanOrEqual(1);
     } finally {
@@ -154,7 +187,9 @@ describe('the per-server face of an agent endpoint', () => {
 
   it('stops an always_ask tool for the owner’s approval as the merged face does; the approved call runs once', async () => {
     const client = new Client({ name: 'v2-approve', version: '1.0.0' }, { versionNegotiation: { mode: 'auto' } });
-    await client.connect(new StreamableHTTPClientTransport(new URL(faceUrl('db')), { requestInit: { headers: auth() } }));
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(faceUrl('db')), { requestInit: { headers: auth() } }),
+    );
     try {
       const before = db.stats.calls;
       const stopped = await client.callTool({ name: 'drop_table', arguments: { table: 'users' } });
@@ -163,9 +198,17 @@ describe('the per-server face of an agent endpoint', () => {
       expect(db.stats.calls).toBe(before);
       const approvalId = errorOf(stopped).details.approvalId as string;
       await sys.system.api.act('ApproveToolCall', { approvalId });
-      const ran = await client.callTool({ name: 'drop_table', arguments: { table: 'users' }, _meta: { 'io.mcpx/approvalId': approvalId } });
+      const ran = await client.callTool({
+        name: 'drop_table',
+        arguments: { table: 'users' },
+        _meta: { 'io.mcpx/approvalId': approvalId },
+      });
       expect(ran.content).toEqual([{ type: 'text', text: 'dropped users' }]);
-      const replay = await client.callTool({ name: 'drop_table', arguments: { table: 'users' }, _meta: { 'io.mcpx/approvalId': approvalId } });
+      const replay = await client.callTool({
+        name: 'drop_table',
+        arguments: { table: 'users' },
+        _meta: { 'io.mcpx/approvalId': approvalId },
+      });
       expect(replay.isError).toBe(true);
       expect(db.stats.calls).toBe(before + 1);
     } finally {
@@ -181,7 +224,12 @@ describe('the per-server face of an agent endpoint', () => {
     const ask = async (url: string): Promise<{ status: number; body: string; challenge: string | null }> => {
       const res = await fetch(url, {
         method: 'POST',
-        headers: { ...auth(), 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-11-25' },
+        headers: {
+          ...auth(),
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          'mcp-protocol-version': '2025-11-25',
+        },
         body: list,
       });
       return { status: res.status, body: await res.text(), challenge: res.headers.get('www-authenticate') };
@@ -199,7 +247,9 @@ describe('the per-server face of an agent endpoint', () => {
     // A malformed segment names the field, whatever exists.
     const malformed = await ask(`${sys.endpoint.url}/v1/agents/ops/servers/%ZZ/mcp`);
     expect(malformed.status).toBe(400);
-    expect(JSON.parse(malformed.body)).toMatchObject({ error: { code: 'invalid_input', details: { field: 'server' } } });
+    expect(JSON.parse(malformed.body)).toMatchObject({
+      error: { code: 'invalid_input', details: { field: 'server' } },
+    });
   });
 
   it('prints the face’s URL and client configs with mcpx agents endpoint --server; the Inspector CLI lists and calls through it', async () => {
@@ -224,8 +274,21 @@ describe('the per-server face of an agent endpoint', () => {
     const common = [...mode, printed.url, '--transport', 'http', '--header', `Authorization: Bearer ${token}`];
     const list = await runInspector(bin, [...common, '--method', 'tools/list']);
     expect(list.code, list.stderr).toBe(0);
-    expect(lastJson(list.stdout).tools.map((t: { name: string }) => t.name)).toEqual(['add', 'drop_table', 'echo', 'progress']);
-    const call = await runInspector(bin, [...common, '--method', 'tools/call', '--tool-name', 'echo', '--tool-arg', 'text=inspected']);
+    expect(lastJson(list.stdout).tools.map((t: { name: string }) => t.name)).toEqual([
+      'add',
+      'drop_table',
+      'echo',
+      'progress',
+    ]);
+    const call = await runInspector(bin, [
+      ...common,
+      '--method',
+      'tools/call',
+      '--tool-name',
+      'echo',
+      '--tool-arg',
+      'text=inspected',
+    ]);
     expect(call.code, call.stderr).toBe(0);
     expect(JSON.stringify(lastJson(call.stdout).content)).toContain('inspected');
   }, 120_000);
@@ -235,9 +298,18 @@ describe('the per-server face of an agent endpoint', () => {
     const url = faceUrl('old');
     expect((await modernCall(url, second, 'echo', { text: 'still' }, {})).status).toBe(200);
     await sys.system.api.act('UpdateAgent', { agent: agentId, definition: { mcpServers: ['db'] } });
-    await eventually(async () => ((await modernCall(url, second, 'echo', { text: 'gone' }, {})).status === 401 ? true : undefined), 15_000, 'the revoked face refused');
+    await eventually(
+      async () => ((await modernCall(url, second, 'echo', { text: 'gone' }, {})).status === 401 ? true : undefined),
+      15_000,
+      'the revoked face refused',
+    );
     // The merged face no longer lists it either, and the other face still serves.
-    const left = await post(sys.urlOf('ops'), second, { jsonrpc: '2.0', id: 3, method: 'tools/list', params: {} }, { 'mcp-protocol-version': '2025-11-25' });
+    const left = await post(
+      sys.urlOf('ops'),
+      second,
+      { jsonrpc: '2.0', id: 3, method: 'tools/list', params: {} },
+      { 'mcp-protocol-version': '2025-11-25' },
+    );
     expect(JSON.stringify(left.result)).not.toContain('old__');
     expect((await modernCall(faceUrl('db'), second, 'echo', { text: 'db' }, {})).status).toBe(200);
     expect(MODERN_VERSION).toBe('2026-07-28');

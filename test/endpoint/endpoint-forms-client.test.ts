@@ -12,7 +12,11 @@ type Result = { content?: unknown; isError?: boolean; _meta?: Record<string, unk
 const textOf = (result: Result): string => (result.content as Array<{ text?: string }> | undefined)?.[0]?.text ?? '';
 const FIELDS: Record<string, unknown> = { confirm: true, name: 'from-client', region: 'eu-west-1', tags: [] };
 const fill = (params: unknown): Record<string, unknown> =>
-  Object.fromEntries(Object.keys((params as { requestedSchema?: { properties?: Record<string, unknown> } }).requestedSchema?.properties ?? {}).map((f) => [f, FIELDS[f] ?? 'x']));
+  Object.fromEntries(
+    Object.keys(
+      (params as { requestedSchema?: { properties?: Record<string, unknown> } }).requestedSchema?.properties ?? {},
+    ).map((f) => [f, FIELDS[f] ?? 'x']),
+  );
 
 /**
  * A server's form goes to the endpoint client that declared form elicitation, whatever the agent's
@@ -30,15 +34,29 @@ describe('forms to the endpoint client that declared elicitation', () => {
   const v1: V1Client[] = [];
 
   /** An SDK v2 client (2026-07-28 when both sides speak it) declaring `elicitation` as given. */
-  const connectV2 = async (token: string, elicitation: { form?: Record<string, never>; url?: Record<string, never> } | undefined, asked: string[] = []): Promise<Client> => {
-    const client = new Client({ name: 'forms-v2', version: '1.0.0' }, { versionNegotiation: { mode: 'auto' }, capabilities: elicitation === undefined ? {} : { elicitation } });
+  const connectV2 = async (
+    token: string,
+    elicitation: { form?: Record<string, never>; url?: Record<string, never> } | undefined,
+    asked: string[] = [],
+  ): Promise<Client> => {
+    const client = new Client(
+      { name: 'forms-v2', version: '1.0.0' },
+      { versionNegotiation: { mode: 'auto' }, capabilities: elicitation === undefined ? {} : { elicitation } },
+    );
     if (elicitation !== undefined) {
       client.setRequestHandler('elicitation/create', (req) => {
         asked.push(String((req.params as { message?: unknown }).message));
-        return Promise.resolve({ action: 'accept' as const, content: fill(req.params) as Record<string, string | boolean | string[]> });
+        return Promise.resolve({
+          action: 'accept' as const,
+          content: fill(req.params) as Record<string, string | boolean | string[]>,
+        });
       });
     }
-    await client.connect(new StreamableHTTPClientTransport(new URL(sys.urlOf('plain')), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(sys.urlOf('plain')), {
+        requestInit: { headers: { authorization: `Bearer ${token}` } },
+      }),
+    );
     v2.push(client);
     return client;
   };
@@ -79,7 +97,9 @@ describe('forms to the endpoint client that declared elicitation', () => {
       asked.push(String(req.params.message));
       return Promise.resolve({ action: 'accept' as const, content: { confirm: true } });
     });
-    await client.connect(new V1Transport(new URL(sys.urlOf('plain')), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
+    await client.connect(
+      new V1Transport(new URL(sys.urlOf('plain')), { requestInit: { headers: { authorization: `Bearer ${token}` } } }),
+    );
     v1.push(client);
     const done = await client.callTool({ name: 'ops__deploy', arguments: { env: 'us' } });
     expect(textOf(done as Result), JSON.stringify(done)).toBe('Deployed to us');
@@ -96,7 +116,10 @@ describe('forms to the endpoint client that declared elicitation', () => {
       const err = errorOf(stopped);
       expect(err).toMatchObject({ code: 'input_required', details: { forPerson: true } });
       const id = err.details.inputRequestId as string;
-      expect((await pendingInputs(sys.system)).find((r) => r.id === id)?.requests[0]).toMatchObject({ kind: 'form', answerBy: 'person' });
+      expect((await pendingInputs(sys.system)).find((r) => r.id === id)?.requests[0]).toMatchObject({
+        kind: 'form',
+        answerBy: 'person',
+      });
       await sys.system.api.act('AnswerInputRequest', { id, action: 'cancel' });
     }
   });
@@ -115,12 +138,18 @@ describe('forms to the endpoint client that declared elicitation', () => {
     const before = upstream.stats.responsesSeen.length;
     // Refused as a server refuses a state that fails its check: a JSON-RPC error naming requestState.
     const stolen = await modernCall(url, other, 'ops__deploy', { env: 'prod' }, caps, answer);
-    expect(stolen.message?.error).toMatchObject({ code: -32602, data: { code: 'input_refused', details: { reason: 'mismatch', field: 'requestState' } } });
+    expect(stolen.message?.error).toMatchObject({
+      code: -32602,
+      data: { code: 'input_refused', details: { reason: 'mismatch', field: 'requestState' } },
+    });
     expect(upstream.stats.responsesSeen.slice(before).filter((r) => r !== undefined)).toEqual([]);
     // The token's own answer is taken, once.
     const done = await modernCall(url, mine, 'ops__deploy', { env: 'prod' }, caps, answer);
     expect(textOf(done.result as Result)).toBe('Deployed to prod');
     const again = await modernCall(url, mine, 'ops__deploy', { env: 'prod' }, caps, answer);
-    expect(again.message?.error).toMatchObject({ code: -32602, data: { code: 'input_refused', details: { reason: 'used', field: 'requestState' } } });
+    expect(again.message?.error).toMatchObject({
+      code: -32602,
+      data: { code: 'input_refused', details: { reason: 'used', field: 'requestState' } },
+    });
   });
 });

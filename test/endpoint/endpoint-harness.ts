@@ -9,9 +9,14 @@ import { ProxySystem, type ProxySystemOptions } from '../support/proxy-system.js
 export type ErrorMeta = { code: string; message: string; details: Record<string, unknown> };
 
 /** The connector's error of a tool result (undefined on a result that has none). */
-export const errorOf = (result: { _meta?: Record<string, unknown> }): ErrorMeta => result._meta?.['io.mcpx/error'] as ErrorMeta;
+export const errorOf = (result: { _meta?: Record<string, unknown> }): ErrorMeta =>
+  result._meta?.['io.mcpx/error'] as ErrorMeta;
 
-export type EndpointSystemOptions = ProxySystemOptions & { endpointEnv?: Record<string, string>; telemetry?: Telemetry; logSink?: (line: string) => void };
+export type EndpointSystemOptions = ProxySystemOptions & {
+  endpointEnv?: Record<string, string>;
+  telemetry?: Telemetry;
+  logSink?: (line: string) => void;
+};
 
 export interface EndpointSystem {
   system: ProxySystem;
@@ -39,7 +44,9 @@ export async function startEndpointSystem(opts: EndpointSystemOptions = {}): Pro
         ...system.env,
         HTTP_PORT: '0',
         INSTANCE_ID: `endpoint-${Math.random().toString(36).slice(2, 8)}`,
-        ...(process.env.ENDPOINT_LEAN_CALLS !== undefined ? { ENDPOINT_LEAN_CALLS: process.env.ENDPOINT_LEAN_CALLS } : {}),
+        ...(process.env.ENDPOINT_LEAN_CALLS !== undefined
+          ? { ENDPOINT_LEAN_CALLS: process.env.ENDPOINT_LEAN_CALLS }
+          : {}),
         ...opts.endpointEnv,
       }),
       {
@@ -55,7 +62,8 @@ export async function startEndpointSystem(opts: EndpointSystemOptions = {}): Pro
     system,
     endpoint,
     urlOf: (agent) => `${endpoint.url}/v1/agents/${encodeURIComponent(agent)}/mcp`,
-    token: async (agent, fields = {}) => system.api.act<{ token: string; id: string }>('CreateAgentToken', { agent, ...fields }),
+    token: async (agent, fields = {}) =>
+      system.api.act<{ token: string; id: string }>('CreateAgentToken', { agent, ...fields }),
     stop: async () => {
       await endpoint.stop().catch(() => undefined);
       await system.stop();
@@ -69,8 +77,13 @@ export async function startEndpointSystem(opts: EndpointSystemOptions = {}): Pro
  * server `db` and granted to agent `ops` once its three tools are projected. If the server or the
  * agent cannot be set, both are stopped before the error is thrown.
  */
-export async function startEndpointApprovalSystem(opts: EndpointSystemOptions = {}): Promise<{ sys: EndpointSystem; upstream: TestMcpServer }> {
-  const [sys, upstream] = await Promise.all([startEndpointSystem(opts), startTestMcpServer({ era: 'modern', tools: approvalTools() })]);
+export async function startEndpointApprovalSystem(
+  opts: EndpointSystemOptions = {},
+): Promise<{ sys: EndpointSystem; upstream: TestMcpServer }> {
+  const [sys, upstream] = await Promise.all([
+    startEndpointSystem(opts),
+    startTestMcpServer({ era: 'modern', tools: approvalTools() }),
+  ]);
   try {
     await sys.system.setServer('db', upstream.url);
     await sys.system.createAgent('ops', ['db'], 3);
@@ -86,6 +99,10 @@ export async function startEndpointApprovalSystem(opts: EndpointSystemOptions = 
 export async function connectAgentClient(sys: EndpointSystem, agent: string, name: string): Promise<Client> {
   const { token } = await sys.token(agent);
   const client = new Client({ name, version: '1.0.0' }, { versionNegotiation: { mode: 'auto' } });
-  await client.connect(new StreamableHTTPClientTransport(new URL(sys.urlOf(agent)), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
+  await client.connect(
+    new StreamableHTTPClientTransport(new URL(sys.urlOf(agent)), {
+      requestInit: { headers: { authorization: `Bearer ${token}` } },
+    }),
+  );
   return client;
 }

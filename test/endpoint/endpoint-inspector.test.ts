@@ -13,7 +13,13 @@ import { startEndpointSystem, type EndpointSystem } from './endpoint-harness.js'
 /** Runs a shell command line as a user types it, on this process's Node (20) first on the PATH, from an empty folder. */
 async function shell(line: string, timeoutMs: number): Promise<ProcessResult> {
   const cwd = mkdtempSync(join(tmpdir(), 'mcpx-printed-'));
-  const env = { ...process.env, PATH: `${dirname(process.execPath)}:${process.env.PATH ?? ''}`, NO_COLOR: '1', npm_config_yes: 'true', npm_config_update_notifier: 'false' };
+  const env = {
+    ...process.env,
+    PATH: `${dirname(process.execPath)}:${process.env.PATH ?? ''}`,
+    NO_COLOR: '1',
+    npm_config_yes: 'true',
+    npm_config_update_notifier: 'false',
+  };
   try {
     return await runProcess('/bin/sh', ['-c', line], { cwd, env }, timeoutMs);
   } finally {
@@ -64,7 +70,15 @@ describe('the agent MCP endpoint through the MCP Inspector command-line clients'
       const names: string[] = lastJson(list.stdout).tools.map((t: { name: string }) => t.name);
       expect(names.filter((n) => n.startsWith('everything__')).length).toBe(16);
       expect(names).toContain('demo__echo');
-      const call = await run(bin, [...common, '--method', 'tools/call', '--tool-name', 'everything__echo', '--tool-arg', 'message=hi from the inspector']);
+      const call = await run(bin, [
+        ...common,
+        '--method',
+        'tools/call',
+        '--tool-name',
+        'everything__echo',
+        '--tool-arg',
+        'message=hi from the inspector',
+      ]);
       expect(call.code, call.stderr).toBe(0);
       expect(lastJson(call.stdout).content).toEqual([{ type: 'text', text: 'Echo: hi from the inspector' }]);
     },
@@ -75,9 +89,29 @@ describe('the agent MCP endpoint through the MCP Inspector command-line clients'
     '%s gets every block of a result through the endpoint as it gets it from the server',
     async (which) => {
       const { bin, mode } = INSPECTORS[which];
-      const direct = await run(bin, [...mode, docs.url, '--transport', 'http', '--method', 'tools/call', '--tool-name', 'every_block']);
+      const direct = await run(bin, [
+        ...mode,
+        docs.url,
+        '--transport',
+        'http',
+        '--method',
+        'tools/call',
+        '--tool-name',
+        'every_block',
+      ]);
       expect(direct.code, direct.stderr).toBe(0);
-      const through = await run(bin, [...mode, sys.urlOf(agentId), '--transport', 'http', '--header', `Authorization: Bearer ${token}`, '--method', 'tools/call', '--tool-name', 'docs__every_block']);
+      const through = await run(bin, [
+        ...mode,
+        sys.urlOf(agentId),
+        '--transport',
+        'http',
+        '--header',
+        `Authorization: Bearer ${token}`,
+        '--method',
+        'tools/call',
+        '--tool-name',
+        'docs__every_block',
+      ]);
       expect(through.code, through.stderr).toBe(0);
       const [d, t] = [lastJson(direct.stdout), lastJson(through.stdout)];
       expect(d.content.map((b: { type: string }) => b.type)).toEqual(EVERY_BLOCK_TYPES);

@@ -17,7 +17,8 @@ import { SseSubscriber } from '../support/sse-client.js';
 import { ProcessSystem, ROOT, eventually } from '../support/system.js';
 import { errorOf } from './endpoint-harness.js';
 
-const textOf = (result: object): string => ((result as { content?: unknown }).content as Array<{ text?: string }> | undefined)?.[0]?.text ?? '';
+const textOf = (result: object): string =>
+  ((result as { content?: unknown }).content as Array<{ text?: string }> | undefined)?.[0]?.text ?? '';
 
 /** One endpoint process on the `endpoint` NATS user. */
 interface EndpointProcess {
@@ -82,16 +83,27 @@ describe('the agent MCP endpoint on two instances (its own NATS user, no affinit
   };
 
   const agentUrl = (e: EndpointProcess, agent: string): string => `${e.url}/v1/agents/${encodeURIComponent(agent)}/mcp`;
-  const token = (agent: string, fields: Record<string, unknown> = {}): Promise<{ token: string; id: string }> => api.act('CreateAgentToken', { agent, ...fields });
+  const token = (agent: string, fields: Record<string, unknown> = {}): Promise<{ token: string; id: string }> =>
+    api.act('CreateAgentToken', { agent, ...fields });
 
   beforeAll(async () => {
     nats = await NatsAuthServer.start({ prefix });
-    [system, upstream] = await Promise.all([ProcessSystem.start({ env: { NATS_PREFIX: prefix }, natsEnv: (s) => nats.env(s) }), startTestMcpServer({ era: 'modern', tools: approvalTools() })]);
+    [system, upstream] = await Promise.all([
+      ProcessSystem.start({ env: { NATS_PREFIX: prefix }, natsEnv: (s) => nats.env(s) }),
+      startTestMcpServer({ era: 'modern', tools: approvalTools() }),
+    ]);
     subjects = makeSubjects(prefix);
     api = new ApiClient(system.apiUrl);
     await api.act('SetMcpServer', { name: 'db', config: { url: upstream.url } });
-    const agent = (await api.act<{ agent: { id: string } }>('CreateAgent', { name: 'ops', definition: { mcpServers: ['db'] } })).agent.id;
-    await eventually(async () => ((await api.act<{ tools: unknown[] }>('ListAgentTools', { agent })).tools.length >= 3 ? true : undefined), 30_000, 'tools projected');
+    const agent = (
+      await api.act<{ agent: { id: string } }>('CreateAgent', { name: 'ops', definition: { mcpServers: ['db'] } })
+    ).agent.id;
+    await eventually(
+      async () =>
+        (await api.act<{ tools: unknown[] }>('ListAgentTools', { agent })).tools.length >= 3 ? true : undefined,
+      30_000,
+      'tools projected',
+    );
     await Promise.all([startEndpointProcess(0), startEndpointProcess(1)]);
     stream = await SseSubscriber.open(api);
   }, 180_000);
@@ -115,17 +127,32 @@ describe('the agent MCP endpoint on two instances (its own NATS user, no affinit
 
   it("a modern client's user approves through one instance: the console's event stream hears the decision at once, and the call runs once", async () => {
     const approver = await token('ops', { userMayApprove: true });
-    const client = new Client({ name: 'user-approval', version: '1.0.0' }, { versionNegotiation: { mode: 'auto' }, capabilities: { elicitation: { form: {} } } });
+    const client = new Client(
+      { name: 'user-approval', version: '1.0.0' },
+      { versionNegotiation: { mode: 'auto' }, capabilities: { elicitation: { form: {} } } },
+    );
     client.setRequestHandler('elicitation/create', () => Promise.resolve({ action: 'accept' as const, content: {} }));
-    await client.connect(new StreamableHTTPClientTransport(new URL(agentUrl(endpoints[0]!, 'ops')), { requestInit: { headers: { authorization: `Bearer ${approver.token}` } } }));
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(agentUrl(endpoints[0]!, 'ops')), {
+        requestInit: { headers: { authorization: `Bearer ${approver.token}` } },
+      }),
+    );
     clients.push(client);
     const before = upstream.stats.calls;
     const ran = await client.callTool({ name: 'db__drop_table', arguments: { table: 'announced' } });
     expect(textOf(ran)).toBe('dropped announced');
     expect(upstream.stats.calls).toBe(before + 1);
-    const requested = await stream.waitFor('approval-requested', (d) => d.tool === 'db__drop_table' && d.run === `ep-${approver.id}`);
+    const requested = await stream.waitFor(
+      'approval-requested',
+      (d) => d.tool === 'db__drop_table' && d.run === `ep-${approver.id}`,
+    );
     const decided = await stream.waitFor('approval-decided', (d) => d.approvalId === requested.data.approvalId);
-    expect(decided.data).toMatchObject({ decision: 'approved', run: `ep-${approver.id}`, tool: 'db__drop_table', server: 'db' });
+    expect(decided.data).toMatchObject({
+      decision: 'approved',
+      run: `ep-${approver.id}`,
+      tool: 'db__drop_table',
+      server: 'db',
+    });
     // As the owner's notice: the call named, never its arguments.
     expect(stream.raw).not.toContain('announced');
   });
@@ -145,26 +172,37 @@ describe('the agent MCP endpoint on two instances (its own NATS user, no affinit
       decidedAt: new Date().toISOString(),
       expiresAt: new Date(Date.now() + 60_000).toISOString(),
     };
-    const refused = await runtime.request(subjects.approvalDecided(api.principal), encodePayload(forged), { timeout: 5_000 }).then(
-      () => undefined,
-      (e: Error) => e.message,
-    );
+    const refused = await runtime
+      .request(subjects.approvalDecided(api.principal), encodePayload(forged), { timeout: 5_000 })
+      .then(
+        () => undefined,
+        (e: Error) => e.message,
+      );
     expect(refused).toMatch(/permissions violation/i);
     // The endpoint's own user may announce one (that is its right), but may not answer calls nor publish account events.
     const endpoint = await nats.connectAs('endpoint');
     conns.push(endpoint);
     const notAnswering = endpoint.subscribe(subjects.proxyCall);
     expect(String(await notAnswering.closed)).toMatch(/permissions violation/i);
-    const noEvents = await endpoint.request(subjects.serverDiscovered(api.principal, 'db'), new Uint8Array(), { timeout: 5_000 }).then(
-      () => undefined,
-      (e: Error) => e.message,
-    );
+    const noEvents = await endpoint
+      .request(subjects.serverDiscovered(api.principal, 'db'), new Uint8Array(), { timeout: 5_000 })
+      .then(
+        () => undefined,
+        (e: Error) => e.message,
+      );
     expect(noEvents).toMatch(/permissions violation/i);
     // A real decision announced after the forged one arrives; the forged one never does.
     const other = await token('ops', { userMayApprove: true });
-    const client = new Client({ name: 'after-forgery', version: '1.0.0' }, { versionNegotiation: { mode: 'auto' }, capabilities: { elicitation: { form: {} } } });
+    const client = new Client(
+      { name: 'after-forgery', version: '1.0.0' },
+      { versionNegotiation: { mode: 'auto' }, capabilities: { elicitation: { form: {} } } },
+    );
     client.setRequestHandler('elicitation/create', () => Promise.resolve({ action: 'decline' as const }));
-    await client.connect(new StreamableHTTPClientTransport(new URL(agentUrl(endpoints[1]!, 'ops')), { requestInit: { headers: { authorization: `Bearer ${other.token}` } } }));
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(agentUrl(endpoints[1]!, 'ops')), {
+        requestInit: { headers: { authorization: `Bearer ${other.token}` } },
+      }),
+    );
     clients.push(client);
     const declined = await client.callTool({ name: 'db__drop_table', arguments: { table: 'after' } });
     expect(errorOf(declined as never)).toMatchObject({ code: 'approval_refused', details: { reason: 'denied' } });
@@ -175,23 +213,37 @@ describe('the agent MCP endpoint on two instances (its own NATS user, no affinit
   it("only the endpoint asks the registry to audit a token holder's decision: the runtime's and the proxy's requests are refused by NATS and write nothing", async () => {
     // A decision through an endpoint process on its own user: the registry wrote its entry.
     const approver = await token('ops', { userMayApprove: true });
-    const client = new Client({ name: 'audited', version: '1.0.0' }, { versionNegotiation: { mode: 'auto' }, capabilities: { elicitation: { form: {} } } });
+    const client = new Client(
+      { name: 'audited', version: '1.0.0' },
+      { versionNegotiation: { mode: 'auto' }, capabilities: { elicitation: { form: {} } } },
+    );
     client.setRequestHandler('elicitation/create', () => Promise.resolve({ action: 'decline' as const }));
-    await client.connect(new StreamableHTTPClientTransport(new URL(agentUrl(endpoints[0]!, 'ops')), { requestInit: { headers: { authorization: `Bearer ${approver.token}` } } }));
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(agentUrl(endpoints[0]!, 'ops')), {
+        requestInit: { headers: { authorization: `Bearer ${approver.token}` } },
+      }),
+    );
     clients.push(client);
     const declined = await client.callTool({ name: 'db__drop_table', arguments: { table: 'audit-attack' } });
     const approvalId = errorOf(declined).details.approvalId as string;
     type Audit = { action: string; signer: string; target: { name: string } };
-    const entries = async (): Promise<Audit[]> => (await api.act<{ events: Audit[] }>('ListAuditEvents', {})).events.filter((e) => e.target.name === approvalId);
-    expect((await entries()).map((e) => [e.action, e.signer])).toEqual([['DenyToolCall', `agent-token:${approver.id}`]]);
+    const entries = async (): Promise<Audit[]> =>
+      (await api.act<{ events: Audit[] }>('ListAuditEvents', {})).events.filter((e) => e.target.name === approvalId);
+    expect((await entries()).map((e) => [e.action, e.signer])).toEqual([
+      ['DenyToolCall', `agent-token:${approver.id}`],
+    ]);
     // Anyone else asking (to fill the log, or to learn which approvals exist) is refused by NATS.
     for (const role of ['runtime', 'proxy', 'projector'] as const) {
       const nc = await nats.connectAs(role);
       conns.push(nc);
-      const refused = await nc.request(subjects.registryTokenDecisionAudit, encodePayload({ account: api.principal, approvalId }), { timeout: 5_000 }).then(
-        () => undefined,
-        (e: Error) => e.message,
-      );
+      const refused = await nc
+        .request(subjects.registryTokenDecisionAudit, encodePayload({ account: api.principal, approvalId }), {
+          timeout: 5_000,
+        })
+        .then(
+          () => undefined,
+          (e: Error) => e.message,
+        );
       expect(refused, role).toMatch(/permissions violation/i);
     }
     // Nor may anyone but the registry answer it (a fake registry would swallow the entries).
@@ -216,14 +268,28 @@ describe('the agent MCP endpoint on two instances (its own NATS user, no affinit
     const init = await fetch(agentUrl(b, 'ops'), {
       method: 'POST',
       headers: headers(t),
-      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: { elicitation: {} }, clientInfo: { name: 'raw', version: '1' } } }),
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: {
+          protocolVersion: '2025-11-25',
+          capabilities: { elicitation: {} },
+          clientInfo: { name: 'raw', version: '1' },
+        },
+      }),
     });
     await init.text();
     const before = upstream.stats.calls;
     const call = await fetch(agentUrl(a, 'ops'), {
       method: 'POST',
       headers: headers(t),
-      body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'db__drop_table', arguments: { table: 'elsewhere' } } }),
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 2,
+        method: 'tools/call',
+        params: { name: 'db__drop_table', arguments: { table: 'elsewhere' } },
+      }),
     });
     const reader = call.body!.getReader();
     let seen = '';
@@ -235,7 +301,11 @@ describe('the agent MCP endpoint on two instances (its own NATS user, no affinit
       fetch(agentUrl(b, 'ops'), {
         method: 'POST',
         headers: headers(bearer),
-        body: JSON.stringify({ jsonrpc: '2.0', id, result: action === 'accept' ? { action, content: {} } : { action } }),
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id,
+          result: action === 'accept' ? { action, content: {} } : { action },
+        }),
       });
     // A decline for a question of an instance that does not exist is taken by nobody.
     await (await answer(t, 'decline', `mcpx-q.endpoint-gone.${randomUUID()}`)).text();
@@ -270,7 +340,12 @@ describe('the agent MCP endpoint on two instances (its own NATS user, no affinit
       asked.push(String(req.params.message));
       return Promise.resolve({ action: 'accept' as const, content: {} });
     });
-    await client.connect(new TransportV1(new URL(agentUrl(a, 'ops')), { fetch: balancer, requestInit: { headers: { authorization: `Bearer ${t}` } } }));
+    await client.connect(
+      new TransportV1(new URL(agentUrl(a, 'ops')), {
+        fetch: balancer,
+        requestInit: { headers: { authorization: `Bearer ${t}` } },
+      }),
+    );
     clients.push(client);
     const before = upstream.stats.calls;
     const ran = await client.callTool({ name: 'db__drop_table', arguments: { table: 'balanced' } });

@@ -2,7 +2,16 @@ import { InMemorySpanExporter } from '@opentelemetry/sdk-trace';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadEndpointConfig, startEndpoint, type RunningEndpoint } from '@mcpx/endpoint';
 import { setupTelemetry, type Telemetry } from '@mcpx/telemetry';
-import { addTool, bigTextTool, echoTool, errorTool, imageTool, startTestMcpServer, structuredTool, type TestMcpServer } from '../servers/index.js';
+import {
+  addTool,
+  bigTextTool,
+  echoTool,
+  errorTool,
+  imageTool,
+  startTestMcpServer,
+  structuredTool,
+  type TestMcpServer,
+} from '../servers/index.js';
 import { dropTool } from '../approvals/approval-tools.js';
 import { eventually } from '../support/system.js';
 import { startEndpointSystem, type EndpointSystem } from './endpoint-harness.js';
@@ -29,9 +38,20 @@ describe('the lean tools/call path: the same wire as the SDK path', () => {
     telemetry = await setupTelemetry({ serviceName: 'endpoint-lean-test', spanExporter: exporter });
     [sys, upstream] = await Promise.all([
       startEndpointSystem({ telemetry, endpointEnv: { ENDPOINT_LEAN_CALLS: 'on' } }),
-      startTestMcpServer({ era: 'modern', tools: [echoTool(), addTool(), imageTool(), errorTool(), structuredTool(), bigTextTool(300_000), dropTool()] }),
+      startTestMcpServer({
+        era: 'modern',
+        tools: [echoTool(), addTool(), imageTool(), errorTool(), structuredTool(), bigTextTool(300_000), dropTool()],
+      }),
     ]);
-    sdkOnly = await startEndpoint(loadEndpointConfig({ ...sys.system.env, HTTP_PORT: '0', INSTANCE_ID: 'endpoint-sdk-only', ENDPOINT_LEAN_CALLS: 'off' }), { telemetry, logSink: () => {} });
+    sdkOnly = await startEndpoint(
+      loadEndpointConfig({
+        ...sys.system.env,
+        HTTP_PORT: '0',
+        INSTANCE_ID: 'endpoint-sdk-only',
+        ENDPOINT_LEAN_CALLS: 'off',
+      }),
+      { telemetry, logSink: () => {} },
+    );
     await sys.system.setServer('db', upstream.url);
     await sys.system.createAgent('ops', ['db'], 7);
     ({ token } = await sys.token('ops', { userMayApprove: true }));
@@ -54,8 +74,17 @@ describe('the lean tools/call path: the same wire as the SDK path', () => {
     return { status: r.status, headers, body };
   };
 
-  const modernHeaders = (name: string): Record<string, string> => ({ 'mcp-protocol-version': MODERN_VERSION, 'mcp-method': 'tools/call', 'mcp-name': name });
-  const modernBody = (id: number | string, name: string, args: unknown, caps: Record<string, unknown> = {}): unknown => ({
+  const modernHeaders = (name: string): Record<string, string> => ({
+    'mcp-protocol-version': MODERN_VERSION,
+    'mcp-method': 'tools/call',
+    'mcp-name': name,
+  });
+  const modernBody = (
+    id: number | string,
+    name: string,
+    args: unknown,
+    caps: Record<string, unknown> = {},
+  ): unknown => ({
     jsonrpc: '2.0',
     id,
     method: 'tools/call',
@@ -69,7 +98,12 @@ describe('the lean tools/call path: the same wire as the SDK path', () => {
       },
     },
   });
-  const legacyBody = (id: number | string, name: string, args: unknown): unknown => ({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } });
+  const legacyBody = (id: number | string, name: string, args: unknown): unknown => ({
+    jsonrpc: '2.0',
+    id,
+    method: 'tools/call',
+    params: { name, arguments: args },
+  });
 
   const cases: Array<[string, (base: string) => Promise<RpcAnswer>]> = [];
   const both = (label: string, body: unknown, headers: Record<string, string> = {}): void => {
@@ -87,11 +121,21 @@ describe('the lean tools/call path: the same wire as the SDK path', () => {
   ];
   for (const [i, [name, args]] of calls.entries()) {
     both(`modern ${name} ${JSON.stringify(args)}`, modernBody(100 + i, name, args), modernHeaders(name));
-    both(`legacy ${name} ${JSON.stringify(args)}`, legacyBody(200 + i, name, args), { 'mcp-protocol-version': '2025-11-25' });
+    both(`legacy ${name} ${JSON.stringify(args)}`, legacyBody(200 + i, name, args), {
+      'mcp-protocol-version': '2025-11-25',
+    });
   }
   both('modern, a string id', modernBody('req-1', 'db__echo', { text: 'x' }), modernHeaders('db__echo'));
-  both('modern, an approval asked of the user (forms declared)', modernBody(301, 'db__drop_table', { table: 'orders' }, { elicitation: { form: {} } }), modernHeaders('db__drop_table'));
-  both('modern, a client that can open URLs only is not asked a form', modernBody(315, 'db__drop_table', { table: 'urls' }, { elicitation: { url: {} } }), modernHeaders('db__drop_table'));
+  both(
+    'modern, an approval asked of the user (forms declared)',
+    modernBody(301, 'db__drop_table', { table: 'orders' }, { elicitation: { form: {} } }),
+    modernHeaders('db__drop_table'),
+  );
+  both(
+    'modern, a client that can open URLs only is not asked a form',
+    modernBody(315, 'db__drop_table', { table: 'urls' }, { elicitation: { url: {} } }),
+    modernHeaders('db__drop_table'),
+  );
   both('legacy without a version header', legacyBody(302, 'db__echo', { text: 'x' }));
   // Left to the SDK by the lean path: the answers must still be the SDK's.
   both('modern, an unknown tool', modernBody(303, 'db__nope', {}), modernHeaders('db__nope'));
@@ -106,21 +150,51 @@ describe('the lean tools/call path: the same wire as the SDK path', () => {
       jsonrpc: '2.0',
       id: 308,
       method: 'tools/call',
-      params: { name: 'db__echo', arguments: { text: 'x' }, _meta: { 'io.modelcontextprotocol/protocolVersion': MODERN_VERSION, 'io.modelcontextprotocol/clientCapabilities': {} } },
+      params: {
+        name: 'db__echo',
+        arguments: { text: 'x' },
+        _meta: {
+          'io.modelcontextprotocol/protocolVersion': MODERN_VERSION,
+          'io.modelcontextprotocol/clientCapabilities': {},
+        },
+      },
     },
     modernHeaders('db__echo'),
   );
-  both('modern, the header says another version', modernBody(309, 'db__echo', { text: 'x' }), { ...modernHeaders('db__echo'), 'mcp-protocol-version': '2025-11-25' });
+  both('modern, the header says another version', modernBody(309, 'db__echo', { text: 'x' }), {
+    ...modernHeaders('db__echo'),
+    'mcp-protocol-version': '2025-11-25',
+  });
   both(
     'legacy, a param the lean path does not know',
-    { jsonrpc: '2.0', id: 310, method: 'tools/call', params: { name: 'db__echo', arguments: { text: 'x' }, task: { ttl: 1000 } } },
+    {
+      jsonrpc: '2.0',
+      id: 310,
+      method: 'tools/call',
+      params: { name: 'db__echo', arguments: { text: 'x' }, task: { ttl: 1000 } },
+    },
     { 'mcp-protocol-version': '2025-11-25' },
   );
-  both('legacy, a notification', { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 999 } }, { 'mcp-protocol-version': '2025-11-25' });
-  both('legacy, an unknown version', legacyBody(311, 'db__echo', { text: 'x' }), { 'mcp-protocol-version': '1999-01-01' });
-  both('an allowed Origin', modernBody(312, 'db__echo', { text: 'x' }), { ...modernHeaders('db__echo'), origin: 'http://127.0.0.1' });
-  both('a foreign Origin', modernBody(313, 'db__echo', { text: 'x' }), { ...modernHeaders('db__echo'), origin: 'https://evil.example' });
-  both('a foreign Host', modernBody(314, 'db__echo', { text: 'x' }), { ...modernHeaders('db__echo'), host: 'evil.example' });
+  both(
+    'legacy, a notification',
+    { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 999 } },
+    { 'mcp-protocol-version': '2025-11-25' },
+  );
+  both('legacy, an unknown version', legacyBody(311, 'db__echo', { text: 'x' }), {
+    'mcp-protocol-version': '1999-01-01',
+  });
+  both('an allowed Origin', modernBody(312, 'db__echo', { text: 'x' }), {
+    ...modernHeaders('db__echo'),
+    origin: 'http://127.0.0.1',
+  });
+  both('a foreign Origin', modernBody(313, 'db__echo', { text: 'x' }), {
+    ...modernHeaders('db__echo'),
+    origin: 'https://evil.example',
+  });
+  both('a foreign Host', modernBody(314, 'db__echo', { text: 'x' }), {
+    ...modernHeaders('db__echo'),
+    host: 'evil.example',
+  });
 
   it('answers every request as the SDK path does, byte for byte', async () => {
     for (const [label, send] of cases) {
@@ -132,9 +206,21 @@ describe('the lean tools/call path: the same wire as the SDK path', () => {
 
   it('the lean endpoint served the plain calls itself, the other none', async () => {
     exporter.reset();
-    await post(`${sys.endpoint.url}/v1/agents/ops/mcp`, token, modernBody(400, 'db__echo', { text: 'lean' }), modernHeaders('db__echo'));
-    await post(`${sys.endpoint.url}/v1/agents/ops/mcp`, token, legacyBody(401, 'db__echo', { text: 'lean' }), { 'mcp-protocol-version': '2025-11-25' });
-    await post(`${sdkOnly.url}/v1/agents/ops/mcp`, token, modernBody(402, 'db__echo', { text: 'sdk' }), modernHeaders('db__echo'));
+    await post(
+      `${sys.endpoint.url}/v1/agents/ops/mcp`,
+      token,
+      modernBody(400, 'db__echo', { text: 'lean' }),
+      modernHeaders('db__echo'),
+    );
+    await post(`${sys.endpoint.url}/v1/agents/ops/mcp`, token, legacyBody(401, 'db__echo', { text: 'lean' }), {
+      'mcp-protocol-version': '2025-11-25',
+    });
+    await post(
+      `${sdkOnly.url}/v1/agents/ops/mcp`,
+      token,
+      modernBody(402, 'db__echo', { text: 'sdk' }),
+      modernHeaders('db__echo'),
+    );
     const spans = await eventually(
       async () => {
         const s = exporter.getFinishedSpans().filter((x) => x.name === 'endpoint.tools/call');

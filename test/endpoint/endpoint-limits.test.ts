@@ -25,7 +25,9 @@ describe('the agent MCP endpoint: limits are tool results', () => {
   });
 
   it('says the per-server rate limit as rate_limited with the delay', async () => {
-    const results = await Promise.all(Array.from({ length: 20 }, (_, i) => client.callTool({ name: 'db__add', arguments: { a: i, b: 1 } })));
+    const results = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => client.callTool({ name: 'db__add', arguments: { a: i, b: 1 } })),
+    );
     const limited = results.filter((r) => r.isError === true);
     expect(limited.length).toBeGreaterThan(0);
     const err = errorOf(limited[0]!);

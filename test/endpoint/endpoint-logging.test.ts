@@ -82,21 +82,30 @@ describe('log messages of a call through the endpoint', () => {
     const { token } = await sys.token('logger');
     const client = new V1Client({ name: 'v1-logs', version: '1.0.0' });
     client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => void logs.push(n.params as LogParams));
-    await client.connect(new V1Transport(new URL(url), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
+    await client.connect(
+      new V1Transport(new URL(url), { requestInit: { headers: { authorization: `Bearer ${token}` } } }),
+    );
     return client;
   };
   const v2 = async (url: string, logs: LogParams[]): Promise<Client> => {
     const { token } = await sys.token('logger');
     const client = new Client({ name: 'v2-logs', version: '1.0.0' }, { versionNegotiation: { mode: 'auto' } });
     client.setNotificationHandler('notifications/message', (n) => void logs.push(n.params as LogParams));
-    await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(url), {
+        requestInit: { headers: { authorization: `Bearer ${token}` } },
+      }),
+    );
     return client;
   };
 
   it('2025-11-25: a client that set its level gets the call’s log messages as the server sent them; another token none', async () => {
     const direct: LogParams[] = [];
     const directClient = new V1Client({ name: 'v1-direct', version: '1.0.0' });
-    directClient.setNotificationHandler(LoggingMessageNotificationSchema, (n) => void direct.push(n.params as LogParams));
+    directClient.setNotificationHandler(
+      LoggingMessageNotificationSchema,
+      (n) => void direct.push(n.params as LogParams),
+    );
     await directClient.connect(new V1Transport(new URL(conf.url)));
     const logs: LogParams[] = [];
     const other: LogParams[] = [];
@@ -108,7 +117,11 @@ describe('log messages of a call through the endpoint', () => {
       expect(await client.setLoggingLevel('debug')).toEqual({});
       const result = await client.callTool({ name: 'test_tool_with_logging', arguments: {} });
       expect(result.content).toEqual([{ type: 'text', text: 'Tool with logging executed successfully' }]);
-      expect(logs.map((l) => l.data)).toEqual(['Tool execution started', 'Tool processing data', 'Tool execution completed']);
+      expect(logs.map((l) => l.data)).toEqual([
+        'Tool execution started',
+        'Tool processing data',
+        'Tool execution completed',
+      ]);
       expect(logs).toEqual(direct);
       // The other token set no level: its identical call asks for no logs and hears none.
       await silent.callTool({ name: 'test_tool_with_logging', arguments: {} });
@@ -131,14 +144,26 @@ describe('log messages of a call through the endpoint', () => {
     try {
       await client.callTool({ name: 'conf__test_logging_tool', arguments: {} });
       expect(logs).toEqual([]);
-      await client.callTool({ name: 'conf__test_logging_tool', arguments: {}, _meta: { 'io.modelcontextprotocol/logLevel': 'info' } });
+      await client.callTool({
+        name: 'conf__test_logging_tool',
+        arguments: {},
+        _meta: { 'io.modelcontextprotocol/logLevel': 'info' },
+      });
       expect(logs).toEqual([{ level: 'info', data: 'test_logging_tool ran' }]);
       logs.length = 0;
-      await client.callTool({ name: 'conf__test_logging_tool', arguments: {}, _meta: { 'io.modelcontextprotocol/logLevel': 'error' } });
+      await client.callTool({
+        name: 'conf__test_logging_tool',
+        arguments: {},
+        _meta: { 'io.modelcontextprotocol/logLevel': 'error' },
+      });
       expect(logs).toEqual([]);
       // logging/setLevel is not a 2026-07-28 method: not found, as on any 2026-07-28 server.
       const { token } = await sys.token('logger');
-      const meta = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {}, 'io.modelcontextprotocol/clientInfo': { name: 'raw', version: '1' } };
+      const meta = {
+        'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+        'io.modelcontextprotocol/clientCapabilities': {},
+        'io.modelcontextprotocol/clientInfo': { name: 'raw', version: '1' },
+      };
       const res = await fetch(sys.urlOf('logger'), {
         method: 'POST',
         headers: {
@@ -148,7 +173,12 @@ describe('log messages of a call through the endpoint', () => {
           'mcp-protocol-version': '2026-07-28',
           'mcp-method': 'logging/setLevel',
         },
-        body: JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'logging/setLevel', params: { level: 'debug', _meta: meta } }),
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id: 7,
+          method: 'logging/setLevel',
+          params: { level: 'debug', _meta: meta },
+        }),
       });
       const body = (await res.json()) as { error?: { code: number } };
       expect({ status: res.status, code: body.error?.code }).toEqual({ status: 404, code: -32601 });
@@ -161,7 +191,11 @@ describe('log messages of a call through the endpoint', () => {
     const logs: LogParams[] = [];
     const client = await v2(perServer('noisy'), logs);
     try {
-      const flooded = await client.callTool({ name: 'flood', arguments: {}, _meta: { 'io.modelcontextprotocol/logLevel': 'debug' } });
+      const flooded = await client.callTool({
+        name: 'flood',
+        arguments: {},
+        _meta: { 'io.modelcontextprotocol/logLevel': 'debug' },
+      });
       expect(flooded.content).toEqual([{ type: 'text', text: 'done' }]);
       expect(logs.length).toBeGreaterThanOrEqual(20);
       expect(logs.length).toBeLessThan(FLOOD / 2);

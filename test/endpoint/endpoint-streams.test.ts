@@ -23,14 +23,22 @@ interface OpenStream {
 /** Opens a notification stream and keeps reading it; a refusal is read whole. */
 async function open(url: string, token: string, kind: 'legacy' | 'listen'): Promise<OpenStream> {
   const ctl = new AbortController();
-  const headers: Record<string, string> = { authorization: `Bearer ${token}`, accept: 'application/json, text/event-stream' };
+  const headers: Record<string, string> = {
+    authorization: `Bearer ${token}`,
+    accept: 'application/json, text/event-stream',
+  };
   const init: RequestInit =
     kind === 'legacy'
       ? { method: 'GET', headers: { ...headers, accept: 'text/event-stream' }, signal: ctl.signal }
       : {
           method: 'POST',
           signal: ctl.signal,
-          headers: { ...headers, 'content-type': 'application/json', 'mcp-protocol-version': MODERN_VERSION, 'mcp-method': 'subscriptions/listen' },
+          headers: {
+            ...headers,
+            'content-type': 'application/json',
+            'mcp-protocol-version': MODERN_VERSION,
+            'mcp-method': 'subscriptions/listen',
+          },
           body: JSON.stringify({
             jsonrpc: '2.0',
             id: 1,
@@ -47,7 +55,13 @@ async function open(url: string, token: string, kind: 'legacy' | 'listen'): Prom
         };
   const res = await fetch(url, init);
   if (!(res.headers.get('content-type') ?? '').includes('text/event-stream'))
-    return { status: res.status, body: await res.text(), retryAfter: res.headers.get('retry-after'), ended: Promise.resolve(''), abort: () => ctl.abort() };
+    return {
+      status: res.status,
+      body: await res.text(),
+      retryAfter: res.headers.get('retry-after'),
+      ended: Promise.resolve(''),
+      abort: () => ctl.abort(),
+    };
   const reader = (res.body as ReadableStream<Uint8Array>).getReader();
   const dec = new TextDecoder();
   const ended = (async () => {
@@ -97,7 +111,12 @@ describe('the agent MCP endpoint: notification streams per party', () => {
 
   beforeAll(async () => {
     [sys, upstream] = await Promise.all([
-      startEndpointSystem({ endpointEnv: { ENDPOINT_STREAMS_PER_TOKEN: String(PER_TOKEN), ENDPOINT_STREAMS_PER_ACCOUNT: String(PER_ACCOUNT) } }),
+      startEndpointSystem({
+        endpointEnv: {
+          ENDPOINT_STREAMS_PER_TOKEN: String(PER_TOKEN),
+          ENDPOINT_STREAMS_PER_ACCOUNT: String(PER_ACCOUNT),
+        },
+      }),
       startTestMcpServer({ era: 'modern' }),
     ]);
     await sys.system.setServer('demo', upstream.url);
@@ -116,12 +135,16 @@ describe('the agent MCP endpoint: notification streams per party', () => {
 
   it('refuses a token past its streams with 429 naming the limit, while another token and another account get theirs', async () => {
     const { token } = await sys.token('one');
-    for (let i = 0; i < PER_TOKEN; i++) expect(keep(await open(sys.urlOf('one'), token, i % 2 === 0 ? 'legacy' : 'listen')).status).toBe(200);
+    for (let i = 0; i < PER_TOKEN; i++)
+      expect(keep(await open(sys.urlOf('one'), token, i % 2 === 0 ? 'legacy' : 'listen')).status).toBe(200);
     for (const kind of ['legacy', 'listen'] as const) {
       const refused = keep(await open(sys.urlOf('one'), token, kind));
       expect(refused.status).toBe(429);
       expect(Number(refused.retryAfter)).toBeGreaterThanOrEqual(1);
-      expect(JSON.parse(refused.body).error.data).toMatchObject({ code: 'rate_limited', details: { field: 'authorization', limit: 'streams_per_token', max: PER_TOKEN } });
+      expect(JSON.parse(refused.body).error.data).toMatchObject({
+        code: 'rate_limited',
+        details: { field: 'authorization', limit: 'streams_per_token', max: PER_TOKEN },
+      });
       expect(refused.body).not.toContain(token);
     }
     // Another token of the same account, and another account, still get a stream.
@@ -160,7 +183,10 @@ describe('the agent MCP endpoint: notification streams per party', () => {
     await api.act('CreateAgent', { name: 'one', definition: { mcpServers: [] } });
     const revoked = await api.act<{ token: string; id: string }>('CreateAgentToken', { agent: 'one' });
     const kept = await api.act<{ token: string; id: string }>('CreateAgentToken', { agent: 'one' });
-    const second = await startEndpoint(loadEndpointConfig({ ...sys.system.env, HTTP_PORT: '0', INSTANCE_ID: 'endpoint-streams-2' }), { telemetry: sys.system.telemetry, logSink: () => {} });
+    const second = await startEndpoint(
+      loadEndpointConfig({ ...sys.system.env, HTTP_PORT: '0', INSTANCE_ID: 'endpoint-streams-2' }),
+      { telemetry: sys.system.telemetry, logSink: () => {} },
+    );
     try {
       const url = `${sys.endpoint.url}/v1/agents/one/mcp`;
       const legacy = keep(await open(url, revoked.token, 'legacy'));
@@ -186,7 +212,9 @@ describe('the agent MCP endpoint: notification streams per party', () => {
     await api.act('CreateAgent', { name: 'one', definition: { mcpServers: [] } });
     const short = await api.act<{ token: string; id: string }>('CreateAgentToken', { agent: 'one' });
     // Tokens expire in whole days: the row is moved to expire in three seconds, before any use.
-    await sql(sys, `update registry.agent_tokens set expires_at = now() + interval '3 seconds' where id = $1`, [short.id]);
+    await sql(sys, `update registry.agent_tokens set expires_at = now() + interval '3 seconds' where id = $1`, [
+      short.id,
+    ]);
     const stream = keep(await open(`${sys.endpoint.url}/v1/agents/one/mcp`, short.token, 'listen'));
     expect(stream.status).toBe(200);
     expect(await settled(stream.ended, 15_000)).toBe(true);
@@ -219,7 +247,12 @@ describe('the agent MCP endpoint: notification streams per party', () => {
             port,
             path: '/v1/agents/one/mcp',
             method: 'POST',
-            headers: { host, authorization: `Bearer ${token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+            headers: {
+              host,
+              authorization: `Bearer ${token}`,
+              'content-type': 'application/json',
+              accept: 'application/json, text/event-stream',
+            },
           },
           (res) => {
             let body = '';

@@ -1,7 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as V1Transport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { ResourceUpdatedNotificationSchema, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import {
+  ResourceUpdatedNotificationSchema,
+  ToolListChangedNotificationSchema,
+} from '@modelcontextprotocol/sdk/types.js';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { startSubscribingUpstream, type SubscribingUpstream } from '../servers/subscribing-upstream.js';
 import { eventually } from '../support/system.js';
@@ -10,9 +13,14 @@ import { startEndpointSystem, type EndpointSystem } from './endpoint-harness.js'
 const PER_TOKEN = 6;
 
 /** A v2 client (2026-07-28) of a face, and what reached it. */
-async function modernClient(url: string, token: string): Promise<{ client: Client; updates: string[]; toolsChanged: () => number }> {
+async function modernClient(
+  url: string,
+  token: string,
+): Promise<{ client: Client; updates: string[]; toolsChanged: () => number }> {
   const client = new Client({ name: 'subs-v2', version: '1.0.0' }, { versionNegotiation: { mode: 'auto' } });
-  await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
+  await client.connect(
+    new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { authorization: `Bearer ${token}` } } }),
+  );
   const updates: string[] = [];
   let tools = 0;
   client.setNotificationHandler('notifications/resources/updated', (n) => void updates.push(n.params.uri));
@@ -21,7 +29,10 @@ async function modernClient(url: string, token: string): Promise<{ client: Clien
 }
 
 /** An SDK v1 client (2025-11-25) of a face, and what reached it on its GET stream. */
-async function legacyClient(url: string, token: string): Promise<{ client: V1Client; transport: V1Transport; updates: string[]; toolsChanged: () => number }> {
+async function legacyClient(
+  url: string,
+  token: string,
+): Promise<{ client: V1Client; transport: V1Transport; updates: string[]; toolsChanged: () => number }> {
   const client = new V1Client({ name: 'subs-v1', version: '1.0.0' });
   const transport = new V1Transport(new URL(url), { requestInit: { headers: { authorization: `Bearer ${token}` } } });
   await client.connect(transport);
@@ -71,7 +82,11 @@ describe('subscriptions through the endpoint faces', () => {
     await sys.system.setServer('old', old.url);
     await sys.system.createAgent('watcher', ['live', 'old'], 2);
     await sys.system.createAgent('other', ['live'], 1);
-    [{ token: tokenA }, { token: tokenB }, { token: tokenOther }] = await Promise.all([sys.token('watcher'), sys.token('watcher'), sys.token('other')]);
+    [{ token: tokenA }, { token: tokenB }, { token: tokenOther }] = await Promise.all([
+      sys.token('watcher'),
+      sys.token('watcher'),
+      sys.token('other'),
+    ]);
   }, 120_000);
 
   afterAll(async () => {
@@ -79,7 +94,8 @@ describe('subscriptions through the endpoint faces', () => {
     await Promise.all([live?.close(), old?.close()]);
   });
 
-  const face = (agent: string, server?: string): string => `${sys.endpoint.url}/v1/agents/${agent}${server === undefined ? '' : `/servers/${server}`}/mcp`;
+  const face = (agent: string, server?: string): string =>
+    `${sys.endpoint.url}/v1/agents/${agent}${server === undefined ? '' : `/servers/${server}`}/mcp`;
 
   it('brings a 2026-07-28 server’s resource updates and list changes to a listen on the per-server face', async () => {
     const a = await modernClient(face('watcher', 'live'), tokenA);
@@ -101,7 +117,9 @@ describe('subscriptions through the endpoint faces', () => {
     const a = await modernClient(face('watcher'), tokenA);
     const wrapped = `mcpx://live/${encodeURIComponent('test://watched/2')}`;
     try {
-      const sub = await a.client.listen({ resourceSubscriptions: [wrapped, 'mcpx://nowhere/x%3A%2F%2Fy', 'test://watched/2'] });
+      const sub = await a.client.listen({
+        resourceSubscriptions: [wrapped, 'mcpx://nowhere/x%3A%2F%2Fy', 'test://watched/2'],
+      });
       // An unknown server's URI and an unwrapped one name nothing this face serves.
       expect(sub.honoredFilter).toEqual({ resourceSubscriptions: [wrapped] });
       live.update('test://watched/2');
@@ -128,10 +146,18 @@ describe('subscriptions through the endpoint faces', () => {
       expect(new Set(merged.updates)).toEqual(new Set([wrapped]));
       // The server's list changes come on the GET streams unasked, as from a 2025 server.
       old.listsChanged();
-      await eventually(async () => (direct.toolsChanged() > 0 && merged.toolsChanged() > 0 ? true : undefined), 10_000, 'the list change on the GET streams');
+      await eventually(
+        async () => (direct.toolsChanged() > 0 && merged.toolsChanged() > 0 ? true : undefined),
+        10_000,
+        'the list change on the GET streams',
+      );
       await direct.client.unsubscribeResource({ uri: 'test://watched/3' });
       await merged.client.unsubscribeResource({ uri: wrapped });
-      await eventually(async () => (old.legacySubscriptions() === 0 ? true : undefined), 10_000, 'the upstream release');
+      await eventually(
+        async () => (old.legacySubscriptions() === 0 ? true : undefined),
+        10_000,
+        'the upstream release',
+      );
       // A server without the resource is refused as unknown, naming it.
       await expect(direct.client.subscribeResource({ uri: 'javascript:alert(1)' })).rejects.toThrow(/Unknown resource/);
     } finally {
@@ -144,12 +170,22 @@ describe('subscriptions through the endpoint faces', () => {
     const clients = await Promise.all([tokenA, tokenA, tokenB].map((t) => modernClient(face('watcher', 'live'), t)));
     try {
       const before = live.listens();
-      const subs = await Promise.all(clients.map((c) => c.client.listen({ resourceSubscriptions: ['test://watched/3'] })));
+      const subs = await Promise.all(
+        clients.map((c) => c.client.listen({ resourceSubscriptions: ['test://watched/3'] })),
+      );
       expect(live.listens() - before).toBe(1);
       live.update('test://watched/3');
-      await eventually(async () => (clients.every((c) => c.updates.includes('test://watched/3')) ? true : undefined), 10_000, 'every client’s update');
+      await eventually(
+        async () => (clients.every((c) => c.updates.includes('test://watched/3')) ? true : undefined),
+        10_000,
+        'every client’s update',
+      );
       await Promise.all(subs.map((s) => s.close()));
-      await eventually(async () => (live.listens() === before ? true : undefined), 15_000, 'the upstream listen closed');
+      await eventually(
+        async () => (live.listens() === before ? true : undefined),
+        15_000,
+        'the upstream listen closed',
+      );
     } finally {
       await Promise.all(clients.map((c) => c.client.close()));
     }
@@ -169,7 +205,11 @@ describe('subscriptions through the endpoint faces', () => {
       live.update('test://watched/1');
       await eventually(async () => (a.updates.length > 0 ? true : undefined), 10_000, 'A’s update');
       // A marker B subscribed to, said after A's: once B has it, A's would have come before it.
-      await updatedUntil(live, 'test://watched/2', () => b.updates.length > 0 && other.updates.length > 0 && legacyB.updates.length > 0);
+      await updatedUntil(
+        live,
+        'test://watched/2',
+        () => b.updates.length > 0 && other.updates.length > 0 && legacyB.updates.length > 0,
+      );
       expect(b.updates).not.toContain('test://watched/1');
       expect(other.updates).not.toContain('test://watched/1');
       expect(legacyB.updates).not.toContain('test://watched/1');
@@ -214,15 +254,26 @@ describe('subscriptions through the endpoint faces', () => {
           jsonrpc: '2.0',
           id: 7,
           method: 'subscriptions/listen',
-          params: { notifications: { resourceSubscriptions: uris }, _meta: { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {} } },
+          params: {
+            notifications: { resourceSubscriptions: uris },
+            _meta: {
+              'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+              'io.modelcontextprotocol/clientCapabilities': {},
+            },
+          },
         }),
       });
       expect(refused.status).toBe(429);
-      const body = (await refused.json()) as { id: number; error: { data: { details: { limit: string; max: number } } } };
+      const body = (await refused.json()) as {
+        id: number;
+        error: { data: { details: { limit: string; max: number } } };
+      };
       expect(body.id).toBe(7);
       expect(body.error.data.details).toMatchObject({ limit: 'subscriptions_per_token', max: PER_TOKEN });
       for (const uri of uris.slice(0, PER_TOKEN)) await legacy.client.subscribeResource({ uri });
-      await expect(legacy.client.subscribeResource({ uri: uris[PER_TOKEN] as string })).rejects.toThrow(/subscriptions_per_token/);
+      await expect(legacy.client.subscribeResource({ uri: uris[PER_TOKEN] as string })).rejects.toThrow(
+        /subscriptions_per_token/,
+      );
       // The bound is the token's: another token subscribes as before.
       const other = await modernClient(face('watcher', 'live'), tokenA);
       const sub = await other.client.listen({ resourceSubscriptions: ['test://watched/1'] });

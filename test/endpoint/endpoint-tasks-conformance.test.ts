@@ -46,7 +46,10 @@ describe('tasks conformance of the agent endpoint (2026-07-28 tasks extension)',
   let url: string;
 
   beforeAll(async () => {
-    [sys, upstream] = await Promise.all([startEndpointSystem({ env: { TASK_LEASE_MS: '1500', TASK_POLL_MIN_MS: '100' } }), startConformanceTasksUpstream()]);
+    [sys, upstream] = await Promise.all([
+      startEndpointSystem({ env: { TASK_LEASE_MS: '1500', TASK_POLL_MIN_MS: '100' } }),
+      startConformanceTasksUpstream(),
+    ]);
     await sys.system.setServer('fixtures', upstream.url);
     const agent = await sys.system.createAgent('conformance', ['fixtures'], 4);
     const { token } = await sys.token('conformance');

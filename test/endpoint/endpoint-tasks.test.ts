@@ -44,22 +44,36 @@ describe('endpoint: tasks for the clients that declare them', () => {
     await Promise.all([everything?.close(), modern?.close()]);
   });
 
-  const faceUrl = (server?: string): string => (server === undefined ? sys.urlOf('tasker') : `${sys.endpoint.url}/v1/agents/tasker/servers/${server}/mcp`);
+  const faceUrl = (server?: string): string =>
+    server === undefined ? sys.urlOf('tasker') : `${sys.endpoint.url}/v1/agents/tasker/servers/${server}/mcp`;
 
   async function v1Client(token: string, server?: string): Promise<V1Client> {
-    const client = new V1Client({ name: 'v1-tasks', version: '1.0.0' }, { capabilities: { tasks: { list: {}, cancel: {} } } });
-    await client.connect(new V1Transport(new URL(faceUrl(server)), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
+    const client = new V1Client(
+      { name: 'v1-tasks', version: '1.0.0' },
+      { capabilities: { tasks: { list: {}, cancel: {} } } },
+    );
+    await client.connect(
+      new V1Transport(new URL(faceUrl(server)), { requestInit: { headers: { authorization: `Bearer ${token}` } } }),
+    );
     return client;
   }
 
   async function v2Client(token: string, server?: string): Promise<Client> {
-    const client = new Client({ name: 'v2-tasks', version: '1.0.0' }, { versionNegotiation: { mode: 'auto' }, capabilities: { extensions: { [TASKS_EXTENSION]: {} } } });
-    await client.connect(new StreamableHTTPClientTransport(new URL(faceUrl(server)), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
+    const client = new Client(
+      { name: 'v2-tasks', version: '1.0.0' },
+      { versionNegotiation: { mode: 'auto' }, capabilities: { extensions: { [TASKS_EXTENSION]: {} } } },
+    );
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(faceUrl(server)), {
+        requestInit: { headers: { authorization: `Bearer ${token}` } },
+      }),
+    );
     return client;
   }
 
   /** A 2025-11-25 task request on the raw wire, as any client of the token may send it. */
-  const legacyTaskRequest = (token: string, method: string, params: Json) => post(faceUrl(), token, { jsonrpc: '2.0', id: 1, method, params }, { 'mcp-protocol-version': '2025-11-25' });
+  const legacyTaskRequest = (token: string, method: string, params: Json) =>
+    post(faceUrl(), token, { jsonrpc: '2.0', id: 1, method, params }, { 'mcp-protocol-version': '2025-11-25' });
 
   /** A 2026-07-28 task request on the raw wire. */
   const modernTaskRequest = (token: string, method: string, params: Json, server?: string) =>
@@ -79,15 +93,25 @@ describe('endpoint: tasks for the clients that declare them', () => {
           },
         },
       },
-      { 'mcp-protocol-version': MODERN_VERSION, 'mcp-method': method, 'mcp-name': String(params.taskId ?? params.name) },
+      {
+        'mcp-protocol-version': MODERN_VERSION,
+        'mcp-method': method,
+        'mcp-name': String(params.taskId ?? params.name),
+      },
     );
 
   it('declares tasks (2025 capability, 2026 extension) and lists a task tool with its task support to a 2025 client', async () => {
     const client = await v1Client(tokenA);
     try {
-      expect(client.getServerCapabilities()?.tasks).toMatchObject({ list: {}, cancel: {}, requests: { tools: { call: {} } } });
+      expect(client.getServerCapabilities()?.tasks).toMatchObject({
+        list: {},
+        cancel: {},
+        requests: { tools: { call: {} } },
+      });
       const { tools } = await client.listTools();
-      expect(tools.find((t) => t.name === 'every__simulate-research-query')?.execution).toEqual({ taskSupport: 'required' });
+      expect(tools.find((t) => t.name === 'every__simulate-research-query')?.execution).toEqual({
+        taskSupport: 'required',
+      });
       expect(tools.find((t) => t.name === 'every__echo')?.execution).toBeUndefined();
     } finally {
       await client.close();
@@ -101,8 +125,17 @@ describe('endpoint: tasks for the clients that declare them', () => {
       const client = await v1Client(tokenA, face);
       try {
         const name = face === undefined ? 'every__simulate-research-query' : 'simulate-research-query';
-        const seen: Array<{ type: string; task?: { taskId: string; status: string }; result?: { content?: Array<{ type: string; text?: string }> } }> = [];
-        for await (const message of client.experimental.tasks.callToolStream({ name, arguments: { topic: 'tides' } }, undefined, { task: { ttl: 60_000 } })) seen.push(message as never);
+        const seen: Array<{
+          type: string;
+          task?: { taskId: string; status: string };
+          result?: { content?: Array<{ type: string; text?: string }> };
+        }> = [];
+        for await (const message of client.experimental.tasks.callToolStream(
+          { name, arguments: { topic: 'tides' } },
+          undefined,
+          { task: { ttl: 60_000 } },
+        ))
+          seen.push(message as never);
         expect(seen[0]?.type).toBe('taskCreated');
         expect(seen[0]?.task?.taskId).toMatch(TASK_ID);
         const last = seen.at(-1);
@@ -132,7 +165,10 @@ describe('endpoint: tasks for the clients that declare them', () => {
           task = await client.request({ method: 'tasks/get', params: { taskId } }, anyResult);
         }
         expect(task.status).toBe('completed');
-        expect(task.result).toMatchObject({ content: [{ type: 'text', text: 'export ready: pdf' }], structuredContent: { format: 'pdf', rows: 42 } });
+        expect(task.result).toMatchObject({
+          content: [{ type: 'text', text: 'export ready: pdf' }],
+          structuredContent: { format: 'pdf', rows: 42 },
+        });
       } finally {
         await client.close();
       }
@@ -161,7 +197,12 @@ describe('endpoint: tasks for the clients that declare them', () => {
     const resumed = await post(
       faceUrl(),
       tokenB,
-      { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'modern__never-ends', arguments: {}, _meta: { 'io.mcpx/taskId': taskId } } },
+      {
+        jsonrpc: '2.0',
+        id: 2,
+        method: 'tools/call',
+        params: { name: 'modern__never-ends', arguments: {}, _meta: { 'io.mcpx/taskId': taskId } },
+      },
       { 'mcp-protocol-version': '2025-11-25' },
     );
     expect(resumed.result?.isError).toBe(true);
@@ -186,31 +227,51 @@ describe('endpoint: tasks for the clients that declare them', () => {
   });
 
   it('2025 tasks/result waits for the task and answers its result, tied to the task', async () => {
-    const created = await legacyTaskRequest(tokenA, 'tools/call', { name: 'modern__long-export', arguments: { format: 'csv' }, task: { ttl: 60_000 } });
+    const created = await legacyTaskRequest(tokenA, 'tools/call', {
+      name: 'modern__long-export',
+      arguments: { format: 'csv' },
+      task: { ttl: 60_000 },
+    });
     const task = created.result?.task as Json;
     expect(task).toMatchObject({ status: 'working' });
     expect(task.taskId).toMatch(TASK_ID);
     const result = await legacyTaskRequest(tokenA, 'tasks/result', { taskId: task.taskId });
-    expect(result.result).toMatchObject({ content: [{ type: 'text', text: 'export ready: csv' }], _meta: { 'io.modelcontextprotocol/related-task': { taskId: task.taskId } } });
+    expect(result.result).toMatchObject({
+      content: [{ type: 'text', text: 'export ready: csv' }],
+      _meta: { 'io.modelcontextprotocol/related-task': { taskId: task.taskId } },
+    });
   });
 
   it('a client without tasks is answered as a runtime is: the result within the call bound; a call naming its task waits for it', async () => {
     const client = new V1Client({ name: 'v1-plain', version: '1.0.0' });
-    await client.connect(new V1Transport(new URL(faceUrl()), { requestInit: { headers: { authorization: `Bearer ${tokenA}` } } }));
+    await client.connect(
+      new V1Transport(new URL(faceUrl()), { requestInit: { headers: { authorization: `Bearer ${tokenA}` } } }),
+    );
     try {
       // simulate-research-query needs a task: the endpoint makes one and answers its report.
-      const out = (await client.request({ method: 'tools/call', params: { name: 'every__simulate-research-query', arguments: { topic: 'reefs' } } }, z.looseObject({}) as never)) as Json;
+      const out = (await client.request(
+        { method: 'tools/call', params: { name: 'every__simulate-research-query', arguments: { topic: 'reefs' } } },
+        z.looseObject({}) as never,
+      )) as Json;
       expect(JSON.stringify(out.content)).toContain('# Research Report: reefs');
     } finally {
       await client.close();
     }
     // A task made by this token, waited for by a plain call of the same tool that names it.
-    const created = await modernTaskRequest(tokenA, 'tools/call', { name: 'modern__long-export', arguments: { format: 'xml' } });
+    const created = await modernTaskRequest(tokenA, 'tools/call', {
+      name: 'modern__long-export',
+      arguments: { format: 'xml' },
+    });
     const taskId = created.result?.taskId as string;
     const waited = await post(
       faceUrl(),
       tokenA,
-      { jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'modern__long-export', arguments: { format: 'xml' }, _meta: { 'io.mcpx/taskId': taskId } } },
+      {
+        jsonrpc: '2.0',
+        id: 3,
+        method: 'tools/call',
+        params: { name: 'modern__long-export', arguments: { format: 'xml' }, _meta: { 'io.mcpx/taskId': taskId } },
+      },
       { 'mcp-protocol-version': '2025-11-25' },
     );
     expect(waited.result).toMatchObject({ content: [{ type: 'text', text: 'export ready: xml' }] });
@@ -230,7 +291,11 @@ describe('endpoint: tasks for the clients that declare them', () => {
         method: 'tasks/get',
         params: {
           taskId,
-          _meta: { 'io.modelcontextprotocol/protocolVersion': MODERN_VERSION, 'io.modelcontextprotocol/clientCapabilities': {}, 'io.modelcontextprotocol/clientInfo': { name: 'raw', version: '1' } },
+          _meta: {
+            'io.modelcontextprotocol/protocolVersion': MODERN_VERSION,
+            'io.modelcontextprotocol/clientCapabilities': {},
+            'io.modelcontextprotocol/clientInfo': { name: 'raw', version: '1' },
+          },
         },
       },
       { 'mcp-protocol-version': MODERN_VERSION, 'mcp-method': 'tasks/get', 'mcp-name': taskId },

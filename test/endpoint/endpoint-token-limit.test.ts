@@ -5,7 +5,11 @@ import { eventually } from '../support/system.js';
 import { startEndpointSystem, type EndpointSystem } from './endpoint-harness.js';
 
 const LIST = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} });
-const MCP_HEADERS = { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-11-25' };
+const MCP_HEADERS = {
+  'content-type': 'application/json',
+  accept: 'application/json, text/event-stream',
+  'mcp-protocol-version': '2025-11-25',
+};
 const FORGED = `Bearer mcpx_at_${'A'.repeat(43)}`;
 const BURST = 3;
 
@@ -24,7 +28,13 @@ describe('the agent MCP endpoint: failed token attempts per address', () => {
 
   beforeAll(async () => {
     [sys, upstream] = await Promise.all([
-      startEndpointSystem({ endpointEnv: { TRUSTED_PROXIES: '127.0.0.1', ENDPOINT_TOKEN_FAILURES_PER_ADDRESS: '0.2', ENDPOINT_TOKEN_FAILURES_PER_ADDRESS_BURST: String(BURST) } }),
+      startEndpointSystem({
+        endpointEnv: {
+          TRUSTED_PROXIES: '127.0.0.1',
+          ENDPOINT_TOKEN_FAILURES_PER_ADDRESS: '0.2',
+          ENDPOINT_TOKEN_FAILURES_PER_ADDRESS_BURST: String(BURST),
+        },
+      }),
       startTestMcpServer({ era: 'modern' }),
     ]);
     await sys.system.setServer('demo', upstream.url);
@@ -39,7 +49,11 @@ describe('the agent MCP endpoint: failed token attempts per address', () => {
   });
 
   const post = (from: string, authorization: string | undefined, agent = 'one'): Promise<Response> =>
-    fetch(sys.urlOf(agent), { method: 'POST', headers: { ...MCP_HEADERS, 'x-forwarded-for': from, ...(authorization !== undefined ? { authorization } : {}) }, body: LIST });
+    fetch(sys.urlOf(agent), {
+      method: 'POST',
+      headers: { ...MCP_HEADERS, 'x-forwarded-for': from, ...(authorization !== undefined ? { authorization } : {}) },
+      body: LIST,
+    });
 
   it('refuses an address past its failed attempts with 429 and Retry-After, its right token too, until the bucket refills', async () => {
     const attacker = '198.51.100.7';
@@ -48,8 +62,13 @@ describe('the agent MCP endpoint: failed token attempts per address', () => {
     expect(limited.status).toBe(429);
     const retryAfter = Number(limited.headers.get('retry-after'));
     expect(retryAfter).toBeGreaterThanOrEqual(1);
-    const body = (await limited.json()) as { error: { code: number; message: string; data: { code: string; details: Record<string, unknown> } } };
-    expect(body.error.data).toMatchObject({ code: 'rate_limited', details: { field: 'authorization', limit: 'token_failures_per_address' } });
+    const body = (await limited.json()) as {
+      error: { code: number; message: string; data: { code: string; details: Record<string, unknown> } };
+    };
+    expect(body.error.data).toMatchObject({
+      code: 'rate_limited',
+      details: { field: 'authorization', limit: 'token_failures_per_address' },
+    });
     expect(typeof body.error.data.details.retryAfterMs).toBe('number');
     expect(JSON.stringify(body)).not.toContain('AAAA');
 
@@ -68,7 +87,11 @@ describe('the agent MCP endpoint: failed token attempts per address', () => {
     expect((await post('198.51.100.8', FORGED)).status).toBe(401);
 
     // Once the bucket has refilled, the attacker's address may try again (and its right token works).
-    await eventually(async () => ((await post(attacker, `Bearer ${token}`)).status === 200 ? true : undefined), 30_000, 'the address admitted again after Retry-After');
+    await eventually(
+      async () => ((await post(attacker, `Bearer ${token}`)).status === 200 ? true : undefined),
+      30_000,
+      'the address admitted again after Retry-After',
+    );
   }, 60_000);
 
   it('does not count a request without a token, or one that passes, as a failed attempt', async () => {
@@ -87,7 +110,11 @@ describe('the agent MCP endpoint: failed token attempts per address', () => {
 
   it('refuses a malformed TRUSTED_PROXIES or limit at start, naming the setting', () => {
     expect(() => loadEndpointConfig({ TRUSTED_PROXIES: '10.0.0.0/99' })).toThrow(/TRUSTED_PROXIES/);
-    expect(() => loadEndpointConfig({ ENDPOINT_TOKEN_FAILURES_PER_ADDRESS: '-1' })).toThrow(/ENDPOINT_TOKEN_FAILURES_PER_ADDRESS/);
-    expect(() => loadEndpointConfig({ ENDPOINT_TOKEN_FAILURES_PER_ADDRESS_BURST: '0' })).toThrow(/ENDPOINT_TOKEN_FAILURES_PER_ADDRESS_BURST/);
+    expect(() => loadEndpointConfig({ ENDPOINT_TOKEN_FAILURES_PER_ADDRESS: '-1' })).toThrow(
+      /ENDPOINT_TOKEN_FAILURES_PER_ADDRESS/,
+    );
+    expect(() => loadEndpointConfig({ ENDPOINT_TOKEN_FAILURES_PER_ADDRESS_BURST: '0' })).toThrow(
+      /ENDPOINT_TOKEN_FAILURES_PER_ADDRESS_BURST/,
+    );
   });
 });

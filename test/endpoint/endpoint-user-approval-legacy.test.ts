@@ -7,7 +7,8 @@ import { startInputMcpServer, type InputMcpServer } from '../servers/input-mcp-s
 import { INPUT_TOOLS } from '../inputs/input-system.js';
 import { errorOf, startEndpointApprovalSystem, type EndpointSystem } from './endpoint-harness.js';
 
-const textOf = (result: object): string => ((result as { content?: unknown }).content as Array<{ text?: string }> | undefined)?.[0]?.text ?? '';
+const textOf = (result: object): string =>
+  ((result as { content?: unknown }).content as Array<{ text?: string }> | undefined)?.[0]?.text ?? '';
 
 /**
  * Approval by the client's user for 2025-era clients: a real SDK v1 client that
@@ -17,155 +18,220 @@ const textOf = (result: object): string => ((result as { content?: unknown }).co
  * client that declared none keeps the isError answer naming the approval, as does every 2025
  * client when the lean path is off.
  */
-describe.skipIf(process.env.ENDPOINT_LEAN_CALLS === 'off')('the agent MCP endpoint: the client user approves (2025 clients)', () => {
-  let sys: EndpointSystem;
-  let upstream: TestMcpServer;
-  let inputs: InputMcpServer;
-  const clients: Client[] = [];
+describe.skipIf(process.env.ENDPOINT_LEAN_CALLS === 'off')(
+  'the agent MCP endpoint: the client user approves (2025 clients)',
+  () => {
+    let sys: EndpointSystem;
+    let upstream: TestMcpServer;
+    let inputs: InputMcpServer;
+    const clients: Client[] = [];
 
-  const connect = async (token: string, answer: 'accept' | 'decline' | undefined, asked: string[], agent = 'ops', content: Record<string, unknown> = {}): Promise<Client> => {
-    const client = new Client({ name: 'legacy-approver', version: '1.0.0' }, { capabilities: answer === undefined ? {} : { elicitation: {} } });
-    if (answer !== undefined) {
-      client.setRequestHandler(ElicitRequestSchema, (req) => {
-        asked.push(String(req.params.message));
-        return Promise.resolve(answer === 'accept' ? { action: 'accept' as const, content } : { action: 'decline' as const });
+    const connect = async (
+      token: string,
+      answer: 'accept' | 'decline' | undefined,
+      asked: string[],
+      agent = 'ops',
+      content: Record<string, unknown> = {},
+    ): Promise<Client> => {
+      const client = new Client(
+        { name: 'legacy-approver', version: '1.0.0' },
+        { capabilities: answer === undefined ? {} : { elicitation: {} } },
+      );
+      if (answer !== undefined) {
+        client.setRequestHandler(ElicitRequestSchema, (req) => {
+          asked.push(String(req.params.message));
+          return Promise.resolve(
+            answer === 'accept' ? { action: 'accept' as const, content } : { action: 'decline' as const },
+          );
+        });
+      }
+      await client.connect(
+        new StreamableHTTPClientTransport(new URL(sys.urlOf(agent)), {
+          requestInit: { headers: { authorization: `Bearer ${token}` } },
+        }),
+      );
+      clients.push(client);
+      return client;
+    };
+
+    beforeAll(async () => {
+      [{ sys, upstream }, inputs] = await Promise.all([startEndpointApprovalSystem(), startInputMcpServer()]);
+      await sys.system.setServer('deploys', inputs.url);
+      const runtime = await sys.system.createAgent('answers', ['deploys'], INPUT_TOOLS);
+      await sys.system.api.act('UpdateAgent', {
+        agent: runtime,
+        definition: { mcpServers: ['deploys'], inputs: { forms: 'runtime' } },
       });
-    }
-    await client.connect(new StreamableHTTPClientTransport(new URL(sys.urlOf(agent)), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
-    clients.push(client);
-    return client;
-  };
+    }, 120_000);
 
-  beforeAll(async () => {
-    [{ sys, upstream }, inputs] = await Promise.all([startEndpointApprovalSystem(), startInputMcpServer()]);
-    await sys.system.setServer('deploys', inputs.url);
-    const runtime = await sys.system.createAgent('answers', ['deploys'], INPUT_TOOLS);
-    await sys.system.api.act('UpdateAgent', { agent: runtime, definition: { mcpServers: ['deploys'], inputs: { forms: 'runtime' } } });
-  }, 120_000);
-
-  afterAll(async () => {
-    for (const c of clients) await c.close().catch(() => undefined);
-    await sys?.stop();
-    await Promise.all([upstream?.close(), inputs?.close()]);
-  });
-
-  it("a server's question the agent lets its runtime answer reaches the v1 client the same way", async () => {
-    const { token } = await sys.token('answers');
-    const asked: string[] = [];
-    const client = await connect(token, 'accept', asked, 'answers', { confirm: true });
-    const done = await client.callTool({ name: 'deploys__deploy', arguments: { env: 'eu' } });
-    expect(textOf(done), JSON.stringify(done)).toBe('Deployed to eu');
-    expect(asked).toEqual(['Deploy to eu?']);
-  });
-
-  it('asks a v1 client that declared elicitation during its call; accepted, the call runs once', async () => {
-    const { token } = await sys.token('ops', { userMayApprove: true });
-    const asked: string[] = [];
-    const client = await connect(token, 'accept', asked);
-    const before = upstream.stats.calls;
-    const ran = await client.callTool({ name: 'db__drop_table', arguments: { table: 'legacy' } });
-    expect(ran.isError, textOf(ran)).toBeFalsy();
-    expect(textOf(ran)).toBe('dropped legacy');
-    expect(asked).toEqual(['Approve db__drop_table with these arguments?\n{\n  "table": "legacy"\n}']);
-    expect(upstream.stats.calls).toBe(before + 1);
-  });
-
-  it('declined by the v1 client, the call does not run', async () => {
-    const { token } = await sys.token('ops', { userMayApprove: true });
-    const asked: string[] = [];
-    const client = await connect(token, 'decline', asked);
-    const before = upstream.stats.calls;
-    const refused = await client.callTool({ name: 'db__drop_table', arguments: { table: 'kept' } });
-    expect(errorOf(refused as never)).toMatchObject({ code: 'approval_refused', details: { reason: 'denied' } });
-    expect(asked).toHaveLength(1);
-    expect(upstream.stats.calls).toBe(before);
-  });
-
-  it("another token cannot answer a client's question (its decline is not taken), nor is a made-up question; the client's own answer runs the call", async () => {
-    const { token } = await sys.token('ops', { userMayApprove: true });
-    const intruder = await sys.token('ops', { userMayApprove: true });
-    const url = sys.urlOf('ops');
-    const legacyHeaders = (t: string): Record<string, string> => ({
-      authorization: `Bearer ${t}`,
-      'content-type': 'application/json',
-      accept: 'application/json, text/event-stream',
-      'mcp-protocol-version': '2025-11-25',
+    afterAll(async () => {
+      for (const c of clients) await c.close().catch(() => undefined);
+      await sys?.stop();
+      await Promise.all([upstream?.close(), inputs?.close()]);
     });
-    // The raw client: its initialize declares elicitation; its call's SSE stream is read as it comes.
-    const init = await fetch(url, {
-      method: 'POST',
-      headers: legacyHeaders(token),
-      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: { elicitation: {} }, clientInfo: { name: 'raw', version: '1' } } }),
-    });
-    await init.text();
-    const before = upstream.stats.calls;
-    const call = await fetch(url, {
-      method: 'POST',
-      headers: legacyHeaders(token),
-      body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'db__drop_table', arguments: { table: 'guarded' } } }),
-    });
-    const reader = call.body!.getReader();
-    let seen = '';
-    while (!seen.includes('elicitation/create')) seen += new TextDecoder().decode((await reader.read()).value);
-    const question = JSON.parse(/data: (.*)/.exec(seen)![1]!) as { id: string; method: string };
-    expect(question.method).toBe('elicitation/create');
-    const answer = (id: string, t: string, action = 'accept'): Promise<Response> =>
-      fetch(url, { method: 'POST', headers: legacyHeaders(t), body: JSON.stringify({ jsonrpc: '2.0', id, result: action === 'accept' ? { action, content: {} } : { action } }) });
-    // Another token's decline (had it been taken, the call would end refused, whatever came next).
-    await (await answer(question.id, intruder.token, 'decline')).text();
-    await (await answer('mcpx-q-made-up', token, 'decline')).text();
-    // The client's own answer: the call runs, once.
-    expect((await answer(question.id, token)).status).toBe(202);
-    while (!seen.includes('"id":2')) {
-      const { value, done } = await reader.read();
-      if (done) break;
-      seen += new TextDecoder().decode(value);
-    }
-    expect(seen).toContain('dropped guarded');
-    expect(upstream.stats.calls).toBe(before + 1);
-  });
 
-  it('a client that goes away while asked leaves the approval to the owner; nothing runs', async () => {
-    const { token } = await sys.token('ops', { userMayApprove: true });
-    const url = sys.urlOf('ops');
-    const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-11-25' };
-    await (
-      await fetch(url, {
+    it("a server's question the agent lets its runtime answer reaches the v1 client the same way", async () => {
+      const { token } = await sys.token('answers');
+      const asked: string[] = [];
+      const client = await connect(token, 'accept', asked, 'answers', { confirm: true });
+      const done = await client.callTool({ name: 'deploys__deploy', arguments: { env: 'eu' } });
+      expect(textOf(done), JSON.stringify(done)).toBe('Deployed to eu');
+      expect(asked).toEqual(['Deploy to eu?']);
+    });
+
+    it('asks a v1 client that declared elicitation during its call; accepted, the call runs once', async () => {
+      const { token } = await sys.token('ops', { userMayApprove: true });
+      const asked: string[] = [];
+      const client = await connect(token, 'accept', asked);
+      const before = upstream.stats.calls;
+      const ran = await client.callTool({ name: 'db__drop_table', arguments: { table: 'legacy' } });
+      expect(ran.isError, textOf(ran)).toBeFalsy();
+      expect(textOf(ran)).toBe('dropped legacy');
+      expect(asked).toEqual(['Approve db__drop_table with these arguments?\n{\n  "table": "legacy"\n}']);
+      expect(upstream.stats.calls).toBe(before + 1);
+    });
+
+    it('declined by the v1 client, the call does not run', async () => {
+      const { token } = await sys.token('ops', { userMayApprove: true });
+      const asked: string[] = [];
+      const client = await connect(token, 'decline', asked);
+      const before = upstream.stats.calls;
+      const refused = await client.callTool({ name: 'db__drop_table', arguments: { table: 'kept' } });
+      expect(errorOf(refused as never)).toMatchObject({ code: 'approval_refused', details: { reason: 'denied' } });
+      expect(asked).toHaveLength(1);
+      expect(upstream.stats.calls).toBe(before);
+    });
+
+    it("another token cannot answer a client's question (its decline is not taken), nor is a made-up question; the client's own answer runs the call", async () => {
+      const { token } = await sys.token('ops', { userMayApprove: true });
+      const intruder = await sys.token('ops', { userMayApprove: true });
+      const url = sys.urlOf('ops');
+      const legacyHeaders = (t: string): Record<string, string> => ({
+        authorization: `Bearer ${t}`,
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        'mcp-protocol-version': '2025-11-25',
+      });
+      // The raw client: its initialize declares elicitation; its call's SSE stream is read as it comes.
+      const init = await fetch(url, {
+        method: 'POST',
+        headers: legacyHeaders(token),
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'initialize',
+          params: {
+            protocolVersion: '2025-11-25',
+            capabilities: { elicitation: {} },
+            clientInfo: { name: 'raw', version: '1' },
+          },
+        }),
+      });
+      await init.text();
+      const before = upstream.stats.calls;
+      const call = await fetch(url, {
+        method: 'POST',
+        headers: legacyHeaders(token),
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id: 2,
+          method: 'tools/call',
+          params: { name: 'db__drop_table', arguments: { table: 'guarded' } },
+        }),
+      });
+      const reader = call.body!.getReader();
+      let seen = '';
+      while (!seen.includes('elicitation/create')) seen += new TextDecoder().decode((await reader.read()).value);
+      const question = JSON.parse(/data: (.*)/.exec(seen)![1]!) as { id: string; method: string };
+      expect(question.method).toBe('elicitation/create');
+      const answer = (id: string, t: string, action = 'accept'): Promise<Response> =>
+        fetch(url, {
+          method: 'POST',
+          headers: legacyHeaders(t),
+          body: JSON.stringify({
+            jsonrpc: '2.0',
+            id,
+            result: action === 'accept' ? { action, content: {} } : { action },
+          }),
+        });
+      // Another token's decline (had it been taken, the call would end refused, whatever came next).
+      await (await answer(question.id, intruder.token, 'decline')).text();
+      await (await answer('mcpx-q-made-up', token, 'decline')).text();
+      // The client's own answer: the call runs, once.
+      expect((await answer(question.id, token)).status).toBe(202);
+      while (!seen.includes('"id":2')) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        seen += new TextDecoder().decode(value);
+      }
+      expect(seen).toContain('dropped guarded');
+      expect(upstream.stats.calls).toBe(before + 1);
+    });
+
+    it('a client that goes away while asked leaves the approval to the owner; nothing runs', async () => {
+      const { token } = await sys.token('ops', { userMayApprove: true });
+      const url = sys.urlOf('ops');
+      const headers = {
+        authorization: `Bearer ${token}`,
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        'mcp-protocol-version': '2025-11-25',
+      };
+      await (
+        await fetch(url, {
+          method: 'POST',
+          headers,
+          body: JSON.stringify({
+            jsonrpc: '2.0',
+            id: 1,
+            method: 'initialize',
+            params: {
+              protocolVersion: '2025-11-25',
+              capabilities: { elicitation: {} },
+              clientInfo: { name: 'raw', version: '1' },
+            },
+          }),
+        })
+      ).text();
+      const before = upstream.stats.calls;
+      const gone = new AbortController();
+      const call = await fetch(url, {
         method: 'POST',
         headers,
-        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: { elicitation: {} }, clientInfo: { name: 'raw', version: '1' } } }),
-      })
-    ).text();
-    const before = upstream.stats.calls;
-    const gone = new AbortController();
-    const call = await fetch(url, {
-      method: 'POST',
-      headers,
-      signal: gone.signal,
-      body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'db__drop_table', arguments: { table: 'abandoned' } } }),
+        signal: gone.signal,
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id: 2,
+          method: 'tools/call',
+          params: { name: 'db__drop_table', arguments: { table: 'abandoned' } },
+        }),
+      });
+      const reader = call.body!.getReader();
+      let seen = '';
+      while (!seen.includes('elicitation/create')) seen += new TextDecoder().decode((await reader.read()).value);
+      gone.abort();
+      const { approvals } = await sys.system.api.act<{ approvals: Array<{ id: string; arguments: unknown }> }>(
+        'ListApprovals',
+        {},
+      );
+      const pending = approvals.find((a) => (a.arguments as { table?: string }).table === 'abandoned');
+      expect(pending).toBeDefined();
+      // The owner can still approve it (nobody decided it), and the call never ran.
+      await sys.system.api.act('ApproveToolCall', { approvalId: pending!.id });
+      expect(upstream.stats.calls).toBe(before);
     });
-    const reader = call.body!.getReader();
-    let seen = '';
-    while (!seen.includes('elicitation/create')) seen += new TextDecoder().decode((await reader.read()).value);
-    gone.abort();
-    const { approvals } = await sys.system.api.act<{ approvals: Array<{ id: string; arguments: unknown }> }>('ListApprovals', {});
-    const pending = approvals.find((a) => (a.arguments as { table?: string }).table === 'abandoned');
-    expect(pending).toBeDefined();
-    // The owner can still approve it (nobody decided it), and the call never ran.
-    await sys.system.api.act('ApproveToolCall', { approvalId: pending!.id });
-    expect(upstream.stats.calls).toBe(before);
-  });
 
-  it('a v1 client that declared no elicitation, or a token without the right, waits for the owner', async () => {
-    const { token } = await sys.token('ops', { userMayApprove: true });
-    const silent = await connect(token, undefined, []);
-    const stopped = await silent.callTool({ name: 'db__drop_table', arguments: { table: 'silent' } });
-    expect(errorOf(stopped as never).code).toBe('approval_required');
-    const plain = await sys.token('ops');
-    const asked: string[] = [];
-    const willing = await connect(plain.token, 'accept', asked);
-    const waiting = await willing.callTool({ name: 'db__drop_table', arguments: { table: 'plain' } });
-    expect(errorOf(waiting as never).code).toBe('approval_required');
-    expect(asked).toEqual([]);
-  });
-});
+    it('a v1 client that declared no elicitation, or a token without the right, waits for the owner', async () => {
+      const { token } = await sys.token('ops', { userMayApprove: true });
+      const silent = await connect(token, undefined, []);
+      const stopped = await silent.callTool({ name: 'db__drop_table', arguments: { table: 'silent' } });
+      expect(errorOf(stopped as never).code).toBe('approval_required');
+      const plain = await sys.token('ops');
+      const asked: string[] = [];
+      const willing = await connect(plain.token, 'accept', asked);
+      const waiting = await willing.callTool({ name: 'db__drop_table', arguments: { table: 'plain' } });
+      expect(errorOf(waiting as never).code).toBe('approval_required');
+      expect(asked).toEqual([]);
+    });
+  },
+);

@@ -7,7 +7,8 @@ import { freePort, type TestMcpServer } from '../servers/index.js';
 import { errorOf, startEndpointApprovalSystem, type EndpointSystem } from './endpoint-harness.js';
 import { modernCall, type RpcAnswer } from './raw-mcp.js';
 
-const textOf = (result: { content?: unknown }): string => (result.content as Array<{ text?: string }> | undefined)?.[0]?.text ?? '';
+const textOf = (result: { content?: unknown }): string =>
+  (result.content as Array<{ text?: string }> | undefined)?.[0]?.text ?? '';
 const APPROVAL_KEY = 'mcpx_approval';
 
 /**
@@ -27,12 +28,19 @@ describe('the agent MCP endpoint: the client user approves (modern clients)', ()
 
   /** An SDK v2 client whose "user" answers every elicitation with `action`, recording the questions. */
   const connect = async (token: string, action: 'accept' | 'decline' | 'cancel', asked: string[]): Promise<Client> => {
-    const client = new Client({ name: 'user-approval', version: '1.0.0' }, { versionNegotiation: { mode: 'auto' }, capabilities: { elicitation: { form: {} } } });
+    const client = new Client(
+      { name: 'user-approval', version: '1.0.0' },
+      { versionNegotiation: { mode: 'auto' }, capabilities: { elicitation: { form: {} } } },
+    );
     client.setRequestHandler('elicitation/create', (req) => {
       asked.push((req.params as { message: string }).message);
       return Promise.resolve(action === 'accept' ? { action, content: {} } : { action });
     });
-    await client.connect(new StreamableHTTPClientTransport(new URL(sys.urlOf('ops')), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(sys.urlOf('ops')), {
+        requestInit: { headers: { authorization: `Bearer ${token}` } },
+      }),
+    );
     clients.push(client);
     return client;
   };
@@ -56,9 +64,19 @@ describe('the agent MCP endpoint: the client user approves (modern clients)', ()
   });
 
   it('lists the right with the token, and refuses a right that is not a boolean, naming the field', async () => {
-    const { tokens } = await sys.system.api.act<{ tokens: Array<{ id: string; userMayApprove: boolean }> }>('ListAgentTokens', { agent: 'ops' });
-    expect(Object.fromEntries(tokens.map((t) => [t.id, t.userMayApprove]))).toEqual({ [approver.id]: true, [other.id]: true, [plain.id]: false });
-    await expect(sys.token('ops', { userMayApprove: 'yes' })).rejects.toMatchObject({ code: 'invalid_input', details: { field: 'userMayApprove' } });
+    const { tokens } = await sys.system.api.act<{ tokens: Array<{ id: string; userMayApprove: boolean }> }>(
+      'ListAgentTokens',
+      { agent: 'ops' },
+    );
+    expect(Object.fromEntries(tokens.map((t) => [t.id, t.userMayApprove]))).toEqual({
+      [approver.id]: true,
+      [other.id]: true,
+      [plain.id]: false,
+    });
+    await expect(sys.token('ops', { userMayApprove: 'yes' })).rejects.toMatchObject({
+      code: 'invalid_input',
+      details: { field: 'userMayApprove' },
+    });
   });
 
   it("asks the client's user with the arguments as the owner sees them; accepted, the call runs once, decided by the token", async () => {
@@ -74,8 +92,15 @@ describe('the agent MCP endpoint: the client user approves (modern clients)', ()
     // Nothing is left waiting for the owner; the audit log says who decided: the token, by id.
     const { approvals } = await sys.system.api.act<{ approvals: unknown[] }>('ListApprovals', {});
     expect(approvals).toEqual([]);
-    const { events } = await sys.system.api.act<{ events: Array<{ action: string; signer: string; role: string; after: Record<string, unknown> }> }>('ListAuditEvents', { action: 'ApproveToolCall' });
-    expect(events.map((e) => [e.signer, e.role, e.after.tool, e.after.run])).toContainEqual([`agent-token:${approver.id}`, 'agent_token', 'db__drop_table', `ep-${approver.id}`]);
+    const { events } = await sys.system.api.act<{
+      events: Array<{ action: string; signer: string; role: string; after: Record<string, unknown> }>;
+    }>('ListAuditEvents', { action: 'ApproveToolCall' });
+    expect(events.map((e) => [e.signer, e.role, e.after.tool, e.after.run])).toContainEqual([
+      `agent-token:${approver.id}`,
+      'agent_token',
+      'db__drop_table',
+      `ep-${approver.id}`,
+    ]);
     expect(JSON.stringify(events)).not.toContain(approver.token);
   });
 
@@ -85,12 +110,18 @@ describe('the agent MCP endpoint: the client user approves (modern clients)', ()
     const before = upstream.stats.calls;
     const refused = await client.callTool({ name: 'db__drop_table', arguments: { table: 'orders' } });
     expect(refused.isError).toBe(true);
-    expect(errorOf(refused)).toMatchObject({ code: 'approval_refused', details: { reason: 'denied', decidedBy: 'client_user' } });
+    expect(errorOf(refused)).toMatchObject({
+      code: 'approval_refused',
+      details: { reason: 'denied', decidedBy: 'client_user' },
+    });
     expect(asked).toHaveLength(1);
     expect(upstream.stats.calls).toBe(before);
     // The owner can no longer approve it: it was decided.
     const approvalId = errorOf(refused).details.approvalId as string;
-    await expect(sys.system.api.act('ApproveToolCall', { approvalId })).rejects.toMatchObject({ code: 'conflict', details: { reason: 'decided' } });
+    await expect(sys.system.api.act('ApproveToolCall', { approvalId })).rejects.toMatchObject({
+      code: 'conflict',
+      details: { reason: 'decided' },
+    });
   });
 
   it('a token without the right, or a client that cannot answer forms, waits for the owner as before', async () => {
@@ -100,7 +131,13 @@ describe('the agent MCP endpoint: the client user approves (modern clients)', ()
     expect(errorOf(stopped).code).toBe('approval_required');
     const noForms = await modernCall(sys.urlOf('ops'), approver.token, 'db__drop_table', { table: 'noforms' }, {});
     expect(errorOf(noForms.result as never).code).toBe('approval_required');
-    const urlsOnly = await modernCall(sys.urlOf('ops'), approver.token, 'db__drop_table', { table: 'urlsonly' }, { elicitation: { url: {} } });
+    const urlsOnly = await modernCall(
+      sys.urlOf('ops'),
+      approver.token,
+      'db__drop_table',
+      { table: 'urlsonly' },
+      { elicitation: { url: {} } },
+    );
     expect(errorOf(urlsOnly.result as never).code).toBe('approval_required');
     expect(asked).toEqual([]);
   });
@@ -110,11 +147,17 @@ describe('the agent MCP endpoint: the client user approves (modern clients)', ()
     const first = await raw(approver.token, { table: 'race' });
     expect(first.result?.resultType).toBe('input_required');
     const state = first.result?.requestState as string;
-    const { approvals } = await sys.system.api.act<{ approvals: Array<{ id: string; tool: string; arguments: unknown }> }>('ListApprovals', {});
+    const { approvals } = await sys.system.api.act<{
+      approvals: Array<{ id: string; tool: string; arguments: unknown }>;
+    }>('ListApprovals', {});
     const pending = approvals.find((a) => (a.arguments as { table?: string }).table === 'race');
     expect(pending?.tool).toBe('db__drop_table');
     await sys.system.api.act('DenyToolCall', { approvalId: pending!.id });
-    const late = await raw(approver.token, { table: 'race' }, { requestState: state, inputResponses: { [APPROVAL_KEY]: { action: 'accept', content: {} } } });
+    const late = await raw(
+      approver.token,
+      { table: 'race' },
+      { requestState: state, inputResponses: { [APPROVAL_KEY]: { action: 'accept', content: {} } } },
+    );
     expect(errorOf(late.result as never)).toMatchObject({ code: 'approval_refused', details: { reason: 'denied' } });
     expect(upstream.stats.calls).toBe(before);
   });
@@ -128,18 +171,34 @@ describe('the agent MCP endpoint: the client user approves (modern clients)', ()
     expect(Buffer.from(state.split('.').at(-1)!, 'base64url').toString('latin1')).not.toMatch(/apr_|drop_table|target/);
     const before = upstream.stats.calls;
 
-    const forged = await raw(approver.token, { table: 'target' }, { requestState: `mcpx-apv1.k1.${Buffer.alloc(80, 7).toString('base64url')}`, ...accept });
-    expect(errorOf(forged.result as never)).toMatchObject({ code: 'invalid_input', details: { field: 'requestState' } });
+    const forged = await raw(
+      approver.token,
+      { table: 'target' },
+      { requestState: `mcpx-apv1.k1.${Buffer.alloc(80, 7).toString('base64url')}`, ...accept },
+    );
+    expect(errorOf(forged.result as never)).toMatchObject({
+      code: 'invalid_input',
+      details: { field: 'requestState' },
+    });
     // One character of the sealed body changed.
     const flipped = state.slice(0, -3) + (state.at(-3) === 'A' ? 'B' : 'A') + state.slice(-2);
     const tampered = await raw(approver.token, { table: 'target' }, { requestState: flipped, ...accept });
-    expect(errorOf(tampered.result as never)).toMatchObject({ code: 'invalid_input', details: { field: 'requestState' } });
+    expect(errorOf(tampered.result as never)).toMatchObject({
+      code: 'invalid_input',
+      details: { field: 'requestState' },
+    });
     const rebound = await raw(approver.token, { table: 'everything' }, { requestState: state, ...accept });
-    expect(errorOf(rebound.result as never)).toMatchObject({ code: 'invalid_input', details: { field: 'requestState' } });
+    expect(errorOf(rebound.result as never)).toMatchObject({
+      code: 'invalid_input',
+      details: { field: 'requestState' },
+    });
     expect(textOf(rebound.result as never)).toContain('other arguments');
     // Another token of the same agent, even one with the right, cannot use it.
     const borrowed = await raw(other.token, { table: 'target' }, { requestState: state, ...accept });
-    expect(errorOf(borrowed.result as never)).toMatchObject({ code: 'invalid_input', details: { field: 'requestState' } });
+    expect(errorOf(borrowed.result as never)).toMatchObject({
+      code: 'invalid_input',
+      details: { field: 'requestState' },
+    });
     expect(upstream.stats.calls).toBe(before);
 
     // The real answer runs it once; the same answer again runs nothing.
@@ -155,18 +214,43 @@ describe('the agent MCP endpoint: the client user approves (modern clients)', ()
     const first = await raw(approver.token, { table: 'elsewhere' });
     const state = first.result?.requestState as string;
     const before = upstream.stats.calls;
-    const cutOff = await startEndpoint(loadEndpointConfig({ ...sys.system.env, HTTP_PORT: '0', INSTANCE_ID: 'endpoint-no-redis', REDIS_URL: `redis://127.0.0.1:${await freePort()}` }), {
-      telemetry: sys.system.telemetry,
-      logSink: () => {},
-    });
-    const other = await startEndpoint(loadEndpointConfig({ ...sys.system.env, HTTP_PORT: '0', INSTANCE_ID: 'endpoint-other' }), { telemetry: sys.system.telemetry, logSink: () => {} });
+    const cutOff = await startEndpoint(
+      loadEndpointConfig({
+        ...sys.system.env,
+        HTTP_PORT: '0',
+        INSTANCE_ID: 'endpoint-no-redis',
+        REDIS_URL: `redis://127.0.0.1:${await freePort()}`,
+      }),
+      {
+        telemetry: sys.system.telemetry,
+        logSink: () => {},
+      },
+    );
+    const other = await startEndpoint(
+      loadEndpointConfig({ ...sys.system.env, HTTP_PORT: '0', INSTANCE_ID: 'endpoint-other' }),
+      { telemetry: sys.system.telemetry, logSink: () => {} },
+    );
     try {
       const url = (base: string): string => `${base}/v1/agents/ops/mcp`;
-      const down = await modernCall(url(cutOff.url), approver.token, 'db__drop_table', { table: 'elsewhere' }, { elicitation: { form: {} } }, { requestState: state, ...accept });
+      const down = await modernCall(
+        url(cutOff.url),
+        approver.token,
+        'db__drop_table',
+        { table: 'elsewhere' },
+        { elicitation: { form: {} } },
+        { requestState: state, ...accept },
+      );
       expect(errorOf(down.result as never)).toMatchObject({ code: 'unavailable', details: { dependency: 'redis' } });
       const { approvals } = await sys.system.api.act<{ approvals: Array<{ arguments: unknown }> }>('ListApprovals', {});
       expect(approvals.some((a) => (a.arguments as { table?: string }).table === 'elsewhere')).toBe(true);
-      const ran = await modernCall(url(other.url), approver.token, 'db__drop_table', { table: 'elsewhere' }, { elicitation: { form: {} } }, { requestState: state, ...accept });
+      const ran = await modernCall(
+        url(other.url),
+        approver.token,
+        'db__drop_table',
+        { table: 'elsewhere' },
+        { elicitation: { form: {} } },
+        { requestState: state, ...accept },
+      );
       expect(textOf(ran.result as never)).toBe('dropped elsewhere');
       expect(upstream.stats.calls).toBe(before + 1);
     } finally {
@@ -177,17 +261,40 @@ describe('the agent MCP endpoint: the client user approves (modern clients)', ()
   it('a state presented by a token without the right does not open for it; the approval keeps waiting for the owner', async () => {
     const first = await raw(approver.token, { table: 'plainuse' });
     const state = first.result?.requestState as string;
-    const answer = await raw(plain.token, { table: 'plainuse' }, { requestState: state, inputResponses: { [APPROVAL_KEY]: { action: 'accept', content: {} } } });
+    const answer = await raw(
+      plain.token,
+      { table: 'plainuse' },
+      { requestState: state, inputResponses: { [APPROVAL_KEY]: { action: 'accept', content: {} } } },
+    );
     // The state is sealed to the approver's token: for another one it does not open.
-    expect(errorOf(answer.result as never)).toMatchObject({ code: 'invalid_input', details: { field: 'requestState' } });
+    expect(errorOf(answer.result as never)).toMatchObject({
+      code: 'invalid_input',
+      details: { field: 'requestState' },
+    });
     const { approvals } = await sys.system.api.act<{ approvals: Array<{ arguments: unknown }> }>('ListApprovals', {});
     expect(approvals.some((a) => (a.arguments as { table?: string }).table === 'plainuse')).toBe(true);
   });
 
   it("the registry writes a token holder's decision into the audit log, once: the endpoint's request again answers already; an owner's decision, a pending or unknown approval, a malformed request write nothing", async () => {
-    type Audit = { action: string; signer: string; role: string; target: { kind: string; name: string }; after: Record<string, unknown> };
-    const entriesOf = async (approvalId: string): Promise<Audit[]> => (await sys.system.api.act<{ events: Audit[] }>('ListAuditEvents', {})).events.filter((e) => e.target.name === approvalId);
-    const ask = (payload: unknown): Promise<TokenDecisionAuditReply> => request(sys.system.nc, sys.system.subjects.registryTokenDecisionAudit, payload, tokenDecisionAuditReplyValue, 5_000);
+    type Audit = {
+      action: string;
+      signer: string;
+      role: string;
+      target: { kind: string; name: string };
+      after: Record<string, unknown>;
+    };
+    const entriesOf = async (approvalId: string): Promise<Audit[]> =>
+      (await sys.system.api.act<{ events: Audit[] }>('ListAuditEvents', {})).events.filter(
+        (e) => e.target.name === approvalId,
+      );
+    const ask = (payload: unknown): Promise<TokenDecisionAuditReply> =>
+      request(
+        sys.system.nc,
+        sys.system.subjects.registryTokenDecisionAudit,
+        payload,
+        tokenDecisionAuditReplyValue,
+        5_000,
+      );
     const account = sys.system.api.principal;
 
     // A decision through the endpoint: written once, by the registry, worded from the approval store.
@@ -204,20 +311,34 @@ describe('the agent MCP endpoint: the client user approves (modern clients)', ()
     ]);
     // A retry of the endpoint's request (its first answer lost): nothing more is written.
     await expect(ask({ account, approvalId })).resolves.toEqual({ audit: 'already' });
-    await expect(Promise.all([ask({ account, approvalId }), ask({ account, approvalId })])).resolves.toEqual([{ audit: 'already' }, { audit: 'already' }]);
+    await expect(Promise.all([ask({ account, approvalId }), ask({ account, approvalId })])).resolves.toEqual([
+      { audit: 'already' },
+      { audit: 'already' },
+    ]);
     expect(await entriesOf(approvalId)).toHaveLength(1);
 
     // A pending approval, then the owner's decision: not the endpoint's to audit (the action did).
-    const waiting = await (await connect(plain.token, 'accept', [])).callTool({ name: 'db__drop_table', arguments: { table: 'owner' } });
+    const waiting = await (
+      await connect(plain.token, 'accept', [])
+    ).callTool({ name: 'db__drop_table', arguments: { table: 'owner' } });
     const ownerId = errorOf(waiting).details.approvalId as string;
-    await expect(ask({ account, approvalId: ownerId })).rejects.toMatchObject({ code: 'conflict', details: { field: 'approvalId' } });
+    await expect(ask({ account, approvalId: ownerId })).rejects.toMatchObject({
+      code: 'conflict',
+      details: { field: 'approvalId' },
+    });
     await sys.system.api.act('ApproveToolCall', { approvalId: ownerId });
-    await expect(ask({ account, approvalId: ownerId })).rejects.toMatchObject({ code: 'conflict', details: { field: 'approvalId' } });
+    await expect(ask({ account, approvalId: ownerId })).rejects.toMatchObject({
+      code: 'conflict',
+      details: { field: 'approvalId' },
+    });
     expect((await entriesOf(ownerId)).map((e) => [e.action, e.role])).toEqual([['ApproveToolCall', 'OWNER']]);
     // Unknown, another account's, malformed.
     await expect(ask({ account, approvalId: 'apr_unknown' })).rejects.toMatchObject({ code: 'not_found' });
     await expect(ask({ account: 'acct_someone_else', approvalId })).rejects.toMatchObject({ code: 'not_found' });
-    await expect(ask({ account, approvalId: 7 })).rejects.toMatchObject({ code: 'invalid_input', details: { field: 'approvalId' } });
+    await expect(ask({ account, approvalId: 7 })).rejects.toMatchObject({
+      code: 'invalid_input',
+      details: { field: 'approvalId' },
+    });
     expect(await entriesOf('apr_unknown')).toEqual([]);
   });
 
@@ -225,29 +346,55 @@ describe('the agent MCP endpoint: the client user approves (modern clients)', ()
     const accept = { inputResponses: { [APPROVAL_KEY]: { action: 'accept', content: {} } } };
     const first = await raw(approver.token, { table: 'unaudited' });
     const state = first.result?.requestState as string;
-    const { approvals } = await sys.system.api.act<{ approvals: Array<{ id: string; arguments: unknown }> }>('ListApprovals', {});
+    const { approvals } = await sys.system.api.act<{ approvals: Array<{ id: string; arguments: unknown }> }>(
+      'ListApprovals',
+      {},
+    );
     const approvalId = approvals.find((a) => (a.arguments as { table?: string }).table === 'unaudited')!.id;
     // An instance whose bus reaches no registry (another namespace of the same NATS): the answer is decided there.
     const lines: string[] = [];
-    const alone = await startEndpoint(loadEndpointConfig({ ...sys.system.env, NATS_PREFIX: 'nobody.', HTTP_PORT: '0', INSTANCE_ID: 'endpoint-alone' }), {
-      telemetry: sys.system.telemetry,
-      logSink: (line) => void lines.push(line),
-    });
+    const alone = await startEndpoint(
+      loadEndpointConfig({ ...sys.system.env, NATS_PREFIX: 'nobody.', HTTP_PORT: '0', INSTANCE_ID: 'endpoint-alone' }),
+      {
+        telemetry: sys.system.telemetry,
+        logSink: (line) => void lines.push(line),
+      },
+    );
     try {
-      await modernCall(`${alone.url}/v1/agents/ops/mcp`, approver.token, 'db__drop_table', { table: 'unaudited' }, { elicitation: { form: {} } }, { requestState: state, ...accept });
+      await modernCall(
+        `${alone.url}/v1/agents/ops/mcp`,
+        approver.token,
+        'db__drop_table',
+        { table: 'unaudited' },
+        { elicitation: { form: {} } },
+        { requestState: state, ...accept },
+      );
     } finally {
       await alone.stop();
     }
     // Decided (the owner can no longer decide it), not audited, and said so.
-    await expect(sys.system.api.act('DenyToolCall', { approvalId })).rejects.toMatchObject({ code: 'conflict', details: { reason: 'decided' } });
+    await expect(sys.system.api.act('DenyToolCall', { approvalId })).rejects.toMatchObject({
+      code: 'conflict',
+      details: { reason: 'decided' },
+    });
     const entries = async (): Promise<number> =>
-      (await sys.system.api.act<{ events: Array<{ target: { name: string } }> }>('ListAuditEvents', {})).events.filter((e) => e.target.name === approvalId).length;
+      (await sys.system.api.act<{ events: Array<{ target: { name: string } }> }>('ListAuditEvents', {})).events.filter(
+        (e) => e.target.name === approvalId,
+      ).length;
     expect(await entries()).toBe(0);
-    const missing = lines.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.msg === 'audit entry of a token holder decision not written');
+    const missing = lines
+      .map((l) => JSON.parse(l) as Record<string, unknown>)
+      .filter((l) => l.msg === 'audit entry of a token holder decision not written');
     expect(missing).toEqual([expect.objectContaining({ level: 'error', approval: approvalId, attempts: 3 })]);
     // Asked again (twice at once): one entry.
     const ask = (): Promise<TokenDecisionAuditReply> =>
-      request(sys.system.nc, sys.system.subjects.registryTokenDecisionAudit, { account: sys.system.api.principal, approvalId }, tokenDecisionAuditReplyValue, 5_000);
+      request(
+        sys.system.nc,
+        sys.system.subjects.registryTokenDecisionAudit,
+        { account: sys.system.api.principal, approvalId },
+        tokenDecisionAuditReplyValue,
+        5_000,
+      );
     const replies = await Promise.all([ask(), ask()]);
     expect(replies.map((r) => r.audit).sort()).toEqual(['already', 'recorded']);
     expect(await entries()).toBe(1);

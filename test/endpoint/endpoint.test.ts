@@ -16,7 +16,9 @@ const EVERYTHING_TOOLS = 16;
 const PAGE = 5;
 
 /** Every page of tools/list, in order (either SDK's client). */
-async function listAll(client: { listTools(params?: { cursor?: string }): Promise<{ tools: Array<{ name: string }>; nextCursor?: string }> }): Promise<any[]> {
+async function listAll(client: {
+  listTools(params?: { cursor?: string }): Promise<{ tools: Array<{ name: string }>; nextCursor?: string }>;
+}): Promise<any[]> {
   const all: any[] = [];
   let cursor: string | undefined;
   for (let i = 0; i < 100; i++) {
@@ -56,7 +58,9 @@ describe('the agent MCP endpoint: both eras through the proxy', () => {
 
   it('serves an SDK v2 client (2026-07-28): tools/list and tools/call of server-everything', async () => {
     const client = new Client({ name: 'v2-test', version: '1.0.0' }, { versionNegotiation: { mode: 'auto' } });
-    await client.connect(new StreamableHTTPClientTransport(new URL(sys.urlOf(agentId)), { requestInit: { headers: auth() } }));
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(sys.urlOf(agentId)), { requestInit: { headers: auth() } }),
+    );
     try {
       const tools = await listAll(client);
       const names: string[] = tools.map((t) => t.name);
@@ -92,7 +96,9 @@ describe('the agent MCP endpoint: both eras through the proxy', () => {
 
   it('answers a refused call as a tool result with isError and the connector code, and an unlisted tool as invalid params', async () => {
     const client = new Client({ name: 'v2-test', version: '1.0.0' }, { versionNegotiation: { mode: 'auto' } });
-    await client.connect(new StreamableHTTPClientTransport(new URL(sys.urlOf(agentId)), { requestInit: { headers: auth() } }));
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(sys.urlOf(agentId)), { requestInit: { headers: auth() } }),
+    );
     try {
       const bad = await client.callTool({ name: 'everything__echo', arguments: { message: 42 } });
       expect(bad.isError).toBe(true);
@@ -110,8 +116,18 @@ describe('the agent MCP endpoint: both eras through the proxy', () => {
     const page = async (cursor?: string): Promise<any> => {
       const res = await fetch(sys.urlOf(agentId), {
         method: 'POST',
-        headers: { ...auth(), 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-11-25' },
-        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: cursor === undefined ? {} : { cursor } }),
+        headers: {
+          ...auth(),
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          'mcp-protocol-version': '2025-11-25',
+        },
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'tools/list',
+          params: cursor === undefined ? {} : { cursor },
+        }),
       });
       expect(res.status).toBe(200);
       const text = await res.text();
@@ -138,7 +154,12 @@ describe('the agent MCP endpoint: both eras through the proxy', () => {
     // A cursor that is not one of ours is invalid params, not a crash.
     const res = await fetch(sys.urlOf(agentId), {
       method: 'POST',
-      headers: { ...auth(), 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-11-25' },
+      headers: {
+        ...auth(),
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        'mcp-protocol-version': '2025-11-25',
+      },
       body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/list', params: { cursor: '!!not-ours' } }),
     });
     const body = await res.text();

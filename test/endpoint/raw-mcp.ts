@@ -10,7 +10,14 @@ export interface RpcAnswer {
   /** The body as received. */
   body: string;
   /** The JSON-RPC message answering the request (from JSON, or the SSE event that carries it). */
-  message: { jsonrpc: string; id?: unknown; result?: Record<string, unknown>; error?: { code: number; message: string; data?: unknown } } | undefined;
+  message:
+    | {
+        jsonrpc: string;
+        id?: unknown;
+        result?: Record<string, unknown>;
+        error?: { code: number; message: string; data?: unknown };
+      }
+    | undefined;
   result: (Record<string, unknown> & { resultType?: string; requestState?: string }) | undefined;
 }
 
@@ -39,15 +46,31 @@ export function messageOf(body: string, contentType: string): RpcAnswer['message
 }
 
 /** POSTs one JSON-RPC request; `headers` replace the defaults of the same name. */
-export async function post(url: string, token: string, body: unknown, headers: Record<string, string> = {}): Promise<RpcAnswer> {
+export async function post(
+  url: string,
+  token: string,
+  body: unknown,
+  headers: Record<string, string> = {},
+): Promise<RpcAnswer> {
   const res = await fetch(url, {
     method: 'POST',
-    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers },
+    headers: {
+      authorization: `Bearer ${token}`,
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      ...headers,
+    },
     body: typeof body === 'string' ? body : JSON.stringify(body),
   });
   const text = await res.text();
   const message = messageOf(text, res.headers.get('content-type') ?? '');
-  return { status: res.status, headers: Object.fromEntries([...res.headers.entries()]), body: text, message, result: message?.result };
+  return {
+    status: res.status,
+    headers: Object.fromEntries([...res.headers.entries()]),
+    body: text,
+    message,
+    result: message?.result,
+  };
 }
 
 let nextId = 1;
@@ -76,10 +99,27 @@ export function modernCall(
     },
     ...extra,
   };
-  return post(url, token, { jsonrpc: '2.0', id, method: 'tools/call', params }, { 'mcp-protocol-version': MODERN_VERSION, 'mcp-method': 'tools/call', 'mcp-name': name });
+  return post(
+    url,
+    token,
+    { jsonrpc: '2.0', id, method: 'tools/call', params },
+    { 'mcp-protocol-version': MODERN_VERSION, 'mcp-method': 'tools/call', 'mcp-name': name },
+  );
 }
 
 /** A 2025-11-25 `tools/call` as an SDK v1 client sends it after its (stateless) initialize; `headers` added (e.g. `traceparent`). */
-export function legacyCall(url: string, token: string, name: string, args: Record<string, unknown>, id: number = nextId++, headers: Record<string, string> = {}): Promise<RpcAnswer> {
-  return post(url, token, { jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } }, { 'mcp-protocol-version': '2025-11-25', ...headers });
+export function legacyCall(
+  url: string,
+  token: string,
+  name: string,
+  args: Record<string, unknown>,
+  id: number = nextId++,
+  headers: Record<string, string> = {},
+): Promise<RpcAnswer> {
+  return post(
+    url,
+    token,
+    { jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } },
+    { 'mcp-protocol-version': '2025-11-25', ...headers },
+  );
 }

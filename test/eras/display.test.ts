@@ -30,7 +30,10 @@ describe('mcpx shows eras', () => {
     const show = await runCli(['servers', 'show', 'new'], env);
     expect(show.stdout).toContain('  protocol: modern 2026-07-28');
     expect(show.stdout).toMatch(/ {2}skipped tool: spaced — .*x-mcp-header/);
-    const json = JSON.parse((await runCli(['servers', 'show', 'old', '--json'], env)).stdout) as { server?: { era?: string }; era?: string };
+    const json = JSON.parse((await runCli(['servers', 'show', 'old', '--json'], env)).stdout) as {
+      server?: { era?: string };
+      era?: string;
+    };
     expect(json.server?.era ?? json.era).toBe('legacy');
   });
 });

@@ -24,7 +24,17 @@ async function startLyingServer(): Promise<{ url: string; requests: number; clos
       }
       if (msg.method === 'server/discover') {
         res.writeHead(200, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: { supportedVersions: ['tomorrow', 42], capabilities: 'all of them', serverInfo: { name: 'liar', version: '1' } } }));
+        res.end(
+          JSON.stringify({
+            jsonrpc: '2.0',
+            id: msg.id,
+            result: {
+              supportedVersions: ['tomorrow', 42],
+              capabilities: 'all of them',
+              serverInfo: { name: 'liar', version: '1' },
+            },
+          }),
+        );
         return;
       }
       res.writeHead(400, { 'content-type': 'application/json' });
@@ -42,9 +52,20 @@ async function startLyingServer(): Promise<{ url: string; requests: number; clos
 }
 
 /** The stored verdict row of a server (the registry's own data). */
-async function verdictRow(h: RegistryHarness, account: string, server: string): Promise<{ authContext: string; verdict: any; raw: Uint8Array } | undefined> {
-  const row = await h.sql.selectFrom('registry.era_verdicts').selectAll().where('account_id', '=', account).where('server', '=', server).executeTakeFirst();
-  return row === undefined ? undefined : { authContext: row.auth_context, verdict: decodePayload(row.verdict_cbor), raw: row.verdict_cbor };
+async function verdictRow(
+  h: RegistryHarness,
+  account: string,
+  server: string,
+): Promise<{ authContext: string; verdict: any; raw: Uint8Array } | undefined> {
+  const row = await h.sql
+    .selectFrom('registry.era_verdicts')
+    .selectAll()
+    .where('account_id', '=', account)
+    .where('server', '=', server)
+    .executeTakeFirst();
+  return row === undefined
+    ? undefined
+    : { authContext: row.auth_context, verdict: decodePayload(row.verdict_cbor), raw: row.verdict_cbor };
 }
 
 /** A tool whose x-mcp-header annotation is invalid: the header would ride on an object property. */
@@ -65,7 +86,10 @@ describe('era verdicts in the registry', () => {
   it('a modern server: the first discovery probes once; every later one connects with the verdict, zero discovers and zero handshakes', async () => {
     const api = h.api();
     const secret = 'Bearer era-secret-token-0001';
-    const { server } = await api.act('SetMcpServer', { name: 'modern', config: { url: modern.url, headers: {}, secretHeaders: { Authorization: secret } } });
+    const { server } = await api.act('SetMcpServer', {
+      name: 'modern',
+      config: { url: modern.url, headers: {}, secretHeaders: { Authorization: secret } },
+    });
     expect(server.status).toMatchObject({ state: 'ok', era: 'modern', protocolVersion: '2026-07-28' });
     expect(server).toMatchObject({ era: 'modern', protocolVersion: '2026-07-28' });
     expect(modern.stats.discovers).toBe(1);
@@ -89,10 +113,16 @@ describe('era verdicts in the registry', () => {
 
   it('another auth context never reuses the verdict: a changed credential probes again and replaces it', async () => {
     const api = h.api();
-    await api.act('SetMcpServer', { name: 'ctx', config: { url: modern.url, secretHeaders: { Authorization: 'Bearer first-credential-aaaa' } } });
+    await api.act('SetMcpServer', {
+      name: 'ctx',
+      config: { url: modern.url, secretHeaders: { Authorization: 'Bearer first-credential-aaaa' } },
+    });
     const first = await verdictRow(h, api.principal, 'ctx');
     const before = modern.stats.discovers;
-    const { server } = await api.act('SetMcpServer', { name: 'ctx', config: { url: modern.url, secretHeaders: { Authorization: 'Bearer second-credential-bbbb' } } });
+    const { server } = await api.act('SetMcpServer', {
+      name: 'ctx',
+      config: { url: modern.url, secretHeaders: { Authorization: 'Bearer second-credential-bbbb' } },
+    });
     expect(server.status.state).toBe('ok');
     expect(modern.stats.discovers - before).toBe(1);
     const second = await verdictRow(h, api.principal, 'ctx');
@@ -100,7 +130,10 @@ describe('era verdicts in the registry', () => {
     // The same URL and credential under another account is another context too.
     const other = h.api();
     const b = modern.stats.discovers;
-    await other.act('SetMcpServer', { name: 'ctx', config: { url: modern.url, secretHeaders: { Authorization: 'Bearer second-credential-bbbb' } } });
+    await other.act('SetMcpServer', {
+      name: 'ctx',
+      config: { url: modern.url, secretHeaders: { Authorization: 'Bearer second-credential-bbbb' } },
+    });
     expect(modern.stats.discovers - b).toBe(1);
   });
 
@@ -123,7 +156,12 @@ describe('era verdicts in the registry', () => {
     await api.act('SetMcpServer', { name: 'stale', config: { url: modern.url } });
     // The server "was" legacy when probed: the stored verdict now lies about it.
     const lie = encodePayload({ era: 'legacy', protocolVersion: '2025-11-25', transport: 'http' });
-    await h.sql.updateTable('registry.era_verdicts').set({ verdict_cbor: lie }).where('account_id', '=', api.principal).where('server', '=', 'stale').execute();
+    await h.sql
+      .updateTable('registry.era_verdicts')
+      .set({ verdict_cbor: lie })
+      .where('account_id', '=', api.principal)
+      .where('server', '=', 'stale')
+      .execute();
     const before = modern.stats.discovers;
     const { server } = await api.act('RefreshMcpServer', { name: 'stale' });
     expect(server.status).toMatchObject({ state: 'ok', era: 'modern' });
@@ -166,7 +204,9 @@ describe('era verdicts in the registry', () => {
       expect(await verdictRow(h, api.principal, 'liar')).toBeUndefined();
       // Bounded: a handful of requests, not a loop.
       expect(liar.requests).toBeLessThanOrEqual(6);
-      expect((await api.act('SetMcpServer', { name: 'fine', config: { url: modern.url } })).server.status.state).toBe('ok');
+      expect((await api.act('SetMcpServer', { name: 'fine', config: { url: modern.url } })).server.status.state).toBe(
+        'ok',
+      );
     } finally {
       await liar.close();
     }
@@ -177,12 +217,21 @@ describe('era verdicts in the registry', () => {
     await api.act('SetMcpServer', { name: 'obs', config: { url: legacy.url } });
     const before = await verdictRow(h, api.principal, 'obs');
     const publish = (extra: Partial<ToolsObserved>): void => {
-      const msg: ToolsObserved = { account: api.principal, server: 'obs', tools: [{ name: 'echo', inputSchema: { type: 'object' } }], transport: 'http', ...extra };
+      const msg: ToolsObserved = {
+        account: api.principal,
+        server: 'obs',
+        tools: [{ name: 'echo', inputSchema: { type: 'object' } }],
+        transport: 'http',
+        ...extra,
+      };
       h.nc.publish(h.subjects.toolsObserved, encodePayload(msg));
     };
     // Garbage: a verdict of no known era, an oversized one, a context that is no hash.
     publish({ verdict: { era: 'future', protocolVersion: 'x' }, authContext: 'a'.repeat(64) });
-    publish({ verdict: { era: 'modern', protocolVersion: '2026-07-28', discover: { pad: 'x'.repeat(200_000) } }, authContext: 'b'.repeat(64) });
+    publish({
+      verdict: { era: 'modern', protocolVersion: '2026-07-28', discover: { pad: 'x'.repeat(200_000) } },
+      authContext: 'b'.repeat(64),
+    });
     publish({ verdict: { era: 'legacy', protocolVersion: '2025-06-18', transport: 'sse' }, authContext: 'not a hash' });
     const ctx = 'c'.repeat(64);
     publish({ verdict: { era: 'legacy', protocolVersion: '2025-06-18', transport: 'sse' }, authContext: ctx });

@@ -26,7 +26,14 @@ describe('freshness of modern servers', () => {
   });
 
   const nextProbeAt = async (account: string, name: string): Promise<Date | null> =>
-    (await h.sql.selectFrom('registry.mcp_servers').select('next_probe_at').where('account_id', '=', account).where('name', '=', name).executeTakeFirstOrThrow()).next_probe_at;
+    (
+      await h.sql
+        .selectFrom('registry.mcp_servers')
+        .select('next_probe_at')
+        .where('account_id', '=', account)
+        .where('name', '=', name)
+        .executeTakeFirstOrThrow()
+    ).next_probe_at;
 
   it('records the hints, arms a re-list when a proxy uses the list (never before it expires), and re-lists when due', async () => {
     const api = h.api();
@@ -35,10 +42,19 @@ describe('freshness of modern servers', () => {
     expect(await nextProbeAt(api.principal, 'hinted')).toBeNull();
 
     // A proxy opened a connection: the list is in use.
-    const observed: ToolsObserved = { account: api.principal, server: 'hinted', tools: [{ name: 'echo', inputSchema: { type: 'object' } }], transport: 'http' };
+    const observed: ToolsObserved = {
+      account: api.principal,
+      server: 'hinted',
+      tools: [{ name: 'echo', inputSchema: { type: 'object' } }],
+      transport: 'http',
+    };
     const before = Date.now();
     h.nc.publish(h.subjects.toolsObserved, encodePayload(observed));
-    const armed = await eventually(async () => (await nextProbeAt(api.principal, 'hinted')) ?? undefined, 10_000, 'the re-list armed');
+    const armed = await eventually(
+      async () => (await nextProbeAt(api.principal, 'hinted')) ?? undefined,
+      10_000,
+      'the re-list armed',
+    );
     expect(armed.getTime()).toBeGreaterThanOrEqual(before + 45_000);
     expect(armed.getTime()).toBeLessThanOrEqual(Date.now() + 45_000 * 1.1 + 1_000);
     // Another use does not postpone it.
@@ -60,7 +76,11 @@ describe('freshness of modern servers', () => {
         .execute();
     });
     await eventually(async () => (hinted.stats.listCalls > lists ? true : undefined), 15_000, 'the re-list');
-    await eventually(async () => ((await nextProbeAt(api.principal, 'hinted')) === null ? true : undefined), 10_000, 'the re-list disarmed');
+    await eventually(
+      async () => ((await nextProbeAt(api.principal, 'hinted')) === null ? true : undefined),
+      10_000,
+      'the re-list disarmed',
+    );
     // With the stored verdict: no probe for it.
     expect(hinted.stats.discovers).toBe(1);
   });
@@ -71,16 +91,33 @@ describe('freshness of modern servers', () => {
     try {
       const api = new ApiClient(holder.url, h.api().key);
       await api.act('SetMcpServer', { name: 'moving', config: { url: server.url } });
-      await eventually(async () => (server.stats.listens === 1 ? true : undefined), 10_000, 'the stream on the first instance');
+      await eventually(
+        async () => (server.stats.listens === 1 ? true : undefined),
+        10_000,
+        'the stream on the first instance',
+      );
       await holder.stop();
       // A proxy opened a connection: whichever instance records it takes the stream over.
-      const observed: ToolsObserved = { account: api.principal, server: 'moving', tools: [{ name: 'a', inputSchema: { type: 'object' } }], transport: 'http' };
+      const observed: ToolsObserved = {
+        account: api.principal,
+        server: 'moving',
+        tools: [{ name: 'a', inputSchema: { type: 'object' } }],
+        transport: 'http',
+      };
       h.nc.publish(h.subjects.toolsObserved, encodePayload(observed));
-      await eventually(async () => (server.stats.listens === 2 ? true : undefined), 10_000, 'the stream on another instance');
+      await eventually(
+        async () => (server.stats.listens === 2 ? true : undefined),
+        10_000,
+        'the stream on another instance',
+      );
       server.changeTools(['a', 'b']);
       const other = new ApiClient(h.apiUrl, api.key);
       await eventually(
-        async () => ((await other.act('ListMcpServers')).servers.find((x: { name: string }) => x.name === 'moving')?.tools.length === 2 ? true : undefined),
+        async () =>
+          (await other.act('ListMcpServers')).servers.find((x: { name: string }) => x.name === 'moving')?.tools
+            .length === 2
+            ? true
+            : undefined,
         10_000,
         'the change seen through the new stream',
       );
@@ -96,7 +133,11 @@ describe('freshness of modern servers', () => {
       const api = h.api();
       const { server } = await api.act('SetMcpServer', { name: 'live', config: { url: listening.url } });
       expect(server.tools.map((t: { name: string }) => t.name)).toEqual(['one']);
-      await eventually(async () => (listening.stats.listens >= 1 ? true : undefined), 10_000, 'the change stream to open');
+      await eventually(
+        async () => (listening.stats.listens >= 1 ? true : undefined),
+        10_000,
+        'the change stream to open',
+      );
       // A refresh through the other instance does not open a second stream.
       await api.act('RefreshMcpServer', { name: 'live' });
       await new Promise((r) => setTimeout(r, 500));

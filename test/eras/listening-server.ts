@@ -23,7 +23,10 @@ export async function startListeningServer(names: string[], opts: { cut?: string
   const stats = { discovers: 0, lists: 0, listens: 0, calls: 0 };
   const handler = createMcpHandler(
     () => {
-      const server = new Server({ name: 'listening', version: '1.0.0' }, { capabilities: { tools: { listChanged: true } } });
+      const server = new Server(
+        { name: 'listening', version: '1.0.0' },
+        { capabilities: { tools: { listChanged: true } } },
+      );
       server.setRequestHandler('tools/list', () => {
         stats.lists++;
         return { tools, ttlMs: 60_000, cacheScope: 'public' as const };
@@ -46,7 +49,11 @@ export async function startListeningServer(names: string[], opts: { cut?: string
       if (method === 'server/discover') stats.discovers++;
       if (method === 'subscriptions/listen') stats.listens++;
       if (method === 'tools/call') stats.calls++;
-      if (method === 'tools/call' && opts.cut !== undefined && (body as { params?: { name?: unknown } }).params?.name === opts.cut) {
+      if (
+        method === 'tools/call' &&
+        opts.cut !== undefined &&
+        (body as { params?: { name?: unknown } }).params?.name === opts.cut
+      ) {
         res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
         res.write(': working\n\n');
         setTimeout(() => res.socket?.destroy(), 20);

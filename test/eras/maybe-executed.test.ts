@@ -8,7 +8,10 @@ describe('maybe_executed through the proxy', () => {
   let upstream: ListeningServer;
 
   beforeAll(async () => {
-    [system, upstream] = await Promise.all([ProxySystem.start({ env: { PROXY_MAX_CONCURRENCY_PER_SERVER: '0', PROXY_RATE_PER_SERVER: '0' } }), startListeningServer(['fine', 'cut'], { cut: 'cut' })]);
+    [system, upstream] = await Promise.all([
+      ProxySystem.start({ env: { PROXY_MAX_CONCURRENCY_PER_SERVER: '0', PROXY_RATE_PER_SERVER: '0' } }),
+      startListeningServer(['fine', 'cut'], { cut: 'cut' }),
+    ]);
     await system.setServer('up', upstream.url);
     await system.createAgent('agent', ['up'], 2);
   });

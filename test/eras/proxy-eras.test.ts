@@ -14,8 +14,17 @@ describe('proxy across eras, two instances', () => {
 
   /** A call sent to one named instance (the sticky route), as a runtime whose run moved would. */
   const callOn = async (instance: string, run: string, tool: string, text: string): Promise<ProxyCallReply> => {
-    const req: ProxyCallRequest = { account: system.account, agent: system.agentId('agent'), run, tool, arguments: { text }, callId: `c${++seq}` };
-    const msg = await system.nc.request(system.subjects.proxyInstanceCall(instance), encodePayload(req), { timeout: 20_000 });
+    const req: ProxyCallRequest = {
+      account: system.account,
+      agent: system.agentId('agent'),
+      run,
+      tool,
+      arguments: { text },
+      callId: `c${++seq}`,
+    };
+    const msg = await system.nc.request(system.subjects.proxyInstanceCall(instance), encodePayload(req), {
+      timeout: 20_000,
+    });
     return decodePayload<ProxyCallReply>(msg.data);
   };
 
@@ -62,9 +71,16 @@ describe('proxy across eras, two instances', () => {
     await eventually(async () => (proxy.stats().runs <= 1 ? true : undefined), 10_000, 'four runs ended');
     expect(proxy.stats().connections - base).toBe(1);
     // The last run still calls on it.
-    expect(await callOn(proxy.instance, 's5', 'modern__echo', 'still')).toMatchObject({ ok: true, result: { text: 'echo: still' } });
+    expect(await callOn(proxy.instance, 's5', 'modern__echo', 'still')).toMatchObject({
+      ok: true,
+      result: { text: 'echo: still' },
+    });
     await system.client.endRun(system.account, 's5');
-    await eventually(async () => (proxy.stats().connections === base ? true : undefined), 10_000, 'the shared connection closed with the last run');
+    await eventually(
+      async () => (proxy.stats().connections === base ? true : undefined),
+      10_000,
+      'the shared connection closed with the last run',
+    );
     expect(modern.stats.handshakes).toBe(0);
   });
 
@@ -82,7 +98,8 @@ describe('proxy across eras, two instances', () => {
 });
 
 /** The `initialize` requests among the JSON-RPC bodies a front server forwarded. */
-const initializes = (front: FrontServer): number => front.bodies.filter((b) => (b as { method?: string }).method === 'initialize').length;
+const initializes = (front: FrontServer): number =>
+  front.bodies.filter((b) => (b as { method?: string }).method === 'initialize').length;
 
 /**
  * A legacy server that restarted lost every session: the run's next call costs one fresh
@@ -95,7 +112,10 @@ describe.each([
     answer: '404',
     start: async () => ({
       url: (s: string) => `${s}/mcp`,
-      stop: (await startTestMcpServer({ era: 'legacy', tools: [echoTool()] })) as { url: string; close(): Promise<void> },
+      stop: (await startTestMcpServer({ era: 'legacy', tools: [echoTool()] })) as {
+        url: string;
+        close(): Promise<void>;
+      },
       tool: 'up__echo',
       args: (t: string) => ({ text: t }),
       expect: (t: string) => `echo: ${t}`,
@@ -117,7 +137,10 @@ describe.each([
   let front: FrontServer;
 
   beforeAll(async () => {
-    [system, upstream] = await Promise.all([ProxySystem.start({ env: { PROXY_MAX_CONCURRENCY_PER_SERVER: '0', PROXY_RATE_PER_SERVER: '0' } }), start()]);
+    [system, upstream] = await Promise.all([
+      ProxySystem.start({ env: { PROXY_MAX_CONCURRENCY_PER_SERVER: '0', PROXY_RATE_PER_SERVER: '0' } }),
+      start(),
+    ]);
     front = await startFrontServer({ mode: 'forward', target: new URL(upstream.stop.url).origin });
     await system.setServer('up', upstream.url(front.origin));
     await system.createAgent('agent', ['up'], 1);
@@ -129,7 +152,8 @@ describe.each([
   });
 
   it('re-handshakes once and answers, and the run goes on on its new session', async () => {
-    const call = async (text: string): Promise<string | undefined> => (await system.call('agent', 'restart-run', upstream.tool, upstream.args(text))).result.text;
+    const call = async (text: string): Promise<string | undefined> =>
+      (await system.call('agent', 'restart-run', upstream.tool, upstream.args(text))).result.text;
     expect(await call('before')).toBe(upstream.expect('before'));
     // The restart: a new server process behind the same URL, knowing none of the old sessions.
     const port = front.port;

@@ -19,7 +19,8 @@ export async function startInputSystem(
   try {
     await system.setServer('ops', upstream.url);
     const agentId = await system.createAgent(agent, ['ops'], INPUT_TOOLS);
-    if (inputs !== undefined) await system.api.act('UpdateAgent', { agent: agentId, definition: { mcpServers: ['ops'], inputs } });
+    if (inputs !== undefined)
+      await system.api.act('UpdateAgent', { agent: agentId, definition: { mcpServers: ['ops'], inputs } });
     return { system, upstream, agentId };
   } catch (err) {
     await system.stop();
@@ -34,7 +35,10 @@ export async function askedInput(p: Promise<unknown>): Promise<InputRequired & {
     await p;
   } catch (err) {
     const d = inputRequiredOf(err);
-    if (d === undefined) throw err instanceof Error ? new Error(`expected input_required, got ${(err as WireError).code}: ${err.message}`) : err;
+    if (d === undefined)
+      throw err instanceof Error
+        ? new Error(`expected input_required, got ${(err as WireError).code}: ${err.message}`)
+        : err;
     return { ...d, error: err as WireError };
   }
   throw new Error('the call finished, input_required was expected');

@@ -12,7 +12,8 @@ describe('mcpx inputs and call --wait-input', () => {
   let upstream: InputMcpServer;
   let env: Record<string, string>;
   /** The pending request whose first question is `message`, read through the API: each mcpx run is a node process of its own, slow on a loaded box, and a waiting `mcpx call` has only its own bound. */
-  const asking = async (message: string): Promise<InputRequestView | undefined> => (await pendingInputs(system)).find((r) => (r.requests[0] as { message?: string } | undefined)?.message === message);
+  const asking = async (message: string): Promise<InputRequestView | undefined> =>
+    (await pendingInputs(system)).find((r) => (r.requests[0] as { message?: string } | undefined)?.message === message);
 
   beforeAll(async () => {
     ({ system, upstream } = await startInputSystem());
@@ -26,7 +27,10 @@ describe('mcpx inputs and call --wait-input', () => {
 
   // Each mcpx run is a node process of its own compiling the CLI: minutes on a loaded box (each test's bound is below).
   it('mcpx call shows "Deploy to prod?" and its id; inputs answer --accept confirm=true; the re-sent call finishes', async () => {
-    const stopped = await runCli(['call', '--agent', 'ops-agent', '--run', 'cli-1', 'ops__deploy', '{"env":"prod"}'], env);
+    const stopped = await runCli(
+      ['call', '--agent', 'ops-agent', '--run', 'cli-1', 'ops__deploy', '{"env":"prod"}'],
+      env,
+    );
     expect(stopped.code).toBe(1);
     expect(stopped.stderr).toContain('Deploy to prod?');
     const id = /(inp_[A-Za-z0-9_-]+)/.exec(stopped.stderr)?.[1];
@@ -45,7 +49,10 @@ describe('mcpx inputs and call --wait-input', () => {
     expect(answered.code, answered.stderr).toBe(0);
     expect(answered.stdout).toContain(`answered ${id!}`);
 
-    const ran = await runCli(['call', '--agent', 'ops-agent', '--run', 'cli-1', '--input', id!, 'ops__deploy', '{"env":"prod"}'], env);
+    const ran = await runCli(
+      ['call', '--agent', 'ops-agent', '--run', 'cli-1', '--input', id!, 'ops__deploy', '{"env":"prod"}'],
+      env,
+    );
     expect(ran.code, ran.stderr).toBe(0);
     expect(ran.stdout).toContain('Deployed to prod');
   }, 300_000);
@@ -60,14 +67,20 @@ describe('mcpx inputs and call --wait-input', () => {
     expect(done.stderr).toContain('Deploy to eu?');
     expect(done.stdout).toContain('Deployed to eu');
 
-    const declining = runCli(['call', '--agent', 'ops-agent', '--wait-input', '60', 'ops__deploy', '{"env":"us"}'], env);
+    const declining = runCli(
+      ['call', '--agent', 'ops-agent', '--wait-input', '60', 'ops__deploy', '{"env":"us"}'],
+      env,
+    );
     const second = await eventually(async () => (await asking('Deploy to us?'))?.id, 60_000, 'the second call to ask');
     expect((await runCli(['inputs', 'answer', second, '--decline'], env)).code).toBe(0);
     const declined = await declining;
     expect(declined.code).toBe(1);
     expect(declined.stderr).toContain('Deployment to us cancelled by the operator');
 
-    const bad = await runCli(['call', '--agent', 'ops-agent', '--wait-input', 'soon', 'ops__deploy', '{"env":"x"}'], env);
+    const bad = await runCli(
+      ['call', '--agent', 'ops-agent', '--wait-input', 'soon', 'ops__deploy', '{"env":"x"}'],
+      env,
+    );
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain('--wait-input takes seconds');
   }, 300_000);
@@ -75,20 +88,32 @@ describe('mcpx inputs and call --wait-input', () => {
   it('several questions in one round: each is answered with --key; a URL question with --done', async () => {
     const waiting = runCli(['call', '--agent', 'ops-agent', '--wait-input', '90', 'ops__provision', '{}'], env);
     const list = (): Promise<InputRequestView[]> => pendingInputs(system);
-    const first = await eventually(async () => (await list()).find((r) => r.requests[0]?.key === 'name'), 60_000, 'round 1');
+    const first = await eventually(
+      async () => (await list()).find((r) => r.requests[0]?.key === 'name'),
+      60_000,
+      'round 1',
+    );
     expect((await runCli(['inputs', 'answer', first.id, '--accept', 'name=warehouse'], env)).code).toBe(0);
     const second = await eventually(async () => (await list()).find((r) => r.round === 2), 60_000, 'round 2');
     const which = await runCli(['inputs', 'answer', second.id, '--accept', 'region=eu-west-1'], env);
     expect(which.code).toBe(2);
     expect(which.stderr).toContain('name one with --key (region, tags)');
-    expect((await runCli(['inputs', 'answer', second.id, '--key', 'region', '--accept', 'region=us-east-1'], env)).stdout).toContain('still waiting for: tags');
-    expect((await runCli(['inputs', 'answer', second.id, '--key', 'tags', '--accept', 'tags=batch,pii'], env)).code).toBe(0);
+    expect(
+      (await runCli(['inputs', 'answer', second.id, '--key', 'region', '--accept', 'region=us-east-1'], env)).stdout,
+    ).toContain('still waiting for: tags');
+    expect(
+      (await runCli(['inputs', 'answer', second.id, '--key', 'tags', '--accept', 'tags=batch,pii'], env)).code,
+    ).toBe(0);
     const done = await waiting;
     expect(done.code, done.stderr).toBe(0);
     expect(done.stdout).toContain('Provisioned warehouse in us-east-1 tagged batch,pii');
 
     const signIn = runCli(['call', '--agent', 'ops-agent', '--wait-input', '60', 'ops__sign_in', '{}'], env);
-    const url = await eventually(async () => (await list()).find((r) => r.requests[0]?.key === 'login'), 60_000, 'the sign-in question');
+    const url = await eventually(
+      async () => (await list()).find((r) => r.requests[0]?.key === 'login'),
+      60_000,
+      'the sign-in question',
+    );
     const shown = await runCli(['inputs', 'list'], env);
     expect(shown.stdout).toContain('open in your browser: https://auth.example.com/login?flow=mcpx');
     expect((await runCli(['inputs', 'answer', url.id, '--done'], env)).code).toBe(0);

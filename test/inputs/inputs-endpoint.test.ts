@@ -4,7 +4,8 @@ import { startInputMcpServer, type InputMcpServer } from '../servers/input-mcp-s
 import { errorOf, startEndpointSystem, type EndpointSystem } from '../endpoint/endpoint-harness.js';
 import { INPUT_TOOLS, pendingInputs } from './input-system.js';
 
-const textOf = (result: { content?: unknown }): string => (result.content as Array<{ text?: string }> | undefined)?.[0]?.text ?? '';
+const textOf = (result: { content?: unknown }): string =>
+  (result.content as Array<{ text?: string }> | undefined)?.[0]?.text ?? '';
 
 /**
  * Input requests through the agent's own MCP endpoint (the re-exported door): a question for the
@@ -23,19 +24,46 @@ describe('input requests through the agent MCP endpoint', () => {
     const { token } = await sys.token(agent);
     const client = new Client(
       { name: 'inputs-endpoint', version: '1.0.0' },
-      { versionNegotiation: { mode: 'auto' }, capabilities: { ...(handlers.elicit ? { elicitation: { form: {} } } : {}), ...(handlers.sample ? { sampling: {} } : {}) } },
+      {
+        versionNegotiation: { mode: 'auto' },
+        capabilities: {
+          ...(handlers.elicit ? { elicitation: { form: {} } } : {}),
+          ...(handlers.sample ? { sampling: {} } : {}),
+        },
+      },
     );
     // The client's "user": answers each form by its fields.
-    const byField: Record<string, string | boolean | string[]> = { confirm: true, name: 'from-client', region: 'eu-west-1', tags: [] };
+    const byField: Record<string, string | boolean | string[]> = {
+      confirm: true,
+      name: 'from-client',
+      region: 'eu-west-1',
+      tags: [],
+    };
     if (handlers.elicit) {
       client.setRequestHandler('elicitation/create', (req) => {
-        const fields = Object.keys((req.params as { requestedSchema?: { properties?: Record<string, unknown> } }).requestedSchema?.properties ?? {});
-        return Promise.resolve({ action: 'accept' as const, content: Object.fromEntries(fields.map((f) => [f, byField[f] ?? 'x'])) });
+        const fields = Object.keys(
+          (req.params as { requestedSchema?: { properties?: Record<string, unknown> } }).requestedSchema?.properties ??
+            {},
+        );
+        return Promise.resolve({
+          action: 'accept' as const,
+          content: Object.fromEntries(fields.map((f) => [f, byField[f] ?? 'x'])),
+        });
       });
     }
     if (handlers.sample)
-      client.setRequestHandler('sampling/createMessage', () => Promise.resolve({ role: 'assistant' as const, content: { type: 'text' as const, text: 'short' }, model: 'client-model' }));
-    await client.connect(new StreamableHTTPClientTransport(new URL(sys.urlOf(agent)), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
+      client.setRequestHandler('sampling/createMessage', () =>
+        Promise.resolve({
+          role: 'assistant' as const,
+          content: { type: 'text' as const, text: 'short' },
+          model: 'client-model',
+        }),
+      );
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(sys.urlOf(agent)), {
+        requestInit: { headers: { authorization: `Bearer ${token}` } },
+      }),
+    );
     clients.push(client);
     return client;
   };
@@ -45,7 +73,10 @@ describe('input requests through the agent MCP endpoint', () => {
     await sys.system.setServer('ops', upstream.url);
     await sys.system.createAgent('owner-asks', ['ops'], INPUT_TOOLS);
     const runtime = await sys.system.createAgent('client-answers', ['ops'], INPUT_TOOLS);
-    await sys.system.api.act('UpdateAgent', { agent: runtime, definition: { mcpServers: ['ops'], inputs: { forms: 'runtime' } } });
+    await sys.system.api.act('UpdateAgent', {
+      agent: runtime,
+      definition: { mcpServers: ['ops'], inputs: { forms: 'runtime' } },
+    });
   }, 120_000);
 
   afterAll(async () => {
@@ -65,7 +96,11 @@ describe('input requests through the agent MCP endpoint', () => {
     expect(textOf(stopped)).toContain(`"io.mcpx/inputRequestId": "${id}"`);
     expect((await pendingInputs(sys.system)).map((r) => r.id)).toContain(id);
     await sys.system.api.act('AnswerInputRequest', { id, action: 'accept', content: { confirm: true } });
-    const done = await client.callTool({ name: 'ops__deploy', arguments: { env: 'prod' }, _meta: { 'io.mcpx/inputRequestId': id } });
+    const done = await client.callTool({
+      name: 'ops__deploy',
+      arguments: { env: 'prod' },
+      _meta: { 'io.mcpx/inputRequestId': id },
+    });
     expect(done.isError).toBeFalsy();
     expect(textOf(done)).toBe('Deployed to prod');
   });
@@ -98,7 +133,9 @@ describe('input requests through the agent MCP endpoint', () => {
     // A 2026-07-28 client that declared forms but no sampling is declared so to the server, which may
     // not ask it to sample: the server's own refusal reaches the client as the revision says, -32021.
     const mute = await connect('client-answers', { elicit: true });
-    await expect(mute.callTool({ name: 'ops__summarize', arguments: { text: 'a diff' } })).rejects.toMatchObject({ code: -32021 });
+    await expect(mute.callTool({ name: 'ops__summarize', arguments: { text: 'a diff' } })).rejects.toMatchObject({
+      code: -32021,
+    });
     expect(await pendingInputs(sys.system)).toEqual([]);
   });
 });

@@ -8,7 +8,10 @@ import { startCapabilityLiar, type CapabilityLiar } from './capability-liar.js';
 import { INPUT_TOOLS, failure, pendingInputs } from './input-system.js';
 
 /** A raw `input_required` result as a hostile modern server sends it (typed as a result for the test server). */
-const asking = (name: string, body: Record<string, unknown>): TestTool => ({ name, handler: () => ({ resultType: 'input_required', ...body }) as unknown as CallToolResult });
+const asking = (name: string, body: Record<string, unknown>): TestTool => ({
+  name,
+  handler: () => ({ resultType: 'input_required', ...body }) as unknown as CallToolResult,
+});
 
 /**
  * A modern server that asks questions the connector cannot show (a nested form, a javascript: URL,
@@ -24,7 +27,10 @@ describe('hostile input requests', () => {
   let liar: CapabilityLiar;
 
   beforeAll(async () => {
-    const form = (message: string) => ({ method: 'elicitation/create', params: { mode: 'form', message, requestedSchema: { type: 'object', properties: { ok: { type: 'boolean' } } } } });
+    const form = (message: string) => ({
+      method: 'elicitation/create',
+      params: { mode: 'form', message, requestedSchema: { type: 'object', properties: { ok: { type: 'boolean' } } } },
+    });
     [system, upstream] = await Promise.all([
       ProxySystem.start(),
       startTestMcpServer({
@@ -34,12 +40,28 @@ describe('hostile input requests', () => {
             inputRequests: {
               q: {
                 method: 'elicitation/create',
-                params: { mode: 'form', message: 'Address?', requestedSchema: { type: 'object', properties: { address: { type: 'object', properties: { street: { type: 'string' } } } } } },
+                params: {
+                  mode: 'form',
+                  message: 'Address?',
+                  requestedSchema: {
+                    type: 'object',
+                    properties: { address: { type: 'object', properties: { street: { type: 'string' } } } },
+                  },
+                },
               },
             },
           }),
-          asking('script_url', { inputRequests: { q: { method: 'elicitation/create', params: { mode: 'url', message: 'Click', url: 'javascript:alert(1)', elicitationId: 'e1' } } } }),
-          asking('flood', { inputRequests: Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`q${i}`, form(`question ${i}`)])) }),
+          asking('script_url', {
+            inputRequests: {
+              q: {
+                method: 'elicitation/create',
+                params: { mode: 'url', message: 'Click', url: 'javascript:alert(1)', elicitationId: 'e1' },
+              },
+            },
+          }),
+          asking('flood', {
+            inputRequests: Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`q${i}`, form(`question ${i}`)])),
+          }),
           {
             name: 'state_only',
             handler: () => {
@@ -56,7 +78,11 @@ describe('hostile input requests', () => {
             name: 'ask_forever',
             handler: () => {
               foreverCalls += 1;
-              return { resultType: 'input_required', inputRequests: { again: form(`round ${foreverCalls}`) }, requestState: `r${foreverCalls}` } as unknown as CallToolResult;
+              return {
+                resultType: 'input_required',
+                inputRequests: { again: form(`round ${foreverCalls}`) },
+                requestState: `r${foreverCalls}`,
+              } as unknown as CallToolResult;
             },
           },
         ],
@@ -65,7 +91,10 @@ describe('hostile input requests', () => {
     await system.setServer('bad', upstream.url);
     await system.createAgent('victim', ['bad'], 7);
     const runtime = await system.createAgent('auto', ['bad'], 7);
-    await system.api.act('UpdateAgent', { agent: runtime, definition: { mcpServers: ['bad'], inputs: { forms: 'runtime' } } });
+    await system.api.act('UpdateAgent', {
+      agent: runtime,
+      definition: { mcpServers: ['bad'], inputs: { forms: 'runtime' } },
+    });
   });
 
   afterAll(async () => {
@@ -107,7 +136,10 @@ describe('hostile input requests', () => {
   it('a round whose requestState is over the bound is refused (input_refused, state_too_large): nothing is kept, nobody is asked', async () => {
     const before = await pendingInputs(system);
     const err = await failure(system.call('victim', 'h-fat', 'bad__fat_state', {}));
-    expect(err).toMatchObject({ code: 'input_refused', details: { reason: 'state_too_large', server: 'bad', tool: 'bad__fat_state' } });
+    expect(err).toMatchObject({
+      code: 'input_refused',
+      details: { reason: 'state_too_large', server: 'bad', tool: 'bad__fat_state' },
+    });
     expect(err.message).toContain(`over ${INPUT_LIMITS.requestStateBytes} bytes`);
     expect(await pendingInputs(system)).toEqual(before);
     const metrics = await (await fetch(`${system.proxies[0]!.internalUrl}/metrics`)).text();
@@ -123,7 +155,10 @@ describe('hostile input requests', () => {
     await system.createAgent('rooted', ['liar'], INPUT_TOOLS);
     const calls = inputs.stats.calls;
     const err = await failure(system.call('rooted', 'h-roots', 'liar__list_roots', {}));
-    expect(err).toMatchObject({ code: 'input_refused', details: { reason: 'roots_unsupported', server: 'liar', key: 'roots' } });
+    expect(err).toMatchObject({
+      code: 'input_refused',
+      details: { reason: 'roots_unsupported', server: 'liar', key: 'roots' },
+    });
     expect(err.message).toContain('roots are deprecated in 2026-07-28');
     expect(liar.rewritten).toBeGreaterThan(0);
     // Asked once and never answered: no retry carries roots to the server, nothing waits for a person.
@@ -136,12 +171,21 @@ describe('hostile input requests', () => {
     const asked: number[] = [];
     const err = await failure(
       system.client.callAwaitingInput(
-        { account: system.account, agent: system.agentId('auto'), run: 'h-forever', tool: 'bad__ask_forever', arguments: {}, answers: { forms: true } },
+        {
+          account: system.account,
+          agent: system.agentId('auto'),
+          run: 'h-forever',
+          tool: 'bad__ask_forever',
+          arguments: {},
+          answers: { forms: true },
+        },
         {
           waitMs: 60_000,
           answer: (questions, round) => {
             asked.push(round.round);
-            return Promise.resolve(Object.fromEntries(questions.map((q) => [q.key, { action: 'accept', content: { ok: true } }])));
+            return Promise.resolve(
+              Object.fromEntries(questions.map((q) => [q.key, { action: 'accept', content: { ok: true } }])),
+            );
           },
         },
       ),

@@ -34,14 +34,28 @@ describe('a legacy server that pushes elicitation/create (and sampling/createMes
         kind: 'form',
         answerBy: 'person',
         message: 'Deploy to prod?',
-        requestedSchema: { type: 'object', properties: { confirm: { type: 'boolean', title: 'Confirm deployment' } }, required: ['confirm'] },
+        requestedSchema: {
+          type: 'object',
+          properties: { confirm: { type: 'boolean', title: 'Confirm deployment' } },
+          required: ['confirm'],
+        },
       },
     ]);
     const listed = (await pendingInputs(system)).find((r: InputRequestView) => r.id === asked.inputRequestId);
     expect(listed?.era).toBe('legacy');
     expect(upstream.stats.elicitations).toBe(1);
-    await system.api.act('AnswerInputRequest', { id: asked.inputRequestId, action: 'accept', content: { confirm: true } });
-    const done = await system.call('old-agent', 'lg-1', 'old__deploy', { env: 'prod' }, { inputRequestId: asked.inputRequestId });
+    await system.api.act('AnswerInputRequest', {
+      id: asked.inputRequestId,
+      action: 'accept',
+      content: { confirm: true },
+    });
+    const done = await system.call(
+      'old-agent',
+      'lg-1',
+      'old__deploy',
+      { env: 'prod' },
+      { inputRequestId: asked.inputRequestId },
+    );
     expect(textOf(done.result)).toBe('Deployed to prod');
     expect(upstream.stats.calls).toBe(1);
     expect(upstream.stats.answers.at(-1)).toMatchObject({ action: 'accept', content: { confirm: true } });
@@ -49,19 +63,48 @@ describe('a legacy server that pushes elicitation/create (and sampling/createMes
 
   it("two questions in one call are two rounds; a declined one is the server's to answer", async () => {
     const first = await askedInput(system.call('old-agent', 'lg-2', 'old__provision', {}));
-    await system.api.act('AnswerInputRequest', { id: first.inputRequestId, action: 'accept', content: { name: 'orders' } });
-    const second = await askedInput(system.call('old-agent', 'lg-2', 'old__provision', {}, { inputRequestId: first.inputRequestId }));
+    await system.api.act('AnswerInputRequest', {
+      id: first.inputRequestId,
+      action: 'accept',
+      content: { name: 'orders' },
+    });
+    const second = await askedInput(
+      system.call('old-agent', 'lg-2', 'old__provision', {}, { inputRequestId: first.inputRequestId }),
+    );
     expect(second).toMatchObject({ round: 2 });
     expect(second.requests[0]).toMatchObject({ message: 'Which region?' });
-    await system.api.act('AnswerInputRequest', { id: second.inputRequestId, action: 'accept', content: { region: 'us-east-1' } });
-    const done = await system.call('old-agent', 'lg-2', 'old__provision', {}, { inputRequestId: second.inputRequestId });
+    await system.api.act('AnswerInputRequest', {
+      id: second.inputRequestId,
+      action: 'accept',
+      content: { region: 'us-east-1' },
+    });
+    const done = await system.call(
+      'old-agent',
+      'lg-2',
+      'old__provision',
+      {},
+      { inputRequestId: second.inputRequestId },
+    );
     expect(textOf(done.result)).toBe('Provisioned orders in us-east-1');
 
     // The failure is taken at once: the declined call may fail before the answer's own reply is read.
     const waiting = failure(
-      system.client.callAwaitingInput({ account: system.account, agent: system.agentId('old-agent'), run: 'lg-3', tool: 'old__deploy', arguments: { env: 'prod' } }, { waitMs: 60_000, pollMs: 1_000 }),
+      system.client.callAwaitingInput(
+        {
+          account: system.account,
+          agent: system.agentId('old-agent'),
+          run: 'lg-3',
+          tool: 'old__deploy',
+          arguments: { env: 'prod' },
+        },
+        { waitMs: 60_000, pollMs: 1_000 },
+      ),
     );
-    const id = await eventually(async () => (await pendingInputs(system)).find((r) => r.run === 'lg-3')?.id, 20_000, 'the question');
+    const id = await eventually(
+      async () => (await pendingInputs(system)).find((r) => r.run === 'lg-3')?.id,
+      20_000,
+      'the question',
+    );
     await system.api.act('AnswerInputRequest', { id, action: 'decline' });
     const err = await waiting;
     expect(err.code).toBe('server_error');
@@ -69,11 +112,19 @@ describe('a legacy server that pushes elicitation/create (and sampling/createMes
   });
 
   it('through InvokeTool: the unnamed run stays open for the re-sent call, which finishes the held server call', async () => {
-    const stopped = await failure(system.api.act('InvokeTool', { agent: 'old-agent', tool: 'old__deploy', arguments: { env: 'us' } }));
+    const stopped = await failure(
+      system.api.act('InvokeTool', { agent: 'old-agent', tool: 'old__deploy', arguments: { env: 'us' } }),
+    );
     expect(stopped.code).toBe('input_required');
     const { inputRequestId, run } = stopped.details as { inputRequestId: string; run: string };
     await system.api.act('AnswerInputRequest', { id: inputRequestId, action: 'accept', content: { confirm: true } });
-    const ran = await system.api.act<{ result: { text: string } }>('InvokeTool', { agent: 'old-agent', tool: 'old__deploy', arguments: { env: 'us' }, run, inputRequestId });
+    const ran = await system.api.act<{ result: { text: string } }>('InvokeTool', {
+      agent: 'old-agent',
+      tool: 'old__deploy',
+      arguments: { env: 'us' },
+      run,
+      inputRequestId,
+    });
     expect(ran.result.text).toBe('Deployed to us');
     await system.api.act('EndRun', { run });
   });
@@ -81,21 +132,44 @@ describe('a legacy server that pushes elicitation/create (and sampling/createMes
   it('a pushed sampling/createMessage goes to a runtime that samples and the held call goes on; for one that does not, the call fails saying so and nothing waits for a person', async () => {
     const sampledBefore = upstream.stats.sampled.length;
     const refused = await failure(system.call('old-agent', 'ls-1', 'old__summarize', { text: 'a long diff' }));
-    expect(refused).toMatchObject({ code: 'input_refused', details: { reason: 'sampling_unsupported', server: 'old' } });
+    expect(refused).toMatchObject({
+      code: 'input_refused',
+      details: { reason: 'sampling_unsupported', server: 'old' },
+    });
     expect(refused.message).toContain('does not declare that it samples');
     expect((await pendingInputs(system)).filter((r) => r.run === 'ls-1')).toEqual([]);
 
     const calls = upstream.stats.calls;
-    const asked = await askedInput(system.call('old-agent', 'ls-2', 'old__summarize', { text: 'a long diff' }, { answers: { sampling: true } }));
+    const asked = await askedInput(
+      system.call('old-agent', 'ls-2', 'old__summarize', { text: 'a long diff' }, { answers: { sampling: true } }),
+    );
     expect(asked).toMatchObject({ forPerson: false, round: 1 });
     expect(asked.requests).toEqual([
-      { key: 'sampling', kind: 'sampling', answerBy: 'runtime', params: { messages: [{ role: 'user', content: { type: 'text', text: 'Summarize: a long diff' } }], maxTokens: 100 } },
+      {
+        key: 'sampling',
+        kind: 'sampling',
+        answerBy: 'runtime',
+        params: {
+          messages: [{ role: 'user', content: { type: 'text', text: 'Summarize: a long diff' } }],
+          maxTokens: 100,
+        },
+      },
     ]);
     expect((await pendingInputs(system)).filter((r) => r.run === 'ls-2')).toEqual([]);
 
     // An answer that is not a sampling result is refused, naming the field, and the held call waits on.
     const bad = await failure(
-      system.call('old-agent', 'ls-2', 'old__summarize', { text: 'a long diff' }, { answers: { sampling: true }, inputRequestId: asked.inputRequestId, inputResponses: { sampling: { text: 'no' } } }),
+      system.call(
+        'old-agent',
+        'ls-2',
+        'old__summarize',
+        { text: 'a long diff' },
+        {
+          answers: { sampling: true },
+          inputRequestId: asked.inputRequestId,
+          inputResponses: { sampling: { text: 'no' } },
+        },
+      ),
     );
     expect(bad).toMatchObject({ code: 'invalid_input', details: { field: 'inputResponses.sampling.role' } });
 
@@ -107,12 +181,21 @@ describe('a legacy server that pushes elicitation/create (and sampling/createMes
       {
         answers: { sampling: true },
         inputRequestId: asked.inputRequestId,
-        inputResponses: { sampling: { role: 'assistant', content: { type: 'text', text: 'it is long' }, model: 'test-model', stopReason: 'endTurn' } },
+        inputResponses: {
+          sampling: {
+            role: 'assistant',
+            content: { type: 'text', text: 'it is long' },
+            model: 'test-model',
+            stopReason: 'endTurn',
+          },
+        },
       },
     );
     expect(textOf(done.result)).toBe('summary: it is long');
     expect(upstream.stats.calls).toBe(calls + 1);
-    expect(upstream.stats.sampled.slice(sampledBefore)).toEqual([expect.objectContaining({ role: 'assistant', model: 'test-model' })]);
+    expect(upstream.stats.sampled.slice(sampledBefore)).toEqual([
+      expect.objectContaining({ role: 'assistant', model: 'test-model' }),
+    ]);
 
     // Used once: a replay is refused and never reaches the server.
     const replay = await failure(
@@ -121,7 +204,13 @@ describe('a legacy server that pushes elicitation/create (and sampling/createMes
         'ls-2',
         'old__summarize',
         { text: 'a long diff' },
-        { answers: { sampling: true }, inputRequestId: asked.inputRequestId, inputResponses: { sampling: { role: 'assistant', content: { type: 'text', text: 'again' }, model: 'test-model' } } },
+        {
+          answers: { sampling: true },
+          inputRequestId: asked.inputRequestId,
+          inputResponses: {
+            sampling: { role: 'assistant', content: { type: 'text', text: 'again' }, model: 'test-model' },
+          },
+        },
       ),
     );
     expect(replay).toMatchObject({ code: 'input_refused', details: { reason: 'used' } });
@@ -131,11 +220,17 @@ describe('a legacy server that pushes elicitation/create (and sampling/createMes
   it('once the run ended, the held call is gone: the re-sent call is refused (lost), and nothing runs twice', async () => {
     const asked = await askedInput(system.call('old-agent', 'lg-4', 'old__deploy', { env: 'eu' }));
     await system.client.endRun(system.account, 'lg-4');
-    await system.api.act('AnswerInputRequest', { id: asked.inputRequestId, action: 'accept', content: { confirm: true } });
+    await system.api.act('AnswerInputRequest', {
+      id: asked.inputRequestId,
+      action: 'accept',
+      content: { confirm: true },
+    });
     const calls = upstream.stats.calls;
     const err = await eventually(
       async () => {
-        const e = await failure(system.call('old-agent', 'lg-4', 'old__deploy', { env: 'eu' }, { inputRequestId: asked.inputRequestId }));
+        const e = await failure(
+          system.call('old-agent', 'lg-4', 'old__deploy', { env: 'eu' }, { inputRequestId: asked.inputRequestId }),
+        );
         return e;
       },
       10_000,
@@ -146,14 +241,30 @@ describe('a legacy server that pushes elicitation/create (and sampling/createMes
   });
   it('an answer over 64 KiB of JSON is refused naming content, and the question still waits: a good answer then finishes the call', async () => {
     const asked = await askedInput(system.call('old-agent', 'lg-big', 'old__deploy', { env: 'prod' }));
-    const tooBig = await failure(system.api.act('AnswerInputRequest', { id: asked.inputRequestId, action: 'accept', content: { confirm: true, note: 'x'.repeat(70_000) } }));
+    const tooBig = await failure(
+      system.api.act('AnswerInputRequest', {
+        id: asked.inputRequestId,
+        action: 'accept',
+        content: { confirm: true, note: 'x'.repeat(70_000) },
+      }),
+    );
     expect(tooBig.code).toBe('invalid_input');
     expect(tooBig.details).toMatchObject({ field: 'content' });
     expect(tooBig.message).toContain('64 KiB');
     // Nothing was taken: the question is still listed, and answered well it lets the call go on.
     expect((await pendingInputs(system)).some((r: InputRequestView) => r.id === asked.inputRequestId)).toBe(true);
-    await system.api.act('AnswerInputRequest', { id: asked.inputRequestId, action: 'accept', content: { confirm: true } });
-    const done = await system.call('old-agent', 'lg-big', 'old__deploy', { env: 'prod' }, { inputRequestId: asked.inputRequestId });
+    await system.api.act('AnswerInputRequest', {
+      id: asked.inputRequestId,
+      action: 'accept',
+      content: { confirm: true },
+    });
+    const done = await system.call(
+      'old-agent',
+      'lg-big',
+      'old__deploy',
+      { env: 'prod' },
+      { inputRequestId: asked.inputRequestId },
+    );
     expect(textOf(done.result)).toBe('Deployed to prod');
   });
 });

@@ -1,5 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { decodeInputAnsweredEvent, makeSubjects, type InputAnsweredEvent, type InputRequestView, type Subjects } from '@mcpx/contracts';
+import {
+  decodeInputAnsweredEvent,
+  makeSubjects,
+  type InputAnsweredEvent,
+  type InputRequestView,
+  type Subjects,
+} from '@mcpx/contracts';
 import { connectRuntime, type InputRequired, type RuntimeConnection } from '@mcpx/proxy-client';
 import { startInputMcpServer, type InputMcpServer } from '../servers/input-mcp-server.js';
 import { ApiClient } from '../support/api-client.js';
@@ -28,12 +34,27 @@ describe('input requests over an authorized NATS, the runtime on its own credent
 
   beforeAll(async () => {
     nats = await NatsAuthServer.start({ prefix });
-    [system, upstream] = await Promise.all([ProcessSystem.start({ env: { NATS_PREFIX: prefix }, natsEnv: (s) => nats.env(s) }), startInputMcpServer()]);
+    [system, upstream] = await Promise.all([
+      ProcessSystem.start({ env: { NATS_PREFIX: prefix }, natsEnv: (s) => nats.env(s) }),
+      startInputMcpServer(),
+    ]);
     subjects = makeSubjects(prefix);
     api = new ApiClient(system.apiUrl);
     await api.act('SetMcpServer', { name: 'ops', config: { url: upstream.url } });
-    agent = (await api.act<{ agent: { id: string } }>('CreateAgent', { name: 'ops-agent', definition: { mcpServers: ['ops'] } })).agent.id;
-    await eventually(async () => ((await api.act<{ tools: unknown[] }>('ListAgentTools', { agent })).tools.length >= INPUT_TOOLS ? true : undefined), 30_000, 'the input tools projected');
+    agent = (
+      await api.act<{ agent: { id: string } }>('CreateAgent', {
+        name: 'ops-agent',
+        definition: { mcpServers: ['ops'] },
+      })
+    ).agent.id;
+    await eventually(
+      async () =>
+        (await api.act<{ tools: unknown[] }>('ListAgentTools', { agent })).tools.length >= INPUT_TOOLS
+          ? true
+          : undefined,
+      30_000,
+      'the input tools projected',
+    );
     const { user, pass } = nats.credentials('runtime');
     runtime = await connectRuntime({ url: nats.url, prefix, credentials: { user, pass }, maxReconnectAttempts: 0 });
   }, 120_000);
@@ -49,7 +70,9 @@ describe('input requests over an authorized NATS, the runtime on its own credent
     const stream = await SseSubscriber.open(api);
     const heard: InputAnsweredEvent[] = [];
     // The runtime's own subscription to the answers (what callAwaitingInput waits on).
-    const sub = runtime.nc.subscribe(subjects.inputAnswered(api.principal), { callback: (_e, m) => void heard.push(decodeInputAnsweredEvent(m.data)) });
+    const sub = runtime.nc.subscribe(subjects.inputAnswered(api.principal), {
+      callback: (_e, m) => void heard.push(decodeInputAnsweredEvent(m.data)),
+    });
     await runtime.nc.flush();
     try {
       const asked: InputRequired[] = [];
@@ -61,13 +84,21 @@ describe('input requests over an authorized NATS, the runtime on its own credent
       );
       const requested = await stream.waitFor('input-requested', (d: { run?: string }) => d.run === 'na-1');
       const id = (requested.data as { inputRequestId: string }).inputRequestId;
-      const listed = (await api.act<{ inputRequests: InputRequestView[] }>('ListInputRequests', {})).inputRequests.find((r) => r.id === id);
+      const listed = (await api.act<{ inputRequests: InputRequestView[] }>('ListInputRequests', {})).inputRequests.find(
+        (r) => r.id === id,
+      );
       expect(listed?.requests[0]).toMatchObject({ key: 'confirm', message: 'Deploy to prod?', answerBy: 'person' });
       await api.act('AnswerInputRequest', { id, action: 'accept', content: { confirm: true } });
       expect((await waiting).result.text).toBe('Deployed to prod');
       expect(asked.map((r) => r.inputRequestId)).toEqual([id]);
-      await eventually(async () => (heard.some((e) => e.inputRequestId === id) ? true : undefined), 10_000, 'the runtime to hear input-answered');
-      expect(upstream.stats.responsesSeen.at(-1)).toEqual({ confirm: { action: 'accept', content: { confirm: true } } });
+      await eventually(
+        async () => (heard.some((e) => e.inputRequestId === id) ? true : undefined),
+        10_000,
+        'the runtime to hear input-answered',
+      );
+      expect(upstream.stats.responsesSeen.at(-1)).toEqual({
+        confirm: { action: 'accept', content: { confirm: true } },
+      });
     } finally {
       sub.unsubscribe();
       await stream.close();

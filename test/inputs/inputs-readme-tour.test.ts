@@ -45,7 +45,9 @@ function inputTour(): TourStep[] {
   const start = readme.indexOf('## Input requests');
   if (start === -1) throw new Error('README.md has no "## Input requests" section');
   const section = readme.slice(start, readme.indexOf('\n## ', start + 1));
-  const block = [...section.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]!).find((b) => b.includes('npm run mcpx -- '));
+  const block = [...section.matchAll(/```sh\n([\s\S]*?)```/g)]
+    .map((m) => m[1]!)
+    .find((b) => b.includes('npm run mcpx -- '));
   if (block === undefined) throw new Error('the input-requests section has no block of mcpx commands');
   const steps: TourStep[] = [];
   for (const raw of block.split('\n')) {
@@ -83,7 +85,14 @@ describe("the README's input-requests tour, as printed", () => {
   // Six mcpx runs, each a node process of its own compiling the CLI: minutes on a loaded box (its bound is below).
   it('mcpx call shows "Deploy to prod?" and its id, inputs answer --accept confirm=true, and the re-sent call finishes', async () => {
     const steps = inputTour();
-    expect(steps.map((s) => s.args.slice(0, 2).join(' '))).toEqual(['servers set', 'agents create', 'call --agent', 'inputs list', 'inputs answer', 'call --agent']);
+    expect(steps.map((s) => s.args.slice(0, 2).join(' '))).toEqual([
+      'servers set',
+      'agents create',
+      'call --agent',
+      'inputs list',
+      'inputs answer',
+      'call --agent',
+    ]);
     const port = (text: string): string => text.replaceAll('127.0.0.1:3004', `127.0.0.1:${upstream.port}`);
     let inputId: string | undefined;
     for (const step of steps) {
@@ -95,25 +104,34 @@ describe("the README's input-requests tour, as printed", () => {
       const out: CliResult = await runCli(args, env);
       const printed = `${out.stdout}${out.stderr}`;
       // Only the call that stops for input fails (exit 1, the question on stderr); every other step succeeds.
-      expect(out.code, `${step.line}\n${printed}`).toBe(step.expected.some((e) => e.startsWith('error: input_required')) ? 1 : 0);
+      expect(out.code, `${step.line}\n${printed}`).toBe(
+        step.expected.some((e) => e.startsWith('error: input_required')) ? 1 : 0,
+      );
       for (const line of step.expected) {
         for (const part of port(line)
           .split('…')
           .map((p) => p.trim())
           .filter((p) => p !== '')) {
-          expect(printed, `${step.line}: README shows "${line}"`).toContain(inputId === undefined ? part : part.replace(/inp_$/, inputId));
+          expect(printed, `${step.line}: README shows "${line}"`).toContain(
+            inputId === undefined ? part : part.replace(/inp_$/, inputId),
+          );
         }
       }
       inputId ??= /input request: (inp_[A-Za-z0-9_-]+)/.exec(printed)?.[1];
       // A person reads the output before typing the next command; the projector needs a moment for the new agent.
       if (step.args[0] === 'agents' && step.args[1] === 'create') {
         await eventually(
-          async () => ((await system.api.act<{ tools: unknown[] }>('ListAgentTools', { agent: step.args[2] })).tools.length >= INPUT_TOOLS ? true : undefined),
+          async () =>
+            (await system.api.act<{ tools: unknown[] }>('ListAgentTools', { agent: step.args[2] })).tools.length >=
+            INPUT_TOOLS
+              ? true
+              : undefined,
           15_000,
           "the tour agent's tools",
         );
       }
-      if (step.args[0] === 'inputs' && step.args[1] === 'list') expect(printed).toContain(`${inputId!}  ops__deploy  run r1`);
+      if (step.args[0] === 'inputs' && step.args[1] === 'list')
+        expect(printed).toContain(`${inputId!}  ops__deploy  run r1`);
     }
     expect(inputId).toMatch(/^inp_/);
     expect(upstream.stats.responsesSeen.at(-1)).toEqual({ confirm: { action: 'accept', content: { confirm: true } } });

@@ -42,7 +42,11 @@ describe("a person's answers are sealed in Redis", () => {
     // Someone with Redis write access moves an answer onto another request of the account: it
     // does not open there (bound to its request and question), and the call is refused, typed.
     const second = await askedInput(system.call('ops-agent', 'dep-1', 'ops__deploy', { env: 'prod' }));
-    await system.api.act('AnswerInputRequest', { id: second.inputRequestId, action: 'accept', content: { confirm: true } });
+    await system.api.act('AnswerInputRequest', {
+      id: second.inputRequestId,
+      action: 'accept',
+      content: { confirm: true },
+    });
     const third = await askedInput(system.call('ops-agent', 'dep-2', 'ops__deploy', { env: 'stage' }));
     await system.api.act('AnswerInputRequest', { id: third.inputRequestId, action: 'decline' });
     const a = JSON.parse((await redis.get(key(second.inputRequestId))) ?? '{}') as { answers: Record<string, string> };
@@ -50,7 +54,9 @@ describe("a person's answers are sealed in Redis", () => {
     b.answers = a.answers;
     await redis.set(key(third.inputRequestId), JSON.stringify(b), 'KEEPTTL');
     const calls = upstream.stats.calls;
-    const refused = await failure(system.call('ops-agent', 'dep-2', 'ops__deploy', { env: 'stage' }, { inputRequestId: third.inputRequestId }));
+    const refused = await failure(
+      system.call('ops-agent', 'dep-2', 'ops__deploy', { env: 'stage' }, { inputRequestId: third.inputRequestId }),
+    );
     expect(refused).toMatchObject({ code: 'input_refused', details: { reason: 'tampered' } });
     expect(upstream.stats.calls).toBe(calls);
   });

@@ -31,13 +31,25 @@ describe('input requests in the call spans', () => {
 
   beforeAll(async () => {
     telemetry = await setupTelemetry({ serviceName: 'mcpx-input-spans-test', spanExporter: exporter });
-    [system, upstream] = await Promise.all([InProcessSystem.start({ telemetry, logSink: () => {} }), startInputMcpServer()]);
+    [system, upstream] = await Promise.all([
+      InProcessSystem.start({ telemetry, logSink: () => {} }),
+      startInputMcpServer(),
+    ]);
     nc = await connect({ servers: serviceUrls().nats });
     proxy = new ProxyClient(nc, makeSubjects(system.env.NATS_PREFIX ?? ''));
     api = new ApiClient(system.apiUrl);
     await api.act('SetMcpServer', { name: 'ops', config: { url: upstream.url } });
-    agent = (await api.act<{ agent: { id: string } }>('CreateAgent', { name: 'spans', definition: { mcpServers: ['ops'] } })).agent.id;
-    await eventually(async () => ((await api.act<{ tools: unknown[] }>('ListAgentTools', { agent })).tools.length >= INPUT_TOOLS ? true : undefined), 15_000, 'tools projected');
+    agent = (
+      await api.act<{ agent: { id: string } }>('CreateAgent', { name: 'spans', definition: { mcpServers: ['ops'] } })
+    ).agent.id;
+    await eventually(
+      async () =>
+        (await api.act<{ tools: unknown[] }>('ListAgentTools', { agent })).tools.length >= INPUT_TOOLS
+          ? true
+          : undefined,
+      15_000,
+      'tools projected',
+    );
   });
 
   afterAll(async () => {
@@ -48,7 +60,9 @@ describe('input requests in the call spans', () => {
   });
 
   /** Runs a call under a root span of its own; its `proxy.call` span and every span of the trace. */
-  const traced = async (input: CallInput): Promise<{ call: ReadableSpan; spans: ReadableSpan[]; error?: WireError }> => {
+  const traced = async (
+    input: CallInput,
+  ): Promise<{ call: ReadableSpan; spans: ReadableSpan[]; error?: WireError }> => {
     const root = telemetry.tracer.startSpan('agent.turn');
     let error: WireError | undefined;
     await context
@@ -59,14 +73,27 @@ describe('input requests in the call spans', () => {
       });
     root.end();
     const traceId = root.spanContext().traceId;
-    const inTrace = (): ReadableSpan[] => exporter.getFinishedSpans().filter((s) => s.spanContext().traceId === traceId);
-    const call = await eventually(async () => inTrace().find((s) => s.name === 'proxy.call'), 5_000, 'the proxy.call span');
+    const inTrace = (): ReadableSpan[] =>
+      exporter.getFinishedSpans().filter((s) => s.spanContext().traceId === traceId);
+    const call = await eventually(
+      async () => inTrace().find((s) => s.name === 'proxy.call'),
+      5_000,
+      'the proxy.call span',
+    );
     return { call, spans: inTrace(), ...(error !== undefined ? { error } : {}) };
   };
-  const eventsOf = (s: ReadableSpan): Array<{ name: string; attributes: Record<string, unknown> }> => s.events.map((e) => ({ name: e.name, attributes: { ...e.attributes } }));
+  const eventsOf = (s: ReadableSpan): Array<{ name: string; attributes: Record<string, unknown> }> =>
+    s.events.map((e) => ({ name: e.name, attributes: { ...e.attributes } }));
 
   it('a stopped call and each resumed round are on the proxy.call span; no state or answer is', async () => {
-    const call = (inputRequestId?: string): CallInput => ({ account: api.principal, agent, run: 'sp-1', tool: 'ops__provision', arguments: {}, ...(inputRequestId ? { inputRequestId } : {}) });
+    const call = (inputRequestId?: string): CallInput => ({
+      account: api.principal,
+      agent,
+      run: 'sp-1',
+      tool: 'ops__provision',
+      arguments: {},
+      ...(inputRequestId ? { inputRequestId } : {}),
+    });
 
     const first = await traced(call());
     const asked = inputRequiredOf(first.error);
@@ -79,19 +106,41 @@ describe('input requests in the call spans', () => {
     const next = inputRequiredOf(second.error);
     expect(next?.round).toBe(2);
     expect(second.call.attributes['mcpx.input_round']).toBe(1);
-    expect(eventsOf(second.call).map((e) => e.name)).toEqual(expect.arrayContaining(['input request answered: resuming the call', 'input requested']));
+    expect(eventsOf(second.call).map((e) => e.name)).toEqual(
+      expect.arrayContaining(['input request answered: resuming the call', 'input requested']),
+    );
 
-    await api.act('AnswerInputRequest', { id: next!.inputRequestId, key: 'region', action: 'accept', content: { region: 'eu-west-1' } });
-    await api.act('AnswerInputRequest', { id: next!.inputRequestId, key: 'tags', action: 'accept', content: { tags: ['pii'] } });
+    await api.act('AnswerInputRequest', {
+      id: next!.inputRequestId,
+      key: 'region',
+      action: 'accept',
+      content: { region: 'eu-west-1' },
+    });
+    await api.act('AnswerInputRequest', {
+      id: next!.inputRequestId,
+      key: 'tags',
+      action: 'accept',
+      content: { tags: ['pii'] },
+    });
     const done = await traced(call(next!.inputRequestId));
     expect(done.error).toBeUndefined();
     expect(done.call.attributes).toMatchObject({ 'mcpx.outcome': 'ok', 'mcpx.input_round': 2 });
     expect(upstream.stats.statesSeen.at(-1)).toContain(TYPED);
 
     // What the person typed and the server's state are in no span (the status says the error's message, as for any error).
-    const all = JSON.stringify([...first.spans, ...second.spans, ...done.spans].map((s) => ({ name: s.name, attributes: s.attributes, events: s.events, status: s.status })));
+    const all = JSON.stringify(
+      [...first.spans, ...second.spans, ...done.spans].map((s) => ({
+        name: s.name,
+        attributes: s.attributes,
+        events: s.events,
+        status: s.status,
+      })),
+    );
     expect(all).not.toContain(TYPED);
     expect(all).not.toMatch(/requestState|eu-west-1/);
-    expect(((await api.act<{ inputRequests: InputRequestView[] }>('ListInputRequests', {})).inputRequests as unknown[]).length).toBe(0);
+    expect(
+      ((await api.act<{ inputRequests: InputRequestView[] }>('ListInputRequests', {})).inputRequests as unknown[])
+        .length,
+    ).toBe(0);
   });
 });

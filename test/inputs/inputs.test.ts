@@ -25,7 +25,9 @@ describe('input requests (input_required) through the proxy', () => {
   beforeAll(async () => {
     ({ system, upstream } = await startInputSystem());
     redis = new Redis(serviceUrls().redis);
-    system.nc.subscribe(system.subjects.inputRequested(system.account), { callback: (_e, m) => void events.push(decodeInputRequestedEvent(m.data)) });
+    system.nc.subscribe(system.subjects.inputRequested(system.account), {
+      callback: (_e, m) => void events.push(decodeInputRequestedEvent(m.data)),
+    });
     await system.nc.flush();
   });
 
@@ -46,10 +48,18 @@ describe('input requests (input_required) through the proxy', () => {
         kind: 'form',
         answerBy: 'person',
         message: 'Deploy to prod?',
-        requestedSchema: { type: 'object', properties: { confirm: { type: 'boolean', title: 'Confirm deployment' } }, required: ['confirm'] },
+        requestedSchema: {
+          type: 'object',
+          properties: { confirm: { type: 'boolean', title: 'Confirm deployment' } },
+          required: ['confirm'],
+        },
       },
     ]);
-    await eventually(async () => events.find((e) => e.inputRequestId === asked.inputRequestId), 10_000, 'the input-requested event');
+    await eventually(
+      async () => events.find((e) => e.inputRequestId === asked.inputRequestId),
+      10_000,
+      'the input-requested event',
+    );
 
     const listed = await pendingInputs(system);
     expect(listed.map((r) => r.id)).toContain(asked.inputRequestId);
@@ -57,37 +67,84 @@ describe('input requests (input_required) through the proxy', () => {
 
     // Not answered yet: the re-send waits, and nothing reaches the server.
     const calls = upstream.stats.calls;
-    const waiting = await askedInput(system.call('ops-agent', 'dep-1', 'ops__deploy', { env: 'prod' }, { inputRequestId: asked.inputRequestId }));
+    const waiting = await askedInput(
+      system.call('ops-agent', 'dep-1', 'ops__deploy', { env: 'prod' }, { inputRequestId: asked.inputRequestId }),
+    );
     expect(waiting).toMatchObject({ inputRequestId: asked.inputRequestId, waiting: true });
     expect(upstream.stats.calls).toBe(calls);
 
     // Content is checked against the requested schema.
-    const bad = await failure(system.api.act('AnswerInputRequest', { id: asked.inputRequestId, action: 'accept', content: { confirm: 'yes' } }));
+    const bad = await failure(
+      system.api.act('AnswerInputRequest', { id: asked.inputRequestId, action: 'accept', content: { confirm: 'yes' } }),
+    );
     expect(bad).toMatchObject({ code: 'invalid_input', details: { field: 'content.confirm' } });
-    const extra = await failure(system.api.act('AnswerInputRequest', { id: asked.inputRequestId, action: 'accept', content: { confirm: true, env: 'x' } }));
+    const extra = await failure(
+      system.api.act('AnswerInputRequest', {
+        id: asked.inputRequestId,
+        action: 'accept',
+        content: { confirm: true, env: 'x' },
+      }),
+    );
     expect(extra.details.field).toBe('content.env');
-    const { inputRequest } = await system.api.act<{ inputRequest: { status: string } }>('AnswerInputRequest', { id: asked.inputRequestId, action: 'accept', content: { confirm: true } });
+    const { inputRequest } = await system.api.act<{ inputRequest: { status: string } }>('AnswerInputRequest', {
+      id: asked.inputRequestId,
+      action: 'accept',
+      content: { confirm: true },
+    });
     expect(inputRequest.status).toBe('answered');
     expect(await pendingInputs(system)).toEqual([]);
 
     // Bound to its call: another run or other arguments cannot use it, and nothing is consumed.
-    expect((await failure(system.call('ops-agent', 'dep-2', 'ops__deploy', { env: 'prod' }, { inputRequestId: asked.inputRequestId }))).details.reason).toBe('mismatch');
-    expect((await failure(system.call('ops-agent', 'dep-1', 'ops__deploy', { env: 'staging' }, { inputRequestId: asked.inputRequestId }))).details.reason).toBe('mismatch');
-    expect((await failure(system.call('ops-agent', 'dep-1', 'ops__sign_in', {}, { inputRequestId: asked.inputRequestId }))).details.reason).toBe('mismatch');
+    expect(
+      (
+        await failure(
+          system.call('ops-agent', 'dep-2', 'ops__deploy', { env: 'prod' }, { inputRequestId: asked.inputRequestId }),
+        )
+      ).details.reason,
+    ).toBe('mismatch');
+    expect(
+      (
+        await failure(
+          system.call(
+            'ops-agent',
+            'dep-1',
+            'ops__deploy',
+            { env: 'staging' },
+            { inputRequestId: asked.inputRequestId },
+          ),
+        )
+      ).details.reason,
+    ).toBe('mismatch');
+    expect(
+      (await failure(system.call('ops-agent', 'dep-1', 'ops__sign_in', {}, { inputRequestId: asked.inputRequestId })))
+        .details.reason,
+    ).toBe('mismatch');
 
-    const done = await system.call('ops-agent', 'dep-1', 'ops__deploy', { env: 'prod' }, { inputRequestId: asked.inputRequestId });
+    const done = await system.call(
+      'ops-agent',
+      'dep-1',
+      'ops__deploy',
+      { env: 'prod' },
+      { inputRequestId: asked.inputRequestId },
+    );
     expect(textOf(done.result)).toBe('Deployed to prod');
     expect(upstream.stats.responsesSeen.at(-1)).toEqual({ confirm: { action: 'accept', content: { confirm: true } } });
 
     // Single use: a replay is refused and never reaches the server.
     const before = upstream.stats.calls;
-    const replay = await failure(system.call('ops-agent', 'dep-1', 'ops__deploy', { env: 'prod' }, { inputRequestId: asked.inputRequestId }));
+    const replay = await failure(
+      system.call('ops-agent', 'dep-1', 'ops__deploy', { env: 'prod' }, { inputRequestId: asked.inputRequestId }),
+    );
     expect(replay).toMatchObject({ code: 'input_refused', details: { reason: 'used' } });
     expect(upstream.stats.calls).toBe(before);
-    expect((await failure(system.api.act('AnswerInputRequest', { id: asked.inputRequestId, action: 'decline' }))).code).toBe('conflict');
+    expect(
+      (await failure(system.api.act('AnswerInputRequest', { id: asked.inputRequestId, action: 'decline' }))).code,
+    ).toBe('conflict');
 
     // The answer is in the audit log: who answered which question, never what was typed.
-    const { events: audit } = await system.api.act<{ events: Array<{ action: string; target: { kind: string; name: string }; after?: Record<string, unknown> }> }>('ListAuditEvents', {});
+    const { events: audit } = await system.api.act<{
+      events: Array<{ action: string; target: { kind: string; name: string }; after?: Record<string, unknown> }>;
+    }>('ListAuditEvents', {});
     const entry = audit.find((e) => e.action === 'AnswerInputRequest' && e.target.name === asked.inputRequestId);
     expect(entry?.after).toMatchObject({ action: 'accept', key: 'confirm', tool: 'ops__deploy', complete: true });
     expect(JSON.stringify(entry)).not.toContain('"confirm":true');
@@ -98,13 +155,41 @@ describe('input requests (input_required) through the proxy', () => {
     const stranger = await SseSubscriber.open(new ApiClient(system.api.apiUrl));
     try {
       const asked = await askedInput(system.call('ops-agent', 'ev-1', 'ops__deploy', { env: 'prod' }));
-      const requested = await stream.waitFor('input-requested', (d: { inputRequestId?: string }) => d.inputRequestId === asked.inputRequestId);
-      expect(requested.data).toMatchObject({ agent: system.agentId('ops-agent'), run: 'ev-1', tool: 'ops__deploy', server: 'ops', forPerson: true });
-      await system.api.act('AnswerInputRequest', { id: asked.inputRequestId, action: 'accept', content: { confirm: true } });
-      const answered = await stream.waitFor('input-answered', (d: { inputRequestId?: string }) => d.inputRequestId === asked.inputRequestId);
+      const requested = await stream.waitFor(
+        'input-requested',
+        (d: { inputRequestId?: string }) => d.inputRequestId === asked.inputRequestId,
+      );
+      expect(requested.data).toMatchObject({
+        agent: system.agentId('ops-agent'),
+        run: 'ev-1',
+        tool: 'ops__deploy',
+        server: 'ops',
+        forPerson: true,
+      });
+      await system.api.act('AnswerInputRequest', {
+        id: asked.inputRequestId,
+        action: 'accept',
+        content: { confirm: true },
+      });
+      const answered = await stream.waitFor(
+        'input-answered',
+        (d: { inputRequestId?: string }) => d.inputRequestId === asked.inputRequestId,
+      );
       expect(JSON.stringify([requested.data, answered.data])).not.toMatch(/Deploy to prod|confirm/);
       expect(stranger.events.some((e) => e.event.startsWith('input-'))).toBe(false);
-      expect(textOf((await system.call('ops-agent', 'ev-1', 'ops__deploy', { env: 'prod' }, { inputRequestId: asked.inputRequestId })).result)).toBe('Deployed to prod');
+      expect(
+        textOf(
+          (
+            await system.call(
+              'ops-agent',
+              'ev-1',
+              'ops__deploy',
+              { env: 'prod' },
+              { inputRequestId: asked.inputRequestId },
+            )
+          ).result,
+        ),
+      ).toBe('Deployed to prod');
     } finally {
       await stream.close();
       await stranger.close();
@@ -113,9 +198,21 @@ describe('input requests (input_required) through the proxy', () => {
 
   it('a declined question goes back to the server, which decides (here: the deployment is cancelled)', async () => {
     const asked = await askedInput(system.call('ops-agent', 'dec-1', 'ops__deploy', { env: 'prod' }));
-    expect((await failure(system.api.act('AnswerInputRequest', { id: asked.inputRequestId, action: 'decline', content: { confirm: true } }))).details.field).toBe('content');
+    expect(
+      (
+        await failure(
+          system.api.act('AnswerInputRequest', {
+            id: asked.inputRequestId,
+            action: 'decline',
+            content: { confirm: true },
+          }),
+        )
+      ).details.field,
+    ).toBe('content');
     await system.api.act('AnswerInputRequest', { id: asked.inputRequestId, action: 'decline' });
-    const err = await failure(system.call('ops-agent', 'dec-1', 'ops__deploy', { env: 'prod' }, { inputRequestId: asked.inputRequestId }));
+    const err = await failure(
+      system.call('ops-agent', 'dec-1', 'ops__deploy', { env: 'prod' }, { inputRequestId: asked.inputRequestId }),
+    );
     expect(err.code).toBe('server_error');
     expect(err.message).toContain('Deployment to prod cancelled by the operator');
     expect(upstream.stats.responsesSeen.at(-1)).toEqual({ confirm: { action: 'decline' } });
@@ -123,15 +220,31 @@ describe('input requests (input_required) through the proxy', () => {
     // Cancelled (the person dismissed it): the server is told so, and decides the same way.
     const dismissed = await askedInput(system.call('ops-agent', 'dec-2', 'ops__deploy', { env: 'prod' }));
     await system.api.act('AnswerInputRequest', { id: dismissed.inputRequestId, action: 'cancel' });
-    const cancelled = await failure(system.call('ops-agent', 'dec-2', 'ops__deploy', { env: 'prod' }, { inputRequestId: dismissed.inputRequestId }));
+    const cancelled = await failure(
+      system.call('ops-agent', 'dec-2', 'ops__deploy', { env: 'prod' }, { inputRequestId: dismissed.inputRequestId }),
+    );
     expect(cancelled.message).toContain('Deployment to prod cancelled by the operator');
     expect(upstream.stats.responsesSeen.at(-1)).toEqual({ confirm: { action: 'cancel' } });
   });
 
   it('a URL question is for a person: the URL is shown, and it is accepted once the person says it is done', async () => {
     const asked = await askedInput(system.call('ops-agent', 'url-1', 'ops__sign_in', {}));
-    expect(asked.requests).toEqual([{ key: 'login', kind: 'url', answerBy: 'person', message: 'Sign in to Example to continue', url: 'https://auth.example.com/login?flow=mcpx' }]);
-    expect((await failure(system.api.act('AnswerInputRequest', { id: asked.inputRequestId, action: 'accept', content: { done: true } }))).details.field).toBe('content');
+    expect(asked.requests).toEqual([
+      {
+        key: 'login',
+        kind: 'url',
+        answerBy: 'person',
+        message: 'Sign in to Example to continue',
+        url: 'https://auth.example.com/login?flow=mcpx',
+      },
+    ]);
+    expect(
+      (
+        await failure(
+          system.api.act('AnswerInputRequest', { id: asked.inputRequestId, action: 'accept', content: { done: true } }),
+        )
+      ).details.field,
+    ).toBe('content');
     await system.api.act('AnswerInputRequest', { id: asked.inputRequestId, action: 'accept' });
     const done = await system.call('ops-agent', 'url-1', 'ops__sign_in', {}, { inputRequestId: asked.inputRequestId });
     expect(textOf(done.result)).toBe('Signed in');
@@ -140,8 +253,14 @@ describe('input requests (input_required) through the proxy', () => {
   it('a multi-round tool: each round is its own request; the server state goes back sealed-then-unsealed, never through the caller', async () => {
     const first = await askedInput(system.call('ops-agent', 'mr-1', 'ops__provision', {}));
     expect(first.round).toBe(1);
-    await system.api.act('AnswerInputRequest', { id: first.inputRequestId, action: 'accept', content: { name: 'analytics' } });
-    const second = await askedInput(system.call('ops-agent', 'mr-1', 'ops__provision', {}, { inputRequestId: first.inputRequestId }));
+    await system.api.act('AnswerInputRequest', {
+      id: first.inputRequestId,
+      action: 'accept',
+      content: { name: 'analytics' },
+    });
+    const second = await askedInput(
+      system.call('ops-agent', 'mr-1', 'ops__provision', {}, { inputRequestId: first.inputRequestId }),
+    );
     expect(second.round).toBe(2);
     expect(second.inputRequestId).not.toBe(first.inputRequestId);
     expect(second.requests.map((r) => r.key)).toEqual(['region', 'tags']);
@@ -149,14 +268,53 @@ describe('input requests (input_required) through the proxy', () => {
     expect(JSON.stringify(second.error.toJSON())).not.toContain('v1.');
     expect(JSON.stringify(await pendingInputs(system))).not.toContain('analytics');
 
-    const which = await failure(system.api.act('AnswerInputRequest', { id: second.inputRequestId, action: 'accept', content: { region: 'eu-west-1' } }));
+    const which = await failure(
+      system.api.act('AnswerInputRequest', {
+        id: second.inputRequestId,
+        action: 'accept',
+        content: { region: 'eu-west-1' },
+      }),
+    );
     expect(which).toMatchObject({ code: 'invalid_input', details: { field: 'key' } });
-    expect((await failure(system.api.act('AnswerInputRequest', { id: second.inputRequestId, key: 'region', action: 'accept', content: { region: 'mars' } }))).details.field).toBe('content.region');
-    await system.api.act('AnswerInputRequest', { id: second.inputRequestId, key: 'region', action: 'accept', content: { region: 'eu-west-1' } });
+    expect(
+      (
+        await failure(
+          system.api.act('AnswerInputRequest', {
+            id: second.inputRequestId,
+            key: 'region',
+            action: 'accept',
+            content: { region: 'mars' },
+          }),
+        )
+      ).details.field,
+    ).toBe('content.region');
+    await system.api.act('AnswerInputRequest', {
+      id: second.inputRequestId,
+      key: 'region',
+      action: 'accept',
+      content: { region: 'eu-west-1' },
+    });
     // Half answered: still waiting.
-    expect((await askedInput(system.call('ops-agent', 'mr-1', 'ops__provision', {}, { inputRequestId: second.inputRequestId }))).waiting).toBe(true);
-    await system.api.act('AnswerInputRequest', { id: second.inputRequestId, key: 'tags', action: 'accept', content: { tags: ['prod', 'pii'] } });
-    const done = await system.call('ops-agent', 'mr-1', 'ops__provision', {}, { inputRequestId: second.inputRequestId });
+    expect(
+      (
+        await askedInput(
+          system.call('ops-agent', 'mr-1', 'ops__provision', {}, { inputRequestId: second.inputRequestId }),
+        )
+      ).waiting,
+    ).toBe(true);
+    await system.api.act('AnswerInputRequest', {
+      id: second.inputRequestId,
+      key: 'tags',
+      action: 'accept',
+      content: { tags: ['prod', 'pii'] },
+    });
+    const done = await system.call(
+      'ops-agent',
+      'mr-1',
+      'ops__provision',
+      {},
+      { inputRequestId: second.inputRequestId },
+    );
     expect(textOf(done.result)).toBe('Provisioned analytics in eu-west-1 tagged prod,pii');
     expect(upstream.stats.statesSeen.at(-1)).toBe(JSON.stringify({ step: 'named', name: 'analytics' }));
   });
@@ -164,9 +322,21 @@ describe('input requests (input_required) through the proxy', () => {
   it('a tampered state is refused before the server is called; a caller never supplies one; the server refuses a forged one', async () => {
     const first = await askedInput(system.call('ops-agent', 'tm-1', 'ops__provision', {}));
     await system.api.act('AnswerInputRequest', { id: first.inputRequestId, action: 'accept', content: { name: 'x' } });
-    const second = await askedInput(system.call('ops-agent', 'tm-1', 'ops__provision', {}, { inputRequestId: first.inputRequestId }));
-    await system.api.act('AnswerInputRequest', { id: second.inputRequestId, key: 'region', action: 'accept', content: { region: 'us-east-1' } });
-    await system.api.act('AnswerInputRequest', { id: second.inputRequestId, key: 'tags', action: 'accept', content: {} });
+    const second = await askedInput(
+      system.call('ops-agent', 'tm-1', 'ops__provision', {}, { inputRequestId: first.inputRequestId }),
+    );
+    await system.api.act('AnswerInputRequest', {
+      id: second.inputRequestId,
+      key: 'region',
+      action: 'accept',
+      content: { region: 'us-east-1' },
+    });
+    await system.api.act('AnswerInputRequest', {
+      id: second.inputRequestId,
+      key: 'tags',
+      action: 'accept',
+      content: {},
+    });
 
     const key = `${system.env.REDIS_PREFIX ?? ''}input:${system.account}:${second.inputRequestId}`;
     const stored = JSON.parse((await redis.get(key))!) as { sealedState: string };
@@ -176,20 +346,40 @@ describe('input requests (input_required) through the proxy', () => {
     bytes[bytes.length - 20] = (bytes[bytes.length - 20] ?? 0) ^ 0xff;
     await redis.set(key, JSON.stringify({ ...stored, sealedState: `${keyId}.${bytes.toString('base64')}` }), 'KEEPTTL');
     const calls = upstream.stats.calls;
-    const err = await failure(system.call('ops-agent', 'tm-1', 'ops__provision', {}, { inputRequestId: second.inputRequestId }));
+    const err = await failure(
+      system.call('ops-agent', 'tm-1', 'ops__provision', {}, { inputRequestId: second.inputRequestId }),
+    );
     expect(err).toMatchObject({ code: 'input_refused', details: { reason: 'tampered' } });
     expect(upstream.stats.calls).toBe(calls);
 
     // A requestState in a call request is refused outright (the proxy keeps the server's).
     const raw = await system.nc.request(
       system.subjects.proxyCall,
-      encodePayload({ account: system.account, agent: system.agentId('ops-agent'), run: 'tm-2', callId: 'c1', tool: 'ops__provision', arguments: {}, requestState: 'v1.forged' }),
+      encodePayload({
+        account: system.account,
+        agent: system.agentId('ops-agent'),
+        run: 'tm-2',
+        callId: 'c1',
+        tool: 'ops__provision',
+        arguments: {},
+        requestState: 'v1.forged',
+      }),
       { timeout: 10_000 },
     );
-    expect(decodeStrict(raw.data, 'reply')).toMatchObject({ ok: false, error: { code: 'invalid_input', details: { field: 'requestState' } } });
+    expect(decodeStrict(raw.data, 'reply')).toMatchObject({
+      ok: false,
+      error: { code: 'invalid_input', details: { field: 'requestState' } },
+    });
     expect(upstream.stats.calls).toBe(calls);
     // Through InvokeTool a requestState is not taken either: the call starts afresh, and the server sees none.
-    const viaApi = await failure(system.api.act('InvokeTool', { agent: 'ops-agent', tool: 'ops__provision', arguments: {}, requestState: 'v1.forged' }));
+    const viaApi = await failure(
+      system.api.act('InvokeTool', {
+        agent: 'ops-agent',
+        tool: 'ops__provision',
+        arguments: {},
+        requestState: 'v1.forged',
+      }),
+    );
     expect(viaApi.code).toBe('input_required');
     expect(upstream.stats.calls).toBe(calls + 1);
     expect(upstream.stats.statesSeen.at(-1)).toBeUndefined();
@@ -197,7 +387,14 @@ describe('input requests (input_required) through the proxy', () => {
     // And the server itself refuses a forged state (its HMAC), whoever sends it.
     const direct = await connectMcp({ url: upstream.url, capabilities: { elicitation: { form: {} } } });
     try {
-      await expect(direct.callTool({ name: 'provision', arguments: {}, requestState: 'v1.eyJwIjp7InN0ZXAiOiJuYW1lZCJ9fQ.forged', inputResponses: {} } as never)).rejects.toThrow(/requestState/);
+      await expect(
+        direct.callTool({
+          name: 'provision',
+          arguments: {},
+          requestState: 'v1.eyJwIjp7InN0ZXAiOiJuYW1lZCJ9fQ.forged',
+          inputResponses: {},
+        } as never),
+      ).rejects.toThrow(/requestState/);
     } finally {
       await direct.close();
     }
@@ -210,12 +407,26 @@ describe('input requests (input_required) through the proxy', () => {
 
     const seen: string[] = [];
     const done = await system.client.callAwaitingInput(
-      { account: system.account, agent: system.agentId('ops-agent'), run: 'sm-2', tool: 'ops__summarize', arguments: { text: 'a long diff' }, answers: { sampling: true } },
+      {
+        account: system.account,
+        agent: system.agentId('ops-agent'),
+        run: 'sm-2',
+        tool: 'ops__summarize',
+        arguments: { text: 'a long diff' },
+        answers: { sampling: true },
+      },
       {
         waitMs: 30_000,
         answer: (questions) => {
           seen.push(...questions.map((q) => `${q.kind}:${q.key}`));
-          return Promise.resolve({ summary: { role: 'assistant', content: { type: 'text', text: 'it is long' }, model: 'test-model', stopReason: 'endTurn' } });
+          return Promise.resolve({
+            summary: {
+              role: 'assistant',
+              content: { type: 'text', text: 'it is long' },
+              model: 'test-model',
+              stopReason: 'endTurn',
+            },
+          });
         },
       },
     );
@@ -223,10 +434,22 @@ describe('input requests (input_required) through the proxy', () => {
     expect(textOf(done.result)).toBe('summary: it is long');
 
     // A runtime answer that is not a sampling result is refused, naming the field.
-    const asked = await askedInput(system.call('ops-agent', 'sm-3', 'ops__summarize', { text: 'x' }, { answers: { sampling: true } }));
+    const asked = await askedInput(
+      system.call('ops-agent', 'sm-3', 'ops__summarize', { text: 'x' }, { answers: { sampling: true } }),
+    );
     expect(asked.forPerson).toBe(false);
     const bad = await failure(
-      system.call('ops-agent', 'sm-3', 'ops__summarize', { text: 'x' }, { answers: { sampling: true }, inputRequestId: asked.inputRequestId, inputResponses: { summary: { text: 'no' } } }),
+      system.call(
+        'ops-agent',
+        'sm-3',
+        'ops__summarize',
+        { text: 'x' },
+        {
+          answers: { sampling: true },
+          inputRequestId: asked.inputRequestId,
+          inputResponses: { summary: { text: 'no' } },
+        },
+      ),
     );
     expect(bad).toMatchObject({ code: 'invalid_input', details: { field: 'inputResponses.summary.role' } });
 
@@ -239,19 +462,37 @@ describe('input requests (input_required) through the proxy', () => {
   it('callAwaitingInput waits for a person and finishes the call; InvokeTool is the same door', async () => {
     const asked: string[] = [];
     const waiting = system.client.callAwaitingInput(
-      { account: system.account, agent: system.agentId('ops-agent'), run: 'aw-1', tool: 'ops__deploy', arguments: { env: 'eu' } },
+      {
+        account: system.account,
+        agent: system.agentId('ops-agent'),
+        run: 'aw-1',
+        tool: 'ops__deploy',
+        arguments: { env: 'eu' },
+      },
       { waitMs: 60_000, pollMs: 1_000, onInputRequired: (r) => asked.push(r.inputRequestId) },
     );
-    const id = await eventually(async () => (await pendingInputs(system)).find((r) => r.run === 'aw-1')?.id, 20_000, 'the question to be listed');
+    const id = await eventually(
+      async () => (await pendingInputs(system)).find((r) => r.run === 'aw-1')?.id,
+      20_000,
+      'the question to be listed',
+    );
     await system.api.act('AnswerInputRequest', { id, action: 'accept', content: { confirm: true } });
     expect(textOf((await waiting).result)).toBe('Deployed to eu');
     expect(asked).toEqual([id]);
 
-    const stopped = await failure(system.api.act('InvokeTool', { agent: 'ops-agent', tool: 'ops__deploy', arguments: { env: 'us' } }));
+    const stopped = await failure(
+      system.api.act('InvokeTool', { agent: 'ops-agent', tool: 'ops__deploy', arguments: { env: 'us' } }),
+    );
     expect(stopped.code).toBe('input_required');
     const { inputRequestId, run } = stopped.details as { inputRequestId: string; run: string };
     await system.api.act('AnswerInputRequest', { id: inputRequestId, action: 'accept', content: { confirm: true } });
-    const ran = await system.api.act<{ result: { text: string } }>('InvokeTool', { agent: 'ops-agent', tool: 'ops__deploy', arguments: { env: 'us' }, run, inputRequestId });
+    const ran = await system.api.act<{ result: { text: string } }>('InvokeTool', {
+      agent: 'ops-agent',
+      tool: 'ops__deploy',
+      arguments: { env: 'us' },
+      run,
+      inputRequestId,
+    });
     expect(ran.result.text).toBe('Deployed to us');
   });
 

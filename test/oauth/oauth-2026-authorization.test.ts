@@ -1,6 +1,11 @@
 import { InMemorySpanExporter } from '@opentelemetry/sdk-trace';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startMovableProtectedMcpServer, startOAuthServer, startProtectedMcpServer, type TestOAuthServer } from '../servers/oauth-server.js';
+import {
+  startMovableProtectedMcpServer,
+  startOAuthServer,
+  startProtectedMcpServer,
+  type TestOAuthServer,
+} from '../servers/oauth-server.js';
 import type { TestMcpServer } from '../servers/mcp-test-server.js';
 import { ApiClient } from '../support/api-client.js';
 import { recordingAct } from '../support/leak-recorders.js';
@@ -28,7 +33,12 @@ describe.each(['legacy', 'modern'] as const)('OAuth of 2026-07-28 (%s protected 
   const act = recordingAct(responses);
 
   beforeAll(async () => {
-    oauth = await OAuthSystem.start({ serviceName: `mcpx-oauth-2026-${era}`, era, spanExporter: exporter, authorizationServer: { requireApplicationType: 'web' } });
+    oauth = await OAuthSystem.start({
+      serviceName: `mcpx-oauth-2026-${era}`,
+      era,
+      spanExporter: exporter,
+      authorizationServer: { requireApplicationType: 'web' },
+    });
     ({ system, as, upstream } = oauth);
     api = new ApiClient(system.apiUrl);
   });
@@ -108,7 +118,13 @@ describe.each(['legacy', 'modern'] as const)('OAuth of 2026-07-28 (%s protected 
     const first = await act(api, 'SetMcpServer', { name: 'denied', config: { url: upstream.url, auth: 'oauth' } });
     const s1 = (await authorizationUrl(first.authorizationUrl)).searchParams.get('state')!;
     const forged = new URL(`${system.apiUrl}/v1/oauth/callback`);
-    for (const [k, v] of Object.entries({ error: 'access_denied', error_description: evil, state: s1, iss: 'http://127.0.0.1:1/' })) forged.searchParams.set(k, v);
+    for (const [k, v] of Object.entries({
+      error: 'access_denied',
+      error_description: evil,
+      state: s1,
+      iss: 'http://127.0.0.1:1/',
+    }))
+      forged.searchParams.set(k, v);
     const refused = await open(forged);
     expect(refused.status).toBe(400);
     expect(refused.text).not.toContain('access_denied');
@@ -118,7 +134,8 @@ describe.each(['legacy', 'modern'] as const)('OAuth of 2026-07-28 (%s protected 
     const again = await act(api, 'AuthorizeMcpServer', { name: 'denied' });
     const s2 = (await authorizationUrl(again.authorizationUrl)).searchParams.get('state')!;
     const genuine = new URL(`${system.apiUrl}/v1/oauth/callback`);
-    for (const [k, v] of Object.entries({ error: 'access_denied', error_description: evil, state: s2, iss: as.issuer })) genuine.searchParams.set(k, v);
+    for (const [k, v] of Object.entries({ error: 'access_denied', error_description: evil, state: s2, iss: as.issuer }))
+      genuine.searchParams.set(k, v);
     const shown = await open(genuine);
     expect(shown.status).toBe(400);
     expect(shown.text).toContain('access_denied');
@@ -151,7 +168,10 @@ describe.each(['legacy', 'modern'] as const)('OAuth of 2026-07-28 (%s protected 
     await using second = await startOAuthServer();
     const movable = await startMovableProtectedMcpServer(first, protectedOpts);
     try {
-      const set = await act(api, 'SetMcpServer', { name: 'migrating', config: { url: movable.server.url, auth: 'oauth' } });
+      const set = await act(api, 'SetMcpServer', {
+        name: 'migrating',
+        config: { url: movable.server.url, auth: 'oauth' },
+      });
       const firstUrl = await authorizationUrl(set.authorizationUrl);
       expect(firstUrl.origin + '/').toBe(first.issuer);
       expect((await open(await browser.authorizationResponse(firstUrl))).text).toContain('Connected to migrating');
@@ -181,7 +201,9 @@ describe.each(['legacy', 'modern'] as const)('OAuth of 2026-07-28 (%s protected 
   });
 
   it('no client secret or token in any response', () => {
-    const secrets = [as].flatMap((s) => [...s.clients().map((c) => c.client_secret ?? ''), ...s.issuedTokens()]).filter((s) => s.length > 0);
+    const secrets = [as]
+      .flatMap((s) => [...s.clients().map((c) => c.client_secret ?? ''), ...s.issuedTokens()])
+      .filter((s) => s.length > 0);
     expect(secrets.length).toBeGreaterThan(0);
     const text = responses.join('\n');
     for (const secret of secrets) expect(text.includes(secret)).toBe(false);

@@ -38,7 +38,10 @@ describe('OAuth against bad metadata', () => {
     const bad = await startBadOAuthServer(mode);
     servers.push(bad);
     const api = new ApiClient(system.apiUrl);
-    const set = await api.act('SetMcpServer', { name: `bad_${mode.replace('-', '_')}`, config: { url: bad.url, auth: 'oauth' } });
+    const set = await api.act('SetMcpServer', {
+      name: `bad_${mode.replace('-', '_')}`,
+      config: { url: bad.url, auth: 'oauth' },
+    });
     expect(set.server.status.state).toBe('auth_required');
     expect(set.authorizationUrl).toBeUndefined();
     expect(set.authorizationError).toMatch(/^OAuth: /);
@@ -48,7 +51,11 @@ describe('OAuth against bad metadata', () => {
     expect(bad.requests.some((r) => r.includes('/register') || r.includes('/token'))).toBe(false);
     const db = createDb(system.env.DATABASE_URL!, { max: 1 });
     try {
-      const rows = await db.selectFrom('registry.oauth_connections').selectAll().where('account_id', '=', api.principal).execute();
+      const rows = await db
+        .selectFrom('registry.oauth_connections')
+        .selectAll()
+        .where('account_id', '=', api.principal)
+        .execute();
       expect(rows).toEqual([]);
     } finally {
       await db.destroy();

@@ -7,7 +7,12 @@ import { createDb } from '@mcpx/db';
 import { ProxyClient } from '@mcpx/proxy-client';
 import { startRegistry, type RunningRegistry } from '@mcpx/registry';
 import { setupTelemetry, type Telemetry } from '@mcpx/telemetry';
-import { startOAuthServer, startProtectedMcpServer, type TestMcpServer, type TestOAuthServer } from '../servers/index.js';
+import {
+  startOAuthServer,
+  startProtectedMcpServer,
+  type TestMcpServer,
+  type TestOAuthServer,
+} from '../servers/index.js';
 import { httpsGet, startTlsFront, type TlsFront } from '../servers/tls-front.js';
 import { ApiClient } from '../support/api-client.js';
 import { serviceUrls } from '../support/env.js';
@@ -64,7 +69,8 @@ describe('OAuth with a client ID metadata document', () => {
   /** The owner's browser (it trusts the front's certificate): it holds the tickets' binding cookies. */
   let browser: TestBrowser;
   /** Opens a ticket in the owner's browser: the authorization server's URL it leads to. */
-  const authorizationUrl = (ticketUrl: string): Promise<URL> => (browser ??= new TestBrowser({ ca: front.ca })).start(ticketUrl);
+  const authorizationUrl = (ticketUrl: string): Promise<URL> =>
+    (browser ??= new TestBrowser({ ca: front.ca })).start(ticketUrl);
 
   /** The browser: the AS approves and redirects to the registry's https callback, which is then opened. */
   async function authorizeInBrowser(authorizationUrl: URL): Promise<{ status: number; text: string }> {
@@ -83,7 +89,11 @@ describe('OAuth with a client ID metadata document', () => {
   async function oauthRows(account: string): Promise<Array<{ client_sealed: unknown; tokens_sealed: unknown }>> {
     const db = createDb(system.env.DATABASE_URL!, { max: 1 });
     try {
-      return await db.selectFrom('registry.oauth_connections').select(['client_sealed', 'tokens_sealed']).where('account_id', '=', account).execute();
+      return await db
+        .selectFrom('registry.oauth_connections')
+        .select(['client_sealed', 'tokens_sealed'])
+        .where('account_id', '=', account)
+        .execute();
     } finally {
       await db.destroy();
     }
@@ -142,9 +152,19 @@ describe('OAuth with a client ID metadata document', () => {
 
     // The proxy calls with the token issued to the document's client.
     const { agent } = await act(api, 'CreateAgent', { name: 'cimd-runner', definition: { mcpServers: ['cimd'] } });
-    await eventually(async () => ((await api.act('ListAgentTools', { agent: agent.id })).tools.length === 2 ? true : undefined), 15_000, 'tools');
+    await eventually(
+      async () => ((await api.act('ListAgentTools', { agent: agent.id })).tools.length === 2 ? true : undefined),
+      15_000,
+      'tools',
+    );
     const proxy = new ProxyClient(nc, makeSubjects(system.env.NATS_PREFIX));
-    const outcome = await proxy.call({ account: api.principal, agent: agent.id, run: 'cimd-run', tool: 'cimd__echo', arguments: { text: 'by document' } });
+    const outcome = await proxy.call({
+      account: api.principal,
+      agent: agent.id,
+      run: 'cimd-run',
+      tool: 'cimd__echo',
+      arguments: { text: 'by document' },
+    });
     responses.push(JSON.stringify(outcome));
     expect(outcome.result.text).toBe('echo: by document');
     await proxy.endRun(api.principal, 'cimd-run');
@@ -160,7 +180,10 @@ describe('OAuth with a client ID metadata document', () => {
       response_types: ['code'],
     });
     const api = new ApiClient(registry.url);
-    const set = await act(api, 'SetMcpServer', { name: 'precimd', config: { url: upstream.url, auth: 'oauth', oauth: { clientId: 'pre-cimd' } } });
+    const set = await act(api, 'SetMcpServer', {
+      name: 'precimd',
+      config: { url: upstream.url, auth: 'oauth', oauth: { clientId: 'pre-cimd' } },
+    });
     const authUrl = await authorizationUrl(set.authorizationUrl);
     expect(authUrl.searchParams.get('client_id')).toBe('pre-cimd');
     expect((await authorizeInBrowser(authUrl)).text).toContain('Connected to precimd');
@@ -177,7 +200,11 @@ describe('OAuth with a client ID metadata document', () => {
     const clientId = plainUrl.searchParams.get('client_id') ?? '';
     expect(clientId).not.toMatch(/^https?:/);
     expect(as.stats.registrations).toBe(before.registrations + 1);
-    expect(logLines.some((l) => l.includes('registered dynamically although the authorization server accepts client ID metadata documents'))).toBe(true);
+    expect(
+      logLines.some((l) =>
+        l.includes('registered dynamically although the authorization server accepts client ID metadata documents'),
+      ),
+    ).toBe(true);
     expect(set.authorizationUrl.startsWith(`${system.apiUrl}/v1/oauth/start?ticket=`)).toBe(true);
     expect((await plainBrowser.open(plainUrl)).text).toContain('Connected to plainurl');
     expect(as.stats.metadataDocumentFetches).toBe(before.fetches);
@@ -231,7 +258,9 @@ describe('OAuth with a client ID metadata document', () => {
     const again = await act(api, 'SetMcpServer', { name: 'badcode', config: { url: upstream.url, auth: 'oauth' } });
     const state = (await authorizationUrl(again.authorizationUrl)).searchParams.get('state') ?? '';
     // With the right `iss` (RFC 9207), so that the code is presented and refused by the AS; from the browser that opened the ticket.
-    const page = await browser.open(`${front.origin}/v1/oauth/callback?code=never-issued&state=${encodeURIComponent(state)}&iss=${encodeURIComponent(as.issuer)}`);
+    const page = await browser.open(
+      `${front.origin}/v1/oauth/callback?code=never-issued&state=${encodeURIComponent(state)}&iss=${encodeURIComponent(as.issuer)}`,
+    );
     responses.push(page.text);
     expect(page.status).toBe(502);
     expect(page.text).toContain('could not complete the exchange');

@@ -10,7 +10,8 @@ import { cliEnvFor, runCli } from '../support/cli.js';
 import { OAuthSystem } from '../support/oauth-system.js';
 import type { InProcessSystem } from '../support/system.js';
 
-const pkcs8 = (key: { export(o: { type: 'pkcs8'; format: 'pem' }): string | Buffer }): string => key.export({ type: 'pkcs8', format: 'pem' }).toString();
+const pkcs8 = (key: { export(o: { type: 'pkcs8'; format: 'pem' }): string | Buffer }): string =>
+  key.export({ type: 'pkcs8', format: 'pem' }).toString();
 
 /** `config.oauth` of a client credentials server, refused field by field; and `mcpx servers set` for one. */
 describe('OAuth client credentials: input and CLI', () => {
@@ -39,18 +40,34 @@ describe('OAuth client credentials: input and CLI', () => {
     const p384 = pkcs8(generateKeyPairSync('ec', { namedCurve: 'P-384' }).privateKey);
     const rsa = generateKeyPairSync('rsa', { modulusLength: 2048 });
     const rsa1024 = pkcs8(generateKeyPairSync('rsa', { modulusLength: 1024 }).privateKey);
-    const sec1 = generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ type: 'sec1', format: 'pem' }).toString();
-    const encrypted = generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ type: 'pkcs8', format: 'pem', cipher: 'aes-256-cbc', passphrase: 'pw' }).toString();
+    const sec1 = generateKeyPairSync('ec', { namedCurve: 'P-256' })
+      .privateKey.export({ type: 'sec1', format: 'pem' })
+      .toString();
+    const encrypted = generateKeyPairSync('ec', { namedCurve: 'P-256' })
+      .privateKey.export({ type: 'pkcs8', format: 'pem', cipher: 'aes-256-cbc', passphrase: 'pw' })
+      .toString();
     const publicPem = rsa.publicKey.export({ type: 'spki', format: 'pem' }).toString();
     const garbage = `-----BEGIN PRIVATE KEY-----\n${Buffer.from(secret).toString('base64')}\n-----END PRIVATE KEY-----\n`;
     const cc = { clientId: 'cc-bad', grant: 'client_credentials' };
     const cases: Array<[Record<string, unknown>, string, RegExp?]> = [
-      [{ clientId: 'cc-bad', grant: 'password', clientSecret: secret }, 'config.oauth.grant', /authorization_code or client_credentials/],
+      [
+        { clientId: 'cc-bad', grant: 'password', clientSecret: secret },
+        'config.oauth.grant',
+        /authorization_code or client_credentials/,
+      ],
       [{ ...cc }, 'config.oauth.clientSecret', /needs clientSecret or privateKey/],
       [{ ...cc, clientSecret: 42 }, 'config.oauth.clientSecret'],
       [{ ...cc, clientSecret: secret, privateKey: ec, keyAlg: 'ES256' }, 'config.oauth.privateKey', /not both/],
-      [{ clientId: 'cc-bad', clientSecret: secret, privateKey: ec, keyAlg: 'ES256' }, 'config.oauth.privateKey', /only taken with grant client_credentials/],
-      [{ clientId: 'cc-bad', clientSecret: secret, scope: 'mcp' }, 'config.oauth.scope', /only taken with grant client_credentials/],
+      [
+        { clientId: 'cc-bad', clientSecret: secret, privateKey: ec, keyAlg: 'ES256' },
+        'config.oauth.privateKey',
+        /only taken with grant client_credentials/,
+      ],
+      [
+        { clientId: 'cc-bad', clientSecret: secret, scope: 'mcp' },
+        'config.oauth.scope',
+        /only taken with grant client_credentials/,
+      ],
       [{ ...cc, privateKey: ec }, 'config.oauth.keyAlg', /must be one of ES256/],
       [{ ...cc, privateKey: ec, keyAlg: 'HS256' }, 'config.oauth.keyAlg'],
       [{ ...cc, clientSecret: secret, keyAlg: 'ES256' }, 'config.oauth.keyAlg', /only taken with privateKey/],
@@ -59,22 +76,39 @@ describe('OAuth client credentials: input and CLI', () => {
       [{ ...cc, privateKey: encrypted, keyAlg: 'ES256' }, 'config.oauth.privateKey', /unencrypted PEM PKCS#8/],
       [{ ...cc, privateKey: publicPem, keyAlg: 'RS256' }, 'config.oauth.privateKey'],
       [{ ...cc, privateKey: garbage, keyAlg: 'ES256' }, 'config.oauth.privateKey'],
-      [{ ...cc, privateKey: pkcs8(rsa.privateKey), keyAlg: 'ES256' }, 'config.oauth.privateKey', /not a key ES256 signs with \(an EC key on the P-256 curve\)/],
+      [
+        { ...cc, privateKey: pkcs8(rsa.privateKey), keyAlg: 'ES256' },
+        'config.oauth.privateKey',
+        /not a key ES256 signs with \(an EC key on the P-256 curve\)/,
+      ],
       [{ ...cc, privateKey: p384, keyAlg: 'ES256' }, 'config.oauth.privateKey', /P-256/],
       [{ ...cc, privateKey: rsa1024, keyAlg: 'RS256' }, 'config.oauth.privateKey', /at least 2048 bits/],
-      [{ ...cc, privateKey: pkcs8(generateKeyPairSync('rsa-pss', { modulusLength: 2048 }).privateKey), keyAlg: 'PS256' }, 'config.oauth.privateKey', /not RSASSA-PSS/],
+      [
+        {
+          ...cc,
+          privateKey: pkcs8(generateKeyPairSync('rsa-pss', { modulusLength: 2048 }).privateKey),
+          keyAlg: 'PS256',
+        },
+        'config.oauth.privateKey',
+        /not RSASSA-PSS/,
+      ],
       [{ ...cc, clientSecret: secret, scope: 'a  b' }, 'config.oauth.scope'],
       [{ ...cc, clientSecret: secret, scope: 'say "hi"' }, 'config.oauth.scope'],
       [{ ...cc, clientSecret: secret, issuer: 'https://as.example' }, 'config.oauth.issuer', /not a known field/],
     ];
     // The secret, and a line of each key's body: none may show in an error.
-    const needles = [secret, ...[ec, p384, rsa1024, sec1, garbage, pkcs8(rsa.privateKey)].map((pem) => pem.split('\n')[1]!)];
+    const needles = [
+      secret,
+      ...[ec, p384, rsa1024, sec1, garbage, pkcs8(rsa.privateKey)].map((pem) => pem.split('\n')[1]!),
+    ];
     const api = new ApiClient(system.apiUrl);
     for (const [oauth, field, message] of cases) {
-      const err = await api.act('SetMcpServer', { name: 'ccbad', config: { url: upstream.url, auth: 'oauth', oauth } }).then(
-        () => undefined,
-        (e: unknown) => e,
-      );
+      const err = await api
+        .act('SetMcpServer', { name: 'ccbad', config: { url: upstream.url, auth: 'oauth', oauth } })
+        .then(
+          () => undefined,
+          (e: unknown) => e,
+        );
       expect(err, `${field} ${JSON.stringify(Object.keys(oauth))}`).toBeInstanceOf(WireError);
       expect((err as WireError).code).toBe('invalid_input');
       expect((err as WireError).details.field).toBe(field);
@@ -83,15 +117,26 @@ describe('OAuth client credentials: input and CLI', () => {
       for (const needle of needles) expect(shown.includes(needle)).toBe(false);
     }
     // With another auth method config.oauth is refused as before.
-    await expect(api.act('SetMcpServer', { name: 'ccbad', config: { url: upstream.url, auth: 'bearer', token: 't', oauth: { ...cc, clientSecret: secret } } })).rejects.toThrow(
-      /config\.oauth: is only taken with auth oauth/,
-    );
+    await expect(
+      api.act('SetMcpServer', {
+        name: 'ccbad',
+        config: { url: upstream.url, auth: 'bearer', token: 't', oauth: { ...cc, clientSecret: secret } },
+      }),
+    ).rejects.toThrow(/config\.oauth: is only taken with auth oauth/);
     expect((await api.act('ListMcpServers')).servers).toEqual([]);
     expect(logLines.some((l) => l.includes(secret))).toBe(false);
     const db = createDb(system.env.DATABASE_URL!, { max: 1 });
     try {
-      expect(await db.selectFrom('registry.mcp_servers').select('id').where('account_id', '=', api.principal).execute()).toEqual([]);
-      expect(await db.selectFrom('registry.oauth_connections').select('server_id').where('account_id', '=', api.principal).execute()).toEqual([]);
+      expect(
+        await db.selectFrom('registry.mcp_servers').select('id').where('account_id', '=', api.principal).execute(),
+      ).toEqual([]);
+      expect(
+        await db
+          .selectFrom('registry.oauth_connections')
+          .select('server_id')
+          .where('account_id', '=', api.principal)
+          .execute(),
+      ).toEqual([]);
     } finally {
       await db.destroy();
     }
@@ -103,7 +148,23 @@ describe('OAuth client credentials: input and CLI', () => {
 
     const secret = `cc-cli-${randomBytes(16).toString('hex')}`;
     as.registerMachineClient('cc-cli', { secret });
-    const set = await runCli(['servers', 'set', 'clicc', upstream.url, '--auth', 'oauth', '--client-id', 'cc-cli', '--client-secret', secret, '--grant', 'client_credentials'], env);
+    const set = await runCli(
+      [
+        'servers',
+        'set',
+        'clicc',
+        upstream.url,
+        '--auth',
+        'oauth',
+        '--client-id',
+        'cc-cli',
+        '--client-secret',
+        secret,
+        '--grant',
+        'client_credentials',
+      ],
+      env,
+    );
     expect(set.code, set.stderr).toBe(0);
     expect(set.stdout).toMatch(/^clicc {2}connected, 2 tools/);
     expect(set.stdout).not.toMatch(/authorize in a browser/);
@@ -114,24 +175,77 @@ describe('OAuth client credentials: input and CLI', () => {
     writeFileSync(pemFile, pem, { mode: 0o600 });
     as.registerMachineClient('cc-cli-jwt', { publicKey, alg: 'ES256' });
     const jwt = await runCli(
-      ['servers', 'set', 'clijwt', upstream.url, '--auth', 'oauth', '--client-id', 'cc-cli-jwt', '--grant', 'client_credentials', '--private-key-file', pemFile, '--key-alg', 'ES256', '--json'],
+      [
+        'servers',
+        'set',
+        'clijwt',
+        upstream.url,
+        '--auth',
+        'oauth',
+        '--client-id',
+        'cc-cli-jwt',
+        '--grant',
+        'client_credentials',
+        '--private-key-file',
+        pemFile,
+        '--key-alg',
+        'ES256',
+        '--json',
+      ],
       env,
     );
     expect(jwt.code, jwt.stderr).toBe(0);
     const parsed = JSON.parse(jwt.stdout) as { status: { state: string }; oauthClient: unknown };
     expect(parsed.status.state).toBe('ok');
-    expect(parsed.oauthClient).toEqual({ clientId: 'cc-cli-jwt', grant: 'client_credentials', hasClientSecret: false, hasPrivateKey: true, keyAlg: 'ES256' });
+    expect(parsed.oauthClient).toEqual({
+      clientId: 'cc-cli-jwt',
+      grant: 'client_credentials',
+      hasClientSecret: false,
+      hasPrivateKey: true,
+      keyAlg: 'ES256',
+    });
     const show = await runCli(['servers', 'show', 'clijwt'], env);
     expect(show.stdout).toContain('oauth client: cc-cli-jwt (client_credentials, private key set (ES256))');
     const body = pem.split('\n')[1]!;
     for (const out of [set, jwt, show]) expect(out.stdout + out.stderr).not.toContain(body);
     expect(set.stdout + set.stderr).not.toContain(secret);
 
-    const usage = await runCli(['servers', 'set', 'clibad', upstream.url, '--auth', 'oauth', '--client-id', 'x', '--grant', 'client_credentials', '--key-alg', 'ES256'], env);
+    const usage = await runCli(
+      [
+        'servers',
+        'set',
+        'clibad',
+        upstream.url,
+        '--auth',
+        'oauth',
+        '--client-id',
+        'x',
+        '--grant',
+        'client_credentials',
+        '--key-alg',
+        'ES256',
+      ],
+      env,
+    );
     expect(usage.code).not.toBe(0);
     expect(usage.stderr).toMatch(/--private-key-file and --key-alg go together/);
     const mismatch = await runCli(
-      ['servers', 'set', 'clibad', upstream.url, '--auth', 'oauth', '--client-id', 'x', '--grant', 'client_credentials', '--private-key-file', pemFile, '--key-alg', 'RS256'],
+      [
+        'servers',
+        'set',
+        'clibad',
+        upstream.url,
+        '--auth',
+        'oauth',
+        '--client-id',
+        'x',
+        '--grant',
+        'client_credentials',
+        '--private-key-file',
+        pemFile,
+        '--key-alg',
+        'RS256',
+      ],
       env,
     );
     expect(mismatch.code).not.toBe(0);

@@ -8,7 +8,12 @@ import { createDb } from '@mcpx/db';
 import { startProxy, type RunningProxy } from '@mcpx/proxy';
 import { ProxyClient } from '@mcpx/proxy-client';
 import { setupTelemetry, type Telemetry } from '@mcpx/telemetry';
-import { startOAuthServer, startProtectedMcpServer, type TestMcpServer, type TestOAuthServer } from '../servers/index.js';
+import {
+  startOAuthServer,
+  startProtectedMcpServer,
+  type TestMcpServer,
+  type TestOAuthServer,
+} from '../servers/index.js';
 import { ApiClient } from '../support/api-client.js';
 import { serviceUrls } from '../support/env.js';
 import { recordWire, recordingAct } from '../support/leak-recorders.js';
@@ -66,8 +71,15 @@ describe.each(['legacy', 'modern'] as const)('OAuth client credentials (%s prote
     const protectedOpts = era === 'modern' ? { era: 'modern' as const } : {};
     upstream = await startProtectedMcpServer(as, protectedOpts);
     upstreamPost = await startProtectedMcpServer(asPost, protectedOpts);
-    system = await InProcessSystem.start({ telemetry, logSink: (line) => logLines.push(line), env: { LOG_LEVEL: 'debug' } });
-    second = await startProxy(loadConfig('proxy', { ...system.env, HTTP_PORT: '0', INSTANCE_ID: `proxy-cc-second-${era}` }), { telemetry, logSink: (line) => logLines.push(line) });
+    system = await InProcessSystem.start({
+      telemetry,
+      logSink: (line) => logLines.push(line),
+      env: { LOG_LEVEL: 'debug' },
+    });
+    second = await startProxy(
+      loadConfig('proxy', { ...system.env, HTTP_PORT: '0', INSTANCE_ID: `proxy-cc-second-${era}` }),
+      { telemetry, logSink: (line) => logLines.push(line) },
+    );
     nc = await connect({ servers: serviceUrls().nats });
     recordWire(nc, system.env.NATS_PREFIX ?? '', natsPayloads);
     proxy = new ProxyClient(nc, makeSubjects(system.env.NATS_PREFIX));
@@ -89,7 +101,11 @@ describe.each(['legacy', 'modern'] as const)('OAuth client credentials (%s prote
   /** An agent granted `server`, once the projector has its tools. */
   async function agentFor(api: ApiClient, server: string): Promise<string> {
     const { agent } = await act(api, 'CreateAgent', { name: `${server}-agent`, definition: { mcpServers: [server] } });
-    await eventually(async () => ((await api.act('ListAgentTools', { agent: agent.id })).tools.length === 2 ? true : undefined), 15_000, 'tools');
+    await eventually(
+      async () => ((await api.act('ListAgentTools', { agent: agent.id })).tools.length === 2 ? true : undefined),
+      15_000,
+      'tools',
+    );
     return agent.id as string;
   }
 
@@ -104,9 +120,20 @@ describe.each(['legacy', 'modern'] as const)('OAuth client credentials (%s prote
     const spans = JSON.stringify(exporter.getFinishedSpans().map((s) => [s.name, s.attributes, s.events]));
     const db = createDb(system.env.DATABASE_URL!, { max: 1 });
     try {
-      const rows = await db.selectFrom('registry.mcp_servers').select('config_cbor').where('account_id', '=', api.principal).execute();
-      const oauthRows = await db.selectFrom('registry.oauth_connections').select(['client_sealed', 'tokens_sealed']).where('account_id', '=', api.principal).execute();
-      const stored = Buffer.concat([...rows.map((r) => Buffer.from(r.config_cbor)), ...oauthRows.flatMap((r) => [Buffer.from(String(r.client_sealed)), Buffer.from(String(r.tokens_sealed))])]);
+      const rows = await db
+        .selectFrom('registry.mcp_servers')
+        .select('config_cbor')
+        .where('account_id', '=', api.principal)
+        .execute();
+      const oauthRows = await db
+        .selectFrom('registry.oauth_connections')
+        .select(['client_sealed', 'tokens_sealed'])
+        .where('account_id', '=', api.principal)
+        .execute();
+      const stored = Buffer.concat([
+        ...rows.map((r) => Buffer.from(r.config_cbor)),
+        ...oauthRows.flatMap((r) => [Buffer.from(String(r.client_sealed)), Buffer.from(String(r.tokens_sealed))]),
+      ]);
       for (const s of everything) {
         expect(responses.some((r) => r.includes(s))).toBe(false);
         expect(logLines.some((l) => l.includes(s))).toBe(false);
@@ -123,12 +150,28 @@ describe.each(['legacy', 'modern'] as const)('OAuth client credentials (%s prote
     const secret = `cc-basic-${randomBytes(16).toString('hex')}`;
     as.registerMachineClient('cc-basic', { secret });
     const api = new ApiClient(system.apiUrl);
-    const before = { grants: as.stats.clientCredentialsGrants, authorizations: as.stats.authorizations, registrations: as.stats.registrations };
-    const set = await act(api, 'SetMcpServer', { name: 'ccbasic', config: { url: upstream.url, auth: 'oauth', oauth: { clientId: 'cc-basic', clientSecret: secret, grant: 'client_credentials' } } });
+    const before = {
+      grants: as.stats.clientCredentialsGrants,
+      authorizations: as.stats.authorizations,
+      registrations: as.stats.registrations,
+    };
+    const set = await act(api, 'SetMcpServer', {
+      name: 'ccbasic',
+      config: {
+        url: upstream.url,
+        auth: 'oauth',
+        oauth: { clientId: 'cc-basic', clientSecret: secret, grant: 'client_credentials' },
+      },
+    });
     expect(set.server.status).toMatchObject({ state: 'ok' });
     expect(set.authorizationUrl).toBeUndefined();
     expect(set.server.tools.map((t: { name: string }) => t.name).sort()).toEqual(['add', 'echo']);
-    expect(set.server.oauthClient).toEqual({ clientId: 'cc-basic', grant: 'client_credentials', hasClientSecret: true, hasPrivateKey: false });
+    expect(set.server.oauthClient).toEqual({
+      clientId: 'cc-basic',
+      grant: 'client_credentials',
+      hasClientSecret: true,
+      hasPrivateKey: false,
+    });
     expect(as.stats.clientCredentialsGrants).toBe(before.grants + 1);
     expect(as.stats.clientAuthMethods.at(-1)).toBe('client_secret_basic');
     expect(as.stats.authorizations).toBe(before.authorizations);
@@ -141,7 +184,9 @@ describe.each(['legacy', 'modern'] as const)('OAuth client credentials (%s prote
     expect(refreshed.server.status.state).toBe('ok');
     expect(as.stats.clientCredentialsGrants).toBe(before.grants + 1);
     // Nobody signs in for such a server.
-    await expect(api.act('AuthorizeMcpServer', { name: 'ccbasic' })).rejects.toThrow(/client credentials grant: nobody signs in/);
+    await expect(api.act('AuthorizeMcpServer', { name: 'ccbasic' })).rejects.toThrow(
+      /client credentials grant: nobody signs in/,
+    );
     const listed = await act(api, 'ListMcpServers');
     expect(listed.servers.find((s: { name: string }) => s.name === 'ccbasic').oauthClient.hasClientSecret).toBe(true);
     await expectNothingLeaked(api, [secret, Buffer.from(`cc-basic:${secret}`).toString('base64')]);
@@ -151,14 +196,27 @@ describe.each(['legacy', 'modern'] as const)('OAuth client credentials (%s prote
     const secret = `cc-race-${randomBytes(16).toString('hex')}`;
     as.registerMachineClient('cc-race', { secret });
     const api = new ApiClient(system.apiUrl);
-    await act(api, 'SetMcpServer', { name: 'ccrace', config: { url: upstream.url, auth: 'oauth', oauth: { clientId: 'cc-race', clientSecret: secret, grant: 'client_credentials' } } });
+    await act(api, 'SetMcpServer', {
+      name: 'ccrace',
+      config: {
+        url: upstream.url,
+        auth: 'oauth',
+        oauth: { clientId: 'cc-race', clientSecret: secret, grant: 'client_credentials' },
+      },
+    });
     const agent = await agentFor(api, 'ccrace');
     const instances = ['proxy-inproc', second.instance];
-    for (const [i, inst] of instances.entries()) expect((await call(api, agent, `warm-${i}`, 'ccrace__echo', 'warm', inst)).instance).toBe(inst);
+    for (const [i, inst] of instances.entries())
+      expect((await call(api, agent, `warm-${i}`, 'ccrace__echo', 'warm', inst)).instance).toBe(inst);
 
     const grants = as.stats.clientCredentialsGrants;
     as.provider.expireAccessTokens();
-    const raced = await Promise.all(instances.flatMap((inst, i) => [call(api, agent, `warm-${i}`, 'ccrace__echo', `a${i}`, inst), call(api, agent, `new-${i}`, 'ccrace__echo', `b${i}`, inst)]));
+    const raced = await Promise.all(
+      instances.flatMap((inst, i) => [
+        call(api, agent, `warm-${i}`, 'ccrace__echo', `a${i}`, inst),
+        call(api, agent, `new-${i}`, 'ccrace__echo', `b${i}`, inst),
+      ]),
+    );
     expect(raced.map((r) => r.result.text).sort()).toEqual(['echo: a0', 'echo: a1', 'echo: b0', 'echo: b1']);
     expect(as.stats.clientCredentialsGrants).toBe(grants + 1);
     const { servers } = await act(api, 'ListMcpServers');
@@ -189,10 +247,20 @@ describe.each(['legacy', 'modern'] as const)('OAuth client credentials (%s prote
     const api = new ApiClient(system.apiUrl);
     const set = await act(api, 'SetMcpServer', {
       name: 'ccpost',
-      config: { url: upstreamPost.url, auth: 'oauth', oauth: { clientId: 'cc-post', clientSecret: secret, grant: 'client_credentials', scope: 'mcp:tools' } },
+      config: {
+        url: upstreamPost.url,
+        auth: 'oauth',
+        oauth: { clientId: 'cc-post', clientSecret: secret, grant: 'client_credentials', scope: 'mcp:tools' },
+      },
     });
     expect(set.server.status.state).toBe('ok');
-    expect(set.server.oauthClient).toEqual({ clientId: 'cc-post', grant: 'client_credentials', hasClientSecret: true, hasPrivateKey: false, scope: 'mcp:tools' });
+    expect(set.server.oauthClient).toEqual({
+      clientId: 'cc-post',
+      grant: 'client_credentials',
+      hasClientSecret: true,
+      hasPrivateKey: false,
+      scope: 'mcp:tools',
+    });
     expect(asPost.stats.clientAuthMethods).toEqual(['client_secret_post']);
     const agent = await agentFor(api, 'ccpost');
     expect((await call(api, agent, 'cc-post-run', 'ccpost__echo', 'posted')).result.text).toBe('echo: posted');
@@ -205,10 +273,20 @@ describe.each(['legacy', 'modern'] as const)('OAuth client credentials (%s prote
     const api = new ApiClient(system.apiUrl);
     const set = await act(api, 'SetMcpServer', {
       name: 'ccjwt',
-      config: { url: upstream.url, auth: 'oauth', oauth: { clientId: 'cc-jwt', grant: 'client_credentials', privateKey: key.pem, keyAlg: 'ES256' } },
+      config: {
+        url: upstream.url,
+        auth: 'oauth',
+        oauth: { clientId: 'cc-jwt', grant: 'client_credentials', privateKey: key.pem, keyAlg: 'ES256' },
+      },
     });
     expect(set.server.status.state).toBe('ok');
-    expect(set.server.oauthClient).toEqual({ clientId: 'cc-jwt', grant: 'client_credentials', hasClientSecret: false, hasPrivateKey: true, keyAlg: 'ES256' });
+    expect(set.server.oauthClient).toEqual({
+      clientId: 'cc-jwt',
+      grant: 'client_credentials',
+      hasClientSecret: false,
+      hasPrivateKey: true,
+      keyAlg: 'ES256',
+    });
     expect(as.stats.clientAuthMethods.at(-1)).toBe('private_key_jwt');
     const agent = await agentFor(api, 'ccjwt');
     expect((await call(api, agent, 'cc-jwt-run', 'ccjwt__echo', 'signed')).result.text).toBe('echo: signed');
@@ -224,7 +302,11 @@ describe.each(['legacy', 'modern'] as const)('OAuth client credentials (%s prote
     as.registerMachineClient('cc-rsa', { publicKey: rsa.publicKey, alg: 'RS256' });
     const rs = await act(api, 'SetMcpServer', {
       name: 'ccrsa',
-      config: { url: upstream.url, auth: 'oauth', oauth: { clientId: 'cc-rsa', grant: 'client_credentials', privateKey: rsaPem, keyAlg: 'RS256' } },
+      config: {
+        url: upstream.url,
+        auth: 'oauth',
+        oauth: { clientId: 'cc-rsa', grant: 'client_credentials', privateKey: rsaPem, keyAlg: 'RS256' },
+      },
     });
     expect(rs.server.status.state).toBe('ok');
     expect(as.stats.clientAuthMethods.at(-1)).toBe('private_key_jwt');
@@ -236,14 +318,30 @@ describe.each(['legacy', 'modern'] as const)('OAuth client credentials (%s prote
     const wrong = `cc-wrong-${randomBytes(16).toString('hex')}`;
     as.registerMachineClient('cc-wrong', { secret: right });
     const api = new ApiClient(system.apiUrl);
-    const set = await act(api, 'SetMcpServer', { name: 'ccwrong', config: { url: upstream.url, auth: 'oauth', oauth: { clientId: 'cc-wrong', clientSecret: wrong, grant: 'client_credentials' } } });
+    const set = await act(api, 'SetMcpServer', {
+      name: 'ccwrong',
+      config: {
+        url: upstream.url,
+        auth: 'oauth',
+        oauth: { clientId: 'cc-wrong', clientSecret: wrong, grant: 'client_credentials' },
+      },
+    });
     expect(set.server.status.state).toBe('error');
-    expect(set.server.status.error).toMatch(/the authorization server refused the OAuth client credentials \(invalid_client: wrong client secret\)/);
+    expect(set.server.status.error).toMatch(
+      /the authorization server refused the OAuth client credentials \(invalid_client: wrong client secret\)/,
+    );
     expect(set.authorizationUrl).toBeUndefined();
     expect(set.authorizationError).toBeUndefined();
     expect((await act(api, 'RefreshMcpServer', { name: 'ccwrong' })).server.status.state).toBe('error');
     // The owner sets the right secret: connected.
-    const fixed = await act(api, 'SetMcpServer', { name: 'ccwrong', config: { url: upstream.url, auth: 'oauth', oauth: { clientId: 'cc-wrong', clientSecret: right, grant: 'client_credentials' } } });
+    const fixed = await act(api, 'SetMcpServer', {
+      name: 'ccwrong',
+      config: {
+        url: upstream.url,
+        auth: 'oauth',
+        oauth: { clientId: 'cc-wrong', clientSecret: right, grant: 'client_credentials' },
+      },
+    });
     expect(fixed.server.status.state).toBe('ok');
 
     // A key of its own that the authorization server does not hold: the forged assertion is refused.
@@ -252,7 +350,11 @@ describe.each(['legacy', 'modern'] as const)('OAuth client credentials (%s prote
     as.registerMachineClient('cc-forged', { publicKey: registered.publicKey, alg: 'ES256' });
     const forged = await act(api, 'SetMcpServer', {
       name: 'ccforged',
-      config: { url: upstream.url, auth: 'oauth', oauth: { clientId: 'cc-forged', grant: 'client_credentials', privateKey: other.pem, keyAlg: 'ES256' } },
+      config: {
+        url: upstream.url,
+        auth: 'oauth',
+        oauth: { clientId: 'cc-forged', grant: 'client_credentials', privateKey: other.pem, keyAlg: 'ES256' },
+      },
     });
     expect(forged.server.status.state).toBe('error');
     expect(forged.server.status.error).toMatch(/invalid_client: bad assertion signature/);
@@ -264,14 +366,29 @@ describe.each(['legacy', 'modern'] as const)('OAuth client credentials (%s prote
     const forger = es256Key();
     as.registerMachineClient('cc-direct', { publicKey: key.publicKey, alg: 'ES256' });
     const now = Math.floor(Date.now() / 1000);
-    const claims = (over: Record<string, unknown> = {}) => ({ iss: 'cc-direct', sub: 'cc-direct', aud: as.tokenEndpoint, iat: now, exp: now + 300, jti: randomBytes(12).toString('hex'), ...over });
+    const claims = (over: Record<string, unknown> = {}) => ({
+      iss: 'cc-direct',
+      sub: 'cc-direct',
+      aud: as.tokenEndpoint,
+      iat: now,
+      exp: now + 300,
+      jti: randomBytes(12).toString('hex'),
+      ...over,
+    });
     const token = async (jwt: string) => {
       const res = await fetch(as.tokenEndpoint, {
         method: 'POST',
         headers: { 'content-type': 'application/x-www-form-urlencoded' },
-        body: new URLSearchParams({ grant_type: 'client_credentials', client_assertion_type: 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer', client_assertion: jwt }),
+        body: new URLSearchParams({
+          grant_type: 'client_credentials',
+          client_assertion_type: 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer',
+          client_assertion: jwt,
+        }),
       });
-      return { status: res.status, body: (await res.json()) as { access_token?: string; error?: string; error_description?: string } };
+      return {
+        status: res.status,
+        body: (await res.json()) as { access_token?: string; error?: string; error_description?: string },
+      };
     };
     const good = claims();
     const ok = await token(assertion(key.privateKey, good));

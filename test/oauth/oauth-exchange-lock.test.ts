@@ -33,7 +33,10 @@ describe('the code exchange waits for a refresh in flight', () => {
 
   it('completes only once the lock is free', async () => {
     const api = new ApiClient(system.apiUrl);
-    const set = await api.act<{ server: RedactedMcpServer; authorizationUrl: string }>('SetMcpServer', { name: 'locked', config: { url: upstream.url, auth: 'oauth' } });
+    const set = await api.act<{ server: RedactedMcpServer; authorizationUrl: string }>('SetMcpServer', {
+      name: 'locked',
+      config: { url: upstream.url, auth: 'oauth' },
+    });
     expect(set.server.status.state).toBe('auth_required');
     const lockKey = `${system.env.REDIS_PREFIX}lock:oauth:${api.principal}:${set.server.id}`;
     expect(await redis.set(lockKey, 'a-refresh-elsewhere', 'PX', 60_000, 'NX')).toBe('OK');
@@ -55,7 +58,9 @@ describe('the code exchange waits for a refresh in flight', () => {
     expect(done.status).toBe(200);
     expect(done.text).toContain('Connected to locked');
     expect(as.stats.codeExchanges).toBe(exchanges + 1);
-    const listed = (await api.act<{ servers: RedactedMcpServer[] }>('ListMcpServers')).servers.find((s) => s.name === 'locked');
+    const listed = (await api.act<{ servers: RedactedMcpServer[] }>('ListMcpServers')).servers.find(
+      (s) => s.name === 'locked',
+    );
     expect(listed?.status.state).toBe('ok');
   });
 });

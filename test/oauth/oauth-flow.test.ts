@@ -31,7 +31,13 @@ describe.each(['legacy', 'modern'] as const)('OAuth for remote servers (%s prote
   let nc: NatsConnection;
 
   beforeAll(async () => {
-    oauth = await OAuthSystem.start({ serviceName: `mcpx-oauth-test-${era}`, era, spanExporter: exporter, logSink: (line) => logLines.push(line), env: { LOG_LEVEL: 'debug' } });
+    oauth = await OAuthSystem.start({
+      serviceName: `mcpx-oauth-test-${era}`,
+      era,
+      spanExporter: exporter,
+      logSink: (line) => logLines.push(line),
+      env: { LOG_LEVEL: 'debug' },
+    });
     ({ system, as, upstream } = oauth);
     nc = await connect({ servers: serviceUrls().nats });
     recordWire(nc, system.env.NATS_PREFIX ?? '', natsPayloads);
@@ -84,10 +90,20 @@ describe.each(['legacy', 'modern'] as const)('OAuth for remote servers (%s prote
     expect(guarded.tools.map((t: { name: string }) => t.name).sort()).toEqual(['add', 'echo']);
 
     const { agent } = await act(api, 'CreateAgent', { name: 'oauth-runner', definition: { mcpServers: ['guarded'] } });
-    await eventually(async () => ((await api.act('ListAgentTools', { agent: agent.id })).tools.length === 2 ? true : undefined), 15_000, 'tools');
+    await eventually(
+      async () => ((await api.act('ListAgentTools', { agent: agent.id })).tools.length === 2 ? true : undefined),
+      15_000,
+      'tools',
+    );
     const proxy = new ProxyClient(nc, makeSubjects(system.env.NATS_PREFIX));
     const refusedBefore = as.stats.refused;
-    const outcome = await proxy.call({ account: api.principal, agent: agent.id, run: 'oauth-run', tool: 'guarded__echo', arguments: { text: 'with a token' } });
+    const outcome = await proxy.call({
+      account: api.principal,
+      agent: agent.id,
+      run: 'oauth-run',
+      tool: 'guarded__echo',
+      arguments: { text: 'with a token' },
+    });
     responses.push(JSON.stringify(outcome));
     expect(outcome.result.text).toBe('echo: with a token');
     expect(as.stats.refused).toBe(refusedBefore);
@@ -104,7 +120,9 @@ describe.each(['legacy', 'modern'] as const)('OAuth for remote servers (%s prote
     expect(refreshed.authorizationUrl).toBeDefined();
     const fresh = await act(api, 'AuthorizeMcpServer', { name: 'later' });
     expect(fresh.authorizationUrl).toBeDefined();
-    const tickets = [first, refreshed, fresh].map((r) => new URL(r.authorizationUrl as string).searchParams.get('ticket'));
+    const tickets = [first, refreshed, fresh].map((r) =>
+      new URL(r.authorizationUrl as string).searchParams.get('ticket'),
+    );
     expect(new Set(tickets).size).toBe(3);
 
     const page = await openInBrowser(fresh.authorizationUrl);
@@ -167,7 +185,9 @@ describe.each(['legacy', 'modern'] as const)('OAuth for remote servers (%s prote
     try {
       const moved = await act(api, 'SetMcpServer', { name: 'moving', config: { url: elsewhere.url, auth: 'oauth' } });
       expect(moved.server.status.state).toBe('auth_required');
-      expect((await new TestBrowser().start(moved.authorizationUrl as string)).searchParams.get('resource')).toBe(elsewhere.url);
+      expect((await new TestBrowser().start(moved.authorizationUrl as string)).searchParams.get('resource')).toBe(
+        elsewhere.url,
+      );
       expect(elsewhere.stats.headersSeen.get('authorization') ?? []).toEqual([]);
     } finally {
       await elsewhere.close();
@@ -176,15 +196,21 @@ describe.each(['legacy', 'modern'] as const)('OAuth for remote servers (%s prote
 
   it('config.auth is validated', async () => {
     const api = new ApiClient(system.apiUrl);
-    await expect(api.act('SetMcpServer', { name: 'bad', config: { url: upstream.url, auth: 'magic' } })).rejects.toThrow(/config\.auth/);
+    await expect(
+      api.act('SetMcpServer', { name: 'bad', config: { url: upstream.url, auth: 'magic' } }),
+    ).rejects.toThrow(/config\.auth/);
     await act(api, 'SetMcpServer', { name: 'plainone', config: { url: upstream.url } });
     await expect(api.act('AuthorizeMcpServer', { name: 'plainone' })).rejects.toThrow(/does not use OAuth/);
   });
 
   it('client secrets and tokens never appear in a response, a log line, a NATS message or a span', async () => {
-    const secrets = [...as.clients().map((c) => c.client_secret ?? ''), ...as.issuedTokens()].filter((s) => s.length > 0);
+    const secrets = [...as.clients().map((c) => c.client_secret ?? ''), ...as.issuedTokens()].filter(
+      (s) => s.length > 0,
+    );
     expect(secrets.length).toBeGreaterThan(2);
-    const spanText = JSON.stringify(exporter.getFinishedSpans().map((s) => ({ n: s.name, a: s.attributes, e: s.events, st: s.status })));
+    const spanText = JSON.stringify(
+      exporter.getFinishedSpans().map((s) => ({ n: s.name, a: s.attributes, e: s.events, st: s.status })),
+    );
     // The registry's OAuth exchanges are spans of their own (and these are among the ones searched).
     const names = new Set(exporter.getFinishedSpans().map((s) => s.name));
     for (const op of ['ensure', 'code_exchange', 'start']) expect(names.has(`registry.oauth ${op}`), op).toBe(true);
@@ -219,7 +245,10 @@ describe('OAuth refresh across instances', () => {
     ({ system, as, upstream } = oauth);
     const { loadConfig } = await import('@mcpx/config');
     const { startRegistry } = await import('@mcpx/registry');
-    second = await startRegistry(loadConfig('registry', { ...system.env, HTTP_PORT: '0', INSTANCE_ID: 'registry-second' }), { telemetry: oauth.telemetry });
+    second = await startRegistry(
+      loadConfig('registry', { ...system.env, HTTP_PORT: '0', INSTANCE_ID: 'registry-second' }),
+      { telemetry: oauth.telemetry },
+    );
   });
 
   afterAll(async () => {
@@ -233,7 +262,10 @@ describe('OAuth refresh across instances', () => {
     expect((await new TestBrowser().open(set.authorizationUrl)).text).toContain('Connected to raced');
     const before = as.stats.refreshes;
     const other = new ApiClient(second.url, api.key);
-    const results = await Promise.all([api.act('RefreshMcpServer', { name: 'raced' }), other.act('RefreshMcpServer', { name: 'raced' })]);
+    const results = await Promise.all([
+      api.act('RefreshMcpServer', { name: 'raced' }),
+      other.act('RefreshMcpServer', { name: 'raced' }),
+    ]);
     for (const r of results) expect(r.server.status.state).toBe('ok');
     expect(as.stats.refreshes).toBeGreaterThan(before);
     expect(as.stats.refreshReplays).toBe(0);

@@ -34,7 +34,10 @@ describe('OAuth with a pre-registered client', () => {
       response_types: ['code'],
     });
     const api = new ApiClient(system.apiUrl);
-    const set = await api.act('SetMcpServer', { name: 'prereg', config: { url: upstream.url, auth: 'oauth', oauth: { clientId: 'pre-client', clientSecret: secret } } });
+    const set = await api.act('SetMcpServer', {
+      name: 'prereg',
+      config: { url: upstream.url, auth: 'oauth', oauth: { clientId: 'pre-client', clientSecret: secret } },
+    });
     expect(set.server.status.state).toBe('auth_required');
     const browser = new TestBrowser();
     const asked = await browser.start(set.authorizationUrl);
@@ -46,8 +49,16 @@ describe('OAuth with a pre-registered client', () => {
     expect(JSON.stringify([set, listed]).includes(secret)).toBe(false);
     const db = createDb(system.env.DATABASE_URL!, { max: 1 });
     try {
-      const rows = await db.selectFrom('registry.mcp_servers').select('config_cbor').where('account_id', '=', api.principal).execute();
-      const oauthRows = await db.selectFrom('registry.oauth_connections').select('client_sealed').where('account_id', '=', api.principal).execute();
+      const rows = await db
+        .selectFrom('registry.mcp_servers')
+        .select('config_cbor')
+        .where('account_id', '=', api.principal)
+        .execute();
+      const oauthRows = await db
+        .selectFrom('registry.oauth_connections')
+        .select('client_sealed')
+        .where('account_id', '=', api.principal)
+        .execute();
       expect(Buffer.concat(rows.map((r) => Buffer.from(r.config_cbor))).includes(secret)).toBe(false);
       expect(oauthRows.length).toBe(1);
       expect(Buffer.from(String(oauthRows[0]!.client_sealed)).includes(secret)).toBe(false);
@@ -58,8 +69,20 @@ describe('OAuth with a pre-registered client', () => {
 
   it('config.oauth is validated', async () => {
     const api = new ApiClient(system.apiUrl);
-    await expect(api.act('SetMcpServer', { name: 'prebad', config: { url: upstream.url, oauth: { clientId: 'x' } } })).rejects.toThrow(/config\.oauth: is only taken with auth oauth/);
-    await expect(api.act('SetMcpServer', { name: 'prebad', config: { url: upstream.url, auth: 'oauth', oauth: { clientId: '' } } })).rejects.toThrow(/config\.oauth\.clientId/);
-    await expect(api.act('SetMcpServer', { name: 'prebad', config: { url: upstream.url, auth: 'oauth', oauth: { clientId: 'x', other: 1 } } })).rejects.toThrow(/config\.oauth\.other/);
+    await expect(
+      api.act('SetMcpServer', { name: 'prebad', config: { url: upstream.url, oauth: { clientId: 'x' } } }),
+    ).rejects.toThrow(/config\.oauth: is only taken with auth oauth/);
+    await expect(
+      api.act('SetMcpServer', {
+        name: 'prebad',
+        config: { url: upstream.url, auth: 'oauth', oauth: { clientId: '' } },
+      }),
+    ).rejects.toThrow(/config\.oauth\.clientId/);
+    await expect(
+      api.act('SetMcpServer', {
+        name: 'prebad',
+        config: { url: upstream.url, auth: 'oauth', oauth: { clientId: 'x', other: 1 } },
+      }),
+    ).rejects.toThrow(/config\.oauth\.other/);
   });
 });

@@ -29,7 +29,9 @@ describe.each(['legacy', 'modern'] as const)('OAuth refresh from the proxy (%s p
   beforeAll(async () => {
     oauth = await OAuthSystem.start({ serviceName: `mcpx-oauth-proxy-${era}`, era });
     ({ system, as, upstream } = oauth);
-    second = await startProxy(loadConfig('proxy', { ...system.env, HTTP_PORT: '0', INSTANCE_ID: 'proxy-second' }), { telemetry: oauth.telemetry });
+    second = await startProxy(loadConfig('proxy', { ...system.env, HTTP_PORT: '0', INSTANCE_ID: 'proxy-second' }), {
+      telemetry: oauth.telemetry,
+    });
     nc = await connect({ servers: serviceUrls().nats });
   });
 
@@ -43,7 +45,11 @@ describe.each(['legacy', 'modern'] as const)('OAuth refresh from the proxy (%s p
     const set = await api.act('SetMcpServer', { name, config: { url: upstream.url, auth: 'oauth' } });
     expect((await new TestBrowser().open(set.authorizationUrl)).text).toContain(`Connected to ${name}`);
     const { agent } = await api.act('CreateAgent', { name: `${name}-agent`, definition: { mcpServers: [name] } });
-    await eventually(async () => ((await api.act('ListAgentTools', { agent: agent.id })).tools.length === 2 ? true : undefined), 15_000, 'tools');
+    await eventually(
+      async () => ((await api.act('ListAgentTools', { agent: agent.id })).tools.length === 2 ? true : undefined),
+      15_000,
+      'tools',
+    );
     return agent.id as string;
   }
 
@@ -61,7 +67,9 @@ describe.each(['legacy', 'modern'] as const)('OAuth refresh from the proxy (%s p
 
     const refreshes = as.stats.refreshes;
     as.provider.expireAccessTokens();
-    const raced = await Promise.all(instances.flatMap((inst, i) => [call(`warm-${i}`, inst, `a${i}`), call(`new-${i}`, inst, `b${i}`)]));
+    const raced = await Promise.all(
+      instances.flatMap((inst, i) => [call(`warm-${i}`, inst, `a${i}`), call(`new-${i}`, inst, `b${i}`)]),
+    );
     expect(raced.map((r) => r.result.text).sort()).toEqual(['echo: a0', 'echo: a1', 'echo: b0', 'echo: b1']);
     expect(as.stats.refreshes).toBe(refreshes + 1);
     expect(as.stats.refreshReplays).toBe(0);
@@ -100,37 +108,54 @@ describe.each(['legacy', 'modern'] as const)('OAuth refresh from the proxy (%s p
   });
 });
 
-describe.each(['legacy', 'modern'] as const)('OAuth refresh before expiry, from the proxy (%s protected server)', (era) => {
-  let oauth: OAuthSystem;
-  let system: InProcessSystem;
-  let as: TestOAuthServer;
-  let upstream: TestMcpServer;
-  let nc: NatsConnection;
+describe.each(['legacy', 'modern'] as const)(
+  'OAuth refresh before expiry, from the proxy (%s protected server)',
+  (era) => {
+    let oauth: OAuthSystem;
+    let system: InProcessSystem;
+    let as: TestOAuthServer;
+    let upstream: TestMcpServer;
+    let nc: NatsConnection;
 
-  beforeAll(async () => {
-    // Tokens live 30 s, inside the 60 s refresh window: the proxy refreshes before using one.
-    oauth = await OAuthSystem.start({ serviceName: `mcpx-oauth-proxy-expiry-${era}`, era, authorizationServer: { accessTokenTtlSec: 30 } });
-    ({ system, as, upstream } = oauth);
-    nc = await connect({ servers: serviceUrls().nats });
-  });
+    beforeAll(async () => {
+      // Tokens live 30 s, inside the 60 s refresh window: the proxy refreshes before using one.
+      oauth = await OAuthSystem.start({
+        serviceName: `mcpx-oauth-proxy-expiry-${era}`,
+        era,
+        authorizationServer: { accessTokenTtlSec: 30 },
+      });
+      ({ system, as, upstream } = oauth);
+      nc = await connect({ servers: serviceUrls().nats });
+    });
 
-  afterAll(async () => {
-    await nc?.drain();
-    await oauth?.stop();
-  });
+    afterAll(async () => {
+      await nc?.drain();
+      await oauth?.stop();
+    });
 
-  it('refreshes a token about to expire before the call, so the server never refuses one', async () => {
-    const api = new ApiClient(system.apiUrl);
-    const set = await api.act('SetMcpServer', { name: 'soon', config: { url: upstream.url, auth: 'oauth' } });
-    expect((await new TestBrowser().open(set.authorizationUrl)).text).toContain('Connected to soon');
-    const { agent } = await api.act('CreateAgent', { name: 'soon-agent', definition: { mcpServers: ['soon'] } });
-    await eventually(async () => ((await api.act('ListAgentTools', { agent: agent.id })).tools.length === 2 ? true : undefined), 15_000, 'tools');
-    const proxy = new ProxyClient(nc, makeSubjects(system.env.NATS_PREFIX));
-    const before = as.stats.refreshes;
-    const out = await proxy.call({ account: api.principal, agent: agent.id, run: 'soon-run', tool: 'soon__echo', arguments: { text: 'fresh' } });
-    expect(out.result.text).toBe('echo: fresh');
-    expect(as.stats.refreshes).toBeGreaterThan(before);
-    expect(as.stats.refused).toBe(0);
-    expect(as.stats.refreshReplays).toBe(0);
-  });
-});
+    it('refreshes a token about to expire before the call, so the server never refuses one', async () => {
+      const api = new ApiClient(system.apiUrl);
+      const set = await api.act('SetMcpServer', { name: 'soon', config: { url: upstream.url, auth: 'oauth' } });
+      expect((await new TestBrowser().open(set.authorizationUrl)).text).toContain('Connected to soon');
+      const { agent } = await api.act('CreateAgent', { name: 'soon-agent', definition: { mcpServers: ['soon'] } });
+      await eventually(
+        async () => ((await api.act('ListAgentTools', { agent: agent.id })).tools.length === 2 ? true : undefined),
+        15_000,
+        'tools',
+      );
+      const proxy = new ProxyClient(nc, makeSubjects(system.env.NATS_PREFIX));
+      const before = as.stats.refreshes;
+      const out = await proxy.call({
+        account: api.principal,
+        agent: agent.id,
+        run: 'soon-run',
+        tool: 'soon__echo',
+        arguments: { text: 'fresh' },
+      });
+      expect(out.result.text).toBe('echo: fresh');
+      expect(as.stats.refreshes).toBeGreaterThan(before);
+      expect(as.stats.refused).toBe(0);
+      expect(as.stats.refreshReplays).toBe(0);
+    });
+  },
+);

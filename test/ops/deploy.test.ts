@@ -42,19 +42,24 @@ function modelOf(o: K8sObject): ModelClass {
   const [group, version] = o.apiVersion.includes('/') ? o.apiVersion.split('/') : ['', o.apiVersion];
   const groupKey = (group ?? '').replace(/\.([a-z])/g, (_, c: string) => c.toUpperCase());
   const lib = models as unknown as Record<string, Record<string, Record<string, ModelClass>>>;
-  const cls = group === '' ? (lib[version ?? ''] as unknown as Record<string, ModelClass> | undefined)?.[o.kind] : lib[groupKey]?.[version ?? '']?.[o.kind];
+  const cls =
+    group === ''
+      ? (lib[version ?? ''] as unknown as Record<string, ModelClass> | undefined)?.[o.kind]
+      : lib[groupKey]?.[version ?? '']?.[o.kind];
   if (cls === undefined) throw new Error(`no Kubernetes schema for ${o.apiVersion} ${o.kind}`);
   return cls;
 }
 
 const byKind = (objs: K8sObject[], kind: string): K8sObject[] => objs.filter((o) => o.kind === kind);
-const sorted = (objs: K8sObject[]): Record<string, unknown> => Object.fromEntries(objs.map((o): [string, K8sObject] => [objectKey(o), o]).sort(([a], [b]) => a.localeCompare(b)));
+const sorted = (objs: K8sObject[]): Record<string, unknown> =>
+  Object.fromEntries(objs.map((o): [string, K8sObject] => [objectKey(o), o]).sort(([a], [b]) => a.localeCompare(b)));
 
 type Any = Record<string, any>;
 
 function selects(selector: Any | undefined, labels: Record<string, string>): boolean {
   if (selector === undefined) return true;
-  for (const [k, v] of Object.entries((selector['matchLabels'] ?? {}) as Record<string, string>)) if (labels[k] !== v) return false;
+  for (const [k, v] of Object.entries((selector['matchLabels'] ?? {}) as Record<string, string>))
+    if (labels[k] !== v) return false;
   for (const e of (selector['matchExpressions'] ?? []) as Any[]) {
     const has = e['key'] in labels;
     const value = labels[e['key']];
@@ -70,7 +75,10 @@ function selects(selector: Any | undefined, labels: Record<string, string>): boo
 function egressOf(objs: K8sObject[], deployment: K8sObject): Any[] {
   const labels = (deployment as Any)['spec']['template']['metadata']['labels'] as Record<string, string>;
   return byKind(objs, 'NetworkPolicy')
-    .filter((p) => p.metadata.namespace === deployment.metadata.namespace && selects((p as Any)['spec']['podSelector'], labels))
+    .filter(
+      (p) =>
+        p.metadata.namespace === deployment.metadata.namespace && selects((p as Any)['spec']['podSelector'], labels),
+    )
     .flatMap((p) => ((p as Any)['spec']['egress'] ?? []) as Any[]);
 }
 
@@ -87,7 +95,8 @@ function checkRules(objs: K8sObject[], production: boolean): void {
         expect(c['resources']?.['requests']?.[r], `${where} requests.${r}`).toBeDefined();
         expect(c['resources']?.['limits']?.[r], `${where} limits.${r}`).toBeDefined();
       }
-      for (const probe of ['readinessProbe', 'livenessProbe']) expect(c[probe]?.['httpGet']?.['path'], `${where} ${probe}`).toBe('/healthz');
+      for (const probe of ['readinessProbe', 'livenessProbe'])
+        expect(c[probe]?.['httpGet']?.['path'], `${where} ${probe}`).toBe('/healthz');
       expect(c['securityContext']['readOnlyRootFilesystem'], where).toBe(true);
       expect(c['securityContext']['allowPrivilegeEscalation'], where).toBe(false);
       if (production) expect(c['image'], `${where}: a pinned image`).not.toMatch(/:latest$|^[^:@]+$/);
@@ -99,8 +108,11 @@ function checkRules(objs: K8sObject[], production: boolean): void {
     const pdb = (pdbs[0] as Any)['spec'];
     if (pdb['minAvailable'] !== undefined) expect(pdb['minAvailable']).toBeLessThan(spec['replicas']);
     // No Service routes to the internal port (/metrics and /stats describe every account).
-    for (const s of byKind(objs, 'Service').filter((s) => selects({ matchLabels: (s as Any)['spec']['selector'] ?? { none: 'x' } }, labels))) {
-      for (const p of (s as Any)['spec']['ports'] as Any[]) expect(p['targetPort'], `${s.metadata.name}`).not.toBe('internal');
+    for (const s of byKind(objs, 'Service').filter((s) =>
+      selects({ matchLabels: (s as Any)['spec']['selector'] ?? { none: 'x' } }, labels),
+    )) {
+      for (const p of (s as Any)['spec']['ports'] as Any[])
+        expect(p['targetPort'], `${s.metadata.name}`).not.toBe('internal');
     }
   }
 
@@ -120,10 +132,17 @@ function checkRules(objs: K8sObject[], production: boolean): void {
   expect(deny['spec']['policyTypes'].sort()).toEqual(['Egress', 'Ingress']);
   expect(deny['spec']['ingress'] ?? []).toEqual([]);
   expect(deny['spec']['egress'] ?? []).toEqual([]);
-  for (const d of deployments) expect(selects(deny['spec']['podSelector'], (d as Any)['spec']['template']['metadata']['labels']), d.metadata.name).toBe(true);
+  for (const d of deployments)
+    expect(
+      selects(deny['spec']['podSelector'], (d as Any)['spec']['template']['metadata']['labels']),
+      d.metadata.name,
+    ).toBe(true);
 
   const slices = byKind(objs, 'EndpointSlice');
-  const datastore = (name: string): string[] => (slices.find((s) => s.metadata.name === `${name}-external`) as Any)['endpoints'].flatMap((e: Any) => e['addresses'] as string[]);
+  const datastore = (name: string): string[] =>
+    (slices.find((s) => s.metadata.name === `${name}-external`) as Any)['endpoints'].flatMap(
+      (e: Any) => e['addresses'] as string[],
+    );
   const datastores: Record<string, { port: number; addresses: string[] }> = {
     postgres: { port: 5432, addresses: datastore('postgres') },
     redis: { port: 6379, addresses: datastore('redis') },
@@ -141,7 +160,8 @@ function checkRules(objs: K8sObject[], production: boolean): void {
           if (cidr === '0.0.0.0/0' || cidr === '::/0') {
             // The outside: only the registry and the proxy, never a cluster-internal range.
             expect(['registry', 'proxy'], `${name} may not leave the cluster`).toContain(name);
-            for (const internal of cidr === '::/0' ? INTERNAL_V6 : INTERNAL_V4) expect(except, `${name}: ${internal} cut out`).toContain(internal);
+            for (const internal of cidr === '::/0' ? INTERNAL_V6 : INTERNAL_V4)
+              expect(except, `${name}: ${internal} cut out`).toContain(internal);
             reached.add('outside');
           } else {
             // Anything narrower is a datastore's own address, on its port only.
@@ -175,7 +195,10 @@ function checkRules(objs: K8sObject[], production: boolean): void {
     const rules = (nats[0] as Any)['spec']['ingress'] as Any[];
     for (const r of rules) expect(r['from']?.length, 'a NATS ingress rule without a source').toBeGreaterThan(0);
     const client = rules.find((r) => (r['ports'] as Any[]).some((p) => p['port'] === 4222)) as Any;
-    expect(client['from']).toContainEqual({ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'mcpx' } }, podSelector: { matchLabels: { 'app.kubernetes.io/part-of': 'mcpx' } } });
+    expect(client['from']).toContainEqual({
+      namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'mcpx' } },
+      podSelector: { matchLabels: { 'app.kubernetes.io/part-of': 'mcpx' } },
+    });
     expect(JSON.stringify(client['from'])).not.toContain('ipBlock');
   }
 
@@ -191,15 +214,18 @@ function checkRules(objs: K8sObject[], production: boolean): void {
 describe('deploy/: kustomize base and production overlay', () => {
   const rendered = { base: kustomize(BASE), production: kustomize(PRODUCTION) };
 
-  it.each(['base', 'production'] as const)('%s: the renderer here and `kubectl kustomize` (where installed) give the same objects', (which) => {
-    const viaKubectl = kubectlKustomize(which === 'base' ? BASE : PRODUCTION);
-    if (viaKubectl === undefined) {
-      // No kubectl with kustomize v4+ on this machine: the rendering below is ours alone.
-      console.warn('deploy test: no kubectl with kustomize v4+; rendered with test/ops/support/kustomize.ts only');
-      return;
-    }
-    expect(sorted(rendered[which])).toEqual(sorted(viaKubectl));
-  });
+  it.each(['base', 'production'] as const)(
+    '%s: the renderer here and `kubectl kustomize` (where installed) give the same objects',
+    (which) => {
+      const viaKubectl = kubectlKustomize(which === 'base' ? BASE : PRODUCTION);
+      if (viaKubectl === undefined) {
+        // No kubectl with kustomize v4+ on this machine: the rendering below is ours alone.
+        console.warn('deploy test: no kubectl with kustomize v4+; rendered with test/ops/support/kustomize.ts only');
+        return;
+      }
+      expect(sorted(rendered[which])).toEqual(sorted(viaKubectl));
+    },
+  );
 
   it.each(['base', 'production'] as const)('%s: every object is valid against the Kubernetes schemas', (which) => {
     expect(rendered[which].length).toBeGreaterThan(20);
@@ -210,7 +236,9 @@ describe('deploy/: kustomize base and production overlay', () => {
   });
 
   it('the schema check is real: a broken object is refused', () => {
-    const proxy = structuredClone(rendered.production.find((o) => o.kind === 'Deployment' && o.metadata.name === 'proxy')) as Any;
+    const proxy = structuredClone(
+      rendered.production.find((o) => o.kind === 'Deployment' && o.metadata.name === 'proxy'),
+    ) as Any;
     proxy['spec']['template']['spec']['containers'][0]['resources']['limits']['cpu'] = { many: true };
     expect(() => new (modelOf(proxy as K8sObject))(proxy).validate()).toThrow(/limits\/cpu/);
     const policy = structuredClone(rendered.base.find((o) => o.metadata.name === 'mcpx-outside')) as Any;
@@ -218,9 +246,12 @@ describe('deploy/: kustomize base and production overlay', () => {
     expect(() => new (modelOf(policy as K8sObject))(policy).validate()).toThrow(/cidr/);
   });
 
-  it.each(['base', 'production'] as const)("%s: the project's rules (limits, probes, budgets, autoscaler, who reaches what)", (which) => {
-    checkRules(rendered[which], which === 'production');
-  });
+  it.each(['base', 'production'] as const)(
+    "%s: the project's rules (limits, probes, budgets, autoscaler, who reaches what)",
+    (which) => {
+      checkRules(rendered[which], which === 'production');
+    },
+  );
 
   it('the rules are real: a projector allowed out, or an outside rule that keeps 10.0.0.0/8, fails them', () => {
     const leaky = structuredClone(rendered.production);
@@ -228,24 +259,32 @@ describe('deploy/: kustomize base and production overlay', () => {
     outside['spec']['podSelector'] = { matchLabels: { 'app.kubernetes.io/part-of': 'mcpx' } };
     expect(() => checkRules(leaky, true)).toThrow(/projector may not leave the cluster/);
     const internal = structuredClone(rendered.production);
-    const rule = (internal.find((o) => o.metadata.name === 'mcpx-outside') as Any)['spec']['egress'][0]['to'][0]['ipBlock'];
+    const rule = (internal.find((o) => o.metadata.name === 'mcpx-outside') as Any)['spec']['egress'][0]['to'][0][
+      'ipBlock'
+    ];
     rule['except'] = (rule['except'] as string[]).filter((c) => c !== '10.0.0.0/8');
     expect(() => checkRules(internal, true)).toThrow(/10\.0\.0\.0\/8 cut out/);
     const noLimits = structuredClone(rendered.production);
-    delete (noLimits.find((o) => o.metadata.name === 'registry' && o.kind === 'Deployment') as Any)['spec']['template']['spec']['containers'][0]['resources']['limits']['cpu'];
+    delete (noLimits.find((o) => o.metadata.name === 'registry' && o.kind === 'Deployment') as Any)['spec']['template'][
+      'spec'
+    ]['containers'][0]['resources']['limits']['cpu'];
     expect(() => checkRules(noLimits, true)).toThrow(/limits\.cpu/);
   });
 
   it('production: more replicas, a pinned image, the proxy and the endpoint autoscaled from 3 pods, pods spread over nodes', () => {
-    const d = (name: string): Any => rendered.production.find((o) => o.kind === 'Deployment' && o.metadata.name === name) as Any;
+    const d = (name: string): Any =>
+      rendered.production.find((o) => o.kind === 'Deployment' && o.metadata.name === name) as Any;
     expect(SERVICES.map((s) => d(s)['spec']['replicas'])).toEqual([3, 2, 3, 3]);
     for (const s of SERVICES) {
       expect(d(s)['spec']['template']['spec']['containers'][0]['image']).toBe('ghcr.io/example/mcpx:0.1.0');
-      expect(d(s)['spec']['template']['spec']['topologySpreadConstraints'][0]['topologyKey']).toBe('kubernetes.io/hostname');
+      expect(d(s)['spec']['template']['spec']['topologySpreadConstraints'][0]['topologyKey']).toBe(
+        'kubernetes.io/hostname',
+      );
       // The patch merged into the container: its probes and env are still there.
       expect(d(s)['spec']['template']['spec']['containers'][0]['env'].length).toBeGreaterThan(3);
     }
-    for (const h of rendered.production.filter((o) => o.kind === 'HorizontalPodAutoscaler')) expect((h as Any)['spec']['minReplicas']).toBe(3);
+    for (const h of rendered.production.filter((o) => o.kind === 'HorizontalPodAutoscaler'))
+      expect((h as Any)['spec']['minReplicas']).toBe(3);
   });
 
   it('strategic merge joins containers by name and replaces plain lists', () => {
@@ -275,8 +314,14 @@ describe('deploy/: NATS from the official chart', () => {
 
   it('a three-node cluster with JetStream on persistent volumes, one server per node, a disruption budget', () => {
     expect(values['config']['cluster']).toMatchObject({ enabled: true, replicas: 3 });
-    expect(values['config']['jetstream']).toMatchObject({ enabled: true, fileStore: { enabled: true, pvc: { enabled: true } } });
-    expect(values['podTemplate']['topologySpreadConstraints']['kubernetes.io/hostname']).toMatchObject({ maxSkew: 1, whenUnsatisfiable: 'DoNotSchedule' });
+    expect(values['config']['jetstream']).toMatchObject({
+      enabled: true,
+      fileStore: { enabled: true, pvc: { enabled: true } },
+    });
+    expect(values['podTemplate']['topologySpreadConstraints']['kubernetes.io/hostname']).toMatchObject({
+      maxSkew: 1,
+      whenUnsatisfiable: 'DoNotSchedule',
+    });
     expect(values['podDisruptionBudget']).toEqual({ enabled: true });
     expect(values['container']['merge']['resources']['limits']['memory']).toBeDefined();
   });
@@ -286,7 +331,9 @@ describe('deploy/: NATS from the official chart', () => {
     expect(users.map((u) => u['user']).sort()).toEqual([...NatsRoles].sort());
     for (const u of users) expect(u['password']).toMatch(/^<< \$NATS_[A-Z]+_PASSWORD >>$/);
     for (const role of NatsRoles) {
-      expect(auth['container']['env'][`NATS_${role.toUpperCase()}_PASSWORD`]).toEqual({ valueFrom: { secretKeyRef: { name: 'mcpx-nats-users', key: role } } });
+      expect(auth['container']['env'][`NATS_${role.toUpperCase()}_PASSWORD`]).toEqual({
+        valueFrom: { secretKeyRef: { name: 'mcpx-nats-users', key: role } },
+      });
     }
     expect(auth['config']['merge']['no_auth_user']).toBeUndefined();
   });

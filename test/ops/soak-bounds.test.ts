@@ -11,21 +11,31 @@ const rss = (...growth: number[]) => growth.map((g, i) => ({ instance: `svc-${i}
 
 describe('soak bounds', () => {
   it('a healthy run under load passes: p99 moving both ways by 2x, RSS shrinking or growing a little', () => {
-    expect(soakFailures({ windows: windows(895, 1884, 1001, 1367), rss: rss(-42, 3.4, -1.9, 60), errors: 0 }, SOAK_BOUNDS)).toEqual([]);
+    expect(
+      soakFailures({ windows: windows(895, 1884, 1001, 1367), rss: rss(-42, 3.4, -1.9, 60), errors: 0 }, SOAK_BOUNDS),
+    ).toEqual([]);
     // A spike in the last window alone is load, not drift.
     expect(soakFailures({ windows: windows(300, 250, 280, 2900), rss: rss(0), errors: 0 }, SOAK_BOUNDS)).toEqual([]);
   });
 
   it('a p99 that rises in every window past both 4x and +2 s fails; past only one of them it does not', () => {
-    expect(soakFailures({ windows: windows(500, 900, 1800, 2600), rss: rss(0), errors: 0 }, SOAK_BOUNDS)).toEqual(['p99 drift 500 → 2600 ms, rising in every window, past both ×4 and +2000 ms']);
+    expect(soakFailures({ windows: windows(500, 900, 1800, 2600), rss: rss(0), errors: 0 }, SOAK_BOUNDS)).toEqual([
+      'p99 drift 500 → 2600 ms, rising in every window, past both ×4 and +2000 ms',
+    ]);
     expect(soakFailures({ windows: windows(100, 200, 300, 900), rss: rss(0), errors: 0 }, SOAK_BOUNDS)).toEqual([]); // 9x but +800 ms
     expect(soakFailures({ windows: windows(1500, 2000, 3000, 3600), rss: rss(0), errors: 0 }, SOAK_BOUNDS)).toEqual([]); // +2.1 s but 2.4x
   });
 
   it('RSS growth past the bound, a service without samples, an error and a silent window each fail', () => {
-    expect(soakFailures({ windows: windows(500, 500, 500, 500), rss: rss(10, 95.5), errors: 0 }, SOAK_BOUNDS)).toEqual(['svc-1 RSS grew 95.5 MiB (bound 64 MiB)']);
-    expect(soakFailures({ windows: windows(500, 500, 500, 500), rss: rss(NaN), errors: 0 }, SOAK_BOUNDS)).toEqual(['svc-0 RSS grew NaN MiB (bound 64 MiB)']);
-    expect(soakFailures({ windows: windows(500, 500, 500, 500), rss: rss(0), errors: 1 }, SOAK_BOUNDS)).toEqual(['1 errors']);
+    expect(soakFailures({ windows: windows(500, 500, 500, 500), rss: rss(10, 95.5), errors: 0 }, SOAK_BOUNDS)).toEqual([
+      'svc-1 RSS grew 95.5 MiB (bound 64 MiB)',
+    ]);
+    expect(soakFailures({ windows: windows(500, 500, 500, 500), rss: rss(NaN), errors: 0 }, SOAK_BOUNDS)).toEqual([
+      'svc-0 RSS grew NaN MiB (bound 64 MiB)',
+    ]);
+    expect(soakFailures({ windows: windows(500, 500, 500, 500), rss: rss(0), errors: 1 }, SOAK_BOUNDS)).toEqual([
+      '1 errors',
+    ]);
     expect(
       soakFailures(
         {

@@ -17,7 +17,11 @@ const RETRY_LINE = 'NATS not ready at start-up, retrying';
 /** A BusLog that keeps what it is told. */
 function recordingLog(): BusLog & { lines: Array<{ msg: string; fields: Record<string, unknown> }> } {
   const lines: Array<{ msg: string; fields: Record<string, unknown> }> = [];
-  return { lines, error: (msg, fields = {}) => void lines.push({ msg, fields }), warn: (msg, fields = {}) => void lines.push({ msg, fields }) };
+  return {
+    lines,
+    error: (msg, fields = {}) => void lines.push({ msg, fields }),
+    warn: (msg, fields = {}) => void lines.push({ msg, fields }),
+  };
 }
 
 const cleanup: Array<() => Promise<unknown>> = [];
@@ -31,9 +35,16 @@ describe.skipIf(!available().nats)('start-up against a NATS node that is not rea
     cleanup.push(() => Promise.all(nodes.map((n) => n.destroy())));
     const stack = await Stack.start({ nats: nodes[0]!.url, registries: 0, projectors: 0, proxies: 0 });
     cleanup.push(() => stack.stop());
-    const services = await Promise.all([stack.spawn('registry', {}, { waitHealthy: false }), stack.spawn('projector', {}, { waitHealthy: false })]);
+    const services = await Promise.all([
+      stack.spawn('registry', {}, { waitHealthy: false }),
+      stack.spawn('projector', {}, { waitHealthy: false }),
+    ]);
     for (const svc of services) {
-      await until(async () => (svc.logs.join('').includes(RETRY_LINE) ? true : undefined), 60_000, `${svc.instance} to wait for JetStream`);
+      await until(
+        async () => (svc.logs.join('').includes(RETRY_LINE) ? true : undefined),
+        60_000,
+        `${svc.instance} to wait for JetStream`,
+      );
       expect(svc.alive()).toBe(true);
       const health = await fetch(`${svc.url}/healthz`)
         .then((r) => r.status)
@@ -44,7 +55,14 @@ describe.skipIf(!available().nats)('start-up against a NATS node that is not rea
       .join('')
       .split('\n')
       .find((l) => l.includes(RETRY_LINE))!;
-    expect(JSON.parse(line)).toEqual(expect.objectContaining({ level: 'warn', step: 'jetstream', attempt: expect.any(Number), retryInMs: expect.any(Number) }));
+    expect(JSON.parse(line)).toEqual(
+      expect.objectContaining({
+        level: 'warn',
+        step: 'jetstream',
+        attempt: expect.any(Number),
+        retryInMs: expect.any(Number),
+      }),
+    );
 
     await Promise.all([nodes[1]!.start(), nodes[2]!.start()]);
     await Promise.all(services.map((svc) => waitHealthy(svc)));
@@ -62,8 +80,18 @@ describe.skipIf(!available().nats)('start-up against a NATS node that is not rea
     cleanup.push(() => node.destroy());
     await node.stop();
     const log = recordingLog();
-    const connecting = connectBus({ url: node.url, name: 'startup test', prefix: 'startup1.', log, startupWaitMs: 60_000 });
-    await until(async () => (log.lines.some((l) => l.msg === RETRY_LINE && l.fields.step === 'connect') ? true : undefined), 30_000, 'a connect retry');
+    const connecting = connectBus({
+      url: node.url,
+      name: 'startup test',
+      prefix: 'startup1.',
+      log,
+      startupWaitMs: 60_000,
+    });
+    await until(
+      async () => (log.lines.some((l) => l.msg === RETRY_LINE && l.fields.step === 'connect') ? true : undefined),
+      30_000,
+      'a connect retry',
+    );
     await node.start();
     const bus = await connecting;
     expect((await bus.jsm.streams.info(bus.subjects.mcpEventsStream)).config.name).toBe(bus.subjects.mcpEventsStream);
@@ -75,7 +103,13 @@ describe.skipIf(!available().nats)('start-up against a NATS node that is not rea
     const lone = await PrivateNats.cluster(3, { start: 1 });
     cleanup.push(() => Promise.all(lone.map((n) => n.destroy())));
     const log2 = recordingLog();
-    const err = await connectBus({ url: lone[0]!.url, name: 'startup test', prefix: 'startup2.', log: log2, startupWaitMs: 6_000 }).then(
+    const err = await connectBus({
+      url: lone[0]!.url,
+      name: 'startup test',
+      prefix: 'startup2.',
+      log: log2,
+      startupWaitMs: 6_000,
+    }).then(
       () => undefined,
       (e: unknown) => e as Error,
     );
@@ -93,7 +127,11 @@ describe.skipIf(!available().nats)('start-up against a NATS node that is not rea
     cleanup.push(() => stack.stop());
     await node.stop();
     const endpoint = await stack.spawn('endpoint', {}, { waitHealthy: false });
-    await until(async () => (endpoint.logs.join('').includes(RETRY_LINE) ? true : undefined), 60_000, 'the endpoint to wait for NATS');
+    await until(
+      async () => (endpoint.logs.join('').includes(RETRY_LINE) ? true : undefined),
+      60_000,
+      'the endpoint to wait for NATS',
+    );
     expect(endpoint.alive()).toBe(true);
     expect(
       await fetch(`${endpoint.url}/healthz`)
@@ -110,7 +148,12 @@ describe.skipIf(!available().nats)('start-up against a NATS node that is not rea
     cleanup.push(() => server.stop());
     const log = recordingLog();
     const wrong = 'not-the-password-' + 'x'.repeat(16);
-    const err = await connectBus({ url: server.url, name: 'startup test', log, credentials: { user: 'projector', pass: wrong } }).then(
+    const err = await connectBus({
+      url: server.url,
+      name: 'startup test',
+      log,
+      credentials: { user: 'projector', pass: wrong },
+    }).then(
       () => undefined,
       (e: unknown) => e as Error,
     );

@@ -32,7 +32,8 @@ describe('the audit log records approvals, agent tokens and lambda tools, never 
     await upstream?.close();
   });
 
-  const audit = async (filter: Record<string, unknown>): Promise<AuditEvent[]> => (await system.api.act<{ events: AuditEvent[] }>('ListAuditEvents', filter)).events;
+  const audit = async (filter: Record<string, unknown>): Promise<AuditEvent[]> =>
+    (await system.api.act<{ events: AuditEvent[] }>('ListAuditEvents', filter)).events;
 
   it("an owner's ApproveToolCall and DenyToolCall: who decided which call, never its arguments", async () => {
     const secretArg = 'table-with-a-secret-name-7f3a9c';
@@ -48,26 +49,51 @@ describe('the audit log records approvals, agent tokens and lambda tools, never 
         signer: system.api.principal,
         role: 'OWNER',
         target: { kind: 'approval', name: approved },
-        after: { decision: 'approved', tool: 'db__drop_table', server: 'db', agent: system.agentId('agent'), run: 'au-1' },
+        after: {
+          decision: 'approved',
+          tool: 'db__drop_table',
+          server: 'db',
+          agent: system.agentId('agent'),
+          run: 'au-1',
+        },
       }),
-      expect.objectContaining({ target: { kind: 'approval', name: denied }, after: expect.objectContaining({ decision: 'denied', run: 'au-2' }) }),
+      expect.objectContaining({
+        target: { kind: 'approval', name: denied },
+        after: expect.objectContaining({ decision: 'denied', run: 'au-2' }),
+      }),
     ]);
     expect(JSON.stringify(await audit({ limit: 200 }))).not.toContain(secretArg);
   });
 
   it('CreateAgentToken and RevokeAgentToken: the token by id and its rights, never the token; a second revoke records nothing', async () => {
-    const created = await system.api.act<{ token: string; id: string }>('CreateAgentToken', { agent: system.agentId('agent'), name: 'laptop', userMayApprove: true, expiresInDays: 30 });
+    const created = await system.api.act<{ token: string; id: string }>('CreateAgentToken', {
+      agent: system.agentId('agent'),
+      name: 'laptop',
+      userMayApprove: true,
+      expiresInDays: 30,
+    });
     await system.api.act('RevokeAgentToken', { id: created.id });
     await system.api.act('RevokeAgentToken', { id: created.id });
     const [issued] = await audit({ action: 'CreateAgentToken' });
-    expect(issued).toMatchObject({ signer: system.api.principal, role: 'OWNER', target: { kind: 'token', name: created.id }, after: { agent: 'agent', name: 'laptop', userMayApprove: true } });
+    expect(issued).toMatchObject({
+      signer: system.api.principal,
+      role: 'OWNER',
+      target: { kind: 'token', name: created.id },
+      after: { agent: 'agent', name: 'laptop', userMayApprove: true },
+    });
     expect(Date.parse(issued!.after!.expiresAt as string)).toBeGreaterThan(Date.now());
-    expect(await audit({ action: 'RevokeAgentToken' })).toEqual([expect.objectContaining({ target: { kind: 'token', name: created.id }, after: { revoked: true } })]);
+    expect(await audit({ action: 'RevokeAgentToken' })).toEqual([
+      expect.objectContaining({ target: { kind: 'token', name: created.id }, after: { revoked: true } }),
+    ]);
     expect(await audit({ targetKind: 'token' })).toHaveLength(2);
     // Neither the answer's token nor its hash anywhere in the account's rows.
     const client = new pg.Client({ connectionString: system.db.url });
     await client.connect();
-    const rows = await client.query<{ j: string }>('SELECT row_to_json(a)::text AS j FROM registry.audit_events a WHERE account_id = $1', [system.account]).finally(() => client.end());
+    const rows = await client
+      .query<{ j: string }>('SELECT row_to_json(a)::text AS j FROM registry.audit_events a WHERE account_id = $1', [
+        system.account,
+      ])
+      .finally(() => client.end());
     const text = rows.rows.map((r) => r.j).join('\n');
     expect(text).not.toContain(created.token);
     expect(text).not.toContain(created.token.slice(-24));
@@ -82,11 +108,19 @@ describe('the audit log records approvals, agent tokens and lambda tools, never 
     });
     await system.api.act('DeleteLambdaTool', { agent: system.agentId('agent'), name: 'my_lambda' });
     expect(await audit({ action: 'SetLambdaTool' })).toEqual([
-      expect.objectContaining({ role: 'OWNER', target: { kind: 'tool', name: 'agent/my_lambda' }, after: { cid: set.cid, version: set.version } }),
+      expect.objectContaining({
+        role: 'OWNER',
+        target: { kind: 'tool', name: 'agent/my_lambda' },
+        after: { cid: set.cid, version: set.version },
+      }),
     ]);
-    expect(await audit({ action: 'DeleteLambdaTool' })).toEqual([expect.objectContaining({ target: { kind: 'tool', name: 'agent/my_lambda' } })]);
+    expect(await audit({ action: 'DeleteLambdaTool' })).toEqual([
+      expect.objectContaining({ target: { kind: 'tool', name: 'agent/my_lambda' } }),
+    ]);
     // A refused lambda (over an mcp tool's name) records nothing.
-    await system.api.act('SetLambdaTool', { agent: system.agentId('agent'), name: 'db__echo', document: { description: 'x' } }).catch(() => undefined);
+    await system.api
+      .act('SetLambdaTool', { agent: system.agentId('agent'), name: 'db__echo', document: { description: 'x' } })
+      .catch(() => undefined);
     expect(await audit({ action: 'SetLambdaTool' })).toHaveLength(1);
     expect(JSON.stringify(await audit({ limit: 200 }))).not.toContain(description);
   });

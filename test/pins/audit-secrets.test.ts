@@ -27,7 +27,15 @@ describe('the audit log never holds a secret; reviews are the account’s own', 
   });
 
   const rowsOf = async (api: ApiClient): Promise<string> =>
-    (await sql<{ j: string }>`SELECT row_to_json(a)::text AS j FROM registry.audit_events a WHERE account_id = ${api.principal}`.execute(h.sql)).rows.map((r) => r.j).join('\n');
+    (
+      await sql<{
+        j: string;
+      }>`SELECT row_to_json(a)::text AS j FROM registry.audit_events a WHERE account_id = ${api.principal}`.execute(
+        h.sql,
+      )
+    ).rows
+      .map((r) => r.j)
+      .join('\n');
 
   it('secrets set, changed and deleted in every field that carries one are in no entry', async () => {
     const api = h.api();
@@ -41,18 +49,45 @@ describe('the audit log never holds a secret; reviews are the account’s own', 
     const url = `${remote.url}?api_key=${secrets.query}`;
     await api.act('SetMcpServer', { name: 'a', config: { url, pin: 'review', auth: 'bearer', token: secrets.token } });
     await api.act('SetMcpServer', { name: 'a', config: { url, auth: 'bearer', token: secrets.rotated } });
-    await api.act('SetMcpServer', { name: 'b', config: { url: remote.url, auth: 'headers', headers: { 'X-Plain': 'plain' }, secretHeaders: { 'X-Api-Key': secrets.header } } });
+    await api.act('SetMcpServer', {
+      name: 'b',
+      config: {
+        url: remote.url,
+        auth: 'headers',
+        headers: { 'X-Plain': 'plain' },
+        secretHeaders: { 'X-Api-Key': secrets.header },
+      },
+    });
     // A machine client's private key (a real one, as the registry checks it on SetMcpServer).
-    const pem = generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+    const pem = generateKeyPairSync('ec', { namedCurve: 'P-256' })
+      .privateKey.export({ type: 'pkcs8', format: 'pem' })
+      .toString();
     const keyBody = pem.split('\n')[2]!;
-    await api.act('SetMcpServer', { name: 'c', config: { url: remote.url, auth: 'oauth', oauth: { clientId: 'ci-1', grant: 'client_credentials', privateKey: pem, keyAlg: 'ES256' } } });
-    await api.act('SetMcpServer', { name: 'c2', config: { url: remote.url, auth: 'oauth', oauth: { clientId: 'ci-2', clientSecret: secrets.clientSecret } } });
+    await api.act('SetMcpServer', {
+      name: 'c',
+      config: {
+        url: remote.url,
+        auth: 'oauth',
+        oauth: { clientId: 'ci-1', grant: 'client_credentials', privateKey: pem, keyAlg: 'ES256' },
+      },
+    });
+    await api.act('SetMcpServer', {
+      name: 'c2',
+      config: { url: remote.url, auth: 'oauth', oauth: { clientId: 'ci-2', clientSecret: secrets.clientSecret } },
+    });
     for (const name of ['a', 'b']) await api.act('DeleteMcpServer', { name });
 
-    const events = (await api.act('ListAuditEvents', { limit: 200 })).events as Array<{ action: string; target: { name: string }; after?: Record<string, unknown> }>;
+    const events = (await api.act('ListAuditEvents', { limit: 200 })).events as Array<{
+      action: string;
+      target: { name: string };
+      after?: Record<string, unknown>;
+    }>;
     expect(events.filter((e) => e.action === 'SetMcpServer').length).toBeGreaterThanOrEqual(3);
     // What the entries do keep: names, never values.
-    expect(events.find((e) => e.action === 'SetMcpServer' && e.target.name === 'b')?.after).toMatchObject({ secretHeaderNames: expect.arrayContaining(['X-Api-Key']), auth: 'headers' });
+    expect(events.find((e) => e.action === 'SetMcpServer' && e.target.name === 'b')?.after).toMatchObject({
+      secretHeaderNames: expect.arrayContaining(['X-Api-Key']),
+      auth: 'headers',
+    });
     // The OAuth servers were saved (their secrets sealed), so their entries are there to be searched.
     expect(
       events
@@ -81,14 +116,28 @@ describe('the audit log never holds a secret; reviews are the account’s own', 
     expect(change).toBeDefined();
     expect((await stranger.act('ListToolChanges')).changes).toEqual([]);
     // The stranger's own account has no server of that name: not_found, whatever the CID.
-    await expect(stranger.act('AcceptToolChange', { server: 'mail', tool: change!.tool, cid: change!.cid })).rejects.toMatchObject({ code: 'not_found', details: { field: 'server' } });
-    await expect(stranger.act('RejectToolChange', { server: 'mail', tool: change!.tool, cid: change!.cid })).rejects.toMatchObject({ code: 'not_found', details: { field: 'server' } });
+    await expect(
+      stranger.act('AcceptToolChange', { server: 'mail', tool: change!.tool, cid: change!.cid }),
+    ).rejects.toMatchObject({ code: 'not_found', details: { field: 'server' } });
+    await expect(
+      stranger.act('RejectToolChange', { server: 'mail', tool: change!.tool, cid: change!.cid }),
+    ).rejects.toMatchObject({ code: 'not_found', details: { field: 'server' } });
     // Even with a server of the same name and URL of its own, the owner's change is not its to decide.
     await stranger.act('SetMcpServer', { name: 'mail', config: { url: remote.url, pin: 'review' } });
-    await expect(stranger.act('AcceptToolChange', { server: 'mail', tool: change!.tool, cid: change!.cid })).rejects.toMatchObject({ details: { field: expect.stringMatching(/^(tool|cid)$/) } });
-    expect((await owner.act('ListToolChanges')).changes).toEqual([expect.objectContaining({ tool: change!.tool, cid: change!.cid, status: 'pending' })]);
-    expect(((await stranger.act('ListAuditEvents', { limit: 200 })).events as Array<{ target: { name: string } }>).every((e) => e.target.name === 'mail')).toBe(true);
-    expect(JSON.stringify((await stranger.act('ListAuditEvents', { action: 'ToolChangeHeld' })).events)).not.toContain(change!.cid);
+    await expect(
+      stranger.act('AcceptToolChange', { server: 'mail', tool: change!.tool, cid: change!.cid }),
+    ).rejects.toMatchObject({ details: { field: expect.stringMatching(/^(tool|cid)$/) } });
+    expect((await owner.act('ListToolChanges')).changes).toEqual([
+      expect.objectContaining({ tool: change!.tool, cid: change!.cid, status: 'pending' }),
+    ]);
+    expect(
+      ((await stranger.act('ListAuditEvents', { limit: 200 })).events as Array<{ target: { name: string } }>).every(
+        (e) => e.target.name === 'mail',
+      ),
+    ).toBe(true);
+    expect(JSON.stringify((await stranger.act('ListAuditEvents', { action: 'ToolChangeHeld' })).events)).not.toContain(
+      change!.cid,
+    );
   });
   it('ListAuditEvents filters by signer, time and target, pages with its cursor, and mcpx audit passes each filter on', async () => {
     const api = h.api();
@@ -97,7 +146,8 @@ describe('the audit log never holds a secret; reviews are the account’s own', 
     await api.act('SetMcpServer', { name: 'f1', config: { url: remote.url, pin: 'review' } });
     await api.act('SetMcpServer', { name: 'f2', config: { url: remote.url } });
     type Entry = { action: string; signer: string; target: { kind: string; name: string } };
-    const list = (f: Record<string, unknown>) => api.act<{ events: Entry[]; nextCursor?: string }>('ListAuditEvents', f);
+    const list = (f: Record<string, unknown>) =>
+      api.act<{ events: Entry[]; nextCursor?: string }>('ListAuditEvents', f);
     // The pin's baseline is the registry's; the servers were set by the owner.
     expect((await list({ signer: 'registry' })).events.map((e) => e.action)).toEqual(['PinBaseline']);
     expect((await list({ signer: api.principal })).events.map((e) => e.target.name)).toEqual(['f2', 'f1']);
@@ -111,8 +161,13 @@ describe('the audit log never holds a secret; reviews are the account’s own', 
     expect(rest.events.map((e) => e.target.name)).toEqual(['f1']);
     expect(rest.nextCursor).toBeUndefined();
     const { env } = cliEnvFor(api);
-    const cli = await runCli(['audit', '--signer', 'registry', '--kind', 'server', '--target', 'f1', '--since', start, '--json'], env);
+    const cli = await runCli(
+      ['audit', '--signer', 'registry', '--kind', 'server', '--target', 'f1', '--since', start, '--json'],
+      env,
+    );
     expect(cli.code).toBe(0);
-    expect((JSON.parse(cli.stdout) as { events: Entry[] }).events.map((e) => [e.action, e.target.name])).toEqual([['PinBaseline', 'f1']]);
+    expect((JSON.parse(cli.stdout) as { events: Entry[] }).events.map((e) => [e.action, e.target.name])).toEqual([
+      ['PinBaseline', 'f1'],
+    ]);
   });
 });

@@ -44,14 +44,23 @@ describe('reviews: roles, policy and bad input', () => {
     const writer = new ApiClient(h.apiUrl, writerKey, owner.principal);
     const agentSigner = new ApiClient(h.apiUrl, agentKey, owner.principal);
     expect((await writer.act('ListToolChanges')).changes).toHaveLength(1);
-    await expect(writer.act('AcceptToolChange', { server: 'mail', tool: 'send_email', cid: change.cid })).rejects.toMatchObject({ code: 'forbidden', details: { field: 'signer' } });
-    await expect(writer.act('ListAuditEvents')).rejects.toMatchObject({ code: 'forbidden', details: { field: 'signer' } });
+    await expect(
+      writer.act('AcceptToolChange', { server: 'mail', tool: 'send_email', cid: change.cid }),
+    ).rejects.toMatchObject({ code: 'forbidden', details: { field: 'signer' } });
+    await expect(writer.act('ListAuditEvents')).rejects.toMatchObject({
+      code: 'forbidden',
+      details: { field: 'signer' },
+    });
     await expect(agentSigner.act('ListToolChanges')).rejects.toMatchObject({ code: 'forbidden' });
-    await expect(agentSigner.act('AcceptToolChange', { server: 'mail', tool: 'send_email', cid: change.cid })).rejects.toMatchObject({ code: 'forbidden' });
+    await expect(
+      agentSigner.act('AcceptToolChange', { server: 'mail', tool: 'send_email', cid: change.cid }),
+    ).rejects.toMatchObject({ code: 'forbidden' });
     expect((await owner.act('ListToolChanges')).changes).toHaveLength(1);
     // Where the operator lets writers review, the same WRITER may.
     const allowed = new ApiClient(permissive, writerKey, owner.principal);
-    expect(await allowed.act('RejectToolChange', { server: 'mail', tool: 'send_email', cid: change.cid })).toMatchObject({ decision: 'rejected' });
+    expect(
+      await allowed.act('RejectToolChange', { server: 'mail', tool: 'send_email', cid: change.cid }),
+    ).toMatchObject({ decision: 'rejected' });
     const decided = (await owner.act('ListAuditEvents', { action: 'RejectToolChange' })).events;
     expect(decided).toEqual([expect.objectContaining({ signer: writerKey.principal, role: 'WRITER' })]);
   });
@@ -59,7 +68,9 @@ describe('reviews: roles, policy and bad input', () => {
   it('PIN_DEFAULT pins a new server that names no pin; an explicit off wins', async () => {
     const owner = new ApiClient(permissive);
     expect((await owner.act('SetMcpServer', { name: 'a', config: { url: remote.url } })).server.pin).toBe('review');
-    expect((await owner.act('SetMcpServer', { name: 'b', config: { url: remote.url, pin: 'off' } })).server.pin).toBeUndefined();
+    expect(
+      (await owner.act('SetMcpServer', { name: 'b', config: { url: remote.url, pin: 'off' } })).server.pin,
+    ).toBeUndefined();
   });
 
   it('bad input is a typed error naming the field, and writes nothing', async () => {
@@ -74,7 +85,11 @@ describe('reviews: roles, policy and bad input', () => {
       ['AcceptToolChange', { server: 'mail', cid: change.cid }, 'tool'],
       ['AcceptToolChange', { server: 'mail', tool: 'send_email' }, 'cid'],
       ['AcceptToolChange', { server: 'nope', tool: 'send_email', cid: change.cid }, 'server'],
-      ['RejectToolChange', { server: 'mail', tool: 'send_email', cid: 'bafyreiaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa' }, 'cid'],
+      [
+        'RejectToolChange',
+        { server: 'mail', tool: 'send_email', cid: 'bafyreiaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa' },
+        'cid',
+      ],
       ['ListAuditEvents', { limit: 0 }, 'limit'],
       ['ListAuditEvents', { cursor: 'abc' }, 'cursor'],
       ['ListAuditEvents', { since: 'yesterday' }, 'since'],

@@ -41,9 +41,12 @@ function tourSteps(): Step[] {
       const typed = /^# in the server's terminal, type: (\S+)/.exec(line);
       if (typed) steps.push({ kind: 'type', words: [typed[1]!], expected: [], line });
       else if (line.startsWith('#   ')) steps.at(-1)?.expected.push(line.slice(1).trim());
-      else if (line.startsWith('npm run mcpx -- ')) steps.push({ kind: 'mcpx', words: words(line.slice('npm run mcpx -- '.length)), expected: [], line });
-      else if (line.startsWith('node_modules/.bin/tsx ')) steps.push({ kind: 'server', words: words(line.slice('node_modules/.bin/tsx '.length)), expected: [], line });
-      else if (line !== '' && !line.startsWith('#')) throw new Error(`the tour test does not know this README line: ${line}`);
+      else if (line.startsWith('npm run mcpx -- '))
+        steps.push({ kind: 'mcpx', words: words(line.slice('npm run mcpx -- '.length)), expected: [], line });
+      else if (line.startsWith('node_modules/.bin/tsx '))
+        steps.push({ kind: 'server', words: words(line.slice('node_modules/.bin/tsx '.length)), expected: [], line });
+      else if (line !== '' && !line.startsWith('#'))
+        throw new Error(`the tour test does not know this README line: ${line}`);
     }
   }
   return steps;
@@ -90,10 +93,16 @@ describe("the README's pinning walk-through, as printed", () => {
   const startServer = (args: string[]): Promise<string> => {
     const at = args.indexOf('--port');
     const given = at === -1 ? [...args, '--port', '0'] : args.map((a, i) => (i === at + 1 ? '0' : a));
-    const child = spawn(join(ROOT, 'node_modules', '.bin', 'tsx'), given, { cwd: ROOT, stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn(join(ROOT, 'node_modules', '.bin', 'tsx'), given, {
+      cwd: ROOT,
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
     server = child;
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`the tour server printed no URL within 30 s: ${serverOut}`)), 30_000);
+      const timer = setTimeout(
+        () => reject(new Error(`the tour server printed no URL within 30 s: ${serverOut}`)),
+        30_000,
+      );
       child.stdout.on('data', (d: Buffer) => {
         serverOut += d.toString('utf8');
         const first = serverOut.split('\n').find((l) => l.startsWith('{'));
@@ -113,7 +122,8 @@ describe("the README's pinning walk-through, as printed", () => {
   const type = async (change: string): Promise<void> => {
     const seen = serverOut.length;
     server!.stdin.write(`${change}\n`);
-    for (let i = 0; i < 100 && !serverOut.slice(seen).includes(`tools now: ${change}`); i++) await new Promise((r) => setTimeout(r, 100));
+    for (let i = 0; i < 100 && !serverOut.slice(seen).includes(`tools now: ${change}`); i++)
+      await new Promise((r) => setTimeout(r, 100));
     expect(serverOut.slice(seen)).toContain(`tools now: ${change}`);
   };
 
@@ -125,7 +135,14 @@ describe("the README's pinning walk-through, as printed", () => {
     // The README shows what the commands print: the test checks every such line (a parser that found none would prove nothing).
     expect(steps.flatMap((s) => s.expected).length).toBeGreaterThanOrEqual(15);
     expect(steps.filter((s) => s.kind === 'type').map((s) => s.words[0])).toEqual(['description']);
-    for (const verb of [['servers', 'set'], ['servers', 'refresh'], ['tools', 'review'], ['tools', 'accept'], ['tools', 'show'], ['audit']])
+    for (const verb of [
+      ['servers', 'set'],
+      ['servers', 'refresh'],
+      ['tools', 'review'],
+      ['tools', 'accept'],
+      ['tools', 'show'],
+      ['audit'],
+    ])
       expect(
         steps.some((s) => s.kind === 'mcpx' && verb.every((w, i) => s.words[i] === w)),
         verb.join(' '),
@@ -147,14 +164,17 @@ describe("the README's pinning walk-through, as printed", () => {
         await type(step.words[0]!);
         continue;
       }
-      const args = step.words.map((w) => (w === 'http://127.0.0.1:3003/mcp' ? url : w === 'bafyrei…' ? (lastCid ?? w) : w));
+      const args = step.words.map((w) =>
+        w === 'http://127.0.0.1:3003/mcp' ? url : w === 'bafyrei…' ? (lastCid ?? w) : w,
+      );
       // The agent's tools are projected a moment after `agents create`: a user would run the command again.
       let out: CliResult | undefined;
       let missing: string[] = [];
       for (let attempt = 0; attempt < 5; attempt++) {
         out = await runCli(args, env);
         missing = step.expected.filter((e) => !out!.stdout.split('\n').some((l) => linePattern(e, port).test(l)));
-        const settled = !(args[0] === 'tools' && (args[1] === 'ls' || args[1] === 'show')) || /mail__send_email/.test(out.stdout);
+        const settled =
+          !(args[0] === 'tools' && (args[1] === 'ls' || args[1] === 'show')) || /mail__send_email/.test(out.stdout);
         if (out.code === 0 && missing.length === 0 && settled) break;
         await new Promise((r) => setTimeout(r, 1_000));
       }

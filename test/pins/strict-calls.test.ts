@@ -58,7 +58,12 @@ describe('strict pinning: a call never runs against a contract nobody accepted',
     }, HELD_WAIT_MS);
     const send = (run?: string) =>
       api
-        .act('InvokeTool', { agent: agent.id, tool: 'mail__send_email', arguments: { to: 'a@b.c' }, ...(run ? { run } : {}) })
+        .act('InvokeTool', {
+          agent: agent.id,
+          tool: 'mail__send_email',
+          arguments: { to: 'a@b.c' },
+          ...(run ? { run } : {}),
+        })
         .catch((e: unknown) => e as { code: string; details: Record<string, unknown> });
     return { api, agent: agent.id as string, before, send };
   };
@@ -81,13 +86,21 @@ describe('strict pinning: a call never runs against a contract nobody accepted',
       HELD_WAIT_MS,
       'the change to be held',
     );
-    expect(held).toEqual([expect.objectContaining({ tool: 'send_email', status: 'pending', withheld: true, cid: refused.details.cid })]);
-    await eventually(async () => ((await agentTools(api, agent))['mail__send_email'] === undefined ? true : undefined), HELD_WAIT_MS, 'the tool to be withheld');
+    expect(held).toEqual([
+      expect.objectContaining({ tool: 'send_email', status: 'pending', withheld: true, cid: refused.details.cid }),
+    ]);
+    await eventually(
+      async () => ((await agentTools(api, agent))['mail__send_email'] === undefined ? true : undefined),
+      HELD_WAIT_MS,
+      'the tool to be withheld',
+    );
     expect(await send()).toMatchObject({ code: 'held_for_review', details: { cid: refused.details.cid } });
     expect(remote.stats.calls).toBe(calls);
     // The other tool's contract did not change: it still runs.
     expect((await agentTools(api, agent))['mail__lookup']).toBe(before['mail__lookup']);
-    expect(await api.act('InvokeTool', { agent, tool: 'mail__lookup', arguments: { q: 'x' } })).toMatchObject({ result: { text: 'found x' } });
+    expect(await api.act('InvokeTool', { agent, tool: 'mail__lookup', arguments: { q: 'x' } })).toMatchObject({
+      result: { text: 'found x' },
+    });
   });
 
   it('accepting the withheld incompatible change re-projects exactly that CID with one agent-tools-changed, and the call runs against it', async () => {
@@ -104,7 +117,11 @@ describe('strict pinning: a call never runs against a contract nobody accepted',
       HELD_WAIT_MS,
       'the change to be held',
     );
-    await eventually(async () => ((await agentTools(api, agent))['mail__send_email'] === undefined ? true : undefined), HELD_WAIT_MS, 'the tool to be withheld');
+    await eventually(
+      async () => ((await agentTools(api, agent))['mail__send_email'] === undefined ? true : undefined),
+      HELD_WAIT_MS,
+      'the tool to be withheld',
+    );
     const captured = await h.capture(`agents.tools.changed.${api.principal}.${agent}`);
     await api.act('AcceptToolChange', { server: 'mail', tool: 'send_email', cid: change!.cid });
     const after = await eventually(
@@ -121,7 +138,9 @@ describe('strict pinning: a call never runs against a contract nobody accepted',
     expect(events[0]).toMatchObject({ added: { mail__send_email: change!.documentCid }, changed: {}, removed: [] });
     // The new contract is the accepted one now: the call (with the now required bcc) runs.
     const calls = remote.stats.calls;
-    expect(await api.act('InvokeTool', { agent, tool: 'mail__send_email', arguments: { to: 'a@b.c', bcc: 'c@d.e' } })).toMatchObject({ result: { text: 'sent to a@b.c' } });
+    expect(
+      await api.act('InvokeTool', { agent, tool: 'mail__send_email', arguments: { to: 'a@b.c', bcc: 'c@d.e' } }),
+    ).toMatchObject({ result: { text: 'sent to a@b.c' } });
     expect(remote.stats.calls).toBe(calls + 1);
   });
 
@@ -134,8 +153,15 @@ describe('strict pinning: a call never runs against a contract nobody accepted',
     const lists = remote.stats.listCalls;
     remote.setTools(ToolShifts.description());
     // The proxy heard the notification: its quiet discovery listed the server again.
-    await eventually(async () => (remote.stats.listCalls > lists ? true : undefined), HELD_WAIT_MS, 'the notification to be heard');
-    expect(await send(run)).toMatchObject({ code: 'held_for_review', details: { server: 'mail', tool: 'mail__send_email' } });
+    await eventually(
+      async () => (remote.stats.listCalls > lists ? true : undefined),
+      HELD_WAIT_MS,
+      'the notification to be heard',
+    );
+    expect(await send(run)).toMatchObject({
+      code: 'held_for_review',
+      details: { server: 'mail', tool: 'mail__send_email' },
+    });
     expect(remote.stats.calls).toBe(calls);
   });
 
@@ -158,7 +184,10 @@ describe('strict pinning: a call never runs against a contract nobody accepted',
     expect(await send()).toMatchObject({ result: { text: 'sent to a@b.c' } });
     const calls = remote.stats.calls;
     front.failLists = true;
-    expect(await send()).toMatchObject({ code: 'transport_error', details: { server: 'mail', tool: 'mail__send_email', reason: 'contract_unverified' } });
+    expect(await send()).toMatchObject({
+      code: 'transport_error',
+      details: { server: 'mail', tool: 'mail__send_email', reason: 'contract_unverified' },
+    });
     expect(remote.stats.calls).toBe(calls);
     front.failLists = false;
     expect(await send()).toMatchObject({ result: { text: 'sent to a@b.c' } });
@@ -171,7 +200,11 @@ describe('strict pinning: a call never runs against a contract nobody accepted',
       const run = `${pin}-${Date.now()}`;
       expect(await send(run)).toMatchObject({ result: { text: 'sent to a@b.c' } });
       // The connection's opening listing (quiet discovery) may land just after the first call.
-      await eventually(async () => (remote.stats.listCalls >= 2 ? true : undefined), HELD_WAIT_MS, 'the opening listing');
+      await eventually(
+        async () => (remote.stats.listCalls >= 2 ? true : undefined),
+        HELD_WAIT_MS,
+        'the opening listing',
+      );
       const calls = remote.stats.calls;
       remote.setTools(ToolShifts.description());
       // The registry listens for the server's list changes and lists it itself: let that settle,
@@ -195,7 +228,10 @@ describe('strict pinning: a pin changed to strict reaches a warm proxy with the 
   let remote: TestMcpServer | undefined;
   beforeAll(async () => {
     h = await RegistryHarness.start();
-    proxy = await startProxy(h.config('proxy'), { telemetry: await testTelemetry(), logSink: (line) => void h.logs.push(line) });
+    proxy = await startProxy(h.config('proxy'), {
+      telemetry: await testTelemetry(),
+      logSink: (line) => void h.logs.push(line),
+    });
   });
   afterAll(async () => {
     await proxy?.stop();
@@ -209,7 +245,12 @@ describe('strict pinning: a pin changed to strict reaches a warm proxy with the 
     const base = proxy.stats().invalidations;
     const { subjects } = h;
     const invalidating = (): number =>
-      captured.messages.filter((m) => (subjects.parseServerEvent(m.subject) ?? subjects.parseAgentChanged(m.subject) ?? subjects.parseAgentToolsChanged(m.subject)) !== null).length;
+      captured.messages.filter(
+        (m) =>
+          (subjects.parseServerEvent(m.subject) ??
+            subjects.parseAgentChanged(m.subject) ??
+            subjects.parseAgentToolsChanged(m.subject)) !== null,
+      ).length;
     remote = await startTestMcpServer({ era: 'modern', tools: shiftingTools() });
     const api = h.api();
     await api.act('SetMcpServer', { name: 'mail', config: { url: remote.url, pin: 'review' } });
@@ -222,14 +263,19 @@ describe('strict pinning: a pin changed to strict reaches a warm proxy with the 
       HELD_WAIT_MS,
       'the tools to be projected',
     );
-    const send = () => api.act('InvokeTool', { agent: agent.id, tool: 'mail__send_email', arguments: { to: 'a@b.c' } }).catch((e: unknown) => e as { code: string; details: Record<string, unknown> });
+    const send = () =>
+      api
+        .act('InvokeTool', { agent: agent.id, tool: 'mail__send_email', arguments: { to: 'a@b.c' } })
+        .catch((e: unknown) => e as { code: string; details: Record<string, unknown> });
     // The proxy's entry of the server is warm, read as `review`.
     expect(await send()).toMatchObject({ result: { text: 'sent to a@b.c' } });
     const from = captured.messages.length;
     await api.act('SetMcpServer', { name: 'mail', config: { url: remote.url, pin: 'strict' } });
     await eventually(
       async () => {
-        const event = captured.messages.slice(from).some((m) => subjects.parseServerEvent(m.subject)?.server === 'mail');
+        const event = captured.messages
+          .slice(from)
+          .some((m) => subjects.parseServerEvent(m.subject)?.server === 'mail');
         return event && proxy.stats().invalidations - base >= invalidating() ? true : undefined;
       },
       HELD_WAIT_MS,
@@ -238,7 +284,10 @@ describe('strict pinning: a pin changed to strict reaches a warm proxy with the 
     captured.stop();
     const calls = remote.stats.calls;
     remote.setTools(ToolShifts.description());
-    expect(await send()).toMatchObject({ code: 'held_for_review', details: { server: 'mail', tool: 'mail__send_email' } });
+    expect(await send()).toMatchObject({
+      code: 'held_for_review',
+      details: { server: 'mail', tool: 'mail__send_email' },
+    });
     expect(remote.stats.calls).toBe(calls);
   });
 });

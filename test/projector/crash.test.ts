@@ -15,8 +15,18 @@ afterEach(async () => {
 
 /** Every agent's set holds the new CID, and JetStream holds exactly one event per agent for its version. */
 async function expectConverged(h: ProjectorHarness, agents: string[], tool: string): Promise<void> {
-  const cid = (await h.db.selectFrom('projector.projected_servers').select('tools').where('account_id', '=', h.account).executeTakeFirstOrThrow()).tools[tool];
-  const sets = await h.db.selectFrom('projector.agent_tools').select(['agent_id', 'tools', 'version']).where('account_id', '=', h.account).execute();
+  const cid = (
+    await h.db
+      .selectFrom('projector.projected_servers')
+      .select('tools')
+      .where('account_id', '=', h.account)
+      .executeTakeFirstOrThrow()
+  ).tools[tool];
+  const sets = await h.db
+    .selectFrom('projector.agent_tools')
+    .select(['agent_id', 'tools', 'version'])
+    .where('account_id', '=', h.account)
+    .execute();
   expect(sets).toHaveLength(agents.length);
   const stale = sets.filter((s) => s.tools[tool] !== cid || Object.keys(s.tools).length !== 50 || s.version !== 3);
   expect(stale.map((s) => s.agent_id)).toEqual([]);
@@ -74,7 +84,10 @@ describe('a projector killed mid-batch converges when restarted', () => {
     await blocker.connect();
     try {
       await blocker.query('BEGIN');
-      await blocker.query(`SELECT 1 FROM projector.agent_sets WHERE account_id = $1 AND agent_id = $2 FOR UPDATE`, [h.account, `agent-${AGENTS - 1}`]);
+      await blocker.query(`SELECT 1 FROM projector.agent_sets WHERE account_id = $1 AND agent_id = $2 FOR UPDATE`, [
+        h.account,
+        `agent-${AGENTS - 1}`,
+      ]);
       await h.discovered(
         'github',
         remoteTools(50, (i) => (i === 7 ? 'Changed.' : `Tool number ${i}.`)),
@@ -84,7 +97,9 @@ describe('a projector killed mid-batch converges when restarted', () => {
           // Another session: a transaction sees one snapshot of pg_stat_activity.
           const r = await sql<{
             n: number;
-          }>`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%UPDATE projector.agent_sets%'`.execute(h!.db);
+          }>`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%UPDATE projector.agent_sets%'`.execute(
+            h!.db,
+          );
           return r.rows[0]!.n > 0 ? true : undefined;
         },
         30_000,
@@ -96,7 +111,12 @@ describe('a projector killed mid-batch converges when restarted', () => {
       await blocker.end();
     }
     // Nothing of the interrupted transaction is visible.
-    const v = await h.db.selectFrom('projector.agent_sets').select('version').where('account_id', '=', h.account).where('agent_id', '=', 'agent-0').executeTakeFirstOrThrow();
+    const v = await h.db
+      .selectFrom('projector.agent_sets')
+      .select('version')
+      .where('account_id', '=', h.account)
+      .where('agent_id', '=', 'agent-0')
+      .executeTakeFirstOrThrow();
     expect(v.version).toBe(2);
     expect(h.published.filter((e) => e.version === 3)).toEqual([]);
 

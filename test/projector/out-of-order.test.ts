@@ -29,7 +29,9 @@ describe('an open change behind closed ones', () => {
     await sql`UPDATE projector.agent_sets SET version = version + 1,
         pending = COALESCE(pending, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('change', 'x-open', 'version', version + 1))
       WHERE account_id = ${h.account} AND agent_id = ${agent}`.execute(h.db);
-    await sql`INSERT INTO projector.open_changes (id, account_id, diff) VALUES ('x-open', ${h.account}, ${JSON.stringify({ added: {}, changed: {}, removed: [] })})`.execute(h.db);
+    await sql`INSERT INTO projector.open_changes (id, account_id, diff) VALUES ('x-open', ${h.account}, ${JSON.stringify({ added: {}, changed: {}, removed: [] })})`.execute(
+      h.db,
+    );
 
     // Two later changes, each published and closed (versions v + 2 and v + 3).
     await h.discovered(
@@ -42,12 +44,19 @@ describe('an open change behind closed ones', () => {
       remoteTools(3, (i) => (i === 0 ? 'Changed twice.' : `Tool number ${i}.`)),
     );
     await h.idle();
-    const row = await h.db.selectFrom('projector.agent_sets').select(['version', 'pending']).where('account_id', '=', h.account).where('agent_id', '=', agent!).executeTakeFirstOrThrow();
+    const row = await h.db
+      .selectFrom('projector.agent_sets')
+      .select(['version', 'pending'])
+      .where('account_id', '=', h.account)
+      .where('agent_id', '=', agent!)
+      .executeTakeFirstOrThrow();
     expect(row.version).toBe(v + 3);
     expect(row.pending?.map((p) => p.change)).toContain('x-open');
 
     // The open change's projector is gone: the sweep publishes it from the rows.
-    await sql`UPDATE projector.open_changes SET created_at = now() - interval '1 hour' WHERE id = 'x-open'`.execute(h.db);
+    await sql`UPDATE projector.open_changes SET created_at = now() - interval '1 hour' WHERE id = 'x-open'`.execute(
+      h.db,
+    );
     const versions = await eventually(
       async () => {
         const seen = (await h!.stored()).map((e) => e.version).sort((a, b) => a - b);

@@ -59,7 +59,11 @@ describe('a replay is answered before any lock', () => {
         'github',
         remoteTools(5, (i) => (i === 2 ? 'Changed.' : `Tool number ${i}.`)),
       );
-      await eventually(async () => ((await waitingOnAdvisoryLock()) > 0 ? true : undefined), 30_000, 'the change to wait for the server lock');
+      await eventually(
+        async () => ((await waitingOnAdvisoryLock()) > 0 ? true : undefined),
+        30_000,
+        'the change to wait for the server lock',
+      );
       expect(h.published.length).toBe(before);
     } finally {
       await lock.release();
@@ -82,7 +86,11 @@ describe('a replay is answered before any lock', () => {
       expect(h.eventsFor('solo')).toHaveLength(1);
       // The control: the next revision waits for the lock.
       await h.agent('solo', []);
-      await eventually(async () => ((await waitingOnAdvisoryLock()) > 0 ? true : undefined), 30_000, 'the agent change to wait for its lock');
+      await eventually(
+        async () => ((await waitingOnAdvisoryLock()) > 0 ? true : undefined),
+        30_000,
+        'the agent change to wait for its lock',
+      );
       expect(h.eventsFor('solo')).toHaveLength(1);
     } finally {
       await lock.release();

@@ -12,12 +12,16 @@ const SERVERS = ['alpha', 'beta', 'gamma'];
 
 function toolsAt(server: string, generation: number): RemoteTool[] {
   // Each generation changes one description and grows or shrinks the list.
-  return remoteTools(3 + ((generation + server.length) % 3), (i) => (i === generation % 3 ? `Generation ${generation} of ${server}.` : `Tool ${i}.`));
+  return remoteTools(3 + ((generation + server.length) % 3), (i) =>
+    i === generation % 3 ? `Generation ${generation} of ${server}.` : `Tool ${i}.`,
+  );
 }
 
 function expectedSet(grants: string[], generation: number): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const s of grants) for (const d of buildToolDocuments(s, toolsAt(s, generation), { style: 'double_underscore' })) out[d.name] = documentCid(d);
+  for (const s of grants)
+    for (const d of buildToolDocuments(s, toolsAt(s, generation), { style: 'double_underscore' }))
+      out[d.name] = documentCid(d);
   return out;
 }
 
@@ -27,18 +31,30 @@ describe('projector at scale', () => {
     await h.seedAgents(500, ['alpha']);
     await h.discovered('alpha', remoteTools(10));
     await h.idle();
-    const before = await h.db.selectFrom('projector.tool_documents').select(['name', 'cid']).where('account_id', '=', h.account).execute();
+    const before = await h.db
+      .selectFrom('projector.tool_documents')
+      .select(['name', 'cid'])
+      .where('account_id', '=', h.account)
+      .execute();
     await h.discovered(
       'alpha',
       remoteTools(10, (i) => (i === 3 ? 'New.' : `Tool number ${i}.`)),
     );
     await h.idle();
-    const after = await h.db.selectFrom('projector.tool_documents').select(['name', 'cid']).where('account_id', '=', h.account).execute();
+    const after = await h.db
+      .selectFrom('projector.tool_documents')
+      .select(['name', 'cid'])
+      .where('account_id', '=', h.account)
+      .execute();
     expect(after).toHaveLength(10);
     const changed = after.filter((d) => before.find((b) => b.name === d.name)?.cid !== d.cid);
     expect(changed.map((d) => d.name)).toEqual(['alpha__t03']);
     // The agents' sets follow from the server's map: every agent sees the new document.
-    const sets = await h.db.selectFrom('projector.agent_tools').select('tools').where('account_id', '=', h.account).execute();
+    const sets = await h.db
+      .selectFrom('projector.agent_tools')
+      .select('tools')
+      .where('account_id', '=', h.account)
+      .execute();
     expect(sets.every((s) => s.tools.alpha__t03 === changed[0]!.cid)).toBe(true);
     expect(h.published.filter((e) => e.version === 3)).toHaveLength(500);
   });
@@ -68,8 +84,14 @@ describe('projector at scale', () => {
     await Promise.all(events);
     await h.idle(60_000);
 
-    const sets = await h.db.selectFrom('projector.agent_tools').select(['agent_id', 'tools', 'version']).where('account_id', '=', h.account).execute();
-    const wrong = sets.filter((s) => JSON.stringify(sortKeys(s.tools)) !== JSON.stringify(sortKeys(expectedSet(grants.get(s.agent_id)!, 5))));
+    const sets = await h.db
+      .selectFrom('projector.agent_tools')
+      .select(['agent_id', 'tools', 'version'])
+      .where('account_id', '=', h.account)
+      .execute();
+    const wrong = sets.filter(
+      (s) => JSON.stringify(sortKeys(s.tools)) !== JSON.stringify(sortKeys(expectedSet(grants.get(s.agent_id)!, 5))),
+    );
     expect(wrong.map((s) => s.agent_id)).toEqual([]);
 
     // JetStream holds one event per agent and version: versions 2..final, no gap, no repeat.
@@ -78,7 +100,10 @@ describe('projector at scale', () => {
     for (const e of stored) versions.set(e.agent, [...(versions.get(e.agent) ?? []), e.version]);
     for (const s of sets) {
       const got = (versions.get(s.agent_id) ?? []).sort((a, b) => a - b);
-      expect({ agent: s.agent_id, versions: got }).toEqual({ agent: s.agent_id, versions: Array.from({ length: s.version - 1 }, (_, i) => i + 2) });
+      expect({ agent: s.agent_id, versions: got }).toEqual({
+        agent: s.agent_id,
+        versions: Array.from({ length: s.version - 1 }, (_, i) => i + 2),
+      });
     }
     // And the events, applied in version order, rebuild each agent's set.
     for (const s of sets) {

@@ -16,7 +16,15 @@ afterEach(async () => {
 describe('stored tool documents, decoded by their column codecs', () => {
   it('the search backfill fills what decodes, and logs and leaves a document that does not, instead of failing the start', async () => {
     h = await ProjectorHarness.start();
-    const good = { kind: 'mcp', name: 'gh__list', description: 'List things.', inputSchema: { type: 'object' }, permission: 'act', server: 'gh', remoteName: 'list' };
+    const good = {
+      kind: 'mcp',
+      name: 'gh__list',
+      description: 'List things.',
+      inputSchema: { type: 'object' },
+      permission: 'act',
+      server: 'gh',
+      remoteName: 'list',
+    };
     const row = (name: string, doc_cbor: Uint8Array) => ({
       account_id: h!.account,
       server: 'gh',
@@ -30,11 +38,20 @@ describe('stored tool documents, decoded by their column codecs', () => {
     });
     await h.db
       .insertInto('projector.tool_documents')
-      .values([row('gh__list', encodePayload(good)), row('gh__broken', Uint8Array.from([0xff, 0x00])), row('gh__shapeless', encodePayload({ kind: 'mcp', name: 'gh__shapeless' }))])
+      .values([
+        row('gh__list', encodePayload(good)),
+        row('gh__broken', Uint8Array.from([0xff, 0x00])),
+        row('gh__shapeless', encodePayload({ kind: 'mcp', name: 'gh__shapeless' })),
+      ])
       .execute();
     // A second instance runs the backfill on its start.
     await h.startInstance();
-    const rows = await h.db.selectFrom('projector.tool_documents').select(['name', 'remote_name', 'description']).where('account_id', '=', h.account).orderBy('name').execute();
+    const rows = await h.db
+      .selectFrom('projector.tool_documents')
+      .select(['name', 'remote_name', 'description'])
+      .where('account_id', '=', h.account)
+      .orderBy('name')
+      .execute();
     expect(rows).toEqual([
       { name: 'gh__broken', remote_name: null, description: null },
       { name: 'gh__list', remote_name: 'list', description: 'List things.' },
@@ -51,7 +68,12 @@ describe('stored tool documents, decoded by their column codecs', () => {
     await h.idle();
     const saved = await h.bus.request(
       h.bus.subjects.projectorLambdaSet,
-      { account: h.account, agent: 'a1', name: 'mine', document: { description: 'Mine.', inputSchema: { type: 'object' } } },
+      {
+        account: h.account,
+        agent: 'a1',
+        name: 'mine',
+        document: { description: 'Mine.', inputSchema: { type: 'object' } },
+      },
       lambdaToolReplyValue,
     );
     expect(saved.name).toBe('mine');
@@ -60,9 +82,13 @@ describe('stored tool documents, decoded by their column codecs', () => {
       .set({ doc_cbor: encodePayload({ kind: 'lambda', name: 'mine', description: 'Mine.', enabled: 'yes' }) })
       .where('account_id', '=', h.account)
       .execute();
-    const err = await h.bus.request(h.bus.subjects.projectorAgentTools, { account: h.account, agent: 'a1' }, agentToolsReplyValue).catch((e: unknown) => e);
+    const err = await h.bus
+      .request(h.bus.subjects.projectorAgentTools, { account: h.account, agent: 'a1' }, agentToolsReplyValue)
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(WireError);
     expect(err).toMatchObject({ code: 'internal' });
-    expect(h.logs.some((l) => l.includes('request handler failed') && l.includes('projector.lambda_tools.doc_cbor'))).toBe(true);
+    expect(
+      h.logs.some((l) => l.includes('request handler failed') && l.includes('projector.lambda_tools.doc_cbor')),
+    ).toBe(true);
   });
 });

@@ -15,9 +15,15 @@ async function start(): Promise<ProjectorHarness> {
 }
 
 /** Sends a lambda request to the projector; returns the reply or the typed error. */
-async function lambda(h: ProjectorHarness, op: 'set' | 'delete', fields: Record<string, unknown>): Promise<LambdaToolReply | WireError> {
+async function lambda(
+  h: ProjectorHarness,
+  op: 'set' | 'delete',
+  fields: Record<string, unknown>,
+): Promise<LambdaToolReply | WireError> {
   const subject = op === 'set' ? h.bus.subjects.projectorLambdaSet : h.bus.subjects.projectorLambdaDelete;
-  return h.bus.request(subject, { account: h.account, ...fields }, lambdaToolReplyValue).catch((err: unknown) => err as WireError);
+  return h.bus
+    .request(subject, { account: h.account, ...fields }, lambdaToolReplyValue)
+    .catch((err: unknown) => err as WireError);
 }
 
 describe('projector sync through NATS and Postgres', () => {
@@ -35,11 +41,17 @@ describe('projector sync through NATS and Postgres', () => {
     expect(set!.version).toBe(2);
     expect((await h.toolsOf('other'))!.tools).toEqual({});
     // Documents are stored once per server, not per agent.
-    const docs = await h.db.selectFrom('projector.tool_documents').select(['name', 'cid']).where('account_id', '=', h.account).execute();
+    const docs = await h.db
+      .selectFrom('projector.tool_documents')
+      .select(['name', 'cid'])
+      .where('account_id', '=', h.account)
+      .execute();
     expect(docs).toHaveLength(3);
     expect(Object.fromEntries(docs.map((d) => [d.name, d.cid]))).toEqual(set!.tools);
 
-    expect(h.eventsFor('a1')).toEqual([{ account: h.account, agent: 'a1', version: 2, added: set!.tools, changed: {}, removed: [] }]);
+    expect(h.eventsFor('a1')).toEqual([
+      { account: h.account, agent: 'a1', version: 2, added: set!.tools, changed: {}, removed: [] },
+    ]);
     expect(h.eventsFor('a2')).toHaveLength(1);
     expect(h.eventsFor('other')).toHaveLength(0);
 
@@ -73,11 +85,27 @@ describe('projector sync through NATS and Postgres', () => {
     await h.idle();
     const newCid = (await h.toolsOf('gh'))!.tools.github__t01;
     expect(newCid).not.toBe(oldCid);
-    expect(h.eventsFor('gh')).toEqual([{ account: h.account, agent: 'gh', version: before.gh + 1, added: {}, changed: { github__t01: newCid }, removed: [] }]);
-    expect(h.eventsFor('both')).toEqual([expect.objectContaining({ version: before.both + 1, changed: { github__t01: newCid } })]);
+    expect(h.eventsFor('gh')).toEqual([
+      {
+        account: h.account,
+        agent: 'gh',
+        version: before.gh + 1,
+        added: {},
+        changed: { github__t01: newCid },
+        removed: [],
+      },
+    ]);
+    expect(h.eventsFor('both')).toEqual([
+      expect.objectContaining({ version: before.both + 1, changed: { github__t01: newCid } }),
+    ]);
     expect(h.eventsFor('lin')).toEqual([]);
     // The contract change rewrote one document.
-    const docs = await h.db.selectFrom('projector.tool_documents').select('cid').where('account_id', '=', h.account).where('server', '=', 'github').execute();
+    const docs = await h.db
+      .selectFrom('projector.tool_documents')
+      .select('cid')
+      .where('account_id', '=', h.account)
+      .where('server', '=', 'github')
+      .execute();
     expect(docs.map((d) => d.cid)).toContain(newCid);
     expect(docs.map((d) => d.cid)).not.toContain(oldCid);
 
@@ -106,13 +134,17 @@ describe('projector sync through NATS and Postgres', () => {
     await h.agent('a1', ['github', 'linear']);
     await h.idle();
     expect(Object.keys((await h.toolsOf('a1'))!.tools).sort()).toEqual(['github__t00', 'github__t01', 'linear__t00']);
-    expect(h.eventsFor('a1')).toEqual([expect.objectContaining({ added: { linear__t00: expect.any(String) }, changed: {}, removed: [] })]);
+    expect(h.eventsFor('a1')).toEqual([
+      expect.objectContaining({ added: { linear__t00: expect.any(String) }, changed: {}, removed: [] }),
+    ]);
 
     h.published.length = 0;
     await h.agent('a1', ['linear']);
     await h.idle();
     expect(Object.keys((await h.toolsOf('a1'))!.tools)).toEqual(['linear__t00']);
-    expect(h.eventsFor('a1')).toEqual([expect.objectContaining({ added: {}, removed: ['github__t00', 'github__t01'] })]);
+    expect(h.eventsFor('a1')).toEqual([
+      expect.objectContaining({ added: {}, removed: ['github__t00', 'github__t01'] }),
+    ]);
 
     // The registry's delete: agents' grants lose the server, then the server goes.
     h.published.length = 0;
@@ -124,7 +156,12 @@ describe('projector sync through NATS and Postgres', () => {
       expect(Object.keys((await h.toolsOf(a))!.tools).filter((n) => n.startsWith('linear__'))).toEqual([]);
       expect(h.eventsFor(a)).toEqual([expect.objectContaining({ removed: ['linear__t00'] })]);
     }
-    const docs = await h.db.selectFrom('projector.tool_documents').select('name').where('account_id', '=', h.account).where('server', '=', 'linear').execute();
+    const docs = await h.db
+      .selectFrom('projector.tool_documents')
+      .select('name')
+      .where('account_id', '=', h.account)
+      .where('server', '=', 'linear')
+      .execute();
     expect(docs).toEqual([]);
 
     // A late discovery of the deleted incarnation does not bring it back; a new one does.
@@ -171,7 +208,11 @@ describe('lambdas and mcp tools', () => {
     const del = await lambda(h, 'delete', { agent: 'a1', name: 'github__t01' });
     expect((del as WireError).code).toBe('conflict');
     expect((del as WireError).message).toMatch(/disable the github server/);
-    const asMcp = await lambda(h, 'set', { agent: 'a1', name: 'free_name', document: { kind: 'mcp', description: 'x' } });
+    const asMcp = await lambda(h, 'set', {
+      agent: 'a1',
+      name: 'free_name',
+      document: { kind: 'mcp', description: 'x' },
+    });
     expect((asMcp as WireError).code).toBe('conflict');
     const missing = await lambda(h, 'delete', { agent: 'a1', name: 'nothing' });
     expect((missing as WireError).code).toBe('not_found');
@@ -188,7 +229,11 @@ describe('lambdas and mcp tools', () => {
     await h.idle();
     h.published.length = 0;
 
-    const saved = (await lambda(h, 'set', { agent: 'a1', name: 'github__t01', document: { description: 'My own.', inputSchema: { type: 'object' } } })) as LambdaToolReply;
+    const saved = (await lambda(h, 'set', {
+      agent: 'a1',
+      name: 'github__t01',
+      document: { description: 'My own.', inputSchema: { type: 'object' } },
+    })) as LambdaToolReply;
     expect(saved.cid).toMatch(/^bafyrei/);
     await eventually(async () => (h.eventsFor('a1').length === 1 ? true : undefined));
     expect(h.eventsFor('a1')[0]).toEqual(expect.objectContaining({ added: { github__t01: saved.cid } }));
@@ -205,7 +250,11 @@ describe('lambdas and mcp tools', () => {
     expect(h.logs.join('')).toContain('tool name held by a lambda');
 
     // The lambda may still replace itself; once deleted, the mcp tool takes the name.
-    const replaced = (await lambda(h, 'set', { agent: 'a1', name: 'github__t01', document: { description: 'Changed.' } })) as LambdaToolReply;
+    const replaced = (await lambda(h, 'set', {
+      agent: 'a1',
+      name: 'github__t01',
+      document: { description: 'Changed.' },
+    })) as LambdaToolReply;
     expect(replaced.cid).not.toBe(saved.cid);
     h.published.length = 0;
     await lambda(h, 'delete', { agent: 'a1', name: 'github__t01' });
@@ -213,7 +262,9 @@ describe('lambdas and mcp tools', () => {
     expect(Object.keys(after!.tools).sort()).toEqual(['github__t00', 'github__t01']);
     expect(after!.conflicts).toEqual([]);
     await eventually(async () => (h.eventsFor('a1').length === 1 ? true : undefined));
-    expect(h.eventsFor('a1')[0]).toEqual(expect.objectContaining({ changed: { github__t01: after!.tools.github__t01 } }));
+    expect(h.eventsFor('a1')[0]).toEqual(
+      expect.objectContaining({ changed: { github__t01: after!.tools.github__t01 } }),
+    );
   });
 
   it('records the conflict when a grant brings an mcp tool onto a lambda name', async () => {
@@ -228,7 +279,9 @@ describe('lambdas and mcp tools', () => {
     const set = await h.toolsOf('a1');
     expect(Object.keys(set!.tools)).toEqual(['linear__t01']);
     expect(set!.conflicts).toEqual([{ name: 'linear__t00', server: 'linear', heldBy: 'lambda' }]);
-    expect(h.eventsFor('a1')).toEqual([expect.objectContaining({ added: { linear__t01: expect.any(String) }, removed: [] })]);
+    expect(h.eventsFor('a1')).toEqual([
+      expect.objectContaining({ added: { linear__t01: expect.any(String) }, removed: [] }),
+    ]);
   });
 });
 
@@ -240,7 +293,11 @@ describe('TOOL_NAME_STYLE=prefixed', () => {
     await h.discovered('acme', [{ name: 'search docs' }, { name: 'get' }]);
     await h.idle();
     expect(Object.keys((await h.toolsOf('a1'))!.tools).sort()).toEqual(['mcp_acme_get', 'mcp_acme_search_docs']);
-    expect(h.eventsFor('a1')).toEqual([expect.objectContaining({ added: { mcp_acme_get: expect.any(String), mcp_acme_search_docs: expect.any(String) } })]);
+    expect(h.eventsFor('a1')).toEqual([
+      expect.objectContaining({
+        added: { mcp_acme_get: expect.any(String), mcp_acme_search_docs: expect.any(String) },
+      }),
+    ]);
   });
 
   it('gives a name two granted servers project to neither (slug a + b_c against slug a_b + c), and back when one goes', async () => {
@@ -263,14 +320,20 @@ describe('TOOL_NAME_STYLE=prefixed', () => {
       { name: 'mcp_a_b_c', server: 'a', heldBy: 'mcp' },
       { name: 'mcp_a_b_c', server: 'a_b', heldBy: 'mcp' },
     ]);
-    expect(h.eventsFor('both')).toEqual([expect.objectContaining({ added: { mcp_a_b_y: expect.any(String) }, changed: {}, removed: ['mcp_a_b_c'] })]);
+    expect(h.eventsFor('both')).toEqual([
+      expect.objectContaining({ added: { mcp_a_b_y: expect.any(String) }, changed: {}, removed: ['mcp_a_b_c'] }),
+    ]);
     expect(h.logs.join('')).toContain('tool name projected by two granted servers');
     // An agent granting one of them keeps the name.
     expect((await h.toolsOf('only_a'))!.tools['mcp_a_b_c']).toBe(fromA);
     expect((await h.toolsOf('only_a'))!.conflicts).toEqual([]);
 
     // ListAgentTools agrees: neither document is offered.
-    const reply = await h.bus.request(h.bus.subjects.projectorAgentTools, { account: h.account, agent: 'both' }, agentToolsReplyValue);
+    const reply = await h.bus.request(
+      h.bus.subjects.projectorAgentTools,
+      { account: h.account, agent: 'both' },
+      agentToolsReplyValue,
+    );
     expect(reply.documents.map((d) => d.name).sort()).toEqual(['mcp_a_b_y', 'mcp_a_x']);
     expect(reply.conflicts).toHaveLength(2);
 
@@ -294,6 +357,8 @@ describe('TOOL_NAME_STYLE=prefixed', () => {
     await h.agent('late', ['a', 'a_b']);
     await h.idle();
     expect(Object.keys((await h.toolsOf('late'))!.tools)).toEqual(['mcp_a_b_y']);
-    expect(h.eventsFor('late')).toEqual([expect.objectContaining({ added: { mcp_a_b_y: expect.any(String) }, removed: ['mcp_a_b_c'] })]);
+    expect(h.eventsFor('late')).toEqual([
+      expect.objectContaining({ added: { mcp_a_b_y: expect.any(String) }, removed: ['mcp_a_b_c'] }),
+    ]);
   });
 });

@@ -31,16 +31,25 @@ describe("the proxy client decodes a call reply's result (real NATS)", () => {
     ];
     const answers = [...replies.map(([, result]) => result), good];
     let i = 0;
-    const sub = nc.subscribe(subjects.proxyCall, { queue: 'proxy', callback: (_e, m) => void m.respond(encodePayload({ ok: true, instance: 'p1', result: answers[i++] })) });
+    const sub = nc.subscribe(subjects.proxyCall, {
+      queue: 'proxy',
+      callback: (_e, m) => void m.respond(encodePayload({ ok: true, instance: 'p1', result: answers[i++] })),
+    });
     const client = new ProxyClient(nc, subjects, { liveness: { ...DEFAULT_LIVENESS, afterMs: 0 } });
     try {
       await nc.flush();
       for (const [field] of replies) {
         const err = await client.call({ account: 'a', agent: 'b', run: `r${i}`, tool: 't' }).catch((e: unknown) => e);
         expect(err).toBeInstanceOf(WireError);
-        expect({ field, err }).toMatchObject({ field, err: { code: 'maybe_executed', retryable: false, details: { field } } });
+        expect({ field, err }).toMatchObject({
+          field,
+          err: { code: 'maybe_executed', retryable: false, details: { field } },
+        });
       }
-      expect(await client.call({ account: 'a', agent: 'b', run: 'r-good', tool: 't' })).toMatchObject({ instance: 'p1', result: good });
+      expect(await client.call({ account: 'a', agent: 'b', run: 'r-good', tool: 't' })).toMatchObject({
+        instance: 'p1',
+        result: good,
+      });
     } finally {
       sub.unsubscribe();
     }

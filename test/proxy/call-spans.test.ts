@@ -53,8 +53,13 @@ describe('call-path spans named by convention', () => {
       });
     root.end();
     const traceId = root.spanContext().traceId;
-    const inTrace = (): ReadableSpan[] => exporter.getFinishedSpans().filter((s) => s.spanContext().traceId === traceId);
-    await eventually(async () => (inTrace().some((s) => s.name === 'proxy.call') ? true : undefined), 5_000, 'the proxy.call span');
+    const inTrace = (): ReadableSpan[] =>
+      exporter.getFinishedSpans().filter((s) => s.spanContext().traceId === traceId);
+    await eventually(
+      async () => (inTrace().some((s) => s.name === 'proxy.call') ? true : undefined),
+      5_000,
+      'the proxy.call span',
+    );
     return { spans: inTrace(), ...(error !== undefined ? { error } : {}) };
   };
   const one = (spans: ReadableSpan[], name: string): ReadableSpan => {
@@ -75,23 +80,49 @@ describe('call-path spans named by convention', () => {
       await api.act('SetMcpServer', { name: 'db', config: { url: upstream.url } });
       ({
         agent: { id: agent },
-      } = await api.act<{ agent: { id: string } }>('CreateAgent', { name: 'spans', definition: { mcpServers: ['db'] } }));
-      await eventually(async () => ((await api.act<{ tools: unknown[] }>('ListAgentTools', { agent })).tools.length === 3 ? true : undefined), 15_000, 'tools projected');
+      } = await api.act<{ agent: { id: string } }>('CreateAgent', {
+        name: 'spans',
+        definition: { mcpServers: ['db'] },
+      }));
+      await eventually(
+        async () =>
+          (await api.act<{ tools: unknown[] }>('ListAgentTools', { agent })).tools.length === 3 ? true : undefined,
+        15_000,
+        'tools projected',
+      );
     });
 
     afterAll(async () => {
       await upstream?.close();
     });
 
-    const call = (run: string, tool: string, args: Record<string, unknown>): CallInput => ({ account: api.principal, agent, run, tool, arguments: args });
+    const call = (run: string, tool: string, args: Record<string, unknown>): CallInput => ({
+      account: api.principal,
+      agent,
+      run,
+      tool,
+      arguments: args,
+    });
 
     it('a call: the call span and its steps, with the MCP and GenAI attributes', async () => {
       const { spans, error } = await traced(call('spans-1', 'db__echo', { text: ARG_TEXT }));
       expect(error).toBeUndefined();
-      expect(names(spans)).toEqual(['agent.turn', 'mcp tools/call', 'proxy.call', 'proxy.grant', 'proxy.pool.acquire', 'proxy.validate']);
+      expect(names(spans)).toEqual([
+        'agent.turn',
+        'mcp tools/call',
+        'proxy.call',
+        'proxy.grant',
+        'proxy.pool.acquire',
+        'proxy.validate',
+      ]);
       const server = one(spans, 'proxy.call');
       expect(server.kind).toBe(SpanKind.SERVER);
-      expect(server.attributes).toMatchObject({ 'mcp.method.name': 'tools/call', 'gen_ai.tool.name': 'db__echo', 'mcpx.outcome': 'ok', 'mcp.server': 'db' });
+      expect(server.attributes).toMatchObject({
+        'mcp.method.name': 'tools/call',
+        'gen_ai.tool.name': 'db__echo',
+        'mcpx.outcome': 'ok',
+        'mcp.server': 'db',
+      });
       expect(server.attributes['error.type']).toBeUndefined();
       const parent = server.spanContext().spanId;
       for (const step of ['proxy.validate', 'proxy.grant', 'proxy.pool.acquire', 'mcp tools/call']) {
@@ -103,17 +134,30 @@ describe('call-path spans named by convention', () => {
       }
       expect(one(spans, 'proxy.validate').attributes['gen_ai.tool.name']).toBe('echo');
       // The run's first call opened the connection: its wait is the handshake (or, modern, the era's first use).
-      expect(one(spans, 'proxy.pool.acquire').attributes).toMatchObject({ 'mcpx.pool.handshake': true, 'mcpx.era': era });
+      expect(one(spans, 'proxy.pool.acquire').attributes).toMatchObject({
+        'mcpx.pool.handshake': true,
+        'mcpx.era': era,
+      });
       const upstreamCall = one(spans, 'mcp tools/call');
       expect(upstreamCall.kind).toBe(SpanKind.CLIENT);
-      expect(upstreamCall.attributes).toMatchObject({ 'mcp.method.name': 'tools/call', 'gen_ai.tool.name': 'echo', 'mcp.protocol.version': era === 'modern' ? '2026-07-28' : expect.any(String) });
+      expect(upstreamCall.attributes).toMatchObject({
+        'mcp.method.name': 'tools/call',
+        'gen_ai.tool.name': 'echo',
+        'mcp.protocol.version': era === 'modern' ? '2026-07-28' : expect.any(String),
+      });
       const sessionId = upstreamCall.attributes['mcp.session.id'];
       if (era === 'modern') expect(sessionId).toBeUndefined();
       else expect(upstream.stats.headersSeen.get('mcp-session-id')).toContain(sessionId);
 
       // The run's next call finds its connection ready: no acquire span.
       const again = await traced(call('spans-1', 'db__echo', { text: ARG_TEXT }));
-      expect(names(again.spans)).toEqual(['agent.turn', 'mcp tools/call', 'proxy.call', 'proxy.grant', 'proxy.validate']);
+      expect(names(again.spans)).toEqual([
+        'agent.turn',
+        'mcp tools/call',
+        'proxy.call',
+        'proxy.grant',
+        'proxy.validate',
+      ]);
     });
 
     it('a call refused by validation: the validate span says why, nothing went upstream', async () => {
@@ -122,9 +166,15 @@ describe('call-path spans named by convention', () => {
       expect(error?.code).toBe('invalid_arguments');
       expect(names(spans)).toEqual(['agent.turn', 'proxy.call', 'proxy.validate']);
       const validate = one(spans, 'proxy.validate');
-      expect(validate.attributes).toMatchObject({ 'mcpx.outcome': 'invalid_arguments', 'error.type': 'invalid_arguments' });
+      expect(validate.attributes).toMatchObject({
+        'mcpx.outcome': 'invalid_arguments',
+        'error.type': 'invalid_arguments',
+      });
       expect(validate.status).toEqual({ code: SpanStatusCode.ERROR, message: 'invalid_arguments' });
-      expect(one(spans, 'proxy.call').attributes).toMatchObject({ 'mcpx.outcome': 'invalid_arguments', 'error.type': 'invalid_arguments' });
+      expect(one(spans, 'proxy.call').attributes).toMatchObject({
+        'mcpx.outcome': 'invalid_arguments',
+        'error.type': 'invalid_arguments',
+      });
       expect(upstream.stats.calls).toBe(calls);
     });
 
@@ -133,7 +183,11 @@ describe('call-path spans named by convention', () => {
       const { spans, error } = await traced(call('spans-3', 'db__drop_table', { table: ARG_TEXT }));
       expect(error?.code).toBe('approval_required');
       expect(names(spans)).toEqual(['agent.turn', 'proxy.approval', 'proxy.call', 'proxy.grant', 'proxy.validate']);
-      expect(one(spans, 'proxy.approval').attributes).toMatchObject({ 'gen_ai.tool.name': 'drop_table', 'mcpx.outcome': 'approval_required', 'error.type': 'approval_required' });
+      expect(one(spans, 'proxy.approval').attributes).toMatchObject({
+        'gen_ai.tool.name': 'drop_table',
+        'mcpx.outcome': 'approval_required',
+        'error.type': 'approval_required',
+      });
       expect(one(spans, 'proxy.call').attributes['error.type']).toBe('approval_required');
       expect(upstream.stats.calls).toBe(calls);
     });
@@ -145,7 +199,9 @@ describe('call-path spans named by convention', () => {
       const code = error!.code;
       expect(['transport_error', 'maybe_executed']).toContain(code);
       // The request failed on the connection it had, or (the session known gone) on the way to a new one.
-      const failed = spans.find((s) => s.name === 'mcp tools/call' && s.attributes['error.type'] !== undefined) ?? one(spans, 'proxy.pool.acquire');
+      const failed =
+        spans.find((s) => s.name === 'mcp tools/call' && s.attributes['error.type'] !== undefined) ??
+        one(spans, 'proxy.pool.acquire');
       expect(failed.attributes).toMatchObject({ 'mcpx.outcome': code, 'error.type': code });
       expect(failed.status.code).toBe(SpanStatusCode.ERROR);
       expect(one(spans, 'proxy.call').attributes).toMatchObject({ 'mcpx.outcome': code, 'error.type': code });
@@ -153,7 +209,9 @@ describe('call-path spans named by convention', () => {
   });
 
   it('no argument value appears in any span', () => {
-    const text = JSON.stringify(exporter.getFinishedSpans().map((s) => ({ n: s.name, a: s.attributes, e: s.events, st: s.status })));
+    const text = JSON.stringify(
+      exporter.getFinishedSpans().map((s) => ({ n: s.name, a: s.attributes, e: s.events, st: s.status })),
+    );
     expect(text).toContain('proxy.validate');
     expect(text.includes(ARG_TEXT)).toBe(false);
     expect(text.includes(ARG_BAD)).toBe(false);

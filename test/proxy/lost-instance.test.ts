@@ -36,12 +36,17 @@ describe.each(['modern', 'legacy'] as const)('a proxy instance dying mid-call (a
   let client: ProxyClient;
 
   beforeAll(async () => {
-    [system, upstream] = await Promise.all([ProxySystem.start({ proxies: 0 }), startTestMcpServer({ era, tools: [echoTool(), gate.tool] })]);
+    [system, upstream] = await Promise.all([
+      ProxySystem.start({ proxies: 0 }),
+      startTestMcpServer({ era, tools: [echoTool(), gate.tool] }),
+    ]);
     proxy = await spawnProxyProcess(system);
     await system.setServer('slow', upstream.url);
     await system.createAgent('agent', ['slow'], 2);
     // Checks every 100 ms: the test sees several of them answered (or missed) quickly.
-    client = new ProxyClient(system.nc, system.subjects, { liveness: { afterMs: 100, everyMs: 100, answerMs: 500, misses: 3 } });
+    client = new ProxyClient(system.nc, system.subjects, {
+      liveness: { afterMs: 100, everyMs: 100, answerMs: 500, misses: 3 },
+    });
   });
 
   afterAll(async () => {
@@ -51,7 +56,15 @@ describe.each(['modern', 'legacy'] as const)('a proxy instance dying mid-call (a
     await upstream?.close();
   });
 
-  const call = (run: string) => client.call({ account: system.account, agent: system.agentId('agent'), run, tool: 'slow__wait', arguments: {}, timeoutMs: 90_000 });
+  const call = (run: string) =>
+    client.call({
+      account: system.account,
+      agent: system.agentId('agent'),
+      run,
+      tool: 'slow__wait',
+      arguments: {},
+      timeoutMs: 90_000,
+    });
 
   it('keeps a long call whose instance is alive, however many checks pass', async () => {
     const before = gate.started();
@@ -88,7 +101,13 @@ describe.each(['modern', 'legacy'] as const)('a proxy instance dying mid-call (a
     // The run is no longer stuck to the dead instance: a new instance serves the next call.
     proxy = await spawnProxyProcess(system);
     gate.releaseAll();
-    const echoed = await client.call({ account: system.account, agent: system.agentId('agent'), run: 'doomed-run', tool: 'slow__echo', arguments: { text: 'again' } });
+    const echoed = await client.call({
+      account: system.account,
+      agent: system.agentId('agent'),
+      run: 'doomed-run',
+      tool: 'slow__echo',
+      arguments: { text: 'again' },
+    });
     expect(echoed.result.text).toBe('echo: again');
     expect(echoed.instance).toBe(proxy.instance);
   }, 60_000);
@@ -106,10 +125,12 @@ describe('no proxy instance at all', () => {
   });
 
   it('answers a typed, retryable transport_error at once (nothing ran)', async () => {
-    const err = await system.client.call({ account: system.account, agent: 'nobody', run: 'r', tool: 'x__y', arguments: {} }).then(
-      () => new Error('a call succeeded with no proxy'),
-      (e: unknown) => e,
-    );
+    const err = await system.client
+      .call({ account: system.account, agent: 'nobody', run: 'r', tool: 'x__y', arguments: {} })
+      .then(
+        () => new Error('a call succeeded with no proxy'),
+        (e: unknown) => e,
+      );
     expect(err).toBeInstanceOf(WireError);
     expect((err as WireError).code).toBe('transport_error');
     expect((err as WireError).retryable).toBe(true);

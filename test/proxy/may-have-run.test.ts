@@ -28,13 +28,22 @@ async function startLegacyBreaking(port = 0): Promise<BreakingServer> {
     req.setEncoding('utf8');
     req.on('data', (chunk: string) => (raw += chunk));
     req.on('end', () => {
-      const msg = JSON.parse(raw) as { id?: number | string; method: string; params?: { name?: string; arguments?: { text?: string } } };
+      const msg = JSON.parse(raw) as {
+        id?: number | string;
+        method: string;
+        params?: { name?: string; arguments?: { text?: string } };
+      };
       if (msg.id === undefined) return void res.writeHead(202).end();
       const json = (result: unknown): void => {
         res.writeHead(200, { 'content-type': 'application/json', 'mcp-session-id': sessionId });
         res.end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, result }));
       };
-      if (msg.method === 'initialize') return json({ protocolVersion: '2025-11-25', serverInfo: { name: 'breaking', version: '1' }, capabilities: { tools: {} } });
+      if (msg.method === 'initialize')
+        return json({
+          protocolVersion: '2025-11-25',
+          serverInfo: { name: 'breaking', version: '1' },
+          capabilities: { tools: {} },
+        });
       if (msg.method === 'tools/list') {
         return json({
           tools: [
@@ -71,7 +80,10 @@ describe('nothing ran vs may have run, through NATS and the proxy', () => {
   let upstream: BreakingServer;
 
   beforeAll(async () => {
-    [system, upstream] = await Promise.all([ProxySystem.start({ env: { PROXY_MAX_CONCURRENCY_PER_SERVER: '0', PROXY_RATE_PER_SERVER: '0' } }), startLegacyBreaking()]);
+    [system, upstream] = await Promise.all([
+      ProxySystem.start({ env: { PROXY_MAX_CONCURRENCY_PER_SERVER: '0', PROXY_RATE_PER_SERVER: '0' } }),
+      startLegacyBreaking(),
+    ]);
     await system.setServer('breaking', upstream.url);
     await system.createAgent('agent', ['breaking'], 2);
   });

@@ -6,7 +6,11 @@ import { ProxySystem } from '../support/proxy-system.js';
 /** A tool with an `x-mcp-header` parameter: an SDK v2 server refuses a call without its `Mcp-Param-Region`. */
 const regional: TestTool = {
   name: 'regional',
-  inputSchema: { type: 'object', properties: { region: { type: 'string', 'x-mcp-header': 'Region' }, text: { type: 'string' } }, required: ['region'] },
+  inputSchema: {
+    type: 'object',
+    properties: { region: { type: 'string', 'x-mcp-header': 'Region' }, text: { type: 'string' } },
+    required: ['region'],
+  },
   handler: (args) => ({ content: [{ type: 'text', text: `${String(args.region)}: ${String(args.text)}` }] }),
 };
 
@@ -60,7 +64,9 @@ describe('a modern call through the proxy on the wire', () => {
     const span = system.telemetry.tracer.startSpan('test caller');
     const traceId = span.spanContext().traceId;
     try {
-      const out = await context.with(trace.setSpan(context.active(), span), () => system.call('agent', 'r-trace', 'modern__echo', { text: 'traced' }));
+      const out = await context.with(trace.setSpan(context.active(), span), () =>
+        system.call('agent', 'r-trace', 'modern__echo', { text: 'traced' }),
+      );
       expect(out.result.text).toBe('echo: traced');
     } finally {
       span.end();
@@ -77,9 +83,13 @@ describe('a modern call through the proxy on the wire', () => {
     const span = system.telemetry.tracer.startSpan('test caller');
     const traceId = span.spanContext().traceId;
     try {
-      await context.with(trace.setSpan(context.active(), span), () => system.call('agent', 'r-legacy', 'legacy__echo', { text: 'a' }));
+      await context.with(trace.setSpan(context.active(), span), () =>
+        system.call('agent', 'r-legacy', 'legacy__echo', { text: 'a' }),
+      );
       // The second call of the run goes by the direct path on the open session.
-      const out = await context.with(trace.setSpan(context.active(), span), () => system.call('agent', 'r-legacy', 'legacy__echo', { text: 'b' }));
+      const out = await context.with(trace.setSpan(context.active(), span), () =>
+        system.call('agent', 'r-legacy', 'legacy__echo', { text: 'b' }),
+      );
       expect(out.result.text).toBe('echo: b');
     } finally {
       span.end();

@@ -48,14 +48,20 @@ describe('natsFailure: by nats.js class', () => {
   it('a request on a closed connection is closed; a server that does not listen is unreachable', async () => {
     const closing = await connect({ servers: serviceUrls().nats });
     await closing.close();
-    expect(natsFailure(await failed(closing.request('mcpx.test.closed', new Uint8Array(), { timeout: 1_000 })))).toBe(NatsFailures.closed);
+    expect(natsFailure(await failed(closing.request('mcpx.test.closed', new Uint8Array(), { timeout: 1_000 })))).toBe(
+      NatsFailures.closed,
+    );
     const port = await freePort();
-    expect(natsFailure(await failed(connect({ servers: `nats://127.0.0.1:${port}`, reconnect: false, timeout: 2_000 })))).toBe(NatsFailures.unreachable);
+    expect(
+      natsFailure(await failed(connect({ servers: `nats://127.0.0.1:${port}`, reconnect: false, timeout: 2_000 }))),
+    ).toBe(NatsFailures.unreachable);
   });
 
   it('a refused user is refused', async () => {
     await using server = await NatsAuthServer.start();
-    const err = await failed(connect({ servers: server.url, user: 'runtime', pass: 'not-the-password', reconnect: false }));
+    const err = await failed(
+      connect({ servers: server.url, user: 'runtime', pass: 'not-the-password', reconnect: false }),
+    );
     expect(natsFailure(err)).toBe(NatsFailures.refused);
   });
 
@@ -71,10 +77,19 @@ describe('the proxy client: each NATS failure typed', () => {
   let client: ProxyClient;
   const subjects = makeSubjects(`t${randomUUID().slice(0, 8)}.`);
   const call = (c: ProxyClient, timeoutMs?: number): Promise<unknown> =>
-    c.call({ account: 'acct', agent: 'a', run: 'r', tool: 'x__y', arguments: {}, ...(timeoutMs !== undefined ? { timeoutMs } : {}) }).then(
-      () => new Error('a call succeeded with no proxy'),
-      (e: unknown) => e,
-    );
+    c
+      .call({
+        account: 'acct',
+        agent: 'a',
+        run: 'r',
+        tool: 'x__y',
+        arguments: {},
+        ...(timeoutMs !== undefined ? { timeoutMs } : {}),
+      })
+      .then(
+        () => new Error('a call succeeded with no proxy'),
+        (e: unknown) => e,
+      );
 
   beforeAll(async () => {
     nc = await connect({ servers: serviceUrls().nats, name: 'nats-failures proxy client' });
@@ -103,7 +118,9 @@ describe('the proxy client: each NATS failure typed', () => {
   it('a closed connection: transport_error, the call was not sent', async () => {
     const closed = await connect({ servers: serviceUrls().nats });
     await closed.close();
-    const err = await call(new ProxyClient(closed, subjects, { liveness: { afterMs: 0, everyMs: 0, answerMs: 0, misses: 0 } }));
+    const err = await call(
+      new ProxyClient(closed, subjects, { liveness: { afterMs: 0, everyMs: 0, answerMs: 0, misses: 0 } }),
+    );
     expect(err).toBeInstanceOf(WireError);
     expect(err).toMatchObject({ code: 'transport_error', retryable: true, mayHaveRun: false });
   });

@@ -26,7 +26,10 @@ describe.each(['modern', 'legacy'] as const)('proxy scale-out across three insta
   let proxies: ProxyProcess[] = [];
 
   beforeAll(async () => {
-    [system, upstream] = await Promise.all([ProxySystem.start({ proxies: 0, env: { PROXY_MAX_CONCURRENCY_PER_SERVER: '0', PROXY_RATE_PER_SERVER: '0' } }), startTestMcpServer({ era })]);
+    [system, upstream] = await Promise.all([
+      ProxySystem.start({ proxies: 0, env: { PROXY_MAX_CONCURRENCY_PER_SERVER: '0', PROXY_RATE_PER_SERVER: '0' } }),
+      startTestMcpServer({ era }),
+    ]);
     proxies = await Promise.all([0, 1, 2].map(() => spawnProxyProcess(system)));
     await system.setServer('demo', upstream.url);
     await system.createAgent('agent', ['demo'], 2);
@@ -81,7 +84,11 @@ describe.each(['modern', 'legacy'] as const)('proxy scale-out across three insta
     // Gone for NATS too (under load the server may take a moment to see the socket close); a
     // request sent before that would be delivered to the dead connection and wait out its timeout.
     const name = proxyServiceName(system.subjects.prefix);
-    await eventually(async () => ((await srv(system.nc, 'PING', name, 500)).length === 2 ? true : undefined), 20_000, 'the killed instance to leave NATS');
+    await eventually(
+      async () => ((await srv(system.nc, 'PING', name, 500)).length === 2 ? true : undefined),
+      20_000,
+      'the killed instance to leave NATS',
+    );
     const before = upstream.stats.handshakes;
     const next = await system.call('agent', 'survivor', 'demo__echo', { text: 'two' });
     expect(next.result.text).toBe('echo: two');

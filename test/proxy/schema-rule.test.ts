@@ -3,7 +3,16 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import type { ApprovalView } from '@mcpx/contracts';
-import { chainTool, deepArguments, deepSchema, deepSchemaTool, echoTool, screenshotTool, startTestMcpServer, type TestMcpServer } from '../servers/index.js';
+import {
+  chainTool,
+  deepArguments,
+  deepSchema,
+  deepSchemaTool,
+  echoTool,
+  screenshotTool,
+  startTestMcpServer,
+  type TestMcpServer,
+} from '../servers/index.js';
 import { startEndpointSystem, type EndpointSystem } from '../endpoint/endpoint-harness.js';
 
 type Listed = { name: string; inputSchema?: Record<string, unknown> };
@@ -26,7 +35,13 @@ describe('the schema rule: tools the server accepts are accepted', () => {
   let upstream: TestMcpServer;
 
   beforeAll(async () => {
-    const tools = [screenshotTool(), screenshotTool('screenshot_ask', { destructiveHint: true }), deepSchemaTool(40), chainTool('chain', 100), echoTool()];
+    const tools = [
+      screenshotTool(),
+      screenshotTool('screenshot_ask', { destructiveHint: true }),
+      deepSchemaTool(40),
+      chainTool('chain', 100),
+      echoTool(),
+    ];
     [sys, upstream] = await Promise.all([startEndpointSystem(), startTestMcpServer({ era: 'dual', tools })]);
     await sys.system.setServer('web', upstream.url);
     await sys.system.createAgent('browser', ['web'], tools.length);
@@ -40,22 +55,44 @@ describe('the schema rule: tools the server accepts are accepted', () => {
   const text = (out: { result: { text?: string } }): string => out.result.text ?? '';
 
   it('discovers and projects every tool: the 40-deep schema is kept whole, nothing is skipped', async () => {
-    const { servers } = await sys.system.api.act<{ servers: { name: string; status: { state: string; skippedTools?: unknown[] } }[] }>('ListMcpServers', {});
+    const { servers } = await sys.system.api.act<{
+      servers: { name: string; status: { state: string; skippedTools?: unknown[] } }[];
+    }>('ListMcpServers', {});
     const web = servers.find((s) => s.name === 'web');
     expect(web?.status.state).toBe('ok');
     expect(web?.status.skippedTools).toBeUndefined();
-    const { tools } = await sys.system.api.act<{ tools: Listed[] }>('ListAgentTools', { agent: sys.system.agentId('browser') });
-    expect(tools.map((t) => t.name).sort()).toEqual(['web__chain', 'web__deep', 'web__echo', 'web__screenshot_ask', 'web__take_screenshot']);
+    const { tools } = await sys.system.api.act<{ tools: Listed[] }>('ListAgentTools', {
+      agent: sys.system.agentId('browser'),
+    });
+    expect(tools.map((t) => t.name).sort()).toEqual([
+      'web__chain',
+      'web__deep',
+      'web__echo',
+      'web__screenshot_ask',
+      'web__take_screenshot',
+    ]);
     expect(tools.find((t) => t.name === 'web__deep')?.inputSchema).toEqual(deepSchema(40));
     expect(tools.find((t) => t.name === 'web__take_screenshot')?.inputSchema).toEqual(keptScreenshotSchema());
   });
 
   it('fills a required property with a default that the call leaves out, and sends the filled arguments (proxy)', async () => {
     const before = upstream.stats.calls;
-    expect(text(await sys.system.call('browser', 'r1', 'web__take_screenshot', { type: 'png' }))).toBe('received {"type":"png","scale":"css"}');
-    expect(text(await sys.system.call('browser', 'r1', 'web__take_screenshot', {}))).toBe('received {"type":"png","scale":"css"}');
+    expect(text(await sys.system.call('browser', 'r1', 'web__take_screenshot', { type: 'png' }))).toBe(
+      'received {"type":"png","scale":"css"}',
+    );
+    expect(text(await sys.system.call('browser', 'r1', 'web__take_screenshot', {}))).toBe(
+      'received {"type":"png","scale":"css"}',
+    );
     // What the caller sends is never replaced.
-    expect(text(await sys.system.call('browser', 'r1', 'web__take_screenshot', { type: 'jpeg', scale: 'device', fullPage: true }))).toBe('received {"type":"jpeg","scale":"device","fullPage":true}');
+    expect(
+      text(
+        await sys.system.call('browser', 'r1', 'web__take_screenshot', {
+          type: 'jpeg',
+          scale: 'device',
+          fullPage: true,
+        }),
+      ),
+    ).toBe('received {"type":"jpeg","scale":"device","fullPage":true}');
     expect(upstream.stats.calls).toBe(before + 3);
   });
 
@@ -68,9 +105,13 @@ describe('the schema rule: tools the server accepts are accepted', () => {
     expect(extra.details.errors).toEqual([expect.objectContaining({ path: '/zoom', keyword: 'additionalProperties' })]);
     const deep = await sys.system.callError('browser', 'r2', 'web__deep', deepArguments(40, { leaf: '' }));
     expect(deep.code).toBe('invalid_arguments');
-    expect(deep.details.errors).toEqual([expect.objectContaining({ path: `${'/n'.repeat(39)}/leaf`, keyword: 'minLength' })]);
+    expect(deep.details.errors).toEqual([
+      expect.objectContaining({ path: `${'/n'.repeat(39)}/leaf`, keyword: 'minLength' }),
+    ]);
     const missing = await sys.system.callError('browser', 'r2', 'web__deep', deepArguments(40, {}));
-    expect(missing.details.errors).toEqual([expect.objectContaining({ path: `${'/n'.repeat(39)}/leaf`, keyword: 'required' })]);
+    expect(missing.details.errors).toEqual([
+      expect.objectContaining({ path: `${'/n'.repeat(39)}/leaf`, keyword: 'required' }),
+    ]);
     expect(upstream.stats.calls).toBe(before);
   });
 
@@ -86,7 +127,14 @@ describe('the schema rule: tools the server accepts are accepted', () => {
     const metrics = await (await fetch(`http://127.0.0.1:${(srv.address() as AddressInfo).port}/metrics`)).text();
     await new Promise<void>((r) => srv.close(() => r()));
     const value = (kind: string): number => {
-      const line = metrics.split('\n').find((l) => l.startsWith('mcpx_call_validation_total{') && l.includes(`kind="${kind}"`) && l.includes('mcpx_server="web"'));
+      const line = metrics
+        .split('\n')
+        .find(
+          (l) =>
+            l.startsWith('mcpx_call_validation_total{') &&
+            l.includes(`kind="${kind}"`) &&
+            l.includes('mcpx_server="web"'),
+        );
       return Number(line?.split(' ').pop() ?? 0);
     };
     expect(value('default_filled')).toBeGreaterThanOrEqual(2);
@@ -109,7 +157,11 @@ describe('the schema rule: tools the server accepts are accepted', () => {
   it('through the agent endpoint: the deep tool is listed whole, the default reaches the server, an invalid argument is refused', async () => {
     const { token } = await sys.token('browser');
     const client = new Client({ name: 'schema-rule', version: '1.0.0' }, { versionNegotiation: { mode: 'auto' } });
-    await client.connect(new StreamableHTTPClientTransport(new URL(sys.urlOf(sys.system.agentId('browser'))), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(sys.urlOf(sys.system.agentId('browser'))), {
+        requestInit: { headers: { authorization: `Bearer ${token}` } },
+      }),
+    );
     try {
       const { tools } = await client.listTools();
       expect(tools.find((t) => t.name === 'web__deep')?.inputSchema).toEqual(deepSchema(40));

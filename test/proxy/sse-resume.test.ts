@@ -29,18 +29,39 @@ async function startBreakingUpstream(): Promise<{ url: string; resumptions: Inco
     req.setEncoding('utf8');
     req.on('data', (chunk: string) => (raw += chunk));
     req.on('end', () => {
-      const msg = JSON.parse(raw) as { id?: number | string; method: string; params?: { arguments?: { text?: string } } };
+      const msg = JSON.parse(raw) as {
+        id?: number | string;
+        method: string;
+        params?: { arguments?: { text?: string } };
+      };
       if (msg.id === undefined) return void res.writeHead(202).end();
       const json = (result: unknown): void => {
         res.writeHead(200, { 'content-type': 'application/json', 'mcp-session-id': sessionId });
         res.end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, result }));
       };
-      if (msg.method === 'initialize') return json({ protocolVersion: '2025-11-25', serverInfo: { name: 'breaking', version: '1' }, capabilities: { tools: {} } });
-      if (msg.method === 'tools/list') return json({ tools: [{ name: 'echo', inputSchema: { type: 'object', properties: { text: { type: 'string' } } } }] });
+      if (msg.method === 'initialize')
+        return json({
+          protocolVersion: '2025-11-25',
+          serverInfo: { name: 'breaking', version: '1' },
+          capabilities: { tools: {} },
+        });
+      if (msg.method === 'tools/list')
+        return json({
+          tools: [{ name: 'echo', inputSchema: { type: 'object', properties: { text: { type: 'string' } } } }],
+        });
       if (msg.method !== 'tools/call') return json({});
       const text = String(msg.params?.arguments?.text);
       const eventId = `ev-${++calls}`;
-      owed.set(eventId, text === 'refuse' ? 'refuse' : JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: { content: [{ type: 'text', text: `echo: ${text}` }] } }));
+      owed.set(
+        eventId,
+        text === 'refuse'
+          ? 'refuse'
+          : JSON.stringify({
+              jsonrpc: '2.0',
+              id: msg.id,
+              result: { content: [{ type: 'text', text: `echo: ${text}` }] },
+            }),
+      );
       res.writeHead(200, { 'content-type': 'text/event-stream', 'mcp-session-id': sessionId });
       res.write(`id: ${eventId}\nretry: 10\ndata: \n\n`, () => res.socket?.destroy());
     });
@@ -69,7 +90,11 @@ describe('a tools/call whose response stream breaks, through NATS and the proxy'
     const { result } = await system.call('agent', 'r1', 'breaking__echo', { text: 'hello' });
     expect(result.text).toBe('echo: hello');
     expect(upstream.resumptions).toHaveLength(1);
-    expect(upstream.resumptions[0]).toMatchObject({ 'last-event-id': 'ev-1', 'mcp-session-id': 'session-breaking', accept: 'text/event-stream' });
+    expect(upstream.resumptions[0]).toMatchObject({
+      'last-event-id': 'ev-1',
+      'mcp-session-id': 'session-breaking',
+      accept: 'text/event-stream',
+    });
     expect(system.proxies[0]!.stats().resumptions).toEqual({ resumed: 1, failed: 0 });
   });
 

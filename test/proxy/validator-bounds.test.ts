@@ -1,6 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compileValidator, type JsonObject } from '@mcpx/domain';
-import { CALL_REQUEST_LIMITS, MAX_CALL_TIMEOUT_MS, MAX_REQUEST_BYTES, StrictRules, decodeCallRequest, encodePayload, parseCallRequest } from '@mcpx/contracts';
+import {
+  CALL_REQUEST_LIMITS,
+  MAX_CALL_TIMEOUT_MS,
+  MAX_REQUEST_BYTES,
+  StrictRules,
+  decodeCallRequest,
+  encodePayload,
+  parseCallRequest,
+} from '@mcpx/contracts';
 import { chainTool, startTestMcpServer, type TestMcpServer, type TestTool } from '../servers/index.js';
 import { ProxySystem } from '../support/proxy-system.js';
 
@@ -15,7 +23,10 @@ describe('the bounded validator on the proxy hot path', () => {
       for (let i = 0; i < levels; i++) value = { a: value };
       return value;
     };
-    expect(validate(nest(70, 1))).toEqual({ ok: true, partial: `${'/a'.repeat(65)}: the arguments nest deeper than 64 levels` });
+    expect(validate(nest(70, 1))).toEqual({
+      ok: true,
+      partial: `${'/a'.repeat(65)}: the arguments nest deeper than 64 levels`,
+    });
     const result = validate(nest(40, 1));
     expect(result.ok).toBe(false);
     if (!result.ok) expect(result.errors[0]?.keyword).toBe('type');
@@ -39,13 +50,18 @@ describe('the bounded validator on the proxy hot path', () => {
     const big = v({ s: 'x'.repeat(2 * 1024 * 1024) });
     expect(big.ok).toBe(false);
     if (!big.ok) expect(big.errors[0]?.keyword).toBe('size');
-    const errors = compileValidator({ type: 'object', properties: { xs: { type: 'array', items: { type: 'string' } } } })({ xs: Array.from({ length: 5_000 }, () => 1) });
+    const errors = compileValidator({
+      type: 'object',
+      properties: { xs: { type: 'array', items: { type: 'string' } } },
+    })({ xs: Array.from({ length: 5_000 }, () => 1) });
     expect(errors.ok).toBe(false);
     if (!errors.ok) expect(errors.errors.length).toBeLessThanOrEqual(20);
   });
 
   it('ignores keywords it does not model, unresolvable $refs and a non-object root', () => {
-    expect(compileValidator({ type: 'object', anyOf: [{ required: ['a'] }, {}], $ref: '#/nope', pattern: '(a+)+$' })({}).ok).toBe(true);
+    expect(
+      compileValidator({ type: 'object', anyOf: [{ required: ['a'] }, {}], $ref: '#/nope', pattern: '(a+)+$' })({}).ok,
+    ).toBe(true);
     expect(compileValidator(true)({ anything: 1 }).ok).toBe(true);
   });
 });
@@ -61,9 +77,23 @@ const orderTool: TestTool = {
     },
     required: ['lines'],
     $defs: {
-      line: { type: 'object', properties: { sku: { type: 'string', minLength: 1 }, qty: { type: 'integer', minimum: 1 } }, required: ['sku', 'qty'] },
-      pickup: { type: 'object', properties: { store: { const: 'main' } }, required: ['store'], additionalProperties: false },
-      address: { type: 'object', properties: { street: { type: 'string' } }, required: ['street'], additionalProperties: false },
+      line: {
+        type: 'object',
+        properties: { sku: { type: 'string', minLength: 1 }, qty: { type: 'integer', minimum: 1 } },
+        required: ['sku', 'qty'],
+      },
+      pickup: {
+        type: 'object',
+        properties: { store: { const: 'main' } },
+        required: ['store'],
+        additionalProperties: false,
+      },
+      address: {
+        type: 'object',
+        properties: { street: { type: 'string' } },
+        required: ['street'],
+        additionalProperties: false,
+      },
     },
   },
   handler: (args) => ({ content: [{ type: 'text', text: `ordered ${(args.lines as unknown[]).length} lines` }] }),
@@ -74,7 +104,10 @@ describe('$ref schemas through the real proxy', () => {
   let upstream: TestMcpServer;
 
   beforeAll(async () => {
-    [system, upstream] = await Promise.all([ProxySystem.start(), startTestMcpServer({ tools: [orderTool, chainTool('chain', 200), chainTool('deep_chain', 10_000)] })]);
+    [system, upstream] = await Promise.all([
+      ProxySystem.start(),
+      startTestMcpServer({ tools: [orderTool, chainTool('chain', 200), chainTool('deep_chain', 10_000)] }),
+    ]);
     await system.setServer('shop', upstream.url);
     await system.createAgent('agent', ['shop'], 3);
   });
@@ -85,10 +118,16 @@ describe('$ref schemas through the real proxy', () => {
   });
 
   it('validates arguments through $defs and answers a miss with the schema whole (touch-expand), calling nothing', async () => {
-    const ok = await system.call('agent', 'r1', 'shop__order', { lines: [{ sku: 'a1', qty: 2 }], delivery: { store: 'main' } });
+    const ok = await system.call('agent', 'r1', 'shop__order', {
+      lines: [{ sku: 'a1', qty: 2 }],
+      delivery: { store: 'main' },
+    });
     expect(ok.result.text).toBe('ordered 1 lines');
     const before = upstream.stats.calls;
-    const err = await system.callError('agent', 'r1', 'shop__order', { lines: [{ sku: 'a1', qty: 0 }, { qty: 1 }], delivery: { store: 'main', street: 'x' } });
+    const err = await system.callError('agent', 'r1', 'shop__order', {
+      lines: [{ sku: 'a1', qty: 0 }, { qty: 1 }],
+      delivery: { store: 'main', street: 'x' },
+    });
     expect(err.code).toBe('invalid_arguments');
     expect(err.details.errors).toEqual([
       expect.objectContaining({ path: '/lines/0/qty', keyword: 'minimum' }),
@@ -100,18 +139,24 @@ describe('$ref schemas through the real proxy', () => {
   });
 
   it('keeps a 200-deep and a 10,000-deep $ref chain (nothing skipped) and calls them: the part past the bounds is left to the server', async () => {
-    const { servers } = await system.api.act<{ servers: { name: string; status: { state: string; skippedTools?: unknown[] } }[] }>('ListMcpServers', {});
+    const { servers } = await system.api.act<{
+      servers: { name: string; status: { state: string; skippedTools?: unknown[] } }[];
+    }>('ListMcpServers', {});
     const shop = servers.find((s) => s.name === 'shop');
     expect(shop?.status.state).toBe('ok');
     expect(shop?.status.skippedTools).toBeUndefined();
     const before = upstream.stats.calls;
     for (const tool of ['shop__chain', 'shop__deep_chain']) {
-      expect((await system.call('agent', 'r3', tool, { a: 'x' })).result.text).toBe(`${tool.slice('shop__'.length)} ran`);
+      expect((await system.call('agent', 'r3', tool, { a: 'x' })).result.text).toBe(
+        `${tool.slice('shop__'.length)} ran`,
+      );
       // Past 64 $refs in a row the validator cannot judge `a`: the server decides, not the connector.
       expect((await system.call('agent', 'r3', tool, { a: 1 })).result.text).toBe(`${tool.slice('shop__'.length)} ran`);
     }
     expect(upstream.stats.calls).toBe(before + 4);
-    expect((await system.call('agent', 'r3', 'shop__order', { lines: [{ sku: 'c', qty: 3 }] })).result.text).toBe('ordered 1 lines');
+    expect((await system.call('agent', 'r3', 'shop__order', { lines: [{ sku: 'c', qty: 3 }] })).result.text).toBe(
+      'ordered 1 lines',
+    );
   });
 });
 
@@ -139,11 +184,26 @@ describe('call request decoding', () => {
       code: 'invalid_input',
       details: { field: 'arguments', rule: StrictRules.depth, limit: CALL_REQUEST_LIMITS.maxDepth },
     });
-    expect(refusedBy(encodePayload({ ...base, arguments: { s: 'y'.repeat(MAX_REQUEST_BYTES) } }))).toMatchObject({ code: 'invalid_input', details: { field: 'request', rule: StrictRules.size } });
-    expect(refusedBy(Uint8Array.from([0xd8, 28, 0xa0]))).toMatchObject({ code: 'invalid_input', details: { field: 'request', rule: StrictRules.tag } });
-    expect(refusedBy(Uint8Array.from([0xbf, 0xff]))).toMatchObject({ code: 'invalid_input', details: { field: 'request', rule: StrictRules.indefiniteLength } });
-    expect(refusedBy(new Uint8Array(0))).toMatchObject({ code: 'invalid_input', details: { field: 'request', rule: StrictRules.empty } });
-    expect(refusedBy(encodePayload({ ...base, tool: 7 }))).toMatchObject({ code: 'invalid_input', details: { field: 'tool' } });
+    expect(refusedBy(encodePayload({ ...base, arguments: { s: 'y'.repeat(MAX_REQUEST_BYTES) } }))).toMatchObject({
+      code: 'invalid_input',
+      details: { field: 'request', rule: StrictRules.size },
+    });
+    expect(refusedBy(Uint8Array.from([0xd8, 28, 0xa0]))).toMatchObject({
+      code: 'invalid_input',
+      details: { field: 'request', rule: StrictRules.tag },
+    });
+    expect(refusedBy(Uint8Array.from([0xbf, 0xff]))).toMatchObject({
+      code: 'invalid_input',
+      details: { field: 'request', rule: StrictRules.indefiniteLength },
+    });
+    expect(refusedBy(new Uint8Array(0))).toMatchObject({
+      code: 'invalid_input',
+      details: { field: 'request', rule: StrictRules.empty },
+    });
+    expect(refusedBy(encodePayload({ ...base, tool: 7 }))).toMatchObject({
+      code: 'invalid_input',
+      details: { field: 'tool' },
+    });
     const ordinary = { ...base, arguments: { a: [1, { b: 'x', c: [true, null] }], s: 'y'.repeat(70_000) } };
     expect(decodeCallRequest(encodePayload(ordinary))).toEqual(ordinary);
     expect(decodeCallRequest(encodePayload(base))).toEqual(base);

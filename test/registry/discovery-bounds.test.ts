@@ -13,10 +13,18 @@ const PAGES = 14;
 
 /** A schema whose property holds a chain of `n + 1` `$ref`s in a row (`n` in `$defs`, then a string). */
 function chain(n: number): Record<string, unknown> {
-  return { type: 'object', properties: { a: { $ref: '#/$defs/0' } }, $defs: [...Array.from({ length: n }, (_, i) => ({ $ref: `#/$defs/${i + 1}` })), { type: 'string' }] };
+  return {
+    type: 'object',
+    properties: { a: { $ref: '#/$defs/0' } },
+    $defs: [...Array.from({ length: n }, (_, i) => ({ $ref: `#/$defs/${i + 1}` })), { type: 'string' }],
+  };
 }
 
-const CYCLE = { type: 'object', properties: { x: { $ref: '#/$defs/a' } }, $defs: { a: { $ref: '#/$defs/b' }, b: { allOf: [{ $ref: '#/$defs/a' }] } } };
+const CYCLE = {
+  type: 'object',
+  properties: { x: { $ref: '#/$defs/a' } },
+  $defs: { a: { $ref: '#/$defs/b' }, b: { allOf: [{ $ref: '#/$defs/a' }] } },
+};
 
 interface SetAnswer {
   server: RedactedMcpServer;
@@ -45,7 +53,11 @@ describe('discovery bounds', () => {
 
   for (const era of ['legacy', 'modern'] as const) {
     it(`${era}: pages each under the body bound but together over the budget end in an error naming maxTotalBytes; the next discovery has a budget of its own`, async () => {
-      const pages: TestTool[] = Array.from({ length: PAGES }, (_, i) => ({ ...echoTool(), name: `page${i}`, description: String.fromCharCode(97 + i).repeat(PAGE_TEXT) }));
+      const pages: TestTool[] = Array.from({ length: PAGES }, (_, i) => ({
+        ...echoTool(),
+        name: `page${i}`,
+        description: String.fromCharCode(97 + i).repeat(PAGE_TEXT),
+      }));
       const up = track(await startTestMcpServer({ era, tools: pages, pageSize: 1 }));
       const api = h.api();
       const { server } = await api.act<SetAnswer>('SetMcpServer', { name: 'pager', config: { url: up.url } });
@@ -69,16 +81,30 @@ describe('discovery bounds', () => {
     const VAULT_KEY = 'vault-key-7f3a91-MUST-STAY';
     const up = track(await startTestMcpServer());
     const api = h.api();
-    expect((await api.act<SetAnswer>('SetMcpServer', { name: 'vault', config: { url: up.url, secretHeaders: { 'X-Api-Key': VAULT_KEY } } })).server.status.state).toBe('ok');
+    expect(
+      (
+        await api.act<SetAnswer>('SetMcpServer', {
+          name: 'vault',
+          config: { url: up.url, secretHeaders: { 'X-Api-Key': VAULT_KEY } },
+        })
+      ).server.status.state,
+    ).toBe('ok');
     // The genuine server sent its own secret.
     expect(up.stats.headersSeen.get('x-api-key')).toContain(VAULT_KEY);
-    expect((await api.act<SetAnswer>('SetMcpServer', { name: 'other', config: { url: up.url } })).server.status.state).toBe('ok');
+    expect(
+      (await api.act<SetAnswer>('SetMcpServer', { name: 'other', config: { url: up.url } })).server.status.state,
+    ).toBe('ok');
 
     // A direct write: `other` names vault's secret (the action refuses this; old rows may hold it).
     // Loopback http allowed for this connection, as the registry's own allows it under the local profile.
     const sql = createDb(h.db.url, { allowHttpHosts: ['127.0.0.1'], max: 1 });
     closers.push(() => sql.destroy());
-    const row = await sql.selectFrom('registry.mcp_servers').select('config_cbor').where('account_id', '=', api.principal).where('name', '=', 'other').executeTakeFirstOrThrow();
+    const row = await sql
+      .selectFrom('registry.mcp_servers')
+      .select('config_cbor')
+      .where('account_id', '=', api.principal)
+      .where('name', '=', 'other')
+      .executeTakeFirstOrThrow();
     const config = decodePayload<Record<string, unknown>>(row.config_cbor);
     await sql
       .updateTable('registry.mcp_servers')
@@ -100,8 +126,15 @@ describe('discovery bounds', () => {
 
   for (const era of ['legacy', 'modern'] as const) {
     it(`${era}: no tool is skipped for its schema's shape or depth; only a schema past 256 KiB or 256 levels, named in the status and in servers show`, async () => {
-      const tool = (name: string, inputSchema: Record<string, unknown>): TestTool => ({ ...echoTool(), name, inputSchema });
-      const wide = { type: 'object', properties: Object.fromEntries(Array.from({ length: 12_000 }, (_, i) => [`p${i}`, {}])) };
+      const tool = (name: string, inputSchema: Record<string, unknown>): TestTool => ({
+        ...echoTool(),
+        name,
+        inputSchema,
+      });
+      const wide = {
+        type: 'object',
+        properties: Object.fromEntries(Array.from({ length: 12_000 }, (_, i) => [`p${i}`, {}])),
+      };
       const kept = [
         tool('deep_ok', chain(63)),
         // $ref cycles and chains longer than the validator follows: the validator lets that part through.
@@ -116,7 +149,12 @@ describe('discovery bounds', () => {
       const up = track(
         await startTestMcpServer({
           era,
-          tools: [echoTool(), ...kept, tool('huge', { type: 'object', description: 'x'.repeat(300 * 1024) }), tool('abyss', deepSchema(130))],
+          tools: [
+            echoTool(),
+            ...kept,
+            tool('huge', { type: 'object', description: 'x'.repeat(300 * 1024) }),
+            tool('abyss', deepSchema(130)),
+          ],
         }),
       );
       const api = h.api();
@@ -125,7 +163,8 @@ describe('discovery bounds', () => {
       expect(server.status.state).toBe('ok');
       expect(server.tools.map((t) => t.name)).toEqual(['echo', ...kept.map((t) => t.name)]);
       // Kept whole.
-      for (const t of kept) expect(server.tools.find((s) => s.name === t.name)?.inputSchema, t.name).toEqual(t.inputSchema);
+      for (const t of kept)
+        expect(server.tools.find((s) => s.name === t.name)?.inputSchema, t.name).toEqual(t.inputSchema);
       expect(server.status.skippedTools).toEqual([
         { name: 'huge', reason: 'its input schema is larger than 262144 bytes of JSON' },
         { name: 'abyss', reason: 'its input schema is nested deeper than 256 levels of JSON' },

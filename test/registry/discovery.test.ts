@@ -1,6 +1,16 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decodePayload, encodePayload, type AgentToolsChangedEvent, type ServerDiscoveredEvent } from '@mcpx/contracts';
-import { addTool, echoTool, errorTool, freePort, startEverythingServer, startTestMcpServer, type EverythingServer, type TestMcpServerStats, type TestTool } from '../servers/index.js';
+import {
+  addTool,
+  echoTool,
+  errorTool,
+  freePort,
+  startEverythingServer,
+  startTestMcpServer,
+  type EverythingServer,
+  type TestMcpServerStats,
+  type TestTool,
+} from '../servers/index.js';
 import { startFrontServer } from '../servers/front-server.js';
 import { ApiClient } from '../support/api-client.js';
 import { RegistryHarness } from '../support/registry-harness.js';
@@ -14,9 +24,13 @@ const probes = (s: TestMcpServerStats): number => s.discovers + s.handshakes;
 /** The client's identity as a request carried it: in `initialize` (legacy) or in every request's `_meta` (modern). */
 function clientInfoOf(bodies: unknown[]): { name: string; version: string } | undefined {
   for (const b of bodies) {
-    const body = b as { method?: string; params?: { clientInfo?: { name: string; version: string }; _meta?: Record<string, unknown> } };
+    const body = b as {
+      method?: string;
+      params?: { clientInfo?: { name: string; version: string }; _meta?: Record<string, unknown> };
+    };
     if (body.method === 'initialize' && body.params?.clientInfo) return body.params.clientInfo;
-    const meta = body.params?._meta?.['io.modelcontextprotocol/clientInfo'] as { name: string; version: string } | undefined;
+    const meta = body.params?._meta?.['io.modelcontextprotocol/clientInfo'] as
+      { name: string; version: string } | undefined;
     if (meta !== undefined) return meta;
   }
   return undefined;
@@ -67,7 +81,8 @@ describe('discovery', () => {
       expect(server.transport).toBeNull();
       expect(server.tools.map((t: { toolName: string }) => t.toolName)).toContain('legacy__echo');
       // Pinned to sse, it goes straight there.
-      const pinned = (await api.act('SetMcpServer', { name: 'legacy', config: { url: sse.url, transport: 'sse' } })).server;
+      const pinned = (await api.act('SetMcpServer', { name: 'legacy', config: { url: sse.url, transport: 'sse' } }))
+        .server;
       expect(pinned).toMatchObject({ transport: 'sse', status: { state: 'ok', transport: 'sse' } });
     });
   });
@@ -89,7 +104,9 @@ describe('discovery', () => {
   it('reports the first (Streamable HTTP) error when both transports fail, and falls back only on a 4xx', async () => {
     const upstream = track(await startTestMcpServer({ transport: 'http' }));
     const api = h.api();
-    const both = (await api.act('SetMcpServer', { name: 'both', config: { url: upstream.url.replace('/mcp', '/nope') } })).server;
+    const both = (
+      await api.act('SetMcpServer', { name: 'both', config: { url: upstream.url.replace('/mcp', '/nope') } })
+    ).server;
     expect(both.status.state).toBe('error');
     expect(both.status.error).toMatch(/^MCP connect to .* \(Streamable HTTP\) failed: HTTP 404/);
     // A 5xx is not a reason to try SSE: one request, then the error.
@@ -101,7 +118,9 @@ describe('discovery', () => {
 
   it('saves a server that is down, with the exact connect error', async () => {
     const port = await freePort();
-    const { server } = await h.api().act('SetMcpServer', { name: 'down', config: { url: `http://127.0.0.1:${port}/mcp` } });
+    const { server } = await h
+      .api()
+      .act('SetMcpServer', { name: 'down', config: { url: `http://127.0.0.1:${port}/mcp` } });
     expect(server.status.state).toBe('error');
     expect(server.status.error).toContain(`ECONNREFUSED 127.0.0.1:${port}`);
     expect(server.status.lastOkAt).toBeUndefined();
@@ -117,7 +136,10 @@ describe('discovery', () => {
     expect(dual.stats).toMatchObject({ discovers: 1, handshakes: 0 });
     // A refresh connects with the stored verdict: no probe, no handshake, the list once more.
     const lists = dual.stats.listCalls;
-    expect((await api.act('RefreshMcpServer', { name: 'both' })).server.status).toMatchObject({ state: 'ok', era: 'modern' });
+    expect((await api.act('RefreshMcpServer', { name: 'both' })).server.status).toMatchObject({
+      state: 'ok',
+      era: 'modern',
+    });
     expect(dual.stats).toMatchObject({ discovers: 1, handshakes: 0, listCalls: lists + 1 });
   });
 
@@ -154,7 +176,11 @@ describe('discovery', () => {
       const good = (await api.act('SetMcpServer', { name: 'flaky', config: { url: first.url } })).server;
       expect(good.status.state).toBe('ok');
       const { agent } = await api.act('CreateAgent', { name: 'worker', definition: { mcpServers: ['flaky'] } });
-      await eventually(async () => ((await toolNames(api, agent.id)).length === 2 ? true : undefined), 15_000, 'projection');
+      await eventually(
+        async () => ((await toolNames(api, agent.id)).length === 2 ? true : undefined),
+        15_000,
+        'projection',
+      );
       await first.close();
 
       const down = (await api.act('RefreshMcpServer', { name: 'flaky' })).server;
@@ -190,16 +216,28 @@ describe('discovery', () => {
     });
 
     it('a 401 is an error naming it; a 401 with OAuth metadata is auth_required (the server has no OAuth configured)', async () => {
-      const locked = track(await startTestMcpServer({ era, requireHeader: { name: 'Authorization', value: 'Bearer right-token' } }));
+      const locked = track(
+        await startTestMcpServer({ era, requireHeader: { name: 'Authorization', value: 'Bearer right-token' } }),
+      );
       const oauth = track(await startTestMcpServer({ era, requireBearerWithOAuthMetadata: true }));
       const api = h.api();
       const plain = (await api.act('SetMcpServer', { name: 'locked', config: { url: locked.url } })).server;
       expect(plain.status.state).toBe('error');
       expect(plain.status.error).toContain('HTTP 401');
-      const wrong = (await api.act('SetMcpServer', { name: 'locked', config: { url: locked.url, secretHeaders: { Authorization: 'Bearer wrong-token' } } })).server;
+      const wrong = (
+        await api.act('SetMcpServer', {
+          name: 'locked',
+          config: { url: locked.url, secretHeaders: { Authorization: 'Bearer wrong-token' } },
+        })
+      ).server;
       expect(wrong.status.state).toBe('error');
       expect(wrong.status.error).not.toContain('wrong-token');
-      const right = (await api.act('SetMcpServer', { name: 'locked', config: { url: locked.url, secretHeaders: { Authorization: 'Bearer right-token' } } })).server;
+      const right = (
+        await api.act('SetMcpServer', {
+          name: 'locked',
+          config: { url: locked.url, secretHeaders: { Authorization: 'Bearer right-token' } },
+        })
+      ).server;
       expect(right.status.state).toBe('ok');
       const needsOAuth = (await api.act('SetMcpServer', { name: 'oauth', config: { url: oauth.url } })).server;
       expect(needsOAuth.status.state).toBe('auth_required');
@@ -209,20 +247,38 @@ describe('discovery', () => {
     it('does not follow a redirect to another origin, and says so on the record', async () => {
       const target = track(await startTestMcpServer({ era }));
       const redirector = track(await startFrontServer({ mode: 'redirect', target: target.url }));
-      const { server } = await h.api().act('SetMcpServer', { name: 'moved', config: { url: `${redirector.origin}/mcp` } });
+      const { server } = await h
+        .api()
+        .act('SetMcpServer', { name: 'moved', config: { url: `${redirector.origin}/mcp` } });
       expect(server.status.state).toBe('error');
       expect(server.status.error).toMatch(/redirect/i);
       expect(probes(target.stats) + target.stats.listCalls).toBe(0);
     });
 
     it('reaches a server behind a required header; the secret wins over a static header of the same name', async () => {
-      const guarded = track(await startTestMcpServer({ era, requireHeader: { name: 'X-Api-Key', value: 'from-secret' } }));
+      const guarded = track(
+        await startTestMcpServer({ era, requireHeader: { name: 'X-Api-Key', value: 'from-secret' } }),
+      );
       const api = h.api();
       const without = (await api.act('SetMcpServer', { name: 'guarded', config: { url: guarded.url } })).server;
       expect(without.status.state).toBe('error');
-      const staticOnly = (await api.act('SetMcpServer', { name: 'guarded', config: { url: guarded.url, headers: { 'X-Api-Key': 'from-static' } } })).server;
+      const staticOnly = (
+        await api.act('SetMcpServer', {
+          name: 'guarded',
+          config: { url: guarded.url, headers: { 'X-Api-Key': 'from-static' } },
+        })
+      ).server;
       expect(staticOnly.status.state).toBe('error');
-      const both = (await api.act('SetMcpServer', { name: 'guarded', config: { url: guarded.url, headers: { 'X-Api-Key': 'from-static' }, secretHeaders: { 'x-api-key': 'from-secret' } } })).server;
+      const both = (
+        await api.act('SetMcpServer', {
+          name: 'guarded',
+          config: {
+            url: guarded.url,
+            headers: { 'X-Api-Key': 'from-static' },
+            secretHeaders: { 'x-api-key': 'from-secret' },
+          },
+        })
+      ).server;
       expect(both.status.state).toBe('ok');
       expect(both.headerNames).toEqual(['X-Api-Key']);
       expect(both.secretHeaderNames).toEqual(['x-api-key']);
@@ -240,7 +296,9 @@ describe('discovery', () => {
       const start = slow.requests;
       const stale = api.act('RefreshMcpServer', { name: 'racing' });
       await eventually(async () => (slow.requests > start ? true : undefined), 30_000, 'the refresh under way');
-      const fixed = (await api.act('SetMcpServer', { name: 'racing', config: { url, secretHeaders: { 'X-Api-Key': 'right' } } })).server;
+      const fixed = (
+        await api.act('SetMcpServer', { name: 'racing', config: { url, secretHeaders: { 'X-Api-Key': 'right' } } })
+      ).server;
       await stale;
       expect(fixed.status.state).toBe('ok');
       expect(fixed.tools.length).toBeGreaterThan(0);
@@ -251,18 +309,30 @@ describe('discovery', () => {
       const api = h.api();
       await api.act('SetMcpServer', { name: 'live', config: { url: upstream.url } });
       const { agent } = await api.act('CreateAgent', { name: 'watcher', definition: { mcpServers: ['live'] } });
-      await eventually(async () => ((await toolNames(api, agent.id)).length === 2 ? true : undefined), 15_000, 'projection');
+      await eventually(
+        async () => ((await toolNames(api, agent.id)).length === 2 ? true : undefined),
+        15_000,
+        'projection',
+      );
       const v1 = (await api.act('ListAgentTools', { agent: agent.id })).version;
 
       const discovered = await h.capture(`mcp.events.server.discovered.${api.principal}.live`);
       const agentTools = await h.capture(`agents.tools.changed.${api.principal}.>`);
       await api.act('RefreshMcpServer', { name: 'live' });
-      await eventually(async () => (discovered.messages.length === 1 ? true : undefined), 5_000, 'the discovered event');
+      await eventually(
+        async () => (discovered.messages.length === 1 ? true : undefined),
+        5_000,
+        'the discovered event',
+      );
       expect(decodePayload<ServerDiscoveredEvent>(discovered.messages[0]!.data).toolsChanged).toBe(false);
 
       upstream.setTools([echoTool(), addTool(), errorTool()]);
       await api.act('RefreshMcpServer', { name: 'live' });
-      await eventually(async () => (discovered.messages.length === 2 ? true : undefined), 5_000, 'the second discovered event');
+      await eventually(
+        async () => (discovered.messages.length === 2 ? true : undefined),
+        5_000,
+        'the second discovered event',
+      );
       const changed = decodePayload<ServerDiscoveredEvent>(discovered.messages[1]!.data);
       expect(changed.toolsChanged).toBe(true);
       expect(changed.tools.map((t) => t.name)).toEqual(['echo', 'add', 'fail']);
@@ -276,7 +346,9 @@ describe('discovery', () => {
     });
 
     it('collapses concurrent discoveries of one server: two registry instances and a quiet discovery, one tools/list sequence', async () => {
-      const upstream = track(await startTestMcpServer({ era, tools: [echoTool(), addTool(), errorTool()], pageSize: 1 }));
+      const upstream = track(
+        await startTestMcpServer({ era, tools: [echoTool(), addTool(), errorTool()], pageSize: 1 }),
+      );
       // Every request to the upstream takes 150 ms, so the racers overlap for sure.
       const slow = track(await startFrontServer({ mode: 'forward', target: upstream.url, delayMs: 150 }));
       const second = await h.addRegistry();
@@ -291,9 +363,16 @@ describe('discovery', () => {
       const secondRefresh = new ApiClient(second.url, api.key).act('RefreshMcpServer', { name: 'shared' });
       // Under way for sure once the server has its first request (each one held 150 ms in front of
       // it), not after a fixed sleep: on a busy machine the refreshes may not have started by then.
-      await eventually(async () => (probes(upstream.stats) + upstream.stats.listCalls > base.probes + base.lists ? true : undefined), 30_000, 'the refresh under way');
+      await eventually(
+        async () => (probes(upstream.stats) + upstream.stats.listCalls > base.probes + base.lists ? true : undefined),
+        30_000,
+        'the refresh under way',
+      );
       // A proxy reports a (stale, one-tool) list while the refresh is under way: it joins the refresh.
-      h.nc.publish(h.subjects.toolsObserved, encodePayload({ account: api.principal, server: 'shared', tools: [{ name: 'echo' }], transport: 'http' }));
+      h.nc.publish(
+        h.subjects.toolsObserved,
+        encodePayload({ account: api.principal, server: 'shared', tools: [{ name: 'echo' }], transport: 'http' }),
+      );
       const [a, b] = await Promise.all([viaFirst, secondRefresh]);
 
       // One connect between them: with the stored verdict, a modern server needs no round trip for it, a legacy one its handshake.

@@ -17,8 +17,10 @@ const METHODS = new Set(['get', 'put', 'post', 'delete', 'options', 'head', 'pat
  */
 function openApi31Problems(doc: Doc): string[] {
   const problems: string[] = [];
-  if (typeof doc.openapi !== 'string' || !/^3\.1\.\d+$/.test(doc.openapi)) problems.push(`openapi: ${String(doc.openapi)} is not 3.1.x`);
-  if (typeof doc.info?.title !== 'string' || typeof doc.info?.version !== 'string') problems.push('info: title and version are required strings');
+  if (typeof doc.openapi !== 'string' || !/^3\.1\.\d+$/.test(doc.openapi))
+    problems.push(`openapi: ${String(doc.openapi)} is not 3.1.x`);
+  if (typeof doc.info?.title !== 'string' || typeof doc.info?.version !== 'string')
+    problems.push('info: title and version are required strings');
   if (doc.paths === null || typeof doc.paths !== 'object') problems.push('paths: required object');
   const resolve = (ref: string): unknown => {
     if (!ref.startsWith('#/')) return undefined;
@@ -41,8 +43,10 @@ function openApi31Problems(doc: Doc): string[] {
       const responses = Object.entries<Doc>(op.responses ?? {});
       if (responses.length === 0) problems.push(`paths.${path}.${method}: no responses`);
       for (const [status, r] of responses) {
-        if (!/^([1-5]\d\d|[1-5]XX|default)$/.test(status)) problems.push(`paths.${path}.${method}.responses.${status}: not a status`);
-        if (typeof r.description !== 'string') problems.push(`paths.${path}.${method}.responses.${status}: description required`);
+        if (!/^([1-5]\d\d|[1-5]XX|default)$/.test(status))
+          problems.push(`paths.${path}.${method}.responses.${status}: not a status`);
+        if (typeof r.description !== 'string')
+          problems.push(`paths.${path}.${method}.responses.${status}: description required`);
       }
     }
   }
@@ -53,14 +57,19 @@ function openApi31Problems(doc: Doc): string[] {
     if (Array.isArray(node)) return node.forEach((n, i) => walk(n, `${where}[${i}]`));
     if (node === null || typeof node !== 'object') return;
     const n = node as Doc;
-    if (typeof n.$ref === 'string' && resolve(n.$ref) === undefined) problems.push(`${where}: $ref ${n.$ref} does not resolve`);
+    if (typeof n.$ref === 'string' && resolve(n.$ref) === undefined)
+      problems.push(`${where}: $ref ${n.$ref} does not resolve`);
     if (where.includes('schema') || where.includes('components')) {
       const types = n.type === undefined ? [] : Array.isArray(n.type) ? n.type : [n.type];
-      for (const t of types) if (typeof t === 'string' && !JSON_TYPES.has(t) && !where.endsWith('.properties')) problems.push(`${where}: type ${String(t)}`);
+      for (const t of types)
+        if (typeof t === 'string' && !JSON_TYPES.has(t) && !where.endsWith('.properties'))
+          problems.push(`${where}: type ${String(t)}`);
     }
     if (n.discriminator !== undefined) {
-      if (typeof n.discriminator.propertyName !== 'string') problems.push(`${where}: discriminator.propertyName required`);
-      for (const [k, v] of Object.entries<string>(n.discriminator.mapping ?? {})) if (resolve(v) === undefined) problems.push(`${where}: mapping ${k} does not resolve`);
+      if (typeof n.discriminator.propertyName !== 'string')
+        problems.push(`${where}: discriminator.propertyName required`);
+      for (const [k, v] of Object.entries<string>(n.discriminator.mapping ?? {}))
+        if (resolve(v) === undefined) problems.push(`${where}: mapping ${k} does not resolve`);
     }
     for (const [k, v] of Object.entries(n)) walk(v, `${where}.${k}`);
   };
@@ -102,7 +111,13 @@ describe('the action API as OpenAPI 3.1, served at GET /v1/openapi.json', () => 
     broken.openapi = '3.0.3';
     broken.components.schemas.SetMcpServerAction.allOf[0].properties.config = { $ref: '#/components/schemas/Nowhere' };
     delete broken.paths['/v1/actions'].post.responses;
-    expect(openApi31Problems(broken)).toEqual(expect.arrayContaining([expect.stringMatching(/^openapi/), expect.stringMatching(/Nowhere does not resolve/), expect.stringMatching(/no responses/)]));
+    expect(openApi31Problems(broken)).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/^openapi/),
+        expect.stringMatching(/Nowhere does not resolve/),
+        expect.stringMatching(/no responses/),
+      ]),
+    );
   });
 
   it('describes every action the registry dispatches, and no other', async () => {
@@ -122,7 +137,8 @@ describe('the action API as OpenAPI 3.1, served at GET /v1/openapi.json', () => 
 
   it('the live registry knows each documented action and refuses an undocumented one', async () => {
     const doc = (await (await fetch(`${h.apiUrl}/v1/openapi.json`)).json()) as Doc;
-    const unknown = (e: unknown): boolean => e instanceof WireError && e.code === 'invalid_input' && /unknown action/.test(e.message);
+    const unknown = (e: unknown): boolean =>
+      e instanceof WireError && e.code === 'invalid_input' && /unknown action/.test(e.message);
     for (const type of Object.keys(doc['x-mcpx-actions'])) {
       // An empty request: refused for its fields (or answered), never as an unknown action.
       const outcome = await api.act(type, {}).then(

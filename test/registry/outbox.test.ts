@@ -64,7 +64,11 @@ describe('the registry outbox (real Postgres and JetStream)', () => {
           .executeTakeFirstOrThrow()
       ).n,
     );
-  const event = (agent: string, revision = 1) => ({ subject: subjectOf(agent), payload: { account, agent, revision, mcpServers: [] }, msgId: `agent-${agent}-${revision}` });
+  const event = (agent: string, revision = 1) => ({
+    subject: subjectOf(agent),
+    payload: { account, agent, revision, mcpServers: [] },
+    msgId: `agent-${agent}-${revision}`,
+  });
 
   it('a rolled-back change leaves no event; a committed one is published once and leaves the outbox', async () => {
     await sql
@@ -124,14 +128,20 @@ describe('the registry outbox (real Postgres and JetStream)', () => {
   it('a publish that waits on an unreachable NATS holds no database connection: other queries on the pool run meanwhile', async () => {
     const front = await startFaultyFront({ port: Number(new URL(natsUrl).port) });
     const small = createDb(db.url, { max: 2 });
-    const stuck = await connectBus({ url: `nats://127.0.0.1:${front.port}`, name: 'outbox-stuck', prefix: bus.subjects.prefix });
+    const stuck = await connectBus({
+      url: `nats://127.0.0.1:${front.port}`,
+      name: 'outbox-stuck',
+      prefix: bus.subjects.prefix,
+    });
     try {
       const slow = new EventOutbox({ db: small, bus: stuck, log });
       // NATS accepts and never answers from now on: every publish waits for an ack that never comes.
       front.mode = 'blackhole';
       front.cut();
       let settled = 0;
-      const commits = ['s1', 's2', 's3', 's4'].map((a) => slow.commit(async (_trx, emit) => emit(event(a))).finally(() => settled++));
+      const commits = ['s1', 's2', 's3', 's4'].map((a) =>
+        slow.commit(async (_trx, emit) => emit(event(a))).finally(() => settled++),
+      );
       // All four committed (their rows are there) and are waiting on NATS; the pool of two still answers.
       for (
         let n = 0;

@@ -8,7 +8,11 @@ export const NEW_KEY = `new:${Buffer.alloc(32, 47).toString('base64')}`;
 
 /** `npm run rotate-secrets`, as the operator runs it (README, Operations). */
 export function rotateSecrets(databaseUrl: string, keyring: string): Promise<CliResult> {
-  return runCommand('npm', ['run', '--silent', 'rotate-secrets'], { DATABASE_URL: databaseUrl, SECRETS_KEYRING: keyring, OUTBOUND_PROFILE: 'production' });
+  return runCommand('npm', ['run', '--silent', 'rotate-secrets'], {
+    DATABASE_URL: databaseUrl,
+    SECRETS_KEYRING: keyring,
+    OUTBOUND_PROFILE: 'production',
+  });
 }
 
 /** The report the command prints last. */
@@ -17,9 +21,17 @@ export function rotationReport(res: CliResult): unknown {
 }
 
 /** A report's per-table counts: `[rotated, left]` of secrets, oauth connections, vendor connections. */
-export function tables(secrets: [number, number], oauth: [number, number], vendor: [number, number]): Record<string, { rotated: number; left: number }> {
+export function tables(
+  secrets: [number, number],
+  oauth: [number, number],
+  vendor: [number, number],
+): Record<string, { rotated: number; left: number }> {
   const count = ([rotated, left]: [number, number]) => ({ rotated, left });
-  return { 'registry.secrets': count(secrets), 'registry.oauth_connections': count(oauth), 'registry.vendor_connections': count(vendor) };
+  return {
+    'registry.secrets': count(secrets),
+    'registry.oauth_connections': count(oauth),
+    'registry.vendor_connections': count(vendor),
+  };
 }
 
 /**
@@ -33,7 +45,11 @@ export async function keyIdsInUse(db: Db): Promise<Record<string, string[]>> {
     WHERE table_schema = 'registry' AND column_name LIKE '%key\\_id' ORDER BY 1, 2`.execute(db);
   const out: Record<string, string[]> = {};
   for (const { t, c } of columns.rows) {
-    const ids = await sql<{ k: string }>`SELECT DISTINCT ${sql.ref(c)} AS k FROM ${sql.table(`registry.${t}`)} WHERE ${sql.ref(c)} IS NOT NULL ORDER BY 1`.execute(db);
+    const ids = await sql<{
+      k: string;
+    }>`SELECT DISTINCT ${sql.ref(c)} AS k FROM ${sql.table(`registry.${t}`)} WHERE ${sql.ref(c)} IS NOT NULL ORDER BY 1`.execute(
+      db,
+    );
     out[`${t}.${c}`] = ids.rows.map((r) => r.k);
   }
   return out;

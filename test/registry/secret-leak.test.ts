@@ -60,8 +60,14 @@ describe('secrets never leak through discovery errors or the event stream', () =
 
     const responses: unknown[] = [];
     const secretHeaders = { Authorization: `Bearer ${SECRET}` };
-    const four = await api.act('SetMcpServer', { name: 'echo4', config: { url: `${echo4xx.origin}/mcp`, secretHeaders } });
-    const five = await api.act('SetMcpServer', { name: 'echo5', config: { url: `${echo5xx.origin}/mcp`, headers: { 'X-Static': 'plain' }, secretHeaders } });
+    const four = await api.act('SetMcpServer', {
+      name: 'echo4',
+      config: { url: `${echo4xx.origin}/mcp`, secretHeaders },
+    });
+    const five = await api.act('SetMcpServer', {
+      name: 'echo5',
+      config: { url: `${echo5xx.origin}/mcp`, headers: { 'X-Static': 'plain' }, secretHeaders },
+    });
     responses.push(four, five);
     // They did echo it: the error bodies carried the header, and the record's error was scrubbed.
     expect(four.server.status.state).toBe('error');
@@ -75,8 +81,15 @@ describe('secrets never leak through discovery errors or the event stream', () =
     const fresh = await api.act('SetMcpServer', { name: 'fresh', config: { url: modern.url, secretHeaders } });
     expect(fresh.server.status).toMatchObject({ state: 'ok', era: 'modern' });
     responses.push(good, fresh);
-    const { agent } = await api.act('CreateAgent', { name: 'a', definition: { mcpServers: ['good', 'fresh', 'echo4'] } });
-    responses.push(await api.act('RefreshMcpServer', { name: 'echo4' }), await api.act('RefreshMcpServer', { name: 'good' }), await api.act('RefreshMcpServer', { name: 'fresh' }));
+    const { agent } = await api.act('CreateAgent', {
+      name: 'a',
+      definition: { mcpServers: ['good', 'fresh', 'echo4'] },
+    });
+    responses.push(
+      await api.act('RefreshMcpServer', { name: 'echo4' }),
+      await api.act('RefreshMcpServer', { name: 'good' }),
+      await api.act('RefreshMcpServer', { name: 'fresh' }),
+    );
     responses.push(await api.act('ListMcpServers'), await api.act('GetAgent', { agent: agent.id }));
     responses.push(
       await eventually(
@@ -88,7 +101,11 @@ describe('secrets never leak through discovery errors or the event stream', () =
         'projection',
       ),
     );
-    await eventually(async () => (stream.includes('agent-tools-changed') && stream.includes('"server":"echo5"') ? true : undefined), 10_000, 'events on the stream');
+    await eventually(
+      async () => (stream.includes('agent-tools-changed') && stream.includes('"server":"echo5"') ? true : undefined),
+      10_000,
+      'events on the stream',
+    );
     abort.abort();
     await reading;
     await h.nc.flush();
@@ -96,7 +113,9 @@ describe('secrets never leak through discovery errors or the event stream', () =
 
     expect(upstream.stats.headersSeen.get('authorization')).toContain(`Bearer ${SECRET}`);
     expect(modern.stats.headersSeen.get('authorization')).toContain(`Bearer ${SECRET}`);
-    const spans = JSON.stringify(exporter.getFinishedSpans().map((s) => ({ n: s.name, a: s.attributes, e: s.events, st: s.status })));
+    const spans = JSON.stringify(
+      exporter.getFinishedSpans().map((s) => ({ n: s.name, a: s.attributes, e: s.events, st: s.status })),
+    );
     const natsText = nats.messages.map((m) => Buffer.from(m.data).toString('latin1')).join('\n');
     for (const [where, text] of [
       ['responses', JSON.stringify(responses)],

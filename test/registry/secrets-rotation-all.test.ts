@@ -1,6 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startProxy, type RunningProxy } from '@mcpx/proxy';
-import { echoTool, startOAuthServer, startProtectedMcpServer, startTestMcpServer, type TestMcpServer, type TestOAuthServer } from '../servers/index.js';
+import {
+  echoTool,
+  startOAuthServer,
+  startProtectedMcpServer,
+  startTestMcpServer,
+  type TestMcpServer,
+  type TestOAuthServer,
+} from '../servers/index.js';
 import { ApiClient } from '../support/api-client.js';
 import { TestBrowser } from '../support/oauth-browser.js';
 import { RegistryHarness, testTelemetry } from '../support/registry-harness.js';
@@ -31,10 +38,16 @@ describe('secrets: rotation covers every sealed value', () => {
       startTestMcpServer({ requireHeader: { name: 'Authorization', value: HEADER_VALUE } }),
       // The test endpoint of the `github` built-in: it answers only with the vendor's token. Its
       // echo says it only reads (a built-in's unhinted echo would wait for a human).
-      startTestMcpServer({ requireHeader: { name: 'Authorization', value: `Bearer ${VENDOR_TOKEN}` }, tools: [{ ...echoTool(), annotations: { readOnlyHint: true } }] }),
+      startTestMcpServer({
+        requireHeader: { name: 'Authorization', value: `Bearer ${VENDOR_TOKEN}` },
+        tools: [{ ...echoTool(), annotations: { readOnlyHint: true } }],
+      }),
     ]);
     // No proxy yet (it starts on the new ring only), no background probe within the test.
-    h = await RegistryHarness.start({ env: { SECRETS_KEYRING: OLD_KEY, BUILTIN_ENDPOINTS: `github=${vendor.url}` }, registry: { reprobe: { baseMs: 600_000 } } });
+    h = await RegistryHarness.start({
+      env: { SECRETS_KEYRING: OLD_KEY, BUILTIN_ENDPOINTS: `github=${vendor.url}` },
+      registry: { reprobe: { baseMs: 600_000 } },
+    });
   });
 
   afterAll(async () => {
@@ -48,7 +61,14 @@ describe('secrets: rotation covers every sealed value', () => {
     let api = h.api();
     const key = api.key;
     // A custom server with a secret header.
-    expect((await api.act('SetMcpServer', { name: 'headed', config: { url: headed.url, secretHeaders: { Authorization: HEADER_VALUE } } })).server.status.state).toBe('ok');
+    expect(
+      (
+        await api.act('SetMcpServer', {
+          name: 'headed',
+          config: { url: headed.url, secretHeaders: { Authorization: HEADER_VALUE } },
+        })
+      ).server.status.state,
+    ).toBe('ok');
     // An oauth server with a pre-registered client, authorized: client secret and tokens sealed.
     as.provider.registered.set('rotate-client', {
       client_id: 'rotate-client',
@@ -59,7 +79,10 @@ describe('secrets: rotation covers every sealed value', () => {
       grant_types: ['authorization_code', 'refresh_token'],
       response_types: ['code'],
     });
-    const set = await api.act('SetMcpServer', { name: 'guarded', config: { url: guarded.url, auth: 'oauth', oauth: { clientId: 'rotate-client', clientSecret: CLIENT_SECRET } } });
+    const set = await api.act('SetMcpServer', {
+      name: 'guarded',
+      config: { url: guarded.url, auth: 'oauth', oauth: { clientId: 'rotate-client', clientSecret: CLIENT_SECRET } },
+    });
     expect((await new TestBrowser().open(set.authorizationUrl)).text).toContain('Connected to guarded');
     // A vendor connection.
     await api.act('SetVendorConnection', { vendor: 'github', accessToken: VENDOR_TOKEN });
@@ -70,16 +93,30 @@ describe('secrets: rotation covers every sealed value', () => {
     await h.replaceRegistry({ SECRETS_KEYRING: `${OLD_KEY},${NEW_KEY}` });
     const first = await rotateSecrets(h.env.DATABASE_URL ?? '', `${OLD_KEY},${NEW_KEY}`);
     expect(first.code, first.stderr).toBe(0);
-    expect(rotationReport(first)).toEqual({ rotated: 4, keyId: 'new', left: 0, tables: tables([1, 0], [2, 0], [1, 0]) });
+    expect(rotationReport(first)).toEqual({
+      rotated: 4,
+      keyId: 'new',
+      left: 0,
+      tables: tables([1, 0], [2, 0], [1, 0]),
+    });
     expect(await keyIdsInUse(h.sql)).toEqual(allUnder('new'));
     const again = await rotateSecrets(h.env.DATABASE_URL ?? '', `${OLD_KEY},${NEW_KEY}`);
-    expect(rotationReport(again)).toEqual({ rotated: 0, keyId: 'new', left: 0, tables: tables([0, 0], [0, 0], [0, 0]) });
+    expect(rotationReport(again)).toEqual({
+      rotated: 0,
+      keyId: 'new',
+      left: 0,
+      tables: tables([0, 0], [0, 0], [0, 0]),
+    });
     const printed = first.stdout + first.stderr + again.stdout + again.stderr;
-    for (const secret of [HEADER_VALUE, CLIENT_SECRET, VENDOR_TOKEN, OLD_KEY.slice(4), NEW_KEY.slice(4)]) expect(printed).not.toContain(secret);
+    for (const secret of [HEADER_VALUE, CLIENT_SECRET, VENDOR_TOKEN, OLD_KEY.slice(4), NEW_KEY.slice(4)])
+      expect(printed).not.toContain(secret);
 
     // Only the new key is left in the ring, of the registry and of a proxy.
     await h.replaceRegistry({ SECRETS_KEYRING: NEW_KEY });
-    proxy = await startProxy(h.config('proxy', { SECRETS_KEYRING: NEW_KEY }), { telemetry: await testTelemetry(), logSink: (line) => void h.logs.push(line) });
+    proxy = await startProxy(h.config('proxy', { SECRETS_KEYRING: NEW_KEY }), {
+      telemetry: await testTelemetry(),
+      logSink: (line) => void h.logs.push(line),
+    });
     api = new ApiClient(h.apiUrl, key);
 
     // The registry discovers the built-in with the vendor token.
@@ -91,13 +128,16 @@ describe('secrets: rotation covers every sealed value', () => {
     const wanted = ['github__echo', 'guarded__echo', 'headed__echo'];
     await eventually(
       async () => {
-        const names = ((await api.act('ListAgentTools', { agent: 'all' })).tools as Array<{ name: string }>).map((t) => t.name);
+        const names = ((await api.act('ListAgentTools', { agent: 'all' })).tools as Array<{ name: string }>).map(
+          (t) => t.name,
+        );
         return wanted.every((n) => names.includes(n)) ? true : undefined;
       },
       15_000,
       'the tools of all three servers',
     );
-    const invoke = async (tool: string, text: string): Promise<string> => (await api.act('InvokeTool', { agent: 'all', tool, arguments: { text } })).result.text as string;
+    const invoke = async (tool: string, text: string): Promise<string> =>
+      (await api.act('InvokeTool', { agent: 'all', tool, arguments: { text } })).result.text as string;
 
     // The proxy sends the secret header and the vendor token.
     expect(await invoke('headed__echo', 'header')).toBe('echo: header');

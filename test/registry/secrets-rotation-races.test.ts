@@ -5,7 +5,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseKeyring } from '@mcpx/config';
 import { SecretBox, vendorTokensAad } from '@mcpx/secrets';
 import { listenOnLoopback } from '../servers/loopback.js';
-import { startOAuthServer, startProtectedMcpServer, type TestMcpServer, type TestOAuthServer } from '../servers/index.js';
+import {
+  startOAuthServer,
+  startProtectedMcpServer,
+  type TestMcpServer,
+  type TestOAuthServer,
+} from '../servers/index.js';
 import { authorizeVendor, registerVendorClient, type VendorClient } from '../auth-methods/vendor-oauth.js';
 import { ApiClient } from '../support/api-client.js';
 import { RegistryHarness } from '../support/registry-harness.js';
@@ -18,21 +23,33 @@ const bothKeys = new SecretBox(parseKeyring(`${OLD_KEY},${NEW_KEY}`));
  * An account's vendor tokens as stored: the key that sealed them, and what they open to (the one
  * stored casing, RFC 6749 names; a row sealed in the older camelCase opens as it was written).
  */
-async function storedVendorTokens(h: RegistryHarness, account: string): Promise<{ keyId: string; tokens: Record<string, string> }> {
+async function storedVendorTokens(
+  h: RegistryHarness,
+  account: string,
+): Promise<{ keyId: string; tokens: Record<string, string> }> {
   const row = await h.sql
     .selectFrom('registry.vendor_connections')
     .select(['tokens_key_id', 'tokens_sealed'])
     .where('account_id', '=', account)
     .where('vendor', '=', 'github')
     .executeTakeFirstOrThrow();
-  return { keyId: row.tokens_key_id, tokens: JSON.parse(bothKeys.open({ keyId: row.tokens_key_id, ciphertext: row.tokens_sealed }, vendorTokensAad(account, 'github'))) };
+  return {
+    keyId: row.tokens_key_id,
+    tokens: JSON.parse(
+      bothKeys.open({ keyId: row.tokens_key_id, ciphertext: row.tokens_sealed }, vendorTokensAad(account, 'github')),
+    ),
+  };
 }
 
 describe('secrets rotation: a value written while it runs', () => {
   let h: RegistryHarness;
 
   beforeAll(async () => {
-    h = await RegistryHarness.start({ env: { SECRETS_KEYRING: OLD_KEY }, projector: false, registry: { reprobe: { baseMs: 600_000 } } });
+    h = await RegistryHarness.start({
+      env: { SECRETS_KEYRING: OLD_KEY },
+      projector: false,
+      registry: { reprobe: { baseMs: 600_000 } },
+    });
   });
   afterAll(async () => {
     await h?.stop();
@@ -48,7 +65,10 @@ describe('secrets rotation: a value written while it runs', () => {
     await writer.connect();
     try {
       await writer.query('BEGIN');
-      await writer.query("SELECT 1 FROM registry.vendor_connections WHERE account_id = $1 AND vendor = 'github' FOR UPDATE", [raced.principal]);
+      await writer.query(
+        "SELECT 1 FROM registry.vendor_connections WHERE account_id = $1 AND vendor = 'github' FOR UPDATE",
+        [raced.principal],
+      );
       const rotation = rotateSecrets(h.env.DATABASE_URL ?? '', `${OLD_KEY},${NEW_KEY}`);
       // The rotation has read the row and waits for its lock to re-seal it.
       await eventually(
@@ -56,30 +76,53 @@ describe('secrets rotation: a value written while it runs', () => {
           const r = await sql<{ n: number }>`
           SELECT count(*)::int AS n FROM pg_stat_activity
           WHERE datname = current_database() AND application_name = 'rotate-secrets'
-            AND wait_event_type = 'Lock' AND wait_event IN ('transactionid', 'tuple') AND query ILIKE '%vendor_connections%'`.execute(h.sql);
+            AND wait_event_type = 'Lock' AND wait_event IN ('transactionid', 'tuple') AND query ILIKE '%vendor_connections%'`.execute(
+            h.sql,
+          );
           return (r.rows[0]?.n ?? 0) > 0 ? true : undefined;
         },
         45_000,
         'the rotation to wait on the raced row',
       );
-      const written = new SecretBox(parseKeyring(OLD_KEY)).seal(JSON.stringify({ accessToken: 'gho_duringRace1' }), vendorTokensAad(raced.principal, 'github'));
-      await writer.query("UPDATE registry.vendor_connections SET tokens_key_id = $1, tokens_sealed = $2 WHERE account_id = $3 AND vendor = 'github'", [
-        written.keyId,
-        written.ciphertext,
-        raced.principal,
-      ]);
+      const written = new SecretBox(parseKeyring(OLD_KEY)).seal(
+        JSON.stringify({ accessToken: 'gho_duringRace1' }),
+        vendorTokensAad(raced.principal, 'github'),
+      );
+      await writer.query(
+        "UPDATE registry.vendor_connections SET tokens_key_id = $1, tokens_sealed = $2 WHERE account_id = $3 AND vendor = 'github'",
+        [written.keyId, written.ciphertext, raced.principal],
+      );
       await writer.query('COMMIT');
 
       const first = await rotation;
       expect(first.code, first.stderr).toBe(0);
       // The other account's tokens were re-sealed; the raced value was skipped and is counted as left.
-      expect(rotationReport(first)).toEqual({ rotated: 1, keyId: 'new', left: 1, tables: tables([0, 0], [0, 0], [1, 1]) });
-      expect(await storedVendorTokens(h, raced.principal)).toEqual({ keyId: 'old', tokens: { accessToken: 'gho_duringRace1' } });
-      expect(await storedVendorTokens(h, other.principal)).toEqual({ keyId: 'new', tokens: { access_token: 'gho_otherAccount1' } });
+      expect(rotationReport(first)).toEqual({
+        rotated: 1,
+        keyId: 'new',
+        left: 1,
+        tables: tables([0, 0], [0, 0], [1, 1]),
+      });
+      expect(await storedVendorTokens(h, raced.principal)).toEqual({
+        keyId: 'old',
+        tokens: { accessToken: 'gho_duringRace1' },
+      });
+      expect(await storedVendorTokens(h, other.principal)).toEqual({
+        keyId: 'new',
+        tokens: { access_token: 'gho_otherAccount1' },
+      });
 
       const second = await rotateSecrets(h.env.DATABASE_URL ?? '', `${OLD_KEY},${NEW_KEY}`);
-      expect(rotationReport(second)).toEqual({ rotated: 1, keyId: 'new', left: 0, tables: tables([0, 0], [0, 0], [1, 0]) });
-      expect(await storedVendorTokens(h, raced.principal)).toEqual({ keyId: 'new', tokens: { accessToken: 'gho_duringRace1' } });
+      expect(rotationReport(second)).toEqual({
+        rotated: 1,
+        keyId: 'new',
+        left: 0,
+        tables: tables([0, 0], [0, 0], [1, 0]),
+      });
+      expect(await storedVendorTokens(h, raced.principal)).toEqual({
+        keyId: 'new',
+        tokens: { accessToken: 'gho_duringRace1' },
+      });
       expect(first.stdout + first.stderr + second.stdout + second.stderr).not.toMatch(/gho_/);
     } finally {
       await writer.query('ROLLBACK').catch(() => undefined);
@@ -92,7 +135,11 @@ describe('secrets rotation: a value that does not open', () => {
   let h: RegistryHarness;
 
   beforeAll(async () => {
-    h = await RegistryHarness.start({ env: { SECRETS_KEYRING: OLD_KEY }, projector: false, registry: { reprobe: { baseMs: 600_000 } } });
+    h = await RegistryHarness.start({
+      env: { SECRETS_KEYRING: OLD_KEY },
+      projector: false,
+      registry: { reprobe: { baseMs: 600_000 } },
+    });
   });
   afterAll(async () => {
     await h?.stop();
@@ -105,7 +152,9 @@ describe('secrets rotation: a value that does not open', () => {
     // A ring without the key that sealed it (the old key left too early).
     const res = await rotateSecrets(h.env.DATABASE_URL ?? '', NEW_KEY);
     expect(res.code).not.toBe(0);
-    expect(res.stderr).toContain(`registry.vendor_connections.tokens_sealed of account ${api.principal}, vendor github: secret sealed with unknown key id old`);
+    expect(res.stderr).toContain(
+      `registry.vendor_connections.tokens_sealed of account ${api.principal}, vendor github: secret sealed with unknown key id old`,
+    );
     expect(res.stdout + res.stderr).not.toContain('gho_strandedToken1');
     expect(res.stdout + res.stderr).not.toContain(NEW_KEY.slice(4));
     expect(await h.tableDigest()).toEqual(before);
@@ -113,7 +162,9 @@ describe('secrets rotation: a value that does not open', () => {
 });
 
 /** A token endpoint in front of `as` that holds every request until `release()`. */
-async function startHeldTokenEndpoint(as: TestOAuthServer): Promise<{ url: string; held(): number; release(): void; close(): Promise<void> }> {
+async function startHeldTokenEndpoint(
+  as: TestOAuthServer,
+): Promise<{ url: string; held(): number; release(): void; close(): Promise<void> }> {
   let release!: () => void;
   const released = new Promise<void>((resolve) => (release = resolve));
   let held = 0;
@@ -123,8 +174,18 @@ async function startHeldTokenEndpoint(as: TestOAuthServer): Promise<{ url: strin
     req.on('end', () => {
       held++;
       void released
-        .then(() => fetch(new URL('token', as.issuer), { method: 'POST', headers: { 'content-type': req.headers['content-type'] ?? '' }, body: Buffer.concat(chunks) }))
-        .then(async (up) => res.writeHead(up.status, { 'content-type': up.headers.get('content-type') ?? 'application/json' }).end(Buffer.from(await up.arrayBuffer())))
+        .then(() =>
+          fetch(new URL('token', as.issuer), {
+            method: 'POST',
+            headers: { 'content-type': req.headers['content-type'] ?? '' },
+            body: Buffer.concat(chunks),
+          }),
+        )
+        .then(async (up) =>
+          res
+            .writeHead(up.status, { 'content-type': up.headers.get('content-type') ?? 'application/json' })
+            .end(Buffer.from(await up.arrayBuffer())),
+        )
         .catch(() => res.writeHead(502).end());
     });
   });
@@ -178,9 +239,18 @@ describe('secrets rotation: a vendor refresh in flight', () => {
 
     as.provider.expireAccessTokens();
     const refresh = api.act('RefreshMcpServer', { name: 'github' });
-    await eventually(async () => (tokenEndpoint.held() > 0 ? true : undefined), 15_000, 'the refresh to reach the token endpoint');
+    await eventually(
+      async () => (tokenEndpoint.held() > 0 ? true : undefined),
+      15_000,
+      'the refresh to reach the token endpoint',
+    );
     const rotated = await rotateSecrets(h.env.DATABASE_URL ?? '', `${OLD_KEY},${NEW_KEY}`);
-    expect(rotationReport(rotated)).toEqual({ rotated: 1, keyId: 'new', left: 0, tables: tables([0, 0], [0, 0], [1, 0]) });
+    expect(rotationReport(rotated)).toEqual({
+      rotated: 1,
+      keyId: 'new',
+      left: 0,
+      tables: tables([0, 0], [0, 0], [1, 0]),
+    });
     tokenEndpoint.release();
     expect((await refresh).server.status.state).toBe('ok');
 

@@ -25,18 +25,37 @@ describe('search text of earlier documents', () => {
   });
 
   it('fills remote_name and description from the stored document', async () => {
-    const [doc] = buildToolDocuments('legacy', [{ name: 'findInvoices', description: 'Find unpaid invoices.' }], { style: ToolNameStyle.double_underscore });
+    const [doc] = buildToolDocuments('legacy', [{ name: 'findInvoices', description: 'Find unpaid invoices.' }], {
+      style: ToolNameStyle.double_underscore,
+    });
     if (doc === undefined) throw new Error('no document');
     await sql
       .insertInto('projector.tool_documents')
-      .values({ account_id: 'acct-backfill', server: 'legacy', server_id: 's1', name: doc.name, kind: doc.kind, cid: documentCid(doc), doc_cbor: encodePayload(doc) })
+      .values({
+        account_id: 'acct-backfill',
+        server: 'legacy',
+        server_id: 's1',
+        name: doc.name,
+        kind: doc.kind,
+        cid: documentCid(doc),
+        doc_cbor: encodePayload(doc),
+      })
       .execute();
-    const projector = await startProjector(loadConfig('projector', { ...env, HTTP_PORT: '0', INSTANCE_ID: 'projector-backfill' }), { logSink: () => undefined });
+    const projector = await startProjector(
+      loadConfig('projector', { ...env, HTTP_PORT: '0', INSTANCE_ID: 'projector-backfill' }),
+      { logSink: () => undefined },
+    );
     await projector.stop();
-    const row = await sql.selectFrom('projector.tool_documents').select(['remote_name', 'description']).where('account_id', '=', 'acct-backfill').executeTakeFirstOrThrow();
+    const row = await sql
+      .selectFrom('projector.tool_documents')
+      .select(['remote_name', 'description'])
+      .where('account_id', '=', 'acct-backfill')
+      .executeTakeFirstOrThrow();
     expect(row).toEqual({ remote_name: 'findInvoices', description: 'Find unpaid invoices.' });
     const { rows } = await raw<{ name: string }>`
-      SELECT name FROM projector.tool_documents WHERE account_id = 'acct-backfill' AND search @@ to_tsquery('simple', 'invoice:*')`.execute(sql);
+      SELECT name FROM projector.tool_documents WHERE account_id = 'acct-backfill' AND search @@ to_tsquery('simple', 'invoice:*')`.execute(
+      sql,
+    );
     expect(rows.map((r) => r.name)).toEqual(['legacy__findInvoices']);
   });
 });

@@ -15,7 +15,10 @@ const TICKETS = [
   tool('list_tickets', 'Lists tickets; use it to find an issue by its title.'),
   tool('close_ticket', 'Close a ticket (see the status page).'),
 ];
-const DOCS = [tool('search_documents', 'Full-text search over the knowledge base.'), tool('fetch_page', 'Fetch one page of documentation.')];
+const DOCS = [
+  tool('search_documents', 'Full-text search over the knowledge base.'),
+  tool('fetch_page', 'Fetch one page of documentation.'),
+];
 
 /** Every tool name of a reply, best first. */
 function names(res: ToolSearchReply): string[] {
@@ -46,7 +49,8 @@ describe('tool search (families)', () => {
   let api: ApiClient;
   let otherApi: ApiClient;
 
-  const search = (fields: Record<string, unknown>, client = api): Promise<ToolSearchReply> => client.act<ToolSearchReply>('SearchTools', fields);
+  const search = (fields: Record<string, unknown>, client = api): Promise<ToolSearchReply> =>
+    client.act<ToolSearchReply>('SearchTools', fields);
 
   beforeAll(async () => {
     [h, tickets, docs, notes, other] = await Promise.all([
@@ -54,7 +58,9 @@ describe('tool search (families)', () => {
       startTestMcpServer({ era: 'modern', tools: TICKETS }),
       startTestMcpServer({ tools: DOCS }),
       startTestMcpServer({ era: 'modern', tools: [tool('jot', 'Write a short note.')] }),
-      startTestMcpServer({ tools: [tool('issue_secret', "Another account's issue tracker; never shown to anyone else.")] }),
+      startTestMcpServer({
+        tools: [tool('issue_secret', "Another account's issue tracker; never shown to anyone else.")],
+      }),
     ]);
     api = h.api();
     otherApi = h.api();
@@ -64,8 +70,14 @@ describe('tool search (families)', () => {
     // Another account, with a server of the same name.
     await otherApi.act('SetMcpServer', { name: 'tickets', config: { url: other.url } });
     await api.act('CreateAgent', { name: 'reader', definition: { mcpServers: ['docs'] } });
-    await eventually(async () => ((await api.act('ListAgentTools', { agent: 'reader' })).tools.length === 2 ? true : undefined));
-    await eventually(async () => (names(await search({ query: 'jot' })).length === 1 && names(await search({ query: 'ticket' })).length === 3 ? true : undefined));
+    await eventually(async () =>
+      (await api.act('ListAgentTools', { agent: 'reader' })).tools.length === 2 ? true : undefined,
+    );
+    await eventually(async () =>
+      names(await search({ query: 'jot' })).length === 1 && names(await search({ query: 'ticket' })).length === 3
+        ? true
+        : undefined,
+    );
     await eventually(async () => (names(await search({ query: 'secret' }, otherApi)).length === 1 ? true : undefined));
   });
 
@@ -142,7 +154,10 @@ describe('tool search (families)', () => {
       const r = await search({ query: 'reminder' });
       return r.families.length > 0 ? r : undefined;
     });
-    expect(after.families[0]?.tools[0]).toMatchObject({ name: 'notes__jot', description: 'Save a reminder for later.' });
+    expect(after.families[0]?.tools[0]).toMatchObject({
+      name: 'notes__jot',
+      description: 'Save a reminder for later.',
+    });
     expect(after.families[0]?.tools[0]?.cid).not.toBe(before.families[0]?.tools[0]?.cid);
     expect(await search({ query: 'short note' })).toEqual({ families: [] });
   });
@@ -174,7 +189,9 @@ describe('tool search (families)', () => {
     const json = await runCli(['tools', 'search', 'page', '--family', 'mcp:docs', '--json'], env);
     expect(json.code, json.stderr).toBe(0);
     const res = JSON.parse(json.stdout) as ToolSearchReply;
-    expect(res.families).toEqual([{ family: 'mcp:docs', server: 'docs', tools: [expect.objectContaining({ name: 'docs__fetch_page' })] }]);
+    expect(res.families).toEqual([
+      { family: 'mcp:docs', server: 'docs', tools: [expect.objectContaining({ name: 'docs__fetch_page' })] },
+    ]);
     const human = await runCli(['tools', 'search', 'issue', '--agent', 'reader'], env);
     expect(human.code, human.stderr).toBe(0);
     expect(human.stdout.trim()).toBe('no tools match "issue"');

@@ -41,19 +41,27 @@ describe('AGENT signers never see an authorization URL', () => {
     const set = await owner.act('SetMcpServer', { name: 'guarded', config: { url: upstream.url, auth: 'oauth' } });
     expect((await new TestBrowser().open(set.authorizationUrl)).text).toContain('Connected to guarded');
     const { agent } = await owner.act('CreateAgent', { name: 'runner', definition: { mcpServers: ['guarded'] } });
-    await eventually(async () => ((await owner.act('ListAgentTools', { agent: agent.id })).tools.length === 2 ? true : undefined), 15_000, 'tools');
+    await eventually(
+      async () => ((await owner.act('ListAgentTools', { agent: agent.id })).tools.length === 2 ? true : undefined),
+      15_000,
+      'tools',
+    );
 
     // The refresh token is revoked: the proxy's next call cannot be refreshed, and the registry
     // records the server auth_required (no URL on the status: nobody asked for one).
     as.provider.expireAccessTokens();
     as.provider.revokeRefreshTokens();
     const proxy = new ProxyClient(nc, makeSubjects(system.env.NATS_PREFIX));
-    const err = await proxy.call({ account: owner.principal, agent: agent.id, run: 'r1', tool: 'guarded__echo', arguments: { text: 'x' } }).then(
-      () => undefined,
-      (e: unknown) => e,
-    );
+    const err = await proxy
+      .call({ account: owner.principal, agent: agent.id, run: 'r1', tool: 'guarded__echo', arguments: { text: 'x' } })
+      .then(
+        () => undefined,
+        (e: unknown) => e,
+      );
     expect((err as WireError).code).toBe('auth_required');
-    const ownerView = (await owner.act<{ servers: RedactedMcpServer[] }>('ListMcpServers')).servers.find((s) => s.name === 'guarded');
+    const ownerView = (await owner.act<{ servers: RedactedMcpServer[] }>('ListMcpServers')).servers.find(
+      (s) => s.name === 'guarded',
+    );
     expect(ownerView?.status.state).toBe('auth_required');
     expect(ownerView?.status).not.toHaveProperty('authorizationUrl');
 
@@ -75,7 +83,9 @@ describe('AGENT signers never see an authorization URL', () => {
     expect(text).not.toContain('/v1/oauth/start');
     expect(text).not.toContain(new URL(as.issuer).origin);
 
-    const writerView = (await asWriter.act<{ servers: RedactedMcpServer[] }>('ListMcpServers')).servers.find((s) => s.name === 'guarded');
+    const writerView = (await asWriter.act<{ servers: RedactedMcpServer[] }>('ListMcpServers')).servers.find(
+      (s) => s.name === 'guarded',
+    );
     expect(writerView?.status.state).toBe('auth_required');
     expect((writerView?.status as StatusView).needsOwnerAuthorization).toBeUndefined();
     // The AGENT cannot ask for a ticket, by any action that hands one out.
@@ -84,14 +94,19 @@ describe('AGENT signers never see an authorization URL', () => {
       ['RefreshMcpServer', { name: 'guarded' }],
       ['SetMcpServer', { name: 'guarded', config: { url: upstream.url, auth: 'oauth' } }],
     ] as const) {
-      await expect(asAgent.act(type, action)).rejects.toMatchObject({ code: 'forbidden', details: { field: 'signer' } });
+      await expect(asAgent.act(type, action)).rejects.toMatchObject({
+        code: 'forbidden',
+        details: { field: 'signer' },
+      });
     }
 
     // A WRITER asks for a ticket and completes it in its browser: the server is back, and the AGENT's view has nothing to hide.
     const ticket = await asWriter.act<{ authorizationUrl: string }>('AuthorizeMcpServer', { name: 'guarded' });
     expect(ticket.authorizationUrl.startsWith(`${system.apiUrl}/v1/oauth/start?ticket=`)).toBe(true);
     expect((await new TestBrowser().open(ticket.authorizationUrl)).text).toContain('Connected to guarded');
-    const back = (await asAgent.act<{ servers: RedactedMcpServer[] }>('ListMcpServers')).servers.find((s) => s.name === 'guarded');
+    const back = (await asAgent.act<{ servers: RedactedMcpServer[] }>('ListMcpServers')).servers.find(
+      (s) => s.name === 'guarded',
+    );
     expect(back?.status.state).toBe('ok');
     expect((back?.status as StatusView).needsOwnerAuthorization).toBeUndefined();
   });

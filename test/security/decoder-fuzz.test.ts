@@ -97,7 +97,12 @@ const arbitraryBytes = fc.uint8Array({ maxLength: 600 });
 
 /** A mutation of valid bytes: flip, overwrite, insert, delete, truncate, duplicate a slice. */
 function mutated(valid: fc.Arbitrary<Uint8Array>): fc.Arbitrary<Uint8Array> {
-  const edit = fc.record({ kind: fc.constantFrom('flip', 'set', 'insert', 'delete', 'truncate', 'dup'), at: fc.nat(), byte: fc.integer({ min: 0, max: 255 }), len: fc.integer({ min: 1, max: 16 }) });
+  const edit = fc.record({
+    kind: fc.constantFrom('flip', 'set', 'insert', 'delete', 'truncate', 'dup'),
+    at: fc.nat(),
+    byte: fc.integer({ min: 0, max: 255 }),
+    len: fc.integer({ min: 1, max: 16 }),
+  });
   return fc.tuple(valid, fc.array(edit, { minLength: 1, maxLength: 4 })).map(([bytes, edits]) => {
     let b = [...bytes];
     for (const e of edits) {
@@ -132,14 +137,31 @@ const payloadValue: fc.Arbitrary<unknown> = fc.letrec((tie) => ({
 const id = fc.stringMatching(/^[A-Za-z0-9_-]{1,20}$/).filter((s) => s !== '__proto__');
 const hex = fc.stringMatching(/^[0-9a-f]{1,64}$/);
 const cid = fc.stringMatching(/^b[a-z2-7]{20,60}$/);
-const tool = fc.record({ name: id, description: fc.option(fc.string({ maxLength: 30 }), { nil: undefined }), inputSchema: fc.constant({ type: 'object' }) });
+const tool = fc.record({
+  name: id,
+  description: fc.option(fc.string({ maxLength: 30 }), { nil: undefined }),
+  inputSchema: fc.constant({ type: 'object' }),
+});
 
 /** Valid payloads of every subscribed subject, with their decoders. */
 const decoders: Array<[string, (b: Uint8Array) => unknown, fc.Arbitrary<unknown>]> = [
-  ['oauth refresh', decodeOAuthRefreshRequest, fc.record({ account: id, server: id, staleTokenHash: fc.option(hex, { nil: undefined }) })],
+  [
+    'oauth refresh',
+    decodeOAuthRefreshRequest,
+    fc.record({ account: id, server: id, staleTokenHash: fc.option(hex, { nil: undefined }) }),
+  ],
   ['cancel', decodeProxyCancel, fc.record({ account: id, run: id, callId: id })],
   ['run ended', decodeRunEnded, fc.record({ account: id, run: id })],
-  ['tools observed', decodeToolsObserved, fc.record({ account: id, server: id, tools: fc.array(tool, { maxLength: 4 }), transport: fc.constantFrom('http', 'sse') })],
+  [
+    'tools observed',
+    decodeToolsObserved,
+    fc.record({
+      account: id,
+      server: id,
+      tools: fc.array(tool, { maxLength: 4 }),
+      transport: fc.constantFrom('http', 'sse'),
+    }),
+  ],
   [
     'server discovered',
     decodeServerDiscoveredEvent,
@@ -160,7 +182,16 @@ const decoders: Array<[string, (b: Uint8Array) => unknown, fc.Arbitrary<unknown>
           skippedTools: fc.array(fc.record({ name: id, reason: fc.string({ maxLength: 20 }) }), { maxLength: 2 }),
           listTtlMs: fc.nat(),
           listCacheScope: fc.constantFrom('public', 'private'),
-          heldTools: fc.array(fc.record({ name: id, cid: id, reason: fc.constant('held_for_review'), state: fc.constantFrom('pending', 'rejected'), withheld: fc.boolean() }), { maxLength: 2 }),
+          heldTools: fc.array(
+            fc.record({
+              name: id,
+              cid: id,
+              reason: fc.constant('held_for_review'),
+              state: fc.constantFrom('pending', 'rejected'),
+              withheld: fc.boolean(),
+            }),
+            { maxLength: 2 },
+          ),
         },
         { requiredKeys: ['state'] },
       ),
@@ -172,23 +203,103 @@ const decoders: Array<[string, (b: Uint8Array) => unknown, fc.Arbitrary<unknown>
   [
     'watch request',
     decodeWatchRequest,
-    fc.record({ op: fc.constantFrom('hold', 'release'), account: id, agent: id, holder: id, server: id, kind: fc.constant('resource'), uri: id.map((s) => `test://${s}`) }),
+    fc.record({
+      op: fc.constantFrom('hold', 'release'),
+      account: id,
+      agent: id,
+      holder: id,
+      server: id,
+      kind: fc.constant('resource'),
+      uri: id.map((s) => `test://${s}`),
+    }),
   ],
-  ['upstream notice', decodeUpstreamNotice, fc.record({ account: id, server: id, kind: fc.constantFrom('tools', 'prompts', 'resources'), count: fc.integer({ min: 1, max: 10_000 }) })],
+  [
+    'upstream notice',
+    decodeUpstreamNotice,
+    fc.record({
+      account: id,
+      server: id,
+      kind: fc.constantFrom('tools', 'prompts', 'resources'),
+      count: fc.integer({ min: 1, max: 10_000 }),
+    }),
+  ],
   ['server deleted', decodeServerDeletedEvent, fc.record({ account: id, server: id, serverId: id })],
-  ['agent changed', decodeAgentChangedEvent, fc.record({ account: id, agent: id, revision: fc.nat(), mcpServers: fc.array(id, { maxLength: 4 }) })],
-  ['agent tools changed', decodeAgentToolsChangedEvent, fc.record({ account: id, agent: id, version: fc.nat(), added: fc.dictionary(id, id), changed: fc.dictionary(id, id), removed: fc.array(id) })],
-  ['approval requested', decodeApprovalRequestedEvent, fc.record({ account: id, approvalId: id, agent: id, run: id, tool: id, server: id, remoteName: id, argsHash: hex, expiresAt: id })],
+  [
+    'agent changed',
+    decodeAgentChangedEvent,
+    fc.record({ account: id, agent: id, revision: fc.nat(), mcpServers: fc.array(id, { maxLength: 4 }) }),
+  ],
+  [
+    'agent tools changed',
+    decodeAgentToolsChangedEvent,
+    fc.record({
+      account: id,
+      agent: id,
+      version: fc.nat(),
+      added: fc.dictionary(id, id),
+      changed: fc.dictionary(id, id),
+      removed: fc.array(id),
+    }),
+  ],
+  [
+    'approval requested',
+    decodeApprovalRequestedEvent,
+    fc.record({
+      account: id,
+      approvalId: id,
+      agent: id,
+      run: id,
+      tool: id,
+      server: id,
+      remoteName: id,
+      argsHash: hex,
+      expiresAt: id,
+    }),
+  ],
   [
     'approval decided',
     decodeApprovalDecidedEvent,
-    fc.record({ account: id, approvalId: id, agent: id, run: id, tool: id, server: id, decision: fc.constantFrom('approved', 'denied'), decidedBy: id, decidedAt: id, expiresAt: id }),
+    fc.record({
+      account: id,
+      approvalId: id,
+      agent: id,
+      run: id,
+      tool: id,
+      server: id,
+      decision: fc.constantFrom('approved', 'denied'),
+      decidedBy: id,
+      decidedAt: id,
+      expiresAt: id,
+    }),
   ],
-  ['input requested', decodeInputRequestedEvent, fc.record({ account: id, inputRequestId: id, agent: id, run: id, tool: id, server: id, forPerson: fc.boolean(), expiresAt: id })],
+  [
+    'input requested',
+    decodeInputRequestedEvent,
+    fc.record({
+      account: id,
+      inputRequestId: id,
+      agent: id,
+      run: id,
+      tool: id,
+      server: id,
+      forPerson: fc.boolean(),
+      expiresAt: id,
+    }),
+  ],
   [
     'input answered',
     decodeInputAnsweredEvent,
-    fc.record({ account: id, inputRequestId: id, agent: id, run: id, tool: id, server: id, answeredBy: fc.string({ maxLength: 20 }), answeredAt: id, expiresAt: id }),
+    fc.record({
+      account: id,
+      inputRequestId: id,
+      agent: id,
+      run: id,
+      tool: id,
+      server: id,
+      answeredBy: fc.string({ maxLength: 20 }),
+      answeredAt: id,
+      expiresAt: id,
+    }),
   ],
   [
     'tool review requested',
@@ -196,7 +307,15 @@ const decoders: Array<[string, (b: Uint8Array) => unknown, fc.Arbitrary<unknown>
     fc.record({
       account: id,
       server: id,
-      changes: fc.array(fc.record({ tool: fc.stringMatching(/^[A-Za-z0-9 _.:-]{1,40}$/), cid, kind: fc.constantFrom('new', 'changed'), withheld: fc.boolean() }), { maxLength: 5 }),
+      changes: fc.array(
+        fc.record({
+          tool: fc.stringMatching(/^[A-Za-z0-9 _.:-]{1,40}$/),
+          cid,
+          kind: fc.constantFrom('new', 'changed'),
+          withheld: fc.boolean(),
+        }),
+        { maxLength: 5 },
+      ),
       pending: fc.nat(),
     }),
   ],
@@ -208,7 +327,12 @@ const decoders: Array<[string, (b: Uint8Array) => unknown, fc.Arbitrary<unknown>
       summary: fc.string({ maxLength: 30 }),
       text: fc.option(fc.string({ maxLength: 30 }), { nil: undefined }),
       result: fc.option(payloadValue, { nil: undefined }),
-      images: fc.option(fc.array(fc.record({ data: fc.base64String({ maxLength: 40 }), mimeType: fc.constant('image/png') }), { maxLength: 2 }), { nil: undefined }),
+      images: fc.option(
+        fc.array(fc.record({ data: fc.base64String({ maxLength: 40 }), mimeType: fc.constant('image/png') }), {
+          maxLength: 2,
+        }),
+        { nil: undefined },
+      ),
       durationMs: fc.nat(),
     }),
   ],
@@ -236,37 +360,49 @@ describe('fuzzing the strict decoder (fast-check)', () => {
 
   it('mutated valid encodings: a value or invalid_input', () => {
     fc.assert(
-      fc.property(mutated(payloadValue.map((v) => encodePayload(v))), (bytes) => void valueOrTyped(() => decodeStrict(bytes, 'payload'))),
+      fc.property(
+        mutated(payloadValue.map((v) => encodePayload(v))),
+        (bytes) => void valueOrTyped(() => decodeStrict(bytes, 'payload')),
+      ),
       { numRuns: 4_000 },
     );
   });
 
   it('parsed JSON of any shape: checkValueBounds passes or refuses with invalid_input', () => {
     fc.assert(
-      fc.property(fc.jsonValue(), (v) => void valueOrTyped(() => checkValueBounds(v, 'body', { maxDepth: 4, maxItems: 50 }))),
+      fc.property(
+        fc.jsonValue(),
+        (v) => void valueOrTyped(() => checkValueBounds(v, 'body', { maxDepth: 4, maxItems: 50 })),
+      ),
       { numRuns: 1_000 },
     );
   });
 });
 
 describe('fuzzing the NATS payload decoders (fast-check)', () => {
-  it.each(decoders)('%s: valid payloads decode; arbitrary, soup and mutated bytes give a value or invalid_input', (_name, decode, valid) => {
-    fc.assert(
-      fc.property(valid, (v) => {
-        expect(() => decode(encodePayload(v))).not.toThrow();
-      }),
-      { numRuns: 200 },
-    );
-    fc.assert(
-      fc.property(fc.oneof(arbitraryBytes, soup, mutated(valid.map((v) => encodePayload(v)))), (bytes) => void valueOrTyped(() => decode(bytes))),
-      { numRuns: 1_500 },
-    );
-    // Valid CBOR of any other shape.
-    fc.assert(
-      fc.property(payloadValue, (v) => void valueOrTyped(() => decode(encodePayload(v)))),
-      { numRuns: 500 },
-    );
-  });
+  it.each(decoders)(
+    '%s: valid payloads decode; arbitrary, soup and mutated bytes give a value or invalid_input',
+    (_name, decode, valid) => {
+      fc.assert(
+        fc.property(valid, (v) => {
+          expect(() => decode(encodePayload(v))).not.toThrow();
+        }),
+        { numRuns: 200 },
+      );
+      fc.assert(
+        fc.property(
+          fc.oneof(arbitraryBytes, soup, mutated(valid.map((v) => encodePayload(v)))),
+          (bytes) => void valueOrTyped(() => decode(bytes)),
+        ),
+        { numRuns: 1_500 },
+      );
+      // Valid CBOR of any other shape.
+      fc.assert(
+        fc.property(payloadValue, (v) => void valueOrTyped(() => decode(encodePayload(v)))),
+        { numRuns: 500 },
+      );
+    },
+  );
 
   it('the proxy call request: strict decode then parseCallRequest give a request or invalid_input', () => {
     const request = fc.record({
@@ -298,7 +434,10 @@ describe('fuzzing the envelope parser and the signature check behind it (fast-ch
     .jsonValue()
     .map((v) => JSON.parse(JSON.stringify(v)) as unknown)
     .filter((v) => !JSON.stringify(v).includes('"__proto__"'));
-  const action = fc.record({ type: fc.constantFrom('ListMcpServers', 'SetMcpServer', 'GetAgent'), name: id, config: json }, { requiredKeys: ['type'] });
+  const action = fc.record(
+    { type: fc.constantFrom('ListMcpServers', 'SetMcpServer', 'GetAgent'), name: id, config: json },
+    { requiredKeys: ['type'] },
+  );
   const signed = action.map((a) => signAction(key, key.principal, a));
 
   /** What the registry does with a body: strict decode, the envelope's shape, then the signature. */
@@ -320,13 +459,29 @@ describe('fuzzing the envelope parser and the signature check behind it (fast-ch
   it('a "__proto__" key anywhere in a body is invalid_input (map_key) in CBOR and in JSON, and cannot be signed', () => {
     // Found by the property above: cbor-x renames the key on decoding, so such an envelope failed its signature check.
     const env = signAction(key, key.principal, { type: 'ListMcpServers' });
-    const cbor = encodePayload({ ...env, action: JSON.parse('{"type":"SetMcpServer","config":{"__proto__":{"pin":"off"}}}') as unknown });
-    expect(() => decodeStrict(cbor, 'body', BODY_LIMITS)).toThrow(expect.objectContaining({ code: 'invalid_input', details: expect.objectContaining({ field: 'body', rule: 'map_key' }) }));
-    const text = JSON.stringify({ ...env, action: { type: 'SetMcpServer', config: JSON.parse('{"a":[{"__proto__":1}]}') as unknown } });
-    expect(() => checkValueBounds(JSON.parse(text), 'body', BODY_LIMITS)).toThrow(
-      expect.objectContaining({ code: 'invalid_input', details: expect.objectContaining({ field: 'body', rule: 'map_key' }) }),
+    const cbor = encodePayload({
+      ...env,
+      action: JSON.parse('{"type":"SetMcpServer","config":{"__proto__":{"pin":"off"}}}') as unknown,
+    });
+    expect(() => decodeStrict(cbor, 'body', BODY_LIMITS)).toThrow(
+      expect.objectContaining({
+        code: 'invalid_input',
+        details: expect.objectContaining({ field: 'body', rule: 'map_key' }),
+      }),
     );
-    expect(() => signAction(key, key.principal, JSON.parse('{"type":"SetMcpServer","__proto__":{}}') as { type: string })).toThrow(expect.objectContaining({ code: 'invalid_input' }));
+    const text = JSON.stringify({
+      ...env,
+      action: { type: 'SetMcpServer', config: JSON.parse('{"a":[{"__proto__":1}]}') as unknown },
+    });
+    expect(() => checkValueBounds(JSON.parse(text), 'body', BODY_LIMITS)).toThrow(
+      expect.objectContaining({
+        code: 'invalid_input',
+        details: expect.objectContaining({ field: 'body', rule: 'map_key' }),
+      }),
+    );
+    expect(() =>
+      signAction(key, key.principal, JSON.parse('{"type":"SetMcpServer","__proto__":{}}') as { type: string }),
+    ).toThrow(expect.objectContaining({ code: 'invalid_input' }));
   });
 
   it('CBOR bodies: arbitrary, soup and mutated signed envelopes give invalid_input or a boolean verdict, never another throw', () => {
@@ -339,23 +494,29 @@ describe('fuzzing the envelope parser and the signature check behind it (fast-ch
 
   it('a mutated envelope that still decodes verifies only if it decodes to the signed value', () => {
     fc.assert(
-      fc.property(signed, fc.array(fc.record({ at: fc.nat(), byte: fc.integer({ min: 0, max: 255 }) }), { minLength: 1, maxLength: 3 }), (env, edits) => {
-        const b = encodePayload(env);
-        for (const e of edits) b[e.at % b.length] = e.byte;
-        let decoded: unknown;
-        try {
-          decoded = decodeStrict(b, 'body', BODY_LIMITS);
-        } catch (e) {
-          expectTyped(e);
-          return;
-        }
-        const envelope = valueOrTyped(() => parseEnvelope(decoded));
-        if (envelope === undefined) return;
-        // A byte change that leaves the decoded value as it was (a length written wider, say) may
-        // verify; any other must not.
-        const same = JSON.stringify(decodePayload(encodePayload(envelope))) === JSON.stringify(decodePayload(encodePayload(env)));
-        if (!same) expect(verifySignature(envelope)).toBe(false);
-      }),
+      fc.property(
+        signed,
+        fc.array(fc.record({ at: fc.nat(), byte: fc.integer({ min: 0, max: 255 }) }), { minLength: 1, maxLength: 3 }),
+        (env, edits) => {
+          const b = encodePayload(env);
+          for (const e of edits) b[e.at % b.length] = e.byte;
+          let decoded: unknown;
+          try {
+            decoded = decodeStrict(b, 'body', BODY_LIMITS);
+          } catch (e) {
+            expectTyped(e);
+            return;
+          }
+          const envelope = valueOrTyped(() => parseEnvelope(decoded));
+          if (envelope === undefined) return;
+          // A byte change that leaves the decoded value as it was (a length written wider, say) may
+          // verify; any other must not.
+          const same =
+            JSON.stringify(decodePayload(encodePayload(envelope))) ===
+            JSON.stringify(decodePayload(encodePayload(env)));
+          if (!same) expect(verifySignature(envelope)).toBe(false);
+        },
+      ),
       { numRuns: 2_000 },
     );
   });
@@ -364,7 +525,14 @@ describe('fuzzing the envelope parser and the signature check behind it (fast-ch
     const bodies = fc.oneof(
       fc.jsonValue(),
       signed.map((e) => JSON.parse(JSON.stringify(e)) as unknown),
-      fc.record({ signer: fc.string(), account: fc.string(), ts: fc.integer(), nonce: fc.string(), action: fc.jsonValue(), sig: fc.string() }),
+      fc.record({
+        signer: fc.string(),
+        account: fc.string(),
+        ts: fc.integer(),
+        nonce: fc.string(),
+        action: fc.jsonValue(),
+        sig: fc.string(),
+      }),
     );
     fc.assert(
       fc.property(bodies, (v) =>

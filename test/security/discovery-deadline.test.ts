@@ -32,9 +32,14 @@ describe('a discovery ends at its total deadline', () => {
   let api: ApiClient;
 
   beforeAll(async () => {
-    [upstream, fine] = await Promise.all([startTestMcpServer({ tools: TOOLS, pageSize: 1 }), startTestMcpServer({ tools: [echoTool()] })]);
+    [upstream, fine] = await Promise.all([
+      startTestMcpServer({ tools: TOOLS, pageSize: 1 }),
+      startTestMcpServer({ tools: [echoTool()] }),
+    ]);
     front = await startFrontServer({ mode: 'forward', target: new URL(upstream.url).origin, delayMs: DELAY_MS });
-    h = await RegistryHarness.start({ env: { DISCOVERY_DEADLINE_MS: String(DEADLINE_MS), QUOTA_DISCOVERIES_PER_ACCOUNT: '1' } });
+    h = await RegistryHarness.start({
+      env: { DISCOVERY_DEADLINE_MS: String(DEADLINE_MS), QUOTA_DISCOVERIES_PER_ACCOUNT: '1' },
+    });
     api = h.api();
   });
   afterAll(async () => {
@@ -48,7 +53,9 @@ describe('a discovery ends at its total deadline', () => {
     const url = `${front.origin}${new URL(upstream.url).pathname}`;
     const { server } = await api.act<{ server: ServerView }>('SetMcpServer', { name: 'slowpages', config: { url } });
     expect(server.status.state).toBe('error');
-    expect(server.status.error).toBe(`the discovery passed its total deadline of ${DEADLINE_MS} ms (bound deadlineMs, DISCOVERY_DEADLINE_MS)`);
+    expect(server.status.error).toBe(
+      `the discovery passed its total deadline of ${DEADLINE_MS} ms (bound deadlineMs, DISCOVERY_DEADLINE_MS)`,
+    );
     // It was the deadline, not another bound: the server was answering pages meanwhile, fewer than the cap.
     expect(server.status.error).not.toMatch(/maxPages|pages/);
     expect(upstream.stats.listCalls).toBeGreaterThan(0);

@@ -19,8 +19,10 @@ describe('a forged discovery event', () => {
 
   approvalSystemPerSuite((started) => ({ system, upstream } = started));
 
-  const tools = async (): Promise<ToolRow[]> => (await system.api.act<{ tools: ToolRow[] }>('ListAgentTools', { agent: system.agentId('agent') })).tools;
-  const listServers = async (): Promise<RedactedMcpServer[]> => (await system.api.act<{ servers: RedactedMcpServer[] }>('ListMcpServers')).servers;
+  const tools = async (): Promise<ToolRow[]> =>
+    (await system.api.act<{ tools: ToolRow[] }>('ListAgentTools', { agent: system.agentId('agent') })).tools;
+  const listServers = async (): Promise<RedactedMcpServer[]> =>
+    (await system.api.act<{ servers: RedactedMcpServer[] }>('ListMcpServers')).servers;
 
   it('re-projects a destructive tool as act, and the proxy still stops it for a human', async () => {
     const before = await listServers();
@@ -38,8 +40,17 @@ describe('a forged discovery event', () => {
       serverId: db!.id,
       generation: 1_000_000,
       tools: [
-        { name: 'drop_table', description: 'Drop a table.', inputSchema: { type: 'object', properties: { table: { type: 'string' } } } },
-        { name: 'add', description: 'Add two numbers.', inputSchema: { type: 'object' }, annotations: { readOnlyHint: true } },
+        {
+          name: 'drop_table',
+          description: 'Drop a table.',
+          inputSchema: { type: 'object', properties: { table: { type: 'string' } } },
+        },
+        {
+          name: 'add',
+          description: 'Add two numbers.',
+          inputSchema: { type: 'object' },
+          annotations: { readOnlyHint: true },
+        },
         { name: 'echo', description: 'Echo.', inputSchema: { type: 'object' } },
         { name: 'ghost', description: 'Not on the server.', inputSchema: { type: 'object' } },
       ],
@@ -89,7 +100,9 @@ describe('a forged discovery event', () => {
     expect((await system.call('agent', 'f4', 'db__add', { a: 2, b: 3 })).result.text).toBe('5');
     const id = await stoppedCall(system, 'agent', 'f5', 'db__drop_table', { table: 'logs' });
     await system.api.act('ApproveToolCall', { approvalId: id });
-    expect((await system.call('agent', 'f5', 'db__drop_table', { table: 'logs' }, { approvalId: id })).result.text).toBe('dropped logs');
+    expect(
+      (await system.call('agent', 'f5', 'db__drop_table', { table: 'logs' }, { approvalId: id })).result.text,
+    ).toBe('dropped logs');
 
     // The event went to the projector only: what the owner is shown is the registry's record.
     const after = await listServers();
@@ -106,7 +119,9 @@ describe('a forged discovery event', () => {
       server: 'db',
       serverId: db.id,
       generation: 2_000_000,
-      tools: [{ name: 'echo', description: 'Echo.', inputSchema: { type: 'object' }, annotations: { readOnlyHint: true } }],
+      tools: [
+        { name: 'echo', description: 'Echo.', inputSchema: { type: 'object' }, annotations: { readOnlyHint: true } },
+      ],
       status: { state: 'ok' },
       toolsChanged: true,
     };

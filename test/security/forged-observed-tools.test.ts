@@ -31,14 +31,26 @@ describe('a forged tools-observed message', () => {
     await system.nc.flush();
   };
   const stripped: ToolsObserved['tools'] = [
-    { name: 'drop_table', description: 'Drop a table.', inputSchema: { type: 'object', properties: { table: { type: 'string' } }, required: ['table'] } },
-    { name: 'add', description: 'Add two numbers.', inputSchema: { type: 'object' }, annotations: { readOnlyHint: true } },
+    {
+      name: 'drop_table',
+      description: 'Drop a table.',
+      inputSchema: { type: 'object', properties: { table: { type: 'string' } }, required: ['table'] },
+    },
+    {
+      name: 'add',
+      description: 'Add two numbers.',
+      inputSchema: { type: 'object' },
+      annotations: { readOnlyHint: true },
+    },
     { name: 'echo', description: 'Echo.', inputSchema: { type: 'object' } },
   ];
 
   it('that strips destructiveHint is not recorded: the registry lists the server itself, and the call still stops for a human', async () => {
     const before = await db();
-    expect(before.tools.find((t) => t.name === 'drop_table')).toMatchObject({ permission: 'always_ask', inheritedPermission: 'always_ask' });
+    expect(before.tools.find((t) => t.name === 'drop_table')).toMatchObject({
+      permission: 'always_ask',
+      inheritedPermission: 'always_ask',
+    });
     await stoppedCall(system, 'agent', 'warm', 'db__drop_table', { table: 'warm' });
     const checkedAt = before.status.checkedAt;
 
@@ -53,7 +65,10 @@ describe('a forged tools-observed message', () => {
       "the registry's own discovery",
     );
     expect(after.status.state).toBe('ok');
-    expect(after.tools.find((t) => t.name === 'drop_table')).toMatchObject({ permission: 'always_ask', inheritedPermission: 'always_ask' });
+    expect(after.tools.find((t) => t.name === 'drop_table')).toMatchObject({
+      permission: 'always_ask',
+      inheritedPermission: 'always_ask',
+    });
 
     // The destructive tool still stops for a human, and the server was not called.
     const calls = upstream.stats.calls;
@@ -71,7 +86,9 @@ describe('a forged tools-observed message', () => {
     expect((await system.call('agent', 'f3', 'db__add', { a: 2, b: 3 })).result.text).toBe('5');
     const id = await stoppedCall(system, 'agent', 'f4', 'db__drop_table', { table: 'logs' });
     await system.api.act('ApproveToolCall', { approvalId: id });
-    expect((await system.call('agent', 'f4', 'db__drop_table', { table: 'logs' }, { approvalId: id })).result.text).toBe('dropped logs');
+    expect(
+      (await system.call('agent', 'f4', 'db__drop_table', { table: 'logs' }, { approvalId: id })).result.text,
+    ).toBe('dropped logs');
     expect(upstream.stats.calls).toBe(calls + 2);
   });
 });

@@ -22,12 +22,17 @@ describe('a hostile server cannot exhaust the proxy on the call path', () => {
   let proxy: ProxyProcess;
   // The bound each attack hits: the outbound fetch's, named in its message; a declared
   // Content-Length may meet the MCP client's own response bound first (it checks before reading).
-  const outboundBound = (bound: string): RegExp => new RegExp(`response from http://127\\.0\\.0\\.1:\\d+ too large: .* \\(bound ${bound} = \\d+`);
+  const outboundBound = (bound: string): RegExp =>
+    new RegExp(`response from http://127\\.0\\.0\\.1:\\d+ too large: .* \\(bound ${bound} = \\d+`);
   const calls: Array<{ body: HostileBody; bound: string; named: RegExp }> = [
     { body: HostileBody.gzipBomb, bound: 'maxBodyBytes', named: outboundBound('maxBodyBytes') },
     { body: HostileBody.endlessLine, bound: 'maxSseEventBytes', named: outboundBound('maxSseEventBytes') },
     { body: HostileBody.endlessEvents, bound: 'maxSseEvents', named: outboundBound('maxSseEvents') },
-    { body: HostileBody.hugeContentLength, bound: 'maxBodyBytes', named: /declared Content-Length of 10737418240 bytes|MCP response is larger than \d+ bytes/ },
+    {
+      body: HostileBody.hugeContentLength,
+      bound: 'maxBodyBytes',
+      named: /declared Content-Length of 10737418240 bytes|MCP response is larger than \d+ bytes/,
+    },
   ];
 
   beforeAll(async () => {
@@ -82,7 +87,11 @@ describe('a hostile server cannot exhaust the proxy on the call path', () => {
     // The first call opens the connection, and with it the GET stream the server bombs.
     const { result } = await system.call('agent', 'run-get', 'get_bomb__ping');
     expect(JSON.stringify(result)).toContain('pong');
-    const attack = await eventually(async () => hostile.attacks.slice(before).find((a) => a.body === HostileBody.gzipSseBomb), 15_000, 'the GET stream bombed');
+    const attack = await eventually(
+      async () => hostile.attacks.slice(before).find((a) => a.body === HostileBody.gzipSseBomb),
+      15_000,
+      'the GET stream bombed',
+    );
     await attack.closed;
     expect(attack.cancelled).toBe(true);
     await stillServing('get_bomb');

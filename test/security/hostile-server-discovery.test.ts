@@ -27,7 +27,11 @@ describe('a hostile server cannot exhaust the registry during discovery', () => 
   beforeAll(async () => {
     hostile = await startHostileMcpServer();
     // The local profile: loopback servers are allowed, as on a developer's machine.
-    system = await ProcessSystem.start({ env: { OUTBOUND_PROFILE: 'local', LOG_LEVEL: 'warn' }, projectors: 0, proxies: 0 });
+    system = await ProcessSystem.start({
+      env: { OUTBOUND_PROFILE: 'local', LOG_LEVEL: 'warn' },
+      projectors: 0,
+      proxies: 0,
+    });
     registry = system.services.find((s) => s.name === 'registry')!;
     api = new ApiClient(system.apiUrl);
   });
@@ -53,14 +57,21 @@ describe('a hostile server cannot exhaust the registry during discovery', () => 
     { body: HostileBody.endlessEvents, bound: 'maxSseEvents' },
     // A declared 10 GiB is refused unread by the discovery's whole budget (32 MiB) before the
     // per-body bound looks at it: either names a bound that was really passed.
-    { body: HostileBody.hugeContentLength, bound: 'maxTotalBytes', also: 'declared Content-Length of 10737418240 bytes' },
+    {
+      body: HostileBody.hugeContentLength,
+      bound: 'maxTotalBytes',
+      also: 'declared Content-Length of 10737418240 bytes',
+    },
   ];
 
   for (const { body, bound, also } of cases) {
     it(`${body} as the tools/list answer: status error naming ${bound}, registry serving, peak RSS within ${MAX_GROWTH_MIB} MiB`, async () => {
       const before = hostile.attacks.length;
       const peak = watchPeakRss(registry.child.pid!);
-      const { server } = await api.act<{ server: ServerView }>('SetMcpServer', { name: body, config: { url: hostile.url(body, 'list') } });
+      const { server } = await api.act<{ server: ServerView }>('SetMcpServer', {
+        name: body,
+        config: { url: hostile.url(body, 'list') },
+      });
       const growth = peak.growthMiB();
 
       expect(server.status.state).toBe('error');

@@ -35,7 +35,12 @@ const undecodable: Array<[string, Uint8Array]> = [
   ['a list', encodePayload([1, 2, MARK])],
 ];
 /** A map, but of the wrong shape for every payload (fields of the wrong types). */
-const wrongShape: Array<[string, Uint8Array]> = [['wrong shape', encodePayload({ account: 5, server: [MARK], agent: {}, run: 7, tools: MARK, callId: null, approvalId: 1 })]];
+const wrongShape: Array<[string, Uint8Array]> = [
+  [
+    'wrong shape',
+    encodePayload({ account: 5, server: [MARK], agent: {}, run: 7, tools: MARK, callId: null, approvalId: 1 }),
+  ],
+];
 const garbage = [...undecodable, ...wrongShape];
 
 describe('malformed NATS messages on every subject a service listens to (real NATS)', () => {
@@ -51,7 +56,11 @@ describe('malformed NATS messages on every subject a service listens to (real NA
     api = h.api();
     await api.act('SetMcpServer', { name: 'demo', config: { url: upstream.url } });
     agentId = (await api.act('CreateAgent', { name: 'helper', definition: { mcpServers: ['demo'] } })).agent.id;
-    await eventually(async () => ((await api.act('ListAgentTools', { agent: 'helper' })).tools.length > 0 ? true : undefined), 15_000, 'projection');
+    await eventually(
+      async () => ((await api.act('ListAgentTools', { agent: 'helper' })).tools.length > 0 ? true : undefined),
+      15_000,
+      'projection',
+    );
     instance = (await call('c0')).instance;
     sse = await SseSubscriber.open(api);
   });
@@ -61,9 +70,20 @@ describe('malformed NATS messages on every subject a service listens to (real NA
     await upstream?.close();
   });
 
-  const request = async (subject: string, data: Uint8Array): Promise<Record<string, any>> => decodeStrict<Record<string, any>>((await h.nc.request(subject, data, { timeout: 10_000 })).data, 'reply');
+  const request = async (subject: string, data: Uint8Array): Promise<Record<string, any>> =>
+    decodeStrict<Record<string, any>>((await h.nc.request(subject, data, { timeout: 10_000 })).data, 'reply');
   const call = (callId: string, subject = h.subjects.proxyCall): Promise<Record<string, any>> =>
-    request(subject, encodePayload({ account: api.principal, agent: agentId, run: 'r1', callId, tool: 'demo__echo', arguments: { text: 'still here' } }));
+    request(
+      subject,
+      encodePayload({
+        account: api.principal,
+        agent: agentId,
+        run: 'r1',
+        callId,
+        tool: 'demo__echo',
+        arguments: { text: 'still here' },
+      }),
+    );
 
   it('answers malformed requests with a typed invalid_input: registry, projector, proxy', async () => {
     const requestSubjects = [
@@ -89,12 +109,21 @@ describe('malformed NATS messages on every subject a service listens to (real NA
     ];
     for (const [subject, field] of firstBadField) {
       const reply = await request(subject, wrongShape[0]![1]);
-      expect({ subject, reply }).toMatchObject({ reply: { ok: false, error: { code: 'invalid_input', details: { field } } } });
+      expect({ subject, reply }).toMatchObject({
+        reply: { ok: false, error: { code: 'invalid_input', details: { field } } },
+      });
     }
     // The projector's request handlers check their own fields: invalid_input naming the field.
-    for (const subject of [h.subjects.projectorAgentTools, h.subjects.projectorLambdaSet, h.subjects.projectorLambdaDelete, h.subjects.projectorToolsSearch]) {
+    for (const subject of [
+      h.subjects.projectorAgentTools,
+      h.subjects.projectorLambdaSet,
+      h.subjects.projectorLambdaDelete,
+      h.subjects.projectorToolsSearch,
+    ]) {
       const reply = await request(subject, wrongShape[0]![1]);
-      expect({ subject, reply }).toMatchObject({ reply: { ok: false, error: { code: 'invalid_input', details: { field: 'account' } } } });
+      expect({ subject, reply }).toMatchObject({
+        reply: { ok: false, error: { code: 'invalid_input', details: { field: 'account' } } },
+      });
     }
     const acct = api.principal;
     const fieldCases: Array<[string, Record<string, unknown>, string]> = [
@@ -112,12 +141,21 @@ describe('malformed NATS messages on every subject a service listens to (real NA
     ];
     for (const [subject, payload, field] of fieldCases) {
       const reply = await request(subject, encodePayload(payload));
-      expect({ subject, field, reply }).toMatchObject({ reply: { ok: false, error: { code: 'invalid_input', details: { field } } } });
+      expect({ subject, field, reply }).toMatchObject({
+        reply: { ok: false, error: { code: 'invalid_input', details: { field } } },
+      });
       expect(JSON.stringify(reply)).not.toContain(MARK);
     }
     // A good request on the same subjects still answers.
-    expect(await request(h.subjects.projectorAgentTools, encodePayload({ account: acct, agent: agentId, requested: ['demo__echo'] }))).toMatchObject({ ok: true });
-    expect(await request(h.subjects.projectorToolsSearch, encodePayload({ account: acct, query: 'echo' }))).toMatchObject({ ok: true });
+    expect(
+      await request(
+        h.subjects.projectorAgentTools,
+        encodePayload({ account: acct, agent: agentId, requested: ['demo__echo'] }),
+      ),
+    ).toMatchObject({ ok: true });
+    expect(
+      await request(h.subjects.projectorToolsSearch, encodePayload({ account: acct, query: 'echo' })),
+    ).toMatchObject({ ok: true });
   });
 
   it('drops malformed notifications and events, and every service goes on reading on the same connection', async () => {
@@ -174,7 +212,11 @@ describe('malformed NATS messages on every subject a service listens to (real NA
 
     // The projector still reads and consumes past the poisoned events: a new agent is projected.
     await api.act('CreateAgent', { name: 'later', definition: { mcpServers: ['demo', 'after'] } });
-    await eventually(async () => ((await api.act('ListAgentTools', { agent: 'later' })).tools.length >= 4 ? true : undefined), 15_000, 'projection after garbage');
+    await eventually(
+      async () => ((await api.act('ListAgentTools', { agent: 'later' })).tools.length >= 4 ? true : undefined),
+      15_000,
+      'projection after garbage',
+    );
 
     // The proxy still reads: calls on its queue subject and its sticky subject run.
     expect(await call('c1')).toMatchObject({ ok: true, result: { text: expect.stringContaining('still here') } });

@@ -26,13 +26,23 @@ describe('NATS least privilege against the real services', () => {
 
   beforeAll(async () => {
     nats = await NatsAuthServer.start({ prefix });
-    [system, upstream] = await Promise.all([ProcessSystem.start({ env: { NATS_PREFIX: prefix }, natsEnv: (s) => nats.env(s) }), startTestMcpServer({ tools: [...defaultTools(), progressTool()] })]);
+    [system, upstream] = await Promise.all([
+      ProcessSystem.start({ env: { NATS_PREFIX: prefix }, natsEnv: (s) => nats.env(s) }),
+      startTestMcpServer({ tools: [...defaultTools(), progressTool()] }),
+    ]);
     subjects = makeSubjects(prefix);
     api = new ApiClient(system.apiUrl);
     await api.act('SetMcpServer', { name: 'demo', config: { url: upstream.url } });
-    agent = (await api.act<{ agent: { id: string } }>('CreateAgent', { name: 'helper', definition: { mcpServers: ['demo'] } })).agent.id;
+    agent = (
+      await api.act<{ agent: { id: string } }>('CreateAgent', { name: 'helper', definition: { mcpServers: ['demo'] } })
+    ).agent.id;
     // The projector (on its own NATS user) has projected the tool.
-    await eventually(async () => (JSON.stringify(await api.act('ListAgentTools', { agent })).includes('demo__echo') ? true : undefined), 30_000, 'demo__echo projected');
+    await eventually(
+      async () =>
+        JSON.stringify(await api.act('ListAgentTools', { agent })).includes('demo__echo') ? true : undefined,
+      30_000,
+      'demo__echo projected',
+    );
     const { user, pass } = nats.credentials('runtime');
     runtime = await connectRuntime({ url: nats.url, prefix, credentials: { user, pass }, maxReconnectAttempts: 0 });
   }, 120_000);
@@ -46,7 +56,13 @@ describe('NATS least privilege against the real services', () => {
 
   /** A call through the proxy with the runtime's credentials: the end-to-end path still works. */
   const callEcho = async (message: string): Promise<string | undefined> => {
-    const out = await runtime.client.call({ account: api.principal, agent, run: `run-${message}`, tool: 'demo__echo', arguments: { text: message } });
+    const out = await runtime.client.call({
+      account: api.principal,
+      agent,
+      run: `run-${message}`,
+      tool: 'demo__echo',
+      arguments: { text: message },
+    });
     return out.result.text;
   };
 
@@ -54,7 +70,11 @@ describe('NATS least privilege against the real services', () => {
   const subscriptionError = async (sub: Subscription): Promise<Error | void> => await sub.closed;
 
   /** A request the server refuses to let out: the client rejects it with the violation. */
-  const publishRefused = async (nc: NatsConnection, subject: string, data: Uint8Array = new Uint8Array()): Promise<string> => {
+  const publishRefused = async (
+    nc: NatsConnection,
+    subject: string,
+    data: Uint8Array = new Uint8Array(),
+  ): Promise<string> => {
     const err = await nc.request(subject, data, { timeout: 5_000 }).then(
       () => undefined,
       (e: Error) => e,
@@ -68,23 +88,44 @@ describe('NATS least privilege against the real services', () => {
   });
 
   it('refuses an anonymous connection and a wrong password', async () => {
-    await expect(connect({ servers: nats.url, maxReconnectAttempts: 0 })).rejects.toMatchObject({ name: 'AuthorizationError', message: 'Authorization Violation' });
-    await expect(connect({ servers: nats.url, maxReconnectAttempts: 0, user: 'runtime', pass: 'not-the-password-at-all' })).rejects.toMatchObject({ name: 'AuthorizationError' });
+    await expect(connect({ servers: nats.url, maxReconnectAttempts: 0 })).rejects.toMatchObject({
+      name: 'AuthorizationError',
+      message: 'Authorization Violation',
+    });
+    await expect(
+      connect({ servers: nats.url, maxReconnectAttempts: 0, user: 'runtime', pass: 'not-the-password-at-all' }),
+    ).rejects.toMatchObject({ name: 'AuthorizationError' });
     expect(await callEcho('after-anonymous')).toContain('after-anonymous');
   });
 
   it('a runtime cannot forge a discovery event (only the registry publishes mcp.events.>)', async () => {
-    const forged: ServerDiscoveredEvent = { account: api.principal, server: 'demo', serverId: 'x', tools: [], status: { state: 'ok' }, toolsChanged: true } as unknown as ServerDiscoveredEvent;
+    const forged: ServerDiscoveredEvent = {
+      account: api.principal,
+      server: 'demo',
+      serverId: 'x',
+      tools: [],
+      status: { state: 'ok' },
+      toolsChanged: true,
+    } as unknown as ServerDiscoveredEvent;
     const subject = subjects.serverDiscovered(api.principal, 'demo');
-    expect(await publishRefused(runtime.nc, subject, encodePayload(forged))).toBe(`Permissions Violation for Publish to "${subject}"`);
+    expect(await publishRefused(runtime.nc, subject, encodePayload(forged))).toBe(
+      `Permissions Violation for Publish to "${subject}"`,
+    );
     // Through JetStream's publish too (a request to the same subject).
     const js = await import('@nats-io/jetstream');
-    await expect(js.jetstream(runtime.nc).publish(subject, encodePayload(forged))).rejects.toThrow(`Permissions Violation for Publish to "${subject}"`);
+    await expect(js.jetstream(runtime.nc).publish(subject, encodePayload(forged))).rejects.toThrow(
+      `Permissions Violation for Publish to "${subject}"`,
+    );
     expect(await callEcho('after-forgery')).toContain('after-forgery');
   });
 
   it("a runtime hears its call's progress on its own credentials, and cannot forge one (only the proxy publishes it)", async () => {
-    await eventually(async () => (JSON.stringify(await api.act('ListAgentTools', { agent })).includes('demo__progress') ? true : undefined), 30_000, 'demo__progress projected');
+    await eventually(
+      async () =>
+        JSON.stringify(await api.act('ListAgentTools', { agent })).includes('demo__progress') ? true : undefined,
+      30_000,
+      'demo__progress projected',
+    );
     const heard: number[] = [];
     const out = await runtime.client.call({
       account: api.principal,
@@ -97,7 +138,9 @@ describe('NATS least privilege against the real services', () => {
     expect(out.result.text).toContain('done after 2');
     expect(heard).toEqual([1, 2]);
     const subject = subjects.callProgress(api.principal, 'run-progress', 'forged');
-    expect(await publishRefused(runtime.nc, subject, encodePayload({ progress: 1 }))).toBe(`Permissions Violation for Publish to "${subject}"`);
+    expect(await publishRefused(runtime.nc, subject, encodePayload({ progress: 1 }))).toBe(
+      `Permissions Violation for Publish to "${subject}"`,
+    );
     expect(await callEcho('after-progress-forgery')).toContain('after-progress-forgery');
   });
 
@@ -108,10 +151,21 @@ describe('NATS least privilege against the real services', () => {
     const listening = runtime.nc.subscribe(subjects.taskEventsOf(api.principal));
     await runtime.nc.flush();
     const subject = subjects.taskStatus(api.principal, 'tsk_aaaaaaaaaaaaaaaaaaaaaaaa');
-    const forged = { account: api.principal, agent, task: 'tsk_aaaaaaaaaaaaaaaaaaaaaaaa', state: 'completed', at: Date.now() };
-    expect(await publishRefused(runtime.nc, subject, encodePayload(forged))).toBe(`Permissions Violation for Publish to "${subject}"`);
+    const forged = {
+      account: api.principal,
+      agent,
+      task: 'tsk_aaaaaaaaaaaaaaaaaaaaaaaa',
+      state: 'completed',
+      at: Date.now(),
+    };
+    expect(await publishRefused(runtime.nc, subject, encodePayload(forged))).toBe(
+      `Permissions Violation for Publish to "${subject}"`,
+    );
     const err = await subscriptionError(runtime.nc.subscribe(subjects.proxyTasks, { queue: 'proxy' }));
-    expect(err).toMatchObject({ name: 'PermissionViolationError', message: `Permissions Violation for Subscription to "${subjects.proxyTasks}" using queue "proxy"` });
+    expect(err).toMatchObject({
+      name: 'PermissionViolationError',
+      message: `Permissions Violation for Subscription to "${subjects.proxyTasks}" using queue "proxy"`,
+    });
     listening.unsubscribe();
     expect(await callEcho('after-task-forgery')).toContain('after-task-forgery');
   });
@@ -119,12 +173,19 @@ describe('NATS least privilege against the real services', () => {
   it("a runtime can neither hold an upstream subscription, forge a server's notice, nor hear another's (only the proxy says them, only the endpoint hears them)", async () => {
     const forged = { account: api.principal, server: 'demo', kind: 'updated', uri: 'test://forged', count: 1 };
     const notice = subjects.upstreamNotice(api.principal, 'demo');
-    expect(await publishRefused(runtime.nc, notice, encodePayload(forged))).toBe(`Permissions Violation for Publish to "${notice}"`);
+    expect(await publishRefused(runtime.nc, notice, encodePayload(forged))).toBe(
+      `Permissions Violation for Publish to "${notice}"`,
+    );
     const err = await subscriptionError(runtime.nc.subscribe(subjects.upstreamNoticesAll));
-    expect(err).toMatchObject({ name: 'PermissionViolationError', message: `Permissions Violation for Subscription to "${subjects.upstreamNoticesAll}"` });
+    expect(err).toMatchObject({
+      name: 'PermissionViolationError',
+      message: `Permissions Violation for Subscription to "${subjects.upstreamNoticesAll}"`,
+    });
     const hold = { op: 'hold', account: api.principal, agent, holder: 'forged', server: 'demo', kind: 'lists' };
     for (const subject of [subjects.proxyWatch, subjects.proxyInstanceWatch('proxy-1')]) {
-      expect(await publishRefused(runtime.nc, subject, encodePayload(hold))).toBe(`Permissions Violation for Publish to "${subject}"`);
+      expect(await publishRefused(runtime.nc, subject, encodePayload(hold))).toBe(
+        `Permissions Violation for Publish to "${subject}"`,
+      );
     }
     expect(await callEcho('after-notice-forgery')).toContain('after-notice-forgery');
   });
@@ -132,21 +193,36 @@ describe('NATS least privilege against the real services', () => {
   it('a runtime cannot answer calls: no subscription to mcp.proxy.call, the sticky route or cancels', async () => {
     for (const subject of [subjects.proxyCall, subjects.proxyInstanceCall('proxy-1'), `${prefix}mcp.proxy.*.call`]) {
       const err = await subscriptionError(runtime.nc.subscribe(subject, { queue: 'proxy' }));
-      expect(err).toMatchObject({ name: 'PermissionViolationError', message: `Permissions Violation for Subscription to "${subject}" using queue "proxy"` });
+      expect(err).toMatchObject({
+        name: 'PermissionViolationError',
+        message: `Permissions Violation for Subscription to "${subject}" using queue "proxy"`,
+      });
     }
     expect(await callEcho('after-queue-group')).toContain('after-queue-group');
   });
 
   it('nobody but its owner reads a reply: _INBOX.> and other users’ inboxes are refused', async () => {
-    for (const subject of ['_INBOX.>', '_INBOX_registry.>', '_INBOX_proxy.>', '_INBOX_projector.>', '>', '_INBOX_*.>']) {
+    for (const subject of [
+      '_INBOX.>',
+      '_INBOX_registry.>',
+      '_INBOX_proxy.>',
+      '_INBOX_projector.>',
+      '>',
+      '_INBOX_*.>',
+    ]) {
       const err = await subscriptionError(runtime.nc.subscribe(subject));
-      expect(err).toMatchObject({ name: 'PermissionViolationError', message: `Permissions Violation for Subscription to "${subject}"` });
+      expect(err).toMatchObject({
+        name: 'PermissionViolationError',
+        message: `Permissions Violation for Subscription to "${subject}"`,
+      });
     }
     // A runtime that does not use its own inbox prefix gets no reply at all.
     const { user, pass } = nats.credentials('runtime');
     const bare = await connect({ servers: nats.url, user, pass, maxReconnectAttempts: 0 });
     try {
-      expect(await publishRefused(bare, subjects.proxyCall, encodePayload({}))).toMatch(/^Permissions Violation for Subscription to "_INBOX\./);
+      expect(await publishRefused(bare, subjects.proxyCall, encodePayload({}))).toMatch(
+        /^Permissions Violation for Subscription to "_INBOX\./,
+      );
     } finally {
       await bare.close();
     }
@@ -166,7 +242,12 @@ describe('NATS least privilege against the real services', () => {
     // The streams are still there (the operator may read them).
     const operator = await nats.connectAs('operator');
     try {
-      const info = JSON.parse(new TextDecoder().decode((await operator.request(`$JS.API.STREAM.INFO.${subjects.mcpEventsStream}`, undefined, { timeout: 5_000 })).data)) as {
+      const info = JSON.parse(
+        new TextDecoder().decode(
+          (await operator.request(`$JS.API.STREAM.INFO.${subjects.mcpEventsStream}`, undefined, { timeout: 5_000 }))
+            .data,
+        ),
+      ) as {
         config?: { name: string };
       };
       expect(info.config?.name).toBe(subjects.mcpEventsStream);
@@ -177,8 +258,15 @@ describe('NATS least privilege against the real services', () => {
   });
 
   it('a runtime cannot ask the registry for OAuth URLs or reach the projector', async () => {
-    for (const subject of [subjects.registryOAuthRefresh, subjects.projectorAgentTools, subjects.projectorLambdaSet, subjects.toolsObserved]) {
-      expect(await publishRefused(runtime.nc, subject, encodePayload({ account: api.principal }))).toBe(`Permissions Violation for Publish to "${subject}"`);
+    for (const subject of [
+      subjects.registryOAuthRefresh,
+      subjects.projectorAgentTools,
+      subjects.projectorLambdaSet,
+      subjects.toolsObserved,
+    ]) {
+      expect(await publishRefused(runtime.nc, subject, encodePayload({ account: api.principal }))).toBe(
+        `Permissions Violation for Publish to "${subject}"`,
+      );
     }
   });
 
@@ -186,7 +274,9 @@ describe('NATS least privilege against the real services', () => {
     const registry = await nats.connectAs('registry');
     try {
       const subject = subjects.agentToolsChanged(api.principal, agent);
-      expect(await publishRefused(registry, subject, encodePayload({}))).toBe(`Permissions Violation for Publish to "${subject}"`);
+      expect(await publishRefused(registry, subject, encodePayload({}))).toBe(
+        `Permissions Violation for Publish to "${subject}"`,
+      );
       const err = await subscriptionError(registry.subscribe(subjects.proxyCall, { queue: 'proxy' }));
       expect(err).toMatchObject({ name: 'PermissionViolationError' });
     } finally {
@@ -201,7 +291,12 @@ describe('NATS least privilege against the real services', () => {
       try {
         for (const subject of ['_INBOX.*.*', '_INBOX.>', '_INBOX.abc.1']) {
           const err = await subscriptionError(nc.subscribe(subject));
-          expect({ role, subject, err }).toMatchObject({ err: { name: 'PermissionViolationError', message: `Permissions Violation for Subscription to "${subject}"` } });
+          expect({ role, subject, err }).toMatchObject({
+            err: {
+              name: 'PermissionViolationError',
+              message: `Permissions Violation for Subscription to "${subject}"`,
+            },
+          });
         }
       } finally {
         await nc.close();
@@ -210,11 +305,22 @@ describe('NATS least privilege against the real services', () => {
     // The projector still publishes agent changes through JetStream (its PubAcks reach it): a new
     // agent's tools-changed message arrives, and its tools are projected.
     const seen: string[] = [];
-    const sub = runtime.nc.subscribe(subjects.agentToolsChangedAll(), { callback: (_e, m) => void seen.push(m.subject) });
+    const sub = runtime.nc.subscribe(subjects.agentToolsChangedAll(), {
+      callback: (_e, m) => void seen.push(m.subject),
+    });
     try {
       await runtime.nc.flush();
-      const second = (await api.act<{ agent: { id: string } }>('CreateAgent', { name: 'second', definition: { mcpServers: ['demo'] } })).agent.id;
-      await eventually(async () => (seen.includes(subjects.agentToolsChanged(api.principal, second)) ? true : undefined), 30_000, 'agent tools changed published');
+      const second = (
+        await api.act<{ agent: { id: string } }>('CreateAgent', {
+          name: 'second',
+          definition: { mcpServers: ['demo'] },
+        })
+      ).agent.id;
+      await eventually(
+        async () => (seen.includes(subjects.agentToolsChanged(api.principal, second)) ? true : undefined),
+        30_000,
+        'agent tools changed published',
+      );
     } finally {
       sub.unsubscribe();
     }
@@ -225,11 +331,19 @@ describe('NATS least privilege against the real services', () => {
     const proxy = await nats.connectAs('proxy');
     try {
       const discovered = subjects.serverDiscovered(api.principal, 'demo');
-      expect(await publishRefused(projector, discovered, encodePayload({}))).toBe(`Permissions Violation for Publish to "${discovered}"`);
-      expect(await publishRefused(proxy, discovered, encodePayload({}))).toBe(`Permissions Violation for Publish to "${discovered}"`);
+      expect(await publishRefused(projector, discovered, encodePayload({}))).toBe(
+        `Permissions Violation for Publish to "${discovered}"`,
+      );
+      expect(await publishRefused(proxy, discovered, encodePayload({}))).toBe(
+        `Permissions Violation for Publish to "${discovered}"`,
+      );
       const changed = subjects.agentToolsChanged(api.principal, agent);
-      expect(await publishRefused(proxy, changed, encodePayload({}))).toBe(`Permissions Violation for Publish to "${changed}"`);
-      expect(await publishRefused(proxy, `$JS.API.STREAM.DELETE.${subjects.agentToolsStream}`)).toMatch(/^Permissions Violation for Publish/);
+      expect(await publishRefused(proxy, changed, encodePayload({}))).toBe(
+        `Permissions Violation for Publish to "${changed}"`,
+      );
+      expect(await publishRefused(proxy, `$JS.API.STREAM.DELETE.${subjects.agentToolsStream}`)).toMatch(
+        /^Permissions Violation for Publish/,
+      );
     } finally {
       await projector.close();
       await proxy.close();
@@ -237,7 +351,9 @@ describe('NATS least privilege against the real services', () => {
     expect(await callEcho('at-the-end')).toContain('at-the-end');
     // The services never tripped a permission of their own: the denials above are all the attackers'.
     const log = await nats.log();
-    const services = log.split('\n').filter((l) => /Violation/.test(l) && /nats\.js:(registry|projector|proxy) /.test(l));
+    const services = log
+      .split('\n')
+      .filter((l) => /Violation/.test(l) && /nats\.js:(registry|projector|proxy) /.test(l));
     expect(services).toEqual([]);
   });
 });

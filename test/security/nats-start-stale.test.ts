@@ -51,7 +51,10 @@ async function runningNats(roles: readonly NatsRole[]): Promise<{ dataDir: strin
   const port = await freePort();
   const config = join(dataDir, 'old-nats.conf');
   const users = roles.map((role) => ({ user: role, role, password: passwords[role] as string }));
-  await writeFile(config, renderNatsServerConfig({ users, prefix: '', host: '127.0.0.1', port, storeDir: join(dataDir, 'old-js') }));
+  await writeFile(
+    config,
+    renderNatsServerConfig({ users, prefix: '', host: '127.0.0.1', port, storeDir: join(dataDir, 'old-js') }),
+  );
   const child = spawn(natsServerBinary(), ['-c', config], { stdio: 'ignore' });
   children.push(child);
   for (let i = 0; i < 100; i++) {
@@ -69,12 +72,23 @@ async function runningNats(roles: readonly NatsRole[]): Promise<{ dataDir: strin
   return { dataDir, port };
 }
 
-const start = (dataDir: string, port: number) => startAuthNats({ host: '127.0.0.1', port, prefix: '', dataDir, databaseUrl: 'postgres://unused', redisUrl: 'redis://unused', log: () => {} });
+const start = (dataDir: string, port: number) =>
+  startAuthNats({
+    host: '127.0.0.1',
+    port,
+    prefix: '',
+    dataDir,
+    databaseUrl: 'postgres://unused',
+    redisUrl: 'redis://unused',
+    log: () => {},
+  });
 
 describe("npm start's reuse of a running NATS", () => {
   it('refuses one that lacks a user of this version, naming the user', async () => {
     const { dataDir, port } = await runningNats(NatsRoles.filter((r) => r !== 'endpoint'));
-    await expect(start(dataDir, port)).rejects.toThrow(/does not know the user endpoint \(started by an older npm start\)/);
+    await expect(start(dataDir, port)).rejects.toThrow(
+      /does not know the user endpoint \(started by an older npm start\)/,
+    );
   });
 
   it('uses one that knows every user, starting nothing', async () => {

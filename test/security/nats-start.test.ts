@@ -54,14 +54,19 @@ describe('npm start runs NATS with auth', () => {
   });
 
   const start = async (): Promise<Started> => {
-    const child = spawn(process.execPath, ['scripts/run.mjs', 'start'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['scripts/run.mjs', 'start'], {
+      cwd: ROOT,
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     const started: Started = { child, output: [] };
     running.push(started);
     child.stdout?.on('data', (d: Buffer) => started.output.push(d.toString('utf8')));
     child.stderr?.on('data', (d: Buffer) => started.output.push(d.toString('utf8')));
     await eventually(
       async () => {
-        if (child.exitCode !== null) throw new Error(`npm start exited (${child.exitCode}):\n${started.output.join('')}`);
+        if (child.exitCode !== null)
+          throw new Error(`npm start exited (${child.exitCode}):\n${started.output.join('')}`);
         return started.output.join('').includes('API ready at') ? true : undefined;
       },
       120_000,
@@ -84,19 +89,35 @@ describe('npm start runs NATS with auth', () => {
     const credsFile = join(dataDir, 'nats-auth', 'runtime.json');
     expect(text).toContain(`the agent runtime's NATS credentials: `);
     expect(text).toContain('runtime.json');
-    for (const f of ['runtime.json', 'users.json', 'nats.conf']) expect(statSync(join(dataDir, 'nats-auth', f)).mode & 0o777).toBe(0o600);
-    const creds = JSON.parse(readFileSync(credsFile, 'utf8')) as { url: string; user: string; password: string; prefix: string };
+    for (const f of ['runtime.json', 'users.json', 'nats.conf'])
+      expect(statSync(join(dataDir, 'nats-auth', f)).mode & 0o777).toBe(0o600);
+    const creds = JSON.parse(readFileSync(credsFile, 'utf8')) as {
+      url: string;
+      user: string;
+      password: string;
+      prefix: string;
+    };
     expect(creds).toMatchObject({ url, user: 'runtime', prefix: env.NATS_PREFIX });
     // No password is printed.
     const users = JSON.parse(readFileSync(join(dataDir, 'nats-auth', 'users.json'), 'utf8')) as Record<string, string>;
     for (const password of Object.values(users)) expect(text).not.toContain(password);
 
-    await expect(connect({ servers: url, maxReconnectAttempts: 0 })).rejects.toMatchObject({ name: 'AuthorizationError' });
-    const runtime = await connect({ servers: url, user: creds.user, pass: creds.password, inboxPrefix: '_INBOX_runtime', maxReconnectAttempts: 0 });
+    await expect(connect({ servers: url, maxReconnectAttempts: 0 })).rejects.toMatchObject({
+      name: 'AuthorizationError',
+    });
+    const runtime = await connect({
+      servers: url,
+      user: creds.user,
+      pass: creds.password,
+      inboxPrefix: '_INBOX_runtime',
+      maxReconnectAttempts: 0,
+    });
     try {
       const subjects = makeSubjects(creds.prefix);
       const forged = subjects.serverDiscovered('acct', 'demo');
-      await expect(runtime.request(forged, new Uint8Array(), { timeout: 5_000 })).rejects.toThrow(`Permissions Violation for Publish to "${forged}"`);
+      await expect(runtime.request(forged, new Uint8Array(), { timeout: 5_000 })).rejects.toThrow(
+        `Permissions Violation for Publish to "${forged}"`,
+      );
       // The runtime reaches the proxy (its answer, not a permission error or silence).
       const reply = await runtime.request(subjects.proxyCall, new Uint8Array([0xa0]), { timeout: 10_000 });
       expect(reply.data.length).toBeGreaterThan(0);

@@ -39,7 +39,12 @@ describe('OAuth is bound to the browser that opened the ticket', () => {
   const tickets: string[] = [];
 
   beforeAll(async () => {
-    oauth = await OAuthSystem.start({ serviceName: 'mcpx-oauth-binding', spanExporter: exporter, logSink: (line) => logLines.push(line), env: { LOG_LEVEL: 'debug' } });
+    oauth = await OAuthSystem.start({
+      serviceName: 'mcpx-oauth-binding',
+      spanExporter: exporter,
+      logSink: (line) => logLines.push(line),
+      env: { LOG_LEVEL: 'debug' },
+    });
     ({ system, as, upstream } = oauth);
     api = new ApiClient(system.apiUrl);
     redis = new Redis(serviceUrls().redis);
@@ -55,7 +60,10 @@ describe('OAuth is bound to the browser that opened the ticket', () => {
 
   /** A new oauth server of the account, waiting for authorization: its ticket URL. */
   async function waiting(name: string): Promise<string> {
-    const set = await api.act<{ server: RedactedMcpServer; authorizationUrl: string }>('SetMcpServer', { name, config: { url: upstream.url, auth: 'oauth' } });
+    const set = await api.act<{ server: RedactedMcpServer; authorizationUrl: string }>('SetMcpServer', {
+      name,
+      config: { url: upstream.url, auth: 'oauth' },
+    });
     expect(set.server.status.state).toBe('auth_required');
     tickets.push(new URL(set.authorizationUrl).searchParams.get('ticket') ?? '');
     return set.authorizationUrl;
@@ -72,7 +80,10 @@ describe('OAuth is bound to the browser that opened the ticket', () => {
     const client = new pg.Client({ connectionString: system.db.url });
     await client.connect();
     try {
-      const { rows } = await client.query<{ n: string }>('SELECT count(*)::text AS n FROM registry.oauth_connections WHERE server_id = $1 AND tokens_sealed IS NOT NULL', [id]);
+      const { rows } = await client.query<{ n: string }>(
+        'SELECT count(*)::text AS n FROM registry.oauth_connections WHERE server_id = $1 AND tokens_sealed IS NOT NULL',
+        [id],
+      );
       return rows[0]?.n !== '0';
     } finally {
       await client.end();
@@ -165,7 +176,8 @@ describe('OAuth is bound to the browser that opened the ticket', () => {
     const asUrl = await owner.start(await waiting('spoiled'));
     const state = asUrl.searchParams.get('state') ?? '';
     const forged = new URL(`${system.apiUrl}/v1/oauth/callback`);
-    for (const [k, v] of Object.entries({ error: 'access_denied', state, iss: as.issuer })) forged.searchParams.set(k, v);
+    for (const [k, v] of Object.entries({ error: 'access_denied', state, iss: as.issuer }))
+      forged.searchParams.set(k, v);
     const refused = await new TestBrowser().open(forged);
     expect(refused.status).toBe(400);
     expect(refused.text).toContain('Authorization not started in this browser');
@@ -186,7 +198,11 @@ describe('OAuth is bound to the browser that opened the ticket', () => {
     }
     // Two browsers racing one ticket: exactly one is let through.
     const raced = await waiting('raced-ticket');
-    const answers = await Promise.all([new TestBrowser().request(raced), new TestBrowser().request(raced), new TestBrowser().request(raced)]);
+    const answers = await Promise.all([
+      new TestBrowser().request(raced),
+      new TestBrowser().request(raced),
+      new TestBrowser().request(raced),
+    ]);
     expect(answers.map((a) => a.status).sort()).toEqual([302, 400, 400]);
     // The first opener is unaffected.
     expect((await first.open(asUrl)).text).toContain('Connected to twice');
@@ -207,7 +223,13 @@ describe('OAuth is bound to the browser that opened the ticket', () => {
   });
 
   it('malformed or unknown tickets are refused without a cookie', async () => {
-    for (const query of ['', '?ticket=', `?ticket=${'x'.repeat(500)}`, `?ticket=${'B'.repeat(43)}`, '?ticket=%00%0d%0a']) {
+    for (const query of [
+      '',
+      '?ticket=',
+      `?ticket=${'x'.repeat(500)}`,
+      `?ticket=${'B'.repeat(43)}`,
+      '?ticket=%00%0d%0a',
+    ]) {
       const res = await new TestBrowser().request(`${system.apiUrl}/v1/oauth/start${query}`);
       expect(res.status, query).toBe(400);
       expect(res.setCookie, query).toEqual([]);
@@ -222,9 +244,19 @@ describe('OAuth is bound to the browser that opened the ticket', () => {
     expect((await browser.open(asUrl)).text).toContain('Connected to quiet');
     const state = asUrl.searchParams.get('state') ?? '';
     expect(tickets.length).toBeGreaterThan(3);
-    const spanText = JSON.stringify(exporter.getFinishedSpans().map((s) => ({ n: s.name, a: s.attributes, e: s.events })));
-    expect(exporter.getFinishedSpans().some((s) => s.name === 'registry.oauth start' && s.attributes['mcpx.oauth.outcome'] === 'redirected')).toBe(true);
-    expect(exporter.getFinishedSpans().some((s) => s.name === 'registry.oauth start' && s.attributes['mcpx.oauth.outcome'] === 'unknown')).toBe(true);
+    const spanText = JSON.stringify(
+      exporter.getFinishedSpans().map((s) => ({ n: s.name, a: s.attributes, e: s.events })),
+    );
+    expect(
+      exporter
+        .getFinishedSpans()
+        .some((s) => s.name === 'registry.oauth start' && s.attributes['mcpx.oauth.outcome'] === 'redirected'),
+    ).toBe(true);
+    expect(
+      exporter
+        .getFinishedSpans()
+        .some((s) => s.name === 'registry.oauth start' && s.attributes['mcpx.oauth.outcome'] === 'unknown'),
+    ).toBe(true);
     for (const [where, text] of [
       ['logs', logLines.join('\n')],
       ['nats', natsPayloads.join('\n')],
@@ -232,7 +264,9 @@ describe('OAuth is bound to the browser that opened the ticket', () => {
     ] as const) {
       for (const t of [...tickets, state]) expect(text.includes(t), `${where} holds a ticket or state`).toBe(false);
     }
-    expect(logLines.some((l) => l.includes('oauth callback refused: not the browser that opened the authorization'))).toBe(true);
+    expect(
+      logLines.some((l) => l.includes('oauth callback refused: not the browser that opened the authorization')),
+    ).toBe(true);
     const counted = (await metricsText()).split('\n').filter((l) => l.startsWith('mcpx_oauth_browser_bindings_total{'));
     for (const [step, outcome] of [
       ['ticket', 'issued'],

@@ -1,11 +1,23 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MAX_REQUEST_BYTES, PAYLOAD_LIMITS, WireError, decodePayload, encodePayload, type ProxyCallReply } from '@mcpx/contracts';
+import {
+  MAX_REQUEST_BYTES,
+  PAYLOAD_LIMITS,
+  WireError,
+  decodePayload,
+  encodePayload,
+  type ProxyCallReply,
+} from '@mcpx/contracts';
 import { startEndpointSystem, type EndpointSystem } from '../endpoint/endpoint-harness.js';
 import { MODERN_VERSION, post } from '../endpoint/raw-mcp.js';
 import { startTestMcpServer, type TestMcpServer, type TestTool } from '../servers/index.js';
 
 /** Takes any object: only the connector's own bounds can refuse what is sent to it. */
-const takeTool: TestTool = { name: 'take', description: 'Takes anything.', inputSchema: { type: 'object' }, handler: () => ({ content: [{ type: 'text', text: 'taken' }] }) };
+const takeTool: TestTool = {
+  name: 'take',
+  description: 'Takes anything.',
+  inputSchema: { type: 'object' },
+  handler: () => ({ content: [{ type: 'text', text: 'taken' }] }),
+};
 
 /** `{"deep": [[[…"leaf"…]]]}` as JSON text, `levels` arrays deep (JSON.stringify would recurse). */
 const deepJson = (levels: number): string => `{"deep":${'['.repeat(levels)}"leaf"${']'.repeat(levels)}}`;
@@ -32,7 +44,10 @@ describe('oversize and too-deep arguments are invalid_input naming the bound, at
   let token: string;
 
   beforeAll(async () => {
-    [sys, upstream] = await Promise.all([startEndpointSystem(), startTestMcpServer({ era: 'modern', tools: [takeTool] })]);
+    [sys, upstream] = await Promise.all([
+      startEndpointSystem(),
+      startTestMcpServer({ era: 'modern', tools: [takeTool] }),
+    ]);
     await sys.system.setServer('demo', upstream.url);
     agent = await sys.system.createAgent('ops', ['demo'], 1);
     ({ token } = await sys.token('ops'));
@@ -56,12 +71,18 @@ describe('oversize and too-deep arguments are invalid_input naming the bound, at
   it('the runtime proxy client over NATS: 4 MB, 10,000 levels deep, and more than a call may hold', async () => {
     const before = upstream.stats.calls;
     const call = (args: Record<string, unknown>) => () => sys.system.call('ops', 'r-nats', 'demo__take', args);
-    expect(await refusalOf(call(fourMb()))).toMatchObject({ code: 'invalid_input', details: { field: 'arguments', rule: 'size', limit: MAX_REQUEST_BYTES } });
+    expect(await refusalOf(call(fourMb()))).toMatchObject({
+      code: 'invalid_input',
+      details: { field: 'arguments', rule: 'size', limit: MAX_REQUEST_BYTES },
+    });
     expect(await refusalOf(call(JSON.parse(deepJson(10_000)) as Record<string, unknown>))).toMatchObject({
       code: 'invalid_input',
       details: { field: 'arguments', rule: 'depth', limit: PAYLOAD_LIMITS.maxDepth },
     });
-    expect(await refusalOf(call(floats()))).toMatchObject({ code: 'invalid_input', details: { field: 'arguments', rule: 'size', limit: MAX_REQUEST_BYTES } });
+    expect(await refusalOf(call(floats()))).toMatchObject({
+      code: 'invalid_input',
+      details: { field: 'arguments', rule: 'size', limit: MAX_REQUEST_BYTES },
+    });
     expect(upstream.stats.calls).toBe(before);
     expect((await sys.system.call('ops', 'r-nats', 'demo__take', { small: true })).result.text).toBe('taken');
   });
@@ -70,27 +91,48 @@ describe('oversize and too-deep arguments are invalid_input naming the bound, at
     const before = upstream.stats.calls;
     let deep: unknown = 'leaf';
     for (let i = 0; i < PAYLOAD_LIMITS.maxDepth + 80; i++) deep = [deep];
-    const req = { account: sys.system.account, agent, run: 'r-raw', callId: 'c1', tool: 'demo__take', arguments: { deep } };
-    const reply = decodePayload<ProxyCallReply>((await sys.system.nc.request(sys.system.subjects.proxyCall, encodePayload(req), { timeout: 10_000 })).data);
+    const req = {
+      account: sys.system.account,
+      agent,
+      run: 'r-raw',
+      callId: 'c1',
+      tool: 'demo__take',
+      arguments: { deep },
+    };
+    const reply = decodePayload<ProxyCallReply>(
+      (await sys.system.nc.request(sys.system.subjects.proxyCall, encodePayload(req), { timeout: 10_000 })).data,
+    );
     expect(reply.ok).toBe(false);
     if (reply.ok) return;
-    expect(reply.error).toMatchObject({ code: 'invalid_input', details: { field: 'arguments', rule: 'depth', limit: PAYLOAD_LIMITS.maxDepth } });
+    expect(reply.error).toMatchObject({
+      code: 'invalid_input',
+      details: { field: 'arguments', rule: 'depth', limit: PAYLOAD_LIMITS.maxDepth },
+    });
     expect(upstream.stats.calls).toBe(before);
   });
 
   it("the registry's InvokeTool: arguments that outgrow a call request, and too deep a body, name the bound", async () => {
     const before = upstream.stats.calls;
-    expect(await refusalOf(() => sys.system.api.act('InvokeTool', { agent, tool: 'demo__take', arguments: floats() }))).toMatchObject({
+    expect(
+      await refusalOf(() => sys.system.api.act('InvokeTool', { agent, tool: 'demo__take', arguments: floats() })),
+    ).toMatchObject({
       code: 'invalid_input',
       details: { field: 'arguments', rule: 'size', limit: MAX_REQUEST_BYTES },
     });
-    const big = await sys.system.api.raw(JSON.stringify(sys.system.api.envelope({ type: 'InvokeTool', agent, tool: 'demo__take', arguments: fourMb() })));
+    const big = await sys.system.api.raw(
+      JSON.stringify(sys.system.api.envelope({ type: 'InvokeTool', agent, tool: 'demo__take', arguments: fourMb() })),
+    );
     expect(big.body.error).toMatchObject({ code: 'invalid_input', details: { limit: 1024 * 1024 } });
     const deep = await sys.system.api.raw(`{"action":{"type":"InvokeTool","arguments":${deepJson(10_000)}}}`);
     expect(deep.status).toBe(400);
-    expect(deep.body.error).toMatchObject({ code: 'invalid_input', details: { field: 'arguments', rule: 'depth', limit: PAYLOAD_LIMITS.maxDepth } });
+    expect(deep.body.error).toMatchObject({
+      code: 'invalid_input',
+      details: { field: 'arguments', rule: 'depth', limit: PAYLOAD_LIMITS.maxDepth },
+    });
     expect(upstream.stats.calls).toBe(before);
-    expect((await sys.system.api.act('InvokeTool', { agent, tool: 'demo__take', arguments: {} })).result.text).toBe('taken');
+    expect((await sys.system.api.act('InvokeTool', { agent, tool: 'demo__take', arguments: {} })).result.text).toBe(
+      'taken',
+    );
   });
 
   it('the agent MCP endpoint: 4 MB and 10,000 levels deep are tool results with invalid_input naming arguments and the bound', async () => {
@@ -107,13 +149,20 @@ describe('oversize and too-deep arguments are invalid_input naming the bound, at
           'mcp-name': 'demo__take',
         },
       );
-    const errorOf = (r: Awaited<ReturnType<typeof call>>): Refusal => (r.result?._meta as Record<string, Refusal> | undefined)?.['io.mcpx/error'] as Refusal;
+    const errorOf = (r: Awaited<ReturnType<typeof call>>): Refusal =>
+      (r.result?._meta as Record<string, Refusal> | undefined)?.['io.mcpx/error'] as Refusal;
     const big = await call(JSON.stringify(fourMb()));
     expect(big.status).toBe(200);
-    expect(errorOf(big)).toMatchObject({ code: 'invalid_input', details: { field: 'arguments', rule: 'size', limit: MAX_REQUEST_BYTES } });
+    expect(errorOf(big)).toMatchObject({
+      code: 'invalid_input',
+      details: { field: 'arguments', rule: 'size', limit: MAX_REQUEST_BYTES },
+    });
     const deep = await call(deepJson(10_000));
     expect(deep.status).toBe(200);
-    expect(errorOf(deep)).toMatchObject({ code: 'invalid_input', details: { field: 'arguments', rule: 'depth', limit: PAYLOAD_LIMITS.maxDepth } });
+    expect(errorOf(deep)).toMatchObject({
+      code: 'invalid_input',
+      details: { field: 'arguments', rule: 'depth', limit: PAYLOAD_LIMITS.maxDepth },
+    });
     expect(upstream.stats.calls).toBe(before);
     const fine = await call('{"small":true}');
     expect(JSON.stringify(fine.result?.content)).toContain('taken');

@@ -16,7 +16,9 @@ describe('a tool carrying a "__proto__" key', () => {
     const poisoned = {
       name: 'poisoned',
       description: 'a schema with a __proto__ property',
-      inputSchema: JSON.parse('{"type":"object","properties":{"__proto__":{"type":"string"},"x":{"type":"string"}}}') as Record<string, unknown>,
+      inputSchema: JSON.parse(
+        '{"type":"object","properties":{"__proto__":{"type":"string"},"x":{"type":"string"}}}',
+      ) as Record<string, unknown>,
       handler: () => ({ content: [{ type: 'text' as const, text: 'ran' }] }),
     };
     remote = await startTestMcpServer({ era: 'modern', tools: [echoTool(), poisoned] });
@@ -31,7 +33,9 @@ describe('a tool carrying a "__proto__" key', () => {
     const { server } = await api.act('SetMcpServer', { name: 'px', config: { url: remote.url } });
     expect(server.status.state).toBe('ok');
     expect(server.tools.map((t: { name: string }) => t.name)).toEqual(['echo']);
-    expect(server.status.skippedTools).toEqual([expect.objectContaining({ name: 'poisoned', reason: expect.stringContaining('__proto__') })]);
+    expect(server.status.skippedTools).toEqual([
+      expect.objectContaining({ name: 'poisoned', reason: expect.stringContaining('__proto__') }),
+    ]);
     const { agent } = await api.act('CreateAgent', { name: 'px-agent', definition: { mcpServers: ['px'] } });
     const names = await eventually(
       async () => {

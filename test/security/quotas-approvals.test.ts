@@ -39,7 +39,8 @@ describe('quotas: pending approvals per agent (proxy)', () => {
 
   it(`the ${MAX + 1}st waiting approval of one agent is refused; other agents ask; a decision frees a place`, async () => {
     const ids: string[] = [];
-    for (let i = 0; i < MAX; i++) ids.push(await stoppedCall(system, 'agent', `r${i}`, 'db__drop_table', { table: `t${i}` }));
+    for (let i = 0; i < MAX; i++)
+      ids.push(await stoppedCall(system, 'agent', `r${i}`, 'db__drop_table', { table: `t${i}` }));
     expect(await pendingOf('agent')).toHaveLength(MAX);
     const calls = upstream.stats.calls;
     const refused = await system.callError('agent', 'r-over', 'db__drop_table', { table: 'over' });
@@ -70,7 +71,10 @@ describe('quotas: pending approvals per agent under a race (two proxies)', () =>
   let upstream: TestMcpServer;
 
   beforeAll(async () => {
-    ({ system, upstream } = await startApprovalSystem({ proxies: 2, env: { QUOTA_PENDING_APPROVALS_PER_AGENT: String(CAP) } }));
+    ({ system, upstream } = await startApprovalSystem({
+      proxies: 2,
+      env: { QUOTA_PENDING_APPROVALS_PER_AGENT: String(CAP) },
+    }));
   });
   afterAll(async () => {
     await system?.stop();
@@ -79,7 +83,11 @@ describe('quotas: pending approvals per agent under a race (two proxies)', () =>
 
   it(`${CAP * 6} racing calls of one agent record exactly ${CAP} approvals; the rest are quota_exceeded, none reaches the server`, async () => {
     const calls = upstream.stats.calls;
-    const outcomes = await Promise.all(Array.from({ length: CAP * 6 }, (_, i) => system.callError('agent', `race-${i}`, 'db__drop_table', { table: `t${i}` })));
+    const outcomes = await Promise.all(
+      Array.from({ length: CAP * 6 }, (_, i) =>
+        system.callError('agent', `race-${i}`, 'db__drop_table', { table: `t${i}` }),
+      ),
+    );
     const codes = outcomes.map((e) => e.code);
     expect(codes.filter((c) => c === 'approval_required')).toHaveLength(CAP);
     expect(codes.filter((c) => c === 'quota_exceeded')).toHaveLength(CAP * 5);
@@ -89,7 +97,9 @@ describe('quotas: pending approvals per agent under a race (two proxies)', () =>
     // An approval decided frees exactly one place, also for a racing pair.
     const first = outcomes.find((e) => e.code === 'approval_required')?.details.approvalId;
     await system.api.act('ApproveToolCall', { approvalId: first });
-    const again = await Promise.all([0, 1, 2].map((i) => system.callError('agent', `again-${i}`, 'db__drop_table', { table: `a${i}` })));
+    const again = await Promise.all(
+      [0, 1, 2].map((i) => system.callError('agent', `again-${i}`, 'db__drop_table', { table: `a${i}` })),
+    );
     expect(again.map((e) => e.code).sort()).toEqual(['approval_required', 'quota_exceeded', 'quota_exceeded']);
   });
 });
@@ -103,19 +113,31 @@ async function keysOf(redis: Redis, system: ProxySystem, kind: string): Promise<
     cursor = next;
     for (const key of keys) {
       const type = await redis.type(key);
-      out[key] = type === 'zset' ? await redis.zcard(key) : type === 'hash' ? await redis.hlen(key) : await redis.strlen(key);
+      out[key] =
+        type === 'zset' ? await redis.zcard(key) : type === 'hash' ? await redis.hlen(key) : await redis.strlen(key);
     }
   } while (cursor !== '0');
   return out;
 }
 
 /** A second account of the same deployment: its own key, the same server set, one agent granted it. */
-async function otherAccount(system: ProxySystem, server: string, url: string, minTools: number): Promise<{ account: string; agent: string }> {
+async function otherAccount(
+  system: ProxySystem,
+  server: string,
+  url: string,
+  minTools: number,
+): Promise<{ account: string; agent: string }> {
   const api = new ApiClient(system.api.apiUrl);
   await api.act('SetMcpServer', { name: server, config: { url } });
-  const { agent } = await api.act<{ agent: { id: string } }>('CreateAgent', { name: 'other-agent', definition: { mcpServers: [server] } });
+  const { agent } = await api.act<{ agent: { id: string } }>('CreateAgent', {
+    name: 'other-agent',
+    definition: { mcpServers: [server] },
+  });
   await eventually(
-    async () => ((await api.act<{ tools: unknown[] }>('ListAgentTools', { agent: agent.id })).tools.length >= minTools ? true : undefined),
+    async () =>
+      (await api.act<{ tools: unknown[] }>('ListAgentTools', { agent: agent.id })).tools.length >= minTools
+        ? true
+        : undefined,
     15_000,
     'tools projected onto the other account',
   );
@@ -123,7 +145,13 @@ async function otherAccount(system: ProxySystem, server: string, url: string, mi
 }
 
 /** The typed error of a call of another account (fails the test if it succeeds). */
-async function callErrorAs(system: ProxySystem, who: { account: string; agent: string }, run: string, tool: string, args: Record<string, unknown>): Promise<WireError> {
+async function callErrorAs(
+  system: ProxySystem,
+  who: { account: string; agent: string },
+  run: string,
+  tool: string,
+  args: Record<string, unknown>,
+): Promise<WireError> {
   try {
     await system.client.call({ account: who.account, agent: who.agent, run, tool, arguments: args });
   } catch (err) {
@@ -150,7 +178,10 @@ describe('quotas: pending approvals per account (two proxies)', () => {
   let redis: Redis;
 
   beforeAll(async () => {
-    ({ system, upstream } = await startApprovalSystem({ proxies: 2, env: { QUOTA_PENDING_APPROVALS_PER_ACCOUNT: String(CAP) } }));
+    ({ system, upstream } = await startApprovalSystem({
+      proxies: 2,
+      env: { QUOTA_PENDING_APPROVALS_PER_ACCOUNT: String(CAP) },
+    }));
     await Promise.all(AGENTS.slice(1).map((a) => system.createAgent(a, ['db'], 3)));
     redis = new Redis(serviceUrls().redis);
   });
@@ -168,13 +199,22 @@ describe('quotas: pending approvals per account (two proxies)', () => {
       },
     });
     const calls = upstream.stats.calls;
-    const outcomes = await Promise.all(AGENTS.flatMap((a) => [0, 1, 2].map((i) => system.callError(a, `${a}-race-${i}`, 'db__drop_table', { table: `${a}${i}` }))));
+    const outcomes = await Promise.all(
+      AGENTS.flatMap((a) =>
+        [0, 1, 2].map((i) => system.callError(a, `${a}-race-${i}`, 'db__drop_table', { table: `${a}${i}` })),
+      ),
+    );
     const codes = outcomes.map((e) => e.code);
     expect(codes.filter((c) => c === 'approval_required')).toHaveLength(CAP);
     const refusals = outcomes.filter((e) => e.code === 'quota_exceeded');
     expect(refusals).toHaveLength(AGENTS.length * 3 - CAP);
     for (const e of refusals) {
-      expect(e.details).toMatchObject({ field: 'account', limit: 'pending_approvals_per_account', max: CAP, tool: 'db__drop_table' });
+      expect(e.details).toMatchObject({
+        field: 'account',
+        limit: 'pending_approvals_per_account',
+        max: CAP,
+        tool: 'db__drop_table',
+      });
       expect(e.retryable).toBe(false);
     }
     const { approvals } = await system.api.act<{ approvals: ApprovalView[] }>('ListApprovals');
@@ -206,7 +246,9 @@ describe('quotas: pending approvals per account (two proxies)', () => {
     const first = outcomes.find((e) => e.code === 'approval_required')?.details.approvalId;
     await system.api.act('DenyToolCall', { approvalId: first });
     expect(await stoppedCall(system, 'late', 'late-3', 'db__drop_table', { table: 'after' })).toMatch(/^apr_/);
-    expect((await system.callError('a1', 'a1-after', 'db__drop_table', { table: 'again' })).details).toMatchObject({ limit: 'pending_approvals_per_account' });
+    expect((await system.callError('a1', 'a1-after', 'db__drop_table', { table: 'again' })).details).toMatchObject({
+      limit: 'pending_approvals_per_account',
+    });
   });
 });
 
@@ -235,11 +277,21 @@ describe('quotas: pending input requests per account (proxy)', () => {
   });
 
   it(`${AGENTS.length * 2} racing calls of ${AGENTS.length} agents record exactly ${CAP} input requests; the rest are quota_exceeded for the account and write nothing; another account is asked`, async () => {
-    const outcomes = await Promise.all(AGENTS.flatMap((a) => [0, 1].map((i) => system.callError(a, `${a}-dep-${i}`, 'ops__deploy', { env: `prod-${i}` }))));
+    const outcomes = await Promise.all(
+      AGENTS.flatMap((a) =>
+        [0, 1].map((i) => system.callError(a, `${a}-dep-${i}`, 'ops__deploy', { env: `prod-${i}` })),
+      ),
+    );
     expect(outcomes.filter((e) => e.code === 'input_required')).toHaveLength(CAP);
     const refusals = outcomes.filter((e) => e.code === 'quota_exceeded');
     expect(refusals).toHaveLength(AGENTS.length * 2 - CAP);
-    for (const e of refusals) expect(e.details).toMatchObject({ field: 'account', limit: 'pending_inputs_per_account', max: CAP, tool: 'ops__deploy' });
+    for (const e of refusals)
+      expect(e.details).toMatchObject({
+        field: 'account',
+        limit: 'pending_inputs_per_account',
+        max: CAP,
+        tool: 'ops__deploy',
+      });
     expect(await pendingInputs(system)).toHaveLength(CAP);
 
     const before = await keysOf(redis, system, 'input');
@@ -249,7 +301,15 @@ describe('quotas: pending input requests per account (proxy)', () => {
     expect(await pendingInputs(system)).toHaveLength(CAP);
 
     const other = await otherAccount(system, 'ops', upstream.url, INPUT_TOOLS);
-    const asked = await askedInput(system.client.call({ account: other.account, agent: other.agent, run: 'o-dep', tool: 'ops__deploy', arguments: { env: 'prod' } }));
+    const asked = await askedInput(
+      system.client.call({
+        account: other.account,
+        agent: other.agent,
+        run: 'o-dep',
+        tool: 'ops__deploy',
+        arguments: { env: 'prod' },
+      }),
+    );
     expect(asked.inputRequestId).toMatch(/^inp_/);
   });
 });

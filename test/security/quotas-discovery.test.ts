@@ -42,7 +42,10 @@ describe('quotas: discoveries in flight per account, re-probe stop', () => {
   let upstream: TestMcpServer;
 
   beforeAll(async () => {
-    [h, upstream] = await Promise.all([RegistryHarness.start({ registry: { reprobe: { baseMs: 50, intervalMs: 50 } } }), startTestMcpServer({ tools: [echoTool()] })]);
+    [h, upstream] = await Promise.all([
+      RegistryHarness.start({ registry: { reprobe: { baseMs: 50, intervalMs: 50 } } }),
+      startTestMcpServer({ tools: [echoTool()] }),
+    ]);
   });
   afterAll(async () => {
     await h?.stop();
@@ -54,9 +57,15 @@ describe('quotas: discoveries in flight per account, re-probe stop', () => {
     const attacker = h.api();
     const victim = h.api();
     const n = 20; // more than the instance's 16 slots
-    const sets = Array.from({ length: n }, (_, i) => attacker.act('SetMcpServer', { name: `hang${i}`, config: { url: hang.url } }).catch((err: unknown) => err));
+    const sets = Array.from({ length: n }, (_, i) =>
+      attacker.act('SetMcpServer', { name: `hang${i}`, config: { url: hang.url } }).catch((err: unknown) => err),
+    );
     try {
-      await eventually(async () => (hang.held() >= QUOTAS.discoveriesPerAccount ? true : undefined), 15_000, 'the attacker’s discoveries in flight');
+      await eventually(
+        async () => (hang.held() >= QUOTAS.discoveriesPerAccount ? true : undefined),
+        15_000,
+        'the attacker’s discoveries in flight',
+      );
       // Only the account's quota reaches the server; the rest wait behind it, holding no slot.
       await new Promise((r) => setTimeout(r, 300));
       expect(hang.held()).toBe(QUOTAS.discoveriesPerAccount);
@@ -69,7 +78,9 @@ describe('quotas: discoveries in flight per account, re-probe stop', () => {
     const done = await Promise.all(sets);
     // Every one of them saved (a failed discovery still saves) once the server gave up; a failure
     // is shown by its code and message, to tell a quota from a timeout.
-    expect(done.filter((d) => d instanceof Error).map((e) => `${(e as { code?: string }).code ?? ''} ${e.message}`)).toEqual([]);
+    expect(
+      done.filter((d) => d instanceof Error).map((e) => `${(e as { code?: string }).code ?? ''} ${e.message}`),
+    ).toEqual([]);
     const { servers } = await attacker.act('ListMcpServers');
     expect(servers).toHaveLength(n);
   });
@@ -83,7 +94,10 @@ describe('quotas: discoveries in flight per account, re-probe stop', () => {
     // (The test's own connection has no http allow-list: the row's check holds it to https unless told.)
     await h.sql.transaction().execute(async (trx) => {
       await sql`SELECT set_config('mcpx.allow_http_hosts', '127.0.0.1', true)`.execute(trx);
-      const r = await sql`UPDATE registry.mcp_servers SET status_cbor = ${Buffer.from(encodePayload(status))}, next_probe_at = now() WHERE id = ${server.id}`.execute(trx);
+      const r =
+        await sql`UPDATE registry.mcp_servers SET status_cbor = ${Buffer.from(encodePayload(status))}, next_probe_at = now() WHERE id = ${server.id}`.execute(
+          trx,
+        );
       expect(Number(r.numAffectedRows)).toBe(1);
     });
     const stopped = await eventually(
@@ -95,12 +109,16 @@ describe('quotas: discoveries in flight per account, re-probe stop', () => {
       'the last re-probe',
     );
     expect(stopped.status.error).toContain(`re-probing stopped after ${QUOTAS.reprobeMaxFailures} failures in a row`);
-    const row = await sql<{ next: Date | null }>`SELECT next_probe_at AS next FROM registry.mcp_servers WHERE id = ${server.id}`.execute(h.sql);
+    const row = await sql<{
+      next: Date | null;
+    }>`SELECT next_probe_at AS next FROM registry.mcp_servers WHERE id = ${server.id}`.execute(h.sql);
     expect(row.rows[0]?.next).toBeNull();
     // The owner's refresh probes again (and arms one more re-probe).
     const refreshed = (await api.act('RefreshMcpServer', { name: 'gone' })).server;
     expect(refreshed.status.failures).toBe(QUOTAS.reprobeMaxFailures + 1);
-    const armed = await sql<{ next: Date | null }>`SELECT next_probe_at AS next FROM registry.mcp_servers WHERE id = ${server.id}`.execute(h.sql);
+    const armed = await sql<{
+      next: Date | null;
+    }>`SELECT next_probe_at AS next FROM registry.mcp_servers WHERE id = ${server.id}`.execute(h.sql);
     expect(armed.rows[0]?.next).not.toBeNull();
   });
 });
@@ -118,7 +136,10 @@ describe('quotas: discoveries in flight per account, across instances', () => {
   let upstream: TestMcpServer;
 
   beforeAll(async () => {
-    [h, upstream] = await Promise.all([RegistryHarness.start({ env: { QUOTA_DISCOVERIES_PER_ACCOUNT: String(MAX) }, projector: false }), startTestMcpServer({ tools: [echoTool()] })]);
+    [h, upstream] = await Promise.all([
+      RegistryHarness.start({ env: { QUOTA_DISCOVERIES_PER_ACCOUNT: String(MAX) }, projector: false }),
+      startTestMcpServer({ tools: [echoTool()] }),
+    ]);
   });
   afterAll(async () => {
     await h?.stop();
@@ -131,14 +152,20 @@ describe('quotas: discoveries in flight per account, across instances', () => {
     const first = h.api();
     const other = h.api(second.url);
     const attacker = [first, new ApiClient(second.url, first.key)];
-    const sets = Array.from({ length: 6 }, (_, i) => attacker[i % 2]!.act('SetMcpServer', { name: `spread${i}`, config: { url: hang.url } }).catch((err: unknown) => err));
+    const sets = Array.from({ length: 6 }, (_, i) =>
+      attacker[i % 2]!.act('SetMcpServer', { name: `spread${i}`, config: { url: hang.url } }).catch(
+        (err: unknown) => err,
+      ),
+    );
     try {
       await eventually(async () => (hang.held() >= MAX ? true : undefined), 15_000, 'the discoveries in flight');
       // Time for the waiting ones on either instance to have reached the server, were they not held back.
       await new Promise((r) => setTimeout(r, 600));
       expect(hang.held()).toBe(MAX);
       // Another account is not held by this one's leases, on either instance.
-      expect((await other.act('SetMcpServer', { name: 'fine', config: { url: upstream.url } })).server.status.state).toBe('ok');
+      expect(
+        (await other.act('SetMcpServer', { name: 'fine', config: { url: upstream.url } })).server.status.state,
+      ).toBe('ok');
       expect(hang.held()).toBe(MAX);
     } finally {
       await hang.release();
@@ -146,7 +173,9 @@ describe('quotas: discoveries in flight per account, across instances', () => {
     const done = await Promise.all(sets);
     // Every set answered (a failure is shown by its code and message, to tell a quota from a timeout,
     // and with the registries' error lines: an `internal` says its cause only there).
-    const failed = done.filter((d) => d instanceof Error).map((e) => `${(e as { code?: string }).code ?? ''} ${e.message}`);
+    const failed = done
+      .filter((d) => d instanceof Error)
+      .map((e) => `${(e as { code?: string }).code ?? ''} ${e.message}`);
     expect(
       failed,
       h.logs

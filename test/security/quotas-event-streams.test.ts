@@ -26,8 +26,17 @@ interface Stream {
 async function openFrom(apiUrl: string, address: string, api = new ApiClient(apiUrl)): Promise<Stream> {
   const abort = new AbortController();
   const envelope = Buffer.from(JSON.stringify(api.envelope({ type: 'SubscribeEvents' }))).toString('base64url');
-  const res = await fetch(new URL(`/v1/events?envelope=${envelope}`, apiUrl), { signal: abort.signal, headers: { 'x-forwarded-for': address } });
-  if (res.status !== 200) return { status: res.status, body: await res.json(), retryAfter: res.headers.get('retry-after'), close: () => abort.abort() };
+  const res = await fetch(new URL(`/v1/events?envelope=${envelope}`, apiUrl), {
+    signal: abort.signal,
+    headers: { 'x-forwarded-for': address },
+  });
+  if (res.status !== 200)
+    return {
+      status: res.status,
+      body: await res.json(),
+      retryAfter: res.headers.get('retry-after'),
+      close: () => abort.abort(),
+    };
   return { status: 200, body: null, retryAfter: null, close: () => abort.abort() };
 }
 
@@ -38,7 +47,11 @@ describe('event streams per client address and per process', () => {
 
   beforeAll(async () => {
     h = await RegistryHarness.start({
-      env: { TRUSTED_PROXIES: '127.0.0.0/8, ::1', QUOTA_EVENT_STREAMS_PER_ADDRESS: String(PER_ADDRESS), QUOTA_EVENT_STREAMS_PER_PROCESS: String(PER_PROCESS) },
+      env: {
+        TRUSTED_PROXIES: '127.0.0.0/8, ::1',
+        QUOTA_EVENT_STREAMS_PER_ADDRESS: String(PER_ADDRESS),
+        QUOTA_EVENT_STREAMS_PER_PROCESS: String(PER_PROCESS),
+      },
       projector: false,
     });
   });
@@ -52,10 +65,15 @@ describe('event streams per client address and per process', () => {
     for (let i = 0; i < PER_ADDRESS; i++) expect(keep(await openFrom(h.apiUrl, attacker)).status).toBe(200);
     const refused = keep(await openFrom(h.apiUrl, attacker));
     expect(refused.status).toBe(429);
-    expect(refused.body.error).toMatchObject({ code: 'rate_limited', details: { limit: 'event_streams_per_address', max: PER_ADDRESS } });
+    expect(refused.body.error).toMatchObject({
+      code: 'rate_limited',
+      details: { limit: 'event_streams_per_address', max: PER_ADDRESS },
+    });
     expect(Number(refused.retryAfter)).toBeGreaterThanOrEqual(1);
     // Refused before the envelope is read: a garbage one gets the same answer, not invalid_input.
-    const garbage = await fetch(new URL('/v1/events?envelope=xx', h.apiUrl), { headers: { 'x-forwarded-for': attacker } });
+    const garbage = await fetch(new URL('/v1/events?envelope=xx', h.apiUrl), {
+      headers: { 'x-forwarded-for': attacker },
+    });
     expect(garbage.status).toBe(429);
     await garbage.body?.cancel();
     // Another client behind the same balancer streams.
@@ -81,7 +99,10 @@ describe('event streams per client address and per process', () => {
     }
     if (refused === undefined) throw new Error('no stream was refused');
     expect(refused.status).toBe(429);
-    expect(refused.body.error).toMatchObject({ code: 'rate_limited', details: { limit: 'event_streams_per_process', max: PER_PROCESS } });
+    expect(refused.body.error).toMatchObject({
+      code: 'rate_limited',
+      details: { limit: 'event_streams_per_process', max: PER_PROCESS },
+    });
     expect(Number(refused.retryAfter)).toBeGreaterThanOrEqual(1);
     open.find((s) => s.status === 200)?.close();
     await eventually(
@@ -96,16 +117,20 @@ describe('event streams per client address and per process', () => {
 
   it('counts the refusals by kind', async () => {
     const text = await (await fetch(new URL('/metrics', h.internalUrl))).text();
-    for (const kind of ['event_streams_per_address', 'event_streams_per_process']) expect(text).toMatch(new RegExp(`mcpx_quota_rejections_total\\{[^}]*kind="${kind}"[^}]*\\} [1-9]`));
+    for (const kind of ['event_streams_per_address', 'event_streams_per_process'])
+      expect(text).toMatch(new RegExp(`mcpx_quota_rejections_total\\{[^}]*kind="${kind}"[^}]*\\} [1-9]`));
   });
 
   it('answers a Host with userinfo without a fault', async () => {
     const port = new URL(h.apiUrl).port;
     const status = await new Promise<number>((resolve, reject) => {
-      const req = httpRequest({ host: '127.0.0.1', port, path: '/healthz', headers: { host: `user@127.0.0.1:${port}` } }, (res) => {
-        res.resume();
-        resolve(res.statusCode ?? 0);
-      });
+      const req = httpRequest(
+        { host: '127.0.0.1', port, path: '/healthz', headers: { host: `user@127.0.0.1:${port}` } },
+        (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        },
+      );
       req.on('error', reject);
       req.end();
     });

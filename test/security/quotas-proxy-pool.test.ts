@@ -21,7 +21,8 @@ describe('connection pool: runs and connections per instance', () => {
   });
 
   const entry = (): { url: string; headers: Record<string, string> } => ({ url: upstream.url, headers: {} });
-  const echo = (pool: ConnectionPool, run: string): Promise<unknown> => pool.use('acct', run, 'up', entry(), (c) => c.callTool({ name: 'echo', arguments: { text: run } }));
+  const echo = (pool: ConnectionPool, run: string): Promise<unknown> =>
+    pool.use('acct', run, 'up', entry(), (c) => c.callTool({ name: 'echo', arguments: { text: run } }));
   const refusal = async (p: Promise<unknown>): Promise<WireError> => {
     const err = await p.then(
       () => undefined,
@@ -32,7 +33,11 @@ describe('connection pool: runs and connections per instance', () => {
   };
 
   it('refuses a run past maxRuns; the runs it holds go on; an ended run frees a place', async () => {
-    const pool = new ConnectionPool({ connectTimeoutMs: 10_000, idleMs: 60_000, maxRuns: 2, maxConnections: 0 }, { onOpen: () => {}, onToolsChanged: () => {} }, metrics.getMeter('test'));
+    const pool = new ConnectionPool(
+      { connectTimeoutMs: 10_000, idleMs: 60_000, maxRuns: 2, maxConnections: 0 },
+      { onOpen: () => {}, onToolsChanged: () => {} },
+      metrics.getMeter('test'),
+    );
     try {
       await echo(pool, 'r1');
       await echo(pool, 'r2');
@@ -52,7 +57,11 @@ describe('connection pool: runs and connections per instance', () => {
   });
 
   it('refuses a new connection past maxConnections; open ones go on; a closed one frees a place', async () => {
-    const pool = new ConnectionPool({ connectTimeoutMs: 10_000, idleMs: 60_000, maxRuns: 0, maxConnections: 2 }, { onOpen: () => {}, onToolsChanged: () => {} }, metrics.getMeter('test'));
+    const pool = new ConnectionPool(
+      { connectTimeoutMs: 10_000, idleMs: 60_000, maxRuns: 0, maxConnections: 2 },
+      { onOpen: () => {}, onToolsChanged: () => {} },
+      metrics.getMeter('test'),
+    );
     try {
       await echo(pool, 'a');
       await echo(pool, 'b');

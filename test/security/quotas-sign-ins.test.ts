@@ -39,7 +39,12 @@ describe('pending OAuth sign-ins per client, per address and in all', () => {
     documents = createServer((req, res) => {
       const name = /^\/clients\/([a-z0-9-]+)\.json$/.exec(req.url ?? '')?.[1];
       if (name === undefined) return void res.writeHead(404).end();
-      const doc = { client_id: `${front.origin}/clients/${name}.json`, client_name: name, redirect_uris: [REDIRECT], token_endpoint_auth_method: 'none' };
+      const doc = {
+        client_id: `${front.origin}/clients/${name}.json`,
+        client_name: name,
+        redirect_uris: [REDIRECT],
+        token_endpoint_auth_method: 'none',
+      };
       res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(doc));
     });
     await new Promise<void>((r) => documents.listen(0, '127.0.0.1', r));
@@ -93,10 +98,14 @@ describe('pending OAuth sign-ins per client, per address and in all', () => {
     const to = new URL(res.headers.get('location') ?? '');
     if (to.pathname.endsWith('/console/')) return 'pending';
     expect(to.searchParams.get('error')).toBe('temporarily_unavailable');
-    return /\((pending_sign_ins\w*)\)/.exec(to.searchParams.get('error_description') ?? '')?.[1] ?? `unnamed: ${to.searchParams.get('error_description')}`;
+    return (
+      /\((pending_sign_ins\w*)\)/.exec(to.searchParams.get('error_description') ?? '')?.[1] ??
+      `unnamed: ${to.searchParams.get('error_description')}`
+    );
   }
 
-  const pendingOf = async (account: number): Promise<number> => (await (accounts[account] as { api: ApiClient }).api.act('ListSignInRequests')).signIns.length;
+  const pendingOf = async (account: number): Promise<number> =>
+    (await (accounts[account] as { api: ApiClient }).api.act('ListSignInRequests')).signIns.length;
 
   it('refuses a flood from one client and from one address past their bounds, while another client from another address reaches the owner', async () => {
     const attacker = '198.51.100.40';

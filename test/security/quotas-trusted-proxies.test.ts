@@ -71,7 +71,13 @@ describe('the per-address rate limit and TRUSTED_PROXIES', () => {
   });
 
   it('a malformed TRUSTED_PROXIES stops the registry at its start, naming the setting', async () => {
-    const config = loadConfig('registry', { OUTBOUND_PROFILE: 'local', TRUSTED_PROXIES: '10.0.0.0/8, load-balancer.internal', HTTP_PORT: '0' });
-    await expect(startRegistry(config)).rejects.toThrow(/TRUSTED_PROXIES: "load-balancer.internal" is not an address or a CIDR/);
+    const config = loadConfig('registry', {
+      OUTBOUND_PROFILE: 'local',
+      TRUSTED_PROXIES: '10.0.0.0/8, load-balancer.internal',
+      HTTP_PORT: '0',
+    });
+    await expect(startRegistry(config)).rejects.toThrow(
+      /TRUSTED_PROXIES: "load-balancer.internal" is not an address or a CIDR/,
+    );
   });
 });

@@ -21,7 +21,11 @@ const QUOTA_DEFAULTS = loadConfig('registry', { OUTBOUND_PROFILE: 'local' }).quo
 
 /** Posts a signed envelope (or any body) and keeps the status and `Retry-After`. */
 async function post(apiUrl: string, body: unknown): Promise<Answer> {
-  const res = await fetch(new URL('/v1/actions', apiUrl), { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const res = await fetch(new URL('/v1/actions', apiUrl), {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
   const text = await res.text();
   let parsed: unknown = text;
   try {
@@ -33,26 +37,48 @@ async function post(apiUrl: string, body: unknown): Promise<Answer> {
 }
 
 /** Opens the event stream and answers its status (and error body when refused), keeping it open when accepted. */
-async function openStream(api: ApiClient): Promise<{ status: number; body: any; retryAfter: string | null; close: () => void }> {
+async function openStream(
+  api: ApiClient,
+): Promise<{ status: number; body: any; retryAfter: string | null; close: () => void }> {
   const abort = new AbortController();
   const envelope = Buffer.from(JSON.stringify(api.envelope({ type: 'SubscribeEvents' }))).toString('base64url');
   const res = await fetch(new URL(`/v1/events?envelope=${envelope}`, api.apiUrl), { signal: abort.signal });
-  if (res.status !== 200) return { status: res.status, body: await res.json(), retryAfter: res.headers.get('retry-after'), close: () => abort.abort() };
+  if (res.status !== 200)
+    return {
+      status: res.status,
+      body: await res.json(),
+      retryAfter: res.headers.get('retry-after'),
+      close: () => abort.abort(),
+    };
   return { status: 200, body: null, retryAfter: null, close: () => abort.abort() };
 }
 
 /** Copies one of the account's rows `n` times under fresh ids and names (a quota filled without n discoveries). */
-async function fill(h: RegistryHarness, table: 'mcp_servers' | 'agents', account: string, n: number, overrides: Record<string, string>): Promise<void> {
-  const cols = await sql<{ c: string }>`SELECT column_name AS c FROM information_schema.columns WHERE table_schema = 'registry' AND table_name = ${table} ORDER BY ordinal_position`.execute(h.sql);
+async function fill(
+  h: RegistryHarness,
+  table: 'mcp_servers' | 'agents',
+  account: string,
+  n: number,
+  overrides: Record<string, string>,
+): Promise<void> {
+  const cols = await sql<{
+    c: string;
+  }>`SELECT column_name AS c FROM information_schema.columns WHERE table_schema = 'registry' AND table_name = ${table} ORDER BY ordinal_position`.execute(
+    h.sql,
+  );
   const select = cols.rows.map(({ c }) => overrides[c] ?? `t.${c}`).join(', ');
   const names = cols.rows.map(({ c }) => c).join(', ');
   await sql
-    .raw(`INSERT INTO registry.${table} (${names}) SELECT ${select} FROM (SELECT * FROM registry.${table} WHERE account_id = '${account}' LIMIT 1) t, generate_series(1, ${n}) g`)
+    .raw(
+      `INSERT INTO registry.${table} (${names}) SELECT ${select} FROM (SELECT * FROM registry.${table} WHERE account_id = '${account}' LIMIT 1) t, generate_series(1, ${n}) g`,
+    )
     .execute(h.sql);
 }
 
 async function count(h: RegistryHarness, table: 'mcp_servers' | 'agents', account: string): Promise<number> {
-  const r = await sql<{ n: number }>`SELECT count(*)::int AS n FROM ${sql.table(`registry.${table}`)} WHERE account_id = ${account}`.execute(h.sql);
+  const r = await sql<{
+    n: number;
+  }>`SELECT count(*)::int AS n FROM ${sql.table(`registry.${table}`)} WHERE account_id = ${account}`.execute(h.sql);
   return r.rows[0]?.n ?? 0;
 }
 
@@ -62,7 +88,14 @@ function postFrom(localAddress: string, apiUrl: string, body: unknown): Promise<
   const data = JSON.stringify(body);
   return new Promise((resolve, reject) => {
     const req = request(
-      { host: url.hostname, port: url.port, path: url.pathname, method: 'POST', localAddress, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(data) } },
+      {
+        host: url.hostname,
+        port: url.port,
+        path: url.pathname,
+        method: 'POST',
+        localAddress,
+        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(data) },
+      },
       (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
@@ -75,7 +108,11 @@ function postFrom(localAddress: string, apiUrl: string, body: unknown): Promise<
             // keep text
           }
           const retryAfter = res.headers['retry-after'];
-          resolve({ status: res.statusCode ?? 0, retryAfter: typeof retryAfter === 'string' ? retryAfter : null, body: parsed });
+          resolve({
+            status: res.statusCode ?? 0,
+            retryAfter: typeof retryAfter === 'string' ? retryAfter : null,
+            body: parsed,
+          });
         });
       },
     );
@@ -123,30 +160,60 @@ describe('quotas and rate limits: the registry', () => {
       actionsPerSigner: { ratePerSecond: 20, burst: 80 },
       actionsPerAddress: { ratePerSecond: 50 },
     });
-    const set = loadConfig('registry', { OUTBOUND_PROFILE: 'local', QUOTA_SERVERS_PER_ACCOUNT: '3', RATE_ACTIONS_PER_SIGNER: '5', PROXY_MAX_RUNS: '0' }).quotas;
-    expect(set).toMatchObject({ serversPerAccount: 3, actionsPerSigner: { ratePerSecond: 5, burst: 10 }, runsPerProxy: 0 });
-    expect(() => loadConfig('registry', { OUTBOUND_PROFILE: 'local', QUOTA_AGENTS_PER_ACCOUNT: '-1' })).toThrow(/QUOTA_AGENTS_PER_ACCOUNT/);
-    expect(() => loadConfig('registry', { OUTBOUND_PROFILE: 'local', RATE_ACTIONS_PER_ADDRESS: 'fast' })).toThrow(/RATE_ACTIONS_PER_ADDRESS/);
+    const set = loadConfig('registry', {
+      OUTBOUND_PROFILE: 'local',
+      QUOTA_SERVERS_PER_ACCOUNT: '3',
+      RATE_ACTIONS_PER_SIGNER: '5',
+      PROXY_MAX_RUNS: '0',
+    }).quotas;
+    expect(set).toMatchObject({
+      serversPerAccount: 3,
+      actionsPerSigner: { ratePerSecond: 5, burst: 10 },
+      runsPerProxy: 0,
+    });
+    expect(() => loadConfig('registry', { OUTBOUND_PROFILE: 'local', QUOTA_AGENTS_PER_ACCOUNT: '-1' })).toThrow(
+      /QUOTA_AGENTS_PER_ACCOUNT/,
+    );
+    expect(() => loadConfig('registry', { OUTBOUND_PROFILE: 'local', RATE_ACTIONS_PER_ADDRESS: 'fast' })).toThrow(
+      /RATE_ACTIONS_PER_ADDRESS/,
+    );
   });
 
   it('servers per account: the 201st is refused (quota_exceeded naming name), nothing written; updates and other accounts go on', async () => {
     const max = QUOTA_DEFAULTS.serversPerAccount;
-    await fill(h, 'mcp_servers', owner.principal, max - 1, { id: `'fill-' || g || '-' || md5(random()::text)`, name: `'fill' || g`, url: `'https://fill.invalid/mcp'`, next_probe_at: 'NULL' });
+    await fill(h, 'mcp_servers', owner.principal, max - 1, {
+      id: `'fill-' || g || '-' || md5(random()::text)`,
+      name: `'fill' || g`,
+      url: `'https://fill.invalid/mcp'`,
+      next_probe_at: 'NULL',
+    });
     expect(await count(h, 'mcp_servers', owner.principal)).toBe(max);
     const before = await h.settledDigest();
-    const refused = await post(h.apiUrl, owner.envelope({ type: 'SetMcpServer', name: 'one-more', config: { url: upstream.url } }));
+    const refused = await post(
+      h.apiUrl,
+      owner.envelope({ type: 'SetMcpServer', name: 'one-more', config: { url: upstream.url } }),
+    );
     expect(refused.status).toBe(409);
-    expect(refused.body.error).toMatchObject({ code: 'quota_exceeded', details: { field: 'name', limit: 'servers_per_account', max } });
+    expect(refused.body.error).toMatchObject({
+      code: 'quota_exceeded',
+      details: { field: 'name', limit: 'servers_per_account', max },
+    });
     expect(refused.body.error.details.retryAfterMs).toBeUndefined();
     expect(await h.tableDigest()).toEqual(before);
     // Updating a server the account holds is no new server.
-    await expect(owner.act('SetMcpServer', { name: 'up', config: { url: upstream.url } })).resolves.toMatchObject({ server: { name: 'up' } });
+    await expect(owner.act('SetMcpServer', { name: 'up', config: { url: upstream.url } })).resolves.toMatchObject({
+      server: { name: 'up' },
+    });
     // Another account is unaffected.
     const other = h.api();
-    await expect(other.act('SetMcpServer', { name: 'one-more', config: { url: upstream.url } })).resolves.toMatchObject({ server: { name: 'one-more' } });
+    await expect(other.act('SetMcpServer', { name: 'one-more', config: { url: upstream.url } })).resolves.toMatchObject(
+      { server: { name: 'one-more' } },
+    );
     // Deleting one frees a place.
     await owner.act('DeleteMcpServer', { name: 'fill1' });
-    await expect(owner.act('SetMcpServer', { name: 'one-more', config: { url: upstream.url } })).resolves.toMatchObject({ server: { name: 'one-more' } });
+    await expect(owner.act('SetMcpServer', { name: 'one-more', config: { url: upstream.url } })).resolves.toMatchObject(
+      { server: { name: 'one-more' } },
+    );
     expect(await count(h, 'mcp_servers', owner.principal)).toBe(max);
   });
 
@@ -154,18 +221,29 @@ describe('quotas and rate limits: the registry', () => {
     const api = h.api();
     await api.act('CreateAgent', { name: 'first', definition: { mcpServers: [] } });
     const max = QUOTA_DEFAULTS.agentsPerAccount;
-    await fill(h, 'agents', api.principal, max - 1, { id: `'agt-fill-' || g || '-' || md5(random()::text)`, name: `'fill' || g` });
+    await fill(h, 'agents', api.principal, max - 1, {
+      id: `'agt-fill-' || g || '-' || md5(random()::text)`,
+      name: `'fill' || g`,
+    });
     expect(await count(h, 'agents', api.principal)).toBe(max);
     const before = await h.settledDigest();
     const events = await h.capture('mcp.events.agent.>');
-    const refused = await post(h.apiUrl, api.envelope({ type: 'CreateAgent', name: 'one-more', definition: { mcpServers: [] } }));
+    const refused = await post(
+      h.apiUrl,
+      api.envelope({ type: 'CreateAgent', name: 'one-more', definition: { mcpServers: [] } }),
+    );
     expect(refused.status).toBe(409);
-    expect(refused.body.error).toMatchObject({ code: 'quota_exceeded', details: { field: 'name', limit: 'agents_per_account', max } });
+    expect(refused.body.error).toMatchObject({
+      code: 'quota_exceeded',
+      details: { field: 'name', limit: 'agents_per_account', max },
+    });
     expect(await h.tableDigest()).toEqual(before);
     await new Promise((r) => setTimeout(r, 100));
     events.stop();
     expect(events.messages).toHaveLength(0);
-    await expect(h.api().act('CreateAgent', { name: 'one-more', definition: { mcpServers: [] } })).resolves.toMatchObject({ agent: { name: 'one-more' } });
+    await expect(
+      h.api().act('CreateAgent', { name: 'one-more', definition: { mcpServers: [] } }),
+    ).resolves.toMatchObject({ agent: { name: 'one-more' } });
   });
 
   it('event streams per account: the 21st is refused while 20 are open, across two instances; closing one frees a slot; another account streams', async () => {
@@ -183,7 +261,10 @@ describe('quotas and rate limits: the registry', () => {
       for (const url of [h.apiUrl, second.url]) {
         const refused = await openStream(new ApiClient(url, api.key));
         expect(refused.status).toBe(409);
-        expect(refused.body.error).toMatchObject({ code: 'quota_exceeded', details: { field: 'envelope', limit: 'event_streams_per_account', max } });
+        expect(refused.body.error).toMatchObject({
+          code: 'quota_exceeded',
+          details: { field: 'envelope', limit: 'event_streams_per_account', max },
+        });
         expect(refused.body.error.details.retryAfterMs).toBeGreaterThan(0);
         expect(Number(refused.retryAfter)).toBeGreaterThanOrEqual(1);
       }
@@ -226,7 +307,14 @@ describe('quotas and rate limits: the registry', () => {
       // A forged discovery claiming a status, and an approval request, straight on the bus.
       h.nc.publish(
         h.subjects.serverDiscovered(acct.principal, 'up'),
-        encodePayload({ account: acct.principal, server: 'up', serverId: 'x', tools: [], status: { state: 'ok', error: 'FORGED' }, toolsChanged: true }),
+        encodePayload({
+          account: acct.principal,
+          server: 'up',
+          serverId: 'x',
+          tools: [],
+          status: { state: 'ok', error: 'FORGED' },
+          toolsChanged: true,
+        }),
       );
       const approval: ApprovalRequestedEvent = {
         account: acct.principal,
@@ -260,7 +348,9 @@ describe('quotas and rate limits: the registry', () => {
     await acct.act('ListAgents');
     const key = generateKeyPair();
     await acct.act('AuthorizeSigner', { principal: key.principal, role: 'WRITER' });
-    const envelope = Buffer.from(JSON.stringify(new ApiClient(h.apiUrl, key, acct.principal).envelope({ type: 'SubscribeEvents' }))).toString('base64url');
+    const envelope = Buffer.from(
+      JSON.stringify(new ApiClient(h.apiUrl, key, acct.principal).envelope({ type: 'SubscribeEvents' })),
+    ).toString('base64url');
     const abort = new AbortController();
     const res = await fetch(new URL(`/v1/events?envelope=${envelope}`, h.apiUrl), { signal: abort.signal });
     expect(res.status).toBe(200);
@@ -283,12 +373,17 @@ describe('quotas and rate limits: the registry', () => {
   }, 40_000);
 
   it('actions per signer: a burst past the bucket is refused with 429, rate_limited, retryAfterMs and Retry-After; another signer goes on; later it is admitted', async () => {
-    const slow = await h.addRegistry({ RATE_ACTIONS_PER_SIGNER: SLOW_RATE, RATE_ACTIONS_PER_SIGNER_BURST: String(SLOW_BURST) });
+    const slow = await h.addRegistry({
+      RATE_ACTIONS_PER_SIGNER: SLOW_RATE,
+      RATE_ACTIONS_PER_SIGNER_BURST: String(SLOW_BURST),
+    });
     try {
       const api = h.api(slow.url);
       // Signed ahead, sent at once. Past the signer's burst but well within the address's (all
       // come from one address, at the default rate), so the signer's limit answers.
-      const envelopes: ActionEnvelope[] = Array.from({ length: SLOW_BURST * 4 }, () => api.envelope({ type: 'ListAgents' }));
+      const envelopes: ActionEnvelope[] = Array.from({ length: SLOW_BURST * 4 }, () =>
+        api.envelope({ type: 'ListAgents' }),
+      );
       const answers = await Promise.all(envelopes.map((e) => post(slow.url, e)));
       const refused = answers.filter((a) => a.status === 429);
       expect(refused.length).toBeGreaterThan(0);
@@ -310,10 +405,15 @@ describe('quotas and rate limits: the registry', () => {
   }, 30_000);
 
   it('requests per address: refused before the body is read (a garbage body is 429, not 400, once over); another address is unaffected', async () => {
-    const slow = await h.addRegistry({ RATE_ACTIONS_PER_ADDRESS: SLOW_RATE, RATE_ACTIONS_PER_ADDRESS_BURST: String(SLOW_BURST) });
+    const slow = await h.addRegistry({
+      RATE_ACTIONS_PER_ADDRESS: SLOW_RATE,
+      RATE_ACTIONS_PER_ADDRESS_BURST: String(SLOW_BURST),
+    });
     try {
       // From an address of its own (127.0.0.3), so the other tests' bucket (127.0.0.1) is not this one.
-      const answers = await Promise.all(Array.from({ length: SLOW_BURST * 4 }, () => postFrom('127.0.0.3', slow.url, { not: 'an envelope' })));
+      const answers = await Promise.all(
+        Array.from({ length: SLOW_BURST * 4 }, () => postFrom('127.0.0.3', slow.url, { not: 'an envelope' })),
+      );
       const refused = answers.filter((a) => a.status === 429);
       expect(refused.length).toBeGreaterThan(0);
       expect(answers.every((a) => a.status === 400 || a.status === 429)).toBe(true);
@@ -326,7 +426,14 @@ describe('quotas and rate limits: the registry', () => {
       expect((await postFrom('127.0.0.2', slow.url, other.envelope({ type: 'ListAgents' }))).status).toBe(200);
       // The registry still answers health checks, and this address again once its bucket refills.
       expect((await fetch(new URL('/healthz', slow.url))).status).toBe(200);
-      await eventually(async () => ((await postFrom('127.0.0.3', slow.url, other.envelope({ type: 'ListAgents' }))).status === 200 ? true : undefined), 20_000, 'the address admitted again');
+      await eventually(
+        async () =>
+          (await postFrom('127.0.0.3', slow.url, other.envelope({ type: 'ListAgents' }))).status === 200
+            ? true
+            : undefined,
+        20_000,
+        'the address admitted again',
+      );
     } finally {
       await slow.stop();
     }
@@ -336,7 +443,13 @@ describe('quotas and rate limits: the registry', () => {
     const instance = await h.addRegistry();
     try {
       const text = await (await fetch(new URL('/metrics', instance.internalUrl))).text();
-      for (const kind of ['servers_per_account', 'agents_per_account', 'event_streams_per_account', 'actions_per_signer', 'actions_per_address']) {
+      for (const kind of [
+        'servers_per_account',
+        'agents_per_account',
+        'event_streams_per_account',
+        'actions_per_signer',
+        'actions_per_address',
+      ]) {
         expect(text).toMatch(new RegExp(`mcpx_quota_rejections_total\\{[^}]*kind="${kind}"[^}]*\\} [1-9]`));
       }
     } finally {

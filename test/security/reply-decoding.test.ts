@@ -39,7 +39,10 @@ describe("the proxy client reads a rogue responder's replies as typed errors (re
   });
 
   it('every malformed call reply is maybe_executed (the call may have run: never retried) naming the reply, and the next good reply is a result', async () => {
-    const replies = [...malformedReplies.map(([, b]) => b), encodePayload({ ok: true, instance: 'p1', result: { content: [], text: 'fine', summary: 'ok', durationMs: 1 } })];
+    const replies = [
+      ...malformedReplies.map(([, b]) => b),
+      encodePayload({ ok: true, instance: 'p1', result: { content: [], text: 'fine', summary: 'ok', durationMs: 1 } }),
+    ];
     let i = 0;
     // A responder in the proxies' queue group answering in turn with each reply.
     const sub = nc.subscribe(subjects.proxyCall, { queue: 'proxy', callback: (_e, m) => void m.respond(replies[i++]) });
@@ -47,10 +50,16 @@ describe("the proxy client reads a rogue responder's replies as typed errors (re
     try {
       await nc.flush();
       for (const [what] of malformedReplies) {
-        const err = await client.call({ account: 'a', agent: 'b', run: `r-${what.replace(/\W/g, '')}`, tool: 't' }).catch((e: unknown) => e);
-        expect({ what, err }).toMatchObject({ err: { code: 'maybe_executed', retryable: false, details: { field: expect.stringMatching(/^reply/) } } });
+        const err = await client
+          .call({ account: 'a', agent: 'b', run: `r-${what.replace(/\W/g, '')}`, tool: 't' })
+          .catch((e: unknown) => e);
+        expect({ what, err }).toMatchObject({
+          err: { code: 'maybe_executed', retryable: false, details: { field: expect.stringMatching(/^reply/) } },
+        });
         expect(err).toBeInstanceOf(WireError);
-        expect(JSON.stringify({ message: (err as Error).message, details: (err as WireError).details })).not.toContain(MARK);
+        expect(JSON.stringify({ message: (err as Error).message, details: (err as WireError).details })).not.toContain(
+          MARK,
+        );
       }
       const ok = await client.call({ account: 'a', agent: 'b', run: 'r-good', tool: 't' });
       expect(ok).toMatchObject({ instance: 'p1', result: { text: 'fine' } });
@@ -73,13 +82,24 @@ describe("the proxy's reading of the registry's OAuth refresh replies (the one r
   };
 
   it('keeps the two answers it knows, throws an error reply as its typed error, and refuses the rest as internal', () => {
-    expect(read(encodePayload({ ok: true, value: { state: 'authorized', extra: 1 } }))).toEqual({ state: 'authorized' });
+    expect(read(encodePayload({ ok: true, value: { state: 'authorized', extra: 1 } }))).toEqual({
+      state: 'authorized',
+    });
     // An authorization URL is never passed on, even if a reply carried one.
-    expect(read(encodePayload({ ok: true, value: { state: 'auth_required', authorizationUrl: 'https://as.example/authorize?x', vendor: 'github' } }))).toEqual({
+    expect(
+      read(
+        encodePayload({
+          ok: true,
+          value: { state: 'auth_required', authorizationUrl: 'https://as.example/authorize?x', vendor: 'github' },
+        }),
+      ),
+    ).toEqual({
       state: 'auth_required',
       vendor: 'github',
     });
-    expect(thrown(encodePayload({ ok: false, error: { code: 'not_found', message: 'no such server' } }))).toMatchObject({ code: 'not_found' });
+    expect(thrown(encodePayload({ ok: false, error: { code: 'not_found', message: 'no such server' } }))).toMatchObject(
+      { code: 'not_found' },
+    );
     expect(thrown(encodePayload({ ok: false, error: 'not a shape' }))).toMatchObject({ code: 'internal' });
     const refused: Array<[Uint8Array, string]> = [
       ...malformedReplies.slice(0, 5).map(([, b]): [Uint8Array, string] => [b, 'reply']),
@@ -89,13 +109,30 @@ describe("the proxy's reading of the registry's OAuth refresh replies (the one r
       [encodePayload({ ok: true, state: 'authorized' }), 'reply.value'],
       [encodePayload({ ok: 1 }), 'reply'],
     ];
-    for (const [bytes, field] of refused) expect({ field, err: thrown(bytes) }).toMatchObject({ err: { code: 'internal', details: { field } } });
+    for (const [bytes, field] of refused)
+      expect({ field, err: thrown(bytes) }).toMatchObject({ err: { code: 'internal', details: { field } } });
   });
 
   it('fuzzed: any bytes give an answer or a WireError (internal naming the reply, or the error a reply carried), never another throw', () => {
-    const soup = fc.array(fc.oneof(fc.integer({ min: 0, max: 255 }), fc.constantFrom(0xa1, 0xbf, 0xff, 0xd8, 0x62, 0x6f, 0x6b, 0xf5, 0xf4)), { maxLength: 64 });
-    const answer = fc.record({ state: fc.oneof(fc.constantFrom('authorized', 'auth_required'), fc.string()), vendor: fc.oneof(fc.string(), fc.integer()) }, { requiredKeys: [] });
-    const shaped = fc.record({ ok: fc.oneof(fc.boolean(), fc.string()), value: answer, error: fc.oneof(fc.string(), fc.record({ code: fc.string(), message: fc.string() })) }, { requiredKeys: [] });
+    const soup = fc.array(
+      fc.oneof(fc.integer({ min: 0, max: 255 }), fc.constantFrom(0xa1, 0xbf, 0xff, 0xd8, 0x62, 0x6f, 0x6b, 0xf5, 0xf4)),
+      { maxLength: 64 },
+    );
+    const answer = fc.record(
+      {
+        state: fc.oneof(fc.constantFrom('authorized', 'auth_required'), fc.string()),
+        vendor: fc.oneof(fc.string(), fc.integer()),
+      },
+      { requiredKeys: [] },
+    );
+    const shaped = fc.record(
+      {
+        ok: fc.oneof(fc.boolean(), fc.string()),
+        value: answer,
+        error: fc.oneof(fc.string(), fc.record({ code: fc.string(), message: fc.string() })),
+      },
+      { requiredKeys: [] },
+    );
     const inputs = fc.oneof(
       soup.map((b) => Uint8Array.from(b)),
       shaped.map((v) => encodePayload(v)),

@@ -32,7 +32,9 @@ describe('an AGENT signer ends only the runs of its agents', () => {
     await system.api.act('AuthorizeSigner', { principal: writerKey.principal, role: 'WRITER' });
     asAgent = new ApiClient(system.api.apiUrl, agentKey, system.api.principal);
     asWriter = new ApiClient(system.api.apiUrl, writerKey, system.api.principal);
-    system.nc.subscribe(system.subjects.runEndedAll, { callback: (err, msg) => void (err ?? ended.push(decodePayload<RunEnded>(msg.data).run)) });
+    system.nc.subscribe(system.subjects.runEndedAll, {
+      callback: (err, msg) => void (err ?? ended.push(decodePayload<RunEnded>(msg.data).run)),
+    });
     await system.nc.flush();
   });
   afterAll(async () => {
@@ -40,7 +42,8 @@ describe('an AGENT signer ends only the runs of its agents', () => {
     await upstream?.close();
   });
 
-  const invoke = (api: ApiClient, agent: string, run: string) => api.act('InvokeTool', { agent, tool: 'demo__echo', arguments: { text: run }, run });
+  const invoke = (api: ApiClient, agent: string, run: string) =>
+    api.act('InvokeTool', { agent, tool: 'demo__echo', arguments: { text: run }, run });
 
   it("refuses a run of another agent, a run it never carried and a mixed run; ends its own; the owner's and a WRITER's EndRun are unchanged", async () => {
     await invoke(system.api, 'theirs', 'run-theirs');
@@ -50,13 +53,23 @@ describe('an AGENT signer ends only the runs of its agents', () => {
     await invoke(system.api, 'theirs', 'run-mixed');
 
     for (const run of ['run-theirs', 'run-mixed', 'run-never-seen']) {
-      await expect(asAgent.act('EndRun', { run }), run).rejects.toMatchObject({ code: 'forbidden', details: { field: 'run' } });
+      await expect(asAgent.act('EndRun', { run }), run).rejects.toMatchObject({
+        code: 'forbidden',
+        details: { field: 'run' },
+      });
     }
     // A run of its own agent, even one the owner's key started.
     await invoke(system.api, 'mine', 'run-owner-started');
-    expect(await asAgent.act('EndRun', { run: 'run-owner-started' })).toEqual({ run: 'run-owner-started', ended: true });
+    expect(await asAgent.act('EndRun', { run: 'run-owner-started' })).toEqual({
+      run: 'run-owner-started',
+      ended: true,
+    });
     expect(await asAgent.act('EndRun', { run: 'run-mine' })).toEqual({ run: 'run-mine', ended: true });
-    await eventually(async () => (ended.includes('run-mine') && ended.includes('run-owner-started') ? true : undefined), 10_000, 'the ends');
+    await eventually(
+      async () => (ended.includes('run-mine') && ended.includes('run-owner-started') ? true : undefined),
+      10_000,
+      'the ends',
+    );
     // Ended and forgotten: ending it again is not this signer's to do.
     await expect(asAgent.act('EndRun', { run: 'run-mine' })).rejects.toMatchObject({ code: 'forbidden' });
     // Nothing was published for the refused ones.

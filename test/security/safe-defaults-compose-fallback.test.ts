@@ -53,7 +53,10 @@ describe("npm start's Docker fallback has the compose file's passwords", () => {
 
   it('a password the URL or the environment gives is used and not written down', () => {
     const dir = dataDir();
-    const given = composeCredentials({ databaseUrl: 'postgres://app:s3cr%40t@127.0.0.1:5433/mcpx', redisUrl: 'redis://127.0.0.1:6380', dataDir: dir }, { REDIS_PASSWORD: 'from-env' });
+    const given = composeCredentials(
+      { databaseUrl: 'postgres://app:s3cr%40t@127.0.0.1:5433/mcpx', redisUrl: 'redis://127.0.0.1:6380', dataDir: dir },
+      { REDIS_PASSWORD: 'from-env' },
+    );
     expect(given.env).toEqual({ POSTGRES_PASSWORD: 's3cr@t', REDIS_PASSWORD: 'from-env' });
     expect(given.databaseUrl).toBe('postgres://app:s3cr%40t@127.0.0.1:5433/mcpx');
     expect(new URL(given.redisUrl).password).toBe('from-env');

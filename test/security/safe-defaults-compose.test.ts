@@ -45,7 +45,9 @@ describe('docker-compose.yml', () => {
   it('publishes every port on 127.0.0.1 but the registry API', () => {
     const ports = publishedPorts(compose);
     // Every service that publishes anything was seen (the parser did not lose track).
-    expect(new Set(ports.map((p) => p.service))).toEqual(new Set(['nats', 'postgres', 'redis', 'otel-collector', 'registry', 'projector', 'proxy', 'endpoint']));
+    expect(new Set(ports.map((p) => p.service))).toEqual(
+      new Set(['nats', 'postgres', 'redis', 'otel-collector', 'registry', 'projector', 'proxy', 'endpoint']),
+    );
     const open = ports.filter((p) => !p.mapping.startsWith('127.0.0.1:'));
     expect(open).toEqual([{ service: 'registry', mapping: '${REGISTRY_PORT:-8080}:8080' }]);
   });
@@ -60,8 +62,10 @@ describe('docker-compose.yml', () => {
     expect(compose).toMatch(/command: \["-c", "\/etc\/nats\/nats.conf"\]/);
     // Each service connects as its own user; the runtime's and the operator's users (outside the
     // compose file) are configured on the NATS server, their passwords required too.
-    for (const service of ['REGISTRY', 'PROJECTOR', 'PROXY', 'ENDPOINT']) expect(compose).toContain(`NATS_PASSWORD: \${NATS_${service}_PASSWORD:?`);
-    for (const user of ['RUNTIME', 'OPERATOR']) expect(compose).toContain(`NATS_${user}_PASSWORD: \${NATS_${user}_PASSWORD:?`);
+    for (const service of ['REGISTRY', 'PROJECTOR', 'PROXY', 'ENDPOINT'])
+      expect(compose).toContain(`NATS_PASSWORD: \${NATS_${service}_PASSWORD:?`);
+    for (const user of ['RUNTIME', 'OPERATOR'])
+      expect(compose).toContain(`NATS_${user}_PASSWORD: \${NATS_${user}_PASSWORD:?`);
   });
 
   it('bounds Redis and evicts nothing (a full Redis refuses writes, typed unavailable), and closes accounts to operator-created ones', () => {
@@ -94,7 +98,8 @@ describe('deploy/k8s', () => {
 
   it('closes accounts (operator-created only) and states the bound Redis must have (maxmemory, noeviction)', () => {
     expect(k8s('registry.yaml')).toContain('- { name: ACCOUNTS, value: closed }');
-    for (const name of ['projector', 'proxy', 'endpoint', 'config']) expect(k8s(`${name}.yaml`)).not.toMatch(/ACCOUNTS/);
+    for (const name of ['projector', 'proxy', 'endpoint', 'config'])
+      expect(k8s(`${name}.yaml`)).not.toMatch(/ACCOUNTS/);
     const datastores = k8s('datastores.yaml');
     expect(datastores).toMatch(/maxmemory-policy noeviction/);
     expect(datastores).toMatch(/maxmemory 256mb/);

@@ -25,21 +25,27 @@ function startService(name: string, env: Record<string, string>): ReturnType<typ
 }
 
 describe('the development key ring outside the local profile', () => {
-  it.each(['registry', 'projector', 'proxy'])('the %s refuses to start with it, naming SECRETS_KEYRING and no key', async (name) => {
-    // The subtle case, the published key kept as an old entry beside a real one (the other
-    // spellings are in libs/config's unit test): each process is a few seconds to start.
-    const keyring = name === 'registry' ? `dev:${DEV_KEY}` : `old:${DEV_KEY},new:${OWN_KEY}`;
-    const result = await startService(name, { OUTBOUND_PROFILE: 'production', SECRETS_KEYRING: keyring });
-    expect(result.code, result.stderr).toBe(1);
-    expect(result.stderr).toContain(`${name} failed to start: SECRETS_KEYRING entry`);
-    expect(result.stderr).toContain('development key');
-    const output = result.stdout + result.stderr;
-    expect(output).not.toContain(DEV_KEY.slice(0, 16));
-    expect(output).not.toContain(OWN_KEY.slice(0, 16));
-  });
+  it.each(['registry', 'projector', 'proxy'])(
+    'the %s refuses to start with it, naming SECRETS_KEYRING and no key',
+    async (name) => {
+      // The subtle case, the published key kept as an old entry beside a real one (the other
+      // spellings are in libs/config's unit test): each process is a few seconds to start.
+      const keyring = name === 'registry' ? `dev:${DEV_KEY}` : `old:${DEV_KEY},new:${OWN_KEY}`;
+      const result = await startService(name, { OUTBOUND_PROFILE: 'production', SECRETS_KEYRING: keyring });
+      expect(result.code, result.stderr).toBe(1);
+      expect(result.stderr).toContain(`${name} failed to start: SECRETS_KEYRING entry`);
+      expect(result.stderr).toContain('development key');
+      const output = result.stdout + result.stderr;
+      expect(output).not.toContain(DEV_KEY.slice(0, 16));
+      expect(output).not.toContain(OWN_KEY.slice(0, 16));
+    },
+  );
 
   it('a production registry with a key of its own gets past its configuration (and fails on the missing database instead)', async () => {
-    const result = await startService('registry', { OUTBOUND_PROFILE: 'production', SECRETS_KEYRING: `prod:${OWN_KEY}` });
+    const result = await startService('registry', {
+      OUTBOUND_PROFILE: 'production',
+      SECRETS_KEYRING: `prod:${OWN_KEY}`,
+    });
     expect(result.code).toBe(1);
     expect(result.stderr).toContain('registry failed to start');
     expect(result.stderr).not.toContain('SECRETS_KEYRING');

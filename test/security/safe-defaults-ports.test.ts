@@ -46,17 +46,20 @@ describe('metrics and stats are not served on the public ports', () => {
     await system?.stop();
   });
 
-  it.each(SERVICES)('the %s public port answers /healthz and 404 for /metrics and /stats, without a byte of either', async (name) => {
-    const { url } = service(name);
-    expect((await fetch(`${url}/healthz`)).status).toBe(200);
-    for (const path of ['/metrics', '/stats', '/metrics?x=1', '/stats/']) {
-      const res = await fetch(`${url}${path}`);
-      const body = await res.text();
-      expect(res.status, `${name} ${path}`).toBe(404);
-      expect(body).not.toMatch(/# (HELP|TYPE) /);
-      expect(body).not.toContain('"connections"');
-    }
-  });
+  it.each(SERVICES)(
+    'the %s public port answers /healthz and 404 for /metrics and /stats, without a byte of either',
+    async (name) => {
+      const { url } = service(name);
+      expect((await fetch(`${url}/healthz`)).status).toBe(200);
+      for (const path of ['/metrics', '/stats', '/metrics?x=1', '/stats/']) {
+        const res = await fetch(`${url}${path}`);
+        const body = await res.text();
+        expect(res.status, `${name} ${path}`).toBe(404);
+        expect(body).not.toMatch(/# (HELP|TYPE) /);
+        expect(body).not.toContain('"connections"');
+      }
+    },
+  );
 
   it.each(SERVICES)('the %s internal port serves /healthz and the Prometheus text on /metrics', async (name) => {
     const { internalUrl } = service(name);
@@ -80,7 +83,8 @@ describe('metrics and stats are not served on the public ports', () => {
     for (const name of SERVICES) {
       const port = Number(new URL(service(name).internalUrl).port);
       expect(await accepts('127.0.0.1', port)).toBe(true);
-      if (external !== undefined) expect(await accepts(external, port), `${name} internal port on ${external}`).toBe(false);
+      if (external !== undefined)
+        expect(await accepts(external, port), `${name} internal port on ${external}`).toBe(false);
     }
   });
 });

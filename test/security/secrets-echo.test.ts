@@ -7,7 +7,15 @@ import { generateKeyPair } from '@mcpx/envelope';
 import { loadEndpointConfig, startEndpoint, type RunningEndpoint } from '@mcpx/endpoint';
 import { ProxyClient } from '@mcpx/proxy-client';
 import { setupTelemetry, type Telemetry } from '@mcpx/telemetry';
-import { ECHO_TOOLS, FORM_NAMES, MODERN_ECHO_TOOLS, echoedForms, modernEchoTools, startSecretEchoServer, type SecretEchoServer } from '../servers/secret-echo-server.js';
+import {
+  ECHO_TOOLS,
+  FORM_NAMES,
+  MODERN_ECHO_TOOLS,
+  echoedForms,
+  modernEchoTools,
+  startSecretEchoServer,
+  type SecretEchoServer,
+} from '../servers/secret-echo-server.js';
 import { startTestMcpServer, type TestMcpServer } from '../servers/index.js';
 import { ApiClient } from '../support/api-client.js';
 import { serviceUrls } from '../support/env.js';
@@ -23,7 +31,10 @@ const TOOLS = [...ECHO_TOOLS.map((t) => `echo__${t}`), ...MODERN_ECHO_TOOLS.map(
  */
 function callsOf(offset: number): Array<{ tool: string; arguments: Record<string, string> }> {
   const each = FORM_NAMES.map((form, i) => ({ tool: TOOLS[(i + offset) % TOOLS.length]!, arguments: { form } }));
-  const all = ['echo__is_error', 'echo__echo_result', 'modern__is_error', 'modern__echo_result'].map((tool) => ({ tool, arguments: {} }));
+  const all = ['echo__is_error', 'echo__echo_result', 'modern__is_error', 'modern__echo_result'].map((tool) => ({
+    tool,
+    arguments: {},
+  }));
   return [...each, ...all];
 }
 
@@ -40,7 +51,11 @@ const QUERY_KEY = 'qk-5e8a1f03c6-QueryKey';
 function giveaways(secret: string): string[] {
   const b64 = (s: string): string => Buffer.from(s).toString('base64');
   const slices = ['', 'x', 'xy'].map((p) => b64(p + secret).slice(4, 16));
-  return [...Object.values(echoedForms(secret)), ...slices, ...slices.map((s) => s.replace(/\+/g, '-').replace(/\//g, '_'))];
+  return [
+    ...Object.values(echoedForms(secret)),
+    ...slices,
+    ...slices.map((s) => s.replace(/\+/g, '-').replace(/\//g, '_')),
+  ];
 }
 
 function leaks(text: string, secret: string, core: string): string[] {
@@ -81,12 +96,23 @@ describe('secrets echoed by an upstream reach nobody', () => {
     [system, upstream, modern] = await Promise.all([
       InProcessSystem.start({ telemetry, logSink, env: { LOG_LEVEL: 'debug' } }),
       startSecretEchoServer(),
-      startTestMcpServer({ era: 'modern', tools: modernEchoTools([TOKEN, QUERY_KEY]), requireHeader: { name: 'Authorization', value: `Bearer ${TOKEN}` } }),
+      startTestMcpServer({
+        era: 'modern',
+        tools: modernEchoTools([TOKEN, QUERY_KEY]),
+        requireHeader: { name: 'Authorization', value: `Bearer ${TOKEN}` },
+      }),
     ]);
-    endpoint = await startEndpoint(loadEndpointConfig({ ...system.env, HTTP_PORT: '0', INSTANCE_ID: 'endpoint-secrets', LOG_LEVEL: 'debug' }), { telemetry, logSink });
+    endpoint = await startEndpoint(
+      loadEndpointConfig({ ...system.env, HTTP_PORT: '0', INSTANCE_ID: 'endpoint-secrets', LOG_LEVEL: 'debug' }),
+      { telemetry, logSink },
+    );
     nc = await connect({ servers: serviceUrls().nats });
-    nc.subscribe(`${system.env.NATS_PREFIX}>`, { callback: (_e, msg) => void natsPayloads.push(Buffer.from(msg.data).toString('latin1')) });
-    nc.subscribe('_INBOX.>', { callback: (_e, msg) => void natsPayloads.push(Buffer.from(msg.data).toString('latin1')) });
+    nc.subscribe(`${system.env.NATS_PREFIX}>`, {
+      callback: (_e, msg) => void natsPayloads.push(Buffer.from(msg.data).toString('latin1')),
+    });
+    nc.subscribe('_INBOX.>', {
+      callback: (_e, msg) => void natsPayloads.push(Buffer.from(msg.data).toString('latin1')),
+    });
 
     owner = new ApiClient(system.apiUrl);
     const secretHeaders = { Authorization: `Bearer ${TOKEN}` };
@@ -99,9 +125,15 @@ describe('secrets echoed by an upstream reach nobody', () => {
     ] as const) {
       await owner.act('SetMcpServer', { name, config: { url: upstream.url(mode, query), secretHeaders } });
     }
-    const modernSet = await owner.act('SetMcpServer', { name: 'modern', config: { url: `${modern.url}${query}`, secretHeaders } });
+    const modernSet = await owner.act('SetMcpServer', {
+      name: 'modern',
+      config: { url: `${modern.url}${query}`, secretHeaders },
+    });
     expect(modernSet.server.status).toMatchObject({ state: 'ok', era: 'modern' });
-    const { agent } = await owner.act('CreateAgent', { name: 'bound', definition: { mcpServers: ['echo', 'c500', 'c401', 'modern'] } });
+    const { agent } = await owner.act('CreateAgent', {
+      name: 'bound',
+      definition: { mcpServers: ['echo', 'c500', 'c401', 'modern'] },
+    });
     agentId = agent.id;
     await owner.act('CreateAgent', { name: 'other', definition: { mcpServers: ['hidden'] } });
     const writerKey = generateKeyPair();
@@ -110,7 +142,11 @@ describe('secrets echoed by an upstream reach nobody', () => {
     await owner.act('AuthorizeSigner', { principal: agentKey.principal, role: 'AGENT', agents: ['bound'] });
     writer = new ApiClient(system.apiUrl, writerKey, owner.principal);
     agentSigner = new ApiClient(system.apiUrl, agentKey, owner.principal);
-    await eventually(async () => ((await owner.act('ListAgentTools', { agent: agentId })).tools.length >= 9 ? true : undefined), 20_000, 'the echo tools projected');
+    await eventually(
+      async () => ((await owner.act('ListAgentTools', { agent: agentId })).tools.length >= 9 ? true : undefined),
+      20_000,
+      'the echo tools projected',
+    );
   }, 120_000);
 
   afterAll(async () => {
@@ -147,7 +183,11 @@ describe('secrets echoed by an upstream reach nobody', () => {
 
   it('no role, face, event, log line or span shows any form of the token or the query key', async () => {
     const stop = new AbortController();
-    const streams = [eventStream(owner, stop.signal), eventStream(writer, stop.signal), eventStream(agentSigner, stop.signal)];
+    const streams = [
+      eventStream(owner, stop.signal),
+      eventStream(writer, stop.signal),
+      eventStream(agentSigner, stop.signal),
+    ];
     const byRole: Record<string, unknown[]> = { OWNER: [], WRITER: [], AGENT: [], endpoint: [], runtime: [] };
 
     // A failing connect echoes the next form at each attempt: each role sees every one in turn
@@ -170,16 +210,22 @@ describe('secrets echoed by an upstream reach nobody', () => {
         ['AGENT', agentSigner],
       ] as const
     ).entries()) {
-      for (const call of callsOf(i)) byRole[role]!.push(await outcome(api.act('InvokeTool', { agent: agentId, ...call })));
+      for (const call of callsOf(i))
+        byRole[role]!.push(await outcome(api.act('InvokeTool', { agent: agentId, ...call })));
     }
 
     // An endpoint client: the agent's token, the MCP SDK's client.
     const { token } = await owner.act<{ token: string }>('CreateAgentToken', { agent: 'bound' });
     const client = new Client({ name: 'endpoint-client', version: '1.0.0' }, { versionNegotiation: { mode: 'auto' } });
-    await client.connect(new StreamableHTTPClientTransport(new URL(`${endpoint.url}/v1/agents/bound/mcp`), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(`${endpoint.url}/v1/agents/bound/mcp`), {
+        requestInit: { headers: { authorization: `Bearer ${token}` } },
+      }),
+    );
     try {
       byRole.endpoint!.push(await client.listTools());
-      for (const call of callsOf(3)) byRole.endpoint!.push(await outcome(client.callTool({ name: call.tool, arguments: call.arguments })));
+      for (const call of callsOf(3))
+        byRole.endpoint!.push(await outcome(client.callTool({ name: call.tool, arguments: call.arguments })));
     } finally {
       await client.close();
     }
@@ -187,9 +233,24 @@ describe('secrets echoed by an upstream reach nobody', () => {
     // The agent runtime over NATS: every form through every tool.
     const runtime = new ProxyClient(nc, makeSubjects(system.env.NATS_PREFIX ?? ''));
     for (const form of FORM_NAMES)
-      for (const tool of TOOLS) byRole.runtime!.push(await outcome(runtime.call({ account: owner.principal, agent: agentId, run: 'echo-run', tool, arguments: { form } })));
+      for (const tool of TOOLS)
+        byRole.runtime!.push(
+          await outcome(
+            runtime.call({ account: owner.principal, agent: agentId, run: 'echo-run', tool, arguments: { form } }),
+          ),
+        );
     // And every form at once, in a result.
-    byRole.runtime!.push(await outcome(runtime.call({ account: owner.principal, agent: agentId, run: 'echo-run', tool: 'echo__echo_result', arguments: {} })));
+    byRole.runtime!.push(
+      await outcome(
+        runtime.call({
+          account: owner.principal,
+          agent: agentId,
+          run: 'echo-run',
+          tool: 'echo__echo_result',
+          arguments: {},
+        }),
+      ),
+    );
     await runtime.endRun(owner.principal, 'echo-run');
 
     await nc.flush();
@@ -204,7 +265,9 @@ describe('secrets echoed by an upstream reach nobody', () => {
     // Every form was echoed by each failing connect.
     expect(new Set(upstream.formsSent.c500)).toEqual(new Set(FORM_NAMES));
     expect(new Set(upstream.formsSent.c401)).toEqual(new Set(FORM_NAMES));
-    const ownerServers = (byRole.OWNER![2] as { servers: Array<{ name: string; url: string; status: { state: string; error?: string } }> }).servers;
+    const ownerServers = (
+      byRole.OWNER![2] as { servers: Array<{ name: string; url: string; status: { state: string; error?: string } }> }
+    ).servers;
     expect(ownerServers.find((s) => s.name === 'c500')?.status.error).toContain('HTTP 500');
     expect(ownerServers.find((s) => s.name === 'c500')?.status.error).toContain('[redacted]');
     // Only the OWNER sees the query key, in the URL it set.
@@ -213,12 +276,16 @@ describe('secrets echoed by an upstream reach nobody', () => {
     expect(JSON.stringify(byRole.runtime!.at(-1))).toContain('[redacted]');
     expect(JSON.stringify(byRole.runtime!.at(-1))).toContain('base64OfHeaderLine=');
     // The modern server's echoes arrived too (its error and its result), scrubbed.
-    const modernSeen = JSON.stringify(byRole.runtime!.filter((_o, i) => TOOLS[i % TOOLS.length]!.startsWith('modern__')));
+    const modernSeen = JSON.stringify(
+      byRole.runtime!.filter((_o, i) => TOOLS[i % TOOLS.length]!.startsWith('modern__')),
+    );
     expect(modernSeen).toContain('the server saw');
     expect(modernSeen).toContain('[redacted]');
 
     const ownerText = JSON.stringify(byRole.OWNER);
-    const spans = JSON.stringify(exporter.getFinishedSpans().map((s) => ({ n: s.name, a: s.attributes, e: s.events, st: s.status })));
+    const spans = JSON.stringify(
+      exporter.getFinishedSpans().map((s) => ({ n: s.name, a: s.attributes, e: s.events, st: s.status })),
+    );
     const places: Array<[string, string, boolean]> = [
       ['OWNER responses', ownerText, false],
       ['WRITER responses', JSON.stringify(byRole.WRITER), true],
@@ -243,11 +310,15 @@ describe('secrets echoed by an upstream reach nobody', () => {
   }, 120_000);
 
   it('an AGENT signer lists only the servers of the agents it is bound to; only the OWNER sees the URL query', async () => {
-    const names = async (api: ApiClient): Promise<string[]> => ((await api.act('ListMcpServers')).servers as Array<{ name: string }>).map((s) => s.name).sort();
+    const names = async (api: ApiClient): Promise<string[]> =>
+      ((await api.act('ListMcpServers')).servers as Array<{ name: string }>).map((s) => s.name).sort();
     expect(await names(owner)).toEqual(['c401', 'c500', 'echo', 'hidden', 'modern']);
     expect(await names(writer)).toEqual(['c401', 'c500', 'echo', 'hidden', 'modern']);
     expect(await names(agentSigner)).toEqual(['c401', 'c500', 'echo', 'modern']);
-    const urlOf = async (api: ApiClient): Promise<string> => ((await api.act('ListMcpServers')).servers as Array<{ name: string; url: string }>).find((s) => s.name === 'echo')!.url;
+    const urlOf = async (api: ApiClient): Promise<string> =>
+      ((await api.act('ListMcpServers')).servers as Array<{ name: string; url: string }>).find(
+        (s) => s.name === 'echo',
+      )!.url;
     expect(await urlOf(owner)).toBe(upstream.url('ok', `?api_key=${QUERY_KEY}`));
     expect(await urlOf(writer)).toBe(upstream.url('ok', '?api_key=[redacted]'));
     expect(await urlOf(agentSigner)).toBe(upstream.url('ok', '?api_key=[redacted]'));
@@ -256,13 +327,18 @@ describe('secrets echoed by an upstream reach nobody', () => {
   it('a WRITER that saves the URL it was shown keeps the stored query key', async () => {
     const shown = upstream.url('ok', '?api_key=[redacted]');
     const before = upstream.received.apiKey.length;
-    const saved = await writer.act('SetMcpServer', { name: 'hidden', config: { url: shown, secretRefs: { Authorization: 'mcp-hidden-authorization' } } });
+    const saved = await writer.act('SetMcpServer', {
+      name: 'hidden',
+      config: { url: shown, secretRefs: { Authorization: 'mcp-hidden-authorization' } },
+    });
     expect(saved.server.url).toBe(shown);
     expect(saved.server.status.state).toBe('ok');
     // The discovery after the save sent the stored key, not the redacted text.
     expect(upstream.received.apiKey.slice(before)).toContain(QUERY_KEY);
     expect(upstream.received.apiKey.slice(before)).not.toContain('[redacted]');
-    const ownerView = ((await owner.act('ListMcpServers')).servers as Array<{ name: string; url: string }>).find((s) => s.name === 'hidden');
+    const ownerView = ((await owner.act('ListMcpServers')).servers as Array<{ name: string; url: string }>).find(
+      (s) => s.name === 'hidden',
+    );
     expect(ownerView?.url).toBe(upstream.url('ok', `?api_key=${QUERY_KEY}`));
   });
 });

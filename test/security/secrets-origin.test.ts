@@ -3,7 +3,13 @@ import { decodePayload, encodePayload, type RedactedMcpServer } from '@mcpx/cont
 import { createDb, type Db } from '@mcpx/db';
 import { generateKeyPair } from '@mcpx/envelope';
 import { setupTelemetry, type Telemetry } from '@mcpx/telemetry';
-import { startOAuthServer, startProtectedMcpServer, startTestMcpServer, type TestMcpServer, type TestOAuthServer } from '../servers/index.js';
+import {
+  startOAuthServer,
+  startProtectedMcpServer,
+  startTestMcpServer,
+  type TestMcpServer,
+  type TestOAuthServer,
+} from '../servers/index.js';
 import { ApiClient } from '../support/api-client.js';
 import { ProxySystem } from '../support/proxy-system.js';
 import { InProcessSystem, eventually } from '../support/system.js';
@@ -49,27 +55,58 @@ describe('secrets stay with the origin they were given for', () => {
 
   /** Every header value the attacker's server ever received. */
   const seenByEvil = (): string => JSON.stringify([...evil.stats.headersSeen.entries()]);
-  const secretNames = async (): Promise<string[]> => (await sql.selectFrom('registry.secrets').select('name').where('account_id', '=', system.account).orderBy('name').execute()).map((r) => r.name);
+  const secretNames = async (): Promise<string[]> =>
+    (
+      await sql
+        .selectFrom('registry.secrets')
+        .select('name')
+        .where('account_id', '=', system.account)
+        .orderBy('name')
+        .execute()
+    ).map((r) => r.name);
 
   it('a WRITER re-points servers with a bearer token and a secret header: the new host sees neither', async () => {
     const owner = system.api;
-    expect((await owner.act<SetAnswer>('SetMcpServer', { name: 'vault', config: { url: bearerUp.url, auth: 'bearer', token: TOKEN } })).server.status.state).toBe('ok');
-    const kv = await owner.act<SetAnswer>('SetMcpServer', { name: 'kv', config: { url: keyUp.url, headers: { 'X-Plain': 'plain-1' }, secretHeaders: { 'X-Api-Key': API_KEY } } });
+    expect(
+      (
+        await owner.act<SetAnswer>('SetMcpServer', {
+          name: 'vault',
+          config: { url: bearerUp.url, auth: 'bearer', token: TOKEN },
+        })
+      ).server.status.state,
+    ).toBe('ok');
+    const kv = await owner.act<SetAnswer>('SetMcpServer', {
+      name: 'kv',
+      config: { url: keyUp.url, headers: { 'X-Plain': 'plain-1' }, secretHeaders: { 'X-Api-Key': API_KEY } },
+    });
     expect(kv.server.status.state).toBe('ok');
     await system.createAgent('runner', ['vault', 'kv'], 4);
     expect((await system.call('runner', 'before', 'vault__echo', { text: 'a' })).result.text).toBe('echo: a');
     expect((await system.call('runner', 'before', 'kv__echo', { text: 'b' })).result.text).toBe('echo: b');
 
     // Keeping a stored secret across the move by naming it is refused, and nothing is written.
-    const kept = await actionError(writer.act('SetMcpServer', { name: 'kv', config: { url: evil.url, secretRefs: { 'X-Api-Key': 'mcp-kv-x-api-key' } } }));
+    const kept = await actionError(
+      writer.act('SetMcpServer', {
+        name: 'kv',
+        config: { url: evil.url, secretRefs: { 'X-Api-Key': 'mcp-kv-x-api-key' } },
+      }),
+    );
     expect(kept).toMatchObject({ code: 'invalid_input', details: { field: 'config.secretRefs.X-Api-Key' } });
-    expect((await owner.act<{ servers: RedactedMcpServer[] }>('ListMcpServers')).servers.find((s) => s.name === 'kv')?.url).toBe(keyUp.url);
+    expect(
+      (await owner.act<{ servers: RedactedMcpServer[] }>('ListMcpServers')).servers.find((s) => s.name === 'kv')?.url,
+    ).toBe(keyUp.url);
 
     // The moves: saved, and the answer says what was dropped (names, never values).
-    const vault = await writer.act<SetAnswer>('SetMcpServer', { name: 'vault', config: { url: evil.url, auth: 'bearer' } });
+    const vault = await writer.act<SetAnswer>('SetMcpServer', {
+      name: 'vault',
+      config: { url: evil.url, auth: 'bearer' },
+    });
     expect(vault.droppedSecrets).toEqual({ headers: ['Authorization'], oauth: false });
     expect(vault.server).toMatchObject({ url: evil.url, auth: 'bearer', hasSecrets: false, secretHeaderNames: [] });
-    const moved = await writer.act<SetAnswer>('SetMcpServer', { name: 'kv', config: { url: evil.url, headers: { 'X-Plain': 'plain-1' } } });
+    const moved = await writer.act<SetAnswer>('SetMcpServer', {
+      name: 'kv',
+      config: { url: evil.url, headers: { 'X-Plain': 'plain-1' } },
+    });
     expect(moved.droppedSecrets).toEqual({ headers: ['X-Api-Key'], oauth: false });
     expect(moved.server).toMatchObject({ hasSecrets: false, headerNames: ['X-Plain'] });
     expect(JSON.stringify([vault, moved])).not.toMatch(new RegExp(`${TOKEN}|${API_KEY}`));
@@ -79,12 +116,20 @@ describe('secrets stay with the origin they were given for', () => {
     expect(vault.server.status.state).toBe('ok');
     await writer.act('RefreshMcpServer', { name: 'vault' });
     await eventually(
-      async () => ((await system.call('runner', 'after', 'vault__echo', { text: 'c' }).catch(() => undefined))?.result.text === 'echo: c' ? true : undefined),
+      async () =>
+        (await system.call('runner', 'after', 'vault__echo', { text: 'c' }).catch(() => undefined))?.result.text ===
+        'echo: c'
+          ? true
+          : undefined,
       15_000,
       'a call to the new host',
     );
     await eventually(
-      async () => ((await system.call('runner', 'after', 'kv__echo', { text: 'd' }).catch(() => undefined))?.result.text === 'echo: d' ? true : undefined),
+      async () =>
+        (await system.call('runner', 'after', 'kv__echo', { text: 'd' }).catch(() => undefined))?.result.text ===
+        'echo: d'
+          ? true
+          : undefined,
       15_000,
       'a call to the new host',
     );
@@ -96,20 +141,39 @@ describe('secrets stay with the origin they were given for', () => {
     expect(seenByEvil()).not.toContain(API_KEY);
 
     // The owner gives the token again, for the new host: from then on it is sent there.
-    const again = await owner.act<SetAnswer>('SetMcpServer', { name: 'vault', config: { url: evil.url, auth: 'bearer', token: 'tok-for-the-new-host' } });
+    const again = await owner.act<SetAnswer>('SetMcpServer', {
+      name: 'vault',
+      config: { url: evil.url, auth: 'bearer', token: 'tok-for-the-new-host' },
+    });
     expect(again.droppedSecrets).toBeUndefined();
     expect(evil.stats.headersSeen.get('authorization')).toContain('Bearer tok-for-the-new-host');
   });
 
   it("secretRefs name only the server's own secrets: another server's is refused, whoever signs", async () => {
-    await system.api.act('SetMcpServer', { name: 'gh-x', config: { url: bearerUp.url, secretHeaders: { Token: GH_TOKEN } } });
-    await system.api.act('SetMcpServer', { name: 'vault2', config: { url: bearerUp.url, auth: 'bearer', token: TOKEN } });
+    await system.api.act('SetMcpServer', {
+      name: 'gh-x',
+      config: { url: bearerUp.url, secretHeaders: { Token: GH_TOKEN } },
+    });
+    await system.api.act('SetMcpServer', {
+      name: 'vault2',
+      config: { url: bearerUp.url, auth: 'bearer', token: TOKEN },
+    });
     const before = await secretNames();
     for (const signer of [writer, system.api]) {
-      const other = await actionError(signer.act('SetMcpServer', { name: 'steal', config: { url: evil.url, secretRefs: { Authorization: 'mcp-vault2-authorization' } } }));
+      const other = await actionError(
+        signer.act('SetMcpServer', {
+          name: 'steal',
+          config: { url: evil.url, secretRefs: { Authorization: 'mcp-vault2-authorization' } },
+        }),
+      );
       expect(other).toMatchObject({ code: 'invalid_input', details: { field: 'config.secretRefs.Authorization' } });
       // `gh` + `X-Token` spells gh-x's `Token` secret: the right shape, but not a secret gh holds.
-      const spelled = await actionError(signer.act('SetMcpServer', { name: 'gh', config: { url: evil.url, secretRefs: { 'X-Token': 'mcp-gh-x-token' } } }));
+      const spelled = await actionError(
+        signer.act('SetMcpServer', {
+          name: 'gh',
+          config: { url: evil.url, secretRefs: { 'X-Token': 'mcp-gh-x-token' } },
+        }),
+      );
       expect(spelled).toMatchObject({ code: 'invalid_input', details: { field: 'config.secretRefs.X-Token' } });
     }
     const names = (await system.api.act<{ servers: RedactedMcpServer[] }>('ListMcpServers')).servers.map((s) => s.name);
@@ -122,14 +186,28 @@ describe('secrets stay with the origin they were given for', () => {
 
   it('a config moved behind the action (a direct write) still sends the secret only to its origin', async () => {
     // A server of its own that requires the token, so the genuine origin is proven to get it.
-    const deepUp = await startTestMcpServer({ requireHeader: { name: 'Authorization', value: `Bearer ${DEEP_TOKEN}` } });
+    const deepUp = await startTestMcpServer({
+      requireHeader: { name: 'Authorization', value: `Bearer ${DEEP_TOKEN}` },
+    });
     try {
-      expect((await system.api.act<SetAnswer>('SetMcpServer', { name: 'deep', config: { url: deepUp.url, auth: 'bearer', token: DEEP_TOKEN } })).server.status.state).toBe('ok');
+      expect(
+        (
+          await system.api.act<SetAnswer>('SetMcpServer', {
+            name: 'deep',
+            config: { url: deepUp.url, auth: 'bearer', token: DEEP_TOKEN },
+          })
+        ).server.status.state,
+      ).toBe('ok');
       await system.createAgent('deep-runner', ['deep'], 2);
       expect((await system.call('deep-runner', 'd1', 'deep__echo', { text: 'x' })).result.text).toBe('echo: x');
 
       // Rewrite the row's URL straight in the database: no action, no drop of the secret.
-      const row = await sql.selectFrom('registry.mcp_servers').select('config_cbor').where('account_id', '=', system.account).where('name', '=', 'deep').executeTakeFirstOrThrow();
+      const row = await sql
+        .selectFrom('registry.mcp_servers')
+        .select('config_cbor')
+        .where('account_id', '=', system.account)
+        .where('name', '=', 'deep')
+        .executeTakeFirstOrThrow();
       const config = decodePayload<Record<string, unknown>>(row.config_cbor);
       await sql
         .updateTable('registry.mcp_servers')
@@ -143,7 +221,11 @@ describe('secrets stay with the origin they were given for', () => {
       expect(refreshed.server).toMatchObject({ url: evil.url, status: { state: 'ok' } });
       const evilCalls = evil.stats.calls;
       await eventually(
-        async () => ((await system.call('deep-runner', 'd2', 'deep__echo', { text: 'y' }).catch(() => undefined))?.result.text === 'echo: y' && evil.stats.calls > evilCalls ? true : undefined),
+        async () =>
+          (await system.call('deep-runner', 'd2', 'deep__echo', { text: 'y' }).catch(() => undefined))?.result.text ===
+            'echo: y' && evil.stats.calls > evilCalls
+            ? true
+            : undefined,
         15_000,
         'a call to the rewritten URL',
       );
@@ -192,12 +274,19 @@ describe('OAuth clients and tokens stay with the origin they were set up for', (
     as.registerMachineClient('owner-client', { secret: CLIENT_SECRET });
     const set = await owner.act<SetAnswer>('SetMcpServer', {
       name: 'm2m',
-      config: { url: upstream.url, auth: 'oauth', oauth: { clientId: 'owner-client', clientSecret: CLIENT_SECRET, grant: 'client_credentials' } },
+      config: {
+        url: upstream.url,
+        auth: 'oauth',
+        oauth: { clientId: 'owner-client', clientSecret: CLIENT_SECRET, grant: 'client_credentials' },
+      },
     });
     expect(set.server.status.state).toBe('ok');
     expect(as.stats.clientCredentialsGrants).toBe(1);
 
-    const moved = await writer.act<SetAnswer>('SetMcpServer', { name: 'm2m', config: { url: evilUp.url, auth: 'oauth' } });
+    const moved = await writer.act<SetAnswer>('SetMcpServer', {
+      name: 'm2m',
+      config: { url: evilUp.url, auth: 'oauth' },
+    });
     expect(moved.droppedSecrets).toEqual({ headers: [], oauth: true });
     expect(moved.server.oauthClient).toBeUndefined();
     await writer.act('RefreshMcpServer', { name: 'm2m' });

@@ -28,7 +28,10 @@ describe('secrets sealed before origins were recorded', () => {
   const silent = { info: () => undefined, warn: () => undefined };
 
   beforeAll(async () => {
-    [system, keyUp] = await Promise.all([ProxySystem.start(), startTestMcpServer({ requireHeader: { name: 'X-Api-Key', value: API_KEY } })]);
+    [system, keyUp] = await Promise.all([
+      ProxySystem.start(),
+      startTestMcpServer({ requireHeader: { name: 'X-Api-Key', value: API_KEY } }),
+    ]);
     db = createDb(system.db.url, { allowHttpHosts: ['127.0.0.1'], max: 2 });
     box = new SecretBox(loadConfig('registry', { ...system.env, OUTBOUND_PROFILE: 'local' }).keyring);
     redis = new Redis(serviceUrls().redis);
@@ -46,23 +49,37 @@ describe('secrets sealed before origins were recorded', () => {
     await db
       .insertInto('registry.secrets')
       .values({ account_id: system.account, name, key_id: sealed.keyId, ciphertext: sealed.ciphertext })
-      .onConflict((oc) => oc.columns(['account_id', 'name']).doUpdateSet({ key_id: sealed.keyId, ciphertext: sealed.ciphertext }))
+      .onConflict((oc) =>
+        oc.columns(['account_id', 'name']).doUpdateSet({ key_id: sealed.keyId, ciphertext: sealed.ciphertext }),
+      )
       .execute();
   }
 
   async function openedOrigin(name: string): Promise<string | undefined> {
-    const row = await db.selectFrom('registry.secrets').select(['key_id', 'ciphertext']).where('account_id', '=', system.account).where('name', '=', name).executeTakeFirstOrThrow();
+    const row = await db
+      .selectFrom('registry.secrets')
+      .select(['key_id', 'ciphertext'])
+      .where('account_id', '=', system.account)
+      .where('name', '=', name)
+      .executeTakeFirstOrThrow();
     return unbind(box.open({ keyId: row.key_id, ciphertext: row.ciphertext }, secretAad(system.account, name))).origin;
   }
 
   it('an unbound secret is sent nowhere; once bound to its server origin it is sent there again', async () => {
-    const set = await system.api.act<{ server: RedactedMcpServer }>('SetMcpServer', { name: 'kv', config: { url: keyUp.url, secretHeaders: { 'X-Api-Key': API_KEY } } });
+    const set = await system.api.act<{ server: RedactedMcpServer }>('SetMcpServer', {
+      name: 'kv',
+      config: { url: keyUp.url, secretHeaders: { 'X-Api-Key': API_KEY } },
+    });
     expect(set.server.status.state).toBe('ok');
     await system.createAgent('runner', ['kv'], 2);
     // The registry's start already ran the binding pass for this deployment (nothing to bind then).
     const done = `${system.env.REDIS_PREFIX}secrets-origin-binding:v1`;
     expect(await redis.get(done)).not.toBeNull();
-    const once = () => bindUnboundSecretsOnce({ db, box, servers: new McpServersRepository(db), redis, prefix: system.env.REDIS_PREFIX ?? '' }, silent);
+    const once = () =>
+      bindUnboundSecretsOnce(
+        { db, box, servers: new McpServersRepository(db), redis, prefix: system.env.REDIS_PREFIX ?? '' },
+        silent,
+      );
 
     // As stored by a registry before origins: the same value, no origin; and one nobody names.
     await sealUnbound('mcp-kv-x-api-key', API_KEY);

@@ -32,13 +32,20 @@ import { INPUT_TOOLS, askedInput, failure, startInputSystem, textOf } from '../i
 const run = promisify(execFile);
 
 /** The operator's accounts command, as a process against the system's database. */
-async function accountsCommand(system: ProxySystem, ...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+async function accountsCommand(
+  system: ProxySystem,
+  ...args: string[]
+): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const out = await run(join(ROOT, 'node_modules/.bin/tsx'), [join(ROOT, 'services/registry/src/accounts-command.ts'), ...args], {
-      cwd: ROOT,
-      env: { ...process.env, ...system.env },
-      timeout: 60_000,
-    });
+    const out = await run(
+      join(ROOT, 'node_modules/.bin/tsx'),
+      [join(ROOT, 'services/registry/src/accounts-command.ts'), ...args],
+      {
+        cwd: ROOT,
+        env: { ...process.env, ...system.env },
+        timeout: 60_000,
+      },
+    );
     return { code: 0, stdout: out.stdout, stderr: out.stderr };
   } catch (err) {
     const e = err as { code?: number; stdout?: string; stderr?: string };
@@ -50,7 +57,9 @@ async function accountRows(system: ProxySystem, principal: string): Promise<numb
   const client = new pg.Client({ connectionString: system.db.url });
   await client.connect();
   try {
-    const r = await client.query<{ n: number }>('SELECT count(*)::int AS n FROM registry.accounts WHERE id = $1', [principal]);
+    const r = await client.query<{ n: number }>('SELECT count(*)::int AS n FROM registry.accounts WHERE id = $1', [
+      principal,
+    ]);
     return r.rows[0]?.n ?? 0;
   } finally {
     await client.end();
@@ -84,7 +93,9 @@ describe('accounts closed: only accounts an operator created act', () => {
   it('a fresh key is refused (forbidden, naming account) with nothing written or kept; the operator creates the account and it acts; others stay refused', async () => {
     const stranger = new ApiClient(system.api.apiUrl);
     for (const type of ['CreateAgent', 'ListMcpServers', 'SetMcpServer']) {
-      const err = await actionError(stranger.act(type, { name: 'a', definition: { mcpServers: [] }, config: { url: 'https://example.com/mcp' } }));
+      const err = await actionError(
+        stranger.act(type, { name: 'a', definition: { mcpServers: [] }, config: { url: 'https://example.com/mcp' } }),
+      );
       expect(err.code, type).toBe('forbidden');
       expect(err.details).toMatchObject({ field: 'account' });
     }
@@ -118,7 +129,9 @@ describe('accounts closed: only accounts an operator created act', () => {
     await system.api.act('CreateAgent', { name: 'mine', definition: { mcpServers: [] } });
     const writer = generateKeyPair();
     await system.api.act('AuthorizeSigner', { principal: writer.principal, role: 'WRITER' });
-    expect((await new ApiClient(system.api.apiUrl, writer, system.account).act<{ agents: unknown[] }>('ListAgents')).agents).toHaveLength(1);
+    expect(
+      (await new ApiClient(system.api.apiUrl, writer, system.account).act<{ agents: unknown[] }>('ListAgents')).agents,
+    ).toHaveLength(1);
     // A fresh key is still refused.
     expect((await actionError(new ApiClient(system.api.apiUrl).act('ListAgents'))).code).toBe('forbidden');
   });
@@ -128,12 +141,25 @@ describe('accounts closed: only accounts an operator created act', () => {
 async function freshAccount(system: ProxySystem, url: string): Promise<{ account: string; agent: string }> {
   const api = new ApiClient(system.api.apiUrl);
   await api.act('SetMcpServer', { name: 'db', config: { url } });
-  const { agent } = await api.act<{ agent: { id: string } }>('CreateAgent', { name: 'flood', definition: { mcpServers: ['db'] } });
-  await eventually(async () => ((await api.act<{ tools: unknown[] }>('ListAgentTools', { agent: agent.id })).tools.length >= 3 ? true : undefined), 15_000, 'tools projected');
+  const { agent } = await api.act<{ agent: { id: string } }>('CreateAgent', {
+    name: 'flood',
+    definition: { mcpServers: ['db'] },
+  });
+  await eventually(
+    async () =>
+      (await api.act<{ tools: unknown[] }>('ListAgentTools', { agent: agent.id })).tools.length >= 3 ? true : undefined,
+    15_000,
+    'tools projected',
+  );
   return { account: api.principal, agent: agent.id };
 }
 
-async function callErrorAs(client: ProxyClient, who: { account: string; agent: string }, runId: string, args: Record<string, unknown>): Promise<WireError> {
+async function callErrorAs(
+  client: ProxyClient,
+  who: { account: string; agent: string },
+  runId: string,
+  args: Record<string, unknown>,
+): Promise<WireError> {
   try {
     await client.call({ account: who.account, agent: who.agent, run: runId, tool: 'db__drop_table', arguments: args });
   } catch (err) {
@@ -159,7 +185,10 @@ describe('accounts open: waiting approvals charged in bytes, and capped across a
     // The byte budget: two approvals of 16 KiB arguments fit in 40 KiB, the third does not.
     const big = await freshAccount(system, upstream.url);
     const blob = 'b'.repeat(16 * 1024);
-    for (const i of [0, 1]) expect((await callErrorAs(system.client, big, `big-${i}`, { table: `${blob}${i}` })).code).toBe('approval_required');
+    for (const i of [0, 1])
+      expect((await callErrorAs(system.client, big, `big-${i}`, { table: `${blob}${i}` })).code).toBe(
+        'approval_required',
+      );
     const over = await callErrorAs(system.client, big, 'big-2', { table: `${blob}2` });
     expect(over.code).toBe('quota_exceeded');
     expect(over.details).toMatchObject({ field: 'account', limit: 'pending_approval_bytes_per_account', max: BYTES });
@@ -168,7 +197,11 @@ describe('accounts open: waiting approvals charged in bytes, and capped across a
 
     // Three fresh accounts flood: together they fill what is left of the deployment's cap.
     const flooders = await Promise.all([0, 1, 2].map(() => freshAccount(system, upstream.url)));
-    const outcomes = await Promise.all(flooders.flatMap((f, a) => Array.from({ length: 8 }, (_, i) => callErrorAs(system.client, f, `flood-${a}-${i}`, { table: `t${i}` }))));
+    const outcomes = await Promise.all(
+      flooders.flatMap((f, a) =>
+        Array.from({ length: 8 }, (_, i) => callErrorAs(system.client, f, `flood-${a}-${i}`, { table: `t${i}` })),
+      ),
+    );
     const asked = outcomes.filter((e) => e.code === 'approval_required');
     const refused = outcomes.filter((e) => e.code === 'quota_exceeded');
     expect(asked).toHaveLength(TOTAL - 4);
@@ -187,7 +220,9 @@ describe('accounts open: waiting approvals charged in bytes, and capped across a
     expect(used.result.text).toBe('dropped orders');
     expect(upstream.stats.calls).toBe(upstreamCalls + 1);
     // Its decision made room for one more, of anyone.
-    expect((await callErrorAs(system.client, flooders[0]!, 'flood-after', { table: 'after' })).code).toBe('approval_required');
+    expect((await callErrorAs(system.client, flooders[0]!, 'flood-after', { table: 'after' })).code).toBe(
+      'approval_required',
+    );
   });
 });
 
@@ -202,7 +237,13 @@ describe("the endpoint's runs are reserved", () => {
     const endpoint = new ProxyClient(system.nc, system.subjects, { endpointRuns: true });
     const tokenRun = 'ep-tok_attackable';
     const agent = system.agentId('agent');
-    const call = { account: system.account, agent, run: tokenRun, tool: 'db__drop_table', arguments: { table: 'users' } };
+    const call = {
+      account: system.account,
+      agent,
+      run: tokenRun,
+      tool: 'db__drop_table',
+      arguments: { table: 'users' },
+    };
     const first = await endpoint.call(call).then(
       () => undefined,
       (err: unknown) => err as WireError,
@@ -216,12 +257,23 @@ describe("the endpoint's runs are reserved", () => {
     await system.api.act('AuthorizeSigner', { principal: agentKey.principal, role: 'AGENT', agents: ['agent'] });
     const asAgent = new ApiClient(system.api.apiUrl, agentKey, system.account);
     const calls = upstream.stats.calls;
-    const refused = await actionError(asAgent.act('InvokeTool', { agent: 'agent', tool: 'db__drop_table', arguments: { table: 'users' }, run: tokenRun, approvalId }));
+    const refused = await actionError(
+      asAgent.act('InvokeTool', {
+        agent: 'agent',
+        tool: 'db__drop_table',
+        arguments: { table: 'users' },
+        run: tokenRun,
+        approvalId,
+      }),
+    );
     expect(refused.code).toBe('invalid_input');
     expect(refused.details).toMatchObject({ field: 'run' });
     expect((await actionError(asAgent.act('EndRun', { run: tokenRun }))).details).toMatchObject({ field: 'run' });
     // A runtime's own client (no endpoint) refuses the run before anything is sent.
-    await expect(system.client.call({ ...call, approvalId })).rejects.toMatchObject({ code: 'invalid_input', details: { field: 'run' } });
+    await expect(system.client.call({ ...call, approvalId })).rejects.toMatchObject({
+      code: 'invalid_input',
+      details: { field: 'run' },
+    });
     expect(upstream.stats.calls).toBe(calls);
 
     // The approval is still the endpoint client's to use, once.
@@ -245,18 +297,48 @@ describe('accounts open: input requests capped across accounts', () => {
     const mine = await askedInput(system.call('ops-agent', 'mine', 'ops__deploy', { env: 'prod' }));
     const api = new ApiClient(system.api.apiUrl);
     await api.act('SetMcpServer', { name: 'ops', config: { url: upstream.url } });
-    const { agent } = await api.act<{ agent: { id: string } }>('CreateAgent', { name: 'flood', definition: { mcpServers: ['ops'] } });
-    await eventually(async () => ((await api.act<{ tools: unknown[] }>('ListAgentTools', { agent: agent.id })).tools.length >= INPUT_TOOLS ? true : undefined), 15_000, 'tools');
+    const { agent } = await api.act<{ agent: { id: string } }>('CreateAgent', {
+      name: 'flood',
+      definition: { mcpServers: ['ops'] },
+    });
+    await eventually(
+      async () =>
+        (await api.act<{ tools: unknown[] }>('ListAgentTools', { agent: agent.id })).tools.length >= INPUT_TOOLS
+          ? true
+          : undefined,
+      15_000,
+      'tools',
+    );
     const flood = await Promise.all(
-      Array.from({ length: 6 }, (_, i) => failure(system.client.call({ account: api.principal, agent: agent.id, run: `f-${i}`, tool: 'ops__deploy', arguments: { env: `e${i}` } }))),
+      Array.from({ length: 6 }, (_, i) =>
+        failure(
+          system.client.call({
+            account: api.principal,
+            agent: agent.id,
+            run: `f-${i}`,
+            tool: 'ops__deploy',
+            arguments: { env: `e${i}` },
+          }),
+        ),
+      ),
     );
     expect(flood.filter((e) => e.code === 'input_required')).toHaveLength(2);
     for (const e of flood.filter((x) => x.code !== 'input_required')) {
       expect(e.code).toBe('quota_exceeded');
       expect(e.details).toMatchObject({ field: 'global', limit: 'pending_inputs_total', max: 3 });
     }
-    await system.api.act('AnswerInputRequest', { id: mine.inputRequestId, action: 'accept', content: { confirm: true } });
-    const done = await system.call('ops-agent', 'mine', 'ops__deploy', { env: 'prod' }, { inputRequestId: mine.inputRequestId });
+    await system.api.act('AnswerInputRequest', {
+      id: mine.inputRequestId,
+      action: 'accept',
+      content: { confirm: true },
+    });
+    const done = await system.call(
+      'ops-agent',
+      'mine',
+      'ops__deploy',
+      { env: 'prod' },
+      { inputRequestId: mine.inputRequestId },
+    );
     expect(textOf(done.result)).toBe('Deployed to prod');
   });
 });

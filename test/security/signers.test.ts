@@ -31,13 +31,24 @@ describe('signers: revocation and AGENT binding', () => {
     await owner.act('AuthorizeSigner', { principal: key.principal, role: 'WRITER' });
     await writer.act('ListMcpServers');
     expect(await owner.act('RevokeSigner', { principal: key.principal })).toEqual({ revoked: true });
-    await expect(writer.act('ListMcpServers')).rejects.toMatchObject({ code: 'forbidden', details: { field: 'signer' } });
-    await expect(writer.act('SetMcpServer', { name: 'evil', config: { url: upstream.url } })).rejects.toMatchObject({ code: 'forbidden' });
+    await expect(writer.act('ListMcpServers')).rejects.toMatchObject({
+      code: 'forbidden',
+      details: { field: 'signer' },
+    });
+    await expect(writer.act('SetMcpServer', { name: 'evil', config: { url: upstream.url } })).rejects.toMatchObject({
+      code: 'forbidden',
+    });
     expect((await owner.act('ListMcpServers')).servers.map((s: { name: string }) => s.name)).toEqual(['demo']);
     // Revoking again says there was nothing to revoke; the account key is always its OWNER.
     expect(await owner.act('RevokeSigner', { principal: key.principal })).toEqual({ revoked: false });
-    await expect(owner.act('RevokeSigner', { principal: owner.principal })).rejects.toMatchObject({ code: 'conflict', details: { field: 'principal' } });
-    await expect(owner.act('RevokeSigner', { principal: 'nope' })).rejects.toMatchObject({ code: 'invalid_input', details: { field: 'principal' } });
+    await expect(owner.act('RevokeSigner', { principal: owner.principal })).rejects.toMatchObject({
+      code: 'conflict',
+      details: { field: 'principal' },
+    });
+    await expect(owner.act('RevokeSigner', { principal: 'nope' })).rejects.toMatchObject({
+      code: 'invalid_input',
+      details: { field: 'principal' },
+    });
   });
 
   it('only an OWNER revokes', async () => {
@@ -46,16 +57,26 @@ describe('signers: revocation and AGENT binding', () => {
     await owner.act('AuthorizeSigner', { principal: writerKey.principal, role: 'WRITER' });
     await owner.act('AuthorizeSigner', { principal: victim.principal, role: 'WRITER' });
     const writer = new ApiClient(h.apiUrl, writerKey, owner.principal);
-    await expect(writer.act('RevokeSigner', { principal: victim.principal })).rejects.toMatchObject({ code: 'forbidden', details: { field: 'signer' } });
+    await expect(writer.act('RevokeSigner', { principal: victim.principal })).rejects.toMatchObject({
+      code: 'forbidden',
+      details: { field: 'signer' },
+    });
     await new ApiClient(h.apiUrl, victim, owner.principal).act('ListMcpServers');
   });
 
   it('an AGENT signer acts for the agents it is bound to and no other', async () => {
     const key = generateKeyPair();
     const agentSigner = new ApiClient(h.apiUrl, key, owner.principal);
-    await expect(owner.act('AuthorizeSigner', { principal: key.principal, role: 'AGENT' })).rejects.toMatchObject({ code: 'invalid_input', details: { field: 'agents' } });
-    await expect(owner.act('AuthorizeSigner', { principal: key.principal, role: 'AGENT', agents: ['mine', 'ghost'] })).rejects.toMatchObject({ code: 'not_found', details: { field: 'agents[1]' } });
-    expect(await owner.act('AuthorizeSigner', { principal: key.principal, role: 'AGENT', agents: ['mine'] })).toEqual({ signer: { principal: key.principal, role: 'AGENT', agents: ['mine'] } });
+    await expect(owner.act('AuthorizeSigner', { principal: key.principal, role: 'AGENT' })).rejects.toMatchObject({
+      code: 'invalid_input',
+      details: { field: 'agents' },
+    });
+    await expect(
+      owner.act('AuthorizeSigner', { principal: key.principal, role: 'AGENT', agents: ['mine', 'ghost'] }),
+    ).rejects.toMatchObject({ code: 'not_found', details: { field: 'agents[1]' } });
+    expect(await owner.act('AuthorizeSigner', { principal: key.principal, role: 'AGENT', agents: ['mine'] })).toEqual({
+      signer: { principal: key.principal, role: 'AGENT', agents: ['mine'] },
+    });
 
     expect((await agentSigner.act('GetAgent', { agent: 'mine' })).agent.name).toBe('mine');
     await agentSigner.act('ListAgentTools', { agent: 'mine' });
@@ -69,11 +90,17 @@ describe('signers: revocation and AGENT binding', () => {
         ['InvokeTool', { tool: 'demo__echo', arguments: { text: 'x' } }],
         ['SearchTools', { query: 'echo' }],
       ] as const) {
-        await expect(agentSigner.act(type, { agent: ref, ...fields }), `${type} ${ref}`).rejects.toMatchObject({ code: 'forbidden', details: { field: 'agent' } });
+        await expect(agentSigner.act(type, { agent: ref, ...fields }), `${type} ${ref}`).rejects.toMatchObject({
+          code: 'forbidden',
+          details: { field: 'agent' },
+        });
       }
     }
     // A search over every agent of the account is refused; one over its own agent is not.
-    await expect(agentSigner.act('SearchTools', { query: 'echo' })).rejects.toMatchObject({ code: 'forbidden', details: { field: 'agent' } });
+    await expect(agentSigner.act('SearchTools', { query: 'echo' })).rejects.toMatchObject({
+      code: 'forbidden',
+      details: { field: 'agent' },
+    });
     // Re-binding replaces the set: the signer now serves the other agent only.
     await owner.act('AuthorizeSigner', { principal: key.principal, role: 'AGENT', agents: ['theirs'] });
     await expect(agentSigner.act('GetAgent', { agent: 'mine' })).rejects.toMatchObject({ code: 'forbidden' });

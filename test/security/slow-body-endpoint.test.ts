@@ -2,14 +2,28 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { watchPeakRss } from '../servers/hostile-peak-rss.js';
 import { ApiClient } from '../support/api-client.js';
 import { ProcessSystem, eventually } from '../support/system.js';
-import { closedWithin, hold, metric, postHead, sendBody, startEndpointProcess, type EndpointProcess, type HeldConnection } from './slow-body-support.js';
+import {
+  closedWithin,
+  hold,
+  metric,
+  postHead,
+  sendBody,
+  startEndpointProcess,
+  type EndpointProcess,
+  type HeldConnection,
+} from './slow-body-support.js';
 
 const MiB = 1024 * 1024;
 /** The body deadline of the flooded endpoint, shortened for the test (default 10 s). */
 const BODY_TIMEOUT_MS = 3_000;
 const PATH = '/v1/agents/ops/mcp';
 const MCP = { accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-11-25' };
-const INITIALIZE = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'legit', version: '1' } } });
+const INITIALIZE = JSON.stringify({
+  jsonrpc: '2.0',
+  id: 1,
+  method: 'initialize',
+  params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'legit', version: '1' } },
+});
 
 /**
  * Slow-body floods against the agent endpoint as its own process (the registry beside it for
@@ -29,7 +43,11 @@ describe('the endpoint under slow-body floods', () => {
     await api.act('CreateAgent', { name: 'ops', definition: { mcpServers: [] } });
     token = (await api.act<{ token: string }>('CreateAgentToken', { agent: 'ops' })).token;
     [flooded, small] = await Promise.all([
-      startEndpointProcess(system, { ENDPOINT_BODY_TIMEOUT_MS: String(BODY_TIMEOUT_MS), ENDPOINT_HEADERS_TIMEOUT_MS: String(BODY_TIMEOUT_MS), ENDPOINT_CONNECTIONS_PER_ADDRESS: '1000' }),
+      startEndpointProcess(system, {
+        ENDPOINT_BODY_TIMEOUT_MS: String(BODY_TIMEOUT_MS),
+        ENDPOINT_HEADERS_TIMEOUT_MS: String(BODY_TIMEOUT_MS),
+        ENDPOINT_CONNECTIONS_PER_ADDRESS: '1000',
+      }),
       startEndpointProcess(system, { ENDPOINT_BODY_BUDGET_BYTES: String(MiB), ENDPOINT_CONNECTIONS_PER_ADDRESS: '20' }),
     ]);
   }, 180_000);
@@ -41,8 +59,16 @@ describe('the endpoint under slow-body floods', () => {
 
   /** A legitimate client's initialize: the answer as far as its JSON-RPC result (or until the service closed). */
   const legitInitialize = async (endpoint: EndpointProcess, from: string): Promise<string> => {
-    const c = await hold(endpoint.url, postHead(PATH, Buffer.byteLength(INITIALIZE), { ...MCP, authorization: `Bearer ${token}` }) + INITIALIZE, from);
-    await eventually(async () => (c.isClosed() || c.received().includes('"result"') ? true : undefined), 15_000, 'an answer');
+    const c = await hold(
+      endpoint.url,
+      postHead(PATH, Buffer.byteLength(INITIALIZE), { ...MCP, authorization: `Bearer ${token}` }) + INITIALIZE,
+      from,
+    );
+    await eventually(
+      async () => (c.isClosed() || c.received().includes('"result"') ? true : undefined),
+      15_000,
+      'an answer',
+    );
     c.socket.destroy();
     return c.received();
   };
@@ -54,7 +80,8 @@ describe('the endpoint under slow-body floods', () => {
     // Half without a token: refused from their headers, their bodies never read (the issue's attack).
     for (let i = 0; i < 100; i++) conns.push(await hold(flooded.url, postHead(PATH, 4 * MiB - 1, MCP)));
     // Half with a valid token: read, until the deadline cuts them.
-    for (let i = 0; i < 100; i++) conns.push(await hold(flooded.url, postHead(PATH, 4 * MiB - 1, { ...MCP, authorization: `Bearer ${token}` })));
+    for (let i = 0; i < 100; i++)
+      conns.push(await hold(flooded.url, postHead(PATH, 4 * MiB - 1, { ...MCP, authorization: `Bearer ${token}` })));
     // And a few that never finish their headers.
     for (let i = 0; i < 10; i++) conns.push(await hold(flooded.url, `POST ${PATH} HTTP/1.1\r\nhost: 127.0.0.1\r\n`));
     // The unauthenticated send all but one byte of their bodies (or what the service takes before
@@ -65,12 +92,16 @@ describe('the endpoint under slow-body floods', () => {
     expect(legit).toContain('"protocolVersion"');
     // A bound for a hang, not a time measured: on a service without a body deadline they stay open.
     expect(await closedWithin(conns, BODY_TIMEOUT_MS + 15_000)).toBe(0);
-    console.info(`endpoint flood: peak RSS growth ${peak.growthMiB().toFixed(1)} MiB over ${(peak.baseline / MiB).toFixed(0)} MiB`);
+    console.info(
+      `endpoint flood: peak RSS growth ${peak.growthMiB().toFixed(1)} MiB over ${(peak.baseline / MiB).toFixed(0)} MiB`,
+    );
     expect(peak.growthMiB()).toBeLessThanOrEqual(64);
     const authenticated = conns.slice(100, 200);
     expect(authenticated.filter((c) => /^HTTP\/1\.1 408 /.test(c.received())).length).toBe(100);
     expect(authenticated[0]!.received()).toContain('"bound":"bodyTimeoutMs"');
-    expect(await metric(flooded.internalUrl, 'mcpx_inbound_refused_total', 'reason="deadline"')).toBeGreaterThanOrEqual(100);
+    expect(await metric(flooded.internalUrl, 'mcpx_inbound_refused_total', 'reason="deadline"')).toBeGreaterThanOrEqual(
+      100,
+    );
     expect(flooded.logs.join('')).toContain('inbound requests refused');
   });
 
@@ -89,7 +120,11 @@ describe('the endpoint under slow-body floods', () => {
   });
 
   it('over its budget a new body is refused with 503 and Retry-After and closed; bodiless requests and open streams go on', async () => {
-    const stream = await hold(small.url, `GET ${PATH} HTTP/1.1\r\nhost: 127.0.0.1\r\naccept: text/event-stream\r\nauthorization: Bearer ${token}\r\n\r\n`, '127.0.0.6');
+    const stream = await hold(
+      small.url,
+      `GET ${PATH} HTTP/1.1\r\nhost: 127.0.0.1\r\naccept: text/event-stream\r\nauthorization: Bearer ${token}\r\n\r\n`,
+      '127.0.0.6',
+    );
     await expect.poll(() => stream.received(), { timeout: 15_000 }).toContain(': open');
     // Each address may hold a quarter of the budget (1 MiB here): four holders from four addresses spend it.
     const holders: HeldConnection[] = [];
@@ -99,7 +134,11 @@ describe('the endpoint under slow-body floods', () => {
       holders.push(h);
     }
     await new Promise((r) => setTimeout(r, 500));
-    const over = await hold(small.url, postHead(PATH, 64 * 1024, { ...MCP, authorization: `Bearer ${token}` }), '127.0.0.11');
+    const over = await hold(
+      small.url,
+      postHead(PATH, 64 * 1024, { ...MCP, authorization: `Bearer ${token}` }),
+      '127.0.0.11',
+    );
     await sendBody(over, 64 * 1024);
     expect(await closedWithin([over], 15_000)).toBe(0);
     expect(over.received()).toMatch(/^HTTP\/1\.1 503 /);
@@ -112,7 +151,9 @@ describe('the endpoint under slow-body floods', () => {
     for (const h of holders) h.socket.destroy();
     stream.socket.destroy();
     // Given back: a body goes through again.
-    await expect.poll(async () => (await legitInitialize(small, '127.0.0.12')).slice(0, 12), { timeout: 15_000 }).toBe('HTTP/1.1 200');
+    await expect
+      .poll(async () => (await legitInitialize(small, '127.0.0.12')).slice(0, 12), { timeout: 15_000 })
+      .toBe('HTTP/1.1 200');
   });
 
   it('caps the open sockets of one address; another address still gets in', async () => {
@@ -123,7 +164,9 @@ describe('the endpoint under slow-body floods', () => {
     expect(capped.received()).toMatch(/^HTTP\/1\.1 503 /);
     expect(capped.received()).toContain('too many open connections');
     expect(await legitInitialize(small, '127.0.0.21')).toMatch(/^HTTP\/1\.1 200 /);
-    expect(await metric(small.internalUrl, 'mcpx_inbound_refused_total', 'reason="connections"')).toBeGreaterThanOrEqual(1);
+    expect(
+      await metric(small.internalUrl, 'mcpx_inbound_refused_total', 'reason="connections"'),
+    ).toBeGreaterThanOrEqual(1);
     for (const h of held) h.socket.destroy();
   });
 });

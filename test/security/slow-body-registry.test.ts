@@ -24,7 +24,11 @@ describe('the registry under slow-body floods', () => {
       projectors: 0,
       proxies: 0,
       // The flood's 200 requests all pass the per-address rate, so each body is read.
-      env: { REGISTRY_BODY_TIMEOUT_MS: String(BODY_TIMEOUT_MS), REGISTRY_CONNECTIONS_PER_ADDRESS: String(CONNECTIONS_PER_ADDRESS), RATE_ACTIONS_PER_ADDRESS_BURST: '1000' },
+      env: {
+        REGISTRY_BODY_TIMEOUT_MS: String(BODY_TIMEOUT_MS),
+        REGISTRY_CONNECTIONS_PER_ADDRESS: String(CONNECTIONS_PER_ADDRESS),
+        RATE_ACTIONS_PER_ADDRESS_BURST: '1000',
+      },
     });
     api = new ApiClient(system.apiUrl);
     await api.act('ListMcpServers');
@@ -40,7 +44,11 @@ describe('the registry under slow-body floods', () => {
   const legitAction = async (from: string): Promise<string> => {
     const body = JSON.stringify(api.envelope({ type: 'ListMcpServers' }));
     const c = await hold(system.apiUrl, postHead('/v1/actions', Buffer.byteLength(body)) + body, from);
-    await eventually(async () => (c.isClosed() || c.received().includes('"servers"') ? true : undefined), 15_000, 'an answer');
+    await eventually(
+      async () => (c.isClosed() || c.received().includes('"servers"') ? true : undefined),
+      15_000,
+      'an answer',
+    );
     c.socket.destroy();
     return c.received();
   };
@@ -54,15 +62,30 @@ describe('the registry under slow-body floods', () => {
     const slow: HeldConnection[] = [];
     for (let i = 0; i < 100; i++) slow.push(await hold(system.apiUrl, postHead('/v1/actions', MiB - 1), '127.0.0.3'));
     // The OAuth pages: a token request's form and a GET with a body, both stalled.
-    const token = await hold(system.apiUrl, postHead('/v1/oauth-server/token', 16 * 1024 - 1, { 'content-type': 'application/x-www-form-urlencoded' }), '127.0.0.4');
-    const page = await hold(system.apiUrl, `GET /v1/oauth/callback?state=x HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-length: 100000\r\n\r\n`, '127.0.0.4');
-    await Promise.all([...greedy.map((c) => sendBody(c, MiB - 2)), ...slow.map((c) => sendBody(c, 32 * 1024)), sendBody(token, 1024), sendBody(page, 1024)]);
+    const token = await hold(
+      system.apiUrl,
+      postHead('/v1/oauth-server/token', 16 * 1024 - 1, { 'content-type': 'application/x-www-form-urlencoded' }),
+      '127.0.0.4',
+    );
+    const page = await hold(
+      system.apiUrl,
+      `GET /v1/oauth/callback?state=x HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-length: 100000\r\n\r\n`,
+      '127.0.0.4',
+    );
+    await Promise.all([
+      ...greedy.map((c) => sendBody(c, MiB - 2)),
+      ...slow.map((c) => sendBody(c, 32 * 1024)),
+      sendBody(token, 1024),
+      sendBody(page, 1024),
+    ]);
     const legit = await legitAction('127.0.0.2');
     expect(legit).toMatch(/^HTTP\/1\.1 200 /);
     // A bound for a hang, not a time measured: on a service without a body deadline they stay open.
     const all = [...greedy, ...slow, token, page];
     expect(await closedWithin(all, BODY_TIMEOUT_MS + 15_000)).toBe(0);
-    console.info(`registry flood: peak RSS growth ${peak.growthMiB().toFixed(1)} MiB over ${(peak.baseline / MiB).toFixed(0)} MiB`);
+    console.info(
+      `registry flood: peak RSS growth ${peak.growthMiB().toFixed(1)} MiB over ${(peak.baseline / MiB).toFixed(0)} MiB`,
+    );
     expect(peak.growthMiB()).toBeLessThanOrEqual(64);
     expect(slow.filter((c) => /^HTTP\/1\.1 408 /.test(c.received())).length).toBe(100);
     expect(slow[0]!.received()).toMatch(/"code":"invalid_input".*"field":"body".*"bound":"bodyTimeoutMs"/);
@@ -72,7 +95,9 @@ describe('the registry under slow-body floods', () => {
     expect(refused[0]!.received()).toContain('"code":"unavailable"');
     expect(token.received()).toMatch(/^HTTP\/1\.1 408 .*"error":"invalid_request"/s);
     expect(page.received()).toMatch(/^HTTP\/1\.1 (408|400) /);
-    expect(await metric(registry().internalUrl, 'mcpx_inbound_refused_total', 'reason="deadline"')).toBeGreaterThanOrEqual(100);
+    expect(
+      await metric(registry().internalUrl, 'mcpx_inbound_refused_total', 'reason="deadline"'),
+    ).toBeGreaterThanOrEqual(100);
     expect(await metric(registry().internalUrl, 'mcpx_inbound_refused_total', 'reason="budget"')).toBeGreaterThan(50);
   });
 
@@ -83,7 +108,9 @@ describe('the registry under slow-body floods', () => {
     expect(await closedWithin([capped], 15_000)).toBe(0);
     expect(capped.received()).toMatch(/^HTTP\/1\.1 503 .*too many open connections/s);
     expect(await legitAction('127.0.0.10')).toMatch(/^HTTP\/1\.1 200 /);
-    expect(await metric(registry().internalUrl, 'mcpx_inbound_refused_total', 'reason="connections"')).toBeGreaterThanOrEqual(1);
+    expect(
+      await metric(registry().internalUrl, 'mcpx_inbound_refused_total', 'reason="connections"'),
+    ).toBeGreaterThanOrEqual(1);
     for (const h of held) h.socket.destroy();
   });
 });

@@ -49,13 +49,19 @@ export async function sendBody(c: HeldConnection, bytes: number): Promise<void> 
   while (left > 0 && !c.isClosed() && !c.socket.destroyed) {
     const n = Math.min(left, CHUNK.length);
     left -= n;
-    if (!c.socket.write(CHUNK.subarray(0, n))) await Promise.race([new Promise((r) => c.socket.once('drain', r)), c.closed]);
+    if (!c.socket.write(CHUNK.subarray(0, n)))
+      await Promise.race([new Promise((r) => c.socket.once('drain', r)), c.closed]);
   }
 }
 
 /** A request head with a declared body length. */
 export function postHead(path: string, length: number, headers: Record<string, string> = {}): string {
-  const lines = Object.entries({ host: '127.0.0.1', 'content-type': 'application/json', 'content-length': String(length), ...headers }).map(([k, v]) => `${k}: ${v}`);
+  const lines = Object.entries({
+    host: '127.0.0.1',
+    'content-type': 'application/json',
+    'content-length': String(length),
+    ...headers,
+  }).map(([k, v]) => `${k}: ${v}`);
   return `POST ${path} HTTP/1.1\r\n${lines.join('\r\n')}\r\n\r\n`;
 }
 
@@ -74,14 +80,24 @@ export interface EndpointProcess {
   stop(): Promise<void>;
 }
 
-export async function startEndpointProcess(system: ProcessSystem, env: Record<string, string>): Promise<EndpointProcess> {
+export async function startEndpointProcess(
+  system: ProcessSystem,
+  env: Record<string, string>,
+): Promise<EndpointProcess> {
   const port = await freePort();
   const internalPort = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const logs: string[] = [];
   const child = spawn(process.execPath, entryArgs('endpoint'), {
     cwd: ROOT,
-    env: { ...process.env, ...system.env, HTTP_PORT: String(port), INTERNAL_HTTP_PORT: String(internalPort), INSTANCE_ID: `endpoint-${port}`, ...env },
+    env: {
+      ...process.env,
+      ...system.env,
+      HTTP_PORT: String(port),
+      INTERNAL_HTTP_PORT: String(internalPort),
+      INSTANCE_ID: `endpoint-${port}`,
+      ...env,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   child.stdout?.on('data', (d: Buffer) => logs.push(d.toString('utf8')));
@@ -109,6 +125,7 @@ export async function startEndpointProcess(system: ProcessSystem, env: Record<st
 export async function metric(internalUrl: string, name: string, labels = ''): Promise<number> {
   const text = await (await fetch(`${internalUrl}/metrics`)).text();
   let sum = 0;
-  for (const line of text.split('\n')) if (line.startsWith(name) && line.includes(labels)) sum += Number(line.split(' ').pop());
+  for (const line of text.split('\n'))
+    if (line.startsWith(name) && line.includes(labels)) sum += Number(line.split(' ').pop());
   return sum;
 }

@@ -57,10 +57,23 @@ describe('strict decoding of action bodies: the shared-value bomb and its cousin
     ]);
   };
 
-  const post = async (body: Uint8Array | string, contentType = 'application/cbor'): Promise<{ status: number; body: any }> => {
-    const res = await fetch(new URL('/v1/actions', h.apiUrl), { method: 'POST', headers: { 'content-type': contentType }, body });
+  const post = async (
+    body: Uint8Array | string,
+    contentType = 'application/cbor',
+  ): Promise<{ status: number; body: any }> => {
+    const res = await fetch(new URL('/v1/actions', h.apiUrl), {
+      method: 'POST',
+      headers: { 'content-type': contentType },
+      body,
+    });
     const raw = new Uint8Array(await res.arrayBuffer());
-    return { status: res.status, body: contentType === 'application/cbor' ? decodeStrict(raw, 'response') : JSON.parse(Buffer.from(raw).toString('utf8')) };
+    return {
+      status: res.status,
+      body:
+        contentType === 'application/cbor'
+          ? decodeStrict(raw, 'response')
+          : JSON.parse(Buffer.from(raw).toString('utf8')),
+    };
   };
 
   /** After each refusal: the registry still answers its health check and a normal signed action. */
@@ -85,13 +98,29 @@ describe('strict decoding of action bodies: the shared-value bomb and its cousin
   });
 
   it.each([
-    ['an indefinite-length map', () => concat(bytes(0xbf), encodePayload('a'), encodePayload(1), bytes(0xff)), 'indefinite_length'],
-    ['an indefinite-length array inside the action', () => envelopeWith(bytes(0x9f, 0x01, 0x02, 0xff)), 'indefinite_length'],
+    [
+      'an indefinite-length map',
+      () => concat(bytes(0xbf), encodePayload('a'), encodePayload(1), bytes(0xff)),
+      'indefinite_length',
+    ],
+    [
+      'an indefinite-length array inside the action',
+      () => envelopeWith(bytes(0x9f, 0x01, 0x02, 0xff)),
+      'indefinite_length',
+    ],
     ['an indefinite-length text', () => envelopeWith(bytes(0x7f, 0x61, 0x61, 0xff)), 'indefinite_length'],
     ['a date tag (not 42)', () => envelopeWith(bytes(0xc1, 0x1a, 0x65, 0x00, 0x00, 0x00)), 'tag'],
     ['a bignum tag', () => envelopeWith(bytes(0xc2, 0x48, 1, 2, 3, 4, 5, 6, 7, 8)), 'tag'],
-    ['a huge declared byte string with a short body', () => bytes(0x5b, 0x00, 0x00, 0x00, 0xff, 0xff, 0xff, 0xff, 0xff, 0x00, 0x01), 'truncated'],
-    ['a huge declared array with a short body', () => envelopeWith(bytes(0x9b, 0x00, 0x00, 0x10, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01)), 'truncated'],
+    [
+      'a huge declared byte string with a short body',
+      () => bytes(0x5b, 0x00, 0x00, 0x00, 0xff, 0xff, 0xff, 0xff, 0xff, 0x00, 0x01),
+      'truncated',
+    ],
+    [
+      'a huge declared array with a short body',
+      () => envelopeWith(bytes(0x9b, 0x00, 0x00, 0x10, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01)),
+      'truncated',
+    ],
     ['a huge declared map with a short body', () => bytes(0xba, 0xff, 0xff, 0xff, 0xff, 0x61, 0x61), 'truncated'],
     ['undefined', () => envelopeWith(bytes(0xf7)), 'simple_value'],
     ['a NaN', () => envelopeWith(bytes(0xfb, 0x7f, 0xf8, 0, 0, 0, 0, 0, 0)), 'float'],
@@ -106,14 +135,26 @@ describe('strict decoding of action bodies: the shared-value bomb and its cousin
 
   it("refuses a 100,000-deep array, CBOR or JSON, with 400 invalid_input naming the action's field it lies in and the bound", async () => {
     const env = api.envelope({ type: 'SetMcpServer', name: 'x' });
-    const json = JSON.stringify({ ...env, action: { ...env.action, config: '@' } }).replace('"@"', `${'['.repeat(100_000)}${']'.repeat(100_000)}`);
-    for (const answer of [await post(envelopeWith(concat(new Uint8Array(100_000).fill(0x81), bytes(0x00)))), await post(json, 'application/json')]) {
+    const json = JSON.stringify({ ...env, action: { ...env.action, config: '@' } }).replace(
+      '"@"',
+      `${'['.repeat(100_000)}${']'.repeat(100_000)}`,
+    );
+    for (const answer of [
+      await post(envelopeWith(concat(new Uint8Array(100_000).fill(0x81), bytes(0x00)))),
+      await post(json, 'application/json'),
+    ]) {
       expect(answer.status).toBe(400);
-      expect(answer.body.error).toMatchObject({ code: 'invalid_input', details: { field: 'config', rule: 'depth', limit: BODY_LIMITS.maxDepth } });
+      expect(answer.body.error).toMatchObject({
+        code: 'invalid_input',
+        details: { field: 'config', rule: 'depth', limit: BODY_LIMITS.maxDepth },
+      });
     }
     // Outside any action field, the body is named.
     const bare = await post(`${'['.repeat(100_000)}${']'.repeat(100_000)}`, 'application/json');
-    expect(bare.body.error).toMatchObject({ code: 'invalid_input', details: { field: 'body', rule: 'depth', limit: BODY_LIMITS.maxDepth } });
+    expect(bare.body.error).toMatchObject({
+      code: 'invalid_input',
+      details: { field: 'body', rule: 'depth', limit: BODY_LIMITS.maxDepth },
+    });
     await stillServes();
   });
 
@@ -129,7 +170,9 @@ describe('strict decoding of action bodies: the shared-value bomb and its cousin
 
   it('refuses a "__proto__" key in a CBOR or JSON body with 400 invalid_input (map_key) naming body, before the signature and before any action reads it', async () => {
     const env = api.envelope({ type: 'ListMcpServers' });
-    const action = JSON.parse('{"type":"SetMcpServer","name":"x","config":{"url":"http://127.0.0.1:1/mcp","__proto__":{"pin":"off"}}}') as unknown;
+    const action = JSON.parse(
+      '{"type":"SetMcpServer","name":"x","config":{"url":"http://127.0.0.1:1/mcp","__proto__":{"pin":"off"}}}',
+    ) as unknown;
     for (const [body, type] of [
       [encodePayload({ ...env, action }), 'application/cbor'],
       [JSON.stringify({ ...env, action }), 'application/json'],

@@ -26,7 +26,11 @@ describe('a WRITER cannot shed an always_ask override', () => {
     writer = new ApiClient(system.api.apiUrl, key, system.account);
     await system.api.act('SetToolPermission', { server: 'db', tool: 'echo', permission: 'always_ask' });
     await eventually(
-      async () => ((await system.callError('agent', 'w0', 'db__echo', { text: 'x' }).catch(() => undefined))?.code === 'approval_required' ? true : undefined),
+      async () =>
+        (await system.callError('agent', 'w0', 'db__echo', { text: 'x' }).catch(() => undefined))?.code ===
+        'approval_required'
+          ? true
+          : undefined,
       15_000,
       'the override in force',
     );
@@ -36,7 +40,8 @@ describe('a WRITER cannot shed an always_ask override', () => {
     await Promise.all([upstream?.close(), elsewhere?.close()]);
   });
 
-  const servers = async (): Promise<RedactedMcpServer[]> => (await system.api.act<{ servers: RedactedMcpServer[] }>('ListMcpServers')).servers;
+  const servers = async (): Promise<RedactedMcpServer[]> =>
+    (await system.api.act<{ servers: RedactedMcpServer[] }>('ListMcpServers')).servers;
 
   it('refuses each way, names the signer, and the tool still needs a human', async () => {
     const before = await servers();
@@ -54,18 +59,36 @@ describe('a WRITER cannot shed an always_ask override', () => {
     }
     // Every attempt left the owner's records as they were.
     expect(await servers()).toEqual(before);
-    expect(before.find((s) => s.name === 'db')?.tools.find((t) => t.name === 'echo')).toMatchObject({ permission: 'always_ask', permissionOverridden: true });
+    expect(before.find((s) => s.name === 'db')?.tools.find((t) => t.name === 'echo')).toMatchObject({
+      permission: 'always_ask',
+      permissionOverridden: true,
+    });
     const calls = upstream.stats.calls;
     expect((await system.callError('agent', 'w1', 'db__echo', { text: 'x' })).code).toBe('approval_required');
     expect(upstream.stats.calls).toBe(calls);
   });
 
   it('still lets a WRITER do what keeps the human: same-origin updates, other origins, stricter levels', async () => {
-    const same = await writer.act<{ server: RedactedMcpServer }>('SetMcpServer', { name: 'db', config: { url: upstream.url, headers: { 'X-Team': 'ops' } } });
-    expect(same.server.tools.find((t) => t.name === 'echo')).toMatchObject({ permission: 'always_ask', permissionOverridden: true });
-    expect((await writer.act<{ server: RedactedMcpServer }>('SetMcpServer', { name: 'other', config: { url: elsewhere.url } })).server.status.state).toBe('ok');
+    const same = await writer.act<{ server: RedactedMcpServer }>('SetMcpServer', {
+      name: 'db',
+      config: { url: upstream.url, headers: { 'X-Team': 'ops' } },
+    });
+    expect(same.server.tools.find((t) => t.name === 'echo')).toMatchObject({
+      permission: 'always_ask',
+      permissionOverridden: true,
+    });
+    expect(
+      (
+        await writer.act<{ server: RedactedMcpServer }>('SetMcpServer', {
+          name: 'other',
+          config: { url: elsewhere.url },
+        })
+      ).server.status.state,
+    ).toBe('ok');
     // Moving it onto db's origin is a re-add there, and refused; deleting it (no overrides) is not.
-    expect((await actionError(writer.act('SetMcpServer', { name: 'other', config: { url: upstream.url } }))).code).toBe('forbidden');
+    expect((await actionError(writer.act('SetMcpServer', { name: 'other', config: { url: upstream.url } }))).code).toBe(
+      'forbidden',
+    );
     expect(await writer.act('DeleteMcpServer', { name: 'other' })).toEqual({ name: 'other' });
     const calls = upstream.stats.calls;
     expect((await system.callError('agent', 'w2', 'db__echo', { text: 'x' })).code).toBe('approval_required');
@@ -76,7 +99,10 @@ describe('a WRITER cannot shed an always_ask override', () => {
     const owner = generateKeyPair();
     await system.api.act('AuthorizeSigner', { principal: owner.principal, role: 'OWNER' });
     const ownerSigner = new ApiClient(system.api.apiUrl, owner, system.account);
-    const added = await ownerSigner.act<{ server: RedactedMcpServer }>('SetMcpServer', { name: 'db3', config: { url: upstream.url } });
+    const added = await ownerSigner.act<{ server: RedactedMcpServer }>('SetMcpServer', {
+      name: 'db3',
+      config: { url: upstream.url },
+    });
     expect(added.server.tools.find((t) => t.name === 'echo')).toMatchObject({ permission: 'act' });
     expect(await ownerSigner.act('DeleteMcpServer', { name: 'db3' })).toEqual({ name: 'db3' });
   });

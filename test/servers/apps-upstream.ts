@@ -18,16 +18,35 @@ export const HUGE_META_BYTES = 20_000;
  * carries one value past the document's bound.
  */
 export async function startAppsUpstream(): Promise<{ url: string; close(): Promise<void> }> {
-  const app = (uri: string, extra: Record<string, unknown> = {}) => ({ ui: { resourceUri: uri, visibility: ['model', 'app'] }, 'ui/resourceUri': uri, ...extra });
+  const app = (uri: string, extra: Record<string, unknown> = {}) => ({
+    ui: { resourceUri: uri, visibility: ['model', 'app'] },
+    'ui/resourceUri': uri,
+    ...extra,
+  });
   const tools = [
     {
       name: 'weather',
       description: 'Shows the weather in an app',
       inputSchema: { type: 'object' as const, properties: { city: { type: 'string' } } },
-      _meta: app(APP_URI, { 'io.mcpx/server': 'forged', 'io.mcpx/permission': 'forged', 'com.example/huge': 'h'.repeat(HUGE_META_BYTES), 'com.example/tag': 'kept' }),
+      _meta: app(APP_URI, {
+        'io.mcpx/server': 'forged',
+        'io.mcpx/permission': 'forged',
+        'com.example/huge': 'h'.repeat(HUGE_META_BYTES),
+        'com.example/tag': 'kept',
+      }),
     },
-    { name: 'script', description: 'Its ui:// resource is a script', inputSchema: { type: 'object' as const }, _meta: app('ui://weather/app.js') },
-    { name: 'bare', description: 'Its ui:// resource has no type', inputSchema: { type: 'object' as const }, _meta: app('ui://weather/bare') },
+    {
+      name: 'script',
+      description: 'Its ui:// resource is a script',
+      inputSchema: { type: 'object' as const },
+      _meta: app('ui://weather/app.js'),
+    },
+    {
+      name: 'bare',
+      description: 'Its ui:// resource has no type',
+      inputSchema: { type: 'object' as const },
+      _meta: app('ui://weather/bare'),
+    },
   ];
   const contents: Record<string, { mimeType?: string; text: string }> = {
     [APP_URI]: { mimeType: APP_MIME_TYPE, text: APP_HTML },
@@ -35,17 +54,33 @@ export async function startAppsUpstream(): Promise<{ url: string; close(): Promi
     'ui://weather/bare': { text: '<svg onload="alert(1)"/>' },
   };
   const factory = (): Server => {
-    const server = new Server({ name: 'apps-upstream', version: '1.0.0' }, { capabilities: { tools: {}, resources: {} } });
+    const server = new Server(
+      { name: 'apps-upstream', version: '1.0.0' },
+      { capabilities: { tools: {}, resources: {} } },
+    );
     server.setRequestHandler('tools/list', () => ({ tools, ttlMs: 0, cacheScope: 'private' as const }));
     server.setRequestHandler('tools/call', (request) => ({
-      content: [{ type: 'text' as const, text: `weather for ${typeof request.params.arguments?.city === 'string' ? request.params.arguments.city : 'here'}` }],
+      content: [
+        {
+          type: 'text' as const,
+          text: `weather for ${typeof request.params.arguments?.city === 'string' ? request.params.arguments.city : 'here'}`,
+        },
+      ],
     }));
     server.setRequestHandler('resources/list', () => ({
-      resources: Object.entries(contents).map(([uri, c]) => ({ uri, name: uri, ...(c.mimeType !== undefined ? { mimeType: c.mimeType } : {}) })),
+      resources: Object.entries(contents).map(([uri, c]) => ({
+        uri,
+        name: uri,
+        ...(c.mimeType !== undefined ? { mimeType: c.mimeType } : {}),
+      })),
       ttlMs: 0,
       cacheScope: 'private' as const,
     }));
-    server.setRequestHandler('resources/templates/list', () => ({ resourceTemplates: [], ttlMs: 0, cacheScope: 'private' as const }));
+    server.setRequestHandler('resources/templates/list', () => ({
+      resourceTemplates: [],
+      ttlMs: 0,
+      cacheScope: 'private' as const,
+    }));
     server.setRequestHandler('resources/read', (request) => {
       const c = contents[request.params.uri];
       if (c === undefined) throw new Error(`no resource ${request.params.uri}`);

@@ -34,10 +34,19 @@ export async function startBadOAuthServer(mode: BadOAuthMode): Promise<BadOAuthS
     requests.push(`${req.method} ${path}`);
     req.resume();
     if (path === '/mcp') {
-      res.writeHead(401, { 'www-authenticate': `Bearer resource_metadata="${origin}/meta/prm"`, 'content-type': 'application/json' });
+      res.writeHead(401, {
+        'www-authenticate': `Bearer resource_metadata="${origin}/meta/prm"`,
+        'content-type': 'application/json',
+      });
       res.end('{"error":"unauthorized"}');
     } else if (path === '/meta/prm') {
-      json(res, JSON.stringify({ resource: mode === 'mismatch' ? 'https://elsewhere.example/mcp' : `${origin}/mcp`, authorization_servers: [`${origin}/`] }));
+      json(
+        res,
+        JSON.stringify({
+          resource: mode === 'mismatch' ? 'https://elsewhere.example/mcp' : `${origin}/mcp`,
+          authorization_servers: [`${origin}/`],
+        }),
+      );
     } else if (path === '/.well-known/oauth-authorization-server' || path === '/.well-known/openid-configuration') {
       const good = {
         issuer: `${origin}/`,

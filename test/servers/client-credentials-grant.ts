@@ -65,9 +65,14 @@ export class ClientCredentialsGrant {
           req.body = Object.fromEntries(form);
           if (form.get('grant_type') !== 'client_credentials') return next();
           const answer = this.answer(form, req.headers.authorization);
-          res.writeHead(answer.status, { 'content-type': 'application/json', 'cache-control': 'no-store' }).end(JSON.stringify(answer.body));
+          res
+            .writeHead(answer.status, { 'content-type': 'application/json', 'cache-control': 'no-store' })
+            .end(JSON.stringify(answer.body));
         },
-        () => void res.writeHead(400, { 'content-type': 'application/json' }).end(JSON.stringify({ error: 'invalid_request', error_description: 'unreadable form' })),
+        () =>
+          void res
+            .writeHead(400, { 'content-type': 'application/json' })
+            .end(JSON.stringify({ error: 'invalid_request', error_description: 'unreadable form' })),
       );
     };
   }
@@ -79,7 +84,10 @@ export class ClientCredentialsGrant {
     this.opts.stats.clientCredentialsGrants += 1;
     this.opts.stats.clientAuthMethods.push(auth.method);
     const scope = form.get('scope');
-    return { status: 200, body: { ...this.opts.issue(auth.clientId, form.get('resource') ?? undefined), ...(scope ? { scope } : {}) } };
+    return {
+      status: 200,
+      body: { ...this.opts.issue(auth.clientId, form.get('resource') ?? undefined), ...(scope ? { scope } : {}) },
+    };
   }
 
   private refuse(reason: string): Answer {
@@ -87,26 +95,42 @@ export class ClientCredentialsGrant {
     return { status: 401, body: { error: 'invalid_client', error_description: reason } };
   }
 
-  private authenticate(form: URLSearchParams, authorization: string | undefined): { clientId: string; method: ClientAuthMethod } | { reason: string } {
+  private authenticate(
+    form: URLSearchParams,
+    authorization: string | undefined,
+  ): { clientId: string; method: ClientAuthMethod } | { reason: string } {
     const basic = /^Basic\s+(\S+)$/i.exec(authorization ?? '')?.[1];
-    const methods = [basic !== undefined, form.has('client_assertion') || form.has('client_assertion_type'), form.has('client_secret')].filter(Boolean).length;
+    const methods = [
+      basic !== undefined,
+      form.has('client_assertion') || form.has('client_assertion_type'),
+      form.has('client_secret'),
+    ].filter(Boolean).length;
     if (methods > 1) return { reason: 'more than one client authentication method' };
     if (basic !== undefined) {
       const decoded = Buffer.from(basic, 'base64').toString('utf8');
       const colon = decoded.indexOf(':');
       if (colon < 0) return { reason: 'malformed Basic credentials' };
-      return this.checkSecret(formDecode(decoded.slice(0, colon)), formDecode(decoded.slice(colon + 1)), 'client_secret_basic');
+      return this.checkSecret(
+        formDecode(decoded.slice(0, colon)),
+        formDecode(decoded.slice(colon + 1)),
+        'client_secret_basic',
+      );
     }
     if (form.has('client_assertion_type')) {
       if (form.get('client_assertion_type') !== JWT_BEARER) return { reason: 'unknown client_assertion_type' };
       return this.checkAssertion(form.get('client_assertion') ?? '', form.get('client_id'));
     }
     const id = form.get('client_id');
-    if (form.has('client_secret') && id !== null) return this.checkSecret(id, form.get('client_secret') ?? '', 'client_secret_post');
+    if (form.has('client_secret') && id !== null)
+      return this.checkSecret(id, form.get('client_secret') ?? '', 'client_secret_post');
     return { reason: 'no client authentication' };
   }
 
-  private checkSecret(clientId: string, secret: string, method: ClientAuthMethod): { clientId: string; method: ClientAuthMethod } | { reason: string } {
+  private checkSecret(
+    clientId: string,
+    secret: string,
+    method: ClientAuthMethod,
+  ): { clientId: string; method: ClientAuthMethod } | { reason: string } {
     const client = this.clients.get(clientId);
     if (client === undefined || !('secret' in client)) return { reason: 'unknown client or no secret registered' };
     const a = Buffer.from(secret);
@@ -115,7 +139,10 @@ export class ClientCredentialsGrant {
     return { clientId, method };
   }
 
-  private checkAssertion(assertion: string, formClientId: string | null): { clientId: string; method: ClientAuthMethod } | { reason: string } {
+  private checkAssertion(
+    assertion: string,
+    formClientId: string | null,
+  ): { clientId: string; method: ClientAuthMethod } | { reason: string } {
     const parts = assertion.split('.');
     if (parts.length !== 3) return { reason: 'the assertion is not a signed JWT' };
     let header: { alg?: unknown };
@@ -126,19 +153,24 @@ export class ClientCredentialsGrant {
     } catch {
       return { reason: 'the assertion is not a JWT' };
     }
-    if (typeof claims.iss !== 'string' || claims.iss !== claims.sub) return { reason: 'iss and sub must both be the client id' };
-    if (formClientId !== null && formClientId !== claims.iss) return { reason: 'client_id is not the assertion issuer' };
+    if (typeof claims.iss !== 'string' || claims.iss !== claims.sub)
+      return { reason: 'iss and sub must both be the client id' };
+    if (formClientId !== null && formClientId !== claims.iss)
+      return { reason: 'client_id is not the assertion issuer' };
     const client = this.clients.get(claims.iss);
     if (client === undefined || !('publicKey' in client)) return { reason: 'unknown client or no key registered' };
     if (header.alg !== client.alg) return { reason: `the assertion is not signed with ${client.alg}` };
     const key = typeof client.publicKey === 'string' ? createPublicKey(client.publicKey) : client.publicKey;
-    if (!verifySignature(client.alg, key, `${parts[0]}.${parts[1]}`, Buffer.from(parts[2]!, 'base64url'))) return { reason: 'bad assertion signature' };
+    if (!verifySignature(client.alg, key, `${parts[0]}.${parts[1]}`, Buffer.from(parts[2]!, 'base64url')))
+      return { reason: 'bad assertion signature' };
     const audiences = Array.isArray(claims.aud) ? claims.aud : [claims.aud];
     const accepted = [this.tokenEndpoint, this.opts.issuer, this.opts.issuer.replace(/\/$/, '')];
-    if (!audiences.some((a) => typeof a === 'string' && accepted.includes(a))) return { reason: 'aud is neither the token endpoint nor the issuer' };
+    if (!audiences.some((a) => typeof a === 'string' && accepted.includes(a)))
+      return { reason: 'aud is neither the token endpoint nor the issuer' };
     const now = Date.now();
     if (typeof claims.exp !== 'number' || claims.exp * 1000 <= now) return { reason: 'the assertion expired' };
-    if (claims.nbf !== undefined && (typeof claims.nbf !== 'number' || claims.nbf * 1000 > now)) return { reason: 'the assertion is not valid yet' };
+    if (claims.nbf !== undefined && (typeof claims.nbf !== 'number' || claims.nbf * 1000 > now))
+      return { reason: 'the assertion is not valid yet' };
     if (typeof claims.jti !== 'string' || claims.jti === '') return { reason: 'the assertion has no jti' };
     for (const [k, exp] of this.usedJtis) if (exp <= now) this.usedJtis.delete(k);
     const jtiKey = `${claims.iss}\n${claims.jti}`;
@@ -154,7 +186,13 @@ function verifySignature(alg: string, key: KeyObject, data: string, signature: B
   const input = Buffer.from(data);
   try {
     if (alg.startsWith('ES')) return verify(hash, input, { key, dsaEncoding: 'ieee-p1363' }, signature);
-    if (alg.startsWith('PS')) return verify(hash, input, { key, padding: constants.RSA_PKCS1_PSS_PADDING, saltLength: constants.RSA_PSS_SALTLEN_DIGEST }, signature);
+    if (alg.startsWith('PS'))
+      return verify(
+        hash,
+        input,
+        { key, padding: constants.RSA_PKCS1_PSS_PADDING, saltLength: constants.RSA_PSS_SALTLEN_DIGEST },
+        signature,
+      );
     return verify(hash, input, key, signature);
   } catch {
     return false;

@@ -43,9 +43,15 @@ export async function startConformanceTasksUpstream(): Promise<{ url: string; cl
     ...(t.status === 'completed' && 'result' in t.ending ? { result: t.ending.result } : {}),
     ...(t.status === 'failed' && 'error' in t.ending ? { error: t.ending.error } : {}),
   });
-  const text = (s: string, isError = false): Record<string, unknown> => ({ content: [{ type: 'text', text: s }], ...(isError ? { isError: true } : {}) });
+  const text = (s: string, isError = false): Record<string, unknown> => ({
+    content: [{ type: 'text', text: s }],
+    ...(isError ? { isError: true } : {}),
+  });
   const factory = (): Server => {
-    const server = new Server({ name: 'conformance-tasks-upstream', version: '0.1.0' }, { capabilities: { tools: {}, extensions: { [TASKS_EXTENSION]: {} } } });
+    const server = new Server(
+      { name: 'conformance-tasks-upstream', version: '0.1.0' },
+      { capabilities: { tools: {}, extensions: { [TASKS_EXTENSION]: {} } } },
+    );
     const schema = (properties: Record<string, unknown>) => ({ type: 'object', properties });
     server.setRequestHandler(
       'tools/list',
@@ -53,7 +59,11 @@ export async function startConformanceTasksUpstream(): Promise<{ url: string; cl
         ({
           tools: [
             { name: 'greet', description: 'Says hello.', inputSchema: schema({ name: { type: 'string' } }) },
-            { name: 'slow_compute', description: 'Sleeps, then answers.', inputSchema: schema({ seconds: { type: 'number' }, label: { type: 'string' } }) },
+            {
+              name: 'slow_compute',
+              description: 'Sleeps, then answers.',
+              inputSchema: schema({ seconds: { type: 'number' }, label: { type: 'string' } }),
+            },
             { name: 'failing_job', description: 'Fails as a tool.', inputSchema: schema({}) },
             { name: 'protocol_error_job', description: 'Fails with a protocol error.', inputSchema: schema({}) },
           ],
@@ -81,7 +91,14 @@ export async function startConformanceTasksUpstream(): Promise<{ url: string; cl
         if ('error' in ending) throw new ProtocolError(ending.error.code, ending.error.message);
         return ending.result as never;
       }
-      const t: FixtureTask = { taskId: randomUUID(), status: 'working', createdAt: now(), lastUpdatedAt: now(), endsAt: Date.now() + delayMs, ending };
+      const t: FixtureTask = {
+        taskId: randomUUID(),
+        status: 'working',
+        createdAt: now(),
+        lastUpdatedAt: now(),
+        endsAt: Date.now() + delayMs,
+        ending,
+      };
       tasks.set(t.taskId, t);
       return { resultType: 'task', ...wire(t) } as never;
     });

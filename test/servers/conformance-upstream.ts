@@ -1,10 +1,23 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { localhostHostValidation, NodeStreamableHTTPServerTransport, toNodeHandler } from '@modelcontextprotocol/node';
-import { classifyInboundRequest, createMcpHandler, createRequestStateCodec, isInitializeRequest, McpServer, type RequestStateCodec } from '@modelcontextprotocol/server';
+import {
+  classifyInboundRequest,
+  createMcpHandler,
+  createRequestStateCodec,
+  isInitializeRequest,
+  McpServer,
+  type RequestStateCodec,
+} from '@modelcontextprotocol/server';
 import { registerPrompts, registerResources, registerUtilities } from './conformance-upstream-content.js';
 import { registerInputPrompt, registerInputTools } from './conformance-upstream-inputs.js';
-import { registerFixedTools, registerNotifyingTools, registerPushTools, registerTriggerTools, type ChangeNotifier } from './conformance-upstream-tools.js';
+import {
+  registerFixedTools,
+  registerNotifyingTools,
+  registerPushTools,
+  registerTriggerTools,
+  type ChangeNotifier,
+} from './conformance-upstream-tools.js';
 import { listenOnLoopback } from './loopback.js';
 
 /**
@@ -68,7 +81,9 @@ function readBody(req: IncomingMessage): Promise<string> {
 }
 
 function answer(res: ServerResponse, status: number, code: number, message: string): void {
-  res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', error: { code, message }, id: null }));
+  res
+    .writeHead(status, { 'content-type': 'application/json' })
+    .end(JSON.stringify({ jsonrpc: '2.0', error: { code, message }, id: null }));
 }
 
 const header = (v: string | string[] | undefined): string | undefined => (Array.isArray(v) ? v[0] : v);
@@ -92,7 +107,8 @@ class LegacySessions {
       return;
     }
     if (id !== undefined) return answer(res, 404, -32_001, 'Session not found');
-    if (req.method !== 'POST' || !isInitializeRequest(body)) return answer(res, 400, -32_000, 'Bad Request: Session ID required');
+    if (req.method !== 'POST' || !isInitializeRequest(body))
+      return answer(res, 400, -32_000, 'Bad Request: Session ID required');
     const server = this.create();
     const transport: NodeStreamableHTTPServerTransport = new NodeStreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
@@ -122,7 +138,10 @@ export async function startConformanceUpstream(opts: { port?: number } = {}): Pr
   const codec = createRequestStateCodec<Record<string, unknown>>({ key: crypto.getRandomValues(new Uint8Array(32)) });
   // The triggers publish on the modern handler's listen streams; the handler is made after the
   // factory that needs it, so the factory reaches it through this late-bound notifier.
-  const notify: ChangeNotifier = { toolsChanged: () => modern.notify.toolsChanged(), promptsChanged: () => modern.notify.promptsChanged() };
+  const notify: ChangeNotifier = {
+    toolsChanged: () => modern.notify.toolsChanged(),
+    promptsChanged: () => modern.notify.promptsChanged(),
+  };
   const create = (): McpServer => createFixture(codec, notify);
   const modern = createMcpHandler(create, { legacy: 'reject' });
   const modernNode = toNodeHandler(modern);

@@ -11,10 +11,30 @@ export const TINY_WAV_BASE64 = Buffer.from('RIFF\u0024\u0000\u0000\u0000WAVEfmt 
  */
 export function everyBlockResult(isError = false): CallToolResult {
   const content = [
-    { type: 'text', text: 'Here is the chart:', annotations: { audience: ['user'], priority: 0.9 }, _meta: { 'example.com/step': 1 } },
-    { type: 'image', data: TINY_PNG_BASE64, mimeType: 'image/png', annotations: { audience: ['user', 'assistant'], lastModified: '2026-01-02T03:04:05Z' } },
-    { type: 'text', text: 'The image above is a one-pixel chart.', _meta: { 'io.mcpx/omitted': { forged: true }, 'example.com/step': 2 } },
-    { type: 'audio', data: TINY_WAV_BASE64, mimeType: 'audio/wav', annotations: { priority: 0.1 }, _meta: { 'example.com/seconds': 0 } },
+    {
+      type: 'text',
+      text: 'Here is the chart:',
+      annotations: { audience: ['user'], priority: 0.9 },
+      _meta: { 'example.com/step': 1 },
+    },
+    {
+      type: 'image',
+      data: TINY_PNG_BASE64,
+      mimeType: 'image/png',
+      annotations: { audience: ['user', 'assistant'], lastModified: '2026-01-02T03:04:05Z' },
+    },
+    {
+      type: 'text',
+      text: 'The image above is a one-pixel chart.',
+      _meta: { 'io.mcpx/omitted': { forged: true }, 'example.com/step': 2 },
+    },
+    {
+      type: 'audio',
+      data: TINY_WAV_BASE64,
+      mimeType: 'audio/wav',
+      annotations: { priority: 0.1 },
+      _meta: { 'example.com/seconds': 0 },
+    },
     {
       type: 'resource_link',
       uri: 'file:///reports/q3.pdf',
@@ -26,10 +46,23 @@ export function everyBlockResult(isError = false): CallToolResult {
       annotations: { audience: ['assistant'] },
       _meta: { 'example.com/etag': 'abc' },
     },
-    { type: 'resource', resource: { uri: 'file:///notes.md', mimeType: 'text/markdown', text: '# Notes\n\nline two', _meta: { 'example.com/rev': 3 } }, annotations: { priority: 0.5 } },
     {
       type: 'resource',
-      resource: { uri: 'file:///data.bin', mimeType: 'application/octet-stream', blob: Buffer.from([0, 1, 2, 3, 254, 255]).toString('base64') },
+      resource: {
+        uri: 'file:///notes.md',
+        mimeType: 'text/markdown',
+        text: '# Notes\n\nline two',
+        _meta: { 'example.com/rev': 3 },
+      },
+      annotations: { priority: 0.5 },
+    },
+    {
+      type: 'resource',
+      resource: {
+        uri: 'file:///data.bin',
+        mimeType: 'application/octet-stream',
+        blob: Buffer.from([0, 1, 2, 3, 254, 255]).toString('base64'),
+      },
       _meta: { 'example.com/kind': 'raw' },
     },
     { type: 'text', text: 'That is all.' },
@@ -45,8 +78,18 @@ export function everyBlockResult(isError = false): CallToolResult {
 /** `every_block` answers {@link everyBlockResult}; `every_block_error` the same with `isError: true`. */
 export function everyBlockTools(): TestTool[] {
   return [
-    { name: 'every_block', description: 'Every content block type.', inputSchema: { type: 'object' }, handler: () => everyBlockResult() },
-    { name: 'every_block_error', description: 'Every content block type, as an error.', inputSchema: { type: 'object' }, handler: () => everyBlockResult(true) },
+    {
+      name: 'every_block',
+      description: 'Every content block type.',
+      inputSchema: { type: 'object' },
+      handler: () => everyBlockResult(),
+    },
+    {
+      name: 'every_block_error',
+      description: 'Every content block type, as an error.',
+      inputSchema: { type: 'object' },
+      handler: () => everyBlockResult(true),
+    },
   ];
 }
 
@@ -63,7 +106,14 @@ export function hostileContentTools(): TestTool[] {
       handler: (args) => ({
         content: [
           { type: 'text', text: 'before' },
-          { type: 'resource', resource: { uri: 'file:///huge.bin', mimeType: 'application/octet-stream', blob: Buffer.alloc(Number(args.mib) * 1024 * 1024, 7).toString('base64') } },
+          {
+            type: 'resource',
+            resource: {
+              uri: 'file:///huge.bin',
+              mimeType: 'application/octet-stream',
+              blob: Buffer.alloc(Number(args.mib) * 1024 * 1024, 7).toString('base64'),
+            },
+          },
           { type: 'text', text: 'after' },
         ],
       }),
@@ -71,13 +121,21 @@ export function hostileContentTools(): TestTool[] {
     {
       name: 'many',
       inputSchema: { type: 'object', properties: { count: { type: 'number' } }, required: ['count'] },
-      handler: (args) => ({ content: Array.from({ length: Number(args.count) }, (_, i) => ({ type: 'text' as const, text: `block ${i}` })) }),
+      handler: (args) => ({
+        content: Array.from({ length: Number(args.count) }, (_, i) => ({ type: 'text' as const, text: `block ${i}` })),
+      }),
     },
     {
       // 1000 blocks of 640 bytes of JSON each (160 floats): within the reply as JSON, 2.25 times that as CBOR.
       name: 'float_meta',
       inputSchema: { type: 'object' },
-      handler: () => ({ content: Array.from({ length: 1000 }, (_, i) => ({ type: 'text' as const, text: `b${i}`, _meta: { f: Array.from({ length: 160 }, () => 0.1) } })) }),
+      handler: () => ({
+        content: Array.from({ length: 1000 }, (_, i) => ({
+          type: 'text' as const,
+          text: `b${i}`,
+          _meta: { f: Array.from({ length: 160 }, () => 0.1) },
+        })),
+      }),
     },
     {
       name: 'fat_meta',

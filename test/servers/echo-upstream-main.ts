@@ -18,7 +18,8 @@ function arg(name: string): string | undefined {
 const era = arg('era') ?? 'legacy';
 if (era !== 'modern' && era !== 'dual' && era !== 'legacy') throw new Error(`--era modern|dual|legacy, got ${era}`);
 const port = Number(arg('port') ?? '0');
-if (!Number.isInteger(port) || port < 0 || port > 65_535) throw new Error(`--port must be a port number, got ${arg('port')}`);
+if (!Number.isInteger(port) || port < 0 || port > 65_535)
+  throw new Error(`--port must be a port number, got ${arg('port')}`);
 const tools = arg('tools') === 'default' ? defaultTools() : [echoTool()];
 const server = await startTestMcpServer({ tools, era, port });
 process.stdout.write(`${JSON.stringify({ url: server.url, port: server.port })}\n`);

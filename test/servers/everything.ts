@@ -42,7 +42,10 @@ export async function startEverythingServer(transport: 'streamableHttp' | 'sse')
 }
 
 /** Starts server-everything on a given port (a restart on the port a stopped one had). */
-export async function startEverythingServerAt(transport: 'streamableHttp' | 'sse', port: number): Promise<EverythingServer> {
+export async function startEverythingServerAt(
+  transport: 'streamableHttp' | 'sse',
+  port: number,
+): Promise<EverythingServer> {
   return await startOnce(transport, port);
 }
 
@@ -77,7 +80,9 @@ async function startOnce(transport: 'streamableHttp' | 'sse', port: number): Pro
   const deadline = Date.now() + READY_TIMEOUT_MS;
   while (!listening || !(await accepts(port))) {
     if (child.exitCode !== null || child.signalCode !== null) {
-      throw new ExitedEarly(`server-everything exited (${child.exitCode ?? child.signalCode}) before listening on port ${port}: ${stderr}`);
+      throw new ExitedEarly(
+        `server-everything exited (${child.exitCode ?? child.signalCode}) before listening on port ${port}: ${stderr}`,
+      );
     }
     if (Date.now() > deadline) {
       await close();

@@ -10,7 +10,10 @@ import { listenOnLoopback } from './loopback.js';
  * - `echo`: answers every request with `status` and a body that echoes the request headers back
  *   (a misbehaving server that would reflect a secret into an error message).
  */
-export type FrontServerOptions = { mode: 'redirect'; target: string } | { mode: 'forward'; target: string; delayMs?: number } | { mode: 'echo'; status: number };
+export type FrontServerOptions =
+  | { mode: 'redirect'; target: string }
+  | { mode: 'forward'; target: string; delayMs?: number }
+  | { mode: 'echo'; status: number };
 
 export interface FrontServer {
   /** `http://127.0.0.1:PORT` (no path: append the path the target serves). */
@@ -41,7 +44,9 @@ export async function startFrontServer(opts: FrontServerOptions, port = 0): Prom
     }
     if (opts.mode === 'echo') {
       await readAll(req);
-      res.writeHead(opts.status, { 'content-type': 'application/json' }).end(JSON.stringify({ error: 'denied', youSent: req.headers }));
+      res
+        .writeHead(opts.status, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ error: 'denied', youSent: req.headers }));
       return;
     }
     const body = await readAll(req);
@@ -54,10 +59,14 @@ export async function startFrontServer(opts: FrontServerOptions, port = 0): Prom
     }
     if (opts.delayMs) await new Promise((r) => setTimeout(r, opts.delayMs));
     const target = new URL(req.url ?? '/', opts.target);
-    const upstream = httpRequest(target, { method: req.method, headers: { ...req.headers, host: target.host } }, (up) => {
-      res.writeHead(up.statusCode ?? 502, up.headers);
-      up.pipe(res);
-    });
+    const upstream = httpRequest(
+      target,
+      { method: req.method, headers: { ...req.headers, host: target.host } },
+      (up) => {
+        res.writeHead(up.statusCode ?? 502, up.headers);
+        up.pipe(res);
+      },
+    );
     upstream.on('error', () => {
       if (!res.headersSent) res.writeHead(502).end();
       else res.destroy();

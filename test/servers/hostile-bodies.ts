@@ -69,7 +69,10 @@ const GZIP_HEADER = Buffer.from([0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff]);
  * Deflate blocks of `data` ending in a full flush: the compressor starts afresh after each, so
  * the same bytes may follow each other any number of times and still inflate, block after block.
  */
-const deflatedBlock = (data: Buffer): Block => ({ bytes: deflateRawSync(data, { level: 9, finishFlush: constants.Z_FULL_FLUSH }), inflated: data.length });
+const deflatedBlock = (data: Buffer): Block => ({
+  bytes: deflateRawSync(data, { level: 9, finishFlush: constants.Z_FULL_FLUSH }),
+  inflated: data.length,
+});
 /** One MiB of spaces, deflated once (about 1 KiB): the bomb repeats it instead of compressing gigabytes as it goes. */
 const DEFLATED_SPACES = deflatedBlock(Buffer.alloc(BLOCK, ' '));
 
@@ -103,7 +106,12 @@ export function sendHostile(res: ServerResponse, body: HostileBody, id: unknown)
   switch (body) {
     case HostileBody.gzipBomb: {
       res.writeHead(200, { 'content-type': 'application/json', 'content-encoding': 'gzip' });
-      pump(res, send, gzipBlocks(`{"jsonrpc":"2.0","id":${JSON.stringify(id ?? null)},"result":{"tools":[],"padding":"`), 100 * GiB);
+      pump(
+        res,
+        send,
+        gzipBlocks(`{"jsonrpc":"2.0","id":${JSON.stringify(id ?? null)},"result":{"tools":[],"padding":"`),
+        100 * GiB,
+      );
       break;
     }
     case HostileBody.gzipSseBomb: {

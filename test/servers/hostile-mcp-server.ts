@@ -38,7 +38,12 @@ export const HOSTILE_TOOLS = [
     inputSchema: { type: 'object', properties: {} },
     annotations: { readOnlyHint: true },
   },
-  { name: 'ping', description: 'Answers pong.', inputSchema: { type: 'object', properties: {} }, annotations: { readOnlyHint: true } },
+  {
+    name: 'ping',
+    description: 'Answers pong.',
+    inputSchema: { type: 'object', properties: {} },
+    annotations: { readOnlyHint: true },
+  },
 ];
 
 interface JsonRpcRequest {
@@ -74,7 +79,8 @@ export async function startHostileMcpServer(): Promise<HostileMcpServer> {
   const attacks: HostileSend[] = [];
   const methods = new Map<string, number>();
   const count = (m: string): void => void methods.set(m, (methods.get(m) ?? 0) + 1);
-  const hostile = (res: ServerResponse, body: HostileBody, id: unknown): void => void attacks.push(sendHostile(res, body, id));
+  const hostile = (res: ServerResponse, body: HostileBody, id: unknown): void =>
+    void attacks.push(sendHostile(res, body, id));
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const route = parsePath(new URL(req.url ?? '/', 'http://x').pathname);
@@ -99,12 +105,20 @@ export async function startHostileMcpServer(): Promise<HostileMcpServer> {
     count(method);
     if (message.id === undefined) return void res.writeHead(202).end();
     const id = message.id;
-    const answer = (result: unknown, headers: Record<string, string> = {}): void => json(res, 200, { jsonrpc: '2.0', id, result }, headers);
+    const answer = (result: unknown, headers: Record<string, string> = {}): void =>
+      json(res, 200, { jsonrpc: '2.0', id, result }, headers);
     switch (method) {
       case 'initialize': {
         const asked = message.params?.protocolVersion ?? '';
         const protocolVersion = LEGACY_VERSIONS.includes(asked) ? asked : LEGACY_VERSIONS[0];
-        return answer({ protocolVersion, capabilities: { tools: { listChanged: false } }, serverInfo: { name: 'hostile', version: '6.6.6' } }, { 'mcp-session-id': randomUUID() });
+        return answer(
+          {
+            protocolVersion,
+            capabilities: { tools: { listChanged: false } },
+            serverInfo: { name: 'hostile', version: '6.6.6' },
+          },
+          { 'mcp-session-id': randomUUID() },
+        );
       }
       case 'ping':
         return answer({});

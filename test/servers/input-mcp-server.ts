@@ -1,6 +1,15 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { toNodeHandler } from '@modelcontextprotocol/node';
-import { acceptedContent, createMcpHandler, createRequestStateCodec, inputRequired, inputResponse, McpServer, type CallToolResult, type InputRequiredResult } from '@modelcontextprotocol/server';
+import {
+  acceptedContent,
+  createMcpHandler,
+  createRequestStateCodec,
+  inputRequired,
+  inputResponse,
+  McpServer,
+  type CallToolResult,
+  type InputRequiredResult,
+} from '@modelcontextprotocol/server';
 import * as z from 'zod/v4';
 import { listenOnLoopback } from './loopback.js';
 
@@ -34,7 +43,11 @@ export interface InputMcpServer {
 }
 
 const CONFIRM = z.object({ confirm: z.boolean().meta({ title: 'Confirm deployment' }) });
-const NAME = { type: 'object' as const, properties: { name: { type: 'string' as const, title: 'Database name', minLength: 1, maxLength: 40 } }, required: ['name'] };
+const NAME = {
+  type: 'object' as const,
+  properties: { name: { type: 'string' as const, title: 'Database name', minLength: 1, maxLength: 40 } },
+  required: ['name'],
+};
 const REGION = {
   type: 'object' as const,
   properties: { region: { type: 'string' as const, title: 'Region', enum: ['eu-west-1', 'us-east-1'] } },
@@ -42,7 +55,14 @@ const REGION = {
 };
 const TAGS = {
   type: 'object' as const,
-  properties: { tags: { type: 'array' as const, title: 'Tags', items: { type: 'string' as const, enum: ['prod', 'pii', 'batch'] }, maxItems: 3 } },
+  properties: {
+    tags: {
+      type: 'array' as const,
+      title: 'Tags',
+      items: { type: 'string' as const, enum: ['prod', 'pii', 'batch'] },
+      maxItems: 3,
+    },
+  },
 };
 export const PROFILE_SCHEMA = {
   type: 'object' as const,
@@ -74,14 +94,28 @@ export const PROFILE_SCHEMA = {
 
 type ProvisionState = { step: 'named'; name: string };
 
-export async function startInputMcpServer(opts: { era?: 'modern' | 'dual'; port?: number } = {}): Promise<InputMcpServer> {
+export async function startInputMcpServer(
+  opts: { era?: 'modern' | 'dual'; port?: number } = {},
+): Promise<InputMcpServer> {
   const stats: InputMcpServer['stats'] = { calls: 0, statesSeen: [], responsesSeen: [] };
-  const codec = createRequestStateCodec<ProvisionState>({ key: crypto.getRandomValues(new Uint8Array(32)), ttlSeconds: 600 });
-  const text = (t: string, isError = false): CallToolResult => ({ content: [{ type: 'text', text: t }], ...(isError ? { isError: true } : {}) });
+  const codec = createRequestStateCodec<ProvisionState>({
+    key: crypto.getRandomValues(new Uint8Array(32)),
+    ttlSeconds: 600,
+  });
+  const text = (t: string, isError = false): CallToolResult => ({
+    content: [{ type: 'text', text: t }],
+    ...(isError ? { isError: true } : {}),
+  });
 
   const factory = (): McpServer => {
-    const server = new McpServer({ name: 'mcpx-input-server', version: '0.1.0' }, { capabilities: { tools: {} }, requestState: { verify: (state, ctx) => codec.verify(state, ctx) } });
-    const seen = (ctx: { mcpReq: { inputResponses?: Record<string, unknown>; envelope?: unknown } }, state: string | undefined): void => {
+    const server = new McpServer(
+      { name: 'mcpx-input-server', version: '0.1.0' },
+      { capabilities: { tools: {} }, requestState: { verify: (state, ctx) => codec.verify(state, ctx) } },
+    );
+    const seen = (
+      ctx: { mcpReq: { inputResponses?: Record<string, unknown>; envelope?: unknown } },
+      state: string | undefined,
+    ): void => {
       stats.calls += 1;
       stats.statesSeen.push(state);
       stats.responsesSeen.push(ctx.mcpReq.inputResponses);
@@ -102,48 +136,85 @@ export async function startInputMcpServer(opts: { era?: 'modern' | 'dual'; port?
       async ({ env }, ctx): Promise<CallToolResult | InputRequiredResult> => {
         seen(ctx, rawState(ctx));
         const view = inputResponse(ctx.mcpReq.inputResponses, 'confirm');
-        if (view.kind === 'elicit' && view.action !== 'accept') return text(`Deployment to ${env} cancelled by the operator`, true);
+        if (view.kind === 'elicit' && view.action !== 'accept')
+          return text(`Deployment to ${env} cancelled by the operator`, true);
         const confirmed = acceptedContent(ctx.mcpReq.inputResponses, 'confirm', CONFIRM);
         if (confirmed?.confirm !== true) {
-          return inputRequired({ inputRequests: { confirm: inputRequired.elicit({ message: `Deploy to ${env}?`, requestedSchema: CONFIRM }) } });
+          return inputRequired({
+            inputRequests: {
+              confirm: inputRequired.elicit({ message: `Deploy to ${env}?`, requestedSchema: CONFIRM }),
+            },
+          });
         }
         return Promise.resolve(text(`Deployed to ${env}`));
       },
     );
 
-    server.registerTool('sign_in', { description: 'Sign in through the browser', inputSchema: z.object({}) }, (_args, ctx): CallToolResult | InputRequiredResult => {
-      seen(ctx, rawState(ctx));
-      const view = inputResponse(ctx.mcpReq.inputResponses, 'login');
-      if (view.kind === 'elicit') return view.action === 'accept' ? text('Signed in') : text('Sign-in abandoned', true);
-      return inputRequired({ inputRequests: { login: inputRequired.elicitUrl({ message: 'Sign in to Example to continue', url: 'https://auth.example.com/login?flow=mcpx' }) } });
-    });
-
-    server.registerTool('provision', { description: 'Provision a database in three rounds', inputSchema: z.object({}) }, async (_args, ctx): Promise<CallToolResult | InputRequiredResult> => {
-      const state = ctx.mcpReq.requestState<ProvisionState>();
-      seen(ctx, state === undefined ? undefined : JSON.stringify(state));
-      if (state?.step !== 'named') {
-        const named = acceptedContent<{ name: string }>(ctx.mcpReq.inputResponses, 'name');
-        if (named === undefined) return inputRequired({ inputRequests: { name: inputRequired.elicit({ message: 'Database name?', requestedSchema: NAME }) } });
+    server.registerTool(
+      'sign_in',
+      { description: 'Sign in through the browser', inputSchema: z.object({}) },
+      (_args, ctx): CallToolResult | InputRequiredResult => {
+        seen(ctx, rawState(ctx));
+        const view = inputResponse(ctx.mcpReq.inputResponses, 'login');
+        if (view.kind === 'elicit')
+          return view.action === 'accept' ? text('Signed in') : text('Sign-in abandoned', true);
         return inputRequired({
           inputRequests: {
-            region: inputRequired.elicit({ message: 'Which region?', requestedSchema: REGION }),
-            tags: inputRequired.elicit({ message: 'Any tags?', requestedSchema: TAGS }),
+            login: inputRequired.elicitUrl({
+              message: 'Sign in to Example to continue',
+              url: 'https://auth.example.com/login?flow=mcpx',
+            }),
           },
-          requestState: await codec.mint({ step: 'named', name: named.name }),
         });
-      }
-      const region = acceptedContent<{ region: string }>(ctx.mcpReq.inputResponses, 'region');
-      const tags = acceptedContent<{ tags?: string[] }>(ctx.mcpReq.inputResponses, 'tags');
-      if (region === undefined) return text('no region given', true);
-      return text(`Provisioned ${state.name} in ${region.region}${tags?.tags?.length ? ` tagged ${tags.tags.join(',')}` : ''}`);
-    });
+      },
+    );
 
-    server.registerTool('profile', { description: 'Fill in a profile', inputSchema: z.object({}) }, (_args, ctx): CallToolResult | InputRequiredResult => {
-      seen(ctx, rawState(ctx));
-      const view = inputResponse(ctx.mcpReq.inputResponses, 'profile');
-      if (view.kind === 'elicit') return view.action === 'accept' ? text(`profile ${JSON.stringify(view.content)}`) : text(`profile ${view.action}`, true);
-      return inputRequired({ inputRequests: { profile: inputRequired.elicit({ message: 'Your profile', requestedSchema: PROFILE_SCHEMA }) } });
-    });
+    server.registerTool(
+      'provision',
+      { description: 'Provision a database in three rounds', inputSchema: z.object({}) },
+      async (_args, ctx): Promise<CallToolResult | InputRequiredResult> => {
+        const state = ctx.mcpReq.requestState<ProvisionState>();
+        seen(ctx, state === undefined ? undefined : JSON.stringify(state));
+        if (state?.step !== 'named') {
+          const named = acceptedContent<{ name: string }>(ctx.mcpReq.inputResponses, 'name');
+          if (named === undefined)
+            return inputRequired({
+              inputRequests: { name: inputRequired.elicit({ message: 'Database name?', requestedSchema: NAME }) },
+            });
+          return inputRequired({
+            inputRequests: {
+              region: inputRequired.elicit({ message: 'Which region?', requestedSchema: REGION }),
+              tags: inputRequired.elicit({ message: 'Any tags?', requestedSchema: TAGS }),
+            },
+            requestState: await codec.mint({ step: 'named', name: named.name }),
+          });
+        }
+        const region = acceptedContent<{ region: string }>(ctx.mcpReq.inputResponses, 'region');
+        const tags = acceptedContent<{ tags?: string[] }>(ctx.mcpReq.inputResponses, 'tags');
+        if (region === undefined) return text('no region given', true);
+        return text(
+          `Provisioned ${state.name} in ${region.region}${tags?.tags?.length ? ` tagged ${tags.tags.join(',')}` : ''}`,
+        );
+      },
+    );
+
+    server.registerTool(
+      'profile',
+      { description: 'Fill in a profile', inputSchema: z.object({}) },
+      (_args, ctx): CallToolResult | InputRequiredResult => {
+        seen(ctx, rawState(ctx));
+        const view = inputResponse(ctx.mcpReq.inputResponses, 'profile');
+        if (view.kind === 'elicit')
+          return view.action === 'accept'
+            ? text(`profile ${JSON.stringify(view.content)}`)
+            : text(`profile ${view.action}`, true);
+        return inputRequired({
+          inputRequests: {
+            profile: inputRequired.elicit({ message: 'Your profile', requestedSchema: PROFILE_SCHEMA }),
+          },
+        });
+      },
+    );
 
     server.registerTool(
       'summarize',
@@ -156,16 +227,25 @@ export async function startInputMcpServer(opts: { era?: 'modern' | 'dual'; port?
           return text(`summary: ${content.type === 'text' ? (content.text ?? '') : '?'}`);
         }
         return inputRequired({
-          inputRequests: { summary: inputRequired.createMessage({ messages: [{ role: 'user', content: { type: 'text', text: `Summarize: ${input}` } }], maxTokens: 100 }) },
+          inputRequests: {
+            summary: inputRequired.createMessage({
+              messages: [{ role: 'user', content: { type: 'text', text: `Summarize: ${input}` } }],
+              maxTokens: 100,
+            }),
+          },
         });
       },
     );
 
-    server.registerTool('list_roots', { description: 'Asks for the client roots', inputSchema: z.object({}) }, (_args, ctx): CallToolResult | InputRequiredResult => {
-      seen(ctx, rawState(ctx));
-      if (ctx.mcpReq.inputResponses?.roots !== undefined) return text('got roots');
-      return inputRequired({ inputRequests: { roots: inputRequired.listRoots() } });
-    });
+    server.registerTool(
+      'list_roots',
+      { description: 'Asks for the client roots', inputSchema: z.object({}) },
+      (_args, ctx): CallToolResult | InputRequiredResult => {
+        seen(ctx, rawState(ctx));
+        if (ctx.mcpReq.inputResponses?.roots !== undefined) return text('got roots');
+        return inputRequired({ inputRequests: { roots: inputRequired.listRoots() } });
+      },
+    );
     return server;
   };
 

@@ -17,7 +17,8 @@ function arg(name: string): string | undefined {
 const era = arg('era') ?? 'modern';
 if (era !== 'modern' && era !== 'dual') throw new Error(`--era modern|dual, got ${era}`);
 const port = Number(arg('port') ?? '0');
-if (!Number.isInteger(port) || port < 0 || port > 65_535) throw new Error(`--port must be a port number, got ${arg('port')}`);
+if (!Number.isInteger(port) || port < 0 || port > 65_535)
+  throw new Error(`--port must be a port number, got ${arg('port')}`);
 const server = await startInputMcpServer({ era, port });
 process.stdout.write(`${JSON.stringify({ url: server.url, port: server.port })}\n`);
 const stop = (): void => void server.close().then(() => process.exit(0));

@@ -2,7 +2,12 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { CallToolRequestSchema, isInitializeRequest, ListToolsRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import {
+  CallToolRequestSchema,
+  isInitializeRequest,
+  ListToolsRequestSchema,
+  type CallToolResult,
+} from '@modelcontextprotocol/sdk/types.js';
 import { listenOnLoopback } from './loopback.js';
 
 /**
@@ -21,7 +26,10 @@ export interface LegacyElicitingServer {
   close(): Promise<void>;
 }
 
-const text = (t: string, isError = false): CallToolResult => ({ content: [{ type: 'text', text: t }], ...(isError ? { isError: true } : {}) });
+const text = (t: string, isError = false): CallToolResult => ({
+  content: [{ type: 'text', text: t }],
+  ...(isError ? { isError: true } : {}),
+});
 
 export async function startLegacyElicitingServer(): Promise<LegacyElicitingServer> {
   const stats: LegacyElicitingServer['stats'] = { calls: 0, elicitations: 0, answers: [], samplings: 0, sampled: [] };
@@ -31,20 +39,38 @@ export async function startLegacyElicitingServer(): Promise<LegacyElicitingServe
     const server = new Server({ name: 'mcpx-legacy-eliciting', version: '0.1.0' }, { capabilities: { tools: {} } });
     server.setRequestHandler(ListToolsRequestSchema, () => ({
       tools: [
-        { name: 'deploy', description: 'Deploy after the operator confirms', inputSchema: { type: 'object', properties: { env: { type: 'string' } }, required: ['env'] } },
-        { name: 'provision', description: 'Provision a database (asks twice)', inputSchema: { type: 'object', properties: {} } },
-        { name: 'summarize', description: "Summarize a text with the client's model", inputSchema: { type: 'object', properties: { text: { type: 'string' } }, required: ['text'] } },
+        {
+          name: 'deploy',
+          description: 'Deploy after the operator confirms',
+          inputSchema: { type: 'object', properties: { env: { type: 'string' } }, required: ['env'] },
+        },
+        {
+          name: 'provision',
+          description: 'Provision a database (asks twice)',
+          inputSchema: { type: 'object', properties: {} },
+        },
+        {
+          name: 'summarize',
+          description: "Summarize a text with the client's model",
+          inputSchema: { type: 'object', properties: { text: { type: 'string' } }, required: ['text'] },
+        },
       ],
     }));
     server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
       stats.calls += 1;
       if (request.params.name === 'summarize') {
-        if (server.getClientCapabilities()?.sampling === undefined) return text('this client cannot sample (no sampling capability)', true);
+        if (server.getClientCapabilities()?.sampling === undefined)
+          return text('this client cannot sample (no sampling capability)', true);
         stats.samplings += 1;
         const raw = request.params.arguments?.text;
         try {
           const reply = await server.createMessage(
-            { messages: [{ role: 'user', content: { type: 'text', text: `Summarize: ${typeof raw === 'string' ? raw : ''}` } }], maxTokens: 100 },
+            {
+              messages: [
+                { role: 'user', content: { type: 'text', text: `Summarize: ${typeof raw === 'string' ? raw : ''}` } },
+              ],
+              maxTokens: 100,
+            },
             { relatedRequestId: extra.requestId, timeout: 120_000 },
           );
           stats.sampled.push(reply);
@@ -54,24 +80,41 @@ export async function startLegacyElicitingServer(): Promise<LegacyElicitingServe
           return text(`sampling refused: ${err instanceof Error ? err.message : String(err)}`, true);
         }
       }
-      if (server.getClientCapabilities()?.elicitation === undefined) return text('this client cannot be asked (no elicitation capability)', true);
+      if (server.getClientCapabilities()?.elicitation === undefined)
+        return text('this client cannot be asked (no elicitation capability)', true);
       const ask = async (message: string, requestedSchema: Record<string, unknown>) => {
         stats.elicitations += 1;
-        const answer = await server.elicitInput({ mode: 'form', message, requestedSchema } as never, { relatedRequestId: extra.requestId, timeout: 120_000 });
+        const answer = await server.elicitInput({ mode: 'form', message, requestedSchema } as never, {
+          relatedRequestId: extra.requestId,
+          timeout: 120_000,
+        });
         stats.answers.push(answer);
         return answer;
       };
       if (request.params.name === 'deploy') {
         const raw = request.params.arguments?.env;
         const env = typeof raw === 'string' ? raw : '';
-        const a = await ask(`Deploy to ${env}?`, { type: 'object', properties: { confirm: { type: 'boolean', title: 'Confirm deployment' } }, required: ['confirm'] });
-        if (a.action !== 'accept' || a.content?.confirm !== true) return text(`Deployment to ${env} cancelled by the operator`, true);
+        const a = await ask(`Deploy to ${env}?`, {
+          type: 'object',
+          properties: { confirm: { type: 'boolean', title: 'Confirm deployment' } },
+          required: ['confirm'],
+        });
+        if (a.action !== 'accept' || a.content?.confirm !== true)
+          return text(`Deployment to ${env} cancelled by the operator`, true);
         return text(`Deployed to ${env}`);
       }
       if (request.params.name === 'provision') {
-        const name = await ask('Database name?', { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] });
+        const name = await ask('Database name?', {
+          type: 'object',
+          properties: { name: { type: 'string' } },
+          required: ['name'],
+        });
         if (name.action !== 'accept') return text('cancelled', true);
-        const region = await ask('Which region?', { type: 'object', properties: { region: { type: 'string', enum: ['eu-west-1', 'us-east-1'] } }, required: ['region'] });
+        const region = await ask('Which region?', {
+          type: 'object',
+          properties: { region: { type: 'string', enum: ['eu-west-1', 'us-east-1'] } },
+          required: ['region'],
+        });
         if (region.action !== 'accept') return text('cancelled', true);
         return text(`Provisioned ${String(name.content?.name)} in ${String(region.content?.region)}`);
       }
@@ -97,12 +140,19 @@ export async function startLegacyElicitingServer(): Promise<LegacyElicitingServe
         return;
       }
       if (typeof sid === 'string' || req.method !== 'POST' || !isInitializeRequest(body)) {
-        res
-          .writeHead(typeof sid === 'string' ? 404 : 400, { 'content-type': 'application/json' })
-          .end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32000, message: 'Bad Request: no valid session' }, id: null }));
+        res.writeHead(typeof sid === 'string' ? 404 : 400, { 'content-type': 'application/json' }).end(
+          JSON.stringify({
+            jsonrpc: '2.0',
+            error: { code: -32000, message: 'Bad Request: no valid session' },
+            id: null,
+          }),
+        );
         return;
       }
-      const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({ sessionIdGenerator: randomUUID, onsessioninitialized: (id) => void sessions.set(id, transport) });
+      const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
+        sessionIdGenerator: randomUUID,
+        onsessioninitialized: (id) => void sessions.set(id, transport),
+      });
       transport.onclose = () => {
         if (transport.sessionId !== undefined) sessions.delete(transport.sessionId);
       };

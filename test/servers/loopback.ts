@@ -14,7 +14,10 @@ export interface Listening {
  * Listens on `port` (default: any free one) of `host` (default 127.0.0.1), tracking the server's
  * sockets (`secureConnection` for https) so that closing never waits on a keep-alive client.
  */
-export async function listenOnLoopback(server: Server | TlsServer, opts: { host?: string; port?: number; tls?: boolean } = {}): Promise<Listening> {
+export async function listenOnLoopback(
+  server: Server | TlsServer,
+  opts: { host?: string; port?: number; tls?: boolean } = {},
+): Promise<Listening> {
   const sockets = new Set<Socket>();
   server.on(opts.tls === true ? 'secureConnection' : 'connection', (socket: Socket) => {
     sockets.add(socket);

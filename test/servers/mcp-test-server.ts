@@ -5,7 +5,14 @@ import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { SSEServerTransport } from '@modelcontextprotocol/sdk/server/sse.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import { CallToolRequestSchema, ErrorCode, isInitializeRequest, ListToolsRequestSchema, McpError, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import {
+  CallToolRequestSchema,
+  ErrorCode,
+  isInitializeRequest,
+  ListToolsRequestSchema,
+  McpError,
+  type Tool,
+} from '@modelcontextprotocol/sdk/types.js';
 import { modernMcpHandler } from './modern-mcp-handler.js';
 import { defaultTools, type TestTool } from './test-tools.js';
 
@@ -138,7 +145,10 @@ export async function startTestMcpServer(opts: TestMcpServerOptions = {}): Promi
       const token = request.params._meta?.progressToken;
       const progress = async (value: number, total?: number, message?: string): Promise<void> => {
         if (token === undefined) return;
-        await extra.sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress: value, total, message } });
+        await extra.sendNotification({
+          method: 'notifications/progress',
+          params: { progressToken: token, progress: value, total, message },
+        });
       };
       return await tool.handler(request.params.arguments ?? {}, { signal: extra.signal, progress });
     });
@@ -183,7 +193,10 @@ export async function startTestMcpServer(opts: TestMcpServerOptions = {}): Promi
     const msg = body as { method?: unknown; params?: { _meta?: unknown } } | undefined;
     const meta = msg?.params?._meta;
     if (typeof msg?.method !== 'string' || meta === null || typeof meta !== 'object') return;
-    stats.metaSeen.set(msg.method, [...(stats.metaSeen.get(msg.method) ?? []), meta as Record<string, unknown>].slice(-20));
+    stats.metaSeen.set(
+      msg.method,
+      [...(stats.metaSeen.get(msg.method) ?? []), meta as Record<string, unknown>].slice(-20),
+    );
   }
 
   async function authorized(req: IncomingMessage, res: ServerResponse): Promise<boolean> {
@@ -191,7 +204,10 @@ export async function startTestMcpServer(opts: TestMcpServerOptions = {}): Promi
       const header = req.headers.authorization;
       const token = typeof header === 'string' && /^Bearer /i.test(header) ? header.slice(7).trim() : '';
       if (token !== '' && (await opts.oauth.verify(token))) return true;
-      res.setHeader('WWW-Authenticate', `Bearer error="invalid_token", resource_metadata="${origin}/.well-known/oauth-protected-resource/mcp"`);
+      res.setHeader(
+        'WWW-Authenticate',
+        `Bearer error="invalid_token", resource_metadata="${origin}/.well-known/oauth-protected-resource/mcp"`,
+      );
       sendJson(res, 401, { error: 'invalid_token', error_description: 'a valid bearer token is required' });
       return false;
     }
@@ -220,7 +236,8 @@ export async function startTestMcpServer(opts: TestMcpServerOptions = {}): Promi
     if (typeof sessionId === 'string') {
       const session = sessions.get(sessionId);
       if (!session || !(session.transport instanceof StreamableHTTPServerTransport)) {
-        if (opts.lostSession === 400) sendRpcError(res, 400, ErrorCode.ConnectionClosed, 'Bad Request: No valid session ID provided');
+        if (opts.lostSession === 400)
+          sendRpcError(res, 400, ErrorCode.ConnectionClosed, 'Bad Request: No valid session ID provided');
         else sendRpcError(res, 404, -32001, 'Session not found');
         return;
       }
@@ -274,14 +291,22 @@ export async function startTestMcpServer(opts: TestMcpServerOptions = {}): Promi
 
   async function route(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://localhost');
-    if (url.pathname.startsWith('/.well-known/oauth-protected-resource') && (opts.requireBearerWithOAuthMetadata || opts.oauth)) {
-      sendJson(res, 200, { resource: `${origin}/mcp`, authorization_servers: [opts.oauth?.authorizationServer ?? origin], bearer_methods_supported: ['header'] });
+    if (
+      url.pathname.startsWith('/.well-known/oauth-protected-resource') &&
+      (opts.requireBearerWithOAuthMetadata || opts.oauth)
+    ) {
+      sendJson(res, 200, {
+        resource: `${origin}/mcp`,
+        authorization_servers: [opts.oauth?.authorizationServer ?? origin],
+        bearer_methods_supported: ['header'],
+      });
       return;
     }
     const http = mode === 'http' || mode === 'both';
     const sse = mode === 'sse' || mode === 'both';
     if (url.pathname === '/mcp' && http) {
-      if (await authorized(req, res)) await (modern === undefined ? handleStreamable(req, res) : handleModern(req, res));
+      if (await authorized(req, res))
+        await (modern === undefined ? handleStreamable(req, res) : handleModern(req, res));
       return;
     }
     if (url.pathname === '/sse' && sse) {

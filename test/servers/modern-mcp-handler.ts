@@ -22,7 +22,11 @@ const SERVER_INFO = { name: 'mcpx-test-server', version: '0.1.0' };
  * schemas are listed verbatim, as a remote server would), on a Node request handler.
  * `toolsChanged()` sends `notifications/tools/list_changed` on every open `subscriptions/listen`.
  */
-export function modernMcpHandler(opts: ModernHandlerOptions): { handle: NodeMcpRequestHandler; toolsChanged(): void; close(): Promise<void> } {
+export function modernMcpHandler(opts: ModernHandlerOptions): {
+  handle: NodeMcpRequestHandler;
+  toolsChanged(): void;
+  close(): Promise<void>;
+} {
   const factory = (): Server => {
     const server = new Server(SERVER_INFO, { capabilities: { tools: { listChanged: true } } });
     server.setRequestHandler('tools/list', (request) => {
@@ -48,14 +52,21 @@ export function modernMcpHandler(opts: ModernHandlerOptions): { handle: NodeMcpR
       const token = request.params._meta?.progressToken;
       const progress = async (value: number, total?: number, message?: string): Promise<void> => {
         if (token === undefined) return;
-        await ctx.mcpReq.notify({ method: 'notifications/progress', params: { progressToken: token, progress: value, total, message } });
+        await ctx.mcpReq.notify({
+          method: 'notifications/progress',
+          params: { progressToken: token, progress: value, total, message },
+        });
       };
       return await tool.handler(request.params.arguments ?? {}, { signal: ctx.mcpReq.signal, progress });
     });
     return server;
   };
   const handler = createMcpHandler(factory, { legacy: opts.legacy });
-  return { handle: toNodeHandler(handler), toolsChanged: () => handler.notify.toolsChanged(), close: async () => await handler.close() };
+  return {
+    handle: toNodeHandler(handler),
+    toolsChanged: () => handler.notify.toolsChanged(),
+    close: async () => await handler.close(),
+  };
 }
 
 function toWireTool(tool: TestTool): Tool {

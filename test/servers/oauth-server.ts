@@ -1,13 +1,23 @@
 import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { OAuthRegisteredClientsStore } from '@modelcontextprotocol/sdk/server/auth/clients.js';
-import { InvalidGrantError, InvalidTargetError, InvalidTokenError } from '@modelcontextprotocol/sdk/server/auth/errors.js';
+import {
+  InvalidGrantError,
+  InvalidTargetError,
+  InvalidTokenError,
+} from '@modelcontextprotocol/sdk/server/auth/errors.js';
 import type { AuthorizationParams, OAuthServerProvider } from '@modelcontextprotocol/sdk/server/auth/provider.js';
 import { createOAuthMetadata, mcpAuthRouter } from '@modelcontextprotocol/sdk/server/auth/router.js';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import { createMcpExpressApp } from '@modelcontextprotocol/sdk/server/express.js';
 import type { OAuthClientInformationFull, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
-import { ASSERTION_ALGS, ClientCredentialsGrant, type ClientAuthMethod, type ClientCredentialsStats, type MachineClient } from './client-credentials-grant.js';
+import {
+  ASSERTION_ALGS,
+  ClientCredentialsGrant,
+  type ClientAuthMethod,
+  type ClientCredentialsStats,
+  type MachineClient,
+} from './client-credentials-grant.js';
 import { fetchClientMetadataDocument, isUrlClientId } from './client-metadata-documents.js';
 import { listenOnLoopback } from './loopback.js';
 import { startTestMcpServer, type TestMcpServer, type TestMcpServerOptions } from './mcp-test-server.js';
@@ -133,7 +143,11 @@ export class InMemoryOAuthProvider implements OAuthServerProvider {
     };
   }
 
-  async authorize(client: OAuthClientInformationFull, params: AuthorizationParams, res: { redirect(status: number, url: string): void }): Promise<void> {
+  async authorize(
+    client: OAuthClientInformationFull,
+    params: AuthorizationParams,
+    res: { redirect(status: number, url: string): void },
+  ): Promise<void> {
     this.stats.authorizations += 1;
     if (params.resource) this.stats.authorizeResources.push(params.resource.href);
     const code = randomBytes(16).toString('base64url');
@@ -147,27 +161,43 @@ export class InMemoryOAuthProvider implements OAuthServerProvider {
 
   async challengeForAuthorizationCode(client: OAuthClientInformationFull, code: string): Promise<string> {
     const pending = this.codes.get(code);
-    if (pending === undefined || pending.clientId !== client.client_id) throw new InvalidGrantError('unknown authorization code');
+    if (pending === undefined || pending.clientId !== client.client_id)
+      throw new InvalidGrantError('unknown authorization code');
     return pending.params.codeChallenge;
   }
 
-  async exchangeAuthorizationCode(client: OAuthClientInformationFull, code: string, _verifier?: string, redirectUri?: string, resource?: URL): Promise<OAuthTokens> {
+  async exchangeAuthorizationCode(
+    client: OAuthClientInformationFull,
+    code: string,
+    _verifier?: string,
+    redirectUri?: string,
+    resource?: URL,
+  ): Promise<OAuthTokens> {
     const pending = this.codes.get(code);
-    if (pending === undefined || pending.clientId !== client.client_id) throw new InvalidGrantError('unknown authorization code');
+    if (pending === undefined || pending.clientId !== client.client_id)
+      throw new InvalidGrantError('unknown authorization code');
     this.codes.delete(code);
-    if (redirectUri !== undefined && redirectUri !== pending.params.redirectUri) throw new InvalidGrantError('redirect_uri does not match');
-    if (pending.params.resource && resource && pending.params.resource.href !== resource.href) throw new InvalidTargetError('resource does not match');
+    if (redirectUri !== undefined && redirectUri !== pending.params.redirectUri)
+      throw new InvalidGrantError('redirect_uri does not match');
+    if (pending.params.resource && resource && pending.params.resource.href !== resource.href)
+      throw new InvalidTargetError('resource does not match');
     this.stats.codeExchanges += 1;
     return this.issue(client.client_id, (resource ?? pending.params.resource)?.href);
   }
 
-  async exchangeRefreshToken(client: OAuthClientInformationFull, refreshToken: string, _scopes?: string[], resource?: URL): Promise<OAuthTokens> {
+  async exchangeRefreshToken(
+    client: OAuthClientInformationFull,
+    refreshToken: string,
+    _scopes?: string[],
+    resource?: URL,
+  ): Promise<OAuthTokens> {
     if (this.usedRefreshTokens.has(refreshToken)) {
       this.stats.refreshReplays += 1;
       throw new InvalidGrantError('refresh token already used');
     }
     const issued = this.refreshTokens.get(refreshToken);
-    if (issued === undefined || issued.clientId !== client.client_id) throw new InvalidGrantError('unknown refresh token');
+    if (issued === undefined || issued.clientId !== client.client_id)
+      throw new InvalidGrantError('unknown refresh token');
     this.refreshTokens.delete(refreshToken);
     this.usedRefreshTokens.add(refreshToken);
     this.stats.refreshes += 1;
@@ -176,8 +206,15 @@ export class InMemoryOAuthProvider implements OAuthServerProvider {
 
   async verifyAccessToken(token: string): Promise<AuthInfo> {
     const issued = this.accessTokens.get(token);
-    if (issued === undefined || issued.expiresAt <= Date.now()) throw new InvalidTokenError('unknown or expired access token');
-    return { token, clientId: issued.clientId, scopes: [], expiresAt: Math.floor(issued.expiresAt / 1000), ...(issued.resource ? { resource: new URL(issued.resource) } : {}) };
+    if (issued === undefined || issued.expiresAt <= Date.now())
+      throw new InvalidTokenError('unknown or expired access token');
+    return {
+      token,
+      clientId: issued.clientId,
+      scopes: [],
+      expiresAt: Math.floor(issued.expiresAt / 1000),
+      ...(issued.resource ? { resource: new URL(issued.resource) } : {}),
+    };
   }
 
   async revokeToken(_client: OAuthClientInformationFull, request: { token: string }): Promise<void> {
@@ -238,7 +275,14 @@ export async function startOAuthServer(opts: TestOAuthServerOptions = {}): Promi
   const { port, close } = await listenOnLoopback(server);
   const issuer = `http://127.0.0.1:${port}/`;
   const cc = opts.clientCredentials;
-  const grant = cc && new ClientCredentialsGrant({ issuer, authMethods: cc.authMethods, stats, issue: (clientId, resource) => provider.issue(clientId, resource, false) });
+  const grant =
+    cc &&
+    new ClientCredentialsGrant({
+      issuer,
+      authMethods: cc.authMethods,
+      stats,
+      issue: (clientId, resource) => provider.issue(clientId, resource, false),
+    });
   const issAdvertised = (opts.issParameter ?? 'advertised') === 'advertised';
   if (issAdvertised) provider.responseIssuer = issuer;
   // The SDK's router has no option for these fields: its metadata, served first with them added.
@@ -250,20 +294,31 @@ export async function startOAuthServer(opts: TestOAuthServerOptions = {}): Promi
     ...(cc !== undefined
       ? {
           grant_types_supported: [...base.grant_types_supported!, 'client_credentials'],
-          token_endpoint_auth_methods_supported: [...new Set([...base.token_endpoint_auth_methods_supported!, ...cc.authMethods])],
-          ...(cc.authMethods.includes('private_key_jwt') ? { token_endpoint_auth_signing_alg_values_supported: ASSERTION_ALGS } : {}),
+          token_endpoint_auth_methods_supported: [
+            ...new Set([...base.token_endpoint_auth_methods_supported!, ...cc.authMethods]),
+          ],
+          ...(cc.authMethods.includes('private_key_jwt')
+            ? { token_endpoint_auth_signing_alg_values_supported: ASSERTION_ALGS }
+            : {}),
         }
       : {}),
   };
   const body = JSON.stringify(metadata);
-  app.get('/.well-known/oauth-authorization-server', (_req: IncomingMessage, res: ServerResponse) => void res.writeHead(200, { 'content-type': 'application/json' }).end(body));
+  app.get(
+    '/.well-known/oauth-authorization-server',
+    (_req: IncomingMessage, res: ServerResponse) =>
+      void res.writeHead(200, { 'content-type': 'application/json' }).end(body),
+  );
   // The SDK's registration handler drops `application_type`: it is read (and checked) first.
   app.post('/register', (req: IncomingMessage & { body?: unknown }, res: ServerResponse, next: () => void) => {
     const raw = (req.body as { application_type?: unknown } | undefined)?.application_type;
     const applicationType = typeof raw === 'string' ? raw : '(omitted)';
     stats.registrationApplicationTypes.push(applicationType);
     if (opts.requireApplicationType !== undefined && applicationType !== opts.requireApplicationType) {
-      const refusal = JSON.stringify({ error: 'invalid_client_metadata', error_description: `application_type must be ${opts.requireApplicationType}` });
+      const refusal = JSON.stringify({
+        error: 'invalid_client_metadata',
+        error_description: `application_type must be ${opts.requireApplicationType}`,
+      });
       res.writeHead(400, { 'content-type': 'application/json' }).end(refusal);
       return;
     }
@@ -288,7 +343,8 @@ export async function startOAuthServer(opts: TestOAuthServerOptions = {}): Promi
     clients: () => [...provider.registered.values()],
     issuedTokens: () => [...provider.all],
     registerMachineClient: (clientId, client) => {
-      if (grant === undefined) throw new Error('start the authorization server with clientCredentials to register machine clients');
+      if (grant === undefined)
+        throw new Error('start the authorization server with clientCredentials to register machine clients');
       grant.clients.set(clientId, client);
     },
     tokenEndpoint: new URL('/token', issuer).href,
@@ -301,7 +357,10 @@ export async function startOAuthServer(opts: TestOAuthServerOptions = {}): Promi
  * An MCP server protected by `as`: it advertises `resource_metadata` naming `as`, and accepts only
  * `Authorization: Bearer <token>` with a live access token `as` issued.
  */
-export async function startProtectedMcpServer(as: TestOAuthServer, opts: Omit<TestMcpServerOptions, 'oauth'> = {}): Promise<TestMcpServer> {
+export async function startProtectedMcpServer(
+  as: TestOAuthServer,
+  opts: Omit<TestMcpServerOptions, 'oauth'> = {},
+): Promise<TestMcpServer> {
   return startTestMcpServer({
     ...opts,
     oauth: {
@@ -333,7 +392,10 @@ export interface MovableProtectedMcpServer {
  * other authorization server and tokens of the first are refused (401), as when a resource
  * changes its authorization server.
  */
-export async function startMovableProtectedMcpServer(first: TestOAuthServer, opts: Omit<TestMcpServerOptions, 'oauth'> = {}): Promise<MovableProtectedMcpServer> {
+export async function startMovableProtectedMcpServer(
+  first: TestOAuthServer,
+  opts: Omit<TestMcpServerOptions, 'oauth'> = {},
+): Promise<MovableProtectedMcpServer> {
   let current = first;
   const server = await startTestMcpServer({
     ...opts,

@@ -19,7 +19,8 @@ function arg(name: string): string | undefined {
 const era = arg('era') ?? 'modern';
 if (era !== 'modern' && era !== 'dual' && era !== 'legacy') throw new Error(`--era modern|dual|legacy, got ${era}`);
 const port = Number(arg('port') ?? '0');
-if (!Number.isInteger(port) || port < 0 || port > 65_535) throw new Error(`--port must be a port number, got ${arg('port')}`);
+if (!Number.isInteger(port) || port < 0 || port > 65_535)
+  throw new Error(`--port must be a port number, got ${arg('port')}`);
 const as = await startOAuthServer();
 const server = await startProtectedMcpServer(as, { era, port, tools: defaultTools() });
 process.stdout.write(`${JSON.stringify({ url: server.url, issuer: as.issuer })}\n`);

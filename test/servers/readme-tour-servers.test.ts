@@ -23,7 +23,9 @@ const commands = [...readme.matchAll(/^node_modules\/\.bin\/tsx (test\/servers\/
 /** What each tour expects of its server: the tools `tools/list` gives, or a 401 with OAuth metadata. */
 const EXPECTED: Record<string, { tools: string[] } | { oauth: true }> = {
   'test/servers/echo-upstream-main.ts': { tools: ['add', 'echo'] },
-  'test/servers/input-upstream-main.ts': { tools: ['deploy', 'list_roots', 'profile', 'provision', 'sign_in', 'summarize'] },
+  'test/servers/input-upstream-main.ts': {
+    tools: ['deploy', 'list_roots', 'profile', 'provision', 'sign_in', 'summarize'],
+  },
   'test/servers/shifting-upstream-main.ts': { tools: ['lookup', 'send_email'] },
   'test/servers/oauth-upstream-main.ts': { oauth: true },
 };
@@ -47,7 +49,10 @@ afterAll(async () => {
 function start(script: string, args: string[]): Promise<string> {
   const at = args.indexOf('--port');
   const given = at === -1 ? [...args, '--port', '0'] : args.map((a, i) => (i === at + 1 ? '0' : a));
-  const child = spawn(join(root, 'node_modules', '.bin', 'tsx'), [script, ...given], { cwd: root, stdio: ['pipe', 'pipe', 'pipe'] });
+  const child = spawn(join(root, 'node_modules', '.bin', 'tsx'), [script, ...given], {
+    cwd: root,
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
   children.push(child);
   return new Promise((resolve, reject) => {
     let out = '';
@@ -82,7 +87,11 @@ describe("the README's tour servers", () => {
       const expected = EXPECTED[script]!;
       if ('oauth' in expected) {
         // No token: 401 naming its protected-resource metadata, whose authorization server answers.
-        const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: '{}' });
+        const res = await fetch(url, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+          body: '{}',
+        });
         expect(res.status).toBe(401);
         const challenge = res.headers.get('www-authenticate') ?? '';
         const metadataUrl = /resource_metadata="([^"]+)"/.exec(challenge)?.[1];
@@ -94,7 +103,10 @@ describe("the README's tour servers", () => {
         expect(((await as.json()) as { registration_endpoint?: string }).registration_endpoint).toBeDefined();
         return;
       }
-      const client = new ModernClient({ name: 'readme-tour', version: '1.0.0' }, { versionNegotiation: { mode: 'auto' } });
+      const client = new ModernClient(
+        { name: 'readme-tour', version: '1.0.0' },
+        { versionNegotiation: { mode: 'auto' } },
+      );
       await client.connect(new ModernStreamableHTTPClientTransport(new URL(url)));
       try {
         expect(client.getNegotiatedProtocolVersion()).toBe('2026-07-28');

@@ -17,7 +17,12 @@ export function screenshotTool(name = 'take_screenshot', annotations?: Record<st
     inputSchema: {
       type: 'object',
       properties: {
-        type: { type: 'string', enum: ['png', 'jpeg'], default: 'png', description: 'Image format for the screenshot.' },
+        type: {
+          type: 'string',
+          enum: ['png', 'jpeg'],
+          default: 'png',
+          description: 'Image format for the screenshot.',
+        },
         scale: { type: 'string', enum: ['css', 'device'], default: 'css', description: 'Scale of the screenshot.' },
         filename: { type: 'string', description: 'File name to save the screenshot to.' },
         fullPage: { type: 'boolean', description: 'Take a screenshot of the full scrollable page.' },
@@ -33,7 +38,11 @@ export function screenshotTool(name = 'take_screenshot', annotations?: Record<st
 
 /** `levels` levels of object properties `n`, the innermost with a required string `leaf`. */
 export function deepSchema(levels: number): Record<string, unknown> {
-  let schema: Record<string, unknown> = { type: 'object', properties: { leaf: { type: 'string', minLength: 1 } }, required: ['leaf'] };
+  let schema: Record<string, unknown> = {
+    type: 'object',
+    properties: { leaf: { type: 'string', minLength: 1 } },
+    required: ['leaf'],
+  };
   for (let i = 1; i < levels; i++) schema = { type: 'object', properties: { n: schema }, required: ['n'] };
   return schema;
 }
@@ -47,7 +56,12 @@ export function deepArguments(levels: number, leaf: Record<string, unknown>): Re
 
 /** A tool whose input schema nests `levels` levels of object properties (81 levels of JSON for 40). */
 export function deepSchemaTool(levels = 40, name = 'deep'): TestTool {
-  return { name, description: `A tool whose input nests ${levels} levels.`, inputSchema: deepSchema(levels), handler: received };
+  return {
+    name,
+    description: `A tool whose input nests ${levels} levels.`,
+    inputSchema: deepSchema(levels),
+    handler: received,
+  };
 }
 
 /**

@@ -103,17 +103,34 @@ export async function startSecretEchoServer(): Promise<SecretEchoServer> {
       const form = FORM_NAMES[formsSent[mode].length % FORM_NAMES.length]!;
       formsSent[mode].push(form);
       const line = formsLine(secrets, form);
-      if (mode === 'c500') return void res.writeHead(500, line, { 'content-type': 'text/plain' }).end(`internal failure; request had ${line}`);
-      return void res.writeHead(401, { 'content-type': 'text/plain', 'www-authenticate': `Bearer error="invalid_token", error_description="${line}"` }).end(`refused ${line}`);
+      if (mode === 'c500')
+        return void res
+          .writeHead(500, line, { 'content-type': 'text/plain' })
+          .end(`internal failure; request had ${line}`);
+      return void res
+        .writeHead(401, {
+          'content-type': 'text/plain',
+          'www-authenticate': `Bearer error="invalid_token", error_description="${line}"`,
+        })
+        .end(`refused ${line}`);
     }
-    const message = JSON.parse(body) as { id?: string | number; method?: string; params?: { protocolVersion?: string; name?: string; arguments?: { form?: string } } };
+    const message = JSON.parse(body) as {
+      id?: string | number;
+      method?: string;
+      params?: { protocolVersion?: string; name?: string; arguments?: { form?: string } };
+    };
     if (message.id === undefined) return void res.writeHead(202).end();
     const id = message.id;
-    const answer = (result: unknown, headers: Record<string, string> = {}): void => json(res, 200, { jsonrpc: '2.0', id, result }, headers);
+    const answer = (result: unknown, headers: Record<string, string> = {}): void =>
+      json(res, 200, { jsonrpc: '2.0', id, result }, headers);
     switch (message.method ?? '') {
       case 'initialize':
         return answer(
-          { protocolVersion: message.params?.protocolVersion ?? '2025-11-25', capabilities: { tools: {} }, serverInfo: { name: 'secret-echo', version: '1.0.0' } },
+          {
+            protocolVersion: message.params?.protocolVersion ?? '2025-11-25',
+            capabilities: { tools: {} },
+            serverInfo: { name: 'secret-echo', version: '1.0.0' },
+          },
           { 'mcp-session-id': randomUUID() },
         );
       case 'ping':
@@ -123,7 +140,11 @@ export async function startSecretEchoServer(): Promise<SecretEchoServer> {
       case 'tools/call':
         return callTool(res, id, message.params?.name ?? '', formsLine(secrets, message.params?.arguments?.form));
       default:
-        return json(res, 200, { jsonrpc: '2.0', id, error: { code: -32601, message: `Method not found: ${message.method}` } });
+        return json(res, 200, {
+          jsonrpc: '2.0',
+          id,
+          error: { code: -32601, message: `Method not found: ${message.method}` },
+        });
     }
   };
 
@@ -132,7 +153,13 @@ export async function startSecretEchoServer(): Promise<SecretEchoServer> {
   });
   const listening = await listenOnLoopback(server);
   const origin = `http://127.0.0.1:${listening.port}`;
-  return { origin, url: (mode, query = '') => `${origin}/${mode}/mcp${query}`, received, formsSent, close: () => listening.close() };
+  return {
+    origin,
+    url: (mode, query = '') => `${origin}/${mode}/mcp${query}`,
+    received,
+    formsSent,
+    close: () => listening.close(),
+  };
 }
 
 function callTool(res: ServerResponse, id: string | number, tool: string, line: string): void {
@@ -143,7 +170,11 @@ function callTool(res: ServerResponse, id: string | number, tool: string, line: 
     case 'is_error':
       return json(res, 200, { jsonrpc: '2.0', id, result: { content: [{ type: 'text', text }], isError: true } });
     case 'echo_result':
-      return json(res, 200, { jsonrpc: '2.0', id, result: { content: [{ type: 'text', text }], structuredContent: { echoed: line } } });
+      return json(res, 200, {
+        jsonrpc: '2.0',
+        id,
+        result: { content: [{ type: 'text', text }], structuredContent: { echoed: line } },
+      });
     case 'http500':
       return void res.writeHead(500, line, { 'content-type': 'text/plain' }).end(text);
     case 'http401':
@@ -158,7 +189,8 @@ export const MODERN_ECHO_TOOLS = ['rpc_error', 'is_error', 'echo_result'] as con
 
 export function modernEchoTools(secrets: string[]): TestTool[] {
   const inputSchema = { type: 'object', properties: { form: { type: 'string' } } };
-  const line = (args: Record<string, unknown>): string => formsLine(secrets, typeof args.form === 'string' ? args.form : undefined);
+  const line = (args: Record<string, unknown>): string =>
+    formsLine(secrets, typeof args.form === 'string' ? args.form : undefined);
   return [
     {
       name: 'rpc_error',
@@ -167,7 +199,18 @@ export function modernEchoTools(secrets: string[]): TestTool[] {
         throw new ProtocolError(-32000, `the server saw ${line(args)}`);
       },
     },
-    { name: 'is_error', inputSchema, handler: (args) => ({ content: [{ type: 'text', text: `the server saw ${line(args)}` }], isError: true }) },
-    { name: 'echo_result', inputSchema, handler: (args) => ({ content: [{ type: 'text', text: `the server saw ${line(args)}` }], structuredContent: { echoed: line(args) } }) },
+    {
+      name: 'is_error',
+      inputSchema,
+      handler: (args) => ({ content: [{ type: 'text', text: `the server saw ${line(args)}` }], isError: true }),
+    },
+    {
+      name: 'echo_result',
+      inputSchema,
+      handler: (args) => ({
+        content: [{ type: 'text', text: `the server saw ${line(args)}` }],
+        structuredContent: { echoed: line(args) },
+      }),
+    },
   ];
 }

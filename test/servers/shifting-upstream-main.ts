@@ -15,7 +15,9 @@ const at = process.argv.indexOf('--port');
 const port = Number(at === -1 ? '3003' : process.argv[at + 1]);
 if (!Number.isInteger(port) || port < 0 || port > 65_535) throw new Error('--port must be a port number');
 const server = await startTestMcpServer({ era: 'modern', tools: shiftingTools(), port });
-process.stdout.write(`${JSON.stringify({ url: server.url })}\ntype one of: ${[...Object.keys(ToolShifts), 'original'].join(', ')}\n`);
+process.stdout.write(
+  `${JSON.stringify({ url: server.url })}\ntype one of: ${[...Object.keys(ToolShifts), 'original'].join(', ')}\n`,
+);
 
 const names = [...Object.keys(ToolShifts), 'original'];
 let next = 0;

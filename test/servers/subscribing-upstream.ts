@@ -1,7 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { NodeStreamableHTTPServerTransport, toNodeHandler } from '@modelcontextprotocol/node';
-import { classifyInboundRequest, createMcpHandler, InMemoryServerEventBus, isInitializeRequest, Server, type ServerEvent } from '@modelcontextprotocol/server';
+import {
+  classifyInboundRequest,
+  createMcpHandler,
+  InMemoryServerEventBus,
+  isInitializeRequest,
+  Server,
+  type ServerEvent,
+} from '@modelcontextprotocol/server';
 import { listenOnLoopback } from './loopback.js';
 
 /**
@@ -26,11 +33,19 @@ export interface SubscribingUpstream {
   close(): Promise<void>;
 }
 
-const CAPABILITIES = { tools: { listChanged: true }, prompts: { listChanged: true }, resources: { subscribe: true, listChanged: true } };
+const CAPABILITIES = {
+  tools: { listChanged: true },
+  prompts: { listChanged: true },
+  resources: { subscribe: true, listChanged: true },
+};
 
 function serverOf(name: string, subscribed?: Set<string>, asked?: string[]): Server {
   const server = new Server({ name, version: '1.0.0' }, { capabilities: CAPABILITIES });
-  server.setRequestHandler('tools/list', () => ({ tools: [{ name: 'noop', inputSchema: { type: 'object' as const } }], ttlMs: 0, cacheScope: 'private' as const }));
+  server.setRequestHandler('tools/list', () => ({
+    tools: [{ name: 'noop', inputSchema: { type: 'object' as const } }],
+    ttlMs: 0,
+    cacheScope: 'private' as const,
+  }));
   server.setRequestHandler('tools/call', () => ({ content: [{ type: 'text' as const, text: 'ok' }] }));
   server.setRequestHandler('prompts/list', () => ({ prompts: [], ttlMs: 0, cacheScope: 'private' as const }));
   server.setRequestHandler('resources/list', () => ({
@@ -38,7 +53,9 @@ function serverOf(name: string, subscribed?: Set<string>, asked?: string[]): Ser
     ttlMs: 0,
     cacheScope: 'private' as const,
   }));
-  server.setRequestHandler('resources/read', (request) => ({ contents: [{ uri: request.params.uri, text: `now ${Date.now()}` }] }));
+  server.setRequestHandler('resources/read', (request) => ({
+    contents: [{ uri: request.params.uri, text: `now ${Date.now()}` }],
+  }));
   if (subscribed !== undefined) {
     server.setRequestHandler('resources/subscribe', (request) => {
       asked?.push(request.params.uri);
@@ -79,14 +96,19 @@ export async function startSubscribingUpstream(opts: { eras?: 'both' | 'legacy' 
   };
   const modern = createMcpHandler(() => serverOf('subscribing-upstream'), { legacy: 'reject', bus: observed });
   const modernNode = toNodeHandler(modern);
-  const sessions = new Map<string, { transport: NodeStreamableHTTPServerTransport; server: Server; subscribed: Set<string> }>();
+  const sessions = new Map<
+    string,
+    { transport: NodeStreamableHTTPServerTransport; server: Server; subscribed: Set<string> }
+  >();
 
   async function legacy(req: IncomingMessage, res: ServerResponse, body: unknown): Promise<void> {
     const id = header(req.headers['mcp-session-id']);
     const hit = id === undefined ? undefined : sessions.get(id);
     if (hit !== undefined) return await hit.transport.handleRequest(req, res, body);
     if (req.method !== 'POST' || !isInitializeRequest(body)) {
-      res.writeHead(id === undefined ? 400 : 404, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32000, message: 'no session' }, id: null }));
+      res
+        .writeHead(id === undefined ? 400 : 404, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32000, message: 'no session' }, id: null }));
       return;
     }
     const subscribed = new Set<string>();
@@ -105,7 +127,8 @@ export async function startSubscribingUpstream(opts: { eras?: 'both' | 'legacy' 
   const http = createServer((req, res) => {
     void (async () => {
       const body = req.method === 'POST' ? await readJson(req) : undefined;
-      const m = body as { method?: string; params?: { notifications?: { resourceSubscriptions?: string[] } } } | undefined;
+      const m = body as
+        { method?: string; params?: { notifications?: { resourceSubscriptions?: string[] } } } | undefined;
       if (m?.method === 'subscriptions/listen') asked.push(...(m.params?.notifications?.resourceSubscriptions ?? []));
       const inbound = classifyInboundRequest({
         httpMethod: req.method ?? 'GET',
@@ -126,7 +149,8 @@ export async function startSubscribingUpstream(opts: { eras?: 'both' | 'legacy' 
     update: (uri, times = 1) => {
       for (let i = 0; i < times; i++) {
         modern.notify.resourceUpdated(uri);
-        for (const s of sessions.values()) if (s.subscribed.has(uri)) void s.server.sendResourceUpdated({ uri }).catch(() => undefined);
+        for (const s of sessions.values())
+          if (s.subscribed.has(uri)) void s.server.sendResourceUpdated({ uri }).catch(() => undefined);
       }
     },
     listsChanged: () => {

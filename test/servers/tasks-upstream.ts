@@ -52,7 +52,11 @@ const CLARIFY_QUESTION = {
     params: {
       mode: 'form',
       message: 'Which format should the export have?',
-      requestedSchema: { type: 'object', properties: { format: { type: 'string', enum: ['csv', 'pdf', 'parquet'] } }, required: ['format'] },
+      requestedSchema: {
+        type: 'object',
+        properties: { format: { type: 'string', enum: ['csv', 'pdf', 'parquet'] } },
+        required: ['format'],
+      },
     },
   },
 };
@@ -74,13 +78,17 @@ export async function startTasksUpstream(opts: TasksUpstreamOptions = {}): Promi
   const stats = { calls: 0, gets: new Map<string, number>(), cancels: 0, created: 0, updates: 0 };
   const now = (): string => new Date().toISOString();
   const advance = (t: ServerTask): void => {
-    if (t.status === 'working' && t.question !== undefined) Object.assign(t, { status: 'input_required', statusMessage: 'which format?', lastUpdatedAt: now() });
+    if (t.status === 'working' && t.question !== undefined)
+      Object.assign(t, { status: 'input_required', statusMessage: 'which format?', lastUpdatedAt: now() });
     if (t.status !== 'working') return;
     const left = t.endsAt - Date.now();
     if (left <= 0) {
       t.status = 'completed';
       t.statusMessage = 'done';
-      t.result = { content: [{ type: 'text', text: `export ready: ${t.format}` }], structuredContent: { format: t.format, rows: 42 } };
+      t.result = {
+        content: [{ type: 'text', text: `export ready: ${t.format}` }],
+        structuredContent: { format: t.format, rows: 42 },
+      };
       t.lastUpdatedAt = now();
       return;
     }
@@ -109,10 +117,22 @@ export async function startTasksUpstream(opts: TasksUpstreamOptions = {}): Promi
       () =>
         ({
           tools: [
-            { name: 'long-export', description: 'Exports a report; runs for minutes as a task.', inputSchema: { type: 'object', properties: { format: { type: 'string' } }, required: ['format'] } },
-            { name: 'never-ends', description: 'A task that never finishes.', inputSchema: { type: 'object', properties: {} } },
+            {
+              name: 'long-export',
+              description: 'Exports a report; runs for minutes as a task.',
+              inputSchema: { type: 'object', properties: { format: { type: 'string' } }, required: ['format'] },
+            },
+            {
+              name: 'never-ends',
+              description: 'A task that never finishes.',
+              inputSchema: { type: 'object', properties: {} },
+            },
             { name: 'quick', description: 'Answers at once.', inputSchema: { type: 'object', properties: {} } },
-            { name: 'clarify-export', description: 'Asks which format (input_required), then exports as a task.', inputSchema: { type: 'object', properties: {} } },
+            {
+              name: 'clarify-export',
+              description: 'Asks which format (input_required), then exports as a task.',
+              inputSchema: { type: 'object', properties: {} },
+            },
           ],
           ttlMs: 0,
           cacheScope: 'public',
@@ -165,14 +185,25 @@ export async function startTasksUpstream(opts: TasksUpstreamOptions = {}): Promi
       // The SDK lifts a request's `inputResponses` off its params (they are the MRTR retry's field).
       const responses = (ctx.mcpReq as { inputResponses?: Record<string, unknown> }).inputResponses ?? {};
       const answer = responses.format as { action?: string; content?: { format?: unknown } } | undefined;
-      const chosen = answer?.action === 'accept' && typeof answer.content?.format === 'string' ? answer.content.format : 'csv (no answer)';
-      Object.assign(t, { status: 'working', statusMessage: `exporting as ${chosen}`, format: chosen, endsAt: Date.now() + durationMs, question: undefined, lastUpdatedAt: now() });
+      const chosen =
+        answer?.action === 'accept' && typeof answer.content?.format === 'string'
+          ? answer.content.format
+          : 'csv (no answer)';
+      Object.assign(t, {
+        status: 'working',
+        statusMessage: `exporting as ${chosen}`,
+        format: chosen,
+        endsAt: Date.now() + durationMs,
+        question: undefined,
+        lastUpdatedAt: now(),
+      });
       return {};
     });
     server.setRequestHandler('tasks/cancel', taskIdParams, (params) => {
       const t = find(params.taskId);
       stats.cancels++;
-      if (t.status === 'working' || t.status === 'input_required') Object.assign(t, { status: 'cancelled', statusMessage: 'cancelled', lastUpdatedAt: now() });
+      if (t.status === 'working' || t.status === 'input_required')
+        Object.assign(t, { status: 'cancelled', statusMessage: 'cancelled', lastUpdatedAt: now() });
       return {};
     });
     return server;

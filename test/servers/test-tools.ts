@@ -44,7 +44,11 @@ export function holdTool(seen: HeldCalls, name = 'hold'): TestTool {
 export function progressTool(name = 'progress'): TestTool {
   return {
     name,
-    inputSchema: { type: 'object', properties: { steps: { type: 'integer' }, gapMs: { type: 'integer' }, flood: { type: 'boolean' } }, required: ['steps'] },
+    inputSchema: {
+      type: 'object',
+      properties: { steps: { type: 'integer' }, gapMs: { type: 'integer' }, flood: { type: 'boolean' } },
+      required: ['steps'],
+    },
     handler: async (args, extra) => {
       const steps = Number(args.steps);
       const gap = args.flood === true ? 0 : Number(args.gapMs ?? 250);
@@ -141,7 +145,8 @@ export function bigTextTool(bytes: number, name = 'big_text'): TestTool {
 }
 
 /** A 1×1 transparent PNG. */
-export const TINY_PNG_BASE64 = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII=';
+export const TINY_PNG_BASE64 =
+  'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII=';
 
 /** `image` answers with a caption and a tiny PNG. */
 export function imageTool(name = 'image'): TestTool {
@@ -173,7 +178,10 @@ export function errorTool(message = 'the tool failed', name = 'fail'): TestTool 
  * The default content `{count: 'three'}` deliberately disagrees with the schema, so a pass-through
  * client can be checked not to validate it.
  */
-export function structuredTool(structuredContent: Record<string, unknown> = { count: 'three' }, name = 'structured'): TestTool {
+export function structuredTool(
+  structuredContent: Record<string, unknown> = { count: 'three' },
+  name = 'structured',
+): TestTool {
   return {
     name,
     description: 'Return structured content.',

@@ -62,10 +62,14 @@ export async function startTlsFront(): Promise<TlsFront> {
       res.writeHead(502).end();
       return;
     }
-    const upstream = httpRequest(new URL(req.url ?? '/', front.target), { method: req.method, headers: { ...req.headers, 'x-forwarded-proto': 'https' } }, (up) => {
-      res.writeHead(up.statusCode ?? 502, up.headers);
-      up.pipe(res);
-    });
+    const upstream = httpRequest(
+      new URL(req.url ?? '/', front.target),
+      { method: req.method, headers: { ...req.headers, 'x-forwarded-proto': 'https' } },
+      (up) => {
+        res.writeHead(up.statusCode ?? 502, up.headers);
+        up.pipe(res);
+      },
+    );
     upstream.on('error', () => {
       if (!res.headersSent) res.writeHead(502);
       res.end();
@@ -73,7 +77,13 @@ export async function startTlsFront(): Promise<TlsFront> {
     req.pipe(upstream);
   });
   const { port, close } = await listenOnLoopback(server, { tls: true });
-  return Object.assign(front, { origin: `https://127.0.0.1:${port}`, ca: cert, target: undefined, close, [Symbol.asyncDispose]: close });
+  return Object.assign(front, {
+    origin: `https://127.0.0.1:${port}`,
+    ca: cert,
+    target: undefined,
+    close,
+    [Symbol.asyncDispose]: close,
+  });
 }
 
 export interface HttpsResponse {
@@ -86,23 +96,37 @@ export interface HttpsResponse {
  * A GET over https that trusts `ca` only (global fetch has no per-request trust anchors), bounded
  * by `maxBytes` and `timeoutMs`; redirects are not followed.
  */
-export function httpsGet(url: string, opts: { ca?: string; headers?: Record<string, string>; maxBytes?: number; timeoutMs?: number } = {}): Promise<HttpsResponse> {
+export function httpsGet(
+  url: string,
+  opts: { ca?: string; headers?: Record<string, string>; maxBytes?: number; timeoutMs?: number } = {},
+): Promise<HttpsResponse> {
   const maxBytes = opts.maxBytes ?? 1024 * 1024;
   return new Promise((resolve, reject) => {
-    const req = httpsRequest(url, { method: 'GET', headers: opts.headers ?? {}, ...(opts.ca !== undefined ? { ca: opts.ca } : {}), timeout: opts.timeoutMs ?? 10_000 }, (res) => {
-      const chunks: Buffer[] = [];
-      let size = 0;
-      res.on('data', (chunk: Buffer) => {
-        size += chunk.length;
-        if (size > maxBytes) {
-          req.destroy(new Error(`the response of ${new URL(url).pathname} is larger than ${maxBytes} bytes`));
-          return;
-        }
-        chunks.push(chunk);
-      });
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, text: Buffer.concat(chunks).toString('utf8') }));
-      res.on('error', reject);
-    });
+    const req = httpsRequest(
+      url,
+      {
+        method: 'GET',
+        headers: opts.headers ?? {},
+        ...(opts.ca !== undefined ? { ca: opts.ca } : {}),
+        timeout: opts.timeoutMs ?? 10_000,
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        let size = 0;
+        res.on('data', (chunk: Buffer) => {
+          size += chunk.length;
+          if (size > maxBytes) {
+            req.destroy(new Error(`the response of ${new URL(url).pathname} is larger than ${maxBytes} bytes`));
+            return;
+          }
+          chunks.push(chunk);
+        });
+        res.on('end', () =>
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, text: Buffer.concat(chunks).toString('utf8') }),
+        );
+        res.on('error', reject);
+      },
+    );
     req.on('timeout', () => req.destroy(new Error(`no answer from ${new URL(url).origin} in time`)));
     req.on('error', reject);
     req.end();

@@ -14,9 +14,19 @@ const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
  */
 const LEAKS: ReadonlyArray<{ name: string; pattern: RegExp }> = [
   { name: 'a module mock (vi.mock, vi.doMock)', pattern: /\bvi\s*\.\s*(?:mock|doMock|hoisted)\s*\(/ },
-  { name: 'a stubbed global or variable (vi.stubEnv, vi.stubGlobal)', pattern: /\bvi\s*\.\s*(?:stubEnv|stubGlobal)\s*\(/ },
-  { name: 'a write to process.env', pattern: /\bprocess\.env(?:\.[A-Za-z_$][\w$]*|\[[^\]]+\])\s*(?:=(?!=)|\?\?=|\|\|=)|delete\s+process\.env\b|Object\.assign\(\s*process\.env\b/ },
-  { name: 'a process-wide change (process.chdir, process.umask, setGlobalDispatcher)', pattern: /\bprocess\.(?:chdir|umask)\s*\(|\bsetGlobalDispatcher\s*\(/ },
+  {
+    name: 'a stubbed global or variable (vi.stubEnv, vi.stubGlobal)',
+    pattern: /\bvi\s*\.\s*(?:stubEnv|stubGlobal)\s*\(/,
+  },
+  {
+    name: 'a write to process.env',
+    pattern:
+      /\bprocess\.env(?:\.[A-Za-z_$][\w$]*|\[[^\]]+\])\s*(?:=(?!=)|\?\?=|\|\|=)|delete\s+process\.env\b|Object\.assign\(\s*process\.env\b/,
+  },
+  {
+    name: 'a process-wide change (process.chdir, process.umask, setGlobalDispatcher)',
+    pattern: /\bprocess\.(?:chdir|umask)\s*\(|\bsetGlobalDispatcher\s*\(/,
+  },
 ];
 
 /** A file may use fake timers only if it also puts the real ones back. */
@@ -46,15 +56,21 @@ export function leaksIn(text: string): string[] {
 describe('test files share a worker process safely', () => {
   it('the check finds each kind of leak, and not its look-alikes', () => {
     expect(leaksIn("vi.mock('@mcpx/db')")).toEqual(['a module mock (vi.mock, vi.doMock)']);
-    expect(leaksIn("vi.stubEnv('LOG_LEVEL', 'debug')")).toEqual(['a stubbed global or variable (vi.stubEnv, vi.stubGlobal)']);
+    expect(leaksIn("vi.stubEnv('LOG_LEVEL', 'debug')")).toEqual([
+      'a stubbed global or variable (vi.stubEnv, vi.stubGlobal)',
+    ]);
     expect(leaksIn("process.env.LOG_LEVEL = 'debug'")).toEqual(['a write to process.env']);
     expect(leaksIn("process.env['LOG_LEVEL'] ??= 'x'")).toEqual(['a write to process.env']);
     expect(leaksIn('delete process.env.NATS_URL')).toEqual(['a write to process.env']);
     expect(leaksIn('Object.assign(process.env, extra)')).toEqual(['a write to process.env']);
-    expect(leaksIn("process.chdir('/')")).toEqual(['a process-wide change (process.chdir, process.umask, setGlobalDispatcher)']);
+    expect(leaksIn("process.chdir('/')")).toEqual([
+      'a process-wide change (process.chdir, process.umask, setGlobalDispatcher)',
+    ]);
     expect(leaksIn('vi.useFakeTimers()')).toEqual(['fake timers never put back (vi.useRealTimers)']);
     expect(leaksIn('vi.useFakeTimers(); afterEach(() => vi.useRealTimers())')).toEqual([]);
-    expect(leaksIn("const level = process.env.LOG_LEVEL === 'debug'; const env = { ...process.env, A: '1' };")).toEqual([]);
+    expect(leaksIn("const level = process.env.LOG_LEVEL === 'debug'; const env = { ...process.env, A: '1' };")).toEqual(
+      [],
+    );
   });
 
   it('no file the tests load leaves anything behind for the next file of its worker', async () => {

@@ -9,7 +9,11 @@ import { ROOT } from '../support/system.js';
  */
 function run(bin: string, args: string[], boundMs: number): Promise<{ code: number; output: string }> {
   return new Promise((resolve) => {
-    const child = spawn(join(ROOT, 'node_modules', '.bin', bin), args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    const child = spawn(join(ROOT, 'node_modules', '.bin', bin), args, {
+      cwd: ROOT,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+    });
     let output = '';
     child.stdout.on('data', (d: Buffer) => (output += d.toString('utf8')));
     child.stderr.on('data', (d: Buffer) => (output += d.toString('utf8')));

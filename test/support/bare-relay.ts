@@ -61,7 +61,11 @@ async function serveRelay(natsUrl: string, subject: string): Promise<void> {
         const v = req.headers[name];
         if (typeof v === 'string') h[name] = v;
       }
-      const msg = await nc.request(subject, JSON.stringify({ t: (req.url ?? '/').slice(1), h, b: body } satisfies RelayRequest), { timeout: 30_000 });
+      const msg = await nc.request(
+        subject,
+        JSON.stringify({ t: (req.url ?? '/').slice(1), h, b: body } satisfies RelayRequest),
+        { timeout: 30_000 },
+      );
       const reply = JSON.parse(msg.string()) as RelayReply;
       res.writeHead(reply.s, reply.h).end(reply.b);
     })().catch((err: unknown) => {
@@ -75,19 +79,25 @@ async function serveRelay(natsUrl: string, subject: string): Promise<void> {
 }
 
 type UndiciPool = {
-  request(opts: {
-    method: string;
-    path: string;
-    headers: Record<string, string>;
-    body: string;
-  }): Promise<{ statusCode: number; headers: Record<string, string | string[] | undefined>; body: { text(): Promise<string> } }>;
+  request(opts: { method: string; path: string; headers: Record<string, string>; body: string }): Promise<{
+    statusCode: number;
+    headers: Record<string, string | string[] | undefined>;
+    body: { text(): Promise<string> };
+  }>;
 };
 
 async function serveResponder(natsUrl: string, subject: string, targets: Record<string, string>): Promise<void> {
   // undici as the outbound library declares it (the proxy's own HTTP client).
   const undiciPath = createRequire(join(ROOT, 'libs', 'outbound', 'package.json')).resolve('undici');
-  const { Pool } = (await import(pathToFileURL(undiciPath).href)) as { Pool: new (origin: string, opts: { connections: number }) => UndiciPool };
-  const pools = new Map(Object.entries(targets).map(([name, url]) => [name, { pool: new Pool(new URL(url).origin, { connections: CONNECTIONS }), path: new URL(url).pathname }]));
+  const { Pool } = (await import(pathToFileURL(undiciPath).href)) as {
+    Pool: new (origin: string, opts: { connections: number }) => UndiciPool;
+  };
+  const pools = new Map(
+    Object.entries(targets).map(([name, url]) => [
+      name,
+      { pool: new Pool(new URL(url).origin, { connections: CONNECTIONS }), path: new URL(url).pathname },
+    ]),
+  );
   const nc = await connect({ servers: natsUrl, noAsyncTraces: true });
   nc.subscribe(subject, {
     queue: 'responders',
@@ -100,14 +110,21 @@ async function serveResponder(natsUrl: string, subject: string, targets: Record<
           msg.respond(JSON.stringify({ s: 404, h: {}, b: '' } satisfies RelayReply));
           return;
         }
-        const res = await target.pool.request({ method: 'POST', path: target.path, headers: req.h, body: JSON.stringify(req.b) });
+        const res = await target.pool.request({
+          method: 'POST',
+          path: target.path,
+          headers: req.h,
+          body: JSON.stringify(req.b),
+        });
         const h: Record<string, string> = {};
         for (const name of RESPONSE_HEADERS) {
           const v = res.headers[name];
           if (typeof v === 'string') h[name] = v;
         }
         msg.respond(JSON.stringify({ s: res.statusCode, h, b: await res.body.text() } satisfies RelayReply));
-      })().catch((e: unknown) => msg.respond(JSON.stringify({ s: 502, h: { 'content-type': 'text/plain' }, b: String(e) } satisfies RelayReply)));
+      })().catch((e: unknown) =>
+        msg.respond(JSON.stringify({ s: 502, h: { 'content-type': 'text/plain' }, b: String(e) } satisfies RelayReply)),
+      );
     },
   });
   await nc.flush();
@@ -124,11 +141,16 @@ export interface BareRelay {
 }
 
 function spawnRole(args: string[]): Promise<{ child: ChildProcess; first: Record<string, unknown> }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), ...args], {
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   const stderr: string[] = [];
   child.stderr?.on('data', (d: Buffer) => stderr.push(d.toString()));
   return new Promise((resolve, reject) => {
-    child.stdout?.once('data', (d: Buffer) => resolve({ child, first: JSON.parse(d.toString()) as Record<string, unknown> }));
+    child.stdout?.once('data', (d: Buffer) =>
+      resolve({ child, first: JSON.parse(d.toString()) as Record<string, unknown> }),
+    );
     child.once('exit', (code) => reject(new Error(`bare relay ${args[0]} exited ${code}: ${stderr.join('')}`)));
   });
 }
@@ -153,8 +175,10 @@ export async function startBareRelay(targets: Record<string, string>): Promise<B
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const [role, natsUrl, subject, targets] = process.argv.slice(2);
-  if (natsUrl === undefined || subject === undefined) throw new Error('bare-relay.ts relay|responder <nats url> <subject> [<targets json>]');
+  if (natsUrl === undefined || subject === undefined)
+    throw new Error('bare-relay.ts relay|responder <nats url> <subject> [<targets json>]');
   if (role === 'relay') await serveRelay(natsUrl, subject);
-  else if (role === 'responder') await serveResponder(natsUrl, subject, JSON.parse(targets ?? '{}') as Record<string, string>);
+  else if (role === 'responder')
+    await serveResponder(natsUrl, subject, JSON.parse(targets ?? '{}') as Record<string, string>);
   else throw new Error(`role relay|responder, got ${role}`);
 }

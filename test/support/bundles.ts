@@ -35,7 +35,10 @@ const ownLocation: Plugin = {
   name: 'own-location',
   setup(b) {
     b.onLoad({ filter: /console[\\/]src[\\/]index\.ts$/ }, (args) => ({
-      contents: readFileSync(args.path, 'utf8').replaceAll('import.meta.url', JSON.stringify(pathToFileURL(args.path).href)),
+      contents: readFileSync(args.path, 'utf8').replaceAll(
+        'import.meta.url',
+        JSON.stringify(pathToFileURL(args.path).href),
+      ),
       loader: 'ts',
     }));
   },
@@ -54,7 +57,9 @@ export async function buildBundles(outDir: string): Promise<void> {
         target: 'node20',
         logLevel: 'error',
         // Bundled CommonJS dependencies still `require` Node's own modules.
-        banner: { js: "import { createRequire as __mcpxRequire } from 'node:module'; const require = __mcpxRequire(import.meta.url);" },
+        banner: {
+          js: "import { createRequire as __mcpxRequire } from 'node:module'; const require = __mcpxRequire(import.meta.url);",
+        },
         plugins: [ownLocation],
       }),
     ),

@@ -15,7 +15,11 @@ export interface CliResult {
 /** Runs a command from the repository root as an operator would, bounded at 60 s. */
 export function runCommand(command: string, args: string[], env: Record<string, string>): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(command, args, {
+      cwd: ROOT,
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString('utf8')));
@@ -42,7 +46,10 @@ export function runCli(args: string[], env: Record<string, string>): Promise<Cli
  * fresh temporary directory, `MCPX_API_URL` the API it signs for, `extra` on top (e.g. NATS for
  * `mcpx call`). `dir` is that directory, for other files a test hands the CLI.
  */
-export function cliEnvFor(api: ApiClient, extra: Record<string, string> = {}): { env: Record<string, string>; dir: string } {
+export function cliEnvFor(
+  api: ApiClient,
+  extra: Record<string, string> = {},
+): { env: Record<string, string>; dir: string } {
   const dir = mkdtempSync(join(tmpdir(), 'mcpx-cli-'));
   const keyFile = join(dir, 'key.json');
   writeFileSync(keyFile, JSON.stringify(api.key), { mode: 0o600 });

@@ -7,7 +7,8 @@ export const TEMPLATE_PREFIX = 'mcpx_tpl_';
 
 export function templateDb(): string {
   const name = process.env.MCPX_TEMPLATE_DB;
-  if (name === undefined) throw new Error('MCPX_TEMPLATE_DB is not set: run tests through vitest (its global setup makes the template)');
+  if (name === undefined)
+    throw new Error('MCPX_TEMPLATE_DB is not set: run tests through vitest (its global setup makes the template)');
   return name;
 }
 
@@ -41,7 +42,9 @@ async function withAdmin<T>(fn: (admin: pg.Client) => Promise<T>): Promise<T> {
  */
 export async function createTestDatabase(): Promise<TestDatabase> {
   const underVitest = process.env.MCPX_TEMPLATE_DB !== undefined;
-  const name = underVitest ? `mcpx_t_${process.env.MCPX_TEST_RUN ?? 'norun000'}_${randomBytes(6).toString('hex')}` : `mcpx_bench_${randomBytes(6).toString('hex')}`;
+  const name = underVitest
+    ? `mcpx_t_${process.env.MCPX_TEST_RUN ?? 'norun000'}_${randomBytes(6).toString('hex')}`
+    : `mcpx_bench_${randomBytes(6).toString('hex')}`;
   await withAdmin(async (admin) => {
     if (!underVitest) {
       await admin.query(`CREATE DATABASE "${name}"`);

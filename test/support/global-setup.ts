@@ -44,7 +44,14 @@ const stops: Array<() => Promise<unknown>> = [];
 async function ensureServices(): Promise<void> {
   const urls = serviceUrls();
   const checks = [
-    { name: 'Postgres', env: 'DATABASE_URL', url: urls.postgres, port: 5432, image: 'postgres:16-alpine', containerPort: 5432 },
+    {
+      name: 'Postgres',
+      env: 'DATABASE_URL',
+      url: urls.postgres,
+      port: 5432,
+      image: 'postgres:16-alpine',
+      containerPort: 5432,
+    },
     { name: 'NATS', env: 'NATS_URL', url: urls.nats, port: 4222, image: 'nats:2.11-alpine', containerPort: 4222 },
     { name: 'Redis', env: 'REDIS_URL', url: urls.redis, port: 6379, image: 'redis:7-alpine', containerPort: 6379 },
   ];
@@ -60,7 +67,10 @@ async function ensureServices(): Promise<void> {
   const { GenericContainer, Wait } = await import('testcontainers');
   for (const m of missing) {
     let container = new GenericContainer(m.image).withExposedPorts(m.containerPort);
-    if (m.name === 'Postgres') container = container.withEnvironment({ POSTGRES_HOST_AUTH_METHOD: 'trust' }).withWaitStrategy(Wait.forListeningPorts());
+    if (m.name === 'Postgres')
+      container = container
+        .withEnvironment({ POSTGRES_HOST_AUTH_METHOD: 'trust' })
+        .withWaitStrategy(Wait.forListeningPorts());
     if (m.name === 'NATS') container = container.withCommand(['-js']);
     const started = await container.start();
     stops.push(() => started.stop());
@@ -79,16 +89,21 @@ const runLockKey = (run: string): string => `mcpx-test-run-${run}`;
  * lock we can take belongs to a run that was killed.
  */
 async function dropStaleRuns(admin: pg.Client): Promise<void> {
-  const rows = await admin.query<{ datname: string }>(`SELECT datname FROM pg_database WHERE datname ~ '^mcpx_(tpl|t)_[0-9a-f]{8}'`);
+  const rows = await admin.query<{ datname: string }>(
+    `SELECT datname FROM pg_database WHERE datname ~ '^mcpx_(tpl|t)_[0-9a-f]{8}'`,
+  );
   const byRun = new Map<string, string[]>();
   for (const { datname } of rows.rows) {
     const run = /^mcpx_(?:tpl|t)_([0-9a-f]{8})/.exec(datname)?.[1];
     if (run !== undefined) byRun.set(run, [...(byRun.get(run) ?? []), datname]);
   }
   for (const [run, names] of byRun) {
-    const { rows: got } = await admin.query<{ ok: boolean }>('SELECT pg_try_advisory_lock(hashtext($1)) AS ok', [runLockKey(run)]);
+    const { rows: got } = await admin.query<{ ok: boolean }>('SELECT pg_try_advisory_lock(hashtext($1)) AS ok', [
+      runLockKey(run),
+    ]);
     if (!got[0]?.ok) continue;
-    for (const name of names) await admin.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`).catch(() => undefined);
+    for (const name of names)
+      await admin.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`).catch(() => undefined);
     await admin.query('SELECT pg_advisory_unlock(hashtext($1))', [runLockKey(run)]);
   }
 }
@@ -125,8 +140,12 @@ export default async function setup(): Promise<() => Promise<void>> {
     await db.destroy();
   }
   return async () => {
-    const mine = await admin.query<{ datname: string }>(`SELECT datname FROM pg_database WHERE datname LIKE $1 OR datname = $2`, [`mcpx\\_t\\_${run}%`, template]);
-    for (const row of mine.rows) await admin.query(`DROP DATABASE IF EXISTS "${row.datname}" WITH (FORCE)`).catch(() => undefined);
+    const mine = await admin.query<{ datname: string }>(
+      `SELECT datname FROM pg_database WHERE datname LIKE $1 OR datname = $2`,
+      [`mcpx\\_t\\_${run}%`, template],
+    );
+    for (const row of mine.rows)
+      await admin.query(`DROP DATABASE IF EXISTS "${row.datname}" WITH (FORCE)`).catch(() => undefined);
     await admin.end();
     for (const stop of stops) await stop();
     if (bundles !== undefined) rmSync(bundles, { recursive: true, force: true });

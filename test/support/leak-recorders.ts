@@ -5,7 +5,9 @@ import type { ApiClient } from './api-client.js';
  * `api.act`, recording each response as JSON in `responses`: the text a leak check later searches
  * for secrets. An action that fails throws, and records nothing.
  */
-export function recordingAct(responses: string[]): (api: ApiClient, type: string, fields?: Record<string, unknown>) => Promise<any> {
+export function recordingAct(
+  responses: string[],
+): (api: ApiClient, type: string, fields?: Record<string, unknown>) => Promise<any> {
   return async (api, type, fields = {}) => {
     const res = await api.act(type, fields);
     responses.push(JSON.stringify(res));

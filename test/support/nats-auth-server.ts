@@ -5,7 +5,14 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect, type ConnectionOptions, type NatsConnection } from '@nats-io/transport-node';
-import { NatsRoles, inboxPrefixOf, renderNatsServerConfig, type NatsCredentials, type NatsRole, type NatsUser } from '@mcpx/config';
+import {
+  NatsRoles,
+  inboxPrefixOf,
+  renderNatsServerConfig,
+  type NatsCredentials,
+  type NatsRole,
+  type NatsUser,
+} from '@mcpx/config';
 import { freePort } from '../servers/free-port.js';
 
 /** Where the machine's nats-server is (Debian's package); `NATS_SERVER_BIN` points elsewhere. */
@@ -32,9 +39,21 @@ export class NatsAuthServer {
     const dir = await mkdtemp(join(tmpdir(), 'mcpx-nats-auth-'));
     const port = await freePort();
     const prefix = opts.prefix ?? '';
-    const users = Object.fromEntries(NatsRoles.map((role) => [role, { user: role, password: randomBytes(24).toString('base64url'), role }])) as Record<NatsRole, NatsUser & { password: string }>;
+    const users = Object.fromEntries(
+      NatsRoles.map((role) => [role, { user: role, password: randomBytes(24).toString('base64url'), role }]),
+    ) as Record<NatsRole, NatsUser & { password: string }>;
     const configFile = join(dir, 'nats.conf');
-    await writeFile(configFile, renderNatsServerConfig({ users: Object.values(users), prefix, host: '127.0.0.1', port, storeDir: join(dir, 'js') }), { mode: 0o600 });
+    await writeFile(
+      configFile,
+      renderNatsServerConfig({
+        users: Object.values(users),
+        prefix,
+        host: '127.0.0.1',
+        port,
+        storeDir: join(dir, 'js'),
+      }),
+      { mode: 0o600 },
+    );
     const logFile = join(dir, 'nats.log');
     const child = spawn(natsServerBinary(), ['-c', configFile, '-l', logFile], { stdio: 'ignore' });
     const server = new NatsAuthServer(`nats://127.0.0.1:${port}`, prefix, users, child, dir, logFile);
@@ -60,7 +79,13 @@ export class NatsAuthServer {
 
   /** Connects as a role (with its inbox prefix unless `opts` says otherwise). */
   connectAs(role: NatsRole, opts: Partial<ConnectionOptions> = {}): Promise<NatsConnection> {
-    return connect({ servers: this.url, name: `test ${role}`, maxReconnectAttempts: 0, ...this.credentials(role), ...opts });
+    return connect({
+      servers: this.url,
+      name: `test ${role}`,
+      maxReconnectAttempts: 0,
+      ...this.credentials(role),
+      ...opts,
+    });
   }
 
   /** The server's log so far (permission violations are logged there too). */
@@ -75,7 +100,9 @@ export class NatsAuthServer {
   async restart(downMs = 0): Promise<void> {
     await this.halt();
     if (downMs > 0) await new Promise((r) => setTimeout(r, downMs));
-    this.child = spawn(natsServerBinary(), ['-c', join(this.dir, 'nats.conf'), '-l', this.logFile], { stdio: 'ignore' });
+    this.child = spawn(natsServerBinary(), ['-c', join(this.dir, 'nats.conf'), '-l', this.logFile], {
+      stdio: 'ignore',
+    });
     await this.waitReady(20_000);
   }
 
@@ -103,7 +130,8 @@ export class NatsAuthServer {
     const deadline = Date.now() + timeoutMs;
     let last: unknown;
     while (Date.now() < deadline) {
-      if (this.child.exitCode !== null) throw new Error(`nats-server exited (${this.child.exitCode}): ${await this.log()}`);
+      if (this.child.exitCode !== null)
+        throw new Error(`nats-server exited (${this.child.exitCode}): ${await this.log()}`);
       try {
         const nc = await this.connectAs('operator');
         try {
@@ -117,6 +145,8 @@ export class NatsAuthServer {
       }
       await new Promise((r) => setTimeout(r, 100));
     }
-    throw new Error(`nats-server not ready in ${timeoutMs} ms: ${(last as Error | undefined)?.message ?? ''}\n${await this.log()}`);
+    throw new Error(
+      `nats-server not ready in ${timeoutMs} ms: ${(last as Error | undefined)?.message ?? ''}\n${await this.log()}`,
+    );
   }
 }

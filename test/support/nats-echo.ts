@@ -24,7 +24,13 @@ async function serveEcho(url: string): Promise<void> {
     if (err) return;
     const req = decodeStrict<{ tool: string; arguments: { text?: unknown } }>(msg.data, 'request');
     const text = typeof req.arguments.text === 'string' ? req.arguments.text : '';
-    msg.respond(encodePayload({ ok: true, instance: ECHO_INSTANCE, result: { tool: req.tool, server: 'echo', summary: 'echo', text, durationMs: 0 } }));
+    msg.respond(
+      encodePayload({
+        ok: true,
+        instance: ECHO_INSTANCE,
+        result: { tool: req.tool, server: 'echo', summary: 'echo', text, durationMs: 0 },
+      }),
+    );
   };
   // The group subject and the instance's own, as a proxy instance: the client's later calls of a run go to the second.
   nc.subscribe(subjects.proxyCall, { callback });
@@ -47,7 +53,10 @@ export interface NatsEcho {
 /** Starts the responder in a process of its own and a client connection to it. */
 export async function startNatsEcho(): Promise<NatsEcho> {
   const url = serviceUrls().nats;
-  const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), url], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), url], {
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   const stderr: string[] = [];
   child.stderr.on('data', (d: Buffer) => stderr.push(d.toString()));
   await new Promise<void>((resolve, reject) => {

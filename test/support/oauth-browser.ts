@@ -29,7 +29,9 @@ export class TestBrowser {
   /** One GET with this browser's cookies; stores what the answer sets. No redirect followed. */
   async request(url: string | URL): Promise<BrowserResponse> {
     const target = new URL(url);
-    const cookies = [...(this.jar.get(target.origin)?.entries() ?? [])].filter(([, c]) => target.pathname.startsWith(c.path)).map(([n, c]) => `${n}=${c.value}`);
+    const cookies = [...(this.jar.get(target.origin)?.entries() ?? [])]
+      .filter(([, c]) => target.pathname.startsWith(c.path))
+      .map(([n, c]) => `${n}=${c.value}`);
     const headers: Record<string, string> = cookies.length > 0 ? { cookie: cookies.join('; ') } : {};
     let res: BrowserResponse;
     if (target.protocol === 'https:') {
@@ -40,7 +42,12 @@ export class TestBrowser {
       res = { status: got.status, location: typeof location === 'string' ? location : null, setCookie, text: got.text };
     } else {
       const got = await fetch(target, { redirect: 'manual', headers });
-      res = { status: got.status, location: got.headers.get('location'), setCookie: got.headers.getSetCookie(), text: await got.text() };
+      res = {
+        status: got.status,
+        location: got.headers.get('location'),
+        setCookie: got.headers.getSetCookie(),
+        text: await got.text(),
+      };
     }
     for (const line of res.setCookie) this.store(target, line);
     return res;
@@ -53,7 +60,8 @@ export class TestBrowser {
   async start(ticketUrl: string): Promise<URL> {
     const res = await this.request(ticketUrl);
     const location = res.location;
-    if (res.status !== 302 || location === null) throw new Error(`the ticket did not redirect (${res.status}): ${res.text.slice(0, 300)}`);
+    if (res.status !== 302 || location === null)
+      throw new Error(`the ticket did not redirect (${res.status}): ${res.text.slice(0, 300)}`);
     return new URL(location, ticketUrl);
   }
 

@@ -1,7 +1,13 @@
 import { InMemorySpanExporter } from '@opentelemetry/sdk-trace';
 import type { LogSink } from '@mcpx/log';
 import { setupTelemetry, type Telemetry } from '@mcpx/telemetry';
-import { startOAuthServer, startProtectedMcpServer, type TestMcpServer, type TestOAuthServer, type TestOAuthServerOptions } from '../servers/index.js';
+import {
+  startOAuthServer,
+  startProtectedMcpServer,
+  type TestMcpServer,
+  type TestOAuthServer,
+  type TestOAuthServerOptions,
+} from '../servers/index.js';
 import { InProcessSystem } from './system.js';
 
 export interface OAuthSystemOptions {
@@ -44,7 +50,11 @@ async function stopAll(stops: Stop[]): Promise<void> {
       clearTimeout(timer);
     }
   }
-  if (errors.length > 0) throw new AggregateError(errors, `the OAuth system did not stop cleanly: ${errors.map((e) => (e as Error).message).join('; ')}`);
+  if (errors.length > 0)
+    throw new AggregateError(
+      errors,
+      `the OAuth system did not stop cleanly: ${errors.map((e) => (e as Error).message).join('; ')}`,
+    );
 }
 
 /**
@@ -65,7 +75,10 @@ export class OAuthSystem {
   static async start(opts: OAuthSystemOptions): Promise<OAuthSystem> {
     const stops: Stop[] = [];
     try {
-      const telemetry = await setupTelemetry({ serviceName: opts.serviceName, spanExporter: opts.spanExporter ?? new InMemorySpanExporter() });
+      const telemetry = await setupTelemetry({
+        serviceName: opts.serviceName,
+        spanExporter: opts.spanExporter ?? new InMemorySpanExporter(),
+      });
       stops.unshift({ what: 'telemetry', stop: () => telemetry.shutdown() });
       const as = await startOAuthServer(opts.authorizationServer);
       stops.unshift({ what: 'the authorization server', stop: () => as.close() });

@@ -5,7 +5,12 @@ import { DeliverPolicy } from '@nats-io/jetstream';
 import type { Subscription } from '@nats-io/transport-node';
 import { connectBus, type Bus } from '@mcpx/bus';
 import { loadConfig } from '@mcpx/config';
-import { decodePayload, type AgentChangedEvent, type AgentToolsChangedEvent, type ServerDiscoveredEvent } from '@mcpx/contracts';
+import {
+  decodePayload,
+  type AgentChangedEvent,
+  type AgentToolsChangedEvent,
+  type ServerDiscoveredEvent,
+} from '@mcpx/contracts';
 import { createDb, type Db } from '@mcpx/db';
 import type { RemoteTool } from '@mcpx/domain';
 import { startProjector, type RunningProjector } from '@mcpx/projector';
@@ -61,7 +66,13 @@ export class ProjectorHarness {
   static async start(opts: HarnessOptions = {}): Promise<ProjectorHarness> {
     const testDb = await createTestDatabase();
     const ns = uniqueNamespace();
-    const env = { DATABASE_URL: testDb.url, NATS_URL: serviceUrls().nats, NATS_PREFIX: ns.natsPrefix, LOG_LEVEL: 'info', ...opts.env };
+    const env = {
+      DATABASE_URL: testDb.url,
+      NATS_URL: serviceUrls().nats,
+      NATS_PREFIX: ns.natsPrefix,
+      LOG_LEVEL: 'info',
+      ...opts.env,
+    };
     const bus = await connectBus({ url: env.NATS_URL, name: 'projector-test', prefix: env.NATS_PREFIX });
     const h = new ProjectorHarness(env, testDb, createDb(testDb.url, { max: 4 }), bus, opts);
     await bus.nc.flush();
@@ -70,8 +81,15 @@ export class ProjectorHarness {
   }
 
   async startInstance(): Promise<RunningProjector> {
-    const config = loadConfig('projector', { ...this.env, HTTP_PORT: '0', INSTANCE_ID: `projector-${this.projectors.length + 1}` });
-    const p = await startProjector(config, { logSink: (line) => this.logs.push(line), ...(this.opts.ackWaitMs ? { ackWaitMs: this.opts.ackWaitMs } : {}) });
+    const config = loadConfig('projector', {
+      ...this.env,
+      HTTP_PORT: '0',
+      INSTANCE_ID: `projector-${this.projectors.length + 1}`,
+    });
+    const p = await startProjector(config, {
+      logSink: (line) => this.logs.push(line),
+      ...(this.opts.ackWaitMs ? { ackWaitMs: this.opts.ackWaitMs } : {}),
+    });
     this.projectors.push(p);
     return p;
   }
@@ -84,7 +102,15 @@ export class ProjectorHarness {
     const logs: string[] = [];
     const child = spawn(process.execPath, entryArgs('projector'), {
       cwd: ROOT,
-      env: { ...process.env, ...this.env, ...env, HTTP_PORT: String(port), HTTP_HOST: '127.0.0.1', INTERNAL_HTTP_PORT: String(internalPort), INSTANCE_ID: `projector-proc-${port}` },
+      env: {
+        ...process.env,
+        ...this.env,
+        ...env,
+        HTTP_PORT: String(port),
+        HTTP_HOST: '127.0.0.1',
+        INTERNAL_HTTP_PORT: String(internalPort),
+        INSTANCE_ID: `projector-proc-${port}`,
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
       // Its own process group, which a kill ends whole (whatever runs the service).
       detached: true,
@@ -120,13 +146,19 @@ export class ProjectorHarness {
   async seedAgents(n: number, servers: string[], prefix = 'agent-'): Promise<string[]> {
     await sql`
       INSERT INTO projector.agent_sets (account_id, agent_id, servers, revision)
-      SELECT ${this.account}, ${prefix} || g, ${servers}::text[], 1 FROM generate_series(0, ${n - 1}) g`.execute(this.db);
+      SELECT ${this.account}, ${prefix} || g, ${servers}::text[], 1 FROM generate_series(0, ${n - 1}) g`.execute(
+      this.db,
+    );
     for (let i = 0; i < n; i++) this.revisions.set(`${prefix}${i}`, 1);
     return Array.from({ length: n }, (_, i) => `${prefix}${i}`);
   }
 
   /** Publishes a discovery of `server` with the next generation (or the one given). */
-  async discovered(server: string, tools: RemoteTool[], opts: { serverId?: string; generation?: number } = {}): Promise<ServerDiscoveredEvent> {
+  async discovered(
+    server: string,
+    tools: RemoteTool[],
+    opts: { serverId?: string; generation?: number } = {},
+  ): Promise<ServerDiscoveredEvent> {
     const generation = opts.generation ?? (this.generations.get(server) ?? 0) + 1;
     this.generations.set(server, Math.max(generation, this.generations.get(server) ?? 0));
     const event: ServerDiscoveredEvent = {
@@ -143,7 +175,11 @@ export class ProjectorHarness {
   }
 
   async deleted(server: string, serverId = `id-${server}`): Promise<void> {
-    await this.publish(this.bus.subjects.serverDeleted(this.account, server), { account: this.account, server, serverId });
+    await this.publish(this.bus.subjects.serverDeleted(this.account, server), {
+      account: this.account,
+      server,
+      serverId,
+    });
   }
 
   /** Publishes an agent's definition with the next revision. */
@@ -168,7 +204,8 @@ export class ProjectorHarness {
         const stream = await jsm.streams.info(subjects.mcpEventsStream);
         const info = await jsm.consumers.info(subjects.mcpEventsStream, 'projector').catch(() => null);
         if (info === null) return undefined;
-        const done = info.num_pending === 0 && info.num_ack_pending === 0 && info.ack_floor.stream_seq >= stream.state.last_seq;
+        const done =
+          info.num_pending === 0 && info.num_ack_pending === 0 && info.ack_floor.stream_seq >= stream.state.last_seq;
         return done ? true : undefined;
       },
       timeoutMs,
@@ -199,8 +236,20 @@ export class ProjectorHarness {
   }
 
   /** The agent's set as readers see it (the agent_tools view). */
-  async toolsOf(agent: string): Promise<{ tools: Record<string, string>; conflicts: Array<{ name: string; server: string; heldBy: string }>; version: number } | undefined> {
-    return this.db.selectFrom('projector.agent_tools').select(['tools', 'conflicts', 'version']).where('account_id', '=', this.account).where('agent_id', '=', agent).executeTakeFirst();
+  async toolsOf(agent: string): Promise<
+    | {
+        tools: Record<string, string>;
+        conflicts: Array<{ name: string; server: string; heldBy: string }>;
+        version: number;
+      }
+    | undefined
+  > {
+    return this.db
+      .selectFrom('projector.agent_tools')
+      .select(['tools', 'conflicts', 'version'])
+      .where('account_id', '=', this.account)
+      .where('agent_id', '=', agent)
+      .executeTakeFirst();
   }
 
   eventsFor(agent: string): AgentToolsChangedEvent[] {
@@ -222,5 +271,9 @@ export class ProjectorHarness {
 
 /** `n` remote tools named `t00`…, each with `description`. */
 export function remoteTools(n: number, description = (i: number) => `Tool number ${i}.`): RemoteTool[] {
-  return Array.from({ length: n }, (_, i) => ({ name: `t${String(i).padStart(2, '0')}`, description: description(i), inputSchema: { type: 'object', properties: { x: { type: 'string' } } } }));
+  return Array.from({ length: n }, (_, i) => ({
+    name: `t${String(i).padStart(2, '0')}`,
+    description: description(i),
+    inputSchema: { type: 'object', properties: { x: { type: 'string' } } },
+  }));
 }

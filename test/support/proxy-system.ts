@@ -49,7 +49,12 @@ export class ProxySystem {
     const { env, db } = await systemEnv({ LOG_LEVEL: 'warn', ...opts.env });
     const telemetry = await setupTelemetry({ serviceName: 'mcpx-proxy-test' });
     const stops: Array<() => Promise<void>> = [];
-    const config = (service: 'registry' | 'projector' | 'proxy', i = 0) => loadConfig(service, { ...env, HTTP_PORT: '0', INSTANCE_ID: `${service}-${i}-${Math.random().toString(36).slice(2, 8)}` });
+    const config = (service: 'registry' | 'projector' | 'proxy', i = 0) =>
+      loadConfig(service, {
+        ...env,
+        HTTP_PORT: '0',
+        INSTANCE_ID: `${service}-${i}-${Math.random().toString(36).slice(2, 8)}`,
+      });
     const quiet = { telemetry, logSink: () => {} };
     try {
       const registry = await startRegistry(config('registry'), { ...quiet, ...opts.registry });
@@ -72,10 +77,18 @@ export class ProxySystem {
   /** Starts one more proxy instance in this process. */
   async addProxy(extraEnv: Record<string, string> = {}): Promise<RunningProxy> {
     const i = this.proxies.length;
-    const proxy = await startProxy(loadConfig('proxy', { ...this.env, ...extraEnv, HTTP_PORT: '0', INSTANCE_ID: `proxy-${i}-${Math.random().toString(36).slice(2, 8)}` }), {
-      telemetry: this.telemetry,
-      logSink: () => {},
-    });
+    const proxy = await startProxy(
+      loadConfig('proxy', {
+        ...this.env,
+        ...extraEnv,
+        HTTP_PORT: '0',
+        INSTANCE_ID: `proxy-${i}-${Math.random().toString(36).slice(2, 8)}`,
+      }),
+      {
+        telemetry: this.telemetry,
+        logSink: () => {},
+      },
+    );
     this.proxies.push(proxy);
     return proxy;
   }
@@ -86,13 +99,20 @@ export class ProxySystem {
 
   /** `SetMcpServer` and waits for a successful discovery. */
   async setServer(name: string, url: string): Promise<void> {
-    const { server } = await this.api.act<{ server: { status: { state: string; error?: string } } }>('SetMcpServer', { name, config: { url } });
-    if (server.status.state !== 'ok') throw new Error(`server ${name} did not connect: ${server.status.error ?? server.status.state}`);
+    const { server } = await this.api.act<{ server: { status: { state: string; error?: string } } }>('SetMcpServer', {
+      name,
+      config: { url },
+    });
+    if (server.status.state !== 'ok')
+      throw new Error(`server ${name} did not connect: ${server.status.error ?? server.status.state}`);
   }
 
   /** Creates an agent granted `servers` and waits until it has `minTools` tools projected. */
   async createAgent(name: string, servers: string[], minTools = 1): Promise<string> {
-    const { agent } = await this.api.act<{ agent: { id: string } }>('CreateAgent', { name, definition: { mcpServers: servers } });
+    const { agent } = await this.api.act<{ agent: { id: string } }>('CreateAgent', {
+      name,
+      definition: { mcpServers: servers },
+    });
     this.agentIds.set(name, agent.id);
     await eventually(
       async () => {
@@ -106,12 +126,31 @@ export class ProxySystem {
   }
 
   /** A call as the runtime makes it; the agent is an id or a name given to createAgent. */
-  call(agent: string, run: string, tool: string, args: Record<string, unknown> = {}, extra: Partial<CallInput> = {}): Promise<CallOutcome> {
-    return this.client.call({ account: this.account, agent: this.agentIds.get(agent) ?? agent, run, tool, arguments: args, ...extra });
+  call(
+    agent: string,
+    run: string,
+    tool: string,
+    args: Record<string, unknown> = {},
+    extra: Partial<CallInput> = {},
+  ): Promise<CallOutcome> {
+    return this.client.call({
+      account: this.account,
+      agent: this.agentIds.get(agent) ?? agent,
+      run,
+      tool,
+      arguments: args,
+      ...extra,
+    });
   }
 
   /** The typed error a call fails with (fails the test if it succeeds). */
-  async callError(agent: string, run: string, tool: string, args: Record<string, unknown> = {}, extra: Partial<CallInput> = {}): Promise<WireError> {
+  async callError(
+    agent: string,
+    run: string,
+    tool: string,
+    args: Record<string, unknown> = {},
+    extra: Partial<CallInput> = {},
+  ): Promise<WireError> {
     try {
       await this.call(agent, run, tool, args, extra);
     } catch (err) {
@@ -153,7 +192,11 @@ export interface ProxyProcess {
  * free port can be taken by another test's process between the probe and the proxy's listen: a
  * start that fails with EADDRINUSE is tried again on other ports (three times at most).
  */
-export async function spawnProxyProcess(system: ProxySystem, extraEnv: Record<string, string> = {}, nodeArgs: string[] = []): Promise<ProxyProcess> {
+export async function spawnProxyProcess(
+  system: ProxySystem,
+  extraEnv: Record<string, string> = {},
+  nodeArgs: string[] = [],
+): Promise<ProxyProcess> {
   for (let attempt = 1; ; attempt++) {
     try {
       return await spawnProxyOnce(system, extraEnv, nodeArgs);
@@ -163,7 +206,11 @@ export async function spawnProxyProcess(system: ProxySystem, extraEnv: Record<st
   }
 }
 
-async function spawnProxyOnce(system: ProxySystem, extraEnv: Record<string, string>, nodeArgs: string[]): Promise<ProxyProcess> {
+async function spawnProxyOnce(
+  system: ProxySystem,
+  extraEnv: Record<string, string>,
+  nodeArgs: string[],
+): Promise<ProxyProcess> {
   const port = await freePort();
   const internalPort = await freePort();
   const instance = `proxyp-${port}`;
@@ -172,7 +219,15 @@ async function spawnProxyOnce(system: ProxySystem, extraEnv: Record<string, stri
   // that holds the connections, not a relay in front of it.
   const child = spawn(process.execPath, [...nodeArgs, ...entryArgs('proxy')], {
     cwd: ROOT,
-    env: { ...process.env, ...system.env, ...extraEnv, HTTP_PORT: String(port), HTTP_HOST: '127.0.0.1', INTERNAL_HTTP_PORT: String(internalPort), INSTANCE_ID: instance },
+    env: {
+      ...process.env,
+      ...system.env,
+      ...extraEnv,
+      HTTP_PORT: String(port),
+      HTTP_HOST: '127.0.0.1',
+      INTERNAL_HTTP_PORT: String(internalPort),
+      INSTANCE_ID: instance,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   child.stdout?.on('data', (d: Buffer) => logs.push(d.toString('utf8')));
@@ -192,8 +247,17 @@ async function spawnProxyOnce(system: ProxySystem, extraEnv: Record<string, stri
   for (;;) {
     if (!alive()) throw new Error(`proxy exited:\n${logs.join('')}`);
     if ((await fetch(`${url}/healthz`).catch(() => undefined))?.ok) break;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for proxy ${instance} healthy:\n${logs.join('').slice(-4000)}`);
+    if (Date.now() > deadline)
+      throw new Error(`timed out waiting for proxy ${instance} healthy:\n${logs.join('').slice(-4000)}`);
     await new Promise((r) => setTimeout(r, 100));
   }
-  return { instance, url, internalUrl: `http://127.0.0.1:${internalPort}`, child, logs, kill: () => signal('SIGKILL'), stop: () => signal('SIGTERM') };
+  return {
+    instance,
+    url,
+    internalUrl: `http://127.0.0.1:${internalPort}`,
+    child,
+    logs,
+    kill: () => signal('SIGKILL'),
+    stop: () => signal('SIGTERM'),
+  };
 }

@@ -36,7 +36,9 @@ async function settleConnections(database: string): Promise<void> {
   try {
     const deadline = Date.now() + 3_000;
     while (Date.now() < deadline) {
-      const r = await admin.query<{ n: number }>('SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1', [database]);
+      const r = await admin.query<{ n: number }>('SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1', [
+        database,
+      ]);
       if ((r.rows[0]?.n ?? 0) === 0) return;
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
@@ -83,7 +85,14 @@ export class RegistryHarness {
   static async start(opts: HarnessOptions = {}): Promise<RegistryHarness> {
     const { env, db } = await systemEnv(opts.env);
     const telemetry = opts.telemetry ?? (await testTelemetry());
-    const h = new RegistryHarness(env, db, createDb(db.url, { max: 2 }), await connect({ servers: serviceUrls().nats }), opts, telemetry);
+    const h = new RegistryHarness(
+      env,
+      db,
+      createDb(db.url, { max: 2 }),
+      await connect({ servers: serviceUrls().nats }),
+      opts,
+      telemetry,
+    );
     try {
       h.registry = await h.addRegistry();
       if (opts.projector !== false) {
@@ -113,7 +122,12 @@ export class RegistryHarness {
   }
 
   config(service: 'registry' | 'projector' | 'proxy', extraEnv: Record<string, string> = {}): Config {
-    return loadConfig(service, { ...this.env, ...extraEnv, HTTP_PORT: '0', INSTANCE_ID: `${service}-${this.stops.length + 1}` });
+    return loadConfig(service, {
+      ...this.env,
+      ...extraEnv,
+      HTTP_PORT: '0',
+      INSTANCE_ID: `${service}-${this.stops.length + 1}`,
+    });
   }
 
   /** Every log line of the services, unless the options route them elsewhere. */
@@ -124,7 +138,10 @@ export class RegistryHarness {
   }
 
   /** Starts one more registry instance on the same database, NATS namespace and Redis prefix. */
-  async addRegistry(extraEnv: Record<string, string> = {}, registryOpts = this.opts.registry): Promise<RunningRegistry> {
+  async addRegistry(
+    extraEnv: Record<string, string> = {},
+    registryOpts = this.opts.registry,
+  ): Promise<RunningRegistry> {
     const registry = await startRegistry(this.config('registry', extraEnv), { ...registryOpts, ...this.common() });
     let stopped = false;
     const stop = async (): Promise<void> => {
@@ -213,7 +230,10 @@ export class RegistryHarness {
  * The agent-tools-changed events a capture holds once the first has come and half a second more
  * has passed (a second event would follow the first at once); the capture is stopped.
  */
-export async function settledToolsChanged(captured: { messages: CapturedMessage[]; stop(): void }): Promise<AgentToolsChangedEvent[]> {
+export async function settledToolsChanged(captured: {
+  messages: CapturedMessage[];
+  stop(): void;
+}): Promise<AgentToolsChangedEvent[]> {
   await eventually(async () => (captured.messages.length > 0 ? true : undefined), 15_000, 'agent-tools-changed');
   await new Promise((r) => setTimeout(r, 500));
   captured.stop();

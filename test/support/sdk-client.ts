@@ -4,4 +4,7 @@ export { Client } from '@modelcontextprotocol/sdk/client/index.js';
 export { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 export { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
 // SDK v2 (both eras; construct with `versionNegotiation: {mode: 'auto'}`): the modern rows' direct client.
-export { Client as ModernClient, StreamableHTTPClientTransport as ModernStreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+export {
+  Client as ModernClient,
+  StreamableHTTPClientTransport as ModernStreamableHTTPClientTransport,
+} from '@modelcontextprotocol/client';

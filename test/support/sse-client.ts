@@ -23,7 +23,8 @@ export class SseSubscriber {
     const sub = new SseSubscriber();
     const envelope = Buffer.from(JSON.stringify(api.envelope({ type: 'SubscribeEvents' }))).toString('base64url');
     const res = await fetch(new URL(`/v1/events?envelope=${envelope}`, api.apiUrl), { signal: sub.abort.signal });
-    if (res.status !== 200 || res.body === null) throw new Error(`event stream answered ${res.status}: ${await res.text()}`);
+    if (res.status !== 200 || res.body === null)
+      throw new Error(`event stream answered ${res.status}: ${await res.text()}`);
     let onConnected: (ok: boolean) => void = () => undefined;
     const connected = new Promise<boolean>((resolve) => (onConnected = resolve));
     sub.reading = (async () => {
@@ -63,7 +64,11 @@ export class SseSubscriber {
 
   /** The first event named `event` whose data satisfies `match` (bounded wait). */
   waitFor(event: string, match: (data: any) => boolean = () => true, timeoutMs = 10_000): Promise<SseEvent> {
-    return eventually(async () => this.events.find((e) => e.event === event && match(e.data)), timeoutMs, `${event} on the event stream`);
+    return eventually(
+      async () => this.events.find((e) => e.event === event && match(e.data)),
+      timeoutMs,
+      `${event} on the event stream`,
+    );
   }
 
   async close(): Promise<void> {

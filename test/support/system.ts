@@ -30,7 +30,9 @@ export interface SystemOptions {
 }
 
 /** The environment a system of this test's own runs with: its database, subjects and keys. */
-export async function systemEnv(extra: Record<string, string> = {}): Promise<{ env: Record<string, string>; db: TestDatabase }> {
+export async function systemEnv(
+  extra: Record<string, string> = {},
+): Promise<{ env: Record<string, string>; db: TestDatabase }> {
   const db = await createTestDatabase();
   const ns = uniqueNamespace();
   const urls = serviceUrls();
@@ -50,7 +52,12 @@ export async function systemEnv(extra: Record<string, string> = {}): Promise<{ e
   };
 }
 
-async function waitHealthy(url: string, child: ChildProcess | undefined, logs: string[], timeoutMs = 60_000): Promise<void> {
+async function waitHealthy(
+  url: string,
+  child: ChildProcess | undefined,
+  logs: string[],
+  timeoutMs = 60_000,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (child && child.exitCode !== null) throw new Error(`service exited (${child.exitCode}):\n${logs.join('')}`);
@@ -110,12 +117,27 @@ export class ProcessSystem {
     // node itself (not the tsx wrapper), so that a kill reaches the service's own process.
     const child = spawn(process.execPath, entryArgs(name), {
       cwd: ROOT,
-      env: { ...process.env, ...this.env, ...this.natsEnv(name), HTTP_PORT: String(port), HTTP_HOST: '127.0.0.1', INTERNAL_HTTP_PORT: String(internalPort), INSTANCE_ID: instance },
+      env: {
+        ...process.env,
+        ...this.env,
+        ...this.natsEnv(name),
+        HTTP_PORT: String(port),
+        HTTP_HOST: '127.0.0.1',
+        INTERNAL_HTTP_PORT: String(internalPort),
+        INSTANCE_ID: instance,
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     child.stdout?.on('data', (d: Buffer) => logs.push(d.toString('utf8')));
     child.stderr?.on('data', (d: Buffer) => logs.push(d.toString('utf8')));
-    const svc: ServiceProcess = { name, instance, url: `http://127.0.0.1:${port}`, internalUrl: `http://127.0.0.1:${internalPort}`, child, logs };
+    const svc: ServiceProcess = {
+      name,
+      instance,
+      url: `http://127.0.0.1:${port}`,
+      internalUrl: `http://127.0.0.1:${internalPort}`,
+      child,
+      logs,
+    };
     this.services.push(svc);
     await waitHealthy(svc.url, child, logs);
     return svc;
@@ -159,14 +181,26 @@ export class InProcessSystem {
     readonly config: (service: ServiceName) => Config,
   ) {}
 
-  static async start(opts: { telemetry: Telemetry; logSink?: LogSink; env?: Record<string, string>; natsEnv?: SystemOptions['natsEnv'] }): Promise<InProcessSystem> {
+  static async start(opts: {
+    telemetry: Telemetry;
+    logSink?: LogSink;
+    env?: Record<string, string>;
+    natsEnv?: SystemOptions['natsEnv'];
+  }): Promise<InProcessSystem> {
     const { env, db } = await systemEnv(opts.env);
-    const config = (service: ServiceName): Config => loadConfig(service, { ...env, ...opts.natsEnv?.(service), HTTP_PORT: '0', INSTANCE_ID: `${service}-inproc` });
+    const config = (service: ServiceName): Config =>
+      loadConfig(service, { ...env, ...opts.natsEnv?.(service), HTTP_PORT: '0', INSTANCE_ID: `${service}-inproc` });
     const common = { telemetry: opts.telemetry, ...(opts.logSink ? { logSink: opts.logSink } : {}) };
     const registry = await startRegistry(config('registry'), common);
     const projector = await startProjector(config('projector'), common);
     const proxy = await startProxy(config('proxy'), common);
-    return new InProcessSystem(env, db, registry.url, [() => proxy.stop(), () => projector.stop(), () => registry.stop()], config);
+    return new InProcessSystem(
+      env,
+      db,
+      registry.url,
+      [() => proxy.stop(), () => projector.stop(), () => registry.stop()],
+      config,
+    );
   }
 
   async stop(): Promise<void> {
@@ -176,7 +210,11 @@ export class InProcessSystem {
 }
 
 /** Polls until `fn` returns a value that is not undefined, or fails after `timeoutMs`. */
-export async function eventually<T>(fn: () => Promise<T | undefined>, timeoutMs = 15_000, what = 'condition'): Promise<T> {
+export async function eventually<T>(
+  fn: () => Promise<T | undefined>,
+  timeoutMs = 15_000,
+  what = 'condition',
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let lastErr: unknown;
   while (Date.now() < deadline) {

@@ -37,7 +37,10 @@ describe('mcpx call on a task and mcpx tasks', { timeout: 180_000 }, () => {
     await system.setServer('modern', upstream.url);
     await system.setServer('every', everything.url);
     await system.createAgent('reports', ['modern', 'every'], 12);
-    ({ env, dir } = cliEnvFor(system.api, { MCPX_NATS_URL: serviceUrls().nats, MCPX_NATS_PREFIX: system.env.NATS_PREFIX ?? '' }));
+    ({ env, dir } = cliEnvFor(system.api, {
+      MCPX_NATS_URL: serviceUrls().nats,
+      MCPX_NATS_PREFIX: system.env.NATS_PREFIX ?? '',
+    }));
   }, 120_000);
 
   afterAll(async () => {
@@ -47,7 +50,10 @@ describe('mcpx call on a task and mcpx tasks', { timeout: 180_000 }, () => {
 
   it('a call that becomes a task past its bound waits for it, shows its status on stderr, and prints the result', async () => {
     const before = upstream.stats.created;
-    const out = await runCli(['call', '--agent', 'reports', '--task', '--timeout-ms', '800', 'modern__long-export', '{"format":"pdf"}'], env);
+    const out = await runCli(
+      ['call', '--agent', 'reports', '--task', '--timeout-ms', '800', 'modern__long-export', '{"format":"pdf"}'],
+      env,
+    );
     expect(out.code, out.stderr).toBe(0);
     expect(upstream.stats.created).toBe(before + 1);
     const id = TASK_ID.exec(out.stderr)?.[1];
@@ -60,11 +66,27 @@ describe('mcpx call on a task and mcpx tasks', { timeout: 180_000 }, () => {
     // The task the call waited for is the broker's, ended.
     const show = await runCli(['tasks', 'show', id!, '--json'], env);
     expect(show.code, show.stderr).toBe(0);
-    expect((JSON.parse(show.stdout) as { task: { state: string; tool: string } }).task).toMatchObject({ state: 'completed', tool: 'modern__long-export' });
+    expect((JSON.parse(show.stdout) as { task: { state: string; tool: string } }).task).toMatchObject({
+      state: 'completed',
+      tool: 'modern__long-export',
+    });
   });
 
   it('--json waits without status lines and prints the whole result', async () => {
-    const out = await runCli(['call', '--agent', 'reports', '--task', '--timeout-ms', '800', 'modern__long-export', '{"format":"csv"}', '--json'], env);
+    const out = await runCli(
+      [
+        'call',
+        '--agent',
+        'reports',
+        '--task',
+        '--timeout-ms',
+        '800',
+        'modern__long-export',
+        '{"format":"csv"}',
+        '--json',
+      ],
+      env,
+    );
     expect(out.code, out.stderr).toBe(0);
     expect(out.stderr).not.toContain('task tsk_');
     const result = JSON.parse(out.stdout) as { text: string; result: unknown; taskId: string; task?: unknown };
@@ -75,7 +97,21 @@ describe('mcpx call on a task and mcpx tasks', { timeout: 180_000 }, () => {
   });
 
   it('--no-wait prints the handle and exits 0; tasks result is a conflict while it runs, the result once it ended', async () => {
-    const out = await runCli(['call', '--agent', 'reports', '--task', '--no-wait', '--timeout-ms', '500', 'modern__long-export', '{"format":"xml"}', '--json'], env);
+    const out = await runCli(
+      [
+        'call',
+        '--agent',
+        'reports',
+        '--task',
+        '--no-wait',
+        '--timeout-ms',
+        '500',
+        'modern__long-export',
+        '{"format":"xml"}',
+        '--json',
+      ],
+      env,
+    );
     expect(out.code, out.stderr).toBe(0);
     const handle = (JSON.parse(out.stdout) as { task: { id: string; state: string } }).task;
     expect(handle.id).toMatch(TASK_ID);
@@ -101,7 +137,10 @@ describe('mcpx call on a task and mcpx tasks', { timeout: 180_000 }, () => {
   });
 
   it('tasks cancel asks the server and the task ends cancelled; its result is the typed cancel', async () => {
-    const out = await runCli(['call', '--agent', 'reports', '--task', '--no-wait', '--timeout-ms', '500', 'modern__never-ends', '{}'], env);
+    const out = await runCli(
+      ['call', '--agent', 'reports', '--task', '--no-wait', '--timeout-ms', '500', 'modern__never-ends', '{}'],
+      env,
+    );
     expect(out.code, out.stderr).toBe(0);
     const id = TASK_ID.exec(out.stdout)?.[1];
     expect(id, out.stdout).toBeDefined();
@@ -117,7 +156,21 @@ describe('mcpx call on a task and mcpx tasks', { timeout: 180_000 }, () => {
   });
 
   it("another account's key cannot read, cancel or take a task: not_found, and the task runs on", async () => {
-    const out = await runCli(['call', '--agent', 'reports', '--task', '--no-wait', '--timeout-ms', '500', 'modern__never-ends', '{}', '--json'], env);
+    const out = await runCli(
+      [
+        'call',
+        '--agent',
+        'reports',
+        '--task',
+        '--no-wait',
+        '--timeout-ms',
+        '500',
+        'modern__never-ends',
+        '{}',
+        '--json',
+      ],
+      env,
+    );
     const id = (JSON.parse(out.stdout) as { task: { id: string } }).task.id;
     const otherKey = join(dir, 'other-key.json');
     writeFileSync(otherKey, JSON.stringify(generateKeyPair()), { mode: 0o600 });
@@ -137,11 +190,15 @@ describe('mcpx call on a task and mcpx tasks', { timeout: 180_000 }, () => {
 
   it('a task cancelled while the call waits ends the call with the typed cancel (exit 1), never a hang', async () => {
     // The CLI in its own process, its stderr read as it comes: cancelled once it is waiting (it printed the handle).
-    const child = spawn(process.execPath, [...entryArgs('mcpx'), 'call', '--agent', 'reports', '--task', '--timeout-ms', '500', 'modern__never-ends', '{}'], {
-      cwd: ROOT,
-      env: { ...process.env, ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn(
+      process.execPath,
+      [...entryArgs('mcpx'), 'call', '--agent', 'reports', '--task', '--timeout-ms', '500', 'modern__never-ends', '{}'],
+      {
+        cwd: ROOT,
+        env: { ...process.env, ...env },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString('utf8')));
@@ -149,7 +206,11 @@ describe('mcpx call on a task and mcpx tasks', { timeout: 180_000 }, () => {
     const exited = new Promise<number>((resolve) => child.on('exit', (code) => resolve(code ?? 1)));
     const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
     try {
-      const id = await eventually(async () => /task (tsk_[a-z2-7]{24}) working/.exec(stderr)?.[1], 30_000, 'the call waiting for its task');
+      const id = await eventually(
+        async () => /task (tsk_[a-z2-7]{24}) working/.exec(stderr)?.[1],
+        30_000,
+        'the call waiting for its task',
+      );
       await new TaskClient(system.nc, system.subjects).cancelTask(system.account, id);
       expect(await exited).toBe(1);
       expect(stderr).toContain(`task ${id} cancelled`);
@@ -162,13 +223,19 @@ describe('mcpx call on a task and mcpx tasks', { timeout: 180_000 }, () => {
   });
 
   it('a required tool (2025-11-25) is a task without --task: the call waits for the report; through the API the handle is printed with what to do', async () => {
-    const waited = await runCli(['call', '--agent', 'reports', '--timeout-ms', '500', 'every__simulate-research-query', '{"topic":"tides"}'], env);
+    const waited = await runCli(
+      ['call', '--agent', 'reports', '--timeout-ms', '500', 'every__simulate-research-query', '{"topic":"tides"}'],
+      env,
+    );
     expect(waited.code, waited.stderr).toBe(0);
     expect(waited.stderr).toMatch(/task tsk_[a-z2-7]{24} working/);
     expect(waited.stderr).toMatch(/task tsk_[a-z2-7]{24} completed/);
     expect(waited.stdout).toContain('# Research Report: tides');
 
-    const viaApi = await runCli(['call', '--agent', 'reports', '--timeout-ms', '500', 'every__simulate-research-query', '{"topic":"reefs"}'], { ...env, MCPX_NATS_URL: '' });
+    const viaApi = await runCli(
+      ['call', '--agent', 'reports', '--timeout-ms', '500', 'every__simulate-research-query', '{"topic":"reefs"}'],
+      { ...env, MCPX_NATS_URL: '' },
+    );
     expect(viaApi.code, viaApi.stderr).toBe(0);
     const id = TASK_ID.exec(viaApi.stdout)?.[1];
     expect(id, viaApi.stdout).toBeDefined();
@@ -191,7 +258,10 @@ describe('mcpx call on a task and mcpx tasks', { timeout: 180_000 }, () => {
     const tasks = await runCli(['tasks', 'list'], noNats);
     expect(tasks.code).toBe(2);
     expect(tasks.stderr).toContain('mcpx tasks goes over NATS');
-    const call = await runCli(['call', '--agent', 'reports', '--task', 'modern__long-export', '{"format":"pdf"}'], noNats);
+    const call = await runCli(
+      ['call', '--agent', 'reports', '--task', 'modern__long-export', '{"format":"pdf"}'],
+      noNats,
+    );
     expect(call.code).toBe(2);
     expect(call.stderr).toContain('--task goes over NATS');
     const bad = await runCli(['tasks', 'show', 'tsk_../../x'], env);

@@ -15,7 +15,10 @@ describe('a task whose polling proxy is killed', () => {
   let procs: ProxyProcess[] = [];
 
   beforeAll(async () => {
-    [system, upstream] = await Promise.all([ProxySystem.start({ proxies: 0 }), startTasksUpstream({ durationMs: 6_000, pollIntervalMs: 300 })]);
+    [system, upstream] = await Promise.all([
+      ProxySystem.start({ proxies: 0 }),
+      startTasksUpstream({ durationMs: 6_000, pollIntervalMs: 300 }),
+    ]);
     const env = { TASK_LEASE_MS: '2000', TASK_POLL_MIN_MS: '100', LOG_LEVEL: 'warn' };
     procs = await Promise.all([spawnProxyProcess(system, env), spawnProxyProcess(system, env)]);
     await system.setServer('modern', upstream.url);
@@ -30,7 +33,13 @@ describe('a task whose polling proxy is killed', () => {
 
   it('kill -9 of the poller: the other process finishes the task, one completed event, the result once', async () => {
     const tasks = new TaskClient(system.nc, system.subjects);
-    const out = await system.call('agent', 'r-kill', 'modern__long-export', { format: 'parquet' }, { task: true, timeoutMs: 1_000 });
+    const out = await system.call(
+      'agent',
+      'r-kill',
+      'modern__long-export',
+      { format: 'parquet' },
+      { task: true, timeoutMs: 1_000 },
+    );
     const id = out.result.task?.id;
     expect(id).toBeDefined();
     const poller = procs.find((p) => p.instance === out.instance);

@@ -26,13 +26,26 @@ describe('a task through a NATS restart', { timeout: 180_000 }, () => {
   beforeAll(async () => {
     nats = await NatsAuthServer.start({ prefix });
     [system, upstream] = await Promise.all([
-      ProcessSystem.start({ env: { NATS_PREFIX: prefix, TASK_POLL_MIN_MS: '100', TASK_LEASE_MS: '3000' }, natsEnv: (s) => nats.env(s) }),
+      ProcessSystem.start({
+        env: { NATS_PREFIX: prefix, TASK_POLL_MIN_MS: '100', TASK_LEASE_MS: '3000' },
+        natsEnv: (s) => nats.env(s),
+      }),
       startTasksUpstream({ durationMs: 6_000, pollIntervalMs: 200 }),
     ]);
     api = new ApiClient(system.apiUrl);
     await api.act('SetMcpServer', { name: 'modern', config: { url: upstream.url } });
-    agent = (await api.act<{ agent: { id: string } }>('CreateAgent', { name: 'nats-agent', definition: { mcpServers: ['modern'] } })).agent.id;
-    await eventually(async () => ((await api.act<{ tools: unknown[] }>('ListAgentTools', { agent })).tools.length >= 3 ? true : undefined), 30_000, 'the tools projected');
+    agent = (
+      await api.act<{ agent: { id: string } }>('CreateAgent', {
+        name: 'nats-agent',
+        definition: { mcpServers: ['modern'] },
+      })
+    ).agent.id;
+    await eventually(
+      async () =>
+        (await api.act<{ tools: unknown[] }>('ListAgentTools', { agent })).tools.length >= 3 ? true : undefined,
+      30_000,
+      'the tools projected',
+    );
     const { user, pass } = nats.credentials('runtime');
     runtime = await connectRuntime({ url: nats.url, prefix, credentials: { user, pass } });
   }, 120_000);
@@ -46,7 +59,15 @@ describe('a task through a NATS restart', { timeout: 180_000 }, () => {
 
   it('the task ends while NATS is down; after the restart the runtime hears of it once and takes the result', async () => {
     const tasks = new TaskClient(runtime.nc, makeSubjects(prefix));
-    const out = await runtime.client.call({ account: api.principal, agent, run: 'nr-1', tool: 'modern__long-export', arguments: { format: 'json' }, task: true, timeoutMs: 2_000 });
+    const out = await runtime.client.call({
+      account: api.principal,
+      agent,
+      run: 'nr-1',
+      tool: 'modern__long-export',
+      arguments: { format: 'json' },
+      task: true,
+      timeoutMs: 2_000,
+    });
     const id = out.result.task!.id;
     const events: TaskEvent[] = [];
     const waiting = tasks.waitTask(api.principal, id, { timeoutMs: 120_000, onStatus: (e) => events.push(e) });

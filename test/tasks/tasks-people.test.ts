@@ -46,8 +46,10 @@ describe('tasks for people: signed actions and the audit log', () => {
     await Promise.all([modern?.close(), short?.close()]);
   });
 
-  const startTask = async (tool: string, run: string): Promise<string> => (await system.call('worker', run, tool, {}, { task: true, timeoutMs: 500 })).result.task!.id;
-  const audit = async (task: string): Promise<AuditEvent[]> => (await system.api.act<{ events: AuditEvent[] }>('ListAuditEvents', { targetKind: 'task', target: task })).events;
+  const startTask = async (tool: string, run: string): Promise<string> =>
+    (await system.call('worker', run, tool, {}, { task: true, timeoutMs: 500 })).result.task!.id;
+  const audit = async (task: string): Promise<AuditEvent[]> =>
+    (await system.api.act<{ events: AuditEvent[] }>('ListAuditEvents', { targetKind: 'task', target: task })).events;
 
   it('ListTasks (per agent), GetTask and CancelTask, for the signer’s account; the cancel is audited with the signer, the task’s life by the proxies’ events', async () => {
     const id = await startTask('modern__never-ends', 'people-1');
@@ -68,8 +70,14 @@ describe('tasks for people: signed actions and the audit log', () => {
       return true;
     }, 15_000);
     const events = await audit(id);
-    expect(events.find((e) => e.action === 'CancelTask')).toMatchObject({ signer: system.api.key.principal, after: { state: 'cancelled', tool: 'modern__never-ends' } });
-    expect(events.find((e) => e.action === 'TaskCreated')).toMatchObject({ signer: 'proxy', after: { run: 'people-1', server: 'modern' } });
+    expect(events.find((e) => e.action === 'CancelTask')).toMatchObject({
+      signer: system.api.key.principal,
+      after: { state: 'cancelled', tool: 'modern__never-ends' },
+    });
+    expect(events.find((e) => e.action === 'TaskCreated')).toMatchObject({
+      signer: 'proxy',
+      after: { run: 'people-1', server: 'modern' },
+    });
   });
 
   it('a task that outlives its ttl is audited as expired', async () => {
@@ -88,8 +96,14 @@ describe('tasks for people: signed actions and the audit log', () => {
     await expect(other.act('GetTask', { task: id })).rejects.toMatchObject({ code: 'not_found' });
     await expect(other.act('CancelTask', { task: id })).rejects.toMatchObject({ code: 'not_found' });
     expect((await system.api.act<{ task: TaskView }>('GetTask', { task: id })).task.state).toBe('working');
-    await expect(system.api.act('GetTask', { task: 'not-a-task' })).rejects.toMatchObject({ code: 'invalid_input', details: { field: 'task' } });
-    await expect(system.api.act('ListTasks', { limit: 0 })).rejects.toMatchObject({ code: 'invalid_input', details: { field: 'limit' } });
+    await expect(system.api.act('GetTask', { task: 'not-a-task' })).rejects.toMatchObject({
+      code: 'invalid_input',
+      details: { field: 'task' },
+    });
+    await expect(system.api.act('ListTasks', { limit: 0 })).rejects.toMatchObject({
+      code: 'invalid_input',
+      details: { field: 'limit' },
+    });
     await expect(system.api.act('ListTasks', { agent: 'no-such-agent' })).rejects.toMatchObject({ code: 'not_found' });
     await system.api.act('CancelTask', { task: id });
   });

@@ -13,7 +13,11 @@ import { startTasksUpstream, type TasksUpstream } from '../servers/tasks-upstrea
 /** `mcpx` in its own process, killed after `ms`. */
 function runCliWithin(ms: number, args: string[], env: Record<string, string>): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [...entryArgs('mcpx'), ...args], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [...entryArgs('mcpx'), ...args], {
+      cwd: ROOT,
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString('utf8')));
@@ -53,7 +57,10 @@ describe("a task's question answered by a person", { timeout: 240_000 }, () => {
     await system.setServer('every', everything.url);
     await system.setServer('modern', modern.url);
     await system.createAgent('researcher', ['every', 'modern'], 16);
-    ({ env } = cliEnvFor(system.api, { MCPX_NATS_URL: serviceUrls().nats, MCPX_NATS_PREFIX: system.env.NATS_PREFIX ?? '' }));
+    ({ env } = cliEnvFor(system.api, {
+      MCPX_NATS_URL: serviceUrls().nats,
+      MCPX_NATS_PREFIX: system.env.NATS_PREFIX ?? '',
+    }));
   }, 120_000);
 
   afterAll(async () => {
@@ -76,12 +83,26 @@ describe("a task's question answered by a person", { timeout: 240_000 }, () => {
   it('mcpx call of the ambiguous research query waits; its question is answered with mcpx inputs answer, and the report uses the answer (2025-11-25)', async () => {
     // The CLI in its own process, bounded by the test (a loaded box may pass runCli's 60 s); the
     // call's bound leaves its tools/call time to answer on a loaded box (the task asks ~2 s in).
-    const call = runCliWithin(180_000, ['call', '--agent', 'researcher', '--timeout-ms', '3000', 'every__simulate-research-query', '{"topic":"python","ambiguous":true}'], env);
+    const call = runCliWithin(
+      180_000,
+      [
+        'call',
+        '--agent',
+        'researcher',
+        '--timeout-ms',
+        '3000',
+        'every__simulate-research-query',
+        '{"topic":"python","ambiguous":true}',
+      ],
+      env,
+    );
     const asked = await waitingFor('every__simulate-research-query');
     expect(asked.requests[0]?.message).toContain('could have multiple interpretations');
     // The task names the question it waits on.
     const tasks = await runCli(['tasks', 'list', '--agent', 'researcher', '--json'], env);
-    const task = (JSON.parse(tasks.stdout) as { tasks: Array<{ state: string; inputRequestId?: string; tool: string }> }).tasks.find((t) => t.inputRequestId === asked.id);
+    const task = (
+      JSON.parse(tasks.stdout) as { tasks: Array<{ state: string; inputRequestId?: string; tool: string }> }
+    ).tasks.find((t) => t.inputRequestId === asked.id);
     expect(task).toMatchObject({ state: 'input_required', tool: 'every__simulate-research-query' });
 
     const answer = await runCli(['inputs', 'answer', asked.id, '--accept', 'interpretation=snake'], env);
@@ -98,7 +119,13 @@ describe("a task's question answered by a person", { timeout: 240_000 }, () => {
 
   it("a modern task's question (inputRequests) is answered with mcpx inputs answer and sent with tasks/update; the task goes on with it (2026-07-28)", async () => {
     const client = new TaskClient(system.nc, system.subjects);
-    const out = await system.call('researcher', 'r-clarify', 'modern__clarify-export', {}, { task: true, timeoutMs: 1_000 });
+    const out = await system.call(
+      'researcher',
+      'r-clarify',
+      'modern__clarify-export',
+      {},
+      { task: true, timeoutMs: 1_000 },
+    );
     const id = out.result.task?.id;
     expect(id).toBeDefined();
     const events: TaskEvent[] = [];
@@ -107,7 +134,10 @@ describe("a task's question answered by a person", { timeout: 240_000 }, () => {
     expect(asked.requests.map((r) => r.key)).toEqual(['format']);
     expect(modern.stats.updates).toBe(0);
     // The task names the question it waits on.
-    expect(await client.getTask(system.account, id!)).toMatchObject({ state: 'input_required', inputRequestId: asked.id });
+    expect(await client.getTask(system.account, id!)).toMatchObject({
+      state: 'input_required',
+      inputRequestId: asked.id,
+    });
     const answer = await runCli(['inputs', 'answer', asked.id, '--accept', 'format=parquet'], env);
     expect(answer.code, answer.stderr).toBe(0);
     const ended = await waiting;
@@ -121,9 +151,19 @@ describe("a task's question answered by a person", { timeout: 240_000 }, () => {
 
   it('a question nobody answers before its task is cancelled leaves nothing waiting on the task', async () => {
     const client = new TaskClient(system.nc, system.subjects);
-    const out = await system.call('researcher', 'r-cancel', 'modern__clarify-export', {}, { task: true, timeoutMs: 500 });
+    const out = await system.call(
+      'researcher',
+      'r-cancel',
+      'modern__clarify-export',
+      {},
+      { task: true, timeoutMs: 500 },
+    );
     const id = out.result.task!.id;
-    await eventually(async () => ((await client.getTask(system.account, id)).inputRequestId !== undefined ? true : undefined), 30_000, 'the question asked');
+    await eventually(
+      async () => ((await client.getTask(system.account, id)).inputRequestId !== undefined ? true : undefined),
+      30_000,
+      'the question asked',
+    );
     const cancelled = await client.cancelTask(system.account, id);
     expect(cancelled.state).toBe('cancelled');
     expect(cancelled.inputRequestId).toBeUndefined();

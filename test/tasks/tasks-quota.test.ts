@@ -9,7 +9,10 @@ describe('the running-tasks quota', () => {
   let upstream: TasksUpstream;
 
   beforeAll(async () => {
-    [system, upstream] = await Promise.all([ProxySystem.start({ env: { QUOTA_RUNNING_TASKS_PER_ACCOUNT: '2' } }), startTasksUpstream({ pollIntervalMs: 500 })]);
+    [system, upstream] = await Promise.all([
+      ProxySystem.start({ env: { QUOTA_RUNNING_TASKS_PER_ACCOUNT: '2' } }),
+      startTasksUpstream({ pollIntervalMs: 500 }),
+    ]);
     await system.setServer('modern', upstream.url);
     await system.createAgent('agent', ['modern'], 3);
   }, 120_000);
@@ -21,7 +24,8 @@ describe('the running-tasks quota', () => {
 
   it('refuses a third open task with quota_exceeded, sends nothing, and admits one again once a task ended', async () => {
     const tasks = new TaskClient(system.nc, system.subjects);
-    const open = async (run: string): Promise<string> => (await system.call('agent', run, 'modern__never-ends', {}, { task: true, timeoutMs: 300 })).result.task!.id;
+    const open = async (run: string): Promise<string> =>
+      (await system.call('agent', run, 'modern__never-ends', {}, { task: true, timeoutMs: 300 })).result.task!.id;
     const first = await open('q1');
     await open('q2');
     const calls = upstream.stats.calls;
@@ -32,6 +36,8 @@ describe('the running-tasks quota', () => {
     // A plain call is no task: the cap does not apply.
     expect((await system.call('agent', 'q4', 'modern__quick', {})).result.text).toBe('quick ran at once');
     await tasks.cancelTask(system.account, first);
-    expect((await system.call('agent', 'q5', 'modern__never-ends', {}, { task: true, timeoutMs: 300 })).result.task?.state).toBe('working');
+    expect(
+      (await system.call('agent', 'q5', 'modern__never-ends', {}, { task: true, timeoutMs: 300 })).result.task?.state,
+    ).toBe('working');
   });
 });

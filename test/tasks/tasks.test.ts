@@ -42,7 +42,8 @@ describe('task-augmented calls, brokered', () => {
     await Promise.all([everything?.close(), modern?.close(), shortLived?.close()]);
   });
 
-  const toolsOf = async (): Promise<ToolDoc[]> => (await system.api.act<{ tools: ToolDoc[] }>('ListAgentTools', { agent: system.agentId('agent') })).tools;
+  const toolsOf = async (): Promise<ToolDoc[]> =>
+    (await system.api.act<{ tools: ToolDoc[] }>('ListAgentTools', { agent: system.agentId('agent') })).tools;
 
   it("keeps each tool's task support on its document: required (2025-11-25), optional (the 2026-07-28 extension), none", async () => {
     const tools = await toolsOf();
@@ -67,7 +68,13 @@ describe('task-augmented calls, brokered', () => {
   });
 
   it('a task that outlives the call bound answers with its handle; status events reach waitTask; the result is taken once it ended (2026-07-28)', async () => {
-    const out = await system.call('agent', 'r-long', 'modern__long-export', { format: 'pdf' }, { task: true, timeoutMs: 1_000 });
+    const out = await system.call(
+      'agent',
+      'r-long',
+      'modern__long-export',
+      { format: 'pdf' },
+      { task: true, timeoutMs: 1_000 },
+    );
     const handle = out.result.task;
     expect(handle?.id).toMatch(/^tsk_[a-z2-7]{24}$/);
     expect(handle?.state).toBe('working');
@@ -120,7 +127,10 @@ describe('task-augmented calls, brokered', () => {
     const ended = await tasks.waitTask(system.account, id, { timeoutMs: 30_000 });
     expect(ended.state).toBe('failed');
     expect(ended.error?.code).toBe('task_lost');
-    await expect(tasks.taskResult(system.account, id)).rejects.toMatchObject({ code: 'server_error', details: { reason: 'task_lost' } });
+    await expect(tasks.taskResult(system.account, id)).rejects.toMatchObject({
+      code: 'server_error',
+      details: { reason: 'task_lost' },
+    });
   });
 
   it('a task that never finishes ends expired at its ttl', async () => {
@@ -128,7 +138,10 @@ describe('task-augmented calls, brokered', () => {
     const id = out.result.task!.id;
     const ended = await tasks.waitTask(system.account, id, { timeoutMs: 30_000 });
     expect(ended.state).toBe('expired');
-    await expect(tasks.taskResult(system.account, id)).rejects.toMatchObject({ code: 'timeout', details: { reason: 'task_expired' } });
+    await expect(tasks.taskResult(system.account, id)).rejects.toMatchObject({
+      code: 'timeout',
+      details: { reason: 'task_expired' },
+    });
   });
 
   it('lists the agent’s tasks, newest first, without results or credentials', async () => {
@@ -140,7 +153,13 @@ describe('task-augmented calls, brokered', () => {
 
   it('a task is polled by one instance at a time; when its poller stops, another takes it over and the result reaches the runtime once', async () => {
     const second = await system.addProxy({ TASK_LEASE_MS: '1500', TASK_POLL_MIN_MS: '100' });
-    const out = await system.call('agent', 'r-takeover', 'modern__long-export', { format: 'xlsx' }, { task: true, timeoutMs: 500 });
+    const out = await system.call(
+      'agent',
+      'r-takeover',
+      'modern__long-export',
+      { format: 'xlsx' },
+      { task: true, timeoutMs: 500 },
+    );
     const id = out.result.task!.id;
     const creator = system.proxies.find((p) => p.instance === out.instance);
     expect(creator).toBeDefined();

@@ -1,7 +1,16 @@
 import { randomBytes } from 'node:crypto';
 import { connect, type Msg, type NatsConnection } from '@nats-io/transport-node';
 import { jetstreamManager } from '@nats-io/jetstream';
-import { ErrorCodes, FieldRules, WireError, decodeRequest, decodeStrict, encodePayload, makeSubjects, payloadDecoder } from '@mcpx/contracts';
+import {
+  ErrorCodes,
+  FieldRules,
+  WireError,
+  decodeRequest,
+  decodeStrict,
+  encodePayload,
+  makeSubjects,
+  payloadDecoder,
+} from '@mcpx/contracts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectBus, ensureStreams, isStreamNotFound, type Bus } from './bus.js';
 import { payload } from './listen.js';
@@ -32,7 +41,8 @@ describe('bus (real NATS)', () => {
   });
 
   afterAll(async () => {
-    for (const name of [bus.subjects.mcpEventsStream, bus.subjects.agentToolsStream]) await bus.jsm.streams.delete(name).catch(() => false);
+    for (const name of [bus.subjects.mcpEventsStream, bus.subjects.agentToolsStream])
+      await bus.jsm.streams.delete(name).catch(() => false);
     await bus.close();
   });
 
@@ -58,9 +68,14 @@ describe('bus (real NATS)', () => {
   it('sends a thrown WireError back as it is, and logs nothing: it is the answer', async () => {
     entries.length = 0;
     const subject = `${prefix}test.refuses`;
-    const sub = bus.serve(subject, 'bus-test', decodeRequest, () => Promise.reject(new WireError(ErrorCodes.notFound, 'no such thing')));
+    const sub = bus.serve(subject, 'bus-test', decodeRequest, () =>
+      Promise.reject(new WireError(ErrorCodes.notFound, 'no such thing')),
+    );
     try {
-      await expect(bus.request(subject, {}, anything, 5_000)).rejects.toMatchObject({ code: ErrorCodes.notFound, message: 'no such thing' });
+      await expect(bus.request(subject, {}, anything, 5_000)).rejects.toMatchObject({
+        code: ErrorCodes.notFound,
+        message: 'no such thing',
+      });
       const ok = bus.serve(`${prefix}test.adds`, 'bus-test', decodeN, (req) => Promise.resolve(req.n + 1));
       await expect(bus.request(`${prefix}test.adds`, { n: 1 }, int, 5_000)).resolves.toBe(2);
       ok.unsubscribe();
@@ -90,7 +105,9 @@ describe('bus: the inbox prefix (real NATS)', () => {
     const plain = await connectBus({ url: natsUrl, name: 'bus-test-inbox-default', prefix });
     const subject = `${prefix}test.inbox`;
     const seen: string[] = [];
-    const sub = plain.nc.subscribe(subject, { callback: (_e, m) => void (seen.push(m.reply ?? ''), m.respond(encodePayload({ ok: true, value: 1 }))) });
+    const sub = plain.nc.subscribe(subject, {
+      callback: (_e, m) => void (seen.push(m.reply ?? ''), m.respond(encodePayload({ ok: true, value: 1 }))),
+    });
     try {
       await plain.nc.flush();
       expect(own.inboxPrefix).toBe('_INBOX_bustest');
@@ -109,7 +126,10 @@ describe('bus: the inbox prefix (real NATS)', () => {
 
 describe('bus: malformed requests and replies (real NATS)', () => {
   const entries: Entry[] = [];
-  const log: BusLog = { error: (msg, fields) => void entries.push({ msg, fields }), warn: (msg, fields) => void entries.push({ msg, fields }) };
+  const log: BusLog = {
+    error: (msg, fields) => void entries.push({ msg, fields }),
+    warn: (msg, fields) => void entries.push({ msg, fields }),
+  };
   let bus: Bus;
   let raw: NatsConnection;
 
@@ -140,7 +160,10 @@ describe('bus: malformed requests and replies (real NATS)', () => {
       ];
       for (const bytes of bad) {
         const reply = await raw.request(subject, bytes, { timeout: 5_000 });
-        expect(decodeStrict(reply.data, 'reply')).toMatchObject({ ok: false, error: { code: ErrorCodes.invalidInput, details: { field: 'payload' } } });
+        expect(decodeStrict(reply.data, 'reply')).toMatchObject({
+          ok: false,
+          error: { code: ErrorCodes.invalidInput, details: { field: 'payload' } },
+        });
       }
       // The same connection still answers a good request.
       await expect(bus.request(subject, { n: 21 }, int, 5_000)).resolves.toBe(42);
@@ -159,7 +182,10 @@ describe('bus: malformed requests and replies (real NATS)', () => {
     try {
       await raw.flush();
       for (let k = 0; k < replies.length; k++) {
-        await expect(bus.request(subject, {}, anything, 5_000)).rejects.toMatchObject({ code: ErrorCodes.internal, details: { field: 'reply' } });
+        await expect(bus.request(subject, {}, anything, 5_000)).rejects.toMatchObject({
+          code: ErrorCodes.internal,
+          details: { field: 'reply' },
+        });
       }
     } finally {
       sub.unsubscribe();
@@ -169,7 +195,10 @@ describe('bus: malformed requests and replies (real NATS)', () => {
 
 describe('bus: decoders on both sides, listen, the JetStream publisher (real NATS)', () => {
   const entries: Entry[] = [];
-  const log: BusLog = { error: (msg, fields) => void entries.push({ msg, fields }), warn: (msg, fields) => void entries.push({ msg, fields }) };
+  const log: BusLog = {
+    error: (msg, fields) => void entries.push({ msg, fields }),
+    warn: (msg, fields) => void entries.push({ msg, fields }),
+  };
   let bus: Bus;
 
   beforeAll(async () => {
@@ -177,7 +206,8 @@ describe('bus: decoders on both sides, listen, the JetStream publisher (real NAT
   });
 
   afterAll(async () => {
-    for (const name of [bus.subjects.mcpEventsStream, bus.subjects.agentToolsStream]) await bus.jsm.streams.delete(name).catch(() => false);
+    for (const name of [bus.subjects.mcpEventsStream, bus.subjects.agentToolsStream])
+      await bus.jsm.streams.delete(name).catch(() => false);
     await bus.close();
   });
 
@@ -187,7 +217,10 @@ describe('bus: decoders on both sides, listen, the JetStream publisher (real NAT
     let ran = 0;
     const sub = bus.serve(subject, 'bus-test', decodeN, (req) => Promise.resolve((ran++, req.n)));
     try {
-      await expect(bus.request(subject, { n: 'one' }, int, 5_000)).rejects.toMatchObject({ code: ErrorCodes.invalidInput, details: { field: 'n' } });
+      await expect(bus.request(subject, { n: 'one' }, int, 5_000)).rejects.toMatchObject({
+        code: ErrorCodes.invalidInput,
+        details: { field: 'n' },
+      });
       expect(ran).toBe(0);
       expect(entries.map((e) => e.msg)).toEqual(['refused a malformed request']);
     } finally {
@@ -200,7 +233,10 @@ describe('bus: decoders on both sides, listen, the JetStream publisher (real NAT
     const sub = bus.serve(subject, 'bus-test', decodeRequest, () => Promise.resolve({ n: 'not a number' }));
     try {
       const decodeValue = FieldRules.shape({ n: int });
-      await expect(bus.request(subject, {}, decodeValue, 5_000)).rejects.toMatchObject({ code: ErrorCodes.internal, details: { field: 'reply.value.n' } });
+      await expect(bus.request(subject, {}, decodeValue, 5_000)).rejects.toMatchObject({
+        code: ErrorCodes.internal,
+        details: { field: 'reply.value.n' },
+      });
     } finally {
       sub.unsubscribe();
     }
@@ -224,7 +260,10 @@ describe('bus: decoders on both sides, listen, the JetStream publisher (real NAT
       await bus.nc.flush();
       for (let i = 0; i < 50 && seen.length === 0; i++) await new Promise((r) => setTimeout(r, 20));
       expect(seen).toEqual([7]);
-      expect(entries.map((e) => e.msg)).toEqual(['dropped a malformed test message', 'dropped a malformed test message']);
+      expect(entries.map((e) => e.msg)).toEqual([
+        'dropped a malformed test message',
+        'dropped a malformed test message',
+      ]);
       expect(entries[1]?.fields).toMatchObject({ subject, field: 'n' });
       expect(JSON.stringify(entries)).not.toContain('PAYLOAD-MARKER');
       // The connection survived a handler that throws.
@@ -253,7 +292,12 @@ describe('bus: decoders on both sides, listen, the JetStream publisher (real NAT
     const sub = bus.listen(subject, payload(decodeN), (m) => void seen.push(m.n), { what: 'test notification' });
     const asked = `${prefix}test.respond`;
     // Answers only even numbers: silence is "not here".
-    const responder = bus.listen(asked, payload(decodeN), (m, msg) => void (m.n % 2 === 0 && respond(msg, { half: m.n / 2 })), { what: 'test question' });
+    const responder = bus.listen(
+      asked,
+      payload(decodeN),
+      (m, msg) => void (m.n % 2 === 0 && respond(msg, { half: m.n / 2 })),
+      { what: 'test question' },
+    );
     try {
       await bus.nc.flush();
       bus.notify(subject, { n: 3 });
@@ -312,7 +356,9 @@ describe('ensureStreams (real NATS)', () => {
     const apiPrefix = `${prefix}slowjs`;
     const creates: string[] = [];
     const info = nc.subscribe(`${apiPrefix}.STREAM.INFO.*`, { callback: () => undefined });
-    const create = nc.subscribe(`${apiPrefix}.STREAM.CREATE.*`, { callback: (_err, msg) => void creates.push(msg.subject) });
+    const create = nc.subscribe(`${apiPrefix}.STREAM.CREATE.*`, {
+      callback: (_err, msg) => void creates.push(msg.subject),
+    });
     try {
       await nc.flush();
       const jsm = await jetstreamManager(nc, { apiPrefix, checkAPI: false, timeout: 300 });

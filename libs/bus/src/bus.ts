@@ -1,6 +1,22 @@
 import { randomUUID } from 'node:crypto';
-import { connect, errors as natsErrors, type Msg, type MsgHdrs, type NatsConnection, type Subscription } from '@nats-io/transport-node';
-import { jetstream, jetstreamManager, JetStreamApiCodes, JetStreamApiError, RetentionPolicy, StorageType, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
+import {
+  connect,
+  errors as natsErrors,
+  type Msg,
+  type MsgHdrs,
+  type NatsConnection,
+  type Subscription,
+} from '@nats-io/transport-node';
+import {
+  jetstream,
+  jetstreamManager,
+  JetStreamApiCodes,
+  JetStreamApiError,
+  RetentionPolicy,
+  StorageType,
+  type JetStreamClient,
+  type JetStreamManager,
+} from '@nats-io/jetstream';
 import { NatsFailures, makeSubjects, natsFailure, type Subjects } from '@mcpx/contracts';
 import { JetStreamPublisher } from './jetstream-publisher.js';
 import { listen, type ListenOptions } from './listen.js';
@@ -88,9 +104,19 @@ export interface Bus {
    * request is decoded by `decode` first (its refusal is the answer); the handler runs in the
    * trace context the request carried.
    */
-  serve<Req, Res>(subject: string, queue: string, decode: Endpoint<Req, Res>['decode'], handler: Endpoint<Req, Res>['handle']): Subscription;
+  serve<Req, Res>(
+    subject: string,
+    queue: string,
+    decode: Endpoint<Req, Res>['decode'],
+    handler: Endpoint<Req, Res>['handle'],
+  ): Subscription;
   /** A guarded core-NATS subscription whose messages are decoded before `handle` sees them (`listen`). */
-  listen<T>(subject: string, decode: (msg: Msg) => T, handle: (value: T, msg: Msg) => void, opts: Omit<ListenOptions, 'log'>): Subscription;
+  listen<T>(
+    subject: string,
+    decode: (msg: Msg) => T,
+    handle: (value: T, msg: Msg) => void,
+    opts: Omit<ListenOptions, 'log'>,
+  ): Subscription;
   close(): Promise<void>;
 }
 
@@ -179,7 +205,11 @@ export function isTransientStartupError(err: unknown): boolean {
  * over by one request's timeout, JetStream's is 5 s). The service's `/healthz` is not served meanwhile (start-up has
  * not finished), so it is not ready.
  */
-export async function retryStartup<T>(step: string, fn: () => Promise<T>, opts: { log: BusLog; waitMs?: number }): Promise<T> {
+export async function retryStartup<T>(
+  step: string,
+  fn: () => Promise<T>,
+  opts: { log: BusLog; waitMs?: number },
+): Promise<T> {
   const deadline = Date.now() + (opts.waitMs ?? STARTUP_WAIT_MS);
   for (let attempt = 1; ; attempt++) {
     try {
@@ -188,7 +218,12 @@ export async function retryStartup<T>(step: string, fn: () => Promise<T>, opts: 
       const delayMs = Math.min(5_000, 250 * 2 ** (attempt - 1)) * (0.8 + 0.4 * Math.random());
       if (!isTransientStartupError(err) || Date.now() + delayMs > deadline) throw err;
       const e = err as Error;
-      warnOf(opts.log)('NATS not ready at start-up, retrying', { step, attempt, retryInMs: Math.round(delayMs), err: { name: e.name, message: e.message } });
+      warnOf(opts.log)('NATS not ready at start-up, retrying', {
+        step,
+        attempt,
+        retryInMs: Math.round(delayMs),
+        err: { name: e.name, message: e.message },
+      });
       await new Promise((r) => setTimeout(r, delayMs));
     }
   }
@@ -207,7 +242,11 @@ export async function connectBus(opts: BusOptions): Promise<Bus> {
   const auth = opts.credentials === undefined ? {} : { user: opts.credentials.user, pass: opts.credentials.pass };
   const waitMs = opts.startupWaitMs ?? STARTUP_WAIT_MS;
   const started = Date.now();
-  const nc = await retryStartup('connect', () => connect({ servers: opts.url, name: opts.name, maxReconnectAttempts: -1, inboxPrefix, ...auth }), { log, waitMs });
+  const nc = await retryStartup(
+    'connect',
+    () => connect({ servers: opts.url, name: opts.name, maxReconnectAttempts: -1, inboxPrefix, ...auth }),
+    { log, waitMs },
+  );
   const subjects = makeSubjects(opts.prefix ?? '');
   let jsm: JetStreamManager;
   try {
@@ -228,7 +267,8 @@ export async function connectBus(opts: BusOptions): Promise<Bus> {
   // Made on the first event: a service that publishes none holds no PubAck inbox. One attempt, as
   // `js.publish` makes: the outbox's sweep is the retry.
   let publisher: JetStreamPublisher | undefined;
-  const publisherOf = (): JetStreamPublisher => (publisher ??= new JetStreamPublisher(nc, inboxPrefix, traceHeaders, { window: 1_000, attempts: 1, log }));
+  const publisherOf = (): JetStreamPublisher =>
+    (publisher ??= new JetStreamPublisher(nc, inboxPrefix, traceHeaders, { window: 1_000, attempts: 1, log }));
   return {
     nc,
     js,
@@ -236,7 +276,8 @@ export async function connectBus(opts: BusOptions): Promise<Bus> {
     subjects,
     inboxPrefix,
     traceHeaders,
-    publishEvent: (subject, payload, msgId) => publisherOf().publishAll([{ subject, payload, msgId: msgId ?? randomUUID() }]),
+    publishEvent: (subject, payload, msgId) =>
+      publisherOf().publishAll([{ subject, payload, msgId: msgId ?? randomUUID() }]),
     notify: (subject, payload) => notify(nc, subject, payload),
     request: (subject, payload, decodeValue, timeoutMs) => request(nc, subject, payload, decodeValue, timeoutMs),
     serve: (subject, queue, decode, handle) => serve(nc, subject, queue, { decode, handle }, log),

@@ -1,4 +1,11 @@
-export { DEFAULT_INBOX_PREFIX, STARTUP_WAIT_MS, connectBus, ensureStreams, isTransientStartupError, retryStartup } from './bus.js';
+export {
+  DEFAULT_INBOX_PREFIX,
+  STARTUP_WAIT_MS,
+  connectBus,
+  ensureStreams,
+  isTransientStartupError,
+  retryStartup,
+} from './bus.js';
 export type { Bus, BusCredentials, BusOptions } from './bus.js';
 export type { BusLog } from './log.js';
 export { readReply, request, serve, traceHeaders } from './request-reply.js';

@@ -1,4 +1,11 @@
-import { createInbox, headers, type Msg, type MsgHdrs, type NatsConnection, type Subscription } from '@nats-io/transport-node';
+import {
+  createInbox,
+  headers,
+  type Msg,
+  type MsgHdrs,
+  type NatsConnection,
+  type Subscription,
+} from '@nats-io/transport-node';
 import { encodePayload } from '@mcpx/contracts';
 
 /** One JetStream message to publish: its subject, payload and de-duplication id. */
@@ -125,7 +132,8 @@ export class JetStreamPublisher {
     const w = this.waiting.get(id);
     if (w === undefined) return;
     let error: string | null = null;
-    if (msg.headers?.hasError === true || msg.data.length === 0) error = `no stream answered (${msg.headers?.code ?? 'empty reply'})`;
+    if (msg.headers?.hasError === true || msg.data.length === 0)
+      error = `no stream answered (${msg.headers?.code ?? 'empty reply'})`;
     else {
       // Parsed defensively: this runs in a subscription callback, where a throw would close the
       // projector's NATS connection. Anything but a PubAck object counts as a failed publish.
@@ -137,7 +145,8 @@ export class JetStreamPublisher {
         ack = null;
       }
       if (ack === null) error = 'malformed PubAck';
-      else if (ack.error !== undefined) error = typeof ack.error?.description === 'string' ? ack.error.description : 'JetStream refused the message';
+      else if (ack.error !== undefined)
+        error = typeof ack.error?.description === 'string' ? ack.error.description : 'JetStream refused the message';
     }
     if (error !== null) return this.retry(id, error);
     clearTimeout(w.timer);

@@ -16,7 +16,13 @@ export interface ListenOptions {
  * bytes) and dropped, and nothing `handle` throws reaches nats.js, which would close the whole
  * connection. `handle` may answer a request itself (`msg.respond`).
  */
-export function listen<T>(nc: NatsConnection, subject: string, decode: (msg: Msg) => T, handle: (value: T, msg: Msg) => void, opts: ListenOptions): Subscription {
+export function listen<T>(
+  nc: NatsConnection,
+  subject: string,
+  decode: (msg: Msg) => T,
+  handle: (value: T, msg: Msg) => void,
+  opts: ListenOptions,
+): Subscription {
   const log = { warn: warnOf(opts.log), error: (m: string, f?: Record<string, unknown>) => opts.log.error(m, f) };
   const callback = guardCallback(log, opts.what, (msg) => handle(decode(msg), msg));
   return nc.subscribe(subject, opts.queue === undefined ? { callback } : { queue: opts.queue, callback });

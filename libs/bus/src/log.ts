@@ -20,7 +20,9 @@ export function stderrLog(connection: string): BusLog {
     error: (msg, fields = {}) => {
       const { err, ...rest } = fields;
       const e = err instanceof Error ? { name: err.name, message: err.message } : undefined;
-      process.stderr.write(`${JSON.stringify({ ts: new Date().toISOString(), level: 'error', service: 'bus', connection, msg, ...rest, ...(e ? { err: e } : {}) })}\n`);
+      process.stderr.write(
+        `${JSON.stringify({ ts: new Date().toISOString(), level: 'error', service: 'bus', connection, msg, ...rest, ...(e ? { err: e } : {}) })}\n`,
+      );
     },
   };
 }

@@ -59,7 +59,12 @@ export async function startMicroService(nc: NatsConnection, opts: MicroServiceOp
     // Endpoint stats count synchronous handling only; the service's own figures ride along.
     ...(stats !== undefined ? { statsHandler: () => Promise.resolve(stats()) } : {}),
   });
-  for (const e of opts.endpoints) service.addEndpoint(e.name, { subject: e.subject, handler: e.handler, ...(e.metadata !== undefined ? { metadata: e.metadata } : {}) });
+  for (const e of opts.endpoints)
+    service.addEndpoint(e.name, {
+      subject: e.subject,
+      handler: e.handler,
+      ...(e.metadata !== undefined ? { metadata: e.metadata } : {}),
+    });
   void service.stopped.then((e) => {
     if (e instanceof Error) opts.log.error('the micro-service stopped', { service: opts.name, err: e });
   });

@@ -1,5 +1,13 @@
 import { headers, type Msg, type MsgHdrs, type NatsConnection, type Subscription } from '@nats-io/transport-node';
-import { ErrorCodes, WireError, decodeReply, encodePayload, malformedMessageFields, toWireError, type Reply } from '@mcpx/contracts';
+import {
+  ErrorCodes,
+  WireError,
+  decodeReply,
+  encodePayload,
+  malformedMessageFields,
+  toWireError,
+  type Reply,
+} from '@mcpx/contracts';
 import { extractTraceContext, injectTraceHeaders } from '@mcpx/telemetry';
 import { context, type Context } from '@opentelemetry/api';
 import { warnOf, type BusLog } from './log.js';
@@ -30,7 +38,10 @@ export function readReply<T>(subject: string, data: Uint8Array, decodeValue: Val
     reply = decodeReply(data);
   } catch (e) {
     const w = e instanceof WireError ? e : undefined;
-    throw new WireError(ErrorCodes.internal, `malformed reply on ${subject}`, { field: 'reply', ...(w?.details.rule !== undefined ? { rule: w.details.rule } : {}) });
+    throw new WireError(ErrorCodes.internal, `malformed reply on ${subject}`, {
+      field: 'reply',
+      ...(w?.details.rule !== undefined ? { rule: w.details.rule } : {}),
+    });
   }
   if (!reply.ok) throw WireError.from(reply.error);
   try {
@@ -45,7 +56,13 @@ export function readReply<T>(subject: string, data: Uint8Array, decodeValue: Val
  * Sends a request and returns its value, decoded by `decodeValue`, or throws the typed error the
  * responder sent. NATS failures (timeout, no responders) are thrown as NATS raised them.
  */
-export async function request<T>(nc: NatsConnection, subject: string, payload: unknown, decodeValue: ValueDecoder<T>, timeoutMs = 10_000): Promise<T> {
+export async function request<T>(
+  nc: NatsConnection,
+  subject: string,
+  payload: unknown,
+  decodeValue: ValueDecoder<T>,
+  timeoutMs = 10_000,
+): Promise<T> {
   const msg = await nc.request(subject, encodePayload(payload), { timeout: timeoutMs, headers: traceHeaders() });
   return readReply(subject, msg.data, decodeValue);
 }
@@ -72,7 +89,13 @@ export interface Endpoint<Req, Res> {
  * of this service: the caller gets `internal` and `log` gets the error with the subject (never
  * the payload, which may carry a caller's secrets).
  */
-async function answer<Req, Res>(msg: Msg, queue: string, endpoint: Endpoint<Req, Res>, ctx: Context, log: BusLog): Promise<void> {
+async function answer<Req, Res>(
+  msg: Msg,
+  queue: string,
+  endpoint: Endpoint<Req, Res>,
+  ctx: Context,
+  log: BusLog,
+): Promise<void> {
   let reply: Reply<Res>;
   try {
     let req: Req;
@@ -95,7 +118,13 @@ async function answer<Req, Res>(msg: Msg, queue: string, endpoint: Endpoint<Req,
  * trace context the request carried. Nothing thrown reaches nats.js (which would close the
  * connection): a subscription error, a handler's fault and a reply that cannot be sent are logged.
  */
-export function serve<Req, Res>(nc: NatsConnection, subject: string, queue: string, endpoint: Endpoint<Req, Res>, log: BusLog): Subscription {
+export function serve<Req, Res>(
+  nc: NatsConnection,
+  subject: string,
+  queue: string,
+  endpoint: Endpoint<Req, Res>,
+  log: BusLog,
+): Subscription {
   return nc.subscribe(subject, {
     queue,
     callback: (err, msg) => {

@@ -6,7 +6,14 @@ describe('the call log settings (ACTIVITY*)', () => {
   it('defaults: on, 30 days, 1,000,000 calls an account, a 20,000-call buffer written every second', () => {
     expect(parseActivity({})).toEqual(DEFAULT_ACTIVITY_SETTINGS);
     expect(
-      parseActivity({ ACTIVITY: 'off', ACTIVITY_RETENTION_DAYS: '7', ACTIVITY_MAX_CALLS_PER_ACCOUNT: '5000', ACTIVITY_BUFFER: '100', ACTIVITY_FLUSH_MS: '50', ACTIVITY_PRUNE_MS: '1000' }),
+      parseActivity({
+        ACTIVITY: 'off',
+        ACTIVITY_RETENTION_DAYS: '7',
+        ACTIVITY_MAX_CALLS_PER_ACCOUNT: '5000',
+        ACTIVITY_BUFFER: '100',
+        ACTIVITY_FLUSH_MS: '50',
+        ACTIVITY_PRUNE_MS: '1000',
+      }),
     ).toEqual({
       enabled: false,
       retentionDays: 7,

@@ -35,10 +35,23 @@ export function parseActivity(env: NodeJS.ProcessEnv): ActivitySettings {
   const d = DEFAULT_ACTIVITY_SETTINGS;
   return {
     enabled: onOffSetting(env, 'ACTIVITY', d.enabled),
-    retentionDays: integerSetting(env, 'ACTIVITY_RETENTION_DAYS', { fallback: d.retentionDays, min: 1, max: 3650, message: 'ACTIVITY_RETENTION_DAYS must be a whole number of days from 1 to 3650' }),
-    maxCallsPerAccount: integerSetting(env, 'ACTIVITY_MAX_CALLS_PER_ACCOUNT', { fallback: d.maxCallsPerAccount, min: 1_000 }),
+    retentionDays: integerSetting(env, 'ACTIVITY_RETENTION_DAYS', {
+      fallback: d.retentionDays,
+      min: 1,
+      max: 3650,
+      message: 'ACTIVITY_RETENTION_DAYS must be a whole number of days from 1 to 3650',
+    }),
+    maxCallsPerAccount: integerSetting(env, 'ACTIVITY_MAX_CALLS_PER_ACCOUNT', {
+      fallback: d.maxCallsPerAccount,
+      min: 1_000,
+    }),
     buffer: integerSetting(env, 'ACTIVITY_BUFFER', { fallback: d.buffer, min: 100 }),
-    flushMs: integerSetting(env, 'ACTIVITY_FLUSH_MS', { fallback: d.flushMs, min: 50, max: 60_000, message: 'ACTIVITY_FLUSH_MS must be a number of milliseconds from 50 to 60000' }),
+    flushMs: integerSetting(env, 'ACTIVITY_FLUSH_MS', {
+      fallback: d.flushMs,
+      min: 50,
+      max: 60_000,
+      message: 'ACTIVITY_FLUSH_MS must be a number of milliseconds from 50 to 60000',
+    }),
     pruneMs: integerSetting(env, 'ACTIVITY_PRUNE_MS', { fallback: d.pruneMs, min: 100 }),
   };
 }

@@ -8,10 +8,14 @@ describe('BUILTIN_ENDPOINTS', () => {
       github: 'http://127.0.0.1:5000/mcp',
       linear: 'https://x.example/mcp?a=b',
     });
-    expect(loadConfig('proxy', { OUTBOUND_PROFILE: 'local', BUILTIN_ENDPOINTS: 'github=http://127.0.0.1:1/mcp' }).builtinEndpoints).toEqual({ github: 'http://127.0.0.1:1/mcp' });
+    expect(
+      loadConfig('proxy', { OUTBOUND_PROFILE: 'local', BUILTIN_ENDPOINTS: 'github=http://127.0.0.1:1/mcp' })
+        .builtinEndpoints,
+    ).toEqual({ github: 'http://127.0.0.1:1/mcp' });
   });
 
   it('refuses malformed entries, naming the entry', () => {
-    for (const bad of ['github', '=http://x', 'GitHub=http://x', 'github=not a url']) expect(() => parseBuiltinEndpoints(bad)).toThrow(/BUILTIN_ENDPOINTS entry 1/);
+    for (const bad of ['github', '=http://x', 'GitHub=http://x', 'github=not a url'])
+      expect(() => parseBuiltinEndpoints(bad)).toThrow(/BUILTIN_ENDPOINTS entry 1/);
   });
 });

@@ -107,7 +107,11 @@ export interface NatsCredentials {
  * Reads `NATS_USER` / `NATS_PASSWORD` (or the names given, e.g. the CLI's `MCPX_NATS_USER`): both
  * or neither. Throws naming the variable, never the password.
  */
-export function parseNatsCredentials(env: NodeJS.ProcessEnv, userVar = 'NATS_USER', passVar = 'NATS_PASSWORD'): NatsCredentials | undefined {
+export function parseNatsCredentials(
+  env: NodeJS.ProcessEnv,
+  userVar = 'NATS_USER',
+  passVar = 'NATS_PASSWORD',
+): NatsCredentials | undefined {
   const user = env[userVar] ?? '';
   const pass = env[passVar] ?? '';
   if (user === '' && pass === '') return undefined;
@@ -117,7 +121,8 @@ export function parseNatsCredentials(env: NodeJS.ProcessEnv, userVar = 'NATS_USE
   return { user, pass, inboxPrefix: inboxPrefixOf(user) };
 }
 
-const natsCredentialsField = (c: NatsCredentials | undefined): { natsCredentials?: NatsCredentials } => (c === undefined ? {} : { natsCredentials: c });
+const natsCredentialsField = (c: NatsCredentials | undefined): { natsCredentials?: NatsCredentials } =>
+  c === undefined ? {} : { natsCredentials: c };
 
 /** An OAuth client registered with a vendor (its secret, if any, is confidential). */
 export interface VendorClient {
@@ -153,7 +158,12 @@ export interface TaskSettings {
   pollMaxMs: number;
 }
 
-export const DEFAULT_TASK_SETTINGS: Readonly<TaskSettings> = { maxTtlMs: 24 * 3_600_000, leaseMs: 10_000, pollMinMs: 250, pollMaxMs: 30_000 };
+export const DEFAULT_TASK_SETTINGS: Readonly<TaskSettings> = {
+  maxTtlMs: 24 * 3_600_000,
+  leaseMs: 10_000,
+  pollMinMs: 250,
+  pollMaxMs: 30_000,
+};
 
 /** Defaults of {@link ProxySettings}: generous enough for one busy run, small enough to protect a server. */
 export const DEFAULT_PROXY_SETTINGS: Readonly<ProxySettings> = {
@@ -198,7 +208,13 @@ export function parseKeyring(value: string | undefined): KeyringEntry[] {
  * against `nameRe`, the value handed to `parse` (undefined: refused). Throws naming the variable
  * and the entry's position, never its value (it may be a secret).
  */
-function parseNamedList<T>(value: string | undefined, variable: string, nameRe: RegExp, form: string, parse: (raw: string) => T | undefined): Record<string, T> {
+function parseNamedList<T>(
+  value: string | undefined,
+  variable: string,
+  nameRe: RegExp,
+  form: string,
+  parse: (raw: string) => T | undefined,
+): Record<string, T> {
   const out: Record<string, T> = {};
   for (const [i, item] of list(value).entries()) {
     const sep = item.indexOf('=');
@@ -287,15 +303,30 @@ export function loadConfig(service: keyof typeof DEFAULT_PORTS, env: NodeJS.Proc
     instanceId: env.INSTANCE_ID ?? `${service}-${process.pid}-${Math.random().toString(36).slice(2, 8)}`,
     logLevel: level,
     proxy: {
-      maxConcurrencyPerServer: Math.floor(nonNegativeNumberSetting(env, 'PROXY_MAX_CONCURRENCY_PER_SERVER', DEFAULT_PROXY_SETTINGS.maxConcurrencyPerServer)),
+      maxConcurrencyPerServer: Math.floor(
+        nonNegativeNumberSetting(
+          env,
+          'PROXY_MAX_CONCURRENCY_PER_SERVER',
+          DEFAULT_PROXY_SETTINGS.maxConcurrencyPerServer,
+        ),
+      ),
       ratePerServer: nonNegativeNumberSetting(env, 'PROXY_RATE_PER_SERVER', DEFAULT_PROXY_SETTINGS.ratePerServer),
-      idleMs: nonNegativeNumberSetting(env, 'PROXY_IDLE_MS', DEFAULT_PROXY_SETTINGS.idleMs) || DEFAULT_PROXY_SETTINGS.idleMs,
+      idleMs:
+        nonNegativeNumberSetting(env, 'PROXY_IDLE_MS', DEFAULT_PROXY_SETTINGS.idleMs) || DEFAULT_PROXY_SETTINGS.idleMs,
       legacyElicitation: onOffSetting(env, 'PROXY_LEGACY_ELICITATION', true),
       tasks: {
-        maxTtlMs: nonNegativeNumberSetting(env, 'TASK_MAX_TTL_MS', DEFAULT_TASK_SETTINGS.maxTtlMs) || DEFAULT_TASK_SETTINGS.maxTtlMs,
-        leaseMs: nonNegativeNumberSetting(env, 'TASK_LEASE_MS', DEFAULT_TASK_SETTINGS.leaseMs) || DEFAULT_TASK_SETTINGS.leaseMs,
-        pollMinMs: nonNegativeNumberSetting(env, 'TASK_POLL_MIN_MS', DEFAULT_TASK_SETTINGS.pollMinMs) || DEFAULT_TASK_SETTINGS.pollMinMs,
-        pollMaxMs: nonNegativeNumberSetting(env, 'TASK_POLL_MAX_MS', DEFAULT_TASK_SETTINGS.pollMaxMs) || DEFAULT_TASK_SETTINGS.pollMaxMs,
+        maxTtlMs:
+          nonNegativeNumberSetting(env, 'TASK_MAX_TTL_MS', DEFAULT_TASK_SETTINGS.maxTtlMs) ||
+          DEFAULT_TASK_SETTINGS.maxTtlMs,
+        leaseMs:
+          nonNegativeNumberSetting(env, 'TASK_LEASE_MS', DEFAULT_TASK_SETTINGS.leaseMs) ||
+          DEFAULT_TASK_SETTINGS.leaseMs,
+        pollMinMs:
+          nonNegativeNumberSetting(env, 'TASK_POLL_MIN_MS', DEFAULT_TASK_SETTINGS.pollMinMs) ||
+          DEFAULT_TASK_SETTINGS.pollMinMs,
+        pollMaxMs:
+          nonNegativeNumberSetting(env, 'TASK_POLL_MAX_MS', DEFAULT_TASK_SETTINGS.pollMaxMs) ||
+          DEFAULT_TASK_SETTINGS.pollMaxMs,
       },
     },
     approvalTtlMs: nonNegativeNumberSetting(env, 'APPROVAL_TTL_MS', DEFAULT_APPROVAL_TTL_MS) || DEFAULT_APPROVAL_TTL_MS,

@@ -23,24 +23,36 @@ describe('the development key outside the local profile', () => {
     expect(config.keyring.map((k) => k.key.toString('base64'))).toEqual([devKey]);
   });
 
-  it.each(['registry', 'projector', 'proxy'] as const)('is refused by the %s in production, under any id and in any position, naming the setting and no key material', (service) => {
-    for (const keyring of [LOCAL_DEV_KEYRING, `mine:${devKey}`, `${ownKey},later:${devKey}`, `old:${devKey},${ownKey}`]) {
-      for (const profile of [{ OUTBOUND_PROFILE: 'production' }, {}]) {
-        const err = refusal(() => loadConfig(service, { ...profile, SECRETS_KEYRING: keyring }));
-        expect(err.code).toBe('invalid_config');
-        expect(err.setting).toBe('SECRETS_KEYRING');
-        expect(err.message).toContain('SECRETS_KEYRING');
-        expect(err.message).toContain('development key');
-        expect(err.message).not.toContain(devKey);
-        expect(err.message).not.toContain(devKey.slice(0, 12));
-        expect(err.message).not.toContain(ownKey.slice(3, 15));
+  it.each(['registry', 'projector', 'proxy'] as const)(
+    'is refused by the %s in production, under any id and in any position, naming the setting and no key material',
+    (service) => {
+      for (const keyring of [
+        LOCAL_DEV_KEYRING,
+        `mine:${devKey}`,
+        `${ownKey},later:${devKey}`,
+        `old:${devKey},${ownKey}`,
+      ]) {
+        for (const profile of [{ OUTBOUND_PROFILE: 'production' }, {}]) {
+          const err = refusal(() => loadConfig(service, { ...profile, SECRETS_KEYRING: keyring }));
+          expect(err.code).toBe('invalid_config');
+          expect(err.setting).toBe('SECRETS_KEYRING');
+          expect(err.message).toContain('SECRETS_KEYRING');
+          expect(err.message).toContain('development key');
+          expect(err.message).not.toContain(devKey);
+          expect(err.message).not.toContain(devKey.slice(0, 12));
+          expect(err.message).not.toContain(ownKey.slice(3, 15));
+        }
       }
-    }
-  });
+    },
+  );
 
   it('is still accepted under the local profile (npm start), and a key of your own is accepted in production', () => {
-    expect(loadConfig('registry', { OUTBOUND_PROFILE: 'local', SECRETS_KEYRING: LOCAL_DEV_KEYRING }).keyring).toHaveLength(1);
-    expect(loadConfig('registry', { OUTBOUND_PROFILE: 'production', SECRETS_KEYRING: ownKey }).keyring[0]?.id).toBe('k1');
+    expect(
+      loadConfig('registry', { OUTBOUND_PROFILE: 'local', SECRETS_KEYRING: LOCAL_DEV_KEYRING }).keyring,
+    ).toHaveLength(1);
+    expect(loadConfig('registry', { OUTBOUND_PROFILE: 'production', SECRETS_KEYRING: ownKey }).keyring[0]?.id).toBe(
+      'k1',
+    );
   });
 
   it('a key that differs from the development key in one byte is not mistaken for it', () => {

@@ -34,10 +34,19 @@ export const DEFAULT_INBOUND_LIMITS: Readonly<InboundLimits> = Object.freeze({
  * defaults (`defaults` changes them for the face, e.g. the endpoint's longer keep-alive). A
  * malformed value stops the start, naming the variable.
  */
-export function inboundLimits(env: NodeJS.ProcessEnv, prefix: string, defaults: Partial<InboundLimits> = {}): InboundLimits {
+export function inboundLimits(
+  env: NodeJS.ProcessEnv,
+  prefix: string,
+  defaults: Partial<InboundLimits> = {},
+): InboundLimits {
   const d = { ...DEFAULT_INBOUND_LIMITS, ...defaults };
   const ms = (name: string, fallback: number): number =>
-    integerSetting(env, `${prefix}_${name}`, { fallback, min: 100, max: 3_600_000, message: `${prefix}_${name} must be a whole number of milliseconds from 100 to 3600000` });
+    integerSetting(env, `${prefix}_${name}`, {
+      fallback,
+      min: 100,
+      max: 3_600_000,
+      message: `${prefix}_${name} must be a whole number of milliseconds from 100 to 3600000`,
+    });
   return {
     headersTimeoutMs: ms('HEADERS_TIMEOUT_MS', d.headersTimeoutMs),
     bodyTimeoutMs: ms('BODY_TIMEOUT_MS', d.bodyTimeoutMs),

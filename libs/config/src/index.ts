@@ -1,10 +1,37 @@
-export { loadConfig, parseKeyring, parseNatsCredentials, DEFAULT_PROXY_SETTINGS, DEFAULT_TASK_SETTINGS } from './config.js';
-export type { AccountCreation, Config, OutboundPolicy, KeyringEntry, NatsCredentials, ProxySettings, TaskSettings, VendorClient } from './config.js';
+export {
+  loadConfig,
+  parseKeyring,
+  parseNatsCredentials,
+  DEFAULT_PROXY_SETTINGS,
+  DEFAULT_TASK_SETTINGS,
+} from './config.js';
+export type {
+  AccountCreation,
+  Config,
+  OutboundPolicy,
+  KeyringEntry,
+  NatsCredentials,
+  ProxySettings,
+  TaskSettings,
+  VendorClient,
+} from './config.js';
 export { DEFAULT_AUDIT_RETENTION_DAYS, parsePinAudit } from './pins-audit.js';
 export type { PinAuditSettings } from './pins-audit.js';
-export { NatsRoles, RESPONSE_WINDOW_MS, inboxPrefixOf, natsPermissions, natsUserEntries, renderNatsServerConfig } from './nats-permissions.js';
+export {
+  NatsRoles,
+  RESPONSE_WINDOW_MS,
+  inboxPrefixOf,
+  natsPermissions,
+  natsUserEntries,
+  renderNatsServerConfig,
+} from './nats-permissions.js';
 export type { NatsPermissions, NatsRole, NatsServerConfigInput, NatsUser, NatsUserEntry } from './nats-permissions.js';
-export { NATS_PASSWORD_ENV, deployNatsUsers, renderComposeNatsConfig, renderHelmNatsAuthValues } from './nats-deploy-config.js';
+export {
+  NATS_PASSWORD_ENV,
+  deployNatsUsers,
+  renderComposeNatsConfig,
+  renderHelmNatsAuthValues,
+} from './nats-deploy-config.js';
 export { LOCAL_DEV_KEYRING, parseProfile, refuseDevelopmentKeys } from './profile.js';
 export type { Profile } from './profile.js';
 export { integerSetting, nonNegativeNumberSetting, onOffSetting, portSetting } from './settings.js';

@@ -16,9 +16,15 @@ export interface InternalHttp {
  * side (tests) do not fight over one fixed port. The host defaults to loopback: a deployment that
  * scrapes from elsewhere opens it explicitly.
  */
-export function parseInternalHttp(service: keyof typeof DEFAULT_INTERNAL_PORTS, env: NodeJS.ProcessEnv, httpPort: number): InternalHttp {
+export function parseInternalHttp(
+  service: keyof typeof DEFAULT_INTERNAL_PORTS,
+  env: NodeJS.ProcessEnv,
+  httpPort: number,
+): InternalHttp {
   const port = portSetting(env, 'INTERNAL_HTTP_PORT', httpPort === 0 ? 0 : DEFAULT_INTERNAL_PORTS[service]);
-  if (port !== 0 && port === httpPort) throw new ConfigError('INTERNAL_HTTP_PORT', 'INTERNAL_HTTP_PORT must differ from HTTP_PORT');
-  const host = env.INTERNAL_HTTP_HOST === undefined || env.INTERNAL_HTTP_HOST === '' ? '127.0.0.1' : env.INTERNAL_HTTP_HOST;
+  if (port !== 0 && port === httpPort)
+    throw new ConfigError('INTERNAL_HTTP_PORT', 'INTERNAL_HTTP_PORT must differ from HTTP_PORT');
+  const host =
+    env.INTERNAL_HTTP_HOST === undefined || env.INTERNAL_HTTP_HOST === '' ? '127.0.0.1' : env.INTERNAL_HTTP_HOST;
   return { internalHttpPort: port, internalHttpHost: host };
 }

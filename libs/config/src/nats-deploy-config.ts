@@ -4,7 +4,13 @@
  * of the nats-server, so the committed files hold no secret. `scripts/render-nats-config.ts`
  * writes them; a test keeps the committed files equal to this rendering.
  */
-import { NatsRoles, natsUserEntries, renderNatsServerConfig, type NatsRole, type NatsUser } from './nats-permissions.js';
+import {
+  NatsRoles,
+  natsUserEntries,
+  renderNatsServerConfig,
+  type NatsRole,
+  type NatsUser,
+} from './nats-permissions.js';
 
 /** The variable each user's password is read from, in the nats-server's environment and in the services'. */
 export const NATS_PASSWORD_ENV: Readonly<Record<NatsRole, string>> = {
@@ -23,7 +29,13 @@ export function deployNatsUsers(): NatsUser[] {
 
 /** `deploy/nats/nats.conf`: the compose file's nats-server (client 4222, monitoring 8222, JetStream in /data). */
 export function renderComposeNatsConfig(): string {
-  return renderNatsServerConfig({ users: deployNatsUsers(), host: '0.0.0.0', port: 4222, monitorPort: 8222, storeDir: '/data' });
+  return renderNatsServerConfig({
+    users: deployNatsUsers(),
+    host: '0.0.0.0',
+    port: 4222,
+    monitorPort: 8222,
+    storeDir: '/data',
+  });
 }
 
 /**
@@ -34,9 +46,16 @@ export function renderComposeNatsConfig(): string {
 export function renderHelmNatsAuthValues(): string {
   const users = natsUserEntries(deployNatsUsers()).map((e) => {
     const env = typeof e.password === 'string' ? undefined : e.password.env;
-    return [`        - user: ${e.user}`, `          password: "<< $${env ?? ''} >>"`, `          permissions: ${JSON.stringify(e.permissions)}`].join('\n');
+    return [
+      `        - user: ${e.user}`,
+      `          password: "<< $${env ?? ''} >>"`,
+      `          permissions: ${JSON.stringify(e.permissions)}`,
+    ].join('\n');
   });
-  const env = NatsRoles.map((role) => `    ${NATS_PASSWORD_ENV[role]}:\n      valueFrom:\n        secretKeyRef: { name: mcpx-nats-users, key: ${role} }`);
+  const env = NatsRoles.map(
+    (role) =>
+      `    ${NATS_PASSWORD_ENV[role]}:\n      valueFrom:\n        secretKeyRef: { name: mcpx-nats-users, key: ${role} }`,
+  );
   return [
     '# Generated from libs/config/src/nats-permissions.ts (scripts/render-nats-config.ts): do not edit.',
     "# The stack's NATS users and what each may do (docs/bus.md#users). Use with nats-values.yaml:",

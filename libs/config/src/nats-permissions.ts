@@ -82,8 +82,10 @@ export function natsUserEntries(users: readonly NatsUser[], prefix = ''): NatsUs
     inboxPrefixOf(u.user);
     if (names.has(u.user)) throw new Error(`NATS user ${u.user} is listed twice`);
     names.add(u.user);
-    if (typeof u.password === 'string' && u.password.length < 16) throw new Error(`NATS user ${u.user} needs a password of at least 16 characters`);
-    if (typeof u.password !== 'string' && !/^[A-Z_][A-Z0-9_]*$/.test(u.password.env)) throw new Error(`NATS user ${u.user}: ${u.password.env} is not an environment variable name`);
+    if (typeof u.password === 'string' && u.password.length < 16)
+      throw new Error(`NATS user ${u.user} needs a password of at least 16 characters`);
+    if (typeof u.password !== 'string' && !/^[A-Z_][A-Z0-9_]*$/.test(u.password.env))
+      throw new Error(`NATS user ${u.user}: ${u.password.env} is not an environment variable name`);
     const perm = natsPermissions(u.role, u.user, prefix);
     return {
       user: u.user,
@@ -91,7 +93,14 @@ export function natsUserEntries(users: readonly NatsUser[], prefix = ''): NatsUs
       permissions: {
         publish: { allow: perm.publish },
         subscribe: { allow: perm.subscribe },
-        ...(perm.allowResponses === false ? {} : { allow_responses: { max: perm.allowResponses.maxMsgs, expires: `${Math.round(perm.allowResponses.expiresMs / 1000)}s` } }),
+        ...(perm.allowResponses === false
+          ? {}
+          : {
+              allow_responses: {
+                max: perm.allowResponses.maxMsgs,
+                expires: `${Math.round(perm.allowResponses.expiresMs / 1000)}s`,
+              },
+            }),
       },
     };
   });
@@ -129,7 +138,10 @@ function streamNames(prefix: string): { events: string; tools: string } {
  */
 function ensureStreamsApi(prefix: string): string[] {
   const { events, tools } = streamNames(prefix);
-  return ['$JS.API.INFO', ...[events, tools].flatMap((n) => [`$JS.API.STREAM.INFO.${n}`, `$JS.API.STREAM.CREATE.${n}`])];
+  return [
+    '$JS.API.INFO',
+    ...[events, tools].flatMap((n) => [`$JS.API.STREAM.INFO.${n}`, `$JS.API.STREAM.CREATE.${n}`]),
+  ];
 }
 
 /**
@@ -137,7 +149,8 @@ function ensureStreamsApi(prefix: string): string[] {
  * the user `user` (whose inbox prefix is `_INBOX_<user>`).
  */
 export function natsPermissions(role: NatsRole, user: string, prefix = ''): NatsPermissions {
-  if (prefix !== '' && !/^[A-Za-z0-9_-]+\.$/.test(prefix)) throw new Error('NATS_PREFIX must be letters, digits, _ or - followed by a dot');
+  if (prefix !== '' && !/^[A-Za-z0-9_-]+\.$/.test(prefix))
+    throw new Error('NATS_PREFIX must be letters, digits, _ or - followed by a dot');
   const p = prefix;
   const inbox = `${inboxPrefixOf(user)}.>`;
   const replies = { maxMsgs: 1, expiresMs: RESPONSE_WINDOW_MS };
@@ -146,7 +159,14 @@ export function natsPermissions(role: NatsRole, user: string, prefix = ''): Nats
   const callProgress = `${p}mcp.calls.progress.*.*.*`;
   // A call's log messages (docs/endpoint.md#logging): published by the proxy running it, heard by the endpoint.
   const callLog = `${p}mcp.calls.log.*.*.*`;
-  const callProxy = [`${p}mcp.proxy.call`, `${p}mcp.proxy.*.call`, `${p}mcp.proxy.calls.held`, `${p}mcp.proxy.cancel`, `${p}mcp.runs.ended.>`, `${p}mcp.proxy.tasks`];
+  const callProxy = [
+    `${p}mcp.proxy.call`,
+    `${p}mcp.proxy.*.call`,
+    `${p}mcp.proxy.calls.held`,
+    `${p}mcp.proxy.cancel`,
+    `${p}mcp.runs.ended.>`,
+    `${p}mcp.proxy.tasks`,
+  ];
   // A brokered task's status changes (docs/tasks.md): published only by the proxy polling it.
   const taskEvents = `${p}mcp.tasks.>`;
   switch (role) {
@@ -193,7 +213,13 @@ export function natsPermissions(role: NatsRole, user: string, prefix = ''): Nats
           `$JS.API.CONSUMER.MSG.NEXT.${events}.${PROJECTOR_DURABLE}`,
           `$JS.ACK.${events}.${PROJECTOR_DURABLE}.>`,
         ],
-        subscribe: [inbox, `${p}projector.agent-tools.get`, `${p}projector.lambda.set`, `${p}projector.lambda.delete`, `${p}projector.tools.search`],
+        subscribe: [
+          inbox,
+          `${p}projector.agent-tools.get`,
+          `${p}projector.lambda.set`,
+          `${p}projector.lambda.delete`,
+          `${p}projector.tools.search`,
+        ],
         allowResponses: replies,
       };
     case 'proxy': {
@@ -237,14 +263,37 @@ export function natsPermissions(role: NatsRole, user: string, prefix = ''): Nats
       // Not the runtime's user: a runtime may not announce decisions (it would forge them), the
       // endpoint applies a client's user's decision and says so, as the registry does an owner's.
       return {
-        publish: [...callProxy, `${p}mcp.proxy.relay`, `${p}mcp.proxy.watch`, `${p}mcp.proxy.*.watch`, `${p}mcp.approvals.decided.*`, `${p}mcp.endpoint.>`, `${p}registry.approvals.token-decided`],
-        subscribe: [inbox, callProgress, callLog, taskEvents, `${p}agents.tools.changed.>`, `${p}mcp.endpoint.>`, `${p}mcp.notices.>`],
+        publish: [
+          ...callProxy,
+          `${p}mcp.proxy.relay`,
+          `${p}mcp.proxy.watch`,
+          `${p}mcp.proxy.*.watch`,
+          `${p}mcp.approvals.decided.*`,
+          `${p}mcp.endpoint.>`,
+          `${p}registry.approvals.token-decided`,
+        ],
+        subscribe: [
+          inbox,
+          callProgress,
+          callLog,
+          taskEvents,
+          `${p}agents.tools.changed.>`,
+          `${p}mcp.endpoint.>`,
+          `${p}mcp.notices.>`,
+        ],
         allowResponses: replies,
       };
     case 'runtime':
       return {
         publish: callProxy,
-        subscribe: [inbox, `${p}mcp.approvals.decided.*`, `${p}mcp.inputs.answered.*`, callProgress, taskEvents, `${p}agents.tools.changed.>`],
+        subscribe: [
+          inbox,
+          `${p}mcp.approvals.decided.*`,
+          `${p}mcp.inputs.answered.*`,
+          callProgress,
+          taskEvents,
+          `${p}agents.tools.changed.>`,
+        ],
         allowResponses: false,
       };
     case 'operator':

@@ -18,9 +18,15 @@ export const DEFAULT_AUDIT_RETENTION_DAYS = 400;
 
 export function parsePinAudit(env: NodeJS.ProcessEnv): PinAuditSettings {
   const pin = env.PIN_DEFAULT === undefined || env.PIN_DEFAULT === '' ? 'off' : env.PIN_DEFAULT;
-  if (pin !== 'off' && pin !== 'review' && pin !== 'strict') throw new Error('PIN_DEFAULT must be off, review or strict');
+  if (pin !== 'off' && pin !== 'review' && pin !== 'strict')
+    throw new Error('PIN_DEFAULT must be off, review or strict');
   const writers = env.PIN_WRITERS_MAY_REVIEW ?? '';
-  if (writers !== '' && writers !== 'true' && writers !== 'false') throw new Error('PIN_WRITERS_MAY_REVIEW must be true or false');
-  const days = integerSetting(env, 'AUDIT_RETENTION_DAYS', { fallback: DEFAULT_AUDIT_RETENTION_DAYS, min: 0, message: 'AUDIT_RETENTION_DAYS must be a whole number of days (0 keeps everything)' });
+  if (writers !== '' && writers !== 'true' && writers !== 'false')
+    throw new Error('PIN_WRITERS_MAY_REVIEW must be true or false');
+  const days = integerSetting(env, 'AUDIT_RETENTION_DAYS', {
+    fallback: DEFAULT_AUDIT_RETENTION_DAYS,
+    min: 0,
+    message: 'AUDIT_RETENTION_DAYS must be a whole number of days (0 keeps everything)',
+  });
   return { pinDefault: pin, writersMayReview: writers === 'true', auditRetentionDays: days };
 }

@@ -132,15 +132,29 @@ export const DEFAULT_QUOTAS: Readonly<QuotaSettings> = Object.freeze({
 });
 
 function count(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
-  return integerSetting(env, name, { fallback, min: 0, message: `${name} must be a non-negative integer (0 = no limit)` });
+  return integerSetting(env, name, {
+    fallback,
+    min: 0,
+    message: `${name} must be a non-negative integer (0 = no limit)`,
+  });
 }
 
 function rate(env: NodeJS.ProcessEnv, name: string, fallback: RateSetting): RateSetting {
   const raw = env[name];
-  const ratePerSecond = nonNegativeNumberSetting(env, name, fallback.ratePerSecond, `${name} must be a non-negative number (0 = no limit)`);
+  const ratePerSecond = nonNegativeNumberSetting(
+    env,
+    name,
+    fallback.ratePerSecond,
+    `${name} must be a non-negative number (0 = no limit)`,
+  );
   // An unset burst follows the rate (twice a second's worth), so setting only the rate is coherent.
   const given = env[`${name}_BURST`];
-  const burst = given === undefined || given === '' ? (raw === undefined || raw === '' ? fallback.burst : Math.max(1, Math.ceil(ratePerSecond * 2))) : count(env, `${name}_BURST`, fallback.burst);
+  const burst =
+    given === undefined || given === ''
+      ? raw === undefined || raw === ''
+        ? fallback.burst
+        : Math.max(1, Math.ceil(ratePerSecond * 2))
+      : count(env, `${name}_BURST`, fallback.burst);
   if (ratePerSecond > 0 && burst < 1) throw new Error(`${name}_BURST must be at least 1`);
   return { ratePerSecond, burst };
 }
@@ -155,7 +169,11 @@ export function parseQuotas(env: NodeJS.ProcessEnv): QuotaSettings {
     pendingApprovalsPerAccount: count(env, 'QUOTA_PENDING_APPROVALS_PER_ACCOUNT', d.pendingApprovalsPerAccount),
     pendingInputsPerAccount: count(env, 'QUOTA_PENDING_INPUTS_PER_ACCOUNT', d.pendingInputsPerAccount),
     runningTasksPerAccount: count(env, 'QUOTA_RUNNING_TASKS_PER_ACCOUNT', d.runningTasksPerAccount),
-    pendingApprovalBytesPerAccount: count(env, 'QUOTA_PENDING_APPROVAL_BYTES_PER_ACCOUNT', d.pendingApprovalBytesPerAccount),
+    pendingApprovalBytesPerAccount: count(
+      env,
+      'QUOTA_PENDING_APPROVAL_BYTES_PER_ACCOUNT',
+      d.pendingApprovalBytesPerAccount,
+    ),
     pendingInputBytesPerAccount: count(env, 'QUOTA_PENDING_INPUT_BYTES_PER_ACCOUNT', d.pendingInputBytesPerAccount),
     pendingApprovalsTotal: count(env, 'QUOTA_PENDING_APPROVALS_TOTAL', d.pendingApprovalsTotal),
     pendingApprovalBytesTotal: count(env, 'QUOTA_PENDING_APPROVAL_BYTES_TOTAL', d.pendingApprovalBytesTotal),

@@ -27,17 +27,26 @@ export interface RegistrySettings {
 
 /** Reads the registry's settings; throws a `ConfigError` naming the variable of a malformed value. */
 export function loadRegistrySettings(env: NodeJS.ProcessEnv): RegistrySettings {
-  const positive = (name: string): number | undefined => integerSetting(env, name, { fallback: undefined, min: 1, message: `${name} must be a positive integer` });
+  const positive = (name: string): number | undefined =>
+    integerSetting(env, name, { fallback: undefined, min: 1, message: `${name} must be a positive integer` });
   const reprobeBaseMs = positive('REGISTRY_REPROBE_BASE_MS');
   const discoveryConcurrency = positive('REGISTRY_DISCOVERY_CONCURRENCY');
-  const endpointPort = integerSetting(env, 'ENDPOINT_PORT', { fallback: undefined, min: 1, max: 65_535, message: 'ENDPOINT_PORT must be a port (1-65535)' });
+  const endpointPort = integerSetting(env, 'ENDPOINT_PORT', {
+    fallback: undefined,
+    min: 1,
+    max: 65_535,
+    message: 'ENDPOINT_PORT must be a port (1-65535)',
+  });
   const endpointUrl = env.ENDPOINT_PUBLIC_URL ? httpUrl(env.ENDPOINT_PUBLIC_URL, 'ENDPOINT_PUBLIC_URL') : undefined;
   return {
     ...(reprobeBaseMs !== undefined ? { reprobeBaseMs } : {}),
     ...(discoveryConcurrency !== undefined ? { discoveryConcurrency } : {}),
     ...(env.REGISTRY_PUBLIC_URL ? { publicUrl: env.REGISTRY_PUBLIC_URL.replace(/\/+$/, '') } : {}),
     ...(env.REGISTRY_OAUTH_CLIENT_METADATA === 'off' ? { clientMetadataDocument: false as const } : {}),
-    endpoint: { ...(endpointUrl !== undefined ? { publicUrl: endpointUrl } : {}), ...(endpointPort !== undefined ? { port: endpointPort } : {}) },
+    endpoint: {
+      ...(endpointUrl !== undefined ? { publicUrl: endpointUrl } : {}),
+      ...(endpointPort !== undefined ? { port: endpointPort } : {}),
+    },
     inbound: inboundLimits(env, 'REGISTRY'),
   };
 }
@@ -50,6 +59,7 @@ function httpUrl(value: string, name: string): string {
   } catch {
     throw new ConfigError(name, `${name} must be an http(s) URL`);
   }
-  if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.search !== '' || url.hash !== '') throw new ConfigError(name, `${name} must be an http(s) URL without a query or fragment`);
+  if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.search !== '' || url.hash !== '')
+    throw new ConfigError(name, `${name} must be an http(s) URL without a query or fragment`);
   return url.href.replace(/\/+$/, '');
 }

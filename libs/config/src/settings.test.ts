@@ -40,7 +40,13 @@ describe('the one settings parser', () => {
   });
 
   it("the registry's settings and the shared loader read through it", () => {
-    expect(loadRegistrySettings({ REGISTRY_REPROBE_BASE_MS: '250', REGISTRY_PUBLIC_URL: 'https://r.example/', REGISTRY_OAUTH_CLIENT_METADATA: 'off' })).toEqual({
+    expect(
+      loadRegistrySettings({
+        REGISTRY_REPROBE_BASE_MS: '250',
+        REGISTRY_PUBLIC_URL: 'https://r.example/',
+        REGISTRY_OAUTH_CLIENT_METADATA: 'off',
+      }),
+    ).toEqual({
       reprobeBaseMs: 250,
       publicUrl: 'https://r.example',
       clientMetadataDocument: false,
@@ -48,12 +54,20 @@ describe('the one settings parser', () => {
       inbound: DEFAULT_INBOUND_LIMITS,
     });
     // The agent endpoint as the console shows it: its public URL, else its port on the page's host.
-    expect(loadRegistrySettings({ ENDPOINT_PUBLIC_URL: 'https://mcp.example.com//', ENDPOINT_PORT: '18083' }).endpoint).toEqual({ publicUrl: 'https://mcp.example.com', port: 18083 });
-    expect(() => loadRegistrySettings({ ENDPOINT_PUBLIC_URL: 'ftp://x' })).toThrow('ENDPOINT_PUBLIC_URL must be an http(s) URL');
+    expect(
+      loadRegistrySettings({ ENDPOINT_PUBLIC_URL: 'https://mcp.example.com//', ENDPOINT_PORT: '18083' }).endpoint,
+    ).toEqual({ publicUrl: 'https://mcp.example.com', port: 18083 });
+    expect(() => loadRegistrySettings({ ENDPOINT_PUBLIC_URL: 'ftp://x' })).toThrow(
+      'ENDPOINT_PUBLIC_URL must be an http(s) URL',
+    );
     expect(() => loadRegistrySettings({ ENDPOINT_PORT: '0' })).toThrow('ENDPOINT_PORT must be a port (1-65535)');
     expect(loadRegistrySettings({ REGISTRY_BODY_TIMEOUT_MS: '2500' }).inbound.bodyTimeoutMs).toBe(2500);
-    expect(() => loadRegistrySettings({ REGISTRY_DISCOVERY_CONCURRENCY: '0' })).toThrow('REGISTRY_DISCOVERY_CONCURRENCY must be a positive integer');
-    expect(() => parseInternalHttp('proxy', { INTERNAL_HTTP_PORT: 'x' }, 80)).toThrow('INTERNAL_HTTP_PORT must be a port number');
+    expect(() => loadRegistrySettings({ REGISTRY_DISCOVERY_CONCURRENCY: '0' })).toThrow(
+      'REGISTRY_DISCOVERY_CONCURRENCY must be a positive integer',
+    );
+    expect(() => parseInternalHttp('proxy', { INTERNAL_HTTP_PORT: 'x' }, 80)).toThrow(
+      'INTERNAL_HTTP_PORT must be a port number',
+    );
     expect(parseInternalHttp('proxy', {}, 0).internalHttpPort).toBe(0);
   });
 });

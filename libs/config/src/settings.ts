@@ -19,13 +19,18 @@ export interface IntegerSetting<F> {
 }
 
 /** A whole number in [min, max] from `env[name]`, else `opts.fallback` when unset or empty. */
-export function integerSetting<F extends number | undefined>(env: NodeJS.ProcessEnv, name: string, opts: IntegerSetting<F>): number | F {
+export function integerSetting<F extends number | undefined>(
+  env: NodeJS.ProcessEnv,
+  name: string,
+  opts: IntegerSetting<F>,
+): number | F {
   const raw = env[name];
   if (raw === undefined || raw === '') return opts.fallback;
   const min = opts.min ?? 0;
   const max = opts.max ?? Number.MAX_SAFE_INTEGER;
   const n = Number(raw);
-  if (!Number.isSafeInteger(n) || n < min || n > max) throw new ConfigError(name, opts.message ?? `${name} must be an integer of at least ${min}`);
+  if (!Number.isSafeInteger(n) || n < min || n > max)
+    throw new ConfigError(name, opts.message ?? `${name} must be an integer of at least ${min}`);
   return n;
 }
 
@@ -35,7 +40,12 @@ export function portSetting(env: NodeJS.ProcessEnv, name: string, fallback: numb
 }
 
 /** A finite number of at least 0 (a rate, a ratio), else `fallback` when unset or empty. */
-export function nonNegativeNumberSetting(env: NodeJS.ProcessEnv, name: string, fallback: number, message = `${name} must be a non-negative number`): number {
+export function nonNegativeNumberSetting(
+  env: NodeJS.ProcessEnv,
+  name: string,
+  fallback: number,
+  message = `${name} must be a non-negative number`,
+): number {
   const raw = env[name];
   if (raw === undefined || raw === '') return fallback;
   const n = Number(raw);

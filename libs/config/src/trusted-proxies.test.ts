@@ -3,7 +3,10 @@ import { describe, expect, it } from 'vitest';
 import { TrustedProxies } from './trusted-proxies.js';
 
 const req = (peer: string, xff?: string | string[]): IncomingMessage =>
-  ({ socket: { remoteAddress: peer }, headers: xff === undefined ? {} : { 'x-forwarded-for': xff } }) as unknown as IncomingMessage;
+  ({
+    socket: { remoteAddress: peer },
+    headers: xff === undefined ? {} : { 'x-forwarded-for': xff },
+  }) as unknown as IncomingMessage;
 
 describe('TrustedProxies', () => {
   it('none by default: the socket peer, whatever the header says', () => {

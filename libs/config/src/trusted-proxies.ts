@@ -24,8 +24,17 @@ export class TrustedProxies {
       const [address = '', bits, ...rest] = entry.split('/');
       const family = isIP(address);
       const prefix = bits === undefined ? (family === 6 ? 128 : 32) : Number(bits);
-      if (family === 0 || rest.length > 0 || !Number.isInteger(prefix) || prefix < 0 || prefix > (family === 6 ? 128 : 32) || (bits !== undefined && !/^\d{1,3}$/.test(bits))) {
-        throw new Error(`TRUSTED_PROXIES: ${JSON.stringify(entry.slice(0, 64))} is not an address or a CIDR (e.g. 10.0.0.0/8, fd00::/8)`);
+      if (
+        family === 0 ||
+        rest.length > 0 ||
+        !Number.isInteger(prefix) ||
+        prefix < 0 ||
+        prefix > (family === 6 ? 128 : 32) ||
+        (bits !== undefined && !/^\d{1,3}$/.test(bits))
+      ) {
+        throw new Error(
+          `TRUSTED_PROXIES: ${JSON.stringify(entry.slice(0, 64))} is not an address or a CIDR (e.g. 10.0.0.0/8, fd00::/8)`,
+        );
       }
       this.list.addSubnet(address, prefix, family === 6 ? 'ipv6' : 'ipv4');
       n++;

@@ -1,5 +1,24 @@
 import { ActionTypes, type ActionType } from './api.js';
-import { ALL, OWNER, WRITERS, agent, anyObject, arr, bool, discovered, int, level, nothing, obj, providerTools, ref, review, reviewed, str, taskView } from './action-schemas.js';
+import {
+  ALL,
+  OWNER,
+  WRITERS,
+  agent,
+  anyObject,
+  arr,
+  bool,
+  discovered,
+  int,
+  level,
+  nothing,
+  obj,
+  providerTools,
+  ref,
+  review,
+  reviewed,
+  str,
+  taskView,
+} from './action-schemas.js';
 import type { ActionSpec } from './action-types.js';
 
 /** Every action: the one list the registry dispatches and the OpenAPI document describes. */
@@ -14,7 +33,9 @@ export const ACTION_MAP: { readonly [T in ActionType]: ActionSpec } = {
     summary: 'Creates or replaces a remote MCP server and discovers its tools',
     roles: WRITERS,
     request: obj({ name: str, config: ref('McpServerConfigInput') }, ['name', 'config']),
-    response: obj({ ...discovered, droppedSecrets: obj({ headers: arr(str), oauth: bool }, ['headers', 'oauth']) }, ['server']),
+    response: obj({ ...discovered, droppedSecrets: obj({ headers: arr(str), oauth: bool }, ['headers', 'oauth']) }, [
+      'server',
+    ]),
     errors: ['quota_exceeded', 'conflict'],
   },
   RefreshMcpServer: {
@@ -24,7 +45,13 @@ export const ACTION_MAP: { readonly [T in ActionType]: ActionSpec } = {
     response: obj(discovered, ['server']),
     errors: ['not_found', 'quota_exceeded'],
   },
-  DeleteMcpServer: { summary: 'Deletes a server; it leaves every grant', roles: WRITERS, request: obj({ name: str }, ['name']), response: obj({ name: str }, ['name']), errors: ['not_found'] },
+  DeleteMcpServer: {
+    summary: 'Deletes a server; it leaves every grant',
+    roles: WRITERS,
+    request: obj({ name: str }, ['name']),
+    response: obj({ name: str }, ['name']),
+    errors: ['not_found'],
+  },
   AuthorizeMcpServer: {
     summary: 'A fresh OAuth authorization URL for a server with config.auth oauth',
     roles: WRITERS,
@@ -46,8 +73,19 @@ export const ACTION_MAP: { readonly [T in ActionType]: ActionSpec } = {
     response: obj({ agent: ref('AgentView') }, ['agent']),
     errors: ['not_found'],
   },
-  GetAgent: { summary: 'One agent', roles: ALL, request: obj({ agent }, ['agent']), response: obj({ agent: ref('AgentView') }, ['agent']), errors: ['not_found'] },
-  ListAgents: { summary: "The account's agents (an AGENT signer: its own)", roles: ALL, request: nothing, response: obj({ agents: arr(ref('AgentView')) }, ['agents']) },
+  GetAgent: {
+    summary: 'One agent',
+    roles: ALL,
+    request: obj({ agent }, ['agent']),
+    response: obj({ agent: ref('AgentView') }, ['agent']),
+    errors: ['not_found'],
+  },
+  ListAgents: {
+    summary: "The account's agents (an AGENT signer: its own)",
+    roles: ALL,
+    request: nothing,
+    response: obj({ agents: arr(ref('AgentView')) }, ['agents']),
+  },
   ListAgentTools: {
     summary: "An agent's projected tools",
     roles: ALL,
@@ -71,7 +109,10 @@ export const ACTION_MAP: { readonly [T in ActionType]: ActionSpec } = {
   InvokeTool: {
     summary: 'One call through the proxy; without run the run ends at once',
     roles: ALL,
-    request: obj({ agent, tool: str, arguments: anyObject, run: str, approvalId: str, inputRequestId: str, timeoutMs: int }, ['agent', 'tool']),
+    request: obj(
+      { agent, tool: str, arguments: anyObject, run: str, approvalId: str, inputRequestId: str, timeoutMs: int },
+      ['agent', 'tool'],
+    ),
     response: obj({ result: anyObject, run: str }, ['result', 'run']),
     errors: [
       'not_found',
@@ -102,7 +143,13 @@ export const ACTION_MAP: { readonly [T in ActionType]: ActionSpec } = {
     summary: 'The admitted names and their provider tool formats',
     roles: ALL,
     request: obj({ agent, names: arr(str) }, ['agent', 'names']),
-    response: obj({ agent: str, version: int, names: arr(str), ...providerTools }, ['agent', 'version', 'names', 'openai', 'anthropic']),
+    response: obj({ agent: str, version: int, names: arr(str), ...providerTools }, [
+      'agent',
+      'version',
+      'names',
+      'openai',
+      'anthropic',
+    ]),
     errors: ['not_found'],
   },
   SearchTools: {
@@ -112,7 +159,16 @@ export const ACTION_MAP: { readonly [T in ActionType]: ActionSpec } = {
     response: obj(
       {
         families: arr(
-          obj({ family: str, server: str, tools: arr(obj({ name: str, description: str, score: { type: 'number' }, cid: str }, ['name', 'score', 'cid'])) }, ['family', 'server', 'tools']),
+          obj(
+            {
+              family: str,
+              server: str,
+              tools: arr(
+                obj({ name: str, description: str, score: { type: 'number' }, cid: str }, ['name', 'score', 'cid']),
+              ),
+            },
+            ['family', 'server', 'tools'],
+          ),
         ),
       },
       ['families'],
@@ -136,17 +192,39 @@ export const ACTION_MAP: { readonly [T in ActionType]: ActionSpec } = {
     summary: 'Lets a key act for the account with a role',
     roles: OWNER,
     request: obj({ principal: str, role: ref('Role'), agents: arr(str) }, ['principal', 'role']),
-    response: obj({ signer: obj({ principal: str, role: ref('Role'), agents: arr(str) }, ['principal', 'role']) }, ['signer']),
+    response: obj({ signer: obj({ principal: str, role: ref('Role'), agents: arr(str) }, ['principal', 'role']) }, [
+      'signer',
+    ]),
   },
-  RevokeSigner: { summary: 'The key may no longer act for the account', roles: OWNER, request: obj({ principal: str }, ['principal']), response: obj({ revoked: bool }, ['revoked']) },
+  RevokeSigner: {
+    summary: 'The key may no longer act for the account',
+    roles: OWNER,
+    request: obj({ principal: str }, ['principal']),
+    response: obj({ revoked: bool }, ['revoked']),
+  },
   SetToolPermission: {
     summary: "A tool's permission level (null: inherited)",
     roles: OWNER,
-    request: obj({ server: str, tool: str, permission: { enum: ['act', 'always_ask', null] } }, ['server', 'tool', 'permission']),
-    response: obj({ server: str, tool: str, permission: level, inherited: level, overridden: bool }, ['server', 'tool', 'permission', 'inherited', 'overridden']),
+    request: obj({ server: str, tool: str, permission: { enum: ['act', 'always_ask', null] } }, [
+      'server',
+      'tool',
+      'permission',
+    ]),
+    response: obj({ server: str, tool: str, permission: level, inherited: level, overridden: bool }, [
+      'server',
+      'tool',
+      'permission',
+      'inherited',
+      'overridden',
+    ]),
     errors: ['not_found'],
   },
-  ListApprovals: { summary: "The account's pending approvals, oldest first", roles: WRITERS, request: nothing, response: obj({ approvals: arr(anyObject) }, ['approvals']) },
+  ListApprovals: {
+    summary: "The account's pending approvals, oldest first",
+    roles: WRITERS,
+    request: nothing,
+    response: obj({ approvals: arr(anyObject) }, ['approvals']),
+  },
   ApproveToolCall: {
     summary: 'Approves an always_ask call; the runtime re-sends it',
     roles: OWNER,
@@ -167,19 +245,48 @@ export const ACTION_MAP: { readonly [T in ActionType]: ActionSpec } = {
     request: obj({ server: str, status: str }),
     response: obj({ changes: arr(anyObject) }, ['changes']),
   },
-  AcceptToolChange: { summary: 'The held contract becomes the accepted one', roles: WRITERS, request: review, response: reviewed, errors: ['not_found', 'conflict'] },
-  RejectToolChange: { summary: 'The change stays held and is not asked about again', roles: WRITERS, request: review, response: reviewed, errors: ['not_found', 'conflict'] },
+  AcceptToolChange: {
+    summary: 'The held contract becomes the accepted one',
+    roles: WRITERS,
+    request: review,
+    response: reviewed,
+    errors: ['not_found', 'conflict'],
+  },
+  RejectToolChange: {
+    summary: 'The change stays held and is not asked about again',
+    roles: WRITERS,
+    request: review,
+    response: reviewed,
+    errors: ['not_found', 'conflict'],
+  },
   ListAuditEvents: {
     summary: 'The audit log: who changed what, when',
     roles: OWNER,
-    request: obj({ limit: int, cursor: str, action: str, targetKind: str, target: str, signer: str, since: str, until: str }),
+    request: obj({
+      limit: int,
+      cursor: str,
+      action: str,
+      targetKind: str,
+      target: str,
+      signer: str,
+      since: str,
+      until: str,
+    }),
     response: obj({ events: arr(anyObject), nextCursor: str }, ['events']),
   },
-  ListInputRequests: { summary: "The account's input requests waiting for a person", roles: WRITERS, request: nothing, response: obj({ inputRequests: arr(anyObject) }, ['inputRequests']) },
+  ListInputRequests: {
+    summary: "The account's input requests waiting for a person",
+    roles: WRITERS,
+    request: nothing,
+    response: obj({ inputRequests: arr(anyObject) }, ['inputRequests']),
+  },
   AnswerInputRequest: {
     summary: "Answers a server's question; the runtime re-sends the call",
     roles: OWNER,
-    request: obj({ id: str, action: { enum: ['accept', 'decline', 'cancel'] }, content: anyObject, key: str, inputRequestId: str }, ['id', 'action']),
+    request: obj(
+      { id: str, action: { enum: ['accept', 'decline', 'cancel'] }, content: anyObject, key: str, inputRequestId: str },
+      ['id', 'action'],
+    ),
     response: obj({ inputRequest: anyObject }, ['inputRequest']),
     errors: ['not_found', 'input_refused'],
   },
@@ -217,25 +324,55 @@ export const ACTION_MAP: { readonly [T in ActionType]: ActionSpec } = {
     response: obj({ id: str, revoked: bool }, ['id', 'revoked']),
     errors: ['not_found'],
   },
-  ListSignInRequests: { summary: "OAuth sign-ins to the account's agent endpoints waiting for a decision", roles: OWNER, request: nothing, response: obj({ signIns: arr(anyObject) }, ['signIns']) },
+  ListSignInRequests: {
+    summary: "OAuth sign-ins to the account's agent endpoints waiting for a decision",
+    roles: OWNER,
+    request: nothing,
+    response: obj({ signIns: arr(anyObject) }, ['signIns']),
+  },
   DecideSignIn: {
     summary: 'Approves or denies an OAuth sign-in; the browser that started it opens continueUrl',
     roles: OWNER,
     request: obj({ id: str, decision: { enum: ['approve', 'deny'] } }, ['id', 'decision']),
-    response: obj({ id: str, decision: { enum: ['approve', 'deny'] }, continueUrl: str }, ['id', 'decision', 'continueUrl']),
+    response: obj({ id: str, decision: { enum: ['approve', 'deny'] }, continueUrl: str }, [
+      'id',
+      'decision',
+      'continueUrl',
+    ]),
     errors: ['not_found', 'conflict'],
   },
   ListCalls: {
     summary: "The account's recorded calls (metadata only), newest first, filtered and paged",
     roles: WRITERS,
-    request: obj({ agent, server: str, tool: str, outcome: { enum: ['ok', 'failed', 'refused', 'error', 'lost'] }, since: str, until: str, limit: int, cursor: str }),
+    request: obj({
+      agent,
+      server: str,
+      tool: str,
+      outcome: { enum: ['ok', 'failed', 'refused', 'error', 'lost'] },
+      since: str,
+      until: str,
+      limit: int,
+      cursor: str,
+    }),
     response: obj({ calls: arr(ref('CallView')), nextCursor: str }, ['calls']),
   },
   GetCallFigures: {
     summary: 'Per server: calls, error rate, p50 and p95 duration over the last hour and 24 hours',
     roles: WRITERS,
     request: obj({ server: str }),
-    response: obj({ at: str, servers: arr(obj({ server: str, lastHour: ref('CallFigures'), lastDay: ref('CallFigures') }, ['server', 'lastHour', 'lastDay'])) }, ['at', 'servers']),
+    response: obj(
+      {
+        at: str,
+        servers: arr(
+          obj({ server: str, lastHour: ref('CallFigures'), lastDay: ref('CallFigures') }, [
+            'server',
+            'lastHour',
+            'lastDay',
+          ]),
+        ),
+      },
+      ['at', 'servers'],
+    ),
   },
   ListTasks: {
     summary: "The account's brokered tasks (one agent's when named), newest first, without their results",

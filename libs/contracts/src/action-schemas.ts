@@ -10,7 +10,8 @@ export const bool: JsonSchema = { type: 'boolean' };
 export const anyObject: JsonSchema = { type: 'object' };
 export const arr = (items: JsonSchema): JsonSchema => ({ type: 'array', items });
 export const ref = (name: string): JsonSchema => ({ $ref: `#/components/schemas/${name}` });
-export const obj = (properties: Record<string, JsonSchema>, required: string[] = []): JsonSchema => (required.length > 0 ? { type: 'object', properties, required } : { type: 'object', properties });
+export const obj = (properties: Record<string, JsonSchema>, required: string[] = []): JsonSchema =>
+  required.length > 0 ? { type: 'object', properties, required } : { type: 'object', properties };
 export const agent: JsonSchema = { type: 'string', description: 'An agent id or name' };
 export const ALL: readonly ActionRole[] = ['OWNER', 'WRITER', 'AGENT'];
 export const WRITERS: readonly ActionRole[] = ['OWNER', 'WRITER'];
@@ -38,7 +39,10 @@ export const taskView = obj(
   ['id', 'agent', 'run', 'server', 'tool', 'state', 'dialect', 'resultReady', 'createdAt', 'updatedAt', 'expiresAt'],
 );
 export const review = obj({ server: str, tool: str, cid: str }, ['server', 'tool', 'cid']);
-export const reviewed = obj({ server: str, tool: str, cid: str, decision: { enum: ['accepted', 'rejected'] }, withheld: bool }, ['server', 'tool', 'cid', 'decision']);
+export const reviewed = obj(
+  { server: str, tool: str, cid: str, decision: { enum: ['accepted', 'rejected'] }, withheld: bool },
+  ['server', 'tool', 'cid', 'decision'],
+);
 export const discovered = { server: ref('RedactedMcpServer'), authorizationUrl: str, authorizationError: str };
 export const level: JsonSchema = { enum: ['act', 'always_ask'] };
 export const providerTools = { openai: arr(anyObject), anthropic: arr(anyObject) };
@@ -59,15 +63,20 @@ export const ACTION_COMPONENTS: Record<string, JsonSchema> = {
     },
     ['id', 'agent', 'name', 'createdAt', 'expiresAt', 'revokedAt', 'state', 'userMayApprove'],
   ),
-  AgentDefinition: obj({ mcpServers: arr(str), inputs: obj({ forms: { enum: ['person', 'runtime'] } }) }, ['mcpServers']),
-  AgentView: obj({ id: str, name: str, definition: ref('AgentDefinition'), grants: obj({ mcpServers: arr(str) }, ['mcpServers']), createdAt: str, updatedAt: str }, [
-    'id',
-    'name',
-    'definition',
-    'grants',
-    'createdAt',
-    'updatedAt',
+  AgentDefinition: obj({ mcpServers: arr(str), inputs: obj({ forms: { enum: ['person', 'runtime'] } }) }, [
+    'mcpServers',
   ]),
+  AgentView: obj(
+    {
+      id: str,
+      name: str,
+      definition: ref('AgentDefinition'),
+      grants: obj({ mcpServers: arr(str) }, ['mcpServers']),
+      createdAt: str,
+      updatedAt: str,
+    },
+    ['id', 'name', 'definition', 'grants', 'createdAt', 'updatedAt'],
+  ),
   McpServerConfigInput: obj(
     {
       url: { type: 'string', format: 'uri' },
@@ -111,13 +120,16 @@ export const ACTION_COMPONENTS: Record<string, JsonSchema> = {
     },
     ['id', 'at', 'agent', 'run', 'callId', 'tool', 'code', 'outcome', 'durationMs'],
   ),
-  CallFigures: obj({ calls: int, failed: int, errorRate: { type: 'number' }, p50Ms: { type: ['integer', 'null'] }, p95Ms: { type: ['integer', 'null'] } }, [
-    'calls',
-    'failed',
-    'errorRate',
-    'p50Ms',
-    'p95Ms',
-  ]),
+  CallFigures: obj(
+    {
+      calls: int,
+      failed: int,
+      errorRate: { type: 'number' },
+      p50Ms: { type: ['integer', 'null'] },
+      p95Ms: { type: ['integer', 'null'] },
+    },
+    ['calls', 'failed', 'errorRate', 'p50Ms', 'p95Ms'],
+  ),
   RedactedMcpServer: obj(
     {
       id: str,

@@ -38,7 +38,15 @@ export interface ActionRequests {
   ListAgents: Record<string, never>;
   /** With `requested`, the answer has the names the promotion rule admits (`promoted`). */
   ListAgentTools: { agent: AgentRef; requested?: string[] };
-  InvokeTool: { agent: AgentRef; tool: string; arguments?: Record<string, unknown>; run?: string; approvalId?: string; inputRequestId?: string; timeoutMs?: number };
+  InvokeTool: {
+    agent: AgentRef;
+    tool: string;
+    arguments?: Record<string, unknown>;
+    run?: string;
+    approvalId?: string;
+    inputRequestId?: string;
+    timeoutMs?: number;
+  };
   EndRun: { run: string };
   PromoteTools: { agent: AgentRef; names: string[] };
   SearchTools: { query: string; family?: string; agent?: AgentRef; limit?: number };
@@ -53,10 +61,25 @@ export interface ActionRequests {
   ListToolChanges: { server?: string; status?: string };
   AcceptToolChange: { server: string; tool: string; cid: string };
   RejectToolChange: { server: string; tool: string; cid: string };
-  ListAuditEvents: { limit?: number; cursor?: string; action?: string; targetKind?: string; target?: string; signer?: string; since?: string; until?: string };
+  ListAuditEvents: {
+    limit?: number;
+    cursor?: string;
+    action?: string;
+    targetKind?: string;
+    target?: string;
+    signer?: string;
+    since?: string;
+    until?: string;
+  };
   ListInputRequests: Record<string, never>;
   /** `inputRequestId` is read as the id when `id` is absent. */
-  AnswerInputRequest: { id: string; action: 'accept' | 'decline' | 'cancel'; content?: Record<string, unknown>; key?: string; inputRequestId?: string };
+  AnswerInputRequest: {
+    id: string;
+    action: 'accept' | 'decline' | 'cancel';
+    content?: Record<string, unknown>;
+    key?: string;
+    inputRequestId?: string;
+  };
   SetVendorConnection: { vendor: string; accessToken: string; refreshToken?: string; expiresAt?: string };
   DeleteVendorConnection: { vendor: string };
   CreateAgentToken: { agent: AgentRef; name?: string; expiresInDays?: number; userMayApprove?: boolean };
@@ -65,7 +88,16 @@ export interface ActionRequests {
   ListSignInRequests: Record<string, never>;
   DecideSignIn: { id: string; decision: 'approve' | 'deny' };
   /** Newest first; `agent` by id or name, `since`/`until` ISO 8601 times, `cursor` from the previous page. */
-  ListCalls: { agent?: AgentRef; server?: string; tool?: string; outcome?: CallOutcomeFilter; since?: string; until?: string; limit?: number; cursor?: string };
+  ListCalls: {
+    agent?: AgentRef;
+    server?: string;
+    tool?: string;
+    outcome?: CallOutcomeFilter;
+    since?: string;
+    until?: string;
+    limit?: number;
+    cursor?: string;
+  };
   GetCallFigures: { server?: string };
   /** Newest first; `agent` by id or name; at most `TASK_LIST_MAX`. */
   ListTasks: { agent?: AgentRef; limit?: number };
@@ -129,13 +161,25 @@ export interface ActionResponses {
   InvokeTool: { result: ProxyResult; run: string };
   EndRun: { run: string; ended: true };
   PromoteTools: { agent: string; version: number; names: string[] } & ProviderToolSet;
-  SearchTools: { families: Array<{ family: string; server: string; tools: Array<{ name: string; description?: string; score: number; cid: string }> }> };
+  SearchTools: {
+    families: Array<{
+      family: string;
+      server: string;
+      tools: Array<{ name: string; description?: string; score: number; cid: string }>;
+    }>;
+  };
   SetLambdaTool: { name: string; cid: string; version: number };
   DeleteLambdaTool: { name: string; version: number };
   AuthorizeSigner: { signer: { principal: string; role: ActionRole; agents?: string[] } };
   RevokeSigner: { revoked: boolean };
   /** The tool's effective level, the level it inherits, and whether the owner overrode it. */
-  SetToolPermission: { server: string; tool: string; permission: Permission; inherited: Permission; overridden: boolean };
+  SetToolPermission: {
+    server: string;
+    tool: string;
+    permission: Permission;
+    inherited: Permission;
+    overridden: boolean;
+  };
   ListApprovals: { approvals: ApprovalView[] };
   ApproveToolCall: { approval: ApprovalView };
   DenyToolCall: { approval: ApprovalView };

@@ -40,12 +40,17 @@ export const logLevel: Rule<LogLevel> = oneOf(...LOG_LEVELS);
 
 const loggerName: Rule<string> = (v, field) => {
   const name = anyStr(v, field);
-  if (name.length > CALL_LOGGER_MAX_CHARS) throw invalidInput(field, `must be at most ${CALL_LOGGER_MAX_CHARS} characters`);
+  if (name.length > CALL_LOGGER_MAX_CHARS)
+    throw invalidInput(field, `must be at most ${CALL_LOGGER_MAX_CHARS} characters`);
   return name;
 };
 
 /** `mcp.calls.log.<acct>.<run>.<callId>` (the bus's strict decoding bounds `data`). */
-export const decodeCallLog: (bytes: Uint8Array) => CallLog = payloadDecoder('log', { level: logLevel, logger: optional(loggerName), data: anything });
+export const decodeCallLog: (bytes: Uint8Array) => CallLog = payloadDecoder('log', {
+  level: logLevel,
+  logger: optional(loggerName),
+  data: anything,
+});
 
 /**
  * Payload of `mcp.endpoint.clients.log-level`: the log level a 2025 client of a token set
@@ -58,4 +63,8 @@ export interface ClientLogLevel {
 }
 
 /** `mcp.endpoint.clients.log-level`. */
-export const decodeClientLogLevel: (bytes: Uint8Array) => ClientLogLevel = payloadDecoder('logLevel', { instance: anyStr, token: anyStr, level: logLevel });
+export const decodeClientLogLevel: (bytes: Uint8Array) => ClientLogLevel = payloadDecoder('logLevel', {
+  instance: anyStr,
+  token: anyStr,
+  level: logLevel,
+});

@@ -68,11 +68,19 @@ export function tokenDecider(tokenId: string): string {
 
 /** Whether a decider names a token holder ({@link tokenDecider}), not an owner. */
 export function isTokenDecider(decidedBy: string | undefined): boolean {
-  return decidedBy !== undefined && decidedBy.length > TOKEN_DECIDER_PREFIX.length && decidedBy.startsWith(TOKEN_DECIDER_PREFIX);
+  return (
+    decidedBy !== undefined &&
+    decidedBy.length > TOKEN_DECIDER_PREFIX.length &&
+    decidedBy.startsWith(TOKEN_DECIDER_PREFIX)
+  );
 }
 
 /** `mcp.endpoint.<instance>.answer`'s request. */
-export const decodeForwardedAnswer: (bytes: Uint8Array) => ForwardedAnswer = payloadDecoder('answer', { token: anyStr, id: anyStr, result: optional(anyMap) });
+export const decodeForwardedAnswer: (bytes: Uint8Array) => ForwardedAnswer = payloadDecoder('answer', {
+  token: anyStr,
+  id: anyStr,
+  result: optional(anyMap),
+});
 
 /** The value of `mcp.endpoint.<instance>.answer`'s reply (`request`'s `decodeValue`). */
 export const forwardedAnswerReplyValue: Rule<ForwardedAnswerReply> = shape({ taken: bool });
@@ -87,7 +95,12 @@ export const decodeClientDeclared: (bytes: Uint8Array) => ClientDeclared = paylo
 });
 
 /** `registry.approvals.token-decided`'s request. */
-export const decodeTokenDecisionAudit: (bytes: Uint8Array) => TokenDecisionAudit = payloadDecoder('tokenDecisionAudit', { account: str, approvalId: str });
+export const decodeTokenDecisionAudit: (bytes: Uint8Array) => TokenDecisionAudit = payloadDecoder(
+  'tokenDecisionAudit',
+  { account: str, approvalId: str },
+);
 
 /** The value of `registry.approvals.token-decided`'s reply (`request`'s `decodeValue`). */
-export const tokenDecisionAuditReplyValue: Rule<TokenDecisionAuditReply> = shape({ audit: oneOf('recorded', 'already') });
+export const tokenDecisionAuditReplyValue: Rule<TokenDecisionAuditReply> = shape({
+  audit: oneOf('recorded', 'already'),
+});

@@ -24,16 +24,25 @@ describe('retryability is a property of each code (one table)', () => {
     expect(new WireError(ErrorCodes.transportError, 'refused').mayHaveRun).toBe(false);
     for (const code of [ErrorCodes.maybeExecuted, ErrorCodes.callLost, ErrorCodes.timeout, ErrorCodes.cancelled]) {
       const e = new WireError(code, 'lost');
-      expect({ code, retryable: e.retryable, mayHaveRun: e.mayHaveRun }).toEqual({ code, retryable: false, mayHaveRun: true });
+      expect({ code, retryable: e.retryable, mayHaveRun: e.mayHaveRun }).toEqual({
+        code,
+        retryable: false,
+        mayHaveRun: true,
+      });
     }
   });
 
   it('a quota is retryable only when it says when', () => {
     expect(new WireError(ErrorCodes.quotaExceeded, 'full', { limit: 'servers', max: 10 }).retryable).toBe(false);
-    expect(new WireError(ErrorCodes.quotaExceeded, 'busy', { limit: 'discoveries', retryAfterMs: 500 }).retryable).toBe(true);
+    expect(new WireError(ErrorCodes.quotaExceeded, 'busy', { limit: 'discoveries', retryAfterMs: 500 }).retryable).toBe(
+      true,
+    );
     expect(new WireError(ErrorCodes.rateLimited, 'slow down').retryable).toBe(true);
     expect(new WireError(ErrorCodes.unavailable, 'redis is unavailable').retryable).toBe(false);
-    expect(new WireError(ErrorCodes.unavailable, 'redis is unavailable', { dependency: 'redis', retryAfterMs: 1_000 }).retryable).toBe(true);
+    expect(
+      new WireError(ErrorCodes.unavailable, 'redis is unavailable', { dependency: 'redis', retryAfterMs: 1_000 })
+        .retryable,
+    ).toBe(true);
   });
 
   it('keeps the HTTP statuses of the action API', () => {
@@ -93,8 +102,15 @@ describe('every declared code is produced and tested', () => {
   const self = fileURLToPath(new URL('./errors.ts', import.meta.url));
 
   it.each(codes)('%s (%s) is produced by the code and asserted by a test', (key, code) => {
-    const produced = files.filter((f) => !isTest(f) && f !== self && (text.get(f)!.includes(`ErrorCodes.${key}`) || text.get(f)!.includes(`new WireError('${code}'`)));
-    const tested = files.filter((f) => isTest(f) && !f.endsWith('error-codes.test.ts') && text.get(f)!.includes(`'${code}'`));
+    const produced = files.filter(
+      (f) =>
+        !isTest(f) &&
+        f !== self &&
+        (text.get(f)!.includes(`ErrorCodes.${key}`) || text.get(f)!.includes(`new WireError('${code}'`)),
+    );
+    const tested = files.filter(
+      (f) => isTest(f) && !f.endsWith('error-codes.test.ts') && text.get(f)!.includes(`'${code}'`),
+    );
     expect(
       produced.map((f) => relative(ROOT, f)),
       `${code} is never produced`,

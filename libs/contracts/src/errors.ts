@@ -239,7 +239,9 @@ export class WireError<C extends ErrorCode = ErrorCode> extends Error {
   }
 
   toJSON(): WireErrorShape {
-    return Object.keys(this.details).length > 0 ? { code: this.code, message: this.message, details: this.details } : { code: this.code, message: this.message };
+    return Object.keys(this.details).length > 0
+      ? { code: this.code, message: this.message, details: this.details }
+      : { code: this.code, message: this.message };
   }
 
   /** Rebuilds a typed error from a wire shape; an unknown code becomes `internal`. */

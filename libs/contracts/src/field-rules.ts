@@ -21,7 +21,9 @@ type RequiredKeys<S extends Table> = { [K in keyof S]: MayBeAbsent<Checked<S[K]>
 type OptionalKeys<S extends Table> = { [K in keyof S]: MayBeAbsent<Checked<S[K]>> extends true ? K : never }[keyof S];
 
 /** The value a table checks: its required fields, and its optional ones when present. */
-export type Shaped<S extends Table> = { [K in RequiredKeys<S>]: Checked<S[K]> } & { [K in OptionalKeys<S>]?: Exclude<Checked<S[K]>, undefined> };
+export type Shaped<S extends Table> = { [K in RequiredKeys<S>]: Checked<S[K]> } & {
+  [K in OptionalKeys<S>]?: Exclude<Checked<S[K]>, undefined>;
+};
 
 /** A map of the wire: a plain object, not a list or bytes. */
 export function isMap(v: unknown): v is Record<string, unknown> {
@@ -91,7 +93,8 @@ export function matching(re: RegExp, says: string): Rule<string> {
 
 /** A safe integer of at least 0 (a count). */
 export const count: Rule<number> = (v, field) => {
-  if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0) throw invalidInput(field, 'must be an integer of at least 0');
+  if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0)
+    throw invalidInput(field, 'must be an integer of at least 0');
   return v;
 };
 
@@ -194,4 +197,23 @@ export const jsonObject: Rule<JsonObject> = (v, field) => {
 };
 
 /** The rules as one object, for a decoder written outside this package. */
-export const FieldRules = { str, anyStr, int, count, num, bool, anything, anyMap, jsonObject, matching, oneOf, optional, absentOrNull, refused, list, mapOf, shape, checkedMap } as const;
+export const FieldRules = {
+  str,
+  anyStr,
+  int,
+  count,
+  num,
+  bool,
+  anything,
+  anyMap,
+  jsonObject,
+  matching,
+  oneOf,
+  optional,
+  absentOrNull,
+  refused,
+  list,
+  mapOf,
+  shape,
+  checkedMap,
+} as const;

@@ -13,7 +13,11 @@ export interface CallbackLog {
  */
 export function malformedMessageFields(msg: Pick<Msg, 'subject' | 'data'>, err: unknown): Record<string, unknown> {
   const w = err instanceof WireError ? err : undefined;
-  return { subject: msg.subject, bytes: msg.data.byteLength, ...(w ? { field: w.details.field, rule: w.details.rule, reason: w.message } : {}) };
+  return {
+    subject: msg.subject,
+    bytes: msg.data.byteLength,
+    ...(w ? { field: w.details.field, rule: w.details.rule, reason: w.message } : {}),
+  };
 }
 
 /**
@@ -24,7 +28,11 @@ export function malformedMessageFields(msg: Pick<Msg, 'subject' | 'data'>, err: 
  * neither with the payload. A subscription error (a permissions violation, say) is logged too.
  * `handle` answers a request itself when the message has a reply subject (see `respondInvalid`).
  */
-export function guardCallback(log: CallbackLog, what: string, handle: (msg: Msg) => void): (err: Error | null, msg: Msg) => void {
+export function guardCallback(
+  log: CallbackLog,
+  what: string,
+  handle: (msg: Msg) => void,
+): (err: Error | null, msg: Msg) => void {
   return (err, msg) => {
     if (err) {
       log.error(`${what} subscription failed`, { err });
@@ -34,7 +42,8 @@ export function guardCallback(log: CallbackLog, what: string, handle: (msg: Msg)
       handle(msg);
     } catch (e) {
       try {
-        if (e instanceof WireError && e.code === ErrorCodes.invalidInput) log.warn(`dropped a malformed ${what}`, malformedMessageFields(msg, e));
+        if (e instanceof WireError && e.code === ErrorCodes.invalidInput)
+          log.warn(`dropped a malformed ${what}`, malformedMessageFields(msg, e));
         else log.error(`${what} handler failed`, { subject: msg.subject, err: e });
       } catch {
         // A logger that throws must not close the connection either.

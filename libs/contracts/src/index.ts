@@ -1,5 +1,13 @@
 export { makeSubjects, subjectToken, QueueGroups } from './subjects.js';
-export { CALL_LOGGER_MAX_CHARS, CALL_LOG_DATA_MAX_BYTES, LOG_LEVELS, decodeCallLog, decodeClientLogLevel, isLogLevel, logLevelPasses } from './call-log.js';
+export {
+  CALL_LOGGER_MAX_CHARS,
+  CALL_LOG_DATA_MAX_BYTES,
+  LOG_LEVELS,
+  decodeCallLog,
+  decodeClientLogLevel,
+  isLogLevel,
+  logLevelPasses,
+} from './call-log.js';
 export type { CallLog, ClientLogLevel, LogLevel } from './call-log.js';
 export type { Subjects } from './subjects.js';
 export { encodePayload, decodePayload } from './codec.js';
@@ -64,7 +72,16 @@ export {
   type WatchReply,
   type WatchRequest,
 } from './watches.js';
-export { CALL_REQUEST_LIMITS, ENDPOINT_RUN_PREFIX, MAX_CALL_TIMEOUT_MS, MAX_REQUEST_BYTES, decodeCallRequest, encodeCallRequest, parseCallRequest, proxyResultValue } from './proxy-call.js';
+export {
+  CALL_REQUEST_LIMITS,
+  ENDPOINT_RUN_PREFIX,
+  MAX_CALL_TIMEOUT_MS,
+  MAX_REQUEST_BYTES,
+  decodeCallRequest,
+  encodeCallRequest,
+  parseCallRequest,
+  proxyResultValue,
+} from './proxy-call.js';
 export {
   TOKEN_DECIDER_PREFIX,
   decodeClientDeclared,
@@ -75,8 +92,21 @@ export {
   tokenDecider,
   tokenDecisionAuditReplyValue,
 } from './endpoint-messages.js';
-export type { ClientDeclared, ForwardedAnswer, ForwardedAnswerReply, TokenDecisionAudit, TokenDecisionAuditReply } from './endpoint-messages.js';
-export { agentToolsReplyValue, decodeAgentToolsRequest, decodeDeleteLambdaToolRequest, decodeSetLambdaToolRequest, lambdaToolReplyValue, toolSearchReplyValue } from './reply-decoders.js';
+export type {
+  ClientDeclared,
+  ForwardedAnswer,
+  ForwardedAnswerReply,
+  TokenDecisionAudit,
+  TokenDecisionAuditReply,
+} from './endpoint-messages.js';
+export {
+  agentToolsReplyValue,
+  decodeAgentToolsRequest,
+  decodeDeleteLambdaToolRequest,
+  decodeSetLambdaToolRequest,
+  lambdaToolReplyValue,
+  toolSearchReplyValue,
+} from './reply-decoders.js';
 export { FieldRules, payloadDecoder } from './field-rules.js';
 export type { Rule, Shaped, Table } from './field-rules.js';
 export { ERROR_TRAITS, ErrorCodes, WireError, invalidInput, toWireError } from './errors.js';
@@ -109,14 +139,29 @@ export type {
   DecidedApproval,
   ApprovalView,
 } from './payloads.js';
-export { FAMILY_RE, SEARCH_LIMIT_DEFAULT, SEARCH_LIMIT_MAX, SEARCH_QUERY_MAX_LENGTH, checkSearchInput, familyOf, familyServer } from './search.js';
+export {
+  FAMILY_RE,
+  SEARCH_LIMIT_DEFAULT,
+  SEARCH_LIMIT_MAX,
+  SEARCH_QUERY_MAX_LENGTH,
+  checkSearchInput,
+  familyOf,
+  familyServer,
+} from './search.js';
 export type { SearchInput, ToolSearchFamily, ToolSearchHit, ToolSearchReply, ToolSearchRequest } from './search.js';
 export { accessTokenHash } from './oauth-refresh.js';
 export { AGENT_TOKENS_CHANNEL, AGENT_TOKEN_PREFIX, agentTokenHash, isAgentTokenShape } from './agent-tokens.js';
 export type { AgentTokenView } from './agent-tokens.js';
 export { authContextOf } from './auth-context.js';
 export type { OAuthRefreshAnswer, OAuthRefreshReply, OAuthRefreshRequest } from './oauth-refresh.js';
-export { INPUT_LIMITS, INPUT_REQUEST_ID_RE, InputStatuses, checkElicitAnswer, checkElicitContent, checkRequestedSchema } from './inputs.js';
+export {
+  INPUT_LIMITS,
+  INPUT_REQUEST_ID_RE,
+  InputStatuses,
+  checkElicitAnswer,
+  checkElicitContent,
+  checkRequestedSchema,
+} from './inputs.js';
 export type {
   ElicitAnswer,
   ElicitValue,
@@ -130,10 +175,28 @@ export type {
   RestrictedSchema,
 } from './inputs.js';
 export { ActionTypes } from './api.js';
-export type { McpServerConfigInput, RedactedTool, RedactedMcpServer, RedactedOAuthClient, AgentDefinition, AgentView, ActionEnvelope, ActionType } from './api.js';
+export type {
+  McpServerConfigInput,
+  RedactedTool,
+  RedactedMcpServer,
+  RedactedOAuthClient,
+  AgentDefinition,
+  AgentView,
+  ActionEnvelope,
+  ActionType,
+} from './api.js';
 export { ACTION_MAP, ACTION_TYPES } from './action-map.js';
 export { ACTION_COMPONENTS } from './action-schemas.js';
-export type { ActionOf, ActionRequest, ActionRequests, ActionResponse, ActionResponses, ActionRole, ActionSpec, JsonSchema } from './action-types.js';
+export type {
+  ActionOf,
+  ActionRequest,
+  ActionRequests,
+  ActionResponse,
+  ActionResponses,
+  ActionRole,
+  ActionSpec,
+  JsonSchema,
+} from './action-types.js';
 export { openApiDocument } from './openapi.js';
 export { REVIEW_CHANGES_MAX } from './reviews.js';
 export type { AuditEventView, ToolChangeView, ToolReviewRequestedEvent } from './reviews.js';

@@ -70,23 +70,51 @@ describe('the restricted elicitation schema', () => {
   });
 
   it('refuses what a flat form cannot hold, naming the place', () => {
-    expect(fieldOf(() => checkRequestedSchema({ type: 'object', properties: { a: { type: 'object', properties: {} } } }))).toBe('requestedSchema.properties.a.type');
+    expect(
+      fieldOf(() => checkRequestedSchema({ type: 'object', properties: { a: { type: 'object', properties: {} } } })),
+    ).toBe('requestedSchema.properties.a.type');
     expect(fieldOf(() => checkRequestedSchema({ type: 'array' }))).toBe('requestedSchema');
-    expect(fieldOf(() => checkRequestedSchema({ type: 'object', properties: { a: { type: 'string', format: 'ipv4' } } }))).toBe('requestedSchema.properties.a.format');
-    expect(fieldOf(() => checkRequestedSchema({ type: 'object', properties: { a: { type: 'array', items: { type: 'number' } } } }))).toBe('requestedSchema.properties.a.items');
-    expect(fieldOf(() => checkRequestedSchema({ type: 'object', properties: { a: { type: 'string' } }, required: ['b'] }))).toBe('requestedSchema.required');
-    expect(fieldOf(() => checkRequestedSchema({ type: 'object', properties: { 'a b': { type: 'string' } } }))).toBe('requestedSchema.properties');
-    const many = Object.fromEntries(Array.from({ length: INPUT_LIMITS.properties + 1 }, (_, i) => [`p${i}`, { type: 'string' }]));
-    expect(fieldOf(() => checkRequestedSchema({ type: 'object', properties: many }))).toBe('requestedSchema.properties');
-    expect(fieldOf(() => checkRequestedSchema({ type: 'object', properties: { a: { type: 'string', enum: Array.from({ length: 101 }, (_, i) => `v${i}`) } } }))).toBe(
-      'requestedSchema.properties.a.enum',
+    expect(
+      fieldOf(() => checkRequestedSchema({ type: 'object', properties: { a: { type: 'string', format: 'ipv4' } } })),
+    ).toBe('requestedSchema.properties.a.format');
+    expect(
+      fieldOf(() =>
+        checkRequestedSchema({ type: 'object', properties: { a: { type: 'array', items: { type: 'number' } } } }),
+      ),
+    ).toBe('requestedSchema.properties.a.items');
+    expect(
+      fieldOf(() => checkRequestedSchema({ type: 'object', properties: { a: { type: 'string' } }, required: ['b'] })),
+    ).toBe('requestedSchema.required');
+    expect(fieldOf(() => checkRequestedSchema({ type: 'object', properties: { 'a b': { type: 'string' } } }))).toBe(
+      'requestedSchema.properties',
     );
+    const many = Object.fromEntries(
+      Array.from({ length: INPUT_LIMITS.properties + 1 }, (_, i) => [`p${i}`, { type: 'string' }]),
+    );
+    expect(fieldOf(() => checkRequestedSchema({ type: 'object', properties: many }))).toBe(
+      'requestedSchema.properties',
+    );
+    expect(
+      fieldOf(() =>
+        checkRequestedSchema({
+          type: 'object',
+          properties: { a: { type: 'string', enum: Array.from({ length: 101 }, (_, i) => `v${i}`) } },
+        }),
+      ),
+    ).toBe('requestedSchema.properties.a.enum');
     // A hostile title is cut, not refused.
-    expect(String(checkRequestedSchema({ type: 'object', properties: { a: { type: 'string', title: 'x'.repeat(10_000) } } }).properties.a?.title).length).toBe(INPUT_LIMITS.titleChars);
+    expect(
+      String(
+        checkRequestedSchema({ type: 'object', properties: { a: { type: 'string', title: 'x'.repeat(10_000) } } })
+          .properties.a?.title,
+      ).length,
+    ).toBe(INPUT_LIMITS.titleChars);
   });
 
   it('checks an answer against it: types, bounds, formats, options, required fields, no extra field', () => {
-    expect(checkElicitContent(schema, { email: 'a@b.co', seats: 3, features: ['audit'], when: '2026-12-01T10:00:00Z' })).toEqual({
+    expect(
+      checkElicitContent(schema, { email: 'a@b.co', seats: 3, features: ['audit'], when: '2026-12-01T10:00:00Z' }),
+    ).toEqual({
       email: 'a@b.co',
       seats: 3,
       features: ['audit'],
@@ -95,20 +123,32 @@ describe('the restricted elicitation schema', () => {
     expect(fieldOf(() => checkElicitContent(schema, { email: 'not-an-email', seats: 3 }))).toBe('content.email');
     expect(fieldOf(() => checkElicitContent(schema, { email: 'a@b.co', seats: 11 }))).toBe('content.seats');
     expect(fieldOf(() => checkElicitContent(schema, { email: 'a@b.co', seats: 2.5 }))).toBe('content.seats');
-    expect(fieldOf(() => checkElicitContent(schema, { email: 'a@b.co', seats: 2, ratio: Number.NaN }))).toBe('content.ratio');
+    expect(fieldOf(() => checkElicitContent(schema, { email: 'a@b.co', seats: 2, ratio: Number.NaN }))).toBe(
+      'content.ratio',
+    );
     expect(fieldOf(() => checkElicitContent(schema, { email: 'a@b.co', seats: 2, plan: 'gold' }))).toBe('content.plan');
-    expect(fieldOf(() => checkElicitContent(schema, { email: 'a@b.co', seats: 2, features: ['sso', 'sso'] }))).toBe('content.features');
+    expect(fieldOf(() => checkElicitContent(schema, { email: 'a@b.co', seats: 2, features: ['sso', 'sso'] }))).toBe(
+      'content.features',
+    );
     expect(fieldOf(() => checkElicitContent(schema, { email: 'a@b.co', seats: 2, note: 'x' }))).toBe('content.note');
-    expect(fieldOf(() => checkElicitContent(schema, { email: 'a@b.co', seats: 2, when: 'tomorrow' }))).toBe('content.when');
+    expect(fieldOf(() => checkElicitContent(schema, { email: 'a@b.co', seats: 2, when: 'tomorrow' }))).toBe(
+      'content.when',
+    );
     expect(fieldOf(() => checkElicitContent(schema, { email: 'a@b.co' }))).toBe('content.seats');
     expect(fieldOf(() => checkElicitContent(schema, { email: 'a@b.co', seats: 2, extra: 1 }))).toBe('content.extra');
-    expect(fieldOf(() => checkElicitContent(schema, { email: 'a@b.co', seats: 2, note: 'x'.repeat(INPUT_LIMITS.answerBytes) }))).toBe('content');
+    expect(
+      fieldOf(() =>
+        checkElicitContent(schema, { email: 'a@b.co', seats: 2, note: 'x'.repeat(INPUT_LIMITS.answerBytes) }),
+      ),
+    ).toBe('content');
     expect(fieldOf(() => checkElicitContent(schema, ['a']))).toBe('content');
   });
 
   it('an answer: accept with content, decline and cancel without', () => {
     expect(checkElicitAnswer({ action: 'decline' }, schema)).toEqual({ action: 'decline' });
-    expect(fieldOf(() => checkElicitAnswer({ action: 'decline', content: { email: 'a@b.co' } }, schema))).toBe('answer.content');
+    expect(fieldOf(() => checkElicitAnswer({ action: 'decline', content: { email: 'a@b.co' } }, schema))).toBe(
+      'answer.content',
+    );
     expect(fieldOf(() => checkElicitAnswer({ action: 'maybe' }, schema))).toBe('answer.action');
     expect(checkElicitAnswer({ action: 'accept' }, undefined)).toEqual({ action: 'accept' });
   });

@@ -31,7 +31,9 @@ export interface RestrictedSchema {
   required?: string[];
   [k: string]: unknown;
 }
-export type RestrictedProperty = Record<string, unknown> & { type: 'string' | 'number' | 'integer' | 'boolean' | 'array' };
+export type RestrictedProperty = Record<string, unknown> & {
+  type: 'string' | 'number' | 'integer' | 'boolean' | 'array';
+};
 
 export const InputStatuses = { pending: 'pending', answered: 'answered', used: 'used' } as const;
 export type InputStatus = (typeof InputStatuses)[keyof typeof InputStatuses];
@@ -131,7 +133,13 @@ function finite(v: unknown): number | undefined {
 }
 
 function stringList(v: unknown, max: number): string[] | undefined {
-  if (!Array.isArray(v) || v.length === 0 || v.length > max || !v.every((s) => typeof s === 'string' && s.length <= INPUT_LIMITS.valueChars)) return undefined;
+  if (
+    !Array.isArray(v) ||
+    v.length === 0 ||
+    v.length > max ||
+    !v.every((s) => typeof s === 'string' && s.length <= INPUT_LIMITS.valueChars)
+  )
+    return undefined;
   return v as string[];
 }
 
@@ -168,7 +176,8 @@ export function checkRequestedSchema(schema: unknown, at = 'requestedSchema'): R
   const props = schema.properties ?? {};
   if (!isMap(props)) throw invalidInput(`${at}.properties`, 'must be a map');
   const names = Object.keys(props);
-  if (names.length > INPUT_LIMITS.properties) throw invalidInput(`${at}.properties`, `at most ${INPUT_LIMITS.properties} properties`);
+  if (names.length > INPUT_LIMITS.properties)
+    throw invalidInput(`${at}.properties`, `at most ${INPUT_LIMITS.properties} properties`);
   const out: RestrictedSchema = { type: 'object', properties: {} };
   for (const name of names) {
     if (!KEY_RE.test(name)) throw invalidInput(`${at}.properties`, 'property names are 1-64 letters, digits, _ . or -');
@@ -176,7 +185,8 @@ export function checkRequestedSchema(schema: unknown, at = 'requestedSchema'): R
   }
   if (schema.required !== undefined) {
     const req = schema.required;
-    if (!Array.isArray(req) || !req.every((r) => typeof r === 'string' && Object.hasOwn(out.properties, r))) throw invalidInput(`${at}.required`, 'must list properties of the schema');
+    if (!Array.isArray(req) || !req.every((r) => typeof r === 'string' && Object.hasOwn(out.properties, r)))
+      throw invalidInput(`${at}.required`, 'must list properties of the schema');
     out.required = [...new Set(req as string[])];
   }
   return out;
@@ -197,7 +207,8 @@ function checkProperty(p: unknown, at: string): RestrictedProperty {
       let values: string[] | undefined;
       if (p.oneOf !== undefined) {
         const options = titledOptions(p.oneOf);
-        if (options === undefined) throw invalidInput(`${at}.oneOf`, `must be 1-${INPUT_LIMITS.enumValues} [{const, title}] options`);
+        if (options === undefined)
+          throw invalidInput(`${at}.oneOf`, `must be 1-${INPUT_LIMITS.enumValues} [{const, title}] options`);
         out.oneOf = options;
         values = options.map((o) => o.const);
       } else if (p.enum !== undefined) {
@@ -205,19 +216,27 @@ function checkProperty(p: unknown, at: string): RestrictedProperty {
         if (values === undefined) throw invalidInput(`${at}.enum`, `must be 1-${INPUT_LIMITS.enumValues} strings`);
         out.enum = values;
         const names = stringList(p.enumNames, INPUT_LIMITS.enumValues);
-        if (names !== undefined && names.length === values.length) out.enumNames = names.map((n) => n.slice(0, INPUT_LIMITS.titleChars));
+        if (names !== undefined && names.length === values.length)
+          out.enumNames = names.map((n) => n.slice(0, INPUT_LIMITS.titleChars));
       }
       if (p.format !== undefined) {
-        if (typeof p.format !== 'string' || !FORMATS.has(p.format)) throw invalidInput(`${at}.format`, 'must be email, uri, date or date-time');
+        if (typeof p.format !== 'string' || !FORMATS.has(p.format))
+          throw invalidInput(`${at}.format`, 'must be email, uri, date or date-time');
         out.format = p.format;
       }
       for (const k of ['minLength', 'maxLength'] as const) {
         if (p[k] === undefined) continue;
         const n = finite(p[k]);
-        if (n === undefined || !Number.isInteger(n) || n < 0) throw invalidInput(`${at}.${k}`, 'must be a non-negative integer');
+        if (n === undefined || !Number.isInteger(n) || n < 0)
+          throw invalidInput(`${at}.${k}`, 'must be a non-negative integer');
         out[k] = n;
       }
-      if (typeof p.default === 'string' && p.default.length <= INPUT_LIMITS.valueChars && (values === undefined || values.includes(p.default))) out.default = p.default;
+      if (
+        typeof p.default === 'string' &&
+        p.default.length <= INPUT_LIMITS.valueChars &&
+        (values === undefined || values.includes(p.default))
+      )
+        out.default = p.default;
       return out;
     }
     case 'number':
@@ -242,17 +261,29 @@ function checkProperty(p: unknown, at: string): RestrictedProperty {
       const items = p.items;
       if (!isMap(items)) throw invalidInput(`${at}.items`, 'a multi-select needs items with enum or anyOf');
       const options = items.anyOf !== undefined ? titledOptions(items.anyOf) : undefined;
-      const values = options?.map((o) => o.const) ?? (items.type === 'string' ? stringList(items.enum, INPUT_LIMITS.enumValues) : undefined);
-      if (values === undefined) throw invalidInput(`${at}.items`, `a multi-select needs 1-${INPUT_LIMITS.enumValues} string options (enum or anyOf [{const, title}])`);
+      const values =
+        options?.map((o) => o.const) ??
+        (items.type === 'string' ? stringList(items.enum, INPUT_LIMITS.enumValues) : undefined);
+      if (values === undefined)
+        throw invalidInput(
+          `${at}.items`,
+          `a multi-select needs 1-${INPUT_LIMITS.enumValues} string options (enum or anyOf [{const, title}])`,
+        );
       // Titled (`items.anyOf`) or untitled (`items.enum`), as the server wrote it (SEP-1330).
-      const out: RestrictedProperty = { type: 'array', ...common, items: options !== undefined ? { anyOf: options } : { type: 'string', enum: values } };
+      const out: RestrictedProperty = {
+        type: 'array',
+        ...common,
+        items: options !== undefined ? { anyOf: options } : { type: 'string', enum: values },
+      };
       for (const k of ['minItems', 'maxItems'] as const) {
         if (p[k] === undefined) continue;
         const n = finite(p[k]);
-        if (n === undefined || !Number.isInteger(n) || n < 0) throw invalidInput(`${at}.${k}`, 'must be a non-negative integer');
+        if (n === undefined || !Number.isInteger(n) || n < 0)
+          throw invalidInput(`${at}.${k}`, 'must be a non-negative integer');
         out[k] = n;
       }
-      if (Array.isArray(p.default) && p.default.every((v) => typeof v === 'string' && values.includes(v))) out.default = p.default;
+      if (Array.isArray(p.default) && p.default.every((v) => typeof v === 'string' && values.includes(v)))
+        out.default = p.default;
       return out;
     }
     default:
@@ -288,7 +319,11 @@ function formatOk(format: string, v: string): boolean {
  * of its type and within its bounds, every required one present, at most
  * {@link INPUT_LIMITS.answerBytes} of JSON. Throws `invalid_input` naming `content.<property>`.
  */
-export function checkElicitContent(schema: RestrictedSchema, content: unknown, at = 'content'): Record<string, ElicitValue> {
+export function checkElicitContent(
+  schema: RestrictedSchema,
+  content: unknown,
+  at = 'content',
+): Record<string, ElicitValue> {
   if (!isMap(content)) throw invalidInput(at, "must be a map of the form's fields");
   let bytes: number;
   try {
@@ -296,7 +331,8 @@ export function checkElicitContent(schema: RestrictedSchema, content: unknown, a
   } catch {
     throw invalidInput(at, 'must be JSON');
   }
-  if (bytes > INPUT_LIMITS.answerBytes) throw invalidInput(at, `must be at most ${INPUT_LIMITS.answerBytes / 1024} KiB of JSON`);
+  if (bytes > INPUT_LIMITS.answerBytes)
+    throw invalidInput(at, `must be at most ${INPUT_LIMITS.answerBytes / 1024} KiB of JSON`);
   const out: Record<string, ElicitValue> = {};
   for (const [name, value] of Object.entries(content)) {
     const p = Object.hasOwn(schema.properties, name) ? schema.properties[name] : undefined;
@@ -337,7 +373,8 @@ function checkValue(p: RestrictedProperty, v: unknown, at: string): ElicitValue 
       return v;
     case 'array': {
       const options = offeredValues(p.items as Record<string, unknown> | undefined) ?? [];
-      if (!Array.isArray(v) || !v.every((x) => typeof x === 'string')) throw fail('must be a list of the offered values');
+      if (!Array.isArray(v) || !v.every((x) => typeof x === 'string'))
+        throw fail('must be a list of the offered values');
       if (v.length > options.length || new Set(v).size !== v.length) throw fail('must not repeat a value');
       if (!v.every((x) => options.includes(x))) throw fail('must be a list of the offered values');
       if (typeof p.minItems === 'number' && v.length < p.minItems) throw fail(`must pick at least ${p.minItems}`);
@@ -351,9 +388,11 @@ function checkValue(p: RestrictedProperty, v: unknown, at: string): ElicitValue 
 export function checkElicitAnswer(answer: unknown, schema: RestrictedSchema | undefined, at = 'answer'): ElicitAnswer {
   if (!isMap(answer)) throw invalidInput(at, 'must be {action, content?}');
   const action = answer.action;
-  if (action !== 'accept' && action !== 'decline' && action !== 'cancel') throw invalidInput(`${at}.action`, 'must be accept, decline or cancel');
+  if (action !== 'accept' && action !== 'decline' && action !== 'cancel')
+    throw invalidInput(`${at}.action`, 'must be accept, decline or cancel');
   if (action !== 'accept' || schema === undefined) {
-    if (answer.content !== undefined && answer.content !== null && action !== 'accept') throw invalidInput(`${at}.content`, `is given only with accept`);
+    if (answer.content !== undefined && answer.content !== null && action !== 'accept')
+      throw invalidInput(`${at}.content`, `is given only with accept`);
     return { action };
   }
   return { action, content: checkElicitContent(schema, answer.content ?? {}, `${at}.content`) };

@@ -39,8 +39,13 @@ export function natsFailure(err: unknown, depth = 0): NatsFailure | undefined {
   }
   if (err instanceof errors.NoRespondersError) return NatsFailures.noResponders;
   if (err instanceof errors.TimeoutError) return NatsFailures.timeout;
-  if (err instanceof errors.ClosedConnectionError || err instanceof errors.DrainingConnectionError) return NatsFailures.closed;
-  if (err instanceof errors.AuthorizationError || err instanceof errors.UserAuthenticationExpiredError || err instanceof errors.PermissionViolationError) {
+  if (err instanceof errors.ClosedConnectionError || err instanceof errors.DrainingConnectionError)
+    return NatsFailures.closed;
+  if (
+    err instanceof errors.AuthorizationError ||
+    err instanceof errors.UserAuthenticationExpiredError ||
+    err instanceof errors.PermissionViolationError
+  ) {
     return NatsFailures.refused;
   }
   if (err instanceof errors.ConnectionError) return NatsFailures.unreachable;

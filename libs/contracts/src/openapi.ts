@@ -52,7 +52,10 @@ export function openApiDocument(opts: { version?: string } = {}): Record<string,
       ts: { type: 'integer' },
       nonce: { type: 'string' },
       sig: { type: 'string' },
-      action: { oneOf: ACTION_TYPES.map((t) => ({ $ref: mapping[t] })), discriminator: { propertyName: 'type', mapping } },
+      action: {
+        oneOf: ACTION_TYPES.map((t) => ({ $ref: mapping[t] })),
+        discriminator: { propertyName: 'type', mapping },
+      },
     },
     required: ['signer', 'account', 'ts', 'nonce', 'action', 'sig'],
   };
@@ -60,9 +63,14 @@ export function openApiDocument(opts: { version?: string } = {}): Record<string,
     'application/json': { schema },
     'application/cbor': { schema },
   });
-  const error = (description: string): Record<string, unknown> => ({ description, content: body({ $ref: '#/components/schemas/Error' }) });
+  const error = (description: string): Record<string, unknown> => ({
+    description,
+    content: body({ $ref: '#/components/schemas/Error' }),
+  });
   const statuses = [...new Set(codes.map((c) => ERROR_TRAITS[c].status))].sort((a, b) => a - b);
-  const errorResponses = Object.fromEntries(statuses.map((s) => [String(s), error(`Codes: ${codes.filter((c) => ERROR_TRAITS[c].status === s).join(', ')}`)]));
+  const errorResponses = Object.fromEntries(
+    statuses.map((s) => [String(s), error(`Codes: ${codes.filter((c) => ERROR_TRAITS[c].status === s).join(', ')}`)]),
+  );
   return {
     openapi: '3.1.0',
     jsonSchemaDialect: 'https://spec.openapis.org/oas/3.1/dialect/base',
@@ -78,7 +86,10 @@ export function openApiDocument(opts: { version?: string } = {}): Record<string,
           summary: 'Performs one signed action',
           requestBody: { required: true, content: body({ $ref: '#/components/schemas/Envelope' }) },
           responses: {
-            '200': { description: "The action's response (see x-mcpx-actions for each type's)", content: body({ oneOf: ACTION_TYPES.map((t) => ({ $ref: `#/components/schemas/${t}Response` })) }) },
+            '200': {
+              description: "The action's response (see x-mcpx-actions for each type's)",
+              content: body({ oneOf: ACTION_TYPES.map((t) => ({ $ref: `#/components/schemas/${t}Response` })) }),
+            },
             ...errorResponses,
           },
         },
@@ -87,7 +98,12 @@ export function openApiDocument(opts: { version?: string } = {}): Record<string,
         get: {
           operationId: 'openapi',
           summary: 'This document (unauthenticated, cacheable)',
-          responses: { '200': { description: 'The OpenAPI 3.1 document', content: { 'application/json': { schema: { type: 'object' } } } } },
+          responses: {
+            '200': {
+              description: 'The OpenAPI 3.1 document',
+              content: { 'application/json': { schema: { type: 'object' } } },
+            },
+          },
         },
       },
     },

@@ -1,6 +1,24 @@
 import { Permission, type RemoteTool } from '@mcpx/domain';
 import { invalidInput } from './errors.js';
-import { anyMap, anyStr, anything, bool, count, int, isMap, list, mapOf, matching, num, oneOf, optional, payloadDecoder, shape, str, type Rule } from './field-rules.js';
+import {
+  anyMap,
+  anyStr,
+  anything,
+  bool,
+  count,
+  int,
+  isMap,
+  list,
+  mapOf,
+  matching,
+  num,
+  oneOf,
+  optional,
+  payloadDecoder,
+  shape,
+  str,
+  type Rule,
+} from './field-rules.js';
 import type { InputAnsweredEvent, InputRequestedEvent } from './inputs.js';
 import type { OAuthRefreshAnswer, OAuthRefreshRequest } from './oauth-refresh.js';
 import { PROGRESS_MESSAGE_MAX_CHARS, ServerStates, Transports } from './payloads.js';
@@ -87,17 +105,26 @@ export const decodeOAuthRefreshRequest: (bytes: Uint8Array) => OAuthRefreshReque
 });
 
 /** `mcp.proxy.cancel` and `mcp.proxy.calls.held` (both name one call). */
-export const decodeProxyCancel: (bytes: Uint8Array) => ProxyCancel = payloadDecoder('cancel', { account: str, run: str, callId: str });
+export const decodeProxyCancel: (bytes: Uint8Array) => ProxyCancel = payloadDecoder('cancel', {
+  account: str,
+  run: str,
+  callId: str,
+});
 
 /** A progress message within {@link PROGRESS_MESSAGE_MAX_CHARS} (the proxy cuts longer ones before it publishes). */
 const progressMessage: Rule<string> = (v, field) => {
   const text = anyStr(v, field);
-  if (text.length > PROGRESS_MESSAGE_MAX_CHARS) throw invalidInput(field, `must be at most ${PROGRESS_MESSAGE_MAX_CHARS} characters`);
+  if (text.length > PROGRESS_MESSAGE_MAX_CHARS)
+    throw invalidInput(field, `must be at most ${PROGRESS_MESSAGE_MAX_CHARS} characters`);
   return text;
 };
 
 /** `mcp.calls.progress.<acct>.<run>.<callId>`. */
-export const decodeCallProgress: (bytes: Uint8Array) => CallProgress = payloadDecoder('progress', { progress: num, total: optional(num), message: optional(progressMessage) });
+export const decodeCallProgress: (bytes: Uint8Array) => CallProgress = payloadDecoder('progress', {
+  progress: num,
+  total: optional(num),
+  message: optional(progressMessage),
+});
 
 /** `mcp.runs.ended.<acct>.<run>`. */
 export const decodeRunEnded: (bytes: Uint8Array) => RunEnded = payloadDecoder('runEnded', { account: str, run: str });
@@ -113,20 +140,27 @@ export const decodeToolsObserved: (bytes: Uint8Array) => ToolsObserved = payload
 });
 
 /** `mcp.events.server.discovered.<acct>.<server>`. */
-export const decodeServerDiscoveredEvent: (bytes: Uint8Array) => ServerDiscoveredEvent = payloadDecoder('serverDiscovered', {
+export const decodeServerDiscoveredEvent: (bytes: Uint8Array) => ServerDiscoveredEvent = payloadDecoder(
+  'serverDiscovered',
+  {
+    account: str,
+    server: str,
+    serverId: str,
+    generation: int,
+    tools: list(remoteTool),
+    status: serverStatus,
+    toolsChanged: bool,
+    overrides: optional(mapOf(permission)),
+    held: optional(list(shape({ name: str, cid: anyStr }))),
+  },
+);
+
+/** `mcp.events.server.deleted.<acct>.<server>`. */
+export const decodeServerDeletedEvent: (bytes: Uint8Array) => ServerDeletedEvent = payloadDecoder('serverDeleted', {
   account: str,
   server: str,
   serverId: str,
-  generation: int,
-  tools: list(remoteTool),
-  status: serverStatus,
-  toolsChanged: bool,
-  overrides: optional(mapOf(permission)),
-  held: optional(list(shape({ name: str, cid: anyStr }))),
 });
-
-/** `mcp.events.server.deleted.<acct>.<server>`. */
-export const decodeServerDeletedEvent: (bytes: Uint8Array) => ServerDeletedEvent = payloadDecoder('serverDeleted', { account: str, server: str, serverId: str });
 
 /** `mcp.events.agent.changed.<acct>.<agent>`. */
 export const decodeAgentChangedEvent: (bytes: Uint8Array) => AgentChangedEvent = payloadDecoder('agentChanged', {
@@ -138,62 +172,84 @@ export const decodeAgentChangedEvent: (bytes: Uint8Array) => AgentChangedEvent =
 });
 
 /** `agents.tools.changed.<acct>.<agent>`. */
-export const decodeAgentToolsChangedEvent: (bytes: Uint8Array) => AgentToolsChangedEvent = payloadDecoder('agentToolsChanged', {
-  account: str,
-  agent: str,
-  version: int,
-  added: mapOf(anyStr),
-  changed: mapOf(anyStr),
-  removed: list(anyStr),
-});
+export const decodeAgentToolsChangedEvent: (bytes: Uint8Array) => AgentToolsChangedEvent = payloadDecoder(
+  'agentToolsChanged',
+  {
+    account: str,
+    agent: str,
+    version: int,
+    added: mapOf(anyStr),
+    changed: mapOf(anyStr),
+    removed: list(anyStr),
+  },
+);
 
 /** The fields both approval notifications carry. */
 const approvalFields = { account: str, approvalId: str, agent: str, run: str, tool: str, server: str, expiresAt: str };
 
 /** `mcp.approvals.requested.<acct>`. */
-export const decodeApprovalRequestedEvent: (bytes: Uint8Array) => ApprovalRequestedEvent = payloadDecoder('approvalRequested', {
-  ...approvalFields,
-  remoteName: str,
-  argsHash: str,
-});
+export const decodeApprovalRequestedEvent: (bytes: Uint8Array) => ApprovalRequestedEvent = payloadDecoder(
+  'approvalRequested',
+  {
+    ...approvalFields,
+    remoteName: str,
+    argsHash: str,
+  },
+);
 
 /** `mcp.approvals.decided.<acct>`. */
-export const decodeApprovalDecidedEvent: (bytes: Uint8Array) => ApprovalDecidedEvent = payloadDecoder('approvalDecided', {
-  ...approvalFields,
-  decision: oneOf('approved', 'denied'),
-  decidedBy: anyStr,
-  decidedAt: str,
-});
+export const decodeApprovalDecidedEvent: (bytes: Uint8Array) => ApprovalDecidedEvent = payloadDecoder(
+  'approvalDecided',
+  {
+    ...approvalFields,
+    decision: oneOf('approved', 'denied'),
+    decidedBy: anyStr,
+    decidedAt: str,
+  },
+);
 
 /** The fields both input notifications carry. */
 const inputFields = { account: str, inputRequestId: str, agent: str, run: str, tool: str, server: str, expiresAt: str };
 
 /** `mcp.inputs.requested.<acct>`. */
-export const decodeInputRequestedEvent: (bytes: Uint8Array) => InputRequestedEvent = payloadDecoder('inputRequested', { ...inputFields, forPerson: bool });
+export const decodeInputRequestedEvent: (bytes: Uint8Array) => InputRequestedEvent = payloadDecoder('inputRequested', {
+  ...inputFields,
+  forPerson: bool,
+});
 
 /** `mcp.inputs.answered.<acct>`. */
-export const decodeInputAnsweredEvent: (bytes: Uint8Array) => InputAnsweredEvent = payloadDecoder('inputAnswered', { ...inputFields, answeredBy: anyStr, answeredAt: str });
+export const decodeInputAnsweredEvent: (bytes: Uint8Array) => InputAnsweredEvent = payloadDecoder('inputAnswered', {
+  ...inputFields,
+  answeredBy: anyStr,
+  answeredAt: str,
+});
 
 /**
  * `mcp.reviews.requested.<acct>`. Its names reach a browser's event stream, so each is held to its
  * grammar: a server name, a remote tool name as discovery keeps it (1-512 characters, no control
  * characters), a CIDv1 in base32.
  */
-export const decodeToolReviewRequestedEvent: (bytes: Uint8Array) => ToolReviewRequestedEvent = payloadDecoder('toolReviewRequested', {
-  account: str,
-  server: matching(/^[A-Za-z0-9_-]{1,128}$/, 'a server name (1-128 letters, digits, _ or -)'),
-  changes: list(
-    shape({
-      // eslint-disable-next-line no-control-regex
-      tool: matching(/^[^\u0000-\u001f\u007f-\u009f]{1,512}$/u, 'a tool name (1-512 characters, no control characters)'),
-      cid: matching(/^b[a-z2-7]{20,120}$/, 'a CID (base32)'),
-      kind: oneOf('new', 'changed'),
-      withheld: bool,
-    }),
-    REVIEW_CHANGES_MAX,
-  ),
-  pending: count,
-});
+export const decodeToolReviewRequestedEvent: (bytes: Uint8Array) => ToolReviewRequestedEvent = payloadDecoder(
+  'toolReviewRequested',
+  {
+    account: str,
+    server: matching(/^[A-Za-z0-9_-]{1,128}$/, 'a server name (1-128 letters, digits, _ or -)'),
+    changes: list(
+      shape({
+        tool: matching(
+          // eslint-disable-next-line no-control-regex
+          /^[^\u0000-\u001f\u007f-\u009f]{1,512}$/u,
+          'a tool name (1-512 characters, no control characters)',
+        ),
+        cid: matching(/^b[a-z2-7]{20,120}$/, 'a CID (base32)'),
+        kind: oneOf('new', 'changed'),
+        withheld: bool,
+      }),
+      REVIEW_CHANGES_MAX,
+    ),
+    pending: count,
+  },
+);
 
 /**
  * A request of a request/reply endpoint: strictly decoded and a map (every request is), its
@@ -209,7 +265,10 @@ export function decodeRequest(bytes: Uint8Array, payload = 'payload'): Record<st
  * The `{ok, value | error}` reply of a request/reply endpoint. Its `error` is left for
  * `WireError.from`, which turns any shape into a typed error; its `value` for the caller's decoder.
  */
-export const decodeReply: (bytes: Uint8Array) => { ok: boolean; value?: unknown; error?: unknown } = payloadDecoder('reply', { ok: bool, value: anything, error: anything });
+export const decodeReply: (bytes: Uint8Array) => { ok: boolean; value?: unknown; error?: unknown } = payloadDecoder(
+  'reply',
+  { ok: bool, value: anything, error: anything },
+);
 
 /**
  * The value of a `registry.oauth.refresh` reply (`Bus.request`'s `decodeValue`): one of the two
@@ -217,7 +276,14 @@ export const decodeReply: (bytes: Uint8Array) => { ok: boolean; value?: unknown;
  * URL, say) is left out: a runtime only learns that the owner must authorize.
  */
 export const oauthRefreshAnswerValue: Rule<OAuthRefreshAnswer> = (v, field) => {
-  const answer = shape({ state: oneOf('authorized', 'auth_required'), vendor: optional(str), error: optional(anyStr) })(v, field);
+  const answer = shape({ state: oneOf('authorized', 'auth_required'), vendor: optional(str), error: optional(anyStr) })(
+    v,
+    field,
+  );
   if (answer.state === 'authorized') return { state: 'authorized' };
-  return { state: 'auth_required', ...(answer.vendor !== undefined ? { vendor: answer.vendor } : {}), ...(answer.error !== undefined ? { error: answer.error } : {}) };
+  return {
+    state: 'auth_required',
+    ...(answer.vendor !== undefined ? { vendor: answer.vendor } : {}),
+    ...(answer.error !== undefined ? { error: answer.error } : {}),
+  };
 };

@@ -1,4 +1,12 @@
-import type { AnthropicTool, LambdaToolDocument, McpToolDocument, OpenAiTool, Permission, ProxyResult, RemoteTool } from '@mcpx/domain';
+import type {
+  AnthropicTool,
+  LambdaToolDocument,
+  McpToolDocument,
+  OpenAiTool,
+  Permission,
+  ProxyResult,
+  RemoteTool,
+} from '@mcpx/domain';
 import type { LogLevel } from './call-log.js';
 import type { WireErrorShape } from './errors.js';
 
@@ -204,7 +212,8 @@ export const PROGRESS_MESSAGE_MAX_CHARS = 1024;
  * both outcomes, so an extension is still this envelope; `K` names the value's key, `value` but
  * for the proxy's call, whose outside callers have read `result` since its first release.
  */
-export type Reply<T, E extends object = object, K extends string = 'value'> = ({ ok: true } & { [key in K]: T } & E) | ({ ok: false; error: WireErrorShape } & E);
+export type Reply<T, E extends object = object, K extends string = 'value'> =
+  ({ ok: true } & { [key in K]: T } & E) | ({ ok: false; error: WireErrorShape } & E);
 
 /** The call's reply: the one envelope, with the instance that answered (a run's sticky route) and its value under `result`. */
 export type ProxyCallReply = Reply<ProxyResult, { instance: string }, 'result'>;

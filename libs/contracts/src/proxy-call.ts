@@ -1,7 +1,23 @@
 import { CONTENT_MAX_BLOCKS, type ContentBlock, type ProxyImage, type ProxyResult } from '@mcpx/domain';
 import { decodeStrict, encodePayload } from './codec.js';
 import { invalidInput } from './errors.js';
-import { absentOrNull, anyMap, anyStr, anything, bool, checkedMap, isMap, list, matching, num, optional, refused, shape, str, type Rule } from './field-rules.js';
+import {
+  absentOrNull,
+  anyMap,
+  anyStr,
+  anything,
+  bool,
+  checkedMap,
+  isMap,
+  list,
+  matching,
+  num,
+  optional,
+  refused,
+  shape,
+  str,
+  type Rule,
+} from './field-rules.js';
 import { INPUT_REQUEST_ID_RE } from './inputs.js';
 import { logLevel } from './call-log.js';
 import type { ProxyCallRequest } from './payloads.js';
@@ -49,12 +65,14 @@ const toolName: Rule<string> = (v, field) => {
 };
 
 /** The tool's arguments: absent or null is none. */
-const callArguments: Rule<Record<string, unknown>> = (v, field) => (v === undefined || v === null ? {} : mapSaying('must be an object')(v, field));
+const callArguments: Rule<Record<string, unknown>> = (v, field) =>
+  v === undefined || v === null ? {} : mapSaying('must be an object')(v, field);
 
 /** A positive timeout, held to {@link MAX_CALL_TIMEOUT_MS}. */
 const callTimeout: Rule<number | undefined> = (v, field) => {
   if (v === undefined) return undefined;
-  if (typeof v !== 'number' || !Number.isFinite(v) || v <= 0) throw invalidInput(field, 'must be a positive number of milliseconds');
+  if (typeof v !== 'number' || !Number.isFinite(v) || v <= 0)
+    throw invalidInput(field, 'must be a positive number of milliseconds');
   return Math.min(v, MAX_CALL_TIMEOUT_MS);
 };
 
@@ -63,12 +81,17 @@ const answerFlags = shape({ sampling: optional(bool), forms: optional(bool), roo
 export const answers: Rule<{ sampling?: boolean; forms?: boolean; roots?: boolean }> = (v, field) => {
   if (!isMap(v)) throw invalidInput(field, 'must be {sampling?, forms?, roots?}');
   const a = answerFlags(v, field);
-  return { ...(a.sampling === true ? { sampling: true } : {}), ...(a.forms === true ? { forms: true } : {}), ...(a.roots === true ? { roots: true } : {}) };
+  return {
+    ...(a.sampling === true ? { sampling: true } : {}),
+    ...(a.forms === true ? { forms: true } : {}),
+    ...(a.roots === true ? { roots: true } : {}),
+  };
 };
 
 /** How long a task-augmented call waits for its task (0 to the call bound). */
 const taskWait: Rule<number> = (v, field) => {
-  if (typeof v !== 'number' || !Number.isInteger(v) || v < 0) throw invalidInput(field, 'must be a whole number of milliseconds, 0 or more');
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < 0)
+    throw invalidInput(field, 'must be a whole number of milliseconds, 0 or more');
   return Math.min(v, MAX_CALL_TIMEOUT_MS);
 };
 
@@ -86,7 +109,9 @@ const callRequestFields = shape({
   callId: id,
   approvalId: absentOrNull(id),
   // The server's requestState is kept sealed by the proxy; a caller never supplies one.
-  requestState: refused("is never taken from a caller: the proxy keeps the server's state and sends it back itself (re-send with inputRequestId)"),
+  requestState: refused(
+    "is never taken from a caller: the proxy keeps the server's state and sends it back itself (re-send with inputRequestId)",
+  ),
   inputRequestId: absentOrNull(matching(INPUT_REQUEST_ID_RE, 'an input request id (inp_…)')),
   inputResponses: absentOrNull(mapSaying('must be a map of answers by request key')),
   answers: absentOrNull(answers),
@@ -106,7 +131,8 @@ const callRequestFields = shape({
 export function parseCallRequest(raw: unknown): ProxyCallRequest {
   if (!isMap(raw)) throw invalidInput('request', 'must be a map');
   const req = callRequestFields(raw, '');
-  if (req.inputResponses !== undefined && req.inputRequestId === undefined) throw invalidInput('inputResponses', 'goes with the inputRequestId it answers');
+  if (req.inputResponses !== undefined && req.inputRequestId === undefined)
+    throw invalidInput('inputResponses', 'goes with the inputRequestId it answers');
   return req;
 }
 
@@ -141,7 +167,10 @@ export function encodeCallRequest(req: ProxyCallRequest, maxPayload: number = MA
   if (payload.byteLength <= limit) return payload;
   const answers = req.inputResponses === undefined ? 0 : encodePayload(req.inputResponses).byteLength;
   const field = answers > payload.byteLength / 2 ? 'inputResponses' : 'arguments';
-  throw invalidInput(field, `the call would be ${payload.byteLength} bytes, more than the ${limit} a call may be`, { rule: StrictRules.size, limit });
+  throw invalidInput(field, `the call would be ${payload.byteLength} bytes, more than the ${limit} a call may be`, {
+    rule: StrictRules.size,
+    limit,
+  });
 }
 
 const image: Rule<ProxyImage> = checkedMap({ data: anyStr, mimeType: anyStr });

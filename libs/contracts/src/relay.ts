@@ -15,7 +15,14 @@ import { boundInField } from './value-bounds.js';
  */
 
 /** The MCP methods the proxy relays (tools/call has its own request, `mcp.proxy.call`). */
-export const RELAY_METHODS = ['resources/list', 'resources/templates/list', 'resources/read', 'prompts/list', 'prompts/get', 'completion/complete'] as const;
+export const RELAY_METHODS = [
+  'resources/list',
+  'resources/templates/list',
+  'resources/read',
+  'prompts/list',
+  'prompts/get',
+  'completion/complete',
+] as const;
 export type RelayMethod = (typeof RELAY_METHODS)[number];
 
 export interface RelayRequest {
@@ -41,12 +48,19 @@ export interface RelayRequest {
 /** The relayed methods a 2026-07-28 server may answer with `input_required` (SEP-2322). */
 export const INPUT_METHODS: ReadonlySet<RelayMethod> = new Set(['prompts/get', 'resources/read']);
 
-export type RelayReply = { ok: true; instance: string; result: Record<string, unknown> } | { ok: false; instance: string; error: WireErrorShape };
+export type RelayReply =
+  | { ok: true; instance: string; result: Record<string, unknown> }
+  | { ok: false; instance: string; error: WireErrorShape };
 
 /** A relay request is small: a name, a URI, a prompt's string arguments (docs/limits.md). */
 export const MAX_RELAY_REQUEST_BYTES = 256 * 1024;
 /** Nesting of a relay request: params hold maps of strings at most three deep (completion's `context.arguments`). */
-export const RELAY_REQUEST_LIMITS: StrictLimits = { ...PAYLOAD_LIMITS, maxBytes: MAX_RELAY_REQUEST_BYTES, maxDepth: 6, maxItems: 1_000 };
+export const RELAY_REQUEST_LIMITS: StrictLimits = {
+  ...PAYLOAD_LIMITS,
+  maxBytes: MAX_RELAY_REQUEST_BYTES,
+  maxDepth: 6,
+  maxItems: 1_000,
+};
 /** A relay waits at most this long for the server (list and read requests are short). */
 export const MAX_RELAY_TIMEOUT_MS = 60_000;
 
@@ -103,19 +117,26 @@ const stringArguments: Rule<Record<string, string> | undefined> = (v, field) => 
   if (v === undefined || v === null) return undefined;
   if (!isMap(v)) throw invalidInput(field, 'must be a map of strings');
   const entries = Object.entries(v);
-  if (entries.length > MAX_PROMPT_ARGUMENTS) throw invalidInput(field, `must hold at most ${MAX_PROMPT_ARGUMENTS} arguments`, { limit: MAX_PROMPT_ARGUMENTS });
+  if (entries.length > MAX_PROMPT_ARGUMENTS)
+    throw invalidInput(field, `must hold at most ${MAX_PROMPT_ARGUMENTS} arguments`, { limit: MAX_PROMPT_ARGUMENTS });
   const out: Record<string, string> = {};
   for (const [k, value] of entries) {
     if (k === '' || k.length > MAX_NAME) throw invalidInput(field, `argument names must be 1-${MAX_NAME} characters`);
-    if (typeof value !== 'string') throw invalidInput(`${field}.${k.slice(0, 64)}`, 'must be a string (a prompt argument is text)');
+    if (typeof value !== 'string')
+      throw invalidInput(`${field}.${k.slice(0, 64)}`, 'must be a string (a prompt argument is text)');
     if (Buffer.byteLength(value) > MAX_PROMPT_ARGUMENT_BYTES)
-      throw invalidInput(`${field}.${k.slice(0, 64)}`, `must be at most ${MAX_PROMPT_ARGUMENT_BYTES} bytes`, { limit: MAX_PROMPT_ARGUMENT_BYTES });
+      throw invalidInput(`${field}.${k.slice(0, 64)}`, `must be at most ${MAX_PROMPT_ARGUMENT_BYTES} bytes`, {
+        limit: MAX_PROMPT_ARGUMENT_BYTES,
+      });
     out[k] = value;
   }
   return out;
 };
 
-const completionRef: Rule<{ type: 'ref/prompt'; name: string } | { type: 'ref/resource'; uri: string }> = (v, field) => {
+const completionRef: Rule<{ type: 'ref/prompt'; name: string } | { type: 'ref/resource'; uri: string }> = (
+  v,
+  field,
+) => {
   if (!isMap(v)) throw invalidInput(field, 'must be {type: ref/prompt, name} or {type: ref/resource, uri}');
   if (v.type === 'ref/prompt') return { type: 'ref/prompt', name: name(v.name, `${field}.name`) };
   if (v.type === 'ref/resource') {
@@ -131,7 +152,8 @@ const completionRef: Rule<{ type: 'ref/prompt'; name: string } | { type: 'ref/re
 const completionArgument: Rule<{ name: string; value: string }> = (v, field) => {
   if (!isMap(v)) throw invalidInput(field, 'must be {name, value}');
   const value = v.value;
-  if (typeof value !== 'string' || Buffer.byteLength(value) > MAX_PROMPT_ARGUMENT_BYTES) throw invalidInput(`${field}.value`, `must be a string of at most ${MAX_PROMPT_ARGUMENT_BYTES} bytes`);
+  if (typeof value !== 'string' || Buffer.byteLength(value) > MAX_PROMPT_ARGUMENT_BYTES)
+    throw invalidInput(`${field}.value`, `must be a string of at most ${MAX_PROMPT_ARGUMENT_BYTES} bytes`);
   return { name: name(v.name, `${field}.name`), value };
 };
 
@@ -158,7 +180,8 @@ export function relayParams(method: RelayMethod, v: unknown, field = 'params'): 
     }
     case 'completion/complete': {
       const ctx = p.context;
-      if (ctx !== undefined && ctx !== null && !isMap(ctx)) throw invalidInput(`${field}.context`, 'must be {arguments?}');
+      if (ctx !== undefined && ctx !== null && !isMap(ctx))
+        throw invalidInput(`${field}.context`, 'must be {arguments?}');
       const args = isMap(ctx) ? stringArguments(ctx.arguments, `${field}.context.arguments`) : undefined;
       return {
         ref: completionRef(p.ref, `${field}.ref`),
@@ -173,7 +196,8 @@ const id = matching(/^[A-Za-z0-9_-]{1,128}$/, '1-128 letters, digits, _ or -');
 const serverName = matching(/^[A-Za-z0-9_.-]{1,64}$/, 'a server name');
 const relayTimeout: Rule<number | undefined> = (v, field) => {
   if (v === undefined || v === null) return undefined;
-  if (typeof v !== 'number' || !Number.isFinite(v) || v <= 0) throw invalidInput(field, 'must be a positive number of milliseconds');
+  if (typeof v !== 'number' || !Number.isFinite(v) || v <= 0)
+    throw invalidInput(field, 'must be a positive number of milliseconds');
   return Math.min(v, MAX_RELAY_TIMEOUT_MS);
 };
 const relayFields = shape({
@@ -192,9 +216,18 @@ const relayFields = shape({
 export function parseRelayRequest(raw: unknown): RelayRequest {
   if (!isMap(raw)) throw invalidInput('request', 'must be a map');
   const head = relayFields(raw, '');
-  if (head.inputRequestId !== undefined && !INPUT_METHODS.has(head.method)) throw invalidInput('inputRequestId', `${head.method} has no input rounds`);
-  if (head.inputResponses !== undefined && head.inputRequestId === undefined) throw invalidInput('inputResponses', 'goes with the inputRequestId it answers');
-  const out: RelayRequest = { account: head.account, agent: head.agent, run: head.run, server: head.server, method: head.method, params: relayParams(head.method, raw.params) };
+  if (head.inputRequestId !== undefined && !INPUT_METHODS.has(head.method))
+    throw invalidInput('inputRequestId', `${head.method} has no input rounds`);
+  if (head.inputResponses !== undefined && head.inputRequestId === undefined)
+    throw invalidInput('inputResponses', 'goes with the inputRequestId it answers');
+  const out: RelayRequest = {
+    account: head.account,
+    agent: head.agent,
+    run: head.run,
+    server: head.server,
+    method: head.method,
+    params: relayParams(head.method, raw.params),
+  };
   if (head.timeoutMs !== undefined) out.timeoutMs = head.timeoutMs;
   if (head.answers !== undefined && Object.keys(head.answers).length > 0) out.answers = head.answers;
   if (head.inputRequestId !== undefined) out.inputRequestId = head.inputRequestId;
@@ -218,13 +251,18 @@ export function encodeRelayRequest(req: RelayRequest): Uint8Array {
   const checked = parseRelayRequest(req);
   const payload = encodePayload(checked);
   if (payload.byteLength > MAX_RELAY_REQUEST_BYTES)
-    throw invalidInput('params', `the request would be ${payload.byteLength} bytes, more than ${MAX_RELAY_REQUEST_BYTES}`, { rule: StrictRules.size, limit: MAX_RELAY_REQUEST_BYTES });
+    throw invalidInput(
+      'params',
+      `the request would be ${payload.byteLength} bytes, more than ${MAX_RELAY_REQUEST_BYTES}`,
+      { rule: StrictRules.size, limit: MAX_RELAY_REQUEST_BYTES },
+    );
   return payload;
 }
 
 /** A relay reply, strictly decoded: `{ok, instance, result | error}`; a malformed one is a typed `internal` naming the field. */
 export function decodeRelayReply(bytes: Uint8Array): RelayReply {
-  const malformed = (field: string): WireError => new WireError(ErrorCodes.internal, 'malformed relay reply from the proxy', { field });
+  const malformed = (field: string): WireError =>
+    new WireError(ErrorCodes.internal, 'malformed relay reply from the proxy', { field });
   let r: unknown;
   try {
     r = decodeStrict(bytes, 'reply');

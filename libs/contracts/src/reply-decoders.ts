@@ -1,7 +1,36 @@
-import { Permission, TaskSupport, type AnthropicTool, type LambdaToolDocument, type McpToolDocument, type OpenAiTool } from '@mcpx/domain';
+import {
+  Permission,
+  TaskSupport,
+  type AnthropicTool,
+  type LambdaToolDocument,
+  type McpToolDocument,
+  type OpenAiTool,
+} from '@mcpx/domain';
 import { decodeRequest } from './payload-decoders.js';
-import { anyMap, anyStr, anything, bool, checkedMap, int, jsonObject, list, num, oneOf, optional, shape, str, type Rule } from './field-rules.js';
-import type { AgentToolsRequest, AgentToolsReply, DeleteLambdaToolRequest, LambdaToolReply, ProviderToolSet, SetLambdaToolRequest } from './payloads.js';
+import {
+  anyMap,
+  anyStr,
+  anything,
+  bool,
+  checkedMap,
+  int,
+  jsonObject,
+  list,
+  num,
+  oneOf,
+  optional,
+  shape,
+  str,
+  type Rule,
+} from './field-rules.js';
+import type {
+  AgentToolsRequest,
+  AgentToolsReply,
+  DeleteLambdaToolRequest,
+  LambdaToolReply,
+  ProviderToolSet,
+  SetLambdaToolRequest,
+} from './payloads.js';
 import type { ToolSearchReply } from './search.js';
 
 /**
@@ -12,10 +41,19 @@ import type { ToolSearchReply } from './search.js';
  */
 
 /** `projector.agent-tools.get`'s request (the handler checks the ids' grammar and the names' bounds). */
-const agentToolsRequest: Rule<AgentToolsRequest> = shape({ account: str, agent: str, requested: optional(list(anyStr)) });
+const agentToolsRequest: Rule<AgentToolsRequest> = shape({
+  account: str,
+  agent: str,
+  requested: optional(list(anyStr)),
+});
 
 /** `projector.lambda.set`'s request (the document is checked when it is built). */
-const setLambdaToolRequest: Rule<SetLambdaToolRequest> = shape({ account: str, agent: str, name: anyStr, document: anything });
+const setLambdaToolRequest: Rule<SetLambdaToolRequest> = shape({
+  account: str,
+  agent: str,
+  name: anyStr,
+  document: anything,
+});
 
 /** `projector.lambda.delete`'s request. */
 const deleteLambdaToolRequest: Rule<DeleteLambdaToolRequest> = shape({ account: str, agent: str, name: anyStr });
@@ -37,7 +75,14 @@ const mcpDocument: Rule<McpToolDocument & { cid: string }> = checkedMap({
   cid: str,
 });
 
-const lambdaDocument: Rule<LambdaToolDocument & { cid: string }> = checkedMap({ kind: oneOf('lambda'), name: str, description: anyStr, inputSchema: jsonObject, enabled: bool, cid: str });
+const lambdaDocument: Rule<LambdaToolDocument & { cid: string }> = checkedMap({
+  kind: oneOf('lambda'),
+  name: str,
+  description: anyStr,
+  inputSchema: jsonObject,
+  enabled: bool,
+  cid: str,
+});
 
 /** A request's decoder: strict decoding into a map (errors name `payload`), then its rule (errors name the field). */
 function requestDecoder<T>(rule: Rule<T>): (bytes: Uint8Array) => T {
@@ -48,7 +93,10 @@ export const decodeAgentToolsRequest = requestDecoder(agentToolsRequest);
 export const decodeSetLambdaToolRequest = requestDecoder(setLambdaToolRequest);
 export const decodeDeleteLambdaToolRequest = requestDecoder(deleteLambdaToolRequest);
 
-const openAiTool: Rule<OpenAiTool> = shape({ type: oneOf('function'), function: shape({ name: str, description: anyStr, parameters: jsonObject }) });
+const openAiTool: Rule<OpenAiTool> = shape({
+  type: oneOf('function'),
+  function: shape({ name: str, description: anyStr, parameters: jsonObject }),
+});
 const anthropicTool: Rule<AnthropicTool> = shape({ name: str, description: anyStr, input_schema: jsonObject });
 const providerTools = { openai: list(openAiTool), anthropic: list(anthropicTool) };
 const providerToolSet: Rule<ProviderToolSet> = shape(providerTools);
@@ -71,5 +119,11 @@ export const lambdaToolReplyValue: Rule<LambdaToolReply> = shape({ name: anyStr,
 
 /** The value of `projector.tools.search`'s reply. */
 export const toolSearchReplyValue: Rule<ToolSearchReply> = shape({
-  families: list(shape({ family: anyStr, server: anyStr, tools: list(shape({ name: anyStr, description: anyStr, score: num, cid: anyStr })) })),
+  families: list(
+    shape({
+      family: anyStr,
+      server: anyStr,
+      tools: list(shape({ name: anyStr, description: anyStr, score: num, cid: anyStr })),
+    }),
+  ),
 });

@@ -67,9 +67,11 @@ export interface SearchInput {
  * `invalid_input` naming the field.
  */
 export function checkSearchInput(input: { query?: unknown; family?: unknown; limit?: unknown }): SearchInput {
-  if (typeof input.query !== 'string' || input.query.trim() === '') throw invalidInput('query', 'must be a non-empty string');
+  if (typeof input.query !== 'string' || input.query.trim() === '')
+    throw invalidInput('query', 'must be a non-empty string');
   const query = input.query.trim();
-  if (query.length > SEARCH_QUERY_MAX_LENGTH) throw invalidInput('query', `must be at most ${SEARCH_QUERY_MAX_LENGTH} characters`);
+  if (query.length > SEARCH_QUERY_MAX_LENGTH)
+    throw invalidInput('query', `must be at most ${SEARCH_QUERY_MAX_LENGTH} characters`);
   let server: string | undefined;
   if (input.family !== undefined && input.family !== null) {
     server = (typeof input.family === 'string' ? familyServer(input.family) : null) ?? undefined;
@@ -77,7 +79,12 @@ export function checkSearchInput(input: { query?: unknown; family?: unknown; lim
   }
   let limit = SEARCH_LIMIT_DEFAULT;
   if (input.limit !== undefined && input.limit !== null) {
-    if (typeof input.limit !== 'number' || !Number.isInteger(input.limit) || input.limit < 1 || input.limit > SEARCH_LIMIT_MAX) {
+    if (
+      typeof input.limit !== 'number' ||
+      !Number.isInteger(input.limit) ||
+      input.limit < 1 ||
+      input.limit > SEARCH_LIMIT_MAX
+    ) {
       throw invalidInput('limit', `must be an integer from 1 to ${SEARCH_LIMIT_MAX}`);
     }
     limit = input.limit;

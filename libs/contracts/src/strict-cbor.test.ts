@@ -31,7 +31,19 @@ function sharedValueBomb(levels: number): Uint8Array {
 describe('decodeStrict', () => {
   it('decodes what encodePayload writes, the shapes the services send included', () => {
     const values: unknown[] = [
-      { ok: true, value: { n: 1, f: 1.5, big: 1_764_000_000_000, neg: -7, s: 'héllo ✓', b: new Uint8Array([1, 2]), none: null, arr: [true, false] } },
+      {
+        ok: true,
+        value: {
+          n: 1,
+          f: 1.5,
+          big: 1_764_000_000_000,
+          neg: -7,
+          s: 'héllo ✓',
+          b: new Uint8Array([1, 2]),
+          none: null,
+          arr: [true, false],
+        },
+      },
       { ok: false, error: { code: 'not_found', message: 'no', details: { field: 'x' } } },
       [],
       {},
@@ -42,11 +54,18 @@ describe('decodeStrict', () => {
     ];
     // The same value the lenient decoder gives (byte strings come back as Buffers in Node).
     for (const v of values) expect(decodeStrict(encodePayload(v), 'payload')).toEqual(decodePayload(encodePayload(v)));
-    expect(decodeStrict(encodePayload(values[0]), 'payload')).toMatchObject({ ok: true, value: { big: 1_764_000_000_000, s: 'héllo ✓' } });
+    expect(decodeStrict(encodePayload(values[0]), 'payload')).toMatchObject({
+      ok: true,
+      value: { big: 1_764_000_000_000, s: 'héllo ✓' },
+    });
   });
 
   it('reads a property set to undefined as absent, and an undefined element as null', () => {
-    const bytes = encodePayload({ ok: true, value: undefined, nested: { a: undefined, b: [1, undefined, { c: undefined }] } });
+    const bytes = encodePayload({
+      ok: true,
+      value: undefined,
+      nested: { a: undefined, b: [1, undefined, { c: undefined }] },
+    });
     expect(decodeStrict(bytes, 'payload')).toEqual({ ok: true, nested: { b: [1, null, {}] } });
     expect(Object.keys(decodeStrict<Record<string, unknown>>(bytes, 'payload'))).toEqual(['ok', 'nested']);
     // A map with many fields (a 16-bit count) keeps its other entries.
@@ -61,7 +80,8 @@ describe('decodeStrict', () => {
       [`${'x'.repeat(5000)}\ud800`, `${'x'.repeat(5000)}\ufffd`],
       ['pair 😀 kept', 'pair 😀 kept'],
     ];
-    for (const [s, expected] of cases) expect(decodeStrict<{ s: string }>(encodePayload({ s, n: undefined }), 'payload').s).toBe(expected);
+    for (const [s, expected] of cases)
+      expect(decodeStrict<{ s: string }>(encodePayload({ s, n: undefined }), 'payload').s).toBe(expected);
   });
 
   it('refuses the shared-value bomb at its first tag, whatever its depth', () => {
@@ -145,8 +165,15 @@ describe('decodeStrict', () => {
 describe('checkValueBounds', () => {
   it('refuses a parsed JSON value past the depth or item bounds, and passes others', () => {
     const deep = JSON.parse(`${'['.repeat(100_000)}${']'.repeat(100_000)}`) as unknown;
-    expect(() => checkValueBounds(deep, 'body', BODY_LIMITS)).toThrow(expect.objectContaining({ code: 'invalid_input', details: expect.objectContaining({ field: 'body', rule: 'depth' }) }));
-    expect(() => checkValueBounds({ a: Array(20).fill(0) }, 'body', { maxDepth: 8, maxItems: 10 })).toThrow(/more than 10 items/);
+    expect(() => checkValueBounds(deep, 'body', BODY_LIMITS)).toThrow(
+      expect.objectContaining({
+        code: 'invalid_input',
+        details: expect.objectContaining({ field: 'body', rule: 'depth' }),
+      }),
+    );
+    expect(() => checkValueBounds({ a: Array(20).fill(0) }, 'body', { maxDepth: 8, maxItems: 10 })).toThrow(
+      /more than 10 items/,
+    );
     expect(() => checkValueBounds({ a: [1, { b: 'c' }] }, 'body', BODY_LIMITS)).not.toThrow();
     // A byte string is one item, whatever its length.
     expect(() => checkValueBounds({ b: new Uint8Array(1_000_000) }, 'body', BODY_LIMITS)).not.toThrow();

@@ -68,7 +68,13 @@ function keyString(bytes: Uint8Array, start: number, end: number): string {
   return keyDecoder.decode(bytes.subarray(start, end));
 }
 
-function refuse(field: string, rule: StrictRule, message: string, offset: number, extra: Record<string, unknown> = {}): WireError {
+function refuse(
+  field: string,
+  rule: StrictRule,
+  message: string,
+  offset: number,
+  extra: Record<string, unknown> = {},
+): WireError {
   return invalidInput(field, `${message} (at byte ${offset})`, { rule, offset, ...extra });
 }
 
@@ -77,7 +83,14 @@ function refuse(field: string, rule: StrictRule, message: string, offset: number
  * (at most {@link BOUND_PATH_KEYS}) leading to where it was crossed (`['arguments']`,
  * `['action', 'arguments']`), so a caller can name the field it lies in (`boundInField`).
  */
-function overBound(field: string, rule: StrictRule, message: string, offset: number, limit: number, path: string[]): WireError {
+function overBound(
+  field: string,
+  rule: StrictRule,
+  message: string,
+  offset: number,
+  limit: number,
+  path: string[],
+): WireError {
   return refuse(field, rule, message, offset, { limit, path });
 }
 
@@ -143,7 +156,11 @@ function isUtf8(bytes: Uint8Array, start: number, end: number): boolean {
 export function scanStrictCbor(bytes: Uint8Array, field: string, limits: StrictLimits): void {
   const n = bytes.byteLength;
   if (n === 0) throw refuse(field, StrictRules.empty, 'empty payload', 0);
-  if (n > limits.maxBytes) throw invalidInput(field, `larger than ${limits.maxBytes} bytes`, { rule: StrictRules.size, limit: limits.maxBytes });
+  if (n > limits.maxBytes)
+    throw invalidInput(field, `larger than ${limits.maxBytes} bytes`, {
+      rule: StrictRules.size,
+      limit: limits.maxBytes,
+    });
   const view = new DataView(bytes.buffer, bytes.byteOffset, n);
   const open = new OpenContainers(field, limits);
   const { remaining, isMap } = open;
@@ -154,7 +171,8 @@ export function scanStrictCbor(bytes: Uint8Array, field: string, limits: StrictL
     const at = pos;
     const top = remaining.length - 1;
     const atKey = top >= 0 && isMap[top] === true && remaining[top]! % 2 === 0;
-    if (++items > limits.maxItems) throw open.overBound(StrictRules.items, `more than ${limits.maxItems} items`, at, limits.maxItems);
+    if (++items > limits.maxItems)
+      throw open.overBound(StrictRules.items, `more than ${limits.maxItems} items`, at, limits.maxItems);
     const head = bytes[pos++]!;
     const major = head >> 5;
     const info = head & 31;
@@ -168,9 +186,11 @@ export function scanStrictCbor(bytes: Uint8Array, field: string, limits: StrictL
     }
     if (atKey && major !== 3) throw refuse(field, StrictRules.mapKey, 'map keys must be text strings (DAG-CBOR)', at);
     if (major <= 1) {
-      if (arg > Number.MAX_SAFE_INTEGER) throw refuse(field, StrictRules.integerRange, 'integer beyond ±(2^53 − 1)', at);
+      if (arg > Number.MAX_SAFE_INTEGER)
+        throw refuse(field, StrictRules.integerRange, 'integer beyond ±(2^53 − 1)', at);
     } else if (major <= 3) {
-      if (arg > n - pos) throw refuse(field, StrictRules.truncated, 'declared length runs past the end of the bytes', at);
+      if (arg > n - pos)
+        throw refuse(field, StrictRules.truncated, 'declared length runs past the end of the bytes', at);
       if (major === 3) {
         if (!isUtf8(bytes, pos, pos + arg)) throw refuse(field, StrictRules.utf8, 'text is not valid UTF-8', at);
         if (atKey) open.key(keyString(bytes, pos, pos + arg), at);
@@ -178,7 +198,8 @@ export function scanStrictCbor(bytes: Uint8Array, field: string, limits: StrictL
       pos += arg;
     } else if (major <= 5) {
       // Every item takes at least one byte: a count beyond the bytes left cannot be honest.
-      if ((major === 5 ? arg * 2 : arg) > n - pos) throw refuse(field, StrictRules.truncated, 'declared length runs past the end of the bytes', at);
+      if ((major === 5 ? arg * 2 : arg) > n - pos)
+        throw refuse(field, StrictRules.truncated, 'declared length runs past the end of the bytes', at);
       if (open.push(major === 5, arg, at)) continue;
     } else if (major === 6) {
       pos = cidEnd(bytes, view, pos, arg, info, field, at);
@@ -192,7 +213,15 @@ export function scanStrictCbor(bytes: Uint8Array, field: string, limits: StrictL
 
 /** The head's additional information is 28–31: a break code or indefinite length (refused in DAG-CBOR) or reserved. */
 function badHead(field: string, major: number, info: number, at: number): WireError {
-  if (info === 31) return refuse(field, StrictRules.indefiniteLength, major === 7 ? 'a break code outside an indefinite-length item' : 'indefinite-length items are not allowed (DAG-CBOR)', at);
+  if (info === 31)
+    return refuse(
+      field,
+      StrictRules.indefiniteLength,
+      major === 7
+        ? 'a break code outside an indefinite-length item'
+        : 'indefinite-length items are not allowed (DAG-CBOR)',
+      at,
+    );
   return refuse(field, StrictRules.reserved, 'reserved additional information', at);
 }
 
@@ -205,11 +234,21 @@ function readUint(bytes: Uint8Array, view: DataView, pos: number, width: number)
 }
 
 /** Where a tag's item ends: only tag 42 over a byte string led by the identity multibase prefix (a CID), read here as one item. */
-function cidEnd(bytes: Uint8Array, view: DataView, inner: number, tag: number, info: number, field: string, at: number): number {
-  if (tag !== CID_TAG || info !== 24) throw refuse(field, StrictRules.tag, `tag ${tag} is not allowed (DAG-CBOR allows only tag 42)`, at);
+function cidEnd(
+  bytes: Uint8Array,
+  view: DataView,
+  inner: number,
+  tag: number,
+  info: number,
+  field: string,
+  at: number,
+): number {
+  if (tag !== CID_TAG || info !== 24)
+    throw refuse(field, StrictRules.tag, `tag ${tag} is not allowed (DAG-CBOR allows only tag 42)`, at);
   const n = bytes.byteLength;
   const b = bytes[inner];
-  if (b === undefined || b >> 5 !== 2 || (b & 31) > 27) throw refuse(field, StrictRules.tag, 'tag 42 must wrap a byte string', inner);
+  if (b === undefined || b >> 5 !== 2 || (b & 31) > 27)
+    throw refuse(field, StrictRules.tag, 'tag 42 must wrap a byte string', inner);
   const innerInfo = b & 31;
   let len = innerInfo;
   let p = inner + 1;
@@ -228,11 +267,19 @@ function cidEnd(bytes: Uint8Array, view: DataView, inner: number, tag: number, i
 function simpleEnd(view: DataView, pos: number, info: number, field: string, at: number): number {
   if (info === 20 || info === 21 || info === 22) return pos;
   if (info === 27) {
-    if (!Number.isFinite(view.getFloat64(pos))) throw refuse(field, StrictRules.float, 'NaN and infinities are not allowed (DAG-CBOR)', at);
+    if (!Number.isFinite(view.getFloat64(pos)))
+      throw refuse(field, StrictRules.float, 'NaN and infinities are not allowed (DAG-CBOR)', at);
     return pos + 8;
   }
   if (info === 25 || info === 26) throw refuse(field, StrictRules.float, 'floats must be 64-bit (DAG-CBOR)', at);
-  throw refuse(field, StrictRules.simpleValue, info === 23 ? 'undefined is not allowed (DAG-CBOR)' : 'simple values other than false, true and null are not allowed', at);
+  throw refuse(
+    field,
+    StrictRules.simpleValue,
+    info === 23
+      ? 'undefined is not allowed (DAG-CBOR)'
+      : 'simple values other than false, true and null are not allowed',
+    at,
+  );
 }
 
 /**
@@ -259,7 +306,13 @@ class OpenContainers {
 
   /** Opens an array or map of `arg` entries (none is opened for an empty one); true when one was opened. */
   push(map: boolean, arg: number, at: number): boolean {
-    if (this.remaining.length + 1 > this.limits.maxDepth) throw this.overBound(StrictRules.depth, `nested deeper than ${this.limits.maxDepth} levels`, at, this.limits.maxDepth);
+    if (this.remaining.length + 1 > this.limits.maxDepth)
+      throw this.overBound(
+        StrictRules.depth,
+        `nested deeper than ${this.limits.maxDepth} levels`,
+        at,
+        this.limits.maxDepth,
+      );
     if (arg === 0) return false;
     this.remaining.push(map ? arg * 2 : arg);
     this.isMap.push(map);

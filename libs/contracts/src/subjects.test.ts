@@ -11,8 +11,16 @@ describe('subject parsers beside their builders', () => {
     it(`round trip builder → parser (prefix ${JSON.stringify(prefix)})`, () => {
       for (const account of tokens) {
         for (const name of tokens) {
-          expect(s.parseServerEvent(s.serverDiscovered(account, name))).toEqual({ kind: 'discovered', account, server: name });
-          expect(s.parseServerEvent(s.serverDeleted(account, name))).toEqual({ kind: 'deleted', account, server: name });
+          expect(s.parseServerEvent(s.serverDiscovered(account, name))).toEqual({
+            kind: 'discovered',
+            account,
+            server: name,
+          });
+          expect(s.parseServerEvent(s.serverDeleted(account, name))).toEqual({
+            kind: 'deleted',
+            account,
+            server: name,
+          });
           expect(s.parseAgentChanged(s.agentChanged(account, name))).toEqual({ account, agent: name });
           expect(s.parseAgentToolsChanged(s.agentToolsChanged(account, name))).toEqual({ account, agent: name });
           expect(s.parseApprovalEvent(s.approvalRequested(account))).toEqual({ kind: 'requested', account });
@@ -39,7 +47,8 @@ describe('subject parsers beside their builders', () => {
       't1.mcp.events.server.discovered.acct.sr v',
       '',
     ];
-    for (const subject of hostile) expect({ subject, parsed: s.parseServerEvent(subject) }).toEqual({ subject, parsed: null });
+    for (const subject of hostile)
+      expect({ subject, parsed: s.parseServerEvent(subject) }).toEqual({ subject, parsed: null });
     expect(s.parseAgentToolsChanged('t1.agents.tools.changed.acct')).toBeNull();
     expect(s.parseAgentToolsChanged('t1.agents.tools.changed.acct.agent.x')).toBeNull();
     expect(s.parseAgentChanged('t1.mcp.events.agent.changed.acct.a%b')).toBeNull();

@@ -163,7 +163,9 @@ export interface Subjects {
   // a token outside the token grammar parses to null (never a guess by position).
 
   /** Parses `mcp.events.server.discovered|deleted.<acct>.<server>` ({@link serverDiscovered}, {@link serverDeleted}). */
-  readonly parseServerEvent: (subject: string) => { kind: 'discovered' | 'deleted'; account: string; server: string } | null;
+  readonly parseServerEvent: (
+    subject: string,
+  ) => { kind: 'discovered' | 'deleted'; account: string; server: string } | null;
   /** Parses `mcp.events.agent.changed.<acct>.<agent>` ({@link agentChanged}). */
   readonly parseAgentChanged: (subject: string) => { account: string; agent: string } | null;
   /** Parses `agents.tools.changed.<acct>.<agent>` ({@link agentToolsChanged}). */
@@ -220,7 +222,8 @@ export function makeSubjects(prefix = ''): Subjects {
     agentChangedAll: `${p}mcp.events.agent.changed.>`,
     serverEventsAll: `${p}mcp.events.server.>`,
     agentToolsChanged: (a, g) => `${p}agents.tools.changed.${t(a)}.${t(g)}`,
-    agentToolsChangedAll: (a) => (a === undefined ? `${p}agents.tools.changed.>` : `${p}agents.tools.changed.${t(a)}.>`),
+    agentToolsChangedAll: (a) =>
+      a === undefined ? `${p}agents.tools.changed.>` : `${p}agents.tools.changed.${t(a)}.>`,
     proxyCall: `${p}mcp.proxy.call`,
     proxyInstanceCall: (i) => `${p}mcp.proxy.${t(i)}.call`,
     proxyCancel: `${p}mcp.proxy.cancel`,

@@ -1,6 +1,20 @@
 import { decodeStrict, encodePayload } from './codec.js';
 import { invalidInput } from './errors.js';
-import { anyStr, anything, checkedMap, int, isMap, matching, num, oneOf, optional, payloadDecoder, shape, str, type Rule } from './field-rules.js';
+import {
+  anyStr,
+  anything,
+  checkedMap,
+  int,
+  isMap,
+  matching,
+  num,
+  oneOf,
+  optional,
+  payloadDecoder,
+  shape,
+  str,
+  type Rule,
+} from './field-rules.js';
 import type { WireErrorShape } from './errors.js';
 
 /**
@@ -23,7 +37,12 @@ const TASK_STATES = Object.values(TaskStates);
 
 /** Whether a state is final: the row is no longer polled. */
 export function isFinalTaskState(state: string): boolean {
-  return state === TaskStates.completed || state === TaskStates.failed || state === TaskStates.cancelled || state === TaskStates.expired;
+  return (
+    state === TaskStates.completed ||
+    state === TaskStates.failed ||
+    state === TaskStates.cancelled ||
+    state === TaskStates.expired
+  );
 }
 
 /** Payload of `mcp.tasks.<acct>.<task>`: one change of a task's state or status message. */
@@ -92,8 +111,14 @@ export function decodeTaskRequest(bytes: Uint8Array): TaskRequest {
   if (!isMap(v)) throw invalidInput('request', 'must be a map');
   const r = requestFields(v, '');
   if (r.op === 'list') {
-    if (r.limit !== undefined && (r.limit < 1 || r.limit > TASK_LIST_MAX)) throw invalidInput('limit', `must be 1 to ${TASK_LIST_MAX}`);
-    return { op: 'list', account: r.account, ...(r.agent !== undefined ? { agent: r.agent } : {}), ...(r.limit !== undefined ? { limit: r.limit } : {}) };
+    if (r.limit !== undefined && (r.limit < 1 || r.limit > TASK_LIST_MAX))
+      throw invalidInput('limit', `must be 1 to ${TASK_LIST_MAX}`);
+    return {
+      op: 'list',
+      account: r.account,
+      ...(r.agent !== undefined ? { agent: r.agent } : {}),
+      ...(r.limit !== undefined ? { limit: r.limit } : {}),
+    };
   }
   if (r.task === undefined) throw invalidInput('task', 'is required');
   return { op: r.op, account: r.account, task: r.task };

@@ -10,27 +10,36 @@ import { BOUND_PATH_KEYS, StrictRules, type StrictLimits, type StrictRule } from
  * so its work is at most `maxItems` steps whatever the value (a value with shared or cyclic
  * references, which JSON cannot make but a caller in-process could, counts each visit).
  */
-export function checkValueBounds(value: unknown, field: string, limits: Pick<StrictLimits, 'maxDepth' | 'maxItems'>): void {
+export function checkValueBounds(
+  value: unknown,
+  field: string,
+  limits: Pick<StrictLimits, 'maxDepth' | 'maxItems'>,
+): void {
   // `path`: the keys of the objects from the top the item lies under, while each level is an object.
   const stack: Array<{ v: unknown; depth: number; path: string[] }> = [{ v: value, depth: 0, path: [] }];
   let items = 0;
-  const over = (rule: StrictRule, message: string, limit: number, path: string[]) => invalidInput(field, message, { rule, limit, path });
+  const over = (rule: StrictRule, message: string, limit: number, path: string[]) =>
+    invalidInput(field, message, { rule, limit, path });
   while (stack.length > 0) {
     const { v, depth, path } = stack.pop()!;
-    if (++items > limits.maxItems) throw over(StrictRules.items, `more than ${limits.maxItems} items`, limits.maxItems, path);
+    if (++items > limits.maxItems)
+      throw over(StrictRules.items, `more than ${limits.maxItems} items`, limits.maxItems, path);
     // Scalars and byte strings are one item each.
     if (v === null || typeof v !== 'object' || ArrayBuffer.isView(v)) continue;
-    if (depth + 1 > limits.maxDepth) throw over(StrictRules.depth, `nested deeper than ${limits.maxDepth} levels`, limits.maxDepth, path);
+    if (depth + 1 > limits.maxDepth)
+      throw over(StrictRules.depth, `nested deeper than ${limits.maxDepth} levels`, limits.maxDepth, path);
     if (Array.isArray(v)) {
       for (const e of v as unknown[]) stack.push({ v: e, depth: depth + 1, path });
     } else {
       const named = path.length === depth && depth < BOUND_PATH_KEYS;
       for (const k of Object.keys(v)) {
         // As in CBOR: an object must not carry it (assigned anywhere, it sets a prototype; decoded, it is renamed).
-        if (k === '__proto__') throw invalidInput(field, 'the key "__proto__" is refused', { rule: StrictRules.mapKey });
+        if (k === '__proto__')
+          throw invalidInput(field, 'the key "__proto__" is refused', { rule: StrictRules.mapKey });
         const under = named ? [...path, k] : path;
         // A key is an item too (as in CBOR), so a map of many empty keys is bounded the same.
-        if (++items > limits.maxItems) throw over(StrictRules.items, `more than ${limits.maxItems} items`, limits.maxItems, under);
+        if (++items > limits.maxItems)
+          throw over(StrictRules.items, `more than ${limits.maxItems} items`, limits.maxItems, under);
         stack.push({ v: (v as Record<string, unknown>)[k], depth: depth + 1, path: under });
       }
     }

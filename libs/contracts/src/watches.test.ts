@@ -1,9 +1,23 @@
 import { describe, expect, it } from 'vitest';
 import { encodePayload } from './codec.js';
 import { makeSubjects } from './subjects.js';
-import { decodeUpstreamNotice, decodeWatchReply, decodeWatchRequest, encodeWatchRequest, type WatchRequest } from './watches.js';
+import {
+  decodeUpstreamNotice,
+  decodeWatchReply,
+  decodeWatchRequest,
+  encodeWatchRequest,
+  type WatchRequest,
+} from './watches.js';
 
-const hold: WatchRequest = { op: 'hold', account: 'acct', agent: 'agent', holder: 'endpoint-1', server: 'db.main', kind: 'resource', uri: 'test://watched/1' };
+const hold: WatchRequest = {
+  op: 'hold',
+  account: 'acct',
+  agent: 'agent',
+  holder: 'endpoint-1',
+  server: 'db.main',
+  kind: 'resource',
+  uri: 'test://watched/1',
+};
 const fieldOf = (fn: () => unknown): unknown => {
   try {
     fn();
@@ -18,7 +32,11 @@ describe('upstream subscriptions (mcp.proxy.watch, mcp.notices.<acct>.<server>)'
     expect(decodeWatchRequest(encodeWatchRequest(hold))).toEqual(hold);
     expect(decodeWatchRequest(encodePayload({ ...hold, extra: 'x' }))).toEqual(hold);
     const lists = { ...hold, kind: 'lists' as const, uri: undefined };
-    expect(decodeWatchRequest(encodePayload({ op: 'release', account: 'acct', agent: 'agent', holder: 'e', server: 'db', kind: 'lists' }))).toMatchObject({ op: 'release', kind: 'lists' });
+    expect(
+      decodeWatchRequest(
+        encodePayload({ op: 'release', account: 'acct', agent: 'agent', holder: 'e', server: 'db', kind: 'lists' }),
+      ),
+    ).toMatchObject({ op: 'release', kind: 'lists' });
     expect(fieldOf(() => encodeWatchRequest({ ...lists, uri: 'test://x' }))).toBe('uri');
   });
 
@@ -34,7 +52,12 @@ describe('upstream subscriptions (mcp.proxy.watch, mcp.notices.<acct>.<server>)'
   it('decodes a notice by its field rules: an update names its URI, a list change none, a count of at least 1', () => {
     const notice = { account: 'acct', server: 'db.main', kind: 'updated', uri: 'test://watched/1', count: 3 };
     expect(decodeUpstreamNotice(encodePayload(notice))).toEqual(notice);
-    expect(decodeUpstreamNotice(encodePayload({ account: 'acct', server: 'db', kind: 'tools', count: 1 }))).toEqual({ account: 'acct', server: 'db', kind: 'tools', count: 1 });
+    expect(decodeUpstreamNotice(encodePayload({ account: 'acct', server: 'db', kind: 'tools', count: 1 }))).toEqual({
+      account: 'acct',
+      server: 'db',
+      kind: 'tools',
+      count: 1,
+    });
     expect(fieldOf(() => decodeUpstreamNotice(encodePayload({ ...notice, uri: undefined })))).toBe('uri');
     expect(fieldOf(() => decodeUpstreamNotice(encodePayload({ ...notice, kind: 'tools' })))).toBe('uri');
     expect(fieldOf(() => decodeUpstreamNotice(encodePayload({ ...notice, count: 0 })))).toBe('count');
@@ -42,10 +65,22 @@ describe('upstream subscriptions (mcp.proxy.watch, mcp.notices.<acct>.<server>)'
   });
 
   it('decodes a reply strictly, a malformed one a typed internal naming the field', () => {
-    expect(decodeWatchReply(encodePayload({ ok: true, instance: 'p1', upstream: 'live' }))).toEqual({ ok: true, instance: 'p1', upstream: 'live' });
-    expect(decodeWatchReply(encodePayload({ ok: false, instance: 'p1', error: { code: 'not_granted', message: 'no', details: {} } }))).toMatchObject({ ok: false, error: { code: 'not_granted' } });
-    expect(fieldOf(() => decodeWatchReply(encodePayload({ ok: true, instance: 'p1', upstream: 'maybe' })))).toBe('reply.upstream');
-    expect(fieldOf(() => decodeWatchReply(encodePayload({ ok: true, instance: 'a.b', upstream: 'live' })))).toBe('reply.instance');
+    expect(decodeWatchReply(encodePayload({ ok: true, instance: 'p1', upstream: 'live' }))).toEqual({
+      ok: true,
+      instance: 'p1',
+      upstream: 'live',
+    });
+    expect(
+      decodeWatchReply(
+        encodePayload({ ok: false, instance: 'p1', error: { code: 'not_granted', message: 'no', details: {} } }),
+      ),
+    ).toMatchObject({ ok: false, error: { code: 'not_granted' } });
+    expect(fieldOf(() => decodeWatchReply(encodePayload({ ok: true, instance: 'p1', upstream: 'maybe' })))).toBe(
+      'reply.upstream',
+    );
+    expect(fieldOf(() => decodeWatchReply(encodePayload({ ok: true, instance: 'a.b', upstream: 'live' })))).toBe(
+      'reply.instance',
+    );
   });
 
   it('names a notice subject per account and server, a dotted server name as one token', () => {

@@ -34,7 +34,8 @@ export interface WatchRequest {
  * server has nothing to say of it (it declares no list changes); a resource of a server that
  * declares no subscriptions is an error (`not_found`, the server's `-32601` in `details.mcpCode`).
  */
-export type WatchReply = { ok: true; instance: string; upstream: 'live' | 'none' } | { ok: false; instance: string; error: WireErrorShape };
+export type WatchReply =
+  { ok: true; instance: string; upstream: 'live' | 'none' } | { ok: false; instance: string; error: WireErrorShape };
 
 /** A lease lasts this long; the holder renews it well within (every third of it). */
 export const WATCH_LEASE_MS = 60_000;
@@ -63,11 +64,20 @@ const uriRule: Rule<string | undefined> = (v, field) => {
   return v as string;
 };
 const positive: Rule<number> = (v, field) => {
-  if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 1) throw invalidInput(field, 'must be a positive integer');
+  if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 1)
+    throw invalidInput(field, 'must be a positive integer');
   return v;
 };
 
-const watchFields = shape({ op: oneOf('hold', 'release'), account: id, agent: id, holder: id, server: serverName, kind: oneOf(WatchKinds.lists, WatchKinds.resource), uri: optional(uriRule) });
+const watchFields = shape({
+  op: oneOf('hold', 'release'),
+  account: id,
+  agent: id,
+  holder: id,
+  server: serverName,
+  kind: oneOf(WatchKinds.lists, WatchKinds.resource),
+  uri: optional(uriRule),
+});
 const noticeFields = shape({
   account: id,
   server: serverName,
@@ -82,7 +92,15 @@ export function parseWatchRequest(raw: unknown): WatchRequest {
   const w = watchFields(raw, '');
   if (w.kind === WatchKinds.resource && w.uri === undefined) throw invalidInput('uri', 'a resource hold names its URI');
   if (w.kind === WatchKinds.lists && w.uri !== undefined) throw invalidInput('uri', 'a lists hold names no URI');
-  return { op: w.op, account: w.account, agent: w.agent, holder: w.holder, server: w.server, kind: w.kind, ...(w.uri !== undefined ? { uri: w.uri } : {}) };
+  return {
+    op: w.op,
+    account: w.account,
+    agent: w.agent,
+    holder: w.holder,
+    server: w.server,
+    kind: w.kind,
+    ...(w.uri !== undefined ? { uri: w.uri } : {}),
+  };
 }
 
 export function decodeWatchRequest(data: Uint8Array): WatchRequest {
@@ -96,14 +114,16 @@ export function encodeWatchRequest(req: WatchRequest): Uint8Array {
 
 /** A watch reply, strictly decoded; a malformed one is a typed `internal` naming the field. */
 export function decodeWatchReply(bytes: Uint8Array): WatchReply {
-  const malformed = (field: string): WireError => new WireError(ErrorCodes.internal, 'malformed watch reply from the proxy', { field });
+  const malformed = (field: string): WireError =>
+    new WireError(ErrorCodes.internal, 'malformed watch reply from the proxy', { field });
   let r: unknown;
   try {
     r = decodeStrict(bytes, 'reply');
   } catch {
     throw malformed('reply');
   }
-  if (!isMap(r) || typeof r.instance !== 'string' || !/^[A-Za-z0-9_-]{1,128}$/.test(r.instance)) throw malformed('reply.instance');
+  if (!isMap(r) || typeof r.instance !== 'string' || !/^[A-Za-z0-9_-]{1,128}$/.test(r.instance))
+    throw malformed('reply.instance');
   if (r.ok === true) {
     if (r.upstream !== 'live' && r.upstream !== 'none') throw malformed('reply.upstream');
     return { ok: true, instance: r.instance, upstream: r.upstream };
@@ -115,8 +135,15 @@ export function decodeWatchReply(bytes: Uint8Array): WatchReply {
 export function parseUpstreamNotice(raw: unknown): UpstreamNotice {
   if (!isMap(raw)) throw invalidInput('payload', 'must be a map');
   const n = noticeFields(raw, '');
-  if ((n.kind === NoticeKinds.updated) !== (n.uri !== undefined)) throw invalidInput('uri', 'an update names its URI, a list change none');
-  return { account: n.account, server: n.server, kind: n.kind, count: n.count, ...(n.uri !== undefined ? { uri: n.uri } : {}) };
+  if ((n.kind === NoticeKinds.updated) !== (n.uri !== undefined))
+    throw invalidInput('uri', 'an update names its URI, a list change none');
+  return {
+    account: n.account,
+    server: n.server,
+    kind: n.kind,
+    count: n.count,
+    ...(n.uri !== undefined ? { uri: n.uri } : {}),
+  };
 }
 
 /** Decodes a notice with the strict decoder, then its field rules. */

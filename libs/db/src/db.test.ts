@@ -55,7 +55,9 @@ describe('createDb survives connections terminated by the server (real Postgres)
     for (let i = 0; i < 200 && dropped.length === 0; i++) await new Promise((r) => setTimeout(r, 25));
     await new Promise((r) => setTimeout(r, 100));
     expect(dropped).toHaveLength(1);
-    const again = await Promise.all([1, 2, 3].map(async (n) => (await sql<{ n: number }>`SELECT ${n}::int AS n`.execute(db)).rows[0]?.n));
+    const again = await Promise.all(
+      [1, 2, 3].map(async (n) => (await sql<{ n: number }>`SELECT ${n}::int AS n`.execute(db)).rows[0]?.n),
+    );
     expect(again).toEqual([1, 2, 3]);
   });
 });

@@ -20,4 +20,13 @@ export type {
   ActivityCallsTable,
   TasksTable,
 } from './schema.js';
-export type { AgentSetsTable, AgentToolsTable, LambdaToolsTable, OpenChangesTable, PendingToolsEvent, ProjectedServersTable, ToolDocumentsTable, ToolsDiff } from './schema-projector.js';
+export type {
+  AgentSetsTable,
+  AgentToolsTable,
+  LambdaToolsTable,
+  OpenChangesTable,
+  PendingToolsEvent,
+  ProjectedServersTable,
+  ToolDocumentsTable,
+  ToolsDiff,
+} from './schema-projector.js';

@@ -1,5 +1,12 @@
 import type { ColumnType, Generated } from 'kysely';
-import type { AgentSetsTable, AgentToolsTable, LambdaToolsTable, OpenChangesTable, ProjectedServersTable, ToolDocumentsTable } from './schema-projector.js';
+import type {
+  AgentSetsTable,
+  AgentToolsTable,
+  LambdaToolsTable,
+  OpenChangesTable,
+  ProjectedServersTable,
+  ToolDocumentsTable,
+} from './schema-projector.js';
 import type { Timestamp } from './timestamp.js';
 
 /** registry schema: owned by the registry service. */

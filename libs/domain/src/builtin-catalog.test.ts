@@ -1,5 +1,15 @@
 import { describe, expect, it } from 'vitest';
-import { BUILTIN_SERVERS, builtinEndpoint, builtinServerId, builtinsOfVendor, findBuiltin, findVendor, isBuiltinServerId, parseBuiltinServerId, vendorTokenEndpoint } from './builtin-catalog.js';
+import {
+  BUILTIN_SERVERS,
+  builtinEndpoint,
+  builtinServerId,
+  builtinsOfVendor,
+  findBuiltin,
+  findVendor,
+  isBuiltinServerId,
+  parseBuiltinServerId,
+  vendorTokenEndpoint,
+} from './builtin-catalog.js';
 import { buildToolDocuments } from './document.js';
 import { validateServerName } from './names.js';
 import { ToolNameStyle } from './types.js';

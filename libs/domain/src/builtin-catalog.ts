@@ -16,7 +16,12 @@ export interface BuiltinServer {
   fallbackTools: readonly RemoteTool[];
 }
 
-const obj = (properties: Record<string, unknown>, required: string[] = []): Record<string, unknown> => ({ type: 'object', properties, required, additionalProperties: false });
+const obj = (properties: Record<string, unknown>, required: string[] = []): Record<string, unknown> => ({
+  type: 'object',
+  properties,
+  required,
+  additionalProperties: false,
+});
 const str = (description: string): Record<string, unknown> => ({ type: 'string', description });
 
 const GITHUB: BuiltinServer = {
@@ -28,19 +33,41 @@ const GITHUB: BuiltinServer = {
     {
       name: 'get_issue',
       description: 'Get the details of an issue in a GitHub repository.',
-      inputSchema: obj({ owner: str('Repository owner'), repo: str('Repository name'), issue_number: { type: 'number', description: 'The issue number' } }, ['owner', 'repo', 'issue_number']),
+      inputSchema: obj(
+        {
+          owner: str('Repository owner'),
+          repo: str('Repository name'),
+          issue_number: { type: 'number', description: 'The issue number' },
+        },
+        ['owner', 'repo', 'issue_number'],
+      ),
       annotations: { title: 'Get issue details', readOnlyHint: true },
     },
     {
       name: 'search_repositories',
       description: 'Search for GitHub repositories.',
-      inputSchema: obj({ query: str('Search query'), page: { type: 'number', minimum: 1 }, perPage: { type: 'number', minimum: 1, maximum: 100 } }, ['query']),
+      inputSchema: obj(
+        {
+          query: str('Search query'),
+          page: { type: 'number', minimum: 1 },
+          perPage: { type: 'number', minimum: 1, maximum: 100 },
+        },
+        ['query'],
+      ),
       annotations: { title: 'Search repositories', readOnlyHint: true },
     },
     {
       name: 'create_issue',
       description: 'Create a new issue in a GitHub repository.',
-      inputSchema: obj({ owner: str('Repository owner'), repo: str('Repository name'), title: str('Issue title'), body: str('Issue body content') }, ['owner', 'repo', 'title']),
+      inputSchema: obj(
+        {
+          owner: str('Repository owner'),
+          repo: str('Repository name'),
+          title: str('Issue title'),
+          body: str('Issue body content'),
+        },
+        ['owner', 'repo', 'title'],
+      ),
       annotations: { title: 'Open new issue', readOnlyHint: false },
     },
   ],
@@ -55,7 +82,12 @@ const LINEAR: BuiltinServer = {
     {
       name: 'list_issues',
       description: 'List issues in the workspace, optionally filtered by team, assignee or state.',
-      inputSchema: obj({ teamId: str('Team id'), assigneeId: str('Assignee id'), state: str('State name'), limit: { type: 'number', minimum: 1, maximum: 250 } }),
+      inputSchema: obj({
+        teamId: str('Team id'),
+        assigneeId: str('Assignee id'),
+        state: str('State name'),
+        limit: { type: 'number', minimum: 1, maximum: 250 },
+      }),
       annotations: { title: 'List issues', readOnlyHint: true },
     },
     {
@@ -67,7 +99,10 @@ const LINEAR: BuiltinServer = {
     {
       name: 'create_issue',
       description: 'Create a new Linear issue.',
-      inputSchema: obj({ title: str('Issue title'), teamId: str('Team id'), description: str('Markdown description') }, ['title', 'teamId']),
+      inputSchema: obj(
+        { title: str('Issue title'), teamId: str('Team id'), description: str('Markdown description') },
+        ['title', 'teamId'],
+      ),
       annotations: { title: 'Create issue' },
     },
   ],

@@ -67,11 +67,20 @@ export function blockFacts(part: unknown): BlockFacts {
       return set(undefined, part.mimeType, typeof part.data === 'string' ? base64DecodedLength(part.data) : undefined);
     case 'resource_link': {
       const size = part.size;
-      return set(part.uri, part.mimeType, typeof size === 'number' && Number.isSafeInteger(size) && size >= 0 ? size : undefined);
+      return set(
+        part.uri,
+        part.mimeType,
+        typeof size === 'number' && Number.isSafeInteger(size) && size >= 0 ? size : undefined,
+      );
     }
     case 'resource': {
       const r = isPlainObject(part.resource) ? part.resource : {};
-      const bytes = typeof r.blob === 'string' ? base64DecodedLength(r.blob) : typeof r.text === 'string' ? utf8ByteLength(r.text) : undefined;
+      const bytes =
+        typeof r.blob === 'string'
+          ? base64DecodedLength(r.blob)
+          : typeof r.text === 'string'
+            ? utf8ByteLength(r.text)
+            : undefined;
       return set(r.uri, r.mimeType, bytes);
     }
     default:

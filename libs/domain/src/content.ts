@@ -89,7 +89,9 @@ export function serverMeta(meta: unknown, drop?: ReadonlySet<string>): Record<st
   if (!isPlainObject(meta)) return undefined;
   // fromEntries defines each key (an assignment of "__proto__" would set the prototype instead,
   // hiding the key from the check that refuses it).
-  const kept = Object.entries(meta).filter(([key]) => !key.startsWith(CONNECTOR_META_PREFIX) && drop?.has(key) !== true);
+  const kept = Object.entries(meta).filter(
+    ([key]) => !key.startsWith(CONNECTOR_META_PREFIX) && drop?.has(key) !== true,
+  );
   return kept.length === 0 ? undefined : Object.fromEntries(kept);
 }
 
@@ -135,7 +137,8 @@ export function shapeBlock(part: unknown, limits: ContentLimits): ContentBlock {
   const meta = serverMeta(_meta);
   const block = (meta === undefined ? rest : { ...rest, _meta: meta }) as ContentBlock;
   const marker = (reason: OmittedReason, limit?: number): ContentBlock => omittedBlock(facts, reason, limit);
-  const limitOf = (reason: OmittedReason): number | undefined => (reason in limits ? limits[reason as keyof ContentLimits] : undefined);
+  const limitOf = (reason: OmittedReason): number | undefined =>
+    reason in limits ? limits[reason as keyof ContentLimits] : undefined;
   const checked = (fields: unknown, payload: () => ContentBlock | OmittedReason): ContentBlock => {
     const fault = fieldsFault(fields, limits);
     if (fault !== undefined) return marker(fault, limitOf(fault));
@@ -159,7 +162,8 @@ export function shapeBlock(part: unknown, limits: ContentLimits): ContentBlock {
       if (!isPlainObject(resource) || typeof resource.uri !== 'string') return marker('malformed');
       const { text, blob, ...inner } = resource;
       const fields = { ...block, resource: inner };
-      if (typeof text === 'string') return checked(fields, () => ({ ...block, resource: { ...resource, text: cutText(text, limits.textBytes) } }));
+      if (typeof text === 'string')
+        return checked(fields, () => ({ ...block, resource: { ...resource, text: cutText(text, limits.textBytes) } }));
       if (typeof blob === 'string') return checked(fields, () => dataFault(blob, limits) ?? block);
       return marker('malformed');
     }
@@ -222,7 +226,16 @@ export function wholeContent(result: unknown, given?: Partial<ContentLimits>): W
   const meta = serverMeta(r._meta, HOP_META_KEYS);
   if (meta !== undefined) {
     const fault = fieldsFault(meta, limits);
-    out.meta = fault === undefined ? meta : { [OMITTED_META_KEY]: { type: '_meta', reason: fault, ...(fault === 'metaBytes' ? { limit: limits.metaBytes } : {}) } };
+    out.meta =
+      fault === undefined
+        ? meta
+        : {
+            [OMITTED_META_KEY]: {
+              type: '_meta',
+              reason: fault,
+              ...(fault === 'metaBytes' ? { limit: limits.metaBytes } : {}),
+            },
+          };
   }
   return out;
 }

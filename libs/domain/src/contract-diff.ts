@@ -1,6 +1,14 @@
 import { documentCid, encodeCanonical } from './cid.js';
 import { buildToolDocuments } from './document.js';
-import { isPlainObject, ToolNameStyle, type JsonObject, type JsonValue, type McpToolDocument, type RemoteTool, type ToolAnnotations } from './types.js';
+import {
+  isPlainObject,
+  ToolNameStyle,
+  type JsonObject,
+  type JsonValue,
+  type McpToolDocument,
+  type RemoteTool,
+  type ToolAnnotations,
+} from './types.js';
 
 /**
  * What a remote tool promises an agent, as its document carries it: the fields a model reads and
@@ -69,7 +77,10 @@ export function diffText(before: string, after: string): TextChange[] {
   const a = before.match(/\s+|[^\s]+/g) ?? [];
   const b = after.match(/\s+|[^\s]+/g) ?? [];
   if (a.length > TEXT_DIFF_MAX_TOKENS || b.length > TEXT_DIFF_MAX_TOKENS) {
-    return [...(before !== '' ? [{ op: 'removed' as const, text: before }] : []), ...(after !== '' ? [{ op: 'added' as const, text: after }] : [])];
+    return [
+      ...(before !== '' ? [{ op: 'removed' as const, text: before }] : []),
+      ...(after !== '' ? [{ op: 'added' as const, text: after }] : []),
+    ];
   }
   // lcs[i][j]: the longest common subsequence of a[i..] and b[j..].
   const lcs: Uint16Array[] = Array.from({ length: a.length + 1 }, () => new Uint16Array(b.length + 1));
@@ -144,12 +155,19 @@ export function diffSchemas(before: unknown, after: unknown): SchemaChange[] {
   return out.slice(0, SCHEMA_CHANGES_MAX);
 }
 
-function walkSchema(a: Record<string, unknown>, b: Record<string, unknown>, path: string, depth: number, out: SchemaChange[]): void {
+function walkSchema(
+  a: Record<string, unknown>,
+  b: Record<string, unknown>,
+  path: string,
+  depth: number,
+  out: SchemaChange[],
+): void {
   if (out.length >= SCHEMA_CHANGES_MAX) return;
   const add = (c: SchemaChange): void => {
     if (out.length < SCHEMA_CHANGES_MAX) out.push(c);
   };
-  const aspectOf = (key: string): SchemaAspect => (key === 'type' ? 'type' : key === 'enum' || key === 'const' ? 'enum' : key === 'default' ? 'default' : 'keyword');
+  const aspectOf = (key: string): SchemaAspect =>
+    key === 'type' ? 'type' : key === 'enum' || key === 'const' ? 'enum' : key === 'default' ? 'default' : 'keyword';
   const ra = new Set(Array.isArray(a.required) ? a.required.filter((x): x is string => typeof x === 'string') : []);
   const rb = new Set(Array.isArray(b.required) ? b.required.filter((x): x is string => typeof x === 'string') : []);
   for (const name of rb) if (!ra.has(name)) add({ path: `${path}/${name}`, aspect: 'required', kind: 'added' });
@@ -157,14 +175,25 @@ function walkSchema(a: Record<string, unknown>, b: Record<string, unknown>, path
   const pa = asObject(a.properties);
   const pb = asObject(b.properties);
   for (const name of Object.keys(pb)) {
-    if (!Object.hasOwn(pa, name)) add({ path: `${path}/${name}`, aspect: 'property', kind: 'added', after: pb[name] as JsonValue });
+    if (!Object.hasOwn(pa, name))
+      add({ path: `${path}/${name}`, aspect: 'property', kind: 'added', after: pb[name] as JsonValue });
   }
   for (const name of Object.keys(pa)) {
-    if (!Object.hasOwn(pb, name)) add({ path: `${path}/${name}`, aspect: 'property', kind: 'removed', before: pa[name] as JsonValue });
-    else if (depth < SCHEMA_DIFF_MAX_DEPTH) walkSchema(asObject(pa[name]), asObject(pb[name]), `${path}/${name}`, depth + 1, out);
-    else if (!same(pa[name], pb[name])) add({ path: `${path}/${name}`, aspect: 'keyword', kind: 'changed', before: pa[name] as JsonValue, after: pb[name] as JsonValue });
+    if (!Object.hasOwn(pb, name))
+      add({ path: `${path}/${name}`, aspect: 'property', kind: 'removed', before: pa[name] as JsonValue });
+    else if (depth < SCHEMA_DIFF_MAX_DEPTH)
+      walkSchema(asObject(pa[name]), asObject(pb[name]), `${path}/${name}`, depth + 1, out);
+    else if (!same(pa[name], pb[name]))
+      add({
+        path: `${path}/${name}`,
+        aspect: 'keyword',
+        kind: 'changed',
+        before: pa[name] as JsonValue,
+        after: pb[name] as JsonValue,
+      });
   }
-  if (isPlainObject(a.items) && isPlainObject(b.items) && depth < SCHEMA_DIFF_MAX_DEPTH) walkSchema(a.items, b.items, `${path}/[]`, depth + 1, out);
+  if (isPlainObject(a.items) && isPlainObject(b.items) && depth < SCHEMA_DIFF_MAX_DEPTH)
+    walkSchema(a.items, b.items, `${path}/[]`, depth + 1, out);
   const keys = new Set([...Object.keys(a), ...Object.keys(b)]);
   for (const key of keys) {
     if (key === 'properties' || key === 'required') continue;
@@ -205,21 +234,44 @@ export function diffContracts(before: ToolContract | undefined, after: ToolContr
   const kb = asObject(after.annotations);
   for (const key of [...new Set([...Object.keys(ka), ...Object.keys(kb)])].sort()) {
     if (same(ka[key], kb[key])) continue;
-    annotations.push({ key, ...(ka[key] !== undefined ? { before: ka[key] as JsonValue } : {}), ...(kb[key] !== undefined ? { after: kb[key] as JsonValue } : {}) });
+    annotations.push({
+      key,
+      ...(ka[key] !== undefined ? { before: ka[key] as JsonValue } : {}),
+      ...(kb[key] !== undefined ? { after: kb[key] as JsonValue } : {}),
+    });
   }
   const descriptionChanged = b.description !== after.description;
   return {
-    ...(b.title !== after.title ? { title: { ...(b.title !== undefined ? { before: b.title } : {}), ...(after.title !== undefined ? { after: after.title } : {}) } } : {}),
+    ...(b.title !== after.title
+      ? {
+          title: {
+            ...(b.title !== undefined ? { before: b.title } : {}),
+            ...(after.title !== undefined ? { after: after.title } : {}),
+          },
+        }
+      : {}),
     description: descriptionChanged ? diffText(b.description, after.description) : [],
     descriptionChanged,
     inputSchema: diffSchemas(b.inputSchema, after.inputSchema),
-    outputSchema: same(b.outputSchema, after.outputSchema) ? [] : diffSchemas(b.outputSchema ?? {}, after.outputSchema ?? {}),
+    outputSchema: same(b.outputSchema, after.outputSchema)
+      ? []
+      : diffSchemas(b.outputSchema ?? {}, after.outputSchema ?? {}),
     annotations,
   };
 }
 
 /** Keywords that describe and do not constrain: a change of them alone keeps a schema compatible. */
-const DESCRIPTIVE = new Set(['description', 'title', 'examples', '$comment', 'default', 'deprecated', 'readOnly', 'writeOnly', 'x-mcp-header']);
+const DESCRIPTIVE = new Set([
+  'description',
+  'title',
+  'examples',
+  '$comment',
+  'default',
+  'deprecated',
+  'readOnly',
+  'writeOnly',
+  'x-mcp-header',
+]);
 /** Keywords {@link inputCompatible} reasons about; any other that differs makes it incompatible. */
 const UNDERSTOOD = new Set([
   'type',
@@ -265,7 +317,13 @@ export function inputCompatible(accepted: unknown, next: unknown): { compatible:
   return { compatible: reasons.length === 0, reasons: reasons.slice(0, 20) };
 }
 
-function widens(a: Record<string, unknown>, b: Record<string, unknown>, path: string, depth: number, reasons: string[]): void {
+function widens(
+  a: Record<string, unknown>,
+  b: Record<string, unknown>,
+  path: string,
+  depth: number,
+  reasons: string[],
+): void {
   const at = path === '' ? 'the input' : path;
   if (depth > SCHEMA_DIFF_MAX_DEPTH) {
     if (!same(a, b)) reasons.push(`${at}: nested too deep to compare`);
@@ -286,9 +344,15 @@ function widens(a: Record<string, unknown>, b: Record<string, unknown>, path: st
     const was = Array.isArray(a.enum) ? a.enum : a.const !== undefined ? [a.const] : undefined;
     if (was === undefined || !was.every((v) => allowed.some((w) => same(v, w)))) reasons.push(`${at}: enum narrowed`);
   }
-  if (b.const !== undefined && !same(a.const, b.const) && !(Array.isArray(a.enum) && a.enum.length === 1 && same(a.enum[0], b.const))) reasons.push(`${at}: const changed`);
+  if (
+    b.const !== undefined &&
+    !same(a.const, b.const) &&
+    !(Array.isArray(a.enum) && a.enum.length === 1 && same(a.enum[0], b.const))
+  )
+    reasons.push(`${at}: const changed`);
   const ra = new Set(Array.isArray(a.required) ? a.required : []);
-  for (const r of Array.isArray(b.required) ? b.required : []) if (!ra.has(r)) reasons.push(`${at}: ${String(r)} is now required`);
+  for (const r of Array.isArray(b.required) ? b.required : [])
+    if (!ra.has(r)) reasons.push(`${at}: ${String(r)} is now required`);
   const lower = (k: string): void => {
     const x = a[k];
     const y = b[k];
@@ -303,7 +367,8 @@ function widens(a: Record<string, unknown>, b: Record<string, unknown>, path: st
   };
   for (const k of ['minimum', 'exclusiveMinimum', 'minLength', 'minItems', 'minProperties']) lower(k);
   for (const k of ['maximum', 'exclusiveMaximum', 'maxLength', 'maxItems', 'maxProperties']) upper(k);
-  for (const k of ['pattern', 'format', 'multipleOf']) if (b[k] !== undefined && !same(a[k], b[k])) reasons.push(`${at}: ${k} changed`);
+  for (const k of ['pattern', 'format', 'multipleOf'])
+    if (b[k] !== undefined && !same(a[k], b[k])) reasons.push(`${at}: ${k} changed`);
   if (b.uniqueItems === true && a.uniqueItems !== true) reasons.push(`${at}: items must now be unique`);
   const pa = asObject(a.properties);
   const pb = asObject(b.properties);
@@ -313,10 +378,16 @@ function widens(a: Record<string, unknown>, b: Record<string, unknown>, path: st
     const child = path === '' ? name : `${path}.${name}`;
     if (Object.hasOwn(pb, name)) widens(asObject(pa[name]), asObject(pb[name]), child, depth + 1, reasons);
     else if (closed) reasons.push(`${child}: removed`);
-    else if (isPlainObject(b.additionalProperties)) widens(asObject(pa[name]), b.additionalProperties, child, depth + 1, reasons);
+    else if (isPlainObject(b.additionalProperties))
+      widens(asObject(pa[name]), b.additionalProperties, child, depth + 1, reasons);
   }
-  if (isPlainObject(b.additionalProperties) && a.additionalProperties !== undefined && !same(a.additionalProperties, b.additionalProperties)) {
-    if (isPlainObject(a.additionalProperties)) widens(a.additionalProperties, b.additionalProperties, `${at}.*`, depth + 1, reasons);
+  if (
+    isPlainObject(b.additionalProperties) &&
+    a.additionalProperties !== undefined &&
+    !same(a.additionalProperties, b.additionalProperties)
+  ) {
+    if (isPlainObject(a.additionalProperties))
+      widens(a.additionalProperties, b.additionalProperties, `${at}.*`, depth + 1, reasons);
     else reasons.push(`${at}: additional properties are now constrained`);
   }
   if (isPlainObject(b.items)) {

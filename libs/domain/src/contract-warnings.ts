@@ -160,7 +160,12 @@ export function contractWarnings(ctx: WarningContext): ContractWarning[] {
     ['description', description],
   ] as const) {
     const why = hidden(text);
-    if (why !== undefined) out.push({ code: ContractWarningCodes.hiddenText, field, message: `the ${field} holds ${why}, which a reviewer cannot see and a model reads` });
+    if (why !== undefined)
+      out.push({
+        code: ContractWarningCodes.hiddenText,
+        field,
+        message: `the ${field} holds ${why}, which a reviewer cannot see and a model reads`,
+      });
   }
   if ([...description].length > LONG_DESCRIPTION_CHARS) {
     out.push({
@@ -170,21 +175,46 @@ export function contractWarnings(ctx: WarningContext): ContractWarning[] {
     });
   }
   if (instructionLike(description))
-    out.push({ code: ContractWarningCodes.instructsModel, field: 'description', message: 'the description tells the model what to do (with other tools, the user or its instructions)' });
+    out.push({
+      code: ContractWarningCodes.instructsModel,
+      field: 'description',
+      message: 'the description tells the model what to do (with other tools, the user or its instructions)',
+    });
   // Identifier-like words of the description, looked up once each (no pattern per name).
-  const words = new Set((description.match(/[A-Za-z0-9_.-]+/g) ?? []).flatMap((w) => [w.toLowerCase(), w.toLowerCase().replace(/[.-]+$/, '')]));
+  const words = new Set(
+    (description.match(/[A-Za-z0-9_.-]+/g) ?? []).flatMap((w) => [
+      w.toLowerCase(),
+      w.toLowerCase().replace(/[.-]+$/, ''),
+    ]),
+  );
   const own = tool.name.toLowerCase();
-  const named = (ctx.otherTools ?? []).filter((n) => n.length >= 4 && n.toLowerCase() !== own && words.has(n.toLowerCase()));
-  if (named.length > 0) out.push({ code: ContractWarningCodes.namesOtherTools, field: 'description', message: `the description names other tools: ${[...new Set(named)].slice(0, 8).join(', ')}` });
+  const named = (ctx.otherTools ?? []).filter(
+    (n) => n.length >= 4 && n.toLowerCase() !== own && words.has(n.toLowerCase()),
+  );
+  if (named.length > 0)
+    out.push({
+      code: ContractWarningCodes.namesOtherTools,
+      field: 'description',
+      message: `the description names other tools: ${[...new Set(named)].slice(0, 8).join(', ')}`,
+    });
   parameterWarnings(contract.inputSchema, 'inputSchema', 0, out);
   const before = ctx.previous?.annotations ?? {};
   const after = contract.annotations ?? {};
   if (before.readOnlyHint === true && after.readOnlyHint !== true)
-    out.push({ code: ContractWarningCodes.readOnlyDropped, field: 'annotations', message: 'readOnlyHint was dropped: the tool no longer says it only reads' });
+    out.push({
+      code: ContractWarningCodes.readOnlyDropped,
+      field: 'annotations',
+      message: 'readOnlyHint was dropped: the tool no longer says it only reads',
+    });
   if (before.destructiveHint !== true && after.destructiveHint === true)
-    out.push({ code: ContractWarningCodes.destructiveAdded, field: 'annotations', message: 'destructiveHint was added: the tool now says it may destroy data' });
+    out.push({
+      code: ContractWarningCodes.destructiveAdded,
+      field: 'annotations',
+      message: 'destructiveHint was added: the tool now says it may destroy data',
+    });
   const confusable = confusableName(tool.name, ctx.otherTools ?? []);
-  if (confusable !== undefined) out.push({ code: ContractWarningCodes.confusableName, field: 'name', message: confusable });
+  if (confusable !== undefined)
+    out.push({ code: ContractWarningCodes.confusableName, field: 'name', message: confusable });
   return out.slice(0, 50);
 }
 
@@ -193,7 +223,8 @@ function confusableName(name: string, others: readonly string[]): string | undef
   const lookalike = others.find((o) => o !== name && nameSkeleton(o) === skeleton);
   if (lookalike !== undefined) return `the name ${JSON.stringify(name)} looks like ${JSON.stringify(lookalike)}`;
   // eslint-disable-next-line no-control-regex
-  if (/[^\x00-\x7F]/.test(name)) return `the name ${JSON.stringify(name)} has characters outside ASCII (look-alike letters of other scripts)`;
+  if (/[^\x00-\x7F]/.test(name))
+    return `the name ${JSON.stringify(name)} has characters outside ASCII (look-alike letters of other scripts)`;
   return undefined;
 }
 
@@ -203,12 +234,21 @@ function parameterWarnings(schema: unknown, path: string, depth: number, out: Co
   for (const [name, child] of Object.entries(props)) {
     const field = `${path}/${name}`;
     if (name.length > 64 || /\s/.test(name) || instructionLike(name.replace(/[_-]+/g, ' '))) {
-      out.push({ code: ContractWarningCodes.instructionInParameter, field, message: `the parameter name ${JSON.stringify(name.slice(0, 80))} reads as an instruction` });
+      out.push({
+        code: ContractWarningCodes.instructionInParameter,
+        field,
+        message: `the parameter name ${JSON.stringify(name.slice(0, 80))} reads as an instruction`,
+      });
     }
     const why = hidden(name);
-    if (why !== undefined) out.push({ code: ContractWarningCodes.hiddenText, field, message: `the parameter name holds ${why}` });
+    if (why !== undefined)
+      out.push({ code: ContractWarningCodes.hiddenText, field, message: `the parameter name holds ${why}` });
     if (isPlainObject(child)) {
-      const values = [...(Array.isArray(child.enum) ? child.enum : []), ...(child.default !== undefined ? [child.default] : []), ...(child.const !== undefined ? [child.const] : [])];
+      const values = [
+        ...(Array.isArray(child.enum) ? child.enum : []),
+        ...(child.default !== undefined ? [child.default] : []),
+        ...(child.const !== undefined ? [child.const] : []),
+      ];
       for (const v of values) {
         if (typeof v !== 'string') continue;
         if (v.length > 80 || instructionLike(v) || hidden(v) !== undefined) {
@@ -222,8 +262,18 @@ function parameterWarnings(schema: unknown, path: string, depth: number, out: Co
       }
       if (typeof child.description === 'string') {
         const hiddenWhy = hidden(child.description);
-        if (hiddenWhy !== undefined) out.push({ code: ContractWarningCodes.hiddenText, field, message: `the description of ${name} holds ${hiddenWhy}` });
-        else if (instructionLike(child.description)) out.push({ code: ContractWarningCodes.instructsModel, field, message: `the description of ${name} tells the model what to do` });
+        if (hiddenWhy !== undefined)
+          out.push({
+            code: ContractWarningCodes.hiddenText,
+            field,
+            message: `the description of ${name} holds ${hiddenWhy}`,
+          });
+        else if (instructionLike(child.description))
+          out.push({
+            code: ContractWarningCodes.instructsModel,
+            field,
+            message: `the description of ${name} tells the model what to do`,
+          });
       }
       parameterWarnings(child, field, depth + 1, out);
       if (isPlainObject(child.items)) parameterWarnings(child.items, `${field}/[]`, depth + 1, out);

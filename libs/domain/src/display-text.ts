@@ -15,8 +15,9 @@
  * The console keeps a copy of this class (`console/public/display-text.js`: it loads no package);
  * a test proves the two agree on every code point.
  */
-// eslint-disable-next-line no-control-regex
-const DISPLAY_ESCAPED = /[\u0000-\u0008\u000B-\u001F\u007F-\u009F\u00AD\u061C\u180E\u200B-\u200F\u2028-\u202E\u2060-\u206F\uFEFF\uFFF9-\uFFFB]|[\u{E0000}-\u{E007F}]/gu;
+const DISPLAY_ESCAPED =
+  // eslint-disable-next-line no-control-regex
+  /[\u0000-\u0008\u000B-\u001F\u007F-\u009F\u00AD\u061C\u180E\u200B-\u200F\u2028-\u202E\u2060-\u206F\uFEFF\uFFF9-\uFFFB]|[\u{E0000}-\u{E007F}]/gu;
 
 /** `<U+202E>`: how an escaped character is shown (four hex digits at least, upper case). */
 export function codePointLabel(ch: string): string {

@@ -40,8 +40,24 @@ describe('buildToolDocuments', () => {
 
   it('omits absent fields instead of setting them undefined', () => {
     const [doc] = buildToolDocuments('s', [{ name: 'x' }], { style });
-    expect(doc).toEqual({ kind: 'mcp', name: 's__x', description: '', inputSchema: { type: 'object' }, permission: 'act', server: 's', remoteName: 'x' });
-    expect(Object.keys(doc!).sort()).toEqual(['description', 'inputSchema', 'kind', 'name', 'permission', 'remoteName', 'server']);
+    expect(doc).toEqual({
+      kind: 'mcp',
+      name: 's__x',
+      description: '',
+      inputSchema: { type: 'object' },
+      permission: 'act',
+      server: 's',
+      remoteName: 'x',
+    });
+    expect(Object.keys(doc!).sort()).toEqual([
+      'description',
+      'inputSchema',
+      'kind',
+      'name',
+      'permission',
+      'remoteName',
+      'server',
+    ]);
   });
 
   it('takes the title from annotations when the tool has none', () => {
@@ -50,9 +66,20 @@ describe('buildToolDocuments', () => {
   });
 
   it('inherits permission, lets the owner override it, and uses the heuristic for built-ins', () => {
-    const tools: RemoteTool[] = [{ name: 'drop', annotations: { destructiveHint: true } }, { name: 'read', annotations: { readOnlyHint: true } }, { name: 'create_thing' }, { name: 'constructor' }];
-    const byName = (docs: ReturnType<typeof buildToolDocuments>) => Object.fromEntries(docs.map((d) => [d.remoteName, d.permission]));
-    expect(byName(buildToolDocuments('s', tools, { style }))).toEqual({ drop: 'always_ask', read: 'act', create_thing: 'act', constructor: 'act' });
+    const tools: RemoteTool[] = [
+      { name: 'drop', annotations: { destructiveHint: true } },
+      { name: 'read', annotations: { readOnlyHint: true } },
+      { name: 'create_thing' },
+      { name: 'constructor' },
+    ];
+    const byName = (docs: ReturnType<typeof buildToolDocuments>) =>
+      Object.fromEntries(docs.map((d) => [d.remoteName, d.permission]));
+    expect(byName(buildToolDocuments('s', tools, { style }))).toEqual({
+      drop: 'always_ask',
+      read: 'act',
+      create_thing: 'act',
+      constructor: 'act',
+    });
     expect(byName(buildToolDocuments('s', tools, { style, builtin: true }))).toEqual({
       drop: 'always_ask',
       read: 'act',
@@ -60,7 +87,12 @@ describe('buildToolDocuments', () => {
       constructor: 'always_ask',
     });
     const overrides = { drop: Permission.act, create_thing: Permission.always_ask, read: 'bogus' as Permission };
-    expect(byName(buildToolDocuments('s', tools, { style, overrides }))).toEqual({ drop: 'act', read: 'act', create_thing: 'always_ask', constructor: 'act' });
+    expect(byName(buildToolDocuments('s', tools, { style, overrides }))).toEqual({
+      drop: 'act',
+      read: 'act',
+      create_thing: 'always_ask',
+      constructor: 'act',
+    });
   });
 
   it('skips nameless entries, keeps the first of a repeated name and bounds the description', () => {
@@ -79,7 +111,9 @@ describe('buildToolDocuments', () => {
   });
 
   it('uses the prefixed style when asked', () => {
-    expect(buildToolDocuments('acme', [{ name: 'search docs' }], { style: ToolNameStyle.prefixed })[0]?.name).toBe('mcp_acme_search_docs');
+    expect(buildToolDocuments('acme', [{ name: 'search docs' }], { style: ToolNameStyle.prefixed })[0]?.name).toBe(
+      'mcp_acme_search_docs',
+    );
   });
 
   it('always yields documents dag-cbor can encode, whatever the server sends', () => {
@@ -109,7 +143,10 @@ describe('buildToolDocuments', () => {
 
 describe('normalizeAnnotations', () => {
   it('keeps only known, well-typed fields', () => {
-    expect(normalizeAnnotations({ title: ' T ', readOnlyHint: true, destructiveHint: 'yes', extra: 1 })).toEqual({ title: 'T', readOnlyHint: true });
+    expect(normalizeAnnotations({ title: ' T ', readOnlyHint: true, destructiveHint: 'yes', extra: 1 })).toEqual({
+      title: 'T',
+      readOnlyHint: true,
+    });
     expect(normalizeAnnotations({ extra: 1 })).toBeUndefined();
     expect(normalizeAnnotations('x')).toBeUndefined();
   });

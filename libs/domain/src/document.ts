@@ -25,7 +25,11 @@ export interface BuildToolDocumentsOptions {
  * first entry, and schemas, text and annotations are normalised and bounded. No field is ever
  * `undefined`, so every document encodes with dag-cbor.
  */
-export function buildToolDocuments(server: string, tools: readonly RemoteTool[], opts: BuildToolDocumentsOptions): McpToolDocument[] {
+export function buildToolDocuments(
+  server: string,
+  tools: readonly RemoteTool[],
+  opts: BuildToolDocumentsOptions,
+): McpToolDocument[] {
   const byName = new Map<string, RemoteTool>();
   for (const tool of tools) {
     if (!isPlainObject(tool) || typeof tool.name !== 'string') continue;
@@ -37,12 +41,18 @@ export function buildToolDocuments(server: string, tools: readonly RemoteTool[],
     const name = names.get(remoteName);
     if (name === undefined) continue;
     const annotations = normalizeAnnotations(tool.annotations);
-    const override = opts.overrides && Object.hasOwn(opts.overrides, remoteName) ? opts.overrides[remoteName] : undefined;
-    const permission = isPermission(override) ? override : inheritPermission(annotations, { builtin: opts.builtin === true, toolName: remoteName });
+    const override =
+      opts.overrides && Object.hasOwn(opts.overrides, remoteName) ? opts.overrides[remoteName] : undefined;
+    const permission = isPermission(override)
+      ? override
+      : inheritPermission(annotations, { builtin: opts.builtin === true, toolName: remoteName });
     const doc: McpToolDocument = {
       kind: 'mcp',
       name,
-      description: boundText(typeof tool.description === 'string' ? tool.description.trim() : '', DESCRIPTION_MAX_BYTES),
+      description: boundText(
+        typeof tool.description === 'string' ? tool.description.trim() : '',
+        DESCRIPTION_MAX_BYTES,
+      ),
       inputSchema: normalizeInputSchema(tool.inputSchema),
       permission,
       server,
@@ -78,7 +88,8 @@ export function taskSupportOf(execution: unknown): TaskSupport | undefined {
 export function normalizeAnnotations(value: unknown): ToolAnnotations | undefined {
   if (!isPlainObject(value)) return undefined;
   const out: ToolAnnotations = {};
-  if (typeof value.title === 'string' && value.title.trim() !== '') out.title = boundText(value.title.trim(), TITLE_MAX_BYTES);
+  if (typeof value.title === 'string' && value.title.trim() !== '')
+    out.title = boundText(value.title.trim(), TITLE_MAX_BYTES);
   for (const key of ['readOnlyHint', 'destructiveHint', 'idempotentHint', 'openWorldHint'] as const) {
     const hint = value[key];
     if (typeof hint === 'boolean') out[key] = hint;

@@ -15,16 +15,25 @@ describe('renderToolIndex', () => {
       { server: 'github', name: 'github__list_repos', description: 'List repositories.\nPaginated.' },
       { server: 'github', name: 'github__create_issue', description: 'Open an issue. Needs a title.' },
     ]);
-    expect(out).toBe(['- github__create_issue — Open an issue. (github MCP)', '- github__list_repos — List repositories. (github MCP)', '- linear__list (linear MCP)'].join('\n'));
+    expect(out).toBe(
+      [
+        '- github__create_issue — Open an issue. (github MCP)',
+        '- github__list_repos — List repositories. (github MCP)',
+        '- linear__list (linear MCP)',
+      ].join('\n'),
+    );
     expect(renderToolIndex([])).toBe('');
   });
 
   it('collapses a server with more than six tools', () => {
     expect(renderToolIndex(tools('small', 6)).split('\n')).toHaveLength(6);
     expect(renderToolIndex([...tools('github', 23), ...tools('alpha', 1)])).toBe(
-      '- alpha__tool_00 — Does a thing. (alpha MCP)\n' + '- github__* — 23 tools from the github MCP server (read ~/tools/ to list them)',
+      '- alpha__tool_00 — Does a thing. (alpha MCP)\n' +
+        '- github__* — 23 tools from the github MCP server (read ~/tools/ to list them)',
     );
-    expect(renderToolIndex(tools('acme', 7), { style: ToolNameStyle.prefixed })).toBe('- mcp_acme_* — 7 tools from the acme MCP server (read ~/tools/ to list them)');
+    expect(renderToolIndex(tools('acme', 7), { style: ToolNameStyle.prefixed })).toBe(
+      '- mcp_acme_* — 7 tools from the acme MCP server (read ~/tools/ to list them)',
+    );
   });
 
   it('collapses the largest servers first when over budget', () => {
@@ -38,7 +47,11 @@ describe('renderToolIndex', () => {
   });
 
   it('cuts with a closing line when collapsing is not enough', () => {
-    const docs = Array.from({ length: 40 }, (_, i) => ({ server: `s${String(i).padStart(2, '0')}`, name: `s${i}__x`, description: 'A tool.' }));
+    const docs = Array.from({ length: 40 }, (_, i) => ({
+      server: `s${String(i).padStart(2, '0')}`,
+      name: `s${i}__x`,
+      description: 'A tool.',
+    }));
     const out = renderToolIndex(docs, { budgetBytes: 300 });
     const lines = out.split('\n');
     const kept = lines.length - 1;
@@ -48,7 +61,11 @@ describe('renderToolIndex', () => {
 
   it('fits any budget that can hold the closing line, and accounts for every tool', () => {
     const server = fc.constantFrom('a', 'b', 'c', 'dd');
-    const doc = fc.record({ server, name: fc.string({ minLength: 1, maxLength: 20 }), description: fc.string({ maxLength: 200 }) });
+    const doc = fc.record({
+      server,
+      name: fc.string({ minLength: 1, maxLength: 20 }),
+      description: fc.string({ maxLength: 200 }),
+    });
     fc.assert(
       fc.property(fc.array(doc, { maxLength: 40 }), fc.integer({ min: 60, max: 3000 }), (docs, budget) => {
         const out = renderToolIndex(docs, { budgetBytes: budget });

@@ -33,11 +33,15 @@ export function renderToolIndex(docs: readonly IndexedTool[], opts: RenderToolIn
   const budget = opts.budgetBytes ?? INDEX_BUDGET_BYTES;
   const style = opts.style ?? ToolNameStyle.double_underscore;
   const groups = groupByServer(docs);
-  const collapsed = new Set([...groups].filter(([, tools]) => tools.length > INDEX_COLLAPSE_ABOVE).map(([server]) => server));
+  const collapsed = new Set(
+    [...groups].filter(([, tools]) => tools.length > INDEX_COLLAPSE_ABOVE).map(([server]) => server),
+  );
 
   let lines = indexLines(groups, collapsed, style);
   if (joinedBytes(lines) > budget) {
-    const candidates = [...groups].filter(([server, tools]) => !collapsed.has(server) && tools.length > 1).sort(([a, ta], [b, tb]) => tb.length - ta.length || compareCodeUnits(a, b));
+    const candidates = [...groups]
+      .filter(([server, tools]) => !collapsed.has(server) && tools.length > 1)
+      .sort(([a, ta], [b, tb]) => tb.length - ta.length || compareCodeUnits(a, b));
     for (const [server] of candidates) {
       collapsed.add(server);
       lines = indexLines(groups, collapsed, style);
@@ -93,7 +97,11 @@ interface IndexLine {
   tools: number;
 }
 
-function indexLines(groups: Map<string, IndexedTool[]>, collapsed: ReadonlySet<string>, style: ToolNameStyle): IndexLine[] {
+function indexLines(
+  groups: Map<string, IndexedTool[]>,
+  collapsed: ReadonlySet<string>,
+  style: ToolNameStyle,
+): IndexLine[] {
   const lines: IndexLine[] = [];
   for (const [server, tools] of groups) {
     if (collapsed.has(server)) {

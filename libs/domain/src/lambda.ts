@@ -38,25 +38,45 @@ export class LambdaDocumentError extends Error {
  */
 export function buildLambdaDocument(name: unknown, input: unknown): LambdaToolDocument {
   if (typeof name !== 'string' || !LAMBDA_NAME_RE.test(name)) {
-    throw new LambdaDocumentError('name', `must be 1 to ${TOOL_NAME_MAX_LENGTH} characters of A-Z, a-z, 0-9, "_" and "-"`);
+    throw new LambdaDocumentError(
+      'name',
+      `must be 1 to ${TOOL_NAME_MAX_LENGTH} characters of A-Z, a-z, 0-9, "_" and "-"`,
+    );
   }
   if (!isPlainObject(input)) throw new LambdaDocumentError('document', 'must be an object');
-  if (input.kind !== undefined && input.kind !== 'lambda') throw new LambdaDocumentError('document.kind', 'must be "lambda"');
-  if (input.description !== undefined && typeof input.description !== 'string') throw new LambdaDocumentError('document.description', 'must be a string');
-  if (input.enabled !== undefined && typeof input.enabled !== 'boolean') throw new LambdaDocumentError('document.enabled', 'must be a boolean');
+  if (input.kind !== undefined && input.kind !== 'lambda')
+    throw new LambdaDocumentError('document.kind', 'must be "lambda"');
+  if (input.description !== undefined && typeof input.description !== 'string')
+    throw new LambdaDocumentError('document.description', 'must be a string');
+  if (input.enabled !== undefined && typeof input.enabled !== 'boolean')
+    throw new LambdaDocumentError('document.enabled', 'must be a boolean');
   return {
     kind: 'lambda',
     name,
-    description: boundText(typeof input.description === 'string' ? input.description.trim() : '', DESCRIPTION_MAX_BYTES),
+    description: boundText(
+      typeof input.description === 'string' ? input.description.trim() : '',
+      DESCRIPTION_MAX_BYTES,
+    ),
     inputSchema: normalizeInputSchema(input.inputSchema),
     enabled: input.enabled !== false,
   };
 }
 
 /** The provider tool formats of documents, in the order given (a lambda names itself when it has no description). */
-export function providerTools(docs: readonly AgentToolDocument[]): { openai: OpenAiTool[]; anthropic: AnthropicTool[] } {
+export function providerTools(docs: readonly AgentToolDocument[]): {
+  openai: OpenAiTool[];
+  anthropic: AnthropicTool[];
+} {
   const asProvider = docs.map((d) =>
-    d.kind === 'mcp' ? d : { name: d.name, description: d.description === '' ? `${d.name} (lambda)` : d.description, inputSchema: d.inputSchema, server: '', remoteName: d.name },
+    d.kind === 'mcp'
+      ? d
+      : {
+          name: d.name,
+          description: d.description === '' ? `${d.name} (lambda)` : d.description,
+          inputSchema: d.inputSchema,
+          server: '',
+          remoteName: d.name,
+        },
   );
   return { openai: asProvider.map(toOpenAiTool), anthropic: asProvider.map(toAnthropicTool) };
 }

@@ -9,7 +9,8 @@ const PX = ToolNameStyle.prefixed;
 
 describe('validateServerName', () => {
   it('accepts double_underscore server names (docs/names.md) and rejects the rest', () => {
-    for (const ok of ['github', 'a', '0day', 'my-server_2', 'a'.repeat(32)]) expect(validateServerName(ok, DU)).toBeNull();
+    for (const ok of ['github', 'a', '0day', 'my-server_2', 'a'.repeat(32)])
+      expect(validateServerName(ok, DU)).toBeNull();
     for (const bad of ['', 'GitHub', '-x', '_x', 'a b', 'a.b', 'a'.repeat(33), 'a__b', 'é']) {
       expect(validateServerName(bad, DU)).toEqual(expect.any(String));
     }
@@ -70,7 +71,8 @@ describe('projectToolNames', () => {
   it('gives every colliding name a stable hash suffix and leaves the others alone', () => {
     const names = projectToolNames('s', ['a.b', 'a b', 'a_b', 'other'], DU);
     expect(names.get('other')).toBe('s__other');
-    for (const remote of ['a.b', 'a b', 'a_b']) expect(names.get(remote)).toBe(`s__a_b_${sha256Hex(remote).slice(0, 6)}`);
+    for (const remote of ['a.b', 'a b', 'a_b'])
+      expect(names.get(remote)).toBe(`s__a_b_${sha256Hex(remote).slice(0, 6)}`);
   });
 
   it('suffixes names that collide only after truncation, within 64 characters', () => {
@@ -98,20 +100,29 @@ describe('projectToolNames', () => {
   });
 
   it('is injective, bounded, well-formed and independent of input order', () => {
-    const remote = fc.oneof(fc.string({ maxLength: 80 }), fc.constantFrom('a', 'a!', 'a?', '!a', 'A', 'tool', ''), fc.string({ unit: fc.constantFrom('x', '.', '_', '-'), maxLength: 90 }));
+    const remote = fc.oneof(
+      fc.string({ maxLength: 80 }),
+      fc.constantFrom('a', 'a!', 'a?', '!a', 'A', 'tool', ''),
+      fc.string({ unit: fc.constantFrom('x', '.', '_', '-'), maxLength: 90 }),
+    );
     fc.assert(
-      fc.property(fc.constantFrom('s', 'github', 'x'.repeat(31), 'abc_d'), fc.constantFrom(DU, PX), fc.array(remote, { maxLength: 25 }), (server, style, remotes) => {
-        const names = projectToolNames(server, remotes, style);
-        expect(names.size).toBe(new Set(remotes).size);
-        expect(new Set(names.values()).size).toBe(names.size);
-        for (const name of names.values()) {
-          expect(name.length).toBeLessThanOrEqual(64);
-          expect(name.startsWith(serverToolPrefix(server, style))).toBe(true);
-          expect(name).toMatch(/^[A-Za-z0-9_-]+$/);
-        }
-        const reversed = projectToolNames(server, [...remotes].reverse(), style);
-        expect(new Map([...reversed].sort())).toEqual(new Map([...names].sort()));
-      }),
+      fc.property(
+        fc.constantFrom('s', 'github', 'x'.repeat(31), 'abc_d'),
+        fc.constantFrom(DU, PX),
+        fc.array(remote, { maxLength: 25 }),
+        (server, style, remotes) => {
+          const names = projectToolNames(server, remotes, style);
+          expect(names.size).toBe(new Set(remotes).size);
+          expect(new Set(names.values()).size).toBe(names.size);
+          for (const name of names.values()) {
+            expect(name.length).toBeLessThanOrEqual(64);
+            expect(name.startsWith(serverToolPrefix(server, style))).toBe(true);
+            expect(name).toMatch(/^[A-Za-z0-9_-]+$/);
+          }
+          const reversed = projectToolNames(server, [...remotes].reverse(), style);
+          expect(new Map([...reversed].sort())).toEqual(new Map([...names].sort()));
+        },
+      ),
     );
   });
 

@@ -47,7 +47,11 @@ export function serverToolPrefix(server: string, style: ToolNameStyle): string {
  * every name still colliding then gets a longer hash, until all names are distinct.
  * Throws when `server` is too long to leave room for a tool name (longer than either grammar allows).
  */
-export function projectToolNames(server: string, remoteNames: readonly string[], style: ToolNameStyle): Map<string, string> {
+export function projectToolNames(
+  server: string,
+  remoteNames: readonly string[],
+  style: ToolNameStyle,
+): Map<string, string> {
   const prefix = serverToolPrefix(server, style);
   const room = TOOL_NAME_MAX_LENGTH - prefix.length;
   if (room < HASH_HEX_MIN + 2) throw new Error(`server name too long to project tool names: ${clip(server)}`);

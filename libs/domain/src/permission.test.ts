@@ -16,7 +16,9 @@ describe('inheritPermission', () => {
 
   it('honours a destructive hint over a read-only one', () => {
     expect(inheritPermission({ readOnlyHint: true, destructiveHint: true }, custom())).toBe(Permission.always_ask);
-    expect(inheritPermission({ readOnlyHint: true, destructiveHint: true }, builtin('get_x'))).toBe(Permission.always_ask);
+    expect(inheritPermission({ readOnlyHint: true, destructiveHint: true }, builtin('get_x'))).toBe(
+      Permission.always_ask,
+    );
   });
 
   it('ignores hints that are not true booleans', () => {
@@ -26,7 +28,18 @@ describe('inheritPermission', () => {
   });
 
   it('uses the name heuristic for built-in servers without hints', () => {
-    for (const name of ['get_issue', 'listRepos', 'search-docs', 'read_file', 'find', 'fetchPage', 'query_db', 'describe_table', 'show', 'VIEW_ITEM']) {
+    for (const name of [
+      'get_issue',
+      'listRepos',
+      'search-docs',
+      'read_file',
+      'find',
+      'fetchPage',
+      'query_db',
+      'describe_table',
+      'show',
+      'VIEW_ITEM',
+    ]) {
       expect(inheritPermission(undefined, builtin(name))).toBe(Permission.act);
     }
     for (const name of [

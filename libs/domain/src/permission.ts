@@ -2,9 +2,36 @@ import { Permission, isPlainObject } from './types.js';
 import type { ToolAnnotations } from './types.js';
 
 /** Verbs that only look at things: a built-in tool named after one runs without asking. */
-export const READ_VERBS: ReadonlySet<string> = new Set(['get', 'list', 'search', 'read', 'find', 'fetch', 'query', 'describe', 'show', 'view']);
+export const READ_VERBS: ReadonlySet<string> = new Set([
+  'get',
+  'list',
+  'search',
+  'read',
+  'find',
+  'fetch',
+  'query',
+  'describe',
+  'show',
+  'view',
+]);
 /** Verbs that change things: a built-in tool named after one always asks. */
-export const WRITE_VERBS: ReadonlySet<string> = new Set(['create', 'update', 'delete', 'remove', 'send', 'write', 'post', 'put', 'patch', 'set', 'drop', 'archive', 'move', 'merge', 'close']);
+export const WRITE_VERBS: ReadonlySet<string> = new Set([
+  'create',
+  'update',
+  'delete',
+  'remove',
+  'send',
+  'write',
+  'post',
+  'put',
+  'patch',
+  'set',
+  'drop',
+  'archive',
+  'move',
+  'merge',
+  'close',
+]);
 
 /**
  * The permission a remote tool inherits from the annotations its server publishes (docs/call.md#permissions):
@@ -14,7 +41,10 @@ export const WRITE_VERBS: ReadonlySet<string> = new Set(['create', 'update', 'de
  * write verb in `toolName` (the remote name) → always_ask, else any read verb → act, else
  * always_ask. Writes are checked first so `get_or_create_x` asks.
  */
-export function inheritPermission(annotations: ToolAnnotations | undefined, context: { builtin: boolean; toolName: string }): Permission {
+export function inheritPermission(
+  annotations: ToolAnnotations | undefined,
+  context: { builtin: boolean; toolName: string },
+): Permission {
   const hints: Partial<ToolAnnotations> = isPlainObject(annotations) ? annotations : {};
   if (hints.destructiveHint === true) return Permission.always_ask;
   if (hints.readOnlyHint === true) return Permission.act;

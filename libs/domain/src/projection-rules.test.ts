@@ -21,7 +21,18 @@ async function referenceCid(value: unknown): Promise<string> {
 /** The projection rules (docs/names.md), over the remote names and schemas servers really send. */
 describe('projection rules on hostile remote input', () => {
   it('projects unicode, empty and 500-character remote names to distinct, bounded, well-formed names', () => {
-    const remotes = ['创建问题', 'créer_ticket', 'café ☕', '😀', '', 'tool', 'x'.repeat(500), `${'x'.repeat(499)}y`, 'a\u0000b', 'Ω'.repeat(500)];
+    const remotes = [
+      '创建问题',
+      'créer_ticket',
+      'café ☕',
+      '😀',
+      '',
+      'tool',
+      'x'.repeat(500),
+      `${'x'.repeat(499)}y`,
+      'a\u0000b',
+      'Ω'.repeat(500),
+    ];
     for (const style of [DU, PX]) {
       const names = projectToolNames('srv', remotes, style);
       expect(names.size).toBe(remotes.length);
@@ -42,7 +53,10 @@ describe('projection rules on hostile remote input', () => {
   });
 
   it('is stable: the same remote list always projects to the same names and CIDs', () => {
-    const tool = fc.record({ name: fc.string({ unit: 'grapheme', maxLength: 600 }), description: fc.string({ unit: 'grapheme', maxLength: 50 }) });
+    const tool = fc.record({
+      name: fc.string({ unit: 'grapheme', maxLength: 600 }),
+      description: fc.string({ unit: 'grapheme', maxLength: 50 }),
+    });
     fc.assert(
       fc.property(fc.array(tool, { maxLength: 12 }), fc.constantFrom(DU, PX), (tools, style) => {
         const a = buildToolDocuments('srv', tools, { style });
@@ -56,12 +70,22 @@ describe('projection rules on hostile remote input', () => {
   });
 
   it('keeps $ref schemas and large enums whole, and replaces only what is too big or not an object', () => {
-    const withRef = { $schema: 'https://json-schema.org/draft/2020-12/schema', $ref: '#/$defs/q', $defs: { q: { type: 'object', properties: { a: { $ref: '#/$defs/q' } } } } };
+    const withRef = {
+      $schema: 'https://json-schema.org/draft/2020-12/schema',
+      $ref: '#/$defs/q',
+      $defs: { q: { type: 'object', properties: { a: { $ref: '#/$defs/q' } } } },
+    };
     expect(normalizeInputSchema(withRef)).toEqual({ $ref: '#/$defs/q', $defs: withRef.$defs, type: 'object' });
 
-    const bigEnum = { type: 'object', properties: { color: { type: 'string', enum: Array.from({ length: 5_000 }, (_, i) => `color-${i}`) } } };
+    const bigEnum = {
+      type: 'object',
+      properties: { color: { type: 'string', enum: Array.from({ length: 5_000 }, (_, i) => `color-${i}`) } },
+    };
     expect(normalizeInputSchema(bigEnum)).toEqual(bigEnum);
-    const hugeEnum = { type: 'object', properties: { n: { enum: Array.from({ length: SCHEMA_MAX_BYTES / 4 }, (_, i) => i) } } };
+    const hugeEnum = {
+      type: 'object',
+      properties: { n: { enum: Array.from({ length: SCHEMA_MAX_BYTES / 4 }, (_, i) => i) } },
+    };
     expect(normalizeInputSchema(hugeEnum)).toEqual({ type: 'object' });
 
     for (const root of [[{ type: 'object' }], 'object', 42, null, { type: 'array', items: {} }]) {
@@ -83,7 +107,8 @@ describe('projection rules on hostile remote input', () => {
     );
     await fc.assert(
       fc.asyncProperty(fc.array(tool, { maxLength: 5 }), async (tools) => {
-        for (const doc of buildToolDocuments('srv', tools, { style: DU })) expect(documentCid(doc)).toBe(await referenceCid(doc));
+        for (const doc of buildToolDocuments('srv', tools, { style: DU }))
+          expect(documentCid(doc)).toBe(await referenceCid(doc));
       }),
       { numRuns: 40 },
     );
@@ -97,7 +122,9 @@ describe('projection rules on hostile remote input', () => {
 
 describe('lambda documents', () => {
   it('normalises a lambda and refuses bad names and mcp kinds', () => {
-    expect(buildLambdaDocument('my_tool', { description: ' Does it. ', inputSchema: { $schema: 'x', type: 'object' } })).toEqual({
+    expect(
+      buildLambdaDocument('my_tool', { description: ' Does it. ', inputSchema: { $schema: 'x', type: 'object' } }),
+    ).toEqual({
       kind: 'lambda',
       name: 'my_tool',
       description: 'Does it.',

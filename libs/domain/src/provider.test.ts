@@ -19,12 +19,18 @@ describe('provider tools', () => {
       type: 'function',
       function: { name: 'github__create_issue', description: 'Open an issue.', parameters: doc.inputSchema },
     });
-    expect(toAnthropicTool(doc)).toEqual({ name: 'github__create_issue', description: 'Open an issue.', input_schema: doc.inputSchema });
+    expect(toAnthropicTool(doc)).toEqual({
+      name: 'github__create_issue',
+      description: 'Open an issue.',
+      input_schema: doc.inputSchema,
+    });
   });
 
   it('never sends an empty description', () => {
     expect(toAnthropicTool({ ...doc, description: '', title: 'Create issue' }).description).toBe('Create issue');
-    expect(toOpenAiTool({ ...doc, description: '' }).function.description).toBe('create_issue on the github MCP server');
+    expect(toOpenAiTool({ ...doc, description: '' }).function.description).toBe(
+      'create_issue on the github MCP server',
+    );
   });
 });
 
@@ -37,7 +43,16 @@ describe('promotableTools', () => {
 
   it('admits enabled callable names and own enabled non-builtin documents only', () => {
     const callable = new Set(['github__create_issue', 'call']);
-    expect(promotableTools(callable, own, ['github__create_issue', 'my_lambda', 'off_lambda', 'read', 'made_up__tool', 'github__create_issue'])).toEqual(['github__create_issue', 'my_lambda']);
+    expect(
+      promotableTools(callable, own, [
+        'github__create_issue',
+        'my_lambda',
+        'off_lambda',
+        'read',
+        'made_up__tool',
+        'github__create_issue',
+      ]),
+    ).toEqual(['github__create_issue', 'my_lambda']);
   });
 
   it('never returns a name that is in neither set', () => {

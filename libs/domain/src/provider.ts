@@ -11,11 +11,15 @@ export interface AnthropicTool {
   input_schema: JsonObject;
 }
 
-type ProviderDoc = Pick<McpToolDocument, 'name' | 'description' | 'inputSchema' | 'server' | 'remoteName'> & Partial<Pick<McpToolDocument, 'title'>>;
+type ProviderDoc = Pick<McpToolDocument, 'name' | 'description' | 'inputSchema' | 'server' | 'remoteName'> &
+  Partial<Pick<McpToolDocument, 'title'>>;
 
 /** A promoted document as an OpenAI (chat completions) function tool, full schema included. */
 export function toOpenAiTool(doc: ProviderDoc): OpenAiTool {
-  return { type: 'function', function: { name: doc.name, description: providerDescription(doc), parameters: doc.inputSchema } };
+  return {
+    type: 'function',
+    function: { name: doc.name, description: providerDescription(doc), parameters: doc.inputSchema },
+  };
 }
 
 /** A promoted document as an Anthropic Messages tool, full schema included. */
@@ -45,7 +49,11 @@ export interface OwnToolDocument {
  * start). A name matching nothing, e.g. one the model made up, is dropped silently. First
  * occurrence order, no duplicates.
  */
-export function promotableTools(enabledCallable: ReadonlySet<string>, ownDocs: readonly OwnToolDocument[], requested: readonly string[]): string[] {
+export function promotableTools(
+  enabledCallable: ReadonlySet<string>,
+  ownDocs: readonly OwnToolDocument[],
+  requested: readonly string[],
+): string[] {
   const own = new Set(ownDocs.filter((d) => d.enabled && d.kind !== 'builtin').map((d) => d.name));
   const out = new Set<string>();
   for (const name of requested) {

@@ -1,6 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { ARGUMENT_MAX_CHARS, IMAGE_MAX_BYTES, TEXT_LIMIT_BYTES, base64DecodedLength, flattenCallResult, isBase64, isErrorResult } from './result.js';
+import {
+  ARGUMENT_MAX_CHARS,
+  IMAGE_MAX_BYTES,
+  TEXT_LIMIT_BYTES,
+  base64DecodedLength,
+  flattenCallResult,
+  isBase64,
+  isErrorResult,
+} from './result.js';
 import type { CallResultLike, FlattenCallInput } from './result.js';
 import { utf8ByteLength } from './utf8.js';
 
@@ -16,18 +24,33 @@ const png = (bytes: number) => Buffer.alloc(bytes, 7).toString('base64');
 
 describe('flattenCallResult', () => {
   it('names the call by its first short string argument', () => {
-    const r = flattenCallResult(call({ content: [{ type: 'text', text: 'Created #4' }] }, { n: 3, title: 'Fix login', body: 'x' }));
-    expect(r).toEqual({ summary: 'github__create_issue · Fix login', argument: 'Fix login', text: 'Created #4', durationMs: 12 });
+    const r = flattenCallResult(
+      call({ content: [{ type: 'text', text: 'Created #4' }] }, { n: 3, title: 'Fix login', body: 'x' }),
+    );
+    expect(r).toEqual({
+      summary: 'github__create_issue · Fix login',
+      argument: 'Fix login',
+      text: 'Created #4',
+      durationMs: 12,
+    });
   });
 
   it('falls back to the server sentence without a usable argument', () => {
     const sentence = 'Ran github__create_issue on the github MCP server';
-    for (const args of [{}, { n: 1 }, { t: 'x'.repeat(ARGUMENT_MAX_CHARS + 1), u: 'short' }, { t: 'a\nb' }, { t: '  ' }]) {
+    for (const args of [
+      {},
+      { n: 1 },
+      { t: 'x'.repeat(ARGUMENT_MAX_CHARS + 1), u: 'short' },
+      { t: 'a\nb' },
+      { t: '  ' },
+    ]) {
       const r = flattenCallResult(call({}, args));
       expect(r.summary).toBe(sentence);
       expect(r).not.toHaveProperty('argument');
     }
-    expect(flattenCallResult(call({}, { t: '😀'.repeat(ARGUMENT_MAX_CHARS) })).argument).toBe('😀'.repeat(ARGUMENT_MAX_CHARS));
+    expect(flattenCallResult(call({}, { t: '😀'.repeat(ARGUMENT_MAX_CHARS) })).argument).toBe(
+      '😀'.repeat(ARGUMENT_MAX_CHARS),
+    );
   });
 
   it('joins text and embedded resource text, names what text cannot carry, and passes structured content through', () => {
@@ -40,7 +63,10 @@ describe('flattenCallResult', () => {
           { type: 'resource_link', uri: 'https://x/y', name: 'y' },
           { type: 'resource_link', uri: 'file:///r.pdf', name: 'r', mimeType: 'application/pdf', size: 5000 },
           { type: 'resource', resource: { uri: 'file:///b.bin', blob: 'AAAA' } },
-          { type: 'resource', resource: { uri: 'file:///c.bin', mimeType: 'application/zip', blob: Buffer.alloc(300).toString('base64') } },
+          {
+            type: 'resource',
+            resource: { uri: 'file:///c.bin', mimeType: 'application/zip', blob: Buffer.alloc(300).toString('base64') },
+          },
           { type: 'audio', data: 'AAAA', mimeType: 'audio/wav' },
           { type: 'text', text: '' },
           { type: 'mystery' },
@@ -91,18 +117,22 @@ describe('flattenCallResult', () => {
 
   it('keeps text whole when it fits, and always stays within the limit plus the marker', () => {
     fc.assert(
-      fc.property(fc.array(fc.string({ unit: 'grapheme', maxLength: 30 }), { maxLength: 10 }), fc.integer({ min: 1, max: 200 }), (parts, limit) => {
-        const content = parts.map((text) => ({ type: 'text', text }));
-        const r = flattenCallResult(call({ content }), { textBytes: limit });
-        const full = parts.filter((p) => p !== '').join('\n');
-        if (utf8ByteLength(full) <= limit) expect(r.text ?? '').toBe(full);
-        else {
-          const [kept, marker] = r.text!.split('\n…[truncated: ');
-          expect(full.startsWith(kept!)).toBe(true);
-          expect(utf8ByteLength(kept!)).toBeLessThanOrEqual(limit);
-          expect(marker).toBe(`${utf8ByteLength(full) - utf8ByteLength(kept!)} bytes omitted]`);
-        }
-      }),
+      fc.property(
+        fc.array(fc.string({ unit: 'grapheme', maxLength: 30 }), { maxLength: 10 }),
+        fc.integer({ min: 1, max: 200 }),
+        (parts, limit) => {
+          const content = parts.map((text) => ({ type: 'text', text }));
+          const r = flattenCallResult(call({ content }), { textBytes: limit });
+          const full = parts.filter((p) => p !== '').join('\n');
+          if (utf8ByteLength(full) <= limit) expect(r.text ?? '').toBe(full);
+          else {
+            const [kept, marker] = r.text!.split('\n…[truncated: ');
+            expect(full.startsWith(kept!)).toBe(true);
+            expect(utf8ByteLength(kept!)).toBeLessThanOrEqual(limit);
+            expect(marker).toBe(`${utf8ByteLength(full) - utf8ByteLength(kept!)} bytes omitted]`);
+          }
+        },
+      ),
     );
   });
 
@@ -127,12 +157,21 @@ describe('flattenCallResult', () => {
     const many = Array.from({ length: 18 }, () => ({ type: 'image', data: png(3), mimeType: 'image/gif' }));
     const r = flattenCallResult(call({ content: many }));
     expect(r.images).toHaveLength(16);
-    expect(r.text).toBe('[image omitted: image/gif, more than 16 images]\n[image omitted: image/gif, more than 16 images]');
+    expect(r.text).toBe(
+      '[image omitted: image/gif, more than 16 images]\n[image omitted: image/gif, more than 16 images]',
+    );
 
-    const four = Array.from({ length: 5 }, () => ({ type: 'image', data: png(3 * 1024 * 1024), mimeType: 'image/png' }));
+    const four = Array.from({ length: 5 }, () => ({
+      type: 'image',
+      data: png(3 * 1024 * 1024),
+      mimeType: 'image/png',
+    }));
     const t = flattenCallResult(call({ content: four }), { imagesTotalBytes: 10 * 1024 * 1024 });
     expect(t.images).toHaveLength(3);
-    expect(t.text?.split('\n')).toEqual([`[image omitted: image/png, ${2 * 1024 * 1024} bytes over the limit]`, `[image omitted: image/png, ${2 * 1024 * 1024} bytes over the limit]`]);
+    expect(t.text?.split('\n')).toEqual([
+      `[image omitted: image/png, ${2 * 1024 * 1024} bytes over the limit]`,
+      `[image omitted: image/png, ${2 * 1024 * 1024} bytes over the limit]`,
+    ]);
   });
 });
 

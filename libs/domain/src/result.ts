@@ -112,7 +112,8 @@ export function flattenCallResult(input: FlattenCallInput, limits?: Partial<Flat
       if (typeof data !== 'string' || !mimeType.startsWith('image/')) omitted = 'not a base64 image';
       else if (images.length >= lim.imageCount) omitted = `more than ${lim.imageCount} images`;
       else if (size > lim.imageBytes) omitted = `${size - lim.imageBytes} bytes over the limit`;
-      else if (imageBytes + size > lim.imagesTotalBytes) omitted = `${imageBytes + size - lim.imagesTotalBytes} bytes over the limit`;
+      else if (imageBytes + size > lim.imagesTotalBytes)
+        omitted = `${imageBytes + size - lim.imagesTotalBytes} bytes over the limit`;
       else if (!isBase64(data)) omitted = 'not a base64 image';
       if (omitted !== undefined) text.add(`[image omitted: ${named}, ${omitted}]`);
       else {
@@ -128,7 +129,8 @@ export function flattenCallResult(input: FlattenCallInput, limits?: Partial<Flat
 
   const argument = firstStringArgument(input.arguments);
   const out: ProxyResult = {
-    summary: argument === undefined ? `Ran ${input.tool} on the ${input.server} MCP server` : `${input.tool} · ${argument}`,
+    summary:
+      argument === undefined ? `Ran ${input.tool} on the ${input.server} MCP server` : `${input.tool} · ${argument}`,
     durationMs: input.durationMs,
   };
   if (argument !== undefined) out.argument = argument;
@@ -168,14 +170,20 @@ export function isErrorResult(result: CallResultLike): string | undefined {
     if (line !== undefined && line !== '') text.add(line);
   }
   let message = text.toString().trim();
-  if (message === '' && result.structuredContent !== undefined && !jsonSizeExceeds(result.structuredContent, 64 * 1024)) {
+  if (
+    message === '' &&
+    result.structuredContent !== undefined &&
+    !jsonSizeExceeds(result.structuredContent, 64 * 1024)
+  ) {
     try {
       message = JSON.stringify(result.structuredContent) ?? '';
     } catch {
       message = '';
     }
   }
-  return message === '' ? 'the MCP server reported an error without a message' : boundText(message, ERROR_TEXT_MAX_BYTES);
+  return message === ''
+    ? 'the MCP server reported an error without a message'
+    : boundText(message, ERROR_TEXT_MAX_BYTES);
 }
 
 /** The content's blocks, as sent (a part that is not a map is named by the flattening, not skipped). */
@@ -188,7 +196,8 @@ function* contentParts(result: CallResultLike): Generator<unknown> {
 function textOfPart(part: unknown): string | undefined {
   if (!isPlainObject(part)) return undefined;
   if (part.type === 'text') return typeof part.text === 'string' ? part.text : undefined;
-  if (part.type === 'resource' && isPlainObject(part.resource) && typeof part.resource.text === 'string') return part.resource.text;
+  if (part.type === 'resource' && isPlainObject(part.resource) && typeof part.resource.text === 'string')
+    return part.resource.text;
   return undefined;
 }
 

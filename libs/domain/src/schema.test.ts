@@ -1,6 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { SCHEMA_MAX_BYTES, SCHEMA_MAX_DEPTH, jsonStringBytes, normalizeInputSchema, normalizeOutputSchema, schemaBoundsFault } from './schema.js';
+import {
+  SCHEMA_MAX_BYTES,
+  SCHEMA_MAX_DEPTH,
+  jsonStringBytes,
+  normalizeInputSchema,
+  normalizeOutputSchema,
+  schemaBoundsFault,
+} from './schema.js';
 import { encodeCanonical } from './cid.js';
 
 describe('normalizeInputSchema', () => {
@@ -29,14 +36,29 @@ describe('normalizeInputSchema', () => {
   });
 
   it('replaces a root that is not an object schema', () => {
-    for (const bad of [undefined, null, 'x', 3, true, [], [{ type: 'object' }], { type: 'string' }, { type: ['object', 'null'] }]) {
+    for (const bad of [
+      undefined,
+      null,
+      'x',
+      3,
+      true,
+      [],
+      [{ type: 'object' }],
+      { type: 'string' },
+      { type: ['object', 'null'] },
+    ]) {
       expect(normalizeInputSchema(bad)).toEqual({ type: 'object' });
       expect(normalizeOutputSchema(bad)).toBeUndefined();
     }
   });
 
   it('drops undefined and turns non-JSON numbers into null, like JSON.stringify', () => {
-    const out = normalizeInputSchema({ type: 'object', a: undefined, b: [undefined, NaN, Infinity, -0], c: { d: undefined } });
+    const out = normalizeInputSchema({
+      type: 'object',
+      a: undefined,
+      b: [undefined, NaN, Infinity, -0],
+      c: { d: undefined },
+    });
     expect(out).toEqual({ type: 'object', b: [null, null, null, 0], c: {} });
     expect(Object.is((out.b as number[])[3], 0)).toBe(true);
   });

@@ -138,7 +138,10 @@ export function jsonStringBytes(s: string): number {
     if (c === 0x22 || c === 0x5c || c === 0x08 || c === 0x0c || c === 0x0a || c === 0x0d || c === 0x09) escapes += 1;
     else if (c < 0x20) escapes += 5;
     else if (c >= 0xd800 && c <= 0xdfff) {
-      const paired = c <= 0xdbff ? i + 1 < s.length && isLow(s.charCodeAt(i + 1)) : i > 0 && s.charCodeAt(i - 1) >= 0xd800 && s.charCodeAt(i - 1) <= 0xdbff;
+      const paired =
+        c <= 0xdbff
+          ? i + 1 < s.length && isLow(s.charCodeAt(i + 1))
+          : i > 0 && s.charCodeAt(i - 1) >= 0xd800 && s.charCodeAt(i - 1) <= 0xdbff;
       // A lone surrogate is written as a 6-character \uXXXX escape.
       if (!paired) escapes += 3;
     }

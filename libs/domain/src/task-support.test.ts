@@ -6,7 +6,16 @@ describe("a tool's task support on its document (docs/tasks.md)", () => {
   it('keeps required and optional, nothing else', () => {
     expect(taskSupportOf({ taskSupport: 'required' })).toBe('required');
     expect(taskSupportOf({ taskSupport: 'optional' })).toBe('optional');
-    for (const v of [{ taskSupport: 'forbidden' }, { taskSupport: 'REQUIRED' }, { taskSupport: 1 }, {}, null, 'required', ['required']]) expect(taskSupportOf(v)).toBeUndefined();
+    for (const v of [
+      { taskSupport: 'forbidden' },
+      { taskSupport: 'REQUIRED' },
+      { taskSupport: 1 },
+      {},
+      null,
+      'required',
+      ['required'],
+    ])
+      expect(taskSupportOf(v)).toBeUndefined();
   });
 
   it('a document carries taskSupport only when the tool has it, so other documents (and their CIDs) do not change', () => {

@@ -89,7 +89,9 @@ class Compiler {
   }
 
   private fill({ schema: s, node, scoped }: Pending): void {
-    const typeNames = (typeof s.type === 'string' ? [s.type] : Array.isArray(s.type) ? s.type : []).filter((t): t is string => typeof t === 'string' && Object.hasOwn(TYPE_BITS, t));
+    const typeNames = (typeof s.type === 'string' ? [s.type] : Array.isArray(s.type) ? s.type : []).filter(
+      (t): t is string => typeof t === 'string' && Object.hasOwn(TYPE_BITS, t),
+    );
     for (const t of typeNames) node.types |= TYPE_BITS[t]!;
     node.typeText = typeNames.join(' or ');
 
@@ -105,10 +107,13 @@ class Compiler {
     node.exclusiveMinimum = finite(s.exclusiveMinimum);
     node.exclusiveMaximum = finite(s.exclusiveMaximum);
     // Draft 4 spelled exclusive bounds as booleans beside minimum/maximum.
-    if (s.exclusiveMinimum === true && node.minimum !== undefined) [node.exclusiveMinimum, node.minimum] = [node.minimum, undefined];
-    if (s.exclusiveMaximum === true && node.maximum !== undefined) [node.exclusiveMaximum, node.maximum] = [node.maximum, undefined];
+    if (s.exclusiveMinimum === true && node.minimum !== undefined)
+      [node.exclusiveMinimum, node.minimum] = [node.minimum, undefined];
+    if (s.exclusiveMaximum === true && node.maximum !== undefined)
+      [node.exclusiveMaximum, node.maximum] = [node.maximum, undefined];
 
-    if (Array.isArray(s.prefixItems) && s.prefixItems.length > 0) node.prefixItems = s.prefixItems.map((sub) => this.nodeFor(sub, scoped));
+    if (Array.isArray(s.prefixItems) && s.prefixItems.length > 0)
+      node.prefixItems = s.prefixItems.map((sub) => this.nodeFor(sub, scoped));
     // An array `items` is the tuple form of drafts before 2020-12: left to the server.
     if (isSchemaObject(s.items) || s.items === false) node.items = this.nodeFor(s.items, scoped);
     if (isSchemaObject(s.properties)) {
@@ -119,11 +124,15 @@ class Compiler {
     if (Array.isArray(s.required)) {
       const required = s.required.filter((k): k is string => typeof k === 'string');
       if (required.length > 0) node.required = [...new Set(required)];
-      if (node.required !== undefined && isSchemaObject(s.properties)) node.defaults = requiredDefaults(node.required, s.properties);
+      if (node.required !== undefined && isSchemaObject(s.properties))
+        node.defaults = requiredDefaults(node.required, s.properties);
     }
     // additionalProperties is relative to properties *and* patternProperties; without modelling
     // patterns it cannot be judged, so it is skipped rather than refusing valid input.
-    if (s.patternProperties === undefined && (s.additionalProperties === false || isSchemaObject(s.additionalProperties))) {
+    if (
+      s.patternProperties === undefined &&
+      (s.additionalProperties === false || isSchemaObject(s.additionalProperties))
+    ) {
       node.additional = this.nodeFor(s.additionalProperties, scoped);
     }
     if (isSchemaObject(s.dependentRequired)) {
@@ -146,7 +155,8 @@ class Compiler {
     if (anyOf !== undefined) node.anyOf = anyOf;
     const oneOf = this.list(s.oneOf, scoped);
     if (oneOf !== undefined) node.oneOf = oneOf;
-    if (isSchemaObject(s.not) || typeof s.not === 'boolean') node.not = s.not === true ? TRIVIAL : this.nodeFor(s.not, scoped);
+    if (isSchemaObject(s.not) || typeof s.not === 'boolean')
+      node.not = s.not === true ? TRIVIAL : this.nodeFor(s.not, scoped);
   }
 
   /** A non-empty array of subschemas (an empty one is not a valid keyword: ignored). */
@@ -158,7 +168,8 @@ class Compiler {
   private ref(ref: string): Node | undefined {
     if (this.refs.has(ref)) return this.refs.get(ref);
     const target = this.resolver.resolve(ref);
-    const node = target === true || target === false || isSchemaObject(target) ? this.nodeFor(target, false) : undefined;
+    const node =
+      target === true || target === false || isSchemaObject(target) ? this.nodeFor(target, false) : undefined;
     this.refs.set(ref, node);
     return node;
   }
@@ -168,7 +179,12 @@ function compileEnum(node: Node, values: unknown[], keyword: 'enum' | 'const', b
   const primitives = new Set<unknown>();
   const keys = new Set<string>();
   for (const v of values) {
-    if (v === null || typeof v === 'string' || typeof v === 'boolean' || (typeof v === 'number' && Number.isFinite(v))) {
+    if (
+      v === null ||
+      typeof v === 'string' ||
+      typeof v === 'boolean' ||
+      (typeof v === 'number' && Number.isFinite(v))
+    ) {
       primitives.add(v);
     } else {
       // Compound entries are compared through their canonical key: one Set lookup per value.
@@ -185,11 +201,15 @@ function compileEnum(node: Node, values: unknown[], keyword: 'enum' | 'const', b
 }
 
 /** The `default` of each required property's own subschema (a `$ref`'s target is not consulted). */
-function requiredDefaults(required: readonly string[], properties: Record<string, unknown>): Map<string, unknown> | undefined {
+function requiredDefaults(
+  required: readonly string[],
+  properties: Record<string, unknown>,
+): Map<string, unknown> | undefined {
   let defaults: Map<string, unknown> | undefined;
   for (const key of required) {
     const sub = Object.hasOwn(properties, key) ? properties[key] : undefined;
-    if (isSchemaObject(sub) && Object.hasOwn(sub, 'default') && sub.default !== undefined) (defaults ??= new Map()).set(key, sub.default);
+    if (isSchemaObject(sub) && Object.hasOwn(sub, 'default') && sub.default !== undefined)
+      (defaults ??= new Map()).set(key, sub.default);
   }
   return defaults;
 }

@@ -43,11 +43,18 @@ describe('defaults of required properties', () => {
     // A filled property is present for dependentRequired, as it will be on the server.
     const dependent: JsonObject = { ...schema, dependentRequired: { a: ['b'], d: ['a'] } };
     expect(errors(validateArguments(dependent, { c: 'x' }))).toEqual(['/b dependentRequired']);
-    expect(validateArguments(dependent, { c: 'x', b: 2, d: 0 })).toEqual({ ok: true, filled: { c: 'x', b: 2, d: 0, a: 1 } });
+    expect(validateArguments(dependent, { c: 'x', b: 2, d: 0 })).toEqual({
+      ok: true,
+      filled: { c: 'x', b: 2, d: 0, a: 1 },
+    });
   });
 
   it('checks a filled default like a sent value, and a sent value is never replaced', () => {
-    const broken: JsonObject = { type: 'object', properties: { n: { type: 'integer', default: 'ten' } }, required: ['n'] };
+    const broken: JsonObject = {
+      type: 'object',
+      properties: { n: { type: 'integer', default: 'ten' } },
+      required: ['n'],
+    };
     expect(errors(validateArguments(broken, {}))).toEqual(['/n type']);
     expect(validateArguments(broken, { n: 3 })).toEqual({ ok: true });
     // null is a value, not a missing property.
@@ -58,18 +65,40 @@ describe('defaults of required properties', () => {
     const schema: JsonObject = {
       type: 'object',
       properties: {
-        page: { type: 'object', properties: { size: { type: 'integer', default: 10 }, sort: { type: 'string' } }, required: ['size'] },
+        page: {
+          type: 'object',
+          properties: { size: { type: 'integer', default: 10 }, sort: { type: 'string' } },
+          required: ['size'],
+        },
         shots: { type: 'array', items: { $ref: '#/$defs/shot' } },
-        box: { type: 'object', properties: { inner: { type: 'object', properties: { depth: { type: 'integer', default: 3 } }, required: ['depth'], default: {} } }, required: ['inner'] },
+        box: {
+          type: 'object',
+          properties: {
+            inner: {
+              type: 'object',
+              properties: { depth: { type: 'integer', default: 3 } },
+              required: ['depth'],
+              default: {},
+            },
+          },
+          required: ['inner'],
+        },
       },
       allOf: [{ properties: { mode: { const: 'fast', default: 'fast' } }, required: ['mode'] }],
-      $defs: { shot: { type: 'object', properties: { scale: { type: 'string', default: 'css' } }, required: ['scale'] } },
+      $defs: {
+        shot: { type: 'object', properties: { scale: { type: 'string', default: 'css' } }, required: ['scale'] },
+      },
     };
     const args = { page: { sort: 'asc' }, shots: [{}, { scale: 'device' }], box: {} };
     const r = validateArguments(schema, args);
     expect(r).toEqual({
       ok: true,
-      filled: { page: { sort: 'asc', size: 10 }, shots: [{ scale: 'css' }, { scale: 'device' }], box: { inner: { depth: 3 } }, mode: 'fast' },
+      filled: {
+        page: { sort: 'asc', size: 10 },
+        shots: [{ scale: 'css' }, { scale: 'device' }],
+        box: { inner: { depth: 3 } },
+        mode: 'fast',
+      },
     });
     expect(args).toEqual({ page: { sort: 'asc' }, shots: [{}, { scale: 'device' }], box: {} });
     // The filled default is a copy: changing what was sent does not change the schema.
@@ -83,12 +112,17 @@ describe('defaults of required properties', () => {
       anyOf: [{ properties: { kind: { const: 'a', default: 'a' } }, required: ['kind'] }, { required: ['other'] }],
     };
     expect(validateArguments(schema, {})).toEqual({ ok: true });
-    const bad: JsonObject = { type: 'object', anyOf: [{ properties: { kind: { const: 'a', default: 'b' } }, required: ['kind'] }, { required: ['other'] }] };
+    const bad: JsonObject = {
+      type: 'object',
+      anyOf: [{ properties: { kind: { const: 'a', default: 'b' } }, required: ['kind'] }, { required: ['other'] }],
+    };
     expect(errors(validateArguments(bad, {}))).toEqual([' anyOf']);
   });
 
   it('a tool document keeps the default in its schema, and a compiled validator fills per call', () => {
-    const [doc] = buildToolDocuments('browser', [{ name: 'take_screenshot', inputSchema: screenshot }], { style: ToolNameStyle.double_underscore });
+    const [doc] = buildToolDocuments('browser', [{ name: 'take_screenshot', inputSchema: screenshot }], {
+      style: ToolNameStyle.double_underscore,
+    });
     expect(doc!.inputSchema).toEqual(screenshot);
     const validate = compileValidator(doc!.inputSchema);
     expect(validate({ type: 'jpeg' })).toEqual({ ok: true, filled: { type: 'jpeg', scale: 'css' } });
@@ -101,9 +135,15 @@ describe('defaults of required properties', () => {
 
 describe('the schema rule: kept whole, checked within bounds, the rest let through', () => {
   it('validates a 40-deep schema at every level, and lets through what lies past the depth bound', () => {
-    let schema: JsonObject = { type: 'object', properties: { leaf: { type: 'string', default: 'x' } }, required: ['leaf'] };
+    let schema: JsonObject = {
+      type: 'object',
+      properties: { leaf: { type: 'string', default: 'x' } },
+      required: ['leaf'],
+    };
     for (let i = 0; i < 39; i++) schema = { type: 'object', properties: { n: schema }, required: ['n'] };
-    const [doc] = buildToolDocuments('deep', [{ name: 'deep', inputSchema: schema }], { style: ToolNameStyle.double_underscore });
+    const [doc] = buildToolDocuments('deep', [{ name: 'deep', inputSchema: schema }], {
+      style: ToolNameStyle.double_underscore,
+    });
     expect(doc!.inputSchema).toEqual(schema);
     const at = (leaf: unknown): unknown => {
       let v: unknown = leaf;
@@ -114,7 +154,10 @@ describe('the schema rule: kept whole, checked within bounds, the rest let throu
     expect(errors(validateArguments(doc!.inputSchema, at({ leaf: 1 })))).toEqual([`${'/n'.repeat(39)}/leaf type`]);
     expect(validateArguments(doc!.inputSchema, at({}))).toEqual({ ok: true, filled: at({ leaf: 'x' }) });
     // A tighter depth bound leaves the deep part unchecked instead of refusing it.
-    expect(compileValidator(doc!.inputSchema, { maxDepth: 20 })(at({ leaf: 1 }))).toEqual({ ok: true, partial: `${'/n'.repeat(21)}: the arguments nest deeper than 20 levels` });
+    expect(compileValidator(doc!.inputSchema, { maxDepth: 20 })(at({ leaf: 1 }))).toEqual({
+      ok: true,
+      partial: `${'/n'.repeat(21)}: the arguments nest deeper than 20 levels`,
+    });
   });
 
   it('lets through a shape it does not model (pattern, format, if/then, an external $ref, patternProperties)', () => {
@@ -128,14 +171,18 @@ describe('the schema rule: kept whole, checked within bounds, the rest let throu
       patternProperties: { '^x-': { type: 'string' } },
       additionalProperties: false,
     };
-    expect(validateArguments(schema, { id: 'NOT-LOWER', remote: 42, cond: 'ab', 'x-extra': 1, other: true })).toEqual({ ok: true });
+    expect(validateArguments(schema, { id: 'NOT-LOWER', remote: 42, cond: 'ab', 'x-extra': 1, other: true })).toEqual({
+      ok: true,
+    });
     // Keywords it models beside them still refuse.
     expect(errors(validateArguments(schema, { id: 7 }))).toEqual(['/id type']);
   });
 
   it('a non-object root falls back to {type: object}, which admits any object', () => {
     for (const inputSchema of [{ type: 'string' }, ['x'], 'nonsense', null]) {
-      const [doc] = buildToolDocuments('odd', [{ name: 'odd', inputSchema }], { style: ToolNameStyle.double_underscore });
+      const [doc] = buildToolDocuments('odd', [{ name: 'odd', inputSchema }], {
+        style: ToolNameStyle.double_underscore,
+      });
       expect(doc!.inputSchema).toEqual({ type: 'object' });
       expect(validateArguments(doc!.inputSchema, { anything: [1, 2] })).toEqual({ ok: true });
     }

@@ -60,6 +60,7 @@ function copy(value: object): object {
 
 /** Assign that treats `__proto__` as an ordinary key (JSON arguments may carry one). */
 function define(target: Record<string | number, unknown>, key: string | number, value: unknown): void {
-  if (key === '__proto__') Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
+  if (key === '__proto__')
+    Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
   else target[key] = value;
 }

@@ -58,7 +58,12 @@ export interface Evaluation {
 }
 
 /** Issues of `value` against `root` (empty when it matches); `stats`, when given, receives the work spent. */
-export function evaluate(root: Node, value: unknown, limits: ValidationLimits, stats?: EvaluationStats): ValidationIssue[] {
+export function evaluate(
+  root: Node,
+  value: unknown,
+  limits: ValidationLimits,
+  stats?: EvaluationStats,
+): ValidationIssue[] {
   return evaluateFully(root, value, limits, stats).issues;
 }
 
@@ -67,7 +72,12 @@ export function evaluate(root: Node, value: unknown, limits: ValidationLimits, s
  * instead of refusing: the remote server still validates, and a value is refused only for a
  * mismatch the validator is sure of.
  */
-export function evaluateFully(root: Node, value: unknown, limits: ValidationLimits, stats?: EvaluationStats): Evaluation {
+export function evaluateFully(
+  root: Node,
+  value: unknown,
+  limits: ValidationLimits,
+  stats?: EvaluationStats,
+): Evaluation {
   const out: ValidationIssue[] = [];
   const ctx: Ctx = {
     out,
@@ -124,12 +134,16 @@ function charge(ctx: Ctx, units: number): boolean {
 
 function visit(node: Node, value: unknown, ctx: Ctx): void {
   if (!node.checks || halted(ctx)) return;
-  if (++ctx.work > ctx.limits.maxNodes) return unchecked(ctx, `more than ${ctx.limits.maxNodes} units of validation work`, true);
-  if (ctx.path.length > ctx.limits.maxDepth) return unchecked(ctx, `the arguments nest deeper than ${ctx.limits.maxDepth} levels`);
+  if (++ctx.work > ctx.limits.maxNodes)
+    return unchecked(ctx, `more than ${ctx.limits.maxNodes} units of validation work`, true);
+  if (ctx.path.length > ctx.limits.maxDepth)
+    return unchecked(ctx, `the arguments nest deeper than ${ctx.limits.maxDepth} levels`);
   if (!node.inPlace) return check(node, value, ctx);
   // Only nodes with in-place keywords can close a cycle, so only they are tracked.
-  if (ctx.chain.indexOf(node, ctx.base) !== -1) return unchecked(ctx, 'the schema refers back to itself here without consuming input (a $ref cycle)');
-  if (ctx.chain.length >= MAX_EVALUATION_DEPTH) return unchecked(ctx, `the schema nests deeper than ${MAX_EVALUATION_DEPTH} levels here`);
+  if (ctx.chain.indexOf(node, ctx.base) !== -1)
+    return unchecked(ctx, 'the schema refers back to itself here without consuming input (a $ref cycle)');
+  if (ctx.chain.length >= MAX_EVALUATION_DEPTH)
+    return unchecked(ctx, `the schema nests deeper than ${MAX_EVALUATION_DEPTH} levels here`);
   ctx.chain.push(node);
   check(node, value, ctx);
   ctx.chain.pop();
@@ -142,7 +156,11 @@ function check(node: Node, value: unknown, ctx: Ctx): void {
     return mismatch(ctx, 'type', `must be ${node.typeText}, got ${describeType(value, bits)}`);
   }
   if (node.enumPrimitives !== undefined && !enumHas(node, value, ctx)) {
-    mismatch(ctx, node.enumKeyword, node.enumKeyword === 'const' ? `must be equal to ${node.enumText}` : `must be one of ${node.enumText}`);
+    mismatch(
+      ctx,
+      node.enumKeyword,
+      node.enumKeyword === 'const' ? `must be equal to ${node.enumText}` : `must be one of ${node.enumText}`,
+    );
   }
   if (bits & STRING) checkString(node, value as string, ctx);
   else if (bits & NUMBER) checkNumber(node, Number(value), ctx);
@@ -167,8 +185,10 @@ function descend(node: Node, value: unknown, key: string | number, ctx: Ctx): vo
 
 function applicators(node: Node, value: unknown, ctx: Ctx): void {
   if (node.ref !== undefined && !halted(ctx)) {
-    if (++ctx.refs > ctx.limits.maxRefs) return unchecked(ctx, `the schema's $refs were followed more than ${ctx.limits.maxRefs} times`, true);
-    if (ctx.refDepth >= ctx.limits.maxRefDepth) return unchecked(ctx, `more than ${ctx.limits.maxRefDepth} $refs in a row here (${shorten(node.refText ?? '')})`);
+    if (++ctx.refs > ctx.limits.maxRefs)
+      return unchecked(ctx, `the schema's $refs were followed more than ${ctx.limits.maxRefs} times`, true);
+    if (ctx.refDepth >= ctx.limits.maxRefDepth)
+      return unchecked(ctx, `more than ${ctx.limits.maxRefDepth} $refs in a row here (${shorten(node.refText ?? '')})`);
     ctx.refDepth++;
     visit(node.ref, value, ctx);
     ctx.refDepth--;
@@ -199,7 +219,12 @@ function anyOf(branches: readonly Node[], value: unknown, ctx: Ctx): void {
   }
   // A branch that could not be checked may match: not a refusal.
   if (unknown) unchecked(ctx, 'a schema in anyOf could not be checked');
-  else mismatch(ctx, 'anyOf', `must match at least one of the ${branches.length} schemas in anyOf (the first fails: ${describe(first)})`);
+  else
+    mismatch(
+      ctx,
+      'anyOf',
+      `must match at least one of the ${branches.length} schemas in anyOf (the first fails: ${describe(first)})`,
+    );
 }
 
 function oneOf(branches: readonly Node[], value: unknown, ctx: Ctx): void {
@@ -214,9 +239,19 @@ function oneOf(branches: readonly Node[], value: unknown, ctx: Ctx): void {
     else first ??= miss;
   }
   const n = branches.length;
-  if (matched.length > 1) mismatch(ctx, 'oneOf', `must match exactly one of the ${n} schemas in oneOf, and matches schemas ${matched[0]} and ${matched[1]}`);
+  if (matched.length > 1)
+    mismatch(
+      ctx,
+      'oneOf',
+      `must match exactly one of the ${n} schemas in oneOf, and matches schemas ${matched[0]} and ${matched[1]}`,
+    );
   else if (unknown) unchecked(ctx, 'a schema in oneOf could not be checked');
-  else if (matched.length === 0) mismatch(ctx, 'oneOf', `must match exactly one of the ${n} schemas in oneOf, and matches none (the first fails: ${describe(first)})`);
+  else if (matched.length === 0)
+    mismatch(
+      ctx,
+      'oneOf',
+      `must match exactly one of the ${n} schemas in oneOf, and matches none (the first fails: ${describe(first)})`,
+    );
 }
 
 /** A trial's verdict when a bound left part of it unchecked and nothing in it failed. */
@@ -265,10 +300,18 @@ function enumHas(node: Node, value: unknown, ctx: Ctx): boolean {
 
 function checkString(node: Node, s: string, ctx: Ctx): void {
   // Code points lie between length/2 and length, so most checks need no counting.
-  if (node.minLength !== undefined && s.length < node.minLength * 2 && (s.length < node.minLength || measured(s, ctx) < node.minLength)) {
+  if (
+    node.minLength !== undefined &&
+    s.length < node.minLength * 2 &&
+    (s.length < node.minLength || measured(s, ctx) < node.minLength)
+  ) {
     mismatch(ctx, 'minLength', `must be at least ${node.minLength} characters`);
   }
-  if (node.maxLength !== undefined && s.length > node.maxLength && (s.length > node.maxLength * 2 || measured(s, ctx) > node.maxLength)) {
+  if (
+    node.maxLength !== undefined &&
+    s.length > node.maxLength &&
+    (s.length > node.maxLength * 2 || measured(s, ctx) > node.maxLength)
+  ) {
     mismatch(ctx, 'maxLength', `must be at most ${node.maxLength} characters`);
   }
 }
@@ -282,13 +325,17 @@ function measured(s: string, ctx: Ctx): number {
 function checkNumber(node: Node, n: number, ctx: Ctx): void {
   if (node.minimum !== undefined && n < node.minimum) mismatch(ctx, 'minimum', `must be >= ${node.minimum}`);
   if (node.maximum !== undefined && n > node.maximum) mismatch(ctx, 'maximum', `must be <= ${node.maximum}`);
-  if (node.exclusiveMinimum !== undefined && n <= node.exclusiveMinimum) mismatch(ctx, 'exclusiveMinimum', `must be > ${node.exclusiveMinimum}`);
-  if (node.exclusiveMaximum !== undefined && n >= node.exclusiveMaximum) mismatch(ctx, 'exclusiveMaximum', `must be < ${node.exclusiveMaximum}`);
+  if (node.exclusiveMinimum !== undefined && n <= node.exclusiveMinimum)
+    mismatch(ctx, 'exclusiveMinimum', `must be > ${node.exclusiveMinimum}`);
+  if (node.exclusiveMaximum !== undefined && n >= node.exclusiveMaximum)
+    mismatch(ctx, 'exclusiveMaximum', `must be < ${node.exclusiveMaximum}`);
 }
 
 function checkArray(node: Node, a: unknown[], ctx: Ctx): void {
-  if (node.minItems !== undefined && a.length < node.minItems) mismatch(ctx, 'minItems', `must have at least ${node.minItems} items`);
-  if (node.maxItems !== undefined && a.length > node.maxItems) mismatch(ctx, 'maxItems', `must have at most ${node.maxItems} items`);
+  if (node.minItems !== undefined && a.length < node.minItems)
+    mismatch(ctx, 'minItems', `must have at least ${node.minItems} items`);
+  if (node.maxItems !== undefined && a.length > node.maxItems)
+    mismatch(ctx, 'maxItems', `must have at most ${node.maxItems} items`);
   const prefix = node.prefixItems ?? [];
   const end = node.items === undefined ? Math.min(prefix.length, a.length) : a.length;
   for (let i = 0; i < end && !halted(ctx); i++) {
@@ -322,7 +369,8 @@ function checkObject(node: Node, o: Record<string, unknown>, ctx: Ctx): void {
       if (!charge(ctx, names.length >> 5)) return;
       for (const name of names) {
         if (halted(ctx)) return;
-        if (!present(o, name) && ctx.fills?.has(o, name) !== true) missing(ctx, name, 'dependentRequired', `is required when ${shorten(JSON.stringify(key), 64)} is present`);
+        if (!present(o, name) && ctx.fills?.has(o, name) !== true)
+          missing(ctx, name, 'dependentRequired', `is required when ${shorten(JSON.stringify(key), 64)} is present`);
       }
     }
   }

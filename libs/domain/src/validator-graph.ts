@@ -143,11 +143,17 @@ function prune(n: Node, anyLeft: number): void {
   }
   // Positions and names stay while `items` / `additionalProperties` need them to know what is extra.
   if (n.items === undefined && n.prefixItems?.every((c) => !c.checks)) n.prefixItems = undefined;
-  if (n.additional === undefined && n.properties !== undefined && [...n.properties.values()].every((c) => !c.checks)) n.properties = undefined;
+  if (n.additional === undefined && n.properties !== undefined && [...n.properties.values()].every((c) => !c.checks))
+    n.properties = undefined;
   // What stays but checks nothing becomes the shared trivial node, so its own node can be collected.
   if (n.prefixItems !== undefined) n.prefixItems = n.prefixItems.map(shared);
   if (n.oneOf !== undefined) n.oneOf = n.oneOf.map(shared);
   if (n.not !== undefined) n.not = shared(n.not);
   if (n.properties !== undefined) for (const [key, c] of n.properties) if (!c.checks) n.properties.set(key, TRIVIAL);
-  n.inPlace = n.ref !== undefined || n.allOf !== undefined || n.anyOf !== undefined || n.oneOf !== undefined || n.not !== undefined;
+  n.inPlace =
+    n.ref !== undefined ||
+    n.allOf !== undefined ||
+    n.anyOf !== undefined ||
+    n.oneOf !== undefined ||
+    n.not !== undefined;
 }

@@ -36,13 +36,19 @@ describe('hostile schemas are bounded by the work counters, and what is past a b
     expect(r.refs).toBe(DEFAULT_VALIDATION_LIMITS.maxRefDepth + 1);
     expect(r.work).toBeLessThanOrEqual(DEFAULT_VALIDATION_LIMITS.maxRefDepth + 2);
     // The same chain as properties of an argument, and through the public API (cached compile).
-    const v = compileValidator({ type: 'object', properties: { a: { $ref: '#/$defs/d0' } }, $defs: schema.$defs } as never);
+    const v = compileValidator({
+      type: 'object',
+      properties: { a: { $ref: '#/$defs/d0' } },
+      $defs: schema.$defs,
+    } as never);
     expect(v({ a: 1 })).toEqual({ ok: true, partial: expect.stringContaining('/a: more than 64 $refs in a row') });
     expect(v({})).toEqual({ ok: true });
   });
 
   it('a 10,000-deep chain that consumes input at every step stops at the depth bound, the rest unchecked', () => {
-    const schema = defsChain(10_000, (next) => ({ type: 'object', properties: { a: { $ref: next } } }), { type: 'string' });
+    const schema = defsChain(10_000, (next) => ({ type: 'object', properties: { a: { $ref: next } } }), {
+      type: 'string',
+    });
     let value: unknown = 'x';
     for (let i = 0; i < 10_000; i++) value = { a: value };
     const r = run(schema, value);
@@ -88,7 +94,9 @@ describe('hostile schemas are bounded by the work counters, and what is past a b
     expect([r.issues, r.partial]).toEqual([[], expect.stringMatching(WORK)]);
     expect(r.work).toBe(DEFAULT_VALIDATION_LIMITS.maxNodes + 1);
     // Past the compile budget a branch is left unchecked, so the anyOf admits everything (the server still validates).
-    const wider = { anyOf: Array.from({ length: MAX_COMPILED_NODES + 1 }, (_, i) => ({ type: 'string', minLength: i + 1 })) };
+    const wider = {
+      anyOf: Array.from({ length: MAX_COMPILED_NODES + 1 }, (_, i) => ({ type: 'string', minLength: i + 1 })),
+    };
     expect(run(wider, '').issues).toEqual([]);
     const values = Array.from({ length: 100_000 }, (_, i) => `v${i}`);
     const enums = { anyOf: [{ enum: values }, { enum: values }, { const: 'x' }] };
@@ -98,7 +106,10 @@ describe('hostile schemas are bounded by the work counters, and what is past a b
 
   it('a branchy schema re-scanning a big object or measuring a long string pays for each scan', () => {
     const keys = Object.fromEntries(Array.from({ length: 20_000 }, (_, i) => [`k${i}`, 1]));
-    const scan = defsChain(30, (next) => ({ anyOf: [{ $ref: next }, { $ref: next }] }), { properties: { zz: { type: 'string' } }, required: ['missing'] });
+    const scan = defsChain(30, (next) => ({ anyOf: [{ $ref: next }, { $ref: next }] }), {
+      properties: { zz: { type: 'string' } },
+      required: ['missing'],
+    });
     const r = run(scan, keys);
     expect([r.issues, r.partial]).toEqual([[], expect.stringMatching(WORK)]);
     // Each scan of 20,000 keys costs 625 units: the budget allows about 16 scans, not 2^30.
@@ -111,7 +122,11 @@ describe('hostile schemas are bounded by the work counters, and what is past a b
   });
 
   it('10,000 $refs per validation at most, even when each consumes input', () => {
-    const schema = { type: 'array', items: { $ref: '#/$defs/n' }, $defs: { n: { $ref: '#/$defs/m' }, m: { type: 'integer' } } };
+    const schema = {
+      type: 'array',
+      items: { $ref: '#/$defs/n' },
+      $defs: { n: { $ref: '#/$defs/m' }, m: { type: 'integer' } },
+    };
     const r = run(
       schema,
       Array.from({ length: 6_000 }, () => 1),
@@ -132,11 +147,16 @@ describe('hostile schemas are bounded by the work counters, and what is past a b
     for (let i = 0; i < 10_000; i++) props = { properties: { a: props } };
     let value: unknown = 1;
     for (let i = 0; i < 10_000; i++) value = { a: value };
-    expect(run(props, value)).toMatchObject({ issues: [], partial: `${'/a'.repeat(65)}: the arguments nest deeper than 64 levels` });
+    expect(run(props, value)).toMatchObject({
+      issues: [],
+      partial: `${'/a'.repeat(65)}: the arguments nest deeper than 64 levels`,
+    });
   });
 
   it('a schema past the compile budget leaves its remaining parts unchecked instead of growing', () => {
-    const $defs = Object.fromEntries(Array.from({ length: 150_000 }, (_, i) => [`d${i}`, { $ref: `#/$defs/d${i + 1}` }]));
+    const $defs = Object.fromEntries(
+      Array.from({ length: 150_000 }, (_, i) => [`d${i}`, { $ref: `#/$defs/d${i + 1}` }]),
+    );
     const r = run({ type: 'object', properties: { a: { $ref: '#/$defs/d0' } }, $defs }, { a: 1 });
     expect(r.nodes).toBeLessThanOrEqual(MAX_COMPILED_NODES);
     expect(r.issues).toEqual([]);
@@ -147,7 +167,10 @@ describe('hostile schemas are bounded by the work counters, and what is past a b
   it('cyclic JavaScript objects compile once per object; a cycle that consumes no input is left unchecked', () => {
     const loop: Record<string, unknown> = { type: 'object' };
     loop.allOf = [loop];
-    expect(run(loop, {})).toMatchObject({ issues: [], partial: '/: the schema refers back to itself here without consuming input (a $ref cycle)' });
+    expect(run(loop, {})).toMatchObject({
+      issues: [],
+      partial: '/: the schema refers back to itself here without consuming input (a $ref cycle)',
+    });
     // Its own keywords are still checked before the cycle.
     expect(run(loop, 1).issues).toEqual([' type']);
     const tree: Record<string, unknown> = { type: 'object' };

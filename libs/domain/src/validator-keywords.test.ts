@@ -28,7 +28,10 @@ describe('JSON Schema 2020-12: $ref and $defs', () => {
       required: ['value'],
     };
     expect(check(tree, { value: 1, children: [{ value: 2, children: [{ value: 3 }] }] })).toEqual([]);
-    expect(check(tree, { value: 1, children: [{ value: 2, children: [{ value: 'x' }, {}] }] })).toEqual(['/children/0/children/0/value type', '/children/0/children/1/value required']);
+    expect(check(tree, { value: 1, children: [{ value: 2, children: [{ value: 'x' }, {}] }] })).toEqual([
+      '/children/0/children/0/value type',
+      '/children/0/children/1/value required',
+    ]);
   });
 
   it('decodes JSON-pointer escapes (~0, ~1), percent-encoding and array indexes', () => {
@@ -51,16 +54,31 @@ describe('JSON Schema 2020-12: $ref and $defs', () => {
         choice: { anyOf: [{ type: 'string' }, { type: 'array' }] },
       },
     };
-    expect(check(schema, { slash: 's', tilde: true, space: null, percent: 1, both: 'tilde-one', index: [] })).toEqual([]);
-    expect(check(schema, { slash: 1, tilde: 1, space: 1, percent: 'x', both: 'x', index: 's' })).toEqual(['/slash type', '/tilde type', '/space type', '/percent type', '/both const', '/index type']);
+    expect(check(schema, { slash: 's', tilde: true, space: null, percent: 1, both: 'tilde-one', index: [] })).toEqual(
+      [],
+    );
+    expect(check(schema, { slash: 1, tilde: 1, space: 1, percent: 'x', both: 'x', index: 's' })).toEqual([
+      '/slash type',
+      '/tilde type',
+      '/space type',
+      '/percent type',
+      '/both const',
+      '/index type',
+    ]);
   });
 
   it('resolves #anchor names given by $anchor', () => {
-    const schema: JsonObject = { type: 'object', properties: { p: { $ref: '#pos' } }, $defs: { n: { $anchor: 'pos', type: 'number', exclusiveMinimum: 0 } } };
+    const schema: JsonObject = {
+      type: 'object',
+      properties: { p: { $ref: '#pos' } },
+      $defs: { n: { $anchor: 'pos', type: 'number', exclusiveMinimum: 0 } },
+    };
     expect(check(schema, { p: 1 })).toEqual([]);
     expect(check(schema, { p: 0 })).toEqual(['/p exclusiveMinimum']);
     // An $anchor inside data (an enum, a const) names nothing.
-    expect(check({ properties: { p: { $ref: '#fake' } }, enum: [{ $anchor: 'fake', p: 1 }, { p: 1 }] }, { p: 1 })).toEqual([]);
+    expect(
+      check({ properties: { p: { $ref: '#fake' } }, enum: [{ $anchor: 'fake', p: 1 }, { p: 1 }] }, { p: 1 }),
+    ).toEqual([]);
   });
 
   it('evaluates $ref beside its siblings (2020-12), and a $ref to a boolean schema', () => {
@@ -76,7 +94,13 @@ describe('JSON Schema 2020-12: $ref and $defs', () => {
 
   it('leaves a $ref inside a subschema with its own $id to the server (its base is another resource)', () => {
     const schema: JsonObject = {
-      properties: { x: { $id: 'https://example.com/inner', properties: { y: { $ref: '#/$defs/s' } }, $defs: { s: { type: 'string' } } } },
+      properties: {
+        x: {
+          $id: 'https://example.com/inner',
+          properties: { y: { $ref: '#/$defs/s' } },
+          $defs: { s: { type: 'string' } },
+        },
+      },
       $defs: { s: { type: 'integer' } },
     };
     expect(check(schema, { x: { y: 'text' } })).toEqual([]);
@@ -103,7 +127,11 @@ describe('JSON Schema 2020-12: $ref and $defs', () => {
     // Beside a branch that admits everything the anyOf admits everything: nothing to refuse.
     expect(compileValidator({ anyOf: [{}, { $ref: '#' }] })(1).ok).toBe(true);
     // The cycle is found at the argument that reaches it.
-    expect(compileValidator({ properties: { deep: { properties: { x: { $ref: '#/properties/deep/properties/x' } } } } })({ deep: { x: 1 } })).toEqual({
+    expect(
+      compileValidator({ properties: { deep: { properties: { x: { $ref: '#/properties/deep/properties/x' } } } } })({
+        deep: { x: 1 },
+      }),
+    ).toEqual({
       ok: true,
       partial: '/deep/x: the schema refers back to itself here without consuming input (a $ref cycle)',
     });
@@ -123,7 +151,10 @@ describe('JSON Schema 2020-12: $ref and $defs', () => {
     expect(r).toEqual({ ok: true, partial: expect.stringMatching(/^\/x: more than 64 \$refs in a row/) });
     expect(errors(compileValidator(chain(64), { maxRefDepth: 100 })({ x: 1 }))).toEqual(['/x type']);
     // A recursive schema spends one $ref per level of the value: deep values stay within the bound.
-    const list: JsonObject = { $defs: { node: { type: 'object', properties: { next: { $ref: '#/$defs/node' } } } }, $ref: '#/$defs/node' };
+    const list: JsonObject = {
+      $defs: { node: { type: 'object', properties: { next: { $ref: '#/$defs/node' } } } },
+      $ref: '#/$defs/node',
+    };
     let value: unknown = {};
     for (let i = 0; i < 30; i++) value = { next: value };
     expect(validateArguments(list, value)).toEqual({ ok: true });
@@ -137,7 +168,10 @@ describe('JSON Schema 2020-12: applicators', () => {
     expect(check(schema, 'a')).toEqual([' minLength']);
     expect(check(schema, 'abcd')).toEqual([' maxLength']);
     expect(check(schema, 1)).toEqual([' type']);
-    expect(check({ properties: { p: { allOf: [{ required: ['a'] }, { required: ['b'] }] } } }, { p: {} })).toEqual(['/p/a required', '/p/b required']);
+    expect(check({ properties: { p: { allOf: [{ required: ['a'] }, { required: ['b'] }] } } }, { p: {} })).toEqual([
+      '/p/a required',
+      '/p/b required',
+    ]);
   });
 
   it('anyOf: one matching subschema is enough; none says which failed first', () => {
@@ -156,7 +190,14 @@ describe('JSON Schema 2020-12: applicators', () => {
     const r = validateArguments(schema, { id: 0 });
     expect(r).toEqual({
       ok: false,
-      errors: [{ path: '/id', keyword: 'anyOf', message: 'must match at least one of the 2 schemas in anyOf (the first fails: /id must be string, got integer)' }],
+      errors: [
+        {
+          path: '/id',
+          keyword: 'anyOf',
+          message:
+            'must match at least one of the 2 schemas in anyOf (the first fails: /id must be string, got integer)',
+        },
+      ],
     });
     expect(check(schema, { id: '' })).toEqual(['/id anyOf']);
   });
@@ -166,10 +207,14 @@ describe('JSON Schema 2020-12: applicators', () => {
     expect(check(schema, 11)).toEqual([]);
     expect(check(schema, 1.5)).toEqual([]);
     const two = validateArguments(schema, 3);
-    expect(two.ok ? '' : two.errors[0]?.message).toBe('must match exactly one of the 2 schemas in oneOf, and matches schemas 0 and 1');
+    expect(two.ok ? '' : two.errors[0]?.message).toBe(
+      'must match exactly one of the 2 schemas in oneOf, and matches schemas 0 and 1',
+    );
     const none = validateArguments(schema, 'x');
     expect(errors(none)).toEqual([' oneOf']);
-    expect(none.ok ? '' : none.errors[0]?.message).toMatch(/matches none \(the first fails: \/ must be integer, got string\)/);
+    expect(none.ok ? '' : none.errors[0]?.message).toMatch(
+      /matches none \(the first fails: \/ must be integer, got string\)/,
+    );
     // Two branches that admit everything: nothing can match exactly one.
     expect(check({ oneOf: [{}, true] }, 1)).toEqual([' oneOf']);
     expect(check({ oneOf: [{}] }, 1)).toEqual([]);
@@ -190,15 +235,25 @@ describe('JSON Schema 2020-12: applicators', () => {
     let value: unknown = 1;
     for (let i = 0; i < 70; i++) value = [value];
     // The deep branch cannot be judged; the other fails: the verdict is unknown, so the value passes.
-    for (const schema of [{ not: deep }, { anyOf: [deep, { type: 'string' }] }, { oneOf: [deep, { type: 'object' }] }] as JsonObject[]) {
+    for (const schema of [
+      { not: deep },
+      { anyOf: [deep, { type: 'string' }] },
+      { oneOf: [deep, { type: 'object' }] },
+    ] as JsonObject[]) {
       const r = validateArguments(schema, value);
-      expect(r, JSON.stringify(Object.keys(schema))).toEqual({ ok: true, partial: `${'/0'.repeat(65)}: the arguments nest deeper than 64 levels` });
+      expect(r, JSON.stringify(Object.keys(schema))).toEqual({
+        ok: true,
+        partial: `${'/0'.repeat(65)}: the arguments nest deeper than 64 levels`,
+      });
     }
     // A certain mismatch stays one: a branch that fails within the bound, or two that both match.
     expect(check({ anyOf: [deep, { type: 'string' }] }, 1)).toEqual([' anyOf']);
     expect(check({ oneOf: [deep, { type: 'array' }, {}] }, value)).toEqual([' oneOf']);
     expect(check({ not: { anyOf: [deep, { type: 'array' }] } }, value)).toEqual([' not']);
-    const budget = compileValidator({ not: { type: 'array', items: { type: 'integer' } } }, { maxNodes: 10 })(Array.from({ length: 50 }, () => 1));
+    const budget = compileValidator(
+      { not: { type: 'array', items: { type: 'integer' } } },
+      { maxNodes: 10 },
+    )(Array.from({ length: 50 }, () => 1));
     expect(budget).toEqual({ ok: true, partial: '/8: more than 10 units of validation work' });
   });
 });
@@ -246,7 +301,9 @@ describe('the schema is handed on whole', () => {
   const schema: JsonObject = {
     type: 'object',
     properties: { node: { $ref: '#/$defs/node' }, pick: { anyOf: [{ const: 'a' }, { $ref: '#/definitions/n' }] } },
-    $defs: { node: { type: 'object', properties: { next: { $ref: '#/$defs/node' } }, dependentRequired: { a: ['b'] } } },
+    $defs: {
+      node: { type: 'object', properties: { next: { $ref: '#/$defs/node' } }, dependentRequired: { a: ['b'] } },
+    },
     definitions: { n: { type: 'number', not: { const: 0 } } },
     prefixItems: [{ $ref: '#' }],
   };
@@ -262,8 +319,13 @@ describe('the schema is handed on whole', () => {
   });
 
   it('a tool document carries $ref, $defs and every applicator as the server sent them', () => {
-    const [doc] = buildToolDocuments('demo', [{ name: 't', inputSchema: structuredClone(schema) }], { style: ToolNameStyle.double_underscore });
+    const [doc] = buildToolDocuments('demo', [{ name: 't', inputSchema: structuredClone(schema) }], {
+      style: ToolNameStyle.double_underscore,
+    });
     expect(doc?.inputSchema).toEqual(schema);
-    expect(errors(validateArguments(doc!.inputSchema, { node: { next: { a: 1 } }, pick: 0 }))).toEqual(['/node/next/b dependentRequired', '/pick anyOf']);
+    expect(errors(validateArguments(doc!.inputSchema, { node: { next: { a: 1 } }, pick: 0 }))).toEqual([
+      '/node/next/b dependentRequired',
+      '/pick anyOf',
+    ]);
   });
 });

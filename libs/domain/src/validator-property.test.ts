@@ -10,7 +10,18 @@ const KEYS = ['a', 'b', 'a/b', '~', ''];
 const key = fc.constantFrom(...KEYS);
 const typeName = fc.constantFrom('null', 'boolean', 'integer', 'number', 'string', 'array', 'object', 'nonsense');
 const small = fc.integer({ min: -3, max: 3 });
-const REFS = ['#', '#/$defs/a', '#/$defs/b', '#/properties/a', '#/$defs/a/anyOf/0', '#/$defs/%61', '#/$defs/a~1b', '#a', '#/nope', 'https://example.com/x'];
+const REFS = [
+  '#',
+  '#/$defs/a',
+  '#/$defs/b',
+  '#/properties/a',
+  '#/$defs/a/anyOf/0',
+  '#/$defs/%61',
+  '#/$defs/a~1b',
+  '#a',
+  '#/nope',
+  'https://example.com/x',
+];
 
 /** Random schemas over every keyword the validator models (and some it ignores); with refs, cycles and chains come for free. */
 function schemas(withRefs: boolean): fc.Arbitrary<unknown> {
@@ -55,13 +66,23 @@ function schemas(withRefs: boolean): fc.Arbitrary<unknown> {
 
 const values: fc.Arbitrary<unknown> = fc.oneof(
   fc.jsonValue({ maxDepth: 3 }),
-  fc.dictionary(key, fc.oneof(fc.jsonValue({ maxDepth: 2 }), fc.dictionary(key, fc.jsonValue({ maxDepth: 1 }), { maxKeys: 3 })), { maxKeys: 4 }),
+  fc.dictionary(
+    key,
+    fc.oneof(fc.jsonValue({ maxDepth: 2 }), fc.dictionary(key, fc.jsonValue({ maxDepth: 1 }), { maxKeys: 3 })),
+    { maxKeys: 4 },
+  ),
   fc.array(fc.oneof(fc.jsonValue({ maxDepth: 1 }), fc.constant(undefined)), { maxLength: 5 }),
   fc.constantFrom(undefined, 2n, Number.NaN, -0, new Map()),
 );
 
 const limits: fc.Arbitrary<Partial<ValidationLimits>> = fc.record(
-  { maxDepth: fc.nat(6), maxNodes: fc.integer({ min: 1, max: 300 }), maxIssues: fc.integer({ min: 1, max: 5 }), maxRefDepth: fc.nat(5), maxRefs: fc.nat(50) },
+  {
+    maxDepth: fc.nat(6),
+    maxNodes: fc.integer({ min: 1, max: 300 }),
+    maxIssues: fc.integer({ min: 1, max: 5 }),
+    maxRefDepth: fc.nat(5),
+    maxRefs: fc.nat(50),
+  },
   { requiredKeys: [] },
 );
 
@@ -89,7 +110,8 @@ const KEYWORDS = new Set([
 
 function wellFormed(r: ValidationResult, maxIssues: number): void {
   // A bound hit is never a refusal: it only says which part was left unchecked.
-  if (r.ok) return expect(r.partial === undefined || (typeof r.partial === 'string' && r.partial.startsWith('/'))).toBe(true);
+  if (r.ok)
+    return expect(r.partial === undefined || (typeof r.partial === 'string' && r.partial.startsWith('/'))).toBe(true);
   expect(r.errors.length).toBeGreaterThan(0);
   expect(r.errors.length).toBeLessThanOrEqual(maxIssues);
   for (const e of r.errors) {

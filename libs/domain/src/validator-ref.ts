@@ -67,7 +67,8 @@ export class RefResolver {
         continue;
       }
       const o = v as Record<string, unknown>;
-      if (typeof o.$anchor === 'string' && Object.hasOwn(o, '$anchor') && !anchors.has(o.$anchor)) anchors.set(o.$anchor, o);
+      if (typeof o.$anchor === 'string' && Object.hasOwn(o, '$anchor') && !anchors.has(o.$anchor))
+        anchors.set(o.$anchor, o);
       for (const key of Object.keys(o)) if (!DATA_KEYS.has(key)) stack.push(o[key]);
     }
     return anchors;

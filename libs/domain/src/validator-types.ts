@@ -16,7 +16,8 @@ export interface ValidationIssue {
  * property left out whose subschema has a `default` holds that default (the value given is never
  * changed). It is what was validated, and what a caller should send.
  */
-export type ValidationResult = { ok: true; partial?: string; filled?: Record<string, unknown> } | { ok: false; errors: ValidationIssue[] };
+export type ValidationResult =
+  { ok: true; partial?: string; filled?: Record<string, unknown> } | { ok: false; errors: ValidationIssue[] };
 export type ArgumentValidator = (value: unknown) => ValidationResult;
 
 export interface ValidationLimits {

@@ -59,13 +59,21 @@ describe('validateArguments', () => {
       '/meta/extra additionalProperties',
       '/flag type',
     ]);
-    expect(errors(validateArguments(issueSchema, { title: '', labels: ['a', 'b', 3], count: 11 }))).toEqual(['/title minLength', '/labels maxItems', '/labels/2 type', '/count maximum']);
+    expect(errors(validateArguments(issueSchema, { title: '', labels: ['a', 'b', 3], count: 11 }))).toEqual([
+      '/title minLength',
+      '/labels maxItems',
+      '/labels/2 type',
+      '/count maximum',
+    ]);
     expect(errors(validateArguments(issueSchema, { title: 'toolong' }))).toEqual(['/title maxLength']);
     expect(errors(validateArguments(issueSchema, 'x'))).toEqual([' type']);
   });
 
   it('writes messages a model can act on', () => {
-    const r = validateArguments({ type: 'object', properties: { n: { type: ['integer', 'null'] } }, required: ['q'] }, { n: 'x' });
+    const r = validateArguments(
+      { type: 'object', properties: { n: { type: ['integer', 'null'] } }, required: ['q'] },
+      { n: 'x' },
+    );
     expect(r).toEqual({
       ok: false,
       errors: [
@@ -90,12 +98,16 @@ describe('validateArguments', () => {
 
   it('checks numeric bounds like the comparison operators', () => {
     fc.assert(
-      fc.property(fc.double({ noNaN: true, noDefaultInfinity: true }), fc.double({ noNaN: true, noDefaultInfinity: true }), (v, bound) => {
-        expect(validateArguments({ minimum: bound }, v).ok).toBe(v >= bound);
-        expect(validateArguments({ maximum: bound }, v).ok).toBe(v <= bound);
-        expect(validateArguments({ exclusiveMinimum: bound }, v).ok).toBe(v > bound);
-        expect(validateArguments({ exclusiveMaximum: bound }, v).ok).toBe(v < bound);
-      }),
+      fc.property(
+        fc.double({ noNaN: true, noDefaultInfinity: true }),
+        fc.double({ noNaN: true, noDefaultInfinity: true }),
+        (v, bound) => {
+          expect(validateArguments({ minimum: bound }, v).ok).toBe(v >= bound);
+          expect(validateArguments({ maximum: bound }, v).ok).toBe(v <= bound);
+          expect(validateArguments({ exclusiveMinimum: bound }, v).ok).toBe(v > bound);
+          expect(validateArguments({ exclusiveMaximum: bound }, v).ok).toBe(v < bound);
+        },
+      ),
     );
     for (const b of [-1, 0, 1, 2.5]) {
       expect(validateArguments({ minimum: b, maximum: b }, b).ok).toBe(true);
@@ -162,14 +174,28 @@ describe('validateArguments', () => {
       },
       multipleOf: 7,
     } as JsonObject;
-    expect(validateArguments(schema, { s: 'nope', r: 1, remote: 1, relative: 1, anchor: 1, broken: 1, proto: 1, dynamic: 1, cond: 'x' })).toEqual({ ok: true });
+    expect(
+      validateArguments(schema, {
+        s: 'nope',
+        r: 1,
+        remote: 1,
+        relative: 1,
+        anchor: 1,
+        broken: 1,
+        proto: 1,
+        dynamic: 1,
+        cond: 'x',
+      }),
+    ).toEqual({ ok: true });
     // The tuple form of drafts before 2020-12 is left to the server.
     expect(validateArguments({ type: 'array', items: [{ type: 'string' }] }, [1]).ok).toBe(true);
     expect(validateArguments({ type: 'nonsense' }, 1).ok).toBe(true);
   });
 
   it('leaves additionalProperties to the server when patternProperties is present', () => {
-    expect(validateArguments({ patternProperties: { '^x': {} }, additionalProperties: false }, { x1: 1 }).ok).toBe(true);
+    expect(validateArguments({ patternProperties: { '^x': {} }, additionalProperties: false }, { x1: 1 }).ok).toBe(
+      true,
+    );
   });
 
   it('accepts anything under the empty and true schemas and nothing under false', () => {
@@ -180,12 +206,17 @@ describe('validateArguments', () => {
         expect(compileValidator(false)(v).ok).toBe(false);
       }),
     );
-    expect(errors(validateArguments({ properties: { x: false as unknown as JsonObject } }, { x: 1 }))).toEqual(['/x false']);
+    expect(errors(validateArguments({ properties: { x: false as unknown as JsonObject } }, { x: 1 }))).toEqual([
+      '/x false',
+    ]);
   });
 
   it('refuses arguments over 1 MiB of JSON with a single size issue', () => {
     const r = validateArguments({ type: 'object' }, { s: 'x'.repeat(1024 * 1024) });
-    expect(r).toEqual({ ok: false, errors: [{ path: '', keyword: 'size', message: expect.stringContaining('bytes') }] });
+    expect(r).toEqual({
+      ok: false,
+      errors: [{ path: '', keyword: 'size', message: expect.stringContaining('bytes') }],
+    });
     expect(validateArguments({ type: 'object' }, { s: 'x'.repeat(1024 * 1024 - 20) }).ok).toBe(true);
   });
 
@@ -205,7 +236,10 @@ describe('validateArguments', () => {
     for (let i = 0; i < 70; i++) schema = { type: 'array', items: schema };
     let value: unknown = 1;
     for (let i = 0; i < 70; i++) value = [value];
-    expect(validateArguments(schema, value)).toEqual({ ok: true, partial: `${'/0'.repeat(65)}: the arguments nest deeper than 64 levels` });
+    expect(validateArguments(schema, value)).toEqual({
+      ok: true,
+      partial: `${'/0'.repeat(65)}: the arguments nest deeper than 64 levels`,
+    });
     // A mismatch within the bound is refused: 40 levels down.
     let forty: unknown = 1;
     for (let i = 0; i < 40; i++) forty = [forty];
@@ -224,7 +258,12 @@ describe('validateArguments', () => {
     items[5] = 'x';
     items[15_000] = 'y';
     expect(errors(validateArguments({ type: 'array', items: { type: 'integer' } }, items))).toEqual(['/5 type']);
-    expect(compileValidator({ type: 'array', items: { type: 'integer' } }, { maxNodes: 30_000 })(Array.from({ length: 20_000 }, () => 1)).ok).toBe(true);
+    expect(
+      compileValidator(
+        { type: 'array', items: { type: 'integer' } },
+        { maxNodes: 30_000 },
+      )(Array.from({ length: 20_000 }, () => 1)).ok,
+    ).toBe(true);
   });
 
   it('does not hang on hostile schemas', () => {
@@ -246,7 +285,12 @@ describe('validateArguments', () => {
 
   it('costs a handful of work units per call for a small schema', () => {
     const stats = { work: 0, refs: 0 };
-    const issues = evaluate(compileSchema(issueSchema), { title: 'hi', count: 2, labels: ['a'], state: 'open' }, DEFAULT_VALIDATION_LIMITS, stats);
+    const issues = evaluate(
+      compileSchema(issueSchema),
+      { title: 'hi', count: 2, labels: ['a'], state: 'open' },
+      DEFAULT_VALIDATION_LIMITS,
+      stats,
+    );
     expect(issues).toEqual([]);
     // The root, title, count, labels, its one item, and state: one unit each.
     expect(stats).toEqual({ work: 6, refs: 0 });

@@ -2,7 +2,12 @@ import { isPlainObject, type JsonObject } from './types.js';
 import { jsonSizeExceeds } from './json-measure.js';
 import { compileSchema } from './validator-compile.js';
 import { evaluateFully } from './validator-evaluate.js';
-import { DEFAULT_VALIDATION_LIMITS, type ArgumentValidator, type ValidationLimits, type ValidationResult } from './validator-types.js';
+import {
+  DEFAULT_VALIDATION_LIMITS,
+  type ArgumentValidator,
+  type ValidationLimits,
+  type ValidationResult,
+} from './validator-types.js';
 
 export { DEFAULT_VALIDATION_LIMITS };
 export type { ArgumentValidator, ValidationIssue, ValidationLimits, ValidationResult } from './validator-types.js';
@@ -34,7 +39,10 @@ export function compileValidator(schema: JsonObject | boolean, limits?: Partial<
   const root = compileSchema(schema);
   return (value) => {
     if (jsonSizeExceeds(value, lim.maxBytes)) {
-      return { ok: false, errors: [{ path: '', keyword: 'size', message: `arguments are larger than ${lim.maxBytes} bytes of JSON` }] };
+      return {
+        ok: false,
+        errors: [{ path: '', keyword: 'size', message: `arguments are larger than ${lim.maxBytes} bytes of JSON` }],
+      };
     }
     const { issues, partial, fills } = evaluateFully(root, value, lim);
     if (issues.length > 0) return { ok: false, errors: issues };
@@ -51,7 +59,11 @@ const cache = new WeakMap<object, ArgumentValidator>();
  * Validates `value` against `schema` with {@link compileValidator}. With default limits the
  * compiled validator is cached per schema object, so keep document schemas as long-lived objects.
  */
-export function validateArguments(schema: JsonObject, value: unknown, limits?: Partial<ValidationLimits>): ValidationResult {
+export function validateArguments(
+  schema: JsonObject,
+  value: unknown,
+  limits?: Partial<ValidationLimits>,
+): ValidationResult {
   if (limits !== undefined) return compileValidator(schema, limits)(value);
   let validator = cache.get(schema);
   if (validator === undefined) {

@@ -27,16 +27,22 @@ function isPlainObject(v: unknown): v is Record<string, unknown> {
 export function parseEnvelope(body: unknown): ActionEnvelope {
   if (!isPlainObject(body)) throw invalidInput('envelope', 'must be an object');
   const { signer, account, ts, nonce, action, sig } = body;
-  if (typeof signer !== 'string' || !PRINCIPAL_RE.test(signer) || !canonicalBase64url(signer)) throw invalidInput('signer', 'must be an ed25519 principal (base64url, 43 chars)');
-  if (typeof account !== 'string' || !PRINCIPAL_RE.test(account) || !canonicalBase64url(account)) throw invalidInput('account', 'must be an account principal');
-  if (typeof ts !== 'number' || !Number.isSafeInteger(ts)) throw invalidInput('ts', 'must be an integer (milliseconds since the epoch)');
-  if (typeof nonce !== 'string' || !NONCE_RE.test(nonce)) throw invalidInput('nonce', 'must be 8-64 base64url characters');
+  if (typeof signer !== 'string' || !PRINCIPAL_RE.test(signer) || !canonicalBase64url(signer))
+    throw invalidInput('signer', 'must be an ed25519 principal (base64url, 43 chars)');
+  if (typeof account !== 'string' || !PRINCIPAL_RE.test(account) || !canonicalBase64url(account))
+    throw invalidInput('account', 'must be an account principal');
+  if (typeof ts !== 'number' || !Number.isSafeInteger(ts))
+    throw invalidInput('ts', 'must be an integer (milliseconds since the epoch)');
+  if (typeof nonce !== 'string' || !NONCE_RE.test(nonce))
+    throw invalidInput('nonce', 'must be 8-64 base64url characters');
   if (!isPlainObject(action) || typeof action.type !== 'string') throw invalidInput('action.type', 'is required');
   if (typeof sig !== 'string') throw invalidInput('sig', 'is required');
-  if (!SIG_RE.test(sig) || !canonicalBase64url(sig)) throw invalidInput('sig', 'must be an ed25519 signature (canonical base64url, 86 chars)');
+  if (!SIG_RE.test(sig) || !canonicalBase64url(sig))
+    throw invalidInput('sig', 'must be an ed25519 signature (canonical base64url, 86 chars)');
   for (const k of Object.keys(body)) {
     // A key from outside is not echoed whole: it could be long, or carry terminal escapes.
-    if (!FIELDS.has(k)) throw invalidInput(/^[A-Za-z0-9_-]{1,32}$/.test(k) ? k : 'envelope', 'is not a field of the envelope');
+    if (!FIELDS.has(k))
+      throw invalidInput(/^[A-Za-z0-9_-]{1,32}$/.test(k) ? k : 'envelope', 'is not a field of the envelope');
   }
   return body as unknown as ActionEnvelope;
 }

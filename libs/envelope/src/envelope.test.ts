@@ -7,7 +7,14 @@ describe('signed envelopes', () => {
     const key = generateKeyPair();
     const env = signAction(key, key.principal, { type: 'ListMcpServers' });
     expect(verifySignature(env)).toBe(true);
-    const reordered = { sig: env.sig, action: env.action, nonce: env.nonce, ts: env.ts, account: env.account, signer: env.signer };
+    const reordered = {
+      sig: env.sig,
+      action: env.action,
+      nonce: env.nonce,
+      ts: env.ts,
+      account: env.account,
+      signer: env.signer,
+    };
     expect(verifySignature(reordered)).toBe(true);
   });
 
@@ -31,7 +38,12 @@ describe('bounded signing bytes', () => {
     let bomb: unknown = 0;
     for (let i = 0; i < 60; i++) bomb = [bomb, bomb];
     const forged = { ...env, action: { type: 'SetMcpServer', name: 'a', config: bomb } };
-    expect(() => signingBytes(forged)).toThrow(expect.objectContaining({ code: 'invalid_input', details: expect.objectContaining({ field: 'envelope', rule: 'items' }) }));
+    expect(() => signingBytes(forged)).toThrow(
+      expect.objectContaining({
+        code: 'invalid_input',
+        details: expect.objectContaining({ field: 'envelope', rule: 'items' }),
+      }),
+    );
     expect(verifySignature(forged)).toBe(false);
     // A cycle is bounded the same way.
     const cyclic: Record<string, unknown> = { type: 'X' };
@@ -80,7 +92,9 @@ describe('parseEnvelope', () => {
     const respell = (s: string): string[] => {
       const want = Buffer.from(s, 'base64url');
       const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
-      return [...alphabet].map((c) => s.slice(0, -1) + c).filter((t) => t !== s && Buffer.from(t, 'base64url').equals(want));
+      return [...alphabet]
+        .map((c) => s.slice(0, -1) + c)
+        .filter((t) => t !== s && Buffer.from(t, 'base64url').equals(want));
     };
     const sigs = respell(env.sig);
     expect(sigs.length).toBeGreaterThan(0);

@@ -1,4 +1,12 @@
-import { createPrivateKey, createPublicKey, generateKeyPairSync, randomBytes, sign, verify, type KeyObject } from 'node:crypto';
+import {
+  createPrivateKey,
+  createPublicKey,
+  generateKeyPairSync,
+  randomBytes,
+  sign,
+  verify,
+  type KeyObject,
+} from 'node:crypto';
 import * as dagCbor from '@ipld/dag-cbor';
 import { BODY_LIMITS, checkValueBounds, type ActionEnvelope } from '@mcpx/contracts';
 
@@ -59,7 +67,12 @@ export function signingBytes(envelope: Omit<ActionEnvelope, 'sig'> & { sig?: str
 }
 
 /** Builds a signed envelope for an action, with a fresh nonce and the current time. */
-export function signAction(key: KeyPair, account: string, action: ActionEnvelope['action'], now: number = Date.now()): ActionEnvelope {
+export function signAction(
+  key: KeyPair,
+  account: string,
+  action: ActionEnvelope['action'],
+  now: number = Date.now(),
+): ActionEnvelope {
   const unsigned = { signer: key.principal, account, ts: now, nonce: randomBytes(16).toString('base64url'), action };
   const sig = sign(null, signingBytes(unsigned), privateKeyFromSeed(key.seed)).toString('base64url');
   return { ...unsigned, sig };

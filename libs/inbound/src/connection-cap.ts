@@ -1,7 +1,9 @@
 import type { Server } from 'node:http';
 import type { Socket } from 'node:net';
 
-const CAPPED_BODY = JSON.stringify({ error: { code: 'unavailable', message: 'too many open connections from this address; retry' } });
+const CAPPED_BODY = JSON.stringify({
+  error: { code: 'unavailable', message: 'too many open connections from this address; retry' },
+});
 /** What a capped socket is told before it is closed: a whole HTTP answer, since no request was read. */
 const CAPPED_ANSWER = [
   'HTTP/1.1 503 Service Unavailable',
@@ -26,7 +28,10 @@ export function plainAddress(address: string | undefined): string {
  * on their sockets) are not counted. Returns the sockets refused, which the request handler must
  * not serve (a request already on its way is dropped).
  */
-export function capConnections(server: Server, opts: { perAddress: number; exempt: (address: string) => boolean; onRefused: (address: string) => void }): WeakSet<Socket> {
+export function capConnections(
+  server: Server,
+  opts: { perAddress: number; exempt: (address: string) => boolean; onRefused: (address: string) => void },
+): WeakSet<Socket> {
   const refused = new WeakSet<Socket>();
   if (opts.perAddress <= 0) return refused;
   const open = new Map<string, number>();

@@ -15,18 +15,24 @@ afterEach(async () => {
 });
 
 /** A server that echoes the length of each body it read through the guard. */
-async function guarded(limits: Partial<InboundLimits>): Promise<{ port: number; guard: InboundGuard; lines: Array<Record<string, unknown>> }> {
+async function guarded(
+  limits: Partial<InboundLimits>,
+): Promise<{ port: number; guard: InboundGuard; lines: Array<Record<string, unknown>> }> {
   const lines: Array<Record<string, unknown>> = [];
   const guard = new InboundGuard({
     limits: { ...DEFAULT_INBOUND_LIMITS, ...limits },
-    answer: (_req, res, r) => res.writeHead(r.status, { 'content-type': 'application/json' }).end(JSON.stringify({ reason: r.reason, bound: r.bound })),
+    answer: (_req, res, r) =>
+      res
+        .writeHead(r.status, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ reason: r.reason, bound: r.bound })),
     log: { warn: (msg, fields) => lines.push({ msg, ...fields }) },
   });
   const server = createServer(InboundGuard.serverOptions, (req, res) => {
     if (!guard.admit(req, res)) return;
     if (req.url === '/refuse') return void res.writeHead(401).end('no');
     void guard.read(req, res, 1024 * 1024).then((body) => {
-      if (body !== undefined) res.writeHead(200, { 'content-length': String(body.length).length }).end(String(body.length));
+      if (body !== undefined)
+        res.writeHead(200, { 'content-length': String(body.length).length }).end(String(body.length));
     });
   });
   guard.attach(server);
@@ -36,7 +42,11 @@ async function guarded(limits: Partial<InboundLimits>): Promise<{ port: number; 
 }
 
 /** A raw client: what it received, and when its socket closed. */
-function client(port: number, head: string, body = ''): { socket: Socket; received: () => string; closed: Promise<void> } {
+function client(
+  port: number,
+  head: string,
+  body = '',
+): { socket: Socket; received: () => string; closed: Promise<void> } {
   const socket = connect(port, '127.0.0.1');
   let text = '';
   socket.on('data', (d: Buffer) => (text += d.toString('latin1')));
@@ -45,7 +55,8 @@ function client(port: number, head: string, body = ''): { socket: Socket; receiv
   return { socket, received: () => text, closed: new Promise((r) => socket.once('close', () => r())) };
 }
 
-const post = (path: string, length: number): string => `POST ${path} HTTP/1.1\r\nhost: x\r\ncontent-length: ${length}\r\n\r\n`;
+const post = (path: string, length: number): string =>
+  `POST ${path} HTTP/1.1\r\nhost: x\r\ncontent-length: ${length}\r\n\r\n`;
 
 describe('the inbound guard', () => {
   it('reads a body within its bounds and gives the budget back', async () => {

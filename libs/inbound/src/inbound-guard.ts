@@ -56,9 +56,13 @@ export class InboundGuard {
     this.refusals = opts.log !== undefined ? new RefusalLog(opts.log) : undefined;
     if (opts.meter !== undefined) {
       const refused = opts.meter.createCounter('mcpx_inbound_refused_total', {
-        description: 'Requests and connections refused before their body was in, by reason (deadline, budget, connections, too_large)',
+        description:
+          'Requests and connections refused before their body was in, by reason (deadline, budget, connections, too_large)',
       });
-      const gauge = opts.meter.createObservableGauge('mcpx_inbound_buffered_bytes', { unit: 'By', description: 'Bytes of request bodies buffered now, across all requests of the process' });
+      const gauge = opts.meter.createObservableGauge('mcpx_inbound_buffered_bytes', {
+        unit: 'By',
+        description: 'Bytes of request bodies buffered now, across all requests of the process',
+      });
       gauge.addCallback((r) => r.observe(this.budget.buffered));
       this.counted = (reason) => refused.add(1, { reason });
     }
@@ -112,7 +116,8 @@ export class InboundGuard {
    */
   read(req: IncomingMessage, res: ServerResponse, maxBytes: number): Promise<Buffer | undefined> {
     const declared = Number(req.headers['content-length'] ?? 0);
-    if (declared > maxBytes) return this.refused(req, res, refusal('too_large', { name: 'maxBodyBytes', limit: maxBytes }));
+    if (declared > maxBytes)
+      return this.refused(req, res, refusal('too_large', { name: 'maxBodyBytes', limit: maxBytes }));
     const peer = plainAddress(req.socket.remoteAddress);
     // A trusted proxy's socket carries many clients: it counts against the whole budget only.
     const address = this.opts.exempt?.(peer) === true ? undefined : peer;
@@ -130,7 +135,8 @@ export class InboundGuard {
         resolve(body);
       };
       const onData = (chunk: Buffer): void => {
-        const over = size + chunk.length > maxBytes ? refusal('too_large', { name: 'maxBodyBytes', limit: maxBytes }) : undefined;
+        const over =
+          size + chunk.length > maxBytes ? refusal('too_large', { name: 'maxBodyBytes', limit: maxBytes }) : undefined;
         const taken = over === undefined && this.budget.take(chunk.length, address);
         if (!taken) {
           finish(undefined);

@@ -28,7 +28,12 @@ const STATUS: Record<InboundRefusal['reason'], number> = { deadline: 408, budget
 export const BUDGET_RETRY_AFTER_SECONDS = 2;
 
 export function refusal(reason: InboundRefusal['reason'], bound: InboundRefusal['bound']): InboundRefusal {
-  return { reason, status: STATUS[reason], bound, ...(reason === 'budget' ? { retryAfterSeconds: BUDGET_RETRY_AFTER_SECONDS } : {}) };
+  return {
+    reason,
+    status: STATUS[reason],
+    bound,
+    ...(reason === 'budget' ? { retryAfterSeconds: BUDGET_RETRY_AFTER_SECONDS } : {}),
+  };
 }
 
 /** A refusal's own default text (a face may word it its way). */

@@ -2,7 +2,11 @@ import { describe, expect, it } from 'vitest';
 import { createLogger, type Logger } from './index.js';
 
 /** A logger whose lines are kept, parsed, in `lines`. */
-function capture(opts: { fields?: Record<string, unknown> } = {}): { log: Logger; lines: Array<Record<string, unknown>>; raw: string[] } {
+function capture(opts: { fields?: Record<string, unknown> } = {}): {
+  log: Logger;
+  lines: Array<Record<string, unknown>>;
+  raw: string[];
+} {
   const raw: string[] = [];
   const lines: Array<Record<string, unknown>> = [];
   const log = createLogger('svc', {
@@ -42,7 +46,10 @@ describe('logger redaction', () => {
       list: [{ token: 'TOKEN-IN-ARRAY', id: 1 }, [{ password: 'PW-IN-ARRAY' }]],
     });
     expect(raw[0]).not.toMatch(/AUTH-5|TOKEN-IN-ARRAY|PW-IN-ARRAY/);
-    expect(lines[0]).toMatchObject({ a: { b: { c: { d: { e: { authorization: '[redacted]' } } } } }, list: [{ token: '[redacted]', id: 1 }, [{ password: '[redacted]' }]] });
+    expect(lines[0]).toMatchObject({
+      a: { b: { c: { d: { e: { authorization: '[redacted]' } } } } },
+      list: [{ token: '[redacted]', id: 1 }, [{ password: '[redacted]' }]],
+    });
   });
 
   it('redacts names that carry a credential, not only the bare words', () => {
@@ -69,7 +76,11 @@ describe('logger redaction', () => {
 
   it('writes an Error as name, message, code, stack and cause, never its other own fields', () => {
     const { log, lines, raw } = capture();
-    const cause = Object.assign(new Error('socket closed'), { code: 'ECONNRESET', token: 'TOKEN-OF-CAUSE', request: { body: 'BODY-OF-CAUSE' } });
+    const cause = Object.assign(new Error('socket closed'), {
+      code: 'ECONNRESET',
+      token: 'TOKEN-OF-CAUSE',
+      request: { body: 'BODY-OF-CAUSE' },
+    });
     const err = Object.assign(new Error('upstream refused', { cause }), {
       code: 'E_UPSTREAM',
       headers: { authorization: 'Bearer HEADER-OF-ERROR' },
@@ -80,7 +91,12 @@ describe('logger redaction', () => {
     expect(raw[0]).not.toMatch(/TOKEN-OF-CAUSE|BODY-OF-CAUSE|HEADER-OF-ERROR|PASS-OF-ERROR|RESPONSE-OF-ERROR/);
     const written = lines[0]?.err as Record<string, unknown>;
     expect(Object.keys(written).sort()).toEqual(['cause', 'code', 'message', 'name', 'stack']);
-    expect(written).toMatchObject({ name: 'Error', message: 'upstream refused', code: 'E_UPSTREAM', cause: { name: 'Error', message: 'socket closed', code: 'ECONNRESET' } });
+    expect(written).toMatchObject({
+      name: 'Error',
+      message: 'upstream refused',
+      code: 'E_UPSTREAM',
+      cause: { name: 'Error', message: 'socket closed', code: 'ECONNRESET' },
+    });
     expect(written.stack).toContain('upstream refused');
   });
 
@@ -92,9 +108,19 @@ describe('logger redaction', () => {
         return { token: this.#value, kind: 'bearer' };
       }
     }
-    log.info('shapes', { cred: { toJSON: () => ({ secret: 'SECRET-OF-TOJSON', visible: 1 }) }, other: new Credential(), at: new Date(0), body: Buffer.from('SECRET-BYTES') });
+    log.info('shapes', {
+      cred: { toJSON: () => ({ secret: 'SECRET-OF-TOJSON', visible: 1 }) },
+      other: new Credential(),
+      at: new Date(0),
+      body: Buffer.from('SECRET-BYTES'),
+    });
     expect(raw[0]).not.toMatch(/SECRET-OF-TOJSON|PRIVATE-FIELD|SECRET-BYTES/);
-    expect(lines[0]).toMatchObject({ cred: { secret: '[redacted]', visible: 1 }, other: { token: '[redacted]', kind: 'bearer' }, at: '1970-01-01T00:00:00.000Z', body: '[12 bytes]' });
+    expect(lines[0]).toMatchObject({
+      cred: { secret: '[redacted]', visible: 1 },
+      other: { token: '[redacted]', kind: 'bearer' },
+      at: '1970-01-01T00:00:00.000Z',
+      body: '[12 bytes]',
+    });
   });
 
   it('bounds the size of what it writes', () => {
@@ -129,13 +155,22 @@ describe('logger redaction', () => {
 describe('logger line fields', () => {
   it("keeps the line's own ts, level, service, msg and trace ids; the caller's go under field_<name>", () => {
     const { log, lines } = capture({ fields: { service: 'from-base' } });
-    log.child({ msg: 'from-child' }).warn('the message', { ts: 'yesterday', level: 'debug', traceId: 'not-a-trace', spanId: 's', other: 1 });
+    log
+      .child({ msg: 'from-child' })
+      .warn('the message', { ts: 'yesterday', level: 'debug', traceId: 'not-a-trace', spanId: 's', other: 1 });
     const line = lines[0] as Record<string, unknown>;
     expect(line).toMatchObject({ level: 'warn', service: 'svc', msg: 'the message', other: 1 });
     expect(line.ts).toMatch(/^\d{4}-\d\d-\d\dT/);
     expect(line.traceId).toBeUndefined();
     expect(line.spanId).toBeUndefined();
-    expect(line).toMatchObject({ field_ts: 'yesterday', field_level: 'debug', field_service: 'from-base', field_msg: 'from-child', field_traceId: 'not-a-trace', field_spanId: 's' });
+    expect(line).toMatchObject({
+      field_ts: 'yesterday',
+      field_level: 'debug',
+      field_service: 'from-base',
+      field_msg: 'from-child',
+      field_traceId: 'not-a-trace',
+      field_spanId: 's',
+    });
   });
 
   it('drops lines below the level', () => {

@@ -24,7 +24,8 @@ const LINE_FIELDS = new Set(['ts', 'level', 'service', 'msg', 'traceId', 'spanId
 /** The caller's fields, redacted, with names the line owns moved to `field_<name>`. */
 function callerFields(fields: Record<string, unknown>): Record<string, unknown> {
   const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(redact(fields) as Record<string, unknown>)) out[LINE_FIELDS.has(k) ? `field_${k}` : k] = v;
+  for (const [k, v] of Object.entries(redact(fields) as Record<string, unknown>))
+    out[LINE_FIELDS.has(k) ? `field_${k}` : k] = v;
   return out;
 }
 
@@ -34,7 +35,10 @@ function callerFields(fields: Record<string, unknown>): Record<string, unknown> 
  * not put secret values in messages. Writing a line never throws: fields that cannot be read
  * are written as `fields: "[unwritable]"`.
  */
-export function createLogger(service: string, opts: { level?: LogLevel; sink?: LogSink; fields?: Record<string, unknown> } = {}): Logger {
+export function createLogger(
+  service: string,
+  opts: { level?: LogLevel; sink?: LogSink; fields?: Record<string, unknown> } = {},
+): Logger {
   const min = ORDER[opts.level ?? 'info'];
   const sink = opts.sink ?? ((line: string) => process.stderr.write(line + '\n'));
   const base = opts.fields ?? {};

@@ -10,7 +10,8 @@ const REDACTED_NAMES = /^(headers|secretHeaders|key|keys|ciphertext)$/i;
  * `clientSecret`, `x-api-key`, `proxy-authorization`, `Set-Cookie`, …). Over-redacting a harmless
  * field costs a detail; under-redacting one costs a secret.
  */
-const REDACTED_PARTS = /authorization|cookie|secret|token|password|passwd|credential|api[-_]?key|private[-_]?key|access[-_]?key|signing[-_]?key/i;
+const REDACTED_PARTS =
+  /authorization|cookie|secret|token|password|passwd|credential|api[-_]?key|private[-_]?key|access[-_]?key|signing[-_]?key/i;
 
 /** Objects nested deeper than this are written as `[too deep]` (the fields object is level 0). */
 export const MAX_DEPTH = 6;
@@ -35,7 +36,10 @@ export function isRedactedName(name: string): boolean {
  * catches.
  */
 export function redact(value: unknown, depth = 0, ancestors: object[] = []): unknown {
-  if (typeof value === 'string') return value.length > MAX_STRING ? `${value.slice(0, MAX_STRING)}…[${value.length - MAX_STRING} more characters]` : value;
+  if (typeof value === 'string')
+    return value.length > MAX_STRING
+      ? `${value.slice(0, MAX_STRING)}…[${value.length - MAX_STRING} more characters]`
+      : value;
   if (typeof value === 'bigint') return value.toString();
   if (typeof value === 'function' || typeof value === 'symbol') return undefined;
   if (value === null || typeof value !== 'object') return value;
@@ -53,7 +57,8 @@ export function redact(value: unknown, depth = 0, ancestors: object[] = []): unk
   if (typeof toJSON === 'function') return redact(toJSON.call(value), depth + 1, inner);
   const entries = Object.entries(value);
   const out: Record<string, unknown> = {};
-  for (const [k, v] of entries.slice(0, MAX_FIELDS)) out[k] = isRedactedName(k) ? REDACTED : redact(v, depth + 1, inner);
+  for (const [k, v] of entries.slice(0, MAX_FIELDS))
+    out[k] = isRedactedName(k) ? REDACTED : redact(v, depth + 1, inner);
   if (entries.length > MAX_FIELDS) out['…'] = `[${entries.length - MAX_FIELDS} more fields]`;
   return out;
 }

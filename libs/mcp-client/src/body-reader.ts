@@ -33,7 +33,11 @@ export function findResponse(data: unknown, id: string): JsonRpcResponse | undef
 }
 
 export function tooLarge(): McpClientError {
-  return new McpClientError(McpClientErrorCode.TransportError, `MCP response is larger than ${MAX_RESPONSE_BYTES} bytes`, { transport: 'http' });
+  return new McpClientError(
+    McpClientErrorCode.TransportError,
+    `MCP response is larger than ${MAX_RESPONSE_BYTES} bytes`,
+    { transport: 'http' },
+  );
 }
 
 /** Keeps a late error of a stream we are done with from becoming an uncaught 'error' event. */
@@ -177,7 +181,9 @@ export async function readJsonBody(res: RawResponse): Promise<unknown> {
   try {
     return JSON.parse(text);
   } catch {
-    throw new McpClientError(McpClientErrorCode.TransportError, 'MCP server answered with malformed JSON', { transport: 'http' });
+    throw new McpClientError(McpClientErrorCode.TransportError, 'MCP server answered with malformed JSON', {
+      transport: 'http',
+    });
   }
 }
 
@@ -191,7 +197,8 @@ function readText(body: RawBody, limit: number, cut = false): Promise<string> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let bytes = 0;
-    const done = (): string => (chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks).toString('utf8'));
+    const done = (): string =>
+      chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks).toString('utf8');
     const onData = (chunk: Buffer): void => {
       bytes += chunk.length;
       if (bytes > limit) {

@@ -8,4 +8,7 @@ import type { ClientCapabilities } from '@modelcontextprotocol/client';
  * elicitation and sampling): were discovery and the proxy to declare differently, each listing
  * would replace the other's and every granted agent's tools would flip with each.
  */
-export const CONNECTOR_CAPABILITIES: ClientCapabilities = Object.freeze({ elicitation: { form: {}, url: {} }, sampling: {} });
+export const CONNECTOR_CAPABILITIES: ClientCapabilities = Object.freeze({
+  elicitation: { form: {}, url: {} },
+  sampling: {},
+});

@@ -8,9 +8,11 @@ import { resourceMetadataUrl } from './oauth.js';
 export type ConfiguredAuth = 'oauth' | 'bearer' | 'headers' | 'none' | undefined;
 
 /** Socket and TLS error codes that say the other end does not speak TLS on that port. */
-const PLAIN_PORT_TLS = /^(ERR_SSL_WRONG_VERSION_NUMBER|ERR_SSL_PACKET_LENGTH_TOO_LONG|ERR_SSL_HTTP_REQUEST|ERR_SSL_UNKNOWN_PROTOCOL|EPROTO)$/;
+const PLAIN_PORT_TLS =
+  /^(ERR_SSL_WRONG_VERSION_NUMBER|ERR_SSL_PACKET_LENGTH_TOO_LONG|ERR_SSL_HTTP_REQUEST|ERR_SSL_UNKNOWN_PROTOCOL|EPROTO)$/;
 /** Certificate errors of Node's TLS (the server speaks TLS, its certificate is not trusted). */
-const CERTIFICATE = /^(CERT_|DEPTH_ZERO_SELF_SIGNED_CERT|SELF_SIGNED_CERT_IN_CHAIN|UNABLE_TO_|ERR_TLS_CERT_ALTNAME_INVALID|ERR_TLS_CERT)/;
+const CERTIFICATE =
+  /^(CERT_|DEPTH_ZERO_SELF_SIGNED_CERT|SELF_SIGNED_CERT_IN_CHAIN|UNABLE_TO_|ERR_TLS_CERT_ALTNAME_INVALID|ERR_TLS_CERT)/;
 const MAX_CAUSES = 6;
 
 /**
@@ -23,7 +25,13 @@ export function socketErrorCode(err: unknown): string | undefined {
   let current: unknown = err;
   for (let depth = 0; depth < MAX_CAUSES && current instanceof Error; depth += 1) {
     const code = (current as { code?: unknown }).code;
-    if (typeof code === 'string' && /^[A-Z][A-Z0-9_]{1,63}$/.test(code) && !code.startsWith('UND_ERR_') && !(current instanceof McpClientError)) found = code;
+    if (
+      typeof code === 'string' &&
+      /^[A-Z][A-Z0-9_]{1,63}$/.test(code) &&
+      !code.startsWith('UND_ERR_') &&
+      !(current instanceof McpClientError)
+    )
+      found = code;
     if (current instanceof AggregateError && current.errors[0] instanceof Error) current = current.errors[0];
     else current = current.cause;
   }
@@ -53,7 +61,8 @@ export function explainConnectFailure(err: unknown, serverUrl: string, auth?: Co
   switch (err.code) {
     case McpClientErrorCode.Unauthorized: {
       if (resourceMetadataUrl(err.wwwAuthenticate) !== undefined || /^bearer\b/i.test(err.wwwAuthenticate ?? '')) {
-        if (auth === 'oauth') return 'this server signs in with OAuth and is not authorized yet: authorize it (mcpx servers authorize NAME, or Authorize in the console)';
+        if (auth === 'oauth')
+          return 'this server signs in with OAuth and is not authorized yet: authorize it (mcpx servers authorize NAME, or Authorize in the console)';
         return 'this server signs in with OAuth: set it with --auth oauth (in the console: Authorize)';
       }
       return auth === 'none' || auth === undefined
@@ -79,8 +88,10 @@ export function explainConnectFailure(err: unknown, serverUrl: string, auth?: Co
         ? `the server answered 404 at ${path}: check the path in the server's documentation`
         : `the server answered 404 at ${path}; MCP servers usually serve /mcp`;
     }
-    if (status === 403) return `the server refused access (HTTP 403): the credentials lack the permission, or the server accepts no connector from here`;
-    if (status === 405 || status === 406 || status === 415) return `the server at ${path} answered HTTP ${status}: it does not look like an MCP endpoint; check the URL's path (usually /mcp)`;
+    if (status === 403)
+      return `the server refused access (HTTP 403): the credentials lack the permission, or the server accepts no connector from here`;
+    if (status === 405 || status === 406 || status === 415)
+      return `the server at ${path} answered HTTP ${status}: it does not look like an MCP endpoint; check the URL's path (usually /mcp)`;
     if (status === 429) return 'the server is limiting requests (HTTP 429): try again later';
     if (status >= 500) return `the server failed (HTTP ${status}): try again later, or tell its operator`;
     if (status >= 300 && status < 400) return `the server redirects (HTTP ${status}): give the URL it redirects to`;
@@ -88,15 +99,19 @@ export function explainConnectFailure(err: unknown, serverUrl: string, auth?: Co
   }
   const socket = err.details.socketCode ?? socketErrorCode(err);
   if (socket === undefined) return undefined;
-  if (socket === 'ECONNREFUSED') return `nothing answers at ${place(url)} (connection refused): is the server running, and is the port right?`;
-  if (socket === 'ENOTFOUND' || socket === 'EAI_AGAIN') return `the host ${url.hostname} is not found: check the URL's host name`;
+  if (socket === 'ECONNREFUSED')
+    return `nothing answers at ${place(url)} (connection refused): is the server running, and is the port right?`;
+  if (socket === 'ENOTFOUND' || socket === 'EAI_AGAIN')
+    return `the host ${url.hostname} is not found: check the URL's host name`;
   if (PLAIN_PORT_TLS.test(socket)) {
     return url.protocol === 'https:'
       ? `https to ${place(url)}, which does not speak TLS: use http:// for a plain server, or the server's https port`
       : `the TLS connection to ${place(url)} failed (${socket}): check the URL's scheme and port`;
   }
-  if (CERTIFICATE.test(socket)) return `the certificate of ${place(url)} is not trusted (${socket}): the server needs a certificate from a public authority`;
-  if (socket === 'ECONNRESET' || socket === 'EPIPE') return `${place(url)} closed the connection before answering: check the URL, the scheme (http or https) and the port`;
+  if (CERTIFICATE.test(socket))
+    return `the certificate of ${place(url)} is not trusted (${socket}): the server needs a certificate from a public authority`;
+  if (socket === 'ECONNRESET' || socket === 'EPIPE')
+    return `${place(url)} closed the connection before answering: check the URL, the scheme (http or https) and the port`;
   if (socket === 'ETIMEDOUT' || socket === 'ENETUNREACH' || socket === 'EHOSTUNREACH')
     return `${place(url)} cannot be reached (${socket}): check the host, and that the connector's network may reach it`;
   return undefined;

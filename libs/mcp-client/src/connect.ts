@@ -15,7 +15,17 @@ import type { ElicitationHandler, SamplingHandler } from './elicitation.js';
 import { fetchAsRequest, type McpHttpRequest } from './http-request.js';
 import { assertDiscover, discoverFault, isEraVerdict, type EraVerdict } from './era-verdict.js';
 import { redactErrorChain, requestSecrets, scrubberOf } from './scrub.js';
-import { httpStatusOf, isEraFailure, McpClientError, McpClientErrorCode, networkCause, redactUrl, scrub, UNSUPPORTED_PROTOCOL_VERSION, type McpClientErrorDetails } from './errors.js';
+import {
+  httpStatusOf,
+  isEraFailure,
+  McpClientError,
+  McpClientErrorCode,
+  networkCause,
+  redactUrl,
+  scrub,
+  UNSUPPORTED_PROTOCOL_VERSION,
+  type McpClientErrorDetails,
+} from './errors.js';
 import { trackedFetch, type FetchObservations } from './tracked-fetch.js';
 export { inputRequestOf, isInputRequired } from './connection.js';
 import { Connection, type ConnectionCore, type McpConnection, type McpTransportKind } from './connection.js';
@@ -154,7 +164,8 @@ export async function connectMcp(given: ConnectMcpOptions): Promise<McpConnectio
 /** The declared capabilities: the caller's, elicitation (form, SEP-1034 defaults) and sampling when a handler is given. */
 function capabilitiesOf(opts: ConnectMcpOptions): ClientCapabilities {
   let caps = opts.capabilities ?? {};
-  if (opts.onElicitation !== undefined && caps.elicitation === undefined) caps = { ...caps, elicitation: { form: { applyDefaults: true } } };
+  if (opts.onElicitation !== undefined && caps.elicitation === undefined)
+    caps = { ...caps, elicitation: { form: { applyDefaults: true } } };
   if (opts.onSampling !== undefined && caps.sampling === undefined) caps = { ...caps, sampling: {} };
   return caps;
 }
@@ -171,7 +182,8 @@ interface ConnectRun {
 /** A prior this connect can use: a verdict whose transport agrees with a pinned one, and a sound discover result. */
 function usablePrior(prior: EraVerdict, pinned: McpTransportKind | undefined): boolean {
   if (!isEraVerdict(prior)) return false;
-  if (prior.era === 'modern') return (pinned === undefined || pinned === 'http') && discoverFault(prior.discover) === undefined;
+  if (prior.era === 'modern')
+    return (pinned === undefined || pinned === 'http') && discoverFault(prior.discover) === undefined;
   return pinned === undefined || pinned === prior.transport;
 }
 
@@ -227,7 +239,14 @@ async function probeFresh(run: ConnectRun): Promise<ConnectionCore> {
 
 /** The spec's backwards-compatibility rule: fall back on a 4xx, never on 401/403, 5xx or the network. */
 function shouldFallBack(err: unknown): err is McpClientError {
-  return err instanceof McpClientError && err.code === McpClientErrorCode.ConnectFailed && err.status !== undefined && err.status >= 400 && err.status < 500 && err.status !== 403;
+  return (
+    err instanceof McpClientError &&
+    err.code === McpClientErrorCode.ConnectFailed &&
+    err.status !== undefined &&
+    err.status >= 400 &&
+    err.status < 500 &&
+    err.status !== 403
+  );
 }
 
 function parseServerUrl(raw: string): URL {
@@ -277,7 +296,9 @@ function withScrubbedQuestions(opts: ConnectMcpOptions, secrets: string[]): Conn
   return {
     ...opts,
     secrets,
-    ...(onElicitation !== undefined ? { onElicitation: (params, ctx) => onElicitation(scrubber.redactJson(params), ctx) } : {}),
+    ...(onElicitation !== undefined
+      ? { onElicitation: (params, ctx) => onElicitation(scrubber.redactJson(params), ctx) }
+      : {}),
     ...(onSampling !== undefined ? { onSampling: (params, ctx) => onSampling(scrubber.redactJson(params), ctx) } : {}),
   };
 }
@@ -286,7 +307,11 @@ function withScrubbedQuestions(opts: ConnectMcpOptions, secrets: string[]): Conn
  * One SDK client on one transport: mode auto on Streamable HTTP (the SDK probes, or adopts
  * `prior`), the plain legacy handshake on SSE (a 2025-era transport).
  */
-async function connectWith(kind: McpTransportKind, run: ConnectRun, prior: PriorDiscovery | undefined): Promise<ConnectionCore> {
+async function connectWith(
+  kind: McpTransportKind,
+  run: ConnectRun,
+  prior: PriorDiscovery | undefined,
+): Promise<ConnectionCore> {
   const { url, opts, deadline, timeoutMs } = run;
   const observations: FetchObservations = {};
   const fetchFn = trackedFetch(opts.fetch ?? globalThis.fetch, observations);
@@ -303,11 +328,17 @@ async function connectWith(kind: McpTransportKind, run: ConnectRun, prior: Prior
   client.onerror = () => {};
   const onElicitation = opts.onElicitation;
   if (onElicitation) {
-    client.setRequestHandler('elicitation/create', async (request, ctx) => await onElicitation(request.params, { signal: ctx.mcpReq.signal }));
+    client.setRequestHandler(
+      'elicitation/create',
+      async (request, ctx) => await onElicitation(request.params, { signal: ctx.mcpReq.signal }),
+    );
   }
   const onSampling = opts.onSampling;
   if (onSampling) {
-    client.setRequestHandler('sampling/createMessage', async (request, ctx) => await onSampling(request.params, { signal: ctx.mcpReq.signal }));
+    client.setRequestHandler(
+      'sampling/createMessage',
+      async (request, ctx) => await onSampling(request.params, { signal: ctx.mcpReq.signal }),
+    );
   }
   // Heard by the connection (its listing is stale), then by the caller.
   const onToolsListChanged = opts.onToolsListChanged;
@@ -352,9 +383,14 @@ async function assertNoModernClaim(observations: FetchObservations, where: strin
   if (answer === null || typeof answer !== 'object' || !('result' in answer)) return;
   const result: unknown = answer.result;
   // A lenient legacy server may answer any method with an empty object: no claim, no lie.
-  if (result !== null && typeof result === 'object' && !Array.isArray(result) && !('supportedVersions' in result)) return;
+  if (result !== null && typeof result === 'object' && !Array.isArray(result) && !('supportedVersions' in result))
+    return;
   const fault = discoverFault(result) ?? 'the SDK could not use its server/discover result';
-  throw new McpClientError(McpClientErrorCode.EraNegotiationFailed, `${where}: the server answered server/discover but its era cannot be trusted: ${fault}`, { transport: 'http' });
+  throw new McpClientError(
+    McpClientErrorCode.EraNegotiationFailed,
+    `${where}: the server answered server/discover but its era cannot be trusted: ${fault}`,
+    { transport: 'http' },
+  );
 }
 
 /** The era the SDK landed on, checked: a modern one needs a discover result that holds together. */
@@ -362,11 +398,19 @@ function verdictOf(client: Client, kind: McpTransportKind, where: string): EraVe
   const protocolVersion = client.getNegotiatedProtocolVersion();
   const era = client.getProtocolEra();
   if (protocolVersion === undefined || era === undefined) {
-    throw new McpClientError(McpClientErrorCode.EraNegotiationFailed, `${where}: the connect ended with no protocol version`, { transport: kind });
+    throw new McpClientError(
+      McpClientErrorCode.EraNegotiationFailed,
+      `${where}: the connect ended with no protocol version`,
+      { transport: kind },
+    );
   }
   if (era === 'legacy') {
     if (protocolVersion >= '2026-07-28') {
-      throw new McpClientError(McpClientErrorCode.EraNegotiationFailed, `${where}: initialize negotiated ${protocolVersion}, a modern version, on the legacy era`, { transport: kind });
+      throw new McpClientError(
+        McpClientErrorCode.EraNegotiationFailed,
+        `${where}: initialize negotiated ${protocolVersion}, a modern version, on the legacy era`,
+        { transport: kind },
+      );
     }
     return { era: 'legacy', protocolVersion, transport: kind };
   }
@@ -415,34 +459,74 @@ async function connectError(err: unknown, ctx: ConnectErrorContext): Promise<Mcp
   if (err instanceof McpClientError) return err;
   const network = networkCause(err) ?? networkCause(ctx.observations.lastNetworkError);
   if (err instanceof SdkError && isEraFailure(err) && network === undefined) {
-    return new McpClientError(McpClientErrorCode.EraNegotiationFailed, `${where} failed: ${responseText(err, ctx.secrets)}`, base, cause);
+    return new McpClientError(
+      McpClientErrorCode.EraNegotiationFailed,
+      `${where} failed: ${responseText(err, ctx.secrets)}`,
+      base,
+      cause,
+    );
   }
   const status = httpStatusOf(err);
   if (err instanceof UnauthorizedError || status === 401) {
     const details: McpClientErrorDetails = { ...base, status: 401 };
     if (ctx.observations.wwwAuthenticate !== undefined) details.wwwAuthenticate = ctx.observations.wwwAuthenticate;
-    return new McpClientError(McpClientErrorCode.Unauthorized, `${where} failed: HTTP 401 Unauthorized`, details, cause);
+    return new McpClientError(
+      McpClientErrorCode.Unauthorized,
+      `${where} failed: HTTP 401 Unauthorized`,
+      details,
+      cause,
+    );
   }
   if (status !== undefined) {
     // The probe reports a failed server/discover by status alone: the server's body says more.
-    const probeBody = err instanceof SdkError && err.code === SdkErrorCode.EraNegotiationFailed ? await ctx.observations.lastErrorBody : undefined;
-    const body = withoutHtml(probeBody !== undefined ? scrub(probeBody.trim(), ctx.secrets) : responseText(err, ctx.secrets));
-    return new McpClientError(McpClientErrorCode.ConnectFailed, `${where} failed: HTTP ${status}${body ? ` (${body})` : ''}`, { ...base, status }, cause);
+    const probeBody =
+      err instanceof SdkError && err.code === SdkErrorCode.EraNegotiationFailed
+        ? await ctx.observations.lastErrorBody
+        : undefined;
+    const body = withoutHtml(
+      probeBody !== undefined ? scrub(probeBody.trim(), ctx.secrets) : responseText(err, ctx.secrets),
+    );
+    return new McpClientError(
+      McpClientErrorCode.ConnectFailed,
+      `${where} failed: HTTP ${status}${body ? ` (${body})` : ''}`,
+      { ...base, status },
+      cause,
+    );
   }
   if (network !== undefined) {
     const socketCode = socketErrorCode(err) ?? socketErrorCode(ctx.observations.lastNetworkError);
-    return new McpClientError(McpClientErrorCode.ConnectFailed, `${where} failed: ${scrub(network, ctx.secrets)}`, socketCode !== undefined ? { ...base, socketCode } : base, cause);
+    return new McpClientError(
+      McpClientErrorCode.ConnectFailed,
+      `${where} failed: ${scrub(network, ctx.secrets)}`,
+      socketCode !== undefined ? { ...base, socketCode } : base,
+      cause,
+    );
   }
   if (err instanceof ProtocolError) {
-    const code = err.code === UNSUPPORTED_PROTOCOL_VERSION ? McpClientErrorCode.EraNegotiationFailed : McpClientErrorCode.ConnectFailed;
-    return new McpClientError(code, `${where} failed: server error ${err.code}: ${responseText(err, ctx.secrets)}`, { ...base, mcpCode: err.code }, cause);
+    const code =
+      err.code === UNSUPPORTED_PROTOCOL_VERSION
+        ? McpClientErrorCode.EraNegotiationFailed
+        : McpClientErrorCode.ConnectFailed;
+    return new McpClientError(
+      code,
+      `${where} failed: server error ${err.code}: ${responseText(err, ctx.secrets)}`,
+      { ...base, mcpCode: err.code },
+      cause,
+    );
   }
-  return new McpClientError(McpClientErrorCode.ConnectFailed, `${where} failed: ${responseText(err, ctx.secrets)}`, base, cause);
+  return new McpClientError(
+    McpClientErrorCode.ConnectFailed,
+    `${where} failed: ${responseText(err, ctx.secrets)}`,
+    base,
+    cause,
+  );
 }
 
 /** A web page where an MCP answer was expected: named, never shown (its markup is noise on one line). */
 function withoutHtml(body: string): string {
-  return /^(<!doctype html|<html|<head|<body|<\?xml)|<\/(html|body|head|title|p|h1|pre)>/i.test(body) ? 'an HTML page, not an MCP answer' : body;
+  return /^(<!doctype html|<html|<head|<body|<\?xml)|<\/(html|body|head|title|p|h1|pre)>/i.test(body)
+    ? 'an HTML page, not an MCP answer'
+    : body;
 }
 
 /** The SDK error's text without its prefixes: for an HTTP error, the server's response body. */

@@ -16,7 +16,14 @@ import {
 } from '@modelcontextprotocol/client';
 import { shouldReprobe, type EraVerdict } from './era-verdict.js';
 import { scrubberOf } from './scrub.js';
-import { callRan, classifyMcpError, isStaleModernPrior, McpClientError, McpClientErrorCode, type ClassifyContext } from './errors.js';
+import {
+  callRan,
+  classifyMcpError,
+  isStaleModernPrior,
+  McpClientError,
+  McpClientErrorCode,
+  type ClassifyContext,
+} from './errors.js';
 import type { McpHttpRequest } from './http-request.js';
 import { elicitationAnswerer, type ElicitationHandler, type SamplingHandler } from './elicitation.js';
 import { withTaskSupport, type TaskWireTarget } from './tasks.js';
@@ -36,7 +43,11 @@ export type McpTransportKind = 'http' | 'sse';
 export type McpCallResult = CallToolResult | InputRequiredCallResult;
 
 /** An `input_required` result: it has no `content` (so code reading `content` sees none, not garbage). */
-export type InputRequiredCallResult = InputRequiredResult & { content?: undefined; isError?: undefined; structuredContent?: undefined };
+export type InputRequiredCallResult = InputRequiredResult & {
+  content?: undefined;
+  isError?: undefined;
+  structuredContent?: undefined;
+};
 
 /** Whether a call's result is an `input_required` one (2026-07-28 MRTR), not a complete result. */
 export function isInputRequired(result: McpCallResult): result is InputRequiredCallResult {
@@ -63,7 +74,13 @@ export function inputRequestOf(result: McpCallResult): InputRequest | undefined 
   if (raw !== null && typeof raw === 'object') {
     for (const [key, req] of Object.entries(raw as Record<string, unknown>)) {
       const method = (req as { method?: unknown } | null)?.method;
-      if (typeof method === 'string') inputRequests[key] = { method, ...((req as { params?: unknown }).params !== undefined ? { params: (req as { params?: unknown }).params } : {}) };
+      if (typeof method === 'string')
+        inputRequests[key] = {
+          method,
+          ...((req as { params?: unknown }).params !== undefined
+            ? { params: (req as { params?: unknown }).params }
+            : {}),
+        };
     }
   }
   const state = (result as { requestState?: unknown }).requestState;
@@ -145,7 +162,13 @@ export interface McpListenOptions {
 }
 
 /** The methods {@link McpConnection.relay} sends. */
-export type RelayedMethod = 'resources/list' | 'resources/templates/list' | 'resources/read' | 'prompts/list' | 'prompts/get' | 'completion/complete';
+export type RelayedMethod =
+  | 'resources/list'
+  | 'resources/templates/list'
+  | 'resources/read'
+  | 'prompts/list'
+  | 'prompts/get'
+  | 'completion/complete';
 
 export interface RelayOptions {
   /** Default 60 s. */
@@ -319,13 +342,20 @@ export class Connection implements McpConnection {
     return this.#withReprobe((core) => this.#callOn(core, params, opts), opts.signal);
   }
 
-  async relay(method: RelayedMethod, params: Record<string, unknown>, opts: RelayOptions = {}): Promise<Record<string, unknown>> {
+  async relay(
+    method: RelayedMethod,
+    params: Record<string, unknown>,
+    opts: RelayOptions = {},
+  ): Promise<Record<string, unknown>> {
     return await this.#withReprobe(async (core) => {
       const options: RequestOptions = { timeout: opts.timeoutMs ?? DEFAULT_LIST_TIMEOUT_MS };
       if (opts.signal) options.signal = opts.signal;
       const modern = core.verdict.era === 'modern';
       // The SDK's envelope gives way to keys a request's `_meta` sets itself.
-      const declared = modern && opts.onlyCapabilities !== undefined ? { [CLIENT_CAPABILITIES_META_KEY]: opts.onlyCapabilities } : undefined;
+      const declared =
+        modern && opts.onlyCapabilities !== undefined
+          ? { [CLIENT_CAPABILITIES_META_KEY]: opts.onlyCapabilities }
+          : undefined;
       const trace = modern ? traceMeta(this.#ctx.traceCarrier) : undefined;
       const meta = trace === undefined && declared === undefined ? undefined : { ...trace, ...declared };
       const sent = meta === undefined ? params : { ...params, _meta: meta };
@@ -345,12 +375,20 @@ export class Connection implements McpConnection {
 
   async listToolsWithHints(opts: ListToolsOptions = {}): Promise<ToolsWithHints> {
     // Every listing is the connection's latest word on its tools; one bound to a caller's signal is not shared.
-    return await this.#ctx.listed.track(() => this.#withReprobe(async (core) => await this.#listOn(core, opts), opts.signal), opts.signal === undefined, Date.now());
+    return await this.#ctx.listed.track(
+      () => this.#withReprobe(async (core) => await this.#listOn(core, opts), opts.signal),
+      opts.signal === undefined,
+      Date.now(),
+    );
   }
 
   async currentTools(opts: CurrentToolsOptions): Promise<CurrentTools> {
     this.#assertOpen();
-    const list = (): Promise<ToolsWithHints> => this.#withReprobe(async (core) => await this.#listOn(core, opts.timeoutMs === undefined ? {} : { timeoutMs: opts.timeoutMs }), undefined);
+    const list = (): Promise<ToolsWithHints> =>
+      this.#withReprobe(
+        async (core) => await this.#listOn(core, opts.timeoutMs === undefined ? {} : { timeoutMs: opts.timeoutMs }),
+        undefined,
+      );
     return await this.#ctx.listed.current((listed) => this.#freshForMs(listed, opts.maxAgeMs), list, Date.now());
   }
 
@@ -400,11 +438,16 @@ export class Connection implements McpConnection {
     await this.#closing;
   }
 
-  async #callOn(core: ConnectionCore, params: CallToolRequest['params'], opts: CallToolOptions): Promise<McpCallResult> {
+  async #callOn(
+    core: ConnectionCore,
+    params: CallToolRequest['params'],
+    opts: CallToolOptions,
+  ): Promise<McpCallResult> {
     const timeoutMs = opts.timeoutMs ?? DEFAULT_CALL_TIMEOUT_MS;
     const sent = withInputResponses(params, opts, core.verdict.era);
     const target = this.#target(core);
-    if (opts.logLevel !== undefined && core.verdict.era === 'legacy') await this.#sessionLogLevel(core, opts.logLevel, opts.signal);
+    if (opts.logLevel !== undefined && core.verdict.era === 'legacy')
+      await this.#sessionLogLevel(core, opts.logLevel, opts.signal);
     if (target !== undefined) {
       try {
         const result = (await toolCall(target, sent, {
@@ -480,7 +523,10 @@ export class Connection implements McpConnection {
       }
       if (page === 0) copyHints(result, out);
       // A modern server with the tasks extension: each tool may run as a task (./tasks.ts).
-      result = { ...result, tools: withTaskSupport(result.tools, core.verdict.era, core.client.getServerCapabilities()) };
+      result = {
+        ...result,
+        tools: withTaskSupport(result.tools, core.verdict.era, core.client.getServerCapabilities()),
+      };
       for (const tool of result.tools) if (!byName.has(tool.name)) byName.set(tool.name, tool);
       const next = result.nextCursor;
       if (next === undefined || seenCursors.has(next)) break;
@@ -495,10 +541,16 @@ export class Connection implements McpConnection {
     this.#assertOpen();
     const core = this.#core;
     if (core.verdict.era !== 'modern') {
-      throw new McpClientError(McpClientErrorCode.ProtocolError, 'subscriptions/listen needs a modern (2026-07-28) connection', { transport: core.kind });
+      throw new McpClientError(
+        McpClientErrorCode.ProtocolError,
+        'subscriptions/listen needs a modern (2026-07-28) connection',
+        { transport: core.kind },
+      );
     }
     if (core.client.getServerCapabilities()?.tools?.listChanged !== true) {
-      throw new McpClientError(McpClientErrorCode.ProtocolError, 'the server does not advertise tools.listChanged', { transport: core.kind });
+      throw new McpClientError(McpClientErrorCode.ProtocolError, 'the server does not advertise tools.listChanged', {
+        transport: core.kind,
+      });
     }
     core.client.setNotificationHandler('notifications/tools/list_changed', () => {
       this.#ctx.listed.heard();
@@ -547,7 +599,9 @@ export class Connection implements McpConnection {
       const fresh = await this.#ctx.reprobe();
       if (this.#closed) {
         await fresh.client.close().catch(() => {});
-        throw new McpClientError(McpClientErrorCode.TransportError, 'MCP connection is closed', { transport: fresh.kind });
+        throw new McpClientError(McpClientErrorCode.TransportError, 'MCP connection is closed', {
+          transport: fresh.kind,
+        });
       }
       this.#core = fresh;
       this.#reprobed = true;
@@ -623,7 +677,9 @@ export class Connection implements McpConnection {
           client.notification({ method: 'notifications/cancelled', params: { requestId, reason } }).catch(() => {});
         },
         ...(this.#ctx.onElicitation !== undefined || this.#ctx.onSampling !== undefined
-          ? { serverRequest: elicitationAnswerer(this.#ctx.onElicitation, this.#ctx.capabilities, this.#ctx.onSampling) }
+          ? {
+              serverRequest: elicitationAnswerer(this.#ctx.onElicitation, this.#ctx.capabilities, this.#ctx.onSampling),
+            }
           : {}),
       };
     }
@@ -632,7 +688,9 @@ export class Connection implements McpConnection {
 
   #assertOpen(): void {
     if (this.#closed) {
-      throw new McpClientError(McpClientErrorCode.TransportError, 'MCP connection is closed', { transport: this.transport });
+      throw new McpClientError(McpClientErrorCode.TransportError, 'MCP connection is closed', {
+        transport: this.transport,
+      });
     }
   }
 
@@ -652,7 +710,11 @@ export class Connection implements McpConnection {
 }
 
 /** The call's params with the answers to an earlier `input_required` result (`inputResponses`, `requestState`). */
-function withInputResponses(params: CallToolRequest['params'], opts: CallToolOptions, era: 'modern' | 'legacy'): CallToolRequest['params'] {
+function withInputResponses(
+  params: CallToolRequest['params'],
+  opts: CallToolOptions,
+  era: 'modern' | 'legacy',
+): CallToolRequest['params'] {
   // 2025-11-25 tasks: the call asks for a task with `task: {ttl}` (the modern dialect declares the extension instead).
   if (opts.task !== undefined && era === 'legacy') params = { ...params, task: { ttl: opts.task.ttlMs } };
   if (opts.inputResponses === undefined && opts.requestState === undefined) return params;

@@ -1,4 +1,11 @@
-import { ProtocolError, type ClientCapabilities, type CreateMessageRequestParams, type CreateMessageResult, type ElicitRequestParams, type ElicitResult } from '@modelcontextprotocol/client';
+import {
+  ProtocolError,
+  type ClientCapabilities,
+  type CreateMessageRequestParams,
+  type CreateMessageResult,
+  type ElicitRequestParams,
+  type ElicitResult,
+} from '@modelcontextprotocol/client';
 
 /**
  * A handler of a legacy server's `elicitation/create` (form or URL mode): resolve with the user's
@@ -12,7 +19,10 @@ export type ElicitationHandler = (params: ElicitRequestParams, ctx: { signal: Ab
  * write a message): resolve with the `CreateMessageResult`; `signal` aborts when the server or the
  * request gives up. A throw answers the server with a JSON-RPC error.
  */
-export type SamplingHandler = (params: CreateMessageRequestParams, ctx: { signal: AbortSignal }) => Promise<CreateMessageResult>;
+export type SamplingHandler = (
+  params: CreateMessageRequestParams,
+  ctx: { signal: AbortSignal },
+) => Promise<CreateMessageResult>;
 
 const INVALID_PARAMS = -32602;
 const METHOD_NOT_FOUND = -32601;
@@ -38,26 +48,34 @@ export function elicitationAnswerer(
   const urlMode = declared?.url !== undefined;
   const applyDefaults = declared?.form?.applyDefaults === true;
   return async (method, params, signal) => {
-    if (method === 'sampling/createMessage' && sampling !== undefined) return await answerSampling(sampling, params, signal);
-    if (method !== 'elicitation/create' || handler === undefined) throw new ProtocolError(METHOD_NOT_FOUND, `Method not found: ${method.slice(0, 64)}`);
-    if (params === null || typeof params !== 'object' || Array.isArray(params)) throw new ProtocolError(INVALID_PARAMS, 'Invalid elicitation request: params is not an object');
+    if (method === 'sampling/createMessage' && sampling !== undefined)
+      return await answerSampling(sampling, params, signal);
+    if (method !== 'elicitation/create' || handler === undefined)
+      throw new ProtocolError(METHOD_NOT_FOUND, `Method not found: ${method.slice(0, 64)}`);
+    if (params === null || typeof params !== 'object' || Array.isArray(params))
+      throw new ProtocolError(INVALID_PARAMS, 'Invalid elicitation request: params is not an object');
     const p = { ...(params as Record<string, unknown>) };
     p.mode ??= 'form';
-    if (typeof p.message !== 'string') throw new ProtocolError(INVALID_PARAMS, 'Invalid elicitation request: message is not a string');
+    if (typeof p.message !== 'string')
+      throw new ProtocolError(INVALID_PARAMS, 'Invalid elicitation request: message is not a string');
     if (p.mode === 'form') {
       if (!formMode) throw new ProtocolError(INVALID_PARAMS, 'Client does not support form-mode elicitation requests');
-      if (!isObject(p.requestedSchema)) throw new ProtocolError(INVALID_PARAMS, 'Invalid elicitation request: requestedSchema is not an object');
+      if (!isObject(p.requestedSchema))
+        throw new ProtocolError(INVALID_PARAMS, 'Invalid elicitation request: requestedSchema is not an object');
     } else if (p.mode === 'url') {
       if (!urlMode) throw new ProtocolError(INVALID_PARAMS, 'Client does not support URL-mode elicitation requests');
-      if (typeof p.url !== 'string') throw new ProtocolError(INVALID_PARAMS, 'Invalid elicitation request: url is not a string');
+      if (typeof p.url !== 'string')
+        throw new ProtocolError(INVALID_PARAMS, 'Invalid elicitation request: url is not a string');
     } else {
       throw new ProtocolError(INVALID_PARAMS, 'Invalid elicitation request: unknown mode');
     }
     const result = await handler(p as ElicitRequestParams, { signal });
     const action = (result as { action?: unknown } | null)?.action;
-    if (action !== 'accept' && action !== 'decline' && action !== 'cancel') throw new ProtocolError(INVALID_PARAMS, 'Invalid elicitation result: action');
+    if (action !== 'accept' && action !== 'decline' && action !== 'cancel')
+      throw new ProtocolError(INVALID_PARAMS, 'Invalid elicitation result: action');
     const content = (result as { content?: unknown }).content;
-    if (content !== undefined && !isObject(content)) throw new ProtocolError(INVALID_PARAMS, 'Invalid elicitation result: content is not an object');
+    if (content !== undefined && !isObject(content))
+      throw new ProtocolError(INVALID_PARAMS, 'Invalid elicitation result: content is not an object');
     const answer: Record<string, unknown> = { action };
     if (content !== undefined) answer.content = { ...content };
     if (p.mode === 'form' && action === 'accept' && applyDefaults) {
@@ -69,9 +87,15 @@ export function elicitationAnswerer(
 }
 
 async function answerSampling(sampling: SamplingHandler, params: unknown, signal: AbortSignal): Promise<unknown> {
-  if (!isObject(params) || !Array.isArray(params.messages)) throw new ProtocolError(INVALID_PARAMS, 'Invalid sampling request: messages is not an array');
+  if (!isObject(params) || !Array.isArray(params.messages))
+    throw new ProtocolError(INVALID_PARAMS, 'Invalid sampling request: messages is not an array');
   const result: unknown = await sampling(params as CreateMessageRequestParams, { signal });
-  if (!isObject(result) || typeof result.role !== 'string' || typeof result.model !== 'string' || (!isObject(result.content) && !Array.isArray(result.content))) {
+  if (
+    !isObject(result) ||
+    typeof result.role !== 'string' ||
+    typeof result.model !== 'string' ||
+    (!isObject(result.content) && !Array.isArray(result.content))
+  ) {
     throw new ProtocolError(INVALID_PARAMS, 'Invalid sampling result: role, content and model');
   }
   return result;

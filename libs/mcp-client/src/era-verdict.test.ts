@@ -3,7 +3,14 @@ import { describe, expect, it } from 'vitest';
 import { discoverFault, isEraVerdict, shouldReprobe, type FailedOnVerdict } from './era-verdict.js';
 import { HttpStatusError, McpClientError, isStaleModernPrior } from './errors.js';
 
-const failed = (extra: Partial<FailedOnVerdict> = {}): FailedOnVerdict => ({ fromPrior: true, reprobed: false, cancelled: false, era: 'modern', stale: true, ...extra });
+const failed = (extra: Partial<FailedOnVerdict> = {}): FailedOnVerdict => ({
+  fromPrior: true,
+  reprobed: false,
+  cancelled: false,
+  era: 'modern',
+  stale: true,
+  ...extra,
+});
 
 describe('shouldReprobe: a cached verdict that stopped working is probed again, once', () => {
   it('re-probes a modern verdict from the cache when the server refused it', () => {
@@ -33,7 +40,11 @@ describe('isStaleModernPrior: the answers that say a modern verdict no longer ho
   });
 
   it('looks through the MCP client error to its cause', () => {
-    expect(isStaleModernPrior(new McpClientError('transport_error', 'x', {}, { cause: new HttpStatusError(404, 'Not Found') }))).toBe(true);
+    expect(
+      isStaleModernPrior(
+        new McpClientError('transport_error', 'x', {}, { cause: new HttpStatusError(404, 'Not Found') }),
+      ),
+    ).toBe(true);
   });
 
   it('takes a JSON-RPC "not initialized" or session error for stale, and no other server answer', () => {
@@ -65,7 +76,9 @@ describe('discoverFault: a server/discover answer trusted as a modern verdict', 
     expect(discoverFault({ supportedVersions: [] })).toBe('supportedVersions is missing or empty');
     expect(discoverFault({ supportedVersions: ['2025-11-25'] })).toContain('names no modern revision');
     expect(discoverFault({ supportedVersions: ['latest'] })).toContain('not a YYYY-MM-DD version');
-    expect(discoverFault({ supportedVersions: Array.from({ length: 33 }, () => '2026-07-28') })).toContain('more than 32');
+    expect(discoverFault({ supportedVersions: Array.from({ length: 33 }, () => '2026-07-28') })).toContain(
+      'more than 32',
+    );
     expect(discoverFault({ ...good, capabilities: [] })).toBe('capabilities is not an object');
     expect(discoverFault(good, '2027-01-01')).toContain('is not among the advertised');
     expect(discoverFault(good, '2025-11-25')).toContain('a legacy one on a modern connection');
@@ -75,7 +88,9 @@ describe('discoverFault: a server/discover answer trusted as a modern verdict', 
 describe('isEraVerdict', () => {
   it('accepts the two stored shapes and nothing else', () => {
     expect(isEraVerdict({ era: 'legacy', protocolVersion: '2025-11-25', transport: 'sse' })).toBe(true);
-    expect(isEraVerdict({ era: 'modern', protocolVersion: '2026-07-28', discover: { supportedVersions: ['2026-07-28'] } })).toBe(true);
+    expect(
+      isEraVerdict({ era: 'modern', protocolVersion: '2026-07-28', discover: { supportedVersions: ['2026-07-28'] } }),
+    ).toBe(true);
     expect(isEraVerdict({ era: 'legacy', protocolVersion: '2025-11-25', transport: 'ws' })).toBe(false);
     expect(isEraVerdict({ era: 'modern', protocolVersion: '2026-07-28' })).toBe(false);
     expect(isEraVerdict({ era: 'future', protocolVersion: 'x' })).toBe(false);

@@ -2,7 +2,9 @@ import type { DiscoverResult } from '@modelcontextprotocol/client';
 import { McpClientError, McpClientErrorCode } from './errors.js';
 
 /** The cached era verdict of a server (plain JSON, storable): probed once, reused by every connect. */
-export type EraVerdict = { era: 'modern'; protocolVersion: string; discover: DiscoverResult } | { era: 'legacy'; protocolVersion: string; transport: 'http' | 'sse' };
+export type EraVerdict =
+  | { era: 'modern'; protocolVersion: string; discover: DiscoverResult }
+  | { era: 'legacy'; protocolVersion: string; transport: 'http' | 'sse' };
 
 /** The first revision of the modern era: every version before it is a 2025-era (`initialize`) one. */
 export const FIRST_MODERN_VERSION = '2026-07-28';
@@ -17,28 +19,45 @@ const VERSION = /^\d{4}-\d{2}-\d{2}$/;
  * versions and a modern one (a server that says one thing and negotiates another lies).
  */
 export function discoverFault(discover: unknown, negotiated?: string): string | undefined {
-  if (discover === null || typeof discover !== 'object' || Array.isArray(discover)) return 'the server/discover result is not an object';
+  if (discover === null || typeof discover !== 'object' || Array.isArray(discover))
+    return 'the server/discover result is not an object';
   const d = discover as { supportedVersions?: unknown; capabilities?: unknown };
   const versions = d.supportedVersions;
   if (!Array.isArray(versions) || versions.length === 0) return 'supportedVersions is missing or empty';
-  if (versions.length > MAX_SUPPORTED_VERSIONS) return `supportedVersions lists more than ${MAX_SUPPORTED_VERSIONS} versions`;
-  if (!versions.every((v): v is string => typeof v === 'string' && VERSION.test(v))) return 'supportedVersions holds a value that is not a YYYY-MM-DD version';
-  if (!versions.some((v) => v >= FIRST_MODERN_VERSION)) return `supportedVersions names no modern revision (${FIRST_MODERN_VERSION} or later)`;
-  if (d.capabilities !== undefined && (d.capabilities === null || typeof d.capabilities !== 'object' || Array.isArray(d.capabilities))) {
+  if (versions.length > MAX_SUPPORTED_VERSIONS)
+    return `supportedVersions lists more than ${MAX_SUPPORTED_VERSIONS} versions`;
+  if (!versions.every((v): v is string => typeof v === 'string' && VERSION.test(v)))
+    return 'supportedVersions holds a value that is not a YYYY-MM-DD version';
+  if (!versions.some((v) => v >= FIRST_MODERN_VERSION))
+    return `supportedVersions names no modern revision (${FIRST_MODERN_VERSION} or later)`;
+  if (
+    d.capabilities !== undefined &&
+    (d.capabilities === null || typeof d.capabilities !== 'object' || Array.isArray(d.capabilities))
+  ) {
     return 'capabilities is not an object';
   }
   if (negotiated !== undefined) {
-    if (!versions.includes(negotiated)) return `the negotiated version ${negotiated} is not among the advertised supportedVersions`;
-    if (negotiated < FIRST_MODERN_VERSION) return `the negotiated version ${negotiated} is a legacy one on a modern connection`;
+    if (!versions.includes(negotiated))
+      return `the negotiated version ${negotiated} is not among the advertised supportedVersions`;
+    if (negotiated < FIRST_MODERN_VERSION)
+      return `the negotiated version ${negotiated} is a legacy one on a modern connection`;
   }
   return undefined;
 }
 
 /** Throws `era_negotiation_failed` naming why the discover result is refused. */
-export function assertDiscover(discover: unknown, negotiated: string | undefined, where: string): asserts discover is DiscoverResult {
+export function assertDiscover(
+  discover: unknown,
+  negotiated: string | undefined,
+  where: string,
+): asserts discover is DiscoverResult {
   const fault = discoverFault(discover, negotiated);
   if (fault !== undefined) {
-    throw new McpClientError(McpClientErrorCode.EraNegotiationFailed, `${where}: the server's era cannot be trusted: ${fault}`, { transport: 'http' });
+    throw new McpClientError(
+      McpClientErrorCode.EraNegotiationFailed,
+      `${where}: the server's era cannot be trusted: ${fault}`,
+      { transport: 'http' },
+    );
   }
 }
 

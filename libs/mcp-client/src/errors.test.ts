@@ -3,7 +3,10 @@ import { describe, expect, it } from 'vitest';
 import { callRan, classifyMcpError, HttpStatusError, McpClientError, redactUrl } from './errors.js';
 
 function httpError(status: number, text: string): SdkHttpError {
-  return new SdkHttpError(SdkErrorCode.ClientHttpNotImplemented, `Error POSTing to endpoint: ${text}`, { status, text });
+  return new SdkHttpError(SdkErrorCode.ClientHttpNotImplemented, `Error POSTing to endpoint: ${text}`, {
+    status,
+    text,
+  });
 }
 
 function fetchFailed(message: string, code: string): TypeError {
@@ -25,7 +28,9 @@ describe('classifyMcpError', () => {
   });
 
   it('maps a closed connection to transport_error', () => {
-    expect(classifyMcpError(new SdkError(SdkErrorCode.ConnectionClosed, 'Connection closed')).code).toBe('transport_error');
+    expect(classifyMcpError(new SdkError(SdkErrorCode.ConnectionClosed, 'Connection closed')).code).toBe(
+      'transport_error',
+    );
   });
 
   it('maps a 404 on a session to a retryable session_expired', () => {
@@ -34,18 +39,30 @@ describe('classifyMcpError', () => {
   });
 
   it('maps a 400 "No valid session ID" of an SDK v1 server to session_expired too', () => {
-    const body = '{"jsonrpc":"2.0","error":{"code":-32000,"message":"Bad Request: No valid session ID provided"},"id":null}';
-    expect(classifyMcpError(httpError(400, body))).toMatchObject({ code: 'session_expired', retryable: true, status: 400 });
+    const body =
+      '{"jsonrpc":"2.0","error":{"code":-32000,"message":"Bad Request: No valid session ID provided"},"id":null}';
+    expect(classifyMcpError(httpError(400, body))).toMatchObject({
+      code: 'session_expired',
+      retryable: true,
+      status: 400,
+    });
     expect(classifyMcpError(httpError(400, '{"error":"bad arguments"}')).code).toBe('transport_error');
   });
 
   it('does not take a 404 on a modern connection for a lost session', () => {
-    expect(classifyMcpError(httpError(404, '{}'), undefined, { era: 'modern' })).toMatchObject({ code: 'transport_error', retryable: false });
+    expect(classifyMcpError(httpError(404, '{}'), undefined, { era: 'modern' })).toMatchObject({
+      code: 'transport_error',
+      retryable: false,
+    });
   });
 
   it('maps an unsupported protocol version and a failed era negotiation to era_negotiation_failed', () => {
-    expect(classifyMcpError(new ProtocolError(-32022, 'Unsupported protocol version')).code).toBe('era_negotiation_failed');
-    expect(classifyMcpError(new SdkError(SdkErrorCode.EraNegotiationFailed, 'no overlap')).code).toBe('era_negotiation_failed');
+    expect(classifyMcpError(new ProtocolError(-32022, 'Unsupported protocol version')).code).toBe(
+      'era_negotiation_failed',
+    );
+    expect(classifyMcpError(new SdkError(SdkErrorCode.EraNegotiationFailed, 'no overlap')).code).toBe(
+      'era_negotiation_failed',
+    );
   });
 
   it('maps a 401 to unauthorized with the challenge', () => {
@@ -68,7 +85,10 @@ describe('classifyMcpError', () => {
   });
 
   it('scrubs every form of a header secret, from the message and from the causes a log line writes', () => {
-    const raw = httpError(500, `echo ${Buffer.from('abcd-secret-1').toString('base64')} ABCD-SECRET-1 abcd%2Dsecret%2D1`);
+    const raw = httpError(
+      500,
+      `echo ${Buffer.from('abcd-secret-1').toString('base64')} ABCD-SECRET-1 abcd%2Dsecret%2D1`,
+    );
     const error = classifyMcpError(raw, undefined, { secrets: ['Bearer abcd-secret-1'] });
     expect(error.message).toBe('MCP server answered HTTP 500: echo [redacted] [redacted] [redacted]');
     expect(raw.message).not.toMatch(/secret/i);
@@ -84,7 +104,14 @@ describe('classifyMcpError', () => {
 describe('what a failed call ran', () => {
   it('is none only where the failure proves the server never ran it', () => {
     expect(callRan(fetchFailed('connect ECONNREFUSED 127.0.0.1:1', 'ECONNREFUSED'), false)).toBe('none');
-    expect(callRan(new TypeError('fetch failed', { cause: new AggregateError([Object.assign(new Error(''), { code: 'EHOSTUNREACH' })]) }), false)).toBe('none');
+    expect(
+      callRan(
+        new TypeError('fetch failed', {
+          cause: new AggregateError([Object.assign(new Error(''), { code: 'EHOSTUNREACH' })]),
+        }),
+        false,
+      ),
+    ).toBe('none');
     expect(callRan(new HttpStatusError(429, 'slow down'), true)).toBe('none');
     expect(callRan(new HttpStatusError(401, 'no'), true)).toBe('none');
     expect(callRan(new ProtocolError(-32022, 'Unsupported protocol version'), true)).toBe('none');

@@ -1,5 +1,12 @@
 import { redactErrorChain, redactSecrets, type SecretScrubber } from './scrub.js';
-import { ProtocolError, SdkError, SdkErrorCode, SdkHttpError, SseError, UnauthorizedError } from '@modelcontextprotocol/client';
+import {
+  ProtocolError,
+  SdkError,
+  SdkErrorCode,
+  SdkHttpError,
+  SseError,
+  UnauthorizedError,
+} from '@modelcontextprotocol/client';
 
 /**
  * Stable codes of {@link McpClientError}.
@@ -68,7 +75,11 @@ export interface McpClientErrorDetails {
  * or answer one the server refused. The call path sets `ran` on every error it throws.
  */
 function defaultRan(code: McpClientErrorCode): McpClientRan {
-  return code === McpClientErrorCode.MaybeExecuted || code === McpClientErrorCode.Timeout || code === McpClientErrorCode.Cancelled ? McpClientRan.Maybe : McpClientRan.None;
+  return code === McpClientErrorCode.MaybeExecuted ||
+    code === McpClientErrorCode.Timeout ||
+    code === McpClientErrorCode.Cancelled
+    ? McpClientRan.Maybe
+    : McpClientRan.None;
 }
 
 /**
@@ -87,7 +98,12 @@ export class McpClientError extends Error {
   readonly ran: McpClientRan;
   readonly details: McpClientErrorDetails;
 
-  constructor(code: McpClientErrorCode, message: string, details: McpClientErrorDetails = {}, options?: { cause?: unknown }) {
+  constructor(
+    code: McpClientErrorCode,
+    message: string,
+    details: McpClientErrorDetails = {},
+    options?: { cause?: unknown },
+  ) {
     super(message, options);
     this.code = code;
     this.retryable = code === McpClientErrorCode.SessionExpired;
@@ -101,7 +117,12 @@ export class McpClientError extends Error {
   /** The same error, saying `ran` (itself when it already does). */
   withRan(ran: McpClientRan): McpClientError {
     if (ran === this.ran) return this;
-    const copy = new McpClientError(this.code, this.message, { ...this.details, ran }, this.cause === undefined ? undefined : { cause: this.cause });
+    const copy = new McpClientError(
+      this.code,
+      this.message,
+      { ...this.details, ran },
+      this.cause === undefined ? undefined : { cause: this.cause },
+    );
     if (this.stack !== undefined) copy.stack = this.stack;
     return copy;
   }
@@ -210,7 +231,8 @@ export function isSessionLost(err: unknown): boolean {
 
 /** SDK codes that mean the era is not agreed (a stale prior, a lying server): never a transport hiccup. */
 export function isEraFailure(err: unknown): boolean {
-  if (err instanceof SdkError && err.code === SdkErrorCode.EraNegotiationFailed && !(err instanceof SdkHttpError)) return true;
+  if (err instanceof SdkError && err.code === SdkErrorCode.EraNegotiationFailed && !(err instanceof SdkHttpError))
+    return true;
   return err instanceof ProtocolError && err.code === UNSUPPORTED_PROTOCOL_VERSION;
 }
 
@@ -220,7 +242,9 @@ export const UNSUPPORTED_PROTOCOL_VERSION = -32022;
 /** Text of an SDK error without the SDK's prefixes, scrubbed and bounded. */
 function detailOf(err: unknown, secrets: readonly string[]): string {
   const raw = err instanceof Error ? err.message : String(err);
-  const text = raw.replace(/^(Streamable HTTP error|SSE error|MCP error -?\d+): /, '').replace(/^Error POSTing to endpoint: ?/, '');
+  const text = raw
+    .replace(/^(Streamable HTTP error|SSE error|MCP error -?\d+): /, '')
+    .replace(/^Error POSTing to endpoint: ?/, '');
   return scrub(text, secrets);
 }
 
@@ -258,21 +282,46 @@ function classify(err: unknown, signal: AbortSignal | undefined, ctx: ClassifyCo
   }
   if (err instanceof SdkError && !(err instanceof SdkHttpError)) {
     if (err.code === SdkErrorCode.RequestTimeout) {
-      return new McpClientError(McpClientErrorCode.Timeout, `MCP request timed out: ${detailOf(err, secrets)}`, base, cause);
+      return new McpClientError(
+        McpClientErrorCode.Timeout,
+        `MCP request timed out: ${detailOf(err, secrets)}`,
+        base,
+        cause,
+      );
     }
     if (err.code === SdkErrorCode.ConnectionClosed || err.code === SdkErrorCode.NotConnected) {
-      return new McpClientError(McpClientErrorCode.TransportError, `MCP connection closed: ${detailOf(err, secrets)}`, base, cause);
+      return new McpClientError(
+        McpClientErrorCode.TransportError,
+        `MCP connection closed: ${detailOf(err, secrets)}`,
+        base,
+        cause,
+      );
     }
     if (err.code === SdkErrorCode.EraNegotiationFailed) {
-      return new McpClientError(McpClientErrorCode.EraNegotiationFailed, `MCP era negotiation failed: ${detailOf(err, secrets)}`, base, cause);
+      return new McpClientError(
+        McpClientErrorCode.EraNegotiationFailed,
+        `MCP era negotiation failed: ${detailOf(err, secrets)}`,
+        base,
+        cause,
+      );
     }
   }
   if (err instanceof ProtocolError) {
     const details = { ...base, mcpCode: err.code };
     if (err.code === UNSUPPORTED_PROTOCOL_VERSION) {
-      return new McpClientError(McpClientErrorCode.EraNegotiationFailed, `MCP server refused the protocol version: ${detailOf(err, secrets)}`, details, cause);
+      return new McpClientError(
+        McpClientErrorCode.EraNegotiationFailed,
+        `MCP server refused the protocol version: ${detailOf(err, secrets)}`,
+        details,
+        cause,
+      );
     }
-    return new McpClientError(McpClientErrorCode.ProtocolError, `MCP server error ${err.code}: ${detailOf(err, secrets)}`, details, cause);
+    return new McpClientError(
+      McpClientErrorCode.ProtocolError,
+      `MCP server error ${err.code}: ${detailOf(err, secrets)}`,
+      details,
+      cause,
+    );
   }
   if (err instanceof UnauthorizedError) {
     return unauthorizedError(undefined, ctx, base, cause);
@@ -288,20 +337,48 @@ function classify(err: unknown, signal: AbortSignal | undefined, ctx: ClassifyCo
     );
   }
   if (status !== undefined) {
-    return new McpClientError(McpClientErrorCode.TransportError, `MCP server answered HTTP ${status}: ${detailOf(err, secrets)}`, { ...base, status }, cause);
+    return new McpClientError(
+      McpClientErrorCode.TransportError,
+      `MCP server answered HTTP ${status}: ${detailOf(err, secrets)}`,
+      { ...base, status },
+      cause,
+    );
   }
   const network = networkCause(err);
   if (network !== undefined) {
-    return new McpClientError(McpClientErrorCode.TransportError, `MCP transport failed: ${scrub(network, secrets)}`, base, cause);
+    return new McpClientError(
+      McpClientErrorCode.TransportError,
+      `MCP transport failed: ${scrub(network, secrets)}`,
+      base,
+      cause,
+    );
   }
-  return new McpClientError(McpClientErrorCode.TransportError, `MCP transport error: ${detailOf(err, secrets)}`, base, cause);
+  return new McpClientError(
+    McpClientErrorCode.TransportError,
+    `MCP transport error: ${detailOf(err, secrets)}`,
+    base,
+    cause,
+  );
 }
 
-function unauthorizedError(status: number | undefined, ctx: ClassifyContext, base: McpClientErrorDetails, cause: { cause: unknown }): McpClientError {
+function unauthorizedError(
+  status: number | undefined,
+  ctx: ClassifyContext,
+  base: McpClientErrorDetails,
+  cause: { cause: unknown },
+): McpClientError {
   const details: McpClientErrorDetails = { ...base, status: status ?? 401 };
-  const challenge = cause.cause instanceof HttpStatusError && cause.cause.wwwAuthenticate !== undefined ? cause.cause.wwwAuthenticate : ctx.wwwAuthenticate;
+  const challenge =
+    cause.cause instanceof HttpStatusError && cause.cause.wwwAuthenticate !== undefined
+      ? cause.cause.wwwAuthenticate
+      : ctx.wwwAuthenticate;
   if (challenge !== undefined) details.wwwAuthenticate = challenge;
-  return new McpClientError(McpClientErrorCode.Unauthorized, 'MCP server answered 401 Unauthorized: check the configured credentials', details, cause);
+  return new McpClientError(
+    McpClientErrorCode.Unauthorized,
+    'MCP server answered 401 Unauthorized: check the configured credentials',
+    details,
+    cause,
+  );
 }
 
 /**
@@ -316,7 +393,14 @@ const REFUSED_UNRUN: ReadonlySet<number> = new Set([400, 401, 403, 404, 405, 406
  * Socket error codes (Node's `code`, not a message) that prove no byte of the request reached the
  * server: the connect itself failed.
  */
-const UNSENT_SOCKET_CODES: ReadonlySet<string> = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL']);
+const UNSENT_SOCKET_CODES: ReadonlySet<string> = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EADDRNOTAVAIL',
+]);
 
 /**
  * What a failed `tools/call` may have run, decided by type, status and socket code (never by a
@@ -332,7 +416,8 @@ export function callRan(err: unknown, answered: boolean): McpClientRan {
   if (err instanceof McpClientError) return answered ? McpClientRan.Maybe : err.ran;
   if (isEraFailure(err)) return McpClientRan.None;
   if (err instanceof ProtocolError) return McpClientRan.Maybe;
-  if (err instanceof SdkError && !(err instanceof SdkHttpError) && err.code === SdkErrorCode.NotConnected) return McpClientRan.None;
+  if (err instanceof SdkError && !(err instanceof SdkHttpError) && err.code === SdkErrorCode.NotConnected)
+    return McpClientRan.None;
   const status = httpStatusOf(err);
   if (status !== undefined) return REFUSED_UNRUN.has(status) ? McpClientRan.None : McpClientRan.Maybe;
   if (answered) return McpClientRan.Maybe;
@@ -346,7 +431,8 @@ function socketCodes(err: unknown, depth = 0): string[] {
   for (let d = depth; d < 8 && current instanceof Error; d++) {
     const code = (current as { code?: unknown }).code;
     if (typeof code === 'string') out.push(code);
-    if (current instanceof AggregateError) for (const inner of current.errors as unknown[]) out.push(...socketCodes(inner, d + 1));
+    if (current instanceof AggregateError)
+      for (const inner of current.errors as unknown[]) out.push(...socketCodes(inner, d + 1));
     current = current.cause;
   }
   return out;
@@ -360,6 +446,7 @@ function socketCodes(err: unknown, depth = 0): string[] {
 export function isStaleModernPrior(err: unknown): boolean {
   const cause = err instanceof McpClientError ? err.cause : err;
   if (isEraFailure(cause)) return true;
-  if (cause instanceof SdkHttpError || cause instanceof HttpStatusError) return cause.status === 400 || cause.status === 404;
+  if (cause instanceof SdkHttpError || cause instanceof HttpStatusError)
+    return cause.status === 400 || cause.status === 404;
   return cause instanceof ProtocolError && cause.code === -32000 && /not initialized|session/i.test(cause.message);
 }

@@ -39,7 +39,8 @@ export function fetchAsRequest(fetchFn: typeof fetch): McpHttpRequest {
     response.headers.forEach((value, name) => {
       headers[name] = value;
     });
-    const body: RawBody = response.body === null ? Readable.from([]) : Readable.fromWeb(response.body as NodeWebReadableStream<Uint8Array>);
+    const body: RawBody =
+      response.body === null ? Readable.from([]) : Readable.fromWeb(response.body as NodeWebReadableStream<Uint8Array>);
     return { statusCode: response.status, headers, body };
   };
 }

@@ -38,7 +38,15 @@ export {
 export { discoverFault, isEraVerdict, type EraVerdict } from './era-verdict.js';
 export { invalidMcpHeaderTools, type InvalidMcpHeaderTool } from './mcp-param-headers.js';
 export { explainConnectFailure, socketErrorCode, type ConfiguredAuth } from './connect-failure.js';
-export { classifyMcpError, McpClientError, McpClientErrorCode, McpClientRan, redactUrl, type ClassifyContext, type McpClientErrorDetails } from './errors.js';
+export {
+  classifyMcpError,
+  McpClientError,
+  McpClientErrorCode,
+  McpClientRan,
+  redactUrl,
+  type ClassifyContext,
+  type McpClientErrorDetails,
+} from './errors.js';
 export { redactErrorChain, redactSecrets, requestSecrets, scrubberOf, SecretScrubber, REDACTED } from './scrub.js';
 export {
   resourceMetadataUrl,
@@ -57,5 +65,13 @@ export {
   type OAuthResult,
   type OAuthTokens,
 } from './oauth.js';
-export type { CallToolResult, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult, InputRequiredResult, Tool } from '@modelcontextprotocol/client';
+export type {
+  CallToolResult,
+  CreateMessageRequestParams,
+  CreateMessageResult,
+  ElicitRequestParams,
+  ElicitResult,
+  InputRequiredResult,
+  Tool,
+} from '@modelcontextprotocol/client';
 export { ProtocolError } from '@modelcontextprotocol/client';

@@ -13,14 +13,21 @@ function lister(result: () => ToolsWithHints): { list: () => Promise<ToolsWithHi
   };
 }
 
-const tools = (name: string, ttlMs?: number): ToolsWithHints => ({ tools: [{ name, inputSchema: { type: 'object' } }], ...(ttlMs !== undefined ? { ttlMs } : {}) });
+const tools = (name: string, ttlMs?: number): ToolsWithHints => ({
+  tools: [{ name, inputSchema: { type: 'object' } }],
+  ...(ttlMs !== undefined ? { ttlMs } : {}),
+});
 const byTtl = (maxAgeMs: number) => (listed: ToolsWithHints) => Math.min(listed.ttlMs ?? 0, maxAgeMs);
 
 describe('a connection’s listed tools', () => {
   it('reuses a listing within its ttlMs (held to the maximum age), and lists again after it', async () => {
     const listed = new ListedTools();
     const l = lister(() => tools('a', 10_000));
-    expect(await listed.current(byTtl(5_000), l.list, 1_000)).toMatchObject({ reused: false, listedAt: 1_000, ttlMs: 10_000 });
+    expect(await listed.current(byTtl(5_000), l.list, 1_000)).toMatchObject({
+      reused: false,
+      listedAt: 1_000,
+      ttlMs: 10_000,
+    });
     expect(await listed.current(byTtl(5_000), l.list, 5_999)).toMatchObject({ reused: true, listedAt: 1_000 });
     expect(l.runs()).toBe(1);
     // The hint says 10 s; the caller's maximum age is 5 s.
@@ -53,7 +60,10 @@ describe('a connection’s listed tools', () => {
     await listed.track(l.list, true, 0);
     expect(await listed.current(byTtl(60_000), l.list, 10)).toMatchObject({ reused: true, listedAt: 0 });
     listed.heard();
-    const [x, y] = await Promise.all([listed.current(byTtl(60_000), l.list, 20), listed.current(byTtl(60_000), l.list, 20)]);
+    const [x, y] = await Promise.all([
+      listed.current(byTtl(60_000), l.list, 20),
+      listed.current(byTtl(60_000), l.list, 20),
+    ]);
     expect(x.tools).toEqual(y.tools);
     expect(l.runs()).toBe(2);
   });

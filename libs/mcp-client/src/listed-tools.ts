@@ -64,7 +64,11 @@ export class ListedTools {
    * `freshForMs(listing)`. Else the listing under way that started after the last change heard,
    * else a new one (`list`). Concurrent callers share one listing.
    */
-  async current(freshForMs: (listed: ToolsWithHints) => number, list: () => Promise<ToolsWithHints>, now: number): Promise<CurrentTools> {
+  async current(
+    freshForMs: (listed: ToolsWithHints) => number,
+    list: () => Promise<ToolsWithHints>,
+    now: number,
+  ): Promise<CurrentTools> {
     const last = this.#last;
     if (last !== undefined && last.heard === this.#heard && now - last.startedAt < freshForMs(last.result)) {
       return { ...last.result, listedAt: last.startedAt, reused: true };

@@ -75,12 +75,15 @@ export function mcpHeaderFault(inputSchema: unknown, found?: Declaration[]): str
     const schema = node as Record<string, unknown>;
     if (Object.hasOwn(schema, ANNOTATION)) {
       const where = path.length === 0 ? 'the schema root' : path.join('.');
-      if (!reachable || path.length === 0) return `${where}: x-mcp-header is allowed only on a property reached through "properties"`;
+      if (!reachable || path.length === 0)
+        return `${where}: x-mcp-header is allowed only on a property reached through "properties"`;
       const name = schema[ANNOTATION];
       if (typeof name !== 'string' || name === '') return `${where}: x-mcp-header must be a non-empty string`;
-      if (!TOKEN.test(name)) return `${where}: x-mcp-header ${JSON.stringify(name.slice(0, 64))} is not a valid header name token`;
+      if (!TOKEN.test(name))
+        return `${where}: x-mcp-header ${JSON.stringify(name.slice(0, 64))} is not a valid header name token`;
       const type = schema.type;
-      if (typeof type !== 'string' || !PRIMITIVES.has(type)) return `${where}: x-mcp-header needs a string, integer or boolean property (got ${typeof type === 'string' ? type : 'no single type'})`;
+      if (typeof type !== 'string' || !PRIMITIVES.has(type))
+        return `${where}: x-mcp-header needs a string, integer or boolean property (got ${typeof type === 'string' ? type : 'no single type'})`;
       const lower = name.toLowerCase();
       const other = seen.get(lower);
       if (other !== undefined) return `x-mcp-header ${JSON.stringify(name)} is declared twice (also at ${other})`;
@@ -97,7 +100,14 @@ export function mcpHeaderFault(inputSchema: unknown, found?: Declaration[]): str
     for (const keyword of UNREACHABLE_KEYWORDS) {
       const sub = schema[keyword];
       if (sub === undefined || sub === null || typeof sub !== 'object') continue;
-      const branches = Array.isArray(sub) ? sub : keyword === '$defs' || keyword === 'definitions' || keyword === 'patternProperties' || keyword === 'dependentSchemas' ? Object.values(sub) : [sub];
+      const branches = Array.isArray(sub)
+        ? sub
+        : keyword === '$defs' ||
+            keyword === 'definitions' ||
+            keyword === 'patternProperties' ||
+            keyword === 'dependentSchemas'
+          ? Object.values(sub)
+          : [sub];
       for (const branch of branches) {
         const fault = visit(branch, [...path, `<${keyword}>`], false);
         if (fault !== undefined) return fault;
@@ -127,13 +137,17 @@ function declarationsOf(inputSchema: unknown): readonly Declaration[] | undefine
  * value encoded by {@link encodeMcpParamValue}. A tool whose annotations are invalid gets none
  * (discovery does not project such tools).
  */
-export function mcpParamHeaders(inputSchema: unknown, args: Record<string, unknown> | undefined): Record<string, string> {
+export function mcpParamHeaders(
+  inputSchema: unknown,
+  args: Record<string, unknown> | undefined,
+): Record<string, string> {
   const decls = declarationsOf(inputSchema);
   const out: Record<string, string> = {};
   if (decls === undefined || decls.length === 0) return out;
   for (const decl of decls) {
     let node: unknown = args;
-    for (const key of decl.path) node = node !== null && typeof node === 'object' ? (node as Record<string, unknown>)[key] : undefined;
+    for (const key of decl.path)
+      node = node !== null && typeof node === 'object' ? (node as Record<string, unknown>)[key] : undefined;
     const text = primitiveText(node);
     if (text !== undefined) out[`Mcp-Param-${decl.headerName}`] = encodeMcpParamValue(text);
   }
@@ -143,7 +157,8 @@ export function mcpParamHeaders(inputSchema: unknown, args: Record<string, unkno
 function primitiveText(value: unknown): string | undefined {
   if (typeof value === 'string') return value;
   if (typeof value === 'boolean') return value ? 'true' : 'false';
-  if (typeof value === 'number' && Number.isFinite(value) && (!Number.isInteger(value) || Number.isSafeInteger(value))) return String(value);
+  if (typeof value === 'number' && Number.isFinite(value) && (!Number.isInteger(value) || Number.isSafeInteger(value)))
+    return String(value);
   return undefined;
 }
 

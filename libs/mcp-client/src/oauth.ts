@@ -9,7 +9,12 @@ import { auth, type AuthResult, type OAuthClientProvider } from '@modelcontextpr
 import { redactErrorChain } from './scrub.js';
 
 export { UnauthorizedError } from '@modelcontextprotocol/client';
-export type { AddClientAuthentication, AuthResult as OAuthResult, OAuthClientProvider, OAuthDiscoveryState } from '@modelcontextprotocol/client';
+export type {
+  AddClientAuthentication,
+  AuthResult as OAuthResult,
+  OAuthClientProvider,
+  OAuthDiscoveryState,
+} from '@modelcontextprotocol/client';
 
 /**
  * The SDK's `auth()`, with what it throws scrubbed (`./scrub.ts`) of every form of the flow's
@@ -17,7 +22,10 @@ export type { AddClientAuthentication, AuthResult as OAuthResult, OAuthClientPro
  * before the attempt and after it. An authorization server's error text may echo any of them,
  * and that text reaches log lines and owners' answers.
  */
-export async function runOAuth(provider: OAuthClientProvider, options: Parameters<typeof auth>[1]): Promise<AuthResult> {
+export async function runOAuth(
+  provider: OAuthClientProvider,
+  options: Parameters<typeof auth>[1],
+): Promise<AuthResult> {
   const before = await oauthSecrets(provider);
   try {
     return await auth(provider, options);
@@ -76,7 +84,10 @@ export class OAuthDocumentError extends Error {
  * read (the SDK parses whatever it gets): a bigger one fails with {@link OAuthDocumentError}
  * naming the URL, and the rest of the body is discarded unread.
  */
-export function boundedOAuthFetch(fetchFn: typeof fetch = fetch, maxBytes: number = OAUTH_DOCUMENT_MAX_BYTES): typeof fetch {
+export function boundedOAuthFetch(
+  fetchFn: typeof fetch = fetch,
+  maxBytes: number = OAUTH_DOCUMENT_MAX_BYTES,
+): typeof fetch {
   return async (input, init) => {
     const res = await fetchFn(input, init);
     const where = safeWhere(res.url || (input instanceof Request ? input.url : String(input)));
@@ -100,7 +111,11 @@ export function boundedOAuthFetch(fetchFn: typeof fetch = fetch, maxBytes: numbe
       chunks.push(value);
     }
     const body = Buffer.concat(chunks);
-    const out = new Response(res.status === 204 || res.status === 304 ? null : body, { status: res.status, statusText: res.statusText, headers: res.headers });
+    const out = new Response(res.status === 204 || res.status === 304 ? null : body, {
+      status: res.status,
+      statusText: res.statusText,
+      headers: res.headers,
+    });
     Object.defineProperty(out, 'url', { value: res.url });
     return out;
   };

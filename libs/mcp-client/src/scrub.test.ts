@@ -14,7 +14,10 @@ describe('the scrub rule', () => {
     ['lower case', TOKEN.toLowerCase()],
     ['percent-encoded', encodeURIComponent(TOKEN)],
     ['percent-encoded, lower-case hex', encodeURIComponent(TOKEN).replace(/%[0-9A-F]{2}/g, (m) => m.toLowerCase())],
-    ['every character percent-encoded', [...Buffer.from(TOKEN)].map((b) => `%${b.toString(16).padStart(2, '0')}`).join('')],
+    [
+      'every character percent-encoded',
+      [...Buffer.from(TOKEN)].map((b) => `%${b.toString(16).padStart(2, '0')}`).join(''),
+    ],
     ['JSON-escaped', JSON.stringify(TOKEN).slice(1, -1).replace(/\//g, '\\/')],
     ['base64', b64(TOKEN)],
     ['base64url without padding', Buffer.from(TOKEN).toString('base64url')],
@@ -35,7 +38,14 @@ describe('the scrub rule', () => {
 
   it('derives a Basic credential: user:pass, each half, and their base64', () => {
     const basic = new SecretScrubber([`Basic ${b64('alice-user:s3cr3t-pass-word')}`]);
-    for (const form of ['alice-user:s3cr3t-pass-word', 's3cr3t-pass-word', 'S3CR3T-PASS-WORD', 'alice-user', b64('s3cr3t-pass-word'), encodeURIComponent('alice-user:s3cr3t-pass-word')]) {
+    for (const form of [
+      'alice-user:s3cr3t-pass-word',
+      's3cr3t-pass-word',
+      'S3CR3T-PASS-WORD',
+      'alice-user',
+      b64('s3cr3t-pass-word'),
+      encodeURIComponent('alice-user:s3cr3t-pass-word'),
+    ]) {
       expect(basic.redact(`x ${form} y`)).toBe('x [redacted] y');
     }
   });
@@ -71,8 +81,12 @@ describe('the scrub rule', () => {
   });
 
   it('takes the URL query values, userinfo and fragment as secrets', () => {
-    expect(requestSecrets('https://u%40x:p%20w@h.example/mcp?api_key=k%2Fv&a=1#frag', { authorization: 'Bearer t' })).toEqual(['Bearer t', 'u@x', 'p w', 'k/v', '1', 'frag']);
-    expect(redactSecrets('key=k/vvvvvv', requestSecrets('https://h.example/mcp?api_key=k%2Fvvvvvv'))).toBe('key=[redacted]');
+    expect(
+      requestSecrets('https://u%40x:p%20w@h.example/mcp?api_key=k%2Fv&a=1#frag', { authorization: 'Bearer t' }),
+    ).toEqual(['Bearer t', 'u@x', 'p w', 'k/v', '1', 'frag']);
+    expect(redactSecrets('key=k/vvvvvv', requestSecrets('https://h.example/mcp?api_key=k%2Fvvvvvv'))).toBe(
+      'key=[redacted]',
+    );
   });
 
   it('rewrites the messages along an error chain', () => {

@@ -104,7 +104,10 @@ export class SecretScrubber {
     const encoded = new Set<string>();
     for (const form of plain) for (const b64 of base64Forms(form)) encoded.add(b64);
     // Longest first: an alternation takes the first that matches, so the whole `Bearer X` wins over `X`.
-    const patterns = [...[...plain].map((f) => ({ len: f.length, source: formPattern(f) })), ...[...encoded].map((f) => ({ len: f.length, source: escapeRegExp(f) }))]
+    const patterns = [
+      ...[...plain].map((f) => ({ len: f.length, source: formPattern(f) })),
+      ...[...encoded].map((f) => ({ len: f.length, source: escapeRegExp(f) })),
+    ]
       .sort((a, b) => b.len - a.len)
       .map((p) => p.source);
     this.#pattern = patterns.length === 0 ? null : new RegExp(patterns.join('|'), 'gi');

@@ -1,7 +1,14 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { McpClientError, McpClientErrorCode, McpClientRan } from './errors.js';
 import type { McpHttpRequest } from './http-request.js';
-import { discard, header, mediaType, readSseResponse, type JsonRpcResponse, type SseResponseScanner } from './body-reader.js';
+import {
+  discard,
+  header,
+  mediaType,
+  readSseResponse,
+  type JsonRpcResponse,
+  type SseResponseScanner,
+} from './body-reader.js';
 
 /** Wait before a resumption when the server sent no `retry:` (the SDK's first reconnection delay). */
 export const RESUME_DEFAULT_WAIT_MS = 1_000;
@@ -40,8 +47,17 @@ export interface ResumeTarget {
  * says which), answers it with something other than an event stream, or never delivers the
  * response. A 5xx or a network failure on the GET counts as a stalled resumption.
  */
-export async function resumeResponse(target: ResumeTarget, scanner: SseResponseScanner, signal: AbortSignal, cause: unknown): Promise<JsonRpcResponse> {
-  const headers: Record<string, string> = { ...target.headers, accept: 'text/event-stream', 'mcp-session-id': target.sessionId };
+export async function resumeResponse(
+  target: ResumeTarget,
+  scanner: SseResponseScanner,
+  signal: AbortSignal,
+  cause: unknown,
+): Promise<JsonRpcResponse> {
+  const headers: Record<string, string> = {
+    ...target.headers,
+    accept: 'text/event-stream',
+    'mcp-session-id': target.sessionId,
+  };
   if (target.protocolVersion !== undefined) headers['mcp-protocol-version'] = target.protocolVersion;
   let lastFailure = cause;
   let stalled = 0;
@@ -65,10 +81,20 @@ export async function resumeResponse(target: ResumeTarget, scanner: SseResponseS
     }
     stalled = scanner.lastEventId === from ? stalled + 1 : 0;
   }
-  throw resumeError(`${attempts} resumption${attempts === 1 ? '' : 's'} with Last-Event-ID did not deliver it`, undefined, lastFailure);
+  throw resumeError(
+    `${attempts} resumption${attempts === 1 ? '' : 's'} with Last-Event-ID did not deliver it`,
+    undefined,
+    lastFailure,
+  );
 }
 
-async function resumeWithRequest(url: URL, request: McpHttpRequest, headers: Record<string, string>, scanner: SseResponseScanner, signal: AbortSignal): Promise<JsonRpcResponse | undefined> {
+async function resumeWithRequest(
+  url: URL,
+  request: McpHttpRequest,
+  headers: Record<string, string>,
+  scanner: SseResponseScanner,
+  signal: AbortSignal,
+): Promise<JsonRpcResponse | undefined> {
   const res = await request(url, { method: 'GET', headers, signal });
   const status = res.statusCode;
   if (status < 200 || status > 299) {
@@ -94,7 +120,9 @@ function resumeError(why: string, status: number | undefined, cause?: unknown): 
   return new McpClientError(
     McpClientErrorCode.TransportError,
     `MCP response stream broke before the result and could not be resumed: ${why}; the server may have executed the call`,
-    status === undefined ? { transport: 'http', ran: McpClientRan.Maybe } : { transport: 'http', status, ran: McpClientRan.Maybe },
+    status === undefined
+      ? { transport: 'http', ran: McpClientRan.Maybe }
+      : { transport: 'http', status, ran: McpClientRan.Maybe },
     cause === undefined ? undefined : { cause },
   );
 }

@@ -49,7 +49,8 @@ export class StreamEndAwareTransport extends StreamableHTTPClientTransport {
           handler === undefined
             ? undefined
             : (message: JSONRPCMessage) => {
-                if ('id' in message && !('method' in message) && message.id !== undefined) this.#pending.delete(message.id);
+                if ('id' in message && !('method' in message) && message.id !== undefined)
+                  this.#pending.delete(message.id);
                 handler(message);
               };
       },
@@ -63,7 +64,13 @@ export class StreamEndAwareTransport extends StreamableHTTPClientTransport {
   }
 
   override async send(message: JSONRPCMessage | JSONRPCMessage[], options?: TransportSendOptions): Promise<void> {
-    if (!this.#modern || Array.isArray(message) || !('method' in message) || !('id' in message) || options?.onRequestStreamEnd !== undefined) {
+    if (
+      !this.#modern ||
+      Array.isArray(message) ||
+      !('method' in message) ||
+      !('id' in message) ||
+      options?.onRequestStreamEnd !== undefined
+    ) {
       await super.send(message, options);
       return;
     }
@@ -82,7 +89,11 @@ export class StreamEndAwareTransport extends StreamableHTTPClientTransport {
     this.#deliver?.({
       jsonrpc: '2.0',
       id,
-      error: { code: -32603, message: 'the response stream ended before the result', data: { [BROKE_KEY]: BROKE_TOKEN } },
+      error: {
+        code: -32603,
+        message: 'the response stream ended before the result',
+        data: { [BROKE_KEY]: BROKE_TOKEN },
+      },
     });
   }
 }

@@ -4,8 +4,22 @@ import { createdTaskOf, offersTasksExtension, upstreamTaskOf, withTaskSupport } 
 
 describe('tasks in both dialects (docs/tasks.md)', () => {
   it('reads a created task of either dialect, and a result that is none', () => {
-    expect(createdTaskOf({ task: { taskId: 't1', status: 'working', ttl: 60_000, pollInterval: 500 } }, 'legacy')).toEqual({ taskId: 't1', status: 'working', ttlMs: 60_000, pollIntervalMs: 500 });
-    expect(createdTaskOf({ resultType: 'task', taskId: 't2', status: 'working', ttlMs: null, pollIntervalMs: 250, statusMessage: 'queued' }, 'modern')).toEqual({
+    expect(
+      createdTaskOf({ task: { taskId: 't1', status: 'working', ttl: 60_000, pollInterval: 500 } }, 'legacy'),
+    ).toEqual({ taskId: 't1', status: 'working', ttlMs: 60_000, pollIntervalMs: 500 });
+    expect(
+      createdTaskOf(
+        {
+          resultType: 'task',
+          taskId: 't2',
+          status: 'working',
+          ttlMs: null,
+          pollIntervalMs: 250,
+          statusMessage: 'queued',
+        },
+        'modern',
+      ),
+    ).toEqual({
       taskId: 't2',
       status: 'working',
       ttlMs: null,
@@ -38,7 +52,16 @@ describe('tasks in both dialects (docs/tasks.md)', () => {
   });
 
   it('bounds what it keeps of a server: the status message, a failed task’s error', () => {
-    const t = upstreamTaskOf({ taskId: 't', status: 'failed', statusMessage: 'm'.repeat(5_000), error: { code: -32000, message: 'e'.repeat(5_000) } }, 'modern', 'tasks/get');
+    const t = upstreamTaskOf(
+      {
+        taskId: 't',
+        status: 'failed',
+        statusMessage: 'm'.repeat(5_000),
+        error: { code: -32000, message: 'e'.repeat(5_000) },
+      },
+      'modern',
+      'tasks/get',
+    );
     expect(t.statusMessage).toHaveLength(1_024);
     expect(t.error?.message).toHaveLength(1_024);
     expect(t.error?.code).toBe(-32000);
@@ -49,7 +72,9 @@ describe('tasks in both dialects (docs/tasks.md)', () => {
     expect(offersTasksExtension(caps)).toBe(true);
     expect(offersTasksExtension({ extensions: { 'io.modelcontextprotocol/tasks': true } })).toBe(false);
     const tools = [{ name: 'a', inputSchema: { type: 'object' as const } }];
-    expect(withTaskSupport(tools, 'modern', caps)).toEqual([{ name: 'a', inputSchema: { type: 'object' }, execution: { taskSupport: 'optional' } }]);
+    expect(withTaskSupport(tools, 'modern', caps)).toEqual([
+      { name: 'a', inputSchema: { type: 'object' }, execution: { taskSupport: 'optional' } },
+    ]);
     expect(withTaskSupport(tools, 'modern', { tools: {} })).toBe(tools);
     expect(withTaskSupport(tools, 'legacy', caps)).toBe(tools);
   });

@@ -1,4 +1,12 @@
-import { CLIENT_CAPABILITIES_META_KEY, CLIENT_INFO_META_KEY, PROTOCOL_VERSION_META_KEY, ProtocolError, type ClientCapabilities, type Implementation, type Tool } from '@modelcontextprotocol/client';
+import {
+  CLIENT_CAPABILITIES_META_KEY,
+  CLIENT_INFO_META_KEY,
+  PROTOCOL_VERSION_META_KEY,
+  ProtocolError,
+  type ClientCapabilities,
+  type Implementation,
+  type Tool,
+} from '@modelcontextprotocol/client';
 import { SseResponseScanner, type JsonRpcOther } from './body-reader.js';
 import { McpClientError, McpClientErrorCode, isSessionLost } from './errors.js';
 import type { McpHttpRequest } from './http-request.js';
@@ -27,7 +35,13 @@ export const TaskDialect = { legacy: '2025-11-25', modern: '2026-07-28' } as con
 export type TaskDialect = (typeof TaskDialect)[keyof typeof TaskDialect];
 
 /** A task's states, the same words in both dialects. */
-export const UpstreamTaskStatus = { working: 'working', inputRequired: 'input_required', completed: 'completed', failed: 'failed', cancelled: 'cancelled' } as const;
+export const UpstreamTaskStatus = {
+  working: 'working',
+  inputRequired: 'input_required',
+  completed: 'completed',
+  failed: 'failed',
+  cancelled: 'cancelled',
+} as const;
 export type UpstreamTaskStatus = (typeof UpstreamTaskStatus)[keyof typeof UpstreamTaskStatus];
 const STATUSES = new Set<string>(Object.values(UpstreamTaskStatus));
 
@@ -102,7 +116,10 @@ export function createdTaskOf(result: unknown, era: 'modern' | 'legacy'): Upstre
 
 /** A task as `tasks/get` (or a creation) reports it, checked: an ill-formed one is a `protocol_error` naming the field. */
 export function upstreamTaskOf(value: unknown, era: 'modern' | 'legacy', method: string): UpstreamTask {
-  const bad = (why: string): McpClientError => new McpClientError(McpClientErrorCode.ProtocolError, `MCP server answered ${method} with an invalid task: ${why}`, { transport: 'http' });
+  const bad = (why: string): McpClientError =>
+    new McpClientError(McpClientErrorCode.ProtocolError, `MCP server answered ${method} with an invalid task: ${why}`, {
+      transport: 'http',
+    });
   if (value === null || typeof value !== 'object' || Array.isArray(value)) throw bad('not an object');
   const v = value as Record<string, unknown>;
   if (typeof v.taskId !== 'string' || v.taskId === '' || v.taskId.length > TASK_ID_MAX) throw bad('taskId');
@@ -122,9 +139,17 @@ export function upstreamTaskOf(value: unknown, era: 'modern' | 'legacy', method:
     }
     if (task.status === 'failed') {
       const e = v.error as { code?: unknown; message?: unknown } | undefined;
-      task.error = { code: typeof e?.code === 'number' ? e.code : -32603, message: typeof e?.message === 'string' ? e.message.slice(0, STATUS_MESSAGE_MAX) : 'the task failed' };
+      task.error = {
+        code: typeof e?.code === 'number' ? e.code : -32603,
+        message: typeof e?.message === 'string' ? e.message.slice(0, STATUS_MESSAGE_MAX) : 'the task failed',
+      };
     }
-    if (task.status === 'input_required' && v.inputRequests !== null && typeof v.inputRequests === 'object' && !Array.isArray(v.inputRequests)) {
+    if (
+      task.status === 'input_required' &&
+      v.inputRequests !== null &&
+      typeof v.inputRequests === 'object' &&
+      !Array.isArray(v.inputRequests)
+    ) {
       task.inputRequests = v.inputRequests as Record<string, unknown>;
     }
   }
@@ -160,7 +185,12 @@ let nextId = 0;
  * {@link McpClientError} (`timeout`, `cancelled`, `transport_error`) or the server's
  * {@link ProtocolError}.
  */
-export async function taskRequest(target: TaskWireTarget, method: string, params: Record<string, unknown>, opts: TaskRequestOptions): Promise<Record<string, unknown>> {
+export async function taskRequest(
+  target: TaskWireTarget,
+  method: string,
+  params: Record<string, unknown>,
+  opts: TaskRequestOptions,
+): Promise<Record<string, unknown>> {
   const id = `mcpx-task-${++nextId}`;
   const controller = new AbortController();
   let why: 'timeout' | 'cancelled' | undefined;
@@ -174,7 +204,12 @@ export async function taskRequest(target: TaskWireTarget, method: string, params
   };
   if (opts.signal?.aborted) onAbort();
   else opts.signal?.addEventListener('abort', onAbort, { once: true });
-  const headers: Record<string, string> = { ...target.headers, 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': target.protocolVersion };
+  const headers: Record<string, string> = {
+    ...target.headers,
+    'content-type': 'application/json',
+    accept: 'application/json, text/event-stream',
+    'mcp-protocol-version': target.protocolVersion,
+  };
   let sent: Record<string, unknown> = params;
   if (target.era === 'modern') {
     headers['mcp-method'] = method;
@@ -202,14 +237,34 @@ export async function taskRequest(target: TaskWireTarget, method: string, params
           ...(target.serverRequest !== undefined ? { serverRequest: target.serverRequest } : {}),
         }
       : undefined;
-  const onOther = legacy === undefined ? undefined : (m: JsonRpcOther): void => (m.id !== undefined ? answerServerRequest(legacy, m, controller.signal) : undefined);
+  const onOther =
+    legacy === undefined
+      ? undefined
+      : (m: JsonRpcOther): void => (m.id !== undefined ? answerServerRequest(legacy, m, controller.signal) : undefined);
   const scanner = new SseResponseScanner(id, onOther);
   try {
-    const res = await target.request(target.url, { method: 'POST', headers, body: JSON.stringify({ jsonrpc: '2.0', id, method, params: sent }), signal: controller.signal });
+    const res = await target.request(target.url, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ jsonrpc: '2.0', id, method, params: sent }),
+      signal: controller.signal,
+    });
     return resultObject(await readAnswer(res, scanner, target.era), target.era);
   } catch (err) {
-    if (why === 'timeout') throw new McpClientError(McpClientErrorCode.Timeout, `MCP ${method} timed out after ${opts.timeoutMs} ms`, { transport: 'http' }, { cause: err });
-    if (why === 'cancelled') throw new McpClientError(McpClientErrorCode.Cancelled, `MCP ${method} cancelled`, { transport: 'http' }, { cause: err });
+    if (why === 'timeout')
+      throw new McpClientError(
+        McpClientErrorCode.Timeout,
+        `MCP ${method} timed out after ${opts.timeoutMs} ms`,
+        { transport: 'http' },
+        { cause: err },
+      );
+    if (why === 'cancelled')
+      throw new McpClientError(
+        McpClientErrorCode.Cancelled,
+        `MCP ${method} cancelled`,
+        { transport: 'http' },
+        { cause: err },
+      );
     if (err instanceof McpClientError || err instanceof ProtocolError) throw err;
     const status = (err as { status?: unknown }).status;
     const detail = err instanceof Error ? err.message : String(err);
@@ -223,7 +278,12 @@ export async function taskRequest(target: TaskWireTarget, method: string, params
         { cause: err },
       );
     if (status === 401 || status === 403)
-      throw new McpClientError(McpClientErrorCode.Unauthorized, `MCP ${method}: the server refused the credentials (HTTP ${status})`, { transport: 'http', status }, { cause: err });
+      throw new McpClientError(
+        McpClientErrorCode.Unauthorized,
+        `MCP ${method}: the server refused the credentials (HTTP ${status})`,
+        { transport: 'http', status },
+        { cause: err },
+      );
     throw new McpClientError(
       McpClientErrorCode.TransportError,
       `MCP ${method} failed: ${detail.slice(0, 300)}`,

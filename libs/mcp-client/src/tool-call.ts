@@ -11,8 +11,27 @@ import {
   type Progress,
   type Tool,
 } from '@modelcontextprotocol/client';
-import { discard, findResponse, header, mediaType, readErrorText, readJsonBody, readSseResponse, SseResponseScanner, type JsonRpcOther, type JsonRpcResponse } from './body-reader.js';
-import { callRan, classifyMcpError, HttpStatusError, McpClientError, McpClientErrorCode, McpClientRan, type ClassifyContext } from './errors.js';
+import {
+  discard,
+  findResponse,
+  header,
+  mediaType,
+  readErrorText,
+  readJsonBody,
+  readSseResponse,
+  SseResponseScanner,
+  type JsonRpcOther,
+  type JsonRpcResponse,
+} from './body-reader.js';
+import {
+  callRan,
+  classifyMcpError,
+  HttpStatusError,
+  McpClientError,
+  McpClientErrorCode,
+  McpClientRan,
+  type ClassifyContext,
+} from './errors.js';
 import type { McpHttpRequest, RawResponse } from './http-request.js';
 import { mcpParamHeaders, encodeMcpParamValue } from './mcp-param-headers.js';
 import { resumeResponse } from './sse-resume.js';
@@ -127,7 +146,11 @@ export function traceMeta(carrier: (() => Record<string, string>) | undefined): 
   return Object.keys(meta).length === 0 ? undefined : meta;
 }
 
-export async function toolCall(target: ToolCallTarget, params: CallToolRequest['params'], opts: ToolCallOptions): Promise<CallToolResult | InputRequiredWire> {
+export async function toolCall(
+  target: ToolCallTarget,
+  params: CallToolRequest['params'],
+  opts: ToolCallOptions,
+): Promise<CallToolResult | InputRequiredWire> {
   const id = `mcpx-${++nextId}`;
   const controller = new AbortController();
   let why: 'timeout' | 'cancelled' | undefined;
@@ -158,7 +181,12 @@ export async function toolCall(target: ToolCallTarget, params: CallToolRequest['
             return;
           }
           const p = m.params as ({ progressToken?: unknown } & Progress) | undefined;
-          if (progressToken === undefined || m.method !== 'notifications/progress' || p?.progressToken !== progressToken) return;
+          if (
+            progressToken === undefined ||
+            m.method !== 'notifications/progress' ||
+            p?.progressToken !== progressToken
+          )
+            return;
           if (opts.resetTimeoutOnProgress && why === undefined) {
             clearTimeout(timer);
             timer = setTimeout(onTimeout, opts.timeoutMs);
@@ -166,7 +194,10 @@ export async function toolCall(target: ToolCallTarget, params: CallToolRequest['
           const { progressToken: _token, ...progress } = p;
           opts.onProgress?.(progress);
         };
-  const { headers, body } = target.era === 'modern' ? modernRequest(target, id, params, opts, progressToken) : legacyRequest(target, id, params, progressToken);
+  const { headers, body } =
+    target.era === 'modern'
+      ? modernRequest(target, id, params, opts, progressToken)
+      : legacyRequest(target, id, params, progressToken);
   const scanner = new SseResponseScanner(id, onOther);
   let sent = false;
   try {
@@ -178,7 +209,13 @@ export async function toolCall(target: ToolCallTarget, params: CallToolRequest['
       message = await readAnswer(res, scanner, target.era);
     } catch (err) {
       // Only a legacy event stream that got as far as an event id can be resumed.
-      if (target.era === 'modern' || scanner.lastEventId === undefined || controller.signal.aborted || err instanceof McpClientError) throw err;
+      if (
+        target.era === 'modern' ||
+        scanner.lastEventId === undefined ||
+        controller.signal.aborted ||
+        err instanceof McpClientError
+      )
+        throw err;
       broke = err;
     }
     if (message === undefined && target.era === 'legacy' && scanner.lastEventId !== undefined) {
@@ -195,14 +232,29 @@ export async function toolCall(target: ToolCallTarget, params: CallToolRequest['
     // Every failure leaves as an McpClientError saying what may have run (set here, where it is known).
     if (why === 'timeout') {
       if (target.era === 'legacy' && (sent || controller.signal.aborted)) target.cancelled(id, 'timeout');
-      throw new McpClientError(McpClientErrorCode.Timeout, `MCP request timed out after ${opts.timeoutMs} ms`, { transport: 'http', ran: McpClientRan.Maybe }, { cause: err });
+      throw new McpClientError(
+        McpClientErrorCode.Timeout,
+        `MCP request timed out after ${opts.timeoutMs} ms`,
+        { transport: 'http', ran: McpClientRan.Maybe },
+        { cause: err },
+      );
     }
     if (why === 'cancelled') {
       // Modern: closing the request's connection is the cancellation (no session to notify).
       if (target.era === 'legacy') target.cancelled(id, 'cancelled by the caller');
-      throw new McpClientError(McpClientErrorCode.Cancelled, 'MCP request cancelled', { transport: 'http', ran: McpClientRan.Maybe }, { cause: err });
+      throw new McpClientError(
+        McpClientErrorCode.Cancelled,
+        'MCP request cancelled',
+        { transport: 'http', ran: McpClientRan.Maybe },
+        { cause: err },
+      );
     }
-    if (sent && !(err instanceof McpClientError) && !(err instanceof ProtocolError) && !(err instanceof HttpStatusError)) {
+    if (
+      sent &&
+      !(err instanceof McpClientError) &&
+      !(err instanceof ProtocolError) &&
+      !(err instanceof HttpStatusError)
+    ) {
       // The request reached the server and the answer broke off: it may have run.
       const detail = err instanceof Error ? err.message : String(err);
       if (target.era === 'modern') throw maybeExecuted(detail, err);
@@ -252,7 +304,8 @@ export function answerServerRequest(target: LegacyTarget, m: JsonRpcOther, signa
   };
   const handler = target.serverRequest;
   if (m.method === 'ping') return respond({ result: {} });
-  if (handler === undefined) return respond({ error: { code: -32601, message: `Method not found: ${m.method.slice(0, 64)}` } });
+  if (handler === undefined)
+    return respond({ error: { code: -32601, message: `Method not found: ${m.method.slice(0, 64)}` } });
   handler(m.method, m.params, signal).then(
     (result) => respond({ result }),
     (err: unknown) => {
@@ -292,7 +345,12 @@ function modernRequest(
   return { headers, body };
 }
 
-function legacyRequest(target: LegacyTarget, id: string, params: CallToolRequest['params'], progressToken: string | undefined): { headers: Record<string, string>; body: string } {
+function legacyRequest(
+  target: LegacyTarget,
+  id: string,
+  params: CallToolRequest['params'],
+  progressToken: string | undefined,
+): { headers: Record<string, string>; body: string } {
   const headers: Record<string, string> = {
     ...target.headers,
     'content-type': 'application/json',
@@ -311,7 +369,11 @@ function legacyRequest(target: LegacyTarget, id: string, params: CallToolRequest
  * server's {@link ProtocolError}, as the SDK delivers it (HTTP 400 whose body is the error
  * response to our id).
  */
-export async function readAnswer(res: RawResponse, scanner: SseResponseScanner, era: 'modern' | 'legacy'): Promise<JsonRpcResponse | undefined> {
+export async function readAnswer(
+  res: RawResponse,
+  scanner: SseResponseScanner,
+  era: 'modern' | 'legacy',
+): Promise<JsonRpcResponse | undefined> {
   const { statusCode, body } = res;
   if (statusCode < 200 || statusCode > 299) {
     const text = await readErrorText(body);
@@ -319,13 +381,21 @@ export async function readAnswer(res: RawResponse, scanner: SseResponseScanner, 
       const rpc = jsonRpcErrorOf(text, scanner.id);
       if (rpc !== undefined) throw rpc;
     }
-    throw new HttpStatusError(statusCode, `Error POSTing to endpoint: ${text}`, header(res.headers, 'www-authenticate'));
+    throw new HttpStatusError(
+      statusCode,
+      `Error POSTing to endpoint: ${text}`,
+      header(res.headers, 'www-authenticate'),
+    );
   }
   const type = mediaType(header(res.headers, 'content-type'));
   if (type === 'application/json') return findResponse(await readJsonBody(res), scanner.id);
   if (type === 'text/event-stream') return readSseResponse(body, scanner);
   discard(body);
-  throw new McpClientError(McpClientErrorCode.TransportError, `MCP server answered tools/call with an unexpected content type: ${type || '(none)'}`, { transport: 'http' });
+  throw new McpClientError(
+    McpClientErrorCode.TransportError,
+    `MCP server answered tools/call with an unexpected content type: ${type || '(none)'}`,
+    { transport: 'http' },
+  );
 }
 
 function jsonRpcErrorOf(text: string, id: string): ProtocolError | undefined {
@@ -344,18 +414,30 @@ function jsonRpcErrorOf(text: string, id: string): ProtocolError | undefined {
 export function resultObject(message: JsonRpcResponse | undefined, era: 'modern' | 'legacy'): Record<string, unknown> {
   if (message === undefined) {
     if (era === 'modern') throw maybeExecuted('the response stream ended before the result', undefined);
-    throw new McpClientError(McpClientErrorCode.TransportError, 'MCP response ended before the result, with no event id to resume from: the server may have executed the call', {
-      transport: 'http',
-      ran: McpClientRan.Maybe,
-    });
+    throw new McpClientError(
+      McpClientErrorCode.TransportError,
+      'MCP response ended before the result, with no event id to resume from: the server may have executed the call',
+      {
+        transport: 'http',
+        ran: McpClientRan.Maybe,
+      },
+    );
   }
   if (message.error !== undefined) {
     const e = message.error;
-    throw new ProtocolError(typeof e.code === 'number' ? e.code : -32603, typeof e.message === 'string' ? e.message : 'error', e.data);
+    throw new ProtocolError(
+      typeof e.code === 'number' ? e.code : -32603,
+      typeof e.message === 'string' ? e.message : 'error',
+      e.data,
+    );
   }
   const result = message.result;
   if (result === null || typeof result !== 'object' || Array.isArray(result)) {
-    throw new McpClientError(McpClientErrorCode.TransportError, 'MCP server answered tools/call with a result that is not an object', { transport: 'http' });
+    throw new McpClientError(
+      McpClientErrorCode.TransportError,
+      'MCP server answered tools/call with a result that is not an object',
+      { transport: 'http' },
+    );
   }
   return result as Record<string, unknown>;
 }
@@ -378,24 +460,38 @@ function modernResult(message: JsonRpcResponse | undefined, tasks: boolean): Cal
   if (type === 'input_required') {
     const requests = result.inputRequests;
     const state = result.requestState;
-    const hasRequests = requests !== null && typeof requests === 'object' && !Array.isArray(requests) && Object.keys(requests).length > 0;
-    if (!hasRequests && typeof state !== 'string') throw invalidResult('input_required carries neither inputRequests nor requestState');
-    if (requests !== undefined && !(requests !== null && typeof requests === 'object' && !Array.isArray(requests))) throw invalidResult('inputRequests is not an object');
+    const hasRequests =
+      requests !== null && typeof requests === 'object' && !Array.isArray(requests) && Object.keys(requests).length > 0;
+    if (!hasRequests && typeof state !== 'string')
+      throw invalidResult('input_required carries neither inputRequests nor requestState');
+    if (requests !== undefined && !(requests !== null && typeof requests === 'object' && !Array.isArray(requests)))
+      throw invalidResult('inputRequests is not an object');
     if (state !== undefined && typeof state !== 'string') throw invalidResult('requestState is not a string');
     return result as unknown as InputRequiredWire;
   }
   // A task the call created: only when the call declared the tasks extension (a task-augmented
   // call); the caller reads it with `createdTaskOf`. Unasked, a task is as unsupported as any.
   if (type === 'task' && tasks) return result as unknown as CallToolResult;
-  throw invalidResult(typeof type === 'string' ? `an unsupported resultType ${JSON.stringify(type.slice(0, 64))}` : 'a resultType that is not a string');
+  throw invalidResult(
+    typeof type === 'string'
+      ? `an unsupported resultType ${JSON.stringify(type.slice(0, 64))}`
+      : 'a resultType that is not a string',
+  );
 }
 
 function invalidResult(why: string): McpClientError {
-  return new McpClientError(McpClientErrorCode.ProtocolError, `MCP server answered tools/call with an invalid result: ${why}`, { transport: 'http' });
+  return new McpClientError(
+    McpClientErrorCode.ProtocolError,
+    `MCP server answered tools/call with an invalid result: ${why}`,
+    { transport: 'http' },
+  );
 }
 
 /** What a call declares: the connection's capabilities, the call's own on top (or instead), the tasks extension when it asks for a task. */
-function callCapabilities(base: ClientCapabilities, opts: { capabilities?: ClientCapabilities; onlyCapabilities?: ClientCapabilities; tasks?: boolean }): ClientCapabilities {
+function callCapabilities(
+  base: ClientCapabilities,
+  opts: { capabilities?: ClientCapabilities; onlyCapabilities?: ClientCapabilities; tasks?: boolean },
+): ClientCapabilities {
   const merged = opts.onlyCapabilities ?? (opts.capabilities === undefined ? base : { ...base, ...opts.capabilities });
   return opts.tasks === true ? withTasksExtension(merged) : merged;
 }

@@ -51,12 +51,18 @@ export function trackedFetch(baseFetch: typeof fetch, observations: FetchObserva
       observations.lastNetworkError = error;
       throw error;
     }
-    if (response.ok && typeof init?.body === 'string' && init.body.includes('"server/discover"') && (response.headers.get('content-type') ?? '').includes('application/json')) {
+    if (
+      response.ok &&
+      typeof init?.body === 'string' &&
+      init.body.includes('"server/discover"') &&
+      (response.headers.get('content-type') ?? '').includes('application/json')
+    ) {
       observations.discoverAnswer = jsonStart(response.clone());
     }
     if (!response.ok) {
       observations.lastErrorStatus = response.status;
-      if (response.status >= 400 && response.body !== null) observations.lastErrorBody = errorBodyStart(response.clone());
+      if (response.status >= 400 && response.body !== null)
+        observations.lastErrorBody = errorBodyStart(response.clone());
       if (response.status === 401) {
         const challenge = response.headers.get('www-authenticate');
         if (challenge !== null) observations.wwwAuthenticate = challenge;

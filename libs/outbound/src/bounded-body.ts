@@ -80,11 +80,18 @@ export function boundedWebBody(source: ReadableStream<Uint8Array>, cut: BodyCut)
 }
 
 /** A body refused before any of it was read: the stream at once errors (or ends with `tail`). */
-export function refusedWebBody(err: OutboundError, tail?: (err: OutboundError) => Uint8Array | undefined): ReadableStream<Uint8Array> {
+export function refusedWebBody(
+  err: OutboundError,
+  tail?: (err: OutboundError) => Uint8Array | undefined,
+): ReadableStream<Uint8Array> {
   return new ReadableStream<Uint8Array>({ start: (c) => endWith(c, err, tail) });
 }
 
-function endWith(c: ReadableStreamDefaultController<Uint8Array>, err: OutboundError, tail?: (err: OutboundError) => Uint8Array | undefined): void {
+function endWith(
+  c: ReadableStreamDefaultController<Uint8Array>,
+  err: OutboundError,
+  tail?: (err: OutboundError) => Uint8Array | undefined,
+): void {
   const bytes = tail?.(err);
   try {
     if (bytes === undefined) {

@@ -39,7 +39,9 @@ function limitsFor(stream: boolean, b: Bounding): MeterLimits {
   const limits: MeterLimits = {};
   if (b.budget !== undefined) limits.budget = b.budget;
   if (b.bounds !== undefined) {
-    limits.body = stream ? { name: ResponseBound.sseStream, limit: b.bounds.maxSseStreamBytes } : { name: ResponseBound.body, limit: b.bounds.maxBodyBytes };
+    limits.body = stream
+      ? { name: ResponseBound.sseStream, limit: b.bounds.maxSseStreamBytes }
+      : { name: ResponseBound.body, limit: b.bounds.maxBodyBytes };
     if (stream) {
       limits.sseEvent = b.bounds.maxSseEventBytes;
       limits.sseEvents = b.bounds.maxSseEvents;
@@ -60,7 +62,10 @@ export function boundResponse(response: Response, asked: Asked, b: Bounding): Re
   if (source === null) return response;
   const stream = mediaType(response.headers.get('content-type')) === 'text/event-stream';
   const meter = new ByteMeter(limitsFor(stream, b), asked.url);
-  const tail = stream && asked.method.toUpperCase() === 'POST' ? (err: OutboundError) => cutoffEvents(requestIds(asked.body), err) : undefined;
+  const tail =
+    stream && asked.method.toUpperCase() === 'POST'
+      ? (err: OutboundError) => cutoffEvents(requestIds(asked.body), err)
+      : undefined;
   const declared = declaredLength(response.headers.get('content-length'));
   const refused = declared === undefined ? undefined : meter.refuseDeclared(declared);
   let body: ReadableStream<Uint8Array>;
@@ -69,11 +74,20 @@ export function boundResponse(response: Response, asked: Asked, b: Bounding): Re
     b.onCut?.(refused);
     body = refusedWebBody(refused, tail);
   } else {
-    body = boundedWebBody(source, { meter, ...(tail ? { tail } : {}), ...(b.onCut ? { onCut: b.onCut } : {}), ...(b.stop ? { stop: b.stop } : {}) });
+    body = boundedWebBody(source, {
+      meter,
+      ...(tail ? { tail } : {}),
+      ...(b.onCut ? { onCut: b.onCut } : {}),
+      ...(b.stop ? { stop: b.stop } : {}),
+    });
   }
   // undici's own Response, as its fetch returns; the global one differs in name only.
   const headers: Array<[string, string]> = [...response.headers];
-  const out = new UndiciResponse(body, { status: response.status, statusText: response.statusText, headers }) as unknown as Response;
+  const out = new UndiciResponse(body, {
+    status: response.status,
+    statusText: response.statusText,
+    headers,
+  }) as unknown as Response;
   // What a constructed Response cannot be given: the SDK reads `url` to name unfollowed redirects.
   Object.defineProperty(out, 'url', { value: response.url });
   Object.defineProperty(out, 'redirected', { value: response.redirected });

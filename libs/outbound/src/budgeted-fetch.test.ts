@@ -1,7 +1,13 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { budgetedFetch } from './budgeted-fetch.js';
 import { OutboundError } from './errors.js';
-import { startLoopback, rejection, sendGenerated, type Handler, type LoopbackServer } from './loopback-server.test-support.js';
+import {
+  startLoopback,
+  rejection,
+  sendGenerated,
+  type Handler,
+  type LoopbackServer,
+} from './loopback-server.test-support.js';
 import { createOutboundFetch, type OutboundFetch } from './outbound-fetch.js';
 
 const cleanups: Array<() => Promise<void> | void> = [];
@@ -16,7 +22,11 @@ async function serve(handle: Handler): Promise<LoopbackServer> {
 }
 
 function outbound(): OutboundFetch {
-  const f = createOutboundFetch({ profile: 'production', allowHttpHosts: ['127.0.0.1'], allowPrivate: ['127.0.0.1/32'] });
+  const f = createOutboundFetch({
+    profile: 'production',
+    allowHttpHosts: ['127.0.0.1'],
+    allowPrivate: ['127.0.0.1/32'],
+  });
   cleanups.push(() => f.close());
   return f;
 }
@@ -57,7 +67,10 @@ describe('budgetedFetch', () => {
     const f = budgetedFetch(outbound(), { maxTotalBytes: 1_000_000, deadlineMs: 300 });
     cleanups.push(() => f.end());
     const get = await f(`${server.origin}/mcp`, { headers: { accept: 'text/event-stream' } });
-    const post = await f(`${server.origin}/mcp`, { method: 'POST', body: JSON.stringify({ jsonrpc: '2.0', id: 3, method: 'tools/list' }) });
+    const post = await f(`${server.origin}/mcp`, {
+      method: 'POST',
+      body: JSON.stringify({ jsonrpc: '2.0', id: 3, method: 'tools/list' }),
+    });
     const getErr = await outboundError(get.text());
     expect(getErr.code).toBe('deadline_exceeded');
     expect(getErr.details).toEqual({ bound: { name: 'deadlineMs', limit: 300 }, origin: server.origin });

@@ -44,7 +44,8 @@ export function budgetedFetch(base: typeof fetch, opts: BudgetedFetchOptions): B
   const deadline = new AbortController();
   // The origin named by a deadline error: this fetch talks to one server.
   let lastUrl: URL | undefined;
-  const deadlineError = (): OutboundError => OutboundError.deadline(opts.deadlineMs ?? 0, lastUrl ?? new URL('about:blank'));
+  const deadlineError = (): OutboundError =>
+    OutboundError.deadline(opts.deadlineMs ?? 0, lastUrl ?? new URL('about:blank'));
   const timer =
     opts.deadlineMs === undefined
       ? undefined
@@ -52,7 +53,8 @@ export function budgetedFetch(base: typeof fetch, opts: BudgetedFetchOptions): B
           deadline.abort(deadlineError());
         }, opts.deadlineMs);
   timer?.unref();
-  const stop: BodyStop | undefined = timer === undefined ? undefined : { signal: deadline.signal, error: deadlineError };
+  const stop: BodyStop | undefined =
+    timer === undefined ? undefined : { signal: deadline.signal, error: deadlineError };
   const onCut = opts.onCut;
   const bounding: Bounding = {
     budget,

@@ -62,15 +62,18 @@ export class ByteMeter {
         ? OutboundError.tooLarge(ResponseBound.sseEvents, this.limits.sseEvents ?? 0, this.url)
         : OutboundError.tooLarge(ResponseBound.sseEvent, this.limits.sseEvent ?? 0, this.url);
     }
-    if (budget !== undefined && !budget.charge(chunk.length)) return OutboundError.tooLarge(ResponseBound.total, budget.limit, this.url);
+    if (budget !== undefined && !budget.charge(chunk.length))
+      return OutboundError.tooLarge(ResponseBound.total, budget.limit, this.url);
     return undefined;
   }
 
   /** The error for a declared Content-Length no bound admits, or undefined. */
   refuseDeclared(declared: number): OutboundError | undefined {
     const { body, budget } = this.limits;
-    if (body !== undefined && declared > body.limit) return OutboundError.tooLarge(body.name, body.limit, this.url, declared);
-    if (budget !== undefined && !budget.fits(declared)) return OutboundError.tooLarge(ResponseBound.total, budget.limit, this.url, declared);
+    if (body !== undefined && declared > body.limit)
+      return OutboundError.tooLarge(body.name, body.limit, this.url, declared);
+    if (budget !== undefined && !budget.fits(declared))
+      return OutboundError.tooLarge(ResponseBound.total, budget.limit, this.url, declared);
     return undefined;
   }
 }

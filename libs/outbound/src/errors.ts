@@ -55,29 +55,48 @@ export class OutboundRefusedError extends Error {
 
   static scheme(url: URL): OutboundRefusedError {
     const where = url.host === '' ? '' : ` for ${url.host}`;
-    return new OutboundRefusedError(OutboundRefusal.scheme, `refused the ${url.protocol} scheme${where}: only https and http are allowed`);
+    return new OutboundRefusedError(
+      OutboundRefusal.scheme,
+      `refused the ${url.protocol} scheme${where}: only https and http are allowed`,
+    );
   }
 
   static plainHttp(url: URL): OutboundRefusedError {
-    return new OutboundRefusedError(OutboundRefusal.plainHttp, `refused plain http to ${url.host}: use https, or the operator may allow this host in allowHttpHosts`);
+    return new OutboundRefusedError(
+      OutboundRefusal.plainHttp,
+      `refused plain http to ${url.host}: use https, or the operator may allow this host in allowHttpHosts`,
+    );
   }
 
   static address(ip: string, kind: AddressKind, hostname: string): OutboundRefusedError {
     const label = KIND_LABELS[kind];
     const forHost = hostname === ip || hostname === `[${ip}]` ? '' : ` for ${hostname}`;
-    const why = kind === 'metadata' ? 'cloud metadata addresses are refused unless allowPrivate lists this address or host' : `the operator has not allowed ${label} addresses`;
-    return new OutboundRefusedError(OutboundRefusal.address, `refused to connect to ${ip} (${label} address)${forHost}: ${why}`, {
-      ip,
-      kind,
-    });
+    const why =
+      kind === 'metadata'
+        ? 'cloud metadata addresses are refused unless allowPrivate lists this address or host'
+        : `the operator has not allowed ${label} addresses`;
+    return new OutboundRefusedError(
+      OutboundRefusal.address,
+      `refused to connect to ${ip} (${label} address)${forHost}: ${why}`,
+      {
+        ip,
+        kind,
+      },
+    );
   }
 
   static redirect(from: URL, to: URL): OutboundRefusedError {
-    return new OutboundRefusedError(OutboundRefusal.redirect, `refused to follow a redirect from ${originOf(from)} to ${originOf(to)}: redirects are followed only within the same origin`);
+    return new OutboundRefusedError(
+      OutboundRefusal.redirect,
+      `refused to follow a redirect from ${originOf(from)} to ${originOf(to)}: redirects are followed only within the same origin`,
+    );
   }
 
   static redirectLimit(from: URL, limit: number): OutboundRefusedError {
-    return new OutboundRefusedError(OutboundRefusal.redirectLimit, `refused to follow more than ${limit} redirects from ${originOf(from)}`);
+    return new OutboundRefusedError(
+      OutboundRefusal.redirectLimit,
+      `refused to follow more than ${limit} redirects from ${originOf(from)}`,
+    );
   }
 }
 
@@ -165,25 +184,41 @@ export class OutboundError extends Error {
   }
 
   /** A body passed `bound` (counted in decompressed bytes, or events), or declared more than it. */
-  static tooLarge(bound: Exclude<ResponseBound, 'deadlineMs'>, limit: number, url: URL, declaredBytes?: number): OutboundError {
+  static tooLarge(
+    bound: Exclude<ResponseBound, 'deadlineMs'>,
+    limit: number,
+    url: URL,
+    declaredBytes?: number,
+  ): OutboundError {
     const origin = originOf(url);
     const events = bound === ResponseBound.sseEvents;
     const size = events ? String(limit) : sizeText(limit);
-    const how = declaredBytes === undefined ? `more than ${size} ${BOUND_WHAT[bound]}` : `a declared Content-Length of ${declaredBytes} bytes, more than ${size} ${BOUND_WHAT[bound]}`;
-    return new OutboundError(OutboundErrorCode.responseTooLarge, `response from ${origin} too large: ${how} (bound ${bound} = ${limit}${events ? '' : ' bytes'})`, {
-      bound: { name: bound, limit },
-      origin,
-      ...(declaredBytes === undefined ? {} : { declaredBytes }),
-    });
+    const how =
+      declaredBytes === undefined
+        ? `more than ${size} ${BOUND_WHAT[bound]}`
+        : `a declared Content-Length of ${declaredBytes} bytes, more than ${size} ${BOUND_WHAT[bound]}`;
+    return new OutboundError(
+      OutboundErrorCode.responseTooLarge,
+      `response from ${origin} too large: ${how} (bound ${bound} = ${limit}${events ? '' : ' bytes'})`,
+      {
+        bound: { name: bound, limit },
+        origin,
+        ...(declaredBytes === undefined ? {} : { declaredBytes }),
+      },
+    );
   }
 
   /** The total deadline of a budgeted fetch ran out while a request or its body was under way. */
   static deadline(limitMs: number, url: URL): OutboundError {
     const origin = originOf(url);
-    return new OutboundError(OutboundErrorCode.deadlineExceeded, `exchange with ${origin} passed its total deadline of ${limitMs} ms (bound deadlineMs)`, {
-      bound: { name: ResponseBound.deadline, limit: limitMs },
-      origin,
-    });
+    return new OutboundError(
+      OutboundErrorCode.deadlineExceeded,
+      `exchange with ${origin} passed its total deadline of ${limitMs} ms (bound deadlineMs)`,
+      {
+        bound: { name: ResponseBound.deadline, limit: limitMs },
+        origin,
+      },
+    );
   }
 }
 

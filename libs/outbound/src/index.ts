@@ -1,9 +1,25 @@
 export { AddressKind, classifyAddress } from './address.js';
 export type { OutboundPolicy } from './policy.js';
 export { checkAddress, isAllowedAddress, isAllowedHttpHost } from './policy.js';
-export { OUTBOUND_REFUSED, OutboundError, OutboundErrorCode, OutboundRefusal, OutboundRefusedError, ResponseBound, findOutboundError } from './errors.js';
+export {
+  OUTBOUND_REFUSED,
+  OutboundError,
+  OutboundErrorCode,
+  OutboundRefusal,
+  OutboundRefusedError,
+  ResponseBound,
+  findOutboundError,
+} from './errors.js';
 export type { OutboundErrorDetails } from './errors.js';
-export type { OutboundFetch, OutboundFetchOptions, OutboundLookup, OutboundRequest, OutboundRequestOptions, OutboundResponse, ResolvedAddress } from './outbound-fetch.js';
+export type {
+  OutboundFetch,
+  OutboundFetchOptions,
+  OutboundLookup,
+  OutboundRequest,
+  OutboundRequestOptions,
+  OutboundResponse,
+  ResolvedAddress,
+} from './outbound-fetch.js';
 export { MAX_REDIRECTS, createOutboundFetch } from './outbound-fetch.js';
 export type { ResponseBounds } from './response-bounds.js';
 export { DEFAULT_RESPONSE_BOUNDS } from './response-bounds.js';

@@ -64,10 +64,18 @@ function encoder(encoding: Exclude<Encoding, 'identity'>): Transform {
  * Sends `total` bytes of `fill` (Infinity: without end) through `encoding`, respecting
  * backpressure, and stops as soon as the client goes away. `chunk` bytes per write.
  */
-export function sendGenerated(res: ServerResponse, sent: Sent, opts: { encoding: Encoding; total: number; fill?: string; chunk?: number; headers?: Record<string, string> }): void {
+export function sendGenerated(
+  res: ServerResponse,
+  sent: Sent,
+  opts: { encoding: Encoding; total: number; fill?: string; chunk?: number; headers?: Record<string, string> },
+): void {
   const size = opts.chunk ?? 64 * 1024;
   const block = Buffer.alloc(size, opts.fill ?? 'x');
-  res.writeHead(200, { 'content-type': 'application/json', ...(opts.encoding === 'identity' ? {} : { 'content-encoding': opts.encoding }), ...opts.headers });
+  res.writeHead(200, {
+    'content-type': 'application/json',
+    ...(opts.encoding === 'identity' ? {} : { 'content-encoding': opts.encoding }),
+    ...opts.headers,
+  });
   const sink = opts.encoding === 'identity' ? res : encoder(opts.encoding);
   if (sink !== res) (sink as Transform).pipe(res);
   let stopped = false;
@@ -90,7 +98,12 @@ export function sendGenerated(res: ServerResponse, sent: Sent, opts: { encoding:
 }
 
 /** Writes `text` again and again (an endless event stream) until the client goes away; `headers: null` when already sent. */
-export function sendRepeated(res: ServerResponse, sent: Sent, text: string, headers: Record<string, string> | null = { 'content-type': 'text/event-stream' }): void {
+export function sendRepeated(
+  res: ServerResponse,
+  sent: Sent,
+  text: string,
+  headers: Record<string, string> | null = { 'content-type': 'text/event-stream' },
+): void {
   if (headers !== null) res.writeHead(200, headers);
   const block = Buffer.from(text.repeat(Math.max(1, Math.floor((16 * 1024) / text.length))));
   let stopped = false;

@@ -31,11 +31,21 @@ class MeteringHandler implements Dispatcher.DispatchHandler {
     this.inner.onRequestStart?.(controller, context);
   }
 
-  onRequestUpgrade(controller: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders, socket: Duplex): void {
+  onRequestUpgrade(
+    controller: Dispatcher.DispatchController,
+    statusCode: number,
+    headers: IncomingHttpHeaders,
+    socket: Duplex,
+  ): void {
     this.inner.onRequestUpgrade?.(controller, statusCode, headers, socket);
   }
 
-  onResponseStart(controller: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders, statusMessage?: string): void {
+  onResponseStart(
+    controller: Dispatcher.DispatchController,
+    statusCode: number,
+    headers: IncomingHttpHeaders,
+    statusMessage?: string,
+  ): void {
     this.inner.onResponseStart?.(controller, statusCode, headers, statusMessage);
     // 1xx answers are followed by the real one.
     if (statusCode < 200) return;

@@ -33,7 +33,12 @@ afterEach(async () => {
 async function startServer(handle: (req: IncomingMessage, res: ServerResponse) => void): Promise<TestServer> {
   const seen: Seen[] = [];
   const server = createServer((req, res) => {
-    seen.push({ method: req.method ?? '', path: req.url ?? '', host: req.headers.host ?? '', localAddress: req.socket.localAddress ?? '' });
+    seen.push({
+      method: req.method ?? '',
+      path: req.url ?? '',
+      host: req.headers.host ?? '',
+      localAddress: req.socket.localAddress ?? '',
+    });
     handle(req, res);
   });
   let connections = 0;
@@ -83,7 +88,11 @@ const ok = (_req: IncomingMessage, res: ServerResponse): void => {
   res.end('hello');
 };
 const production: OutboundPolicy = { profile: 'production', allowHttpHosts: [], allowPrivate: [] };
-const loopbackAllowed: OutboundPolicy = { profile: 'production', allowHttpHosts: ['127.0.0.1'], allowPrivate: ['127.0.0.1/32'] };
+const loopbackAllowed: OutboundPolicy = {
+  profile: 'production',
+  allowHttpHosts: ['127.0.0.1'],
+  allowPrivate: ['127.0.0.1/32'],
+};
 const v4 = (address: string): ResolvedAddress => ({ address, family: 4 });
 
 describe('createOutboundFetch: addresses', () => {
@@ -93,7 +102,9 @@ describe('createOutboundFetch: addresses', () => {
     const err = await refusal(httpOnly(`${server.origin}/x`));
     expect(err.code).toBe('outbound_refused');
     expect(err.reason).toBe('address');
-    expect(err.message).toBe('refused to connect to 127.0.0.1 (loopback address): the operator has not allowed loopback addresses');
+    expect(err.message).toBe(
+      'refused to connect to 127.0.0.1 (loopback address): the operator has not allowed loopback addresses',
+    );
     expect((await refusal(outbound(production)(`${server.origin}/x`))).reason).toBe('plain_http');
     expect(server.seen).toHaveLength(0);
   });
@@ -103,19 +114,25 @@ describe('createOutboundFetch: addresses', () => {
     const res = await outbound(loopbackAllowed)(`${server.origin}/x`);
     expect(res.status).toBe(200);
     expect(await res.text()).toBe('hello');
-    expect(server.seen).toEqual([{ method: 'GET', path: '/x', host: `127.0.0.1:${server.port}`, localAddress: '127.0.0.1' }]);
+    expect(server.seen).toEqual([
+      { method: 'GET', path: '/x', host: `127.0.0.1:${server.port}`, localAddress: '127.0.0.1' },
+    ]);
   });
 
   it('allows any non-metadata address under the local profile', async () => {
     const server = await startServer(ok);
-    const res = await outbound({ profile: 'local', allowHttpHosts: [], allowPrivate: [] })(new URL(`${server.origin}/x`));
+    const res = await outbound({ profile: 'local', allowHttpHosts: [], allowPrivate: [] })(
+      new URL(`${server.origin}/x`),
+    );
     expect(await res.text()).toBe('hello');
   });
 
   it('refuses a hostname that resolves to a private address, without connecting', async () => {
     const lookup = scriptedLookup([v4('10.0.0.1')]);
     const err = await refusal(outbound(production, lookup)('https://internal.example/path?token=s3cret'));
-    expect(err.message).toBe('refused to connect to 10.0.0.1 (private address) for internal.example: the operator has not allowed private addresses');
+    expect(err.message).toBe(
+      'refused to connect to 10.0.0.1 (private address) for internal.example: the operator has not allowed private addresses',
+    );
     expect(err.address).toEqual({ ip: '10.0.0.1', kind: 'private' });
     expect(lookup.calls).toEqual(['internal.example']);
   });
@@ -132,7 +149,11 @@ describe('createOutboundFetch: addresses', () => {
   it('allows a hostname listed in allowPrivate, keeping it as the Host header', async () => {
     const server = await startServer(ok);
     const lookup = scriptedLookup([v4('127.0.0.1')]);
-    const policy: OutboundPolicy = { profile: 'production', allowHttpHosts: ['svc.internal'], allowPrivate: ['svc.internal'] };
+    const policy: OutboundPolicy = {
+      profile: 'production',
+      allowHttpHosts: ['svc.internal'],
+      allowPrivate: ['svc.internal'],
+    };
     const res = await outbound(policy, lookup)(`http://svc.internal:${server.port}/`);
     expect(res.status).toBe(200);
     expect(server.seen[0]?.host).toBe(`svc.internal:${server.port}`);
@@ -144,13 +165,22 @@ describe('createOutboundFetch: addresses', () => {
     const err = await refusal(f('http://metadata.google.internal/computeMetadata/v1/'));
     expect(err.address?.kind).toBe('metadata');
     expect((await refusal(f('http://169.254.169.254/latest/meta-data/'))).address?.kind).toBe('metadata');
-    expect((await refusal(f('http://[fd00:ec2::254]/latest/'))).address).toEqual({ ip: 'fd00:ec2::254', kind: 'metadata' });
+    expect((await refusal(f('http://[fd00:ec2::254]/latest/'))).address).toEqual({
+      ip: 'fd00:ec2::254',
+      kind: 'metadata',
+    });
   });
 
   it('checks IP literals without a lookup, in every spelling', async () => {
     const lookup = scriptedLookup();
     const f = outbound(production, lookup);
-    for (const url of ['https://10.0.0.5/', 'https://[::1]/', 'https://[::ffff:10.0.0.1]/', 'https://0x7f000001/', 'https://0/']) {
+    for (const url of [
+      'https://10.0.0.5/',
+      'https://[::1]/',
+      'https://[::ffff:10.0.0.1]/',
+      'https://0x7f000001/',
+      'https://0/',
+    ]) {
       expect((await refusal(f(url))).reason, url).toBe('address');
     }
     expect(lookup.calls).toEqual([]);
@@ -171,7 +201,9 @@ describe('createOutboundFetch: DNS rebinding', () => {
     expect(await res.text()).toBe('hello');
     // One resolution for the connection, and the socket reached that very address.
     expect(lookup.calls).toEqual(['rebind.test']);
-    expect(server.seen).toEqual([{ method: 'GET', path: '/', host: `rebind.test:${server.port}`, localAddress: '127.0.0.1' }]);
+    expect(server.seen).toEqual([
+      { method: 'GET', path: '/', host: `rebind.test:${server.port}`, localAddress: '127.0.0.1' },
+    ]);
 
     // The name now points elsewhere: the next connection is checked again and refused.
     const err = await refusal(f(`http://rebind.test:${server.port}/`));
@@ -222,7 +254,9 @@ describe('createOutboundFetch: redirects', () => {
     const f = outbound(loopbackAllowed);
     const err = await refusal(f(`${server.origin}/away`));
     expect(err.reason).toBe('redirect');
-    expect(err.message).toBe(`refused to follow a redirect from ${server.origin} to ${other.origin}: redirects are followed only within the same origin`);
+    expect(err.message).toBe(
+      `refused to follow a redirect from ${server.origin} to ${other.origin}: redirects are followed only within the same origin`,
+    );
     expect((await refusal(f(`${server.origin}/away-secret?q=1`))).message).not.toMatch(/s3cret|token|q=1|stolen/);
     expect(other.seen).toHaveLength(0);
   });
@@ -236,7 +270,11 @@ describe('createOutboundFetch: redirects', () => {
 
   it('turns a POST into a GET on 303', async () => {
     const server = await redirectingServer(await startServer(ok));
-    const res = await outbound(loopbackAllowed)(`${server.origin}/post`, { method: 'POST', body: '{}', headers: { 'content-type': 'application/json' } });
+    const res = await outbound(loopbackAllowed)(`${server.origin}/post`, {
+      method: 'POST',
+      body: '{}',
+      headers: { 'content-type': 'application/json' },
+    });
     expect(await res.text()).toBe('GET /final');
   });
 
@@ -255,14 +293,18 @@ describe('createOutboundFetch: schemes and messages', () => {
     const lookup = scriptedLookup([v4('93.184.215.14')]);
     const err = await refusal(outbound(production, lookup)('http://api.example/v1?key=s3cret'));
     expect(err.reason).toBe('plain_http');
-    expect(err.message).toBe('refused plain http to api.example: use https, or the operator may allow this host in allowHttpHosts');
+    expect(err.message).toBe(
+      'refused plain http to api.example: use https, or the operator may allow this host in allowHttpHosts',
+    );
     expect(lookup.calls).toEqual([]);
   });
 
   it('refuses schemes other than http and https', async () => {
     const f = outbound({ profile: 'local', allowHttpHosts: [], allowPrivate: [] });
     expect((await refusal(f('file:///etc/passwd'))).reason).toBe('scheme');
-    expect((await refusal(f('ftp://files.example/a?b=c'))).message).toBe('refused the ftp: scheme for files.example: only https and http are allowed');
+    expect((await refusal(f('ftp://files.example/a?b=c'))).message).toBe(
+      'refused the ftp: scheme for files.example: only https and http are allowed',
+    );
   });
 
   it('never puts a query string or userinfo in an error message', async () => {
@@ -303,9 +345,15 @@ describe('createOutboundFetch: streaming', () => {
       req.on('end', () => res.end(`${req.method} ${req.headers['content-type']} ${body}`));
     });
     const f = outbound(loopbackAllowed);
-    const viaRequest = await f(new Request(`${server.origin}/r`, { method: 'POST', body: 'a=1', headers: { 'content-type': 'text/plain' } }));
+    const viaRequest = await f(
+      new Request(`${server.origin}/r`, { method: 'POST', body: 'a=1', headers: { 'content-type': 'text/plain' } }),
+    );
     expect(await viaRequest.text()).toBe('POST text/plain a=1');
-    const viaInit = await f(`${server.origin}/r`, { method: 'POST', body: JSON.stringify({ b: 2 }), headers: new Headers({ 'content-type': 'application/json' }) });
+    const viaInit = await f(`${server.origin}/r`, {
+      method: 'POST',
+      body: JSON.stringify({ b: 2 }),
+      headers: new Headers({ 'content-type': 'application/json' }),
+    });
     expect(await viaInit.text()).toBe('POST application/json {"b":2}');
   });
 });
@@ -324,16 +372,28 @@ describe('createOutboundFetch: request (the call path, no fetch layer)', () => {
     });
     const lookup = scriptedLookup([v4('127.0.0.1')], [v4('10.0.0.1')]);
     const f = outbound({ ...loopbackAllowed, allowHttpHosts: ['rebind.test'] }, lookup);
-    const res = await f.request(new URL(`http://rebind.test:${server.port}/mcp?x=1`), { method: 'POST', headers: { 'x-t': 'v' }, body: '{}' });
+    const res = await f.request(new URL(`http://rebind.test:${server.port}/mcp?x=1`), {
+      method: 'POST',
+      headers: { 'x-t': 'v' },
+      body: '{}',
+    });
     expect(res.statusCode).toBe(200);
     expect(await text(res.body)).toBe('POST /mcp?x=1 v');
     expect(server.seen[0]).toMatchObject({ host: `rebind.test:${server.port}`, localAddress: '127.0.0.1' });
-    const err = await refusal(f.request(new URL(`http://rebind.test:${server.port}/mcp`), { method: 'POST', headers: {}, body: '{}' }));
+    const err = await refusal(
+      f.request(new URL(`http://rebind.test:${server.port}/mcp`), { method: 'POST', headers: {}, body: '{}' }),
+    );
     expect(err.address?.ip).toBe('10.0.0.1');
     expect(server.seen).toHaveLength(1);
     // Policy checks before any connection: a literal address, a scheme.
-    expect((await refusal(outbound(production).request(new URL('https://10.0.0.5/'), { method: 'POST', headers: {} }))).reason).toBe('address');
-    expect((await refusal(outbound(production).request(new URL(`${server.origin}/`), { method: 'POST', headers: {} }))).reason).toBe('plain_http');
+    expect(
+      (await refusal(outbound(production).request(new URL('https://10.0.0.5/'), { method: 'POST', headers: {} })))
+        .reason,
+    ).toBe('address');
+    expect(
+      (await refusal(outbound(production).request(new URL(`${server.origin}/`), { method: 'POST', headers: {} })))
+        .reason,
+    ).toBe('plain_http');
   });
 
   it('never follows a redirect, and fails like fetch when nothing answers', async () => {
@@ -348,7 +408,9 @@ describe('createOutboundFetch: request (the call path, no fetch layer)', () => {
     expect(other.seen).toHaveLength(0);
     const port = server.port;
     await server.close();
-    const err = await failure(f.request(new URL(`http://127.0.0.1:${port}/mcp`), { method: 'POST', headers: {}, body: '{}' }));
+    const err = await failure(
+      f.request(new URL(`http://127.0.0.1:${port}/mcp`), { method: 'POST', headers: {}, body: '{}' }),
+    );
     expect(err).toBeInstanceOf(TypeError);
     expect(err.message).toBe('fetch failed');
     expect((err.cause as { code?: string }).code).toBe('ECONNREFUSED');

@@ -86,7 +86,8 @@ function checkedLookup(policy: OutboundPolicy, resolve: OutboundLookup): LookupF
       const addresses = family === undefined ? found : found.filter((a) => a.family === family);
       const first = addresses[0];
       try {
-        if (first === undefined) throw Object.assign(new Error(`no address found for ${hostname}`), { code: 'ENOTFOUND' });
+        if (first === undefined)
+          throw Object.assign(new Error(`no address found for ${hostname}`), { code: 'ENOTFOUND' });
         for (const a of addresses) assertAllowedAddress(a.address, policy, hostname);
       } catch (err) {
         fail(err);
@@ -110,7 +111,8 @@ function parseUrl(text: string): URL {
 /** Throws unless the policy lets a request for `url` start; IP literals are checked here (no lookup runs for them). */
 function assertRequestAllowed(url: URL, policy: OutboundPolicy): void {
   if (url.protocol !== 'https:' && url.protocol !== 'http:') throw OutboundRefusedError.scheme(url);
-  if (url.username !== '' || url.password !== '') throw new TypeError(`URLs with credentials are not supported (${url.protocol}//${url.host})`);
+  if (url.username !== '' || url.password !== '')
+    throw new TypeError(`URLs with credentials are not supported (${url.protocol}//${url.host})`);
   if (url.protocol === 'http:' && !isAllowedHttpHost(url, policy)) throw OutboundRefusedError.plainHttp(url);
   const literal = url.hostname.replace(/^\[|\]$/g, '');
   if (parseAddress(literal) !== undefined) assertAllowedAddress(literal, policy, url.hostname);
@@ -131,7 +133,10 @@ function isStream(body: unknown): boolean {
 /** The request for the next hop, as fetch does it: 303 (and 301/302 after POST) become a GET without body. */
 function redirectedInit(init: RequestInit, status: number): RequestInit {
   const method = (init.method ?? 'GET').toUpperCase();
-  if ((status === 303 && method !== 'GET' && method !== 'HEAD') || ((status === 301 || status === 302) && method === 'POST')) {
+  if (
+    (status === 303 && method !== 'GET' && method !== 'HEAD') ||
+    ((status === 301 || status === 302) && method === 'POST')
+  ) {
     const headers = new Headers(init.headers);
     for (const h of BODY_HEADERS) headers.delete(h);
     return { ...init, method: 'GET', body: null, headers };
@@ -188,7 +193,8 @@ export function createOutboundFetch(policy: OutboundPolicy, opts: OutboundFetchO
           },
         }),
   };
-  const bounded = (response: Response, url: URL, init: RequestInit): Response => boundResponse(response, { url, method: init.method ?? 'GET', body: init.body }, bounding);
+  const bounded = (response: Response, url: URL, init: RequestInit): Response =>
+    boundResponse(response, { url, method: init.method ?? 'GET', body: init.body }, bounding);
   const agent = new Agent({ connect: { lookup: checkedLookup(policy, opts.lookup ?? systemLookup) } });
   // The request path counts in the dispatcher; the fetch path after undici's decompression.
   const metered = agent.compose(meteringInterceptor(rawResponseMeters(bounding)));

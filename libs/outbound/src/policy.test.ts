@@ -16,7 +16,18 @@ describe('isAllowedAddress', () => {
   });
 
   it('refuses every non-public kind under production', () => {
-    for (const ip of ['10.0.0.1', '127.0.0.1', '::1', '169.254.1.1', '100.64.0.1', '0.0.0.0', '224.0.0.1', '198.18.0.1', 'fd00::1', '::ffff:10.0.0.1']) {
+    for (const ip of [
+      '10.0.0.1',
+      '127.0.0.1',
+      '::1',
+      '169.254.1.1',
+      '100.64.0.1',
+      '0.0.0.0',
+      '224.0.0.1',
+      '198.18.0.1',
+      'fd00::1',
+      '::ffff:10.0.0.1',
+    ]) {
       expect(isAllowedAddress(ip, production()), ip).toBe(false);
     }
   });
@@ -57,7 +68,9 @@ describe('isAllowedAddress', () => {
     expect(isAllowedAddress('169.254.169.254', local(['0.0.0.0/0']))).toBe(false);
     expect(isAllowedAddress('169.254.169.254', production(['169.254.169.254/32']))).toBe(true);
     expect(isAllowedAddress('169.254.169.254', production(['169.254.169.254']))).toBe(true);
-    expect(isAllowedAddress('169.254.169.254', production(['metadata.google.internal']), 'metadata.google.internal')).toBe(true);
+    expect(
+      isAllowedAddress('169.254.169.254', production(['metadata.google.internal']), 'metadata.google.internal'),
+    ).toBe(true);
   });
 
   it('rejects a malformed range', () => {

@@ -34,7 +34,8 @@ function compile(policy: OutboundPolicy): CompiledPolicy {
   for (const entry of policy.allowPrivate) {
     const range = parseRange(entry.trim());
     if (range !== undefined) ranges.push(range);
-    else if (entry.includes('/') || normalizeHost(entry) === '') throw new TypeError(`allowPrivate has an invalid entry: ${entry}`);
+    else if (entry.includes('/') || normalizeHost(entry) === '')
+      throw new TypeError(`allowPrivate has an invalid entry: ${entry}`);
     else hostnames.add(normalizeHost(entry));
   }
   const httpHosts = new Set(policy.allowHttpHosts.map((h) => h.trim().toLowerCase()).filter((h) => h !== ''));
@@ -63,7 +64,11 @@ export function validatePolicy(policy: OutboundPolicy): void {
  * addresses need the exact address (`169.254.169.254` or `/32`) or the hostname listed, even
  * under `local`: a wide range such as `169.254.0.0/16` does not unlock them.
  */
-export function checkAddress(ip: string, policy: OutboundPolicy, hostname?: string): { kind: AddressKind; allowed: boolean } {
+export function checkAddress(
+  ip: string,
+  policy: OutboundPolicy,
+  hostname?: string,
+): { kind: AddressKind; allowed: boolean } {
   const address = parseAddress(ip);
   if (address === undefined) throw new TypeError('not an IP address');
   const kind = classifyParsed(address);
@@ -83,7 +88,12 @@ export function isAllowedAddress(ip: string, policy: OutboundPolicy, hostname?: 
 /** Throws {@link OutboundRefusedError} unless the policy allows connecting to `ip` for `hostname`. */
 export function assertAllowedAddress(ip: string, policy: OutboundPolicy, hostname: string): void {
   const { kind, allowed } = checkAddress(ip, policy, hostname);
-  if (!allowed) throw OutboundRefusedError.address(parseAddress(ip)?.family === 6 ? ip.replace(/^\[|\]$/g, '') : ip, kind, hostname);
+  if (!allowed)
+    throw OutboundRefusedError.address(
+      parseAddress(ip)?.family === 6 ? ip.replace(/^\[|\]$/g, '') : ip,
+      kind,
+      hostname,
+    );
 }
 
 /**

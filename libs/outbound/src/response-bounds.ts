@@ -45,7 +45,8 @@ export const DEFAULT_RESPONSE_BOUNDS: Readonly<ResponseBounds> = Object.freeze({
 /** The defaults with `given` over them; a bound that is not a positive integer throws at wiring time. */
 export function resolveResponseBounds(given: Partial<ResponseBounds> = {}): ResponseBounds {
   const bounds = { ...DEFAULT_RESPONSE_BOUNDS, ...given };
-  for (const [name, value] of Object.entries(bounds)) assertPositiveBytes(name, value, name === 'maxSseEvents' ? 'events' : 'bytes');
+  for (const [name, value] of Object.entries(bounds))
+    assertPositiveBytes(name, value, name === 'maxSseEvents' ? 'events' : 'bytes');
   return bounds;
 }
 

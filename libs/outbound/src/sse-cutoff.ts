@@ -13,7 +13,8 @@ type RequestId = string | number;
 export function requestIds(body: unknown): RequestId[] {
   let text: string | undefined;
   if (typeof body === 'string') text = body;
-  else if (body instanceof Uint8Array) text = Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('utf8');
+  else if (body instanceof Uint8Array)
+    text = Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('utf8');
   if (text === undefined) return [];
   let parsed: unknown;
   try {

@@ -65,7 +65,8 @@ describe('SseEventMeter', () => {
   it('resets on a blank line in each line-end spelling, also when a CRLF is split between chunks', () => {
     for (const end of ['\n', '\r', '\r\n']) {
       const meter = new SseEventMeter(20);
-      for (let i = 0; i < 50; i++) expect(meter.take(bytes(`data: 0123456789${end}${end}`)), JSON.stringify(end)).toBe(true);
+      for (let i = 0; i < 50; i++)
+        expect(meter.take(bytes(`data: 0123456789${end}${end}`)), JSON.stringify(end)).toBe(true);
     }
     const split = new SseEventMeter(14);
     expect(split.take(bytes('data: 12345\r'))).toBe(true);
@@ -91,15 +92,19 @@ describe('SseEventMeter', () => {
     for (let round = 0; round < 400; round++) {
       let text = '';
       const parts = Math.floor(random() * 60);
-      for (let i = 0; i < parts; i++) text += alphabet[Math.floor(random() * alphabet.length)]!.repeat(1 + Math.floor(random() * 8));
+      for (let i = 0; i < parts; i++)
+        text += alphabet[Math.floor(random() * alphabet.length)]!.repeat(1 + Math.floor(random() * 8));
       const size = bytes(text).length;
       const cuts: number[] = [];
       for (let at = 0; at < size; at += 1 + Math.floor(random() * 7)) cuts.push(at);
       // The reference counts characters: keep the text one byte per character for it.
       const ascii = text.replace(/é/g, 'e');
       const largest = largestEvent(ascii);
-      expect(feed(new SseEventMeter(Math.max(1, largest)), ascii, cuts), JSON.stringify([ascii, cuts, largest])).toBe(true);
-      if (largest > 1) expect(feed(new SseEventMeter(largest - 1), ascii, cuts), JSON.stringify([ascii, cuts, largest])).toBe(false);
+      expect(feed(new SseEventMeter(Math.max(1, largest)), ascii, cuts), JSON.stringify([ascii, cuts, largest])).toBe(
+        true,
+      );
+      if (largest > 1)
+        expect(feed(new SseEventMeter(largest - 1), ascii, cuts), JSON.stringify([ascii, cuts, largest])).toBe(false);
     }
   });
 });

@@ -3,7 +3,12 @@ import { ErrorCodes, WireError, decodeStrict, proxyResultValue, type ProxyCallRe
 import type { ProxyResult } from '@mcpx/domain';
 
 /** One subject of a call's notifications (progress, log messages), each decoded and told to `on` while the call runs. */
-export function listenCall<T>(nc: NatsConnection, subject: string, decode: (bytes: Uint8Array) => T, on: (value: T) => void): { unsubscribe(): void } {
+export function listenCall<T>(
+  nc: NatsConnection,
+  subject: string,
+  decode: (bytes: Uint8Array) => T,
+  on: (value: T) => void,
+): { unsubscribe(): void } {
   return nc.subscribe(subject, {
     callback: (err, msg) => {
       if (err !== null) return;
@@ -31,7 +36,11 @@ export function listenCall<T>(nc: NatsConnection, subject: string, decode: (byte
  */
 export function decodeCallReply(bytes: Uint8Array): ProxyCallReply {
   const malformed = (field: string, rule?: unknown): WireError =>
-    new WireError(ErrorCodes.maybeExecuted, 'malformed reply from the proxy (the call may have run); it was not retried', { field, ...(rule !== undefined ? { rule } : {}) });
+    new WireError(
+      ErrorCodes.maybeExecuted,
+      'malformed reply from the proxy (the call may have run); it was not retried',
+      { field, ...(rule !== undefined ? { rule } : {}) },
+    );
   let r: Record<string, unknown>;
   try {
     const v = decodeStrict(bytes, 'reply');

@@ -1,4 +1,11 @@
-import { ErrorCodes, WireError, type CallLog, type CallProgress, type InputRequestItem, type ProxyCallRequest } from '@mcpx/contracts';
+import {
+  ErrorCodes,
+  WireError,
+  type CallLog,
+  type CallProgress,
+  type InputRequestItem,
+  type ProxyCallRequest,
+} from '@mcpx/contracts';
 import type { ProxyResult } from '@mcpx/domain';
 
 /**
@@ -7,7 +14,22 @@ import type { ProxyResult } from '@mcpx/domain';
  * listeners of its progress and log messages.
  */
 export type CallInput = Pick<ProxyCallRequest, 'account' | 'agent' | 'run' | 'tool'> &
-  Partial<Pick<ProxyCallRequest, 'arguments' | 'callId' | 'timeoutMs' | 'approvalId' | 'inputRequestId' | 'inputResponses' | 'answers' | 'content' | 'task' | 'taskWaitMs' | 'logLevel'>> & {
+  Partial<
+    Pick<
+      ProxyCallRequest,
+      | 'arguments'
+      | 'callId'
+      | 'timeoutMs'
+      | 'approvalId'
+      | 'inputRequestId'
+      | 'inputResponses'
+      | 'answers'
+      | 'content'
+      | 'task'
+      | 'taskWaitMs'
+      | 'logLevel'
+    >
+  > & {
     /**
      * Told of the server's progress while the call runs (docs/call.md#progress): the call is sent
      * with `progress: true` and its progress subject heard until the reply. At most 10 a second,

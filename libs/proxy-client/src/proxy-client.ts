@@ -25,7 +25,16 @@ import { traceHeaders, type Counter, type Meter } from '@mcpx/telemetry';
 import { watchDecisions, watchInputAnswers } from './decisions.js';
 import { publishNotification } from './notifications.js';
 import { decodeCallReply, listenCall } from './call-reply.js';
-import { DEFAULT_LIVENESS, inputRequiredOf, type ApprovalWait, type CallInput, type CallOutcome, type InputRequired, type InputWait, type LivenessOptions } from './call-types.js';
+import {
+  DEFAULT_LIVENESS,
+  inputRequiredOf,
+  type ApprovalWait,
+  type CallInput,
+  type CallOutcome,
+  type InputRequired,
+  type InputWait,
+  type LivenessOptions,
+} from './call-types.js';
 
 /** The proxy's own call timeout (120 s, docs/limits.md#the-call); the request waits a little longer. */
 export const DEFAULT_CALL_TIMEOUT_MS = 120_000;
@@ -63,7 +72,9 @@ export class ProxyClient {
   ) {
     this.endpointRuns = opts.endpointRuns === true;
     this.liveness = opts.liveness ?? DEFAULT_LIVENESS;
-    this.checks = opts.meter?.createCounter('mcpx_proxy_client_held_checks_total', { description: 'Checks that a long call is still held by a proxy instance, by answer (here, silent, lost)' });
+    this.checks = opts.meter?.createCounter('mcpx_proxy_client_held_checks_total', {
+      description: 'Checks that a long call is still held by a proxy instance, by answer (here, silent, lost)',
+    });
   }
 
   /** The instance a run is stuck to, if any (e.g. to persist it between CLI invocations). */
@@ -101,11 +112,19 @@ export class ProxyClient {
     let data: Uint8Array;
     try {
       const headers = traceHeaders();
-      data = (await this.nc.request(this.subjects.proxyRelay, payload, headers === undefined ? { timeout } : { timeout, headers })).data;
+      data = (
+        await this.nc.request(
+          this.subjects.proxyRelay,
+          payload,
+          headers === undefined ? { timeout } : { timeout, headers },
+        )
+      ).data;
     } catch (err) {
-      if (isNoResponders(err)) throw new WireError(ErrorCodes.transportError, 'no proxy instance is running to take the request');
+      if (isNoResponders(err))
+        throw new WireError(ErrorCodes.transportError, 'no proxy instance is running to take the request');
       const e = err as { name?: string; message?: string };
-      if (e.name === 'TimeoutError' || /timeout/i.test(e.message ?? '')) throw new WireError('timeout', 'the proxy did not answer in time');
+      if (e.name === 'TimeoutError' || /timeout/i.test(e.message ?? ''))
+        throw new WireError('timeout', 'the proxy did not answer in time');
       throw err;
     }
     const reply = decodeRelayReply(data);
@@ -116,7 +135,11 @@ export class ProxyClient {
   /** Runs one call; throws a WireError with the proxy's typed code when it fails. */
   async call(input: CallInput): Promise<CallOutcome> {
     if (!this.endpointRuns && input.run.startsWith(ENDPOINT_RUN_PREFIX)) {
-      throw new WireError(ErrorCodes.invalidInput, `run: must not start with ${ENDPOINT_RUN_PREFIX}: those runs are the agent endpoint's`, { field: 'run' });
+      throw new WireError(
+        ErrorCodes.invalidInput,
+        `run: must not start with ${ENDPOINT_RUN_PREFIX}: those runs are the agent endpoint's`,
+        { field: 'run' },
+      );
     }
     const callId = input.callId ?? randomUUID();
     const req: ProxyCallRequest = {
@@ -143,8 +166,19 @@ export class ProxyClient {
     const held: ProxyCancel = { account: input.account, run: input.run, callId };
     // Subscribed before the request goes out on the same connection, so the server knows the
     // subscription before the proxy can publish on it.
-    const heard = input.onProgress !== undefined ? listenCall(this.nc, this.subjects.callProgress(input.account, input.run, callId), decodeCallProgress, input.onProgress) : undefined;
-    const logs = req.logLevel !== undefined ? listenCall(this.nc, this.subjects.callLog(input.account, input.run, callId), decodeCallLog, input.onLog!) : undefined;
+    const heard =
+      input.onProgress !== undefined
+        ? listenCall(
+            this.nc,
+            this.subjects.callProgress(input.account, input.run, callId),
+            decodeCallProgress,
+            input.onProgress,
+          )
+        : undefined;
+    const logs =
+      req.logLevel !== undefined
+        ? listenCall(this.nc, this.subjects.callLog(input.account, input.run, callId), decodeCallLog, input.onLog!)
+        : undefined;
     let reply: ProxyCallReply;
     try {
       reply = await this.watch(this.exchange(input.run, payload, timeout), held);
@@ -169,7 +203,8 @@ export class ProxyClient {
     try {
       return await this.call({ ...input, callId });
     } catch (err) {
-      const approvalId = err instanceof WireError && err.code === ErrorCodes.approvalRequired ? err.details.approvalId : undefined;
+      const approvalId =
+        err instanceof WireError && err.code === ErrorCodes.approvalRequired ? err.details.approvalId : undefined;
       if (typeof approvalId !== 'string' || input.approvalId !== undefined) throw err;
       const watch = watchDecisions(this.nc, this.subjects.approvalDecided(input.account), approvalId);
       await this.nc.flush();
@@ -293,7 +328,8 @@ export class ProxyClient {
       }
     } catch (err) {
       // Nothing ran: no instance received the call. Retryable once a proxy is up.
-      if (isNoResponders(err)) throw new WireError(ErrorCodes.transportError, 'no proxy instance is running to take the call');
+      if (isNoResponders(err))
+        throw new WireError(ErrorCodes.transportError, 'no proxy instance is running to take the call');
       throw err;
     }
   }
@@ -314,10 +350,12 @@ export class ProxyClient {
         return true;
       };
       const check = async (): Promise<void> => {
-        const here = await this.nc.request(this.subjects.proxyCallHeld, encodePayload(held), { timeout: answerMs }).then(
-          () => true,
-          () => false,
-        );
+        const here = await this.nc
+          .request(this.subjects.proxyCallHeld, encodePayload(held), { timeout: answerMs })
+          .then(
+            () => true,
+            () => false,
+          );
         if (settled) return;
         missed = here ? 0 : missed + 1;
         this.checks?.add(1, { answer: here ? 'here' : missed < misses ? 'silent' : 'lost' });
@@ -328,7 +366,13 @@ export class ProxyClient {
         this.sticky.delete(held.run);
         // The abandoned request still ends (its own timeout): its outcome is nobody's now.
         if (settle())
-          reject(new WireError(ErrorCodes.callLost, 'the proxy instance running the call went away before answering; the call may or may not have reached the server', { callId: held.callId }));
+          reject(
+            new WireError(
+              ErrorCodes.callLost,
+              'the proxy instance running the call went away before answering; the call may or may not have reached the server',
+              { callId: held.callId },
+            ),
+          );
       };
       let timer: NodeJS.Timeout = setTimeout(() => void check(), afterMs);
       pending.then(
@@ -355,7 +399,10 @@ export class ProxyClient {
         case NatsFailures.closed:
           throw new WireError(ErrorCodes.transportError, 'the connection to NATS is closed: the call was not sent');
         case NatsFailures.lost:
-          throw new WireError(ErrorCodes.maybeExecuted, 'the connection to NATS dropped while the call was out: it may have run; it was not retried');
+          throw new WireError(
+            ErrorCodes.maybeExecuted,
+            'the connection to NATS dropped while the call was out: it may have run; it was not retried',
+          );
         case NatsFailures.noResponders:
         case NatsFailures.unreachable:
         case NatsFailures.refused:

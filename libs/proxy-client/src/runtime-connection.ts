@@ -48,11 +48,23 @@ export function runtimeInboxPrefix(user: string): string {
  * when credentials are given) and a {@link ProxyClient} on it.
  */
 export async function connectRuntime(opts: RuntimeConnectionOptions): Promise<RuntimeConnection> {
-  const auth = opts.credentials ? { user: opts.credentials.user, pass: opts.credentials.pass, inboxPrefix: runtimeInboxPrefix(opts.credentials.user) } : {};
+  const auth = opts.credentials
+    ? {
+        user: opts.credentials.user,
+        pass: opts.credentials.pass,
+        inboxPrefix: runtimeInboxPrefix(opts.credentials.user),
+      }
+    : {};
   // noAsyncTraces: nats.js otherwise captures two stack traces for every request (to name the
   // caller if it fails); the client turns every failure into a typed error of its own, and the
   // captures were half of its CPU per call at 32 concurrent callers.
-  const nc = await connect({ servers: opts.url.split(','), name: opts.name ?? 'mcpx runtime', maxReconnectAttempts: opts.maxReconnectAttempts ?? -1, noAsyncTraces: true, ...auth });
+  const nc = await connect({
+    servers: opts.url.split(','),
+    name: opts.name ?? 'mcpx runtime',
+    maxReconnectAttempts: opts.maxReconnectAttempts ?? -1,
+    noAsyncTraces: true,
+    ...auth,
+  });
   const client = new ProxyClient(nc, makeSubjects(opts.prefix ?? ''), {
     ...(opts.liveness ? { liveness: opts.liveness } : {}),
     ...(opts.meter ? { meter: opts.meter } : {}),

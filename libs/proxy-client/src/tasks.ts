@@ -43,7 +43,8 @@ export class TaskClient {
   /** The account's tasks (one agent's when named), newest first. */
   async listTasks(account: string, opts: { agent?: string; limit?: number } = {}): Promise<TaskView[]> {
     const value = (await this.ask({ op: 'list', account, ...opts })) as { tasks?: unknown };
-    if (!Array.isArray(value?.tasks)) throw new WireError(ErrorCodes.internal, 'malformed task list from the proxy', { field: 'tasks' });
+    if (!Array.isArray(value?.tasks))
+      throw new WireError(ErrorCodes.internal, 'malformed task list from the proxy', { field: 'tasks' });
     return value.tasks.map((t, i) => taskViewValue(t, `tasks[${i}]`));
   }
 
@@ -68,7 +69,11 @@ export class TaskClient {
    * down are not delivered). A read that fails for an outage (`unavailable`, `timeout`,
    * `transport_error`) is not the task's end: the wait goes on.
    */
-  async waitTask(account: string, task: string, opts: { timeoutMs?: number; onStatus?: (event: TaskEvent) => void; signal?: AbortSignal } = {}): Promise<TaskView> {
+  async waitTask(
+    account: string,
+    task: string,
+    opts: { timeoutMs?: number; onStatus?: (event: TaskEvent) => void; signal?: AbortSignal } = {},
+  ): Promise<TaskView> {
     const id = checkedId(task);
     const sub = this.nc.subscribe(this.subjects.taskStatus(account, id));
     const statuses = this.nc.status() as AsyncIterable<Status> & { stop?: () => void };
@@ -102,7 +107,11 @@ export class TaskClient {
       for (;;) {
         const now = await this.getTask(account, id).catch(passingOutage);
         if (now !== undefined && isFinalTaskState(now.state)) return now;
-        const woke = await Promise.race([ended, stop, new Promise<'reconnect'>((resolve) => (reconnected = () => resolve('reconnect')))]);
+        const woke = await Promise.race([
+          ended,
+          stop,
+          new Promise<'reconnect'>((resolve) => (reconnected = () => resolve('reconnect'))),
+        ]);
         if (woke !== 'reconnect') break;
       }
       return await this.getTask(account, id);
@@ -119,7 +128,13 @@ export class TaskClient {
     let data: Uint8Array | undefined;
     for (let attempt = 1; data === undefined; attempt++) {
       try {
-        data = (await this.nc.request(this.subjects.proxyTasks, payload, headers === undefined ? { timeout: REQUEST_TIMEOUT_MS } : { timeout: REQUEST_TIMEOUT_MS, headers })).data;
+        data = (
+          await this.nc.request(
+            this.subjects.proxyTasks,
+            payload,
+            headers === undefined ? { timeout: REQUEST_TIMEOUT_MS } : { timeout: REQUEST_TIMEOUT_MS, headers },
+          )
+        ).data;
       } catch (err) {
         const e = err as { name?: string; message?: string };
         const timedOut = e.name === 'TimeoutError' || /timeout/i.test(e.message ?? '');
@@ -138,11 +153,16 @@ export class TaskClient {
 
 /** A read that failed for an outage (the proxies' store, NATS) says nothing of the task: undefined. */
 function passingOutage(err: unknown): undefined {
-  if (err instanceof WireError && (err.code === ErrorCodes.unavailable || err.code === ErrorCodes.timeout || err.code === ErrorCodes.transportError)) return undefined;
+  if (
+    err instanceof WireError &&
+    (err.code === ErrorCodes.unavailable || err.code === ErrorCodes.timeout || err.code === ErrorCodes.transportError)
+  )
+    return undefined;
   throw err;
 }
 
 function checkedId(task: string): string {
-  if (!TASK_ID_RE.test(task)) throw new WireError(ErrorCodes.invalidInput, 'task must be a task id (tsk_…)', { field: 'task' });
+  if (!TASK_ID_RE.test(task))
+    throw new WireError(ErrorCodes.invalidInput, 'task must be a task id (tsk_…)', { field: 'task' });
   return task;
 }

@@ -48,7 +48,10 @@ export class SecretBox {
     decipher.setAAD(Buffer.from(aad, 'utf8'));
     decipher.setAuthTag(buf.subarray(buf.length - TAG_BYTES));
     try {
-      return Buffer.concat([decipher.update(buf.subarray(IV_BYTES, buf.length - TAG_BYTES)), decipher.final()]).toString('utf8');
+      return Buffer.concat([
+        decipher.update(buf.subarray(IV_BYTES, buf.length - TAG_BYTES)),
+        decipher.final(),
+      ]).toString('utf8');
     } catch {
       throw new Error(`secret does not open with key ${sealed.keyId}`);
     }

@@ -34,7 +34,8 @@ describe('secret origin codec', () => {
     for (const text of texts) {
       for (const origin of origins.slice(0, 3)) {
         const opened = unbind(text);
-        const registry = origin !== '' && opened.origin !== undefined && opened.origin === origin ? opened.value : undefined;
+        const registry =
+          origin !== '' && opened.origin !== undefined && opened.origin === origin ? opened.value : undefined;
         expect({ text, origin, sent: valueForOrigin(text, origin) }).toEqual({ text, origin, sent: registry });
       }
     }

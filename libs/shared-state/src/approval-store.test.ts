@@ -35,7 +35,10 @@ describe('ApprovalStore windows (real Redis)', () => {
 
     // Past creation + TTL, within decision + TTL: the call may go ahead, once.
     clock.now = created.expiresAt + TTL_MS / 2;
-    expect(await store.consume('acct', created.id, { ...binding, run: 'other' })).toMatchObject({ ok: false, reason: 'mismatch' });
+    expect(await store.consume('acct', created.id, { ...binding, run: 'other' })).toMatchObject({
+      ok: false,
+      reason: 'mismatch',
+    });
     expect(await store.consume('acct', created.id, binding)).toMatchObject({ ok: true, record: { status: 'used' } });
     expect(await store.consume('acct', created.id, binding)).toMatchObject({ ok: false, reason: 'used' });
   });
@@ -44,7 +47,9 @@ describe('ApprovalStore windows (real Redis)', () => {
     const { store, clock } = storeAt(redis);
     const cap = { maxPendingPerAgent: 3 };
     const raced = await Promise.allSettled(Array.from({ length: 30 }, () => store.create(input, cap)));
-    const created = raced.filter((r) => r.status === 'fulfilled').map((r) => (r as PromiseFulfilledResult<{ id: string }>).value);
+    const created = raced
+      .filter((r) => r.status === 'fulfilled')
+      .map((r) => (r as PromiseFulfilledResult<{ id: string }>).value);
     expect(created).toHaveLength(3);
     for (const r of raced) if (r.status === 'rejected') expect(r.reason).toBeInstanceOf(PendingApprovalsFullError);
     expect(await store.listPending('acct')).toHaveLength(3);
@@ -62,8 +67,12 @@ describe('ApprovalStore windows (real Redis)', () => {
   it('the per-account cap counts every agent of the account in the same step: 40 racing creations over 20 agents record exactly the cap; the refusal names the account, writes nothing, and leaves other accounts alone', async () => {
     const { store, clock, prefix } = storeAt(redis);
     const caps = { maxPendingPerAgent: 3, maxPendingPerAccount: 5 };
-    const raced = await Promise.allSettled(Array.from({ length: 40 }, (_, i) => store.create({ ...input, agent: `ag${i % 20}` }, caps)));
-    const created = raced.filter((r) => r.status === 'fulfilled').map((r) => (r as PromiseFulfilledResult<{ id: string }>).value);
+    const raced = await Promise.allSettled(
+      Array.from({ length: 40 }, (_, i) => store.create({ ...input, agent: `ag${i % 20}` }, caps)),
+    );
+    const created = raced
+      .filter((r) => r.status === 'fulfilled')
+      .map((r) => (r as PromiseFulfilledResult<{ id: string }>).value);
     expect(created).toHaveLength(5);
     for (const r of raced) {
       if (r.status === 'fulfilled') continue;
@@ -94,7 +103,11 @@ describe('ApprovalStore windows (real Redis)', () => {
     const caps = { maxPendingPerAgent: 2, maxPendingPerAccount: 3 };
     await store.create(input, caps);
     await store.create(input, caps);
-    await expect(store.create(input, caps)).rejects.toMatchObject({ name: 'PendingApprovalsFullError', scope: 'agent', max: 2 });
+    await expect(store.create(input, caps)).rejects.toMatchObject({
+      name: 'PendingApprovalsFullError',
+      scope: 'agent',
+      max: 2,
+    });
     await store.create({ ...input, agent: 'b' }, caps);
     await expect(store.create({ ...input, agent: 'c' }, caps)).rejects.toMatchObject({ scope: 'account', max: 3 });
     await store.create({ ...input, agent: 'c' }, { maxPendingPerAgent: 2, maxPendingPerAccount: 0 });
@@ -119,7 +132,10 @@ describe('ApprovalStore windows (real Redis)', () => {
 
     const denied = await store.create(input);
     clock.now = denied.expiresAt - 1;
-    expect(await store.decide('acct', denied.id, 'denied', 'owner')).toMatchObject({ ok: true, record: { status: 'denied', expiresAt: denied.expiresAt } });
+    expect(await store.decide('acct', denied.id, 'denied', 'owner')).toMatchObject({
+      ok: true,
+      record: { status: 'denied', expiresAt: denied.expiresAt },
+    });
     expect(await store.consume('acct', denied.id, binding)).toMatchObject({ ok: false, reason: 'denied' });
   });
 });
@@ -155,15 +171,28 @@ describe('ApprovalStore bytes and global caps: what one account, and all of them
   });
 
   /** Arguments that make a stored record of about `kib` KiB. */
-  const sized = (kib: number, account = 'acct') => ({ ...input, account, arguments: { blob: 'x'.repeat(kib * 1024) } as unknown });
+  const sized = (kib: number, account = 'acct') => ({
+    ...input,
+    account,
+    arguments: { blob: 'x'.repeat(kib * 1024) } as unknown,
+  });
 
   it("the account's bytes budget counts the stored records: over it nothing is written and the refusal names the account and the bytes; a decision or the deadline gives the bytes back", async () => {
     const { store, clock, prefix } = storeAt(redis);
     const caps = { maxPendingBytesPerAccount: 100 * 1024 };
     const raced = await Promise.allSettled(Array.from({ length: 12 }, () => store.create(sized(30), caps)));
-    const created = raced.filter((r) => r.status === 'fulfilled').map((r) => (r as PromiseFulfilledResult<{ id: string }>).value);
+    const created = raced
+      .filter((r) => r.status === 'fulfilled')
+      .map((r) => (r as PromiseFulfilledResult<{ id: string }>).value);
     expect(created).toHaveLength(3);
-    for (const r of raced) if (r.status === 'rejected') expect(r.reason).toMatchObject({ name: 'PendingApprovalsFullError', scope: 'account', unit: 'bytes', max: 100 * 1024 });
+    for (const r of raced)
+      if (r.status === 'rejected')
+        expect(r.reason).toMatchObject({
+          name: 'PendingApprovalsFullError',
+          scope: 'account',
+          unit: 'bytes',
+          max: 100 * 1024,
+        });
 
     const before = await keysUnder(redis, prefix);
     await expect(store.create(sized(30), caps)).rejects.toMatchObject({ scope: 'account', unit: 'bytes' });
@@ -187,9 +216,12 @@ describe('ApprovalStore bytes and global caps: what one account, and all of them
     const { store, prefix } = storeAt(redis);
     const mine = await store.create(input);
     const caps = { maxPendingPerAccount: 100, maxPendingGlobal: 20, maxPendingBytesGlobal: 0 };
-    const flood = await Promise.allSettled(Array.from({ length: 60 }, (_, i) => store.create({ ...input, account: `fresh${i % 3}` }, caps)));
+    const flood = await Promise.allSettled(
+      Array.from({ length: 60 }, (_, i) => store.create({ ...input, account: `fresh${i % 3}` }, caps)),
+    );
     expect(flood.filter((r) => r.status === 'fulfilled')).toHaveLength(19);
-    for (const r of flood) if (r.status === 'rejected') expect(r.reason).toMatchObject({ scope: 'global', unit: 'count', max: 20 });
+    for (const r of flood)
+      if (r.status === 'rejected') expect(r.reason).toMatchObject({ scope: 'global', unit: 'count', max: 20 });
     const before = await keysUnder(redis, prefix);
     await expect(store.create({ ...input, account: 'fresh9' }, caps)).rejects.toMatchObject({ scope: 'global' });
     expect(await keysUnder(redis, prefix)).toEqual(before);
@@ -203,6 +235,10 @@ describe('ApprovalStore bytes and global caps: what one account, and all of them
     const byteCaps = { maxPendingBytesGlobal: 64 * 1024 };
     await bytes.create(sized(30, 'a'), byteCaps);
     await bytes.create(sized(30, 'b'), byteCaps);
-    await expect(bytes.create(sized(30, 'c'), byteCaps)).rejects.toMatchObject({ scope: 'global', unit: 'bytes', max: 64 * 1024 });
+    await expect(bytes.create(sized(30, 'c'), byteCaps)).rejects.toMatchObject({
+      scope: 'global',
+      unit: 'bytes',
+      max: 64 * 1024,
+    });
   });
 });

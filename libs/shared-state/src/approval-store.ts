@@ -1,6 +1,12 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import { createPending, PendingFullError, type PendingCaps, type PendingScope, type PendingUnit } from './pending-caps.js';
+import {
+  createPending,
+  PendingFullError,
+  type PendingCaps,
+  type PendingScope,
+  type PendingUnit,
+} from './pending-caps.js';
 import { countAllPending, listAccountPending, PendingRecordKeys, settlePendingLua } from './pending-records.js';
 
 /**
@@ -69,16 +75,22 @@ export interface ApprovalRecord extends ApprovalBinding {
   usedAt?: number;
 }
 
-export type DecideOutcome = { ok: true; record: ApprovalRecord } | { ok: false; reason: 'unknown' | 'expired' | 'decided'; record?: ApprovalRecord };
+export type DecideOutcome =
+  | { ok: true; record: ApprovalRecord }
+  | { ok: false; reason: 'unknown' | 'expired' | 'decided'; record?: ApprovalRecord };
 export type ConsumeReason = 'unknown' | 'expired' | 'denied' | 'used' | 'pending' | 'mismatch';
-export type ConsumeOutcome = { ok: true; record: ApprovalRecord } | { ok: false; reason: ConsumeReason; record?: ApprovalRecord };
+export type ConsumeOutcome =
+  { ok: true; record: ApprovalRecord } | { ok: false; reason: ConsumeReason; record?: ApprovalRecord };
 /**
  * What the approval of a call re-sent without its id means ({@link ApprovalStore.claimByCall}):
  * `ok`, it was approved for exactly this call and is now used; `pending`, the owner has not
  * decided yet (the same approval, no new one); `denied`, refused until its deadline; `none`, no
  * live approval of this call (never asked, used, expired): ask for a new one.
  */
-export type ClaimOutcome = { ok: true; record: ApprovalRecord } | { ok: false; reason: 'pending' | 'denied'; record: ApprovalRecord } | { ok: false; reason: 'none' };
+export type ClaimOutcome =
+  | { ok: true; record: ApprovalRecord }
+  | { ok: false; reason: 'pending' | 'denied'; record: ApprovalRecord }
+  | { ok: false; reason: 'none' };
 
 // KEYS[1] the record, KEYS[2] the account's pending index, KEYS[3..4] the account's bytes
 // ledger, KEYS[5..6] every account's; ARGV: now, decision, decided by, the approved call's use
@@ -200,7 +212,9 @@ export class ApprovalStore {
    * and the arguments' hash (a re-send of the same call finds it; nothing else does).
    */
   private callKey(account: string, binding: ApprovalBinding): string {
-    const digest = createHash('sha256').update([binding.agent, binding.run, binding.tool, binding.argsHash].join('\u0000')).digest('base64url');
+    const digest = createHash('sha256')
+      .update([binding.agent, binding.run, binding.tool, binding.argsHash].join('\u0000'))
+      .digest('base64url');
     return `${this.prefix}approval-call:${account}:${digest}`;
   }
 
@@ -211,7 +225,10 @@ export class ApprovalStore {
    * {@link PendingApprovalsFullError} (naming the scope, the unit and the cap) is thrown, however
    * many calls of however many agents and accounts race. Its bytes are its stored record's.
    */
-  async create(input: ApprovalBinding & { account: string; server: string; remoteName: string; arguments: unknown }, opts: PendingCaps = {}): Promise<ApprovalRecord> {
+  async create(
+    input: ApprovalBinding & { account: string; server: string; remoteName: string; arguments: unknown },
+    opts: PendingCaps = {},
+  ): Promise<ApprovalRecord> {
     const now = this.now();
     const json = canonicalArgumentsJson(input.arguments);
     const record: ApprovalRecord = {
@@ -232,7 +249,14 @@ export class ApprovalStore {
     const refused = await createPending(
       this.redis,
       this.keys.forCreate(input.account, input.agent, record.id),
-      { now, json: JSON.stringify(record), keepMs: keep, deadline: record.expiresAt, id: record.id, allMember: record.id },
+      {
+        now,
+        json: JSON.stringify(record),
+        keepMs: keep,
+        deadline: record.expiresAt,
+        id: record.id,
+        allMember: record.id,
+      },
       opts,
     );
     if (refused !== undefined) throw new PendingApprovalsFullError(refused.max, refused.scope, refused.unit);
@@ -240,7 +264,9 @@ export class ApprovalStore {
     // (a decision late in the pending window leaves a full window to re-send). Best effort: the
     // approval is recorded either way and works with its id; without the index (a full Redis) a
     // bare re-send asks for a new one rather than run.
-    await this.redis.set(this.callKey(input.account, record), record.id, 'PX', 2 * this.ttlMs + TOMBSTONE_MS).catch(() => undefined);
+    await this.redis
+      .set(this.callKey(input.account, record), record.id, 'PX', 2 * this.ttlMs + TOMBSTONE_MS)
+      .catch(() => undefined);
     return record;
   }
 
@@ -250,10 +276,17 @@ export class ApprovalStore {
    * ({@link ClaimOutcome}). Two approvals asked at once for one call: the later is the one found.
    */
   async claimByCall(account: string, binding: ApprovalBinding): Promise<ClaimOutcome> {
-    const out = (await this.redis.eval(CLAIM, 1, this.callKey(account, binding), this.now(), this.keys.record(account, ''), binding.agent, binding.run, binding.tool, binding.argsHash)) as [
-      string,
-      string?,
-    ];
+    const out = (await this.redis.eval(
+      CLAIM,
+      1,
+      this.callKey(account, binding),
+      this.now(),
+      this.keys.record(account, ''),
+      binding.agent,
+      binding.run,
+      binding.tool,
+      binding.argsHash,
+    )) as [string, string?];
     if (out[0] === 'ok') return { ok: true, record: parse(out[1]) };
     if (out[0] === 'pending' || out[0] === 'denied') return { ok: false, reason: out[0], record: parse(out[1]) };
     return { ok: false, reason: 'none' };
@@ -283,7 +316,13 @@ export class ApprovalStore {
       this.keys.agentIndexPrefix(account),
       this.keys.allPending(),
     )) as [string, string?];
-    return out[0] === 'ok' ? { ok: true, record: parse(out[1]) } : { ok: false, reason: out[0] as 'unknown' | 'expired' | 'decided', ...(out[1] ? { record: parse(out[1]) } : {}) };
+    return out[0] === 'ok'
+      ? { ok: true, record: parse(out[1]) }
+      : {
+          ok: false,
+          reason: out[0] as 'unknown' | 'expired' | 'decided',
+          ...(out[1] ? { record: parse(out[1]) } : {}),
+        };
   }
 
   /**
@@ -292,8 +331,19 @@ export class ApprovalStore {
    * refused with the reason, and leaves the approval as it was.
    */
   async consume(account: string, id: string, binding: ApprovalBinding): Promise<ConsumeOutcome> {
-    const out = (await this.redis.eval(CONSUME, 1, this.keys.record(account, id), this.now(), binding.agent, binding.run, binding.tool, binding.argsHash)) as [string, string?];
-    return out[0] === 'ok' ? { ok: true, record: parse(out[1]) } : { ok: false, reason: out[0] as ConsumeReason, ...(out[1] ? { record: parse(out[1]) } : {}) };
+    const out = (await this.redis.eval(
+      CONSUME,
+      1,
+      this.keys.record(account, id),
+      this.now(),
+      binding.agent,
+      binding.run,
+      binding.tool,
+      binding.argsHash,
+    )) as [string, string?];
+    return out[0] === 'ok'
+      ? { ok: true, record: parse(out[1]) }
+      : { ok: false, reason: out[0] as ConsumeReason, ...(out[1] ? { record: parse(out[1]) } : {}) };
   }
 
   /** How many approvals wait for a person, across every account (pending, unexpired). */

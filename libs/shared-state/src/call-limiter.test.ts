@@ -47,7 +47,11 @@ describe('CallLimiter (real Redis)', () => {
     try {
       // Concurrency 3 shared: two calls on a, one on b, then both refused.
       const cap = { maxConcurrency: 3, ratePerSecond: 0 };
-      const held = [await a.admit('s:c', cap, 'a1', 60_000), await a.admit('s:c', cap, 'a2', 60_000), await b.admit('s:c', cap, 'b1', 60_000)];
+      const held = [
+        await a.admit('s:c', cap, 'a1', 60_000),
+        await a.admit('s:c', cap, 'a2', 60_000),
+        await b.admit('s:c', cap, 'b1', 60_000),
+      ];
       expect(held.every((h) => h.ok)).toBe(true);
       expect(await a.admit('s:c', cap, 'a3', 60_000)).toMatchObject({ ok: false, reason: 'concurrency' });
       expect(await b.admit('s:c', cap, 'b2', 60_000)).toMatchObject({ ok: false, reason: 'concurrency' });

@@ -75,7 +75,9 @@ export interface CallLimits {
   ratePerSecond: number;
 }
 
-export type Admission = { ok: true; /** Frees the call's concurrency slot (idempotent). */ release: () => void; degraded?: true } | { ok: false; reason: 'concurrency' | 'rate'; retryAfterMs: number };
+export type Admission =
+  | { ok: true; /** Frees the call's concurrency slot (idempotent). */ release: () => void; degraded?: true }
+  | { ok: false; reason: 'concurrency' | 'rate'; retryAfterMs: number };
 
 export interface CallLimiterOptions {
   /** Hint returned when the concurrency cap is reached (a lease's end cannot be predicted). Default 200 ms. */
@@ -169,7 +171,11 @@ export class CallLimiter {
     private readonly prefix: string,
     private readonly opts: CallLimiterOptions = {},
   ) {
-    this.redis = withCommands<LimiterRedis>(redis, { mcpxLease: { keys: 2, lua: LEASE }, mcpxRenew: { keys: 1, lua: RENEW }, mcpxGiveBack: { keys: 1, lua: GIVE_BACK } });
+    this.redis = withCommands<LimiterRedis>(redis, {
+      mcpxLease: { keys: 2, lua: LEASE },
+      mcpxRenew: { keys: 1, lua: RENEW },
+      mcpxGiveBack: { keys: 1, lua: GIVE_BACK },
+    });
     this.retryMs = opts.concurrencyRetryMs ?? 200;
     this.holdMs = opts.slotHoldMs ?? 200;
     this.slotTtlMs = opts.slotTtlMs ?? 15_000;
@@ -212,7 +218,18 @@ export class CallLimiter {
     let s = this.scopes.get(key);
     if (s === undefined) {
       const base = `${this.prefix}limit:{${key}}`;
-      s = { conc: `${base}:c`, rate: `${base}:r`, maxc, ratePerSecond: rate, free: [], calls: new Set(), tokens: 0, tokensExpire: 0, prefetching: false, leasing: 0 };
+      s = {
+        conc: `${base}:c`,
+        rate: `${base}:r`,
+        maxc,
+        ratePerSecond: rate,
+        free: [],
+        calls: new Set(),
+        tokens: 0,
+        tokensExpire: 0,
+        prefetching: false,
+        leasing: 0,
+      };
       this.scopes.set(key, s);
       this.timer ??= setInterval(() => this.maintain(), Math.min(100, this.holdMs)).unref();
     } else if (s.maxc !== maxc || s.ratePerSecond !== rate) {
@@ -261,7 +278,18 @@ export class CallLimiter {
     let reply: LeaseReply;
     s.leasing++;
     try {
-      reply = await this.redis.mcpxLease(s.conc, s.rate, s.maxc, s.ratePerSecond, this.owner, this.slotTtlMs, this.retryMs, needSlot ? 1 : 0, wantTokens, first);
+      reply = await this.redis.mcpxLease(
+        s.conc,
+        s.rate,
+        s.maxc,
+        s.ratePerSecond,
+        this.owner,
+        this.slotTtlMs,
+        this.retryMs,
+        needSlot ? 1 : 0,
+        wantTokens,
+        first,
+      );
     } catch (err) {
       this.opts.onError?.(err as Error);
       // The lease may have run with its reply lost (a command timeout): its slot is nobody's.
@@ -333,11 +361,14 @@ export class CallLimiter {
       if (s.tokens > 0 && s.tokensExpire <= now) this.giveBack(s);
       if (renew && (s.calls.size > 0 || s.free.length > 0)) {
         const held = [...s.free.map((f) => f.slot), ...[...s.calls].map((c) => c.slot)];
-        this.redis.mcpxRenew(s.conc, this.slotTtlMs, ...held).catch((err: unknown) => this.opts.onError?.(err as Error));
+        this.redis
+          .mcpxRenew(s.conc, this.slotTtlMs, ...held)
+          .catch((err: unknown) => this.opts.onError?.(err as Error));
       }
       // A scope with a lease in flight stays: forgotten, the slot its reply brings would be held by
       // a call no sweep sees, and never go back to Redis before its ttl (refusing others meanwhile).
-      if (s.calls.size === 0 && s.free.length === 0 && s.tokens === 0 && !s.prefetching && s.leasing === 0) this.scopes.delete(key);
+      if (s.calls.size === 0 && s.free.length === 0 && s.tokens === 0 && !s.prefetching && s.leasing === 0)
+        this.scopes.delete(key);
     }
     if (this.scopes.size === 0) {
       clearInterval(this.timer);

@@ -27,7 +27,11 @@ function sealer(key = randomBytes(32)): AnswerSealer {
 
 function storeAt(redis: Redis): { store: InputStore; clock: { now: number }; prefix: string } {
   const { clock, prefix } = testClock();
-  return { store: new InputStore(redis, prefix, { box: sealer(), ttlMs: TTL_MS, now: () => clock.now }), clock, prefix };
+  return {
+    store: new InputStore(redis, prefix, { box: sealer(), ttlMs: TTL_MS, now: () => clock.now }),
+    clock,
+    prefix,
+  };
 }
 
 const binding = { agent: 'ag', run: 'r1', tool: 'ops__deploy', argsHash: 'a'.repeat(64) };
@@ -45,7 +49,11 @@ const base = (personKeys: string[]): InputCreate => ({
       kind: 'form',
       answerBy: 'person',
       message: 'Deploy?',
-      requestedSchema: { type: 'object', properties: { tags: { type: 'array', items: { type: 'string', enum: [] } } }, required: [] },
+      requestedSchema: {
+        type: 'object',
+        properties: { tags: { type: 'array', items: { type: 'string', enum: [] } } },
+        required: [],
+      },
     },
   ]),
   personKeys,
@@ -64,10 +72,22 @@ describe('InputStore (real Redis)', () => {
     expect((await store.listPending('acct')).map((x) => x.id)).toEqual([r.id]);
     expect(await store.consume('acct', r.id, binding)).toMatchObject({ ok: false, reason: 'pending' });
 
-    const first = await store.answer('acct', r.id, 'confirm', '{"action":"accept","content":{"confirm":true,"tags":[]}}', 'owner');
+    const first = await store.answer(
+      'acct',
+      r.id,
+      'confirm',
+      '{"action":"accept","content":{"confirm":true,"tags":[]}}',
+      'owner',
+    );
     expect(first).toMatchObject({ ok: true, complete: false });
-    expect(await store.answer('acct', r.id, 'confirm', '{"action":"decline"}', 'owner')).toMatchObject({ ok: false, reason: 'answered_already' });
-    expect(await store.answer('acct', r.id, 'nope', '{"action":"decline"}', 'owner')).toMatchObject({ ok: false, reason: 'not_asked' });
+    expect(await store.answer('acct', r.id, 'confirm', '{"action":"decline"}', 'owner')).toMatchObject({
+      ok: false,
+      reason: 'answered_already',
+    });
+    expect(await store.answer('acct', r.id, 'nope', '{"action":"decline"}', 'owner')).toMatchObject({
+      ok: false,
+      reason: 'not_asked',
+    });
     clock.now += 1_000;
     const done = await store.answer('acct', r.id, 'region', '{"action":"accept","content":{"region":"eu"}}', 'owner');
     expect(done).toMatchObject({ ok: true, complete: true });
@@ -88,8 +108,14 @@ describe('InputStore (real Redis)', () => {
     expect(() => store.openAnswer({ ...got!, answers: { region: got!.answers.confirm! } }, 'region')).toThrow();
     expect(got?.sealedState).toBe('k1.AAAA');
 
-    expect(await store.consume('acct', r.id, { ...binding, argsHash: 'b'.repeat(64) })).toMatchObject({ ok: false, reason: 'mismatch' });
-    expect(await store.consume('acct', r.id, { ...binding, run: 'r2' })).toMatchObject({ ok: false, reason: 'mismatch' });
+    expect(await store.consume('acct', r.id, { ...binding, argsHash: 'b'.repeat(64) })).toMatchObject({
+      ok: false,
+      reason: 'mismatch',
+    });
+    expect(await store.consume('acct', r.id, { ...binding, run: 'r2' })).toMatchObject({
+      ok: false,
+      reason: 'mismatch',
+    });
     expect(await store.consume('acct', r.id, binding)).toMatchObject({ ok: true });
     expect(await store.consume('acct', r.id, binding)).toMatchObject({ ok: false, reason: 'used' });
     expect(await store.consume('other', r.id, binding)).toMatchObject({ ok: false, reason: 'unknown' });
@@ -99,7 +125,10 @@ describe('InputStore (real Redis)', () => {
     const { store, clock } = storeAt(redis);
     const r = await store.create(base(['confirm']));
     clock.now = r.expiresAt;
-    expect(await store.answer('acct', r.id, 'confirm', '{"action":"accept"}', 'owner')).toMatchObject({ ok: false, reason: 'expired' });
+    expect(await store.answer('acct', r.id, 'confirm', '{"action":"accept"}', 'owner')).toMatchObject({
+      ok: false,
+      reason: 'expired',
+    });
     expect(await store.listPending('acct')).toEqual([]);
 
     const s = await store.create(base(['confirm']));
@@ -128,9 +157,13 @@ describe('InputStore caps: waiting input requests per agent and per account (rea
     const { store, clock } = storeAt(redis);
     const caps = { maxPendingPerAgent: 3 };
     const raced = await Promise.allSettled(Array.from({ length: 30 }, () => store.create(base(['confirm']), caps)));
-    const created = raced.filter((r) => r.status === 'fulfilled').map((r) => (r as PromiseFulfilledResult<{ id: string }>).value);
+    const created = raced
+      .filter((r) => r.status === 'fulfilled')
+      .map((r) => (r as PromiseFulfilledResult<{ id: string }>).value);
     expect(created).toHaveLength(3);
-    for (const r of raced) if (r.status === 'rejected') expect(r.reason).toMatchObject({ name: 'PendingInputsFullError', scope: 'agent', max: 3 });
+    for (const r of raced)
+      if (r.status === 'rejected')
+        expect(r.reason).toMatchObject({ name: 'PendingInputsFullError', scope: 'agent', max: 3 });
     // Another agent of the account has places of its own; a runtime-only request is never counted.
     await store.create({ ...base(['confirm']), agent: 'other' }, caps);
     expect((await store.create(base([]), caps)).status).toBe('answered');
@@ -149,21 +182,32 @@ describe('InputStore caps: waiting input requests per agent and per account (rea
   it('the per-account cap counts every agent of the account in the same step: 40 racing creations over 20 agents record exactly the cap; the refusal names the account, writes nothing, and leaves other accounts alone', async () => {
     const { store, prefix } = storeAt(redis);
     const caps = { maxPendingPerAgent: 3, maxPendingPerAccount: 5 };
-    const raced = await Promise.allSettled(Array.from({ length: 40 }, (_, i) => store.create({ ...base(['confirm']), agent: `ag${i % 20}` }, caps)));
-    const created = raced.filter((r) => r.status === 'fulfilled').map((r) => (r as PromiseFulfilledResult<{ id: string }>).value);
+    const raced = await Promise.allSettled(
+      Array.from({ length: 40 }, (_, i) => store.create({ ...base(['confirm']), agent: `ag${i % 20}` }, caps)),
+    );
+    const created = raced
+      .filter((r) => r.status === 'fulfilled')
+      .map((r) => (r as PromiseFulfilledResult<{ id: string }>).value);
     expect(created).toHaveLength(5);
-    for (const r of raced) if (r.status === 'rejected') expect(r.reason).toMatchObject({ name: 'PendingInputsFullError', scope: 'account', max: 5 });
+    for (const r of raced)
+      if (r.status === 'rejected')
+        expect(r.reason).toMatchObject({ name: 'PendingInputsFullError', scope: 'account', max: 5 });
     expect(await store.listPending('acct')).toHaveLength(5);
     expect(await store.countPending()).toBe(5);
 
     const before = await keysUnder(redis, prefix);
-    await expect(store.create({ ...base(['confirm']), agent: 'fresh' }, caps)).rejects.toMatchObject({ scope: 'account', max: 5 });
+    await expect(store.create({ ...base(['confirm']), agent: 'fresh' }, caps)).rejects.toMatchObject({
+      scope: 'account',
+      max: 5,
+    });
     expect(await keysUnder(redis, prefix)).toEqual(before);
 
     await store.create({ ...base(['confirm']), account: 'other', agent: 'fresh' }, caps);
     await store.answer('acct', created[0]!.id, 'confirm', '{"action":"decline"}', 'owner');
     await store.create({ ...base(['confirm']), agent: 'fresh' }, caps);
-    await expect(store.create({ ...base(['confirm']), agent: 'fresh2' }, caps)).rejects.toMatchObject({ scope: 'account' });
+    await expect(store.create({ ...base(['confirm']), agent: 'fresh2' }, caps)).rejects.toMatchObject({
+      scope: 'account',
+    });
     // A cap of 0 is none.
     await store.create({ ...base(['confirm']), agent: 'fresh2' }, { maxPendingPerAgent: 3, maxPendingPerAccount: 0 });
   });
@@ -173,9 +217,18 @@ describe('InputStore caps: waiting input requests per agent and per account (rea
     const caps = { maxPendingBytesPerAccount: one * 2, maxPendingGlobal: 3 };
     const a = await store.create(base(['confirm']), caps);
     await store.create(base(['confirm']), caps);
-    await expect(store.create(base(['confirm']), caps)).rejects.toMatchObject({ name: 'PendingInputsFullError', scope: 'account', unit: 'bytes', max: one * 2 });
+    await expect(store.create(base(['confirm']), caps)).rejects.toMatchObject({
+      name: 'PendingInputsFullError',
+      scope: 'account',
+      unit: 'bytes',
+      max: one * 2,
+    });
     await store.create({ ...base(['confirm']), account: 'other' }, caps);
-    await expect(store.create({ ...base(['confirm']), account: 'third' }, caps)).rejects.toMatchObject({ scope: 'global', unit: 'count', max: 3 });
+    await expect(store.create({ ...base(['confirm']), account: 'third' }, caps)).rejects.toMatchObject({
+      scope: 'global',
+      unit: 'count',
+      max: 3,
+    });
     expect((await store.answer('acct', a.id, 'confirm', '{"action":"accept"}', 'owner')).ok).toBe(true);
     await store.create(base(['confirm']), caps);
   });

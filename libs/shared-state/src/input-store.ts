@@ -1,6 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import { createPending, PendingFullError, type PendingCaps, type PendingScope, type PendingUnit } from './pending-caps.js';
+import {
+  createPending,
+  PendingFullError,
+  type PendingCaps,
+  type PendingScope,
+  type PendingUnit,
+} from './pending-caps.js';
 import { countAllPending, listAccountPending, PendingRecordKeys, settlePendingLua } from './pending-records.js';
 
 /** An input request waits for its answer this long (ms), and once answered, the call may be re-sent for as long again. */
@@ -54,15 +60,29 @@ export interface InputRecord extends InputBinding {
   usedAt?: number;
 }
 
-export type InputCreate = Omit<InputRecord, 'id' | 'status' | 'createdAt' | 'expiresAt' | 'remaining' | 'answers' | 'personKeys' | 'answeredAt' | 'answeredBy' | 'usedAt'> & {
+export type InputCreate = Omit<
+  InputRecord,
+  | 'id'
+  | 'status'
+  | 'createdAt'
+  | 'expiresAt'
+  | 'remaining'
+  | 'answers'
+  | 'personKeys'
+  | 'answeredAt'
+  | 'answeredBy'
+  | 'usedAt'
+> & {
   id?: string;
   personKeys: string[];
 };
 
 export type AnswerReason = 'unknown' | 'expired' | 'decided' | 'not_asked' | 'answered_already';
-export type AnswerOutcome = { ok: true; record: InputRecord; complete: boolean } | { ok: false; reason: AnswerReason; record?: InputRecord };
+export type AnswerOutcome =
+  { ok: true; record: InputRecord; complete: boolean } | { ok: false; reason: AnswerReason; record?: InputRecord };
 export type InputConsumeReason = 'unknown' | 'expired' | 'used' | 'pending' | 'mismatch';
-export type InputConsumeOutcome = { ok: true; record: InputRecord } | { ok: false; reason: InputConsumeReason; record?: InputRecord };
+export type InputConsumeOutcome =
+  { ok: true; record: InputRecord } | { ok: false; reason: InputConsumeReason; record?: InputRecord };
 
 // KEYS[1] the record, KEYS[2] the account's pending index, KEYS[3..4] the account's bytes ledger,
 // KEYS[5..6] every account's; ARGV: now, key, the sealed answer, by, the re-send deadline once
@@ -202,7 +222,14 @@ export class InputStore {
     const refused = await createPending(
       this.redis,
       this.keys.forCreate(input.account, input.agent, record.id),
-      { now, json: JSON.stringify(record), keepMs: keep, deadline: record.expiresAt, id: record.id, allMember: `${input.account}:${record.id}` },
+      {
+        now,
+        json: JSON.stringify(record),
+        keepMs: keep,
+        deadline: record.expiresAt,
+        id: record.id,
+        allMember: `${input.account}:${record.id}`,
+      },
       opts,
     );
     if (refused !== undefined) throw new PendingInputsFullError(refused.max, refused.scope, refused.unit);
@@ -235,7 +262,8 @@ export class InputStore {
       this.keys.allPending(),
       this.keys.agentIndexPrefix(account),
     )) as [string, string?];
-    if (out[0] === 'ok' || out[0] === 'complete') return { ok: true, record: parse(out[1]), complete: out[0] === 'complete' };
+    if (out[0] === 'ok' || out[0] === 'complete')
+      return { ok: true, record: parse(out[1]), complete: out[0] === 'complete' };
     return { ok: false, reason: out[0] as AnswerReason, ...(out[1] ? { record: parse(out[1]) } : {}) };
   }
 
@@ -249,7 +277,10 @@ export class InputStore {
     if (sealed === undefined) return undefined;
     const dot = sealed.indexOf('.');
     if (dot <= 0) throw new Error('a stored answer is not sealed');
-    return this.opts.box.open({ keyId: sealed.slice(0, dot), ciphertext: Buffer.from(sealed.slice(dot + 1), 'base64') }, answerAad(record.account, record.id, key));
+    return this.opts.box.open(
+      { keyId: sealed.slice(0, dot), ciphertext: Buffer.from(sealed.slice(dot + 1), 'base64') },
+      answerAad(record.account, record.id, key),
+    );
   }
 
   /**
@@ -258,8 +289,19 @@ export class InputStore {
    * with the reason, and leaves the request as it was.
    */
   async consume(account: string, id: string, binding: InputBinding): Promise<InputConsumeOutcome> {
-    const out = (await this.redis.eval(CONSUME, 1, this.keys.record(account, id), this.now(), binding.agent, binding.run, binding.tool, binding.argsHash)) as [string, string?];
-    return out[0] === 'ok' ? { ok: true, record: parse(out[1]) } : { ok: false, reason: out[0] as InputConsumeReason, ...(out[1] ? { record: parse(out[1]) } : {}) };
+    const out = (await this.redis.eval(
+      CONSUME,
+      1,
+      this.keys.record(account, id),
+      this.now(),
+      binding.agent,
+      binding.run,
+      binding.tool,
+      binding.argsHash,
+    )) as [string, string?];
+    return out[0] === 'ok'
+      ? { ok: true, record: parse(out[1]) }
+      : { ok: false, reason: out[0] as InputConsumeReason, ...(out[1] ? { record: parse(out[1]) } : {}) };
   }
 
   /** The account's input requests waiting for a person, oldest first. */

@@ -12,7 +12,8 @@ describe('tokenBatch', () => {
   });
 
   it('never leases more than the bucket holds (one second of the rate)', () => {
-    for (const rate of [1, 2, 3, 19, 20, 21, 40, 80, 1280, 5000]) expect(tokenBatch(rate)).toBeLessThanOrEqual(Math.max(1, Math.floor(rate)));
+    for (const rate of [1, 2, 3, 19, 20, 21, 40, 80, 1280, 5000])
+      expect(tokenBatch(rate)).toBeLessThanOrEqual(Math.max(1, Math.floor(rate)));
   });
 });
 
@@ -31,9 +32,18 @@ describe('leaseNeeds: a round trip only when the process holds nothing to admit 
   });
 
   it('needs nothing of a limit that is off', () => {
-    expect(leaseNeeds({ maxConcurrency: 0, ratePerSecond: 0, tokens: 0, freeSlots: 0 })).toEqual({ token: false, slot: false });
-    expect(leaseNeeds({ maxConcurrency: 0, ratePerSecond: 5, tokens: 0, freeSlots: 0 })).toEqual({ token: true, slot: false });
-    expect(leaseNeeds({ maxConcurrency: 2, ratePerSecond: 0, tokens: 0, freeSlots: 0 })).toEqual({ token: false, slot: true });
+    expect(leaseNeeds({ maxConcurrency: 0, ratePerSecond: 0, tokens: 0, freeSlots: 0 })).toEqual({
+      token: false,
+      slot: false,
+    });
+    expect(leaseNeeds({ maxConcurrency: 0, ratePerSecond: 5, tokens: 0, freeSlots: 0 })).toEqual({
+      token: true,
+      slot: false,
+    });
+    expect(leaseNeeds({ maxConcurrency: 2, ratePerSecond: 0, tokens: 0, freeSlots: 0 })).toEqual({
+      token: false,
+      slot: true,
+    });
   });
 });
 

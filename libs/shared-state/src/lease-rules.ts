@@ -46,7 +46,11 @@ export function shouldPrefetch(tokensLeft: number, batch: number, prefetching: b
  * they go back to Redis, so another process can have them. The others are kept for this
  * process's next calls.
  */
-export function splitIdleSlots<T extends { since: number }>(free: readonly T[], now: number, holdMs: number): { idle: T[]; kept: T[] } {
+export function splitIdleSlots<T extends { since: number }>(
+  free: readonly T[],
+  now: number,
+  holdMs: number,
+): { idle: T[]; kept: T[] } {
   const idle: T[] = [];
   const kept: T[] = [];
   for (const f of free) (now - f.since >= holdMs ? idle : kept).push(f);

@@ -34,7 +34,9 @@ export class PendingFullError extends Error {
     readonly unit: PendingUnit,
     what: string,
   ) {
-    super(unit === 'count' ? `the ${scope} has ${max} ${what} waiting` : `the ${scope}'s waiting ${what} hold ${max} bytes`);
+    super(
+      unit === 'count' ? `the ${scope} has ${max} ${what} waiting` : `the ${scope}'s waiting ${what} hold ${max} bytes`,
+    );
   }
 }
 
@@ -178,7 +180,12 @@ const REFUSALS: Record<string, { scope: PendingScope; unit: PendingUnit; cap: ke
  * which case nothing was written. The record's bytes (its stored JSON) are charged to the
  * account's and the deployment's ledgers until its deadline or its release.
  */
-export async function createPending(redis: Redis, keys: PendingKeys, record: PendingRecord, caps: PendingCaps): Promise<PendingRefusal | undefined> {
+export async function createPending(
+  redis: Redis,
+  keys: PendingKeys,
+  record: PendingRecord,
+  caps: PendingCaps,
+): Promise<PendingRefusal | undefined> {
   const out = await redis.eval(
     CREATE_PENDING,
     8,

@@ -45,7 +45,10 @@ export class PendingRecordKeys {
 
   /** The bytes ledgers of the account's and every account's waiting records. */
   ledgers(account: string): { account: LedgerKeys; all: LedgerKeys } {
-    return { account: ledgerKeys(`${this.prefix}${this.many}-bytes:${account}`), all: ledgerKeys(`${this.prefix}${this.many}-bytes-all`) };
+    return {
+      account: ledgerKeys(`${this.prefix}${this.many}-bytes:${account}`),
+      all: ledgerKeys(`${this.prefix}${this.many}-bytes-all`),
+    };
   }
 
   /**
@@ -54,7 +57,14 @@ export class PendingRecordKeys {
    */
   settling(account: string, id: string): [string, string, string, string, string, string] {
     const ledgers = this.ledgers(account);
-    return [this.record(account, id), this.index(account), ledgers.account.set, ledgers.account.sizes, ledgers.all.set, ledgers.all.sizes];
+    return [
+      this.record(account, id),
+      this.index(account),
+      ledgers.account.set,
+      ledgers.account.sizes,
+      ledgers.all.set,
+      ledgers.all.sizes,
+    ];
   }
 
   /** Where a new record of `agent` and its indexes and ledgers go ({@link createPending}'s keys). */
@@ -109,7 +119,13 @@ export async function countAllPending(redis: Redis, keys: PendingRecordKeys, now
 }
 
 /** The account's records still `pending` and unexpired, oldest first (at most {@link LIST_MAX}). */
-export async function listAccountPending<R extends WaitingRecord>(redis: Redis, keys: PendingRecordKeys, account: string, now: number, parse: (raw: string) => R): Promise<R[]> {
+export async function listAccountPending<R extends WaitingRecord>(
+  redis: Redis,
+  keys: PendingRecordKeys,
+  account: string,
+  now: number,
+  parse: (raw: string) => R,
+): Promise<R[]> {
   const index = keys.index(account);
   await redis.zremrangebyscore(index, '-inf', now);
   const ids = await redis.zrangebyscore(index, `(${now}`, '+inf', 'LIMIT', 0, LIST_MAX);

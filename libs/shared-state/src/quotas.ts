@@ -30,7 +30,8 @@ export interface QuotaLease {
   release(): void;
 }
 
-export type QuotaDecision = { ok: true; lease: QuotaLease; degraded?: true } | { ok: false; held: number; retryAfterMs: number };
+export type QuotaDecision =
+  { ok: true; lease: QuotaLease; degraded?: true } | { ok: false; held: number; retryAfterMs: number };
 
 type LeaseRedis = Redis & {
   mcpxQuotaAcquire(key: string, max: number, id: string, ttlMs: number): Promise<[number, number]>;
@@ -65,7 +66,10 @@ export class LeaseQuota {
     private readonly prefix: string,
     private readonly opts: LeaseQuotaOptions = {},
   ) {
-    this.redis = withCommands<LeaseRedis>(redis, { mcpxQuotaAcquire: { keys: 1, lua: ACQUIRE }, mcpxQuotaRenew: { keys: 1, lua: RENEW } });
+    this.redis = withCommands<LeaseRedis>(redis, {
+      mcpxQuotaAcquire: { keys: 1, lua: ACQUIRE },
+      mcpxQuotaRenew: { keys: 1, lua: RENEW },
+    });
     this.ttlMs = opts.ttlMs ?? 30_000;
   }
 

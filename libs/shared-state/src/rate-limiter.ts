@@ -54,7 +54,11 @@ export class RateLimiter {
     if (!(limit.ratePerSecond > 0)) return ADMITTED;
     const burst = Math.max(1, Math.floor(limit.burst));
     try {
-      const [ok, retryAfterMs] = await this.redis.mcpxTakeToken(`${this.prefix}rate:${kind}:{${key}}`, limit.ratePerSecond, burst);
+      const [ok, retryAfterMs] = await this.redis.mcpxTakeToken(
+        `${this.prefix}rate:${kind}:{${key}}`,
+        limit.ratePerSecond,
+        burst,
+      );
       return ok === 1 ? ADMITTED : { ok: false, retryAfterMs: Math.max(1, Number(retryAfterMs)) };
     } catch (err) {
       this.opts.onError?.(err as Error);

@@ -15,7 +15,8 @@ export async function keysUnder(redis: Redis, prefix: string): Promise<Record<st
     cursor = next;
     for (const key of keys) {
       const type = await redis.type(key);
-      out[key] = type === 'zset' ? await redis.zcard(key) : type === 'hash' ? await redis.hlen(key) : await redis.strlen(key);
+      out[key] =
+        type === 'zset' ? await redis.zcard(key) : type === 'hash' ? await redis.hlen(key) : await redis.strlen(key);
     }
   } while (cursor !== '0');
   return out;

@@ -45,7 +45,8 @@ export interface LuaCommand {
 export function withCommands<T>(redis: Redis, commands: Record<string, LuaCommand>): T {
   const defined = redis as unknown as Record<string, unknown>;
   for (const [name, command] of Object.entries(commands)) {
-    if (typeof defined[name] !== 'function') redis.defineCommand(name, { numberOfKeys: command.keys, lua: command.lua });
+    if (typeof defined[name] !== 'function')
+      redis.defineCommand(name, { numberOfKeys: command.keys, lua: command.lua });
   }
   return redis as unknown as T;
 }

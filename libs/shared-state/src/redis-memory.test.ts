@@ -19,7 +19,11 @@ describe('the memory bound of Redis', () => {
 
   it('says what is wrong: no bound, or a policy that evicts; nothing for a bound without eviction', () => {
     expect(redisMemoryProblems({ maxmemory: 256 * 1024 * 1024, policy: 'noeviction' })).toEqual([]);
-    expect(redisMemoryProblems({ maxmemory: 0, policy: 'noeviction' })).toEqual([expect.stringContaining('no maxmemory')]);
-    expect(redisMemoryProblems({ maxmemory: 1024, policy: 'allkeys-lru' })).toEqual([expect.stringContaining('allkeys-lru')]);
+    expect(redisMemoryProblems({ maxmemory: 0, policy: 'noeviction' })).toEqual([
+      expect.stringContaining('no maxmemory'),
+    ]);
+    expect(redisMemoryProblems({ maxmemory: 1024, policy: 'allkeys-lru' })).toEqual([
+      expect.stringContaining('allkeys-lru'),
+    ]);
   });
 });

@@ -25,7 +25,11 @@ export async function redisMemorySettings(redis: Redis): Promise<RedisMemorySett
  */
 export function redisMemoryProblems(s: RedisMemorySettings): string[] {
   const out: string[] = [];
-  if (s.maxmemory === 0) out.push('redis has no maxmemory: it grows until the host runs out (set maxmemory, e.g. 256mb)');
-  if (s.policy !== 'noeviction') out.push(`redis evicts keys (maxmemory-policy ${s.policy}): approvals, answers, nonces and limits could vanish silently (set noeviction)`);
+  if (s.maxmemory === 0)
+    out.push('redis has no maxmemory: it grows until the host runs out (set maxmemory, e.g. 256mb)');
+  if (s.policy !== 'noeviction')
+    out.push(
+      `redis evicts keys (maxmemory-policy ${s.policy}): approvals, answers, nonces and limits could vanish silently (set noeviction)`,
+    );
   return out;
 }

@@ -49,7 +49,11 @@ describe('REDIS_FAIL_FAST: a command fails at once and recognisably when Redis i
     await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
     const port = (silent.address() as AddressInfo).port;
     // The connection is up (no ready check against a silent server), the command gets no answer.
-    const hung = new Redis(`redis://127.0.0.1:${port}`, { ...REDIS_FAIL_FAST, lazyConnect: true, enableReadyCheck: false });
+    const hung = new Redis(`redis://127.0.0.1:${port}`, {
+      ...REDIS_FAIL_FAST,
+      lazyConnect: true,
+      enableReadyCheck: false,
+    });
     hung.on('error', () => undefined);
     // Its first exchange gets no answer either: the connection attempt ends at connectTimeout.
     await hung.connect().catch(() => undefined);

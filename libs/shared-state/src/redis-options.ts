@@ -22,7 +22,11 @@ export const REDIS_FAIL_FAST = {
 export const REDIS_RETRY_AFTER_MS = 1_000;
 
 /** The messages (and names) of the errors ioredis raises when it cannot run a command now. */
-const UNAVAILABLE_MESSAGES = ["Stream isn't writeable and enableOfflineQueue options is false", 'Connection is closed.', 'Command timed out'];
+const UNAVAILABLE_MESSAGES = [
+  "Stream isn't writeable and enableOfflineQueue options is false",
+  'Connection is closed.',
+  'Command timed out',
+];
 
 /**
  * A reply whose error code (its first word, as Redis sends it) is `OOM`: the write was refused

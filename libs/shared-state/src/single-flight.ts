@@ -12,8 +12,17 @@ const RENEW = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('
  * its TTL while `fn` runs, so slow work keeps it (a crashed holder still frees it within the TTL),
  * and released at the end.
  */
-async function holding<T>(redis: Redis, lockKey: string, token: string, ttlMs: number, fn: () => Promise<T>): Promise<T> {
-  const renew = setInterval(() => void redis.eval(RENEW, 1, lockKey, token, String(ttlMs)).catch(() => undefined), Math.max(1, Math.floor(ttlMs / 3)));
+async function holding<T>(
+  redis: Redis,
+  lockKey: string,
+  token: string,
+  ttlMs: number,
+  fn: () => Promise<T>,
+): Promise<T> {
+  const renew = setInterval(
+    () => void redis.eval(RENEW, 1, lockKey, token, String(ttlMs)).catch(() => undefined),
+    Math.max(1, Math.floor(ttlMs / 3)),
+  );
   try {
     return await fn();
   } finally {
@@ -81,7 +90,12 @@ export class SingleFlight {
     return holding(this.redis, lockKey, token, opts.ttlMs, fn);
   }
 
-  private async acquireAndRun<T>(key: string, opts: SingleFlightOptions, lead: () => Promise<T>, follow: () => Promise<T>): Promise<T> {
+  private async acquireAndRun<T>(
+    key: string,
+    opts: SingleFlightOptions,
+    lead: () => Promise<T>,
+    follow: () => Promise<T>,
+  ): Promise<T> {
     const lockKey = `${this.prefix}lock:${key}`;
     const token = randomBytes(12).toString('base64url');
     const got = await this.redis.set(lockKey, token, 'PX', opts.ttlMs, 'NX');

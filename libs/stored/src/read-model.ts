@@ -37,7 +37,10 @@ export function proxyReads(db: Db): ProxyReads {
  * the registry's, the last two the projector's). The same hot-path exception as the proxy's,
  * narrower: the endpoint writes none of them.
  */
-export type EndpointReadModel = Pick<Database, 'registry.agent_tokens' | 'registry.agents' | 'projector.agent_tools' | 'projector.tool_documents'>;
+export type EndpointReadModel = Pick<
+  Database,
+  'registry.agent_tokens' | 'registry.agents' | 'projector.agent_tools' | 'projector.tool_documents'
+>;
 
 /** Reads only (`selectFrom`), of the {@link EndpointReadModel}'s tables only. */
 export type EndpointReads = Pick<Kysely<EndpointReadModel>, 'selectFrom'>;
@@ -52,7 +55,12 @@ export function endpointReads(db: Db): EndpointReads {
  * registry's discovery), decoded but unchecked: each reader checks its shape. Undefined when none
  * is stored for that auth context (a verdict is never reused across contexts).
  */
-export async function readEraVerdict(db: ProxyReads, account: string, server: string, authContext: string): Promise<unknown> {
+export async function readEraVerdict(
+  db: ProxyReads,
+  account: string,
+  server: string,
+  authContext: string,
+): Promise<unknown> {
   const row = await db
     .selectFrom('registry.era_verdicts')
     .select('verdict_cbor')

@@ -2,7 +2,14 @@ import { accessTokenHash, type Transport } from '@mcpx/contracts';
 import { builtinEndpoint, findBuiltin } from '@mcpx/domain';
 import { secretAad, unbind, urlOrigin, type SecretBox } from '@mcpx/secrets';
 import type { ProxyReads } from './read-model.js';
-import { decodeServerConfig, isOwnSecretRef, openOAuthTokens, openVendorTokens, OAuthGrants, type StoredServerConfig } from './stored.js';
+import {
+  decodeServerConfig,
+  isOwnSecretRef,
+  openOAuthTokens,
+  openVendorTokens,
+  OAuthGrants,
+  type StoredServerConfig,
+} from './stored.js';
 
 /** How a renewable token is renewed: OAuth by code (a refresh token), by client credentials, or a built-in's vendor connection. */
 export type RenewalKind = 'authorization_code' | 'client_credentials' | 'vendor';
@@ -53,7 +60,12 @@ export class CredentialReader {
 
   /** By name: the account's custom server, else a built-in its vendor connection lights; null when neither. */
   async byName(account: string, name: string): Promise<ServerCredentials | null> {
-    const row = await this.db.selectFrom('registry.mcp_servers').select(['id', 'config_cbor']).where('account_id', '=', account).where('name', '=', name).executeTakeFirst();
+    const row = await this.db
+      .selectFrom('registry.mcp_servers')
+      .select(['id', 'config_cbor'])
+      .where('account_id', '=', account)
+      .where('name', '=', name)
+      .executeTakeFirst();
     if (row === undefined) return this.builtin(account, name);
     return this.custom(account, { id: row.id, name, config: decodeServerConfig(row.config_cbor) });
   }
@@ -97,7 +109,8 @@ export class CredentialReader {
       ...(config.pin === 'review' || config.pin === 'strict' ? { pin: config.pin } : {}),
     };
     if (config.auth !== 'oauth') return base;
-    const kind: RenewalKind = config.oauthClient?.grant === OAuthGrants.clientCredentials ? 'client_credentials' : 'authorization_code';
+    const kind: RenewalKind =
+      config.oauthClient?.grant === OAuthGrants.clientCredentials ? 'client_credentials' : 'authorization_code';
     const row = await this.db
       .selectFrom('registry.oauth_connections')
       .select(['tokens_key_id', 'tokens_sealed', 'tokens_server_url', 'tokens_expire_at'])
@@ -141,7 +154,12 @@ export class CredentialReader {
     return {
       url,
       headers: { authorization: `Bearer ${tokens.accessToken}` },
-      oauth: { kind: 'vendor', tokenHash: accessTokenHash(tokens.accessToken), refreshable, ...(row.expires_at && refreshable ? { expiresAt: row.expires_at.getTime() } : {}) },
+      oauth: {
+        kind: 'vendor',
+        tokenHash: accessTokenHash(tokens.accessToken),
+        refreshable,
+        ...(row.expires_at && refreshable ? { expiresAt: row.expires_at.getTime() } : {}),
+      },
     };
   }
 }

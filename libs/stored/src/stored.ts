@@ -25,11 +25,24 @@ export type AuthMethod = (typeof AuthMethods)[keyof typeof AuthMethods];
  * or `client_credentials` (machine to machine: the registry asks the token endpoint directly with
  * the client's secret or a `private_key_jwt` assertion; nobody signs in).
  */
-export const OAuthGrants = { authorizationCode: 'authorization_code', clientCredentials: 'client_credentials' } as const;
+export const OAuthGrants = {
+  authorizationCode: 'authorization_code',
+  clientCredentials: 'client_credentials',
+} as const;
 export type OAuthGrant = (typeof OAuthGrants)[keyof typeof OAuthGrants];
 
 /** Algorithms a `private_key_jwt` assertion may be signed with (what the SDK's signer takes). */
-export const CLIENT_ASSERTION_ALGS = ['ES256', 'ES384', 'ES512', 'RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512'] as const;
+export const CLIENT_ASSERTION_ALGS = [
+  'ES256',
+  'ES384',
+  'ES512',
+  'RS256',
+  'RS384',
+  'RS512',
+  'PS256',
+  'PS384',
+  'PS512',
+] as const;
 export type ClientAssertionAlg = (typeof CLIENT_ASSERTION_ALGS)[number];
 
 const { str, anyStr, num, optional, oneOf, mapOf, shape, checkedMap } = FieldRules;
@@ -120,9 +133,18 @@ export function sealOAuthTokens(box: SecretBox, account: string, serverId: strin
  * A server's stored tokens, only while the server keeps the URL they were issued for (a server
  * moved elsewhere does not get them); undefined when there are none.
  */
-export function openOAuthTokens(box: SecretBox, account: string, serverId: string, row: SealedTokenColumns | undefined, serverUrl: string): StoredOAuthTokens | undefined {
+export function openOAuthTokens(
+  box: SecretBox,
+  account: string,
+  serverId: string,
+  row: SealedTokenColumns | undefined,
+  serverUrl: string,
+): StoredOAuthTokens | undefined {
   if (!row?.tokens_key_id || !row.tokens_sealed || row.tokens_server_url !== serverUrl) return undefined;
-  const opened = box.open({ keyId: row.tokens_key_id, ciphertext: row.tokens_sealed }, oauthSecretAad(account, serverId, 'tokens'));
+  const opened = box.open(
+    { keyId: row.tokens_key_id, ciphertext: row.tokens_sealed },
+    oauthSecretAad(account, serverId, 'tokens'),
+  );
   return SealedOAuthTokens.check(JSON.parse(opened));
 }
 
@@ -154,13 +176,24 @@ export function sealVendorTokens(box: SecretBox, account: string, vendor: string
  * Opens a vendor connection's tokens. Rows sealed before the one casing (`accessToken`,
  * `refreshToken`, `expiresAt`) read the same; a value that is not a string is absent.
  */
-export function openVendorTokens(box: SecretBox, account: string, vendor: string, sealed: { tokens_key_id: string; tokens_sealed: Uint8Array }): VendorTokens {
-  const raw = JSON.parse(box.open({ keyId: sealed.tokens_key_id, ciphertext: sealed.tokens_sealed }, vendorTokensAad(account, vendor))) as Record<string, unknown>;
+export function openVendorTokens(
+  box: SecretBox,
+  account: string,
+  vendor: string,
+  sealed: { tokens_key_id: string; tokens_sealed: Uint8Array },
+): VendorTokens {
+  const raw = JSON.parse(
+    box.open({ keyId: sealed.tokens_key_id, ciphertext: sealed.tokens_sealed }, vendorTokensAad(account, vendor)),
+  ) as Record<string, unknown>;
   const pick = (snake: string, camel: string): string | undefined => {
     const v = raw[snake] ?? raw[camel];
     return typeof v === 'string' ? v : undefined;
   };
   const refreshToken = pick('refresh_token', 'refreshToken');
   const expiresAt = pick('expires_at', 'expiresAt');
-  return { accessToken: pick('access_token', 'accessToken') ?? '', ...(refreshToken !== undefined ? { refreshToken } : {}), ...(expiresAt !== undefined ? { expiresAt } : {}) };
+  return {
+    accessToken: pick('access_token', 'accessToken') ?? '',
+    ...(refreshToken !== undefined ? { refreshToken } : {}),
+    ...(expiresAt !== undefined ? { expiresAt } : {}),
+  };
 }

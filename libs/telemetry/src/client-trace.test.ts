@@ -37,14 +37,22 @@ describe("a client's trace context on a public face", () => {
     const headers = { traceparent: `00-${'1'.repeat(32)}-${'2'.repeat(16)}-01` };
     expect(clientTraceOrigin(meta, headers).links[0]!.context.traceId).toBe(CLIENT_TRACE);
     expect(clientTraceOrigin(undefined, headers).links[0]!.context.traceId).toBe('1'.repeat(32));
-    for (const bad of [{}, { traceparent: 'nonsense' }, { traceparent: `00-${'0'.repeat(32)}-${CLIENT_SPAN}-01` }, { traceparent: [`00-${CLIENT_TRACE}-${CLIENT_SPAN}-01`] }, { traceparent: 7 }]) {
+    for (const bad of [
+      {},
+      { traceparent: 'nonsense' },
+      { traceparent: `00-${'0'.repeat(32)}-${CLIENT_SPAN}-01` },
+      { traceparent: [`00-${CLIENT_TRACE}-${CLIENT_SPAN}-01`] },
+      { traceparent: 7 },
+    ]) {
       expect(clientTraceOrigin(bad)).toEqual({ parent: ROOT_CONTEXT, links: [] });
     }
   });
 
   it('never joins whatever trace is active where the request is handled', async () => {
     const active = telemetry.tracer.startSpan('ambient');
-    await context.with(trace.setSpan(ROOT_CONTEXT, active), () => withSpan(telemetry.tracer, 'face-2', {}, async () => undefined, clientTraceOrigin(undefined)));
+    await context.with(trace.setSpan(ROOT_CONTEXT, active), () =>
+      withSpan(telemetry.tracer, 'face-2', {}, async () => undefined, clientTraceOrigin(undefined)),
+    );
     active.end();
     const span = exporter.getFinishedSpans().find((s) => s.name === 'face-2')!;
     expect(span.spanContext().traceId).not.toBe(active.spanContext().traceId);

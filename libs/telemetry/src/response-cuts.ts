@@ -11,7 +11,9 @@ export interface ResponseCut {
  * (the call or discovery whose answer stopped short). Never throws.
  */
 export function responseCutRecorder(meter: Meter): (cut: ResponseCut) => void {
-  const cuts = meter.createCounter('mcpx_outbound_responses_cut_total', { description: 'Remote response bodies cut at a bound, by bound' });
+  const cuts = meter.createCounter('mcpx_outbound_responses_cut_total', {
+    description: 'Remote response bodies cut at a bound, by bound',
+  });
   return (cut) => {
     try {
       const { name, limit } = cut.details.bound;

@@ -51,7 +51,8 @@ export interface ConsumerBacklog {
  */
 export function consumerBacklogGauge(meter: Meter, consumer: string, read: () => Promise<ConsumerBacklog>): void {
   const gauge = meter.createObservableGauge('mcpx_consumer_backlog', {
-    description: 'Messages a JetStream consumer has not finished, by state (pending: not yet delivered; ack_pending: delivered, not acked)',
+    description:
+      'Messages a JetStream consumer has not finished, by state (pending: not yet delivered; ack_pending: delivered, not acked)',
   });
   gauge.addCallback(async (result) => {
     try {

@@ -42,9 +42,17 @@ describe('startServiceHttp', () => {
     const publicPort = (probe.address() as AddressInfo).port;
     await new Promise<void>((resolve) => probe.close(() => resolve()));
     try {
-      await expect(startServiceHttp({ service: 's', port: publicPort, host: '127.0.0.1', internalPort: taken, internalHost: '127.0.0.1', isReady: () => true, metricsHandler })).rejects.toThrow(
-        /EADDRINUSE/,
-      );
+      await expect(
+        startServiceHttp({
+          service: 's',
+          port: publicPort,
+          host: '127.0.0.1',
+          internalPort: taken,
+          internalHost: '127.0.0.1',
+          isReady: () => true,
+          metricsHandler,
+        }),
+      ).rejects.toThrow(/EADDRINUSE/);
       // The public port was released: it can be bound again.
       const again = createServer();
       await new Promise<void>((resolve, reject) => {

@@ -145,17 +145,25 @@ export async function setupTelemetry(opts: TelemetryOptions): Promise<Telemetry>
       const address = await listen(candidate, opts.metricsPort, host);
       server = candidate;
       const shownHost = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host;
-      metricsUrl = safeUrlForTelemetry(`http://${shownHost.includes(':') ? `[${shownHost}]` : shownHost}:${address.port}/metrics`);
+      metricsUrl = safeUrlForTelemetry(
+        `http://${shownHost.includes(':') ? `[${shownHost}]` : shownHost}:${address.port}/metrics`,
+      );
     } catch (err) {
       await Promise.allSettled([tracerProvider.shutdown(), meterProvider.shutdown()]);
-      throw new Error(`telemetry: cannot serve /metrics on ${host}:${opts.metricsPort}: ${(err as Error).message}`, { cause: err });
+      throw new Error(`telemetry: cannot serve /metrics on ${host}:${opts.metricsPort}: ${(err as Error).message}`, {
+        cause: err,
+      });
     }
   }
 
   let shutdownPromise: Promise<void> | undefined;
   const shutdown = (): Promise<void> => {
     shutdownPromise ??= (async () => {
-      const results = await Promise.allSettled([tracerProvider.shutdown(), meterProvider.shutdown(), server ? close(server) : Promise.resolve()]);
+      const results = await Promise.allSettled([
+        tracerProvider.shutdown(),
+        meterProvider.shutdown(),
+        server ? close(server) : Promise.resolve(),
+      ]);
       const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
       if (failed) throw failed.reason;
     })();

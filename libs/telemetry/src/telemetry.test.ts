@@ -5,7 +5,14 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import { ROOT_CONTEXT, SpanKind, SpanStatusCode, context, trace } from '@opentelemetry/api';
 import { InMemorySpanExporter } from '@opentelemetry/sdk-trace';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { extractTraceContext, injectTraceHeaders, safeUrlForTelemetry, traceHeaders, setupTelemetry, withSpan } from './index.js';
+import {
+  extractTraceContext,
+  injectTraceHeaders,
+  safeUrlForTelemetry,
+  traceHeaders,
+  setupTelemetry,
+  withSpan,
+} from './index.js';
 import type { Telemetry } from './index.js';
 
 const NATS_URL = process.env.NATS_URL ?? 'nats://127.0.0.1:4222';
@@ -160,7 +167,9 @@ describe('metrics', () => {
     const first = await setupTelemetry({ serviceName: 'a', metricsPort: 0, metricsHost: '127.0.0.1' });
     try {
       const port = Number(new URL(first.metricsUrl!).port);
-      await expect(setupTelemetry({ serviceName: 'b', metricsPort: port, metricsHost: '127.0.0.1' })).rejects.toThrow(/cannot serve \/metrics/);
+      await expect(setupTelemetry({ serviceName: 'b', metricsPort: port, metricsHost: '127.0.0.1' })).rejects.toThrow(
+        /cannot serve \/metrics/,
+      );
     } finally {
       await first.shutdown();
     }
@@ -169,10 +178,14 @@ describe('metrics', () => {
 
 describe('safeUrlForTelemetry', () => {
   it('drops userinfo, query and fragment', () => {
-    expect(safeUrlForTelemetry('https://user:pw@mcp.example.com/mcp?api_key=s3cret#frag')).toBe('https://mcp.example.com/mcp');
+    expect(safeUrlForTelemetry('https://user:pw@mcp.example.com/mcp?api_key=s3cret#frag')).toBe(
+      'https://mcp.example.com/mcp',
+    );
   });
   it('redacts credential-like path segments and keeps ordinary ones', () => {
-    expect(safeUrlForTelemetry(new URL('https://actions.example.com/mcp/sk-ak-9f8e7d6c5b4a39281706/sse'))).toBe('https://actions.example.com/mcp/:redacted/sse');
+    expect(safeUrlForTelemetry(new URL('https://actions.example.com/mcp/sk-ak-9f8e7d6c5b4a39281706/sse'))).toBe(
+      'https://actions.example.com/mcp/:redacted/sse',
+    );
     expect(safeUrlForTelemetry('http://127.0.0.1:3001/v1/mcp')).toBe('http://127.0.0.1:3001/v1/mcp');
   });
   it('never echoes an unparsable input', () => {

@@ -33,6 +33,8 @@ describe('traceCarrier and responseCutRecorder', () => {
     });
     span.end();
     const done = exporter.getFinishedSpans().find((s) => s.spanContext().spanId === span.spanContext().spanId);
-    expect(done?.events.map((e) => [e.name, e.attributes?.['mcpx.bound']])).toEqual([['outbound.response_cut', 'maxBodyBytes']]);
+    expect(done?.events.map((e) => [e.name, e.attributes?.['mcpx.bound']])).toEqual([
+      ['outbound.response_cut', 'maxBodyBytes'],
+    ]);
   });
 });

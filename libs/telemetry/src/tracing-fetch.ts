@@ -7,7 +7,9 @@ export type HeaderRecordRequest<O extends { headers: Record<string, string> }, R
  * Wraps a request function so every request carries the active trace context (`traceparent`),
  * like {@link tracingFetch} does for fetch.
  */
-export function tracingRequest<O extends { headers: Record<string, string> }, R>(base: HeaderRecordRequest<O, R>): HeaderRecordRequest<O, R> {
+export function tracingRequest<O extends { headers: Record<string, string> }, R>(
+  base: HeaderRecordRequest<O, R>,
+): HeaderRecordRequest<O, R> {
   return (url, opts) => {
     // One copy of the headers, the context written into it (the caller's object is left alone).
     const headers = { ...opts.headers };

@@ -14,9 +14,23 @@ export interface WithSpanOptions {
  * sets the status to ERROR before it propagates; the span always ends. Attributes must never
  * hold secrets (see `safeUrlForTelemetry`).
  */
-export async function withSpan<T>(tracer: Tracer, name: string, attrs: Attributes, fn: (span: Span) => Promise<T>, opts: WithSpanOptions = {}): Promise<T> {
+export async function withSpan<T>(
+  tracer: Tracer,
+  name: string,
+  attrs: Attributes,
+  fn: (span: Span) => Promise<T>,
+  opts: WithSpanOptions = {},
+): Promise<T> {
   const parent = opts.parent ?? context.active();
-  const span = tracer.startSpan(name, { kind: opts.kind ?? SpanKind.INTERNAL, attributes: attrs, ...(opts.links !== undefined ? { links: opts.links } : {}) }, parent);
+  const span = tracer.startSpan(
+    name,
+    {
+      kind: opts.kind ?? SpanKind.INTERNAL,
+      attributes: attrs,
+      ...(opts.links !== undefined ? { links: opts.links } : {}),
+    },
+    parent,
+  );
   try {
     return await context.with(trace.setSpan(parent, span), () => fn(span));
   } catch (err) {

@@ -2,7 +2,14 @@ import type { Counter, Histogram, Meter, Tracer } from '@opentelemetry/api';
 import { withAppUri, type McpToolDocument } from '@mcpx/domain';
 import { isLogLevel, type CallLog, type CallProgress, type LogLevel } from '@mcpx/contracts';
 import type { ProxyClient, TaskClient } from '@mcpx/proxy-client';
-import { LOG_LEVEL_META_KEY, ProtocolError, ProtocolErrorCode, type McpHttpHandler, type Server, type Tool } from '@modelcontextprotocol/server';
+import {
+  LOG_LEVEL_META_KEY,
+  ProtocolError,
+  ProtocolErrorCode,
+  type McpHttpHandler,
+  type Server,
+  type Tool,
+} from '@modelcontextprotocol/server';
 import { EndpointTasks } from './endpoint-tasks.js';
 import { TASK_CAPABILITIES, TaskAwareServer, asksForTask, declaresTasksExtension, type TaskEra } from './task-wire.js';
 import { registerRelayed, wrapUri } from './relayed.js';
@@ -46,7 +53,15 @@ interface Metrics {
 // Subscriptions and list changes: what the granted servers say reaches the face's clients
 // (subscriptions.ts); a server that cannot is named where it cannot (a listen's ack, an error).
 // `logging`: the granted servers' log messages of a call reach the client that asked (docs/endpoint.md#logging).
-const SERVER_OPTIONS = { capabilities: { tools: { listChanged: true }, prompts: { listChanged: true }, resources: { subscribe: true, listChanged: true }, completions: {}, logging: {} } };
+const SERVER_OPTIONS = {
+  capabilities: {
+    tools: { listChanged: true },
+    prompts: { listChanged: true },
+    resources: { subscribe: true, listChanged: true },
+    completions: {},
+    logging: {},
+  },
+};
 /**
  * `logging/setLevel`'s params, checked here so that a level that is not MCP's is the client's
  * `-32602` naming `level` (the SDK's own check of a spec method answers `-32603`).
@@ -60,7 +75,15 @@ const SET_LEVEL_PARAMS = {
         const level = (v as { level?: unknown } | null)?.level;
         return isLogLevel(level)
           ? { value: { level } }
-          : { issues: [{ message: 'level: must be an MCP log level (debug, info, notice, warning, error, critical, alert, emergency)', path: ['level'] }] };
+          : {
+              issues: [
+                {
+                  message:
+                    'level: must be an MCP log level (debug, info, notice, warning, error, critical, alert, emergency)',
+                  path: ['level'],
+                },
+              ],
+            };
       },
     },
   },
@@ -81,7 +104,8 @@ function encodeCursor(name: string): string {
 
 function decodeCursor(cursor: string): string {
   const name = /^[A-Za-z0-9_-]{1,400}$/.test(cursor) ? Buffer.from(cursor, 'base64url').toString('utf8') : '';
-  if (name === '' || encodeCursor(name) !== cursor) throw new ProtocolError(ProtocolErrorCode.InvalidParams, 'Invalid cursor');
+  if (name === '' || encodeCursor(name) !== cursor)
+    throw new ProtocolError(ProtocolErrorCode.InvalidParams, 'Invalid cursor');
   return name;
 }
 
@@ -145,10 +169,18 @@ export class AgentServers {
     this.info = { name: SERVER_NAME, version: deps.version };
     this.handlers = new FaceHandlers(deps.toolSets, deps.onError, maxHandlers);
     this.metrics = {
-      requests: deps.meter.createCounter('mcpx_endpoint_requests_total', { description: 'MCP requests to agent endpoints, by method and outcome' }),
-      duration: deps.meter.createHistogram('mcpx_endpoint_call_duration_ms', { description: 'tools/call through the agent endpoint, end to end (ms)', unit: 'ms' }),
+      requests: deps.meter.createCounter('mcpx_endpoint_requests_total', {
+        description: 'MCP requests to agent endpoints, by method and outcome',
+      }),
+      duration: deps.meter.createHistogram('mcpx_endpoint_call_duration_ms', {
+        description: 'tools/call through the agent endpoint, end to end (ms)',
+        unit: 'ms',
+      }),
     };
-    this.tasks = deps.tasks === undefined ? undefined : new EndpointTasks({ tasks: deps.tasks, tracer: deps.tracer, requests: this.metrics.requests });
+    this.tasks =
+      deps.tasks === undefined
+        ? undefined
+        : new EndpointTasks({ tasks: deps.tasks, tracer: deps.tracer, requests: this.metrics.requests });
     this.calls = new ToolCalls({
       ...(this.tasks !== undefined ? { tasks: this.tasks } : {}),
       toolSets: deps.toolSets,
@@ -210,8 +242,11 @@ export class AgentServers {
     this.remember(grant);
     if (face === 'compact' && server === undefined) return this.compact.handlerFor(grant);
     // The per-server face of one server has a handler of its own (its own names, its own streams).
-    const key = server === undefined ? `${grant.account}:${grant.agent}` : `${grant.account}:${grant.agent}\u0000${server}`;
-    return this.handlers.get(key, grant.account, grant.agent, (clientId) => this.server(this.grantOf(clientId, grant), server));
+    const key =
+      server === undefined ? `${grant.account}:${grant.agent}` : `${grant.account}:${grant.agent}\u0000${server}`;
+    return this.handlers.get(key, grant.account, grant.agent, (clientId) =>
+      this.server(this.grantOf(clientId, grant), server),
+    );
   }
 
   async close(): Promise<void> {
@@ -233,7 +268,11 @@ export class AgentServers {
     account: string,
     agent: string,
     face: string | undefined,
-  ): Promise<{ tools: McpToolDocument[]; listed: (doc: McpToolDocument) => string; find: (name: string) => McpToolDocument | undefined }> {
+  ): Promise<{
+    tools: McpToolDocument[];
+    listed: (doc: McpToolDocument) => string;
+    find: (name: string) => McpToolDocument | undefined;
+  }> {
     const set = await this.toolSet(account, agent);
     if (face === undefined) return { tools: set.tools, listed: (d) => d.name, find: (n) => set.byName.get(n) };
     // A grant revoked since the request was admitted: the face serves nothing.
@@ -246,7 +285,10 @@ export class AgentServers {
    * (its `_meta` envelope, which the SDK lifts out of `_meta`; none there: no logs, as that revision
    * says), else the level the token's 2025 client set.
    */
-  private async logLevelOf(grant: TokenGrant, envelope: Record<string, unknown> | undefined): Promise<LogLevel | undefined> {
+  private async logLevelOf(
+    grant: TokenGrant,
+    envelope: Record<string, unknown> | undefined,
+  ): Promise<LogLevel | undefined> {
     if (envelope !== undefined) {
       const level = envelope[LOG_LEVEL_META_KEY];
       return isLogLevel(level) ? level : undefined;
@@ -258,7 +300,14 @@ export class AgentServers {
    * The dialect of a `tools/call` that asks for a task of a tool that has task support: a 2025
    * call with `params.task`, a 2026-07-28 one whose client declared the tasks extension.
    */
-  private async taskAsked(server: Server, params: { name: string }, caps: unknown, account: string, agent: string, face: string | undefined): Promise<TaskEra | undefined> {
+  private async taskAsked(
+    server: Server,
+    params: { name: string },
+    caps: unknown,
+    account: string,
+    agent: string,
+    face: string | undefined,
+  ): Promise<TaskEra | undefined> {
     const era: TaskEra = (server.getNegotiatedProtocolVersion() ?? '') >= '2026-07-28' ? 'modern' : 'legacy';
     if (!(era === 'modern' ? declaresTasksExtension(caps) : asksForTask(params))) return undefined;
     const doc = (await this.faceTools(account, agent, face)).find(params.name);
@@ -276,8 +325,17 @@ export class AgentServers {
     const server = new TaskAwareServer(this.info, this.tasks === undefined ? SERVER_OPTIONS : TASK_SERVER_OPTIONS);
     this.tasks?.register(server, grant);
     // Resources, templates, prompts and completions of the granted servers, through the proxy.
-    registerRelayed(server, grant, face, { toolSets: this.deps.toolSets, proxy: this.deps.proxy, tracer: this.deps.tracer, requests: this.metrics.requests, hints: LIST_HINTS });
-    if (this.deps.legacySubscriptions !== undefined) registerSubscribe(server, grant, face, this.deps.legacySubscriptions, (method, outcome) => this.counted(method, outcome));
+    registerRelayed(server, grant, face, {
+      toolSets: this.deps.toolSets,
+      proxy: this.deps.proxy,
+      tracer: this.deps.tracer,
+      requests: this.metrics.requests,
+      hints: LIST_HINTS,
+    });
+    if (this.deps.legacySubscriptions !== undefined)
+      registerSubscribe(server, grant, face, this.deps.legacySubscriptions, (method, outcome) =>
+        this.counted(method, outcome),
+      );
     server.setRequestHandler('tools/list', async (request) => {
       const { tools, listed } = await this.faceTools(account, agent, face);
       const cursor = request.params?.cursor;
@@ -298,7 +356,9 @@ export class AgentServers {
     server.setRequestHandler('logging/setLevel', SET_LEVEL_PARAMS, async (params) => {
       // Checked by SET_LEVEL_PARAMS before the handler runs.
       const { level } = params as { level: LogLevel };
-      const span = this.deps.tracer.startSpan('endpoint.logging/setLevel', { attributes: { 'mcpx.account': account, 'mcpx.agent': agent, 'mcpx.log.level': level } });
+      const span = this.deps.tracer.startSpan('endpoint.logging/setLevel', {
+        attributes: { 'mcpx.account': account, 'mcpx.agent': agent, 'mcpx.log.level': level },
+      });
       try {
         await this.deps.logLevels.set(grant.id, level);
         this.metrics.requests.add(1, { method: 'logging/setLevel', outcome: 'ok' });
@@ -315,8 +375,15 @@ export class AgentServers {
       const params = request.params;
       // A retry's answers are a map of objects by request key; anything else (null, a number) is
       // a protocol error, refused before the proxy is asked.
-      const answers = 'inputResponses' in params ? (params as { inputResponses?: unknown }).inputResponses : (ctx.mcpReq.inputResponses as unknown);
-      if (answers !== undefined && !isAnswerMap(answers)) throw new ProtocolError(ProtocolErrorCode.InvalidParams, 'inputResponses: must be a map of answers (objects) by request key');
+      const answers =
+        'inputResponses' in params
+          ? (params as { inputResponses?: unknown }).inputResponses
+          : (ctx.mcpReq.inputResponses as unknown);
+      if (answers !== undefined && !isAnswerMap(answers))
+        throw new ProtocolError(
+          ProtocolErrorCode.InvalidParams,
+          'inputResponses: must be a map of answers (objects) by request key',
+        );
       const mcpReq = ctx.mcpReq;
       // What this client can answer itself, as it declared: forms (elicitation) and sampling (the
       // server backfills a 2026-07-28 request's from its envelope).
@@ -334,24 +401,46 @@ export class AgentServers {
         }
         name = doc.name;
       }
-      const task = this.tasks === undefined ? undefined : await this.taskAsked(server, params, caps, account, agent, face);
+      const task =
+        this.tasks === undefined ? undefined : await this.taskAsked(server, params, caps, account, agent, face);
       return this.calls.call({
         grant,
         name,
         arguments: params.arguments ?? {},
         meta,
-        headers: { traceparent: ctx.http?.req?.headers.get('traceparent'), tracestate: ctx.http?.req?.headers.get('tracestate') },
+        headers: {
+          traceparent: ctx.http?.req?.headers.get('traceparent'),
+          tracestate: ctx.http?.req?.headers.get('tracestate'),
+        },
         requestState: mcpReq.requestState?.(),
         ...(mcpReq.inputResponses !== undefined ? { inputResponses: mcpReq.inputResponses } : {}),
-        caps: { elicitation: declaresForms(caps.elicitation), elicitationUrl: declaresUrl(caps.elicitation), sampling: caps.sampling !== undefined, roots: caps.roots !== undefined },
+        caps: {
+          elicitation: declaresForms(caps.elicitation),
+          elicitationUrl: declaresUrl(caps.elicitation),
+          sampling: caps.sampling !== undefined,
+          roots: caps.roots !== undefined,
+        },
         requestId: ctx.mcpReq.id,
         signal: ctx.mcpReq.signal,
         path: 'sdk',
         ...(task !== undefined ? { task } : {}),
         // The server's progress, under the client's own token, on this request's response stream.
-        ...(progressToken !== undefined ? { progress: (p: CallProgress) => void ctx.mcpReq.notify({ method: 'notifications/progress', params: { progressToken, ...p } }).catch(() => undefined) } : {}),
+        ...(progressToken !== undefined
+          ? {
+              progress: (p: CallProgress) =>
+                void ctx.mcpReq
+                  .notify({ method: 'notifications/progress', params: { progressToken, ...p } })
+                  .catch(() => undefined),
+            }
+          : {}),
         // The server's log messages at the client's level, on the same stream.
-        ...(logLevel !== undefined ? { logLevel, log: (l: CallLog) => void ctx.mcpReq.notify({ method: 'notifications/message', params: { ...l } }).catch(() => undefined) } : {}),
+        ...(logLevel !== undefined
+          ? {
+              logLevel,
+              log: (l: CallLog) =>
+                void ctx.mcpReq.notify({ method: 'notifications/message', params: { ...l } }).catch(() => undefined),
+            }
+          : {}),
       });
     });
     return server;

@@ -68,7 +68,9 @@ export class AgentTokens {
     this.recheck = setInterval(() => void this.recheckWatched(), RECHECK_MS);
     this.recheck.unref();
     await this.connect().catch((err: unknown) => {
-      this.log.warn('token revocation channel unavailable: tokens are read on every request until it is back', { err: err as Error });
+      this.log.warn('token revocation channel unavailable: tokens are read on every request until it is back', {
+        err: err as Error,
+      });
       this.scheduleReconnect();
     });
   }
@@ -133,7 +135,9 @@ export class AgentTokens {
   private async granting(hashes: string[]): Promise<string[]> {
     const rows = await this.db
       .selectFrom('registry.agent_tokens as t')
-      .innerJoin('registry.agents as a', (j) => j.onRef('a.id', '=', 't.agent_id').onRef('a.account_id', '=', 't.account_id'))
+      .innerJoin('registry.agents as a', (j) =>
+        j.onRef('a.id', '=', 't.agent_id').onRef('a.account_id', '=', 't.account_id'),
+      )
       .select('t.token_hash')
       .where('t.token_hash', 'in', hashes)
       .where('t.revoked_at', 'is', null)
@@ -245,7 +249,9 @@ export class AgentTokens {
     const now = Date.now();
     const row = await this.db
       .selectFrom('registry.agent_tokens as t')
-      .innerJoin('registry.agents as a', (j) => j.onRef('a.id', '=', 't.agent_id').onRef('a.account_id', '=', 't.account_id'))
+      .innerJoin('registry.agents as a', (j) =>
+        j.onRef('a.id', '=', 't.agent_id').onRef('a.account_id', '=', 't.account_id'),
+      )
       .select(['t.id', 't.account_id', 't.agent_id', 'a.name', 't.expires_at', 't.revoked_at', 't.user_may_approve'])
       .where('t.token_hash', '=', hash)
       .executeTakeFirst();

@@ -27,7 +27,11 @@ export function callToolResult(result: ProxyResult): CallToolResult {
   const structured = result.result;
   if (isObject(structured)) out.structuredContent = structured;
   else if (structured !== undefined) {
-    content.push({ type: 'text', text: '[structured result omitted: not a JSON object]', _meta: { [OMITTED_META_KEY]: { type: 'structuredContent', reason: 'malformed' } } });
+    content.push({
+      type: 'text',
+      text: '[structured result omitted: not a JSON object]',
+      _meta: { [OMITTED_META_KEY]: { type: 'structuredContent', reason: 'malformed' } },
+    });
   }
   const meta: Record<string, unknown> = serverMeta(result.meta) ?? {};
   if (result.isError === true) {
@@ -58,10 +62,12 @@ function hint(err: WireError): string {
   if (err.code === ErrorCodes.inputRequired && typeof d.inputRequestId === 'string') {
     return ` The account owner answers input request ${d.inputRequestId}; once answered, call the tool again with the same arguments and _meta {"${META_INPUT_REQUEST_ID}": "${d.inputRequestId}"}.`;
   }
-  if (err.code === ErrorCodes.rateLimited && typeof d.retryAfterMs === 'number') return ` Retry after ${Math.ceil(d.retryAfterMs / 1000)} s.`;
+  if (err.code === ErrorCodes.rateLimited && typeof d.retryAfterMs === 'number')
+    return ` Retry after ${Math.ceil(d.retryAfterMs / 1000)} s.`;
   if (err.code === ErrorCodes.invalidArguments) {
     const errors = Array.isArray(d.errors) ? d.errors.slice(0, 20) : [];
-    const contract = d.contract === undefined ? '' : ` The tool's input schema: ${JSON.stringify(d.contract).slice(0, 8_000)}`;
+    const contract =
+      d.contract === undefined ? '' : ` The tool's input schema: ${JSON.stringify(d.contract).slice(0, 8_000)}`;
     return (errors.length > 0 ? ` Errors: ${JSON.stringify(errors).slice(0, 4_000)}.` : '') + contract;
   }
   return '';

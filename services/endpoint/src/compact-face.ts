@@ -1,7 +1,13 @@
 import { SpanKind, SpanStatusCode, type Tracer } from '@opentelemetry/api';
 import { ErrorCodes, WireError, type CallProgress } from '@mcpx/contracts';
 import type { McpToolDocument } from '@mcpx/domain';
-import { Server, type CallToolResult, type InputRequiredResult, type McpHttpHandler, type Tool } from '@modelcontextprotocol/server';
+import {
+  Server,
+  type CallToolResult,
+  type InputRequiredResult,
+  type McpHttpHandler,
+  type Tool,
+} from '@modelcontextprotocol/server';
 import type { TokenGrant } from './agent-tokens.js';
 import { FaceHandlers } from './face-handlers.js';
 import { errorResult } from './call-result.js';
@@ -48,8 +54,17 @@ const SEARCH_TOOL: Tool = {
   inputSchema: {
     type: 'object',
     properties: {
-      query: { type: 'string', maxLength: COMPACT_LIMITS.queryChars, description: 'Words to look for; empty lists every tool.' },
-      limit: { type: 'integer', minimum: 1, maximum: COMPACT_LIMITS.maxResults, description: `Tools to return (default ${COMPACT_LIMITS.defaultResults}).` },
+      query: {
+        type: 'string',
+        maxLength: COMPACT_LIMITS.queryChars,
+        description: 'Words to look for; empty lists every tool.',
+      },
+      limit: {
+        type: 'integer',
+        minimum: 1,
+        maximum: COMPACT_LIMITS.maxResults,
+        description: `Tools to return (default ${COMPACT_LIMITS.defaultResults}).`,
+      },
       offset: { type: 'integer', minimum: 0, description: 'Matches to skip (for the next page).' },
     },
     required: ['query'],
@@ -60,10 +75,18 @@ const SEARCH_TOOL: Tool = {
 const DESCRIBE_TOOL: Tool = {
   name: CompactTool.describe,
   title: 'Describe tools',
-  description: "Gives tools' whole definitions (description, input and output schemas, annotations) by name, as `search` named them.",
+  description:
+    "Gives tools' whole definitions (description, input and output schemas, annotations) by name, as `search` named them.",
   inputSchema: {
     type: 'object',
-    properties: { names: { type: 'array', items: { type: 'string', maxLength: COMPACT_LIMITS.nameChars }, minItems: 1, maxItems: COMPACT_LIMITS.describeNames } },
+    properties: {
+      names: {
+        type: 'array',
+        items: { type: 'string', maxLength: COMPACT_LIMITS.nameChars },
+        minItems: 1,
+        maxItems: COMPACT_LIMITS.describeNames,
+      },
+    },
     required: ['names'],
   },
   annotations: { readOnlyHint: true, openWorldHint: false },
@@ -72,7 +95,8 @@ const DESCRIBE_TOOL: Tool = {
 const CALL_TOOL: Tool = {
   name: CompactTool.call,
   title: 'Call a tool',
-  description: "Runs one of this agent's tools by name with its arguments (as `describe` says them) and returns the tool's own result.",
+  description:
+    "Runs one of this agent's tools by name with its arguments (as `describe` says them) and returns the tool's own result.",
   inputSchema: {
     type: 'object',
     properties: {
@@ -151,10 +175,12 @@ function summary(text: string): string {
 export function searchTools(set: AgentToolSet, args: Record<string, unknown>): SearchAnswer {
   const { query, limit = COMPACT_LIMITS.defaultResults, offset = 0 } = args;
   if (typeof query !== 'string') throw invalid('query', 'must be a string');
-  if (query.length > COMPACT_LIMITS.queryChars) throw invalid('query', `at most ${COMPACT_LIMITS.queryChars} characters`, { limit: COMPACT_LIMITS.queryChars });
+  if (query.length > COMPACT_LIMITS.queryChars)
+    throw invalid('query', `at most ${COMPACT_LIMITS.queryChars} characters`, { limit: COMPACT_LIMITS.queryChars });
   if (typeof limit !== 'number' || !Number.isSafeInteger(limit) || limit < 1 || limit > COMPACT_LIMITS.maxResults)
     throw invalid('limit', `an integer from 1 to ${COMPACT_LIMITS.maxResults}`, { limit: COMPACT_LIMITS.maxResults });
-  if (typeof offset !== 'number' || !Number.isSafeInteger(offset) || offset < 0) throw invalid('offset', 'a non-negative integer');
+  if (typeof offset !== 'number' || !Number.isSafeInteger(offset) || offset < 0)
+    throw invalid('offset', 'a non-negative integer');
   const terms = termsOf(query);
   let matches: Indexed[];
   if (terms.length === 0) matches = indexOf(set);
@@ -162,7 +188,8 @@ export function searchTools(set: AgentToolSet, args: Record<string, unknown>): S
     const scored: Array<{ e: Indexed; score: number }> = [];
     for (const e of indexOf(set)) {
       let score = 0;
-      for (const t of terms) score += (e.name.includes(t) ? 3 : 0) + (e.title.includes(t) ? 2 : 0) + (e.description.includes(t) ? 1 : 0);
+      for (const t of terms)
+        score += (e.name.includes(t) ? 3 : 0) + (e.title.includes(t) ? 2 : 0) + (e.description.includes(t) ? 1 : 0);
       if (score > 0) scored.push({ e, score });
     }
     // Stable: equal scores keep the set's order (by name).
@@ -180,14 +207,20 @@ export function searchTools(set: AgentToolSet, args: Record<string, unknown>): S
 }
 
 /** `describe`'s answer: the named tools' definitions as `tools/list` gives them, and the names the set does not have. */
-export function describeTools(set: AgentToolSet, args: Record<string, unknown>, toTool: (doc: McpToolDocument) => Tool): { tools: Tool[]; unknown: string[] } {
+export function describeTools(
+  set: AgentToolSet,
+  args: Record<string, unknown>,
+  toTool: (doc: McpToolDocument) => Tool,
+): { tools: Tool[]; unknown: string[] } {
   const { names } = args;
   if (!Array.isArray(names) || names.length === 0) throw invalid('names', 'a non-empty array of tool names');
-  if (names.length > COMPACT_LIMITS.describeNames) throw invalid('names', `at most ${COMPACT_LIMITS.describeNames} names`, { limit: COMPACT_LIMITS.describeNames });
+  if (names.length > COMPACT_LIMITS.describeNames)
+    throw invalid('names', `at most ${COMPACT_LIMITS.describeNames} names`, { limit: COMPACT_LIMITS.describeNames });
   const tools: Tool[] = [];
   const unknown: string[] = [];
   for (const [i, name] of names.entries()) {
-    if (typeof name !== 'string' || name.length > COMPACT_LIMITS.nameChars) throw invalid(`names/${i}`, `a string of at most ${COMPACT_LIMITS.nameChars} characters`);
+    if (typeof name !== 'string' || name.length > COMPACT_LIMITS.nameChars)
+      throw invalid(`names/${i}`, `a string of at most ${COMPACT_LIMITS.nameChars} characters`);
     const doc = set.byName.get(name);
     if (doc === undefined) unknown.push(name);
     else tools.push(toTool(doc));
@@ -199,8 +232,10 @@ export function describeTools(set: AgentToolSet, args: Record<string, unknown>, 
 export function innerCall(args: Record<string, unknown>): { name: string; arguments: Record<string, unknown> } {
   const { name, arguments: inner = {} } = args;
   if (typeof name !== 'string' || name === '') throw invalid('name', 'a tool name (a non-empty string)');
-  if (name.length > COMPACT_LIMITS.nameChars) throw invalid('name', `at most ${COMPACT_LIMITS.nameChars} characters`, { limit: COMPACT_LIMITS.nameChars });
-  if (inner === null || typeof inner !== 'object' || Array.isArray(inner)) throw invalid('arguments', 'must be an object');
+  if (name.length > COMPACT_LIMITS.nameChars)
+    throw invalid('name', `at most ${COMPACT_LIMITS.nameChars} characters`, { limit: COMPACT_LIMITS.nameChars });
+  if (inner === null || typeof inner !== 'object' || Array.isArray(inner))
+    throw invalid('arguments', 'must be an object');
   return { name, arguments: inner as Record<string, unknown> };
 }
 
@@ -246,7 +281,9 @@ export class CompactFaces {
   }
 
   handlerFor(grant: TokenGrant): McpHttpHandler {
-    return this.handlers.get(`${grant.account}:${grant.agent}`, grant.account, grant.agent, (clientId) => this.server(this.deps.grantOf(clientId, grant)));
+    return this.handlers.get(`${grant.account}:${grant.agent}`, grant.account, grant.agent, (clientId) =>
+      this.server(this.deps.grantOf(clientId, grant)),
+    );
   }
 
   close(): Promise<void> {
@@ -254,8 +291,15 @@ export class CompactFaces {
   }
 
   /** `search` or `describe`, answered here from the set: a span and a count each. */
-  private async local(grant: TokenGrant, tool: 'search' | 'describe', args: Record<string, unknown>): Promise<CallToolResult> {
-    const span = this.deps.tracer.startSpan(`endpoint.compact/${tool}`, { kind: SpanKind.SERVER, attributes: { 'mcpx.account': grant.account, 'mcpx.agent': grant.agent } });
+  private async local(
+    grant: TokenGrant,
+    tool: 'search' | 'describe',
+    args: Record<string, unknown>,
+  ): Promise<CallToolResult> {
+    const span = this.deps.tracer.startSpan(`endpoint.compact/${tool}`, {
+      kind: SpanKind.SERVER,
+      attributes: { 'mcpx.account': grant.account, 'mcpx.agent': grant.agent },
+    });
     let outcome = 'ok';
     try {
       const set = await this.deps.toolSets.get(grant.account, grant.agent);
@@ -294,7 +338,8 @@ export class CompactFaces {
     server.setRequestHandler('tools/call', async (request, ctx): Promise<CallToolResult | InputRequiredResult> => {
       const params = request.params;
       const args = params.arguments ?? {};
-      if (params.name === CompactTool.search || params.name === CompactTool.describe) return this.local(grant, params.name, args);
+      if (params.name === CompactTool.search || params.name === CompactTool.describe)
+        return this.local(grant, params.name, args);
       let target: { name: string; arguments: Record<string, unknown> };
       if (params.name === CompactTool.call) {
         try {
@@ -308,7 +353,9 @@ export class CompactFaces {
       // Said as a tool result the model can act on (`search` finds the right name); no proxy asked.
       if (params.name === CompactTool.call && set !== null && !set.byName.has(target.name)) {
         this.deps.counted('tools/call', 'unknown_tool');
-        return errorResult(invalid('name', `${target.name.slice(0, 128)} is not a tool of this agent; \`search\` names its tools`));
+        return errorResult(
+          invalid('name', `${target.name.slice(0, 128)} is not a tool of this agent; \`search\` names its tools`),
+        );
       }
       const caps = server.getClientCapabilities() ?? {};
       const meta = ctx.mcpReq._meta ?? params._meta;
@@ -318,14 +365,24 @@ export class CompactFaces {
         name: target.name,
         arguments: target.arguments,
         meta,
-        headers: { traceparent: ctx.http?.req?.headers.get('traceparent'), tracestate: ctx.http?.req?.headers.get('tracestate') },
+        headers: {
+          traceparent: ctx.http?.req?.headers.get('traceparent'),
+          tracestate: ctx.http?.req?.headers.get('tracestate'),
+        },
         requestState: ctx.mcpReq.requestState?.(),
         ...(ctx.mcpReq.inputResponses !== undefined ? { inputResponses: ctx.mcpReq.inputResponses } : {}),
         caps: { elicitation: declaresForms(caps.elicitation), sampling: caps.sampling !== undefined },
         requestId: ctx.mcpReq.id,
         signal: ctx.mcpReq.signal,
         path: 'sdk',
-        ...(progressToken !== undefined ? { progress: (p: CallProgress) => void ctx.mcpReq.notify({ method: 'notifications/progress', params: { progressToken, ...p } }).catch(() => undefined) } : {}),
+        ...(progressToken !== undefined
+          ? {
+              progress: (p: CallProgress) =>
+                void ctx.mcpReq
+                  .notify({ method: 'notifications/progress', params: { progressToken, ...p } })
+                  .catch(() => undefined),
+            }
+          : {}),
       });
     });
     return server;

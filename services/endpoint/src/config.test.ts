@@ -56,11 +56,16 @@ describe("the endpoint's settings (the one settings parser of @mcpx/config)", ()
   it("uses the local profile's development key ring when SECRETS_KEYRING is unset there (npm start), and no development key elsewhere", () => {
     const local = loadEndpointConfig({ OUTBOUND_PROFILE: 'local' });
     expect(local.keyring.map((k) => `${k.id}:${k.key.toString('base64')}`)).toEqual([LOCAL_DEV_KEYRING]);
-    expect(loadEndpointConfig({ OUTBOUND_PROFILE: 'local', SECRETS_KEYRING: OWN_KEYRING }).keyring.map((k) => k.id)).toEqual(['k1']);
+    expect(
+      loadEndpointConfig({ OUTBOUND_PROFILE: 'local', SECRETS_KEYRING: OWN_KEYRING }).keyring.map((k) => k.id),
+    ).toEqual(['k1']);
     expect(loadEndpointConfig({ SECRETS_KEYRING: OWN_KEYRING }).keyring.map((k) => k.id)).toEqual(['k1']);
     // Production without a ring: a key of the process (as before); with the development key: refused.
     expect(loadEndpointConfig({}).keyring).toEqual([]);
-    expect(refusal({ OUTBOUND_PROFILE: 'production', SECRETS_KEYRING: LOCAL_DEV_KEYRING })).toMatchObject({ code: 'invalid_config', setting: 'SECRETS_KEYRING' });
+    expect(refusal({ OUTBOUND_PROFILE: 'production', SECRETS_KEYRING: LOCAL_DEV_KEYRING })).toMatchObject({
+      code: 'invalid_config',
+      setting: 'SECRETS_KEYRING',
+    });
   });
 
   it('reads ENDPOINT_PUBLIC_URL once: the public URL, its host allowed, and the OAuth resource base', () => {
@@ -74,25 +79,53 @@ describe("the endpoint's settings (the one settings parser of @mcpx/config)", ()
 
   it('OAuth is off unless ENDPOINT_AUTHORIZATION_SERVER is set; a malformed value stops the start, naming it', () => {
     expect(loadEndpointConfig({ ENDPOINT_AUTHORIZATION_SERVER: ' ' }).oauth).toBeUndefined();
-    expect(loadEndpointConfig({ ENDPOINT_AUTHORIZATION_SERVER: 'https://mcpx.example.com/', ENDPOINT_PUBLIC_URL: 'https://mcp.example.com' }).oauth).toEqual({
+    expect(
+      loadEndpointConfig({
+        ENDPOINT_AUTHORIZATION_SERVER: 'https://mcpx.example.com/',
+        ENDPOINT_PUBLIC_URL: 'https://mcp.example.com',
+      }).oauth,
+    ).toEqual({
       authorizationServer: 'https://mcpx.example.com',
       publicUrl: 'https://mcp.example.com',
     });
     // Without a public URL: resource URLs on each request's origin.
-    expect(loadEndpointConfig({ ENDPOINT_AUTHORIZATION_SERVER: 'http://127.0.0.1:8080' }).oauth).toEqual({ authorizationServer: 'http://127.0.0.1:8080' });
-    for (const bad of ['mcpx.example.com', 'ftp://mcpx.example.com', 'https://mcpx.example.com/?a=1', 'https://mcpx.example.com/#x']) {
-      expect(() => loadEndpointConfig({ ENDPOINT_AUTHORIZATION_SERVER: bad }), bad).toThrow(/ENDPOINT_AUTHORIZATION_SERVER/);
+    expect(loadEndpointConfig({ ENDPOINT_AUTHORIZATION_SERVER: 'http://127.0.0.1:8080' }).oauth).toEqual({
+      authorizationServer: 'http://127.0.0.1:8080',
+    });
+    for (const bad of [
+      'mcpx.example.com',
+      'ftp://mcpx.example.com',
+      'https://mcpx.example.com/?a=1',
+      'https://mcpx.example.com/#x',
+    ]) {
+      expect(() => loadEndpointConfig({ ENDPOINT_AUTHORIZATION_SERVER: bad }), bad).toThrow(
+        /ENDPOINT_AUTHORIZATION_SERVER/,
+      );
     }
-    expect(() => loadEndpointConfig({ ENDPOINT_AUTHORIZATION_SERVER: 'https://a.example', ENDPOINT_PUBLIC_URL: 'nope' })).toThrow(/ENDPOINT_PUBLIC_URL/);
+    expect(() =>
+      loadEndpointConfig({ ENDPOINT_AUTHORIZATION_SERVER: 'https://a.example', ENDPOINT_PUBLIC_URL: 'nope' }),
+    ).toThrow(/ENDPOINT_PUBLIC_URL/);
     // A public URL with a query is a base for nothing under OAuth (as before, taken without it).
-    expect(() => loadEndpointConfig({ ENDPOINT_AUTHORIZATION_SERVER: 'https://a.example', ENDPOINT_PUBLIC_URL: 'https://mcp.example.com/?x=1' })).toThrow(/ENDPOINT_PUBLIC_URL/);
+    expect(() =>
+      loadEndpointConfig({
+        ENDPOINT_AUTHORIZATION_SERVER: 'https://a.example',
+        ENDPOINT_PUBLIC_URL: 'https://mcp.example.com/?x=1',
+      }),
+    ).toThrow(/ENDPOINT_PUBLIC_URL/);
     expect(loadEndpointConfig({ ENDPOINT_PUBLIC_URL: 'https://mcp.example.com/?x=1' }).oauth).toBeUndefined();
   });
 
   it('CONSOLE_URL is the base of approval links: default the authorization server (the registry), else none; a malformed value stops the start, naming it', () => {
     expect(loadEndpointConfig({}).consoleUrl).toBeUndefined();
-    expect(loadEndpointConfig({ ENDPOINT_AUTHORIZATION_SERVER: 'https://mcpx.example.com/' }).consoleUrl).toBe('https://mcpx.example.com');
-    expect(loadEndpointConfig({ ENDPOINT_AUTHORIZATION_SERVER: 'https://mcpx.example.com', CONSOLE_URL: 'https://console.example.com//' }).consoleUrl).toBe('https://console.example.com');
+    expect(loadEndpointConfig({ ENDPOINT_AUTHORIZATION_SERVER: 'https://mcpx.example.com/' }).consoleUrl).toBe(
+      'https://mcpx.example.com',
+    );
+    expect(
+      loadEndpointConfig({
+        ENDPOINT_AUTHORIZATION_SERVER: 'https://mcpx.example.com',
+        CONSOLE_URL: 'https://console.example.com//',
+      }).consoleUrl,
+    ).toBe('https://console.example.com');
     for (const bad of ['console.example.com', 'javascript:alert(1)', 'https://console.example.com/?a=1']) {
       expect(() => loadEndpointConfig({ CONSOLE_URL: bad }), bad).toThrow(/CONSOLE_URL/);
     }

@@ -124,8 +124,12 @@ function httpUrlSetting(env: NodeJS.ProcessEnv, name: string, bare: boolean): st
   if (raw === undefined || raw === '') return undefined;
   const value = raw.replace(/\/+$/, '');
   const url = URL.canParse(value) ? new URL(value) : undefined;
-  if (url === undefined || !/^https?:$/.test(url.protocol)) throw new Error(bare ? `${name} must be an http(s) URL without query or fragment` : `${name} must be an http(s) URL`);
-  if (bare && (url.search !== '' || url.hash !== '')) throw new Error(`${name} must be an http(s) URL without query or fragment`);
+  if (url === undefined || !/^https?:$/.test(url.protocol))
+    throw new Error(
+      bare ? `${name} must be an http(s) URL without query or fragment` : `${name} must be an http(s) URL`,
+    );
+  if (bare && (url.search !== '' || url.hash !== ''))
+    throw new Error(`${name} must be an http(s) URL without query or fragment`);
   return value;
 }
 
@@ -143,7 +147,8 @@ function publicSettings(env: NodeJS.ProcessEnv, httpPort: number): { publicUrl: 
 
 /** The bounds on open notification streams (`StreamSlots`), each a whole number of at least 1. */
 function streamLimits(env: NodeJS.ProcessEnv): EndpointConfig['streams'] {
-  const bound = (name: string, fallback: number): number => integerSetting(env, name, { fallback, min: 1, message: `${name} must be a whole number of at least 1` });
+  const bound = (name: string, fallback: number): number =>
+    integerSetting(env, name, { fallback, min: 1, message: `${name} must be a whole number of at least 1` });
   return {
     perToken: bound('ENDPOINT_STREAMS_PER_TOKEN', 8),
     perAccount: bound('ENDPOINT_STREAMS_PER_ACCOUNT', 64),
@@ -153,14 +158,19 @@ function streamLimits(env: NodeJS.ProcessEnv): EndpointConfig['streams'] {
 
 /** The bounds on resource subscriptions (`Subscriptions`), each a whole number of at least 1. */
 function subscriptionLimits(env: NodeJS.ProcessEnv): EndpointConfig['subscriptions'] {
-  const bound = (name: string, fallback: number): number => integerSetting(env, name, { fallback, min: 1, message: `${name} must be a whole number of at least 1` });
-  return { perToken: bound('ENDPOINT_SUBSCRIPTIONS_PER_TOKEN', 100), perAccount: bound('ENDPOINT_SUBSCRIPTIONS_PER_ACCOUNT', 1_000) };
+  const bound = (name: string, fallback: number): number =>
+    integerSetting(env, name, { fallback, min: 1, message: `${name} must be a whole number of at least 1` });
+  return {
+    perToken: bound('ENDPOINT_SUBSCRIPTIONS_PER_TOKEN', 100),
+    perAccount: bound('ENDPOINT_SUBSCRIPTIONS_PER_ACCOUNT', 1_000),
+  };
 }
 
 export function loadEndpointConfig(env: NodeJS.ProcessEnv): EndpointConfig {
   const httpPort = portSetting(env, 'HTTP_PORT', DEFAULT_ENDPOINT_PORT);
   const internalHttpPort = portSetting(env, 'INTERNAL_HTTP_PORT', httpPort === 0 ? 0 : DEFAULT_INTERNAL_PORT);
-  if (internalHttpPort !== 0 && internalHttpPort === httpPort) throw new Error('INTERNAL_HTTP_PORT must differ from HTTP_PORT');
+  if (internalHttpPort !== 0 && internalHttpPort === httpPort)
+    throw new Error('INTERNAL_HTTP_PORT must differ from HTTP_PORT');
   const httpHost = env.HTTP_HOST || '127.0.0.1';
   const { publicUrl, oauth } = publicSettings(env, httpPort);
   // IPv6 host names are bracketed in Host headers (`[::1]`), as URL's hostname gives them.
@@ -169,9 +179,21 @@ export function loadEndpointConfig(env: NodeJS.ProcessEnv): EndpointConfig {
   const hosts = allowedHosts.length > 0 ? allowedHosts : [...new Set(['localhost', '127.0.0.1', '[::1]', publicHost])];
   const origins = list(env.ENDPOINT_ALLOWED_ORIGINS);
   const cors = list(env.ENDPOINT_CORS_ORIGINS);
-  for (const o of cors) if (!URL.canParse(o) || new URL(o).origin !== o) throw new Error('ENDPOINT_CORS_ORIGINS entries must be origins, e.g. https://app.example.com');
-  const pageSize = integerSetting(env, 'ENDPOINT_PAGE_SIZE', { fallback: 100, min: 1, max: 1000, message: 'ENDPOINT_PAGE_SIZE must be 1 to 1000' });
-  const failRate = nonNegativeNumberSetting(env, 'ENDPOINT_TOKEN_FAILURES_PER_ADDRESS', 0.2, 'ENDPOINT_TOKEN_FAILURES_PER_ADDRESS must be a non-negative number (per second; 0 = no limit)');
+  for (const o of cors)
+    if (!URL.canParse(o) || new URL(o).origin !== o)
+      throw new Error('ENDPOINT_CORS_ORIGINS entries must be origins, e.g. https://app.example.com');
+  const pageSize = integerSetting(env, 'ENDPOINT_PAGE_SIZE', {
+    fallback: 100,
+    min: 1,
+    max: 1000,
+    message: 'ENDPOINT_PAGE_SIZE must be 1 to 1000',
+  });
+  const failRate = nonNegativeNumberSetting(
+    env,
+    'ENDPOINT_TOKEN_FAILURES_PER_ADDRESS',
+    0.2,
+    'ENDPOINT_TOKEN_FAILURES_PER_ADDRESS must be a non-negative number (per second; 0 = no limit)',
+  );
   const failBurst = integerSetting(env, 'ENDPOINT_TOKEN_FAILURES_PER_ADDRESS_BURST', {
     fallback: 20,
     min: 1,
@@ -182,9 +204,15 @@ export function loadEndpointConfig(env: NodeJS.ProcessEnv): EndpointConfig {
   // A malformed entry stops the start, naming it.
   new TrustedProxies(trustedProxies);
   const level = env.LOG_LEVEL ?? 'info';
-  if (level !== 'debug' && level !== 'info' && level !== 'warn' && level !== 'error') throw new Error('LOG_LEVEL must be debug, info, warn or error');
+  if (level !== 'debug' && level !== 'info' && level !== 'warn' && level !== 'error')
+    throw new Error('LOG_LEVEL must be debug, info, warn or error');
   const creds = parseNatsCredentials(env);
-  const approvalTtlMs = nonNegativeNumberSetting(env, 'APPROVAL_TTL_MS', 10 * 60_000, 'APPROVAL_TTL_MS must be a non-negative number of milliseconds');
+  const approvalTtlMs = nonNegativeNumberSetting(
+    env,
+    'APPROVAL_TTL_MS',
+    10 * 60_000,
+    'APPROVAL_TTL_MS must be a non-negative number of milliseconds',
+  );
   const leanCalls = onOffSetting(env, 'ENDPOINT_LEAN_CALLS', true);
   const consoleUrl = httpUrlSetting(env, 'CONSOLE_URL', true) ?? oauth?.authorizationServer;
   return {

@@ -1,7 +1,14 @@
 import { randomBytes } from 'node:crypto';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { serve } from '@mcpx/bus';
-import { ErrorCodes, QueueGroups, WireError, decodeTokenDecisionAudit, makeSubjects, type TokenDecisionAudit } from '@mcpx/contracts';
+import {
+  ErrorCodes,
+  QueueGroups,
+  WireError,
+  decodeTokenDecisionAudit,
+  makeSubjects,
+  type TokenDecisionAudit,
+} from '@mcpx/contracts';
 import { createLogger } from '@mcpx/log';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DecisionAudit } from './decision-audit.js';
@@ -26,14 +33,19 @@ describe('DecisionAudit (real NATS)', () => {
   });
 
   const fresh = () => makeSubjects(`t${randomBytes(4).toString('hex')}.`);
-  const errors = (): Array<Record<string, unknown>> => lines.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.msg === 'audit entry of a token holder decision not written');
+  const errors = (): Array<Record<string, unknown>> =>
+    lines
+      .map((l) => JSON.parse(l) as Record<string, unknown>)
+      .filter((l) => l.msg === 'audit entry of a token holder decision not written');
 
   it('no registry: asked again with backoff, then the missing entry is logged naming the approval; the decision is not undone (record resolves)', async () => {
     lines.length = 0;
     const subjects = fresh();
     // A silent registry: it takes every request and never answers.
     const seen: TokenDecisionAudit[] = [];
-    const silent = nc.subscribe(subjects.registryTokenDecisionAudit, { callback: (_e, m) => void seen.push(decodeTokenDecisionAudit(m.data)) });
+    const silent = nc.subscribe(subjects.registryTokenDecisionAudit, {
+      callback: (_e, m) => void seen.push(decodeTokenDecisionAudit(m.data)),
+    });
     await nc.flush();
     const audit = new DecisionAudit({ nc, subjects, log, attempts: 3, timeoutMs: 200, backoffMs: 20 });
     const started = Date.now();
@@ -88,7 +100,9 @@ describe('DecisionAudit (real NATS)', () => {
         decode: decodeTokenDecisionAudit,
         handle: () => {
           calls++;
-          return Promise.reject(new WireError(ErrorCodes.conflict, 'approvalId: not decided by a token holder', { field: 'approvalId' }));
+          return Promise.reject(
+            new WireError(ErrorCodes.conflict, 'approvalId: not decided by a token holder', { field: 'approvalId' }),
+          );
         },
       },
       log,

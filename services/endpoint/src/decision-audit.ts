@@ -1,5 +1,11 @@
 import { request } from '@mcpx/bus';
-import { WireError, tokenDecisionAuditReplyValue, type Subjects, type TokenDecisionAudit, type TokenDecisionAuditReply } from '@mcpx/contracts';
+import {
+  WireError,
+  tokenDecisionAuditReplyValue,
+  type Subjects,
+  type TokenDecisionAudit,
+  type TokenDecisionAuditReply,
+} from '@mcpx/contracts';
 import type { Logger } from '@mcpx/log';
 import type { NatsConnection } from '@nats-io/transport-node';
 
@@ -35,12 +41,23 @@ export class DecisionAudit {
     const req: TokenDecisionAudit = { account, approvalId };
     for (let attempt = 1; ; attempt++) {
       try {
-        return await request(nc, subjects.registryTokenDecisionAudit, req, tokenDecisionAuditReplyValue, this.deps.timeoutMs ?? 2_000);
+        return await request(
+          nc,
+          subjects.registryTokenDecisionAudit,
+          req,
+          tokenDecisionAuditReplyValue,
+          this.deps.timeoutMs ?? 2_000,
+        );
       } catch (err) {
         // No answer (a NATS timeout, no responders) or a fault the registry says may pass: again.
         const again = !(err instanceof WireError) || err.retryable;
         if (!again || attempt >= attempts) {
-          log.error('audit entry of a token holder decision not written', { err: err as Error, account, approval: approvalId, attempts: attempt });
+          log.error('audit entry of a token holder decision not written', {
+            err: err as Error,
+            account,
+            approval: approvalId,
+            attempts: attempt,
+          });
           return undefined;
         }
         await new Promise((r) => setTimeout(r, pause));

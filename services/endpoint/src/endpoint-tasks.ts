@@ -1,12 +1,34 @@
 import { SpanKind, SpanStatusCode, type Counter, type Tracer } from '@opentelemetry/api';
-import { ENDPOINT_RUN_PREFIX, ErrorCodes, TASK_ID_RE, TASK_LIST_MAX, WireError, isFinalTaskState, toWireError, type TaskView } from '@mcpx/contracts';
+import {
+  ENDPOINT_RUN_PREFIX,
+  ErrorCodes,
+  TASK_ID_RE,
+  TASK_LIST_MAX,
+  WireError,
+  isFinalTaskState,
+  toWireError,
+  type TaskView,
+} from '@mcpx/contracts';
 import type { TaskHandle } from '@mcpx/domain';
 import type { TaskClient } from '@mcpx/proxy-client';
-import { MissingRequiredClientCapabilityError, ProtocolError, ProtocolErrorCode, type CallToolResult, type Server } from '@modelcontextprotocol/server';
+import {
+  MissingRequiredClientCapabilityError,
+  ProtocolError,
+  ProtocolErrorCode,
+  type CallToolResult,
+  type Server,
+} from '@modelcontextprotocol/server';
 import { z } from 'zod';
 import type { TokenGrant } from './agent-tokens.js';
 import { callToolResult, errorResult } from './call-result.js';
-import { RELATED_TASK_META_KEY, TASKS_EXTENSION_ID, createTaskResult, declaresTasksExtension, wireTask, type TaskEra } from './task-wire.js';
+import {
+  RELATED_TASK_META_KEY,
+  TASKS_EXTENSION_ID,
+  createTaskResult,
+  declaresTasksExtension,
+  wireTask,
+  type TaskEra,
+} from './task-wire.js';
 
 /** SEP-2575's MissingRequiredClientCapability: a request that needs a capability its client did not declare. */
 const MISSING_CLIENT_CAPABILITY = -32021;
@@ -27,7 +49,11 @@ export interface EndpointTasksDeps {
 
 const taskIdParams = { params: z.object({ taskId: z.string().max(256) }).passthrough() };
 const listParams = { params: z.object({ cursor: z.string().max(256).optional() }).passthrough() };
-const updateParams = { params: z.object({ taskId: z.string().max(256), inputResponses: z.record(z.string(), z.unknown()).optional() }).passthrough() };
+const updateParams = {
+  params: z
+    .object({ taskId: z.string().max(256), inputResponses: z.record(z.string(), z.unknown()).optional() })
+    .passthrough(),
+};
 
 /** The answer of every task a token does not hold: the same as a task that never was. */
 const notFound = (): ProtocolError => new ProtocolError(ProtocolErrorCode.InvalidParams, 'Task not found');
@@ -51,21 +77,37 @@ export class EndpointTasks {
     const era = (): TaskEra => {
       if ((server.getNegotiatedProtocolVersion() ?? '') < '2026-07-28') return 'legacy';
       if (!declaresTasksExtension(server.getClientCapabilities()))
-        throw new MissingRequiredClientCapabilityError({ requiredCapabilities: { extensions: { [TASKS_EXTENSION_ID]: {} } } }, `this request does not declare the ${TASKS_EXTENSION_ID} extension`);
+        throw new MissingRequiredClientCapabilityError(
+          { requiredCapabilities: { extensions: { [TASKS_EXTENSION_ID]: {} } } },
+          `this request does not declare the ${TASKS_EXTENSION_ID} extension`,
+        );
       return 'modern';
     };
-    server.setRequestHandler('tasks/get', taskIdParams, (params) => this.traced('tasks/get', grant, () => this.get(grant, params.taskId, era())));
-    server.setRequestHandler('tasks/result', taskIdParams, (params, ctx) => this.traced('tasks/result', grant, () => this.result(grant, params.taskId, ctx.mcpReq.signal)));
+    server.setRequestHandler('tasks/get', taskIdParams, (params) =>
+      this.traced('tasks/get', grant, () => this.get(grant, params.taskId, era())),
+    );
+    server.setRequestHandler('tasks/result', taskIdParams, (params, ctx) =>
+      this.traced('tasks/result', grant, () => this.result(grant, params.taskId, ctx.mcpReq.signal)),
+    );
     server.setRequestHandler('tasks/list', listParams, () => this.traced('tasks/list', grant, () => this.list(grant)));
-    server.setRequestHandler('tasks/cancel', taskIdParams, (params) => this.traced('tasks/cancel', grant, () => this.cancel(grant, params.taskId, era())));
-    server.setRequestHandler('tasks/update', updateParams, (params) => this.traced('tasks/update', grant, () => (era(), this.update(grant, params.taskId))));
+    server.setRequestHandler('tasks/cancel', taskIdParams, (params) =>
+      this.traced('tasks/cancel', grant, () => this.cancel(grant, params.taskId, era())),
+    );
+    server.setRequestHandler('tasks/update', updateParams, (params) =>
+      this.traced('tasks/update', grant, () => (era(), this.update(grant, params.taskId))),
+    );
   }
 
   /**
    * The answer of a call that became a task: to a client that asked for one, the created task in
    * its dialect; to any other, a result that names the task and how to take its result.
    */
-  async answer(grant: TokenGrant, tool: string, handle: TaskHandle, asked: TaskEra | undefined): Promise<CallToolResult> {
+  async answer(
+    grant: TokenGrant,
+    tool: string,
+    handle: TaskHandle,
+    asked: TaskEra | undefined,
+  ): Promise<CallToolResult> {
     if (asked !== undefined) {
       const view = await this.deps.tasks.getTask(grant.account, handle.id).catch(() => undefined);
       if (view !== undefined) return createTaskResult(view, asked);
@@ -89,24 +131,49 @@ export class EndpointTasks {
     try {
       view = await this.own(grant, id);
     } catch (err) {
-      if (err instanceof ProtocolError) return errorResult(new WireError(ErrorCodes.notFound, `${META_TASK_ID}: this token has no task ${id}`, { field: META_TASK_ID }));
+      if (err instanceof ProtocolError)
+        return errorResult(
+          new WireError(ErrorCodes.notFound, `${META_TASK_ID}: this token has no task ${id}`, { field: META_TASK_ID }),
+        );
       throw err;
     }
-    if (view.tool !== tool) return errorResult(new WireError(ErrorCodes.invalidInput, `${META_TASK_ID}: task ${id} is a call of ${view.tool}, not of ${tool}`, { field: META_TASK_ID }));
-    const ended = isFinalTaskState(view.state) ? view : await this.deps.tasks.waitTask(grant.account, id, { timeoutMs: RESULT_WAIT_MS, signal });
-    if (!isFinalTaskState(ended.state)) return runningResult(tool, { id, state: ended.state, ...(ended.statusMessage !== undefined ? { statusMessage: ended.statusMessage } : {}) });
+    if (view.tool !== tool)
+      return errorResult(
+        new WireError(
+          ErrorCodes.invalidInput,
+          `${META_TASK_ID}: task ${id} is a call of ${view.tool}, not of ${tool}`,
+          { field: META_TASK_ID },
+        ),
+      );
+    const ended = isFinalTaskState(view.state)
+      ? view
+      : await this.deps.tasks.waitTask(grant.account, id, { timeoutMs: RESULT_WAIT_MS, signal });
+    if (!isFinalTaskState(ended.state))
+      return runningResult(tool, {
+        id,
+        state: ended.state,
+        ...(ended.statusMessage !== undefined ? { statusMessage: ended.statusMessage } : {}),
+      });
     return await this.outcome(grant, ended);
   }
 
   /** One task request: its span, its count, a fault of the connector's as an internal error (a refusal as the client's). */
   private async traced<T>(method: string, grant: TokenGrant, run: () => Promise<T>): Promise<T> {
-    const span = this.deps.tracer.startSpan(`endpoint.${method}`, { kind: SpanKind.SERVER, attributes: { 'mcpx.account': grant.account, 'mcpx.agent': grant.agent } });
+    const span = this.deps.tracer.startSpan(`endpoint.${method}`, {
+      kind: SpanKind.SERVER,
+      attributes: { 'mcpx.account': grant.account, 'mcpx.agent': grant.agent },
+    });
     let outcome = 'ok';
     try {
       return await run();
     } catch (err) {
       const e = err instanceof ProtocolError ? err : protocolErrorOf(err);
-      outcome = e.code === (ProtocolErrorCode.InvalidParams as number) ? 'refused' : e.code === MISSING_CLIENT_CAPABILITY ? 'undeclared' : 'error';
+      outcome =
+        e.code === (ProtocolErrorCode.InvalidParams as number)
+          ? 'refused'
+          : e.code === MISSING_CLIENT_CAPABILITY
+            ? 'undeclared'
+            : 'error';
       span.setStatus({ code: SpanStatusCode.ERROR, message: e.message });
       throw e;
     } finally {
@@ -136,15 +203,28 @@ export class EndpointTasks {
     if (era === 'legacy' || !isFinalTaskState(view.state) || view.state === 'cancelled') return task;
     // 2026-07-28: a completed task carries its result, a failed one its error, inline.
     if (view.state === 'completed') return { ...task, result: await this.outcome(grant, view) };
-    return { ...task, error: { code: ProtocolErrorCode.InternalError, message: view.error?.message ?? 'the task failed', data: { code: view.error?.code ?? ErrorCodes.serverError } } };
+    return {
+      ...task,
+      error: {
+        code: ProtocolErrorCode.InternalError,
+        message: view.error?.message ?? 'the task failed',
+        data: { code: view.error?.code ?? ErrorCodes.serverError },
+      },
+    };
   }
 
   /** 2025-11-25 `tasks/result`: waits for the task to end (bounded), then its result as the call would have answered. */
   private async result(grant: TokenGrant, id: string, signal: AbortSignal): Promise<CallToolResult> {
     const view = await this.own(grant, id);
-    const ended = isFinalTaskState(view.state) ? view : await this.deps.tasks.waitTask(grant.account, id, { timeoutMs: RESULT_WAIT_MS, signal });
+    const ended = isFinalTaskState(view.state)
+      ? view
+      : await this.deps.tasks.waitTask(grant.account, id, { timeoutMs: RESULT_WAIT_MS, signal });
     if (!isFinalTaskState(ended.state))
-      throw new ProtocolError(ProtocolErrorCode.InternalError, `task ${id} is still ${ended.state}: ask again, or poll tasks/get`, { code: ErrorCodes.timeout, taskId: id });
+      throw new ProtocolError(
+        ProtocolErrorCode.InternalError,
+        `task ${id} is still ${ended.state}: ask again, or poll tasks/get`,
+        { code: ErrorCodes.timeout, taskId: id },
+      );
     const result = await this.outcome(grant, ended);
     return { ...result, _meta: { ...(result._meta ?? {}), [RELATED_TASK_META_KEY]: { taskId: id } } };
   }
@@ -192,7 +272,10 @@ export class EndpointTasks {
     const view = await this.own(grant, id);
     if (view.state !== 'input_required') return {};
     const who = view.inputRequestId === undefined ? '' : ` (input request ${view.inputRequestId})`;
-    throw new ProtocolError(ProtocolErrorCode.InvalidParams, `task ${id} waits for the account owner's answer${who}: a task's questions are not asked of the endpoint's client`);
+    throw new ProtocolError(
+      ProtocolErrorCode.InvalidParams,
+      `task ${id} waits for the account owner's answer${who}: a task's questions are not asked of the endpoint's client`,
+    );
   }
 }
 
@@ -215,6 +298,12 @@ export function runningResult(tool: string, handle: TaskHandle): CallToolResult 
           `or ask tasks/result (MCP tasks) for taskId ${handle.id} on this endpoint with this token.`,
       },
     ],
-    _meta: { 'io.mcpx/task': { id: handle.id, state: handle.state, ...(handle.statusMessage !== undefined ? { statusMessage: handle.statusMessage } : {}) } },
+    _meta: {
+      'io.mcpx/task': {
+        id: handle.id,
+        state: handle.state,
+        ...(handle.statusMessage !== undefined ? { statusMessage: handle.statusMessage } : {}),
+      },
+    },
   };
 }

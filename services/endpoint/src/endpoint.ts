@@ -14,7 +14,15 @@ import { ToolSets } from './tool-sets.js';
 import { LegacySubscriptions } from './legacy-subscriptions.js';
 import { Subscriptions } from './subscriptions.js';
 import { UpstreamHolds } from './upstream-holds.js';
-import { connectNats, connectRedis, instanceToken, leanCalls, listenPublic, tokenFailures, userApprovals } from './wiring.js';
+import {
+  connectNats,
+  connectRedis,
+  instanceToken,
+  leanCalls,
+  listenPublic,
+  tokenFailures,
+  userApprovals,
+} from './wiring.js';
 
 export { loadEndpointConfig, DEFAULT_ENDPOINT_PORT } from './config.js';
 export type { EndpointConfig } from './config.js';
@@ -48,9 +56,23 @@ export async function startEndpoint(config: EndpointConfig, opts: EndpointOption
   // A malformed TRUSTED_PROXIES stops the start before anything is opened.
   const trusted = new TrustedProxies(config.trustedProxies);
   const instance = instanceToken(config.instanceId);
-  const log = createLogger('endpoint', { level: config.logLevel, fields: { instance }, ...(opts.logSink ? { sink: opts.logSink } : {}) });
-  const telemetry = opts.telemetry ?? (await setupTelemetry({ serviceName: 'endpoint', serviceInstanceId: instance, ...(config.otlpEndpoint ? { otlpEndpoint: config.otlpEndpoint } : {}) }));
-  const db = createDb(config.databaseUrl, { applicationName: 'endpoint', max: 10, onIdleError: (err) => log.warn('database connection dropped', { err }) });
+  const log = createLogger('endpoint', {
+    level: config.logLevel,
+    fields: { instance },
+    ...(opts.logSink ? { sink: opts.logSink } : {}),
+  });
+  const telemetry =
+    opts.telemetry ??
+    (await setupTelemetry({
+      serviceName: 'endpoint',
+      serviceInstanceId: instance,
+      ...(config.otlpEndpoint ? { otlpEndpoint: config.otlpEndpoint } : {}),
+    }));
+  const db = createDb(config.databaseUrl, {
+    applicationName: 'endpoint',
+    max: 10,
+    onIdleError: (err) => log.warn('database connection dropped', { err }),
+  });
   // Reads only, of the four tables the endpoint may read.
   const reads = endpointReads(db);
   const subjects = makeSubjects(config.natsPrefix);
@@ -62,7 +84,14 @@ export async function startEndpoint(config: EndpointConfig, opts: EndpointOption
   const toolSets = new ToolSets(reads);
   toolSets.listen(runtime.nc, subjects, log);
   // Resource subscriptions and the servers' list changes, held upstream by the proxy (docs/endpoint.md#subscriptions).
-  const holds = new UpstreamHolds({ nc: runtime.nc, subjects, instance, tracer: telemetry.tracer, meter: telemetry.meter, log });
+  const holds = new UpstreamHolds({
+    nc: runtime.nc,
+    subjects,
+    instance,
+    tracer: telemetry.tracer,
+    meter: telemetry.meter,
+    log,
+  });
   holds.start();
   const subscriptions = new Subscriptions(holds, toolSets, config.subscriptions);
   const legacySubscriptions = new LegacySubscriptions(subscriptions);
@@ -96,11 +125,42 @@ export async function startEndpoint(config: EndpointConfig, opts: EndpointOption
     },
   );
   const serverInfo = { name: SERVER_NAME, version: VERSION };
-  const lean = leanCalls({ config, instance, nc: runtime.nc, subjects, redis, log, toolSets, failures, servers, serverInfo });
-  const http = await listenPublic({ config, trusted, handler, lean, log, meter: telemetry.meter, refused: (reason) => servers.refused(reason) });
-  const internal = await startHealthServer({ port: config.internalHttpPort, host: config.internalHttpHost, service: 'endpoint', isReady: () => ready, metricsHandler: telemetry.metricsHandler });
+  const lean = leanCalls({
+    config,
+    instance,
+    nc: runtime.nc,
+    subjects,
+    redis,
+    log,
+    toolSets,
+    failures,
+    servers,
+    serverInfo,
+  });
+  const http = await listenPublic({
+    config,
+    trusted,
+    handler,
+    lean,
+    log,
+    meter: telemetry.meter,
+    refused: (reason) => servers.refused(reason),
+  });
+  const internal = await startHealthServer({
+    port: config.internalHttpPort,
+    host: config.internalHttpHost,
+    service: 'endpoint',
+    isReady: () => ready,
+    metricsHandler: telemetry.metricsHandler,
+  });
   ready = true;
-  log.info('endpoint ready', { url: http.url, internal: internal.url, publicUrl: config.publicUrl, allowedHosts: config.allowedHosts, cors: config.corsOrigins });
+  log.info('endpoint ready', {
+    url: http.url,
+    internal: internal.url,
+    publicUrl: config.publicUrl,
+    allowedHosts: config.allowedHosts,
+    cors: config.corsOrigins,
+  });
   let stopping: Promise<void> | undefined;
   return {
     url: http.url,

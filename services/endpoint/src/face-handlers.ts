@@ -23,7 +23,10 @@ export class FaceHandlers {
   get(key: string, account: string, agent: string, server: (clientId: string | undefined) => Server): McpHttpHandler {
     const hit = this.entries.get(key);
     if (hit !== undefined) return hit.handler;
-    const handler = createMcpHandler(({ authInfo }) => server(authInfo?.clientId), { legacy: 'stateless', onerror: (err) => this.onError(err) });
+    const handler = createMcpHandler(({ authInfo }) => server(authInfo?.clientId), {
+      legacy: 'stateless',
+      onerror: (err) => this.onError(err),
+    });
     const unwatch = this.toolSets.watch(account, agent, () => handler.notify.toolsChanged());
     this.entries.set(key, { handler, unwatch });
     if (this.entries.size > this.max) {

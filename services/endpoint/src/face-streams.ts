@@ -19,7 +19,15 @@ export async function readBody(request: Request): Promise<ReadBody> {
   } catch {
     parsed = undefined;
   }
-  return { request: new Request(request.url, { method: request.method, headers: request.headers, body: text, signal: request.signal }), parsed };
+  return {
+    request: new Request(request.url, {
+      method: request.method,
+      headers: request.headers,
+      body: text,
+      signal: request.signal,
+    }),
+    parsed,
+  };
 }
 
 /**
@@ -27,10 +35,16 @@ export async function readBody(request: Request): Promise<ReadBody> {
  * yet): only those are read here, to give the session an id.
  */
 export function mayInitialize(request: Request): boolean {
-  return request.method === 'POST' && !request.headers.has('mcp-session-id') && !request.headers.has('mcp-protocol-version') && !request.headers.has('mcp-method');
+  return (
+    request.method === 'POST' &&
+    !request.headers.has('mcp-session-id') &&
+    !request.headers.has('mcp-protocol-version') &&
+    !request.headers.has('mcp-method')
+  );
 }
 
-const isInitialize = (body: unknown): boolean => body !== null && typeof body === 'object' && (body as { method?: unknown }).method === 'initialize';
+const isInitialize = (body: unknown): boolean =>
+  body !== null && typeof body === 'object' && (body as { method?: unknown }).method === 'initialize';
 
 /**
  * A 2025 `initialize` answered with an `Mcp-Session-Id`, as a 2025 server gives one: the serving
@@ -51,7 +65,14 @@ function refusedListen(body: unknown, r: SubscriptionRefusal): Response {
     JSON.stringify({
       jsonrpc: '2.0',
       id: typeof id === 'string' || typeof id === 'number' ? id : null,
-      error: { code: -32000, message: r.message, data: { code: 'rate_limited', details: { field: 'params.notifications.resourceSubscriptions', limit: r.limit, max: r.max } } },
+      error: {
+        code: -32000,
+        message: r.message,
+        data: {
+          code: 'rate_limited',
+          details: { field: 'params.notifications.resourceSubscriptions', limit: r.limit, max: r.max },
+        },
+      },
     }),
     { status: 429, headers: { 'content-type': 'application/json' } },
   );

@@ -6,7 +6,8 @@
  */
 
 /** An agent face's path: the agent by id or by name (the token says whose), and optionally one server. */
-export const FACE_PATH_RE = /^\/v1\/agents\/([A-Za-z0-9_.~%-]{1,200})(?:\/servers\/([A-Za-z0-9_.~%-]{1,200}))?\/mcp\/?$/;
+export const FACE_PATH_RE =
+  /^\/v1\/agents\/([A-Za-z0-9_.~%-]{1,200})(?:\/servers\/([A-Za-z0-9_.~%-]{1,200}))?\/mcp\/?$/;
 
 /** The raw (still percent-encoded) segments of a face's path, or undefined for another path. */
 export function facePath(pathname: string): { agent: string; server?: string } | undefined {

@@ -4,7 +4,12 @@ import type { AgentTokens, TokenGrant } from './agent-tokens.js';
 import type { AgentServers } from './agent-server.js';
 import { LegacyStreams } from './legacy-streams.js';
 import { StreamSlot, StreamSlots, type StreamLimits, type StreamRefusal } from './stream-slots.js';
-import { PROTECTED_RESOURCE_PREFIX, bearerChallenge, protectedResourceMetadata, type OAuthResourceOptions } from './oauth-resource.js';
+import {
+  PROTECTED_RESOURCE_PREFIX,
+  bearerChallenge,
+  protectedResourceMetadata,
+  type OAuthResourceOptions,
+} from './oauth-resource.js';
 import { wantsCompact } from './compact-face.js';
 import type { TokenFailures } from './token-failures.js';
 import type { ToolSets } from './tool-sets.js';
@@ -47,8 +52,18 @@ function json(status: number, body: unknown, headers: Record<string, string> = {
 }
 
 /** A JSON-RPC error body with no id (the request was refused before it was read). */
-function rpcError(status: number, code: number, message: string, headers: Record<string, string> = {}, data?: Record<string, unknown>): Response {
-  return json(status, { jsonrpc: '2.0', error: { code, message, ...(data !== undefined ? { data } : {}) }, id: null }, headers);
+function rpcError(
+  status: number,
+  code: number,
+  message: string,
+  headers: Record<string, string> = {},
+  data?: Record<string, unknown>,
+): Response {
+  return json(
+    status,
+    { jsonrpc: '2.0', error: { code, message, ...(data !== undefined ? { data } : {}) }, id: null },
+    headers,
+  );
 }
 
 /**
@@ -83,7 +98,11 @@ function malformedHost(host: string | undefined): boolean {
 
 const MALFORMED_HOST = JSON.stringify({
   jsonrpc: '2.0',
-  error: { code: -32600, message: 'Bad Request: malformed Host header', data: { code: 'invalid_input', details: { field: 'host' } } },
+  error: {
+    code: -32600,
+    message: 'Bad Request: malformed Host header',
+    data: { code: 'invalid_input', details: { field: 'host' } },
+  },
   id: null,
 });
 
@@ -91,7 +110,11 @@ const MALFORMED_HOST = JSON.stringify({
  * Answers a request whose `Host` is malformed with 400 naming the field (its value is not
  * repeated), before anything builds a URL on it; true when it did. Counted as the refusal `host`.
  */
-export function refusedMalformedHost(req: IncomingMessage, res: ServerResponse, refused: (reason: string) => void): boolean {
+export function refusedMalformedHost(
+  req: IncomingMessage,
+  res: ServerResponse,
+  refused: (reason: string) => void,
+): boolean {
   if (!malformedHost(req.headers.host)) return false;
   refused('host');
   res.writeHead(400, { 'content-type': 'application/json', connection: 'close' }).end(MALFORMED_HOST);
@@ -130,9 +153,12 @@ export function requestHead(req: IncomingMessage): RequestHead {
 
 /** A request that opens a long-lived notification stream: a 2025 client's GET, a 2026-07-28 listen. */
 function streamKind(request: Request): 'legacy' | 'listen' | undefined {
-  if (request.method === 'GET') return (request.headers.get('accept') ?? '').includes('text/event-stream') ? 'legacy' : undefined;
+  if (request.method === 'GET')
+    return (request.headers.get('accept') ?? '').includes('text/event-stream') ? 'legacy' : undefined;
   // The SDK refuses a listen whose Mcp-Method header is missing or names another method.
-  return request.method === 'POST' && request.headers.get('mcp-method')?.trim() === 'subscriptions/listen' ? 'listen' : undefined;
+  return request.method === 'POST' && request.headers.get('mcp-method')?.trim() === 'subscriptions/listen'
+    ? 'listen'
+    : undefined;
 }
 
 function corsHeaders(origin: string | null, opts: EndpointHttpOptions): Record<string, string> {
@@ -182,30 +208,43 @@ export function endpointHandler(deps: EndpointHttpDeps, opts: EndpointHttpOption
 
 /** The headers of a CORS preflight's answer (only for configured origins: `cors` is empty for others). */
 function preflight(cors: Record<string, string>): Response {
-  if (Object.keys(cors).length === 0) return new Response(null, { status: 405, headers: { allow: 'GET, POST, DELETE' } });
+  if (Object.keys(cors).length === 0)
+    return new Response(null, { status: 405, headers: { allow: 'GET, POST, DELETE' } });
   return new Response(null, {
     status: 204,
     headers: {
       ...cors,
       'access-control-allow-methods': 'GET, POST, DELETE',
-      'access-control-allow-headers': 'authorization, content-type, accept, mcp-protocol-version, mcp-session-id, mcp-method, mcp-name, last-event-id, traceparent, tracestate',
+      'access-control-allow-headers':
+        'authorization, content-type, accept, mcp-protocol-version, mcp-session-id, mcp-method, mcp-name, last-event-id, traceparent, tracestate',
       'access-control-max-age': '600',
     },
   });
 }
 
 /** A face path's agent and server segments, percent-decoded; a segment that does not decode is refused (400) naming it. */
-function faceNames(m: { agent: string; server?: string }, cors: Record<string, string>): { agent: string; server: string | undefined } | Response {
+function faceNames(
+  m: { agent: string; server?: string },
+  cors: Record<string, string>,
+): { agent: string; server: string | undefined } | Response {
   let agent: string;
   try {
     agent = decodeURIComponent(m.agent);
   } catch {
-    return json(400, { error: { code: 'invalid_input', message: 'agent: not a valid path segment', details: { field: 'agent' } } }, cors);
+    return json(
+      400,
+      { error: { code: 'invalid_input', message: 'agent: not a valid path segment', details: { field: 'agent' } } },
+      cors,
+    );
   }
   try {
     return { agent, server: m.server === undefined ? undefined : decodeURIComponent(m.server) };
   } catch {
-    return json(400, { error: { code: 'invalid_input', message: 'server: not a valid path segment', details: { field: 'server' } } }, cors);
+    return json(
+      400,
+      { error: { code: 'invalid_input', message: 'server: not a valid path segment', details: { field: 'server' } } },
+      cors,
+    );
   }
 }
 
@@ -219,7 +258,9 @@ class EndpointRequests implements EndpointHandler {
     private readonly opts: EndpointHttpOptions,
   ) {
     this.legacy = new LegacyStreams(deps.toolSets, deps.legacySubscriptions);
-    this.slots = new StreamSlots(opts.streams, deps.tokens, (why) => deps.servers.counted('notifications/stream', `token_${why}`));
+    this.slots = new StreamSlots(opts.streams, deps.tokens, (why) =>
+      deps.servers.counted('notifications/stream', `token_${why}`),
+    );
   }
 
   async admit(request: RequestHead, clientAddress: string): Promise<Response | Admitted> {
@@ -233,14 +274,17 @@ class EndpointRequests implements EndpointHandler {
    * rebinding), the Origin check and the CORS preflight; the face's raw segments and the CORS
    * headers its answer carries, or the answer.
    */
-  private route(request: RequestHead): Response | { face: { agent: string; server?: string }; cors: Record<string, string> } {
+  private route(
+    request: RequestHead,
+  ): Response | { face: { agent: string; server?: string }; cors: Record<string, string> } {
     const { deps, opts } = this;
     const url = request.url;
     if (url.pathname === '/healthz' && request.method === 'GET') {
       const ready = opts.isReady();
       return json(ready ? 200 : 503, { ok: ready, service: 'endpoint' });
     }
-    if (opts.oauth !== undefined && url.pathname.startsWith(`${PROTECTED_RESOURCE_PREFIX}/`)) return this.resourceMetadata(request, url);
+    if (opts.oauth !== undefined && url.pathname.startsWith(`${PROTECTED_RESOURCE_PREFIX}/`))
+      return this.resourceMetadata(request, url);
     const face = facePath(url.pathname);
     if (face === undefined) return json(404, { error: { code: 'not_found', message: 'no such route' } });
     const host = validateHostHeader(request.header('host'), opts.allowedHosts);
@@ -262,7 +306,12 @@ class EndpointRequests implements EndpointHandler {
    * The second step: the bearer token (agent-scoped; the path must name the token's agent, and a
    * server its grant names), behind the per-address limit on failed tokens.
    */
-  private async authorize(request: RequestHead, face: { agent: string; server?: string }, cors: Record<string, string>, clientAddress: string): Promise<Response | Admitted> {
+  private async authorize(
+    request: RequestHead,
+    face: { agent: string; server?: string },
+    cors: Record<string, string>,
+    clientAddress: string,
+  ): Promise<Response | Admitted> {
     const { deps, opts } = this;
     const url = request.url;
     // An address over its failed-token limit is refused before its token is read: a right guess
@@ -275,8 +324,16 @@ class EndpointRequests implements EndpointHandler {
     const grant = await deps.tokens.verify(request.header('authorization'));
     if (typeof grant === 'string') {
       const challenge = bearerChallenge(opts.oauth, url, url.pathname, grant !== 'missing');
-      const message = grant === 'missing' ? 'Unauthorized: a bearer token of this agent is required' : 'Unauthorized: the token is not valid';
-      return this.refuseToken(grant, clientAddress, () => rpcError(401, -32001, message, { 'www-authenticate': challenge, ...cors }), cors);
+      const message =
+        grant === 'missing'
+          ? 'Unauthorized: a bearer token of this agent is required'
+          : 'Unauthorized: the token is not valid';
+      return this.refuseToken(
+        grant,
+        clientAddress,
+        () => rpcError(401, -32001, message, { 'www-authenticate': challenge, ...cors }),
+        cors,
+      );
     }
     const names = faceNames(face, cors);
     if (names instanceof Response) return names;
@@ -287,7 +344,16 @@ class EndpointRequests implements EndpointHandler {
     if (!ownAgent || (server !== undefined && !(await this.grantedServer(grant, server)))) {
       // Said the same way as an unknown token: a token does not reveal which agents exist.
       const challenge = bearerChallenge(opts.oauth, url, url.pathname, true);
-      return this.refuseToken('agent', clientAddress, () => rpcError(401, -32001, 'Unauthorized: the token is not valid for this agent', { 'www-authenticate': challenge, ...cors }), cors);
+      return this.refuseToken(
+        'agent',
+        clientAddress,
+        () =>
+          rpcError(401, -32001, 'Unauthorized: the token is not valid for this agent', {
+            'www-authenticate': challenge,
+            ...cors,
+          }),
+        cors,
+      );
     }
     return { grant, cors, ...(server !== undefined ? { server } : {}) };
   }
@@ -299,7 +365,12 @@ class EndpointRequests implements EndpointHandler {
   }
 
   /** A refused token: counted against the address, and 429 instead of 401 once it is over its limit. */
-  private async refuseToken(why: string, clientAddress: string, unauthorized: () => Response, cors: Record<string, string>): Promise<Response> {
+  private async refuseToken(
+    why: string,
+    clientAddress: string,
+    unauthorized: () => Response,
+    cors: Record<string, string>,
+  ): Promise<Response> {
     const { deps } = this;
     deps.servers.refused(`token_${why}`);
     const over = why === 'missing' ? undefined : await deps.failures.failed(clientAddress);
@@ -316,14 +387,23 @@ class EndpointRequests implements EndpointHandler {
     const { deps, opts } = this;
     const oauth = opts.oauth;
     const path = url.pathname.slice(PROTECTED_RESOURCE_PREFIX.length);
-    if (facePath(path) === undefined || oauth === undefined) return json(404, { error: { code: 'not_found', message: 'no such route' } });
+    if (facePath(path) === undefined || oauth === undefined)
+      return json(404, { error: { code: 'not_found', message: 'no such route' } });
     if (!validateHostHeader(request.header('host'), opts.allowedHosts).ok) {
       deps.servers.refused('host');
       return rpcError(403, -32000, 'Forbidden: host not allowed');
     }
     const open = { 'access-control-allow-origin': '*' };
     if (request.method === 'OPTIONS')
-      return new Response(null, { status: 204, headers: { ...open, 'access-control-allow-methods': 'GET', 'access-control-allow-headers': 'mcp-protocol-version', 'access-control-max-age': '600' } });
+      return new Response(null, {
+        status: 204,
+        headers: {
+          ...open,
+          'access-control-allow-methods': 'GET',
+          'access-control-allow-headers': 'mcp-protocol-version',
+          'access-control-max-age': '600',
+        },
+      });
     if (request.method !== 'GET') return new Response(null, { status: 405, headers: { allow: 'GET' } });
     return json(200, protectedResourceMetadata(oauth, url, path), { 'cache-control': 'public, max-age=300', ...open });
   }
@@ -338,7 +418,11 @@ class EndpointRequests implements EndpointHandler {
       deps.servers.refused(slot.data.details.limit);
       return tooManyStreams(slot, cors);
     }
-    if (kind === 'legacy' && slot !== undefined) return withHeaders(slot.hold(this.legacy.stream(grant, server, sessionOf(request.headers.get('mcp-session-id')), request.signal)), cors);
+    if (kind === 'legacy' && slot !== undefined)
+      return withHeaders(
+        slot.hold(this.legacy.stream(grant, server, sessionOf(request.headers.get('mcp-session-id')), request.signal)),
+        cors,
+      );
     const handler = deps.servers.handlerFor(grant, wantsCompact(new URL(request.url)) ? 'compact' : 'full', server);
     // A listen's subscriptions are held upstream before the SDK acknowledges it; a 2025
     // initialize gets a session id (./face-streams.ts). Only those bodies are read here.
@@ -350,10 +434,12 @@ class EndpointRequests implements EndpointHandler {
       forward = read.request;
       parsedBody = read.parsed;
       if (kind === 'listen') {
-        const prepared = await prepareListen(deps.subscriptions, grant, server, handler, read.parsed).catch((err: unknown) => {
-          slot?.release();
-          throw err;
-        });
+        const prepared = await prepareListen(deps.subscriptions, grant, server, handler, read.parsed).catch(
+          (err: unknown) => {
+            slot?.release();
+            throw err;
+          },
+        );
         if (prepared instanceof Response) {
           slot?.release();
           deps.servers.refused('subscriptions');
@@ -365,7 +451,12 @@ class EndpointRequests implements EndpointHandler {
     }
     const res = await handler
       .fetch(forward, {
-        authInfo: { token: grant.id, clientId: grant.id, scopes: [], ...(grant.expiresAt !== undefined ? { expiresAt: Math.floor(grant.expiresAt / 1000) } : {}) },
+        authInfo: {
+          token: grant.id,
+          clientId: grant.id,
+          scopes: [],
+          ...(grant.expiresAt !== undefined ? { expiresAt: Math.floor(grant.expiresAt / 1000) } : {}),
+        },
         ...(parsedBody !== undefined ? { parsedBody } : {}),
       })
       .catch((err: unknown) => {

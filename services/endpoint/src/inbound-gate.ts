@@ -17,7 +17,11 @@ export function answerRefusal(_req: IncomingMessage, res: ServerResponse, r: Inb
   const code = r.reason === 'budget' ? 'unavailable' : 'invalid_input';
   const body = JSON.stringify({
     jsonrpc: '2.0',
-    error: { code: -32000, message: refusalMessage(r), data: { code, details: { field: 'body', bound: r.bound.name, limit: r.bound.limit } } },
+    error: {
+      code: -32000,
+      message: refusalMessage(r),
+      data: { code, details: { field: 'body', bound: r.bound.name, limit: r.bound.limit } },
+    },
     id: null,
   });
   res.writeHead(r.status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
@@ -62,8 +66,10 @@ export function gatedRequests(d: {
       if (raw === undefined) return;
       body = raw.toString('utf8');
     }
-    const viaSdk = (r: IncomingMessage, s: ServerResponse, b: string | undefined): void => void serveWithBody(r, s, b, (request) => d.handler.serve(request, verdict), d.onError);
-    if (d.lean !== undefined && body !== undefined) d.lean.handle(req, res, address, verdict.grant, body, viaSdk, verdict.server);
+    const viaSdk = (r: IncomingMessage, s: ServerResponse, b: string | undefined): void =>
+      void serveWithBody(r, s, b, (request) => d.handler.serve(request, verdict), d.onError);
+    if (d.lean !== undefined && body !== undefined)
+      d.lean.handle(req, res, address, verdict.grant, body, viaSdk, verdict.server);
     else viaSdk(req, res, body);
   };
   return (req, res) => {

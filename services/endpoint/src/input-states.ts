@@ -22,14 +22,21 @@ export function isInputState(state: unknown): state is string {
 
 /** The refusal of a `requestState` that this endpoint never gives (not an input request id, not an approval state). */
 export function foreignState(): ProtocolError {
-  return new ProtocolError(ProtocolErrorCode.InvalidParams, 'requestState: not a state this endpoint gave (it was altered, or is another server’s)', {
-    code: ErrorCodes.invalidInput,
-    details: { field: 'requestState', reason: 'unknown' },
-  });
+  return new ProtocolError(
+    ProtocolErrorCode.InvalidParams,
+    'requestState: not a state this endpoint gave (it was altered, or is another server’s)',
+    {
+      code: ErrorCodes.invalidInput,
+      details: { field: 'requestState', reason: 'unknown' },
+    },
+  );
 }
 
 /** The proxy's refusal of an echoed input request id as the JSON-RPC error a client expects; undefined for any other failure. */
 export function stateRefusal(wire: WireError): ProtocolError | undefined {
   if (wire.code !== ErrorCodes.inputRefused || !STATE_REASONS.has(String(wire.details.reason))) return undefined;
-  return new ProtocolError(ProtocolErrorCode.InvalidParams, `requestState: ${wire.message}`, { code: wire.code, details: { ...wire.details, field: 'requestState' } });
+  return new ProtocolError(ProtocolErrorCode.InvalidParams, `requestState: ${wire.message}`, {
+    code: wire.code,
+    details: { ...wire.details, field: 'requestState' },
+  });
 }

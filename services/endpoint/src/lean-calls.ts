@@ -1,5 +1,13 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { isInputRequiredResult, ProtocolError, ProtocolErrorCode, SUPPORTED_PROTOCOL_VERSIONS, validateHostHeader, type CallToolResult, type InputRequiredResult } from '@modelcontextprotocol/server';
+import {
+  isInputRequiredResult,
+  ProtocolError,
+  ProtocolErrorCode,
+  SUPPORTED_PROTOCOL_VERSIONS,
+  validateHostHeader,
+  type CallToolResult,
+  type InputRequiredResult,
+} from '@modelcontextprotocol/server';
 import type { CallLog } from '@mcpx/contracts';
 import type { McpToolDocument } from '@mcpx/domain';
 import type { TokenGrant } from './agent-tokens.js';
@@ -23,7 +31,12 @@ const LEGACY_ANSWER_MS = 5 * 60_000;
 const MAX_PENDING_QUESTIONS = 1_000;
 /** Rounds of questions in one 2025 call (the SDK's shim allows 8). */
 const MAX_ROUNDS = 8;
-const SSE_HEADERS = { 'cache-control': 'no-cache, no-transform', connection: 'keep-alive', 'content-type': 'text/event-stream', 'x-accel-buffering': 'no' };
+const SSE_HEADERS = {
+  'cache-control': 'no-cache, no-transform',
+  connection: 'keep-alive',
+  'content-type': 'text/event-stream',
+  'x-accel-buffering': 'no',
+};
 
 export interface LeanCallsDeps {
   toolSets: ToolSets;
@@ -90,7 +103,12 @@ function inputRequiredJson(r: InputRequiredResult, serverInfo: LeanCallsDeps['se
 }
 
 function rpcErrorJson(id: string | number, err: unknown): string {
-  if (err instanceof ProtocolError) return JSON.stringify({ jsonrpc: '2.0', id, error: { code: err.code, message: err.message, ...(err.data !== undefined ? { data: err.data } : {}) } });
+  if (err instanceof ProtocolError)
+    return JSON.stringify({
+      jsonrpc: '2.0',
+      id,
+      error: { code: err.code, message: err.message, ...(err.data !== undefined ? { data: err.data } : {}) },
+    });
   return JSON.stringify({ jsonrpc: '2.0', id, error: { code: -32603, message: 'Internal error' } });
 }
 
@@ -122,17 +140,35 @@ export class LeanCalls {
    * Serves an admitted request (its token's `grant`, its `body` read; `server` on a per-server
    * face) here or hands it to `fallback`.
    */
-  handle(req: IncomingMessage, res: ServerResponse, clientAddress: string, grant: TokenGrant, body: string, fallback: Fallback, server?: string): void {
+  handle(
+    req: IncomingMessage,
+    res: ServerResponse,
+    clientAddress: string,
+    grant: TokenGrant,
+    body: string,
+    fallback: Fallback,
+    server?: string,
+  ): void {
     this.serve(req, res, clientAddress, grant, body, fallback, server).catch((err: unknown) => {
       this.deps.onError(err as Error);
       if (!res.headersSent) {
         res.writeHead(500, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32603, message: 'Internal server error' }, id: null }));
+        res.end(
+          JSON.stringify({ jsonrpc: '2.0', error: { code: -32603, message: 'Internal server error' }, id: null }),
+        );
       } else res.end();
     });
   }
 
-  private async serve(req: IncomingMessage, res: ServerResponse, clientAddress: string, grant: TokenGrant, body: string, fallback: Fallback, server: string | undefined): Promise<void> {
+  private async serve(
+    req: IncomingMessage,
+    res: ServerResponse,
+    clientAddress: string,
+    grant: TokenGrant,
+    body: string,
+    fallback: Fallback,
+    server: string | undefined,
+  ): Promise<void> {
     const candidate = this.candidate(req, clientAddress);
     if (candidate === undefined || Buffer.byteLength(body) !== candidate.length) return fallback(req, res, body);
     let msg: unknown;
@@ -148,7 +184,12 @@ export class LeanCalls {
     if (call === undefined) return fallback(req, res, body);
     const set = await this.deps.toolSets.get(grant.account, grant.agent).catch(() => null);
     // On a per-server face the client names the tool by its server's name; the call is its document's.
-    const doc = server === undefined ? set?.byName.get(call.name) : set?.granted.has(server) === true ? set.byServer.get(server)?.byRemote.get(call.name) : undefined;
+    const doc =
+      server === undefined
+        ? set?.byName.get(call.name)
+        : set?.granted.has(server) === true
+          ? set.byServer.get(server)?.byRemote.get(call.name)
+          : undefined;
     if (set === null || doc === undefined || mirrorsHeaders(doc)) return fallback(req, res, body);
     // A task tool's call by a client that declared tasks may become a task: the SDK's path answers it.
     if (doc.taskSupport !== undefined && declaresTasksExtension(call.caps)) return fallback(req, res, body);
@@ -166,14 +207,19 @@ export class LeanCalls {
     if (!Number.isSafeInteger(length) || length <= 0 || length > LEAN_MAX_BODY) return undefined;
     // Browsers (an Origin) and mirrored tool parameters: the SDK's path checks them. A session id
     // is a 2025 client's (the endpoint issued it at initialize; the serving is stateless).
-    if (req.headers.origin !== undefined || (req.headers['mcp-session-id'] !== undefined && header(req, 'mcp-method') !== undefined)) return undefined;
+    if (
+      req.headers.origin !== undefined ||
+      (req.headers['mcp-session-id'] !== undefined && header(req, 'mcp-method') !== undefined)
+    )
+      return undefined;
     for (const name of Object.keys(req.headers)) if (name.startsWith('mcp-param-')) return undefined;
     const method = header(req, 'mcp-method');
     const version = header(req, 'mcp-protocol-version');
     const accept = header(req, 'accept') ?? '';
     let modern: boolean;
     if (method !== undefined) {
-      if (method !== 'tools/call' || version !== MODERN_VERSION || !accept.includes('application/json')) return undefined;
+      if (method !== 'tools/call' || version !== MODERN_VERSION || !accept.includes('application/json'))
+        return undefined;
       modern = true;
     } else {
       if (version !== undefined && !LEGACY_VERSIONS.has(version)) return undefined;
@@ -186,8 +232,17 @@ export class LeanCalls {
   }
 
   /** The call of a body that is exactly one `tools/call` the SDK would take; else undefined. */
-  private callOf(msg: Json, modern: boolean, req: IncomingMessage): { id: string | number; name: string; arguments: Json; meta: Json | undefined; caps: Json } | undefined {
-    if (msg.jsonrpc !== '2.0' || msg.method !== 'tools/call' || (typeof msg.id !== 'string' && typeof msg.id !== 'number')) return undefined;
+  private callOf(
+    msg: Json,
+    modern: boolean,
+    req: IncomingMessage,
+  ): { id: string | number; name: string; arguments: Json; meta: Json | undefined; caps: Json } | undefined {
+    if (
+      msg.jsonrpc !== '2.0' ||
+      msg.method !== 'tools/call' ||
+      (typeof msg.id !== 'string' && typeof msg.id !== 'number')
+    )
+      return undefined;
     for (const k of Object.keys(msg)) if (!BODY_KEYS.has(k)) return undefined;
     const params = msg.params;
     if (!isObject(params) || typeof params.name !== 'string') return undefined;
@@ -195,13 +250,23 @@ export class LeanCalls {
     if (params.arguments !== undefined && !isObject(params.arguments)) return undefined;
     const meta = params._meta;
     // Progress and log messages stream: the SDK's path.
-    if (meta !== undefined && (!isObject(meta) || meta.progressToken !== undefined || meta['io.modelcontextprotocol/logLevel'] !== undefined)) return undefined;
+    if (
+      meta !== undefined &&
+      (!isObject(meta) || meta.progressToken !== undefined || meta['io.modelcontextprotocol/logLevel'] !== undefined)
+    )
+      return undefined;
     let caps: Json = {};
     if (modern) {
-      if (meta === undefined || meta['io.modelcontextprotocol/protocolVersion'] !== MODERN_VERSION || header(req, 'mcp-name') !== params.name) return undefined;
+      if (
+        meta === undefined ||
+        meta['io.modelcontextprotocol/protocolVersion'] !== MODERN_VERSION ||
+        header(req, 'mcp-name') !== params.name
+      )
+        return undefined;
       const declared = meta['io.modelcontextprotocol/clientCapabilities'];
       const info = meta['io.modelcontextprotocol/clientInfo'];
-      if (!isObject(declared) || !isObject(info) || typeof info.name !== 'string' || typeof info.version !== 'string') return undefined;
+      if (!isObject(declared) || !isObject(info) || typeof info.name !== 'string' || typeof info.version !== 'string')
+        return undefined;
       caps = declared;
     } else if (meta !== undefined && 'io.modelcontextprotocol/protocolVersion' in meta) return undefined;
     return { id: msg.id, name: params.name, arguments: params.arguments ?? {}, meta, caps };
@@ -247,11 +312,14 @@ export class LeanCalls {
         roots: call.caps.roots !== undefined,
       };
       const result = await this.deps.calls.call(this.callInput(req, grant, call, declared, abort.signal));
-      const json = isInputRequiredResult(result) ? inputRequiredJson(result, this.deps.serverInfo) : resultJson(result, true, this.deps.serverInfo);
+      const json = isInputRequiredResult(result)
+        ? inputRequiredJson(result, this.deps.serverInfo)
+        : resultJson(result, true, this.deps.serverInfo);
       text = JSON.stringify({ result: json, jsonrpc: '2.0', id: call.id });
     } catch (err) {
       if (!(err instanceof ProtocolError)) this.deps.onError(err as Error);
-      if (err instanceof ProtocolError && err.code === (ProtocolErrorCode.MissingRequiredClientCapability as number)) status = 400;
+      if (err instanceof ProtocolError && err.code === (ProtocolErrorCode.MissingRequiredClientCapability as number))
+        status = 400;
       text = rpcErrorJson(call.id, err);
     } finally {
       abort.done();
@@ -275,7 +343,9 @@ export class LeanCalls {
             log: (l: CallLog): void => {
               if (res.destroyed) return;
               if (!res.headersSent) res.writeHead(200, SSE_HEADERS);
-              res.write(`event: message\ndata: ${JSON.stringify({ method: 'notifications/message', params: l, jsonrpc: '2.0' })}\n\n`);
+              res.write(
+                `event: message\ndata: ${JSON.stringify({ method: 'notifications/message', params: l, jsonrpc: '2.0' })}\n\n`,
+              );
             },
           };
     let text: string;
@@ -295,7 +365,10 @@ export class LeanCalls {
           break;
         }
         if (round > MAX_ROUNDS) {
-          final = { content: [{ type: 'text', text: `Input required by 'tools/call' exceeded ${MAX_ROUNDS} rounds` }], isError: true };
+          final = {
+            content: [{ type: 'text', text: `Input required by 'tools/call' exceeded ${MAX_ROUNDS} rounds` }],
+            isError: true,
+          };
           break;
         }
         if (!res.headersSent) res.writeHead(200, SSE_HEADERS);
@@ -321,14 +394,29 @@ export class LeanCalls {
    * answers by key; a question the client did not declare it can answer, or did not answer in
    * time, is answered `cancel` for it (an approval then waits for the owner).
    */
-  private async ask(grant: TokenGrant, res: ServerResponse, result: InputRequiredResult, declared: Declared, signal: AbortSignal): Promise<Json> {
-    const entries = Object.entries((result.inputRequests ?? {}) as Record<string, { method: string; params?: unknown }>);
+  private async ask(
+    grant: TokenGrant,
+    res: ServerResponse,
+    result: InputRequiredResult,
+    declared: Declared,
+    signal: AbortSignal,
+  ): Promise<Json> {
+    const entries = Object.entries(
+      (result.inputRequests ?? {}) as Record<string, { method: string; params?: unknown }>,
+    );
     const answers = await Promise.all(
       entries.map(async ([key, q]): Promise<[string, Json]> => {
         // A URL question (an approval's console link) goes to a client that opens them, with its
         // elicitationId, as 2025-11-25 requires of URL-mode elicitation; a form to one that answers forms.
         const url = q.method === 'elicitation/create' && (q.params as { mode?: unknown } | undefined)?.mode === 'url';
-        const can = q.method === 'elicitation/create' ? (url ? declared.elicitationUrl === true : declared.elicitation) : q.method === 'sampling/createMessage' ? declared.sampling : false;
+        const can =
+          q.method === 'elicitation/create'
+            ? url
+              ? declared.elicitationUrl === true
+              : declared.elicitation
+            : q.method === 'sampling/createMessage'
+              ? declared.sampling
+              : false;
         if (!can || this.questions.size >= MAX_PENDING_QUESTIONS || signal.aborted) return [key, { action: 'cancel' }];
         const id = this.deps.clients.questionId();
         const answered = new Promise<Json | undefined>((resolve) => {
@@ -344,7 +432,9 @@ export class LeanCalls {
             },
           });
         });
-        res.write(`event: message\ndata: ${JSON.stringify({ jsonrpc: '2.0', id, method: q.method, params: q.params })}\n\n`);
+        res.write(
+          `event: message\ndata: ${JSON.stringify({ jsonrpc: '2.0', id, method: q.method, params: q.params })}\n\n`,
+        );
         try {
           const a = await answered;
           return [key, isObject(a) ? a : { action: 'cancel' }];
@@ -364,7 +454,8 @@ export class LeanCalls {
     if (msg.method !== undefined || typeof msg.id !== 'string' || msg.jsonrpc !== '2.0') return false;
     // An error answer (the client cannot do it after all) is no answer.
     const result = isObject(msg.result) ? msg.result : undefined;
-    if (!this.take(grant.id, msg.id, result) && !(await this.deps.clients.forward(grant.id, msg.id, result))) return false;
+    if (!this.take(grant.id, msg.id, result) && !(await this.deps.clients.forward(grant.id, msg.id, result)))
+      return false;
     res.writeHead(202);
     res.end();
     return true;
@@ -381,7 +472,11 @@ export class LeanCalls {
 
   private async rememberInitialize(grant: TokenGrant, msg: Json): Promise<void> {
     const caps = isObject(msg.params) && isObject(msg.params.capabilities) ? msg.params.capabilities : {};
-    await this.deps.clients.remember(grant.id, { elicitation: declaresForms(caps.elicitation), sampling: caps.sampling !== undefined, elicitationUrl: declaresUrl(caps.elicitation) });
+    await this.deps.clients.remember(grant.id, {
+      elicitation: declaresForms(caps.elicitation),
+      sampling: caps.sampling !== undefined,
+      elicitationUrl: declaresUrl(caps.elicitation),
+    });
   }
 
   /** Stops the questions waiting (the service is stopping): each is answered as not answered. */

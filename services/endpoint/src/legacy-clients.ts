@@ -80,13 +80,24 @@ export class LegacyClients {
   listen(take: (tokenId: string, id: string, result: Json | undefined) => boolean): void {
     const { nc, subjects, instance, log } = this.deps;
     this.subs.push(
-      serve(nc, subjects.endpointAnswer(instance), instance, { decode: decodeForwardedAnswer, handle: (a) => Promise.resolve({ taken: take(a.token, a.id, a.result) }) }, log),
+      serve(
+        nc,
+        subjects.endpointAnswer(instance),
+        instance,
+        { decode: decodeForwardedAnswer, handle: (a) => Promise.resolve({ taken: take(a.token, a.id, a.result) }) },
+        log,
+      ),
       listen(
         nc,
         subjects.endpointClientsDeclared,
         payload(decodeClientDeclared),
         (m) => {
-          if (m.instance !== instance) this.keep(m.token, { elicitation: m.elicitation, sampling: m.sampling, elicitationUrl: m.elicitationUrl === true });
+          if (m.instance !== instance)
+            this.keep(m.token, {
+              elicitation: m.elicitation,
+              sampling: m.sampling,
+              elicitationUrl: m.elicitationUrl === true,
+            });
         },
         { what: 'declared capabilities of a 2025 client', log },
       ),
@@ -104,11 +115,21 @@ export class LegacyClients {
     try {
       // Bounded before it goes (the bus encodes it again: an answer is small, this is its cap).
       if (encodePayload(forwarded).length > MAX_FORWARDED_BYTES) return false;
-      const reply = await request(this.deps.nc, this.deps.subjects.endpointAnswer(holder), forwarded, forwardedAnswerReplyValue, FORWARD_TIMEOUT_MS);
+      const reply = await request(
+        this.deps.nc,
+        this.deps.subjects.endpointAnswer(holder),
+        forwarded,
+        forwardedAnswerReplyValue,
+        FORWARD_TIMEOUT_MS,
+      );
       return reply.taken;
     } catch (err) {
       // No such instance (gone, or an id a client made up): said by NATS at once, not worth a line.
-      if (natsFailure(err) !== NatsFailures.noResponders) this.deps.log.warn('answer of a 2025 client not handed to the instance that asked', { err: err as Error, instance: holder });
+      if (natsFailure(err) !== NatsFailures.noResponders)
+        this.deps.log.warn('answer of a 2025 client not handed to the instance that asked', {
+          err: err as Error,
+          instance: holder,
+        });
       return false;
     }
   }
@@ -122,7 +143,12 @@ export class LegacyClients {
       const raw = await this.deps.redis.get(this.key(tokenId));
       if (raw !== null) {
         const m = JSON.parse(raw) as unknown;
-        if (isObject(m)) found = { elicitation: m.elicitation === true, sampling: m.sampling === true, elicitationUrl: m.elicitationUrl === true };
+        if (isObject(m))
+          found = {
+            elicitation: m.elicitation === true,
+            sampling: m.sampling === true,
+            elicitationUrl: m.elicitationUrl === true,
+          };
       }
     } catch (err) {
       // Redis unreachable: the call goes on as for a client that declared nothing (it is not asked).
@@ -142,7 +168,11 @@ export class LegacyClients {
     } catch (err) {
       this.deps.log.warn('declared capabilities of a 2025 client not shared through redis', { err: err as Error });
     }
-    notify<ClientDeclared>(this.deps.nc, this.deps.subjects.endpointClientsDeclared, { instance: this.deps.instance, token: tokenId, ...declared });
+    notify<ClientDeclared>(this.deps.nc, this.deps.subjects.endpointClientsDeclared, {
+      instance: this.deps.instance,
+      token: tokenId,
+      ...declared,
+    });
   }
 
   private keep(tokenId: string, declared: Declared): void {

@@ -37,8 +37,11 @@ export class LegacyStreams {
             cleanup();
           }
         };
-        const message = (m: StreamMessage): void => send(`event: message\ndata: ${JSON.stringify({ jsonrpc: '2.0', ...m })}\n\n`);
-        const unwatch = toolSets.watch(grant.account, grant.agent, () => message({ method: 'notifications/tools/list_changed' }));
+        const message = (m: StreamMessage): void =>
+          send(`event: message\ndata: ${JSON.stringify({ jsonrpc: '2.0', ...m })}\n\n`);
+        const unwatch = toolSets.watch(grant.account, grant.agent, () =>
+          message({ method: 'notifications/tools/list_changed' }),
+        );
         const detach = subscriptions?.stream(grant, face, session, message) ?? ((): void => {});
         const keepalive = setInterval(() => send(': keepalive\n\n'), KEEPALIVE_MS);
         let done = false;

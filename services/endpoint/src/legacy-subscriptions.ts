@@ -27,7 +27,11 @@ interface Session {
 /** A subscription refused or failed, as the MCP error a 2025 client expects. */
 function protocolErrorOf(err: unknown, uri: string): ProtocolError {
   if (err instanceof ProtocolError) return err;
-  if (err instanceof SubscriptionRefusal) return new ProtocolError(-32000, err.message, { code: ErrorCodes.rateLimited, details: { field: 'uri', limit: err.limit, max: err.max } });
+  if (err instanceof SubscriptionRefusal)
+    return new ProtocolError(-32000, err.message, {
+      code: ErrorCodes.rateLimited,
+      details: { field: 'uri', limit: err.limit, max: err.max },
+    });
   const wire = err instanceof WireError ? err : new WireError(ErrorCodes.internal, 'the subscription failed');
   const mcpCode = (wire.details as { mcpCode?: unknown }).mcpCode;
   const code =
@@ -73,14 +77,29 @@ export class LegacySubscriptions {
   private session(grant: TokenGrant, face: string | undefined, id: string): Session {
     const key = this.keyOf(grant, face, id);
     let s = this.sessions.get(key);
-    if (s === undefined) this.sessions.set(key, (s = { grant, face, resources: new Map(), streams: new Set(), lists: [], sinks: new Map(), idleSince: Date.now() }));
+    if (s === undefined)
+      this.sessions.set(
+        key,
+        (s = {
+          grant,
+          face,
+          resources: new Map(),
+          streams: new Set(),
+          lists: [],
+          sinks: new Map(),
+          idleSince: Date.now(),
+        }),
+      );
     return s;
   }
 
   /** `resources/subscribe`: held upstream before it answers (an update right after is not lost). */
   async subscribe(grant: TokenGrant, face: string | undefined, id: string, uri: string): Promise<void> {
     const resource = await this.subs.resolve(grant, face, uri);
-    if (resource === undefined) throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Unknown resource: ${uri.slice(0, 256)}`, { uri: uri.slice(0, 2_048) });
+    if (resource === undefined)
+      throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Unknown resource: ${uri.slice(0, 256)}`, {
+        uri: uri.slice(0, 2_048),
+      });
     if (this.sessions.get(this.keyOf(grant, face, id))?.resources.has(resource.asClient) === true) return;
     try {
       this.subs.take(grant, 1);
@@ -173,7 +192,8 @@ export class LegacySubscriptions {
   }
 
   private sweep(now = Date.now()): void {
-    for (const [key, s] of this.sessions) if (s.streams.size === 0 && now - s.idleSince > LEGACY_IDLE_MS) this.drop(key);
+    for (const [key, s] of this.sessions)
+      if (s.streams.size === 0 && now - s.idleSince > LEGACY_IDLE_MS) this.drop(key);
   }
 
   private drop(key: string): void {
@@ -191,8 +211,15 @@ export class LegacySubscriptions {
  * Registers a 2025 face's `resources/subscribe` and `resources/unsubscribe` on its per-request
  * `server` (the 2026-07-28 serving answers them as removed methods: a listen names its resources).
  */
-export function registerSubscribe(server: Server, grant: TokenGrant, face: string | undefined, legacy: LegacySubscriptions, counted: (method: string, outcome: string) => void): void {
-  const sessionIn = (ctx: { http?: { req?: { headers: Headers } } }): string => sessionOf(ctx.http?.req?.headers.get('mcp-session-id'));
+export function registerSubscribe(
+  server: Server,
+  grant: TokenGrant,
+  face: string | undefined,
+  legacy: LegacySubscriptions,
+  counted: (method: string, outcome: string) => void,
+): void {
+  const sessionIn = (ctx: { http?: { req?: { headers: Headers } } }): string =>
+    sessionOf(ctx.http?.req?.headers.get('mcp-session-id'));
   server.setRequestHandler('resources/subscribe', async (request, ctx) => {
     try {
       await legacy.subscribe(grant, face, sessionIn(ctx), request.params.uri);

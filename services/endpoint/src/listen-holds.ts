@@ -37,12 +37,21 @@ function filterOf(body: unknown): Filter | undefined {
  * subscriptions, a proxy that failed) is left out of the filter the SDK sees, so the
  * acknowledgement names exactly what will be delivered. Undefined when the body is not a listen.
  */
-export async function openListen(subs: Subscriptions, grant: TokenGrant, face: string | undefined, handler: McpHttpHandler, body: unknown): Promise<OpenedListen | undefined> {
+export async function openListen(
+  subs: Subscriptions,
+  grant: TokenGrant,
+  face: string | undefined,
+  handler: McpHttpHandler,
+  body: unknown,
+): Promise<OpenedListen | undefined> {
   const filter = filterOf(body);
   if (filter === undefined) return undefined;
   const asked = [...new Set((filter.resourceSubscriptions as string[] | undefined) ?? [])];
-  const resolved = (await Promise.all(asked.map((u) => subs.resolve(grant, face, u)))).filter((r): r is FacedResource => r !== undefined);
-  const lists = filter.toolsListChanged === true || filter.promptsListChanged === true || filter.resourcesListChanged === true;
+  const resolved = (await Promise.all(asked.map((u) => subs.resolve(grant, face, u)))).filter(
+    (r): r is FacedResource => r !== undefined,
+  );
+  const lists =
+    filter.toolsListChanged === true || filter.promptsListChanged === true || filter.resourcesListChanged === true;
   const servers = lists ? await subs.servers(grant, face) : [];
   // Counted after the last await that may throw: a refusal or a failure leaves no count behind.
   subs.take(grant, resolved.length);
@@ -60,7 +69,9 @@ export async function openListen(subs: Subscriptions, grant: TokenGrant, face: s
   };
   // A server without list changes still has the agent's own tool set changes: the flags stay.
   await Promise.all(servers.map((s) => hold(subs.listsTarget(grant, s))));
-  const honoured = await Promise.all(resolved.map(async (r) => ((await hold(subs.resourceTarget(grant, r))) ? r : undefined)));
+  const honoured = await Promise.all(
+    resolved.map(async (r) => ((await hold(subs.resourceTarget(grant, r))) ? r : undefined)),
+  );
   const kept = honoured.filter((r): r is FacedResource => r !== undefined);
   subs.give(grant, resolved.length - kept.length);
   let released = false;
@@ -73,6 +84,12 @@ export async function openListen(subs: Subscriptions, grant: TokenGrant, face: s
   };
   if (filter.resourceSubscriptions === undefined) return { body, release };
   const m = body as { params: { notifications: Filter } };
-  const narrowed = { ...m, params: { ...m.params, notifications: { ...m.params.notifications, resourceSubscriptions: kept.map((r) => r.asClient) } } };
+  const narrowed = {
+    ...m,
+    params: {
+      ...m.params,
+      notifications: { ...m.params.notifications, resourceSubscriptions: kept.map((r) => r.asClient) },
+    },
+  };
   return { body: narrowed, release };
 }

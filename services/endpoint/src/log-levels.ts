@@ -64,7 +64,11 @@ export class LogLevels {
     } catch (err) {
       this.deps.log.warn('log level of a 2025 client not shared through redis', { err: err as Error });
     }
-    notify<ClientLogLevel>(this.deps.nc, this.deps.subjects.endpointClientsLogLevel, { instance: this.deps.instance, token: tokenId, level });
+    notify<ClientLogLevel>(this.deps.nc, this.deps.subjects.endpointClientsLogLevel, {
+      instance: this.deps.instance,
+      token: tokenId,
+      level,
+    });
   }
 
   close(): void {

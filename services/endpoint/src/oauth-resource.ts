@@ -29,7 +29,11 @@ export function resourceMetadataUrl(opts: OAuthResourceOptions, requestUrl: URL,
 }
 
 /** RFC 9728 metadata of one agent endpoint. */
-export function protectedResourceMetadata(opts: OAuthResourceOptions, requestUrl: URL, path: string): Record<string, unknown> {
+export function protectedResourceMetadata(
+  opts: OAuthResourceOptions,
+  requestUrl: URL,
+  path: string,
+): Record<string, unknown> {
   return {
     resource: resourceUrl(opts, requestUrl, path),
     authorization_servers: [opts.authorizationServer],
@@ -39,7 +43,12 @@ export function protectedResourceMetadata(opts: OAuthResourceOptions, requestUrl
 }
 
 /** The `WWW-Authenticate` challenge of a 401 (RFC 6750 §3, RFC 9728 §5.1). */
-export function bearerChallenge(opts: OAuthResourceOptions | undefined, requestUrl: URL, path: string, invalid: boolean): string {
+export function bearerChallenge(
+  opts: OAuthResourceOptions | undefined,
+  requestUrl: URL,
+  path: string,
+  invalid: boolean,
+): string {
   const parts = ['Bearer realm="mcpx"'];
   if (opts !== undefined) parts.push(`resource_metadata="${resourceMetadataUrl(opts, requestUrl, path)}"`);
   if (invalid) parts.push('error="invalid_token"');

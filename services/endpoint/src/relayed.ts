@@ -72,7 +72,11 @@ function decodeMergedCursor(cursor: string): { server: string; cursor?: string }
   try {
     if (cursor.length > 2_048) throw new Error('long');
     const v = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown;
-    if (Array.isArray(v) && typeof v[0] === 'string' && (v.length === 1 || (v.length === 2 && typeof v[1] === 'string')))
+    if (
+      Array.isArray(v) &&
+      typeof v[0] === 'string' &&
+      (v.length === 1 || (v.length === 2 && typeof v[1] === 'string'))
+    )
       return { server: v[0], ...(v.length === 2 ? { cursor: v[1] as string } : {}) };
   } catch {
     // below
@@ -86,15 +90,22 @@ function protocolErrorOf(err: unknown, method: RelayMethod): ProtocolError {
   const wire = err instanceof WireError ? err : toWireError(err);
   const data = { code: wire.code, details: wire.details };
   const mcpCode = (wire.details as { mcpCode?: unknown }).mcpCode;
-  if (typeof mcpCode === 'number' && Number.isInteger(mcpCode) && mcpCode < 0) return new ProtocolError(mcpCode === -32002 ? ProtocolErrorCode.InvalidParams : mcpCode, wire.message, data);
-  if (wire.code === ErrorCodes.invalidInput) return new ProtocolError(ProtocolErrorCode.InvalidParams, wire.message, data);
-  if (wire.code === ErrorCodes.notGranted || wire.code === ErrorCodes.notFound) return new ProtocolError(ProtocolErrorCode.InvalidParams, `${method}: ${wire.message}`, data);
+  if (typeof mcpCode === 'number' && Number.isInteger(mcpCode) && mcpCode < 0)
+    return new ProtocolError(mcpCode === -32002 ? ProtocolErrorCode.InvalidParams : mcpCode, wire.message, data);
+  if (wire.code === ErrorCodes.invalidInput)
+    return new ProtocolError(ProtocolErrorCode.InvalidParams, wire.message, data);
+  if (wire.code === ErrorCodes.notGranted || wire.code === ErrorCodes.notFound)
+    return new ProtocolError(ProtocolErrorCode.InvalidParams, `${method}: ${wire.message}`, data);
   return new ProtocolError(ProtocolErrorCode.InternalError, wire.message, data);
 }
 
 /** What a relayed `prompts/get` or `resources/read` carries for its input rounds (relay.ts `INPUT_METHODS`). */
 interface InputRound {
-  fields: { answers?: { forms?: boolean; sampling?: boolean; roots?: boolean }; inputRequestId?: string; inputResponses?: Record<string, unknown> };
+  fields: {
+    answers?: { forms?: boolean; sampling?: boolean; roots?: boolean };
+    inputRequestId?: string;
+    inputResponses?: Record<string, unknown>;
+  };
 }
 
 /** The request handler's context, as far as input rounds read it. */
@@ -118,18 +129,29 @@ function inputRound(server: Server, ctx: RoundContext | undefined): InputRound {
   const state = ctx?.mcpReq.requestState?.();
   const responses = ctx?.mcpReq.inputResponses;
   if (state !== undefined && !isInputState(state)) throw foreignState();
-  if (responses !== undefined && (responses === null || typeof responses !== 'object' || Object.values(responses).some((a) => a === null || typeof a !== 'object' || Array.isArray(a)))) {
-    throw new ProtocolError(ProtocolErrorCode.InvalidParams, 'inputResponses: must be a map of answers (objects) by request key');
+  if (
+    responses !== undefined &&
+    (responses === null ||
+      typeof responses !== 'object' ||
+      Object.values(responses).some((a) => a === null || typeof a !== 'object' || Array.isArray(a)))
+  ) {
+    throw new ProtocolError(
+      ProtocolErrorCode.InvalidParams,
+      'inputResponses: must be a map of answers (objects) by request key',
+    );
   }
   return {
     fields: {
       ...(Object.keys(answers).length > 0 ? { answers } : {}),
-      ...(isInputState(state) ? { inputRequestId: state, ...(responses !== undefined ? { inputResponses: responses } : {}) } : {}),
+      ...(isInputState(state)
+        ? { inputRequestId: state, ...(responses !== undefined ? { inputResponses: responses } : {}) }
+        : {}),
     },
   };
 }
 
-const unknownName = (what: string, value: string): ProtocolError => new ProtocolError(ProtocolErrorCode.InvalidParams, `Unknown ${what}: ${value.slice(0, 256)}`);
+const unknownName = (what: string, value: string): ProtocolError =>
+  new ProtocolError(ProtocolErrorCode.InvalidParams, `Unknown ${what}: ${value.slice(0, 256)}`);
 
 /**
  * Registers the relayed methods on a face's per-request `server`: the per-server face of `face`,
@@ -138,22 +160,44 @@ const unknownName = (what: string, value: string): ProtocolError => new Protocol
 export function registerRelayed(server: Server, grant: TokenGrant, face: string | undefined, deps: RelayedDeps): void {
   const run = `ep-${grant.id}`;
   /** One relayed request: its span and its count, the proxy's failure as an MCP error. */
-  const relay = async (target: string, method: RelayMethod, params: Record<string, unknown>, rounds?: InputRound): Promise<Result> => {
+  const relay = async (
+    target: string,
+    method: RelayMethod,
+    params: Record<string, unknown>,
+    rounds?: InputRound,
+  ): Promise<Result> => {
     const span = deps.tracer.startSpan(`endpoint.${method}`, {
       kind: SpanKind.SERVER,
-      attributes: { 'mcpx.account': grant.account, 'mcpx.agent': grant.agent, 'mcp.server': target, 'mcpx.face': face === undefined ? 'merged' : 'server' },
+      attributes: {
+        'mcpx.account': grant.account,
+        'mcpx.agent': grant.agent,
+        'mcp.server': target,
+        'mcpx.face': face === undefined ? 'merged' : 'server',
+      },
     });
     let outcome = 'ok';
     try {
-      return await deps.proxy.relay({ account: grant.account, agent: grant.agent, run, server: target, method, params, ...rounds?.fields });
+      return await deps.proxy.relay({
+        account: grant.account,
+        agent: grant.agent,
+        run,
+        server: target,
+        method,
+        params,
+        ...rounds?.fields,
+      });
     } catch (err) {
       // The server's questions, all the client's own (the proxy refuses any other), as its input_required.
-      const asked = rounds !== undefined && err instanceof WireError && err.code === ErrorCodes.inputRequired ? passOnInputRequired(err) : undefined;
+      const asked =
+        rounds !== undefined && err instanceof WireError && err.code === ErrorCodes.inputRequired
+          ? passOnInputRequired(err)
+          : undefined;
       if (asked !== undefined) {
         outcome = 'input_required';
         return asked;
       }
-      const badState = rounds?.fields.inputRequestId !== undefined && err instanceof WireError ? stateRefusal(err) : undefined;
+      const badState =
+        rounds?.fields.inputRequestId !== undefined && err instanceof WireError ? stateRefusal(err) : undefined;
       const e = badState ?? protocolErrorOf(err, method);
       outcome = err instanceof WireError ? err.code : 'error';
       span.setStatus({ code: SpanStatusCode.ERROR, message: e.message });
@@ -181,7 +225,12 @@ export function registerRelayed(server: Server, grant: TokenGrant, face: string 
   };
 
   /** A merged list: one server's page at a time, in server order, the cursor naming where it goes on. */
-  const mergedList = async (method: RelayMethod, key: string, rename: (server: string, item: Record<string, unknown>) => Record<string, unknown>, cursor: string | undefined): Promise<Result> => {
+  const mergedList = async (
+    method: RelayMethod,
+    key: string,
+    rename: (server: string, item: Record<string, unknown>) => Record<string, unknown>,
+    cursor: string | undefined,
+  ): Promise<Result> => {
     const servers = await granted();
     const at = cursor === undefined ? { server: servers[0] } : decodeMergedCursor(cursor);
     let i = at.server === undefined ? servers.length : servers.indexOf(at.server);
@@ -199,7 +248,12 @@ export function registerRelayed(server: Server, grant: TokenGrant, face: string 
         continue;
       }
       const items = Array.isArray(page[key]) ? (page[key] as Array<Record<string, unknown>>) : [];
-      const next = typeof page.nextCursor === 'string' ? encodeMergedCursor(s, page.nextCursor) : servers[i + 1] !== undefined ? encodeMergedCursor(servers[i + 1] as string, undefined) : undefined;
+      const next =
+        typeof page.nextCursor === 'string'
+          ? encodeMergedCursor(s, page.nextCursor)
+          : servers[i + 1] !== undefined
+            ? encodeMergedCursor(servers[i + 1] as string, undefined)
+            : undefined;
       if (items.length === 0 && next !== undefined && typeof page.nextCursor !== 'string') continue;
       return {
         [key]: items.map((item) => rename(s, item)),
@@ -208,7 +262,11 @@ export function registerRelayed(server: Server, grant: TokenGrant, face: string 
         ...(unavailable.length > 0 ? { _meta: { 'io.mcpx/unavailable': unavailable } } : {}),
       };
     }
-    return { [key]: [], ...deps.hints, ...(unavailable.length > 0 ? { _meta: { 'io.mcpx/unavailable': unavailable } } : {}) };
+    return {
+      [key]: [],
+      ...deps.hints,
+      ...(unavailable.length > 0 ? { _meta: { 'io.mcpx/unavailable': unavailable } } : {}),
+    };
   };
 
   /** A merged face's URI or name mapped back to a granted server's; unknown otherwise. */
@@ -223,18 +281,38 @@ export function registerRelayed(server: Server, grant: TokenGrant, face: string 
     return back;
   };
   const wrapContents = (s: string, r: Result): Result =>
-    Array.isArray(r.contents) ? { ...r, contents: (r.contents as Array<Record<string, unknown>>).map((c) => (typeof c.uri === 'string' ? { ...c, uri: wrapUri(s, c.uri) } : c)) } : r;
+    Array.isArray(r.contents)
+      ? {
+          ...r,
+          contents: (r.contents as Array<Record<string, unknown>>).map((c) =>
+            typeof c.uri === 'string' ? { ...c, uri: wrapUri(s, c.uri) } : c,
+          ),
+        }
+      : r;
 
   if (face !== undefined) {
     const pass = (method: RelayMethod, list: boolean) => async (request: { params?: unknown }, ctx?: RoundContext) => {
-      const { _meta: _drop, inputResponses: _answers, requestState: _state, ...params } = (request.params ?? {}) as Record<string, unknown>;
+      const {
+        _meta: _drop,
+        inputResponses: _answers,
+        requestState: _state,
+        ...params
+      } = (request.params ?? {}) as Record<string, unknown>;
       let r: Result;
       try {
         r = await relay(face, method, params, INPUT_METHODS.has(method) ? inputRound(server, ctx) : undefined);
       } catch (err) {
         // A read's miss names its URI in `data.uri`, as MCP asks of a server (SEP-2164).
-        if (method === 'resources/read' && err instanceof ProtocolError && err.code === (ProtocolErrorCode.InvalidParams as number) && typeof params.uri === 'string') {
-          throw new ProtocolError(err.code, err.message, { ...(err.data as Record<string, unknown> | undefined), uri: params.uri.slice(0, 2_048) });
+        if (
+          method === 'resources/read' &&
+          err instanceof ProtocolError &&
+          err.code === (ProtocolErrorCode.InvalidParams as number) &&
+          typeof params.uri === 'string'
+        ) {
+          throw new ProtocolError(err.code, err.message, {
+            ...(err.data as Record<string, unknown> | undefined),
+            uri: params.uri.slice(0, 2_048),
+          });
         }
         throw err;
       }
@@ -250,21 +328,46 @@ export function registerRelayed(server: Server, grant: TokenGrant, face: string 
   }
 
   server.setRequestHandler('prompts/list', (async (request: { params?: unknown }) =>
-    mergedList('prompts/list', 'prompts', (s, p) => ({ ...p, name: `${s}__${String(p.name)}` }), cursorOf(request.params))) as never);
+    mergedList(
+      'prompts/list',
+      'prompts',
+      (s, p) => ({ ...p, name: `${s}__${String(p.name)}` }),
+      cursorOf(request.params),
+    )) as never);
   server.setRequestHandler('resources/list', (async (request: { params?: unknown }) =>
-    mergedList('resources/list', 'resources', (s, r) => ({ ...r, uri: wrapUri(s, String(r.uri)) }), cursorOf(request.params))) as never);
+    mergedList(
+      'resources/list',
+      'resources',
+      (s, r) => ({ ...r, uri: wrapUri(s, String(r.uri)) }),
+      cursorOf(request.params),
+    )) as never);
   server.setRequestHandler('resources/templates/list', (async (request: { params?: unknown }) =>
-    mergedList('resources/templates/list', 'resourceTemplates', (s, t) => ({ ...t, uriTemplate: wrapUri(s, String(t.uriTemplate), true) }), cursorOf(request.params))) as never);
+    mergedList(
+      'resources/templates/list',
+      'resourceTemplates',
+      (s, t) => ({ ...t, uriTemplate: wrapUri(s, String(t.uriTemplate), true) }),
+      cursorOf(request.params),
+    )) as never);
   server.setRequestHandler('resources/read', (async (request: { params: { uri: string } }, ctx?: RoundContext) => {
     const back = await resourceOf(request.params.uri);
     const r = await relay(back.server, 'resources/read', { uri: back.uri }, inputRound(server, ctx));
     return r.resultType === 'input_required' ? r : wrapContents(back.server, r);
   }) as never);
-  server.setRequestHandler('prompts/get', (async (request: { params: { name: string; arguments?: Record<string, string> } }, ctx?: RoundContext) => {
+  server.setRequestHandler('prompts/get', (async (
+    request: { params: { name: string; arguments?: Record<string, string> } },
+    ctx?: RoundContext,
+  ) => {
     const back = await promptOf(request.params.name);
-    return await relay(back.server, 'prompts/get', { name: back.name, ...(request.params.arguments !== undefined ? { arguments: request.params.arguments } : {}) }, inputRound(server, ctx));
+    return await relay(
+      back.server,
+      'prompts/get',
+      { name: back.name, ...(request.params.arguments !== undefined ? { arguments: request.params.arguments } : {}) },
+      inputRound(server, ctx),
+    );
   }) as never);
-  server.setRequestHandler('completion/complete', (async (request: { params: { ref: { type: string; name?: string; uri?: string }; argument: unknown; context?: unknown } }) => {
+  server.setRequestHandler('completion/complete', (async (request: {
+    params: { ref: { type: string; name?: string; uri?: string }; argument: unknown; context?: unknown };
+  }) => {
     const { ref, argument, context } = request.params;
     let target: string;
     let own: Record<string, unknown>;
@@ -277,6 +380,10 @@ export function registerRelayed(server: Server, grant: TokenGrant, face: string 
       target = back.server;
       own = { type: 'ref/resource', uri: back.uri };
     }
-    return await relay(target, 'completion/complete', { ref: own, argument, ...(context !== undefined ? { context } : {}) });
+    return await relay(target, 'completion/complete', {
+      ref: own,
+      argument,
+      ...(context !== undefined ? { context } : {}),
+    });
   }) as never);
 }

@@ -18,7 +18,10 @@ export interface StreamRefusal {
   status: 429 | 503;
   message: string;
   retryAfterSeconds: number;
-  data: { code: 'rate_limited'; details: { field: 'authorization'; limit: StreamLimit; max: number; retryAfterMs: number } };
+  data: {
+    code: 'rate_limited';
+    details: { field: 'authorization'; limit: StreamLimit; max: number; retryAfterMs: number };
+  };
 }
 
 /** A full slot frees when a stream ends, which a client decides: a few seconds is a fair guess. */
@@ -78,14 +81,27 @@ export class StreamSlots {
   }
 
   private refusal(limit: StreamLimit): StreamRefusal {
-    const max = limit === 'streams_per_token' ? this.limits.perToken : limit === 'streams_per_account' ? this.limits.perAccount : this.limits.perInstance;
-    const whose = limit === 'streams_per_token' ? 'this token' : limit === 'streams_per_account' ? "this token's account" : 'this instance';
+    const max =
+      limit === 'streams_per_token'
+        ? this.limits.perToken
+        : limit === 'streams_per_account'
+          ? this.limits.perAccount
+          : this.limits.perInstance;
+    const whose =
+      limit === 'streams_per_token'
+        ? 'this token'
+        : limit === 'streams_per_account'
+          ? "this token's account"
+          : 'this instance';
     return {
       // The instance's own bound is not the client's doing: 503, as for any full instance.
       status: limit === 'streams_per_instance' ? 503 : 429,
       message: `Too many requests: ${whose} holds ${max} open notification streams (${limit}); close one or retry later`,
       retryAfterSeconds: RETRY_AFTER_SECONDS,
-      data: { code: 'rate_limited', details: { field: 'authorization', limit, max, retryAfterMs: RETRY_AFTER_SECONDS * 1000 } },
+      data: {
+        code: 'rate_limited',
+        details: { field: 'authorization', limit, max, retryAfterMs: RETRY_AFTER_SECONDS * 1000 },
+      },
     };
   }
 }

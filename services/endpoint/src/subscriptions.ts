@@ -17,7 +17,9 @@ export class SubscriptionRefusal extends Error {
     readonly limit: 'subscriptions_per_token' | 'subscriptions_per_account',
     readonly max: number,
   ) {
-    super(`Too many subscriptions: ${limit === 'subscriptions_per_token' ? 'this token' : "this token's account"} holds ${max} resource subscriptions (${limit}); unsubscribe from one first`);
+    super(
+      `Too many subscriptions: ${limit === 'subscriptions_per_token' ? 'this token' : "this token's account"} holds ${max} resource subscriptions (${limit}); unsubscribe from one first`,
+    );
   }
 }
 
@@ -76,14 +78,20 @@ export class Subscriptions {
     const back = face === undefined ? unwrapUri(uri) : { server: face, uri };
     if (back === undefined || resourceUriFault(back.uri) !== undefined) return undefined;
     if (!(await this.servers(grant, face)).includes(back.server)) return undefined;
-    return { server: back.server, uri: back.uri, asClient: face === undefined ? wrapUri(back.server, back.uri) : back.uri };
+    return {
+      server: back.server,
+      uri: back.uri,
+      asClient: face === undefined ? wrapUri(back.server, back.uri) : back.uri,
+    };
   }
 
   /** Counts `n` more subscriptions of the token, or refuses them all when a bound would be passed. */
   take(grant: TokenGrant, n: number): void {
     if (n === 0) return;
-    if ((this.byToken.get(grant.id) ?? 0) + n > this.limits.perToken) throw new SubscriptionRefusal('subscriptions_per_token', this.limits.perToken);
-    if ((this.byAccount.get(grant.account) ?? 0) + n > this.limits.perAccount) throw new SubscriptionRefusal('subscriptions_per_account', this.limits.perAccount);
+    if ((this.byToken.get(grant.id) ?? 0) + n > this.limits.perToken)
+      throw new SubscriptionRefusal('subscriptions_per_token', this.limits.perToken);
+    if ((this.byAccount.get(grant.account) ?? 0) + n > this.limits.perAccount)
+      throw new SubscriptionRefusal('subscriptions_per_account', this.limits.perAccount);
     bump(this.byToken, grant.id, n);
     bump(this.byAccount, grant.account, n);
   }
@@ -116,7 +124,8 @@ export class Subscriptions {
         if (n.kind === NoticeKinds.tools) handler.notify.toolsChanged();
         else if (n.kind === NoticeKinds.prompts) handler.notify.promptsChanged();
         else if (n.kind === NoticeKinds.resources) handler.notify.resourcesChanged();
-        else if (n.uri !== undefined) handler.notify.resourceUpdated(face === undefined ? wrapUri(server, n.uri) : n.uri);
+        else if (n.uri !== undefined)
+          handler.notify.resourceUpdated(face === undefined ? wrapUri(server, n.uri) : n.uri);
       });
       sink = { refs: 0, detach };
       own.set(server, sink);

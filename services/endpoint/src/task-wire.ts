@@ -72,7 +72,8 @@ function statusMessageOf(view: TaskView): string | undefined {
     const id = view.inputRequestId === undefined ? '' : ` (input request ${view.inputRequestId})`;
     return `waiting for the account owner to answer the server's question${id}`;
   }
-  if (view.error !== undefined && (view.state === TaskStates.failed || view.state === TaskStates.expired)) return `${view.error.code}: ${view.error.message}`.slice(0, 1_024);
+  if (view.error !== undefined && (view.state === TaskStates.failed || view.state === TaskStates.expired))
+    return `${view.error.code}: ${view.error.message}`.slice(0, 1_024);
   return view.statusMessage;
 }
 
@@ -84,8 +85,16 @@ function ttlOf(view: TaskView): number {
 /** A task in a dialect's words, without a result: `tasks/get`'s and `tasks/list`'s items, a creation's body. */
 export function wireTask(view: TaskView, era: TaskEra): Record<string, unknown> {
   const message = statusMessageOf(view);
-  const common = { taskId: view.id, status: clientStatus(view), ...(message !== undefined ? { statusMessage: message } : {}), createdAt: view.createdAt, lastUpdatedAt: view.updatedAt };
-  return era === 'modern' ? { ...common, ttlMs: ttlOf(view), pollIntervalMs: CLIENT_POLL_INTERVAL_MS } : { ...common, ttl: ttlOf(view), pollInterval: CLIENT_POLL_INTERVAL_MS };
+  const common = {
+    taskId: view.id,
+    status: clientStatus(view),
+    ...(message !== undefined ? { statusMessage: message } : {}),
+    createdAt: view.createdAt,
+    lastUpdatedAt: view.updatedAt,
+  };
+  return era === 'modern'
+    ? { ...common, ttlMs: ttlOf(view), pollIntervalMs: CLIENT_POLL_INTERVAL_MS }
+    : { ...common, ttl: ttlOf(view), pollInterval: CLIENT_POLL_INTERVAL_MS };
 }
 
 /** Results the handler made as created tasks: the SDK's tools/call check is not for them ({@link TaskAwareServer}). */
@@ -106,7 +115,10 @@ export function createTaskResult(view: TaskView, era: TaskEra): CallToolResult {
  * with an empty placeholder and goes out as it was made. Every other result is checked as before.
  */
 export class TaskAwareServer extends Server {
-  protected override _wrapHandler(method: string, handler: Parameters<Server['_wrapHandler']>[1]): ReturnType<Server['_wrapHandler']> {
+  protected override _wrapHandler(
+    method: string,
+    handler: Parameters<Server['_wrapHandler']>[1],
+  ): ReturnType<Server['_wrapHandler']> {
     if (method !== 'tools/call') return super._wrapHandler(method, handler);
     return async (request, ctx) => {
       let created: object | undefined;

@@ -1,10 +1,34 @@
 import { randomUUID } from 'node:crypto';
-import { context, SpanKind, SpanStatusCode, trace, type Counter, type Histogram, type Tracer } from '@opentelemetry/api';
+import {
+  context,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+  type Counter,
+  type Histogram,
+  type Tracer,
+} from '@opentelemetry/api';
 import { clientTraceOrigin } from '@mcpx/telemetry';
-import { ErrorCodes, INPUT_REQUEST_ID_RE, WireError, toWireError, type CallLog, type CallProgress, type InputRequestItem, type LogLevel } from '@mcpx/contracts';
+import {
+  ErrorCodes,
+  INPUT_REQUEST_ID_RE,
+  WireError,
+  toWireError,
+  type CallLog,
+  type CallProgress,
+  type InputRequestItem,
+  type LogLevel,
+} from '@mcpx/contracts';
 import { isRedisUnavailable, REDIS_RETRY_AFTER_MS } from '@mcpx/shared-state';
 import type { ProxyClient } from '@mcpx/proxy-client';
-import { inputRequired, MissingRequiredClientCapabilityError, ProtocolError, ProtocolErrorCode, type CallToolResult, type InputRequiredResult } from '@modelcontextprotocol/server';
+import {
+  inputRequired,
+  MissingRequiredClientCapabilityError,
+  ProtocolError,
+  ProtocolErrorCode,
+  type CallToolResult,
+  type InputRequiredResult,
+} from '@modelcontextprotocol/server';
 import type { TokenGrant } from './agent-tokens.js';
 import { foreignState, isInputState, stateRefusal } from './input-states.js';
 import type { EndpointTasks } from './endpoint-tasks.js';
@@ -103,7 +127,11 @@ const MISSING_CAPABILITY = -32021;
 
 /** Whether a request's `_meta` is the 2026-07-28 envelope (a 2025 request carries no protocol version there). */
 function isModern(meta: unknown): boolean {
-  return meta !== null && typeof meta === 'object' && typeof (meta as Record<string, unknown>)['io.modelcontextprotocol/protocolVersion'] === 'string';
+  return (
+    meta !== null &&
+    typeof meta === 'object' &&
+    typeof (meta as Record<string, unknown>)['io.modelcontextprotocol/protocolVersion'] === 'string'
+  );
 }
 
 export function passOnInputRequired(err: WireError): InputRequiredResult | undefined {
@@ -112,12 +140,19 @@ export function passOnInputRequired(err: WireError): InputRequiredResult | undef
   if (typeof id !== 'string' || !Array.isArray(items) || items.length === 0) return undefined;
   const inputRequests: Record<string, { method: string; params: Record<string, unknown> }> = {};
   for (const q of items as InputRequestItem[]) {
-    if (q.kind === 'form') inputRequests[q.key] = { method: 'elicitation/create', params: { mode: 'form', message: q.message, requestedSchema: q.requestedSchema } };
+    if (q.kind === 'form')
+      inputRequests[q.key] = {
+        method: 'elicitation/create',
+        params: { mode: 'form', message: q.message, requestedSchema: q.requestedSchema },
+      };
     else if (q.kind === 'sampling') inputRequests[q.key] = { method: 'sampling/createMessage', params: q.params };
     else if (q.kind === 'roots') inputRequests[q.key] = { method: 'roots/list', params: {} };
     else return undefined;
   }
-  return inputRequired({ inputRequests: inputRequests as Parameters<typeof inputRequired>[0]['inputRequests'], requestState: id });
+  return inputRequired({
+    inputRequests: inputRequests as Parameters<typeof inputRequired>[0]['inputRequests'],
+    requestState: id,
+  });
 }
 
 /**
@@ -155,7 +190,16 @@ export class ToolCalls {
     const { parent, links } = clientTraceOrigin(input.meta, input.headers);
     const span = this.deps.tracer.startSpan(
       'endpoint.tools/call',
-      { kind: SpanKind.SERVER, attributes: { 'mcpx.account': grant.account, 'mcpx.agent': grant.agent, 'mcpx.tool': name, 'mcpx.endpoint.path': input.path }, links },
+      {
+        kind: SpanKind.SERVER,
+        attributes: {
+          'mcpx.account': grant.account,
+          'mcpx.agent': grant.agent,
+          'mcpx.tool': name,
+          'mcpx.endpoint.path': input.path,
+        },
+        links,
+      },
       parent,
     );
     const started = performance.now();
@@ -175,9 +219,15 @@ export class ToolCalls {
   }
 
   /** The question of an approval the call waits for, when this client can answer one (see {@link ToolCalls.run}). */
-  private async approvalQuestion(input: ToolCallInput, approvalId: string): Promise<{ kind: 'form' | 'url'; question: ApprovalQuestion } | undefined> {
+  private async approvalQuestion(
+    input: ToolCallInput,
+    approvalId: string,
+  ): Promise<{ kind: 'form' | 'url'; question: ApprovalQuestion } | undefined> {
     const { grant, name } = input;
-    const asked = (kind: 'form' | 'url', q: Promise<ApprovalQuestion | undefined>): Promise<{ kind: 'form' | 'url'; question: ApprovalQuestion } | undefined> =>
+    const asked = (
+      kind: 'form' | 'url',
+      q: Promise<ApprovalQuestion | undefined>,
+    ): Promise<{ kind: 'form' | 'url'; question: ApprovalQuestion } | undefined> =>
       q.then(
         (question) => (question === undefined ? undefined : { kind, question }),
         (e: unknown) => {
@@ -189,7 +239,8 @@ export class ToolCalls {
       const form = await asked('form', this.deps.approvals.ask(grant, name, input.arguments, approvalId));
       if (form !== undefined) return form;
     }
-    if (input.caps.elicitationUrl === true) return asked('url', this.deps.approvals.askUrl(grant, name, input.arguments, approvalId));
+    if (input.caps.elicitationUrl === true)
+      return asked('url', this.deps.approvals.askUrl(grant, name, input.arguments, approvalId));
     return undefined;
   }
 
@@ -201,7 +252,11 @@ export class ToolCalls {
     return link === undefined ? wire : new WireError(wire.code, wire.message, { ...wire.details, decideAt: link });
   }
 
-  private async run(input: ToolCallInput, span: ReturnType<Tracer['startSpan']>, outcome: { value: string }): Promise<CallToolResult | InputRequiredResult> {
+  private async run(
+    input: ToolCallInput,
+    span: ReturnType<Tracer['startSpan']>,
+    outcome: { value: string },
+  ): Promise<CallToolResult | InputRequiredResult> {
     const { grant, name, meta } = input;
     const set = input.toolSet ?? (await this.deps.toolSets.get(grant.account, grant.agent));
     // The token's agent was deleted since the token was read.
@@ -217,37 +272,57 @@ export class ToolCalls {
     };
     let approvalId: string | undefined;
     const metaApproval = meta?.[META_APPROVAL_ID];
-    if (typeof metaApproval === 'string' && metaApproval !== '' && metaApproval.length <= 128) approvalId = metaApproval;
+    if (typeof metaApproval === 'string' && metaApproval !== '' && metaApproval.length <= 128)
+      approvalId = metaApproval;
     // The answer of this client's user to an approval question this endpoint asked.
     if (UserApprovals.isState(input.requestState)) {
       let verdict;
       try {
-        verdict = await this.deps.approvals.answer(grant, name, input.arguments, input.requestState, input.inputResponses?.[APPROVAL_INPUT_KEY]);
+        verdict = await this.deps.approvals.answer(
+          grant,
+          name,
+          input.arguments,
+          input.requestState,
+          input.inputResponses?.[APPROVAL_INPUT_KEY],
+        );
       } catch (err) {
         if (err instanceof WireError) return refused(err);
         // Nothing was decided and nothing ran: an outage is said as one, any other fault is ours.
         if (isRedisUnavailable(err))
-          return refused(new WireError(ErrorCodes.unavailable, 'approvals cannot be decided right now; answer again shortly', { dependency: 'redis', retryAfterMs: REDIS_RETRY_AFTER_MS }));
+          return refused(
+            new WireError(ErrorCodes.unavailable, 'approvals cannot be decided right now; answer again shortly', {
+              dependency: 'redis',
+              retryAfterMs: REDIS_RETRY_AFTER_MS,
+            }),
+          );
         this.deps.onError(err as Error);
         return refused(toWireError(err));
       }
       span.setAttribute('mcpx.approval.answer', verdict.answer);
       if (verdict.answer === 'decline') {
         return refused(
-          new WireError(ErrorCodes.approvalRefused, `${name}: the client's user declined the approval; the call did not run`, {
-            approvalId: verdict.approvalId,
-            reason: 'denied',
-            decidedBy: 'client_user',
-            tool: name,
-          }),
+          new WireError(
+            ErrorCodes.approvalRefused,
+            `${name}: the client's user declined the approval; the call did not run`,
+            {
+              approvalId: verdict.approvalId,
+              reason: 'denied',
+              decidedBy: 'client_user',
+              tool: name,
+            },
+          ),
         );
       }
       if (verdict.answer === 'cancel') {
         return refused(
-          new WireError(ErrorCodes.approvalRequired, `${name} needs a human's approval before it runs; the client's user did not answer, so the account owner decides`, {
-            approvalId: verdict.approvalId,
-            tool: name,
-          }),
+          new WireError(
+            ErrorCodes.approvalRequired,
+            `${name} needs a human's approval before it runs; the client's user did not answer, so the account owner decides`,
+            {
+              approvalId: verdict.approvalId,
+              tool: name,
+            },
+          ),
         );
       }
       // Approved now (or decided before by the owner: the proxy's use of the approval says which).
@@ -265,7 +340,12 @@ export class ToolCalls {
       throw foreignState();
     }
     const metaInput = meta?.[META_INPUT_REQUEST_ID];
-    const inputRequestId = typeof echoed === 'string' && INPUT_REQUEST_ID_RE.test(echoed) ? echoed : typeof metaInput === 'string' && INPUT_REQUEST_ID_RE.test(metaInput) ? metaInput : undefined;
+    const inputRequestId =
+      typeof echoed === 'string' && INPUT_REQUEST_ID_RE.test(echoed)
+        ? echoed
+        : typeof metaInput === 'string' && INPUT_REQUEST_ID_RE.test(metaInput)
+          ? metaInput
+          : undefined;
     const inputResponses = input.inputResponses;
     const answers = {
       ...(input.caps.elicitation === true ? { forms: true } : {}),
@@ -317,7 +397,9 @@ export class ToolCalls {
         timeoutMs: CALL_TIMEOUT_MS,
         ...(approvalId !== undefined ? { approvalId } : {}),
         ...(inputRequestId !== undefined ? { inputRequestId } : {}),
-        ...(inputRequestId !== undefined && inputResponses !== undefined && Object.keys(inputResponses).length > 0 ? { inputResponses } : {}),
+        ...(inputRequestId !== undefined && inputResponses !== undefined && Object.keys(inputResponses).length > 0
+          ? { inputResponses }
+          : {}),
         ...(Object.keys(answers).length > 0 ? { answers } : {}),
         content: true,
         ...(onProgress !== undefined ? { onProgress } : {}),
@@ -341,7 +423,10 @@ export class ToolCalls {
       }
       // Questions the client may answer itself go on to it as input_required (the SDK pushes
       // them as elicitation/create to a 2025 client); the owner's stay a tool result naming them.
-      const passed = wire.code === ErrorCodes.inputRequired && wire.details.forPerson === false ? passOnInputRequired(wire) : undefined;
+      const passed =
+        wire.code === ErrorCodes.inputRequired && wire.details.forPerson === false
+          ? passOnInputRequired(wire)
+          : undefined;
       if (passed !== undefined) {
         outcome.value = 'input_required';
         return passed;
@@ -349,7 +434,12 @@ export class ToolCalls {
       // An approval the call waits for: asked of the client's user as a form when the token's
       // user may give it and the client answers forms; else, to a client that opens URL questions,
       // the console link where the owner decides it; else a refusal naming both.
-      const waiting = wire.code === ErrorCodes.approvalRequired && approvalId === undefined && typeof wire.details.approvalId === 'string' ? wire.details.approvalId : undefined;
+      const waiting =
+        wire.code === ErrorCodes.approvalRequired &&
+        approvalId === undefined &&
+        typeof wire.details.approvalId === 'string'
+          ? wire.details.approvalId
+          : undefined;
       if (waiting !== undefined) {
         const question = await this.approvalQuestion(input, waiting);
         if (question !== undefined) {
@@ -360,7 +450,11 @@ export class ToolCalls {
       }
       // A 2026-07-28 client that declared no sampling, of a server that asks its model: the
       // revision's MissingRequiredClientCapability (-32021, HTTP 400), as the server says it directly.
-      if (wire.code === ErrorCodes.inputRefused && wire.details.reason === 'sampling_unsupported' && isModern(input.meta)) {
+      if (
+        wire.code === ErrorCodes.inputRefused &&
+        wire.details.reason === 'sampling_unsupported' &&
+        isModern(input.meta)
+      ) {
         outcome.value = 'missing_capability';
         throw new MissingRequiredClientCapabilityError({ requiredCapabilities: { sampling: {} } });
       }

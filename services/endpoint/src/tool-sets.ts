@@ -34,7 +34,8 @@ function byServer(tools: McpToolDocument[]): Map<string, ServerTools> {
     s.byRemote.set(doc.remoteName, doc);
     s.tools.push(doc);
   }
-  for (const s of out.values()) s.tools.sort((a, b) => (a.remoteName < b.remoteName ? -1 : a.remoteName > b.remoteName ? 1 : 0));
+  for (const s of out.values())
+    s.tools.sort((a, b) => (a.remoteName < b.remoteName ? -1 : a.remoteName > b.remoteName ? 1 : 0));
   return out;
 }
 
@@ -104,14 +105,18 @@ export class ToolSets {
     const key = `${account}:${agent}`;
     const hit = this.sets.get(key);
     if (hit !== undefined && Date.now() - hit.at < MAX_AGE_MS) return hit.set;
-    const slot: { at: number; set: Promise<AgentToolSet | null>; version?: number } = { at: Date.now(), set: Promise.resolve(null) };
+    const slot: { at: number; set: Promise<AgentToolSet | null>; version?: number } = {
+      at: Date.now(),
+      set: Promise.resolve(null),
+    };
     const before = hit?.version;
     slot.set = this.load(account, agent).then(
       (v) => {
         if (v === null && this.sets.get(key) === slot) this.sets.delete(key);
         if (v !== null) slot.version = v.version;
         // An aged-out set that changed meanwhile: its change event was lost, so tell the watchers now.
-        if (v !== null && before !== undefined && v.version !== before) for (const w of this.watchers.get(key) ?? []) w();
+        if (v !== null && before !== undefined && v.version !== before)
+          for (const w of this.watchers.get(key) ?? []) w();
         return v;
       },
       (err: unknown) => {
@@ -130,7 +135,10 @@ export class ToolSets {
     const rows = await readAgentToolSet(this.db, account, agent);
     if (rows === null) return null;
     const grants = new Set(rows.definition.mcpServers);
-    const docs = grants.size === 0 ? new Map<string, McpToolDocument>() : await readToolDocuments(this.db, account, Object.values(rows.tools));
+    const docs =
+      grants.size === 0
+        ? new Map<string, McpToolDocument>()
+        : await readToolDocuments(this.db, account, Object.values(rows.tools));
     const tools: McpToolDocument[] = [];
     for (const [name, cid] of Object.entries(rows.tools)) {
       const doc = docs.get(cid);
@@ -140,6 +148,12 @@ export class ToolSets {
       tools.push(doc);
     }
     tools.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-    return { version: rows.version, tools, byName: new Map(tools.map((t) => [t.name, t])), granted: grants, byServer: byServer(tools) };
+    return {
+      version: rows.version,
+      tools,
+      byName: new Map(tools.map((t) => [t.name, t])),
+      granted: grants,
+      byServer: byServer(tools),
+    };
   }
 }

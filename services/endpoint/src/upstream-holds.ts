@@ -70,8 +70,12 @@ export class UpstreamHolds {
   private renewer: NodeJS.Timeout | undefined;
 
   constructor(private readonly deps: UpstreamHoldsDeps) {
-    this.total = deps.meter.createCounter('mcpx_endpoint_watch_total', { description: 'Upstream subscriptions held, renewed and released through the proxy, by op and outcome' });
-    this.heard = deps.meter.createCounter('mcpx_endpoint_notices_total', { description: 'Upstream notices (list changes, resource updates) heard from the proxies, by kind' });
+    this.total = deps.meter.createCounter('mcpx_endpoint_watch_total', {
+      description: 'Upstream subscriptions held, renewed and released through the proxy, by op and outcome',
+    });
+    this.heard = deps.meter.createCounter('mcpx_endpoint_notices_total', {
+      description: 'Upstream notices (list changes, resource updates) heard from the proxies, by kind',
+    });
   }
 
   start(): void {
@@ -163,17 +167,33 @@ export class UpstreamHolds {
   private async renewAll(): Promise<void> {
     for (const held of [...this.held.values()]) {
       if (held.instance === undefined) continue;
-      await this.send('hold', held).catch((err: unknown) => this.deps.log.warn('an upstream subscription was not renewed', { err: err as Error, server: held.target.server }));
+      await this.send('hold', held).catch((err: unknown) =>
+        this.deps.log.warn('an upstream subscription was not renewed', {
+          err: err as Error,
+          server: held.target.server,
+        }),
+      );
     }
   }
 
   private async send(op: 'hold' | 'release', held: Held): Promise<'live' | 'none'> {
     const { nc, subjects, instance, tracer } = this.deps;
     const t = held.target;
-    const span = tracer.startSpan('endpoint.watch', { kind: SpanKind.CLIENT, attributes: { 'mcpx.account': t.account, 'mcp.server': t.server, 'mcpx.watch.op': op, 'mcpx.watch.kind': t.kind } });
+    const span = tracer.startSpan('endpoint.watch', {
+      kind: SpanKind.CLIENT,
+      attributes: { 'mcpx.account': t.account, 'mcp.server': t.server, 'mcpx.watch.op': op, 'mcpx.watch.kind': t.kind },
+    });
     let outcome = 'ok';
     try {
-      const payload = encodeWatchRequest({ op, account: t.account, agent: t.agent, holder: instance, server: t.server, kind: t.kind, ...(t.uri !== undefined ? { uri: t.uri } : {}) });
+      const payload = encodeWatchRequest({
+        op,
+        account: t.account,
+        agent: t.agent,
+        holder: instance,
+        server: t.server,
+        kind: t.kind,
+        ...(t.uri !== undefined ? { uri: t.uri } : {}),
+      });
       const direct = held.instance === undefined ? undefined : subjects.proxyInstanceWatch(held.instance);
       let data: Uint8Array;
       try {
@@ -181,7 +201,11 @@ export class UpstreamHolds {
       } catch (err) {
         // The holding instance went away: any other opens the subscription again.
         if (direct === undefined || op === 'release' || !isNoResponders(err)) throw noProxy(err);
-        data = (await nc.request(subjects.proxyWatch, payload, { timeout: HOLD_TIMEOUT_MS }).catch((e: unknown) => Promise.reject(noProxy(e)))).data;
+        data = (
+          await nc
+            .request(subjects.proxyWatch, payload, { timeout: HOLD_TIMEOUT_MS })
+            .catch((e: unknown) => Promise.reject(noProxy(e)))
+        ).data;
       }
       const reply = decodeWatchReply(data);
       if (!reply.ok) throw WireError.from(reply.error);
@@ -206,6 +230,7 @@ function isNoResponders(err: unknown): boolean {
 
 function noProxy(err: unknown): WireError {
   if (err instanceof WireError) return err;
-  if (isNoResponders(err)) return new WireError(ErrorCodes.transportError, 'no proxy instance is running to hold the subscription');
+  if (isNoResponders(err))
+    return new WireError(ErrorCodes.transportError, 'no proxy instance is running to hold the subscription');
   return new WireError(ErrorCodes.timeout, 'the proxy did not answer the subscription in time');
 }

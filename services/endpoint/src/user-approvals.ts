@@ -1,6 +1,13 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import type { KeyringEntry } from '@mcpx/config';
-import { ErrorCodes, WireError, approvalDecidedEvent, invalidInput, tokenDecider, type ApprovalDecidedEvent } from '@mcpx/contracts';
+import {
+  ErrorCodes,
+  WireError,
+  approvalDecidedEvent,
+  invalidInput,
+  tokenDecider,
+  type ApprovalDecidedEvent,
+} from '@mcpx/contracts';
 import { encodeCanonical, sha256Hex } from '@mcpx/domain';
 import type { ApprovalRecord, ApprovalStore } from '@mcpx/shared-state';
 import type { Logger } from '@mcpx/log';
@@ -128,9 +135,18 @@ export class UserApprovals {
       const decipher = createDecipheriv('aes-256-gcm', key, raw.subarray(0, 12));
       decipher.setAAD(Buffer.from(stateAad(grant), 'utf8'));
       decipher.setAuthTag(raw.subarray(raw.length - 16));
-      const text = Buffer.concat([decipher.update(raw.subarray(12, raw.length - 16)), decipher.final()]).toString('utf8');
+      const text = Buffer.concat([decipher.update(raw.subarray(12, raw.length - 16)), decipher.final()]).toString(
+        'utf8',
+      );
       const p = JSON.parse(text) as Partial<StatePayload>;
-      if (typeof p.a !== 'string' || typeof p.n !== 'string' || typeof p.h !== 'string' || typeof p.e !== 'number' || (p.k !== undefined && p.k !== 'u')) return undefined;
+      if (
+        typeof p.a !== 'string' ||
+        typeof p.n !== 'string' ||
+        typeof p.h !== 'string' ||
+        typeof p.e !== 'number' ||
+        (p.k !== undefined && p.k !== 'u')
+      )
+        return undefined;
       return p as StatePayload;
     } catch {
       return undefined;
@@ -153,7 +169,12 @@ export class UserApprovals {
    * (the proxy matches it by its digest). Undefined without a console URL, or for an approval
    * that is not this call's pending one.
    */
-  async askUrl(grant: TokenGrant, tool: string, args: Record<string, unknown>, approvalId: string): Promise<ApprovalQuestion | undefined> {
+  async askUrl(
+    grant: TokenGrant,
+    tool: string,
+    args: Record<string, unknown>,
+    approvalId: string,
+  ): Promise<ApprovalQuestion | undefined> {
     const url = this.link(approvalId);
     const hash = argumentsHash(args);
     if (url === undefined || hash === undefined) return undefined;
@@ -162,7 +183,12 @@ export class UserApprovals {
     const requestState = this.seal({ a: record.id, n: tool, h: hash, e: record.expiresAt, k: 'u' }, grant);
     const message = `${tool} needs the account owner's approval (approval ${record.id}). Open the console to decide, then continue: the same call runs once approved.`;
     return {
-      inputRequests: { [APPROVAL_INPUT_KEY]: { method: 'elicitation/create', params: { mode: 'url', message, url, elicitationId: record.id } } },
+      inputRequests: {
+        [APPROVAL_INPUT_KEY]: {
+          method: 'elicitation/create',
+          params: { mode: 'url', message, url, elicitationId: record.id },
+        },
+      },
       requestState,
     };
   }
@@ -173,7 +199,12 @@ export class UserApprovals {
    * token has no such right, the approval is not this call's, or its arguments are too large to
    * show).
    */
-  async ask(grant: TokenGrant, tool: string, args: Record<string, unknown>, approvalId: string): Promise<ApprovalQuestion | undefined> {
+  async ask(
+    grant: TokenGrant,
+    tool: string,
+    args: Record<string, unknown>,
+    approvalId: string,
+  ): Promise<ApprovalQuestion | undefined> {
     if (!grant.userMayApprove) return undefined;
     const hash = argumentsHash(args);
     if (hash === undefined) return undefined;
@@ -184,13 +215,24 @@ export class UserApprovals {
     const requestState = this.seal({ a: record.id, n: tool, h: hash, e: record.expiresAt }, grant);
     const message = `Approve ${tool} with these arguments?\n${shown}`;
     return {
-      inputRequests: { [APPROVAL_INPUT_KEY]: { method: 'elicitation/create', params: { mode: 'form', message, requestedSchema: { type: 'object', properties: {} } } } },
+      inputRequests: {
+        [APPROVAL_INPUT_KEY]: {
+          method: 'elicitation/create',
+          params: { mode: 'form', message, requestedSchema: { type: 'object', properties: {} } },
+        },
+      },
       requestState,
     };
   }
 
   private isThisCall(record: ApprovalRecord, grant: TokenGrant, tool: string, hash: string): boolean {
-    return record.account === grant.account && record.agent === grant.agent && record.run === `ep-${grant.id}` && record.tool === tool && record.argsHash === hash;
+    return (
+      record.account === grant.account &&
+      record.agent === grant.agent &&
+      record.run === `ep-${grant.id}` &&
+      record.tool === tool &&
+      record.argsHash === hash
+    );
   }
 
   /**
@@ -200,20 +242,43 @@ export class UserApprovals {
    * an approval already decided, by the owner or an earlier answer, stays as it is), anything else
    * leaves it to the owner.
    */
-  async answer(grant: TokenGrant, tool: string, args: Record<string, unknown>, state: string, response: unknown): Promise<UserVerdict> {
+  async answer(
+    grant: TokenGrant,
+    tool: string,
+    args: Record<string, unknown>,
+    state: string,
+    response: unknown,
+  ): Promise<UserVerdict> {
     const payload = this.open(state, grant);
-    if (payload === undefined) throw invalidInput('requestState', 'not an approval question this endpoint asked this token');
-    if (payload.n !== tool || payload.h !== argumentsHash(args)) throw invalidInput('requestState', 'the approval question was asked for another tool or other arguments');
+    if (payload === undefined)
+      throw invalidInput('requestState', 'not an approval question this endpoint asked this token');
+    if (payload.n !== tool || payload.h !== argumentsHash(args))
+      throw invalidInput('requestState', 'the approval question was asked for another tool or other arguments');
     // The owner decides a URL question's approval: its answer only says the call may be re-sent.
-    if (payload.k === 'u') return { approvalId: payload.a, answer: (response as { action?: unknown } | undefined)?.action === 'accept' ? 'resend' : 'cancel' };
-    if (!grant.userMayApprove) throw new WireError(ErrorCodes.forbidden, 'this token may not approve its calls: the account owner decides them', { field: 'requestState', approvalId: payload.a });
+    if (payload.k === 'u')
+      return {
+        approvalId: payload.a,
+        answer: (response as { action?: unknown } | undefined)?.action === 'accept' ? 'resend' : 'cancel',
+      };
+    if (!grant.userMayApprove)
+      throw new WireError(
+        ErrorCodes.forbidden,
+        'this token may not approve its calls: the account owner decides them',
+        { field: 'requestState', approvalId: payload.a },
+      );
     const action = (response as { action?: unknown } | undefined)?.action;
     const answer = action === 'accept' || action === 'decline' ? action : 'cancel';
     if (answer === 'cancel') return { approvalId: payload.a, answer };
     const decision = answer === 'accept' ? 'approved' : 'denied';
     const out = await this.deps.store.decide(grant.account, payload.a, decision, tokenDecider(grant.id));
     if (out.ok) {
-      this.deps.log.info('tool call approval decided by the token holder', { account: grant.account, approval: payload.a, decision, tool, token: grant.id });
+      this.deps.log.info('tool call approval decided by the token holder', {
+        account: grant.account,
+        approval: payload.a,
+        decision,
+        tool,
+        token: grant.id,
+      });
       try {
         this.deps.announce(approvalDecidedEvent(out.record, decision));
       } catch (err) {

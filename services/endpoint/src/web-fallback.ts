@@ -34,10 +34,20 @@ export async function serveWithBody(
   let response: Response;
   try {
     const host = req.headers.host ?? 'localhost';
-    response = await handle(new Request(`http://${host}${req.url ?? '/'}`, { method: req.method ?? 'POST', headers, body, signal: abort.signal }));
+    response = await handle(
+      new Request(`http://${host}${req.url ?? '/'}`, {
+        method: req.method ?? 'POST',
+        headers,
+        body,
+        signal: abort.signal,
+      }),
+    );
   } catch (err) {
     onError(err as Error);
-    response = Response.json({ jsonrpc: '2.0', error: { code: -32603, message: 'Internal server error' }, id: null }, { status: 500 });
+    response = Response.json(
+      { jsonrpc: '2.0', error: { code: -32603, message: 'Internal server error' }, id: null },
+      { status: 500 },
+    );
   }
   const out: Record<string, string> = {};
   for (const [name, value] of response.headers) out[name] = value;
@@ -52,7 +62,9 @@ export async function serveWithBody(
     drained?.();
     drained = undefined;
   });
-  const closed = new Promise<void>((resolve) => abort.signal.addEventListener('abort', () => resolve(), { once: true }));
+  const closed = new Promise<void>((resolve) =>
+    abort.signal.addEventListener('abort', () => resolve(), { once: true }),
+  );
   try {
     for await (const chunk of response.body) {
       if (abort.signal.aborted) break;

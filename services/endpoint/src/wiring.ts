@@ -36,7 +36,12 @@ export function instanceToken(instanceId: string): string {
  * request, its user's own inbox, no JetStream) on the endpoint's own user. A node that is not
  * listening yet is waited for, with backoff and bounded, like every service (`retryStartup`).
  */
-export function connectNats(config: EndpointConfig, instance: string, log: Logger, meter: Meter): Promise<RuntimeConnection> {
+export function connectNats(
+  config: EndpointConfig,
+  instance: string,
+  log: Logger,
+  meter: Meter,
+): Promise<RuntimeConnection> {
   const creds = config.natsCredentials;
   const connect = (): Promise<RuntimeConnection> =>
     connectRuntime({
@@ -52,9 +57,18 @@ export function connectNats(config: EndpointConfig, instance: string, log: Logge
 
 /** Redis, failing fast: the failed-token limit must not queue behind an outage (it admits instead). */
 export async function connectRedis(config: EndpointConfig, log: Logger): Promise<Redis> {
-  const redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 1, enableOfflineQueue: false, commandTimeout: 1_000, lazyConnect: true });
+  const redis = new Redis(config.redisUrl, {
+    maxRetriesPerRequest: 1,
+    enableOfflineQueue: false,
+    commandTimeout: 1_000,
+    lazyConnect: true,
+  });
   redis.on('error', () => {});
-  await redis.connect().catch((err: unknown) => log.warn('redis unavailable: the failed-token limit admits until it answers', { err: err as Error }));
+  await redis
+    .connect()
+    .catch((err: unknown) =>
+      log.warn('redis unavailable: the failed-token limit admits until it answers', { err: err as Error }),
+    );
   return redis;
 }
 
@@ -75,9 +89,16 @@ export function tokenFailures(redis: Redis, config: EndpointConfig, log: Logger)
  * Approvals by the client's user: decided in the store the owner's decisions use, announced as the
  * registry announces an owner's, audited by the registry.
  */
-export function userApprovals(d: { config: EndpointConfig; redis: Redis; nc: NatsConnection; subjects: Subjects; log: Logger }): UserApprovals {
+export function userApprovals(d: {
+  config: EndpointConfig;
+  redis: Redis;
+  nc: NatsConnection;
+  subjects: Subjects;
+  log: Logger;
+}): UserApprovals {
   const { config, nc, subjects, log } = d;
-  if (config.keyring.length === 0) log.warn('SECRETS_KEYRING unset: approval questions are sealed with a key of this instance only');
+  if (config.keyring.length === 0)
+    log.warn('SECRETS_KEYRING unset: approval questions are sealed with a key of this instance only');
   return new UserApprovals({
     store: new ApprovalStore(d.redis, config.redisPrefix, { ttlMs: config.approvalTtlMs }),
     audit: new DecisionAudit({ nc, subjects, log }),
@@ -110,7 +131,14 @@ export function leanCalls(d: {
     toolSets: d.toolSets,
     failures: d.failures,
     calls: d.servers.calls,
-    clients: new LegacyClients({ nc: d.nc, subjects: d.subjects, instance: d.instance, redis: d.redis, redisPrefix: config.redisPrefix, log }),
+    clients: new LegacyClients({
+      nc: d.nc,
+      subjects: d.subjects,
+      instance: d.instance,
+      redis: d.redis,
+      redisPrefix: config.redisPrefix,
+      log,
+    }),
     logLevels: d.servers.logLevels,
     allowedHosts: config.allowedHosts,
     serverInfo: d.serverInfo,
@@ -134,7 +162,13 @@ export async function listenPublic(d: {
   /** Counts a request refused before the gate (a malformed Host). */
   refused: (reason: string) => void;
 }): Promise<{ url: string; close(): Promise<void> }> {
-  const guard = new InboundGuard({ limits: d.config.inbound, exempt: (address) => d.trusted.has(address), meter: d.meter, log: d.log, answer: answerRefusal });
+  const guard = new InboundGuard({
+    limits: d.config.inbound,
+    exempt: (address) => d.trusted.has(address),
+    meter: d.meter,
+    log: d.log,
+    answer: answerRefusal,
+  });
   const onError = (err: Error): void => d.log.warn('endpoint request failed', { err });
   const gated = gatedRequests({ handler: d.handler, lean: d.lean, guard, trusted: d.trusted, onError });
   const http = createServer(InboundGuard.serverOptions, (req, res) => {

@@ -37,7 +37,8 @@ export async function mcpEntries(db: Q, account: string, servers: readonly strin
     .where('deleted', '=', false)
     .execute();
   const out: McpEntry[] = [];
-  for (const row of rows) for (const [name, cid] of Object.entries(row.tools)) out.push({ name, cid, server: row.server });
+  for (const row of rows)
+    for (const [name, cid] of Object.entries(row.tools)) out.push({ name, cid, server: row.server });
   return out;
 }
 
@@ -55,13 +56,20 @@ export async function heldConflicts(db: Q, account: string, servers: readonly st
     .where('deleted', '=', false)
     .execute();
   const out: Conflict[] = [];
-  for (const row of rows) for (const [name, h] of Object.entries(row.held ?? {})) out.push({ name, server: row.server, heldBy: 'held_for_review', cid: h.cid });
+  for (const row of rows)
+    for (const [name, h] of Object.entries(row.held ?? {}))
+      out.push({ name, server: row.server, heldBy: 'held_for_review', cid: h.cid });
   return out;
 }
 
 /** The agent's lambdas, name → cid. */
 export async function lambdaCids(db: Q, account: string, agent: string): Promise<Map<string, string>> {
-  const rows = await db.selectFrom('projector.lambda_tools').select(['name', 'cid']).where('account_id', '=', account).where('agent_id', '=', agent).execute();
+  const rows = await db
+    .selectFrom('projector.lambda_tools')
+    .select(['name', 'cid'])
+    .where('account_id', '=', account)
+    .where('agent_id', '=', agent)
+    .execute();
   return new Map(rows.map((r) => [r.name, r.cid]));
 }
 
@@ -81,12 +89,19 @@ export function effectiveSet(entries: readonly McpEntry[], lambdas: ReadonlyMap<
     else tools[e.name] = e.cid;
   }
   for (const [name, cid] of lambdas) tools[name] = cid;
-  conflicts.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : a.server < b.server ? -1 : a.server > b.server ? 1 : 0));
+  conflicts.sort((a, b) =>
+    a.name < b.name ? -1 : a.name > b.name ? 1 : a.server < b.server ? -1 : a.server > b.server ? 1 : 0,
+  );
   return { tools, conflicts };
 }
 
 /** The agent's current set under `servers`. */
-export async function agentSet(db: Q, account: string, agent: string, servers: readonly string[]): Promise<EffectiveSet> {
+export async function agentSet(
+  db: Q,
+  account: string,
+  agent: string,
+  servers: readonly string[],
+): Promise<EffectiveSet> {
   const [entries, lambdas] = await Promise.all([mcpEntries(db, account, servers), lambdaCids(db, account, agent)]);
   return effectiveSet(entries, lambdas);
 }
@@ -107,9 +122,21 @@ export const agentLockKey = (account: string, agent: string): string => `agent:$
  */
 export async function lockAgent(trx: Q, account: string, agent: string, servers: readonly string[]) {
   await lockKey(trx, agentLockKey(account, agent));
-  const before = await trx.selectFrom('projector.agent_sets').select('servers').where('account_id', '=', account).where('agent_id', '=', agent).executeTakeFirst();
-  for (const server of [...new Set([...(before?.servers ?? []), ...servers])].sort()) await lockKey(trx, serverLockKey(account, server), true);
-  return trx.selectFrom('projector.agent_sets').selectAll().where('account_id', '=', account).where('agent_id', '=', agent).forUpdate().executeTakeFirst();
+  const before = await trx
+    .selectFrom('projector.agent_sets')
+    .select('servers')
+    .where('account_id', '=', account)
+    .where('agent_id', '=', agent)
+    .executeTakeFirst();
+  for (const server of [...new Set([...(before?.servers ?? []), ...servers])].sort())
+    await lockKey(trx, serverLockKey(account, server), true);
+  return trx
+    .selectFrom('projector.agent_sets')
+    .selectAll()
+    .where('account_id', '=', account)
+    .where('agent_id', '=', agent)
+    .forUpdate()
+    .executeTakeFirst();
 }
 
 /**
@@ -133,5 +160,7 @@ export async function openChanges(db: Q, account: string): Promise<string[]> {
 
 /** A pending entry: the change, and the agent's own diff when it differs from the change's. */
 export function pendingEntry(change: string, own?: ToolsDiff): string {
-  return JSON.stringify(own === undefined ? { change } : { change, added: own.added, changed: own.changed, removed: own.removed });
+  return JSON.stringify(
+    own === undefined ? { change } : { change, added: own.added, changed: own.changed, removed: own.removed },
+  );
 }

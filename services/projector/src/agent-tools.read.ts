@@ -3,7 +3,14 @@ import type { Bus } from '@mcpx/bus';
 import { ErrorCodes, QueueGroups, WireError, decodeAgentToolsRequest, type AgentToolsReply } from '@mcpx/contracts';
 import { ToolDocumentColumn } from '@mcpx/stored';
 import type { Db } from '@mcpx/db';
-import { promotableTools, providerTools, renderToolIndex, renderToolListing, type AgentToolDocument, type ToolNameStyle } from '@mcpx/domain';
+import {
+  promotableTools,
+  providerTools,
+  renderToolIndex,
+  renderToolListing,
+  type AgentToolDocument,
+  type ToolNameStyle,
+} from '@mcpx/domain';
 import { effectiveSet, heldConflicts, mcpEntries } from './agent-sets.js';
 import { LambdaToolColumn } from './lambda-tools.column.js';
 import { nameList, requireId } from './request-fields.js';
@@ -13,10 +20,21 @@ const MAX_REQUESTED = 256;
 
 /** The rows readAgentTools reads, all in the caller's transaction. */
 async function readSnapshot(db: Db, account: string, agent: string) {
-  const row = await db.selectFrom('projector.agent_sets').select(['servers', 'version']).where('account_id', '=', account).where('agent_id', '=', agent).executeTakeFirst();
+  const row = await db
+    .selectFrom('projector.agent_sets')
+    .select(['servers', 'version'])
+    .where('account_id', '=', account)
+    .where('agent_id', '=', agent)
+    .executeTakeFirst();
   const [entries, lambdaRows, held] = await Promise.all([
     mcpEntries(db, account, row?.servers ?? []),
-    db.selectFrom('projector.lambda_tools').select(['name', 'cid', 'doc_cbor']).where('account_id', '=', account).where('agent_id', '=', agent).orderBy('name').execute(),
+    db
+      .selectFrom('projector.lambda_tools')
+      .select(['name', 'cid', 'doc_cbor'])
+      .where('account_id', '=', account)
+      .where('agent_id', '=', agent)
+      .orderBy('name')
+      .execute(),
     heldConflicts(db, account, row?.servers ?? []),
   ]);
   const lambdas = lambdaRows.map((l) => ({ ...LambdaToolColumn.decode(l.doc_cbor), cid: l.cid }));
@@ -36,7 +54,15 @@ async function readSnapshot(db: Db, account: string, agent: string) {
             mcp.map((e) => e.cid),
           )
           .execute();
-  return { row, lambdas, conflicts: [...set.conflicts, ...held].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : a.server < b.server ? -1 : a.server > b.server ? 1 : 0)), mcp, docs };
+  return {
+    row,
+    lambdas,
+    conflicts: [...set.conflicts, ...held].sort((a, b) =>
+      a.name < b.name ? -1 : a.name > b.name ? 1 : a.server < b.server ? -1 : a.server > b.server ? 1 : 0,
+    ),
+    mcp,
+    docs,
+  };
 }
 
 /**
@@ -44,7 +70,13 @@ async function readSnapshot(db: Db, account: string, agent: string) {
  * provider formats of its enabled documents and, when `requested` is given, the promotion rule
  * applied to those names (ListAgentTools and PromoteTools ask for it).
  */
-export async function readAgentTools(db: Db, style: ToolNameStyle, account: string, agent: string, requested?: readonly string[]): Promise<AgentToolsReply> {
+export async function readAgentTools(
+  db: Db,
+  style: ToolNameStyle,
+  account: string,
+  agent: string,
+  requested?: readonly string[],
+): Promise<AgentToolsReply> {
   // One snapshot for the set, its entries and their documents: a projection committed between two
   // separate reads would leave an entry naming a CID whose document row was already replaced.
   const { row, lambdas, conflicts, mcp, docs } = await db
@@ -85,10 +117,15 @@ function stripCid<T extends { cid: string }>(doc: T): Omit<T, 'cid'> {
 
 export function serveAgentTools(bus: Bus, db: Db, style: ToolNameStyle): Subscription {
   // The decoder checks the request's shape; the ids' grammar and the names' bounds are checked here.
-  return bus.serve(bus.subjects.projectorAgentTools, QueueGroups.projector, decodeAgentToolsRequest, async (req): Promise<AgentToolsReply> => {
-    const account = requireId(req.account, 'account');
-    const agent = requireId(req.agent, 'agent');
-    const requested = req.requested === undefined ? undefined : nameList(req.requested, 'requested', MAX_REQUESTED);
-    return readAgentTools(db, style, account, agent, requested);
-  });
+  return bus.serve(
+    bus.subjects.projectorAgentTools,
+    QueueGroups.projector,
+    decodeAgentToolsRequest,
+    async (req): Promise<AgentToolsReply> => {
+      const account = requireId(req.account, 'account');
+      const agent = requireId(req.agent, 'agent');
+      const requested = req.requested === undefined ? undefined : nameList(req.requested, 'requested', MAX_REQUESTED);
+      return readAgentTools(db, style, account, agent, requested);
+    },
+  );
 }

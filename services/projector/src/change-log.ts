@@ -24,10 +24,18 @@ export class ChangeLog {
 
   constructor(
     /** `meter`: `mcpx_projector_events_published_total`; `tracer`: a `projector.publish` span per change's events. */
-    private readonly deps: { db: Db; bus: Bus; log: Logger; publisher: JetStreamPublisher; meter?: Meter; tracer?: Tracer },
+    private readonly deps: {
+      db: Db;
+      bus: Bus;
+      log: Logger;
+      publisher: JetStreamPublisher;
+      meter?: Meter;
+      tracer?: Tracer;
+    },
   ) {
     this.published = deps.meter?.createCounter('mcpx_projector_events_published_total', {
-      description: 'agent-tools-changed events by outcome: stored (JetStream acknowledged each) or failed (the batch will be published again)',
+      description:
+        'agent-tools-changed events by outcome: stored (JetStream acknowledged each) or failed (the batch will be published again)',
     });
   }
 
@@ -47,8 +55,19 @@ export class ChangeLog {
   async publish(account: string, change: string, changes: readonly AgentChange[]): Promise<void> {
     const { bus, publisher, db } = this.deps;
     const events: OutgoingEvent[] = changes.map((c) => {
-      const payload: AgentToolsChangedEvent = { account, agent: c.agent, version: c.version, added: c.diff.added, changed: c.diff.changed, removed: c.diff.removed };
-      return { subject: bus.subjects.agentToolsChanged(account, c.agent), payload, msgId: `tools-${account}-${c.agent}-${c.version}` };
+      const payload: AgentToolsChangedEvent = {
+        account,
+        agent: c.agent,
+        version: c.version,
+        added: c.diff.added,
+        changed: c.diff.changed,
+        removed: c.diff.removed,
+      };
+      return {
+        subject: bus.subjects.agentToolsChanged(account, c.agent),
+        payload,
+        msgId: `tools-${account}-${c.agent}-${c.version}`,
+      };
     });
     const publishAll = async (): Promise<void> => {
       try {
@@ -61,7 +80,13 @@ export class ChangeLog {
       }
     };
     if (this.deps.tracer === undefined) await publishAll();
-    else await withSpan(this.deps.tracer, 'projector.publish', { [McpAttributes.agentsTouched]: events.length, 'mcpx.change.kind': change.slice(0, 1) }, publishAll);
+    else
+      await withSpan(
+        this.deps.tracer,
+        'projector.publish',
+        { [McpAttributes.agentsTouched]: events.length, 'mcpx.change.kind': change.slice(0, 1) },
+        publishAll,
+      );
     await db.deleteFrom('projector.open_changes').where('id', '=', change).execute();
   }
 
@@ -71,7 +96,11 @@ export class ChangeLog {
    */
   async recover(account: string, change: string): Promise<number> {
     const { db, log } = this.deps;
-    const open = await db.selectFrom('projector.open_changes').select(['id', 'diff']).where('id', '=', change).executeTakeFirst();
+    const open = await db
+      .selectFrom('projector.open_changes')
+      .select(['id', 'diff'])
+      .where('id', '=', change)
+      .executeTakeFirst();
     if (open === undefined) return 0;
     const rows = await sql<{ agent_id: string; entry: PendingToolsEvent }>`
       SELECT a.agent_id, e.value AS entry
@@ -81,7 +110,11 @@ export class ChangeLog {
     const changes = rows.rows.map((r) => ({
       agent: r.agent_id,
       version: r.entry.version,
-      diff: { added: r.entry.added ?? shared.added, changed: r.entry.changed ?? shared.changed, removed: r.entry.removed ?? shared.removed },
+      diff: {
+        added: r.entry.added ?? shared.added,
+        changed: r.entry.changed ?? shared.changed,
+        removed: r.entry.removed ?? shared.removed,
+      },
     }));
     log.info('publishing an interrupted change again', { account, change, events: changes.length });
     await this.publish(account, change, changes);

@@ -1,7 +1,13 @@
 import { AckPolicy, DeliverPolicy, type ConsumerMessages, type JsMsg } from '@nats-io/jetstream';
 import { context } from '@opentelemetry/api';
 import type { Bus } from '@mcpx/bus';
-import { WireError, decodeAgentChangedEvent, decodeServerDeletedEvent, decodeServerDiscoveredEvent, type Subjects } from '@mcpx/contracts';
+import {
+  WireError,
+  decodeAgentChangedEvent,
+  decodeServerDeletedEvent,
+  decodeServerDiscoveredEvent,
+  type Subjects,
+} from '@mcpx/contracts';
 import type { Logger } from '@mcpx/log';
 import { extractTraceContext } from '@mcpx/telemetry';
 import type { Projection } from './projection.js';
@@ -36,7 +42,8 @@ async function route(projection: Projection, subjects: Subjects, msg: JsMsg): Pr
     return projection.serverDiscovered(e);
   }
   if (server?.kind === 'deleted') return projection.serverDeleted(decoded(decodeServerDeletedEvent, msg.data));
-  if (subjects.parseAgentChanged(msg.subject) !== null) return projection.agentChanged(decoded(decodeAgentChangedEvent, msg.data));
+  if (subjects.parseAgentChanged(msg.subject) !== null)
+    return projection.agentChanged(decoded(decodeAgentChangedEvent, msg.data));
   throw new PoisonMessage(`unknown subject ${msg.subject}`);
 }
 
@@ -45,14 +52,21 @@ async function route(projection: Projection, subjects: Subjects, msg: JsMsg): Pr
  * event is `nak`ed with a delay (retryable: the database may be away); a malformed one is
  * `term`ed so it cannot loop forever.
  */
-export async function startEventConsumer(opts: { bus: Bus; projection: Projection; log: Logger; concurrency: number; ackWaitMs?: number }): Promise<{ stop(): Promise<void> }> {
+export async function startEventConsumer(opts: {
+  bus: Bus;
+  projection: Projection;
+  log: Logger;
+  concurrency: number;
+  ackWaitMs?: number;
+}): Promise<{ stop(): Promise<void> }> {
   const { bus, projection, log } = opts;
   const stream = bus.subjects.mcpEventsStream;
   const ackWaitMs = opts.ackWaitMs ?? DEFAULT_ACK_WAIT_MS;
   const ACK_WAIT_NS = ackWaitMs * 1e6;
   try {
     const info = await bus.jsm.consumers.info(stream, PROJECTOR_DURABLE);
-    if (info.config.ack_wait !== ACK_WAIT_NS) await bus.jsm.consumers.update(stream, PROJECTOR_DURABLE, { ack_wait: ACK_WAIT_NS });
+    if (info.config.ack_wait !== ACK_WAIT_NS)
+      await bus.jsm.consumers.update(stream, PROJECTOR_DURABLE, { ack_wait: ACK_WAIT_NS });
   } catch {
     await bus.jsm.consumers
       .add(stream, {
@@ -89,7 +103,11 @@ export async function startEventConsumer(opts: { bus: Bus; projection: Projectio
           log.error('dropped a malformed event', { subject: msg.subject, reason: err.message });
           msg.term();
         } else {
-          log.warn('event failed, will retry', { subject: msg.subject, err: err as Error, redelivered: msg.info.deliveryCount });
+          log.warn('event failed, will retry', {
+            subject: msg.subject,
+            err: err as Error,
+            redelivered: msg.info.deliveryCount,
+          });
           msg.nak(RETRY_DELAY_MS);
         }
       }

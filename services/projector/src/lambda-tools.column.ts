@@ -5,7 +5,13 @@ import type { LambdaToolDocument } from '@mcpx/domain';
 const { str, anyStr, bool, oneOf, jsonObject, checkedMap } = FieldRules;
 
 /** A lambda's document: its fields checked, the whole kept as written (its CID is computed over all of it). */
-const lambdaDocument: Rule<LambdaToolDocument> = checkedMap({ kind: oneOf('lambda'), name: str, description: anyStr, inputSchema: jsonObject, enabled: bool });
+const lambdaDocument: Rule<LambdaToolDocument> = checkedMap({
+  kind: oneOf('lambda'),
+  name: str,
+  description: anyStr,
+  inputSchema: jsonObject,
+  enabled: bool,
+});
 
 /**
  * `projector.lambda_tools.doc_cbor`: written by the lambda actions, read by the agent's tool set.

@@ -30,10 +30,14 @@ export interface LambdaToolsDeps {
 }
 
 function refuseMcp(name: string, server: string, verb: string): WireError {
-  return new WireError(ErrorCodes.conflict, `${name} is a tool of the ${server} MCP server and cannot be ${verb} as a lambda; disable the ${server} server for this agent instead`, {
-    field: 'name',
-    server,
-  });
+  return new WireError(
+    ErrorCodes.conflict,
+    `${name} is a tool of the ${server} MCP server and cannot be ${verb} as a lambda; disable the ${server} server for this agent instead`,
+    {
+      field: 'name',
+      server,
+    },
+  );
 }
 
 /**
@@ -55,7 +59,11 @@ export class LambdaTools {
       if (err instanceof LambdaDocumentError) {
         const kind = (req.document as { kind?: unknown } | null)?.kind;
         if (kind === 'mcp')
-          throw new WireError(ErrorCodes.conflict, 'mcp documents come from their server and cannot be saved as a lambda; disable the server for this agent instead', { field: err.field });
+          throw new WireError(
+            ErrorCodes.conflict,
+            'mcp documents come from their server and cannot be saved as a lambda; disable the server for this agent instead',
+            { field: err.field },
+          );
         throw invalidInput(err.field, err.message);
       }
       throw err;
@@ -84,19 +92,34 @@ export class LambdaTools {
         if (mcp !== undefined) throw refuseMcp(name, mcp.server, 'deleted');
         throw new WireError(ErrorCodes.notFound, `no lambda named ${name}`, { field: 'name' });
       }
-      await trx.deleteFrom('projector.lambda_tools').where('account_id', '=', account).where('agent_id', '=', agent).where('name', '=', name).execute();
+      await trx
+        .deleteFrom('projector.lambda_tools')
+        .where('account_id', '=', account)
+        .where('agent_id', '=', agent)
+        .where('name', '=', name)
+        .execute();
       return undefined;
     });
   }
 
   /** Runs one lambda write under the agent's lock and publishes the agent's change, if any. */
-  private async change(account: string, agent: string, name: string, write: (trx: Kysely<Database>, servers: string[], lambdas: Set<string>) => Promise<string | undefined>): Promise<LambdaToolReply> {
+  private async change(
+    account: string,
+    agent: string,
+    name: string,
+    write: (trx: Kysely<Database>, servers: string[], lambdas: Set<string>) => Promise<string | undefined>,
+  ): Promise<LambdaToolReply> {
     const changeId = `l:${account}:${agent}:${randomUUID()}`;
     const result = await this.deps.db.transaction().execute(async (trx) => {
       const current = await lockAgent(trx, account, agent, []);
       const servers = current?.servers ?? [];
       const before = await agentSet(trx, account, agent, servers);
-      const lambdaRows = await trx.selectFrom('projector.lambda_tools').select('name').where('account_id', '=', account).where('agent_id', '=', agent).execute();
+      const lambdaRows = await trx
+        .selectFrom('projector.lambda_tools')
+        .select('name')
+        .where('account_id', '=', account)
+        .where('agent_id', '=', agent)
+        .execute();
       const cid = await write(trx, servers, new Set(lambdaRows.map((r) => r.name)));
       const after = await agentSet(trx, account, agent, servers);
       const diff = diffToolMaps(before.tools, after.tools);
@@ -109,15 +132,26 @@ export class LambdaTools {
       return { cid, version, change };
     });
     if (result.change !== null) await this.deps.changes.publish(account, changeId, [result.change]);
-    this.deps.log.info(result.cid === undefined ? 'lambda deleted' : 'lambda saved', { account, agent, name, version: result.version });
-    return result.cid === undefined ? { name, version: result.version } : { name, cid: result.cid, version: result.version };
+    this.deps.log.info(result.cid === undefined ? 'lambda deleted' : 'lambda saved', {
+      account,
+      agent,
+      name,
+      version: result.version,
+    });
+    return result.cid === undefined
+      ? { name, version: result.version }
+      : { name, cid: result.cid, version: result.version };
   }
 }
 
 /** Serves SetLambdaTool and DeleteLambdaTool over request/reply. */
 export function serveLambdaTools(bus: Bus, lambdas: LambdaTools): Subscription[] {
   return [
-    bus.serve(bus.subjects.projectorLambdaSet, QueueGroups.projector, decodeSetLambdaToolRequest, (req) => lambdas.set(req)),
-    bus.serve(bus.subjects.projectorLambdaDelete, QueueGroups.projector, decodeDeleteLambdaToolRequest, (req) => lambdas.delete(req)),
+    bus.serve(bus.subjects.projectorLambdaSet, QueueGroups.projector, decodeSetLambdaToolRequest, (req) =>
+      lambdas.set(req),
+    ),
+    bus.serve(bus.subjects.projectorLambdaDelete, QueueGroups.projector, decodeDeleteLambdaToolRequest, (req) =>
+      lambdas.delete(req),
+    ),
   ];
 }

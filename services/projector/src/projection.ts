@@ -3,7 +3,14 @@ import type { Counter, Histogram, Meter, Tracer } from '@opentelemetry/api';
 import type { AgentChangedEvent, ServerDeletedEvent, ServerDiscoveredEvent } from '@mcpx/contracts';
 import { HeldToolsColumn, ToolDocumentColumn, ToolMapColumn } from '@mcpx/stored';
 import type { Database, Db, PendingToolsEvent, ToolsDiff } from '@mcpx/db';
-import { buildToolDocuments, documentCid, isBuiltinServerId, isPlainObject, projectToolNames, type ToolNameStyle } from '@mcpx/domain';
+import {
+  buildToolDocuments,
+  documentCid,
+  isBuiltinServerId,
+  isPlainObject,
+  projectToolNames,
+  type ToolNameStyle,
+} from '@mcpx/domain';
 import type { Logger } from '@mcpx/log';
 import { McpAttributes, withSpan } from '@mcpx/telemetry';
 import { agentSet, appendPending, lockAgent, lockKey, openChanges, pendingEntry, serverLockKey } from './agent-sets.js';
@@ -35,19 +42,30 @@ export class Projection {
   private readonly duration: Histogram;
 
   constructor(private readonly deps: ProjectionDeps) {
-    this.events = deps.meter.createCounter('mcpx_projector_events_total', { description: 'Events handled by kind and outcome' });
-    this.agentsUpdated = deps.meter.createCounter('mcpx_projector_agents_updated_total', { description: 'Agent tool sets changed' });
-    this.duration = deps.meter.createHistogram('mcpx_projector_event_duration_ms', { unit: 'ms', description: 'Event handling time' });
+    this.events = deps.meter.createCounter('mcpx_projector_events_total', {
+      description: 'Events handled by kind and outcome',
+    });
+    this.agentsUpdated = deps.meter.createCounter('mcpx_projector_agents_updated_total', {
+      description: 'Agent tool sets changed',
+    });
+    this.duration = deps.meter.createHistogram('mcpx_projector_event_duration_ms', {
+      unit: 'ms',
+      description: 'Event handling time',
+    });
   }
 
   async serverDiscovered(e: ServerDiscoveredEvent): Promise<number> {
     const change = `s:${e.account}:${e.server}:${e.serverId}:${e.generation}`;
-    return this.timed('discovered', { 'mcp.account': e.account, 'mcp.server': e.server }, () => this.applyServer(e.account, e.server, e.serverId, e.generation, e.tools, change, e.overrides, e.held));
+    return this.timed('discovered', { 'mcp.account': e.account, 'mcp.server': e.server }, () =>
+      this.applyServer(e.account, e.server, e.serverId, e.generation, e.tools, change, e.overrides, e.held),
+    );
   }
 
   async serverDeleted(e: ServerDeletedEvent): Promise<number> {
     const change = `d:${e.account}:${e.server}:${e.serverId}`;
-    return this.timed('deleted', { 'mcp.account': e.account, 'mcp.server': e.server }, () => this.applyServer(e.account, e.server, e.serverId, null, [], change));
+    return this.timed('deleted', { 'mcp.account': e.account, 'mcp.server': e.server }, () =>
+      this.applyServer(e.account, e.server, e.serverId, null, [], change),
+    );
   }
 
   async agentChanged(e: AgentChangedEvent): Promise<number> {
@@ -57,14 +75,23 @@ export class Projection {
   private async timed(kind: string, attrs: Record<string, string>, fn: () => Promise<number>): Promise<number> {
     const started = performance.now();
     // One span per batch (an event's projection run); its agents touched and outcome, never a tool's contents.
-    return withSpan(this.deps.tracer, `projector.${kind}`, { ...attrs, ...('mcp.server' in attrs ? { [McpAttributes.server]: attrs['mcp.server'] } : {}) }, async (span) => {
-      const n = await fn();
-      span.setAttributes({ 'mcpx.agents_changed': n, [McpAttributes.agentsTouched]: n, [McpAttributes.outcome]: n > 0 ? 'changed' : 'unchanged' });
-      this.events.add(1, { kind, outcome: n > 0 ? 'changed' : 'unchanged' });
-      this.agentsUpdated.add(n, { kind });
-      this.duration.record(performance.now() - started, { kind });
-      return n;
-    });
+    return withSpan(
+      this.deps.tracer,
+      `projector.${kind}`,
+      { ...attrs, ...('mcp.server' in attrs ? { [McpAttributes.server]: attrs['mcp.server'] } : {}) },
+      async (span) => {
+        const n = await fn();
+        span.setAttributes({
+          'mcpx.agents_changed': n,
+          [McpAttributes.agentsTouched]: n,
+          [McpAttributes.outcome]: n > 0 ? 'changed' : 'unchanged',
+        });
+        this.events.add(1, { kind, outcome: n > 0 ? 'changed' : 'unchanged' });
+        this.agentsUpdated.add(n, { kind });
+        this.duration.record(performance.now() - started, { kind });
+        return n;
+      },
+    );
   }
 
   /** Publishes a committed outcome, or recovers the change when the event was already applied. */
@@ -94,7 +121,12 @@ export class Projection {
     if (await this.serverEventApplied(account, server, serverId, generation, change)) return 0;
     const outcome = await this.deps.db.transaction().execute(async (trx): Promise<Outcome> => {
       await lockKey(trx, serverLockKey(account, server));
-      const current = await trx.selectFrom('projector.projected_servers').selectAll().where('account_id', '=', account).where('server', '=', server).executeTakeFirst();
+      const current = await trx
+        .selectFrom('projector.projected_servers')
+        .selectAll()
+        .where('account_id', '=', account)
+        .where('server', '=', server)
+        .executeTakeFirst();
       const sameIncarnation = current !== undefined && current.server_id === serverId;
       if (generation === null) {
         // A delete of another incarnation (the name was re-created since), or a repeated one, is stale.
@@ -102,7 +134,14 @@ export class Projection {
       } else if (sameIncarnation && (current.deleted || current.generation >= generation)) {
         return { kind: 'stale' };
       }
-      const docs = generation === null ? [] : buildToolDocuments(server, tools, { style: this.deps.style, builtin: isBuiltinServerId(serverId), ...(isPlainObject(overrides) ? { overrides } : {}) });
+      const docs =
+        generation === null
+          ? []
+          : buildToolDocuments(server, tools, {
+              style: this.deps.style,
+              builtin: isBuiltinServerId(serverId),
+              ...(isPlainObject(overrides) ? { overrides } : {}),
+            });
       const next: Record<string, string> = {};
       const rows = docs.map((doc) => {
         const cid = documentCid(doc);
@@ -122,7 +161,12 @@ export class Projection {
       const diff = diffToolMaps(current === undefined || current.deleted ? {} : current.tools, next);
       // One write per changed tool, whatever the number of agents.
       if (diff.removed.length > 0) {
-        await trx.deleteFrom('projector.tool_documents').where('account_id', '=', account).where('server', '=', server).where('name', 'in', diff.removed).execute();
+        await trx
+          .deleteFrom('projector.tool_documents')
+          .where('account_id', '=', account)
+          .where('server', '=', server)
+          .where('name', 'in', diff.removed)
+          .execute();
       }
       const upserts = sameIncarnation ? rows.filter((r) => r.name in diff.added || r.name in diff.changed) : rows;
       if (upserts.length > 0) {
@@ -154,7 +198,10 @@ export class Projection {
         .onConflict((oc) => oc.columns(['account_id', 'server']).doUpdateSet(row))
         .execute();
       if (isEmptyDiff(diff)) return { kind: 'unchanged' };
-      const changes = await this.bumpGrantingAgents(trx, account, server, diff, change, { before: current === undefined || current.deleted ? {} : current.tools, after: next });
+      const changes = await this.bumpGrantingAgents(trx, account, server, diff, change, {
+        before: current === undefined || current.deleted ? {} : current.tools,
+        after: next,
+      });
       if (changes.length === 0) return { kind: 'unchanged' };
       await this.deps.changes.open(trx, account, change, diff);
       return { kind: 'changed', changes };
@@ -169,8 +216,19 @@ export class Projection {
    * so a stale answer here is final; anything else takes the locked path (which also recovers an
    * open change).
    */
-  private async serverEventApplied(account: string, server: string, serverId: string, generation: number | null, change: string): Promise<boolean> {
-    const r = await sql<{ server_id: string | null; generation: number | null; deleted: boolean | null; open: boolean }>`
+  private async serverEventApplied(
+    account: string,
+    server: string,
+    serverId: string,
+    generation: number | null,
+    change: string,
+  ): Promise<boolean> {
+    const r = await sql<{
+      server_id: string | null;
+      generation: number | null;
+      deleted: boolean | null;
+      open: boolean;
+    }>`
       SELECT p.server_id, p.generation, p.deleted, o.id IS NOT NULL AS open
       FROM (SELECT 1) AS one
       LEFT JOIN projector.projected_servers p ON p.account_id = ${account} AND p.server = ${server}
@@ -183,9 +241,17 @@ export class Projection {
   }
 
   /** Projected name → {remoteName, cid} of the tools withheld for review (named as they would be projected with the rest). */
-  private heldNames(server: string, tools: ServerDiscoveredEvent['tools'], held: ServerDiscoveredEvent['held']): Record<string, { remoteName: string; cid: string }> {
+  private heldNames(
+    server: string,
+    tools: ServerDiscoveredEvent['tools'],
+    held: ServerDiscoveredEvent['held'],
+  ): Record<string, { remoteName: string; cid: string }> {
     if (held === undefined || held.length === 0) return {};
-    const names = projectToolNames(server, [...new Set([...tools.map((t) => t.name), ...held.map((h) => h.name)])], this.deps.style);
+    const names = projectToolNames(
+      server,
+      [...new Set([...tools.map((t) => t.name), ...held.map((h) => h.name)])],
+      this.deps.style,
+    );
     const out: Record<string, { remoteName: string; cid: string }> = {};
     for (const h of held.slice(0, 1000)) {
       const name = names.get(h.name);
@@ -211,7 +277,9 @@ export class Projection {
     const heldRows = await sql<{ agent_id: string; name: string }>`
       SELECT l.agent_id, l.name FROM projector.lambda_tools l
       JOIN projector.agent_sets a ON a.account_id = l.account_id AND a.agent_id = l.agent_id
-      WHERE l.account_id = ${account} AND l.name = ANY(${names}::text[]) AND a.servers @> ARRAY[${server}]::text[]`.execute(trx);
+      WHERE l.account_id = ${account} AND l.name = ANY(${names}::text[]) AND a.servers @> ARRAY[${server}]::text[]`.execute(
+      trx,
+    );
     const held = new Map<string, Set<string>>();
     for (const r of heldRows.rows) held.set(r.agent_id, (held.get(r.agent_id) ?? new Set()).add(r.name));
     const shared = await this.sharedNames(trx, account, server, names, maps);
@@ -226,7 +294,13 @@ export class Projection {
     for (const [agent, heldNames] of held) {
       const own = withoutNames(shared.get(agent) ?? diff, heldNames);
       const newlyHeld = [...heldNames].filter((n) => n in diff.added || n in diff.changed);
-      if (newlyHeld.length > 0) this.deps.log.warn('tool name held by a lambda: the mcp tool is left out', { account, agent, server, names: newlyHeld.sort() });
+      if (newlyHeld.length > 0)
+        this.deps.log.warn('tool name held by a lambda: the mcp tool is left out', {
+          account,
+          agent,
+          server,
+          names: newlyHeld.sort(),
+        });
       if (isEmptyDiff(own)) continue;
       const r = await sql<{ version: number }>`
         UPDATE projector.agent_sets SET version = version + 1, pending = ${appendPending(pendingEntry(change, own), open)}, updated_at = now()
@@ -252,11 +326,15 @@ export class Projection {
     if (names.length === 0) return out;
     const rivals = await sql<{ server: string; tools: Record<string, string> }>`
       SELECT server, tools FROM projector.projected_servers
-      WHERE account_id = ${account} AND server <> ${server} AND deleted = false AND tools ?| ${names}::text[]`.execute(trx);
+      WHERE account_id = ${account} AND server <> ${server} AND deleted = false AND tools ?| ${names}::text[]`.execute(
+      trx,
+    );
     if (rivals.rows.length === 0) return out;
     const agents = await sql<{ agent_id: string; servers: string[] }>`
       SELECT agent_id, servers FROM projector.agent_sets
-      WHERE account_id = ${account} AND servers @> ARRAY[${server}]::text[] AND servers && ${rivals.rows.map((r) => r.server)}::text[]`.execute(trx);
+      WHERE account_id = ${account} AND servers @> ARRAY[${server}]::text[] AND servers && ${rivals.rows.map((r) => r.server)}::text[]`.execute(
+      trx,
+    );
     for (const a of agents.rows) {
       const granted = new Set(a.servers);
       const others = new Map<string, string[]>();
@@ -270,7 +348,12 @@ export class Projection {
       const own = sharedNamesDiff(names, maps.before, maps.after, others);
       for (const name of names)
         if (others.has(name) && name in maps.after && !(name in maps.before))
-          this.deps.log.warn('tool name projected by two granted servers: neither takes it', { account, agent: a.agent_id, server, names: [name] });
+          this.deps.log.warn('tool name projected by two granted servers: neither takes it', {
+            account,
+            agent: a.agent_id,
+            server,
+            names: [name],
+          });
       out.set(a.agent_id, own);
     }
     return out;
@@ -294,9 +377,14 @@ export class Projection {
       const before = await agentSet(trx, e.account, e.agent, current?.servers ?? []);
       const after = await agentSet(trx, e.account, e.agent, servers);
       const diff = diffToolMaps(before.tools, after.tools);
-      const fresh = after.conflicts.filter((c) => !before.conflicts.some((b) => b.name === c.name && b.server === c.server));
+      const fresh = after.conflicts.filter(
+        (c) => !before.conflicts.some((b) => b.name === c.name && b.server === c.server),
+      );
       for (const c of fresh) {
-        const why = c.heldBy === 'lambda' ? 'tool name held by a lambda: the mcp tool is left out' : 'tool name projected by two granted servers: neither takes it';
+        const why =
+          c.heldBy === 'lambda'
+            ? 'tool name held by a lambda: the mcp tool is left out'
+            : 'tool name projected by two granted servers: neither takes it';
         this.deps.log.warn(why, { account: e.account, agent: e.agent, server: c.server, names: [c.name] });
       }
       if (isEmptyDiff(diff)) {
@@ -314,18 +402,32 @@ export class Projection {
 }
 
 /** The agent's pending events after a change: those of still-open changes (wherever they stand: changes close out of order), then this one. */
-export async function nextPending(trx: Kysely<Database>, account: string, pending: PendingToolsEvent[] | null, entry: PendingToolsEvent): Promise<string> {
+export async function nextPending(
+  trx: Kysely<Database>,
+  account: string,
+  pending: PendingToolsEvent[] | null,
+  entry: PendingToolsEvent,
+): Promise<string> {
   const open = pending === null || pending.length === 0 ? [] : await openChanges(trx, account);
   const keep = (pending ?? []).filter((p) => open.includes(p.change));
   return JSON.stringify([...keep, entry]);
 }
 
 /** Creates or updates an agent's row; `version`/`pending` only when its set changed. */
-export async function upsertAgentRow(trx: Kysely<Database>, account: string, agent: string, row: { servers: string[]; revision: number; version?: number; pending?: string }): Promise<void> {
+export async function upsertAgentRow(
+  trx: Kysely<Database>,
+  account: string,
+  agent: string,
+  row: { servers: string[]; revision: number; version?: number; pending?: string },
+): Promise<void> {
   const changed = row.version !== undefined ? { version: row.version, pending: row.pending ?? null } : {};
   await trx
     .insertInto('projector.agent_sets')
     .values({ account_id: account, agent_id: agent, servers: row.servers, revision: row.revision, ...changed })
-    .onConflict((oc) => oc.columns(['account_id', 'agent_id']).doUpdateSet({ servers: row.servers, revision: row.revision, ...changed, updated_at: new Date() }))
+    .onConflict((oc) =>
+      oc
+        .columns(['account_id', 'agent_id'])
+        .doUpdateSet({ servers: row.servers, revision: row.revision, ...changed, updated_at: new Date() }),
+    )
     .execute();
 }

@@ -32,9 +32,23 @@ export interface RunningProjector {
 
 /** Wires the projector from its configuration and starts consuming. */
 export async function startProjector(config: Config, opts: ProjectorOptions = {}): Promise<RunningProjector> {
-  const log = createLogger('projector', { level: config.logLevel, fields: { instance: config.instanceId }, ...(opts.logSink ? { sink: opts.logSink } : {}) });
-  const telemetry = opts.telemetry ?? (await setupTelemetry({ serviceName: 'projector', serviceInstanceId: config.instanceId, ...(config.otlpEndpoint ? { otlpEndpoint: config.otlpEndpoint } : {}) }));
-  const db = createDb(config.databaseUrl, { applicationName: 'projector', max: 10, onIdleError: (err) => log.warn('database connection dropped', { err }) });
+  const log = createLogger('projector', {
+    level: config.logLevel,
+    fields: { instance: config.instanceId },
+    ...(opts.logSink ? { sink: opts.logSink } : {}),
+  });
+  const telemetry =
+    opts.telemetry ??
+    (await setupTelemetry({
+      serviceName: 'projector',
+      serviceInstanceId: config.instanceId,
+      ...(config.otlpEndpoint ? { otlpEndpoint: config.otlpEndpoint } : {}),
+    }));
+  const db = createDb(config.databaseUrl, {
+    applicationName: 'projector',
+    max: 10,
+    onIdleError: (err) => log.warn('database connection dropped', { err }),
+  });
   await migrate(db, 'projector');
   await backfillSearchText(db, log);
   const bus = await connectBus({
@@ -42,15 +56,35 @@ export async function startProjector(config: Config, opts: ProjectorOptions = {}
     name: `projector ${config.instanceId}`,
     prefix: config.natsPrefix,
     log,
-    ...(config.natsCredentials ? { credentials: config.natsCredentials, inboxPrefix: config.natsCredentials.inboxPrefix } : {}),
+    ...(config.natsCredentials
+      ? { credentials: config.natsCredentials, inboxPrefix: config.natsCredentials.inboxPrefix }
+      : {}),
   });
-  const publisher = new JetStreamPublisher(bus.nc, bus.inboxPrefix, () => bus.traceHeaders(), { log, ...(opts.publishWindow ? { window: opts.publishWindow } : {}) });
+  const publisher = new JetStreamPublisher(bus.nc, bus.inboxPrefix, () => bus.traceHeaders(), {
+    log,
+    ...(opts.publishWindow ? { window: opts.publishWindow } : {}),
+  });
   const changes = new ChangeLog({ db, bus, log, publisher, meter: telemetry.meter, tracer: telemetry.tracer });
-  const projection = new Projection({ db, log, tracer: telemetry.tracer, meter: telemetry.meter, style: config.toolNameStyle, changes });
-  const subs = [serveAgentTools(bus, db, config.toolNameStyle), serveToolSearch(bus, db), ...serveLambdaTools(bus, new LambdaTools({ db, log, changes }))];
+  const projection = new Projection({
+    db,
+    log,
+    tracer: telemetry.tracer,
+    meter: telemetry.meter,
+    style: config.toolNameStyle,
+    changes,
+  });
+  const subs = [
+    serveAgentTools(bus, db, config.toolNameStyle),
+    serveToolSearch(bus, db),
+    ...serveLambdaTools(bus, new LambdaTools({ db, log, changes })),
+  ];
   const ackWaitMs = opts.ackWaitMs ?? DEFAULT_ACK_WAIT_MS;
   // The durable consumer is JetStream's too: a node still catching up may time it out (waited out like the streams).
-  const consumer = await retryStartup('consumer', () => startEventConsumer({ bus, projection, log, concurrency: opts.concurrency ?? 8, ackWaitMs }), { log });
+  const consumer = await retryStartup(
+    'consumer',
+    () => startEventConsumer({ bus, projection, log, concurrency: opts.concurrency ?? 8, ackWaitMs }),
+    { log },
+  );
   // Projector lag: the shared durable consumer's backlog, read from JetStream at each scrape
   // (mcpx_consumer_backlog{consumer="projector",state}; every instance reports the same consumer).
   consumerBacklogGauge(telemetry.meter, PROJECTOR_DURABLE, async () => {
@@ -60,7 +94,9 @@ export async function startProjector(config: Config, opts: ProjectorOptions = {}
   // Changes left open by an instance that died are published again (their events keep their ids).
   let sweeping: Promise<unknown> = Promise.resolve();
   const sweep = setInterval(() => {
-    sweeping = changes.sweep(4 * ackWaitMs).catch((err: unknown) => log.warn('sweep of open changes failed', { err: err as Error }));
+    sweeping = changes
+      .sweep(4 * ackWaitMs)
+      .catch((err: unknown) => log.warn('sweep of open changes failed', { err: err as Error }));
   }, 2 * ackWaitMs);
   let ready = true;
   const health = await startServiceHttp({

@@ -12,7 +12,8 @@ export const MAX_ID_LENGTH = 128;
 
 /** A required identifier: a non-empty string of at most {@link MAX_ID_LENGTH} characters. */
 export function requireId(value: unknown, field: string): string {
-  if (typeof value !== 'string' || value === '' || value.length > MAX_ID_LENGTH) throw invalidInput(field, `must be a non-empty string of at most ${MAX_ID_LENGTH} characters`);
+  if (typeof value !== 'string' || value === '' || value.length > MAX_ID_LENGTH)
+    throw invalidInput(field, `must be a non-empty string of at most ${MAX_ID_LENGTH} characters`);
   return value;
 }
 

@@ -11,8 +11,12 @@ import type { ProjectorOptions } from './projector.js';
  * projector refuses to start with a `ConfigError` naming the variable.
  */
 export function loadProjectorSettings(env: NodeJS.ProcessEnv): Pick<ProjectorOptions, 'ackWaitMs' | 'publishWindow'> {
-  const positive = (name: string): number | undefined => integerSetting(env, name, { fallback: undefined, min: 1, message: `${name} must be a positive integer` });
+  const positive = (name: string): number | undefined =>
+    integerSetting(env, name, { fallback: undefined, min: 1, message: `${name} must be a positive integer` });
   const ackWaitMs = positive('PROJECTOR_ACK_WAIT_MS');
   const publishWindow = positive('PROJECTOR_PUBLISH_WINDOW');
-  return { ...(ackWaitMs !== undefined ? { ackWaitMs } : {}), ...(publishWindow !== undefined ? { publishWindow } : {}) };
+  return {
+    ...(ackWaitMs !== undefined ? { ackWaitMs } : {}),
+    ...(publishWindow !== undefined ? { publishWindow } : {}),
+  };
 }

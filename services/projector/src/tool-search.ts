@@ -1,7 +1,15 @@
 import { sql } from 'kysely';
 import type { Subscription } from '@nats-io/transport-node';
 import type { Bus } from '@mcpx/bus';
-import { QueueGroups, checkSearchInput, decodeRequest, familyOf, type SearchInput, type ToolSearchFamily, type ToolSearchReply } from '@mcpx/contracts';
+import {
+  QueueGroups,
+  checkSearchInput,
+  decodeRequest,
+  familyOf,
+  type SearchInput,
+  type ToolSearchFamily,
+  type ToolSearchReply,
+} from '@mcpx/contracts';
 import { StoredShapeError, ToolDocumentColumn } from '@mcpx/stored';
 import type { Db } from '@mcpx/db';
 import type { McpToolDocument } from '@mcpx/domain';
@@ -53,14 +61,21 @@ interface HitRow {
  * name matches scores 1 more than any description-only match; `ts_rank_cd` (normalised to 0..1)
  * orders within each. A query with no words at all (`__`, `->`) falls back to ILIKE on the name.
  */
-export async function searchTools(db: Db, account: string, input: SearchInput, agent?: string): Promise<ToolSearchReply> {
+export async function searchTools(
+  db: Db,
+  account: string,
+  input: SearchInput,
+  agent?: string,
+): Promise<ToolSearchReply> {
   const parsed = parseQuery(input.query);
-  const neg = parsed.negated.length > 0 ? sql`&& !! websearch_to_tsquery('english', ${parsed.negated.join(' or ')})` : sql``;
+  const neg =
+    parsed.negated.length > 0 ? sql`&& !! websearch_to_tsquery('english', ${parsed.negated.join(' or ')})` : sql``;
   const built = await sql<{ q: string; n: number }>`
     WITH t AS (SELECT (websearch_to_tsquery('english', ${parsed.text}) || to_tsquery('simple', ${parsed.prefix})) ${neg} AS q)
     SELECT q::text AS q, numnode(q) AS n FROM t`.execute(db);
   const tsq = built.rows[0];
-  const allowed = agent === undefined ? sql`` : sql`AND EXISTS (SELECT 1 FROM allowed a WHERE a.name = d.name AND a.cid = d.cid)`;
+  const allowed =
+    agent === undefined ? sql`` : sql`AND EXISTS (SELECT 1 FROM allowed a WHERE a.name = d.name AND a.cid = d.cid)`;
   const withAllowed =
     agent === undefined
       ? sql``
@@ -111,11 +126,16 @@ function groupByFamily(rows: readonly HitRow[]): ToolSearchFamily[] {
 /** Answers `projector.tools.search` (the registry's SearchTools). */
 export function serveToolSearch(bus: Bus, db: Db): Subscription {
   // The request is a decoded map whose fields are unchecked: each is checked here.
-  return bus.serve(bus.subjects.projectorToolsSearch, QueueGroups.projector, decodeRequest, async (req): Promise<ToolSearchReply> => {
-    const account = requireId(req.account, 'account');
-    const agent = optionalId(req.agent, 'agent');
-    return searchTools(db, account, checkSearchInput(req), agent);
-  });
+  return bus.serve(
+    bus.subjects.projectorToolsSearch,
+    QueueGroups.projector,
+    decodeRequest,
+    async (req): Promise<ToolSearchReply> => {
+      const account = requireId(req.account, 'account');
+      const agent = optionalId(req.agent, 'agent');
+      return searchTools(db, account, checkSearchInput(req), agent);
+    },
+  );
 }
 
 /**
@@ -128,10 +148,15 @@ export async function backfillSearchText(db: Db, log: Logger, batch = 500): Prom
   let filled = 0;
   let after: { account_id: string; server: string; name: string } | undefined;
   for (;;) {
-    let q = db.selectFrom('projector.tool_documents').select(['account_id', 'server', 'name', 'cid', 'doc_cbor']).where('description', 'is', null);
+    let q = db
+      .selectFrom('projector.tool_documents')
+      .select(['account_id', 'server', 'name', 'cid', 'doc_cbor'])
+      .where('description', 'is', null);
     if (after !== undefined) {
       const a = after;
-      q = q.where((eb) => eb(eb.refTuple('account_id', 'server', 'name'), '>', eb.tuple(a.account_id, a.server, a.name)));
+      q = q.where((eb) =>
+        eb(eb.refTuple('account_id', 'server', 'name'), '>', eb.tuple(a.account_id, a.server, a.name)),
+      );
     }
     const rows = await q.orderBy('account_id').orderBy('server').orderBy('name').limit(batch).execute();
     for (const r of rows) {
@@ -140,7 +165,13 @@ export async function backfillSearchText(db: Db, log: Logger, batch = 500): Prom
         doc = ToolDocumentColumn.decode(r.doc_cbor);
       } catch (err) {
         if (!(err instanceof StoredShapeError)) throw err;
-        log.warn('a stored tool document does not decode; its search text is left unfilled', { account: r.account_id, server: r.server, cid: r.cid, column: err.column, field: err.field });
+        log.warn('a stored tool document does not decode; its search text is left unfilled', {
+          account: r.account_id,
+          server: r.server,
+          cid: r.cid,
+          column: err.column,
+          field: err.field,
+        });
         continue;
       }
       await db

@@ -30,7 +30,12 @@ export function withoutNames(d: ToolsDiff, held: Set<string>): ToolsDiff {
  * The diff of `names` as an agent sees it when other servers it grants (`rivals`: name → their
  * cids) project some of the same names: a name two servers project goes to neither.
  */
-export function sharedNamesDiff(names: readonly string[], before: Record<string, string>, after: Record<string, string>, rivals: ReadonlyMap<string, string[]>): ToolsDiff {
+export function sharedNamesDiff(
+  names: readonly string[],
+  before: Record<string, string>,
+  after: Record<string, string>,
+  rivals: ReadonlyMap<string, string[]>,
+): ToolsDiff {
   const effective = (own: string | undefined, others: string[]): string | undefined => {
     const all = own === undefined ? others : [own, ...others];
     return all.length === 1 ? all[0] : undefined;

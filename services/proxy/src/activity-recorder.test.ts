@@ -37,7 +37,13 @@ describe('ActivityRecorder', () => {
   it('holds a call synchronously and writes its metadata only, in batches', async () => {
     const store = new MemoryStore();
     const r = recorder(store);
-    for (let i = 0; i < 25; i++) r.record(req(i, { approvalId: i === 0 ? 'apr_1' : undefined }), { server: 'demo', tool: 'echo', era: 'modern' }, i % 5 === 0 ? 'server_error' : 'ok', 12.4);
+    for (let i = 0; i < 25; i++)
+      r.record(
+        req(i, { approvalId: i === 0 ? 'apr_1' : undefined }),
+        { server: 'demo', tool: 'echo', era: 'modern' },
+        i % 5 === 0 ? 'server_error' : 'ok',
+        12.4,
+      );
     expect(store.writes).toBe(0);
     expect(r.stats.held).toBe(25);
     await r.flush();

@@ -1,4 +1,11 @@
-import { ROOT_CONTEXT, SpanStatusCode, type Counter, type Histogram, type Meter, type Tracer } from '@opentelemetry/api';
+import {
+  ROOT_CONTEXT,
+  SpanStatusCode,
+  type Counter,
+  type Histogram,
+  type Meter,
+  type Tracer,
+} from '@opentelemetry/api';
 import type { ProxyCallRequest } from '@mcpx/contracts';
 import type { Logger } from '@mcpx/log';
 import type { ActivityStore, CallRecord } from './activity-store.js';
@@ -56,11 +63,24 @@ export class ActivityRecorder {
   constructor(private readonly opts: ActivityRecorderOptions) {
     this.batch = opts.batch ?? 2_000;
     const { meter } = opts;
-    this.recorded = meter.createCounter('mcpx_activity_recorded_total', { description: 'Calls written to the call log' });
-    this.dropped = meter.createCounter('mcpx_activity_dropped_total', { description: 'Calls not written to the call log, by reason (buffer_full, write_failed)' });
-    this.writeFailures = meter.createCounter('mcpx_activity_write_failures_total', { description: 'Failed writes of a batch of calls (retried)' });
-    this.writeTime = meter.createHistogram('mcpx_activity_write_ms', { unit: 'ms', description: 'Time to write one batch of calls' });
-    meter.createObservableGauge('mcpx_activity_held', { description: 'Calls held by the proxy, not yet written to the call log' }).addCallback((o) => o.observe(this.rows.length));
+    this.recorded = meter.createCounter('mcpx_activity_recorded_total', {
+      description: 'Calls written to the call log',
+    });
+    this.dropped = meter.createCounter('mcpx_activity_dropped_total', {
+      description: 'Calls not written to the call log, by reason (buffer_full, write_failed)',
+    });
+    this.writeFailures = meter.createCounter('mcpx_activity_write_failures_total', {
+      description: 'Failed writes of a batch of calls (retried)',
+    });
+    this.writeTime = meter.createHistogram('mcpx_activity_write_ms', {
+      unit: 'ms',
+      description: 'Time to write one batch of calls',
+    });
+    meter
+      .createObservableGauge('mcpx_activity_held', {
+        description: 'Calls held by the proxy, not yet written to the call log',
+      })
+      .addCallback((o) => o.observe(this.rows.length));
   }
 
   /** Calls written, dropped, and failed writes, since the start (for tests and stats). */
@@ -163,7 +183,8 @@ export class ActivityRecorder {
 
   private async tick(): Promise<void> {
     await this.flush();
-    const delay = this.failures === 0 ? this.opts.flushMs : Math.min(this.opts.flushMs * 2 ** this.failures, MAX_BACKOFF_MS);
+    const delay =
+      this.failures === 0 ? this.opts.flushMs : Math.min(this.opts.flushMs * 2 ** this.failures, MAX_BACKOFF_MS);
     this.schedule(delay);
   }
 
@@ -171,7 +192,11 @@ export class ActivityRecorder {
   private writeOnce(): Promise<void> {
     const batch = this.rows.splice(0, this.batch);
     // A trace of its own: a batch belongs to no one call.
-    const span = this.opts.tracer?.startSpan('proxy.activity.write', { attributes: { 'mcpx.activity.rows': batch.length } }, ROOT_CONTEXT);
+    const span = this.opts.tracer?.startSpan(
+      'proxy.activity.write',
+      { attributes: { 'mcpx.activity.rows': batch.length } },
+      ROOT_CONTEXT,
+    );
     const started = performance.now();
     const done = this.opts.store.write(batch).then(
       () => {
@@ -189,7 +214,11 @@ export class ActivityRecorder {
         this.writeTime.record(performance.now() - started, { outcome: 'error' });
         span?.setStatus({ code: SpanStatusCode.ERROR, message: 'write failed' });
         span?.end();
-        if (this.failures === 1) this.opts.log?.warn('call log write failed: calls held and retried', { err: err as Error, held: batch.length + this.rows.length });
+        if (this.failures === 1)
+          this.opts.log?.warn('call log write failed: calls held and retried', {
+            err: err as Error,
+            held: batch.length + this.rows.length,
+          });
         // Put back in front of the newer ones; what no longer fits is given up and counted.
         const room = Math.max(0, this.opts.buffer - this.rows.length);
         if (room < batch.length) this.drop(batch.length - room, 'write_failed');

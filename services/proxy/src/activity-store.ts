@@ -56,7 +56,10 @@ export class PostgresActivityStore implements ActivityStore {
   async prune(before: Date, accounts: Iterable<string>, maxPerAccount: number): Promise<number> {
     let total = 0;
     for (;;) {
-      const r = await sql`DELETE FROM activity.calls WHERE id IN (SELECT id FROM activity.calls WHERE at < ${before} ORDER BY at LIMIT ${PRUNE_BATCH})`.execute(this.db);
+      const r =
+        await sql`DELETE FROM activity.calls WHERE id IN (SELECT id FROM activity.calls WHERE at < ${before} ORDER BY at LIMIT ${PRUNE_BATCH})`.execute(
+          this.db,
+        );
       const n = Number(r.numAffectedRows ?? 0);
       total += n;
       if (n < PRUNE_BATCH) break;

@@ -42,11 +42,20 @@ export function screenAppContents(result: Record<string, unknown>): Record<strin
       uri,
       mimeType: 'text/plain',
       text: `[mcpx: left out: a ui:// resource is an MCP Apps app and must be HTML (text/html;profile=mcp-app); the server sent ${sent} (${bytes} bytes)]`,
-      _meta: { [OMITTED_META_KEY]: { type: 'resource', uri, ...(mimeType !== undefined ? { mimeType } : {}), bytes, reason: 'not_html' } },
+      _meta: {
+        [OMITTED_META_KEY]: {
+          type: 'resource',
+          uri,
+          ...(mimeType !== undefined ? { mimeType } : {}),
+          bytes,
+          reason: 'not_html',
+        },
+      },
     };
   });
   if (notHtml === 0) return result;
-  const meta = typeof result._meta === 'object' && result._meta !== null ? (result._meta as Record<string, unknown>) : {};
+  const meta =
+    typeof result._meta === 'object' && result._meta !== null ? (result._meta as Record<string, unknown>) : {};
   // The count is the connector's word: whatever the server put under its key is replaced.
   return { ...result, contents: out, _meta: { ...meta, [OMITTED_META_KEY]: { notHtml } } };
 }

@@ -37,6 +37,8 @@ describe('argumentsHash: what an approval is bound to', () => {
   });
 
   it('refuses arguments with no canonical encoding, naming the field', () => {
-    expect(() => argumentsHash({ n: Number.NaN })).toThrow(expect.objectContaining({ code: 'invalid_arguments', details: { field: 'arguments' } }));
+    expect(() => argumentsHash({ n: Number.NaN })).toThrow(
+      expect.objectContaining({ code: 'invalid_arguments', details: { field: 'arguments' } }),
+    );
   });
 });

@@ -22,7 +22,11 @@ export function argumentsHash(args: Record<string, unknown>): string {
     bytes = encodeCanonical(args);
   } catch {
     // dag-cbor refuses undefined and non-finite numbers: such arguments cannot be bound.
-    throw new WireError(ErrorCodes.invalidArguments, 'arguments: an always_ask call needs arguments with a canonical encoding (no undefined, NaN or Infinity)', { field: 'arguments' });
+    throw new WireError(
+      ErrorCodes.invalidArguments,
+      'arguments: an always_ask call needs arguments with a canonical encoding (no undefined, NaN or Infinity)',
+      { field: 'arguments' },
+    );
   }
   return sha256Hex(bytes);
 }
@@ -75,7 +79,9 @@ export class ApprovalGate {
       maxPendingGlobal: deps.maxPendingGlobal ?? d.pendingApprovalsTotal,
       maxPendingBytesGlobal: deps.maxPendingBytesGlobal ?? d.pendingApprovalBytesTotal,
     };
-    this.rejections = deps.meter?.createCounter('mcpx_quota_rejections_total', { description: 'Requests refused by a quota or rate limit, by kind' });
+    this.rejections = deps.meter?.createCounter('mcpx_quota_rejections_total', {
+      description: 'Requests refused by a quota or rate limit, by kind',
+    });
   }
 
   /**
@@ -131,13 +137,20 @@ export class ApprovalGate {
     }
     if (claim.reason === 'denied') {
       span?.setAttribute('mcpx.approval.id', claim.record.id);
-      throw new WireError(ErrorCodes.approvalRefused, `${doc.name}: ${REFUSALS.denied}; this call is refused until ${new Date(claim.record.expiresAt).toISOString()}`, {
-        approvalId: claim.record.id,
-        reason: 'denied',
-        tool: doc.name,
-      });
+      throw new WireError(
+        ErrorCodes.approvalRefused,
+        `${doc.name}: ${REFUSALS.denied}; this call is refused until ${new Date(claim.record.expiresAt).toISOString()}`,
+        {
+          approvalId: claim.record.id,
+          reason: 'denied',
+          tool: doc.name,
+        },
+      );
     }
-    const record = await this.createWithin({ ...binding, account: req.account, server: doc.server, remoteName: doc.remoteName, arguments: req.arguments }, doc.name);
+    const record = await this.createWithin(
+      { ...binding, account: req.account, server: doc.server, remoteName: doc.remoteName, arguments: req.arguments },
+      doc.name,
+    );
     const event: ApprovalRequestedEvent = {
       account: req.account,
       approvalId: record.id,
@@ -156,7 +169,14 @@ export class ApprovalGate {
     const span = trace.getActiveSpan();
     span?.setAttribute('mcpx.approval.id', approvalId);
     span?.setAttribute('mcpx.approval.matched', matched);
-    this.deps.log?.info('approved tool call admitted', { account: req.account, agent: req.agent, run: req.run, tool: doc.name, approval: approvalId, matched });
+    this.deps.log?.info('approved tool call admitted', {
+      account: req.account,
+      agent: req.agent,
+      run: req.run,
+      tool: doc.name,
+      approval: approvalId,
+      matched,
+    });
   }
 }
 
@@ -166,7 +186,11 @@ export class ApprovalGate {
  */
 function approvalsDown(err: unknown): unknown {
   if (err instanceof WireError || !isRedisUnavailable(err)) return err;
-  return new WireError(ErrorCodes.unavailable, 'redis is unavailable: the approval could not be checked, and the call did not run', { dependency: 'redis', retryAfterMs: REDIS_RETRY_AFTER_MS });
+  return new WireError(
+    ErrorCodes.unavailable,
+    'redis is unavailable: the approval could not be checked, and the call did not run',
+    { dependency: 'redis', retryAfterMs: REDIS_RETRY_AFTER_MS },
+  );
 }
 
 /**
@@ -174,13 +198,21 @@ function approvalsDown(err: unknown): unknown {
  * re-sent once it is approved runs, with or without the id; re-sent before, it gets the same
  * refusal (the same words too: the endpoint's two serving paths answer alike).
  */
-function approvalRequiredError(doc: Pick<McpToolDocument, 'name' | 'server'>, approvalId: string, expiresAt: string): WireError {
-  return new WireError(ErrorCodes.approvalRequired, `${doc.name} needs a human's approval before it runs; re-send the same call (same arguments) once it is approved`, {
-    approvalId,
-    tool: doc.name,
-    server: doc.server,
-    expiresAt,
-  });
+function approvalRequiredError(
+  doc: Pick<McpToolDocument, 'name' | 'server'>,
+  approvalId: string,
+  expiresAt: string,
+): WireError {
+  return new WireError(
+    ErrorCodes.approvalRequired,
+    `${doc.name} needs a human's approval before it runs; re-send the same call (same arguments) once it is approved`,
+    {
+      approvalId,
+      tool: doc.name,
+      server: doc.server,
+      expiresAt,
+    },
+  );
 }
 
 /**
@@ -189,8 +221,21 @@ function approvalRequiredError(doc: Pick<McpToolDocument, 'name' | 'server'>, ap
  * not decided (the call can be re-sent with the same approval); `approval_refused`, with the
  * reason, for one denied, expired, used, unknown or given for another call.
  */
-export function consumeRefusal(out: ConsumeOutcome, approvalId: string, doc: Pick<McpToolDocument, 'name' | 'server'>): WireError | undefined {
+export function consumeRefusal(
+  out: ConsumeOutcome,
+  approvalId: string,
+  doc: Pick<McpToolDocument, 'name' | 'server'>,
+): WireError | undefined {
   if (out.ok) return undefined;
-  if (out.reason === 'pending') return new WireError(ErrorCodes.approvalRequired, `${doc.name} is still waiting for a human's approval`, { approvalId, tool: doc.name, server: doc.server });
-  return new WireError(ErrorCodes.approvalRefused, `${doc.name}: ${REFUSALS[out.reason]}`, { approvalId, reason: out.reason, tool: doc.name });
+  if (out.reason === 'pending')
+    return new WireError(ErrorCodes.approvalRequired, `${doc.name} is still waiting for a human's approval`, {
+      approvalId,
+      tool: doc.name,
+      server: doc.server,
+    });
+  return new WireError(ErrorCodes.approvalRefused, `${doc.name}: ${REFUSALS[out.reason]}`, {
+    approvalId,
+    reason: out.reason,
+    tool: doc.name,
+  });
 }

@@ -2,7 +2,13 @@ import { describe, expect, it } from 'vitest';
 import { McpClientErrorCode } from '@mcpx/mcp-client';
 import { approvalStep, limitRefusal, limitRefusalKind, retryDecision, type FailedAttempt } from './call-decisions.js';
 
-const first = (code: string | undefined, extra: Partial<FailedAttempt> = {}): FailedAttempt => ({ code, cancelled: false, refreshable: false, attempt: 1, ...extra });
+const first = (code: string | undefined, extra: Partial<FailedAttempt> = {}): FailedAttempt => ({
+  code,
+  cancelled: false,
+  refreshable: false,
+  attempt: 1,
+  ...extra,
+});
 
 describe('retryDecision: once, only when nothing ran', () => {
   it('reconnects once after a lost legacy session', () => {
@@ -10,7 +16,10 @@ describe('retryDecision: once, only when nothing ran', () => {
   });
 
   it('refreshes once after a refused OAuth token, and only when the token can be refreshed', () => {
-    expect(retryDecision(first(McpClientErrorCode.Unauthorized, { refreshable: true }))).toEqual({ retry: true, reason: 'unauthorized' });
+    expect(retryDecision(first(McpClientErrorCode.Unauthorized, { refreshable: true }))).toEqual({
+      retry: true,
+      reason: 'unauthorized',
+    });
     // A static bearer token or custom headers: a 401 is the caller's auth_required, not retried.
     expect(retryDecision(first(McpClientErrorCode.Unauthorized))).toEqual({ retry: false });
   });
@@ -35,12 +44,16 @@ describe('retryDecision: once, only when nothing ran', () => {
 
   it('never retries a cancelled call, even when the answer proves nothing ran', () => {
     expect(retryDecision(first(McpClientErrorCode.SessionExpired, { cancelled: true }))).toEqual({ retry: false });
-    expect(retryDecision(first(McpClientErrorCode.Unauthorized, { cancelled: true, refreshable: true }))).toEqual({ retry: false });
+    expect(retryDecision(first(McpClientErrorCode.Unauthorized, { cancelled: true, refreshable: true }))).toEqual({
+      retry: false,
+    });
   });
 
   it('never retries the retry', () => {
     expect(retryDecision(first(McpClientErrorCode.SessionExpired, { attempt: 2 }))).toEqual({ retry: false });
-    expect(retryDecision(first(McpClientErrorCode.Unauthorized, { attempt: 2, refreshable: true }))).toEqual({ retry: false });
+    expect(retryDecision(first(McpClientErrorCode.Unauthorized, { attempt: 2, refreshable: true }))).toEqual({
+      retry: false,
+    });
   });
 });
 
@@ -74,6 +87,8 @@ describe('limitRefusal', () => {
     const err = limitRefusal('github', limits, { ok: false, reason: 'concurrency', retryAfterMs: 200 });
     expect(err.message).toBe('the github MCP server already has 4 calls in flight for this account; retry in 200 ms');
     expect(err.details).toEqual({ server: 'github', reason: 'concurrency', retryAfterMs: 200 });
-    expect(limitRefusalKind({ ok: false, reason: 'concurrency', retryAfterMs: 200 })).toBe('call_concurrency_per_server');
+    expect(limitRefusalKind({ ok: false, reason: 'concurrency', retryAfterMs: 200 })).toBe(
+      'call_concurrency_per_server',
+    );
   });
 });

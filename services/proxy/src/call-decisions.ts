@@ -61,15 +61,25 @@ export function approvalStep(permission: string, alreadyApproved: boolean, gateA
  * The `rate_limited` error of a call refused by its server's shared limits: which limit, the
  * figure it holds to, and when to retry (a retryable code: nothing ran).
  */
-export function limitRefusal(server: string, limits: CallLimits, refusal: Extract<Admission, { ok: false }>): WireError {
+export function limitRefusal(
+  server: string,
+  limits: CallLimits,
+  refusal: Extract<Admission, { ok: false }>,
+): WireError {
   const message =
     refusal.reason === 'rate'
       ? `calls to the ${server} MCP server exceed ${limits.ratePerSecond} per second; retry in ${refusal.retryAfterMs} ms`
       : `the ${server} MCP server already has ${limits.maxConcurrency} calls in flight for this account; retry in ${refusal.retryAfterMs} ms`;
-  return new WireError(ErrorCodes.rateLimited, message, { server, reason: refusal.reason, retryAfterMs: refusal.retryAfterMs });
+  return new WireError(ErrorCodes.rateLimited, message, {
+    server,
+    reason: refusal.reason,
+    retryAfterMs: refusal.retryAfterMs,
+  });
 }
 
 /** The metric kind of a limit refusal (`mcpx_quota_rejections_total{kind}`). */
-export function limitRefusalKind(refusal: Extract<Admission, { ok: false }>): 'call_rate_per_server' | 'call_concurrency_per_server' {
+export function limitRefusalKind(
+  refusal: Extract<Admission, { ok: false }>,
+): 'call_rate_per_server' | 'call_concurrency_per_server' {
   return refusal.reason === 'rate' ? 'call_rate_per_server' : 'call_concurrency_per_server';
 }

@@ -1,9 +1,37 @@
-import { SpanKind, SpanStatusCode, context, trace, type Attributes, type Context, type Counter, type Histogram, type Meter, type Span, type Tracer } from '@opentelemetry/api';
+import {
+  SpanKind,
+  SpanStatusCode,
+  context,
+  trace,
+  type Attributes,
+  type Context,
+  type Counter,
+  type Histogram,
+  type Meter,
+  type Span,
+  type Tracer,
+} from '@opentelemetry/api';
 import { ErrorCodes, MAX_CALL_TIMEOUT_MS, WireError, type ProxyCallRequest } from '@mcpx/contracts';
-import { TEXT_LIMIT_BYTES, flattenCallResult, isErrorResult, type ContentLimits, type FlattenLimits, type McpToolDocument, type ProxyResult } from '@mcpx/domain';
+import {
+  TEXT_LIMIT_BYTES,
+  flattenCallResult,
+  isErrorResult,
+  type ContentLimits,
+  type FlattenLimits,
+  type McpToolDocument,
+  type ProxyResult,
+} from '@mcpx/domain';
 import type { CallLimiter, CallLimits } from '@mcpx/shared-state';
 import type { Logger } from '@mcpx/log';
-import { McpClientError, isInputRequired, type CallToolOptions, type CreateMessageResult, type ElicitResult, type McpCallResult, type McpConnection } from '@mcpx/mcp-client';
+import {
+  McpClientError,
+  isInputRequired,
+  type CallToolOptions,
+  type CreateMessageResult,
+  type ElicitResult,
+  type McpCallResult,
+  type McpConnection,
+} from '@mcpx/mcp-client';
 import { McpAttributes, endWithOutcome } from '@mcpx/telemetry';
 import { argumentsHash, type ApprovalGate } from './approval-gate.js';
 import { approvalStep, limitRefusal, limitRefusalKind, retryDecision } from './call-decisions.js';
@@ -42,7 +70,11 @@ export function replyLimits(maxPayload: number): ReplyLimits {
   const resultBytes = 256 * 1024;
   const left = Math.max(0, maxPayload - TEXT_LIMIT_BYTES - resultBytes - 64 * 1024);
   const images = Math.floor((left * 3) / 4);
-  return { flatten: { imageBytes: images, imagesTotalBytes: images }, resultBytes, content: contentReplyLimits(maxPayload, resultBytes) };
+  return {
+    flatten: { imageBytes: images, imagesTotalBytes: images },
+    resultBytes,
+    content: contentReplyLimits(maxPayload, resultBytes),
+  };
 }
 
 export interface CallHandlerDeps {
@@ -102,10 +134,17 @@ export class CallHandler {
   constructor(private readonly deps: CallHandlerDeps) {
     this.pins = deps.pins ?? new StrictPins(deps.meter);
     this.calls = deps.meter.createCounter('mcpx_proxy_calls_total', { description: 'Calls by result code' });
-    this.resumptions = deps.meter.createCounter('mcpx_proxy_stream_resumptions_total', { description: 'Broken tools/call response streams resumed with Last-Event-ID, by outcome' });
-    this.duration = deps.meter.createHistogram('mcpx_proxy_call_duration_ms', { unit: 'ms', description: 'Call time, end to end in the proxy' });
+    this.resumptions = deps.meter.createCounter('mcpx_proxy_stream_resumptions_total', {
+      description: 'Broken tools/call response streams resumed with Last-Event-ID, by outcome',
+    });
+    this.duration = deps.meter.createHistogram('mcpx_proxy_call_duration_ms', {
+      unit: 'ms',
+      description: 'Call time, end to end in the proxy',
+    });
     this.metrics = new CallMetrics(deps.meter);
-    this.rejections = deps.meter.createCounter('mcpx_quota_rejections_total', { description: 'Requests refused by a quota or rate limit, by kind' });
+    this.rejections = deps.meter.createCounter('mcpx_quota_rejections_total', {
+      description: 'Requests refused by a quota or rate limit, by kind',
+    });
   }
 
   get inflightCount(): number {
@@ -147,7 +186,14 @@ export class CallHandler {
       'proxy.call',
       {
         kind: SpanKind.SERVER,
-        attributes: { 'mcp.account': req.account, 'mcpx.agent': req.agent, 'mcpx.run': req.run, 'mcp.tool': req.tool, [McpAttributes.methodName]: 'tools/call', [McpAttributes.toolName]: req.tool },
+        attributes: {
+          'mcp.account': req.account,
+          'mcpx.agent': req.agent,
+          'mcpx.run': req.run,
+          'mcp.tool': req.tool,
+          [McpAttributes.methodName]: 'tools/call',
+          [McpAttributes.toolName]: req.tool,
+        },
       },
       parent,
     );
@@ -163,7 +209,8 @@ export class CallHandler {
       const wire = toWire(err);
       code = wire.code;
       // A fault of ours: the caller sees only `internal`; the operator sees what it was.
-      if (wire.code === ErrorCodes.internal) this.deps.log?.error('a call failed with an unexpected error', { tool: req.tool, err: err as Error });
+      if (wire.code === ErrorCodes.internal)
+        this.deps.log?.error('a call failed with an unexpected error', { tool: req.tool, err: err as Error });
       span.setStatus({ code: SpanStatusCode.ERROR, message: wire.message });
       span.setAttributes({ 'mcpx.error_code': wire.code, [McpAttributes.errorCode]: wire.code });
       throw wire;
@@ -199,7 +246,14 @@ export class CallHandler {
   }
 
   /** `key` names the call (`<account>:<run>:<callId>`) in `inflight` and in its concurrency lease. */
-  private async execute(req: ProxyCallRequest, key: string, started: number, span: Span, target: CallTarget, ctx: Context): Promise<ProxyResult> {
+  private async execute(
+    req: ProxyCallRequest,
+    key: string,
+    started: number,
+    span: Span,
+    target: CallTarget,
+    ctx: Context,
+  ): Promise<ProxyResult> {
     const { catalog } = this.deps;
     const agent = catalog.agentNow(req.account, req.agent) ?? (await catalog.agent(req.account, req.agent));
     if (agent === null) throw new WireError(ErrorCodes.notFound, 'this account has no such agent', { field: 'agent' });
@@ -212,20 +266,30 @@ export class CallHandler {
     // The metrics' labels: names from the registry's document, never from the request.
     target.server = doc.server;
     target.tool = doc.remoteName;
-    const validating = this.step(ctx, 'proxy.validate', { [McpAttributes.toolName]: doc.remoteName, [McpAttributes.server]: doc.server });
+    const validating = this.step(ctx, 'proxy.validate', {
+      [McpAttributes.toolName]: doc.remoteName,
+      [McpAttributes.server]: doc.server,
+    });
     const check = entry.validate(req.arguments);
     // Names and flags only, never a value: a default filled, a part past the validator's bounds let through.
     if (check.ok) {
-      validating.setAttributes({ 'mcpx.arguments.filled': check.filled !== undefined, 'mcpx.validation.partial': check.partial !== undefined });
+      validating.setAttributes({
+        'mcpx.arguments.filled': check.filled !== undefined,
+        'mcpx.validation.partial': check.partial !== undefined,
+      });
       this.metrics.validated(target, check);
     }
     endWithOutcome(validating, check.ok ? undefined : ErrorCodes.invalidArguments);
     if (!check.ok) {
       // Touch-expand: a miss answers with the real contract, and nothing is called.
-      throw new WireError(ErrorCodes.invalidArguments, `arguments do not match ${doc.name}: ${check.errors.map((e) => `${e.path || '/'} ${e.message}`).join('; ')}`, {
-        errors: check.errors,
-        contract: { name: doc.name, description: doc.description, inputSchema: doc.inputSchema },
-      });
+      throw new WireError(
+        ErrorCodes.invalidArguments,
+        `arguments do not match ${doc.name}: ${check.errors.map((e) => `${e.path || '/'} ${e.message}`).join('; ')}`,
+        {
+          errors: check.errors,
+          contract: { name: doc.name, description: doc.description, inputSchema: doc.inputSchema },
+        },
+      );
     }
     // The defaults the server would fill itself are filled here: from now on the call is these
     // arguments, so what a person approves, what an approval or input request is bound to, and
@@ -235,13 +299,20 @@ export class CallHandler {
     const granting = this.step(ctx, 'proxy.grant', { [McpAttributes.server]: doc.server });
     const granted = agent.grants.has(doc.server);
     endWithOutcome(granting, granted ? undefined : ErrorCodes.notGranted);
-    if (!granted) throw new WireError(ErrorCodes.notGranted, `the agent is not granted the ${doc.server} MCP server`, { server: doc.server });
+    if (!granted)
+      throw new WireError(ErrorCodes.notGranted, `the agent is not granted the ${doc.server} MCP server`, {
+        server: doc.server,
+      });
     // A call re-sent with the answers to its server's questions: the input request is used once,
     // for this agent, run, tool and arguments only. A call that passed its approval before it was
     // asked needs none again.
     let resumption: Resumption | undefined;
     if (req.inputRequestId !== undefined) {
-      if (this.deps.inputs === undefined) throw new WireError(ErrorCodes.inputRefused, 'input requests are not available here', { reason: 'unknown', tool: doc.name });
+      if (this.deps.inputs === undefined)
+        throw new WireError(ErrorCodes.inputRefused, 'input requests are not available here', {
+          reason: 'unknown',
+          tool: doc.name,
+        });
       resumption = await this.deps.inputs.resume(req, doc, argumentsHash(req.arguments)).catch((err: unknown) => {
         throw beforeSend(err);
       });
@@ -250,9 +321,17 @@ export class CallHandler {
     }
     let approved = resumption?.approved ?? false;
     const approval = approvalStep(doc.permission, approved, this.deps.approvals !== undefined);
-    if (approval === 'unavailable') throw new WireError(ErrorCodes.approvalRequired, `${doc.name} needs a human's approval, and approvals are not available here`, { tool: doc.name });
+    if (approval === 'unavailable')
+      throw new WireError(
+        ErrorCodes.approvalRequired,
+        `${doc.name} needs a human's approval, and approvals are not available here`,
+        { tool: doc.name },
+      );
     if (approval === 'gate') {
-      const approving = this.step(ctx, 'proxy.approval', { [McpAttributes.toolName]: doc.remoteName, [McpAttributes.server]: doc.server });
+      const approving = this.step(ctx, 'proxy.approval', {
+        [McpAttributes.toolName]: doc.remoteName,
+        [McpAttributes.server]: doc.server,
+      });
       try {
         await context.with(trace.setSpan(ctx, approving), () => this.deps.approvals!.admit(req, doc));
         endWithOutcome(approving, undefined, 'approved');
@@ -266,19 +345,35 @@ export class CallHandler {
     }
     // A legacy server that pushed its question is still holding its request: the answer goes to it.
     if (resumption?.record.era === 'legacy') target.era = 'legacy';
-    if (resumption?.record.era === 'legacy') return await this.resumeParked(req, doc, resumption, { formsByRuntime: agent.formsByRuntime === true, approved }, started, span);
+    if (resumption?.record.era === 'legacy')
+      return await this.resumeParked(
+        req,
+        doc,
+        resumption,
+        { formsByRuntime: agent.formsByRuntime === true, approved },
+        started,
+        span,
+      );
     // The warm entry without an await; its pin mode is part of it (read with its credentials).
-    let server = this.deps.catalog.serverNow(req.account, doc.server) ?? (await this.deps.catalog.server(req.account, doc.server));
-    if (server === null) throw new WireError(ErrorCodes.notFound, `no MCP server named ${doc.server}`, { server: doc.server });
+    let server =
+      this.deps.catalog.serverNow(req.account, doc.server) ?? (await this.deps.catalog.server(req.account, doc.server));
+    if (server === null)
+      throw new WireError(ErrorCodes.notFound, `no MCP server named ${doc.server}`, { server: doc.server });
     const pin = server.pin;
-    if (server.oauth !== undefined && this.deps.oauth?.expiring(server)) server = await this.deps.oauth.refreshed(req.account, doc.server, server);
+    if (server.oauth !== undefined && this.deps.oauth?.expiring(server))
+      server = await this.deps.oauth.refreshed(req.account, doc.server, server);
     span.setAttribute('mcp.server', doc.server);
     const timeoutMs = Math.min(req.timeoutMs ?? MAX_CALL_TIMEOUT_MS, MAX_CALL_TIMEOUT_MS);
 
     const { limiter, limits } = this.deps;
     let release: (() => void) | undefined;
     if (limiter !== undefined && limits !== undefined) {
-      const admitted = limiter.admit(`${req.account}:${doc.server}`, limits, `${this.deps.instance ?? 'proxy'}:${key}`, timeoutMs + 30_000);
+      const admitted = limiter.admit(
+        `${req.account}:${doc.server}`,
+        limits,
+        `${this.deps.instance ?? 'proxy'}:${key}`,
+        timeoutMs + 30_000,
+      );
       // Usually answered from what this instance holds, without a round trip (or an await).
       const admission = admitted instanceof Promise ? await admitted : admitted;
       if (!admission.ok) {
@@ -318,7 +413,11 @@ export class CallHandler {
       // the state is the server's, unsealed here, never taken from the caller.
       let params: Parameters<McpConnection['callTool']>[0] = { name: doc.remoteName, arguments: req.arguments };
       if (resumption !== undefined) {
-        params = { ...params, inputResponses: resumption.inputResponses, ...(resumption.requestState !== undefined ? { requestState: resumption.requestState } : {}) } as typeof params;
+        params = {
+          ...params,
+          inputResponses: resumption.inputResponses,
+          ...(resumption.requestState !== undefined ? { requestState: resumption.requestState } : {}),
+        } as typeof params;
       }
       const declared = declaredFor(req);
       // A legacy server may push a question during the call: it is routed to this call's channel.
@@ -326,7 +425,8 @@ export class CallHandler {
       // The era of the connection the call went out on (set at once when the run's connection was ready).
       let era: McpConnection['era'] | undefined;
       const callOn = (conn: McpConnection) => {
-        const untrack = channel !== undefined && conn.era === 'legacy' ? this.deps.legacyAsks!.track(conn, channel) : undefined;
+        const untrack =
+          channel !== undefined && conn.era === 'legacy' ? this.deps.legacyAsks!.track(conn, channel) : undefined;
         const out = this.upstreamCall(ctx, attrs, conn, (client) =>
           sentCall(
             conn.callTool(params, {
@@ -336,7 +436,11 @@ export class CallHandler {
               onResume: (outcome) => this.resumedStream(client, doc.server, outcome),
               // The endpoint's client that declared what it answers is declared as it is (see
               // declaredFor); another caller that shares its roots declares them for this call.
-              ...(declared !== undefined ? { onlyCapabilities: declared } : req.answers?.roots === true ? { capabilities: { roots: {} } } : {}),
+              ...(declared !== undefined
+                ? { onlyCapabilities: declared }
+                : req.answers?.roots === true
+                  ? { capabilities: { roots: {} } }
+                  : {}),
               ...(progress !== undefined ? { onProgress: progress.progress } : {}),
               ...(logs !== undefined ? { logLevel: req.logLevel, onLog: logs.message } : {}),
               ...(taskId !== undefined ? { task: { ttlMs: tasks!.maxTtlMs } } : {}),
@@ -353,7 +457,10 @@ export class CallHandler {
         target.era = conn.era;
         if (taskId !== undefined) taskTarget = conn.taskTarget();
         if (pin !== 'strict') return callOn(conn);
-        const checking = this.step(ctx, 'proxy.pin.check', { [McpAttributes.toolName]: doc.remoteName, [McpAttributes.server]: doc.server });
+        const checking = this.step(ctx, 'proxy.pin.check', {
+          [McpAttributes.toolName]: doc.remoteName,
+          [McpAttributes.server]: doc.server,
+        });
         return this.pins.verify(conn, req.account, doc, timeoutMs).then(
           () => {
             endWithOutcome(checking);
@@ -367,7 +474,15 @@ export class CallHandler {
       };
       const send = async (): Promise<Awaited<ReturnType<McpConnection['callTool']>>> => {
         try {
-          return await this.deps.pool.use(req.account, taskId !== undefined ? taskRun(taskId) : req.run, doc.server, server!, call, false, ctx);
+          return await this.deps.pool.use(
+            req.account,
+            taskId !== undefined ? taskRun(taskId) : req.run,
+            doc.server,
+            server!,
+            call,
+            false,
+            ctx,
+          );
         } catch (err) {
           // One retry, and only when the answer proves nothing ran (see retryDecision).
           const next = retryDecision({
@@ -381,7 +496,15 @@ export class CallHandler {
             span.addEvent('oauth token refused: refreshing once');
             server = await this.deps.oauth!.refreshed(req.account, doc.server, server!);
           } else span.addEvent('session expired: reconnecting once');
-          return await this.deps.pool.use(req.account, taskId !== undefined ? taskRun(taskId) : req.run, doc.server, server!, call, true, ctx);
+          return await this.deps.pool.use(
+            req.account,
+            taskId !== undefined ? taskRun(taskId) : req.run,
+            doc.server,
+            server!,
+            call,
+            true,
+            ctx,
+          );
         }
       };
       const pending = send();
@@ -389,14 +512,21 @@ export class CallHandler {
       let result =
         channel === undefined || era === 'modern'
           ? await pending
-          : await this.untilQuestion(req, doc, pending, channel, { formsByRuntime: agent.formsByRuntime === true, approved, round: (resumption?.round ?? 0) + 1 }, () => {
-              parkedOut = true;
-              const done = (): void => {
-                this.inflight.delete(key);
-                release?.();
-              };
-              pending.then(done, done);
-            });
+          : await this.untilQuestion(
+              req,
+              doc,
+              pending,
+              channel,
+              { formsByRuntime: agent.formsByRuntime === true, approved, round: (resumption?.round ?? 0) + 1 },
+              () => {
+                parkedOut = true;
+                const done = (): void => {
+                  this.inflight.delete(key);
+                  release?.();
+                };
+                pending.then(done, done);
+              },
+            );
       if (taskId !== undefined) {
         const brokered = await tasks!.brokered({
           req,
@@ -419,20 +549,32 @@ export class CallHandler {
       for (let hops = 0; isInputRequired(result); hops++) {
         const round = inputRoundOf(result);
         if (this.deps.inputs === undefined) {
-          throw new WireError(ErrorCodes.inputRefused, `${doc.name} asks for input before it can finish, and input requests are not available here`, {
-            reason: 'unavailable',
-            tool: doc.name,
-            server: doc.server,
-          });
+          throw new WireError(
+            ErrorCodes.inputRefused,
+            `${doc.name} asks for input before it can finish, and input requests are not available here`,
+            {
+              reason: 'unavailable',
+              tool: doc.name,
+              server: doc.server,
+            },
+          );
         }
         if (Object.keys(round.inputRequests).length === 0 && round.requestState !== undefined && hops < 8) {
-          params = { name: doc.remoteName, arguments: req.arguments, requestState: round.requestState } as typeof params;
+          params = {
+            name: doc.remoteName,
+            arguments: req.arguments,
+            requestState: round.requestState,
+          } as typeof params;
           span.addEvent('input_required with state only: sent straight back');
           result = await send();
           continue;
         }
         if (Object.keys(round.inputRequests).length === 0)
-          throw new WireError(ErrorCodes.serverError, `the ${doc.server} MCP server answered input_required with no question`, { server: doc.server, tool: doc.name });
+          throw new WireError(
+            ErrorCodes.serverError,
+            `the ${doc.server} MCP server answered input_required with no question`,
+            { server: doc.server, tool: doc.name },
+          );
         const items = this.deps.inputs.classify(req, doc, round.inputRequests, agent.formsByRuntime === true);
         span.addEvent('input requested', { 'mcpx.input_questions': items.length });
         await this.deps.inputs.stop(req, doc, items, {
@@ -459,7 +601,12 @@ export class CallHandler {
    * request carries its trace context): the session id of a legacy connection, the protocol
    * version, the outcome (`ok`, `input_required`, or the error's code).
    */
-  private async upstreamCall(ctx: Context, attrs: Attributes, conn: McpConnection, fn: (span: Span) => Promise<McpCallResult>): Promise<McpCallResult> {
+  private async upstreamCall(
+    ctx: Context,
+    attrs: Attributes,
+    conn: McpConnection,
+    fn: (span: Span) => Promise<McpCallResult>,
+  ): Promise<McpCallResult> {
     const sessionId = conn.sessionId;
     const span = this.deps.tracer.startSpan('mcp tools/call', { kind: SpanKind.CLIENT, attributes: attrs }, ctx);
     span.setAttribute('mcp.protocol.version', conn.protocolVersion);
@@ -479,9 +626,11 @@ export class CallHandler {
    * for a caller that asked so (`content`: `./whole-result.ts`), within the reply's bounds.
    */
   private finish(doc: McpToolDocument, req: ProxyCallRequest, result: McpCallResult, started: number): ProxyResult {
-    if (req.content === true) return wholeCallResult(doc, req, result, Math.round(performance.now() - started), this.deps.replyLimits);
+    if (req.content === true)
+      return wholeCallResult(doc, req, result, Math.round(performance.now() - started), this.deps.replyLimits);
     const errorText = isErrorResult(result);
-    if (errorText !== undefined) throw new WireError(ErrorCodes.serverError, errorText || `${doc.name} reported an error`, { server: doc.server });
+    if (errorText !== undefined)
+      throw new WireError(ErrorCodes.serverError, errorText || `${doc.name} reported an error`, { server: doc.server });
     const bounds = this.deps.replyLimits;
     const flat = flattenCallResult(
       {
@@ -529,17 +678,26 @@ export class CallHandler {
     };
     if (inputs === undefined || legacyAsks === undefined) {
       return refuse(
-        new WireError(ErrorCodes.inputRefused, `${doc.name} asks for input before it can finish, and input requests are not available here`, {
-          reason: 'unavailable',
-          tool: doc.name,
-          server: doc.server,
-        }),
+        new WireError(
+          ErrorCodes.inputRefused,
+          `${doc.name} asks for input before it can finish, and input requests are not available here`,
+          {
+            reason: 'unavailable',
+            tool: doc.name,
+            server: doc.server,
+          },
+        ),
         'input requests are not available',
       );
     }
     let items;
     try {
-      items = inputs.classify(req, doc, { [pushedKey(question)]: { method: question.method, params: question.params } }, ctx.formsByRuntime);
+      items = inputs.classify(
+        req,
+        doc,
+        { [pushedKey(question)]: { method: question.method, params: question.params } },
+        ctx.formsByRuntime,
+      );
     } catch (err) {
       return refuse(err, 'the connector cannot show this question');
     }
@@ -552,7 +710,8 @@ export class CallHandler {
         ...(this.deps.instance !== undefined ? { holder: this.deps.instance } : {}),
       });
     } catch (err) {
-      const id = err instanceof WireError && err.code === ErrorCodes.inputRequired ? err.details.inputRequestId : undefined;
+      const id =
+        err instanceof WireError && err.code === ErrorCodes.inputRequired ? err.details.inputRequestId : undefined;
       if (typeof id !== 'string') return refuse(err, 'the question could not be recorded');
       legacyAsks.park(id, { result: pending, channel, question });
       onParked();
@@ -572,22 +731,34 @@ export class CallHandler {
   ): Promise<ProxyResult> {
     const parked = this.deps.legacyAsks?.take(req.inputRequestId ?? '');
     if (parked === undefined) {
-      throw new WireError(ErrorCodes.inputRefused, `${doc.name}: the call that asked is no longer held (its server gave up, it timed out, or it ran on another proxy instance); call the tool afresh`, {
-        reason: 'lost',
-        tool: doc.name,
-        server: doc.server,
-        inputRequestId: req.inputRequestId,
-      });
+      throw new WireError(
+        ErrorCodes.inputRefused,
+        `${doc.name}: the call that asked is no longer held (its server gave up, it timed out, or it ran on another proxy instance); call the tool afresh`,
+        {
+          reason: 'lost',
+          tool: doc.name,
+          server: doc.server,
+          inputRequestId: req.inputRequestId,
+        },
+      );
     }
     span.setAttribute('mcp.server', doc.server);
-    if (parked.question.method === 'elicitation/create') span.addEvent('legacy elicitation answered: the server call goes on');
+    if (parked.question.method === 'elicitation/create')
+      span.addEvent('legacy elicitation answered: the server call goes on');
     const { question } = parked;
     const answer = resumption.inputResponses[pushedKey(question)];
     if (question.method === 'sampling/createMessage') {
       span.addEvent('legacy sampling answered by the runtime: the server call goes on');
       question.answer(answer as CreateMessageResult);
     } else question.answer((answer ?? { action: 'cancel' }) as ElicitResult);
-    const result = await this.untilQuestion(req, doc, parked.result, parked.channel, { ...ctx, round: resumption.round + 1 }, () => {});
+    const result = await this.untilQuestion(
+      req,
+      doc,
+      parked.result,
+      parked.channel,
+      { ...ctx, round: resumption.round + 1 },
+      () => {},
+    );
     return this.finish(doc, req, result, started);
   }
 }

@@ -8,11 +8,13 @@ describe('call metrics: bounded labels, outcomes from the error table', () => {
     const m = new CallMetrics(metrics.getMeter('call-metrics-test'));
     expect(m.labels({})).toEqual({ server: 'unknown', tool: 'unknown' });
     expect(m.labels({ server: 's0' })).toEqual({ server: 's0', tool: 'unknown' });
-    for (let i = 0; i < CALL_LABEL_LIMITS.servers; i++) expect(m.labels({ server: `s${i}`, tool: 't' }).server).toBe(`s${i}`);
+    for (let i = 0; i < CALL_LABEL_LIMITS.servers; i++)
+      expect(m.labels({ server: `s${i}`, tool: 't' }).server).toBe(`s${i}`);
     expect(m.labels({ server: 'one-too-many', tool: 't' })).toEqual({ server: 'other', tool: 'other' });
     // A known server keeps its name; its tools count against the total.
     let named = 0;
-    for (let i = 0; i < CALL_LABEL_LIMITS.toolsTotal + 50; i++) if (m.labels({ server: 's1', tool: `tool${i}` }).tool !== 'other') named++;
+    for (let i = 0; i < CALL_LABEL_LIMITS.toolsTotal + 50; i++)
+      if (m.labels({ server: 's1', tool: `tool${i}` }).tool !== 'other') named++;
     expect(named).toBe(CALL_LABEL_LIMITS.toolsTotal - CALL_LABEL_LIMITS.servers);
     expect(m.labels({ server: 's1', tool: 'tool0' })).toEqual({ server: 's1', tool: 'tool0' });
     expect(m.labels({ server: 's1', tool: 'never-seen' })).toEqual({ server: 's1', tool: 'other' });

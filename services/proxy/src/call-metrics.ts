@@ -49,10 +49,16 @@ export class CallMetrics {
   private readonly tools = new Set<string>();
 
   constructor(meter: Meter) {
-    this.duration = meter.createHistogram('mcpx_call_duration_ms', { unit: 'ms', description: 'Call time in the proxy, by server, tool and outcome (ok, refused, error, lost)' });
-    this.errors = meter.createCounter('mcpx_call_errors_total', { description: 'Failed calls by error code and server' });
+    this.duration = meter.createHistogram('mcpx_call_duration_ms', {
+      unit: 'ms',
+      description: 'Call time in the proxy, by server, tool and outcome (ok, refused, error, lost)',
+    });
+    this.errors = meter.createCounter('mcpx_call_errors_total', {
+      description: 'Failed calls by error code and server',
+    });
     this.validation = meter.createCounter('mcpx_call_validation_total', {
-      description: 'Calls whose arguments got a default filled (default_filled) or had a part past the validator bounds let through (unchecked), by server',
+      description:
+        'Calls whose arguments got a default filled (default_filled) or had a part past the validator bounds let through (unchecked), by server',
     });
   }
 
@@ -83,7 +89,11 @@ export class CallMetrics {
 
   record(target: CallTarget, code: string, ms: number): void {
     const { server, tool } = this.labels(target);
-    this.duration.record(ms, { [McpAttributes.server]: server, [McpAttributes.toolName]: tool, outcome: outcomeOf(code) });
+    this.duration.record(ms, {
+      [McpAttributes.server]: server,
+      [McpAttributes.toolName]: tool,
+      outcome: outcomeOf(code),
+    });
     if (code !== 'ok') this.errors.add(1, { code, [McpAttributes.server]: server });
   }
 }

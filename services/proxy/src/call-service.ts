@@ -1,6 +1,14 @@
 import type { MsgHdrs, NatsConnection } from '@nats-io/transport-node';
 import { startMicroService, type ServiceMsg } from '@mcpx/bus';
-import { QueueGroups, decodeCallRequest, encodePayload, malformedMessageFields, toWireError, type ProxyCallReply, type Subjects } from '@mcpx/contracts';
+import {
+  QueueGroups,
+  decodeCallRequest,
+  encodePayload,
+  malformedMessageFields,
+  toWireError,
+  type ProxyCallReply,
+  type Subjects,
+} from '@mcpx/contracts';
 import type { Logger } from '@mcpx/log';
 import { extractTraceContext } from '@mcpx/telemetry';
 import { toWire, type CallHandler } from './call-handler.js';
@@ -59,7 +67,13 @@ export async function startCallService(deps: CallServiceDeps): Promise<CallServi
       // A reply too big for NATS' max payload: say so instead of leaving the caller to time out.
       log.warn('reply failed', { err: err as Error });
       const error = toWireError(err).toJSON();
-      msg.respond(encodePayload({ ok: false, instance, error: { ...error, message: 'the result could not be sent' } } satisfies ProxyCallReply));
+      msg.respond(
+        encodePayload({
+          ok: false,
+          instance,
+          error: { ...error, message: 'the result could not be sent' },
+        } satisfies ProxyCallReply),
+      );
     }
   };
 
@@ -120,7 +134,12 @@ export async function startCallService(deps: CallServiceDeps): Promise<CallServi
     stats: deps.stats,
     endpoints: [
       { name: 'call', subject: deps.subjects.proxyCall, handler: onCall, metadata: { sticky: 'false' } },
-      { name: 'instance-call', subject: deps.subjects.proxyInstanceCall(instance), handler: onCall, metadata: { sticky: 'true' } },
+      {
+        name: 'instance-call',
+        subject: deps.subjects.proxyInstanceCall(instance),
+        handler: onCall,
+        metadata: { sticky: 'true' },
+      },
     ],
     log,
   });

@@ -70,7 +70,11 @@ export class Catalog {
    * owner's rows again (a subject that does not parse names nothing). The callbacks are guarded, so
    * nothing can close the connection from here; a failed subscription is logged to `log`.
    */
-  listen(nc: NatsConnection, subjects: Subjects, log: CallbackLog = createLogger('proxy', { fields: { part: 'catalog' } })): void {
+  listen(
+    nc: NatsConnection,
+    subjects: Subjects,
+    log: CallbackLog = createLogger('proxy', { fields: { part: 'catalog' } }),
+  ): void {
     const dropAgent = (agent: { account: string; agent: string } | null): void => {
       if (agent === null) return;
       this.agents.delete(`${agent.account}:${agent.agent}`);
@@ -84,9 +88,18 @@ export class Catalog {
       this.invalidations++;
     };
     this.subs.push(
-      listen(nc, subjects.agentToolsChangedAll(), subjectOnly(subjects.parseAgentToolsChanged), dropAgent, { what: 'agent-tools-changed invalidation', log }),
-      listen(nc, subjects.agentChangedAll, subjectOnly(subjects.parseAgentChanged), dropAgent, { what: 'agent-changed invalidation', log }),
-      listen(nc, subjects.serverEventsAll, subjectOnly(subjects.parseServerEvent), dropServer, { what: 'server invalidation', log }),
+      listen(nc, subjects.agentToolsChangedAll(), subjectOnly(subjects.parseAgentToolsChanged), dropAgent, {
+        what: 'agent-tools-changed invalidation',
+        log,
+      }),
+      listen(nc, subjects.agentChangedAll, subjectOnly(subjects.parseAgentChanged), dropAgent, {
+        what: 'agent-changed invalidation',
+        log,
+      }),
+      listen(nc, subjects.serverEventsAll, subjectOnly(subjects.parseServerEvent), dropServer, {
+        what: 'server invalidation',
+        log,
+      }),
     );
   }
 
@@ -166,7 +179,12 @@ export class Catalog {
 function withLevel(projected: ProjectedDocument, levels: ServerLevels): DocumentEntry | null {
   if (projected.composed?.levels === levels) return projected.composed.entry;
   const permission = levels.byTool.get(projected.doc.remoteName);
-  const entry = permission === undefined ? null : permission === projected.doc.permission ? projected : { doc: { ...projected.doc, permission }, validate: projected.validate };
+  const entry =
+    permission === undefined
+      ? null
+      : permission === projected.doc.permission
+        ? projected
+        : { doc: { ...projected.doc, permission }, validate: projected.validate };
   projected.composed = { levels, entry };
   return entry;
 }

@@ -1,4 +1,13 @@
-import { context, trace, type Context, type Counter, type Meter, type Span, type Tracer, type UpDownCounter } from '@opentelemetry/api';
+import {
+  context,
+  trace,
+  type Context,
+  type Counter,
+  type Meter,
+  type Span,
+  type Tracer,
+  type UpDownCounter,
+} from '@opentelemetry/api';
 import { McpAttributes, endWithOutcome } from '@mcpx/telemetry';
 import { DEFAULT_QUOTAS } from '@mcpx/config';
 import {
@@ -42,9 +51,17 @@ export interface PoolHooks {
    * Answers a legacy server's `elicitation/create`, pushed on `conn` during a call (set: legacy
    * connections declare elicitation; the client answers it on the session, from the call's own stream or the GET stream).
    */
-  onElicitation?(conn: McpConnection | undefined, params: ElicitRequestParams, signal: AbortSignal): Promise<ElicitResult>;
+  onElicitation?(
+    conn: McpConnection | undefined,
+    params: ElicitRequestParams,
+    signal: AbortSignal,
+  ): Promise<ElicitResult>;
   /** Answers a legacy server's `sampling/createMessage`, pushed on `conn` during a call (as `onElicitation`). */
-  onSampling?(conn: McpConnection | undefined, params: CreateMessageRequestParams, signal: AbortSignal): Promise<CreateMessageResult>;
+  onSampling?(
+    conn: McpConnection | undefined,
+    params: CreateMessageRequestParams,
+    signal: AbortSignal,
+  ): Promise<CreateMessageResult>;
 }
 
 interface Slot {
@@ -131,11 +148,17 @@ export class ConnectionPool {
     private readonly hooks: PoolHooks,
     meter: Meter,
   ) {
-    this.handshakes = meter.createCounter('mcpx_proxy_handshakes_total', { description: 'MCP connections opened, by era' });
-    this.verdictOutcomes = meter.createCounter('mcpx_proxy_era_verdicts_total', { description: 'Era verdicts of opened connections by outcome (reused, probed, reprobed) and era' });
+    this.handshakes = meter.createCounter('mcpx_proxy_handshakes_total', {
+      description: 'MCP connections opened, by era',
+    });
+    this.verdictOutcomes = meter.createCounter('mcpx_proxy_era_verdicts_total', {
+      description: 'Era verdicts of opened connections by outcome (reused, probed, reprobed) and era',
+    });
     this.verdicts = opts.verdicts ?? new MemoryEraVerdicts();
     this.open = meter.createUpDownCounter('mcpx_proxy_open_connections', { description: 'Open MCP connections' });
-    this.rejections = meter.createCounter('mcpx_quota_rejections_total', { description: 'Requests refused by a quota or rate limit, by kind' });
+    this.rejections = meter.createCounter('mcpx_quota_rejections_total', {
+      description: 'Requests refused by a quota or rate limit, by kind',
+    });
     this.sweeper = setInterval(() => void this.sweepIdle(), Math.max(1_000, Math.min(opts.idleMs / 2, 30_000)));
     this.sweeper.unref();
   }
@@ -166,7 +189,15 @@ export class ConnectionPool {
    * (its own handshake, or one another call started) gets a `proxy.pool.acquire` span under
    * `parent`; one whose connection is ready costs no span.
    */
-  async use<T>(account: string, run: string, server: string, entry: ServerCredentials, fn: (conn: McpConnection) => Promise<T>, fresh = false, parent?: Context): Promise<T> {
+  async use<T>(
+    account: string,
+    run: string,
+    server: string,
+    entry: ServerCredentials,
+    fn: (conn: McpConnection) => Promise<T>,
+    fresh = false,
+    parent?: Context,
+  ): Promise<T> {
     const key = `${account}:${run}`;
     let pool = this.runs.get(key);
     if (pool === undefined) {
@@ -187,7 +218,8 @@ export class ConnectionPool {
         slot = undefined;
       }
       if (slot === undefined) {
-        if (this.runs.get(key) !== pool) throw new McpClientError('transport_error', 'the run ended while the call was starting');
+        if (this.runs.get(key) !== pool)
+          throw new McpClientError('transport_error', 'the run ended while the call was starting');
         const authContext = authContextOf(entry.url, entry.headers);
         const reused = this.sharedModern(account, server, authContext);
         if (reused) {
@@ -195,11 +227,20 @@ export class ConnectionPool {
           slot = { promise: Promise.resolve(reused), conn: reused, authContext, verdictReported: true };
           pool.connections.set(server, slot);
         } else {
-          this.refuseWhenFull('connections_per_proxy', this.openCount + this.connecting, this.opts.maxConnections ?? DEFAULT_QUOTAS.connectionsPerProxy, 'remote connections');
+          this.refuseWhenFull(
+            'connections_per_proxy',
+            this.openCount + this.connecting,
+            this.opts.maxConnections ?? DEFAULT_QUOTAS.connectionsPerProxy,
+            'remote connections',
+          );
           acquiring = this.acquireSpan(parent, server, true);
           // The connect runs under the acquire span: its era and verdict are recorded there.
           const connecting =
-            acquiring === undefined ? this.connect(account, server, entry, authContext) : context.with(trace.setSpan(parent!, acquiring), () => this.connect(account, server, entry, authContext));
+            acquiring === undefined
+              ? this.connect(account, server, entry, authContext)
+              : context.with(trace.setSpan(parent!, acquiring), () =>
+                  this.connect(account, server, entry, authContext),
+                );
           const created: Slot = { promise: this.counting(connecting), authContext };
           slot = created;
           pool.connections.set(server, created);
@@ -242,7 +283,11 @@ export class ConnectionPool {
   /** `handshake`: this call opens the connection (else it waits for one another call is opening). */
   private acquireSpan(parent: Context | undefined, server: string, handshake: boolean): Span | undefined {
     if (parent === undefined || this.opts.tracer === undefined) return undefined;
-    return this.opts.tracer.startSpan('proxy.pool.acquire', { attributes: { [McpAttributes.server]: server, 'mcpx.pool.handshake': handshake } }, parent);
+    return this.opts.tracer.startSpan(
+      'proxy.pool.acquire',
+      { attributes: { [McpAttributes.server]: server, 'mcpx.pool.handshake': handshake } },
+      parent,
+    );
   }
 
   /**
@@ -261,7 +306,12 @@ export class ConnectionPool {
     return shared.conn;
   }
 
-  private async connect(account: string, server: string, entry: ServerCredentials, authContext: string): Promise<McpConnection> {
+  private async connect(
+    account: string,
+    server: string,
+    entry: ServerCredentials,
+    authContext: string,
+  ): Promise<McpConnection> {
     // The notification handler is registered before the connection exists; it reads it from here.
     const opened: { conn?: McpConnection } = {};
     const probeKey = `${account}\u0000${server}\u0000${authContext}`;
@@ -280,8 +330,18 @@ export class ConnectionPool {
       ...(this.opts.request ? { request: this.opts.request } : {}),
       ...(this.opts.traceCarrier ? { traceCarrier: this.opts.traceCarrier } : {}),
       ...(this.opts.capabilities ? { capabilities: this.opts.capabilities } : {}),
-      ...(this.hooks.onElicitation ? { onElicitation: (params: ElicitRequestParams, ctx: { signal: AbortSignal }) => this.hooks.onElicitation!(opened.conn, params, ctx.signal) } : {}),
-      ...(this.hooks.onSampling ? { onSampling: (params: CreateMessageRequestParams, ctx: { signal: AbortSignal }) => this.hooks.onSampling!(opened.conn, params, ctx.signal) } : {}),
+      ...(this.hooks.onElicitation
+        ? {
+            onElicitation: (params: ElicitRequestParams, ctx: { signal: AbortSignal }) =>
+              this.hooks.onElicitation!(opened.conn, params, ctx.signal),
+          }
+        : {}),
+      ...(this.hooks.onSampling
+        ? {
+            onSampling: (params: CreateMessageRequestParams, ctx: { signal: AbortSignal }) =>
+              this.hooks.onSampling!(opened.conn, params, ctx.signal),
+          }
+        : {}),
       ...(prior !== undefined ? { prior } : {}),
       onToolsListChanged: () => opened.conn && this.hooks.onToolsChanged(account, server, opened.conn),
     });
@@ -315,7 +375,9 @@ export class ConnectionPool {
     const outcome = verdictOutcome(prior !== undefined, conn.reprobed);
     this.verdictOutcomes.add(1, { outcome, era: conn.era });
     // On the call's span: which era the call went out on, and whether finding out cost a probe.
-    trace.getActiveSpan()?.setAttributes({ 'mcpx.era': conn.era, 'mcp.protocol.version': conn.protocolVersion, 'mcpx.verdict': outcome });
+    trace
+      .getActiveSpan()
+      ?.setAttributes({ 'mcpx.era': conn.era, 'mcp.protocol.version': conn.protocolVersion, 'mcpx.verdict': outcome });
     if (outcome === 'reused') {
       this.hooks.onOpen(account, server, conn);
     } else {
@@ -378,7 +440,11 @@ export class ConnectionPool {
   async closeAll(): Promise<void> {
     clearInterval(this.sweeper);
     const keep = this.opts.keepOnClose;
-    await Promise.all([...this.runs.values()].filter((p) => keep === undefined || !keep(p.run)).map((p) => this.endRun(p.account, p.run)));
+    await Promise.all(
+      [...this.runs.values()]
+        .filter((p) => keep === undefined || !keep(p.run))
+        .map((p) => this.endRun(p.account, p.run)),
+    );
   }
 
   /** Keeps a run from going idle (a brokered task's session, polled by this instance). */

@@ -14,7 +14,11 @@ interface Held {
 const memo = new WeakMap<Catalog, Map<string, Held>>();
 
 /** The held servers for `key`, read by `read` at most once per {@link HELD_TTL_MS}; null when the read failed. */
-async function heldFor(catalog: Catalog, key: string, read: (db: ProxyReads) => Promise<Held['servers']>): Promise<Held['servers'] | null> {
+async function heldFor(
+  catalog: Catalog,
+  key: string,
+  read: (db: ProxyReads) => Promise<Held['servers']>,
+): Promise<Held['servers'] | null> {
   let entries = memo.get(catalog);
   if (entries === undefined) {
     entries = new Map();
@@ -36,11 +40,15 @@ async function heldFor(catalog: Catalog, key: string, read: (db: ProxyReads) => 
 }
 
 function heldError(tool: string, server: string, cid: string): WireError {
-  return new WireError(ErrorCodes.heldForReview, `${tool} is held for review: the ${server} MCP server changed its contract (or added it), and no person has accepted it yet (ListToolChanges)`, {
-    server,
-    tool,
-    cid,
-  });
+  return new WireError(
+    ErrorCodes.heldForReview,
+    `${tool} is held for review: the ${server} MCP server changed its contract (or added it), and no person has accepted it yet (ListToolChanges)`,
+    {
+      server,
+      tool,
+      cid,
+    },
+  );
 }
 
 /**
@@ -50,10 +58,18 @@ function heldError(tool: string, server: string, cid: string): WireError {
  * no query to the call path; the look-up (of the projector's held tools) is reused for a short
  * while per account and tool name, so a flood of such calls costs one query per interval.
  */
-export async function missingToolError(catalog: Catalog, req: ProxyCallRequest, grants: ReadonlySet<string>): Promise<WireError> {
-  const missing = new WireError(ErrorCodes.notFound, `no tool ${req.tool} is enabled for this agent`, { field: 'tool' });
+export async function missingToolError(
+  catalog: Catalog,
+  req: ProxyCallRequest,
+  grants: ReadonlySet<string>,
+): Promise<WireError> {
+  const missing = new WireError(ErrorCodes.notFound, `no tool ${req.tool} is enabled for this agent`, {
+    field: 'tool',
+  });
   if (typeof req.tool !== 'string' || req.tool === '' || req.tool.length > 256) return missing;
-  const servers = await heldFor(catalog, `tool\u0000${req.account}\u0000${req.tool}`, (db) => readHeldTool(db, req.account, req.tool));
+  const servers = await heldFor(catalog, `tool\u0000${req.account}\u0000${req.tool}`, (db) =>
+    readHeldTool(db, req.account, req.tool),
+  );
   const granted = servers?.find((h) => grants.has(h.server));
   return granted === undefined ? missing : heldError(req.tool, granted.server, granted.cid);
 }
@@ -66,7 +82,9 @@ export async function missingToolError(catalog: Catalog, req: ProxyCallRequest, 
  * {@link missingToolError}'s.
  */
 export async function unlistedToolError(catalog: Catalog, req: ProxyCallRequest, cid: string): Promise<WireError> {
-  const missing = new WireError(ErrorCodes.notFound, `no tool ${req.tool} is enabled for this agent`, { field: 'tool' });
+  const missing = new WireError(ErrorCodes.notFound, `no tool ${req.tool} is enabled for this agent`, {
+    field: 'tool',
+  });
   const servers = await heldFor(catalog, `doc\u0000${req.account}\u0000${cid}`, async (db) => {
     const doc = await readToolDocument(db, req.account, cid);
     return doc === null ? [] : await readWithheldTool(db, req.account, doc.server, doc.remoteName);

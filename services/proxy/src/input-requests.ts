@@ -14,12 +14,22 @@ import {
 } from '@mcpx/contracts';
 import type { McpToolDocument } from '@mcpx/domain';
 import { DEFAULT_QUOTAS } from '@mcpx/config';
-import { PendingInputsFullError, newInputRequestId, type InputConsumeReason, type InputRecord, type InputStore, type PendingCaps } from '@mcpx/shared-state';
+import {
+  PendingInputsFullError,
+  newInputRequestId,
+  type InputConsumeReason,
+  type InputRecord,
+  type InputStore,
+  type PendingCaps,
+} from '@mcpx/shared-state';
 import type { SecretBox } from '@mcpx/secrets';
 import { pendingFullError, pendingStoreDown } from './pending-refusals.js';
 
 /** Who asks, and for what: a call's request, or a relayed request's (`prompts/get`, `resources/read`). */
-export type InputAsker = Pick<ProxyCallRequest, 'account' | 'agent' | 'run' | 'tool' | 'answers' | 'inputRequestId' | 'inputResponses'>;
+export type InputAsker = Pick<
+  ProxyCallRequest,
+  'account' | 'agent' | 'run' | 'tool' | 'answers' | 'inputRequestId' | 'inputResponses'
+>;
 /** Whose question it is: a tool's document, or the prompt or resource of a relayed request. */
 export type InputTarget = Pick<McpToolDocument, 'name' | 'server' | 'remoteName'>;
 
@@ -79,25 +89,45 @@ function jsonBytes(v: unknown): number {
 }
 
 function serverFault(doc: InputTarget, why: string, extra: Record<string, unknown> = {}): WireError {
-  return new WireError(ErrorCodes.serverError, `the ${doc.server} MCP server asked for input that cannot be shown (${why})`, {
-    server: doc.server,
+  return new WireError(
+    ErrorCodes.serverError,
+    `the ${doc.server} MCP server asked for input that cannot be shown (${why})`,
+    {
+      server: doc.server,
+      tool: doc.name,
+      reason: 'invalid_input_request',
+      ...extra,
+    },
+  );
+}
+
+function refused(doc: InputTarget, reason: string, message: string, extra: Record<string, unknown> = {}): WireError {
+  return new WireError(ErrorCodes.inputRefused, `${doc.name}: ${message}`, {
+    reason,
     tool: doc.name,
-    reason: 'invalid_input_request',
+    server: doc.server,
     ...extra,
   });
 }
 
-function refused(doc: InputTarget, reason: string, message: string, extra: Record<string, unknown> = {}): WireError {
-  return new WireError(ErrorCodes.inputRefused, `${doc.name}: ${message}`, { reason, tool: doc.name, server: doc.server, ...extra });
-}
-
 /** A sampling answer (`CreateMessageResult`): an assistant message with content, and the model that wrote it. */
 function checkSamplingAnswer(v: unknown, at: string): Record<string, unknown> {
-  if (!isMap(v)) throw new WireError(ErrorCodes.invalidInput, `${at}: must be a sampling result {role, content, model}`, { field: at });
-  if (v.role !== 'assistant') throw new WireError(ErrorCodes.invalidInput, `${at}.role: must be assistant`, { field: `${at}.role` });
-  if (!isMap(v.content) && !Array.isArray(v.content)) throw new WireError(ErrorCodes.invalidInput, `${at}.content: must be a content block`, { field: `${at}.content` });
-  if (typeof v.model !== 'string' || v.model === '' || v.model.length > 200) throw new WireError(ErrorCodes.invalidInput, `${at}.model: must name the model`, { field: `${at}.model` });
-  if (jsonBytes(v) > INPUT_LIMITS.answerBytes) throw new WireError(ErrorCodes.invalidInput, `${at}: must be at most ${INPUT_LIMITS.answerBytes / 1024} KiB of JSON`, { field: at });
+  if (!isMap(v))
+    throw new WireError(ErrorCodes.invalidInput, `${at}: must be a sampling result {role, content, model}`, {
+      field: at,
+    });
+  if (v.role !== 'assistant')
+    throw new WireError(ErrorCodes.invalidInput, `${at}.role: must be assistant`, { field: `${at}.role` });
+  if (!isMap(v.content) && !Array.isArray(v.content))
+    throw new WireError(ErrorCodes.invalidInput, `${at}.content: must be a content block`, { field: `${at}.content` });
+  if (typeof v.model !== 'string' || v.model === '' || v.model.length > 200)
+    throw new WireError(ErrorCodes.invalidInput, `${at}.model: must name the model`, { field: `${at}.model` });
+  if (jsonBytes(v) > INPUT_LIMITS.answerBytes)
+    throw new WireError(
+      ErrorCodes.invalidInput,
+      `${at}: must be at most ${INPUT_LIMITS.answerBytes / 1024} KiB of JSON`,
+      { field: at },
+    );
   return v;
 }
 
@@ -108,15 +138,27 @@ const ROOT_NAME_MAX = 200;
 
 /** A runtime's answer to `roots/list`: `{roots: [{uri, name?}]}`, bounded, each URI a `file:` URI (as MCP says). */
 function checkRootsAnswer(v: unknown, at: string): Record<string, unknown> {
-  if (!isMap(v) || !Array.isArray(v.roots)) throw new WireError(ErrorCodes.invalidInput, `${at}: must be a roots result {roots: [{uri, name?}]}`, { field: at });
-  if (v.roots.length > ROOTS_MAX) throw new WireError(ErrorCodes.invalidInput, `${at}.roots: at most ${ROOTS_MAX} roots`, { field: `${at}.roots` });
+  if (!isMap(v) || !Array.isArray(v.roots))
+    throw new WireError(ErrorCodes.invalidInput, `${at}: must be a roots result {roots: [{uri, name?}]}`, {
+      field: at,
+    });
+  if (v.roots.length > ROOTS_MAX)
+    throw new WireError(ErrorCodes.invalidInput, `${at}.roots: at most ${ROOTS_MAX} roots`, { field: `${at}.roots` });
   const roots = v.roots.map((r: unknown, i: number) => {
     const field = `${at}.roots.${i}`;
     if (!isMap(r) || typeof r.uri !== 'string' || r.uri.length > ROOT_URI_MAX || !r.uri.startsWith('file://')) {
-      throw new WireError(ErrorCodes.invalidInput, `${field}.uri: must be a file:// URI of at most ${ROOT_URI_MAX} characters`, { field: `${field}.uri` });
+      throw new WireError(
+        ErrorCodes.invalidInput,
+        `${field}.uri: must be a file:// URI of at most ${ROOT_URI_MAX} characters`,
+        { field: `${field}.uri` },
+      );
     }
     if (r.name !== undefined && (typeof r.name !== 'string' || r.name.length > ROOT_NAME_MAX)) {
-      throw new WireError(ErrorCodes.invalidInput, `${field}.name: must be a string of at most ${ROOT_NAME_MAX} characters`, { field: `${field}.name` });
+      throw new WireError(
+        ErrorCodes.invalidInput,
+        `${field}.name: must be a string of at most ${ROOT_NAME_MAX} characters`,
+        { field: `${field}.name` },
+      );
     }
     return { uri: r.uri, ...(typeof r.name === 'string' ? { name: r.name } : {}) };
   });
@@ -147,8 +189,12 @@ export class InputGate {
       maxPendingGlobal: deps.maxPendingGlobal ?? d.pendingInputsTotal,
       maxPendingBytesGlobal: deps.maxPendingBytesGlobal ?? d.pendingInputBytesTotal,
     };
-    this.rounds = deps.meter?.createCounter('mcpx_proxy_input_requests_total', { description: 'Input requests of tool calls, by outcome (asked, resumed, refused) and era' });
-    this.rejections = deps.meter?.createCounter('mcpx_quota_rejections_total', { description: 'Requests refused by a quota or rate limit, by kind' });
+    this.rounds = deps.meter?.createCounter('mcpx_proxy_input_requests_total', {
+      description: 'Input requests of tool calls, by outcome (asked, resumed, refused) and era',
+    });
+    this.rejections = deps.meter?.createCounter('mcpx_quota_rejections_total', {
+      description: 'Requests refused by a quota or rate limit, by kind',
+    });
   }
 
   /**
@@ -156,9 +202,15 @@ export class InputGate {
    * the typed error of a question this connector does not answer (roots; sampling for a runtime
    * that does not sample) or cannot show (a schema outside the restricted one).
    */
-  classify(req: InputAsker, doc: InputTarget, inputRequests: Record<string, { method: string; params?: unknown }>, formsByRuntime: boolean): InputRequestItem[] {
+  classify(
+    req: InputAsker,
+    doc: InputTarget,
+    inputRequests: Record<string, { method: string; params?: unknown }>,
+    formsByRuntime: boolean,
+  ): InputRequestItem[] {
     const keys = Object.keys(inputRequests);
-    if (keys.length > INPUT_LIMITS.requestsPerRound) throw serverFault(doc, `${keys.length} questions at once; at most ${INPUT_LIMITS.requestsPerRound}`);
+    if (keys.length > INPUT_LIMITS.requestsPerRound)
+      throw serverFault(doc, `${keys.length} questions at once; at most ${INPUT_LIMITS.requestsPerRound}`);
     const items: InputRequestItem[] = [];
     // A form goes to the caller when it declares it answers forms and either the agent's definition
     // lets its runtime answer them (`inputs.forms: "runtime"`, a setting about an unattended NATS
@@ -166,7 +218,8 @@ export class InputGate {
     // may use): a client that declared form elicitation shows the form to its own user.
     const endpointClient = req.run.startsWith(ENDPOINT_RUN_PREFIX);
     for (const key of keys) {
-      if (!/^[A-Za-z0-9_.:-]{1,64}$/.test(key)) throw serverFault(doc, 'a request key that is not 1-64 letters, digits or _ . : -');
+      if (!/^[A-Za-z0-9_.:-]{1,64}$/.test(key))
+        throw serverFault(doc, 'a request key that is not 1-64 letters, digits or _ . : -');
       const { method, params } = inputRequests[key]!;
       const p = isMap(params) ? params : {};
       if (method === 'roots/list') {
@@ -187,13 +240,20 @@ export class InputGate {
       if (method === 'sampling/createMessage') {
         if (req.answers?.sampling !== true) {
           this.rounds?.add(1, { outcome: 'refused', reason: 'sampling_unsupported' });
-          throw refused(doc, 'sampling_unsupported', "the server asks the client's model to sample a message, and the calling runtime does not declare that it samples (answers.sampling)", { key });
+          throw refused(
+            doc,
+            'sampling_unsupported',
+            "the server asks the client's model to sample a message, and the calling runtime does not declare that it samples (answers.sampling)",
+            { key },
+          );
         }
-        if (jsonBytes(p) > INPUT_LIMITS.samplingParamsBytes) throw serverFault(doc, `a sampling request over ${INPUT_LIMITS.samplingParamsBytes / 1024} KiB`, { key });
+        if (jsonBytes(p) > INPUT_LIMITS.samplingParamsBytes)
+          throw serverFault(doc, `a sampling request over ${INPUT_LIMITS.samplingParamsBytes / 1024} KiB`, { key });
         items.push({ key, kind: 'sampling', answerBy: 'runtime', params: p });
         continue;
       }
-      if (method !== 'elicitation/create') throw serverFault(doc, `an unknown kind of request (${method.slice(0, 64)})`, { key });
+      if (method !== 'elicitation/create')
+        throw serverFault(doc, `an unknown kind of request (${method.slice(0, 64)})`, { key });
       const message = typeof p.message === 'string' ? p.message.slice(0, INPUT_LIMITS.messageChars) : '';
       if (p.mode === 'url' || (p.mode === undefined && typeof p.url === 'string')) {
         const url = typeof p.url === 'string' ? p.url : '';
@@ -203,7 +263,8 @@ export class InputGate {
         } catch {
           parsed = undefined;
         }
-        if (parsed === undefined || (parsed.protocol !== 'https:' && parsed.protocol !== 'http:')) throw serverFault(doc, 'a URL elicitation without an http(s) URL', { key });
+        if (parsed === undefined || (parsed.protocol !== 'https:' && parsed.protocol !== 'http:'))
+          throw serverFault(doc, 'a URL elicitation without an http(s) URL', { key });
         const item: InputRequestItem = { key, kind: 'url', answerBy: 'person', message, url: parsed.href };
         if (typeof p.elicitationId === 'string' && p.elicitationId.length <= 200) item.elicitationId = p.elicitationId;
         items.push(item);
@@ -215,7 +276,13 @@ export class InputGate {
       } catch (err) {
         throw serverFault(doc, err instanceof WireError ? err.message : 'an invalid requested schema', { key });
       }
-      items.push({ key, kind: 'form', answerBy: req.answers?.forms === true && (formsByRuntime || endpointClient) ? 'runtime' : 'person', message, requestedSchema: schema });
+      items.push({
+        key,
+        kind: 'form',
+        answerBy: req.answers?.forms === true && (formsByRuntime || endpointClient) ? 'runtime' : 'person',
+        message,
+        requestedSchema: schema,
+      });
     }
     return items;
   }
@@ -246,15 +313,33 @@ export class InputGate {
     req: InputAsker,
     doc: InputTarget,
     items: InputRequestItem[],
-    ctx: { argsHash: string; round: number; approved: boolean; era: 'modern' | 'legacy'; requestState?: string; holder?: string },
+    ctx: {
+      argsHash: string;
+      round: number;
+      approved: boolean;
+      era: 'modern' | 'legacy';
+      requestState?: string;
+      holder?: string;
+    },
   ): Promise<never> {
     if (ctx.round > INPUT_LIMITS.rounds) {
       this.rounds?.add(1, { outcome: 'refused', reason: 'too_many_rounds' });
-      throw refused(doc, 'too_many_rounds', `the server asked again after ${INPUT_LIMITS.rounds} rounds of questions; the call stops here`);
+      throw refused(
+        doc,
+        'too_many_rounds',
+        `the server asked again after ${INPUT_LIMITS.rounds} rounds of questions; the call stops here`,
+      );
     }
-    if (ctx.requestState !== undefined && Buffer.byteLength(ctx.requestState, 'utf8') > INPUT_LIMITS.requestStateBytes) {
+    if (
+      ctx.requestState !== undefined &&
+      Buffer.byteLength(ctx.requestState, 'utf8') > INPUT_LIMITS.requestStateBytes
+    ) {
       this.rounds?.add(1, { outcome: 'refused', reason: 'state_too_large' });
-      throw refused(doc, 'state_too_large', `the server's requestState is over ${INPUT_LIMITS.requestStateBytes} bytes; the connector keeps no more for a round, and the call stops here`);
+      throw refused(
+        doc,
+        'state_too_large',
+        `the server's requestState is over ${INPUT_LIMITS.requestStateBytes} bytes; the connector keeps no more for a round, and the call stops here`,
+      );
     }
     const personKeys = items.filter((i) => i.answerBy === 'person').map((i) => i.key);
     const id = newInputRequestId();
@@ -284,7 +369,16 @@ export class InputGate {
       doc,
     );
     const expiresAt = new Date(record.expiresAt).toISOString();
-    const event: InputRequestedEvent = { account: req.account, inputRequestId: id, agent: req.agent, run: req.run, tool: req.tool, server: doc.server, forPerson: personKeys.length > 0, expiresAt };
+    const event: InputRequestedEvent = {
+      account: req.account,
+      inputRequestId: id,
+      agent: req.agent,
+      run: req.run,
+      tool: req.tool,
+      server: doc.server,
+      forPerson: personKeys.length > 0,
+      expiresAt,
+    };
     this.deps.notify(this.deps.subject(req.account), event);
     this.rounds?.add(1, { outcome: 'asked', era: ctx.era });
     throw inputRequiredError(doc, record, items);
@@ -304,7 +398,13 @@ export class InputGate {
     if (found === null) throw this.refusal(doc, id, 'unknown');
     // Refusals first (the store's consume decides again, atomically): a replay says so before anything is checked.
     if (found.status === 'used') throw this.refusal(doc, id, 'used');
-    if (found.agent !== binding.agent || found.run !== binding.run || found.tool !== binding.tool || found.argsHash !== binding.argsHash) throw this.refusal(doc, id, 'mismatch');
+    if (
+      found.agent !== binding.agent ||
+      found.run !== binding.run ||
+      found.tool !== binding.tool ||
+      found.argsHash !== binding.argsHash
+    )
+      throw this.refusal(doc, id, 'mismatch');
     if (Date.now() >= found.expiresAt) throw this.refusal(doc, id, 'expired');
     const items = JSON.parse(found.requestsJson) as InputRequestItem[];
     const responses: Record<string, unknown> = {};
@@ -312,35 +412,62 @@ export class InputGate {
     for (const key of Object.keys(given)) {
       const item = items.find((i) => i.key === key);
       if (item === undefined || item.answerBy !== 'runtime') {
-        throw new WireError(ErrorCodes.invalidInput, `inputResponses.${key.slice(0, 64)}: the runtime answers only the questions the input request gave it`, {
-          field: `inputResponses.${key.slice(0, 64)}`,
-        });
+        throw new WireError(
+          ErrorCodes.invalidInput,
+          `inputResponses.${key.slice(0, 64)}: the runtime answers only the questions the input request gave it`,
+          {
+            field: `inputResponses.${key.slice(0, 64)}`,
+          },
+        );
       }
     }
     for (const item of items) {
       if (item.answerBy !== 'runtime') continue;
       const v = given[item.key];
       if (v === undefined) {
-        throw new WireError(ErrorCodes.invalidInput, `inputResponses.${item.key}: the runtime must answer this question of ${doc.name}`, { field: `inputResponses.${item.key}`, inputRequestId: id });
+        throw new WireError(
+          ErrorCodes.invalidInput,
+          `inputResponses.${item.key}: the runtime must answer this question of ${doc.name}`,
+          { field: `inputResponses.${item.key}`, inputRequestId: id },
+        );
       }
       const at = `inputResponses.${item.key}`;
       responses[item.key] =
-        item.kind === 'sampling' ? checkSamplingAnswer(v, at) : item.kind === 'roots' ? checkRootsAnswer(v, at) : checkElicitAnswer(v, item.kind === 'form' ? item.requestedSchema : undefined, at);
+        item.kind === 'sampling'
+          ? checkSamplingAnswer(v, at)
+          : item.kind === 'roots'
+            ? checkRootsAnswer(v, at)
+            : checkElicitAnswer(v, item.kind === 'form' ? item.requestedSchema : undefined, at);
     }
     let requestState: string | undefined;
     if (found.sealedState !== undefined) {
       const dot = found.sealedState.indexOf('.');
       try {
-        requestState = this.deps.box.open({ keyId: found.sealedState.slice(0, dot), ciphertext: Buffer.from(found.sealedState.slice(dot + 1), 'base64') }, stateAad(req.account, id));
+        requestState = this.deps.box.open(
+          {
+            keyId: found.sealedState.slice(0, dot),
+            ciphertext: Buffer.from(found.sealedState.slice(dot + 1), 'base64'),
+          },
+          stateAad(req.account, id),
+        );
       } catch {
         this.rounds?.add(1, { outcome: 'refused', reason: 'tampered' });
-        throw refused(doc, 'tampered', 'the stored state of the input request does not open (it was altered); ask again by calling the tool afresh', { inputRequestId: id });
+        throw refused(
+          doc,
+          'tampered',
+          'the stored state of the input request does not open (it was altered); ask again by calling the tool afresh',
+          { inputRequestId: id },
+        );
       }
     }
     const out = await this.deps.store.consume(req.account, id, binding);
     if (!out.ok) {
       if (out.reason === 'pending') {
-        throw new WireError(ErrorCodes.inputRequired, `${doc.name} is still waiting for a person to answer its question`, { ...inputRequiredError(doc, found, items).details, waiting: true });
+        throw new WireError(
+          ErrorCodes.inputRequired,
+          `${doc.name} is still waiting for a person to answer its question`,
+          { ...inputRequiredError(doc, found, items).details, waiting: true },
+        );
       }
       throw this.refusal(doc, id, out.reason);
     }
@@ -351,12 +478,23 @@ export class InputGate {
         raw = this.deps.store.openAnswer(out.record, item.key);
       } catch {
         this.rounds?.add(1, { outcome: 'refused', reason: 'tampered' });
-        throw refused(doc, 'tampered', "a person's stored answer does not open (it was altered); ask again by calling the tool afresh", { inputRequestId: id });
+        throw refused(
+          doc,
+          'tampered',
+          "a person's stored answer does not open (it was altered); ask again by calling the tool afresh",
+          { inputRequestId: id },
+        );
       }
       responses[item.key] = raw === undefined ? { action: 'cancel' } : (JSON.parse(raw) as ElicitAnswer);
     }
     this.rounds?.add(1, { outcome: 'resumed', era: out.record.era });
-    return { inputResponses: responses, ...(requestState !== undefined ? { requestState } : {}), round: out.record.round, approved: out.record.approved, record: out.record };
+    return {
+      inputResponses: responses,
+      ...(requestState !== undefined ? { requestState } : {}),
+      round: out.record.round,
+      approved: out.record.approved,
+      record: out.record,
+    };
   }
 
   private refusal(doc: InputTarget, id: string, reason: InputConsumeReason): WireError {
@@ -366,12 +504,18 @@ export class InputGate {
 }
 
 /** The questions (`inputRequests`, by key) and the opaque `requestState` of an `input_required` result. */
-export function inputRoundOf(result: unknown): { inputRequests: Record<string, { method: string; params?: unknown }>; requestState?: string } {
+export function inputRoundOf(result: unknown): {
+  inputRequests: Record<string, { method: string; params?: unknown }>;
+  requestState?: string;
+} {
   const r = result as { inputRequests?: unknown; requestState?: unknown };
   const inputRequests: Record<string, { method: string; params?: unknown }> = {};
   if (isMap(r.inputRequests)) {
     for (const [key, v] of Object.entries(r.inputRequests)) {
-      inputRequests[key] = isMap(v) && typeof v.method === 'string' ? { method: v.method, ...(v.params !== undefined ? { params: v.params } : {}) } : { method: '' };
+      inputRequests[key] =
+        isMap(v) && typeof v.method === 'string'
+          ? { method: v.method, ...(v.params !== undefined ? { params: v.params } : {}) }
+          : { method: '' };
     }
   }
   return { inputRequests, ...(typeof r.requestState === 'string' ? { requestState: r.requestState } : {}) };
@@ -383,13 +527,17 @@ export function inputRequiredError(doc: InputTarget, record: InputRecord, items:
   const forPerson = items.some((i) => i.answerBy === 'person');
   const question = first?.message ? `: "${first.message.slice(0, 200)}"` : '';
   const who = forPerson ? 'a person answers it' : 'the runtime answers it';
-  return new WireError(ErrorCodes.inputRequired, `${doc.name} asks for input before it can finish${question}; ${who} (input request ${record.id}), then re-send the same call with inputRequestId`, {
-    inputRequestId: record.id,
-    tool: doc.name,
-    server: doc.server,
-    round: record.round,
-    forPerson,
-    requests: items,
-    expiresAt: new Date(record.expiresAt).toISOString(),
-  });
+  return new WireError(
+    ErrorCodes.inputRequired,
+    `${doc.name} asks for input before it can finish${question}; ${who} (input request ${record.id}), then re-send the same call with inputRequestId`,
+    {
+      inputRequestId: record.id,
+      tool: doc.name,
+      server: doc.server,
+      round: record.round,
+      forPerson,
+      requests: items,
+      expiresAt: new Date(record.expiresAt).toISOString(),
+    },
+  );
 }

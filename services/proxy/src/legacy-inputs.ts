@@ -1,12 +1,29 @@
-import type { CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult, McpCallResult, McpConnection } from '@mcpx/mcp-client';
+import type {
+  CreateMessageRequestParams,
+  CreateMessageResult,
+  ElicitRequestParams,
+  ElicitResult,
+  McpCallResult,
+  McpConnection,
+} from '@mcpx/mcp-client';
 
 /**
  * A question a legacy server pushed during a call (`elicitation/create` for a person or the
  * runtime, `sampling/createMessage` for the runtime's model), and how to answer it.
  */
 export type PushedQuestion =
-  | { method: 'elicitation/create'; params: ElicitRequestParams; answer(result: ElicitResult): void; refuse(err: Error): void }
-  | { method: 'sampling/createMessage'; params: CreateMessageRequestParams; answer(result: CreateMessageResult): void; refuse(err: Error): void };
+  | {
+      method: 'elicitation/create';
+      params: ElicitRequestParams;
+      answer(result: ElicitResult): void;
+      refuse(err: Error): void;
+    }
+  | {
+      method: 'sampling/createMessage';
+      params: CreateMessageRequestParams;
+      answer(result: CreateMessageResult): void;
+      refuse(err: Error): void;
+    };
 
 /** One call in flight on a legacy connection: the questions its server pushes, in order. */
 export class CallChannel {
@@ -32,7 +49,10 @@ export class CallChannel {
 export type Raced = { kind: 'result'; result: McpCallResult } | { kind: 'question'; question: PushedQuestion };
 
 export function raceQuestion(pending: Promise<McpCallResult>, channel: CallChannel): Promise<Raced> {
-  return Promise.race([pending.then((result): Raced => ({ kind: 'result', result })), channel.next().then((question): Raced => ({ kind: 'question', question }))]);
+  return Promise.race([
+    pending.then((result): Raced => ({ kind: 'result', result })),
+    channel.next().then((question): Raced => ({ kind: 'question', question })),
+  ]);
 }
 
 /** A legacy call whose server is waiting for the answer to its question, held on this instance. */
@@ -66,18 +86,41 @@ export class LegacyAsks {
   }
 
   /** The pool's handler of a pushed `elicitation/create` on `conn`. */
-  onElicitation(conn: McpConnection | undefined, params: ElicitRequestParams, signal: AbortSignal): Promise<ElicitResult> {
-    return this.routed<ElicitResult>(conn, signal, (answer, refuse) => ({ method: 'elicitation/create', params, answer, refuse }));
+  onElicitation(
+    conn: McpConnection | undefined,
+    params: ElicitRequestParams,
+    signal: AbortSignal,
+  ): Promise<ElicitResult> {
+    return this.routed<ElicitResult>(conn, signal, (answer, refuse) => ({
+      method: 'elicitation/create',
+      params,
+      answer,
+      refuse,
+    }));
   }
 
   /** The pool's handler of a pushed `sampling/createMessage` on `conn`. */
-  onSampling(conn: McpConnection | undefined, params: CreateMessageRequestParams, signal: AbortSignal): Promise<CreateMessageResult> {
-    return this.routed<CreateMessageResult>(conn, signal, (answer, refuse) => ({ method: 'sampling/createMessage', params, answer, refuse }));
+  onSampling(
+    conn: McpConnection | undefined,
+    params: CreateMessageRequestParams,
+    signal: AbortSignal,
+  ): Promise<CreateMessageResult> {
+    return this.routed<CreateMessageResult>(conn, signal, (answer, refuse) => ({
+      method: 'sampling/createMessage',
+      params,
+      answer,
+      refuse,
+    }));
   }
 
-  private routed<T>(conn: McpConnection | undefined, signal: AbortSignal, question: (answer: (v: T) => void, refuse: (err: Error) => void) => PushedQuestion): Promise<T> {
+  private routed<T>(
+    conn: McpConnection | undefined,
+    signal: AbortSignal,
+    question: (answer: (v: T) => void, refuse: (err: Error) => void) => PushedQuestion,
+  ): Promise<T> {
     const calls = conn === undefined ? undefined : this.active.get(conn);
-    if (calls === undefined || calls.size !== 1) return Promise.reject(new Error('the connector cannot tell which of the calls in flight asks this question'));
+    if (calls === undefined || calls.size !== 1)
+      return Promise.reject(new Error('the connector cannot tell which of the calls in flight asks this question'));
     const [channel] = calls;
     return new Promise<T>((resolve, reject) => {
       if (signal.aborted) return reject(new Error('the request was abandoned'));

@@ -6,20 +6,35 @@ import { LOG_BURST, LogRelay } from './log-relay.js';
 describe("the proxy's log relay", () => {
   const open = (level: LogLevel = 'debug') => {
     const sent: Array<{ subject: string; value: CallLog }> = [];
-    const relay = new LogRelay((subject, value) => sent.push({ subject, value }), makeSubjects('t1.'), metrics.getMeter('test'));
-    const sink = relay.open({ account: 'acct', run: 'run-1', callId: 'call-1' }, level, trace.getTracer('test').startSpan('call'));
+    const relay = new LogRelay(
+      (subject, value) => sent.push({ subject, value }),
+      makeSubjects('t1.'),
+      metrics.getMeter('test'),
+    );
+    const sink = relay.open(
+      { account: 'acct', run: 'run-1', callId: 'call-1' },
+      level,
+      trace.getTracer('test').startSpan('call'),
+    );
     return { sent, sink };
   };
 
   it("sends each message on the call's subject in order; past the burst they are dropped and the call's end names how many", () => {
     const { sent, sink } = open();
     for (let i = 0; i < 500; i++) sink.message({ level: 'info', logger: 'srv', data: i });
-    expect(sent[0]).toEqual({ subject: 't1.mcp.calls.log.acct.run-1.call-1', value: { level: 'info', logger: 'srv', data: 0 } });
+    expect(sent[0]).toEqual({
+      subject: 't1.mcp.calls.log.acct.run-1.call-1',
+      value: { level: 'info', logger: 'srv', data: 0 },
+    });
     const relayed = sent.length;
     expect(relayed).toBeGreaterThanOrEqual(LOG_BURST);
     expect(sent.map((s) => s.value.data)).toEqual([...Array(relayed).keys()]);
     sink.close();
-    expect(sent.at(-1)?.value).toEqual({ level: 'warning', logger: 'mcpx', data: `${500 - relayed} log messages of the server were left out: over 20 a second` });
+    expect(sent.at(-1)?.value).toEqual({
+      level: 'warning',
+      logger: 'mcpx',
+      data: `${500 - relayed} log messages of the server were left out: over 20 a second`,
+    });
     // Nothing after the call's end.
     sink.message({ level: 'info', data: 'late' });
     expect(sent).toHaveLength(relayed + 1);
@@ -27,7 +42,8 @@ describe("the proxy's log relay", () => {
 
   it('passes on only the call’s level and above, and only MCP log messages', () => {
     const { sent, sink } = open('warning');
-    for (const level of ['debug', 'info', 'notice', 'warning', 'error', 'emergency']) sink.message({ level, data: level });
+    for (const level of ['debug', 'info', 'notice', 'warning', 'error', 'emergency'])
+      sink.message({ level, data: level });
     for (const bad of [null, 'text', { level: 'loud', data: 1 }, { data: 1 }]) sink.message(bad);
     sink.close();
     expect(sent.map((s) => s.value.data)).toEqual(['warning', 'error', 'emergency']);
@@ -57,7 +73,11 @@ describe("the proxy's log relay", () => {
       makeSubjects(''),
       metrics.getMeter('test'),
     );
-    const sink = relay.open({ account: 'a', run: 'r', callId: 'c' }, 'debug', trace.getTracer('test').startSpan('call'));
+    const sink = relay.open(
+      { account: 'a', run: 'r', callId: 'c' },
+      'debug',
+      trace.getTracer('test').startSpan('call'),
+    );
     expect(() => sink.message({ level: 'info', data: 1 })).not.toThrow();
     expect(() => sink.close()).not.toThrow();
   });

@@ -1,5 +1,14 @@
 import type { Counter, Meter, Span } from '@opentelemetry/api';
-import { CALL_LOGGER_MAX_CHARS, CALL_LOG_DATA_MAX_BYTES, isLogLevel, logLevelPasses, type CallLog, type LogLevel, type ProxyCallRequest, type Subjects } from '@mcpx/contracts';
+import {
+  CALL_LOGGER_MAX_CHARS,
+  CALL_LOG_DATA_MAX_BYTES,
+  isLogLevel,
+  logLevelPasses,
+  type CallLog,
+  type LogLevel,
+  type ProxyCallRequest,
+  type Subjects,
+} from '@mcpx/contracts';
 import { carriesProtoKey, jsonSizeExceeds } from '@mcpx/domain';
 
 /**
@@ -38,7 +47,10 @@ export class LogRelay {
     meter: Meter,
     perSecond = LOG_MESSAGES_PER_SECOND,
   ) {
-    this.messages = meter.createCounter('mcpx_proxy_log_messages_total', { description: 'Log messages of calls, by outcome (relayed, below the level, dropped by the per-call bound, invalid)' });
+    this.messages = meter.createCounter('mcpx_proxy_log_messages_total', {
+      description:
+        'Log messages of calls, by outcome (relayed, below the level, dropped by the per-call bound, invalid)',
+    });
     this.intervalMs = 1000 / perSecond;
   }
 
@@ -71,7 +83,8 @@ export class LogRelay {
         tokens = Math.min(LOG_BURST, tokens + (now - at) / this.intervalMs);
         at = now;
         if (tokens < 1) {
-          if (counts.dropped === 0) span.addEvent('log messages bounded: messages dropped', { 'mcpx.log.per_second': 1000 / this.intervalMs });
+          if (counts.dropped === 0)
+            span.addEvent('log messages bounded: messages dropped', { 'mcpx.log.per_second': 1000 / this.intervalMs });
           return count('dropped');
         }
         tokens -= 1;
@@ -81,10 +94,19 @@ export class LogRelay {
         if (closed) return;
         closed = true;
         if (counts.dropped > 0) {
-          send({ level: 'warning', logger: 'mcpx', data: `${counts.dropped} log messages of the server were left out: over ${Math.round(1000 / this.intervalMs)} a second` });
+          send({
+            level: 'warning',
+            logger: 'mcpx',
+            data: `${counts.dropped} log messages of the server were left out: over ${Math.round(1000 / this.intervalMs)} a second`,
+          });
         }
         if (counts.relayed + counts.below + counts.dropped + counts.invalid > 0) {
-          span.setAttributes({ 'mcpx.log.relayed': counts.relayed, 'mcpx.log.below_level': counts.below, 'mcpx.log.dropped': counts.dropped, 'mcpx.log.invalid': counts.invalid });
+          span.setAttributes({
+            'mcpx.log.relayed': counts.relayed,
+            'mcpx.log.below_level': counts.below,
+            'mcpx.log.dropped': counts.dropped,
+            'mcpx.log.invalid': counts.invalid,
+          });
         }
       },
     };

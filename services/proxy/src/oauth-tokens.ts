@@ -1,7 +1,14 @@
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Counter, Meter, Tracer } from '@opentelemetry/api';
 import { request } from '@mcpx/bus';
-import { ErrorCodes, WireError, oauthRefreshAnswerValue, type OAuthRefreshAnswer, type OAuthRefreshRequest, type Subjects } from '@mcpx/contracts';
+import {
+  ErrorCodes,
+  WireError,
+  oauthRefreshAnswerValue,
+  type OAuthRefreshAnswer,
+  type OAuthRefreshRequest,
+  type Subjects,
+} from '@mcpx/contracts';
 import { expiring, REFRESH_BEFORE_EXPIRY_MS, type ServerCredentials } from '@mcpx/stored';
 import { withSpan } from '@mcpx/telemetry';
 import type { Catalog } from './catalog.js';
@@ -33,7 +40,9 @@ export class OAuthTokens {
   private readonly refreshes: Counter | undefined;
 
   constructor(private readonly deps: OAuthTokensDeps) {
-    this.refreshes = deps.meter?.createCounter('mcpx_proxy_token_refresh_total', { description: 'Token refreshes asked of the registry, by outcome' });
+    this.refreshes = deps.meter?.createCounter('mcpx_proxy_token_refresh_total', {
+      description: 'Token refreshes asked of the registry, by outcome',
+    });
   }
 
   /** Whether `entry`'s token expires within {@link REFRESH_BEFORE_EXPIRY_MS}. */
@@ -49,13 +58,19 @@ export class OAuthTokens {
     const key = `${account}:${server}:${entry.oauth?.tokenHash ?? ''}`;
     let p = this.inflight.get(key);
     if (p === undefined) {
-      p = this.observed(account, server, () => this.refresh(account, server, entry)).finally(() => this.inflight.delete(key));
+      p = this.observed(account, server, () => this.refresh(account, server, entry)).finally(() =>
+        this.inflight.delete(key),
+      );
       this.inflight.set(key, p);
     }
     return p;
   }
 
-  private async observed(account: string, server: string, run: () => Promise<ServerCredentials>): Promise<ServerCredentials> {
+  private async observed(
+    account: string,
+    server: string,
+    run: () => Promise<ServerCredentials>,
+  ): Promise<ServerCredentials> {
     const counted = async (): Promise<ServerCredentials> => {
       let result = 'ok';
       try {
@@ -67,28 +82,52 @@ export class OAuthTokens {
         this.refreshes?.add(1, { result });
       }
     };
-    return this.deps.tracer ? withSpan(this.deps.tracer, 'proxy.token_refresh', { 'mcp.account': account, 'mcp.server': server }, counted) : counted();
+    return this.deps.tracer
+      ? withSpan(this.deps.tracer, 'proxy.token_refresh', { 'mcp.account': account, 'mcp.server': server }, counted)
+      : counted();
   }
 
   private async refresh(account: string, server: string, entry: ServerCredentials): Promise<ServerCredentials> {
-    const req: OAuthRefreshRequest = { account, server, ...(entry.oauth?.tokenHash ? { staleTokenHash: entry.oauth.tokenHash } : {}) };
+    const req: OAuthRefreshRequest = {
+      account,
+      server,
+      ...(entry.oauth?.tokenHash ? { staleTokenHash: entry.oauth.tokenHash } : {}),
+    };
     let reply: OAuthRefreshAnswer;
     try {
-      reply = await request(this.deps.nc, this.deps.subjects.registryOAuthRefresh, req, oauthRefreshAnswerValue, REFRESH_TIMEOUT_MS);
+      reply = await request(
+        this.deps.nc,
+        this.deps.subjects.registryOAuthRefresh,
+        req,
+        oauthRefreshAnswerValue,
+        REFRESH_TIMEOUT_MS,
+      );
     } catch (err) {
       // The registry's answer (a typed error, or its malformed reply as internal) goes on as it is.
       if (err instanceof WireError) throw err;
-      throw new WireError(ErrorCodes.transportError, `the ${server} MCP server's OAuth token could not be refreshed (registry unavailable: ${(err as Error).message})`, { server });
+      throw new WireError(
+        ErrorCodes.transportError,
+        `the ${server} MCP server's OAuth token could not be refreshed (registry unavailable: ${(err as Error).message})`,
+        { server },
+      );
     }
     if (reply.state === 'auth_required' && reply.vendor !== undefined) {
       // A built-in: its token is the vendor connection's, which the owner makes again.
-      throw new WireError(ErrorCodes.authRequired, `the ${server} MCP server needs its owner to connect ${reply.vendor} again (the vendor's token could not be refreshed)`, {
-        server,
-        vendor: reply.vendor,
-      });
+      throw new WireError(
+        ErrorCodes.authRequired,
+        `the ${server} MCP server needs its owner to connect ${reply.vendor} again (the vendor's token could not be refreshed)`,
+        {
+          server,
+          vendor: reply.vendor,
+        },
+      );
     }
     if (reply.state === 'auth_required') {
-      throw new WireError(ErrorCodes.authRequired, `the ${server} MCP server needs its owner to authorize again (the OAuth refresh was refused)`, { server });
+      throw new WireError(
+        ErrorCodes.authRequired,
+        `the ${server} MCP server needs its owner to authorize again (the OAuth refresh was refused)`,
+        { server },
+      );
     }
     this.deps.catalog.dropServer(account, server);
     const fresh = await this.deps.catalog.server(account, server);

@@ -29,12 +29,19 @@ export function pendingLimitName(kind: PendingKind, scope: PendingScope, unit: P
  * (nothing was): `quota_exceeded` naming the scope (`field`), the limit and its value; a global
  * cap says when to retry.
  */
-export function pendingFullError(kind: PendingKind, full: { scope: PendingScope; unit: PendingUnit; max: number }, tool: string): WireError {
+export function pendingFullError(
+  kind: PendingKind,
+  full: { scope: PendingScope; unit: PendingUnit; max: number },
+  tool: string,
+): WireError {
   const n = NOUN[kind];
   const { scope, unit, max } = full;
   const held = unit === 'bytes' ? `${max} bytes of ${n.many}` : `${max} ${n.many}`;
   const whose = scope === 'global' ? 'this deployment (every account together)' : `this ${scope}`;
-  const then = scope === 'global' ? 'try again later' : `${kind === 'approval' ? 'decide' : 'answer'} some before ${tool} can ${n.ask}`;
+  const then =
+    scope === 'global'
+      ? 'try again later'
+      : `${kind === 'approval' ? 'decide' : 'answer'} some before ${tool} can ${n.ask}`;
   return new WireError(ErrorCodes.quotaExceeded, `${scope}: ${held} of ${whose} are waiting for ${n.who}; ${then}`, {
     field: scope,
     limit: pendingLimitName(kind, scope, unit),
@@ -51,5 +58,8 @@ export function pendingFullError(kind: PendingKind, full: { scope: PendingScope;
  */
 export function pendingStoreDown(err: unknown, kind: PendingKind): unknown {
   if (err instanceof WireError || !isRedisUnavailable(err)) return err;
-  return new WireError(ErrorCodes.unavailable, `redis is unavailable: the ${NOUN[kind].one} was not recorded`, { dependency: 'redis', retryAfterMs: REDIS_RETRY_AFTER_MS });
+  return new WireError(ErrorCodes.unavailable, `redis is unavailable: the ${NOUN[kind].one} was not recorded`, {
+    dependency: 'redis',
+    retryAfterMs: REDIS_RETRY_AFTER_MS,
+  });
 }

@@ -11,7 +11,9 @@ describe('capRefusal: a full instance refuses new work, retryably', () => {
     const err = capRefusal('connections_per_proxy', 2_000, 2_000, 'remote connections');
     expect(err?.code).toBe('rate_limited');
     expect(err?.retryable).toBe(true);
-    expect(err?.message).toBe('this proxy instance holds its 2000 remote connections; retry (another instance may take it)');
+    expect(err?.message).toBe(
+      'this proxy instance holds its 2000 remote connections; retry (another instance may take it)',
+    );
     expect(err?.details).toEqual({ limit: 'connections_per_proxy', max: 2_000, retryAfterMs: FULL_RETRY_MS });
     expect(capRefusal('runs_per_proxy', 10_001, 10_000, 'runs')?.details.limit).toBe('runs_per_proxy');
   });

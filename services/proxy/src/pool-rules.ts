@@ -19,7 +19,11 @@ export type InstanceLimit = 'runs_per_proxy' | 'connections_per_proxy';
  */
 export function capRefusal(limit: InstanceLimit, held: number, max: number, what: string): WireError | undefined {
   if (!(max > 0) || held < max) return undefined;
-  return new WireError(ErrorCodes.rateLimited, `this proxy instance holds its ${max} ${what}; retry (another instance may take it)`, { limit, max, retryAfterMs: FULL_RETRY_MS });
+  return new WireError(
+    ErrorCodes.rateLimited,
+    `this proxy instance holds its ${max} ${what}; retry (another instance may take it)`,
+    { limit, max, retryAfterMs: FULL_RETRY_MS },
+  );
 }
 
 /**

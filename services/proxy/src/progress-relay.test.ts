@@ -6,8 +6,15 @@ import { PROGRESS_BURST, ProgressRelay } from './progress-relay.js';
 describe("the proxy's progress relay", () => {
   const open = () => {
     const sent: Array<{ subject: string; value: CallProgress }> = [];
-    const relay = new ProgressRelay((subject, value) => sent.push({ subject, value }), makeSubjects('t1.'), metrics.getMeter('test'));
-    const sink = relay.open({ account: 'acct', run: 'run-1', callId: 'call-1' }, trace.getTracer('test').startSpan('call'));
+    const relay = new ProgressRelay(
+      (subject, value) => sent.push({ subject, value }),
+      makeSubjects('t1.'),
+      metrics.getMeter('test'),
+    );
+    const sink = relay.open(
+      { account: 'acct', run: 'run-1', callId: 'call-1' },
+      trace.getTracer('test').startSpan('call'),
+    );
     return { sent, sink };
   };
 
@@ -15,7 +22,10 @@ describe("the proxy's progress relay", () => {
     const { sent, sink } = open();
     sink.progress({ progress: 1, total: 10, message: 'one' });
     for (let i = 2; i <= 500; i++) sink.progress({ progress: i, total: 500 });
-    expect(sent[0]).toEqual({ subject: 't1.mcp.calls.progress.acct.run-1.call-1', value: { progress: 1, total: 10, message: 'one' } });
+    expect(sent[0]).toEqual({
+      subject: 't1.mcp.calls.progress.acct.run-1.call-1',
+      value: { progress: 1, total: 10, message: 'one' },
+    });
     expect(sent.map((s) => s.value.progress)).toEqual([1, 2, 3].slice(0, PROGRESS_BURST));
     sink.close();
     expect(sent.map((s) => s.value)).toEqual([
@@ -30,7 +40,8 @@ describe("the proxy's progress relay", () => {
 
   it('drops a value that is not a finite number, keeps only finite totals and cuts a long message', () => {
     const { sent, sink } = open();
-    for (const bad of [{ progress: 'x' }, { progress: Number.NaN }, { progress: Infinity }, { progress: undefined }]) sink.progress(bad);
+    for (const bad of [{ progress: 'x' }, { progress: Number.NaN }, { progress: Infinity }, { progress: undefined }])
+      sink.progress(bad);
     sink.progress({ progress: 1, total: Number.POSITIVE_INFINITY, message: 'm'.repeat(5000) });
     sink.close();
     expect(sent).toHaveLength(1);

@@ -45,7 +45,9 @@ export class ProgressRelay {
     meter: Meter,
     perSecond = PROGRESS_EVENTS_PER_SECOND,
   ) {
-    this.events = meter.createCounter('mcpx_proxy_progress_events_total', { description: 'Progress notifications of calls, by outcome (relayed, dropped by the per-call bound, invalid)' });
+    this.events = meter.createCounter('mcpx_proxy_progress_events_total', {
+      description: 'Progress notifications of calls, by outcome (relayed, dropped by the per-call bound, invalid)',
+    });
     this.intervalMs = 1000 / perSecond;
   }
 
@@ -94,7 +96,8 @@ export class ProgressRelay {
         const wait = (1 - tokens) * this.intervalMs;
         if (tokens >= 1 && timer === undefined) return send(value);
         if (waiting !== undefined) {
-          if (counts.dropped === 0) span.addEvent('progress bounded: events dropped', { 'mcpx.progress.per_second': 1000 / this.intervalMs });
+          if (counts.dropped === 0)
+            span.addEvent('progress bounded: events dropped', { 'mcpx.progress.per_second': 1000 / this.intervalMs });
           counts.dropped++;
           this.events.add(1, { outcome: 'dropped' });
         }
@@ -107,7 +110,11 @@ export class ProgressRelay {
         clearTimeout(timer);
         flush();
         if (counts.relayed + counts.dropped + counts.invalid > 0) {
-          span.setAttributes({ 'mcpx.progress.relayed': counts.relayed, 'mcpx.progress.dropped': counts.dropped, 'mcpx.progress.invalid': counts.invalid });
+          span.setAttributes({
+            'mcpx.progress.relayed': counts.relayed,
+            'mcpx.progress.dropped': counts.dropped,
+            'mcpx.progress.invalid': counts.invalid,
+          });
         }
       },
     };
@@ -119,6 +126,8 @@ function progressValue(p: UpstreamProgress): CallProgress | undefined {
   if (typeof p.progress !== 'number' || !Number.isFinite(p.progress)) return undefined;
   const value: CallProgress = { progress: p.progress };
   if (typeof p.total === 'number' && Number.isFinite(p.total)) value.total = p.total;
-  if (typeof p.message === 'string') value.message = p.message.length > PROGRESS_MESSAGE_MAX_CHARS ? p.message.slice(0, PROGRESS_MESSAGE_MAX_CHARS) : p.message;
+  if (typeof p.message === 'string')
+    value.message =
+      p.message.length > PROGRESS_MESSAGE_MAX_CHARS ? p.message.slice(0, PROGRESS_MESSAGE_MAX_CHARS) : p.message;
   return value;
 }

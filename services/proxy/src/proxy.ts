@@ -7,7 +7,14 @@ import { CONNECTOR_CAPABILITIES } from '@mcpx/mcp-client';
 import { createLogger, type LogSink } from '@mcpx/log';
 import { SecretBox } from '@mcpx/secrets';
 import { createOutboundFetch } from '@mcpx/outbound';
-import { responseCutRecorder, setupTelemetry, startServiceHttp, tracingFetch, tracingRequest, type Telemetry } from '@mcpx/telemetry';
+import {
+  responseCutRecorder,
+  setupTelemetry,
+  startServiceHttp,
+  tracingFetch,
+  tracingRequest,
+  type Telemetry,
+} from '@mcpx/telemetry';
 import { LegacyAsks } from './legacy-inputs.js';
 import { CallHandler, replyLimits } from './call-handler.js';
 import { Catalog } from './catalog.js';
@@ -50,9 +57,23 @@ export interface RunningProxy {
 /** Wires the proxy from its configuration and starts answering calls. */
 export async function startProxy(config: Config, opts: ProxyOptions = {}): Promise<RunningProxy> {
   const instance = config.instanceId.replace(/[^A-Za-z0-9_-]/g, '_');
-  const log = createLogger('proxy', { level: config.logLevel, fields: { instance }, ...(opts.logSink ? { sink: opts.logSink } : {}) });
-  const telemetry = opts.telemetry ?? (await setupTelemetry({ serviceName: 'proxy', serviceInstanceId: instance, ...(config.otlpEndpoint ? { otlpEndpoint: config.otlpEndpoint } : {}) }));
-  const db = createDb(config.databaseUrl, { applicationName: 'proxy', max: 10, onIdleError: (err) => log.warn('database connection dropped', { err }) });
+  const log = createLogger('proxy', {
+    level: config.logLevel,
+    fields: { instance },
+    ...(opts.logSink ? { sink: opts.logSink } : {}),
+  });
+  const telemetry =
+    opts.telemetry ??
+    (await setupTelemetry({
+      serviceName: 'proxy',
+      serviceInstanceId: instance,
+      ...(config.otlpEndpoint ? { otlpEndpoint: config.otlpEndpoint } : {}),
+    }));
+  const db = createDb(config.databaseUrl, {
+    applicationName: 'proxy',
+    max: 10,
+    onIdleError: (err) => log.warn('database connection dropped', { err }),
+  });
   // The proxy's own schema: the tasks it brokers (docs/tasks.md).
   await migrate(db, 'proxy');
   const bus = await connectBus({
@@ -60,7 +81,9 @@ export async function startProxy(config: Config, opts: ProxyOptions = {}): Promi
     name: `proxy ${instance}`,
     prefix: config.natsPrefix,
     log,
-    ...(config.natsCredentials ? { credentials: config.natsCredentials, inboxPrefix: config.natsCredentials.inboxPrefix } : {}),
+    ...(config.natsCredentials
+      ? { credentials: config.natsCredentials, inboxPrefix: config.natsCredentials.inboxPrefix }
+      : {}),
   });
   const redis = await connectRedis(config, log);
   const limiter = callLimiter(redis, config, log);
@@ -72,11 +95,20 @@ export async function startProxy(config: Config, opts: ProxyOptions = {}): Promi
   catalog.listen(bus.nc, bus.subjects, log);
   // Legacy servers ask by pushing elicitation/create during a call: held here while a person answers.
   const legacyAsks = new LegacyAsks();
-  const pool = connectionPool({ config, db: reads, bus, log, telemetry, outboundFetch, idleMs: opts.idleMs ?? config.proxy.idleMs }, legacyAsks);
+  const pool = connectionPool(
+    { config, db: reads, bus, log, telemetry, outboundFetch, idleMs: opts.idleMs ?? config.proxy.idleMs },
+    legacyAsks,
+  );
   const limits = { maxConcurrency: config.proxy.maxConcurrencyPerServer, ratePerSecond: config.proxy.ratePerServer };
   const maxPayload = bus.nc.info?.max_payload ?? 1024 * 1024;
   const { approvals, inputs } = callGates({ config, bus, redis, log, telemetry });
-  const oauth = new OAuthTokens({ nc: bus.nc, subjects: bus.subjects, catalog, tracer: telemetry.tracer, meter: telemetry.meter });
+  const oauth = new OAuthTokens({
+    nc: bus.nc,
+    subjects: bus.subjects,
+    catalog,
+    tracer: telemetry.tracer,
+    meter: telemetry.meter,
+  });
   // The call log (docs/activity.md): written by proxies in batches, read by the registry's ListCalls.
   const activity = config.activity.enabled ? await startActivity(config, db, telemetry, log) : undefined;
   const limitsOfReply = replyLimits(maxPayload);
@@ -137,22 +169,58 @@ export async function startProxy(config: Config, opts: ProxyOptions = {}): Promi
     logs: new LogRelay((subject, value) => bus.notify(subject, value), bus.subjects, telemetry.meter),
     ...(activity !== undefined ? { activity } : {}),
   });
-  const stats = (): ProxyStats => ({ instance, ...pool.stats, inflight: handler.inflightCount, ...handler.counts, invalidations: catalog.invalidations });
+  const stats = (): ProxyStats => ({
+    instance,
+    ...pool.stats,
+    inflight: handler.inflightCount,
+    ...handler.counts,
+    invalidations: catalog.invalidations,
+  });
 
   const service = await startCallService({ nc: bus.nc, subjects: bus.subjects, instance, handler, stats, log });
   // Resources, prompts and completions of granted servers (the agent endpoint's): ./relay-requests.ts.
-  const relay = new RelayRequests({ nc: bus.nc, subjects: bus.subjects, instance, catalog, pool, tracer: telemetry.tracer, meter: telemetry.meter, oauth, maxPayload, log, inputs });
+  const relay = new RelayRequests({
+    nc: bus.nc,
+    subjects: bus.subjects,
+    instance,
+    catalog,
+    pool,
+    tracer: telemetry.tracer,
+    meter: telemetry.meter,
+    oauth,
+    maxPayload,
+    log,
+    inputs,
+  });
   relay.start();
   // The endpoint's upstream subscriptions (resource updates, list changes): ./upstream-watches.ts.
-  const contexts = new UpstreamContexts({ connectTimeoutMs: 30_000, fetch: tracingFetch(outboundFetch), verdicts: new StoredEraVerdicts(reads) });
-  const watches = new UpstreamWatches({ nc: bus.nc, subjects: bus.subjects, instance, catalog, contexts, tracer: telemetry.tracer, meter: telemetry.meter, log });
+  const contexts = new UpstreamContexts({
+    connectTimeoutMs: 30_000,
+    fetch: tracingFetch(outboundFetch),
+    verdicts: new StoredEraVerdicts(reads),
+  });
+  const watches = new UpstreamWatches({
+    nc: bus.nc,
+    subjects: bus.subjects,
+    instance,
+    catalog,
+    contexts,
+    tracer: telemetry.tracer,
+    meter: telemetry.meter,
+    log,
+  });
   watches.start();
   const taskService = startTaskService({ nc: bus.nc, subjects: bus.subjects, store: taskStore, broker, log });
   broker.start();
   // Core-NATS notifications, decoded strictly: one that does not decode is logged (without its
   // bytes) and dropped, and nothing a handler throws reaches the connection.
   const subs = [
-    bus.listen(bus.subjects.proxyCancel, payload(decodeProxyCancel), (c) => handler.cancel(c.account, c.run, c.callId), { what: 'cancel' }),
+    bus.listen(
+      bus.subjects.proxyCancel,
+      payload(decodeProxyCancel),
+      (c) => handler.cancel(c.account, c.run, c.callId),
+      { what: 'cancel' },
+    ),
     // Only the instance working on the call answers: silence means "not here".
     bus.listen(
       bus.subjects.proxyCallHeld,
@@ -162,7 +230,9 @@ export async function startProxy(config: Config, opts: ProxyOptions = {}): Promi
       },
       { what: 'held check' },
     ),
-    bus.listen(bus.subjects.runEndedAll, payload(decodeRunEnded), (e) => void pool.endRun(e.account, e.run), { what: 'run-ended' }),
+    bus.listen(bus.subjects.runEndedAll, payload(decodeRunEnded), (e) => void pool.endRun(e.account, e.run), {
+      what: 'run-ended',
+    }),
   ];
   await bus.nc.flush();
   let ready = true;
@@ -176,7 +246,13 @@ export async function startProxy(config: Config, opts: ProxyOptions = {}): Promi
     metricsHandler: telemetry.metricsHandler,
     extra: { '/stats': () => ({ ...stats(), cpu: process.cpuUsage(), rss: process.memoryUsage.rss() }) },
   });
-  log.info('proxy ready', { instance, health: health.url, internal: health.internalUrl, natsService: service.name, limits });
+  log.info('proxy ready', {
+    instance,
+    health: health.url,
+    internal: health.internalUrl,
+    natsService: service.name,
+    limits,
+  });
   let stopping: Promise<void> | undefined;
   return {
     healthUrl: health.url,
@@ -211,8 +287,15 @@ export async function startProxy(config: Config, opts: ProxyOptions = {}): Promi
  * starts first). A database that does not answer now does not stop the proxy: the recorder holds
  * calls and retries, and the migration is tried again at the next start.
  */
-async function startActivity(config: Config, db: ReturnType<typeof createDb>, telemetry: Telemetry, log: ReturnType<typeof createLogger>): Promise<ActivityRecorder> {
-  await migrate(db, 'activity').catch((err: unknown) => log.warn('call log migration failed: calls are held and retried', { err: err as Error }));
+async function startActivity(
+  config: Config,
+  db: ReturnType<typeof createDb>,
+  telemetry: Telemetry,
+  log: ReturnType<typeof createLogger>,
+): Promise<ActivityRecorder> {
+  await migrate(db, 'activity').catch((err: unknown) =>
+    log.warn('call log migration failed: calls are held and retried', { err: err as Error }),
+  );
   const a = config.activity;
   return new ActivityRecorder({
     store: new PostgresActivityStore(db),

@@ -22,7 +22,12 @@ describe('quiet discovery', () => {
     quiet.observe('acct', 'srv', conn);
     await settle();
     expect(sent).toHaveLength(1);
-    expect(sent[0]).toMatchObject({ account: 'acct', server: 'srv', tools: [{ name: 'echo' }], transport: 'streamable-http' });
+    expect(sent[0]).toMatchObject({
+      account: 'acct',
+      server: 'srv',
+      tools: [{ name: 'echo' }],
+      transport: 'streamable-http',
+    });
 
     tools = [{ name: 'echo' }, { name: 'add' }];
     quiet.observe('acct', 'srv', conn);
@@ -42,12 +47,17 @@ describe('quiet discovery', () => {
   it('keeps servers apart, and a failed list is logged, never thrown', async () => {
     const sent: ToolsObserved[] = [];
     const warned: string[] = [];
-    const quiet = new QuietDiscovery((m) => sent.push(m), { warn: (msg: string) => warned.push(msg) } as unknown as Logger);
+    const quiet = new QuietDiscovery((m) => sent.push(m), {
+      warn: (msg: string) => warned.push(msg),
+    } as unknown as Logger);
     const conn = connection(() => [{ name: 'echo' }]);
     quiet.observe('acct', 'a', conn);
     quiet.observe('acct', 'b', conn);
     quiet.observe('other', 'a', conn);
-    const broken = { transport: 'streamable-http', listTools: () => Promise.reject(new Error('gone')) } as unknown as McpConnection;
+    const broken = {
+      transport: 'streamable-http',
+      listTools: () => Promise.reject(new Error('gone')),
+    } as unknown as McpConnection;
     quiet.observe('acct', 'c', broken);
     await settle();
     expect(sent.map((m) => `${m.account}/${m.server}`)).toEqual(['acct/a', 'acct/b', 'other/a']);

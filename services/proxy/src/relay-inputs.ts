@@ -6,7 +6,10 @@ import { capabilitiesOf } from './declared-capabilities.js';
 import { inputRoundOf, type InputAsker, type InputGate, type InputTarget } from './input-requests.js';
 
 /** Sends the relayed request's method with `params` (and the options of its input rounds) on the run's connection. */
-export type RelaySend = (params: Record<string, unknown>, opts: Pick<RelayOptions, 'allowInputRequired' | 'onlyCapabilities'>) => Promise<Record<string, unknown>>;
+export type RelaySend = (
+  params: Record<string, unknown>,
+  opts: Pick<RelayOptions, 'allowInputRequired' | 'onlyCapabilities'>,
+) => Promise<Record<string, unknown>>;
 
 /** Rounds a server may answer with only a `requestState` (no question) before the relay gives up. */
 const STATE_ONLY_HOPS = 8;
@@ -45,17 +48,30 @@ export function relayAsker(req: RelayRequest): { asker: InputAsker; target: Inpu
  * once. A question the caller did not declare it answers is refused (`input_refused`): a relayed
  * request has no person to turn to. Other methods are sent as they are.
  */
-export async function relayWithInputs(req: RelayRequest, send: RelaySend, inputs: InputGate | undefined, span: Span): Promise<Record<string, unknown>> {
+export async function relayWithInputs(
+  req: RelayRequest,
+  send: RelaySend,
+  inputs: InputGate | undefined,
+  span: Span,
+): Promise<Record<string, unknown>> {
   if (!INPUT_METHODS.has(req.method)) return await send(req.params, {});
   const { asker, target, argsHash } = relayAsker(req);
   const opts = { allowInputRequired: true, onlyCapabilities: capabilitiesOf(req.answers) };
   let params = req.params;
   let round = 1;
   if (req.inputRequestId !== undefined) {
-    if (inputs === undefined) throw new WireError(ErrorCodes.inputRefused, 'input requests are not available here', { reason: 'unknown', server: req.server });
+    if (inputs === undefined)
+      throw new WireError(ErrorCodes.inputRefused, 'input requests are not available here', {
+        reason: 'unknown',
+        server: req.server,
+      });
     const resumption = await inputs.resume(asker, target, argsHash);
     span.setAttribute('mcpx.input_round', resumption.round);
-    params = { ...req.params, inputResponses: resumption.inputResponses, ...(resumption.requestState !== undefined ? { requestState: resumption.requestState } : {}) };
+    params = {
+      ...req.params,
+      inputResponses: resumption.inputResponses,
+      ...(resumption.requestState !== undefined ? { requestState: resumption.requestState } : {}),
+    };
     round = resumption.round + 1;
   }
   let result = await send(params, opts);
@@ -63,13 +79,22 @@ export async function relayWithInputs(req: RelayRequest, send: RelaySend, inputs
     const asked = inputRoundOf(result);
     const questions = Object.keys(asked.inputRequests).length;
     if (inputs === undefined) {
-      throw new WireError(ErrorCodes.inputRefused, `${target.name} asks for input before it can be given, and input requests are not available here`, { reason: 'unavailable', server: req.server });
+      throw new WireError(
+        ErrorCodes.inputRefused,
+        `${target.name} asks for input before it can be given, and input requests are not available here`,
+        { reason: 'unavailable', server: req.server },
+      );
     }
     if (questions === 0 && asked.requestState !== undefined && hops < STATE_ONLY_HOPS) {
       result = await send({ ...req.params, requestState: asked.requestState }, opts);
       continue;
     }
-    if (questions === 0) throw new WireError(ErrorCodes.serverError, `the ${req.server} MCP server answered ${req.method} with input_required and no question`, { server: req.server });
+    if (questions === 0)
+      throw new WireError(
+        ErrorCodes.serverError,
+        `the ${req.server} MCP server answered ${req.method} with input_required and no question`,
+        { server: req.server },
+      );
     const items = inputs.classify(asker, target, asked.inputRequests, false);
     const unanswerable = items.find((i) => i.answerBy === 'person');
     if (unanswerable !== undefined) {
@@ -84,7 +109,13 @@ export async function relayWithInputs(req: RelayRequest, send: RelaySend, inputs
       );
     }
     span.addEvent('input requested', { 'mcpx.input_questions': items.length });
-    await inputs.stop(asker, target, items, { argsHash, round, approved: false, era: 'modern', ...(asked.requestState !== undefined ? { requestState: asked.requestState } : {}) });
+    await inputs.stop(asker, target, items, {
+      argsHash,
+      round,
+      approved: false,
+      era: 'modern',
+      ...(asked.requestState !== undefined ? { requestState: asked.requestState } : {}),
+    });
   }
   return result;
 }

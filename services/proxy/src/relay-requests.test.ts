@@ -17,7 +17,11 @@ describe('the proxy relay: bounds and cache', () => {
     );
     expect(out.resources).toEqual([{ uri: 'test://ok', name: 'b' }]);
     expect(out._meta).toEqual({ 'io.mcpx/omitted': { unsafeUris: 2 } });
-    const templates = boundRelayResult('resources/templates/list', { resourceTemplates: [{ uriTemplate: 'test://t/{id}', name: 't' }] }, 1 << 20);
+    const templates = boundRelayResult(
+      'resources/templates/list',
+      { resourceTemplates: [{ uriTemplate: 'test://t/{id}', name: 't' }] },
+      1 << 20,
+    );
     expect(templates.resourceTemplates).toHaveLength(1);
     expect(templates._meta).toBeUndefined();
   });
@@ -37,12 +41,20 @@ describe('the proxy relay: bounds and cache', () => {
     );
     expect(big.contents).toEqual([
       { uri: 'test://a', text: 'x' },
-      { uri: 'test://a', mimeType: 'image/png', text: expect.stringMatching(/^\[mcpx: left out: \d+ bytes, over the 65536-byte bound of a relayed result\]$/) as unknown },
+      {
+        uri: 'test://a',
+        mimeType: 'image/png',
+        text: expect.stringMatching(
+          /^\[mcpx: left out: \d+ bytes, over the 65536-byte bound of a relayed result\]$/,
+        ) as unknown,
+      },
     ]);
     expect(big._meta).toEqual({ 'io.mcpx/omitted': { overLimit: 1, limit: 65_536 } });
     expect(Buffer.byteLength(JSON.stringify(big))).toBeLessThanOrEqual(65_536);
     // A completion has no list to cut: over the bound it is an error, typed.
-    expect(() => boundRelayResult('completion/complete', { completion: { values: ['v'.repeat(100_000)] } }, 64 * 1024)).toThrow(expect.objectContaining({ code: 'server_error' }));
+    expect(() =>
+      boundRelayResult('completion/complete', { completion: { values: ['v'.repeat(100_000)] } }, 64 * 1024),
+    ).toThrow(expect.objectContaining({ code: 'server_error' }));
   });
 
   it('keeps a result by its ttlMs, at most five minutes, and not one without', () => {

@@ -1,5 +1,15 @@
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
-import { SpanKind, SpanStatusCode, trace, context, type Context, type Counter, type Histogram, type Meter, type Tracer } from '@opentelemetry/api';
+import {
+  SpanKind,
+  SpanStatusCode,
+  trace,
+  context,
+  type Context,
+  type Counter,
+  type Histogram,
+  type Meter,
+  type Tracer,
+} from '@opentelemetry/api';
 import {
   ErrorCodes,
   INPUT_METHODS,
@@ -66,9 +76,17 @@ function undeclared(req: RelayRequest): Record<string, unknown> {
     case 'completion/complete':
       return { completion: { values: [], hasMore: false } };
     case 'resources/read':
-      throw new WireError(ErrorCodes.notFound, `the ${req.server} MCP server has no resources`, { field: 'uri', server: req.server, mcpCode: -32002 });
+      throw new WireError(ErrorCodes.notFound, `the ${req.server} MCP server has no resources`, {
+        field: 'uri',
+        server: req.server,
+        mcpCode: -32002,
+      });
     case 'prompts/get':
-      throw new WireError(ErrorCodes.notFound, `the ${req.server} MCP server has no prompts`, { field: 'name', server: req.server, mcpCode: -32602 });
+      throw new WireError(ErrorCodes.notFound, `the ${req.server} MCP server has no prompts`, {
+        field: 'name',
+        server: req.server,
+        mcpCode: -32602,
+      });
   }
 }
 
@@ -80,18 +98,28 @@ const byteLength = (v: unknown): number => Buffer.byteLength(JSON.stringify(v) ?
  * the bound too (a read's contents and a prompt's messages are replaced by a text that says what
  * and why, so their places stay); `_meta["io.mcpx/omitted"]` counts what was left out and why.
  */
-export function boundRelayResult(method: RelayMethod, result: Record<string, unknown>, maxBytes: number): Record<string, unknown> {
+export function boundRelayResult(
+  method: RelayMethod,
+  result: Record<string, unknown>,
+  maxBytes: number,
+): Record<string, unknown> {
   const key = ITEMS[method];
   const items = result[key];
   if (!Array.isArray(items)) {
     if (byteLength(result) <= maxBytes) return result;
-    throw new WireError(ErrorCodes.serverError, `the server's ${method} result is larger than the ${maxBytes} bytes a relayed result may be`, { limit: maxBytes });
+    throw new WireError(
+      ErrorCodes.serverError,
+      `the server's ${method} result is larger than the ${maxBytes} bytes a relayed result may be`,
+      { limit: maxBytes },
+    );
   }
   let unsafe = 0;
   let kept: unknown[] = items;
   if (method === 'resources/list' || method === 'resources/templates/list') {
     kept = items.filter((item) => {
-      const uri = (item as { uri?: unknown; uriTemplate?: unknown } | null)?.[method === 'resources/list' ? 'uri' : 'uriTemplate'];
+      const uri = (item as { uri?: unknown; uriTemplate?: unknown } | null)?.[
+        method === 'resources/list' ? 'uri' : 'uriTemplate'
+      ];
       const fault = resourceUriFault(typeof uri === 'string' ? uri.replace(/\{[^{}]{1,64}\}/g, 'x') : uri);
       if (fault !== undefined) unsafe++;
       return fault === undefined;
@@ -112,7 +140,11 @@ export function boundRelayResult(method: RelayMethod, result: Record<string, unk
     const marker = `[mcpx: left out: ${size} bytes, over the ${maxBytes}-byte bound of a relayed result]`;
     if (method === 'resources/read') {
       const c = item as { uri?: unknown; mimeType?: unknown };
-      const placed = { uri: typeof c.uri === 'string' ? c.uri.slice(0, 2_048) : '', ...(typeof c.mimeType === 'string' ? { mimeType: c.mimeType.slice(0, 128) } : {}), text: marker };
+      const placed = {
+        uri: typeof c.uri === 'string' ? c.uri.slice(0, 2_048) : '',
+        ...(typeof c.mimeType === 'string' ? { mimeType: c.mimeType.slice(0, 128) } : {}),
+        text: marker,
+      };
       budget -= byteLength(placed);
       if (budget > 0) out.push(placed);
     } else if (method === 'prompts/get') {
@@ -123,10 +155,25 @@ export function boundRelayResult(method: RelayMethod, result: Record<string, unk
     }
   }
   if (unsafe === 0 && over === 0) return result;
-  const meta = typeof result._meta === 'object' && result._meta !== null ? (result._meta as Record<string, unknown>) : {};
+  const meta =
+    typeof result._meta === 'object' && result._meta !== null ? (result._meta as Record<string, unknown>) : {};
   // What an earlier step left out (./app-resources.ts) is counted beside.
-  const earlier = typeof meta['io.mcpx/omitted'] === 'object' && meta['io.mcpx/omitted'] !== null ? (meta['io.mcpx/omitted'] as Record<string, unknown>) : {};
-  return { ...result, [key]: out, _meta: { ...meta, 'io.mcpx/omitted': { ...earlier, ...(unsafe > 0 ? { unsafeUris: unsafe } : {}), ...(over > 0 ? { overLimit: over, limit: maxBytes } : {}) } } };
+  const earlier =
+    typeof meta['io.mcpx/omitted'] === 'object' && meta['io.mcpx/omitted'] !== null
+      ? (meta['io.mcpx/omitted'] as Record<string, unknown>)
+      : {};
+  return {
+    ...result,
+    [key]: out,
+    _meta: {
+      ...meta,
+      'io.mcpx/omitted': {
+        ...earlier,
+        ...(unsafe > 0 ? { unsafeUris: unsafe } : {}),
+        ...(over > 0 ? { overLimit: over, limit: maxBytes } : {}),
+      },
+    },
+  };
 }
 
 /** Results kept by the server's `ttlMs`, per auth context (account and server: the credentials used). */
@@ -151,7 +198,8 @@ export class RelayCache {
     this.drop(key);
     this.entries.set(key, { until: now + Math.min(ttl, RELAY_CACHE_MAX_TTL_MS), result, bytes });
     this.bytes += bytes;
-    while (this.entries.size > CACHE_MAX_ENTRIES || this.bytes > CACHE_MAX_BYTES) this.drop(this.entries.keys().next().value as string);
+    while (this.entries.size > CACHE_MAX_ENTRIES || this.bytes > CACHE_MAX_BYTES)
+      this.drop(this.entries.keys().next().value as string);
   }
 
   /** Forgets a server's results (its configuration or credentials changed). */
@@ -186,10 +234,19 @@ export interface RelayDeps {
 
 /** A server's JSON-RPC error as a wire error that keeps its code (`mcpCode`), so a client gets the server's answer. */
 function relayError(err: unknown, req: RelayRequest): WireError {
-  if (err instanceof McpClientError && err.code === McpClientErrorCode.ProtocolError && typeof err.details.mcpCode === 'number') {
+  if (
+    err instanceof McpClientError &&
+    err.code === McpClientErrorCode.ProtocolError &&
+    typeof err.details.mcpCode === 'number'
+  ) {
     const mcpCode = err.details.mcpCode;
-    const code = mcpCode === -32002 ? ErrorCodes.notFound : mcpCode === -32602 ? ErrorCodes.invalidInput : ErrorCodes.serverError;
-    return new WireError(code, err.message.slice(0, 1_024), { server: req.server, mcpCode, ...(code === ErrorCodes.invalidInput ? { field: 'params' } : {}) });
+    const code =
+      mcpCode === -32002 ? ErrorCodes.notFound : mcpCode === -32602 ? ErrorCodes.invalidInput : ErrorCodes.serverError;
+    return new WireError(code, err.message.slice(0, 1_024), {
+      server: req.server,
+      mcpCode,
+      ...(code === ErrorCodes.invalidInput ? { field: 'params' } : {}),
+    });
   }
   return toWire(err);
 }
@@ -209,8 +266,13 @@ export class RelayRequests {
   private readonly duration: Histogram;
 
   constructor(private readonly deps: RelayDeps) {
-    this.total = deps.meter.createCounter('mcpx_proxy_relay_total', { description: 'Relayed resources, prompts and completions requests, by method and outcome' });
-    this.duration = deps.meter.createHistogram('mcpx_proxy_relay_duration_ms', { unit: 'ms', description: 'Relayed requests, end to end in the proxy' });
+    this.total = deps.meter.createCounter('mcpx_proxy_relay_total', {
+      description: 'Relayed resources, prompts and completions requests, by method and outcome',
+    });
+    this.duration = deps.meter.createHistogram('mcpx_proxy_relay_duration_ms', {
+      unit: 'ms',
+      description: 'Relayed requests, end to end in the proxy',
+    });
   }
 
   start(): void {
@@ -255,7 +317,16 @@ export class RelayRequests {
     const started = performance.now();
     const span = this.deps.tracer.startSpan(
       'proxy.relay',
-      { kind: SpanKind.SERVER, attributes: { 'mcp.account': req.account, 'mcpx.agent': req.agent, 'mcpx.run': req.run, [McpAttributes.methodName]: req.method, [McpAttributes.server]: req.server } },
+      {
+        kind: SpanKind.SERVER,
+        attributes: {
+          'mcp.account': req.account,
+          'mcpx.agent': req.agent,
+          'mcpx.run': req.run,
+          [McpAttributes.methodName]: req.method,
+          [McpAttributes.server]: req.server,
+        },
+      },
       parent,
     );
     let outcome = 'ok';
@@ -264,7 +335,11 @@ export class RelayRequests {
     } catch (err) {
       const wire = relayError(err, req);
       outcome = wire.code;
-      if (wire.code === ErrorCodes.internal) this.deps.log.error('a relayed request failed with an unexpected error', { method: req.method, err: err as Error });
+      if (wire.code === ErrorCodes.internal)
+        this.deps.log.error('a relayed request failed with an unexpected error', {
+          method: req.method,
+          err: err as Error,
+        });
       span.setStatus({ code: SpanStatusCode.ERROR, message: wire.message });
       throw wire;
     } finally {
@@ -280,9 +355,13 @@ export class RelayRequests {
     const agent = catalog.agentNow(req.account, req.agent) ?? (await catalog.agent(req.account, req.agent));
     if (agent === null) throw new WireError(ErrorCodes.notFound, 'this account has no such agent', { field: 'agent' });
     // The grant itself, as for a call: never the projection.
-    if (!agent.grants.has(req.server)) throw new WireError(ErrorCodes.notGranted, `the agent is not granted the ${req.server} MCP server`, { server: req.server });
+    if (!agent.grants.has(req.server))
+      throw new WireError(ErrorCodes.notGranted, `the agent is not granted the ${req.server} MCP server`, {
+        server: req.server,
+      });
     let server = catalog.serverNow(req.account, req.server) ?? (await catalog.server(req.account, req.server));
-    if (server === null) throw new WireError(ErrorCodes.notFound, `no MCP server named ${req.server}`, { server: req.server });
+    if (server === null)
+      throw new WireError(ErrorCodes.notFound, `no MCP server named ${req.server}`, { server: req.server });
     // What the caller declared it answers can change a prompt's or a read's result: it is part of the key.
     const key = `${req.account}\u0000${req.server}\u0000${req.method}\u0000${JSON.stringify(req.params)}\u0000${INPUT_METHODS.has(req.method) ? JSON.stringify(req.answers ?? {}) : ''}`;
     // A re-sent request's result is its client's answers': never taken from, nor kept in, the cache.
@@ -290,7 +369,8 @@ export class RelayRequests {
     const hit = cacheable ? this.cache.get(key) : undefined;
     span.setAttribute('mcpx.cache.hit', hit !== undefined);
     if (hit !== undefined) return hit;
-    if (server.oauth !== undefined && this.deps.oauth?.expiring(server)) server = await this.deps.oauth.refreshed(req.account, req.server, server);
+    if (server.oauth !== undefined && this.deps.oauth?.expiring(server))
+      server = await this.deps.oauth.refreshed(req.account, req.server, server);
     const timeoutMs = Math.min(req.timeoutMs ?? MAX_RELAY_TIMEOUT_MS, MAX_RELAY_TIMEOUT_MS);
     const sendOn =
       (params: Record<string, unknown>, opts: Parameters<RelaySend>[1]) =>
@@ -300,12 +380,25 @@ export class RelayRequests {
         return await conn.relay(req.method, params, { timeoutMs, ...opts });
       };
     const target = server;
-    const send: RelaySend = (params, opts) => this.deps.pool.use(req.account, req.run, req.server, target, sendOn(params, opts), false, trace.setSpan(context.active(), span));
+    const send: RelaySend = (params, opts) =>
+      this.deps.pool.use(
+        req.account,
+        req.run,
+        req.server,
+        target,
+        sendOn(params, opts),
+        false,
+        trace.setSpan(context.active(), span),
+      );
     const raw = await relayWithInputs(req, send, this.deps.inputs, span);
     // A ui:// resource that is not HTML is not passed on as an app (./app-resources.ts).
     const screened = req.method === 'resources/read' ? screenAppContents(raw) : raw;
     if (screened !== raw) span.setAttribute('mcpx.apps.not_html', true);
-    const result = boundRelayResult(req.method, screened, Math.max(64 * 1024, this.deps.maxPayload - REPLY_MARGIN_BYTES));
+    const result = boundRelayResult(
+      req.method,
+      screened,
+      Math.max(64 * 1024, this.deps.maxPayload - REPLY_MARGIN_BYTES),
+    );
     if (cacheable) this.cache.put(key, result);
     return result;
   }

@@ -40,7 +40,8 @@ export class StrictPins {
 
   constructor(meter: Meter) {
     this.checks = meter.createCounter('mcpx_proxy_strict_checks_total', {
-      description: "Strict-pinned servers' calls checked against the contract their connection lists, by outcome (match, mismatch, unlisted, unverified) and listing (reused, listed)",
+      description:
+        "Strict-pinned servers' calls checked against the contract their connection lists, by outcome (match, mismatch, unlisted, unverified) and listing (reused, listed)",
     });
   }
 
@@ -55,10 +56,17 @@ export class StrictPins {
   async verify(conn: McpConnection, account: string, doc: McpToolDocument, timeoutMs: number): Promise<void> {
     let listing;
     try {
-      listing = await conn.currentTools({ maxAgeMs: STRICT_LISTING_MAX_AGE_MS, timeoutMs: Math.min(timeoutMs, LISTING_TIMEOUT_MS) });
+      listing = await conn.currentTools({
+        maxAgeMs: STRICT_LISTING_MAX_AGE_MS,
+        timeoutMs: Math.min(timeoutMs, LISTING_TIMEOUT_MS),
+      });
     } catch (err) {
       this.count('unverified', 'listed');
-      if (err instanceof McpClientError && (err.code === 'unauthorized' || err.code === 'session_expired' || err.code === 'cancelled')) throw err;
+      if (
+        err instanceof McpClientError &&
+        (err.code === 'unauthorized' || err.code === 'session_expired' || err.code === 'cancelled')
+      )
+        throw err;
       const why = err instanceof Error ? err.message : 'the listing failed';
       throw new WireError(
         ErrorCodes.transportError,
@@ -71,7 +79,11 @@ export class StrictPins {
     if (tool === undefined) {
       this.count('unlisted', how);
       this.report(account, doc.server, conn);
-      throw new WireError(ErrorCodes.notFound, `the ${doc.server} MCP server no longer lists ${doc.remoteName}; nothing was called`, { field: 'tool', server: doc.server, tool: doc.name });
+      throw new WireError(
+        ErrorCodes.notFound,
+        `the ${doc.server} MCP server no longer lists ${doc.remoteName}; nothing was called`,
+        { field: 'tool', server: doc.server, tool: doc.name },
+      );
     }
     const now = this.listedCid(tool);
     if (now === this.acceptedCid(doc)) {

@@ -20,7 +20,12 @@ function levels(tools: readonly RemoteTool[], overrides: Overrides, builtin: boo
     // A repeated name keeps its first entry, as the projection does.
     if (typeof t?.name !== 'string' || byTool.has(t.name)) continue;
     const override = Object.hasOwn(overrides, t.name) ? overrides[t.name] : undefined;
-    byTool.set(t.name, isPermission(override) ? override : inheritPermission(normalizeAnnotations(t.annotations), { builtin, toolName: t.name }));
+    byTool.set(
+      t.name,
+      isPermission(override)
+        ? override
+        : inheritPermission(normalizeAnnotations(t.annotations), { builtin, toolName: t.name }),
+    );
   }
   return { byTool };
 }

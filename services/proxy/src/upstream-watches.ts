@@ -1,5 +1,12 @@
 import type { Msg, NatsConnection, Subscription } from '@nats-io/transport-node';
-import { SpanKind, SpanStatusCode, type Counter, type Meter, type Tracer, type UpDownCounter } from '@opentelemetry/api';
+import {
+  SpanKind,
+  SpanStatusCode,
+  type Counter,
+  type Meter,
+  type Tracer,
+  type UpDownCounter,
+} from '@opentelemetry/api';
 import {
   ErrorCodes,
   NoticeKinds,
@@ -86,9 +93,16 @@ export class UpstreamWatches {
 
   constructor(private readonly deps: UpstreamWatchDeps) {
     this.limits = deps.limits ?? DEFAULT_WATCH_LIMITS;
-    this.total = deps.meter.createCounter('mcpx_proxy_watch_total', { description: 'Holds and releases of upstream subscriptions, by op, kind and outcome' });
-    this.open = deps.meter.createUpDownCounter('mcpx_proxy_upstream_subscriptions', { description: 'Upstream subscriptions (list watches and resources) open' });
-    this.notices = deps.meter.createCounter('mcpx_proxy_notices_total', { description: "Remote servers' list changes and resource updates, by kind and outcome (published, coalesced, unheld)" });
+    this.total = deps.meter.createCounter('mcpx_proxy_watch_total', {
+      description: 'Holds and releases of upstream subscriptions, by op, kind and outcome',
+    });
+    this.open = deps.meter.createUpDownCounter('mcpx_proxy_upstream_subscriptions', {
+      description: 'Upstream subscriptions (list watches and resources) open',
+    });
+    this.notices = deps.meter.createCounter('mcpx_proxy_notices_total', {
+      description:
+        "Remote servers' list changes and resource updates, by kind and outcome (published, coalesced, unheld)",
+    });
     this.coalescer = new NoticeCoalescer((base, count) => this.publish(base, count), deps.coalesceMs);
     deps.contexts.onNotice((ctx, kind, uri) => this.heard(ctx, kind, uri));
     deps.contexts.onLost((ctx) => this.lost(ctx));
@@ -99,7 +113,10 @@ export class UpstreamWatches {
     const callback = (err: Error | null, msg: Msg): void => {
       if (err === null) this.take(msg);
     };
-    this.subs.push(nc.subscribe(subjects.proxyWatch, { queue: QueueGroups.proxy, callback }), nc.subscribe(subjects.proxyInstanceWatch(instance), { callback }));
+    this.subs.push(
+      nc.subscribe(subjects.proxyWatch, { queue: QueueGroups.proxy, callback }),
+      nc.subscribe(subjects.proxyInstanceWatch(instance), { callback }),
+    );
     this.sweeper = setInterval(() => void this.sweep(), Math.max(1_000, WATCH_LEASE_MS / 3));
     this.sweeper.unref();
   }
@@ -136,7 +153,16 @@ export class UpstreamWatches {
     }
     const span = this.deps.tracer.startSpan(
       'proxy.watch',
-      { kind: SpanKind.SERVER, attributes: { 'mcp.account': req.account, 'mcpx.agent': req.agent, [McpAttributes.server]: req.server, 'mcpx.watch.op': req.op, 'mcpx.watch.kind': req.kind } },
+      {
+        kind: SpanKind.SERVER,
+        attributes: {
+          'mcp.account': req.account,
+          'mcpx.agent': req.agent,
+          [McpAttributes.server]: req.server,
+          'mcpx.watch.op': req.op,
+          'mcpx.watch.kind': req.kind,
+        },
+      },
       extractTraceContext(msg.headers),
     );
     const done = (outcome: string): void => {
@@ -163,9 +189,13 @@ export class UpstreamWatches {
     const { catalog } = this.deps;
     const agent = catalog.agentNow(req.account, req.agent) ?? (await catalog.agent(req.account, req.agent));
     if (agent === null) throw new WireError(ErrorCodes.notFound, 'this account has no such agent', { field: 'agent' });
-    if (!agent.grants.has(req.server)) throw new WireError(ErrorCodes.notGranted, `the agent is not granted the ${req.server} MCP server`, { server: req.server });
+    if (!agent.grants.has(req.server))
+      throw new WireError(ErrorCodes.notGranted, `the agent is not granted the ${req.server} MCP server`, {
+        server: req.server,
+      });
     const server = catalog.serverNow(req.account, req.server) ?? (await catalog.server(req.account, req.server));
-    if (server === null) throw new WireError(ErrorCodes.notFound, `no MCP server named ${req.server}`, { server: req.server });
+    if (server === null)
+      throw new WireError(ErrorCodes.notFound, `no MCP server named ${req.server}`, { server: req.server });
     const ctxKey = `${req.account}\u0000${req.server}\u0000${authContextOf(server.url, server.headers)}`;
     const key = `${ctxKey}\u0000${req.kind}\u0000${req.uri ?? ''}`;
     let entry = this.entries.get(key);
@@ -179,7 +209,15 @@ export class UpstreamWatches {
   }
 
   private openEntry(key: string, ctx: WatchContext, req: WatchRequest): Entry {
-    const entry: Entry = { key, ctx, kind: req.kind, ...(req.uri !== undefined ? { uri: req.uri } : {}), holders: new Map(), opened: Promise.resolve('none'), close: async () => {} };
+    const entry: Entry = {
+      key,
+      ctx,
+      kind: req.kind,
+      ...(req.uri !== undefined ? { uri: req.uri } : {}),
+      holders: new Map(),
+      opened: Promise.resolve('none'),
+      close: async () => {},
+    };
     this.entries.set(key, entry);
     ctx.entries++;
     this.perAccount.set(req.account, (this.perAccount.get(req.account) ?? 0) + 1);
@@ -187,7 +225,10 @@ export class UpstreamWatches {
     entry.opened = (async () => {
       // A subscription the server ended is forgotten: the holders' next renewal opens it again.
       const ended = (): void => void this.drop(entry);
-      const upstream = req.kind === WatchKinds.lists ? await this.deps.contexts.watchLists(ctx, ended) : await this.deps.contexts.watchResource(ctx, req.uri as string, ended);
+      const upstream =
+        req.kind === WatchKinds.lists
+          ? await this.deps.contexts.watchLists(ctx, ended)
+          : await this.deps.contexts.watchResource(ctx, req.uri as string, ended);
       entry.close = upstream.close;
       return upstream.live ? 'live' : 'none';
     })();
@@ -199,17 +240,31 @@ export class UpstreamWatches {
   private refuseWhenFull(account: string): void {
     const mine = this.perAccount.get(account) ?? 0;
     if (mine >= this.limits.perAccount)
-      throw new WireError(ErrorCodes.quotaExceeded, `this account holds ${this.limits.perAccount} upstream subscriptions on this proxy instance`, {
-        limit: 'subscriptions_per_account',
-        max: this.limits.perAccount,
-      });
+      throw new WireError(
+        ErrorCodes.quotaExceeded,
+        `this account holds ${this.limits.perAccount} upstream subscriptions on this proxy instance`,
+        {
+          limit: 'subscriptions_per_account',
+          max: this.limits.perAccount,
+        },
+      );
     if (this.entries.size >= this.limits.perInstance)
-      throw new WireError(ErrorCodes.rateLimited, `this proxy instance holds ${this.limits.perInstance} upstream subscriptions`, { limit: 'subscriptions_per_proxy', max: this.limits.perInstance });
+      throw new WireError(
+        ErrorCodes.rateLimited,
+        `this proxy instance holds ${this.limits.perInstance} upstream subscriptions`,
+        { limit: 'subscriptions_per_proxy', max: this.limits.perInstance },
+      );
   }
 
   private async release(req: WatchRequest): Promise<'live' | 'none'> {
     for (const entry of this.entries.values()) {
-      if (entry.ctx.account !== req.account || entry.ctx.server !== req.server || entry.kind !== req.kind || (entry.uri ?? '') !== (req.uri ?? '')) continue;
+      if (
+        entry.ctx.account !== req.account ||
+        entry.ctx.server !== req.server ||
+        entry.kind !== req.kind ||
+        (entry.uri ?? '') !== (req.uri ?? '')
+      )
+        continue;
       entry.holders.delete(req.holder);
       if (entry.holders.size === 0) await this.drop(entry);
     }
@@ -231,7 +286,10 @@ export class UpstreamWatches {
 
   /** What a server said on a context's connection: published when someone holds it, else dropped. */
   private heard(ctx: WatchContext, kind: NoticeKind, uri: string | undefined): void {
-    const held = kind === NoticeKinds.updated ? this.entries.has(`${ctx.key}\u0000${WatchKinds.resource}\u0000${uri ?? ''}`) : this.entries.has(`${ctx.key}\u0000${WatchKinds.lists}\u0000`);
+    const held =
+      kind === NoticeKinds.updated
+        ? this.entries.has(`${ctx.key}\u0000${WatchKinds.resource}\u0000${uri ?? ''}`)
+        : this.entries.has(`${ctx.key}\u0000${WatchKinds.lists}\u0000`);
     if (!held) {
       this.notices.add(1, { kind, outcome: 'unheld' });
       return;
@@ -243,7 +301,10 @@ export class UpstreamWatches {
   private publish(base: NoticeBase, count: number): void {
     const { nc, subjects, log } = this.deps;
     try {
-      nc.publish(subjects.upstreamNotice(base.account, base.server), encodePayload({ ...base, count } satisfies UpstreamNotice));
+      nc.publish(
+        subjects.upstreamNotice(base.account, base.server),
+        encodePayload({ ...base, count } satisfies UpstreamNotice),
+      );
       this.notices.add(1, { kind: base.kind, outcome: 'published' });
     } catch (err) {
       log.warn('upstream notice not published', { err: err as Error, server: base.server });

@@ -12,7 +12,11 @@ export interface PendingCounter {
  * Every proxy instance reports the same number: aggregate with `max`, not `sum`. While Redis is
  * out of reach nothing is reported (a gap, not a zero).
  */
-export function registerWaitingGauges(meter: Meter, stores: { approvals: PendingCounter; inputs: PendingCounter }, log: Logger): void {
+export function registerWaitingGauges(
+  meter: Meter,
+  stores: { approvals: PendingCounter; inputs: PendingCounter },
+  log: Logger,
+): void {
   let warned = false;
   const observe = (name: string, description: string, store: PendingCounter): void => {
     const gauge = meter.createObservableGauge(name, { description });
@@ -26,6 +30,14 @@ export function registerWaitingGauges(meter: Meter, stores: { approvals: Pending
       }
     });
   };
-  observe('mcpx_approvals_waiting', 'Approvals of always_ask calls waiting for a person, every account', stores.approvals);
-  observe('mcpx_input_requests_waiting', "Input requests (servers' questions) waiting for a person, every account", stores.inputs);
+  observe(
+    'mcpx_approvals_waiting',
+    'Approvals of always_ask calls waiting for a person, every account',
+    stores.approvals,
+  );
+  observe(
+    'mcpx_input_requests_waiting',
+    "Input requests (servers' questions) waiting for a person, every account",
+    stores.inputs,
+  );
 }

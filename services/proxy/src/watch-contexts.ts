@@ -55,7 +55,13 @@ export class UpstreamContexts {
   context(key: string, account: string, server: string, creds: ServerCredentials): WatchContext {
     const hit = this.contexts.get(key);
     if (hit !== undefined) return hit;
-    const ctx: WatchContext = { key, account, server, entries: 0, conn: Promise.resolve(undefined as unknown as McpConnection) };
+    const ctx: WatchContext = {
+      key,
+      account,
+      server,
+      entries: 0,
+      conn: Promise.resolve(undefined as unknown as McpConnection),
+    };
     ctx.conn = this.connect(ctx, creds);
     ctx.conn.catch(() => {
       if (this.contexts.get(key) === ctx) this.contexts.delete(key);
@@ -66,7 +72,9 @@ export class UpstreamContexts {
 
   private async connect(ctx: WatchContext, creds: ServerCredentials): Promise<McpConnection> {
     const heard = (kind: NoticeKind, uri?: string): void => this.noticeListener(ctx, kind, uri);
-    const prior = await this.opts.verdicts?.get(ctx.account, ctx.server, authContextOf(creds.url, creds.headers)).catch(() => undefined);
+    const prior = await this.opts.verdicts
+      ?.get(ctx.account, ctx.server, authContextOf(creds.url, creds.headers))
+      .catch(() => undefined);
     const options: ConnectMcpOptions = {
       ...(prior !== undefined ? { prior } : {}),
       url: creds.url,
@@ -104,14 +112,24 @@ export class UpstreamContexts {
   async watchResource(ctx: WatchContext, uri: string, ended: () => void): Promise<OpenedWatch> {
     const conn = await ctx.conn;
     if (conn.client.getServerCapabilities()?.resources?.subscribe !== true) {
-      throw new WireError(ErrorCodes.notFound, `the ${ctx.server} MCP server does not offer resource subscriptions`, { server: ctx.server, mcpCode: -32601 });
+      throw new WireError(ErrorCodes.notFound, `the ${ctx.server} MCP server does not offer resource subscriptions`, {
+        server: ctx.server,
+        mcpCode: -32601,
+      });
     }
     if (conn.era === 'modern') return await this.listen(conn, { resourceSubscriptions: [uri] }, ended);
     await conn.client.subscribeResource({ uri });
-    return { live: true, close: async () => void (await conn.client.unsubscribeResource({ uri }).catch(() => undefined)) };
+    return {
+      live: true,
+      close: async () => void (await conn.client.unsubscribeResource({ uri }).catch(() => undefined)),
+    };
   }
 
-  private async listen(conn: McpConnection, filter: Parameters<McpConnection['client']['listen']>[0], ended: () => void): Promise<OpenedWatch> {
+  private async listen(
+    conn: McpConnection,
+    filter: Parameters<McpConnection['client']['listen']>[0],
+    ended: () => void,
+  ): Promise<OpenedWatch> {
     const sub = await conn.client.listen(filter);
     let closing = false;
     void sub.closed.then(() => {

@@ -29,7 +29,8 @@ export function structuredFault(structured: unknown, resultBytes: number | undef
   if (resultBytes !== undefined && jsonSizeExceeds(structured, resultBytes)) {
     return { reason: 'resultBytes', text: `[structured result omitted: more than ${resultBytes} bytes of JSON]` };
   }
-  if (carriesProtoKey(structured)) return { reason: 'proto_key', text: '[structured result omitted: it carries the key "__proto__"]' };
+  if (carriesProtoKey(structured))
+    return { reason: 'proto_key', text: '[structured result omitted: it carries the key "__proto__"]' };
   return undefined;
 }
 
@@ -56,7 +57,14 @@ export function wholeCallResult(
   bounds: { content?: Partial<ContentLimits>; resultBytes?: number } = {},
 ): ProxyResult {
   const structuredContent = (result as { structuredContent?: unknown }).structuredContent;
-  const out = flattenCallResult({ tool: doc.name, server: doc.server, remoteName: doc.remoteName, arguments: req.arguments, result: { structuredContent }, durationMs });
+  const out = flattenCallResult({
+    tool: doc.name,
+    server: doc.server,
+    remoteName: doc.remoteName,
+    arguments: req.arguments,
+    result: { structuredContent },
+    durationMs,
+  });
   const whole = wholeContent(result, bounds.content);
   out.content = whole.content;
   if (whole.isError === true) out.isError = true;
@@ -65,7 +73,11 @@ export function wholeCallResult(
   if (fault !== undefined) {
     delete out.result;
     const limit = fault.reason === 'resultBytes' ? { limit: bounds.resultBytes } : {};
-    out.content.push({ type: 'text', text: fault.text, _meta: { [OMITTED_META_KEY]: { type: 'structuredContent', reason: fault.reason, ...limit } } });
+    out.content.push({
+      type: 'text',
+      text: fault.text,
+      _meta: { [OMITTED_META_KEY]: { type: 'structuredContent', reason: fault.reason, ...limit } },
+    });
   }
   return out;
 }

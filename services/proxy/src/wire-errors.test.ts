@@ -19,20 +19,30 @@ describe('toWire', () => {
   });
 
   it('keeps a retryable transport_error only when the client says nothing ran', () => {
-    expect(toWire(new McpClientError('transport_error', 'x', { ran: McpClientRan.None })).code).toBe(ErrorCodes.transportError);
-    expect(toWire(new McpClientError('transport_error', 'x', { ran: McpClientRan.Maybe })).code).toBe(ErrorCodes.maybeExecuted);
+    expect(toWire(new McpClientError('transport_error', 'x', { ran: McpClientRan.None })).code).toBe(
+      ErrorCodes.transportError,
+    );
+    expect(toWire(new McpClientError('transport_error', 'x', { ran: McpClientRan.Maybe })).code).toBe(
+      ErrorCodes.maybeExecuted,
+    );
   });
 
   it('does not read the message: words that once decided no longer do', () => {
-    expect(toWire(new McpClientError('transport_error', 'the server may have executed it', { ran: McpClientRan.None })).code).toBe(ErrorCodes.transportError);
-    expect(toWire(new McpClientError('transport_error', 'MCP connection is closed', { ran: McpClientRan.Maybe })).code).toBe(ErrorCodes.maybeExecuted);
+    expect(
+      toWire(new McpClientError('transport_error', 'the server may have executed it', { ran: McpClientRan.None })).code,
+    ).toBe(ErrorCodes.transportError);
+    expect(
+      toWire(new McpClientError('transport_error', 'MCP connection is closed', { ran: McpClientRan.Maybe })).code,
+    ).toBe(ErrorCodes.maybeExecuted);
   });
 
   it('maps each code as before where what ran agrees', () => {
     expect(toWire(new McpClientError('unauthorized', 'x')).code).toBe(ErrorCodes.authRequired);
     expect(toWire(new McpClientError('timeout', 'x')).code).toBe(ErrorCodes.timeout);
     expect(toWire(new McpClientError('cancelled', 'x')).message).toBe('the call was cancelled');
-    expect(toWire(new McpClientError('protocol_error', 'x', { mcpCode: -32603, ran: McpClientRan.Maybe })).toJSON()).toMatchObject({ code: 'server_error', details: { mcpCode: -32603 } });
+    expect(
+      toWire(new McpClientError('protocol_error', 'x', { mcpCode: -32603, ran: McpClientRan.Maybe })).toJSON(),
+    ).toMatchObject({ code: 'server_error', details: { mcpCode: -32603 } });
     expect(toWire(new McpClientError('session_expired', 'x')).code).toBe(ErrorCodes.transportError);
   });
 

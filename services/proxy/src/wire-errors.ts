@@ -42,7 +42,8 @@ function clientWire(err: McpClientError): WireError {
   const code = CLIENT_WIRE_CODES[err.code];
   if (err.ran === McpClientRan.Maybe && ERROR_TRAITS[code].ran === 'none') return maybeExecuted(err.message);
   if (code === ErrorCodes.cancelled) return new WireError(code, 'the call was cancelled');
-  if (code === ErrorCodes.serverError) return new WireError(code, err.message, err.mcpCode !== undefined ? { mcpCode: err.mcpCode } : {});
+  if (code === ErrorCodes.serverError)
+    return new WireError(code, err.message, err.mcpCode !== undefined ? { mcpCode: err.mcpCode } : {});
   // The request went out and its answer was lost: never retried, the caller decides.
   if (code === ErrorCodes.maybeExecuted) return maybeExecuted(err.message);
   return new WireError(code, err.message);
@@ -69,18 +70,26 @@ export function toWire(err: unknown): WireError {
   const refused = outboundRefusal(err);
   if (refused !== undefined) {
     // No socket was opened to the refused address: nothing ran, and the same policy refuses again.
-    return new WireError(ErrorCodes.outboundRefused, `the connector's outbound policy refused the server's address: ${refused.message}`, {
-      reason: refused.reason,
-      ...(refused.address !== undefined ? { kind: refused.address.kind } : {}),
-    });
+    return new WireError(
+      ErrorCodes.outboundRefused,
+      `the connector's outbound policy refused the server's address: ${refused.message}`,
+      {
+        reason: refused.reason,
+        ...(refused.address !== undefined ? { kind: refused.address.kind } : {}),
+      },
+    );
   }
   if (err instanceof McpClientError) return clientWire(err);
-  if (err !== null && typeof err === 'object' && sent.has(err)) return maybeExecuted('the call failed after it was sent');
+  if (err !== null && typeof err === 'object' && sent.has(err))
+    return maybeExecuted('the call failed after it was sent');
   return new WireError(ErrorCodes.internal, 'internal error');
 }
 
 function maybeExecuted(why: string): WireError {
-  return new WireError(ErrorCodes.maybeExecuted, `the call may have run on the server, but its answer was lost (${why}); it was not retried`);
+  return new WireError(
+    ErrorCodes.maybeExecuted,
+    `the call may have run on the server, but its answer was lost (${why}); it was not retried`,
+  );
 }
 
 /**
@@ -91,5 +100,8 @@ function maybeExecuted(why: string): WireError {
  */
 export function beforeSend(err: unknown): unknown {
   if (err instanceof WireError || !isRedisUnavailable(err)) return err;
-  return new WireError(ErrorCodes.unavailable, 'redis is unavailable: the call was not sent to the server', { dependency: 'redis', retryAfterMs: REDIS_RETRY_AFTER_MS });
+  return new WireError(ErrorCodes.unavailable, 'redis is unavailable: the call was not sent to the server', {
+    dependency: 'redis',
+    retryAfterMs: REDIS_RETRY_AFTER_MS,
+  });
 }

@@ -25,9 +25,18 @@ const LIMITER_WARNING_EVERY_MS = 10_000;
  * a Redis outage: commands fail fast (the limits fail open, approvals closed).
  */
 export async function connectRedis(config: Config, log: Logger): Promise<Redis> {
-  const redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 1, enableOfflineQueue: false, commandTimeout: 1_000, lazyConnect: true });
+  const redis = new Redis(config.redisUrl, {
+    maxRetriesPerRequest: 1,
+    enableOfflineQueue: false,
+    commandTimeout: 1_000,
+    lazyConnect: true,
+  });
   redis.on('error', () => {});
-  await redis.connect().catch((err: unknown) => log.warn('redis unavailable: per-server limits fail open until it answers', { err: err as Error }));
+  await redis
+    .connect()
+    .catch((err: unknown) =>
+      log.warn('redis unavailable: per-server limits fail open until it answers', { err: err as Error }),
+    );
   return redis;
 }
 
@@ -48,7 +57,15 @@ export function callLimiter(redis: Redis, config: Config, log: Logger): CallLimi
  * reported by quiet discovery, a legacy server's pushed questions held by `legacyAsks`.
  */
 export function connectionPool(
-  d: { config: Config; db: ProxyReads; bus: Bus; log: Logger; telemetry: Telemetry; outboundFetch: OutboundFetch; idleMs: number },
+  d: {
+    config: Config;
+    db: ProxyReads;
+    bus: Bus;
+    log: Logger;
+    telemetry: Telemetry;
+    outboundFetch: OutboundFetch;
+    idleMs: number;
+  },
   legacyAsks: LegacyAsks,
 ): ConnectionPool {
   const quiet = new QuietDiscovery((msg) => d.bus.notify(d.bus.subjects.toolsObserved, msg), d.log);
@@ -78,7 +95,10 @@ export function connectionPool(
       onVerdict: (a, s, c, r) => quiet.renew(a, s, c, r),
       ...(d.config.proxy.legacyElicitation === false
         ? {}
-        : { onElicitation: (conn: McpConnection | undefined, params: ElicitRequestParams, signal: AbortSignal) => legacyAsks.onElicitation(conn, params, signal) }),
+        : {
+            onElicitation: (conn: McpConnection | undefined, params: ElicitRequestParams, signal: AbortSignal) =>
+              legacyAsks.onElicitation(conn, params, signal),
+          }),
       // A legacy server's pushed sampling goes to a runtime that samples (else the call fails, saying so).
       onSampling: (conn, params, signal) => legacyAsks.onSampling(conn, params, signal),
     },
@@ -92,7 +112,10 @@ export function connectionPool(
  * fail closed on a Redis outage (such a call is refused, never run unasked); a server's
  * requestState is sealed with the deployment's key ring.
  */
-export function callGates(d: { config: Config; bus: Bus; redis: Redis; log: Logger; telemetry: Telemetry }): { approvals: ApprovalGate; inputs: InputGate } {
+export function callGates(d: { config: Config; bus: Bus; redis: Redis; log: Logger; telemetry: Telemetry }): {
+  approvals: ApprovalGate;
+  inputs: InputGate;
+} {
   const { config, bus, telemetry } = d;
   const approvalStore = new ApprovalStore(d.redis, config.redisPrefix, { ttlMs: config.approvalTtlMs });
   const box = new SecretBox(config.keyring);

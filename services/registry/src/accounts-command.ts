@@ -24,7 +24,9 @@ async function main(args: string[]): Promise<number> {
   }
   const bad = principals.find((p) => publicKeyFromPrincipal(p) === null);
   if (verb === 'create' && (principals.length === 0 || bad !== undefined)) {
-    process.stderr.write(`${bad === undefined ? USAGE : `not a principal (an ed25519 public key, 43 base64url characters): ${bad.slice(0, 64)}`}\n`);
+    process.stderr.write(
+      `${bad === undefined ? USAGE : `not a principal (an ed25519 public key, 43 base64url characters): ${bad.slice(0, 64)}`}\n`,
+    );
     return 2;
   }
   const config = loadConfig('registry', process.env);
@@ -33,10 +35,12 @@ async function main(args: string[]): Promise<number> {
     await migrate(db, 'registry');
     const accounts = new AccountsRepository(db, config.accounts);
     if (verb === 'list') {
-      for (const a of await accounts.list()) process.stdout.write(`${JSON.stringify({ principal: a.principal, createdAt: a.createdAt.toISOString() })}\n`);
+      for (const a of await accounts.list())
+        process.stdout.write(`${JSON.stringify({ principal: a.principal, createdAt: a.createdAt.toISOString() })}\n`);
       return 0;
     }
-    for (const principal of principals) process.stdout.write(`${JSON.stringify({ principal, created: await accounts.create(principal) })}\n`);
+    for (const principal of principals)
+      process.stdout.write(`${JSON.stringify({ principal, created: await accounts.create(principal) })}\n`);
     return 0;
   } finally {
     await db.destroy();

@@ -72,10 +72,20 @@ export interface RunningRegistry {
  * background work; `stop` undoes it in reverse. The floors are built in ./wiring.ts.
  */
 export async function startRegistry(config: Config, opts: RegistryOptions = {}): Promise<RunningRegistry> {
-  const log = createLogger('registry', { level: config.logLevel, fields: { instance: config.instanceId }, ...(opts.logSink ? { sink: opts.logSink } : {}) });
+  const log = createLogger('registry', {
+    level: config.logLevel,
+    fields: { instance: config.instanceId },
+    ...(opts.logSink ? { sink: opts.logSink } : {}),
+  });
   // A malformed TRUSTED_PROXIES stops the start before anything is opened.
   const trustedProxies = new TrustedProxies(config.trustedProxies);
-  const telemetry = opts.telemetry ?? (await setupTelemetry({ serviceName: 'registry', serviceInstanceId: config.instanceId, ...(config.otlpEndpoint ? { otlpEndpoint: config.otlpEndpoint } : {}) }));
+  const telemetry =
+    opts.telemetry ??
+    (await setupTelemetry({
+      serviceName: 'registry',
+      serviceInstanceId: config.instanceId,
+      ...(config.otlpEndpoint ? { otlpEndpoint: config.otlpEndpoint } : {}),
+    }));
   const { db, redis, bus } = await openConnections(config, log);
   // A Redis that is unbounded or evicts is said at start (deploy/k8s/datastores.yaml): never fatal.
   await warnRedisMemory(redis, log);
@@ -83,7 +93,19 @@ export async function startRegistry(config: Config, opts: RegistryOptions = {}):
   // Known once the server listens (a test's port 0); the operator's public URL wins.
   let publicUrl = opts.publicUrl ?? '';
   const box = new SecretBox(config.keyring);
-  const floor = { config, opts, db, redis, bus, box, log, telemetry, fetch: tracingFetch(outboundFetch), singleFlight: new SingleFlight(redis, config.redisPrefix), publicUrl: () => publicUrl };
+  const floor = {
+    config,
+    opts,
+    db,
+    redis,
+    bus,
+    box,
+    log,
+    telemetry,
+    fetch: tracingFetch(outboundFetch),
+    singleFlight: new SingleFlight(redis, config.redisPrefix),
+    publicUrl: () => publicUrl,
+  };
   const repos = repositories(db, box, config.accounts);
   const creds = credentialsRoom(floor, repos.servers);
   // Every JetStream event of the registry is written with the commit of its change and published after it.
@@ -115,7 +137,9 @@ export async function startRegistry(config: Config, opts: RegistryOptions = {}):
     console: { endpoint: opts.endpoint ?? {} },
     oauthCallback: oauthCallbackHandler({ oauth: creds.oauth, discovery, tickets: creds.tickets, log }),
     oauthStart: oauthStartHandler({ tickets: creds.tickets, store: creds.oauthStore, log, tracer: telemetry.tracer }),
-    ...(opts.clientMetadataDocument === false ? {} : { oauthClientMetadata: clientMetadataDocumentHandler(() => publicUrl) }),
+    ...(opts.clientMetadataDocument === false
+      ? {}
+      : { oauthClientMetadata: clientMetadataDocumentHandler(() => publicUrl) }),
     // The agent endpoint's OAuth sign-in: this registry is its authorization server.
     authorizationServer: createAuthorizationServer({
       db,
@@ -124,19 +148,45 @@ export async function startRegistry(config: Config, opts: RegistryOptions = {}):
       log,
       tracer: telemetry.tracer,
       meter: telemetry.meter,
-      rates: { limiter: new RateLimiter(redis, config.redisPrefix), clientAddress: (req) => trustedProxies.clientAddress(req) },
+      rates: {
+        limiter: new RateLimiter(redis, config.redisPrefix),
+        clientAddress: (req) => trustedProxies.clientAddress(req),
+      },
       bounds: config.quotas,
       readBody: (req, res, maxBytes) => inbound.read(req, res, maxBytes),
     }),
   });
   // NATS faces: quiet discoveries from the proxies, their token refreshes, the endpoint's token decisions to audit.
-  const observed = consumeObservedTools({ bus, discovery, log, meter: telemetry.meter, servers: repos.servers, others: [builtins] });
-  const oauthRefresh = answerOAuthRefresh({ bus, servers: repos.servers, oauth: creds.oauth, discovery, log, builtins });
-  const tokenDecisions = answerTokenDecisionAudit({ bus, db, approvals: new ApprovalStore(redis, config.redisPrefix, { ttlMs: config.approvalTtlMs }), log });
+  const observed = consumeObservedTools({
+    bus,
+    discovery,
+    log,
+    meter: telemetry.meter,
+    servers: repos.servers,
+    others: [builtins],
+  });
+  const oauthRefresh = answerOAuthRefresh({
+    bus,
+    servers: repos.servers,
+    oauth: creds.oauth,
+    discovery,
+    log,
+    builtins,
+  });
+  const tokenDecisions = answerTokenDecisionAudit({
+    bus,
+    db,
+    approvals: new ApprovalStore(redis, config.redisPrefix, { ttlMs: config.approvalTtlMs }),
+    log,
+  });
   // Brokered tasks' creation, cancellation and expiry, heard from the proxies' task events.
   const taskAudit = recordTaskAudit({ bus, db, log });
   // Background work: re-probes, a first probe of unprobed built-ins, unbound secrets, the outbox, audit retention.
-  const reprober = new Reprober([repos.servers, builtins], discovery, log, { intervalMs: opts.reprobe?.intervalMs ?? Math.min(2_000, opts.reprobe?.baseMs ?? 2_000), batch: 50, concurrency: 8 });
+  const reprober = new Reprober([repos.servers, builtins], discovery, log, {
+    intervalMs: opts.reprobe?.intervalMs ?? Math.min(2_000, opts.reprobe?.baseMs ?? 2_000),
+    batch: 50,
+    concurrency: 8,
+  });
   const unprobed = await builtins.scheduleUnprobed();
   if (unprobed > 0) log.info('built-ins scheduled for a first probe', { count: unprobed });
   // Secrets sealed before origins were recorded open for nobody: bound to their server's origin first.
@@ -147,7 +197,13 @@ export async function startRegistry(config: Config, opts: RegistryOptions = {}):
   const retention = startAuditRetention(db, config.pinAudit.auditRetentionDays, log);
   await new Promise<void>((resolve) => server.listen(config.httpPort, config.httpHost, resolve));
   // Metrics describe every account's traffic: served on the internal port only, not the API's.
-  const internal = await startHealthServer({ port: config.internalHttpPort, host: config.internalHttpHost, service: 'registry', isReady: () => ready, metricsHandler: telemetry.metricsHandler });
+  const internal = await startHealthServer({
+    port: config.internalHttpPort,
+    host: config.internalHttpHost,
+    service: 'registry',
+    isReady: () => ready,
+    metricsHandler: telemetry.metricsHandler,
+  });
   ready = true;
   const addr = server.address();
   const url = `http://${config.httpHost}:${typeof addr === 'object' && addr !== null ? addr.port : config.httpPort}`;
@@ -182,5 +238,6 @@ export async function startRegistry(config: Config, opts: RegistryOptions = {}):
 /** Logs what is wrong with Redis's memory bound (no maxmemory, an evicting policy), if anything. */
 async function warnRedisMemory(redis: Parameters<typeof redisMemorySettings>[0], log: Logger): Promise<void> {
   const settings = await redisMemorySettings(redis).catch(() => undefined);
-  for (const problem of settings === undefined ? [] : redisMemoryProblems(settings)) log.warn('redis memory', { problem });
+  for (const problem of settings === undefined ? [] : redisMemoryProblems(settings))
+    log.warn('redis memory', { problem });
 }

@@ -37,7 +37,11 @@ import { ToolPermissionsRepository } from './catalog/tool-permissions.repository
 export async function openConnections(config: Config, log: Logger): Promise<{ db: Db; redis: Redis; bus: Bus }> {
   // The https-only CHECK constraint reads this: the local profile allows http to any host.
   const allowHttpHosts = config.outbound.profile === 'local' ? ['*'] : config.outbound.allowHttpHosts;
-  const db = createDb(config.databaseUrl, { allowHttpHosts, applicationName: 'registry', onIdleError: (err) => log.warn('database connection dropped', { err }) });
+  const db = createDb(config.databaseUrl, {
+    allowHttpHosts,
+    applicationName: 'registry',
+    onIdleError: (err) => log.warn('database connection dropped', { err }),
+  });
   await migrate(db, 'registry');
   // The proxies' call log, which ListCalls reads (the proxies migrate it too: whichever starts first).
   await migrate(db, 'activity');
@@ -59,7 +63,9 @@ export async function openConnections(config: Config, log: Logger): Promise<{ db
     name: `registry ${config.instanceId}`,
     prefix: config.natsPrefix,
     log,
-    ...(config.natsCredentials ? { credentials: config.natsCredentials, inboxPrefix: config.natsCredentials.inboxPrefix } : {}),
+    ...(config.natsCredentials
+      ? { credentials: config.natsCredentials, inboxPrefix: config.natsCredentials.inboxPrefix }
+      : {}),
   });
   return { db, redis, bus };
 }
@@ -113,7 +119,8 @@ export function credentialsRoom(d: FloorDeps, servers: McpServersRepository) {
     redirectUrl: () => `${d.publicUrl()}${OAUTH_CALLBACK_PATH}`,
     tracer: d.telemetry.tracer,
     meter: d.telemetry.meter,
-    clientMetadataUrl: () => (d.opts.clientMetadataDocument === false ? undefined : clientMetadataDocumentUrl(d.publicUrl())),
+    clientMetadataUrl: () =>
+      d.opts.clientMetadataDocument === false ? undefined : clientMetadataDocumentUrl(d.publicUrl()),
   });
   const vendorConnections = new VendorConnectionsRepository(d.db, d.box);
   // Vendor tokens refresh under the same Redis single flight as remote-server OAuth.
@@ -133,7 +140,12 @@ export function credentialsRoom(d: FloorDeps, servers: McpServersRepository) {
 export type CredentialsRoom = ReturnType<typeof credentialsRoom>;
 
 /** The discovery engine of custom servers, and the built-in servers that share it. */
-export function discoveryFloor(d: FloorDeps, repos: Repositories, creds: CredentialsRoom, outbox: EventOutbox): { discovery: Discovery; builtins: BuiltinServers } {
+export function discoveryFloor(
+  d: FloorDeps,
+  repos: Repositories,
+  creds: CredentialsRoom,
+  outbox: EventOutbox,
+): { discovery: Discovery; builtins: BuiltinServers } {
   let leaseWarned = 0;
   const reprobeBase = d.opts.reprobe?.baseMs !== undefined ? { reprobeBaseMs: d.opts.reprobe.baseMs } : {};
   const discovery = new Discovery({
@@ -182,7 +194,13 @@ export function discoveryFloor(d: FloorDeps, repos: Repositories, creds: Credent
 }
 
 /** Everything an action handler may use. */
-export function actionDeps(d: FloorDeps, repos: Repositories, creds: CredentialsRoom, floor: { discovery: Discovery; builtins: BuiltinServers }, outbox: EventOutbox): ActionDeps {
+export function actionDeps(
+  d: FloorDeps,
+  repos: Repositories,
+  creds: CredentialsRoom,
+  floor: { discovery: Discovery; builtins: BuiltinServers },
+  outbox: EventOutbox,
+): ActionDeps {
   const { config, redis } = d;
   return {
     db: d.db,

@@ -46,7 +46,11 @@ const ms = (v: number): string => `${v < 10 ? v.toFixed(1) : Math.round(v).toLoc
 const say = (line: string): void => void process.stderr.write(`${line}\n`);
 
 async function startUpstream(): Promise<{ url: string; stop: () => void }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'test', 'servers', 'echo-upstream-main.ts'), '--era', 'modern'], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', join(ROOT, 'test', 'servers', 'echo-upstream-main.ts'), '--era', 'modern'],
+    { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   const url = await new Promise<string>((resolve, reject) => {
     child.stdout.once('data', (d: Buffer) => resolve((JSON.parse(d.toString()) as { url: string }).url));
     child.once('exit', (code) => reject(new Error(`upstream exited ${code}`)));
@@ -68,7 +72,13 @@ async function proxyRows(): Promise<ProxyRow[]> {
   // Benchmarks measure the path, not the per-agent limits: those are lifted.
   const stack = await Stack.start({
     proxies: 1,
-    env: { LOG_LEVEL: 'error', PROXY_MAX_RUNS: '100000', PROXY_MAX_CONNECTIONS: '100000', PROXY_MAX_CONCURRENCY_PER_SERVER: '100000', PROXY_RATE_PER_SERVER: '1000000' },
+    env: {
+      LOG_LEVEL: 'error',
+      PROXY_MAX_RUNS: '100000',
+      PROXY_MAX_CONNECTIONS: '100000',
+      PROXY_MAX_CONCURRENCY_PER_SERVER: '100000',
+      PROXY_RATE_PER_SERVER: '1000000',
+    },
   });
   const rows: ProxyRow[] = [];
   try {
@@ -77,7 +87,9 @@ async function proxyRows(): Promise<ProxyRow[]> {
     for (const n of [1, 2, 3]) {
       while (stack.of('proxy').filter((p) => p.alive()).length < n) await stack.spawn('proxy', { LOG_LEVEL: 'error' });
       // Warm every instance (pools, era verdicts, caches): not measured.
-      await Promise.all(Array.from({ length: 60 }, (_, i) => stack.call(agent, `warm-${n}-${i}`, 'echo__echo', { text: 'w' })));
+      await Promise.all(
+        Array.from({ length: 60 }, (_, i) => stack.call(agent, `warm-${n}-${i}`, 'echo__echo', { text: 'w' })),
+      );
       const latencies: number[] = [];
       const byInstance = new Map<string, number>();
       let errors = 0;
@@ -104,10 +116,14 @@ async function proxyRows(): Promise<ProxyRow[]> {
         p50: percentile(latencies, 50),
         p99: percentile(latencies, 99),
         errors,
-        spread: [...byInstance.values()].map((v) => `${Math.round((v / Math.max(1, latencies.length)) * 100)} %`).join(' / '),
+        spread: [...byInstance.values()]
+          .map((v) => `${Math.round((v / Math.max(1, latencies.length)) * 100)} %`)
+          .join(' / '),
       };
       rows.push(row);
-      say(`${n} proxies: ${Math.round(row.callsPerSecond)} calls/s, p50 ${ms(row.p50)}, p99 ${ms(row.p99)}, ${errors} errors, spread ${row.spread}`);
+      say(
+        `${n} proxies: ${Math.round(row.callsPerSecond)} calls/s, p50 ${ms(row.p50)}, p99 ${ms(row.p99)}, ${errors} errors, spread ${row.spread}`,
+      );
     }
   } finally {
     await stack.stop();
@@ -149,7 +165,13 @@ async function barePublishes(n: number): Promise<number> {
   const jsm = await jetstreamManager(nc);
   const name = `BARE_${randomBytes(4).toString('hex').toUpperCase()}`;
   const subject = `bare.${name.toLowerCase()}`;
-  await jsm.streams.add({ name, subjects: [`${subject}.>`], retention: RetentionPolicy.Limits, storage: StorageType.File, duplicate_window: 2 * 60 * 1e9 });
+  await jsm.streams.add({
+    name,
+    subjects: [`${subject}.>`],
+    retention: RetentionPolicy.Limits,
+    storage: StorageType.File,
+    duplicate_window: 2 * 60 * 1e9,
+  });
   const js = jetstream(nc);
   // An event the size of an agent-tools-changed with one changed CID.
   const payload = new Uint8Array(220).fill(7);
@@ -183,7 +205,9 @@ async function projectorRow(): Promise<ProjectorRow> {
       server: 'srv',
       serverId: 'id-srv',
       generation,
-      tools: remoteTools(50, (i) => (generation > 1 && i === 7 ? `Changed in generation ${generation}.` : `Tool number ${i}.`)),
+      tools: remoteTools(50, (i) =>
+        generation > 1 && i === 7 ? `Changed in generation ${generation}.` : `Tool number ${i}.`,
+      ),
       status: { state: 'ok' },
       toolsChanged: true,
     });
@@ -223,7 +247,9 @@ async function projectorRow(): Promise<ProjectorRow> {
 }
 
 function machine(): string {
-  const cpu = execFileSync('sh', ['-c', "grep -m1 'model name' /proc/cpuinfo | cut -d: -f2"], { encoding: 'utf8' }).trim();
+  const cpu = execFileSync('sh', ['-c', "grep -m1 'model name' /proc/cpuinfo | cut -d: -f2"], {
+    encoding: 'utf8',
+  }).trim();
   const nproc = execFileSync('nproc', { encoding: 'utf8' }).trim();
   return `${nproc} cores (${cpu}), load ${loadavg()
     .map((l) => l.toFixed(2))
@@ -235,7 +261,12 @@ const host = machine();
 const proxies = values['skip-proxies'] ? [] : await proxyRows();
 const projector = values['skip-projector'] ? undefined : await projectorRow();
 
-const lines = [`### Load (\`pnpm bench load\`), ${started.toISOString().slice(0, 16).replace('T', ' ')} UTC`, '', `Machine: ${host}.`, ''];
+const lines = [
+  `### Load (\`pnpm bench load\`), ${started.toISOString().slice(0, 16).replace('T', ' ')} UTC`,
+  '',
+  `Machine: ${host}.`,
+  '',
+];
 if (proxies.length > 0) {
   const one = proxies[0]!.callsPerSecond;
   lines.push(
@@ -244,7 +275,8 @@ if (proxies.length > 0) {
     '| instances | calls/s | p50 | p99 | errors | calls per instance | scaling vs 1 |',
     '|---|---|---|---|---|---|---|',
     ...proxies.map(
-      (r) => `| ${r.proxies} proxies | ${Math.round(r.callsPerSecond).toLocaleString('en-US')} | ${ms(r.p50)} | ${ms(r.p99)} | ${r.errors} | ${r.spread} | ${(r.callsPerSecond / one).toFixed(2)}× |`,
+      (r) =>
+        `| ${r.proxies} proxies | ${Math.round(r.callsPerSecond).toLocaleString('en-US')} | ${ms(r.p50)} | ${ms(r.p99)} | ${r.errors} | ${r.spread} | ${(r.callsPerSecond / one).toFixed(2)}× |`,
     ),
     '',
   );

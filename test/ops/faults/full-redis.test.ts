@@ -93,12 +93,17 @@ describe.skipIf(!have.redis)('a full Redis (maxmemory, noeviction)', () => {
     // Memory freed (the filler deleted: a delete is taken by a full Redis): nothing held before
     // is lost, and the refused work can be asked again.
     await filler.config('SET', 'maxmemory', String(MAXMEMORY));
-    for (let i = 0; i < written; i += 500) await filler.del(...Array.from({ length: Math.min(500, written - i) }, (_, j) => `filler:${i + j}`));
+    for (let i = 0; i < written; i += 500)
+      await filler.del(...Array.from({ length: Math.min(500, written - i) }, (_, j) => `filler:${i + j}`));
     const { approvals } = await system.api.act<{ approvals: ApprovalView[] }>('ListApprovals');
     expect(approvals.map((a) => a.id)).toEqual([held]);
     await system.api.act('ApproveToolCall', { approvalId: held });
-    expect((await system.call('agent', 'before', 'db__drop_table', { table: 'kept' }, { approvalId: held })).result.text).toBe('dropped kept');
+    expect(
+      (await system.call('agent', 'before', 'db__drop_table', { table: 'kept' }, { approvalId: held })).result.text,
+    ).toBe('dropped kept');
     expect(await stoppedCall(system, 'agent', 'after', 'db__drop_table', { table: 'new' })).toMatch(/^apr_/);
-    expect((await system.callError('ops-agent', 'after-ops', 'ops__deploy', { env: 'prod' })).code).toBe('input_required');
+    expect((await system.callError('ops-agent', 'after-ops', 'ops__deploy', { env: 'prod' })).code).toBe(
+      'input_required',
+    );
   }, 120_000);
 });

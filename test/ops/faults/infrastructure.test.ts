@@ -34,7 +34,10 @@ describe.skipIf(!have.nats)('NATS killed and restarted under call load', () => {
   let agent: string;
 
   beforeAll(async () => {
-    [nats, upstream] = await Promise.all([PrivateNats.create(), startTestMcpServer({ era: 'modern', tools: [echoTool()] })]);
+    [nats, upstream] = await Promise.all([
+      PrivateNats.create(),
+      startTestMcpServer({ era: 'modern', tools: [echoTool()] }),
+    ]);
     stack = await Stack.start({ nats: nats.url });
     await stack.setServer('up', upstream.url);
     agent = await stack.createAgent('agent', ['up'], 1);
@@ -47,14 +50,22 @@ describe.skipIf(!have.nats)('NATS killed and restarted under call load', () => {
   });
 
   it('calls fail typed while it is down, resume by themselves, and JetStream keeps its streams and consumer', async () => {
-    const load = new LoadLoop((w, i) => stack.call(agent, `run-${w}-${Math.floor(i / 20)}`, 'up__echo', { text: `${w}-${i}` }, { timeoutMs: 5_000 }), { concurrency: 4, maxMs: 60_000 });
+    const load = new LoadLoop(
+      (w, i) =>
+        stack.call(agent, `run-${w}-${Math.floor(i / 20)}`, 'up__echo', { text: `${w}-${i}` }, { timeoutMs: 5_000 }),
+      { concurrency: 4, maxMs: 60_000 },
+    );
     await until(async () => (load.successesAfter(0) > 50 ? true : undefined), 30_000, 'steady load');
     const killedAt = Date.now();
     await nats.kill();
     await new Promise((r) => setTimeout(r, 1_500));
     const restartedAt = Date.now();
     await nats.start();
-    await until(async () => (load.successesAfter(restartedAt) > 20 ? true : undefined), 40_000, 'calls after the restart');
+    await until(
+      async () => (load.successesAfter(restartedAt) > 20 ? true : undefined),
+      40_000,
+      'calls after the restart',
+    );
     const summary = await load.stop();
     const recovery = load.recoveryAfter(restartedAt);
     // What the user saw while NATS was down: typed errors only, each one a code the runtime retries on.
@@ -64,10 +75,24 @@ describe.skipIf(!have.nats)('NATS killed and restarted under call load', () => {
     // Every service is still up (none crashed on the lost connection).
     for (const s of stack.services) expect(s.alive(), s.instance).toBe(true);
     // Nothing lost in JetStream: a change after the restart reaches the projector's durable consumer.
-    upstream.setTools([echoTool(), { name: 'added', description: 'new after the restart', handler: () => ({ content: [{ type: 'text', text: 'new' }] }) }]);
+    upstream.setTools([
+      echoTool(),
+      {
+        name: 'added',
+        description: 'new after the restart',
+        handler: () => ({ content: [{ type: 'text', text: 'new' }] }),
+      },
+    ]);
     await stack.api.act('RefreshMcpServer', { name: 'up' });
-    await until(async () => ((await stack.api.act<{ tools: unknown[] }>('ListAgentTools', { agent })).tools.length === 2 ? true : undefined), 30_000, 'the new tool projected after the restart');
-    report(`NATS killed under load (down ${restartedAt - killedAt} ms): ${formatSummary(summary)}; first call ok ${recovery ?? '?'} ms after the restart; JetStream change after it projected`);
+    await until(
+      async () =>
+        (await stack.api.act<{ tools: unknown[] }>('ListAgentTools', { agent })).tools.length === 2 ? true : undefined,
+      30_000,
+      'the new tool projected after the restart',
+    );
+    report(
+      `NATS killed under load (down ${restartedAt - killedAt} ms): ${formatSummary(summary)}; first call ok ${recovery ?? '?'} ms after the restart; JetStream change after it projected`,
+    );
   }, 120_000);
 });
 
@@ -78,7 +103,10 @@ describe.skipIf(!have.postgres)('Postgres killed and restarted under load', () =
   let agent: string;
 
   beforeAll(async () => {
-    [postgres, upstream] = await Promise.all([PrivatePostgres.create(), startTestMcpServer({ era: 'modern', tools: [echoTool()] })]);
+    [postgres, upstream] = await Promise.all([
+      PrivatePostgres.create(),
+      startTestMcpServer({ era: 'modern', tools: [echoTool()] }),
+    ]);
     // The endpoint too: its pool and its token-revocation LISTEN connection lose Postgres as well.
     stack = await Stack.start({ postgres: postgres.url(), endpoints: 1 });
     await stack.setServer('up', upstream.url);
@@ -93,7 +121,10 @@ describe.skipIf(!have.postgres)('Postgres killed and restarted under load', () =
 
   it('actions fail typed while it is down, nothing half-written, calls and actions resume by themselves', async () => {
     // New runs keep the proxy reading grants and documents; actions write and read the registry.
-    const calls = new LoadLoop((w, i) => stack.call(agent, `run-${w}-${i}`, 'up__echo', { text: `${w}-${i}` }, { timeoutMs: 5_000 }), { concurrency: 3, maxMs: 60_000 });
+    const calls = new LoadLoop(
+      (w, i) => stack.call(agent, `run-${w}-${i}`, 'up__echo', { text: `${w}-${i}` }, { timeoutMs: 5_000 }),
+      { concurrency: 3, maxMs: 60_000 },
+    );
     const created: string[] = [];
     const actions = new LoadLoop(
       async (w, i) => {
@@ -103,7 +134,11 @@ describe.skipIf(!have.postgres)('Postgres killed and restarted under load', () =
       },
       { concurrency: 1, maxMs: 60_000, pauseMs: 50 },
     );
-    await until(async () => (calls.successesAfter(0) > 30 && actions.successesAfter(0) > 5 ? true : undefined), 30_000, 'steady load');
+    await until(
+      async () => (calls.successesAfter(0) > 30 && actions.successesAfter(0) > 5 ? true : undefined),
+      30_000,
+      'steady load',
+    );
     const killedAt = Date.now();
     await postgres.kill();
     await new Promise((r) => setTimeout(r, 1_500));
@@ -114,13 +149,24 @@ describe.skipIf(!have.postgres)('Postgres killed and restarted under load', () =
     const exited = (): string[] =>
       stack.services
         .filter((x) => !x.alive())
-        .map((svc) => `${svc.name} exited (${/^(error: .*|Error: .*)$/m.exec(svc.logs.join(''))?.[1] ?? `exit ${String(svc.child.exitCode ?? svc.child.signalCode)}`})`);
-    await until(async () => (calls.successesAfter(restartedAt) > 10 && actions.successesAfter(restartedAt) > 3 ? true : undefined), 40_000, 'load after the restart').catch(async (err: unknown) => {
+        .map(
+          (svc) =>
+            `${svc.name} exited (${/^(error: .*|Error: .*)$/m.exec(svc.logs.join(''))?.[1] ?? `exit ${String(svc.child.exitCode ?? svc.child.signalCode)}`})`,
+        );
+    await until(
+      async () =>
+        calls.successesAfter(restartedAt) > 10 && actions.successesAfter(restartedAt) > 3 ? true : undefined,
+      40_000,
+      'load after the restart',
+    ).catch(async (err: unknown) => {
       const tail = (l: LoadLoop): string => JSON.stringify(l.outcomes.slice(-5));
       throw new Error(
         `${(err as Error).message}: calls after ${calls.successesAfter(restartedAt)} ${tail(calls)}, actions after ${actions.successesAfter(restartedAt)} ${tail(actions)}\n${stack.services
           .filter((x) => !x.alive())
-          .map((x) => `${x.instance} exited ${String(x.child.exitCode ?? x.child.signalCode)}: ${x.logs.join('').slice(-2500)}`)
+          .map(
+            (x) =>
+              `${x.instance} exited ${String(x.child.exitCode ?? x.child.signalCode)}: ${x.logs.join('').slice(-2500)}`,
+          )
           .join('\n')}`,
       );
     });
@@ -173,7 +219,10 @@ describe.skipIf(!have.redis)('Redis down', () => {
       annotations: { destructiveHint: true },
       handler: () => ({ content: [{ type: 'text', text: 'dropped' }] }),
     };
-    [redis, upstream] = await Promise.all([PrivateRedis.create(), startTestMcpServer({ era: 'modern', tools: [echoTool(), drop] })]);
+    [redis, upstream] = await Promise.all([
+      PrivateRedis.create(),
+      startTestMcpServer({ era: 'modern', tools: [echoTool(), drop] }),
+    ]);
     stack = await Stack.start({ redis: redis.url });
     await stack.setServer('up', upstream.url);
     agent = await stack.createAgent('agent', ['up'], 2);
@@ -193,7 +242,8 @@ describe.skipIf(!have.redis)('Redis down', () => {
     // registry's client has no offline queue and a command timeout (it used to queue the command
     // behind its reconnects and answer `internal` after ~20 s).
     const askedAt = performance.now();
-    const before = (await stack.api.act<{ servers: unknown[] }>('ListMcpServers').catch((e: unknown) => e)) as WireError | { servers: unknown[] };
+    const before = (await stack.api.act<{ servers: unknown[] }>('ListMcpServers').catch((e: unknown) => e)) as
+      WireError | { servers: unknown[] };
     const actionMs = Math.round(performance.now() - askedAt);
     expect(before).toBeInstanceOf(WireError);
     const actionErr = before as WireError;
@@ -208,7 +258,9 @@ describe.skipIf(!have.redis)('Redis down', () => {
     // generous ceiling only, so a loaded machine cannot fail it.
     expect(actionMs).toBeLessThan(10_000);
     const writeAt = performance.now();
-    const write = await stack.api.act('CreateAgent', { name: 'while-down', definition: { mcpServers: [] } }).catch((e: unknown) => e);
+    const write = await stack.api
+      .act('CreateAgent', { name: 'while-down', definition: { mcpServers: [] } })
+      .catch((e: unknown) => e);
     const writeMs = Math.round(performance.now() - writeAt);
     expect(write).toBeInstanceOf(WireError);
     expect((write as WireError).code).toBe('unavailable');
@@ -218,8 +270,13 @@ describe.skipIf(!have.redis)('Redis down', () => {
       (r) => ({ ok: true as const, text: r.result.text }),
       (e: unknown) => ({ ok: false as const, code: (e as WireError).code, message: (e as WireError).message }),
     );
-    const callLine = call.ok ? `calls degrade: served without the limiter (${call.text})` : `calls fail closed with ${call.code} ("${call.message}")`;
-    if (!call.ok) expect(['transport_error', 'server_error', 'rate_limited', 'quota_exceeded', 'unavailable', 'timeout']).toContain(call.code);
+    const callLine = call.ok
+      ? `calls degrade: served without the limiter (${call.text})`
+      : `calls fail closed with ${call.code} ("${call.message}")`;
+    if (!call.ok)
+      expect(['transport_error', 'server_error', 'rate_limited', 'quota_exceeded', 'unavailable', 'timeout']).toContain(
+        call.code,
+      );
     // A call that needs an approval: its step in Redis fails as the store's outage, typed and
     // retryable, the server not called; never `internal`.
     const upstreamCalls = upstream.stats.calls;
@@ -233,9 +290,19 @@ describe.skipIf(!have.redis)('Redis down', () => {
 
     const upAt = Date.now();
     await redis.start();
-    const actionBack = await until(async () => ((await stack.api.act('ListMcpServers').catch(() => undefined)) !== undefined ? Date.now() - upAt : undefined), 30_000, 'actions back');
+    const actionBack = await until(
+      async () =>
+        (await stack.api.act('ListMcpServers').catch(() => undefined)) !== undefined ? Date.now() - upAt : undefined,
+      30_000,
+      'actions back',
+    );
     const callBack = await until(
-      async () => ((await stack.call(agent, `after-${Date.now()}`, 'up__echo', { text: 'z' }, { timeoutMs: 5_000 }).catch(() => undefined)) !== undefined ? Date.now() - upAt : undefined),
+      async () =>
+        (await stack
+          .call(agent, `after-${Date.now()}`, 'up__echo', { text: 'z' }, { timeoutMs: 5_000 })
+          .catch(() => undefined)) !== undefined
+          ? Date.now() - upAt
+          : undefined,
       30_000,
       'calls back',
     );
@@ -259,7 +326,10 @@ describe.skipIf(!have.nats)('a registry killed between its commit and its event'
   let upstream: TestMcpServer;
 
   beforeAll(async () => {
-    [nats, upstream] = await Promise.all([PrivateNats.create(), startTestMcpServer({ era: 'modern', tools: [echoTool()] })]);
+    [nats, upstream] = await Promise.all([
+      PrivateNats.create(),
+      startTestMcpServer({ era: 'modern', tools: [echoTool()] }),
+    ]);
     front = await startFaultyFront({ port: nats.port });
     // The registry reaches NATS through the front; the projector and the proxy directly.
     stack = await Stack.start({ nats: nats.url, registries: 0 });
@@ -285,10 +355,16 @@ describe.skipIf(!have.nats)('a registry killed between its commit and its event'
     const [registry] = stack.of('registry');
     // Its publishes go nowhere from now on: the commit happens, the event does not leave.
     front.mode = 'blackhole';
-    const pending = stack.api.act('CreateAgent', { name: 'orphan', definition: { mcpServers: ['up'] } }).catch(() => undefined);
+    const pending = stack.api
+      .act('CreateAgent', { name: 'orphan', definition: { mcpServers: ['up'] } })
+      .catch(() => undefined);
     const db = new pg.Client({ connectionString: stack.env.DATABASE_URL });
     await db.connect();
-    const agentId = await until(async () => (await db.query<{ id: string }>("SELECT id FROM registry.agents WHERE name = 'orphan'")).rows[0]?.id, 20_000, 'the commit');
+    const agentId = await until(
+      async () => (await db.query<{ id: string }>("SELECT id FROM registry.agents WHERE name = 'orphan'")).rows[0]?.id,
+      20_000,
+      'the commit',
+    );
     await db.end();
     await stack.kill(registry!);
     await pending;
@@ -296,7 +372,10 @@ describe.skipIf(!have.nats)('a registry killed between its commit and its event'
     await stack.spawn('registry', { NATS_URL: nats.url });
     const started = Date.now();
     const projected = await until(
-      async () => ((await stack.api.act<{ tools: unknown[] }>('ListAgentTools', { agent: agentId })).tools.length > 0 ? true : undefined),
+      async () =>
+        (await stack.api.act<{ tools: unknown[] }>('ListAgentTools', { agent: agentId })).tools.length > 0
+          ? true
+          : undefined,
       20_000,
       'the orphaned agent projected',
     ).catch(() => false);

@@ -67,7 +67,10 @@ describe.skipIf(!have.nats)('a registry killed between a commit and its event, p
     await nats?.destroy();
   });
 
-  const toolsOf = async (agent: string): Promise<{ version: number; tools: Array<{ name: string; permission?: string }> }> => stack.api.act('ListAgentTools', { agent });
+  const toolsOf = async (
+    agent: string,
+  ): Promise<{ version: number; tools: Array<{ name: string; permission?: string }> }> =>
+    stack.api.act('ListAgentTools', { agent });
 
   /** The messages of `subject` in the stream carrying `msgId` (read with an ordered consumer). */
   const storedWithId = async (subject: string, msgId: string): Promise<number> => {
@@ -92,13 +95,22 @@ describe.skipIf(!have.nats)('a registry killed between a commit and its event, p
    * returns an ack), waits for the outbox rows `subjects` name (the change committed), kills the
    * registry, and starts a new one through the front again. Returns the rows that were left.
    */
-  const killBetweenCommitAndPublish = async (what: string, change: () => Promise<unknown>, subjects: string[]): Promise<OutboxRow[]> => {
+  const killBetweenCommitAndPublish = async (
+    what: string,
+    change: () => Promise<unknown>,
+    subjects: string[],
+  ): Promise<OutboxRow[]> => {
     const [registry] = stack.of('registry').filter((s) => s.alive());
     front.mode = 'blackhole';
     const pending = change().catch(() => undefined);
     const rows = await until(
       async () => {
-        const found = (await db.query<OutboxRow>('SELECT subject, payload, msg_id FROM registry.event_outbox WHERE subject = ANY($1) ORDER BY id', [subjects])).rows;
+        const found = (
+          await db.query<OutboxRow>(
+            'SELECT subject, payload, msg_id FROM registry.event_outbox WHERE subject = ANY($1) ORDER BY id',
+            [subjects],
+          )
+        ).rows;
         return subjects.every((s) => found.some((r) => r.subject === s)) ? found : undefined;
       },
       20_000,
@@ -111,17 +123,27 @@ describe.skipIf(!have.nats)('a registry killed between a commit and its event, p
     await stack.spawn('registry', { NATS_URL: `nats://127.0.0.1:${front.port}` });
     // Delivered by the new registry's sweep: each row's message id is in the stream exactly once.
     for (const row of rows) {
-      const once = await until(async () => ((await storedWithId(row.subject, row.msg_id)) >= 1 ? true : undefined), 20_000, `${what}: ${row.msg_id} delivered`).catch(() => false);
+      const once = await until(
+        async () => ((await storedWithId(row.subject, row.msg_id)) >= 1 ? true : undefined),
+        20_000,
+        `${what}: ${row.msg_id} delivered`,
+      ).catch(() => false);
       expect(once, `${what}: the event ${row.msg_id} reached JetStream after the restart`).toBe(true);
       expect(await storedWithId(row.subject, row.msg_id)).toBe(1);
     }
-    report(`registry killed between commit and event (${what}): ${rows.length} event(s) delivered by the next registry's sweep in ${Date.now() - started} ms (start included), each once`);
+    report(
+      `registry killed between commit and event (${what}): ${rows.length} event(s) delivered by the next registry's sweep in ${Date.now() - started} ms (start included), each once`,
+    );
     return rows;
   };
 
   it("a discovery's server.discovered (SetMcpServer); a duplicate of it is dropped and leaves the projector's view as it was", async () => {
     const subject = stack.subjects.serverDiscovered(stack.principal, 'late');
-    const [row] = await killBetweenCommitAndPublish('discovery', () => stack.api.act('SetMcpServer', { name: 'late', config: { url: upstream.url } }), [subject]);
+    const [row] = await killBetweenCommitAndPublish(
+      'discovery',
+      () => stack.api.act('SetMcpServer', { name: 'late', config: { url: upstream.url } }),
+      [subject],
+    );
     // The projector got the tools: an agent granted the server sees them.
     await stack.api.act('UpdateAgent', { agent: agentId, definition: { mcpServers: ['up', 'late'] } });
     const view = await until(
@@ -143,36 +165,80 @@ describe.skipIf(!have.nats)('a registry killed between a commit and its event, p
 
   it("a permission change's server.discovered (SetToolPermission)", async () => {
     const subject = stack.subjects.serverDiscovered(stack.principal, 'up');
-    await killBetweenCommitAndPublish('permission', () => stack.api.act('SetToolPermission', { server: 'up', tool: 'echo', permission: 'always_ask' }), [subject]);
-    const projected = await until(async () => ((await toolsOf(agentId)).tools.find((d) => d.name === 'up__echo')?.permission === 'always_ask' ? true : undefined), 20_000, 'up__echo always_ask');
+    await killBetweenCommitAndPublish(
+      'permission',
+      () => stack.api.act('SetToolPermission', { server: 'up', tool: 'echo', permission: 'always_ask' }),
+      [subject],
+    );
+    const projected = await until(
+      async () =>
+        (await toolsOf(agentId)).tools.find((d) => d.name === 'up__echo')?.permission === 'always_ask'
+          ? true
+          : undefined,
+      20_000,
+      'up__echo always_ask',
+    );
     expect(projected).toBe(true);
   }, 90_000);
 
   it("a review decision's server.discovered (AcceptToolChange)", async () => {
     await stack.api.act('SetMcpServer', { name: 'pinned', config: { url: pinnedUpstream.url, pin: 'review' } });
-    const { agent } = await stack.api.act<{ agent: { id: string } }>('CreateAgent', { name: 'reviewed', definition: { mcpServers: ['pinned'] } });
-    await until(async () => ((await toolsOf(agent.id)).tools.length === 1 ? true : undefined), 20_000, 'pinned__echo projected');
+    const { agent } = await stack.api.act<{ agent: { id: string } }>('CreateAgent', {
+      name: 'reviewed',
+      definition: { mcpServers: ['pinned'] },
+    });
+    await until(
+      async () => ((await toolsOf(agent.id)).tools.length === 1 ? true : undefined),
+      20_000,
+      'pinned__echo projected',
+    );
     // A new tool is held for review.
     pinnedUpstream.setTools([echoTool(), addTool()]);
     await stack.api.act('RefreshMcpServer', { name: 'pinned' });
-    const [change] = (await stack.api.act<{ changes: Array<{ tool: string; cid: string }> }>('ListToolChanges', { server: 'pinned' })).changes;
+    const [change] = (
+      await stack.api.act<{ changes: Array<{ tool: string; cid: string }> }>('ListToolChanges', { server: 'pinned' })
+    ).changes;
     expect(change?.tool).toBe('add');
     const subject = stack.subjects.serverDiscovered(stack.principal, 'pinned');
     // Only the rows written from here on: the refresh's own event may still be in flight.
-    await until(async () => ((await db.query('SELECT 1 FROM registry.event_outbox WHERE subject = $1', [subject])).rowCount === 0 ? true : undefined), 20_000, "the refresh's event sent");
-    await killBetweenCommitAndPublish('review', () => stack.api.act('AcceptToolChange', { server: 'pinned', tool: 'add', cid: change!.cid }), [subject]);
-    const accepted = await until(async () => ((await toolsOf(agent.id)).tools.some((d) => d.name === 'pinned__add') ? true : undefined), 20_000, 'pinned__add projected');
+    await until(
+      async () =>
+        (await db.query('SELECT 1 FROM registry.event_outbox WHERE subject = $1', [subject])).rowCount === 0
+          ? true
+          : undefined,
+      20_000,
+      "the refresh's event sent",
+    );
+    await killBetweenCommitAndPublish(
+      'review',
+      () => stack.api.act('AcceptToolChange', { server: 'pinned', tool: 'add', cid: change!.cid }),
+      [subject],
+    );
+    const accepted = await until(
+      async () => ((await toolsOf(agent.id)).tools.some((d) => d.name === 'pinned__add') ? true : undefined),
+      20_000,
+      'pinned__add projected',
+    );
     expect(accepted).toBe(true);
   }, 90_000);
 
   it("a vendor connection's built-ins' server.discovered (SetVendorConnection)", async () => {
     const subjects = ['github'].map((slug) => stack.subjects.serverDiscovered(stack.principal, slug));
-    const rows = await killBetweenCommitAndPublish('vendor connection', () => stack.api.act('SetVendorConnection', { vendor: 'github', accessToken: 'gho_killedBetween1' }), subjects);
+    const rows = await killBetweenCommitAndPublish(
+      'vendor connection',
+      () => stack.api.act('SetVendorConnection', { vendor: 'github', accessToken: 'gho_killedBetween1' }),
+      subjects,
+    );
     // The event carries no token.
     for (const row of rows) expect(JSON.stringify(row.payload)).not.toContain('gho_killedBetween1');
     const documents = await until(
       async () => {
-        const n = (await db.query<{ n: string }>("SELECT count(*) AS n FROM projector.tool_documents WHERE account_id = $1 AND server = 'github'", [stack.principal])).rows[0]?.n;
+        const n = (
+          await db.query<{ n: string }>(
+            "SELECT count(*) AS n FROM projector.tool_documents WHERE account_id = $1 AND server = 'github'",
+            [stack.principal],
+          )
+        ).rows[0]?.n;
         return Number(n) > 0 ? Number(n) : undefined;
       },
       20_000,
@@ -183,13 +249,30 @@ describe.skipIf(!have.nats)('a registry killed between a commit and its event, p
 
   it("a deleted server's server.deleted (DeleteMcpServer)", async () => {
     await stack.setServer('doomed', upstream.url);
-    const serverId = (await db.query<{ id: string }>("SELECT id FROM registry.mcp_servers WHERE account_id = $1 AND name = 'doomed'", [stack.principal])).rows[0]!.id;
+    const serverId = (
+      await db.query<{ id: string }>("SELECT id FROM registry.mcp_servers WHERE account_id = $1 AND name = 'doomed'", [
+        stack.principal,
+      ])
+    ).rows[0]!.id;
     const documents = async (): Promise<number> =>
-      Number((await db.query<{ n: string }>('SELECT count(*) AS n FROM projector.tool_documents WHERE account_id = $1 AND server_id = $2', [stack.principal, serverId])).rows[0]?.n);
+      Number(
+        (
+          await db.query<{ n: string }>(
+            'SELECT count(*) AS n FROM projector.tool_documents WHERE account_id = $1 AND server_id = $2',
+            [stack.principal, serverId],
+          )
+        ).rows[0]?.n,
+      );
     await until(async () => ((await documents()) > 0 ? true : undefined), 20_000, 'doomed projected');
     const subject = stack.subjects.serverDeleted(stack.principal, 'doomed');
-    await killBetweenCommitAndPublish('deleted server', () => stack.api.act('DeleteMcpServer', { name: 'doomed' }), [subject]);
-    const dropped = await until(async () => ((await documents()) === 0 ? true : undefined), 20_000, "doomed's documents dropped");
+    await killBetweenCommitAndPublish('deleted server', () => stack.api.act('DeleteMcpServer', { name: 'doomed' }), [
+      subject,
+    ]);
+    const dropped = await until(
+      async () => ((await documents()) === 0 ? true : undefined),
+      20_000,
+      "doomed's documents dropped",
+    );
     expect(dropped).toBe(true);
   }, 90_000);
 });

@@ -39,7 +39,10 @@ describe.each(['legacy', 'modern'] as const)('an upstream (%s) restarted mid-run
   let agent: string;
 
   beforeAll(async () => {
-    [stack, upstream] = await Promise.all([Stack.start(), startTestMcpServer({ era, tools: [countingTool(executions, 1_500), echoTool()] })]);
+    [stack, upstream] = await Promise.all([
+      Stack.start(),
+      startTestMcpServer({ era, tools: [countingTool(executions, 1_500), echoTool()] }),
+    ]);
     await stack.setServer('up', upstream.url);
     agent = await stack.createAgent('agent', ['up'], 2);
   });
@@ -78,7 +81,9 @@ describe.each(['legacy', 'modern'] as const)('an upstream (%s) restarted mid-run
     // Nothing ran twice: three calls handed over, three executions (the held one was not re-sent).
     await new Promise((r) => setTimeout(r, 500));
     expect(executions.n).toBe(3);
-    report(`upstream ${era} restarted: next call of the run ok in ${recoveryMs} ms, ${upstream.stats.handshakes} handshake, 0 double executions`);
+    report(
+      `upstream ${era} restarted: next call of the run ok in ${recoveryMs} ms, ${upstream.stats.handshakes} handshake, 0 double executions`,
+    );
   });
 });
 
@@ -126,12 +131,17 @@ describe('an upstream that accepts and never answers', () => {
     front.mode = 'blackhole';
     front.cut();
     const started = Date.now();
-    const { server } = await stack.api.act<{ server: { status: { state: string; error?: string }; tools: unknown[] } }>('RefreshMcpServer', { name: 'silent' });
+    const { server } = await stack.api.act<{ server: { status: { state: string; error?: string }; tools: unknown[] } }>(
+      'RefreshMcpServer',
+      { name: 'silent' },
+    );
     const tookMs = Date.now() - started;
     expect(server.status.state).toBe('error');
     expect(server.status.error).toMatch(/deadline|timed out|timeout/i);
     expect(server.tools.length).toBe(1);
-    report(`upstream never answers a discovery: RefreshMcpServer returns in ${tookMs} ms, status error "${server.status.error ?? ''}", last good tools kept`);
+    report(
+      `upstream never answers a discovery: RefreshMcpServer returns in ${tookMs} ms, status error "${server.status.error ?? ''}", last good tools kept`,
+    );
   });
 
   it('recovers as soon as the server answers again', async () => {
@@ -139,7 +149,12 @@ describe('an upstream that accepts and never answers', () => {
     front.cut();
     const started = Date.now();
     const ok = await until(
-      async () => (await stack.call(agent, `again-${Date.now()}`, 'silent__echo', { text: 'z' }, { timeoutMs: 5_000 }).catch(() => undefined))?.result.text,
+      async () =>
+        (
+          await stack
+            .call(agent, `again-${Date.now()}`, 'silent__echo', { text: 'z' }, { timeoutMs: 5_000 })
+            .catch(() => undefined)
+        )?.result.text,
       30_000,
       'a call through the healed front',
     );
@@ -154,7 +169,12 @@ describe('an upstream that streams forever, and one that lists 100,000 tools', (
   let huge: TestMcpServer;
   let paged: TestMcpServer;
   const manyTools = (n: number): TestTool[] =>
-    Array.from({ length: n }, (_, i) => ({ name: `t${i}`, description: `tool ${i}`, inputSchema: { type: 'object' }, handler: () => ({ content: [{ type: 'text' as const, text: String(i) }] }) }));
+    Array.from({ length: n }, (_, i) => ({
+      name: `t${i}`,
+      description: `tool ${i}`,
+      inputSchema: { type: 'object' },
+      handler: () => ({ content: [{ type: 'text' as const, text: String(i) }] }),
+    }));
 
   beforeAll(async () => {
     [stack, hostile, huge, paged] = await Promise.all([
@@ -179,7 +199,9 @@ describe('an upstream that streams forever, and one that lists 100,000 tools', (
     expect(['maybe_executed', 'server_error', 'timeout']).toContain(err.code);
     expect(err.retryable).toBe(false);
     expect(JSON.stringify((await stack.call(agent, 'r2', 'forever__ping')).result)).toContain('pong');
-    report(`upstream streams forever: the call ends with ${err.code} after ${tookMs} ms ("${err.message}"), next call ok`);
+    report(
+      `upstream streams forever: the call ends with ${err.code} after ${tookMs} ms ("${err.message}"), next call ok`,
+    );
   }, 60_000);
 
   it.each([
@@ -190,7 +212,9 @@ describe('an upstream that streams forever, and one that lists 100,000 tools', (
     async (_label, which) => {
       const server = which === 'huge' ? huge : paged;
       const started = Date.now();
-      const { server: saved } = await stack.api.act<{ server: { status: { state: string; error?: string }; tools: unknown[] } }>('SetMcpServer', { name: which, config: { url: server.url } });
+      const { server: saved } = await stack.api.act<{
+        server: { status: { state: string; error?: string }; tools: unknown[] };
+      }>('SetMcpServer', { name: which, config: { url: server.url } });
       const tookMs = Date.now() - started;
       // Bounded either way: at most 1,000 tools kept, or an error naming the bound that cut it.
       expect(saved.tools.length).toBeLessThanOrEqual(1_000);

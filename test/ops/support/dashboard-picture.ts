@@ -31,7 +31,8 @@ function fmt(v: number, unit: string): string {
 
 function chart(p: PanelSeries): string {
   const all = p.series.flatMap((s) => s.points);
-  if (all.length === 0) return `<svg width="${W}" height="${H}"><text x="${W / 2}" y="${H / 2}" fill="#888" text-anchor="middle">No data</text></svg>`;
+  if (all.length === 0)
+    return `<svg width="${W}" height="${H}"><text x="${W / 2}" y="${H / 2}" fill="#888" text-anchor="middle">No data</text></svg>`;
   const t0 = Math.min(...all.map(([t]) => t));
   const t1 = Math.max(...all.map(([t]) => t), t0 + 1);
   const vmax = Math.max(...all.map(([, v]) => v), 0) * 1.1 || 1;
@@ -46,17 +47,27 @@ function chart(p: PanelSeries): string {
   const secs = Math.round((t1 - t0) / 1000);
   const axis = `<text x="${PAD.l}" y="${H - 6}" fill="#9fa7b3" font-size="10">${new Date(t0).toISOString().slice(11, 19)}</text><text x="${W - PAD.r}" y="${H - 6}" fill="#9fa7b3" font-size="10" text-anchor="end">+${secs} s</text>`;
   const lines = p.series
-    .map((s, i) => `<polyline fill="none" stroke="${COLORS[i % COLORS.length]}" stroke-width="1.6" points="${s.points.map(([t, v]) => `${x(t).toFixed(1)},${y(v).toFixed(1)}`).join(' ')}"/>`)
+    .map(
+      (s, i) =>
+        `<polyline fill="none" stroke="${COLORS[i % COLORS.length]}" stroke-width="1.6" points="${s.points.map(([t, v]) => `${x(t).toFixed(1)},${y(v).toFixed(1)}`).join(' ')}"/>`,
+    )
     .join('');
   return `<svg width="${W}" height="${H}">${grid}${axis}${lines}</svg>`;
 }
 
-export async function renderDashboardPng(panels: PanelSeries[], out: string, chromiumPath: string, caption: string): Promise<void> {
+export async function renderDashboardPng(
+  panels: PanelSeries[],
+  out: string,
+  chromiumPath: string,
+  caption: string,
+): Promise<void> {
   const cells = panels
     .map((p) => {
       const legend = p.series
         .slice(0, 6)
-        .map((s, i) => `<span><i style="background:${COLORS[i % COLORS.length]}"></i>${escape(s.label || p.title)}</span>`)
+        .map(
+          (s, i) => `<span><i style="background:${COLORS[i % COLORS.length]}"></i>${escape(s.label || p.title)}</span>`,
+        )
         .join('');
       return `<div class="panel"><div class="title">${escape(p.title)}</div>${chart(p)}<div class="legend">${legend}</div></div>`;
     })
@@ -74,7 +85,15 @@ export async function renderDashboardPng(panels: PanelSeries[], out: string, chr
   const context = await chromium.launchPersistentContext(userDataDir, {
     executablePath: chromiumPath,
     headless: true,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
     viewport: { width: 3 * (W + 24) + 24, height: 200 },
   });
   try {

@@ -31,13 +31,18 @@ export function which(bin: string): string | undefined {
 
 /** The Postgres binaries directory (Debian's /usr/lib/postgresql/<v>/bin), or where pg_ctl is on the PATH. */
 function pgBin(): string | undefined {
-  for (const v of ['17', '16', '15', '14', '13']) if (existsSync(`/usr/lib/postgresql/${v}/bin/pg_ctl`)) return `/usr/lib/postgresql/${v}/bin`;
+  for (const v of ['17', '16', '15', '14', '13'])
+    if (existsSync(`/usr/lib/postgresql/${v}/bin/pg_ctl`)) return `/usr/lib/postgresql/${v}/bin`;
   const onPath = which('pg_ctl');
   return onPath === undefined ? undefined : onPath.replace(/\/pg_ctl$/, '');
 }
 
 export function available(): { nats: boolean; redis: boolean; postgres: boolean } {
-  return { nats: which('nats-server') !== undefined, redis: which('redis-server') !== undefined, postgres: pgBin() !== undefined };
+  return {
+    nats: which('nats-server') !== undefined,
+    redis: which('redis-server') !== undefined,
+    postgres: pgBin() !== undefined,
+  };
 }
 
 export function portAnswers(port: number, host = '127.0.0.1'): Promise<boolean> {
@@ -55,10 +60,17 @@ export function portAnswers(port: number, host = '127.0.0.1'): Promise<boolean> 
   });
 }
 
-async function waitPort(port: number, child: ChildProcess | undefined, logs: string[], what: string, timeoutMs = 30_000): Promise<void> {
+async function waitPort(
+  port: number,
+  child: ChildProcess | undefined,
+  logs: string[],
+  what: string,
+  timeoutMs = 30_000,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
-    if (child !== undefined && child.exitCode !== null) throw new Error(`${what} exited (${child.exitCode}):\n${logs.join('')}`);
+    if (child !== undefined && child.exitCode !== null)
+      throw new Error(`${what} exited (${child.exitCode}):\n${logs.join('')}`);
     if (await portAnswers(port)) return;
     await new Promise((r) => setTimeout(r, 100));
   }
@@ -71,7 +83,12 @@ abstract class Managed {
   readonly logs: string[] = [];
   abstract readonly name: string;
   abstract readonly port: number;
-  protected abstract command(): { bin: string; args: string[]; env?: Record<string, string>; ids?: { uid: number; gid: number } };
+  protected abstract command(): {
+    bin: string;
+    args: string[];
+    env?: Record<string, string>;
+    ids?: { uid: number; gid: number };
+  };
 
   get running(): boolean {
     return this.child !== undefined && this.child.exitCode === null && this.child.signalCode === null;
@@ -156,7 +173,12 @@ export class PrivateNats extends Managed {
     const routes = clusterPorts.map((p) => `nats://127.0.0.1:${p}`);
     const nodes: PrivateNats[] = [];
     for (let i = 0; i < size; i++) {
-      nodes.push(new PrivateNats(ports[i] as number, monitorPorts[i] as number, { serverName: `n${i + 1}`, cluster: { name: 'mcpx', port: clusterPorts[i] as number, routes } }));
+      nodes.push(
+        new PrivateNats(ports[i] as number, monitorPorts[i] as number, {
+          serverName: `n${i + 1}`,
+          cluster: { name: 'mcpx', port: clusterPorts[i] as number, routes },
+        }),
+      );
     }
     const now = opts.start ?? size;
     await Promise.all(nodes.slice(0, now).map((n) => n.start()));
@@ -170,9 +192,28 @@ export class PrivateNats extends Managed {
   }
 
   protected command(): { bin: string; args: string[] } {
-    const args = ['-a', '127.0.0.1', '-p', String(this.port), '-m', String(this.monitorPort), '-js', '-sd', this.storeDir, '-n', this.name];
+    const args = [
+      '-a',
+      '127.0.0.1',
+      '-p',
+      String(this.port),
+      '-m',
+      String(this.monitorPort),
+      '-js',
+      '-sd',
+      this.storeDir,
+      '-n',
+      this.name,
+    ];
     if (this.opts.cluster !== undefined) {
-      args.push('--cluster_name', this.opts.cluster.name, '--cluster', `nats://127.0.0.1:${this.opts.cluster.port}`, '--routes', this.opts.cluster.routes.join(','));
+      args.push(
+        '--cluster_name',
+        this.opts.cluster.name,
+        '--cluster',
+        `nats://127.0.0.1:${this.opts.cluster.port}`,
+        '--routes',
+        this.opts.cluster.routes.join(','),
+      );
     }
     return { bin: 'nats-server', args };
   }
@@ -222,7 +263,10 @@ export class PrivateRedis extends Managed {
   }
 
   protected command(): { bin: string; args: string[] } {
-    return { bin: 'redis-server', args: ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', ...this.extra] };
+    return {
+      bin: 'redis-server',
+      args: ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', ...this.extra],
+    };
   }
 }
 
@@ -247,11 +291,16 @@ export class PrivatePostgres extends Managed {
     if (process.getuid?.() === 0) {
       const uid = Number(spawnSync('id', ['-u', 'postgres'], { encoding: 'utf8' }).stdout.trim());
       const gid = Number(spawnSync('id', ['-g', 'postgres'], { encoding: 'utf8' }).stdout.trim());
-      if (!Number.isInteger(uid) || !Number.isInteger(gid)) throw new Error('running as root and there is no postgres user to run Postgres as');
+      if (!Number.isInteger(uid) || !Number.isInteger(gid))
+        throw new Error('running as root and there is no postgres user to run Postgres as');
       this.ids = { uid, gid };
       chownSync(this.dataDir, uid, gid);
     }
-    const init = spawnSync(`${this.bin}/initdb`, ['-D', this.dataDir, '-U', 'postgres', '-A', 'trust', '--no-sync', '-E', 'UTF8'], { encoding: 'utf8', ...this.ids });
+    const init = spawnSync(
+      `${this.bin}/initdb`,
+      ['-D', this.dataDir, '-U', 'postgres', '-A', 'trust', '--no-sync', '-E', 'UTF8'],
+      { encoding: 'utf8', ...this.ids },
+    );
     if (init.status !== 0) throw new Error(`initdb failed: ${init.stderr}`);
   }
 
@@ -278,14 +327,30 @@ export class PrivatePostgres extends Managed {
         return;
       } catch (err) {
         await c.end().catch(() => undefined);
-        if (Date.now() > deadline) throw new Error(`Postgres on ${this.port} not ready: ${(err as Error).message}\n${this.logs.join('')}`, { cause: err });
+        if (Date.now() > deadline)
+          throw new Error(`Postgres on ${this.port} not ready: ${(err as Error).message}\n${this.logs.join('')}`, {
+            cause: err,
+          });
         await new Promise((r) => setTimeout(r, 100));
       }
     }
   }
 
   protected command(): { bin: string; args: string[]; ids?: { uid: number; gid: number } } {
-    const args = ['-D', this.dataDir, '-p', String(this.port), '-h', '127.0.0.1', '-k', this.dataDir, '-c', 'fsync=off', '-c', 'max_connections=300'];
+    const args = [
+      '-D',
+      this.dataDir,
+      '-p',
+      String(this.port),
+      '-h',
+      '127.0.0.1',
+      '-k',
+      this.dataDir,
+      '-c',
+      'fsync=off',
+      '-c',
+      'max_connections=300',
+    ];
     return { bin: `${this.bin}/postgres`, args, ...(this.ids ? { ids: this.ids } : {}) };
   }
 

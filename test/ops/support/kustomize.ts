@@ -10,10 +10,23 @@ import { readFileSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 
-export type K8sObject = { apiVersion: string; kind: string; metadata: { name: string; namespace?: string; [k: string]: unknown }; [k: string]: unknown };
+export type K8sObject = {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace?: string; [k: string]: unknown };
+  [k: string]: unknown;
+};
 
 const KNOWN = new Set(['apiVersion', 'kind', 'namespace', 'resources', 'images', 'replicas', 'patches']);
-const CLUSTER_SCOPED = new Set(['Namespace', 'ClusterRole', 'ClusterRoleBinding', 'CustomResourceDefinition', 'PersistentVolume', 'StorageClass', 'PriorityClass']);
+const CLUSTER_SCOPED = new Set([
+  'Namespace',
+  'ClusterRole',
+  'ClusterRoleBinding',
+  'CustomResourceDefinition',
+  'PersistentVolume',
+  'StorageClass',
+  'PriorityClass',
+]);
 
 interface Kustomization {
   namespace?: string;
@@ -34,7 +47,12 @@ function readYamlDocs(file: string): unknown[] {
 
 function asObject(doc: unknown, where: string): K8sObject {
   const o = doc as Partial<K8sObject>;
-  if (typeof o !== 'object' || typeof o.apiVersion !== 'string' || typeof o.kind !== 'string' || typeof o.metadata?.name !== 'string') {
+  if (
+    typeof o !== 'object' ||
+    typeof o.apiVersion !== 'string' ||
+    typeof o.kind !== 'string' ||
+    typeof o.metadata?.name !== 'string'
+  ) {
     throw new Error(`${where}: not a Kubernetes object (apiVersion, kind, metadata.name)`);
   }
   return o as K8sObject;
@@ -92,7 +110,8 @@ function setImages(o: K8sObject, images: NonNullable<Kustomization['images']>): 
         const suffix = at >= 0 ? image.slice(at) : '';
         const rule = images.find((i) => i.name === name);
         if (rule !== undefined) {
-          const tag = rule.digest !== undefined ? `@${rule.digest}` : rule.newTag !== undefined ? `:${rule.newTag}` : suffix;
+          const tag =
+            rule.digest !== undefined ? `@${rule.digest}` : rule.newTag !== undefined ? `:${rule.newTag}` : suffix;
           v['image'] = `${rule.newName ?? name}${tag}`;
         }
       }
@@ -105,11 +124,15 @@ function setImages(o: K8sObject, images: NonNullable<Kustomization['images']>): 
 /** Renders the kustomization in `dir` into its objects, in the order the resources name them. */
 export function kustomize(dir: string, seen: string[] = []): K8sObject[] {
   const root = resolve(dir);
-  for (const s of seen) if (root.startsWith(`${s}/`) || s.startsWith(`${root}/`) || s === root) throw new Error(`${root}: a cycle with ${s}`);
+  for (const s of seen)
+    if (root.startsWith(`${s}/`) || s.startsWith(`${root}/`) || s === root)
+      throw new Error(`${root}: a cycle with ${s}`);
   const file = join(root, 'kustomization.yaml');
   const [doc] = readYamlDocs(file);
   const k = (doc ?? {}) as Kustomization & Record<string, unknown>;
-  for (const field of Object.keys(k)) if (!KNOWN.has(field)) throw new Error(`${file}: field ${field} is not rendered here (test/ops/support/kustomize.ts)`);
+  for (const field of Object.keys(k))
+    if (!KNOWN.has(field))
+      throw new Error(`${file}: field ${field} is not rendered here (test/ops/support/kustomize.ts)`);
 
   let objects: K8sObject[] = [];
   for (const r of k.resources ?? []) {
@@ -122,7 +145,9 @@ export function kustomize(dir: string, seen: string[] = []): K8sObject[] {
   }
   if (k.images !== undefined) for (const o of objects) setImages(o, k.images);
   for (const rep of k.replicas ?? []) {
-    const hits = objects.filter((o) => ['Deployment', 'StatefulSet', 'ReplicaSet'].includes(o.kind) && o.metadata.name === rep.name);
+    const hits = objects.filter(
+      (o) => ['Deployment', 'StatefulSet', 'ReplicaSet'].includes(o.kind) && o.metadata.name === rep.name,
+    );
     if (hits.length === 0) throw new Error(`${file}: replicas for ${rep.name}, which is not a workload here`);
     for (const o of hits) (o['spec'] as Record<string, unknown>)['replicas'] = rep.count;
   }
@@ -131,7 +156,10 @@ export function kustomize(dir: string, seen: string[] = []): K8sObject[] {
     for (const d of readYamlDocs(path)) {
       const patch = asObject(d, path);
       const hits = objects.filter(
-        (o) => o.kind === patch.kind && o.metadata.name === patch.metadata.name && (patch.metadata.namespace === undefined || o.metadata.namespace === patch.metadata.namespace),
+        (o) =>
+          o.kind === patch.kind &&
+          o.metadata.name === patch.metadata.name &&
+          (patch.metadata.namespace === undefined || o.metadata.namespace === patch.metadata.namespace),
       );
       if (hits.length !== 1) throw new Error(`${path}: the patch of ${key(patch)} matches ${hits.length} objects`);
       const at = objects.indexOf(hits[0] as K8sObject);

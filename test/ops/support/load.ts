@@ -30,7 +30,10 @@ export class LoadLoop {
   private readonly workers: Promise<void>[] = [];
   private readonly startedAt = Date.now();
 
-  constructor(op: (worker: number, i: number) => Promise<unknown>, opts: { concurrency: number; maxMs: number; pauseMs?: number }) {
+  constructor(
+    op: (worker: number, i: number) => Promise<unknown>,
+    opts: { concurrency: number; maxMs: number; pauseMs?: number },
+  ) {
     const hardStop = this.startedAt + opts.maxMs;
     for (let w = 0; w < opts.concurrency; w++) {
       this.workers.push(
@@ -42,7 +45,13 @@ export class LoadLoop {
               this.outcomes.push({ at: t0, ms: Date.now() - t0, ok: true, worker: w });
             } catch (err) {
               const code = (err as { code?: unknown }).code;
-              this.outcomes.push({ at: t0, ms: Date.now() - t0, ok: false, code: typeof code === 'string' ? code : (err as Error).message.slice(0, 80), worker: w });
+              this.outcomes.push({
+                at: t0,
+                ms: Date.now() - t0,
+                ok: false,
+                code: typeof code === 'string' ? code : (err as Error).message.slice(0, 80),
+                worker: w,
+              });
               // An error is often a fault being injected: do not spin on it.
               await new Promise((r) => setTimeout(r, 50));
             }

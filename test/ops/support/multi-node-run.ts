@@ -46,11 +46,21 @@ export interface MultiNodeResult {
 }
 
 function whoamiTool(label: string): TestTool {
-  return { name: 'whoami', description: 'Names the account it belongs to.', inputSchema: { type: 'object' }, handler: () => ({ content: [{ type: 'text', text: `account ${label}` }] }) };
+  return {
+    name: 'whoami',
+    description: 'Names the account it belongs to.',
+    inputSchema: { type: 'object' },
+    handler: () => ({ content: [{ type: 'text', text: `account ${label}` }] }),
+  };
 }
 
 function extraTool(n: number): TestTool {
-  return { name: `extra_${n}`, description: `added by change ${n}`, inputSchema: { type: 'object' }, handler: () => ({ content: [{ type: 'text', text: String(n) }] }) };
+  return {
+    name: `extra_${n}`,
+    description: `added by change ${n}`,
+    inputSchema: { type: 'object' },
+    handler: () => ({ content: [{ type: 'text', text: String(n) }] }),
+  };
 }
 
 const RETRYABLE = new Set(['transport_error', 'call_lost', 'timeout']);
@@ -73,7 +83,13 @@ export async function runMultiNode(opts: MultiNodeOptions = {}): Promise<MultiNo
       { name: subjects.mcpEventsStream, subjects: [subjects.mcpEventsAll], max_age: 7 * 24 * 3600 * 1e9 },
       { name: subjects.agentToolsStream, subjects: [subjects.agentToolsChangedAll()], max_age: 24 * 3600 * 1e9 },
     ]) {
-      await jsm.streams.add({ ...spec, retention: RetentionPolicy.Limits, storage: StorageType.File, duplicate_window: 2 * 60 * 1e9, num_replicas: 3 });
+      await jsm.streams.add({
+        ...spec,
+        retention: RetentionPolicy.Limits,
+        storage: StorageType.File,
+        duplicate_window: 2 * 60 * 1e9,
+        num_replicas: 3,
+      });
     }
     // Each instance on a node of its own (they learn the others from the cluster and fail over).
     const nodeOf = (i: number): string => nodes[i % nodes.length]!.url;
@@ -81,10 +97,13 @@ export async function runMultiNode(opts: MultiNodeOptions = {}): Promise<MultiNo
     await Promise.all([spawnOn('registry', 0), spawnOn('registry', 1)]);
     await Promise.all([spawnOn('projector', 1), spawnOn('projector', 2)]);
     await Promise.all([spawnOn('proxy', 0), spawnOn('proxy', 1), spawnOn('proxy', 2)]);
-    log(`multi-node: NATS ${nodes.map((n) => n.name).join(', ')} (R3 streams), ${s.services.map((x) => x.instance).join(', ')}`);
+    log(
+      `multi-node: NATS ${nodes.map((n) => n.name).join(', ')} (R3 streams), ${s.services.map((x) => x.instance).join(', ')}`,
+    );
 
     // Accounts, each with its own server (naming the account) and agent.
-    const tenants: Array<{ label: string; api: ApiClient; agent: string; upstream: TestMcpServer; changes: number }> = [];
+    const tenants: Array<{ label: string; api: ApiClient; agent: string; upstream: TestMcpServer; changes: number }> =
+      [];
     for (let a = 0; a < accounts; a++) {
       const label = `acct${a}`;
       const upstream = await startTestMcpServer({ era: a % 2 === 0 ? 'modern' : 'legacy', tools: [whoamiTool(label)] });
@@ -154,7 +173,10 @@ export async function runMultiNode(opts: MultiNodeOptions = {}): Promise<MultiNo
     await victimNode.start();
     // The new proxy on the restarted node at once, while that node is still catching up: it
     // waits for JetStream (retrying, not ready meanwhile) instead of exiting — docs/operations.md.
-    const [natsRejoinMs, newProxy] = await Promise.all([waitJetStreamReady(nodes).then(() => Date.now() - restartedAt), spawnOn('proxy', 1)]);
+    const [natsRejoinMs, newProxy] = await Promise.all([
+      waitJetStreamReady(nodes).then(() => Date.now() - restartedAt),
+      spawnOn('proxy', 1),
+    ]);
     // How many times it found the node not ready yet (0 when the node was ready by its first try).
     const newProxyRetries = newProxy.logs.join('').split('NATS not ready at start-up, retrying').length - 1;
     log(`multi-node: restarted ${victimNode.name} and a new proxy on it`);
@@ -204,7 +226,11 @@ export async function runMultiNode(opts: MultiNodeOptions = {}): Promise<MultiNo
         30_000,
         'every agent projected with its last change',
       );
-      const projected = new Map((await db.query<{ agent_id: string; version: number }>('SELECT agent_id, version FROM projector.agent_tools')).rows.map((r) => [r.agent_id, Number(r.version)]));
+      const projected = new Map(
+        (
+          await db.query<{ agent_id: string; version: number }>('SELECT agent_id, version FROM projector.agent_tools')
+        ).rows.map((r) => [r.agent_id, Number(r.version)]),
+      );
       const js = jetstream(s.nc);
       const consumer = await js.consumers.get(subjects.agentToolsStream, { deliver_policy: DeliverPolicy.All });
       const info = await jsm.streams.info(subjects.agentToolsStream);
@@ -221,7 +247,8 @@ export async function runMultiNode(opts: MultiNodeOptions = {}): Promise<MultiNo
         const seen = [...new Set(versions.get(t.agent) ?? [])].sort((a, b) => a - b);
         const last = projected.get(t.agent) ?? 0;
         const expected = Array.from({ length: last }, (_, i) => i + 1);
-        if (JSON.stringify(seen) !== JSON.stringify(expected)) eventGaps.push(`${t.label}: stream ${JSON.stringify(seen)} vs projected version ${last}`);
+        if (JSON.stringify(seen) !== JSON.stringify(expected))
+          eventGaps.push(`${t.label}: stream ${JSON.stringify(seen)} vs projected version ${last}`);
       }
     } finally {
       await db.end();
@@ -232,7 +259,19 @@ export async function runMultiNode(opts: MultiNodeOptions = {}): Promise<MultiNo
       `isolation violations ${isolationViolations}; discoveries ${discoveries}; longest gap without a call answered ${longestGapMs} ms after the kill; ` +
       `NATS node back in the cluster ${natsRejoinMs} ms after its restart; the new proxy on it waited ${newProxyRetries} retries; agent-tools-changed ${eventsChecked} events checked, ${eventGaps.length} gaps`;
     log(report);
-    return { summary, runsStarted, runsCompleted, isolationViolations, longestGapMs, natsRejoinMs, newProxyRetries, eventsChecked, eventGaps, discoveries, report };
+    return {
+      summary,
+      runsStarted,
+      runsCompleted,
+      isolationViolations,
+      longestGapMs,
+      natsRejoinMs,
+      newProxyRetries,
+      eventsChecked,
+      eventGaps,
+      discoveries,
+      report,
+    };
   } finally {
     await stack?.stop();
     await Promise.all(upstreams.map((u) => u.close()));

@@ -66,7 +66,11 @@ export interface SoakReport {
  * window alone (the box is shared, CI runs the suite beside it) is not one.
  */
 export function soakFailures(
-  m: { windows: ReadonlyArray<{ p99: number; calls: number }>; rss: ReadonlyArray<{ instance: string; growthMiB: number }>; errors: number },
+  m: {
+    windows: ReadonlyArray<{ p99: number; calls: number }>;
+    rss: ReadonlyArray<{ instance: string; growthMiB: number }>;
+    errors: number;
+  },
   bounds: { maxGrowthMiB: number; maxP99Ratio: number; maxP99RiseMs: number },
 ): string[] {
   const failures: string[] = [];
@@ -77,10 +81,14 @@ export function soakFailures(
   const last = m.windows[m.windows.length - 1]?.p99 ?? 0;
   const rising = m.windows.every((w, k) => k === 0 || w.p99 >= (m.windows[k - 1]?.p99 ?? 0));
   if (first > 0 && rising && last > first * bounds.maxP99Ratio && last - first > bounds.maxP99RiseMs) {
-    failures.push(`p99 drift ${first} → ${last} ms, rising in every window, past both ×${bounds.maxP99Ratio} and +${bounds.maxP99RiseMs} ms`);
+    failures.push(
+      `p99 drift ${first} → ${last} ms, rising in every window, past both ×${bounds.maxP99Ratio} and +${bounds.maxP99RiseMs} ms`,
+    );
   }
   // NaN (a service gone, no sample) fails too.
-  for (const r of m.rss) if (!(r.growthMiB <= bounds.maxGrowthMiB)) failures.push(`${r.instance} RSS grew ${r.growthMiB.toFixed(1)} MiB (bound ${bounds.maxGrowthMiB} MiB)`);
+  for (const r of m.rss)
+    if (!(r.growthMiB <= bounds.maxGrowthMiB))
+      failures.push(`${r.instance} RSS grew ${r.growthMiB.toFixed(1)} MiB (bound ${bounds.maxGrowthMiB} MiB)`);
   if (m.errors > 0) failures.push(`${m.errors} errors`);
   return failures;
 }
@@ -129,13 +137,27 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
       return { content: [{ type: 'text', text: `dropped ${String(args['table'])}` }] };
     },
   };
-  const extra = (n: number): TestTool => ({ name: `v${n}`, description: `version ${n}`, inputSchema: { type: 'object' }, handler: () => ({ content: [{ type: 'text', text: String(n) }] }) });
+  const extra = (n: number): TestTool => ({
+    name: `v${n}`,
+    description: `version ${n}`,
+    inputSchema: { type: 'object' },
+    handler: () => ({ content: [{ type: 'text', text: String(n) }] }),
+  });
 
-  const [modern, legacy] = await Promise.all([startTestMcpServer({ era: 'modern', tools: [echoTool(), dropTool] }), startTestMcpServer({ era: 'legacy', tools: [echoTool()] })]);
+  const [modern, legacy] = await Promise.all([
+    startTestMcpServer({ era: 'modern', tools: [echoTool(), dropTool] }),
+    startTestMcpServer({ era: 'legacy', tools: [echoTool()] }),
+  ]);
   let stack: Stack | undefined;
   try {
     // From the sources, as the image runs them: the soak measures the processes' own memory.
-    stack = await Stack.start({ registries: 0, projectors: 0, proxies: 0, env: { LOG_LEVEL: 'error' }, fromSources: true });
+    stack = await Stack.start({
+      registries: 0,
+      projectors: 0,
+      proxies: 0,
+      env: { LOG_LEVEL: 'error' },
+      fromSources: true,
+    });
     const s = stack;
     // Side by side: on a loaded box four service starts one after the other took a minute.
     await Promise.all([s.spawn('registry'), s.spawn('projector'), s.spawn('proxy'), s.spawn('proxy')]);
@@ -199,7 +221,8 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
           try {
             const server = c % 2 === 0 ? 'm' : 'l';
             const out = await again(() => s.call(agent, run, `${server}__echo`, { text: `${w}.${r}.${c}` }));
-            if (out.result.text !== `echo: ${w}.${r}.${c}`) errors.push(`call ${run}: wrong answer ${out.result.text ?? ''}`);
+            if (out.result.text !== `echo: ${w}.${r}.${c}`)
+              errors.push(`call ${run}: wrong answer ${out.result.text ?? ''}`);
             samples.push({ at: t0, ms: Date.now() - t0 });
             counts.calls++;
           } catch (err) {
@@ -236,13 +259,18 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
       for (let n = 0; Date.now() < end; n++) {
         const run = `approve-${n}`;
         try {
-          const stopped = await again(() => s.callError(agent, run, 'm__drop_table', { table: `t${n}` }).then((e) => (e.code === 'unavailable' ? Promise.reject(e) : e)));
+          const stopped = await again(() =>
+            s
+              .callError(agent, run, 'm__drop_table', { table: `t${n}` })
+              .then((e) => (e.code === 'unavailable' ? Promise.reject(e) : e)),
+          );
           if (stopped.code !== 'approval_required') throw stopped;
           const approvalId = stopped.details.approvalId as string;
           await again(() => s.api.act('ApproveToolCall', { approvalId }));
           const before = dropped;
           const out = await again(() => s.call(agent, run, 'm__drop_table', { table: `t${n}` }, { approvalId }));
-          if (out.result.text !== `dropped t${n}` || dropped !== before + 1) errors.push(`approval ${n}: ran ${dropped - before} times`);
+          if (out.result.text !== `dropped t${n}` || dropped !== before + 1)
+            errors.push(`approval ${n}: ran ${dropped - before} times`);
           counts.approvals++;
         } catch (err) {
           fail(`approval ${n}`, err);
@@ -251,7 +279,10 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
       }
     })();
 
-    const progress = setInterval(() => say(`soak: ${Math.round((Date.now() - started) / 1000)} s, ${counts.calls} calls, ${errors.length} errors`), 30_000);
+    const progress = setInterval(
+      () => say(`soak: ${Math.round((Date.now() - started) / 1000)} s, ${counts.calls} calls, ${errors.length} errors`),
+      30_000,
+    );
     try {
       await Promise.all([...callers, discoveries, grants, approvals]);
     } finally {
@@ -259,7 +290,8 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
       clearInterval(rssTimer);
     }
     sampleRss();
-    for (const svc of s.services) if (!svc.alive()) errors.push(`${svc.instance} exited (${svc.child.exitCode ?? svc.child.signalCode})`);
+    for (const svc of s.services)
+      if (!svc.alive()) errors.push(`${svc.instance} exited (${svc.child.exitCode ?? svc.child.signalCode})`);
 
     const windows = Array.from({ length: 4 }, (_, k) => {
       const ms = samples.filter((x) => windowOf(x.at) === k).map((x) => x.ms);
@@ -276,15 +308,22 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
     });
     const failures = soakFailures({ windows, rss, errors: errors.length }, { maxGrowthMiB, maxP99Ratio, maxP99RiseMs });
     const maxResets = Math.max(2, Math.ceil(counts.calls * 0.01));
-    if (resets.length > maxResets) failures.push(`${resets.length} upstream socket resets (bound ${maxResets}: 1 % of the calls)`);
-    if (retried > maxResets) failures.push(`${retried} retries after unavailable (bound ${maxResets}: 1 % of the calls)`);
+    if (resets.length > maxResets)
+      failures.push(`${resets.length} upstream socket resets (bound ${maxResets}: 1 % of the calls)`);
+    if (retried > maxResets)
+      failures.push(`${retried} retries after unavailable (bound ${maxResets}: 1 % of the calls)`);
 
-    say(`soak: ${opts.minutes} min, ${counts.calls} calls in ${counts.runs} runs, ${counts.discoveries} discoveries, ${counts.grants} grant changes, ${counts.approvals} approvals`);
+    say(
+      `soak: ${opts.minutes} min, ${counts.calls} calls in ${counts.runs} runs, ${counts.discoveries} discoveries, ${counts.grants} grant changes, ${counts.approvals} approvals`,
+    );
     say(
       `soak: warm-up ${Math.round(warmupMs / 1000)} s, then p99 per ${Math.round(windowMs / 1000)} s: ${windows.map((w) => `${w.p99} ms (${w.calls} calls)`).join(', ')}; ` +
         `drift ${driftMs >= 0 ? '+' : ''}${driftMs} ms (${first > 0 ? ((last / first - 1) * 100).toFixed(0) : '?'} %; fails if rising in every window past both ×${maxP99Ratio} and +${maxP99RiseMs} ms)`,
     );
-    for (const r of rss) say(`soak: ${r.instance} RSS ${r.startMiB.toFixed(0)} → ${r.endMiB.toFixed(0)} MiB (${r.growthMiB >= 0 ? '+' : ''}${r.growthMiB.toFixed(1)} MiB; bound ${maxGrowthMiB} MiB)`);
+    for (const r of rss)
+      say(
+        `soak: ${r.instance} RSS ${r.startMiB.toFixed(0)} → ${r.endMiB.toFixed(0)} MiB (${r.growthMiB >= 0 ? '+' : ''}${r.growthMiB.toFixed(1)} MiB; bound ${maxGrowthMiB} MiB)`,
+      );
     for (const e of errors.slice(0, 20)) say(`soak error: ${e}`);
     // What the services logged at error level (the stack runs them at LOG_LEVEL=error): the cause
     // behind an `internal` a caller saw.
@@ -295,7 +334,8 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
         .filter((l) => l.includes('"level":"error"'));
       for (const l of logged.slice(0, 20)) say(`soak service error: ${l.slice(0, 1_000)}`);
     }
-    if (resets.length > 0) say(`soak: ${resets.length} upstream socket resets (bound ${maxResets}): ${resets.slice(0, 5).join('; ')}`);
+    if (resets.length > 0)
+      say(`soak: ${resets.length} upstream socket resets (bound ${maxResets}): ${resets.slice(0, 5).join('; ')}`);
     if (retried > 0) say(`soak: ${retried} retries after unavailable (bound ${maxResets})`);
     for (const f of failures) say(`soak failed: ${f}`);
     say(`${errors.length} errors`);

@@ -58,7 +58,10 @@ export interface ServiceProcess {
 export async function waitHealthy(svc: ServiceProcess, timeoutMs = 90_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
-    if (!svc.alive()) throw new Error(`${svc.instance} exited (${svc.child.exitCode ?? svc.child.signalCode}):\n${svc.logs.join('').slice(-4000)}`);
+    if (!svc.alive())
+      throw new Error(
+        `${svc.instance} exited (${svc.child.exitCode ?? svc.child.signalCode}):\n${svc.logs.join('').slice(-4000)}`,
+      );
     if ((await fetch(`${svc.url}/healthz`).catch(() => undefined))?.ok === true) return;
     await new Promise((r) => setTimeout(r, 100));
   }
@@ -94,7 +97,12 @@ async function createDatabaseOn(serverUrl: string): Promise<{ url: string; drop(
 }
 
 /** The services' shared environment: these four always set. */
-export type StackEnv = Record<string, string> & { DATABASE_URL: string; NATS_URL: string; REDIS_URL: string; NATS_PREFIX: string };
+export type StackEnv = Record<string, string> & {
+  DATABASE_URL: string;
+  NATS_URL: string;
+  REDIS_URL: string;
+  NATS_PREFIX: string;
+};
 
 export class Stack {
   readonly services: ServiceProcess[] = [];
@@ -130,7 +138,12 @@ export class Stack {
       LOG_LEVEL: 'warn',
       ...opts.env,
     };
-    const nc = await connect({ servers: natsUrl.split(','), maxReconnectAttempts: -1, reconnectTimeWait: 250, name: 'ops runtime' });
+    const nc = await connect({
+      servers: natsUrl.split(','),
+      maxReconnectAttempts: -1,
+      reconnectTimeWait: 250,
+      name: 'ops runtime',
+    });
     const stack = new Stack(env, () => db.drop(), nc, opts.echoLogs ?? false, opts.fromSources ?? false);
     try {
       for (let i = 0; i < (opts.registries ?? 1); i++) await stack.spawn('registry');
@@ -150,7 +163,10 @@ export class Stack {
     if (r === undefined) {
       // Say why: the last registry's exit and its log tail (a registry that died after it was healthy).
       const dead = this.services.filter((s) => s.name === 'registry').at(-1);
-      const why = dead === undefined ? '' : `: ${dead.instance} exited (${dead.child.exitCode ?? dead.child.signalCode}):\n${dead.logs.join('').slice(-3000)}`;
+      const why =
+        dead === undefined
+          ? ''
+          : `: ${dead.instance} exited (${dead.child.exitCode ?? dead.child.signalCode}):\n${dead.logs.join('').slice(-3000)}`;
       throw new Error(`no registry is running${why}`);
     }
     return r.url;
@@ -164,7 +180,11 @@ export class Stack {
    * Starts one more instance and waits until it is healthy (on other ports if a free port was
    * taken meanwhile). `waitHealthy: false` returns it as soon as it is started.
    */
-  async spawn(name: ServiceName, extraEnv: Record<string, string> = {}, opts: { waitHealthy?: boolean } = {}): Promise<ServiceProcess> {
+  async spawn(
+    name: ServiceName,
+    extraEnv: Record<string, string> = {},
+    opts: { waitHealthy?: boolean } = {},
+  ): Promise<ServiceProcess> {
     for (let attempt = 0; ; attempt++) {
       try {
         return await this.spawnOnce(name, extraEnv, opts.waitHealthy ?? true);
@@ -181,7 +201,15 @@ export class Stack {
     const logs: string[] = [];
     const child = spawn(process.execPath, entryArgs(name, { fromSources: this.fromSources }), {
       cwd: ROOT,
-      env: { ...process.env, ...this.env, ...extraEnv, HTTP_PORT: String(port), HTTP_HOST: '127.0.0.1', INTERNAL_HTTP_PORT: String(internalPort), INSTANCE_ID: instance },
+      env: {
+        ...process.env,
+        ...this.env,
+        ...extraEnv,
+        HTTP_PORT: String(port),
+        HTTP_HOST: '127.0.0.1',
+        INTERNAL_HTTP_PORT: String(internalPort),
+        INSTANCE_ID: instance,
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     const keep = (d: Buffer): void => {
@@ -247,15 +275,25 @@ export class Stack {
   async setServer(name: string, url: string, api: ApiClient = this.api): Promise<void> {
     type Saved = { server: { status: { state: string; error?: string } } };
     let { server } = await api.act<Saved>('SetMcpServer', { name, config: { url } });
-    for (let retry = 0; retry < 2 && server.status.state === 'error' && /other side closed|socket hang up|ECONNRESET/.test(server.status.error ?? ''); retry++) {
+    for (
+      let retry = 0;
+      retry < 2 &&
+      server.status.state === 'error' &&
+      /other side closed|socket hang up|ECONNRESET/.test(server.status.error ?? '');
+      retry++
+    ) {
       ({ server } = await api.act<Saved>('RefreshMcpServer', { name }));
     }
-    if (server.status.state !== 'ok') throw new Error(`server ${name} did not connect: ${server.status.error ?? server.status.state}`);
+    if (server.status.state !== 'ok')
+      throw new Error(`server ${name} did not connect: ${server.status.error ?? server.status.state}`);
   }
 
   /** Creates an agent granted `servers` and waits until it has `minTools` tools projected; returns its id. */
   async createAgent(name: string, servers: string[], minTools = 1, api: ApiClient = this.api): Promise<string> {
-    const { agent } = await api.act<{ agent: { id: string } }>('CreateAgent', { name, definition: { mcpServers: servers } });
+    const { agent } = await api.act<{ agent: { id: string } }>('CreateAgent', {
+      name,
+      definition: { mcpServers: servers },
+    });
     this.agentIds.set(`${api.principal}/${name}`, agent.id);
     const deadline = Date.now() + 30_000;
     for (;;) {
@@ -266,11 +304,30 @@ export class Stack {
     }
   }
 
-  call(agentId: string, run: string, tool: string, args: Record<string, unknown> = {}, extra: Partial<CallInput> & { account?: string } = {}): Promise<CallOutcome> {
-    return this.client.call({ account: extra.account ?? this.principal, agent: agentId, run, tool, arguments: args, ...extra });
+  call(
+    agentId: string,
+    run: string,
+    tool: string,
+    args: Record<string, unknown> = {},
+    extra: Partial<CallInput> & { account?: string } = {},
+  ): Promise<CallOutcome> {
+    return this.client.call({
+      account: extra.account ?? this.principal,
+      agent: agentId,
+      run,
+      tool,
+      arguments: args,
+      ...extra,
+    });
   }
 
-  async callError(agentId: string, run: string, tool: string, args: Record<string, unknown> = {}, extra: Partial<CallInput> & { account?: string } = {}): Promise<WireError> {
+  async callError(
+    agentId: string,
+    run: string,
+    tool: string,
+    args: Record<string, unknown> = {},
+    extra: Partial<CallInput> & { account?: string } = {},
+  ): Promise<WireError> {
     try {
       await this.call(agentId, run, tool, args, extra);
     } catch (err) {
@@ -301,7 +358,12 @@ export class Stack {
 }
 
 /** Polls `fn` until it returns something other than undefined. */
-export async function until<T>(fn: () => Promise<T | undefined>, timeoutMs: number, what: string, everyMs = 100): Promise<T> {
+export async function until<T>(
+  fn: () => Promise<T | undefined>,
+  timeoutMs: number,
+  what: string,
+  everyMs = 100,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
   for (;;) {
@@ -311,7 +373,8 @@ export async function until<T>(fn: () => Promise<T | undefined>, timeoutMs: numb
     } catch (err) {
       last = err;
     }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last instanceof Error ? `: ${last.message}` : ''}`);
+    if (Date.now() > deadline)
+      throw new Error(`timed out waiting for ${what}${last instanceof Error ? `: ${last.message}` : ''}`);
     await new Promise((r) => setTimeout(r, everyMs));
   }
 }

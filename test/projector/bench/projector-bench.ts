@@ -56,7 +56,12 @@ async function ownDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
   };
 }
 
-async function until(check: () => Promise<boolean>, what: string, progress?: () => Promise<string>, timeoutMs = 600_000): Promise<void> {
+async function until(
+  check: () => Promise<boolean>,
+  what: string,
+  progress?: () => Promise<string>,
+  timeoutMs = 600_000,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   let report = Date.now() + 15_000;
   while (!(await check())) {
@@ -92,7 +97,9 @@ async function runSize(n: number, bus: Bus, db: Db): Promise<Row> {
     server,
     serverId: `id-${server}`,
     generation,
-    tools: remoteTools(TOOLS, (i) => (generation > 1 && i === 7 ? `Changed in generation ${generation}.` : `Tool number ${i}.`)),
+    tools: remoteTools(TOOLS, (i) =>
+      generation > 1 && i === 7 ? `Changed in generation ${generation}.` : `Tool number ${i}.`,
+    ),
     status: { state: 'ok' },
     toolsChanged: true,
   });
@@ -115,11 +122,26 @@ async function runSize(n: number, bus: Bus, db: Db): Promise<Row> {
   await until(async () => (await storedEvents(bus)) >= base + 2 * n, 'the change', progress);
   const change = performance.now() - t0;
   // Every agent's set is updated: the new CID for every one of them (checked after the clock stops).
-  const versions = await sql<{ v: number; c: number }>`SELECT min(version) AS v, count(*)::int AS c FROM projector.agent_sets WHERE account_id = ${account}`.execute(db);
-  if (versions.rows[0]?.v !== 3 || versions.rows[0]?.c !== n) throw new Error(`sets not updated: ${JSON.stringify(versions.rows[0])}`);
-  const sample = await db.selectFrom('projector.agent_tools').select('tools').where('account_id', '=', account).where('agent_id', '=', `agent-${n}`).executeTakeFirstOrThrow();
-  const doc = await db.selectFrom('projector.tool_documents').select('cid').where('account_id', '=', account).where('name', '=', 'srv__t07').executeTakeFirstOrThrow();
-  if (sample.tools.srv__t07 !== doc.cid || Object.keys(sample.tools).length !== TOOLS) throw new Error('sample agent set is stale');
+  const versions = await sql<{
+    v: number;
+    c: number;
+  }>`SELECT min(version) AS v, count(*)::int AS c FROM projector.agent_sets WHERE account_id = ${account}`.execute(db);
+  if (versions.rows[0]?.v !== 3 || versions.rows[0]?.c !== n)
+    throw new Error(`sets not updated: ${JSON.stringify(versions.rows[0])}`);
+  const sample = await db
+    .selectFrom('projector.agent_tools')
+    .select('tools')
+    .where('account_id', '=', account)
+    .where('agent_id', '=', `agent-${n}`)
+    .executeTakeFirstOrThrow();
+  const doc = await db
+    .selectFrom('projector.tool_documents')
+    .select('cid')
+    .where('account_id', '=', account)
+    .where('name', '=', 'srv__t07')
+    .executeTakeFirstOrThrow();
+  if (sample.tools.srv__t07 !== doc.cid || Object.keys(sample.tools).length !== TOOLS)
+    throw new Error('sample agent set is stale');
   await until(() => projectorIdle(bus), 'the projector to be idle', progress);
 
   const before = await storedEvents(bus);
@@ -159,7 +181,10 @@ function table(rows: Row[]): string {
   const lines = [
     '| agents | (a) first projection | (b) one description changes | (c) replay | (c) events published |',
     '|---:|---:|---:|---:|---:|',
-    ...rows.map((r) => `| ${r.agents.toLocaleString('en-US')} | ${ms(r.first)} | ${ms(r.change)} | ${ms(r.replay)} | ${r.replayEvents} |`),
+    ...rows.map(
+      (r) =>
+        `| ${r.agents.toLocaleString('en-US')} | ${ms(r.first)} | ${ms(r.change)} | ${ms(r.replay)} | ${r.replayEvents} |`,
+    ),
   ];
   return lines.join('\n');
 }
@@ -197,16 +222,27 @@ async function main(): Promise<void> {
   const db = createDb(database.url, { max: 4 });
   await migrate(db, 'projector');
   const ns = uniqueNamespace();
-  const env = { DATABASE_URL: database.url, NATS_URL: serviceUrls().nats, NATS_PREFIX: ns.natsPrefix, LOG_LEVEL: 'warn', HTTP_PORT: '0', INSTANCE_ID: 'projector-bench' };
+  const env = {
+    DATABASE_URL: database.url,
+    NATS_URL: serviceUrls().nats,
+    NATS_PREFIX: ns.natsPrefix,
+    LOG_LEVEL: 'warn',
+    HTTP_PORT: '0',
+    INSTANCE_ID: 'projector-bench',
+  };
   const bus = await connectBus({ url: env.NATS_URL, name: 'projector-bench', prefix: env.NATS_PREFIX });
   let projector: RunningProjector | undefined;
   const rows: Row[] = [];
   try {
-    projector = await startProjector(loadConfig('projector', env), { logSink: (line) => void process.stderr.write(line.endsWith('\n') ? line : `${line}\n`) });
+    projector = await startProjector(loadConfig('projector', env), {
+      logSink: (line) => void process.stderr.write(line.endsWith('\n') ? line : `${line}\n`),
+    });
     for (const n of SIZES) {
       const row = await runSize(n, bus, db);
       rows.push(row);
-      process.stdout.write(`${n} agents: first ${ms(row.first)}, change ${ms(row.change)}, replay ${ms(row.replay)} (${row.replayEvents} events)\n`);
+      process.stdout.write(
+        `${n} agents: first ${ms(row.first)}, change ${ms(row.change)}, replay ${ms(row.replay)} (${row.replayEvents} events)\n`,
+      );
     }
   } finally {
     await projector?.stop();

@@ -8,7 +8,13 @@ import type { Bus } from '@mcpx/bus';
  * before publishing. No polling of JetStream's API: the bench's own requests are not timed (under
  * load each poll of stream and consumer info costs as much as the replay it watches).
  */
-export async function publishToAckMs(bus: Bus, subject: string, payload: unknown, durable = 'projector', timeoutMs = 60_000): Promise<number> {
+export async function publishToAckMs(
+  bus: Bus,
+  subject: string,
+  payload: unknown,
+  durable = 'projector',
+  timeoutMs = 60_000,
+): Promise<number> {
   const prefix = `$JS.ACK.${bus.subjects.mcpEventsStream}.${durable}.`;
   const ackedAt = new Map<number, number>();
   let wanted: number | undefined;
@@ -33,7 +39,10 @@ export async function publishToAckMs(bus: Bus, subject: string, payload: unknown
     wanted = puback.seq;
     const early = ackedAt.get(wanted);
     if (early !== undefined) return early - t0;
-    const timeout = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`no ack of stream seq ${wanted} in ${timeoutMs} ms`)), timeoutMs)));
+    const timeout = new Promise<never>(
+      (_, reject) =>
+        (timer = setTimeout(() => reject(new Error(`no ack of stream seq ${wanted} in ${timeoutMs} ms`)), timeoutMs)),
+    );
     return (await Promise.race([acked, timeout])) - t0;
   } finally {
     clearTimeout(timer);

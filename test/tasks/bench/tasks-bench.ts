@@ -44,7 +44,8 @@ async function statsOf(p: ProxyProcess): Promise<ProxyStatsView> {
 async function pollsOf(p: ProxyProcess): Promise<number> {
   const text = await (await fetch(`${p.internalUrl}/metrics`)).text();
   let n = 0;
-  for (const line of text.split('\n')) if (line.startsWith('mcpx_proxy_task_polls_total')) n += Number(line.slice(line.lastIndexOf(' ') + 1)) || 0;
+  for (const line of text.split('\n'))
+    if (line.startsWith('mcpx_proxy_task_polls_total')) n += Number(line.slice(line.lastIndexOf(' ') + 1)) || 0;
   return n;
 }
 
@@ -58,8 +59,16 @@ const print = (line: string): void => void process.stdout.write(`${line}\n`);
 async function main(): Promise<void> {
   const gets = new Map<string, number[]>();
   const ends = new Map<string, number>();
-  const load = await startTasksUpstream({ pollIntervalMs: LOAD_POLL_MS, ttlMs: 3_600_000, onGet: (id) => void (gets.get(id) ?? gets.set(id, []).get(id)!).push(Date.now()) });
-  const samples = await startTasksUpstream({ pollIntervalMs: SAMPLE_POLL_MS, durationMs: SAMPLE_DURATION_MS, onCreated: (t) => void ends.set(t.format, t.endsAt) });
+  const load = await startTasksUpstream({
+    pollIntervalMs: LOAD_POLL_MS,
+    ttlMs: 3_600_000,
+    onGet: (id) => void (gets.get(id) ?? gets.set(id, []).get(id)!).push(Date.now()),
+  });
+  const samples = await startTasksUpstream({
+    pollIntervalMs: SAMPLE_POLL_MS,
+    durationMs: SAMPLE_DURATION_MS,
+    onCreated: (t) => void ends.set(t.format, t.endsAt),
+  });
   const env = {
     LOG_LEVEL: 'warn',
     QUOTA_RUNNING_TASKS_PER_ACCOUNT: String(OPEN_TASKS * 2),
@@ -95,10 +104,13 @@ async function main(): Promise<void> {
     await Promise.all(
       Array.from({ length: CREATORS }, async () => {
         for (let i = next++; i < OPEN_TASKS; i = next++) {
-          const out = await system.call('bench', `open-${i % 500}`, 'load__never-ends', {}, { task: true, timeoutMs: CALL_BOUND_MS }).catch((err: unknown) => {
-            firstError ??= err instanceof Error ? `${(err as { code?: string }).code ?? err.name}: ${err.message}` : String(err);
-            return undefined;
-          });
+          const out = await system
+            .call('bench', `open-${i % 500}`, 'load__never-ends', {}, { task: true, timeoutMs: CALL_BOUND_MS })
+            .catch((err: unknown) => {
+              firstError ??=
+                err instanceof Error ? `${(err as { code?: string }).code ?? err.name}: ${err.message}` : String(err);
+              return undefined;
+            });
           if (out?.result.task === undefined) failed++;
         }
       }),
@@ -184,21 +196,30 @@ async function main(): Promise<void> {
  * done, by format), awaited with `waitTask`; the time from done upstream to the runtime hearing
  * the end, then its result taken.
  */
-async function sampleLatency(system: ProxySystem, tasks: TaskClient, ends: Map<string, number>): Promise<{ heard: number[]; result: number[]; missed: number }> {
+async function sampleLatency(
+  system: ProxySystem,
+  tasks: TaskClient,
+  ends: Map<string, number>,
+): Promise<{ heard: number[]; result: number[]; missed: number }> {
   const out = { heard: [] as number[], result: [] as number[], missed: 0 };
   let next = 0;
   await Promise.all(
     Array.from({ length: 3 }, async () => {
       for (let i = next++; i < SAMPLES; i = next++) {
         const format = `sample-${i}`;
-        const call = await system.call('bench', `sample-${i}`, 'sample__long-export', { format }, { task: true, timeoutMs: CALL_BOUND_MS }).catch(() => undefined);
+        const call = await system
+          .call('bench', `sample-${i}`, 'sample__long-export', { format }, { task: true, timeoutMs: CALL_BOUND_MS })
+          .catch(() => undefined);
         const id = call?.result.task?.id;
         if (id === undefined) {
           out.missed++;
           continue;
         }
         let heard: number | undefined;
-        const ended = await tasks.waitTask(system.account, id, { timeoutMs: 60_000, onStatus: (e) => void (e.state === 'completed' ? (heard ??= Date.now()) : undefined) });
+        const ended = await tasks.waitTask(system.account, id, {
+          timeoutMs: 60_000,
+          onStatus: (e) => void (e.state === 'completed' ? (heard ??= Date.now()) : undefined),
+        });
         if (ended.state !== 'completed') {
           out.missed++;
           continue;

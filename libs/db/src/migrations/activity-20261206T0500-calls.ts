@@ -34,13 +34,17 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('input_request_id', 'text')
     .addColumn('task_id', 'text')
     .execute();
-  await sql`CREATE INDEX calls_account_at ON activity.calls (account_id, at DESC, id DESC) INCLUDE (server, outcome, duration_ms)`.execute(db);
+  await sql`CREATE INDEX calls_account_at ON activity.calls (account_id, at DESC, id DESC) INCLUDE (server, outcome, duration_ms)`.execute(
+    db,
+  );
   await sql`CREATE INDEX calls_account_agent_at ON activity.calls (account_id, agent, at DESC, id DESC)`.execute(db);
   await sql`CREATE INDEX calls_account_server_at ON activity.calls (account_id, server, at DESC, id DESC)`.execute(db);
   await sql`CREATE INDEX calls_account_tool_at ON activity.calls (account_id, tool, at DESC, id DESC)`.execute(db);
   // Retention by age deletes the oldest calls of every account.
   await sql`CREATE INDEX calls_at ON activity.calls (at)`.execute(db);
-  await sql`CREATE INDEX calls_account_failed_at ON activity.calls (account_id, at DESC, id DESC) WHERE outcome <> 'ok'`.execute(db);
+  await sql`CREATE INDEX calls_account_failed_at ON activity.calls (account_id, at DESC, id DESC) WHERE outcome <> 'ok'`.execute(
+    db,
+  );
 }
 
 export async function down(db: Kysely<any>): Promise<void> {

@@ -14,7 +14,11 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('doc_cbor', 'bytea', (c) => c.notNull())
     .addPrimaryKeyConstraint('tool_documents_pk', ['account_id', 'server', 'name'])
     .execute();
-  await db.schema.createIndex('tool_documents_cid').on('projector.tool_documents').columns(['account_id', 'cid']).execute();
+  await db.schema
+    .createIndex('tool_documents_cid')
+    .on('projector.tool_documents')
+    .columns(['account_id', 'cid'])
+    .execute();
   await db.schema
     .createTable('projector.projected_servers')
     .addColumn('account_id', 'text', (c) => c.notNull())

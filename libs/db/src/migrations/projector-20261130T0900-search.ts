@@ -22,7 +22,9 @@ export async function up(db: Kysely<any>): Promise<void> {
   await sql`
     CREATE FUNCTION projector.search_words(value text) RETURNS text
     LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
-    RETURN regexp_replace(regexp_replace(value, '([[:lower:][:digit:]])([[:upper:]])', '\\1 \\2', 'g'), '[^[:alnum:]]+', ' ', 'g')`.execute(db);
+    RETURN regexp_replace(regexp_replace(value, '([[:lower:][:digit:]])([[:upper:]])', '\\1 \\2', 'g'), '[^[:alnum:]]+', ' ', 'g')`.execute(
+    db,
+  );
   await sql`ALTER TABLE projector.tool_documents ADD COLUMN remote_name text, ADD COLUMN description text`.execute(db);
   await sql`
     ALTER TABLE projector.tool_documents ADD COLUMN search tsvector GENERATED ALWAYS AS (
@@ -37,6 +39,8 @@ export async function up(db: Kysely<any>): Promise<void> {
 
 export async function down(db: Kysely<any>): Promise<void> {
   await sql`DROP INDEX IF EXISTS projector.tool_documents_search`.execute(db);
-  await sql`ALTER TABLE projector.tool_documents DROP COLUMN IF EXISTS search, DROP COLUMN IF EXISTS remote_name, DROP COLUMN IF EXISTS description`.execute(db);
+  await sql`ALTER TABLE projector.tool_documents DROP COLUMN IF EXISTS search, DROP COLUMN IF EXISTS remote_name, DROP COLUMN IF EXISTS description`.execute(
+    db,
+  );
   await sql`DROP FUNCTION IF EXISTS projector.search_words(text)`.execute(db);
 }

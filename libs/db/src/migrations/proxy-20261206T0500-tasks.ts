@@ -40,8 +40,17 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('taken_at', 'timestamptz')
     .execute();
   // The pollers' query: open tasks due for a poll.
-  await db.schema.createIndex('tasks_due').on('proxy.tasks').columns(['next_poll_at']).where(sql.ref('finished_at'), 'is', null).execute();
-  await db.schema.createIndex('tasks_by_agent').on('proxy.tasks').columns(['account_id', 'agent_id', 'created_at']).execute();
+  await db.schema
+    .createIndex('tasks_due')
+    .on('proxy.tasks')
+    .columns(['next_poll_at'])
+    .where(sql.ref('finished_at'), 'is', null)
+    .execute();
+  await db.schema
+    .createIndex('tasks_by_agent')
+    .on('proxy.tasks')
+    .columns(['account_id', 'agent_id', 'created_at'])
+    .execute();
   await db.schema.createIndex('tasks_expired').on('proxy.tasks').columns(['expires_at']).execute();
 }
 

@@ -58,7 +58,9 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('updated_at', 'timestamptz', (c) => c.notNull().defaultTo(sql`now()`))
     .addUniqueConstraint('mcp_servers_account_name', ['account_id', 'name'])
     .execute();
-  await sql`CREATE INDEX mcp_servers_next_probe ON registry.mcp_servers (next_probe_at) WHERE next_probe_at IS NOT NULL`.execute(db);
+  await sql`CREATE INDEX mcp_servers_next_probe ON registry.mcp_servers (next_probe_at) WHERE next_probe_at IS NOT NULL`.execute(
+    db,
+  );
   await db.schema
     .createTable('registry.secrets')
     .addColumn('account_id', 'text', (c) => c.notNull().references('registry.accounts.id').onDelete('cascade'))

@@ -13,7 +13,9 @@ export async function up(db: Kysely<any>): Promise<void> {
   await db.schema
     .createTable('registry.builtin_tool_permissions')
     .addColumn('account_id', 'text', (c) => c.notNull().references('registry.accounts.id').onDelete('cascade'))
-    .addColumn('connection_id', 'text', (c) => c.notNull().references('registry.vendor_connections.id').onDelete('cascade'))
+    .addColumn('connection_id', 'text', (c) =>
+      c.notNull().references('registry.vendor_connections.id').onDelete('cascade'),
+    )
     // The built-in's server id, as events and tool documents carry it.
     .addColumn('server_id', 'text', (c) => c.notNull())
     // The tool's remote name, as its server lists it.
@@ -27,7 +29,9 @@ export async function up(db: Kysely<any>): Promise<void> {
   // Rows written before: one probe each (a built-in left in `error` is not stuck there); lit
   // built-ins with no row at all are scheduled by the registry when it starts.
   await sql`UPDATE registry.builtin_discoveries SET next_probe_at = now()`.execute(db);
-  await sql`CREATE INDEX builtin_discoveries_next_probe ON registry.builtin_discoveries (next_probe_at) WHERE next_probe_at IS NOT NULL`.execute(db);
+  await sql`CREATE INDEX builtin_discoveries_next_probe ON registry.builtin_discoveries (next_probe_at) WHERE next_probe_at IS NOT NULL`.execute(
+    db,
+  );
 }
 
 export async function down(db: Kysely<any>): Promise<void> {

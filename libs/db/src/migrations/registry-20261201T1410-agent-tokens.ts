@@ -18,7 +18,11 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('expires_at', 'timestamptz')
     .addColumn('revoked_at', 'timestamptz')
     .execute();
-  await db.schema.createIndex('agent_tokens_account_agent').on('registry.agent_tokens').columns(['account_id', 'agent_id']).execute();
+  await db.schema
+    .createIndex('agent_tokens_account_agent')
+    .on('registry.agent_tokens')
+    .columns(['account_id', 'agent_id'])
+    .execute();
 }
 
 export async function down(db: Kysely<any>): Promise<void> {

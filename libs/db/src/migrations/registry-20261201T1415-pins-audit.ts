@@ -60,7 +60,9 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('after', 'jsonb')
     .execute();
   await sql`CREATE INDEX audit_events_account ON registry.audit_events (account_id, id DESC)`.execute(db);
-  await sql`CREATE INDEX audit_events_account_action ON registry.audit_events (account_id, action, id DESC)`.execute(db);
+  await sql`CREATE INDEX audit_events_account_action ON registry.audit_events (account_id, action, id DESC)`.execute(
+    db,
+  );
   await sql`CREATE INDEX audit_events_at ON registry.audit_events (at)`.execute(db);
   await sql`
     CREATE OR REPLACE FUNCTION registry.audit_events_append_only() RETURNS trigger
@@ -72,8 +74,12 @@ export async function up(db: Kysely<any>): Promise<void> {
       RAISE EXCEPTION 'registry.audit_events is append-only (% refused)', TG_OP USING ERRCODE = 'insufficient_privilege';
     END
     $$`.execute(db);
-  await sql`CREATE TRIGGER audit_events_no_update BEFORE UPDATE OR DELETE ON registry.audit_events FOR EACH ROW EXECUTE FUNCTION registry.audit_events_append_only()`.execute(db);
-  await sql`CREATE TRIGGER audit_events_no_truncate BEFORE TRUNCATE ON registry.audit_events FOR EACH STATEMENT EXECUTE FUNCTION registry.audit_events_append_only()`.execute(db);
+  await sql`CREATE TRIGGER audit_events_no_update BEFORE UPDATE OR DELETE ON registry.audit_events FOR EACH ROW EXECUTE FUNCTION registry.audit_events_append_only()`.execute(
+    db,
+  );
+  await sql`CREATE TRIGGER audit_events_no_truncate BEFORE TRUNCATE ON registry.audit_events FOR EACH STATEMENT EXECUTE FUNCTION registry.audit_events_append_only()`.execute(
+    db,
+  );
 }
 
 export async function down(db: Kysely<any>): Promise<void> {
@@ -81,5 +87,9 @@ export async function down(db: Kysely<any>): Promise<void> {
   await sql`DROP FUNCTION IF EXISTS registry.audit_events_append_only()`.execute(db);
   await db.schema.dropTable('registry.tool_changes').execute();
   await db.schema.dropTable('registry.tool_contracts').execute();
-  await db.schema.alterTable('registry.mcp_servers').dropColumn('discovered_cbor').dropColumn('discovered_hash').execute();
+  await db.schema
+    .alterTable('registry.mcp_servers')
+    .dropColumn('discovered_cbor')
+    .dropColumn('discovered_hash')
+    .execute();
 }

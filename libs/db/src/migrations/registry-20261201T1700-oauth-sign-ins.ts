@@ -28,7 +28,9 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('state', 'text')
     .addColumn('code_challenge', 'text', (c) => c.notNull())
     .addColumn('browser_hash', 'text', (c) => c.notNull())
-    .addColumn('status', 'text', (c) => c.notNull().check(sql`status in ('pending', 'approved', 'denied', 'code_issued', 'active', 'ended')`))
+    .addColumn('status', 'text', (c) =>
+      c.notNull().check(sql`status in ('pending', 'approved', 'denied', 'code_issued', 'active', 'ended')`),
+    )
     .addColumn('continue_hash', 'text')
     .addColumn('code_hash', 'text', (c) => c.unique())
     .addColumn('code_expires_at', 'timestamptz')
@@ -40,7 +42,11 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('ended_at', 'timestamptz')
     .addColumn('end_reason', 'text')
     .execute();
-  await db.schema.createIndex('oauth_sign_ins_account_status').on('registry.oauth_sign_ins').columns(['account_id', 'status']).execute();
+  await db.schema
+    .createIndex('oauth_sign_ins_account_status')
+    .on('registry.oauth_sign_ins')
+    .columns(['account_id', 'status'])
+    .execute();
   await db.schema
     .createTable('registry.oauth_refresh_tokens')
     .addColumn('token_hash', 'text', (c) => c.primaryKey())
@@ -49,7 +55,11 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('expires_at', 'timestamptz', (c) => c.notNull())
     .addColumn('spent_at', 'timestamptz')
     .execute();
-  await db.schema.createIndex('oauth_refresh_tokens_sign_in').on('registry.oauth_refresh_tokens').column('sign_in_id').execute();
+  await db.schema
+    .createIndex('oauth_refresh_tokens_sign_in')
+    .on('registry.oauth_refresh_tokens')
+    .column('sign_in_id')
+    .execute();
 }
 
 export async function down(db: Kysely<any>): Promise<void> {

@@ -10,8 +10,18 @@ import { sql, type Kysely } from 'kysely';
  */
 export async function up(db: Kysely<any>): Promise<void> {
   await db.schema.alterTable('registry.oauth_sign_ins').addColumn('requester_hash', 'text').execute();
-  await db.schema.createIndex('oauth_sign_ins_pending_requester').on('registry.oauth_sign_ins').columns(['requester_hash', 'expires_at']).where(sql.ref('status'), '=', 'pending').execute();
-  await db.schema.createIndex('oauth_sign_ins_pending_expiry').on('registry.oauth_sign_ins').column('expires_at').where(sql.ref('status'), '=', 'pending').execute();
+  await db.schema
+    .createIndex('oauth_sign_ins_pending_requester')
+    .on('registry.oauth_sign_ins')
+    .columns(['requester_hash', 'expires_at'])
+    .where(sql.ref('status'), '=', 'pending')
+    .execute();
+  await db.schema
+    .createIndex('oauth_sign_ins_pending_expiry')
+    .on('registry.oauth_sign_ins')
+    .column('expires_at')
+    .where(sql.ref('status'), '=', 'pending')
+    .execute();
 }
 
 export async function down(db: Kysely<any>): Promise<void> {

@@ -14,7 +14,14 @@ import {
   type TestMcpServer,
   type TestTool,
 } from '../../../../test/servers/index.js';
-import { connectMcp, isInputRequired, McpClientError, type CallToolResult, type McpCallResult, type McpConnection } from '../index.js';
+import {
+  connectMcp,
+  isInputRequired,
+  McpClientError,
+  type CallToolResult,
+  type McpCallResult,
+  type McpConnection,
+} from '../index.js';
 
 const opened: McpConnection[] = [];
 const servers: TestMcpServer[] = [];
@@ -90,7 +97,14 @@ describe.each(['legacy', 'modern'] as const)('connectMcp over Streamable HTTP, a
   beforeAll(async () => {
     s = await server({
       era,
-      tools: [...defaultTools(), bigTextTool(1024 * 1024), structuredTool(), slowTool(10_000), errorTool(), imageTool()],
+      tools: [
+        ...defaultTools(),
+        bigTextTool(1024 * 1024),
+        structuredTool(),
+        slowTool(10_000),
+        errorTool(),
+        imageTool(),
+      ],
     });
   });
 
@@ -108,7 +122,9 @@ describe.each(['legacy', 'modern'] as const)('connectMcp over Streamable HTTP, a
     expect(added.structuredContent).toEqual({ sum: 5 });
     await c.close();
     expect(c.closed).toBe(true);
-    await expect(c.callTool({ name: 'echo', arguments: { text: 'x' } })).rejects.toMatchObject({ code: 'transport_error' });
+    await expect(c.callTool({ name: 'echo', arguments: { text: 'x' } })).rejects.toMatchObject({
+      code: 'transport_error',
+    });
   });
 
   it('returns a 1 MiB text result whole', async () => {
@@ -125,7 +141,9 @@ describe.each(['legacy', 'modern'] as const)('connectMcp over Streamable HTTP, a
     // Given the listed definition (for Mcp-Param-* mirroring), its outputSchema is still not applied.
     const tool = tools.find((t) => t.name === 'structured');
     expect(tool?.outputSchema).toBeDefined();
-    expect((await c.callTool({ name: 'structured', arguments: {} }, { tool })).structuredContent).toEqual({ count: 'three' });
+    expect((await c.callTool({ name: 'structured', arguments: {} }, { tool })).structuredContent).toEqual({
+      count: 'three',
+    });
   });
 
   it('returns isError results and image content instead of throwing', async () => {
@@ -144,7 +162,9 @@ describe.each(['legacy', 'modern'] as const)('connectMcp over Streamable HTTP, a
 
     const controller = new AbortController();
     setTimeout(() => controller.abort(), 100);
-    const cancelled = await c.callTool({ name: 'slow', arguments: {} }, { signal: controller.signal }).catch((e: unknown) => e);
+    const cancelled = await c
+      .callTool({ name: 'slow', arguments: {} }, { signal: controller.signal })
+      .catch((e: unknown) => e);
     expect(cancelled).toMatchObject({ code: 'cancelled', retryable: false });
 
     // The connection stays usable.
@@ -160,7 +180,12 @@ describe.each(['legacy', 'modern'] as const)('connectMcp over Streamable HTTP, a
     try {
       const c = await connect({ url: s.url });
       for (let batch = 0; batch < 20; batch += 1) {
-        await Promise.all(Array.from({ length: 100 }, async (_, i) => await c.callTool({ name: 'echo', arguments: { text: String(i) } })));
+        await Promise.all(
+          Array.from(
+            { length: 100 },
+            async (_, i) => await c.callTool({ name: 'echo', arguments: { text: String(i) } }),
+          ),
+        );
       }
       await new Promise((resolve) => setImmediate(resolve));
     } finally {
@@ -279,7 +304,9 @@ describe('authentication', () => {
     const s = await server({ requireBearerWithOAuthMetadata: true });
     const error = await connectError({ url: s.url });
     expect(error.code).toBe('unauthorized');
-    expect(error.wwwAuthenticate).toBe(`Bearer resource_metadata="http://127.0.0.1:${s.port}/.well-known/oauth-protected-resource/mcp"`);
+    expect(error.wwwAuthenticate).toBe(
+      `Bearer resource_metadata="http://127.0.0.1:${s.port}/.well-known/oauth-protected-resource/mcp"`,
+    );
     expect(error.details.wwwAuthenticate).toBe(error.wwwAuthenticate);
   });
 });

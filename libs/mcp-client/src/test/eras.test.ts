@@ -1,8 +1,23 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { defaultTools, echoTool, startTestMcpServer, type TestMcpServer, type TestTool } from '../../../../test/servers/index.js';
-import { connectMcp, invalidMcpHeaderTools, isInputRequired, McpClientError, type EraVerdict, type McpCallResult, type McpConnection, type Tool } from '../index.js';
+import {
+  defaultTools,
+  echoTool,
+  startTestMcpServer,
+  type TestMcpServer,
+  type TestTool,
+} from '../../../../test/servers/index.js';
+import {
+  connectMcp,
+  invalidMcpHeaderTools,
+  isInputRequired,
+  McpClientError,
+  type EraVerdict,
+  type McpCallResult,
+  type McpConnection,
+  type Tool,
+} from '../index.js';
 
 const opened: McpConnection[] = [];
 const servers: Array<{ close(): Promise<void> }> = [];
@@ -52,7 +67,11 @@ describe.each(['modern', 'dual'] as const)('a %s server (SDK v2 createMcpHandler
     expect(c.era).toBe('modern');
     expect(c.protocolVersion).toBe('2026-07-28');
     expect(c.reprobed).toBe(false);
-    expect(c.verdict).toMatchObject({ era: 'modern', protocolVersion: '2026-07-28', discover: { supportedVersions: expect.arrayContaining(['2026-07-28']) } });
+    expect(c.verdict).toMatchObject({
+      era: 'modern',
+      protocolVersion: '2026-07-28',
+      discover: { supportedVersions: expect.arrayContaining(['2026-07-28']) },
+    });
     expect(JSON.parse(JSON.stringify(c.verdict))).toEqual(c.verdict);
     expect(s.stats).toMatchObject({ discovers: 1, handshakes: 0 });
     const listed = await c.listToolsWithHints();
@@ -67,9 +86,19 @@ describe.each(['modern', 'dual'] as const)('a %s server (SDK v2 createMcpHandler
     const s = await server({ era });
     const first = await connect({ url: s.url });
     const verdict = JSON.parse(JSON.stringify(first.verdict)) as EraVerdict;
-    const before = { discovers: s.stats.discovers, handshakes: s.stats.handshakes, calls: s.stats.calls, lists: s.stats.listCalls };
+    const before = {
+      discovers: s.stats.discovers,
+      handshakes: s.stats.handshakes,
+      calls: s.stats.calls,
+      lists: s.stats.listCalls,
+    };
     const c = await connect({ url: s.url, prior: verdict });
-    expect({ discovers: s.stats.discovers, handshakes: s.stats.handshakes, calls: s.stats.calls, lists: s.stats.listCalls }).toEqual(before);
+    expect({
+      discovers: s.stats.discovers,
+      handshakes: s.stats.handshakes,
+      calls: s.stats.calls,
+      lists: s.stats.listCalls,
+    }).toEqual(before);
     expect(c).toMatchObject({ era: 'modern', reprobed: false });
     expect(text(await c.callTool({ name: 'echo', arguments: { text: 'x' } }))).toBe('echo: x');
     expect(s.stats.discovers).toBe(before.discovers);
@@ -117,8 +146,14 @@ describe('a legacy server (SDK v1)', () => {
   it('connects with a legacy verdict straight to initialize (no probe)', async () => {
     const s = await server({ era: 'legacy' });
     const recorder = wireRecorder();
-    await connect({ url: s.url, fetch: recorder.fetch, prior: { era: 'legacy', protocolVersion: '2025-11-25', transport: 'http' } });
-    expect(recorder.sent.map((r) => (r.body as { method?: string } | undefined)?.method)).not.toContain('server/discover');
+    await connect({
+      url: s.url,
+      fetch: recorder.fetch,
+      prior: { era: 'legacy', protocolVersion: '2025-11-25', transport: 'http' },
+    });
+    expect(recorder.sent.map((r) => (r.body as { method?: string } | undefined)?.method)).not.toContain(
+      'server/discover',
+    );
     expect(s.stats).toMatchObject({ discovers: 0, handshakes: 1 });
   });
 
@@ -164,21 +199,34 @@ describe('a modern call on the wire', () => {
     const regional: TestTool = {
       ...echoTool(),
       name: 'regional',
-      inputSchema: { type: 'object', properties: { region: { type: 'string', 'x-mcp-header': 'Region' }, text: { type: 'string' } } },
+      inputSchema: {
+        type: 'object',
+        properties: { region: { type: 'string', 'x-mcp-header': 'Region' }, text: { type: 'string' } },
+      },
     };
     const s = await server({ era: 'modern', tools: [...defaultTools(), regional] });
     const recorder = wireRecorder();
     const traceparent = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
-    const c = await connect({ url: s.url, fetch: recorder.fetch, traceCarrier: () => ({ traceparent, tracestate: 'mcpx=1' }) });
+    const c = await connect({
+      url: s.url,
+      fetch: recorder.fetch,
+      traceCarrier: () => ({ traceparent, tracestate: 'mcpx=1' }),
+    });
     const tool = (await c.listTools()).find((t) => t.name === 'regional');
     recorder.sent.length = 0;
-    expect(text(await c.callTool({ name: 'regional', arguments: { region: 'eu-west', text: 'hi' } }, { tool }))).toBe('echo: hi');
+    expect(text(await c.callTool({ name: 'regional', arguments: { region: 'eu-west', text: 'hi' } }, { tool }))).toBe(
+      'echo: hi',
+    );
     const call = recorder.sent.find((r) => (r.body as { method?: string }).method === 'tools/call');
     expect(call?.headers.get('mcp-method')).toBe('tools/call');
     expect(call?.headers.get('mcp-name')).toBe('regional');
     expect(call?.headers.get('mcp-param-region')).toBe('eu-west');
     const meta = (call?.body as { params: { _meta: Record<string, unknown> } }).params._meta;
-    expect(meta).toMatchObject({ traceparent, tracestate: 'mcpx=1', 'io.modelcontextprotocol/protocolVersion': '2026-07-28' });
+    expect(meta).toMatchObject({
+      traceparent,
+      tracestate: 'mcpx=1',
+      'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+    });
     expect(meta['io.modelcontextprotocol/clientInfo']).toMatchObject({ name: 'mcp-connector' });
     expect(s.stats.headersSeen.get('mcp-param-region')).toContain('eu-west');
   });
@@ -189,14 +237,26 @@ describe('a modern call on the wire', () => {
       handler: () =>
         ({
           resultType: 'input_required',
-          inputRequests: { ok: { method: 'elicitation/create', params: { mode: 'form', message: 'Sure?', requestedSchema: { type: 'object', properties: { ok: { type: 'boolean' } } } } } },
+          inputRequests: {
+            ok: {
+              method: 'elicitation/create',
+              params: {
+                mode: 'form',
+                message: 'Sure?',
+                requestedSchema: { type: 'object', properties: { ok: { type: 'boolean' } } },
+              },
+            },
+          },
         }) as never,
     };
     const s = await server({ era: 'modern', tools: [confirm] });
     const c = await connect({ url: s.url, capabilities: { elicitation: { form: {} } } });
     const result = await c.callTool({ name: 'confirm', arguments: {} });
     expect(isInputRequired(result)).toBe(true);
-    expect(result).toMatchObject({ resultType: 'input_required', inputRequests: { ok: { method: 'elicitation/create' } } });
+    expect(result).toMatchObject({
+      resultType: 'input_required',
+      inputRequests: { ok: { method: 'elicitation/create' } },
+    });
     expect(s.stats.calls).toBe(1);
   });
 });
@@ -238,7 +298,11 @@ async function brokenStreamServer(): Promise<{ url: string; calls: number; close
 describe('a broken modern response stream', () => {
   it('is not resumed: the call fails at once with maybe_executed (not retryable)', async () => {
     const s = await brokenStreamServer();
-    const prior: EraVerdict = { era: 'modern', protocolVersion: '2026-07-28', discover: { supportedVersions: ['2026-07-28'], capabilities: { tools: {} } } };
+    const prior: EraVerdict = {
+      era: 'modern',
+      protocolVersion: '2026-07-28',
+      discover: { supportedVersions: ['2026-07-28'], capabilities: { tools: {} } },
+    };
     const c = await connect({ url: s.url, prior });
     const error = await c.callTool({ name: 'echo', arguments: {} }, { timeoutMs: 20_000 }).then(
       () => undefined,
@@ -258,10 +322,18 @@ async function discoverServer(result: unknown): Promise<string> {
     req.on('end', () => {
       const msg = JSON.parse(raw || '{}') as { method?: string; id?: number };
       if (msg.method === 'server/discover') {
-        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, result }));
+        res
+          .writeHead(200, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, result }));
         return;
       }
-      res.writeHead(400, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: msg.id ?? null, error: { code: -32022, message: 'Unsupported protocol version' } }));
+      res.writeHead(400, { 'content-type': 'application/json' }).end(
+        JSON.stringify({
+          jsonrpc: '2.0',
+          id: msg.id ?? null,
+          error: { code: -32022, message: 'Unsupported protocol version' },
+        }),
+      );
     });
   });
   await new Promise<void>((resolve) => srv.listen(0, '127.0.0.1', resolve));
@@ -272,7 +344,10 @@ async function discoverServer(result: unknown): Promise<string> {
 describe('a server that lies in server/discover', () => {
   it.each([
     ['versions that are not versions', { supportedVersions: [42], capabilities: {}, resultType: 'complete' }],
-    ['only legacy versions in a discover result', { supportedVersions: ['2025-11-25'], capabilities: {}, resultType: 'complete' }],
+    [
+      'only legacy versions in a discover result',
+      { supportedVersions: ['2025-11-25'], capabilities: {}, resultType: 'complete' },
+    ],
     ['garbage', 'garbage'],
   ])('gets a typed era_negotiation_failed for %s', async (_why, result) => {
     const url = await discoverServer(result);
@@ -286,14 +361,21 @@ describe('a server that lies in server/discover', () => {
 });
 
 describe('invalidMcpHeaderTools', () => {
-  const tool = (name: string, inputSchema: Record<string, unknown>): Tool => ({ name, inputSchema: { type: 'object', ...inputSchema } });
+  const tool = (name: string, inputSchema: Record<string, unknown>): Tool => ({
+    name,
+    inputSchema: { type: 'object', ...inputSchema },
+  });
   it('names each tool whose x-mcp-header is invalid, and why', () => {
     const tools = [
       tool('ok', { properties: { region: { type: 'string', 'x-mcp-header': 'Region' } } }),
       tool('object', { properties: { where: { type: 'object', 'x-mcp-header': 'Where' } } }),
       tool('spaces', { properties: { a: { type: 'string', 'x-mcp-header': 'Bad Name' } } }),
-      tool('twice', { properties: { a: { type: 'string', 'x-mcp-header': 'X' }, b: { type: 'string', 'x-mcp-header': 'x' } } }),
-      tool('nested-in-items', { properties: { list: { type: 'array', items: { type: 'string', 'x-mcp-header': 'Item' } } } }),
+      tool('twice', {
+        properties: { a: { type: 'string', 'x-mcp-header': 'X' }, b: { type: 'string', 'x-mcp-header': 'x' } },
+      }),
+      tool('nested-in-items', {
+        properties: { list: { type: 'array', items: { type: 'string', 'x-mcp-header': 'Item' } } },
+      }),
       tool('empty', { properties: { a: { type: 'string', 'x-mcp-header': '' } } }),
     ];
     const invalid = invalidMcpHeaderTools(tools);
@@ -307,8 +389,12 @@ describe('invalidMcpHeaderTools', () => {
     // 10,000 levels deep, and a broken annotation past the depth the walk looks at: not judged.
     let brokenDeep: Record<string, unknown> = { type: 'object', 'x-mcp-header': 'Bad Name' };
     for (let i = 0; i < 40; i += 1) brokenDeep = { type: 'object', properties: { n: brokenDeep } };
-    const wide = { properties: Object.fromEntries(Array.from({ length: 20_000 }, (_, i) => [`p${i}`, { type: 'string' }])) };
-    expect(invalidMcpHeaderTools([tool('deep', deep), tool('broken-deep', brokenDeep), tool('wide', wide)])).toEqual([]);
+    const wide = {
+      properties: Object.fromEntries(Array.from({ length: 20_000 }, (_, i) => [`p${i}`, { type: 'string' }])),
+    };
+    expect(invalidMcpHeaderTools([tool('deep', deep), tool('broken-deep', brokenDeep), tool('wide', wide)])).toEqual(
+      [],
+    );
     // Within the bounds a broken annotation is still found.
     let shallow: Record<string, unknown> = { type: 'object', 'x-mcp-header': 'Bad Name' };
     for (let i = 0; i < 20; i += 1) shallow = { type: 'object', properties: { n: shallow } };

@@ -19,8 +19,10 @@ describe('runOAuth scrubs what the authorization server echoes', () => {
       req.on('data', (c: Buffer) => chunks.push(c));
       req.on('end', () => {
         const path = (req.url ?? '/').split('?')[0];
-        const json = (status: number, body: unknown): void => void res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
-        if (path === '/.well-known/oauth-protected-resource/mcp' || path === '/.well-known/oauth-protected-resource') return json(200, { resource: `${origin}/mcp`, authorization_servers: [origin] });
+        const json = (status: number, body: unknown): void =>
+          void res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+        if (path === '/.well-known/oauth-protected-resource/mcp' || path === '/.well-known/oauth-protected-resource')
+          return json(200, { resource: `${origin}/mcp`, authorization_servers: [origin] });
         if (path === '/.well-known/oauth-authorization-server') {
           return json(200, {
             issuer: origin,
@@ -32,7 +34,11 @@ describe('runOAuth scrubs what the authorization server echoes', () => {
         }
         if (path === '/token') {
           const form = new URLSearchParams(Buffer.concat(chunks).toString());
-          const sent = [form.get('refresh_token') ?? '', req.headers.authorization ?? '', form.get('client_secret') ?? ''].join(' ');
+          const sent = [
+            form.get('refresh_token') ?? '',
+            req.headers.authorization ?? '',
+            form.get('client_secret') ?? '',
+          ].join(' ');
           const echo = `${sent} ${Buffer.from(REFRESH).toString('base64')} ${REFRESH.toUpperCase()} ${encodeURIComponent(CLIENT_SECRET)}`;
           return json(400, { error: 'invalid_request', error_description: `cannot refresh with ${echo}` });
         }
@@ -67,7 +73,15 @@ describe('runOAuth scrubs what the authorization server echoes', () => {
     const cause = err?.cause instanceof Error ? err.cause.message : '';
     const text = JSON.stringify({ message: err?.message, stack: err?.stack, cause });
     expect(text).toContain('[redacted]');
-    for (const form of [REFRESH, REFRESH.toUpperCase(), Buffer.from(REFRESH).toString('base64'), CLIENT_SECRET, encodeURIComponent(CLIENT_SECRET), '3d9c27ab51', '8e02b6f4d1c7']) {
+    for (const form of [
+      REFRESH,
+      REFRESH.toUpperCase(),
+      Buffer.from(REFRESH).toString('base64'),
+      CLIENT_SECRET,
+      encodeURIComponent(CLIENT_SECRET),
+      '3d9c27ab51',
+      '8e02b6f4d1c7',
+    ]) {
       expect(text.toLowerCase()).not.toContain(form.toLowerCase());
     }
   });

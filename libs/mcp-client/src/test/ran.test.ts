@@ -25,9 +25,13 @@ afterEach(async () => {
  */
 const freshSocketRequest: McpHttpRequest = (url, opts) =>
   new Promise((resolve, reject) => {
-    const req = httpRequest(url, { method: opts.method, headers: opts.headers, agent: false, ...(opts.signal ? { signal: opts.signal } : {}) }, (res) => {
-      resolve({ statusCode: res.statusCode ?? 0, headers: res.headers, body: res });
-    });
+    const req = httpRequest(
+      url,
+      { method: opts.method, headers: opts.headers, agent: false, ...(opts.signal ? { signal: opts.signal } : {}) },
+      (res) => {
+        resolve({ statusCode: res.statusCode ?? 0, headers: res.headers, body: res });
+      },
+    );
     req.on('error', reject);
     req.end(opts.body);
   });
@@ -68,7 +72,9 @@ describe.each(['modern', 'legacy'] as const)('what ran, %s server', (era) => {
     expect(server.stats.calls).toBe(1);
 
     // Nothing listens on the port any more: the request cannot have reached a server.
-    const refused = await failure(conn.callTool({ name: 'hold', arguments: { tag: 'refused' } }, { timeoutMs: 30_000 }));
+    const refused = await failure(
+      conn.callTool({ name: 'hold', arguments: { tag: 'refused' } }, { timeoutMs: 30_000 }),
+    );
     expect(refused.ran).toBe('none');
     expect(refused.code).not.toBe('maybe_executed');
     expect(seen.has('refused')).toBe(false);

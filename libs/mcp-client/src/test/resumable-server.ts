@@ -1,4 +1,10 @@
-import { createServer, request as httpRequest, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
+import {
+  createServer,
+  request as httpRequest,
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+  type ServerResponse,
+} from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { McpHttpRequest } from '../http-request.js';
 
@@ -25,7 +31,10 @@ export interface ResumableServerOptions {
 
 /** A priming event with an id and a retry, then a progress notification with the last id before the break. */
 export function primed(retryMs = 20): string {
-  return `id: ev-1\nretry: ${retryMs}\ndata: \n\n` + 'event: message\nid: ev-2\ndata: {"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"working"}}\n\n';
+  return (
+    `id: ev-1\nretry: ${retryMs}\ndata: \n\n` +
+    'event: message\nid: ev-2\ndata: {"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"working"}}\n\n'
+  );
 }
 
 export interface ResumableServer {
@@ -62,7 +71,11 @@ export async function startResumableServer(opts: ResumableServerOptions = {}): P
     if (msg.id === undefined) return json(res, 202);
     const result =
       msg.method === 'initialize'
-        ? { protocolVersion: '2025-11-25', serverInfo: { name: 'resumable', version: '1.0.0' }, capabilities: { tools: {} } }
+        ? {
+            protocolVersion: '2025-11-25',
+            serverInfo: { name: 'resumable', version: '1.0.0' },
+            capabilities: { tools: {} },
+          }
         : msg.method === 'tools/list'
           ? { tools: TOOLS }
           : msg.method === 'tools/call'
@@ -74,7 +87,11 @@ export async function startResumableServer(opts: ResumableServerOptions = {}): P
     if (msg.method !== breakOn) return json(res, 200, { jsonrpc: '2.0', id: msg.id, result });
     state.broken += 1;
     owed = JSON.stringify({ jsonrpc: '2.0', id: msg.id, result });
-    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', 'mcp-session-id': sessionId });
+    res.writeHead(200, {
+      'content-type': 'text/event-stream',
+      'cache-control': 'no-cache',
+      'mcp-session-id': sessionId,
+    });
     const before = (opts.before ?? primed()).replaceAll('{id}', JSON.stringify(msg.id));
     if ((opts.breakWith ?? 'drop') === 'end') res.end(before);
     else res.write(before, () => res.socket?.destroy());
@@ -87,7 +104,11 @@ export async function startResumableServer(opts: ResumableServerOptions = {}): P
       return;
     }
     state.resumptions.push(req.headers);
-    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', 'mcp-session-id': sessionId });
+    res.writeHead(200, {
+      'content-type': 'text/event-stream',
+      'cache-control': 'no-cache',
+      'mcp-session-id': sessionId,
+    });
     if (resume === 'empty') res.end();
     else if (resume === 'deliver' && owed !== undefined) res.end(`event: message\nid: ev-3\ndata: ${owed}\n\n`);
     else res.flushHeaders(); // hold
@@ -117,8 +138,10 @@ export async function startResumableServer(opts: ResumableServerOptions = {}): P
 export function nodeRequest(): McpHttpRequest {
   return (url, opts) =>
     new Promise((resolve, reject) => {
-      const req = httpRequest(url, { method: opts.method, headers: opts.headers, ...(opts.signal ? { signal: opts.signal } : {}) }, (res) =>
-        resolve({ statusCode: res.statusCode ?? 0, headers: res.headers, body: res }),
+      const req = httpRequest(
+        url,
+        { method: opts.method, headers: opts.headers, ...(opts.signal ? { signal: opts.signal } : {}) },
+        (res) => resolve({ statusCode: res.statusCode ?? 0, headers: res.headers, body: res }),
       );
       req.on('error', (err) => reject(opts.signal?.aborted ? err : new TypeError('fetch failed', { cause: err })));
       req.end(opts.body);

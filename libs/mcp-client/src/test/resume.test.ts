@@ -1,7 +1,13 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { connectMcp, isInputRequired, McpClientError, type McpCallResult, type McpConnection } from '../index.js';
 import { RESUME_MAX_STALLED } from '../sse-resume.js';
-import { nodeRequest, primed, startResumableServer, type ResumableServer, type ResumableServerOptions } from './resumable-server.js';
+import {
+  nodeRequest,
+  primed,
+  startResumableServer,
+  type ResumableServer,
+  type ResumableServerOptions,
+} from './resumable-server.js';
 
 const opened: McpConnection[] = [];
 const servers: ResumableServer[] = [];
@@ -18,14 +24,21 @@ type Path = (typeof PATHS)[number];
 async function setup(path: Path, opts: ResumableServerOptions): Promise<{ s: ResumableServer; c: McpConnection }> {
   const s = await startResumableServer(opts);
   servers.push(s);
-  const c = await connectMcp({ url: s.url, transport: 'http', connectTimeoutMs: 10_000, ...(path === 'request' ? { request: nodeRequest() } : {}) });
+  const c = await connectMcp({
+    url: s.url,
+    transport: 'http',
+    connectTimeoutMs: 10_000,
+    ...(path === 'request' ? { request: nodeRequest() } : {}),
+  });
   opened.push(c);
   return { s, c };
 }
 
 function text(result: McpCallResult): string {
   if (isInputRequired(result)) throw new Error('expected a complete result');
-  return result.content.map((c) => ((c as { type: string }).type === 'text' ? (c as { text: string }).text : '')).join('');
+  return result.content
+    .map((c) => ((c as { type: string }).type === 'text' ? (c as { text: string }).text : ''))
+    .join('');
 }
 
 async function failure(promise: Promise<unknown>): Promise<McpClientError> {
@@ -48,7 +61,10 @@ async function waitFor(condition: () => boolean, ms = 5_000): Promise<void> {
 describe.each(PATHS)('a tools/call response stream that breaks (%s path)', (path) => {
   it('is resumed with a GET carrying Last-Event-ID after a dropped connection, and the call returns its result', async () => {
     // The connection drops in the middle of a third event: an unfinished event does not count.
-    const { s, c } = await setup(path, { breakWith: 'drop', before: `${primed()}id: ev-9\ndata: {"jsonrpc":"2.0","id":{id},"res` });
+    const { s, c } = await setup(path, {
+      breakWith: 'drop',
+      before: `${primed()}id: ev-9\ndata: {"jsonrpc":"2.0","id":{id},"res`,
+    });
     const result = await c.callTool({ name: 'echo', arguments: { text: 'hi' } });
     expect(text(result)).toBe('echo: hi');
     expect(s.broken).toBe(1);
@@ -70,7 +86,8 @@ describe.each(PATHS)('a tools/call response stream that breaks (%s path)', (path
   });
 
   it('fails at once with a typed transport_error when no event carried an id', async () => {
-    const before = 'event: message\ndata: {"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"x"}}\n\n';
+    const before =
+      'event: message\ndata: {"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"x"}}\n\n';
     for (const breakWith of ['drop', 'end'] as const) {
       const { s, c } = await setup(path, { breakWith, before });
       const e = await failure(c.callTool({ name: 'echo', arguments: { text: 'x' } }));

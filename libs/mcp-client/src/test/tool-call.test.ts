@@ -7,7 +7,16 @@ import { CreateMessageResultSchema, ElicitResultSchema } from '@modelcontextprot
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { startTestMcpServer, type TestMcpServer, type TestTool } from '../../../../test/servers/index.js';
 import { fetchAsRequest } from '../http-request.js';
-import { connectMcp, inputRequestOf, isInputRequired, McpClientError, type ElicitRequestParams, type McpCallResult, type McpConnection, type McpHttpRequest } from '../index.js';
+import {
+  connectMcp,
+  inputRequestOf,
+  isInputRequired,
+  McpClientError,
+  type ElicitRequestParams,
+  type McpCallResult,
+  type McpConnection,
+  type McpHttpRequest,
+} from '../index.js';
 
 /**
  * The library's one `tools/call` path on the wire: against real SDK servers on loopback where a
@@ -46,13 +55,20 @@ function text(result: McpCallResult): string {
 }
 
 /** A request that records what went through it (the call path's explicit interface). */
-function recordingRequest(): { request: McpHttpRequest; sent: Array<{ method: string; headers: Record<string, string>; body: unknown }> } {
+function recordingRequest(): {
+  request: McpHttpRequest;
+  sent: Array<{ method: string; headers: Record<string, string>; body: unknown }>;
+} {
   const base = fetchAsRequest(fetch);
   const sent: Array<{ method: string; headers: Record<string, string>; body: unknown }> = [];
   return {
     sent,
     request: async (url, opts) => {
-      sent.push({ method: opts.method, headers: opts.headers, body: opts.body === undefined ? undefined : (JSON.parse(opts.body) as unknown) });
+      sent.push({
+        method: opts.method,
+        headers: opts.headers,
+        body: opts.body === undefined ? undefined : (JSON.parse(opts.body) as unknown),
+      });
       return await base(url, opts);
     },
   };
@@ -81,7 +97,9 @@ describe('the modern call path against an SDK v2 server', () => {
       url: s.url,
       request: rec.request,
       fetch: async (input, init) => {
-        fetched.push(typeof init?.body === 'string' ? ((JSON.parse(init.body) as { method?: string }).method ?? '') : '');
+        fetched.push(
+          typeof init?.body === 'string' ? ((JSON.parse(init.body) as { method?: string }).method ?? '') : '',
+        );
         return await fetch(input, init);
       },
       capabilities: { elicitation: { form: {} } },
@@ -128,7 +146,16 @@ describe('the modern call path against an SDK v2 server', () => {
       handler: () => {
         return {
           resultType: 'input_required',
-          inputRequests: { ok: { method: 'elicitation/create', params: { mode: 'form', message: 'Sure?', requestedSchema: { type: 'object', properties: { ok: { type: 'boolean' } } } } } },
+          inputRequests: {
+            ok: {
+              method: 'elicitation/create',
+              params: {
+                mode: 'form',
+                message: 'Sure?',
+                requestedSchema: { type: 'object', properties: { ok: { type: 'boolean' } } },
+              },
+            },
+          },
           requestState: 'opaque-1',
         } as never;
       },
@@ -139,14 +166,31 @@ describe('the modern call path against an SDK v2 server', () => {
     const first = await c.callTool({ name: 'confirm', arguments: {} });
     expect(inputRequestOf(first)).toEqual({
       kind: 'input_required',
-      inputRequests: { ok: { method: 'elicitation/create', params: { mode: 'form', message: 'Sure?', requestedSchema: { type: 'object', properties: { ok: { type: 'boolean' } } } } } },
+      inputRequests: {
+        ok: {
+          method: 'elicitation/create',
+          params: {
+            mode: 'form',
+            message: 'Sure?',
+            requestedSchema: { type: 'object', properties: { ok: { type: 'boolean' } } },
+          },
+        },
+      },
       requestState: 'opaque-1',
     });
-    await c.callTool({ name: 'confirm', arguments: {} }, { inputResponses: { ok: { action: 'accept', content: { ok: true } } }, requestState: 'opaque-1' });
-    const calls = rec.sent.filter((r) => (r.body as { method?: string }).method === 'tools/call').map((r) => r.body as { id: string; params: Record<string, unknown> });
+    await c.callTool(
+      { name: 'confirm', arguments: {} },
+      { inputResponses: { ok: { action: 'accept', content: { ok: true } } }, requestState: 'opaque-1' },
+    );
+    const calls = rec.sent
+      .filter((r) => (r.body as { method?: string }).method === 'tools/call')
+      .map((r) => r.body as { id: string; params: Record<string, unknown> });
     expect(calls).toHaveLength(2);
     expect(calls[0]?.params).not.toHaveProperty('inputResponses');
-    expect(calls[1]?.params).toMatchObject({ inputResponses: { ok: { action: 'accept', content: { ok: true } } }, requestState: 'opaque-1' });
+    expect(calls[1]?.params).toMatchObject({
+      inputResponses: { ok: { action: 'accept', content: { ok: true } } },
+      requestState: 'opaque-1',
+    });
     expect(calls[1]?.id).not.toBe(calls[0]?.id);
     expect(inputRequestOf({ content: [] })).toBeUndefined();
   });
@@ -170,7 +214,12 @@ async function handWritten(answer: Answer): Promise<{ url: string }> {
           JSON.stringify({
             jsonrpc: '2.0',
             id: msg.id,
-            result: { resultType: 'complete', supportedVersions: ['2026-07-28'], capabilities: { tools: {} }, serverInfo: { name: 'hand', version: '0' } },
+            result: {
+              resultType: 'complete',
+              supportedVersions: ['2026-07-28'],
+              capabilities: { tools: {} },
+              serverInfo: { name: 'hand', version: '0' },
+            },
           }),
         );
         return;
@@ -196,7 +245,11 @@ describe('the modern call path against a server that answers badly', () => {
   it.each([
     ['an unknown resultType', { resultType: 'task', content: [] }, /unsupported resultType "task"/],
     ['a resultType that is not a string', { resultType: 7, content: [] }, /resultType that is not a string/],
-    ['input_required with neither inputRequests nor requestState', { resultType: 'input_required' }, /neither inputRequests nor requestState/],
+    [
+      'input_required with neither inputRequests nor requestState',
+      { resultType: 'input_required' },
+      /neither inputRequests nor requestState/,
+    ],
     ['content that is not an array', { resultType: 'complete', content: 'hi' }, /content is not an array/],
   ])('%s is a protocol_error, not a result', async (_what, result, message) => {
     const s = await handWritten((msg, res) => json(res, 200, { jsonrpc: '2.0', id: msg.id, result }));
@@ -208,13 +261,21 @@ describe('the modern call path against a server that answers badly', () => {
   });
 
   it('a result without resultType is complete (SEP-2322)', async () => {
-    const s = await handWritten((msg, res) => json(res, 200, { jsonrpc: '2.0', id: msg.id, result: { content: [{ type: 'text', text: 'plain' }] } }));
+    const s = await handWritten((msg, res) =>
+      json(res, 200, { jsonrpc: '2.0', id: msg.id, result: { content: [{ type: 'text', text: 'plain' }] } }),
+    );
     const c = await connect({ url: s.url });
     expect(text(await c.callTool({ name: 't', arguments: {} }))).toBe('plain');
   });
 
   it('an HTTP 400 whose body is the JSON-RPC error to our request is that server error (protocol_error with its code)', async () => {
-    const s = await handWritten((msg, res) => json(res, 400, { jsonrpc: '2.0', id: msg.id, error: { code: -32020, message: 'Mcp-Param-Region does not match arguments.region' } }));
+    const s = await handWritten((msg, res) =>
+      json(res, 400, {
+        jsonrpc: '2.0',
+        id: msg.id,
+        error: { code: -32020, message: 'Mcp-Param-Region does not match arguments.region' },
+      }),
+    );
     const c = await connect({ url: s.url });
     const err = await c.callTool({ name: 't', arguments: {} }).catch((e: unknown) => e);
     expect(err).toMatchObject({ code: 'protocol_error', mcpCode: -32020 });
@@ -222,7 +283,9 @@ describe('the modern call path against a server that answers badly', () => {
   });
 
   it('an HTTP 400 whose body is not the error to our request stays an HTTP error (transport_error, status 400)', async () => {
-    const s = await handWritten((_msg, res) => json(res, 400, { jsonrpc: '2.0', id: null, error: { code: -32600, message: 'nope' } }));
+    const s = await handWritten((_msg, res) =>
+      json(res, 400, { jsonrpc: '2.0', id: null, error: { code: -32600, message: 'nope' } }),
+    );
     const c = await connect({ url: s.url });
     const err = await c.callTool({ name: 't', arguments: {} }).catch((e: unknown) => e);
     expect(err).toMatchObject({ code: 'transport_error', status: 400 });
@@ -230,21 +293,32 @@ describe('the modern call path against a server that answers badly', () => {
 
   it('a 401 names the server challenge of that very response', async () => {
     const s = await handWritten((_msg, res) => {
-      res.writeHead(401, { 'www-authenticate': 'Bearer resource_metadata="http://127.0.0.1/.well-known/oauth-protected-resource"' });
+      res.writeHead(401, {
+        'www-authenticate': 'Bearer resource_metadata="http://127.0.0.1/.well-known/oauth-protected-resource"',
+      });
       res.end();
     });
     const c = await connect({ url: s.url });
     const err = await c.callTool({ name: 't', arguments: {} }).catch((e: unknown) => e);
-    expect(err).toMatchObject({ code: 'unauthorized', wwwAuthenticate: 'Bearer resource_metadata="http://127.0.0.1/.well-known/oauth-protected-resource"' });
+    expect(err).toMatchObject({
+      code: 'unauthorized',
+      wwwAuthenticate: 'Bearer resource_metadata="http://127.0.0.1/.well-known/oauth-protected-resource"',
+    });
   });
 
   it('reads progress off the response stream, and the result after it', async () => {
     const s = await handWritten((msg, res) => {
       const token = (msg.params as { _meta?: { progressToken?: unknown } })._meta?.progressToken;
       res.writeHead(200, { 'content-type': 'text/event-stream' });
-      res.write(`data: ${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: token, progress: 1, total: 2 } })}\n\n`);
-      res.write(`data: ${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: 'someone-else', progress: 9 } })}\n\n`);
-      res.end(`data: ${JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: { resultType: 'complete', content: [{ type: 'text', text: 'done' }] } })}\n\n`);
+      res.write(
+        `data: ${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: token, progress: 1, total: 2 } })}\n\n`,
+      );
+      res.write(
+        `data: ${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: 'someone-else', progress: 9 } })}\n\n`,
+      );
+      res.end(
+        `data: ${JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: { resultType: 'complete', content: [{ type: 'text', text: 'done' }] } })}\n\n`,
+      );
     });
     const c = await connect({ url: s.url });
     const progress: unknown[] = [];
@@ -257,7 +331,9 @@ describe('the modern call path against a server that answers badly', () => {
     const s = await handWritten((msg, res) => {
       calls += 1;
       res.writeHead(200, { 'content-type': 'text/event-stream' });
-      res.end(`data: ${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/message', params: { level: 'info', data: msg.id } })}\n\n`);
+      res.end(
+        `data: ${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/message', params: { level: 'info', data: msg.id } })}\n\n`,
+      );
     });
     const c = await connect({ url: s.url });
     const err = await c.callTool({ name: 't', arguments: {} }).catch((e: unknown) => e);
@@ -290,14 +366,21 @@ async function elicitingLegacyServer(related = true): Promise<{ url: string; ask
           },
         },
       };
-      const answer = related ? await extra.sendRequest({ method: 'elicitation/create', params }, ElicitResultSchema) : await server.server.elicitInput(params);
+      const answer = related
+        ? await extra.sendRequest({ method: 'elicitation/create', params }, ElicitResultSchema)
+        : await server.server.elicitInput(params);
       return { content: [{ type: 'text', text: JSON.stringify(answer) }] };
     });
     // Sampling the 2025 way: the server asks the client's model for a message.
     server.registerTool('summarize', { description: "asks the client's model for a summary" }, async (extra) => {
       asked += 1;
-      const params = { messages: [{ role: 'user' as const, content: { type: 'text' as const, text: 'Summarize: a long diff' } }], maxTokens: 50 };
-      const answer = related ? await extra.sendRequest({ method: 'sampling/createMessage', params }, CreateMessageResultSchema) : await server.server.createMessage(params);
+      const params = {
+        messages: [{ role: 'user' as const, content: { type: 'text' as const, text: 'Summarize: a long diff' } }],
+        maxTokens: 50,
+      };
+      const answer = related
+        ? await extra.sendRequest({ method: 'sampling/createMessage', params }, CreateMessageResultSchema)
+        : await server.server.createMessage(params);
       return { content: [{ type: 'text', text: JSON.stringify(answer) }] };
     });
     return server;
@@ -311,7 +394,10 @@ async function elicitingLegacyServer(related = true): Promise<{ url: string; ask
         const id = req.headers['mcp-session-id'];
         let transport = typeof id === 'string' ? transports.get(id) : undefined;
         if (transport === undefined) {
-          const created: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({ sessionIdGenerator: randomUUID, onsessioninitialized: (sid) => void transports.set(sid, created) });
+          const created: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
+            sessionIdGenerator: randomUUID,
+            onsessioninitialized: (sid) => void transports.set(sid, created),
+          });
           transport = created;
           await build().connect(created);
         }
@@ -342,7 +428,10 @@ describe('a legacy server that elicits during a call', () => {
       },
     });
     expect(c.era).toBe('legacy');
-    const answer = JSON.parse(text(await c.callTool({ name: 'profile', arguments: {} }))) as { action: string; content: Record<string, unknown> };
+    const answer = JSON.parse(text(await c.callTool({ name: 'profile', arguments: {} }))) as {
+      action: string;
+      content: Record<string, unknown>;
+    };
     expect(answer).toEqual({ action: 'accept', content: { name: 'Ada', age: 30, verified: true } });
     expect(asked).toHaveLength(1);
     expect(asked[0]).toMatchObject({ message: 'Your profile' });
@@ -356,13 +445,18 @@ describe('a legacy server that elicits during a call', () => {
   it('on the session GET stream (not related to the call), reaches the same handler with the same defaults', async () => {
     const s = await elicitingLegacyServer(false);
     const c = await connect({ url: s.url, onElicitation: async () => ({ action: 'accept', content: {} }) });
-    expect(JSON.parse(text(await c.callTool({ name: 'profile', arguments: {} })))).toEqual({ action: 'accept', content: { name: 'John Doe', age: 30, verified: true } });
+    expect(JSON.parse(text(await c.callTool({ name: 'profile', arguments: {} })))).toEqual({
+      action: 'accept',
+      content: { name: 'John Doe', age: 30, verified: true },
+    });
   });
 
   it('a handler that declines or throws answers the server so (the call goes on)', async () => {
     const s = await elicitingLegacyServer();
     const declined = await connect({ url: s.url, onElicitation: async () => ({ action: 'decline' }) });
-    expect(JSON.parse(text(await declined.callTool({ name: 'profile', arguments: {} })))).toEqual({ action: 'decline' });
+    expect(JSON.parse(text(await declined.callTool({ name: 'profile', arguments: {} })))).toEqual({
+      action: 'decline',
+    });
     const failing = await connect({
       url: s.url,
       onElicitation: async () => {
@@ -375,7 +469,12 @@ describe('a legacy server that elicits during a call', () => {
   });
 
   it("a pushed sampling/createMessage reaches the onSampling handler, on the call's own stream and on the GET stream; a malformed answer is refused to the server", async () => {
-    const sampled = { role: 'assistant', content: { type: 'text', text: 'it is long' }, model: 'test-model', stopReason: 'endTurn' };
+    const sampled = {
+      role: 'assistant',
+      content: { type: 'text', text: 'it is long' },
+      model: 'test-model',
+      stopReason: 'endTurn',
+    };
     for (const related of [true, false]) {
       const s = await elicitingLegacyServer(related);
       const asked: unknown[] = [];
@@ -389,12 +488,21 @@ describe('a legacy server that elicits during a call', () => {
         },
       });
       expect(JSON.parse(text(await c.callTool({ name: 'summarize', arguments: {} })))).toEqual(sampled);
-      expect(asked).toEqual([{ messages: [{ role: 'user', content: { type: 'text', text: 'Summarize: a long diff' } }], maxTokens: 50 }]);
+      expect(asked).toEqual([
+        { messages: [{ role: 'user', content: { type: 'text', text: 'Summarize: a long diff' } }], maxTokens: 50 },
+      ]);
       // On the call's own stream the answer goes back on the call path's own request, on the session.
-      if (related) expect(rec.sent.map((r) => (r.body as { method?: string }).method ?? 'response')).toEqual(['tools/call', 'response']);
+      if (related)
+        expect(rec.sent.map((r) => (r.body as { method?: string }).method ?? 'response')).toEqual([
+          'tools/call',
+          'response',
+        ]);
     }
     const s = await elicitingLegacyServer();
-    const malformed = await connect({ url: s.url, onSampling: async () => ({ role: 'assistant', content: { type: 'text', text: 'x' } }) as never });
+    const malformed = await connect({
+      url: s.url,
+      onSampling: async () => ({ role: 'assistant', content: { type: 'text', text: 'x' } }) as never,
+    });
     const result = await malformed.callTool({ name: 'summarize', arguments: {} });
     expect((result as { isError?: boolean }).isError).toBe(true);
     expect(text(result)).toMatch(/sampling result/i);

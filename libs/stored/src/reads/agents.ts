@@ -6,7 +6,10 @@ import { cborShape, jsonShape } from './stored-shape.js';
 
 const { str, anyStr, optional, list, oneOf, shape, mapOf } = FieldRules;
 
-const storedDefinition = shape({ mcpServers: optional(list(anyStr)), inputs: optional(shape({ forms: optional(oneOf('person', 'runtime')) })) });
+const storedDefinition = shape({
+  mcpServers: optional(list(anyStr)),
+  inputs: optional(shape({ forms: optional(oneOf('person', 'runtime')) })),
+});
 
 /**
  * An agent's definition as every reader sees it: its grant (none when absent) and `inputs` only
@@ -14,7 +17,10 @@ const storedDefinition = shape({ mcpServers: optional(list(anyStr)), inputs: opt
  */
 const definition: Rule<AgentDefinition> = (v, field) => {
   const d = storedDefinition(v, field);
-  return { mcpServers: d.mcpServers ?? [], ...(d.inputs?.forms === 'runtime' ? { inputs: { forms: 'runtime' as const } } : {}) };
+  return {
+    mcpServers: d.mcpServers ?? [],
+    ...(d.inputs?.forms === 'runtime' ? { inputs: { forms: 'runtime' as const } } : {}),
+  };
 };
 
 /** `registry.agents.definition_cbor`, written by the registry's agents repository. */
@@ -41,11 +47,25 @@ type AgentReads = Pick<Kysely<Pick<Database, 'registry.agents' | 'projector.agen
 
 async function agentRows(db: AgentReads, account: string, agent: string): Promise<AgentToolSetRows | null> {
   const [def, tools] = await Promise.all([
-    db.selectFrom('registry.agents').select('definition_cbor').where('account_id', '=', account).where('id', '=', agent).executeTakeFirst(),
-    db.selectFrom('projector.agent_tools').select(['tools', 'version']).where('account_id', '=', account).where('agent_id', '=', agent).executeTakeFirst(),
+    db
+      .selectFrom('registry.agents')
+      .select('definition_cbor')
+      .where('account_id', '=', account)
+      .where('id', '=', agent)
+      .executeTakeFirst(),
+    db
+      .selectFrom('projector.agent_tools')
+      .select(['tools', 'version'])
+      .where('account_id', '=', account)
+      .where('agent_id', '=', agent)
+      .executeTakeFirst(),
   ]);
   if (def === undefined) return null;
-  return { definition: AgentDefinitionColumn.decode(def.definition_cbor), tools: tools === undefined ? {} : AgentToolsColumn.check(tools.tools), version: tools?.version ?? 0 };
+  return {
+    definition: AgentDefinitionColumn.decode(def.definition_cbor),
+    tools: tools === undefined ? {} : AgentToolsColumn.check(tools.tools),
+    version: tools?.version ?? 0,
+  };
 }
 
 /** The agent's definition and projected tools; null when the account has no such agent. */

@@ -46,21 +46,49 @@ export interface ServerToolRows {
  * neither.
  */
 export async function readServerTools(db: ProxyReads, account: string, name: string): Promise<ServerToolRows | null> {
-  const row = await db.selectFrom('registry.mcp_servers').select(['id', 'tools_cbor']).where('account_id', '=', account).where('name', '=', name).executeTakeFirst();
+  const row = await db
+    .selectFrom('registry.mcp_servers')
+    .select(['id', 'tools_cbor'])
+    .where('account_id', '=', account)
+    .where('name', '=', name)
+    .executeTakeFirst();
   if (row !== undefined) {
-    const overrides = await db.selectFrom('registry.tool_permissions').select(['tool', 'permission']).where('account_id', '=', account).where('server_id', '=', row.id).execute();
+    const overrides = await db
+      .selectFrom('registry.tool_permissions')
+      .select(['tool', 'permission'])
+      .where('account_id', '=', account)
+      .where('server_id', '=', row.id)
+      .execute();
     return { tools: ServerToolsColumn.decode(row.tools_cbor), overrides: byTool(overrides), builtin: false };
   }
   const builtin = findBuiltin(name);
   if (builtin === undefined) return null;
-  const connection = await db.selectFrom('registry.vendor_connections').select('id').where('account_id', '=', account).where('vendor', '=', builtin.vendor).executeTakeFirst();
+  const connection = await db
+    .selectFrom('registry.vendor_connections')
+    .select('id')
+    .where('account_id', '=', account)
+    .where('vendor', '=', builtin.vendor)
+    .executeTakeFirst();
   if (connection === undefined) return null;
   const [discovery, overrides] = await Promise.all([
-    db.selectFrom('registry.builtin_discoveries').select(['tools_cbor', 'tools_hash']).where('account_id', '=', account).where('slug', '=', builtin.slug).executeTakeFirst(),
-    db.selectFrom('registry.builtin_tool_permissions').select(['tool', 'permission']).where('account_id', '=', account).where('server_id', '=', builtinServerId(builtin.slug, connection.id)).execute(),
+    db
+      .selectFrom('registry.builtin_discoveries')
+      .select(['tools_cbor', 'tools_hash'])
+      .where('account_id', '=', account)
+      .where('slug', '=', builtin.slug)
+      .executeTakeFirst(),
+    db
+      .selectFrom('registry.builtin_tool_permissions')
+      .select(['tool', 'permission'])
+      .where('account_id', '=', account)
+      .where('server_id', '=', builtinServerId(builtin.slug, connection.id))
+      .execute(),
   ]);
   // Never discovered (or only failures so far): the fallback list serves, as in the registry.
-  const tools = discovery !== undefined && discovery.tools_hash !== '' ? BuiltinToolsColumn.decode(discovery.tools_cbor) : builtin.fallbackTools;
+  const tools =
+    discovery !== undefined && discovery.tools_hash !== ''
+      ? BuiltinToolsColumn.decode(discovery.tools_cbor)
+      : builtin.fallbackTools;
   return { tools, overrides: byTool(overrides), builtin: true };
 }
 
@@ -73,8 +101,18 @@ function byTool(rows: ReadonlyArray<{ tool: string; permission: string }>): Reco
  * not accepted yet): its server and the held contract's CID; empty when the account has no such
  * server or it withholds no such tool.
  */
-export async function readWithheldTool(db: ProxyReads, account: string, server: string, remoteName: string): Promise<Array<{ server: string; cid: string }>> {
-  const row = await db.selectFrom('registry.mcp_servers').select('held_cbor').where('account_id', '=', account).where('name', '=', server).executeTakeFirst();
+export async function readWithheldTool(
+  db: ProxyReads,
+  account: string,
+  server: string,
+  remoteName: string,
+): Promise<Array<{ server: string; cid: string }>> {
+  const row = await db
+    .selectFrom('registry.mcp_servers')
+    .select('held_cbor')
+    .where('account_id', '=', account)
+    .where('name', '=', server)
+    .executeTakeFirst();
   if (row === undefined || row.held_cbor === null) return [];
   const held = HeldChangesColumn.decode(row.held_cbor).find((h) => h.name === remoteName && h.withheld);
   return held === undefined ? [] : [{ server, cid: held.cid }];

@@ -64,7 +64,10 @@ export function cborShape<T>(column: string, rule: Rule<T>): StoredShape<T> {
 }
 
 /** A `jsonb` column checked by `rule` both ways; `encode` gives the JSON text the column is written with. */
-export function jsonShape<T>(column: string, rule: Rule<T>): { readonly column: string; encode(value: T): string; check(value: unknown): T } {
+export function jsonShape<T>(
+  column: string,
+  rule: Rule<T>,
+): { readonly column: string; encode(value: T): string; check(value: unknown): T } {
   return {
     column,
     encode: (value) => JSON.stringify(checked(column, rule, value)),

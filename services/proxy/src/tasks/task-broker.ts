@@ -1,7 +1,23 @@
 import { SpanKind, type Counter, type Histogram, type Meter, type Tracer } from '@opentelemetry/api';
-import { ErrorCodes, TaskStates, type WireError, encodePayload, isFinalTaskState, type Subjects, type TaskEvent, type TaskState } from '@mcpx/contracts';
+import {
+  ErrorCodes,
+  TaskStates,
+  type WireError,
+  encodePayload,
+  isFinalTaskState,
+  type Subjects,
+  type TaskEvent,
+  type TaskState,
+} from '@mcpx/contracts';
 import type { Logger } from '@mcpx/log';
-import { ProtocolError, isTerminalStatus, taskRequest, upstreamTaskOf, type TaskWireTarget, type UpstreamTask } from '@mcpx/mcp-client';
+import {
+  ProtocolError,
+  isTerminalStatus,
+  taskRequest,
+  upstreamTaskOf,
+  type TaskWireTarget,
+  type UpstreamTask,
+} from '@mcpx/mcp-client';
 import { McpAttributes, endWithOutcome } from '@mcpx/telemetry';
 import type { InputGate } from '../input-requests.js';
 import { toWire } from '../wire-errors.js';
@@ -83,11 +99,27 @@ export class TaskBroker {
             log: deps.log,
             meter: deps.meter,
             tracer: deps.tracer,
-            announce: (row, inputRequestId) => this.event(row.account_id, row.agent_id, row.id, TaskStates.inputRequired, row.status_message, undefined, inputRequestId),
+            announce: (row, inputRequestId) =>
+              this.event(
+                row.account_id,
+                row.agent_id,
+                row.id,
+                TaskStates.inputRequired,
+                row.status_message,
+                undefined,
+                inputRequestId,
+              ),
           });
-    this.polls = deps.meter.createCounter('mcpx_proxy_task_polls_total', { description: 'tasks/get polls of brokered tasks, by outcome' });
-    this.pollDuration = deps.meter.createHistogram('mcpx_proxy_task_poll_duration_ms', { unit: 'ms', description: 'One poll of a brokered task (tasks/get, and tasks/result when it ended)' });
-    this.lifecycle = deps.meter.createCounter('mcpx_proxy_tasks_total', { description: 'Brokered tasks by event: created, completed, failed, cancelled, expired, taken_over' });
+    this.polls = deps.meter.createCounter('mcpx_proxy_task_polls_total', {
+      description: 'tasks/get polls of brokered tasks, by outcome',
+    });
+    this.pollDuration = deps.meter.createHistogram('mcpx_proxy_task_poll_duration_ms', {
+      unit: 'ms',
+      description: 'One poll of a brokered task (tasks/get, and tasks/result when it ended)',
+    });
+    this.lifecycle = deps.meter.createCounter('mcpx_proxy_tasks_total', {
+      description: 'Brokered tasks by event: created, completed, failed, cancelled, expired, taken_over',
+    });
   }
 
   start(): void {
@@ -104,7 +136,8 @@ export class TaskBroker {
     if (this.timer !== undefined) clearInterval(this.timer);
     this.timer = undefined;
     this.questions?.stop();
-    for (let i = 0; i < 50 && (this.inflight.size > 0 || this.ticking); i++) await new Promise((r) => setTimeout(r, 100));
+    for (let i = 0; i < 50 && (this.inflight.size > 0 || this.ticking); i++)
+      await new Promise((r) => setTimeout(r, 100));
     try {
       const released = await this.deps.store.release(this.deps.instance, [...this.inflight]);
       if (released > 0) this.deps.log.info('task leases released for another instance', { tasks: released });
@@ -127,11 +160,18 @@ export class TaskBroker {
    * Records a task its server just created, with this instance holding its lease; from here the
    * loop polls it. The row is written before the handle goes back to anyone.
    */
-  async adopt(t: Omit<NewTask, 'owner' | 'leaseMs' | 'ttlMs' | 'pollIntervalMs' | 'state' | 'statusMessage'>, created: UpstreamTask, target: TaskWireTarget): Promise<TaskRow | null> {
+  async adopt(
+    t: Omit<NewTask, 'owner' | 'leaseMs' | 'ttlMs' | 'pollIntervalMs' | 'state' | 'statusMessage'>,
+    created: UpstreamTask,
+    target: TaskWireTarget,
+  ): Promise<TaskRow | null> {
     const { settings } = this.deps;
     const ttlMs = Math.min(created.ttlMs ?? settings.maxTtlMs, settings.maxTtlMs);
     const pollIntervalMs = this.interval(created.pollIntervalMs);
-    const state = created.status === 'completed' || created.status === 'failed' || created.status === 'cancelled' ? TaskStates.working : (created.status as TaskState);
+    const state =
+      created.status === 'completed' || created.status === 'failed' || created.status === 'cancelled'
+        ? TaskStates.working
+        : (created.status as TaskState);
     await this.deps.store.create({
       ...t,
       state,
@@ -194,13 +234,23 @@ export class TaskBroker {
     const started = performance.now();
     const span = this.deps.tracer.startSpan('proxy.task.poll', {
       kind: SpanKind.CLIENT,
-      attributes: { 'mcp.account': row.account_id, 'mcpx.task': row.id, [McpAttributes.server]: row.server, [McpAttributes.methodName]: 'tasks/get', 'mcpx.task.dialect': row.dialect },
+      attributes: {
+        'mcp.account': row.account_id,
+        'mcpx.task': row.id,
+        [McpAttributes.server]: row.server,
+        [McpAttributes.methodName]: 'tasks/get',
+        'mcpx.task.dialect': row.dialect,
+      },
     });
     let outcome = 'ok';
     try {
       const target = this.live.get(row.id) ?? (await this.deps.target(row));
       const era = row.dialect === '2026-07-28' ? 'modern' : 'legacy';
-      const task = upstreamTaskOf(await taskRequest(target, 'tasks/get', { taskId: row.upstream_task_id }, { timeoutMs: this.getTimeoutMs }), era, 'tasks/get');
+      const task = upstreamTaskOf(
+        await taskRequest(target, 'tasks/get', { taskId: row.upstream_task_id }, { timeoutMs: this.getTimeoutMs }),
+        era,
+        'tasks/get',
+      );
       this.failures.delete(row.id);
       outcome = task.status;
       if (isTerminalStatus(task.status)) await this.ended(row, task, target, era);
@@ -226,9 +276,15 @@ export class TaskBroker {
     const interval = this.interval(task.pollIntervalMs ?? row.poll_interval_ms);
     const message = task.statusMessage ?? null;
     const state = task.status as TaskState;
-    const ok = await this.deps.store.polled(row.id, this.deps.instance, { state, statusMessage: message, pollIntervalMs: interval, nextPollAt: new Date(Date.now() + this.jitter(interval)) });
+    const ok = await this.deps.store.polled(row.id, this.deps.instance, {
+      state,
+      statusMessage: message,
+      pollIntervalMs: interval,
+      nextPollAt: new Date(Date.now() + this.jitter(interval)),
+    });
     if (!ok) return false;
-    if (state !== row.state || message !== row.status_message) this.event(row.account_id, row.agent_id, row.id, state, message);
+    if (state !== row.state || message !== row.status_message)
+      this.event(row.account_id, row.agent_id, row.id, state, message);
     return true;
   }
 
@@ -246,27 +302,56 @@ export class TaskBroker {
     void this.cancelUpstream(finished);
   }
 
-  private async ended(row: TaskRow, task: UpstreamTask, target: TaskWireTarget, era: 'modern' | 'legacy'): Promise<void> {
+  private async ended(
+    row: TaskRow,
+    task: UpstreamTask,
+    target: TaskWireTarget,
+    era: 'modern' | 'legacy',
+  ): Promise<void> {
     const durationMs = Date.now() - new Date(row.created_at).getTime();
     let outcome: StoredOutcome;
     let state: TaskState = task.status;
     if (task.status === 'cancelled') {
-      outcome = { ok: false, error: { code: ErrorCodes.cancelled, message: 'the task was cancelled', details: { task: row.id } } };
+      outcome = {
+        ok: false,
+        error: { code: ErrorCodes.cancelled, message: 'the task was cancelled', details: { task: row.id } },
+      };
     } else if (era === 'modern') {
       outcome =
         task.status === 'completed' && task.result !== undefined
           ? this.deps.shape(row, task.result, durationMs)
-          : { ok: false, error: { code: ErrorCodes.serverError, message: task.error?.message ?? 'the task failed', details: { task: row.id, mcpCode: task.error?.code ?? -32603 } } };
+          : {
+              ok: false,
+              error: {
+                code: ErrorCodes.serverError,
+                message: task.error?.message ?? 'the task failed',
+                details: { task: row.id, mcpCode: task.error?.code ?? -32603 },
+              },
+            };
     } else {
       // 2025-11-25: the result (or the failure) is fetched with tasks/result, once (the question stream's, when one is open).
       try {
         const streamed = await this.questions?.streamed(row.id);
         if (streamed !== undefined && 'error' in streamed) throw streamed.error;
-        const result = streamed?.result ?? (await taskRequest(target, 'tasks/result', { taskId: row.upstream_task_id }, { timeoutMs: RESULT_TIMEOUT_MS }));
+        const result =
+          streamed?.result ??
+          (await taskRequest(
+            target,
+            'tasks/result',
+            { taskId: row.upstream_task_id },
+            { timeoutMs: RESULT_TIMEOUT_MS },
+          ));
         outcome = this.deps.shape(row, result, durationMs);
       } catch (err) {
         if (!(err instanceof ProtocolError)) throw err;
-        outcome = { ok: false, error: { code: ErrorCodes.serverError, message: err.message.slice(0, STATUS_MESSAGE_MAX), details: { task: row.id, mcpCode: err.code } } };
+        outcome = {
+          ok: false,
+          error: {
+            code: ErrorCodes.serverError,
+            message: err.message.slice(0, STATUS_MESSAGE_MAX),
+            details: { task: row.id, mcpCode: err.code },
+          },
+        };
       }
     }
     if (state === 'completed' && !outcome.ok) state = TaskStates.failed;
@@ -283,9 +368,17 @@ export class TaskBroker {
   private async failed(row: TaskRow, err: unknown): Promise<string> {
     if (lostTask(err)) {
       const message = 'the server no longer knows the task (it restarted, or dropped it): it cannot finish';
-      const outcome: StoredOutcome = { ok: false, error: { code: ErrorCodes.serverError, message, details: { task: row.id, reason: 'task_lost' } } };
+      const outcome: StoredOutcome = {
+        ok: false,
+        error: { code: ErrorCodes.serverError, message, details: { task: row.id, reason: 'task_lost' } },
+      };
       const finished = await this.deps.store
-        .finish(row.id, this.deps.instance, { state: TaskStates.failed, statusMessage: message, result: encodePayload(outcome), error: { code: 'task_lost', message } })
+        .finish(row.id, this.deps.instance, {
+          state: TaskStates.failed,
+          statusMessage: message,
+          result: encodePayload(outcome),
+          error: { code: 'task_lost', message },
+        })
         .catch(() => null);
       if (finished !== null) this.close(finished, 'task_lost');
       return 'task_lost';
@@ -294,7 +387,12 @@ export class TaskBroker {
     this.failures.set(row.id, n);
     if (this.failures.size > 100_000) this.failures.delete(this.failures.keys().next().value as string);
     const wait = Math.min(row.poll_interval_ms * 2 ** Math.min(n, 6), this.deps.settings.pollMaxMs);
-    this.deps.log.warn('a task poll failed; polled again later', { task: row.id, server: row.server, code: toWire(err).code, attempt: n });
+    this.deps.log.warn('a task poll failed; polled again later', {
+      task: row.id,
+      server: row.server,
+      code: toWire(err).code,
+      attempt: n,
+    });
     await this.deps.store
       .polled(row.id, this.deps.instance, {
         state: row.state as TaskState,
@@ -311,8 +409,16 @@ export class TaskBroker {
     const rows = await this.deps.store.expiring(100);
     for (const row of rows) {
       const message = 'the task outlived its ttl';
-      const outcome: StoredOutcome = { ok: false, error: { code: ErrorCodes.timeout, message, details: { task: row.id, reason: 'task_expired' } } };
-      const finished = await this.deps.store.finish(row.id, null, { state: TaskStates.expired, statusMessage: message, result: encodePayload(outcome), error: { code: 'task_expired', message } });
+      const outcome: StoredOutcome = {
+        ok: false,
+        error: { code: ErrorCodes.timeout, message, details: { task: row.id, reason: 'task_expired' } },
+      };
+      const finished = await this.deps.store.finish(row.id, null, {
+        state: TaskStates.expired,
+        statusMessage: message,
+        result: encodePayload(outcome),
+        error: { code: 'task_expired', message },
+      });
       if (finished === null) continue;
       this.close(finished, 'task_expired');
       void this.cancelUpstream(finished);
@@ -327,7 +433,10 @@ export class TaskBroker {
    */
   async cancel(row: TaskRow): Promise<TaskRow | null> {
     await this.cancelUpstream(row);
-    const outcome: StoredOutcome = { ok: false, error: { code: ErrorCodes.cancelled, message: 'the task was cancelled', details: { task: row.id } } };
+    const outcome: StoredOutcome = {
+      ok: false,
+      error: { code: ErrorCodes.cancelled, message: 'the task was cancelled', details: { task: row.id } },
+    };
     const finished = await this.deps.store.finish(row.id, null, {
       state: TaskStates.cancelled,
       statusMessage: 'cancelled by the caller',
@@ -363,7 +472,15 @@ export class TaskBroker {
     }
   }
 
-  private event(account: string, agent: string, task: string, state: TaskState, statusMessage: string | null, errorCode?: string, inputRequestId?: string): void {
+  private event(
+    account: string,
+    agent: string,
+    task: string,
+    state: TaskState,
+    statusMessage: string | null,
+    errorCode?: string,
+    inputRequestId?: string,
+  ): void {
     const event: TaskEvent = {
       account,
       agent,

@@ -1,5 +1,12 @@
 import { ErrorCodes, WireError, type ProxyCallRequest } from '@mcpx/contracts';
-import { flattenCallResult, isErrorResult, TaskSupport, type FlattenLimits, type McpToolDocument, type ProxyResult } from '@mcpx/domain';
+import {
+  flattenCallResult,
+  isErrorResult,
+  TaskSupport,
+  type FlattenLimits,
+  type McpToolDocument,
+  type ProxyResult,
+} from '@mcpx/domain';
 import { TaskDialect, createdTaskOf, type TaskWireTarget } from '@mcpx/mcp-client';
 import { structuredFault } from '../whole-result.js';
 import { readOutcome, type StoredOutcome, type TaskBroker } from './task-broker.js';
@@ -60,7 +67,11 @@ export class TaskCalls {
     if (max <= 0) return;
     const open = await this.deps.store.countOpen(account);
     if (open >= max)
-      throw new WireError(ErrorCodes.quotaExceeded, `this account has ${open} tasks running, the most it may (QUOTA_RUNNING_TASKS_PER_ACCOUNT)`, { limit: 'running_tasks_per_account', max });
+      throw new WireError(
+        ErrorCodes.quotaExceeded,
+        `this account has ${open} tasks running, the most it may (QUOTA_RUNNING_TASKS_PER_ACCOUNT)`,
+        { limit: 'running_tasks_per_account', max },
+      );
   }
 
   /**
@@ -71,7 +82,11 @@ export class TaskCalls {
     const created = createdTaskOf(c.result, c.era);
     if (created === undefined) return undefined;
     if (c.target === undefined)
-      throw new WireError(ErrorCodes.transportError, 'the server made the call a task on a connection the connector cannot poll tasks on (legacy SSE)', { server: c.doc.server });
+      throw new WireError(
+        ErrorCodes.transportError,
+        'the server made the call a task on a connection the connector cannot poll tasks on (legacy SSE)',
+        { server: c.doc.server },
+      );
     const row = await this.deps.broker.adopt(
       {
         id: c.taskId,
@@ -104,8 +119,19 @@ export class TaskCalls {
   /** A completed task's result as its call would have answered (the server's `isError` is `server_error`), bounded as a call's. */
   shape(row: TaskRow, result: Record<string, unknown>, durationMs: number): StoredOutcome {
     const errorText = isErrorResult(result);
-    if (errorText !== undefined) return { ok: false, error: { code: ErrorCodes.serverError, message: errorText || `${row.tool} reported an error`, details: { server: row.server, task: row.id } } };
-    const flat = flattenCallResult({ tool: row.tool, server: row.server, remoteName: row.remote_name, arguments: {}, result, durationMs }, this.deps.flatten);
+    if (errorText !== undefined)
+      return {
+        ok: false,
+        error: {
+          code: ErrorCodes.serverError,
+          message: errorText || `${row.tool} reported an error`,
+          details: { server: row.server, task: row.id },
+        },
+      };
+    const flat = flattenCallResult(
+      { tool: row.tool, server: row.server, remoteName: row.remote_name, arguments: {}, result, durationMs },
+      this.deps.flatten,
+    );
     const fault = structuredFault(flat.result, this.deps.resultBytes);
     if (fault !== undefined) {
       delete flat.result;

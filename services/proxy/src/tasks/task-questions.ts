@@ -30,7 +30,8 @@ type Streamed = { result: Record<string, unknown> } | { error: ProtocolError };
 /** An asked round: its input request, or why it cannot be asked (a typed refusal, a quota). */
 type Asked = { ok: true; inputRequestId: string } | { ok: false; error: WireError };
 /** A round's answers: still waiting, answered (by key), or gone (expired, refused): each question is then cancelled. */
-type Answers = { state: 'waiting' } | { state: 'answered'; responses: Record<string, unknown> } | { state: 'gone'; reason: string };
+type Answers =
+  { state: 'waiting' } | { state: 'answered'; responses: Record<string, unknown> } | { state: 'gone'; reason: string };
 
 /**
  * A task's questions (`input_required`) through the input-request path (docs/tasks.md#questions):
@@ -52,11 +53,18 @@ export class TaskQuestions {
   private readonly rounds: Counter;
 
   constructor(private readonly deps: TaskQuestionsDeps) {
-    this.rounds = deps.meter.createCounter('mcpx_proxy_task_questions_total', { description: 'Questions of brokered tasks, by outcome (asked, answered, gone, refused) and dialect' });
+    this.rounds = deps.meter.createCounter('mcpx_proxy_task_questions_total', {
+      description: 'Questions of brokered tasks, by outcome (asked, answered, gone, refused) and dialect',
+    });
   }
 
   /** Told of each poll's task status: an `input_required` round is asked, or its answer sent. */
-  async polled(row: TaskRow, task: UpstreamTask, target: TaskWireTarget, era: 'modern' | 'legacy'): Promise<WireError | undefined> {
+  async polled(
+    row: TaskRow,
+    task: UpstreamTask,
+    target: TaskWireTarget,
+    era: 'modern' | 'legacy',
+  ): Promise<WireError | undefined> {
     if (task.status !== 'input_required') {
       this.answered.delete(row.id);
       return undefined;
@@ -87,17 +95,28 @@ export class TaskQuestions {
   }
 
   private openStream(row: TaskRow, target: TaskWireTarget): void {
-    const withQuestions: TaskWireTarget = { ...target, serverRequest: (method, params, signal) => this.pushed(row, method, params, signal) };
+    const withQuestions: TaskWireTarget = {
+      ...target,
+      serverRequest: (method, params, signal) => this.pushed(row, method, params, signal),
+    };
     const timeoutMs = Math.max(1_000, new Date(row.expires_at).getTime() - Date.now());
     const abort = new AbortController();
     const signal = AbortSignal.any([abort.signal, this.stopping.signal]);
-    const stream = taskRequest(withQuestions, 'tasks/result', { taskId: row.upstream_task_id }, { timeoutMs, signal }).then(
+    const stream = taskRequest(
+      withQuestions,
+      'tasks/result',
+      { taskId: row.upstream_task_id },
+      { timeoutMs, signal },
+    ).then(
       (result): Streamed => ({ result }),
       (err: unknown): Streamed => {
         // A stream that broke says nothing of the task: the next poll opens another.
         if (!(err instanceof ProtocolError)) {
           if (this.streams.get(row.id)?.result === stream) this.streams.delete(row.id);
-          this.deps.log.info("a task's question stream ended without its result", { task: row.id, code: toWire(err).code });
+          this.deps.log.info("a task's question stream ended without its result", {
+            task: row.id,
+            code: toWire(err).code,
+          });
           throw err;
         }
         return { error: err };
@@ -137,16 +156,33 @@ export class TaskQuestions {
     }
     const answers = await this.answers(row, row.input_request_id);
     if (answers.state === 'waiting') return undefined;
-    const inputResponses = answers.state === 'answered' ? answers.responses : Object.fromEntries(keys.map((k) => [k, { action: 'cancel' }]));
-    await taskRequest(target, 'tasks/update', { taskId: row.upstream_task_id, inputResponses }, { timeoutMs: UPDATE_TIMEOUT_MS });
+    const inputResponses =
+      answers.state === 'answered' ? answers.responses : Object.fromEntries(keys.map((k) => [k, { action: 'cancel' }]));
+    await taskRequest(
+      target,
+      'tasks/update',
+      { taskId: row.upstream_task_id, inputResponses },
+      { timeoutMs: UPDATE_TIMEOUT_MS },
+    );
     this.answered.set(row.id, signature);
     await this.deps.store.asked(row.id, this.deps.instance, null);
     return undefined;
   }
 
   /** Records a round as an input request for a person, and says so on the task's row and subject; under a `proxy.task.question` span. */
-  private async ask(row: TaskRow, questions: Record<string, { method: string; params?: unknown }>, era: 'modern' | 'legacy'): Promise<Asked> {
-    const span = this.deps.tracer.startSpan('proxy.task.question', { attributes: { 'mcp.account': row.account_id, 'mcpx.task': row.id, 'mcpx.task.dialect': row.dialect, 'mcp.server': row.server } });
+  private async ask(
+    row: TaskRow,
+    questions: Record<string, { method: string; params?: unknown }>,
+    era: 'modern' | 'legacy',
+  ): Promise<Asked> {
+    const span = this.deps.tracer.startSpan('proxy.task.question', {
+      attributes: {
+        'mcp.account': row.account_id,
+        'mcpx.task': row.id,
+        'mcpx.task.dialect': row.dialect,
+        'mcp.server': row.server,
+      },
+    });
     try {
       const asked = await this.record(row, questions, era);
       span.setAttribute('mcpx.task.question', asked.ok ? 'asked' : asked.error.code);
@@ -160,7 +196,11 @@ export class TaskQuestions {
     }
   }
 
-  private async record(row: TaskRow, questions: Record<string, { method: string; params?: unknown }>, era: 'modern' | 'legacy'): Promise<Asked> {
+  private async record(
+    row: TaskRow,
+    questions: Record<string, { method: string; params?: unknown }>,
+    era: 'modern' | 'legacy',
+  ): Promise<Asked> {
     const req = requestOf(row);
     const doc = docOf(row);
     let id: string | undefined;
@@ -170,7 +210,12 @@ export class TaskQuestions {
       await this.deps.inputs.stop(req, doc, items, { argsHash: bindingOf(row), round: 1, approved: true, era });
     } catch (err) {
       // The gate records the round and stops a call with `input_required` naming it: here that is the way on.
-      if (err instanceof WireError && err.code === ErrorCodes.inputRequired && typeof err.details.inputRequestId === 'string') id = err.details.inputRequestId;
+      if (
+        err instanceof WireError &&
+        err.code === ErrorCodes.inputRequired &&
+        typeof err.details.inputRequestId === 'string'
+      )
+        id = err.details.inputRequestId;
       else if (err instanceof WireError) {
         this.rounds.add(1, { outcome: 'refused', dialect: row.dialect });
         return { ok: false, error: err };
@@ -219,7 +264,10 @@ function normalized(input: Record<string, unknown> | undefined): Record<string, 
   const out: Record<string, { method: string; params?: unknown }> = {};
   for (const [key, v] of Object.entries(input ?? {})) {
     const q = v as { method?: unknown; params?: unknown } | null;
-    out[key] = q !== null && typeof q === 'object' && typeof q.method === 'string' ? { method: q.method, ...(q.params !== undefined ? { params: q.params } : {}) } : { method: '' };
+    out[key] =
+      q !== null && typeof q === 'object' && typeof q.method === 'string'
+        ? { method: q.method, ...(q.params !== undefined ? { params: q.params } : {}) }
+        : { method: '' };
   }
   return out;
 }

@@ -1,5 +1,15 @@
 import type { Msg, NatsConnection, Subscription } from '@nats-io/transport-node';
-import { ErrorCodes, QueueGroups, WireError, decodeTaskRequest, encodePayload, isFinalTaskState, type Subjects, type TaskReply, type TaskRequest } from '@mcpx/contracts';
+import {
+  ErrorCodes,
+  QueueGroups,
+  WireError,
+  decodeTaskRequest,
+  encodePayload,
+  isFinalTaskState,
+  type Subjects,
+  type TaskReply,
+  type TaskRequest,
+} from '@mcpx/contracts';
 import type { Logger } from '@mcpx/log';
 import { toWire } from '../wire-errors.js';
 import { readOutcome, type TaskBroker } from './task-broker.js';
@@ -14,7 +24,13 @@ const LIST_DEFAULT = 50;
  * result, or the typed error it ended with) and an open one's `conflict`; `cancel` asks the
  * server and ends the task `cancelled`.
  */
-export function startTaskService(d: { nc: NatsConnection; subjects: Subjects; store: TaskStore; broker: TaskBroker; log: Logger }): Subscription {
+export function startTaskService(d: {
+  nc: NatsConnection;
+  subjects: Subjects;
+  store: TaskStore;
+  broker: TaskBroker;
+  log: Logger;
+}): Subscription {
   const reply = (msg: Msg, body: TaskReply): void => {
     try {
       msg.respond(encodePayload(body));
@@ -44,7 +60,11 @@ export function startTaskService(d: { nc: NatsConnection; subjects: Subjects; st
 /** SQLSTATE classes and codes of a connection lost or refused (not of a statement that failed). */
 const PG_LOST = /^(08|57P0[1-3])/;
 /** What node-postgres says when the connection it lent is gone. */
-const PG_GONE = ['Connection terminated', 'Client has encountered a connection error and is not queryable', 'Client was closed and is not queryable'];
+const PG_GONE = [
+  'Connection terminated',
+  'Client has encountered a connection error and is not queryable',
+  'Client was closed and is not queryable',
+];
 
 /** Whether a store failure is its connection lost (a restart, an admin's terminate), not the request's fault. */
 function postgresLost(err: unknown): boolean {
@@ -64,13 +84,18 @@ async function answerOnce(d: { store: TaskStore; broker: TaskBroker }, req: Task
       return await answer(d, req);
     } catch (err) {
       if (!postgresLost(err)) throw err;
-      if (attempt >= 2) throw new WireError(ErrorCodes.unavailable, 'the task store is unavailable: try again', { dependency: 'postgres', retryAfterMs: 1_000 });
+      if (attempt >= 2)
+        throw new WireError(ErrorCodes.unavailable, 'the task store is unavailable: try again', {
+          dependency: 'postgres',
+          retryAfterMs: 1_000,
+        });
     }
   }
 }
 
 async function answer(d: { store: TaskStore; broker: TaskBroker }, req: TaskRequest): Promise<unknown> {
-  if (req.op === 'list') return { tasks: (await d.store.list(req.account, req.agent, req.limit ?? LIST_DEFAULT)).map(taskView) };
+  if (req.op === 'list')
+    return { tasks: (await d.store.list(req.account, req.agent, req.limit ?? LIST_DEFAULT)).map(taskView) };
   const row = await d.store.get(req.account, req.task);
   if (row === null) throw new WireError(ErrorCodes.notFound, 'this account has no such task', { field: 'task' });
   switch (req.op) {
@@ -84,7 +109,11 @@ async function answer(d: { store: TaskStore; broker: TaskBroker }, req: TaskRequ
     case 'result': {
       if (row.result_cbor === null) {
         if (!isFinalTaskState(row.state))
-          throw new WireError(ErrorCodes.conflict, `the task is ${row.state}: its result is not there yet (wait for it with waitTask)`, { task: row.id, state: row.state });
+          throw new WireError(
+            ErrorCodes.conflict,
+            `the task is ${row.state}: its result is not there yet (wait for it with waitTask)`,
+            { task: row.id, state: row.state },
+          );
         throw new WireError(ErrorCodes.notFound, 'the task kept no result', { task: row.id, state: row.state });
       }
       await d.store.taken(req.account, req.task);

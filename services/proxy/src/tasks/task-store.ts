@@ -124,7 +124,17 @@ export class TaskStore {
   }
 
   /** Records a poll's outcome (still open) and when to poll next; false when the lease is no longer this instance's. */
-  async polled(id: string, owner: string, next: { state: TaskState; statusMessage: string | null; pollIntervalMs: number; nextPollAt: Date; inputRequestId?: string | null }): Promise<boolean> {
+  async polled(
+    id: string,
+    owner: string,
+    next: {
+      state: TaskState;
+      statusMessage: string | null;
+      pollIntervalMs: number;
+      nextPollAt: Date;
+      inputRequestId?: string | null;
+    },
+  ): Promise<boolean> {
     const r = await this.db
       .updateTable('proxy.tasks')
       .set({
@@ -148,7 +158,16 @@ export class TaskStore {
    * null lets any instance end it (a cancel, an expiry). Returns the row as ended, or null when it
    * had ended already (or the lease was lost).
    */
-  async finish(id: string, owner: string | null, end: { state: TaskState; statusMessage?: string | null; result?: Uint8Array; error?: { code: string; message: string } }): Promise<TaskRow | null> {
+  async finish(
+    id: string,
+    owner: string | null,
+    end: {
+      state: TaskState;
+      statusMessage?: string | null;
+      result?: Uint8Array;
+      error?: { code: string; message: string };
+    },
+  ): Promise<TaskRow | null> {
     let q = this.db
       .updateTable('proxy.tasks')
       .set({
@@ -169,7 +188,14 @@ export class TaskStore {
   }
 
   async get(account: string, id: string): Promise<TaskRow | null> {
-    return (await this.db.selectFrom('proxy.tasks').selectAll().where('account_id', '=', account).where('id', '=', id).executeTakeFirst()) ?? null;
+    return (
+      (await this.db
+        .selectFrom('proxy.tasks')
+        .selectAll()
+        .where('account_id', '=', account)
+        .where('id', '=', id)
+        .executeTakeFirst()) ?? null
+    );
   }
 
   /** The account's tasks (one agent's, when named), newest first. */
@@ -196,7 +222,11 @@ export class TaskStore {
    * (`busy`): another instance claims the rest at its next tick instead of waiting for them to lapse.
    */
   async release(owner: string, busy: string[]): Promise<number> {
-    let q = this.db.updateTable('proxy.tasks').set({ lease_owner: null, lease_until: null }).where('lease_owner', '=', owner).where('finished_at', 'is', null);
+    let q = this.db
+      .updateTable('proxy.tasks')
+      .set({ lease_owner: null, lease_until: null })
+      .where('lease_owner', '=', owner)
+      .where('finished_at', 'is', null);
     if (busy.length > 0) q = q.where('id', 'not in', busy);
     const r = await q.executeTakeFirst();
     return Number(r.numUpdatedRows);
@@ -204,12 +234,24 @@ export class TaskStore {
 
   /** Marks the result taken (the first time); the result stays until the task's ttl ends. */
   async taken(account: string, id: string): Promise<void> {
-    await this.db.updateTable('proxy.tasks').set({ taken_at: new Date() }).where('account_id', '=', account).where('id', '=', id).where('taken_at', 'is', null).execute();
+    await this.db
+      .updateTable('proxy.tasks')
+      .set({ taken_at: new Date() })
+      .where('account_id', '=', account)
+      .where('id', '=', id)
+      .where('taken_at', 'is', null)
+      .execute();
   }
 
   /** Open tasks past their ttl, claimed for expiry by this instance (at most `limit`). */
   async expiring(limit: number): Promise<TaskRow[]> {
-    return await this.db.selectFrom('proxy.tasks').selectAll().where('finished_at', 'is', null).where('expires_at', '<=', new Date()).limit(limit).execute();
+    return await this.db
+      .selectFrom('proxy.tasks')
+      .selectAll()
+      .where('finished_at', 'is', null)
+      .where('expires_at', '<=', new Date())
+      .limit(limit)
+      .execute();
   }
 
   /**
@@ -218,9 +260,13 @@ export class TaskStore {
    */
   async purge(limit: number): Promise<number> {
     await sql`UPDATE proxy.tasks SET result_cbor = NULL WHERE id IN (
-      SELECT id FROM proxy.tasks WHERE finished_at IS NOT NULL AND expires_at <= now() AND state = 'completed' AND result_cbor IS NOT NULL LIMIT ${limit})`.execute(this.db);
+      SELECT id FROM proxy.tasks WHERE finished_at IS NOT NULL AND expires_at <= now() AND state = 'completed' AND result_cbor IS NOT NULL LIMIT ${limit})`.execute(
+      this.db,
+    );
     const r = await sql`DELETE FROM proxy.tasks WHERE id IN (
-      SELECT id FROM proxy.tasks WHERE finished_at IS NOT NULL AND expires_at <= now() - interval '1 hour' LIMIT ${limit})`.execute(this.db);
+      SELECT id FROM proxy.tasks WHERE finished_at IS NOT NULL AND expires_at <= now() - interval '1 hour' LIMIT ${limit})`.execute(
+      this.db,
+    );
     return Number(r.numAffectedRows ?? 0);
   }
 }
@@ -241,7 +287,9 @@ export function taskView(row: TaskRow): TaskView {
     state: row.state as TaskState,
     ...(row.status_message !== null ? { statusMessage: row.status_message } : {}),
     dialect: row.dialect,
-    ...(row.input_request_id !== null && row.state === TaskStates.inputRequired ? { inputRequestId: row.input_request_id } : {}),
+    ...(row.input_request_id !== null && row.state === TaskStates.inputRequired
+      ? { inputRequestId: row.input_request_id }
+      : {}),
     ...(row.error_code !== null ? { error: { code: row.error_code, message: row.error_message ?? '' } } : {}),
     resultReady: row.result_cbor !== null,
     createdAt: iso(row.created_at),

@@ -34,7 +34,12 @@ export class AccountsRepository {
 
   /** Every account, oldest first, with when it was created (the operator's listing). */
   async list(): Promise<Array<{ principal: string; createdAt: Date }>> {
-    const rows = await this.db.selectFrom('registry.accounts').select(['principal', 'created_at']).orderBy('created_at').orderBy('id').execute();
+    const rows = await this.db
+      .selectFrom('registry.accounts')
+      .select(['principal', 'created_at'])
+      .orderBy('created_at')
+      .orderBy('id')
+      .execute();
     return rows.map((r) => ({ principal: r.principal, createdAt: r.created_at }));
   }
 
@@ -57,7 +62,12 @@ export class AccountsRepository {
 
   /** The role a signer holds in an account, or null when it holds none. */
   async signerRole(account: string, principal: string): Promise<SignerRole | null> {
-    const row = await this.db.selectFrom('registry.signers').select('role').where('account_id', '=', account).where('principal', '=', principal).executeTakeFirst();
+    const row = await this.db
+      .selectFrom('registry.signers')
+      .select('role')
+      .where('account_id', '=', account)
+      .where('principal', '=', principal)
+      .executeTakeFirst();
     return row?.role ?? null;
   }
 
@@ -65,7 +75,13 @@ export class AccountsRepository {
    * Adds a signer or changes its role. `agents` binds an AGENT signer to the agents (ids) it may
    * act for; any other role is bound to none.
    */
-  async authorizeSigner(account: string, principal: string, role: SignerRole, agents: readonly string[] | null = null, trx: Kysely<Database> = this.db): Promise<void> {
+  async authorizeSigner(
+    account: string,
+    principal: string,
+    role: SignerRole,
+    agents: readonly string[] | null = null,
+    trx: Kysely<Database> = this.db,
+  ): Promise<void> {
     const bound = role === 'AGENT' ? JSON.stringify(agents ?? []) : null;
     await trx
       .insertInto('registry.signers')
@@ -76,13 +92,23 @@ export class AccountsRepository {
 
   /** The agent ids an AGENT signer is bound to (none when it is not an AGENT signer of the account). */
   async boundAgents(account: string, principal: string): Promise<string[]> {
-    const row = await this.db.selectFrom('registry.signers').select('agents').where('account_id', '=', account).where('principal', '=', principal).where('role', '=', 'AGENT').executeTakeFirst();
+    const row = await this.db
+      .selectFrom('registry.signers')
+      .select('agents')
+      .where('account_id', '=', account)
+      .where('principal', '=', principal)
+      .where('role', '=', 'AGENT')
+      .executeTakeFirst();
     return Array.isArray(row?.agents) ? row.agents.filter((a): a is string => typeof a === 'string') : [];
   }
 
   /** Removes a signer; the next envelope it signs is refused. Whether there was one to remove. */
   async revokeSigner(account: string, principal: string): Promise<boolean> {
-    const res = await this.db.deleteFrom('registry.signers').where('account_id', '=', account).where('principal', '=', principal).executeTakeFirst();
+    const res = await this.db
+      .deleteFrom('registry.signers')
+      .where('account_id', '=', account)
+      .where('principal', '=', principal)
+      .executeTakeFirst();
     return Number(res.numDeletedRows) > 0;
   }
 }

@@ -95,17 +95,32 @@ function isKnown(action: Action): action is ActionInput<ActionType> & Action {
 }
 
 /** Runs the handler of `action.type` (the type ties the handler to its input and answer). */
-function handle<T extends ActionType>(deps: ActionDeps, caller: Caller, action: ActionInput<T>): Promise<ActionResponse<T>> {
+function handle<T extends ActionType>(
+  deps: ActionDeps,
+  caller: Caller,
+  action: ActionInput<T>,
+): Promise<ActionResponse<T>> {
   const handler: ActionHandler<T> = HANDLERS[action.type];
   return handler(deps, caller, action);
 }
 
-export async function dispatchAction(deps: ActionDeps, caller: Caller, action: Action): Promise<ActionResponse<ActionType>> {
-  if (!isKnown(action)) throw new WireError(ErrorCodes.invalidInput, `action.type: unknown action ${String(action.type).slice(0, 64)}`, { field: 'action.type' });
+export async function dispatchAction(
+  deps: ActionDeps,
+  caller: Caller,
+  action: Action,
+): Promise<ActionResponse<ActionType>> {
+  if (!isKnown(action))
+    throw new WireError(ErrorCodes.invalidInput, `action.type: unknown action ${String(action.type).slice(0, 64)}`, {
+      field: 'action.type',
+    });
   const roles = ACTION_MAP[action.type].roles;
-  if (!roles.includes(caller.role)) throw new WireError(ErrorCodes.forbidden, `signer: a ${caller.role} signer may not ${action.type}`, { field: 'signer' });
+  if (!roles.includes(caller.role))
+    throw new WireError(ErrorCodes.forbidden, `signer: a ${caller.role} signer may not ${action.type}`, {
+      field: 'signer',
+    });
   const bound = await checkAgentScope(deps, caller, action);
-  if (bound !== undefined && isType(action, 'ListAgents')) return filterAgents(await handle(deps, caller, action), bound);
+  if (bound !== undefined && isType(action, 'ListAgents'))
+    return filterAgents(await handle(deps, caller, action), bound);
   return handle(deps, caller, action);
 }
 

@@ -1,5 +1,12 @@
 import { sql } from 'kysely';
-import { CALL_OUTCOME_FILTERS, CALL_PAGE, invalidInput, type CallFigures, type CallOutcomeFilter, type CallView } from '@mcpx/contracts';
+import {
+  CALL_OUTCOME_FILTERS,
+  CALL_PAGE,
+  invalidInput,
+  type CallFigures,
+  type CallOutcomeFilter,
+  type CallView,
+} from '@mcpx/contracts';
 import type { ActionType } from '@mcpx/contracts';
 import type { Db } from '@mcpx/db';
 import type { AgentsRepository } from '../agents/agents.repository.js';
@@ -41,7 +48,8 @@ interface CallQuery {
 function text(action: Record<string, unknown>, field: string): string | undefined {
   const v = action[field];
   if (v === undefined) return undefined;
-  if (typeof v !== 'string' || !FILTER_TEXT.test(v)) throw invalidInput(field, 'must be 1 to 128 characters, with no control characters');
+  if (typeof v !== 'string' || !FILTER_TEXT.test(v))
+    throw invalidInput(field, 'must be 1 to 128 characters, with no control characters');
   return v;
 }
 
@@ -57,7 +65,12 @@ function time(action: Record<string, unknown>, field: string): Date | undefined 
 export function parseCallQuery(action: Record<string, unknown>): CallQuery {
   const q: CallQuery = { limit: CALL_PAGE.defaultLimit };
   if (action.limit !== undefined) {
-    if (typeof action.limit !== 'number' || !Number.isInteger(action.limit) || action.limit < 1 || action.limit > CALL_PAGE.maxLimit)
+    if (
+      typeof action.limit !== 'number' ||
+      !Number.isInteger(action.limit) ||
+      action.limit < 1 ||
+      action.limit > CALL_PAGE.maxLimit
+    )
       throw invalidInput('limit', `must be an integer from 1 to ${CALL_PAGE.maxLimit}`);
     q.limit = action.limit;
   }
@@ -68,7 +81,8 @@ export function parseCallQuery(action: Record<string, unknown>): CallQuery {
   if (server !== undefined) q.server = server;
   if (tool !== undefined) q.tool = tool;
   if (action.outcome !== undefined) {
-    if (typeof action.outcome !== 'string' || !(CALL_OUTCOME_FILTERS as readonly string[]).includes(action.outcome)) throw invalidInput('outcome', `must be one of ${CALL_OUTCOME_FILTERS.join(', ')}`);
+    if (typeof action.outcome !== 'string' || !(CALL_OUTCOME_FILTERS as readonly string[]).includes(action.outcome))
+      throw invalidInput('outcome', `must be one of ${CALL_OUTCOME_FILTERS.join(', ')}`);
     q.outcome = action.outcome as CallOutcomeFilter;
   }
   const since = time(action, 'since');
@@ -78,7 +92,8 @@ export function parseCallQuery(action: Record<string, unknown>): CallQuery {
   if (action.cursor !== undefined) {
     const m = typeof action.cursor === 'string' ? CURSOR.exec(action.cursor) : null;
     const at = m === null ? undefined : new Date(Number(m[1]));
-    if (m === null || at === undefined || Number.isNaN(at.getTime())) throw invalidInput('cursor', 'must be a cursor from a previous page');
+    if (m === null || at === undefined || Number.isNaN(at.getTime()))
+      throw invalidInput('cursor', 'must be a cursor from a previous page');
     q.cursor = { at, id: m[2]! };
   }
   return q;
@@ -138,13 +153,20 @@ export const listCalls: ActivityAction<'ListCalls'> = async (deps, caller, actio
     };
   });
   const last = page.at(-1);
-  return rows.length > q.limit && last !== undefined ? { calls, nextCursor: `${last.at.getTime()}.${last.id}` } : { calls };
+  return rows.length > q.limit && last !== undefined
+    ? { calls, nextCursor: `${last.at.getTime()}.${last.id}` }
+    : { calls };
 };
 
 async function agentNames(deps: ActivityDeps, account: string, ids: string[]): Promise<Map<string, string>> {
   const unique = [...new Set(ids)];
   if (unique.length === 0) return new Map();
-  const rows = await deps.db.selectFrom('registry.agents').select(['id', 'name']).where('account_id', '=', account).where('id', 'in', unique).execute();
+  const rows = await deps.db
+    .selectFrom('registry.agents')
+    .select(['id', 'name'])
+    .where('account_id', '=', account)
+    .where('id', 'in', unique)
+    .execute();
   return new Map(rows.map((r) => [r.id, r.name]));
 }
 
@@ -193,6 +215,10 @@ export const getCallFigures: ActivityAction<'GetCallFigures'> = async (deps, cal
     GROUP BY server ORDER BY server LIMIT ${MAX_FIGURE_SERVERS}`.execute(deps.db);
   return {
     at: now.toISOString(),
-    servers: rows.rows.map((r) => ({ server: r.server, lastHour: figures(r.calls_h, r.failed_h, r.p50_h, r.p95_h), lastDay: figures(r.calls_d, r.failed_d, r.p50_d, r.p95_d) })),
+    servers: rows.rows.map((r) => ({
+      server: r.server,
+      lastHour: figures(r.calls_h, r.failed_h, r.p50_h, r.p95_h),
+      lastDay: figures(r.calls_d, r.failed_d, r.p50_d, r.p95_d),
+    })),
   };
 };

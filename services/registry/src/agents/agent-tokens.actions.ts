@@ -50,14 +50,24 @@ export const createAgentToken: AgentsAction<'CreateAgentToken'> = async (deps, c
   const tokens = new AgentTokensRepository(deps.db);
   const { token, row } = await deps.db.transaction().execute(async (trx) => {
     // One writer per agent at a time, so two concurrent creations cannot both pass the count.
-    await trx.selectFrom('registry.agents').select('id').where('account_id', '=', caller.account).where('id', '=', agent.id).forUpdate().executeTakeFirst();
+    await trx
+      .selectFrom('registry.agents')
+      .select('id')
+      .where('account_id', '=', caller.account)
+      .where('id', '=', agent.id)
+      .forUpdate()
+      .executeTakeFirst();
     const active = await tokens.countActive(caller.account, agent.id, trx);
     if (active >= MAX_ACTIVE_AGENT_TOKENS) {
-      throw new WireError(ErrorCodes.quotaExceeded, `agent: ${agent.name} already has ${active} active tokens (revoke one first)`, {
-        field: 'agent',
-        limit: 'agentTokens',
-        max: MAX_ACTIVE_AGENT_TOKENS,
-      });
+      throw new WireError(
+        ErrorCodes.quotaExceeded,
+        `agent: ${agent.name} already has ${active} active tokens (revoke one first)`,
+        {
+          field: 'agent',
+          limit: 'agentTokens',
+          max: MAX_ACTIVE_AGENT_TOKENS,
+        },
+      );
     }
     const created = await tokens.create(caller.account, agent.id, name, expiresAt, trx, { userMayApprove: mayApprove });
     // A token reaches the agent's tools from outside (and may approve its calls): audited with it, by id, never the token.
@@ -70,7 +80,12 @@ export const createAgentToken: AgentsAction<'CreateAgentToken'> = async (deps, c
     });
     return created;
   });
-  deps.log.info('agent token issued', { account: caller.account, agent: agent.id, token: row.id, userMayApprove: mayApprove });
+  deps.log.info('agent token issued', {
+    account: caller.account,
+    agent: agent.id,
+    token: row.id,
+    userMayApprove: mayApprove,
+  });
   return { token, ...tokenView(row, agent.name, now) };
 };
 

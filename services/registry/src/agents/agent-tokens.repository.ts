@@ -3,11 +3,21 @@ import { sql, type Kysely } from 'kysely';
 import { AGENT_TOKENS_CHANNEL, AGENT_TOKEN_PREFIX, agentTokenHash, type AgentTokenView } from '@mcpx/contracts';
 import type { AgentTokensTable, Database, Db } from '@mcpx/db';
 
-type Row = Pick<AgentTokensTable, 'id' | 'agent_id' | 'name'> & { created_at: Date; expires_at: Date | null; revoked_at: Date | null; user_may_approve: boolean };
+type Row = Pick<AgentTokensTable, 'id' | 'agent_id' | 'name'> & {
+  created_at: Date;
+  expires_at: Date | null;
+  revoked_at: Date | null;
+  user_may_approve: boolean;
+};
 
 /** The owner's view of a row: its state at `now`, never the hash. */
 export function tokenView(row: Row, agentName: string, now = Date.now()): AgentTokenView {
-  const state = row.revoked_at !== null ? 'revoked' : row.expires_at !== null && row.expires_at.getTime() <= now ? 'expired' : 'active';
+  const state =
+    row.revoked_at !== null
+      ? 'revoked'
+      : row.expires_at !== null && row.expires_at.getTime() <= now
+        ? 'expired'
+        : 'active';
   return {
     id: row.id,
     agent: agentName,
@@ -31,12 +41,27 @@ export class AgentTokensRepository {
    * A new token for the agent: `{token, row}`; the token exists nowhere else after this returns.
    * `userMayApprove`: its holder may approve its own always_ask calls (default: no).
    */
-  async create(account: string, agent: string, name: string, expiresAt: Date | null, trx: Kysely<Database> = this.db, opts: { userMayApprove?: boolean } = {}): Promise<{ token: string; row: Row }> {
+  async create(
+    account: string,
+    agent: string,
+    name: string,
+    expiresAt: Date | null,
+    trx: Kysely<Database> = this.db,
+    opts: { userMayApprove?: boolean } = {},
+  ): Promise<{ token: string; row: Row }> {
     const token = AGENT_TOKEN_PREFIX + randomBytes(32).toString('base64url');
     const id = `at_${randomBytes(9).toString('hex')}`;
     const row = await trx
       .insertInto('registry.agent_tokens')
-      .values({ id, account_id: account, agent_id: agent, name, token_hash: agentTokenHash(token), expires_at: expiresAt, user_may_approve: opts.userMayApprove === true })
+      .values({
+        id,
+        account_id: account,
+        agent_id: agent,
+        name,
+        token_hash: agentTokenHash(token),
+        expires_at: expiresAt,
+        user_may_approve: opts.userMayApprove === true,
+      })
       .returning(['id', 'agent_id', 'name', 'created_at', 'expires_at', 'revoked_at', 'user_may_approve'])
       .executeTakeFirstOrThrow();
     return { token, row };
@@ -74,7 +99,13 @@ export class AgentTokensRepository {
    */
   async revoke(account: string, id: string): Promise<{ found: boolean; revoked: boolean }> {
     return this.db.transaction().execute(async (trx) => {
-      const row = await trx.selectFrom('registry.agent_tokens').select(['token_hash', 'revoked_at']).where('account_id', '=', account).where('id', '=', id).forUpdate().executeTakeFirst();
+      const row = await trx
+        .selectFrom('registry.agent_tokens')
+        .select(['token_hash', 'revoked_at'])
+        .where('account_id', '=', account)
+        .where('id', '=', id)
+        .forUpdate()
+        .executeTakeFirst();
       if (row === undefined) return { found: false, revoked: false };
       if (row.revoked_at !== null) return { found: true, revoked: false };
       await trx

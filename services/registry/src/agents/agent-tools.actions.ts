@@ -3,13 +3,19 @@ import { findAgent } from './agents.actions.js';
 import type { AgentsAction, AgentsDeps } from './agents-deps.js';
 
 /** Reads an agent's tool set from its owner, the projector. */
-async function agentTools(deps: AgentsDeps, account: string, agent: string, requested?: string[]): Promise<AgentToolsReply> {
+async function agentTools(
+  deps: AgentsDeps,
+  account: string,
+  agent: string,
+  requested?: string[],
+): Promise<AgentToolsReply> {
   const req: AgentToolsRequest = requested === undefined ? { account, agent } : { account, agent, requested };
   return deps.bus.request(deps.bus.subjects.projectorAgentTools, req, agentToolsReplyValue, 10_000);
 }
 
 export function requestedNames(value: unknown, field: string): string[] {
-  if (!Array.isArray(value) || value.length > 256 || value.some((n) => typeof n !== 'string')) throw invalidInput(field, 'must be a list of at most 256 tool names');
+  if (!Array.isArray(value) || value.length > 256 || value.some((n) => typeof n !== 'string'))
+    throw invalidInput(field, 'must be a list of at most 256 tool names');
   return value as string[];
 }
 

@@ -20,7 +20,8 @@ export function validateAgentInputs(definition: unknown): { inputs?: { forms: 'r
   const inputs = definition.inputs;
   if (!isPlainObject(inputs)) throw invalidInput('definition.inputs', 'must be {forms: "person" | "runtime"}');
   onlyKeys(inputs, ['forms'], 'definition.inputs');
-  if (inputs.forms !== undefined && inputs.forms !== 'person' && inputs.forms !== 'runtime') throw invalidInput('definition.inputs.forms', 'must be person or runtime');
+  if (inputs.forms !== undefined && inputs.forms !== 'person' && inputs.forms !== 'runtime')
+    throw invalidInput('definition.inputs.forms', 'must be person or runtime');
   return inputs.forms === 'runtime' ? { inputs: { forms: 'runtime' } } : {};
 }
 
@@ -34,9 +35,11 @@ export function validateGrantList(definition: unknown): string[] {
   if (!Array.isArray(list)) throw invalidInput('definition.mcpServers', 'must be an array of server names');
   const out: string[] = [];
   for (const [i, item] of list.entries()) {
-    if (typeof item !== 'string' || item === '' || item.length > 64) throw invalidInput(`definition.mcpServers[${i}]`, 'must be a server name');
+    if (typeof item !== 'string' || item === '' || item.length > 64)
+      throw invalidInput(`definition.mcpServers[${i}]`, 'must be a server name');
     if (!out.includes(item)) out.push(item);
   }
-  if (out.length > MAX_GRANTS) throw invalidInput('definition.mcpServers', `at most ${MAX_GRANTS} servers may be granted`);
+  if (out.length > MAX_GRANTS)
+    throw invalidInput('definition.mcpServers', `at most ${MAX_GRANTS} servers may be granted`);
   return out;
 }

@@ -35,7 +35,8 @@ async function checkGrants(deps: AgentsDeps, account: string, grants: string[]):
 
 /** The caller's agent named by `ref` (its id or name), or `not_found` naming the field. */
 export async function findAgent(deps: Pick<AgentsDeps, 'agents'>, account: string, ref: unknown): Promise<AgentRecord> {
-  if (typeof ref !== 'string' || ref === '' || ref.length > 128) throw invalidInput('agent', 'must name an agent (id or name)');
+  if (typeof ref !== 'string' || ref === '' || ref.length > 128)
+    throw invalidInput('agent', 'must name an agent (id or name)');
   const agent = await deps.agents.find(account, ref);
   if (agent === null) throw new WireError(ErrorCodes.notFound, `agent: no agent ${ref}`, { field: 'agent' });
   return agent;
@@ -65,7 +66,8 @@ export const createAgent: AgentsAction<'CreateAgent'> = async (deps, caller, act
       return created;
     });
   } catch (err) {
-    if ((err as { code?: string }).code === '23505') throw new WireError(ErrorCodes.conflict, `name: an agent named ${name} exists`, { field: 'name' });
+    if ((err as { code?: string }).code === '23505')
+      throw new WireError(ErrorCodes.conflict, `name: an agent named ${name} exists`, { field: 'name' });
     throw err;
   }
   return { agent: agentView(agent) };
@@ -91,6 +93,10 @@ export const updateAgent: AgentsAction<'UpdateAgent'> = async (deps, caller, act
   return { agent: agentView(agent) };
 };
 
-export const getAgent: AgentsAction<'GetAgent'> = async (deps, caller, action) => ({ agent: agentView(await findAgent(deps, caller.account, action.agent)) });
+export const getAgent: AgentsAction<'GetAgent'> = async (deps, caller, action) => ({
+  agent: agentView(await findAgent(deps, caller.account, action.agent)),
+});
 
-export const listAgents: AgentsAction<'ListAgents'> = async (deps, caller) => ({ agents: (await deps.agents.list(caller.account)).map(agentView) });
+export const listAgents: AgentsAction<'ListAgents'> = async (deps, caller) => ({
+  agents: (await deps.agents.list(caller.account)).map(agentView),
+});

@@ -33,28 +33,54 @@ export class AgentsRepository {
   /** Finds an account's agent by id or by name. */
   async find(account: string, ref: string, trx: Kysely<Database> = this.db): Promise<AgentRecord | null> {
     const base = trx.selectFrom('registry.agents').selectAll().where('account_id', '=', account);
-    const row = (await base.where('id', '=', ref).executeTakeFirst()) ?? (await base.where('name', '=', ref).executeTakeFirst());
+    const row =
+      (await base.where('id', '=', ref).executeTakeFirst()) ?? (await base.where('name', '=', ref).executeTakeFirst());
     return row ? toRecord(row) : null;
   }
 
   async list(account: string): Promise<AgentRecord[]> {
-    const rows = await this.db.selectFrom('registry.agents').selectAll().where('account_id', '=', account).orderBy('name').execute();
+    const rows = await this.db
+      .selectFrom('registry.agents')
+      .selectAll()
+      .where('account_id', '=', account)
+      .orderBy('name')
+      .execute();
     return rows.map(toRecord);
   }
 
-  async create(account: string, name: string, definition: AgentDefinition, trx: Kysely<Database> = this.db): Promise<AgentRecord> {
+  async create(
+    account: string,
+    name: string,
+    definition: AgentDefinition,
+    trx: Kysely<Database> = this.db,
+  ): Promise<AgentRecord> {
     const row = await trx
       .insertInto('registry.agents')
-      .values({ id: randomUUID(), account_id: account, name, definition_cbor: AgentDefinitionColumn.encode(definition), revision: 1 })
+      .values({
+        id: randomUUID(),
+        account_id: account,
+        name,
+        definition_cbor: AgentDefinitionColumn.encode(definition),
+        revision: 1,
+      })
       .returningAll()
       .executeTakeFirstOrThrow();
     return toRecord(row);
   }
 
-  async update(account: string, id: string, definition: AgentDefinition, trx: Kysely<Database> = this.db): Promise<AgentRecord> {
+  async update(
+    account: string,
+    id: string,
+    definition: AgentDefinition,
+    trx: Kysely<Database> = this.db,
+  ): Promise<AgentRecord> {
     const row = await trx
       .updateTable('registry.agents')
-      .set((eb) => ({ definition_cbor: AgentDefinitionColumn.encode(definition), revision: eb('revision', '+', 1), updated_at: new Date() }))
+      .set((eb) => ({
+        definition_cbor: AgentDefinitionColumn.encode(definition),
+        revision: eb('revision', '+', 1),
+        updated_at: new Date(),
+      }))
       .where('account_id', '=', account)
       .where('id', '=', id)
       .returningAll()
@@ -64,7 +90,12 @@ export class AgentsRepository {
 
   /** Agents of an account whose grant names a server (for DeleteMcpServer). Locks them. */
   async grantingServer(account: string, server: string, trx: Kysely<Database>): Promise<AgentRecord[]> {
-    const rows = await trx.selectFrom('registry.agents').selectAll().where('account_id', '=', account).forUpdate().execute();
+    const rows = await trx
+      .selectFrom('registry.agents')
+      .selectAll()
+      .where('account_id', '=', account)
+      .forUpdate()
+      .execute();
     return rows.map(toRecord).filter((a) => a.definition.mcpServers.includes(server));
   }
 }

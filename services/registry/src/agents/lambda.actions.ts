@@ -1,4 +1,11 @@
-import { ErrorCodes, WireError, invalidInput, lambdaToolReplyValue, type DeleteLambdaToolRequest, type SetLambdaToolRequest } from '@mcpx/contracts';
+import {
+  ErrorCodes,
+  WireError,
+  invalidInput,
+  lambdaToolReplyValue,
+  type DeleteLambdaToolRequest,
+  type SetLambdaToolRequest,
+} from '@mcpx/contracts';
 import { auditBy, recordAudit } from '../audit/audit-log.js';
 import { findAgent } from './agents.actions.js';
 import type { AgentsAction } from './agents-deps.js';
@@ -7,7 +14,12 @@ import type { AgentsAction } from './agents-deps.js';
 export const setLambdaTool: AgentsAction<'SetLambdaTool'> = async (deps, caller, action) => {
   const agent = await findAgent(deps, caller.account, action.agent);
   if (typeof action.name !== 'string') throw invalidInput('name', 'must be a string');
-  const req: SetLambdaToolRequest = { account: caller.account, agent: agent.id, name: action.name, document: action.document };
+  const req: SetLambdaToolRequest = {
+    account: caller.account,
+    agent: agent.id,
+    name: action.name,
+    document: action.document,
+  };
   const reply = await deps.bus.request(deps.bus.subjects.projectorLambdaSet, req, lambdaToolReplyValue, 10_000);
   // The projector holds the document; the log names it by its CID (the document itself goes to the model, not here).
   await recordAudit(deps.db, {

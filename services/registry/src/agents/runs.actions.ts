@@ -9,9 +9,11 @@ const RUN_RE = /^[A-Za-z0-9_-]{1,128}$/;
 const MAX_TIMEOUT_MS = 600_000;
 
 function runField(value: unknown): string {
-  if (typeof value !== 'string' || !RUN_RE.test(value)) throw invalidInput('run', 'must be 1-128 letters, digits, _ or -');
+  if (typeof value !== 'string' || !RUN_RE.test(value))
+    throw invalidInput('run', 'must be 1-128 letters, digits, _ or -');
   // The endpoint's runs carry its token holders' approvals: no signer calls in (or ends) one.
-  if (value.startsWith(ENDPOINT_RUN_PREFIX)) throw invalidInput('run', `must not start with ${ENDPOINT_RUN_PREFIX}: those runs are the agent endpoint's`);
+  if (value.startsWith(ENDPOINT_RUN_PREFIX))
+    throw invalidInput('run', `must not start with ${ENDPOINT_RUN_PREFIX}: those runs are the agent endpoint's`);
   return value;
 }
 
@@ -25,19 +27,26 @@ function runField(value: unknown): string {
  */
 export const invokeTool: AgentsAction<'InvokeTool'> = async (deps, caller, action) => {
   const agent = await findAgent(deps, caller.account, action.agent);
-  if (typeof action.tool !== 'string' || action.tool === '' || action.tool.length > 256) throw invalidInput('tool', 'must name a tool');
+  if (typeof action.tool !== 'string' || action.tool === '' || action.tool.length > 256)
+    throw invalidInput('tool', 'must name a tool');
   const args = action.arguments ?? {};
-  if (args === null || typeof args !== 'object' || Array.isArray(args)) throw invalidInput('arguments', 'must be an object');
+  if (args === null || typeof args !== 'object' || Array.isArray(args))
+    throw invalidInput('arguments', 'must be an object');
   const named = action.run !== undefined && action.run !== null;
   const run = named ? runField(action.run) : `palette-${randomUUID()}`;
   // A named run remembers the agents it carried: an AGENT signer's EndRun is checked against them.
   if (named) await deps.runAgents?.record(caller.account, run, agent.id);
   const approvalId = action.approvalId ?? undefined;
-  if (approvalId !== undefined && (typeof approvalId !== 'string' || approvalId === '' || approvalId.length > 128)) throw invalidInput('approvalId', 'must be the id of an approval');
+  if (approvalId !== undefined && (typeof approvalId !== 'string' || approvalId === '' || approvalId.length > 128))
+    throw invalidInput('approvalId', 'must be the id of an approval');
   const inputRequestId = action.inputRequestId ?? undefined;
-  if (inputRequestId !== undefined && (typeof inputRequestId !== 'string' || !INPUT_REQUEST_ID_RE.test(inputRequestId))) throw invalidInput('inputRequestId', 'must be an input request id (inp_…)');
+  if (inputRequestId !== undefined && (typeof inputRequestId !== 'string' || !INPUT_REQUEST_ID_RE.test(inputRequestId)))
+    throw invalidInput('inputRequestId', 'must be an input request id (inp_…)');
   const timeoutMs = action.timeoutMs ?? undefined;
-  if (timeoutMs !== undefined && (typeof timeoutMs !== 'number' || !Number.isFinite(timeoutMs) || timeoutMs <= 0 || timeoutMs > MAX_TIMEOUT_MS)) {
+  if (
+    timeoutMs !== undefined &&
+    (typeof timeoutMs !== 'number' || !Number.isFinite(timeoutMs) || timeoutMs <= 0 || timeoutMs > MAX_TIMEOUT_MS)
+  ) {
     throw invalidInput('timeoutMs', `must be a number of milliseconds, at most ${MAX_TIMEOUT_MS}`);
   }
   // A legacy server that asked a question holds its request on the run's session: the run stays
@@ -59,7 +68,8 @@ export const invokeTool: AgentsAction<'InvokeTool'> = async (deps, caller, actio
     // The approval is bound to this run: the re-sent call must name it.
     // So is an input request: the call that goes on with the answers must name the run.
     if (err instanceof WireError && err.code === ErrorCodes.inputRequired) keepRun = true;
-    if (err instanceof WireError && (err.code === ErrorCodes.approvalRequired || err.code === ErrorCodes.inputRequired)) throw new WireError(err.code, err.message, { ...err.details, run });
+    if (err instanceof WireError && (err.code === ErrorCodes.approvalRequired || err.code === ErrorCodes.inputRequired))
+      throw new WireError(err.code, err.message, { ...err.details, run });
     throw err;
   } finally {
     if (!named && !keepRun) await deps.proxy.endRun(caller.account, run);
@@ -77,9 +87,14 @@ export const invokeTool: AgentsAction<'InvokeTool'> = async (deps, caller, actio
 export const endRun: AgentsAction<'EndRun'> = async (deps, caller, action) => {
   const run = runField(action.run);
   if (caller.role === 'AGENT') {
-    const [bound, agents] = await Promise.all([deps.accounts.boundAgents(caller.account, caller.signer), deps.runAgents?.agents(caller.account, run) ?? Promise.resolve([])]);
+    const [bound, agents] = await Promise.all([
+      deps.accounts.boundAgents(caller.account, caller.signer),
+      deps.runAgents?.agents(caller.account, run) ?? Promise.resolve([]),
+    ]);
     if (agents.length === 0 || agents.some((a) => !bound.includes(a))) {
-      throw new WireError(ErrorCodes.forbidden, 'run: an AGENT signer ends only runs of the agents it is bound to', { field: 'run' });
+      throw new WireError(ErrorCodes.forbidden, 'run: an AGENT signer ends only runs of the agents it is bound to', {
+        field: 'run',
+      });
     }
   }
   await deps.proxy.endRun(caller.account, run);

@@ -9,7 +9,10 @@ import type { AgentsAction } from './agents-deps.js';
  */
 export const searchTools: AgentsAction<'SearchTools'> = async (deps, caller, action) => {
   const input = checkSearchInput({ query: action.query, family: action.family, limit: action.limit });
-  const agent = action.agent === undefined || action.agent === null ? undefined : (await findAgent(deps, caller.account, action.agent)).id;
+  const agent =
+    action.agent === undefined || action.agent === null
+      ? undefined
+      : (await findAgent(deps, caller.account, action.agent)).id;
   const req: ToolSearchRequest = {
     account: caller.account,
     query: input.query,

@@ -22,26 +22,45 @@ function tasksOf(deps: AgentsDeps): TaskClient {
 }
 
 function taskField(value: unknown): string {
-  if (typeof value !== 'string' || !TASK_ID_RE.test(value)) throw invalidInput('task', 'must be a task id (tsk_ and 24 letters or digits)');
+  if (typeof value !== 'string' || !TASK_ID_RE.test(value))
+    throw invalidInput('task', 'must be a task id (tsk_ and 24 letters or digits)');
   return value;
 }
 
 /** `ListTasks {agent?, limit?}` → `{tasks}`: newest first; `agent` by id or name (an unknown one is `not_found`). */
 export const listTasks: AgentsAction<'ListTasks'> = async (deps, caller, action) => {
   const limit = action.limit ?? undefined;
-  if (limit !== undefined && (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1 || limit > TASK_LIST_MAX))
+  if (
+    limit !== undefined &&
+    (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1 || limit > TASK_LIST_MAX)
+  )
     throw invalidInput('limit', `must be an integer from 1 to ${TASK_LIST_MAX}`);
-  const agent = action.agent === undefined || action.agent === null ? undefined : (await findAgent(deps, caller.account, action.agent)).id;
-  const tasks = await tasksOf(deps).listTasks(caller.account, { ...(agent !== undefined ? { agent } : {}), ...(limit !== undefined ? { limit } : {}) });
+  const agent =
+    action.agent === undefined || action.agent === null
+      ? undefined
+      : (await findAgent(deps, caller.account, action.agent)).id;
+  const tasks = await tasksOf(deps).listTasks(caller.account, {
+    ...(agent !== undefined ? { agent } : {}),
+    ...(limit !== undefined ? { limit } : {}),
+  });
   return { tasks };
 };
 
 /** `GetTask {task}` → `{task}`. */
-export const getTask: AgentsAction<'GetTask'> = async (deps, caller, action) => ({ task: await tasksOf(deps).getTask(caller.account, taskField(action.task)) });
+export const getTask: AgentsAction<'GetTask'> = async (deps, caller, action) => ({
+  task: await tasksOf(deps).getTask(caller.account, taskField(action.task)),
+});
 
 /** What the audit log keeps of a task: where it runs and how it stands, never its arguments or result. */
 function auditTask(t: TaskView): Record<string, unknown> {
-  return { state: t.state, agent: t.agent, server: t.server, tool: t.tool, run: t.run, ...(t.error !== undefined ? { error: t.error.code } : {}) };
+  return {
+    state: t.state,
+    agent: t.agent,
+    server: t.server,
+    tool: t.tool,
+    run: t.run,
+    ...(t.error !== undefined ? { error: t.error.code } : {}),
+  };
 }
 
 /**
@@ -54,6 +73,13 @@ export const cancelTask: AgentsAction<'CancelTask'> = async (deps, caller, actio
   const tasks = tasksOf(deps);
   const before = await tasks.getTask(caller.account, id);
   const task = await tasks.cancelTask(caller.account, id);
-  if (before.state !== task.state) await recordAudit(deps.db, { ...auditBy(caller), action: 'CancelTask', target: { kind: 'task', name: id }, before: auditTask(before), after: auditTask(task) });
+  if (before.state !== task.state)
+    await recordAudit(deps.db, {
+      ...auditBy(caller),
+      action: 'CancelTask',
+      target: { kind: 'task', name: id },
+      before: auditTask(before),
+      after: auditTask(task),
+    });
   return { task };
 };

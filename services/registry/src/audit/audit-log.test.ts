@@ -24,7 +24,9 @@ describe('auditView', () => {
 describe('parseAuditQuery', () => {
   it('defaults, bounds and filters; every error names its field', () => {
     expect(parseAuditQuery({})).toEqual({ limit: 50 });
-    expect(parseAuditQuery({ limit: 200, cursor: '12', action: 'SetMcpServer', since: '2026-12-01T00:00:00Z' })).toMatchObject({ limit: 200, cursor: 12, action: 'SetMcpServer' });
+    expect(
+      parseAuditQuery({ limit: 200, cursor: '12', action: 'SetMcpServer', since: '2026-12-01T00:00:00Z' }),
+    ).toMatchObject({ limit: 200, cursor: 12, action: 'SetMcpServer' });
     for (const [input, field] of [
       [{ limit: 201 }, 'limit'],
       [{ limit: 1.5 }, 'limit'],
@@ -34,7 +36,9 @@ describe('parseAuditQuery', () => {
       [{ until: 'later' }, 'until'],
       [{ targetKind: 'x'.repeat(300) }, 'targetKind'],
     ] as const) {
-      expect(() => parseAuditQuery(input as Record<string, unknown>)).toThrow(expect.objectContaining({ code: 'invalid_input', details: { field } }));
+      expect(() => parseAuditQuery(input as Record<string, unknown>)).toThrow(
+        expect.objectContaining({ code: 'invalid_input', details: { field } }),
+      );
     }
   });
 });

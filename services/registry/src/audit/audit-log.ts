@@ -14,7 +14,10 @@ export interface AuditEntry {
   /** The signer's role (`OWNER`, `WRITER`, `AGENT`), or `system`. */
   role: string;
   action: string;
-  target: { kind: 'server' | 'agent' | 'tool' | 'approval' | 'input' | 'signer' | 'account' | 'vendor' | 'token' | 'task'; name: string };
+  target: {
+    kind: 'server' | 'agent' | 'tool' | 'approval' | 'input' | 'signer' | 'account' | 'vendor' | 'token' | 'task';
+    name: string;
+  };
   /** The state before and after, as plain JSON: never a secret (redacted views only; see {@link auditView}). */
   before?: unknown;
   after?: unknown;
@@ -24,7 +27,11 @@ export interface AuditEntry {
 export const SYSTEM_SIGNER = { signer: 'registry', role: 'system' } as const;
 
 /** Who an action's entry names: the calling signer, its account and its role. */
-export function auditBy(caller: { account: string; signer: string; role: string }): Pick<AuditEntry, 'account' | 'signer' | 'role'> {
+export function auditBy(caller: {
+  account: string;
+  signer: string;
+  role: string;
+}): Pick<AuditEntry, 'account' | 'signer' | 'role'> {
   return { account: caller.account, signer: caller.signer, role: caller.role };
 }
 
@@ -35,7 +42,9 @@ function json(value: unknown): string | null {
   if (value === undefined) return null;
   const text = JSON.stringify(value);
   if (text === undefined) return null;
-  return Buffer.byteLength(text, 'utf8') > VIEW_MAX_BYTES ? JSON.stringify({ truncated: true, bytes: Buffer.byteLength(text, 'utf8') }) : text;
+  return Buffer.byteLength(text, 'utf8') > VIEW_MAX_BYTES
+    ? JSON.stringify({ truncated: true, bytes: Buffer.byteLength(text, 'utf8') })
+    : text;
 }
 
 /**
@@ -98,18 +107,25 @@ export const AUDIT_PAGE = { defaultLimit: 50, maxLimit: 200 } as const;
 export function parseAuditQuery(action: Record<string, unknown>): AuditQuery {
   const q: AuditQuery = { limit: AUDIT_PAGE.defaultLimit };
   if (action.limit !== undefined) {
-    if (typeof action.limit !== 'number' || !Number.isInteger(action.limit) || action.limit < 1 || action.limit > AUDIT_PAGE.maxLimit)
+    if (
+      typeof action.limit !== 'number' ||
+      !Number.isInteger(action.limit) ||
+      action.limit < 1 ||
+      action.limit > AUDIT_PAGE.maxLimit
+    )
       throw invalidInput('limit', `must be an integer from 1 to ${AUDIT_PAGE.maxLimit}`);
     q.limit = action.limit;
   }
   if (action.cursor !== undefined) {
-    if (typeof action.cursor !== 'string' || !/^[1-9][0-9]{0,17}$/.test(action.cursor)) throw invalidInput('cursor', 'must be a cursor from a previous page');
+    if (typeof action.cursor !== 'string' || !/^[1-9][0-9]{0,17}$/.test(action.cursor))
+      throw invalidInput('cursor', 'must be a cursor from a previous page');
     q.cursor = Number(action.cursor);
   }
   for (const key of ['action', 'targetKind', 'target', 'signer'] as const) {
     const v = action[key];
     if (v === undefined) continue;
-    if (typeof v !== 'string' || v === '' || v.length > 256) throw invalidInput(key, 'must be a non-empty string of at most 256 characters');
+    if (typeof v !== 'string' || v === '' || v.length > 256)
+      throw invalidInput(key, 'must be a non-empty string of at most 256 characters');
     q[key] = v;
   }
   for (const key of ['since', 'until'] as const) {
@@ -123,7 +139,11 @@ export function parseAuditQuery(action: Record<string, unknown>): AuditQuery {
 }
 
 /** A page of the account's log, newest first, and the cursor of the next page. */
-export async function listAuditEvents(db: Kysely<Database>, account: string, q: AuditQuery): Promise<{ events: AuditEventView[]; nextCursor?: string }> {
+export async function listAuditEvents(
+  db: Kysely<Database>,
+  account: string,
+  q: AuditQuery,
+): Promise<{ events: AuditEventView[]; nextCursor?: string }> {
   let query = db.selectFrom('registry.audit_events').selectAll().where('account_id', '=', account);
   if (q.cursor !== undefined) query = query.where('id', '<', q.cursor);
   if (q.action !== undefined) query = query.where('action', '=', q.action);
@@ -162,7 +182,10 @@ export async function pruneAuditEvents(db: Kysely<Database>, retentionDays: numb
   for (;;) {
     const n = await db.transaction().execute(async (trx) => {
       await sql`SET LOCAL mcpx.audit_retention = 'on'`.execute(trx);
-      const r = await sql`DELETE FROM registry.audit_events WHERE id IN (SELECT id FROM registry.audit_events WHERE at < ${before} ORDER BY id LIMIT ${batch})`.execute(trx);
+      const r =
+        await sql`DELETE FROM registry.audit_events WHERE id IN (SELECT id FROM registry.audit_events WHERE at < ${before} ORDER BY id LIMIT ${batch})`.execute(
+          trx,
+        );
       return Number(r.numAffectedRows ?? 0);
     });
     total += n;
@@ -177,7 +200,10 @@ export async function pruneAuditEvents(db: Kysely<Database>, retentionDays: numb
 export function startAuditRetention(
   db: Kysely<Database>,
   retentionDays: number,
-  log: { warn(msg: string, fields?: Record<string, unknown>): void; info(msg: string, fields?: Record<string, unknown>): void },
+  log: {
+    warn(msg: string, fields?: Record<string, unknown>): void;
+    info(msg: string, fields?: Record<string, unknown>): void;
+  },
   everyMs = 3_600_000,
 ): { stop(): void } {
   if (!(retentionDays > 0)) return { stop: () => undefined };

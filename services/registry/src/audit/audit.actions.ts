@@ -7,4 +7,5 @@ import { listAuditEvents, parseAuditQuery } from './audit-log.js';
  * `{events, nextCursor?}`: the account's audit log, newest first, one page at a time (50 by
  * default, at most 200); `nextCursor` gives the next (older) page. OWNER only.
  */
-export const listAuditEventsAction: ActionHandler<'ListAuditEvents', { db: Db }> = async (deps, caller, action) => listAuditEvents(deps.db, caller.account, parseAuditQuery(action));
+export const listAuditEventsAction: ActionHandler<'ListAuditEvents', { db: Db }> = async (deps, caller, action) =>
+  listAuditEvents(deps.db, caller.account, parseAuditQuery(action));

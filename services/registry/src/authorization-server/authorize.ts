@@ -97,7 +97,12 @@ function answerUrl(redirectUri: string, params: Record<string, string | null>, i
  * request becomes a pending sign-in of the agent's account, the browser gets its HttpOnly
  * binding cookie and is sent to the console, where the owner decides. Returns the outcome.
  */
-export async function authorize(deps: SignInFlowDeps, req: IncomingMessage, res: ServerResponse, url: URL): Promise<string> {
+export async function authorize(
+  deps: SignInFlowDeps,
+  req: IncomingMessage,
+  res: ServerResponse,
+  url: URL,
+): Promise<string> {
   const params = url.searchParams;
   let clientId: string | undefined;
   let redirectUri: string | undefined;
@@ -109,7 +114,12 @@ export async function authorize(deps: SignInFlowDeps, req: IncomingMessage, res:
     return 'invalid_request';
   }
   if (clientId === undefined || clientId === '') {
-    signInPage(res, 400, 'Sign-in request not valid', 'client_id is missing: it must be the https URL of the client ID metadata document.');
+    signInPage(
+      res,
+      400,
+      'Sign-in request not valid',
+      'client_id is missing: it must be the https URL of the client ID metadata document.',
+    );
     return 'invalid_client';
   }
   if (redirectUri === undefined || redirectUri === '') {
@@ -125,7 +135,12 @@ export async function authorize(deps: SignInFlowDeps, req: IncomingMessage, res:
     return 'invalid_client';
   }
   if (!client.redirectUris.includes(redirectUri)) {
-    signInPage(res, 400, 'Sign-in request not valid', 'redirect_uri is not one of the redirect_uris of the client metadata document.');
+    signInPage(
+      res,
+      400,
+      'Sign-in request not valid',
+      'redirect_uri is not one of the redirect_uris of the client metadata document.',
+    );
     return 'invalid_redirect_uri';
   }
   const issuer = deps.issuer();
@@ -136,16 +151,22 @@ export async function authorize(deps: SignInFlowDeps, req: IncomingMessage, res:
       state = null;
       throw new RedirectableError('invalid_request', `state must be at most ${STATE_MAX} characters`);
     }
-    if (single(params, 'response_type') !== 'code') throw new RedirectableError('unsupported_response_type', 'response_type must be code');
+    if (single(params, 'response_type') !== 'code')
+      throw new RedirectableError('unsupported_response_type', 'response_type must be code');
     const method = single(params, 'code_challenge_method');
     const challenge = single(params, 'code_challenge');
-    if (challenge === undefined) throw new RedirectableError('invalid_request', 'code_challenge is required (PKCE S256)');
-    if (method !== 'S256') throw new RedirectableError('invalid_request', 'code_challenge_method must be S256 (plain is not supported)');
-    if (!/^[A-Za-z0-9_-]{43}$/.test(challenge)) throw new RedirectableError('invalid_request', 'code_challenge must be a base64url SHA-256 (43 characters)');
+    if (challenge === undefined)
+      throw new RedirectableError('invalid_request', 'code_challenge is required (PKCE S256)');
+    if (method !== 'S256')
+      throw new RedirectableError('invalid_request', 'code_challenge_method must be S256 (plain is not supported)');
+    if (!/^[A-Za-z0-9_-]{43}$/.test(challenge))
+      throw new RedirectableError('invalid_request', 'code_challenge must be a base64url SHA-256 (43 characters)');
     const scope = single(params, 'scope') ?? null;
-    if (scope !== null && scope.length > SCOPE_MAX) throw new RedirectableError('invalid_scope', `scope must be at most ${SCOPE_MAX} characters`);
+    if (scope !== null && scope.length > SCOPE_MAX)
+      throw new RedirectableError('invalid_scope', `scope must be at most ${SCOPE_MAX} characters`);
     const resource = single(params, 'resource');
-    if (resource === undefined) throw new RedirectableError('invalid_target', 'resource is required: the agent endpoint URL (RFC 8707)');
+    if (resource === undefined)
+      throw new RedirectableError('invalid_target', 'resource is required: the agent endpoint URL (RFC 8707)');
     const agent = await resolveResource(deps.db, resource);
     const cookie = randomSecret();
     const created = await deps.signIns.createPending({
@@ -162,12 +183,28 @@ export async function authorize(deps: SignInFlowDeps, req: IncomingMessage, res:
       requesterHash: requesterHash(deps.clientAddress(req)),
     });
     if ('refused' in created) {
-      deps.log.info('oauth sign-in refused: too many pending', { account: agent.account, agent: agent.id, limit: created.refused, client: client.clientId });
-      throw new RedirectableError('temporarily_unavailable', `${PENDING_REFUSALS[created.refused]} (${created.refused}); try again later`, created.refused);
+      deps.log.info('oauth sign-in refused: too many pending', {
+        account: agent.account,
+        agent: agent.id,
+        limit: created.refused,
+        client: client.clientId,
+      });
+      throw new RedirectableError(
+        'temporarily_unavailable',
+        `${PENDING_REFUSALS[created.refused]} (${created.refused}); try again later`,
+        created.refused,
+      );
     }
     const id = created.id;
-    redirect(res, `${issuer}${CONSOLE_PATH}#${CONSOLE_SIGN_IN_FRAGMENT}${id}`, { 'set-cookie': cookieHeader(issuer, id, cookie, Math.floor(SIGN_IN_PENDING_MS / 1000)) });
-    deps.log.info('oauth sign-in requested', { account: agent.account, agent: agent.id, signIn: id, client: client.clientId });
+    redirect(res, `${issuer}${CONSOLE_PATH}#${CONSOLE_SIGN_IN_FRAGMENT}${id}`, {
+      'set-cookie': cookieHeader(issuer, id, cookie, Math.floor(SIGN_IN_PENDING_MS / 1000)),
+    });
+    deps.log.info('oauth sign-in requested', {
+      account: agent.account,
+      agent: agent.id,
+      signIn: id,
+      client: client.clientId,
+    });
     return 'pending';
   } catch (err) {
     if (!(err instanceof RedirectableError)) throw err;
@@ -178,11 +215,17 @@ export async function authorize(deps: SignInFlowDeps, req: IncomingMessage, res:
 
 /** The agent a `resource` names (RFC 8707: absolute, no fragment), by the id in its path. */
 async function resolveResource(db: Db, resource: string): Promise<{ id: string; account: string }> {
-  if (resource.length > 2_048 || !URL.canParse(resource)) throw new RedirectableError('invalid_target', 'resource must be an absolute URL');
+  if (resource.length > 2_048 || !URL.canParse(resource))
+    throw new RedirectableError('invalid_target', 'resource must be an absolute URL');
   const u = new URL(resource);
-  if (u.hash !== '' || !/^https?:$/.test(u.protocol)) throw new RedirectableError('invalid_target', 'resource must be an http(s) URL without a fragment');
+  if (u.hash !== '' || !/^https?:$/.test(u.protocol))
+    throw new RedirectableError('invalid_target', 'resource must be an http(s) URL without a fragment');
   const m = RESOURCE_PATH_RE.exec(u.pathname);
-  if (m === null) throw new RedirectableError('invalid_target', 'resource must be an agent endpoint URL naming the agent by its id: <endpoint>/v1/agents/<agent id>/mcp');
+  if (m === null)
+    throw new RedirectableError(
+      'invalid_target',
+      'resource must be an agent endpoint URL naming the agent by its id: <endpoint>/v1/agents/<agent id>/mcp',
+    );
   const row = await db
     .selectFrom('registry.agents')
     .select(['id', 'account_id'])
@@ -199,7 +242,12 @@ async function resolveResource(db: Db, resource: string): Promise<{ id: string; 
  * browser, or a decision made elsewhere, completes nothing. Approved: the client's redirect URI
  * with a single-use code, `state` and `iss`; denied: `error=access_denied`.
  */
-export async function continueSignIn(deps: SignInFlowDeps, req: IncomingMessage, res: ServerResponse, url: URL): Promise<string> {
+export async function continueSignIn(
+  deps: SignInFlowDeps,
+  req: IncomingMessage,
+  res: ServerResponse,
+  url: URL,
+): Promise<string> {
   const id = url.searchParams.get('id') ?? '';
   const nonce = url.searchParams.get('nonce') ?? '';
   if (!SIGN_IN_ID_RE.test(id) || !SECRET_RE.test(nonce)) {
@@ -209,21 +257,45 @@ export async function continueSignIn(deps: SignInFlowDeps, req: IncomingMessage,
   const issuer = deps.issuer();
   const cookie = readCookie(req.headers.cookie, cookieName(id));
   const clear = { 'set-cookie': cookieHeader(issuer, id, '', 0) };
-  const done = cookie !== undefined && SECRET_RE.test(cookie) ? await deps.signIns.continueDecided(id, secretHash(cookie), secretHash(nonce)) : undefined;
+  const done =
+    cookie !== undefined && SECRET_RE.test(cookie)
+      ? await deps.signIns.continueDecided(id, secretHash(cookie), secretHash(nonce))
+      : undefined;
   if (done !== undefined) {
     const row: SignInRow = done.row;
     if (done.code !== undefined) {
       redirect(res, answerUrl(row.redirect_uri, { code: done.code, state: row.state }, issuer), clear);
-      deps.log.info('oauth sign-in approved: code issued', { account: row.account_id, agent: row.agent_id, signIn: row.id });
+      deps.log.info('oauth sign-in approved: code issued', {
+        account: row.account_id,
+        agent: row.agent_id,
+        signIn: row.id,
+      });
       return 'code_issued';
     }
-    redirect(res, answerUrl(row.redirect_uri, { error: 'access_denied', error_description: 'the account owner denied the sign-in', state: row.state }, issuer), clear);
+    redirect(
+      res,
+      answerUrl(
+        row.redirect_uri,
+        { error: 'access_denied', error_description: 'the account owner denied the sign-in', state: row.state },
+        issuer,
+      ),
+      clear,
+    );
     deps.log.info('oauth sign-in denied', { account: row.account_id, agent: row.agent_id, signIn: row.id });
     return 'denied';
   }
   const row = await deps.signIns.find(id);
-  if (row === undefined || row.expires_at.getTime() <= Date.now() || !['pending', 'approved', 'denied'].includes(row.status)) {
-    signInPage(res, 400, 'Sign-in link not valid', 'This sign-in has expired or was already completed. Start it again from the client.');
+  if (
+    row === undefined ||
+    row.expires_at.getTime() <= Date.now() ||
+    !['pending', 'approved', 'denied'].includes(row.status)
+  ) {
+    signInPage(
+      res,
+      400,
+      'Sign-in link not valid',
+      'This sign-in has expired or was already completed. Start it again from the client.',
+    );
     return 'unknown';
   }
   if (row.status === 'pending') {

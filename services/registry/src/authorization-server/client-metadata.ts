@@ -29,7 +29,8 @@ function isLoopback(u: URL): boolean {
 
 /** The client id as a document URL: https, a path, no fragment, no credentials, bounded. */
 export function parseClientIdUrl(clientId: string): URL {
-  if (clientId.length > MAX_URL_LENGTH || !URL.canParse(clientId)) throw new ClientMetadataError('client_id must be the https URL of a client ID metadata document');
+  if (clientId.length > MAX_URL_LENGTH || !URL.canParse(clientId))
+    throw new ClientMetadataError('client_id must be the https URL of a client ID metadata document');
   const url = new URL(clientId);
   if (url.protocol !== 'https:') throw new ClientMetadataError('client_id must be an https URL');
   if (url.pathname === '/' || url.hash !== '' || url.username !== '' || url.password !== '')
@@ -38,10 +39,12 @@ export function parseClientIdUrl(clientId: string): URL {
 }
 
 function checkRedirectUri(value: unknown, i: number): string {
-  if (typeof value !== 'string' || value.length > MAX_URL_LENGTH || !URL.canParse(value)) throw new ClientMetadataError(`client metadata document: redirect_uris[${i}] is not a URL`);
+  if (typeof value !== 'string' || value.length > MAX_URL_LENGTH || !URL.canParse(value))
+    throw new ClientMetadataError(`client metadata document: redirect_uris[${i}] is not a URL`);
   const u = new URL(value);
   if (u.hash !== '') throw new ClientMetadataError(`client metadata document: redirect_uris[${i}] has a fragment`);
-  if (u.protocol !== 'https:' && !(u.protocol === 'http:' && isLoopback(u))) throw new ClientMetadataError(`client metadata document: redirect_uris[${i}] must be https (or http on loopback)`);
+  if (u.protocol !== 'https:' && !(u.protocol === 'http:' && isLoopback(u)))
+    throw new ClientMetadataError(`client metadata document: redirect_uris[${i}] must be https (or http on loopback)`);
   return value;
 }
 
@@ -85,7 +88,11 @@ export async function fetchClientMetadata(fetch: typeof globalThis.fetch, client
   const url = parseClientIdUrl(clientId);
   let res: Response;
   try {
-    res = await fetch(url, { headers: { accept: 'application/json' }, redirect: 'manual', signal: AbortSignal.timeout(CLIENT_METADATA_TIMEOUT_MS) });
+    res = await fetch(url, {
+      headers: { accept: 'application/json' },
+      redirect: 'manual',
+      signal: AbortSignal.timeout(CLIENT_METADATA_TIMEOUT_MS),
+    });
   } catch (err) {
     const refused = outboundRefusal(err);
     if (refused !== undefined) throw new ClientMetadataError(`client metadata document may not be fetched: ${refused}`);
@@ -95,9 +102,11 @@ export async function fetchClientMetadata(fetch: typeof globalThis.fetch, client
   try {
     if (res.status !== 200) throw new ClientMetadataError(`client metadata document answered HTTP ${res.status}`);
     const type = res.headers.get('content-type') ?? '';
-    if (!/^application\/([a-z.+-]*\+)?json\b/i.test(type)) throw new ClientMetadataError('client metadata document is not application/json');
+    if (!/^application\/([a-z.+-]*\+)?json\b/i.test(type))
+      throw new ClientMetadataError('client metadata document is not application/json');
     const declared = Number(res.headers.get('content-length') ?? 0);
-    if (declared > MAX_CLIENT_METADATA_BYTES) throw new ClientMetadataError(`client metadata document is larger than ${MAX_CLIENT_METADATA_BYTES} bytes`);
+    if (declared > MAX_CLIENT_METADATA_BYTES)
+      throw new ClientMetadataError(`client metadata document is larger than ${MAX_CLIENT_METADATA_BYTES} bytes`);
     text = await boundedText(res, MAX_CLIENT_METADATA_BYTES);
   } catch (err) {
     await res.body?.cancel().catch(() => undefined);
@@ -110,12 +119,18 @@ export async function fetchClientMetadata(fetch: typeof globalThis.fetch, client
   } catch {
     throw new ClientMetadataError('client metadata document is not JSON');
   }
-  if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) throw new ClientMetadataError('client metadata document is not a JSON object');
+  if (typeof doc !== 'object' || doc === null || Array.isArray(doc))
+    throw new ClientMetadataError('client metadata document is not a JSON object');
   const d = doc as Record<string, unknown>;
-  if (d.client_id !== clientId) throw new ClientMetadataError('client metadata document: client_id is not the URL it was fetched from');
-  if ('client_secret' in d || 'client_secret_expires_at' in d) throw new ClientMetadataError('client metadata document must not carry a client secret');
+  if (d.client_id !== clientId)
+    throw new ClientMetadataError('client metadata document: client_id is not the URL it was fetched from');
+  if ('client_secret' in d || 'client_secret_expires_at' in d)
+    throw new ClientMetadataError('client metadata document must not carry a client secret');
   const method = d.token_endpoint_auth_method ?? 'none';
-  if (method !== 'none') throw new ClientMetadataError('client metadata document: token_endpoint_auth_method must be none (a public client)');
+  if (method !== 'none')
+    throw new ClientMetadataError(
+      'client metadata document: token_endpoint_auth_method must be none (a public client)',
+    );
   if (!Array.isArray(d.redirect_uris) || d.redirect_uris.length === 0 || d.redirect_uris.length > MAX_REDIRECT_URIS)
     throw new ClientMetadataError(`client metadata document: redirect_uris must list 1 to ${MAX_REDIRECT_URIS} URIs`);
   const redirectUris = d.redirect_uris.map(checkRedirectUri);

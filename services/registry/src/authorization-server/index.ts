@@ -73,28 +73,60 @@ export function createAuthorizationServer(deps: AuthorizationServerDeps): Author
   const issuer = (): string => deps.publicUrl().replace(/\/+$/, '');
   const clientAddress = deps.rates?.clientAddress ?? ((req: IncomingMessage): string => req.socket.remoteAddress ?? '');
   const flow: SignInFlowDeps = { db: deps.db, signIns, fetch: deps.fetch, issuer, clientAddress, log: deps.log };
-  const steps: Counter = deps.meter.createCounter('mcpx_oauth_sign_ins_total', { description: 'OAuth sign-ins to the agent endpoint: steps (authorize, continue, token, revoke) by outcome' });
+  const steps: Counter = deps.meter.createCounter('mcpx_oauth_sign_ins_total', {
+    description: 'OAuth sign-ins to the agent endpoint: steps (authorize, continue, token, revoke) by outcome',
+  });
 
   /** Over its address's limit: answered 429 with Retry-After (the outcome), else undefined. */
-  const limited = async (name: 'authorize' | 'token', req: IncomingMessage, res: ServerResponse): Promise<string | undefined> => {
+  const limited = async (
+    name: 'authorize' | 'token',
+    req: IncomingMessage,
+    res: ServerResponse,
+  ): Promise<string | undefined> => {
     if (deps.rates === undefined) return undefined;
-    const decision = await deps.rates.limiter.take(`oauth-${name}`, deps.rates.clientAddress(req), name === 'authorize' ? AUTHORIZE_PER_ADDRESS : TOKEN_PER_ADDRESS);
+    const decision = await deps.rates.limiter.take(
+      `oauth-${name}`,
+      deps.rates.clientAddress(req),
+      name === 'authorize' ? AUTHORIZE_PER_ADDRESS : TOKEN_PER_ADDRESS,
+    );
     if (decision.ok) return undefined;
     // Answered unread: the inbound guard closes the connection after the answer.
     const retry = { 'retry-after': String(Math.max(1, Math.ceil(decision.retryAfterMs / 1000))) };
     if (name === 'token')
-      sendJson(res, 429, { error: 'temporarily_unavailable', error_description: 'too many token requests from this address; retry later' }, { 'cache-control': 'no-store', ...OPEN_CORS, ...retry });
-    else signInPage(res, 429, 'Too many sign-in requests', 'Too many sign-in requests came from this address. Try again in a minute.', retry);
+      sendJson(
+        res,
+        429,
+        {
+          error: 'temporarily_unavailable',
+          error_description: 'too many token requests from this address; retry later',
+        },
+        { 'cache-control': 'no-store', ...OPEN_CORS, ...retry },
+      );
+    else
+      signInPage(
+        res,
+        429,
+        'Too many sign-in requests',
+        'Too many sign-in requests came from this address. Try again in a minute.',
+        retry,
+      );
     return 'rate_limited';
   };
 
-  const step = (name: 'authorize' | 'continue' | 'token' | 'revoke', req: IncomingMessage, res: ServerResponse, run: () => Promise<string>): void => {
+  const step = (
+    name: 'authorize' | 'continue' | 'token' | 'revoke',
+    req: IncomingMessage,
+    res: ServerResponse,
+    run: () => Promise<string>,
+  ): void => {
     void withSpan(
       deps.tracer,
       `registry.oauth-server ${name}`,
       { 'mcpx.oauth_server.step': name },
       async (span) => {
-        const outcome = (name === 'continue' ? undefined : await limited(name === 'revoke' ? 'token' : name, req, res)) ?? (await run());
+        const outcome =
+          (name === 'continue' ? undefined : await limited(name === 'revoke' ? 'token' : name, req, res)) ??
+          (await run());
         span.setAttribute('mcpx.oauth_server.outcome', outcome);
         return outcome;
       },
@@ -109,8 +141,19 @@ export function createAuthorizationServer(deps: AuthorizationServerDeps): Author
           return;
         }
         if (name === 'token' || name === 'revoke')
-          sendJson(res, 503, { error: 'temporarily_unavailable', error_description: 'the authorization server could not answer; retry' }, { 'cache-control': 'no-store', ...OPEN_CORS });
-        else signInPage(res, 503, 'Sign-in unavailable', 'The registry could not handle this sign-in right now. Start it again from the client.');
+          sendJson(
+            res,
+            503,
+            { error: 'temporarily_unavailable', error_description: 'the authorization server could not answer; retry' },
+            { 'cache-control': 'no-store', ...OPEN_CORS },
+          );
+        else
+          signInPage(
+            res,
+            503,
+            'Sign-in unavailable',
+            'The registry could not handle this sign-in right now. Start it again from the client.',
+          );
       });
   };
 
@@ -129,9 +172,18 @@ export function createAuthorizationServer(deps: AuthorizationServerDeps): Author
     const path = url.pathname;
     // An issuer with a path (a registry behind a reverse proxy at /prefix) is described at the
     // well-known path followed by it (RFC 8414 §3.1).
-    if (path === AS_METADATA_PATH || (path.startsWith(`${AS_METADATA_PATH}/`) && URL.canParse(issuer()) && path.slice(AS_METADATA_PATH.length) === new URL(issuer()).pathname)) {
+    if (
+      path === AS_METADATA_PATH ||
+      (path.startsWith(`${AS_METADATA_PATH}/`) &&
+        URL.canParse(issuer()) &&
+        path.slice(AS_METADATA_PATH.length) === new URL(issuer()).pathname)
+    ) {
       if (req.method === 'OPTIONS') preflight(res, 'GET');
-      else if (req.method === 'GET') sendJson(res, 200, authorizationServerMetadata(issuer()), { 'cache-control': 'public, max-age=300', ...OPEN_CORS });
+      else if (req.method === 'GET')
+        sendJson(res, 200, authorizationServerMetadata(issuer()), {
+          'cache-control': 'public, max-age=300',
+          ...OPEN_CORS,
+        });
       else return false;
       return true;
     }
@@ -145,13 +197,15 @@ export function createAuthorizationServer(deps: AuthorizationServerDeps): Author
     }
     if (path === REVOKE_PATH) {
       if (req.method === 'OPTIONS') preflight(res, 'POST');
-      else if (req.method === 'POST') step('revoke', req, res, () => revoke({ signIns, log: deps.log, readBody: deps.readBody }, req, res));
+      else if (req.method === 'POST')
+        step('revoke', req, res, () => revoke({ signIns, log: deps.log, readBody: deps.readBody }, req, res));
       else return false;
       return true;
     }
     if (path === TOKEN_PATH) {
       if (req.method === 'OPTIONS') preflight(res, 'POST');
-      else if (req.method === 'POST') step('token', req, res, () => token({ signIns, log: deps.log, readBody: deps.readBody }, req, res));
+      else if (req.method === 'POST')
+        step('token', req, res, () => token({ signIns, log: deps.log, readBody: deps.readBody }, req, res));
       else return false;
       return true;
     }

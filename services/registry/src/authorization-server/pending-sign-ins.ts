@@ -33,13 +33,21 @@ export function requesterHash(address: string): string {
   return createHash('sha256').update(`oauth-sign-in-requester:${address}`, 'utf8').digest('hex');
 }
 
-export const NO_BOUNDS: PendingSignInBounds = { pendingSignInsPerClient: 0, pendingSignInsPerAddress: 0, pendingSignIns: 0 };
+export const NO_BOUNDS: PendingSignInBounds = {
+  pendingSignInsPerClient: 0,
+  pendingSignInsPerAddress: 0,
+  pendingSignIns: 0,
+};
 
 /**
  * The first bound a new pending sign-in would go over, counted inside the transaction that would
  * create it (which holds the account row's lock and the requester's advisory lock).
  */
-export async function pendingLimitFor(trx: Kysely<Database>, b: PendingSignInBounds, input: { account: string; clientId: string; requesterHash: string }): Promise<PendingSignInLimit | undefined> {
+export async function pendingLimitFor(
+  trx: Kysely<Database>,
+  b: PendingSignInBounds,
+  input: { account: string; clientId: string; requesterHash: string },
+): Promise<PendingSignInLimit | undefined> {
   const perAccount = await trx
     .selectFrom('registry.oauth_sign_ins')
     .select((eb) => eb.fn.countAll<number>().as('n'))
@@ -49,8 +57,10 @@ export async function pendingLimitFor(trx: Kysely<Database>, b: PendingSignInBou
     .where('expires_at', '>', sql<Date>`now()`)
     .executeTakeFirstOrThrow();
   if (Number(perAccount.n) >= MAX_PENDING_SIGN_INS) return PendingSignInLimits.account;
-  if (b.pendingSignInsPerClient > 0 && Number(perAccount.client) >= b.pendingSignInsPerClient) return PendingSignInLimits.client;
-  if (b.pendingSignInsPerAddress > 0 && (await countPending(trx, input.requesterHash)) >= b.pendingSignInsPerAddress) return PendingSignInLimits.address;
+  if (b.pendingSignInsPerClient > 0 && Number(perAccount.client) >= b.pendingSignInsPerClient)
+    return PendingSignInLimits.client;
+  if (b.pendingSignInsPerAddress > 0 && (await countPending(trx, input.requesterHash)) >= b.pendingSignInsPerAddress)
+    return PendingSignInLimits.address;
   if (b.pendingSignIns > 0 && (await countPending(trx)) >= b.pendingSignIns) return PendingSignInLimits.total;
   return undefined;
 }

@@ -52,12 +52,14 @@ export const listSignInRequests: SignInAction<'ListSignInRequests'> = async (dep
  */
 export const decideSignIn: SignInAction<'DecideSignIn'> = async (deps, caller, action) => {
   const id = action.id;
-  if (typeof id !== 'string' || !ID_RE.test(id)) throw invalidInput('id', 'must be a sign-in id (si_ and 32 hex digits)');
+  if (typeof id !== 'string' || !ID_RE.test(id))
+    throw invalidInput('id', 'must be a sign-in id (si_ and 32 hex digits)');
   const decision = action.decision;
   if (decision !== 'approve' && decision !== 'deny') throw invalidInput('decision', 'must be approve or deny');
   const out = await new SignInsRepository(deps.db).decide(caller.account, id, decision === 'approve', caller.signer);
   if (out === 'not_found') throw new WireError(ErrorCodes.notFound, `id: no pending sign-in ${id}`, { field: 'id' });
-  if (out === 'decided') throw new WireError(ErrorCodes.conflict, `id: sign-in ${id} was decided already`, { field: 'id' });
+  if (out === 'decided')
+    throw new WireError(ErrorCodes.conflict, `id: sign-in ${id} was decided already`, { field: 'id' });
   deps.log.info('oauth sign-in decided', { account: caller.account, signIn: id, decision, signer: caller.signer });
   await recordAudit(deps.db, {
     ...auditBy(caller),

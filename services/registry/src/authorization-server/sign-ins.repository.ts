@@ -16,7 +16,13 @@ import {
   tokenName,
   type IssuedTokens,
 } from './sign-in-secrets.js';
-import { MAX_PENDING_SIGN_INS, NO_BOUNDS, pendingLimitFor, type PendingSignInBounds, type PendingSignInLimit } from './pending-sign-ins.js';
+import {
+  MAX_PENDING_SIGN_INS,
+  NO_BOUNDS,
+  pendingLimitFor,
+  type PendingSignInBounds,
+  type PendingSignInLimit,
+} from './pending-sign-ins.js';
 
 type OAuthSignInsTable = Database['registry.oauth_sign_ins'];
 
@@ -56,8 +62,15 @@ export class SignInsRepository {
     const id = `si_${randomBytes(16).toString('hex')}`;
     return this.db.transaction().execute(async (trx) => {
       // One writer per account, and per requesting address, at a time: two requests cannot both pass a count.
-      await trx.selectFrom('registry.accounts').select('id').where('id', '=', input.account).forUpdate().executeTakeFirst();
-      await sql`select pg_advisory_xact_lock(hashtext(${`oauth-sign-in-requester:${input.requesterHash}`}))`.execute(trx);
+      await trx
+        .selectFrom('registry.accounts')
+        .select('id')
+        .where('id', '=', input.account)
+        .forUpdate()
+        .executeTakeFirst();
+      await sql`select pg_advisory_xact_lock(hashtext(${`oauth-sign-in-requester:${input.requesterHash}`}))`.execute(
+        trx,
+      );
       // Requests that ended or were never finished go after a day.
       await trx
         .deleteFrom('registry.oauth_sign_ins')
@@ -102,7 +115,9 @@ export class SignInsRepository {
   async listPending(account: string): Promise<Array<SignInRow & { agent_name: string }>> {
     return this.db
       .selectFrom('registry.oauth_sign_ins as s')
-      .innerJoin('registry.agents as a', (j) => j.onRef('a.id', '=', 's.agent_id').onRef('a.account_id', '=', 's.account_id'))
+      .innerJoin('registry.agents as a', (j) =>
+        j.onRef('a.id', '=', 's.agent_id').onRef('a.account_id', '=', 's.account_id'),
+      )
       .selectAll('s')
       .select('a.name as agent_name')
       .where('s.account_id', '=', account)
@@ -118,11 +133,21 @@ export class SignInsRepository {
    * The owner's decision on a pending sign-in of the account: the continue nonce (to be carried
    * by the approver's own browser to the continue step), or why not.
    */
-  async decide(account: string, id: string, approve: boolean, signer: string): Promise<{ nonce: string; agent: string; clientId: string } | 'not_found' | 'decided'> {
+  async decide(
+    account: string,
+    id: string,
+    approve: boolean,
+    signer: string,
+  ): Promise<{ nonce: string; agent: string; clientId: string } | 'not_found' | 'decided'> {
     const nonce = randomSecret();
     const row = await this.db
       .updateTable('registry.oauth_sign_ins')
-      .set({ status: approve ? 'approved' : 'denied', continue_hash: secretHash(nonce), decided_at: sql<Date>`now()`, decided_by: signer })
+      .set({
+        status: approve ? 'approved' : 'denied',
+        continue_hash: secretHash(nonce),
+        decided_at: sql<Date>`now()`,
+        decided_by: signer,
+      })
       .where('account_id', '=', account)
       .where('id', '=', id)
       .where('status', '=', 'pending')
@@ -130,7 +155,12 @@ export class SignInsRepository {
       .returning(['agent_id', 'client_id'])
       .executeTakeFirst();
     if (row !== undefined) return { nonce, agent: row.agent_id, clientId: row.client_id };
-    const exists = await this.db.selectFrom('registry.oauth_sign_ins').select(['status', 'expires_at']).where('account_id', '=', account).where('id', '=', id).executeTakeFirst();
+    const exists = await this.db
+      .selectFrom('registry.oauth_sign_ins')
+      .select(['status', 'expires_at'])
+      .where('account_id', '=', account)
+      .where('id', '=', id)
+      .executeTakeFirst();
     if (exists === undefined || exists.expires_at.getTime() <= Date.now()) return 'not_found';
     return 'decided';
   }
@@ -140,11 +170,20 @@ export class SignInsRepository {
    * match moves on. Approved: a code (returned, its hash stored, 60 s); denied: the sign-in ends.
    * Undefined: no such decided sign-in for this browser and nonce (nothing changes).
    */
-  async continueDecided(id: string, browserHash: string, nonceHash: string): Promise<{ row: SignInRow; code?: string } | undefined> {
+  async continueDecided(
+    id: string,
+    browserHash: string,
+    nonceHash: string,
+  ): Promise<{ row: SignInRow; code?: string } | undefined> {
     const code = randomSecret();
     const approved = await this.db
       .updateTable('registry.oauth_sign_ins')
-      .set({ status: 'code_issued', code_hash: secretHash(code), code_expires_at: new Date(Date.now() + AUTHORIZATION_CODE_MS), continue_hash: null })
+      .set({
+        status: 'code_issued',
+        code_hash: secretHash(code),
+        code_expires_at: new Date(Date.now() + AUTHORIZATION_CODE_MS),
+        continue_hash: null,
+      })
       .where('id', '=', id)
       .where('status', '=', 'approved')
       .where('browser_hash', '=', browserHash)
@@ -179,7 +218,12 @@ export class SignInsRepository {
     const hash = secretHash(code);
     return settled(
       await this.db.transaction().execute(async (trx): Promise<IssuedTokens | GrantRefused> => {
-        const row = await trx.selectFrom('registry.oauth_sign_ins').selectAll().where('code_hash', '=', hash).forUpdate().executeTakeFirst();
+        const row = await trx
+          .selectFrom('registry.oauth_sign_ins')
+          .selectAll()
+          .where('code_hash', '=', hash)
+          .forUpdate()
+          .executeTakeFirst();
         if (row === undefined) return new GrantRefused('unknown', 'the authorization code is not valid');
         if (row.status !== 'code_issued') {
           if (row.status === 'active') await this.endIn(trx, row, 'code_replayed');
@@ -197,7 +241,13 @@ export class SignInsRepository {
           return err;
         }
         // One writer per agent at a time (as CreateAgentToken): two redemptions cannot both pass the count.
-        await trx.selectFrom('registry.agents').select('id').where('account_id', '=', row.account_id).where('id', '=', row.agent_id).forUpdate().executeTakeFirst();
+        await trx
+          .selectFrom('registry.agents')
+          .select('id')
+          .where('account_id', '=', row.account_id)
+          .where('id', '=', row.agent_id)
+          .forUpdate()
+          .executeTakeFirst();
         const active = await trx
           .selectFrom('registry.agent_tokens')
           .select((eb) => eb.fn.countAll<number>().as('n'))
@@ -208,7 +258,10 @@ export class SignInsRepository {
           .executeTakeFirstOrThrow();
         if (Number(active.n) >= MAX_ACTIVE_TOKENS_PER_AGENT) {
           await this.endIn(trx, row, 'agent_token_quota');
-          return new GrantRefused('quota', `the agent already has ${MAX_ACTIVE_TOKENS_PER_AGENT} active tokens: its owner must revoke one first`);
+          return new GrantRefused(
+            'quota',
+            `the agent already has ${MAX_ACTIVE_TOKENS_PER_AGENT} active tokens: its owner must revoke one first`,
+          );
         }
         const accessToken = AGENT_TOKEN_PREFIX + randomSecret();
         const tokenId = `at_${randomBytes(9).toString('hex')}`;
@@ -246,9 +299,19 @@ export class SignInsRepository {
     const hash = secretHash(refreshToken);
     return settled(
       await this.db.transaction().execute(async (trx): Promise<IssuedTokens | GrantRefused> => {
-        const rt = await trx.selectFrom('registry.oauth_refresh_tokens').selectAll().where('token_hash', '=', hash).forUpdate().executeTakeFirst();
+        const rt = await trx
+          .selectFrom('registry.oauth_refresh_tokens')
+          .selectAll()
+          .where('token_hash', '=', hash)
+          .forUpdate()
+          .executeTakeFirst();
         if (rt === undefined) return new GrantRefused('unknown', 'the refresh token is not valid');
-        const row = await trx.selectFrom('registry.oauth_sign_ins').selectAll().where('id', '=', rt.sign_in_id).forUpdate().executeTakeFirstOrThrow();
+        const row = await trx
+          .selectFrom('registry.oauth_sign_ins')
+          .selectAll()
+          .where('id', '=', rt.sign_in_id)
+          .forUpdate()
+          .executeTakeFirstOrThrow();
         if (rt.spent_at !== null) {
           if (row.status === 'active') await this.endIn(trx, row, 'refresh_replayed');
           return new GrantRefused('replayed', 'the refresh token was already used: the sign-in is revoked');
@@ -319,12 +382,24 @@ export class SignInsRepository {
     return this.db.transaction().execute(async (trx) => {
       let row: SignInRow | undefined;
       if (token.startsWith(REFRESH_PREFIX)) {
-        const rt = await trx.selectFrom('registry.oauth_refresh_tokens').select('sign_in_id').where('token_hash', '=', secretHash(token)).executeTakeFirst();
-        if (rt !== undefined) row = await trx.selectFrom('registry.oauth_sign_ins').selectAll().where('id', '=', rt.sign_in_id).forUpdate().executeTakeFirst();
+        const rt = await trx
+          .selectFrom('registry.oauth_refresh_tokens')
+          .select('sign_in_id')
+          .where('token_hash', '=', secretHash(token))
+          .executeTakeFirst();
+        if (rt !== undefined)
+          row = await trx
+            .selectFrom('registry.oauth_sign_ins')
+            .selectAll()
+            .where('id', '=', rt.sign_in_id)
+            .forUpdate()
+            .executeTakeFirst();
       } else if (token.startsWith(AGENT_TOKEN_PREFIX)) {
         row = await trx
           .selectFrom('registry.oauth_sign_ins as s')
-          .innerJoin('registry.agent_tokens as t', (j) => j.onRef('t.id', '=', 's.token_id').onRef('t.account_id', '=', 's.account_id'))
+          .innerJoin('registry.agent_tokens as t', (j) =>
+            j.onRef('t.id', '=', 's.token_id').onRef('t.account_id', '=', 's.account_id'),
+          )
           .selectAll('s')
           .where('t.token_hash', '=', agentTokenHash(token))
           .forUpdate()
@@ -340,7 +415,12 @@ export class SignInsRepository {
     const token = REFRESH_PREFIX + randomSecret();
     await trx
       .insertInto('registry.oauth_refresh_tokens')
-      .values({ token_hash: secretHash(token), sign_in_id: signInId, expires_at: new Date(Date.now() + REFRESH_TOKEN_MS), spent_at: null })
+      .values({
+        token_hash: secretHash(token),
+        sign_in_id: signInId,
+        expires_at: new Date(Date.now() + REFRESH_TOKEN_MS),
+        spent_at: null,
+      })
       .execute();
     return token;
   }

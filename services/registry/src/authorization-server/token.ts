@@ -35,10 +35,16 @@ class TokenError extends Error {
  * byte is read; the body is read by the registry's bounded reader (`@mcpx/inbound`: its deadline
  * and the process's budget), which answers its own refusals: then undefined.
  */
-async function readForm(deps: TokenDeps, req: IncomingMessage, res: ServerResponse): Promise<URLSearchParams | undefined> {
+async function readForm(
+  deps: TokenDeps,
+  req: IncomingMessage,
+  res: ServerResponse,
+): Promise<URLSearchParams | undefined> {
   const type = (req.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase();
-  if (type !== 'application/x-www-form-urlencoded') throw new TokenError('invalid_request', 'the body must be application/x-www-form-urlencoded');
-  if (Number(req.headers['content-length'] ?? 0) > MAX_TOKEN_REQUEST_BYTES) throw new TokenError('invalid_request', `the body must be at most ${MAX_TOKEN_REQUEST_BYTES} bytes`);
+  if (type !== 'application/x-www-form-urlencoded')
+    throw new TokenError('invalid_request', 'the body must be application/x-www-form-urlencoded');
+  if (Number(req.headers['content-length'] ?? 0) > MAX_TOKEN_REQUEST_BYTES)
+    throw new TokenError('invalid_request', `the body must be at most ${MAX_TOKEN_REQUEST_BYTES} bytes`);
   const raw = await deps.readBody(req, res, MAX_TOKEN_REQUEST_BYTES);
   return raw === undefined ? undefined : new URLSearchParams(raw.toString('utf8'));
 }
@@ -66,11 +72,18 @@ function s256(verifier: string): string {
 /** The binding checks of a grant: the same client (and redirect, verifier, resource for a code). */
 function checkClient(row: SignInRow, clientId: string, resource: string | undefined): void {
   if (row.client_id !== clientId) throw new GrantRefused('mismatch', 'the grant was issued to another client_id');
-  if (resource !== undefined && resource !== row.resource) throw new GrantRefused('mismatch', 'resource is not the one the grant was issued for');
+  if (resource !== undefined && resource !== row.resource)
+    throw new GrantRefused('mismatch', 'resource is not the one the grant was issued for');
 }
 
 function tokenResponse(t: IssuedTokens): Record<string, unknown> {
-  return { access_token: t.accessToken, token_type: 'Bearer', expires_in: t.expiresInSeconds, refresh_token: t.refreshToken, ...(t.signIn.scope !== null ? { scope: t.signIn.scope } : {}) };
+  return {
+    access_token: t.accessToken,
+    token_type: 'Bearer',
+    expires_in: t.expiresInSeconds,
+    refresh_token: t.refreshToken,
+    ...(t.signIn.scope !== null ? { scope: t.signIn.scope } : {}),
+  };
 }
 
 /**
@@ -118,13 +131,21 @@ export async function token(deps: TokenDeps, req: IncomingMessage, res: ServerRe
       const code = param(form, 'code', true);
       const redirectUri = param(form, 'redirect_uri', true);
       const verifier = param(form, 'code_verifier', true);
-      if (!PKCE_VALUE_RE.test(verifier)) throw new TokenError('invalid_request', 'code_verifier must be 43 to 128 unreserved characters');
+      if (!PKCE_VALUE_RE.test(verifier))
+        throw new TokenError('invalid_request', 'code_verifier must be 43 to 128 unreserved characters');
       issued = await deps.signIns.redeem(code, (row) => {
         checkClient(row, clientId, resource);
-        if (row.redirect_uri !== redirectUri) throw new GrantRefused('mismatch', 'redirect_uri is not the one the code was issued for');
-        if (!sameText(s256(verifier), row.code_challenge)) throw new GrantRefused('mismatch', 'code_verifier does not match the code_challenge');
+        if (row.redirect_uri !== redirectUri)
+          throw new GrantRefused('mismatch', 'redirect_uri is not the one the code was issued for');
+        if (!sameText(s256(verifier), row.code_challenge))
+          throw new GrantRefused('mismatch', 'code_verifier does not match the code_challenge');
       });
-      deps.log.info('oauth sign-in: tokens issued', { account: issued.signIn.account_id, agent: issued.signIn.agent_id, signIn: issued.signIn.id, token: issued.signIn.token_id ?? undefined });
+      deps.log.info('oauth sign-in: tokens issued', {
+        account: issued.signIn.account_id,
+        agent: issued.signIn.agent_id,
+        signIn: issued.signIn.id,
+        token: issued.signIn.token_id ?? undefined,
+      });
     } else if (grantType === 'refresh_token') {
       const refresh = param(form, 'refresh_token', true);
       issued = await deps.signIns.refresh(refresh, (row) => checkClient(row, clientId, resource));

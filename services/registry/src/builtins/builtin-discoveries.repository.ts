@@ -32,7 +32,11 @@ export class BuiltinDiscoveriesRepository {
   constructor(private readonly db: Db) {}
 
   async list(account: string, trx: Kysely<Database> = this.db): Promise<Map<string, BuiltinDiscovery>> {
-    const rows = await trx.selectFrom('registry.builtin_discoveries').selectAll().where('account_id', '=', account).execute();
+    const rows = await trx
+      .selectFrom('registry.builtin_discoveries')
+      .selectAll()
+      .where('account_id', '=', account)
+      .execute();
     return new Map(rows.map((r) => [r.slug, toDiscovery(r)]));
   }
 
@@ -58,7 +62,14 @@ export class BuiltinDiscoveriesRepository {
     };
     const row = await trx
       .insertInto('registry.builtin_discoveries')
-      .values({ account_id: account, slug, tools_cbor: BuiltinToolsColumn.encode(tools?.list ?? []), tools_hash: tools?.hash ?? '', generation: tools?.generation ?? 0, ...values })
+      .values({
+        account_id: account,
+        slug,
+        tools_cbor: BuiltinToolsColumn.encode(tools?.list ?? []),
+        tools_hash: tools?.hash ?? '',
+        generation: tools?.generation ?? 0,
+        ...values,
+      })
       .onConflict((oc) =>
         oc.columns(['account_id', 'slug']).doUpdateSet({
           ...values,
@@ -82,7 +93,14 @@ export class BuiltinDiscoveriesRepository {
     const values = { status_cbor: encodePayload(UNKNOWN), next_probe_at: nextProbeAt, updated_at: new Date() };
     await trx
       .insertInto('registry.builtin_discoveries')
-      .values({ account_id: account, slug, tools_cbor: BuiltinToolsColumn.encode([]), tools_hash: '', generation: 0, ...values })
+      .values({
+        account_id: account,
+        slug,
+        tools_cbor: BuiltinToolsColumn.encode([]),
+        tools_hash: '',
+        generation: 0,
+        ...values,
+      })
       .onConflict((oc) => oc.columns(['account_id', 'slug']).doUpdateSet(values))
       .execute();
   }
@@ -107,19 +125,42 @@ export class BuiltinDiscoveriesRepository {
   async bumpGeneration(account: string, slug: string, trx: Kysely<Database>): Promise<void> {
     await trx
       .insertInto('registry.builtin_discoveries')
-      .values({ account_id: account, slug, tools_cbor: BuiltinToolsColumn.encode([]), tools_hash: '', generation: 1, status_cbor: encodePayload(UNKNOWN), next_probe_at: new Date() })
-      .onConflict((oc) => oc.columns(['account_id', 'slug']).doUpdateSet({ generation: sql<number>`registry.builtin_discoveries.generation + 1`, updated_at: new Date() }))
+      .values({
+        account_id: account,
+        slug,
+        tools_cbor: BuiltinToolsColumn.encode([]),
+        tools_hash: '',
+        generation: 1,
+        status_cbor: encodePayload(UNKNOWN),
+        next_probe_at: new Date(),
+      })
+      .onConflict((oc) =>
+        oc.columns(['account_id', 'slug']).doUpdateSet({
+          generation: sql<number>`registry.builtin_discoveries.generation + 1`,
+          updated_at: new Date(),
+        }),
+      )
       .execute();
   }
 
   /** Built-ins due for a background probe, oldest due first. */
   async dueForProbe(now: Date, limit: number): Promise<Array<{ accountId: string; name: string }>> {
-    const rows = await this.db.selectFrom('registry.builtin_discoveries').select(['account_id', 'slug']).where('next_probe_at', '<=', now).orderBy('next_probe_at').limit(limit).execute();
+    const rows = await this.db
+      .selectFrom('registry.builtin_discoveries')
+      .select(['account_id', 'slug'])
+      .where('next_probe_at', '<=', now)
+      .orderBy('next_probe_at')
+      .limit(limit)
+      .execute();
     return rows.map((r) => ({ accountId: r.account_id, name: r.slug }));
   }
 
   async deleteSlugs(account: string, slugs: string[], trx: Kysely<Database> = this.db): Promise<void> {
     if (slugs.length === 0) return;
-    await trx.deleteFrom('registry.builtin_discoveries').where('account_id', '=', account).where('slug', 'in', slugs).execute();
+    await trx
+      .deleteFrom('registry.builtin_discoveries')
+      .where('account_id', '=', account)
+      .where('slug', 'in', slugs)
+      .execute();
   }
 }

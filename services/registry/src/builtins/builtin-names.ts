@@ -7,5 +7,10 @@ import { findBuiltin } from '@mcpx/domain';
  */
 export function refuseBuiltinSlug(name: string): void {
   const builtin = findBuiltin(name);
-  if (builtin !== undefined) throw invalidInput('name', `${name} is the slug of the built-in ${builtin.displayName} server; choose another name`, { builtin: true });
+  if (builtin !== undefined)
+    throw invalidInput(
+      'name',
+      `${name} is the slug of the built-in ${builtin.displayName} server; choose another name`,
+      { builtin: true },
+    );
 }

@@ -2,7 +2,17 @@ import type { Kysely } from 'kysely';
 import type { Bus } from '@mcpx/bus';
 import { ErrorCodes, WireError, type ServerStatus } from '@mcpx/contracts';
 import type { Database, Db } from '@mcpx/db';
-import { BUILTIN_SERVERS, builtinEndpoint, builtinServerId, builtinsOfVendor, findBuiltin, findVendor, type BuiltinServer, type Permission, type RemoteTool } from '@mcpx/domain';
+import {
+  BUILTIN_SERVERS,
+  builtinEndpoint,
+  builtinServerId,
+  builtinsOfVendor,
+  findBuiltin,
+  findVendor,
+  type BuiltinServer,
+  type Permission,
+  type RemoteTool,
+} from '@mcpx/domain';
 import type { Logger } from '@mcpx/log';
 import type { Discovery, DiscoveryTarget } from '../discovery/discovery.js';
 import { nextProbeDelayMs } from '../discovery/discovery-schedule.js';
@@ -15,7 +25,11 @@ import type { McpServerRecord } from '../catalog/mcp-servers.repository.js';
 import type { ToolOverrides, ToolPermissionsRepository } from '../catalog/tool-permissions.repository.js';
 import type { ReprobeSource } from '../discovery/reprober.js';
 import type { BuiltinDiscoveriesRepository, BuiltinDiscovery } from './builtin-discoveries.repository.js';
-import type { VendorConnection, VendorConnectionsRepository, VendorTokens } from '../credentials/vendor-connections.repository.js';
+import type {
+  VendorConnection,
+  VendorConnectionsRepository,
+  VendorTokens,
+} from '../credentials/vendor-connections.repository.js';
 import type { VendorCredentials, VendorRefreshOutcome } from '../credentials/vendor-credentials.js';
 import { expiring, type CredentialReader } from '@mcpx/stored';
 
@@ -65,7 +79,9 @@ export class BuiltinServers implements DiscoveryTarget, ReprobeSource {
       trx !== undefined
         ? [await this.deps.connections.list(account, trx), await this.deps.discoveries.list(account, trx)]
         : await Promise.all([this.deps.connections.list(account), this.deps.discoveries.list(account)]);
-    return connections.flatMap((c) => builtinsOfVendor(c.vendor).map((b) => this.toRecord(account, b, c, discoveries.get(b.slug)))).sort((a, b) => a.name.localeCompare(b.name));
+    return connections
+      .flatMap((c) => builtinsOfVendor(c.vendor).map((b) => this.toRecord(account, b, c, discoveries.get(b.slug))))
+      .sort((a, b) => a.name.localeCompare(b.name));
   }
 
   /** The built-in `slug` if the account's vendor connection lights it up. */
@@ -87,7 +103,8 @@ export class BuiltinServers implements DiscoveryTarget, ReprobeSource {
       const due = new Date(Date.now() + nextProbeDelayMs(1, Math.random, this.deps.reprobeBaseMs));
       for (const b of builtinsOfVendor(vendor)) {
         const state = discoveries.get(b.slug)?.status.state;
-        if (state === undefined || state === 'auth_required') await this.deps.discoveries.schedule(account, b.slug, due, trx);
+        if (state === undefined || state === 'auth_required')
+          await this.deps.discoveries.schedule(account, b.slug, due, trx);
       }
       const lit = (await this.lit(account, trx)).filter((s) => findBuiltin(s.name)?.vendor === vendor);
       for (const server of lit) emit(await this.discoveredEvent(server, true, undefined, trx));
@@ -107,7 +124,9 @@ export class BuiltinServers implements DiscoveryTarget, ReprobeSource {
   async disconnected(account: string, connection: VendorConnection, trx: Kysely<Database>): Promise<OutboxEvent[]> {
     const slugs = builtinsOfVendor(connection.vendor).map((b) => b.slug);
     await this.deps.discoveries.deleteSlugs(account, slugs, trx);
-    return slugs.map((slug) => serverDeleted(this.deps.bus.subjects, account, slug, builtinServerId(slug, connection.id)));
+    return slugs.map((slug) =>
+      serverDeleted(this.deps.bus.subjects, account, slug, builtinServerId(slug, connection.id)),
+    );
   }
 
   /** RefreshMcpServer on a built-in: a discovery from its endpoint with the vendor's token. */
@@ -120,9 +139,15 @@ export class BuiltinServers implements DiscoveryTarget, ReprobeSource {
    * the vendor connection), its generation moves on under the connection's row lock, and the
    * discovery event carries the tools and every override, as for a custom server.
    */
-  async setToolPermission(account: string, server: McpServerRecord, tool: string, permission: Permission | null): Promise<{ saved: McpServerRecord; overrides: ToolOverrides }> {
+  async setToolPermission(
+    account: string,
+    server: McpServerRecord,
+    tool: string,
+    permission: Permission | null,
+  ): Promise<{ saved: McpServerRecord; overrides: ToolOverrides }> {
     const builtin = findBuiltin(server.name);
-    if (builtin === undefined) throw new WireError(ErrorCodes.notFound, `server: no MCP server named ${server.name}`, { field: 'server' });
+    if (builtin === undefined)
+      throw new WireError(ErrorCodes.notFound, `server: no MCP server named ${server.name}`, { field: 'server' });
     return this.deps.outbox.commit(async (trx, emit) => {
       const connection = await this.deps.connections.lock(account, builtin.vendor, trx);
       if (connection === null || builtinServerId(builtin.slug, connection.id) !== server.id)
@@ -131,7 +156,8 @@ export class BuiltinServers implements DiscoveryTarget, ReprobeSource {
       await this.deps.discoveries.bumpGeneration(account, builtin.slug, trx);
       const overrides = await this.deps.permissions.forServer(account, server.id, trx);
       const saved = await this.find(account, server.name, trx);
-      if (saved === null) throw new WireError(ErrorCodes.notFound, `server: no MCP server named ${server.name}`, { field: 'server' });
+      if (saved === null)
+        throw new WireError(ErrorCodes.notFound, `server: no MCP server named ${server.name}`, { field: 'server' });
       emit(await this.discoveredEvent(saved, true, overrides, trx));
       return { saved, overrides };
     });
@@ -142,7 +168,11 @@ export class BuiltinServers implements DiscoveryTarget, ReprobeSource {
    * or a discovery's 401 or expiry). When it cannot be refreshed, every built-in of the vendor
    * is recorded `auth_required` (an event, so proxies drop their cached token).
    */
-  async refreshVendor(account: string, slug: string, staleTokenHash: string | undefined): Promise<VendorRefreshOutcome> {
+  async refreshVendor(
+    account: string,
+    slug: string,
+    staleTokenHash: string | undefined,
+  ): Promise<VendorRefreshOutcome> {
     const builtin = findBuiltin(slug);
     if (builtin === undefined) return 'gone';
     const outcome = await this.deps.credentials.refreshStale(account, builtin.vendor, staleTokenHash);
@@ -163,7 +193,11 @@ export class BuiltinServers implements DiscoveryTarget, ReprobeSource {
         return ((await this.deps.credentialReader.builtin(server.accountId, server.name)) ?? held).headers;
       } catch (err) {
         // The old token may still be good; if not, its 401 renews once more.
-        this.deps.log.warn('vendor token refresh before expiry failed', { account: server.accountId, vendor, err: err as Error });
+        this.deps.log.warn('vendor token refresh before expiry failed', {
+          account: server.accountId,
+          vendor,
+          err: err as Error,
+        });
       }
     }
     return held.headers;
@@ -173,9 +207,15 @@ export class BuiltinServers implements DiscoveryTarget, ReprobeSource {
     const token = /^Bearer (.+)$/.exec(used.authorization ?? '')?.[1];
     let outcome: VendorRefreshOutcome;
     try {
-      outcome = await this.refreshVendor(server.accountId, server.name, token !== undefined ? accessTokenHash(token) : undefined);
+      outcome = await this.refreshVendor(
+        server.accountId,
+        server.name,
+        token !== undefined ? accessTokenHash(token) : undefined,
+      );
     } catch (err) {
-      throw new CredentialError(err instanceof WireError ? err.message : `the ${this.vendorOf(server)} token could not be refreshed`);
+      throw new CredentialError(
+        err instanceof WireError ? err.message : `the ${this.vendorOf(server)} token could not be refreshed`,
+      );
     }
     if (outcome === 'refused' || outcome === 'gone') return null;
     const stored = await this.deps.credentials.tokens(server.accountId, this.vendorOf(server));
@@ -192,7 +232,9 @@ export class BuiltinServers implements DiscoveryTarget, ReprobeSource {
   ): Promise<McpServerRecord | null> {
     const builtin = findBuiltin(server.name);
     if (builtin === undefined) return null;
-    const connection = (await this.deps.connections.list(server.accountId, trx)).find((c) => c.vendor === builtin.vendor);
+    const connection = (await this.deps.connections.list(server.accountId, trx)).find(
+      (c) => c.vendor === builtin.vendor,
+    );
     if (connection === undefined || builtinServerId(builtin.slug, connection.id) !== server.id) return null;
     const recorded = await this.deps.discoveries.record(server.accountId, server.name, status, tools, nextProbeAt, trx);
     return this.toRecord(server.accountId, builtin, connection, recorded);
@@ -242,16 +284,35 @@ export class BuiltinServers implements DiscoveryTarget, ReprobeSource {
         const saved = await this.record(server, status, undefined, null, trx);
         if (saved !== null) emit(await this.discoveredEvent(saved, false, undefined, trx));
       });
-      this.deps.log.info('vendor token refused: the owner must connect again', { account, vendor, server: server.name });
+      this.deps.log.info('vendor token refused: the owner must connect again', {
+        account,
+        vendor,
+        server: server.name,
+      });
     }
   }
 
   /** The discovered event of a built-in's record, with its overrides (read in `trx` unless given). */
-  private async discoveredEvent(server: McpServerRecord, toolsChanged: boolean, overrides: ToolOverrides | undefined, trx: Kysely<Database>): Promise<OutboxEvent> {
-    return serverDiscovered(this.deps.bus.subjects, server, toolsChanged, overrides ?? (await this.overrides(server.accountId, server.id, trx)));
+  private async discoveredEvent(
+    server: McpServerRecord,
+    toolsChanged: boolean,
+    overrides: ToolOverrides | undefined,
+    trx: Kysely<Database>,
+  ): Promise<OutboxEvent> {
+    return serverDiscovered(
+      this.deps.bus.subjects,
+      server,
+      toolsChanged,
+      overrides ?? (await this.overrides(server.accountId, server.id, trx)),
+    );
   }
 
-  private toRecord(account: string, builtin: BuiltinServer, connection: VendorConnection, discovery: BuiltinDiscovery | undefined): McpServerRecord {
+  private toRecord(
+    account: string,
+    builtin: BuiltinServer,
+    connection: VendorConnection,
+    discovery: BuiltinDiscovery | undefined,
+  ): McpServerRecord {
     // Never discovered (or only failures so far): the checked-in fallback list serves.
     const discovered = discovery !== undefined && discovery.toolsHash !== '';
     const tools = discovered ? discovery.tools : builtin.fallbackTools.map((t) => ({ ...t }));

@@ -3,7 +3,14 @@ import { sql, type Kysely, type Selectable } from 'kysely';
 import { decodePayload, encodePayload, type ServerStatus } from '@mcpx/contracts';
 import type { Database, Db, McpServersTable } from '@mcpx/db';
 import type { RemoteTool } from '@mcpx/domain';
-import { DiscoveredToolsColumn, HeldChangesColumn, ServerToolsColumn, decodeServerConfig, readEraVerdict, type StoredServerConfig } from '@mcpx/stored';
+import {
+  DiscoveredToolsColumn,
+  HeldChangesColumn,
+  ServerToolsColumn,
+  decodeServerConfig,
+  readEraVerdict,
+  type StoredServerConfig,
+} from '@mcpx/stored';
 
 /** `config_cbor` (static headers in the clear, secret headers as references): the one shape, in `@mcpx/stored`. */
 export type { StoredServerConfig };
@@ -62,35 +69,66 @@ export class McpServersRepository {
   constructor(private readonly db: Db) {}
 
   async find(account: string, name: string, trx: Kysely<Database> = this.db): Promise<McpServerRecord | null> {
-    const row = await trx.selectFrom('registry.mcp_servers').selectAll().where('account_id', '=', account).where('name', '=', name).executeTakeFirst();
+    const row = await trx
+      .selectFrom('registry.mcp_servers')
+      .selectAll()
+      .where('account_id', '=', account)
+      .where('name', '=', name)
+      .executeTakeFirst();
     return row ? toRecord(row) : null;
   }
 
   /** The server named `name`, row-locked until the caller's transaction ends (serialises moves of its generation). */
   async lock(account: string, name: string, trx: Kysely<Database>): Promise<McpServerRecord | null> {
-    const row = await trx.selectFrom('registry.mcp_servers').selectAll().where('account_id', '=', account).where('name', '=', name).forUpdate().executeTakeFirst();
+    const row = await trx
+      .selectFrom('registry.mcp_servers')
+      .selectAll()
+      .where('account_id', '=', account)
+      .where('name', '=', name)
+      .forUpdate()
+      .executeTakeFirst();
     return row ? toRecord(row) : null;
   }
 
   async findById(account: string, id: string): Promise<McpServerRecord | null> {
-    const row = await this.db.selectFrom('registry.mcp_servers').selectAll().where('account_id', '=', account).where('id', '=', id).executeTakeFirst();
+    const row = await this.db
+      .selectFrom('registry.mcp_servers')
+      .selectAll()
+      .where('account_id', '=', account)
+      .where('id', '=', id)
+      .executeTakeFirst();
     return row ? toRecord(row) : null;
   }
 
   async list(account: string, trx: Kysely<Database> = this.db): Promise<McpServerRecord[]> {
-    const rows = await trx.selectFrom('registry.mcp_servers').selectAll().where('account_id', '=', account).orderBy('name').execute();
+    const rows = await trx
+      .selectFrom('registry.mcp_servers')
+      .selectAll()
+      .where('account_id', '=', account)
+      .orderBy('name')
+      .execute();
     return rows.map(toRecord);
   }
 
   /** Names of an account's servers among `names`. */
   async existingNames(account: string, names: string[], trx: Kysely<Database> = this.db): Promise<Set<string>> {
     if (names.length === 0) return new Set();
-    const rows = await trx.selectFrom('registry.mcp_servers').select('name').where('account_id', '=', account).where('name', 'in', names).execute();
+    const rows = await trx
+      .selectFrom('registry.mcp_servers')
+      .select('name')
+      .where('account_id', '=', account)
+      .where('name', 'in', names)
+      .execute();
     return new Set(rows.map((r) => r.name));
   }
 
   /** Creates or updates a server's config by name; tools and status are left as they are. */
-  async upsertConfig(account: string, name: string, config: StoredServerConfig, trx: Kysely<Database>): Promise<McpServerRecord> {
+  async upsertConfig(
+    account: string,
+    name: string,
+    config: StoredServerConfig,
+    trx: Kysely<Database>,
+  ): Promise<McpServerRecord> {
     const initialStatus: ServerStatus = { state: 'unknown' };
     const row = await trx
       .insertInto('registry.mcp_servers')
@@ -105,7 +143,11 @@ export class McpServersRepository {
         generation: 0,
         status_cbor: encodePayload(initialStatus),
       })
-      .onConflict((oc) => oc.columns(['account_id', 'name']).doUpdateSet({ url: config.url, config_cbor: encodePayload(config), updated_at: new Date() }))
+      .onConflict((oc) =>
+        oc
+          .columns(['account_id', 'name'])
+          .doUpdateSet({ url: config.url, config_cbor: encodePayload(config), updated_at: new Date() }),
+      )
       .returningAll()
       .executeTakeFirstOrThrow();
     return toRecord(row);
@@ -159,7 +201,12 @@ export class McpServersRepository {
   }
 
   async delete(account: string, name: string, trx: Kysely<Database>): Promise<McpServerRecord | null> {
-    const row = await trx.deleteFrom('registry.mcp_servers').where('account_id', '=', account).where('name', '=', name).returningAll().executeTakeFirst();
+    const row = await trx
+      .deleteFrom('registry.mcp_servers')
+      .where('account_id', '=', account)
+      .where('name', '=', name)
+      .returningAll()
+      .executeTakeFirst();
     return row ? toRecord(row) : null;
   }
 
@@ -177,7 +224,12 @@ export class McpServersRepository {
    * (whether it streams changes), never to connect with (see {@link eraVerdict}).
    */
   async anyEraVerdict(account: string, server: string): Promise<unknown> {
-    const row = await this.db.selectFrom('registry.era_verdicts').select('verdict_cbor').where('account_id', '=', account).where('server', '=', server).executeTakeFirst();
+    const row = await this.db
+      .selectFrom('registry.era_verdicts')
+      .select('verdict_cbor')
+      .where('account_id', '=', account)
+      .where('server', '=', server)
+      .executeTakeFirst();
     return row === undefined ? undefined : decodePayload<unknown>(row.verdict_cbor);
   }
 
@@ -187,7 +239,11 @@ export class McpServersRepository {
     await this.db
       .insertInto('registry.era_verdicts')
       .values({ account_id: account, server, auth_context: authContext, verdict_cbor: verdictCbor })
-      .onConflict((oc) => oc.columns(['account_id', 'server']).doUpdateSet({ auth_context: authContext, verdict_cbor: verdictCbor, updated_at: new Date() }))
+      .onConflict((oc) =>
+        oc
+          .columns(['account_id', 'server'])
+          .doUpdateSet({ auth_context: authContext, verdict_cbor: verdictCbor, updated_at: new Date() }),
+      )
       .execute();
   }
 
@@ -208,7 +264,13 @@ export class McpServersRepository {
 
   /** Servers due for a background re-probe, oldest due first. */
   async dueForProbe(now: Date, limit: number): Promise<Array<{ accountId: string; name: string }>> {
-    const rows = await this.db.selectFrom('registry.mcp_servers').select(['account_id', 'name']).where('next_probe_at', '<=', now).orderBy('next_probe_at').limit(limit).execute();
+    const rows = await this.db
+      .selectFrom('registry.mcp_servers')
+      .select(['account_id', 'name'])
+      .where('next_probe_at', '<=', now)
+      .orderBy('next_probe_at')
+      .limit(limit)
+      .execute();
     return rows.map((r) => ({ accountId: r.account_id, name: r.name }));
   }
 }

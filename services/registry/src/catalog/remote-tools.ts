@@ -39,12 +39,20 @@ export function sanitizeTools(tools: unknown[]): RemoteTool[] {
  * No tool is skipped for its schema's depth or shape within those bounds: the document keeps the
  * schema whole, and the validator checks what it models and lets the rest through.
  */
-export function screenTools(tools: RemoteTool[]): { kept: RemoteTool[]; skipped: Array<{ name: string; reason: string }> } {
-  const skipped = invalidMcpHeaderTools(tools as Parameters<typeof invalidMcpHeaderTools>[0]).map((t) => ({ name: t.name, reason: t.reason }));
+export function screenTools(tools: RemoteTool[]): {
+  kept: RemoteTool[];
+  skipped: Array<{ name: string; reason: string }>;
+} {
+  const skipped = invalidMcpHeaderTools(tools as Parameters<typeof invalidMcpHeaderTools>[0]).map((t) => ({
+    name: t.name,
+    reason: t.reason,
+  }));
   const refused = new Set(skipped.map((t) => t.name));
   for (const tool of tools) {
     if (refused.has(tool.name)) continue;
-    const reason = carriesProtoKey(tool) ? 'it carries the key "__proto__", which the connector does not pass on (it would not survive as an own property)' : boundsFault(tool);
+    const reason = carriesProtoKey(tool)
+      ? 'it carries the key "__proto__", which the connector does not pass on (it would not survive as an own property)'
+      : boundsFault(tool);
     if (reason === undefined) continue;
     skipped.push({ name: tool.name, reason });
     refused.add(tool.name);
@@ -70,10 +78,15 @@ export function toolsHash(tools: RemoteTool[]): string {
 const MAX_LIST_TTL_MS = 86_400_000;
 
 /** The freshness hints of a listing, checked and bounded (a bad one is dropped, not trusted). */
-export function listHints(listed: { ttlMs?: unknown; cacheScope?: unknown }): { ttlMs?: number; cacheScope?: 'public' | 'private' } {
+export function listHints(listed: { ttlMs?: unknown; cacheScope?: unknown }): {
+  ttlMs?: number;
+  cacheScope?: 'public' | 'private';
+} {
   const ttl = listed.ttlMs;
   return {
-    ...(typeof ttl === 'number' && Number.isFinite(ttl) && ttl >= 0 ? { ttlMs: Math.min(Math.round(ttl), MAX_LIST_TTL_MS) } : {}),
+    ...(typeof ttl === 'number' && Number.isFinite(ttl) && ttl >= 0
+      ? { ttlMs: Math.min(Math.round(ttl), MAX_LIST_TTL_MS) }
+      : {}),
     ...(listed.cacheScope === 'public' || listed.cacheScope === 'private' ? { cacheScope: listed.cacheScope } : {}),
   };
 }

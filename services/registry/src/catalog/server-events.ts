@@ -13,7 +13,11 @@ import type { OutboxEvent } from '../events/outbox.js';
  */
 
 /** The `server.discovered` payload of a saved record; per-tool permission overrides and withheld tools ride along when set. */
-export function serverDiscoveredPayload(saved: McpServerRecord, toolsChanged: boolean, overrides?: Record<string, Permission>): ServerDiscoveredEvent {
+export function serverDiscoveredPayload(
+  saved: McpServerRecord,
+  toolsChanged: boolean,
+  overrides?: Record<string, Permission>,
+): ServerDiscoveredEvent {
   const held = (saved.status.heldTools ?? []).filter((h) => h.withheld).map((h) => ({ name: h.name, cid: h.cid }));
   return {
     account: saved.accountId,
@@ -34,7 +38,12 @@ export function serverDiscoveredPayload(saved: McpServerRecord, toolsChanged: bo
  * is the server's id, generation and a fresh UUID: unique per recorded event, the same for every
  * publish of that one row.
  */
-export function serverDiscovered(subjects: Subjects, saved: McpServerRecord, toolsChanged: boolean, overrides?: Record<string, Permission>): OutboxEvent {
+export function serverDiscovered(
+  subjects: Subjects,
+  saved: McpServerRecord,
+  toolsChanged: boolean,
+  overrides?: Record<string, Permission>,
+): OutboxEvent {
   return {
     subject: subjects.serverDiscovered(saved.accountId, saved.name),
     payload: serverDiscoveredPayload(saved, toolsChanged, overrides),

@@ -34,7 +34,12 @@ export class ToolPermissionsRepository {
       .selectFrom('registry.tool_permissions')
       .select(['server_id', 'tool', 'permission'])
       .where('account_id', '=', account)
-      .unionAll(trx.selectFrom('registry.builtin_tool_permissions').select(['server_id', 'tool', 'permission']).where('account_id', '=', account))
+      .unionAll(
+        trx
+          .selectFrom('registry.builtin_tool_permissions')
+          .select(['server_id', 'tool', 'permission'])
+          .where('account_id', '=', account),
+      )
       .execute();
     const out = new Map<string, ToolOverrides>();
     for (const r of rows) {
@@ -49,9 +54,18 @@ export class ToolPermissionsRepository {
    * The `always_ask` overrides of the account's built-ins among `slugs` (any vendor connection),
    * as `<slug>: <tool>` pairs: what deleting the vendor connection would shed.
    */
-  async alwaysAskOfBuiltins(account: string, slugs: readonly string[], trx: Kysely<Database> = this.db): Promise<Array<{ slug: string; tool: string }>> {
+  async alwaysAskOfBuiltins(
+    account: string,
+    slugs: readonly string[],
+    trx: Kysely<Database> = this.db,
+  ): Promise<Array<{ slug: string; tool: string }>> {
     if (slugs.length === 0) return [];
-    const rows = await trx.selectFrom('registry.builtin_tool_permissions').select(['server_id', 'tool']).where('account_id', '=', account).where('permission', '=', 'always_ask').execute();
+    const rows = await trx
+      .selectFrom('registry.builtin_tool_permissions')
+      .select(['server_id', 'tool'])
+      .where('account_id', '=', account)
+      .where('permission', '=', 'always_ask')
+      .execute();
     const out: Array<{ slug: string; tool: string }> = [];
     for (const r of rows) {
       const slug = parseBuiltinServerId(r.server_id)?.slug;
@@ -61,17 +75,30 @@ export class ToolPermissionsRepository {
   }
 
   /** Sets (or, with null, removes) one tool's override; true when something changed. */
-  async set(account: string, serverId: string, tool: string, permission: Permission | null, trx: Kysely<Database>): Promise<boolean> {
+  async set(
+    account: string,
+    serverId: string,
+    tool: string,
+    permission: Permission | null,
+    trx: Kysely<Database>,
+  ): Promise<boolean> {
     const builtin = parseBuiltinServerId(serverId);
     // A built-in's overrides go with its vendor connection (their own table, keyed by the connection).
     const table = builtin === undefined ? 'registry.tool_permissions' : 'registry.builtin_tool_permissions';
     if (permission === null) {
-      const r = await trx.deleteFrom(table).where('account_id', '=', account).where('server_id', '=', serverId).where('tool', '=', tool).executeTakeFirst();
+      const r = await trx
+        .deleteFrom(table)
+        .where('account_id', '=', account)
+        .where('server_id', '=', serverId)
+        .where('tool', '=', tool)
+        .executeTakeFirst();
       return r.numDeletedRows > 0n;
     }
     const row = { account_id: account, server_id: serverId, tool, permission };
     const r = await (
-      builtin === undefined ? trx.insertInto('registry.tool_permissions').values(row) : trx.insertInto('registry.builtin_tool_permissions').values({ ...row, connection_id: builtin.connectionId })
+      builtin === undefined
+        ? trx.insertInto('registry.tool_permissions').values(row)
+        : trx.insertInto('registry.builtin_tool_permissions').values({ ...row, connection_id: builtin.connectionId })
     )
       .onConflict((oc) =>
         oc

@@ -12,10 +12,16 @@ const isBearerHeader = (header: string): boolean => header.toLowerCase() === BEA
  * token is not refused: SetMcpServer drops the stored token (see `keepsStoredHeader`'s caller), and
  * the owner gives it again.
  */
-export function withBearerToken(config: ValidServerConfig, previous: StoredServerConfig | undefined): Record<string, string> {
+export function withBearerToken(
+  config: ValidServerConfig,
+  previous: StoredServerConfig | undefined,
+): Record<string, string> {
   if (config.auth !== AuthMethods.bearer) return config.secretHeaders;
   if (config.token !== undefined) return { ...config.secretHeaders, [BEARER_HEADER]: `Bearer ${config.token}` };
-  const stored = previous !== undefined && effectiveAuth(previous) === AuthMethods.bearer && Object.keys(previous.secretRefs ?? {}).some(isBearerHeader);
+  const stored =
+    previous !== undefined &&
+    effectiveAuth(previous) === AuthMethods.bearer &&
+    Object.keys(previous.secretRefs ?? {}).some(isBearerHeader);
   if (!stored) throw invalidInput('config.token', 'is required with auth bearer');
   return config.secretHeaders;
 }
@@ -25,7 +31,11 @@ export function withBearerToken(config: ValidServerConfig, previous: StoredServe
  * nothing; a bearer token stays only while the server stays `bearer`, and a header named
  * `Authorization` from before does not become a bearer token.
  */
-export function keepsStoredHeader(header: string, config: ValidServerConfig, previous: StoredServerConfig | undefined): boolean {
+export function keepsStoredHeader(
+  header: string,
+  config: ValidServerConfig,
+  previous: StoredServerConfig | undefined,
+): boolean {
   if (config.auth === AuthMethods.none) return false;
   if (!isBearerHeader(header)) return true;
   const wasBearer = previous !== undefined && effectiveAuth(previous) === AuthMethods.bearer;

@@ -14,9 +14,15 @@ export function isAuthMethod(v: unknown): v is AuthMethod {
 }
 
 /** The method a stored config uses: its own, else `headers` when it has any header, else `none`. */
-export function effectiveAuth(config: { auth?: string; headers?: Record<string, string>; secretRefs?: Record<string, string> }): AuthMethod {
+export function effectiveAuth(config: {
+  auth?: string;
+  headers?: Record<string, string>;
+  secretRefs?: Record<string, string>;
+}): AuthMethod {
   if (isAuthMethod(config.auth)) return config.auth;
-  return Object.keys(config.headers ?? {}).length + Object.keys(config.secretRefs ?? {}).length > 0 ? AuthMethods.headers : AuthMethods.none;
+  return Object.keys(config.headers ?? {}).length + Object.keys(config.secretRefs ?? {}).length > 0
+    ? AuthMethods.headers
+    : AuthMethods.none;
 }
 
 interface HeaderSources {
@@ -34,7 +40,8 @@ const SOURCES = ['headers', 'secretHeaders', 'secretRefs'] as const;
  * echoes a value) and shapes them for storage: under `headers` every header given is sealed.
  */
 export function applyAuthMethod<T extends HeaderSources>(config: T, token: unknown): T {
-  if (token !== undefined && config.auth !== AuthMethods.bearer) throw invalidInput('config.token', 'is only taken with auth bearer');
+  if (token !== undefined && config.auth !== AuthMethods.bearer)
+    throw invalidInput('config.token', 'is only taken with auth bearer');
   switch (config.auth) {
     case undefined:
     case AuthMethods.oauth:
@@ -48,12 +55,14 @@ export function applyAuthMethod<T extends HeaderSources>(config: T, token: unkno
     case AuthMethods.bearer:
       for (const source of SOURCES) {
         const clash = Object.keys(config[source]).find((h) => h.toLowerCase() === BEARER_HEADER.toLowerCase());
-        if (clash !== undefined) throw invalidInput(`config.${source}.${clash}`, 'is set by the bearer token under auth bearer');
+        if (clash !== undefined)
+          throw invalidInput(`config.${source}.${clash}`, 'is set by the bearer token under auth bearer');
       }
       if (token === undefined) return config;
       if (typeof token !== 'string' || token === '') throw invalidInput('config.token', 'must be a non-empty string');
       if (/[\s\0]/.test(token)) throw invalidInput('config.token', 'must not contain whitespace or NUL');
-      if (Buffer.byteLength(token, 'utf8') > MAX_TOKEN_BYTES) throw invalidInput('config.token', `must be at most ${MAX_TOKEN_BYTES} bytes`);
+      if (Buffer.byteLength(token, 'utf8') > MAX_TOKEN_BYTES)
+        throw invalidInput('config.token', `must be at most ${MAX_TOKEN_BYTES} bytes`);
       return { ...config, token };
     case AuthMethods.headers:
       // Under `headers`, every custom header is stored sealed (docs/servers.md#auth-methods).

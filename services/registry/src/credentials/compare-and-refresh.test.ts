@@ -32,7 +32,11 @@ function harness(initial: Stored | undefined, opts: Partial<CompareAndRefresh<St
     retry: () => new Error('retry'),
     ...opts,
   });
-  return { run: (stale: string | undefined) => compareAndRefresh(c(stale)), exchanges: () => exchanges, stored: () => stored };
+  return {
+    run: (stale: string | undefined) => compareAndRefresh(c(stale)),
+    exchanges: () => exchanges,
+    stored: () => stored,
+  };
 }
 
 describe('compare-and-refresh', () => {
@@ -59,8 +63,14 @@ describe('compare-and-refresh', () => {
 
   it('a follower takes a moved token, says refused when the refresh token was forgotten, and otherwise asks to retry', async () => {
     expect(await harness({ access: 'b' }, { follower: true }).run(accessTokenHash('a'))).toBe('current');
-    expect(await harness({ access: 'a' }, { follower: true, refusedIf: (s) => s.refresh === undefined }).run(accessTokenHash('a'))).toBe('refused');
-    await expect(harness({ access: 'a', refresh: 'r' }, { follower: true }).run(accessTokenHash('a'))).rejects.toThrow('retry');
+    expect(
+      await harness({ access: 'a' }, { follower: true, refusedIf: (s) => s.refresh === undefined }).run(
+        accessTokenHash('a'),
+      ),
+    ).toBe('refused');
+    await expect(harness({ access: 'a', refresh: 'r' }, { follower: true }).run(accessTokenHash('a'))).rejects.toThrow(
+      'retry',
+    );
     expect(await harness(undefined, { follower: true }).run(accessTokenHash('a'))).toBe('gone');
     await expect(harness(undefined, { follower: true, whenNone: 'obtain' }).run(undefined)).rejects.toThrow('retry');
     expect(await harness({ access: 'a' }, { follower: true, followerTakesAny: true }).run(undefined)).toBe('current');

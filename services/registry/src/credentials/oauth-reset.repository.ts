@@ -8,6 +8,11 @@ import type { Database } from '@mcpx/db';
  * there was a client or tokens to forget.
  */
 export async function forgetOAuthState(trx: Kysely<Database>, account: string, serverId: string): Promise<boolean> {
-  const rows = await trx.deleteFrom('registry.oauth_connections').where('account_id', '=', account).where('server_id', '=', serverId).returning(['client_sealed', 'tokens_sealed']).execute();
+  const rows = await trx
+    .deleteFrom('registry.oauth_connections')
+    .where('account_id', '=', account)
+    .where('server_id', '=', serverId)
+    .returning(['client_sealed', 'tokens_sealed'])
+    .execute();
   return rows.some((r) => r.client_sealed !== null || r.tokens_sealed !== null);
 }

@@ -30,7 +30,12 @@ interface SecretRow {
  * so a value re-entered meanwhile is left as it is. Idempotent; safe while the services run.
  * Throws when a value does not open (its key left the ring), naming the row, never the value.
  */
-export async function bindUnboundSecrets(db: Db, box: SecretBox, servers: Pick<McpServersRepository, 'list'>, opts: { batch?: number } = {}): Promise<BindingReport> {
+export async function bindUnboundSecrets(
+  db: Db,
+  box: SecretBox,
+  servers: Pick<McpServersRepository, 'list'>,
+  opts: { batch?: number } = {},
+): Promise<BindingReport> {
   const batch = opts.batch ?? 500;
   const report: BindingReport = { bound: 0, left: 0 };
   // secret name → the origins of the servers that name it, per account (read once per account).
@@ -64,7 +69,9 @@ export async function bindUnboundSecrets(db: Db, box: SecretBox, servers: Pick<M
       try {
         plaintext = box.open({ keyId: row.key_id, ciphertext: row.ciphertext }, aad);
       } catch (err) {
-        throw new Error(`registry.secrets of account ${row.account_id}, name ${row.name}: ${(err as Error).message}`, { cause: err });
+        throw new Error(`registry.secrets of account ${row.account_id}, name ${row.name}: ${(err as Error).message}`, {
+          cause: err,
+        });
       }
       const opened = unbind(plaintext);
       if (opened.origin !== undefined) continue;
@@ -77,7 +84,9 @@ export async function bindUnboundSecrets(db: Db, box: SecretBox, servers: Pick<M
       const next = box.seal(bindToOrigin(opened.value, origin), aad);
       const res = await sql`
         UPDATE registry.secrets SET key_id = ${next.keyId}, ciphertext = ${next.ciphertext}
-        WHERE account_id = ${row.account_id} AND name = ${row.name} AND key_id = ${row.key_id} AND ciphertext = ${row.ciphertext}`.execute(db);
+        WHERE account_id = ${row.account_id} AND name = ${row.name} AND key_id = ${row.key_id} AND ciphertext = ${row.ciphertext}`.execute(
+        db,
+      );
       if (Number(res.numAffectedRows ?? 0) === 1) report.bound++;
     }
     after = page.rows.at(-1);
@@ -98,17 +107,23 @@ const BINDING_DONE_TTL_MS = 30 * 24 * 60 * 60_000;
  */
 export async function bindUnboundSecretsOnce(
   deps: { db: Db; box: SecretBox; servers: Pick<McpServersRepository, 'list'>; redis: Redis; prefix: string },
-  log: { info(msg: string, fields?: Record<string, unknown>): void; warn(msg: string, fields?: Record<string, unknown>): void },
+  log: {
+    info(msg: string, fields?: Record<string, unknown>): void;
+    warn(msg: string, fields?: Record<string, unknown>): void;
+  },
 ): Promise<BindingReport | undefined> {
   const key = `${deps.prefix}${BINDING_DONE_KEY}`;
   try {
     if ((await deps.redis.get(key)) !== null) return undefined;
     const report = await bindUnboundSecrets(deps.db, deps.box, deps.servers);
     await deps.redis.set(key, new Date().toISOString(), 'PX', BINDING_DONE_TTL_MS);
-    if (report.bound > 0 || report.left > 0) log.info('secrets sealed before origins were recorded: bound to their server origin', { ...report });
+    if (report.bound > 0 || report.left > 0)
+      log.info('secrets sealed before origins were recorded: bound to their server origin', { ...report });
     return report;
   } catch (err) {
-    log.warn('secrets sealed before origins were recorded could not be bound now (they are sent nowhere until then)', { err: err as Error });
+    log.warn('secrets sealed before origins were recorded could not be bound now (they are sent nowhere until then)', {
+      err: err as Error,
+    });
     return undefined;
   }
 }

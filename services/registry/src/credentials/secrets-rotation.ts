@@ -27,7 +27,13 @@ interface SealedColumn {
  * under the old key (the rotation test checks that no `*key_id` column of the registry keeps one).
  */
 const SEALED_COLUMNS: readonly SealedColumn[] = [
-  { table: SealedTables.secrets, nameColumn: 'name', keyIdColumn: 'key_id', sealedColumn: 'ciphertext', aad: secretAad },
+  {
+    table: SealedTables.secrets,
+    nameColumn: 'name',
+    keyIdColumn: 'key_id',
+    sealedColumn: 'ciphertext',
+    aad: secretAad,
+  },
   {
     table: SealedTables.oauthConnections,
     nameColumn: 'server_id',
@@ -42,7 +48,13 @@ const SEALED_COLUMNS: readonly SealedColumn[] = [
     sealedColumn: 'tokens_sealed',
     aad: (account, serverId) => oauthSecretAad(account, serverId, 'tokens'),
   },
-  { table: SealedTables.vendorConnections, nameColumn: 'vendor', keyIdColumn: 'tokens_key_id', sealedColumn: 'tokens_sealed', aad: vendorTokensAad },
+  {
+    table: SealedTables.vendorConnections,
+    nameColumn: 'vendor',
+    keyIdColumn: 'tokens_key_id',
+    sealedColumn: 'tokens_sealed',
+    aad: vendorTokensAad,
+  },
 ];
 
 export interface RotationCount {
@@ -75,9 +87,16 @@ interface SealedRow {
  * Throws when a value does not open (its key left the ring, or it was tampered with), naming the
  * table, the row and the key id, never the value.
  */
-export async function rotateSealedValues(db: Db, box: SecretBox, opts: { batch?: number } = {}): Promise<RotationReport> {
+export async function rotateSealedValues(
+  db: Db,
+  box: SecretBox,
+  opts: { batch?: number } = {},
+): Promise<RotationReport> {
   const batch = opts.batch ?? 500;
-  const tables = Object.fromEntries(Object.values(SealedTables).map((t) => [t, { rotated: 0, left: 0 }])) as Record<SealedTable, RotationCount>;
+  const tables = Object.fromEntries(Object.values(SealedTables).map((t) => [t, { rotated: 0, left: 0 }])) as Record<
+    SealedTable,
+    RotationCount
+  >;
   for (const column of SEALED_COLUMNS) tables[column.table].rotated += await rotateColumn(db, box, column, batch);
   // Counted after every pass: a writer still on an older ring may have sealed with the old key meanwhile.
   for (const column of SEALED_COLUMNS) tables[column.table].left += await countOlder(db, box.currentKeyId, column);
@@ -110,7 +129,9 @@ async function rotateColumn(db: Db, box: SecretBox, c: SealedColumn, batch: numb
       const next = box.seal(openRow(box, c, row, aad), aad);
       const res = await sql`
         UPDATE ${sql.table(c.table)} SET ${keyId} = ${next.keyId}, ${sealedCol} = ${next.ciphertext}
-        WHERE account_id = ${row.account_id} AND ${name} = ${row.name} AND ${keyId} = ${row.key_id} AND ${sealedCol} = ${row.sealed}`.execute(db);
+        WHERE account_id = ${row.account_id} AND ${name} = ${row.name} AND ${keyId} = ${row.key_id} AND ${sealedCol} = ${row.sealed}`.execute(
+        db,
+      );
       if (Number(res.numAffectedRows ?? 0) === 1) rotated++;
     }
     after = page.rows.at(-1);
@@ -123,7 +144,10 @@ function openRow(box: SecretBox, c: SealedColumn, row: SealedRow, aad: string): 
     return box.open({ keyId: row.key_id, ciphertext: row.sealed }, aad);
   } catch (err) {
     // SecretBox's messages name the key id only.
-    throw new Error(`${c.table}.${c.sealedColumn} of account ${row.account_id}, ${c.nameColumn} ${row.name}: ${(err as Error).message}`, { cause: err });
+    throw new Error(
+      `${c.table}.${c.sealedColumn} of account ${row.account_id}, ${c.nameColumn} ${row.name}: ${(err as Error).message}`,
+      { cause: err },
+    );
   }
 }
 

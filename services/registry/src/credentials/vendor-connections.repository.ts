@@ -23,13 +23,32 @@ export class VendorConnectionsRepository {
     private readonly box: SecretBox,
   ) {}
 
-  async put(account: string, vendor: string, tokens: VendorTokens, trx: Kysely<Database> = this.db): Promise<VendorConnection> {
+  async put(
+    account: string,
+    vendor: string,
+    tokens: VendorTokens,
+    trx: Kysely<Database> = this.db,
+  ): Promise<VendorConnection> {
     const sealed = sealVendorTokens(this.box, account, vendor, tokens);
     const expiresAt = tokens.expiresAt !== undefined ? new Date(tokens.expiresAt) : null;
     const row = await trx
       .insertInto('registry.vendor_connections')
-      .values({ id: randomUUID(), account_id: account, vendor, tokens_key_id: sealed.keyId, tokens_sealed: sealed.ciphertext, expires_at: expiresAt })
-      .onConflict((oc) => oc.columns(['account_id', 'vendor']).doUpdateSet({ tokens_key_id: sealed.keyId, tokens_sealed: sealed.ciphertext, expires_at: expiresAt, updated_at: new Date() }))
+      .values({
+        id: randomUUID(),
+        account_id: account,
+        vendor,
+        tokens_key_id: sealed.keyId,
+        tokens_sealed: sealed.ciphertext,
+        expires_at: expiresAt,
+      })
+      .onConflict((oc) =>
+        oc.columns(['account_id', 'vendor']).doUpdateSet({
+          tokens_key_id: sealed.keyId,
+          tokens_sealed: sealed.ciphertext,
+          expires_at: expiresAt,
+          updated_at: new Date(),
+        }),
+      )
       .returning(['id', 'vendor', 'expires_at', 'created_at', 'updated_at'])
       .executeTakeFirstOrThrow();
     return toConnection(row);
@@ -46,7 +65,12 @@ export class VendorConnectionsRepository {
   }
 
   async list(account: string, trx: Kysely<Database> = this.db): Promise<VendorConnection[]> {
-    const rows = await trx.selectFrom('registry.vendor_connections').select(['id', 'vendor', 'expires_at', 'created_at', 'updated_at']).where('account_id', '=', account).orderBy('vendor').execute();
+    const rows = await trx
+      .selectFrom('registry.vendor_connections')
+      .select(['id', 'vendor', 'expires_at', 'created_at', 'updated_at'])
+      .where('account_id', '=', account)
+      .orderBy('vendor')
+      .execute();
     return rows.map(toConnection);
   }
 
@@ -73,7 +97,12 @@ export class VendorConnectionsRepository {
    * set on the tokens themselves, under the row's lock: not on their sealed bytes, which a key
    * rotation re-seals (the refresh's new tokens would be lost, and a rotated refresh token with them).
    */
-  async replaceTokens(account: string, vendor: string, read: { connectionId: string; tokens: VendorTokens }, tokens: VendorTokens): Promise<boolean> {
+  async replaceTokens(
+    account: string,
+    vendor: string,
+    read: { connectionId: string; tokens: VendorTokens },
+    tokens: VendorTokens,
+  ): Promise<boolean> {
     const sealed = sealVendorTokens(this.box, account, vendor, tokens);
     return this.db.transaction().execute(async (trx) => {
       const stored = await this.openTokens(trx, account, vendor, true);
@@ -81,7 +110,12 @@ export class VendorConnectionsRepository {
       if (JSON.stringify(stored.tokens) !== JSON.stringify(read.tokens)) return false;
       await trx
         .updateTable('registry.vendor_connections')
-        .set({ tokens_key_id: sealed.keyId, tokens_sealed: sealed.ciphertext, expires_at: tokens.expiresAt !== undefined ? new Date(tokens.expiresAt) : null, updated_at: new Date() })
+        .set({
+          tokens_key_id: sealed.keyId,
+          tokens_sealed: sealed.ciphertext,
+          expires_at: tokens.expiresAt !== undefined ? new Date(tokens.expiresAt) : null,
+          updated_at: new Date(),
+        })
         .where('account_id', '=', account)
         .where('vendor', '=', vendor)
         .execute();
@@ -90,7 +124,12 @@ export class VendorConnectionsRepository {
   }
 
   /** Reads and opens the vendor's tokens (`forUpdate`: row-locked until `trx` ends); null when there is no connection. */
-  private async openTokens(trx: Kysely<Database>, account: string, vendor: string, forUpdate: boolean): Promise<{ connectionId: string; tokens: VendorTokens } | null> {
+  private async openTokens(
+    trx: Kysely<Database>,
+    account: string,
+    vendor: string,
+    forUpdate: boolean,
+  ): Promise<{ connectionId: string; tokens: VendorTokens } | null> {
     const row = await trx
       .selectFrom('registry.vendor_connections')
       .select(['id', 'tokens_key_id', 'tokens_sealed'])
@@ -103,6 +142,18 @@ export class VendorConnectionsRepository {
   }
 }
 
-function toConnection(row: { id: string; vendor: string; expires_at: Date | null; created_at: Date; updated_at: Date }): VendorConnection {
-  return { id: row.id, vendor: row.vendor, expiresAt: row.expires_at, createdAt: row.created_at, updatedAt: row.updated_at };
+function toConnection(row: {
+  id: string;
+  vendor: string;
+  expires_at: Date | null;
+  created_at: Date;
+  updated_at: Date;
+}): VendorConnection {
+  return {
+    id: row.id,
+    vendor: row.vendor,
+    expiresAt: row.expires_at,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  };
 }

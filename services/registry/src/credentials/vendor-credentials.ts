@@ -54,7 +54,9 @@ export class VendorCredentials {
 
   constructor(private readonly deps: VendorCredentialsDeps) {
     this.fetch = boundedOAuthFetch(deps.fetch);
-    this.refreshes = deps.meter.createCounter('mcpx_vendor_token_refresh_total', { description: 'Vendor token refreshes by vendor and outcome' });
+    this.refreshes = deps.meter.createCounter('mcpx_vendor_token_refresh_total', {
+      description: 'Vendor token refreshes by vendor and outcome',
+    });
   }
 
   /** The vendor's tokens as stored (null: no connection). */
@@ -67,7 +69,11 @@ export class VendorCredentials {
    * hash is `staleTokenHash` (absent: whatever is stored). Throws a retryable `transport_error`
    * when the vendor could not answer (the refresh token is kept).
    */
-  async refreshStale(account: string, vendorName: string, staleTokenHash: string | undefined): Promise<VendorRefreshOutcome> {
+  async refreshStale(
+    account: string,
+    vendorName: string,
+    staleTokenHash: string | undefined,
+  ): Promise<VendorRefreshOutcome> {
     const vendor = findVendor(vendorName);
     if (vendor === undefined) return 'gone';
     type Stored = { connectionId: string; tokens: VendorTokens };
@@ -78,51 +84,84 @@ export class VendorCredentials {
       const client = this.deps.clients[vendor.name];
       if (client === undefined) {
         // The operator's to fix: the refresh token stays, usable once a client is configured.
-        this.deps.log.warn('vendor token expired and no OAuth client is configured to refresh it (BUILTIN_VENDOR_CLIENTS)', { account, vendor: vendor.name });
+        this.deps.log.warn(
+          'vendor token expired and no OAuth client is configured to refresh it (BUILTIN_VENDOR_CLIENTS)',
+          { account, vendor: vendor.name },
+        );
         return 'refused';
       }
       const fresh = await this.exchange(vendor, client, refreshToken);
       // Refused: forget the refresh token (never presented again), keep the access token's hash stable.
-      const next: VendorTokens = fresh ?? { accessToken: stored.tokens.accessToken, ...(stored.tokens.expiresAt !== undefined ? { expiresAt: stored.tokens.expiresAt } : {}) };
+      const next: VendorTokens = fresh ?? {
+        accessToken: stored.tokens.accessToken,
+        ...(stored.tokens.expiresAt !== undefined ? { expiresAt: stored.tokens.expiresAt } : {}),
+      };
       if (fresh !== undefined && fresh.refreshToken === undefined) next.refreshToken = refreshToken;
       if (!(await this.deps.connections.replaceTokens(account, vendor.name, stored, next))) return 'current';
       return fresh === undefined ? 'refused' : 'refreshed';
     };
-    return withSpan(this.deps.tracer, 'registry.vendor_token_refresh', { 'mcp.account': account, 'mcpx.vendor': vendor.name }, async (span) => {
-      let outcome = 'error';
-      try {
-        // A follower with no stale hash takes what the holder left; one that finds the refresh
-        // token forgotten (refused) says so.
-        const result = await compareAndRefresh<Stored>({
-          lock: (lead, follow) => this.deps.singleFlight.run(`vendor-oauth:${account}:${vendor.name}`, { ttlMs: LOCK_TTL_MS }, lead, follow),
-          read: async () => (await this.deps.connections.tokens(account, vendor.name)) ?? undefined,
-          accessToken: (s) => s.tokens.accessToken,
-          staleTokenHash,
-          anyTokenWillDo: false,
-          followerTakesAny: true,
-          whenNone: 'gone',
-          refresh,
-          refusedIf: (s) => s.tokens.refreshToken === undefined,
-          retry: () => new WireError(ErrorCodes.transportError, `another instance could not refresh the ${vendor.displayName} connection's token; try again`),
-        });
-        outcome = result;
-        return result;
-      } finally {
-        span.setAttribute('mcpx.result', outcome);
-        this.refreshes.add(1, { vendor: vendor.name, result: outcome });
-      }
-    });
+    return withSpan(
+      this.deps.tracer,
+      'registry.vendor_token_refresh',
+      { 'mcp.account': account, 'mcpx.vendor': vendor.name },
+      async (span) => {
+        let outcome = 'error';
+        try {
+          // A follower with no stale hash takes what the holder left; one that finds the refresh
+          // token forgotten (refused) says so.
+          const result = await compareAndRefresh<Stored>({
+            lock: (lead, follow) =>
+              this.deps.singleFlight.run(
+                `vendor-oauth:${account}:${vendor.name}`,
+                { ttlMs: LOCK_TTL_MS },
+                lead,
+                follow,
+              ),
+            read: async () => (await this.deps.connections.tokens(account, vendor.name)) ?? undefined,
+            accessToken: (s) => s.tokens.accessToken,
+            staleTokenHash,
+            anyTokenWillDo: false,
+            followerTakesAny: true,
+            whenNone: 'gone',
+            refresh,
+            refusedIf: (s) => s.tokens.refreshToken === undefined,
+            retry: () =>
+              new WireError(
+                ErrorCodes.transportError,
+                `another instance could not refresh the ${vendor.displayName} connection's token; try again`,
+              ),
+          });
+          outcome = result;
+          return result;
+        } finally {
+          span.setAttribute('mcpx.result', outcome);
+          this.refreshes.add(1, { vendor: vendor.name, result: outcome });
+        }
+      },
+    );
   }
 
   /** One refresh at the vendor's token endpoint: the new tokens, or undefined when the refresh token was refused. */
-  private async exchange(vendor: BuiltinVendor, client: VendorClient, refreshToken: string): Promise<VendorTokens | undefined> {
+  private async exchange(
+    vendor: BuiltinVendor,
+    client: VendorClient,
+    refreshToken: string,
+  ): Promise<VendorTokens | undefined> {
     const endpoint = vendorTokenEndpoint(vendor, this.deps.tokenEndpoints);
-    const body = new URLSearchParams({ grant_type: 'refresh_token', refresh_token: refreshToken, client_id: client.clientId });
+    const body = new URLSearchParams({
+      grant_type: 'refresh_token',
+      refresh_token: refreshToken,
+      client_id: client.clientId,
+    });
     if (client.clientSecret !== undefined) body.set('client_secret', client.clientSecret);
     // The vendor's error code is shown: scrubbed of what was sent, in case it echoes one (`@mcpx/mcp-client`'s rule).
     const sent = [refreshToken, ...(client.clientSecret !== undefined ? [client.clientSecret] : [])];
     const failed = (why: string): WireError =>
-      new WireError(ErrorCodes.transportError, `the ${vendor.displayName} token endpoint could not refresh the connection (${redactSecrets(why, sent)})`, { vendor: vendor.name });
+      new WireError(
+        ErrorCodes.transportError,
+        `the ${vendor.displayName} token endpoint could not refresh the connection (${redactSecrets(why, sent)})`,
+        { vendor: vendor.name },
+      );
     return withSpan(
       this.deps.tracer,
       'oauth token refresh',
@@ -140,9 +179,11 @@ export class VendorCredentials {
           throw failed((err as Error).name === 'TimeoutError' ? 'timed out' : 'unreachable');
         }
         const json = (await res.json().catch(() => undefined)) as Record<string, unknown> | undefined;
-        const error = typeof json?.error === 'string' ? json.error.replace(/[^a-z0-9_.-]/gi, '').slice(0, 64) : undefined;
+        const error =
+          typeof json?.error === 'string' ? json.error.replace(/[^a-z0-9_.-]/gi, '').slice(0, 64) : undefined;
         if (error !== undefined && REFUSED.has(error)) return undefined;
-        if (!res.ok || json === undefined || error !== undefined) throw failed(`HTTP ${res.status}${error ? `, ${error}` : ''}`);
+        if (!res.ok || json === undefined || error !== undefined)
+          throw failed(`HTTP ${res.status}${error ? `, ${error}` : ''}`);
         const tokens = parseTokenResponse(json);
         if (tokens === undefined) throw failed('malformed token response');
         return tokens;
@@ -154,11 +195,13 @@ export class VendorCredentials {
 
 /** A token response (RFC 6749 §5.1) as we store it; undefined when it is malformed. */
 function parseTokenResponse(json: Record<string, unknown>): VendorTokens | undefined {
-  const token = (v: unknown): v is string => typeof v === 'string' && /^[\x21-\x7e]+$/.test(v) && v.length <= MAX_TOKEN_BYTES;
+  const token = (v: unknown): v is string =>
+    typeof v === 'string' && /^[\x21-\x7e]+$/.test(v) && v.length <= MAX_TOKEN_BYTES;
   if (!token(json.access_token)) return undefined;
   if (json.refresh_token !== undefined && !token(json.refresh_token)) return undefined;
   const expiresIn = json.expires_in;
-  if (expiresIn !== undefined && (typeof expiresIn !== 'number' || !Number.isFinite(expiresIn) || expiresIn <= 0)) return undefined;
+  if (expiresIn !== undefined && (typeof expiresIn !== 'number' || !Number.isFinite(expiresIn) || expiresIn <= 0))
+    return undefined;
   return {
     accessToken: json.access_token,
     ...(json.refresh_token !== undefined ? { refreshToken: json.refresh_token } : {}),

@@ -45,7 +45,11 @@ export class ChangeFollower {
     if (target !== this.deps.rows || status.state !== 'ok' || status.listTtlMs === undefined) return;
     const at = new Date(now.getTime() + relistDelayMs(status.listTtlMs, Math.random, this.deps.relistFloorMs));
     const armed = await this.deps.servers.armRelist(server.accountId, server.id, at).catch((err: unknown) => {
-      this.deps.log.warn('re-list not scheduled', { account: server.accountId, server: server.name, err: err as Error });
+      this.deps.log.warn('re-list not scheduled', {
+        account: server.accountId,
+        server: server.name,
+        err: err as Error,
+      });
       return false;
     });
     if (armed) this.deps.relists.add(1, { event: 'armed' });
@@ -69,7 +73,10 @@ export class ChangeFollower {
    */
   follow(server: McpServerRecord, verdict: EraVerdict, target: DiscoveryTarget): void {
     const key = `${server.accountId}:${server.name}`;
-    const capabilities = verdict.era === 'modern' ? (verdict.discover as { capabilities?: { tools?: { listChanged?: unknown } } }).capabilities : undefined;
+    const capabilities =
+      verdict.era === 'modern'
+        ? (verdict.discover as { capabilities?: { tools?: { listChanged?: unknown } } }).capabilities
+        : undefined;
     if (capabilities?.tools?.listChanged !== true) {
       void this.deps.streams.drop(key);
       return;

@@ -13,7 +13,13 @@ const POLL_MS = 100;
  * `maxWaitMs`; then it is refused with `quota_exceeded` (`discoveries_per_account`). Redis down:
  * the lease quota admits (it protects the service, it must not take it down).
  */
-export async function withDiscoveryLease<T>(leases: LeaseQuota, account: string, max: number, maxWaitMs: number, fn: () => Promise<T>): Promise<T> {
+export async function withDiscoveryLease<T>(
+  leases: LeaseQuota,
+  account: string,
+  max: number,
+  maxWaitMs: number,
+  fn: () => Promise<T>,
+): Promise<T> {
   const started = Date.now();
   for (;;) {
     const decision = await leases.acquire(KIND, account, max);
@@ -25,7 +31,13 @@ export async function withDiscoveryLease<T>(leases: LeaseQuota, account: string,
       }
     }
     if (Date.now() - started >= maxWaitMs) {
-      throw quotaExceeded('name', 'discoveries_per_account', max, `the account has ${max} discoveries in flight across the registry's instances; try again in a moment`, POLL_MS);
+      throw quotaExceeded(
+        'name',
+        'discoveries_per_account',
+        max,
+        `the account has ${max} discoveries in flight across the registry's instances; try again in a moment`,
+        POLL_MS,
+      );
     }
     // A little jitter: waiting discoveries of one account do not ask in lockstep.
     await new Promise((resolve) => setTimeout(resolve, POLL_MS + Math.floor(Math.random() * POLL_MS)));

@@ -47,12 +47,18 @@ export function statusAfter(server: McpServerRecord, outcome: ProbeOutcome, now:
   // what an unpinned one does (one hash, no tool list written).
   const rawChanged = pinned && hash !== (server.discoveredHash ?? '');
   const changed = !pinned && hash !== server.toolsHash;
-  const tools = pinned ? undefined : { list: outcome.tools, hash, generation: changed ? server.generation + 1 : server.generation };
+  const tools = pinned
+    ? undefined
+    : { list: outcome.tools, hash, generation: changed ? server.generation + 1 : server.generation };
   const hints = outcome.hints ?? {
     ...(previous.listTtlMs !== undefined ? { ttlMs: previous.listTtlMs } : {}),
     ...(previous.listCacheScope !== undefined ? { cacheScope: previous.listCacheScope } : {}),
   };
-  const era = outcome.verdict ?? (previous.era !== undefined && previous.protocolVersion !== undefined ? { era: previous.era, protocolVersion: previous.protocolVersion } : undefined);
+  const era =
+    outcome.verdict ??
+    (previous.era !== undefined && previous.protocolVersion !== undefined
+      ? { era: previous.era, protocolVersion: previous.protocolVersion }
+      : undefined);
   const status: ServerStatus = {
     state: 'ok',
     checkedAt: now.toISOString(),
@@ -71,7 +77,11 @@ export function statusAfter(server: McpServerRecord, outcome: ProbeOutcome, now:
  * After too many failures in a row the re-prober stops (the status says so); an owner's set or
  * refresh probes again and arms one more re-probe.
  */
-export function withReprobeStop(status: ServerStatus, trigger: string, maxFailures: number): { status: ServerStatus; stopped: boolean } {
+export function withReprobeStop(
+  status: ServerStatus,
+  trigger: string,
+  maxFailures: number,
+): { status: ServerStatus; stopped: boolean } {
   const byOwner = trigger === 'set' || trigger === 'authorized' || trigger === 'refresh';
   const stopped = status.state === 'error' && maxFailures > 0 && (status.failures ?? 1) >= maxFailures && !byOwner;
   if (!stopped) return { status, stopped };
@@ -87,5 +97,9 @@ export function observedOutcome(tools: unknown[], transport: Transport, verdict:
 
 /** Whether two statuses agree on what a quiet discovery can change besides the list (era, version, skipped tools). */
 export function sameStatusFacts(a: ServerStatus, b: ServerStatus): boolean {
-  return a.era === b.era && a.protocolVersion === b.protocolVersion && JSON.stringify(a.skippedTools ?? []) === JSON.stringify(b.skippedTools ?? []);
+  return (
+    a.era === b.era &&
+    a.protocolVersion === b.protocolVersion &&
+    JSON.stringify(a.skippedTools ?? []) === JSON.stringify(b.skippedTools ?? [])
+  );
 }

@@ -63,7 +63,14 @@ export function tracedRequests(tracer: Tracer, base: typeof fetch, attrs: Attrib
     const page = method === 'tools/list' ? ++pages : undefined;
     const span = tracer.startSpan(
       method,
-      { kind: SpanKind.CLIENT, attributes: { ...attrs, [McpAttributes.methodName]: method, ...(page !== undefined ? { 'mcpx.page': page } : {}) } },
+      {
+        kind: SpanKind.CLIENT,
+        attributes: {
+          ...attrs,
+          [McpAttributes.methodName]: method,
+          ...(page !== undefined ? { 'mcpx.page': page } : {}),
+        },
+      },
       context.active(),
     );
     try {
@@ -78,7 +85,10 @@ export function tracedRequests(tracer: Tracer, base: typeof fetch, attrs: Attrib
       return res;
     } catch (err) {
       const code = discoveryErrorCode(err);
-      span.setAttributes({ [McpAttributes.outcome]: 'error', [McpAttributes.errorCode]: code === 'error' ? 'transport_error' : code });
+      span.setAttributes({
+        [McpAttributes.outcome]: 'error',
+        [McpAttributes.errorCode]: code === 'error' ? 'transport_error' : code,
+      });
       span.setStatus({ code: SpanStatusCode.ERROR, message: code });
       throw err;
     } finally {

@@ -74,7 +74,11 @@ export interface DiscoveryDeps {
    * more, or null when the server does not use that grant (`challenge`: the 401's
    * `resource_metadata`). A refused new token is an `error`: nobody signs in for such a server.
    */
-  oauthRenew?: (server: McpServerRecord, used: Record<string, string>, challenge: URL | undefined) => Promise<Record<string, string> | null>;
+  oauthRenew?: (
+    server: McpServerRecord,
+    used: Record<string, string>,
+    challenge: URL | undefined,
+  ) => Promise<Record<string, string> | null>;
   /** The owner's per-tool permission overrides, carried on every discovery event. */
   permissions?: ToolPermissionsRepository;
   /**

@@ -24,8 +24,12 @@ describe('401 classification', () => {
 
 describe('tools hash', () => {
   it('is canonical: key order does not matter, content does', () => {
-    const a = toolsHash([{ name: 'x', description: 'd', inputSchema: { type: 'object', properties: { a: { type: 'string' } } } }]);
-    const b = toolsHash([{ inputSchema: { properties: { a: { type: 'string' } }, type: 'object' }, description: 'd', name: 'x' }]);
+    const a = toolsHash([
+      { name: 'x', description: 'd', inputSchema: { type: 'object', properties: { a: { type: 'string' } } } },
+    ]);
+    const b = toolsHash([
+      { inputSchema: { properties: { a: { type: 'string' } }, type: 'object' }, description: 'd', name: 'x' },
+    ]);
     expect(a).toBe(b);
     expect(toolsHash([{ name: 'x', description: 'e' }])).not.toBe(toolsHash([{ name: 'x', description: 'd' }]));
   });

@@ -13,7 +13,13 @@ import { Semaphore } from '../shared/semaphore.js';
 import { ChangeFollower } from './change-follower.js';
 import { withDiscoveryLease } from './discovery-leases.js';
 import { nextProbeDelayMs } from './discovery-schedule.js';
-import { observedOutcome, sameStatusFacts, statusAfter, withReprobeStop, type StatusChange } from './discovery-status.js';
+import {
+  observedOutcome,
+  sameStatusFacts,
+  statusAfter,
+  withReprobeStop,
+  type StatusChange,
+} from './discovery-status.js';
 import { DISCOVERY_LIMITS, type DiscoveryDeps, type DiscoveryTarget, type ProbeOutcome } from './discovery-types.js';
 import { isAuthContext, parseEraVerdict } from './era-verdicts.js';
 import { ListenStreams } from './listen-streams.js';
@@ -51,20 +57,44 @@ export class Discovery {
     this.rows = customRows(deps);
     this.slots = new Semaphore(deps.concurrency ?? DISCOVERY_LIMITS.concurrency);
     this.quotas = deps.quotas ?? DEFAULT_QUOTAS;
-    this.streams = new ListenStreams({ singleFlight: deps.singleFlight, log: deps.log, meter: deps.meter, tracer: deps.tracer });
-    const meter = deps.meter;
-    this.runs = meter.createCounter('mcpx_discovery_total', { description: 'Discoveries by result (ok, error, auth_required), error code (ok when none), trigger and kind' });
-    this.duration = meter.createHistogram('mcpx_discovery_duration_ms', { description: 'Discovery time by result, error code (ok when none), trigger and kind', unit: 'ms' });
-    const cuts = meter.createCounter('mcpx_discovery_bound_cuts_total', { description: 'Response bodies of discoveries cut at a bound of the whole discovery (maxTotalBytes, deadlineMs)' });
-    this.held = meter.createCounter('mcpx_pin_changes_held_total', {
-      description: "Tool changes a pinned server's discovery held for review, by kind (new, changed) and whether the tool is withheld",
+    this.streams = new ListenStreams({
+      singleFlight: deps.singleFlight,
+      log: deps.log,
+      meter: deps.meter,
+      tracer: deps.tracer,
     });
-    const relists = meter.createCounter('mcpx_discovery_relists_total', { description: 'Re-lists of tool lists in use on expiry, armed' });
-    const verdicts = meter.createCounter('mcpx_discovery_era_verdicts_total', { description: 'Era verdicts of discoveries by outcome (reused, probed, reprobed, observed) and era' });
+    const meter = deps.meter;
+    this.runs = meter.createCounter('mcpx_discovery_total', {
+      description: 'Discoveries by result (ok, error, auth_required), error code (ok when none), trigger and kind',
+    });
+    this.duration = meter.createHistogram('mcpx_discovery_duration_ms', {
+      description: 'Discovery time by result, error code (ok when none), trigger and kind',
+      unit: 'ms',
+    });
+    const cuts = meter.createCounter('mcpx_discovery_bound_cuts_total', {
+      description: 'Response bodies of discoveries cut at a bound of the whole discovery (maxTotalBytes, deadlineMs)',
+    });
+    this.held = meter.createCounter('mcpx_pin_changes_held_total', {
+      description:
+        "Tool changes a pinned server's discovery held for review, by kind (new, changed) and whether the tool is withheld",
+    });
+    const relists = meter.createCounter('mcpx_discovery_relists_total', {
+      description: 'Re-lists of tool lists in use on expiry, armed',
+    });
+    const verdicts = meter.createCounter('mcpx_discovery_era_verdicts_total', {
+      description: 'Era verdicts of discoveries by outcome (reused, probed, reprobed, observed) and era',
+    });
     this.verdicts = new VerdictStore(deps.servers, verdicts, deps.log);
     const fetch = deps.fetch !== undefined ? { fetch: deps.fetch } : {};
     const oauthRenew = deps.oauthRenew !== undefined ? { oauthRenew: deps.oauthRenew } : {};
-    this.probe = new DiscoveryProbe({ tracer: deps.tracer, verdicts: this.verdicts, cuts, deadlineMs: () => this.quotas.discoveryDeadlineMs, ...fetch, ...oauthRenew });
+    this.probe = new DiscoveryProbe({
+      tracer: deps.tracer,
+      verdicts: this.verdicts,
+      cuts,
+      deadlineMs: () => this.quotas.discoveryDeadlineMs,
+      ...fetch,
+      ...oauthRenew,
+    });
     this.follower = new ChangeFollower({
       servers: deps.servers,
       log: deps.log,
@@ -83,17 +113,32 @@ export class Discovery {
    * records the outcome in `target` (default: the mcp_servers rows). Keyed by (account, name):
    * built-in slugs and custom names never meet.
    */
-  async discover(server: McpServerRecord, trigger: 'set' | 'authorized' | 'refresh' | 'probe' | 'expired' | 'changed', target: DiscoveryTarget = this.rows): Promise<McpServerRecord> {
+  async discover(
+    server: McpServerRecord,
+    trigger: 'set' | 'authorized' | 'refresh' | 'probe' | 'expired' | 'changed',
+    target: DiscoveryTarget = this.rows,
+  ): Promise<McpServerRecord> {
     const key = `discovery:${server.accountId}:${server.name}`;
     const opts = { ttlMs: DISCOVERY_LIMITS.connectTimeoutMs + 30_000 };
-    const lead = () => this.lead(server, trigger, () => this.perAccount(server.accountId, () => this.slots.run(() => this.probe.run(server, target))), target);
+    const lead = () =>
+      this.lead(
+        server,
+        trigger,
+        () => this.perAccount(server.accountId, () => this.slots.run(() => this.probe.run(server, target))),
+        target,
+      );
     // A set carries the config just saved, and `authorized` the credentials just stored (an OAuth
     // callback): joining a background discovery in flight would report that discovery's outcome
     // for the old config or credentials (a 401 right after the right header was saved). They wait
     // for the lock instead and list with their own. A refresh lists the stored config, so it joins
     // whatever discovery of it is under way.
     if (trigger === 'set' || trigger === 'authorized') return this.deps.singleFlight.exclusive(key, opts, lead);
-    return this.deps.singleFlight.run(key, opts, lead, async () => (await target.find(server.accountId, server.name)) ?? server);
+    return this.deps.singleFlight.run(
+      key,
+      opts,
+      lead,
+      async () => (await target.find(server.accountId, server.name)) ?? server,
+    );
   }
 
   /** Runs `fn` under the account's bound of discoveries at once, across instances with `accountLeases` (none when the quota is 0). */
@@ -108,7 +153,9 @@ export class Discovery {
     const leases = this.deps.accountLeases;
     try {
       // This instance's share first, then one of the account's places across every instance.
-      return await slots.run(() => (leases === undefined ? fn() : withDiscoveryLease(leases, account, max, this.quotas.discoveryDeadlineMs, fn)));
+      return await slots.run(() =>
+        leases === undefined ? fn() : withDiscoveryLease(leases, account, max, this.quotas.discoveryDeadlineMs, fn),
+      );
     } finally {
       if (slots.idle && this.accountSlots.get(account) === slots) this.accountSlots.delete(account);
     }
@@ -148,7 +195,8 @@ export class Discovery {
     const { server, target } = found;
     // Stored before the single flight: a report that joins a discovery in flight is not lost.
     const verdict = parseEraVerdict(reported.verdict);
-    if (verdict !== undefined && isAuthContext(reported.authContext)) await this.verdicts.observed(server, reported.authContext, verdict, target.kind);
+    if (verdict !== undefined && isAuthContext(reported.authContext))
+      await this.verdicts.observed(server, reported.authContext, verdict, target.kind);
     return this.deps.singleFlight.run(
       `discovery:${account}:${name}`,
       { ttlMs: 10_000 },
@@ -158,7 +206,12 @@ export class Discovery {
   }
 
   /** Runs one discovery's outcome to its record (`registry.discover`): the status, the record with its event, what follows it, the figures. */
-  private async lead(server: McpServerRecord, trigger: string, run: () => Promise<ProbeOutcome>, target: DiscoveryTarget): Promise<McpServerRecord> {
+  private async lead(
+    server: McpServerRecord,
+    trigger: string,
+    run: () => Promise<ProbeOutcome>,
+    target: DiscoveryTarget,
+  ): Promise<McpServerRecord> {
     const started = performance.now();
     const attributes = {
       'mcp.server': server.name,
@@ -180,13 +233,22 @@ export class Discovery {
         const change = statusAfter(server, outcome, now, pins !== undefined);
         // A proxy reports the tools of every connection it opens: when nothing changed, that is
         // not worth a write or an event.
-        if (trigger === 'observed' && !change.changed && !change.rawChanged && server.status.state === 'ok' && sameStatusFacts(server.status, change.status)) {
+        if (
+          trigger === 'observed' &&
+          !change.changed &&
+          !change.rawChanged &&
+          server.status.state === 'ok' &&
+          sameStatusFacts(server.status, change.status)
+        ) {
           await this.follower.armRelist(server, change.status, target, now);
           await this.follower.followInUse(server, target);
           return server;
         }
         const { status, stopped } = withReprobeStop(change.status, trigger, this.quotas.reprobeMaxFailures);
-        const nextProbe = status.state === 'error' && !stopped ? new Date(now.getTime() + nextProbeDelayMs(status.failures ?? 1, Math.random, this.deps.reprobeBaseMs)) : null;
+        const nextProbe =
+          status.state === 'error' && !stopped
+            ? new Date(now.getTime() + nextProbeDelayMs(status.failures ?? 1, Math.random, this.deps.reprobeBaseMs))
+            : null;
         const recorded = await this.record(server, target, { ...change, status }, outcome.tools, nextProbe, pins, span);
         if (recorded.saved === null) return server; // deleted meanwhile
         const saved = recorded.saved;
@@ -198,7 +260,12 @@ export class Discovery {
           for (const c of recorded.requested) this.held.add(1, { kind: c.kind, withheld: c.withheld });
           pins?.requested(saved, recorded.requested);
         }
-        this.report(span, saved, status.state, outcome, { trigger, kind: target.kind, changed: recorded.changed, started });
+        this.report(span, saved, status.state, outcome, {
+          trigger,
+          kind: target.kind,
+          changed: recorded.changed,
+          started,
+        });
         return saved;
       },
       { kind: SpanKind.CLIENT },
@@ -224,26 +291,53 @@ export class Discovery {
       let saved: McpServerRecord | null;
       let changed = change.changed;
       let requested: WantedChange[] = [];
-      const pinned = pins !== undefined && change.rawChanged && listed !== undefined ? await recordPinnedDiscovery(trx, server, status, listed, nextProbe) : null;
+      const pinned =
+        pins !== undefined && change.rawChanged && listed !== undefined
+          ? await recordPinnedDiscovery(trx, server, status, listed, nextProbe)
+          : null;
       if (pinned !== null) {
         saved = pinned.saved;
         changed = pinned.toolsChanged;
         requested = pinned.requested;
-        span.setAttributes({ 'mcpx.pin': pinModeOf(server.config), 'mcpx.pin.requested': requested.length, 'mcpx.pin.withheld': pinned.withheld.length });
+        span.setAttributes({
+          'mcpx.pin': pinModeOf(server.config),
+          'mcpx.pin.requested': requested.length,
+          'mcpx.pin.withheld': pinned.withheld.length,
+        });
       } else if (pins !== undefined && change.rawChanged && listed !== undefined) {
         // No longer pinned (changed meanwhile): recorded as any listing.
         const hash = toolsHash(listed);
         changed = hash !== server.toolsHash;
-        saved = await target.record(server, status, { list: listed, hash, generation: changed ? server.generation + 1 : server.generation }, nextProbe, trx);
+        saved = await target.record(
+          server,
+          status,
+          { list: listed, hash, generation: changed ? server.generation + 1 : server.generation },
+          nextProbe,
+          trx,
+        );
       } else saved = await target.record(server, status, change.tools, nextProbe, trx);
       // Overrides read after the record, in its transaction: never older than its generation (see SetToolPermission).
-      if (saved !== null) emit(serverDiscovered(this.deps.bus.subjects, saved, changed, await target.overrides(saved.accountId, saved.id, trx)));
+      if (saved !== null)
+        emit(
+          serverDiscovered(
+            this.deps.bus.subjects,
+            saved,
+            changed,
+            await target.overrides(saved.accountId, saved.id, trx),
+          ),
+        );
       return { saved, requested, changed };
     });
   }
 
   /** A recorded discovery on its span, in its metrics and its log line. */
-  private report(span: Span, saved: McpServerRecord, result: ServerStatus['state'], outcome: ProbeOutcome, run: { trigger: string; kind: string; changed: boolean; started: number }): void {
+  private report(
+    span: Span,
+    saved: McpServerRecord,
+    result: ServerStatus['state'],
+    outcome: ProbeOutcome,
+    run: { trigger: string; kind: string; changed: boolean; started: number },
+  ): void {
     const code = result === 'ok' ? 'ok' : (outcome.code ?? 'error');
     span.setAttributes({
       'mcpx.result': result,
@@ -255,7 +349,15 @@ export class Discovery {
     const labels = { result, code, trigger: run.trigger, kind: run.kind };
     this.runs.add(1, labels);
     this.duration.record(performance.now() - run.started, labels);
-    this.deps.log.info('discovery', { account: saved.accountId, server: saved.name, trigger: run.trigger, result, tools: saved.tools.length, changed: run.changed, kind: run.kind });
+    this.deps.log.info('discovery', {
+      account: saved.accountId,
+      server: saved.name,
+      trigger: run.trigger,
+      result,
+      tools: saved.tools.length,
+      changed: run.changed,
+      kind: run.kind,
+    });
   }
 }
 
@@ -269,16 +371,24 @@ function customRows(deps: DiscoveryDeps): DiscoveryTarget {
         // Read as the proxy reads them (`@mcpx/stored`): only the server's own secrets, each
         // only to the origin it was sealed for, and its OAuth token; renewed first when it is about to expire.
         const held = await deps.credentials.custom(server.accountId, server);
-        if (deps.oauthFreshen !== undefined && (await deps.oauthFreshen(server, held))) return (await deps.credentials.custom(server.accountId, server)).headers;
+        if (deps.oauthFreshen !== undefined && (await deps.oauthFreshen(server, held)))
+          return (await deps.credentials.custom(server.accountId, server)).headers;
         return held.headers;
       } catch (err) {
         if (err instanceof CredentialError) throw err;
         // A secret sealed with a key that left the ring: the owner sees it, the operator logs it.
-        deps.log.error('secret header did not open', { account: server.accountId, server: server.name, err: err as Error });
-        throw new CredentialError('a secret header could not be decrypted (its key is not in the key ring); set the header again');
+        deps.log.error('secret header did not open', {
+          account: server.accountId,
+          server: server.name,
+          err: err as Error,
+        });
+        throw new CredentialError(
+          'a secret header could not be decrypted (its key is not in the key ring); set the header again',
+        );
       }
     },
-    record: (server, status, tools, nextProbeAt, trx) => deps.servers.recordDiscovery(server.accountId, server.id, status, tools, nextProbeAt, trx),
+    record: (server, status, tools, nextProbeAt, trx) =>
+      deps.servers.recordDiscovery(server.accountId, server.id, status, tools, nextProbeAt, trx),
     overrides: async (account, serverId, trx) => deps.permissions?.forServer(account, serverId, trx),
   };
 }

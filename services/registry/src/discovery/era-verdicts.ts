@@ -20,14 +20,19 @@ export function parseEraVerdict(value: unknown): EraVerdict | undefined {
   if (value === null || typeof value !== 'object') return undefined;
   const v = value as Record<string, unknown>;
   const version = v.protocolVersion;
-  if (typeof version !== 'string' || version === '' || version.length > VERDICT_LIMITS.maxVersionLength) return undefined;
+  if (typeof version !== 'string' || version === '' || version.length > VERDICT_LIMITS.maxVersionLength)
+    return undefined;
   let verdict: EraVerdict;
   if (v.era === 'legacy') {
     if (v.transport !== 'http' && v.transport !== 'sse') return undefined;
     verdict = { era: 'legacy', protocolVersion: version, transport: v.transport };
   } else if (v.era === 'modern') {
     if (v.discover === null || typeof v.discover !== 'object' || Array.isArray(v.discover)) return undefined;
-    verdict = { era: 'modern', protocolVersion: version, discover: v.discover as Extract<EraVerdict, { era: 'modern' }>['discover'] };
+    verdict = {
+      era: 'modern',
+      protocolVersion: version,
+      discover: v.discover as Extract<EraVerdict, { era: 'modern' }>['discover'],
+    };
   } else return undefined;
   try {
     if (encodePayload(verdict).byteLength > VERDICT_LIMITS.maxBytes) return undefined;

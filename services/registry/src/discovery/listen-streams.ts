@@ -1,4 +1,12 @@
-import { SpanKind, SpanStatusCode, trace, type Counter, type Meter, type Tracer, type UpDownCounter } from '@opentelemetry/api';
+import {
+  SpanKind,
+  SpanStatusCode,
+  trace,
+  type Counter,
+  type Meter,
+  type Tracer,
+  type UpDownCounter,
+} from '@opentelemetry/api';
 import { LockBusyError, type SingleFlight } from '@mcpx/shared-state';
 import type { Logger } from '@mcpx/log';
 import type { McpConnection } from '@mcpx/mcp-client';
@@ -58,9 +66,12 @@ export class ListenStreams {
 
   constructor(private readonly deps: ListenStreamsDeps) {
     this.events = deps.meter.createCounter('mcpx_registry_listen_events_total', {
-      description: 'Change streams (subscriptions/listen) by event: opened, ended, failed, held_elsewhere, full, changed',
+      description:
+        'Change streams (subscriptions/listen) by event: opened, ended, failed, held_elsewhere, full, changed',
     });
-    this.open = deps.meter.createUpDownCounter('mcpx_registry_listen_streams', { description: 'Change streams held open by this instance' });
+    this.open = deps.meter.createUpDownCounter('mcpx_registry_listen_streams', {
+      description: 'Change streams held open by this instance',
+    });
     this.tracer = deps.tracer ?? trace.getTracer('registry');
   }
 
@@ -85,7 +96,9 @@ export class ListenStreams {
     const entry: Held = { ctl, done: Promise.resolve() };
     this.held.set(target.key, entry);
     entry.done = this.deps.singleFlight
-      .exclusive(`listen:${target.key}`, { ttlMs: LISTEN_LIMITS.leaseTtlMs, waitMs: 0 }, () => this.hold(target, ctl.signal))
+      .exclusive(`listen:${target.key}`, { ttlMs: LISTEN_LIMITS.leaseTtlMs, waitMs: 0 }, () =>
+        this.hold(target, ctl.signal),
+      )
       .catch((err: unknown) => {
         if (err instanceof LockBusyError) this.events.add(1, { event: 'held_elsewhere' });
         else this.deps.log.warn('change stream stopped', { server: target.key, err: err as Error });
@@ -128,7 +141,12 @@ export class ListenStreams {
       // once the stream is open or the opening failed: a stream lives for hours, its span does not.
       const opening = this.tracer.startSpan('discovery.listen', {
         kind: SpanKind.CLIENT,
-        attributes: { [McpAttributes.methodName]: 'subscriptions/listen', [McpAttributes.server]: server, 'mcpx.listen.reopen': reopened, 'mcpx.listen.failures': failures },
+        attributes: {
+          [McpAttributes.methodName]: 'subscriptions/listen',
+          [McpAttributes.server]: server,
+          'mcpx.listen.reopen': reopened,
+          'mcpx.listen.failures': failures,
+        },
       });
       try {
         const opened = await target.open(signal);
@@ -164,7 +182,12 @@ export class ListenStreams {
         // The break: a span of its own (the stream's opening span has long ended).
         this.tracer
           .startSpan('discovery.listen.break', {
-            attributes: { [McpAttributes.methodName]: 'subscriptions/listen', [McpAttributes.server]: server, 'mcpx.listen.how': String(how), [McpAttributes.outcome]: 'broken' },
+            attributes: {
+              [McpAttributes.methodName]: 'subscriptions/listen',
+              [McpAttributes.server]: server,
+              'mcpx.listen.how': String(how),
+              [McpAttributes.outcome]: 'broken',
+            },
           })
           .end();
       } catch (err) {

@@ -1,12 +1,25 @@
 import { SpanKind, trace, type Counter, type Tracer } from '@opentelemetry/api';
-import { CONNECTOR_CAPABILITIES, connectMcp, explainConnectFailure, resourceMetadataUrl, type EraVerdict, type McpConnection } from '@mcpx/mcp-client';
+import {
+  CONNECTOR_CAPABILITIES,
+  connectMcp,
+  explainConnectFailure,
+  resourceMetadataUrl,
+  type EraVerdict,
+  type McpConnection,
+} from '@mcpx/mcp-client';
 import { budgetedFetch, ResponseBound } from '@mcpx/outbound';
 import { McpAttributes, traceCarrier, withSpan } from '@mcpx/telemetry';
 import type { McpServerRecord } from '../catalog/mcp-servers.repository.js';
 import { listHints, sanitizeTools, screenTools } from '../catalog/remote-tools.js';
 import { CredentialError } from '../shared/credential-error.js';
 import { discoveryErrorCode, tracedRequests } from './discovery-telemetry.js';
-import { DISCOVERY_LIMITS, wantsOAuth, type DiscoveryDeps, type DiscoveryTarget, type ProbeOutcome } from './discovery-types.js';
+import {
+  DISCOVERY_LIMITS,
+  wantsOAuth,
+  type DiscoveryDeps,
+  type DiscoveryTarget,
+  type ProbeOutcome,
+} from './discovery-types.js';
 import { authContextOf } from './era-verdicts.js';
 import type { VerdictStore } from './verdict-store.js';
 
@@ -64,11 +77,19 @@ export class DiscoveryProbe {
         ...(deadlineMs > 0 ? { deadlineMs: deadlineMs + FETCH_DEADLINE_GRACE_MS } : {}),
         onCut: (err) => {
           this.deps.cuts.add(1, { bound: err.details.bound.name, kind: target.kind });
-          trace.getActiveSpan()?.addEvent('discovery.bound_cut', { 'mcpx.bound': err.details.bound.name, 'mcpx.bound.limit': err.details.bound.limit });
+          trace.getActiveSpan()?.addEvent('discovery.bound_cut', {
+            'mcpx.bound': err.details.bound.name,
+            'mcpx.bound.limit': err.details.bound.limit,
+          });
         },
       });
     // Each JSON-RPC request of the discovery (era probe, every page) its own span.
-    const traced = budgeted && tracedRequests(this.deps.tracer, budgeted, { [McpAttributes.server]: server.name, 'mcpx.server_kind': target.kind });
+    const traced =
+      budgeted &&
+      tracedRequests(this.deps.tracer, budgeted, {
+        [McpAttributes.server]: server.name,
+        'mcpx.server_kind': target.kind,
+      });
     try {
       return await this.probeWith(server, target, traced);
     } finally {
@@ -76,19 +97,28 @@ export class DiscoveryProbe {
     }
   }
 
-  private async probeWith(server: McpServerRecord, target: DiscoveryTarget, fetch: typeof globalThis.fetch | undefined, withoutPrior = false): Promise<ProbeOutcome> {
+  private async probeWith(
+    server: McpServerRecord,
+    target: DiscoveryTarget,
+    fetch: typeof globalThis.fetch | undefined,
+    withoutPrior = false,
+  ): Promise<ProbeOutcome> {
     const deadlineMs = this.deps.deadlineMs();
     // One total deadline from connect to the last page (a server that answers slowly page after page included).
     const signal = deadlineMs > 0 ? AbortSignal.timeout(deadlineMs) : undefined;
     const deadline: Deadline = {
       signal,
-      passed: () => ({ error: `the discovery passed its total deadline of ${deadlineMs} ms (bound ${ResponseBound.deadline}, DISCOVERY_DEADLINE_MS)`, code: 'deadline' }),
+      passed: () => ({
+        error: `the discovery passed its total deadline of ${deadlineMs} ms (bound ${ResponseBound.deadline}, DISCOVERY_DEADLINE_MS)`,
+        code: 'deadline',
+      }),
     };
     let headers: Record<string, string>;
     try {
       headers = await target.headers(server);
     } catch (err) {
-      if (err instanceof CredentialError) return { error: err.message, code: 'credential', authRequired: err.authRequired };
+      if (err instanceof CredentialError)
+        return { error: err.message, code: 'credential', authRequired: err.authRequired };
       throw err;
     }
     const opened = await this.connect(server, target, headers, fetch, deadline, withoutPrior);
@@ -138,9 +168,13 @@ export class DiscoveryProbe {
         // A refused credential that can be renewed (a vendor token, a client credentials token): renew it, try once more.
         let next: Record<string, string> | null = null;
         try {
-          if (e.code === 'unauthorized' && !renewed) next = target.renew ? await target.renew(server, headers) : ((await this.deps.oauthRenew?.(server, headers, challenge)) ?? null);
+          if (e.code === 'unauthorized' && !renewed)
+            next = target.renew
+              ? await target.renew(server, headers)
+              : ((await this.deps.oauthRenew?.(server, headers, challenge)) ?? null);
         } catch (renewErr) {
-          if (renewErr instanceof CredentialError) return { error: renewErr.message, code: 'credential', authRequired: renewErr.authRequired };
+          if (renewErr instanceof CredentialError)
+            return { error: renewErr.message, code: 'credential', authRequired: renewErr.authRequired };
           throw renewErr;
         }
         if (next !== null) {
@@ -154,10 +188,19 @@ export class DiscoveryProbe {
   }
 
   /** A connect that failed for good: the outcome, and the OAuth challenge kept for the OAuth step. */
-  private refused(server: McpServerRecord, target: DiscoveryTarget, err: unknown, challenge: URL | undefined, renewedClientToken: boolean): ProbeOutcome {
+  private refused(
+    server: McpServerRecord,
+    target: DiscoveryTarget,
+    err: unknown,
+    challenge: URL | undefined,
+    renewedClientToken: boolean,
+  ): ProbeOutcome {
     const e = err as { code?: string; message?: string; wwwAuthenticate?: string };
     if (renewedClientToken && e.code === 'unauthorized')
-      return { error: `the server refuses the access token obtained with its OAuth client credentials (${e.message ?? 'unauthorized'})`, code: 'unauthorized' };
+      return {
+        error: `the server refuses the access token obtained with its OAuth client credentials (${e.message ?? 'unauthorized'})`,
+        code: 'unauthorized',
+      };
     if (challenge !== undefined) {
       this.challenges.set(server.id, challenge);
       if (this.challenges.size > 10_000) this.challenges.delete(this.challenges.keys().next().value as string);
@@ -176,20 +219,36 @@ export class DiscoveryProbe {
    * when a connection adopted from a modern prior (no round trip) was refused for its credential:
    * the caller probes again without the prior, where the refusal is renewed or recorded as always.
    */
-  private async list(server: McpServerRecord, target: DiscoveryTarget, opened: Opened, deadline: Deadline, withoutPrior: boolean): Promise<ProbeOutcome | undefined> {
+  private async list(
+    server: McpServerRecord,
+    target: DiscoveryTarget,
+    opened: Opened,
+    deadline: Deadline,
+    withoutPrior: boolean,
+  ): Promise<ProbeOutcome | undefined> {
     const { conn, authContext, prior } = opened;
     try {
       const listed = await withSpan(
         this.deps.tracer,
         'discovery.list',
-        { [McpAttributes.methodName]: 'tools/list', [McpAttributes.server]: server.name, 'mcpx.server_kind': target.kind },
+        {
+          [McpAttributes.methodName]: 'tools/list',
+          [McpAttributes.server]: server.name,
+          'mcpx.server_kind': target.kind,
+        },
         async (span) => {
           try {
-            const out = await conn.listToolsWithHints({ maxPages: DISCOVERY_LIMITS.maxPages, ...(deadline.signal !== undefined ? { signal: deadline.signal } : {}) });
+            const out = await conn.listToolsWithHints({
+              maxPages: DISCOVERY_LIMITS.maxPages,
+              ...(deadline.signal !== undefined ? { signal: deadline.signal } : {}),
+            });
             span.setAttributes({ [McpAttributes.outcome]: 'ok', 'mcpx.tools.listed': out.tools.length });
             return out;
           } catch (err) {
-            span.setAttributes({ [McpAttributes.outcome]: 'error', [McpAttributes.errorCode]: deadline.signal?.aborted === true ? 'deadline' : discoveryErrorCode(err) });
+            span.setAttributes({
+              [McpAttributes.outcome]: 'error',
+              [McpAttributes.errorCode]: deadline.signal?.aborted === true ? 'deadline' : discoveryErrorCode(err),
+            });
             throw err;
           }
         },
@@ -199,14 +258,18 @@ export class DiscoveryProbe {
       return { tools: kept, transport: conn.transport, skipped, verdict: conn.verdict, hints: listHints(listed) };
     } catch (err) {
       if (deadline.signal?.aborted === true) return deadline.passed();
-      const refusedFromPrior = (err as { code?: string }).code === 'unauthorized' && prior !== undefined && !withoutPrior;
-      if (!refusedFromPrior) return { error: (err as Error).message ?? 'tools/list failed', code: discoveryErrorCode(err) };
+      const refusedFromPrior =
+        (err as { code?: string }).code === 'unauthorized' && prior !== undefined && !withoutPrior;
+      if (!refusedFromPrior)
+        return { error: (err as Error).message ?? 'tools/list failed', code: discoveryErrorCode(err) };
       return undefined;
     } finally {
       // After the listing: a modern prior is adopted with no round trip, so a stale one is found
       // out (and re-probed) by the first request, not by the connect.
       const how = await this.deps.verdicts.store(server, authContext, conn, prior, target.kind);
-      trace.getActiveSpan()?.setAttributes({ 'mcpx.era': conn.era, 'mcp.protocol.version': conn.protocolVersion, 'mcpx.verdict': how });
+      trace
+        .getActiveSpan()
+        ?.setAttributes({ 'mcpx.era': conn.era, 'mcp.protocol.version': conn.protocolVersion, 'mcpx.verdict': how });
       await conn.close().catch(() => undefined);
     }
   }
@@ -216,7 +279,13 @@ export class DiscoveryProbe {
    * `initialize`, an era probe when no verdict is stored, none when a stored modern verdict is
    * adopted. Outcome and error code on the span; never a header or the URL's secrets.
    */
-  private async connectSpan(server: McpServerRecord, target: DiscoveryTarget, prior: EraVerdict | undefined, renewed: boolean, connect: () => Promise<McpConnection>): Promise<McpConnection> {
+  private async connectSpan(
+    server: McpServerRecord,
+    target: DiscoveryTarget,
+    prior: EraVerdict | undefined,
+    renewed: boolean,
+    connect: () => Promise<McpConnection>,
+  ): Promise<McpConnection> {
     return withSpan(
       this.deps.tracer,
       'discovery.connect',
@@ -225,7 +294,9 @@ export class DiscoveryProbe {
         'mcpx.server_kind': target.kind,
         'mcpx.prior': prior !== undefined,
         'mcpx.renewed': renewed,
-        ...(prior !== undefined ? { [McpAttributes.methodName]: prior.era === 'modern' ? 'server/discover' : 'initialize' } : {}),
+        ...(prior !== undefined
+          ? { [McpAttributes.methodName]: prior.era === 'modern' ? 'server/discover' : 'initialize' }
+          : {}),
       },
       async (span) => {
         try {

@@ -54,7 +54,13 @@ export class Reprober {
     this.running = true;
     try {
       const now = new Date();
-      const due = (await Promise.all(this.sources.map(async (source) => (await source.dueForProbe(now, this.opts.batch)).map((item) => ({ ...item, source }))))).flat();
+      const due = (
+        await Promise.all(
+          this.sources.map(async (source) =>
+            (await source.dueForProbe(now, this.opts.batch)).map((item) => ({ ...item, source })),
+          ),
+        )
+      ).flat();
       let next = 0;
       const worker = async (): Promise<void> => {
         while (next < due.length) {
@@ -63,9 +69,11 @@ export class Reprober {
           const server = await item.source.find(item.accountId, item.name);
           if (server === null) continue;
           const state = server.status.state;
-          if (state === 'error' || state === 'unknown') await this.discovery.discover(server, 'probe', item.source.target);
+          if (state === 'error' || state === 'unknown')
+            await this.discovery.discover(server, 'probe', item.source.target);
           // A list in use that expired (the server's ttlMs): listed again, then disarmed until the next use.
-          else if (state === 'ok' && server.status.listTtlMs !== undefined) await this.discovery.discover(server, 'expired', item.source.target);
+          else if (state === 'ok' && server.status.listTtlMs !== undefined)
+            await this.discovery.discover(server, 'expired', item.source.target);
         }
       };
       await Promise.all(Array.from({ length: this.opts.concurrency }, worker));

@@ -22,13 +22,23 @@ export class VerdictStore {
     try {
       return parseEraVerdict(await this.servers.eraVerdict(server.accountId, server.name, authContext));
     } catch (err) {
-      this.log.warn('era verdict read failed: probing', { account: server.accountId, server: server.name, err: err as Error });
+      this.log.warn('era verdict read failed: probing', {
+        account: server.accountId,
+        server: server.name,
+        err: err as Error,
+      });
       return undefined;
     }
   }
 
   /** Stores the verdict a connection probed for (none stored, or the stored one re-probed). */
-  async store(server: McpServerRecord, authContext: string, conn: McpConnection, prior: EraVerdict | undefined, kind: string): Promise<VerdictOutcome> {
+  async store(
+    server: McpServerRecord,
+    authContext: string,
+    conn: McpConnection,
+    prior: EraVerdict | undefined,
+    kind: string,
+  ): Promise<VerdictOutcome> {
     const outcome: VerdictOutcome = prior === undefined ? 'probed' : conn.reprobed ? 'reprobed' : 'reused';
     this.verdicts.add(1, { outcome, era: conn.era, kind });
     if (outcome === 'reused') return outcome;

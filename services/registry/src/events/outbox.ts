@@ -58,7 +58,8 @@ export class EventOutbox {
     private readonly deps: { db: Db; bus: Bus; log: Logger; meter?: Meter; tracer?: Tracer },
   ) {
     this.published = deps.meter?.createCounter('mcpx_registry_events_published_total', {
-      description: 'Registry events from the outbox by outcome: stored (JetStream acknowledged it) or failed (left for the next sweep)',
+      description:
+        'Registry events from the outbox by outcome: stored (JetStream acknowledged it) or failed (left for the next sweep)',
     });
   }
 
@@ -160,10 +161,16 @@ export class EventOutbox {
       await deletePublished(this.deps.db, rows, done);
     } catch (err) {
       // Published but not deleted: a sweep publishes it again with its id (stored once).
-      this.deps.log.warn('outbox: published events not deleted, left for the sweep', { err: err as Error, events: done });
+      this.deps.log.warn('outbox: published events not deleted, left for the sweep', {
+        err: err as Error,
+        events: done,
+      });
     }
     if (error !== undefined)
-      this.deps.log.warn('outbox: publish failed, left for the sweep', { err: error instanceof Error ? error : new Error('outbox: publish failed', { cause: error }), events: rows.length - done });
+      this.deps.log.warn('outbox: publish failed, left for the sweep', {
+        err: error instanceof Error ? error : new Error('outbox: publish failed', { cause: error }),
+        events: rows.length - done,
+      });
   }
 
   /** Publishes `rows` in order until one fails (in a `registry.outbox.publish` span), counting each outcome. */
@@ -193,7 +200,9 @@ export class EventOutbox {
   }
 
   /** A sweep's batch: the rows `narrow` selects (locked, oldest first), published, then deleted. */
-  private async send(narrow: (q: ReturnType<EventOutbox['selectRows']>) => ReturnType<EventOutbox['selectRows']>): Promise<number> {
+  private async send(
+    narrow: (q: ReturnType<EventOutbox['selectRows']>) => ReturnType<EventOutbox['selectRows']>,
+  ): Promise<number> {
     const { sent, failure } = await this.deps.db.transaction().execute(async (trx) => {
       const rows = (await narrow(this.selectRows(trx)).execute()).map((r) => ({ ...r, id: String(r.id) }));
       const { done, error } = await this.publishRows(rows);
@@ -201,12 +210,18 @@ export class EventOutbox {
       await deletePublished(trx, rows, done);
       return { sent: done, failure: error };
     });
-    if (failure !== undefined) throw failure instanceof Error ? failure : new Error('outbox: publish failed', { cause: failure });
+    if (failure !== undefined)
+      throw failure instanceof Error ? failure : new Error('outbox: publish failed', { cause: failure });
     return sent;
   }
 
   private selectRows(trx: Kysely<Database>) {
-    return trx.selectFrom('registry.event_outbox').select(['id', 'subject', 'payload', 'msg_id']).orderBy('id').forUpdate().skipLocked();
+    return trx
+      .selectFrom('registry.event_outbox')
+      .select(['id', 'subject', 'payload', 'msg_id'])
+      .orderBy('id')
+      .forUpdate()
+      .skipLocked();
   }
 }
 

@@ -32,7 +32,9 @@ export interface ActionRouteDeps {
 export function actionRoute(deps: ActionRouteDeps): (req: IncomingMessage, res: ServerResponse) => Promise<void> {
   const requests = deps.meter.createCounter('mcpx_actions_total', { description: 'Actions by type and result code' });
   const duration = deps.meter.createHistogram('mcpx_action_duration_ms', { unit: 'ms', description: 'Action time' });
-  const refused = deps.meter.createCounter('mcpx_action_bodies_refused_total', { description: 'Action bodies the decoder refused, by format and rule' });
+  const refused = deps.meter.createCounter('mcpx_action_bodies_refused_total', {
+    description: 'Action bodies the decoder refused, by format and rule',
+  });
   const actionDeps: ActionDeps = { ...deps.actions, quotas: deps.admission.quotas };
 
   /** The body decoded, or undefined when the guard answered it (too large, too slow, over the budget) or the client went away. */
@@ -52,9 +54,13 @@ export function actionRoute(deps: ActionRouteDeps): (req: IncomingMessage, res: 
   const answerError = (res: ServerResponse, err: unknown, type: string, cbor: boolean): void => {
     // A store's outage is said at once and typed (`unavailable`, the store named); any other
     // fault that is not a wire error stays `internal`.
-    const down = dependencyUnavailable(err, { redisStatus: deps.redis.status, ...(deps.postgresPort !== undefined ? { postgresPort: deps.postgresPort } : {}) });
+    const down = dependencyUnavailable(err, {
+      redisStatus: deps.redis.status,
+      ...(deps.postgresPort !== undefined ? { postgresPort: deps.postgresPort } : {}),
+    });
     const wire = down ?? toWireError(err);
-    if (down !== undefined) deps.log.warn('action refused: a store is unavailable', { action: type, dependency: down.details.dependency });
+    if (down !== undefined)
+      deps.log.warn('action refused: a store is unavailable', { action: type, dependency: down.details.dependency });
     else if (!(err instanceof WireError)) deps.log.error('action failed', { action: type, err: err as Error });
     requests.add(1, { action: type, code: wire.code });
     // A body over the limit is 413 (Payload Too Large), still an invalid_input naming `body`.
@@ -83,7 +89,11 @@ export function actionRoute(deps: ActionRouteDeps): (req: IncomingMessage, res: 
         `action ${type}`,
         { 'mcpx.action': type, 'mcp.account': envelope.account },
         async () => {
-          const caller = await authenticate(envelope, { redis: deps.redis, redisPrefix: deps.redisPrefix, accounts: deps.actions.accounts });
+          const caller = await authenticate(envelope, {
+            redis: deps.redis,
+            redisPrefix: deps.redisPrefix,
+            accounts: deps.actions.accounts,
+          });
           await deps.admission.signer(caller.signer);
           return dispatchAction(actionDeps, caller, envelope.action);
         },

@@ -59,7 +59,11 @@ export class Admission {
     const decision = await this.rates.take('address', this.proxies.clientAddress(req), this.limits.actionsPerAddress);
     if (decision.ok) return;
     this.quotas.rejected(QuotaKinds.actionsPerAddress);
-    throw rateLimited(QuotaKinds.actionsPerAddress, decision.retryAfterMs, 'too many requests from this address; retry later');
+    throw rateLimited(
+      QuotaKinds.actionsPerAddress,
+      decision.retryAfterMs,
+      'too many requests from this address; retry later',
+    );
   }
 
   /** Refuses a signer over its rate, once its signature is known good (a forger cannot drain another's bucket). */
@@ -67,7 +71,11 @@ export class Admission {
     const decision = await this.rates.take('signer', signer, this.limits.actionsPerSigner);
     if (decision.ok) return;
     this.quotas.rejected(QuotaKinds.actionsPerSigner);
-    throw rateLimited(QuotaKinds.actionsPerSigner, decision.retryAfterMs, 'too many actions from this signer; retry later');
+    throw rateLimited(
+      QuotaKinds.actionsPerSigner,
+      decision.retryAfterMs,
+      'too many actions from this signer; retry later',
+    );
   }
 
   /**
@@ -79,7 +87,12 @@ export class Admission {
     const maxHere = this.limits.eventStreamsPerProcess;
     if (maxHere > 0 && this.streamsHere >= maxHere) {
       this.quotas.rejected(QuotaKinds.eventStreamsPerProcess);
-      throw rateLimited(QuotaKinds.eventStreamsPerProcess, PROCESS_STREAMS_RETRY_MS, `this registry instance holds its ${maxHere} open event streams; retry later`, maxHere);
+      throw rateLimited(
+        QuotaKinds.eventStreamsPerProcess,
+        PROCESS_STREAMS_RETRY_MS,
+        `this registry instance holds its ${maxHere} open event streams; retry later`,
+        maxHere,
+      );
     }
     this.streamsHere++;
     let freed = false;
@@ -88,14 +101,21 @@ export class Admission {
       freed = true;
     };
     const max = this.limits.eventStreamsPerAddress;
-    const decision = await this.streams.acquire('event-streams-address', this.proxies.clientAddress(req), max).catch((err: unknown) => {
-      free();
-      throw err;
-    });
+    const decision = await this.streams
+      .acquire('event-streams-address', this.proxies.clientAddress(req), max)
+      .catch((err: unknown) => {
+        free();
+        throw err;
+      });
     if (!decision.ok) {
       free();
       this.quotas.rejected(QuotaKinds.eventStreamsPerAddress);
-      throw rateLimited(QuotaKinds.eventStreamsPerAddress, decision.retryAfterMs, `this address holds its ${max} open event streams; close one first`, max);
+      throw rateLimited(
+        QuotaKinds.eventStreamsPerAddress,
+        decision.retryAfterMs,
+        `this address holds its ${max} open event streams; close one first`,
+        max,
+      );
     }
     return () => {
       free();
@@ -109,6 +129,12 @@ export class Admission {
     const decision = await this.streams.acquire('event-streams', account, max);
     if (decision.ok) return () => decision.lease.release();
     this.quotas.rejected(QuotaKinds.eventStreams);
-    throw quotaExceeded('envelope', QuotaKinds.eventStreams, max, `the account holds its ${max} open event streams; close one first`, decision.retryAfterMs);
+    throw quotaExceeded(
+      'envelope',
+      QuotaKinds.eventStreams,
+      max,
+      `the account holds its ${max} open event streams; close one first`,
+      decision.retryAfterMs,
+    );
   }
 }

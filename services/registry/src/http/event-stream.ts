@@ -28,19 +28,40 @@ const ApprovalEventNames = { requested: 'approval-requested', decided: 'approval
 const InputEventNames = { requested: 'input-requested', answered: 'input-answered' } as const;
 
 /** What an input event shows a subscriber: which call and request, never a question's content nor an answer. */
-function inputEventData(kind: string | undefined, bytes: Uint8Array): { event: string; data: Record<string, string | boolean> } | null {
+function inputEventData(
+  kind: string | undefined,
+  bytes: Uint8Array,
+): { event: string; data: Record<string, string | boolean> } | null {
   if (kind === 'requested') {
     const e = decodeInputRequestedEvent(bytes);
     return {
       event: InputEventNames.requested,
-      data: { ...strings({ inputRequestId: e.inputRequestId, agent: e.agent, run: e.run, tool: e.tool, server: e.server, expiresAt: e.expiresAt }), forPerson: e.forPerson },
+      data: {
+        ...strings({
+          inputRequestId: e.inputRequestId,
+          agent: e.agent,
+          run: e.run,
+          tool: e.tool,
+          server: e.server,
+          expiresAt: e.expiresAt,
+        }),
+        forPerson: e.forPerson,
+      },
     };
   }
   if (kind === 'answered') {
     const e = decodeInputAnsweredEvent(bytes);
     return {
       event: InputEventNames.answered,
-      data: strings({ inputRequestId: e.inputRequestId, agent: e.agent, run: e.run, tool: e.tool, server: e.server, answeredAt: e.answeredAt, expiresAt: e.expiresAt }),
+      data: strings({
+        inputRequestId: e.inputRequestId,
+        agent: e.agent,
+        run: e.run,
+        tool: e.tool,
+        server: e.server,
+        answeredAt: e.answeredAt,
+        expiresAt: e.expiresAt,
+      }),
     };
   }
   return null;
@@ -50,15 +71,32 @@ function inputEventData(kind: string | undefined, bytes: Uint8Array): { event: s
  * What an approval event shows a subscriber: which call, never its arguments (nor their hash,
  * which would confirm a guess of small arguments).
  */
-function approvalEventData(kind: string, e: Partial<ApprovalRequestedEvent & ApprovalDecidedEvent>): { event: string; data: Record<string, string> } | null {
-  const common = { approvalId: e.approvalId, agent: e.agent, run: e.run, tool: e.tool, server: e.server, expiresAt: e.expiresAt };
+function approvalEventData(
+  kind: string,
+  e: Partial<ApprovalRequestedEvent & ApprovalDecidedEvent>,
+): { event: string; data: Record<string, string> } | null {
+  const common = {
+    approvalId: e.approvalId,
+    agent: e.agent,
+    run: e.run,
+    tool: e.tool,
+    server: e.server,
+    expiresAt: e.expiresAt,
+  };
   if (kind === 'requested') return { event: ApprovalEventNames.requested, data: strings(common) };
-  if (kind === 'decided') return { event: ApprovalEventNames.decided, data: strings({ ...common, decision: e.decision, decidedAt: e.decidedAt }) };
+  if (kind === 'decided')
+    return {
+      event: ApprovalEventNames.decided,
+      data: strings({ ...common, decision: e.decision, decidedAt: e.decidedAt }),
+    };
   return null;
 }
 
 /** An approval notification of `kind` (from its subject), decoded strictly, as a subscriber sees it. */
-function approvalEventOf(kind: string | undefined, bytes: Uint8Array): { event: string; data: Record<string, string> } | null {
+function approvalEventOf(
+  kind: string | undefined,
+  bytes: Uint8Array,
+): { event: string; data: Record<string, string> } | null {
   if (kind === 'requested') return approvalEventData(kind, decodeApprovalRequestedEvent(bytes));
   if (kind === 'decided') return approvalEventData(kind, decodeApprovalDecidedEvent(bytes));
   return null;
@@ -126,7 +164,13 @@ export class EventStream {
     return this.open;
   }
 
-  async handle(req: IncomingMessage, res: ServerResponse, url: URL, auth: (body: unknown) => Promise<Caller>, guards: StreamGuards = NO_GUARDS): Promise<void> {
+  async handle(
+    req: IncomingMessage,
+    res: ServerResponse,
+    url: URL,
+    auth: (body: unknown) => Promise<Caller>,
+    guards: StreamGuards = NO_GUARDS,
+  ): Promise<void> {
     let caller: Caller;
     let release: () => void;
     let agents: Set<string> | null = null;
@@ -171,9 +215,14 @@ export class EventStream {
     // Every subscription is guarded (a throw would close the registry's NATS connection) and decodes
     // strictly: a malformed notification is logged without its bytes and dropped, the stream goes on.
     const subs: Subscription[] = [
-      this.listen(this.subjects.agentToolsChangedAll(caller.account), payload(decodeAgentToolsChangedEvent), 'agent-tools-changed event', (e) => {
-        if (agents === null || agents.has(e.agent)) write('agent-tools-changed', e);
-      }),
+      this.listen(
+        this.subjects.agentToolsChangedAll(caller.account),
+        payload(decodeAgentToolsChangedEvent),
+        'agent-tools-changed event',
+        (e) => {
+          if (agents === null || agents.has(e.agent)) write('agent-tools-changed', e);
+        },
+      ),
     ];
     if (agents === null) subs.push(...this.ownerSubscriptions(caller.account, write));
     const signer = caller;
@@ -199,7 +248,12 @@ export class EventStream {
   }
 
   /** Ends the stream of a signer that lost its role; refreshes an AGENT signer's agents. A failed check keeps the stream (the next one decides). */
-  private async revalidate(caller: Caller, guards: StreamGuards, res: ServerResponse, setAgents: (bound: Set<string>) => void): Promise<void> {
+  private async revalidate(
+    caller: Caller,
+    guards: StreamGuards,
+    res: ServerResponse,
+    setAgents: (bound: Set<string>) => void,
+  ): Promise<void> {
     try {
       if (!(await guards.stillHeld(caller))) {
         res.end();

@@ -1,6 +1,13 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { WireError } from '@mcpx/contracts';
-import { BODY_LIMITS, boundInField, checkValueBounds, decodeStrict, encodePayload, invalidInput } from '@mcpx/contracts';
+import {
+  BODY_LIMITS,
+  boundInField,
+  checkValueBounds,
+  decodeStrict,
+  encodePayload,
+  invalidInput,
+} from '@mcpx/contracts';
 
 /** The largest action body read. */
 export const MAX_BODY_BYTES = 1024 * 1024;
@@ -51,6 +58,9 @@ export function retryAfterHeader(wire: WireError): Record<string, string> {
 /** Answers `body` as CBOR or JSON, with its length. */
 export function send(res: ServerResponse, status: number, body: unknown, cbor: boolean): void {
   const bytes = cbor ? Buffer.from(encodePayload(body)) : Buffer.from(JSON.stringify(body));
-  res.writeHead(status, { 'content-type': cbor ? 'application/cbor' : 'application/json', 'content-length': bytes.length });
+  res.writeHead(status, {
+    'content-type': cbor ? 'application/cbor' : 'application/json',
+    'content-length': bytes.length,
+  });
   res.end(bytes);
 }

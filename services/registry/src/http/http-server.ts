@@ -50,7 +50,12 @@ export interface HttpDeps extends Omit<ActionRouteDeps, 'admission'> {
 export function answerInboundRefusal(req: IncomingMessage, res: ServerResponse, r: InboundRefusal): void {
   const message = refusalMessage(r);
   if ((req.url ?? '').startsWith(`${AS_BASE_PATH}/`)) {
-    sendJson(res, r.status, { error: r.reason === 'budget' ? 'temporarily_unavailable' : 'invalid_request', error_description: message }, { ...NO_STORE_HEADERS, ...OPEN_CORS });
+    sendJson(
+      res,
+      r.status,
+      { error: r.reason === 'budget' ? 'temporarily_unavailable' : 'invalid_request', error_description: message },
+      { ...NO_STORE_HEADERS, ...OPEN_CORS },
+    );
     return;
   }
   const wire =
@@ -94,17 +99,32 @@ export function createHttpServer(deps: HttpDeps): Server {
       deps.oauthClientMetadata(req, res);
     } else if (req.method === 'GET' && url.pathname === '/v1/openapi.json') {
       // The action API's OpenAPI 3.1 document, generated from the action map: unauthenticated, cacheable.
-      if (req.headers['if-none-match'] === openapi.etag) res.writeHead(304, { etag: openapi.etag, 'cache-control': OPENAPI_CACHE }).end();
-      else res.writeHead(200, { 'content-type': 'application/json', 'content-length': openapi.bytes.length, etag: openapi.etag, 'cache-control': OPENAPI_CACHE }).end(openapi.bytes);
+      if (req.headers['if-none-match'] === openapi.etag)
+        res.writeHead(304, { etag: openapi.etag, 'cache-control': OPENAPI_CACHE }).end();
+      else
+        res
+          .writeHead(200, {
+            'content-type': 'application/json',
+            'content-length': openapi.bytes.length,
+            etag: openapi.etag,
+            'cache-control': OPENAPI_CACHE,
+          })
+          .end(openapi.bytes);
     } else if (req.method === 'GET' && url.pathname === '/healthz') {
       const ready = deps.isReady();
       send(res, ready ? 200 : 503, { ok: ready, service: 'registry' }, false);
     } else if (req.method === 'GET') {
       void serveConsole(url.pathname, res, deps.console).then((served) => {
-        if (!served) send(res, 404, { error: new WireError(ErrorCodes.notFound, `no route GET ${url.pathname}`).toJSON() }, false);
+        if (!served)
+          send(res, 404, { error: new WireError(ErrorCodes.notFound, `no route GET ${url.pathname}`).toJSON() }, false);
       });
     } else {
-      send(res, 404, { error: new WireError(ErrorCodes.notFound, `no route ${req.method} ${url.pathname}`).toJSON() }, false);
+      send(
+        res,
+        404,
+        { error: new WireError(ErrorCodes.notFound, `no route ${req.method} ${url.pathname}`).toJSON() },
+        false,
+      );
     }
   });
   deps.inbound.attach(server);
@@ -112,7 +132,10 @@ export function createHttpServer(deps: HttpDeps): Server {
 }
 
 /** `GET /v1/events`: the account's event stream, admitted like an action (rates) and held by its quotas while open. */
-function eventsRoute(deps: HttpDeps, admission: Admission): (req: IncomingMessage, res: ServerResponse, url: URL) => void {
+function eventsRoute(
+  deps: HttpDeps,
+  admission: Admission,
+): (req: IncomingMessage, res: ServerResponse, url: URL) => void {
   const accounts = deps.actions.accounts;
   return (req, res, url) => {
     void deps.events.handle(
@@ -121,7 +144,11 @@ function eventsRoute(deps: HttpDeps, admission: Admission): (req: IncomingMessag
       url,
       async (envelopeBody) => {
         checkValueBounds(envelopeBody, 'envelope', BODY_LIMITS);
-        const caller = await authenticate(parseEnvelope(envelopeBody), { redis: deps.redis, redisPrefix: deps.redisPrefix, accounts });
+        const caller = await authenticate(parseEnvelope(envelopeBody), {
+          redis: deps.redis,
+          redisPrefix: deps.redisPrefix,
+          accounts,
+        });
         await admission.signer(caller.signer);
         return caller;
       },

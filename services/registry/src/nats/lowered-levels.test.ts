@@ -15,7 +15,9 @@ describe('loweredLevels', () => {
     expect(loweredLevels([drop], [])).toEqual([]);
   });
   it("uses a built-in's name heuristic where annotations say nothing", () => {
-    expect(loweredLevels([{ name: 'create_issue' }], [{ name: 'create_issue', annotations: { readOnlyHint: true } }], true)).toEqual(['create_issue']);
+    expect(
+      loweredLevels([{ name: 'create_issue' }], [{ name: 'create_issue', annotations: { readOnlyHint: true } }], true),
+    ).toEqual(['create_issue']);
     expect(loweredLevels([{ name: 'create_issue' }], [{ name: 'create_issue' }], true)).toEqual([]);
   });
 });

@@ -8,7 +8,8 @@ import { Permission, inheritPermission, normalizeAnnotations, type RemoteTool } 
  * caller records such a list only after its own discovery of the server confirms it.
  */
 export function loweredLevels(before: readonly RemoteTool[], after: readonly RemoteTool[], builtin = false): string[] {
-  const level = (t: RemoteTool): Permission => inheritPermission(normalizeAnnotations(t.annotations), { builtin, toolName: t.name });
+  const level = (t: RemoteTool): Permission =>
+    inheritPermission(normalizeAnnotations(t.annotations), { builtin, toolName: t.name });
   const was = new Map<string, Permission>();
   for (const t of before) if (!was.has(t.name)) was.set(t.name, level(t));
   const lowered: string[] = [];

@@ -1,6 +1,13 @@
 import type { Subscription } from '@nats-io/transport-node';
 import type { Bus } from '@mcpx/bus';
-import { ErrorCodes, QueueGroups, WireError, decodeOAuthRefreshRequest, type OAuthRefreshAnswer, type OAuthRefreshRequest } from '@mcpx/contracts';
+import {
+  ErrorCodes,
+  QueueGroups,
+  WireError,
+  decodeOAuthRefreshRequest,
+  type OAuthRefreshAnswer,
+  type OAuthRefreshRequest,
+} from '@mcpx/contracts';
 import { findBuiltin } from '@mcpx/domain';
 import type { Logger } from '@mcpx/log';
 import type { BuiltinServers } from '../builtins/builtin-servers.js';
@@ -36,14 +43,20 @@ export function answerOAuthRefresh(deps: OAuthRefreshResponderDeps): Subscriptio
     refresh(deps, req).catch((e: unknown) => {
       log.warn('oauth refresh for a proxy failed', { account: req.account, server: req.server, err: e as Error });
       // A failed exchange with the authorization server is a transport fault, not this service's.
-      throw e instanceof WireError ? e : new WireError(ErrorCodes.transportError, `OAuth refresh failed: ${(e as Error).message?.slice(0, 200) ?? 'unknown error'}`);
+      throw e instanceof WireError
+        ? e
+        : new WireError(
+            ErrorCodes.transportError,
+            `OAuth refresh failed: ${(e as Error).message?.slice(0, 200) ?? 'unknown error'}`,
+          );
     }),
   );
 }
 
 async function refresh(deps: OAuthRefreshResponderDeps, req: OAuthRefreshRequest): Promise<OAuthRefreshAnswer> {
   const server = await deps.servers.find(req.account, req.server);
-  if (server === null && deps.builtins !== undefined && (await deps.builtins.find(req.account, req.server)) !== null) return refreshVendor(deps.builtins, req);
+  if (server === null && deps.builtins !== undefined && (await deps.builtins.find(req.account, req.server)) !== null)
+    return refreshVendor(deps.builtins, req);
   if (server === null) throw new WireError(ErrorCodes.notFound, `no MCP server named ${req.server}`);
   if (server.config.auth !== 'oauth') throw new WireError(ErrorCodes.invalidInput, `${req.server} does not use OAuth`);
   const outcome = await deps.oauth.refreshStale(server, req.staleTokenHash).catch(async (e: unknown) => {
@@ -61,7 +74,11 @@ async function refresh(deps: OAuthRefreshResponderDeps, req: OAuthRefreshRequest
   // Recorded the way a discovery does (the event tells every proxy); the status carries no URL.
   const seen = await deps.discovery.discover(server, 'refresh');
   if (seen.status.state !== 'auth_required') return { state: 'authorized' };
-  deps.log.info('oauth refresh refused: the owner must authorize again', { account: server.accountId, server: server.name, outcome: outcome.state });
+  deps.log.info('oauth refresh refused: the owner must authorize again', {
+    account: server.accountId,
+    server: server.name,
+    outcome: outcome.state,
+  });
   return { state: 'auth_required', ...(seen.status.error ? { error: seen.status.error } : {}) };
 }
 

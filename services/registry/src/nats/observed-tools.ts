@@ -53,11 +53,15 @@ export function consumeObservedTools(deps: ObservedToolsDeps): Subscription {
   const { bus, discovery, log } = deps;
   const others = deps.others ?? [];
   const counter: Counter = deps.meter.createCounter('mcpx_observed_tools_total', {
-    description: "Proxies' tool lists by outcome: recorded, rediscovered (it would lower a level: the registry listed the server itself), held (same, within the cooldown), unknown_server, malformed",
+    description:
+      "Proxies' tool lists by outcome: recorded, rediscovered (it would lower a level: the registry listed the server itself), held (same, within the cooldown), unknown_server, malformed",
   });
   const lastRediscovery = new Map<string, number>();
 
-  const locate = async (account: string, name: string): Promise<{ server: McpServerRecord; target?: DiscoveryTarget } | null> => {
+  const locate = async (
+    account: string,
+    name: string,
+  ): Promise<{ server: McpServerRecord; target?: DiscoveryTarget } | null> => {
     const row = await deps.servers.find(account, name);
     if (row !== null) return { server: row };
     for (const target of others) {
@@ -85,7 +89,10 @@ export function consumeObservedTools(deps: ObservedToolsDeps): Subscription {
     const found = await locate(event.account, event.server);
     if (found === null) return 'unknown_server';
     const lowered = loweredLevels(found.server.tools, event.tools, found.target?.kind === 'builtin');
-    const pinnedChange = found.target === undefined && pinModeOf(found.server.config) !== 'off' && toolsHash(screenTools(sanitizeTools(event.tools)).kept) !== (found.server.discoveredHash ?? '');
+    const pinnedChange =
+      found.target === undefined &&
+      pinModeOf(found.server.config) !== 'off' &&
+      toolsHash(screenTools(sanitizeTools(event.tools)).kept) !== (found.server.discoveredHash ?? '');
     if (pinnedChange) {
       if (!mayRediscover(`${event.account}:${event.server}`)) return 'held';
       await discovery.discover(found.server, 'changed');
@@ -94,7 +101,11 @@ export function consumeObservedTools(deps: ObservedToolsDeps): Subscription {
     if (lowered.length > 0) {
       const key = `${event.account}:${event.server}`;
       if (!mayRediscover(key)) return 'held';
-      log.warn('a tools-observed list would lower tool levels: discovering the server instead', { account: event.account, server: event.server, tools: lowered.slice(0, 20) });
+      log.warn('a tools-observed list would lower tool levels: discovering the server instead', {
+        account: event.account,
+        server: event.server,
+        tools: lowered.slice(0, 20),
+      });
       await discovery.discover(found.server, 'changed', found.target);
       return 'rediscovered';
     }
@@ -119,7 +130,8 @@ export function consumeObservedTools(deps: ObservedToolsDeps): Subscription {
     (event) =>
       void record(event).then(
         (outcome) => counter.add(1, { outcome }),
-        (e: unknown) => log.error('quiet discovery failed', { account: event.account, server: event.server, err: e as Error }),
+        (e: unknown) =>
+          log.error('quiet discovery failed', { account: event.account, server: event.server, err: e as Error }),
       ),
     { what: 'tools-observed message', queue: QueueGroups.registry },
   );

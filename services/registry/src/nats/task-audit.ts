@@ -60,7 +60,9 @@ export function recordTaskAudit(deps: TaskAuditDeps): Subscription {
       } catch {
         return;
       }
-      onEvent(event).catch((e: unknown) => deps.log.warn('a task audit entry could not be written', { task: event.task, err: e as Error }));
+      onEvent(event).catch((e: unknown) =>
+        deps.log.warn('a task audit entry could not be written', { task: event.task, err: e as Error }),
+      );
     },
   });
 }

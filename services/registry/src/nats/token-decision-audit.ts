@@ -1,7 +1,15 @@
 import { sql } from 'kysely';
 import type { Subscription } from '@nats-io/transport-node';
 import type { Bus } from '@mcpx/bus';
-import { ErrorCodes, QueueGroups, WireError, decodeTokenDecisionAudit, isTokenDecider, type TokenDecisionAudit, type TokenDecisionAuditReply } from '@mcpx/contracts';
+import {
+  ErrorCodes,
+  QueueGroups,
+  WireError,
+  decodeTokenDecisionAudit,
+  isTokenDecider,
+  type TokenDecisionAudit,
+  type TokenDecisionAuditReply,
+} from '@mcpx/contracts';
 import type { Db } from '@mcpx/db';
 import type { ApprovalStore } from '@mcpx/shared-state';
 import type { Logger } from '@mcpx/log';
@@ -31,22 +39,31 @@ export interface TokenDecisionAuditDeps {
  */
 export function answerTokenDecisionAudit(deps: TokenDecisionAuditDeps): Subscription {
   const { bus } = deps;
-  return bus.serve(bus.subjects.registryTokenDecisionAudit, QueueGroups.registry, decodeTokenDecisionAudit, (req) => audit(deps, req));
+  return bus.serve(bus.subjects.registryTokenDecisionAudit, QueueGroups.registry, decodeTokenDecisionAudit, (req) =>
+    audit(deps, req),
+  );
 }
 
 async function audit(deps: TokenDecisionAuditDeps, req: TokenDecisionAudit): Promise<TokenDecisionAuditReply> {
   const record = await deps.approvals.get(req.account, req.approvalId);
-  if (record === null) throw new WireError(ErrorCodes.notFound, `approvalId: no approval ${req.approvalId}`, { field: 'approvalId' });
+  if (record === null)
+    throw new WireError(ErrorCodes.notFound, `approvalId: no approval ${req.approvalId}`, { field: 'approvalId' });
   const decidedBy = record.decidedBy;
   if (record.status === 'pending' || decidedBy === undefined || !isTokenDecider(decidedBy)) {
-    throw new WireError(ErrorCodes.conflict, `approvalId: approval ${req.approvalId} was not decided by a token holder`, { field: 'approvalId', reason: 'not_token_decided' });
+    throw new WireError(
+      ErrorCodes.conflict,
+      `approvalId: approval ${req.approvalId} was not decided by a token holder`,
+      { field: 'approvalId', reason: 'not_token_decided' },
+    );
   }
   // Approved then used is still an approval; a denial is never used.
   const decision = record.status === 'denied' ? 'denied' : 'approved';
   const action = decision === 'approved' ? 'ApproveToolCall' : 'DenyToolCall';
   return deps.db.transaction().execute(async (trx) => {
     // Two requests for one approval (a retry racing its first try on another instance) take turns.
-    await sql`SELECT pg_advisory_xact_lock(hashtextextended(${`token-decision:${req.account}:${req.approvalId}`}, 0))`.execute(trx);
+    await sql`SELECT pg_advisory_xact_lock(hashtextextended(${`token-decision:${req.account}:${req.approvalId}`}, 0))`.execute(
+      trx,
+    );
     const written = await trx
       .selectFrom('registry.audit_events')
       .select('id')
@@ -64,9 +81,20 @@ async function audit(deps: TokenDecisionAuditDeps, req: TokenDecisionAudit): Pro
       role: 'agent_token',
       action,
       target: { kind: 'approval', name: req.approvalId },
-      after: { decision, tool: record.tool, server: record.server, agent: record.agent, run: record.run, by: 'token_holder' },
+      after: {
+        decision,
+        tool: record.tool,
+        server: record.server,
+        agent: record.agent,
+        run: record.run,
+        by: 'token_holder',
+      },
     });
-    deps.log.info('audit entry of a token holder decision written', { account: req.account, approval: req.approvalId, decision });
+    deps.log.info('audit entry of a token holder decision written', {
+      account: req.account,
+      approval: req.approvalId,
+      decision,
+    });
     return { audit: 'recorded' } as const;
   });
 }

@@ -1,4 +1,11 @@
-import { ErrorCodes, WireError, approvalDecidedEvent, invalidInput, type ApprovalDecidedEvent, type ApprovalView } from '@mcpx/contracts';
+import {
+  ErrorCodes,
+  WireError,
+  approvalDecidedEvent,
+  invalidInput,
+  type ApprovalDecidedEvent,
+  type ApprovalView,
+} from '@mcpx/contracts';
 import { ARGUMENTS_SHOWN_MAX_BYTES, type ApprovalRecord } from '@mcpx/shared-state';
 import { auditBy, recordAudit } from '../audit/audit-log.js';
 import type { ReviewAction, ReviewDeps } from './review-deps.js';
@@ -33,7 +40,8 @@ export const listApprovals: ReviewAction<'ListApprovals'> = async (deps, caller)
 };
 
 function approvalId(value: unknown): string {
-  if (typeof value !== 'string' || !APPROVAL_ID_RE.test(value)) throw invalidInput('approvalId', 'must be an approval id (apr_…)');
+  if (typeof value !== 'string' || !APPROVAL_ID_RE.test(value))
+    throw invalidInput('approvalId', 'must be an approval id (apr_…)');
   return value;
 }
 
@@ -42,10 +50,18 @@ function approvalId(value: unknown): string {
  * NATS, at most once: `ListApprovals` stays the source of truth. No argument value goes out.
  */
 function publishDecided(deps: ReviewDeps, r: ApprovalRecord, decision: 'approved' | 'denied'): void {
-  deps.bus.notify<ApprovalDecidedEvent>(deps.bus.subjects.approvalDecided(r.account), approvalDecidedEvent(r, decision));
+  deps.bus.notify<ApprovalDecidedEvent>(
+    deps.bus.subjects.approvalDecided(r.account),
+    approvalDecidedEvent(r, decision),
+  );
 }
 
-async function decide(deps: ReviewDeps, caller: Caller, action: ActionInput<'ApproveToolCall' | 'DenyToolCall'>, decision: 'approved' | 'denied'): Promise<{ approval: ApprovalView }> {
+async function decide(
+  deps: ReviewDeps,
+  caller: Caller,
+  action: ActionInput<'ApproveToolCall' | 'DenyToolCall'>,
+  decision: 'approved' | 'denied',
+): Promise<{ approval: ApprovalView }> {
   const id = approvalId(action.approvalId);
   if (decision === 'approved') {
     // Nobody approves what they were not shown: a call whose arguments were too large to keep for
@@ -64,14 +80,26 @@ async function decide(deps: ReviewDeps, caller: Caller, action: ActionInput<'App
   }
   const out = await deps.approvals.decide(caller.account, id, decision, caller.signer);
   if (out.ok) {
-    deps.log.info('tool call approval decided', { account: caller.account, approval: id, decision, tool: out.record.tool, run: out.record.run });
+    deps.log.info('tool call approval decided', {
+      account: caller.account,
+      approval: id,
+      decision,
+      tool: out.record.tool,
+      run: out.record.run,
+    });
     publishDecided(deps, out.record, decision);
     // The decision lives in Redis: its audit entry follows it (never the call's arguments).
     await recordAudit(deps.db, {
       ...auditBy(caller),
       action: decision === 'approved' ? 'ApproveToolCall' : 'DenyToolCall',
       target: { kind: 'approval', name: id },
-      after: { decision, tool: out.record.tool, server: out.record.server, agent: out.record.agent, run: out.record.run },
+      after: {
+        decision,
+        tool: out.record.tool,
+        server: out.record.server,
+        agent: out.record.agent,
+        run: out.record.run,
+      },
     });
     return { approval: approvalView(out.record) };
   }
@@ -79,18 +107,27 @@ async function decide(deps: ReviewDeps, caller: Caller, action: ActionInput<'App
     case 'unknown':
       throw new WireError(ErrorCodes.notFound, `approvalId: no approval ${id}`, { field: 'approvalId' });
     case 'expired':
-      throw new WireError(ErrorCodes.conflict, `approvalId: approval ${id} expired`, { field: 'approvalId', reason: 'expired' });
-    case 'decided':
-      throw new WireError(ErrorCodes.conflict, `approvalId: approval ${id} was already decided (${out.record?.status ?? 'decided'})`, {
+      throw new WireError(ErrorCodes.conflict, `approvalId: approval ${id} expired`, {
         field: 'approvalId',
-        reason: 'decided',
-        ...(out.record ? { status: out.record.status } : {}),
+        reason: 'expired',
       });
+    case 'decided':
+      throw new WireError(
+        ErrorCodes.conflict,
+        `approvalId: approval ${id} was already decided (${out.record?.status ?? 'decided'})`,
+        {
+          field: 'approvalId',
+          reason: 'decided',
+          ...(out.record ? { status: out.record.status } : {}),
+        },
+      );
   }
 }
 
 /** `ApproveToolCall {approvalId}` → `{approval}`: the runtime may now re-send that call, once. OWNER only. */
-export const approveToolCall: ReviewAction<'ApproveToolCall'> = (deps, caller, action) => decide(deps, caller, action, 'approved');
+export const approveToolCall: ReviewAction<'ApproveToolCall'> = (deps, caller, action) =>
+  decide(deps, caller, action, 'approved');
 
 /** `DenyToolCall {approvalId}` → `{approval}`: the call it was for is refused. OWNER only. */
-export const denyToolCall: ReviewAction<'DenyToolCall'> = (deps, caller, action) => decide(deps, caller, action, 'denied');
+export const denyToolCall: ReviewAction<'DenyToolCall'> = (deps, caller, action) =>
+  decide(deps, caller, action, 'denied');

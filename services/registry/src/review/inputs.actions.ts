@@ -77,39 +77,69 @@ function publishAnswered(deps: ReviewDeps, r: InputRecord): void {
 export const answerInputRequest: ReviewAction<'AnswerInputRequest'> = async (deps, caller, action) => {
   const inputs = store(deps);
   const id = action.id ?? action.inputRequestId;
-  if (typeof id !== 'string' || !INPUT_REQUEST_ID_RE.test(id)) throw invalidInput('id', 'must be an input request id (inp_…)');
+  if (typeof id !== 'string' || !INPUT_REQUEST_ID_RE.test(id))
+    throw invalidInput('id', 'must be an input request id (inp_…)');
   const record = await inputs.get(caller.account, id);
   if (record === null) throw new WireError(ErrorCodes.notFound, `id: no input request ${id}`, { field: 'id' });
   const items = JSON.parse(record.requestsJson) as InputRequestItem[];
   const open = items.filter((i) => i.answerBy === 'person' && !Object.hasOwn(record.answers, i.key));
   let key: string;
   if (action.key !== undefined && action.key !== null) {
-    if (typeof action.key !== 'string' || !items.some((i) => i.key === action.key && i.answerBy === 'person')) throw invalidInput('key', `must name a question of ${id} that a person answers`);
+    if (typeof action.key !== 'string' || !items.some((i) => i.key === action.key && i.answerBy === 'person'))
+      throw invalidInput('key', `must name a question of ${id} that a person answers`);
     key = action.key;
   } else if (open.length === 1) {
     key = open[0]!.key;
   } else if (open.length === 0) {
-    throw new WireError(ErrorCodes.conflict, `id: input request ${id} has no question left to answer (${record.status})`, { field: 'id', reason: 'decided', status: record.status });
+    throw new WireError(
+      ErrorCodes.conflict,
+      `id: input request ${id} has no question left to answer (${record.status})`,
+      { field: 'id', reason: 'decided', status: record.status },
+    );
   } else {
-    throw invalidInput('key', `input request ${id} asks ${open.length} questions; name one (${open.map((i) => i.key).join(', ')})`);
+    throw invalidInput(
+      'key',
+      `input request ${id} asks ${open.length} questions; name one (${open.map((i) => i.key).join(', ')})`,
+    );
   }
   const item = items.find((i) => i.key === key)!;
   const verb = action.action;
-  if (verb !== 'accept' && verb !== 'decline' && verb !== 'cancel') throw invalidInput('action', 'must be accept, decline or cancel');
-  if (verb !== 'accept' && action.content !== undefined && action.content !== null) throw invalidInput('content', 'is given only with accept');
+  if (verb !== 'accept' && verb !== 'decline' && verb !== 'cancel')
+    throw invalidInput('action', 'must be accept, decline or cancel');
+  if (verb !== 'accept' && action.content !== undefined && action.content !== null)
+    throw invalidInput('content', 'is given only with accept');
   if (item.kind === 'url' && action.content !== undefined && action.content !== null)
     throw invalidInput('content', 'a URL question takes no content: accept it once the person is done in the browser');
-  const answer: ElicitAnswer = verb === 'accept' && item.kind === 'form' ? { action: verb, content: checkElicitContent(item.requestedSchema, action.content ?? {}, 'content') } : { action: verb };
+  const answer: ElicitAnswer =
+    verb === 'accept' && item.kind === 'form'
+      ? { action: verb, content: checkElicitContent(item.requestedSchema, action.content ?? {}, 'content') }
+      : { action: verb };
   const out = await inputs.answer(caller.account, id, key, JSON.stringify(answer), caller.signer);
   if (out.ok) {
-    deps.log.info('input request answered', { account: caller.account, inputRequest: id, key, action: answer.action, tool: out.record.tool, run: out.record.run, complete: out.complete });
+    deps.log.info('input request answered', {
+      account: caller.account,
+      inputRequest: id,
+      key,
+      action: answer.action,
+      tool: out.record.tool,
+      run: out.record.run,
+      complete: out.complete,
+    });
     if (out.complete) publishAnswered(deps, out.record);
     // The answer lives in Redis: its audit entry follows it (never the content a person typed).
     await recordAudit(deps.db, {
       ...auditBy(caller),
       action: 'AnswerInputRequest',
       target: { kind: 'input', name: id },
-      after: { action: answer.action, key, tool: out.record.tool, server: out.record.server, agent: out.record.agent, run: out.record.run, complete: out.complete },
+      after: {
+        action: answer.action,
+        key,
+        tool: out.record.tool,
+        server: out.record.server,
+        agent: out.record.agent,
+        run: out.record.run,
+        complete: out.complete,
+      },
     });
     return { inputRequest: inputRequestView(out.record) };
   }
@@ -121,12 +151,19 @@ export const answerInputRequest: ReviewAction<'AnswerInputRequest'> = async (dep
     case 'not_asked':
       throw invalidInput('key', `input request ${id} asks no question ${key} of a person`);
     case 'answered_already':
-      throw new WireError(ErrorCodes.conflict, `key: question ${key} of input request ${id} was already answered`, { field: 'key', reason: 'answered' });
-    case 'decided':
-      throw new WireError(ErrorCodes.conflict, `id: input request ${id} was already answered (${out.record?.status ?? 'answered'})`, {
-        field: 'id',
-        reason: 'decided',
-        ...(out.record ? { status: out.record.status } : {}),
+      throw new WireError(ErrorCodes.conflict, `key: question ${key} of input request ${id} was already answered`, {
+        field: 'key',
+        reason: 'answered',
       });
+    case 'decided':
+      throw new WireError(
+        ErrorCodes.conflict,
+        `id: input request ${id} was already answered (${out.record?.status ?? 'answered'})`,
+        {
+          field: 'id',
+          reason: 'decided',
+          ...(out.record ? { status: out.record.status } : {}),
+        },
+      );
   }
 };

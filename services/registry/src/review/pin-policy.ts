@@ -1,6 +1,15 @@
 import { createHash } from 'node:crypto';
 import type { HeldToolStatus } from '@mcpx/contracts';
-import { contractCid, encodeCanonical, inheritPermission, inputCompatible, normalizeAnnotations, Permission, toolContract, type RemoteTool } from '@mcpx/domain';
+import {
+  contractCid,
+  encodeCanonical,
+  inheritPermission,
+  inputCompatible,
+  normalizeAnnotations,
+  Permission,
+  toolContract,
+  type RemoteTool,
+} from '@mcpx/domain';
 import { toolsHash } from '../catalog/remote-tools.js';
 
 /**
@@ -65,7 +74,8 @@ export interface PinEvaluation {
 }
 
 function raisesLevel(accepted: RemoteTool, next: RemoteTool): boolean {
-  const level = (t: RemoteTool) => inheritPermission(normalizeAnnotations(t.annotations), { builtin: false, toolName: t.name });
+  const level = (t: RemoteTool) =>
+    inheritPermission(normalizeAnnotations(t.annotations), { builtin: false, toolName: t.name });
   return level(accepted) === Permission.act && level(next) === Permission.always_ask;
 }
 
@@ -73,7 +83,12 @@ function raisesLevel(accepted: RemoteTool, next: RemoteTool): boolean {
  * Compares a listing with the accepted contracts (pure). `raw` is the screened list the server
  * gave; a repeated name keeps its first entry, as documents do.
  */
-export function evaluatePins(raw: readonly RemoteTool[], accepted: ReadonlyMap<string, AcceptedContract>, stored: ReadonlyMap<string, StoredChange>, mode: Exclude<PinMode, 'off'>): PinEvaluation {
+export function evaluatePins(
+  raw: readonly RemoteTool[],
+  accepted: ReadonlyMap<string, AcceptedContract>,
+  stored: ReadonlyMap<string, StoredChange>,
+  mode: Exclude<PinMode, 'off'>,
+): PinEvaluation {
   const effective: RemoteTool[] = [];
   const changes: WantedChange[] = [];
   const withheld: Array<{ name: string; cid: string }> = [];
@@ -88,7 +103,10 @@ export function evaluatePins(raw: readonly RemoteTool[], accepted: ReadonlyMap<s
       continue;
     }
     const compatible =
-      acc !== undefined && mode === PinModes.review && inputCompatible(toolContract(acc.remote).inputSchema, toolContract(tool).inputSchema).compatible && !raisesLevel(acc.remote, tool);
+      acc !== undefined &&
+      mode === PinModes.review &&
+      inputCompatible(toolContract(acc.remote).inputSchema, toolContract(tool).inputSchema).compatible &&
+      !raisesLevel(acc.remote, tool);
     const prior = stored.get(tool.name);
     const same = prior !== undefined && prior.cid === cid;
     changes.push({
@@ -112,7 +130,13 @@ export function evaluatePins(raw: readonly RemoteTool[], accepted: ReadonlyMap<s
 
 /** The held changes as the server's status shows them. */
 export function heldStatus(changes: readonly WantedChange[]): HeldToolStatus[] {
-  return changes.map((c) => ({ name: c.tool, cid: c.cid, reason: 'held_for_review', state: c.status, withheld: c.withheld }));
+  return changes.map((c) => ({
+    name: c.tool,
+    cid: c.cid,
+    reason: 'held_for_review',
+    state: c.status,
+    withheld: c.withheld,
+  }));
 }
 
 /**
@@ -120,7 +144,10 @@ export function heldStatus(changes: readonly WantedChange[]): HeldToolStatus[] {
  * withheld (so pinning a server changes nothing until a change is held), else one over the list
  * and the withheld tools (a tool withheld or released is a change of the server's projection).
  */
-export function pinnedToolsHash(effective: RemoteTool[], withheld: ReadonlyArray<{ name: string; cid: string }>): string {
+export function pinnedToolsHash(
+  effective: RemoteTool[],
+  withheld: ReadonlyArray<{ name: string; cid: string }>,
+): string {
   if (withheld.length === 0) return toolsHash(effective);
   return createHash('sha256')
     .update(encodeCanonical({ tools: effective, held: withheld }))

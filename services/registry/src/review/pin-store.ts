@@ -1,12 +1,27 @@
 import { sql, type Kysely } from 'kysely';
 import { encodePayload, type ServerStatus } from '@mcpx/contracts';
 import type { Database } from '@mcpx/db';
-import { DiscoveredToolsColumn, HeldChangesColumn, ServerToolsColumn, ToolChangeColumn, ToolContractColumn } from '@mcpx/stored';
+import {
+  DiscoveredToolsColumn,
+  HeldChangesColumn,
+  ServerToolsColumn,
+  ToolChangeColumn,
+  ToolContractColumn,
+} from '@mcpx/stored';
 import { contractCid, type RemoteTool } from '@mcpx/domain';
 import { recordAudit, SYSTEM_SIGNER } from '../audit/audit-log.js';
 import { discoveredTools, storedStatus, toRecord, type McpServerRecord } from '../catalog/mcp-servers.repository.js';
 import { toolsHash } from '../catalog/remote-tools.js';
-import { evaluatePins, heldStatus, pinModeOf, pinnedToolsHash, type AcceptedContract, type PinEvaluation, type StoredChange, type WantedChange } from './pin-policy.js';
+import {
+  evaluatePins,
+  heldStatus,
+  pinModeOf,
+  pinnedToolsHash,
+  type AcceptedContract,
+  type PinEvaluation,
+  type StoredChange,
+  type WantedChange,
+} from './pin-policy.js';
 
 type Q = Kysely<Database>;
 
@@ -24,33 +39,66 @@ export interface PinnedWrite {
   withheld: Array<{ name: string; cid: string }>;
 }
 
-export async function acceptedContracts(db: Q, account: string, serverId: string): Promise<Map<string, AcceptedContract>> {
-  const rows = await db.selectFrom('registry.tool_contracts').select(['tool', 'cid', 'tool_cbor']).where('account_id', '=', account).where('server_id', '=', serverId).execute();
-  return new Map(rows.map((r) => [r.tool, { tool: r.tool, cid: r.cid, remote: ToolContractColumn.decode(r.tool_cbor) }]));
+export async function acceptedContracts(
+  db: Q,
+  account: string,
+  serverId: string,
+): Promise<Map<string, AcceptedContract>> {
+  const rows = await db
+    .selectFrom('registry.tool_contracts')
+    .select(['tool', 'cid', 'tool_cbor'])
+    .where('account_id', '=', account)
+    .where('server_id', '=', serverId)
+    .execute();
+  return new Map(
+    rows.map((r) => [r.tool, { tool: r.tool, cid: r.cid, remote: ToolContractColumn.decode(r.tool_cbor) }]),
+  );
 }
 
 export async function storedChanges(db: Q, account: string, serverId: string): Promise<Map<string, StoredChange>> {
-  const rows = await db.selectFrom('registry.tool_changes').select(['tool', 'cid', 'status']).where('account_id', '=', account).where('server_id', '=', serverId).execute();
+  const rows = await db
+    .selectFrom('registry.tool_changes')
+    .select(['tool', 'cid', 'status'])
+    .where('account_id', '=', account)
+    .where('server_id', '=', serverId)
+    .execute();
   return new Map(rows.map((r) => [r.tool, { tool: r.tool, cid: r.cid, status: r.status }]));
 }
 
 /** Accepts `tools` as they are (a pin's baseline, or one accepted change) for `actor`. */
-export async function acceptContracts(trx: Q, account: string, serverId: string, tools: readonly RemoteTool[], actor: PinActor): Promise<void> {
+export async function acceptContracts(
+  trx: Q,
+  account: string,
+  serverId: string,
+  tools: readonly RemoteTool[],
+  actor: PinActor,
+): Promise<void> {
   const seen = new Set<string>();
   const rows = [];
   for (const t of tools) {
     if (seen.has(t.name)) continue;
     seen.add(t.name);
-    rows.push({ account_id: account, server_id: serverId, tool: t.name, cid: contractCid(t), tool_cbor: ToolContractColumn.encode(t), accepted_by: actor.signer, accepted_at: new Date() });
+    rows.push({
+      account_id: account,
+      server_id: serverId,
+      tool: t.name,
+      cid: contractCid(t),
+      tool_cbor: ToolContractColumn.encode(t),
+      accepted_by: actor.signer,
+      accepted_at: new Date(),
+    });
   }
   for (let i = 0; i < rows.length; i += 500) {
     await trx
       .insertInto('registry.tool_contracts')
       .values(rows.slice(i, i + 500))
       .onConflict((oc) =>
-        oc
-          .columns(['account_id', 'server_id', 'tool'])
-          .doUpdateSet((eb) => ({ cid: eb.ref('excluded.cid'), tool_cbor: eb.ref('excluded.tool_cbor'), accepted_by: eb.ref('excluded.accepted_by'), accepted_at: eb.ref('excluded.accepted_at') })),
+        oc.columns(['account_id', 'server_id', 'tool']).doUpdateSet((eb) => ({
+          cid: eb.ref('excluded.cid'),
+          tool_cbor: eb.ref('excluded.tool_cbor'),
+          accepted_by: eb.ref('excluded.accepted_by'),
+          accepted_at: eb.ref('excluded.accepted_at'),
+        })),
       )
       .execute();
   }
@@ -58,9 +106,22 @@ export async function acceptContracts(trx: Q, account: string, serverId: string,
 
 /** Forgets a server's pins (it is no longer pinned): its accepted contracts and held changes. */
 export async function clearPins(trx: Q, account: string, serverId: string): Promise<void> {
-  await trx.deleteFrom('registry.tool_changes').where('account_id', '=', account).where('server_id', '=', serverId).execute();
-  await trx.deleteFrom('registry.tool_contracts').where('account_id', '=', account).where('server_id', '=', serverId).execute();
-  await trx.updateTable('registry.mcp_servers').set({ discovered_cbor: null, discovered_hash: '', held_cbor: null }).where('account_id', '=', account).where('id', '=', serverId).execute();
+  await trx
+    .deleteFrom('registry.tool_changes')
+    .where('account_id', '=', account)
+    .where('server_id', '=', serverId)
+    .execute();
+  await trx
+    .deleteFrom('registry.tool_contracts')
+    .where('account_id', '=', account)
+    .where('server_id', '=', serverId)
+    .execute();
+  await trx
+    .updateTable('registry.mcp_servers')
+    .set({ discovered_cbor: null, discovered_hash: '', held_cbor: null })
+    .where('account_id', '=', account)
+    .where('id', '=', serverId)
+    .execute();
 }
 
 /**
@@ -94,7 +155,12 @@ export async function applyPins(
   }
   const evaluation: PinEvaluation = evaluatePins(raw, accepted, await storedChanges(trx, account, locked.id), mode);
   if (evaluation.resolved.length > 0) {
-    await trx.deleteFrom('registry.tool_changes').where('account_id', '=', account).where('server_id', '=', locked.id).where('tool', 'in', evaluation.resolved).execute();
+    await trx
+      .deleteFrom('registry.tool_changes')
+      .where('account_id', '=', account)
+      .where('server_id', '=', locked.id)
+      .where('tool', 'in', evaluation.resolved)
+      .execute();
   }
   const requested = evaluation.changes.filter((c) => c.requested);
   for (const c of requested) {
@@ -147,8 +213,18 @@ export async function applyPins(
 }
 
 /** Row-locks a server by id and returns its record and its raw list. */
-export async function lockServer(trx: Q, account: string, id: string): Promise<{ record: McpServerRecord; raw: RemoteTool[] } | null> {
-  const row = await trx.selectFrom('registry.mcp_servers').selectAll().where('account_id', '=', account).where('id', '=', id).forUpdate().executeTakeFirst();
+export async function lockServer(
+  trx: Q,
+  account: string,
+  id: string,
+): Promise<{ record: McpServerRecord; raw: RemoteTool[] } | null> {
+  const row = await trx
+    .selectFrom('registry.mcp_servers')
+    .selectAll()
+    .where('account_id', '=', account)
+    .where('id', '=', id)
+    .forUpdate()
+    .executeTakeFirst();
   return row === undefined ? null : { record: toRecord(row), raw: discoveredTools(row) };
 }
 
@@ -157,7 +233,13 @@ export async function lockServer(trx: Q, account: string, id: string): Promise<{
  * caller's transaction (the one its event is written in) with the server's row locked (a review decided meanwhile is seen, never undone).
  * Null when the server went meanwhile, or is no longer pinned (the caller records it plainly).
  */
-export async function recordPinnedDiscovery(trx: Q, server: McpServerRecord, status: ServerStatus, raw: RemoteTool[], nextProbeAt: Date | null): Promise<PinnedWrite | null> {
+export async function recordPinnedDiscovery(
+  trx: Q,
+  server: McpServerRecord,
+  status: ServerStatus,
+  raw: RemoteTool[],
+  nextProbeAt: Date | null,
+): Promise<PinnedWrite | null> {
   const locked = await lockServer(trx, server.accountId, server.id);
   if (locked === null || pinModeOf(locked.record.config) === 'off') return null;
   return applyPins(trx, locked.record, raw, toolsHash(raw), { status, nextProbeAt });

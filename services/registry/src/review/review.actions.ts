@@ -1,5 +1,23 @@
-import { ErrorCodes, invalidInput, REVIEW_CHANGES_MAX, WireError, type ActionResponse, type ToolChangeView, type ToolReviewRequestedEvent } from '@mcpx/contracts';
-import { buildToolDocuments, contractCid, contractWarnings, diffContracts, documentCid, inputCompatible, projectToolNames, toolContract, type RemoteTool } from '@mcpx/domain';
+import {
+  ErrorCodes,
+  invalidInput,
+  REVIEW_CHANGES_MAX,
+  WireError,
+  type ActionResponse,
+  type ToolChangeView,
+  type ToolReviewRequestedEvent,
+} from '@mcpx/contracts';
+import {
+  buildToolDocuments,
+  contractCid,
+  contractWarnings,
+  diffContracts,
+  documentCid,
+  inputCompatible,
+  projectToolNames,
+  toolContract,
+  type RemoteTool,
+} from '@mcpx/domain';
 import { ToolChangeColumn } from '@mcpx/stored';
 import { metrics, trace } from '@opentelemetry/api';
 import { recordAudit } from '../audit/audit-log.js';
@@ -26,9 +44,13 @@ function toolName(v: unknown): string {
 function mayReview(deps: ReviewDeps, caller: Caller): void {
   if (caller.role === 'OWNER') return;
   if (caller.role === 'WRITER' && deps.pins?.writersMayReview === true) return;
-  throw new WireError(ErrorCodes.forbidden, `signer: a ${caller.role} signer may not decide a tool review here (only an OWNER${deps.pins?.writersMayReview === true ? ' or a WRITER' : ''})`, {
-    field: 'signer',
-  });
+  throw new WireError(
+    ErrorCodes.forbidden,
+    `signer: a ${caller.role} signer may not decide a tool review here (only an OWNER${deps.pins?.writersMayReview === true ? ' or a WRITER' : ''})`,
+    {
+      field: 'signer',
+    },
+  );
 }
 
 /**
@@ -39,10 +61,12 @@ function mayReview(deps: ReviewDeps, caller: Caller): void {
 export const listToolChanges: ReviewAction<'ListToolChanges'> = async (deps, caller, action) => {
   const only = action.server === undefined ? undefined : serverName(action.server);
   const status = action.status ?? 'pending';
-  if (!STATUSES.includes(status as (typeof STATUSES)[number])) throw invalidInput('status', 'must be pending, rejected or all');
+  if (!STATUSES.includes(status as (typeof STATUSES)[number]))
+    throw invalidInput('status', 'must be pending, rejected or all');
   const servers = await deps.servers.list(caller.account);
   const pinned = servers.filter((s) => pinModeOf(s.config) !== 'off' && (only === undefined || s.name === only));
-  if (only !== undefined && !servers.some((s) => s.name === only)) throw new WireError(ErrorCodes.notFound, `server: no MCP server named ${only}`, { field: 'server' });
+  if (only !== undefined && !servers.some((s) => s.name === only))
+    throw new WireError(ErrorCodes.notFound, `server: no MCP server named ${only}`, { field: 'server' });
   let query = deps.db.selectFrom('registry.tool_changes').selectAll().where('account_id', '=', caller.account);
   if (status !== 'all') query = query.where('status', '=', status as 'pending' | 'rejected');
   const rows =
@@ -152,20 +176,38 @@ interface ServerListing {
 
 async function serverListing(deps: ReviewDeps, server: McpServerRecord): Promise<ServerListing> {
   const [row, overrides] = await Promise.all([
-    deps.db.selectFrom('registry.mcp_servers').select('discovered_cbor').where('account_id', '=', server.accountId).where('id', '=', server.id).executeTakeFirst(),
+    deps.db
+      .selectFrom('registry.mcp_servers')
+      .select('discovered_cbor')
+      .where('account_id', '=', server.accountId)
+      .where('id', '=', server.id)
+      .executeTakeFirst(),
     deps.permissions.forServer(server.accountId, server.id),
   ]);
   return { raw: row === undefined || row.discovered_cbor === null ? null : discoveredTools(row), overrides };
 }
 
 /** The document agents get once `remote` is accepted: built from the list acceptance would give, with the owner's overrides. */
-function documentCidOnAccept(deps: ReviewDeps, server: McpServerRecord, remote: RemoteTool, accepted: ReadonlyMap<string, AcceptedContract>, listing: ServerListing): { documentCid?: string } {
+function documentCidOnAccept(
+  deps: ReviewDeps,
+  server: McpServerRecord,
+  remote: RemoteTool,
+  accepted: ReadonlyMap<string, AcceptedContract>,
+  listing: ServerListing,
+): { documentCid?: string } {
   if (listing.raw === null) return {};
   // Accepting makes the held contract the accepted one: evaluate with it.
   const next = new Map(accepted);
   next.set(remote.name, { tool: remote.name, cid: contractCid(remote), remote });
-  const { effective } = evaluatePins(listing.raw, next, new Map(), pinModeOf(server.config) === 'strict' ? 'strict' : 'review');
-  const doc = buildToolDocuments(server.name, effective, { style: deps.style, overrides: listing.overrides }).find((d) => d.remoteName === remote.name);
+  const { effective } = evaluatePins(
+    listing.raw,
+    next,
+    new Map(),
+    pinModeOf(server.config) === 'strict' ? 'strict' : 'review',
+  );
+  const doc = buildToolDocuments(server.name, effective, { style: deps.style, overrides: listing.overrides }).find(
+    (d) => d.remoteName === remote.name,
+  );
   return doc === undefined ? {} : { documentCid: documentCid(doc) };
 }
 
@@ -175,25 +217,49 @@ async function decideChange(
   caller: Caller,
   action: ActionInput<'AcceptToolChange' | 'RejectToolChange'>,
   decision: 'accept' | 'reject',
-): Promise<{ server: McpServerRecord; view: ActionResponse<'AcceptToolChange' | 'RejectToolChange'>; toolsChanged: boolean }> {
+): Promise<{
+  server: McpServerRecord;
+  view: ActionResponse<'AcceptToolChange' | 'RejectToolChange'>;
+  toolsChanged: boolean;
+}> {
   mayReview(deps, caller);
   const name = serverName(action.server);
   const tool = toolName(action.tool);
-  if (typeof action.cid !== 'string' || !/^b[a-z2-7]{20,120}$/.test(action.cid)) throw invalidInput('cid', 'must be the CID of the held change (ListToolChanges)');
+  if (typeof action.cid !== 'string' || !/^b[a-z2-7]{20,120}$/.test(action.cid))
+    throw invalidInput('cid', 'must be the CID of the held change (ListToolChanges)');
   const cid = action.cid;
   const server = await deps.servers.find(caller.account, name);
-  if (server === null) throw new WireError(ErrorCodes.notFound, `server: no MCP server named ${name}`, { field: 'server' });
+  if (server === null)
+    throw new WireError(ErrorCodes.notFound, `server: no MCP server named ${name}`, { field: 'server' });
   // The decision and its discovered event commit together (the outbox).
   return deps.outbox.commit(async (trx, emit) => {
     const locked = await lockServer(trx, caller.account, server.id);
-    if (locked === null) throw new WireError(ErrorCodes.notFound, `server: no MCP server named ${name}`, { field: 'server' });
-    if (pinModeOf(locked.record.config) === 'off') throw new WireError(ErrorCodes.conflict, `server: ${name} is not pinned (config.pin is off)`, { field: 'server' });
-    const change = await trx.selectFrom('registry.tool_changes').selectAll().where('account_id', '=', caller.account).where('server_id', '=', server.id).where('tool', '=', tool).executeTakeFirst();
-    if (change === undefined) throw new WireError(ErrorCodes.notFound, `tool: no change of ${tool} is held on ${name}`, { field: 'tool' });
+    if (locked === null)
+      throw new WireError(ErrorCodes.notFound, `server: no MCP server named ${name}`, { field: 'server' });
+    if (pinModeOf(locked.record.config) === 'off')
+      throw new WireError(ErrorCodes.conflict, `server: ${name} is not pinned (config.pin is off)`, {
+        field: 'server',
+      });
+    const change = await trx
+      .selectFrom('registry.tool_changes')
+      .selectAll()
+      .where('account_id', '=', caller.account)
+      .where('server_id', '=', server.id)
+      .where('tool', '=', tool)
+      .executeTakeFirst();
+    if (change === undefined)
+      throw new WireError(ErrorCodes.notFound, `tool: no change of ${tool} is held on ${name}`, { field: 'tool' });
     if (change.cid !== cid) {
-      throw new WireError(ErrorCodes.conflict, `cid: the change of ${tool} held now is ${change.cid} (the server changed it again); review that one`, { field: 'cid', current: change.cid });
+      throw new WireError(
+        ErrorCodes.conflict,
+        `cid: the change of ${tool} held now is ${change.cid} (the server changed it again); review that one`,
+        { field: 'cid', current: change.cid },
+      );
     }
-    if (decision === 'reject' && change.status === 'rejected') throw new WireError(ErrorCodes.conflict, `cid: the change ${cid} of ${tool} is already rejected`, { field: 'cid' });
+    if (decision === 'reject' && change.status === 'rejected')
+      throw new WireError(ErrorCodes.conflict, `cid: the change ${cid} of ${tool} is already rejected`, {
+        field: 'cid',
+      });
     const actor = { signer: caller.signer, role: caller.role };
     const previous = await trx
       .selectFrom('registry.tool_contracts')
@@ -204,7 +270,12 @@ async function decideChange(
       .executeTakeFirst();
     if (decision === 'accept') {
       await acceptContracts(trx, caller.account, server.id, [ToolChangeColumn.decode(change.tool_cbor)], actor);
-      await trx.deleteFrom('registry.tool_changes').where('account_id', '=', caller.account).where('server_id', '=', server.id).where('tool', '=', tool).execute();
+      await trx
+        .deleteFrom('registry.tool_changes')
+        .where('account_id', '=', caller.account)
+        .where('server_id', '=', server.id)
+        .where('tool', '=', tool)
+        .execute();
     } else {
       await trx
         .updateTable('registry.tool_changes')
@@ -225,11 +296,24 @@ async function decideChange(
       after: decision === 'accept' ? { cid, accepted: true } : { cid, status: 'rejected' },
     });
     const held = (written.saved.status.heldTools ?? []).find((h) => h.name === tool);
-    emit(serverDiscovered(deps.bus.subjects, written.saved, written.toolsChanged, await deps.permissions.forServer(caller.account, server.id, trx)));
+    emit(
+      serverDiscovered(
+        deps.bus.subjects,
+        written.saved,
+        written.toolsChanged,
+        await deps.permissions.forServer(caller.account, server.id, trx),
+      ),
+    );
     return {
       server: written.saved,
       toolsChanged: written.toolsChanged,
-      view: { server: name, tool, cid, decision: decision === 'accept' ? 'accepted' : 'rejected', ...(held !== undefined ? { withheld: held.withheld } : {}) },
+      view: {
+        server: name,
+        tool,
+        cid,
+        decision: decision === 'accept' ? 'accepted' : 'rejected',
+        ...(held !== undefined ? { withheld: held.withheld } : {}),
+      },
     };
   });
 }
@@ -243,7 +327,12 @@ async function decideChange(
 export const acceptToolChange: ReviewAction<'AcceptToolChange'> = async (deps, caller, action) => {
   const { server, view } = await decideChange(deps, caller, action, 'accept');
   observeDecision('accepted', server.name, view.tool);
-  deps.log.info('tool change accepted', { account: caller.account, server: server.name, tool: view.tool, cid: view.cid });
+  deps.log.info('tool change accepted', {
+    account: caller.account,
+    server: server.name,
+    tool: view.tool,
+    cid: view.cid,
+  });
   return view;
 };
 
@@ -255,7 +344,12 @@ export const acceptToolChange: ReviewAction<'AcceptToolChange'> = async (deps, c
 export const rejectToolChange: ReviewAction<'RejectToolChange'> = async (deps, caller, action) => {
   const { server, view } = await decideChange(deps, caller, action, 'reject');
   observeDecision('rejected', server.name, view.tool);
-  deps.log.info('tool change rejected', { account: caller.account, server: server.name, tool: view.tool, cid: view.cid });
+  deps.log.info('tool change rejected', {
+    account: caller.account,
+    server: server.name,
+    tool: view.tool,
+    cid: view.cid,
+  });
   return view;
 };
 
@@ -263,17 +357,25 @@ let decisions: ReturnType<ReturnType<typeof metrics.getMeter>['createCounter']> 
 
 /** Counts a decision (`mcpx_pin_reviews_total{decision}`) and marks the action's span with it. */
 function observeDecision(decision: 'accepted' | 'rejected', server: string, tool: string): void {
-  decisions ??= metrics.getMeter('mcpx-registry').createCounter('mcpx_pin_reviews_total', { description: 'Tool changes accepted or rejected by a reviewer' });
+  decisions ??= metrics
+    .getMeter('mcpx-registry')
+    .createCounter('mcpx_pin_reviews_total', { description: 'Tool changes accepted or rejected by a reviewer' });
   decisions.add(1, { decision });
   trace.getActiveSpan()?.setAttributes({ 'mcpx.review.decision': decision, 'mcp.server': server, 'mcp.tool': tool });
 }
 
 /** The review-requested notification (core NATS, at most once): which tools of which server wait. */
-export function publishReviewRequested(deps: { bus: ReviewDeps['bus'] }, server: McpServerRecord, changes: ReadonlyArray<Pick<WantedChange, 'tool' | 'cid' | 'kind' | 'withheld'>>): void {
+export function publishReviewRequested(
+  deps: { bus: ReviewDeps['bus'] },
+  server: McpServerRecord,
+  changes: ReadonlyArray<Pick<WantedChange, 'tool' | 'cid' | 'kind' | 'withheld'>>,
+): void {
   deps.bus.notify<ToolReviewRequestedEvent>(deps.bus.subjects.reviewRequested(server.accountId), {
     account: server.accountId,
     server: server.name,
-    changes: changes.slice(0, REVIEW_CHANGES_MAX).map((c) => ({ tool: c.tool, cid: c.cid, kind: c.kind, withheld: c.withheld })),
+    changes: changes
+      .slice(0, REVIEW_CHANGES_MAX)
+      .map((c) => ({ tool: c.tool, cid: c.cid, kind: c.kind, withheld: c.withheld })),
     pending: (server.status.heldTools ?? []).filter((h) => h.state === 'pending').length,
   });
 }

@@ -13,31 +13,43 @@ import { guardVendorDisconnect } from './override-guard.js';
 const MAX_TOKEN_BYTES = 8192;
 
 function builtinsOf(deps: ServersDeps): BuiltinServers {
-  if (deps.builtins === undefined) throw new WireError(ErrorCodes.invalidInput, 'action.type: built-in servers are not enabled here', { field: 'action.type' });
+  if (deps.builtins === undefined)
+    throw new WireError(ErrorCodes.invalidInput, 'action.type: built-in servers are not enabled here', {
+      field: 'action.type',
+    });
   return deps.builtins;
 }
 
 /** A vendor some built-in server borrows its credential from. */
 function validateVendor(vendor: unknown): string {
-  if (typeof vendor !== 'string' || vendor === '' || vendor.length > 64) throw invalidInput('vendor', 'must name a vendor');
-  if (builtinsOfVendor(vendor).length === 0) throw invalidInput('vendor', `no built-in server uses the vendor ${vendor.replace(/[^a-z0-9_-]/gi, '').slice(0, 64)}`);
+  if (typeof vendor !== 'string' || vendor === '' || vendor.length > 64)
+    throw invalidInput('vendor', 'must name a vendor');
+  if (builtinsOfVendor(vendor).length === 0)
+    throw invalidInput(
+      'vendor',
+      `no built-in server uses the vendor ${vendor.replace(/[^a-z0-9_-]/gi, '').slice(0, 64)}`,
+    );
   return vendor;
 }
 
 function token(value: unknown, field: string): string {
   if (typeof value !== 'string' || value === '') throw invalidInput(field, 'must be a non-empty string');
   if (/[\s\0]/.test(value)) throw invalidInput(field, 'must not contain whitespace or NUL');
-  if (Buffer.byteLength(value, 'utf8') > MAX_TOKEN_BYTES) throw invalidInput(field, `must be at most ${MAX_TOKEN_BYTES} bytes`);
+  if (Buffer.byteLength(value, 'utf8') > MAX_TOKEN_BYTES)
+    throw invalidInput(field, `must be at most ${MAX_TOKEN_BYTES} bytes`);
   return value;
 }
 
 /** Validates SetVendorConnection; every error names its field and never echoes a token. */
 function validateTokens(action: Record<string, unknown>): VendorTokens {
-  for (const k of Object.keys(action)) if (!['type', 'vendor', 'accessToken', 'refreshToken', 'expiresAt'].includes(k)) throw invalidInput(k, 'is not a known field');
+  for (const k of Object.keys(action))
+    if (!['type', 'vendor', 'accessToken', 'refreshToken', 'expiresAt'].includes(k))
+      throw invalidInput(k, 'is not a known field');
   const tokens: VendorTokens = { accessToken: token(action.accessToken, 'accessToken') };
   if (action.refreshToken !== undefined) tokens.refreshToken = token(action.refreshToken, 'refreshToken');
   if (action.expiresAt !== undefined) {
-    if (typeof action.expiresAt !== 'string' || Number.isNaN(Date.parse(action.expiresAt))) throw invalidInput('expiresAt', 'must be an ISO 8601 date');
+    if (typeof action.expiresAt !== 'string' || Number.isNaN(Date.parse(action.expiresAt)))
+      throw invalidInput('expiresAt', 'must be an ISO 8601 date');
     tokens.expiresAt = new Date(action.expiresAt).toISOString();
   }
   return tokens;
@@ -59,7 +71,12 @@ export const setVendorConnection: ServersAction<'SetVendorConnection'> = async (
     ...auditBy(caller),
     action: 'SetVendorConnection',
     target: { kind: 'vendor', name: vendor },
-    after: { vendor, servers: servers.map((s) => s.name), refreshToken: tokens.refreshToken !== undefined, ...(tokens.expiresAt !== undefined ? { expiresAt: tokens.expiresAt } : {}) },
+    after: {
+      vendor,
+      servers: servers.map((s) => s.name),
+      refreshToken: tokens.refreshToken !== undefined,
+      ...(tokens.expiresAt !== undefined ? { expiresAt: tokens.expiresAt } : {}),
+    },
   });
   const overrides = await deps.permissions.forAccount(caller.account);
   return { vendor, servers: servers.map((s) => redactServer(s, deps.style, overrides.get(s.id), { builtin: true })) };
@@ -78,20 +95,44 @@ export const deleteVendorConnection: ServersAction<'DeleteVendorConnection'> = a
     // A disconnect sheds the built-ins' overrides: only an OWNER may shed an always_ask one.
     await guardVendorDisconnect(deps, caller, trx, slugs);
     const connection = await builtins.removeConnection(caller.account, vendor, trx);
-    if (connection === null) throw new WireError(ErrorCodes.notFound, `vendor: no connection to ${vendor}`, { field: 'vendor' });
+    if (connection === null)
+      throw new WireError(ErrorCodes.notFound, `vendor: no connection to ${vendor}`, { field: 'vendor' });
     const agents: AgentRecord[] = [];
-    const audit = { account: caller.account, signer: caller.signer, role: caller.role, action: 'DeleteVendorConnection' };
+    const audit = {
+      account: caller.account,
+      signer: caller.signer,
+      role: caller.role,
+      action: 'DeleteVendorConnection',
+    };
     for (const slug of slugs) {
       for (const agent of await deps.agents.grantingServer(caller.account, slug, trx)) {
         if (agents.some((a) => a.id === agent.id)) continue;
-        const updated = await deps.agents.update(caller.account, agent.id, { mcpServers: agent.definition.mcpServers.filter((s) => !slugs.includes(s)) }, trx);
+        const updated = await deps.agents.update(
+          caller.account,
+          agent.id,
+          { mcpServers: agent.definition.mcpServers.filter((s) => !slugs.includes(s)) },
+          trx,
+        );
         agents.push(updated);
         // Each grant the disconnect took away, as an agent's change of its own.
-        await recordAudit(trx, { ...audit, target: { kind: 'agent', name: updated.name }, before: auditAgent(agent), after: auditAgent(updated) });
+        await recordAudit(trx, {
+          ...audit,
+          target: { kind: 'agent', name: updated.name },
+          before: auditAgent(agent),
+          after: auditAgent(updated),
+        });
       }
     }
-    await recordAudit(trx, { ...audit, target: { kind: 'vendor', name: vendor }, before: { vendor, servers: slugs, connectedAt: connection.createdAt.toISOString() }, after: null });
-    emit(...agents.map((a) => agentChangedEvent(deps, a)), ...(await builtins.disconnected(caller.account, connection, trx)));
+    await recordAudit(trx, {
+      ...audit,
+      target: { kind: 'vendor', name: vendor },
+      before: { vendor, servers: slugs, connectedAt: connection.createdAt.toISOString() },
+      after: null,
+    });
+    emit(
+      ...agents.map((a) => agentChangedEvent(deps, a)),
+      ...(await builtins.disconnected(caller.account, connection, trx)),
+    );
   });
   return { vendor, servers: slugs };
 };

@@ -12,7 +12,11 @@ import { refuseBuiltinSlug } from '../builtins/builtin-names.js';
 import { validateServerConfig, validateServerNameInput } from './validation.js';
 import { agentChangedEvent } from '../agents/agents.actions.js';
 import { serverDeleted } from '../catalog/server-events.js';
-import { storedOAuthClient, validatePreRegisteredClient, type PreRegisteredClient } from '../credentials/oauth/oauth-client-config.js';
+import {
+  storedOAuthClient,
+  validatePreRegisteredClient,
+  type PreRegisteredClient,
+} from '../credentials/oauth/oauth-client-config.js';
 import { withAuthorization } from './oauth.actions.js';
 import { accountQuotas } from '../shared/quotas.js';
 import type { ServersAction } from './servers-deps.js';
@@ -69,7 +73,10 @@ export const setMcpServer: ServersAction<'SetMcpServer'> = async (deps, caller, 
   const { saved, dropped } = await deps.db.transaction().execute(async (trx) => {
     const existing = await deps.secrets.existingNames(caller.account, refs, trx);
     for (const [header, ref] of Object.entries(config.secretRefs)) {
-      if (!existing.has(ref)) throw new WireError(ErrorCodes.invalidInput, `config.secretRefs.${header}: no secret named ${ref}`, { field: `config.secretRefs.${header}` });
+      if (!existing.has(ref))
+        throw new WireError(ErrorCodes.invalidInput, `config.secretRefs.${header}: no secret named ${ref}`, {
+          field: `config.secretRefs.${header}`,
+        });
     }
     await deps.accounts.ensure(caller.account, trx);
     const previous = await deps.servers.find(caller.account, name, trx);
@@ -80,13 +87,23 @@ export const setMcpServer: ServersAction<'SetMcpServer'> = async (deps, caller, 
     if (previous === null) await accountQuotas(deps).checkNewServer(trx, caller.account);
     const moved = previous !== null && urlOrigin(previous.config.url) !== origin;
     for (const [header, ref] of Object.entries(config.secretRefs)) {
-      const held = Object.entries(previous?.config.secretRefs ?? {}).some(([h, r]) => h.toLowerCase() === header.toLowerCase() && r === ref);
+      const held = Object.entries(previous?.config.secretRefs ?? {}).some(
+        ([h, r]) => h.toLowerCase() === header.toLowerCase() && r === ref,
+      );
       if (!held)
-        throw new WireError(ErrorCodes.invalidInput, `config.secretRefs.${header}: this server holds no secret ${ref}; give the value in secretHeaders`, { field: `config.secretRefs.${header}` });
+        throw new WireError(
+          ErrorCodes.invalidInput,
+          `config.secretRefs.${header}: this server holds no secret ${ref}; give the value in secretHeaders`,
+          { field: `config.secretRefs.${header}` },
+        );
       if (moved) {
-        throw new WireError(ErrorCodes.invalidInput, `config.secretRefs.${header}: a secret stays with the origin it was given for; give the value again in secretHeaders for the new URL`, {
-          field: `config.secretRefs.${header}`,
-        });
+        throw new WireError(
+          ErrorCodes.invalidInput,
+          `config.secretRefs.${header}: a secret stays with the origin it was given for; give the value again in secretHeaders for the new URL`,
+          {
+            field: `config.secretRefs.${header}`,
+          },
+        );
       }
     }
     // The bearer token is the server's `Authorization` secret header: sealed, never shown again.
@@ -98,9 +115,13 @@ export const setMcpServer: ServersAction<'SetMcpServer'> = async (deps, caller, 
         const secretName = headerSecretName(name, header);
         const owner = others.find((o) => Object.values(o.config.secretRefs ?? {}).includes(secretName));
         if (owner !== undefined) {
-          throw new WireError(ErrorCodes.conflict, `config.secretHeaders.${header}: its secret name ${secretName} is used by server ${owner.name}`, {
-            field: `config.secretHeaders.${header}`,
-          });
+          throw new WireError(
+            ErrorCodes.conflict,
+            `config.secretHeaders.${header}: its secret name ${secretName} is used by server ${owner.name}`,
+            {
+              field: `config.secretHeaders.${header}`,
+            },
+          );
         }
       }
     }
@@ -109,7 +130,13 @@ export const setMcpServer: ServersAction<'SetMcpServer'> = async (deps, caller, 
     // Secret headers given again are re-sealed; ones not given again keep their stored value,
     // unless the server moves to another origin: a secret never follows it there.
     for (const [header, ref] of Object.entries(previous?.config.secretRefs ?? {})) {
-      if (!(header in secretRefs) && !(header in config.headers) && !(header in sealed) && isOwnSecretRef(name, header, ref) && keepsStoredHeader(header, config, previous?.config)) {
+      if (
+        !(header in secretRefs) &&
+        !(header in config.headers) &&
+        !(header in sealed) &&
+        isOwnSecretRef(name, header, ref) &&
+        keepsStoredHeader(header, config, previous?.config)
+      ) {
         if (moved) droppedHeaders.push(header);
         else secretRefs[header] = ref;
       }
@@ -133,7 +160,8 @@ export const setMcpServer: ServersAction<'SetMcpServer'> = async (deps, caller, 
       ...oauthClientConfig(config.auth, oauthClient, moved ? undefined : previous?.config),
     };
     // The pin: as given, else the server's own, else (a new server) the operator's default.
-    const pin: PinMode = pinGiven ?? (previous !== null ? pinModeOf(previous.config) : (deps.pins?.defaultMode ?? 'off'));
+    const pin: PinMode =
+      pinGiven ?? (previous !== null ? pinModeOf(previous.config) : (deps.pins?.defaultMode ?? 'off'));
     if (pin !== 'off') stored.pin = pin;
     try {
       let saved = await deps.servers.upsertConfig(caller.account, name, stored, trx);
@@ -145,29 +173,41 @@ export const setMcpServer: ServersAction<'SetMcpServer'> = async (deps, caller, 
         before: auditServer(previous),
         after: auditServer(saved),
       });
-      const dropped: DroppedSecrets | undefined = droppedHeaders.length > 0 || oauthDropped ? { headers: droppedHeaders, oauth: oauthDropped } : undefined;
+      const dropped: DroppedSecrets | undefined =
+        droppedHeaders.length > 0 || oauthDropped ? { headers: droppedHeaders, oauth: oauthDropped } : undefined;
       return { saved, dropped };
     } catch (err) {
       if ((err as { code?: string }).code === '23514') {
-        throw new WireError(ErrorCodes.invalidInput, 'config.url: plain http is not allowed for this host', { field: 'config.url' });
+        throw new WireError(ErrorCodes.invalidInput, 'config.url: plain http is not allowed for this host', {
+          field: 'config.url',
+        });
       }
       throw err;
     }
   });
   if (dropped !== undefined)
-    deps.log.info('server moved to another origin: its stored secrets were dropped', { account: caller.account, server: name, headers: dropped.headers, oauth: dropped.oauth });
+    deps.log.info('server moved to another origin: its stored secrets were dropped', {
+      account: caller.account,
+      server: name,
+      headers: dropped.headers,
+      oauth: dropped.oauth,
+    });
   if (oauthClient !== undefined) await deps.oauth?.preRegister(saved, oauthClient);
   const discovered = await deps.discovery.discover(saved, 'set');
-  const answer = await withAuthorization(deps, discovered, async (s) => redactServer(s, deps.style, await deps.permissions.forServer(caller.account, s.id), { role: caller.role }));
+  const answer = await withAuthorization(deps, discovered, async (s) =>
+    redactServer(s, deps.style, await deps.permissions.forServer(caller.account, s.id), { role: caller.role }),
+  );
   return dropped === undefined ? answer : { ...answer, droppedSecrets: dropped };
 };
 
 /** `config.pin` taken out of SetMcpServer's config (the rest is validated as before). */
 function takePin(config: unknown): { pin: PinMode | undefined; rest: unknown } {
-  if (config === null || typeof config !== 'object' || Array.isArray(config) || !('pin' in config)) return { pin: undefined, rest: config };
+  if (config === null || typeof config !== 'object' || Array.isArray(config) || !('pin' in config))
+    return { pin: undefined, rest: config };
   const { pin, ...rest } = config as Record<string, unknown>;
   if (pin === undefined) return { pin: undefined, rest };
-  if (!isPinMode(pin)) throw new WireError(ErrorCodes.invalidInput, 'config.pin: must be off, review or strict', { field: 'config.pin' });
+  if (!isPinMode(pin))
+    throw new WireError(ErrorCodes.invalidInput, 'config.pin: must be off, review or strict', { field: 'config.pin' });
   return { pin, rest };
 }
 
@@ -178,7 +218,12 @@ function takePin(config: unknown): { pin: PinMode | undefined; rest: unknown } {
  * off, its contracts and held changes go (the discovery that follows records the list as it is);
  * from one mode to the other, the next discovery evaluates its list again.
  */
-async function changePin(caller: Caller, trx: Kysely<Database>, previous: McpServerRecord | null, saved: McpServerRecord): Promise<McpServerRecord> {
+async function changePin(
+  caller: Caller,
+  trx: Kysely<Database>,
+  previous: McpServerRecord | null,
+  saved: McpServerRecord,
+): Promise<McpServerRecord> {
   const before = previous === null ? 'off' : pinModeOf(previous.config);
   const after = pinModeOf(saved.config);
   // A new server's first pinned discovery is its baseline (trust on first use).
@@ -202,9 +247,19 @@ async function changePin(caller: Caller, trx: Kysely<Database>, previous: McpSer
       after: { pin: after, tools: saved.tools.map((t) => ({ name: t.name, cid: contractCid(t) })).slice(0, 1000) },
     });
   } else {
-    await trx.updateTable('registry.mcp_servers').set({ discovered_hash: 'mode-changed' }).where('account_id', '=', caller.account).where('id', '=', saved.id).execute();
+    await trx
+      .updateTable('registry.mcp_servers')
+      .set({ discovered_hash: 'mode-changed' })
+      .where('account_id', '=', caller.account)
+      .where('id', '=', saved.id)
+      .execute();
   }
-  const row = await trx.selectFrom('registry.mcp_servers').selectAll().where('account_id', '=', caller.account).where('id', '=', saved.id).executeTakeFirstOrThrow();
+  const row = await trx
+    .selectFrom('registry.mcp_servers')
+    .selectAll()
+    .where('account_id', '=', caller.account)
+    .where('id', '=', saved.id)
+    .executeTakeFirstOrThrow();
   return toRecord(row);
 }
 
@@ -212,7 +267,11 @@ async function changePin(caller: Caller, trx: Kysely<Database>, previous: McpSer
  * The pre-registered OAuth client as the config keeps it: its id and grant, which credential is
  * sealed with the OAuth state (never its value). Not given again on an update, the stored one stays.
  */
-function oauthClientConfig(auth: string | undefined, given: PreRegisteredClient | undefined, previous: StoredServerConfig | undefined): Pick<StoredServerConfig, 'oauthClient'> {
+function oauthClientConfig(
+  auth: string | undefined,
+  given: PreRegisteredClient | undefined,
+  previous: StoredServerConfig | undefined,
+): Pick<StoredServerConfig, 'oauthClient'> {
   if (auth !== 'oauth') return {};
   if (given !== undefined) return { oauthClient: storedOAuthClient(given) };
   return previous?.oauthClient !== undefined ? { oauthClient: previous.oauthClient } : {};
@@ -224,12 +283,19 @@ export const refreshMcpServer: ServersAction<'RefreshMcpServer'> = async (deps, 
   const builtin = await builtins?.find(caller.account, name);
   if (builtins && builtin) {
     const refreshed = await builtins.refresh(builtin);
-    return { server: redactServer(refreshed, deps.style, await deps.permissions.forServer(caller.account, refreshed.id), { builtin: true, role: caller.role }) };
+    return {
+      server: redactServer(refreshed, deps.style, await deps.permissions.forServer(caller.account, refreshed.id), {
+        builtin: true,
+        role: caller.role,
+      }),
+    };
   }
   const server = await deps.servers.find(caller.account, name);
   if (server === null) throw new WireError(ErrorCodes.notFound, `name: no MCP server named ${name}`, { field: 'name' });
   const discovered = await deps.discovery.discover(server, 'refresh');
-  return withAuthorization(deps, discovered, async (s) => redactServer(s, deps.style, await deps.permissions.forServer(caller.account, s.id), { role: caller.role }));
+  return withAuthorization(deps, discovered, async (s) =>
+    redactServer(s, deps.style, await deps.permissions.forServer(caller.account, s.id), { role: caller.role }),
+  );
 };
 
 /**
@@ -242,7 +308,8 @@ export const deleteMcpServer: ServersAction<'DeleteMcpServer'> = async (deps, ca
     const found = await deps.servers.lock(caller.account, name, trx);
     if (found !== null) await guardDelete(deps, caller, trx, found);
     const deleted = await deps.servers.delete(caller.account, name, trx);
-    if (deleted === null) throw new WireError(ErrorCodes.notFound, `name: no MCP server named ${name}`, { field: 'name' });
+    if (deleted === null)
+      throw new WireError(ErrorCodes.notFound, `name: no MCP server named ${name}`, { field: 'name' });
     await recordAudit(trx, {
       ...auditBy(caller),
       action: 'DeleteMcpServer',
@@ -254,10 +321,20 @@ export const deleteMcpServer: ServersAction<'DeleteMcpServer'> = async (deps, ca
     const granting = await deps.agents.grantingServer(caller.account, name, trx);
     const agents = [];
     for (const agent of granting) {
-      agents.push(await deps.agents.update(caller.account, agent.id, { mcpServers: agent.definition.mcpServers.filter((s) => s !== name) }, trx));
+      agents.push(
+        await deps.agents.update(
+          caller.account,
+          agent.id,
+          { mcpServers: agent.definition.mcpServers.filter((s) => s !== name) },
+          trx,
+        ),
+      );
     }
     // The events are committed with the change (the outbox): the agents' first, then the server's.
-    emit(...agents.map((a) => agentChangedEvent(deps, a)), serverDeleted(deps.bus.subjects, caller.account, name, deleted.id));
+    emit(
+      ...agents.map((a) => agentChangedEvent(deps, a)),
+      serverDeleted(deps.bus.subjects, caller.account, name, deleted.id),
+    );
   });
   return { name };
 };

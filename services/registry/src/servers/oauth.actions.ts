@@ -23,7 +23,8 @@ export async function withAuthorization(
   const oauth = deps.oauth;
   const wanted = opts.fresh === true || server.status.state === 'auth_required';
   // A client credentials server never waits for an owner: its discovery gets tokens itself.
-  if (oauth === undefined || server.config.auth !== 'oauth' || !wanted || usesClientCredentials(server)) return { server: await redact(server) };
+  if (oauth === undefined || server.config.auth !== 'oauth' || !wanted || usesClientCredentials(server))
+    return { server: await redact(server) };
   try {
     const challenge = deps.discovery.resourceMetadataUrl(server.id);
     let outcome = await oauth.ensure(server, { ...opts, ...(challenge ? { resourceMetadataUrl: challenge } : {}) });
@@ -35,9 +36,16 @@ export async function withAuthorization(
       outcome = await oauth.ensure(server, { fresh: true, ...(challenge ? { resourceMetadataUrl: challenge } : {}) });
     }
     if (outcome.state === 'authorized') return { server: withoutStatusUrl(await redact(server)) };
-    return { server: withoutStatusUrl(await redact(server)), authorizationUrl: await oauth.ticketUrl(server, outcome.authorizationUrl) };
+    return {
+      server: withoutStatusUrl(await redact(server)),
+      authorizationUrl: await oauth.ticketUrl(server, outcome.authorizationUrl),
+    };
   } catch (err) {
-    deps.log.warn('oauth authorization could not start', { account: server.accountId, server: server.name, err: err as Error });
+    deps.log.warn('oauth authorization could not start', {
+      account: server.accountId,
+      server: server.name,
+      err: err as Error,
+    });
     return { server: await redact(server), authorizationError: `OAuth: ${describeOAuthError(err)}` };
   }
 }
@@ -57,14 +65,32 @@ export const authorizeMcpServer: ServersAction<'AuthorizeMcpServer'> = async (de
   const name = validateServerNameInput(action.name, deps.style);
   const server = await deps.servers.find(caller.account, name);
   if (server === null) throw new WireError(ErrorCodes.notFound, `name: no MCP server named ${name}`, { field: 'name' });
-  if (server.config.auth !== 'oauth') throw new WireError(ErrorCodes.invalidInput, `name: ${name} does not use OAuth (config.auth is not oauth)`, { field: 'name' });
+  if (server.config.auth !== 'oauth')
+    throw new WireError(ErrorCodes.invalidInput, `name: ${name} does not use OAuth (config.auth is not oauth)`, {
+      field: 'name',
+    });
   if (usesClientCredentials(server)) {
-    throw new WireError(ErrorCodes.invalidInput, `name: ${name} uses the OAuth client credentials grant: nobody signs in for it (RefreshMcpServer discovers it again)`, { field: 'name' });
+    throw new WireError(
+      ErrorCodes.invalidInput,
+      `name: ${name} uses the OAuth client credentials grant: nobody signs in for it (RefreshMcpServer discovers it again)`,
+      { field: 'name' },
+    );
   }
-  const out = await withAuthorization(deps, server, async (s) => redactServer(s, deps.style, await deps.permissions.forServer(caller.account, s.id), { role: caller.role }), { fresh: true });
+  const out = await withAuthorization(
+    deps,
+    server,
+    async (s) =>
+      redactServer(s, deps.style, await deps.permissions.forServer(caller.account, s.id), { role: caller.role }),
+    { fresh: true },
+  );
   // Who asked for an authorization of which server, and how it went: never the URL (its ticket
   // completes the authorization), a token or the authorization server's error text.
-  const outcome = out.authorizationUrl !== undefined ? 'authorization_url_issued' : out.authorizationError !== undefined ? 'failed' : 'authorized';
+  const outcome =
+    out.authorizationUrl !== undefined
+      ? 'authorization_url_issued'
+      : out.authorizationError !== undefined
+        ? 'failed'
+        : 'authorized';
   await recordAudit(deps.db, {
     ...auditBy(caller),
     action: 'AuthorizeMcpServer',

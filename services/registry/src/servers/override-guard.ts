@@ -16,11 +16,15 @@ export function alwaysAskTools(overrides: ToolOverrides | undefined): string[] {
 }
 
 function ownerOnly(what: string, server: string, tools: string[]): WireError {
-  return new WireError(ErrorCodes.forbidden, `signer: only an OWNER may ${what}: the owner made ${tools.length === 1 ? 'a tool' : 'tools'} of ${server} always_ask`, {
-    field: 'signer',
-    server,
-    tools,
-  });
+  return new WireError(
+    ErrorCodes.forbidden,
+    `signer: only an OWNER may ${what}: the owner made ${tools.length === 1 ? 'a tool' : 'tools'} of ${server} always_ask`,
+    {
+      field: 'signer',
+      server,
+      tools,
+    },
+  );
 }
 
 /**
@@ -30,7 +34,14 @@ function ownerOnly(what: string, server: string, tools: string[]): WireError {
  * (or move one) onto the origin of a server with such overrides (a re-add under a new name);
  * DeleteMcpServer is guarded by {@link guardDelete}.
  */
-export async function guardSet(deps: ServersDeps, caller: Caller, trx: Kysely<Database>, name: string, previous: McpServerRecord | null, url: string): Promise<void> {
+export async function guardSet(
+  deps: ServersDeps,
+  caller: Caller,
+  trx: Kysely<Database>,
+  name: string,
+  previous: McpServerRecord | null,
+  url: string,
+): Promise<void> {
   if (caller.role === 'OWNER') return;
   const target = urlOrigin(url);
   const moved = previous === null || urlOrigin(previous.config.url) !== target;
@@ -48,7 +59,12 @@ export async function guardSet(deps: ServersDeps, caller: Caller, trx: Kysely<Da
 }
 
 /** DeleteMcpServer of a server with `always_ask` overrides is the owner's (the overrides go with it). */
-export async function guardDelete(deps: ServersDeps, caller: Caller, trx: Kysely<Database>, server: McpServerRecord): Promise<void> {
+export async function guardDelete(
+  deps: ServersDeps,
+  caller: Caller,
+  trx: Kysely<Database>,
+  server: McpServerRecord,
+): Promise<void> {
   if (caller.role === 'OWNER') return;
   const held = alwaysAskTools(await deps.permissions.forServer(caller.account, server.id, trx));
   if (held.length > 0) throw ownerOnly('delete this server', server.name, held);
@@ -59,7 +75,12 @@ export async function guardDelete(deps: ServersDeps, caller: Caller, trx: Kysely
  * connection): the owner's to do when any is `always_ask`. For the action to call inside its
  * transaction, before the connection is removed.
  */
-export async function guardVendorDisconnect(deps: ServersDeps, caller: Caller, trx: Kysely<Database>, slugs: readonly string[]): Promise<void> {
+export async function guardVendorDisconnect(
+  deps: ServersDeps,
+  caller: Caller,
+  trx: Kysely<Database>,
+  slugs: readonly string[],
+): Promise<void> {
   if (caller.role === 'OWNER') return;
   const held = await deps.permissions.alwaysAskOfBuiltins(caller.account, slugs, trx);
   const first = held[0];

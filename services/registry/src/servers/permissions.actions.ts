@@ -21,17 +21,25 @@ import { auditBy, recordAudit } from '../audit/audit-log.js';
  */
 export const setToolPermission: ServersAction<'SetToolPermission'> = async (deps, caller, action) => {
   const { server: name, tool, permission } = action;
-  if (typeof name !== 'string' || name === '' || name.length > 64) throw invalidInput('server', 'must name an MCP server');
-  if (typeof tool !== 'string' || tool === '' || tool.length > 512) throw invalidInput('tool', "must be a tool's remote name");
-  if (permission !== null && !isPermission(permission)) throw invalidInput('permission', "must be 'act', 'always_ask' or null (inherited)");
+  if (typeof name !== 'string' || name === '' || name.length > 64)
+    throw invalidInput('server', 'must name an MCP server');
+  if (typeof tool !== 'string' || tool === '' || tool.length > 512)
+    throw invalidInput('tool', "must be a tool's remote name");
+  if (permission !== null && !isPermission(permission))
+    throw invalidInput('permission', "must be 'act', 'always_ask' or null (inherited)");
   // The dispatch table already keeps this action to OWNERs; the handler holds the rule itself
   // too, so widening the table could only ever let others add a human, never take one away.
   if (caller.role !== 'OWNER' && permission !== Permission.always_ask) {
-    throw new WireError(ErrorCodes.forbidden, `signer: only an OWNER may make a tool callable without a human (permission ${permission ?? 'inherited'})`, { field: 'signer' });
+    throw new WireError(
+      ErrorCodes.forbidden,
+      `signer: only an OWNER may make a tool callable without a human (permission ${permission ?? 'inherited'})`,
+      { field: 'signer' },
+    );
   }
   const builtin = await deps.builtins?.find(caller.account, name);
   if (deps.builtins && builtin) {
-    if (permission !== null && !builtin.tools.some((t) => t.name === tool)) throw new WireError(ErrorCodes.notFound, `tool: the ${name} MCP server lists no tool ${tool}`, { field: 'tool' });
+    if (permission !== null && !builtin.tools.some((t) => t.name === tool))
+      throw new WireError(ErrorCodes.notFound, `tool: the ${name} MCP server lists no tool ${tool}`, { field: 'tool' });
     const { saved, overrides } = await deps.builtins.setToolPermission(caller.account, builtin, tool, permission);
     await recordAudit(deps.db, {
       ...auditBy(caller),
@@ -39,13 +47,20 @@ export const setToolPermission: ServersAction<'SetToolPermission'> = async (deps
       target: { kind: 'tool', name: `${name}/${tool}` },
       after: { permission, builtin: true },
     });
-    deps.log.info('tool permission set', { account: caller.account, server: name, tool, permission: permission ?? 'inherited', builtin: true });
+    deps.log.info('tool permission set', {
+      account: caller.account,
+      server: name,
+      tool,
+      permission: permission ?? 'inherited',
+      builtin: true,
+    });
     return describe(saved, tool, overrides, true);
   }
   // The change and its event commit together (the outbox).
   const { saved, overrides } = await deps.outbox.commit(async (trx, emit) => {
     const before = await deps.servers.lock(caller.account, name, trx);
-    if (before === null) throw new WireError(ErrorCodes.notFound, `server: no MCP server named ${name}`, { field: 'server' });
+    if (before === null)
+      throw new WireError(ErrorCodes.notFound, `server: no MCP server named ${name}`, { field: 'server' });
     if (permission !== null && !before.tools.some((t) => t.name === tool)) {
       throw new WireError(ErrorCodes.notFound, `tool: the ${name} MCP server lists no tool ${tool}`, { field: 'tool' });
     }
@@ -63,14 +78,27 @@ export const setToolPermission: ServersAction<'SetToolPermission'> = async (deps
     emit(serverDiscovered(deps.bus.subjects, saved, true, overrides));
     return { saved, overrides };
   });
-  deps.log.info('tool permission set', { account: caller.account, server: name, tool, permission: permission ?? 'inherited' });
+  deps.log.info('tool permission set', {
+    account: caller.account,
+    server: name,
+    tool,
+    permission: permission ?? 'inherited',
+  });
   return describe(saved, tool, overrides, false);
 };
 
 /** The answer: the tool's effective level, the level it inherits, and whether the owner overrode it. */
-function describe(saved: McpServerRecord, tool: string, overrides: ToolOverrides, builtin: boolean): ActionResponse<'SetToolPermission'> {
+function describe(
+  saved: McpServerRecord,
+  tool: string,
+  overrides: ToolOverrides,
+  builtin: boolean,
+): ActionResponse<'SetToolPermission'> {
   const remote = saved.tools.find((t) => t.name === tool);
-  const inherited: Permission = inheritPermission(normalizeAnnotations(remote?.annotations), { builtin, toolName: tool });
+  const inherited: Permission = inheritPermission(normalizeAnnotations(remote?.annotations), {
+    builtin,
+    toolName: tool,
+  });
   const effective = overrides[tool] ?? inherited;
   return { server: saved.name, tool, permission: effective, inherited, overridden: Object.hasOwn(overrides, tool) };
 }

@@ -1,5 +1,11 @@
 import type { RedactedMcpServer, ServerStatus } from '@mcpx/contracts';
-import { inheritPermission, isPermission, normalizeAnnotations, projectToolNames, type ToolNameStyle } from '@mcpx/domain';
+import {
+  inheritPermission,
+  isPermission,
+  normalizeAnnotations,
+  projectToolNames,
+  type ToolNameStyle,
+} from '@mcpx/domain';
 import { effectiveAuth } from '../credentials/auth-method.js';
 import type { StoredOAuthClient } from '../credentials/oauth/oauth-client-config.js';
 import type { McpServerRecord } from '../catalog/mcp-servers.repository.js';
@@ -45,7 +51,11 @@ export function shownUrl(url: string, role: string | undefined): string {
   parsed.password = '';
   if (parsed.search !== '') {
     const pairs = parsed.search.slice(1).split('&');
-    parsed.search = pairs.map((pair) => (pair === '' ? '' : pair.includes('=') ? `${pair.slice(0, pair.indexOf('='))}=${REDACTED}` : REDACTED)).join('&');
+    parsed.search = pairs
+      .map((pair) =>
+        pair === '' ? '' : pair.includes('=') ? `${pair.slice(0, pair.indexOf('='))}=${REDACTED}` : REDACTED,
+      )
+      .join('&');
   }
   if (parsed.hash !== '') parsed.hash = REDACTED;
   return parsed.toString();
@@ -66,7 +76,12 @@ export function keptUrl(given: string, previous: McpServerRecord | null): string
  * permission: the owner's override, else the inherited level. An AGENT signer never sees the
  * status' authorization URL (see {@link AgentServerStatus}).
  */
-export function redactServer(server: McpServerRecord, style: ToolNameStyle, overrides: ToolOverrides = {}, opts: RedactOptions = {}): RedactedMcpServer {
+export function redactServer(
+  server: McpServerRecord,
+  style: ToolNameStyle,
+  overrides: ToolOverrides = {},
+  opts: RedactOptions = {},
+): RedactedMcpServer {
   const builtin = opts.builtin === true;
   const names = projectToolNames(
     server.name,
@@ -95,7 +110,12 @@ export function redactServer(server: McpServerRecord, style: ToolNameStyle, over
       ...toolPermission(t.name, t.annotations, overrides, builtin),
     })),
     status: opts.role === 'AGENT' ? agentStatus(server.status) : server.status,
-    ...(server.config.pin !== undefined && server.config.pin !== 'off' ? { pin: server.config.pin, pendingReviews: (server.status.heldTools ?? []).filter((h) => h.state === 'pending').length } : {}),
+    ...(server.config.pin !== undefined && server.config.pin !== 'off'
+      ? {
+          pin: server.config.pin,
+          pendingReviews: (server.status.heldTools ?? []).filter((h) => h.state === 'pending').length,
+        }
+      : {}),
     createdAt: server.createdAt.toISOString(),
     updatedAt: server.updatedAt.toISOString(),
   };
@@ -104,7 +124,10 @@ export function redactServer(server: McpServerRecord, style: ToolNameStyle, over
 /** The status without its authorization URL; an `auth_required` one says the owner must authorize. */
 export function agentStatus(status: ServerStatus): ServerStatus {
   const { authorizationUrl, ...rest } = status;
-  const view: AgentServerStatus = status.state === 'auth_required' || authorizationUrl !== undefined ? { ...rest, needsOwnerAuthorization: true } : rest;
+  const view: AgentServerStatus =
+    status.state === 'auth_required' || authorizationUrl !== undefined
+      ? { ...rest, needsOwnerAuthorization: true }
+      : rest;
   return view;
 }
 

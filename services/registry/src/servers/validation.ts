@@ -13,7 +13,16 @@ export const MAX_HEADER_VALUE_BYTES = 4096;
 const HEADER_NAME_RE = /^[A-Za-z0-9-]{1,128}$/;
 const SECRET_NAME_RE = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
 /** Headers the transport owns; a configured value would break or spoof the protocol. */
-const RESERVED_HEADERS = new Set(['host', 'content-length', 'content-type', 'accept', 'mcp-session-id', 'mcp-protocol-version', 'transfer-encoding', 'connection']);
+const RESERVED_HEADERS = new Set([
+  'host',
+  'content-length',
+  'content-type',
+  'accept',
+  'mcp-session-id',
+  'mcp-protocol-version',
+  'transfer-encoding',
+  'connection',
+]);
 
 export function validateServerNameInput(name: unknown, style: ToolNameStyle): string {
   if (typeof name !== 'string') throw invalidInput('name', 'must be a string');
@@ -33,12 +42,15 @@ function validateHeaderMap(value: unknown, field: string): Record<string, string
   if (!isPlainObject(value)) throw invalidInput(field, 'must be an object of header name → value');
   const out: Record<string, string> = {};
   for (const [name, v] of Object.entries(value)) {
-    if (!HEADER_NAME_RE.test(name)) throw invalidInput(`${field}.${name.slice(0, 64)}`, 'header names are letters, digits and -');
-    if (RESERVED_HEADERS.has(name.toLowerCase())) throw invalidInput(`${field}.${name}`, 'is set by the transport and cannot be configured');
+    if (!HEADER_NAME_RE.test(name))
+      throw invalidInput(`${field}.${name.slice(0, 64)}`, 'header names are letters, digits and -');
+    if (RESERVED_HEADERS.has(name.toLowerCase()))
+      throw invalidInput(`${field}.${name}`, 'is set by the transport and cannot be configured');
     if (typeof v !== 'string') throw invalidInput(`${field}.${name}`, 'must be a string');
     // The value is never echoed: it may be a secret.
     if (/[\r\n\0]/.test(v)) throw invalidInput(`${field}.${name}`, 'must not contain CR, LF or NUL');
-    if (Buffer.byteLength(v, 'utf8') > MAX_HEADER_VALUE_BYTES) throw invalidInput(`${field}.${name}`, `must be at most ${MAX_HEADER_VALUE_BYTES} bytes`);
+    if (Buffer.byteLength(v, 'utf8') > MAX_HEADER_VALUE_BYTES)
+      throw invalidInput(`${field}.${name}`, `must be at most ${MAX_HEADER_VALUE_BYTES} bytes`);
     out[name] = v;
   }
   return out;
@@ -54,7 +66,8 @@ export function validateServerConfig(config: unknown, policy: OutboundPolicy, na
   onlyKeys(config, ['url', 'transport', 'headers', 'secretHeaders', 'secretRefs', 'auth', 'token', 'oauth'], 'config');
   const input = config as Partial<McpServerConfigInput> & Record<string, unknown>;
   if (typeof input.url !== 'string' || input.url === '') throw invalidInput('config.url', 'is required');
-  if (Buffer.byteLength(input.url, 'utf8') > MAX_URL_BYTES) throw invalidInput('config.url', `must be at most ${MAX_URL_BYTES} bytes`);
+  if (Buffer.byteLength(input.url, 'utf8') > MAX_URL_BYTES)
+    throw invalidInput('config.url', `must be at most ${MAX_URL_BYTES} bytes`);
   let url: URL;
   try {
     url = new URL(input.url);
@@ -62,30 +75,47 @@ export function validateServerConfig(config: unknown, policy: OutboundPolicy, na
     throw invalidInput('config.url', 'is not a valid URL');
   }
   if (url.protocol !== 'https:' && url.protocol !== 'http:') throw invalidInput('config.url', 'must be an http(s) URL');
-  if (url.username !== '' || url.password !== '') throw invalidInput('config.url', 'must not carry credentials; use a secret header');
+  if (url.username !== '' || url.password !== '')
+    throw invalidInput('config.url', 'must not carry credentials; use a secret header');
   if (url.protocol === 'http:' && !httpAllowed(url, policy)) {
     throw invalidInput('config.url', 'must use https (plain http is allowed only for hosts the operator lists)');
   }
   if (input.transport !== undefined && input.transport !== 'http' && input.transport !== 'sse') {
     throw invalidInput('config.transport', 'must be http or sse');
   }
-  if (input.auth !== undefined && !isAuthMethod(input.auth)) throw invalidInput('config.auth', 'must be oauth, bearer, headers or none (or absent)');
+  if (input.auth !== undefined && !isAuthMethod(input.auth))
+    throw invalidInput('config.auth', 'must be oauth, bearer, headers or none (or absent)');
   const headers = validateHeaderMap(input.headers, 'config.headers');
   const secretHeaders = validateHeaderMap(input.secretHeaders, 'config.secretHeaders');
   const secretRefs: Record<string, string> = {};
   if (input.secretRefs !== undefined) {
-    if (!isPlainObject(input.secretRefs)) throw invalidInput('config.secretRefs', 'must be an object of header name → secret name');
+    if (!isPlainObject(input.secretRefs))
+      throw invalidInput('config.secretRefs', 'must be an object of header name → secret name');
     for (const [header, ref] of Object.entries(input.secretRefs)) {
-      if (!HEADER_NAME_RE.test(header)) throw invalidInput(`config.secretRefs.${header.slice(0, 64)}`, 'header names are letters, digits and -');
-      if (typeof ref !== 'string' || !SECRET_NAME_RE.test(ref)) throw invalidInput(`config.secretRefs.${header}`, 'must name a secret');
+      if (!HEADER_NAME_RE.test(header))
+        throw invalidInput(`config.secretRefs.${header.slice(0, 64)}`, 'header names are letters, digits and -');
+      if (typeof ref !== 'string' || !SECRET_NAME_RE.test(ref))
+        throw invalidInput(`config.secretRefs.${header}`, 'must name a secret');
       if (name !== undefined && !isOwnSecretRef(name, header, ref)) {
-        throw invalidInput(`config.secretRefs.${header}`, `may name only this server's own secret for the header (${headerSecretName(name, header)}); give another value in secretHeaders`);
+        throw invalidInput(
+          `config.secretRefs.${header}`,
+          `may name only this server's own secret for the header (${headerSecretName(name, header)}); give another value in secretHeaders`,
+        );
       }
       secretRefs[header] = ref;
     }
   }
-  const distinct = new Set([...Object.keys(headers), ...Object.keys(secretHeaders), ...Object.keys(secretRefs)].map((h) => h.toLowerCase()));
+  const distinct = new Set(
+    [...Object.keys(headers), ...Object.keys(secretHeaders), ...Object.keys(secretRefs)].map((h) => h.toLowerCase()),
+  );
   if (distinct.size > MAX_HEADERS) throw invalidInput('config.headers', `at most ${MAX_HEADERS} headers`);
-  const valid: ValidServerConfig = { url: url.toString(), ...(input.transport ? { transport: input.transport } : {}), headers, secretHeaders, secretRefs, ...(input.auth ? { auth: input.auth } : {}) };
+  const valid: ValidServerConfig = {
+    url: url.toString(),
+    ...(input.transport ? { transport: input.transport } : {}),
+    headers,
+    secretHeaders,
+    secretRefs,
+    ...(input.auth ? { auth: input.auth } : {}),
+  };
   return applyAuthMethod(valid, input.token);
 }

@@ -18,10 +18,16 @@ export type Action = { type: string } & Record<string, unknown>;
  * each value still `unknown`. The wire is never trusted, so a handler validates every field it
  * reads (and tsc refuses a read of a field the map does not name).
  */
-export type ActionInput<T extends ActionType> = { readonly type: T } & { readonly [K in keyof ActionRequest<T>]?: unknown };
+export type ActionInput<T extends ActionType> = { readonly type: T } & {
+  readonly [K in keyof ActionRequest<T>]?: unknown;
+};
 
 /**
  * The handler of action `T`, given what its room uses (`D`: each room names its own dependencies,
  * and the dispatcher hands every room the whole set): what it answers is the action map's response of `T`.
  */
-export type ActionHandler<T extends ActionType, D> = (deps: D, caller: Caller, action: ActionInput<T>) => Promise<ActionResponse<T>>;
+export type ActionHandler<T extends ActionType, D> = (
+  deps: D,
+  caller: Caller,
+  action: ActionInput<T>,
+) => Promise<ActionResponse<T>>;

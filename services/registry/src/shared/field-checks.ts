@@ -7,5 +7,6 @@ export function isPlainObject(v: unknown): v is Record<string, unknown> {
 
 /** Refuses a field `obj` may not hold, naming it under `field` (`config.x`). */
 export function onlyKeys(obj: Record<string, unknown>, allowed: string[], field: string): void {
-  for (const k of Object.keys(obj)) if (!allowed.includes(k)) throw invalidInput(`${field}.${k}`, 'is not a known field');
+  for (const k of Object.keys(obj))
+    if (!allowed.includes(k)) throw invalidInput(`${field}.${k}`, 'is not a known field');
 }

@@ -17,13 +17,28 @@ export const QuotaKinds = {
 export type QuotaKind = (typeof QuotaKinds)[keyof typeof QuotaKinds];
 
 /** A `quota_exceeded` error naming the field that would have gone over, the limit and its value. */
-export function quotaExceeded(field: string, kind: string, max: number, message: string, retryAfterMs?: number): WireError {
-  return new WireError(ErrorCodes.quotaExceeded, `${field}: ${message}`, { field, limit: kind, max, ...(retryAfterMs !== undefined ? { retryAfterMs: Math.max(1, Math.ceil(retryAfterMs)) } : {}) });
+export function quotaExceeded(
+  field: string,
+  kind: string,
+  max: number,
+  message: string,
+  retryAfterMs?: number,
+): WireError {
+  return new WireError(ErrorCodes.quotaExceeded, `${field}: ${message}`, {
+    field,
+    limit: kind,
+    max,
+    ...(retryAfterMs !== undefined ? { retryAfterMs: Math.max(1, Math.ceil(retryAfterMs)) } : {}),
+  });
 }
 
 /** A `rate_limited` error with the limit's name (and its value, for a count held) and when to try again. */
 export function rateLimited(kind: string, retryAfterMs: number, message: string, max?: number): WireError {
-  return new WireError(ErrorCodes.rateLimited, message, { limit: kind, ...(max !== undefined ? { max } : {}), retryAfterMs: Math.max(1, Math.ceil(retryAfterMs)) });
+  return new WireError(ErrorCodes.rateLimited, message, {
+    limit: kind,
+    ...(max !== undefined ? { max } : {}),
+    retryAfterMs: Math.max(1, Math.ceil(retryAfterMs)),
+  });
 }
 
 /**
@@ -37,7 +52,10 @@ export class AccountQuotas {
     readonly limits: QuotaSettings = DEFAULT_QUOTAS,
     meter?: Meter,
   ) {
-    this.rejections = meter?.createCounter('mcpx_quota_rejections_total', { description: 'Requests refused by a quota or rate limit, by kind' }) ?? NOOP_COUNTER;
+    this.rejections =
+      meter?.createCounter('mcpx_quota_rejections_total', {
+        description: 'Requests refused by a quota or rate limit, by kind',
+      }) ?? NOOP_COUNTER;
   }
 
   /** Counts one refusal of `kind`. */
@@ -60,7 +78,12 @@ export class AccountQuotas {
       .executeTakeFirst();
     if (Number(row?.n ?? 0) >= max) {
       this.rejected(QuotaKinds.servers);
-      throw quotaExceeded('name', QuotaKinds.servers, max, `the account holds its ${max} MCP servers; delete one to add another`);
+      throw quotaExceeded(
+        'name',
+        QuotaKinds.servers,
+        max,
+        `the account holds its ${max} MCP servers; delete one to add another`,
+      );
     }
   }
 
@@ -76,7 +99,12 @@ export class AccountQuotas {
       .executeTakeFirst();
     if (Number(row?.n ?? 0) >= max) {
       this.rejected(QuotaKinds.agents);
-      throw quotaExceeded('name', QuotaKinds.agents, max, `the account holds its ${max} agents; delete one to add another`);
+      throw quotaExceeded(
+        'name',
+        QuotaKinds.agents,
+        max,
+        `the account holds its ${max} agents; delete one to add another`,
+      );
     }
   }
 }

@@ -48,12 +48,15 @@ export const authorizeSigner: SignersAction<'AuthorizeSigner'> = async (deps, ca
   const { role } = action;
   if (!isRole(role)) throw invalidInput('role', 'must be OWNER, WRITER or AGENT');
   if (principal === caller.account) {
-    throw new WireError(ErrorCodes.conflict, 'principal: the account key is always its own OWNER', { field: 'principal' });
+    throw new WireError(ErrorCodes.conflict, 'principal: the account key is always its own OWNER', {
+      field: 'principal',
+    });
   }
   let agents: { id: string; name: string }[] | null = null;
   if (role === 'AGENT') {
     const refs = action.agents;
-    if (!Array.isArray(refs) || refs.length === 0) throw invalidInput('agents', 'an AGENT signer must be bound to the agents it acts for (1 or more names or ids)');
+    if (!Array.isArray(refs) || refs.length === 0)
+      throw invalidInput('agents', 'an AGENT signer must be bound to the agents it acts for (1 or more names or ids)');
     if (refs.length > MAX_SIGNER_AGENTS) throw invalidInput('agents', `at most ${MAX_SIGNER_AGENTS} agents`);
     agents = [];
     for (const [i, ref] of refs.entries()) {
@@ -61,7 +64,8 @@ export const authorizeSigner: SignersAction<'AuthorizeSigner'> = async (deps, ca
         const agent = await findAgent(deps, caller.account, ref);
         if (!agents.some((a) => a.id === agent.id)) agents.push({ id: agent.id, name: agent.name });
       } catch (error) {
-        if (error instanceof WireError) throw new WireError(error.code, error.message.replace(/^agent:/, `agents[${i}]:`), { field: `agents[${i}]` });
+        if (error instanceof WireError)
+          throw new WireError(error.code, error.message.replace(/^agent:/, `agents[${i}]:`), { field: `agents[${i}]` });
         throw error;
       }
     }
@@ -92,15 +96,29 @@ export const authorizeSigner: SignersAction<'AuthorizeSigner'> = async (deps, ca
 export const revokeSigner: SignersAction<'RevokeSigner'> = async (deps, caller, action) => {
   const principal = principalOf(action.principal);
   if (principal === caller.account) {
-    throw new WireError(ErrorCodes.conflict, 'principal: the account key is always its own OWNER', { field: 'principal' });
+    throw new WireError(ErrorCodes.conflict, 'principal: the account key is always its own OWNER', {
+      field: 'principal',
+    });
   }
   const revoked = await deps.db.transaction().execute(async (trx) => {
     const before = await signerView(trx, caller.account, principal, true);
-    const gone = await trx.deleteFrom('registry.signers').where('account_id', '=', caller.account).where('principal', '=', principal).executeTakeFirst();
+    const gone = await trx
+      .deleteFrom('registry.signers')
+      .where('account_id', '=', caller.account)
+      .where('principal', '=', principal)
+      .executeTakeFirst();
     const removed = Number(gone.numDeletedRows) > 0;
     // A revoke of a key that was no signer changed nothing: nothing to record.
     if (removed)
-      await recordAudit(trx, { account: caller.account, signer: caller.signer, role: caller.role, action: 'RevokeSigner', target: { kind: 'signer', name: principal }, before, after: null });
+      await recordAudit(trx, {
+        account: caller.account,
+        signer: caller.signer,
+        role: caller.role,
+        action: 'RevokeSigner',
+        target: { kind: 'signer', name: principal },
+        before,
+        after: null,
+      });
     return removed;
   });
   deps.log.info('signer revoked', { account: caller.account, signer: principal, revoked });
@@ -111,14 +129,31 @@ export const revokeSigner: SignersAction<'RevokeSigner'> = async (deps, caller, 
  * A signer as the audit log keeps it: its role and, for an AGENT signer, the names of its agents
  * (null when the key is no signer of the account). `lock` holds its row to the end of `trx`.
  */
-async function signerView(trx: Kysely<Database>, account: string, principal: string, lock: boolean): Promise<{ role: string; agents?: string[] } | null> {
-  let q = trx.selectFrom('registry.signers').select(['role', 'agents']).where('account_id', '=', account).where('principal', '=', principal);
+async function signerView(
+  trx: Kysely<Database>,
+  account: string,
+  principal: string,
+  lock: boolean,
+): Promise<{ role: string; agents?: string[] } | null> {
+  let q = trx
+    .selectFrom('registry.signers')
+    .select(['role', 'agents'])
+    .where('account_id', '=', account)
+    .where('principal', '=', principal);
   if (lock) q = q.forUpdate();
   const row = await q.executeTakeFirst();
   if (row === undefined) return null;
   const ids = Array.isArray(row.agents) ? row.agents.filter((a): a is string => typeof a === 'string') : [];
   if (row.role !== 'AGENT') return { role: row.role };
-  const named = ids.length === 0 ? [] : await trx.selectFrom('registry.agents').select(['id', 'name']).where('account_id', '=', account).where('id', 'in', ids).execute();
+  const named =
+    ids.length === 0
+      ? []
+      : await trx
+          .selectFrom('registry.agents')
+          .select(['id', 'name'])
+          .where('account_id', '=', account)
+          .where('id', 'in', ids)
+          .execute();
   const byId = new Map(named.map((a) => [a.id, a.name]));
   return { role: row.role, agents: ids.map((id) => byId.get(id) ?? id) };
 }

@@ -3,7 +3,12 @@ import { describeAuthorizationError, issuerMatches, readAuthorizationResponse } 
 
 describe('the authorization response', () => {
   it('reads code, state, iss and error; empty is absent; an overlong value is cut', () => {
-    const params = new URLSearchParams({ code: 'c', state: '', iss: 'https://as.example.com', error: 'x'.repeat(10_000) });
+    const params = new URLSearchParams({
+      code: 'c',
+      state: '',
+      iss: 'https://as.example.com',
+      error: 'x'.repeat(10_000),
+    });
     const resp = readAuthorizationResponse(params);
     expect(resp).toMatchObject({ code: 'c', state: undefined, iss: 'https://as.example.com' });
     expect(resp.error?.length).toBe(4096);

@@ -21,11 +21,24 @@ function param(params: URLSearchParams, name: string): string | undefined {
 }
 
 export function readAuthorizationResponse(params: URLSearchParams): AuthorizationResponse {
-  return { code: param(params, 'code'), state: param(params, 'state'), iss: param(params, 'iss'), error: param(params, 'error') };
+  return {
+    code: param(params, 'code'),
+    state: param(params, 'state'),
+    iss: param(params, 'iss'),
+    error: param(params, 'error'),
+  };
 }
 
 /** The error codes of RFC 6749 §4.1.2.1: the only `error` values ever shown to the owner. */
-const REGISTERED_ERRORS = new Set(['invalid_request', 'unauthorized_client', 'access_denied', 'unsupported_response_type', 'invalid_scope', 'server_error', 'temporarily_unavailable']);
+const REGISTERED_ERRORS = new Set([
+  'invalid_request',
+  'unauthorized_client',
+  'access_denied',
+  'unsupported_response_type',
+  'invalid_scope',
+  'server_error',
+  'temporarily_unavailable',
+]);
 
 /**
  * What the owner is told of an error response whose issuer was checked: a registered error code
@@ -42,7 +55,11 @@ export function describeAuthorizationError(error: string): string {
  * with another `iss`, or without one where the server said it always sends one, is not from
  * that server. No recorded issuer: nothing to compare (the SDK does the same).
  */
-export function issuerMatches(resp: Pick<AuthorizationResponse, 'iss'>, expected: string | undefined, issParameterSupported: boolean): boolean {
+export function issuerMatches(
+  resp: Pick<AuthorizationResponse, 'iss'>,
+  expected: string | undefined,
+  issParameterSupported: boolean,
+): boolean {
   if (expected === undefined) return true;
   if (resp.iss === undefined) return !issParameterSupported;
   return resp.iss === expected;

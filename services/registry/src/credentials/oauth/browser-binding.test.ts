@@ -3,12 +3,20 @@ import { describe, expect, it } from 'vitest';
 import { OAuthTickets, readCookie } from './browser-binding.js';
 
 /** The cookie's text only: no Redis is reached. */
-const tickets = (publicUrl: string): OAuthTickets => new OAuthTickets({} as Redis, 'p:', { startUrl: () => `${publicUrl}/v1/oauth/start`, secureCookie: () => publicUrl.startsWith('https:') });
+const tickets = (publicUrl: string): OAuthTickets =>
+  new OAuthTickets({} as Redis, 'p:', {
+    startUrl: () => `${publicUrl}/v1/oauth/start`,
+    secureCookie: () => publicUrl.startsWith('https:'),
+  });
 
 describe('the binding cookie', () => {
   it('is HttpOnly, SameSite=Lax, on the OAuth path only, Secure behind https', () => {
-    expect(tickets('http://127.0.0.1:8080').setCookie('ab'.repeat(32), 'v')).toBe(`mcpx_oauth_${'ab'.repeat(8)}=v; Path=/v1/oauth; Max-Age=900; HttpOnly; SameSite=Lax`);
-    expect(tickets('https://mcpx.example').setCookie('ab'.repeat(32), 'v')).toMatch(/; HttpOnly; SameSite=Lax; Secure$/);
+    expect(tickets('http://127.0.0.1:8080').setCookie('ab'.repeat(32), 'v')).toBe(
+      `mcpx_oauth_${'ab'.repeat(8)}=v; Path=/v1/oauth; Max-Age=900; HttpOnly; SameSite=Lax`,
+    );
+    expect(tickets('https://mcpx.example').setCookie('ab'.repeat(32), 'v')).toMatch(
+      /; HttpOnly; SameSite=Lax; Secure$/,
+    );
   });
 
   it('follows a public URL with a path (a registry behind a reverse proxy at a prefix)', () => {

@@ -62,7 +62,8 @@ export class OAuthTickets {
     this.ticketTtlMs = opts.ticketTtlMs ?? OAUTH_TICKET_TTL_MS;
     this.bindingTtlMs = Math.min(opts.bindingTtlMs ?? OAUTH_BINDING_TTL_MS, PENDING_AUTHORIZATION_TTL_MS);
     this.outcomes = opts.meter?.createCounter('mcpx_oauth_browser_bindings_total', {
-      description: 'OAuth authorizations bound to a browser: tickets issued and opened, callbacks admitted or refused, by step and outcome',
+      description:
+        'OAuth authorizations bound to a browser: tickets issued and opened, callbacks admitted or refused, by step and outcome',
     });
   }
 
@@ -76,7 +77,12 @@ export class OAuthTickets {
     const state = new URL(authorizationUrl).searchParams.get('state');
     if (state === null) throw new Error('the authorization URL carries no state');
     const ticket = randomBytes(32).toString('base64url');
-    const value: TicketValue = { account: target.account, serverId: target.serverId, stateHash: stateHash(state), authorizationUrl };
+    const value: TicketValue = {
+      account: target.account,
+      serverId: target.serverId,
+      stateHash: stateHash(state),
+      authorizationUrl,
+    };
     await this.redis.set(this.ticketKey(ticket), JSON.stringify(value), 'PX', this.ticketTtlMs);
     this.count('ticket', 'issued');
     const url = new URL(this.opts.startUrl());
@@ -143,7 +149,9 @@ export class OAuthTickets {
    */
   cookiePath(): string {
     const start = new URL(this.opts.startUrl()).pathname;
-    return start.endsWith(OAUTH_START_PATH) ? `${start.slice(0, -OAUTH_START_PATH.length)}${OAUTH_COOKIE_PATH}` : OAUTH_COOKIE_PATH;
+    return start.endsWith(OAUTH_START_PATH)
+      ? `${start.slice(0, -OAUTH_START_PATH.length)}${OAUTH_COOKIE_PATH}`
+      : OAUTH_COOKIE_PATH;
   }
 
   private ticketKey(ticket: string): string {

@@ -57,11 +57,15 @@ export class ClientCredentialsOAuthProvider implements OAuthClientProvider {
   private constructor(
     private readonly store: OAuthStateStore,
     private readonly target: ClientCredentialsTarget,
-    private readonly sealed: OAuthClientState & { clientInformation: OAuthClientInformationMixed; clientCredentials: ClientCredentialsState },
+    private readonly sealed: OAuthClientState & {
+      clientInformation: OAuthClientInformationMixed;
+      clientCredentials: ClientCredentialsState;
+    },
   ) {
     this.client = sealed.clientInformation;
     const { privateKey, keyAlg } = sealed.clientCredentials;
-    if (privateKey !== undefined && keyAlg !== undefined) this.addClientAuthentication = assertionAuth(sealed.clientInformation.client_id, privateKey, keyAlg);
+    if (privateKey !== undefined && keyAlg !== undefined)
+      this.addClientAuthentication = assertionAuth(sealed.clientInformation.client_id, privateKey, keyAlg);
   }
 
   /** The provider of a server whose sealed state holds a client credentials client. */
@@ -93,7 +97,10 @@ export class ClientCredentialsOAuthProvider implements OAuthClientProvider {
   get secrets(): string[] {
     const { client_id: id, client_secret: secret } = this.client;
     const key = this.sealed.clientCredentials.privateKey;
-    return [...(secret ? [secret, Buffer.from(`${id}:${secret}`).toString('base64')] : []), ...(key ? [key.trim()] : [])];
+    return [
+      ...(secret ? [secret, Buffer.from(`${id}:${secret}`).toString('base64')] : []),
+      ...(key ? [key.trim()] : []),
+    ];
   }
 
   /**
@@ -147,7 +154,10 @@ export class ClientCredentialsOAuthProvider implements OAuthClientProvider {
 
   async persistDiscovery(): Promise<void> {
     if (this.pendingDiscovery === undefined) return;
-    await this.store.updateClient(this.target.account, this.target.serverId, { discoveryState: this.pendingDiscovery, discoveredFor: this.target.serverUrl });
+    await this.store.updateClient(this.target.account, this.target.serverId, {
+      discoveryState: this.pendingDiscovery,
+      discoveredFor: this.target.serverUrl,
+    });
     this.pendingDiscovery = undefined;
   }
 
@@ -175,11 +185,17 @@ function assertionAuth(clientId: string, privateKey: string, alg: string): AddCl
   return async (headers, params, url, metadata) => {
     const methods = metadata?.token_endpoint_auth_methods_supported;
     if (methods !== undefined && !methods.includes('private_key_jwt')) {
-      throw new ClientCredentialsError(`the authorization server does not take private_key_jwt client authentication (it takes ${methods.join(', ') || 'none'})`, true);
+      throw new ClientCredentialsError(
+        `the authorization server does not take private_key_jwt client authentication (it takes ${methods.join(', ') || 'none'})`,
+        true,
+      );
     }
     const algs = metadata?.token_endpoint_auth_signing_alg_values_supported;
     if (algs !== undefined && !algs.includes(alg)) {
-      throw new ClientCredentialsError(`the authorization server does not take ${alg} client assertions (it takes ${algs.join(', ') || 'none'})`, true);
+      throw new ClientCredentialsError(
+        `the authorization server does not take ${alg} client assertions (it takes ${algs.join(', ') || 'none'})`,
+        true,
+      );
     }
     await sign(headers, params, url, metadata);
   };
@@ -190,10 +206,18 @@ function assertionAuth(clientId: string, privateKey: string, alg: string): AddCl
  * and RFC 8414 discovery first, unless stored; `resourceMetadataUrl` from a 401's challenge) and
  * stores it sealed. Every failure is a {@link ClientCredentialsError} with no secret in it.
  */
-export async function requestClientCredentialsToken(store: OAuthStateStore, target: ClientCredentialsTarget, opts: { fetchFn: typeof fetch; resourceMetadataUrl?: URL }): Promise<void> {
+export async function requestClientCredentialsToken(
+  store: OAuthStateStore,
+  target: ClientCredentialsTarget,
+  opts: { fetchFn: typeof fetch; resourceMetadataUrl?: URL },
+): Promise<void> {
   const provider = await ClientCredentialsOAuthProvider.load(store, target);
   try {
-    const result = await runOAuth(provider, { serverUrl: target.serverUrl, fetchFn: opts.fetchFn, ...(opts.resourceMetadataUrl ? { resourceMetadataUrl: opts.resourceMetadataUrl } : {}) });
+    const result = await runOAuth(provider, {
+      serverUrl: target.serverUrl,
+      fetchFn: opts.fetchFn,
+      ...(opts.resourceMetadataUrl ? { resourceMetadataUrl: opts.resourceMetadataUrl } : {}),
+    });
     if (result !== 'AUTHORIZED') throw new ClientCredentialsError(`the token request ended ${result}`, false);
   } catch (err) {
     throw clientCredentialsError(err, provider.secrets);
@@ -211,12 +235,19 @@ function clientCredentialsError(err: unknown, secrets: string[]): ClientCredenti
   const message = err instanceof Error ? err.message : String(err);
   if (typeof code === 'string') {
     const why = `${code}${message && message !== code ? `: ${message}` : ''}`;
-    if (TRANSIENT_OAUTH_ERRORS.has(code)) return new ClientCredentialsError(scrub(`the authorization server failed to issue a token (${why})`), false);
-    return new ClientCredentialsError(scrub(`the authorization server refused the OAuth client credentials (${why})`), true);
+    if (TRANSIENT_OAUTH_ERRORS.has(code))
+      return new ClientCredentialsError(scrub(`the authorization server failed to issue a token (${why})`), false);
+    return new ClientCredentialsError(
+      scrub(`the authorization server refused the OAuth client credentials (${why})`),
+      true,
+    );
   }
   // The SDK will not present credentials stamped for one authorization server to another.
   if (mixUpError(err) === 'authorization_server') {
-    return new ClientCredentialsError('the server now names another authorization server than the one its client credentials were used with; set config.oauth again to use them there', true);
+    return new ClientCredentialsError(
+      'the server now names another authorization server than the one its client credentials were used with; set config.oauth again to use them there',
+      true,
+    );
   }
   return new ClientCredentialsError(scrub(`could not get an access token: ${describeOAuthError(err)}`), false);
 }

@@ -5,7 +5,11 @@ import type { McpServerRecord } from '../../catalog/mcp-servers.repository.js';
 import { expiring, type ServerCredentials } from '@mcpx/stored';
 import { accessTokenHash } from './access-tokens.js';
 import { compareAndRefresh } from '../compare-and-refresh.js';
-import { ClientCredentialsError, requestClientCredentialsToken, type ClientCredentialsTarget } from './client-credentials-provider.js';
+import {
+  ClientCredentialsError,
+  requestClientCredentialsToken,
+  type ClientCredentialsTarget,
+} from './client-credentials-provider.js';
 import { OAuthGrants } from './oauth-client-config.js';
 import type { OAuthConnectionsRepository } from './oauth-connections.repository.js';
 
@@ -25,7 +29,11 @@ export function usesClientCredentials(server: McpServerRecord): boolean {
 
 /** The wire error of a proxy's refresh when the authorization server refused the client credentials. */
 export function isClientCredentialsRefusal(err: unknown): boolean {
-  return err instanceof WireError && err.code === ErrorCodes.authRequired && err.details.grant === OAuthGrants.clientCredentials;
+  return (
+    err instanceof WireError &&
+    err.code === ErrorCodes.authRequired &&
+    err.details.grant === OAuthGrants.clientCredentials
+  );
 }
 
 /**
@@ -54,8 +62,15 @@ export class ClientCredentialsTokens {
       followerTakesAny: true,
       whenNone: 'obtain',
       refresh: async () => {
-        const target: ClientCredentialsTarget = { account: server.accountId, serverId: server.id, serverUrl: server.config.url };
-        await requestClientCredentialsToken(this.deps.store, target, { fetchFn: this.deps.oauthFetch, ...(resourceMetadataUrl ? { resourceMetadataUrl } : {}) });
+        const target: ClientCredentialsTarget = {
+          account: server.accountId,
+          serverId: server.id,
+          serverUrl: server.config.url,
+        };
+        await requestClientCredentialsToken(this.deps.store, target, {
+          fetchFn: this.deps.oauthFetch,
+          ...(resourceMetadataUrl ? { resourceMetadataUrl } : {}),
+        });
         this.deps.log.info('oauth client credentials token issued', { account: server.accountId, server: server.name });
         return 'refreshed';
       },
@@ -79,7 +94,11 @@ export class ClientCredentialsTokens {
     } catch (err) {
       if (!(err instanceof ClientCredentialsError)) throw err;
       if (err.refused || (held.oauth?.expiresAt ?? Infinity) <= Date.now()) throw new CredentialError(err.message);
-      this.deps.log.warn('oauth client credentials token not replaced: the current one is used until it expires', { account: server.accountId, server: server.name, err });
+      this.deps.log.warn('oauth client credentials token not replaced: the current one is used until it expires', {
+        account: server.accountId,
+        server: server.name,
+        err,
+      });
       return false;
     }
   }
@@ -89,7 +108,11 @@ export class ClientCredentialsTokens {
    * more, or null for a server that does not use the grant. `challenge` is the 401's
    * `resource_metadata` URL. A failure is a {@link CredentialError} (the server's `error`).
    */
-  async renew(server: McpServerRecord, used: Record<string, string>, challenge: URL | undefined): Promise<Record<string, string> | null> {
+  async renew(
+    server: McpServerRecord,
+    used: Record<string, string>,
+    challenge: URL | undefined,
+  ): Promise<Record<string, string> | null> {
     if (!usesClientCredentials(server)) return null;
     const sent = /^Bearer (.+)$/i.exec(used.authorization ?? '')?.[1];
     try {
@@ -124,7 +147,11 @@ export class ClientCredentialsTokens {
           },
         );
       }
-      throw new WireError(ErrorCodes.transportError, `the ${server.name} MCP server's OAuth token could not be replaced: ${err.message}`, { server: server.name });
+      throw new WireError(
+        ErrorCodes.transportError,
+        `the ${server.name} MCP server's OAuth token could not be replaced: ${err.message}`,
+        { server: server.name },
+      );
     }
   }
 }

@@ -14,7 +14,9 @@ describe('the client ID metadata document', () => {
   });
 
   it('is offered as a client id only from an https public URL', () => {
-    expect(clientMetadataDocumentUrl('https://mcp.example.com')).toBe('https://mcp.example.com/v1/oauth/client-metadata.json');
+    expect(clientMetadataDocumentUrl('https://mcp.example.com')).toBe(
+      'https://mcp.example.com/v1/oauth/client-metadata.json',
+    );
     expect(clientMetadataDocumentUrl('http://127.0.0.1:8080')).toBeUndefined();
     expect(clientMetadataDocumentUrl('')).toBeUndefined();
   });

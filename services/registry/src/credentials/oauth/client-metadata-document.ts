@@ -67,7 +67,9 @@ export function clientMetadataDocumentUrl(publicUrl: string): string | undefined
  * Serves the document built from the public URL known now (a test's port is known only once the
  * registry listens). Public and cacheable; a matching `If-None-Match` gets a 304.
  */
-export function clientMetadataDocumentHandler(publicUrl: () => string): (req: IncomingMessage, res: ServerResponse) => void {
+export function clientMetadataDocumentHandler(
+  publicUrl: () => string,
+): (req: IncomingMessage, res: ServerResponse) => void {
   return (req, res) => {
     const body = Buffer.from(JSON.stringify(clientMetadataDocument(publicUrl())));
     const etag = `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`;

@@ -6,7 +6,11 @@
 export { RegistryOAuthProvider } from './oauth-provider.js';
 export type { OAuthStateStore, RegistryOAuthProviderOptions } from './oauth-provider.js';
 export type { OAuthClientState } from './oauth-connections.repository.js';
-export { ClientCredentialsError, ClientCredentialsOAuthProvider, requestClientCredentialsToken } from './client-credentials-provider.js';
+export {
+  ClientCredentialsError,
+  ClientCredentialsOAuthProvider,
+  requestClientCredentialsToken,
+} from './client-credentials-provider.js';
 export type { ClientCredentialsTarget } from './client-credentials-provider.js';
 export { preRegisteredState, validatePreRegisteredClient } from './oauth-client-config.js';
 export type { PreRegisteredClient } from './oauth-client-config.js';

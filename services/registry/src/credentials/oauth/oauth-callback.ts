@@ -26,7 +26,9 @@ export interface OAuthCallbackDeps {
  * code (in a mix-up its values are the attacker's). Neither the code, the state, the cookie nor
  * any token is logged or echoed.
  */
-export function oauthCallbackHandler(deps: OAuthCallbackDeps): (req: IncomingMessage, res: ServerResponse, url: URL) => Promise<void> {
+export function oauthCallbackHandler(
+  deps: OAuthCallbackDeps,
+): (req: IncomingMessage, res: ServerResponse, url: URL) => Promise<void> {
   return async (req, res, url) => {
     const resp = readAuthorizationResponse(url.searchParams);
     const state = resp.state;
@@ -35,7 +37,9 @@ export function oauthCallbackHandler(deps: OAuthCallbackDeps): (req: IncomingMes
         res,
         400,
         resp.error !== undefined ? 'Authorization was not granted' : 'Authorization failed',
-        resp.error !== undefined ? 'The authorization was refused. You can close this window and try again.' : 'The callback needs a code and a state.',
+        resp.error !== undefined
+          ? 'The authorization was refused. You can close this window and try again.'
+          : 'The callback needs a code and a state.',
       );
       return;
     }
@@ -44,7 +48,12 @@ export function oauthCallbackHandler(deps: OAuthCallbackDeps): (req: IncomingMes
       bound = await deps.tickets.bound(state, req.headers.cookie);
     } catch (err) {
       deps.log.error('oauth callback could not check the browser binding', { err: err as Error });
-      oauthPage(res, 503, 'Authorization failed', 'The registry could not check this browser right now. Open the callback again in a moment.');
+      oauthPage(
+        res,
+        503,
+        'Authorization failed',
+        'The registry could not check this browser right now. Open the callback again in a moment.',
+      );
       return;
     }
     if (!bound) {
@@ -61,7 +70,10 @@ export function oauthCallbackHandler(deps: OAuthCallbackDeps): (req: IncomingMes
     deps.tickets.count('callback', 'bound');
     // Past this point the authorization ends, whatever the outcome: the binding goes with it.
     const clear = deps.tickets.clearCookie(state);
-    const end = (): Promise<void> => deps.tickets.release(state).catch((err: unknown) => deps.log.warn('oauth binding not released (it expires)', { err: err as Error }));
+    const end = (): Promise<void> =>
+      deps.tickets
+        .release(state)
+        .catch((err: unknown) => deps.log.warn('oauth binding not released (it expires)', { err: err as Error }));
     try {
       if (resp.error !== undefined) {
         await refused(deps, res, resp.error, state, resp.iss, clear);
@@ -81,7 +93,9 @@ export function oauthCallbackHandler(deps: OAuthCallbackDeps): (req: IncomingMes
         res,
         200,
         ok ? `Connected to ${discovered.name}` : `Authorized ${discovered.name}`,
-        ok ? `${tools} tool${tools === 1 ? '' : 's'} found. You can close this window.` : `The server still answers: ${discovered.status.error ?? discovered.status.state}.`,
+        ok
+          ? `${tools} tool${tools === 1 ? '' : 's'} found. You can close this window.`
+          : `The server still answers: ${discovered.status.error ?? discovered.status.state}.`,
         { close: ok, setCookie: clear },
       );
     } catch (err) {
@@ -90,18 +104,43 @@ export function oauthCallbackHandler(deps: OAuthCallbackDeps): (req: IncomingMes
         return;
       }
       deps.log.error('oauth callback failed', { err: err as Error });
-      oauthPage(res, 502, 'Authorization failed', 'The authorization server could not complete the exchange. Start the authorization again.', { setCookie: clear });
+      oauthPage(
+        res,
+        502,
+        'Authorization failed',
+        'The authorization server could not complete the exchange. Start the authorization again.',
+        { setCookie: clear },
+      );
     }
   };
 }
 
 /** An error response: ends its pending authorization; says what the server answered only if the response is from it. */
-async function refused(deps: OAuthCallbackDeps, res: ServerResponse, error: string, state: string, iss: string | undefined, clear: string): Promise<void> {
+async function refused(
+  deps: OAuthCallbackDeps,
+  res: ServerResponse,
+  error: string,
+  state: string,
+  iss: string | undefined,
+  clear: string,
+): Promise<void> {
   const retry = 'You can close this window and try again.';
   const { issuerOk } = await deps.oauth.refuse({ state, iss });
   if (!issuerOk) {
-    oauthPage(res, 400, 'Authorization failed', 'This answer does not come from the authorization server the authorization was started at. Start the authorization again.', { setCookie: clear });
+    oauthPage(
+      res,
+      400,
+      'Authorization failed',
+      'This answer does not come from the authorization server the authorization was started at. Start the authorization again.',
+      { setCookie: clear },
+    );
     return;
   }
-  oauthPage(res, 400, 'Authorization was not granted', `The authorization server answered: ${describeAuthorizationError(error)}. ${retry}`, { setCookie: clear });
+  oauthPage(
+    res,
+    400,
+    'Authorization was not granted',
+    `The authorization server answered: ${describeAuthorizationError(error)}. ${retry}`,
+    { setCookie: clear },
+  );
 }

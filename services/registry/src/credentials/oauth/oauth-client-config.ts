@@ -1,6 +1,12 @@
 import { createPrivateKey } from 'node:crypto';
 import { invalidInput } from '@mcpx/contracts';
-import { CLIENT_ASSERTION_ALGS, OAuthGrants, type ClientAssertionAlg, type OAuthGrant, type StoredOAuthClient } from '@mcpx/stored';
+import {
+  CLIENT_ASSERTION_ALGS,
+  OAuthGrants,
+  type ClientAssertionAlg,
+  type OAuthGrant,
+  type StoredOAuthClient,
+} from '@mcpx/stored';
 import type { OAuthClientInformationMixed } from '@mcpx/mcp-client';
 
 /** The grants, assertion algorithms and stored client of `config.oauth`: defined once in `@mcpx/stored`. */
@@ -38,11 +44,20 @@ const SCOPE = /^[\x21\x23-\x5b\x5d-\x7e]+( [\x21\x23-\x5b\x5d-\x7e]+)*$/;
 export function validatePreRegisteredClient(raw: unknown, auth: unknown): PreRegisteredClient | undefined {
   if (raw === undefined) return undefined;
   if (auth !== 'oauth') throw invalidInput('config.oauth', 'is only taken with auth oauth');
-  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) throw invalidInput('config.oauth', 'must be an object {clientId, clientSecret?, grant?, privateKey?, keyAlg?, scope?}');
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw))
+    throw invalidInput(
+      'config.oauth',
+      'must be an object {clientId, clientSecret?, grant?, privateKey?, keyAlg?, scope?}',
+    );
   const o = raw as Record<string, unknown>;
   const extra = Object.keys(o).find((k) => !KNOWN_FIELDS.includes(k));
   if (extra !== undefined) throw invalidInput(`config.oauth.${extra.slice(0, 40)}`, 'is not a known field');
-  if (typeof o.clientId !== 'string' || o.clientId === '' || Buffer.byteLength(o.clientId) > MAX_CLIENT_ID_BYTES || hasControlCharacter(o.clientId)) {
+  if (
+    typeof o.clientId !== 'string' ||
+    o.clientId === '' ||
+    Buffer.byteLength(o.clientId) > MAX_CLIENT_ID_BYTES ||
+    hasControlCharacter(o.clientId)
+  ) {
     throw invalidInput('config.oauth.clientId', `must be a non-empty string of at most ${MAX_CLIENT_ID_BYTES} bytes`);
   }
   if (o.grant !== undefined && o.grant !== OAuthGrants.authorizationCode && o.grant !== OAuthGrants.clientCredentials) {
@@ -51,22 +66,35 @@ export function validatePreRegisteredClient(raw: unknown, auth: unknown): PreReg
   const grant: OAuthGrant = o.grant ?? OAuthGrants.authorizationCode;
   const client: PreRegisteredClient = { clientId: o.clientId, grant };
   if (o.clientSecret !== undefined) {
-    if (typeof o.clientSecret !== 'string' || o.clientSecret === '' || Buffer.byteLength(o.clientSecret) > MAX_CLIENT_SECRET_BYTES) {
-      throw invalidInput('config.oauth.clientSecret', `must be a non-empty string of at most ${MAX_CLIENT_SECRET_BYTES} bytes`);
+    if (
+      typeof o.clientSecret !== 'string' ||
+      o.clientSecret === '' ||
+      Buffer.byteLength(o.clientSecret) > MAX_CLIENT_SECRET_BYTES
+    ) {
+      throw invalidInput(
+        'config.oauth.clientSecret',
+        `must be a non-empty string of at most ${MAX_CLIENT_SECRET_BYTES} bytes`,
+      );
     }
     client.clientSecret = o.clientSecret;
   }
   if (grant === OAuthGrants.authorizationCode) {
     for (const field of ['privateKey', 'keyAlg', 'scope']) {
-      if (o[field] !== undefined) throw invalidInput(`config.oauth.${field}`, 'is only taken with grant client_credentials');
+      if (o[field] !== undefined)
+        throw invalidInput(`config.oauth.${field}`, 'is only taken with grant client_credentials');
     }
     return client;
   }
-  if (o.keyAlg !== undefined && o.privateKey === undefined) throw invalidInput('config.oauth.keyAlg', 'is only taken with privateKey');
+  if (o.keyAlg !== undefined && o.privateKey === undefined)
+    throw invalidInput('config.oauth.keyAlg', 'is only taken with privateKey');
   if (o.privateKey !== undefined) {
-    if (client.clientSecret !== undefined) throw invalidInput('config.oauth.privateKey', 'give clientSecret or privateKey, not both');
+    if (client.clientSecret !== undefined)
+      throw invalidInput('config.oauth.privateKey', 'give clientSecret or privateKey, not both');
     if (typeof o.keyAlg !== 'string' || !(CLIENT_ASSERTION_ALGS as readonly string[]).includes(o.keyAlg)) {
-      throw invalidInput('config.oauth.keyAlg', `must be one of ${CLIENT_ASSERTION_ALGS.join(', ')} (the algorithm privateKey signs with)`);
+      throw invalidInput(
+        'config.oauth.keyAlg',
+        `must be one of ${CLIENT_ASSERTION_ALGS.join(', ')} (the algorithm privateKey signs with)`,
+      );
     }
     client.keyAlg = o.keyAlg as ClientAssertionAlg;
     client.privateKey = checkAssertionKey(o.privateKey, client.keyAlg);
@@ -75,7 +103,10 @@ export function validatePreRegisteredClient(raw: unknown, auth: unknown): PreReg
   }
   if (o.scope !== undefined) {
     if (typeof o.scope !== 'string' || Buffer.byteLength(o.scope) > MAX_SCOPE_BYTES || !SCOPE.test(o.scope)) {
-      throw invalidInput('config.oauth.scope', `must be space-separated scope tokens, at most ${MAX_SCOPE_BYTES} bytes`);
+      throw invalidInput(
+        'config.oauth.scope',
+        `must be space-separated scope tokens, at most ${MAX_SCOPE_BYTES} bytes`,
+      );
     }
     client.scope = o.scope;
   }
@@ -83,7 +114,11 @@ export function validatePreRegisteredClient(raw: unknown, auth: unknown): PreReg
 }
 
 /** What each algorithm needs of the key (RFC 7518 §3.1). */
-function keyFits(alg: ClientAssertionAlg, type: string | undefined, details: { namedCurve?: string; modulusLength?: number }): boolean {
+function keyFits(
+  alg: ClientAssertionAlg,
+  type: string | undefined,
+  details: { namedCurve?: string; modulusLength?: number },
+): boolean {
   switch (alg) {
     case 'ES256':
       return type === 'ec' && details.namedCurve === 'prime256v1';
@@ -107,12 +142,14 @@ function keyFits(alg: ClientAssertionAlg, type: string | undefined, details: { n
  * only): checked here, so that a key that cannot sign is refused before anything is stored.
  */
 function checkAssertionKey(raw: unknown, alg: ClientAssertionAlg): string {
-  const pkcs8 = 'must be an unencrypted PEM PKCS#8 private key (-----BEGIN PRIVATE KEY-----; openssl pkcs8 -topk8 -nocrypt converts one)';
+  const pkcs8 =
+    'must be an unencrypted PEM PKCS#8 private key (-----BEGIN PRIVATE KEY-----; openssl pkcs8 -topk8 -nocrypt converts one)';
   if (typeof raw !== 'string' || raw === '' || Buffer.byteLength(raw) > MAX_PRIVATE_KEY_BYTES) {
     throw invalidInput('config.oauth.privateKey', `must be a PEM string of at most ${MAX_PRIVATE_KEY_BYTES} bytes`);
   }
   const pem = raw.trim();
-  if (!pem.startsWith('-----BEGIN PRIVATE KEY-----') || !pem.endsWith('-----END PRIVATE KEY-----')) throw invalidInput('config.oauth.privateKey', pkcs8);
+  if (!pem.startsWith('-----BEGIN PRIVATE KEY-----') || !pem.endsWith('-----END PRIVATE KEY-----'))
+    throw invalidInput('config.oauth.privateKey', pkcs8);
   let key;
   try {
     key = createPrivateKey({ key: pem, format: 'pem' });
@@ -144,7 +181,10 @@ export function preRegisteredState(client: PreRegisteredClient): {
   clientInformation: OAuthClientInformationMixed;
   clientCredentials: ClientCredentialsState | undefined;
 } {
-  const clientInformation = { client_id: client.clientId, ...(client.clientSecret !== undefined ? { client_secret: client.clientSecret } : {}) };
+  const clientInformation = {
+    client_id: client.clientId,
+    ...(client.clientSecret !== undefined ? { client_secret: client.clientSecret } : {}),
+  };
   if (client.grant !== OAuthGrants.clientCredentials) return { clientInformation, clientCredentials: undefined };
   const clientCredentials: ClientCredentialsState = {
     ...(client.privateKey !== undefined ? { privateKey: client.privateKey, keyAlg: client.keyAlg } : {}),
@@ -154,7 +194,8 @@ export function preRegisteredState(client: PreRegisteredClient): {
 }
 
 export function storedOAuthClient(client: PreRegisteredClient): StoredOAuthClient {
-  const credential = client.privateKey !== undefined ? 'private_key' : client.clientSecret !== undefined ? 'client_secret' : undefined;
+  const credential =
+    client.privateKey !== undefined ? 'private_key' : client.clientSecret !== undefined ? 'client_secret' : undefined;
   return {
     clientId: client.clientId,
     grant: client.grant,

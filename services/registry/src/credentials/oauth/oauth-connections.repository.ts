@@ -42,23 +42,39 @@ export class OAuthConnectionsRepository {
       .where('server_id', '=', serverId)
       .executeTakeFirst();
     if (!row?.client_key_id || !row.client_sealed) return {};
-    return JSON.parse(this.box.open({ keyId: row.client_key_id, ciphertext: row.client_sealed }, aad(account, serverId, 'client'))) as OAuthClientState;
+    return JSON.parse(
+      this.box.open({ keyId: row.client_key_id, ciphertext: row.client_sealed }, aad(account, serverId, 'client')),
+    ) as OAuthClientState;
   }
 
   /** Merges `patch` into the client state (read, merge, seal, write). */
   async updateClient(account: string, serverId: string, patch: Partial<OAuthClientState>): Promise<void> {
     const next = { ...(await this.client(account, serverId)), ...patch };
-    for (const key of Object.keys(patch) as Array<keyof OAuthClientState>) if (patch[key] === undefined) delete next[key];
+    for (const key of Object.keys(patch) as Array<keyof OAuthClientState>)
+      if (patch[key] === undefined) delete next[key];
     const sealed = this.box.seal(JSON.stringify(next), aad(account, serverId, 'client'));
     await this.db
       .insertInto('registry.oauth_connections')
-      .values({ server_id: serverId, account_id: account, client_key_id: sealed.keyId, client_sealed: sealed.ciphertext })
-      .onConflict((oc) => oc.column('server_id').doUpdateSet({ client_key_id: sealed.keyId, client_sealed: sealed.ciphertext, updated_at: new Date() }))
+      .values({
+        server_id: serverId,
+        account_id: account,
+        client_key_id: sealed.keyId,
+        client_sealed: sealed.ciphertext,
+      })
+      .onConflict((oc) =>
+        oc
+          .column('server_id')
+          .doUpdateSet({ client_key_id: sealed.keyId, client_sealed: sealed.ciphertext, updated_at: new Date() }),
+      )
       .execute();
   }
 
   /** The tokens held for a server, only while it keeps the URL they were issued for. */
-  async tokens(account: string, serverId: string, serverUrl: string): Promise<{ tokens: OAuthTokens; expiresAt: Date | null } | undefined> {
+  async tokens(
+    account: string,
+    serverId: string,
+    serverUrl: string,
+  ): Promise<{ tokens: OAuthTokens; expiresAt: Date | null } | undefined> {
     const row = await this.db
       .selectFrom('registry.oauth_connections')
       .select(['tokens_key_id', 'tokens_sealed', 'tokens_expire_at', 'tokens_server_url'])
@@ -71,10 +87,20 @@ export class OAuthConnectionsRepository {
   }
 
   /** Stores tokens exactly as received; `undefined` forgets them. */
-  async saveTokens(account: string, serverId: string, tokens: OAuthTokens | undefined, serverUrl: string | null): Promise<void> {
+  async saveTokens(
+    account: string,
+    serverId: string,
+    tokens: OAuthTokens | undefined,
+    serverUrl: string | null,
+  ): Promise<void> {
     const sealed = tokens === undefined ? undefined : sealOAuthTokens(this.box, account, serverId, tokens);
     const expiresAt = tokens?.expires_in === undefined ? null : new Date(Date.now() + tokens.expires_in * 1000);
-    const values = { tokens_key_id: sealed?.keyId ?? null, tokens_sealed: sealed?.ciphertext ?? null, tokens_expire_at: expiresAt, tokens_server_url: tokens === undefined ? null : serverUrl };
+    const values = {
+      tokens_key_id: sealed?.keyId ?? null,
+      tokens_sealed: sealed?.ciphertext ?? null,
+      tokens_expire_at: expiresAt,
+      tokens_server_url: tokens === undefined ? null : serverUrl,
+    };
     await this.db
       .insertInto('registry.oauth_connections')
       .values({ server_id: serverId, account_id: account, ...values })
@@ -84,7 +110,10 @@ export class OAuthConnectionsRepository {
 
   /** Records the pending authorization's state (replacing any earlier one: only the newest URL completes). */
   async setPendingState(account: string, serverId: string, state: string): Promise<void> {
-    const values = { state_hash: stateHash(state), state_expires_at: new Date(Date.now() + PENDING_AUTHORIZATION_TTL_MS) };
+    const values = {
+      state_hash: stateHash(state),
+      state_expires_at: new Date(Date.now() + PENDING_AUTHORIZATION_TTL_MS),
+    };
     await this.db
       .insertInto('registry.oauth_connections')
       .values({ server_id: serverId, account_id: account, ...values })

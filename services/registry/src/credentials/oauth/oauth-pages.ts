@@ -17,7 +17,13 @@ export const OAUTH_PAGE_HEADERS = {
 } as const;
 
 /** A small HTML page under a strict policy; `close` adds the script that closes the popup. */
-export function oauthPage(res: ServerResponse, status: number, title: string, text: string, opts: { close?: boolean; setCookie?: string } = {}): void {
+export function oauthPage(
+  res: ServerResponse,
+  status: number,
+  title: string,
+  text: string,
+  opts: { close?: boolean; setCookie?: string } = {},
+): void {
   const script = opts.close === true ? `<script>${CLOSE_SCRIPT}</script>` : '';
   const body = `<!doctype html><meta charset="utf-8"><title>${escapeHtml(title)}</title><h1>${escapeHtml(title)}</h1><p>${escapeHtml(text)}</p>${script}`;
   res.writeHead(status, {

@@ -1,10 +1,19 @@
 import { randomBytes } from 'node:crypto';
-import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthClientProvider, OAuthDiscoveryState, OAuthTokens } from '@mcpx/mcp-client';
+import type {
+  OAuthClientInformationMixed,
+  OAuthClientMetadata,
+  OAuthClientProvider,
+  OAuthDiscoveryState,
+  OAuthTokens,
+} from '@mcpx/mcp-client';
 import { OAUTH_CLIENT_NAME, isClientMetadataUrl } from './client-metadata-document.js';
 import type { OAuthClientState, OAuthConnectionsRepository } from './oauth-connections.repository.js';
 
 /** What the provider needs of the sealed store (an in-memory one serves the conformance harness). */
-export type OAuthStateStore = Pick<OAuthConnectionsRepository, 'client' | 'updateClient' | 'tokens' | 'saveTokens' | 'setPendingState'>;
+export type OAuthStateStore = Pick<
+  OAuthConnectionsRepository,
+  'client' | 'updateClient' | 'tokens' | 'saveTokens' | 'setPendingState'
+>;
 
 export interface RegistryOAuthProviderOptions {
   account: string;
@@ -136,7 +145,10 @@ export class RegistryOAuthProvider implements OAuthClientProvider {
   /** Stores the discovery of a flow that got as far as an authorization URL or tokens. */
   async persistDiscovery(): Promise<void> {
     if (this.pendingDiscovery === undefined) return;
-    await this.store.updateClient(this.opts.account, this.opts.serverId, { discoveryState: this.pendingDiscovery, discoveredFor: this.opts.serverUrl });
+    await this.store.updateClient(this.opts.account, this.opts.serverId, {
+      discoveryState: this.pendingDiscovery,
+      discoveredFor: this.opts.serverUrl,
+    });
     this.pendingDiscovery = undefined;
   }
 

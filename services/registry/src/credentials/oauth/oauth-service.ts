@@ -65,12 +65,15 @@ export class OAuthService {
 
   constructor(private readonly deps: OAuthServiceDeps) {
     this.oauthFetch = boundedOAuthFetch(deps.fetch);
-    this.exchanges = deps.meter?.createCounter('mcpx_oauth_exchanges_total', { description: 'OAuth exchanges of the registry (ensure, refresh, code exchange) by grant and outcome' });
+    this.exchanges = deps.meter?.createCounter('mcpx_oauth_exchanges_total', {
+      description: 'OAuth exchanges of the registry (ensure, refresh, code exchange) by grant and outcome',
+    });
     this.clientCredentials = new ClientCredentialsTokens({
       store: deps.store,
       log: deps.log,
       oauthFetch: this.oauthFetch,
-      lock: (server, lead, follow) => deps.singleFlight.run(oauthLockKey(server), { ttlMs: OAUTH_LOCK_TTL_MS }, lead, follow),
+      lock: (server, lead, follow) =>
+        deps.singleFlight.run(oauthLockKey(server), { ttlMs: OAUTH_LOCK_TTL_MS }, lead, follow),
     });
   }
 
@@ -82,7 +85,10 @@ export class OAuthService {
     return this.observed('ensure', server, () => this.ensureUnobserved(server, opts));
   }
 
-  private async ensureUnobserved(server: McpServerRecord, opts: { fresh?: boolean; resourceMetadataUrl?: URL }): Promise<OAuthOutcome> {
+  private async ensureUnobserved(
+    server: McpServerRecord,
+    opts: { fresh?: boolean; resourceMetadataUrl?: URL },
+  ): Promise<OAuthOutcome> {
     // Nobody authorizes a client credentials client: a stored token, else a new one, or an error.
     if (usesClientCredentials(server)) return this.clientCredentials.refreshStale(server, undefined);
     const lead = async (): Promise<OAuthOutcome> => {
@@ -103,7 +109,8 @@ export class OAuthService {
     // A follower found another instance exchanging: tokens it stored are ours too; without any,
     // it starts its own authorization (no refresh token is involved in that).
     const follow = async (): Promise<OAuthOutcome> => {
-      if ((await this.deps.store.tokens(server.accountId, server.id, server.config.url)) !== undefined) return { state: 'authorized' };
+      if ((await this.deps.store.tokens(server.accountId, server.id, server.config.url)) !== undefined)
+        return { state: 'authorized' };
       return lead();
     };
     // A fresh authorization presents no refresh token: it needs no lock (and must not join a refresh).
@@ -128,16 +135,23 @@ export class OAuthService {
    * refresh forgets the tokens and starts a new authorization (`redirect`); no stored token at all
    * is `no_tokens` (the caller decides whether a new URL is worth replacing a pending one).
    */
-  refreshStale(server: McpServerRecord, staleTokenHash: string | undefined): Promise<OAuthOutcome | { state: 'no_tokens' }> {
+  refreshStale(
+    server: McpServerRecord,
+    staleTokenHash: string | undefined,
+  ): Promise<OAuthOutcome | { state: 'no_tokens' }> {
     return this.observed('refresh', server, () => this.refreshStaleUnobserved(server, staleTokenHash));
   }
 
-  private async refreshStaleUnobserved(server: McpServerRecord, staleTokenHash: string | undefined): Promise<OAuthOutcome | { state: 'no_tokens' }> {
+  private async refreshStaleUnobserved(
+    server: McpServerRecord,
+    staleTokenHash: string | undefined,
+  ): Promise<OAuthOutcome | { state: 'no_tokens' }> {
     if (usesClientCredentials(server)) return this.clientCredentials.refreshStale(server, staleTokenHash);
     // A refused refresh starts a new authorization: its URL, for the `redirect` answer.
     let authorizationUrl: string | undefined;
     const outcome = await compareAndRefresh<NonNullable<StoredTokens>>({
-      lock: (lead, follow) => this.deps.singleFlight.run(oauthLockKey(server), { ttlMs: OAUTH_LOCK_TTL_MS }, lead, follow),
+      lock: (lead, follow) =>
+        this.deps.singleFlight.run(oauthLockKey(server), { ttlMs: OAUTH_LOCK_TTL_MS }, lead, follow),
       read: () => this.deps.store.tokens(server.accountId, server.id, server.config.url),
       accessToken: (s) => s.tokens.access_token,
       staleTokenHash,
@@ -196,7 +210,11 @@ export class OAuthService {
    * After a discovery's 401 on a client credentials server: headers with a new token to try once
    * more (null for any other server). See {@link ClientCredentialsTokens.renew}.
    */
-  renew(server: McpServerRecord, used: Record<string, string>, challenge: URL | undefined): Promise<Record<string, string> | null> {
+  renew(
+    server: McpServerRecord,
+    used: Record<string, string>,
+    challenge: URL | undefined,
+  ): Promise<Record<string, string> | null> {
     return this.clientCredentials.renew(server, used, challenge);
   }
 
@@ -238,22 +256,38 @@ export class OAuthService {
     try {
       await this.deps.singleFlight.exclusive(oauthLockKey(server), { ttlMs: OAUTH_LOCK_TTL_MS }, async () => {
         await this.observed('code_exchange', server, async () => {
-          await runOAuth(provider, { serverUrl: server.config.url, authorizationCode: code, ...(iss !== undefined ? { iss } : {}), fetchFn: this.oauthFetch });
+          await runOAuth(provider, {
+            serverUrl: server.config.url,
+            authorizationCode: code,
+            ...(iss !== undefined ? { iss } : {}),
+            fetchFn: this.oauthFetch,
+          });
           return { state: 'authorized' as const };
         });
         await provider.persistDiscovery();
         await this.deps.store.updateClient(server.accountId, server.id, { codeVerifier: undefined });
       });
     } catch (err) {
-      if (err instanceof LockBusyError) throw new WireError(ErrorCodes.transportError, `the ${server.name} tokens are being refreshed; authorize again in a moment`);
+      if (err instanceof LockBusyError)
+        throw new WireError(
+          ErrorCodes.transportError,
+          `the ${server.name} tokens are being refreshed; authorize again in a moment`,
+        );
       const mixUp = mixUpError(err);
       if (mixUp !== undefined) {
-        this.deps.log.warn('oauth callback refused: the response is not from the authorization server the authorization was started at', {
-          account: server.accountId,
-          server: server.name,
-          check: mixUp,
-        });
-        throw new WireError(ErrorCodes.invalidInput, 'iss: this authorization response does not come from the authorization server it was started at; start the authorization again', { field: 'iss' });
+        this.deps.log.warn(
+          'oauth callback refused: the response is not from the authorization server the authorization was started at',
+          {
+            account: server.accountId,
+            server: server.name,
+            check: mixUp,
+          },
+        );
+        throw new WireError(
+          ErrorCodes.invalidInput,
+          'iss: this authorization response does not come from the authorization server it was started at; start the authorization again',
+          { field: 'iss' },
+        );
       }
       throw err;
     }
@@ -266,12 +300,19 @@ export class OAuthService {
    * the authorization server it was started at. Only then may its `error` be shown: in a mix-up
    * the error values are the attacker's (RFC 9207 §2.4).
    */
-  async refuse(resp: { state: string; iss?: string | undefined }): Promise<{ server: McpServerRecord; issuerOk: boolean }> {
+  async refuse(resp: {
+    state: string;
+    iss?: string | undefined;
+  }): Promise<{ server: McpServerRecord; issuerOk: boolean }> {
     const server = await this.consumePending(resp.state);
     const { issuerOk } = await this.observed('error_response', server, async () => {
       const { discoveryState, discoveredFor } = await this.deps.store.client(server.accountId, server.id);
       const metadata = discoveredFor === server.config.url ? discoveryState?.authorizationServerMetadata : undefined;
-      const ok = issuerMatches({ iss: resp.iss }, metadata?.issuer, metadata?.authorization_response_iss_parameter_supported === true);
+      const ok = issuerMatches(
+        { iss: resp.iss },
+        metadata?.issuer,
+        metadata?.authorization_response_iss_parameter_supported === true,
+      );
       await this.deps.store.updateClient(server.accountId, server.id, { codeVerifier: undefined });
       return { state: ok ? 'refused' : 'issuer_mismatch', issuerOk: ok };
     });
@@ -281,11 +322,19 @@ export class OAuthService {
   /** The server of a live pending `state`, which is consumed (one caller only): else `invalid_input` on `state`. */
   private async consumePending(state: string): Promise<McpServerRecord> {
     const pending = await this.deps.store.findPending(state);
-    if (pending === undefined) throw new WireError(ErrorCodes.invalidInput, 'state: unknown or expired authorization; start it again', { field: 'state' });
+    if (pending === undefined)
+      throw new WireError(ErrorCodes.invalidInput, 'state: unknown or expired authorization; start it again', {
+        field: 'state',
+      });
     const server = await this.deps.servers.findById(pending.accountId, pending.serverId);
-    if (server === null) throw new WireError(ErrorCodes.invalidInput, 'state: the server of this authorization is gone', { field: 'state' });
+    if (server === null)
+      throw new WireError(ErrorCodes.invalidInput, 'state: the server of this authorization is gone', {
+        field: 'state',
+      });
     if (!(await this.deps.store.consumePending(server.id, state))) {
-      throw new WireError(ErrorCodes.invalidInput, 'state: this authorization was already completed', { field: 'state' });
+      throw new WireError(ErrorCodes.invalidInput, 'state: this authorization was already completed', {
+        field: 'state',
+      });
     }
     return server;
   }
@@ -296,7 +345,11 @@ export class OAuthService {
    * `error`). Nothing secret goes into either: ids, the grant and the state.
    * `error_response` is an authorization the authorization server answered with an error.
    */
-  private async observed<T extends { state: string }>(op: 'ensure' | 'refresh' | 'code_exchange' | 'error_response', server: McpServerRecord, fn: () => Promise<T>): Promise<T> {
+  private async observed<T extends { state: string }>(
+    op: 'ensure' | 'refresh' | 'code_exchange' | 'error_response',
+    server: McpServerRecord,
+    fn: () => Promise<T>,
+  ): Promise<T> {
     const grant = usesClientCredentials(server) ? 'client_credentials' : 'authorization_code';
     const attrs = { 'mcp.account': server.accountId, 'mcp.server': server.name, 'mcpx.oauth.grant': grant };
     const run = async (): Promise<T> => {
@@ -317,7 +370,10 @@ export class OAuthService {
     });
   }
 
-  private provider(server: McpServerRecord, opts: { ignoreTokens?: boolean; state?: string; rediscover?: boolean }): RegistryOAuthProvider {
+  private provider(
+    server: McpServerRecord,
+    opts: { ignoreTokens?: boolean; state?: string; rediscover?: boolean },
+  ): RegistryOAuthProvider {
     const clientMetadataUrl = this.deps.clientMetadataUrl?.();
     return new RegistryOAuthProvider(this.deps.store, {
       account: server.accountId,

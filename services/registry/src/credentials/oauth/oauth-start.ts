@@ -20,20 +20,37 @@ const ASK_AGAIN = 'Ask for a new one: Authorize in the console, or `mcpx servers
  * expired or unknown ticket, or one whose authorization a newer one replaced, gets a page saying
  * so and no cookie. The ticket is never logged.
  */
-export function oauthStartHandler(deps: OAuthStartDeps): (req: IncomingMessage, res: ServerResponse, url: URL) => Promise<void> {
+export function oauthStartHandler(
+  deps: OAuthStartDeps,
+): (req: IncomingMessage, res: ServerResponse, url: URL) => Promise<void> {
   const run = async (res: ServerResponse, url: URL): Promise<string> => {
     const taken = await deps.tickets.take(url.searchParams.get('ticket'));
     if (!taken.ok) {
-      oauthPage(res, 400, 'Authorization link not valid', `This authorization link was already used, has expired or is not one of this registry. ${ASK_AGAIN}`);
+      oauthPage(
+        res,
+        400,
+        'Authorization link not valid',
+        `This authorization link was already used, has expired or is not one of this registry. ${ASK_AGAIN}`,
+      );
       return taken.reason;
     }
     // Only the newest authorization of a server completes: a ticket of an older one opens nothing.
     if ((await deps.store.pendingStateHash(taken.account, taken.serverId)) !== taken.stateHash) {
-      oauthPage(res, 400, 'Authorization link not valid', `A newer authorization of this server replaced this one, or it expired. ${ASK_AGAIN}`);
+      oauthPage(
+        res,
+        400,
+        'Authorization link not valid',
+        `A newer authorization of this server replaced this one, or it expired. ${ASK_AGAIN}`,
+      );
       return 'replaced';
     }
     const cookie = await deps.tickets.bind(taken.stateHash);
-    res.writeHead(302, { location: taken.authorizationUrl, 'set-cookie': deps.tickets.setCookie(taken.stateHash, cookie), ...OAUTH_PAGE_HEADERS, 'content-length': 0 });
+    res.writeHead(302, {
+      location: taken.authorizationUrl,
+      'set-cookie': deps.tickets.setCookie(taken.stateHash, cookie),
+      ...OAUTH_PAGE_HEADERS,
+      'content-length': 0,
+    });
     res.end();
     deps.log.info('oauth authorization opened in a browser', { account: taken.account, serverId: taken.serverId });
     return 'redirected';
@@ -52,7 +69,13 @@ export function oauthStartHandler(deps: OAuthStartDeps): (req: IncomingMessage, 
     } catch (err) {
       deps.tickets.count('start', 'error');
       deps.log.error('oauth start failed', { err: err as Error });
-      if (!res.headersSent) oauthPage(res, 503, 'Authorization could not start', `The registry could not open this authorization right now. ${ASK_AGAIN}`);
+      if (!res.headersSent)
+        oauthPage(
+          res,
+          503,
+          'Authorization could not start',
+          `The registry could not open this authorization right now. ${ASK_AGAIN}`,
+        );
     }
   };
 }
