@@ -1,9 +1,20 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 import layering from './eslint/layering.js';
+import { sizeRules } from './eslint/sizes.js';
 
 export default tseslint.config(
-  { ignores: ['**/node_modules/**', '**/dist-types/**', '.data/**', 'vitest.config.ts', 'eslint.config.js', 'console/public/*.d.ts', 'eslint/*.d.ts'] },
+  {
+    ignores: [
+      '**/node_modules/**',
+      '**/dist-types/**',
+      '.data/**',
+      'vitest.config.ts',
+      'eslint.config.js',
+      'console/public/*.d.ts',
+      'eslint/*.d.ts',
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {
@@ -36,6 +47,7 @@ export default tseslint.config(
     plugins: { layering },
     rules: { 'layering/floors': 'error' },
   },
+  ...sizeRules(['libs/**/*.ts', 'services/**/*.ts', 'cli/**/*.ts', 'console/**/*.{ts,js}']),
   {
     files: ['**/*.js', '**/*.mjs'],
     ...tseslint.configs.disableTypeChecked,
