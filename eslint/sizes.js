@@ -46,7 +46,7 @@ export const CEILINGS = {
   'services/registry/src/discovery/listen-streams.ts': { function: 83 },
   'services/registry/src/http/event-stream.ts': { function: 82 },
   'services/registry/src/nats/observed-tools.ts': { function: 87 },
-  'services/registry/src/registry.ts': { function: 163 },
+  'services/registry/src/registry.ts': { function: 148 },
   'services/registry/src/review/inputs.actions.ts': { function: 93 },
   'services/registry/src/review/pin-store.ts': { function: 81 },
   'services/registry/src/review/review.actions.ts': { function: 105 },
