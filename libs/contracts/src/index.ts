@@ -220,3 +220,17 @@ export {
   type TaskState,
   type TaskView,
 } from './tasks.js';
+export {
+  AS_BASE_PATH,
+  AS_METADATA_PATH,
+  AUTHORIZE_PATH,
+  CONSOLE_PATH,
+  CONSOLE_SIGN_IN_FRAGMENT,
+  CONTINUE_PATH,
+  MAX_PENDING_SIGN_INS,
+  REVOKE_PATH,
+  SIGN_IN_ID_RE,
+  TOKEN_PATH,
+  randomSignInSecret,
+  signInSecretHash,
+} from './oauth-sign-ins.js';
