@@ -3,6 +3,7 @@ import { invalidInput } from './errors.js';
 import {
   anyStr,
   anything,
+  bool,
   checkedMap,
   int,
   isMap,
@@ -152,10 +153,7 @@ export const taskViewValue: Rule<TaskView> = checkedMap({
   dialect: str,
   inputRequestId: optional(str),
   error: optional(checkedMap({ code: str, message: anyStr })),
-  resultReady: (v: unknown, field: string) => {
-    if (typeof v !== 'boolean') throw invalidInput(field, 'must be a boolean');
-    return v;
-  },
+  resultReady: bool,
   createdAt: str,
   updatedAt: str,
   expiresAt: str,
