@@ -536,6 +536,7 @@ export class CallHandler {
           era: era ?? 'legacy',
           target: taskTarget,
           authContext: authContextOf(server.url, server.headers),
+          formsByRuntime: agent.formsByRuntime === true,
           started,
           remainingMs: Math.min(timeoutMs - (performance.now() - started), req.taskWaitMs ?? MAX_CALL_TIMEOUT_MS),
         });
