@@ -69,7 +69,7 @@ describe("a task's question answered by the runtime", { timeout: 240_000 }, () =
       'r-modern',
       'modern__clarify-export',
       {},
-      { task: true, timeoutMs: 500, answers: { forms: true } },
+      { task: true, timeoutMs: 500, answers: { forms: true, tasks: true } },
     );
     const id = out.result.task!.id;
     const asked: InputRequestItem[][] = [];
@@ -95,7 +95,7 @@ describe("a task's question answered by the runtime", { timeout: 240_000 }, () =
       'r-legacy',
       'every__simulate-research-query',
       { topic: 'python', ambiguous: true },
-      { timeoutMs: 500, answers: { forms: true } },
+      { timeoutMs: 500, answers: { forms: true, tasks: true } },
     );
     const id = out.result.task!.id;
     let message = '';
@@ -120,7 +120,7 @@ describe("a task's question answered by the runtime", { timeout: 240_000 }, () =
       'r-bad',
       'modern__clarify-export',
       {},
-      { task: true, timeoutMs: 500, answers: { forms: true } },
+      { task: true, timeoutMs: 500, answers: { forms: true, tasks: true } },
     );
     const id = out.result.task!.id;
     const updates = modern.stats.updates;

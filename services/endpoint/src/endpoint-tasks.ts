@@ -56,7 +56,7 @@ const updateParams = {
     .passthrough(),
 };
 
-/** The status message of a task that asks its client (the client's answers go with `tasks/update`, or a 2025 `tasks/result`). */
+/** The status message of a task that asks its client (the client's answers go with `tasks/update`). */
 const ASKING_CLIENT = 'the server asks a question of this client';
 
 /** The answer of every task a token does not hold: the same as a task that never was. */
@@ -204,11 +204,10 @@ export class EndpointTasks {
   private async get(grant: TokenGrant, id: string, era: TaskEra): Promise<Record<string, unknown>> {
     const view = await this.own(grant, id);
     const task = wireTask(view, era);
-    const asking = await this.asking(grant, view);
+    // A 2026-07-28 client that asked for the task is asked its questions here (a 2025 one's go to the owner).
+    const asking = era === 'modern' ? await this.asking(grant, view) : undefined;
     if (asking !== undefined)
-      return era === 'modern'
-        ? { ...task, status: 'input_required', statusMessage: ASKING_CLIENT, inputRequests: asking.inputRequests }
-        : { ...task, status: 'input_required', statusMessage: ASKING_CLIENT };
+      return { ...task, status: 'input_required', statusMessage: ASKING_CLIENT, inputRequests: asking.inputRequests };
     if (era === 'legacy' || !isFinalTaskState(view.state) || view.state === 'cancelled') return task;
     // 2026-07-28: a completed task carries its result, a failed one its error, inline.
     if (view.state === 'completed') return { ...task, result: await this.outcome(grant, view) };
@@ -294,9 +293,8 @@ export class EndpointTasks {
   /**
    * 2026-07-28 `tasks/update`: the client's answers to the questions its task asked it, by key,
    * kept until all of the round's are in (the task then goes on upstream), and acknowledged
-   * with an empty result. Answers to a task that asks the client nothing are ignored, as
-   * SEP-2663 says; an answer that does not fit its question (or a key the round did not give the
-   * client) is `-32602` naming it.
+   * with an empty result. Answers to questions the task does not ask the client are ignored, as
+   * SEP-2663 says; an answer that does not fit its question is `-32602` naming it.
    */
   private async update(
     grant: TokenGrant,
@@ -305,9 +303,13 @@ export class EndpointTasks {
   ): Promise<Record<string, unknown>> {
     const view = await this.own(grant, id);
     const asking = await this.asking(grant, view);
-    if (asking === undefined || inputResponses === undefined || Object.keys(inputResponses).length === 0) return {};
+    // Answers to questions not asked of this client (now) are ignored, as SEP-2663 says.
+    const answers = Object.fromEntries(
+      Object.entries(inputResponses ?? {}).filter(([key]) => asking !== undefined && key in asking.inputRequests),
+    );
+    if (asking === undefined || Object.keys(answers).length === 0) return {};
     try {
-      await this.deps.tasks.answerTask(grant.account, id, asking.inputRequestId, inputResponses);
+      await this.deps.tasks.answerTask(grant.account, id, asking.inputRequestId, answers);
     } catch (err) {
       if (err instanceof WireError && (err.code === ErrorCodes.invalidInput || err.code === ErrorCodes.inputRefused))
         throw new ProtocolError(ProtocolErrorCode.InvalidParams, err.message, {

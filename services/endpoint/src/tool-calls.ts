@@ -351,6 +351,8 @@ export class ToolCalls {
       ...(input.caps.elicitation === true ? { forms: true } : {}),
       ...(input.caps.sampling === true ? { sampling: true } : {}),
       ...(input.caps.roots === true ? { roots: true } : {}),
+      // A 2026-07-28 client that asked for a task is asked its task's questions on tasks/get (docs/tasks.md#questions).
+      ...(input.task === 'modern' ? { tasks: true } : {}),
     };
     // A call re-sent to wait for the task an earlier one left running (a client without tasks).
     const resumedTask = this.deps.tasks?.resumed(meta);

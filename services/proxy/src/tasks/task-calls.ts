@@ -104,7 +104,8 @@ export class TaskCalls {
         protocolVersion: c.target.protocolVersion,
         ...(c.target.sessionId !== undefined ? { sessionId: c.target.sessionId } : {}),
         authContext: c.authContext,
-        ...(c.req.answers !== undefined
+        // The caller answers its task's questions only when it said it does (it waits with an answer handler, or polls).
+        ...(c.req.answers?.tasks === true
           ? { answerers: { ...c.req.answers, ...(c.formsByRuntime ? { formsByRuntime: true } : {}) } }
           : {}),
       },
