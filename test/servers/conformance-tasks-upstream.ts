@@ -123,7 +123,12 @@ export async function startConformanceTasksUpstream(): Promise<{ url: string; cl
       }
       const questions: FixtureTask['questions'] =
         name === 'confirm_delete'
-          ? { confirm: confirmForm(`Delete ${String(args.filename ?? 'the file')}?`, 'confirm') }
+          ? {
+              confirm: confirmForm(
+                `Delete ${typeof args.filename === 'string' ? args.filename : 'the file'}?`,
+                'confirm',
+              ),
+            }
           : name === 'multi_input'
             ? { first: confirmForm('Your name?', 'name'), second: confirmForm('Another name?', 'name') }
             : {};

@@ -55,7 +55,11 @@ describe("endpoint: a task's questions asked of its 2026-07-28 client", { timeou
           },
         },
       },
-      { 'mcp-protocol-version': MODERN_VERSION, 'mcp-method': method, 'mcp-name': String(params.taskId ?? params.name) },
+      {
+        'mcp-protocol-version': MODERN_VERSION,
+        'mcp-method': method,
+        'mcp-name': String(params.taskId ?? params.name),
+      },
     );
 
   const asked = (token: string, taskId: string): Promise<Json> =>
@@ -74,7 +78,10 @@ describe("endpoint: a task's questions asked of its 2026-07-28 client", { timeou
     const taskId = created.result!.taskId as string;
     const round = await asked(tokenA, taskId);
     expect(round.inputRequests).toMatchObject({
-      format: { method: 'elicitation/create', params: { mode: 'form', message: 'Which format should the export have?' } },
+      format: {
+        method: 'elicitation/create',
+        params: { mode: 'form', message: 'Which format should the export have?' },
+      },
     });
     expect(round).not.toHaveProperty('requestState');
 

@@ -32,10 +32,12 @@ describe("a task's question answered by the runtime", { timeout: 240_000 }, () =
     ]);
     await system.setServer('every', everything.url);
     await system.setServer('modern', modern.url);
-    ({ agent } = await system.api.act<{ agent: { id: string } }>('CreateAgent', {
-      name: 'answerer',
-      definition: { mcpServers: ['every', 'modern'], inputs: { forms: 'runtime' } },
-    }).then((r) => ({ agent: r.agent.id })));
+    ({ agent } = await system.api
+      .act<{ agent: { id: string } }>('CreateAgent', {
+        name: 'answerer',
+        definition: { mcpServers: ['every', 'modern'], inputs: { forms: 'runtime' } },
+      })
+      .then((r) => ({ agent: r.agent.id })));
     await eventually(
       async () => {
         const t = await system.api.act<{ tools: unknown[] }>('ListAgentTools', { agent });
@@ -95,7 +97,8 @@ describe("a task's question answered by the runtime", { timeout: 240_000 }, () =
       'r-legacy',
       'every__simulate-research-query',
       { topic: 'python', ambiguous: true },
-      { timeoutMs: 500, answers: { forms: true, tasks: true } },
+      // The call's bound leaves its tools/call time on a loaded box (the task asks ~2 s in).
+      { timeoutMs: 3_000, answers: { forms: true, tasks: true } },
     );
     const id = out.result.task!.id;
     let message = '';
@@ -114,7 +117,7 @@ describe("a task's question answered by the runtime", { timeout: 240_000 }, () =
     expect(await waitingForPeople()).toEqual([]);
   });
 
-  it("an answer that does not fit its question, or names another round, is refused; the round stays open for a good one", async () => {
+  it('an answer that does not fit its question, or names another round, is refused; the round stays open for a good one', async () => {
     const out = await system.call(
       agent,
       'r-bad',

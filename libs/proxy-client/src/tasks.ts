@@ -81,7 +81,13 @@ export class TaskClient {
     inputRequestId: string,
     inputResponses: Record<string, unknown>,
   ): Promise<TaskAnswered> {
-    const value = (await this.ask({ op: 'answer', account, task: checkedId(task), inputRequestId, inputResponses })) as {
+    const value = (await this.ask({
+      op: 'answer',
+      account,
+      task: checkedId(task),
+      inputRequestId,
+      inputResponses,
+    })) as {
       complete?: unknown;
     };
     return { complete: value?.complete === true };
@@ -95,11 +101,7 @@ export class TaskClient {
    * down are not delivered). A read that fails for an outage (`unavailable`, `timeout`,
    * `transport_error`) is not the task's end: the wait goes on.
    */
-  async waitTask(
-    account: string,
-    task: string,
-    opts: TaskWait = {},
-  ): Promise<TaskView> {
+  async waitTask(account: string, task: string, opts: TaskWait = {}): Promise<TaskView> {
     const id = checkedId(task);
     const asked = this.answering(account, id, opts);
     const sub = this.nc.subscribe(this.subjects.taskStatus(account, id));

@@ -97,8 +97,13 @@ export class EndpointTasks {
     server.setRequestHandler('tasks/cancel', taskIdParams, (params) =>
       this.traced('tasks/cancel', grant, () => this.cancel(grant, params.taskId, era())),
     );
-    server.setRequestHandler('tasks/update', updateParams, (params) =>
-      this.traced('tasks/update', grant, () => (era(), this.update(grant, params.taskId, params.inputResponses))),
+    // The SDK lifts a request's `inputResponses` out of its params (SEP-2322) onto the request context.
+    server.setRequestHandler('tasks/update', updateParams, (params, ctx) =>
+      this.traced(
+        'tasks/update',
+        grant,
+        () => (era(), this.update(grant, params.taskId, params.inputResponses ?? inputResponsesOf(ctx.mcpReq))),
+      ),
     );
   }
 
@@ -322,6 +327,12 @@ export class EndpointTasks {
     }
     return {};
   }
+}
+
+/** The `inputResponses` the SDK took off a request's params, when they are a map. */
+function inputResponsesOf(mcpReq: { inputResponses?: unknown }): Record<string, unknown> | undefined {
+  const v = mcpReq.inputResponses;
+  return v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
 }
 
 /** A task's fault as the MCP error a client expects: an outage of the connector's, never the client's fault. */

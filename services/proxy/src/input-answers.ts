@@ -1,10 +1,4 @@
-import {
-  ErrorCodes,
-  INPUT_LIMITS,
-  WireError,
-  checkElicitAnswer,
-  type InputRequestItem,
-} from '@mcpx/contracts';
+import { ErrorCodes, INPUT_LIMITS, WireError, checkElicitAnswer, type InputRequestItem } from '@mcpx/contracts';
 
 function isMap(v: unknown): v is Record<string, unknown> {
   return v !== null && typeof v === 'object' && !Array.isArray(v) && !ArrayBuffer.isView(v);
@@ -85,4 +79,3 @@ function checkRootsAnswer(v: unknown, at: string): Record<string, unknown> {
   });
   return { roots };
 }
-

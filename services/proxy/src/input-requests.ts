@@ -4,7 +4,6 @@ import {
   ErrorCodes,
   INPUT_LIMITS,
   WireError,
-  checkElicitAnswer,
   checkRequestedSchema,
   type ElicitAnswer,
   type InputRequestItem,
@@ -410,7 +409,10 @@ export class InputGate {
         );
       }
       if (raw === undefined) responses[item.key] = { action: 'cancel' };
-      else responses[item.key] = stored ? checkRuntimeAnswer(item, JSON.parse(raw), item.key) : (JSON.parse(raw) as ElicitAnswer);
+      else
+        responses[item.key] = stored
+          ? checkRuntimeAnswer(item, JSON.parse(raw), item.key)
+          : (JSON.parse(raw) as ElicitAnswer);
     }
     this.rounds?.add(1, { outcome: 'resumed', era: out.record.era });
     return {
@@ -463,7 +465,8 @@ export class InputGate {
     for (const [key, answer] of checked) {
       const out = await this.deps.store.answer(account, id, key, JSON.stringify(answer), 'runtime');
       // An answer given before (a re-sent update) stands: the first one counts.
-      if (!out.ok && out.reason !== 'answered_already') throw this.refusal(doc, id, out.reason === 'expired' ? 'expired' : 'used');
+      if (!out.ok && out.reason !== 'answered_already')
+        throw this.refusal(doc, id, out.reason === 'expired' ? 'expired' : 'used');
       if (out.ok) complete = out.complete;
     }
     return { complete };
