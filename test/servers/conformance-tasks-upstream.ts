@@ -143,7 +143,9 @@ export async function startConformanceTasksUpstream(): Promise<{ url: string; cl
         ending,
       };
       tasks.set(t.taskId, t);
-      return { resultType: 'task', ...wire(t) } as never;
+      // A CreateTaskResult carries no inputRequests (they live on tasks/get): the task is created working.
+      const { inputRequests: _asked, ...created } = wire(t);
+      return { resultType: 'task', ...created, status: t.status === 'input_required' ? 'working' : t.status } as never;
     });
     const taskIdParams = { params: z.object({ taskId: z.string() }).passthrough() };
     const find = (taskId: string): FixtureTask => {

@@ -109,7 +109,8 @@ describe("endpoint: a task's questions asked of its 2026-07-28 client", { timeou
       taskId,
       inputResponses: { format: { action: 'accept', content: { format: 'parquet' } } },
     });
-    expect(ack.result, ack.body).toEqual({ resultType: 'complete' });
+    expect(ack.result, ack.body).toMatchObject({ resultType: 'complete' });
+    expect(Object.keys(ack.result!).filter((k) => k !== '_meta')).toEqual(['resultType']);
     const done = await eventually(
       async () => {
         const got = await request(tokenA, 'tasks/get', { taskId });

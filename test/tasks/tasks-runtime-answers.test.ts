@@ -71,7 +71,7 @@ describe("a task's question answered by the runtime", { timeout: 240_000 }, () =
       'r-modern',
       'modern__clarify-export',
       {},
-      { task: true, timeoutMs: 500, answers: { forms: true, tasks: true } },
+      { task: true, timeoutMs: 3_000, answers: { forms: true, tasks: true } },
     );
     const id = out.result.task!.id;
     const asked: InputRequestItem[][] = [];
@@ -123,7 +123,7 @@ describe("a task's question answered by the runtime", { timeout: 240_000 }, () =
       'r-bad',
       'modern__clarify-export',
       {},
-      { task: true, timeoutMs: 500, answers: { forms: true, tasks: true } },
+      { task: true, timeoutMs: 3_000, answers: { forms: true, tasks: true } },
     );
     const id = out.result.task!.id;
     const updates = modern.stats.updates;
