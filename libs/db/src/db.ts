@@ -19,6 +19,7 @@ import * as registrySignInRequester from './migrations/registry-20261206T0300-si
 import * as registryAuthorizationServerRole from './migrations/registry-20261206T1200-authorization-server-role.js';
 import * as activityCalls from './migrations/activity-20261206T0500-calls.js';
 import * as proxyTasks from './migrations/proxy-20261206T0500-tasks.js';
+import * as proxyTaskAnswerers from './migrations/proxy-20261206T1140-task-answerers.js';
 import * as projectorHeldTools from './migrations/projector-20261201T1415-held-tools.js';
 import * as projectorInit from './migrations/projector-20261130T0800-init.js';
 import * as projectorSearch from './migrations/projector-20261130T0900-search.js';
@@ -111,6 +112,7 @@ const MIGRATIONS = {
   },
   proxy: {
     '20261206T0500-tasks': proxyTasks,
+    '20261206T1140-task-answerers': proxyTaskAnswerers,
   },
 } satisfies Record<string, Record<string, Migration>>;
 
