@@ -12,6 +12,7 @@ import { startConformanceUpstream, type ConformanceUpstream } from '../servers/c
 import { startEverythingServer, type EverythingServer } from '../servers/everything.js';
 import { listenOnLoopback, type Listening } from '../servers/loopback.js';
 import { startEndpointSystem, type EndpointSystem } from './endpoint-harness.js';
+import { eventually } from '../support/system.js';
 
 /** What the hostile upstream lists: URIs a client must never be handed, one fine one, an app, a huge one. */
 const HOSTILE_URIS = [
@@ -363,5 +364,38 @@ describe('resources and prompts through the endpoint faces', () => {
     expect(hostile.lists()).toBe(listed + 1);
     // Not granted: refused by the proxy itself, whatever the endpoint would do.
     await expect(direct.relay({ ...req, server: 'nope' })).rejects.toMatchObject({ code: 'not_granted' });
+  });
+
+  it('forgets what it kept of a server when its configuration or credentials change: the next list reaches the server', async () => {
+    const direct = new ProxyClient(sys.system.nc, sys.system.subjects);
+    const req = {
+      account: sys.system.account,
+      agent: sys.system.agentId('reader'),
+      run: 'ttl-change-run',
+      server: 'wild',
+      method: 'resources/list' as const,
+      params: {},
+    };
+    await direct.relay(req);
+    const listed = hostile.lists();
+    await direct.relay(req);
+    expect(hostile.lists()).toBe(listed);
+    // Another credential header: the server's config is saved again (and discovered).
+    await sys.system.api.act('SetMcpServer', {
+      name: 'wild',
+      config: { url: hostile.url, headers: { 'x-tenant': 'second' } },
+    });
+    await eventually(
+      async () => {
+        await direct.relay(req);
+        return hostile.lists() > listed ? true : undefined;
+      },
+      10_000,
+      'a list after the change reaches the server',
+    );
+    // And is kept again from then on.
+    const now = hostile.lists();
+    await direct.relay(req);
+    expect(hostile.lists()).toBe(now);
   });
 });

@@ -152,4 +152,45 @@ describe('forms to the endpoint client that declared elicitation', () => {
       data: { code: 'input_refused', details: { reason: 'used', field: 'requestState' } },
     });
   });
+
+  it('answers sent before any question reach the server only as answers to its questions of this client; extra keys are dropped', async () => {
+    const { token } = await sys.token('plain');
+    const url = sys.urlOf('plain');
+    const caps = { elicitation: { form: {} } };
+    const confirm = { action: 'accept', content: { confirm: true } };
+    const before = upstream.stats.responsesSeen.length;
+    const inputResponses = { confirm, unknown_extra_key: { action: 'accept', content: { foo: 'bar' } } };
+    const done = await modernCall(url, token, 'ops__deploy', { env: 'eu' }, caps, { inputResponses });
+    expect(textOf(done.result as Result), JSON.stringify(done.message)).toBe('Deployed to eu');
+    // The server was asked first without them, then answered its own question only.
+    expect(upstream.stats.responsesSeen.slice(before)).toEqual([undefined, { confirm }]);
+    // Answers that do not answer what the server asks are ignored: the question comes back as usual.
+    const partial = await modernCall(url, token, 'ops__deploy', { env: 'eu' }, caps, {
+      inputResponses: { wrong_key: confirm },
+    });
+    expect(partial.result?.resultType, JSON.stringify(partial.message)).toBe('input_required');
+    expect(Object.keys(partial.result?.inputRequests as object)).toEqual(['confirm']);
+    expect(await pendingInputs(sys.system)).toEqual([]);
+  });
+
+  it("attack: a client that declared no forms cannot pre-answer the owner's form: the server never sees the answer, the owner decides", async () => {
+    const { token } = await sys.token('plain');
+    const url = sys.urlOf('plain');
+    const before = upstream.stats.responsesSeen.length;
+    const forged = { confirm: { action: 'accept', content: { confirm: true } } };
+    const stopped = await modernCall(url, token, 'ops__deploy', { env: 'prod' }, {}, { inputResponses: forged });
+    const err = errorOf(stopped.result as Result);
+    expect(err, JSON.stringify(stopped.message)).toMatchObject({
+      code: 'input_required',
+      details: { forPerson: true },
+    });
+    expect(textOf(stopped.result as Result)).not.toContain('Deployed');
+    expect(upstream.stats.responsesSeen.slice(before).filter((r) => r !== undefined)).toEqual([]);
+    const id = err.details.inputRequestId as string;
+    expect((await pendingInputs(sys.system)).find((r) => r.id === id)?.requests[0]).toMatchObject({
+      kind: 'form',
+      answerBy: 'person',
+    });
+    await sys.system.api.act('AnswerInputRequest', { id, action: 'cancel' });
+  });
 });

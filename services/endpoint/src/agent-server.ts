@@ -6,10 +6,16 @@ import {
   LOG_LEVEL_META_KEY,
   ProtocolError,
   ProtocolErrorCode,
+  type CallToolRequest,
+  type CallToolResult,
+  type InputRequiredResult,
   type McpHttpHandler,
   type Server,
+  type ServerContext,
   type Tool,
 } from '@modelcontextprotocol/server';
+import { withFirstAnswers, type SendCall } from './first-answers.js';
+import { SET_LEVEL_PARAMS, decodeCursor, encodeCursor, isAnswerMap } from './face-params.js';
 import { EndpointTasks } from './endpoint-tasks.js';
 import { TASK_CAPABILITIES, TaskAwareServer, asksForTask, declaresTasksExtension, type TaskEra } from './task-wire.js';
 import { registerRelayed, wrapUri } from './relayed.js';
@@ -48,6 +54,8 @@ export interface AgentServerDeps {
 interface Metrics {
   requests: Counter;
   duration: Histogram;
+  /** Answers a client sent before any question: forwarded to its server's questions, or ignored (first-answers.ts). */
+  firstAnswers: Counter;
 }
 
 // Subscriptions and list changes: what the granted servers say reaches the face's clients
@@ -62,52 +70,8 @@ const SERVER_OPTIONS = {
     logging: {},
   },
 };
-/**
- * `logging/setLevel`'s params, checked here so that a level that is not MCP's is the client's
- * `-32602` naming `level` (the SDK's own check of a spec method answers `-32603`).
- */
-const SET_LEVEL_PARAMS = {
-  params: {
-    '~standard': {
-      version: 1 as const,
-      vendor: 'mcpx',
-      validate: (v: unknown) => {
-        const level = (v as { level?: unknown } | null)?.level;
-        return isLogLevel(level)
-          ? { value: { level } }
-          : {
-              issues: [
-                {
-                  message:
-                    'level: must be an MCP log level (debug, info, notice, warning, error, critical, alert, emergency)',
-                  path: ['level'],
-                },
-              ],
-            };
-      },
-    },
-  },
-};
 const TASK_SERVER_OPTIONS = { capabilities: { ...SERVER_OPTIONS.capabilities, ...TASK_CAPABILITIES } };
 const LIST_HINTS = { ttlMs: LIST_TTL_MS, cacheScope: 'private' as const };
-
-/** Whether `v` is `{<key>: {…}}`: the only shape of a retry's `inputResponses`. */
-function isAnswerMap(v: unknown): boolean {
-  if (v === null || typeof v !== 'object' || Array.isArray(v)) return false;
-  return Object.values(v).every((a) => a !== null && typeof a === 'object' && !Array.isArray(a));
-}
-
-/** A `tools/list` cursor: the last name of the previous page (stable while the set changes). */
-function encodeCursor(name: string): string {
-  return Buffer.from(name, 'utf8').toString('base64url');
-}
-
-function decodeCursor(cursor: string): string {
-  const name = /^[A-Za-z0-9_-]{1,400}$/.test(cursor) ? Buffer.from(cursor, 'base64url').toString('utf8') : '';
-  if (name === '' || encodeCursor(name) !== cursor)
-    throw new ProtocolError(ProtocolErrorCode.InvalidParams, 'Invalid cursor');
-  return name;
-}
 
 /**
  * The tool's own `_meta` as a face lists it (docs/endpoint.md#mcp-apps): as the server listed it
@@ -175,6 +139,9 @@ export class AgentServers {
       duration: deps.meter.createHistogram('mcpx_endpoint_call_duration_ms', {
         description: 'tools/call through the agent endpoint, end to end (ms)',
         unit: 'ms',
+      }),
+      firstAnswers: deps.meter.createCounter('mcpx_endpoint_first_answers_total', {
+        description: 'tools/call requests that sent answers before any question, by outcome (forwarded, ignored)',
       }),
     };
     this.tasks =
@@ -371,39 +338,53 @@ export class AgentServers {
     server.setNotificationHandler('notifications/cancelled', (notification) => {
       this.calls.cancelled(grant, (notification.params as { requestId?: unknown } | undefined)?.requestId);
     });
-    server.setRequestHandler('tools/call', async (request, ctx) => {
-      const params = request.params;
-      // A retry's answers are a map of objects by request key; anything else (null, a number) is
-      // a protocol error, refused before the proxy is asked.
-      const answers =
-        'inputResponses' in params
-          ? (params as { inputResponses?: unknown }).inputResponses
-          : (ctx.mcpReq.inputResponses as unknown);
-      if (answers !== undefined && !isAnswerMap(answers))
-        throw new ProtocolError(
-          ProtocolErrorCode.InvalidParams,
-          'inputResponses: must be a map of answers (objects) by request key',
-        );
-      const mcpReq = ctx.mcpReq;
-      // What this client can answer itself, as it declared: forms (elicitation) and sampling (the
-      // server backfills a 2026-07-28 request's from its envelope).
-      const caps = server.getClientCapabilities() ?? {};
-      const meta = ctx.mcpReq._meta ?? params._meta;
-      const progressToken = progressTokenOf(meta);
-      const logLevel = await this.logLevelOf(grant, (ctx.mcpReq as { envelope?: Record<string, unknown> }).envelope);
-      // On a per-server face the tool is named by its server: the call is that of its document.
-      let name = params.name;
-      if (face !== undefined) {
-        const doc = (await this.faceTools(account, agent, face)).find(params.name);
-        if (doc === undefined) {
-          this.metrics.requests.add(1, { method: 'tools/call', outcome: 'unknown_tool' });
-          throw unknownTool(params.name);
-        }
-        name = doc.name;
+    server.setRequestHandler('tools/call', (request, ctx) => this.toolsCall(server, grant, face, request, ctx));
+    return server;
+  }
+
+  /** A face's `tools/call` (the SDK path; lean-calls.ts serves the plain ones beside it). */
+  private async toolsCall(
+    server: Server,
+    grant: TokenGrant,
+    face: string | undefined,
+    request: CallToolRequest,
+    ctx: ServerContext,
+  ): Promise<CallToolResult | InputRequiredResult> {
+    const { account, agent } = grant;
+    const params = request.params;
+    // A retry's answers are a map of objects by request key; anything else (null, a number) is
+    // a protocol error, refused before the proxy is asked.
+    const answers =
+      'inputResponses' in params
+        ? (params as { inputResponses?: unknown }).inputResponses
+        : (ctx.mcpReq.inputResponses as unknown);
+    if (answers !== undefined && !isAnswerMap(answers))
+      throw new ProtocolError(
+        ProtocolErrorCode.InvalidParams,
+        'inputResponses: must be a map of answers (objects) by request key',
+      );
+    const mcpReq = ctx.mcpReq;
+    // What this client can answer itself, as it declared: forms (elicitation) and sampling (the
+    // server backfills a 2026-07-28 request's from its envelope).
+    const caps = server.getClientCapabilities() ?? {};
+    const meta = ctx.mcpReq._meta ?? params._meta;
+    const progressToken = progressTokenOf(meta);
+    const logLevel = await this.logLevelOf(grant, (ctx.mcpReq as { envelope?: Record<string, unknown> }).envelope);
+    // On a per-server face the tool is named by its server: the call is that of its document.
+    let name = params.name;
+    if (face !== undefined) {
+      const doc = (await this.faceTools(account, agent, face)).find(params.name);
+      if (doc === undefined) {
+        this.metrics.requests.add(1, { method: 'tools/call', outcome: 'unknown_tool' });
+        throw unknownTool(params.name);
       }
-      const task =
-        this.tasks === undefined ? undefined : await this.taskAsked(server, params, caps, account, agent, face);
-      return this.calls.call({
+      name = doc.name;
+    }
+    const task =
+      this.tasks === undefined ? undefined : await this.taskAsked(server, params, caps, account, agent, face);
+    // Answers sent before any question go to the server only as answers to its questions of this client (first-answers.ts).
+    const send: SendCall = (retry) =>
+      this.calls.call({
         grant,
         name,
         arguments: params.arguments ?? {},
@@ -412,8 +393,12 @@ export class AgentServers {
           traceparent: ctx.http?.req?.headers.get('traceparent'),
           tracestate: ctx.http?.req?.headers.get('tracestate'),
         },
-        requestState: mcpReq.requestState?.(),
-        ...(mcpReq.inputResponses !== undefined ? { inputResponses: mcpReq.inputResponses } : {}),
+        requestState: retry?.requestState ?? mcpReq.requestState?.(),
+        ...(retry !== undefined
+          ? { inputResponses: retry.inputResponses }
+          : mcpReq.inputResponses !== undefined
+            ? { inputResponses: mcpReq.inputResponses }
+            : {}),
         caps: {
           elicitation: declaresForms(caps.elicitation),
           elicitationUrl: declaresUrl(caps.elicitation),
@@ -442,7 +427,7 @@ export class AgentServers {
             }
           : {}),
       });
-    });
-    return server;
+    const first = answers as Record<string, unknown> | undefined;
+    return withFirstAnswers(send, first, mcpReq.requestState?.(), meta, this.metrics.firstAnswers);
   }
 }

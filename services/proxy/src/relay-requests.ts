@@ -1,4 +1,5 @@
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
+import { listen, subjectOnly } from '@mcpx/bus';
 import {
   SpanKind,
   SpanStatusCode,
@@ -17,7 +18,6 @@ import {
   QueueGroups,
   WireError,
   decodeRelayRequest,
-  encodePayload,
   resourceUriFault,
   type RelayMethod,
   type RelayReply,
@@ -33,15 +33,12 @@ import type { InputGate } from './input-requests.js';
 import { relayWithInputs, type RelaySend } from './relay-inputs.js';
 import type { OAuthTokens } from './oauth-tokens.js';
 import { toWire } from './wire-errors.js';
+import { takeRequest } from './relay-replies.js';
+import { RelayCache, credentialsDigest } from './relay-cache.js';
+
+export { RELAY_CACHE_MAX_TTL_MS, RelayCache } from './relay-cache.js';
 import { screenAppContents } from './app-resources.js';
 
-/** A relayed result is kept at most this long, whatever `ttlMs` the server gives. */
-export const RELAY_CACHE_MAX_TTL_MS = 300_000;
-/** Results kept at most, and their JSON bytes together. */
-const CACHE_MAX_ENTRIES = 2_000;
-const CACHE_MAX_BYTES = 32 * 1024 * 1024;
-/** A result bigger than this is never cached (it is still relayed, bounded). */
-const CACHE_MAX_RESULT_BYTES = 256 * 1024;
 /** Room left in a reply for its envelope and the markers. */
 const REPLY_MARGIN_BYTES = 16 * 1024;
 
@@ -176,46 +173,6 @@ export function boundRelayResult(
   };
 }
 
-/** Results kept by the server's `ttlMs`, per auth context (account and server: the credentials used). */
-export class RelayCache {
-  private readonly entries = new Map<string, { until: number; result: Record<string, unknown>; bytes: number }>();
-  private bytes = 0;
-
-  get(key: string, now = Date.now()): Record<string, unknown> | undefined {
-    const hit = this.entries.get(key);
-    if (hit === undefined) return undefined;
-    if (hit.until > now) return hit.result;
-    this.drop(key);
-    return undefined;
-  }
-
-  /** Keeps `result` when it says how long it may be kept (`ttlMs` > 0), at most {@link RELAY_CACHE_MAX_TTL_MS}. */
-  put(key: string, result: Record<string, unknown>, now = Date.now()): void {
-    const ttl = result.ttlMs;
-    if (typeof ttl !== 'number' || !Number.isFinite(ttl) || ttl <= 0) return;
-    const bytes = byteLength(result);
-    if (bytes > CACHE_MAX_RESULT_BYTES) return;
-    this.drop(key);
-    this.entries.set(key, { until: now + Math.min(ttl, RELAY_CACHE_MAX_TTL_MS), result, bytes });
-    this.bytes += bytes;
-    while (this.entries.size > CACHE_MAX_ENTRIES || this.bytes > CACHE_MAX_BYTES)
-      this.drop(this.entries.keys().next().value as string);
-  }
-
-  /** Forgets a server's results (its configuration or credentials changed). */
-  forget(account: string, server: string): void {
-    const prefix = `${account}\u0000${server}\u0000`;
-    for (const k of [...this.entries.keys()]) if (k.startsWith(prefix)) this.drop(k);
-  }
-
-  private drop(key: string): void {
-    const e = this.entries.get(key);
-    if (e === undefined) return;
-    this.entries.delete(key);
-    this.bytes -= e.bytes;
-  }
-}
-
 export interface RelayDeps {
   nc: NatsConnection;
   subjects: Subjects;
@@ -260,7 +217,7 @@ function relayError(err: unknown, req: RelayRequest): WireError {
  * `invalid_input` naming the field.
  */
 export class RelayRequests {
-  private sub: Subscription | undefined;
+  private readonly subs: Subscription[] = [];
   private readonly cache = new RelayCache();
   private readonly total: Counter;
   private readonly duration: Histogram;
@@ -277,40 +234,37 @@ export class RelayRequests {
 
   start(): void {
     const { nc, subjects, instance, log } = this.deps;
-    this.sub = nc.subscribe(subjects.proxyRelay, {
-      queue: QueueGroups.proxy,
-      callback: (err, msg) => {
-        if (err !== null) return;
-        const reply = (body: RelayReply): void => {
-          try {
-            msg.respond(encodePayload(body));
-          } catch (e) {
-            log.warn('relay reply failed', { err: e as Error });
-          }
-        };
-        let req: RelayRequest;
-        try {
-          req = decodeRelayRequest(msg.data);
-        } catch (e) {
-          this.total.add(1, { method: 'unknown', outcome: ErrorCodes.invalidInput });
-          reply({ ok: false, instance, error: toWire(e).toJSON() });
-          return;
-        }
-        this.handle(req, extractTraceContext(msg.headers)).then(
-          (result) => reply({ ok: true, instance, result }),
-          (e: unknown) => reply({ ok: false, instance, error: toWire(e).toJSON() }),
-        );
-      },
-    });
+    const refused = (): void => void this.total.add(1, { method: 'unknown', outcome: ErrorCodes.invalidInput });
+    // A server's configuration or credentials changed (its events: saved and discovered, deleted):
+    // what was kept of it goes (the key's credentials digest already keeps a new reading apart).
+    const forget = (e: { account: string; server: string } | null): void => {
+      if (e !== null) this.cache.forget(e.account, e.server);
+    };
+    this.subs.push(
+      listen(nc, subjects.serverEventsAll, subjectOnly(subjects.parseServerEvent), forget, {
+        what: 'relay cache invalidation',
+        log,
+      }),
+    );
+    this.subs.push(
+      nc.subscribe(subjects.proxyRelay, {
+        queue: QueueGroups.proxy,
+        callback: (err, msg) => {
+          if (err !== null) return;
+          const taken = takeRequest(msg, decodeRelayRequest, { instance, log, what: 'relay', refused });
+          if (taken === undefined) return;
+          const { req, reply } = taken;
+          this.handle(req, extractTraceContext(msg.headers)).then(
+            (result) => reply({ ok: true, instance, result } satisfies RelayReply),
+            (e: unknown) => reply({ ok: false, instance, error: toWire(e).toJSON() } satisfies RelayReply),
+          );
+        },
+      }),
+    );
   }
 
   stop(): void {
-    this.sub?.unsubscribe();
-  }
-
-  /** Forgets what was cached of a server (its configuration changed). */
-  forget(account: string, server: string): void {
-    this.cache.forget(account, server);
+    for (const sub of this.subs.splice(0)) sub.unsubscribe();
   }
 
   async handle(req: RelayRequest, parent: Context): Promise<Record<string, unknown>> {
@@ -363,7 +317,7 @@ export class RelayRequests {
     if (server === null)
       throw new WireError(ErrorCodes.notFound, `no MCP server named ${req.server}`, { server: req.server });
     // What the caller declared it answers can change a prompt's or a read's result: it is part of the key.
-    const key = `${req.account}\u0000${req.server}\u0000${req.method}\u0000${JSON.stringify(req.params)}\u0000${INPUT_METHODS.has(req.method) ? JSON.stringify(req.answers ?? {}) : ''}`;
+    const key = `${req.account}\u0000${req.server}\u0000${credentialsDigest(server)}\u0000${req.method}\u0000${JSON.stringify(req.params)}\u0000${INPUT_METHODS.has(req.method) ? JSON.stringify(req.answers ?? {}) : ''}`;
     // A re-sent request's result is its client's answers': never taken from, nor kept in, the cache.
     const cacheable = req.inputRequestId === undefined;
     const hit = cacheable ? this.cache.get(key) : undefined;

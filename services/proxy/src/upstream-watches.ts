@@ -30,6 +30,7 @@ import { NoticeCoalescer } from './notice-coalescer.js';
 import type { UpstreamContexts } from './watch-contexts.js';
 import { type WatchContext } from './watch-contexts.js';
 import { toWire } from './wire-errors.js';
+import { takeRequest } from './relay-replies.js';
 
 /** The bounds on the upstream subscriptions one proxy instance holds. */
 export interface WatchLimits {
@@ -136,21 +137,12 @@ export class UpstreamWatches {
 
   private take(msg: Msg): void {
     const { instance, log } = this.deps;
-    const reply = (body: WatchReply): void => {
-      try {
-        msg.respond(encodePayload(body));
-      } catch (e) {
-        log.warn('watch reply failed', { err: e as Error });
-      }
-    };
-    let req: WatchRequest;
-    try {
-      req = decodeWatchRequest(msg.data);
-    } catch (e) {
-      this.total.add(1, { op: 'unknown', kind: 'unknown', outcome: ErrorCodes.invalidInput });
-      reply({ ok: false, instance, error: toWire(e).toJSON() });
-      return;
-    }
+    const refused = (): void =>
+      void this.total.add(1, { op: 'unknown', kind: 'unknown', outcome: ErrorCodes.invalidInput });
+    const taken = takeRequest(msg, decodeWatchRequest, { instance, log, what: 'watch', refused });
+    if (taken === undefined) return;
+    const { req } = taken;
+    const reply = (body: WatchReply): void => taken.reply(body);
     const span = this.deps.tracer.startSpan(
       'proxy.watch',
       {
