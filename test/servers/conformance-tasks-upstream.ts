@@ -161,13 +161,12 @@ export async function startConformanceTasksUpstream(): Promise<{ url: string; cl
         Object.assign(t, { status: 'cancelled', lastUpdatedAt: now() });
       return {};
     });
-    const updateParams = {
-      params: z.object({ taskId: z.string(), inputResponses: z.record(z.string(), z.unknown()) }).passthrough(),
-    };
-    server.setRequestHandler('tasks/update', updateParams, (params) => {
+    server.setRequestHandler('tasks/update', taskIdParams, (params, ctx) => {
       const t = find(params.taskId);
       // Answers to questions not asked (or asked no more) are ignored, as SEP-2663 says.
-      for (const [key, answer] of Object.entries(params.inputResponses)) {
+      // The SDK lifts a request's `inputResponses` off its params (they are the MRTR retry's field).
+      const responses = (ctx.mcpReq as { inputResponses?: Record<string, unknown> }).inputResponses ?? {};
+      for (const [key, answer] of Object.entries(responses)) {
         if (!(key in t.questions)) continue;
         t.answers[key] = answer;
         delete t.questions[key];

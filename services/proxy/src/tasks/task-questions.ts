@@ -160,12 +160,23 @@ export class TaskQuestions {
     if (answers.state === 'waiting') return undefined;
     const inputResponses =
       answers.state === 'answered' ? answers.responses : Object.fromEntries(keys.map((k) => [k, { action: 'cancel' }]));
-    await taskRequest(
-      target,
-      'tasks/update',
-      { taskId: row.upstream_task_id, inputResponses },
-      { timeoutMs: UPDATE_TIMEOUT_MS },
-    );
+    try {
+      await taskRequest(
+        target,
+        'tasks/update',
+        { taskId: row.upstream_task_id, inputResponses },
+        { timeoutMs: UPDATE_TIMEOUT_MS },
+      );
+    } catch (err) {
+      // The server refused the answers (a protocol error): the task cannot go on, but it is not lost.
+      if (!(err instanceof ProtocolError)) throw err;
+      return new WireError(ErrorCodes.serverError, `the server refused the answers: ${err.message.slice(0, 300)}`, {
+        server: row.server,
+        task: row.id,
+        reason: 'answers_refused',
+        mcpCode: err.code,
+      });
+    }
     this.answered.set(row.id, signature);
     await this.deps.store.asked(row.id, this.deps.instance, null);
     return undefined;
