@@ -395,6 +395,14 @@ export const ACTION_MAP: { readonly [T in ActionType]: ActionSpec } = {
     response: obj({ task: taskView }, ['task']),
     errors: ['not_found', 'timeout', 'transport_error'],
   },
+  GetTaskResult: {
+    summary:
+      "A finished task's result as its call would have answered it (bounded as a call's); a task that failed, was cancelled or expired is its typed error",
+    roles: WRITERS,
+    request: obj({ task: str }, ['task']),
+    response: obj({ result: anyObject, taskId: str }, ['result', 'taskId']),
+    errors: ['not_found', 'conflict', 'server_error', 'cancelled', 'timeout', 'transport_error', 'input_refused'],
+  },
 };
 
 /** The action types, in the map's order. */

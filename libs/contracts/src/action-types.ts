@@ -103,6 +103,7 @@ export interface ActionRequests {
   ListTasks: { agent?: AgentRef; limit?: number };
   GetTask: { task: string };
   CancelTask: { task: string };
+  GetTaskResult: { task: string };
 }
 
 /** What SetMcpServer dropped because the server moved to another origin (names only, never values). */
@@ -202,6 +203,7 @@ export interface ActionResponses {
   ListTasks: { tasks: TaskView[] };
   GetTask: { task: TaskView };
   CancelTask: { task: TaskView };
+  GetTaskResult: { result: ProxyResult; taskId: string };
 }
 
 /** An OAuth sign-in to an agent endpoint waiting for the owner's decision (never a code, cookie or nonce). */

@@ -149,6 +149,7 @@ export async function startProxy(config: Config, opts: ProxyOptions = {}): Promi
     maxRunningPerAccount: config.quotas.runningTasksPerAccount,
     flatten: limitsOfReply.flatten,
     resultBytes: limitsOfReply.resultBytes,
+    releaseRun: (account, run) => void pool.endRun(account, run),
   });
   const handler = new CallHandler({
     catalog,
