@@ -11,7 +11,6 @@ export const CEILINGS = {
   'console/public/activity.js': { function: 202 },
   'console/public/tasks.js': { function: 156 },
   'libs/config/src/nats-permissions.ts': { function: 152 },
-  'libs/contracts/src/action-map.ts': { lines: 401 },
   'libs/contracts/src/inputs.ts': { function: 98 },
   'libs/contracts/src/openapi.ts': { function: 101 },
   'libs/contracts/src/subjects.ts': { function: 86 },

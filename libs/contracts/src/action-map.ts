@@ -17,8 +17,8 @@ import {
   review,
   reviewed,
   str,
-  taskView,
 } from './action-schemas.js';
+import { TASK_ACTIONS } from './action-tasks.js';
 import type { ActionSpec } from './action-types.js';
 
 /** Every action: the one list the registry dispatches and the OpenAPI document describes. */
@@ -374,35 +374,8 @@ export const ACTION_MAP: { readonly [T in ActionType]: ActionSpec } = {
       ['at', 'servers'],
     ),
   },
-  ListTasks: {
-    summary: "The account's brokered tasks (one agent's when named), newest first, without their results",
-    roles: WRITERS,
-    request: obj({ agent, limit: int }),
-    response: obj({ tasks: arr(taskView) }, ['tasks']),
-    errors: ['not_found', 'timeout', 'transport_error'],
-  },
-  GetTask: {
-    summary: 'One brokered task as it stands',
-    roles: WRITERS,
-    request: obj({ task: str }, ['task']),
-    response: obj({ task: taskView }, ['task']),
-    errors: ['not_found', 'timeout', 'transport_error'],
-  },
-  CancelTask: {
-    summary: "Asks a task's server to cancel it; the task ends cancelled",
-    roles: WRITERS,
-    request: obj({ task: str }, ['task']),
-    response: obj({ task: taskView }, ['task']),
-    errors: ['not_found', 'timeout', 'transport_error'],
-  },
-  GetTaskResult: {
-    summary:
-      "A finished task's result as its call would have answered it (bounded as a call's); a task that failed, was cancelled or expired is its typed error",
-    roles: WRITERS,
-    request: obj({ task: str }, ['task']),
-    response: obj({ result: anyObject, taskId: str }, ['result', 'taskId']),
-    errors: ['not_found', 'conflict', 'server_error', 'cancelled', 'timeout', 'transport_error', 'input_refused'],
-  },
+  // Brokered tasks (docs/tasks.md#people): ./action-tasks.ts.
+  ...TASK_ACTIONS,
 };
 
 /** The action types, in the map's order. */
