@@ -266,7 +266,7 @@ async function callOverNats(
 
 export async function call(env: CliEnv, args: ParsedArgs, print: Print): Promise<void> {
   const req = parseCall(args);
-  // InvokeTool has no way to ask for a task, and the registry none to wait for one: both are the NATS mode's.
+  // InvokeTool has no way to ask for a task (a required tool's call is one anyway; the wait reads the task actions).
   if (req.task && !env.viaNats)
     throw new UsageError(
       "--task goes over NATS (--nats URL with the runtime's credentials); through the API only a tool whose task support is required runs as a task",
@@ -275,10 +275,10 @@ export async function call(env: CliEnv, args: ParsedArgs, print: Print): Promise
   const outcome = env.viaNats ? await callOverNats(env, key, req) : await callOverHttp(env, key, req);
   const extra = { run: outcome.run, ...('instance' in outcome ? { instance: outcome.instance } : {}) };
   const handle = outcome.result.task;
-  if (handle === undefined || req.noWait || !env.viaNats) {
+  if (handle === undefined || req.noWait) {
     print(
       { ...outcome.result, ...extra },
-      () => renderResult(outcome.result) + (handle !== undefined ? `\n${taskHint(handle.id, env.viaNats)}` : ''),
+      () => renderResult(outcome.result) + (handle !== undefined ? `\n${taskHint(handle.id)}` : ''),
     );
     return;
   }
@@ -287,10 +287,9 @@ export async function call(env: CliEnv, args: ParsedArgs, print: Print): Promise
   print({ ...result, ...extra, taskId: handle.id }, () => renderResult(result));
 }
 
-/** What a person does with a handle: wait, read, cancel or take the result (the NATS mode's `mcpx tasks`). */
-function taskHint(id: string, viaNats: boolean): string {
-  const how = `mcpx tasks show ${id} | mcpx tasks result ${id} | mcpx tasks cancel ${id}`;
-  return viaNats ? how : `${how} (over NATS: --nats URL with the runtime's credentials)`;
+/** What a person does with a handle: read, cancel or take the result (`mcpx tasks`, through the API or over NATS). */
+function taskHint(id: string): string {
+  return `mcpx tasks show ${id} | mcpx tasks result ${id} | mcpx tasks cancel ${id}`;
 }
 
 export async function runsEnd(env: CliEnv, args: ParsedArgs, print: Print): Promise<void> {

@@ -435,7 +435,7 @@ export const USAGE = `usage: mcpx <command> [--json]
   inputs list | inputs answer ID (--accept NAME=VALUE [NAME=VALUE...] | --content JSON | --done | --decline | --cancel) [--key KEY]
       (a server's question in the middle of a call: answer it, then the waiting call goes on)
   runs end RUN
-  tasks list [--agent AGENT] [--limit N] | tasks show ID | tasks cancel ID | tasks result ID   (over NATS, see below)
+  tasks list [--agent AGENT] [--limit N] | tasks show ID | tasks cancel ID | tasks result ID
   signers authorize PRINCIPAL --role OWNER|WRITER|AGENT [--agent AGENT]...   (AGENT: bound to the agents named)
   signers revoke PRINCIPAL
 every command: --json (machine-readable output), --api URL, --key-file PATH

@@ -7,7 +7,7 @@ import { ProxySystem, spawnProxyProcess, type ProxyProcess } from '../support/pr
 /**
  * A modern long task survives `kill -9` of the proxy process that polled it: another proxy
  * process takes the task over once the lease lapses, finishes it, and its result reaches the
- * runtime once.
+ * runtime once. While it is open, the task holds no pool run of the proxy.
  */
 describe('a task whose polling proxy is killed', () => {
   let system: ProxySystem;
@@ -44,6 +44,10 @@ describe('a task whose polling proxy is killed', () => {
     expect(id).toBeDefined();
     const poller = procs.find((p) => p.instance === out.instance);
     expect(poller).toBeDefined();
+    // An open modern task holds no pool run or connection (docs/tasks.md#the-broker): the call went
+    // out on the task's run, let go once the task was recorded (before, it stayed until the end).
+    const stats = (await (await fetch(`${poller!.internalUrl}/stats`)).json()) as { runs: number; connections: number };
+    expect({ runs: stats.runs, connections: stats.connections }).toEqual({ runs: 0, connections: 0 });
     const events: TaskEvent[] = [];
     const waiting = tasks.waitTask(system.account, id!, { timeoutMs: 60_000, onStatus: (e) => events.push(e) });
     await poller!.kill();

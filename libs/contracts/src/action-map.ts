@@ -28,8 +28,6 @@ import {
   review,
   reviewed,
   signInRequest,
-  taskAnswer,
-  taskErrors,
   tools,
   type ActionSpec,
 } from './action-parts.js';
@@ -55,7 +53,7 @@ import type { AgentToolsReply, ApprovalView } from './payloads.js';
 import type { AuditEventView, ToolChangeView } from './reviews.js';
 import type { InputRequestView } from './inputs.js';
 import { CALL_OUTCOME_FILTERS } from './activity.js';
-import { taskViewValue } from './tasks.js';
+import { TASK_ACTIONS } from './action-tasks.js';
 
 /** Every action: the one list the registry dispatches and the OpenAPI document describes. */
 export const ACTION_MAP = {
@@ -369,28 +367,8 @@ export const ACTION_MAP = {
     request: { server: optional(anyStr) },
     response: { at: str, servers: list(shape({ server: str, lastHour: callFigures, lastDay: callFigures })) },
   },
-  ListTasks: {
-    summary: "The account's brokered tasks (one agent's when named), newest first, without their results",
-    roles: WRITERS,
-    /** Newest first; `agent` by id or name; at most `TASK_LIST_MAX`. */
-    request: { agent: absentOrNull(agentRef), limit: optional(int) },
-    response: { tasks: list(taskViewValue) },
-    errors: taskErrors,
-  },
-  GetTask: {
-    summary: 'One brokered task as it stands',
-    roles: WRITERS,
-    request: { task: text(128) },
-    response: taskAnswer,
-    errors: taskErrors,
-  },
-  CancelTask: {
-    summary: "Asks a task's server to cancel it; the task ends cancelled",
-    roles: WRITERS,
-    request: { task: text(128) },
-    response: taskAnswer,
-    errors: taskErrors,
-  },
+  // Brokered tasks (docs/tasks.md#people): ./action-tasks.ts.
+  ...TASK_ACTIONS,
 } as const satisfies { readonly [T in ActionType]: ActionSpec };
 
 /** The action types, in the map's order. */

@@ -152,5 +152,7 @@ export const ActionTypes = {
   GetTask: 'GetTask',
   /** `{task}` → `{task}`: asks the task's server to cancel it; it ends `cancelled` (one that had ended is answered as it stands). */
   CancelTask: 'CancelTask',
+  /** `{task}` → `{result, taskId}`: a finished task's result as its call would have answered (bounded as a call's); an open one is `conflict`. */
+  GetTaskResult: 'GetTaskResult',
 } as const;
 export type ActionType = (typeof ActionTypes)[keyof typeof ActionTypes];

@@ -147,8 +147,8 @@ export async function startProxy(config: Config, opts: ProxyOptions = {}): Promi
     broker,
     store: taskStore,
     maxRunningPerAccount: config.quotas.runningTasksPerAccount,
-    flatten: limitsOfReply.flatten,
-    resultBytes: limitsOfReply.resultBytes,
+    ...limitsOfReply, // its flatten and resultBytes: a task's result is bounded as a call's
+    releaseRun: (account, run) => void pool.endRun(account, run),
   });
   const handler = new CallHandler({
     catalog,

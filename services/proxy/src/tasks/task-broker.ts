@@ -65,13 +65,12 @@ const DEFAULT_POLL_MS = 1_000;
 const STATUS_MESSAGE_MAX = 1_024;
 
 /**
- * The durable broker of task-augmented calls (docs/tasks.md). A created task is a row before
- * anyone hears of it; every instance runs the same loop: claim the due tasks whose lease is free
- * (exactly one instance holds a task's lease; it lapses `leaseMs` after the holder stops renewing
- * it, and another instance takes the task over), `tasks/get` each at the server's `pollInterval`
- * (bounded, jittered), publish each change on `mcp.tasks.<acct>.<task>`, and fetch a completed
- * task's result once, kept bounded until its ttl ends. A task its server no longer knows ends
- * `failed` (`task_lost`); one past its ttl ends `expired`.
+ * The durable broker of task-augmented calls (docs/tasks.md). A created task is a row before anyone hears of it; every
+ * instance runs the same loop: claim the due tasks whose lease is free (exactly one instance holds a task's lease; it
+ * lapses `leaseMs` after the holder stops renewing it, and another instance takes the task over), `tasks/get` each at
+ * the server's `pollInterval` (bounded, jittered), publish each change on `mcp.tasks.<acct>.<task>`, and fetch a
+ * completed task's result once, kept bounded until its ttl ends. A task its server no longer knows ends `failed`
+ * (`task_lost`); one past its ttl ends `expired`.
  */
 export class TaskBroker {
   private timer: NodeJS.Timeout | undefined;
@@ -146,7 +145,7 @@ export class TaskBroker {
     }
   }
 
-  /** A poll's `tasks/get` ends within its lease: one outliving it lets another instance poll the task too (seen under heavy load). */
+  /** A poll's `tasks/get` ends within its lease (it starts within half of it: tick): one outliving it lets another instance poll too. */
   private get getTimeoutMs(): number {
     return Math.max(1_000, Math.min(GET_TIMEOUT_MS, Math.floor(this.deps.settings.leaseMs / 2)));
   }
@@ -214,10 +213,11 @@ export class TaskBroker {
         this.lastSweep = Date.now();
         await this.expire();
       }
+      const end = Date.now() + this.deps.settings.leaseMs / 2;
       const rows = await this.deps.store.claimDue(this.deps.instance, this.deps.settings.leaseMs, CLAIM_BATCH);
       const queue = rows.filter((r) => !this.inflight.has(r.id));
       const workers = Array.from({ length: Math.min(POLL_CONCURRENCY, queue.length) }, async () => {
-        for (let row = queue.shift(); row !== undefined; row = queue.shift()) await this.poll(row);
+        for (let row = queue.shift(); row !== undefined && Date.now() < end; row = queue.shift()) await this.poll(row);
       });
       await Promise.all(workers);
     } catch (err) {

@@ -28,6 +28,12 @@ export interface TaskCallsDeps {
   /** The call reply's bounds: a task's result is bounded as a call's. */
   flatten?: Partial<FlattenLimits>;
   resultBytes?: number;
+  /**
+   * Lets a task's pool run go (the pool's `endRun`). A modern task holds no session: its run is let
+   * go once the task is recorded, so an open task holds no run or connection slot (its polls are
+   * plain requests on the instance's shared HTTP connections).
+   */
+  releaseRun?: (account: string, run: string) => void;
 }
 
 /** What the call path knows when its task-augmented call came back. */
@@ -112,6 +118,7 @@ export class TaskCalls {
       created,
       c.target,
     );
+    if (c.era === 'modern') this.deps.releaseRun?.(c.req.account, taskRun(c.taskId));
     const ended = await this.deps.broker.waitEnded(c.taskId, c.remainingMs);
     if (ended !== null && ended.result_cbor !== null) {
       await this.deps.store.taken(c.req.account, c.taskId);

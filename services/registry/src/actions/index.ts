@@ -18,7 +18,7 @@ import { deleteVendorConnection, setVendorConnection } from '../servers/builtins
 import { createAgentToken, listAgentTokens, revokeAgentToken } from '../agents/agent-tokens.actions.js';
 import { decideSignIn, listSignInRequests } from '../sign-ins/sign-in.actions.js';
 import { getCallFigures, listCalls } from '../activity/activity.actions.js';
-import { cancelTask, getTask, listTasks } from '../agents/tasks.actions.js';
+import { cancelTask, getTask, getTaskResult, listTasks } from '../agents/tasks.actions.js';
 
 export type { Action, ActionDeps, ActionHandler, ActionInput, Caller } from './context.js';
 
@@ -78,6 +78,7 @@ const HANDLERS: { readonly [T in ActionType]: ActionHandler<T> } = {
   ListTasks: listTasks,
   GetTask: getTask,
   CancelTask: cancelTask,
+  GetTaskResult: getTaskResult,
 };
 
 export function isKnownAction(type: string): type is ActionType {

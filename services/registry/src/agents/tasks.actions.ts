@@ -51,6 +51,16 @@ export const getTask: AgentsAction<'GetTask'> = async (deps, caller, action) => 
   task: await tasksOf(deps).getTask(caller.account, taskField(action.task)),
 });
 
+/**
+ * `GetTaskResult {task}` → `{result, taskId}`: the result the broker kept, flattened and bounded
+ * as a call's when it was fetched; a task that failed, was cancelled or expired throws the typed
+ * error it ended with, an open one `conflict`, one whose result went with its ttl `not_found`.
+ */
+export const getTaskResult: AgentsAction<'GetTaskResult'> = async (deps, caller, action) => {
+  const taskId = taskField(action.task);
+  return { result: await tasksOf(deps).taskResult(caller.account, taskId), taskId };
+};
+
 /** What the audit log keeps of a task: where it runs and how it stands, never its arguments or result. */
 function auditTask(t: TaskView): Record<string, unknown> {
   return {
