@@ -118,7 +118,7 @@ describe('the start command', () => {
     const meta = await eventually(async () => {
       const res = await fetch(`${issuer}/.well-known/oauth-authorization-server`).catch(() => undefined);
       return res?.ok === true ? ((await res.json()) as { issuer: string }) : undefined;
-    }, 30_000);
+    }, 60_000);
     expect(meta.issuer).toBe(issuer);
     expect((await fetch(`${base}/.well-known/oauth-authorization-server`)).status).toBe(404);
 
@@ -135,5 +135,5 @@ describe('the start command', () => {
       30_000,
       'everything stopped',
     );
-  }, 150_000);
+  }, 210_000);
 });
