@@ -103,6 +103,8 @@ function endpointEnv(name: keyof typeof PORTS): Record<string, string> {
   return {
     ENDPOINT_PUBLIC_URL: process.env.ENDPOINT_PUBLIC_URL ?? `http://127.0.0.1:${PORTS.endpoint}`,
     ENDPOINT_AUTHORIZATION_SERVER: process.env.ENDPOINT_AUTHORIZATION_SERVER ?? issuer,
+    // The console (an always_ask call's link) is the registry's, not the issuer's origin here.
+    CONSOLE_URL: process.env.CONSOLE_URL ?? registry,
   };
 }
 
