@@ -103,6 +103,8 @@ function endpointEnv(name: keyof typeof PORTS): Record<string, string> {
   return {
     ENDPOINT_PUBLIC_URL: process.env.ENDPOINT_PUBLIC_URL ?? `http://127.0.0.1:${PORTS.endpoint}`,
     ENDPOINT_AUTHORIZATION_SERVER: process.env.ENDPOINT_AUTHORIZATION_SERVER ?? issuer,
+    // The console (an always_ask call's link) is the registry's, not the issuer's origin here.
+    CONSOLE_URL: process.env.CONSOLE_URL ?? registry,
   };
 }
 
@@ -215,13 +217,13 @@ try {
   startService('projector');
   await Promise.all([waitHealthy('registry'), waitHealthy('projector')]);
   startService('proxy');
-  // The authorization server takes the role and grants the registry's migrations made.
+  await waitHealthy('proxy');
+  // The authorization server takes the role and grants the registry's migrations made; it starts beside the endpoint.
   startService('authorization-server');
-  await Promise.all([waitHealthy('proxy'), waitHealthy('authorization-server')]);
   // The MCP endpoint reads the registry's tokens and the projector's sets, and calls through the proxy.
   await settleEndpointPort();
   startService('endpoint');
-  await waitHealthy('endpoint');
+  await Promise.all([waitHealthy('endpoint'), waitHealthy('authorization-server')]);
   if (nats !== undefined) {
     log(`NATS at ${nats.url} (its own users and permissions; no anonymous access)`);
     log(

@@ -41,7 +41,7 @@ const answers = async (url: string): Promise<boolean> => (await fetch(url).catch
  */
 describe('the start command', () => {
   let db: TestDatabase;
-  let ports: { registry: number; projector: number; proxy: number; nats: number };
+  let ports: { registry: number; projector: number; proxy: number; nats: number; auth: number };
   let dataDir: string;
   const pids: number[] = [];
 
@@ -52,6 +52,7 @@ describe('the start command', () => {
       projector: await freePort(),
       proxy: await freePort(),
       nats: await freePort(),
+      auth: await freePort(),
     };
     dataDir = mkdtempSync(join(tmpdir(), 'mcpx-start-'));
   });
@@ -83,6 +84,7 @@ describe('the start command', () => {
       REGISTRY_PORT: String(ports.registry),
       PROJECTOR_PORT: String(ports.projector),
       PROXY_PORT: String(ports.proxy),
+      AUTHORIZATION_SERVER_PORT: String(ports.auth),
       LOG_LEVEL: 'warn',
     };
     // Stands in for npm: starts the command, prints its pid, and is then killed without a word.
@@ -111,6 +113,14 @@ describe('the start command', () => {
     expect(await answers(`http://127.0.0.1:${ports.projector}/healthz`)).toBe(true);
     expect(await (await fetch(`${base}/console/`)).text()).toContain('<!doctype html>');
     expect(await portAnswers(ports.nats)).toBe(true);
+    // The endpoint's authorization server: its own process and port, the issuer it is told.
+    const issuer = `http://127.0.0.1:${ports.auth}`;
+    const meta = await eventually(async () => {
+      const res = await fetch(`${issuer}/.well-known/oauth-authorization-server`).catch(() => undefined);
+      return res?.ok === true ? ((await res.json()) as { issuer: string }) : undefined;
+    }, 60_000);
+    expect(meta.issuer).toBe(issuer);
+    expect((await fetch(`${base}/.well-known/oauth-authorization-server`)).status).toBe(404);
 
     parent.kill('SIGKILL');
     await eventually(
@@ -118,11 +128,12 @@ describe('the start command', () => {
         !alive(runPid) &&
         !(await answers(`${base}/healthz`)) &&
         !(await answers(`http://127.0.0.1:${ports.proxy}/healthz`)) &&
+        !(await answers(`http://127.0.0.1:${ports.auth}/healthz`)) &&
         !(await portAnswers(ports.nats))
           ? true
           : undefined,
       30_000,
       'everything stopped',
     );
-  }, 150_000);
+  }, 210_000);
 });

@@ -46,7 +46,17 @@ describe('docker-compose.yml', () => {
     const ports = publishedPorts(compose);
     // Every service that publishes anything was seen (the parser did not lose track).
     expect(new Set(ports.map((p) => p.service))).toEqual(
-      new Set(['nats', 'postgres', 'redis', 'otel-collector', 'registry', 'projector', 'proxy', 'endpoint']),
+      new Set([
+        'nats',
+        'postgres',
+        'redis',
+        'otel-collector',
+        'registry',
+        'projector',
+        'proxy',
+        'endpoint',
+        'authorization-server',
+      ]),
     );
     const open = ports.filter((p) => !p.mapping.startsWith('127.0.0.1:'));
     expect(open).toEqual([{ service: 'registry', mapping: '${REGISTRY_PORT:-8080}:8080' }]);
@@ -77,7 +87,8 @@ describe('docker-compose.yml', () => {
 
   it('runs every service in the production profile with its metrics on the internal port', () => {
     expect(compose).toMatch(/OUTBOUND_PROFILE: production/);
-    for (const port of ['9080', '9081', '9082', '9083']) expect(compose).toContain(`INTERNAL_HTTP_PORT: "${port}"`);
+    for (const port of ['9080', '9081', '9082', '9083', '9084'])
+      expect(compose).toContain(`INTERNAL_HTTP_PORT: "${port}"`);
   });
 });
 
@@ -86,6 +97,7 @@ describe('deploy/k8s', () => {
     ['registry', '8080', '9080'],
     ['projector', '8081', '9081'],
     ['proxy', '8082', '9082'],
+    ['authorization-server', '8084', '9084'],
   ])('%s: Prometheus scrapes the internal port, which the Service does not route to', (name, port, internal) => {
     const text = k8s(`${name}.yaml`);
     expect(text).toContain(`prometheus.io/port: "${internal}"`);
@@ -98,7 +110,7 @@ describe('deploy/k8s', () => {
 
   it('closes accounts (operator-created only) and states the bound Redis must have (maxmemory, noeviction)', () => {
     expect(k8s('registry.yaml')).toContain('- { name: ACCOUNTS, value: closed }');
-    for (const name of ['projector', 'proxy', 'endpoint', 'config'])
+    for (const name of ['projector', 'proxy', 'endpoint', 'authorization-server', 'config'])
       expect(k8s(`${name}.yaml`)).not.toMatch(/ACCOUNTS/);
     const datastores = k8s('datastores.yaml');
     expect(datastores).toMatch(/maxmemory-policy noeviction/);

@@ -4,6 +4,7 @@ import { inboundLimits, type InboundLimits } from './inbound.js';
 import { parseInternalHttp } from './internal-http.js';
 import { parseProfile } from './profile.js';
 import { parseQuotas, type QuotaSettings } from './quotas.js';
+import { httpUrl } from './registry-settings.js';
 import { portSetting } from './settings.js';
 
 /** The authorization server's public port by default (the registry's 8080, the endpoint's 8083). */
@@ -44,19 +45,10 @@ function list(value: string | undefined): string[] {
     .filter((s) => s !== '');
 }
 
-/** An http(s) base URL without a trailing slash, query or fragment; else a `ConfigError` naming `name`. */
+/** The base URL `name` holds (no trailing slash), if set; a malformed one is a `ConfigError` naming it. */
 function baseUrl(env: NodeJS.ProcessEnv, name: string): string | undefined {
   const value = env[name];
-  if (value === undefined || value === '') return undefined;
-  const url = URL.canParse(value) ? new URL(value) : undefined;
-  if (
-    url === undefined ||
-    (url.protocol !== 'http:' && url.protocol !== 'https:') ||
-    url.search !== '' ||
-    url.hash !== ''
-  )
-    throw new ConfigError(name, `${name} must be an http(s) URL without a query or fragment`);
-  return url.href.replace(/\/+$/, '');
+  return value === undefined || value === '' ? undefined : httpUrl(value, name);
 }
 
 /** Reads the authorization server's settings; throws a `ConfigError` naming the variable of a malformed value. */

@@ -60,7 +60,7 @@ export function loadRegistrySettings(env: NodeJS.ProcessEnv): RegistrySettings {
 }
 
 /** An http(s) base URL without a trailing slash, query or fragment; else a `ConfigError` naming `name`. */
-function httpUrl(value: string, name: string): string {
+export function httpUrl(value: string, name: string): string {
   let url: URL;
   try {
     url = new URL(value);
