@@ -32,7 +32,6 @@ export const CEILINGS = {
   'services/endpoint/src/tool-calls.ts': { lines: 477, function: 222 },
   'services/projector/src/projection.ts': { lines: 433, function: 102 },
   'services/projector/src/projector.ts': { function: 96 },
-  'services/proxy/src/call-handler.ts': { lines: 769, function: 349 },
   'services/proxy/src/call-service.ts': { function: 88 },
   'services/proxy/src/connection-pool.ts': { lines: 455, function: 90 },
   'services/proxy/src/input-requests.ts': { lines: 543, function: 105 },

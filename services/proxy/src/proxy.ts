@@ -16,7 +16,8 @@ import {
   type Telemetry,
 } from '@mcpx/telemetry';
 import { LegacyAsks } from './legacy-inputs.js';
-import { CallHandler, replyLimits } from './call-handler.js';
+import { CallHandler } from './call-handler.js';
+import { replyLimits } from './reply-limits.js';
 import { Catalog } from './catalog.js';
 import { ProgressRelay } from './progress-relay.js';
 import { LogRelay } from './log-relay.js';
