@@ -9,7 +9,7 @@ import { SecretBox } from '@mcpx/secrets';
 import { createOutboundFetch } from '@mcpx/outbound';
 import {
   responseCutRecorder,
-  setupTelemetry,
+  serviceTelemetry,
   startServiceHttp,
   tracingFetch,
   tracingRequest,
@@ -63,13 +63,7 @@ export async function startProxy(config: Config, opts: ProxyOptions = {}): Promi
     fields: { instance },
     ...(opts.logSink ? { sink: opts.logSink } : {}),
   });
-  const telemetry =
-    opts.telemetry ??
-    (await setupTelemetry({
-      serviceName: 'proxy',
-      serviceInstanceId: instance,
-      ...(config.otlpEndpoint ? { otlpEndpoint: config.otlpEndpoint } : {}),
-    }));
+  const telemetry = await serviceTelemetry(opts.telemetry, 'proxy', instance, config.otlpEndpoint);
   const db = createDb(config.databaseUrl, {
     applicationName: 'proxy',
     max: 10,
