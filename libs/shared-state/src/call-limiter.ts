@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { leaseNeeds, shouldPrefetch, splitIdleSlots, tokenBatch, type HeldForScope } from './lease-rules.js';
+import { idleShare, leaseNeeds, shouldPrefetch, splitIdleSlots, tokenBatch, type HeldForScope } from './lease-rules.js';
 import { REDIS_NOW_MS, REFILL_BUCKET, withCommands } from './redis-lua.js';
 import type { Redis } from 'ioredis';
 
@@ -86,6 +86,8 @@ export interface CallLimiterOptions {
   onError?: (err: Error) => void;
   /** How long a slot freed by a call stays with this process for its next call before it goes back to Redis. Default 200 ms. */
   slotHoldMs?: number;
+  /** How long the process's share of freed slots (an eighth of the cap, the newest) stays with it. Default 1 s. */
+  shareHoldMs?: number;
   /** A held slot's expiry in Redis, renewed while held: a process that dies frees its slots within this. Default 15 s. */
   slotTtlMs?: number;
   /** How long leased rate tokens may wait for a call before they are given back. Default 1 s. */
@@ -143,10 +145,14 @@ const ADMITTED: Admission = { ok: true, release: NOOP };
  * A concurrency cap and a rate limit per scope (e.g. account and server) shared by every process
  * through Redis, with the round trip off the common path:
  * - concurrency: a process leases slots from Redis one at a time, when it has no free one, and
- *   keeps a slot its call freed for `slotHoldMs` so the next call reuses it without a round trip.
- *   The cap holds exactly across processes (a slot is in Redis while any process holds it); a
- *   freed slot can stay with its process up to `slotHoldMs` before another process can get it
- *   (the refusal's retry hint covers that). Held slots are renewed in Redis; a process that dies
+ *   keeps a slot its call freed for `slotHoldMs` so the next call reuses it without a round trip;
+ *   its share of freed slots (an eighth of the cap, the newest) it keeps for `shareHoldMs`, since
+ *   on a busy box a caller's next call comes later than the short hold and would pay a lease each
+ *   time. The cap holds exactly across processes (a slot is in Redis while any process holds it);
+ *   a freed slot can stay with its process up to `slotHoldMs`, or up to `shareHoldMs` for its
+ *   share, before another process can get it (the slack: each other process may keep an eighth
+ *   of the cap idle for a second while this one is refused; the refusal's retry hint covers the
+ *   short hold). Held slots are renewed in Redis; a process that dies
  *   frees them within `slotTtlMs`. A call not released within its lease ttl frees its slot.
  * - rate: a process leases tokens in batches of about 50 ms of the rate (at most 64; one at a
  *   time below 80/s, which is exact) and spends them locally, refilling ahead in the background.
@@ -158,6 +164,7 @@ export class CallLimiter {
   private readonly redis: LimiterRedis;
   private readonly retryMs: number;
   private readonly holdMs: number;
+  private readonly shareHoldMs: number;
   private readonly slotTtlMs: number;
   private readonly tokenTtlMs: number;
   private readonly scopes = new Map<string, Scope>();
@@ -178,6 +185,7 @@ export class CallLimiter {
     });
     this.retryMs = opts.concurrencyRetryMs ?? 200;
     this.holdMs = opts.slotHoldMs ?? 200;
+    this.shareHoldMs = opts.shareHoldMs ?? 1_000;
     this.slotTtlMs = opts.slotTtlMs ?? 15_000;
     this.tokenTtlMs = opts.tokenTtlMs ?? 1_000;
   }
@@ -353,7 +361,8 @@ export class CallLimiter {
     if (renew) this.lastRenew = now;
     for (const [key, s] of this.scopes) {
       if (s.calls.size > 0) this.sweepCalls(s, now);
-      const { idle, kept } = splitIdleSlots(s.free, now, this.holdMs);
+      const share = { count: idleShare(s.maxc), holdMs: this.shareHoldMs };
+      const { idle, kept } = splitIdleSlots(s.free, now, this.holdMs, share);
       if (idle.length > 0) {
         s.free = kept;
         this.redis.zrem(s.conc, ...idle.map((f) => f.slot)).catch((err: unknown) => this.opts.onError?.(err as Error));
