@@ -136,6 +136,8 @@ interface Scope {
   prefetching: boolean;
   /** Leases of calls waiting on Redis: the scope is kept while any is in flight (its reply lands here). */
   leasing: number;
+  /** A lease of tokens in flight (a call's or a prefetch): a call that needs only a token waits for it. */
+  tokensComing: Promise<unknown> | undefined;
 }
 
 const NOOP = (): void => {};
@@ -155,7 +157,8 @@ const ADMITTED: Admission = { ok: true, release: NOOP };
  *   short hold). Held slots are renewed in Redis; a process that dies
  *   frees them within `slotTtlMs`. A call not released within its lease ttl frees its slot.
  * - rate: a process leases tokens in batches of about 50 ms of the rate (at most 64; one at a
- *   time below 80/s, which is exact) and spends them locally, refilling ahead in the background.
+ *   time below 80/s, which is exact) and spends them locally, refilling ahead in the background;
+ *   a call that needs a token while a lease is in flight waits for it (no herd of leases).
  *   Tokens are taken from the shared bucket when leased, so the count over time is exact; a call
  *   may run up to `tokenTtlMs` after its token was taken, so a one-second window can see at most
  *   one batch per process more than the bucket allows. Unspent tokens go back after `tokenTtlMs`.
@@ -205,6 +208,11 @@ export class CallLimiter {
     if (maxc > 0 && s.free.length === 0) this.sweepCalls(s, now);
     const need = leaseNeeds(this.held(s));
     if (!need.token && !need.slot) return this.take(s, now, leaseTtlMs);
+    // Tokens already on their way: wait for them instead of leasing a batch more. On a loaded box
+    // a lease's round trip is long, and every call arriving meanwhile leased its own batch (a
+    // herd of leases, then a heap of tokens given back unspent a second later).
+    if (need.token && !need.slot && s.tokensComing !== undefined)
+      return s.tokensComing.then(() => this.admit(scope, limits, _leaseId, leaseTtlMs));
     return this.lease(s, need.slot, need.token, leaseTtlMs);
   }
 
@@ -237,6 +245,7 @@ export class CallLimiter {
         tokensExpire: 0,
         prefetching: false,
         leasing: 0,
+        tokensComing: undefined,
       };
       this.scopes.set(key, s);
       this.timer ??= setInterval(() => this.maintain(), Math.min(100, this.holdMs)).unref();
@@ -249,10 +258,6 @@ export class CallLimiter {
     return s;
   }
 
-  private batch(s: Scope): number {
-    return tokenBatch(s.ratePerSecond);
-  }
-
   private held(s: Scope): HeldForScope {
     return { maxConcurrency: s.maxc, ratePerSecond: s.ratePerSecond, tokens: s.tokens, freeSlots: s.free.length };
   }
@@ -261,7 +266,7 @@ export class CallLimiter {
   private take(s: Scope, now: number, leaseTtlMs: number): Admission {
     if (s.ratePerSecond > 0) {
       s.tokens--;
-      const batch = this.batch(s);
+      const batch = tokenBatch(s.ratePerSecond);
       if (shouldPrefetch(s.tokens, batch, s.prefetching)) this.prefetch(s, batch);
     }
     if (s.maxc === 0) return ADMITTED;
@@ -280,24 +285,15 @@ export class CallLimiter {
   }
 
   private async lease(s: Scope, needSlot: boolean, needToken: boolean, leaseTtlMs: number): Promise<Admission> {
-    const wantTokens = needToken ? this.batch(s) : 0;
+    const wantTokens = needToken ? tokenBatch(s.ratePerSecond) : 0;
     const first = this.slotSeq;
     if (needSlot) this.slotSeq++;
     let reply: LeaseReply;
     s.leasing++;
+    const leased = this.leaseFrom(s, s.maxc, needSlot ? 1 : 0, wantTokens, first);
+    if (needToken) this.expectTokens(s, leased);
     try {
-      reply = await this.redis.mcpxLease(
-        s.conc,
-        s.rate,
-        s.maxc,
-        s.ratePerSecond,
-        this.owner,
-        this.slotTtlMs,
-        this.retryMs,
-        needSlot ? 1 : 0,
-        wantTokens,
-        first,
-      );
+      reply = await leased;
     } catch (err) {
       this.opts.onError?.(err as Error);
       // The lease may have run with its reply lost (a command timeout): its slot is nobody's.
@@ -319,10 +315,26 @@ export class CallLimiter {
     return this.take(s, now, leaseTtlMs);
   }
 
+  /** The lease script's round trip for `s` (see LEASE). */
+  private leaseFrom(s: Scope, maxc: number, slots: number, tokens: number, first: number): Promise<LeaseReply> {
+    const { owner, slotTtlMs, retryMs } = this;
+    return this.redis.mcpxLease(s.conc, s.rate, maxc, s.ratePerSecond, owner, slotTtlMs, retryMs, slots, tokens, first);
+  }
+
+  /** Marks `leased` as the scope's tokens on their way until it settles (see {@link admit}). */
+  private expectTokens(s: Scope, leased: Promise<unknown>): void {
+    const coming = leased.then(NOOP, NOOP);
+    s.tokensComing = coming;
+    void coming.then(() => {
+      if (s.tokensComing === coming) s.tokensComing = undefined;
+    });
+  }
+
   private prefetch(s: Scope, batch: number): void {
     s.prefetching = true;
-    this.redis
-      .mcpxLease(s.conc, s.rate, 0, s.ratePerSecond, this.owner, this.slotTtlMs, this.retryMs, 0, batch, 0)
+    const leased = this.leaseFrom(s, 0, 0, batch, 0);
+    this.expectTokens(s, leased);
+    leased
       .then(
         (reply) => {
           if (!refused(reply) && reply[1] > 0) {
