@@ -26,7 +26,9 @@
  *   one recording (`ACTIVITY=on`, the default) and one not (`ACTIVITY=off`), each with a run of
  *   its own stuck to it, measured in turns (on, off, on, off…) at 32 callers on the modern server;
  *   the proxy's CPU per call of each, and the ratio (goal: recording adds ≤ 2 %). `BENCH_QUICK=1`
- *   runs it too (`PROXY_BENCH=activity` runs only it).
+ *   runs it too (`PROXY_BENCH=activity` runs only it);
+ * - `BENCH_BASELINE_ROOT=<checkout>`: this checkout's proxy and that checkout's, both from their
+ *   sources, side by side in the same turns (`PROXY_BENCH=baseline` runs only that).
  */
 import { createRequire } from 'node:module';
 import { availableParallelism, totalmem } from 'node:os';
