@@ -26,7 +26,9 @@
  *   one recording (`ACTIVITY=on`, the default) and one not (`ACTIVITY=off`), each with a run of
  *   its own stuck to it, measured in turns (on, off, on, off…) at 32 callers on the modern server;
  *   the proxy's CPU per call of each, and the ratio (goal: recording adds ≤ 2 %). `BENCH_QUICK=1`
- *   runs it too (`PROXY_BENCH=activity` runs only it).
+ *   runs it too (`PROXY_BENCH=activity` runs only it);
+ * - `BENCH_BASELINE_ROOT=<checkout>`: this checkout's proxy and that checkout's, both from their
+ *   sources, side by side in the same turns (`PROXY_BENCH=baseline` runs only that).
  */
 import { createRequire } from 'node:module';
 import { availableParallelism, totalmem } from 'node:os';
@@ -132,58 +134,102 @@ async function rawModernClient(
   };
 }
 
-/** Turns of each side in the call log comparison (on, off, on, off, …). */
-const ACTIVITY_ROUNDS = QUICK ? 3 : 4;
+/** Turns of each side in a side-by-side comparison (a, b, a, b, …). */
+const TURNS = QUICK ? 3 : 4;
+
+interface Side {
+  /** Names the side in the rows (`call log on`, `this code`, …). */
+  label: string;
+  proxy: ProxyProcess;
+}
+
+/**
+ * Two proxy processes side by side on the same system and upstream, each with a run of its own
+ * stuck to it, measured in turns at 32 callers on the modern server: the only comparison of two
+ * proxies that a shared, noisy box allows. Returns the rows and each side's mean CPU per call and calls/s.
+ */
+async function sideBySide(
+  system: ProxySystem,
+  sides: [Side, Side],
+): Promise<{ rows: string[]; mean: Array<{ cpu: number; rate: number }> }> {
+  const rowOf = (p: Phase): string =>
+    `| ${p.what} | ${p.calls} | ${(p.calls / p.seconds).toFixed(0)} | ${p.p50.toFixed(3)} | ${p.p99.toFixed(3)} | ${p.cpuPerCallMs.toFixed(3)} | - |`;
+  const run = (i: number) => `side-${i}`;
+  sides.forEach((side, i) => system.client.stick(run(i), side.proxy.instance));
+  const call = (r: string) => (i: number) => system.call('magent', r, 'mbench__echo', { text: `m${i}` });
+  for (let i = 0; i < sides.length; i++) await runPhase(WARMUP, CALLERS, call(run(i)));
+  const phases: Array<Phase & { side: number }> = [];
+  for (let turn = 0; turn < TURNS; turn++) {
+    for (let i = 0; i < sides.length; i++) {
+      const p = sides[i]!.proxy;
+      const before = (await proxyStats(p)).cpu;
+      const r = await runPhase(CONCURRENT, CALLERS, call(run(i)));
+      const after = (await proxyStats(p)).cpu;
+      phases.push({
+        what: `modern: NATS + proxy, ${CALLERS} callers, ${sides[i]!.label} (turn ${turn + 1})`,
+        calls: CONCURRENT,
+        ...r,
+        cpuPerCallMs: (cpuMs(after) - cpuMs(before)) / CONCURRENT,
+        upstreamCpuPerCallMs: 0,
+        side: i,
+      });
+    }
+  }
+  const mean = sides.map((_, i) => {
+    const ps = phases.filter((p) => p.side === i);
+    const avg = (f: (p: Phase) => number): number => ps.reduce((n, p) => n + f(p), 0) / ps.length;
+    return { cpu: avg((p) => p.cpuPerCallMs), rate: avg((p) => p.calls / p.seconds) };
+  });
+  const rows = [
+    '',
+    '| phase | calls | calls/s | p50 ms | p99 ms | CPU ms/call (proxy process) | upstream CPU ms/call |',
+    '|---|---|---|---|---|---|---|',
+    ...phases.map(rowOf),
+    '',
+  ];
+  return { rows, mean };
+}
 
 /** The call log on and off, side by side: see the header. Returns the report's lines. */
 async function activityComparison(system: ProxySystem): Promise<string[]> {
-  const rowOf = (p: Phase): string =>
-    `| ${p.what} | ${p.calls} | ${(p.calls / p.seconds).toFixed(0)} | ${p.p50.toFixed(3)} | ${p.p99.toFixed(3)} | ${p.cpuPerCallMs.toFixed(3)} | - |`;
   const on = await spawnProxyProcess(system, { ACTIVITY: 'on' });
   const off = await spawnProxyProcess(system, { ACTIVITY: 'off' });
   try {
-    system.client.stick('log-on', on.instance);
-    system.client.stick('log-off', off.instance);
-    const call = (run: string) => (i: number) => system.call('magent', run, 'mbench__echo', { text: `m${i}` });
-    await runPhase(WARMUP, CALLERS, call('log-on'));
-    await runPhase(WARMUP, CALLERS, call('log-off'));
-    const phases: Phase[] = [];
-    for (let round = 0; round < ACTIVITY_ROUNDS; round++) {
-      for (const [side, p] of [
-        ['on', on],
-        ['off', off],
-      ] as const) {
-        const before = (await proxyStats(p)).cpu;
-        const r = await runPhase(CONCURRENT, CALLERS, call(`log-${side}`));
-        const after = (await proxyStats(p)).cpu;
-        phases.push({
-          what: `modern: NATS + proxy, ${CALLERS} callers, call log ${side} (turn ${round + 1})`,
-          calls: CONCURRENT,
-          ...r,
-          cpuPerCallMs: (cpuMs(after) - cpuMs(before)) / CONCURRENT,
-          upstreamCpuPerCallMs: 0,
-        });
-      }
-    }
-    const mean = (side: string, f: (p: Phase) => number): number => {
-      const ps = phases.filter((p) => p.what.includes(`call log ${side}`));
-      return ps.reduce((n, p) => n + f(p), 0) / ps.length;
-    };
-    const cpuOn = mean('on', (p) => p.cpuPerCallMs);
-    const cpuOff = mean('off', (p) => p.cpuPerCallMs);
-    const rateOn = mean('on', (p) => p.calls / p.seconds);
-    const rateOff = mean('off', (p) => p.calls / p.seconds);
+    const { rows, mean } = await sideBySide(system, [
+      { label: 'call log on', proxy: on },
+      { label: 'call log off', proxy: off },
+    ]);
+    const [cpuOn, cpuOff] = [mean[0]!.cpu, mean[1]!.cpu];
     return [
-      '',
-      '| phase | calls | calls/s | p50 ms | p99 ms | CPU ms/call (proxy process) | upstream CPU ms/call |',
-      '|---|---|---|---|---|---|---|',
-      ...phases.map(rowOf),
-      '',
-      `call log, ${CALLERS} callers, mean of ${ACTIVITY_ROUNDS} turns each: proxy CPU per call on ${cpuOn.toFixed(3)} ms, off ${cpuOff.toFixed(3)} ms: recording adds ${((cpuOn / cpuOff - 1) * 100).toFixed(1)} % (goal ≤ 2 %); calls/s on / off = ${(rateOn / rateOff).toFixed(3)}`,
+      ...rows,
+      `call log, ${CALLERS} callers, mean of ${TURNS} turns each: proxy CPU per call on ${cpuOn.toFixed(3)} ms, off ${cpuOff.toFixed(3)} ms: recording adds ${((cpuOn / cpuOff - 1) * 100).toFixed(1)} % (goal ≤ 2 %); calls/s on / off = ${(mean[0]!.rate / mean[1]!.rate).toFixed(3)}`,
     ];
   } finally {
     await on.stop();
     await off.stop();
+  }
+}
+
+/**
+ * `BENCH_BASELINE_ROOT=<checkout>`: this checkout's proxy and another checkout's (a worktree of the
+ * commit before a change, its dependencies installed), both from their sources, side by side (see
+ * {@link sideBySide}). `PROXY_BENCH=baseline` runs only this comparison.
+ */
+async function baselineComparison(system: ProxySystem, baselineRoot: string): Promise<string[]> {
+  const mine = await spawnProxyProcess(system, {}, [], ROOT);
+  const base = await spawnProxyProcess(system, {}, [], baselineRoot);
+  try {
+    const { rows, mean } = await sideBySide(system, [
+      { label: 'this code', proxy: mine },
+      { label: 'baseline', proxy: base },
+    ]);
+    return [
+      ...rows,
+      `this code / baseline, ${CALLERS} callers, mean of ${TURNS} turns each: proxy CPU per call ${mean[0]!.cpu.toFixed(3)} / ${mean[1]!.cpu.toFixed(3)} ms = ${(mean[0]!.cpu / mean[1]!.cpu).toFixed(3)}×; calls/s ${(mean[0]!.rate / mean[1]!.rate).toFixed(3)}×`,
+    ];
+  } finally {
+    await mine.stop();
+    await base.stop();
   }
 }
 
@@ -223,9 +269,15 @@ async function main(): Promise<void> {
     await directModern.connect(new ModernStreamableHTTPClientTransport(new URL(modernUp.url)));
     if (directModern.getProtocolEra() !== 'modern')
       throw new Error('the modern upstream was not reached in the modern era');
-    if (process.env.PROXY_BENCH === 'activity') {
+    const only = process.env.PROXY_BENCH;
+    if (only === 'activity' || only === 'baseline') {
+      const baselineRoot = process.env.BENCH_BASELINE_ROOT;
+      if (only === 'baseline' && baselineRoot === undefined)
+        throw new Error('PROXY_BENCH=baseline needs BENCH_BASELINE_ROOT');
+      const lines =
+        only === 'activity' ? await activityComparison(system) : await baselineComparison(system, baselineRoot!);
       process.stdout.write(
-        `machine: ${availableParallelism()} cores, node ${process.version}, ${new Date().toISOString().slice(0, 10)}\n${(await activityComparison(system)).join('\n')}\n`,
+        `machine: ${availableParallelism()} cores, node ${process.version}, ${new Date().toISOString()}\n${lines.join('\n')}\n`,
       );
       return;
     }
@@ -354,6 +406,8 @@ async function main(): Promise<void> {
       `floor, NATS echo + raw POST: sequential p50 ${fmt(ers.p50, 3)} ms (raw + ${fmt(ers.p50 - mrs.p50, 3)} ms; the proxy's p50 is ${fmt(mps.p50 - ers.p50, 3)} ms above it); ${CALLERS} callers ${fmt(rate(erc), 0)} calls/s = ${fmt(rate(erc) / rate(mrc), 3)} × raw (proxy: ${fmt(rate(mpc) / rate(erc), 3)} × this floor)`,
     ];
     const callLog = await activityComparison(system);
+    const baselineRoot = process.env.BENCH_BASELINE_ROOT;
+    if (baselineRoot !== undefined) callLog.push(...(await baselineComparison(system, baselineRoot)));
     if (QUICK) {
       process.stdout.write(`${[...header, ...phases.map(rowOf), '', ...modernSummary, ...callLog].join('\n')}\n`);
       return;

@@ -7,6 +7,7 @@ import { ProxyClient, type CallInput, type CallOutcome } from '@mcpx/proxy-clien
 import { startRegistry, type RegistryOptions } from '@mcpx/registry';
 import { setupTelemetry, type Telemetry } from '@mcpx/telemetry';
 import { spawn, type ChildProcess } from 'node:child_process';
+import { join } from 'node:path';
 import { freePort } from '../servers/free-port.js';
 import { entryArgs } from './bundles.js';
 import { ApiClient } from './api-client.js';
@@ -196,10 +197,11 @@ export async function spawnProxyProcess(
   system: ProxySystem,
   extraEnv: Record<string, string> = {},
   nodeArgs: string[] = [],
+  root?: string,
 ): Promise<ProxyProcess> {
   for (let attempt = 1; ; attempt++) {
     try {
-      return await spawnProxyOnce(system, extraEnv, nodeArgs);
+      return await spawnProxyOnce(system, extraEnv, nodeArgs, root);
     } catch (err) {
       if (attempt >= 3 || !String((err as Error).message).includes('EADDRINUSE')) throw err;
     }
@@ -210,6 +212,7 @@ async function spawnProxyOnce(
   system: ProxySystem,
   extraEnv: Record<string, string>,
   nodeArgs: string[],
+  root: string | undefined,
 ): Promise<ProxyProcess> {
   const port = await freePort();
   const internalPort = await freePort();
@@ -217,8 +220,10 @@ async function spawnProxyOnce(
   const logs: string[] = [];
   // Node itself with tsx as a loader (not the tsx wrapper): a SIGKILL must kill the very process
   // that holds the connections, not a relay in front of it.
-  const child = spawn(process.execPath, [...nodeArgs, ...entryArgs('proxy')], {
-    cwd: ROOT,
+  // `root`: another checkout's proxy, from its sources (a bench's baseline beside this code).
+  const entry = root === undefined ? entryArgs('proxy') : ['--import', 'tsx', join(root, 'services/proxy/src/main.ts')];
+  const child = spawn(process.execPath, [...nodeArgs, ...entry], {
+    cwd: root ?? ROOT,
     env: {
       ...process.env,
       ...system.env,

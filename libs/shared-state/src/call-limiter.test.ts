@@ -85,6 +85,53 @@ describe('CallLimiter (real Redis)', () => {
       rb.disconnect();
     }
   });
+  it('a burst through a second process is refused beyond the cap while the first keeps its share of idle slots, which it gives back after the longer hold', async () => {
+    const [ra, rb] = [new Redis(redisUrl), new Redis(redisUrl)];
+    const prefix = `mcpx-t${randomBytes(4).toString('hex')}:`;
+    const a = new CallLimiter(ra, prefix, { slotHoldMs: 100, shareHoldMs: 3_000 });
+    const b = new CallLimiter(rb, prefix, { slotHoldMs: 100, shareHoldMs: 3_000 });
+    const key = `${prefix}limit:{s:c}:c`;
+    // A cap of 16: a process's share of idle slots is 2.
+    const cap = { maxConcurrency: 16, ratePerSecond: 0 };
+    try {
+      const calls = [];
+      for (let i = 0; i < 16; i++) calls.push(await a.admit('s:c', cap, `a${i}`, 60_000));
+      expect(calls.every((c) => c.ok)).toBe(true);
+      expect(await b.admit('s:c', cap, 'b0', 60_000)).toMatchObject({ ok: false, reason: 'concurrency' });
+      for (const c of calls) if (c.ok) c.release();
+      // After the short hold a gives back all but its share: b gets the 14 others, and a burst
+      // beyond them is refused.
+      const got: Array<() => void> = [];
+      await eventually(async () => {
+        const r = await b.admit('s:c', cap, 'b', 60_000);
+        if (r.ok) got.push(r.release);
+        return r.ok;
+      }, 5_000);
+      const burst = [];
+      for (let i = 0; i < 20; i++) burst.push(await b.admit('s:c', cap, `burst${i}`, 60_000));
+      for (const r of burst) if (r.ok) got.push(r.release);
+      expect(got.length).toBeLessThanOrEqual(14);
+      expect(burst.filter((r) => !r.ok).every((r) => !r.ok && r.reason === 'concurrency')).toBe(true);
+      expect(await ra.zcard(key)).toBeLessThanOrEqual(16);
+      // a's share is reused at once, from what it holds (no round trip).
+      const reused = a.admit('s:c', cap, 'a-again', 60_000);
+      expect(reused).not.toBeInstanceOf(Promise);
+      expect((reused as { ok: boolean }).ok).toBe(true);
+      if ((reused as { ok: boolean }).ok) (reused as { release: () => void }).release();
+      // After the longer hold the share goes back too, and b gets it.
+      await eventually(async () => {
+        const r = await b.admit('s:c', cap, 'b-late', 60_000);
+        if (r.ok) got.push(r.release);
+        return got.length >= 16;
+      }, 10_000);
+      expect(await ra.zcard(key)).toBe(16);
+      for (const release of got) release();
+    } finally {
+      await Promise.all([a.close(), b.close()]);
+      ra.disconnect();
+      rb.disconnect();
+    }
+  });
   it('a slot leased while the limiter forgets idle scopes goes back to Redis when its call ends', async () => {
     // A loaded machine: the lease's reply comes after the limiter's upkeep (every 100 ms) has
     // looked at the scope. Before the fix the upkeep forgot the scope mid-lease, the call's slot

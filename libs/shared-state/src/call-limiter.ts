@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { leaseNeeds, shouldPrefetch, splitIdleSlots, tokenBatch, type HeldForScope } from './lease-rules.js';
+import { idleShare, leaseNeeds, shouldPrefetch, splitIdleSlots, tokenBatch, type HeldForScope } from './lease-rules.js';
 import { REDIS_NOW_MS, REFILL_BUCKET, withCommands } from './redis-lua.js';
 import type { Redis } from 'ioredis';
 
@@ -86,6 +86,8 @@ export interface CallLimiterOptions {
   onError?: (err: Error) => void;
   /** How long a slot freed by a call stays with this process for its next call before it goes back to Redis. Default 200 ms. */
   slotHoldMs?: number;
+  /** How long the process's share of freed slots (an eighth of the cap, the newest) stays with it. Default 1 s. */
+  shareHoldMs?: number;
   /** A held slot's expiry in Redis, renewed while held: a process that dies frees its slots within this. Default 15 s. */
   slotTtlMs?: number;
   /** How long leased rate tokens may wait for a call before they are given back. Default 1 s. */
@@ -134,6 +136,8 @@ interface Scope {
   prefetching: boolean;
   /** Leases of calls waiting on Redis: the scope is kept while any is in flight (its reply lands here). */
   leasing: number;
+  /** A lease of tokens in flight (a call's or a prefetch): a call that needs only a token waits for it. */
+  tokensComing: Promise<unknown> | undefined;
 }
 
 const NOOP = (): void => {};
@@ -143,13 +147,18 @@ const ADMITTED: Admission = { ok: true, release: NOOP };
  * A concurrency cap and a rate limit per scope (e.g. account and server) shared by every process
  * through Redis, with the round trip off the common path:
  * - concurrency: a process leases slots from Redis one at a time, when it has no free one, and
- *   keeps a slot its call freed for `slotHoldMs` so the next call reuses it without a round trip.
- *   The cap holds exactly across processes (a slot is in Redis while any process holds it); a
- *   freed slot can stay with its process up to `slotHoldMs` before another process can get it
- *   (the refusal's retry hint covers that). Held slots are renewed in Redis; a process that dies
+ *   keeps a slot its call freed for `slotHoldMs` so the next call reuses it without a round trip;
+ *   its share of freed slots (an eighth of the cap, the newest) it keeps for `shareHoldMs`, since
+ *   on a busy box a caller's next call comes later than the short hold and would pay a lease each
+ *   time. The cap holds exactly across processes (a slot is in Redis while any process holds it);
+ *   a freed slot can stay with its process up to `slotHoldMs`, or up to `shareHoldMs` for its
+ *   share, before another process can get it (the slack: each other process may keep an eighth
+ *   of the cap idle for a second while this one is refused; the refusal's retry hint covers the
+ *   short hold). Held slots are renewed in Redis; a process that dies
  *   frees them within `slotTtlMs`. A call not released within its lease ttl frees its slot.
  * - rate: a process leases tokens in batches of about 50 ms of the rate (at most 64; one at a
- *   time below 80/s, which is exact) and spends them locally, refilling ahead in the background.
+ *   time below 80/s, which is exact) and spends them locally, refilling ahead in the background;
+ *   a call that needs a token while a lease is in flight waits for it (no herd of leases).
  *   Tokens are taken from the shared bucket when leased, so the count over time is exact; a call
  *   may run up to `tokenTtlMs` after its token was taken, so a one-second window can see at most
  *   one batch per process more than the bucket allows. Unspent tokens go back after `tokenTtlMs`.
@@ -158,6 +167,7 @@ export class CallLimiter {
   private readonly redis: LimiterRedis;
   private readonly retryMs: number;
   private readonly holdMs: number;
+  private readonly shareHoldMs: number;
   private readonly slotTtlMs: number;
   private readonly tokenTtlMs: number;
   private readonly scopes = new Map<string, Scope>();
@@ -178,6 +188,7 @@ export class CallLimiter {
     });
     this.retryMs = opts.concurrencyRetryMs ?? 200;
     this.holdMs = opts.slotHoldMs ?? 200;
+    this.shareHoldMs = opts.shareHoldMs ?? 1_000;
     this.slotTtlMs = opts.slotTtlMs ?? 15_000;
     this.tokenTtlMs = opts.tokenTtlMs ?? 1_000;
   }
@@ -197,6 +208,11 @@ export class CallLimiter {
     if (maxc > 0 && s.free.length === 0) this.sweepCalls(s, now);
     const need = leaseNeeds(this.held(s));
     if (!need.token && !need.slot) return this.take(s, now, leaseTtlMs);
+    // Tokens already on their way: wait for them instead of leasing a batch more. On a loaded box
+    // a lease's round trip is long, and every call arriving meanwhile leased its own batch (a
+    // herd of leases, then a heap of tokens given back unspent a second later).
+    if (need.token && !need.slot && s.tokensComing !== undefined)
+      return s.tokensComing.then(() => this.admit(scope, limits, _leaseId, leaseTtlMs));
     return this.lease(s, need.slot, need.token, leaseTtlMs);
   }
 
@@ -229,6 +245,7 @@ export class CallLimiter {
         tokensExpire: 0,
         prefetching: false,
         leasing: 0,
+        tokensComing: undefined,
       };
       this.scopes.set(key, s);
       this.timer ??= setInterval(() => this.maintain(), Math.min(100, this.holdMs)).unref();
@@ -241,10 +258,6 @@ export class CallLimiter {
     return s;
   }
 
-  private batch(s: Scope): number {
-    return tokenBatch(s.ratePerSecond);
-  }
-
   private held(s: Scope): HeldForScope {
     return { maxConcurrency: s.maxc, ratePerSecond: s.ratePerSecond, tokens: s.tokens, freeSlots: s.free.length };
   }
@@ -253,7 +266,7 @@ export class CallLimiter {
   private take(s: Scope, now: number, leaseTtlMs: number): Admission {
     if (s.ratePerSecond > 0) {
       s.tokens--;
-      const batch = this.batch(s);
+      const batch = tokenBatch(s.ratePerSecond);
       if (shouldPrefetch(s.tokens, batch, s.prefetching)) this.prefetch(s, batch);
     }
     if (s.maxc === 0) return ADMITTED;
@@ -272,24 +285,15 @@ export class CallLimiter {
   }
 
   private async lease(s: Scope, needSlot: boolean, needToken: boolean, leaseTtlMs: number): Promise<Admission> {
-    const wantTokens = needToken ? this.batch(s) : 0;
+    const wantTokens = needToken ? tokenBatch(s.ratePerSecond) : 0;
     const first = this.slotSeq;
     if (needSlot) this.slotSeq++;
     let reply: LeaseReply;
     s.leasing++;
+    const leased = this.leaseFrom(s, s.maxc, needSlot ? 1 : 0, wantTokens, first);
+    if (needToken) this.expectTokens(s, leased);
     try {
-      reply = await this.redis.mcpxLease(
-        s.conc,
-        s.rate,
-        s.maxc,
-        s.ratePerSecond,
-        this.owner,
-        this.slotTtlMs,
-        this.retryMs,
-        needSlot ? 1 : 0,
-        wantTokens,
-        first,
-      );
+      reply = await leased;
     } catch (err) {
       this.opts.onError?.(err as Error);
       // The lease may have run with its reply lost (a command timeout): its slot is nobody's.
@@ -311,10 +315,26 @@ export class CallLimiter {
     return this.take(s, now, leaseTtlMs);
   }
 
+  /** The lease script's round trip for `s` (see LEASE). */
+  private leaseFrom(s: Scope, maxc: number, slots: number, tokens: number, first: number): Promise<LeaseReply> {
+    const { owner, slotTtlMs, retryMs } = this;
+    return this.redis.mcpxLease(s.conc, s.rate, maxc, s.ratePerSecond, owner, slotTtlMs, retryMs, slots, tokens, first);
+  }
+
+  /** Marks `leased` as the scope's tokens on their way until it settles (see {@link admit}). */
+  private expectTokens(s: Scope, leased: Promise<unknown>): void {
+    const coming = leased.then(NOOP, NOOP);
+    s.tokensComing = coming;
+    void coming.then(() => {
+      if (s.tokensComing === coming) s.tokensComing = undefined;
+    });
+  }
+
   private prefetch(s: Scope, batch: number): void {
     s.prefetching = true;
-    this.redis
-      .mcpxLease(s.conc, s.rate, 0, s.ratePerSecond, this.owner, this.slotTtlMs, this.retryMs, 0, batch, 0)
+    const leased = this.leaseFrom(s, 0, 0, batch, 0);
+    this.expectTokens(s, leased);
+    leased
       .then(
         (reply) => {
           if (!refused(reply) && reply[1] > 0) {
@@ -353,7 +373,8 @@ export class CallLimiter {
     if (renew) this.lastRenew = now;
     for (const [key, s] of this.scopes) {
       if (s.calls.size > 0) this.sweepCalls(s, now);
-      const { idle, kept } = splitIdleSlots(s.free, now, this.holdMs);
+      const share = { count: idleShare(s.maxc), holdMs: this.shareHoldMs };
+      const { idle, kept } = splitIdleSlots(s.free, now, this.holdMs, share);
       if (idle.length > 0) {
         s.free = kept;
         this.redis.zrem(s.conc, ...idle.map((f) => f.slot)).catch((err: unknown) => this.opts.onError?.(err as Error));

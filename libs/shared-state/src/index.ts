@@ -37,6 +37,6 @@ export type {
   InputRecordStatus,
 } from './input-store.js';
 export { RUN_AGENTS_TTL_MS, RunAgents } from './run-agents.js';
-export { isRedisUnavailable, REDIS_FAIL_FAST, REDIS_RETRY_AFTER_MS } from './redis-options.js';
+export { connectLimitsRedis, isRedisUnavailable, REDIS_FAIL_FAST, REDIS_RETRY_AFTER_MS } from './redis-options.js';
 export { redisMemoryProblems, redisMemorySettings } from './redis-memory.js';
 export type { RedisMemorySettings } from './redis-memory.js';

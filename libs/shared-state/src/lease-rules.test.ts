@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { MAX_TOKEN_BATCH, leaseNeeds, shouldPrefetch, splitIdleSlots, tokenBatch } from './lease-rules.js';
+import { MAX_TOKEN_BATCH, idleShare, leaseNeeds, shouldPrefetch, splitIdleSlots, tokenBatch } from './lease-rules.js';
 
 describe('tokenBatch', () => {
   it('leases one token at a time below 80 per second (exact), about 50 ms of the rate above, at most 64', () => {
@@ -71,5 +71,25 @@ describe('splitIdleSlots', () => {
     expect(idle.map((f) => f.slot)).toEqual(['a', 'b']);
     expect(kept.map((f) => f.slot)).toEqual(['c']);
     expect(splitIdleSlots([], 1_000, 200)).toEqual({ idle: [], kept: [] });
+  });
+
+  it('keeps the newest slots of its share (an eighth of the cap) for the longer hold, the rest for the short one', () => {
+    expect(idleShare(3)).toBe(0);
+    expect(idleShare(16)).toBe(2);
+    expect(idleShare(64)).toBe(8);
+    const free = [
+      { slot: 'a', since: 0 },
+      { slot: 'b', since: 100 },
+      { slot: 'c', since: 200 },
+    ];
+    const share = { count: 2, holdMs: 1_000 };
+    // At 500 ms: a is past the short hold and outside the share; b and c are the share.
+    const at500 = splitIdleSlots(free, 500, 200, share);
+    expect(at500.idle.map((f) => f.slot)).toEqual(['a']);
+    expect(at500.kept.map((f) => f.slot)).toEqual(['b', 'c']);
+    // Past the longer hold, the share goes back too.
+    expect(splitIdleSlots(free, 1_150, 200, share).idle.map((f) => f.slot)).toEqual(['a', 'b']);
+    // No share: the short hold for every slot, as before.
+    expect(splitIdleSlots(free, 500, 200).idle.map((f) => f.slot)).toEqual(['a', 'b', 'c']);
   });
 });

@@ -41,18 +41,33 @@ export function shouldPrefetch(tokensLeft: number, batch: number, prefetching: b
   return batch >= MIN_PREFETCH_BATCH && tokensLeft < batch / 2 && !prefetching;
 }
 
+/** The share of a concurrency cap one process may keep idle for the longer hold: an eighth, rounded down. */
+export const IDLE_SHARE_DIVISOR = 8;
+
+/** How many freed slots of a cap of `maxConcurrency` one process may keep for the longer hold. */
+export function idleShare(maxConcurrency: number): number {
+  return Math.floor(maxConcurrency / IDLE_SHARE_DIVISOR);
+}
+
 /**
- * Free slots that stayed with this process longer than `holdMs` since their call freed them:
+ * Free slots that stayed with this process longer than their hold since their call freed them:
  * they go back to Redis, so another process can have them. The others are kept for this
- * process's next calls.
+ * process's next calls. The newest `share.count` (the end of the list, which calls reuse first)
+ * are kept up to `share.holdMs`, the rest up to `holdMs`: on a busy box a caller's next call
+ * comes back later than a short hold, and without the share each call would pay a lease.
  */
 export function splitIdleSlots<T extends { since: number }>(
   free: readonly T[],
   now: number,
   holdMs: number,
+  share: { count: number; holdMs: number } = { count: 0, holdMs },
 ): { idle: T[]; kept: T[] } {
   const idle: T[] = [];
   const kept: T[] = [];
-  for (const f of free) (now - f.since >= holdMs ? idle : kept).push(f);
+  const firstShared = free.length - share.count;
+  free.forEach((f, i) => {
+    const hold = i >= firstShared ? Math.max(holdMs, share.holdMs) : holdMs;
+    (now - f.since >= hold ? idle : kept).push(f);
+  });
   return { idle, kept };
 }

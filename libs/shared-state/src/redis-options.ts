@@ -1,4 +1,4 @@
-import type { RedisOptions } from 'ioredis';
+import { Redis, type RedisOptions } from 'ioredis';
 
 /**
  * Client options for a service whose requests need Redis and must not wait on its outage: a
@@ -51,4 +51,22 @@ export function isRedisUnavailable(err: unknown, status?: string): boolean {
   if (err.name === 'MaxRetriesPerRequestError') return true;
   if (UNAVAILABLE_MESSAGES.some((m) => err.message.startsWith(m))) return true;
   return status !== undefined && status !== 'ready' && err.constructor === Error;
+}
+
+/**
+ * A connected Redis client for limits that must not queue behind an outage: commands fail within
+ * a second, no offline queue, one attempt per request. A Redis that does not answer at start is
+ * reported through `onUnavailable` and the client keeps reconnecting by itself; what uses it
+ * decides how to fail meanwhile (the call limits and the failed-token limit admit).
+ */
+export async function connectLimitsRedis(url: string, onUnavailable: (err: Error) => void): Promise<Redis> {
+  const redis = new Redis(url, {
+    maxRetriesPerRequest: 1,
+    enableOfflineQueue: false,
+    commandTimeout: 1_000,
+    lazyConnect: true,
+  });
+  redis.on('error', () => {});
+  await redis.connect().catch((err: unknown) => onUnavailable(err as Error));
+  return redis;
 }

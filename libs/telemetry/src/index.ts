@@ -8,7 +8,7 @@ export type { ResponseCut } from './response-cuts.js';
 export { startHealthServer } from './health-server.js';
 export { startServiceHttp } from './service-http.js';
 export type { ServiceHttp } from './service-http.js';
-export { setupTelemetry } from './setup.js';
+export { serviceTelemetry, setupTelemetry } from './setup.js';
 export type { MetricsHandler, Telemetry, TelemetryOptions } from './setup.js';
 export { extractTraceContext, injectTraceHeaders, traceHeaders } from './nats-propagation.js';
 export { clientTraceOrigin } from './client-trace.js';

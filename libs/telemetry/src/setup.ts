@@ -179,3 +179,17 @@ export async function setupTelemetry(opts: TelemetryOptions): Promise<Telemetry>
     shutdown,
   };
 }
+
+/**
+ * A service process's telemetry: the one it was given (tests pass theirs), else one set up for
+ * `serviceName` and its instance, exporting to `otlpEndpoint` when there is one.
+ */
+export async function serviceTelemetry(
+  given: Telemetry | undefined,
+  serviceName: string,
+  serviceInstanceId: string,
+  otlpEndpoint: string | undefined,
+): Promise<Telemetry> {
+  if (given !== undefined) return given;
+  return await setupTelemetry({ serviceName, serviceInstanceId, ...(otlpEndpoint ? { otlpEndpoint } : {}) });
+}

@@ -4,7 +4,7 @@ import { makeSubjects } from '@mcpx/contracts';
 import { endpointReads } from '@mcpx/stored';
 import { createDb } from '@mcpx/db';
 import { createLogger, type LogSink } from '@mcpx/log';
-import { setupTelemetry, startHealthServer, type Telemetry } from '@mcpx/telemetry';
+import { serviceTelemetry, startHealthServer, type Telemetry } from '@mcpx/telemetry';
 import { AgentServers, SERVER_NAME } from './agent-server.js';
 import { LogLevels } from './log-levels.js';
 import { AgentTokens } from './agent-tokens.js';
@@ -61,13 +61,7 @@ export async function startEndpoint(config: EndpointConfig, opts: EndpointOption
     fields: { instance },
     ...(opts.logSink ? { sink: opts.logSink } : {}),
   });
-  const telemetry =
-    opts.telemetry ??
-    (await setupTelemetry({
-      serviceName: 'endpoint',
-      serviceInstanceId: instance,
-      ...(config.otlpEndpoint ? { otlpEndpoint: config.otlpEndpoint } : {}),
-    }));
+  const telemetry = await serviceTelemetry(opts.telemetry, 'endpoint', instance, config.otlpEndpoint);
   const db = createDb(config.databaseUrl, {
     applicationName: 'endpoint',
     max: 10,

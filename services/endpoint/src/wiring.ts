@@ -1,11 +1,11 @@
 // The endpoint's parts, built from its configuration: what `startEndpoint` puts together on one screen.
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { notify, retryStartup } from '@mcpx/bus';
 import type { TrustedProxies } from '@mcpx/config/trusted-proxies';
 import type { Subjects } from '@mcpx/contracts';
-import { ApprovalStore, RateLimiter } from '@mcpx/shared-state';
+import { ApprovalStore, RateLimiter, connectLimitsRedis } from '@mcpx/shared-state';
 import { InboundGuard } from '@mcpx/inbound';
 import type { Logger } from '@mcpx/log';
 import { connectRuntime, type RuntimeConnection } from '@mcpx/proxy-client';
@@ -56,20 +56,10 @@ export function connectNats(
 }
 
 /** Redis, failing fast: the failed-token limit must not queue behind an outage (it admits instead). */
-export async function connectRedis(config: EndpointConfig, log: Logger): Promise<Redis> {
-  const redis = new Redis(config.redisUrl, {
-    maxRetriesPerRequest: 1,
-    enableOfflineQueue: false,
-    commandTimeout: 1_000,
-    lazyConnect: true,
-  });
-  redis.on('error', () => {});
-  await redis
-    .connect()
-    .catch((err: unknown) =>
-      log.warn('redis unavailable: the failed-token limit admits until it answers', { err: err as Error }),
-    );
-  return redis;
+export function connectRedis(config: EndpointConfig, log: Logger): Promise<Redis> {
+  return connectLimitsRedis(config.redisUrl, (err) =>
+    log.warn('redis unavailable: the failed-token limit admits until it answers', { err }),
+  );
 }
 
 /** The per-address limit on failed token attempts, shared by the instances through Redis. */

@@ -9,14 +9,15 @@ import { SecretBox } from '@mcpx/secrets';
 import { createOutboundFetch } from '@mcpx/outbound';
 import {
   responseCutRecorder,
-  setupTelemetry,
+  serviceTelemetry,
   startServiceHttp,
   tracingFetch,
   tracingRequest,
   type Telemetry,
 } from '@mcpx/telemetry';
 import { LegacyAsks } from './legacy-inputs.js';
-import { CallHandler, replyLimits } from './call-handler.js';
+import { CallHandler } from './call-handler.js';
+import { replyLimits } from './reply-limits.js';
 import { Catalog } from './catalog.js';
 import { ProgressRelay } from './progress-relay.js';
 import { LogRelay } from './log-relay.js';
@@ -62,13 +63,7 @@ export async function startProxy(config: Config, opts: ProxyOptions = {}): Promi
     fields: { instance },
     ...(opts.logSink ? { sink: opts.logSink } : {}),
   });
-  const telemetry =
-    opts.telemetry ??
-    (await setupTelemetry({
-      serviceName: 'proxy',
-      serviceInstanceId: instance,
-      ...(config.otlpEndpoint ? { otlpEndpoint: config.otlpEndpoint } : {}),
-    }));
+  const telemetry = await serviceTelemetry(opts.telemetry, 'proxy', instance, config.otlpEndpoint);
   const db = createDb(config.databaseUrl, {
     applicationName: 'proxy',
     max: 10,

@@ -1,9 +1,9 @@
 // The proxy's floors, built from its configuration: what `startProxy` puts together on one screen.
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import type { Bus } from '@mcpx/bus';
 import type { Config } from '@mcpx/config';
 import type { ProxyReads } from '@mcpx/stored';
-import { ApprovalStore, CallLimiter, InputStore } from '@mcpx/shared-state';
+import { ApprovalStore, CallLimiter, InputStore, connectLimitsRedis } from '@mcpx/shared-state';
 import type { Logger } from '@mcpx/log';
 import { CONNECTOR_CAPABILITIES, type ElicitRequestParams, type McpConnection } from '@mcpx/mcp-client';
 import type { OutboundFetch } from '@mcpx/outbound';
@@ -24,20 +24,10 @@ const LIMITER_WARNING_EVERY_MS = 10_000;
  * Redis for the per-server limits, approvals and input requests. Admission must not queue behind
  * a Redis outage: commands fail fast (the limits fail open, approvals closed).
  */
-export async function connectRedis(config: Config, log: Logger): Promise<Redis> {
-  const redis = new Redis(config.redisUrl, {
-    maxRetriesPerRequest: 1,
-    enableOfflineQueue: false,
-    commandTimeout: 1_000,
-    lazyConnect: true,
-  });
-  redis.on('error', () => {});
-  await redis
-    .connect()
-    .catch((err: unknown) =>
-      log.warn('redis unavailable: per-server limits fail open until it answers', { err: err as Error }),
-    );
-  return redis;
+export function connectRedis(config: Config, log: Logger): Promise<Redis> {
+  return connectLimitsRedis(config.redisUrl, (err) =>
+    log.warn('redis unavailable: per-server limits fail open until it answers', { err }),
+  );
 }
 
 /** The Redis-shared per-server limits; while Redis fails they admit calls, saying so now and then. */
