@@ -23,7 +23,7 @@ export const CEILINGS = {
   'libs/mcp-client/src/tool-call.ts': { lines: 497, function: 125 },
   'libs/outbound/src/outbound-fetch.ts': { function: 83 },
   'libs/proxy-client/src/proxy-client.ts': { lines: 415 },
-  'services/endpoint/src/agent-server.ts': { lines: 433, function: 87 },
+  'services/endpoint/src/agent-server.ts': { lines: 431, function: 87 },
   'services/endpoint/src/config.ts': { function: 81 },
   'services/endpoint/src/endpoint.ts': { function: 132 },
   'services/endpoint/src/http.ts': { lines: 470 },
