@@ -17,7 +17,7 @@ RUN --mount=type=cache,id=pnpm,target=/pnpm/store pnpm install --frozen-lockfile
     && chown -R node:node /app
 USER node
 ENV NODE_ENV=production HTTP_HOST=0.0.0.0 OUTBOUND_PROFILE=production
-EXPOSE 8080 8081 8082 8083
+EXPOSE 8080 8081 8082 8083 8084
 # tsx runs the TypeScript sources directly (no build step). `exec` replaces the shell, so the
 # service is PID 1 and receives SIGTERM itself for a graceful shutdown.
-ENTRYPOINT ["sh", "-c", "exec node_modules/.bin/tsx \"services/${1:-${SERVICE:?set SERVICE or pass registry, projector or proxy}}/src/main.ts\"", "mcpx"]
+ENTRYPOINT ["sh", "-c", "exec node_modules/.bin/tsx \"services/${1:-${SERVICE:?set SERVICE or pass registry, projector, proxy, endpoint or authorization-server}}/src/main.ts\"", "mcpx"]

@@ -33,6 +33,7 @@ export const TOP_FLOORS = {
   '@mcpx/proxy': LIBRARIES,
   '@mcpx/projector': LIBRARIES,
   '@mcpx/endpoint': LIBRARIES,
+  '@mcpx/authorization-server': LIBRARIES,
   '@mcpx/cli': LIBRARIES,
   '@mcpx/console': [],
 };
@@ -74,7 +75,7 @@ export const REGISTRY_ROOMS = {
   agents: ['shared', 'accounts', 'events', 'audit', 'catalog', 'builtins'],
   signers: ['shared', 'accounts', 'audit', 'agents'],
   activity: ['shared', 'agents'],
-  'authorization-server': ['shared', 'audit'],
+  'sign-ins': ['shared', 'audit'],
   servers: [
     'shared',
     'accounts',
@@ -87,17 +88,7 @@ export const REGISTRY_ROOMS = {
     'builtins',
     'agents',
   ],
-  actions: [
-    'shared',
-    'accounts',
-    'audit',
-    'review',
-    'agents',
-    'signers',
-    'activity',
-    'authorization-server',
-    'servers',
-  ],
+  actions: ['shared', 'accounts', 'audit', 'review', 'agents', 'signers', 'activity', 'sign-ins', 'servers'],
 };
 
 /** The registry's top floor: the transports; the files directly in src/ are on it too. */

@@ -3,7 +3,8 @@
 // agent runtime, passwords generated once under the data folder), then every service in the local
 // profile with its NATS credentials, and prints where the API, NATS and the runtime's credentials are.
 // The MCP endpoint (services/endpoint) connects as its own NATS user (the runtime's rights, and the
-// notice of a decision its clients' users take).
+// notice of a decision its clients' users take). The endpoint's authorization server
+// (services/authorization-server) runs on its own port, with no key ring and no NATS.
 // A NATS_URL set by the operator is used instead, as it is (with NATS_USER/NATS_PASSWORD if set).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
@@ -29,6 +30,8 @@ let nats: AuthNats | undefined;
 
 /** A service's NATS settings: its own user on the stack's NATS, or the operator's NATS_URL as given. */
 function natsEnv(name: keyof typeof PORTS): Record<string, string> {
+  // The authorization server uses no NATS (it has no user there).
+  if (name === 'authorization-server') return {};
   if (nats === undefined) return givenNatsUrl !== undefined ? { NATS_URL: givenNatsUrl } : {};
   return { NATS_URL: nats.url, NATS_USER: nats.users[name].user, NATS_PASSWORD: nats.users[name].password };
 }
@@ -37,8 +40,15 @@ const PORTS = {
   projector: Number(process.env.PROJECTOR_PORT ?? 8081),
   proxy: Number(process.env.PROXY_PORT ?? 8082),
   endpoint: Number(process.env.ENDPOINT_PORT ?? 8083),
+  'authorization-server': Number(process.env.AUTHORIZATION_SERVER_PORT ?? 8084),
 };
-const PORT_VARS = { registry: 'REGISTRY', projector: 'PROJECTOR', proxy: 'PROXY', endpoint: 'ENDPOINT' } as const;
+const PORT_VARS = {
+  registry: 'REGISTRY',
+  projector: 'PROJECTOR',
+  proxy: 'PROXY',
+  endpoint: 'ENDPOINT',
+  'authorization-server': 'AUTHORIZATION_SERVER',
+} as const;
 
 /**
  * A service's internal port (/metrics, /stats): `<NAME>_INTERNAL_PORT` when set; else, for a stack
@@ -54,14 +64,15 @@ function internalPortEnv(name: keyof typeof PORTS): Record<string, string> {
 }
 
 /**
- * The endpoint's public port: `ENDPOINT_PORT`; else 8083, unless the stack's other public ports
- * were moved (a second stack on this machine, a test): then a free one, so that two stacks never
- * fight over it.
+ * The endpoint's (or the authorization server's) public port: `ENDPOINT_PORT`
+ * (`AUTHORIZATION_SERVER_PORT`); else 8083 (8084), unless the stack's other public ports were moved
+ * (a second stack on this machine, a test): then a free one, so that two stacks never fight over it.
  */
-async function settleEndpointPort(): Promise<void> {
-  if (process.env.ENDPOINT_PORT !== undefined && process.env.ENDPOINT_PORT !== '') return;
+async function settleEndpointPort(name: 'endpoint' | 'authorization-server' = 'endpoint'): Promise<void> {
+  const given = process.env[`${PORT_VARS[name]}_PORT`];
+  if (given !== undefined && given !== '') return;
   if (!['REGISTRY_PORT', 'PROJECTOR_PORT', 'PROXY_PORT'].some((v) => process.env[v] !== undefined)) return;
-  PORTS.endpoint = await new Promise<number>((resolve, reject) => {
+  PORTS[name] = await new Promise<number>((resolve, reject) => {
     const probe = createServer();
     probe.once('error', reject);
     probe.listen(0, '127.0.0.1', () => {
@@ -71,18 +82,36 @@ async function settleEndpointPort(): Promise<void> {
   });
 }
 
-/** The MCP endpoint's public URL (what `mcpx agents endpoint` prints), unless the operator set one. */
+/**
+ * The public URLs the services tell each other, unless the operator set them: the MCP endpoint's
+ * (what `mcpx agents endpoint` prints), the authorization server's (the issuer the endpoint names,
+ * and where the registry's continue links go) and the registry's (where a sign-in shows the console).
+ */
 function endpointEnv(name: keyof typeof PORTS): Record<string, string> {
+  const registry = process.env.REGISTRY_PUBLIC_URL ?? `http://127.0.0.1:${PORTS.registry}`;
+  const issuer = process.env.AUTHORIZATION_SERVER_PUBLIC_URL ?? `http://127.0.0.1:${PORTS['authorization-server']}`;
   // The console (served by the registry) shows the endpoint's URL and client configs.
   if (name === 'registry')
-    return { ENDPOINT_PUBLIC_URL: process.env.ENDPOINT_PUBLIC_URL ?? `http://127.0.0.1:${PORTS.endpoint}` };
+    return {
+      ENDPOINT_PUBLIC_URL: process.env.ENDPOINT_PUBLIC_URL ?? `http://127.0.0.1:${PORTS.endpoint}`,
+      AUTHORIZATION_SERVER_PUBLIC_URL: issuer,
+    };
+  if (name === 'authorization-server')
+    return { AUTHORIZATION_SERVER_PUBLIC_URL: issuer, REGISTRY_PUBLIC_URL: registry };
   if (name !== 'endpoint') return {};
-  // OAuth sign-in to the endpoint: the registry (where browsers reach it) is the authorization server.
-  const registry = process.env.REGISTRY_PUBLIC_URL ?? `http://127.0.0.1:${PORTS.registry}`;
+  // OAuth sign-in to the endpoint: the authorization server (its own process and port) is its issuer.
   return {
     ENDPOINT_PUBLIC_URL: process.env.ENDPOINT_PUBLIC_URL ?? `http://127.0.0.1:${PORTS.endpoint}`,
-    ENDPOINT_AUTHORIZATION_SERVER: process.env.ENDPOINT_AUTHORIZATION_SERVER ?? registry,
+    ENDPOINT_AUTHORIZATION_SERVER: process.env.ENDPOINT_AUTHORIZATION_SERVER ?? issuer,
   };
+}
+
+/** What the authorization server never gets: it holds no key ring. */
+function serviceBaseEnv(name: keyof typeof PORTS): Record<string, string | undefined> {
+  if (name !== 'authorization-server') return env;
+  const rest: Record<string, string | undefined> = { ...env };
+  delete rest.SECRETS_KEYRING;
+  return rest;
 }
 
 const log = (line: string): void => void process.stdout.write(`[start] ${line}\n`);
@@ -92,7 +121,7 @@ function startService(name: keyof typeof PORTS): ChildProcess {
   const child = spawn(join(root, 'node_modules', '.bin', 'tsx'), [`services/${name}/src/main.ts`], {
     cwd: root,
     env: {
-      ...env,
+      ...serviceBaseEnv(name),
       ...natsEnv(name),
       ...internalPortEnv(name),
       ...endpointEnv(name),
@@ -180,11 +209,15 @@ try {
     process.on('exit', () => started?.kill());
   }
   // The registry and the projector migrate their own schemas; the proxy reads both, so it starts last.
+  // The registry builds its continue links on the authorization server's URL: its port is settled first.
+  await settleEndpointPort('authorization-server');
   startService('registry');
   startService('projector');
   await Promise.all([waitHealthy('registry'), waitHealthy('projector')]);
   startService('proxy');
-  await waitHealthy('proxy');
+  // The authorization server takes the role and grants the registry's migrations made.
+  startService('authorization-server');
+  await Promise.all([waitHealthy('proxy'), waitHealthy('authorization-server')]);
   // The MCP endpoint reads the registry's tokens and the projector's sets, and calls through the proxy.
   await settleEndpointPort();
   startService('endpoint');
@@ -198,6 +231,7 @@ try {
     log(`NATS at ${givenNatsUrl} (as configured)`);
   }
   log(`API ready at http://127.0.0.1:${PORTS.registry}`);
+  log(`OAuth sign-in to the endpoint: the authorization server at http://127.0.0.1:${PORTS['authorization-server']}`);
   log(
     `MCP endpoint at http://127.0.0.1:${PORTS.endpoint}/v1/agents/<agent>/mcp (mcpx agents endpoint AGENT, mcpx agents tokens new AGENT)`,
   );

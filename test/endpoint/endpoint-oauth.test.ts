@@ -50,14 +50,14 @@ if (!HAS_CHROMIUM)
   );
 
 /**
- * OAuth 2.1 sign-in to the agent MCP endpoint with the registry as authorization server, end to
- * end with real parts: the services as processes (the registry trusts only the test's TLS
+ * OAuth 2.1 sign-in to the agent MCP endpoint through its authorization server (its own process,
+ * on its own origin), end to end with real parts: the services as processes (they trust only the test's TLS
  * certificate, through NODE_EXTRA_CA_CERTS, and reaches loopback only as the operator allows),
  * server-everything behind an agent, clients identified by client ID metadata documents served
  * over https on loopback, the SDK v2 client's own OAuth support discovering everything from the
  * endpoint's 401, the owner consenting with signed actions, and a browser that keeps cookies.
  */
-describe('OAuth sign-in to the agent endpoint (the registry as authorization server)', () => {
+describe('OAuth sign-in to the agent endpoint (the authorization server as its own process)', () => {
   let system: ProcessSystem;
   let everything: EverythingServer;
   let front: TlsFront;
@@ -113,6 +113,7 @@ describe('OAuth sign-in to the agent endpoint (the registry as authorization ser
     // addresses refused except loopback itself.
     [system, everything] = await Promise.all([
       ProcessSystem.start({
+        authorizationServer: true,
         env: {
           OUTBOUND_PROFILE: 'production',
           OUTBOUND_ALLOW_HTTP_HOSTS: '127.0.0.1',
@@ -137,7 +138,7 @@ describe('OAuth sign-in to the agent endpoint (the registry as authorization ser
         HTTP_PORT: String(port),
         INTERNAL_HTTP_PORT: String(await freePort()),
         ENDPOINT_PUBLIC_URL: endpointUrl,
-        ENDPOINT_AUTHORIZATION_SERVER: system.apiUrl,
+        ENDPOINT_AUTHORIZATION_SERVER: system.authUrl,
         INSTANCE_ID: `endpoint-${port}`,
       },
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -188,7 +189,7 @@ describe('OAuth sign-in to the agent endpoint (the registry as authorization ser
   }
 
   function authorizeUrl(params: Record<string, string>): URL {
-    const u = new URL(`${system.apiUrl}/v1/oauth-server/authorize`);
+    const u = new URL(`${system.authUrl}/v1/oauth-server/authorize`);
     for (const [k, v] of Object.entries(params)) u.searchParams.set(k, v);
     return u;
   }
@@ -238,7 +239,7 @@ describe('OAuth sign-in to the agent endpoint (the registry as authorization ser
     const to = new URL(back.location ?? '');
     expect(`${to.origin}${to.pathname}`).toBe(REDIRECT);
     expect(to.searchParams.get('state')).toBe('st-1');
-    expect(to.searchParams.get('iss')).toBe(system.apiUrl);
+    expect(to.searchParams.get('iss')).toBe(system.authUrl);
     const code = to.searchParams.get('code') ?? '';
     expect(code).toMatch(/^[A-Za-z0-9_-]{43}$/);
     secrets.push(code);
@@ -246,7 +247,7 @@ describe('OAuth sign-in to the agent endpoint (the registry as authorization ser
   }
 
   async function tokenRequest(fields: Record<string, string>): Promise<{ status: number; body: any }> {
-    const res = await fetch(`${system.apiUrl}/v1/oauth-server/token`, {
+    const res = await fetch(`${system.authUrl}/v1/oauth-server/token`, {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
       body: new URLSearchParams(fields),
@@ -347,7 +348,7 @@ describe('OAuth sign-in to the agent endpoint (the registry as authorization ser
     }
   }
 
-  it('serves protected-resource metadata naming the registry, and a 401 that points to it', async () => {
+  it('serves protected-resource metadata naming the authorization server, and a 401 that points to it', async () => {
     const res = await fetch(urlOf(agentA), {
       method: 'POST',
       headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
@@ -360,18 +361,18 @@ describe('OAuth sign-in to the agent endpoint (the registry as authorization ser
     const meta = (await (await fetch(prm)).json()) as Record<string, unknown>;
     expect(meta).toMatchObject({
       resource: urlOf(agentA),
-      authorization_servers: [system.apiUrl],
+      authorization_servers: [system.authUrl],
       bearer_methods_supported: ['header'],
     });
-    const as = (await (await fetch(`${system.apiUrl}/.well-known/oauth-authorization-server`)).json()) as Record<
+    const as = (await (await fetch(`${system.authUrl}/.well-known/oauth-authorization-server`)).json()) as Record<
       string,
       unknown
     >;
     expect(as).toMatchObject({
-      issuer: system.apiUrl,
-      authorization_endpoint: `${system.apiUrl}/v1/oauth-server/authorize`,
-      token_endpoint: `${system.apiUrl}/v1/oauth-server/token`,
-      revocation_endpoint: `${system.apiUrl}/v1/oauth-server/revoke`,
+      issuer: system.authUrl,
+      authorization_endpoint: `${system.authUrl}/v1/oauth-server/authorize`,
+      token_endpoint: `${system.authUrl}/v1/oauth-server/token`,
+      revocation_endpoint: `${system.authUrl}/v1/oauth-server/revoke`,
       code_challenge_methods_supported: ['S256'],
       client_id_metadata_document_supported: true,
       authorization_response_iss_parameter_supported: true,
@@ -559,7 +560,7 @@ describe('OAuth sign-in to the agent endpoint (the registry as authorization ser
 
   it('the client signs out (RFC 7009): its tokens are refused; another client cannot sign it out', async () => {
     const revoke = (fields: Record<string, string>) =>
-      fetch(`${system.apiUrl}/v1/oauth-server/revoke`, {
+      fetch(`${system.authUrl}/v1/oauth-server/revoke`, {
         method: 'POST',
         headers: { 'content-type': 'application/x-www-form-urlencoded' },
         body: new URLSearchParams(fields),
@@ -673,7 +674,7 @@ describe('OAuth sign-in to the agent endpoint (the registry as authorization ser
     expect(Object.fromEntries(to.searchParams)).toMatchObject({
       error: 'access_denied',
       state: 's2',
-      iss: system.apiUrl,
+      iss: system.authUrl,
     });
     expect(to.searchParams.get('code')).toBeNull();
     await expect(api.act('DecideSignIn', { id: id2, decision: 'approve' })).rejects.toMatchObject({ code: 'conflict' });
@@ -704,7 +705,7 @@ describe('OAuth sign-in to the agent endpoint (the registry as authorization ser
     expect(Object.fromEntries(new URL(plain.location ?? '').searchParams)).toMatchObject({
       error: 'invalid_request',
       state: 's3',
-      iss: system.apiUrl,
+      iss: system.authUrl,
     });
     const before = (await api.act('ListSignInRequests')).signIns.length;
     for (const clientId of ['https://10.1.2.3/client.json', 'https://169.254.169.254/latest/client.json']) {
@@ -743,7 +744,7 @@ describe('OAuth sign-in to the agent endpoint (the registry as authorization ser
         bin,
         'authorization',
         '--url',
-        system.apiUrl,
+        system.authUrl,
         '--client-id',
         clientUrl('conformance'),
         '--resource',
@@ -763,7 +764,7 @@ describe('OAuth sign-in to the agent endpoint (the registry as authorization ser
     try {
       // The tool prints the authorization URL and waits for its callback: the owner's browser does the rest.
       const line = await eventually(
-        async () => output.split('\n').find((l) => l.startsWith(`${system.apiUrl}/v1/oauth-server/authorize?`)),
+        async () => output.split('\n').find((l) => l.startsWith(`${system.authUrl}/v1/oauth-server/authorize?`)),
         30_000,
         `the tool's authorization URL:\n${output}`,
       );
@@ -799,9 +800,11 @@ describe('OAuth sign-in to the agent endpoint (the registry as authorization ser
       error_description: 'the authorization code has expired',
     });
     const post = (body: string, type = 'application/x-www-form-urlencoded') =>
-      fetch(`${system.apiUrl}/v1/oauth-server/token`, { method: 'POST', headers: { 'content-type': type }, body }).then(
-        async (r) => ({ status: r.status, body: (await r.json()) as any }),
-      );
+      fetch(`${system.authUrl}/v1/oauth-server/token`, {
+        method: 'POST',
+        headers: { 'content-type': type },
+        body,
+      }).then(async (r) => ({ status: r.status, body: (await r.json()) as any }));
     expect(await post('{"grant_type":"authorization_code"}', 'application/json')).toMatchObject({
       status: 400,
       body: { error: 'invalid_request' },
@@ -841,7 +844,7 @@ describe('OAuth sign-in to the agent endpoint (the registry as authorization ser
       `client_id=${encodeURIComponent(clientUrl('manual'))}`,
       `client_id=a&client_id=b&redirect_uri=${encodeURIComponent(REDIRECT)}`,
     ]) {
-      const res = await fetch(`${system.apiUrl}/v1/oauth-server/authorize?${q}`, { redirect: 'manual' });
+      const res = await fetch(`${system.authUrl}/v1/oauth-server/authorize?${q}`, { redirect: 'manual' });
       expect(res.status, q).toBe(400);
       expect(res.headers.get('location')).toBeNull();
       expect(res.headers.get('content-type')).toContain('text/html');
@@ -864,7 +867,7 @@ describe('OAuth sign-in to the agent endpoint (the registry as authorization ser
     expect(Object.fromEntries(new URL(over.location ?? '').searchParams)).toMatchObject({
       error: 'temporarily_unavailable',
       state: 'over',
-      iss: system.apiUrl,
+      iss: system.authUrl,
     });
     expect(new URL(over.location ?? '').searchParams.get('error_description')).toContain(
       'pending_sign_ins_per_account',
@@ -928,7 +931,7 @@ describe('OAuth sign-in to the agent endpoint (the registry as authorization ser
         await page.locator('#sign-in-approve').click();
         await page.getByText('back at the client').waitFor();
         expect(callback?.searchParams.get('state')).toBe('browser');
-        expect(callback?.searchParams.get('iss')).toBe(system.apiUrl);
+        expect(callback?.searchParams.get('iss')).toBe(system.authUrl);
         const code = callback?.searchParams.get('code') ?? '';
         secrets.push(code);
         const t = await redeem({ code, verifier, resource: urlOf(agent) });
@@ -942,11 +945,11 @@ describe('OAuth sign-in to the agent endpoint (the registry as authorization ser
   );
 
   it('no code, token, verifier, cookie or nonce appears in any log, span, owner answer or metric', async () => {
-    // The registry's spans of the steps arrive in its next export batch (every few seconds).
+    // The authorization server's spans of the steps arrive in its next export batch (every few seconds).
     await eventually(
       async () =>
-        spans.some((b) => b.includes('registry.oauth-server token')) &&
-        spans.some((b) => b.includes('registry.oauth-server continue'))
+        spans.some((b) => b.includes('authorization-server token')) &&
+        spans.some((b) => b.includes('authorization-server continue'))
           ? true
           : undefined,
       20_000,
@@ -957,8 +960,8 @@ describe('OAuth sign-in to the agent endpoint (the registry as authorization ser
       await api.act('ListAgentTokens', { agent: agentA }),
       await api.act('ListAgentTokens', { agent: agentB }),
     ]);
-    const registry = system.services.find((s) => s.name === 'registry');
-    const metrics = await (await fetch(`${registry?.internalUrl}/metrics`)).text();
+    const authServer = system.services.find((s) => s.name === 'authorization-server');
+    const metrics = await (await fetch(`${authServer?.internalUrl}/metrics`)).text();
     expect(metrics).toMatch(/mcpx_oauth_sign_ins_total\{[^}]*step="token"[^}]*\} \d+/);
     const everywhere = [system.allLogs(), endpointLogs.join(''), pending, tokens, metrics, ...spans].join('\n');
     const checked = secrets.filter((s) => s.length >= 20);
@@ -984,8 +987,8 @@ describe('OAuth sign-in to the agent endpoint (the registry as authorization ser
       else expect(res.status).toBe(400);
     }
     expect(limited?.headers.get('retry-after')).toMatch(/^\d+$/);
-    const registry = system.services.find((s) => s.name === 'registry');
-    expect(await (await fetch(`${registry?.internalUrl}/metrics`)).text()).toMatch(
+    const authServer = system.services.find((s) => s.name === 'authorization-server');
+    expect(await (await fetch(`${authServer?.internalUrl}/metrics`)).text()).toMatch(
       /mcpx_oauth_sign_ins_total\{[^}]*outcome="rate_limited"[^}]*step="authorize"|mcpx_oauth_sign_ins_total\{[^}]*step="authorize"[^}]*outcome="rate_limited"/,
     );
   });

@@ -20,7 +20,7 @@ import { kustomize, objectKey, strategicMerge, type K8sObject } from './support/
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const BASE = join(ROOT, 'deploy', 'k8s');
 const PRODUCTION = join(ROOT, 'deploy', 'overlays', 'production');
-const SERVICES = ['registry', 'projector', 'proxy', 'endpoint'] as const;
+const SERVICES = ['registry', 'projector', 'proxy', 'endpoint', 'authorization-server'] as const;
 /** Private, carrier-grade NAT, loopback, link-local (metadata), unique-local: the cluster's and the provider's. */
 const INTERNAL_V4 = ['10.0.0.0/8', '100.64.0.0/10', '127.0.0.0/8', '169.254.0.0/16', '172.16.0.0/12', '192.168.0.0/16'];
 const INTERNAL_V6 = ['::1/128', 'fc00::/7', 'fe80::/10'];
@@ -158,8 +158,9 @@ function checkRules(objs: K8sObject[], production: boolean): void {
         if (to['ipBlock'] !== undefined) {
           const { cidr, except = [] } = to['ipBlock'] as { cidr: string; except?: string[] };
           if (cidr === '0.0.0.0/0' || cidr === '::/0') {
-            // The outside: only the registry and the proxy, never a cluster-internal range.
-            expect(['registry', 'proxy'], `${name} may not leave the cluster`).toContain(name);
+            // The outside: only the registry, the proxy and the authorization server (client ID metadata
+            // documents), never a cluster-internal range.
+            expect(['registry', 'proxy', 'authorization-server'], `${name} may not leave the cluster`).toContain(name);
             for (const internal of cidr === '::/0' ? INTERNAL_V6 : INTERNAL_V4)
               expect(except, `${name}: ${internal} cut out`).toContain(internal);
             reached.add('outside');
@@ -178,13 +179,16 @@ function checkRules(objs: K8sObject[], production: boolean): void {
         }
       }
     }
-    // The projector needs no Redis; the endpoint needs it (its failed-token limit) but never the outside.
+    // The projector needs no Redis; the endpoint needs it (its failed-token limit) but never the
+    // outside; the authorization server needs no NATS.
     const expected =
       name === 'projector'
         ? ['kube-system', 'nats', 'observability', 'postgres']
         : name === 'endpoint'
           ? ['kube-system', 'nats', 'observability', 'postgres', 'redis']
-          : ['kube-system', 'nats', 'observability', 'outside', 'postgres', 'redis'];
+          : name === 'authorization-server'
+            ? ['kube-system', 'observability', 'outside', 'postgres', 'redis']
+            : ['kube-system', 'nats', 'observability', 'outside', 'postgres', 'redis'];
     expect([...reached].sort(), `${name} reaches`).toEqual(expected);
   }
 
@@ -274,7 +278,7 @@ describe('deploy/: kustomize base and production overlay', () => {
   it('production: more replicas, a pinned image, the proxy and the endpoint autoscaled from 3 pods, pods spread over nodes', () => {
     const d = (name: string): Any =>
       rendered.production.find((o) => o.kind === 'Deployment' && o.metadata.name === name) as Any;
-    expect(SERVICES.map((s) => d(s)['spec']['replicas'])).toEqual([3, 2, 3, 3]);
+    expect(SERVICES.map((s) => d(s)['spec']['replicas'])).toEqual([3, 2, 3, 3, 2]);
     for (const s of SERVICES) {
       expect(d(s)['spec']['template']['spec']['containers'][0]['image']).toBe('ghcr.io/example/mcpx:0.1.0');
       expect(d(s)['spec']['template']['spec']['topologySpreadConstraints'][0]['topologyKey']).toBe(

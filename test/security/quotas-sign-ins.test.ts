@@ -1,10 +1,10 @@
 /**
- * Filling an account's pending OAuth sign-ins, as an attack on the running registry (its
- * authorization server is open to anyone: each authorize request of a known client becomes a
+ * Filling an account's pending OAuth sign-ins, as an attack on the running authorization server
+ * (its own process, open to anyone: each authorize request of a known client becomes a
  * pending sign-in the owner must decide). A flood from one client (metadata document) or from one
  * client address is refused past its own bound, with the limit named, while another client from
  * another address still gets its sign-in to the owner; the database's bound refuses everyone
- * before the table fills, and nothing pending is lost. The registry runs as a process that trusts
+ * before the table fills, and nothing pending is lost. The services run as processes that trust
  * only the test's TLS front (client ID metadata documents are https) and the loopback balancer,
  * so each test address comes in X-Forwarded-For.
  */
@@ -50,6 +50,7 @@ describe('pending OAuth sign-ins per client, per address and in all', () => {
     await new Promise<void>((r) => documents.listen(0, '127.0.0.1', r));
     front.target = `http://127.0.0.1:${(documents.address() as AddressInfo).port}`;
     system = await ProcessSystem.start({
+      authorizationServer: true,
       projectors: 0,
       proxies: 0,
       env: {
@@ -80,7 +81,7 @@ describe('pending OAuth sign-ins per client, per address and in all', () => {
   /** An authorization request of `client` for the account's agent from `address`: pending, or the limit that refused it. */
   async function signIn(account: number, client: string, address: string): Promise<string> {
     const { agent } = accounts[account] as { agent: string };
-    const u = new URL(`${system.apiUrl}/v1/oauth-server/authorize`);
+    const u = new URL(`${system.authUrl}/v1/oauth-server/authorize`);
     const challenge = createHash('sha256').update(randomBytes(32).toString('base64url')).digest('base64url');
     const params = {
       response_type: 'code',
@@ -138,8 +139,8 @@ describe('pending OAuth sign-ins per client, per address and in all', () => {
   });
 
   it('counts each refusal by its limit', async () => {
-    const registry = system.services.find((s) => s.name === 'registry');
-    const text = await (await fetch(`${registry?.internalUrl}/metrics`)).text();
+    const authServer = system.services.find((s) => s.name === 'authorization-server');
+    const text = await (await fetch(`${authServer?.internalUrl}/metrics`)).text();
     for (const limit of ['pending_sign_ins_per_client', 'pending_sign_ins_per_address', 'pending_sign_ins'])
       expect(text).toMatch(new RegExp(`mcpx_oauth_sign_ins_total\\{[^}]*outcome="${limit}"[^}]*\\} [1-9]`));
   });

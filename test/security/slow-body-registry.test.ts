@@ -11,8 +11,8 @@ const CONNECTIONS_PER_ADDRESS = 250;
 
 /**
  * Slow-body floods against the registry as its own process: the action API (whose credential is
- * inside the signed body: the address's rate first, then the bounded read), the OAuth token
- * endpoint and a GET page with a body. Every body is read within a deadline and a per-process
+ * inside the signed body: the address's rate first, then the bounded read) and a GET page with a
+ * body; beside them the agent endpoint's OAuth token endpoint (the authorization server's process). Every body is read within a deadline and a per-process
  * budget (an address's quarter of it at most), and one address holds a bounded number of sockets.
  */
 describe('the registry under slow-body floods', () => {
@@ -21,11 +21,13 @@ describe('the registry under slow-body floods', () => {
 
   beforeAll(async () => {
     system = await ProcessSystem.start({
+      authorizationServer: true,
       projectors: 0,
       proxies: 0,
       // The flood's 200 requests all pass the per-address rate, so each body is read.
       env: {
         REGISTRY_BODY_TIMEOUT_MS: String(BODY_TIMEOUT_MS),
+        AUTHORIZATION_SERVER_BODY_TIMEOUT_MS: String(BODY_TIMEOUT_MS),
         REGISTRY_CONNECTIONS_PER_ADDRESS: String(CONNECTIONS_PER_ADDRESS),
         RATE_ACTIONS_PER_ADDRESS_BURST: '1000',
       },
@@ -61,9 +63,9 @@ describe('the registry under slow-body floods', () => {
     // From another, 100 send 32 KiB and stall: read until the deadline cuts them (408).
     const slow: HeldConnection[] = [];
     for (let i = 0; i < 100; i++) slow.push(await hold(system.apiUrl, postHead('/v1/actions', MiB - 1), '127.0.0.3'));
-    // The OAuth pages: a token request's form and a GET with a body, both stalled.
+    // The OAuth pages: a token request's form (the authorization server's own process) and a GET with a body, both stalled.
     const token = await hold(
-      system.apiUrl,
+      system.authUrl,
       postHead('/v1/oauth-server/token', 16 * 1024 - 1, { 'content-type': 'application/x-www-form-urlencoded' }),
       '127.0.0.4',
     );

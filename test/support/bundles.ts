@@ -20,6 +20,7 @@ export const BUNDLE_ENTRIES = {
   projector: 'services/projector/src/main.ts',
   proxy: 'services/proxy/src/main.ts',
   endpoint: 'services/endpoint/src/main.ts',
+  'authorization-server': 'services/authorization-server/src/main.ts',
   mcpx: 'cli/src/main.ts',
   /** The conformance tool's client under test: started once per scenario. */
   'conformance-client': 'test/conformance/client-harness.ts',

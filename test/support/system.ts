@@ -14,6 +14,11 @@ import { createTestDatabase, serviceUrls, uniqueNamespace, type TestDatabase } f
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
 export type ServiceName = 'registry' | 'projector' | 'proxy';
+/** What `ProcessSystem` runs: the three services, and the endpoint's authorization server when asked. */
+export type ProcessName = ServiceName | 'authorization-server';
+
+/** What the authorization server never gets: it holds no key ring and no NATS. */
+const NOT_FOR_THE_AUTHORIZATION_SERVER = ['SECRETS_KEYRING', 'NATS_URL', 'NATS_USER', 'NATS_PASSWORD', 'NATS_PREFIX'];
 
 export interface SystemOptions {
   /** Extra environment for every service (e.g. OUTBOUND_PROFILE, TOOL_NAME_STYLE). */
@@ -27,6 +32,12 @@ export interface SystemOptions {
    * `(s) => natsAuth.env(s)` of a `NatsAuthServer`; unset: the machine's NATS without auth.
    */
   natsEnv?: (service: ServiceName) => Record<string, string>;
+  /**
+   * Also run the agent endpoint's authorization server (`@mcpx/authorization-server`) as its own
+   * process on its own origin (`authUrl`; the registry's continue links point there, its console
+   * link to the registry), as the endpoint's OAuth sign-in tests need.
+   */
+  authorizationServer?: boolean;
 }
 
 /** The environment a system of this test's own runs with: its database, subjects and keys. */
@@ -72,7 +83,7 @@ async function waitHealthy(
 }
 
 export interface ServiceProcess {
-  name: ServiceName;
+  name: ProcessName;
   instance: string;
   url: string;
   /** Its internal port: `/healthz`, `/metrics` and (the proxy) `/stats`, which `url` does not serve. */
@@ -86,6 +97,8 @@ export interface ServiceProcess {
 export class ProcessSystem {
   readonly services: ServiceProcess[] = [];
   apiUrl = '';
+  /** The authorization server's URL, its issuer (`SystemOptions.authorizationServer`; else empty). */
+  authUrl = '';
 
   private constructor(
     readonly env: Record<string, string>,
@@ -95,10 +108,17 @@ export class ProcessSystem {
 
   static async start(opts: SystemOptions = {}): Promise<ProcessSystem> {
     const { env, db } = await systemEnv(opts.env);
+    const authPort = opts.authorizationServer === true ? await freePort() : undefined;
+    if (authPort !== undefined) env.AUTHORIZATION_SERVER_PUBLIC_URL = `http://127.0.0.1:${authPort}`;
     const system = new ProcessSystem(env, db, opts.natsEnv);
     try {
       const registry = await system.spawn('registry');
       system.apiUrl = registry.url;
+      // After the registry: its migrations create the authorization server's role and grants.
+      if (authPort !== undefined)
+        system.authUrl = (
+          await system.spawn('authorization-server', authPort, { REGISTRY_PUBLIC_URL: registry.url })
+        ).url;
       for (let i = 0; i < (opts.projectors ?? 1); i++) await system.spawn('projector');
       for (let i = 0; i < (opts.proxies ?? 1); i++) await system.spawn('proxy');
     } catch (err) {
@@ -109,8 +129,8 @@ export class ProcessSystem {
   }
 
   /** Starts one more instance of a service and waits until it is healthy. */
-  async spawn(name: ServiceName): Promise<ServiceProcess> {
-    const port = await freePort();
+  async spawn(name: ProcessName, port?: number, extraEnv: Record<string, string> = {}): Promise<ServiceProcess> {
+    port ??= await freePort();
     const internalPort = await freePort();
     const instance = `${name}-${this.services.filter((s) => s.name === name).length + 1}-${port}`;
     const logs: string[] = [];
@@ -118,9 +138,10 @@ export class ProcessSystem {
     const child = spawn(process.execPath, entryArgs(name), {
       cwd: ROOT,
       env: {
-        ...process.env,
-        ...this.env,
-        ...this.natsEnv(name),
+        ...(name === 'authorization-server' ? withoutKeys(process.env, NOT_FOR_THE_AUTHORIZATION_SERVER) : process.env),
+        ...(name === 'authorization-server' ? withoutKeys(this.env, NOT_FOR_THE_AUTHORIZATION_SERVER) : this.env),
+        ...(name === 'authorization-server' ? {} : this.natsEnv(name)),
+        ...extraEnv,
         HTTP_PORT: String(port),
         HTTP_HOST: '127.0.0.1',
         INTERNAL_HTTP_PORT: String(internalPort),
@@ -169,6 +190,13 @@ export class ProcessSystem {
     );
     await this.db.drop().catch(() => undefined);
   }
+}
+
+/** `env` without `keys`. */
+function withoutKeys(env: NodeJS.ProcessEnv | Record<string, string>, keys: string[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(env)) if (v !== undefined && !keys.includes(k)) out[k] = v;
+  return out;
 }
 
 /** The three services in this process (for tests that read their spans or logs directly). */

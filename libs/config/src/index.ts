@@ -44,3 +44,5 @@ export { DEFAULT_QUOTAS, parseQuotas } from './quotas.js';
 export type { QuotaSettings, RateSetting } from './quotas.js';
 export { DEFAULT_ACTIVITY_SETTINGS, parseActivity } from './activity.js';
 export type { ActivitySettings } from './activity.js';
+export { DEFAULT_AUTHORIZATION_SERVER_PORT, loadAuthorizationServerSettings } from './authorization-server-settings.js';
+export type { AuthorizationServerSettings } from './authorization-server-settings.js';

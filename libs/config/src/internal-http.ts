@@ -2,7 +2,7 @@ import { ConfigError } from './config-error.js';
 import { portSetting } from './settings.js';
 
 /** The internal ports' defaults: `/healthz`, `/metrics` and `/stats` for operators and scrapers. */
-const DEFAULT_INTERNAL_PORTS = { registry: 9080, projector: 9081, proxy: 9082 } as const;
+const DEFAULT_INTERNAL_PORTS = { registry: 9080, projector: 9081, proxy: 9082, 'authorization-server': 9084 } as const;
 
 export interface InternalHttp {
   internalHttpPort: number;

@@ -39,6 +39,11 @@
  * right on someone's inbox.
  */
 
+/**
+ * The roles with a NATS user. The agent endpoint's authorization server (`@mcpx/authorization-server`)
+ * has none, on purpose: it publishes and hears nothing (a revoked token is announced on Postgres's
+ * `mcpx_agent_tokens` channel), so it gets no credentials and an anonymous client is refused.
+ */
 export const NatsRoles = ['registry', 'projector', 'proxy', 'endpoint', 'runtime', 'operator'] as const;
 export type NatsRole = (typeof NatsRoles)[number];
 

@@ -11,6 +11,9 @@ import { integerSetting } from './settings.js';
  *   console shows (its URL and client configs); absent, the console's own host on `ENDPOINT_PORT`
  *   (default 8083);
  * - `REGISTRY_OAUTH_CLIENT_METADATA=off`: no OAuth client ID metadata document, registration only;
+ * - `AUTHORIZATION_SERVER_PUBLIC_URL`: the agent endpoint's authorization server (its own process)
+ *   when it has an origin of its own: DecideSignIn's continue link is built on it (absent: a path
+ *   on the registry's origin, whose front routes the authorization server's paths to it);
  * - `REGISTRY_HEADERS_TIMEOUT_MS`, `_BODY_TIMEOUT_MS`, `_KEEPALIVE_TIMEOUT_MS`, `_BODY_BUDGET_BYTES`,
  *   `_CONNECTIONS_PER_ADDRESS`: the bounds of its HTTP face before a request is known (`inbound`).
  * Absent fields take the registry's defaults.
@@ -20,6 +23,7 @@ export interface RegistrySettings {
   discoveryConcurrency?: number;
   publicUrl?: string;
   clientMetadataDocument?: false;
+  authorizationServerUrl?: string;
   /** The agent endpoint as the console shows it: its public URL, else its port on the console's host. */
   endpoint: { publicUrl?: string; port?: number };
   inbound: InboundLimits;
@@ -37,12 +41,16 @@ export function loadRegistrySettings(env: NodeJS.ProcessEnv): RegistrySettings {
     max: 65_535,
     message: 'ENDPOINT_PORT must be a port (1-65535)',
   });
+  const asUrl = env.AUTHORIZATION_SERVER_PUBLIC_URL
+    ? httpUrl(env.AUTHORIZATION_SERVER_PUBLIC_URL, 'AUTHORIZATION_SERVER_PUBLIC_URL')
+    : undefined;
   const endpointUrl = env.ENDPOINT_PUBLIC_URL ? httpUrl(env.ENDPOINT_PUBLIC_URL, 'ENDPOINT_PUBLIC_URL') : undefined;
   return {
     ...(reprobeBaseMs !== undefined ? { reprobeBaseMs } : {}),
     ...(discoveryConcurrency !== undefined ? { discoveryConcurrency } : {}),
     ...(env.REGISTRY_PUBLIC_URL ? { publicUrl: env.REGISTRY_PUBLIC_URL.replace(/\/+$/, '') } : {}),
     ...(env.REGISTRY_OAUTH_CLIENT_METADATA === 'off' ? { clientMetadataDocument: false as const } : {}),
+    ...(asUrl !== undefined ? { authorizationServerUrl: asUrl } : {}),
     endpoint: {
       ...(endpointUrl !== undefined ? { publicUrl: endpointUrl } : {}),
       ...(endpointPort !== undefined ? { port: endpointPort } : {}),

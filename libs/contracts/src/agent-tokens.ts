@@ -30,18 +30,4 @@ export function agentTokenHash(token: string): string {
  */
 export const AGENT_TOKENS_CHANNEL = 'mcpx_agent_tokens';
 
-/** An agent token as its owner lists it (never the token, never its hash). */
-export interface AgentTokenView {
-  id: string;
-  agent: string;
-  name: string;
-  createdAt: string;
-  expiresAt: string | null;
-  revokedAt: string | null;
-  state: 'active' | 'expired' | 'revoked';
-  /**
-   * Whether the token's holder (the MCP client's user) may approve the token's own `always_ask`
-   * calls, answering the endpoint's elicitation; false: they wait for the owner.
-   */
-  userMayApprove: boolean;
-}
+export type { AgentTokenView } from './action-components.js';

@@ -1,37 +1,6 @@
 import type { ServerStatus, Transport } from './payloads.js';
 
-/** `config` of SetMcpServer. Header values in `secretHeaders` are stored encrypted. */
-export interface McpServerConfigInput {
-  url: string;
-  transport?: Transport;
-  headers?: Record<string, string>;
-  secretHeaders?: Record<string, string>;
-  /** Header name → name of an existing account secret. */
-  secretRefs?: Record<string, string>;
-  /**
-   * `oauth`: run OAuth 2.1 against the server (a 401 with OAuth metadata yields an authorization URL);
-   * `bearer`: send `token` as `Authorization: Bearer <token>`; `headers`: every header given is
-   * stored encrypted; `none`: no header at all. Absent: `headers` if any header is given, else `none`.
-   */
-  auth?: 'oauth' | 'bearer' | 'headers' | 'none';
-  /** With `auth: 'bearer'` only: stored encrypted, never shown again (absent on an update keeps it). */
-  token?: string;
-  /**
-   * With `auth: 'oauth'` only: a client registered with the authorization server beforehand
-   * (no dynamic registration). `clientSecret` is stored encrypted and never shown again.
-   * `grant: 'client_credentials'` (machine to machine, nobody signs in) takes `clientSecret` or
-   * `privateKey` (an unencrypted PEM PKCS#8 key signing RFC 7523 assertions with `keyAlg`, stored
-   * encrypted) and an optional `scope`.
-   */
-  oauth?: {
-    clientId: string;
-    clientSecret?: string;
-    grant?: 'authorization_code' | 'client_credentials';
-    privateKey?: string;
-    keyAlg?: 'ES256' | 'ES384' | 'ES512' | 'RS256' | 'RS384' | 'RS512' | 'PS256' | 'PS384' | 'PS512';
-    scope?: string;
-  };
-}
+export type { McpServerConfigInput, AgentDefinition, AgentView } from './action-components.js';
 
 /** A pre-registered OAuth client as responses show it: whether a secret or key is set, never either. */
 export interface RedactedOAuthClient {
@@ -82,25 +51,6 @@ export interface RedactedMcpServer {
   pin?: 'off' | 'review' | 'strict';
   /** Tool changes waiting for review (`ListToolChanges`); present on pinned servers. */
   pendingReviews?: number;
-  createdAt: string;
-  updatedAt: string;
-}
-
-export interface AgentDefinition {
-  mcpServers: string[];
-  /**
-   * Who answers a server's questions: form elicitations go to a person unless `forms` is
-   * `runtime` (the agent's runtime answers them over the proxy client). URL elicitations always
-   * go to a person; sampling always to the runtime.
-   */
-  inputs?: { forms?: 'person' | 'runtime' };
-}
-
-export interface AgentView {
-  id: string;
-  name: string;
-  definition: AgentDefinition;
-  grants: { mcpServers: string[] };
   createdAt: string;
   updatedAt: string;
 }

@@ -108,7 +108,7 @@ export {
   toolSearchReplyValue,
 } from './reply-decoders.js';
 export { FieldRules, payloadDecoder } from './field-rules.js';
-export type { Rule, Shaped, Table } from './field-rules.js';
+export type { JsonSchema, Rule, Shaped, Table } from './field-rules.js';
 export { ERROR_TRAITS, ErrorCodes, WireError, invalidInput, toWireError } from './errors.js';
 export type { ErrorCode, ErrorDetails, ErrorDetailsMap, ErrorTraits, WireErrorShape } from './errors.js';
 export { PROGRESS_MESSAGE_MAX_CHARS, Transports, ServerStates, approvalDecidedEvent } from './payloads.js';
@@ -185,17 +185,17 @@ export type {
   ActionEnvelope,
   ActionType,
 } from './api.js';
-export { ACTION_MAP, ACTION_TYPES } from './action-map.js';
-export { ACTION_COMPONENTS } from './action-schemas.js';
+export { ACTION_MAP, ACTION_TYPES, type ActionSpec } from './action-map.js';
+export { ACTION_COMPONENTS, type ActionRole } from './action-components.js';
 export type {
   ActionOf,
   ActionRequest,
   ActionRequests,
   ActionResponse,
   ActionResponses,
-  ActionRole,
-  ActionSpec,
-  JsonSchema,
+  DiscoveredServerAnswer,
+  DroppedSecrets,
+  SignInRequestView,
 } from './action-types.js';
 export { openApiDocument } from './openapi.js';
 export { REVIEW_CHANGES_MAX } from './reviews.js';
@@ -213,10 +213,27 @@ export {
   decodeTaskRequest,
   encodeTaskRequest,
   isFinalTaskState,
+  taskQuestionsValue,
   taskViewValue,
+  type TaskAnswered,
   type TaskEvent,
+  type TaskQuestionsView,
   type TaskReply,
   type TaskRequest,
   type TaskState,
   type TaskView,
 } from './tasks.js';
+export {
+  AS_BASE_PATH,
+  AS_METADATA_PATH,
+  AUTHORIZE_PATH,
+  CONSOLE_PATH,
+  CONSOLE_SIGN_IN_FRAGMENT,
+  CONTINUE_PATH,
+  MAX_PENDING_SIGN_INS,
+  REVOKE_PATH,
+  SIGN_IN_ID_RE,
+  TOKEN_PATH,
+  randomSignInSecret,
+  signInSecretHash,
+} from './oauth-sign-ins.js';

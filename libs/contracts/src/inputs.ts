@@ -1,4 +1,5 @@
 import { invalidInput, type WireError } from './errors.js';
+import { isMap } from './field-rules.js';
 
 /**
  * Input requests (2026-07-28 `input_required`, and a legacy server's pushed `elicitation/create`):
@@ -120,10 +121,6 @@ export const INPUT_LIMITS = {
 const FORMATS = new Set(['email', 'uri', 'date', 'date-time']);
 const KEY_RE = /^[A-Za-z0-9_.-]{1,64}$/;
 
-function isMap(v: unknown): v is Record<string, unknown> {
-  return v !== null && typeof v === 'object' && !Array.isArray(v) && !ArrayBuffer.isView(v);
-}
-
 function boundedText(v: unknown, max: number): string | undefined {
   return typeof v === 'string' ? v.slice(0, max) : undefined;
 }
@@ -200,45 +197,8 @@ function checkProperty(p: unknown, at: string): RestrictedProperty {
   if (title !== undefined) common.title = title;
   if (description !== undefined) common.description = description;
   switch (p.type) {
-    case 'string': {
-      const out: RestrictedProperty = { type: 'string', ...common };
-      // Each of SEP-1330's forms is kept as the server wrote it: titled (`oneOf`), untitled
-      // (`enum`), or the deprecated titled `enum` with `enumNames`; a client tells them apart.
-      let values: string[] | undefined;
-      if (p.oneOf !== undefined) {
-        const options = titledOptions(p.oneOf);
-        if (options === undefined)
-          throw invalidInput(`${at}.oneOf`, `must be 1-${INPUT_LIMITS.enumValues} [{const, title}] options`);
-        out.oneOf = options;
-        values = options.map((o) => o.const);
-      } else if (p.enum !== undefined) {
-        values = stringList(p.enum, INPUT_LIMITS.enumValues);
-        if (values === undefined) throw invalidInput(`${at}.enum`, `must be 1-${INPUT_LIMITS.enumValues} strings`);
-        out.enum = values;
-        const names = stringList(p.enumNames, INPUT_LIMITS.enumValues);
-        if (names !== undefined && names.length === values.length)
-          out.enumNames = names.map((n) => n.slice(0, INPUT_LIMITS.titleChars));
-      }
-      if (p.format !== undefined) {
-        if (typeof p.format !== 'string' || !FORMATS.has(p.format))
-          throw invalidInput(`${at}.format`, 'must be email, uri, date or date-time');
-        out.format = p.format;
-      }
-      for (const k of ['minLength', 'maxLength'] as const) {
-        if (p[k] === undefined) continue;
-        const n = finite(p[k]);
-        if (n === undefined || !Number.isInteger(n) || n < 0)
-          throw invalidInput(`${at}.${k}`, 'must be a non-negative integer');
-        out[k] = n;
-      }
-      if (
-        typeof p.default === 'string' &&
-        p.default.length <= INPUT_LIMITS.valueChars &&
-        (values === undefined || values.includes(p.default))
-      )
-        out.default = p.default;
-      return out;
-    }
+    case 'string':
+      return stringProperty(p, at, common);
     case 'number':
     case 'integer': {
       const out: RestrictedProperty = { type: p.type, ...common };
@@ -257,37 +217,89 @@ function checkProperty(p: unknown, at: string): RestrictedProperty {
       if (typeof p.default === 'boolean') out.default = p.default;
       return out;
     }
-    case 'array': {
-      const items = p.items;
-      if (!isMap(items)) throw invalidInput(`${at}.items`, 'a multi-select needs items with enum or anyOf');
-      const options = items.anyOf !== undefined ? titledOptions(items.anyOf) : undefined;
-      const values =
-        options?.map((o) => o.const) ??
-        (items.type === 'string' ? stringList(items.enum, INPUT_LIMITS.enumValues) : undefined);
-      if (values === undefined)
-        throw invalidInput(
-          `${at}.items`,
-          `a multi-select needs 1-${INPUT_LIMITS.enumValues} string options (enum or anyOf [{const, title}])`,
-        );
-      // Titled (`items.anyOf`) or untitled (`items.enum`), as the server wrote it (SEP-1330).
-      const out: RestrictedProperty = {
-        type: 'array',
-        ...common,
-        items: options !== undefined ? { anyOf: options } : { type: 'string', enum: values },
-      };
-      for (const k of ['minItems', 'maxItems'] as const) {
-        if (p[k] === undefined) continue;
-        const n = finite(p[k]);
-        if (n === undefined || !Number.isInteger(n) || n < 0)
-          throw invalidInput(`${at}.${k}`, 'must be a non-negative integer');
-        out[k] = n;
-      }
-      if (Array.isArray(p.default) && p.default.every((v) => typeof v === 'string' && values.includes(v)))
-        out.default = p.default;
-      return out;
-    }
+    case 'array':
+      return multiSelectProperty(p, at, common);
     default:
       throw invalidInput(`${at}.type`, 'must be string, number, integer, boolean or a multi-select array');
+  }
+}
+
+/** A string property: free text with a format and length bounds, or a single choice. */
+function stringProperty(p: Record<string, unknown>, at: string, common: Record<string, unknown>): RestrictedProperty {
+  const out: RestrictedProperty = { type: 'string', ...common };
+  // Each of SEP-1330's forms is kept as the server wrote it: titled (`oneOf`), untitled
+  // (`enum`), or the deprecated titled `enum` with `enumNames`; a client tells them apart.
+  let values: string[] | undefined;
+  if (p.oneOf !== undefined) {
+    const options = titledOptions(p.oneOf);
+    if (options === undefined)
+      throw invalidInput(`${at}.oneOf`, `must be 1-${INPUT_LIMITS.enumValues} [{const, title}] options`);
+    out.oneOf = options;
+    values = options.map((o) => o.const);
+  } else if (p.enum !== undefined) {
+    values = stringList(p.enum, INPUT_LIMITS.enumValues);
+    if (values === undefined) throw invalidInput(`${at}.enum`, `must be 1-${INPUT_LIMITS.enumValues} strings`);
+    out.enum = values;
+    const names = stringList(p.enumNames, INPUT_LIMITS.enumValues);
+    if (names !== undefined && names.length === values.length)
+      out.enumNames = names.map((n) => n.slice(0, INPUT_LIMITS.titleChars));
+  }
+  if (p.format !== undefined) {
+    if (typeof p.format !== 'string' || !FORMATS.has(p.format))
+      throw invalidInput(`${at}.format`, 'must be email, uri, date or date-time');
+    out.format = p.format;
+  }
+  copyCounts(p, at, out, ['minLength', 'maxLength']);
+  if (
+    typeof p.default === 'string' &&
+    p.default.length <= INPUT_LIMITS.valueChars &&
+    (values === undefined || values.includes(p.default))
+  )
+    out.default = p.default;
+  return out;
+}
+
+/** A multi-select: an array of string options, titled (`items.anyOf`) or untitled (`items.enum`), as the server wrote it (SEP-1330). */
+function multiSelectProperty(
+  p: Record<string, unknown>,
+  at: string,
+  common: Record<string, unknown>,
+): RestrictedProperty {
+  const items = p.items;
+  if (!isMap(items)) throw invalidInput(`${at}.items`, 'a multi-select needs items with enum or anyOf');
+  const options = items.anyOf !== undefined ? titledOptions(items.anyOf) : undefined;
+  const values =
+    options?.map((o) => o.const) ??
+    (items.type === 'string' ? stringList(items.enum, INPUT_LIMITS.enumValues) : undefined);
+  if (values === undefined)
+    throw invalidInput(
+      `${at}.items`,
+      `a multi-select needs 1-${INPUT_LIMITS.enumValues} string options (enum or anyOf [{const, title}])`,
+    );
+  const out: RestrictedProperty = {
+    type: 'array',
+    ...common,
+    items: options !== undefined ? { anyOf: options } : { type: 'string', enum: values },
+  };
+  copyCounts(p, at, out, ['minItems', 'maxItems']);
+  if (Array.isArray(p.default) && p.default.every((v) => typeof v === 'string' && values.includes(v)))
+    out.default = p.default;
+  return out;
+}
+
+/** Copies the given bounds that are set, each a non-negative integer (else `invalid_input` naming it). */
+function copyCounts(
+  p: Record<string, unknown>,
+  at: string,
+  out: RestrictedProperty,
+  keys: readonly ('minLength' | 'maxLength' | 'minItems' | 'maxItems')[],
+): void {
+  for (const k of keys) {
+    if (p[k] === undefined) continue;
+    const n = finite(p[k]);
+    if (n === undefined || !Number.isInteger(n) || n < 0)
+      throw invalidInput(`${at}.${k}`, 'must be a non-negative integer');
+    out[k] = n;
   }
 }
 

@@ -1,27 +1,24 @@
-import { ACTION_MAP, ACTION_TYPES } from './action-map.js';
-import { ACTION_COMPONENTS } from './action-schemas.js';
-import type { JsonSchema } from './action-types.js';
+import { ACTION_MAP, ACTION_TYPES, type ActionSpec } from './action-map.js';
+import { ACTION_COMPONENTS } from './action-components.js';
 import { ERROR_TRAITS, ErrorCodes, type ErrorCode } from './errors.js';
+import { tableSchema, type JsonSchema } from './field-rules.js';
 
-/**
- * The action API as an OpenAPI 3.1 document, generated from {@link ACTION_MAP} (served by the
- * registry at `GET /v1/openapi.json`). One operation, `POST /v1/actions`, takes a signed
- * envelope whose `action` is one of the actions (discriminated by `type`); each action's request
- * and response are components (`<Type>Action`, `<Type>Response`), and `x-mcpx-actions` lists
- * each action's roles, response and the codes it answers. Error codes, with their HTTP status
- * and retry rule, are in `x-mcpx-errors`.
- */
-export function openApiDocument(opts: { version?: string } = {}): Record<string, unknown> {
+/** Each action's request and response schemas (from its tables), its discriminator entry and its `x-mcpx-actions` line. */
+function actionSchemas(): {
+  schemas: Record<string, JsonSchema>;
+  mapping: Record<string, string>;
+  actions: Record<string, unknown>;
+} {
   const schemas: Record<string, JsonSchema> = { ...ACTION_COMPONENTS };
   const mapping: Record<string, string> = {};
   const actions: Record<string, unknown> = {};
   for (const type of ACTION_TYPES) {
-    const spec = ACTION_MAP[type];
+    const spec: ActionSpec = ACTION_MAP[type];
     schemas[`${type}Action`] = {
       description: spec.summary,
-      allOf: [spec.request, { type: 'object', properties: { type: { const: type } }, required: ['type'] }],
+      allOf: [tableSchema(spec.request), { type: 'object', properties: { type: { const: type } }, required: ['type'] }],
     };
-    schemas[`${type}Response`] = spec.response;
+    schemas[`${type}Response`] = tableSchema(spec.response);
     mapping[type] = `#/components/schemas/${type}Action`;
     actions[type] = {
       summary: spec.summary,
@@ -31,8 +28,12 @@ export function openApiDocument(opts: { version?: string } = {}): Record<string,
       errors: spec.errors ?? [],
     };
   }
-  const codes = Object.values(ErrorCodes) as ErrorCode[];
-  schemas.Error = {
+  return { schemas, mapping, actions };
+}
+
+/** The body of every error answer. */
+function errorSchema(codes: ErrorCode[]): JsonSchema {
+  return {
     type: 'object',
     properties: {
       error: {
@@ -43,6 +44,20 @@ export function openApiDocument(opts: { version?: string } = {}): Record<string,
     },
     required: ['error'],
   };
+}
+
+/**
+ * The action API as an OpenAPI 3.1 document, generated from the tables of {@link ACTION_MAP} (served by the
+ * registry at `GET /v1/openapi.json`). One operation, `POST /v1/actions`, takes a signed
+ * envelope whose `action` is one of the actions (discriminated by `type`); each action's request
+ * and response are components (`<Type>Action`, `<Type>Response`), and `x-mcpx-actions` lists
+ * each action's roles, response and the codes it answers. Error codes, with their HTTP status
+ * and retry rule, are in `x-mcpx-errors`.
+ */
+export function openApiDocument(opts: { version?: string } = {}): Record<string, unknown> {
+  const { schemas, mapping, actions } = actionSchemas();
+  const codes = Object.values(ErrorCodes) as ErrorCode[];
+  schemas.Error = errorSchema(codes);
   schemas.Envelope = {
     type: 'object',
     description: 'A signed action: Ed25519 over the canonical envelope without sig; ts in ms, nonce single-use',

@@ -158,9 +158,11 @@ export interface ProxyCallRequest {
    * What the runtime can answer itself: `sampling` (it samples its model for the server) and
    * `forms` (it answers form elicitations: a runtime when the agent's definition lets it, the agent
    * endpoint's client whenever it declared form elicitation), `roots` (it shares its roots:
-   * `roots/list`). Absent: none.
+   * `roots/list`). Absent: none. `tasks`: it answers those questions of the call's task too, after
+   * the call answered with the task (`waitTask`'s `answer`, an endpoint client's `tasks/update`);
+   * without it a task's questions all go to a person (docs/tasks.md#questions).
    */
-  answers?: { sampling?: boolean; forms?: boolean; roots?: boolean };
+  answers?: { sampling?: boolean; forms?: boolean; roots?: boolean; tasks?: boolean };
   /**
    * The caller speaks MCP and wants the server's content whole (the agent endpoint): the result
    * carries `content`, `isError` and `meta` instead of `text` and `images`, and a result the

@@ -76,15 +76,21 @@ const callTimeout: Rule<number | undefined> = (v, field) => {
   return Math.min(v, MAX_CALL_TIMEOUT_MS);
 };
 
-const answerFlags = shape({ sampling: optional(bool), forms: optional(bool), roots: optional(bool) });
+const answerFlags = shape({
+  sampling: optional(bool),
+  forms: optional(bool),
+  roots: optional(bool),
+  tasks: optional(bool),
+});
 /** What the runtime answers itself: only the flags that are `true` are kept (a relayed request's too). */
-export const answers: Rule<{ sampling?: boolean; forms?: boolean; roots?: boolean }> = (v, field) => {
-  if (!isMap(v)) throw invalidInput(field, 'must be {sampling?, forms?, roots?}');
+export const answers: Rule<{ sampling?: boolean; forms?: boolean; roots?: boolean; tasks?: boolean }> = (v, field) => {
+  if (!isMap(v)) throw invalidInput(field, 'must be {sampling?, forms?, roots?, tasks?}');
   const a = answerFlags(v, field);
   return {
     ...(a.sampling === true ? { sampling: true } : {}),
     ...(a.forms === true ? { forms: true } : {}),
     ...(a.roots === true ? { roots: true } : {}),
+    ...(a.tasks === true ? { tasks: true } : {}),
   };
 };
 

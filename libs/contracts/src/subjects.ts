@@ -261,6 +261,23 @@ export function makeSubjects(prefix = ''): Subjects {
     // payload names the server exactly, and it is what the listener reads.
     upstreamNotice: (a, s) => `${p}mcp.notices.${t(a)}.${t(s.replace(/\./g, '_'))}`,
     upstreamNoticesAll: `${p}mcp.notices.>`,
+    ...subjectParsers(p),
+  };
+}
+
+type SubjectParsers = Pick<
+  Subjects,
+  | 'parseServerEvent'
+  | 'parseAgentChanged'
+  | 'parseAgentToolsChanged'
+  | 'parseApprovalEvent'
+  | 'parseInputEvent'
+  | 'parseEndpointAnswer'
+>;
+
+/** Reads the tokens of a subject back (under prefix `p`): null for a subject of another shape. */
+function subjectParsers(p: string): SubjectParsers {
+  return {
     parseServerEvent: (subject) => {
       const [kind, account, server] = tokensAfter(subject, `${p}mcp.events.server.`, 3) ?? [];
       const k = kindOf(kind, SERVER_EVENT_KINDS);

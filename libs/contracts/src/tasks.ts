@@ -3,6 +3,7 @@ import { invalidInput } from './errors.js';
 import {
   anyStr,
   anything,
+  bool,
   checkedMap,
   int,
   isMap,
@@ -16,6 +17,7 @@ import {
   type Rule,
 } from './field-rules.js';
 import type { WireErrorShape } from './errors.js';
+import { INPUT_LIMITS, INPUT_REQUEST_ID_RE, type InputRequestItem } from './inputs.js';
 
 /**
  * Brokered tasks (docs/tasks.md): what crosses the bus about them. A task's id is the
@@ -85,7 +87,30 @@ export type TaskRequest =
   | { op: 'get'; account: string; task: string }
   | { op: 'cancel'; account: string; task: string }
   | { op: 'result'; account: string; task: string }
-  | { op: 'list'; account: string; agent?: string; limit?: number };
+  | { op: 'list'; account: string; agent?: string; limit?: number }
+  /** The round a task waits on (`input_required`): its questions, and who answers each. */
+  | { op: 'questions'; account: string; task: string }
+  /** The caller's answers to its questions of the round (by key); partial answers are kept until all are in. */
+  | {
+      op: 'answer';
+      account: string;
+      task: string;
+      inputRequestId: string;
+      inputResponses: Record<string, unknown>;
+    };
+
+/** `questions`' value: the task's open round (its input request), the questions, and the keys answered so far. */
+export interface TaskQuestionsView {
+  inputRequestId: string;
+  requests: InputRequestItem[];
+  answered: string[];
+  expiresAt: string;
+}
+
+/** `answer`'s value: whether every question of the round is now answered (the task goes on at its next poll). */
+export interface TaskAnswered {
+  complete: boolean;
+}
 
 /** `mcp.proxy.tasks`' reply: a `TaskView` (get, cancel), `{tasks}` (list) or a call's result (result). */
 export type TaskReply = { ok: true; value: unknown } | { ok: false; error: WireErrorShape };
@@ -97,12 +122,22 @@ const id = matching(/^[A-Za-z0-9_-]{1,128}$/, 'an id');
 const taskId = matching(TASK_ID_RE, 'a task id (tsk_…)');
 const state = oneOf(...TASK_STATES);
 
+const responses: Rule<Record<string, unknown>> = (v, field) => {
+  if (!isMap(v)) throw invalidInput(field, 'must be a map of answers by question key');
+  const n = Object.keys(v).length;
+  if (n === 0 || n > INPUT_LIMITS.requestsPerRound)
+    throw invalidInput(field, `must answer 1 to ${INPUT_LIMITS.requestsPerRound} questions`);
+  return v;
+};
+
 const requestFields = shape({
-  op: oneOf('get', 'cancel', 'result', 'list'),
+  op: oneOf('get', 'cancel', 'result', 'list', 'questions', 'answer'),
   account: id,
   task: optional(taskId),
   agent: optional(id),
   limit: optional(int),
+  inputRequestId: optional(matching(INPUT_REQUEST_ID_RE, 'an input request id (inp_…)')),
+  inputResponses: optional(responses),
 });
 
 /** Decodes `mcp.proxy.tasks`' request; a bad field is `invalid_input` naming it. */
@@ -121,6 +156,12 @@ export function decodeTaskRequest(bytes: Uint8Array): TaskRequest {
     };
   }
   if (r.task === undefined) throw invalidInput('task', 'is required');
+  if (r.op === 'answer') {
+    if (r.inputRequestId === undefined) throw invalidInput('inputRequestId', 'is required');
+    if (r.inputResponses === undefined) throw invalidInput('inputResponses', 'is required');
+    const { inputRequestId, inputResponses } = r;
+    return { op: 'answer', account: r.account, task: r.task, inputRequestId, inputResponses };
+  }
   return { op: r.op, account: r.account, task: r.task };
 }
 
@@ -152,10 +193,7 @@ export const taskViewValue: Rule<TaskView> = checkedMap({
   dialect: str,
   inputRequestId: optional(str),
   error: optional(checkedMap({ code: str, message: anyStr })),
-  resultReady: (v: unknown, field: string) => {
-    if (typeof v !== 'boolean') throw invalidInput(field, 'must be a boolean');
-    return v;
-  },
+  resultReady: bool,
   createdAt: str,
   updatedAt: str,
   expiresAt: str,
@@ -170,3 +208,18 @@ export function decodeTaskReply(bytes: Uint8Array): TaskReply {
   if (v.ok === false && isMap(v.error)) return { ok: false, error: v.error as unknown as WireErrorShape };
   throw invalidInput('reply.ok', 'must be a boolean');
 }
+
+/** A `TaskQuestionsView`, checked in place. */
+export const taskQuestionsValue: Rule<TaskQuestionsView> = checkedMap({
+  inputRequestId: str,
+  requests: (v: unknown, field: string) => {
+    if (!Array.isArray(v) || v.some((q) => !isMap(q) || typeof q.key !== 'string'))
+      throw invalidInput(field, 'must be a list of questions');
+    return v as InputRequestItem[];
+  },
+  answered: (v: unknown, field: string) => {
+    if (!Array.isArray(v) || v.some((k) => typeof k !== 'string')) throw invalidInput(field, 'must be a list of keys');
+    return v as string[];
+  },
+  expiresAt: str,
+});

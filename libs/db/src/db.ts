@@ -16,8 +16,10 @@ import * as registryEventOutbox from './migrations/registry-20261201T1525-event-
 import * as registryAgentTokenUserApproval from './migrations/registry-20261201T1710-agent-token-user-approval.js';
 import * as registryOAuthSignIns from './migrations/registry-20261201T1700-oauth-sign-ins.js';
 import * as registrySignInRequester from './migrations/registry-20261206T0300-sign-in-requester.js';
+import * as registryAuthorizationServerRole from './migrations/registry-20261206T1200-authorization-server-role.js';
 import * as activityCalls from './migrations/activity-20261206T0500-calls.js';
 import * as proxyTasks from './migrations/proxy-20261206T0500-tasks.js';
+import * as proxyTaskAnswerers from './migrations/proxy-20261206T1140-task-answerers.js';
 import * as projectorHeldTools from './migrations/projector-20261201T1415-held-tools.js';
 import * as projectorInit from './migrations/projector-20261130T0800-init.js';
 import * as projectorSearch from './migrations/projector-20261130T0900-search.js';
@@ -35,16 +37,28 @@ export interface DbOptions {
   applicationName?: string;
   /** Told about errors of idle connections (logged by services; the pool recovers by itself). */
   onIdleError?: (err: Error) => void;
+  /**
+   * A role every connection takes on connecting (`SET ROLE` as a connection setting): its grants,
+   * not the login's, decide what the pool may do (`AUTHORIZATION_SERVER_ROLE`).
+   */
+  role?: string;
 }
+
+/** The authorization server's database role (created, with its grants, by the registry's migrations). */
+export const AUTHORIZATION_SERVER_ROLE = 'mcpx_authorization_server';
 
 /** Opens a pool. The allow-list travels as a connection setting so the CHECK constraint sees it. */
 export function createDb(url: string, opts: DbOptions = {}): Db {
   const hosts = (opts.allowHttpHosts ?? []).join(',').replace(/[^A-Za-z0-9.:,*\-[\]]/g, '');
+  const settings = [
+    ...(hosts === '' ? [] : [`-c mcpx.allow_http_hosts=${hosts}`]),
+    ...(opts.role !== undefined ? [`-c role=${opts.role.replace(/[^a-z0-9_]/g, '')}`] : []),
+  ];
   const pool = new pg.Pool({
     connectionString: url,
     max: opts.max ?? 10,
     application_name: opts.applicationName ?? 'mcpx',
-    options: hosts === '' ? undefined : `-c mcpx.allow_http_hosts=${hosts}`,
+    options: settings.length === 0 ? undefined : settings.join(' '),
   });
   // An idle connection that the server drops (a restart, a failover, an admin's terminate) emits
   // an error on the pool; unheard, it would end the process. The pool replaces the connection.
@@ -84,6 +98,7 @@ const MIGRATIONS = {
     '20261201T1700-oauth-sign-ins': registryOAuthSignIns,
     '20261201T1710-agent-token-user-approval': registryAgentTokenUserApproval,
     '20261206T0300-sign-in-requester': registrySignInRequester,
+    '20261206T1200-authorization-server-role': registryAuthorizationServerRole,
   },
   projector: {
     '20261130T0800-init': projectorInit,
@@ -97,6 +112,7 @@ const MIGRATIONS = {
   },
   proxy: {
     '20261206T0500-tasks': proxyTasks,
+    '20261206T1140-task-answerers': proxyTaskAnswerers,
   },
 } satisfies Record<string, Record<string, Migration>>;
 

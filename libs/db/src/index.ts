@@ -1,4 +1,4 @@
-export { createDb, migrate } from './db.js';
+export { AUTHORIZATION_SERVER_ROLE, createDb, migrate } from './db.js';
 export type { Db, DbOptions, SchemaName } from './db.js';
 export type {
   Database,

@@ -292,6 +292,8 @@ export interface TasksTable {
   error_code: string | null;
   error_message: string | null;
   input_request_id: string | null;
+  /** JSON: what the task's call declared it answers (`{forms?, sampling?, roots?, formsByRuntime?}`); null: a person answers all. */
+  answerers: ColumnType<string | null, string | null | undefined, string | null>;
   polls: Generated<number>;
   created_at: Generated<Date>;
   updated_at: Generated<Date>;

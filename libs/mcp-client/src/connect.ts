@@ -1,34 +1,23 @@
-import { socketErrorCode } from './connect-failure.js';
 import {
   Client,
-  ProtocolError,
   SSEClientTransport,
-  SdkError,
-  SdkErrorCode,
   SdkHttpError,
-  UnauthorizedError,
   type ClientCapabilities,
   type PriorDiscovery,
   type Transport,
 } from '@modelcontextprotocol/client';
 import type { ElicitationHandler, SamplingHandler } from './elicitation.js';
 import { fetchAsRequest, type McpHttpRequest } from './http-request.js';
-import { assertDiscover, discoverFault, isEraVerdict, type EraVerdict } from './era-verdict.js';
-import { redactErrorChain, requestSecrets, scrubberOf } from './scrub.js';
-import {
-  httpStatusOf,
-  isEraFailure,
-  McpClientError,
-  McpClientErrorCode,
-  networkCause,
-  redactUrl,
-  scrub,
-  UNSUPPORTED_PROTOCOL_VERSION,
-  type McpClientErrorDetails,
-} from './errors.js';
+import { discoverFault, isEraVerdict, type EraVerdict } from './era-verdict.js';
+import { requestSecrets, scrubberOf } from './scrub.js';
+import { isEraFailure, McpClientError, McpClientErrorCode, redactUrl, UNSUPPORTED_PROTOCOL_VERSION } from './errors.js';
+import { connectError } from './connect-error.js';
+import { assertNoModernClaim, verdictOf } from './connect-verdict.js';
 import { trackedFetch, type FetchObservations } from './tracked-fetch.js';
-export { inputRequestOf, isInputRequired } from './connection.js';
-import { Connection, type ConnectionCore, type McpConnection, type McpTransportKind } from './connection.js';
+export { inputRequestOf, isInputRequired } from './mcp-connection.js';
+import { Connection } from './connection.js';
+import type { ConnectionCore } from './connection-core.js';
+import type { McpConnection, McpTransportKind } from './mcp-connection.js';
 import { ListedTools } from './listed-tools.js';
 import { StreamEndAwareTransport } from './stream-end-transport.js';
 
@@ -47,7 +36,7 @@ export type {
   RelayedMethod,
   RelayOptions,
   ToolsWithHints,
-} from './connection.js';
+} from './mcp-connection.js';
 
 export interface ConnectMcpOptions {
   url: string;
@@ -367,57 +356,17 @@ async function connectWith(
     await transport.close().catch(() => {});
     // A probe answered with an unreadable result is the reason, whatever the fallback then met.
     if (!(error instanceof McpClientError)) await assertNoModernClaim(observations, where);
-    throw await connectError(error, { kind, url, opts, deadline, timeoutMs, observations, secrets });
+    throw await connectError(error, {
+      kind,
+      url,
+      signal: opts.signal,
+      deadline: deadline.signal,
+      timeoutMs,
+      observations,
+      secrets,
+    });
   }
   return { client, kind, sdkTransport: transport, verdict, observations };
-}
-
-/**
- * A server that answered `server/discover` with a result and still ended on the legacy era sent
- * a result the SDK could not read (garbage, legacy versions, lies): refused with a typed error
- * naming why, rather than taken for a legacy server. An error answer (method not found) is the
- * ordinary legacy signal, and so is an object that claims nothing (no `supportedVersions`).
- */
-async function assertNoModernClaim(observations: FetchObservations, where: string): Promise<void> {
-  const answer = await observations.discoverAnswer;
-  if (answer === null || typeof answer !== 'object' || !('result' in answer)) return;
-  const result: unknown = answer.result;
-  // A lenient legacy server may answer any method with an empty object: no claim, no lie.
-  if (result !== null && typeof result === 'object' && !Array.isArray(result) && !('supportedVersions' in result))
-    return;
-  const fault = discoverFault(result) ?? 'the SDK could not use its server/discover result';
-  throw new McpClientError(
-    McpClientErrorCode.EraNegotiationFailed,
-    `${where}: the server answered server/discover but its era cannot be trusted: ${fault}`,
-    { transport: 'http' },
-  );
-}
-
-/** The era the SDK landed on, checked: a modern one needs a discover result that holds together. */
-function verdictOf(client: Client, kind: McpTransportKind, where: string): EraVerdict {
-  const protocolVersion = client.getNegotiatedProtocolVersion();
-  const era = client.getProtocolEra();
-  if (protocolVersion === undefined || era === undefined) {
-    throw new McpClientError(
-      McpClientErrorCode.EraNegotiationFailed,
-      `${where}: the connect ended with no protocol version`,
-      { transport: kind },
-    );
-  }
-  if (era === 'legacy') {
-    if (protocolVersion >= '2026-07-28') {
-      throw new McpClientError(
-        McpClientErrorCode.EraNegotiationFailed,
-        `${where}: initialize negotiated ${protocolVersion}, a modern version, on the legacy era`,
-        { transport: kind },
-      );
-    }
-    return { era: 'legacy', protocolVersion, transport: kind };
-  }
-  const discover = client.getDiscoverResult();
-  assertDiscover(discover, protocolVersion, where);
-  // Stored as plain JSON: what the server sent, nothing of the SDK's objects.
-  return { era: 'modern', protocolVersion, discover: JSON.parse(JSON.stringify(discover)) as typeof discover };
 }
 
 async function raceAbort<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
@@ -431,114 +380,4 @@ async function raceAbort<T>(promise: Promise<T>, signal: AbortSignal): Promise<T
   } finally {
     if (onAbort) signal.removeEventListener('abort', onAbort);
   }
-}
-
-interface ConnectErrorContext {
-  kind: McpTransportKind;
-  url: URL;
-  opts: ConnectMcpOptions;
-  deadline: Deadline;
-  timeoutMs: number;
-  observations: FetchObservations;
-  secrets: readonly string[];
-}
-
-async function connectError(err: unknown, ctx: ConnectErrorContext): Promise<McpClientError> {
-  const where = `MCP connect to ${redactUrl(ctx.url)} (${ctx.kind === 'http' ? 'Streamable HTTP' : 'SSE'})`;
-  const base: McpClientErrorDetails = { transport: ctx.kind };
-  const cause = { cause: err };
-  // The SDK's errors carry the server's text as it came, and a log line writes an error's causes.
-  redactErrorChain(err, ctx.secrets);
-  redactErrorChain(ctx.observations.lastNetworkError, ctx.secrets);
-  if (ctx.opts.signal?.aborted) {
-    return new McpClientError(McpClientErrorCode.Cancelled, `${where} cancelled`, base, cause);
-  }
-  if (ctx.deadline.signal.aborted) {
-    return new McpClientError(McpClientErrorCode.Timeout, `${where} timed out after ${ctx.timeoutMs} ms`, base, cause);
-  }
-  if (err instanceof McpClientError) return err;
-  const network = networkCause(err) ?? networkCause(ctx.observations.lastNetworkError);
-  if (err instanceof SdkError && isEraFailure(err) && network === undefined) {
-    return new McpClientError(
-      McpClientErrorCode.EraNegotiationFailed,
-      `${where} failed: ${responseText(err, ctx.secrets)}`,
-      base,
-      cause,
-    );
-  }
-  const status = httpStatusOf(err);
-  if (err instanceof UnauthorizedError || status === 401) {
-    const details: McpClientErrorDetails = { ...base, status: 401 };
-    if (ctx.observations.wwwAuthenticate !== undefined) details.wwwAuthenticate = ctx.observations.wwwAuthenticate;
-    return new McpClientError(
-      McpClientErrorCode.Unauthorized,
-      `${where} failed: HTTP 401 Unauthorized`,
-      details,
-      cause,
-    );
-  }
-  if (status !== undefined) {
-    // The probe reports a failed server/discover by status alone: the server's body says more.
-    const probeBody =
-      err instanceof SdkError && err.code === SdkErrorCode.EraNegotiationFailed
-        ? await ctx.observations.lastErrorBody
-        : undefined;
-    const body = withoutHtml(
-      probeBody !== undefined ? scrub(probeBody.trim(), ctx.secrets) : responseText(err, ctx.secrets),
-    );
-    return new McpClientError(
-      McpClientErrorCode.ConnectFailed,
-      `${where} failed: HTTP ${status}${body ? ` (${body})` : ''}`,
-      { ...base, status },
-      cause,
-    );
-  }
-  if (network !== undefined) {
-    const socketCode = socketErrorCode(err) ?? socketErrorCode(ctx.observations.lastNetworkError);
-    return new McpClientError(
-      McpClientErrorCode.ConnectFailed,
-      `${where} failed: ${scrub(network, ctx.secrets)}`,
-      socketCode !== undefined ? { ...base, socketCode } : base,
-      cause,
-    );
-  }
-  if (err instanceof ProtocolError) {
-    const code =
-      err.code === UNSUPPORTED_PROTOCOL_VERSION
-        ? McpClientErrorCode.EraNegotiationFailed
-        : McpClientErrorCode.ConnectFailed;
-    return new McpClientError(
-      code,
-      `${where} failed: server error ${err.code}: ${responseText(err, ctx.secrets)}`,
-      { ...base, mcpCode: err.code },
-      cause,
-    );
-  }
-  return new McpClientError(
-    McpClientErrorCode.ConnectFailed,
-    `${where} failed: ${responseText(err, ctx.secrets)}`,
-    base,
-    cause,
-  );
-}
-
-/** A web page where an MCP answer was expected: named, never shown (its markup is noise on one line). */
-function withoutHtml(body: string): string {
-  return /^(<!doctype html|<html|<head|<body|<\?xml)|<\/(html|body|head|title|p|h1|pre)>/i.test(body)
-    ? 'an HTML page, not an MCP answer'
-    : body;
-}
-
-/** The SDK error's text without its prefixes: for an HTTP error, the server's response body. */
-function responseText(err: unknown, secrets: readonly string[]): string {
-  const raw = err instanceof Error ? err.message : String(err);
-  return scrub(
-    raw
-      .replace(/^(Streamable HTTP error|SSE error|MCP error -?\d+): /, '')
-      .replace(/^Error POSTing to endpoint( \(HTTP \d+\))?: ?/, '')
-      .replace(/^Version negotiation failed: ?/, '')
-      .replace(/^Non-200 status code \(\d+\)$/, '')
-      .trim(),
-    secrets,
-  );
 }

@@ -1,7 +1,8 @@
 import { ProtocolError } from '@modelcontextprotocol/client';
 import { describe, expect, it } from 'vitest';
 import { discoverFault, isEraVerdict, shouldReprobe, type FailedOnVerdict } from './era-verdict.js';
-import { HttpStatusError, McpClientError, isStaleModernPrior } from './errors.js';
+import { HttpStatusError, McpClientError } from './errors.js';
+import { isStaleModernPrior } from './classify.js';
 
 const failed = (extra: Partial<FailedOnVerdict> = {}): FailedOnVerdict => ({
   fromPrior: true,

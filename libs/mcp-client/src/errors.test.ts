@@ -1,6 +1,7 @@
 import { ProtocolError, ProtocolErrorCode, SdkError, SdkErrorCode, SdkHttpError } from '@modelcontextprotocol/client';
 import { describe, expect, it } from 'vitest';
-import { callRan, classifyMcpError, HttpStatusError, McpClientError, redactUrl } from './errors.js';
+import { HttpStatusError, McpClientError, redactUrl } from './errors.js';
+import { callRan, classifyMcpError } from './classify.js';
 
 function httpError(status: number, text: string): SdkHttpError {
   return new SdkHttpError(SdkErrorCode.ClientHttpNotImplemented, `Error POSTing to endpoint: ${text}`, {

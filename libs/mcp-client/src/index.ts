@@ -38,15 +38,8 @@ export {
 export { discoverFault, isEraVerdict, type EraVerdict } from './era-verdict.js';
 export { invalidMcpHeaderTools, type InvalidMcpHeaderTool } from './mcp-param-headers.js';
 export { explainConnectFailure, socketErrorCode, type ConfiguredAuth } from './connect-failure.js';
-export {
-  classifyMcpError,
-  McpClientError,
-  McpClientErrorCode,
-  McpClientRan,
-  redactUrl,
-  type ClassifyContext,
-  type McpClientErrorDetails,
-} from './errors.js';
+export { McpClientError, McpClientErrorCode, McpClientRan, redactUrl, type McpClientErrorDetails } from './errors.js';
+export { classifyMcpError, type ClassifyContext } from './classify.js';
 export { redactErrorChain, redactSecrets, requestSecrets, scrubberOf, SecretScrubber, REDACTED } from './scrub.js';
 export {
   resourceMetadataUrl,

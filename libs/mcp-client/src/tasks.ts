@@ -11,7 +11,10 @@ import { SseResponseScanner, type JsonRpcOther } from './body-reader.js';
 import { McpClientError, McpClientErrorCode, isSessionLost } from './errors.js';
 import type { McpHttpRequest } from './http-request.js';
 import { encodeMcpParamValue } from './mcp-param-headers.js';
-import { answerServerRequest, readAnswer, resultObject, type LegacyTarget } from './tool-call.js';
+import { CallClock } from './call-clock.js';
+import { type LegacyTarget } from './call-target.js';
+import { answerServerRequest } from './call-request.js';
+import { readAnswer, resultObject } from './call-answer.js';
 
 /**
  * Tasks, both dialects behind one interface (docs/tasks.md):
@@ -192,106 +195,119 @@ export async function taskRequest(
   opts: TaskRequestOptions,
 ): Promise<Record<string, unknown>> {
   const id = `mcpx-task-${++nextId}`;
-  const controller = new AbortController();
-  let why: 'timeout' | 'cancelled' | undefined;
-  const timer = setTimeout(() => {
-    why = 'timeout';
-    controller.abort();
-  }, opts.timeoutMs);
-  const onAbort = (): void => {
-    why ??= 'cancelled';
-    controller.abort();
-  };
-  if (opts.signal?.aborted) onAbort();
-  else opts.signal?.addEventListener('abort', onAbort, { once: true });
-  const headers: Record<string, string> = {
-    ...target.headers,
-    'content-type': 'application/json',
-    accept: 'application/json, text/event-stream',
-    'mcp-protocol-version': target.protocolVersion,
-  };
-  let sent: Record<string, unknown> = params;
-  if (target.era === 'modern') {
-    headers['mcp-method'] = method;
-    // The task methods name their task in `Mcp-Name` (2026-07-28: the header mirrors `params.taskId`).
-    if (typeof params.taskId === 'string') headers['mcp-name'] = encodeMcpParamValue(params.taskId);
-    sent = {
-      ...params,
-      _meta: {
-        [PROTOCOL_VERSION_META_KEY]: target.protocolVersion,
-        [CLIENT_CAPABILITIES_META_KEY]: withTasksExtension(target.capabilities ?? {}),
-        ...(target.clientInfo !== undefined ? { [CLIENT_INFO_META_KEY]: target.clientInfo } : {}),
-      },
-    };
-  } else if (target.sessionId !== undefined) headers['mcp-session-id'] = target.sessionId;
-  const legacy: LegacyTarget | undefined =
-    target.era === 'legacy' && target.sessionId !== undefined
-      ? {
-          era: 'legacy',
-          url: target.url,
-          request: target.request,
-          headers: target.headers,
-          sessionId: target.sessionId,
-          protocolVersion: target.protocolVersion,
-          cancelled: () => {},
-          ...(target.serverRequest !== undefined ? { serverRequest: target.serverRequest } : {}),
-        }
-      : undefined;
+  const clock = new CallClock(opts.timeoutMs, opts.signal);
+  const { headers, sent } = taskWire(target, method, params);
+  const legacy = legacySessionOf(target);
   const onOther =
     legacy === undefined
       ? undefined
-      : (m: JsonRpcOther): void => (m.id !== undefined ? answerServerRequest(legacy, m, controller.signal) : undefined);
+      : (m: JsonRpcOther): void => (m.id !== undefined ? answerServerRequest(legacy, m, clock.signal) : undefined);
   const scanner = new SseResponseScanner(id, onOther);
   try {
     const res = await target.request(target.url, {
       method: 'POST',
       headers,
       body: JSON.stringify({ jsonrpc: '2.0', id, method, params: sent }),
-      signal: controller.signal,
+      signal: clock.signal,
     });
     return resultObject(await readAnswer(res, scanner, target.era), target.era);
   } catch (err) {
-    if (why === 'timeout')
-      throw new McpClientError(
-        McpClientErrorCode.Timeout,
-        `MCP ${method} timed out after ${opts.timeoutMs} ms`,
-        { transport: 'http' },
-        { cause: err },
-      );
-    if (why === 'cancelled')
-      throw new McpClientError(
-        McpClientErrorCode.Cancelled,
-        `MCP ${method} cancelled`,
-        { transport: 'http' },
-        { cause: err },
-      );
-    if (err instanceof McpClientError || err instanceof ProtocolError) throw err;
-    const status = (err as { status?: unknown }).status;
-    const detail = err instanceof Error ? err.message : String(err);
-    // A legacy session the server no longer knows (it restarted, or ended it): its tasks went with it
-    // (404, or SDK v1 servers' 400 "No valid session ID").
-    if (target.era === 'legacy' && isSessionLost(err))
-      throw new McpClientError(
-        McpClientErrorCode.SessionExpired,
-        `MCP ${method}: the server no longer knows the session its task lives in`,
-        { transport: 'http', ...(typeof status === 'number' ? { status } : {}) },
-        { cause: err },
-      );
-    if (status === 401 || status === 403)
-      throw new McpClientError(
-        McpClientErrorCode.Unauthorized,
-        `MCP ${method}: the server refused the credentials (HTTP ${status})`,
-        { transport: 'http', status },
-        { cause: err },
-      );
-    throw new McpClientError(
-      McpClientErrorCode.TransportError,
-      `MCP ${method} failed: ${detail.slice(0, 300)}`,
+    throw taskFailure(err, method, clock.why, target, opts.timeoutMs);
+  } finally {
+    clock.dispose();
+  }
+}
+
+/** A task request's headers and params: the modern `Mcp-Method`/`Mcp-Name` and `_meta`, or the legacy session. */
+function taskWire(
+  target: TaskWireTarget,
+  method: string,
+  params: Record<string, unknown>,
+): { headers: Record<string, string>; sent: Record<string, unknown> } {
+  const headers: Record<string, string> = {
+    ...target.headers,
+    'content-type': 'application/json',
+    accept: 'application/json, text/event-stream',
+    'mcp-protocol-version': target.protocolVersion,
+  };
+  if (target.era === 'legacy') {
+    if (target.sessionId !== undefined) headers['mcp-session-id'] = target.sessionId;
+    return { headers, sent: params };
+  }
+  headers['mcp-method'] = method;
+  // The task methods name their task in `Mcp-Name` (2026-07-28: the header mirrors `params.taskId`).
+  if (typeof params.taskId === 'string') headers['mcp-name'] = encodeMcpParamValue(params.taskId);
+  const sent = {
+    ...params,
+    _meta: {
+      [PROTOCOL_VERSION_META_KEY]: target.protocolVersion,
+      [CLIENT_CAPABILITIES_META_KEY]: withTasksExtension(target.capabilities ?? {}),
+      ...(target.clientInfo !== undefined ? { [CLIENT_INFO_META_KEY]: target.clientInfo } : {}),
+    },
+  };
+  return { headers, sent };
+}
+
+/** The legacy session a request the server pushes on a task request's stream is answered on. */
+function legacySessionOf(target: TaskWireTarget): LegacyTarget | undefined {
+  if (target.era !== 'legacy' || target.sessionId === undefined) return undefined;
+  return {
+    era: 'legacy',
+    url: target.url,
+    request: target.request,
+    headers: target.headers,
+    sessionId: target.sessionId,
+    protocolVersion: target.protocolVersion,
+    cancelled: () => {},
+    ...(target.serverRequest !== undefined ? { serverRequest: target.serverRequest } : {}),
+  };
+}
+
+/** A failed task request as a typed error (the server's own `ProtocolError` passes as it is). */
+function taskFailure(
+  err: unknown,
+  method: string,
+  why: 'timeout' | 'cancelled' | undefined,
+  target: TaskWireTarget,
+  timeoutMs: number,
+): McpClientError | ProtocolError {
+  if (why === 'timeout')
+    return new McpClientError(
+      McpClientErrorCode.Timeout,
+      `MCP ${method} timed out after ${timeoutMs} ms`,
+      { transport: 'http' },
+      { cause: err },
+    );
+  if (why === 'cancelled')
+    return new McpClientError(
+      McpClientErrorCode.Cancelled,
+      `MCP ${method} cancelled`,
+      { transport: 'http' },
+      { cause: err },
+    );
+  if (err instanceof McpClientError || err instanceof ProtocolError) return err;
+  const status = (err as { status?: unknown }).status;
+  const detail = err instanceof Error ? err.message : String(err);
+  // A legacy session the server no longer knows (it restarted, or ended it): its tasks went with it
+  // (404, or SDK v1 servers' 400 "No valid session ID").
+  if (target.era === 'legacy' && isSessionLost(err))
+    return new McpClientError(
+      McpClientErrorCode.SessionExpired,
+      `MCP ${method}: the server no longer knows the session its task lives in`,
       { transport: 'http', ...(typeof status === 'number' ? { status } : {}) },
       { cause: err },
     );
-  } finally {
-    clearTimeout(timer);
-    opts.signal?.removeEventListener('abort', onAbort);
-  }
+  if (status === 401 || status === 403)
+    return new McpClientError(
+      McpClientErrorCode.Unauthorized,
+      `MCP ${method}: the server refused the credentials (HTTP ${status})`,
+      { transport: 'http', status },
+      { cause: err },
+    );
+  return new McpClientError(
+    McpClientErrorCode.TransportError,
+    `MCP ${method} failed: ${detail.slice(0, 300)}`,
+    { transport: 'http', ...(typeof status === 'number' ? { status } : {}) },
+    { cause: err },
+  );
 }

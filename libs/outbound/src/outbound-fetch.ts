@@ -161,6 +161,22 @@ function normalizeInput(input: string | URL | Request, init: RequestInit | undef
   return { url: parseUrl(input.url), init: { ...own, ...init } };
 }
 
+/** The response bounds of `opts` (checked), and its cut observer guarded. */
+function boundingOf(opts: OutboundFetchOptions): Bounding {
+  const onResponseCut = opts.onResponseCut;
+  if (onResponseCut === undefined) return { bounds: resolveResponseBounds(opts.bounds) };
+  return {
+    bounds: resolveResponseBounds(opts.bounds),
+    onCut: (err: OutboundError) => {
+      try {
+        onResponseCut(err);
+      } catch {
+        // An observer's failure must not change what the caller sees.
+      }
+    },
+  };
+}
+
 /**
  * A `fetch` that only reaches what the outbound policy allows (docs/bus.md#the-outbound-policy): http(s) only; plain
  * http only under `local` or to `allowHttpHosts`; every address a hostname resolves to is checked
@@ -178,21 +194,7 @@ function normalizeInput(input: string | URL | Request, init: RequestInit | undef
  */
 export function createOutboundFetch(policy: OutboundPolicy, opts: OutboundFetchOptions = {}): OutboundFetch {
   validatePolicy(policy);
-  const onResponseCut = opts.onResponseCut;
-  const bounding: Bounding = {
-    bounds: resolveResponseBounds(opts.bounds),
-    ...(onResponseCut === undefined
-      ? {}
-      : {
-          onCut: (err: OutboundError) => {
-            try {
-              onResponseCut(err);
-            } catch {
-              // An observer's failure must not change what the caller sees.
-            }
-          },
-        }),
-  };
+  const bounding = boundingOf(opts);
   const bounded = (response: Response, url: URL, init: RequestInit): Response =>
     boundResponse(response, { url, method: init.method ?? 'GET', body: init.body }, bounding);
   const agent = new Agent({ connect: { lookup: checkedLookup(policy, opts.lookup ?? systemLookup) } });

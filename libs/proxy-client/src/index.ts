@@ -3,4 +3,4 @@ export { DEFAULT_LIVENESS, inputRequiredOf } from './call-types.js';
 export type { ApprovalWait, CallInput, CallOutcome, InputRequired, InputWait, LivenessOptions } from './call-types.js';
 export { connectRuntime, runtimeInboxPrefix } from './runtime-connection.js';
 export type { RuntimeConnection, RuntimeConnectionOptions, RuntimeCredentials } from './runtime-connection.js';
-export { TaskClient } from './tasks.js';
+export { TaskClient, type TaskWait } from './tasks.js';

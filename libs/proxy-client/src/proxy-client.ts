@@ -25,6 +25,7 @@ import { traceHeaders, type Counter, type Meter } from '@mcpx/telemetry';
 import { watchDecisions, watchInputAnswers } from './decisions.js';
 import { publishNotification } from './notifications.js';
 import { decodeCallReply, listenCall } from './call-reply.js';
+import { StickyRuns } from './sticky-runs.js';
 import {
   DEFAULT_LIVENESS,
   inputRequiredOf,
@@ -39,15 +40,11 @@ import {
 /** The proxy's own call timeout (120 s, docs/limits.md#the-call); the request waits a little longer. */
 export const DEFAULT_CALL_TIMEOUT_MS = 120_000;
 const REPLY_MARGIN_MS = 5_000;
-/** How many runs' instances a client remembers at most. */
-export const MAX_STICKY_RUNS = 10_000;
 
 /** Nobody listens on the subject (told by nats.js' class, `./nats-failures.ts` of the contracts). */
 function isNoResponders(err: unknown): boolean {
   return natsFailure(err) === NatsFailures.noResponders;
 }
-
-/** Hears a call's progress subject: each event decoded by its field rules (a malformed one skipped), handed on in order. */
 
 /**
  * The agent runtime's side of the proxy: the first call of a run goes to the queue group, the
@@ -55,7 +52,7 @@ function isNoResponders(err: unknown): boolean {
  * they reuse that instance's pool. When the instance is gone, the call falls back to the group.
  */
 export class ProxyClient {
-  private readonly sticky = new Map<string, string>();
+  private readonly sticky = new StickyRuns();
 
   private readonly liveness: LivenessOptions;
   private readonly checks: Counter | undefined;
@@ -83,21 +80,7 @@ export class ProxyClient {
   }
 
   stick(run: string, instance: string): void {
-    this.remember(run, instance);
-  }
-
-  /**
-   * Keeps a run's instance; the oldest is forgotten past {@link MAX_STICKY_RUNS} (runs that are
-   * never ended, e.g. a registry's InvokeTool for many users), which costs that run one call
-   * through the queue group, never a failure.
-   */
-  private remember(run: string, instance: string): void {
-    this.sticky.delete(run);
     this.sticky.set(run, instance);
-    if (this.sticky.size > MAX_STICKY_RUNS) {
-      const oldest = this.sticky.keys().next();
-      if (oldest.done !== true) this.sticky.delete(oldest.value);
-    }
   }
 
   /**
@@ -186,7 +169,7 @@ export class ProxyClient {
       heard?.unsubscribe();
       logs?.unsubscribe();
     }
-    this.remember(input.run, reply.instance);
+    this.sticky.set(input.run, reply.instance);
     if (!reply.ok) throw WireError.from(reply.error);
     return { result: reply.result, instance: reply.instance, callId };
   }

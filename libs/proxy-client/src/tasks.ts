@@ -8,9 +8,13 @@ import {
   encodeTaskRequest,
   isFinalTaskState,
   proxyResultValue,
+  taskQuestionsValue,
   taskViewValue,
+  type InputRequestItem,
   type Subjects,
+  type TaskAnswered,
   type TaskEvent,
+  type TaskQuestionsView,
   type TaskRequest,
   type TaskView,
 } from '@mcpx/contracts';
@@ -61,6 +65,34 @@ export class TaskClient {
     return proxyResultValue(await this.ask({ op: 'result', account, task: checkedId(task) }), 'result');
   }
 
+  /** The round a task waits on (`input_required`): its questions, who answers each, the keys answered. `conflict` when it asks nothing. */
+  async taskQuestions(account: string, task: string): Promise<TaskQuestionsView> {
+    return taskQuestionsValue(await this.ask({ op: 'questions', account, task: checkedId(task) }), 'questions');
+  }
+
+  /**
+   * Answers the task's questions addressed to its caller (`answerBy: 'runtime'`), by key, for the
+   * round `inputRequestId` names; answers may come in parts, and the task goes on once all of the
+   * round's are in (a person's too). `invalid_input` naming the key for an answer that does not fit.
+   */
+  async answerTask(
+    account: string,
+    task: string,
+    inputRequestId: string,
+    inputResponses: Record<string, unknown>,
+  ): Promise<TaskAnswered> {
+    const value = (await this.ask({
+      op: 'answer',
+      account,
+      task: checkedId(task),
+      inputRequestId,
+      inputResponses,
+    })) as {
+      complete?: unknown;
+    };
+    return { complete: value?.complete === true };
+  }
+
   /**
    * Waits until the task ends (or `timeoutMs` passes: it is answered as it stands then), hearing
    * its status events (`mcp.tasks.<acct>.<task>`; `onStatus` is told each) rather than polling.
@@ -69,12 +101,9 @@ export class TaskClient {
    * down are not delivered). A read that fails for an outage (`unavailable`, `timeout`,
    * `transport_error`) is not the task's end: the wait goes on.
    */
-  async waitTask(
-    account: string,
-    task: string,
-    opts: { timeoutMs?: number; onStatus?: (event: TaskEvent) => void; signal?: AbortSignal } = {},
-  ): Promise<TaskView> {
+  async waitTask(account: string, task: string, opts: TaskWait = {}): Promise<TaskView> {
     const id = checkedId(task);
+    const asked = this.answering(account, id, opts);
     const sub = this.nc.subscribe(this.subjects.taskStatus(account, id));
     const statuses = this.nc.status() as AsyncIterable<Status> & { stop?: () => void };
     let timer: NodeJS.Timeout | undefined;
@@ -90,6 +119,7 @@ export class TaskClient {
             }
             if (event.account !== account || event.task !== id) continue;
             opts.onStatus?.(event);
+            if (event.inputRequestId !== undefined) asked(event.inputRequestId);
             if (isFinalTaskState(event.state)) return resolve('ended');
           }
           resolve('ended');
@@ -107,6 +137,7 @@ export class TaskClient {
       for (;;) {
         const now = await this.getTask(account, id).catch(passingOutage);
         if (now !== undefined && isFinalTaskState(now.state)) return now;
+        if (now?.state === 'input_required' && now.inputRequestId !== undefined) asked(now.inputRequestId);
         const woke = await Promise.race([
           ended,
           stop,
@@ -120,6 +151,32 @@ export class TaskClient {
       statuses.stop?.();
       sub.unsubscribe();
     }
+  }
+
+  /**
+   * Answers each round of the task's questions addressed to the caller once, with `opts.answer`
+   * (in the background: the wait goes on meanwhile); a failure is told to `onAnswerError`, and the
+   * round is left to expire (its server is then told each question was cancelled).
+   */
+  private answering(account: string, id: string, opts: TaskWait): (inputRequestId: string) => void {
+    const seen = new Set<string>();
+    return (inputRequestId) => {
+      if (opts.answer === undefined || seen.has(inputRequestId)) return;
+      seen.add(inputRequestId);
+      const answer = opts.answer;
+      void (async () => {
+        const round = await this.taskQuestions(account, id);
+        if (round.inputRequestId !== inputRequestId) return;
+        const mine = round.requests.filter((q) => q.answerBy === 'runtime' && !round.answered.includes(q.key));
+        if (mine.length === 0) return;
+        const responses = await answer(mine, round);
+        await this.answerTask(account, id, inputRequestId, responses);
+      })().catch((err: unknown) => {
+        // Asked again at the next event or read: an outage is not the end of the round.
+        seen.delete(inputRequestId);
+        opts.onAnswerError?.(err);
+      });
+    };
   }
 
   private async ask(req: TaskRequest): Promise<unknown> {
@@ -149,6 +206,22 @@ export class TaskClient {
     if (!reply.ok) throw WireError.from(reply.error);
     return reply.value;
   }
+}
+
+/** How {@link TaskClient.waitTask} waits. */
+export interface TaskWait {
+  timeoutMs?: number;
+  /** Told each status event of the task. */
+  onStatus?: (event: TaskEvent) => void;
+  signal?: AbortSignal;
+  /**
+   * Answers the task's questions addressed to its caller (`answerBy: 'runtime'`: sampling, roots,
+   * and forms when the agent lets its runtime answer them; the call must have declared them in
+   * `answers`), by key. Absent: such a round waits until it expires (a person answers the rest).
+   */
+  answer?: (questions: InputRequestItem[], round: TaskQuestionsView) => Promise<Record<string, unknown>>;
+  /** Told when a round could not be answered (the answer did not fit, the proxy was away). */
+  onAnswerError?: (err: unknown) => void;
 }
 
 /** A read that failed for an outage (the proxies' store, NATS) says nothing of the task: undefined. */

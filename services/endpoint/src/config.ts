@@ -145,10 +145,25 @@ function publicSettings(env: NodeJS.ProcessEnv, httpPort: number): { publicUrl: 
   return { publicUrl, oauth: { authorizationServer, ...(explicit !== undefined ? { publicUrl: explicit } : {}) } };
 }
 
+/** A whole number of at least 1 (`name` must be one, else the start stops naming it). */
+function countSetting(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  return integerSetting(env, name, { fallback, min: 1, message: `${name} must be a whole number of at least 1` });
+}
+
+/** The refused-token budget of one address: a rate (per second; 0 = no limit) and a burst. */
+function tokenFailureLimits(env: NodeJS.ProcessEnv): EndpointConfig['tokenFailuresPerAddress'] {
+  const ratePerSecond = nonNegativeNumberSetting(
+    env,
+    'ENDPOINT_TOKEN_FAILURES_PER_ADDRESS',
+    0.2,
+    'ENDPOINT_TOKEN_FAILURES_PER_ADDRESS must be a non-negative number (per second; 0 = no limit)',
+  );
+  return { ratePerSecond, burst: countSetting(env, 'ENDPOINT_TOKEN_FAILURES_PER_ADDRESS_BURST', 20) };
+}
+
 /** The bounds on open notification streams (`StreamSlots`), each a whole number of at least 1. */
 function streamLimits(env: NodeJS.ProcessEnv): EndpointConfig['streams'] {
-  const bound = (name: string, fallback: number): number =>
-    integerSetting(env, name, { fallback, min: 1, message: `${name} must be a whole number of at least 1` });
+  const bound = (name: string, fallback: number): number => countSetting(env, name, fallback);
   return {
     perToken: bound('ENDPOINT_STREAMS_PER_TOKEN', 8),
     perAccount: bound('ENDPOINT_STREAMS_PER_ACCOUNT', 64),
@@ -158,8 +173,7 @@ function streamLimits(env: NodeJS.ProcessEnv): EndpointConfig['streams'] {
 
 /** The bounds on resource subscriptions (`Subscriptions`), each a whole number of at least 1. */
 function subscriptionLimits(env: NodeJS.ProcessEnv): EndpointConfig['subscriptions'] {
-  const bound = (name: string, fallback: number): number =>
-    integerSetting(env, name, { fallback, min: 1, message: `${name} must be a whole number of at least 1` });
+  const bound = (name: string, fallback: number): number => countSetting(env, name, fallback);
   return {
     perToken: bound('ENDPOINT_SUBSCRIPTIONS_PER_TOKEN', 100),
     perAccount: bound('ENDPOINT_SUBSCRIPTIONS_PER_ACCOUNT', 1_000),
@@ -187,17 +201,6 @@ export function loadEndpointConfig(env: NodeJS.ProcessEnv): EndpointConfig {
     min: 1,
     max: 1000,
     message: 'ENDPOINT_PAGE_SIZE must be 1 to 1000',
-  });
-  const failRate = nonNegativeNumberSetting(
-    env,
-    'ENDPOINT_TOKEN_FAILURES_PER_ADDRESS',
-    0.2,
-    'ENDPOINT_TOKEN_FAILURES_PER_ADDRESS must be a non-negative number (per second; 0 = no limit)',
-  );
-  const failBurst = integerSetting(env, 'ENDPOINT_TOKEN_FAILURES_PER_ADDRESS_BURST', {
-    fallback: 20,
-    min: 1,
-    message: 'ENDPOINT_TOKEN_FAILURES_PER_ADDRESS_BURST must be a whole number of at least 1',
   });
   const streams = streamLimits(env);
   const trustedProxies = list(env.TRUSTED_PROXIES);
@@ -233,7 +236,7 @@ export function loadEndpointConfig(env: NodeJS.ProcessEnv): EndpointConfig {
     redisUrl: env.REDIS_URL ?? 'redis://127.0.0.1:6379',
     redisPrefix: env.REDIS_PREFIX ?? 'mcpx:',
     trustedProxies,
-    tokenFailuresPerAddress: { ratePerSecond: failRate, burst: failBurst },
+    tokenFailuresPerAddress: tokenFailureLimits(env),
     streams,
     subscriptions: subscriptionLimits(env),
     keyring: keyringOf(env),

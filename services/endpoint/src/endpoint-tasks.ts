@@ -24,6 +24,7 @@ import { callToolResult, errorResult } from './call-result.js';
 import {
   RELATED_TASK_META_KEY,
   TASKS_EXTENSION_ID,
+  clientQuestions,
   createTaskResult,
   declaresTasksExtension,
   wireTask,
@@ -54,6 +55,9 @@ const updateParams = {
     .object({ taskId: z.string().max(256), inputResponses: z.record(z.string(), z.unknown()).optional() })
     .passthrough(),
 };
+
+/** The status message of a task that asks its client (the client's answers go with `tasks/update`). */
+const ASKING_CLIENT = 'the server asks a question of this client';
 
 /** The answer of every task a token does not hold: the same as a task that never was. */
 const notFound = (): ProtocolError => new ProtocolError(ProtocolErrorCode.InvalidParams, 'Task not found');
@@ -93,8 +97,13 @@ export class EndpointTasks {
     server.setRequestHandler('tasks/cancel', taskIdParams, (params) =>
       this.traced('tasks/cancel', grant, () => this.cancel(grant, params.taskId, era())),
     );
-    server.setRequestHandler('tasks/update', updateParams, (params) =>
-      this.traced('tasks/update', grant, () => (era(), this.update(grant, params.taskId))),
+    // The SDK lifts a request's `inputResponses` out of its params (SEP-2322) onto the request context.
+    server.setRequestHandler('tasks/update', updateParams, (params, ctx) =>
+      this.traced(
+        'tasks/update',
+        grant,
+        () => (era(), this.update(grant, params.taskId, params.inputResponses ?? inputResponsesOf(ctx.mcpReq))),
+      ),
     );
   }
 
@@ -200,6 +209,10 @@ export class EndpointTasks {
   private async get(grant: TokenGrant, id: string, era: TaskEra): Promise<Record<string, unknown>> {
     const view = await this.own(grant, id);
     const task = wireTask(view, era);
+    // A 2026-07-28 client that asked for the task is asked its questions here (a 2025 one's go to the owner).
+    const asking = era === 'modern' ? await this.asking(grant, view) : undefined;
+    if (asking !== undefined)
+      return { ...task, status: 'input_required', statusMessage: ASKING_CLIENT, inputRequests: asking.inputRequests };
     if (era === 'legacy' || !isFinalTaskState(view.state) || view.state === 'cancelled') return task;
     // 2026-07-28: a completed task carries its result, a failed one its error, inline.
     if (view.state === 'completed') return { ...task, result: await this.outcome(grant, view) };
@@ -263,20 +276,63 @@ export class EndpointTasks {
   }
 
   /**
-   * 2026-07-28 `tasks/update`: a task's questions go to the account owner (its input request),
-   * never to the endpoint's client, so an update has nothing to deliver. To a task that asks
-   * nothing it is acknowledged (answers nobody asked for are ignored, as SEP-2663 says); to a
-   * task waiting for an answer it is refused, naming the input request the owner answers.
+   * The round a task asks this client (the questions its call declared the client answers: forms
+   * when it declared elicitation, sampling, roots), unanswered ones only; undefined when it asks
+   * the client nothing now (it works, or only the account owner is asked).
    */
-  private async update(grant: TokenGrant, id: string): Promise<Record<string, unknown>> {
-    const view = await this.own(grant, id);
-    if (view.state !== 'input_required') return {};
-    const who = view.inputRequestId === undefined ? '' : ` (input request ${view.inputRequestId})`;
-    throw new ProtocolError(
-      ProtocolErrorCode.InvalidParams,
-      `task ${id} waits for the account owner's answer${who}: a task's questions are not asked of the endpoint's client`,
-    );
+  private async asking(
+    grant: TokenGrant,
+    view: TaskView,
+  ): Promise<{ inputRequestId: string; inputRequests: ReturnType<typeof clientQuestions> } | undefined> {
+    if (view.state !== 'input_required' || view.inputRequestId === undefined) return undefined;
+    const round = await this.deps.tasks.taskQuestions(grant.account, view.id).catch((err: unknown) => {
+      // The round ended between the two reads (answered, expired): nothing to ask.
+      if (err instanceof WireError && err.code === ErrorCodes.conflict) return undefined;
+      throw err;
+    });
+    const inputRequests = clientQuestions(round);
+    if (round === undefined || Object.keys(inputRequests).length === 0) return undefined;
+    return { inputRequestId: round.inputRequestId, inputRequests };
   }
+
+  /**
+   * 2026-07-28 `tasks/update`: the client's answers to the questions its task asked it, by key,
+   * kept until all of the round's are in (the task then goes on upstream), and acknowledged
+   * with an empty result. Answers to questions the task does not ask the client are ignored, as
+   * SEP-2663 says; an answer that does not fit its question is `-32602` naming it.
+   */
+  private async update(
+    grant: TokenGrant,
+    id: string,
+    inputResponses: Record<string, unknown> | undefined,
+  ): Promise<Record<string, unknown>> {
+    const view = await this.own(grant, id);
+    const asking = await this.asking(grant, view);
+    // Answers to questions not asked of this client (now) are ignored, as SEP-2663 says.
+    const answers = Object.fromEntries(
+      Object.entries(inputResponses ?? {}).filter(([key]) => asking !== undefined && key in asking.inputRequests),
+    );
+    if (asking === undefined || Object.keys(answers).length === 0) return {};
+    try {
+      await this.deps.tasks.answerTask(grant.account, id, asking.inputRequestId, answers);
+    } catch (err) {
+      if (err instanceof WireError && (err.code === ErrorCodes.invalidInput || err.code === ErrorCodes.inputRefused))
+        throw new ProtocolError(ProtocolErrorCode.InvalidParams, err.message, {
+          code: err.code,
+          ...(typeof err.details.field === 'string' ? { field: err.details.field } : {}),
+        });
+      // The round moved on under the update (a person's answer completed it): nothing left to take.
+      if (err instanceof WireError && err.code === ErrorCodes.conflict) return {};
+      throw err;
+    }
+    return {};
+  }
+}
+
+/** The `inputResponses` the SDK took off a request's params, when they are a map. */
+function inputResponsesOf(mcpReq: { inputResponses?: unknown }): Record<string, unknown> | undefined {
+  const v = mcpReq.inputResponses;
+  return v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
 }
 
 /** A task's fault as the MCP error a client expects: an outage of the connector's, never the client's fault. */

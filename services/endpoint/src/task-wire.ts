@@ -1,4 +1,4 @@
-import { TaskStates, type TaskView } from '@mcpx/contracts';
+import { TaskStates, type InputRequestItem, type TaskQuestionsView, type TaskView } from '@mcpx/contracts';
 import { Server, type CallToolResult } from '@modelcontextprotocol/server';
 
 /**
@@ -46,10 +46,36 @@ export function asksForTask(params: unknown): boolean {
   return task !== null && typeof task === 'object' && !Array.isArray(task);
 }
 
+/** One question as MCP sends it (`elicitation/create`, `sampling/createMessage`, `roots/list`); a URL one is a person's. */
+export function wireInputRequest(q: InputRequestItem): { method: string; params: Record<string, unknown> } | undefined {
+  if (q.kind === 'form')
+    return {
+      method: 'elicitation/create',
+      params: { mode: 'form', message: q.message, requestedSchema: q.requestedSchema },
+    };
+  if (q.kind === 'sampling') return { method: 'sampling/createMessage', params: q.params };
+  if (q.kind === 'roots') return { method: 'roots/list', params: {} };
+  return undefined;
+}
+
+/** A task's round as its client is asked it: the questions addressed to the client still unanswered, by key. */
+export function clientQuestions(
+  round: TaskQuestionsView | undefined,
+): Record<string, { method: string; params: Record<string, unknown> }> {
+  const out: Record<string, { method: string; params: Record<string, unknown> }> = {};
+  for (const q of round?.requests ?? []) {
+    if (q.answerBy !== 'runtime' || round!.answered.includes(q.key)) continue;
+    const wire = wireInputRequest(q);
+    if (wire !== undefined) out[q.key] = wire;
+  }
+  return out;
+}
+
 /**
  * The state a client is shown: the connector's `expired` is a `failed` task to MCP, and an
- * `input_required` one shows `working` (its questions go to the account owner's input requests,
- * not to the endpoint's client: nothing the client could answer, docs/tasks.md#not-yet).
+ * `input_required` one shows `working` unless it asks the client itself (then `tasks/get`
+ * says `input_required` with the questions): a question for the account owner is nothing the
+ * client could answer.
  */
 export function clientStatus(view: TaskView): 'working' | 'completed' | 'failed' | 'cancelled' {
   switch (view.state) {

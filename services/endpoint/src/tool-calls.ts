@@ -330,9 +330,8 @@ export class ToolCalls {
       // its approval by the call's digest.
       if (verdict.answer !== 'resend') approvalId = verdict.approvalId;
     }
-    // A server's question passed on to this client comes back with the answers and the id as its
-    // requestState (bound by the proxy to this run, tool and arguments, used once); one the owner
-    // answered is re-sent with the id in _meta.
+    // A server's question passed on to this client comes back with the answers and the id as its requestState (bound by
+    // the proxy to this run, tool and arguments, used once); one the owner answered is re-sent with the id in _meta.
     const echoed = input.requestState;
     // A state this endpoint never gives is refused before anything is asked (input-states.ts).
     if (echoed !== undefined && !UserApprovals.isState(echoed) && !isInputState(echoed)) {
@@ -351,6 +350,7 @@ export class ToolCalls {
       ...(input.caps.elicitation === true ? { forms: true } : {}),
       ...(input.caps.sampling === true ? { sampling: true } : {}),
       ...(input.caps.roots === true ? { roots: true } : {}),
+      ...(input.task === 'modern' ? { tasks: true } : {}), // its task's questions, on tasks/get (docs/tasks.md#questions)
     };
     // A call re-sent to wait for the task an earlier one left running (a client without tasks).
     const resumedTask = this.deps.tasks?.resumed(meta);

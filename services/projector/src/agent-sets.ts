@@ -1,5 +1,5 @@
 import { sql, type Kysely } from 'kysely';
-import type { Database, ToolsDiff } from '@mcpx/db';
+import type { Database, PendingToolsEvent, ToolsDiff } from '@mcpx/db';
 
 type Q = Kysely<Database>;
 
@@ -163,4 +163,35 @@ export function pendingEntry(change: string, own?: ToolsDiff): string {
   return JSON.stringify(
     own === undefined ? { change } : { change, added: own.added, changed: own.changed, removed: own.removed },
   );
+}
+
+/** The agent's pending events after a change: those of still-open changes (wherever they stand: changes close out of order), then this one. */
+export async function nextPending(
+  trx: Q,
+  account: string,
+  pending: PendingToolsEvent[] | null,
+  entry: PendingToolsEvent,
+): Promise<string> {
+  const open = pending === null || pending.length === 0 ? [] : await openChanges(trx, account);
+  const keep = (pending ?? []).filter((p) => open.includes(p.change));
+  return JSON.stringify([...keep, entry]);
+}
+
+/** Creates or updates an agent's row; `version`/`pending` only when its set changed. */
+export async function upsertAgentRow(
+  trx: Q,
+  account: string,
+  agent: string,
+  row: { servers: string[]; revision: number; version?: number; pending?: string },
+): Promise<void> {
+  const changed = row.version !== undefined ? { version: row.version, pending: row.pending ?? null } : {};
+  await trx
+    .insertInto('projector.agent_sets')
+    .values({ account_id: account, agent_id: agent, servers: row.servers, revision: row.revision, ...changed })
+    .onConflict((oc) =>
+      oc
+        .columns(['account_id', 'agent_id'])
+        .doUpdateSet({ servers: row.servers, revision: row.revision, ...changed, updated_at: new Date() }),
+    )
+    .execute();
 }

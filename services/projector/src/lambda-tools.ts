@@ -16,10 +16,9 @@ import type { Kysely } from 'kysely';
 import type { Database, Db } from '@mcpx/db';
 import { LambdaDocumentError, buildLambdaDocument, documentCid } from '@mcpx/domain';
 import type { Logger } from '@mcpx/log';
-import { agentSet, lockAgent, mcpEntries } from './agent-sets.js';
+import { agentSet, lockAgent, mcpEntries, nextPending, upsertAgentRow } from './agent-sets.js';
 import { LambdaToolColumn } from './lambda-tools.column.js';
 import type { AgentChange, ChangeLog } from './change-log.js';
-import { nextPending, upsertAgentRow } from './projection.js';
 import { requireId } from './request-fields.js';
 import { diffToolMaps, isEmptyDiff } from './tools-diff.js';
 

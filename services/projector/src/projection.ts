@@ -1,11 +1,10 @@
 import { sql, type Kysely } from 'kysely';
 import type { Counter, Histogram, Meter, Tracer } from '@opentelemetry/api';
 import type { AgentChangedEvent, ServerDeletedEvent, ServerDiscoveredEvent } from '@mcpx/contracts';
-import { HeldToolsColumn, ToolDocumentColumn, ToolMapColumn } from '@mcpx/stored';
-import type { Database, Db, PendingToolsEvent, ToolsDiff } from '@mcpx/db';
+import { HeldToolsColumn, ToolMapColumn } from '@mcpx/stored';
+import type { Database, Db, ToolsDiff } from '@mcpx/db';
 import {
   buildToolDocuments,
-  documentCid,
   isBuiltinServerId,
   isPlainObject,
   projectToolNames,
@@ -13,7 +12,18 @@ import {
 } from '@mcpx/domain';
 import type { Logger } from '@mcpx/log';
 import { McpAttributes, withSpan } from '@mcpx/telemetry';
-import { agentSet, appendPending, lockAgent, lockKey, openChanges, pendingEntry, serverLockKey } from './agent-sets.js';
+import {
+  agentSet,
+  appendPending,
+  lockAgent,
+  lockKey,
+  nextPending,
+  openChanges,
+  pendingEntry,
+  serverLockKey,
+  upsertAgentRow,
+} from './agent-sets.js';
+import { documentRows, writeDocuments } from './server-documents.js';
 import type { AgentChange, ChangeLog } from './change-log.js';
 import { diffToolMaps, isEmptyDiff, sharedNamesDiff, withoutNames } from './tools-diff.js';
 
@@ -142,49 +152,11 @@ export class Projection {
               builtin: isBuiltinServerId(serverId),
               ...(isPlainObject(overrides) ? { overrides } : {}),
             });
-      const next: Record<string, string> = {};
-      const rows = docs.map((doc) => {
-        const cid = documentCid(doc);
-        next[doc.name] = cid;
-        return {
-          account_id: account,
-          server,
-          server_id: serverId,
-          name: doc.name,
-          kind: doc.kind,
-          cid,
-          doc_cbor: ToolDocumentColumn.encode(doc),
-          remote_name: doc.remoteName,
-          description: doc.description,
-        };
-      });
+      const { rows, next } = documentRows(account, server, serverId, docs);
       const diff = diffToolMaps(current === undefined || current.deleted ? {} : current.tools, next);
       // One write per changed tool, whatever the number of agents.
-      if (diff.removed.length > 0) {
-        await trx
-          .deleteFrom('projector.tool_documents')
-          .where('account_id', '=', account)
-          .where('server', '=', server)
-          .where('name', 'in', diff.removed)
-          .execute();
-      }
       const upserts = sameIncarnation ? rows.filter((r) => r.name in diff.added || r.name in diff.changed) : rows;
-      if (upserts.length > 0) {
-        await trx
-          .insertInto('projector.tool_documents')
-          .values(upserts)
-          .onConflict((oc) =>
-            oc.columns(['account_id', 'server', 'name']).doUpdateSet((eb) => ({
-              cid: eb.ref('excluded.cid'),
-              doc_cbor: eb.ref('excluded.doc_cbor'),
-              server_id: eb.ref('excluded.server_id'),
-              kind: eb.ref('excluded.kind'),
-              remote_name: eb.ref('excluded.remote_name'),
-              description: eb.ref('excluded.description'),
-            })),
-          )
-          .execute();
-      }
+      await writeDocuments(trx, account, server, upserts, diff.removed);
       const row = {
         server_id: serverId,
         generation: generation ?? current?.generation ?? 0,
@@ -399,35 +371,4 @@ export class Projection {
     });
     return this.finish(e.account, change, outcome);
   }
-}
-
-/** The agent's pending events after a change: those of still-open changes (wherever they stand: changes close out of order), then this one. */
-export async function nextPending(
-  trx: Kysely<Database>,
-  account: string,
-  pending: PendingToolsEvent[] | null,
-  entry: PendingToolsEvent,
-): Promise<string> {
-  const open = pending === null || pending.length === 0 ? [] : await openChanges(trx, account);
-  const keep = (pending ?? []).filter((p) => open.includes(p.change));
-  return JSON.stringify([...keep, entry]);
-}
-
-/** Creates or updates an agent's row; `version`/`pending` only when its set changed. */
-export async function upsertAgentRow(
-  trx: Kysely<Database>,
-  account: string,
-  agent: string,
-  row: { servers: string[]; revision: number; version?: number; pending?: string },
-): Promise<void> {
-  const changed = row.version !== undefined ? { version: row.version, pending: row.pending ?? null } : {};
-  await trx
-    .insertInto('projector.agent_sets')
-    .values({ account_id: account, agent_id: agent, servers: row.servers, revision: row.revision, ...changed })
-    .onConflict((oc) =>
-      oc
-        .columns(['account_id', 'agent_id'])
-        .doUpdateSet({ servers: row.servers, revision: row.revision, ...changed, updated_at: new Date() }),
-    )
-    .execute();
 }

@@ -1,7 +1,7 @@
-import { JetStreamPublisher, connectBus, retryStartup } from '@mcpx/bus';
+import { JetStreamPublisher, connectBus, retryStartup, type Bus } from '@mcpx/bus';
 import type { Config } from '@mcpx/config';
 import { createDb, migrate } from '@mcpx/db';
-import { createLogger, type LogSink } from '@mcpx/log';
+import { createLogger, type Logger, type LogSink } from '@mcpx/log';
 import { consumerBacklogGauge, setupTelemetry, startServiceHttp, type Telemetry } from '@mcpx/telemetry';
 import { serveAgentTools } from './agent-tools.read.js';
 import { ChangeLog } from './change-log.js';
@@ -51,15 +51,7 @@ export async function startProjector(config: Config, opts: ProjectorOptions = {}
   });
   await migrate(db, 'projector');
   await backfillSearchText(db, log);
-  const bus = await connectBus({
-    url: config.natsUrl,
-    name: `projector ${config.instanceId}`,
-    prefix: config.natsPrefix,
-    log,
-    ...(config.natsCredentials
-      ? { credentials: config.natsCredentials, inboxPrefix: config.natsCredentials.inboxPrefix }
-      : {}),
-  });
+  const bus = await connectProjectorBus(config, log);
   const publisher = new JetStreamPublisher(bus.nc, bus.inboxPrefix, () => bus.traceHeaders(), {
     log,
     ...(opts.publishWindow ? { window: opts.publishWindow } : {}),
@@ -85,19 +77,8 @@ export async function startProjector(config: Config, opts: ProjectorOptions = {}
     () => startEventConsumer({ bus, projection, log, concurrency: opts.concurrency ?? 8, ackWaitMs }),
     { log },
   );
-  // Projector lag: the shared durable consumer's backlog, read from JetStream at each scrape
-  // (mcpx_consumer_backlog{consumer="projector",state}; every instance reports the same consumer).
-  consumerBacklogGauge(telemetry.meter, PROJECTOR_DURABLE, async () => {
-    const info = await bus.jsm.consumers.info(bus.subjects.mcpEventsStream, PROJECTOR_DURABLE);
-    return { pending: info.num_pending, ackPending: info.num_ack_pending };
-  });
-  // Changes left open by an instance that died are published again (their events keep their ids).
-  let sweeping: Promise<unknown> = Promise.resolve();
-  const sweep = setInterval(() => {
-    sweeping = changes
-      .sweep(4 * ackWaitMs)
-      .catch((err: unknown) => log.warn('sweep of open changes failed', { err: err as Error }));
-  }, 2 * ackWaitMs);
+  reportBacklog(telemetry, bus);
+  const sweeper = sweepOpenChanges(changes, ackWaitMs, log);
   let ready = true;
   const health = await startServiceHttp({
     port: config.httpPort,
@@ -115,10 +96,10 @@ export async function startProjector(config: Config, opts: ProjectorOptions = {}
     instance: config.instanceId,
     stop: async () => {
       ready = false;
-      clearInterval(sweep);
+      sweeper.stop();
       for (const sub of subs) sub.unsubscribe();
       await consumer.stop();
-      await sweeping;
+      await sweeper.settled();
       publisher.close();
       await health.close();
       await bus.close();
@@ -126,4 +107,42 @@ export async function startProjector(config: Config, opts: ProjectorOptions = {}
       if (opts.telemetry === undefined) await telemetry.shutdown();
     },
   };
+}
+
+function connectProjectorBus(config: Config, log: Logger): Promise<Bus> {
+  return connectBus({
+    url: config.natsUrl,
+    name: `projector ${config.instanceId}`,
+    prefix: config.natsPrefix,
+    log,
+    ...(config.natsCredentials
+      ? { credentials: config.natsCredentials, inboxPrefix: config.natsCredentials.inboxPrefix }
+      : {}),
+  });
+}
+
+/**
+ * Projector lag: the shared durable consumer's backlog, read from JetStream at each scrape
+ * (mcpx_consumer_backlog{consumer="projector",state}; every instance reports the same consumer).
+ */
+function reportBacklog(telemetry: Telemetry, bus: Bus): void {
+  consumerBacklogGauge(telemetry.meter, PROJECTOR_DURABLE, async () => {
+    const info = await bus.jsm.consumers.info(bus.subjects.mcpEventsStream, PROJECTOR_DURABLE);
+    return { pending: info.num_pending, ackPending: info.num_ack_pending };
+  });
+}
+
+/** Changes left open by an instance that died are published again (their events keep their ids). */
+function sweepOpenChanges(
+  changes: ChangeLog,
+  ackWaitMs: number,
+  log: Logger,
+): { stop(): void; settled(): Promise<unknown> } {
+  let sweeping: Promise<unknown> = Promise.resolve();
+  const timer = setInterval(() => {
+    sweeping = changes
+      .sweep(4 * ackWaitMs)
+      .catch((err: unknown) => log.warn('sweep of open changes failed', { err: err as Error }));
+  }, 2 * ackWaitMs);
+  return { stop: () => clearInterval(timer), settled: () => sweeping };
 }

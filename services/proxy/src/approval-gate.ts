@@ -1,7 +1,6 @@
 import { ErrorCodes, WireError, type ApprovalRequestedEvent, type ProxyCallRequest } from '@mcpx/contracts';
 import { encodeCanonical, sha256Hex, type McpToolDocument } from '@mcpx/domain';
 import { trace, type Counter, type Meter } from '@opentelemetry/api';
-import { DEFAULT_QUOTAS } from '@mcpx/config';
 import type { Logger } from '@mcpx/log';
 import {
   isRedisUnavailable,
@@ -13,7 +12,7 @@ import {
   type ConsumeReason,
   type PendingCaps,
 } from '@mcpx/shared-state';
-import { pendingFullError, pendingStoreDown } from './pending-refusals.js';
+import { pendingCaps, pendingFullError, pendingStoreDown, type PendingCapsDeps } from './pending-refusals.js';
 
 /** Hex sha-256 of the canonical (dag-cbor) encoding of a call's arguments: key order does not count. */
 export function argumentsHash(args: Record<string, unknown>): string {
@@ -40,20 +39,12 @@ const REFUSALS: Record<ConsumeReason, string> = {
   mismatch: 'the approval was given for another run, tool or arguments',
 };
 
-export interface ApprovalGateDeps {
+/** Its caps (`PendingCapsDeps`) default to `config.quotas.pendingApprovals*`. */
+export interface ApprovalGateDeps extends PendingCapsDeps {
   store: ApprovalStore;
   /** Publishes the approval-requested event (a core-NATS notification, `Bus.notify`). */
   notify: (subject: string, event: ApprovalRequestedEvent) => void;
   subject: (account: string) => string;
-  /** Approvals one agent may have waiting at once (`config.quotas.pendingApprovalsPerAgent`; default 50; 0 = no cap). */
-  maxPendingPerAgent?: number;
-  /** Approvals one account, all its agents together, may have waiting at once (`config.quotas.pendingApprovalsPerAccount`; default 1000; 0 = no cap). */
-  maxPendingPerAccount?: number;
-  /** Bytes of waiting approvals one account may hold (`config.quotas.pendingApprovalBytesPerAccount`; default 8 MiB; 0 = no cap). */
-  maxPendingBytesPerAccount?: number;
-  /** Approvals, and their bytes, waiting across every account (`config.quotas.pendingApprovalsTotal`, `pendingApprovalBytesTotal`; 0 = no cap). */
-  maxPendingGlobal?: number;
-  maxPendingBytesGlobal?: number;
   /** Where refusals are counted (`mcpx_quota_rejections_total{kind}`). */
   meter?: Meter;
   /** Where each use of an approval is recorded (the audit log holds the owner's decision). */
@@ -71,14 +62,7 @@ export class ApprovalGate {
   private readonly rejections: Counter | undefined;
 
   constructor(private readonly deps: ApprovalGateDeps) {
-    const d = DEFAULT_QUOTAS;
-    this.caps = {
-      maxPendingPerAgent: deps.maxPendingPerAgent ?? d.pendingApprovalsPerAgent,
-      maxPendingPerAccount: deps.maxPendingPerAccount ?? d.pendingApprovalsPerAccount,
-      maxPendingBytesPerAccount: deps.maxPendingBytesPerAccount ?? d.pendingApprovalBytesPerAccount,
-      maxPendingGlobal: deps.maxPendingGlobal ?? d.pendingApprovalsTotal,
-      maxPendingBytesGlobal: deps.maxPendingBytesGlobal ?? d.pendingApprovalBytesTotal,
-    };
+    this.caps = pendingCaps(deps, 'approval');
     this.rejections = deps.meter?.createCounter('mcpx_quota_rejections_total', {
       description: 'Requests refused by a quota or rate limit, by kind',
     });

@@ -536,12 +536,12 @@ export class CallHandler {
           era: era ?? 'legacy',
           target: taskTarget,
           authContext: authContextOf(server.url, server.headers),
+          formsByRuntime: agent.formsByRuntime === true,
           started,
           remainingMs: Math.min(timeoutMs - (performance.now() - started), req.taskWaitMs ?? MAX_CALL_TIMEOUT_MS),
         });
         if (brokered !== undefined) return brokered;
-        // The server answered the call itself: the task's pool run holds nothing more.
-        void this.deps.pool.endRun(req.account, taskRun(taskId));
+        void this.deps.pool.endRun(req.account, taskRun(taskId)); // answered at once: its task's run holds nothing
       }
       // An input request (2026-07-28 `input_required`) is no result: the questions are recorded
       // and the call stops with `input_required` (a round with only a `requestState` and no

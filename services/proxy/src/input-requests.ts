@@ -4,7 +4,6 @@ import {
   ErrorCodes,
   INPUT_LIMITS,
   WireError,
-  checkElicitAnswer,
   checkRequestedSchema,
   type ElicitAnswer,
   type InputRequestItem,
@@ -13,7 +12,6 @@ import {
   type RestrictedSchema,
 } from '@mcpx/contracts';
 import type { McpToolDocument } from '@mcpx/domain';
-import { DEFAULT_QUOTAS } from '@mcpx/config';
 import {
   PendingInputsFullError,
   newInputRequestId,
@@ -23,7 +21,8 @@ import {
   type PendingCaps,
 } from '@mcpx/shared-state';
 import type { SecretBox } from '@mcpx/secrets';
-import { pendingFullError, pendingStoreDown } from './pending-refusals.js';
+import { checkRuntimeAnswer, jsonBytes } from './input-answers.js';
+import { pendingCaps, pendingFullError, pendingStoreDown, type PendingCapsDeps } from './pending-refusals.js';
 
 /** Who asks, and for what: a call's request, or a relayed request's (`prompts/get`, `resources/read`). */
 export type InputAsker = Pick<
@@ -44,22 +43,14 @@ export interface Resumption {
   record: InputRecord;
 }
 
-export interface InputGateDeps {
+/** Its caps (`PendingCapsDeps`) default to the pending-approvals cap per agent and `config.quotas.pendingInputs*`. */
+export interface InputGateDeps extends PendingCapsDeps {
   store: InputStore;
   /** Seals the server's `requestState` (AES-256-GCM, the deployment's key ring). */
   box: SecretBox;
   /** Publishes the input-requested event (a core-NATS notification, `Bus.notify`). */
   notify: (subject: string, event: InputRequestedEvent) => void;
   subject: (account: string) => string;
-  /** Input requests one agent may have waiting for a person at once (the pending-approvals quota; 0 = no cap). */
-  maxPendingPerAgent?: number;
-  /** Input requests one account, all its agents together, may have waiting for a person at once (`config.quotas.pendingInputsPerAccount`; default 200; 0 = no cap). */
-  maxPendingPerAccount?: number;
-  /** Bytes of waiting input requests one account may hold (`config.quotas.pendingInputBytesPerAccount`; default 8 MiB; 0 = no cap). */
-  maxPendingBytesPerAccount?: number;
-  /** Input requests, and their bytes, waiting across every account (`config.quotas.pendingInputsTotal`, `pendingInputBytesTotal`; 0 = no cap). */
-  maxPendingGlobal?: number;
-  maxPendingBytesGlobal?: number;
   meter?: Meter;
 }
 
@@ -80,12 +71,9 @@ function isMap(v: unknown): v is Record<string, unknown> {
   return v !== null && typeof v === 'object' && !Array.isArray(v) && !ArrayBuffer.isView(v);
 }
 
-function jsonBytes(v: unknown): number {
-  try {
-    return Buffer.byteLength(JSON.stringify(v) ?? '');
-  } catch {
-    return Number.POSITIVE_INFINITY;
-  }
+/** A runtime's question whose answer is kept with the input request (a task's: no call is re-sent to carry it). */
+function storedForRuntime(record: InputRecord, item: InputRequestItem): boolean {
+  return item.answerBy === 'runtime' && record.personKeys.includes(`,${item.key},`);
 }
 
 function serverFault(doc: InputTarget, why: string, extra: Record<string, unknown> = {}): WireError {
@@ -110,61 +98,6 @@ function refused(doc: InputTarget, reason: string, message: string, extra: Recor
   });
 }
 
-/** A sampling answer (`CreateMessageResult`): an assistant message with content, and the model that wrote it. */
-function checkSamplingAnswer(v: unknown, at: string): Record<string, unknown> {
-  if (!isMap(v))
-    throw new WireError(ErrorCodes.invalidInput, `${at}: must be a sampling result {role, content, model}`, {
-      field: at,
-    });
-  if (v.role !== 'assistant')
-    throw new WireError(ErrorCodes.invalidInput, `${at}.role: must be assistant`, { field: `${at}.role` });
-  if (!isMap(v.content) && !Array.isArray(v.content))
-    throw new WireError(ErrorCodes.invalidInput, `${at}.content: must be a content block`, { field: `${at}.content` });
-  if (typeof v.model !== 'string' || v.model === '' || v.model.length > 200)
-    throw new WireError(ErrorCodes.invalidInput, `${at}.model: must name the model`, { field: `${at}.model` });
-  if (jsonBytes(v) > INPUT_LIMITS.answerBytes)
-    throw new WireError(
-      ErrorCodes.invalidInput,
-      `${at}: must be at most ${INPUT_LIMITS.answerBytes / 1024} KiB of JSON`,
-      { field: at },
-    );
-  return v;
-}
-
-/** Roots one answer may list, and the characters of one root's URI and name. */
-const ROOTS_MAX = 100;
-const ROOT_URI_MAX = 2_048;
-const ROOT_NAME_MAX = 200;
-
-/** A runtime's answer to `roots/list`: `{roots: [{uri, name?}]}`, bounded, each URI a `file:` URI (as MCP says). */
-function checkRootsAnswer(v: unknown, at: string): Record<string, unknown> {
-  if (!isMap(v) || !Array.isArray(v.roots))
-    throw new WireError(ErrorCodes.invalidInput, `${at}: must be a roots result {roots: [{uri, name?}]}`, {
-      field: at,
-    });
-  if (v.roots.length > ROOTS_MAX)
-    throw new WireError(ErrorCodes.invalidInput, `${at}.roots: at most ${ROOTS_MAX} roots`, { field: `${at}.roots` });
-  const roots = v.roots.map((r: unknown, i: number) => {
-    const field = `${at}.roots.${i}`;
-    if (!isMap(r) || typeof r.uri !== 'string' || r.uri.length > ROOT_URI_MAX || !r.uri.startsWith('file://')) {
-      throw new WireError(
-        ErrorCodes.invalidInput,
-        `${field}.uri: must be a file:// URI of at most ${ROOT_URI_MAX} characters`,
-        { field: `${field}.uri` },
-      );
-    }
-    if (r.name !== undefined && (typeof r.name !== 'string' || r.name.length > ROOT_NAME_MAX)) {
-      throw new WireError(
-        ErrorCodes.invalidInput,
-        `${field}.name: must be a string of at most ${ROOT_NAME_MAX} characters`,
-        { field: `${field}.name` },
-      );
-    }
-    return { uri: r.uri, ...(typeof r.name === 'string' ? { name: r.name } : {}) };
-  });
-  return { roots };
-}
-
 /**
  * The people-and-runtime side of a server's questions (2026-07-28 `input_required`). A call whose
  * server answers `input_required` is recorded as an input request (its `requestState` sealed, never
@@ -181,14 +114,7 @@ export class InputGate {
   private readonly rejections: Counter | undefined;
 
   constructor(private readonly deps: InputGateDeps) {
-    const d = DEFAULT_QUOTAS;
-    this.caps = {
-      maxPendingPerAgent: deps.maxPendingPerAgent ?? d.pendingApprovalsPerAgent,
-      maxPendingPerAccount: deps.maxPendingPerAccount ?? d.pendingInputsPerAccount,
-      maxPendingBytesPerAccount: deps.maxPendingBytesPerAccount ?? d.pendingInputBytesPerAccount,
-      maxPendingGlobal: deps.maxPendingGlobal ?? d.pendingInputsTotal,
-      maxPendingBytesGlobal: deps.maxPendingBytesGlobal ?? d.pendingInputBytesTotal,
-    };
+    this.caps = pendingCaps(deps, 'input');
     this.rounds = deps.meter?.createCounter('mcpx_proxy_input_requests_total', {
       description: 'Input requests of tool calls, by outcome (asked, resumed, refused) and era',
     });
@@ -320,6 +246,8 @@ export class InputGate {
       era: 'modern' | 'legacy';
       requestState?: string;
       holder?: string;
+      /** Every answer is kept with the request, the runtime's too (a task's round: no call is re-sent to carry them). */
+      storeAll?: boolean;
     },
   ): Promise<never> {
     if (ctx.round > INPUT_LIMITS.rounds) {
@@ -341,7 +269,7 @@ export class InputGate {
         `the server's requestState is over ${INPUT_LIMITS.requestStateBytes} bytes; the connector keeps no more for a round, and the call stops here`,
       );
     }
-    const personKeys = items.filter((i) => i.answerBy === 'person').map((i) => i.key);
+    const personKeys = items.filter((i) => ctx.storeAll === true || i.answerBy === 'person').map((i) => i.key);
     const id = newInputRequestId();
     let sealedState: string | undefined;
     if (ctx.requestState !== undefined) {
@@ -376,7 +304,7 @@ export class InputGate {
       run: req.run,
       tool: req.tool,
       server: doc.server,
-      forPerson: personKeys.length > 0,
+      forPerson: items.some((i) => i.answerBy === 'person'),
       expiresAt,
     };
     this.deps.notify(this.deps.subject(req.account), event);
@@ -422,7 +350,7 @@ export class InputGate {
       }
     }
     for (const item of items) {
-      if (item.answerBy !== 'runtime') continue;
+      if (item.answerBy !== 'runtime' || storedForRuntime(found, item)) continue;
       const v = given[item.key];
       if (v === undefined) {
         throw new WireError(
@@ -431,13 +359,7 @@ export class InputGate {
           { field: `inputResponses.${item.key}`, inputRequestId: id },
         );
       }
-      const at = `inputResponses.${item.key}`;
-      responses[item.key] =
-        item.kind === 'sampling'
-          ? checkSamplingAnswer(v, at)
-          : item.kind === 'roots'
-            ? checkRootsAnswer(v, at)
-            : checkElicitAnswer(v, item.kind === 'form' ? item.requestedSchema : undefined, at);
+      responses[item.key] = checkRuntimeAnswer(item, v, `inputResponses.${item.key}`);
     }
     let requestState: string | undefined;
     if (found.sealedState !== undefined) {
@@ -472,7 +394,8 @@ export class InputGate {
       throw this.refusal(doc, id, out.reason);
     }
     for (const item of items) {
-      if (item.answerBy !== 'person') continue;
+      const stored = storedForRuntime(out.record, item);
+      if (item.answerBy !== 'person' && !stored) continue;
       let raw: string | undefined;
       try {
         raw = this.deps.store.openAnswer(out.record, item.key);
@@ -485,7 +408,11 @@ export class InputGate {
           { inputRequestId: id },
         );
       }
-      responses[item.key] = raw === undefined ? { action: 'cancel' } : (JSON.parse(raw) as ElicitAnswer);
+      if (raw === undefined) responses[item.key] = { action: 'cancel' };
+      else
+        responses[item.key] = stored
+          ? checkRuntimeAnswer(item, JSON.parse(raw), item.key)
+          : (JSON.parse(raw) as ElicitAnswer);
     }
     this.rounds?.add(1, { outcome: 'resumed', era: out.record.era });
     return {
@@ -495,6 +422,54 @@ export class InputGate {
       approved: out.record.approved,
       record: out.record,
     };
+  }
+
+  /** A recorded round as its caller reads it: the questions, the keys answered so far, until when. Null: gone. */
+  async round(
+    account: string,
+    id: string,
+  ): Promise<{ requests: InputRequestItem[]; answered: string[]; expiresAt: string } | null> {
+    const found = await this.deps.store.get(account, id);
+    if (found === null || found.status === 'used' || Date.now() >= found.expiresAt) return null;
+    const requests = JSON.parse(found.requestsJson) as InputRequestItem[];
+    return { requests, answered: Object.keys(found.answers ?? {}), expiresAt: new Date(found.expiresAt).toISOString() };
+  }
+
+  /**
+   * The caller's answers to a task's round (docs/tasks.md#questions): each key must be a question
+   * the round gave the caller, its answer fits the question, and it is kept sealed with the request
+   * until the instance polling the task sends it on. Partial answers are kept until all are in.
+   * `invalid_input` naming the key for an answer that does not fit or a question not the caller's;
+   * `input_refused` for a request that is gone or already answered. Whether the round is complete.
+   */
+  async answerStored(
+    account: string,
+    doc: InputTarget,
+    id: string,
+    given: Record<string, unknown>,
+  ): Promise<{ complete: boolean }> {
+    const found = await this.deps.store.get(account, id);
+    if (found === null) throw this.refusal(doc, id, 'unknown');
+    if (found.status !== 'pending') throw this.refusal(doc, id, 'used');
+    if (Date.now() >= found.expiresAt) throw this.refusal(doc, id, 'expired');
+    const items = JSON.parse(found.requestsJson) as InputRequestItem[];
+    const checked: Array<[string, unknown]> = [];
+    for (const [key, v] of Object.entries(given)) {
+      const field = `inputResponses.${key.slice(0, 64)}`;
+      const item = items.find((i) => i.key === key);
+      if (item === undefined || !storedForRuntime(found, item))
+        throw new WireError(ErrorCodes.invalidInput, `${field}: not a question this task asked its caller`, { field });
+      checked.push([key, checkRuntimeAnswer(item, v, field)]);
+    }
+    let complete = false;
+    for (const [key, answer] of checked) {
+      const out = await this.deps.store.answer(account, id, key, JSON.stringify(answer), 'runtime');
+      // An answer given before (a re-sent update) stands: the first one counts.
+      if (!out.ok && out.reason !== 'answered_already')
+        throw this.refusal(doc, id, out.reason === 'expired' ? 'expired' : 'used');
+      if (out.ok) complete = out.complete;
+    }
+    return { complete };
   }
 
   private refusal(doc: InputTarget, id: string, reason: InputConsumeReason): WireError {

@@ -1,5 +1,12 @@
 import { ErrorCodes, WireError } from '@mcpx/contracts';
-import { isRedisUnavailable, REDIS_RETRY_AFTER_MS, type PendingScope, type PendingUnit } from '@mcpx/shared-state';
+import { DEFAULT_QUOTAS } from '@mcpx/config';
+import {
+  isRedisUnavailable,
+  REDIS_RETRY_AFTER_MS,
+  type PendingCaps,
+  type PendingScope,
+  type PendingUnit,
+} from '@mcpx/shared-state';
 
 /** What waits for a person: an approval of an `always_ask` call, or a server's question. */
 export type PendingKind = 'approval' | 'input';
@@ -8,6 +15,38 @@ const NOUN: Record<PendingKind, { one: string; many: string; ask: string; who: s
   approval: { one: 'approval', many: 'approvals', ask: 'ask for another', who: 'a human' },
   input: { one: 'input request', many: 'input requests', ask: 'ask another', who: 'a person' },
 };
+
+/** The caps on what waits for a person, as a gate's deps give them (each absent: the kind's default of `config.quotas`; 0 = no cap). */
+export interface PendingCapsDeps {
+  /** Records one agent may have waiting at once. */
+  maxPendingPerAgent?: number;
+  /** Records one account, all its agents together, may have waiting at once. */
+  maxPendingPerAccount?: number;
+  /** Bytes of waiting records one account may hold. */
+  maxPendingBytesPerAccount?: number;
+  /** Records, and their bytes, waiting across every account. */
+  maxPendingGlobal?: number;
+  maxPendingBytesGlobal?: number;
+}
+
+/**
+ * A gate's caps, each the deps' or the default of its kind: approvals (`pendingApprovals*`) or
+ * input requests (`pendingInputs*`; an agent's input requests share the pending-approvals cap).
+ */
+export function pendingCaps(deps: PendingCapsDeps, kind: PendingKind): Required<PendingCaps> {
+  const d = DEFAULT_QUOTAS;
+  const approval = kind === 'approval';
+  return {
+    maxPendingPerAgent: deps.maxPendingPerAgent ?? d.pendingApprovalsPerAgent,
+    maxPendingPerAccount:
+      deps.maxPendingPerAccount ?? (approval ? d.pendingApprovalsPerAccount : d.pendingInputsPerAccount),
+    maxPendingBytesPerAccount:
+      deps.maxPendingBytesPerAccount ?? (approval ? d.pendingApprovalBytesPerAccount : d.pendingInputBytesPerAccount),
+    maxPendingGlobal: deps.maxPendingGlobal ?? (approval ? d.pendingApprovalsTotal : d.pendingInputsTotal),
+    maxPendingBytesGlobal:
+      deps.maxPendingBytesGlobal ?? (approval ? d.pendingApprovalBytesTotal : d.pendingInputBytesTotal),
+  };
+}
 
 /**
  * When a deployment-wide cap is full, others' records free places as they are decided or expire:

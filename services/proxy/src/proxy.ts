@@ -210,7 +210,7 @@ export async function startProxy(config: Config, opts: ProxyOptions = {}): Promi
     log,
   });
   watches.start();
-  const taskService = startTaskService({ nc: bus.nc, subjects: bus.subjects, store: taskStore, broker, log });
+  const taskService = startTaskService({ nc: bus.nc, subjects: bus.subjects, store: taskStore, broker, log, inputs });
   broker.start();
   // Core-NATS notifications, decoded strictly: one that does not decode is logged (without its
   // bytes) and dropped, and nothing a handler throws reaches the connection.

@@ -13,6 +13,10 @@ async function main(): Promise<void> {
     ...(settings.clientMetadataDocument === false ? { clientMetadataDocument: false } : {}),
     // The agent endpoint as the console shows it (ENDPOINT_PUBLIC_URL, ENDPOINT_PORT).
     endpoint: settings.endpoint,
+    // The authorization server's own origin, if it has one (AUTHORIZATION_SERVER_PUBLIC_URL).
+    ...(settings.authorizationServerUrl !== undefined
+      ? { authorizationServerUrl: settings.authorizationServerUrl }
+      : {}),
     inbound: settings.inbound,
   };
   const registry = await startRegistry(loadConfig('registry', process.env), opts);

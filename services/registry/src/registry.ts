@@ -1,13 +1,12 @@
 import { DEFAULT_INBOUND_LIMITS, type Config, type InboundLimits } from '@mcpx/config';
 import { TrustedProxies } from '@mcpx/config/trusted-proxies';
 import { InboundGuard } from '@mcpx/inbound';
-import { ApprovalStore, RateLimiter, SingleFlight, redisMemoryProblems, redisMemorySettings } from '@mcpx/shared-state';
+import { ApprovalStore, SingleFlight, redisMemoryProblems, redisMemorySettings } from '@mcpx/shared-state';
 import { createLogger, type Logger, type LogSink } from '@mcpx/log';
 import { createOutboundFetch } from '@mcpx/outbound';
 import { SecretBox } from '@mcpx/secrets';
 import { responseCutRecorder, setupTelemetry, startHealthServer, tracingFetch, type Telemetry } from '@mcpx/telemetry';
 import { startAuditRetention } from './audit/audit-log.js';
-import { createAuthorizationServer } from './authorization-server/index.js';
 import { clientMetadataDocumentHandler } from './credentials/oauth/client-metadata-document.js';
 import { oauthCallbackHandler } from './credentials/oauth/oauth-callback.js';
 import { oauthStartHandler } from './credentials/oauth/oauth-start.js';
@@ -55,6 +54,13 @@ export interface RegistryOptions {
    * (`ENDPOINT_PUBLIC_URL`), else `port` (`ENDPOINT_PORT`, default 8083) on the console's own host.
    */
   endpoint?: { publicUrl?: string; port?: number };
+  /**
+   * The public URL of the agent endpoint's authorization server (`@mcpx/authorization-server`, its
+   * own process) when it is not on this registry's origin: DecideSignIn's continue link is built on
+   * it (`AUTHORIZATION_SERVER_PUBLIC_URL`). Absent: the link is a path on this origin, where the
+   * front routes the authorization server's paths to it.
+   */
+  authorizationServerUrl?: string;
 }
 
 export interface RunningRegistry {
@@ -112,7 +118,7 @@ export async function startRegistry(config: Config, opts: RegistryOptions = {}):
   const outbox = new EventOutbox({ db, bus, log, meter: telemetry.meter, tracer: telemetry.tracer });
   const { discovery, builtins } = discoveryFloor(floor, repos, creds, outbox);
   let ready = false;
-  // Every body (the action API's, the token endpoint's forms) is read through one guard: one budget, one deadline.
+  // Every body of the action API is read through one guard: one budget, one deadline.
   const inbound = new InboundGuard({
     limits: opts.inbound ?? DEFAULT_INBOUND_LIMITS,
     exempt: (address) => trustedProxies.has(address),
@@ -140,21 +146,6 @@ export async function startRegistry(config: Config, opts: RegistryOptions = {}):
     ...(opts.clientMetadataDocument === false
       ? {}
       : { oauthClientMetadata: clientMetadataDocumentHandler(() => publicUrl) }),
-    // The agent endpoint's OAuth sign-in: this registry is its authorization server.
-    authorizationServer: createAuthorizationServer({
-      db,
-      fetch: tracingFetch(outboundFetch),
-      publicUrl: () => publicUrl,
-      log,
-      tracer: telemetry.tracer,
-      meter: telemetry.meter,
-      rates: {
-        limiter: new RateLimiter(redis, config.redisPrefix),
-        clientAddress: (req) => trustedProxies.clientAddress(req),
-      },
-      bounds: config.quotas,
-      readBody: (req, res, maxBytes) => inbound.read(req, res, maxBytes),
-    }),
   });
   // NATS faces: quiet discoveries from the proxies, their token refreshes, the endpoint's token decisions to audit.
   const observed = consumeObservedTools({

@@ -86,7 +86,12 @@ export type Repositories = ReturnType<typeof repositories>;
 interface FloorDeps {
   config: Config;
   /** The options of `startRegistry` the floors read. */
-  opts: { reprobe?: { baseMs?: number }; discoveryConcurrency?: number; clientMetadataDocument?: boolean };
+  opts: {
+    reprobe?: { baseMs?: number };
+    discoveryConcurrency?: number;
+    clientMetadataDocument?: boolean;
+    authorizationServerUrl?: string;
+  };
   db: Db;
   redis: Redis;
   bus: Bus;
@@ -220,5 +225,7 @@ export function actionDeps(
     builtins: floor.builtins,
     pins: { defaultMode: config.pinAudit.pinDefault, writersMayReview: config.pinAudit.writersMayReview },
     outbox,
+    // DecideSignIn's continue link: on the authorization server's own origin when it has one.
+    ...(d.opts.authorizationServerUrl !== undefined ? { authorizationServerUrl: d.opts.authorizationServerUrl } : {}),
   };
 }

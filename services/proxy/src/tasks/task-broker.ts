@@ -21,7 +21,7 @@ import {
 import { McpAttributes, endWithOutcome } from '@mcpx/telemetry';
 import type { InputGate } from '../input-requests.js';
 import { toWire } from '../wire-errors.js';
-import { lostTask, type StoredOutcome } from './task-outcome.js';
+import { lostTask, toolError, type StoredOutcome } from './task-outcome.js';
 import { TaskQuestions } from './task-questions.js';
 import type { TaskStore } from './task-store.js';
 import { type NewTask, type TaskRow } from './task-store.js';
@@ -354,7 +354,7 @@ export class TaskBroker {
         };
       }
     }
-    if (state === 'completed' && !outcome.ok) state = TaskStates.failed;
+    if (state === 'completed' && !outcome.ok && !toolError(outcome)) state = TaskStates.failed;
     const finished = await this.deps.store.finish(row.id, this.deps.instance, {
       state,
       statusMessage: task.statusMessage ?? null,

@@ -10,6 +10,7 @@ import {
 import { TaskDialect, createdTaskOf, type TaskWireTarget } from '@mcpx/mcp-client';
 import { structuredFault } from '../whole-result.js';
 import { readOutcome, type StoredOutcome, type TaskBroker } from './task-broker.js';
+import { TOOL_ERROR } from './task-outcome.js';
 import type { TaskRow, TaskStore } from './task-store.js';
 
 export { newTaskId } from './task-store.js';
@@ -38,6 +39,8 @@ export interface BrokeredCall {
   era: 'modern' | 'legacy';
   target: TaskWireTarget | undefined;
   authContext: string;
+  /** The agent lets its runtime answer forms (`inputs.forms: "runtime"`). */
+  formsByRuntime: boolean;
   /** performance.now() at the call's arrival. */
   started: number;
   /** What is left of the call bound. */
@@ -101,6 +104,10 @@ export class TaskCalls {
         protocolVersion: c.target.protocolVersion,
         ...(c.target.sessionId !== undefined ? { sessionId: c.target.sessionId } : {}),
         authContext: c.authContext,
+        // The caller answers its task's questions only when it said it does (it waits with an answer handler, or polls).
+        ...(c.req.answers?.tasks === true
+          ? { answerers: { ...c.req.answers, ...(c.formsByRuntime ? { formsByRuntime: true } : {}) } }
+          : {}),
       },
       created,
       c.target,
@@ -116,7 +123,10 @@ export class TaskCalls {
     return handleResult(c.doc, now, c.taskId, Math.round(performance.now() - c.started));
   }
 
-  /** A completed task's result as its call would have answered (the server's `isError` is `server_error`), bounded as a call's. */
+  /**
+   * A completed task's result as its call would have answered (the tool's `isError` is
+   * `server_error`, marked `reason: tool_error`: the task still completed), bounded as a call's.
+   */
   shape(row: TaskRow, result: Record<string, unknown>, durationMs: number): StoredOutcome {
     const errorText = isErrorResult(result);
     if (errorText !== undefined)
@@ -125,7 +135,7 @@ export class TaskCalls {
         error: {
           code: ErrorCodes.serverError,
           message: errorText || `${row.tool} reported an error`,
-          details: { server: row.server, task: row.id },
+          details: { server: row.server, task: row.id, reason: TOOL_ERROR },
         },
       };
     const flat = flattenCallResult(

@@ -5,6 +5,14 @@ import { McpClientError, McpClientErrorCode, ProtocolError } from '@mcpx/mcp-cli
 /** What `tasks/result` of a finished task holds: the call's reply as the caller would have had it. */
 export type StoredOutcome = { ok: true; result: ProxyResult } | { ok: false; error: WireErrorShape };
 
+/** `details.reason` of a task whose tool ran and answered `isError`: the task `completed`, its result the tool's error. */
+export const TOOL_ERROR = 'tool_error';
+
+/** Whether an outcome is a tool's own error (it ran, and said `isError`): its task completed; any other error ends it `failed`. */
+export function toolError(outcome: StoredOutcome): boolean {
+  return !outcome.ok && outcome.error.details?.reason === TOOL_ERROR;
+}
+
 /** A stored outcome, read back. */
 export function readOutcome(bytes: Uint8Array): StoredOutcome {
   return decodePayload<StoredOutcome>(bytes);

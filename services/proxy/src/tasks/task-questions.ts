@@ -5,7 +5,7 @@ import type { Logger } from '@mcpx/log';
 import { ProtocolError, taskRequest, type TaskWireTarget, type UpstreamTask } from '@mcpx/mcp-client';
 import type { InputGate } from '../input-requests.js';
 import { toWire } from '../wire-errors.js';
-import type { TaskRow, TaskStore } from './task-store.js';
+import { answerersOf, type TaskRow, type TaskStore } from './task-store.js';
 
 export interface TaskQuestionsDeps {
   inputs: InputGate;
@@ -35,8 +35,10 @@ type Answers =
 
 /**
  * A task's questions (`input_required`) through the input-request path (docs/tasks.md#questions):
- * each round is recorded as an input request that a person answers (`mcpx inputs answer`, the
- * console), and the task goes on with the answer.
+ * each round is recorded as an input request; the questions the task's caller declared it answers
+ * (its call's `answers`: the runtime's `waitTask`, the endpoint's client) go to it, the rest to a
+ * person (`mcpx inputs answer`, the console); every answer is kept with the request, and the task
+ * goes on once all are in.
  * - 2025-11-25: the server queues its `elicitation/create` for `tasks/result`; the instance that
  *   sees `input_required` opens that stream, records the pushed question, and answers it on the
  *   session once a person did. The stream ends with the task's result, which the broker keeps.
@@ -158,12 +160,23 @@ export class TaskQuestions {
     if (answers.state === 'waiting') return undefined;
     const inputResponses =
       answers.state === 'answered' ? answers.responses : Object.fromEntries(keys.map((k) => [k, { action: 'cancel' }]));
-    await taskRequest(
-      target,
-      'tasks/update',
-      { taskId: row.upstream_task_id, inputResponses },
-      { timeoutMs: UPDATE_TIMEOUT_MS },
-    );
+    try {
+      await taskRequest(
+        target,
+        'tasks/update',
+        { taskId: row.upstream_task_id, inputResponses },
+        { timeoutMs: UPDATE_TIMEOUT_MS },
+      );
+    } catch (err) {
+      // The server refused the answers (a protocol error): the task cannot go on, but it is not lost.
+      if (!(err instanceof ProtocolError)) throw err;
+      return new WireError(ErrorCodes.serverError, `the server refused the answers: ${err.message.slice(0, 300)}`, {
+        server: row.server,
+        task: row.id,
+        reason: 'answers_refused',
+        mcpCode: err.code,
+      });
+    }
     this.answered.set(row.id, signature);
     await this.deps.store.asked(row.id, this.deps.instance, null);
     return undefined;
@@ -205,9 +218,16 @@ export class TaskQuestions {
     const doc = docOf(row);
     let id: string | undefined;
     try {
-      // No runtime waits in a call to answer a task's question: every form goes to a person.
-      const items = this.deps.inputs.classify(req, doc, questions, false);
-      await this.deps.inputs.stop(req, doc, items, { argsHash: bindingOf(row), round: 1, approved: true, era });
+      // The task's caller answers what its call declared it answers (kept on the row), a person the
+      // rest; every answer is kept with the input request, since no call is re-sent to carry it.
+      const items = this.deps.inputs.classify(req, doc, questions, answerersOf(row).formsByRuntime === true);
+      await this.deps.inputs.stop(req, doc, items, {
+        argsHash: bindingOf(row),
+        round: 1,
+        approved: true,
+        era,
+        storeAll: true,
+      });
     } catch (err) {
       // The gate records the round and stops a call with `input_required` naming it: here that is the way on.
       if (
@@ -245,9 +265,23 @@ export class TaskQuestions {
   }
 }
 
-/** The call a task's input request is bound to: the task's agent, run and tool (no runtime answers). */
+/** The call a task's input request is bound to: the task's agent, run and tool, and what its caller answers. */
 function requestOf(row: TaskRow): ProxyCallRequest {
-  return { account: row.account_id, agent: row.agent_id, run: row.run, tool: row.tool, arguments: {}, callId: row.id };
+  const { forms, sampling, roots } = answerersOf(row);
+  const answers = {
+    ...(forms === true ? { forms } : {}),
+    ...(sampling === true ? { sampling } : {}),
+    ...(roots === true ? { roots } : {}),
+  };
+  return {
+    account: row.account_id,
+    agent: row.agent_id,
+    run: row.run,
+    tool: row.tool,
+    arguments: {},
+    callId: row.id,
+    ...(Object.keys(answers).length > 0 ? { answers } : {}),
+  };
 }
 
 /** What the input gate names in its messages: the task's tool and server. */

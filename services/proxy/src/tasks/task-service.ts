@@ -7,13 +7,16 @@ import {
   encodePayload,
   isFinalTaskState,
   type Subjects,
+  type TaskAnswered,
+  type TaskQuestionsView,
   type TaskReply,
   type TaskRequest,
 } from '@mcpx/contracts';
+import type { InputGate } from '../input-requests.js';
 import type { Logger } from '@mcpx/log';
 import { toWire } from '../wire-errors.js';
 import { readOutcome, type TaskBroker } from './task-broker.js';
-import { taskView, type TaskStore } from './task-store.js';
+import { taskView, type TaskRow, type TaskStore } from './task-store.js';
 
 const LIST_DEFAULT = 50;
 
@@ -30,6 +33,8 @@ export function startTaskService(d: {
   store: TaskStore;
   broker: TaskBroker;
   log: Logger;
+  /** The input-request path a task's questions took: `questions` and `answer` read and answer its round. */
+  inputs?: InputGate;
 }): Subscription {
   const reply = (msg: Msg, body: TaskReply): void => {
     try {
@@ -78,7 +83,9 @@ function postgresLost(err: unknown): boolean {
  * dropped that connection; the next is fresh), else `unavailable` (retryable), never `internal`.
  * Every operation is idempotent (a cancel of an ended task answers it as it stands).
  */
-async function answerOnce(d: { store: TaskStore; broker: TaskBroker }, req: TaskRequest): Promise<unknown> {
+type ServiceDeps = { store: TaskStore; broker: TaskBroker; inputs?: InputGate };
+
+async function answerOnce(d: ServiceDeps, req: TaskRequest): Promise<unknown> {
   for (let attempt = 1; ; attempt++) {
     try {
       return await answer(d, req);
@@ -93,7 +100,7 @@ async function answerOnce(d: { store: TaskStore; broker: TaskBroker }, req: Task
   }
 }
 
-async function answer(d: { store: TaskStore; broker: TaskBroker }, req: TaskRequest): Promise<unknown> {
+async function answer(d: ServiceDeps, req: TaskRequest): Promise<unknown> {
   if (req.op === 'list')
     return { tasks: (await d.store.list(req.account, req.agent, req.limit ?? LIST_DEFAULT)).map(taskView) };
   const row = await d.store.get(req.account, req.task);
@@ -105,6 +112,23 @@ async function answer(d: { store: TaskStore; broker: TaskBroker }, req: TaskRequ
       if (isFinalTaskState(row.state)) return taskView(row);
       const ended = await d.broker.cancel(row);
       return taskView(ended ?? (await d.store.get(req.account, req.task)) ?? row);
+    }
+    case 'questions': {
+      const { inputs, id } = waiting(d, row);
+      const round = await inputs.round(req.account, id);
+      if (round === null) throw notAsking(row);
+      return { inputRequestId: id, ...round } satisfies TaskQuestionsView;
+    }
+    case 'answer': {
+      const { inputs, id } = waiting(d, row);
+      if (req.inputRequestId !== id)
+        throw new WireError(ErrorCodes.conflict, `the task waits on input request ${id}, not ${req.inputRequestId}`, {
+          field: 'inputRequestId',
+          task: row.id,
+          inputRequestId: id,
+        });
+      const doc = { name: row.tool, server: row.server, remoteName: row.remote_name };
+      return (await inputs.answerStored(req.account, doc, id, req.inputResponses)) satisfies TaskAnswered;
     }
     case 'result': {
       if (row.result_cbor === null) {
@@ -122,4 +146,17 @@ async function answer(d: { store: TaskStore; broker: TaskBroker }, req: TaskRequ
       return outcome.result;
     }
   }
+}
+
+/** The round a task waits on: `conflict` when it asks nothing now (or this instance has no input path). */
+function waiting(d: ServiceDeps, row: TaskRow): { inputs: InputGate; id: string } {
+  if (d.inputs === undefined || row.state !== 'input_required' || row.input_request_id === null) throw notAsking(row);
+  return { inputs: d.inputs, id: row.input_request_id };
+}
+
+function notAsking(row: TaskRow): WireError {
+  return new WireError(ErrorCodes.conflict, `the task is ${row.state}: it asks nothing now`, {
+    task: row.id,
+    state: row.state,
+  });
 }

@@ -19,6 +19,8 @@ export interface NewTask {
   protocolVersion: string;
   sessionId?: string;
   authContext: string;
+  /** What the call declared it answers: its task's questions of those kinds go to the caller, the rest to a person. */
+  answerers?: TaskAnswerers;
   state: TaskState;
   statusMessage?: string;
   pollIntervalMs: number;
@@ -26,6 +28,24 @@ export interface NewTask {
   /** The creating instance: it polls first (its lease starts with the row). */
   owner: string;
   leaseMs: number;
+}
+
+/** Who answers a task's questions besides a person: the call's `answers`, and its agent's `inputs.forms: "runtime"`. */
+export interface TaskAnswerers {
+  forms?: boolean;
+  sampling?: boolean;
+  roots?: boolean;
+  formsByRuntime?: boolean;
+}
+
+/** A row's answerers (none: a person answers every question). */
+export function answerersOf(row: TaskRow): TaskAnswerers {
+  if (row.answerers === null) return {};
+  try {
+    return JSON.parse(row.answerers) as TaskAnswerers;
+  } catch {
+    return {};
+  }
 }
 
 const BASE32 = 'abcdefghijklmnopqrstuvwxyz234567';
@@ -76,6 +96,7 @@ export class TaskStore {
         protocol_version: t.protocolVersion,
         session_id: t.sessionId ?? null,
         auth_context: t.authContext,
+        answerers: t.answerers === undefined ? null : JSON.stringify(t.answerers),
         state: t.state,
         status_message: t.statusMessage ?? null,
         poll_interval_ms: t.pollIntervalMs,

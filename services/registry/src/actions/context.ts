@@ -3,6 +3,7 @@ import type { ActionType } from '@mcpx/contracts';
 import type { AgentsDeps } from '../agents/agents-deps.js';
 import type { ReviewDeps } from '../review/review-deps.js';
 import type { ServersDeps } from '../servers/servers-deps.js';
+import type { SignInActionDeps } from '../sign-ins/sign-in.actions.js';
 import type { ActionHandler as RoomHandler } from '../shared/action-handler.js';
 
 export type { Action, ActionInput, Caller } from '../shared/action-handler.js';
@@ -12,7 +13,7 @@ export type { Action, ActionInput, Caller } from '../shared/action-handler.js';
  * names its own: `AgentsDeps`, `ReviewDeps`, `ServersDeps`, and the narrow ones of audit, activity,
  * signers and sign-ins), built by the registry's wiring.
  */
-export interface ActionDeps extends AgentsDeps, ReviewDeps, ServersDeps {
+export interface ActionDeps extends AgentsDeps, ReviewDeps, ServersDeps, SignInActionDeps {
   tracer: Tracer;
 }
 

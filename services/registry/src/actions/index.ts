@@ -16,7 +16,7 @@ import { answerInputRequest, listInputRequests } from '../review/inputs.actions.
 import { setToolPermission } from '../servers/permissions.actions.js';
 import { deleteVendorConnection, setVendorConnection } from '../servers/builtins.actions.js';
 import { createAgentToken, listAgentTokens, revokeAgentToken } from '../agents/agent-tokens.actions.js';
-import { decideSignIn, listSignInRequests } from '../authorization-server/sign-in.actions.js';
+import { decideSignIn, listSignInRequests } from '../sign-ins/sign-in.actions.js';
 import { getCallFigures, listCalls } from '../activity/activity.actions.js';
 import { cancelTask, getTask, listTasks } from '../agents/tasks.actions.js';
 

@@ -4,6 +4,7 @@ import {
   trace,
   type Counter,
   type Meter,
+  type Span,
   type Tracer,
   type UpDownCounter,
 } from '@opentelemetry/api';
@@ -124,6 +125,36 @@ export class ListenStreams {
     await Promise.all(all.map((h) => h.done));
   }
 
+  /**
+   * One span per opening (connect with the stored verdict, then subscriptions/listen), ended once
+   * the stream is open or the opening failed: a stream lives for hours, its span does not.
+   */
+  private openingSpan(server: string, reopened: boolean, failures: number): Span {
+    return this.tracer.startSpan('discovery.listen', {
+      kind: SpanKind.CLIENT,
+      attributes: {
+        [McpAttributes.methodName]: 'subscriptions/listen',
+        [McpAttributes.server]: server,
+        'mcpx.listen.reopen': reopened,
+        'mcpx.listen.failures': failures,
+      },
+    });
+  }
+
+  /** A stream's break: a span of its own (the stream's opening span has long ended). */
+  private traceBreak(server: string, how: unknown): void {
+    this.tracer
+      .startSpan('discovery.listen.break', {
+        attributes: {
+          [McpAttributes.methodName]: 'subscriptions/listen',
+          [McpAttributes.server]: server,
+          'mcpx.listen.how': String(how),
+          [McpAttributes.outcome]: 'broken',
+        },
+      })
+      .end();
+  }
+
   /** Keeps the stream open until `signal` aborts or the server no longer offers one; re-opens a broken one with backoff. */
   private async hold(target: ListenTarget, signal: AbortSignal): Promise<void> {
     let failures = 0;
@@ -137,17 +168,7 @@ export class ListenStreams {
     while (!signal.aborted) {
       let conn: McpConnection | undefined;
       let counted = false;
-      // One span per opening (connect with the stored verdict, then subscriptions/listen), ended
-      // once the stream is open or the opening failed: a stream lives for hours, its span does not.
-      const opening = this.tracer.startSpan('discovery.listen', {
-        kind: SpanKind.CLIENT,
-        attributes: {
-          [McpAttributes.methodName]: 'subscriptions/listen',
-          [McpAttributes.server]: server,
-          'mcpx.listen.reopen': reopened,
-          'mcpx.listen.failures': failures,
-        },
-      });
+      const opening = this.openingSpan(server, reopened, failures);
       try {
         const opened = await target.open(signal);
         if (opened === null) {
@@ -179,17 +200,7 @@ export class ListenStreams {
         if (how === 'local' || signal.aborted) return;
         this.events.add(1, { event: 'ended', how });
         failures++;
-        // The break: a span of its own (the stream's opening span has long ended).
-        this.tracer
-          .startSpan('discovery.listen.break', {
-            attributes: {
-              [McpAttributes.methodName]: 'subscriptions/listen',
-              [McpAttributes.server]: server,
-              'mcpx.listen.how': String(how),
-              [McpAttributes.outcome]: 'broken',
-            },
-          })
-          .end();
+        this.traceBreak(server, how);
       } catch (err) {
         if (signal.aborted) return;
         failures++;

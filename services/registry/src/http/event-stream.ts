@@ -178,16 +178,7 @@ export class EventStream {
     try {
       await guards.admitAddress();
       releasePeer = await guards.admitPeer();
-      const raw = url.searchParams.get('envelope');
-      if (raw === null) throw invalidInput('envelope', 'query parameter is required');
-      let body: { action?: { type?: unknown } };
-      try {
-        body = JSON.parse(Buffer.from(raw, 'base64url').toString('utf8'));
-      } catch {
-        throw invalidInput('envelope', 'must be base64url JSON');
-      }
-      if (body?.action?.type !== 'SubscribeEvents') throw invalidInput('action.type', 'must be SubscribeEvents');
-      caller = await auth(body);
+      caller = await auth(subscribeEnvelope(url));
       if (caller.role === 'AGENT') agents = new Set(await guards.boundAgents(caller.account, caller.signer));
       const releaseAccount = await guards.admitStream(caller.account);
       const peer = releasePeer;
@@ -303,4 +294,18 @@ export class EventStream {
   private listen<T>(subject: string, decode: (msg: Msg) => T, what: string, handle: (value: T) => void): Subscription {
     return listen(this.nc, subject, decode, handle, { what, log: this.log });
   }
+}
+
+/** The signed `SubscribeEvents` envelope of the stream's URL (`?envelope=<base64url JSON>`), its action checked. */
+function subscribeEnvelope(url: URL): unknown {
+  const raw = url.searchParams.get('envelope');
+  if (raw === null) throw invalidInput('envelope', 'query parameter is required');
+  let body: { action?: { type?: unknown } };
+  try {
+    body = JSON.parse(Buffer.from(raw, 'base64url').toString('utf8'));
+  } catch {
+    throw invalidInput('envelope', 'must be base64url JSON');
+  }
+  if (body?.action?.type !== 'SubscribeEvents') throw invalidInput('action.type', 'must be SubscribeEvents');
+  return body;
 }

@@ -5,9 +5,6 @@ import { serveConsole, type ConsoleSettings } from '@mcpx/console';
 import type { QuotaSettings } from '@mcpx/config';
 import type { TrustedProxies } from '@mcpx/config/trusted-proxies';
 import { InboundGuard, refusalMessage, type InboundRefusal } from '@mcpx/inbound';
-import { NO_STORE_HEADERS, sendJson } from '../authorization-server/pages.js';
-import { AS_BASE_PATH } from '../authorization-server/paths.js';
-import { OPEN_CORS } from '../authorization-server/token.js';
 import { OAUTH_CALLBACK_PATH, OAUTH_CLIENT_METADATA_PATH, OAUTH_START_PATH } from '../credentials/oauth/paths.js';
 import { actionRoute, type ActionRouteDeps } from './action-route.js';
 import { Admission } from './admission.js';
@@ -37,27 +34,15 @@ export interface HttpDeps extends Omit<ActionRouteDeps, 'admission'> {
    * {@link answerInboundRefusal}).
    */
   inbound: InboundGuard;
-  /** The authorization server of the agent endpoint's OAuth sign-in: true when it answered the route (absent: none). */
-  authorizationServer?: (req: IncomingMessage, res: ServerResponse, url: URL) => boolean;
 }
 
 /**
  * A refusal of the inbound bounds (`@mcpx/inbound`: deadline 408, budget 503, too large 413) in
- * the registry's shapes: on the authorization server's routes an OAuth error
- * (`invalid_request`, or `temporarily_unavailable` for the budget), elsewhere the API's typed
- * error (`invalid_input` naming `body` and the bound, or `unavailable` with its wait).
+ * the registry's shape: the API's typed error (`invalid_input` naming `body` and the bound, or
+ * `unavailable` with its wait).
  */
 export function answerInboundRefusal(req: IncomingMessage, res: ServerResponse, r: InboundRefusal): void {
   const message = refusalMessage(r);
-  if ((req.url ?? '').startsWith(`${AS_BASE_PATH}/`)) {
-    sendJson(
-      res,
-      r.status,
-      { error: r.reason === 'budget' ? 'temporarily_unavailable' : 'invalid_request', error_description: message },
-      { ...NO_STORE_HEADERS, ...OPEN_CORS },
-    );
-    return;
-  }
   const wire =
     r.reason === 'budget'
       ? new WireError(ErrorCodes.unavailable, message, { retryAfterMs: (r.retryAfterSeconds ?? 1) * 1000 })
@@ -87,8 +72,6 @@ export function createHttpServer(deps: HttpDeps): Server {
     const url = new URL(req.url ?? '/', 'http://registry');
     if (req.method === 'POST' && url.pathname === '/v1/actions') {
       void handleAction(req, res);
-    } else if (deps.authorizationServer?.(req, res, url) === true) {
-      // answered: OAuth metadata, authorize, continue, token
     } else if (req.method === 'GET' && url.pathname === '/v1/events') {
       handleEvents(req, res, url);
     } else if (req.method === 'GET' && url.pathname === OAUTH_CALLBACK_PATH && deps.oauthCallback) {

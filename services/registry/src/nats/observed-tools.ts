@@ -56,37 +56,11 @@ export function consumeObservedTools(deps: ObservedToolsDeps): Subscription {
     description:
       "Proxies' tool lists by outcome: recorded, rediscovered (it would lower a level: the registry listed the server itself), held (same, within the cooldown), unknown_server, malformed",
   });
-  const lastRediscovery = new Map<string, number>();
-
-  const locate = async (
-    account: string,
-    name: string,
-  ): Promise<{ server: McpServerRecord; target?: DiscoveryTarget } | null> => {
-    const row = await deps.servers.find(account, name);
-    if (row !== null) return { server: row };
-    for (const target of others) {
-      const server = await target.find(account, name);
-      if (server !== null) return { server, target };
-    }
-    return null;
-  };
-
-  /** Whether this instance may start a discovery of the server now (and notes that it does). */
-  const mayRediscover = (key: string): boolean => {
-    const now = Date.now();
-    const last = lastRediscovery.get(key);
-    if (last !== undefined && now - last < REDISCOVERY_COOLDOWN_MS) return false;
-    lastRediscovery.delete(key);
-    lastRediscovery.set(key, now);
-    if (lastRediscovery.size > COOLDOWN_ENTRIES) {
-      const oldest = lastRediscovery.keys().next();
-      if (oldest.done !== true) lastRediscovery.delete(oldest.value);
-    }
-    return true;
-  };
+  const cooldowns = new Cooldowns();
+  const mayRediscover = (key: string): boolean => cooldowns.start(key);
 
   const record = async (event: ToolsObserved): Promise<Outcome> => {
-    const found = await locate(event.account, event.server);
+    const found = await locateServer(deps, event.account, event.server);
     if (found === null) return 'unknown_server';
     const lowered = loweredLevels(found.server.tools, event.tools, found.target?.kind === 'builtin');
     const pinnedChange =
@@ -135,4 +109,38 @@ export function consumeObservedTools(deps: ObservedToolsDeps): Subscription {
       ),
     { what: 'tools-observed message', queue: QueueGroups.registry },
   );
+}
+
+/** The server a list names: the account's own (`mcp_servers`), else a built-in or vendor one (`others`). */
+async function locateServer(
+  deps: ObservedToolsDeps,
+  account: string,
+  name: string,
+): Promise<{ server: McpServerRecord; target?: DiscoveryTarget } | null> {
+  const row = await deps.servers.find(account, name);
+  if (row !== null) return { server: row };
+  for (const target of deps.others ?? []) {
+    const server = await target.find(account, name);
+    if (server !== null) return { server, target };
+  }
+  return null;
+}
+
+/** When this instance last started a discovery of each server (the oldest forgotten past {@link COOLDOWN_ENTRIES}). */
+class Cooldowns {
+  readonly #last = new Map<string, number>();
+
+  /** Whether this instance may start a discovery of the server now (and notes that it does). */
+  start(key: string): boolean {
+    const now = Date.now();
+    const last = this.#last.get(key);
+    if (last !== undefined && now - last < REDISCOVERY_COOLDOWN_MS) return false;
+    this.#last.delete(key);
+    this.#last.set(key, now);
+    if (this.#last.size > COOLDOWN_ENTRIES) {
+      const oldest = this.#last.keys().next();
+      if (oldest.done !== true) this.#last.delete(oldest.value);
+    }
+    return true;
+  }
 }

@@ -43,7 +43,9 @@ function store(deps: ReviewDeps): InputStore {
 /** `ListInputRequests {}` → `{inputRequests}`: the account's input requests waiting for a person, oldest first. */
 export const listInputRequests: ReviewAction<'ListInputRequests'> = async (deps, caller) => {
   const pending = await store(deps).listPending(caller.account);
-  return { inputRequests: pending.map(inputRequestView) };
+  // A task's round asked of its caller alone waits for that caller, not for a person (docs/tasks.md#questions).
+  const forPeople = pending.map(inputRequestView).filter((v) => v.requests.some((q) => q.answerBy === 'person'));
+  return { inputRequests: forPeople };
 };
 
 /**

@@ -19,6 +19,7 @@ import {
   pinnedToolsHash,
   type AcceptedContract,
   type PinEvaluation,
+  type PinMode,
   type StoredChange,
   type WantedChange,
 } from './pin-policy.js';
@@ -163,32 +164,7 @@ export async function applyPins(
       .execute();
   }
   const requested = evaluation.changes.filter((c) => c.requested);
-  for (const c of requested) {
-    const row = {
-      cid: c.cid,
-      tool_cbor: ToolChangeColumn.encode(c.remote),
-      previous_cid: c.previousCid,
-      kind: c.kind,
-      compatible: c.compatible,
-      status: 'pending' as const,
-      detected_at: new Date(),
-      decided_by: null,
-      decided_at: null,
-    };
-    await trx
-      .insertInto('registry.tool_changes')
-      .values({ account_id: account, server_id: locked.id, tool: c.tool, ...row })
-      .onConflict((oc) => oc.columns(['account_id', 'server_id', 'tool']).doUpdateSet(row))
-      .execute();
-    await recordAudit(trx, {
-      account,
-      ...SYSTEM_SIGNER,
-      action: 'ToolChangeHeld',
-      target: { kind: 'tool', name: `${locked.name}/${c.tool}` },
-      before: c.previousCid === null ? null : { cid: c.previousCid },
-      after: { cid: c.cid, kind: c.kind, compatible: c.compatible, withheld: c.withheld, pin: mode },
-    });
-  }
+  for (const c of requested) await holdChange(trx, locked, c, mode);
   const hash = pinnedToolsHash(evaluation.effective, evaluation.withheld);
   const toolsChanged = hash !== locked.toolsHash;
   const held = heldStatus(evaluation.changes);
@@ -210,6 +186,40 @@ export async function applyPins(
     .returningAll()
     .executeTakeFirstOrThrow();
   return { saved: toRecord(row), toolsChanged, requested, withheld: evaluation.withheld };
+}
+
+/** Holds one change for review (a pending row replacing any earlier one of the tool), audited. */
+async function holdChange(
+  trx: Q,
+  locked: McpServerRecord,
+  c: WantedChange,
+  mode: PinMode,
+): Promise<void> {
+  const account = locked.accountId;
+  const row = {
+    cid: c.cid,
+    tool_cbor: ToolChangeColumn.encode(c.remote),
+    previous_cid: c.previousCid,
+    kind: c.kind,
+    compatible: c.compatible,
+    status: 'pending' as const,
+    detected_at: new Date(),
+    decided_by: null,
+    decided_at: null,
+  };
+  await trx
+    .insertInto('registry.tool_changes')
+    .values({ account_id: account, server_id: locked.id, tool: c.tool, ...row })
+    .onConflict((oc) => oc.columns(['account_id', 'server_id', 'tool']).doUpdateSet(row))
+    .execute();
+  await recordAudit(trx, {
+    account,
+    ...SYSTEM_SIGNER,
+    action: 'ToolChangeHeld',
+    target: { kind: 'tool', name: `${locked.name}/${c.tool}` },
+    before: c.previousCid === null ? null : { cid: c.previousCid },
+    after: { cid: c.cid, kind: c.kind, compatible: c.compatible, withheld: c.withheld, pin: mode },
+  });
 }
 
 /** Row-locks a server by id and returns its record and its raw list. */

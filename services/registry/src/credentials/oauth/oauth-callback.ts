@@ -43,30 +43,7 @@ export function oauthCallbackHandler(
       );
       return;
     }
-    let bound: boolean;
-    try {
-      bound = await deps.tickets.bound(state, req.headers.cookie);
-    } catch (err) {
-      deps.log.error('oauth callback could not check the browser binding', { err: err as Error });
-      oauthPage(
-        res,
-        503,
-        'Authorization failed',
-        'The registry could not check this browser right now. Open the callback again in a moment.',
-      );
-      return;
-    }
-    if (!bound) {
-      deps.tickets.count('callback', 'unbound');
-      deps.log.warn('oauth callback refused: not the browser that opened the authorization');
-      oauthPage(
-        res,
-        400,
-        'Authorization not started in this browser',
-        'This authorization was started in another browser, or its link was opened without the registry (the browser that opened it must finish it). Start it again from the console (Authorize) or with `mcpx servers auth <name>`, in this browser.',
-      );
-      return;
-    }
+    if (!(await boundHere(deps, req, res, state))) return;
     deps.tickets.count('callback', 'bound');
     // Past this point the authorization ends, whatever the outcome: the binding goes with it.
     const clear = deps.tickets.clearCookie(state);
@@ -113,6 +90,40 @@ export function oauthCallbackHandler(
       );
     }
   };
+}
+
+/** Whether the browser finishing the authorization is the one that opened it (the ticket's cookie); refused with a page if not. */
+async function boundHere(
+  deps: OAuthCallbackDeps,
+  req: IncomingMessage,
+  res: ServerResponse,
+  state: string,
+): Promise<boolean> {
+  let bound: boolean;
+  try {
+    bound = await deps.tickets.bound(state, req.headers.cookie);
+  } catch (err) {
+    deps.log.error('oauth callback could not check the browser binding', { err: err as Error });
+    oauthPage(
+      res,
+      503,
+      'Authorization failed',
+      'The registry could not check this browser right now. Open the callback again in a moment.',
+    );
+    return false;
+  }
+  if (!bound) {
+    deps.tickets.count('callback', 'unbound');
+    deps.log.warn('oauth callback refused: not the browser that opened the authorization');
+    oauthPage(
+      res,
+      400,
+      'Authorization not started in this browser',
+      'This authorization was started in another browser, or its link was opened without the registry (the browser that opened it must finish it). Start it again from the console (Authorize) or with `mcpx servers auth <name>`, in this browser.',
+    );
+    return false;
+  }
+  return true;
 }
 
 /** An error response: ends its pending authorization; says what the server answered only if the response is from it. */

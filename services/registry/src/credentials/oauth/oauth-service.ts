@@ -2,7 +2,7 @@ import { ErrorCodes, WireError } from '@mcpx/contracts';
 import { LockBusyError, type SingleFlight } from '@mcpx/shared-state';
 import type { Logger } from '@mcpx/log';
 import { boundedOAuthFetch, runOAuth } from '@mcpx/mcp-client';
-import { withSpan, type Counter, type Meter, type Tracer } from '@mcpx/telemetry';
+import type { Meter, Tracer } from '@mcpx/telemetry';
 import type { McpServerRecord, McpServersRepository } from '../../catalog/mcp-servers.repository.js';
 import { ClientCredentialsTokens, usesClientCredentials } from './client-credentials-tokens.js';
 import { preRegisteredState, type PreRegisteredClient } from './oauth-client-config.js';
@@ -11,8 +11,9 @@ import { RegistryOAuthProvider } from './oauth-provider.js';
 import { expiring, type ServerCredentials } from '@mcpx/stored';
 import { compareAndRefresh } from '../compare-and-refresh.js';
 import { issuerMatches } from './authorization-response.js';
-import { mixUpError } from './mix-up-errors.js';
 import type { OAuthTickets } from './browser-binding.js';
+import { mixUpError } from './mix-up-errors.js';
+import { OAuthExchanges } from './oauth-exchanges.js';
 
 /** Longest an OAuth exchange (discovery, registration, token) may hold the per-server lock. */
 const OAUTH_LOCK_TTL_MS = 30_000;
@@ -61,13 +62,11 @@ export class OAuthService {
   private readonly oauthFetch: typeof fetch;
   /** Servers whose pre-registered client uses the client credentials grant (machine to machine). */
   private readonly clientCredentials: ClientCredentialsTokens;
-  private readonly exchanges: Counter | undefined;
+  private readonly exchanges: OAuthExchanges;
 
   constructor(private readonly deps: OAuthServiceDeps) {
     this.oauthFetch = boundedOAuthFetch(deps.fetch);
-    this.exchanges = deps.meter?.createCounter('mcpx_oauth_exchanges_total', {
-      description: 'OAuth exchanges of the registry (ensure, refresh, code exchange) by grant and outcome',
-    });
+    this.exchanges = new OAuthExchanges(deps.tracer, deps.meter);
     this.clientCredentials = new ClientCredentialsTokens({
       store: deps.store,
       log: deps.log,
@@ -82,7 +81,7 @@ export class OAuthService {
    * refresh fails, or `fresh` asks for it) starts an authorization and returns its URL.
    */
   ensure(server: McpServerRecord, opts: { fresh?: boolean; resourceMetadataUrl?: URL } = {}): Promise<OAuthOutcome> {
-    return this.observed('ensure', server, () => this.ensureUnobserved(server, opts));
+    return this.exchanges.observed('ensure', server, () => this.ensureUnobserved(server, opts));
   }
 
   private async ensureUnobserved(
@@ -139,7 +138,7 @@ export class OAuthService {
     server: McpServerRecord,
     staleTokenHash: string | undefined,
   ): Promise<OAuthOutcome | { state: 'no_tokens' }> {
-    return this.observed('refresh', server, () => this.refreshStaleUnobserved(server, staleTokenHash));
+    return this.exchanges.observed('refresh', server, () => this.refreshStaleUnobserved(server, staleTokenHash));
   }
 
   private async refreshStaleUnobserved(
@@ -255,7 +254,7 @@ export class OAuthService {
     const provider = this.provider(server, { state });
     try {
       await this.deps.singleFlight.exclusive(oauthLockKey(server), { ttlMs: OAUTH_LOCK_TTL_MS }, async () => {
-        await this.observed('code_exchange', server, async () => {
+        await this.exchanges.observed('code_exchange', server, async () => {
           await runOAuth(provider, {
             serverUrl: server.config.url,
             authorizationCode: code,
@@ -305,7 +304,7 @@ export class OAuthService {
     iss?: string | undefined;
   }): Promise<{ server: McpServerRecord; issuerOk: boolean }> {
     const server = await this.consumePending(resp.state);
-    const { issuerOk } = await this.observed('error_response', server, async () => {
+    const { issuerOk } = await this.exchanges.observed('error_response', server, async () => {
       const { discoveryState, discoveredFor } = await this.deps.store.client(server.accountId, server.id);
       const metadata = discoveredFor === server.config.url ? discoveryState?.authorizationServerMetadata : undefined;
       const ok = issuerMatches(
@@ -337,37 +336,6 @@ export class OAuthService {
       });
     }
     return server;
-  }
-
-  /**
-   * Runs one exchange in a span `registry.oauth <op>` and counts it by grant and outcome (the
-   * outcome's state; `issuer_mismatch` for a response from another authorization server, else
-   * `error`). Nothing secret goes into either: ids, the grant and the state.
-   * `error_response` is an authorization the authorization server answered with an error.
-   */
-  private async observed<T extends { state: string }>(
-    op: 'ensure' | 'refresh' | 'code_exchange' | 'error_response',
-    server: McpServerRecord,
-    fn: () => Promise<T>,
-  ): Promise<T> {
-    const grant = usesClientCredentials(server) ? 'client_credentials' : 'authorization_code';
-    const attrs = { 'mcp.account': server.accountId, 'mcp.server': server.name, 'mcpx.oauth.grant': grant };
-    const run = async (): Promise<T> => {
-      try {
-        const out = await fn();
-        this.exchanges?.add(1, { op, grant, outcome: out.state });
-        return out;
-      } catch (err) {
-        this.exchanges?.add(1, { op, grant, outcome: mixUpError(err) !== undefined ? 'issuer_mismatch' : 'error' });
-        throw err;
-      }
-    };
-    if (this.deps.tracer === undefined) return run();
-    return withSpan(this.deps.tracer, `registry.oauth ${op}`, attrs, async (span) => {
-      const out = await run();
-      span.setAttribute('mcpx.oauth.outcome', out.state);
-      return out;
-    });
   }
 
   private provider(

@@ -1,6 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
-import { AGENT_TOKENS_CHANNEL, AGENT_TOKEN_PREFIX, agentTokenHash } from '@mcpx/contracts';
+import {
+  AGENT_TOKENS_CHANNEL,
+  AGENT_TOKEN_PREFIX,
+  agentTokenHash,
+  randomSignInSecret,
+  signInSecretHash,
+} from '@mcpx/contracts';
 import type { Database, Db } from '@mcpx/db';
 import {
   ACCESS_TOKEN_MS,
@@ -10,19 +16,11 @@ import {
   REFRESH_PREFIX,
   REFRESH_TOKEN_MS,
   SIGN_IN_PENDING_MS,
-  randomSecret,
-  secretHash,
   settled,
   tokenName,
   type IssuedTokens,
 } from './sign-in-secrets.js';
-import {
-  MAX_PENDING_SIGN_INS,
-  NO_BOUNDS,
-  pendingLimitFor,
-  type PendingSignInBounds,
-  type PendingSignInLimit,
-} from './pending-sign-ins.js';
+import { NO_BOUNDS, pendingLimitFor, type PendingSignInBounds, type PendingSignInLimit } from './pending-sign-ins.js';
 
 type OAuthSignInsTable = Database['registry.oauth_sign_ins'];
 
@@ -62,12 +60,8 @@ export class SignInsRepository {
     const id = `si_${randomBytes(16).toString('hex')}`;
     return this.db.transaction().execute(async (trx) => {
       // One writer per account, and per requesting address, at a time: two requests cannot both pass a count.
-      await trx
-        .selectFrom('registry.accounts')
-        .select('id')
-        .where('id', '=', input.account)
-        .forUpdate()
-        .executeTakeFirst();
+      // The account's row is locked through a function of the schema's owner: this role may not update accounts.
+      await sql`select registry.lock_account_for_sign_in(${input.account})`.execute(trx);
       await sql`select pg_advisory_xact_lock(hashtext(${`oauth-sign-in-requester:${input.requesterHash}`}))`.execute(
         trx,
       );
@@ -111,60 +105,6 @@ export class SignInsRepository {
     });
   }
 
-  /** The account's sign-ins waiting for a decision, oldest first, with their agent's name. */
-  async listPending(account: string): Promise<Array<SignInRow & { agent_name: string }>> {
-    return this.db
-      .selectFrom('registry.oauth_sign_ins as s')
-      .innerJoin('registry.agents as a', (j) =>
-        j.onRef('a.id', '=', 's.agent_id').onRef('a.account_id', '=', 's.account_id'),
-      )
-      .selectAll('s')
-      .select('a.name as agent_name')
-      .where('s.account_id', '=', account)
-      .where('s.status', '=', 'pending')
-      .where('s.expires_at', '>', sql<Date>`now()`)
-      .orderBy('s.created_at')
-      .orderBy('s.id')
-      .limit(MAX_PENDING_SIGN_INS)
-      .execute();
-  }
-
-  /**
-   * The owner's decision on a pending sign-in of the account: the continue nonce (to be carried
-   * by the approver's own browser to the continue step), or why not.
-   */
-  async decide(
-    account: string,
-    id: string,
-    approve: boolean,
-    signer: string,
-  ): Promise<{ nonce: string; agent: string; clientId: string } | 'not_found' | 'decided'> {
-    const nonce = randomSecret();
-    const row = await this.db
-      .updateTable('registry.oauth_sign_ins')
-      .set({
-        status: approve ? 'approved' : 'denied',
-        continue_hash: secretHash(nonce),
-        decided_at: sql<Date>`now()`,
-        decided_by: signer,
-      })
-      .where('account_id', '=', account)
-      .where('id', '=', id)
-      .where('status', '=', 'pending')
-      .where('expires_at', '>', sql<Date>`now()`)
-      .returning(['agent_id', 'client_id'])
-      .executeTakeFirst();
-    if (row !== undefined) return { nonce, agent: row.agent_id, clientId: row.client_id };
-    const exists = await this.db
-      .selectFrom('registry.oauth_sign_ins')
-      .select(['status', 'expires_at'])
-      .where('account_id', '=', account)
-      .where('id', '=', id)
-      .executeTakeFirst();
-    if (exists === undefined || exists.expires_at.getTime() <= Date.now()) return 'not_found';
-    return 'decided';
-  }
-
   /**
    * The continue step, once: a decided sign-in whose browser (cookie) and approver (nonce) both
    * match moves on. Approved: a code (returned, its hash stored, 60 s); denied: the sign-in ends.
@@ -175,12 +115,12 @@ export class SignInsRepository {
     browserHash: string,
     nonceHash: string,
   ): Promise<{ row: SignInRow; code?: string } | undefined> {
-    const code = randomSecret();
+    const code = randomSignInSecret();
     const approved = await this.db
       .updateTable('registry.oauth_sign_ins')
       .set({
         status: 'code_issued',
-        code_hash: secretHash(code),
+        code_hash: signInSecretHash(code),
         code_expires_at: new Date(Date.now() + AUTHORIZATION_CODE_MS),
         continue_hash: null,
       })
@@ -215,7 +155,7 @@ export class SignInsRepository {
    * the sign-in, and a code presented again ends it too and revokes its tokens (RFC 6749 §4.1.2).
    */
   async redeem(code: string, check: (row: SignInRow) => void): Promise<IssuedTokens> {
-    const hash = secretHash(code);
+    const hash = signInSecretHash(code);
     return settled(
       await this.db.transaction().execute(async (trx): Promise<IssuedTokens | GrantRefused> => {
         const row = await trx
@@ -240,14 +180,9 @@ export class SignInsRepository {
           await this.endIn(trx, row, 'code_misused');
           return err;
         }
-        // One writer per agent at a time (as CreateAgentToken): two redemptions cannot both pass the count.
-        await trx
-          .selectFrom('registry.agents')
-          .select('id')
-          .where('account_id', '=', row.account_id)
-          .where('id', '=', row.agent_id)
-          .forUpdate()
-          .executeTakeFirst();
+        // One writer per agent at a time (as CreateAgentToken: the agent's row locked, through a function of the
+        // schema's owner): two redemptions cannot both pass the count.
+        await sql`select registry.lock_agent_for_sign_in(${row.account_id}, ${row.agent_id})`.execute(trx);
         const active = await trx
           .selectFrom('registry.agent_tokens')
           .select((eb) => eb.fn.countAll<number>().as('n'))
@@ -263,7 +198,7 @@ export class SignInsRepository {
             `the agent already has ${MAX_ACTIVE_TOKENS_PER_AGENT} active tokens: its owner must revoke one first`,
           );
         }
-        const accessToken = AGENT_TOKEN_PREFIX + randomSecret();
+        const accessToken = AGENT_TOKEN_PREFIX + randomSignInSecret();
         const tokenId = `at_${randomBytes(9).toString('hex')}`;
         await trx
           .insertInto('registry.agent_tokens')
@@ -296,7 +231,7 @@ export class SignInsRepository {
    */
   async refresh(refreshToken: string, check: (row: SignInRow) => void): Promise<IssuedTokens> {
     if (!refreshToken.startsWith(REFRESH_PREFIX)) throw new GrantRefused('unknown', 'the refresh token is not valid');
-    const hash = secretHash(refreshToken);
+    const hash = signInSecretHash(refreshToken);
     return settled(
       await this.db.transaction().execute(async (trx): Promise<IssuedTokens | GrantRefused> => {
         const rt = await trx
@@ -355,7 +290,7 @@ export class SignInsRepository {
           .where('expires_at', '<', sql<Date>`now()`)
           .execute();
         const next = await this.newRefresh(trx, row.id);
-        const accessToken = AGENT_TOKEN_PREFIX + randomSecret();
+        const accessToken = AGENT_TOKEN_PREFIX + randomSignInSecret();
         await trx
           .updateTable('registry.agent_tokens')
           .set({ token_hash: agentTokenHash(accessToken), expires_at: new Date(Date.now() + ACCESS_TOKEN_MS) })
@@ -385,7 +320,7 @@ export class SignInsRepository {
         const rt = await trx
           .selectFrom('registry.oauth_refresh_tokens')
           .select('sign_in_id')
-          .where('token_hash', '=', secretHash(token))
+          .where('token_hash', '=', signInSecretHash(token))
           .executeTakeFirst();
         if (rt !== undefined)
           row = await trx
@@ -412,11 +347,11 @@ export class SignInsRepository {
   }
 
   private async newRefresh(trx: Kysely<Database>, signInId: string): Promise<string> {
-    const token = REFRESH_PREFIX + randomSecret();
+    const token = REFRESH_PREFIX + randomSignInSecret();
     await trx
       .insertInto('registry.oauth_refresh_tokens')
       .values({
-        token_hash: secretHash(token),
+        token_hash: signInSecretHash(token),
         sign_in_id: signInId,
         expires_at: new Date(Date.now() + REFRESH_TOKEN_MS),
         spent_at: null,

@@ -1,4 +1,3 @@
-import { createHash, randomBytes } from 'node:crypto';
 import type { SignInRow } from './sign-ins.repository.js';
 
 /** How long a pending sign-in waits for the owner's decision, and then for its browser to come back. */
@@ -14,16 +13,6 @@ export const MAX_ACTIVE_TOKENS_PER_AGENT = 20;
 
 /** A refresh token's prefix (an access token is an agent token, `AGENT_TOKEN_PREFIX`). */
 export const REFRESH_PREFIX = 'mcpx_rt_';
-
-/** SHA-256 (hex) of a secret (cookie, nonce, code, refresh token): the only form stored. */
-export function secretHash(value: string): string {
-  return createHash('sha256').update(value, 'utf8').digest('hex');
-}
-
-/** 32 random bytes, base64url (43 characters). */
-export function randomSecret(): string {
-  return randomBytes(32).toString('base64url');
-}
 
 /** The tokens a redemption or a refresh hands out (said once, to the client). */
 export interface IssuedTokens {

@@ -1,21 +1,23 @@
-import { ErrorCodes, WireError, invalidInput } from '@mcpx/contracts';
+import { CONTINUE_PATH, ErrorCodes, SIGN_IN_ID_RE, WireError, invalidInput } from '@mcpx/contracts';
 import type { ActionType } from '@mcpx/contracts';
 import type { Db } from '@mcpx/db';
 import type { Logger } from '@mcpx/log';
 import type { ActionHandler } from '../shared/action-handler.js';
 import { auditBy, recordAudit } from '../audit/audit-log.js';
-import { CONTINUE_PATH } from './paths.js';
-import { SignInsRepository } from './sign-ins.repository.js';
+import { SignInDecisionsRepository } from './sign-in-decisions.repository.js';
 
-/** What the sign-in actions use: the sign-ins' tables. */
+/** What the sign-in actions use: the sign-ins' tables, and where the authorization server is. */
 export interface SignInActionDeps {
   db: Db;
   log: Logger;
+  /**
+   * The authorization server's public URL (its issuer, `AUTHORIZATION_SERVER_PUBLIC_URL`) when it
+   * is not on the registry's own origin: `continueUrl` is then absolute. Absent: a path.
+   */
+  authorizationServerUrl?: string;
 }
 
 type SignInAction<T extends ActionType> = ActionHandler<T, SignInActionDeps>;
-
-const ID_RE = /^si_[0-9a-f]{32}$/;
 
 function hostOf(url: string): string {
   return URL.canParse(url) ? new URL(url).host : '';
@@ -28,7 +30,7 @@ function hostOf(url: string): string {
  * Never a code, a cookie or a nonce. OWNER only.
  */
 export const listSignInRequests: SignInAction<'ListSignInRequests'> = async (deps, caller) => {
-  const rows = await new SignInsRepository(deps.db).listPending(caller.account);
+  const rows = await new SignInDecisionsRepository(deps.db).listPending(caller.account);
   return {
     signIns: rows.map((r) => ({
       id: r.id,
@@ -45,18 +47,23 @@ export const listSignInRequests: SignInAction<'ListSignInRequests'> = async (dep
 
 /**
  * `DecideSignIn {id, decision: 'approve'|'deny'}` → `{id, decision, continueUrl}`: the owner's
- * answer to a pending sign-in. `continueUrl` (a path on the registry, as the console's own action URL is; single use)
- * must be opened by the browser that started the sign-in: it sends that browser to the client
+ * answer to a pending sign-in. `continueUrl` (single use; on the authorization server's origin,
+ * a path when that is the registry's own, as the console's action URL is) must be opened by the browser that started the sign-in: it sends that browser to the client
  * with a code (approve) or `access_denied` (deny). An unknown or expired id is `not_found`, one
  * decided already `conflict`. OWNER only.
  */
 export const decideSignIn: SignInAction<'DecideSignIn'> = async (deps, caller, action) => {
   const id = action.id;
-  if (typeof id !== 'string' || !ID_RE.test(id))
+  if (typeof id !== 'string' || !SIGN_IN_ID_RE.test(id))
     throw invalidInput('id', 'must be a sign-in id (si_ and 32 hex digits)');
   const decision = action.decision;
   if (decision !== 'approve' && decision !== 'deny') throw invalidInput('decision', 'must be approve or deny');
-  const out = await new SignInsRepository(deps.db).decide(caller.account, id, decision === 'approve', caller.signer);
+  const out = await new SignInDecisionsRepository(deps.db).decide(
+    caller.account,
+    id,
+    decision === 'approve',
+    caller.signer,
+  );
   if (out === 'not_found') throw new WireError(ErrorCodes.notFound, `id: no pending sign-in ${id}`, { field: 'id' });
   if (out === 'decided')
     throw new WireError(ErrorCodes.conflict, `id: sign-in ${id} was decided already`, { field: 'id' });
@@ -68,5 +75,5 @@ export const decideSignIn: SignInAction<'DecideSignIn'> = async (deps, caller, a
     after: { signIn: id, decision, client: out.clientId },
   });
   const q = new URLSearchParams({ id, nonce: out.nonce });
-  return { id, decision, continueUrl: `${CONTINUE_PATH}?${q.toString()}` };
+  return { id, decision, continueUrl: `${deps.authorizationServerUrl ?? ''}${CONTINUE_PATH}?${q.toString()}` };
 };

@@ -15,7 +15,7 @@ export const OPEN_CORS = { 'access-control-allow-origin': '*' } as const;
 export interface TokenDeps {
   signIns: SignInsRepository;
   log: Logger;
-  /** The registry's bounded body reader (`InboundGuard.read`): undefined when it refused (and answered) or the client went away. */
+  /** The bounded body reader (`InboundGuard.read`): undefined when it refused (and answered) or the client went away. */
   readBody: (req: IncomingMessage, res: ServerResponse, maxBytes: number) => Promise<Buffer | undefined>;
 }
 
@@ -32,7 +32,7 @@ class TokenError extends Error {
 
 /**
  * The form of a token or revocation request. Its type and declared length are checked before a
- * byte is read; the body is read by the registry's bounded reader (`@mcpx/inbound`: its deadline
+ * byte is read; the body is read by the process's bounded reader (`@mcpx/inbound`: its deadline
  * and the process's budget), which answers its own refusals: then undefined.
  */
 async function readForm(

@@ -1,18 +1,24 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import {
+  AS_BASE_PATH,
+  CONSOLE_PATH,
+  CONSOLE_SIGN_IN_FRAGMENT,
+  SIGN_IN_ID_RE,
+  randomSignInSecret,
+  signInSecretHash,
+} from '@mcpx/contracts';
 import type { Db } from '@mcpx/db';
 import type { Logger } from '@mcpx/log';
 import { ClientMetadataError, fetchClientMetadata } from './client-metadata.js';
 import { redirect, signInPage } from './pages.js';
-import { AS_BASE_PATH, CONSOLE_PATH, CONSOLE_SIGN_IN_FRAGMENT } from './paths.js';
 import { PendingSignInLimits, requesterHash, type PendingSignInLimit } from './pending-sign-ins.js';
-import { SIGN_IN_PENDING_MS, randomSecret, secretHash } from './sign-in-secrets.js';
+import { SIGN_IN_PENDING_MS } from './sign-in-secrets.js';
 import type { SignInRow, SignInsRepository } from './sign-ins.repository.js';
 
 /** RFC 7636: 43 to 128 unreserved characters (a verifier; a S256 challenge is exactly 43). */
 export const PKCE_VALUE_RE = /^[A-Za-z0-9._~-]{43,128}$/;
 const STATE_MAX = 1_024;
 const SCOPE_MAX = 512;
-const SIGN_IN_ID_RE = /^si_[0-9a-f]{32}$/;
 const SECRET_RE = /^[A-Za-z0-9_-]{43}$/;
 /** `<origin>[/prefix]/v1/agents/<agent id>/mcp`: the agent endpoint's URL, the agent by its id. */
 const RESOURCE_PATH_RE = /\/v1\/agents\/([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\/mcp\/?$/;
@@ -20,10 +26,12 @@ const RESOURCE_PATH_RE = /\/v1\/agents\/([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-
 export interface SignInFlowDeps {
   db: Db;
   signIns: SignInsRepository;
-  /** The registry's outbound fetch (SSRF-safe, bounded): client ID metadata documents are fetched through it. */
+  /** The outbound fetch (SSRF-safe, bounded): client ID metadata documents are fetched through it. */
   fetch: typeof globalThis.fetch;
-  /** The issuer: the registry's public URL (no trailing slash). */
+  /** The issuer: the authorization server's public URL (no trailing slash). */
   issuer: () => string;
+  /** Where the console is (the registry's public URL): the owner decides there. Absent: the issuer. */
+  consoleUrl?: () => string;
   /** The address a request comes from (the socket's peer, or what trusted proxies say). */
   clientAddress: (req: IncomingMessage) => string;
   log: Logger;
@@ -168,7 +176,7 @@ export async function authorize(
     if (resource === undefined)
       throw new RedirectableError('invalid_target', 'resource is required: the agent endpoint URL (RFC 8707)');
     const agent = await resolveResource(deps.db, resource);
-    const cookie = randomSecret();
+    const cookie = randomSignInSecret();
     const created = await deps.signIns.createPending({
       account: agent.account,
       agent: agent.id,
@@ -179,7 +187,7 @@ export async function authorize(
       scope,
       state,
       codeChallenge: challenge,
-      browserHash: secretHash(cookie),
+      browserHash: signInSecretHash(cookie),
       requesterHash: requesterHash(deps.clientAddress(req)),
     });
     if ('refused' in created) {
@@ -196,7 +204,7 @@ export async function authorize(
       );
     }
     const id = created.id;
-    redirect(res, `${issuer}${CONSOLE_PATH}#${CONSOLE_SIGN_IN_FRAGMENT}${id}`, {
+    redirect(res, consoleLink(deps, id), {
       'set-cookie': cookieHeader(issuer, id, cookie, Math.floor(SIGN_IN_PENDING_MS / 1000)),
     });
     deps.log.info('oauth sign-in requested', {
@@ -211,6 +219,12 @@ export async function authorize(
     redirect(res, answerUrl(redirectUri, { error: err.error, error_description: err.description, state }, issuer));
     return err.outcome;
   }
+}
+
+/** Where the owner decides on sign-in `id`: the console (on the registry's public URL, else the issuer's). */
+function consoleLink(deps: SignInFlowDeps, id: string): string {
+  const base = (deps.consoleUrl?.() ?? deps.issuer()).replace(/\/+$/, '');
+  return `${base}${CONSOLE_PATH}#${CONSOLE_SIGN_IN_FRAGMENT}${id}`;
 }
 
 /** The agent a `resource` names (RFC 8707: absolute, no fragment), by the id in its path. */
@@ -251,7 +265,7 @@ export async function continueSignIn(
   const id = url.searchParams.get('id') ?? '';
   const nonce = url.searchParams.get('nonce') ?? '';
   if (!SIGN_IN_ID_RE.test(id) || !SECRET_RE.test(nonce)) {
-    signInPage(res, 400, 'Sign-in link not valid', 'This sign-in link is not one of this registry.');
+    signInPage(res, 400, 'Sign-in link not valid', 'This sign-in link is not one of this authorization server.');
     return 'malformed';
   }
   const issuer = deps.issuer();
@@ -259,7 +273,7 @@ export async function continueSignIn(
   const clear = { 'set-cookie': cookieHeader(issuer, id, '', 0) };
   const done =
     cookie !== undefined && SECRET_RE.test(cookie)
-      ? await deps.signIns.continueDecided(id, secretHash(cookie), secretHash(nonce))
+      ? await deps.signIns.continueDecided(id, signInSecretHash(cookie), signInSecretHash(nonce))
       : undefined;
   if (done !== undefined) {
     const row: SignInRow = done.row;

@@ -78,7 +78,7 @@ async function boundedText(res: Response, max: number): Promise<string> {
 }
 
 /**
- * Fetches and checks a client ID metadata document through `fetch` (the registry's outbound
+ * Fetches and checks a client ID metadata document through `fetch` (the authorization server's outbound
  * fetch: https only, private and metadata addresses refused unless the operator allows them, the
  * address checked is the one connected to), bounded in time and size, no redirects. The document
  * must name exactly its own URL as `client_id`, be a public client (`token_endpoint_auth_method`

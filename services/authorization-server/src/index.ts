@@ -1,24 +1,23 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { AS_METADATA_PATH, AUTHORIZE_PATH, CONTINUE_PATH, REVOKE_PATH, TOKEN_PATH } from '@mcpx/contracts';
 import type { Db } from '@mcpx/db';
 import type { RateLimit, RateLimiter } from '@mcpx/shared-state';
 import type { Logger } from '@mcpx/log';
 import { SpanKind, clientTraceOrigin, withSpan, type Counter, type Meter, type Tracer } from '@mcpx/telemetry';
 import { authorize, continueSignIn, type SignInFlowDeps } from './authorize.js';
 import { signInPage, sendJson } from './pages.js';
-import { AS_METADATA_PATH, AUTHORIZE_PATH, CONTINUE_PATH, REVOKE_PATH, TOKEN_PATH } from './paths.js';
 import type { PendingSignInBounds } from './pending-sign-ins.js';
 import { SignInsRepository } from './sign-ins.repository.js';
 import { OPEN_CORS, revoke, token, type TokenDeps } from './token.js';
 
-export { decideSignIn, listSignInRequests } from './sign-in.actions.js';
-export { AS_METADATA_PATH, AUTHORIZE_PATH, CONTINUE_PATH, REVOKE_PATH, TOKEN_PATH } from './paths.js';
-
 export interface AuthorizationServerDeps {
   db: Db;
-  /** The registry's outbound fetch: client ID metadata documents are fetched through it. */
+  /** The outbound fetch (`@mcpx/outbound`): client ID metadata documents are fetched through it. */
   fetch: typeof globalThis.fetch;
-  /** The registry's public URL, which is the issuer (known once it listens). */
+  /** The authorization server's public URL, which is the issuer (known once it listens). */
   publicUrl: () => string;
+  /** Where the console is (the registry's public URL), to which a new sign-in sends the browser; absent: the issuer. */
+  consoleUrl?: () => string;
   log: Logger;
   tracer: Tracer;
   meter: Meter;
@@ -29,7 +28,7 @@ export interface AuthorizationServerDeps {
   rates?: { limiter: RateLimiter; clientAddress: (req: IncomingMessage) => string };
   /** Pending sign-ins per client document, per requesting address and in all (the configuration's `quotas`; absent: none but the account's). */
   bounds?: PendingSignInBounds;
-  /** The registry's bounded body reader (`InboundGuard.read`), for the token and revocation forms. */
+  /** The bounded body reader (`InboundGuard.read`), for the token and revocation forms. */
   readBody: TokenDeps['readBody'];
 }
 
@@ -60,11 +59,11 @@ export function authorizationServerMetadata(issuer: string): Record<string, unkn
 }
 
 /**
- * The registry as the OAuth 2.1 authorization server of the agent MCP endpoint: metadata
+ * The OAuth 2.1 authorization server of the agent MCP endpoint: metadata
  * (`/.well-known/oauth-authorization-server`), the authorization request (a pending sign-in the
  * account owner decides in the console), the continue step back to the client and the token
  * endpoint. Clients identify by client ID metadata document URLs; there is no dynamic
- * registration. Each step is a span (`registry.oauth-server <step>`) and is counted in
+ * registration. Each step is a span (`authorization-server <step>`) and is counted in
  * `mcpx_oauth_sign_ins_total{step, outcome}`; no code, token, verifier, cookie or nonce is ever
  * in a span, a metric, a log line or an error.
  */
@@ -72,7 +71,7 @@ export function createAuthorizationServer(deps: AuthorizationServerDeps): Author
   const signIns = new SignInsRepository(deps.db, deps.bounds);
   const issuer = (): string => deps.publicUrl().replace(/\/+$/, '');
   const clientAddress = deps.rates?.clientAddress ?? ((req: IncomingMessage): string => req.socket.remoteAddress ?? '');
-  const flow: SignInFlowDeps = { db: deps.db, signIns, fetch: deps.fetch, issuer, clientAddress, log: deps.log };
+  const flow: SignInFlowDeps = { ...deps, signIns, issuer, clientAddress };
   const steps: Counter = deps.meter.createCounter('mcpx_oauth_sign_ins_total', {
     description: 'OAuth sign-ins to the agent endpoint: steps (authorize, continue, token, revoke) by outcome',
   });
@@ -121,7 +120,7 @@ export function createAuthorizationServer(deps: AuthorizationServerDeps): Author
   ): void => {
     void withSpan(
       deps.tracer,
-      `registry.oauth-server ${name}`,
+      `authorization-server ${name}`,
       { 'mcpx.oauth_server.step': name },
       async (span) => {
         const outcome =
@@ -152,7 +151,7 @@ export function createAuthorizationServer(deps: AuthorizationServerDeps): Author
             res,
             503,
             'Sign-in unavailable',
-            'The registry could not handle this sign-in right now. Start it again from the client.',
+            'The authorization server could not handle this sign-in right now. Start it again from the client.',
           );
       });
   };
@@ -170,7 +169,7 @@ export function createAuthorizationServer(deps: AuthorizationServerDeps): Author
 
   return (req, res, url) => {
     const path = url.pathname;
-    // An issuer with a path (a registry behind a reverse proxy at /prefix) is described at the
+    // An issuer with a path (behind a reverse proxy at /prefix) is described at the
     // well-known path followed by it (RFC 8414 §3.1).
     if (
       path === AS_METADATA_PATH ||

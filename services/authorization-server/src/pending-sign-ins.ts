@@ -1,9 +1,7 @@
 import { createHash } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
+import { MAX_PENDING_SIGN_INS } from '@mcpx/contracts';
 import type { Database } from '@mcpx/db';
-
-/** Pending sign-ins one account holds at once: the authorize endpoint is open to anyone. */
-export const MAX_PENDING_SIGN_INS = 20;
 
 /**
  * The bounds a new pending sign-in is held to besides the account's {@link MAX_PENDING_SIGN_INS}

@@ -1,0 +1,191 @@
+import type { CallFigures, CallView } from './activity.js';
+import type { RedactedMcpServer } from './api.js';
+import {
+  anyMap,
+  anyStr,
+  bool,
+  checkedMap,
+  count,
+  describe,
+  described,
+  int,
+  list,
+  mapOf,
+  num,
+  oneOf,
+  optional,
+  orNull,
+  shape,
+  str,
+  text,
+  written,
+  type JsonSchema,
+  type Rule,
+  type Shaped,
+} from './field-rules.js';
+
+/**
+ * The named parts of the action API's tables (`ACTION_MAP`): each is a field rule whose schema is
+ * a `$ref` to its component in the OpenAPI document, and `ACTION_COMPONENTS` holds the components.
+ */
+export const ACTION_COMPONENTS: Record<string, JsonSchema> = {};
+
+/** `rule` as the component `name`: the document refers to it by `$ref`; its check is the rule's. */
+function component<T>(name: string, rule: Rule<T>): Rule<T> {
+  ACTION_COMPONENTS[name] = rule.schema ?? {};
+  return described(rule, { $ref: `#/components/schemas/${name}` });
+}
+
+/** How long a name, an id, a cursor or a filter sent to an action may be. */
+export const NAME_MAX = 128;
+/** A caller's name or id of something (a server, a tool, an approval): non-empty, bounded. */
+export const name = text(NAME_MAX);
+/** A time or a cursor the caller sends back (ISO 8601, an opaque cursor): bounded. */
+export const token = text(512);
+/** An agent, named by its id or its name. */
+export const agentRef = describe(text(NAME_MAX), { description: 'An agent id or name' });
+/** How many items a list a caller sends may hold (tool names, grants). */
+export const LIST_MAX = 256;
+
+export const role = component('Role', oneOf('OWNER', 'WRITER', 'AGENT'));
+/** A signer's role in an account (the account's own key is an OWNER). */
+export type ActionRole = ReturnType<typeof role>;
+
+const agentDefinitionTable = {
+  mcpServers: list(str, LIST_MAX),
+  /**
+   * Who answers a server's questions: form elicitations go to a person unless `forms` is
+   * `runtime` (the agent's runtime answers them over the proxy client). URL elicitations always
+   * go to a person; sampling always to the runtime.
+   */
+  inputs: optional(checkedMap({ forms: optional(oneOf('person', 'runtime')) })),
+};
+/** Checked in place: the agent's validators read every field and refuse the ones they do not know. */
+export const agentDefinition = component('AgentDefinition', checkedMap(agentDefinitionTable));
+export type AgentDefinition = Shaped<typeof agentDefinitionTable>;
+
+const agentViewTable = {
+  id: str,
+  name: str,
+  definition: agentDefinition,
+  grants: shape({ mcpServers: list(str) }),
+  createdAt: str,
+  updatedAt: str,
+};
+export const agentView = component('AgentView', shape(agentViewTable));
+export type AgentView = Shaped<typeof agentViewTable>;
+
+const oauthClientTable = {
+  clientId: str,
+  clientSecret: optional(describe(str, { writeOnly: true })),
+  grant: optional(oneOf('authorization_code', 'client_credentials')),
+  privateKey: optional(describe(str, { writeOnly: true })),
+  keyAlg: optional(oneOf('ES256', 'ES384', 'ES512', 'RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512')),
+  scope: optional(anyStr),
+};
+
+/**
+ * `config` of SetMcpServer. Header values in `secretHeaders` are stored encrypted.
+ * - `secretRefs`: header name → name of an existing account secret.
+ * - `auth`: `oauth` runs OAuth 2.1 against the server (a 401 with OAuth metadata yields an
+ *   authorization URL); `bearer` sends `token` as `Authorization: Bearer <token>`; `headers`: every
+ *   header given is stored encrypted; `none`: no header at all. Absent: `headers` if any header is
+ *   given, else `none`.
+ * - `token`: with `auth: 'bearer'` only: stored encrypted, never shown again (absent on an update keeps it).
+ * - `oauth`: with `auth: 'oauth'` only: a client registered with the authorization server beforehand
+ *   (no dynamic registration). `clientSecret` is stored encrypted and never shown again.
+ *   `grant: 'client_credentials'` (machine to machine, nobody signs in) takes `clientSecret` or
+ *   `privateKey` (an unencrypted PEM PKCS#8 key signing RFC 7523 assertions with `keyAlg`, stored
+ *   encrypted) and an optional `scope`.
+ * - `pin`: contract pinning, `off`, `review` or `strict`.
+ */
+const serverConfigTable = {
+  url: describe(str, { format: 'uri' }),
+  transport: optional(oneOf('http', 'sse')),
+  headers: optional(mapOf(anyStr)),
+  secretHeaders: optional(describe(mapOf(anyStr), { writeOnly: true })),
+  secretRefs: optional(mapOf(anyStr)),
+  auth: optional(oneOf('oauth', 'bearer', 'headers', 'none')),
+  token: optional(describe(anyStr, { writeOnly: true })),
+  oauth: optional(checkedMap(oauthClientTable)),
+  pin: optional(oneOf('off', 'review', 'strict')),
+};
+/** Checked in place: the registry's validator reads it whole (bounds, grammar) and refuses a field it does not know. */
+export const serverConfig = component('McpServerConfigInput', checkedMap(serverConfigTable));
+export type McpServerConfigInput = Shaped<typeof serverConfigTable>;
+
+const agentTokenViewTable = {
+  id: str,
+  agent: str,
+  name: str,
+  createdAt: str,
+  expiresAt: orNull(str),
+  revokedAt: orNull(str),
+  state: oneOf('active', 'expired', 'revoked'),
+  /**
+   * Whether the token's holder (the MCP client's user) may approve the token's own `always_ask`
+   * calls, answering the endpoint's elicitation; false: they wait for the owner.
+   */
+  userMayApprove: bool,
+};
+/** The fields of an agent token as its owner lists it (never the token, never its hash). */
+export const agentTokenViewFields = agentTokenViewTable;
+export const agentTokenView = component('AgentTokenView', shape(agentTokenViewTable));
+/** An agent token as its owner lists it (never the token, never its hash). */
+export type AgentTokenView = Shaped<typeof agentTokenViewTable>;
+
+const callFiguresTable = {
+  calls: count,
+  failed: count,
+  errorRate: num,
+  p50Ms: orNull(int),
+  p95Ms: orNull(int),
+};
+export const callFigures: Rule<CallFigures> = component('CallFigures', shape(callFiguresTable));
+
+export const callView = component(
+  'CallView',
+  written<CallView>(
+    shape({
+      id: str,
+      at: str,
+      agent: shape({ id: str, name: optional(str) }),
+      run: str,
+      callId: str,
+      server: optional(str),
+      tool: str,
+      code: str,
+      outcome: oneOf('ok', 'refused', 'error', 'lost'),
+      durationMs: int,
+      era: optional(oneOf('modern', 'legacy')),
+      approvalId: optional(str),
+      inputRequestId: optional(str),
+      taskId: optional(str),
+    }).schema,
+  ),
+);
+
+export const redactedServer = component(
+  'RedactedMcpServer',
+  written<RedactedMcpServer>(
+    shape({
+      id: str,
+      name: str,
+      url: str,
+      transport: orNull(oneOf('http', 'sse')),
+      headerNames: list(str),
+      secretHeaderNames: list(str),
+      hasSecrets: bool,
+      auth: optional(oneOf('oauth', 'bearer', 'headers', 'none')),
+      builtin: optional(bool),
+      era: optional(oneOf('modern', 'legacy')),
+      protocolVersion: optional(str),
+      tools: list(anyMap),
+      status: anyMap,
+      pin: optional(oneOf('off', 'review', 'strict')),
+      pendingReviews: optional(count),
+      createdAt: str,
+      updatedAt: str,
+    }).schema,
+  ),
+);

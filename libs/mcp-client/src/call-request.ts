@@ -1,0 +1,119 @@
+/** What the call path POSTs: the `tools/call` request of each era, and the answer to a request a legacy server pushed. */
+import {
+  CLIENT_CAPABILITIES_META_KEY,
+  CLIENT_INFO_META_KEY,
+  LOG_LEVEL_META_KEY,
+  PROTOCOL_VERSION_META_KEY,
+  ProtocolError,
+  type CallToolRequest,
+  type ClientCapabilities,
+} from '@modelcontextprotocol/client';
+import { discard, type JsonRpcOther } from './body-reader.js';
+import type { LegacyTarget, ModernTarget, ToolCallOptions } from './call-target.js';
+import { mcpParamHeaders, encodeMcpParamValue } from './mcp-param-headers.js';
+import { withTasksExtension } from './tasks.js';
+
+/** `traceparent`/`tracestate` of the caller's carrier, as `_meta` keys (2026-07-28 names them so). */
+export function traceMeta(carrier: (() => Record<string, string>) | undefined): Record<string, string> | undefined {
+  if (carrier === undefined) return undefined;
+  let values: Record<string, string>;
+  try {
+    values = carrier();
+  } catch {
+    return undefined;
+  }
+  const meta: Record<string, string> = {};
+  if (typeof values.traceparent === 'string') meta.traceparent = values.traceparent;
+  if (typeof values.tracestate === 'string') meta.tracestate = values.tracestate;
+  return Object.keys(meta).length === 0 ? undefined : meta;
+}
+
+/**
+ * A request the server pushed on a legacy call's stream: answered (by `serverRequest`, `ping`
+ * with `{}`, anything else with -32601) by a POST on the session, in the background. The call's
+ * signal aborts the handler when the call ends first.
+ */
+export function answerServerRequest(target: LegacyTarget, m: JsonRpcOther, signal: AbortSignal): void {
+  const id = m.id;
+  if (typeof id !== 'string' && typeof id !== 'number') return;
+  const respond = (answer: { result: unknown } | { error: { code: number; message: string } }): void => {
+    const headers: Record<string, string> = {
+      ...target.headers,
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      'mcp-session-id': target.sessionId,
+    };
+    if (target.protocolVersion !== undefined) headers['mcp-protocol-version'] = target.protocolVersion;
+    target
+      .request(target.url, { method: 'POST', headers, body: JSON.stringify({ jsonrpc: '2.0', id, ...answer }) })
+      .then((res) => discard(res.body))
+      .catch(() => {});
+  };
+  const handler = target.serverRequest;
+  if (m.method === 'ping') return respond({ result: {} });
+  if (handler === undefined)
+    return respond({ error: { code: -32601, message: `Method not found: ${m.method.slice(0, 64)}` } });
+  handler(m.method, m.params, signal).then(
+    (result) => respond({ result }),
+    (err: unknown) => {
+      const code = err instanceof ProtocolError ? err.code : -32603;
+      respond({ error: { code, message: err instanceof Error ? err.message.slice(0, 300) : 'error' } });
+    },
+  );
+}
+
+/** The modern POST: standard headers, `Mcp-Param-*`, the `_meta` envelope. */
+export function modernRequest(
+  target: ModernTarget,
+  id: string,
+  params: CallToolRequest['params'],
+  opts: ToolCallOptions,
+  progressToken: string | undefined,
+): { headers: Record<string, string>; body: string } {
+  const headers: Record<string, string> = {
+    ...target.headers,
+    ...(opts.tool !== undefined ? mcpParamHeaders(opts.tool.inputSchema, params.arguments) : {}),
+    'content-type': 'application/json',
+    accept: 'application/json, text/event-stream',
+    'mcp-protocol-version': target.protocolVersion,
+    'mcp-method': 'tools/call',
+    'mcp-name': encodeMcpParamValue(params.name),
+  };
+  const meta: Record<string, unknown> = {
+    ...target.traceMeta(),
+    ...params._meta,
+    ...(progressToken !== undefined ? { progressToken } : {}),
+    ...(opts.logLevel !== undefined ? { [LOG_LEVEL_META_KEY]: opts.logLevel } : {}),
+    [PROTOCOL_VERSION_META_KEY]: target.protocolVersion,
+    [CLIENT_CAPABILITIES_META_KEY]: callCapabilities(target.capabilities, opts),
+    [CLIENT_INFO_META_KEY]: target.clientInfo,
+  };
+  const body = JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { ...params, _meta: meta } });
+  return { headers, body };
+}
+
+export function legacyRequest(
+  target: LegacyTarget,
+  id: string,
+  params: CallToolRequest['params'],
+  progressToken: string | undefined,
+): { headers: Record<string, string>; body: string } {
+  const headers: Record<string, string> = {
+    ...target.headers,
+    'content-type': 'application/json',
+    accept: 'application/json, text/event-stream',
+    'mcp-session-id': target.sessionId,
+  };
+  if (target.protocolVersion !== undefined) headers['mcp-protocol-version'] = target.protocolVersion;
+  const sent = progressToken === undefined ? params : { ...params, _meta: { ...params._meta, progressToken } };
+  return { headers, body: JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: sent }) };
+}
+
+/** What a call declares: the connection's capabilities, the call's own on top (or instead), the tasks extension when it asks for a task. */
+function callCapabilities(
+  base: ClientCapabilities,
+  opts: { capabilities?: ClientCapabilities; onlyCapabilities?: ClientCapabilities; tasks?: boolean },
+): ClientCapabilities {
+  const merged = opts.onlyCapabilities ?? (opts.capabilities === undefined ? base : { ...base, ...opts.capabilities });
+  return opts.tasks === true ? withTasksExtension(merged) : merged;
+}
