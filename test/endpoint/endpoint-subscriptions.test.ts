@@ -220,6 +220,49 @@ describe('subscriptions through the endpoint faces', () => {
     }
   });
 
+  it('attack: once the agent’s grant of a server is revoked, none of its notices reaches a stream still open, on any face or era', async () => {
+    await sys.system.createAgent('revoked', ['live', 'old'], 2);
+    const { token } = await sys.token('revoked');
+    const uri = 'test://watched/3';
+    const wrapped = `mcpx://live/${encodeURIComponent(uri)}`;
+    const marker = `mcpx://old/${encodeURIComponent('test://watched/4')}`;
+    const merged = await modernClient(face('revoked'), token);
+    const own = await modernClient(face('revoked', 'live'), token);
+    const legacy = await legacyClient(face('revoked'), token);
+    try {
+      const subMerged = await merged.client.listen({
+        resourceSubscriptions: [wrapped, marker],
+        toolsListChanged: true,
+      });
+      expect(subMerged.honoredFilter).toEqual({ resourceSubscriptions: [wrapped, marker], toolsListChanged: true });
+      await own.client.listen({ resourceSubscriptions: [uri] });
+      await legacy.client.subscribeResource({ uri: wrapped });
+      await updatedUntil(
+        live,
+        uri,
+        () => merged.updates.includes(wrapped) && own.updates.includes(uri) && legacy.updates.includes(wrapped),
+      );
+      await sys.system.api.act('UpdateAgent', { agent: 'revoked', definition: { mcpServers: ['old'] } });
+      // The merged face's clients hear their tool set change: the revocation has reached the endpoint.
+      await eventually(async () => (merged.toolsChanged() > 0 ? true : undefined), 10_000, 'the set change');
+      const before = { merged: merged.updates.length, own: own.updates.length, legacy: legacy.updates.length };
+      live.update(uri, 3);
+      // The other server's update, said after: once it is in, the revoked server's would have come before it.
+      await updatedUntil(old, 'test://watched/4', () => merged.updates.includes(marker));
+      live.update(uri, 3);
+      await updatedUntil(old, 'test://watched/4', () => merged.updates.filter((u) => u === marker).length >= 2);
+      expect(merged.updates.slice(before.merged).filter((u) => u !== marker)).toEqual([]);
+      expect(own.updates.slice(before.own)).toEqual([]);
+      expect(legacy.updates.slice(before.legacy)).toEqual([]);
+      // The revoked server's face serves this token nothing any more.
+      await expect(own.client.listTools()).rejects.toThrow();
+    } finally {
+      await Promise.all(
+        [merged.client.close(), own.client.close(), legacy.client.close()].map((p) => p.catch(() => undefined)),
+      );
+    }
+  });
+
   it('coalesces a flood of 10,000 updates into a few, the last change not lost', async () => {
     const a = await modernClient(face('watcher', 'live'), tokenA);
     try {

@@ -162,6 +162,18 @@ describe('the agent MCP endpoint: the client user approves (modern clients)', ()
     expect(upstream.stats.calls).toBe(before);
   });
 
+  it('attack: an approval answered before it is asked (inputResponses, no requestState) decides nothing; the question is asked', async () => {
+    const before = upstream.stats.calls;
+    const preanswered = await raw(
+      approver.token,
+      { table: 'preanswered' },
+      { inputResponses: { [APPROVAL_KEY]: { action: 'accept', content: {} } } },
+    );
+    expect(preanswered.result?.resultType, JSON.stringify(preanswered.message)).toBe('input_required');
+    expect(Object.keys(preanswered.result?.inputRequests as object)).toEqual([APPROVAL_KEY]);
+    expect(upstream.stats.calls).toBe(before);
+  });
+
   it('refuses a forged, a replayed, a rebound and a borrowed requestState; nothing runs', async () => {
     const accept = { inputResponses: { [APPROVAL_KEY]: { action: 'accept', content: {} } } };
     const first = await raw(approver.token, { table: 'target' });

@@ -200,7 +200,6 @@ export class AgentServers {
     this.metrics.requests.add(1, { method: 'http', outcome: reason });
   }
 
-  /** The handler of the token's agent (made on first use, the oldest dropped past the cap). */
   /**
    * The handler of the token's agent (made on first use, the oldest dropped past the cap): the
    * merged face, the compact face (over the merged set), or one server's face (`server`).
@@ -211,9 +210,8 @@ export class AgentServers {
     // The per-server face of one server has a handler of its own (its own names, its own streams).
     const key =
       server === undefined ? `${grant.account}:${grant.agent}` : `${grant.account}:${grant.agent}\u0000${server}`;
-    return this.handlers.get(key, grant.account, grant.agent, (clientId) =>
-      this.server(this.grantOf(clientId, grant), server),
-    );
+    const make = (clientId: string | undefined): Server => this.server(this.grantOf(clientId, grant), server);
+    return this.handlers.get(key, grant.account, grant.agent, make, server);
   }
 
   async close(): Promise<void> {

@@ -20,14 +20,32 @@ export class FaceHandlers {
     private readonly max: number,
   ) {}
 
-  get(key: string, account: string, agent: string, server: (clientId: string | undefined) => Server): McpHttpHandler {
+  get(
+    key: string,
+    account: string,
+    agent: string,
+    server: (clientId: string | undefined) => Server,
+    face?: string,
+  ): McpHttpHandler {
     const hit = this.entries.get(key);
     if (hit !== undefined) return hit.handler;
     const handler = createMcpHandler(({ authInfo }) => server(authInfo?.clientId), {
       legacy: 'stateless',
       onerror: (err) => this.onError(err),
     });
-    const unwatch = this.toolSets.watch(account, agent, () => handler.notify.toolsChanged());
+    // A per-server face whose server the agent is no longer granted ends: its handler closes, and
+    // with it every stream still open on it (a new request is refused at the door).
+    const changed = (): void => {
+      if (face === undefined) return handler.notify.toolsChanged();
+      this.toolSets.get(account, agent).then(
+        (set) => {
+          if (set !== null && set.granted.has(face)) handler.notify.toolsChanged();
+          else this.drop(key, handler);
+        },
+        () => handler.notify.toolsChanged(),
+      );
+    };
+    const unwatch = this.toolSets.watch(account, agent, changed);
     this.entries.set(key, { handler, unwatch });
     if (this.entries.size > this.max) {
       const [oldKey, old] = this.entries.entries().next().value as [string, Entry];
@@ -36,6 +54,15 @@ export class FaceHandlers {
       void old.handler.close();
     }
     return handler;
+  }
+
+  /** Closes `key`'s handler (if it is still `handler`) and its streams. */
+  private drop(key: string, handler: McpHttpHandler): void {
+    const entry = this.entries.get(key);
+    if (entry?.handler !== handler) return;
+    this.entries.delete(key);
+    entry.unwatch();
+    void handler.close().catch(() => undefined);
   }
 
   async close(): Promise<void> {

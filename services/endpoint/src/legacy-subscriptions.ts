@@ -179,7 +179,7 @@ export class LegacySubscriptions {
 
   private sink(s: Session, server: string): void {
     if (s.sinks.has(server)) return;
-    const detach = this.subs.holds.attach(s.grant.account, server, (n) => {
+    const detach = this.subs.attachGranted(s.grant.account, s.grant.agent, server, (n) => {
       if (n.kind !== NoticeKinds.updated) {
         for (const send of s.streams) send({ method: LIST_CHANGED[n.kind] });
         return;

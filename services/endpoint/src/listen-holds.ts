@@ -61,7 +61,7 @@ export async function openListen(
     try {
       await subs.holds.hold(target);
       held.push(target);
-      fed.push(subs.feedHandler(handler, grant.account, face, target.server));
+      fed.push(subs.feedHandler(handler, grant.account, grant.agent, face, target.server));
       return true;
     } catch {
       return false;

@@ -111,16 +111,38 @@ export class Subscriptions {
   }
 
   /**
+   * Attaches `sink` to `server`'s notices for `agent`'s clients: each one delivered only while the
+   * agent is granted the server (read as the face reads it), so once a grant is revoked none of
+   * that server's notices reaches a stream still open (docs/endpoint.md#subscriptions).
+   */
+  attachGranted(account: string, agent: string, server: string, sink: (n: UpstreamNotice) => void): () => void {
+    return this.holds.attach(account, server, (n) => {
+      this.toolSets.get(account, agent).then(
+        (set) => {
+          if (set !== null && set.granted.has(server)) sink(n);
+        },
+        () => undefined,
+      );
+    });
+  }
+
+  /**
    * Feeds `handler`'s listen streams with `server`'s notices while held (the returned detach):
    * list changes as they are, an update under the URI the face's clients know.
    */
-  feedHandler(handler: McpHttpHandler, account: string, face: string | undefined, server: string): () => void {
+  feedHandler(
+    handler: McpHttpHandler,
+    account: string,
+    agent: string,
+    face: string | undefined,
+    server: string,
+  ): () => void {
     let sinks = this.faceSinks.get(handler);
     if (sinks === undefined) this.faceSinks.set(handler, (sinks = new Map()));
     const own = sinks;
     let sink = own.get(server);
     if (sink === undefined) {
-      const detach = this.holds.attach(account, server, (n) => {
+      const detach = this.attachGranted(account, agent, server, (n) => {
         if (n.kind === NoticeKinds.tools) handler.notify.toolsChanged();
         else if (n.kind === NoticeKinds.prompts) handler.notify.promptsChanged();
         else if (n.kind === NoticeKinds.resources) handler.notify.resourcesChanged();
