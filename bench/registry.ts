@@ -14,7 +14,9 @@
  * - the call log: ListCalls over 1,000,000 recorded calls of one account (seeded in SQL over 30
  *   days, 4 agents, 20 servers of 5 tools, 5 % failed), a page of 50 per filter (none, agent,
  *   server, server and tool, failed, a time range, the next page by cursor, a page past the end)
- *   and GetCallFigures, each sequential (`REGISTRY_BENCH=activity` runs only this part).
+ *   and GetCallFigures, each sequential (`REGISTRY_BENCH=activity` runs only this part);
+ * - with `BENCH_BASELINE_ROOT=<checkout>`: this checkout's registry and that checkout's side by
+ *   side in the same run (`./registry-baseline.ts`; `REGISTRY_BENCH=baseline` runs only this part).
  */
 import { availableParallelism, totalmem } from 'node:os';
 import { echoTool, startTestMcpServer, type TestMcpServer } from '../test/servers/index.js';
@@ -22,6 +24,9 @@ import { seedCalls } from '../test/activity/seed-calls.js';
 import { ApiClient } from '../test/support/api-client.js';
 import { RegistryHarness } from '../test/support/registry-harness.js';
 import { percentile } from './support/measure.js';
+import { reportSideBySide, sideBySide } from './registry-baseline.js';
+
+const BASELINE_ROOT = process.env.BENCH_BASELINE_ROOT;
 
 const UPSTREAMS = 20;
 const SERVERS = 200;
@@ -212,6 +217,11 @@ async function callLog(rounds = 200): Promise<Row[]> {
 }
 
 async function main(): Promise<void> {
+  if (process.env.REGISTRY_BENCH === 'baseline') {
+    if (BASELINE_ROOT === undefined) throw new Error('REGISTRY_BENCH=baseline needs BENCH_BASELINE_ROOT');
+    reportSideBySide(await sideBySide(BASELINE_ROOT), BASELINE_ROOT);
+    return;
+  }
   if (process.env.REGISTRY_BENCH === 'activity') {
     report(await callLog());
     return;
@@ -302,6 +312,7 @@ async function main(): Promise<void> {
   rows.push(...(await pinnedDiscovery()));
   rows.push(...(await callLog()));
   report(rows);
+  if (BASELINE_ROOT !== undefined) reportSideBySide(await sideBySide(BASELINE_ROOT), BASELINE_ROOT);
 }
 
 function report(rows: Row[]): void {

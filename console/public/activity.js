@@ -3,8 +3,7 @@
 // never an argument or a result. Live by polling: the event stream carries no call events (a call
 // is written by the proxies in batches, a second or so after it ends), so while the view is shown
 // and its page visible, the newest page is read again every few seconds and merged in.
-/* global CSSStyleSheet -- a browser global the console's lint config does not list */
-import { el } from './ui.js';
+import { adoptStyle, el, headRow, sayIn } from './ui.js';
 
 /** How often the live tail reads the newest page, and how often the figures are read again. */
 const TAIL_MS = 3_000;
@@ -21,18 +20,6 @@ const STYLE = `
 .activity form { display: flex; flex-wrap: wrap; gap: 0.5rem; align-items: center; margin: 0.5rem 0; }
 .activity .scroll { overflow-x: auto; }
 `;
-
-/**
- * The view's own rules, as a constructed style sheet: the console's Content Security Policy
- * (`style-src 'self'`) refuses a `<style>` element, not a sheet built through the CSSOM. (The
- * console's style.css may take them over.)
- */
-function ensureStyle() {
-  if (document.adoptedStyleSheets.some((sheet) => sheet.cssRules[0]?.cssText.startsWith('.activity table'))) return;
-  const sheet = new CSSStyleSheet();
-  sheet.replaceSync(STYLE);
-  document.adoptedStyleSheets = [...document.adoptedStyleSheets, sheet];
-}
 
 const ms = (v) => (v === null || v === undefined ? '–' : `${v} ms`);
 const pct = (r) => `${(r * 100).toFixed(r === 0 || r === 1 ? 0 : 1)}%`;
@@ -83,201 +70,181 @@ function callRow(c) {
 
 const newestFirst = (a, b) => (a.at === b.at ? Number(b.id) - Number(a.id) : a.at < b.at ? 1 : -1);
 
+/** The filter form's fields, pre-filled from `ctx` (an agent's or a server's page). */
+function filterControls(ctx) {
+  const input = (name, value, label) =>
+    el('input', { name, value: value ?? '', placeholder: label, title: label, size: 14 });
+  const c = {
+    agent: input('agent', ctx.agent, 'agent'),
+    server: input('server', ctx.server, 'server'),
+    tool: input('tool', '', 'tool'),
+    failed: el('input', { type: 'checkbox', name: 'failed' }),
+    live: el('input', { type: 'checkbox', name: 'live', checked: true }),
+    status: el('span', { className: 'muted' }),
+  };
+  c.form = el(
+    'form',
+    {},
+    c.agent,
+    c.server,
+    c.tool,
+    el('label', {}, c.failed, ' failed only'),
+    el('button', { type: 'submit', textContent: 'Apply' }),
+    el('label', {}, c.live, ' live'),
+    c.status,
+  );
+  return c;
+}
+
+/** The view's page: the servers' figures, then the filter form and the calls. */
+function activityLayout(v) {
+  const num = 'num';
+  const figures = el(
+    'table',
+    { className: 'activity-figures' },
+    el(
+      'thead',
+      {},
+      headRow(
+        ['Server'],
+        ...['Calls 1 h', 'Failed', 'p50', 'p95', 'Calls 24 h', 'Failed', 'p50', 'p95'].map((t) => [t, num]),
+      ),
+    ),
+    v.figuresBody,
+  );
+  const callTable = el(
+    'table',
+    { className: 'activity-calls' },
+    el('thead', {}, headRow(['Time'], ['Agent'], ['Server'], ['Tool'], ['Result'], ['Duration', num], ['Run'])),
+    v.callsBody,
+  );
+  return el(
+    'section',
+    { className: 'activity' },
+    el('h3', { textContent: 'Servers: last hour and last 24 hours' }),
+    el('div', { className: 'scroll' }, figures),
+    v.noFigures,
+    el('h3', { textContent: 'Calls' }),
+    v.controls.form,
+    el('div', { className: 'scroll' }, callTable),
+    v.empty,
+    v.older,
+  );
+}
+
+/** The filters the form says (blank fields left out). */
+function filtersOf(c) {
+  const f = {};
+  for (const [key, node] of [
+    ['agent', c.agent],
+    ['server', c.server],
+    ['tool', c.tool],
+  ]) {
+    const value = node.value.trim();
+    if (value !== '') f[key] = value;
+  }
+  if (c.failed.checked) f.outcome = 'failed';
+  return f;
+}
+
+/** `trim`: the live tail keeps the newest MAX_ROWS; "Older" then goes on from the oldest kept (a cursor is `<ms>.<id>`). */
+function renderCalls(v, trim = false) {
+  let rows = [...v.calls.values()].sort(newestFirst);
+  if (trim && rows.length > MAX_ROWS) {
+    for (const c of rows.slice(MAX_ROWS)) v.calls.delete(c.id);
+    rows = rows.slice(0, MAX_ROWS);
+    const last = rows.at(-1);
+    v.cursor = `${Date.parse(last.at)}.${last.id}`;
+  }
+  v.callsBody.replaceChildren(...rows.map(callRow));
+  v.empty.hidden = rows.length > 0;
+  v.older.hidden = v.cursor === undefined;
+}
+
+async function loadFigures(v) {
+  const res = await v.act('GetCallFigures', v.ctx.server ? { server: v.ctx.server } : {});
+  v.figuresBody.replaceChildren(...res.servers.map(figureRow));
+  v.noFigures.hidden = res.servers.length > 0;
+  v.figuresAt = Date.now();
+}
+
+/** The newest page with the filters; `reset` starts the list afresh (new filters). */
+async function loadNewest(v, reset) {
+  const res = await v.act('ListCalls', { limit: PAGE, ...filtersOf(v.controls) });
+  if (reset) {
+    v.calls.clear();
+    v.cursor = res.nextCursor;
+  }
+  for (const c of res.calls) v.calls.set(c.id, c);
+  renderCalls(v, !reset);
+}
+
+/** The page before the oldest shown. */
+async function loadOlder(v) {
+  if (v.cursor === undefined) return;
+  const res = await v.act('ListCalls', { limit: PAGE, ...filtersOf(v.controls), cursor: v.cursor });
+  v.cursor = res.nextCursor;
+  for (const c of res.calls) v.calls.set(c.id, c);
+  renderCalls(v);
+}
+
+/** Runs `fn`, then says whether the view is live, or what went wrong. */
+async function guarded(v, fn) {
+  const say = (text, isError = false) => sayIn(v.controls.status, text, isError);
+  try {
+    await fn();
+    say(v.controls.live.checked ? 'live' : '');
+  } catch (caught) {
+    const err = /** @type {any} */ (caught);
+    say(err.code === 'forbidden' ? 'The call log is for the account owner and writers.' : err.message, true);
+  }
+}
+
 /**
  * Mounts the activity view in `root`. `ctx.act` is the console's signed-action function (api.js);
  * `ctx.agent` / `ctx.server` pre-filter it (an agent's or a server's page). Returns
  * `{refresh, unmount}`: unmount stops the live tail and empties `root`.
  */
 export async function mountActivity(root, ctx) {
-  ensureStyle();
-  const act = ctx.act;
-  /** @type {Map<string, any>} */
-  const calls = new Map();
-  let cursor;
+  adoptStyle('.activity table', STYLE);
+  const v = {
+    ctx,
+    act: ctx.act,
+    /** @type {Map<string, any>} */
+    calls: new Map(),
+    cursor: undefined,
+    figuresAt: 0,
+    controls: filterControls(ctx),
+    figuresBody: el('tbody'),
+    callsBody: el('tbody'),
+    empty: el('p', { className: 'muted', textContent: 'No calls recorded yet with these filters.' }),
+    older: el('button', { type: 'button', className: 'quiet', textContent: 'Older' }),
+    noFigures: el('p', { className: 'muted', textContent: 'No calls in the last 24 hours.' }),
+  };
   let timer;
-  let figuresAt = 0;
   let stopped = false;
-
-  const input = (name, value, label) =>
-    el('input', { name, value: value ?? '', placeholder: label, title: label, size: 14 });
-  const agent = input('agent', ctx.agent, 'agent');
-  const server = input('server', ctx.server, 'server');
-  const tool = input('tool', '', 'tool');
-  const failed = el('input', { type: 'checkbox', name: 'failed' });
-  const live = el('input', { type: 'checkbox', name: 'live', checked: true });
-  const status = el('span', { className: 'muted' });
-  const figuresBody = el('tbody');
-  const callsBody = el('tbody');
-  const empty = el('p', { className: 'muted', textContent: 'No calls recorded yet with these filters.' });
-  const older = el('button', { type: 'button', className: 'quiet', textContent: 'Older' });
-  const noFigures = el('p', { className: 'muted', textContent: 'No calls in the last 24 hours.' });
-  const form = el(
-    'form',
-    {},
-    agent,
-    server,
-    tool,
-    el('label', {}, failed, ' failed only'),
-    el('button', { type: 'submit', textContent: 'Apply' }),
-    el('label', {}, live, ' live'),
-    status,
-  );
-  const th = (t, cls = '') => el('th', { textContent: t, className: cls });
-  root.replaceChildren(
-    el(
-      'section',
-      { className: 'activity' },
-      el('h3', { textContent: 'Servers: last hour and last 24 hours' }),
-      el(
-        'div',
-        { className: 'scroll' },
-        el(
-          'table',
-          { className: 'activity-figures' },
-          el(
-            'thead',
-            {},
-            el(
-              'tr',
-              {},
-              th('Server'),
-              th('Calls 1 h', 'num'),
-              th('Failed', 'num'),
-              th('p50', 'num'),
-              th('p95', 'num'),
-              th('Calls 24 h', 'num'),
-              th('Failed', 'num'),
-              th('p50', 'num'),
-              th('p95', 'num'),
-            ),
-          ),
-          figuresBody,
-        ),
-      ),
-      noFigures,
-      el('h3', { textContent: 'Calls' }),
-      form,
-      el(
-        'div',
-        { className: 'scroll' },
-        el(
-          'table',
-          { className: 'activity-calls' },
-          el(
-            'thead',
-            {},
-            el(
-              'tr',
-              {},
-              th('Time'),
-              th('Agent'),
-              th('Server'),
-              th('Tool'),
-              th('Result'),
-              th('Duration', 'num'),
-              th('Run'),
-            ),
-          ),
-          callsBody,
-        ),
-      ),
-      empty,
-      older,
-    ),
-  );
-
-  const filters = () => {
-    const f = {};
-    for (const [key, node] of [
-      ['agent', agent],
-      ['server', server],
-      ['tool', tool],
-    ]) {
-      const v = node.value.trim();
-      if (v !== '') f[key] = v;
-    }
-    if (failed.checked) f.outcome = 'failed';
-    return f;
-  };
-
-  /** `trim`: the live tail keeps the newest MAX_ROWS; "Older" then goes on from the oldest kept (a cursor is `<ms>.<id>`). */
-  const render = (trim = false) => {
-    let rows = [...calls.values()].sort(newestFirst);
-    if (trim && rows.length > MAX_ROWS) {
-      for (const c of rows.slice(MAX_ROWS)) calls.delete(c.id);
-      rows = rows.slice(0, MAX_ROWS);
-      const last = rows.at(-1);
-      cursor = `${Date.parse(last.at)}.${last.id}`;
-    }
-    callsBody.replaceChildren(...rows.map(callRow));
-    empty.hidden = rows.length > 0;
-    older.hidden = cursor === undefined;
-  };
-
-  const say = (text, isError = false) => {
-    status.textContent = text;
-    status.className = isError ? 'chip error' : 'muted';
-  };
-
-  const loadFigures = async () => {
-    const f = ctx.server ? { server: ctx.server } : {};
-    const res = await act('GetCallFigures', f);
-    figuresBody.replaceChildren(...res.servers.map(figureRow));
-    noFigures.hidden = res.servers.length > 0;
-    figuresAt = Date.now();
-  };
-
-  /** The newest page with the filters; `reset` starts the list afresh (new filters). */
-  const loadNewest = async (reset) => {
-    const res = await act('ListCalls', { limit: PAGE, ...filters() });
-    if (reset) {
-      calls.clear();
-      cursor = res.nextCursor;
-    }
-    for (const c of res.calls) calls.set(c.id, c);
-    render(!reset);
-  };
-
-  const guarded = async (fn) => {
-    try {
-      await fn();
-      say(live.checked ? 'live' : '');
-    } catch (caught) {
-      const err = /** @type {any} */ (caught);
-      say(err.code === 'forbidden' ? 'The call log is for the account owner and writers.' : err.message, true);
-    }
-  };
+  root.replaceChildren(activityLayout(v));
 
   const tick = async () => {
     timer = undefined;
     if (stopped) return;
-    if (live.checked && document.visibilityState === 'visible') {
-      await guarded(async () => {
-        await loadNewest(false);
-        if (Date.now() - figuresAt >= FIGURES_MS) await loadFigures();
+    if (v.controls.live.checked && document.visibilityState === 'visible') {
+      await guarded(v, async () => {
+        await loadNewest(v, false);
+        if (Date.now() - v.figuresAt >= FIGURES_MS) await loadFigures(v);
       });
     }
     if (!stopped) timer = setTimeout(() => void tick(), TAIL_MS);
   };
 
-  const refresh = () => guarded(() => Promise.all([loadFigures(), loadNewest(true)]));
+  const refresh = () => guarded(v, () => Promise.all([loadFigures(v), loadNewest(v, true)]));
 
-  form.addEventListener('submit', (e) => {
+  v.controls.form.addEventListener('submit', (e) => {
     e.preventDefault();
     void refresh();
   });
-  failed.addEventListener('change', () => void refresh());
-  older.addEventListener(
-    'click',
-    () =>
-      void guarded(async () => {
-        if (cursor === undefined) return;
-        const res = await act('ListCalls', { limit: PAGE, ...filters(), cursor });
-        cursor = res.nextCursor;
-        for (const c of res.calls) calls.set(c.id, c);
-        render();
-      }),
-  );
+  v.controls.failed.addEventListener('change', () => void refresh());
+  v.older.addEventListener('click', () => void guarded(v, () => loadOlder(v)));
 
   await refresh();
   timer = setTimeout(() => void tick(), TAIL_MS);

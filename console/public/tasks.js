@@ -4,8 +4,7 @@
 // audit log records who). Never a task's arguments or result: those belong to the caller that
 // made the call. Live by polling while the room is shown: task events go to runtimes over NATS,
 // not to the browser's event stream.
-/* global CSSStyleSheet -- a browser global the console's lint config does not list */
-import { el } from './ui.js';
+import { adoptStyle, el, headRow, sayIn } from './ui.js';
 
 /** How often the shown list is read again while the room is visible. */
 const REFRESH_MS = 3_000;
@@ -19,14 +18,6 @@ const STYLE = `
 .tasks form { display: flex; flex-wrap: wrap; gap: 0.5rem; align-items: center; margin: 0.5rem 0; }
 .tasks .scroll { overflow-x: auto; }
 `;
-
-/** The view's rules as a constructed sheet (the console's CSP refuses a `<style>` element). */
-function ensureStyle() {
-  if (document.adoptedStyleSheets.some((sheet) => sheet.cssRules[0]?.cssText.startsWith('.tasks table'))) return;
-  const sheet = new CSSStyleSheet();
-  sheet.replaceSync(STYLE);
-  document.adoptedStyleSheets = [...document.adoptedStyleSheets, sheet];
-}
 
 const OPEN = new Set(['working', 'input_required']);
 const CHIP = {
@@ -49,6 +40,60 @@ function statusText(t) {
   return t.statusMessage ?? '';
 }
 
+/** One task's row; a running one has a Cancel button (`onCancel(task, button)`). */
+function taskRow(t, agentName, onCancel) {
+  const cells = [
+    el('td', { textContent: t.tool }),
+    el('td', { textContent: agentName(t.agent) }),
+    el('td', {}, el('span', { className: `chip ${CHIP[t.state] ?? ''}`.trim(), textContent: t.state })),
+    el('td', { className: 'status', textContent: statusText(t) }),
+    when(t.createdAt),
+    when(t.finishedAt),
+    el('td', { textContent: t.id, title: `run ${t.run} · server ${t.server} · ${t.dialect}` }),
+  ];
+  const actions = el('td');
+  if (OPEN.has(t.state)) {
+    const button = el('button', {
+      type: 'button',
+      textContent: 'Cancel',
+      title: 'Ask the server to cancel this task',
+    });
+    button.addEventListener('click', () => void onCancel(t, button));
+    actions.append(button);
+  }
+  const tr = el('tr', {}, ...cells, actions);
+  tr.dataset.task = t.id;
+  tr.dataset.state = t.state;
+  return tr;
+}
+
+/** The room's controls and its page: the filter form, then the task list. */
+function taskLayout() {
+  const v = {
+    agentPick: el('select', { name: 'agent', title: 'agent' }, el('option', { value: '', textContent: 'All agents' })),
+    openOnly: el('input', { type: 'checkbox', name: 'open' }),
+    status: el('span', { className: 'muted' }),
+    body: el('tbody'),
+    empty: el('p', {
+      className: 'muted',
+      textContent:
+        'No tasks. A call of a task tool that outlives the call bound shows here while it runs, and after it ended.',
+    }),
+  };
+  v.form = el(
+    'form',
+    {},
+    v.agentPick,
+    el('label', {}, v.openOnly, ' running only'),
+    el('button', { type: 'submit', textContent: 'Refresh' }),
+    v.status,
+  );
+  const head = headRow(['Tool'], ['Agent'], ['State'], ['Status'], ['Started'], ['Ended'], ['Task'], ['']);
+  const table = el('table', { className: 'task-list' }, el('thead', {}, head), v.body);
+  v.section = el('section', { className: 'tasks' }, v.form, el('div', { className: 'scroll' }, table), v.empty);
+  return v;
+}
+
 /** Let only one mounted view poll: mounting again (re-entering the room) stops the one before. */
 let current;
 
@@ -58,72 +103,15 @@ let current;
  */
 export async function mountTasks(root, ctx) {
   current?.unmount();
-  ensureStyle();
+  adoptStyle('.tasks table', STYLE);
   const act = ctx.act;
   let agents = [];
   let timer;
   let stopped = false;
+  const v = taskLayout();
+  root.replaceChildren(v.section);
 
-  const agentPick = el(
-    'select',
-    { name: 'agent', title: 'agent' },
-    el('option', { value: '', textContent: 'All agents' }),
-  );
-  const openOnly = el('input', { type: 'checkbox', name: 'open' });
-  const status = el('span', { className: 'muted' });
-  const body = el('tbody');
-  const empty = el('p', {
-    className: 'muted',
-    textContent:
-      'No tasks. A call of a task tool that outlives the call bound shows here while it runs, and after it ended.',
-  });
-  const form = el(
-    'form',
-    {},
-    agentPick,
-    el('label', {}, openOnly, ' running only'),
-    el('button', { type: 'submit', textContent: 'Refresh' }),
-    status,
-  );
-  const th = (t) => el('th', { textContent: t });
-  root.replaceChildren(
-    el(
-      'section',
-      { className: 'tasks' },
-      form,
-      el(
-        'div',
-        { className: 'scroll' },
-        el(
-          'table',
-          { className: 'task-list' },
-          el(
-            'thead',
-            {},
-            el(
-              'tr',
-              {},
-              th('Tool'),
-              th('Agent'),
-              th('State'),
-              th('Status'),
-              th('Started'),
-              th('Ended'),
-              th('Task'),
-              th(''),
-            ),
-          ),
-          body,
-        ),
-      ),
-      empty,
-    ),
-  );
-
-  const say = (text, isError = false) => {
-    status.textContent = text;
-    status.className = isError ? 'chip error' : 'muted';
-  };
+  const say = (text, isError = false) => sayIn(v.status, text, isError);
   const agentName = (id) => agents.find((a) => a.id === id)?.name ?? id;
 
   const cancel = async (t, button) => {
@@ -137,40 +125,14 @@ export async function mountTasks(root, ctx) {
     await load();
   };
 
-  const row = (t) => {
-    const cells = [
-      el('td', { textContent: t.tool }),
-      el('td', { textContent: agentName(t.agent) }),
-      el('td', {}, el('span', { className: `chip ${CHIP[t.state] ?? ''}`.trim(), textContent: t.state })),
-      el('td', { className: 'status', textContent: statusText(t) }),
-      when(t.createdAt),
-      when(t.finishedAt),
-      el('td', { textContent: t.id, title: `run ${t.run} · server ${t.server} · ${t.dialect}` }),
-    ];
-    const actions = el('td');
-    if (OPEN.has(t.state)) {
-      const button = el('button', {
-        type: 'button',
-        textContent: 'Cancel',
-        title: 'Ask the server to cancel this task',
-      });
-      button.addEventListener('click', () => void cancel(t, button));
-      actions.append(button);
-    }
-    const tr = el('tr', {}, ...cells, actions);
-    tr.dataset.task = t.id;
-    tr.dataset.state = t.state;
-    return tr;
-  };
-
   /** Reads the tasks again (the task service is the truth) and draws them. */
   const load = async () => {
     try {
-      const agent = agentPick.value;
+      const agent = v.agentPick.value;
       const { tasks } = await act('ListTasks', { limit: LIMIT, ...(agent !== '' ? { agent } : {}) });
-      const shown = openOnly.checked ? tasks.filter((t) => OPEN.has(t.state)) : tasks;
-      body.replaceChildren(...shown.map(row));
-      empty.hidden = shown.length > 0;
+      const shown = v.openOnly.checked ? tasks.filter((t) => OPEN.has(t.state)) : tasks;
+      v.body.replaceChildren(...shown.map((t) => taskRow(t, agentName, cancel)));
+      v.empty.hidden = shown.length > 0;
       say(`${tasks.filter((t) => OPEN.has(t.state)).length} running · updated ${new Date().toLocaleTimeString()}`);
     } catch (caught) {
       const err = /** @type {any} */ (caught);
@@ -186,19 +148,19 @@ export async function mountTasks(root, ctx) {
     if (!stopped) timer = setTimeout(() => void tick(), REFRESH_MS);
   };
 
-  form.addEventListener('submit', (e) => {
+  v.form.addEventListener('submit', (e) => {
     e.preventDefault();
     void load();
   });
-  agentPick.addEventListener('change', () => void load());
-  openOnly.addEventListener('change', () => void load());
+  v.agentPick.addEventListener('change', () => void load());
+  v.openOnly.addEventListener('change', () => void load());
 
   try {
     agents = (await act('ListAgents')).agents;
   } catch {
     agents = [];
   }
-  agentPick.append(...agents.map((a) => el('option', { value: a.id, textContent: a.name })));
+  v.agentPick.append(...agents.map((a) => el('option', { value: a.id, textContent: a.name })));
   await load();
   timer = setTimeout(() => void tick(), REFRESH_MS);
   const view = {

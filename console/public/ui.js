@@ -1,6 +1,7 @@
 // Small DOM helpers shared by the console's views. Text is always set as text, never as HTML, and
 // shown through displayText: remote strings (names, descriptions, errors, arguments, questions)
 // carry no bidi override or invisible character the reader cannot see.
+/* global CSSStyleSheet -- a browser global the console's lint config does not list */
 import { displayText } from './display-text.js';
 
 export const $ = (id) => document.getElementById(id);
@@ -27,6 +28,29 @@ export function setText(node, text) {
 export function say(text, isError = false) {
   setText($('message'), text);
   $('message').className = isError ? 'chip error' : 'muted';
+}
+
+/** A view's own status line: `text`, as an error chip when `isError`. */
+export function sayIn(node, text, isError = false) {
+  node.textContent = text;
+  node.className = isError ? 'chip error' : 'muted';
+}
+
+/** A table's header row of `[title, class]` cells. */
+export function headRow(...cells) {
+  return el('tr', {}, ...cells.map(([t, cls = '']) => el('th', { textContent: t, className: cls })));
+}
+
+/**
+ * Adds a view's own rules once, as a constructed style sheet (the console's Content Security
+ * Policy, `style-src 'self'`, refuses a `<style>` element, not a sheet built through the CSSOM).
+ * `marker` is the start of its first rule, which tells the sheet is already there.
+ */
+export function adoptStyle(marker, css) {
+  if (document.adoptedStyleSheets.some((sheet) => sheet.cssRules[0]?.cssText.startsWith(marker))) return;
+  const sheet = new CSSStyleSheet();
+  sheet.replaceSync(css);
+  document.adoptedStyleSheets = [...document.adoptedStyleSheets, sheet];
 }
 
 /** Runs an action of the page; its error goes to the status line. */

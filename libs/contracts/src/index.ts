@@ -154,14 +154,8 @@ export { AGENT_TOKENS_CHANNEL, AGENT_TOKEN_PREFIX, agentTokenHash, isAgentTokenS
 export type { AgentTokenView } from './agent-tokens.js';
 export { authContextOf } from './auth-context.js';
 export type { OAuthRefreshAnswer, OAuthRefreshReply, OAuthRefreshRequest } from './oauth-refresh.js';
-export {
-  INPUT_LIMITS,
-  INPUT_REQUEST_ID_RE,
-  InputStatuses,
-  checkElicitAnswer,
-  checkElicitContent,
-  checkRequestedSchema,
-} from './inputs.js';
+export { INPUT_LIMITS, INPUT_REQUEST_ID_RE, InputStatuses } from './inputs.js';
+export { checkElicitAnswer, checkElicitContent, checkRequestedSchema } from './input-checks.js';
 export type {
   ElicitAnswer,
   ElicitValue,

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { WireError } from './errors.js';
-import { INPUT_LIMITS, checkElicitAnswer, checkElicitContent, checkRequestedSchema } from './inputs.js';
+import { INPUT_LIMITS } from './inputs.js';
+import { checkElicitAnswer, checkElicitContent, checkRequestedSchema } from './input-checks.js';
 
 const fieldOf = (fn: () => unknown): string | undefined => {
   try {

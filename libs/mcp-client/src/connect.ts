@@ -14,7 +14,6 @@ import { isEraFailure, McpClientError, McpClientErrorCode, redactUrl, UNSUPPORTE
 import { connectError } from './connect-error.js';
 import { assertNoModernClaim, verdictOf } from './connect-verdict.js';
 import { trackedFetch, type FetchObservations } from './tracked-fetch.js';
-export { inputRequestOf, isInputRequired } from './mcp-connection.js';
 import { Connection } from './connection.js';
 import type { ConnectionCore } from './connection-core.js';
 import type { McpConnection, McpTransportKind } from './mcp-connection.js';
@@ -22,21 +21,6 @@ import { ListedTools } from './listed-tools.js';
 import { StreamEndAwareTransport } from './stream-end-transport.js';
 
 export type { ElicitationHandler, SamplingHandler } from './elicitation.js';
-export type {
-  CallToolOptions,
-  CurrentTools,
-  CurrentToolsOptions,
-  InputRequest,
-  InputRequiredCallResult,
-  ListToolsOptions,
-  McpCallResult,
-  McpConnection,
-  McpListenOptions,
-  McpTransportKind,
-  RelayedMethod,
-  RelayOptions,
-  ToolsWithHints,
-} from './mcp-connection.js';
 
 export interface ConnectMcpOptions {
   url: string;

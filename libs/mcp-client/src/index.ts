@@ -1,14 +1,11 @@
 export { CONNECTOR_CAPABILITIES } from './capabilities.js';
+export { connectMcp, type ConnectMcpOptions, type ElicitationHandler, type SamplingHandler } from './connect.js';
 export {
-  connectMcp,
   inputRequestOf,
   isInputRequired,
   type CallToolOptions,
-  type ConnectMcpOptions,
   type CurrentTools,
   type CurrentToolsOptions,
-  type ElicitationHandler,
-  type SamplingHandler,
   type InputRequest,
   type InputRequiredCallResult,
   type ListToolsOptions,
@@ -19,7 +16,7 @@ export {
   type RelayedMethod,
   type RelayOptions,
   type ToolsWithHints,
-} from './connect.js';
+} from './mcp-connection.js';
 export type { McpHttpRequest, McpHttpRequestOptions, RawBody, RawResponse } from './http-request.js';
 export {
   TASKS_EXTENSION_ID,

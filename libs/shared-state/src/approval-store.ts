@@ -7,7 +7,15 @@ import {
   type PendingScope,
   type PendingUnit,
 } from './pending-caps.js';
-import { countAllPending, listAccountPending, PendingRecordKeys, settlePendingLua } from './pending-records.js';
+import {
+  consumeLua,
+  consumeRecord,
+  countAllPending,
+  listAccountPending,
+  PendingRecordKeys,
+  settlePendingLua,
+  type CallBinding,
+} from './pending-records.js';
 
 /**
  * An approval (docs/limits.md#approvals-and-input-requests) waits for a human this long (ms) unless the operator says otherwise, and
@@ -45,14 +53,7 @@ export const ApprovalStatuses = { pending: 'pending', approved: 'approved', deni
 export type ApprovalStatus = (typeof ApprovalStatuses)[keyof typeof ApprovalStatuses];
 
 /** What an approval is bound to: the call a human looks at, and nothing else. */
-export interface ApprovalBinding {
-  agent: string;
-  run: string;
-  /** The tool's projected name, as the agent called it. */
-  tool: string;
-  /** Hex sha-256 of the canonical encoding of the arguments. */
-  argsHash: string;
-}
+export type ApprovalBinding = CallBinding;
 
 export interface ApprovalRecord extends ApprovalBinding {
   id: string;
@@ -130,22 +131,7 @@ export class PendingApprovalsFullError extends PendingFullError {
 }
 
 // KEYS[1] the record; ARGV: now, agent, run, tool, argsHash. Used before expired: a replay says so.
-const CONSUME = `
-local raw = redis.call('GET', KEYS[1])
-if not raw then return {'unknown'} end
-local r = cjson.decode(raw)
-if r.status == 'used' then return {'used', raw} end
-if r.status == 'denied' then return {'denied', raw} end
-local now = tonumber(ARGV[1])
-if now >= r.expiresAt then return {'expired', raw} end
-if r.status ~= 'approved' then return {'pending', raw} end
-if r.agent ~= ARGV[2] or r.run ~= ARGV[3] or r.tool ~= ARGV[4] or r.argsHash ~= ARGV[5] then return {'mismatch', raw} end
-r.status = 'used'
-r.usedAt = now
-local enc = cjson.encode(r)
-redis.call('SET', KEYS[1], enc, 'KEEPTTL')
-return {'ok', enc}
-`;
+const CONSUME = consumeLua('approved', { refused: 'denied', bindingFirst: false });
 
 // KEYS[1] the call's index (its approval's id); ARGV: now, the account's record key prefix, agent,
 // run, tool, argsHash. The approval of a call re-sent without its id: used here when approved
@@ -331,19 +317,13 @@ export class ApprovalStore {
    * refused with the reason, and leaves the approval as it was.
    */
   async consume(account: string, id: string, binding: ApprovalBinding): Promise<ConsumeOutcome> {
-    const out = (await this.redis.eval(
+    return consumeRecord<ApprovalRecord, ConsumeReason>(
+      this.redis,
       CONSUME,
-      1,
       this.keys.record(account, id),
       this.now(),
-      binding.agent,
-      binding.run,
-      binding.tool,
-      binding.argsHash,
-    )) as [string, string?];
-    return out[0] === 'ok'
-      ? { ok: true, record: parse(out[1]) }
-      : { ok: false, reason: out[0] as ConsumeReason, ...(out[1] ? { record: parse(out[1]) } : {}) };
+      binding,
+    );
   }
 
   /** How many approvals wait for a person, across every account (pending, unexpired). */

@@ -7,7 +7,15 @@ import {
   type PendingScope,
   type PendingUnit,
 } from './pending-caps.js';
-import { countAllPending, listAccountPending, PendingRecordKeys, settlePendingLua } from './pending-records.js';
+import {
+  consumeLua,
+  consumeRecord,
+  countAllPending,
+  listAccountPending,
+  PendingRecordKeys,
+  settlePendingLua,
+  type CallBinding,
+} from './pending-records.js';
 
 /** An input request waits for its answer this long (ms), and once answered, the call may be re-sent for as long again. */
 export const DEFAULT_INPUT_TTL_MS = 10 * 60_000;
@@ -17,14 +25,7 @@ const TOMBSTONE_MS = 60 * 60_000;
 export type InputRecordStatus = 'pending' | 'answered' | 'used';
 
 /** What an input request is bound to: the call that stopped, and nothing else. */
-export interface InputBinding {
-  agent: string;
-  run: string;
-  /** The tool's projected name, as the agent called it. */
-  tool: string;
-  /** Hex sha-256 of the canonical encoding of the call's arguments. */
-  argsHash: string;
-}
+export type InputBinding = CallBinding;
 
 export interface InputRecord extends InputBinding {
   id: string;
@@ -140,21 +141,7 @@ function answerAad(account: string, id: string, key: string): string {
 }
 
 // KEYS[1] the record; ARGV: now, agent, run, tool, argsHash. Used before expired: a replay says so.
-const CONSUME = `
-local raw = redis.call('GET', KEYS[1])
-if not raw then return {'unknown'} end
-local r = cjson.decode(raw)
-if r.status == 'used' then return {'used', raw} end
-local now = tonumber(ARGV[1])
-if now >= r.expiresAt then return {'expired', raw} end
-if r.agent ~= ARGV[2] or r.run ~= ARGV[3] or r.tool ~= ARGV[4] or r.argsHash ~= ARGV[5] then return {'mismatch', raw} end
-if r.status ~= 'answered' then return {'pending', raw} end
-r.status = 'used'
-r.usedAt = now
-local enc = cjson.encode(r)
-redis.call('SET', KEYS[1], enc, 'KEEPTTL')
-return {'ok', enc}
-`;
+const CONSUME = consumeLua('answered', { bindingFirst: true });
 
 /** Input request ids: `inp_` and 128 random bits (a valid subject token and request field). */
 export function newInputRequestId(): string {
@@ -289,19 +276,13 @@ export class InputStore {
    * with the reason, and leaves the request as it was.
    */
   async consume(account: string, id: string, binding: InputBinding): Promise<InputConsumeOutcome> {
-    const out = (await this.redis.eval(
+    return consumeRecord<InputRecord, InputConsumeReason>(
+      this.redis,
       CONSUME,
-      1,
       this.keys.record(account, id),
       this.now(),
-      binding.agent,
-      binding.run,
-      binding.tool,
-      binding.argsHash,
-    )) as [string, string?];
-    return out[0] === 'ok'
-      ? { ok: true, record: parse(out[1]) }
-      : { ok: false, reason: out[0] as InputConsumeReason, ...(out[1] ? { record: parse(out[1]) } : {}) };
+      binding,
+    );
   }
 
   /** The account's input requests waiting for a person, oldest first. */

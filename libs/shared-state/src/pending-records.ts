@@ -137,3 +137,58 @@ export async function listAccountPending<R extends WaitingRecord>(
     .filter((r) => r.status === 'pending' && r.expiresAt > now)
     .sort((a, b) => a.createdAt - b.createdAt);
 }
+
+/** What a waiting record is bound to: the call it was made for (the one a person looks at), and nothing else. */
+export interface CallBinding {
+  agent: string;
+  run: string;
+  /** The tool's projected name, as the agent called it. */
+  tool: string;
+  /** Hex sha-256 of the canonical encoding of the call's arguments. */
+  argsHash: string;
+}
+
+/**
+ * The script of a record's one use by the call it was made for (KEYS[1] the record; ARGV: now,
+ * agent, run, tool, argsHash): `unknown`, `used` (a replay says so), `refused` (a status that
+ * stays refused until the deadline, e.g. a denial), `expired`, `pending` (not `usable` yet) or
+ * `mismatch` (another call; told before `pending` when `bindingFirst`); else the record is marked
+ * used, keeping its expiry, and returned.
+ */
+export function consumeLua(usable: string, opts: { refused?: string; bindingFirst: boolean }): string {
+  const refused =
+    opts.refused === undefined ? '' : `if r.status == '${opts.refused}' then return {'${opts.refused}', raw} end\n`;
+  const pending = `if r.status ~= '${usable}' then return {'pending', raw} end\n`;
+  const mismatch =
+    "if r.agent ~= ARGV[2] or r.run ~= ARGV[3] or r.tool ~= ARGV[4] or r.argsHash ~= ARGV[5] then return {'mismatch', raw} end\n";
+  return `
+local raw = redis.call('GET', KEYS[1])
+if not raw then return {'unknown'} end
+local r = cjson.decode(raw)
+if r.status == 'used' then return {'used', raw} end
+${refused}local now = tonumber(ARGV[1])
+if now >= r.expiresAt then return {'expired', raw} end
+${opts.bindingFirst ? mismatch + pending : pending + mismatch}r.status = 'used'
+r.usedAt = now
+local enc = cjson.encode(r)
+redis.call('SET', KEYS[1], enc, 'KEEPTTL')
+return {'ok', enc}
+`;
+}
+
+/** Runs a {@link consumeLua} script on `key` for `binding`: the record used, or why not (with the record as stored, when there is one). */
+export async function consumeRecord<R, Reason extends string>(
+  redis: Redis,
+  script: string,
+  key: string,
+  now: number,
+  binding: CallBinding,
+): Promise<{ ok: true; record: R } | { ok: false; reason: Reason; record?: R }> {
+  const out = (await redis.eval(script, 1, key, now, binding.agent, binding.run, binding.tool, binding.argsHash)) as [
+    string,
+    string?,
+  ];
+  const record = out[1] === undefined ? undefined : (JSON.parse(out[1]) as R);
+  if (out[0] === 'ok') return { ok: true, record: record as R };
+  return { ok: false, reason: out[0] as Reason, ...(record !== undefined ? { record } : {}) };
+}

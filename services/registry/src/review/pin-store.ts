@@ -189,12 +189,7 @@ export async function applyPins(
 }
 
 /** Holds one change for review (a pending row replacing any earlier one of the tool), audited. */
-async function holdChange(
-  trx: Q,
-  locked: McpServerRecord,
-  c: WantedChange,
-  mode: PinMode,
-): Promise<void> {
+async function holdChange(trx: Q, locked: McpServerRecord, c: WantedChange, mode: PinMode): Promise<void> {
   const account = locked.accountId;
   const row = {
     cid: c.cid,
