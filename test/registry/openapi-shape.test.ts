@@ -76,7 +76,7 @@ describe('the OpenAPI document generated from the action tables', () => {
   });
 
   it('the comparison finds a field gone, a field added and a type changed', () => {
-    const generated = JSON.parse(JSON.stringify(openApiDocument())) as any;
+    const generated = JSON.parse(JSON.stringify(openApiDocument()));
     const request = generated.components.schemas.SetMcpServerAction.allOf[0];
     delete request.properties.name;
     request.properties.extra = { type: 'string' };
