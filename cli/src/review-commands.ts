@@ -1,7 +1,7 @@
-import type { AuditEventView, ToolChangeView } from '@mcpx/contracts';
+import type { ToolChangeView } from '@mcpx/contracts';
 import { displayText, type SchemaChange } from '@mcpx/domain';
-import { UsageError, flag, need, type ParsedArgs, type Print } from './args.js';
-import { readKey, sendAction, type CliEnv } from './client.js';
+import { UsageError, flag, oneOfFlag, need, type ParsedArgs, type Print } from './args.js';
+import { act, readKey, sendAction, type CliEnv } from './client.js';
 
 // A reviewer sees every invisible or direction-changing character as <U+XXXX> (the domain's rule).
 const visible = displayText;
@@ -78,11 +78,12 @@ export function changeText(c: ToolChangeView): string {
 /** `tools review [SERVER] [--status pending|rejected|all]`: held changes with their diffs and warnings. */
 export async function toolsReview(env: CliEnv, args: ParsedArgs, print: Print): Promise<void> {
   const server = args.positionals[2];
-  const status = flag(args, 'status');
-  if (status !== undefined && !['pending', 'rejected', 'all'].includes(status))
-    throw new UsageError('--status is pending, rejected or all');
-  const res = await sendAction<{ changes: ToolChangeView[] }>(env, await readKey(env.keyFile), {
-    type: 'ListToolChanges',
+  const status = oneOfFlag(
+    flag(args, 'status'),
+    ['pending', 'rejected', 'all'],
+    '--status is pending, rejected or all',
+  );
+  const res = await act(env, await readKey(env.keyFile), 'ListToolChanges', {
     ...(server !== undefined ? { server } : {}),
     ...(status !== undefined ? { status } : {}),
   });
@@ -130,8 +131,7 @@ export async function audit(env: CliEnv, args: ParsedArgs, print: Print): Promis
     const v = flag(args, f);
     if (v !== undefined) filters[field] = v;
   }
-  const res = await sendAction<{ events: AuditEventView[]; nextCursor?: string }>(env, await readKey(env.keyFile), {
-    type: 'ListAuditEvents',
+  const res = await act(env, await readKey(env.keyFile), 'ListAuditEvents', {
     ...(n !== undefined ? { limit: n } : {}),
     ...filters,
   });

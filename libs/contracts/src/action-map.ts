@@ -36,6 +36,7 @@ import {
 } from './action-parts.js';
 import {
   absentOrNull,
+  describe,
   anyMap,
   anyStr,
   bool,
@@ -335,7 +336,7 @@ export const ACTION_MAP = {
     roles: WRITERS,
     /** Newest first; `agent` by id or name, `since`/`until` ISO 8601 times, `cursor` from the previous page. */
     request: {
-      agent: optional(F.filterText),
+      agent: optional(describe(F.filterText, { description: 'An agent id or name' })),
       server: optional(F.filterText),
       tool: optional(F.filterText),
       outcome: optional(oneOf(...CALL_OUTCOME_FILTERS)),
