@@ -7,7 +7,7 @@ export const MAX_FUNCTION_LINES = 80;
 
 /** @type {Record<string, { lines?: number, function?: number }>} */
 export const CEILINGS = {
-  'cli/src/commands.ts': { lines: 446 },
+  'cli/src/commands.ts': { lines: 430 },
   'console/public/activity.js': { function: 202 },
   'console/public/tasks.js': { function: 156 },
   'libs/config/src/nats-permissions.ts': { function: 152 },
@@ -46,9 +46,9 @@ export const CEILINGS = {
   'services/registry/src/http/event-stream.ts': { function: 82 },
   'services/registry/src/nats/observed-tools.ts': { function: 87 },
   'services/registry/src/registry.ts': { function: 163 },
-  'services/registry/src/review/inputs.actions.ts': { function: 93 },
+  'services/registry/src/review/inputs.actions.ts': { function: 89 },
   'services/registry/src/review/pin-store.ts': { function: 81 },
-  'services/registry/src/review/review.actions.ts': { function: 105 },
+  'services/registry/src/review/review.actions.ts': { function: 102 },
   'services/registry/src/servers/mcp-servers.actions.ts': { function: 137 },
 };
 

@@ -3,7 +3,7 @@ import { generateKeyPair } from '@mcpx/envelope';
 import type { McpToolDocument } from '@mcpx/domain';
 import { UsageError, flag, oneOfFlag, flags, keyValues, need, type ParsedArgs, type Print } from './args.js';
 import { call, runsEnd } from './call-commands.js';
-import { act, readKey, sendAction, writeKey, type CliEnv } from './client.js';
+import { act, readKey, writeKey, type CliEnv } from './client.js';
 import { agentNames } from './agent-names.js';
 import { droppedSecretsLine } from './dropped-secrets.js';
 import { authorizationLines, oauthClientLine, preRegisteredClient, serversAuthorize } from './oauth-commands.js';
@@ -338,10 +338,7 @@ const approvalsList: Command = async (env, _args, io, json) => {
 function decideApproval(type: 'ApproveToolCall' | 'DenyToolCall'): Command {
   return async (env, args, io, json) => {
     const approvalId = need(args, 2, 'ID');
-    const { approval } = await sendAction<{ approval: ApprovalView }>(env, await readKey(env.keyFile), {
-      type,
-      approvalId,
-    });
+    const { approval } = await act(env, await readKey(env.keyFile), type, { approvalId });
     print(io, json, approval, () =>
       approval.status === 'approved'
         ? `approved ${approval.id}: re-send the call with --run ${approval.run} --approval ${approval.id}`

@@ -1,7 +1,7 @@
 import type { ToolChangeView } from '@mcpx/contracts';
 import { displayText, type SchemaChange } from '@mcpx/domain';
 import { UsageError, flag, oneOfFlag, need, type ParsedArgs, type Print } from './args.js';
-import { act, readKey, sendAction, type CliEnv } from './client.js';
+import { act, readKey, type CliEnv } from './client.js';
 
 // A reviewer sees every invisible or direction-changing character as <U+XXXX> (the domain's rule).
 const visible = displayText;
@@ -100,11 +100,7 @@ export function toolsDecide(decision: 'AcceptToolChange' | 'RejectToolChange') {
     const server = need(args, 2, 'SERVER');
     const tool = need(args, 3, 'TOOL');
     const cid = need(args, 4, 'CID');
-    const res = await sendAction<{ server: string; tool: string; cid: string; decision: string; withheld?: boolean }>(
-      env,
-      await readKey(env.keyFile),
-      { type: decision, server, tool, cid },
-    );
+    const res = await act(env, await readKey(env.keyFile), decision, { server, tool, cid });
     print(res, () =>
       res.decision === 'accepted'
         ? `accepted ${res.server}/${visible(res.tool)} ${res.cid}: agents get it now`
