@@ -3,7 +3,7 @@
 // (GetCallFigures). Metadata only: the log never holds an argument or a result.
 import type { CallFigures, CallView, ServerCallFigures } from '@mcpx/contracts';
 import { UsageError, flag, type ParsedArgs, type Print } from './args.js';
-import { readKey, sendAction, type CliEnv } from './client.js';
+import { readKey, act, type CliEnv } from './client.js';
 import { terminalText } from './terminal-text.js';
 
 /** `activity [--agent A] [--server S] [--tool T] [--failed | --outcome O] [--since ISO] [--until ISO] [--limit N] [--cursor C] [--figures]`. */
@@ -11,10 +11,7 @@ export async function activity(env: CliEnv, args: ParsedArgs, print: Print): Pro
   const key = await readKey(env.keyFile);
   if (flag(args, 'figures') !== undefined) {
     const server = flag(args, 'server');
-    const res = await sendAction<{ at: string; servers: ServerCallFigures[] }>(env, key, {
-      type: 'GetCallFigures',
-      ...(server !== undefined ? { server } : {}),
-    });
+    const res = await act(env, key, 'GetCallFigures', { ...(server !== undefined ? { server } : {}) });
     print(res, () => figuresText(res.servers));
     return;
   }
@@ -31,11 +28,7 @@ export async function activity(env: CliEnv, args: ParsedArgs, print: Print): Pro
   }
   if (failed) filters.outcome = 'failed';
   else if (outcome !== undefined) filters.outcome = outcome;
-  const res = await sendAction<{ calls: CallView[]; nextCursor?: string }>(env, key, {
-    type: 'ListCalls',
-    ...(n !== undefined ? { limit: n } : {}),
-    ...filters,
-  });
+  const res = await act(env, key, 'ListCalls', { ...(n !== undefined ? { limit: n } : {}), ...filters });
   print(res, () => {
     if (res.calls.length === 0) return 'no calls recorded';
     const lines = res.calls.map(callLine);

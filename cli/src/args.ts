@@ -20,6 +20,17 @@ const BOOLEAN_FLAGS = new Set([
 
 export class UsageError extends Error {}
 
+/** `value`, when it is one of `allowed` (typed as it), else a usage error saying `says`. */
+export function oneOfFlag<const V extends string>(
+  value: string | undefined,
+  allowed: readonly V[],
+  says: string,
+): V | undefined {
+  if (value === undefined) return undefined;
+  if (!(allowed as readonly string[]).includes(value)) throw new UsageError(says);
+  return value as V; // one of `allowed`, checked just above
+}
+
 /** How a command shows its answer: `value` as JSON under `--json`, else `human()`. */
 export type Print = (value: unknown, human: () => string) => void;
 

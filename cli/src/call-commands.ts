@@ -2,9 +2,9 @@
 // needs no NATS credentials; operators holding the runtime's NATS credentials may go over NATS
 // instead (`--nats URL`, or MCPX_NATS_URL).
 import { randomUUID } from 'node:crypto';
-import { ErrorCodes, WireError, type AgentView, type CallProgress } from '@mcpx/contracts';
+import { ErrorCodes, WireError, type CallProgress } from '@mcpx/contracts';
 import { UsageError, flag, need, type ParsedArgs, type Print } from './args.js';
-import { loadRuns, readKey, saveRuns, sendAction, withProxy, type CliEnv } from './client.js';
+import { loadRuns, readKey, saveRuns, act, withProxy, type CliEnv } from './client.js';
 import type { KeyPair } from '@mcpx/envelope';
 import { terminalText } from './terminal-text.js';
 import { renderResult } from './result-summary.js';
@@ -124,8 +124,7 @@ async function callOverHttp(
     approvalId: string | undefined,
     inputRequestId = req.inputRequestId,
   ): Promise<{ result: ProxyResult; run: string }> =>
-    sendAction(env, key, {
-      type: 'InvokeTool',
+    act(env, key, 'InvokeTool', {
       agent: req.agentRef,
       tool: req.tool,
       arguments: req.arguments,
@@ -159,7 +158,7 @@ async function callOverHttp(
       }
     } finally {
       if (req.givenRun === undefined && run !== undefined)
-        await sendAction(env, key, { type: 'EndRun', run }).catch(() => undefined);
+        await act(env, key, 'EndRun', { run }).catch(() => undefined);
     }
   }
 }
@@ -201,8 +200,7 @@ async function waitForInput(
       }
     }
   } finally {
-    if (req.givenRun === undefined && run !== undefined)
-      await sendAction(env, key, { type: 'EndRun', run }).catch(() => undefined);
+    if (req.givenRun === undefined && run !== undefined) await act(env, key, 'EndRun', { run }).catch(() => undefined);
   }
 }
 
@@ -212,7 +210,7 @@ async function callOverNats(
   key: KeyPair,
   req: CallRequest,
 ): Promise<{ result: ProxyResult; run: string; instance: string }> {
-  const { agent } = await sendAction<{ agent: AgentView }>(env, key, { type: 'GetAgent', agent: req.agentRef });
+  const { agent } = await act(env, key, 'GetAgent', { agent: req.agentRef });
   const run = req.givenRun ?? `cli-${randomUUID()}`;
   return await withProxy(env, async (proxy) => {
     const runs = req.givenRun ? await loadRuns(env) : {};
@@ -303,7 +301,7 @@ export async function runsEnd(env: CliEnv, args: ParsedArgs, print: Print): Prom
       await saveRuns(env, runs);
     }
   } else {
-    await sendAction(env, key, { type: 'EndRun', run });
+    await act(env, key, 'EndRun', { run });
   }
   print({ run, ended: true }, () => `ended run ${run}`);
 }

@@ -104,9 +104,9 @@ export function act<A extends ActionType>(
   env: CliEnv,
   key: KeyPair,
   type: A,
-  request: ActionRequest<A>,
+  ...request: object extends ActionRequest<A> ? [request?: ActionRequest<A>] : [request: ActionRequest<A>]
 ): Promise<ActionResponse<A>> {
-  return sendAction<ActionResponse<A>>(env, key, { ...request, type });
+  return sendAction<ActionResponse<A>>(env, key, { ...request[0], type });
 }
 
 /** Runs `fn` with a NATS connection and a proxy client (the operators' mode); sticky instances persist per key file. */

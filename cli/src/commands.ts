@@ -1,18 +1,12 @@
-import { type AgentView, type ApprovalView, type RedactedMcpServer, type ToolSearchReply } from '@mcpx/contracts';
+import { type AgentView, type ApprovalView, type RedactedMcpServer } from '@mcpx/contracts';
 import { generateKeyPair } from '@mcpx/envelope';
 import type { McpToolDocument } from '@mcpx/domain';
-import { UsageError, flag, flags, keyValues, need, type ParsedArgs, type Print } from './args.js';
+import { UsageError, flag, oneOfFlag, flags, keyValues, need, type ParsedArgs, type Print } from './args.js';
 import { call, runsEnd } from './call-commands.js';
-import { act, readKey, sendAction, writeKey, type CliEnv } from './client.js';
+import { act, readKey, writeKey, type CliEnv } from './client.js';
 import { agentNames } from './agent-names.js';
-import { droppedSecretsLine, type DroppedSecrets } from './dropped-secrets.js';
-import {
-  authorizationLines,
-  oauthClientLine,
-  preRegisteredClient,
-  serversAuthorize,
-  type AuthorizationAnswer,
-} from './oauth-commands.js';
+import { droppedSecretsLine } from './dropped-secrets.js';
+import { authorizationLines, oauthClientLine, preRegisteredClient, serversAuthorize } from './oauth-commands.js';
 import { inputsAnswer, inputsList } from './input-commands.js';
 import { tasksCancel, tasksList, tasksResult, tasksShow } from './task-commands.js';
 import { signersAuthorize, signersRevoke } from './signer-commands.js';
@@ -114,18 +108,16 @@ const keysNew: Command = async (env, args, io, json) => {
 const serversSet: Command = async (env, args, io, json) => {
   const name = need(args, 2, 'NAME');
   const url = need(args, 3, 'URL');
-  const transport = flag(args, 'transport');
-  if (transport !== undefined && transport !== 'http' && transport !== 'sse')
-    throw new UsageError('--transport is http or sse');
+  const transport = oneOfFlag(flag(args, 'transport'), ['http', 'sse'], '--transport is http or sse');
   const headers = keyValues(flags(args, 'header'), 'header');
   const secretHeaders = keyValues(flags(args, 'secret-header'), 'secret-header');
-  const auth = flag(args, 'auth');
-  if (auth !== undefined && !['oauth', 'bearer', 'headers', 'none'].includes(auth))
-    throw new UsageError('--auth is oauth, bearer, headers or none');
+  const auth = oneOfFlag(
+    flag(args, 'auth'),
+    ['oauth', 'bearer', 'headers', 'none'],
+    '--auth is oauth, bearer, headers or none',
+  );
   const token = flag(args, 'token');
-  const pin = flag(args, 'pin');
-  if (pin !== undefined && !['off', 'review', 'strict'].includes(pin))
-    throw new UsageError('--pin is off, review or strict');
+  const pin = oneOfFlag(flag(args, 'pin'), ['off', 'review', 'strict'], '--pin is off, review or strict');
   const config = {
     url,
     ...(pin !== undefined ? { pin } : {}),
@@ -137,11 +129,7 @@ const serversSet: Command = async (env, args, io, json) => {
     ...preRegisteredClient(args),
   };
   const key = await readKey(env.keyFile);
-  const res = await sendAction<AuthorizationAnswer & { droppedSecrets?: DroppedSecrets }>(env, key, {
-    type: 'SetMcpServer',
-    name,
-    config,
-  });
+  const res = await act(env, key, 'SetMcpServer', { name, config });
   const { server } = res;
   // JSON keeps the server as before; an oauth server adds where to authorize, a move what was dropped.
   const shown = {
@@ -244,7 +232,7 @@ interface AgentTools {
 async function agentTools(env: CliEnv, args: ParsedArgs): Promise<AgentTools> {
   const agent = flag(args, 'agent');
   if (agent === undefined) throw new UsageError('--agent AGENT is required');
-  return sendAction<AgentTools>(env, await readKey(env.keyFile), { type: 'ListAgentTools', agent });
+  return act(env, await readKey(env.keyFile), 'ListAgentTools', { agent });
 }
 
 const toolsLs: Command = async (env, args, io, json) => {
@@ -286,8 +274,7 @@ const toolsSearch: Command = async (env, args, io, json) => {
   const family = flag(args, 'family');
   const agent = flag(args, 'agent');
   const limit = flag(args, 'limit');
-  const res = await sendAction<ToolSearchReply>(env, await readKey(env.keyFile), {
-    type: 'SearchTools',
+  const res = await act(env, await readKey(env.keyFile), 'SearchTools', {
     query,
     ...(family !== undefined ? { family } : {}),
     ...(agent !== undefined ? { agent } : {}),
@@ -333,7 +320,7 @@ function approvalLine(a: ApprovalView, names: ReadonlyMap<string, string>): stri
 
 const approvalsList: Command = async (env, _args, io, json) => {
   const key = await readKey(env.keyFile);
-  const res = await sendAction<{ approvals: ApprovalView[] }>(env, key, { type: 'ListApprovals' });
+  const res = await act(env, key, 'ListApprovals');
   const names = json
     ? new Map<string, string>()
     : await agentNames(
@@ -351,10 +338,7 @@ const approvalsList: Command = async (env, _args, io, json) => {
 function decideApproval(type: 'ApproveToolCall' | 'DenyToolCall'): Command {
   return async (env, args, io, json) => {
     const approvalId = need(args, 2, 'ID');
-    const { approval } = await sendAction<{ approval: ApprovalView }>(env, await readKey(env.keyFile), {
-      type,
-      approvalId,
-    });
+    const { approval } = await act(env, await readKey(env.keyFile), type, { approvalId });
     print(io, json, approval, () =>
       approval.status === 'approved'
         ? `approved ${approval.id}: re-send the call with --run ${approval.run} --approval ${approval.id}`

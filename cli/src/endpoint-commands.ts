@@ -1,8 +1,8 @@
 // The agent MCP endpoint from the CLI: where an agent's endpoint is, with config snippets for
 // common MCP clients, and its bearer tokens (issued, listed and revoked by the account's OWNER).
-import type { AgentTokenView, AgentView } from '@mcpx/contracts';
+import type { AgentTokenView } from '@mcpx/contracts';
 import { UsageError, flag, need, type ParsedArgs, type Print } from './args.js';
-import { readKey, sendAction, type CliEnv } from './client.js';
+import { readKey, act, type CliEnv } from './client.js';
 
 /** The endpoint's base URL: `--endpoint URL` (or MCPX_ENDPOINT_URL), else the API's host on port 8083. */
 export function endpointBase(env: CliEnv, args: ParsedArgs): string {
@@ -42,10 +42,7 @@ export function clientSnippets(name: string, url: string, token: string): Record
  * grant names (that server's tools, resources and prompts under their own names).
  */
 export async function agentsEndpoint(env: CliEnv, args: ParsedArgs, print: Print): Promise<void> {
-  const { agent } = await sendAction<{ agent: AgentView }>(env, await readKey(env.keyFile), {
-    type: 'GetAgent',
-    agent: need(args, 2, 'AGENT'),
-  });
+  const { agent } = await act(env, await readKey(env.keyFile), 'GetAgent', { agent: need(args, 2, 'AGENT') });
   const server = flag(args, 'server');
   if (server === 'true' || server === '')
     throw new UsageError('--server needs the name of a server granted to the agent');
@@ -112,8 +109,7 @@ export async function agentsTokens(env: CliEnv, args: ParsedArgs, print: Print):
       if (expiresInDays !== undefined && !Number.isFinite(expiresInDays))
         throw new UsageError('--expires-days must be a number of days');
       const name = flag(args, 'name');
-      const res = await sendAction<AgentTokenView & { token: string }>(env, key, {
-        type: 'CreateAgentToken',
+      const res = await act(env, key, 'CreateAgentToken', {
         agent,
         ...(name !== undefined ? { name } : {}),
         ...(expiresInDays !== undefined ? { expiresInDays } : {}),
@@ -131,10 +127,7 @@ export async function agentsTokens(env: CliEnv, args: ParsedArgs, print: Print):
       return;
     }
     case 'list': {
-      const res = await sendAction<{ agent: string; tokens: AgentTokenView[] }>(env, key, {
-        type: 'ListAgentTokens',
-        agent: need(args, 3, 'AGENT'),
-      });
+      const res = await act(env, key, 'ListAgentTokens', { agent: need(args, 3, 'AGENT') });
       print(res, () =>
         res.tokens.length === 0
           ? `no tokens for ${res.agent}: mcpx agents tokens new ${res.agent}`
@@ -143,10 +136,7 @@ export async function agentsTokens(env: CliEnv, args: ParsedArgs, print: Print):
       return;
     }
     case 'revoke': {
-      const res = await sendAction<{ id: string; revoked: boolean }>(env, key, {
-        type: 'RevokeAgentToken',
-        id: need(args, 3, 'ID'),
-      });
+      const res = await act(env, key, 'RevokeAgentToken', { id: need(args, 3, 'ID') });
       print(res, () =>
         res.revoked ? `revoked ${res.id}: the endpoint refuses it from now on` : `${res.id} was revoked already`,
       );

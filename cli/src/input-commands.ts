@@ -8,7 +8,7 @@ import {
   type RestrictedProperty,
 } from '@mcpx/contracts';
 import { UsageError, flag, flags, need, type ParsedArgs, type Print } from './args.js';
-import { readKey, sendAction, type CliEnv } from './client.js';
+import { act, readKey, sendAction, type CliEnv } from './client.js';
 import { agentNames } from './agent-names.js';
 
 /** One question as a person reads it: the message, then the fields of a form or the URL to open. */
@@ -96,7 +96,7 @@ function acceptValues(args: ParsedArgs): string[] {
 /** `mcpx inputs list`: the input requests waiting for a person, each question with what it takes. */
 export async function inputsList(env: CliEnv, _args: ParsedArgs, print: Print): Promise<void> {
   const key = await readKey(env.keyFile);
-  const res = await sendAction<{ inputRequests: InputRequestView[] }>(env, key, { type: 'ListInputRequests' });
+  const res = await act(env, key, 'ListInputRequests');
   const names = await agentNames(
     env,
     key,
@@ -146,9 +146,7 @@ export async function inputsAnswer(env: CliEnv, args: ParsedArgs, print: Print):
       }
     } else {
       // The form tells each value's type: look the question up.
-      const { inputRequests } = await sendAction<{ inputRequests: InputRequestView[] }>(env, key, {
-        type: 'ListInputRequests',
-      });
+      const { inputRequests } = await act(env, key, 'ListInputRequests');
       const request = inputRequests.find((r) => r.id === id);
       if (request === undefined)
         throw new WireError(ErrorCodes.notFound, `id: no input request ${id} is waiting for a person`, { field: 'id' });

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import type { McpServerConfigInput, RedactedMcpServer, RedactedOAuthClient } from '@mcpx/contracts';
 import { UsageError, flag, need, type ParsedArgs, type Print } from './args.js';
-import { readKey, sendAction, type CliEnv } from './client.js';
+import { readKey, act, type CliEnv } from './client.js';
 
 /** What SetMcpServer, RefreshMcpServer and AuthorizeMcpServer answer for an oauth server. */
 export interface AuthorizationAnswer {
@@ -86,7 +86,7 @@ export function oauthClientLine(c: RedactedOAuthClient): string {
 export async function serversAuthorize(env: CliEnv, args: ParsedArgs, out: Print): Promise<void> {
   const name = need(args, 2, 'NAME');
   const key = await readKey(env.keyFile);
-  const res = await sendAction<AuthorizationAnswer>(env, key, { type: 'AuthorizeMcpServer', name });
+  const res = await act(env, key, 'AuthorizeMcpServer', { name });
   out(res, () =>
     res.authorizationUrl !== undefined
       ? `open in a browser to authorize ${res.server.name} (the link opens once, within 10 minutes; finish in that browser):\n${res.authorizationUrl}`

@@ -1,7 +1,7 @@
-import type { AuditEventView, ToolChangeView } from '@mcpx/contracts';
+import type { ToolChangeView } from '@mcpx/contracts';
 import { displayText, type SchemaChange } from '@mcpx/domain';
-import { UsageError, flag, need, type ParsedArgs, type Print } from './args.js';
-import { readKey, sendAction, type CliEnv } from './client.js';
+import { UsageError, flag, oneOfFlag, need, type ParsedArgs, type Print } from './args.js';
+import { act, readKey, type CliEnv } from './client.js';
 
 // A reviewer sees every invisible or direction-changing character as <U+XXXX> (the domain's rule).
 const visible = displayText;
@@ -78,11 +78,12 @@ export function changeText(c: ToolChangeView): string {
 /** `tools review [SERVER] [--status pending|rejected|all]`: held changes with their diffs and warnings. */
 export async function toolsReview(env: CliEnv, args: ParsedArgs, print: Print): Promise<void> {
   const server = args.positionals[2];
-  const status = flag(args, 'status');
-  if (status !== undefined && !['pending', 'rejected', 'all'].includes(status))
-    throw new UsageError('--status is pending, rejected or all');
-  const res = await sendAction<{ changes: ToolChangeView[] }>(env, await readKey(env.keyFile), {
-    type: 'ListToolChanges',
+  const status = oneOfFlag(
+    flag(args, 'status'),
+    ['pending', 'rejected', 'all'],
+    '--status is pending, rejected or all',
+  );
+  const res = await act(env, await readKey(env.keyFile), 'ListToolChanges', {
     ...(server !== undefined ? { server } : {}),
     ...(status !== undefined ? { status } : {}),
   });
@@ -99,11 +100,7 @@ export function toolsDecide(decision: 'AcceptToolChange' | 'RejectToolChange') {
     const server = need(args, 2, 'SERVER');
     const tool = need(args, 3, 'TOOL');
     const cid = need(args, 4, 'CID');
-    const res = await sendAction<{ server: string; tool: string; cid: string; decision: string; withheld?: boolean }>(
-      env,
-      await readKey(env.keyFile),
-      { type: decision, server, tool, cid },
-    );
+    const res = await act(env, await readKey(env.keyFile), decision, { server, tool, cid });
     print(res, () =>
       res.decision === 'accepted'
         ? `accepted ${res.server}/${visible(res.tool)} ${res.cid}: agents get it now`
@@ -130,8 +127,7 @@ export async function audit(env: CliEnv, args: ParsedArgs, print: Print): Promis
     const v = flag(args, f);
     if (v !== undefined) filters[field] = v;
   }
-  const res = await sendAction<{ events: AuditEventView[]; nextCursor?: string }>(env, await readKey(env.keyFile), {
-    type: 'ListAuditEvents',
+  const res = await act(env, await readKey(env.keyFile), 'ListAuditEvents', {
     ...(n !== undefined ? { limit: n } : {}),
     ...filters,
   });

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import type { RedactedMcpServer } from '@mcpx/contracts';
 import { UsageError, flag, need, type ParsedArgs, type Print } from './args.js';
-import { readKey, sendAction, type CliEnv } from './client.js';
+import { act, readKey, sendAction, type CliEnv } from './client.js';
 import { toolCount } from './terminal-text.js';
 
 const LEVELS: Record<string, 'act' | 'always_ask' | null> = {
@@ -17,14 +17,7 @@ export async function toolsPermission(env: CliEnv, args: ParsedArgs, print: Prin
   if (server === undefined || tool === undefined || level === undefined)
     throw new UsageError('usage: tools permission SERVER TOOL act|always_ask|inherited');
   if (!(level in LEVELS)) throw new UsageError('the level is act, always_ask or inherited');
-  const res = await sendAction<{
-    server: string;
-    tool: string;
-    permission: string;
-    inherited: string;
-    overridden: boolean;
-  }>(env, await readKey(env.keyFile), {
-    type: 'SetToolPermission',
+  const res = await act(env, await readKey(env.keyFile), 'SetToolPermission', {
     server,
     tool,
     permission: LEVELS[level] ?? null,
@@ -76,9 +69,6 @@ export async function vendorsConnect(env: CliEnv, args: ParsedArgs, print: Print
 /** `vendors disconnect VENDOR`: its built-ins go dark, out of every agent's grant. */
 export async function vendorsDisconnect(env: CliEnv, args: ParsedArgs, print: Print): Promise<void> {
   const vendor = need(args, 2, 'VENDOR');
-  const res = await sendAction<{ vendor: string; servers: string[] }>(env, await readKey(env.keyFile), {
-    type: 'DeleteVendorConnection',
-    vendor,
-  });
+  const res = await act(env, await readKey(env.keyFile), 'DeleteVendorConnection', { vendor });
   print(res, () => `disconnected ${res.vendor}: ${res.servers.join(', ')} went dark`);
 }

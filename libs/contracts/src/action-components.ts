@@ -1,10 +1,12 @@
 import type { CallFigures, CallView } from './activity.js';
 import type { RedactedMcpServer } from './api.js';
 import {
+  absentOrNull,
   anyMap,
   anyStr,
   bool,
   checkedMap,
+  closed,
   count,
   describe,
   described,
@@ -52,16 +54,16 @@ export const role = component('Role', oneOf('OWNER', 'WRITER', 'AGENT'));
 export type ActionRole = ReturnType<typeof role>;
 
 const agentDefinitionTable = {
-  mcpServers: list(str, LIST_MAX),
+  /** The servers granted (at most 16 once duplicates are dropped). */
+  mcpServers: list(text(64), LIST_MAX),
   /**
    * Who answers a server's questions: form elicitations go to a person unless `forms` is
    * `runtime` (the agent's runtime answers them over the proxy client). URL elicitations always
    * go to a person; sampling always to the runtime.
    */
-  inputs: optional(checkedMap({ forms: optional(oneOf('person', 'runtime')) })),
+  inputs: absentOrNull(closed({ forms: optional(oneOf('person', 'runtime')) })),
 };
-/** Checked in place: the agent's validators read every field and refuse the ones they do not know. */
-export const agentDefinition = component('AgentDefinition', checkedMap(agentDefinitionTable));
+export const agentDefinition = component('AgentDefinition', closed(agentDefinitionTable));
 export type AgentDefinition = Shaped<typeof agentDefinitionTable>;
 
 const agentViewTable = {

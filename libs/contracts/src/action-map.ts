@@ -29,10 +29,13 @@ import {
   reviewed,
   signInRequest,
   tools,
+  agentToolsAnswer,
+  searchAnswer,
   type ActionSpec,
 } from './action-parts.js';
 import {
   absentOrNull,
+  describe,
   anyMap,
   anyStr,
   bool,
@@ -49,11 +52,12 @@ import {
   written,
 } from './field-rules.js';
 import type { ProxyResult } from '@mcpx/domain';
-import type { AgentToolsReply, ApprovalView } from './payloads.js';
+import type { ApprovalView } from './payloads.js';
 import type { AuditEventView, ToolChangeView } from './reviews.js';
 import type { InputRequestView } from './inputs.js';
 import { CALL_OUTCOME_FILTERS } from './activity.js';
 import { TASK_ACTIONS } from './action-tasks.js';
+import * as F from './action-fields.js';
 
 /** Every action: the one list the registry dispatches and the OpenAPI document describes. */
 export const ACTION_MAP = {
@@ -98,14 +102,14 @@ export const ACTION_MAP = {
   CreateAgent: {
     summary: 'Creates an agent granted servers',
     roles: WRITERS,
-    request: { name: anyStr, definition: agentDefinition },
+    request: { name: anyStr, definition: optional(agentDefinition) },
     response: { agent: agentView },
     errors: ['conflict', 'quota_exceeded'],
   },
   UpdateAgent: {
     summary: "Replaces an agent's definition",
     roles: WRITERS,
-    request: { agent: agentRef, definition: agentDefinition },
+    request: { agent: agentRef, definition: optional(agentDefinition) },
     response: { agent: agentView },
     errors: ['not_found'],
   },
@@ -127,18 +131,7 @@ export const ACTION_MAP = {
     roles: ALL,
     /** With `requested`, the answer has the names the promotion rule admits (`promoted`). */
     request: { agent: agentRef, requested: optional(names) },
-    response: {
-      agent: str,
-      version: int,
-      tools,
-      conflicts: list(shape({ name: str, server: str, heldBy: str })),
-      lambdas: list(written<NonNullable<AgentToolsReply['lambdas']>[number]>()),
-      index: anyStr,
-      listing: anyStr,
-      providerTools: shape(providerTools),
-      /** Present when `requested` was: the admitted names, in request order, and their provider formats. */
-      promoted: optional(shape({ names: list(str), ...providerTools })),
-    },
+    response: agentToolsAnswer,
     errors: ['not_found'],
   },
   InvokeTool: {
@@ -148,9 +141,9 @@ export const ACTION_MAP = {
       agent: agentRef,
       tool: text(256),
       arguments: absentOrNull(anyMap),
-      run: absentOrNull(text(128)),
+      run: absentOrNull(F.runId),
       approvalId: absentOrNull(text(128)),
-      inputRequestId: absentOrNull(text(128)),
+      inputRequestId: absentOrNull(F.inputRequestId),
       timeoutMs: absentOrNull(num),
     },
     response: { result: written<ProxyResult>(), run: str },
@@ -159,7 +152,7 @@ export const ACTION_MAP = {
   EndRun: {
     summary: "Ends one of the account's runs; every proxy closes its connections",
     roles: ALL,
-    request: { run: text(128) },
+    request: { run: F.runId },
     response: { run: str, ended: constant(true) },
   },
   PromoteTools: {
@@ -173,15 +166,7 @@ export const ACTION_MAP = {
     summary: 'Tools found by meaning, grouped by family',
     roles: ALL,
     request: { query: anyStr, family: absentOrNull(anyStr), agent: absentOrNull(agentRef), limit: absentOrNull(int) },
-    response: {
-      families: list(
-        shape({
-          family: str,
-          server: str,
-          tools: list(shape({ name: str, description: optional(anyStr), score: num, cid: str })),
-        }),
-      ),
-    },
+    response: searchAnswer,
   },
   SetLambdaTool: {
     summary: 'Sets a lambda tool document on an agent',
@@ -212,7 +197,7 @@ export const ACTION_MAP = {
   SetToolPermission: {
     summary: "A tool's permission level (null: inherited)",
     roles: OWNER,
-    request: { server: name, tool: text(512), permission: orNull(level) },
+    request: { server: F.serverRef, tool: F.remoteTool, permission: orNull(level) },
     /** The tool's effective level, the level it inherits, and whether the owner overrode it. */
     response: { server: str, tool: str, permission: level, inherited: level, overridden: bool },
     errors: ['not_found'],
@@ -226,21 +211,21 @@ export const ACTION_MAP = {
   ApproveToolCall: {
     summary: 'Approves an always_ask call; the runtime re-sends it',
     roles: OWNER,
-    request: { approvalId: text(128) },
+    request: { approvalId: F.approvalId },
     response: { approval: written<ApprovalView>() },
     errors: ['not_found', 'conflict'],
   },
   DenyToolCall: {
     summary: 'Denies an always_ask call',
     roles: OWNER,
-    request: { approvalId: text(128) },
+    request: { approvalId: F.approvalId },
     response: { approval: written<ApprovalView>() },
     errors: ['not_found', 'conflict'],
   },
   ListToolChanges: {
     summary: "A pinned server's held tool changes with diffs and warnings",
     roles: WRITERS,
-    request: { server: optional(name), status: optional(oneOf('pending', 'rejected', 'all')) },
+    request: { server: optional(F.serverRef), status: optional(oneOf('pending', 'rejected', 'all')) },
     response: { changes: list(written<ToolChangeView>()) },
   },
   AcceptToolChange: {
@@ -283,11 +268,11 @@ export const ACTION_MAP = {
     roles: OWNER,
     /** `inputRequestId` is read as the id when `id` is absent. */
     request: {
-      id: optional(text(128)),
+      id: optional(F.inputRequestId),
       action: oneOf('accept', 'decline', 'cancel'),
       content: absentOrNull(anyMap),
       key: absentOrNull(text(256)),
-      inputRequestId: optional(text(128)),
+      inputRequestId: optional(F.inputRequestId),
     },
     response: { inputRequest: written<InputRequestView>() },
     errors: ['not_found', 'input_refused'],
@@ -310,9 +295,9 @@ export const ACTION_MAP = {
     roles: OWNER,
     request: {
       agent: agentRef,
-      name: optional(text(64)),
-      expiresInDays: optional(num),
-      userMayApprove: optional(bool),
+      name: absentOrNull(F.agentTokenName),
+      expiresInDays: absentOrNull(num),
+      userMayApprove: absentOrNull(bool),
     },
     /** The token is in this answer and nowhere else. */
     response: { ...agentTokenViewFields, token: str },
@@ -328,7 +313,7 @@ export const ACTION_MAP = {
   RevokeAgentToken: {
     summary: 'The endpoint refuses the token from then on',
     roles: OWNER,
-    request: { id: text(64) },
+    request: { id: F.agentTokenId },
     response: { id: str, revoked: bool },
     errors: ['not_found'],
   },
@@ -350,21 +335,21 @@ export const ACTION_MAP = {
     roles: WRITERS,
     /** Newest first; `agent` by id or name, `since`/`until` ISO 8601 times, `cursor` from the previous page. */
     request: {
-      agent: optional(agentRef),
-      server: optional(anyStr),
-      tool: optional(anyStr),
+      agent: optional(describe(F.filterText, { description: 'An agent id or name' })),
+      server: optional(F.filterText),
+      tool: optional(F.filterText),
       outcome: optional(oneOf(...CALL_OUTCOME_FILTERS)),
-      since: optional(token),
-      until: optional(token),
-      limit: optional(int),
-      cursor: optional(token),
+      since: optional(F.isoTime),
+      until: optional(F.isoTime),
+      limit: optional(F.callPageSize),
+      cursor: optional(F.callCursor),
     },
     response: { calls: list(callView), nextCursor: optional(str) },
   },
   GetCallFigures: {
     summary: 'Per server: calls, error rate, p50 and p95 duration over the last hour and 24 hours',
     roles: WRITERS,
-    request: { server: optional(anyStr) },
+    request: { server: optional(F.filterText) },
     response: { at: str, servers: list(shape({ server: str, lastHour: callFigures, lastDay: callFigures })) },
   },
   // Brokered tasks (docs/tasks.md#people): ./action-tasks.ts.

@@ -1,5 +1,19 @@
-import { LIST_MAX, name, redactedServer, type ActionRole } from './action-components.js';
-import { anyStr, bool, constant, text, list, oneOf, optional, shape, str, written, type Table } from './field-rules.js';
+import { LIST_MAX, redactedServer, type ActionRole } from './action-components.js';
+import { changeCid, remoteTool, serverRef } from './action-fields.js';
+import {
+  anyStr,
+  bool,
+  constant,
+  int,
+  list,
+  num,
+  oneOf,
+  optional,
+  shape,
+  str,
+  written,
+  type Table,
+} from './field-rules.js';
 import type { ErrorCode } from './errors.js';
 import type { AgentToolsReply, ProviderToolSet } from './payloads.js';
 import { taskViewValue } from './tasks.js';
@@ -36,7 +50,7 @@ export const discovered = {
   authorizationError: optional(str),
 };
 export const level = oneOf('act', 'always_ask');
-export const review = { server: name, tool: text(512), cid: text(128) };
+export const review = { server: serverRef, tool: remoteTool, cid: changeCid };
 export const reviewed = {
   server: str,
   tool: str,
@@ -82,3 +96,28 @@ export function signInRequest() {
     expiresAt: str,
   });
 }
+
+/** ListAgentTools: the agent's enabled documents with their contracts, index, listing, lambdas and provider formats. */
+export const agentToolsAnswer = {
+  agent: str,
+  version: int,
+  tools,
+  conflicts: list(shape({ name: str, server: str, heldBy: str })),
+  lambdas: list(written<NonNullable<AgentToolsReply['lambdas']>[number]>()),
+  index: anyStr,
+  listing: anyStr,
+  providerTools: shape(providerTools),
+  /** Present when `requested` was: the admitted names, in request order, and their provider formats. */
+  promoted: optional(shape({ names: list(str), ...providerTools })),
+};
+
+/** SearchTools: tools found by meaning, grouped by family. */
+export const searchAnswer = {
+  families: list(
+    shape({
+      family: str,
+      server: str,
+      tools: list(shape({ name: str, description: optional(anyStr), score: num, cid: str })),
+    }),
+  ),
+};

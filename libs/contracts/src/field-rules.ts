@@ -272,6 +272,24 @@ export function shape<S extends Table>(table: S): Rule<Shaped<S>> {
   }, tableSchema(table));
 }
 
+/**
+ * A map holding the fields of `table` and no other: `shape`, and a field the table does not name
+ * (but for `also`'s) is refused, named by its path (its key cut to 64 characters).
+ */
+export function closed<S extends Table>(table: S, also: readonly string[] = []): Rule<Shaped<S>> {
+  const fields = shape(table);
+  return described(
+    (v, field) => {
+      if (isMap(v))
+        for (const k of Object.keys(v))
+          if (!Object.hasOwn(table, k) && !also.includes(k))
+            throw invalidInput(pathOf(field, k.slice(0, 64)), 'is not a known field');
+      return fields(v, field);
+    },
+    { ...tableSchema(table), additionalProperties: false },
+  );
+}
+
 /** The JSON Schema of a map holding `table`'s fields: its properties, and the fields it requires. */
 export function tableSchema(table: Table): JsonSchema {
   const properties: Record<string, JsonSchema> = {};
@@ -351,6 +369,7 @@ export const FieldRules = {
   list,
   mapOf,
   shape,
+  closed,
   checkedMap,
   written,
   constant,

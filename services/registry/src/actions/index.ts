@@ -1,4 +1,13 @@
-import { ACTION_MAP, ErrorCodes, WireError, type ActionResponse, type ActionType } from '@mcpx/contracts';
+import {
+  ACTION_MAP,
+  ErrorCodes,
+  FieldRules,
+  WireError,
+  type ActionRequest,
+  type ActionResponse,
+  type ActionType,
+  type Rule,
+} from '@mcpx/contracts';
 import { listAgentTools, promoteTools } from '../agents/agent-tools.actions.js';
 import { createAgent, getAgent, listAgents, updateAgent } from '../agents/agents.actions.js';
 import { endRun, invokeTool } from '../agents/runs.actions.js';
@@ -90,9 +99,18 @@ export function dispatchedActionTypes(): ActionType[] {
   return Object.keys(HANDLERS) as ActionType[];
 }
 
-/** An action whose type is one of the map's: its fields are still unchecked (each handler checks the ones it reads). */
-function isKnown(action: Action): action is ActionInput<ActionType> & Action {
-  return isKnownAction(action.type);
+/** Each action's request decoder: its table of the action map, closed to other fields (built once). */
+const REQUESTS = Object.fromEntries(
+  dispatchedActionTypes().map((type) => [type, FieldRules.closed(ACTION_MAP[type].request, ['type'])]),
+) as { readonly [T in ActionType]: Rule<ActionRequest<T>> };
+
+/**
+ * Decodes an action of a known type by its request table: every field the table names meets its
+ * rule and a field it does not name is refused, each error naming the field (`invalid_input`).
+ * No handler has run yet, so nothing was written.
+ */
+export function decodeAction<T extends ActionType>(type: T, action: Action): ActionInput<T> {
+  return { ...REQUESTS[type](action, ''), type };
 }
 
 /** Runs the handler of `action.type` (the type ties the handler to its input and answer). */
@@ -110,19 +128,21 @@ export async function dispatchAction(
   caller: Caller,
   action: Action,
 ): Promise<ActionResponse<ActionType>> {
-  if (!isKnown(action))
-    throw new WireError(ErrorCodes.invalidInput, `action.type: unknown action ${String(action.type).slice(0, 64)}`, {
+  const type = action.type;
+  if (!isKnownAction(type))
+    throw new WireError(ErrorCodes.invalidInput, `action.type: unknown action ${String(type).slice(0, 64)}`, {
       field: 'action.type',
     });
-  const roles = ACTION_MAP[action.type].roles;
+  const roles = ACTION_MAP[type].roles;
   if (!roles.includes(caller.role))
-    throw new WireError(ErrorCodes.forbidden, `signer: a ${caller.role} signer may not ${action.type}`, {
+    throw new WireError(ErrorCodes.forbidden, `signer: a ${caller.role} signer may not ${type}`, {
       field: 'signer',
     });
-  const bound = await checkAgentScope(deps, caller, action);
-  if (bound !== undefined && isType(action, 'ListAgents'))
-    return filterAgents(await handle(deps, caller, action), bound);
-  return handle(deps, caller, action);
+  const decoded = decodeAction(type, action);
+  const bound = await checkAgentScope(deps, caller, decoded);
+  if (bound !== undefined && isType(decoded, 'ListAgents'))
+    return filterAgents(await handle(deps, caller, decoded), bound);
+  return handle(deps, caller, decoded);
 }
 
 function isType<T extends ActionType>(action: ActionInput<ActionType>, type: T): action is ActionInput<T> {

@@ -1,8 +1,8 @@
 import { sql } from 'kysely';
 import {
-  CALL_OUTCOME_FILTERS,
   CALL_PAGE,
   invalidInput,
+  type ActionRequest,
   type CallFigures,
   type CallOutcomeFilter,
   type CallView,
@@ -28,12 +28,6 @@ type ActivityAction<T extends ActionType> = ActionHandler<T, ActivityDeps>;
  * of another account, a page past the end) is an empty page.
  */
 
-/** What a filter string may be: 1 to 128 characters, none of them a control character. */
-// eslint-disable-next-line no-control-regex -- the control characters are what it refuses
-const FILTER_TEXT = /^[^\u0000-\u001f\u007f]{1,128}$/u;
-/** A cursor: the last call's time (ms since the epoch) and id. */
-const CURSOR = /^([0-9]{1,15})\.([1-9][0-9]{0,17})$/;
-
 interface CallQuery {
   limit: number;
   agentRef?: string;
@@ -45,56 +39,30 @@ interface CallQuery {
   cursor?: { at: Date; id: string };
 }
 
-function text(action: Record<string, unknown>, field: string): string | undefined {
-  const v = action[field];
-  if (v === undefined) return undefined;
-  if (typeof v !== 'string' || !FILTER_TEXT.test(v))
-    throw invalidInput(field, 'must be 1 to 128 characters, with no control characters');
-  return v;
-}
-
-function time(action: Record<string, unknown>, field: string): Date | undefined {
-  const v = action[field];
-  if (v === undefined) return undefined;
-  const at = typeof v === 'string' && v.length <= 40 ? new Date(v) : undefined;
-  if (at === undefined || Number.isNaN(at.getTime())) throw invalidInput(field, 'must be an ISO-8601 time');
+function time(value: string | undefined, field: string): Date | undefined {
+  if (value === undefined) return undefined;
+  const at = new Date(value);
+  if (Number.isNaN(at.getTime())) throw invalidInput(field, 'must be an ISO-8601 time');
   return at;
 }
 
-/** ListCalls' filters, each checked: every refusal names its field. */
-export function parseCallQuery(action: Record<string, unknown>): CallQuery {
-  const q: CallQuery = { limit: CALL_PAGE.defaultLimit };
-  if (action.limit !== undefined) {
-    if (
-      typeof action.limit !== 'number' ||
-      !Number.isInteger(action.limit) ||
-      action.limit < 1 ||
-      action.limit > CALL_PAGE.maxLimit
-    )
-      throw invalidInput('limit', `must be an integer from 1 to ${CALL_PAGE.maxLimit}`);
-    q.limit = action.limit;
-  }
-  const agentRef = text(action, 'agent');
-  const server = text(action, 'server');
-  const tool = text(action, 'tool');
-  if (agentRef !== undefined) q.agentRef = agentRef;
-  if (server !== undefined) q.server = server;
-  if (tool !== undefined) q.tool = tool;
-  if (action.outcome !== undefined) {
-    if (typeof action.outcome !== 'string' || !(CALL_OUTCOME_FILTERS as readonly string[]).includes(action.outcome))
-      throw invalidInput('outcome', `must be one of ${CALL_OUTCOME_FILTERS.join(', ')}`);
-    q.outcome = action.outcome as CallOutcomeFilter;
-  }
-  const since = time(action, 'since');
-  const until = time(action, 'until');
+/** ListCalls' filters, decoded by the action map (grammar and bounds); the times and cursor read here. */
+export function parseCallQuery(action: ActionRequest<'ListCalls'>): CallQuery {
+  const q: CallQuery = { limit: action.limit ?? CALL_PAGE.defaultLimit };
+  if (action.agent !== undefined) q.agentRef = action.agent;
+  if (action.server !== undefined) q.server = action.server;
+  if (action.tool !== undefined) q.tool = action.tool;
+  if (action.outcome !== undefined) q.outcome = action.outcome;
+  const since = time(action.since, 'since');
+  const until = time(action.until, 'until');
   if (since !== undefined) q.since = since;
   if (until !== undefined) q.until = until;
   if (action.cursor !== undefined) {
-    const m = typeof action.cursor === 'string' ? CURSOR.exec(action.cursor) : null;
-    const at = m === null ? undefined : new Date(Number(m[1]));
-    if (m === null || at === undefined || Number.isNaN(at.getTime()))
-      throw invalidInput('cursor', 'must be a cursor from a previous page');
-    q.cursor = { at, id: m[2]! };
+    // The cursor's grammar is the action map's: `<ms>.<id>`.
+    const [ms, id] = action.cursor.split('.');
+    const at = new Date(Number(ms));
+    if (Number.isNaN(at.getTime())) throw invalidInput('cursor', 'must be a cursor from a previous page');
+    q.cursor = { at, id: id! };
   }
   return q;
 }
@@ -196,7 +164,7 @@ function figures(calls: number, failed: number, p50: number | null, p95: number 
  * out. OWNER and WRITER.
  */
 export const getCallFigures: ActivityAction<'GetCallFigures'> = async (deps, caller, action) => {
-  const server = text(action, 'server');
+  const server = action.server;
   const now = new Date();
   const hour = new Date(now.getTime() - 3_600_000);
   const day = new Date(now.getTime() - 86_400_000);

@@ -1,4 +1,4 @@
-import { agentToolsReplyValue, invalidInput, type AgentToolsReply, type AgentToolsRequest } from '@mcpx/contracts';
+import { agentToolsReplyValue, type AgentToolsReply, type AgentToolsRequest } from '@mcpx/contracts';
 import { findAgent } from './agents.actions.js';
 import type { AgentsAction, AgentsDeps } from './agents-deps.js';
 
@@ -13,20 +13,13 @@ async function agentTools(
   return deps.bus.request(deps.bus.subjects.projectorAgentTools, req, agentToolsReplyValue, 10_000);
 }
 
-export function requestedNames(value: unknown, field: string): string[] {
-  if (!Array.isArray(value) || value.length > 256 || value.some((n) => typeof n !== 'string'))
-    throw invalidInput(field, 'must be a list of at most 256 tool names');
-  return value as string[];
-}
-
 /**
  * ListAgentTools: the agent's enabled documents with their contracts, its index and listing, its
  * lambdas, the provider formats of its enabled documents and, with `requested`, the promotion rule.
  */
 export const listAgentTools: AgentsAction<'ListAgentTools'> = async (deps, caller, action) => {
   const agent = (await findAgent(deps, caller.account, action.agent)).id;
-  const requested = action.requested === undefined ? undefined : requestedNames(action.requested, 'requested');
-  const reply = await agentTools(deps, caller.account, agent, requested);
+  const reply = await agentTools(deps, caller.account, agent, action.requested);
   return {
     agent,
     version: reply.version,
@@ -43,6 +36,6 @@ export const listAgentTools: AgentsAction<'ListAgentTools'> = async (deps, calle
 /** PromoteTools {agent, names}: the names the promotion rule admits and their provider formats. */
 export const promoteTools: AgentsAction<'PromoteTools'> = async (deps, caller, action) => {
   const agent = (await findAgent(deps, caller.account, action.agent)).id;
-  const reply = await agentTools(deps, caller.account, agent, requestedNames(action.names, 'names'));
+  const reply = await agentTools(deps, caller.account, agent, action.names);
   return { agent, version: reply.version, ...(reply.promoted ?? { names: [], openai: [], anthropic: [] }) };
 };

@@ -1,5 +1,4 @@
-import { invalidInput } from '@mcpx/contracts';
-import { isPlainObject, onlyKeys } from '../shared/field-checks.js';
+import { invalidInput, type AgentDefinition } from '@mcpx/contracts';
 
 export const MAX_GRANTS = 16;
 const AGENT_NAME_RE = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
@@ -12,33 +11,16 @@ export function validateAgentName(name: unknown): string {
 }
 
 /**
- * `definition.inputs` of an agent: `{forms: 'person' | 'runtime'}` — who answers its servers' form
+ * `definition.inputs` of an agent (decoded by the action map): who answers its servers' form
  * elicitations (a person by default). Returns the part of the definition to store (empty: default).
  */
-export function validateAgentInputs(definition: unknown): { inputs?: { forms: 'runtime' } } {
-  if (!isPlainObject(definition) || definition.inputs === undefined || definition.inputs === null) return {};
-  const inputs = definition.inputs;
-  if (!isPlainObject(inputs)) throw invalidInput('definition.inputs', 'must be {forms: "person" | "runtime"}');
-  onlyKeys(inputs, ['forms'], 'definition.inputs');
-  if (inputs.forms !== undefined && inputs.forms !== 'person' && inputs.forms !== 'runtime')
-    throw invalidInput('definition.inputs.forms', 'must be person or runtime');
-  return inputs.forms === 'runtime' ? { inputs: { forms: 'runtime' } } : {};
+export function validateAgentInputs(definition: AgentDefinition | undefined): { inputs?: { forms: 'runtime' } } {
+  return definition?.inputs?.forms === 'runtime' ? { inputs: { forms: 'runtime' } } : {};
 }
 
-/** Validates `definition.mcpServers`: de-duplicated, at most 16. Existence is checked by the caller. */
-export function validateGrantList(definition: unknown): string[] {
-  if (definition === undefined) return [];
-  if (!isPlainObject(definition)) throw invalidInput('definition', 'must be an object');
-  onlyKeys(definition, ['mcpServers', 'inputs'], 'definition');
-  const list = definition.mcpServers;
-  if (list === undefined) return [];
-  if (!Array.isArray(list)) throw invalidInput('definition.mcpServers', 'must be an array of server names');
-  const out: string[] = [];
-  for (const [i, item] of list.entries()) {
-    if (typeof item !== 'string' || item === '' || item.length > 64)
-      throw invalidInput(`definition.mcpServers[${i}]`, 'must be a server name');
-    if (!out.includes(item)) out.push(item);
-  }
+/** `definition.mcpServers` (decoded by the action map), de-duplicated: at most 16. Existence is checked by the caller. */
+export function validateGrantList(definition: AgentDefinition | undefined): string[] {
+  const out = [...new Set(definition?.mcpServers ?? [])];
   if (out.length > MAX_GRANTS)
     throw invalidInput('definition.mcpServers', `at most ${MAX_GRANTS} servers may be granted`);
   return out;

@@ -1,7 +1,6 @@
 import {
   ErrorCodes,
   WireError,
-  invalidInput,
   lambdaToolReplyValue,
   type DeleteLambdaToolRequest,
   type SetLambdaToolRequest,
@@ -13,7 +12,6 @@ import type { AgentsAction } from './agents-deps.js';
 /** SetLambdaTool {agent, name, document}: refused (`conflict`) over an mcp tool's name. */
 export const setLambdaTool: AgentsAction<'SetLambdaTool'> = async (deps, caller, action) => {
   const agent = await findAgent(deps, caller.account, action.agent);
-  if (typeof action.name !== 'string') throw invalidInput('name', 'must be a string');
   const req: SetLambdaToolRequest = {
     account: caller.account,
     agent: agent.id,
@@ -36,7 +34,6 @@ export const setLambdaTool: AgentsAction<'SetLambdaTool'> = async (deps, caller,
 /** DeleteLambdaTool {agent, name}: refused (`conflict`) for an mcp document. */
 export const deleteLambdaTool: AgentsAction<'DeleteLambdaTool'> = async (deps, caller, action) => {
   const agent = await findAgent(deps, caller.account, action.agent);
-  if (typeof action.name !== 'string' || action.name === '') throw invalidInput('name', 'must name a lambda');
   const req: DeleteLambdaToolRequest = { account: caller.account, agent: agent.id, name: action.name };
   const reply = await deps.bus.request(deps.bus.subjects.projectorLambdaDelete, req, lambdaToolReplyValue, 10_000);
   await recordAudit(deps.db, {

@@ -1,16 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import { ENDPOINT_RUN_PREFIX, ErrorCodes, INPUT_REQUEST_ID_RE, WireError, invalidInput } from '@mcpx/contracts';
+import { ENDPOINT_RUN_PREFIX, ErrorCodes, WireError, invalidInput } from '@mcpx/contracts';
 import { findAgent } from './agents.actions.js';
 import type { AgentsAction } from './agents-deps.js';
 
-/** A run id is one subject token (`mcp.runs.ended.<acct>.<run>`). */
-const RUN_RE = /^[A-Za-z0-9_-]{1,128}$/;
 /** The proxy's own cap on a call's timeout. */
 const MAX_TIMEOUT_MS = 600_000;
 
-function runField(value: unknown): string {
-  if (typeof value !== 'string' || !RUN_RE.test(value))
-    throw invalidInput('run', 'must be 1-128 letters, digits, _ or -');
+/** A run id (its grammar is the action map's): never one of the endpoint's. */
+function runField(value: string): string {
   // The endpoint's runs carry its token holders' approvals: no signer calls in (or ends) one.
   if (value.startsWith(ENDPOINT_RUN_PREFIX))
     throw invalidInput('run', `must not start with ${ENDPOINT_RUN_PREFIX}: those runs are the agent endpoint's`);
@@ -27,28 +24,14 @@ function runField(value: unknown): string {
  */
 export const invokeTool: AgentsAction<'InvokeTool'> = async (deps, caller, action) => {
   const agent = await findAgent(deps, caller.account, action.agent);
-  if (typeof action.tool !== 'string' || action.tool === '' || action.tool.length > 256)
-    throw invalidInput('tool', 'must name a tool');
   const args = action.arguments ?? {};
-  if (args === null || typeof args !== 'object' || Array.isArray(args))
-    throw invalidInput('arguments', 'must be an object');
-  const named = action.run !== undefined && action.run !== null;
-  const run = named ? runField(action.run) : `palette-${randomUUID()}`;
+  const named = action.run !== undefined;
+  const run = action.run !== undefined ? runField(action.run) : `palette-${randomUUID()}`;
   // A named run remembers the agents it carried: an AGENT signer's EndRun is checked against them.
   if (named) await deps.runAgents?.record(caller.account, run, agent.id);
-  const approvalId = action.approvalId ?? undefined;
-  if (approvalId !== undefined && (typeof approvalId !== 'string' || approvalId === '' || approvalId.length > 128))
-    throw invalidInput('approvalId', 'must be the id of an approval');
-  const inputRequestId = action.inputRequestId ?? undefined;
-  if (inputRequestId !== undefined && (typeof inputRequestId !== 'string' || !INPUT_REQUEST_ID_RE.test(inputRequestId)))
-    throw invalidInput('inputRequestId', 'must be an input request id (inp_…)');
-  const timeoutMs = action.timeoutMs ?? undefined;
-  if (
-    timeoutMs !== undefined &&
-    (typeof timeoutMs !== 'number' || !Number.isFinite(timeoutMs) || timeoutMs <= 0 || timeoutMs > MAX_TIMEOUT_MS)
-  ) {
+  const { approvalId, inputRequestId, timeoutMs } = action;
+  if (timeoutMs !== undefined && (timeoutMs <= 0 || timeoutMs > MAX_TIMEOUT_MS))
     throw invalidInput('timeoutMs', `must be a number of milliseconds, at most ${MAX_TIMEOUT_MS}`);
-  }
   // A legacy server that asked a question holds its request on the run's session: the run stays
   // open for the re-sent call (it names the run; an abandoned one is closed when it goes idle).
   let keepRun = false;
@@ -58,7 +41,7 @@ export const invokeTool: AgentsAction<'InvokeTool'> = async (deps, caller, actio
       agent: agent.id,
       run,
       tool: action.tool,
-      arguments: args as Record<string, unknown>,
+      arguments: args,
       ...(approvalId !== undefined ? { approvalId } : {}),
       ...(inputRequestId !== undefined ? { inputRequestId } : {}),
       ...(timeoutMs !== undefined ? { timeoutMs } : {}),

@@ -2,7 +2,6 @@ import {
   ErrorCodes,
   WireError,
   approvalDecidedEvent,
-  invalidInput,
   type ApprovalDecidedEvent,
   type ApprovalView,
 } from '@mcpx/contracts';
@@ -10,8 +9,6 @@ import { ARGUMENTS_SHOWN_MAX_BYTES, type ApprovalRecord } from '@mcpx/shared-sta
 import { auditBy, recordAudit } from '../audit/audit-log.js';
 import type { ReviewAction, ReviewDeps } from './review-deps.js';
 import type { ActionInput, Caller } from '../shared/action-handler.js';
-
-const APPROVAL_ID_RE = /^apr_[A-Za-z0-9_-]{1,64}$/;
 
 /** An approval as responses show it (times as ISO-8601, the arguments when they were kept). */
 export function approvalView(r: ApprovalRecord): ApprovalView {
@@ -39,12 +36,6 @@ export const listApprovals: ReviewAction<'ListApprovals'> = async (deps, caller)
   return { approvals: pending.map(approvalView) };
 };
 
-function approvalId(value: unknown): string {
-  if (typeof value !== 'string' || !APPROVAL_ID_RE.test(value))
-    throw invalidInput('approvalId', 'must be an approval id (apr_…)');
-  return value;
-}
-
 /**
  * Tells the account's subscribers (the console, a waiting runtime) that a call was decided. Core
  * NATS, at most once: `ListApprovals` stays the source of truth. No argument value goes out.
@@ -62,7 +53,7 @@ async function decide(
   action: ActionInput<'ApproveToolCall' | 'DenyToolCall'>,
   decision: 'approved' | 'denied',
 ): Promise<{ approval: ApprovalView }> {
-  const id = approvalId(action.approvalId);
+  const id = action.approvalId;
   if (decision === 'approved') {
     // Nobody approves what they were not shown: a call whose arguments were too large to keep for
     // display can only be denied (the runtime may send it again with smaller arguments).

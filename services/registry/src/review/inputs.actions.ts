@@ -1,6 +1,5 @@
 import {
   ErrorCodes,
-  INPUT_REQUEST_ID_RE,
   WireError,
   checkElicitContent,
   invalidInput,
@@ -79,15 +78,14 @@ function publishAnswered(deps: ReviewDeps, r: InputRecord): void {
 export const answerInputRequest: ReviewAction<'AnswerInputRequest'> = async (deps, caller, action) => {
   const inputs = store(deps);
   const id = action.id ?? action.inputRequestId;
-  if (typeof id !== 'string' || !INPUT_REQUEST_ID_RE.test(id))
-    throw invalidInput('id', 'must be an input request id (inp_…)');
+  if (id === undefined) throw invalidInput('id', 'must be an input request id (inp_…)');
   const record = await inputs.get(caller.account, id);
   if (record === null) throw new WireError(ErrorCodes.notFound, `id: no input request ${id}`, { field: 'id' });
   const items = JSON.parse(record.requestsJson) as InputRequestItem[];
   const open = items.filter((i) => i.answerBy === 'person' && !Object.hasOwn(record.answers, i.key));
   let key: string;
-  if (action.key !== undefined && action.key !== null) {
-    if (typeof action.key !== 'string' || !items.some((i) => i.key === action.key && i.answerBy === 'person'))
+  if (action.key !== undefined) {
+    if (!items.some((i) => i.key === action.key && i.answerBy === 'person'))
       throw invalidInput('key', `must name a question of ${id} that a person answers`);
     key = action.key;
   } else if (open.length === 1) {
@@ -106,11 +104,8 @@ export const answerInputRequest: ReviewAction<'AnswerInputRequest'> = async (dep
   }
   const item = items.find((i) => i.key === key)!;
   const verb = action.action;
-  if (verb !== 'accept' && verb !== 'decline' && verb !== 'cancel')
-    throw invalidInput('action', 'must be accept, decline or cancel');
-  if (verb !== 'accept' && action.content !== undefined && action.content !== null)
-    throw invalidInput('content', 'is given only with accept');
-  if (item.kind === 'url' && action.content !== undefined && action.content !== null)
+  if (verb !== 'accept' && action.content !== undefined) throw invalidInput('content', 'is given only with accept');
+  if (item.kind === 'url' && action.content !== undefined)
     throw invalidInput('content', 'a URL question takes no content: accept it once the person is done in the browser');
   const answer: ElicitAnswer =
     verb === 'accept' && item.kind === 'form'

@@ -1,6 +1,5 @@
 import {
   ErrorCodes,
-  invalidInput,
   REVIEW_CHANGES_MAX,
   WireError,
   type ActionResponse,
@@ -28,18 +27,6 @@ import { discoveredTools, type McpServerRecord } from '../catalog/mcp-servers.re
 import { evaluatePins, pinModeOf, type AcceptedContract, type WantedChange } from './pin-policy.js';
 import { acceptContracts, acceptedContracts, applyPins, lockServer } from './pin-store.js';
 
-const STATUSES = ['pending', 'rejected', 'all'] as const;
-
-function serverName(v: unknown, field = 'server'): string {
-  if (typeof v !== 'string' || v === '' || v.length > 64) throw invalidInput(field, 'must name an MCP server');
-  return v;
-}
-
-function toolName(v: unknown): string {
-  if (typeof v !== 'string' || v === '' || v.length > 512) throw invalidInput('tool', "must be a tool's remote name");
-  return v;
-}
-
 /** Reviews are an OWNER's; a WRITER's only where the operator's policy lets writers review (`PIN_WRITERS_MAY_REVIEW`). */
 function mayReview(deps: ReviewDeps, caller: Caller): void {
   if (caller.role === 'OWNER') return;
@@ -59,16 +46,14 @@ function mayReview(deps: ReviewDeps, caller: Caller): void {
  * against the accepted contract and its warnings.
  */
 export const listToolChanges: ReviewAction<'ListToolChanges'> = async (deps, caller, action) => {
-  const only = action.server === undefined ? undefined : serverName(action.server);
+  const only = action.server;
   const status = action.status ?? 'pending';
-  if (!STATUSES.includes(status as (typeof STATUSES)[number]))
-    throw invalidInput('status', 'must be pending, rejected or all');
   const servers = await deps.servers.list(caller.account);
   const pinned = servers.filter((s) => pinModeOf(s.config) !== 'off' && (only === undefined || s.name === only));
   if (only !== undefined && !servers.some((s) => s.name === only))
     throw new WireError(ErrorCodes.notFound, `server: no MCP server named ${only}`, { field: 'server' });
   let query = deps.db.selectFrom('registry.tool_changes').selectAll().where('account_id', '=', caller.account);
-  if (status !== 'all') query = query.where('status', '=', status as 'pending' | 'rejected');
+  if (status !== 'all') query = query.where('status', '=', status);
   const rows =
     pinned.length === 0
       ? []
@@ -223,10 +208,7 @@ async function decideChange(
   toolsChanged: boolean;
 }> {
   mayReview(deps, caller);
-  const name = serverName(action.server);
-  const tool = toolName(action.tool);
-  if (typeof action.cid !== 'string' || !/^b[a-z2-7]{20,120}$/.test(action.cid))
-    throw invalidInput('cid', 'must be the CID of the held change (ListToolChanges)');
+  const { server: name, tool } = action;
   const cid = action.cid;
   const server = await deps.servers.find(caller.account, name);
   if (server === null)

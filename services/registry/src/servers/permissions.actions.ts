@@ -1,5 +1,5 @@
-import { ErrorCodes, WireError, invalidInput, type ActionResponse } from '@mcpx/contracts';
-import { Permission, inheritPermission, isPermission, normalizeAnnotations } from '@mcpx/domain';
+import { ErrorCodes, WireError, type ActionResponse } from '@mcpx/contracts';
+import { Permission, inheritPermission, normalizeAnnotations } from '@mcpx/domain';
 import { serverDiscovered } from '../catalog/server-events.js';
 import type { McpServerRecord } from '../catalog/mcp-servers.repository.js';
 import type { ToolOverrides } from '../catalog/tool-permissions.repository.js';
@@ -21,12 +21,6 @@ import { auditBy, recordAudit } from '../audit/audit-log.js';
  */
 export const setToolPermission: ServersAction<'SetToolPermission'> = async (deps, caller, action) => {
   const { server: name, tool, permission } = action;
-  if (typeof name !== 'string' || name === '' || name.length > 64)
-    throw invalidInput('server', 'must name an MCP server');
-  if (typeof tool !== 'string' || tool === '' || tool.length > 512)
-    throw invalidInput('tool', "must be a tool's remote name");
-  if (permission !== null && !isPermission(permission))
-    throw invalidInput('permission', "must be 'act', 'always_ask' or null (inherited)");
   // The dispatch table already keeps this action to OWNERs; the handler holds the rule itself
   // too, so widening the table could only ever let others add a human, never take one away.
   if (caller.role !== 'OWNER' && permission !== Permission.always_ask) {

@@ -14,13 +14,11 @@ export interface Caller {
 export type Action = { type: string } & Record<string, unknown>;
 
 /**
- * An action of type `T` as its handler receives it: the field names of the action map's request,
- * each value still `unknown`. The wire is never trusted, so a handler validates every field it
- * reads (and tsc refuses a read of a field the map does not name).
+ * An action of type `T` as its handler receives it: decoded by the action map's request table of
+ * `T` (`dispatchAction`), so each field has the type the table gives it and a field the table does
+ * not name is not there. What a table cannot say (a referenced agent exists, a quota) the handler checks.
  */
-export type ActionInput<T extends ActionType> = { readonly type: T } & {
-  readonly [K in keyof ActionRequest<T>]?: unknown;
-};
+export type ActionInput<T extends ActionType> = { readonly type: T } & Readonly<ActionRequest<T>>;
 
 /**
  * The handler of action `T`, given what its room uses (`D`: each room names its own dependencies,
