@@ -12,6 +12,9 @@ export const STATUS_COALESCE_MS = 500;
 /** Tasks with a notification pending on one stream at most; events of others are dropped (the client polls `tasks/get`). */
 export const STATUS_PENDING_MAX = 200;
 
+/** Tasks remembered per stream as not its own (never read again) or as sent; past this the memory starts over. */
+const REMEMBERED_MAX = 10_000;
+
 export interface TaskStatusRelayDeps {
   nc: NatsConnection;
   subjects: Subjects;
@@ -120,6 +123,7 @@ export class TaskStatusRelay {
         view.agent === grant.agent &&
         (face === undefined || view.server === face);
       if (!mine) {
+        if (foreign.size >= REMEMBERED_MAX) foreign.clear();
         foreign.add(task);
         outcome = 'foreign';
         return;
@@ -130,6 +134,7 @@ export class TaskStatusRelay {
         outcome = 'unchanged';
         return;
       }
+      if (lastSent.size >= REMEMBERED_MAX) lastSent.clear();
       lastSent.set(task, { at: Date.now(), key });
       span.setAttribute('mcpx.task.status', String(params.status));
       send({ method: 'notifications/tasks/status', params });
