@@ -1,4 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport as V1Transport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { TaskStatusNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { startTasksUpstream, type TasksUpstream } from '../servers/tasks-upstream.js';
 import { eventually } from '../support/system.js';
 import { startEndpointSystem, type EndpointSystem } from '../endpoint/endpoint-harness.js';
@@ -135,6 +138,43 @@ describe('endpoint: task status notifications to 2025 clients', () => {
     } finally {
       a.close();
       b.close();
+    }
+  }, 60_000);
+
+  it("the SDK v1 client's handler for notifications/tasks/status hears its task's statuses to the end (per-server face)", async () => {
+    const client = new V1Client(
+      { name: 'v1-status', version: '1.0.0' },
+      { capabilities: { tasks: { list: {}, cancel: {} } } },
+    );
+    const heard: Array<{ taskId: string; status: string }> = [];
+    client.setNotificationHandler(TaskStatusNotificationSchema, (n) => {
+      heard.push({ taskId: n.params.taskId, status: n.params.status });
+    });
+    await client.connect(
+      new V1Transport(new URL(`${sys.endpoint.url}/v1/agents/notified/servers/modern/mcp`), {
+        requestInit: { headers: { authorization: `Bearer ${tokenA}` } },
+      }),
+    );
+    try {
+      let taskId: string | undefined;
+      for await (const message of client.experimental.tasks.callToolStream(
+        { name: 'long-export', arguments: { format: 'xml' } },
+        undefined,
+        { task: { ttl: 60_000 } },
+      )) {
+        const m = message as { type: string; task?: { taskId: string } };
+        if (m.type === 'taskCreated') taskId = m.task?.taskId;
+      }
+      expect(taskId).toMatch(TASK_ID);
+      const end = await eventually(
+        () => Promise.resolve(heard.find((h) => h.taskId === taskId && h.status === 'completed')),
+        30_000,
+        'the completed notification',
+      );
+      expect(end).toEqual({ taskId, status: 'completed' });
+      expect(heard.every((h) => h.taskId === taskId)).toBe(true);
+    } finally {
+      await client.close();
     }
   }, 60_000);
 });
