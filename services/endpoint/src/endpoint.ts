@@ -14,6 +14,7 @@ import { ToolSets } from './tool-sets.js';
 import { LegacySubscriptions } from './legacy-subscriptions.js';
 import { Subscriptions } from './subscriptions.js';
 import { UpstreamHolds } from './upstream-holds.js';
+import { TaskStatusRelay } from './task-status.js';
 import {
   connectNats,
   connectRedis,
@@ -93,6 +94,7 @@ export async function startEndpoint(config: EndpointConfig, opts: EndpointOption
   const logLevels = new LogLevels({ nc: runtime.nc, subjects, instance, redis, redisPrefix: config.redisPrefix, log });
   logLevels.listen();
   await runtime.nc.flush();
+  const taskStatus = new TaskStatusRelay({ nc: runtime.nc, subjects, ...telemetry });
   const servers = new AgentServers({
     logLevels,
     legacySubscriptions,
@@ -100,15 +102,14 @@ export async function startEndpoint(config: EndpointConfig, opts: EndpointOption
     toolSets,
     proxy: runtime.client,
     tasks: new TaskClient(runtime.nc, subjects),
-    tracer: telemetry.tracer,
-    meter: telemetry.meter,
+    ...telemetry,
     pageSize: config.pageSize,
     version: VERSION,
     onError: (err) => log.warn('mcp request failed', { err }),
   });
   let ready = false;
   const handler = endpointHandler(
-    { tokens, servers, toolSets, failures, subscriptions, legacySubscriptions },
+    { tokens, servers, toolSets, failures, subscriptions, legacySubscriptions, taskStatus },
     {
       allowedHosts: config.allowedHosts,
       allowedOrigins: config.allowedOrigins,

@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { validateHostHeader, validateOriginHeader } from '@modelcontextprotocol/server';
 import type { AgentTokens, TokenGrant } from './agent-tokens.js';
 import type { AgentServers } from './agent-server.js';
-import { LegacyStreams } from './legacy-streams.js';
+import { LegacyStreams, type LegacyStreamsDeps } from './legacy-streams.js';
 import { StreamSlot, StreamSlots, type StreamLimits, type StreamRefusal } from './stream-slots.js';
 import {
   PROTECTED_RESOURCE_PREFIX,
@@ -36,7 +36,7 @@ export interface EndpointHttpOptions {
   streams: StreamLimits;
 }
 
-export interface EndpointHttpDeps {
+export interface EndpointHttpDeps extends LegacyStreamsDeps {
   tokens: AgentTokens;
   servers: AgentServers;
   toolSets: ToolSets;
@@ -257,7 +257,7 @@ class EndpointRequests implements EndpointHandler {
     private readonly deps: EndpointHttpDeps,
     private readonly opts: EndpointHttpOptions,
   ) {
-    this.legacy = new LegacyStreams(deps.toolSets, deps.legacySubscriptions);
+    this.legacy = new LegacyStreams(deps);
     this.slots = new StreamSlots(opts.streams, deps.tokens, (why) =>
       deps.servers.counted('notifications/stream', `token_${why}`),
     );

@@ -1,6 +1,16 @@
 import type { TokenGrant } from './agent-tokens.js';
 import type { LegacySubscriptions, StreamMessage } from './legacy-subscriptions.js';
+import type { TaskStatusRelay } from './task-status.js';
 import type { ToolSets } from './tool-sets.js';
+
+/** What a GET stream sends besides its keepalive. */
+export interface LegacyStreamsDeps {
+  toolSets: ToolSets;
+  /** Resource subscriptions and the face's servers' list changes (./legacy-subscriptions.ts). */
+  legacySubscriptions?: LegacySubscriptions;
+  /** `notifications/tasks/status` of the token's tasks (./task-status.ts). */
+  taskStatus?: TaskStatusRelay;
+}
 
 const KEEPALIVE_MS = 15_000;
 const SSE_HEADERS = { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' };
@@ -9,14 +19,19 @@ const SSE_HEADERS = { 'content-type': 'text/event-stream', 'cache-control': 'no-
  * A 2025 client's GET notification stream (the stateless legacy serving has none of its own): an
  * SSE stream on which `notifications/tools/list_changed` is sent when the agent's tool set changes,
  * and (./legacy-subscriptions.ts) the updates of the resources this client subscribed to and the
- * list changes its face's servers announce, with a keepalive comment every 15 s. How many may be
+ * list changes its face's servers announce, the status of the token's tasks (./task-status.ts), with a keepalive comment every 15 s. How many may be
  * open, and when one ends before its client closes it, is `StreamSlots`' (./stream-slots.ts).
  */
 export class LegacyStreams {
-  constructor(
-    private readonly toolSets: ToolSets,
-    private readonly subscriptions?: LegacySubscriptions,
-  ) {}
+  private readonly toolSets: ToolSets;
+  private readonly subscriptions?: LegacySubscriptions;
+  private readonly taskStatus?: TaskStatusRelay;
+
+  constructor(deps: LegacyStreamsDeps) {
+    this.toolSets = deps.toolSets;
+    this.subscriptions = deps.legacySubscriptions;
+    this.taskStatus = deps.taskStatus;
+  }
 
   /**
    * The stream of the grant's agent on a face (`face`: the per-server face's server) for the
@@ -27,6 +42,7 @@ export class LegacyStreams {
     const enc = new TextEncoder();
     const toolSets = this.toolSets;
     const subscriptions = this.subscriptions;
+    const taskStatus = this.taskStatus;
     let cleanup = (): void => {};
     const body = new ReadableStream<Uint8Array>({
       start(controller) {
@@ -43,6 +59,7 @@ export class LegacyStreams {
           message({ method: 'notifications/tools/list_changed' }),
         );
         const detach = subscriptions?.stream(grant, face, session, message) ?? ((): void => {});
+        const unrelay = taskStatus?.stream(grant, face, message) ?? ((): void => {});
         const keepalive = setInterval(() => send(': keepalive\n\n'), KEEPALIVE_MS);
         let done = false;
         cleanup = () => {
@@ -50,6 +67,7 @@ export class LegacyStreams {
           done = true;
           unwatch();
           detach();
+          unrelay();
           clearInterval(keepalive);
           try {
             controller.close();
