@@ -28,7 +28,6 @@ import {
   review,
   reviewed,
   signInRequest,
-  tools,
   agentToolsAnswer,
   searchAnswer,
   type ActionSpec,
