@@ -50,6 +50,14 @@ const S = '#.components.schemas';
  * with what the registry takes or answers, or said less.
  */
 const EXPECTED = [
+  // GetTaskResult came after the published document: one more action in the envelope's and the answer's lists.
+  `~ ${S}.Envelope.properties.action.oneOf`,
+  '~ #.paths./v1/actions.post.responses.200.content.application/cbor.schema.oneOf',
+  '~ #.paths./v1/actions.post.responses.200.content.application/json.schema.oneOf',
+  `+ ${S}.Envelope.properties.action.discriminator.mapping.GetTaskResult`,
+  `+ ${S}.GetTaskResultAction`,
+  `+ ${S}.GetTaskResultResponse`,
+  '+ #.x-mcpx-actions.GetTaskResult',
   // `inputRequestId` stands for `id` when `id` is absent: neither is required alone.
   `~ ${S}.AnswerInputRequestAction.allOf[0].required`,
   // An agent's definition may be left out (it grants nothing): the registry always took that.
