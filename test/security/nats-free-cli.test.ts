@@ -112,7 +112,13 @@ describe('mcpx without NATS credentials', () => {
       details: { field: 'run' },
     });
     await expect(other.act('EndRun', {})).rejects.toMatchObject({ code: 'invalid_input', details: { field: 'run' } });
+    // The request is decoded before anything is looked up: a wildcard in the run is refused by name,
+    // and a well-formed call to another account's agent finds nothing.
     await expect(other.act('InvokeTool', { agent: 'helper', tool: 'demo__echo', run: 'x>' })).rejects.toMatchObject({
+      code: 'invalid_input',
+      details: { field: 'run' },
+    });
+    await expect(other.act('InvokeTool', { agent: 'helper', tool: 'demo__echo', run: 'x' })).rejects.toMatchObject({
       code: 'not_found',
     });
     await expect(api.act('InvokeTool', { agent: 'helper', tool: 'demo__echo', run: '*' })).rejects.toMatchObject({
