@@ -110,6 +110,7 @@ describe('the call log when Postgres refuses its writes, and its retention by ag
       'the log trimmed to 1,000 calls of the account and none past 7 days',
     );
     // The newest calls stay: the real ones of this file are among them, the one just made too.
-    await eventually(async () => ((await ownCalls()) === before + 1 ? true : undefined), 30_000, 'the real calls kept');
+    // (At least: a call of the test before may still have been on its way to the log when counted.)
+    await eventually(async () => ((await ownCalls()) >= before + 1 ? true : undefined), 30_000, 'the real calls kept');
   });
 });
