@@ -1,5 +1,5 @@
 import { generateKeyPairSync } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -17,22 +17,9 @@ import {
 import { ProxySystem } from '../support/proxy-system.js';
 import { eventually } from '../support/system.js';
 import { vendorTools } from './vendor-tools.js';
+import { CHROMIUM, HAS_CHROMIUM, CHROMIUM_ARGS, sayIfNoChromium } from '../support/chromium.js';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const HAS_CHROMIUM = existsSync(CHROMIUM);
-/** Without the background-networking flags Chromium dials out, and a closed network refuses it. */
-const CHROMIUM_ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
-if (!HAS_CHROMIUM)
-  console.warn(`console-browser: skipped, no Chromium at ${CHROMIUM} (install chromium or set CHROMIUM_PATH)`);
+sayIfNoChromium('console-browser: skipped');
 /** A header value the page must never hold once it is saved. */
 const SECRET = 'acme-5d20c7e1-never-in-the-page';
 /** The client secret of a machine (client credentials) server: never in the page once saved. */

@@ -1,24 +1,12 @@
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTasksUpstream, type TasksUpstream } from '../servers/tasks-upstream.js';
 import { ProxySystem } from '../support/proxy-system.js';
+import { CHROMIUM, HAS_CHROMIUM, CHROMIUM_ARGS } from '../support/chromium.js';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const HAS_CHROMIUM = existsSync(CHROMIUM);
-/** Without the background-networking flags Chromium dials out, and a closed network refuses it. */
-const CHROMIUM_ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
 /** A browser on a busy machine is slow to draw: each wait is bounded at a minute. */
 const PAGE_WAIT_MS = 60_000;
 

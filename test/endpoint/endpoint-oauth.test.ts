@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { chromium } from 'playwright-core';
 import {
   Client,
@@ -28,26 +28,12 @@ import { cliEnvFor, runCli } from '../support/cli.js';
 import { createDb } from '@mcpx/db';
 import { TestBrowser } from '../support/oauth-browser.js';
 import { ProcessSystem, ROOT, eventually } from '../support/system.js';
+import { CHROMIUM, HAS_CHROMIUM, CHROMIUM_ARGS, sayIfNoChromium } from '../support/chromium.js';
 
 const require = createRequire(import.meta.url);
 const packageDir = (name: string): string => dirname(require.resolve(`${name}/package.json`));
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const HAS_CHROMIUM = existsSync(CHROMIUM);
-const CHROMIUM_ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
-if (!HAS_CHROMIUM)
-  console.warn(
-    `endpoint-oauth: the console consent test is skipped, no Chromium at ${CHROMIUM} (install chromium or set CHROMIUM_PATH)`,
-  );
+sayIfNoChromium('endpoint-oauth: the console consent test is skipped');
 
 /**
  * OAuth 2.1 sign-in to the agent MCP endpoint through its authorization server (its own process,
