@@ -28,7 +28,8 @@
  *   the proxy's CPU per call of each, and the ratio (goal: recording adds ≤ 2 %). `BENCH_QUICK=1`
  *   runs it too (`PROXY_BENCH=activity` runs only it);
  * - `BENCH_BASELINE_ROOT=<checkout>`: this checkout's proxy and that checkout's, both from their
- *   sources, side by side in the same turns (`PROXY_BENCH=baseline` runs only that).
+ *   sources, side by side in the same turns (`PROXY_BENCH=baseline` runs only that). `PROXY_BENCH=memory`
+ *   runs only the modern memory leg (a fresh proxy, 10,000 open modern runs).
  */
 import { createRequire } from 'node:module';
 import { availableParallelism, totalmem } from 'node:os';
@@ -278,6 +279,22 @@ async function main(): Promise<void> {
         only === 'activity' ? await activityComparison(system) : await baselineComparison(system, baselineRoot!);
       process.stdout.write(
         `machine: ${availableParallelism()} cores, node ${process.version}, ${new Date().toISOString()}\n${lines.join('\n')}\n`,
+      );
+      return;
+    }
+
+    if (only === 'memory') {
+      // The modern memory goal's measure alone, as below: a fresh proxy warmed, then 10,000 open modern runs.
+      await proxy.stop();
+      fresh = await spawnProxyProcess(system, {}, []);
+      const freshProxy = fresh;
+      await runPhase(WARMUP, CALLERS, (i) => system.call('magent', 'mwarm-run', 'mbench__echo', { text: `m${i}` }));
+      const before = (await proxyStats(freshProxy)).rss;
+      await runPhase(MODERN_RUNS_FOR_RSS, 50, (i) => system.call('magent', `mrss-${i}`, 'mbench__echo', { text: 'x' }));
+      const loaded = await proxyStats(freshProxy);
+      process.stdout.write(
+        `machine: ${availableParallelism()} cores, node ${process.version}, ${new Date().toISOString()}\n` +
+          `modern, proxy RSS (a fresh proxy process): ${(before / 2 ** 20).toFixed(1)} MiB warmed up, ${(loaded.rss / 2 ** 20).toFixed(1)} MiB with ${loaded.runs} open runs / ${loaded.connections} open connections (goal ≤ 250 MiB with 10,000 runs)\n`,
       );
       return;
     }
