@@ -36,6 +36,7 @@ import type { TaskEra } from './task-wire.js';
 import { META_APPROVAL_ID, META_INPUT_REQUEST_ID, callToolResult, errorResult } from './call-result.js';
 import type { AgentToolSet, ToolSets } from './tool-sets.js';
 import { APPROVAL_INPUT_KEY, UserApprovals, type ApprovalQuestion } from './user-approvals.js';
+import { wireInputRequest } from './task-wire.js';
 
 /** The proxy's own call timeout; a client's request may ask for less in `_meta`, never more. */
 const CALL_TIMEOUT_MS = 120_000;
@@ -140,14 +141,9 @@ export function passOnInputRequired(err: WireError): InputRequiredResult | undef
   if (typeof id !== 'string' || !Array.isArray(items) || items.length === 0) return undefined;
   const inputRequests: Record<string, { method: string; params: Record<string, unknown> }> = {};
   for (const q of items as InputRequestItem[]) {
-    if (q.kind === 'form')
-      inputRequests[q.key] = {
-        method: 'elicitation/create',
-        params: { mode: 'form', message: q.message, requestedSchema: q.requestedSchema },
-      };
-    else if (q.kind === 'sampling') inputRequests[q.key] = { method: 'sampling/createMessage', params: q.params };
-    else if (q.kind === 'roots') inputRequests[q.key] = { method: 'roots/list', params: {} };
-    else return undefined;
+    const wire = wireInputRequest(q);
+    if (wire === undefined) return undefined;
+    inputRequests[q.key] = wire;
   }
   return inputRequired({
     inputRequests: inputRequests as Parameters<typeof inputRequired>[0]['inputRequests'],
