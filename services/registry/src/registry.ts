@@ -20,7 +20,15 @@ import { answerOAuthRefresh } from './nats/oauth-refresh-responder.js';
 import { consumeObservedTools } from './nats/observed-tools.js';
 import { answerTokenDecisionAudit } from './nats/token-decision-audit.js';
 import { recordTaskAudit } from './nats/task-audit.js';
-import { actionDeps, credentialsRoom, discoveryFloor, openConnections, repositories } from './wiring.js';
+import {
+  actionDeps,
+  credentialsRoom,
+  discoveryFloor,
+  openConnections,
+  repositories,
+  type CredentialsRoom,
+  type Repositories,
+} from './wiring.js';
 
 /** The action types the registry dispatches (the OpenAPI document at `/v1/openapi.json` describes each). */
 export { dispatchedActionTypes } from './actions/index.js';
@@ -78,6 +86,66 @@ export interface RunningRegistry {
  * background work; `stop` undoes it in reverse. The floors are built in ./wiring.ts.
  */
 export async function startRegistry(config: Config, opts: RegistryOptions = {}): Promise<RunningRegistry> {
+  const { floor, outboundFetch, trustedProxies, setPublicUrl } = await openFloor(config, opts);
+  const { db, redis, bus, log, telemetry } = floor;
+  const repos = repositories(db, floor.box, config.accounts);
+  const creds = credentialsRoom(floor, repos.servers);
+  // Every JetStream event of the registry is written with the commit of its change and published after it.
+  const outbox = new EventOutbox({ db, bus, log, meter: telemetry.meter, tracer: telemetry.tracer });
+  const rooms = discoveryFloor(floor, repos, creds, outbox);
+  let ready = false;
+  const server = httpFace(floor, trustedProxies, () => ready, {
+    actions: actionDeps(floor, repos, creds, rooms, outbox),
+    creds,
+    discovery: rooms.discovery,
+  });
+  const subscriptions = natsFaces(floor, repos, creds, rooms);
+  const background = await startBackground(floor, repos, rooms, outbox);
+  await new Promise<void>((resolve) => server.listen(config.httpPort, config.httpHost, resolve));
+  // Metrics describe every account's traffic: served on the internal port only, not the API's.
+  const internal = await startHealthServer({
+    port: config.internalHttpPort,
+    host: config.internalHttpHost,
+    service: 'registry',
+    isReady: () => ready,
+    metricsHandler: telemetry.metricsHandler,
+  });
+  ready = true;
+  const addr = server.address();
+  const url = `http://${config.httpHost}:${typeof addr === 'object' && addr !== null ? addr.port : config.httpPort}`;
+  setPublicUrl(url);
+  log.info('registry ready', { url, internal: internal.url, profile: config.outbound.profile });
+  return {
+    url,
+    internalUrl: internal.url,
+    instance: config.instanceId,
+    stop: async () => {
+      ready = false;
+      background.reprober.stop();
+      background.retention.stop();
+      await outbox.stop();
+      for (const subscription of subscriptions) subscription.unsubscribe();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await internal.close();
+      await background.reprober.idle();
+      await bus.close();
+      redis.disconnect();
+      await db.destroy();
+      await outboundFetch.close();
+      if (opts.telemetry === undefined) await telemetry.shutdown();
+    },
+  };
+}
+
+type Floor = Parameters<typeof credentialsRoom>[0] & { opts: RegistryOptions };
+type Rooms = ReturnType<typeof discoveryFloor>;
+
+/**
+ * What every floor stands on: the logger, telemetry, the connections, the outbound fetch, the key
+ * ring and the public URL (known once the server listens, unless the operator gave one).
+ */
+async function openFloor(config: Config, opts: RegistryOptions) {
   const log = createLogger('registry', {
     level: config.logLevel,
     fields: { instance: config.instanceId },
@@ -98,26 +166,34 @@ export async function startRegistry(config: Config, opts: RegistryOptions = {}):
   const outboundFetch = createOutboundFetch(config.outbound, { onResponseCut: responseCutRecorder(telemetry.meter) });
   // Known once the server listens (a test's port 0); the operator's public URL wins.
   let publicUrl = opts.publicUrl ?? '';
-  const box = new SecretBox(config.keyring);
-  const floor = {
+  const floor: Floor = {
     config,
     opts,
     db,
     redis,
     bus,
-    box,
+    box: new SecretBox(config.keyring),
     log,
     telemetry,
     fetch: tracingFetch(outboundFetch),
     singleFlight: new SingleFlight(redis, config.redisPrefix),
     publicUrl: () => publicUrl,
   };
-  const repos = repositories(db, box, config.accounts);
-  const creds = credentialsRoom(floor, repos.servers);
-  // Every JetStream event of the registry is written with the commit of its change and published after it.
-  const outbox = new EventOutbox({ db, bus, log, meter: telemetry.meter, tracer: telemetry.tracer });
-  const { discovery, builtins } = discoveryFloor(floor, repos, creds, outbox);
-  let ready = false;
+  const setPublicUrl = (url: string): void => {
+    if (publicUrl === '') publicUrl = url;
+  };
+  return { floor, outboundFetch, trustedProxies, setPublicUrl };
+}
+
+/** The HTTP face: the action API behind one inbound guard, the event stream, the OAuth redirects. */
+function httpFace(
+  floor: Floor,
+  trustedProxies: TrustedProxies,
+  isReady: () => boolean,
+  rooms: { actions: ReturnType<typeof actionDeps>; creds: CredentialsRoom; discovery: Rooms['discovery'] },
+) {
+  const { config, opts, log, telemetry, redis, bus } = floor;
+  const { creds, discovery } = rooms;
   // Every body of the action API is read through one guard: one budget, one deadline.
   const inbound = new InboundGuard({
     limits: opts.inbound ?? DEFAULT_INBOUND_LIMITS,
@@ -126,9 +202,9 @@ export async function startRegistry(config: Config, opts: RegistryOptions = {}):
     log,
     answer: answerInboundRefusal,
   });
-  const server = createHttpServer({
+  return createHttpServer({
     inbound,
-    actions: actionDeps(floor, repos, creds, { discovery, builtins }, outbox),
+    actions: rooms.actions,
     redis,
     redisPrefix: config.redisPrefix,
     postgresPort: postgresPortOf(config.databaseUrl),
@@ -139,46 +215,45 @@ export async function startRegistry(config: Config, opts: RegistryOptions = {}):
     meter: telemetry.meter,
     // Dropped malformed notifications are logged where the registry logs (without their bytes).
     events: new EventStream(bus.nc, bus.subjects, log),
-    isReady: () => ready,
+    isReady,
     console: { endpoint: opts.endpoint ?? {} },
     oauthCallback: oauthCallbackHandler({ oauth: creds.oauth, discovery, tickets: creds.tickets, log }),
     oauthStart: oauthStartHandler({ tickets: creds.tickets, store: creds.oauthStore, log, tracer: telemetry.tracer }),
     ...(opts.clientMetadataDocument === false
       ? {}
-      : { oauthClientMetadata: clientMetadataDocumentHandler(() => publicUrl) }),
+      : { oauthClientMetadata: clientMetadataDocumentHandler(() => floor.publicUrl()) }),
   });
-  // NATS faces: quiet discoveries from the proxies, their token refreshes, the endpoint's token decisions to audit.
-  const observed = consumeObservedTools({
-    bus,
-    discovery,
-    log,
-    meter: telemetry.meter,
-    servers: repos.servers,
-    others: [builtins],
-  });
-  const oauthRefresh = answerOAuthRefresh({
-    bus,
-    servers: repos.servers,
-    oauth: creds.oauth,
-    discovery,
-    log,
-    builtins,
-  });
-  const tokenDecisions = answerTokenDecisionAudit({
-    bus,
-    db,
-    approvals: new ApprovalStore(redis, config.redisPrefix, { ttlMs: config.approvalTtlMs }),
-    log,
-  });
-  // Brokered tasks' creation, cancellation and expiry, heard from the proxies' task events.
-  const taskAudit = recordTaskAudit({ bus, db, log });
-  // Background work: re-probes, a first probe of unprobed built-ins, unbound secrets, the outbox, audit retention.
-  const reprober = new Reprober([repos.servers, builtins], discovery, log, {
+}
+
+/**
+ * The NATS faces: quiet discoveries from the proxies, their token refreshes, the endpoint's token
+ * decisions to audit, and brokered tasks' creation, cancellation and expiry from the proxies' task events.
+ */
+function natsFaces(floor: Floor, repos: Repositories, creds: CredentialsRoom, rooms: Rooms): { unsubscribe(): void }[] {
+  const { config, db, redis, bus, log, telemetry } = floor;
+  const { discovery, builtins } = rooms;
+  return [
+    consumeObservedTools({ bus, discovery, log, meter: telemetry.meter, servers: repos.servers, others: [builtins] }),
+    answerOAuthRefresh({ bus, servers: repos.servers, oauth: creds.oauth, discovery, log, builtins }),
+    answerTokenDecisionAudit({
+      bus,
+      db,
+      approvals: new ApprovalStore(redis, config.redisPrefix, { ttlMs: config.approvalTtlMs }),
+      log,
+    }),
+    recordTaskAudit({ bus, db, log }),
+  ];
+}
+
+/** Background work: re-probes, a first probe of unprobed built-ins, unbound secrets, the outbox, audit retention. */
+async function startBackground(floor: Floor, repos: Repositories, rooms: Rooms, outbox: EventOutbox) {
+  const { config, opts, db, box, redis, log } = floor;
+  const reprober = new Reprober([repos.servers, rooms.builtins], rooms.discovery, log, {
     intervalMs: opts.reprobe?.intervalMs ?? Math.min(2_000, opts.reprobe?.baseMs ?? 2_000),
     batch: 50,
     concurrency: 8,
   });
-  const unprobed = await builtins.scheduleUnprobed();
+  const unprobed = await rooms.builtins.scheduleUnprobed();
   if (unprobed > 0) log.info('built-ins scheduled for a first probe', { count: unprobed });
   // Secrets sealed before origins were recorded open for nobody: bound to their server's origin first.
   await bindUnboundSecretsOnce({ db, box, servers: repos.servers, redis, prefix: config.redisPrefix }, log);
@@ -186,44 +261,7 @@ export async function startRegistry(config: Config, opts: RegistryOptions = {}):
   // Events a registry committed and did not get to publish (it died in between): sent now, then swept.
   outbox.start();
   const retention = startAuditRetention(db, config.pinAudit.auditRetentionDays, log);
-  await new Promise<void>((resolve) => server.listen(config.httpPort, config.httpHost, resolve));
-  // Metrics describe every account's traffic: served on the internal port only, not the API's.
-  const internal = await startHealthServer({
-    port: config.internalHttpPort,
-    host: config.internalHttpHost,
-    service: 'registry',
-    isReady: () => ready,
-    metricsHandler: telemetry.metricsHandler,
-  });
-  ready = true;
-  const addr = server.address();
-  const url = `http://${config.httpHost}:${typeof addr === 'object' && addr !== null ? addr.port : config.httpPort}`;
-  if (publicUrl === '') publicUrl = url;
-  log.info('registry ready', { url, internal: internal.url, profile: config.outbound.profile });
-  return {
-    url,
-    internalUrl: internal.url,
-    instance: config.instanceId,
-    stop: async () => {
-      ready = false;
-      reprober.stop();
-      retention.stop();
-      await outbox.stop();
-      observed.unsubscribe();
-      oauthRefresh.unsubscribe();
-      tokenDecisions.unsubscribe();
-      taskAudit.unsubscribe();
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-      await internal.close();
-      await reprober.idle();
-      await bus.close();
-      redis.disconnect();
-      await db.destroy();
-      await outboundFetch.close();
-      if (opts.telemetry === undefined) await telemetry.shutdown();
-    },
-  };
+  return { reprober, retention };
 }
 
 /** Logs what is wrong with Redis's memory bound (no maxmemory, an evicting policy), if anything. */

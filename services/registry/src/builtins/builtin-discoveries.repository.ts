@@ -93,14 +93,7 @@ export class BuiltinDiscoveriesRepository {
     const values = { status_cbor: encodePayload(UNKNOWN), next_probe_at: nextProbeAt, updated_at: new Date() };
     await trx
       .insertInto('registry.builtin_discoveries')
-      .values({
-        account_id: account,
-        slug,
-        tools_cbor: BuiltinToolsColumn.encode([]),
-        tools_hash: '',
-        generation: 0,
-        ...values,
-      })
+      .values({ ...unprobedRow(account, slug, 0), ...values })
       .onConflict((oc) => oc.columns(['account_id', 'slug']).doUpdateSet(values))
       .execute();
   }
@@ -125,15 +118,7 @@ export class BuiltinDiscoveriesRepository {
   async bumpGeneration(account: string, slug: string, trx: Kysely<Database>): Promise<void> {
     await trx
       .insertInto('registry.builtin_discoveries')
-      .values({
-        account_id: account,
-        slug,
-        tools_cbor: BuiltinToolsColumn.encode([]),
-        tools_hash: '',
-        generation: 1,
-        status_cbor: encodePayload(UNKNOWN),
-        next_probe_at: new Date(),
-      })
+      .values({ ...unprobedRow(account, slug, 1), next_probe_at: new Date() })
       .onConflict((oc) =>
         oc.columns(['account_id', 'slug']).doUpdateSet({
           generation: sql<number>`registry.builtin_discoveries.generation + 1`,
@@ -163,4 +148,16 @@ export class BuiltinDiscoveriesRepository {
       .where('slug', 'in', slugs)
       .execute();
   }
+}
+
+/** A built-in's discovery row before its first listing: no tools, status unknown, at `generation`. */
+function unprobedRow(account: string, slug: string, generation: number) {
+  return {
+    account_id: account,
+    slug,
+    tools_cbor: BuiltinToolsColumn.encode([]),
+    tools_hash: '',
+    generation,
+    status_cbor: encodePayload(UNKNOWN),
+  };
 }

@@ -8,17 +8,13 @@ import {
 import { ARGUMENTS_SHOWN_MAX_BYTES, type ApprovalRecord } from '@mcpx/shared-state';
 import { auditBy, recordAudit } from '../audit/audit-log.js';
 import type { ReviewAction, ReviewDeps } from './review-deps.js';
+import { heldCallView } from './held-call.js';
 import type { ActionInput, Caller } from '../shared/action-handler.js';
 
 /** An approval as responses show it (times as ISO-8601, the arguments when they were kept). */
 export function approvalView(r: ApprovalRecord): ApprovalView {
   const view: ApprovalView = {
-    id: r.id,
-    agent: r.agent,
-    run: r.run,
-    tool: r.tool,
-    server: r.server,
-    remoteName: r.remoteName,
+    ...heldCallView(r),
     argsHash: r.argsHash,
     status: r.status,
     createdAt: new Date(r.createdAt).toISOString(),

@@ -8,19 +8,16 @@ import {
   type InputRequestItem,
   type InputRequestView,
 } from '@mcpx/contracts';
-import type { InputRecord, InputStore } from '@mcpx/shared-state';
+import type { AnswerOutcome, InputRecord, InputStore } from '@mcpx/shared-state';
 import { auditBy, recordAudit } from '../audit/audit-log.js';
 import type { ReviewAction, ReviewDeps } from './review-deps.js';
+import { heldCallView } from './held-call.js';
+import type { ActionInput } from '../shared/action-handler.js';
 
 /** An input request as responses show it: the questions, never the server's state nor an answer's content. */
 export function inputRequestView(r: InputRecord): InputRequestView {
   const view: InputRequestView = {
-    id: r.id,
-    agent: r.agent,
-    run: r.run,
-    tool: r.tool,
-    server: r.server,
-    remoteName: r.remoteName,
+    ...heldCallView(r),
     round: r.round,
     era: r.era,
     requests: JSON.parse(r.requestsJson) as InputRequestItem[],
@@ -82,78 +79,95 @@ export const answerInputRequest: ReviewAction<'AnswerInputRequest'> = async (dep
   const record = await inputs.get(caller.account, id);
   if (record === null) throw new WireError(ErrorCodes.notFound, `id: no input request ${id}`, { field: 'id' });
   const items = JSON.parse(record.requestsJson) as InputRequestItem[];
-  const open = items.filter((i) => i.answerBy === 'person' && !Object.hasOwn(record.answers, i.key));
-  let key: string;
-  if (action.key !== undefined) {
-    if (!items.some((i) => i.key === action.key && i.answerBy === 'person'))
+  const key = questionKey(id, record, items, action.key);
+  const answer = checkedAnswer(
+    items.find((i) => i.key === key)!,
+    action,
+  );
+  const out = await inputs.answer(caller.account, id, key, JSON.stringify(answer), caller.signer);
+  if (!out.ok) throw refusedAnswer(out, id, key);
+  deps.log.info('input request answered', {
+    account: caller.account,
+    inputRequest: id,
+    key,
+    action: answer.action,
+    tool: out.record.tool,
+    run: out.record.run,
+    complete: out.complete,
+  });
+  if (out.complete) publishAnswered(deps, out.record);
+  // The answer lives in Redis: its audit entry follows it (never the content a person typed).
+  await recordAudit(deps.db, {
+    ...auditBy(caller),
+    action: 'AnswerInputRequest',
+    target: { kind: 'input', name: id },
+    after: {
+      action: answer.action,
+      key,
+      tool: out.record.tool,
+      server: out.record.server,
+      agent: out.record.agent,
+      run: out.record.run,
+      complete: out.complete,
+    },
+  });
+  return { inputRequest: inputRequestView(out.record) };
+};
+
+/** The question an answer is for: the one `given` names (a person's), else the only one still open. */
+function questionKey(
+  id: string,
+  record: InputRecord,
+  items: readonly InputRequestItem[],
+  given: string | undefined,
+): string {
+  if (given !== undefined) {
+    if (!items.some((i) => i.key === given && i.answerBy === 'person'))
       throw invalidInput('key', `must name a question of ${id} that a person answers`);
-    key = action.key;
-  } else if (open.length === 1) {
-    key = open[0]!.key;
-  } else if (open.length === 0) {
+    return given;
+  }
+  const open = items.filter((i) => i.answerBy === 'person' && !Object.hasOwn(record.answers, i.key));
+  if (open.length === 1) return open[0]!.key;
+  if (open.length === 0) {
     throw new WireError(
       ErrorCodes.conflict,
       `id: input request ${id} has no question left to answer (${record.status})`,
       { field: 'id', reason: 'decided', status: record.status },
     );
-  } else {
-    throw invalidInput(
-      'key',
-      `input request ${id} asks ${open.length} questions; name one (${open.map((i) => i.key).join(', ')})`,
-    );
   }
-  const item = items.find((i) => i.key === key)!;
+  throw invalidInput(
+    'key',
+    `input request ${id} asks ${open.length} questions; name one (${open.map((i) => i.key).join(', ')})`,
+  );
+}
+
+/** The answer as stored: content only with `accept` of a form question, checked against its schema (bounded). */
+function checkedAnswer(item: InputRequestItem, action: ActionInput<'AnswerInputRequest'>): ElicitAnswer {
   const verb = action.action;
   if (verb !== 'accept' && action.content !== undefined) throw invalidInput('content', 'is given only with accept');
   if (item.kind === 'url' && action.content !== undefined)
     throw invalidInput('content', 'a URL question takes no content: accept it once the person is done in the browser');
-  const answer: ElicitAnswer =
-    verb === 'accept' && item.kind === 'form'
-      ? { action: verb, content: checkElicitContent(item.requestedSchema, action.content ?? {}, 'content') }
-      : { action: verb };
-  const out = await inputs.answer(caller.account, id, key, JSON.stringify(answer), caller.signer);
-  if (out.ok) {
-    deps.log.info('input request answered', {
-      account: caller.account,
-      inputRequest: id,
-      key,
-      action: answer.action,
-      tool: out.record.tool,
-      run: out.record.run,
-      complete: out.complete,
-    });
-    if (out.complete) publishAnswered(deps, out.record);
-    // The answer lives in Redis: its audit entry follows it (never the content a person typed).
-    await recordAudit(deps.db, {
-      ...auditBy(caller),
-      action: 'AnswerInputRequest',
-      target: { kind: 'input', name: id },
-      after: {
-        action: answer.action,
-        key,
-        tool: out.record.tool,
-        server: out.record.server,
-        agent: out.record.agent,
-        run: out.record.run,
-        complete: out.complete,
-      },
-    });
-    return { inputRequest: inputRequestView(out.record) };
-  }
+  return verb === 'accept' && item.kind === 'form'
+    ? { action: verb, content: checkElicitContent(item.requestedSchema, action.content ?? {}, 'content') }
+    : { action: verb };
+}
+
+/** Why the store did not take the answer, as the typed error naming the field. */
+function refusedAnswer(out: Extract<AnswerOutcome, { ok: false }>, id: string, key: string): WireError {
   switch (out.reason) {
     case 'unknown':
-      throw new WireError(ErrorCodes.notFound, `id: no input request ${id}`, { field: 'id' });
+      return new WireError(ErrorCodes.notFound, `id: no input request ${id}`, { field: 'id' });
     case 'expired':
-      throw new WireError(ErrorCodes.conflict, `id: input request ${id} expired`, { field: 'id', reason: 'expired' });
+      return new WireError(ErrorCodes.conflict, `id: input request ${id} expired`, { field: 'id', reason: 'expired' });
     case 'not_asked':
-      throw invalidInput('key', `input request ${id} asks no question ${key} of a person`);
+      return invalidInput('key', `input request ${id} asks no question ${key} of a person`);
     case 'answered_already':
-      throw new WireError(ErrorCodes.conflict, `key: question ${key} of input request ${id} was already answered`, {
+      return new WireError(ErrorCodes.conflict, `key: question ${key} of input request ${id} was already answered`, {
         field: 'key',
         reason: 'answered',
       });
     case 'decided':
-      throw new WireError(
+      return new WireError(
         ErrorCodes.conflict,
         `id: input request ${id} was already answered (${out.record?.status ?? 'answered'})`,
         {
@@ -163,4 +177,4 @@ export const answerInputRequest: ReviewAction<'AnswerInputRequest'> = async (dep
         },
       );
   }
-};
+}

@@ -26,6 +26,8 @@ import type { ActionInput, Caller } from '../shared/action-handler.js';
 import { discoveredTools, type McpServerRecord } from '../catalog/mcp-servers.repository.js';
 import { evaluatePins, pinModeOf, type AcceptedContract, type WantedChange } from './pin-policy.js';
 import { acceptContracts, acceptedContracts, applyPins, lockServer } from './pin-store.js';
+import type { Database } from '@mcpx/db';
+import type { Kysely } from 'kysely';
 
 /** Reviews are an OWNER's; a WRITER's only where the operator's policy lets writers review (`PIN_WRITERS_MAY_REVIEW`). */
 function mayReview(deps: ReviewDeps, caller: Caller): void {
@@ -208,8 +210,7 @@ async function decideChange(
   toolsChanged: boolean;
 }> {
   mayReview(deps, caller);
-  const { server: name, tool } = action;
-  const cid = action.cid;
+  const { server: name, tool, cid } = action;
   const server = await deps.servers.find(caller.account, name);
   if (server === null)
     throw new WireError(ErrorCodes.notFound, `server: no MCP server named ${name}`, { field: 'server' });
@@ -222,26 +223,8 @@ async function decideChange(
       throw new WireError(ErrorCodes.conflict, `server: ${name} is not pinned (config.pin is off)`, {
         field: 'server',
       });
-    const change = await trx
-      .selectFrom('registry.tool_changes')
-      .selectAll()
-      .where('account_id', '=', caller.account)
-      .where('server_id', '=', server.id)
-      .where('tool', '=', tool)
-      .executeTakeFirst();
-    if (change === undefined)
-      throw new WireError(ErrorCodes.notFound, `tool: no change of ${tool} is held on ${name}`, { field: 'tool' });
-    if (change.cid !== cid) {
-      throw new WireError(
-        ErrorCodes.conflict,
-        `cid: the change of ${tool} held now is ${change.cid} (the server changed it again); review that one`,
-        { field: 'cid', current: change.cid },
-      );
-    }
-    if (decision === 'reject' && change.status === 'rejected')
-      throw new WireError(ErrorCodes.conflict, `cid: the change ${cid} of ${tool} is already rejected`, {
-        field: 'cid',
-      });
+    const held = { account: caller.account, serverId: server.id, server: name, tool, cid };
+    const change = await heldChange(trx, held, decision);
     const actor = { signer: caller.signer, role: caller.role };
     const previous = await trx
       .selectFrom('registry.tool_contracts')
@@ -250,23 +233,7 @@ async function decideChange(
       .where('server_id', '=', server.id)
       .where('tool', '=', tool)
       .executeTakeFirst();
-    if (decision === 'accept') {
-      await acceptContracts(trx, caller.account, server.id, [ToolChangeColumn.decode(change.tool_cbor)], actor);
-      await trx
-        .deleteFrom('registry.tool_changes')
-        .where('account_id', '=', caller.account)
-        .where('server_id', '=', server.id)
-        .where('tool', '=', tool)
-        .execute();
-    } else {
-      await trx
-        .updateTable('registry.tool_changes')
-        .set({ status: 'rejected', decided_by: caller.signer, decided_at: new Date() })
-        .where('account_id', '=', caller.account)
-        .where('server_id', '=', server.id)
-        .where('tool', '=', tool)
-        .execute();
-    }
+    await writeDecision(trx, held, change, decision, caller.signer, actor);
     // What agents get follows from the server's last listing and the contracts now accepted.
     const written = await applyPins(trx, locked.record, locked.raw, locked.record.discoveredHash ?? '', { actor });
     await recordAudit(trx, {
@@ -277,7 +244,7 @@ async function decideChange(
       before: { cid: previous?.cid ?? null, status: change.status },
       after: decision === 'accept' ? { cid, accepted: true } : { cid, status: 'rejected' },
     });
-    const held = (written.saved.status.heldTools ?? []).find((h) => h.name === tool);
+    const heldNow = (written.saved.status.heldTools ?? []).find((h) => h.name === tool);
     emit(
       serverDiscovered(
         deps.bus.subjects,
@@ -294,10 +261,76 @@ async function decideChange(
         tool,
         cid,
         decision: decision === 'accept' ? 'accepted' : 'rejected',
-        ...(held !== undefined ? { withheld: held.withheld } : {}),
+        ...(heldNow !== undefined ? { withheld: heldNow.withheld } : {}),
       },
     };
   });
+}
+
+/** The change a decision names, as held now. */
+interface HeldChange {
+  account: string;
+  serverId: string;
+  server: string;
+  tool: string;
+  cid: string;
+}
+
+/**
+ * The held change of `held.tool`, if it is still the one the reviewer saw (`held.cid`): a change
+ * the server made again since is a `conflict` naming the current one; rejecting twice is one too.
+ */
+async function heldChange(trx: Kysely<Database>, held: HeldChange, decision: 'accept' | 'reject') {
+  const { tool, cid } = held;
+  const change = await trx
+    .selectFrom('registry.tool_changes')
+    .selectAll()
+    .where('account_id', '=', held.account)
+    .where('server_id', '=', held.serverId)
+    .where('tool', '=', tool)
+    .executeTakeFirst();
+  if (change === undefined)
+    throw new WireError(ErrorCodes.notFound, `tool: no change of ${tool} is held on ${held.server}`, { field: 'tool' });
+  if (change.cid !== cid) {
+    throw new WireError(
+      ErrorCodes.conflict,
+      `cid: the change of ${tool} held now is ${change.cid} (the server changed it again); review that one`,
+      { field: 'cid', current: change.cid },
+    );
+  }
+  if (decision === 'reject' && change.status === 'rejected')
+    throw new WireError(ErrorCodes.conflict, `cid: the change ${cid} of ${tool} is already rejected`, {
+      field: 'cid',
+    });
+  return change;
+}
+
+/** Accepted: the held contract becomes the accepted one and the change goes. Rejected: the change stays, marked. */
+async function writeDecision(
+  trx: Kysely<Database>,
+  held: HeldChange,
+  change: { tool_cbor: Uint8Array },
+  decision: 'accept' | 'reject',
+  signer: string,
+  actor: Parameters<typeof acceptContracts>[4],
+): Promise<void> {
+  if (decision === 'accept') {
+    await acceptContracts(trx, held.account, held.serverId, [ToolChangeColumn.decode(change.tool_cbor)], actor);
+    await trx
+      .deleteFrom('registry.tool_changes')
+      .where('account_id', '=', held.account)
+      .where('server_id', '=', held.serverId)
+      .where('tool', '=', held.tool)
+      .execute();
+  } else {
+    await trx
+      .updateTable('registry.tool_changes')
+      .set({ status: 'rejected', decided_by: signer, decided_at: new Date() })
+      .where('account_id', '=', held.account)
+      .where('server_id', '=', held.serverId)
+      .where('tool', '=', held.tool)
+      .execute();
+  }
 }
 
 /**
@@ -306,34 +339,33 @@ async function decideChange(
  * re-projects that tool, each granting agent gets one agent-tools-changed). A `cid` that is no
  * longer the held one (the server changed the tool again) is a `conflict` naming the current one.
  */
-export const acceptToolChange: ReviewAction<'AcceptToolChange'> = async (deps, caller, action) => {
-  const { server, view } = await decideChange(deps, caller, action, 'accept');
-  observeDecision('accepted', server.name, view.tool);
-  deps.log.info('tool change accepted', {
-    account: caller.account,
-    server: server.name,
-    tool: view.tool,
-    cid: view.cid,
-  });
-  return view;
-};
+export const acceptToolChange: ReviewAction<'AcceptToolChange'> = async (deps, caller, action) =>
+  announced(deps, caller, await decideChange(deps, caller, action, 'accept'));
 
 /**
  * `RejectToolChange {server, tool, cid}` → `{…, decision: 'rejected'}`: the change stays held
  * (withheld, or the accepted contract kept) and is not asked about again while the server keeps
  * offering that same contract; a different one is a new review.
  */
-export const rejectToolChange: ReviewAction<'RejectToolChange'> = async (deps, caller, action) => {
-  const { server, view } = await decideChange(deps, caller, action, 'reject');
-  observeDecision('rejected', server.name, view.tool);
-  deps.log.info('tool change rejected', {
+export const rejectToolChange: ReviewAction<'RejectToolChange'> = async (deps, caller, action) =>
+  announced(deps, caller, await decideChange(deps, caller, action, 'reject'));
+
+/** A decision counted, marked on the span and logged; its view is the action's answer. */
+function announced(
+  deps: ReviewDeps,
+  caller: Caller,
+  decided: { server: McpServerRecord; view: ActionResponse<'AcceptToolChange' | 'RejectToolChange'> },
+): ActionResponse<'AcceptToolChange' | 'RejectToolChange'> {
+  const { server, view } = decided;
+  observeDecision(view.decision, server.name, view.tool);
+  deps.log.info(`tool change ${view.decision}`, {
     account: caller.account,
     server: server.name,
     tool: view.tool,
     cid: view.cid,
   });
   return view;
-};
+}
 
 let decisions: ReturnType<ReturnType<typeof metrics.getMeter>['createCounter']> | undefined;
 

@@ -3,11 +3,10 @@ import { DiscoveredToolsColumn } from '@mcpx/stored';
 import type { StoredServerConfig } from '../catalog/mcp-servers.repository.js';
 import { keptUrl, redactServer } from './redaction.js';
 import { grantedServers } from '../agents/agent-scope.js';
-import { headerSecretName, isOwnSecretRef, ownedSecretNames } from '../credentials/server-headers.js';
+import { ownedSecretNames } from '../credentials/server-headers.js';
 import { urlOrigin } from '../credentials/secret-origin.js';
 import { forgetOAuthState } from '../credentials/oauth-reset.repository.js';
 import { guardDelete, guardSet } from './override-guard.js';
-import { keepsStoredHeader, withBearerToken } from '../credentials/auth-config.js';
 import { refuseBuiltinSlug } from '../builtins/builtin-names.js';
 import { validateServerConfig, validateServerNameInput } from './validation.js';
 import { agentChangedEvent } from '../agents/agents.actions.js';
@@ -19,7 +18,8 @@ import {
 } from '../credentials/oauth/oauth-client-config.js';
 import { withAuthorization } from './oauth.actions.js';
 import { accountQuotas } from '../shared/quotas.js';
-import type { ServersAction } from './servers-deps.js';
+import type { ServersAction, ServersDeps } from './servers-deps.js';
+import { refuseForeignSecretRefs, refuseUnknownSecretRefs, sealServerSecrets } from './server-secrets.js';
 import type { Caller } from '../shared/action-handler.js';
 import { auditBy, recordAudit } from '../audit/audit-log.js';
 import { auditServer } from './server-audit.js';
@@ -69,15 +69,8 @@ export const setMcpServer: ServersAction<'SetMcpServer'> = async (deps, caller, 
   const oauthClient = validatePreRegisteredClient((action.config as { oauth?: unknown }).oauth, config.auth);
   refuseBuiltinSlug(name);
   const origin = urlOrigin(config.url);
-  const refs = Object.values(config.secretRefs);
   const { saved, dropped } = await deps.db.transaction().execute(async (trx) => {
-    const existing = await deps.secrets.existingNames(caller.account, refs, trx);
-    for (const [header, ref] of Object.entries(config.secretRefs)) {
-      if (!existing.has(ref))
-        throw new WireError(ErrorCodes.invalidInput, `config.secretRefs.${header}: no secret named ${ref}`, {
-          field: `config.secretRefs.${header}`,
-        });
-    }
+    await refuseUnknownSecretRefs(deps, caller.account, config, trx);
     await deps.accounts.ensure(caller.account, trx);
     const previous = await deps.servers.find(caller.account, name, trx);
     // A WRITER's edit sends back the URL it was shown, its query redacted: the stored one stays.
@@ -86,70 +79,9 @@ export const setMcpServer: ServersAction<'SetMcpServer'> = async (deps, caller, 
     // A new server counts against the account's quota; the transaction writes nothing when refused.
     if (previous === null) await accountQuotas(deps).checkNewServer(trx, caller.account);
     const moved = previous !== null && urlOrigin(previous.config.url) !== origin;
-    for (const [header, ref] of Object.entries(config.secretRefs)) {
-      const held = Object.entries(previous?.config.secretRefs ?? {}).some(
-        ([h, r]) => h.toLowerCase() === header.toLowerCase() && r === ref,
-      );
-      if (!held)
-        throw new WireError(
-          ErrorCodes.invalidInput,
-          `config.secretRefs.${header}: this server holds no secret ${ref}; give the value in secretHeaders`,
-          { field: `config.secretRefs.${header}` },
-        );
-      if (moved) {
-        throw new WireError(
-          ErrorCodes.invalidInput,
-          `config.secretRefs.${header}: a secret stays with the origin it was given for; give the value again in secretHeaders for the new URL`,
-          {
-            field: `config.secretRefs.${header}`,
-          },
-        );
-      }
-    }
-    // The bearer token is the server's `Authorization` secret header: sealed, never shown again.
-    const sealed = withBearerToken(config, previous?.config);
-    if (Object.keys(sealed).length > 0) {
-      // `gh` + `X-Token` and `gh-x` + `Token` both make `mcp-gh-x-token`: never share one.
-      const others = (await deps.servers.list(caller.account, trx)).filter((s) => s.name !== name);
-      for (const header of Object.keys(sealed)) {
-        const secretName = headerSecretName(name, header);
-        const owner = others.find((o) => Object.values(o.config.secretRefs ?? {}).includes(secretName));
-        if (owner !== undefined) {
-          throw new WireError(
-            ErrorCodes.conflict,
-            `config.secretHeaders.${header}: its secret name ${secretName} is used by server ${owner.name}`,
-            {
-              field: `config.secretHeaders.${header}`,
-            },
-          );
-        }
-      }
-    }
-    const secretRefs: Record<string, string> = { ...config.secretRefs };
-    const droppedHeaders: string[] = [];
-    // Secret headers given again are re-sealed; ones not given again keep their stored value,
-    // unless the server moves to another origin: a secret never follows it there.
-    for (const [header, ref] of Object.entries(previous?.config.secretRefs ?? {})) {
-      if (
-        !(header in secretRefs) &&
-        !(header in config.headers) &&
-        !(header in sealed) &&
-        isOwnSecretRef(name, header, ref) &&
-        keepsStoredHeader(header, config, previous?.config)
-      ) {
-        if (moved) droppedHeaders.push(header);
-        else secretRefs[header] = ref;
-      }
-    }
-    for (const [header, value] of Object.entries(sealed)) {
-      const secretName = headerSecretName(name, header);
-      await deps.secrets.put(caller.account, secretName, value, origin, trx);
-      secretRefs[header] = secretName;
-    }
-    // Secrets this server owned that its new config no longer uses go with the old config.
-    const kept = new Set(Object.values(secretRefs));
-    const unused = previous ? ownedSecretNames(name, previous.config).filter((n) => !kept.has(n)) : [];
-    await deps.secrets.deleteNamed(caller.account, unused, trx);
+    refuseForeignSecretRefs(config, previous, moved);
+    const target = { account: caller.account, name, origin, moved };
+    const { secretRefs, droppedHeaders } = await sealServerSecrets(deps, target, config, previous, trx);
     const oauthDropped = moved && previous !== null ? await forgetOAuthState(trx, caller.account, previous.id) : false;
     const stored: StoredServerConfig = {
       url: config.url,
@@ -163,27 +95,10 @@ export const setMcpServer: ServersAction<'SetMcpServer'> = async (deps, caller, 
     const pin: PinMode =
       pinGiven ?? (previous !== null ? pinModeOf(previous.config) : (deps.pins?.defaultMode ?? 'off'));
     if (pin !== 'off') stored.pin = pin;
-    try {
-      let saved = await deps.servers.upsertConfig(caller.account, name, stored, trx);
-      saved = await changePin(caller, trx, previous, saved);
-      await recordAudit(trx, {
-        ...auditBy(caller),
-        action: 'SetMcpServer',
-        target: { kind: 'server', name },
-        before: auditServer(previous),
-        after: auditServer(saved),
-      });
-      const dropped: DroppedSecrets | undefined =
-        droppedHeaders.length > 0 || oauthDropped ? { headers: droppedHeaders, oauth: oauthDropped } : undefined;
-      return { saved, dropped };
-    } catch (err) {
-      if ((err as { code?: string }).code === '23514') {
-        throw new WireError(ErrorCodes.invalidInput, 'config.url: plain http is not allowed for this host', {
-          field: 'config.url',
-        });
-      }
-      throw err;
-    }
+    const saved = await saveServer(deps, caller, trx, { name, previous }, stored);
+    const dropped: DroppedSecrets | undefined =
+      droppedHeaders.length > 0 || oauthDropped ? { headers: droppedHeaders, oauth: oauthDropped } : undefined;
+    return { saved, dropped };
   });
   if (dropped !== undefined)
     deps.log.info('server moved to another origin: its stored secrets were dropped', {
@@ -199,6 +114,39 @@ export const setMcpServer: ServersAction<'SetMcpServer'> = async (deps, caller, 
   );
   return dropped === undefined ? answer : { ...answer, droppedSecrets: dropped };
 };
+
+/**
+ * Writes the stored config, follows a pin that changed and records the audit entry; plain http to
+ * a host that may not have it (the table's check) is the caller's `config.url` error.
+ */
+async function saveServer(
+  deps: Pick<ServersDeps, 'servers'>,
+  caller: Caller,
+  trx: Kysely<Database>,
+  target: { name: string; previous: McpServerRecord | null },
+  stored: StoredServerConfig,
+): Promise<McpServerRecord> {
+  const { name, previous } = target;
+  try {
+    let saved = await deps.servers.upsertConfig(caller.account, name, stored, trx);
+    saved = await changePin(caller, trx, previous, saved);
+    await recordAudit(trx, {
+      ...auditBy(caller),
+      action: 'SetMcpServer',
+      target: { kind: 'server', name },
+      before: auditServer(previous),
+      after: auditServer(saved),
+    });
+    return saved;
+  } catch (err) {
+    if ((err as { code?: string }).code === '23514') {
+      throw new WireError(ErrorCodes.invalidInput, 'config.url: plain http is not allowed for this host', {
+        field: 'config.url',
+      });
+    }
+    throw err;
+  }
+}
 
 /** `config.pin` taken out of SetMcpServer's config (the rest is validated as before). */
 function takePin(config: unknown): { pin: PinMode | undefined; rest: unknown } {
