@@ -112,6 +112,45 @@ export async function authorize(
   url: URL,
 ): Promise<string> {
   const params = url.searchParams;
+  const known = await knownClient(deps, params, res);
+  if (typeof known === 'string') return known;
+  const { client, redirectUri } = known;
+  const issuer = deps.issuer();
+  let state: string | null = null;
+  try {
+    state = requestState(params);
+    const request = requestedGrant(params);
+    const agent = await resolveResource(deps.db, request.resource);
+    const cookie = randomSignInSecret();
+    const id = await createSignIn(deps, req, { ...request, client, redirectUri, state, agent, cookie });
+    redirect(res, consoleLink(deps, id), {
+      'set-cookie': cookieHeader(issuer, id, cookie, Math.floor(SIGN_IN_PENDING_MS / 1000)),
+    });
+    deps.log.info('oauth sign-in requested', {
+      account: agent.account,
+      agent: agent.id,
+      signIn: id,
+      client: client.clientId,
+    });
+    return 'pending';
+  } catch (err) {
+    if (!(err instanceof RedirectableError)) throw err;
+    redirect(res, answerUrl(redirectUri, { error: err.error, error_description: err.description, state }, issuer));
+    return err.outcome;
+  }
+}
+
+type ClientMetadata = Awaited<ReturnType<typeof fetchClientMetadata>>;
+
+/**
+ * The client and its redirect URI, known good: its metadata document fetched and checked, the
+ * redirect URI listed in it exactly. Until then a refusal is a page (answered here; the outcome).
+ */
+async function knownClient(
+  deps: SignInFlowDeps,
+  params: URLSearchParams,
+  res: ServerResponse,
+): Promise<{ client: ClientMetadata; redirectUri: string } | string> {
   let clientId: string | undefined;
   let redirectUri: string | undefined;
   try {
@@ -151,74 +190,77 @@ export async function authorize(
     );
     return 'invalid_redirect_uri';
   }
-  const issuer = deps.issuer();
-  let state: string | null = null;
-  try {
-    state = single(params, 'state') ?? null;
-    if (state !== null && state.length > STATE_MAX) {
-      state = null;
-      throw new RedirectableError('invalid_request', `state must be at most ${STATE_MAX} characters`);
-    }
-    if (single(params, 'response_type') !== 'code')
-      throw new RedirectableError('unsupported_response_type', 'response_type must be code');
-    const method = single(params, 'code_challenge_method');
-    const challenge = single(params, 'code_challenge');
-    if (challenge === undefined)
-      throw new RedirectableError('invalid_request', 'code_challenge is required (PKCE S256)');
-    if (method !== 'S256')
-      throw new RedirectableError('invalid_request', 'code_challenge_method must be S256 (plain is not supported)');
-    if (!/^[A-Za-z0-9_-]{43}$/.test(challenge))
-      throw new RedirectableError('invalid_request', 'code_challenge must be a base64url SHA-256 (43 characters)');
-    const scope = single(params, 'scope') ?? null;
-    if (scope !== null && scope.length > SCOPE_MAX)
-      throw new RedirectableError('invalid_scope', `scope must be at most ${SCOPE_MAX} characters`);
-    const resource = single(params, 'resource');
-    if (resource === undefined)
-      throw new RedirectableError('invalid_target', 'resource is required: the agent endpoint URL (RFC 8707)');
-    const agent = await resolveResource(deps.db, resource);
-    const cookie = randomSignInSecret();
-    const created = await deps.signIns.createPending({
-      account: agent.account,
-      agent: agent.id,
-      clientId: client.clientId,
-      clientName: client.clientName,
-      redirectUri,
-      resource,
-      scope,
-      state,
-      codeChallenge: challenge,
-      browserHash: signInSecretHash(cookie),
-      requesterHash: requesterHash(deps.clientAddress(req)),
-    });
-    if ('refused' in created) {
-      deps.log.info('oauth sign-in refused: too many pending', {
-        account: agent.account,
-        agent: agent.id,
-        limit: created.refused,
-        client: client.clientId,
-      });
-      throw new RedirectableError(
-        'temporarily_unavailable',
-        `${PENDING_REFUSALS[created.refused]} (${created.refused}); try again later`,
-        created.refused,
-      );
-    }
-    const id = created.id;
-    redirect(res, consoleLink(deps, id), {
-      'set-cookie': cookieHeader(issuer, id, cookie, Math.floor(SIGN_IN_PENDING_MS / 1000)),
-    });
-    deps.log.info('oauth sign-in requested', {
-      account: agent.account,
-      agent: agent.id,
-      signIn: id,
-      client: client.clientId,
-    });
-    return 'pending';
-  } catch (err) {
-    if (!(err instanceof RedirectableError)) throw err;
-    redirect(res, answerUrl(redirectUri, { error: err.error, error_description: err.description, state }, issuer));
-    return err.outcome;
-  }
+  return { client, redirectUri };
+}
+
+/** The client's `state`, given back with every answer; one too long (or repeated) is refused and not echoed. */
+function requestState(params: URLSearchParams): string | null {
+  const state = single(params, 'state') ?? null;
+  if (state !== null && state.length > STATE_MAX)
+    throw new RedirectableError('invalid_request', `state must be at most ${STATE_MAX} characters`);
+  return state;
+}
+
+/** What the client asks for: a code (PKCE S256 only), a bounded scope, an agent endpoint as the resource. */
+function requestedGrant(params: URLSearchParams): { challenge: string; scope: string | null; resource: string } {
+  if (single(params, 'response_type') !== 'code')
+    throw new RedirectableError('unsupported_response_type', 'response_type must be code');
+  const method = single(params, 'code_challenge_method');
+  const challenge = single(params, 'code_challenge');
+  if (challenge === undefined) throw new RedirectableError('invalid_request', 'code_challenge is required (PKCE S256)');
+  if (method !== 'S256')
+    throw new RedirectableError('invalid_request', 'code_challenge_method must be S256 (plain is not supported)');
+  if (!/^[A-Za-z0-9_-]{43}$/.test(challenge))
+    throw new RedirectableError('invalid_request', 'code_challenge must be a base64url SHA-256 (43 characters)');
+  const scope = single(params, 'scope') ?? null;
+  if (scope !== null && scope.length > SCOPE_MAX)
+    throw new RedirectableError('invalid_scope', `scope must be at most ${SCOPE_MAX} characters`);
+  const resource = single(params, 'resource');
+  if (resource === undefined)
+    throw new RedirectableError('invalid_target', 'resource is required: the agent endpoint URL (RFC 8707)');
+  return { challenge, scope, resource };
+}
+
+/**
+ * Records the pending sign-in the owner decides, bound to the browser's cookie and the requesting
+ * address; over a pending limit it is refused back to the client, the limit named. Returns its id.
+ */
+async function createSignIn(
+  deps: SignInFlowDeps,
+  req: IncomingMessage,
+  r: ReturnType<typeof requestedGrant> & {
+    client: ClientMetadata;
+    redirectUri: string;
+    state: string | null;
+    agent: { id: string; account: string };
+    cookie: string;
+  },
+): Promise<string> {
+  const created = await deps.signIns.createPending({
+    account: r.agent.account,
+    agent: r.agent.id,
+    clientId: r.client.clientId,
+    clientName: r.client.clientName,
+    redirectUri: r.redirectUri,
+    resource: r.resource,
+    scope: r.scope,
+    state: r.state,
+    codeChallenge: r.challenge,
+    browserHash: signInSecretHash(r.cookie),
+    requesterHash: requesterHash(deps.clientAddress(req)),
+  });
+  if (!('refused' in created)) return created.id;
+  deps.log.info('oauth sign-in refused: too many pending', {
+    account: r.agent.account,
+    agent: r.agent.id,
+    limit: created.refused,
+    client: r.client.clientId,
+  });
+  throw new RedirectableError(
+    'temporarily_unavailable',
+    `${PENDING_REFUSALS[created.refused]} (${created.refused}); try again later`,
+    created.refused,
+  );
 }
 
 /** Where the owner decides on sign-in `id`: the console (on the registry's public URL, else the issuer's). */

@@ -72,111 +72,16 @@ export function createAuthorizationServer(deps: AuthorizationServerDeps): Author
   const issuer = (): string => deps.publicUrl().replace(/\/+$/, '');
   const clientAddress = deps.rates?.clientAddress ?? ((req: IncomingMessage): string => req.socket.remoteAddress ?? '');
   const flow: SignInFlowDeps = { ...deps, signIns, issuer, clientAddress };
+  const tokenDeps: TokenDeps = { signIns, log: deps.log, readBody: deps.readBody };
   const steps: Counter = deps.meter.createCounter('mcpx_oauth_sign_ins_total', {
     description: 'OAuth sign-ins to the agent endpoint: steps (authorize, continue, token, revoke) by outcome',
   });
-
-  /** Over its address's limit: answered 429 with Retry-After (the outcome), else undefined. */
-  const limited = async (
-    name: 'authorize' | 'token',
-    req: IncomingMessage,
-    res: ServerResponse,
-  ): Promise<string | undefined> => {
-    if (deps.rates === undefined) return undefined;
-    const decision = await deps.rates.limiter.take(
-      `oauth-${name}`,
-      deps.rates.clientAddress(req),
-      name === 'authorize' ? AUTHORIZE_PER_ADDRESS : TOKEN_PER_ADDRESS,
-    );
-    if (decision.ok) return undefined;
-    // Answered unread: the inbound guard closes the connection after the answer.
-    const retry = { 'retry-after': String(Math.max(1, Math.ceil(decision.retryAfterMs / 1000))) };
-    if (name === 'token')
-      sendJson(
-        res,
-        429,
-        {
-          error: 'temporarily_unavailable',
-          error_description: 'too many token requests from this address; retry later',
-        },
-        { 'cache-control': 'no-store', ...OPEN_CORS, ...retry },
-      );
-    else
-      signInPage(
-        res,
-        429,
-        'Too many sign-in requests',
-        'Too many sign-in requests came from this address. Try again in a minute.',
-        retry,
-      );
-    return 'rate_limited';
-  };
-
-  const step = (
-    name: 'authorize' | 'continue' | 'token' | 'revoke',
-    req: IncomingMessage,
-    res: ServerResponse,
-    run: () => Promise<string>,
-  ): void => {
-    void withSpan(
-      deps.tracer,
-      `authorization-server ${name}`,
-      { 'mcpx.oauth_server.step': name },
-      async (span) => {
-        const outcome =
-          (name === 'continue' ? undefined : await limited(name === 'revoke' ? 'token' : name, req, res)) ??
-          (await run());
-        span.setAttribute('mcpx.oauth_server.outcome', outcome);
-        return outcome;
-      },
-      { kind: SpanKind.SERVER, ...clientTraceOrigin(req.headers) },
-    )
-      .then((outcome) => steps.add(1, { step: name, outcome }))
-      .catch((err: unknown) => {
-        steps.add(1, { step: name, outcome: 'error' });
-        deps.log.error('oauth sign-in step failed', { step: name, err: err as Error });
-        if (res.headersSent) {
-          res.destroy();
-          return;
-        }
-        if (name === 'token' || name === 'revoke')
-          sendJson(
-            res,
-            503,
-            { error: 'temporarily_unavailable', error_description: 'the authorization server could not answer; retry' },
-            { 'cache-control': 'no-store', ...OPEN_CORS },
-          );
-        else
-          signInPage(
-            res,
-            503,
-            'Sign-in unavailable',
-            'The authorization server could not handle this sign-in right now. Start it again from the client.',
-          );
-      });
-  };
-
-  const preflight = (res: ServerResponse, methods: string): void => {
-    res.writeHead(204, {
-      ...OPEN_CORS,
-      'access-control-allow-methods': methods,
-      'access-control-allow-headers': 'content-type, mcp-protocol-version',
-      'access-control-max-age': '600',
-      'content-length': 0,
-    });
-    res.end();
-  };
+  const step = (name: StepName, req: IncomingMessage, res: ServerResponse, run: () => Promise<string>): void =>
+    runStep({ ...deps, steps }, name, req, res, run);
 
   return (req, res, url) => {
     const path = url.pathname;
-    // An issuer with a path (behind a reverse proxy at /prefix) is described at the
-    // well-known path followed by it (RFC 8414 §3.1).
-    if (
-      path === AS_METADATA_PATH ||
-      (path.startsWith(`${AS_METADATA_PATH}/`) &&
-        URL.canParse(issuer()) &&
-        path.slice(AS_METADATA_PATH.length) === new URL(issuer()).pathname)
-    ) {
+    if (isMetadataPath(path, issuer())) {
       if (req.method === 'OPTIONS') preflight(res, 'GET');
       else if (req.method === 'GET')
         sendJson(res, 200, authorizationServerMetadata(issuer()), {
@@ -194,20 +99,127 @@ export function createAuthorizationServer(deps: AuthorizationServerDeps): Author
       step('continue', req, res, () => continueSignIn(flow, req, res, url));
       return true;
     }
-    if (path === REVOKE_PATH) {
-      if (req.method === 'OPTIONS') preflight(res, 'POST');
-      else if (req.method === 'POST')
-        step('revoke', req, res, () => revoke({ signIns, log: deps.log, readBody: deps.readBody }, req, res));
-      else return false;
-      return true;
-    }
-    if (path === TOKEN_PATH) {
-      if (req.method === 'OPTIONS') preflight(res, 'POST');
-      else if (req.method === 'POST')
-        step('token', req, res, () => token({ signIns, log: deps.log, readBody: deps.readBody }, req, res));
-      else return false;
-      return true;
-    }
-    return false;
+    // The token and revocation endpoints: a form POSTed, open to browsers' preflights.
+    const form = path === TOKEN_PATH ? 'token' : path === REVOKE_PATH ? 'revoke' : undefined;
+    if (form === undefined) return false;
+    if (req.method === 'OPTIONS') preflight(res, 'POST');
+    else if (req.method === 'POST')
+      step(form, req, res, () => (form === 'token' ? token : revoke)(tokenDeps, req, res));
+    else return false;
+    return true;
   };
+}
+
+type StepName = 'authorize' | 'continue' | 'token' | 'revoke';
+
+/**
+ * The metadata's well-known path; an issuer with a path (behind a reverse proxy at /prefix) is
+ * described at the well-known path followed by it (RFC 8414 §3.1).
+ */
+function isMetadataPath(path: string, issuer: string): boolean {
+  return (
+    path === AS_METADATA_PATH ||
+    (path.startsWith(`${AS_METADATA_PATH}/`) &&
+      URL.canParse(issuer) &&
+      path.slice(AS_METADATA_PATH.length) === new URL(issuer).pathname)
+  );
+}
+
+/**
+ * Runs one step in its span (`authorization-server <step>`), after its address's limit (every step
+ * but continue; revoke shares token's), and counts its outcome. A step that throws is logged and
+ * answered 503 in its own kind (JSON for the token and revocation endpoints, a page otherwise).
+ */
+function runStep(
+  deps: Pick<AuthorizationServerDeps, 'tracer' | 'log' | 'rates'> & { steps: Counter },
+  name: StepName,
+  req: IncomingMessage,
+  res: ServerResponse,
+  run: () => Promise<string>,
+): void {
+  void withSpan(
+    deps.tracer,
+    `authorization-server ${name}`,
+    { 'mcpx.oauth_server.step': name },
+    async (span) => {
+      const outcome =
+        (name === 'continue' ? undefined : await rateLimited(deps, name === 'revoke' ? 'token' : name, req, res)) ??
+        (await run());
+      span.setAttribute('mcpx.oauth_server.outcome', outcome);
+      return outcome;
+    },
+    { kind: SpanKind.SERVER, ...clientTraceOrigin(req.headers) },
+  )
+    .then((outcome) => deps.steps.add(1, { step: name, outcome }))
+    .catch((err: unknown) => {
+      deps.steps.add(1, { step: name, outcome: 'error' });
+      deps.log.error('oauth sign-in step failed', { step: name, err: err as Error });
+      if (res.headersSent) {
+        res.destroy();
+        return;
+      }
+      if (name === 'token' || name === 'revoke')
+        sendJson(
+          res,
+          503,
+          { error: 'temporarily_unavailable', error_description: 'the authorization server could not answer; retry' },
+          { 'cache-control': 'no-store', ...OPEN_CORS },
+        );
+      else
+        signInPage(
+          res,
+          503,
+          'Sign-in unavailable',
+          'The authorization server could not handle this sign-in right now. Start it again from the client.',
+        );
+    });
+}
+
+/** Over its address's limit: answered 429 with Retry-After (the outcome), else undefined. */
+async function rateLimited(
+  deps: Pick<AuthorizationServerDeps, 'rates'>,
+  name: 'authorize' | 'token',
+  req: IncomingMessage,
+  res: ServerResponse,
+): Promise<string | undefined> {
+  if (deps.rates === undefined) return undefined;
+  const decision = await deps.rates.limiter.take(
+    `oauth-${name}`,
+    deps.rates.clientAddress(req),
+    name === 'authorize' ? AUTHORIZE_PER_ADDRESS : TOKEN_PER_ADDRESS,
+  );
+  if (decision.ok) return undefined;
+  // Answered unread: the inbound guard closes the connection after the answer.
+  const retry = { 'retry-after': String(Math.max(1, Math.ceil(decision.retryAfterMs / 1000))) };
+  if (name === 'token')
+    sendJson(
+      res,
+      429,
+      {
+        error: 'temporarily_unavailable',
+        error_description: 'too many token requests from this address; retry later',
+      },
+      { 'cache-control': 'no-store', ...OPEN_CORS, ...retry },
+    );
+  else
+    signInPage(
+      res,
+      429,
+      'Too many sign-in requests',
+      'Too many sign-in requests came from this address. Try again in a minute.',
+      retry,
+    );
+  return 'rate_limited';
+}
+
+/** A browser's CORS preflight of an open endpoint. */
+function preflight(res: ServerResponse, methods: string): void {
+  res.writeHead(204, {
+    ...OPEN_CORS,
+    'access-control-allow-methods': methods,
+    'access-control-allow-headers': 'content-type, mcp-protocol-version',
+    'access-control-max-age': '600',
+    'content-length': 0,
+  });
+  res.end();
 }
