@@ -156,154 +156,202 @@ function ensureStreamsApi(prefix: string): string[] {
 export function natsPermissions(role: NatsRole, user: string, prefix = ''): NatsPermissions {
   if (prefix !== '' && !/^[A-Za-z0-9_-]+\.$/.test(prefix))
     throw new Error('NATS_PREFIX must be letters, digits, _ or - followed by a dot');
-  const p = prefix;
-  const inbox = `${inboxPrefixOf(user)}.>`;
-  const replies = { maxMsgs: 1, expiresMs: RESPONSE_WINDOW_MS };
-  const { events } = streamNames(prefix);
-  // A call's progress: published by the proxy running it, heard by its caller (a runtime, the endpoint).
-  const callProgress = `${p}mcp.calls.progress.*.*.*`;
-  // A call's log messages (docs/endpoint.md#logging): published by the proxy running it, heard by the endpoint.
-  const callLog = `${p}mcp.calls.log.*.*.*`;
-  const callProxy = [
-    `${p}mcp.proxy.call`,
-    `${p}mcp.proxy.*.call`,
-    `${p}mcp.proxy.calls.held`,
-    `${p}mcp.proxy.cancel`,
-    `${p}mcp.runs.ended.>`,
-    `${p}mcp.proxy.tasks`,
-  ];
-  // A brokered task's status changes (docs/tasks.md): published only by the proxy polling it.
-  const taskEvents = `${p}mcp.tasks.>`;
+  const s = sharedSubjects(user, prefix);
   switch (role) {
     case 'registry':
-      return {
-        publish: [
-          `${p}mcp.events.>`,
-          `${p}mcp.approvals.decided.*`,
-          `${p}mcp.reviews.requested.*`,
-          `${p}mcp.inputs.answered.*`,
-          `${p}projector.agent-tools.get`,
-          `${p}projector.lambda.set`,
-          `${p}projector.lambda.delete`,
-          `${p}projector.tools.search`,
-          // InvokeTool and EndRun act as the signer's runtime (they never cancel).
-          ...callProxy.filter((subject) => subject !== `${p}mcp.proxy.cancel`),
-          ...ensureStreamsApi(prefix),
-        ],
-        subscribe: [
-          inbox,
-          `${p}registry.oauth.refresh`,
-          `${p}registry.approvals.token-decided`,
-          `${p}mcp.proxy.tools.observed`,
-          // The browser event stream (GET /v1/events) and InvokeTool's wait for a decision.
-          `${p}agents.tools.changed.>`,
-          `${p}mcp.events.server.>`,
-          `${p}mcp.approvals.>`,
-          `${p}mcp.inputs.>`,
-          `${p}mcp.reviews.>`,
-          taskEvents,
-        ],
-        allowResponses: replies,
-      };
+      return registryPermissions(s);
     case 'projector':
-      return {
-        publish: [
-          `${p}agents.tools.changed.>`,
-          ...ensureStreamsApi(prefix),
-          // The durable consumer: read it, create it (`CREATE.<stream>.<name>.<filter>`, servers
-          // 2.9+) or update its ack wait (`CREATE.<stream>.<name>`), pull, acknowledge.
-          `$JS.API.CONSUMER.INFO.${events}.${PROJECTOR_DURABLE}`,
-          `$JS.API.CONSUMER.CREATE.${events}.${PROJECTOR_DURABLE}`,
-          `$JS.API.CONSUMER.CREATE.${events}.${PROJECTOR_DURABLE}.>`,
-          `$JS.API.CONSUMER.MSG.NEXT.${events}.${PROJECTOR_DURABLE}`,
-          `$JS.ACK.${events}.${PROJECTOR_DURABLE}.>`,
-        ],
-        subscribe: [
-          inbox,
-          `${p}projector.agent-tools.get`,
-          `${p}projector.lambda.set`,
-          `${p}projector.lambda.delete`,
-          `${p}projector.tools.search`,
-        ],
-        allowResponses: replies,
-      };
-    case 'proxy': {
-      const svc = p === '' ? PROXY_SERVICE : `${p.slice(0, -1)}-${PROXY_SERVICE}`;
-      return {
-        // Upstream notices (list changes, resource updates) of the subscriptions it holds: only the proxy says them.
-        publish: [
-          `${p}mcp.proxy.tools.observed`,
-          callProgress,
-          callLog,
-          taskEvents,
-          `${p}mcp.notices.>`,
-          `${p}mcp.approvals.requested.*`,
-          `${p}mcp.inputs.requested.*`,
-          `${p}registry.oauth.refresh`,
-          ...ensureStreamsApi(prefix),
-        ],
-        subscribe: [
-          inbox,
-          ...callProxy,
-          // Resources, prompts and completions of granted servers, for the agent endpoint.
-          `${p}mcp.proxy.relay`,
-          // The endpoint's holds of upstream subscriptions (any instance, then the holding one).
-          `${p}mcp.proxy.watch`,
-          `${p}mcp.proxy.*.watch`,
-          // Cache invalidation of grants and documents.
-          `${p}agents.tools.changed.>`,
-          `${p}mcp.events.agent.changed.>`,
-          `${p}mcp.events.server.>`,
-          // The micro-service's discovery: $SRV.<verb>, $SRV.<verb>.<name>, $SRV.<verb>.<name>.<id>.
-          '$SRV.PING',
-          '$SRV.INFO',
-          '$SRV.STATS',
-          `$SRV.*.${svc}`,
-          `$SRV.*.${svc}.*`,
-        ],
-        allowResponses: replies,
-      };
-    }
+      return projectorPermissions(s);
+    case 'proxy':
+      return proxyPermissions(s);
     case 'endpoint':
-      // Not the runtime's user: a runtime may not announce decisions (it would forge them), the
-      // endpoint applies a client's user's decision and says so, as the registry does an owner's.
-      return {
-        publish: [
-          ...callProxy,
-          `${p}mcp.proxy.relay`,
-          `${p}mcp.proxy.watch`,
-          `${p}mcp.proxy.*.watch`,
-          `${p}mcp.approvals.decided.*`,
-          `${p}mcp.endpoint.>`,
-          `${p}registry.approvals.token-decided`,
-        ],
-        subscribe: [
-          inbox,
-          callProgress,
-          callLog,
-          taskEvents,
-          `${p}agents.tools.changed.>`,
-          `${p}mcp.endpoint.>`,
-          `${p}mcp.notices.>`,
-        ],
-        allowResponses: replies,
-      };
+      return endpointPermissions(s);
     case 'runtime':
-      return {
-        publish: callProxy,
-        subscribe: [
-          inbox,
-          `${p}mcp.approvals.decided.*`,
-          `${p}mcp.inputs.answered.*`,
-          callProgress,
-          taskEvents,
-          `${p}agents.tools.changed.>`,
-        ],
-        allowResponses: false,
-      };
+      return runtimePermissions(s);
     case 'operator':
       return { publish: ['>'], subscribe: ['>'], allowResponses: false };
   }
+}
+
+/** The subjects more than one role names, under the namespace prefix `p`, and the user's own inbox. */
+function sharedSubjects(user: string, p: string) {
+  return {
+    p,
+    inbox: `${inboxPrefixOf(user)}.>`,
+    replies: { maxMsgs: 1, expiresMs: RESPONSE_WINDOW_MS },
+    // The JetStream API of `ensureStreams` (every service but the endpoint runs it on start).
+    ensureStreams: ensureStreamsApi(p),
+    // A call's progress: published by the proxy running it, heard by its caller (a runtime, the endpoint).
+    callProgress: `${p}mcp.calls.progress.*.*.*`,
+    // A call's log messages (docs/endpoint.md#logging): published by the proxy running it, heard by the endpoint.
+    callLog: `${p}mcp.calls.log.*.*.*`,
+    callProxy: [
+      `${p}mcp.proxy.call`,
+      `${p}mcp.proxy.*.call`,
+      `${p}mcp.proxy.calls.held`,
+      `${p}mcp.proxy.cancel`,
+      `${p}mcp.runs.ended.>`,
+      `${p}mcp.proxy.tasks`,
+    ],
+    // A brokered task's status changes (docs/tasks.md): published only by the proxy polling it.
+    taskEvents: `${p}mcp.tasks.>`,
+  };
+}
+
+type SharedSubjects = ReturnType<typeof sharedSubjects>;
+
+function registryPermissions({
+  p,
+  inbox,
+  replies,
+  ensureStreams,
+  callProxy,
+  taskEvents,
+}: SharedSubjects): NatsPermissions {
+  return {
+    publish: [
+      `${p}mcp.events.>`,
+      `${p}mcp.approvals.decided.*`,
+      `${p}mcp.reviews.requested.*`,
+      `${p}mcp.inputs.answered.*`,
+      `${p}projector.agent-tools.get`,
+      `${p}projector.lambda.set`,
+      `${p}projector.lambda.delete`,
+      `${p}projector.tools.search`,
+      // InvokeTool and EndRun act as the signer's runtime (they never cancel).
+      ...callProxy.filter((subject) => subject !== `${p}mcp.proxy.cancel`),
+      ...ensureStreams,
+    ],
+    subscribe: [
+      inbox,
+      `${p}registry.oauth.refresh`,
+      `${p}registry.approvals.token-decided`,
+      `${p}mcp.proxy.tools.observed`,
+      // The browser event stream (GET /v1/events) and InvokeTool's wait for a decision.
+      `${p}agents.tools.changed.>`,
+      `${p}mcp.events.server.>`,
+      `${p}mcp.approvals.>`,
+      `${p}mcp.inputs.>`,
+      `${p}mcp.reviews.>`,
+      taskEvents,
+    ],
+    allowResponses: replies,
+  };
+}
+
+function projectorPermissions({ p, inbox, replies, ensureStreams }: SharedSubjects): NatsPermissions {
+  const { events } = streamNames(p);
+  return {
+    publish: [
+      `${p}agents.tools.changed.>`,
+      ...ensureStreams,
+      // The durable consumer: read it, create it (`CREATE.<stream>.<name>.<filter>`, servers
+      // 2.9+) or update its ack wait (`CREATE.<stream>.<name>`), pull, acknowledge.
+      `$JS.API.CONSUMER.INFO.${events}.${PROJECTOR_DURABLE}`,
+      `$JS.API.CONSUMER.CREATE.${events}.${PROJECTOR_DURABLE}`,
+      `$JS.API.CONSUMER.CREATE.${events}.${PROJECTOR_DURABLE}.>`,
+      `$JS.API.CONSUMER.MSG.NEXT.${events}.${PROJECTOR_DURABLE}`,
+      `$JS.ACK.${events}.${PROJECTOR_DURABLE}.>`,
+    ],
+    subscribe: [
+      inbox,
+      `${p}projector.agent-tools.get`,
+      `${p}projector.lambda.set`,
+      `${p}projector.lambda.delete`,
+      `${p}projector.tools.search`,
+    ],
+    allowResponses: replies,
+  };
+}
+
+function proxyPermissions(s: SharedSubjects): NatsPermissions {
+  const { p, inbox, replies, ensureStreams, callProxy, callProgress, callLog, taskEvents } = s;
+  const svc = p === '' ? PROXY_SERVICE : `${p.slice(0, -1)}-${PROXY_SERVICE}`;
+  return {
+    // Upstream notices (list changes, resource updates) of the subscriptions it holds: only the proxy says them.
+    publish: [
+      `${p}mcp.proxy.tools.observed`,
+      callProgress,
+      callLog,
+      taskEvents,
+      `${p}mcp.notices.>`,
+      `${p}mcp.approvals.requested.*`,
+      `${p}mcp.inputs.requested.*`,
+      `${p}registry.oauth.refresh`,
+      ...ensureStreams,
+    ],
+    subscribe: [
+      inbox,
+      ...callProxy,
+      // Resources, prompts and completions of granted servers, for the agent endpoint.
+      `${p}mcp.proxy.relay`,
+      // The endpoint's holds of upstream subscriptions (any instance, then the holding one).
+      `${p}mcp.proxy.watch`,
+      `${p}mcp.proxy.*.watch`,
+      // Cache invalidation of grants and documents.
+      `${p}agents.tools.changed.>`,
+      `${p}mcp.events.agent.changed.>`,
+      `${p}mcp.events.server.>`,
+      // The micro-service's discovery: $SRV.<verb>, $SRV.<verb>.<name>, $SRV.<verb>.<name>.<id>.
+      '$SRV.PING',
+      '$SRV.INFO',
+      '$SRV.STATS',
+      `$SRV.*.${svc}`,
+      `$SRV.*.${svc}.*`,
+    ],
+    allowResponses: replies,
+  };
+}
+
+/**
+ * Not the runtime's user: a runtime may not announce decisions (it would forge them), the
+ * endpoint applies a client's user's decision and says so, as the registry does an owner's.
+ */
+function endpointPermissions({
+  p,
+  inbox,
+  replies,
+  callProxy,
+  callProgress,
+  callLog,
+  taskEvents,
+}: SharedSubjects): NatsPermissions {
+  return {
+    publish: [
+      ...callProxy,
+      `${p}mcp.proxy.relay`,
+      `${p}mcp.proxy.watch`,
+      `${p}mcp.proxy.*.watch`,
+      `${p}mcp.approvals.decided.*`,
+      `${p}mcp.endpoint.>`,
+      `${p}registry.approvals.token-decided`,
+    ],
+    subscribe: [
+      inbox,
+      callProgress,
+      callLog,
+      taskEvents,
+      `${p}agents.tools.changed.>`,
+      `${p}mcp.endpoint.>`,
+      `${p}mcp.notices.>`,
+    ],
+    allowResponses: replies,
+  };
+}
+
+function runtimePermissions({ p, inbox, callProxy, callProgress, taskEvents }: SharedSubjects): NatsPermissions {
+  return {
+    publish: callProxy,
+    subscribe: [
+      inbox,
+      `${p}mcp.approvals.decided.*`,
+      `${p}mcp.inputs.answered.*`,
+      callProgress,
+      taskEvents,
+      `${p}agents.tools.changed.>`,
+    ],
+    allowResponses: false,
+  };
 }
 
 export interface NatsServerConfigInput {
