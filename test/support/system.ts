@@ -1,7 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { loadConfig, type Config } from '@mcpx/config';
+import { loadAuthorizationServerSettings, loadConfig, type Config } from '@mcpx/config';
+import { startAuthorizationServer } from '@mcpx/authorization-server';
 import type { LogSink } from '@mcpx/log';
 import { startProjector } from '@mcpx/projector';
 import { startProxy } from '@mcpx/proxy';
@@ -199,8 +200,15 @@ function withoutKeys(env: NodeJS.ProcessEnv | Record<string, string>, keys: stri
   return out;
 }
 
-/** The three services in this process (for tests that read their spans or logs directly). */
+/**
+ * The three services in this process (for tests that read their spans or logs directly); with
+ * `authorizationServer: true` the endpoint's authorization server too, on its own origin
+ * (`authUrl`), started as `ProcessSystem` starts it: after the registry, without the key ring or NATS.
+ */
 export class InProcessSystem {
+  /** The authorization server's URL, its issuer (`authorizationServer: true`; else empty). */
+  authUrl = '';
+
   private constructor(
     readonly env: Record<string, string>,
     readonly db: TestDatabase,
@@ -214,21 +222,43 @@ export class InProcessSystem {
     logSink?: LogSink;
     env?: Record<string, string>;
     natsEnv?: SystemOptions['natsEnv'];
+    authorizationServer?: boolean;
   }): Promise<InProcessSystem> {
     const { env, db } = await systemEnv(opts.env);
     const config = (service: ServiceName): Config =>
       loadConfig(service, { ...env, ...opts.natsEnv?.(service), HTTP_PORT: '0', INSTANCE_ID: `${service}-inproc` });
     const common = { telemetry: opts.telemetry, ...(opts.logSink ? { logSink: opts.logSink } : {}) };
-    const registry = await startRegistry(config('registry'), common);
+    // Its origin is known before the registry starts: DecideSignIn's continue links point there.
+    const authPort = opts.authorizationServer === true ? await freePort() : undefined;
+    const authUrl = authPort === undefined ? undefined : `http://127.0.0.1:${authPort}`;
+    const registry = await startRegistry(config('registry'), {
+      ...common,
+      ...(authUrl !== undefined ? { authorizationServerUrl: authUrl } : {}),
+    });
+    const stops = [() => registry.stop()];
+    if (authPort !== undefined && authUrl !== undefined) {
+      const settings = loadAuthorizationServerSettings({
+        ...withoutKeys(env, NOT_FOR_THE_AUTHORIZATION_SERVER),
+        HTTP_PORT: String(authPort),
+        INTERNAL_HTTP_PORT: '0',
+        AUTHORIZATION_SERVER_PUBLIC_URL: authUrl,
+        REGISTRY_PUBLIC_URL: registry.url,
+        INSTANCE_ID: 'authorization-server-inproc',
+      });
+      const auth = await startAuthorizationServer(settings, common);
+      stops.unshift(() => auth.stop());
+    }
     const projector = await startProjector(config('projector'), common);
     const proxy = await startProxy(config('proxy'), common);
-    return new InProcessSystem(
+    const system = new InProcessSystem(
       env,
       db,
       registry.url,
-      [() => proxy.stop(), () => projector.stop(), () => registry.stop()],
+      [() => proxy.stop(), () => projector.stop(), ...stops],
       config,
     );
+    system.authUrl = authUrl ?? '';
+    return system;
   }
 
   async stop(): Promise<void> {
