@@ -3,25 +3,12 @@
 // tests load it as the browser does. No message ever repeats a header value, a token, a client
 // secret or a private key.
 import { KEY_ALGS, MAX_PRIVATE_KEY_BYTES, algsFor, describePrivateKey, keyInWords, needsOf } from './private-key.js';
+import { HEADER_NAME_RE, MAX_HEADERS, MAX_HEADER_VALUE_BYTES, RESERVED_HEADERS } from './header-rules.js';
 
-export { KEY_ALGS, MAX_PRIVATE_KEY_BYTES };
+export { KEY_ALGS, MAX_HEADERS, MAX_HEADER_VALUE_BYTES, MAX_PRIVATE_KEY_BYTES };
 
 /** The four ways a server authenticates (`config.auth`). */
 export const AUTH_METHODS = ['oauth', 'bearer', 'headers', 'none'];
-export const MAX_HEADERS = 16;
-export const MAX_HEADER_VALUE_BYTES = 4096;
-const HEADER_NAME_RE = /^[A-Za-z0-9-]{1,128}$/;
-/** Headers the transport owns (the registry refuses them too). */
-const RESERVED_HEADERS = new Set([
-  'host',
-  'content-length',
-  'content-type',
-  'accept',
-  'mcp-session-id',
-  'mcp-protocol-version',
-  'transfer-encoding',
-  'connection',
-]);
 /** `config.oauth.grant`: sign in (the default), or machine to machine. */
 export const OAUTH_GRANTS = ['authorization_code', 'client_credentials'];
 export const MAX_CLIENT_ID_BYTES = 512;

@@ -3,6 +3,9 @@ import type { ServerResponse } from 'node:http';
 import { dirname, join, normalize } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+/** A server's header rule, which the console's form and the registry's validation share. */
+export { HEADER_NAME_RE, MAX_HEADERS, MAX_HEADER_VALUE_BYTES, RESERVED_HEADERS } from '../public/header-rules.js';
+
 const PUBLIC = join(dirname(fileURLToPath(import.meta.url)), '..', 'public');
 const TYPES: Record<string, string> = {
   '.html': 'text/html; charset=utf-8',

@@ -5,24 +5,13 @@ import { applyAuthMethod, isAuthMethod } from '../credentials/auth-method.js';
 import { headerSecretName, isOwnSecretRef } from '../credentials/server-headers.js';
 import type { ValidServerConfig } from '../credentials/valid-server-config.js';
 import { isPlainObject, onlyKeys } from '../shared/field-checks.js';
+import { HEADER_NAME_RE, MAX_HEADERS, MAX_HEADER_VALUE_BYTES, RESERVED_HEADERS } from '@mcpx/console';
 
 /** An agent may be granted at most 16 servers (docs/limits.md#servers-and-agents). */
 export const MAX_URL_BYTES = 2048;
-export const MAX_HEADERS = 16;
-export const MAX_HEADER_VALUE_BYTES = 4096;
-const HEADER_NAME_RE = /^[A-Za-z0-9-]{1,128}$/;
 const SECRET_NAME_RE = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
-/** Headers the transport owns; a configured value would break or spoof the protocol. */
-const RESERVED_HEADERS = new Set([
-  'host',
-  'content-length',
-  'content-type',
-  'accept',
-  'mcp-session-id',
-  'mcp-protocol-version',
-  'transfer-encoding',
-  'connection',
-]);
+// The header rule is the console's form's too: one definition, in a file the browser loads as it is.
+export { MAX_HEADERS, MAX_HEADER_VALUE_BYTES };
 
 export function validateServerNameInput(name: unknown, style: ToolNameStyle): string {
   if (typeof name !== 'string') throw invalidInput('name', 'must be a string');
