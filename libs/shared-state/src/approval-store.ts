@@ -1,29 +1,14 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import {
-  createPending,
-  PendingFullError,
-  type PendingCaps,
-  type PendingScope,
-  type PendingUnit,
-} from './pending-caps.js';
-import {
-  consumeLua,
-  consumeRecord,
-  countAllPending,
-  listAccountPending,
-  PendingRecordKeys,
-  settlePendingLua,
-  type CallBinding,
-} from './pending-records.js';
+import { PendingFullError, type PendingCaps, type PendingScope, type PendingUnit } from './pending-caps.js';
+import { PendingRecordStore, TOMBSTONE_MS } from './pending-record-store.js';
+import { consumeLua, settlePendingLua, type CallBinding } from './pending-records.js';
 
 /**
  * An approval (docs/limits.md#approvals-and-input-requests) waits for a human this long (ms) unless the operator says otherwise, and
  * once approved, the call may be re-sent for as long again from the decision.
  */
 export const DEFAULT_APPROVAL_TTL_MS = 10 * 60_000;
-/** A decided, used or expired approval is kept this much longer, so a late use says why it fails. */
-const TOMBSTONE_MS = 60 * 60_000;
 /**
  * The arguments shown to the human are kept up to this many bytes of canonical JSON; a call whose
  * arguments are larger cannot be approved (nobody can approve what they were not shown).
@@ -174,23 +159,14 @@ function newApprovalId(): string {
  * approval is used at most once however many proxies race, and a decision cannot cross a use.
  * Keys name the account, so no lookup of one account can reach another's approvals.
  */
-export class ApprovalStore {
-  private readonly keys: PendingRecordKeys;
-
+export class ApprovalStore extends PendingRecordStore<ApprovalRecord> {
   constructor(
-    private readonly redis: Redis,
+    redis: Redis,
     private readonly prefix: string,
-    private readonly opts: { ttlMs?: number; now?: () => number } = {},
+    opts: { ttlMs?: number; now?: () => number } = {},
   ) {
-    this.keys = new PendingRecordKeys(prefix, 'approval', 'approvals');
-  }
-
-  get ttlMs(): number {
-    return this.opts.ttlMs ?? DEFAULT_APPROVAL_TTL_MS;
-  }
-
-  private now(): number {
-    return this.opts.now?.() ?? Date.now();
+    const kind = { one: 'approval', many: 'approvals' };
+    super(redis, prefix, { names: kind, ttlMs: opts.ttlMs ?? DEFAULT_APPROVAL_TTL_MS, now: opts.now, parse });
   }
 
   /**
@@ -232,19 +208,7 @@ export class ApprovalStore {
     };
     if (Buffer.byteLength(json) <= ARGUMENTS_SHOWN_MAX_BYTES) record.argumentsJson = json;
     const keep = this.ttlMs + TOMBSTONE_MS;
-    const refused = await createPending(
-      this.redis,
-      this.keys.forCreate(input.account, input.agent, record.id),
-      {
-        now,
-        json: JSON.stringify(record),
-        keepMs: keep,
-        deadline: record.expiresAt,
-        id: record.id,
-        allMember: record.id,
-      },
-      opts,
-    );
+    const refused = await this.recordPending(record, keep, record.id, opts);
     if (refused !== undefined) throw new PendingApprovalsFullError(refused.max, refused.scope, refused.unit);
     // The call's index, for a re-send without the id: as long as the record may still be used
     // (a decision late in the pending window leaves a full window to re-send). Best effort: the
@@ -282,12 +246,6 @@ export class ApprovalStore {
    * A human's decision on a pending, unexpired approval of the account. An approval starts the
    * window to use it: it expires `ttlMs` after the decision, however late the decision came.
    */
-  /** One approval of the account as stored (any status), or null when unknown or forgotten. */
-  async get(account: string, id: string): Promise<ApprovalRecord | null> {
-    const raw = await this.redis.get(this.keys.record(account, id));
-    return raw === null ? null : parse(raw);
-  }
-
   async decide(account: string, id: string, decision: 'approved' | 'denied', by: string): Promise<DecideOutcome> {
     const now = this.now();
     const out = (await this.redis.eval(
@@ -317,23 +275,7 @@ export class ApprovalStore {
    * refused with the reason, and leaves the approval as it was.
    */
   async consume(account: string, id: string, binding: ApprovalBinding): Promise<ConsumeOutcome> {
-    return consumeRecord<ApprovalRecord, ConsumeReason>(
-      this.redis,
-      CONSUME,
-      this.keys.record(account, id),
-      this.now(),
-      binding,
-    );
-  }
-
-  /** How many approvals wait for a person, across every account (pending, unexpired). */
-  countPending(): Promise<number> {
-    return countAllPending(this.redis, this.keys, this.now());
-  }
-
-  /** The account's pending, unexpired approvals, oldest first. */
-  listPending(account: string): Promise<ApprovalRecord[]> {
-    return listAccountPending(this.redis, this.keys, account, this.now(), parse);
+    return this.consumeOnce<ConsumeReason>(CONSUME, account, id, binding);
   }
 }
 

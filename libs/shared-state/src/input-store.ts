@@ -1,26 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import {
-  createPending,
-  PendingFullError,
-  type PendingCaps,
-  type PendingScope,
-  type PendingUnit,
-} from './pending-caps.js';
-import {
-  consumeLua,
-  consumeRecord,
-  countAllPending,
-  listAccountPending,
-  PendingRecordKeys,
-  settlePendingLua,
-  type CallBinding,
-} from './pending-records.js';
+import { PendingFullError, type PendingCaps, type PendingScope, type PendingUnit } from './pending-caps.js';
+import { PendingRecordStore, TOMBSTONE_MS } from './pending-record-store.js';
+import { consumeLua, settlePendingLua, type CallBinding } from './pending-records.js';
 
 /** An input request waits for its answer this long (ms), and once answered, the call may be re-sent for as long again. */
 export const DEFAULT_INPUT_TTL_MS = 10 * 60_000;
-/** A used or expired input request is kept this much longer, so a late use says why it fails. */
-const TOMBSTONE_MS = 60 * 60_000;
 
 export type InputRecordStatus = 'pending' | 'answered' | 'used';
 
@@ -156,28 +141,14 @@ export function newInputRequestId(): string {
  * Lua script, so an answer is used at most once however many proxies race, and bound to the
  * agent, run, tool and arguments of the call it was asked for. Keys name the account.
  */
-export class InputStore {
-  private readonly keys: PendingRecordKeys;
-
+export class InputStore extends PendingRecordStore<InputRecord> {
   constructor(
-    private readonly redis: Redis,
+    redis: Redis,
     prefix: string,
     private readonly opts: { box: AnswerSealer; ttlMs?: number; now?: () => number },
   ) {
-    this.keys = new PendingRecordKeys(prefix, 'input', 'inputs');
-  }
-
-  get ttlMs(): number {
-    return this.opts.ttlMs ?? DEFAULT_INPUT_TTL_MS;
-  }
-
-  private now(): number {
-    return this.opts.now?.() ?? Date.now();
-  }
-
-  /** How many input requests wait for a person, across every account (pending, unexpired). */
-  countPending(): Promise<number> {
-    return countAllPending(this.redis, this.keys, this.now());
+    const kind = { one: 'input', many: 'inputs' };
+    super(redis, prefix, { names: kind, ttlMs: opts.ttlMs ?? DEFAULT_INPUT_TTL_MS, now: opts.now, parse });
   }
 
   /**
@@ -206,27 +177,9 @@ export class InputStore {
       await this.redis.set(this.keys.record(input.account, record.id), JSON.stringify(record), 'PX', keep);
       return record;
     }
-    const refused = await createPending(
-      this.redis,
-      this.keys.forCreate(input.account, input.agent, record.id),
-      {
-        now,
-        json: JSON.stringify(record),
-        keepMs: keep,
-        deadline: record.expiresAt,
-        id: record.id,
-        allMember: `${input.account}:${record.id}`,
-      },
-      opts,
-    );
+    const refused = await this.recordPending(record, keep, `${input.account}:${record.id}`, opts);
     if (refused !== undefined) throw new PendingInputsFullError(refused.max, refused.scope, refused.unit);
     return record;
-  }
-
-  /** One input request of the account as stored (any status), or null when unknown or forgotten. */
-  async get(account: string, id: string): Promise<InputRecord | null> {
-    const raw = await this.redis.get(this.keys.record(account, id));
-    return raw === null ? null : parse(raw);
   }
 
   /**
@@ -276,18 +229,7 @@ export class InputStore {
    * with the reason, and leaves the request as it was.
    */
   async consume(account: string, id: string, binding: InputBinding): Promise<InputConsumeOutcome> {
-    return consumeRecord<InputRecord, InputConsumeReason>(
-      this.redis,
-      CONSUME,
-      this.keys.record(account, id),
-      this.now(),
-      binding,
-    );
-  }
-
-  /** The account's input requests waiting for a person, oldest first. */
-  listPending(account: string): Promise<InputRecord[]> {
-    return listAccountPending(this.redis, this.keys, account, this.now(), parse);
+    return this.consumeOnce<InputConsumeReason>(CONSUME, account, id, binding);
   }
 }
 
