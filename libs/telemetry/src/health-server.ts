@@ -49,3 +49,22 @@ export async function startHealthServer(opts: {
       }),
   };
 }
+
+/**
+ * A service's internal port from its settings (`INTERNAL_HTTP_PORT`, `INTERNAL_HTTP_HOST`): `/healthz`
+ * and its telemetry's `/metrics`, which describe every account's traffic and so never go on the public port.
+ */
+export function startInternalServer(
+  service: string,
+  settings: { internalHttpPort: number; internalHttpHost: string },
+  telemetry: { metricsHandler: MetricsHandler },
+  isReady: () => boolean,
+): ReturnType<typeof startHealthServer> {
+  return startHealthServer({
+    port: settings.internalHttpPort,
+    host: settings.internalHttpHost,
+    service,
+    isReady,
+    metricsHandler: telemetry.metricsHandler,
+  });
+}

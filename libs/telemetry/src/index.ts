@@ -5,7 +5,7 @@ export { responseCutRecorder } from './response-cuts.js';
 export { McpAttributes, consumerBacklogGauge, endWithOutcome } from './semconv.js';
 export type { ConsumerBacklog } from './semconv.js';
 export type { ResponseCut } from './response-cuts.js';
-export { startHealthServer } from './health-server.js';
+export { startHealthServer, startInternalServer } from './health-server.js';
 export { startServiceHttp } from './service-http.js';
 export type { ServiceHttp } from './service-http.js';
 export { serviceTelemetry, setupTelemetry } from './setup.js';

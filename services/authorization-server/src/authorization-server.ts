@@ -6,7 +6,13 @@ import { InboundGuard } from '@mcpx/inbound';
 import { createLogger, type Logger, type LogSink } from '@mcpx/log';
 import { createOutboundFetch } from '@mcpx/outbound';
 import { REDIS_FAIL_FAST, RateLimiter } from '@mcpx/shared-state';
-import { responseCutRecorder, setupTelemetry, startHealthServer, tracingFetch, type Telemetry } from '@mcpx/telemetry';
+import {
+  responseCutRecorder,
+  setupTelemetry,
+  startInternalServer,
+  tracingFetch,
+  type Telemetry,
+} from '@mcpx/telemetry';
 import { answerInboundRefusal, createHttpFace } from './http-face.js';
 import { createAuthorizationServer } from './index.js';
 
@@ -106,13 +112,7 @@ export async function startAuthorizationServer(
   });
   const server = createHttpFace({ inbound, routes, isReady: () => ready });
   await new Promise<void>((resolve) => server.listen(settings.httpPort, settings.httpHost, resolve));
-  const internal = await startHealthServer({
-    port: settings.internalHttpPort,
-    host: settings.internalHttpHost,
-    service: 'authorization-server',
-    isReady: () => ready,
-    metricsHandler: telemetry.metricsHandler,
-  });
+  const internal = await startInternalServer('authorization-server', settings, telemetry, () => ready);
   const addr = server.address();
   const url = `http://${settings.httpHost}:${typeof addr === 'object' && addr !== null ? addr.port : settings.httpPort}`;
   if (publicUrl === '') publicUrl = url;

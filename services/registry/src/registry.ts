@@ -5,7 +5,13 @@ import { ApprovalStore, SingleFlight, redisMemoryProblems, redisMemorySettings }
 import { createLogger, type Logger, type LogSink } from '@mcpx/log';
 import { createOutboundFetch } from '@mcpx/outbound';
 import { SecretBox } from '@mcpx/secrets';
-import { responseCutRecorder, setupTelemetry, startHealthServer, tracingFetch, type Telemetry } from '@mcpx/telemetry';
+import {
+  responseCutRecorder,
+  setupTelemetry,
+  startInternalServer,
+  tracingFetch,
+  type Telemetry,
+} from '@mcpx/telemetry';
 import { startAuditRetention } from './audit/audit-log.js';
 import { clientMetadataDocumentHandler } from './credentials/oauth/client-metadata-document.js';
 import { oauthCallbackHandler } from './credentials/oauth/oauth-callback.js';
@@ -103,13 +109,7 @@ export async function startRegistry(config: Config, opts: RegistryOptions = {}):
   const background = await startBackground(floor, repos, rooms, outbox);
   await new Promise<void>((resolve) => server.listen(config.httpPort, config.httpHost, resolve));
   // Metrics describe every account's traffic: served on the internal port only, not the API's.
-  const internal = await startHealthServer({
-    port: config.internalHttpPort,
-    host: config.internalHttpHost,
-    service: 'registry',
-    isReady: () => ready,
-    metricsHandler: telemetry.metricsHandler,
-  });
+  const internal = await startInternalServer('registry', config, telemetry, () => ready);
   ready = true;
   const addr = server.address();
   const url = `http://${config.httpHost}:${typeof addr === 'object' && addr !== null ? addr.port : config.httpPort}`;

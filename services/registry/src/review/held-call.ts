@@ -1,12 +1,7 @@
-/** What a call held for a person carries, an approval's or an input request's alike. */
-export interface HeldCall {
-  id: string;
-  agent: string;
-  run: string;
-  tool: string;
-  server: string;
-  remoteName: string;
-}
+import type { ApprovalView, InputRequestView } from '@mcpx/contracts';
+
+/** What a call held for a person carries in both views, an approval's and an input request's. */
+type HeldCall = Pick<ApprovalView & InputRequestView, 'id' | 'agent' | 'run' | 'tool' | 'server' | 'remoteName'>;
 
 /**
  * The first fields of an approval's and an input request's view: which call of which agent waits,
