@@ -73,8 +73,8 @@ export async function writeKey(keyFile: string, key: KeyPair): Promise<void> {
   await chmod(keyFile, 0o600);
 }
 
-/** Signs and sends one action; returns its result or throws the typed error the API sent. */
-export async function sendAction<T>(
+/** Signs and sends one action; returns its result or throws the typed error the API sent (act's transport). */
+async function sendAction<T>(
   env: CliEnv,
   key: KeyPair,
   action: { type: string } & Record<string, unknown>,

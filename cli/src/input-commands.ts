@@ -3,12 +3,13 @@
 import {
   ErrorCodes,
   WireError,
+  type ActionRequest,
   type InputRequestItem,
   type InputRequestView,
   type RestrictedProperty,
 } from '@mcpx/contracts';
 import { UsageError, flag, flags, need, type ParsedArgs, type Print } from './args.js';
-import { act, readKey, sendAction, type CliEnv } from './client.js';
+import { act, readKey, type CliEnv } from './client.js';
 import { agentNames } from './agent-names.js';
 
 /** One question as a person reads it: the message, then the fields of a form or the URL to open. */
@@ -119,20 +120,20 @@ export async function inputsAnswer(env: CliEnv, args: ParsedArgs, print: Print):
   const key = await readKey(env.keyFile);
   const accepts = acceptValues(args);
   const content = flag(args, 'content');
-  const verbs = [
+  const given = [
     accepts.length > 0 || content !== undefined ? 'accept' : undefined,
     flag(args, 'done') === 'true' ? 'done' : undefined,
     flag(args, 'decline') === 'true' ? 'decline' : undefined,
     flag(args, 'cancel') === 'true' ? 'cancel' : undefined,
-  ].filter((v): v is string => v !== undefined);
+  ] as const;
+  const verbs = given.filter((v) => v !== undefined);
   if (verbs.length !== 1)
     throw new UsageError(
       'inputs answer ID takes one of --accept NAME=VALUE… (or --content JSON), --done, --decline, --cancel',
     );
   const verb = verbs[0]!;
   const questionKey = flag(args, 'key');
-  const action: { type: string; key?: string } & Record<string, unknown> = {
-    type: 'AnswerInputRequest',
+  const action: ActionRequest<'AnswerInputRequest'> = {
     id,
     action: verb === 'done' ? 'accept' : verb,
     ...(questionKey !== undefined ? { key: questionKey } : {}),
@@ -140,7 +141,7 @@ export async function inputsAnswer(env: CliEnv, args: ParsedArgs, print: Print):
   if (verb === 'accept') {
     if (content !== undefined) {
       try {
-        action.content = JSON.parse(content) as unknown;
+        action.content = JSON.parse(content) as Record<string, unknown>; // the registry checks it against the form
       } catch {
         throw new UsageError('--content takes a JSON object, e.g. \'{"confirm":true}\'');
       }
@@ -180,11 +181,11 @@ export async function inputsAnswer(env: CliEnv, args: ParsedArgs, print: Print):
       if (questionKey === undefined) action.key = question.key;
     }
   }
-  const { inputRequest } = await sendAction<{ inputRequest: InputRequestView }>(env, key, action);
+  const { inputRequest } = await act(env, key, 'AnswerInputRequest', action);
   print(inputRequest, () =>
     inputRequest.status === 'answered'
       ? `answered ${inputRequest.id}: the waiting call goes on (or re-send it with --run ${inputRequest.run} --input ${inputRequest.id})`
-      : `recorded the answer to ${action.key as string} of ${inputRequest.id}; still waiting for: ${inputRequest.requests
+      : `recorded the answer to ${action.key ?? ''} of ${inputRequest.id}; still waiting for: ${inputRequest.requests
           .filter((q) => q.answerBy === 'person' && !inputRequest.answered.includes(q.key))
           .map((q) => q.key)
           .join(', ')}`,

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
-import type { RedactedMcpServer } from '@mcpx/contracts';
+import { ACTION_MAP, FieldRules, type ActionRequest } from '@mcpx/contracts';
 import { UsageError, flag, need, type ParsedArgs, type Print } from './args.js';
-import { act, readKey, sendAction, type CliEnv } from './client.js';
+import { act, readKey, type CliEnv } from './client.js';
 import { toolCount } from './terminal-text.js';
 
 const LEVELS: Record<string, 'act' | 'always_ask' | null> = {
@@ -29,6 +29,21 @@ export async function toolsPermission(env: CliEnv, args: ParsedArgs, print: Prin
   );
 }
 
+/** What SetVendorConnection takes besides the vendor: its tokens. */
+type VendorTokens = Omit<ActionRequest<'SetVendorConnection'>, 'vendor'>;
+
+/** The tokens of a tokens file, checked by SetVendorConnection's own table (a bad field is named). */
+function tokensFile(file: string): VendorTokens {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(readFileSync(file, 'utf8')) as unknown;
+  } catch {
+    throw new UsageError('--tokens-file must be a readable JSON file {accessToken, refreshToken?, expiresAt?}');
+  }
+  const { vendor: _vendor, ...fields } = ACTION_MAP.SetVendorConnection.request;
+  return FieldRules.shape(fields)(parsed, '');
+}
+
 /**
  * `vendors connect VENDOR (--access-token T | --tokens-file PATH) [--refresh-token R] [--expires-at ISO]`:
  * the account's connection to a vendor, which lights up its built-in servers. A tokens file (JSON
@@ -37,14 +52,9 @@ export async function toolsPermission(env: CliEnv, args: ParsedArgs, print: Prin
 export async function vendorsConnect(env: CliEnv, args: ParsedArgs, print: Print): Promise<void> {
   const vendor = need(args, 2, 'VENDOR');
   const file = flag(args, 'tokens-file');
-  let tokens: Record<string, unknown>;
-  if (file !== undefined) {
-    try {
-      tokens = JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
-    } catch {
-      throw new UsageError('--tokens-file must be a readable JSON file {accessToken, refreshToken?, expiresAt?}');
-    }
-  } else {
+  let tokens: VendorTokens;
+  if (file !== undefined) tokens = tokensFile(file);
+  else {
     const accessToken = flag(args, 'access-token');
     if (accessToken === undefined) throw new UsageError('--access-token T or --tokens-file PATH is required');
     const refreshToken = flag(args, 'refresh-token');
@@ -55,11 +65,7 @@ export async function vendorsConnect(env: CliEnv, args: ParsedArgs, print: Print
       ...(expiresAt !== undefined ? { expiresAt } : {}),
     };
   }
-  const res = await sendAction<{ vendor: string; servers: RedactedMcpServer[] }>(env, await readKey(env.keyFile), {
-    ...tokens,
-    type: 'SetVendorConnection',
-    vendor,
-  });
+  const res = await act(env, await readKey(env.keyFile), 'SetVendorConnection', { ...tokens, vendor });
   print(
     res,
     () => `connected ${res.vendor}: ${res.servers.map((s) => `${s.name} (${toolCount(s.tools.length)})`).join(', ')}`,

@@ -85,7 +85,29 @@ const EXPECTED = [
   `+ ${S}.RedactedMcpServer.properties.transport.enum`,
   // A redacted server always carries its transport, header names and whether it has secrets.
   `~ ${S}.RedactedMcpServer.required`,
+  // The views answered were `{type: object}`; each is now a component described by its table, field by field.
+  ...views([
+    ['ApprovalView', 'ListApprovalsResponse.properties.approvals.items'],
+    ['ApprovalView', 'ApproveToolCallResponse.properties.approval'],
+    ['ApprovalView', 'DenyToolCallResponse.properties.approval'],
+    ['InputRequestView', 'ListInputRequestsResponse.properties.inputRequests.items'],
+    ['InputRequestView', 'AnswerInputRequestResponse.properties.inputRequest'],
+    ['ToolChangeView', 'ListToolChangesResponse.properties.changes.items'],
+    ['AuditEventView', 'ListAuditEventsResponse.properties.events.items'],
+  ]),
+  // A redacted server's tools and status are described too, and its OAuth client (always answered, never published).
+  `+ ${S}.RedactedMcpServer.properties.oauthClient`,
+  `+ ${S}.RedactedMcpServer.properties.status.properties`,
+  `+ ${S}.RedactedMcpServer.properties.status.required`,
+  `+ ${S}.RedactedMcpServer.properties.tools.items.properties`,
+  `+ ${S}.RedactedMcpServer.properties.tools.items.required`,
 ];
+
+/** Each view's component added, and each place that said `{type: object}` for it now a `$ref` to it. */
+function views(uses: Array<[view: string, at: string]>): string[] {
+  const added = new Set(uses.map(([view]) => `+ ${S}.${view}`));
+  return [...added, ...uses.flatMap(([, at]) => [`- ${S}.${at}.type`, `+ ${S}.${at}.$ref`])];
+}
 
 describe('the OpenAPI document generated from the action tables', () => {
   const published = JSON.parse(readFileSync(new URL('openapi-published.json', import.meta.url), 'utf8')) as unknown;

@@ -1,26 +1,19 @@
-import type { CallFigures, CallView } from './activity.js';
-import type { RedactedMcpServer } from './api.js';
 import {
   absentOrNull,
-  anyMap,
   anyStr,
   bool,
   checkedMap,
   closed,
-  count,
   describe,
   described,
-  int,
   list,
   mapOf,
-  num,
   oneOf,
   optional,
   orNull,
   shape,
   str,
   text,
-  written,
   type JsonSchema,
   type Rule,
   type Shaped,
@@ -33,7 +26,7 @@ import {
 export const ACTION_COMPONENTS: Record<string, JsonSchema> = {};
 
 /** `rule` as the component `name`: the document refers to it by `$ref`; its check is the rule's. */
-function component<T>(name: string, rule: Rule<T>): Rule<T> {
+export function component<T>(name: string, rule: Rule<T>): Rule<T> {
   ACTION_COMPONENTS[name] = rule.schema ?? {};
   return described(rule, { $ref: `#/components/schemas/${name}` });
 }
@@ -135,59 +128,3 @@ export const agentTokenViewFields = agentTokenViewTable;
 export const agentTokenView = component('AgentTokenView', shape(agentTokenViewTable));
 /** An agent token as its owner lists it (never the token, never its hash). */
 export type AgentTokenView = Shaped<typeof agentTokenViewTable>;
-
-const callFiguresTable = {
-  calls: count,
-  failed: count,
-  errorRate: num,
-  p50Ms: orNull(int),
-  p95Ms: orNull(int),
-};
-export const callFigures: Rule<CallFigures> = component('CallFigures', shape(callFiguresTable));
-
-export const callView = component(
-  'CallView',
-  written<CallView>(
-    shape({
-      id: str,
-      at: str,
-      agent: shape({ id: str, name: optional(str) }),
-      run: str,
-      callId: str,
-      server: optional(str),
-      tool: str,
-      code: str,
-      outcome: oneOf('ok', 'refused', 'error', 'lost'),
-      durationMs: int,
-      era: optional(oneOf('modern', 'legacy')),
-      approvalId: optional(str),
-      inputRequestId: optional(str),
-      taskId: optional(str),
-    }).schema,
-  ),
-);
-
-export const redactedServer = component(
-  'RedactedMcpServer',
-  written<RedactedMcpServer>(
-    shape({
-      id: str,
-      name: str,
-      url: str,
-      transport: orNull(oneOf('http', 'sse')),
-      headerNames: list(str),
-      secretHeaderNames: list(str),
-      hasSecrets: bool,
-      auth: optional(oneOf('oauth', 'bearer', 'headers', 'none')),
-      builtin: optional(bool),
-      era: optional(oneOf('modern', 'legacy')),
-      protocolVersion: optional(str),
-      tools: list(anyMap),
-      status: anyMap,
-      pin: optional(oneOf('off', 'review', 'strict')),
-      pendingReviews: optional(count),
-      createdAt: str,
-      updatedAt: str,
-    }).schema,
-  ),
-);

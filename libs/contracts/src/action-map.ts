@@ -6,11 +6,8 @@ import {
   agentTokenView,
   agentTokenViewFields,
   agentView,
-  callFigures,
-  callView,
   LIST_MAX,
   name,
-  redactedServer,
   role,
   serverConfig,
   token,
@@ -51,9 +48,15 @@ import {
   written,
 } from './field-rules.js';
 import type { ProxyResult } from '@mcpx/domain';
-import type { ApprovalView } from './payloads.js';
-import type { AuditEventView, ToolChangeView } from './reviews.js';
-import type { InputRequestView } from './inputs.js';
+import {
+  approvalView,
+  auditEventView,
+  callView,
+  inputRequestView,
+  redactedServer,
+  serverCallFigures,
+  toolChangeView,
+} from './action-views.js';
 import { CALL_OUTCOME_FILTERS } from './activity.js';
 import { TASK_ACTIONS } from './action-tasks.js';
 import * as F from './action-fields.js';
@@ -205,27 +208,27 @@ export const ACTION_MAP = {
     summary: "The account's pending approvals, oldest first",
     roles: WRITERS,
     request: nothing,
-    response: { approvals: list(written<ApprovalView>()) },
+    response: { approvals: list(approvalView) },
   },
   ApproveToolCall: {
     summary: 'Approves an always_ask call; the runtime re-sends it',
     roles: OWNER,
     request: { approvalId: F.approvalId },
-    response: { approval: written<ApprovalView>() },
+    response: { approval: approvalView },
     errors: ['not_found', 'conflict'],
   },
   DenyToolCall: {
     summary: 'Denies an always_ask call',
     roles: OWNER,
     request: { approvalId: F.approvalId },
-    response: { approval: written<ApprovalView>() },
+    response: { approval: approvalView },
     errors: ['not_found', 'conflict'],
   },
   ListToolChanges: {
     summary: "A pinned server's held tool changes with diffs and warnings",
     roles: WRITERS,
     request: { server: optional(F.serverRef), status: optional(oneOf('pending', 'rejected', 'all')) },
-    response: { changes: list(written<ToolChangeView>()) },
+    response: { changes: list(toolChangeView) },
   },
   AcceptToolChange: {
     summary: 'The held contract becomes the accepted one',
@@ -254,13 +257,13 @@ export const ACTION_MAP = {
       since: optional(token),
       until: optional(token),
     },
-    response: { events: list(written<AuditEventView>()), nextCursor: optional(str) },
+    response: { events: list(auditEventView), nextCursor: optional(str) },
   },
   ListInputRequests: {
     summary: "The account's input requests waiting for a person",
     roles: WRITERS,
     request: nothing,
-    response: { inputRequests: list(written<InputRequestView>()) },
+    response: { inputRequests: list(inputRequestView) },
   },
   AnswerInputRequest: {
     summary: "Answers a server's question; the runtime re-sends the call",
@@ -273,7 +276,7 @@ export const ACTION_MAP = {
       key: absentOrNull(text(256)),
       inputRequestId: optional(F.inputRequestId),
     },
-    response: { inputRequest: written<InputRequestView>() },
+    response: { inputRequest: inputRequestView },
     errors: ['not_found', 'input_refused'],
   },
   SetVendorConnection: {
@@ -349,7 +352,7 @@ export const ACTION_MAP = {
     summary: 'Per server: calls, error rate, p50 and p95 duration over the last hour and 24 hours',
     roles: WRITERS,
     request: { server: optional(F.filterText) },
-    response: { at: str, servers: list(shape({ server: str, lastHour: callFigures, lastDay: callFigures })) },
+    response: { at: str, servers: list(serverCallFigures) },
   },
   // Brokered tasks (docs/tasks.md#people): ./action-tasks.ts.
   ...TASK_ACTIONS,

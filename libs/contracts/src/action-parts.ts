@@ -1,4 +1,5 @@
-import { LIST_MAX, redactedServer, type ActionRole } from './action-components.js';
+import { LIST_MAX, type ActionRole } from './action-components.js';
+import { redactedServer } from './action-views.js';
 import { changeCid, remoteTool, serverRef } from './action-fields.js';
 import {
   anyStr,

@@ -137,7 +137,6 @@ export type {
   ApprovalRequestedEvent,
   ApprovalDecidedEvent,
   DecidedApproval,
-  ApprovalView,
 } from './payloads.js';
 export {
   FAMILY_RE,
@@ -162,25 +161,27 @@ export type {
   InputAnswerer,
   InputAnsweredEvent,
   InputRequestItem,
-  InputRequestView,
   InputRequestedEvent,
   InputStatus,
   RestrictedProperty,
   RestrictedSchema,
 } from './inputs.js';
 export { ActionTypes } from './api.js';
-export type {
-  McpServerConfigInput,
-  RedactedTool,
-  RedactedMcpServer,
-  RedactedOAuthClient,
-  AgentDefinition,
-  AgentView,
-  ActionEnvelope,
-  ActionType,
-} from './api.js';
+export type { McpServerConfigInput, AgentDefinition, AgentView, ActionEnvelope, ActionType } from './api.js';
 export { ACTION_MAP, ACTION_TYPES, type ActionSpec } from './action-map.js';
 export { ACTION_COMPONENTS, type ActionRole } from './action-components.js';
+export type {
+  ApprovalView,
+  AuditEventView,
+  CallFigures,
+  CallView,
+  InputRequestView,
+  RedactedMcpServer,
+  RedactedOAuthClient,
+  RedactedTool,
+  ServerCallFigures,
+  ToolChangeView,
+} from './action-views.js';
 export type {
   ActionOf,
   ActionRequest,
@@ -193,11 +194,11 @@ export type {
 } from './action-types.js';
 export { openApiDocument } from './openapi.js';
 export { REVIEW_CHANGES_MAX } from './reviews.js';
-export type { AuditEventView, ToolChangeView, ToolReviewRequestedEvent } from './reviews.js';
+export type { ToolReviewRequestedEvent } from './reviews.js';
 export { NatsFailures, natsFailure } from './nats-failures.js';
 export type { NatsFailure } from './nats-failures.js';
-export { CALL_OUTCOME_FILTERS, CALL_PAGE } from './activity.js';
-export type { CallFigures, CallOutcome, CallOutcomeFilter, CallView, ServerCallFigures } from './activity.js';
+export { CALL_OUTCOMES, CALL_OUTCOME_FILTERS, CALL_PAGE } from './activity.js';
+export type { CallOutcome, CallOutcomeFilter } from './activity.js';
 export {
   TASK_ID_RE,
   TASK_LIST_MAX,

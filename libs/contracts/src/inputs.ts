@@ -37,28 +37,6 @@ export type RestrictedProperty = Record<string, unknown> & {
 export const InputStatuses = { pending: 'pending', answered: 'answered', used: 'used' } as const;
 export type InputStatus = (typeof InputStatuses)[keyof typeof InputStatuses];
 
-/** An input request as `ListInputRequests` and `AnswerInputRequest` show it. */
-export interface InputRequestView {
-  id: string;
-  agent: string;
-  run: string;
-  tool: string;
-  server: string;
-  remoteName: string;
-  /** 1 for the call's first question, one more for each round the server asks again. */
-  round: number;
-  /** `modern` (an `input_required` result) or `legacy` (the server pushed `elicitation/create` during the call). */
-  era: 'modern' | 'legacy';
-  requests: InputRequestItem[];
-  status: InputStatus;
-  /** Keys a person already answered (their content is never listed back). */
-  answered: string[];
-  createdAt: string;
-  expiresAt: string;
-  answeredAt?: string;
-  answeredBy?: string;
-}
-
 /** Payload of `mcp.inputs.requested.<acct>`: a call stopped for input. */
 export interface InputRequestedEvent {
   account: string;

@@ -80,7 +80,7 @@ export const heldToolStatus: Rule<HeldToolStatus> = shape({
 });
 
 /** `status_cbor`'s shape, every field of it. */
-const serverStatus: Rule<ServerStatus> = shape({
+export const serverStatus: Rule<ServerStatus> = shape({
   state: oneOf(ServerStates.ok, ServerStates.error, ServerStates.authRequired, ServerStates.unknown),
   error: optional(anyStr),
   summary: optional(anyStr),

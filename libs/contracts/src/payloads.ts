@@ -371,22 +371,3 @@ export function approvalDecidedEvent(r: DecidedApproval, decision: 'approved' | 
     expiresAt: new Date(r.expiresAt).toISOString(),
   };
 }
-
-/** An approval as `ListApprovals`, `ApproveToolCall` and `DenyToolCall` show it. */
-export interface ApprovalView {
-  id: string;
-  agent: string;
-  run: string;
-  tool: string;
-  server: string;
-  remoteName: string;
-  argsHash: string;
-  /** The call's arguments, when small enough to show (absent when they were too big). */
-  arguments?: unknown;
-  status: 'pending' | 'approved' | 'denied' | 'used';
-  createdAt: string;
-  /** While pending, the deadline for a decision (creation + TTL); once approved, for re-sending the call (decision + TTL). */
-  expiresAt: string;
-  decidedAt?: string;
-  decidedBy?: string;
-}

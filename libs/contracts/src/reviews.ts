@@ -1,52 +1,7 @@
-import type { ContractDiff, ContractWarning, ToolContract } from '@mcpx/domain';
-
 /**
- * What `ListToolChanges` answers for each held change of a pinned server, and what
- * `ListAuditEvents` answers for each entry: one shape for the registry that writes them and the
- * CLI and console that read them.
+ * Held tool changes on the bus. What `ListToolChanges` and `ListAuditEvents` answer
+ * (`ToolChangeView`, `AuditEventView`) is in ./action-views.ts.
  */
-
-/** One held change as `ListToolChanges` shows it. */
-export interface ToolChangeView {
-  server: string;
-  /** The remote tool name. */
-  tool: string;
-  /** The name agents know it by. */
-  toolName: string;
-  kind: 'new' | 'changed';
-  status: 'pending' | 'rejected';
-  /** The held contract's CID: what `AcceptToolChange` names. */
-  cid: string;
-  previousCid?: string;
-  /** Agents keep the accepted contract meanwhile (review mode, compatible input); else the tool is withheld. */
-  withheld: boolean;
-  compatible: boolean;
-  /** Why the new input schema is not compatible with the accepted one. */
-  incompatibility?: string[];
-  /** The CID of the document agents will get once it is accepted. */
-  documentCid?: string;
-  pin: 'review' | 'strict';
-  detectedAt: string;
-  decidedBy?: string;
-  decidedAt?: string;
-  before?: ToolContract;
-  after: ToolContract;
-  diff: ContractDiff;
-  /** What a reviewer should look at (never used to decide). */
-  warnings: ContractWarning[];
-}
-
-/** One entry of the account's audit log as `ListAuditEvents` shows it (never a secret). */
-export interface AuditEventView {
-  id: string;
-  at: string;
-  signer: string;
-  role: string;
-  action: string;
-  target: { kind: string; name: string };
-  before?: unknown;
-  after?: unknown;
-}
 
 /** The most held changes one review-requested notification names (the rest wait in `ListToolChanges`). */
 export const REVIEW_CHANGES_MAX = 100;

@@ -15,6 +15,7 @@ import {
   shape,
   str,
   type Rule,
+  type Shaped,
 } from './field-rules.js';
 import type { WireErrorShape } from './errors.js';
 import { INPUT_LIMITS, INPUT_REQUEST_ID_RE, type InputRequestItem } from './inputs.js';
@@ -62,26 +63,6 @@ export interface TaskEvent {
   at: number;
 }
 
-/** A task as `mcp.proxy.tasks` shows it: never its arguments, its result (see `result`) or its credentials. */
-export interface TaskView {
-  id: string;
-  agent: string;
-  run: string;
-  server: string;
-  tool: string;
-  state: TaskState;
-  statusMessage?: string;
-  dialect: string;
-  inputRequestId?: string;
-  error?: { code: string; message: string };
-  /** Whether a result is kept (a completed task's, until it is taken or its ttl ends). */
-  resultReady: boolean;
-  createdAt: string;
-  updatedAt: string;
-  expiresAt: string;
-  finishedAt?: string;
-}
-
 /** `mcp.proxy.tasks`' request: one operation on the account's tasks. */
 export type TaskRequest =
   | { op: 'get'; account: string; task: string }
@@ -98,14 +79,6 @@ export type TaskRequest =
       inputRequestId: string;
       inputResponses: Record<string, unknown>;
     };
-
-/** `questions`' value: the task's open round (its input request), the questions, and the keys answered so far. */
-export interface TaskQuestionsView {
-  inputRequestId: string;
-  requests: InputRequestItem[];
-  answered: string[];
-  expiresAt: string;
-}
 
 /** `answer`'s value: whether every question of the round is now answered (the task goes on at its next poll). */
 export interface TaskAnswered {
@@ -181,8 +154,8 @@ export const decodeTaskEvent: (bytes: Uint8Array) => TaskEvent = payloadDecoder(
   at: num,
 });
 
-/** A `TaskView`, checked in place. */
-export const taskViewValue: Rule<TaskView> = checkedMap({
+/** A task as `mcp.proxy.tasks` shows it: never its arguments, its result (see `result`) or its credentials. */
+const taskViewTable = {
   id: taskId,
   agent: str,
   run: str,
@@ -193,12 +166,16 @@ export const taskViewValue: Rule<TaskView> = checkedMap({
   dialect: str,
   inputRequestId: optional(str),
   error: optional(checkedMap({ code: str, message: anyStr })),
+  /** Whether a result is kept (a completed task's, until it is taken or its ttl ends). */
   resultReady: bool,
   createdAt: str,
   updatedAt: str,
   expiresAt: str,
   finishedAt: optional(str),
-});
+};
+export type TaskView = Shaped<typeof taskViewTable>;
+/** A `TaskView`, checked in place. */
+export const taskViewValue: Rule<TaskView> = checkedMap(taskViewTable);
 
 /** Decodes `mcp.proxy.tasks`' reply envelope (the value is checked by the caller, per op). */
 export function decodeTaskReply(bytes: Uint8Array): TaskReply {
@@ -209,8 +186,8 @@ export function decodeTaskReply(bytes: Uint8Array): TaskReply {
   throw invalidInput('reply.ok', 'must be a boolean');
 }
 
-/** A `TaskQuestionsView`, checked in place. */
-export const taskQuestionsValue: Rule<TaskQuestionsView> = checkedMap({
+/** `questions`' value: the task's open round (its input request), the questions, and the keys answered so far. */
+const taskQuestionsTable = {
   inputRequestId: str,
   requests: (v: unknown, field: string) => {
     if (!Array.isArray(v) || v.some((q) => !isMap(q) || typeof q.key !== 'string'))
@@ -222,4 +199,7 @@ export const taskQuestionsValue: Rule<TaskQuestionsView> = checkedMap({
     return v as string[];
   },
   expiresAt: str,
-});
+};
+export type TaskQuestionsView = Shaped<typeof taskQuestionsTable>;
+/** A `TaskQuestionsView`, checked in place. */
+export const taskQuestionsValue: Rule<TaskQuestionsView> = checkedMap(taskQuestionsTable);
