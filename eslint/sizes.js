@@ -13,10 +13,8 @@ export const CEILINGS = {
   'services/endpoint/src/http.ts': { lines: 470 },
   'services/endpoint/src/lean-calls.ts': { lines: 503 },
   'services/endpoint/src/relayed.ts': { function: 230 },
-  'services/endpoint/src/tool-calls.ts': { lines: 473, function: 222 },
   'services/proxy/src/call-service.ts': { function: 88 },
   'services/proxy/src/connection-pool.ts': { lines: 455, function: 90 },
-  'services/proxy/src/input-requests.ts': { lines: 518, function: 104 },
   'services/proxy/src/proxy.ts': { function: 220 },
   'services/proxy/src/tasks/task-broker.ts': { lines: 514 },
 };

@@ -11,7 +11,14 @@ import {
   type JsonRpcResponse,
   type SseResponseScanner,
 } from './body-reader.js';
-import { HttpStatusError, McpClientError, McpClientErrorCode, McpClientRan } from './errors.js';
+import {
+  HttpStatusError,
+  McpClientError,
+  McpClientErrorCode,
+  McpClientRan,
+  RefusedRpcError,
+  rpcErrorCodeInBody,
+} from './errors.js';
 import type { RawResponse } from './http-request.js';
 
 /** A modern `input_required` result as the server sent it, with the resultType checked. */
@@ -27,7 +34,7 @@ export interface InputRequiredWire {
  * {@link HttpStatusError} (a 3xx too: redirects are not followed on the call path), except a
  * modern answer whose body is a JSON-RPC error (e.g. -32022, -32020): that is the
  * server's {@link ProtocolError}, as the SDK delivers it (HTTP 400 whose body is the error
- * response to our id).
+ * response to our id), typed {@link RefusedRpcError} to keep the status the SDK drops.
  */
 export async function readAnswer(
   res: RawResponse,
@@ -38,13 +45,14 @@ export async function readAnswer(
   if (statusCode < 200 || statusCode > 299) {
     const text = await readErrorText(body);
     if (era === 'modern' && statusCode === 400) {
-      const rpc = jsonRpcErrorOf(text, scanner.id);
+      const rpc = jsonRpcErrorOf(text, scanner.id, statusCode);
       if (rpc !== undefined) throw rpc;
     }
     throw new HttpStatusError(
       statusCode,
       `Error POSTing to endpoint: ${text}`,
       header(res.headers, 'www-authenticate'),
+      rpcErrorCodeInBody(text),
     );
   }
   const type = mediaType(header(res.headers, 'content-type'));
@@ -58,7 +66,7 @@ export async function readAnswer(
   );
 }
 
-function jsonRpcErrorOf(text: string, id: string): ProtocolError | undefined {
+function jsonRpcErrorOf(text: string, id: string, status: number): RefusedRpcError | undefined {
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
@@ -68,7 +76,7 @@ function jsonRpcErrorOf(text: string, id: string): ProtocolError | undefined {
   if ((parsed as JsonRpcResponse | null)?.id !== id) return undefined;
   const e = (parsed as JsonRpcResponse | null)?.error;
   if (e === null || typeof e !== 'object' || typeof e.code !== 'number') return undefined;
-  return new ProtocolError(e.code, typeof e.message === 'string' ? e.message : 'error', e.data);
+  return new RefusedRpcError(status, e.code, typeof e.message === 'string' ? e.message : 'error', e.data);
 }
 
 export function resultObject(message: JsonRpcResponse | undefined, era: 'modern' | 'legacy'): Record<string, unknown> {

@@ -9,10 +9,12 @@ import {
   httpStatusOf,
   isEraFailure,
   isSessionLost,
+  LEGACY_TRANSPORT_REFUSAL,
   McpClientError,
   McpClientErrorCode,
   McpClientRan,
   networkCause,
+  RefusedRpcError,
   scrub,
   UNSUPPORTED_PROTOCOL_VERSION,
   type McpClientErrorDetails,
@@ -133,7 +135,9 @@ function sdkErrorOf(
     }
   }
   if (err instanceof ProtocolError) {
-    const details = { ...base, mcpCode: err.code };
+    // A JSON-RPC error that came in a non-2xx answer keeps its status: the transport refused it.
+    const details: McpClientErrorDetails = { ...base, mcpCode: err.code };
+    if (err instanceof RefusedRpcError) details.status = err.status;
     if (err.code === UNSUPPORTED_PROTOCOL_VERSION) {
       return new McpClientError(
         McpClientErrorCode.EraNegotiationFailed,
@@ -206,6 +210,7 @@ const UNSENT_SOCKET_CODES: ReadonlySet<string> = new Set([
 export function callRan(err: unknown, answered: boolean): McpClientRan {
   if (err instanceof McpClientError) return answered ? McpClientRan.Maybe : err.ran;
   if (isEraFailure(err)) return McpClientRan.None;
+  if (err instanceof RefusedRpcError) return REFUSED_UNRUN.has(err.status) ? McpClientRan.None : McpClientRan.Maybe;
   if (err instanceof ProtocolError) return McpClientRan.Maybe;
   if (err instanceof SdkError && !(err instanceof SdkHttpError) && err.code === SdkErrorCode.NotConnected)
     return McpClientRan.None;
@@ -231,13 +236,20 @@ function socketCodes(err: unknown, depth = 0): string[] {
 
 /**
  * Whether a failure on a connection made from a modern prior says the prior no longer holds, and
- * proves the request was refused unrun: the server refused the version (-32022), or answered
- * like a legacy server (HTTP 400/404 for a request without a session, "not initialized").
+ * proves the request was refused unrun: the server refused the version (-32022), or answered like
+ * a legacy server: HTTP 400/404 to a request without a session, or a JSON-RPC error of code
+ * {@link LEGACY_TRANSPORT_REFUSAL} in an HTTP 400 ({@link RefusedRpcError}, the direct call path).
+ * Decided by type, status and code only, never by the text: a -32000 that a tool handler threw
+ * (HTTP 200) is the server's answer, not a stale verdict. The SDK's path delivers a 400 whose body
+ * answers our id as a plain {@link ProtocolError} without its status (SDK 2.4.0,
+ * `StreamableHTTPClientTransport._send`); SDK v1 and v2 servers (server-everything among them)
+ * answer a request without a session with `id: null`, which the SDK reports as an `SdkHttpError`
+ * with its status, so the SDK's path sees the typed 400.
  */
 export function isStaleModernPrior(err: unknown): boolean {
   const cause = err instanceof McpClientError ? err.cause : err;
   if (isEraFailure(cause)) return true;
   if (cause instanceof SdkHttpError || cause instanceof HttpStatusError)
     return cause.status === 400 || cause.status === 404;
-  return cause instanceof ProtocolError && cause.code === -32000 && /not initialized|session/i.test(cause.message);
+  return cause instanceof RefusedRpcError && cause.code === LEGACY_TRANSPORT_REFUSAL && cause.status === 400;
 }

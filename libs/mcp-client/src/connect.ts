@@ -10,7 +10,14 @@ import type { ElicitationHandler, SamplingHandler } from './elicitation.js';
 import { fetchAsRequest, type McpHttpRequest } from './http-request.js';
 import { discoverFault, isEraVerdict, type EraVerdict } from './era-verdict.js';
 import { requestSecrets, scrubberOf } from './scrub.js';
-import { isEraFailure, McpClientError, McpClientErrorCode, redactUrl, UNSUPPORTED_PROTOCOL_VERSION } from './errors.js';
+import {
+  isEraFailure,
+  McpClientError,
+  McpClientErrorCode,
+  redactUrl,
+  rpcErrorCodeOf,
+  UNSUPPORTED_PROTOCOL_VERSION,
+} from './errors.js';
 import { connectError } from './connect-error.js';
 import { assertNoModernClaim, verdictOf } from './connect-verdict.js';
 import { trackedFetch, type FetchObservations } from './tracked-fetch.js';
@@ -167,19 +174,17 @@ function priorOf(verdict: EraVerdict): PriorDiscovery {
 /**
  * Whether a connect from a prior failed because the prior no longer holds: the SDK refused it
  * (`EraNegotiationFailed`), the server refused the version (-32022), or a legacy verdict met a
- * server that refuses `initialize` now (it moved to the modern era: HTTP 400 naming -32022 or an
- * unsupported version).
+ * server that refuses `initialize` now (it moved to the modern era: HTTP 400 whose JSON-RPC error
+ * is -32022, read from the body's code, not its text).
  */
 function isStalePrior(err: unknown): boolean {
   if (!(err instanceof McpClientError)) return false;
   if (err.code === McpClientErrorCode.EraNegotiationFailed) return true;
   const cause = err.cause;
   if (isEraFailure(cause)) return true;
-  if (cause instanceof SdkHttpError && cause.status === 400) {
-    const text = typeof cause.data.text === 'string' ? cause.data.text : cause.message;
-    return text.includes(String(UNSUPPORTED_PROTOCOL_VERSION)) || /unsupported protocol version/i.test(text);
-  }
-  return false;
+  return (
+    cause instanceof SdkHttpError && cause.status === 400 && rpcErrorCodeOf(cause) === UNSUPPORTED_PROTOCOL_VERSION
+  );
 }
 
 /** A connect with no prior, within the caller's deadline: Streamable HTTP (mode auto), then SSE. */

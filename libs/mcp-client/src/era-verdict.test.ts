@@ -1,8 +1,8 @@
 import { ProtocolError } from '@modelcontextprotocol/client';
 import { describe, expect, it } from 'vitest';
 import { discoverFault, isEraVerdict, shouldReprobe, type FailedOnVerdict } from './era-verdict.js';
-import { HttpStatusError, McpClientError } from './errors.js';
-import { isStaleModernPrior } from './classify.js';
+import { HttpStatusError, McpClientError, RefusedRpcError } from './errors.js';
+import { callRan, classifyMcpError, isStaleModernPrior } from './classify.js';
 
 const failed = (extra: Partial<FailedOnVerdict> = {}): FailedOnVerdict => ({
   fromPrior: true,
@@ -48,11 +48,30 @@ describe('isStaleModernPrior: the answers that say a modern verdict no longer ho
     ).toBe(true);
   });
 
-  it('takes a JSON-RPC "not initialized" or session error for stale, and no other server answer', () => {
-    expect(isStaleModernPrior(new ProtocolError(-32000, 'Bad Request: Server not initialized'))).toBe(true);
-    expect(isStaleModernPrior(new ProtocolError(-32000, 'Bad Request: No valid session ID provided'))).toBe(true);
+  it('takes a -32000 that came in an HTTP 400 for stale (a legacy transport refusing a request without a session), and no other server answer', () => {
+    expect(isStaleModernPrior(new RefusedRpcError(400, -32000, 'Bad Request: Server not initialized'))).toBe(true);
+    expect(isStaleModernPrior(new RefusedRpcError(400, -32000, 'anything at all'))).toBe(true);
+    // A handler's -32000 (HTTP 200) is the server's answer, whatever its words.
+    expect(isStaleModernPrior(new ProtocolError(-32000, 'Bad Request: Server not initialized'))).toBe(false);
     expect(isStaleModernPrior(new ProtocolError(-32000, 'tool exploded'))).toBe(false);
+    expect(isStaleModernPrior(new RefusedRpcError(400, -32602, 'Invalid params'))).toBe(false);
     expect(isStaleModernPrior(new ProtocolError(-32602, 'Invalid params'))).toBe(false);
+  });
+
+  it('looks through the classified error to the refusal, whose status it keeps', () => {
+    const direct = classifyMcpError(new RefusedRpcError(400, -32000, 'x'), undefined, { era: 'modern' });
+    expect(direct).toMatchObject({ code: 'protocol_error', mcpCode: -32000, status: 400 });
+    expect(isStaleModernPrior(direct)).toBe(true);
+    const thrown = classifyMcpError(new ProtocolError(-32000, 'Bad Request: No valid session ID provided'), undefined, {
+      era: 'modern',
+    });
+    expect(thrown.status).toBeUndefined();
+    expect(isStaleModernPrior(thrown)).toBe(false);
+  });
+
+  it('a JSON-RPC error refused in an HTTP 400 ran nothing; one answered by a handler may have', () => {
+    expect(callRan(new RefusedRpcError(400, -32000, 'Bad Request: Server not initialized'), true)).toBe('none');
+    expect(callRan(new ProtocolError(-32000, 'Bad Request: Server not initialized'), true)).toBe('maybe');
   });
 
   it('does not take what may have run for stale (a 500, a timeout, a broken stream)', () => {

@@ -48,6 +48,9 @@ describe('classifyMcpError', () => {
       status: 400,
     });
     expect(classifyMcpError(httpError(400, '{"error":"bad arguments"}')).code).toBe('transport_error');
+    // The code decides, not the words: a malformed-request refusal that mentions a session is not a lost one.
+    const invalid = '{"jsonrpc":"2.0","error":{"code":-32600,"message":"Bad Request: no valid session id"},"id":null}';
+    expect(classifyMcpError(httpError(400, invalid)).code).toBe('transport_error');
   });
 
   it('does not take a 404 on a modern connection for a lost session', () => {

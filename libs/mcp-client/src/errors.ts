@@ -180,13 +180,21 @@ export function httpStatusOf(err: unknown): number | undefined {
   if (err instanceof SseError) {
     return typeof err.code === 'number' && err.code >= 100 ? err.code : undefined;
   }
-  if (err instanceof HttpStatusError) return err.status;
-  // The legacy SSE transport reports a failed POST as a plain Error.
-  if (err instanceof Error) {
-    const match = /\(HTTP (\d{3})\)/.exec(err.message);
-    if (match?.[1] !== undefined) return Number(match[1]);
-  }
-  return undefined;
+  if (err instanceof HttpStatusError || err instanceof RefusedRpcError) return err.status;
+  return legacySsePostStatus(err);
+}
+
+/**
+ * The one reading of an SDK message, kept at the SDK boundary: SDK 2.4.0's legacy
+ * `SSEClientTransport.send` throws a plain `Error("Error POSTing to endpoint (HTTP <status>): …")`
+ * for a refused POST, its status only in the text (typescript-sdk#1176 asked for a typed status;
+ * PR #1178 gave the Streamable HTTP transport `SdkHttpError`, not the SSE one). Nothing else
+ * reads a message: every decision takes the status this returns.
+ */
+function legacySsePostStatus(err: unknown): number | undefined {
+  if (!(err instanceof Error) || err.constructor !== Error) return undefined;
+  const match = /^Error POSTing to endpoint \(HTTP (\d{3})\)/.exec(err.message);
+  return match?.[1] === undefined ? undefined : Number(match[1]);
 }
 
 /**
@@ -200,26 +208,70 @@ export class HttpStatusError extends Error {
     message: string,
     /** The response's `WWW-Authenticate` (a server's header, not ours). */
     readonly wwwAuthenticate?: string,
+    /** The JSON-RPC error code of the body, when the body is a JSON-RPC error (any id). */
+    readonly rpcCode?: number,
   ) {
     super(message);
   }
 }
 
-/** The body text of an HTTP error, when the SDK or the direct path kept it. */
-function httpErrorText(err: unknown): string {
-  if (err instanceof SdkHttpError && typeof err.data.text === 'string') return err.data.text;
-  return err instanceof Error ? err.message : String(err);
+/**
+ * A JSON-RPC error the server answered to our request in a non-2xx HTTP response (a 400 whose body
+ * is the error response to our id): the transport refused the request before any handler ran.
+ * Made by this library's direct call path, which sees the status; the SDK's own path delivers such
+ * an answer as a plain {@link ProtocolError} and drops the status (SDK 2.4.0,
+ * `StreamableHTTPClientTransport._send`).
+ */
+export class RefusedRpcError extends ProtocolError {
+  constructor(
+    readonly status: number,
+    code: number,
+    message: string,
+    data?: unknown,
+  ) {
+    super(code, message, data);
+  }
+}
+
+/** The JSON-RPC code a legacy transport gives its refusals of a session (`-32000`, "Bad Request: …"). */
+export const LEGACY_TRANSPORT_REFUSAL = -32000;
+
+/** Bodies longer than this are not parsed for a JSON-RPC code (a transport refusal is a few hundred bytes). */
+const RPC_BODY_MAX_CHARS = 16 * 1024;
+
+/** The `error.code` of a JSON-RPC error body (any id), or `undefined` when the text is not one. */
+export function rpcErrorCodeInBody(text: string): number | undefined {
+  if (text.length > RPC_BODY_MAX_CHARS) return undefined;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  if (parsed === null || typeof parsed !== 'object') return undefined;
+  const error = (parsed as { error?: unknown }).error;
+  if (error === null || typeof error !== 'object') return undefined;
+  const code = (error as { code?: unknown }).code;
+  return typeof code === 'number' && Number.isInteger(code) ? code : undefined;
+}
+
+/** The JSON-RPC code in the body of an HTTP error answer, read structurally (never from a message). */
+export function rpcErrorCodeOf(err: unknown): number | undefined {
+  if (err instanceof HttpStatusError) return err.rpcCode;
+  if (err instanceof SdkHttpError && typeof err.data.text === 'string') return rpcErrorCodeInBody(err.data.text);
+  return undefined;
 }
 
 /**
- * Whether an HTTP error says a legacy session is gone: 404 (the 2025 spec), or 400 with
- * "No valid session ID" (SDK v1 servers, server-everything among them). Either way the request
- * was refused before it ran.
+ * Whether an HTTP error says a legacy session is gone: 404 (the 2025 spec), or 400 whose body is a
+ * JSON-RPC error of code {@link LEGACY_TRANSPORT_REFUSAL} (SDK v1 servers and their examples,
+ * server-everything among them: "No valid session ID provided", "Server not initialized").
+ * Either way the request was refused before it ran. Decided by status and code, never by text.
  */
 export function isSessionLost(err: unknown): boolean {
   const status = httpStatusOf(err);
   if (status === 404) return true;
-  return status === 400 && /no valid session id|session not found|invalid session/i.test(httpErrorText(err));
+  return status === 400 && rpcErrorCodeOf(err) === LEGACY_TRANSPORT_REFUSAL;
 }
 
 /** SDK codes that mean the era is not agreed (a stale prior, a lying server): never a transport hiccup. */

@@ -105,9 +105,8 @@ export class ProxyClient {
     } catch (err) {
       if (isNoResponders(err))
         throw new WireError(ErrorCodes.transportError, 'no proxy instance is running to take the request');
-      const e = err as { name?: string; message?: string };
-      if (e.name === 'TimeoutError' || /timeout/i.test(e.message ?? ''))
-        throw new WireError('timeout', 'the proxy did not answer in time');
+      if (natsFailure(err) === NatsFailures.timeout)
+        throw new WireError(ErrorCodes.timeout, 'the proxy did not answer in time');
       throw err;
     }
     const reply = decodeRelayReply(data);

@@ -1,6 +1,8 @@
 import type { NatsConnection, Status } from '@nats-io/transport-node';
 import {
   ErrorCodes,
+  NatsFailures,
+  natsFailure,
   TASK_ID_RE,
   WireError,
   decodeTaskEvent,
@@ -193,9 +195,10 @@ export class TaskClient {
           )
         ).data;
       } catch (err) {
-        const e = err as { name?: string; message?: string };
-        const timedOut = e.name === 'TimeoutError' || /timeout/i.test(e.message ?? '');
-        const noResponders = /no responders/i.test(e.message ?? '');
+        // Told apart by nats.js' own error classes, never by a message.
+        const failure = natsFailure(err);
+        const timedOut = failure === NatsFailures.timeout;
+        const noResponders = failure === NatsFailures.noResponders;
         if ((timedOut || noResponders) && attempt < REQUEST_ATTEMPTS) continue;
         if (timedOut) throw new WireError(ErrorCodes.timeout, 'the proxy did not answer in time');
         if (noResponders) throw new WireError(ErrorCodes.transportError, 'no proxy is running');

@@ -11,7 +11,8 @@ import {
 import type { TokenGrant } from './agent-tokens.js';
 import { FaceHandlers } from './face-handlers.js';
 import { errorResult } from './call-result.js';
-import { declaresForms, progressTokenOf, type ToolCalls } from './tool-calls.js';
+import { declaresForms, progressTokenOf } from './call-input.js';
+import type { ToolCalls } from './tool-calls.js';
 import type { AgentToolSet, ToolSets } from './tool-sets.js';
 
 /**

@@ -1,4 +1,5 @@
 import { ErrorCodes, INPUT_LIMITS, WireError, checkElicitAnswer, type InputRequestItem } from '@mcpx/contracts';
+import type { InputRecord } from '@mcpx/shared-state';
 
 function isMap(v: unknown): v is Record<string, unknown> {
   return v !== null && typeof v === 'object' && !Array.isArray(v) && !ArrayBuffer.isView(v);
@@ -11,6 +12,50 @@ export function jsonBytes(v: unknown): number {
   } catch {
     return Number.POSITIVE_INFINITY;
   }
+}
+
+/** A runtime's question whose answer is kept with the input request (a task's: no call is re-sent to carry it). */
+export function storedForRuntime(record: InputRecord, item: InputRequestItem): boolean {
+  return item.answerBy === 'runtime' && record.personKeys.includes(`,${item.key},`);
+}
+
+/**
+ * The runtime's answers a re-sent call carries (`given`), each checked: only the questions the
+ * round gave the runtime (and did not keep with the request), every one of them answered.
+ * `invalid_input` naming the key otherwise. `tool` names the asking tool in the message.
+ */
+export function runtimeResponses(
+  record: InputRecord,
+  items: InputRequestItem[],
+  given: Record<string, unknown>,
+  tool: string,
+): Record<string, unknown> {
+  for (const key of Object.keys(given)) {
+    const item = items.find((i) => i.key === key);
+    if (item === undefined || item.answerBy !== 'runtime') {
+      throw new WireError(
+        ErrorCodes.invalidInput,
+        `inputResponses.${key.slice(0, 64)}: the runtime answers only the questions the input request gave it`,
+        {
+          field: `inputResponses.${key.slice(0, 64)}`,
+        },
+      );
+    }
+  }
+  const responses: Record<string, unknown> = {};
+  for (const item of items) {
+    if (item.answerBy !== 'runtime' || storedForRuntime(record, item)) continue;
+    const v = given[item.key];
+    if (v === undefined) {
+      throw new WireError(
+        ErrorCodes.invalidInput,
+        `inputResponses.${item.key}: the runtime must answer this question of ${tool}`,
+        { field: `inputResponses.${item.key}`, inputRequestId: record.id },
+      );
+    }
+    responses[item.key] = checkRuntimeAnswer(item, v, `inputResponses.${item.key}`);
+  }
+  return responses;
 }
 
 /**

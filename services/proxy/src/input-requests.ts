@@ -1,17 +1,12 @@
 import type { Counter, Meter } from '@opentelemetry/api';
 import {
-  ENDPOINT_RUN_PREFIX,
   ErrorCodes,
   INPUT_LIMITS,
   WireError,
-  checkRequestedSchema,
   type ElicitAnswer,
   type InputRequestItem,
   type InputRequestedEvent,
-  type ProxyCallRequest,
-  type RestrictedSchema,
 } from '@mcpx/contracts';
-import type { McpToolDocument } from '@mcpx/domain';
 import {
   PendingInputsFullError,
   newInputRequestId,
@@ -21,16 +16,18 @@ import {
   type PendingCaps,
 } from '@mcpx/shared-state';
 import type { SecretBox } from '@mcpx/secrets';
-import { checkRuntimeAnswer, jsonBytes } from './input-answers.js';
+import { checkRuntimeAnswer, runtimeResponses, storedForRuntime } from './input-answers.js';
+import {
+  classifyQuestions,
+  inputRequiredError,
+  refused,
+  type InputAsker,
+  type InputTarget,
+} from './input-questions.js';
 import { pendingCaps, pendingFullError, pendingStoreDown, type PendingCapsDeps } from './pending-refusals.js';
 
-/** Who asks, and for what: a call's request, or a relayed request's (`prompts/get`, `resources/read`). */
-export type InputAsker = Pick<
-  ProxyCallRequest,
-  'account' | 'agent' | 'run' | 'tool' | 'answers' | 'inputRequestId' | 'inputResponses'
->;
-/** Whose question it is: a tool's document, or the prompt or resource of a relayed request. */
-export type InputTarget = Pick<McpToolDocument, 'name' | 'server' | 'remoteName'>;
+// The call path and the relays read a round through the gate's module, as before the questions had their own.
+export { inputRequiredError, inputRoundOf, type InputAsker, type InputTarget } from './input-questions.js';
 
 /** What a re-sent call carries to the server: the answers by key, and the server's own state, unsealed. */
 export interface Resumption {
@@ -65,37 +62,6 @@ const REFUSALS: Record<InputConsumeReason, string> = {
 /** The additional data that binds a sealed `requestState` to its account and input request. */
 function stateAad(account: string, id: string): string {
   return `input-state\u0000${account}\u0000${id}`;
-}
-
-function isMap(v: unknown): v is Record<string, unknown> {
-  return v !== null && typeof v === 'object' && !Array.isArray(v) && !ArrayBuffer.isView(v);
-}
-
-/** A runtime's question whose answer is kept with the input request (a task's: no call is re-sent to carry it). */
-function storedForRuntime(record: InputRecord, item: InputRequestItem): boolean {
-  return item.answerBy === 'runtime' && record.personKeys.includes(`,${item.key},`);
-}
-
-function serverFault(doc: InputTarget, why: string, extra: Record<string, unknown> = {}): WireError {
-  return new WireError(
-    ErrorCodes.serverError,
-    `the ${doc.server} MCP server asked for input that cannot be shown (${why})`,
-    {
-      server: doc.server,
-      tool: doc.name,
-      reason: 'invalid_input_request',
-      ...extra,
-    },
-  );
-}
-
-function refused(doc: InputTarget, reason: string, message: string, extra: Record<string, unknown> = {}): WireError {
-  return new WireError(ErrorCodes.inputRefused, `${doc.name}: ${message}`, {
-    reason,
-    tool: doc.name,
-    server: doc.server,
-    ...extra,
-  });
 }
 
 /**
@@ -134,83 +100,9 @@ export class InputGate {
     inputRequests: Record<string, { method: string; params?: unknown }>,
     formsByRuntime: boolean,
   ): InputRequestItem[] {
-    const keys = Object.keys(inputRequests);
-    if (keys.length > INPUT_LIMITS.requestsPerRound)
-      throw serverFault(doc, `${keys.length} questions at once; at most ${INPUT_LIMITS.requestsPerRound}`);
-    const items: InputRequestItem[] = [];
-    // A form goes to the caller when it declares it answers forms and either the agent's definition
-    // lets its runtime answer them (`inputs.forms: "runtime"`, a setting about an unattended NATS
-    // runtime), or the caller is the agent endpoint's MCP client (its `ep-` run, which no runtime
-    // may use): a client that declared form elicitation shows the form to its own user.
-    const endpointClient = req.run.startsWith(ENDPOINT_RUN_PREFIX);
-    for (const key of keys) {
-      if (!/^[A-Za-z0-9_.:-]{1,64}$/.test(key))
-        throw serverFault(doc, 'a request key that is not 1-64 letters, digits or _ . : -');
-      const { method, params } = inputRequests[key]!;
-      const p = isMap(params) ? params : {};
-      if (method === 'roots/list') {
-        // Only a runtime that shares its own roots answers (the endpoint's client that declared
-        // `roots`); the connector has none of its own to give.
-        if (req.answers?.roots !== true) {
-          this.rounds?.add(1, { outcome: 'refused', reason: 'roots_unsupported' });
-          throw refused(
-            doc,
-            'roots_unsupported',
-            'the server asks for roots, which the calling runtime does not declare it shares (answers.roots), and this connector has none of its own (roots are deprecated in 2026-07-28)',
-            { key },
-          );
-        }
-        items.push({ key, kind: 'roots', answerBy: 'runtime' });
-        continue;
-      }
-      if (method === 'sampling/createMessage') {
-        if (req.answers?.sampling !== true) {
-          this.rounds?.add(1, { outcome: 'refused', reason: 'sampling_unsupported' });
-          throw refused(
-            doc,
-            'sampling_unsupported',
-            "the server asks the client's model to sample a message, and the calling runtime does not declare that it samples (answers.sampling)",
-            { key },
-          );
-        }
-        if (jsonBytes(p) > INPUT_LIMITS.samplingParamsBytes)
-          throw serverFault(doc, `a sampling request over ${INPUT_LIMITS.samplingParamsBytes / 1024} KiB`, { key });
-        items.push({ key, kind: 'sampling', answerBy: 'runtime', params: p });
-        continue;
-      }
-      if (method !== 'elicitation/create')
-        throw serverFault(doc, `an unknown kind of request (${method.slice(0, 64)})`, { key });
-      const message = typeof p.message === 'string' ? p.message.slice(0, INPUT_LIMITS.messageChars) : '';
-      if (p.mode === 'url' || (p.mode === undefined && typeof p.url === 'string')) {
-        const url = typeof p.url === 'string' ? p.url : '';
-        let parsed: URL | undefined;
-        try {
-          parsed = url.length <= INPUT_LIMITS.urlChars ? new URL(url) : undefined;
-        } catch {
-          parsed = undefined;
-        }
-        if (parsed === undefined || (parsed.protocol !== 'https:' && parsed.protocol !== 'http:'))
-          throw serverFault(doc, 'a URL elicitation without an http(s) URL', { key });
-        const item: InputRequestItem = { key, kind: 'url', answerBy: 'person', message, url: parsed.href };
-        if (typeof p.elicitationId === 'string' && p.elicitationId.length <= 200) item.elicitationId = p.elicitationId;
-        items.push(item);
-        continue;
-      }
-      let schema: RestrictedSchema;
-      try {
-        schema = checkRequestedSchema(p.requestedSchema);
-      } catch (err) {
-        throw serverFault(doc, err instanceof WireError ? err.message : 'an invalid requested schema', { key });
-      }
-      items.push({
-        key,
-        kind: 'form',
-        answerBy: req.answers?.forms === true && (formsByRuntime || endpointClient) ? 'runtime' : 'person',
-        message,
-        requestedSchema: schema,
-      });
-    }
-    return items;
+    return classifyQuestions(req, doc, inputRequests, formsByRuntime, (reason) =>
+      this.rounds?.add(1, { outcome: 'refused', reason }),
+    );
   }
 
   /**
@@ -335,53 +227,8 @@ export class InputGate {
       throw this.refusal(doc, id, 'mismatch');
     if (Date.now() >= found.expiresAt) throw this.refusal(doc, id, 'expired');
     const items = JSON.parse(found.requestsJson) as InputRequestItem[];
-    const responses: Record<string, unknown> = {};
-    const given = req.inputResponses ?? {};
-    for (const key of Object.keys(given)) {
-      const item = items.find((i) => i.key === key);
-      if (item === undefined || item.answerBy !== 'runtime') {
-        throw new WireError(
-          ErrorCodes.invalidInput,
-          `inputResponses.${key.slice(0, 64)}: the runtime answers only the questions the input request gave it`,
-          {
-            field: `inputResponses.${key.slice(0, 64)}`,
-          },
-        );
-      }
-    }
-    for (const item of items) {
-      if (item.answerBy !== 'runtime' || storedForRuntime(found, item)) continue;
-      const v = given[item.key];
-      if (v === undefined) {
-        throw new WireError(
-          ErrorCodes.invalidInput,
-          `inputResponses.${item.key}: the runtime must answer this question of ${doc.name}`,
-          { field: `inputResponses.${item.key}`, inputRequestId: id },
-        );
-      }
-      responses[item.key] = checkRuntimeAnswer(item, v, `inputResponses.${item.key}`);
-    }
-    let requestState: string | undefined;
-    if (found.sealedState !== undefined) {
-      const dot = found.sealedState.indexOf('.');
-      try {
-        requestState = this.deps.box.open(
-          {
-            keyId: found.sealedState.slice(0, dot),
-            ciphertext: Buffer.from(found.sealedState.slice(dot + 1), 'base64'),
-          },
-          stateAad(req.account, id),
-        );
-      } catch {
-        this.rounds?.add(1, { outcome: 'refused', reason: 'tampered' });
-        throw refused(
-          doc,
-          'tampered',
-          'the stored state of the input request does not open (it was altered); ask again by calling the tool afresh',
-          { inputRequestId: id },
-        );
-      }
-    }
+    const responses = runtimeResponses(found, items, req.inputResponses ?? {}, doc.name);
+    const requestState = this.openState(found, req.account, doc);
     const out = await this.deps.store.consume(req.account, id, binding);
     if (!out.ok) {
       if (out.reason === 'pending') {
@@ -393,27 +240,7 @@ export class InputGate {
       }
       throw this.refusal(doc, id, out.reason);
     }
-    for (const item of items) {
-      const stored = storedForRuntime(out.record, item);
-      if (item.answerBy !== 'person' && !stored) continue;
-      let raw: string | undefined;
-      try {
-        raw = this.deps.store.openAnswer(out.record, item.key);
-      } catch {
-        this.rounds?.add(1, { outcome: 'refused', reason: 'tampered' });
-        throw refused(
-          doc,
-          'tampered',
-          "a person's stored answer does not open (it was altered); ask again by calling the tool afresh",
-          { inputRequestId: id },
-        );
-      }
-      if (raw === undefined) responses[item.key] = { action: 'cancel' };
-      else
-        responses[item.key] = stored
-          ? checkRuntimeAnswer(item, JSON.parse(raw), item.key)
-          : (JSON.parse(raw) as ElicitAnswer);
-    }
+    this.storedAnswers(out.record, items, responses, doc);
     this.rounds?.add(1, { outcome: 'resumed', era: out.record.era });
     return {
       inputResponses: responses,
@@ -472,47 +299,65 @@ export class InputGate {
     return { complete };
   }
 
+  /** The server's `requestState` of a round, unsealed (bound to its account and input request); `input_refused` when altered. */
+  private openState(found: InputRecord, account: string, doc: InputTarget): string | undefined {
+    if (found.sealedState === undefined) return undefined;
+    const dot = found.sealedState.indexOf('.');
+    try {
+      return this.deps.box.open(
+        {
+          keyId: found.sealedState.slice(0, dot),
+          ciphertext: Buffer.from(found.sealedState.slice(dot + 1), 'base64'),
+        },
+        stateAad(account, found.id),
+      );
+    } catch {
+      this.rounds?.add(1, { outcome: 'refused', reason: 'tampered' });
+      throw refused(
+        doc,
+        'tampered',
+        'the stored state of the input request does not open (it was altered); ask again by calling the tool afresh',
+        { inputRequestId: found.id },
+      );
+    }
+  }
+
+  /**
+   * The answers kept with a used round, into `responses`: a person's (a cancel when none was
+   * given) and a task's runtime answers, which are checked again; `input_refused` when one was
+   * altered.
+   */
+  private storedAnswers(
+    record: InputRecord,
+    items: InputRequestItem[],
+    responses: Record<string, unknown>,
+    doc: InputTarget,
+  ): void {
+    for (const item of items) {
+      const stored = storedForRuntime(record, item);
+      if (item.answerBy !== 'person' && !stored) continue;
+      let raw: string | undefined;
+      try {
+        raw = this.deps.store.openAnswer(record, item.key);
+      } catch {
+        this.rounds?.add(1, { outcome: 'refused', reason: 'tampered' });
+        throw refused(
+          doc,
+          'tampered',
+          "a person's stored answer does not open (it was altered); ask again by calling the tool afresh",
+          { inputRequestId: record.id },
+        );
+      }
+      if (raw === undefined) responses[item.key] = { action: 'cancel' };
+      else
+        responses[item.key] = stored
+          ? checkRuntimeAnswer(item, JSON.parse(raw), item.key)
+          : (JSON.parse(raw) as ElicitAnswer);
+    }
+  }
+
   private refusal(doc: InputTarget, id: string, reason: InputConsumeReason): WireError {
     this.rounds?.add(1, { outcome: 'refused', reason });
     return refused(doc, reason, REFUSALS[reason], { inputRequestId: id });
   }
-}
-
-/** The questions (`inputRequests`, by key) and the opaque `requestState` of an `input_required` result. */
-export function inputRoundOf(result: unknown): {
-  inputRequests: Record<string, { method: string; params?: unknown }>;
-  requestState?: string;
-} {
-  const r = result as { inputRequests?: unknown; requestState?: unknown };
-  const inputRequests: Record<string, { method: string; params?: unknown }> = {};
-  if (isMap(r.inputRequests)) {
-    for (const [key, v] of Object.entries(r.inputRequests)) {
-      inputRequests[key] =
-        isMap(v) && typeof v.method === 'string'
-          ? { method: v.method, ...(v.params !== undefined ? { params: v.params } : {}) }
-          : { method: '' };
-    }
-  }
-  return { inputRequests, ...(typeof r.requestState === 'string' ? { requestState: r.requestState } : {}) };
-}
-
-/** The typed `input_required` of a recorded round: what to answer, by whom, until when. */
-export function inputRequiredError(doc: InputTarget, record: InputRecord, items: InputRequestItem[]): WireError {
-  const first = items.find((i): i is Extract<InputRequestItem, { message: string }> => 'message' in i);
-  const forPerson = items.some((i) => i.answerBy === 'person');
-  const question = first?.message ? `: "${first.message.slice(0, 200)}"` : '';
-  const who = forPerson ? 'a person answers it' : 'the runtime answers it';
-  return new WireError(
-    ErrorCodes.inputRequired,
-    `${doc.name} asks for input before it can finish${question}; ${who} (input request ${record.id}), then re-send the same call with inputRequestId`,
-    {
-      inputRequestId: record.id,
-      tool: doc.name,
-      server: doc.server,
-      round: record.round,
-      forPerson,
-      requests: items,
-      expiresAt: new Date(record.expiresAt).toISOString(),
-    },
-  );
 }
