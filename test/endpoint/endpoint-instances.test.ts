@@ -14,6 +14,7 @@ import { entryArgs } from '../support/bundles.js';
 import { uniqueNamespace } from '../support/env.js';
 import { NatsAuthServer } from '../support/nats-auth-server.js';
 import { SseSubscriber } from '../support/sse-client.js';
+import { StreamText, answerLegacy, callLegacy, initializeLegacy } from '../support/fixtures/legacy-raw-client.js';
 import { ProcessSystem, ROOT, eventually } from '../support/system.js';
 import { errorOf } from './endpoint-harness.js';
 
@@ -258,67 +259,23 @@ describe('the agent MCP endpoint on two instances (its own NATS user, no affinit
     const { token: t } = await token('ops', { userMayApprove: true });
     const intruder = await token('ops', { userMayApprove: true });
     const [a, b] = [endpoints[0]!, endpoints[1]!];
-    const headers = (bearer: string): Record<string, string> => ({
-      authorization: `Bearer ${bearer}`,
-      'content-type': 'application/json',
-      accept: 'application/json, text/event-stream',
-      'mcp-protocol-version': '2025-11-25',
-    });
     // The initialize reaches B; the call reaches A (which learns from B what the client declared).
-    const init = await fetch(agentUrl(b, 'ops'), {
-      method: 'POST',
-      headers: headers(t),
-      body: JSON.stringify({
-        jsonrpc: '2.0',
-        id: 1,
-        method: 'initialize',
-        params: {
-          protocolVersion: '2025-11-25',
-          capabilities: { elicitation: {} },
-          clientInfo: { name: 'raw', version: '1' },
-        },
-      }),
-    });
-    await init.text();
+    await initializeLegacy(agentUrl(b, 'ops'), t);
     const before = upstream.stats.calls;
-    const call = await fetch(agentUrl(a, 'ops'), {
-      method: 'POST',
-      headers: headers(t),
-      body: JSON.stringify({
-        jsonrpc: '2.0',
-        id: 2,
-        method: 'tools/call',
-        params: { name: 'db__drop_table', arguments: { table: 'elsewhere' } },
-      }),
-    });
-    const reader = call.body!.getReader();
-    let seen = '';
-    while (!seen.includes('elicitation/create')) seen += new TextDecoder().decode((await reader.read()).value);
-    const question = JSON.parse(/data: (.*)/.exec(seen)![1]!) as { id: string; method: string };
+    const stream = new StreamText(await callLegacy(agentUrl(a, 'ops'), t, 'db__drop_table', { table: 'elsewhere' }));
+    await stream.until('elicitation/create');
+    const question = stream.firstMessage<{ id: string; method: string }>();
     // The question's id names the instance that asked it (A).
     expect(question.id).toMatch(/^mcpx-q\.endpoint-0-\d+\./);
     const answer = (bearer: string, action: 'accept' | 'decline', id = question.id): Promise<Response> =>
-      fetch(agentUrl(b, 'ops'), {
-        method: 'POST',
-        headers: headers(bearer),
-        body: JSON.stringify({
-          jsonrpc: '2.0',
-          id,
-          result: action === 'accept' ? { action, content: {} } : { action },
-        }),
-      });
+      answerLegacy(agentUrl(b, 'ops'), bearer, id, action);
     // A decline for a question of an instance that does not exist is taken by nobody.
     await (await answer(t, 'decline', `mcpx-q.endpoint-gone.${randomUUID()}`)).text();
     // Another token's decline, posted to B, is not taken by A (had it been, the call would end refused).
     await (await answer(intruder.token, 'decline')).text();
     // The client's own answer, posted to B, is taken by A: the call runs there, once.
     expect((await answer(t, 'accept')).status).toBe(202);
-    while (!seen.includes('"id":2')) {
-      const { value, done } = await reader.read();
-      if (done) break;
-      seen += new TextDecoder().decode(value);
-    }
-    expect(seen).toContain('dropped elsewhere');
+    expect(await stream.until('"id":2')).toContain('dropped elsewhere');
     expect(upstream.stats.calls).toBe(before + 1);
   });
 
