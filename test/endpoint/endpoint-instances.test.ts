@@ -1,4 +1,3 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js';
@@ -8,25 +7,18 @@ import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/cli
 import type { NatsConnection } from '@nats-io/transport-node';
 import { encodePayload, makeSubjects, type ApprovalDecidedEvent, type Subjects } from '@mcpx/contracts';
 import { approvalTools } from '../approvals/approval-tools.js';
-import { freePort, startTestMcpServer, type TestMcpServer } from '../servers/index.js';
+import { startTestMcpServer, type TestMcpServer } from '../servers/index.js';
 import { ApiClient } from '../support/api-client.js';
-import { entryArgs } from '../support/bundles.js';
 import { uniqueNamespace } from '../support/env.js';
 import { NatsAuthServer } from '../support/nats-auth-server.js';
 import { SseSubscriber } from '../support/sse-client.js';
 import { StreamText, answerLegacy, callLegacy, initializeLegacy } from '../support/fixtures/legacy-raw-client.js';
-import { ProcessSystem, ROOT, eventually } from '../support/system.js';
+import { ProcessSystem, eventually } from '../support/system.js';
 import { errorOf } from './endpoint-harness.js';
+import { startEndpointProcess, type EndpointProcess } from '../support/fixtures/endpoint-process.js';
 
 const textOf = (result: object): string =>
   ((result as { content?: unknown }).content as Array<{ text?: string }> | undefined)?.[0]?.text ?? '';
-
-/** One endpoint process on the `endpoint` NATS user. */
-interface EndpointProcess {
-  url: string;
-  child: ChildProcess;
-  logs: string[];
-}
 
 /**
  * The endpoint as deployed: two endpoint processes behind no affinity, the services as processes,
@@ -50,37 +42,13 @@ describe('the agent MCP endpoint on two instances (its own NATS user, no affinit
   const clients: Array<{ close(): Promise<void> }> = [];
   const prefix = uniqueNamespace().natsPrefix;
 
-  const startEndpointProcess = async (i: number): Promise<EndpointProcess> => {
-    const port = await freePort();
-    const url = `http://127.0.0.1:${port}`;
-    const logs: string[] = [];
-    const child = spawn(process.execPath, entryArgs('endpoint'), {
-      cwd: ROOT,
-      env: {
-        ...process.env,
-        ...system.env,
-        ...nats.env('endpoint'),
-        HTTP_PORT: String(port),
-        INTERNAL_HTTP_PORT: String(await freePort()),
-        ENDPOINT_PUBLIC_URL: url,
-        ENDPOINT_LEAN_CALLS: 'on',
-        INSTANCE_ID: `endpoint-${i}-${port}`,
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    child.stdout?.on('data', (d: Buffer) => logs.push(d.toString('utf8')));
-    child.stderr?.on('data', (d: Buffer) => logs.push(d.toString('utf8')));
-    const started = { url, child, logs };
-    endpoints.push(started);
-    await eventually(
-      async () => {
-        if (child.exitCode !== null) throw new Error(`endpoint exited: ${logs.join('')}`);
-        return (await fetch(`${url}/healthz`).catch(() => undefined))?.ok ? true : undefined;
-      },
-      60_000,
-      `endpoint ${i} healthy`,
+  const startEndpoint = async (i: number): Promise<void> => {
+    const started = await startEndpointProcess(
+      system,
+      { ...nats.env('endpoint'), ENDPOINT_LEAN_CALLS: 'on' },
+      { publicUrl: true, instance: `endpoint-${i}` },
     );
-    return started;
+    endpoints[i] = started;
   };
 
   const agentUrl = (e: EndpointProcess, agent: string): string => `${e.url}/v1/agents/${encodeURIComponent(agent)}/mcp`;
@@ -105,7 +73,7 @@ describe('the agent MCP endpoint on two instances (its own NATS user, no affinit
       30_000,
       'tools projected',
     );
-    await Promise.all([startEndpointProcess(0), startEndpointProcess(1)]);
+    await Promise.all([startEndpoint(0), startEndpoint(1)]);
     stream = await SseSubscriber.open(api);
   }, 180_000);
 
@@ -113,14 +81,7 @@ describe('the agent MCP endpoint on two instances (its own NATS user, no affinit
     for (const c of clients) await c.close().catch(() => undefined);
     for (const nc of conns) await nc.close().catch(() => undefined);
     await stream?.close();
-    await Promise.all(
-      endpoints.map(async (e) => {
-        if (e.child.exitCode !== null) return;
-        const exited = new Promise((r) => e.child.once('exit', r));
-        e.child.kill('SIGTERM');
-        await exited;
-      }),
-    );
+    await Promise.all(endpoints.map((e) => e.stop()));
     await upstream?.close();
     await system?.stop();
     await nats?.stop();
